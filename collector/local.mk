@@ -1,0 +1,1 @@
+# collector: rules (filled in as the part lands)

@@ -1,0 +1,7 @@
+# common/: code several parts share that is not the format (log macros, JSON writer).
+# A convenience library, linked into the commands and the replay/optimizer libraries;
+# the collector links only dpro_log if anything.
+noinst_LTLIBRARIES += common/libdprocommon.la
+common_libdprocommon_la_SOURCES = common/log.c common/dpro_log.h \
+	common/json_writer.c common/json_writer.h
+common_libdprocommon_la_CFLAGS = $(AM_CFLAGS) -fPIC

@@ -1,0 +1,1 @@
+# optimizer: rules (filled in as the part lands)

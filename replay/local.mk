@@ -1,0 +1,1 @@
+# replay: rules (filled in as the part lands)

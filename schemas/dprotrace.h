@@ -1,0 +1,393 @@
+/*
+ * dprotrace.h: the dpro trace format and libdprotrace, the one library that writes and
+ * reads it.
+ *
+ * A trace is one SQLite file per process (rank); schemas/trace.sql is its schema. Events
+ * travel in batches: schemas/trace.proto packed by protobuf-c, column by column, then
+ * zlib-compressed, one BLOB a row of table `batches`. Strings (kernel names, API names,
+ * NVTX text) are interned once in table `strings` and events refer to them by id.
+ *
+ * Every function returns a dpro_status (DPRO_OK == 0) unless it says otherwise. Objects
+ * keep the message of their last error (dpro_writer_errmsg, dpro_reader_errmsg), which
+ * names the file and, for event data, the batch.
+ */
+#ifndef DPRO_TRACE_H
+#define DPRO_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Schema version. A reader refuses a file whose major version is newer than its own; a
+ * newer minor version only adds columns, tables or event kinds, which old readers skip. */
+#define DPRO_SCHEMA_MAJOR 1
+#define DPRO_SCHEMA_MINOR 0
+
+typedef enum dpro_status {
+    DPRO_OK = 0,
+    DPRO_ERR_ARG = -1,       /* bad argument from the caller */
+    DPRO_ERR_NOMEM = -2,     /* out of memory */
+    DPRO_ERR_IO = -3,        /* the file could not be opened, written or read */
+    DPRO_ERR_NOT_TRACE = -4, /* the file is not a dpro trace */
+    DPRO_ERR_VERSION = -5,   /* the file's schema major version is newer than ours */
+    DPRO_ERR_CORRUPT = -6,   /* a batch or a table is damaged */
+    DPRO_ERR_LIMIT = -7,     /* a size limit was passed (e.g. a zlib bomb) */
+} dpro_status;
+
+/* Returns a static English description of a status. */
+const char *dpro_status_str(int status);
+
+/* ---- events --------------------------------------------------------------------------- */
+
+/* Event kinds. Values are part of the file format: never renumber, only add. */
+typedef enum dpro_kind {
+    DPRO_KIND_API = 1,        /* host API call: CUDA runtime/driver, NCCL (non-collective) */
+    DPRO_KIND_KERNEL = 2,     /* device: a kernel ran */
+    DPRO_KIND_MEMCPY = 3,     /* device: a copy ran */
+    DPRO_KIND_MEMSET = 4,     /* device: a memset ran */
+    DPRO_KIND_SYNC = 5,       /* device-side synchronisation (CUPTI SYNCHRONIZATION) */
+    DPRO_KIND_COLLECTIVE = 6, /* host call of an NCCL collective or send/recv */
+    DPRO_KIND_MEMORY = 7,     /* allocation or free */
+    DPRO_KIND_MARKER = 8,     /* NVTX range or mark, iteration marker, framework op */
+    DPRO_KIND_MAX_KNOWN = 8,
+} dpro_kind;
+
+/* Which API a DPRO_KIND_API event came from (dpro_event.subkind). */
+enum dpro_api_domain {
+    DPRO_API_RUNTIME = 1,
+    DPRO_API_DRIVER = 2,
+    DPRO_API_NCCL = 3,
+};
+
+/* Copy kinds (subkind of DPRO_KIND_MEMCPY and of memcpy API calls); the values are
+ * cudaMemcpyKind's. */
+enum dpro_copy_kind {
+    DPRO_COPY_H2H = 0,
+    DPRO_COPY_H2D = 1,
+    DPRO_COPY_D2H = 2,
+    DPRO_COPY_D2D = 3,
+    DPRO_COPY_DEFAULT = 4,
+    DPRO_COPY_P2P = 5,
+};
+
+/* Synchronisation kinds (subkind of DPRO_KIND_SYNC), CUpti_ActivitySynchronizationType. */
+enum dpro_sync_kind {
+    DPRO_SYNC_EVENT_SYNCHRONIZE = 1,
+    DPRO_SYNC_STREAM_WAIT_EVENT = 2,
+    DPRO_SYNC_STREAM_SYNCHRONIZE = 3,
+    DPRO_SYNC_CONTEXT_SYNCHRONIZE = 4,
+};
+
+/* Collective operations (subkind of DPRO_KIND_COLLECTIVE). */
+enum dpro_coll_op {
+    DPRO_COLL_ALLREDUCE = 1,
+    DPRO_COLL_BROADCAST = 2,
+    DPRO_COLL_REDUCE = 3,
+    DPRO_COLL_ALLGATHER = 4,
+    DPRO_COLL_REDUCESCATTER = 5,
+    DPRO_COLL_SEND = 6,
+    DPRO_COLL_RECV = 7,
+    DPRO_COLL_ALLTOALL = 8,
+    DPRO_COLL_OP_COUNT = 9,
+};
+
+/* Memory event kinds (subkind of DPRO_KIND_MEMORY). */
+enum dpro_mem_op {
+    DPRO_MEM_ALLOC = 1,
+    DPRO_MEM_FREE = 2,
+};
+
+/* Memory spaces (dpro_event.value of DPRO_KIND_MEMORY). */
+enum dpro_mem_space {
+    DPRO_MEMSPACE_DEVICE = 0,
+    DPRO_MEMSPACE_HOST_PINNED = 1,
+    DPRO_MEMSPACE_MANAGED = 2,
+    DPRO_MEMSPACE_ASYNC_POOL = 3,
+};
+
+/* Marker kinds (subkind of DPRO_KIND_MARKER). */
+enum dpro_marker_kind {
+    DPRO_MARK_RANGE = 1,     /* NVTX push/pop or start/end range */
+    DPRO_MARK_INSTANT = 2,   /* NVTX mark */
+    DPRO_MARK_ITERATION = 3, /* one training iteration; value = its number */
+    DPRO_MARK_CPU_OP = 4,    /* framework operator (imported traces) */
+};
+
+/*
+ * One event, as the writer takes it and the reader returns it. Fields a kind does not use
+ * are zero. Timestamps are nanoseconds on the trace's clock (CLOCK_MONOTONIC of the host
+ * for collector traces; see the clock anchors in meta).
+ *
+ *   field        API            device ops       COLLECTIVE        MEMORY          MARKER
+ *   thread       host tid       -                host tid          host tid        host tid
+ *   name         API name       kernel name      -                 -               text
+ *   name2        kernel name    -                -                 -               domain
+ *   correlation  launch id      launch id        launch id         -               -
+ *   stream       stream         stream           stream            stream (async)  -
+ *   device       -              device           device            device          -
+ *   subkind      dpro_api_domain copy/sync kind  dpro_coll_op      dpro_mem_op     marker kind
+ *   result       return code    -                return code       -               -
+ *   object       event/graph    graph id         -                 -               range id
+ *   bytes        bytes          bytes            bytes             size            -
+ *   address      pointer        -                -                 address         -
+ *   grid, block  launch dims    launch dims      -                 -               -
+ *   comm         -              -                comm hash         -               -
+ *   seq, count   -              -                seq, count        -               -
+ *   dtype, redop -              -                ncclDataType/Op   -               -
+ *   peer         -              -                root or peer      -               -
+ *   value        -              -                -                 memory space    iteration
+ *   stack        call stack id  -                call stack id     -               -
+ */
+typedef struct dpro_event {
+    uint32_t kind;
+    uint32_t subkind;
+    uint64_t start_ns;
+    uint64_t end_ns;
+    uint32_t thread;
+    uint32_t name;
+    uint32_t name2;
+    uint32_t device;
+    uint64_t correlation;
+    uint64_t stream;
+    int32_t result;
+    uint32_t shared_mem;
+    uint64_t object;
+    uint64_t bytes;
+    uint64_t address;
+    uint32_t grid[3];
+    uint32_t block[3];
+    uint64_t comm;
+    uint64_t seq;
+    uint64_t count;
+    uint32_t dtype;
+    uint32_t redop;
+    int32_t peer;
+    uint32_t stack;
+    int64_t value;
+} dpro_event;
+
+/* Returns a short lower-case name of an event kind ("kernel", "api", ...), or "unknown". */
+const char *dpro_kind_name(uint32_t kind);
+
+/* Returns the name of a collective operation ("allreduce", ...), or "unknown". */
+const char *dpro_coll_op_name(uint32_t op);
+
+/* ---- descriptions of the process -------------------------------------------------------- */
+
+typedef struct dpro_device_info {
+    uint32_t id;
+    const char *name;
+    uint32_t sm_count;
+    uint64_t total_memory;
+    uint32_t clock_khz;
+    uint32_t cc_major, cc_minor;
+} dpro_device_info;
+
+typedef struct dpro_stream_info {
+    uint64_t id;
+    uint32_t device;
+    uint32_t flags;
+    int32_t priority;
+    const char *name; /* may be NULL */
+} dpro_stream_info;
+
+typedef struct dpro_comm_info {
+    uint64_t hash;        /* hash of the ncclUniqueId (or derived from the parent's) */
+    uint64_t parent_hash; /* 0 for a root communicator */
+    uint64_t handle;      /* the ncclComm_t value in this process */
+    int32_t rank;
+    int32_t size;
+    uint32_t device;
+} dpro_comm_info;
+
+/* ---- meta keys ----------------------------------------------------------------------------
+ * Table meta holds key/value text. Keys every producer should set where it knows them:
+ *   schema_major, schema_minor   set by the writer
+ *   source                       "collector" or "kineto-import" (+ the input file: source_file)
+ *   host, pid, rank, local_rank, world_size
+ *   job_id                       tells jobs apart (SLURM_JOB_ID, TORCHELASTIC_RUN_ID, ...)
+ *   command                      the traced command line
+ *   clock                        the clock of all timestamps, e.g. "CLOCK_MONOTONIC"
+ *   anchor_start_realtime_ns, anchor_start_monotonic_ns,
+ *   anchor_end_realtime_ns, anchor_end_monotonic_ns     clock anchor pairs
+ *   cuda_runtime_version, cuda_driver_version, nccl_version, cupti_version
+ *   cupti                        "enabled", "busy" (taken by another tool), "missing", "off"
+ *   setting.NAME                 each collector setting (DPRO_* variable) in force
+ */
+#define DPRO_META_SOURCE "source"
+#define DPRO_META_HOST "host"
+#define DPRO_META_PID "pid"
+#define DPRO_META_RANK "rank"
+#define DPRO_META_LOCAL_RANK "local_rank"
+#define DPRO_META_WORLD_SIZE "world_size"
+#define DPRO_META_JOB_ID "job_id"
+
+/* ---- writer --------------------------------------------------------------------------- */
+
+typedef struct dpro_writer dpro_writer;
+
+typedef struct dpro_writer_options {
+    uint32_t batch_events;  /* events per batch before an automatic flush; 0: 16384 */
+    int zlib_level;         /* 1..9; 0: 6 */
+    int exclusive_create;   /* non-zero: fail if the file exists (O_EXCL, no symlinks) */
+    uint32_t file_mode;     /* permissions of a new file; 0: 0640 */
+} dpro_writer_options;
+
+/* Opens (creates) the trace file at path and writes the schema and the schema version.
+ * opts may be NULL for defaults. On success *out is a writer the caller must close with
+ * dpro_writer_close; on failure *out is NULL and, where a writer could be built, the
+ * error is printed nowhere: the message comes back through errbuf (may be NULL, size
+ * errlen). */
+int dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer **out,
+                     char *errbuf, size_t errlen);
+
+/* Sets a meta key to a text / integer value (last value wins). */
+int dpro_writer_set_meta(dpro_writer *w, const char *key, const char *value);
+int dpro_writer_set_meta_int(dpro_writer *w, const char *key, int64_t value);
+
+/* Interns a string and stores its id in *id (ids start at 1; 0 means "no string").
+ * The same text always gets the same id within one file. */
+int dpro_writer_intern(dpro_writer *w, const char *text, uint32_t *id);
+
+/* Same, for a string of len bytes that need not be NUL-terminated. */
+int dpro_writer_intern_len(dpro_writer *w, const char *text, size_t len, uint32_t *id);
+
+/* Records a device, a stream, a host thread, a communicator, a call stack. Rewriting the
+ * same id replaces the earlier row. frames: string ids of the frames, innermost first. */
+int dpro_writer_add_device(dpro_writer *w, const dpro_device_info *dev);
+int dpro_writer_add_stream(dpro_writer *w, const dpro_stream_info *stream);
+int dpro_writer_add_thread(dpro_writer *w, uint32_t tid, const char *name);
+int dpro_writer_add_comm(dpro_writer *w, const dpro_comm_info *comm);
+int dpro_writer_add_stack(dpro_writer *w, uint32_t stack_id, const uint32_t *frames,
+                          uint32_t nframes);
+
+/* Adds count to the dropped-event count of (thread, reason). */
+int dpro_writer_add_drops(dpro_writer *w, uint32_t thread, const char *reason, uint64_t count);
+
+/* Appends one event (copied) to the current batch. When the batch is full it is flushed
+ * first; if that flush fails, the error is returned and this event is not kept (the
+ * batch stays in memory for a later flush). */
+int dpro_writer_append(dpro_writer *w, const dpro_event *ev);
+
+/* Packs, compresses and writes the current batch (if any), and commits. */
+int dpro_writer_flush(dpro_writer *w);
+
+/* Events appended so far, batches and bytes of compressed event data written so far. */
+uint64_t dpro_writer_events(const dpro_writer *w);
+uint64_t dpro_writer_batches(const dpro_writer *w);
+uint64_t dpro_writer_bytes(const dpro_writer *w);
+
+/* Message of the writer's last error ("" if none). */
+const char *dpro_writer_errmsg(const dpro_writer *w);
+
+/* Flushes, checkpoints the WAL, closes the database and frees the writer (NULL is fine).
+ * Returns the first error met while doing so. */
+int dpro_writer_close(dpro_writer *w);
+
+/* ---- batch codec (exposed for tests, benchmarks and fuzzing) ----------------------------- */
+
+/* Encodes n events into one zlib-compressed protobuf batch in a malloc'd buffer *out of
+ * *outlen bytes (caller frees). *rawlen receives the uncompressed size. */
+int dpro_batch_encode(const dpro_event *events, size_t n, int zlib_level, uint8_t **out,
+                      size_t *outlen, size_t *rawlen);
+
+/* Decodes a batch. *events (caller frees) receives *n events. rawlen is the uncompressed
+ * size the batch row claims; decoding refuses more than DPRO_BATCH_MAX_RAW bytes or more
+ * than rawlen. errbuf (may be NULL) receives what is wrong. */
+#define DPRO_BATCH_MAX_RAW (256u << 20)
+#define DPRO_BATCH_MAX_EVENTS (4u << 20)
+int dpro_batch_decode(const uint8_t *data, size_t len, size_t rawlen, dpro_event **events,
+                      size_t *n, char *errbuf, size_t errlen);
+
+/* ---- reader --------------------------------------------------------------------------- */
+
+typedef struct dpro_reader dpro_reader;
+
+/* Opens one trace file read-only. On failure *out is NULL and errbuf (may be NULL)
+ * names the file and what is wrong; the status says which kind of failure it is. */
+int dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errlen);
+
+/* Closes the reader and frees it (NULL is fine). */
+void dpro_reader_close(dpro_reader *r);
+
+/* The path the reader was opened with. */
+const char *dpro_reader_path(const dpro_reader *r);
+
+/* Value of a meta key, or NULL if absent. The pointer lives as long as the reader. */
+const char *dpro_reader_meta(const dpro_reader *r, const char *key);
+
+/* Integer value of a meta key, or dflt if absent or not a number. */
+int64_t dpro_reader_meta_int(const dpro_reader *r, const char *key, int64_t dflt);
+
+/* Text of a string id, or "" for 0 and for unknown ids. Lives as long as the reader. */
+const char *dpro_reader_string(const dpro_reader *r, uint32_t id);
+
+/* Number of strings (the largest id). */
+uint32_t dpro_reader_string_count(const dpro_reader *r);
+
+/* Devices, streams, threads, communicators (arrays owned by the reader). */
+size_t dpro_reader_devices(const dpro_reader *r, const dpro_device_info **out);
+size_t dpro_reader_streams(const dpro_reader *r, const dpro_stream_info **out);
+size_t dpro_reader_comms(const dpro_reader *r, const dpro_comm_info **out);
+typedef struct dpro_thread_info {
+    uint32_t tid;
+    const char *name;
+} dpro_thread_info;
+size_t dpro_reader_threads(const dpro_reader *r, const dpro_thread_info **out);
+
+/* Frames of a call stack (string ids, innermost first); 0 if unknown. */
+size_t dpro_reader_stack(const dpro_reader *r, uint32_t stack_id, const uint32_t **frames);
+
+/* Summary of the batches table, without decompressing anything. */
+typedef struct dpro_trace_summary {
+    uint64_t batches;
+    uint64_t events;         /* sum of the batches' counts */
+    uint64_t first_ns;       /* earliest event start */
+    uint64_t last_ns;        /* latest event end */
+    uint64_t event_bytes;    /* compressed bytes of event data */
+    uint64_t raw_bytes;      /* the same, uncompressed */
+    uint64_t dropped;        /* dropped events, all threads and reasons */
+    uint64_t file_bytes;     /* size of the file (and its -wal) on disk */
+} dpro_trace_summary;
+int dpro_reader_summary(dpro_reader *r, dpro_trace_summary *s);
+
+/* Iterator over the events of the file in start-time order (ties: by kind, then in
+ * appended order). Batches are decoded lazily and merged, so memory is bounded by the
+ * batches that overlap in time. */
+typedef struct dpro_iter dpro_iter;
+
+int dpro_iter_open(dpro_reader *r, dpro_iter **out);
+
+/* Stores the next event in *ev and returns 1; returns 0 at the end. A damaged batch
+ * makes it return DPRO_ERR_CORRUPT or DPRO_ERR_LIMIT once (dpro_reader_errmsg names the
+ * file and the batch); calling it again goes on with the remaining batches. */
+int dpro_iter_next(dpro_iter *it, dpro_event *ev);
+
+/* Number of batches skipped as damaged so far. */
+uint64_t dpro_iter_bad_batches(const dpro_iter *it);
+
+void dpro_iter_close(dpro_iter *it);
+
+/* Message of the reader's last error ("" if none). */
+const char *dpro_reader_errmsg(const dpro_reader *r);
+
+/* ---- directories ------------------------------------------------------------------------ */
+
+/* Lists the trace files (*.dpro) named by paths: a file is taken as is, a directory
+ * is scanned (not recursively). *files receives a malloc'd array of malloc'd paths, sorted
+ * (caller frees with dpro_free_paths). Returns DPRO_ERR_IO naming the first path that
+ * cannot be read, DPRO_ERR_NOT_TRACE if a directory holds no trace. */
+int dpro_list_traces(const char *const *paths, size_t npaths, char ***files, size_t *nfiles,
+                     char *errbuf, size_t errlen);
+void dpro_free_paths(char **files, size_t nfiles);
+
+/* The file suffix of trace files. */
+#define DPRO_TRACE_SUFFIX ".dpro"
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DPRO_TRACE_H */

@@ -1,0 +1,43 @@
+# schemas/: the trace format (trace.proto, trace.sql) and libdprotrace.
+DPROTRACE_SOURCES = schemas/codec.c schemas/writer.c schemas/reader.c \
+	schemas/trace_internal.h schemas/dprotrace.h
+nodist_DPROTRACE_SOURCES = schemas/trace.pb-c.c schemas/trace.pb-c.h schemas/trace_sql.c
+DPROTRACE_LIBS = $(SQLITE_LIBS) $(PROTOBUF_C_LIBS) $(ZLIB_LIBS)
+DPROTRACE_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS)
+
+# The installed shared library: only dpro_* symbols are exported.
+lib_LTLIBRARIES += schemas/libdprotrace.la
+schemas_libdprotrace_la_SOURCES = $(DPROTRACE_SOURCES)
+nodist_schemas_libdprotrace_la_SOURCES = $(nodist_DPROTRACE_SOURCES)
+schemas_libdprotrace_la_CFLAGS = $(DPROTRACE_CFLAGS)
+schemas_libdprotrace_la_LIBADD = $(DPROTRACE_LIBS)
+schemas_libdprotrace_la_LDFLAGS = -version-info 1:0:0 $(AM_LDFLAGS)
+if HAVE_LD_VERSION_SCRIPT
+schemas_libdprotrace_la_LDFLAGS += -Wl,--version-script=$(srcdir)/schemas/libdprotrace.map
+endif
+pkginclude_HEADERS += schemas/dprotrace.h
+pkgconfig_DATA += schemas/libdprotrace.pc
+EXTRA_DIST += schemas/libdprotrace.map schemas/trace.proto schemas/trace.sql
+
+# The same code as a static PIC archive, for the collector (which must not pull a shared
+# libdprotrace into the traced process's namespace).
+noinst_LTLIBRARIES += schemas/libdprotrace-pic.la
+schemas_libdprotrace_pic_la_SOURCES = $(DPROTRACE_SOURCES)
+nodist_schemas_libdprotrace_pic_la_SOURCES = $(nodist_DPROTRACE_SOURCES)
+schemas_libdprotrace_pic_la_CFLAGS = $(DPROTRACE_CFLAGS) -fPIC -fvisibility=hidden
+schemas_libdprotrace_pic_la_LIBADD = $(DPROTRACE_LIBS)
+
+BUILT_SOURCES += schemas/trace.pb-c.c schemas/trace.pb-c.h schemas/trace_sql.c
+CLEANFILES += schemas/trace.pb-c.c schemas/trace.pb-c.h schemas/trace_sql.c
+
+schemas/trace.pb-c.c schemas/trace.pb-c.h: schemas/trace.proto
+	$(AM_V_GEN)$(MKDIR_P) schemas && \
+	$(PROTOC_C) --proto_path=$(srcdir)/schemas --c_out=schemas $(srcdir)/schemas/trace.proto
+
+schemas/trace_sql.c: schemas/trace.sql
+	$(AM_V_GEN)$(MKDIR_P) schemas && { \
+	echo '/* generated from trace.sql: do not edit */'; \
+	echo '#include "trace_internal.h"'; \
+	echo 'const char dpro_trace_sql[] ='; \
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/  "/' -e 's/$$/\\n"/' $(srcdir)/schemas/trace.sql; \
+	echo ';'; } > $@-t && mv $@-t $@

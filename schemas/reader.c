@@ -1,0 +1,807 @@
+/*
+ * reader.c: the trace reader (see dprotrace.h).
+ *
+ * Opening reads meta, strings and the small tables inside one read transaction, and
+ * remembers the last batch id then present, so that a writer appending concurrently never
+ * shows the reader a batch whose strings it has not loaded. Events are read by an
+ * iterator that decodes batches lazily and merges them by start time.
+ */
+#include "dprotrace.h"
+#include "trace_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct meta_entry {
+    char *key, *value;
+} meta_entry;
+
+typedef struct stack_entry {
+    uint32_t id;
+    uint32_t n;
+    uint32_t *frames;
+} stack_entry;
+
+struct dpro_reader {
+    sqlite3 *db;
+    char *path;
+    meta_entry *meta;
+    size_t nmeta;
+    char **strings; /* index = id; [0] = "" */
+    uint32_t nstrings;
+    dpro_device_info *devices;
+    size_t ndevices;
+    dpro_stream_info *streams;
+    size_t nstreams;
+    dpro_comm_info *comms;
+    size_t ncomms;
+    dpro_thread_info *threads;
+    size_t nthreads;
+    stack_entry *stacks;
+    size_t nstacks;
+    int64_t max_batch_id;
+    char errmsg[512];
+};
+
+static char empty_string[] = "";
+
+static char *
+dup_col(sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    return t ? strdup((const char *)t) : NULL;
+}
+
+/* Grows *arr (element size sz) so that index n fits. */
+static int
+grow(void **arr, size_t *cap, size_t n, size_t sz)
+{
+    if (n < *cap)
+        return DPRO_OK;
+    size_t c = *cap ? *cap * 2 : 16;
+    while (c <= n)
+        c *= 2;
+    void *p = realloc(*arr, c * sz);
+    if (!p)
+        return DPRO_ERR_NOMEM;
+    *arr = p;
+    *cap = c;
+    return DPRO_OK;
+}
+
+static int
+reader_fail(dpro_reader *r, int rc, const char *fmt, const char *detail)
+{
+    snprintf(r->errmsg, sizeof r->errmsg, "%s: ", r->path);
+    size_t n = strlen(r->errmsg);
+    snprintf(r->errmsg + n, sizeof r->errmsg - n, fmt, detail);
+    return rc;
+}
+
+static int
+load_meta(dpro_reader *r)
+{
+    int rc = DPRO_OK;
+    sqlite3_stmt *st = NULL;
+    size_t cap = 0;
+    if (sqlite3_prepare_v2(r->db, "SELECT key, value FROM meta", -1, &st, NULL) != SQLITE_OK) {
+        int e = sqlite3_errcode(r->db);
+        if (e == SQLITE_NOTADB || e == SQLITE_ERROR || e == SQLITE_CORRUPT)
+            return reader_fail(r, DPRO_ERR_NOT_TRACE, "not a dpro trace (%s)",
+                               sqlite3_errmsg(r->db));
+        return reader_fail(r, DPRO_ERR_IO, "%s", sqlite3_errmsg(r->db));
+    }
+    while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
+        rc = grow((void **)&r->meta, &cap, r->nmeta, sizeof *r->meta);
+        if (rc == DPRO_OK) {
+            r->meta[r->nmeta].key = dup_col(st, 0);
+            r->meta[r->nmeta].value = dup_col(st, 1);
+            if (!r->meta[r->nmeta].key)
+                rc = DPRO_ERR_NOMEM;
+            else
+                r->nmeta++;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int
+load_strings(dpro_reader *r)
+{
+    int rc = DPRO_OK;
+    sqlite3_stmt *st = NULL;
+    int64_t max_id = 0;
+    if (sqlite3_prepare_v2(r->db, "SELECT max(id) FROM strings", -1, &st, NULL) != SQLITE_OK)
+        return reader_fail(r, DPRO_ERR_NOT_TRACE, "no strings table (%s)",
+                           sqlite3_errmsg(r->db));
+    if (sqlite3_step(st) == SQLITE_ROW)
+        max_id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (max_id < 0 || max_id > (int64_t)UINT32_MAX - 1)
+        return reader_fail(r, DPRO_ERR_CORRUPT, "%s", "string ids out of range");
+    r->strings = calloc((size_t)max_id + 1, sizeof *r->strings);
+    if (!r->strings)
+        return DPRO_ERR_NOMEM;
+    r->nstrings = (uint32_t)max_id;
+    sqlite3_prepare_v2(r->db, "SELECT id, text FROM strings", -1, &st, NULL);
+    while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (id < 1 || id > max_id)
+            continue;
+        r->strings[id] = dup_col(st, 1);
+        if (!r->strings[id])
+            rc = DPRO_ERR_NOMEM;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Loads the small tables; a table missing (older minor version) is simply empty. */
+static int
+load_tables(dpro_reader *r)
+{
+    int rc = DPRO_OK;
+    sqlite3_stmt *st = NULL;
+    size_t cap;
+
+    cap = 0;
+    if (sqlite3_prepare_v2(r->db,
+                           "SELECT id,name,sm_count,total_memory,clock_khz,cc_major,cc_minor "
+                           "FROM devices ORDER BY id",
+                           -1, &st, NULL) == SQLITE_OK) {
+        while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
+            rc = grow((void **)&r->devices, &cap, r->ndevices, sizeof *r->devices);
+            if (rc != DPRO_OK)
+                break;
+            dpro_device_info *d = &r->devices[r->ndevices++];
+            d->id = (uint32_t)sqlite3_column_int64(st, 0);
+            d->name = dup_col(st, 1);
+            d->sm_count = (uint32_t)sqlite3_column_int64(st, 2);
+            d->total_memory = (uint64_t)sqlite3_column_int64(st, 3);
+            d->clock_khz = (uint32_t)sqlite3_column_int64(st, 4);
+            d->cc_major = (uint32_t)sqlite3_column_int64(st, 5);
+            d->cc_minor = (uint32_t)sqlite3_column_int64(st, 6);
+        }
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    cap = 0;
+    if (rc == DPRO_OK &&
+        sqlite3_prepare_v2(r->db, "SELECT id,device,flags,priority,name FROM streams ORDER BY id",
+                           -1, &st, NULL) == SQLITE_OK) {
+        while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
+            rc = grow((void **)&r->streams, &cap, r->nstreams, sizeof *r->streams);
+            if (rc != DPRO_OK)
+                break;
+            dpro_stream_info *s = &r->streams[r->nstreams++];
+            s->id = (uint64_t)sqlite3_column_int64(st, 0);
+            s->device = (uint32_t)sqlite3_column_int64(st, 1);
+            s->flags = (uint32_t)sqlite3_column_int64(st, 2);
+            s->priority = (int32_t)sqlite3_column_int64(st, 3);
+            s->name = dup_col(st, 4);
+        }
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    cap = 0;
+    if (rc == DPRO_OK &&
+        sqlite3_prepare_v2(r->db,
+                           "SELECT handle,hash,parent_hash,rank,size,device FROM communicators",
+                           -1, &st, NULL) == SQLITE_OK) {
+        while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
+            rc = grow((void **)&r->comms, &cap, r->ncomms, sizeof *r->comms);
+            if (rc != DPRO_OK)
+                break;
+            dpro_comm_info *c = &r->comms[r->ncomms++];
+            c->handle = (uint64_t)sqlite3_column_int64(st, 0);
+            c->hash = (uint64_t)sqlite3_column_int64(st, 1);
+            c->parent_hash = (uint64_t)sqlite3_column_int64(st, 2);
+            c->rank = (int32_t)sqlite3_column_int64(st, 3);
+            c->size = (int32_t)sqlite3_column_int64(st, 4);
+            c->device = (uint32_t)sqlite3_column_int64(st, 5);
+        }
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    cap = 0;
+    if (rc == DPRO_OK && sqlite3_prepare_v2(r->db, "SELECT tid,name FROM threads ORDER BY tid",
+                                            -1, &st, NULL) == SQLITE_OK) {
+        while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
+            rc = grow((void **)&r->threads, &cap, r->nthreads, sizeof *r->threads);
+            if (rc != DPRO_OK)
+                break;
+            dpro_thread_info *t = &r->threads[r->nthreads++];
+            t->tid = (uint32_t)sqlite3_column_int64(st, 0);
+            t->name = dup_col(st, 1);
+        }
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    cap = 0;
+    if (rc == DPRO_OK && sqlite3_prepare_v2(r->db, "SELECT id,frames FROM stacks ORDER BY id",
+                                            -1, &st, NULL) == SQLITE_OK) {
+        while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
+            const char *t = (const char *)sqlite3_column_text(st, 1);
+            rc = grow((void **)&r->stacks, &cap, r->nstacks, sizeof *r->stacks);
+            if (rc != DPRO_OK || !t)
+                break;
+            stack_entry *s = &r->stacks[r->nstacks++];
+            s->id = (uint32_t)sqlite3_column_int64(st, 0);
+            s->n = 0;
+            s->frames = malloc((strlen(t) / 2 + 1) * sizeof *s->frames);
+            if (!s->frames) {
+                rc = DPRO_ERR_NOMEM;
+                break;
+            }
+            for (char *end; *t; t = *end ? end + 1 : end) {
+                s->frames[s->n++] = (uint32_t)strtoul(t, &end, 10);
+                if (end == t)
+                    break;
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int
+dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errlen)
+{
+    int rc = DPRO_OK;
+    dpro_reader *r = NULL;
+    struct stat sb;
+    sqlite3_stmt *st = NULL;
+
+    *out = NULL;
+    if (!path)
+        return DPRO_ERR_ARG;
+    if (stat(path, &sb) != 0) {
+        dpro_set_err(errbuf, errlen, "%s: %s", path, strerror(errno));
+        return DPRO_ERR_IO;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        dpro_set_err(errbuf, errlen, "%s: not a regular file", path);
+        return DPRO_ERR_NOT_TRACE;
+    }
+    r = calloc(1, sizeof *r);
+    if (!r || !(r->path = strdup(path))) {
+        free(r);
+        return DPRO_ERR_NOMEM;
+    }
+    if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+        rc = reader_fail(r, DPRO_ERR_IO, "cannot open: %s", sqlite3_errmsg(r->db));
+    if (rc == DPRO_OK) {
+        sqlite3_busy_timeout(r->db, 2000);
+        if (sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+            rc = reader_fail(r, DPRO_ERR_IO, "%s", sqlite3_errmsg(r->db));
+    }
+    if (rc == DPRO_OK)
+        rc = load_meta(r);
+    if (rc == DPRO_OK) {
+        const char *major = dpro_reader_meta(r, "schema_major");
+        if (!major)
+            rc = reader_fail(r, DPRO_ERR_NOT_TRACE, "%s",
+                             "not a dpro trace (no schema_major in meta)");
+        else if (atoi(major) > DPRO_SCHEMA_MAJOR) {
+            char msg[128];
+            snprintf(msg, sizeof msg,
+                     "written with trace schema %s.x; this dpro reads up to %d.x: upgrade dpro",
+                     major, DPRO_SCHEMA_MAJOR);
+            rc = reader_fail(r, DPRO_ERR_VERSION, "%s", msg);
+        }
+    }
+    if (rc == DPRO_OK)
+        rc = load_strings(r);
+    if (rc == DPRO_OK)
+        rc = load_tables(r);
+    if (rc == DPRO_OK) {
+        if (sqlite3_prepare_v2(r->db, "SELECT max(id) FROM batches", -1, &st, NULL) != SQLITE_OK)
+            rc = reader_fail(r, DPRO_ERR_NOT_TRACE, "no batches table (%s)",
+                             sqlite3_errmsg(r->db));
+        else if (sqlite3_step(st) == SQLITE_ROW)
+            r->max_batch_id = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    if (r->db)
+        sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
+    if (rc != DPRO_OK) {
+        dpro_set_err(errbuf, errlen, "%s",
+                     r->errmsg[0] ? r->errmsg : dpro_status_str(rc));
+        dpro_reader_close(r);
+        return rc;
+    }
+    *out = r;
+    return rc;
+}
+
+void
+dpro_reader_close(dpro_reader *r)
+{
+    if (!r)
+        return;
+    sqlite3_close(r->db);
+    for (size_t i = 0; i < r->nmeta; i++) {
+        free(r->meta[i].key);
+        free(r->meta[i].value);
+    }
+    free(r->meta);
+    if (r->strings)
+        for (uint32_t i = 0; i <= r->nstrings; i++)
+            free(r->strings[i]);
+    free(r->strings);
+    for (size_t i = 0; i < r->ndevices; i++)
+        free((char *)r->devices[i].name);
+    free(r->devices);
+    for (size_t i = 0; i < r->nstreams; i++)
+        free((char *)r->streams[i].name);
+    free(r->streams);
+    free(r->comms);
+    for (size_t i = 0; i < r->nthreads; i++)
+        free((char *)r->threads[i].name);
+    free(r->threads);
+    for (size_t i = 0; i < r->nstacks; i++)
+        free(r->stacks[i].frames);
+    free(r->stacks);
+    free(r->path);
+    free(r);
+}
+
+const char *
+dpro_reader_path(const dpro_reader *r)
+{
+    return r->path;
+}
+
+const char *
+dpro_reader_meta(const dpro_reader *r, const char *key)
+{
+    for (size_t i = 0; i < r->nmeta; i++)
+        if (!strcmp(r->meta[i].key, key))
+            return r->meta[i].value;
+    return NULL;
+}
+
+int64_t
+dpro_reader_meta_int(const dpro_reader *r, const char *key, int64_t dflt)
+{
+    const char *v = dpro_reader_meta(r, key);
+    char *end;
+    long long x;
+    if (!v || !*v)
+        return dflt;
+    errno = 0;
+    x = strtoll(v, &end, 10);
+    if (*end || errno)
+        return dflt;
+    return x;
+}
+
+const char *
+dpro_reader_string(const dpro_reader *r, uint32_t id)
+{
+    if (id == 0 || id > r->nstrings || !r->strings[id])
+        return empty_string;
+    return r->strings[id];
+}
+
+uint32_t
+dpro_reader_string_count(const dpro_reader *r)
+{
+    return r->nstrings;
+}
+
+size_t
+dpro_reader_devices(const dpro_reader *r, const dpro_device_info **out)
+{
+    *out = r->devices;
+    return r->ndevices;
+}
+
+size_t
+dpro_reader_streams(const dpro_reader *r, const dpro_stream_info **out)
+{
+    *out = r->streams;
+    return r->nstreams;
+}
+
+size_t
+dpro_reader_comms(const dpro_reader *r, const dpro_comm_info **out)
+{
+    *out = r->comms;
+    return r->ncomms;
+}
+
+size_t
+dpro_reader_threads(const dpro_reader *r, const dpro_thread_info **out)
+{
+    *out = r->threads;
+    return r->nthreads;
+}
+
+size_t
+dpro_reader_stack(const dpro_reader *r, uint32_t stack_id, const uint32_t **frames)
+{
+    for (size_t i = 0; i < r->nstacks; i++)
+        if (r->stacks[i].id == stack_id) {
+            *frames = r->stacks[i].frames;
+            return r->stacks[i].n;
+        }
+    *frames = NULL;
+    return 0;
+}
+
+static uint64_t
+file_size(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
+int
+dpro_reader_summary(dpro_reader *r, dpro_trace_summary *s)
+{
+    int rc = DPRO_OK;
+    sqlite3_stmt *st = NULL;
+    char side[4096];
+
+    memset(s, 0, sizeof *s);
+    if (sqlite3_prepare_v2(r->db,
+                           "SELECT count(*), sum(count), min(first_ns), max(last_ns), "
+                           "sum(length(data)), sum(raw_size) FROM batches WHERE id <= ?",
+                           -1, &st, NULL) != SQLITE_OK)
+        return reader_fail(r, DPRO_ERR_CORRUPT, "%s", sqlite3_errmsg(r->db));
+    sqlite3_bind_int64(st, 1, r->max_batch_id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        s->batches = (uint64_t)sqlite3_column_int64(st, 0);
+        s->events = (uint64_t)sqlite3_column_int64(st, 1);
+        s->first_ns = (uint64_t)sqlite3_column_int64(st, 2);
+        s->last_ns = (uint64_t)sqlite3_column_int64(st, 3);
+        s->event_bytes = (uint64_t)sqlite3_column_int64(st, 4);
+        s->raw_bytes = (uint64_t)sqlite3_column_int64(st, 5);
+    } else {
+        rc = reader_fail(r, DPRO_ERR_CORRUPT, "%s", sqlite3_errmsg(r->db));
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == DPRO_OK &&
+        sqlite3_prepare_v2(r->db, "SELECT sum(count) FROM drops", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        s->dropped = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    snprintf(side, sizeof side, "%s-wal", r->path);
+    s->file_bytes = file_size(r->path) + file_size(side);
+    return rc;
+}
+
+const char *
+dpro_reader_errmsg(const dpro_reader *r)
+{
+    return r ? r->errmsg : "";
+}
+
+/* ---- iteration -------------------------------------------------------------------------- */
+
+typedef struct batch_ref {
+    int64_t id;
+    uint64_t first_ns;
+} batch_ref;
+
+typedef struct open_batch {
+    dpro_event *events;
+    size_t n, pos;
+} open_batch;
+
+struct dpro_iter {
+    dpro_reader *r;
+    sqlite3_stmt *fetch;
+    batch_ref *refs;
+    size_t nrefs, next_ref;
+    open_batch *heap; /* min-heap by the current event's start */
+    size_t nheap, capheap;
+    uint64_t bad;
+    uint64_t seq; /* tie-break: batches opened earlier first */
+};
+
+static int
+event_before(const dpro_event *a, const dpro_event *b)
+{
+    if (a->start_ns != b->start_ns)
+        return a->start_ns < b->start_ns;
+    return a->kind < b->kind;
+}
+
+static int
+event_cmp(const void *pa, const void *pb)
+{
+    const dpro_event *a = pa, *b = pb;
+    if (a->start_ns != b->start_ns)
+        return a->start_ns < b->start_ns ? -1 : 1;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    return 0;
+}
+
+static int
+heap_less(const open_batch *a, const open_batch *b)
+{
+    return event_before(&a->events[a->pos], &b->events[b->pos]);
+}
+
+static void
+heap_sift_down(dpro_iter *it, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < it->nheap && heap_less(&it->heap[l], &it->heap[m]))
+            m = l;
+        if (l + 1 < it->nheap && heap_less(&it->heap[l + 1], &it->heap[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        open_batch t = it->heap[i];
+        it->heap[i] = it->heap[m];
+        it->heap[m] = t;
+        i = m;
+    }
+}
+
+static void
+heap_push(dpro_iter *it, open_batch b)
+{
+    size_t i = it->nheap++;
+    it->heap[i] = b;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!heap_less(&it->heap[i], &it->heap[p]))
+            break;
+        open_batch t = it->heap[i];
+        it->heap[i] = it->heap[p];
+        it->heap[p] = t;
+        i = p;
+    }
+}
+
+int
+dpro_iter_open(dpro_reader *r, dpro_iter **out)
+{
+    int rc = DPRO_OK;
+    dpro_iter *it;
+    sqlite3_stmt *st = NULL;
+    size_t cap = 0;
+
+    *out = NULL;
+    it = calloc(1, sizeof *it);
+    if (!it)
+        return DPRO_ERR_NOMEM;
+    it->r = r;
+    if (sqlite3_prepare_v2(r->db,
+                           "SELECT id, first_ns FROM batches WHERE id <= ? ORDER BY first_ns, id",
+                           -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(r->db, "SELECT count, raw_size, data FROM batches WHERE id = ?", -1,
+                           &it->fetch, NULL) != SQLITE_OK) {
+        rc = reader_fail(r, DPRO_ERR_CORRUPT, "reading batches: %s", sqlite3_errmsg(r->db));
+    }
+    if (rc == DPRO_OK) {
+        sqlite3_bind_int64(st, 1, r->max_batch_id);
+        while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
+            rc = grow((void **)&it->refs, &cap, it->nrefs, sizeof *it->refs);
+            if (rc == DPRO_OK) {
+                it->refs[it->nrefs].id = sqlite3_column_int64(st, 0);
+                it->refs[it->nrefs].first_ns = (uint64_t)sqlite3_column_int64(st, 1);
+                it->nrefs++;
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc == DPRO_OK) {
+        it->capheap = it->nrefs ? it->nrefs : 1;
+        it->heap = malloc(it->capheap * sizeof *it->heap);
+        if (!it->heap)
+            rc = DPRO_ERR_NOMEM;
+    }
+    if (rc != DPRO_OK) {
+        dpro_iter_close(it);
+        return rc;
+    }
+    *out = it;
+    return rc;
+}
+
+/* Whether events are already in (start, kind) order. */
+static int
+sorted(const dpro_event *e, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (event_before(&e[i], &e[i - 1]))
+            return 0;
+    return 1;
+}
+
+/* Decodes batch refs[next_ref] and pushes it on the heap. Returns DPRO_OK, or an error
+ * for a damaged batch (which is skipped). */
+static int
+open_next_batch(dpro_iter *it)
+{
+    int rc = DPRO_OK;
+    const batch_ref *ref = &it->refs[it->next_ref++];
+    char err[256] = "";
+    dpro_event *ev = NULL;
+    size_t n = 0;
+
+    sqlite3_bind_int64(it->fetch, 1, ref->id);
+    if (sqlite3_step(it->fetch) != SQLITE_ROW) {
+        snprintf(err, sizeof err, "cannot read: %s", sqlite3_errmsg(it->r->db));
+        rc = DPRO_ERR_CORRUPT;
+    } else {
+        int64_t count = sqlite3_column_int64(it->fetch, 0);
+        int64_t raw = sqlite3_column_int64(it->fetch, 1);
+        const uint8_t *data = sqlite3_column_blob(it->fetch, 2);
+        int len = sqlite3_column_bytes(it->fetch, 2);
+        if (raw < 0 || count < 0 || !data) {
+            snprintf(err, sizeof err, "bad sizes (count %lld, raw_size %lld)", (long long)count,
+                     (long long)raw);
+            rc = DPRO_ERR_CORRUPT;
+        } else {
+            rc = dpro_batch_decode(data, (size_t)len, (size_t)raw, &ev, &n, err, sizeof err);
+            if (rc == DPRO_OK && (size_t)count != n) {
+                snprintf(err, sizeof err, "holds %zu events, its row says %lld", n,
+                         (long long)count);
+                rc = DPRO_ERR_CORRUPT;
+            }
+        }
+    }
+    sqlite3_reset(it->fetch);
+    if (rc != DPRO_OK) {
+        char msg[384];
+        snprintf(msg, sizeof msg, "batch %lld: %s", (long long)ref->id, err);
+        reader_fail(it->r, rc, "%s", msg);
+        it->bad++;
+        free(ev);
+        return rc;
+    }
+    if (n == 0) {
+        free(ev);
+        return DPRO_OK;
+    }
+    if (!sorted(ev, n))
+        qsort(ev, n, sizeof *ev, event_cmp); /* ties keep kind order; stable enough */
+    heap_push(it, (open_batch){ev, n, 0});
+    return DPRO_OK;
+}
+
+int
+dpro_iter_next(dpro_iter *it, dpro_event *ev)
+{
+    /* open every batch that may hold an event before the heap's current minimum */
+    while (it->next_ref < it->nrefs &&
+           (it->nheap == 0 ||
+            it->refs[it->next_ref].first_ns <= it->heap[0].events[it->heap[0].pos].start_ns)) {
+        int rc = open_next_batch(it);
+        if (rc != DPRO_OK)
+            return rc;
+    }
+    if (it->nheap == 0)
+        return 0;
+    open_batch *top = &it->heap[0];
+    *ev = top->events[top->pos++];
+    if (top->pos == top->n) {
+        free(top->events);
+        it->heap[0] = it->heap[--it->nheap];
+    }
+    if (it->nheap)
+        heap_sift_down(it, 0);
+    return 1;
+}
+
+uint64_t
+dpro_iter_bad_batches(const dpro_iter *it)
+{
+    return it->bad;
+}
+
+void
+dpro_iter_close(dpro_iter *it)
+{
+    if (!it)
+        return;
+    for (size_t i = 0; i < it->nheap; i++)
+        free(it->heap[i].events);
+    free(it->heap);
+    free(it->refs);
+    sqlite3_finalize(it->fetch);
+    free(it);
+}
+
+/* ---- directories -------------------------------------------------------------------------- */
+
+static int
+has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int
+cmp_paths(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int
+dpro_list_traces(const char *const *paths, size_t npaths, char ***files, size_t *nfiles,
+                 char *errbuf, size_t errlen)
+{
+    int rc = DPRO_OK;
+    char **list = NULL;
+    size_t n = 0, cap = 0;
+
+    *files = NULL;
+    *nfiles = 0;
+    for (size_t i = 0; rc == DPRO_OK && i < npaths; i++) {
+        struct stat sb;
+        if (stat(paths[i], &sb) != 0) {
+            dpro_set_err(errbuf, errlen, "%s: %s", paths[i], strerror(errno));
+            rc = DPRO_ERR_IO;
+        } else if (S_ISDIR(sb.st_mode)) {
+            DIR *d = opendir(paths[i]);
+            struct dirent *de;
+            size_t found = 0;
+            if (!d) {
+                dpro_set_err(errbuf, errlen, "%s: %s", paths[i], strerror(errno));
+                rc = DPRO_ERR_IO;
+                break;
+            }
+            while (rc == DPRO_OK && (de = readdir(d))) {
+                if (!has_suffix(de->d_name, DPRO_TRACE_SUFFIX))
+                    continue;
+                rc = grow((void **)&list, &cap, n, sizeof *list);
+                if (rc == DPRO_OK) {
+                    size_t len = strlen(paths[i]) + strlen(de->d_name) + 2;
+                    list[n] = malloc(len);
+                    if (!list[n]) {
+                        rc = DPRO_ERR_NOMEM;
+                        break;
+                    }
+                    snprintf(list[n], len, "%s/%s", paths[i], de->d_name);
+                    n++;
+                    found++;
+                }
+            }
+            closedir(d);
+            if (rc == DPRO_OK && !found) {
+                dpro_set_err(errbuf, errlen, "%s: no %s trace files in this directory",
+                             paths[i], DPRO_TRACE_SUFFIX);
+                rc = DPRO_ERR_NOT_TRACE;
+            }
+        } else {
+            rc = grow((void **)&list, &cap, n, sizeof *list);
+            if (rc == DPRO_OK && !(list[n++] = strdup(paths[i])))
+                rc = DPRO_ERR_NOMEM;
+        }
+    }
+    if (rc != DPRO_OK) {
+        dpro_free_paths(list, n);
+        return rc;
+    }
+    if (n)
+        qsort(list, n, sizeof *list, cmp_paths);
+    *files = list;
+    *nfiles = n;
+    return rc;
+}
+
+void
+dpro_free_paths(char **files, size_t nfiles)
+{
+    if (!files)
+        return;
+    for (size_t i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+}

@@ -1,0 +1,74 @@
+-- trace.sql: the SQLite schema of one process's dpro trace (see dprotrace.h).
+-- The writer creates it; readers check meta.schema_major before anything else.
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+
+-- Key/value facts about the process and the recording (keys: dprotrace.h).
+CREATE TABLE IF NOT EXISTS meta (
+  key   TEXT PRIMARY KEY NOT NULL,
+  value TEXT
+) WITHOUT ROWID;
+
+-- Interned strings: kernel names, API names, NVTX text, stack frames.
+CREATE TABLE IF NOT EXISTS strings (
+  id   INTEGER PRIMARY KEY,
+  text TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS devices (
+  id           INTEGER PRIMARY KEY,
+  name         TEXT,
+  sm_count     INTEGER,
+  total_memory INTEGER,
+  clock_khz    INTEGER,
+  cc_major     INTEGER,
+  cc_minor     INTEGER
+);
+
+CREATE TABLE IF NOT EXISTS threads (
+  tid  INTEGER PRIMARY KEY,
+  name TEXT
+);
+
+CREATE TABLE IF NOT EXISTS streams (
+  id       INTEGER PRIMARY KEY,
+  device   INTEGER,
+  flags    INTEGER,
+  priority INTEGER,
+  name     TEXT
+);
+
+-- NCCL communicators as this process saw them; hash is the same on every rank.
+CREATE TABLE IF NOT EXISTS communicators (
+  handle      INTEGER PRIMARY KEY,
+  hash        INTEGER NOT NULL,
+  parent_hash INTEGER,
+  rank        INTEGER,
+  size        INTEGER,
+  device      INTEGER
+);
+
+-- Call stacks: frames are string ids, innermost first, as a comma-separated list.
+CREATE TABLE IF NOT EXISTS stacks (
+  id     INTEGER PRIMARY KEY,
+  frames TEXT NOT NULL
+);
+
+-- Event batches: zlib(protobuf dpro.Batch); the plain columns let readers seek.
+CREATE TABLE IF NOT EXISTS batches (
+  id       INTEGER PRIMARY KEY,
+  first_ns INTEGER NOT NULL,
+  last_ns  INTEGER NOT NULL,
+  count    INTEGER NOT NULL,
+  raw_size INTEGER NOT NULL,
+  data     BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS batches_by_time ON batches(first_ns);
+
+-- Events the collector had to drop (full buffers), by thread and reason.
+CREATE TABLE IF NOT EXISTS drops (
+  thread INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  count  INTEGER NOT NULL,
+  PRIMARY KEY (thread, reason)
+) WITHOUT ROWID;

@@ -1,0 +1,502 @@
+/*
+ * writer.c: the trace writer (see dprotrace.h).
+ *
+ * Events collect in an array until a batch is full; a flush encodes them (codec.c),
+ * inserts the batch and the strings interned since the last flush in one transaction.
+ * Interned strings live in an open-addressing hash table over one growing text arena.
+ */
+#include "dprotrace.h"
+#include "trace_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEFAULT_BATCH_EVENTS 16384u
+
+typedef struct intern_slot {
+    uint64_t hash;
+    uint32_t id;     /* 0: empty */
+    uint32_t len;
+    size_t offset;   /* into the arena */
+} intern_slot;
+
+struct dpro_writer {
+    sqlite3 *db;
+    char *path;
+    sqlite3_stmt *ins_batch, *ins_string, *ins_meta;
+    dpro_event *events;
+    uint32_t nevents, cap_events;
+    int zlib_level;
+    /* interning */
+    intern_slot *slots;
+    size_t nslots, nstrings;
+    char *arena;
+    size_t arena_len, arena_cap;
+    uint32_t first_unsaved_id; /* strings with id >= this are not in the database yet */
+    size_t *offset_of_id;      /* id -> arena offset (id 1 at index 1) */
+    size_t ids_cap;
+    /* statistics */
+    uint64_t total_events, total_batches, total_bytes;
+    char errmsg[512];
+};
+
+static int
+writer_fail(dpro_writer *w, int rc, const char *what)
+{
+    snprintf(w->errmsg, sizeof w->errmsg, "%s: %s: %s", w->path, what,
+             w->db ? sqlite3_errmsg(w->db) : dpro_status_str(rc));
+    return rc;
+}
+
+static uint64_t
+hash_bytes(const char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h ? h : 1;
+}
+
+/* Creates the file (no symlink followed, mode as asked), then opens it with SQLite. */
+static int
+create_file(const char *path, const dpro_writer_options *o, char *errbuf, size_t errlen)
+{
+    int fd;
+    mode_t mode = o && o->file_mode ? o->file_mode : 0640;
+    if (!(o && o->exclusive_create)) {
+        struct stat st;
+        if (lstat(path, &st) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
+            unlink(path);
+        }
+        char side[4096];
+        snprintf(side, sizeof side, "%s-wal", path);
+        unlink(side);
+        snprintf(side, sizeof side, "%s-shm", path);
+        unlink(side);
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0) {
+        dpro_set_err(errbuf, errlen, "%s: cannot create: %s", path, strerror(errno));
+        return DPRO_ERR_IO;
+    }
+    fchmod(fd, mode); /* not widened by umask-less callers, not narrowed by umask */
+    close(fd);
+    return DPRO_OK;
+}
+
+int
+dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer **out,
+                 char *errbuf, size_t errlen)
+{
+    int rc = DPRO_OK;
+    dpro_writer *w = NULL;
+    char *err = NULL;
+
+    *out = NULL;
+    if (!path || !*path)
+        return DPRO_ERR_ARG;
+    rc = create_file(path, opts, errbuf, errlen);
+    if (rc == DPRO_OK) {
+        w = calloc(1, sizeof *w);
+        if (!w || !(w->path = strdup(path)))
+            rc = DPRO_ERR_NOMEM;
+    }
+    if (rc == DPRO_OK) {
+        w->cap_events = opts && opts->batch_events ? opts->batch_events : DEFAULT_BATCH_EVENTS;
+        if (w->cap_events > DPRO_BATCH_MAX_EVENTS)
+            w->cap_events = DPRO_BATCH_MAX_EVENTS;
+        w->zlib_level = opts && opts->zlib_level ? opts->zlib_level : 6;
+        w->events = malloc(w->cap_events * sizeof *w->events);
+        w->nslots = 1024;
+        w->slots = calloc(w->nslots, sizeof *w->slots);
+        w->ids_cap = 512;
+        w->offset_of_id = malloc(w->ids_cap * sizeof *w->offset_of_id);
+        w->arena_cap = 16384;
+        w->arena = malloc(w->arena_cap);
+        w->first_unsaved_id = 1;
+        if (!w->events || !w->slots || !w->offset_of_id || !w->arena)
+            rc = DPRO_ERR_NOMEM;
+    }
+    if (rc == DPRO_OK &&
+        sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL) !=
+            SQLITE_OK)
+        rc = DPRO_ERR_IO;
+    if (rc == DPRO_OK && sqlite3_exec(w->db, dpro_trace_sql, NULL, NULL, &err) != SQLITE_OK)
+        rc = DPRO_ERR_IO;
+    if (rc == DPRO_OK &&
+        (sqlite3_prepare_v2(w->db,
+                            "INSERT INTO batches(first_ns,last_ns,count,raw_size,data) "
+                            "VALUES(?,?,?,?,?)",
+                            -1, &w->ins_batch, NULL) != SQLITE_OK ||
+         sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO strings(id,text) VALUES(?,?)", -1,
+                            &w->ins_string, NULL) != SQLITE_OK ||
+         sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)", -1,
+                            &w->ins_meta, NULL) != SQLITE_OK))
+        rc = DPRO_ERR_IO;
+    if (rc == DPRO_OK)
+        rc = dpro_writer_set_meta_int(w, "schema_major", DPRO_SCHEMA_MAJOR);
+    if (rc == DPRO_OK)
+        rc = dpro_writer_set_meta_int(w, "schema_minor", DPRO_SCHEMA_MINOR);
+
+    if (rc != DPRO_OK) {
+        if (w && w->db)
+            dpro_set_err(errbuf, errlen, "%s: %s", path, err ? err : sqlite3_errmsg(w->db));
+        else if (rc == DPRO_ERR_NOMEM)
+            dpro_set_err(errbuf, errlen, "%s: out of memory", path);
+        sqlite3_free(err);
+        dpro_writer_close(w);
+        return rc;
+    }
+    *out = w;
+    return rc;
+}
+
+static int
+step_reset(dpro_writer *w, sqlite3_stmt *st, const char *what)
+{
+    int rc = sqlite3_step(st) == SQLITE_DONE ? DPRO_OK : DPRO_ERR_IO;
+    if (rc != DPRO_OK)
+        writer_fail(w, rc, what);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc;
+}
+
+int
+dpro_writer_set_meta(dpro_writer *w, const char *key, const char *value)
+{
+    if (!w || !key)
+        return DPRO_ERR_ARG;
+    sqlite3_bind_text(w->ins_meta, 1, key, -1, SQLITE_TRANSIENT);
+    if (value)
+        sqlite3_bind_text(w->ins_meta, 2, value, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(w->ins_meta, 2);
+    return step_reset(w, w->ins_meta, "writing meta");
+}
+
+int
+dpro_writer_set_meta_int(dpro_writer *w, const char *key, int64_t value)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%" PRId64, value);
+    return dpro_writer_set_meta(w, key, buf);
+}
+
+/* Doubles the hash table and reinserts every slot. */
+static int
+intern_grow(dpro_writer *w)
+{
+    size_t n = w->nslots * 2;
+    intern_slot *s = calloc(n, sizeof *s);
+    if (!s)
+        return DPRO_ERR_NOMEM;
+    for (size_t i = 0; i < w->nslots; i++) {
+        if (!w->slots[i].id)
+            continue;
+        size_t j = w->slots[i].hash & (n - 1);
+        while (s[j].id)
+            j = (j + 1) & (n - 1);
+        s[j] = w->slots[i];
+    }
+    free(w->slots);
+    w->slots = s;
+    w->nslots = n;
+    return DPRO_OK;
+}
+
+int
+dpro_writer_intern_len(dpro_writer *w, const char *text, size_t len, uint32_t *id)
+{
+    uint64_t h;
+    size_t j;
+
+    if (!w || !text || !id || len > UINT32_MAX)
+        return DPRO_ERR_ARG;
+    h = hash_bytes(text, len);
+    j = h & (w->nslots - 1);
+    while (w->slots[j].id) {
+        const intern_slot *s = &w->slots[j];
+        if (s->hash == h && s->len == len && !memcmp(w->arena + s->offset, text, len)) {
+            *id = s->id;
+            return DPRO_OK;
+        }
+        j = (j + 1) & (w->nslots - 1);
+    }
+    /* new string */
+    if (w->arena_len + len + 1 > w->arena_cap) {
+        size_t cap = w->arena_cap;
+        while (w->arena_len + len + 1 > cap)
+            cap *= 2;
+        char *a = realloc(w->arena, cap);
+        if (!a)
+            return DPRO_ERR_NOMEM;
+        w->arena = a;
+        w->arena_cap = cap;
+    }
+    if (w->nstrings + 2 > w->ids_cap) {
+        size_t *o = realloc(w->offset_of_id, w->ids_cap * 2 * sizeof *o);
+        if (!o)
+            return DPRO_ERR_NOMEM;
+        w->offset_of_id = o;
+        w->ids_cap *= 2;
+    }
+    memcpy(w->arena + w->arena_len, text, len);
+    w->arena[w->arena_len + len] = 0;
+    w->nstrings++;
+    w->slots[j].hash = h;
+    w->slots[j].id = (uint32_t)w->nstrings;
+    w->slots[j].len = (uint32_t)len;
+    w->slots[j].offset = w->arena_len;
+    w->offset_of_id[w->nstrings] = w->arena_len;
+    w->arena_len += len + 1;
+    *id = (uint32_t)w->nstrings;
+    if (w->nstrings * 2 > w->nslots)
+        return intern_grow(w);
+    return DPRO_OK;
+}
+
+int
+dpro_writer_intern(dpro_writer *w, const char *text, uint32_t *id)
+{
+    if (!text)
+        return DPRO_ERR_ARG;
+    return dpro_writer_intern_len(w, text, strlen(text), id);
+}
+
+/* Runs one INSERT OR REPLACE with bound values described by fmt: 'i' int64, 't' text
+ * (NULL: SQL NULL). */
+static int
+exec_insert(dpro_writer *w, const char *sql, const char *fmt, ...)
+{
+    int rc = DPRO_OK;
+    sqlite3_stmt *st = NULL;
+    va_list ap;
+
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return writer_fail(w, DPRO_ERR_IO, "preparing an insert");
+    va_start(ap, fmt);
+    for (int i = 0; fmt[i]; i++) {
+        if (fmt[i] == 'i') {
+            sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+        } else {
+            const char *t = va_arg(ap, const char *);
+            if (t)
+                sqlite3_bind_text(st, i + 1, t, -1, SQLITE_TRANSIENT);
+        }
+    }
+    va_end(ap);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = writer_fail(w, DPRO_ERR_IO, "inserting a row");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int
+dpro_writer_add_device(dpro_writer *w, const dpro_device_info *d)
+{
+    if (!w || !d)
+        return DPRO_ERR_ARG;
+    return exec_insert(w,
+                       "INSERT OR REPLACE INTO devices(id,name,sm_count,total_memory,"
+                       "clock_khz,cc_major,cc_minor) VALUES(?,?,?,?,?,?,?)",
+                       "itiiiii", (int64_t)d->id, d->name, (int64_t)d->sm_count,
+                       (int64_t)d->total_memory, (int64_t)d->clock_khz, (int64_t)d->cc_major,
+                       (int64_t)d->cc_minor);
+}
+
+int
+dpro_writer_add_stream(dpro_writer *w, const dpro_stream_info *s)
+{
+    if (!w || !s)
+        return DPRO_ERR_ARG;
+    return exec_insert(w,
+                       "INSERT OR REPLACE INTO streams(id,device,flags,priority,name) "
+                       "VALUES(?,?,?,?,?)",
+                       "iiiit", (int64_t)s->id, (int64_t)s->device, (int64_t)s->flags,
+                       (int64_t)s->priority, s->name);
+}
+
+int
+dpro_writer_add_thread(dpro_writer *w, uint32_t tid, const char *name)
+{
+    if (!w)
+        return DPRO_ERR_ARG;
+    return exec_insert(w, "INSERT OR REPLACE INTO threads(tid,name) VALUES(?,?)", "it",
+                       (int64_t)tid, name);
+}
+
+int
+dpro_writer_add_comm(dpro_writer *w, const dpro_comm_info *c)
+{
+    if (!w || !c)
+        return DPRO_ERR_ARG;
+    return exec_insert(w,
+                       "INSERT OR REPLACE INTO communicators(handle,hash,parent_hash,rank,"
+                       "size,device) VALUES(?,?,?,?,?,?)",
+                       "iiiiii", (int64_t)c->handle, (int64_t)c->hash, (int64_t)c->parent_hash,
+                       (int64_t)c->rank, (int64_t)c->size, (int64_t)c->device);
+}
+
+int
+dpro_writer_add_stack(dpro_writer *w, uint32_t stack_id, const uint32_t *frames,
+                      uint32_t nframes)
+{
+    int rc;
+    char *text;
+    size_t len = 0;
+    if (!w || (nframes && !frames))
+        return DPRO_ERR_ARG;
+    text = malloc((size_t)nframes * 11 + 1);
+    if (!text)
+        return DPRO_ERR_NOMEM;
+    text[0] = 0;
+    for (uint32_t i = 0; i < nframes; i++)
+        len += (size_t)sprintf(text + len, i ? ",%u" : "%u", frames[i]);
+    rc = exec_insert(w, "INSERT OR REPLACE INTO stacks(id,frames) VALUES(?,?)", "it",
+                     (int64_t)stack_id, text);
+    free(text);
+    return rc;
+}
+
+int
+dpro_writer_add_drops(dpro_writer *w, uint32_t thread, const char *reason, uint64_t count)
+{
+    if (!w || !reason)
+        return DPRO_ERR_ARG;
+    return exec_insert(w,
+                       "INSERT INTO drops(thread,reason,count) VALUES(?,?,?) "
+                       "ON CONFLICT(thread,reason) DO UPDATE SET count=count+excluded.count",
+                       "iti", (int64_t)thread, reason, (int64_t)count);
+}
+
+int
+dpro_writer_append(dpro_writer *w, const dpro_event *ev)
+{
+    if (!w || !ev)
+        return DPRO_ERR_ARG;
+    if (w->nevents == w->cap_events) {
+        /* full: flush first; if that fails the event is not kept */
+        int rc = dpro_writer_flush(w);
+        if (rc != DPRO_OK)
+            return rc;
+    }
+    w->events[w->nevents++] = *ev;
+    w->total_events++;
+    return DPRO_OK;
+}
+
+int
+dpro_writer_flush(dpro_writer *w)
+{
+    int rc = DPRO_OK;
+    uint8_t *blob = NULL;
+    size_t bloblen = 0, rawlen = 0;
+    uint64_t first = UINT64_MAX, last = 0;
+
+    if (!w)
+        return DPRO_ERR_ARG;
+    if (!w->nevents && w->first_unsaved_id > w->nstrings)
+        return DPRO_OK;
+    if (w->nevents) {
+        rc = dpro_batch_encode(w->events, w->nevents, w->zlib_level, &blob, &bloblen, &rawlen);
+        if (rc != DPRO_OK)
+            return writer_fail(w, rc, "encoding a batch");
+        for (uint32_t i = 0; i < w->nevents; i++) {
+            if (w->events[i].start_ns < first)
+                first = w->events[i].start_ns;
+            if (w->events[i].end_ns > last)
+                last = w->events[i].end_ns;
+        }
+    }
+    if (sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        rc = writer_fail(w, DPRO_ERR_IO, "beginning a transaction");
+    for (uint32_t id = w->first_unsaved_id; rc == DPRO_OK && id <= w->nstrings; id++) {
+        sqlite3_bind_int64(w->ins_string, 1, id);
+        sqlite3_bind_text(w->ins_string, 2, w->arena + w->offset_of_id[id], -1, SQLITE_STATIC);
+        rc = step_reset(w, w->ins_string, "writing strings");
+    }
+    if (rc == DPRO_OK && w->nevents) {
+        sqlite3_bind_int64(w->ins_batch, 1, (int64_t)first);
+        sqlite3_bind_int64(w->ins_batch, 2, (int64_t)last);
+        sqlite3_bind_int64(w->ins_batch, 3, w->nevents);
+        sqlite3_bind_int64(w->ins_batch, 4, (int64_t)rawlen);
+        sqlite3_bind_blob(w->ins_batch, 5, blob, (int)bloblen, SQLITE_STATIC);
+        rc = step_reset(w, w->ins_batch, "writing a batch");
+    }
+    if (rc == DPRO_OK && sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = writer_fail(w, DPRO_ERR_IO, "committing a batch");
+    if (rc == DPRO_OK) {
+        w->first_unsaved_id = (uint32_t)w->nstrings + 1;
+        if (w->nevents) {
+            w->total_batches++;
+            w->total_bytes += bloblen;
+        }
+        w->nevents = 0;
+    } else {
+        sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
+        /* The batch stays in memory: a later flush (e.g. once disk space is back) retries.
+         * If the buffer is full, the caller's append fails and counts the loss. */
+    }
+    free(blob);
+    return rc;
+}
+
+uint64_t
+dpro_writer_events(const dpro_writer *w)
+{
+    return w ? w->total_events : 0;
+}
+
+uint64_t
+dpro_writer_batches(const dpro_writer *w)
+{
+    return w ? w->total_batches : 0;
+}
+
+uint64_t
+dpro_writer_bytes(const dpro_writer *w)
+{
+    return w ? w->total_bytes : 0;
+}
+
+const char *
+dpro_writer_errmsg(const dpro_writer *w)
+{
+    return w ? w->errmsg : "";
+}
+
+int
+dpro_writer_close(dpro_writer *w)
+{
+    int rc = DPRO_OK;
+    if (!w)
+        return DPRO_OK;
+    if (w->db && w->ins_batch)
+        rc = dpro_writer_flush(w);
+    sqlite3_finalize(w->ins_batch);
+    sqlite3_finalize(w->ins_string);
+    sqlite3_finalize(w->ins_meta);
+    if (w->db) {
+        sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        if (sqlite3_close(w->db) != SQLITE_OK && rc == DPRO_OK)
+            rc = DPRO_ERR_IO;
+    }
+    free(w->events);
+    free(w->slots);
+    free(w->arena);
+    free(w->offset_of_id);
+    free(w->path);
+    free(w);
+    return rc;
+}

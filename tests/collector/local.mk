@@ -1,0 +1,1 @@
+# tests/collector: rules (filled in as the part lands)

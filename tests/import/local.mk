@@ -1,0 +1,1 @@
+# tests/import: rules (filled in as the part lands)

@@ -1,0 +1,1 @@
+# tests/: unit tests of the format library, fuzz targets, benchmarks.

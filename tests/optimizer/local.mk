@@ -1,0 +1,1 @@
+# tests/optimizer: rules (filled in as the part lands)

@@ -1,0 +1,1 @@
+# tests/replay: rules (filled in as the part lands)

@@ -1,0 +1,1 @@
+# tests/simgpu: rules (filled in as the part lands)

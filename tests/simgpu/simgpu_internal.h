@@ -1,0 +1,308 @@
+/* simgpu_internal.h: the core of the simulated GPU device, shared by the stand-in
+ * libraries (libcudart.so.13, libcuda.so.1, libnccl.so.2, libcupti.so.13).  The core
+ * lives in libsimgpu.so.0; the stand-ins are thin translations of the public APIs
+ * onto it.  Nothing here is part of any public API.
+ *
+ * Model: every stream has a worker thread that executes the stream's operations in
+ * order.  An operation starts at max(end of the previous operation of the stream,
+ * the host time it was enqueued, the ends of the operations it depends on) and
+ * ends after its modelled duration; the worker sleeps until that absolute
+ * deadline (clock_nanosleep TIMER_ABSTIME), so late wake-ups never accumulate into
+ * device time.  One global mutex guards all device state; one condition variable
+ * announces every enqueue and completion.
+ */
+#ifndef SIMGPU_INTERNAL_H
+#define SIMGPU_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+
+#include "simgpu.h"
+
+#define SIMGPU_MAX_DEVICES 16
+#define SIMGPU_END_RING 256      /* ends of the last N ops of a stream kept */
+#define SIMGPU_LEGACY_STREAM_ID 7 /* what CUPTI reports for the legacy stream */
+
+/* ---- configuration (environment, read once) ---------------------------------- */
+struct simgpu_config {
+	int device_count;           /* SIMGPU_DEVICE_COUNT, else LOCAL_WORLD_SIZE, else 1 */
+	uint64_t launch_ns;         /* SIMGPU_LAUNCH_US: host cost of a launch (4 us) */
+	uint64_t default_kernel_ns; /* SIMGPU_DEFAULT_KERNEL_US (10 us) */
+	double slowdown;            /* SIMGPU_SLOWDOWN: straggler factor on kernels (1) */
+	double contention;          /* SIMGPU_CONTENTION: stretch per extra running kernel (0) */
+	double h2d_gbps;            /* SIMGPU_H2D_GBPS (25) */
+	double d2d_gbps;            /* SIMGPU_D2D_GBPS (1500) */
+	uint64_t mem_bytes;         /* SIMGPU_MEM_GB (80) */
+	int cupti_busy;             /* SIMGPU_CUPTI_BUSY: another tool holds CUPTI */
+	uint64_t cupti_limit_bytes; /* SIMGPU_CUPTI_LIMIT_MB (64): staged records before drops */
+	uint64_t cupti_deliver_ms;  /* SIMGPU_CUPTI_DELIVER_MS (200): delivery period */
+};
+
+/* The configuration; valid after simgpu_init(). */
+extern struct simgpu_config simgpu_cfg;
+
+/* Reads the environment once (thread-safe, idempotent). */
+void simgpu_init(void);
+
+/* Sleeps until CLOCK_MONOTONIC reaches `deadline_ns` (returns at once if past). */
+void simgpu_sleep_until(uint64_t deadline_ns);
+
+/* Busy-waits `ns` nanoseconds of host time (launch overheads: a few microseconds). */
+void simgpu_spin_ns(uint64_t ns);
+
+/* ---- operations --------------------------------------------------------------- */
+enum simgpu_op_kind {
+	SIMGPU_OP_KERNEL,
+	SIMGPU_OP_MEMCPY,
+	SIMGPU_OP_MEMSET,
+	SIMGPU_OP_EVENT_RECORD,
+	SIMGPU_OP_EVENT_WAIT, /* a pure dependency; used inside graphs */
+	SIMGPU_OP_HOST_FN,
+	SIMGPU_OP_CUSTOM,     /* e.g. an NCCL collective */
+};
+
+struct simgpu_stream;
+struct simgpu_event;
+
+/* A custom operation (an NCCL collective): `run` executes on the stream's worker
+ * when the stream reaches it, with `start_ns` the device time it started; it
+ * blocks as long as it must and stores the device end time in *end_ns.  It returns
+ * 0, or nonzero when the operation failed (the device then gets a sticky error).
+ * `clone` makes a fresh instance for each launch of a captured graph; `release`
+ * frees an instance after it ran. */
+struct simgpu_custom_ops {
+	int (*run)(void *inst, uint64_t start_ns, uint64_t *end_ns);
+	void *(*clone)(void *inst);
+	void (*release)(void *inst);
+};
+
+struct simgpu_dep {
+	struct simgpu_stream *stream;
+	uint64_t seq;
+};
+
+struct simgpu_op {
+	struct simgpu_op *next;
+	enum simgpu_op_kind kind;
+	uint64_t seq;        /* position in the stream (set by enqueue) */
+	uint64_t enqueue_ns; /* host time it was enqueued */
+	uint32_t corr;       /* correlation id of the API call that created it */
+	uint32_t graph_id;   /* nonzero when launched from a graph */
+	uint64_t graph_node_id;
+	int cap_slot;        /* stream slot inside a graph being captured */
+	int ndeps;
+	struct simgpu_dep *deps;
+	union {
+		struct {
+			const char *name;
+			uint64_t dur_ns;
+			dim3 grid, block;
+			uint32_t shmem;
+		} kernel;
+		struct {
+			void *dst;
+			const void *src;
+			size_t bytes;
+			int copy_kind; /* CUpti_ActivityMemcpyKind */
+			int src_kind, dst_kind; /* CUpti_ActivityMemoryKind */
+			int async;
+		} memcpy;
+		struct {
+			void *dst;
+			int value;
+			size_t bytes;
+			int async;
+		} memset;
+		struct {
+			struct simgpu_event *ev;
+			int cap_index; /* event index inside a captured graph */
+		} event;
+		struct {
+			cudaHostFn_t fn;
+			void *arg;
+		} host;
+		struct {
+			const struct simgpu_custom_ops *ops;
+			void *inst;
+			const char *name;
+		} custom;
+	} u;
+};
+
+/* Allocates a zeroed operation of `kind` stamped with the calling thread's current
+ * correlation id.  Returns NULL when out of memory. */
+struct simgpu_op *simgpu_op_new(enum simgpu_op_kind kind);
+
+/* ---- devices, streams, events ---------------------------------------------------- */
+
+/* Returns the calling thread's current device (cudaSetDevice), initialising it. */
+int simgpu_current_device(void);
+
+/* Makes `dev` current for the calling thread.  Returns cudaErrorInvalidDevice when
+ * out of range. */
+cudaError_t simgpu_set_device(int dev);
+
+/* Resolves a user stream handle on the current device: NULL / cudaStreamLegacy
+ * give the legacy stream (or, when `ptds` is nonzero, the calling thread's
+ * per-thread default stream), cudaStreamPerThread the per-thread stream, anything
+ * else must be a live stream.  Returns cudaSuccess or
+ * cudaErrorInvalidResourceHandle. */
+cudaError_t simgpu_stream_resolve(cudaStream_t h, int ptds, struct simgpu_stream **out);
+
+/* Creates a stream on the current device (flags: cudaStreamNonBlocking). */
+cudaError_t simgpu_stream_create(struct simgpu_stream **out, unsigned flags, int priority);
+
+/* Destroys a stream: returns at once; work already enqueued still runs. */
+cudaError_t simgpu_stream_destroy(struct simgpu_stream *s);
+
+/* Waits until everything enqueued on `s` so far has run; returns the device's
+ * sticky error if one is set. */
+cudaError_t simgpu_stream_sync(struct simgpu_stream *s);
+
+/* cudaSuccess when all work of `s` has run, else cudaErrorNotReady. */
+cudaError_t simgpu_stream_query(struct simgpu_stream *s);
+
+/* Stream attributes for cudaStreamGetFlags/Priority and CUPTI stream ids. */
+unsigned simgpu_stream_flags(const struct simgpu_stream *s);
+int simgpu_stream_priority(const struct simgpu_stream *s);
+uint32_t simgpu_stream_id(const struct simgpu_stream *s);
+int simgpu_stream_device(const struct simgpu_stream *s);
+
+/* Enqueues `op` on `s` (takes ownership): adds the legacy-stream dependencies,
+ * stamps enqueue time, wakes the worker.  When `s` is being captured into a graph
+ * the op is appended to the graph instead.  Returns cudaSuccess, or the error
+ * that stops it (sticky error, invalid capture). */
+cudaError_t simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op);
+
+/* Waits for every stream of the current device. */
+cudaError_t simgpu_device_sync(void);
+
+/* Sticky error of the current device (cudaSuccess when none). */
+cudaError_t simgpu_sticky_error(void);
+
+cudaError_t simgpu_event_create(struct simgpu_event **out, unsigned flags);
+cudaError_t simgpu_event_destroy(struct simgpu_event *ev);
+/* Validates a user event handle.  Returns NULL when it is not a live event. */
+struct simgpu_event *simgpu_event_lookup(cudaEvent_t h);
+cudaError_t simgpu_event_record(struct simgpu_event *ev, struct simgpu_stream *s);
+cudaError_t simgpu_event_query(struct simgpu_event *ev);
+cudaError_t simgpu_event_sync(struct simgpu_event *ev);
+cudaError_t simgpu_event_elapsed(float *ms, struct simgpu_event *a, struct simgpu_event *b);
+uint32_t simgpu_event_id(const struct simgpu_event *ev);
+/* Makes future work of `s` wait for the last record of `ev`. */
+cudaError_t simgpu_stream_wait_event(struct simgpu_stream *s, struct simgpu_event *ev);
+
+/* ---- graphs --------------------------------------------------------------------- */
+struct simgpu_graph;
+struct simgpu_graph_exec;
+cudaError_t simgpu_capture_begin(struct simgpu_stream *s, int mode);
+cudaError_t simgpu_capture_end(struct simgpu_stream *s, struct simgpu_graph **out);
+/* 1 when `s` is being captured, else 0. */
+int simgpu_capture_status(struct simgpu_stream *s);
+cudaError_t simgpu_graph_instantiate(struct simgpu_graph_exec **out, struct simgpu_graph *g);
+cudaError_t simgpu_graph_launch(struct simgpu_graph_exec *x, struct simgpu_stream *s);
+cudaError_t simgpu_graph_destroy(struct simgpu_graph *g);
+cudaError_t simgpu_graph_exec_destroy(struct simgpu_graph_exec *x);
+struct simgpu_graph *simgpu_graph_lookup(void *h);
+struct simgpu_graph_exec *simgpu_graph_exec_lookup(void *h);
+
+/* ---- memory ------------------------------------------------------------------------ */
+/* Allocates simulated device memory (lazily backed host pages).  `stream` is the
+ * stream of an async allocation or NULL.  Emits a CUPTI memory record. */
+cudaError_t simgpu_malloc(void **p, size_t bytes, struct simgpu_stream *stream);
+cudaError_t simgpu_free(void *p, struct simgpu_stream *stream);
+/* Pinned host memory (cudaMallocHost / cudaHostAlloc). */
+cudaError_t simgpu_host_alloc(void **p, size_t bytes);
+cudaError_t simgpu_host_free(void *p);
+/* Kind of memory `p` points into: CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, _PINNED or
+ * _PAGEABLE. */
+int simgpu_memory_kind(const void *p);
+/* Bytes of device memory in use and the peak, for the current device. */
+void simgpu_memory_usage(size_t *in_use, size_t *peak);
+
+/* Builds (does not enqueue) a copy operation; `kind` is the cudaMemcpyKind, with
+ * cudaMemcpyDefault resolved from the pointers. */
+struct simgpu_op *simgpu_memcpy_op(void *dst, const void *src, size_t bytes,
+                                   enum cudaMemcpyKind kind, int async);
+
+/* ---- kernels --------------------------------------------------------------------- */
+/* Looks up name and duration of `func` (registry by pointer, by name, dladdr,
+ * default).  The duration includes the per-thread one-shot override, which it
+ * consumes, and the straggler slowdown. */
+void simgpu_kernel_lookup(const void *func, const char *fallback_name, const char **name,
+                          uint64_t *dur_ns);
+
+/* ---- API tracing (CUPTI callbacks, API records, external correlation) ----------- */
+struct simgpu_api {
+	CUpti_CallbackDomain domain;
+	CUpti_CallbackId cbid;
+	const char *name;
+	const void *params;
+	const char *symbol;
+	uint32_t corr;
+	uint32_t saved_corr;
+	uint64_t start_ns;
+	uint64_t corr_data;
+};
+
+/* Opens an API call: assigns a correlation id (made current for the thread so
+ * operations it enqueues carry it), runs the subscriber's ENTER callback. */
+void simgpu_api_enter(struct simgpu_api *a, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                      const char *name, const void *params, const char *symbol);
+
+/* Closes an API call: EXIT callback with `*ret` (a cudaError_t or CUresult), API
+ * activity record, external correlation record; restores the previous id. */
+void simgpu_api_exit(struct simgpu_api *a, int *ret);
+
+/* The calling thread's current correlation id (0 outside API calls). */
+uint32_t simgpu_current_corr(void);
+
+/* ---- CUPTI activity (cupti_core.c) ------------------------------------------------- */
+/* 1 when records of `kind` are being collected. */
+int simgpu_cupti_enabled(CUpti_ActivityKind kind);
+/* Stages one record (copied) for delivery; counts a drop when the stage is full. */
+void simgpu_cupti_emit(const void *record, size_t size);
+/* Records for the device side of an op that just ran on `s` in [start, end]. */
+void simgpu_cupti_op_done(const struct simgpu_op *op, const struct simgpu_stream *s,
+                          uint64_t start_ns, uint64_t end_ns);
+/* Host synchronisation record (CUPTI_ACTIVITY_KIND_SYNCHRONIZATION). */
+void simgpu_cupti_sync(CUpti_ActivitySynchronizationType type, uint64_t start_ns,
+                       uint64_t end_ns, const struct simgpu_stream *s,
+                       const struct simgpu_event *ev, cudaError_t rc);
+/* Memory record (CUPTI_ACTIVITY_KIND_MEMORY2). */
+void simgpu_cupti_memory(int alloc, const void *p, size_t bytes, int memkind,
+                         const struct simgpu_stream *s);
+
+/* CUPTI front-end state used by libcupti.so.13 (cupti_core.c). */
+CUptiResult simgpu_cupti_activity_enable(CUpti_ActivityKind kind, int on);
+CUptiResult simgpu_cupti_register(CUpti_BuffersCallbackRequestFunc req,
+                                  CUpti_BuffersCallbackCompleteFunc done);
+CUptiResult simgpu_cupti_flush(uint32_t flag);
+CUptiResult simgpu_cupti_flush_period(uint32_t ms);
+size_t simgpu_cupti_dropped_take(void);
+size_t simgpu_cupti_record_size(CUpti_ActivityKind kind);
+CUptiResult simgpu_cupti_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb,
+                                   void *userdata);
+CUptiResult simgpu_cupti_unsubscribe(CUpti_SubscriberHandle sub);
+CUptiResult simgpu_cupti_enable_callback(uint32_t on, CUpti_SubscriberHandle sub,
+                                         CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+CUptiResult simgpu_cupti_enable_domain(uint32_t on, CUpti_SubscriberHandle sub,
+                                       CUpti_CallbackDomain domain);
+CUptiResult simgpu_cupti_get_callback_state(uint32_t *on, CUpti_SubscriberHandle sub,
+                                            CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+CUptiResult simgpu_cupti_push_external(CUpti_ExternalCorrelationKind kind, uint64_t id);
+CUptiResult simgpu_cupti_pop_external(CUpti_ExternalCorrelationKind kind, uint64_t *id);
+CUptiResult simgpu_cupti_latency_timestamps(int on);
+int simgpu_cupti_latency_on(void);
+CUptiResult simgpu_cupti_thread_id_type(int set, CUpti_ActivityThreadIdType *type);
+
+/* Device properties of the simulated device (an H100-like part). */
+void simgpu_device_props(struct cudaDeviceProp *p, int dev);
+/* Value of one device attribute; returns cudaErrorInvalidValue for unknown ones. */
+cudaError_t simgpu_device_attr(int *value, enum cudaDeviceAttr attr, int dev);
+
+#endif /* SIMGPU_INTERNAL_H */

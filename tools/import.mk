@@ -1,0 +1,1 @@
+# tools: rules (filled in as the part lands)
