@@ -15,34 +15,43 @@
 #include <string.h>
 #include <zlib.h>
 
-/* Plain columns: X(proto field, C type of the column, dpro_event member expression). */
+/* Plain columns: X(proto field, C type of the column, dpro_event member expression, proto
+ * field number). A column whose values are all equal is stored once, as a constant. */
 #define PLAIN_COLUMNS(X)                                                                     \
-    X(thread, uint32_t, thread)                                                              \
-    X(name, uint32_t, name)                                                                  \
-    X(name2, uint32_t, name2)                                                                \
-    X(device, uint32_t, device)                                                              \
-    X(stream, uint64_t, stream)                                                              \
-    X(subkind, uint32_t, subkind)                                                            \
-    X(result, int32_t, result)                                                               \
-    X(shared_mem, uint32_t, shared_mem)                                                      \
-    X(object, uint64_t, object)                                                              \
-    X(bytes, uint64_t, bytes)                                                                \
-    X(address, uint64_t, address)                                                            \
-    X(grid_x, uint32_t, grid[0])                                                             \
-    X(grid_y, uint32_t, grid[1])                                                             \
-    X(grid_z, uint32_t, grid[2])                                                             \
-    X(block_x, uint32_t, block[0])                                                           \
-    X(block_y, uint32_t, block[1])                                                           \
-    X(block_z, uint32_t, block[2])                                                           \
-    X(comm, uint64_t, comm)                                                                  \
-    X(elems, uint64_t, count)                                                                \
-    X(dtype, uint32_t, dtype)                                                                \
-    X(redop, uint32_t, redop)                                                                \
-    X(peer, int32_t, peer)                                                                   \
-    X(stack, uint32_t, stack)                                                                \
-    X(value, int64_t, value)
+    X(thread, uint32_t, thread, 5)                                                              \
+    X(name, uint32_t, name, 6)                                                                  \
+    X(name2, uint32_t, name2, 7)                                                                \
+    X(device, uint32_t, device, 8)                                                              \
+    X(stream, uint64_t, stream, 10)                                                              \
+    X(subkind, uint32_t, subkind, 11)                                                            \
+    X(result, int32_t, result, 12)                                                               \
+    X(shared_mem, uint32_t, shared_mem, 13)                                                      \
+    X(object, uint64_t, object, 14)                                                              \
+    X(bytes, uint64_t, bytes, 15)                                                                \
+    X(address, uint64_t, address, 16)                                                            \
+    X(grid_x, uint32_t, grid[0], 17)                                                             \
+    X(grid_y, uint32_t, grid[1], 18)                                                             \
+    X(grid_z, uint32_t, grid[2], 19)                                                             \
+    X(block_x, uint32_t, block[0], 20)                                                           \
+    X(block_y, uint32_t, block[1], 21)                                                           \
+    X(block_z, uint32_t, block[2], 22)                                                           \
+    X(comm, uint64_t, comm, 23)                                                                  \
+    X(elems, uint64_t, count, 25)                                                                \
+    X(dtype, uint32_t, dtype, 26)                                                                \
+    X(redop, uint32_t, redop, 27)                                                                \
+    X(peer, int32_t, peer, 28)                                                                   \
+    X(stack, uint32_t, stack, 29)                                                                \
+    X(value, int64_t, value, 30)
+
+#define NCOLUMNS_TIMES 5 /* start_hi, duration_hi, correlation, seq, both low-byte columns */
+#define COUNT_COL(field, type, member, num) +1
+#define NPLAIN (0 PLAIN_COLUMNS(COUNT_COL))
+/* scratch per event: time columns, plain columns; plus two constant lists per group */
+#define NCOLUMNS (NCOLUMNS_TIMES + NPLAIN)
 
 #define NKIND_SLOTS (DPRO_KIND_MAX_KNOWN + 1)
+#define MAX_UNKNOWN_KINDS 64 /* distinct kinds from newer producers in one batch */
+#define MAX_GROUPS (DPRO_KIND_MAX_KNOWN + MAX_UNKNOWN_KINDS)
 
 const char *
 dpro_status_str(int status)
@@ -96,43 +105,121 @@ dpro_set_err(char *errbuf, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Encodes the events of one kind (idx lists their positions in events) into g. Column
- * arrays come from *arena, which the caller frees. */
+/* ---- lanes: start times are stored relative to the end of the previous event of the same
+ * lane (host thread, or device stream), which makes back-to-back work cost only its gap.
+ * Encoder and decoder run the same table, so the rule is deterministic. */
+#define LANE_SLOTS 256
+
+typedef struct lane_table {
+    uint64_t key[LANE_SLOTS];
+    uint64_t last_end[LANE_SLOTS];
+    uint8_t used[LANE_SLOTS];
+} lane_table;
+
 static int
-encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t kind,
-             uint64_t base_ns, Dpro__Group *g, void **arena)
+kind_is_device(uint32_t kind)
 {
-    int rc = DPRO_OK;
-    size_t ncols = 4; /* start, duration, correlation, seq */
-#define COUNT_COL(field, type, member) ncols++;
-    PLAIN_COLUMNS(COUNT_COL)
-#undef COUNT_COL
-    uint8_t *mem = malloc(ncols * n * sizeof(uint64_t));
-    uint8_t *p = mem;
-    if (!mem)
+    return kind == DPRO_KIND_KERNEL || kind == DPRO_KIND_MEMCPY || kind == DPRO_KIND_MEMSET ||
+           kind == DPRO_KIND_SYNC;
+}
+
+static uint64_t
+lane_key(const dpro_event *e)
+{
+    if (kind_is_device(e->kind))
+        return (e->stream * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)e->device << 56) ^ 1;
+    return ((uint64_t)e->thread * 0xC2B2AE3D27D4EB4Full) ^ 2;
+}
+
+/* Returns the slot of key (claiming a free one), or -1 when the table is full. */
+static int
+lane_slot(lane_table *t, uint64_t key)
+{
+    size_t h = (size_t)((key ^ (key >> 29)) & (LANE_SLOTS - 1));
+    for (size_t probe = 0; probe < LANE_SLOTS; probe++) {
+        size_t i = (h + probe) & (LANE_SLOTS - 1);
+        if (!t->used[i]) {
+            t->used[i] = 1;
+            t->key[i] = key;
+            t->last_end[i] = 0;
+            return (int)i;
+        }
+        if (t->key[i] == key)
+            return (int)i;
+    }
+    return -1;
+}
+
+static uint64_t
+zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t
+unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Grows a scratch buffer to at least need bytes. */
+static int
+reserve(uint8_t **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return DPRO_OK;
+    size_t c = *cap ? *cap : 4096;
+    while (c < need)
+        c *= 2;
+    uint8_t *p = realloc(*buf, c);
+    if (!p)
         return DPRO_ERR_NOMEM;
-    *arena = mem;
+    *buf = p;
+    *cap = c;
+    return DPRO_OK;
+}
+
+/* Encodes the events of one kind (idx lists their positions in events) into g, with
+ * column arrays carved from mem (ncols * n * 8 bytes). */
+static void
+encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t kind,
+             uint64_t base_ns, Dpro__Group *g, uint8_t *mem, lane_table *lanes)
+{
+    uint8_t *p = mem;
     dpro__group__init(g);
     g->kind = kind;
     g->count = (uint32_t)n;
 
-    /* delta columns */
-    int64_t *start = (int64_t *)p;
-    p += n * sizeof(int64_t);
-    uint64_t *dur = (uint64_t *)p;
+    uint64_t *start_hi = (uint64_t *)p;
+    p += n * sizeof(uint64_t);
+    uint64_t *dur_hi = (uint64_t *)p;
     p += n * sizeof(uint64_t);
     int64_t *corr = (int64_t *)p;
     p += n * sizeof(int64_t);
     int64_t *seq = (int64_t *)p;
     p += n * sizeof(int64_t);
+    uint8_t *start_lo = p;
+    uint8_t *dur_lo = p + n;
+    p += n * sizeof(uint64_t);
     uint64_t prev_start = base_ns, prev_corr = 0, prev_seq = 0;
-    int any_dur = 0, any_corr = 0, any_seq = 0;
+    int any_dur = 0, any_start_hi = 0, any_dur_hi = 0, any_corr = 0, any_seq = 0;
+    memset(lanes, 0, sizeof *lanes);
     for (size_t i = 0; i < n; i++) {
         const dpro_event *e = &events[idx[i]];
-        start[i] = (int64_t)(e->start_ns - prev_start);
+        int slot = lane_slot(lanes, lane_key(e));
+        uint64_t ref = slot >= 0 && lanes->last_end[slot] ? lanes->last_end[slot] : prev_start;
+        uint64_t zz = zigzag((int64_t)(e->start_ns - ref));
+        uint64_t d = e->end_ns - e->start_ns;
         prev_start = e->start_ns;
-        dur[i] = e->end_ns - e->start_ns;
-        any_dur |= dur[i] != 0;
+        if (slot >= 0)
+            lanes->last_end[slot] = e->end_ns ? e->end_ns : 1;
+        start_lo[i] = (uint8_t)zz;
+        start_hi[i] = zz >> 8;
+        any_start_hi |= start_hi[i] != 0;
+        dur_lo[i] = (uint8_t)d;
+        dur_hi[i] = d >> 8;
+        any_dur |= d != 0;
+        any_dur_hi |= dur_hi[i] != 0;
         corr[i] = (int64_t)(e->correlation - prev_corr);
         any_corr |= e->correlation != 0;
         prev_corr = e->correlation;
@@ -140,11 +227,19 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
         any_seq |= e->seq != 0;
         prev_seq = e->seq;
     }
-    g->n_start_delta = n;
-    g->start_delta = start;
+    g->start_lo.len = n;
+    g->start_lo.data = start_lo;
+    if (any_start_hi) {
+        g->n_start_hi = n;
+        g->start_hi = start_hi;
+    }
     if (any_dur) {
-        g->n_duration = n;
-        g->duration = dur;
+        g->duration_lo.len = n;
+        g->duration_lo.data = dur_lo;
+    }
+    if (any_dur_hi) {
+        g->n_duration_hi = n;
+        g->duration_hi = dur_hi;
     }
     if (any_corr) {
         g->n_correlation_delta = n;
@@ -155,49 +250,95 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
         g->seq_delta = seq;
     }
 
-#define FILL_COL(field, type, member)                                                        \
+#define FILL_COL(field, type, member, num)                                                   \
     {                                                                                        \
         type *col = (type *)p;                                                               \
-        int any = 0;                                                                         \
+        int same = 1;                                                                        \
         p += n * sizeof(uint64_t);                                                           \
         for (size_t i = 0; i < n; i++) {                                                     \
             col[i] = (type)events[idx[i]].member;                                            \
-            any |= col[i] != 0;                                                              \
+            same &= col[i] == col[0];                                                        \
         }                                                                                    \
-        if (any) {                                                                           \
+        if (n && same) {                                                                     \
+            if (col[0] != 0) {                                                               \
+                const_field[nconst] = num;                                                   \
+                const_value[nconst++] = (uint64_t)(int64_t)col[0];                           \
+            }                                                                                \
+        } else {                                                                             \
             g->n_##field = n;                                                                \
             g->field = col;                                                                  \
         }                                                                                    \
     }
+    /* the constant lists follow the plain columns' space */
+    uint32_t *const_field = (uint32_t *)(p + NPLAIN * n * sizeof(uint64_t));
+    uint64_t *const_value = (uint64_t *)(p + (NPLAIN * n + NPLAIN) * sizeof(uint64_t));
+    size_t nconst = 0;
     PLAIN_COLUMNS(FILL_COL)
 #undef FILL_COL
-    return rc;
+    if (nconst) {
+        g->n_const_field = g->n_const_value = nconst;
+        g->const_field = const_field;
+        g->const_value = const_value;
+    }
+}
+
+
+struct dpro_codec {
+    uint8_t *arena, *raw, *z;
+    size_t arena_cap, raw_cap, z_cap;
+    uint32_t *idx;
+    size_t idx_cap;
+    lane_table lanes;
+    z_stream dz; /* deflate state, reset per batch */
+    int dz_level;
+    z_stream iz; /* inflate state */
+    int iz_ready;
+};
+
+dpro_codec *
+dpro_codec_new(void)
+{
+    return calloc(1, sizeof(dpro_codec));
+}
+
+void
+dpro_codec_free(dpro_codec *c)
+{
+    if (!c)
+        return;
+    if (c->dz_level)
+        deflateEnd(&c->dz);
+    if (c->iz_ready)
+        inflateEnd(&c->iz);
+    free(c->arena);
+    free(c->raw);
+    free(c->z);
+    free(c->idx);
+    free(c);
 }
 
 int
-dpro_batch_encode(const dpro_event *events, size_t n, int zlib_level, uint8_t **out,
-                  size_t *outlen, size_t *rawlen)
+dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_level,
+                  const uint8_t **out, size_t *outlen, size_t *rawlen)
 {
     int rc = DPRO_OK;
-    size_t counts[NKIND_SLOTS + 1] = {0};
-    uint32_t *idx = NULL;
-    size_t slot_start[NKIND_SLOTS + 2];
-    Dpro__Group groups[NKIND_SLOTS + 1];
-    Dpro__Group *group_ptrs[NKIND_SLOTS + 1];
-    void *arenas[NKIND_SLOTS + 1] = {0};
-    uint32_t unknown_kinds[64];
+    size_t counts[NKIND_SLOTS] = {0};
+    size_t slot_start[NKIND_SLOTS + 1];
+    Dpro__Group groups[MAX_GROUPS];
+    Dpro__Group *group_ptrs[MAX_GROUPS];
+    uint32_t unknown_kinds[MAX_UNKNOWN_KINDS];
     size_t n_unknown = 0, ngroups = 0;
-    uint8_t *raw = NULL, *z = NULL;
     Dpro__Batch batch;
     uint64_t base_ns = UINT64_MAX;
+    int level = zlib_level > 0 && zlib_level <= 9 ? zlib_level : DPRO_ZLIB_DEFAULT;
 
     *out = NULL;
     *outlen = *rawlen = 0;
     if (n > DPRO_BATCH_MAX_EVENTS || (n && !events))
         return DPRO_ERR_ARG;
 
-    /* Known kinds get their own slot; unknown kinds (from newer producers passing
-     * through) are grouped one group per distinct kind, up to 64. */
+    /* Known kinds get their own group; unknown kinds (from newer producers passing
+     * through) one group per distinct kind. */
     for (size_t i = 0; i < n; i++) {
         uint32_t k = events[i].kind;
         if (events[i].start_ns < base_ns)
@@ -209,7 +350,7 @@ dpro_batch_encode(const dpro_event *events, size_t n, int zlib_level, uint8_t **
             for (j = 0; j < n_unknown && unknown_kinds[j] != k; j++)
                 ;
             if (j == n_unknown) {
-                if (n_unknown == 64)
+                if (n_unknown == MAX_UNKNOWN_KINDS)
                     return DPRO_ERR_ARG;
                 unknown_kinds[n_unknown++] = k;
             }
@@ -218,131 +359,159 @@ dpro_batch_encode(const dpro_event *events, size_t n, int zlib_level, uint8_t **
     }
     if (base_ns == UINT64_MAX)
         base_ns = 0;
+    rc = reserve((uint8_t **)&c->idx, &c->idx_cap, (n ? n : 1) * sizeof *c->idx);
+    if (rc == DPRO_OK)
+        rc = reserve(&c->arena, &c->arena_cap,
+                     ((n ? n : 1) * NCOLUMNS + MAX_GROUPS * 2 * NPLAIN) * sizeof(uint64_t));
+    if (rc != DPRO_OK)
+        return rc;
 
-    idx = malloc((n ? n : 1) * sizeof *idx);
-    if (!idx)
-        return DPRO_ERR_NOMEM;
     slot_start[0] = 0;
-    for (int k = 0; k <= NKIND_SLOTS; k++)
-        slot_start[k + 1] = slot_start[k] + (k < NKIND_SLOTS ? counts[k] : 0);
+    for (int k = 0; k < NKIND_SLOTS; k++)
+        slot_start[k + 1] = slot_start[k] + counts[k];
     {
         size_t fill[NKIND_SLOTS];
         for (int k = 0; k < NKIND_SLOTS; k++)
             fill[k] = slot_start[k];
-        /* unknown kinds first (slot 0), ordered by kind so each forms a run */
+        /* unknown kinds first (slot 0), one run per kind */
         for (size_t u = 0; u < n_unknown; u++)
             for (size_t i = 0; i < n; i++)
                 if (events[i].kind == unknown_kinds[u])
-                    idx[fill[0]++] = (uint32_t)i;
+                    c->idx[fill[0]++] = (uint32_t)i;
         for (size_t i = 0; i < n; i++) {
             uint32_t k = events[i].kind;
             if (k >= 1 && k <= DPRO_KIND_MAX_KNOWN)
-                idx[fill[k]++] = (uint32_t)i;
+                c->idx[fill[k]++] = (uint32_t)i;
         }
     }
-
-    /* unknown-kind runs */
     {
         size_t pos = 0;
-        for (size_t u = 0; u < n_unknown && rc == DPRO_OK; u++) {
+        for (size_t u = 0; u < n_unknown; u++) {
             size_t run = 0;
-            while (pos + run < counts[0] && events[idx[pos + run]].kind == unknown_kinds[u])
+            while (pos + run < counts[0] && events[c->idx[pos + run]].kind == unknown_kinds[u])
                 run++;
-            rc = encode_group(events, idx + pos, run, unknown_kinds[u], base_ns,
-                              &groups[ngroups], &arenas[ngroups]);
+            encode_group(events, c->idx + pos, run, unknown_kinds[u], base_ns, &groups[ngroups],
+                         c->arena + (pos * NCOLUMNS + ngroups * 2 * NPLAIN) * sizeof(uint64_t),
+                         &c->lanes);
             group_ptrs[ngroups] = &groups[ngroups];
             ngroups++;
             pos += run;
         }
     }
-    for (uint32_t k = 1; k <= DPRO_KIND_MAX_KNOWN && rc == DPRO_OK; k++) {
+    for (uint32_t k = 1; k <= DPRO_KIND_MAX_KNOWN; k++) {
         if (!counts[k])
             continue;
-        rc = encode_group(events, idx + slot_start[k], counts[k], k, base_ns, &groups[ngroups],
-                          &arenas[ngroups]);
+        encode_group(events, c->idx + slot_start[k], counts[k], k, base_ns, &groups[ngroups],
+                     c->arena + (slot_start[k] * NCOLUMNS + ngroups * 2 * NPLAIN) * sizeof(uint64_t),
+                     &c->lanes);
         group_ptrs[ngroups] = &groups[ngroups];
         ngroups++;
     }
-    if (rc == DPRO_OK) {
-        dpro__batch__init(&batch);
-        batch.schema_major = DPRO_SCHEMA_MAJOR;
-        batch.base_ns = base_ns;
-        batch.n_groups = ngroups;
-        batch.groups = group_ptrs;
-        *rawlen = dpro__batch__get_packed_size(&batch);
-        raw = malloc(*rawlen ? *rawlen : 1);
-        if (!raw)
+    dpro__batch__init(&batch);
+    batch.schema_major = DPRO_SCHEMA_MAJOR;
+    batch.base_ns = base_ns;
+    batch.n_groups = ngroups;
+    batch.groups = group_ptrs;
+    *rawlen = dpro__batch__get_packed_size(&batch);
+    rc = reserve(&c->raw, &c->raw_cap, *rawlen ? *rawlen : 1);
+    if (rc == DPRO_OK)
+        rc = reserve(&c->z, &c->z_cap, compressBound(*rawlen));
+    if (rc == DPRO_OK && c->dz_level != level) {
+        if (c->dz_level)
+            deflateEnd(&c->dz);
+        c->dz_level = 0;
+        memset(&c->dz, 0, sizeof c->dz);
+        if (deflateInit(&c->dz, level) != Z_OK)
             rc = DPRO_ERR_NOMEM;
+        else
+            c->dz_level = level;
+    } else if (rc == DPRO_OK) {
+        deflateReset(&c->dz);
     }
     if (rc == DPRO_OK) {
-        uLongf zlen = compressBound(*rawlen);
-        dpro__batch__pack(&batch, raw);
-        z = malloc(zlen);
-        if (!z)
+        dpro__batch__pack(&batch, c->raw);
+        c->dz.next_in = c->raw;
+        c->dz.avail_in = (uInt)*rawlen;
+        c->dz.next_out = c->z;
+        c->dz.avail_out = (uInt)c->z_cap;
+        if (deflate(&c->dz, Z_FINISH) != Z_STREAM_END) {
             rc = DPRO_ERR_NOMEM;
-        else if (compress2(z, &zlen, raw, *rawlen, zlib_level > 0 ? zlib_level : 6) != Z_OK)
-            rc = DPRO_ERR_NOMEM;
-        else {
-            *out = z;
-            *outlen = zlen;
-            z = NULL;
+        } else {
+            *out = c->z;
+            *outlen = c->dz.total_out;
         }
     }
-    for (size_t g = 0; g < ngroups + 1 && g <= NKIND_SLOTS; g++)
-        free(arenas[g]);
-    free(z);
-    free(raw);
-    free(idx);
     return rc;
 }
 
-/* Inflates data into a new buffer of exactly rawlen bytes; more or less is corruption. */
+int
+dpro_batch_encode(const dpro_event *events, size_t n, int zlib_level, uint8_t **out,
+                  size_t *outlen, size_t *rawlen)
+{
+    int rc;
+    const uint8_t *z = NULL;
+    dpro_codec *c = dpro_codec_new();
+    *out = NULL;
+    if (!c)
+        return DPRO_ERR_NOMEM;
+    rc = dpro_codec_encode(c, events, n, zlib_level, &z, outlen, rawlen);
+    if (rc == DPRO_OK) {
+        *out = malloc(*outlen ? *outlen : 1);
+        if (*out)
+            memcpy(*out, z, *outlen);
+        else
+            rc = DPRO_ERR_NOMEM;
+    }
+    dpro_codec_free(c);
+    return rc;
+}
+
+/* Inflates data into c->raw, which must come out at exactly rawlen bytes. */
 static int
-inflate_exact(const uint8_t *data, size_t len, size_t rawlen, uint8_t **out, char *errbuf,
+inflate_exact(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen, char *errbuf,
               size_t errlen)
 {
     int rc = DPRO_OK, zrc;
-    z_stream zs;
-    uint8_t *buf;
 
-    *out = NULL;
     if (rawlen > DPRO_BATCH_MAX_RAW) {
         dpro_set_err(errbuf, errlen, "claims %zu bytes uncompressed, over the %u limit", rawlen,
                      DPRO_BATCH_MAX_RAW);
         return DPRO_ERR_LIMIT;
     }
-    buf = malloc(rawlen + 1);
-    if (!buf)
-        return DPRO_ERR_NOMEM;
-    memset(&zs, 0, sizeof zs);
-    if (inflateInit(&zs) != Z_OK) {
-        free(buf);
-        return DPRO_ERR_NOMEM;
+    if (len > UINT32_MAX) {
+        dpro_set_err(errbuf, errlen, "compressed size %zu too large", len);
+        return DPRO_ERR_LIMIT;
     }
-    zs.next_in = (Bytef *)data;
-    zs.avail_in = (uInt)len;
-    zs.next_out = buf;
-    zs.avail_out = (uInt)(rawlen + 1); /* one spare byte detects "more than claimed" */
-    zrc = inflate(&zs, Z_FINISH);
+    rc = reserve(&c->raw, &c->raw_cap, rawlen + 1);
+    if (rc != DPRO_OK)
+        return rc;
+    if (!c->iz_ready) {
+        memset(&c->iz, 0, sizeof c->iz);
+        if (inflateInit(&c->iz) != Z_OK)
+            return DPRO_ERR_NOMEM;
+        c->iz_ready = 1;
+    } else {
+        inflateReset(&c->iz);
+    }
+    c->iz.next_in = (Bytef *)data;
+    c->iz.avail_in = (uInt)len;
+    c->iz.next_out = c->raw;
+    c->iz.avail_out = (uInt)(rawlen + 1); /* one spare byte detects "more than claimed" */
+    zrc = inflate(&c->iz, Z_FINISH);
     if (zrc != Z_STREAM_END) {
-        if (zs.avail_out == 0) {
+        if (c->iz.avail_out == 0) {
             dpro_set_err(errbuf, errlen, "inflates past its claimed %zu bytes (zlib bomb?)",
                          rawlen);
             rc = DPRO_ERR_LIMIT;
         } else {
-            dpro_set_err(errbuf, errlen, "zlib: %s", zs.msg ? zs.msg : "truncated data");
+            dpro_set_err(errbuf, errlen, "zlib: %s", c->iz.msg ? c->iz.msg : "truncated data");
             rc = DPRO_ERR_CORRUPT;
         }
-    } else if (zs.total_out != rawlen) {
+    } else if (c->iz.total_out != rawlen) {
         dpro_set_err(errbuf, errlen, "inflates to %lu bytes, not the claimed %zu",
-                     (unsigned long)zs.total_out, rawlen);
+                     (unsigned long)c->iz.total_out, rawlen);
         rc = DPRO_ERR_CORRUPT;
     }
-    inflateEnd(&zs);
-    if (rc == DPRO_OK)
-        *out = buf;
-    else
-        free(buf);
     return rc;
 }
 
@@ -351,15 +520,18 @@ static int
 group_columns_valid(const Dpro__Group *g)
 {
     size_t c = g->count;
-    if (g->n_start_delta != c)
+    if (g->start_lo.len != c || (g->duration_lo.len != 0 && g->duration_lo.len != c))
         return 0;
 #define CHECK_LEN(field)                                                                     \
     if (g->n_##field != 0 && g->n_##field != c)                                              \
         return 0;
-    CHECK_LEN(duration)
+    CHECK_LEN(start_hi)
+    CHECK_LEN(duration_hi)
     CHECK_LEN(correlation_delta)
     CHECK_LEN(seq_delta)
-#define CHECK_PLAIN(field, type, member) CHECK_LEN(field)
+    if (g->n_const_field != g->n_const_value)
+        return 0;
+#define CHECK_PLAIN(field, type, member, num) CHECK_LEN(field)
     PLAIN_COLUMNS(CHECK_PLAIN)
 #undef CHECK_PLAIN
 #undef CHECK_LEN
@@ -367,20 +539,17 @@ group_columns_valid(const Dpro__Group *g)
 }
 
 int
-dpro_batch_decode(const uint8_t *data, size_t len, size_t rawlen, dpro_event **events,
-                  size_t *n, char *errbuf, size_t errlen)
+dpro_codec_decode(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen,
+                  dpro_event **events, size_t *cap, size_t *n, char *errbuf, size_t errlen)
 {
     int rc = DPRO_OK;
-    uint8_t *raw = NULL;
     Dpro__Batch *batch = NULL;
-    dpro_event *ev = NULL;
     size_t total = 0, pos = 0;
 
-    *events = NULL;
     *n = 0;
-    rc = inflate_exact(data, len, rawlen, &raw, errbuf, errlen);
+    rc = inflate_exact(c, data, len, rawlen, errbuf, errlen);
     if (rc == DPRO_OK) {
-        batch = dpro__batch__unpack(NULL, rawlen, raw);
+        batch = dpro__batch__unpack(NULL, rawlen, c->raw);
         if (!batch) {
             dpro_set_err(errbuf, errlen, "protobuf batch does not parse");
             rc = DPRO_ERR_CORRUPT;
@@ -403,20 +572,57 @@ dpro_batch_decode(const uint8_t *data, size_t len, size_t rawlen, dpro_event **e
             rc = DPRO_ERR_LIMIT;
         }
     }
-    if (rc == DPRO_OK) {
-        ev = calloc(total ? total : 1, sizeof *ev);
-        if (!ev)
+    if (rc == DPRO_OK && total > *cap) {
+        dpro_event *ev = realloc(*events, total * sizeof *ev);
+        if (!ev) {
             rc = DPRO_ERR_NOMEM;
+        } else {
+            *events = ev;
+            *cap = total;
+        }
     }
+    if (rc == DPRO_OK && total)
+        memset(*events, 0, total * sizeof **events);
     for (size_t gi = 0; rc == DPRO_OK && gi < batch->n_groups; gi++) {
         const Dpro__Group *g = batch->groups[gi];
-        uint64_t t = batch->base_ns, corr = 0, seq = 0;
+        dpro_event *ev = *events + pos;
+        uint64_t prev_start = batch->base_ns, corr = 0, seq = 0;
+        for (size_t i = 0; i < g->count; i++)
+            ev[i].kind = g->kind;
+#define READ_COL(field, type, member, num)                                                   \
+    if (g->n_##field)                                                                        \
+        for (size_t i = 0; i < g->count; i++)                                                \
+            ev[i].member = g->field[i];
+        PLAIN_COLUMNS(READ_COL)
+#undef READ_COL
+        for (size_t k = 0; k < g->n_const_field; k++) {
+            switch (g->const_field[k]) {
+#define READ_CONST(field, type, member, num)                                                 \
+    case num:                                                                                \
+        for (size_t i = 0; i < g->count; i++)                                                \
+            ev[i].member = (type)g->const_value[k];                                          \
+        break;
+                PLAIN_COLUMNS(READ_CONST)
+#undef READ_CONST
+            default: /* a column of a newer minor version: not ours to fill */
+                break;
+            }
+        }
+        memset(&c->lanes, 0, sizeof c->lanes);
         for (size_t i = 0; i < g->count; i++) {
-            dpro_event *e = &ev[pos + i];
-            e->kind = g->kind;
-            t += (uint64_t)g->start_delta[i];
-            e->start_ns = t;
-            e->end_ns = t + (g->n_duration ? g->duration[i] : 0);
+            dpro_event *e = &ev[i];
+            int slot = lane_slot(&c->lanes, lane_key(e));
+            uint64_t ref =
+                slot >= 0 && c->lanes.last_end[slot] ? c->lanes.last_end[slot] : prev_start;
+            uint64_t zz = g->start_lo.data[i] | (g->n_start_hi ? g->start_hi[i] << 8 : 0);
+            uint64_t d = g->duration_lo.len ? g->duration_lo.data[i] : 0;
+            if (g->n_duration_hi)
+                d |= g->duration_hi[i] << 8;
+            e->start_ns = ref + (uint64_t)unzigzag(zz);
+            e->end_ns = e->start_ns + d;
+            prev_start = e->start_ns;
+            if (slot >= 0)
+                c->lanes.last_end[slot] = e->end_ns ? e->end_ns : 1;
             if (g->n_correlation_delta)
                 corr += (uint64_t)g->correlation_delta[i];
             e->correlation = corr;
@@ -424,22 +630,31 @@ dpro_batch_decode(const uint8_t *data, size_t len, size_t rawlen, dpro_event **e
                 seq += (uint64_t)g->seq_delta[i];
             e->seq = seq;
         }
-#define READ_COL(field, type, member)                                                        \
-    if (g->n_##field)                                                                        \
-        for (size_t i = 0; i < g->count; i++)                                                \
-            ev[pos + i].member = g->field[i];
-        PLAIN_COLUMNS(READ_COL)
-#undef READ_COL
         pos += g->count;
     }
     if (batch)
         dpro__batch__free_unpacked(batch, NULL);
-    free(raw);
-    if (rc == DPRO_OK) {
-        *events = ev;
+    if (rc == DPRO_OK)
         *n = total;
-    } else {
-        free(ev);
+    return rc;
+}
+
+int
+dpro_batch_decode(const uint8_t *data, size_t len, size_t rawlen, dpro_event **events,
+                  size_t *n, char *errbuf, size_t errlen)
+{
+    int rc;
+    size_t cap = 0;
+    dpro_codec *c = dpro_codec_new();
+    *events = NULL;
+    *n = 0;
+    if (!c)
+        return DPRO_ERR_NOMEM;
+    rc = dpro_codec_decode(c, data, len, rawlen, events, &cap, n, errbuf, errlen);
+    if (rc != DPRO_OK) {
+        free(*events);
+        *events = NULL;
     }
+    dpro_codec_free(c);
     return rc;
 }

@@ -494,8 +494,10 @@ typedef struct batch_ref {
 
 typedef struct open_batch {
     dpro_event *events;
-    size_t n, pos;
+    size_t n, pos, cap;
 } open_batch;
+
+#define SPARE_ARRAYS 4
 
 struct dpro_iter {
     dpro_reader *r;
@@ -505,7 +507,11 @@ struct dpro_iter {
     open_batch *heap; /* min-heap by the current event's start */
     size_t nheap, capheap;
     uint64_t bad;
-    uint64_t seq; /* tie-break: batches opened earlier first */
+    dpro_codec *codec;
+    dpro_event *merge_buf; /* scratch for merging a batch's kind groups */
+    size_t merge_cap;
+    open_batch spare[SPARE_ARRAYS]; /* event arrays of finished batches, for reuse */
+    size_t nspare;
 };
 
 static int
@@ -580,11 +586,17 @@ dpro_iter_open(dpro_reader *r, dpro_iter **out)
     if (!it)
         return DPRO_ERR_NOMEM;
     it->r = r;
-    if (sqlite3_prepare_v2(r->db,
+    it->codec = dpro_codec_new();
+    if (!it->codec)
+        rc = DPRO_ERR_NOMEM;
+    if (rc == DPRO_OK &&
+        sqlite3_prepare_v2(r->db,
                            "SELECT id, first_ns FROM batches WHERE id <= ? ORDER BY first_ns, id",
-                           -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(r->db, "SELECT count, raw_size, data FROM batches WHERE id = ?", -1,
-                           &it->fetch, NULL) != SQLITE_OK) {
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = reader_fail(r, DPRO_ERR_CORRUPT, "reading batches: %s", sqlite3_errmsg(r->db));
+    } else if (sqlite3_prepare_v2(r->db,
+                                  "SELECT count, raw_size, data FROM batches WHERE id = ?", -1,
+                                  &it->fetch, NULL) != SQLITE_OK) {
         rc = reader_fail(r, DPRO_ERR_CORRUPT, "reading batches: %s", sqlite3_errmsg(r->db));
     }
     if (rc == DPRO_OK) {
@@ -623,6 +635,60 @@ sorted(const dpro_event *e, size_t n)
     return 1;
 }
 
+/* A batch decodes as one run per kind, each normally in time order: merges the runs
+ * (sorting a run first if it is not) through the iterator's scratch buffer, and swaps the
+ * buffers. Returns DPRO_ERR_NOMEM when there are too many runs or no memory. */
+static int
+merge_runs(dpro_iter *it, open_batch *b)
+{
+    enum { MAX_RUNS = 80 };
+    size_t head[MAX_RUNS], end[MAX_RUNS], nruns = 0;
+    for (size_t i = 0; i < b->n; i = end[nruns++]) {
+        size_t j = i + 1;
+        if (nruns == MAX_RUNS)
+            return DPRO_ERR_NOMEM;
+        while (j < b->n && b->events[j].kind == b->events[i].kind)
+            j++;
+        head[nruns] = i;
+        end[nruns] = j;
+        if (!sorted(b->events + i, j - i))
+            qsort(b->events + i, j - i, sizeof *b->events, event_cmp);
+    }
+    if (it->merge_cap < b->n) {
+        dpro_event *m = realloc(it->merge_buf, b->n * sizeof *m);
+        if (!m)
+            return DPRO_ERR_NOMEM;
+        it->merge_buf = m;
+        it->merge_cap = b->n;
+    }
+    for (size_t out = 0; out < b->n; out++) {
+        size_t best = MAX_RUNS;
+        for (size_t r = 0; r < nruns; r++)
+            if (head[r] < end[r] &&
+                (best == MAX_RUNS ||
+                 event_before(&b->events[head[r]], &b->events[head[best]])))
+                best = r;
+        it->merge_buf[out] = b->events[head[best]++];
+    }
+    dpro_event *t = b->events;
+    size_t cap = b->cap;
+    b->events = it->merge_buf;
+    b->cap = it->merge_cap;
+    it->merge_buf = t;
+    it->merge_cap = cap;
+    return DPRO_OK;
+}
+
+/* Keeps the event array of a finished batch for the next one (or frees it). */
+static void
+recycle(dpro_iter *it, open_batch b)
+{
+    if (it->nspare < SPARE_ARRAYS)
+        it->spare[it->nspare++] = b;
+    else
+        free(b.events);
+}
+
 /* Decodes batch refs[next_ref] and pushes it on the heap. Returns DPRO_OK, or an error
  * for a damaged batch (which is skipped). */
 static int
@@ -631,8 +697,9 @@ open_next_batch(dpro_iter *it)
     int rc = DPRO_OK;
     const batch_ref *ref = &it->refs[it->next_ref++];
     char err[256] = "";
-    dpro_event *ev = NULL;
-    size_t n = 0;
+    open_batch b = {NULL, 0, 0, 0};
+    if (it->nspare)
+        b = it->spare[--it->nspare];
 
     sqlite3_bind_int64(it->fetch, 1, ref->id);
     if (sqlite3_step(it->fetch) != SQLITE_ROW) {
@@ -648,9 +715,10 @@ open_next_batch(dpro_iter *it)
                      (long long)raw);
             rc = DPRO_ERR_CORRUPT;
         } else {
-            rc = dpro_batch_decode(data, (size_t)len, (size_t)raw, &ev, &n, err, sizeof err);
-            if (rc == DPRO_OK && (size_t)count != n) {
-                snprintf(err, sizeof err, "holds %zu events, its row says %lld", n,
+            rc = dpro_codec_decode(it->codec, data, (size_t)len, (size_t)raw, &b.events, &b.cap,
+                                   &b.n, err, sizeof err);
+            if (rc == DPRO_OK && (size_t)count != b.n) {
+                snprintf(err, sizeof err, "holds %zu events, its row says %lld", b.n,
                          (long long)count);
                 rc = DPRO_ERR_CORRUPT;
             }
@@ -662,16 +730,17 @@ open_next_batch(dpro_iter *it)
         snprintf(msg, sizeof msg, "batch %lld: %s", (long long)ref->id, err);
         reader_fail(it->r, rc, "%s", msg);
         it->bad++;
-        free(ev);
+        recycle(it, b);
         return rc;
     }
-    if (n == 0) {
-        free(ev);
+    if (b.n == 0) {
+        recycle(it, b);
         return DPRO_OK;
     }
-    if (!sorted(ev, n))
-        qsort(ev, n, sizeof *ev, event_cmp); /* ties keep kind order; stable enough */
-    heap_push(it, (open_batch){ev, n, 0});
+    if (!sorted(b.events, b.n) && merge_runs(it, &b) != DPRO_OK)
+        qsort(b.events, b.n, sizeof *b.events, event_cmp);
+    b.pos = 0;
+    heap_push(it, b);
     return DPRO_OK;
 }
 
@@ -691,7 +760,7 @@ dpro_iter_next(dpro_iter *it, dpro_event *ev)
     open_batch *top = &it->heap[0];
     *ev = top->events[top->pos++];
     if (top->pos == top->n) {
-        free(top->events);
+        recycle(it, *top);
         it->heap[0] = it->heap[--it->nheap];
     }
     if (it->nheap)
@@ -712,6 +781,10 @@ dpro_iter_close(dpro_iter *it)
         return;
     for (size_t i = 0; i < it->nheap; i++)
         free(it->heap[i].events);
+    for (size_t i = 0; i < it->nspare; i++)
+        free(it->spare[i].events);
+    dpro_codec_free(it->codec);
+    free(it->merge_buf);
     free(it->heap);
     free(it->refs);
     sqlite3_finalize(it->fetch);

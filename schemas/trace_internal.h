@@ -11,4 +11,21 @@ extern const char dpro_trace_sql[];
 void dpro_set_err(char *errbuf, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A codec keeps its scratch buffers and zlib states between batches (no page faults
+ * from fresh large allocations on every batch). Not thread-safe: one per writer/iterator. */
+typedef struct dpro_codec dpro_codec;
+struct dpro_event;
+dpro_codec *dpro_codec_new(void);
+void dpro_codec_free(dpro_codec *c);
+
+/* Like dpro_batch_encode, but *out points into the codec (valid until its next use). */
+int dpro_codec_encode(dpro_codec *c, const struct dpro_event *events, size_t n, int zlib_level,
+                      const unsigned char **out, size_t *outlen, size_t *rawlen);
+
+/* Like dpro_batch_decode, but decodes into *events (capacity *cap events, grown with
+ * realloc as needed; the caller owns and frees it). */
+int dpro_codec_decode(dpro_codec *c, const unsigned char *data, size_t len, size_t rawlen,
+                      struct dpro_event **events, size_t *cap, size_t *n, char *errbuf,
+                      size_t errlen);
+
 #endif

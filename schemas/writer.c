@@ -32,6 +32,7 @@ struct dpro_writer {
     sqlite3 *db;
     char *path;
     sqlite3_stmt *ins_batch, *ins_string, *ins_meta;
+    dpro_codec *codec;
     dpro_event *events;
     uint32_t nevents, cap_events;
     int zlib_level;
@@ -115,7 +116,7 @@ dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer 
         w->cap_events = opts && opts->batch_events ? opts->batch_events : DEFAULT_BATCH_EVENTS;
         if (w->cap_events > DPRO_BATCH_MAX_EVENTS)
             w->cap_events = DPRO_BATCH_MAX_EVENTS;
-        w->zlib_level = opts && opts->zlib_level ? opts->zlib_level : 6;
+        w->zlib_level = opts && opts->zlib_level ? opts->zlib_level : DPRO_ZLIB_DEFAULT;
         w->events = malloc(w->cap_events * sizeof *w->events);
         w->nslots = 1024;
         w->slots = calloc(w->nslots, sizeof *w->slots);
@@ -124,7 +125,8 @@ dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer 
         w->arena_cap = 16384;
         w->arena = malloc(w->arena_cap);
         w->first_unsaved_id = 1;
-        if (!w->events || !w->slots || !w->offset_of_id || !w->arena)
+        w->codec = dpro_codec_new();
+        if (!w->codec || !w->events || !w->slots || !w->offset_of_id || !w->arena)
             rc = DPRO_ERR_NOMEM;
     }
     if (rc == DPRO_OK &&
@@ -400,7 +402,7 @@ int
 dpro_writer_flush(dpro_writer *w)
 {
     int rc = DPRO_OK;
-    uint8_t *blob = NULL;
+    const uint8_t *blob = NULL;
     size_t bloblen = 0, rawlen = 0;
     uint64_t first = UINT64_MAX, last = 0;
 
@@ -409,7 +411,8 @@ dpro_writer_flush(dpro_writer *w)
     if (!w->nevents && w->first_unsaved_id > w->nstrings)
         return DPRO_OK;
     if (w->nevents) {
-        rc = dpro_batch_encode(w->events, w->nevents, w->zlib_level, &blob, &bloblen, &rawlen);
+        rc = dpro_codec_encode(w->codec, w->events, w->nevents, w->zlib_level, &blob, &bloblen,
+                               &rawlen);
         if (rc != DPRO_OK)
             return writer_fail(w, rc, "encoding a batch");
         for (uint32_t i = 0; i < w->nevents; i++) {
@@ -448,7 +451,6 @@ dpro_writer_flush(dpro_writer *w)
         /* The batch stays in memory: a later flush (e.g. once disk space is back) retries.
          * If the buffer is full, the caller's append fails and counts the loss. */
     }
-    free(blob);
     return rc;
 }
 
@@ -492,6 +494,7 @@ dpro_writer_close(dpro_writer *w)
         if (sqlite3_close(w->db) != SQLITE_OK && rc == DPRO_OK)
             rc = DPRO_ERR_IO;
     }
+    dpro_codec_free(w->codec);
     free(w->events);
     free(w->slots);
     free(w->arena);

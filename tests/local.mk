@@ -1,1 +1,14 @@
-# tests/: unit tests of the format library, fuzz targets, benchmarks.
+# tests/: unit tests of the format library, the trace benchmark, the demo's trace writer.
+check_PROGRAMS += tests/unit/test_trace tests/unit/test_json
+TESTS += tests/unit/test_trace tests/unit/test_json tests/unit/test_dpro_info.sh
+tests_unit_test_trace_SOURCES = tests/unit/test_trace.c tests/unit/testutil.h
+tests_unit_test_trace_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS)
+tests_unit_test_trace_LDADD = schemas/libdprotrace.la $(SQLITE_LIBS) $(ZLIB_LIBS)
+tests_unit_test_json_SOURCES = tests/unit/test_json.c tests/unit/testutil.h
+tests_unit_test_json_LDADD = common/libdprocommon.la $(LIBM)
+EXTRA_DIST += tests/unit/test_dpro_info.sh
+
+# bench_trace: write/read throughput and bytes per event; also writes the demo trace.
+BENCH_PROGRAMS += tests/bench/bench_trace
+tests_bench_bench_trace_SOURCES = tests/bench/bench_trace.c
+tests_bench_bench_trace_LDADD = schemas/libdprotrace.la

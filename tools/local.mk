@@ -1,1 +1,6 @@
-# tools: rules (filled in as the part lands)
+# tools/: the commands. Each is a thin layer over a library; the importer's rules are in
+# tools/import.mk, dpro-run's in collector/local.mk, dpro-replay/dpro-export's in
+# replay/local.mk, dpro-optimize's in optimizer/local.mk.
+bin_PROGRAMS += tools/dpro-info
+tools_dpro_info_SOURCES = tools/dpro-info.c
+tools_dpro_info_LDADD = schemas/libdprotrace.la common/libdprocommon.la

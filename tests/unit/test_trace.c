@@ -1,0 +1,532 @@
+/*
+ * test_trace.c: unit tests of libdprotrace: codec round trip on random event streams,
+ * writer/reader round trip, string interning, every corruption case, schema-version
+ * refusal, files that are not traces, and readers running while a writer appends.
+ */
+#include "dprotrace.h"
+#include "testutil.h"
+
+#include <sqlite3.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <zlib.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+
+static void
+path_in_tmp(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", tmpdir, name);
+}
+
+/* A random event using every field of its kind (and some it does not use). */
+static void
+random_event(uint64_t *seed, dpro_event *e, uint64_t *clock, int allow_unknown)
+{
+    memset(e, 0, sizeof *e);
+    e->kind = 1 + test_rand(seed) % DPRO_KIND_MAX_KNOWN;
+    if (allow_unknown && test_rand(seed) % 50 == 0)
+        e->kind = 100 + test_rand(seed) % 3;
+    *clock += test_rand(seed) % 20000;
+    e->start_ns = *clock;
+    e->end_ns = e->start_ns + test_rand(seed) % 100000;
+    e->subkind = test_rand(seed) % 8;
+    e->thread = (uint32_t)(1000 + test_rand(seed) % 4);
+    e->name = (uint32_t)(test_rand(seed) % 50);
+    e->name2 = (uint32_t)(test_rand(seed) % 3);
+    e->device = (uint32_t)(test_rand(seed) % 2);
+    e->correlation = test_rand(seed) % 3 ? test_rand(seed) % 1000000 : 0;
+    e->stream = test_rand(seed) % 2 ? 0x7f0000001000ull + test_rand(seed) % 4 : 0;
+    e->result = (int32_t)(test_rand(seed) % 5) - 2;
+    e->shared_mem = (uint32_t)(test_rand(seed) % 49152);
+    e->object = test_rand(seed);
+    e->bytes = test_rand(seed) >> (test_rand(seed) % 64);
+    e->address = test_rand(seed);
+    for (int i = 0; i < 3; i++) {
+        e->grid[i] = (uint32_t)test_rand(seed);
+        e->block[i] = (uint32_t)(test_rand(seed) % 1024);
+    }
+    e->comm = test_rand(seed);
+    e->seq = test_rand(seed) % 100;
+    e->count = test_rand(seed);
+    e->dtype = (uint32_t)(test_rand(seed) % 10);
+    e->redop = (uint32_t)(test_rand(seed) % 5);
+    e->peer = (int32_t)(test_rand(seed) % 9) - 1;
+    e->stack = (uint32_t)(test_rand(seed) % 7);
+    e->value = (int64_t)test_rand(seed);
+}
+
+static int
+event_equal(const dpro_event *a, const dpro_event *b)
+{
+    return memcmp(a, b, sizeof *a) == 0;
+}
+
+/* Codec: encode then decode gives the same multiset; order is kept within a kind. */
+static void
+test_codec_roundtrip(void)
+{
+    for (uint64_t seed0 = 1; seed0 <= 20; seed0++) {
+        uint64_t seed = seed0 * 0x9E3779B97F4A7C15ull, clock = 1ull << 40;
+        size_t n = 1 + test_rand(&seed) % 5000;
+        dpro_event *in = calloc(n, sizeof *in), *out = NULL;
+        uint8_t *blob = NULL;
+        size_t bloblen, rawlen, nout = 0;
+        char err[256];
+        for (size_t i = 0; i < n; i++)
+            random_event(&seed, &in[i], &clock, 1);
+        CHECK(dpro_batch_encode(in, n, 6, &blob, &bloblen, &rawlen) == DPRO_OK);
+        CHECK(dpro_batch_decode(blob, bloblen, rawlen, &out, &nout, err, sizeof err) ==
+              DPRO_OK);
+        CHECK_EQ_U(nout, n);
+        /* decoded events come grouped by kind; match them kind by kind in order */
+        size_t matched = 0;
+        for (uint32_t k = 0; k < 200 && nout == n; k++) {
+            size_t j = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (in[i].kind != k)
+                    continue;
+                while (j < nout && out[j].kind != k)
+                    j++;
+                if (j < nout && event_equal(&in[i], &out[j]))
+                    matched++;
+                j++;
+            }
+        }
+        CHECK_EQ_U(matched, n);
+        free(in);
+        free(out);
+        free(blob);
+    }
+    /* the empty batch */
+    {
+        uint8_t *blob = NULL;
+        size_t bl, rl, nout = 1;
+        dpro_event *out = NULL;
+        CHECK(dpro_batch_encode(NULL, 0, 6, &blob, &bl, &rl) == DPRO_OK);
+        CHECK(dpro_batch_decode(blob, bl, rl, &out, &nout, NULL, 0) == DPRO_OK);
+        CHECK_EQ_U(nout, 0);
+        free(out);
+        free(blob);
+    }
+}
+
+/* Corrupt or hostile batches: every case gives an error, never a crash. */
+static void
+test_codec_corruption(void)
+{
+    uint64_t seed = 42, clock = 1000;
+    dpro_event ev[300], *out = NULL;
+    uint8_t *blob;
+    size_t bl, rl, nout;
+    char err[256];
+    for (int i = 0; i < 300; i++)
+        random_event(&seed, &ev[i], &clock, 0);
+    CHECK(dpro_batch_encode(ev, 300, 6, &blob, &bl, &rl) == DPRO_OK);
+
+    /* truncated */
+    CHECK(dpro_batch_decode(blob, bl / 2, rl, &out, &nout, err, sizeof err) ==
+          DPRO_ERR_CORRUPT);
+    CHECK(strstr(err, "zlib") != NULL);
+    /* claims fewer bytes than it inflates to: a zlib bomb is stopped at the claim */
+    CHECK(dpro_batch_decode(blob, bl, rl / 2, &out, &nout, err, sizeof err) == DPRO_ERR_LIMIT);
+    /* claims more than the hard limit */
+    CHECK(dpro_batch_decode(blob, bl, DPRO_BATCH_MAX_RAW + 1u, &out, &nout, err, sizeof err) ==
+          DPRO_ERR_LIMIT);
+    /* claims more than it holds */
+    CHECK(dpro_batch_decode(blob, bl, rl + 10, &out, &nout, err, sizeof err) ==
+          DPRO_ERR_CORRUPT);
+    /* flipped bytes: every single-byte flip either decodes or fails cleanly */
+    int failures = 0;
+    for (size_t i = 0; i < bl; i++) {
+        uint8_t *copy = malloc(bl);
+        memcpy(copy, blob, bl);
+        copy[i] ^= 0x5a;
+        int rc = dpro_batch_decode(copy, bl, rl, &out, &nout, err, sizeof err);
+        if (rc == DPRO_OK)
+            free(out);
+        else
+            failures++;
+        CHECK(rc == DPRO_OK || rc == DPRO_ERR_CORRUPT || rc == DPRO_ERR_LIMIT);
+        free(copy);
+    }
+    CHECK(failures > 0);
+    /* zlib data that is valid but not a protobuf batch */
+    {
+        uint8_t raw[64], z[128];
+        uLongf zl = sizeof z;
+        memset(raw, 0xff, sizeof raw);
+        compress2(z, &zl, raw, sizeof raw, 6);
+        CHECK(dpro_batch_decode(z, zl, sizeof raw, &out, &nout, err, sizeof err) ==
+              DPRO_ERR_CORRUPT);
+    }
+    /* a real zlib bomb: 64 MiB of zeros compresses to ~64 KiB; claimed 1 KiB */
+    {
+        size_t big = 64u << 20;
+        uint8_t *zeros = calloc(1, big), *z = malloc(big / 500);
+        uLongf zl = big / 500;
+        CHECK(compress2(z, &zl, zeros, big, 9) == 0);
+        CHECK(dpro_batch_decode(z, zl, 1024, &out, &nout, err, sizeof err) == DPRO_ERR_LIMIT);
+        free(zeros);
+        free(z);
+    }
+    free(blob);
+}
+
+/* Writes n random events (sorted by start) plus metadata into path. */
+static void
+write_trace(const char *path, dpro_event *ev, size_t n, uint32_t batch_events)
+{
+    dpro_writer *w = NULL;
+    dpro_writer_options o = {.batch_events = batch_events};
+    char err[256];
+    uint32_t id;
+    CHECK(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_OK);
+    CHECK(dpro_writer_set_meta(w, DPRO_META_HOST, "node-a") == DPRO_OK);
+    CHECK(dpro_writer_set_meta_int(w, DPRO_META_RANK, 3) == DPRO_OK);
+    for (int i = 1; i <= 49; i++) {
+        char s[64];
+        snprintf(s, sizeof s, "void kernel_%d<float, 4>(\"x\")", i);
+        CHECK(dpro_writer_intern(w, s, &id) == DPRO_OK);
+        CHECK_EQ_U(id, (uint32_t)i);
+    }
+    dpro_device_info dev = {.id = 0, .name = "SimGPU H200", .sm_count = 132,
+                            .total_memory = 141ull << 30, .clock_khz = 1980000,
+                            .cc_major = 9, .cc_minor = 0};
+    CHECK(dpro_writer_add_device(w, &dev) == DPRO_OK);
+    dpro_stream_info st = {.id = 0x7f0000001001ull, .device = 0, .flags = 1, .priority = -1,
+                           .name = "comm"};
+    CHECK(dpro_writer_add_stream(w, &st) == DPRO_OK);
+    dpro_comm_info cm = {.hash = 0xfeedfacecafebeefull, .handle = 77, .rank = 3, .size = 8};
+    CHECK(dpro_writer_add_comm(w, &cm) == DPRO_OK);
+    CHECK(dpro_writer_add_thread(w, 1000, "main") == DPRO_OK);
+    uint32_t frames[3] = {1, 2, 3};
+    CHECK(dpro_writer_add_stack(w, 5, frames, 3) == DPRO_OK);
+    CHECK(dpro_writer_add_drops(w, 1000, "ring full", 5) == DPRO_OK);
+    CHECK(dpro_writer_add_drops(w, 1000, "ring full", 7) == DPRO_OK);
+    for (size_t i = 0; i < n; i++)
+        CHECK(dpro_writer_append(w, &ev[i]) == DPRO_OK);
+    CHECK(dpro_writer_close(w) == DPRO_OK);
+}
+
+static void
+test_file_roundtrip(void)
+{
+    char path[512], err[256];
+    uint64_t seed = 7, clock = 5000000;
+    size_t n = 20000;
+    dpro_event *ev = calloc(n, sizeof *ev), got;
+    dpro_reader *r = NULL;
+    dpro_iter *it = NULL;
+    for (size_t i = 0; i < n; i++)
+        random_event(&seed, &ev[i], &clock, 0);
+    path_in_tmp(path, sizeof path, "roundtrip.dpro");
+    write_trace(path, ev, n, 1000);
+    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    if (!r)
+        return;
+    CHECK(!strcmp(dpro_reader_meta(r, DPRO_META_HOST), "node-a"));
+    CHECK(dpro_reader_meta_int(r, DPRO_META_RANK, -1) == 3);
+    CHECK(dpro_reader_meta_int(r, "no such key", -9) == -9);
+    CHECK(!strcmp(dpro_reader_string(r, 4), "void kernel_4<float, 4>(\"x\")"));
+    CHECK(!strcmp(dpro_reader_string(r, 0), ""));
+    CHECK(!strcmp(dpro_reader_string(r, 999), ""));
+    const dpro_device_info *d;
+    CHECK(dpro_reader_devices(r, &d) == 1 && d[0].sm_count == 132 && !strcmp(d[0].name, "SimGPU H200"));
+    const dpro_stream_info *s;
+    CHECK(dpro_reader_streams(r, &s) == 1 && s[0].priority == -1 && !strcmp(s[0].name, "comm"));
+    const dpro_comm_info *c;
+    CHECK(dpro_reader_comms(r, &c) == 1 && c[0].hash == 0xfeedfacecafebeefull && c[0].size == 8);
+    const dpro_thread_info *t;
+    CHECK(dpro_reader_threads(r, &t) == 1 && !strcmp(t[0].name, "main"));
+    const uint32_t *frames;
+    CHECK(dpro_reader_stack(r, 5, &frames) == 3 && frames[2] == 3);
+    dpro_trace_summary sum;
+    CHECK(dpro_reader_summary(r, &sum) == DPRO_OK);
+    CHECK_EQ_U(sum.events, n);
+    CHECK_EQ_U(sum.batches, 20);
+    CHECK_EQ_U(sum.dropped, 12);
+    CHECK_EQ_U(sum.first_ns, ev[0].start_ns);
+    CHECK(sum.file_bytes > 0);
+    /* events come back in start order, all of them, equal to what went in */
+    CHECK(dpro_iter_open(r, &it) == DPRO_OK);
+    size_t k = 0, equal = 0, ordered = 1;
+    uint64_t prev = 0;
+    int rc;
+    while ((rc = dpro_iter_next(it, &got)) == 1) {
+        if (got.start_ns < prev)
+            ordered = 0;
+        prev = got.start_ns;
+        /* starts are strictly increasing in the input except for equal clocks */
+        if (k < n && event_equal(&got, &ev[k]))
+            equal++;
+        k++;
+    }
+    CHECK(rc == 0);
+    CHECK_EQ_U(k, n);
+    CHECK(ordered);
+    CHECK(equal > n * 99 / 100); /* same-start events of different kinds may swap */
+    dpro_iter_close(it);
+    dpro_reader_close(r);
+    free(ev);
+}
+
+/* Batches written out of time order (many threads) still iterate in time order. */
+static void
+test_merge_order(void)
+{
+    char path[512], err[256];
+    dpro_writer *w;
+    dpro_writer_options o = {.batch_events = 100};
+    dpro_reader *r;
+    dpro_iter *it;
+    dpro_event e;
+    path_in_tmp(path, sizeof path, "merge.dpro");
+    CHECK(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_OK);
+    /* three interleaved producers whose events arrive producer by producer */
+    for (int p = 0; p < 3; p++)
+        for (int i = 0; i < 1000; i++) {
+            memset(&e, 0, sizeof e);
+            e.kind = DPRO_KIND_KERNEL;
+            e.start_ns = 1000000 + (uint64_t)i * 30 + (uint64_t)p * 10;
+            e.end_ns = e.start_ns + 5;
+            e.stream = (uint64_t)p;
+            CHECK(dpro_writer_append(w, &e) == DPRO_OK);
+        }
+    CHECK(dpro_writer_close(w) == DPRO_OK);
+    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    CHECK(dpro_iter_open(r, &it) == DPRO_OK);
+    uint64_t prev = 0, n = 0, ordered = 1;
+    while (dpro_iter_next(it, &e) == 1) {
+        ordered &= e.start_ns >= prev;
+        prev = e.start_ns;
+        n++;
+    }
+    CHECK(ordered);
+    CHECK_EQ_U(n, 3000);
+    dpro_iter_close(it);
+    dpro_reader_close(r);
+}
+
+static void
+test_interning(void)
+{
+    char path[512], err[256];
+    dpro_writer *w;
+    dpro_reader *r;
+    uint32_t a, b, c, id;
+    path_in_tmp(path, sizeof path, "intern.dpro");
+    CHECK(dpro_writer_open(path, NULL, &w, err, sizeof err) == DPRO_OK);
+    CHECK(dpro_writer_intern(w, "cudaLaunchKernel", &a) == DPRO_OK);
+    CHECK(dpro_writer_intern(w, "cudaMemcpyAsync", &b) == DPRO_OK);
+    CHECK(dpro_writer_intern(w, "cudaLaunchKernel", &c) == DPRO_OK);
+    CHECK(a == c && a != b && a != 0);
+    CHECK(dpro_writer_intern_len(w, "cudaLaunchKernelExC", 16, &c) == DPRO_OK);
+    CHECK(a == c);
+    CHECK(dpro_writer_intern(w, "", &c) == DPRO_OK && c != a);
+    for (int i = 0; i < 20000; i++) { /* forces table and arena growth */
+        char s[32];
+        snprintf(s, sizeof s, "k%d", i);
+        CHECK(dpro_writer_intern(w, s, &id) == DPRO_OK);
+        if (i == 12345)
+            c = id;
+    }
+    CHECK(dpro_writer_intern(w, "k12345", &id) == DPRO_OK && id == c);
+    CHECK(dpro_writer_intern(w, "cudaMemcpyAsync", &id) == DPRO_OK && id == b);
+    CHECK(dpro_writer_close(w) == DPRO_OK);
+    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    CHECK(!strcmp(dpro_reader_string(r, c), "k12345"));
+    CHECK(!strcmp(dpro_reader_string(r, a), "cudaLaunchKernel"));
+    CHECK_EQ_U(dpro_reader_string_count(r), 20003);
+    dpro_reader_close(r);
+}
+
+static void
+sql(const char *path, const char *stmt)
+{
+    sqlite3 *db;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, stmt, NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static void
+test_bad_files(void)
+{
+    char path[512], err[512];
+    dpro_reader *r = NULL;
+    FILE *f;
+
+    /* missing */
+    path_in_tmp(path, sizeof path, "missing.dpro");
+    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_ERR_IO && !r);
+    CHECK(strstr(err, "missing.dpro") != NULL);
+    /* a text file */
+    path_in_tmp(path, sizeof path, "text.dpro");
+    f = fopen(path, "w");
+    fputs("this is not a database, just some words long enough for a header...\n", f);
+    fclose(f);
+    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_ERR_NOT_TRACE && !r);
+    CHECK(strstr(err, "text.dpro") != NULL);
+    /* an SQLite database of something else */
+    path_in_tmp(path, sizeof path, "other.dpro");
+    sql(path, "CREATE TABLE t(x); INSERT INTO t VALUES(1);");
+    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_ERR_NOT_TRACE && !r);
+    /* a directory of no traces */
+    {
+        char **files;
+        size_t n;
+        const char *p;
+        char sub[512];
+        path_in_tmp(sub, sizeof sub, "emptydir");
+        mkdir(sub, 0755);
+        p = sub;
+        CHECK(dpro_list_traces(&p, 1, &files, &n, err, sizeof err) == DPRO_ERR_NOT_TRACE);
+        CHECK(strstr(err, "emptydir") != NULL);
+    }
+    /* newer schema major version */
+    {
+        dpro_event e = {.kind = DPRO_KIND_KERNEL, .start_ns = 1, .end_ns = 2};
+        path_in_tmp(path, sizeof path, "newer.dpro");
+        write_trace(path, &e, 1, 0);
+        sql(path, "UPDATE meta SET value='99' WHERE key='schema_major'");
+        CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_ERR_VERSION && !r);
+        CHECK(strstr(err, "99") != NULL && strstr(err, "newer.dpro") != NULL);
+        /* a newer minor version is fine */
+        sql(path, "UPDATE meta SET value='1' WHERE key='schema_major';"
+                  "UPDATE meta SET value='7' WHERE key='schema_minor';");
+        CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+        dpro_reader_close(r);
+    }
+}
+
+/* Damaged batches are reported with file and batch; intact ones stay readable. */
+static void
+test_damaged_batches(void)
+{
+    char path[512], err[512];
+    uint64_t seed = 99, clock = 100;
+    size_t n = 5000;
+    dpro_event *ev = calloc(n, sizeof *ev), e;
+    dpro_reader *r;
+    dpro_iter *it;
+    for (size_t i = 0; i < n; i++)
+        random_event(&seed, &ev[i], &clock, 0);
+    path_in_tmp(path, sizeof path, "damaged.dpro");
+    write_trace(path, ev, n, 500); /* 10 batches */
+    sql(path, "UPDATE batches SET data = substr(data, 1, length(data)/2) WHERE id = 3;"
+              "UPDATE batches SET raw_size = raw_size * 1000 WHERE id = 5;"
+              "UPDATE batches SET count = 7 WHERE id = 7;"
+              "UPDATE batches SET raw_size = 10 WHERE id = 8;");
+    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    CHECK(dpro_iter_open(r, &it) == DPRO_OK);
+    size_t good = 0, errors = 0;
+    int rc, named = 0;
+    while ((rc = dpro_iter_next(it, &e)) != 0) {
+        if (rc == 1) {
+            good++;
+        } else {
+            errors++;
+            named += strstr(dpro_reader_errmsg(r), "damaged.dpro") != NULL &&
+                     strstr(dpro_reader_errmsg(r), "batch ") != NULL;
+        }
+    }
+    CHECK_EQ_U(errors, 4);
+    CHECK_EQ_U(named, 4);
+    CHECK_EQ_U(good, n - 4 * 500);
+    CHECK_EQ_U(dpro_iter_bad_batches(it), 4);
+    dpro_iter_close(it);
+    dpro_reader_close(r);
+    free(ev);
+}
+
+/* Readers open, iterate and close while another process appends and flushes. */
+static void
+test_concurrent_readers(void)
+{
+    char path[512], err[512];
+    dpro_writer *w;
+    pid_t pid;
+    path_in_tmp(path, sizeof path, "concurrent.dpro");
+    CHECK(dpro_writer_open(path, NULL, &w, err, sizeof err) == DPRO_OK);
+    CHECK(dpro_writer_flush(w) == DPRO_OK);
+    pid = fork();
+    if (pid == 0) {
+        uint64_t seed = 5, clock = 0;
+        for (int b = 0; b < 200; b++) {
+            for (int i = 0; i < 200; i++) {
+                dpro_event e;
+                char s[32];
+                random_event(&seed, &e, &clock, 0);
+                snprintf(s, sizeof s, "name-%d", b * 200 + i); /* new strings each batch */
+                dpro_writer_intern(w, s, &e.name);
+                dpro_writer_append(w, &e);
+            }
+            dpro_writer_flush(w);
+        }
+        _exit(dpro_writer_close(w) == DPRO_OK ? 0 : 1);
+    }
+    int reads = 0, consistent = 0, status;
+    uint64_t last_count = 0;
+    for (;;) {
+        int done = waitpid(pid, &status, WNOHANG) == pid;
+        dpro_reader *r;
+        dpro_iter *it;
+        dpro_event e;
+        dpro_trace_summary sum;
+        if (dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK) {
+            uint64_t n = 0, names_ok = 1;
+            int rc;
+            dpro_reader_summary(r, &sum);
+            dpro_iter_open(r, &it);
+            while ((rc = dpro_iter_next(it, &e)) == 1) {
+                n++;
+                names_ok &= e.name <= dpro_reader_string_count(r) &&
+                            *dpro_reader_string(r, e.name) != 0;
+            }
+            reads++;
+            consistent += rc == 0 && n == sum.events && names_ok && n >= last_count;
+            last_count = n;
+            dpro_iter_close(it);
+            dpro_reader_close(r);
+        }
+        if (done)
+            break;
+    }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(reads > 1);
+    CHECK_EQ_U(consistent, reads);
+    CHECK_EQ_U(last_count, 40000);
+    /* the parent's copy of the writer: free it without touching the file */
+    dpro_writer_close(NULL);
+}
+
+int
+main(void)
+{
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(tmpdir, sizeof tmpdir, "%s/dpro-test-trace-XXXXXX", base);
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 99;
+    }
+    test_codec_roundtrip();
+    test_codec_corruption();
+    test_file_roundtrip();
+    test_merge_order();
+    test_interning();
+    test_bad_files();
+    test_damaged_batches();
+    test_concurrent_readers();
+    {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (!tests_failed && system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", tmpdir);
+    }
+    return tests_done();
+}
