@@ -1,1 +1,30 @@
-# tests/import: rules (filled in as the part lands)
+# tests/import: dpro-import (Kineto traces). Unit test of the importer library, the real
+# shared traces (skipped when ../shared is absent), malformed inputs, the benchmark, and
+# the fuzz target's bounded run (`make fuzz-import`, not part of `make check`).
+if HAVE_YAJL
+check_PROGRAMS += tests/import/test_import_kineto
+tests_import_test_import_kineto_SOURCES = tests/import/test_import_kineto.c
+tests_import_test_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+tests_import_test_import_kineto_LDADD = tools/libdproimport.la schemas/libdprotrace.la
+TESTS += tests/import/test_import_kineto tests/import/test_import_real.sh \
+	tests/import/test_import_malformed.sh tests/import/test_import_export.sh
+dist_check_SCRIPTS += tests/import/test_import_real.sh tests/import/test_import_malformed.sh \
+	tests/import/test_import_export.sh tests/import/count_kineto.py tests/import/run-fuzz.sh
+EXTRA_DIST += tests/fuzz/fuzz_import_kineto.c tests/import/fuzz/kineto.dict \
+	tests/import/fuzz/seed-full.json tests/import/fuzz/seed-array.json \
+	tests/import/fuzz/seed-min.json
+
+# bench_import_kineto: MB/s of JSON per core on the biggest shared trace, and bytes of
+# the dpro traces against the gzip'd JSON.
+BENCH_PROGRAMS += tests/import/bench_import_kineto
+tests_import_bench_import_kineto_SOURCES = tests/import/bench_import_kineto.c
+tests_import_bench_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools \
+	-DDPRO_SRCDIR='"$(abs_top_srcdir)"'
+tests_import_bench_import_kineto_LDADD = tools/libdproimport.la schemas/libdprotrace.la \
+	$(ZLIB_LIBS)
+
+# Bounded fuzzing of the importer: FUZZ_SECONDS (default 60). Exit 77 without clang.
+fuzz-import: schemas/libdprotrace.la
+	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
+	$(SHELL) $(srcdir)/tests/import/run-fuzz.sh $(FUZZ_SECONDS)
+endif

@@ -1,0 +1,53 @@
+#!/bin/sh
+# run-fuzz.sh [SECONDS]: builds tests/fuzz/fuzz_import_kineto with clang
+# -fsanitize=fuzzer,address and runs it for SECONDS (default 60, or $FUZZ_SECONDS) on a
+# corpus seeded from tests/import/fuzz/. Exit 0: no crash; 1: a crash (the reproducer is
+# left in $FUZZ_OUT, default ${TMPDIR:-/tmp}/dpro-fuzz-import); 77: clang or libFuzzer missing, or the
+# tree is not built (it links the built schemas/.libs/libdprotrace.so).
+# `make fuzz-import` runs it.
+set -u
+s=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+b=${top_builddir:-$s}
+secs=${1:-${FUZZ_SECONDS:-60}}
+out=${FUZZ_OUT:-${TMPDIR:-/tmp}/dpro-fuzz-import}
+CLANG=${CLANG:-clang}
+
+if ! command -v "$CLANG" >/dev/null 2>&1; then
+    echo "run-fuzz: no clang: skipped"
+    exit 77
+fi
+lib="$b/schemas/.libs/libdprotrace.so"
+if [ ! -f "$lib" ]; then
+    echo "run-fuzz: $lib not built (run make first): skipped"
+    exit 77
+fi
+mkdir -p "$out/corpus" || exit 99
+probe="$out/probe.c"
+echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }' > "$probe"
+if ! "$CLANG" -fsanitize=fuzzer "$probe" -o "$out/probe" 2>/dev/null; then
+    echo "run-fuzz: clang has no libFuzzer (-fsanitize=fuzzer): skipped"
+    exit 77
+fi
+rm -f "$probe" "$out/probe"
+
+yajl_cflags=$(pkg-config --cflags yajl 2>/dev/null)
+yajl_libs=$(pkg-config --libs yajl 2>/dev/null || echo -lyajl)
+"$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -I"$s/schemas" -I"$s/tools" $yajl_cflags \
+    "$s/tests/fuzz/fuzz_import_kineto.c" "$s/tools/import_kineto.c" \
+    -o "$out/fuzz_import_kineto" \
+    -L"$b/schemas/.libs" -Wl,-rpath,"$(cd "$b/schemas/.libs" && pwd)" -ldprotrace \
+    $yajl_libs -lz || exit 1
+
+cp "$s"/tests/import/fuzz/*.json "$out/corpus/" 2>/dev/null
+"$out/fuzz_import_kineto" "$out/corpus" -dict="$s/tests/import/fuzz/kineto.dict" \
+    -max_total_time="$secs" -max_len=8192 -timeout=10 -rss_limit_mb=1024 \
+    -artifact_prefix="$out/" -print_final_stats=1 2> "$out/fuzz.log"
+rc=$?
+tail -n 15 "$out/fuzz.log"
+if [ $rc -ne 0 ]; then
+    echo "run-fuzz: the fuzzer found a problem: see $out/fuzz.log and $out/crash-*"
+    exit 1
+fi
+echo "run-fuzz: no crash in ${secs}s"
+exit 0

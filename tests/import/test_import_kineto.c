@@ -1,0 +1,324 @@
+/*
+ * test_import_kineto.c: the Kineto importer on a small hand-made trace that has every case
+ * in it (launch before and after its kernel, NCCL kernels out of device order, rank given
+ * after the events, flows, metadata, memory, sync), read back through libdprotrace, fed in
+ * chunks of every size so tokens break anywhere; the microsecond parser; bad inputs.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dprotrace.h"
+#include "import_kineto.h"
+#include "../unit/testutil.h"
+
+static const char trace[] =
+    "{\"schemaVersion\": 1, \"traceEvents\": [\n"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":100,\"tid\":101,"
+    "\"ts\":1000.5,\"dur\":50,\"args\":{\"External id\":1}},\n"
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#7\",\"pid\":100,"
+    "\"tid\":101,\"ts\":999,\"dur\":1000},\n"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":1010.25,"
+    "\"dur\":20.001,\"args\":{\"device\":0,\"stream\":7,\"correlation\":11,\"grid\":[2,3,4],"
+    "\"block\":[128,1,1],\"shared memory\":1024,\"blocks per SM\":0.5}},\n"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":100,"
+    "\"tid\":101,\"ts\":1001,\"dur\":5,\"args\":{\"correlation\":11,\"cbid\":211}},\n"
+    "{\"ph\":\"s\",\"id\":11,\"pid\":100,\"tid\":101,\"ts\":1001,\"cat\":\"ac2g\","
+    "\"name\":\"ac2g\"},\n"
+    "{\"ph\":\"f\",\"id\":11,\"pid\":0,\"tid\":7,\"ts\":1010.25,\"cat\":\"ac2g\","
+    "\"name\":\"ac2g\",\"bp\":\"e\"},\n"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":100,"
+    "\"tid\":101,\"ts\":1020,\"dur\":4,\"args\":{\"correlation\":12}},\n"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclKernel_AllReduce_RING_LL_Sum_float("
+    "ncclDevComm*, unsigned long, ncclWork*)\",\"pid\":0,\"tid\":20,\"ts\":1300,\"dur\":30,"
+    "\"args\":{\"device\":0,\"stream\":20,\"correlation\":15,\"Collective name\":"
+    "\"allreduce\",\"In msg nelems\":100,\"dtype\":\"Float\",\"Process Group Name\":\"0\","
+    "\"Group size\":2,\"Process Group Ranks\":\"[0, 1]\"}},\n"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclKernel_AllReduce_RING_LL_Sum_float("
+    "ncclDevComm*, unsigned long, ncclWork*)\",\"pid\":0,\"tid\":20,\"ts\":1200,\"dur\":30,"
+    "\"args\":{\"device\":0,\"stream\":20,\"correlation\":14,\"Collective name\":"
+    "\"allreduce\",\"In msg nelems\":50,\"dtype\":\"Float\",\"Process Group Name\":\"0\","
+    "\"Group size\":2}},\n"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":100,"
+    "\"tid\":102,\"ts\":1150,\"dur\":3,\"args\":{\"correlation\":14}},\n"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"vec_add\",\"pid\":0,\"tid\":7,\"ts\":1030,"
+    "\"dur\":2,\"args\":{\"device\":0,\"stream\":7,\"correlation\":12,\"grid\":[1,1,1],"
+    "\"block\":[32,1,1]}},\n"
+    "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy HtoD (Pageable -> Device)\","
+    "\"pid\":0,\"tid\":7,\"ts\":1040,\"dur\":3,\"args\":{\"device\":0,\"stream\":7,"
+    "\"correlation\":13,\"bytes\":4096}},\n"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaMemcpyAsync\",\"pid\":100,"
+    "\"tid\":101,\"ts\":1035,\"dur\":6,\"args\":{\"correlation\":13}},\n"
+    "{\"ph\":\"X\",\"cat\":\"cuda_sync\",\"name\":\"Stream Wait Event\",\"pid\":0,\"tid\":20,"
+    "\"ts\":1100,\"dur\":1,\"args\":{\"cuda_sync_kind\":\"Stream Wait Event\","
+    "\"wait_on_stream\":7,\"wait_on_cuda_event_record_corr_id\":16,"
+    "\"wait_on_cuda_event_id\":3,\"stream\":20,\"correlation\":17,\"device\":0}},\n"
+    "{\"ph\":\"f\",\"id\":5,\"pid\":100,\"tid\":101,\"ts\":1001,\"cat\":\"fwdbwd\","
+    "\"name\":\"fwdbwd\",\"bp\":\"e\"},\n"
+    "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\","
+    "\"pid\":100,\"tid\":101,\"ts\":1002,\"args\":{\"Device Type\":1,\"Device Id\":0,"
+    "\"Addr\":4096,\"Bytes\":-512}},\n"
+    "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":100,\"tid\":101,"
+    "\"args\":{\"name\":\"thread 101 (python)\"}},\n"
+    "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":20,"
+    "\"args\":{\"name\":\"stream 20 (nccl)\"}},\n"
+    "{\"ph\":\"X\",\"cat\":\"Trace\",\"name\":\"PyTorch Profiler (0)\",\"pid\":\"Spans\","
+    "\"tid\":\"PyTorch Profiler\",\"ts\":900,\"dur\":2000,\"args\":{\"Op count\":0}}\n"
+    "],\n"
+    "\"deviceProperties\":[{\"id\":0,\"name\":\"Test GPU\",\"totalGlobalMem\":1000,"
+    "\"computeMajor\":8,\"computeMinor\":0,\"numSms\":108,\"extra\":[1,{\"a\":null}]}],\n"
+    "\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":1,\"world_size\":2,"
+    "\"pg_config\":[{\"pg_name\":\"0\",\"ranks\":[0,1]}]},\n"
+    "\"host_name\":\"node7\", \"displayTimeUnit\": \"ms\"}\n";
+
+static void
+test_parse_us(void)
+{
+    uint64_t ns = 0;
+    CHECK(kineto_parse_us("1234", 4, &ns) == 0 && ns == 1234000);
+    CHECK(kineto_parse_us("1234.567", 8, &ns) == 0 && ns == 1234567);
+    CHECK(kineto_parse_us("4458676522690.655", 17, &ns) == 0 && ns == 4458676522690655ULL);
+    CHECK(kineto_parse_us("0.0005", 6, &ns) == 0 && ns == 1);   /* half up */
+    CHECK(kineto_parse_us("0.0004", 6, &ns) == 0 && ns == 0);
+    CHECK(kineto_parse_us("1.5e3", 5, &ns) == 0 && ns == 1500000);
+    CHECK(kineto_parse_us("15E-1", 5, &ns) == 0 && ns == 1500);
+    CHECK(kineto_parse_us("0e999", 5, &ns) == 0 && ns == 0);
+    CHECK(kineto_parse_us("18446744073709551", 17, &ns) == 0 && ns == 18446744073709551000ULL);
+    CHECK(kineto_parse_us("18446744073709552", 17, &ns) < 0);  /* > UINT64_MAX ns */
+    CHECK(kineto_parse_us("1e400", 5, &ns) < 0);
+    CHECK(kineto_parse_us("-5", 2, &ns) < 0);
+    CHECK(kineto_parse_us("", 0, &ns) < 0);
+    CHECK(kineto_parse_us(".", 1, &ns) < 0);
+    CHECK(kineto_parse_us("1e", 2, &ns) < 0);
+    CHECK(kineto_parse_us("12x", 3, &ns) < 0);
+}
+
+/* Finds the first event of kind with correlation corr (any correlation if corr == 0 and
+ * name matches). */
+static const dpro_event *
+find(const dpro_event *ev, size_t n, uint32_t kind, uint64_t corr)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].kind == kind && ev[i].correlation == corr)
+            return &ev[i];
+    return NULL;
+}
+
+static const dpro_event *
+find_kind(const dpro_event *ev, size_t n, uint32_t kind, size_t nth)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].kind == kind && nth-- == 0)
+            return &ev[i];
+    return NULL;
+}
+
+/* Imports the trace in pieces of chunk bytes into a file and checks what comes back. */
+static void
+test_roundtrip(const char *dir, size_t chunk)
+{
+    char path[512], err[512];
+    snprintf(path, sizeof(path), "%s/t%zu.dpro", dir, chunk);
+    dpro_writer *w;
+    CHECK(dpro_writer_open(path, NULL, &w, err, sizeof(err)) == DPRO_OK);
+    kineto_options o = {.source_file = "test.json", .file_index = 0, .file_count = 1};
+    int rc = kineto_import_buffer(w, trace, sizeof(trace) - 1, chunk, &o, err, sizeof(err));
+    if (rc != DPRO_OK)
+        fprintf(stderr, "chunk %zu: %s\n", chunk, err);
+    CHECK(rc == DPRO_OK);
+    CHECK(dpro_writer_close(w) == DPRO_OK);
+
+    dpro_reader *r;
+    CHECK(dpro_reader_open(path, &r, err, sizeof(err)) == DPRO_OK);
+    if (!r)
+        return;
+    CHECK(strcmp(dpro_reader_meta(r, "source"), "kineto-import") == 0);
+    CHECK_EQ_U(dpro_reader_meta_int(r, "rank", -1), 1);
+    CHECK_EQ_U(dpro_reader_meta_int(r, "world_size", -1), 2);
+    CHECK_EQ_U(dpro_reader_meta_int(r, "pid", -1), 100);
+    CHECK(strcmp(dpro_reader_meta(r, "host"), "node7") == 0);
+    CHECK(strcmp(dpro_reader_meta(r, "clock"), "kineto-us") == 0);
+    CHECK(dpro_reader_meta(r, "job_id") != NULL);
+    CHECK_EQ_U(dpro_reader_meta_int(r, "import.unmapped.flow_fwdbwd", -1), 1);
+    CHECK_EQ_U(dpro_reader_meta_int(r, "import.unmapped.profiler_span", -1), 1);
+    CHECK_EQ_U(dpro_reader_meta_int(r, "import.flows.ac2g", -1), 2);
+    CHECK_EQ_U(dpro_reader_meta_int(r, "import.partial", -1), 0);
+
+    dpro_event ev[64];
+    size_t n = 0;
+    dpro_iter *it;
+    CHECK(dpro_iter_open(r, &it) == DPRO_OK);
+    while (n < 64 && dpro_iter_next(it, &ev[n]) == 1)
+        n++;
+    dpro_iter_close(it);
+    CHECK_EQ_U(n, 15);
+
+    const dpro_event *k11 = find(ev, n, DPRO_KIND_KERNEL, 11);
+    const dpro_event *a11 = find(ev, n, DPRO_KIND_API, 11);
+    CHECK(k11 && a11);
+    if (k11 && a11) {
+        CHECK_EQ_U(k11->start_ns, 1010250);
+        CHECK_EQ_U(k11->end_ns, 1030251);
+        CHECK_EQ_U(k11->stream, 7);
+        CHECK(k11->grid[0] == 2 && k11->grid[1] == 3 && k11->grid[2] == 4);
+        CHECK(k11->block[0] == 128 && k11->shared_mem == 1024);
+        CHECK(strcmp(dpro_reader_string(r, k11->name), "gemm") == 0);
+        CHECK(strcmp(dpro_reader_string(r, a11->name), "cudaLaunchKernel") == 0);
+        CHECK_EQ_U(a11->name2, k11->name);
+        CHECK_EQ_U(a11->subkind, DPRO_API_RUNTIME);
+        CHECK_EQ_U(a11->thread, 101);
+        CHECK_EQ_U(a11->stream, 7);
+    }
+    /* launch before its kernel in the file */
+    const dpro_event *a12 = find(ev, n, DPRO_KIND_API, 12);
+    const dpro_event *k12 = find(ev, n, DPRO_KIND_KERNEL, 12);
+    CHECK(a12 && k12 && a12->name2 == k12->name && a12->stream == 7);
+    const dpro_event *a13 = find(ev, n, DPRO_KIND_API, 13);
+    const dpro_event *m13 = find(ev, n, DPRO_KIND_MEMCPY, 13);
+    CHECK(a13 && m13);
+    if (a13 && m13) {
+        CHECK_EQ_U(a13->name2, 0);
+        CHECK_EQ_U(a13->bytes, 4096);
+        CHECK_EQ_U(m13->subkind, DPRO_COPY_H2D);
+        CHECK_EQ_U(m13->bytes, 4096);
+    }
+    /* collectives: numbered by device start, timed by their launch when it is known */
+    const dpro_event *c14 = find(ev, n, DPRO_KIND_COLLECTIVE, 14);
+    const dpro_event *c15 = find(ev, n, DPRO_KIND_COLLECTIVE, 15);
+    CHECK(c14 && c15);
+    if (c14 && c15) {
+        CHECK_EQ_U(c14->seq, 0);
+        CHECK_EQ_U(c15->seq, 1);
+        CHECK_EQ_U(c14->subkind, DPRO_COLL_ALLREDUCE);
+        CHECK_EQ_U(c14->start_ns, 1150000);
+        CHECK_EQ_U(c14->end_ns, 1153000);
+        CHECK_EQ_U(c14->thread, 102);
+        CHECK_EQ_U(c15->start_ns, 1300000);
+        CHECK_EQ_U(c14->count, 50);
+        CHECK_EQ_U(c15->count, 100);
+        CHECK_EQ_U(c15->bytes, 400);
+        CHECK_EQ_U(c14->dtype, 7);
+        CHECK_EQ_U(c14->redop, 0);
+        CHECK(c14->comm == c15->comm && c14->comm == kineto_hash64("kineto-pg:0", 11, 0));
+        CHECK_EQ_U(c14->stream, 20);
+    }
+    const dpro_event *sync = find_kind(ev, n, DPRO_KIND_SYNC, 0);
+    CHECK(sync && sync->subkind == DPRO_SYNC_STREAM_WAIT_EVENT && sync->object == 3 &&
+          sync->value == 16 && sync->peer == 7 && sync->stream == 20 && sync->correlation == 17);
+    const dpro_event *mem = find_kind(ev, n, DPRO_KIND_MEMORY, 0);
+    CHECK(mem && mem->subkind == DPRO_MEM_FREE && mem->bytes == 512 && mem->address == 4096);
+    int iters = 0, cpu_ops = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].kind != DPRO_KIND_MARKER)
+            continue;
+        if (ev[i].subkind == DPRO_MARK_ITERATION) {
+            iters++;
+            CHECK_EQ_U(ev[i].value, 7);
+            CHECK_EQ_U(ev[i].start_ns, 999000);
+        }
+        if (ev[i].subkind == DPRO_MARK_CPU_OP) {
+            cpu_ops++;
+            CHECK_EQ_U(ev[i].start_ns, 1000500);
+            CHECK(strcmp(dpro_reader_string(r, ev[i].name2), "cpu_op") == 0);
+        }
+    }
+    CHECK(iters == 1 && cpu_ops == 1);
+
+    const dpro_stream_info *st;
+    size_t ns = dpro_reader_streams(r, &st);
+    CHECK_EQ_U(ns, 2);
+    int named = 0;
+    for (size_t i = 0; i < ns; i++)
+        if (st[i].id == 20 && st[i].name && strcmp(st[i].name, "stream 20 (nccl)") == 0)
+            named = 1;
+    CHECK(named);
+    const dpro_thread_info *th;
+    size_t nt = dpro_reader_threads(r, &th);
+    CHECK(nt == 1 && th[0].tid == 101 && strcmp(th[0].name, "thread 101 (python)") == 0);
+    const dpro_device_info *dev;
+    CHECK(dpro_reader_devices(r, &dev) == 1 && dev[0].sm_count == 108 &&
+          strcmp(dev[0].name, "Test GPU") == 0 && dev[0].cc_major == 8);
+    const dpro_comm_info *cm;
+    CHECK(dpro_reader_comms(r, &cm) == 1 && cm[0].rank == 1 && cm[0].size == 2);
+    dpro_reader_close(r);
+    unlink(path);
+}
+
+/* A bad input gives status want and a message with the position (and what). */
+static void
+expect_error(const char *json, int want, const char *what)
+{
+    char err[512];
+    kineto_options o = {.source_file = "bad.json"};
+    int rc = kineto_import_buffer(NULL, json, strlen(json), 5, &o, err, sizeof(err));
+    int ok = rc == want && strstr(err, "bad.json: byte ") && strstr(err, what);
+    if (!ok)
+        fprintf(stderr, "input %s: rc %d (want %d), message \"%s\" (want \"%s\")\n", json, rc,
+                want, err, what);
+    CHECK(ok);
+}
+
+static void
+test_errors(void)
+{
+    expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"ts\":\"abc\"}]}", DPRO_ERR_NOT_TRACE,
+                 "\"ts\": expected a number");
+    expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":1e400,\"dur\":1}]}",
+                 DPRO_ERR_LIMIT, "not a time in range");
+    expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":-3,\"dur\":1}]}",
+                 DPRO_ERR_LIMIT, "not a time in range");
+    expect_error("{\"traceEvents\":[{\"cat\":\"kernel\",\"ts\":3,\"dur\":1}]}",
+                 DPRO_ERR_NOT_TRACE, "without \"ph\"");
+    expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":3}]}",
+                 DPRO_ERR_NOT_TRACE, "no \"dur\"");
+    expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":3,\"dur\":1,"
+                 "\"args\":{\"grid\":[1,\"x\",1]}}]}",
+                 DPRO_ERR_NOT_TRACE, "grid");
+    expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":3,\"dur\":1,"
+                 "\"args\":{\"correlation\":99999999999999999999}}]}",
+                 DPRO_ERR_LIMIT, "correlation");
+    expect_error("{\"traceEvents\":{}}", DPRO_ERR_NOT_TRACE, "traceEvents");
+    expect_error("{\"traceEvents\":[1]}", DPRO_ERR_NOT_TRACE, "traceEvents");
+    expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1,\"dur\":1}", DPRO_ERR_NOT_TRACE,
+                 "invalid JSON");
+    expect_error("{\"traceEvents\":[{\"ph\":\"X\",,}]}", DPRO_ERR_NOT_TRACE, "invalid JSON");
+    expect_error("{\"other\":[]}", DPRO_ERR_NOT_TRACE, "no \"traceEvents\"");
+    expect_error("42", DPRO_ERR_NOT_TRACE, "not a trace");
+    expect_error("", DPRO_ERR_NOT_TRACE, "not a trace");
+    expect_error("{\"traceEvents\":[]} x", DPRO_ERR_NOT_TRACE, "invalid JSON");
+    /* the line is counted across chunks */
+    expect_error("{\"traceEvents\":[\n{\"ph\":\"X\",\n\"ts\":true}]}", DPRO_ERR_NOT_TRACE,
+                 "line 3");
+    /* deep nesting we do not look at is fine */
+    char deep[4096];
+    size_t n = 0;
+    n += (size_t)snprintf(deep, sizeof(deep), "{\"x\":");
+    for (int i = 0; i < 1000; i++)
+        deep[n++] = '[';
+    for (int i = 0; i < 1000; i++)
+        deep[n++] = ']';
+    snprintf(deep + n, sizeof(deep) - n, ",\"traceEvents\":[]}");
+    char err[256];
+    CHECK(kineto_import_buffer(NULL, deep, strlen(deep), 0, NULL, err, sizeof(err)) == DPRO_OK);
+    /* every prefix of a good trace: an error or a success, never a crash */
+    size_t len = sizeof(trace) - 1;
+    int errors = 0;
+    for (size_t cut = 0; cut < len; cut += 7)
+        errors += kineto_import_buffer(NULL, trace, cut, 3, NULL, err, sizeof(err)) != DPRO_OK;
+    CHECK(errors == (int)((len + 6) / 7));
+}
+
+int
+main(void)
+{
+    char dir[] = "/tmp/dpro-test-import-XXXXXX";
+    if (!mkdtemp(dir))
+        return 99;
+    test_parse_us();
+    static const size_t chunks[] = {0, 1, 2, 3, 7, 64, 1000};
+    for (size_t i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++)
+        test_roundtrip(dir, chunks[i]);
+    test_errors();
+    rmdir(dir);
+    return tests_done();
+}

@@ -1,0 +1,234 @@
+/*
+ * dpro-import: turn traces of other tools into dpro traces.
+ *
+ *   dpro-import kineto FILE... -o DIR [--keep-partial] [--quiet] [--job-id ID]
+ *
+ * One dpro trace per input file (PyTorch profiler / Kineto Chrome-trace JSON, plain or
+ * gzip), named like the collector names its files: rank<R>-<host>-<pid>.dpro. Each file is
+ * written under a hidden temporary name and renamed once its rank, host and pid are known
+ * (they may come after the events in the JSON). The mapping is import_kineto.h's.
+ *
+ * Exit status: 0 all files imported, 1 an input could not be imported (bad input, I/O),
+ * 2 usage.
+ */
+#define PR_FMT "import"
+
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dpro_log.h"
+#include "dprotrace.h"
+#include "import_kineto.h"
+
+enum { EXIT_OK = 0, EXIT_BAD_INPUT = 1, EXIT_USAGE = 2 };
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dpro-import kineto FILE... -o DIR [options]\n"
+            "\n"
+            "Imports PyTorch profiler (Kineto) Chrome-trace JSON files (plain or .gz), one\n"
+            "per rank, into dpro traces DIR/rank<R>-<host>-<pid>" DPRO_TRACE_SUFFIX ".\n"
+            "\n"
+            "  -o, --output DIR     directory of the dpro traces (created if missing)\n"
+            "  -k, --keep-partial   keep the events read before damaged input\n"
+            "  -q, --quiet          no summary on stderr\n"
+            "  -j, --job-id ID      job_id of the traces (default: one id for all the\n"
+            "                       files of the command, from their names; import the\n"
+            "                       ranks of a job together or give them one --job-id)\n"
+            "  -h, --help           this help\n"
+            "  -V, --version        version\n"
+            "\n"
+            "Exit status: 0 imported, 1 bad input or I/O error, 2 usage.\n");
+}
+
+/* Removes a trace file and the SQLite side files a failed writer may leave. */
+static void
+remove_trace(const char *path)
+{
+    char side[4096];
+    unlink(path);
+    snprintf(side, sizeof(side), "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof(side), "%s-shm", path);
+    unlink(side);
+    snprintf(side, sizeof(side), "%s-journal", path);
+    unlink(side);
+}
+
+/* Host names become part of a file name: keep letters, digits, '.', '-' and '_'. */
+static void
+sanitize(char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-' || c == '_'))
+            *s = '_';
+    }
+}
+
+/* Imports one file into dir. *out_path receives the final name (caller frees) on success,
+ * or on a kept partial import. earlier[0..index) are the names written before (entries may
+ * be NULL): a file that would take one of them is refused. Returns EXIT_OK or
+ * EXIT_BAD_INPUT. */
+static int
+import_one(const char *file, const char *dir, int index, int count, const char *job_id,
+           int keep_partial, int quiet, char *const *earlier, char **out_path)
+{
+    char tmp[4096], final[4096], errbuf[512];
+    *out_path = NULL;
+    snprintf(tmp, sizeof(tmp), "%s/.dpro-import-%ld-%d.tmp", dir, (long)getpid(), index);
+    remove_trace(tmp);
+    dpro_writer_options wo;
+    kineto_writer_options(&wo);
+    dpro_writer *w = NULL;
+    int rc = dpro_writer_open(tmp, &wo, &w, errbuf, sizeof(errbuf));
+    if (rc != DPRO_OK) {
+        pr_err("%s: cannot create %s: %s", file, tmp, errbuf);
+        return EXIT_BAD_INPUT;
+    }
+    kineto_options ko = {
+        .source_file = file, .file_index = index, .file_count = count, .job_id = job_id};
+    kineto_importer *k = NULL;
+    rc = kineto_importer_new(w, &ko, &k);
+    if (rc != DPRO_OK) {
+        pr_err("%s: %s", file, dpro_status_str(rc));
+        dpro_writer_close(w);
+        remove_trace(tmp);
+        return EXIT_BAD_INPUT;
+    }
+    int irc = kineto_import_path(k, file);
+    kineto_result res;
+    kineto_importer_result(k, &res);
+    uint64_t written = dpro_writer_events(w);
+    int crc = dpro_writer_close(w);
+    int failed = irc != DPRO_OK || crc != DPRO_OK;
+    if (irc != DPRO_OK)
+        pr_err("%s", kineto_importer_errmsg(k));
+    if (crc != DPRO_OK)
+        pr_err("%s: closing the trace: %s", file, dpro_status_str(crc));
+    if (failed && (!keep_partial || crc != DPRO_OK)) {
+        remove_trace(tmp);
+        if (!quiet)
+            fprintf(stderr, "%s: not imported%s\n", file,
+                    keep_partial ? "" : " (--keep-partial keeps the events before the damage)");
+        kineto_importer_free(k);
+        return EXIT_BAD_INPUT;
+    }
+    char host[256];
+    snprintf(host, sizeof(host), "%s", res.host ? res.host : "import");
+    sanitize(host);
+    snprintf(final, sizeof(final), "%s/rank%lld-%s-%lld" DPRO_TRACE_SUFFIX, dir,
+             (long long)res.rank, host, (long long)res.pid);
+    for (int j = 0; j < index; j++) {
+        if (earlier[j] && strcmp(earlier[j], final) == 0) {
+            pr_err("%s: its trace name %s is taken by an earlier input (same rank, host and "
+                   "pid)",
+                   file, final);
+            remove_trace(tmp);
+            kineto_importer_free(k);
+            return EXIT_BAD_INPUT;
+        }
+    }
+    if (rename(tmp, final) != 0) {
+        pr_err("%s: cannot rename %s to %s: %s", file, tmp, final, strerror(errno));
+        remove_trace(tmp);
+        kineto_importer_free(k);
+        return EXIT_BAD_INPUT;
+    }
+    if (!quiet) {
+        fprintf(stderr,
+                "%s -> %s%s\n  rank %lld of %lld, %llu trace events read, %llu dpro events "
+                "written, %llu not mapped\n",
+                file, final, failed ? " (partial)" : "", (long long)res.rank,
+                (long long)res.world_size, (unsigned long long)res.events_in,
+                (unsigned long long)written, (unsigned long long)res.unmapped);
+        kineto_importer_print_unmapped(k, stderr);
+    }
+    kineto_importer_free(k);
+    *out_path = strdup(final);
+    return failed ? EXIT_BAD_INPUT : EXIT_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"output", required_argument, NULL, 'o'}, {"keep-partial", no_argument, NULL, 'k'},
+        {"quiet", no_argument, NULL, 'q'},        {"job-id", required_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *dir = NULL, *job_id = NULL;
+    int keep_partial = 0, quiet = 0, c;
+    while ((c = getopt_long(argc, argv, "o:kqj:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': dir = optarg; break;
+        case 'k': keep_partial = 1; break;
+        case 'q': quiet = 1; break;
+        case 'j': job_id = optarg; break;
+        case 'h': usage(stdout); return EXIT_OK;
+        case 'V': printf("dpro-import %s\n", PACKAGE_VERSION); return EXIT_OK;
+        default: usage(stderr); return EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "dpro-import: which format? (kineto)\n");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[optind], "kineto") != 0) {
+        fprintf(stderr, "dpro-import: unknown format '%s' (known: kineto)\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    optind++;
+    if (optind >= argc || !dir) {
+        fprintf(stderr, "dpro-import: %s\n", !dir ? "-o DIR is required" : "no input file");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        pr_err("cannot create %s: %s", dir, strerror(errno));
+        return EXIT_BAD_INPUT;
+    }
+    int nfiles = argc - optind, status = EXIT_OK;
+    /* Files imported together are one job: unless told otherwise, they share a job id
+     * made from their names (in any order). Kineto's trace ids differ between ranks. */
+    char job_buf[64];
+    if (!job_id) {
+        uint64_t h = 0;
+        for (int i = 0; i < nfiles; i++) {
+            const char *base = strrchr(argv[optind + i], '/');
+            base = base ? base + 1 : argv[optind + i];
+            h += kineto_hash64(base, strlen(base), 0);
+        }
+        snprintf(job_buf, sizeof(job_buf), "kineto-%016llx", (unsigned long long)h);
+        job_id = job_buf;
+    }
+    char **written = calloc((size_t)nfiles, sizeof(*written));
+    if (!written) {
+        pr_err("out of memory");
+        return EXIT_BAD_INPUT;
+    }
+    for (int i = 0; i < nfiles; i++) {
+        const char *file = argv[optind + i];
+        char *path = NULL;
+        int rc = import_one(file, dir, i, nfiles, job_id, keep_partial, quiet, written, &path);
+        written[i] = path;
+        if (rc != EXIT_OK)
+            status = EXIT_BAD_INPUT;
+    }
+    for (int i = 0; i < nfiles; i++)
+        free(written[i]);
+    free(written);
+    return status;
+}

@@ -1,0 +1,165 @@
+/*
+ * import_kineto.h: streaming import of PyTorch profiler (Kineto) Chrome-trace JSON into a
+ * dpro trace (dprotrace.h). The library part of `dpro-import kineto`; the fuzz target and
+ * the benchmark call it directly.
+ *
+ * The input is parsed with yajl in callback (SAX) mode, chunk by chunk, so memory does not
+ * grow with the file: events are appended to the writer as they are parsed. Three small
+ * side tables are the exceptions, each bounded by what the job has rather than by the
+ * file: a window of recent correlation ids (KINETO_JOIN_WINDOW entries) that joins a
+ * launch call to its device operation, the NCCL collectives (held until the end so that
+ * their sequence numbers follow device order; at most KINETO_MAX_COLLECTIVES), and the
+ * streams, communicators and unmapped-category counters.
+ *
+ * Mapping (Kineto category -> dpro_event):
+ *   cuda_runtime, cuda_driver  DPRO_KIND_API, subkind RUNTIME/DRIVER, name = API name,
+ *                              thread = tid, correlation = args.correlation; for launches
+ *                              joined to their device op: stream, bytes (copies and sets)
+ *                              and name2 = kernel name.
+ *   kernel                     DPRO_KIND_KERNEL (device, stream, correlation, grid, block,
+ *                              shared_mem = "shared memory"); a kernel whose name starts
+ *                              with "nccl" also gives a DPRO_KIND_COLLECTIVE (see below).
+ *   gpu_memcpy, gpu_memset     DPRO_KIND_MEMCPY (subkind = copy kind from "Memcpy HtoD"...),
+ *                              DPRO_KIND_MEMSET; bytes = args.bytes, name = the record name.
+ *   cuda_sync                  DPRO_KIND_SYNC, subkind from cuda_sync_kind; object = the
+ *                              CUDA event id waited for, value = correlation id of the
+ *                              cudaEventRecord call that recorded it, peer = the stream it
+ *                              was recorded on (-1: none). These three are import-only uses
+ *                              of fields the header leaves free for device operations.
+ *   cpu_op                     DPRO_KIND_MARKER, DPRO_MARK_CPU_OP, name = op, name2 =
+ *                              "cpu_op". (Kineto's "External id" is not kept: it costs a
+ *                              fifth of the trace and ops enclose their calls in time.)
+ *   user_annotation            "ProfilerStep#N": DPRO_MARK_ITERATION, value = N; others
+ *                              DPRO_MARK_RANGE; name2 = "user_annotation".
+ *   gpu_user_annotation        DPRO_MARK_RANGE with name2 = "gpu_user_annotation", device
+ *   python_function            and stream set (thread 0); python_function: host RANGE.
+ *   ph "i" (instant)           "[memory]": DPRO_KIND_MEMORY (CUDA memory only: alloc when
+ *                              Bytes > 0, free when < 0; address, device, bytes); any other
+ *                              instant: DPRO_MARK_INSTANT, name2 = "instant".
+ *   ac2g flows (ph s/f/t)      not events: their id is the correlation id, which both the
+ *                              launch and the device op carry; counted (import.flows.ac2g).
+ *   ph "M"                     thread_name of a host tid -> threads table; "stream N ..."
+ *                              names of GPU tids -> streams table (a bare "stream N" is
+ *                              left out: the id says it); process_name -> meta.
+ *   distributedInfo            meta rank, world_size, nccl_version; deviceProperties ->
+ *                              devices table.
+ * Everything else (fwdbwd flows, the profiler's own "Trace" span, counters, unknown
+ * categories and phases, host memory events) is counted per reason and lands in meta as
+ * import.unmapped.<reason> = N.
+ *
+ * Collectives: comm = FNV-1a 64 hash of "kineto-pg:" + "Process Group Name" (or "Process
+ * Group ID"; "default" when neither is present), subkind from "Collective name" or from the
+ * kernel name (a SendRecv kernel, which can be either, is recorded as DPRO_COLL_SEND),
+ * count from "In msg nelems" ("Out msg nelems" for reduce-scatter), dtype as ncclDataType_t
+ * (KINETO_DTYPE_UNKNOWN if unknown), redop from the kernel name, peer -1 where a root or
+ * peer exists but is unknown, seq from "Seq" when present (c10d's per process group
+ * number), else a counter per communicator in device start order, so that every rank
+ * numbers the same collective alike (the replay matches on comm, op and seq). start/end are
+ * the launch call's when joined through the correlation id, else the kernel's; thread is
+ * the launching thread (0 if unknown).
+ *
+ * Timestamps: microseconds in the file (integers or decimals, parsed from the text, no
+ * floating point), nanoseconds in the trace.
+ */
+#ifndef DPRO_IMPORT_KINETO_H
+#define DPRO_IMPORT_KINETO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dprotrace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Entries of the correlation join window; launches and device ops further apart in the
+ * file than this are emitted unjoined (counted as import.unjoined.window). */
+#define KINETO_JOIN_WINDOW 32768u
+/* Collectives held for sequence numbering; beyond it, kernels are kept but their
+ * collectives counted as import.unmapped.collective_overflow. */
+#define KINETO_MAX_COLLECTIVES (4u << 20)
+/* dtype of a collective whose element type is not known. */
+#define KINETO_DTYPE_UNKNOWN 255u
+
+typedef struct kineto_options {
+    const char *source_file; /* shown in messages and meta source_file; may be NULL */
+    int file_index;          /* position of the file among those imported together */
+    int file_count;          /* how many are imported together (world size fallback) */
+    const char *job_id;      /* job_id; NULL: the file's trace id, else its base time,
+                              * else a hash of source_file */
+} kineto_options;
+
+/* What an import found out about the file; filled in by kineto_importer_finish. */
+typedef struct kineto_result {
+    int64_t rank;          /* from distributedInfo, else file_index */
+    int64_t world_size;    /* from distributedInfo, else file_count */
+    int64_t pid;           /* the host process id of the CPU events (0 if none) */
+    const char *host;      /* host_name key of the file, or NULL */
+    uint64_t events_in;    /* trace events read */
+    uint64_t events_out;   /* dpro events produced */
+    uint64_t unmapped;     /* trace events not turned into dpro events, all reasons */
+    uint64_t bytes_in;     /* JSON bytes parsed */
+} kineto_result;
+
+typedef struct kineto_importer kineto_importer;
+
+/* Creates an importer that appends to w (not owned; may be NULL to parse and map without
+ * writing, as the fuzz target does). opts may be NULL. On success *out must be freed with
+ * kineto_importer_free. Returns DPRO_OK or DPRO_ERR_NOMEM. */
+int kineto_importer_new(dpro_writer *w, const kineto_options *opts, kineto_importer **out);
+
+/* Parses the next len bytes of the JSON text. Returns DPRO_OK; DPRO_ERR_NOT_TRACE for
+ * input that is not valid JSON or not a Kineto trace, DPRO_ERR_LIMIT for absurd numbers,
+ * DPRO_ERR_IO/NOMEM when the writer fails. After an error every further call returns the
+ * same status; kineto_importer_errmsg names the file, the byte offset and the line. */
+int kineto_importer_feed(kineto_importer *k, const void *buf, size_t len);
+
+/* Ends the input. If complete is non-zero, the end of the JSON text is checked (an error
+ * if it is cut short). Either way, events held for joining are appended, collectives
+ * numbered and appended, the streams, devices, threads and communicators tables and the
+ * meta keys written (import.partial = 1 and import.error after an error). Returns the
+ * first error of the import (also one met earlier by feed), DPRO_OK if none. Call once. */
+int kineto_importer_finish(kineto_importer *k, int complete);
+
+/* Message of the first error ("" if none); lives as long as the importer. */
+const char *kineto_importer_errmsg(const kineto_importer *k);
+
+/* Fills *res (valid after kineto_importer_finish; host lives as long as the importer). */
+void kineto_importer_result(const kineto_importer *k, kineto_result *res);
+
+/* Writes one line per unmapped reason ("  reason: N") and per join statistic to f
+ * (a FILE *, typed void * to keep stdio out of this header). */
+void kineto_importer_print_unmapped(const kineto_importer *k, void *f);
+
+/* Frees the importer (NULL is fine). The writer is not touched. */
+void kineto_importer_free(kineto_importer *k);
+
+/* Feeds the file at path (plain or gzip JSON, read with zlib in chunks) to k, then calls
+ * kineto_importer_finish(k, ok). A truncated or damaged gzip stream is an error naming the
+ * JSON byte offset reached. Returns the first error, DPRO_OK if none. */
+int kineto_import_path(kineto_importer *k, const char *path);
+
+/* One-shot import of an in-memory buffer into w (may be NULL), fed in pieces of at most
+ * chunk bytes (0: all at once) so that token boundaries fall anywhere. errbuf (may be
+ * NULL) receives the error message. Returns as kineto_importer_finish. */
+int kineto_import_buffer(dpro_writer *w, const void *buf, size_t len, size_t chunk,
+                         const kineto_options *opts, char *errbuf, size_t errlen);
+
+/* Fills *o with the writer options imports use: exclusive create, zlib level 6 and
+ * batches of 65536 events (bigger batches compress better; memory stays ~12 MB). */
+void kineto_writer_options(dpro_writer_options *o);
+
+/* Parses a JSON number text of microseconds ("1234", "1234.5678", "1.5e3") into whole
+ * nanoseconds, rounding half up past the nanosecond. Returns 0 and stores *ns, or -1 for a
+ * negative, malformed or out of range (> UINT64_MAX ns) value. */
+int kineto_parse_us(const char *text, size_t len, uint64_t *ns);
+
+/* FNV-1a 64-bit hash of len bytes, continuing from seed (0: a new hash); used for
+ * communicator hashes and default job ids. */
+uint64_t kineto_hash64(const void *data, size_t len, uint64_t seed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DPRO_IMPORT_KINETO_H */
