@@ -1,1 +1,89 @@
-# tests/simgpu: rules (filled in as the part lands)
+# tests/simgpu: the simulated GPU device (stand-in libcudart.so.13, libcuda.so.1,
+# libnccl.so.2, libcupti.so.13 over libsimgpu.so.0), the simrun launcher, the
+# ddp-sim job and their tests.  See tests/simgpu/README.md.
+EXTRA_DIST += tests/simgpu/README.md tests/simgpu/cudart.map tests/simgpu/cupti.map \
+	tests/simgpu/simgpu_test.py
+
+if HAVE_CUDA
+SIMGPU_CPPFLAGS = $(AM_CPPFLAGS) @CUDA_CPPFLAGS@ -I$(top_srcdir)/tests/simgpu
+# Shared libraries that are not installed: -rpath makes libtool build them shared.
+SIMGPU_LIBFLAGS = -rpath /nowhere -no-undefined
+
+noinst_LTLIBRARIES += tests/simgpu/libsimgpu.la tests/simgpu/libcudart.la \
+	tests/simgpu/libcuda.la tests/simgpu/libnccl.la tests/simgpu/libcupti.la
+
+tests_simgpu_libsimgpu_la_SOURCES = tests/simgpu/core.c tests/simgpu/cupti_core.c \
+	tests/simgpu/simgpu.h tests/simgpu/simgpu_internal.h
+tests_simgpu_libsimgpu_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_libsimgpu_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 0:0:0
+tests_simgpu_libsimgpu_la_LIBADD = $(PTHREAD_LIBS) -ldl
+
+tests_simgpu_libcudart_la_SOURCES = tests/simgpu/cudart.c
+tests_simgpu_libcudart_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_libcudart_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 13:0:0
+tests_simgpu_libcudart_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) -ldl
+EXTRA_tests_simgpu_libcudart_la_DEPENDENCIES = $(srcdir)/tests/simgpu/cudart.map
+
+tests_simgpu_libcuda_la_SOURCES = tests/simgpu/cuda_driver.c
+tests_simgpu_libcuda_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_libcuda_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 1:0:0
+tests_simgpu_libcuda_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
+
+tests_simgpu_libnccl_la_SOURCES = tests/simgpu/nccl.c
+tests_simgpu_libnccl_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_libnccl_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 2:0:0
+tests_simgpu_libnccl_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) -lrt -ldl
+
+tests_simgpu_libcupti_la_SOURCES = tests/simgpu/cupti.c
+tests_simgpu_libcupti_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_libcupti_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 13:0:0
+tests_simgpu_libcupti_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
+EXTRA_tests_simgpu_libcupti_la_DEPENDENCIES = $(srcdir)/tests/simgpu/cupti.map
+
+if HAVE_LD_VERSION_SCRIPT
+tests_simgpu_libcudart_la_LDFLAGS += -Wl,--version-script=$(srcdir)/tests/simgpu/cudart.map
+tests_simgpu_libcupti_la_LDFLAGS += -Wl,--version-script=$(srcdir)/tests/simgpu/cupti.map
+endif
+
+# The launcher and the job.  -no-install: real binaries (no libtool wrapper
+# scripts), so LD_PRELOAD and simrun see the program itself.
+noinst_PROGRAMS += tests/simgpu/simrun tests/simgpu/ddp-sim
+tests_simgpu_simrun_SOURCES = tests/simgpu/simrun.c
+tests_simgpu_simrun_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/simgpu
+tests_simgpu_simrun_LDFLAGS = -no-install
+
+tests_simgpu_ddp_sim_SOURCES = tests/simgpu/ddp_sim.c tests/simgpu/ddp_model.c \
+	tests/simgpu/ddp_sim.h tests/simgpu/simrun_rdzv.h
+tests_simgpu_ddp_sim_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_ddp_sim_LDFLAGS = -no-install
+tests_simgpu_ddp_sim_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
+	$(PTHREAD_LIBS) $(LIBM) -ldl
+
+# Test programs.
+check_PROGRAMS += tests/simgpu/test_streams tests/simgpu/test_cupti tests/simgpu/test_coll
+tests_simgpu_test_streams_SOURCES = tests/simgpu/test_streams.c tests/simgpu/simgpu_check.h
+tests_simgpu_test_streams_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_streams_LDFLAGS = -no-install
+tests_simgpu_test_streams_LDADD = tests/simgpu/libcudart.la tests/simgpu/libsimgpu.la \
+	$(PTHREAD_LIBS)
+
+tests_simgpu_test_cupti_SOURCES = tests/simgpu/test_cupti.c tests/simgpu/simgpu_check.h
+tests_simgpu_test_cupti_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_cupti_LDFLAGS = -no-install
+tests_simgpu_test_cupti_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcuda.la \
+	tests/simgpu/libcupti.la tests/simgpu/libnccl.la tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
+
+tests_simgpu_test_coll_SOURCES = tests/simgpu/test_coll.c tests/simgpu/simgpu_check.h \
+	tests/simgpu/simrun_rdzv.h
+tests_simgpu_test_coll_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_coll_LDFLAGS = -no-install
+tests_simgpu_test_coll_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
+	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
+
+TESTS += tests/simgpu/test_streams tests/simgpu/test_cupti
+if HAVE_PYTHON3
+dist_check_SCRIPTS += tests/simgpu/test_collective.py tests/simgpu/test_ddp.py \
+	tests/simgpu/test_dying_rank.py
+TESTS += tests/simgpu/test_collective.py tests/simgpu/test_ddp.py tests/simgpu/test_dying_rank.py
+endif
+endif

@@ -184,14 +184,24 @@ cudaError_t simgpu_device_sync(void);
 /* Sticky error of the current device (cudaSuccess when none). */
 cudaError_t simgpu_sticky_error(void);
 
+/* Creates an event (cudaEventDisableTiming / BlockingSync / Interprocess flags);
+ * cudaErrorInvalidValue for other flags. */
 cudaError_t simgpu_event_create(struct simgpu_event **out, unsigned flags);
+/* Destroys an event; a pending record still completes (memory freed after). */
 cudaError_t simgpu_event_destroy(struct simgpu_event *ev);
 /* Validates a user event handle.  Returns NULL when it is not a live event. */
 struct simgpu_event *simgpu_event_lookup(cudaEvent_t h);
+/* Records ev on s (or into the graph s is capturing); the event's time is the
+ * device time the stream reaches the record. */
 cudaError_t simgpu_event_record(struct simgpu_event *ev, struct simgpu_stream *s);
+/* cudaSuccess when the last record has run (or never recorded), else NotReady. */
 cudaError_t simgpu_event_query(struct simgpu_event *ev);
+/* Waits for the last record; returns the device's sticky error if any. */
 cudaError_t simgpu_event_sync(struct simgpu_event *ev);
+/* Milliseconds between two completed records; InvalidResourceHandle for
+ * unrecorded or DisableTiming events, NotReady when one has not run. */
 cudaError_t simgpu_event_elapsed(float *ms, struct simgpu_event *a, struct simgpu_event *b);
+/* A process-unique id of the event (CUPTI cudaEventId), 0 for NULL. */
 uint32_t simgpu_event_id(const struct simgpu_event *ev);
 /* Makes future work of `s` wait for the last record of `ev`. */
 cudaError_t simgpu_stream_wait_event(struct simgpu_stream *s, struct simgpu_event *ev);
@@ -199,14 +209,21 @@ cudaError_t simgpu_stream_wait_event(struct simgpu_stream *s, struct simgpu_even
 /* ---- graphs --------------------------------------------------------------------- */
 struct simgpu_graph;
 struct simgpu_graph_exec;
+/* Starts capturing s into a new graph (not the legacy stream; mode ignored). */
 cudaError_t simgpu_capture_begin(struct simgpu_stream *s, int mode);
+/* Ends the capture begun on s (and on the streams that joined it); *out owns it. */
 cudaError_t simgpu_capture_end(struct simgpu_stream *s, struct simgpu_graph **out);
 /* 1 when `s` is being captured, else 0. */
 int simgpu_capture_status(struct simgpu_stream *s);
+/* Makes an executable graph: internal streams for the branches, internal events. */
 cudaError_t simgpu_graph_instantiate(struct simgpu_graph_exec **out, struct simgpu_graph *g);
+/* Enqueues the captured work on s (branches on internal streams, joined back). */
 cudaError_t simgpu_graph_launch(struct simgpu_graph_exec *x, struct simgpu_stream *s);
+/* Destroys a graph; its executables stay valid (the graph is freed after them). */
 cudaError_t simgpu_graph_destroy(struct simgpu_graph *g);
+/* Destroys an executable graph; launched work still runs. */
 cudaError_t simgpu_graph_exec_destroy(struct simgpu_graph_exec *x);
+/* Validate user handles (magic number); NULL when not a live graph / exec. */
 struct simgpu_graph *simgpu_graph_lookup(void *h);
 struct simgpu_graph_exec *simgpu_graph_exec_lookup(void *h);
 
@@ -277,7 +294,11 @@ void simgpu_cupti_sync(CUpti_ActivitySynchronizationType type, uint64_t start_ns
 void simgpu_cupti_memory(int alloc, const void *p, size_t bytes, int memkind,
                          const struct simgpu_stream *s);
 
-/* CUPTI front-end state used by libcupti.so.13 (cupti_core.c). */
+/* CUPTI front-end state used by libcupti.so.13 (cupti_core.c): each function
+ * implements the cupti* call of the same meaning and returns what CUPTI
+ * documents for it; simgpu_cupti_dropped_take returns and resets the count of
+ * dropped records; simgpu_cupti_record_size gives the size of the record struct
+ * of a kind (0 for kinds not produced). */
 CUptiResult simgpu_cupti_activity_enable(CUpti_ActivityKind kind, int on);
 CUptiResult simgpu_cupti_register(CUpti_BuffersCallbackRequestFunc req,
                                   CUpti_BuffersCallbackCompleteFunc done);
@@ -299,6 +320,9 @@ CUptiResult simgpu_cupti_pop_external(CUpti_ExternalCorrelationKind kind, uint64
 CUptiResult simgpu_cupti_latency_timestamps(int on);
 int simgpu_cupti_latency_on(void);
 CUptiResult simgpu_cupti_thread_id_type(int set, CUpti_ActivityThreadIdType *type);
+
+/* The fake CUcontext of device `dev` (NULL when out of range). */
+CUcontext simgpu_context(int dev);
 
 /* Device properties of the simulated device (an H100-like part). */
 void simgpu_device_props(struct cudaDeviceProp *p, int dev);
