@@ -482,6 +482,11 @@ inflate_exact(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen, cha
         dpro_set_err(errbuf, errlen, "compressed size %zu too large", len);
         return DPRO_ERR_LIMIT;
     }
+    if (rawlen > len * 1032 + 64) { /* deflate cannot expand by more than ~1032:1 */
+        dpro_set_err(errbuf, errlen, "claims %zu bytes from %zu compressed: impossible", rawlen,
+                     len);
+        return DPRO_ERR_CORRUPT;
+    }
     rc = reserve(&c->raw, &c->raw_cap, rawlen + 1);
     if (rc != DPRO_OK)
         return rc;
@@ -585,6 +590,8 @@ dpro_codec_decode(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen,
         memset(*events, 0, total * sizeof **events);
     for (size_t gi = 0; rc == DPRO_OK && gi < batch->n_groups; gi++) {
         const Dpro__Group *g = batch->groups[gi];
+        if (g->count == 0)
+            continue;
         dpro_event *ev = *events + pos;
         uint64_t prev_start = batch->base_ns, corr = 0, seq = 0;
         for (size_t i = 0; i < g->count; i++)

@@ -12,3 +12,10 @@ EXTRA_DIST += tests/unit/test_dpro_info.sh
 BENCH_PROGRAMS += tests/bench/bench_trace
 tests_bench_bench_trace_SOURCES = tests/bench/bench_trace.c
 tests_bench_bench_trace_LDADD = schemas/libdprotrace.la
+
+# Bounded fuzzing of the batch decoder: FUZZ_SECONDS (default 60). Exit 77 without clang.
+EXTRA_DIST += tests/fuzz/fuzz_batch_decode.c tests/fuzz/run-batch-fuzz.sh
+fuzz-batch: schemas/libdprotrace.la
+	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
+	$(SHELL) $(srcdir)/tests/fuzz/run-batch-fuzz.sh $(FUZZ_SECONDS)
+.PHONY: fuzz-batch

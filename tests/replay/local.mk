@@ -1,1 +1,19 @@
-# tests/replay: rules (filled in as the part lands)
+# tests/replay: the replayer. Unit tests of the pure parts (alignment, cost model,
+# iteration detection, simulator, critical path, graph transformations), dpro-replay and
+# dpro-export on synthetic multi-rank traces written with the trace writer (known skew,
+# known iteration time, faults), end to end on tests/simgpu (skipped without it), and
+# the simulator benchmark (make bench).
+check_PROGRAMS += tests/replay/test_replay_unit tests/replay/gen_traces
+tests_replay_test_replay_unit_SOURCES = tests/replay/test_replay_unit.c
+tests_replay_test_replay_unit_LDADD = replay/libdproreplay.la
+tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
+tests_replay_gen_traces_LDADD = schemas/libdprotrace.la
+
+TESTS += tests/replay/test_replay_unit tests/replay/test_replay_traces.py \
+	tests/replay/test_replay_simgpu.py
+dist_check_SCRIPTS += tests/replay/test_replay_traces.py tests/replay/test_replay_simgpu.py
+
+BENCH_PROGRAMS += tests/replay/bench_replay
+noinst_PROGRAMS += tests/replay/bench_replay
+tests_replay_bench_replay_SOURCES = tests/replay/bench_replay.c
+tests_replay_bench_replay_LDADD = replay/libdproreplay.la

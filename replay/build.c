@@ -1,0 +1,812 @@
+/* build.c: per-rank traces -> global dataflow graph (see build.h). */
+#define PR_FMT "replay"
+#include "build.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "costmodel.h"
+#include "dpro_log.h"
+#include "hmap.h"
+
+/* What a host API call means for dependencies. */
+enum api_class {
+    API_OTHER = 0,
+    API_EVENT_RECORD,
+    API_STREAM_WAIT_EVENT,
+    API_EVENT_SYNC,
+    API_STREAM_SYNC,
+    API_DEVICE_SYNC,
+    API_MEMCPY_BLOCKING,
+};
+
+static int
+classify_api(const char *name)
+{
+    if (!strcmp(name, "cudaEventRecord") || !strcmp(name, "cudaEventRecordWithFlags") ||
+        !strncmp(name, "cuEventRecord", 13))
+        return API_EVENT_RECORD;
+    if (!strcmp(name, "cudaStreamWaitEvent") || !strncmp(name, "cuStreamWaitEvent", 17))
+        return API_STREAM_WAIT_EVENT;
+    if (!strcmp(name, "cudaEventSynchronize") || !strcmp(name, "cuEventSynchronize"))
+        return API_EVENT_SYNC;
+    if (!strcmp(name, "cudaStreamSynchronize") || !strncmp(name, "cuStreamSynchronize", 19))
+        return API_STREAM_SYNC;
+    if (!strcmp(name, "cudaDeviceSynchronize") || !strcmp(name, "cuCtxSynchronize") ||
+        !strcmp(name, "cudaThreadSynchronize"))
+        return API_DEVICE_SYNC;
+    if ((!strncmp(name, "cudaMemcpy", 10) || !strncmp(name, "cuMemcpy", 8)) &&
+        !strstr(name, "Async") && !strstr(name, "ToSymbol") && !strstr(name, "FromSymbol"))
+        return API_MEMCPY_BLOCKING;
+    return API_OTHER;
+}
+
+static int
+is_device_kind(uint32_t k)
+{
+    return k == DPRO_KIND_KERNEL || k == DPRO_KIND_MEMCPY || k == DPRO_KIND_MEMSET;
+}
+
+int64_t
+build_collective_bytes(const dpro_event *ev, int32_t nranks)
+{
+    int64_t b = (int64_t)ev->bytes;
+    int sz = costmodel_dtype_size(ev->dtype);
+    if (ev->count > 0 && sz > 0)
+        b = (int64_t)ev->count * sz;
+    if (ev->count > 0 && (ev->subkind == DPRO_COLL_ALLGATHER ||
+                          ev->subkind == DPRO_COLL_REDUCESCATTER ||
+                          ev->subkind == DPRO_COLL_ALLTOALL))
+        b *= nranks > 0 ? nranks : 1;
+    return b;
+}
+
+int64_t
+build_time_origin(const job *j, const int64_t *offset_ns)
+{
+    int64_t t0 = INT64_MAX;
+    for (int32_t r = 0; r < j->n_ranks; r++) {
+        const job_rank *jr = &j->ranks[r];
+        int64_t off = offset_ns ? offset_ns[r] : 0;
+        for (size_t i = 0; i < jr->n_events; i++) {
+            uint32_t k = jr->events[i].kind;
+            if (k == DPRO_KIND_API || k == DPRO_KIND_COLLECTIVE || is_device_kind(k)) {
+                int64_t t = (int64_t)jr->events[i].start_ns + off;
+                if (t < t0)
+                    t0 = t;
+                break; /* events are in start order */
+            }
+        }
+    }
+    return t0 == INT64_MAX ? 0 : t0;
+}
+
+/* Group lookup by (comm, seq). */
+typedef struct group_map {
+    hmap h; /* mixed key -> first group index with that key; chains in next */
+    int32_t *next;
+    int32_t cap;
+} group_map;
+
+static uint64_t
+group_key(uint64_t comm, int op, uint64_t seq)
+{
+    return comm * 0x9e3779b97f4a7c15ULL ^ ((seq + 0x632be59bd9b4e019ULL) * 31 + (uint64_t)op);
+}
+
+/* The group of (comm, op, seq): collectives are matched across ranks by communicator,
+ * operation and per-communicator sequence number. */
+static int32_t
+group_find(dfg *g, group_map *gm, uint64_t comm, int op, uint64_t seq)
+{
+    int32_t q = hmap_get(&gm->h, group_key(comm, op, seq), -1);
+    while (q >= 0 && (g->grp_comm[q] != comm || g->grp_seq[q] != seq || g->grp_op[q] != op))
+        q = gm->next[q];
+    return q;
+}
+
+static int
+group_insert(dfg *g, group_map *gm, int32_t q)
+{
+    if (q >= gm->cap) {
+        int32_t c = gm->cap ? gm->cap * 2 : 256;
+        while (c <= q)
+            c *= 2;
+        int32_t *nx = realloc(gm->next, (size_t)c * sizeof *nx);
+        if (!nx)
+            return -1;
+        gm->next = nx;
+        gm->cap = c;
+    }
+    uint64_t k = group_key(g->grp_comm[q], g->grp_op[q], g->grp_seq[q]);
+    gm->next[q] = hmap_get(&gm->h, k, -1);
+    return hmap_put(&gm->h, k, q);
+}
+
+/* Per-rank scratch. */
+typedef struct rank_ctx {
+    job *j;
+    job_rank *jr;
+    dfg *g;
+    int32_t rank;
+    int64_t shift; /* local -> graph time: + offset - t0 */
+    hmap thread_res, stream_res, corr_host, coll_meta, event_op, joined;
+    int32_t *local_name; /* rank string id -> graph string id (0: not yet) */
+    uint8_t *api_cls;    /* rank string id -> enum api_class + 1 (0: not yet) */
+    uint32_t n_strings;
+    int32_t *node_of_event;
+    int32_t first_node;
+    int32_t *first_dev, *next_dev; /* device ops of each host node (by node - first) */
+    int32_t *last_launched;        /* per resource (by res - first_res) */
+    int32_t *pend_head;            /* pending stream waits per resource */
+    int32_t *pend_node, *pend_next;
+    int32_t n_pend, cap_pend;
+    int32_t first_res;
+    int dup_warned;
+    int p2p_warned;
+    int *mismatch_warned; /* shared across ranks */
+} rank_ctx;
+
+static int32_t
+graph_name(rank_ctx *c, uint32_t id)
+{
+    if (id == 0)
+        return 0;
+    if (id <= c->n_strings && c->local_name[id])
+        return c->local_name[id];
+    int32_t gid = dfg_intern(c->g, dpro_reader_string(c->jr->reader, id));
+    if (id <= c->n_strings && gid > 0)
+        c->local_name[id] = gid;
+    return gid;
+}
+
+static int
+api_class_of(rank_ctx *c, uint32_t id)
+{
+    if (id == 0)
+        return API_OTHER;
+    if (id <= c->n_strings && c->api_cls[id])
+        return c->api_cls[id] - 1;
+    int cls = classify_api(dpro_reader_string(c->jr->reader, id));
+    if (id <= c->n_strings)
+        c->api_cls[id] = (uint8_t)(cls + 1);
+    return cls;
+}
+
+static int32_t
+thread_resource(rank_ctx *c, uint32_t tid)
+{
+    int32_t q = hmap_get(&c->thread_res, tid, -1);
+    if (q >= 0)
+        return q;
+    char label[96];
+    const dpro_thread_info *ti;
+    size_t nt = dpro_reader_threads(c->jr->reader, &ti);
+    const char *tname = NULL;
+    for (size_t i = 0; i < nt; i++)
+        if (ti[i].tid == tid)
+            tname = ti[i].name;
+    if (tname && *tname)
+        snprintf(label, sizeof label, "%s (%u)", tname, tid);
+    else
+        snprintf(label, sizeof label, "thread %u", tid);
+    q = dfg_add_resource(c->g, DFG_RES_THREAD, c->rank, tid, dfg_intern(c->g, label));
+    if (q < 0 || hmap_put(&c->thread_res, tid, q) != 0)
+        return -1;
+    return q;
+}
+
+static int32_t
+stream_resource(rank_ctx *c, uint64_t stream)
+{
+    int32_t q = hmap_get(&c->stream_res, stream, -1);
+    if (q >= 0)
+        return q;
+    char label[96];
+    const dpro_stream_info *si;
+    size_t ns = dpro_reader_streams(c->jr->reader, &si);
+    const char *sname = NULL;
+    for (size_t i = 0; i < ns; i++)
+        if (si[i].id == stream)
+            sname = si[i].name;
+    if (sname && *sname)
+        snprintf(label, sizeof label, "stream %s", sname);
+    else
+        snprintf(label, sizeof label, "stream %llu", (unsigned long long)stream);
+    q = dfg_add_resource(c->g, DFG_RES_STREAM, c->rank, stream, dfg_intern(c->g, label));
+    if (q < 0 || hmap_put(&c->stream_res, stream, q) != 0)
+        return -1;
+    return q;
+}
+
+/* Communicator size from the rank's comms table (0 if unknown). */
+static int32_t
+comm_size(rank_ctx *c, uint64_t hash)
+{
+    const dpro_comm_info *ci;
+    size_t n = dpro_reader_comms(c->jr->reader, &ci);
+    for (size_t i = 0; i < n; i++)
+        if (ci[i].hash == hash)
+            return ci[i].size;
+    return 0;
+}
+
+static int
+add_pending(rank_ctx *c, int32_t res_local, int32_t node)
+{
+    if (c->n_pend == c->cap_pend) {
+        int32_t cap = c->cap_pend ? c->cap_pend * 2 : 64;
+        int32_t *a = realloc(c->pend_node, (size_t)cap * sizeof *a);
+        if (!a)
+            return -1;
+        c->pend_node = a;
+        int32_t *b = realloc(c->pend_next, (size_t)cap * sizeof *b);
+        if (!b)
+            return -1;
+        c->pend_next = b;
+        c->cap_pend = cap;
+    }
+    c->pend_node[c->n_pend] = node;
+    c->pend_next[c->n_pend] = c->pend_head[res_local];
+    c->pend_head[res_local] = c->n_pend++;
+    return 0;
+}
+
+/* Builds the nodes and edges of one rank. Returns 0 or -1. */
+static int
+build_rank(rank_ctx *c, group_map *gm, const build_bounds *bounds)
+{
+    job_rank *jr = c->jr;
+    dfg *g = c->g;
+    size_t ne = jr->n_events;
+    int rc = -1;
+    c->n_strings = dpro_reader_string_count(jr->reader);
+    c->local_name = calloc((size_t)c->n_strings + 1, sizeof *c->local_name);
+    c->api_cls = calloc((size_t)c->n_strings + 1, 1);
+    c->node_of_event = malloc((ne ? ne : 1) * sizeof *c->node_of_event);
+    if (!c->local_name || !c->api_cls || !c->node_of_event)
+        return -1;
+    if (hmap_init(&c->thread_res, 16) || hmap_init(&c->stream_res, 16) ||
+        hmap_init(&c->corr_host, ne / 2 + 16) || hmap_init(&c->coll_meta, 256) ||
+        hmap_init(&c->event_op, 64) || hmap_init(&c->joined, 256))
+        return -1;
+    c->first_node = g->n_nodes;
+    c->first_res = g->n_res;
+
+    /* 1. collective calls: correlation -> event; which of them are device-timed
+     * descriptors (imported traces) rather than host calls */
+    for (size_t i = 0; i < ne; i++) {
+        const dpro_event *e = &jr->events[i];
+        c->node_of_event[i] = -1;
+        if (e->kind == DPRO_KIND_COLLECTIVE && e->correlation &&
+            hmap_put(&c->coll_meta, e->correlation, (int32_t)i) != 0)
+            return -1;
+    }
+    uint8_t *coll_is_host = calloc(ne ? ne : 1, 1);
+    if (!coll_is_host)
+        return -1;
+    for (size_t i = 0; i < ne; i++) {
+        const dpro_event *e = &jr->events[i];
+        if (e->kind == DPRO_KIND_COLLECTIVE)
+            coll_is_host[i] = e->thread != 0;
+    }
+    for (size_t i = 0; i < ne; i++) {
+        const dpro_event *e = &jr->events[i];
+        if (!is_device_kind(e->kind) || !e->correlation)
+            continue;
+        int32_t ci = hmap_get(&c->coll_meta, e->correlation, -1);
+        if (ci >= 0 && jr->events[ci].start_ns == e->start_ns && jr->events[ci].end_ns == e->end_ns)
+            coll_is_host[ci] = 0;
+    }
+
+    /* 2. host nodes, in time order; nested calls fold into the outer one */
+    hmap last_on_thread; /* tid -> last host node */
+    if (hmap_init(&last_on_thread, 16) != 0) {
+        free(coll_is_host);
+        return -1;
+    }
+    for (size_t i = 0; i < ne; i++) {
+        const dpro_event *e = &jr->events[i];
+        int host = e->kind == DPRO_KIND_API || (e->kind == DPRO_KIND_COLLECTIVE && coll_is_host[i]);
+        if (!host)
+            continue;
+        int32_t prev = hmap_get(&last_on_thread, e->thread, -1);
+        int64_t ts = (int64_t)e->start_ns + c->shift, te = (int64_t)e->end_ns + c->shift;
+        if (te < ts)
+            te = ts;
+        if (prev >= 0 && ts < g->mend[prev]) {
+            /* nested in prev: its launches belong to prev */
+            if (e->correlation && hmap_put(&c->corr_host, e->correlation, prev) != 0)
+                goto fail_host;
+            c->node_of_event[i] = prev;
+            continue;
+        }
+        int32_t res = thread_resource(c, e->thread);
+        int32_t name;
+        if (e->kind == DPRO_KIND_COLLECTIVE) {
+            char nm[64];
+            snprintf(nm, sizeof nm, "nccl:%s", dpro_coll_op_name(e->subkind));
+            name = dfg_intern(g, nm);
+        } else {
+            name = graph_name(c, e->name);
+        }
+        if (res < 0 || name < 0)
+            goto fail_host;
+        int32_t n = dfg_add_node(g, DFG_HOST, res, name);
+        if (n < 0)
+            goto fail_host;
+        g->mstart[n] = ts;
+        g->mend[n] = te;
+        g->bytes[n] = (int64_t)e->bytes;
+        c->node_of_event[i] = n;
+        if (e->correlation && hmap_put(&c->corr_host, e->correlation, n) != 0)
+            goto fail_host;
+        if (hmap_put(&last_on_thread, e->thread, n) != 0)
+            goto fail_host;
+    }
+    hmap_free(&last_on_thread);
+    int32_t n_host_end = g->n_nodes;
+
+    /* 3. device nodes, in time order per stream */
+    int32_t n_host = n_host_end - c->first_node;
+    c->first_dev = malloc((size_t)(n_host > 0 ? n_host : 1) * sizeof *c->first_dev);
+    if (!c->first_dev)
+        goto fail_dev;
+    for (int32_t i = 0; i < n_host; i++)
+        c->first_dev[i] = -1;
+    for (size_t i = 0; i < ne; i++) {
+        const dpro_event *e = &jr->events[i];
+        if (!is_device_kind(e->kind))
+            continue;
+        int32_t res = stream_resource(c, e->stream);
+        int32_t name;
+        if (e->kind == DPRO_KIND_KERNEL)
+            name = graph_name(c, e->name);
+        else {
+            char nm[64];
+            if (e->kind == DPRO_KIND_MEMCPY) {
+                static const char *ck[] = {"HtoH", "HtoD", "DtoH", "DtoD", "Default", "PtoP"};
+                snprintf(nm, sizeof nm, "memcpy %s", e->subkind < 6 ? ck[e->subkind] : "?");
+            } else {
+                snprintf(nm, sizeof nm, "memset");
+            }
+            name = dfg_intern(g, nm);
+        }
+        if (res < 0 || name < 0)
+            goto fail_dev;
+        int kind = e->kind == DPRO_KIND_KERNEL ? DFG_KERNEL
+                   : e->kind == DPRO_KIND_MEMCPY ? DFG_MEMCPY
+                                                 : DFG_MEMSET;
+        int32_t n = dfg_add_node(g, kind, res, name);
+        if (n < 0)
+            goto fail_dev;
+        int64_t ts = (int64_t)e->start_ns + c->shift, te = (int64_t)e->end_ns + c->shift;
+        g->mstart[n] = ts;
+        g->mend[n] = te < ts ? ts : te;
+        g->dur[n] = g->mend[n] - ts;
+        g->bytes[n] = (int64_t)e->bytes;
+        c->node_of_event[i] = n;
+        int32_t h = e->correlation ? hmap_get(&c->corr_host, e->correlation, -1) : -1;
+        if (h >= 0) {
+            g->launch[n] = h;
+            /* device ops of h, as a chain through next_in_group (free until groups) */
+            g->next_in_group[n] = -1;
+            int32_t *pp = &c->first_dev[h - c->first_node];
+            while (*pp >= 0)
+                pp = &g->next_in_group[*pp];
+            *pp = n;
+        }
+        int32_t ci = e->correlation ? hmap_get(&c->coll_meta, e->correlation, -1) : -1;
+        if (ci >= 0 && (jr->events[ci].subkind == DPRO_COLL_SEND ||
+                        jr->events[ci].subkind == DPRO_COLL_RECV)) {
+            /* point-to-point: not matched across ranks (yet); a plain device op */
+            if (c->p2p_warned++ == 0)
+                job_warn(c->j, "rank %d: send/recv transfers are replayed with their measured "
+                               "durations, not matched with their peers",
+                         c->rank);
+            ci = -1;
+        }
+        if (ci >= 0) {
+            const dpro_event *ce = &jr->events[ci];
+            /* only the first device op of a collective call takes part */
+            hmap_put(&c->coll_meta, e->correlation, -2 - ci);
+            int32_t nranks = comm_size(c, ce->comm);
+            int32_t q = group_find(g, gm, ce->comm, (int)ce->subkind, ce->seq);
+            if (q >= 0 && hmap_get(&c->joined, (uint64_t)q, 0)) {
+                if (c->dup_warned++ == 0)
+                    job_warn(c->j,
+                             "rank %d: collective %s seq %llu of communicator %016llx appears "
+                             "twice; the second one is replayed as a plain kernel",
+                             c->rank, dpro_coll_op_name(ce->subkind), (unsigned long long)ce->seq,
+                             (unsigned long long)ce->comm);
+                continue;
+            }
+            if (q < 0) {
+                q = dfg_add_group(g, (int)ce->subkind, nranks,
+                                  build_collective_bytes(ce, nranks ? nranks : c->j->n_ranks),
+                                  ce->comm, ce->seq, -1);
+                if (q < 0 || group_insert(g, gm, q) != 0)
+                    goto fail_dev;
+            } else if (g->grp_bytes[q] !=
+                           build_collective_bytes(ce, nranks ? nranks : c->j->n_ranks) &&
+                       c->j->n_diag < 1000 && (*c->mismatch_warned)++ < 3) {
+                job_warn(c->j,
+                         "collective seq %llu of communicator %016llx (%s): rank %d moves "
+                         "%lld bytes, another rank %lld; a rank skipped a collective?",
+                         (unsigned long long)ce->seq, (unsigned long long)ce->comm,
+                         dpro_coll_op_name(ce->subkind), c->rank,
+                         (long long)build_collective_bytes(ce, nranks ? nranks : c->j->n_ranks),
+                         (long long)g->grp_bytes[q]);
+            }
+            if (hmap_put(&c->joined, (uint64_t)q, 1) != 0)
+                goto fail_dev;
+            g->bytes[n] = g->grp_bytes[q];
+            /* keep the launch chain: the participant's next_in_group is reused below */
+            c->node_of_event[i] = n;
+            g->group[n] = q; /* linked into the group after the launch chains are used */
+        }
+    }
+    free(coll_is_host);
+    coll_is_host = NULL;
+
+    /* 4. dependencies from the host calls, in time order */
+    int32_t n_res_rank = g->n_res - c->first_res;
+    c->last_launched = malloc((size_t)(n_res_rank > 0 ? n_res_rank : 1) * sizeof *c->last_launched);
+    c->pend_head = malloc((size_t)(n_res_rank > 0 ? n_res_rank : 1) * sizeof *c->pend_head);
+    if (!c->last_launched || !c->pend_head)
+        goto fail;
+    for (int32_t q = 0; q < n_res_rank; q++)
+        c->last_launched[q] = c->pend_head[q] = -1;
+    c->n_pend = 0;
+    for (size_t i = 0; i < ne; i++) {
+        const dpro_event *e = &jr->events[i];
+        int32_t h = c->node_of_event[i];
+        if (h < 0 || g->kind[h] != DFG_HOST)
+            continue;
+        if (e->kind == DPRO_KIND_API || e->kind == DPRO_KIND_COLLECTIVE) {
+            /* launches happen once per node: at the event that created it */
+            int created = g->mstart[h] == (int64_t)e->start_ns + c->shift;
+            if (created) {
+                for (int32_t d = c->first_dev[h - c->first_node]; d >= 0; d = g->next_in_group[d]) {
+                    int32_t rl = g->res[d] - c->first_res;
+                    for (int32_t p = c->pend_head[rl]; p >= 0; p = c->pend_next[p])
+                        if (dfg_add_edge(g, c->pend_node[p], d) != 0)
+                            goto fail;
+                    c->pend_head[rl] = -1;
+                    c->last_launched[rl] = d;
+                }
+            }
+        }
+        if (e->kind != DPRO_KIND_API)
+            continue;
+        int cls = api_class_of(c, e->name);
+        int32_t sres = -1;
+        if (cls == API_EVENT_RECORD || cls == API_STREAM_WAIT_EVENT || cls == API_STREAM_SYNC) {
+            sres = hmap_get(&c->stream_res, e->stream, -1);
+            if (sres >= 0)
+                sres -= c->first_res;
+        }
+        switch (cls) {
+        case API_EVENT_RECORD:
+            if (hmap_put(&c->event_op, e->object, sres >= 0 ? c->last_launched[sres] : -1) != 0)
+                goto fail;
+            break;
+        case API_STREAM_WAIT_EVENT: {
+            int32_t op = hmap_get(&c->event_op, e->object, -1);
+            if (op >= 0 && sres >= 0 && add_pending(c, sres, op) != 0)
+                goto fail;
+            break;
+        }
+        case API_EVENT_SYNC: {
+            int32_t op = hmap_get(&c->event_op, e->object, -1);
+            if (op >= 0) {
+                if (dfg_add_edge(g, op, h) != 0)
+                    goto fail;
+                g->flags[h] |= DFG_F_BLOCKING;
+            }
+            break;
+        }
+        case API_STREAM_SYNC:
+            if (sres >= 0 && c->last_launched[sres] >= 0) {
+                if (dfg_add_edge(g, c->last_launched[sres], h) != 0)
+                    goto fail;
+                g->flags[h] |= DFG_F_BLOCKING;
+            }
+            break;
+        case API_DEVICE_SYNC:
+            for (int32_t q = 0; q < n_res_rank; q++)
+                if (c->last_launched[q] >= 0) {
+                    if (dfg_add_edge(g, c->last_launched[q], h) != 0)
+                        goto fail;
+                    g->flags[h] |= DFG_F_BLOCKING;
+                }
+            break;
+        case API_MEMCPY_BLOCKING:
+            for (int32_t d = c->first_dev[h - c->first_node]; d >= 0; d = g->next_in_group[d]) {
+                if (dfg_add_edge(g, d, h) != 0)
+                    goto fail;
+                g->flags[h] |= DFG_F_BLOCKING;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+
+    /* 5. group membership (the launch chains are no longer needed) */
+    for (int32_t n = n_host_end; n < g->n_nodes; n++) {
+        g->next_in_group[n] = -1;
+        if (g->group[n] >= 0) {
+            int32_t q = g->group[n];
+            g->group[n] = -1;
+            dfg_set_group(g, n, q);
+        }
+    }
+
+    /* 6. iteration boundaries */
+    if (bounds && bounds->n > 0) {
+        int32_t *bn = malloc((size_t)bounds->n * sizeof *bn);
+        int32_t nb = 0;
+        if (!bn)
+            goto fail;
+        for (int32_t k = 0; k < bounds->n; k++) {
+            size_t ei = bounds->event_index[k];
+            if (ei >= ne)
+                continue;
+            const dpro_event *e = &jr->events[ei];
+            int32_t node = -1;
+            if (is_device_kind(e->kind) || e->kind == DPRO_KIND_API ||
+                e->kind == DPRO_KIND_COLLECTIVE) {
+                node = c->node_of_event[ei];
+            } else if (e->end_ns > e->start_ns) {
+                /* last host call within the marker on its thread (else on any thread) */
+                int64_t ts = (int64_t)e->start_ns + c->shift, te = (int64_t)e->end_ns + c->shift;
+                int32_t q = hmap_get(&c->thread_res, e->thread, -1);
+                for (size_t x = ei; x < ne; x++) {
+                    if ((int64_t)jr->events[x].start_ns + c->shift > te)
+                        break;
+                    int32_t m = c->node_of_event[x];
+                    if (m >= 0 && g->kind[m] == DFG_HOST && g->mstart[m] >= ts &&
+                        g->mend[m] <= te && (q < 0 || g->res[m] == q))
+                        node = m;
+                }
+            }
+            if (node >= 0 && (nb == 0 || g->mend[node] > g->mend[bn[nb - 1]]))
+                bn[nb++] = node;
+        }
+        int src = dfg_set_iterations(g, c->rank, bn, nb);
+        free(bn);
+        if (src != 0)
+            goto fail;
+    }
+    rc = 0;
+fail:
+    free(coll_is_host);
+    return rc;
+fail_host:
+    hmap_free(&last_on_thread);
+    free(coll_is_host);
+    return -1;
+fail_dev:
+    free(coll_is_host);
+    return -1;
+}
+
+static void
+rank_ctx_free(rank_ctx *c)
+{
+    hmap_free(&c->thread_res);
+    hmap_free(&c->stream_res);
+    hmap_free(&c->corr_host);
+    hmap_free(&c->coll_meta);
+    hmap_free(&c->event_op);
+    hmap_free(&c->joined);
+    free(c->local_name);
+    free(c->api_cls);
+    free(c->node_of_event);
+    free(c->first_dev);
+    free(c->last_launched);
+    free(c->pend_head);
+    free(c->pend_node);
+    free(c->pend_next);
+    memset(c, 0, sizeof *c);
+}
+
+static int
+cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* Derives gap, lat, dur of every node and the groups' measured transfer. */
+static int
+derive_timing(dfg *g)
+{
+    int32_t n = g->n_nodes;
+    int64_t *predmax = malloc((size_t)(n > 0 ? n : 1) * sizeof *predmax);
+    int64_t *lats = malloc((size_t)(n > 0 ? n : 1) * sizeof *lats);
+    int64_t *lat_med = malloc((size_t)(g->n_ranks > 0 ? g->n_ranks : 1) * sizeof *lat_med);
+    if (!predmax || !lats || !lat_med) {
+        free(predmax);
+        free(lats);
+        free(lat_med);
+        return -1;
+    }
+    for (int32_t i = 0; i < n; i++)
+        predmax[i] = INT64_MIN;
+    for (int64_t e = 0; e < g->n_edges; e++) {
+        int32_t s = g->esrc[e], d = g->edst[e];
+        if (s >= 0 && d >= 0 && g->mend[s] > predmax[d])
+            predmax[d] = g->mend[s];
+    }
+    /* launch latency per rank: median over ops that started on an idle stream */
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        size_t k = 0;
+        for (int32_t q = 0; q < g->n_res; q++) {
+            if (g->res_rank[q] != r || g->res_kind[q] != DFG_RES_STREAM)
+                continue;
+            for (int32_t d = g->res_first[q]; d >= 0; d = g->next_on_res[d]) {
+                int32_t l = g->launch[d];
+                if (l < 0)
+                    continue;
+                int32_t p = g->prev_on_res[d];
+                int64_t t = g->mstart[d];
+                if ((p < 0 || g->mend[p] + 1000 < t) && predmax[d] + 1000 < t &&
+                    t >= g->mstart[l])
+                    lats[k++] = t - g->mstart[l];
+            }
+        }
+        if (k > 0) {
+            qsort(lats, k, sizeof *lats, cmp_i64);
+            lat_med[r] = lats[k / 2];
+        } else {
+            lat_med[r] = 0;
+        }
+    }
+    for (int32_t i = 0; i < n; i++) {
+        int32_t p = g->prev_on_res[i];
+        int64_t prev_end = p >= 0 ? g->mend[p] : 0;
+        if (g->kind[i] == DFG_HOST) {
+            int64_t gap = g->mstart[i] - prev_end;
+            g->gap[i] = gap > 0 ? gap : 0;
+            int64_t from = g->mstart[i];
+            if (predmax[i] > from && predmax[i] != INT64_MIN)
+                from = predmax[i];
+            int64_t d = g->mend[i] - from;
+            g->dur[i] = d > 0 ? d : 0;
+            continue;
+        }
+        int32_t r = dfg_rank(g, i);
+        int32_t l = g->launch[i];
+        int64_t t = g->mstart[i];
+        int64_t lm = lat_med[r];
+        if (l < 0) {
+            int64_t gap = t - (p >= 0 ? prev_end : 0);
+            if (predmax[i] != INT64_MIN && p >= 0 && predmax[i] > prev_end)
+                gap = 0;
+            g->gap[i] = gap > 0 ? gap : 0;
+            g->lat[i] = 0;
+        } else {
+            int64_t launch_ready = g->mstart[l] + lm;
+            if (p >= 0 && prev_end >= launch_ready && prev_end >= predmax[i]) {
+                /* bound by its stream */
+                int64_t gap = t - prev_end;
+                g->gap[i] = gap > 0 ? gap : 0;
+                g->lat[i] = (int32_t)(lm < INT32_MAX ? lm : INT32_MAX);
+            } else if (predmax[i] == INT64_MIN || g->mstart[l] + lm >= predmax[i]) {
+                /* bound by its launch */
+                int64_t lt = t - g->mstart[l];
+                if (lt < 0)
+                    lt = 0;
+                g->lat[i] = (int32_t)(lt < INT32_MAX ? lt : INT32_MAX);
+                g->gap[i] = 0;
+            } else {
+                /* bound by an event wait */
+                g->lat[i] = (int32_t)(lm < INT32_MAX ? lm : INT32_MAX);
+                g->gap[i] = 0;
+            }
+        }
+        if (p < 0 && l < 0)
+            g->gap[i] = t > 0 ? t : 0;
+        g->dur[i] = g->mend[i] - t;
+    }
+    for (int32_t q = 0; q < g->n_groups; q++) {
+        int64_t arr = INT64_MIN, end = INT64_MIN;
+        int32_t m = 0;
+        for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p]) {
+            m++;
+            if (g->mstart[p] > arr)
+                arr = g->mstart[p];
+            if (g->mend[p] > end)
+                end = g->mend[p];
+        }
+        g->grp_members[q] = m;
+        if (m > 0) {
+            g->grp_mdur[q] = end > arr ? end - arr : 0;
+            g->grp_dur[q] = g->grp_mdur[q];
+        }
+        if (g->grp_nranks[q] <= 0)
+            g->grp_nranks[q] = m;
+    }
+    free(predmax);
+    free(lats);
+    free(lat_med);
+    return 0;
+}
+
+int
+build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, dfg *g)
+{
+    if (dfg_init(g, j->n_ranks) != 0)
+        return -1;
+    int64_t t0 = build_time_origin(j, offset_ns);
+    group_map gm = {0};
+    if (hmap_init(&gm.h, 1024) != 0) {
+        dfg_free(g);
+        return -1;
+    }
+    int rc = 0;
+    int mismatch_warned = 0;
+    for (int32_t r = 0; r < j->n_ranks && rc == 0; r++) {
+        if (!j->ranks[r].reader)
+            continue;
+        rank_ctx c;
+        memset(&c, 0, sizeof c);
+        c.j = j;
+        c.jr = &j->ranks[r];
+        c.g = g;
+        c.rank = r;
+        c.shift = (offset_ns ? offset_ns[r] : 0) - t0;
+        c.mismatch_warned = &mismatch_warned;
+        rc = build_rank(&c, &gm, bounds ? &bounds[r] : NULL);
+        rank_ctx_free(&c);
+    }
+    hmap_free(&gm.h);
+    free(gm.next);
+    if (rc == 0 && mismatch_warned > 3)
+        job_warn(j, "%d collectives in all have participants that disagree on their size",
+                 mismatch_warned);
+    if (rc == 0)
+        rc = derive_timing(g);
+    if (rc == 0) {
+        /* collectives some present rank never joined */
+        int32_t short_groups = 0, first_short = -1;
+        for (int32_t q = 0; q < g->n_groups; q++) {
+            int32_t expect = g->grp_nranks[q];
+            if (expect > j->n_present)
+                expect = j->n_present;
+            if (g->grp_members[q] < expect) {
+                if (first_short < 0)
+                    first_short = q;
+                short_groups++;
+            }
+        }
+        if (short_groups > 0) {
+            int32_t q = first_short;
+            char who[256] = "";
+            size_t wl = 0;
+            for (int32_t r = 0; r < j->n_ranks; r++) {
+                if (!j->ranks[r].reader)
+                    continue;
+                int found = 0;
+                for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p])
+                    found |= dfg_rank(g, p) == r;
+                if (!found && wl + 12 < sizeof who)
+                    wl += (size_t)snprintf(who + wl, sizeof who - wl, "%s%d", wl ? "," : "", r);
+            }
+            job_warn(j,
+                     "%d collective(s) lack participants, e.g. %s seq %llu of communicator "
+                     "%016llx has %d of %d (no record from rank(s) %s): a rank skipped a "
+                     "collective or its trace ends early; these collectives wait only for "
+                     "the ranks present",
+                     short_groups, dpro_coll_op_name(g->grp_op[q]),
+                     (unsigned long long)g->grp_seq[q], (unsigned long long)g->grp_comm[q],
+                     g->grp_members[q], g->grp_nranks[q], who[0] ? who : "?");
+        }
+    }
+    if (rc != 0)
+        dfg_free(g);
+    return rc;
+}

@@ -1,0 +1,352 @@
+/* chrome.c: Chrome trace export (see chrome.h). */
+#include "chrome.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmap.h"
+#include "json_writer.h"
+
+#define TID_ITER 1
+#define TID_BASE 10          /* resource q has tid TID_BASE + q */
+#define TID_NVTX 1000000     /* NVTX track of resource q: TID_NVTX + q */
+
+typedef struct window {
+    int64_t *t0, *t1; /* per rank */
+} window;
+
+static void
+window_of(const replay *rp, const dfg *g, sim_timeline tl, const chrome_options *opt,
+          window *w)
+{
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        w->t0[r] = INT64_MIN;
+        w->t1[r] = INT64_MAX;
+        if (opt->iter_first < 0)
+            continue;
+        const int32_t *b;
+        int32_t nb = dfg_iterations(g, r, &b);
+        /* iteration N runs from the end of boundary N-1 to the end of boundary N */
+        if (opt->iter_first >= 1 && opt->iter_first - 1 < nb && b[opt->iter_first - 1] >= 0)
+            w->t0[r] = tl.end[b[opt->iter_first - 1]];
+        if (opt->iter_last < nb && b[opt->iter_last] >= 0)
+            w->t1[r] = tl.end[b[opt->iter_last]];
+    }
+}
+
+static inline int
+in_window(const window *w, int32_t r, int64_t t)
+{
+    return t >= w->t0[r] && t < w->t1[r];
+}
+
+static double
+us(int64_t ns)
+{
+    return (double)ns / 1000.0;
+}
+
+uint64_t
+chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,
+                      const chrome_options *opt)
+{
+    int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
+    window w = {malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t)),
+                malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t))};
+    uint64_t bytes = 0;
+    if (garr && w.t0 && w.t1) {
+        sim_timeline tl = opt->simulated && sim ? sim_timeline_of(sim) : sim_timeline_measured(g, garr);
+        window_of(rp, g, tl, opt, &w);
+        for (int32_t n = 0; n < g->n_nodes; n++) {
+            if ((g->flags[n] & DFG_F_REMOVED) || tl.start[n] < 0)
+                continue;
+            if (!in_window(&w, dfg_rank(g, n), tl.start[n]))
+                continue;
+            bytes += 110 + strlen(dfg_name(g, g->name[n]));
+            if (g->launch[n] >= 0)
+                bytes += 180;
+        }
+    }
+    free(garr);
+    free(w.t0);
+    free(w.t1);
+    return bytes;
+}
+
+static void
+meta_event(json_writer *j, const char *what, int32_t pid, int64_t tid, const char *key,
+           const char *sval, int64_t ival, int is_int)
+{
+    json_begin_object(j);
+    json_kv_string(j, "ph", "M");
+    json_kv_string(j, "name", what);
+    json_kv_int(j, "pid", pid);
+    json_kv_int(j, "tid", tid);
+    json_key(j, "args");
+    json_begin_object(j);
+    if (is_int)
+        json_kv_int(j, key, ival);
+    else
+        json_kv_string(j, key, sval);
+    json_end_object(j);
+    json_end_object(j);
+}
+
+static const char *
+kind_cat(int k)
+{
+    switch (k) {
+    case DFG_HOST:
+        return "api";
+    case DFG_KERNEL:
+        return "kernel";
+    case DFG_MEMCPY:
+        return "memcpy";
+    case DFG_MEMSET:
+        return "memset";
+    case DFG_COLL:
+        return "collective";
+    default:
+        return "op";
+    }
+}
+
+static void
+flow(json_writer *j, const char *ph, uint64_t id, const char *cat, int32_t pid, int64_t tid,
+     int64_t ts)
+{
+    json_begin_object(j);
+    json_kv_string(j, "ph", ph);
+    json_kv_uint(j, "id", id);
+    json_kv_string(j, "cat", cat);
+    json_kv_string(j, "name", cat);
+    json_kv_int(j, "pid", pid);
+    json_kv_int(j, "tid", tid);
+    json_kv_double(j, "ts", us(ts));
+    if (ph[0] == 'f')
+        json_kv_string(j, "bp", "e");
+    json_end_object(j);
+}
+
+/* NVTX ranges and memory counters from the events themselves (measured only). */
+static void
+export_markers(const replay *rp, const dfg *g, const window *w, json_writer *j)
+{
+    const job *jb = &rp->job;
+    for (int32_t r = 0; r < jb->n_ranks && r < g->n_ranks; r++) {
+        const job_rank *jr = &jb->ranks[r];
+        if (!jr->reader)
+            continue;
+        int64_t shift = (rp->align.offset_ns ? rp->align.offset_ns[r] : 0) - rp->time_origin;
+        hmap thread_res, addr;
+        if (hmap_init(&thread_res, 16) != 0)
+            continue;
+        if (hmap_init(&addr, 256) != 0) {
+            hmap_free(&thread_res);
+            continue;
+        }
+        for (int32_t q = 0; q < g->n_res; q++)
+            if (g->res_rank[q] == r && g->res_kind[q] == DFG_RES_THREAD)
+                hmap_put(&thread_res, g->res_id[q], q);
+        int64_t *sizes = NULL;
+        int32_t n_sizes = 0, cap_sizes = 0;
+        int64_t in_use = 0;
+        for (size_t i = 0; i < jr->n_events; i++) {
+            const dpro_event *e = &jr->events[i];
+            int64_t ts = (int64_t)e->start_ns + shift;
+            if (e->kind == DPRO_KIND_MARKER && e->subkind == DPRO_MARK_RANGE) {
+                int32_t q = hmap_get(&thread_res, e->thread, -1);
+                if (!in_window(w, r, ts) || q < 0)
+                    continue;
+                int64_t te = e->end_ns > e->start_ns ? (int64_t)e->end_ns + shift : ts;
+                json_begin_object(j);
+                json_kv_string(j, "ph", "X");
+                json_kv_string(j, "cat", "nvtx");
+                json_kv_string(j, "name", dpro_reader_string(jr->reader, e->name));
+                json_kv_int(j, "pid", r);
+                json_kv_int(j, "tid", TID_NVTX + q);
+                json_kv_double(j, "ts", us(ts));
+                json_kv_double(j, "dur", us(te - ts));
+                json_end_object(j);
+            } else if (e->kind == DPRO_KIND_MEMORY && e->value == DPRO_MEMSPACE_DEVICE) {
+                if (e->subkind == DPRO_MEM_ALLOC) {
+                    in_use += (int64_t)e->bytes;
+                    if (n_sizes == cap_sizes) {
+                        int32_t c = cap_sizes ? cap_sizes * 2 : 256;
+                        int64_t *x = realloc(sizes, (size_t)c * sizeof *x);
+                        if (!x)
+                            break;
+                        sizes = x;
+                        cap_sizes = c;
+                    }
+                    sizes[n_sizes] = (int64_t)e->bytes;
+                    hmap_put(&addr, e->address, n_sizes++);
+                } else if (e->subkind == DPRO_MEM_FREE) {
+                    int32_t k = hmap_get(&addr, e->address, -1);
+                    int64_t sz = e->bytes ? (int64_t)e->bytes : k >= 0 ? sizes[k] : 0;
+                    in_use -= sz;
+                    if (k >= 0)
+                        hmap_put(&addr, e->address, -1);
+                } else {
+                    continue;
+                }
+                if (!in_window(w, r, ts))
+                    continue;
+                json_begin_object(j);
+                json_kv_string(j, "ph", "C");
+                json_kv_string(j, "name", "device memory in use");
+                json_kv_int(j, "pid", r);
+                json_kv_double(j, "ts", us(ts));
+                json_key(j, "args");
+                json_begin_object(j);
+                json_kv_int(j, "bytes", in_use);
+                json_end_object(j);
+                json_end_object(j);
+            }
+        }
+        free(sizes);
+        hmap_free(&thread_res);
+        hmap_free(&addr);
+    }
+}
+
+int
+chrome_export(const replay *rp, const dfg *g, const sim_result *sim,
+              const chrome_options *opt, FILE *out)
+{
+    int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
+    window w = {malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t)),
+                malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t))};
+    if (!garr || !w.t0 || !w.t1) {
+        free(garr);
+        free(w.t0);
+        free(w.t1);
+        return -1;
+    }
+    int simulated = opt->simulated && sim;
+    sim_timeline tl = simulated ? sim_timeline_of(sim) : sim_timeline_measured(g, garr);
+    window_of(rp, g, tl, opt, &w);
+    json_writer jw, *j = &jw;
+    json_init(j, out, 0);
+    json_begin_object(j);
+    json_kv_string(j, "displayTimeUnit", "ns");
+    json_key(j, "otherData");
+    json_begin_object(j);
+    json_kv_string(j, "producer", "dpro-export");
+    json_kv_string(j, "timeline", simulated ? "simulated" : "measured");
+    json_kv_string(j, "job_id", rp->job.job_id ? rp->job.job_id : "");
+    json_end_object(j);
+    json_key(j, "traceEvents");
+    json_begin_array(j);
+
+    /* metadata */
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        if (r < rp->job.n_ranks && !rp->job.ranks[r].reader)
+            continue;
+        char pname[160];
+        const char *host = r < rp->job.n_ranks ? rp->job.ranks[r].host : NULL;
+        snprintf(pname, sizeof pname, "rank %d%s%s%s%s", r, host ? " (" : "", host ? host : "",
+                 host ? ")" : "", simulated ? " [simulated]" : "");
+        meta_event(j, "process_name", r, 0, "name", pname, 0, 0);
+        meta_event(j, "process_sort_index", r, 0, "sort_index", NULL, r, 1);
+        meta_event(j, "thread_name", r, TID_ITER, "name", "iterations", 0, 0);
+        meta_event(j, "thread_sort_index", r, TID_ITER, "sort_index", NULL, 0, 1);
+    }
+    for (int32_t q = 0; q < g->n_res; q++) {
+        int32_t r = g->res_rank[q];
+        meta_event(j, "thread_name", r, TID_BASE + q, "name", dfg_name(g, g->res_label[q]), 0, 0);
+        meta_event(j, "thread_sort_index", r, TID_BASE + q, "sort_index", NULL,
+                   (g->res_kind[q] == DFG_RES_THREAD ? 100 : 10000) + q, 1);
+        if (g->res_kind[q] == DFG_RES_THREAD && !simulated) {
+            char nm[200];
+            snprintf(nm, sizeof nm, "NVTX %s", dfg_name(g, g->res_label[q]));
+            meta_event(j, "thread_name", r, TID_NVTX + q, "name", nm, 0, 0);
+            meta_event(j, "thread_sort_index", r, TID_NVTX + q, "sort_index", NULL, 50 + q, 1);
+        }
+    }
+
+    /* iterations */
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        const int32_t *b;
+        int32_t nb = dfg_iterations(g, r, &b);
+        for (int32_t k = 0; k + 1 < nb; k++) {
+            if (b[k] < 0 || b[k + 1] < 0 || tl.end[b[k]] < 0 || tl.end[b[k + 1]] < 0)
+                continue;
+            if (!in_window(&w, r, tl.end[b[k]]))
+                continue;
+            char nm[64];
+            snprintf(nm, sizeof nm, "iteration %d", k + 1);
+            json_begin_object(j);
+            json_kv_string(j, "ph", "X");
+            json_kv_string(j, "cat", "iteration");
+            json_kv_string(j, "name", nm);
+            json_kv_int(j, "pid", r);
+            json_kv_int(j, "tid", TID_ITER);
+            json_kv_double(j, "ts", us(tl.end[b[k]]));
+            json_kv_double(j, "dur", us(tl.end[b[k + 1]] - tl.end[b[k]]));
+            json_end_object(j);
+        }
+    }
+
+    /* nodes and launch flows */
+    for (int32_t n = 0; n < g->n_nodes; n++) {
+        if ((g->flags[n] & DFG_F_REMOVED) || tl.start[n] < 0)
+            continue;
+        int32_t r = dfg_rank(g, n);
+        if (!in_window(&w, r, tl.start[n]))
+            continue;
+        json_begin_object(j);
+        json_kv_string(j, "ph", "X");
+        json_kv_string(j, "cat", kind_cat(g->kind[n]));
+        json_kv_string(j, "name", dfg_name(g, g->name[n]));
+        json_kv_int(j, "pid", r);
+        json_kv_int(j, "tid", TID_BASE + g->res[n]);
+        json_kv_double(j, "ts", us(tl.start[n]));
+        json_kv_double(j, "dur", us(tl.end[n] > tl.start[n] ? tl.end[n] - tl.start[n] : 0));
+        json_key(j, "args");
+        json_begin_object(j);
+        if (g->bytes[n])
+            json_kv_int(j, "bytes", g->bytes[n]);
+        if (g->group[n] >= 0) {
+            int32_t q = g->group[n];
+            char hex[32];
+            snprintf(hex, sizeof hex, "%016llx", (unsigned long long)g->grp_comm[q]);
+            json_kv_string(j, "comm", hex);
+            json_kv_uint(j, "seq", g->grp_seq[q]);
+            int64_t a = tl.grp_arrival[q];
+            json_kv_double(j, "wait_us", us(a > tl.start[n] ? a - tl.start[n] : 0));
+            json_kv_double(j, "transfer_us", us(tl.end[n] > a ? tl.end[n] - a : 0));
+        }
+        json_kv_int(j, "node", n);
+        json_end_object(j);
+        json_end_object(j);
+        int32_t l = g->launch[n];
+        if (l >= 0 && tl.start[l] >= 0) {
+            flow(j, "s", (uint64_t)n + 1, "launch", r, TID_BASE + g->res[l], tl.start[l]);
+            flow(j, "f", (uint64_t)n + 1, "launch", r, TID_BASE + g->res[n], tl.start[n]);
+        }
+    }
+    /* collectives across ranks: from the first member to each other one */
+    for (int32_t q = 0; q < g->n_groups; q++) {
+        int32_t f = g->grp_first[q];
+        if (f < 0 || tl.start[f] < 0 || !in_window(&w, dfg_rank(g, f), tl.start[f]))
+            continue;
+        uint32_t k = 0;
+        for (int32_t p = g->next_in_group[f]; p >= 0; p = g->next_in_group[p]) {
+            if (tl.start[p] < 0)
+                continue;
+            uint64_t id = (1ULL << 40) + ((uint64_t)q << 12) + (k++ & 0xfff);
+            flow(j, "s", id, "collective", dfg_rank(g, f), TID_BASE + g->res[f], tl.start[f]);
+            flow(j, "f", id, "collective", dfg_rank(g, p), TID_BASE + g->res[p], tl.start[p]);
+        }
+    }
+    if (!simulated)
+        export_markers(rp, g, &w, j);
+    json_end_array(j);
+    json_end_object(j);
+    fputc('\n', out);
+    free(garr);
+    free(w.t0);
+    free(w.t1);
+    return ferror(out) ? -1 : 0;
+}

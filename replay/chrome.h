@@ -1,0 +1,38 @@
+/*
+ * chrome.h: Chrome trace (JSON object format) export of a measured or simulated
+ * timeline, for ui.perfetto.dev and chrome://tracing (prefix chrome_).
+ *
+ * One process per rank (pid = rank, process_name "rank N (host)"), one track per host
+ * thread and per stream (thread_name metadata, threads sorted first), "X" complete
+ * events for every node, launch -> device flows (ph s / f, bp "e"), each collective's
+ * participants linked across ranks by flows, an "iterations" track, and for measured
+ * timelines the NVTX ranges (their own track per thread) and a "C" counter of device
+ * memory in use. Names go through the JSON writer's escaping. Simulated and measured
+ * timelines are written the same way, so the two files compare side by side.
+ */
+#ifndef DPRO_REPLAY_CHROME_H
+#define DPRO_REPLAY_CHROME_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "replay.h"
+
+typedef struct chrome_options {
+    int simulated;        /* 1: times from sim, else measured */
+    int32_t iter_first;   /* window of iterations (inclusive; iteration N ends at the end
+                           * of boundary N, e.g. marker "iteration N"), -1: everything */
+    int32_t iter_last;
+} chrome_options;
+
+/* Estimated size in bytes of the export with these options. */
+uint64_t chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,
+                               const chrome_options *opt);
+
+/* Writes the trace of graph g (rp->graph or a copy) to out: measured times, or those of
+ * sim when opt->simulated (sim must then be a result of g). Returns 0, or -1 when out
+ * of memory or when writing failed (ferror). */
+int chrome_export(const replay *rp, const dfg *g, const sim_result *sim,
+                  const chrome_options *opt, FILE *out);
+
+#endif

@@ -1,0 +1,801 @@
+/* dfg.c: storage and transformations of the global dataflow graph (see dfg.h). */
+#include "dfg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- small helpers ------------------------------------------------------------------- */
+
+/* Reallocates *p to new_cap elements of elem bytes. Returns 0 or -1 (*p unchanged). */
+static int
+grow(void **p, size_t elem, int64_t new_cap)
+{
+    void *q = realloc(*p, (size_t)new_cap * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
+static int64_t
+next_cap(int64_t cap, int64_t need)
+{
+    int64_t c = cap ? cap : 64;
+    while (c < need)
+        c *= 2;
+    return c;
+}
+
+/* ---- strings ------------------------------------------------------------------------- */
+
+static uint32_t
+str_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static int
+strtab_init(dfg_strtab *t)
+{
+    memset(t, 0, sizeof *t);
+    t->cap = 256;
+    t->offset = malloc(t->cap * sizeof *t->offset);
+    t->n_slots = 512;
+    t->slots = calloc(t->n_slots, sizeof *t->slots);
+    t->pool_cap = 4096;
+    t->pool = malloc(t->pool_cap);
+    if (!t->offset || !t->slots || !t->pool)
+        return -1;
+    t->pool[0] = 0;
+    t->pool_len = 1;
+    t->offset[0] = 0;
+    t->n = 1;
+    return 0;
+}
+
+static void
+strtab_free(dfg_strtab *t)
+{
+    free(t->pool);
+    free(t->offset);
+    free(t->slots);
+    memset(t, 0, sizeof *t);
+}
+
+static int
+strtab_clone(dfg_strtab *d, const dfg_strtab *s)
+{
+    memset(d, 0, sizeof *d);
+    d->pool = malloc(s->pool_cap);
+    d->offset = malloc(s->cap * sizeof *d->offset);
+    d->slots = malloc(s->n_slots * sizeof *d->slots);
+    if (!d->pool || !d->offset || !d->slots)
+        return -1;
+    memcpy(d->pool, s->pool, s->pool_len);
+    memcpy(d->offset, s->offset, s->n * sizeof *d->offset);
+    memcpy(d->slots, s->slots, s->n_slots * sizeof *d->slots);
+    d->pool_len = s->pool_len;
+    d->pool_cap = s->pool_cap;
+    d->n = s->n;
+    d->cap = s->cap;
+    d->n_slots = s->n_slots;
+    return 0;
+}
+
+static int
+strtab_rehash(dfg_strtab *t, uint32_t n_slots)
+{
+    uint32_t *slots = calloc(n_slots, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (uint32_t id = 1; id < t->n; id++) {
+        uint32_t i = str_hash(t->pool + t->offset[id]) & (n_slots - 1);
+        while (slots[i])
+            i = (i + 1) & (n_slots - 1);
+        slots[i] = id;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->n_slots = n_slots;
+    return 0;
+}
+
+int32_t
+dfg_intern(dfg *g, const char *text)
+{
+    dfg_strtab *t = &g->strings;
+    if (!text || !*text)
+        return 0;
+    uint32_t i = str_hash(text) & (t->n_slots - 1);
+    while (t->slots[i]) {
+        if (strcmp(t->pool + t->offset[t->slots[i]], text) == 0)
+            return (int32_t)t->slots[i];
+        i = (i + 1) & (t->n_slots - 1);
+    }
+    size_t len = strlen(text) + 1;
+    if (t->pool_len + len > t->pool_cap) {
+        size_t c = t->pool_cap * 2;
+        while (c < t->pool_len + len)
+            c *= 2;
+        char *p = realloc(t->pool, c);
+        if (!p)
+            return -1;
+        t->pool = p;
+        t->pool_cap = c;
+    }
+    if (t->n == t->cap) {
+        uint32_t *o = realloc(t->offset, (size_t)t->cap * 2 * sizeof *o);
+        if (!o)
+            return -1;
+        t->offset = o;
+        t->cap *= 2;
+    }
+    uint32_t id = t->n++;
+    t->offset[id] = (uint32_t)t->pool_len;
+    memcpy(t->pool + t->pool_len, text, len);
+    t->pool_len += len;
+    t->slots[i] = id;
+    if (t->n * 2 > t->n_slots && strtab_rehash(t, t->n_slots * 2) != 0)
+        return -1;
+    return (int32_t)id;
+}
+
+const char *
+dfg_name(const dfg *g, int32_t id)
+{
+    if (id <= 0 || (uint32_t)id >= g->strings.n)
+        return "";
+    return g->strings.pool + g->strings.offset[id];
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------- */
+
+int
+dfg_init(dfg *g, int32_t n_ranks)
+{
+    memset(g, 0, sizeof *g);
+    if (strtab_init(&g->strings) != 0)
+        goto fail;
+    g->n_ranks = n_ranks;
+    g->rank_weight = malloc((size_t)(n_ranks > 0 ? n_ranks : 1) * sizeof *g->rank_weight);
+    g->iter_off = calloc((size_t)n_ranks + 1, sizeof *g->iter_off);
+    if (!g->rank_weight || !g->iter_off)
+        goto fail;
+    for (int32_t r = 0; r < n_ranks; r++)
+        g->rank_weight[r] = 1;
+    return 0;
+fail:
+    dfg_free(g);
+    return -1;
+}
+
+static void
+free_derived(dfg *g)
+{
+    free(g->succ_off);
+    free(g->succ);
+    free(g->n_preds);
+    free(g->launched_off);
+    free(g->launched);
+    g->succ_off = NULL;
+    g->succ = NULL;
+    g->n_preds = NULL;
+    g->launched_off = NULL;
+    g->launched = NULL;
+    g->finalized = 0;
+}
+
+void
+dfg_free(dfg *g)
+{
+    free(g->kind);
+    free(g->flags);
+    free(g->res);
+    free(g->name);
+    free(g->dur);
+    free(g->gap);
+    free(g->lat);
+    free(g->launch);
+    free(g->group);
+    free(g->next_in_group);
+    free(g->prev_on_res);
+    free(g->next_on_res);
+    free(g->bytes);
+    free(g->mstart);
+    free(g->mend);
+    free(g->esrc);
+    free(g->edst);
+    free_derived(g);
+    free(g->res_kind);
+    free(g->res_rank);
+    free(g->res_id);
+    free(g->res_first);
+    free(g->res_last);
+    free(g->res_label);
+    free(g->grp_op);
+    free(g->grp_nranks);
+    free(g->grp_members);
+    free(g->grp_first);
+    free(g->grp_bytes);
+    free(g->grp_dur);
+    free(g->grp_mdur);
+    free(g->grp_comm);
+    free(g->grp_seq);
+    free(g->rank_weight);
+    free(g->iter_off);
+    free(g->iter_node);
+    strtab_free(&g->strings);
+    memset(g, 0, sizeof *g);
+}
+
+/* Copies n elements of an array (NULL stays NULL). Returns 0 or -1. */
+static int
+dup_array(void **dst, const void *src, size_t elem, int64_t cap, int64_t n)
+{
+    *dst = NULL;
+    if (!src)
+        return 0;
+    *dst = malloc((size_t)(cap > 0 ? cap : 1) * elem);
+    if (!*dst)
+        return -1;
+    memcpy(*dst, src, (size_t)n * elem);
+    return 0;
+}
+
+int
+dfg_clone(dfg *d, const dfg *s)
+{
+    int rc = 0;
+    memset(d, 0, sizeof *d);
+    d->n_nodes = s->n_nodes;
+    d->cap_nodes = s->cap_nodes;
+    d->n_edges = s->n_edges;
+    d->cap_edges = s->cap_edges;
+    d->n_res = s->n_res;
+    d->cap_res = s->cap_res;
+    d->n_groups = s->n_groups;
+    d->cap_groups = s->cap_groups;
+    d->n_ranks = s->n_ranks;
+    d->n_iter_nodes = s->n_iter_nodes;
+#define DUP(f, cap, n) rc |= dup_array((void **)&d->f, s->f, sizeof *s->f, cap, n)
+    DUP(kind, s->cap_nodes, s->n_nodes);
+    DUP(flags, s->cap_nodes, s->n_nodes);
+    DUP(res, s->cap_nodes, s->n_nodes);
+    DUP(name, s->cap_nodes, s->n_nodes);
+    DUP(dur, s->cap_nodes, s->n_nodes);
+    DUP(gap, s->cap_nodes, s->n_nodes);
+    DUP(lat, s->cap_nodes, s->n_nodes);
+    DUP(launch, s->cap_nodes, s->n_nodes);
+    DUP(group, s->cap_nodes, s->n_nodes);
+    DUP(next_in_group, s->cap_nodes, s->n_nodes);
+    DUP(prev_on_res, s->cap_nodes, s->n_nodes);
+    DUP(next_on_res, s->cap_nodes, s->n_nodes);
+    DUP(bytes, s->cap_nodes, s->n_nodes);
+    DUP(mstart, s->cap_nodes, s->n_nodes);
+    DUP(mend, s->cap_nodes, s->n_nodes);
+    DUP(esrc, s->cap_edges, s->n_edges);
+    DUP(edst, s->cap_edges, s->n_edges);
+    DUP(res_kind, s->cap_res, s->n_res);
+    DUP(res_rank, s->cap_res, s->n_res);
+    DUP(res_id, s->cap_res, s->n_res);
+    DUP(res_first, s->cap_res, s->n_res);
+    DUP(res_last, s->cap_res, s->n_res);
+    DUP(res_label, s->cap_res, s->n_res);
+    DUP(grp_op, s->cap_groups, s->n_groups);
+    DUP(grp_nranks, s->cap_groups, s->n_groups);
+    DUP(grp_members, s->cap_groups, s->n_groups);
+    DUP(grp_first, s->cap_groups, s->n_groups);
+    DUP(grp_bytes, s->cap_groups, s->n_groups);
+    DUP(grp_dur, s->cap_groups, s->n_groups);
+    DUP(grp_mdur, s->cap_groups, s->n_groups);
+    DUP(grp_comm, s->cap_groups, s->n_groups);
+    DUP(grp_seq, s->cap_groups, s->n_groups);
+    DUP(rank_weight, s->n_ranks, s->n_ranks);
+    DUP(iter_off, s->n_ranks + 1, s->n_ranks + 1);
+    DUP(iter_node, s->n_iter_nodes, s->n_iter_nodes);
+#undef DUP
+    if (rc == 0)
+        rc = strtab_clone(&d->strings, &s->strings);
+    if (rc != 0) {
+        dfg_free(d);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- construction -------------------------------------------------------------------- */
+
+static int
+reserve_nodes(dfg *g, int64_t need)
+{
+    if (need <= g->cap_nodes)
+        return 0;
+    int64_t c = next_cap(g->cap_nodes, need);
+    if (c > INT32_MAX)
+        c = INT32_MAX;
+    int rc = 0;
+#define G(f) rc |= grow((void **)&g->f, sizeof *g->f, c)
+    G(kind);
+    G(flags);
+    G(res);
+    G(name);
+    G(dur);
+    G(gap);
+    G(lat);
+    G(launch);
+    G(group);
+    G(next_in_group);
+    G(prev_on_res);
+    G(next_on_res);
+    G(bytes);
+    G(mstart);
+    G(mend);
+#undef G
+    if (rc != 0)
+        return -1;
+    g->cap_nodes = (int32_t)c;
+    return 0;
+}
+
+int
+dfg_reserve(dfg *g, int64_t nodes, int64_t edges)
+{
+    if (nodes > INT32_MAX)
+        return -1;
+    if (reserve_nodes(g, nodes) != 0)
+        return -1;
+    if (edges > g->cap_edges) {
+        if (grow((void **)&g->esrc, sizeof *g->esrc, edges) != 0 ||
+            grow((void **)&g->edst, sizeof *g->edst, edges) != 0)
+            return -1;
+        g->cap_edges = edges;
+    }
+    return 0;
+}
+
+int32_t
+dfg_add_resource(dfg *g, int kind, int32_t rank, uint64_t id, int32_t label)
+{
+    if (g->n_res == g->cap_res) {
+        int64_t c = next_cap(g->cap_res, g->n_res + 1);
+        int rc = 0;
+#define G(f) rc |= grow((void **)&g->f, sizeof *g->f, c)
+        G(res_kind);
+        G(res_rank);
+        G(res_id);
+        G(res_first);
+        G(res_last);
+        G(res_label);
+#undef G
+        if (rc != 0)
+            return -1;
+        g->cap_res = (int32_t)c;
+    }
+    int32_t r = g->n_res++;
+    g->res_kind[r] = (uint8_t)kind;
+    g->res_rank[r] = rank;
+    g->res_id[r] = id;
+    g->res_first[r] = -1;
+    g->res_last[r] = -1;
+    g->res_label[r] = label;
+    return r;
+}
+
+int32_t
+dfg_add_node(dfg *g, int kind, int32_t res, int32_t name)
+{
+    if (reserve_nodes(g, (int64_t)g->n_nodes + 1) != 0)
+        return -1;
+    int32_t n = g->n_nodes++;
+    g->kind[n] = (uint8_t)kind;
+    g->flags[n] = 0;
+    g->res[n] = res;
+    g->name[n] = name;
+    g->dur[n] = 0;
+    g->gap[n] = 0;
+    g->lat[n] = 0;
+    g->launch[n] = -1;
+    g->group[n] = -1;
+    g->next_in_group[n] = -1;
+    g->bytes[n] = 0;
+    g->mstart[n] = 0;
+    g->mend[n] = 0;
+    g->next_on_res[n] = -1;
+    g->prev_on_res[n] = g->res_last[res];
+    if (g->res_last[res] >= 0)
+        g->next_on_res[g->res_last[res]] = n;
+    else
+        g->res_first[res] = n;
+    g->res_last[res] = n;
+    g->finalized = 0;
+    return n;
+}
+
+int32_t
+dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t dur)
+{
+    int32_t res = g->res[after];
+    int32_t n = dfg_add_node(g, kind, res, name);
+    if (n < 0)
+        return -1;
+    /* dfg_add_node appended n at the end; unlink and relink after `after`. */
+    int32_t last_prev = g->prev_on_res[n];
+    if (last_prev != after) {
+        g->next_on_res[last_prev] = -1;
+        g->res_last[res] = last_prev;
+        int32_t nx = g->next_on_res[after];
+        g->prev_on_res[n] = after;
+        g->next_on_res[n] = nx;
+        g->next_on_res[after] = n;
+        if (nx >= 0)
+            g->prev_on_res[nx] = n;
+        else
+            g->res_last[res] = n;
+    }
+    g->flags[n] = DFG_F_SYNTHETIC;
+    g->dur[n] = dur;
+    g->mstart[n] = g->mend[after];
+    g->mend[n] = g->mend[after];
+    return n;
+}
+
+int
+dfg_add_edge(dfg *g, int32_t src, int32_t dst)
+{
+    if (src < 0 || dst < 0 || src == dst)
+        return 0;
+    if (g->n_edges == g->cap_edges) {
+        int64_t c = next_cap(g->cap_edges, g->n_edges + 1);
+        if (grow((void **)&g->esrc, sizeof *g->esrc, c) != 0 ||
+            grow((void **)&g->edst, sizeof *g->edst, c) != 0)
+            return -1;
+        g->cap_edges = c;
+    }
+    g->esrc[g->n_edges] = src;
+    g->edst[g->n_edges] = dst;
+    g->n_edges++;
+    g->finalized = 0;
+    return 0;
+}
+
+int32_t
+dfg_add_group(dfg *g, int op, int32_t nranks, int64_t bytes, uint64_t comm, uint64_t seq,
+              int64_t measured_dur)
+{
+    if (g->n_groups == g->cap_groups) {
+        int64_t c = next_cap(g->cap_groups, g->n_groups + 1);
+        int rc = 0;
+#define G(f) rc |= grow((void **)&g->f, sizeof *g->f, c)
+        G(grp_op);
+        G(grp_nranks);
+        G(grp_members);
+        G(grp_first);
+        G(grp_bytes);
+        G(grp_dur);
+        G(grp_mdur);
+        G(grp_comm);
+        G(grp_seq);
+#undef G
+        if (rc != 0)
+            return -1;
+        g->cap_groups = (int32_t)c;
+    }
+    int32_t k = g->n_groups++;
+    g->grp_op[k] = (uint8_t)op;
+    g->grp_nranks[k] = nranks;
+    g->grp_members[k] = 0;
+    g->grp_first[k] = -1;
+    g->grp_bytes[k] = bytes;
+    g->grp_mdur[k] = measured_dur;
+    g->grp_dur[k] = measured_dur >= 0 ? measured_dur : 0;
+    g->grp_comm[k] = comm;
+    g->grp_seq[k] = seq;
+    g->finalized = 0;
+    return k;
+}
+
+void
+dfg_set_group(dfg *g, int32_t n, int32_t grp)
+{
+    g->kind[n] = DFG_COLL;
+    g->group[n] = grp;
+    g->next_in_group[n] = g->grp_first[grp];
+    g->grp_first[grp] = n;
+    g->grp_members[grp]++;
+    g->finalized = 0;
+}
+
+int
+dfg_set_iterations(dfg *g, int32_t r, const int32_t *nodes, int32_t n)
+{
+    if (r < 0 || r >= g->n_ranks || n < 0)
+        return -1;
+    int32_t old = g->iter_off[r + 1] - g->iter_off[r];
+    int32_t total = g->n_iter_nodes - old + n;
+    int32_t *arr = malloc((size_t)(total > 0 ? total : 1) * sizeof *arr);
+    if (!arr)
+        return -1;
+    int32_t k = 0;
+    for (int32_t q = 0; q < g->n_ranks; q++) {
+        if (q == r) {
+            if (n > 0)
+                memcpy(arr + k, nodes, (size_t)n * sizeof *arr);
+            k += n;
+        } else {
+            int32_t len = g->iter_off[q + 1] - g->iter_off[q];
+            if (len > 0)
+                memcpy(arr + k, g->iter_node + g->iter_off[q], (size_t)len * sizeof *arr);
+            k += len;
+        }
+    }
+    /* recompute offsets */
+    int32_t off = 0;
+    int32_t *lens = malloc((size_t)g->n_ranks * sizeof *lens + 1);
+    if (!lens) {
+        free(arr);
+        return -1;
+    }
+    for (int32_t q = 0; q < g->n_ranks; q++)
+        lens[q] = q == r ? n : g->iter_off[q + 1] - g->iter_off[q];
+    for (int32_t q = 0; q < g->n_ranks; q++) {
+        g->iter_off[q] = off;
+        off += lens[q];
+    }
+    g->iter_off[g->n_ranks] = off;
+    free(lens);
+    free(g->iter_node);
+    g->iter_node = arr;
+    g->n_iter_nodes = total;
+    return 0;
+}
+
+int32_t
+dfg_iterations(const dfg *g, int32_t r, const int32_t **nodes)
+{
+    if (r < 0 || r >= g->n_ranks) {
+        *nodes = NULL;
+        return 0;
+    }
+    *nodes = g->iter_node + g->iter_off[r];
+    return g->iter_off[r + 1] - g->iter_off[r];
+}
+
+/* ---- transformations ----------------------------------------------------------------- */
+
+int
+dfg_remove_node(dfg *g, int32_t n)
+{
+    if (n < 0 || n >= g->n_nodes || (g->flags[n] & DFG_F_REMOVED))
+        return -1;
+    /* bypass edges: every (p -> n) x (n -> s) becomes p -> s */
+    int64_t ne = g->n_edges;
+    for (int64_t i = 0; i < ne; i++) {
+        if (g->edst[i] != n)
+            continue;
+        int32_t p = g->esrc[i];
+        for (int64_t j = 0; j < ne; j++)
+            if (g->esrc[j] == n && dfg_add_edge(g, p, g->edst[j]) != 0)
+                return -1;
+    }
+    for (int64_t i = 0; i < g->n_edges; i++)
+        if (g->esrc[i] == n || g->edst[i] == n)
+            g->esrc[i] = g->edst[i] = -1;
+
+    int32_t prev = g->prev_on_res[n], next = g->next_on_res[n];
+    /* devices launched by n move to the previous host call on the thread */
+    if (g->kind[n] == DFG_HOST) {
+        for (int32_t i = 0; i < g->n_nodes; i++)
+            if (g->launch[i] == n)
+                g->launch[i] = prev;
+    }
+    if (next >= 0)
+        g->gap[next] += g->gap[n];
+    if (prev >= 0)
+        g->next_on_res[prev] = next;
+    else
+        g->res_first[g->res[n]] = next;
+    if (next >= 0)
+        g->prev_on_res[next] = prev;
+    else
+        g->res_last[g->res[n]] = prev;
+    g->prev_on_res[n] = g->next_on_res[n] = -1;
+
+    if (g->group[n] >= 0) {
+        int32_t grp = g->group[n];
+        int32_t *pp = &g->grp_first[grp];
+        while (*pp >= 0 && *pp != n)
+            pp = &g->next_in_group[*pp];
+        if (*pp == n)
+            *pp = g->next_in_group[n];
+        g->group[n] = -1;
+    }
+    for (int32_t i = 0; i < g->n_iter_nodes; i++)
+        if (g->iter_node[i] == n)
+            g->iter_node[i] = prev >= 0 ? prev : next;
+    g->flags[n] |= DFG_F_REMOVED;
+    g->finalized = 0;
+    return 0;
+}
+
+int
+dfg_merge_nodes(dfg *g, int32_t a, int32_t b)
+{
+    if (a < 0 || b < 0 || a >= g->n_nodes || b >= g->n_nodes || a == b ||
+        g->res[a] != g->res[b] || ((g->flags[a] | g->flags[b]) & DFG_F_REMOVED))
+        return -1;
+    int64_t ne = g->n_edges;
+    for (int64_t i = 0; i < ne; i++) {
+        if (g->esrc[i] == b && g->edst[i] != a && dfg_add_edge(g, a, g->edst[i]) != 0)
+            return -1;
+        if (g->edst[i] == b && g->esrc[i] != a && dfg_add_edge(g, g->esrc[i], a) != 0)
+            return -1;
+    }
+    for (int64_t i = 0; i < g->n_edges; i++)
+        if (g->esrc[i] == b || g->edst[i] == b)
+            g->esrc[i] = g->edst[i] = -1;
+    if (g->kind[b] == DFG_HOST)
+        for (int32_t i = 0; i < g->n_nodes; i++)
+            if (g->launch[i] == b)
+                g->launch[i] = a;
+    g->dur[a] += g->dur[b];
+    g->bytes[a] += g->bytes[b];
+    if (g->mend[b] > g->mend[a])
+        g->mend[a] = g->mend[b];
+    g->flags[a] |= g->flags[b] & DFG_F_BLOCKING;
+    /* b's gap moves to the node after b (dfg_remove_node), where the time was spent */
+    return dfg_remove_node(g, b);
+}
+
+int
+dfg_merge_groups(dfg *g, int32_t a, int32_t b)
+{
+    if (a < 0 || b < 0 || a >= g->n_groups || b >= g->n_groups || a == b)
+        return -1;
+    int32_t nb = g->grp_first[b];
+    while (nb >= 0) {
+        int32_t next = g->next_in_group[nb];
+        int32_t rank = dfg_rank(g, nb);
+        int32_t na = g->grp_first[a];
+        while (na >= 0 && dfg_rank(g, na) != rank)
+            na = g->next_in_group[na];
+        if (na >= 0 && g->res[na] == g->res[nb]) {
+            if (dfg_merge_nodes(g, na, nb) != 0)
+                return -1;
+        } else {
+            /* no partner on this rank: move the participant over */
+            int32_t *pp = &g->grp_first[b];
+            while (*pp >= 0 && *pp != nb)
+                pp = &g->next_in_group[*pp];
+            if (*pp == nb)
+                *pp = g->next_in_group[nb];
+            g->grp_members[b]--;
+            dfg_set_group(g, nb, a);
+        }
+        nb = next;
+    }
+    g->grp_first[b] = -1;
+    g->grp_members[b] = 0;
+    g->grp_bytes[a] += g->grp_bytes[b];
+    g->grp_bytes[b] = 0;
+    g->finalized = 0;
+    return 0;
+}
+
+/* ---- finalize ------------------------------------------------------------------------ */
+
+static int
+cmp_edge(const void *pa, const void *pb)
+{
+    const int64_t *a = pa, *b = pb;
+    return (*a > *b) - (*a < *b);
+}
+
+int
+dfg_finalize(dfg *g)
+{
+    if (g->finalized)
+        return 0;
+    free_derived(g);
+    int32_t n = g->n_nodes;
+    g->succ_off = calloc((size_t)n + 1, sizeof *g->succ_off);
+    g->n_preds = calloc((size_t)n + 1, sizeof *g->n_preds);
+    g->launched_off = calloc((size_t)n + 1, sizeof *g->launched_off);
+    if (!g->succ_off || !g->n_preds || !g->launched_off)
+        goto fail;
+
+    /* compact the edge list: drop dead edges, sort by (src,dst), drop duplicates */
+    int64_t k = 0;
+    int sorted = 1;
+    for (int64_t i = 0; i < g->n_edges; i++) {
+        int32_t s = g->esrc[i], d = g->edst[i];
+        if (s < 0 || d < 0 || (g->flags[s] & DFG_F_REMOVED) || (g->flags[d] & DFG_F_REMOVED))
+            continue;
+        if (k > 0 && (g->esrc[k - 1] > s || (g->esrc[k - 1] == s && g->edst[k - 1] >= d)))
+            sorted = 0;
+        g->esrc[k] = s;
+        g->edst[k] = d;
+        k++;
+    }
+    g->n_edges = k;
+    if (!sorted) {
+        int64_t *key = malloc((size_t)(k > 0 ? k : 1) * sizeof *key);
+        if (!key)
+            goto fail;
+        for (int64_t i = 0; i < k; i++)
+            key[i] = ((int64_t)g->esrc[i] << 32) | (uint32_t)g->edst[i];
+        qsort(key, (size_t)k, sizeof *key, cmp_edge);
+        int64_t m = 0;
+        for (int64_t i = 0; i < k; i++) {
+            if (i > 0 && key[i] == key[i - 1])
+                continue;
+            g->esrc[m] = (int32_t)(key[i] >> 32);
+            g->edst[m] = (int32_t)(key[i] & 0xffffffff);
+            m++;
+        }
+        free(key);
+        g->n_edges = m;
+    }
+    g->succ = malloc((size_t)(g->n_edges > 0 ? g->n_edges : 1) * sizeof *g->succ);
+    if (!g->succ)
+        goto fail;
+    for (int64_t i = 0; i < g->n_edges; i++) {
+        g->succ_off[g->esrc[i] + 1]++;
+        g->n_preds[g->edst[i]]++;
+        g->succ[i] = g->edst[i];
+    }
+    for (int32_t i = 0; i < n; i++)
+        g->succ_off[i + 1] += g->succ_off[i];
+
+    /* launched lists */
+    int32_t nl = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t l = g->launch[i];
+        if (l >= 0 && !(g->flags[i] & DFG_F_REMOVED)) {
+            if ((g->flags[l] & DFG_F_REMOVED) || g->kind[l] != DFG_HOST) {
+                g->launch[i] = -1;
+                continue;
+            }
+            g->launched_off[l + 1]++;
+            nl++;
+        }
+    }
+    for (int32_t i = 0; i < n; i++)
+        g->launched_off[i + 1] += g->launched_off[i];
+    g->launched = malloc((size_t)(nl > 0 ? nl : 1) * sizeof *g->launched);
+    int32_t *fill = calloc((size_t)n + 1, sizeof *fill);
+    if (!g->launched || !fill) {
+        free(fill);
+        goto fail;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        int32_t l = g->launch[i];
+        if (l >= 0 && !(g->flags[i] & DFG_F_REMOVED))
+            g->launched[g->launched_off[l] + fill[l]++] = i;
+    }
+    free(fill);
+
+    /* group member counts */
+    for (int32_t q = 0; q < g->n_groups; q++) {
+        int32_t c = 0;
+        for (int32_t m = g->grp_first[q]; m >= 0; m = g->next_in_group[m])
+            c++;
+        g->grp_members[q] = c;
+    }
+    g->finalized = 1;
+    return 0;
+fail:
+    free_derived(g);
+    return -1;
+}
+
+int32_t
+dfg_live_nodes(const dfg *g)
+{
+    int32_t c = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        c += !(g->flags[i] & DFG_F_REMOVED);
+    return c;
+}

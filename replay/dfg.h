@@ -1,0 +1,215 @@
+/*
+ * dfg.h: the global dataflow graph of a distributed job (prefix dfg_).
+ *
+ * Nodes are host API calls (one resource per host thread), device operations (one
+ * resource per stream) and device participants of collectives, which belong to a
+ * collective group spanning ranks. Storage is a struct of arrays indexed by int32 node
+ * ids; no per-node allocation.
+ *
+ * Dependencies, and how the simulator (sim.h) reads them:
+ *   - resource order: every resource runs its nodes in the order of the chain
+ *     res_first -> next_on_res -> ...; a node follows the previous one on its resource
+ *     after gap[n] ns (host: measured framework time between calls; stream: the
+ *     measured idle time between back-to-back device operations);
+ *   - launch: a device node whose launch[n] >= 0 starts no earlier than lat[n] ns after
+ *     its launching host node STARTED (a blocking call may wait for its own work);
+ *   - edges (dfg_add_edge, CSR after dfg_finalize): finish-to-start. For a host node a
+ *     predecessor delays its END (the call has begun and blocks: stream/event/device
+ *     synchronisation, blocking memcpy); for a device node it delays its start (event
+ *     record -> stream wait);
+ *   - collective groups: each participant is ready when its own dependencies are met;
+ *     the group starts its transfer when the last participant is ready and every
+ *     participant ends grp_dur[g] ns later.
+ *
+ * A node's duration dur[n] is intrinsic: for a blocking host call, the time it took
+ * after what it waited for had finished.
+ *
+ * Times mstart/mend are the measured ones, aligned across ranks, in ns relative to the
+ * job's earliest event (0 for nodes a transformation created).
+ *
+ * Mutation (for the optimizer): dfg_clone, dfg_remove_node, dfg_merge_nodes,
+ * dfg_insert_after, dfg_add_edge, dfg_merge_groups, plain stores into dur/gap/lat and
+ * the grp_* arrays. Any structural change marks the graph unfinalized; sim_run
+ * finalizes it again (O(nodes + edges)).
+ */
+#ifndef DPRO_REPLAY_DFG_H
+#define DPRO_REPLAY_DFG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum dfg_node_kind {
+    DFG_HOST = 1,   /* host API call (CUDA runtime/driver, NCCL host call) */
+    DFG_KERNEL = 2, /* device kernel */
+    DFG_MEMCPY = 3, /* device copy */
+    DFG_MEMSET = 4, /* device memset */
+    DFG_COLL = 5,   /* device participant of a collective group */
+};
+
+enum dfg_node_flag {
+    DFG_F_REMOVED = 1, /* removed by a transformation; skipped everywhere */
+    DFG_F_BLOCKING = 2, /* host call that waits for device work (has predecessors) */
+    DFG_F_SYNTHETIC = 4, /* created by a transformation, no measured times */
+};
+
+enum dfg_res_kind {
+    DFG_RES_THREAD = 1,
+    DFG_RES_STREAM = 2,
+};
+
+typedef struct dfg_strtab {
+    char *pool;
+    size_t pool_len, pool_cap;
+    uint32_t *offset; /* id -> offset in pool; id 0 is "" */
+    uint32_t n, cap;
+    uint32_t *slots; /* open-addressing hash of ids */
+    uint32_t n_slots;
+} dfg_strtab;
+
+typedef struct dfg {
+    /* ---- nodes ---- */
+    int32_t n_nodes, cap_nodes;
+    uint8_t *kind;
+    uint8_t *flags;
+    int32_t *res;           /* resource of the node */
+    int32_t *name;          /* string id (dfg_name) */
+    int64_t *dur;           /* intrinsic duration, ns */
+    int64_t *gap;           /* ns after the previous node on the resource (or after 0) */
+    int32_t *lat;           /* device: ns after its launch node started */
+    int32_t *launch;        /* device: launching host node, or -1 */
+    int32_t *group;         /* collective group, or -1 */
+    int32_t *next_in_group; /* chain of a group's participants, -1 ends it */
+    int32_t *prev_on_res, *next_on_res;
+    int64_t *bytes;         /* bytes moved or touched (copies, collectives), else 0 */
+    int64_t *mstart, *mend; /* measured, aligned, ns */
+
+    /* ---- dependency edges (src finishes before dst; see above) ---- */
+    int64_t n_edges, cap_edges;
+    int32_t *esrc, *edst;
+
+    /* ---- built by dfg_finalize ---- */
+    int finalized;
+    int64_t *succ_off; /* n_nodes + 1 */
+    int32_t *succ;
+    int32_t *n_preds;      /* live predecessors by edge */
+    int32_t *launched_off; /* n_nodes + 1: device nodes each host node launched */
+    int32_t *launched;
+
+    /* ---- resources ---- */
+    int32_t n_res, cap_res;
+    uint8_t *res_kind;
+    int32_t *res_rank;
+    uint64_t *res_id; /* thread id or stream handle */
+    int32_t *res_first, *res_last;
+    int32_t *res_label; /* string id: thread name or "stream N" */
+
+    /* ---- collective groups ---- */
+    int32_t n_groups, cap_groups;
+    uint8_t *grp_op;       /* enum dpro_coll_op */
+    int32_t *grp_nranks;   /* ranks of the communicator (for the cost model) */
+    int32_t *grp_members;  /* participants present in the graph (dfg_finalize) */
+    int32_t *grp_first;    /* first participant node */
+    int64_t *grp_bytes;    /* payload bytes, as the cost model takes them */
+    int64_t *grp_dur;      /* transfer time the simulator uses, ns */
+    int64_t *grp_mdur;     /* measured transfer time (end - last arrival), ns; -1 none */
+    uint64_t *grp_comm, *grp_seq;
+
+    /* ---- ranks ---- */
+    int32_t n_ranks;      /* rank indices 0 .. n_ranks-1 (a missing rank has no nodes) */
+    int32_t *rank_weight; /* how many real ranks this rank stands for (>= 1) */
+    int32_t *iter_off;    /* n_ranks + 1: iteration boundary nodes of each rank */
+    int32_t *iter_node;   /* nodes whose END closes each iteration, in order */
+    int32_t n_iter_nodes;
+
+    dfg_strtab strings;
+} dfg;
+
+/* Initialises an empty graph for n_ranks ranks. Returns 0, or -1 when out of memory
+ * (the graph is then empty but valid for dfg_free). */
+int dfg_init(dfg *g, int32_t n_ranks);
+
+/* Frees everything the graph holds; g may be reused with dfg_init. */
+void dfg_free(dfg *g);
+
+/* Deep copy of src into dst (dst uninitialised). Returns 0 or -1 (out of memory; dst is
+ * then freed). The copy is independent: transform it and simulate it without touching
+ * src. */
+int dfg_clone(dfg *dst, const dfg *src);
+
+/* Interns text and returns its string id (>= 1), or -1 when out of memory. */
+int32_t dfg_intern(dfg *g, const char *text);
+
+/* Text of a string id ("" for 0 or an unknown id). Valid until the next dfg_intern. */
+const char *dfg_name(const dfg *g, int32_t id);
+
+/* Reserves room for `nodes` nodes and `edges` edges in total (avoids regrowth when the
+ * size is known). Returns 0 or -1. */
+int dfg_reserve(dfg *g, int64_t nodes, int64_t edges);
+
+/* Adds a resource (host thread or stream) of a rank; label is a string id (0: none).
+ * Returns its index, or -1 when out of memory. */
+int32_t dfg_add_resource(dfg *g, int kind, int32_t rank, uint64_t id, int32_t label);
+
+/* Appends a node at the end of resource res's order. All timing fields are zero,
+ * launch and group -1; set them directly. Returns the node id, or -1 when out of
+ * memory. */
+int32_t dfg_add_node(dfg *g, int kind, int32_t res, int32_t name);
+
+/* Inserts a new node right after node `after` on after's resource (flag SYNTHETIC,
+ * measured times copied from `after`'s end). Returns its id, or -1. */
+int32_t dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t dur);
+
+/* Adds a finish-to-start edge src -> dst. Duplicates are harmless. Returns 0 or -1. */
+int dfg_add_edge(dfg *g, int32_t src, int32_t dst);
+
+/* Adds a collective group. Returns its index, or -1 when out of memory. grp_dur is set
+ * to grp_mdur (when >= 0) until someone assigns a modelled duration. */
+int32_t dfg_add_group(dfg *g, int op, int32_t nranks, int64_t bytes, uint64_t comm,
+                      uint64_t seq, int64_t measured_dur);
+
+/* Makes device node n a participant of group grp (kind becomes DFG_COLL). */
+void dfg_set_group(dfg *g, int32_t n, int32_t grp);
+
+/* Removes node n: its edge predecessors become predecessors of its edge successors,
+ * devices it launched are re-attached to the previous host node on its resource (or
+ * lose their launch dependency), its gap is added to the next node's gap on the
+ * resource, and iteration boundaries on it move to the previous node on the resource
+ * (the next one if there is none). Returns 0, or -1 when
+ * out of memory. */
+int dfg_remove_node(dfg *g, int32_t n);
+
+/* Merges node b into node a (same resource): a's duration becomes dur[a] + dur[b]
+ * (callers then set the fused cost they model), b's edges and launched devices are
+ * moved to a, and b is removed. Returns 0, or -1 (different resources, removed nodes,
+ * out of memory). */
+int dfg_merge_nodes(dfg *g, int32_t a, int32_t b);
+
+/* Merges collective group b into group a: on every rank, b's participant is merged
+ * into a's (dfg_merge_nodes) and the bytes are summed. grp_dur[a] is left for the
+ * caller to re-estimate (costmodel_predict). Returns 0 or -1. */
+int dfg_merge_groups(dfg *g, int32_t a, int32_t b);
+
+/* Sets the iteration boundary nodes of rank r (copied): iteration i runs from the end
+ * of nodes[i] to the end of nodes[i + 1] (e.g. the host synchronisation that closes
+ * each training step). Returns 0 or -1. */
+int dfg_set_iterations(dfg *g, int32_t r, const int32_t *nodes, int32_t n);
+
+/* Number of iteration boundaries of rank r and a pointer to them. */
+int32_t dfg_iterations(const dfg *g, int32_t r, const int32_t **nodes);
+
+/* Builds the CSR successor lists, predecessor counts, launched lists and group member
+ * counts; drops edges touching removed nodes and duplicate edges. Idempotent. Returns 0
+ * or -1 (out of memory). */
+int dfg_finalize(dfg *g);
+
+/* Live (not removed) node count. */
+int32_t dfg_live_nodes(const dfg *g);
+
+/* Rank of a node (through its resource). */
+static inline int32_t
+dfg_rank(const dfg *g, int32_t n)
+{
+    return g->res_rank[g->res[n]];
+}
+
+#endif

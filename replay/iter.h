@@ -1,0 +1,41 @@
+/*
+ * iter.h: finding training iterations in one rank's trace (prefix iter_).
+ *
+ * From markers first: DPRO_MARK_ITERATION events, or NVTX / framework ranges whose text
+ * names an iteration ("iteration 3", "iter 3", "step 3", "ProfilerStep#3", "train_step").
+ * Without markers, from the period of the sequence of kernel names: the smallest exact
+ * period of its steady part (prefix hashes, O(1) per candidate), else the shift that
+ * makes the sequence match itself best (at least 90 % of positions; the shortest of the
+ * near-best shifts); the caller cuts iterations where the device idled longest.
+ * Warm-up iterations are the leading ones that are clearly slower than the steady
+ * median.
+ */
+#ifndef DPRO_REPLAY_ITER_H
+#define DPRO_REPLAY_ITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum iter_method {
+    ITER_NONE = 0,
+    ITER_MARKER = 1, /* iteration markers */
+    ITER_RANGE = 2,  /* NVTX / framework ranges named like iterations */
+    ITER_PERIOD = 3, /* period of the kernel sequence */
+};
+
+/* Returns non-zero if a range's text names an iteration, and stores in *key a small
+ * number telling the naming patterns apart (so one pattern is chosen per trace). */
+int iter_text_is_iteration(const char *text, int *key);
+
+/* Period of a sequence of name ids: stores the period in *period and the fraction of
+ * matching positions in *match and returns 0, or returns -1 if the sequence does not
+ * repeat at least twice. */
+int iter_find_period(const uint32_t *names, size_t n, size_t *period, double *match);
+
+/* Given n iteration start times (ascending), marks warm_up[i] = 1 for the leading
+ * iterations that took more than `tolerance` (e.g. 0.10) longer than the median of the
+ * rest. Iteration i lasts starts[i+1] - starts[i]; the last start only closes the one
+ * before. Returns the number of warm-up iterations. */
+size_t iter_mark_warmup(const int64_t *starts, size_t n, double tolerance, uint8_t *warm_up);
+
+#endif

@@ -1,0 +1,630 @@
+/* replay.c: the replay pipeline (see replay.h). */
+#define PR_FMT "replay"
+#include "replay.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build.h"
+#include "dpro_log.h"
+#include "hmap.h"
+
+/* ---- iterations ------------------------------------------------------------------------ */
+
+void
+replay_rank_iters_free(replay_rank_iters *it)
+{
+    free(it->event_index);
+    free(it->start_ns);
+    memset(it, 0, sizeof *it);
+}
+
+static int
+push_index(replay_rank_iters *it, size_t *cap, size_t idx)
+{
+    if ((size_t)it->n == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        size_t *p = realloc(it->event_index, c * sizeof *p);
+        if (!p)
+            return -1;
+        it->event_index = p;
+        *cap = c;
+    }
+    it->event_index[it->n++] = idx;
+    return 0;
+}
+
+/* Iterations from the kernel sequence of the busiest stream. */
+static int
+detect_by_period(const job_rank *jr, replay_rank_iters *it)
+{
+    hmap cnt;
+    if (hmap_init(&cnt, 16) != 0)
+        return -1;
+    uint64_t best_stream = 0;
+    int32_t best = 0;
+    for (size_t i = 0; i < jr->n_events; i++) {
+        const dpro_event *e = &jr->events[i];
+        if (e->kind != DPRO_KIND_KERNEL)
+            continue;
+        int32_t c = hmap_get(&cnt, e->stream, 0) + 1;
+        if (hmap_put(&cnt, e->stream, c) != 0) {
+            hmap_free(&cnt);
+            return -1;
+        }
+        if (c > best) {
+            best = c;
+            best_stream = e->stream;
+        }
+    }
+    hmap_free(&cnt);
+    if (best < 4)
+        return 0;
+    uint32_t *names = malloc((size_t)best * sizeof *names);
+    size_t *idx = malloc((size_t)best * sizeof *idx);
+    if (!names || !idx) {
+        free(names);
+        free(idx);
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < jr->n_events; i++) {
+        const dpro_event *e = &jr->events[i];
+        if (e->kind == DPRO_KIND_KERNEL && e->stream == best_stream) {
+            names[n] = e->name;
+            idx[n++] = i;
+        }
+    }
+    size_t p = 0;
+    double match = 0;
+    int rc = 0;
+    if (iter_find_period(names, n, &p, &match) == 0) {
+        /* phase: the position of the period after the longest idle time, summed */
+        size_t phase = 0;
+        double best_idle = -1;
+        for (size_t ph = 0; ph < p; ph++) {
+            double idle = 0;
+            for (size_t k = ph; k < n; k += p) {
+                if (k == 0)
+                    continue;
+                int64_t gap = (int64_t)jr->events[idx[k]].start_ns -
+                              (int64_t)jr->events[idx[k - 1]].end_ns;
+                idle += gap > 0 ? (double)gap : 0;
+            }
+            if (idle > best_idle) {
+                best_idle = idle;
+                phase = ph;
+            }
+        }
+        size_t cap = 0;
+        for (size_t k = phase; k < n && rc == 0; k += p)
+            if (k > 0)
+                rc = push_index(it, &cap, idx[k - 1]);
+        it->method = ITER_PERIOD;
+        it->period = p;
+    }
+    free(names);
+    free(idx);
+    return rc;
+}
+
+int
+replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
+{
+    memset(it, 0, sizeof *it);
+    size_t n_iter_markers = 0;
+    int32_t key_count[8] = {0};
+    for (size_t i = 0; i < jr->n_events; i++) {
+        const dpro_event *e = &jr->events[i];
+        if (e->kind != DPRO_KIND_MARKER)
+            continue;
+        if (e->subkind == DPRO_MARK_ITERATION) {
+            n_iter_markers++;
+        } else if (e->subkind == DPRO_MARK_RANGE || e->subkind == DPRO_MARK_CPU_OP) {
+            int key = 0;
+            if (iter_text_is_iteration(dpro_reader_string(jr->reader, e->name), &key) &&
+                key >= 0 && key < 8)
+                key_count[key]++;
+        }
+    }
+    int best_key = -1;
+    for (int k = 0; k < 8; k++)
+        if (key_count[k] >= 2 && (best_key < 0 || key_count[k] > key_count[best_key]))
+            best_key = k;
+    size_t cap = 0;
+    if (n_iter_markers >= 2 || best_key >= 0) {
+        /* the thread carrying most of them */
+        hmap cnt;
+        if (hmap_init(&cnt, 8) != 0)
+            return -1;
+        uint32_t best_thread = 0;
+        int32_t best = 0;
+        for (size_t i = 0; i < jr->n_events; i++) {
+            const dpro_event *e = &jr->events[i];
+            int key = 0;
+            int take = e->kind == DPRO_KIND_MARKER &&
+                       (n_iter_markers >= 2
+                            ? e->subkind == DPRO_MARK_ITERATION
+                            : ((e->subkind == DPRO_MARK_RANGE || e->subkind == DPRO_MARK_CPU_OP) &&
+                               iter_text_is_iteration(dpro_reader_string(jr->reader, e->name), &key) &&
+                               key == best_key));
+            if (!take)
+                continue;
+            int32_t c = hmap_get(&cnt, e->thread, 0) + 1;
+            hmap_put(&cnt, e->thread, c);
+            if (c > best) {
+                best = c;
+                best_thread = e->thread;
+            }
+        }
+        hmap_free(&cnt);
+        uint64_t last_start = 0;
+        for (size_t i = 0; i < jr->n_events; i++) {
+            const dpro_event *e = &jr->events[i];
+            int key = 0;
+            int take = e->kind == DPRO_KIND_MARKER && e->thread == best_thread &&
+                       (n_iter_markers >= 2
+                            ? e->subkind == DPRO_MARK_ITERATION
+                            : ((e->subkind == DPRO_MARK_RANGE || e->subkind == DPRO_MARK_CPU_OP) &&
+                               iter_text_is_iteration(dpro_reader_string(jr->reader, e->name), &key) &&
+                               key == best_key));
+            if (!take || (it->n > 0 && e->start_ns == last_start) || e->end_ns <= e->start_ns)
+                continue;
+            if (push_index(it, &cap, i) != 0)
+                return -1;
+            last_start = e->start_ns;
+        }
+        it->method = n_iter_markers >= 2 ? ITER_MARKER : ITER_RANGE;
+    } else if (detect_by_period(jr, it) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- alignment --------------------------------------------------------------------------- */
+
+static int
+align_job(replay *rp)
+{
+    job *j = &rp->job;
+    size_t cap = 1024, n = 0;
+    align_sample *s = malloc(cap * sizeof *s);
+    uint8_t *present = calloc((size_t)j->n_ranks + 1, 1);
+    if (!s || !present) {
+        free(s);
+        free(present);
+        return -1;
+    }
+    int from_host = 0, from_dev = 0;
+    for (int32_t r = 0; r < j->n_ranks; r++) {
+        job_rank *jr = &j->ranks[r];
+        if (!jr->reader)
+            continue;
+        present[r] = 1;
+        hmap dev_end;
+        if (hmap_init(&dev_end, jr->n_events / 4 + 16) != 0)
+            goto oom;
+        for (size_t i = 0; i < jr->n_events; i++) {
+            const dpro_event *e = &jr->events[i];
+            if ((e->kind == DPRO_KIND_KERNEL || e->kind == DPRO_KIND_MEMCPY ||
+                 e->kind == DPRO_KIND_MEMSET) && e->correlation &&
+                hmap_get(&dev_end, e->correlation, -1) < 0)
+                hmap_put(&dev_end, e->correlation, (int32_t)i);
+        }
+        for (size_t i = 0; i < jr->n_events; i++) {
+            const dpro_event *e = &jr->events[i];
+            if (e->kind != DPRO_KIND_COLLECTIVE || e->subkind == DPRO_COLL_SEND ||
+                e->subkind == DPRO_COLL_RECV)
+                continue;
+            int32_t d = e->correlation ? hmap_get(&dev_end, e->correlation, -1) : -1;
+            if (n == cap) {
+                align_sample *x = realloc(s, cap * 2 * sizeof *s);
+                if (!x) {
+                    hmap_free(&dev_end);
+                    goto oom;
+                }
+                s = x;
+                cap *= 2;
+            }
+            s[n].comm = e->comm;
+            s[n].seq = e->seq;
+            s[n].rank = r;
+            if (d >= 0) {
+                s[n].end_ns = (int64_t)jr->events[d].end_ns;
+                from_dev++;
+            } else {
+                s[n].end_ns = (int64_t)e->end_ns;
+                from_host++;
+            }
+            n++;
+        }
+        hmap_free(&dev_end);
+    }
+    rp->align_source = n == 0 ? 0 : from_host > from_dev ? 2 : 1;
+    if (align_clocks_from_collectives(s, n, j->n_ranks, present, &rp->align) != 0)
+        goto oom;
+    if (j->n_present > 1) {
+        if (n == 0)
+            job_warn(j, "no collectives in the traces: clocks cannot be aligned across ranks; "
+                        "they are taken as they are (right only for ranks on one host)");
+        else if (rp->align_source == 2)
+            job_warn(j, "collectives have no device records: clock offsets come from host "
+                        "call ends and are approximate");
+        for (int32_t r = 0; r < j->n_ranks && n > 0; r++)
+            if (present[r] && !rp->align.aligned[r])
+                job_warn(j,
+                         "rank %d shares no collective with the other ranks: its clock "
+                         "offset is unknown and left at 0",
+                         r);
+    }
+    free(s);
+    free(present);
+    return 0;
+oom:
+    free(s);
+    free(present);
+    return -1;
+}
+
+/* ---- open / close ------------------------------------------------------------------------- */
+
+void
+replay_close(replay *rp)
+{
+    if (rp->iters)
+        for (int32_t r = 0; r < rp->job.n_ranks; r++)
+            replay_rank_iters_free(&rp->iters[r]);
+    free(rp->iters);
+    align_result_free(&rp->align);
+    dfg_free(&rp->graph);
+    sim_result_free(&rp->sim);
+    job_free(&rp->job);
+    memset(rp, 0, sizeof *rp);
+}
+
+/* Fits the collective model on the groups every rank joined and applies it. */
+static int
+fit_model(replay *rp)
+{
+    dfg *g = &rp->graph;
+    costmodel_sample *s = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *s);
+    if (!s)
+        return -1;
+    size_t n = 0;
+    for (int32_t q = 0; q < g->n_groups; q++) {
+        int32_t expect = g->grp_nranks[q] < rp->job.n_present ? g->grp_nranks[q] : rp->job.n_present;
+        if (g->grp_members[q] < expect || g->grp_mdur[q] <= 0)
+            continue;
+        s[n].op = g->grp_op[q];
+        s[n].nranks = g->grp_nranks[q];
+        s[n].bytes = g->grp_bytes[q];
+        s[n].transfer_ns = g->grp_mdur[q];
+        n++;
+    }
+    int rc = costmodel_fit_samples(&rp->model, s, n);
+    free(s);
+    if (rc != 0)
+        return -1;
+    if (rp->opts.coll_duration == REPLAY_COLL_MODEL)
+        for (int32_t q = 0; q < g->n_groups; q++)
+            if (rp->model.all.fitted)
+                g->grp_dur[q] = costmodel_predict(&rp->model, g->grp_op[q], g->grp_nranks[q],
+                                                  g->grp_bytes[q]);
+    return 0;
+}
+
+int
+replay_open(const char *path, const replay_options *opts, replay *rp, char *errbuf,
+            size_t errlen)
+{
+    memset(rp, 0, sizeof *rp);
+    if (opts)
+        rp->opts = *opts;
+    job_options jo = {rp->opts.job_id, rp->opts.max_events};
+    int rc = job_load(path, &jo, &rp->job, errbuf, errlen);
+    if (rc != 0)
+        return rc;
+    job *j = &rp->job;
+    rp->iters = calloc((size_t)j->n_ranks + 1, sizeof *rp->iters);
+    build_bounds *bb = calloc((size_t)j->n_ranks + 1, sizeof *bb);
+    if (!rp->iters || !bb)
+        goto oom;
+    for (int32_t r = 0; r < j->n_ranks; r++) {
+        if (!j->ranks[r].reader)
+            continue;
+        if (replay_detect_iterations(&j->ranks[r], &rp->iters[r]) != 0)
+            goto oom;
+        bb[r].n = rp->iters[r].n;
+        bb[r].event_index = rp->iters[r].event_index;
+    }
+    if (align_job(rp) != 0)
+        goto oom;
+    if (build_dfg(j, rp->align.offset_ns, bb, &rp->graph) != 0)
+        goto oom;
+    free(bb);
+    bb = NULL;
+    rp->time_origin = build_time_origin(j, rp->align.offset_ns);
+
+    /* boundary times, warm-up, and the iterations compared */
+    int32_t n_common = -1, warm = 0, any = 0;
+    for (int32_t r = 0; r < j->n_ranks; r++) {
+        if (!j->ranks[r].reader)
+            continue;
+        replay_rank_iters *it = &rp->iters[r];
+        const int32_t *b;
+        int32_t nb = dfg_iterations(&rp->graph, r, &b);
+        it->n = nb;
+        free(it->start_ns);
+        it->start_ns = malloc((size_t)(nb > 0 ? nb : 1) * sizeof *it->start_ns);
+        uint8_t *wu = malloc((size_t)(nb > 0 ? nb : 1));
+        if (!it->start_ns || !wu) {
+            free(wu);
+            goto oom;
+        }
+        for (int32_t k = 0; k < nb; k++)
+            it->start_ns[k] = rp->graph.mend[b[k]];
+        it->warm_up = (int32_t)iter_mark_warmup(it->start_ns, (size_t)nb, 0.10, wu);
+        free(wu);
+        if (it->warm_up > warm)
+            warm = it->warm_up;
+        if (n_common < 0 || nb < n_common)
+            n_common = nb;
+        any++;
+        if (nb < 2)
+            job_warn(j, "rank %d: no iterations found (no iteration markers, no repeating "
+                        "kernel sequence); the whole trace counts as one iteration", r);
+    }
+    if (n_common < 0)
+        n_common = 0;
+    int32_t n_max = 0;
+    for (int32_t r = 0; r < j->n_ranks; r++)
+        if (j->ranks[r].reader && rp->iters[r].n > n_max)
+            n_max = rp->iters[r].n;
+    if (n_max > n_common + 1 && n_common >= 2) {
+        for (int32_t r = 0; r < j->n_ranks; r++)
+            if (j->ranks[r].reader && rp->iters[r].n == n_common) {
+                job_warn(j, "rank %d has %d complete iterations, other ranks up to %d: its "
+                            "trace ends early (cut mid-run?); comparing the first %d",
+                         r, n_common - 1, n_max - 1, n_common - 1);
+                break;
+            }
+    }
+    if (rp->opts.warmup >= 0)
+        warm = rp->opts.warmup > 0 ? rp->opts.warmup - 1 : 0;
+    rp->iter_first = warm;
+    rp->iter_last = n_common - 2;
+    if (rp->iter_last < rp->iter_first && n_common >= 2) {
+        rp->iter_first = 0; /* everything looked like warm-up: compare all */
+    }
+    if (rp->opts.iterations > 0 && rp->iter_last >= rp->iter_first &&
+        rp->iter_last - rp->iter_first + 1 > rp->opts.iterations)
+        rp->iter_last = rp->iter_first + rp->opts.iterations - 1;
+    (void)any;
+    if (fit_model(rp) != 0)
+        goto oom;
+    return 0;
+oom:
+    free(bb);
+    snprintf(errbuf, errlen, "out of memory");
+    replay_close(rp);
+    return DPRO_ERR_NOMEM;
+}
+
+int
+replay_simulate(replay *rp)
+{
+    if (sim_run(&rp->graph, &rp->sim) != 0)
+        return -1;
+    rp->simulated = 1;
+    return 0;
+}
+
+/* Window of rank r on timeline tl: the compared iterations, or (without iterations) the
+ * span of the rank's nodes. Returns the number of iterations it holds (0: none). */
+static int32_t
+rank_window(const replay *rp, const dfg *g, sim_timeline tl, int32_t r, int64_t *t0,
+            int64_t *t1)
+{
+    if (rp->iter_last >= rp->iter_first &&
+        sim_iteration_window(g, tl, r, rp->iter_first, rp->iter_last, t0, t1) == 0)
+        return rp->iter_last - rp->iter_first + 1;
+    int64_t lo = INT64_MAX, hi = -1;
+    for (int32_t q = 0; q < g->n_res; q++) {
+        if (g->res_rank[q] != r)
+            continue;
+        for (int32_t m = g->res_first[q]; m >= 0; m = g->next_on_res[m]) {
+            if (tl.start[m] < 0)
+                continue;
+            lo = tl.start[m] < lo ? tl.start[m] : lo;
+            hi = tl.end[m] > hi ? tl.end[m] : hi;
+        }
+    }
+    if (hi < 0)
+        return 0;
+    *t0 = lo;
+    *t1 = hi;
+    return 1;
+}
+
+double
+replay_predict(const replay *rp, dfg *g, sim_result *res)
+{
+    if (sim_run(g, res) != 0)
+        return -1;
+    sim_timeline tl = sim_timeline_of(res);
+    double sum = 0;
+    int32_t k = 0;
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        if (r < rp->job.n_ranks && !rp->job.ranks[r].reader)
+            continue;
+        int64_t t0, t1;
+        int32_t ni = rank_window(rp, g, tl, r, &t0, &t1);
+        if (ni <= 0)
+            continue;
+        sum += (double)(t1 - t0) / ni;
+        k++;
+    }
+    return k ? sum / k : -1;
+}
+
+/* ---- summary ----------------------------------------------------------------------------- */
+
+void
+replay_summary_free(replay_summary *s)
+{
+    free(s->rank);
+    free(s->cp);
+    memset(s, 0, sizeof *s);
+}
+
+static void
+bd_add(sim_breakdown *a, const sim_breakdown *b, double scale)
+{
+    a->window += (int64_t)((double)b->window * scale);
+    a->compute += (int64_t)((double)b->compute * scale);
+    a->communication += (int64_t)((double)b->communication * scale);
+    a->overlap += (int64_t)((double)b->overlap * scale);
+    a->wait_ranks += (int64_t)((double)b->wait_ranks * scale);
+    a->host_idle += (int64_t)((double)b->host_idle * scale);
+}
+
+static int
+cmp_cp(const void *pa, const void *pb)
+{
+    const replay_cp_entry *a = pa, *b = pb;
+    return (a->total_ns < b->total_ns) - (a->total_ns > b->total_ns);
+}
+
+int
+replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    const job *j = &rp->job;
+    out->n_ranks = g->n_ranks;
+    out->rank = calloc((size_t)g->n_ranks + 1, sizeof *out->rank);
+    int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
+    double *blame = calloc((size_t)g->n_ranks + 1, sizeof *blame);
+    int32_t *lastc = calloc((size_t)g->n_ranks + 1, sizeof *lastc);
+    if (!out->rank || !garr || !blame || !lastc)
+        goto oom;
+    sim_timeline mt = sim_timeline_measured(g, garr);
+    sim_timeline st = sim_timeline_of(res);
+    out->first_iteration = rp->iter_first + 1;
+    out->unfinished = res->n_unfinished;
+    double msum = 0, ssum = 0;
+    int32_t k = 0;
+    int64_t gt0 = INT64_MAX, gt1 = INT64_MIN;
+    int32_t cp_rank = -1, iters = 0;
+    int64_t cp_end = -1;
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        replay_rank_summary *rs = &out->rank[r];
+        if (r < j->n_ranks && !j->ranks[r].reader)
+            continue;
+        rs->present = 1;
+        if (r < rp->align.n_ranks && rp->align.offset_ns) {
+            rs->clock_offset_us = (double)rp->align.offset_ns[r] / 1000.0;
+            rs->clock_residual_us = rp->align.residual_us[r];
+            rs->clock_aligned = rp->align.aligned[r];
+        }
+        int64_t m0, m1, s0, s1;
+        int32_t nm = rank_window(rp, g, mt, r, &m0, &m1);
+        int32_t ns = rank_window(rp, g, st, r, &s0, &s1);
+        if (nm <= 0 || ns <= 0)
+            continue;
+        iters = nm;
+        rs->measured_us = (double)(m1 - m0) / nm / 1000.0;
+        rs->simulated_us = (double)(s1 - s0) / ns / 1000.0;
+        rs->error_pct = rs->measured_us > 0
+                            ? 100.0 * (rs->simulated_us - rs->measured_us) / rs->measured_us
+                            : 0;
+        if (sim_breakdown_rank(g, mt, r, m0, m1, &rs->measured_bd) != 0 ||
+            sim_breakdown_rank(g, st, r, s0, s1, &rs->simulated_bd) != 0)
+            goto oom;
+        bd_add(&out->measured_bd, &rs->measured_bd, 1.0 / nm);
+        bd_add(&out->simulated_bd, &rs->simulated_bd, 1.0 / ns);
+        msum += rs->measured_us;
+        ssum += rs->simulated_us;
+        k++;
+        gt0 = m0 < gt0 ? m0 : gt0;
+        gt1 = m1 > gt1 ? m1 : gt1;
+        if (s1 > cp_end) {
+            cp_end = s1;
+            cp_rank = r;
+        }
+    }
+    out->iterations = iters;
+    if (k > 0) {
+        out->measured_us = msum / k;
+        out->simulated_us = ssum / k;
+        out->error_pct = out->measured_us > 0
+                             ? 100.0 * (out->simulated_us - out->measured_us) / out->measured_us
+                             : 0;
+        bd_add(&out->measured_bd, &out->measured_bd, 1.0 / k - 1.0);
+        bd_add(&out->simulated_bd, &out->simulated_bd, 1.0 / k - 1.0);
+        sim_stragglers(g, mt, gt0, gt1, blame, lastc);
+        for (int32_t r = 0; r < g->n_ranks; r++) {
+            out->rank[r].straggler_blame_us = blame[r] / 1000.0 / (iters > 0 ? iters : 1);
+            out->rank[r].last_arrivals = lastc[r];
+        }
+    }
+
+    /* critical path of the last compared iteration, ending where cp_rank's ends */
+    if (cp_rank >= 0) {
+        int32_t to = -1;
+        int64_t from = 0;
+        const int32_t *b;
+        int32_t nb = dfg_iterations(g, cp_rank, &b);
+        if (rp->iter_last >= rp->iter_first && rp->iter_last + 1 < nb) {
+            to = b[rp->iter_last + 1];
+            from = res->end[b[rp->iter_last]];
+        }
+        int32_t *path = NULL, np = 0;
+        if (sim_critical_path(g, res, to, from, &path, &np) != 0)
+            goto oom;
+        hmap idx;
+        if (hmap_init(&idx, 64) != 0) {
+            free(path);
+            goto oom;
+        }
+        out->cp = malloc((size_t)(np > 0 ? np : 1) * sizeof *out->cp);
+        if (!out->cp) {
+            free(path);
+            hmap_free(&idx);
+            goto oom;
+        }
+        for (int32_t i = 0; i < np; i++) {
+            int32_t m = path[i];
+            int64_t c = sim_path_contribution(g, res, path, np, i);
+            if (c <= 0)
+                continue;
+            uint64_t key = ((uint64_t)g->kind[m] << 32) | (uint32_t)g->name[m];
+            int32_t e = hmap_get(&idx, key, -1);
+            if (e < 0) {
+                e = out->n_cp++;
+                hmap_put(&idx, key, e);
+                out->cp[e].name = g->name[m];
+                out->cp[e].kind = g->kind[m];
+                out->cp[e].total_ns = 0;
+                out->cp[e].count = 0;
+            }
+            out->cp[e].total_ns += c;
+            out->cp[e].count++;
+            out->cp_length_ns += c;
+        }
+        hmap_free(&idx);
+        free(path);
+        qsort(out->cp, (size_t)out->n_cp, sizeof *out->cp, cmp_cp);
+        out->cp_rank = cp_rank;
+    }
+    free(garr);
+    free(blame);
+    free(lastc);
+    return 0;
+oom:
+    free(garr);
+    free(blame);
+    free(lastc);
+    replay_summary_free(out);
+    return -1;
+}

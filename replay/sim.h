@@ -1,0 +1,124 @@
+/*
+ * sim.h: the discrete-event replay of a dataflow graph (prefix sim_), and what is
+ * derived from a timeline: iteration times, critical path, time breakdown, stragglers.
+ *
+ * Every resource (host thread, stream) runs its nodes in their dfg order; a node starts
+ * when the previous node on its resource, its launch and its predecessors allow (dfg.h
+ * says how each dependency counts) and a collective transfers once its last participant
+ * is ready. Because each resource's order is fixed, the loop needs no priority queue:
+ * a node's times are fixed as soon as its last dependency is, so one pass over the
+ * nodes in dependency order (O(nodes + edges)) is the whole simulation.
+ *
+ * Timelines: a sim_result holds start/end of every node; the measured timeline is the
+ * graph's own mstart/mend. Analysis functions take a sim_timeline view so both are
+ * treated alike.
+ */
+#ifndef DPRO_REPLAY_SIM_H
+#define DPRO_REPLAY_SIM_H
+
+#include <stdint.h>
+
+#include "dfg.h"
+
+/* What determined a node's start (sim_result.why). */
+enum sim_cause {
+    SIM_CAUSE_NONE = 0,     /* started at its gap from time 0 */
+    SIM_CAUSE_RESOURCE = 1, /* the previous node on its resource */
+    SIM_CAUSE_LAUNCH = 2,   /* its launch (host call start + latency) */
+    SIM_CAUSE_EDGE = 3,     /* an edge predecessor */
+    SIM_CAUSE_GROUP = 4,    /* waited for the last participant of its collective */
+};
+
+typedef struct sim_result {
+    int32_t n_nodes, cap_nodes;
+    int64_t *start, *end; /* ns; -1 for removed or never-run nodes */
+    int32_t *crit;        /* the node whose time bound this node (-1 none) */
+    uint8_t *why;         /* enum sim_cause */
+    int32_t n_groups, cap_groups;
+    int64_t *grp_arrival; /* time the last participant was ready */
+    int32_t *grp_last;    /* that participant */
+    int64_t makespan;     /* latest end */
+    int32_t last_node;    /* node ending last */
+    int32_t n_unfinished; /* live nodes never run (cycle or missing dependency) */
+    int32_t first_unfinished;
+    /* scratch reused between runs */
+    int32_t *cnt;
+    int64_t *ready;
+    int32_t *stack;
+    int32_t *arrived;
+} sim_result;
+
+/* Simulates g (finalizing it first if needed) into res. res must be zeroed before its
+ * first use and may be reused between runs (arrays grow as needed); free it with
+ * sim_result_free. Returns 0, -1 when out of memory. Nodes that cannot run (a cycle)
+ * are counted in res->n_unfinished; their times stay -1. */
+int sim_run(dfg *g, sim_result *res);
+
+/* Frees the arrays of res and zeroes it. */
+void sim_result_free(sim_result *res);
+
+/* A timeline: start/end per node and, per group, the time of the last arrival. */
+typedef struct sim_timeline {
+    const int64_t *start, *end;
+    const int64_t *grp_arrival;
+} sim_timeline;
+
+/* View of a simulation result. */
+sim_timeline sim_timeline_of(const sim_result *res);
+
+/* The measured timeline of g: mstart/mend, and group arrivals computed into
+ * grp_arrival_buf (g->n_groups entries, caller-owned). g must be finalized. */
+sim_timeline sim_timeline_measured(const dfg *g, int64_t *grp_arrival_buf);
+
+/* Mean iteration time of rank r over iterations [first, last] (indices into the rank's
+ * iteration boundaries; iteration i runs from the end of boundary node i to the end of
+ * boundary node i+1). Returns the mean in ns, or -1 if the range is not covered. */
+double sim_iteration_time(const dfg *g, sim_timeline tl, int32_t r, int32_t first,
+                          int32_t last);
+
+/* Time window [*t0, *t1) of iterations [first, last] of rank r; returns 0, or -1 if
+ * not covered. */
+int sim_iteration_window(const dfg *g, sim_timeline tl, int32_t r, int32_t first,
+                         int32_t last, int64_t *t0, int64_t *t1);
+
+/* Critical path ending at node `to` (or at res->last_node when to < 0), walked back
+ * through the binding dependencies down to time `from_ns`. *path receives a malloc'd
+ * array of nodes in time order (caller frees), *n its length. Each node's contribution
+ * (the time the path spends in it) is end - the time its binding dependency released
+ * it. Returns 0 or -1. */
+int sim_critical_path(const dfg *g, const sim_result *res, int32_t to, int64_t from_ns,
+                      int32_t **path, int32_t *n);
+
+/* Time the critical path spends in path[i]: from the moment its binding dependency
+ * released it to the moment it released path[i+1] (its end for the last node). The
+ * contributions of a path sum to its length. */
+int64_t sim_path_contribution(const dfg *g, const sim_result *res, const int32_t *path,
+                              int32_t n, int32_t i);
+
+/* Breakdown of one rank's time over a window, in ns. compute: device compute (kernels,
+ * copies, memsets) busy; communication: collectives transferring; overlap: both at once;
+ * wait_ranks: a collective waiting for other ranks while nothing else runs; host_idle:
+ * nothing runs on the device (the host does not feed it). compute + communication -
+ * overlap + wait_ranks + host_idle == window. */
+typedef struct sim_breakdown {
+    int64_t window;
+    int64_t compute;
+    int64_t communication;
+    int64_t overlap;
+    int64_t wait_ranks;
+    int64_t host_idle;
+} sim_breakdown;
+
+/* Computes the breakdown of rank r over [t0, t1) of timeline tl. Returns 0 or -1 (out
+ * of memory). */
+int sim_breakdown_rank(const dfg *g, sim_timeline tl, int32_t r, int64_t t0, int64_t t1,
+                       sim_breakdown *out);
+
+/* Stragglers over a window: for each collective whose last arrival falls in [t0, t1),
+ * the last rank to arrive is charged with the mean time the other participants waited
+ * for it. blame_ns[r] (n_ranks entries, caller-owned, zeroed here) receives each rank's
+ * charge and last_count[r] how often it arrived last (may be NULL). */
+void sim_stragglers(const dfg *g, sim_timeline tl, int64_t t0, int64_t t1, double *blame_ns,
+                    int32_t *last_count);
+
+#endif

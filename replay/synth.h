@@ -1,0 +1,46 @@
+/*
+ * synth.h: synthetic data-parallel jobs built directly as dataflow graphs, for the
+ * simulator's tests and benchmark (prefix synth_).
+ *
+ * Each rank: one host thread launching ops_per_iter kernels per iteration on a compute
+ * stream (launch cost launch_ns, framework gap gap_ns between calls); after every
+ * ops_per_iter / buckets kernels an event record and an all-reduce of bucket_bytes on a
+ * communication stream that waits for that event; at the end of the iteration a stream
+ * synchronize on the communication stream. Ranks that behave alike can be folded into
+ * equivalence classes: the graph then holds `classes` ranks, each standing for
+ * ranks / classes real ranks (rank_weight), while collectives keep the real rank count
+ * for their cost. Rank 0's class can be made a straggler (kernels straggler_factor
+ * times slower).
+ */
+#ifndef DPRO_REPLAY_SYNTH_H
+#define DPRO_REPLAY_SYNTH_H
+
+#include <stdint.h>
+
+#include "dfg.h"
+
+typedef struct synth_params {
+    int32_t ranks;          /* ranks of the job */
+    int32_t classes;        /* ranks simulated (0 or >= ranks: every rank explicitly) */
+    int32_t iterations;
+    int32_t ops_per_iter;   /* device ops per rank per iteration */
+    int32_t buckets;        /* all-reduces per iteration */
+    int64_t kernel_ns;      /* mean kernel duration (jitter +-25 %, deterministic) */
+    int64_t launch_ns;      /* host cost of a launch */
+    int64_t gap_ns;         /* framework time between host calls */
+    int64_t bucket_bytes;
+    int64_t coll_alpha_ns;  /* all-reduce latency */
+    double coll_beta_bpns;  /* bytes per ns */
+    double straggler_factor; /* > 1: rank 0's kernels are that much slower */
+    uint64_t seed;
+} synth_params;
+
+/* Fills p with a small default job (4 ranks, 3 iterations, 200 ops). */
+void synth_defaults(synth_params *p);
+
+/* Builds the synthetic job into g (uninitialised on entry). Iteration boundaries are
+ * set (a setup call, then the synchronize closing each iteration). Returns 0 or -1 (out
+ * of memory). */
+int synth_dfg(const synth_params *p, dfg *g);
+
+#endif

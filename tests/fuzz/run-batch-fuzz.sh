@@ -1,0 +1,36 @@
+#!/bin/sh
+# run-batch-fuzz.sh [SECONDS]: builds tests/fuzz/fuzz_batch_decode with clang
+# -fsanitize=fuzzer,address,undefined over the codec sources and runs it for SECONDS
+# (default 60, or $FUZZ_SECONDS). Exit 0: no crash; 1: a crash (reproducer left in
+# $FUZZ_OUT, default ${TMPDIR:-/tmp}/dpro-fuzz-batch); 77: clang/libFuzzer missing or the
+# tree not built (the generated trace.pb-c.c comes from the build). `make fuzz-batch`.
+set -u
+s=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+b=${top_builddir:-$s}
+secs=${1:-${FUZZ_SECONDS:-60}}
+out=${FUZZ_OUT:-${TMPDIR:-/tmp}/dpro-fuzz-batch}
+CLANG=${CLANG:-clang}
+
+command -v "$CLANG" >/dev/null 2>&1 || { echo "run-batch-fuzz: no clang: skipped"; exit 77; }
+[ -f "$b/schemas/trace.pb-c.c" ] || { echo "run-batch-fuzz: tree not built: skipped"; exit 77; }
+mkdir -p "$out/corpus" || exit 99
+echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }' \
+    > "$out/probe.c"
+if ! "$CLANG" -fsanitize=fuzzer "$out/probe.c" -o "$out/probe" 2>/dev/null; then
+    echo "run-batch-fuzz: clang has no libFuzzer: skipped"
+    exit 77
+fi
+rm -f "$out/probe.c" "$out/probe"
+"$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -I"$s/schemas" -I"$b/schemas" $(pkg-config --cflags libprotobuf-c) \
+    "$s/tests/fuzz/fuzz_batch_decode.c" "$s/schemas/codec.c" "$b/schemas/trace.pb-c.c" \
+    -o "$out/fuzz_batch_decode" $(pkg-config --libs libprotobuf-c) -lz || exit 1
+"$out/fuzz_batch_decode" "$out/corpus" -max_total_time="$secs" -max_len=4096 -timeout=10 \
+    -rss_limit_mb=1024 -artifact_prefix="$out/" -print_final_stats=1 2> "$out/fuzz.log"
+rc=$?
+tail -n 12 "$out/fuzz.log"
+if [ $rc -ne 0 ]; then
+    echo "run-batch-fuzz: the fuzzer found a problem: see $out/fuzz.log and $out/crash-*"
+    exit 1
+fi
+echo "run-batch-fuzz: no crash in ${secs}s"

@@ -1,0 +1,349 @@
+/*
+ * test_replay_unit: unit tests of the replay's pure parts: clock alignment with injected
+ * offsets, the collective cost-model fit, iteration detection, the simulator on tiny
+ * hand-made graphs with known answers, the critical path, the breakdown, graph
+ * transformations (clone, remove, merge) and the synthetic generator.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dprotrace.h"
+#include "replay/align.h"
+#include "replay/costmodel.h"
+#include "replay/dfg.h"
+#include "replay/iter.h"
+#include "replay/sim.h"
+#include "replay/synth.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                          \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);         \
+            failures++;                                                                      \
+        }                                                                                    \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                       \
+    do {                                                                                     \
+        long long va_ = (long long)(a), vb_ = (long long)(b);                                \
+        if (va_ != vb_) {                                                                    \
+            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a,    \
+                    va_, vb_);                                                               \
+            failures++;                                                                      \
+        }                                                                                    \
+    } while (0)
+
+static uint64_t rng = 88172645463325252ULL;
+static int64_t
+noise(int64_t amp)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return amp ? (int64_t)(rng % (uint64_t)(2 * amp + 1)) - amp : 0;
+}
+
+static void
+test_align(void)
+{
+    /* 6 ranks, true offsets, 200 collectives each ending within +-2 us; one outlier; rank
+     * 5 shares nothing; a sub-communicator links rank 4 only through rank 3 */
+    enum { R = 6, C = 200 };
+    int64_t skew[R] = {0, 5000000, -3000000, 123456, -987654, 42};
+    align_sample s[R * C + 2 * C];
+    size_t n = 0;
+    for (int c = 0; c < C; c++) {
+        int64_t end = 1000000000LL + c * 100000;
+        for (int r = 0; r < 4; r++) /* world comm without 4 and 5 */
+            s[n++] = (align_sample){0xabc, (uint64_t)c, r, end + noise(2000) - skew[r]};
+    }
+    s[3].end_ns += 500000; /* one late outlier on rank 3 */
+    for (int c = 0; c < C; c++) {
+        int64_t end = 2000000000LL + c * 100000;
+        s[n++] = (align_sample){0xdef, (uint64_t)c, 3, end + noise(2000) - skew[3]};
+        s[n++] = (align_sample){0xdef, (uint64_t)c, 4, end + noise(2000) - skew[4]};
+    }
+    uint8_t present[R] = {1, 1, 1, 1, 1, 1};
+    align_result a;
+    CHECK(align_clocks_from_collectives(s, n, R, present, &a) == 0);
+    CHECK_EQ(a.reference, 0);
+    for (int r = 0; r < 5; r++) {
+        CHECK(a.aligned[r]);
+        CHECK(llabs(a.offset_ns[r] - (skew[r] - skew[0])) < 20000); /* within 20 us */
+        CHECK(llabs(a.offset_ns[r] - (skew[r] - skew[0])) < 3000);
+    }
+    CHECK(!a.aligned[5]);
+    CHECK_EQ(a.n_unaligned, 1);
+    CHECK(a.residual_median_us < 5.0);
+    CHECK(a.residual_max_us >= 400.0); /* the outlier shows */
+    align_result_free(&a);
+    /* nothing at all: only the reference is aligned */
+    CHECK(align_clocks_from_collectives(NULL, 0, 2, NULL, &a) == 0);
+    CHECK(a.aligned[0] && !a.aligned[1]);
+    align_result_free(&a);
+}
+
+static void
+test_costmodel(void)
+{
+    /* transfer = 15 us + factor * bytes / 12 B/ns, 8 ranks, plus waiting outliers */
+    costmodel_sample s[64];
+    size_t n = 0;
+    for (int i = 0; i < 40; i++) {
+        int64_t bytes = (int64_t)(1 + i % 10) << 20;
+        double t = 15000 + costmodel_factor(DPRO_COLL_ALLREDUCE, 8) * (double)bytes / 12.0;
+        s[n++] = (costmodel_sample){DPRO_COLL_ALLREDUCE, 8, bytes, (int64_t)t + noise(300)};
+    }
+    s[0].transfer_ns *= 3; /* outliers */
+    s[7].transfer_ns *= 4;
+    s[n++] = (costmodel_sample){DPRO_COLL_BROADCAST, 8, 1 << 20, 50000};
+    costmodel m;
+    CHECK(costmodel_fit_samples(&m, s, n) == 0);
+    const costmodel_fit *f = &m.op[DPRO_COLL_ALLREDUCE];
+    CHECK(f->fitted);
+    CHECK(fabs(f->alpha_ns - 15000) < 1000);
+    CHECK(fabs(f->beta_bpns - 12.0) < 0.3);
+    int64_t p = costmodel_predict(&m, DPRO_COLL_ALLREDUCE, 8, 64 << 20);
+    double want = 15000 + 1.75 * (double)(64 << 20) / 12.0;
+    CHECK(fabs((double)p - want) / want < 0.03);
+    /* one size only: through the point */
+    CHECK_EQ(costmodel_predict(&m, DPRO_COLL_BROADCAST, 8, 1 << 20), 50000);
+    /* an op without samples borrows the global fit */
+    CHECK(costmodel_predict(&m, DPRO_COLL_ALLGATHER, 8, 1 << 20) > 0);
+    CHECK(costmodel_factor(DPRO_COLL_ALLREDUCE, 1) == 1.0);
+    CHECK(costmodel_dtype_size(7) == 4 && costmodel_dtype_size(9) == 2);
+}
+
+static void
+test_iter(void)
+{
+    int key;
+    CHECK(iter_text_is_iteration("iteration 3", &key));
+    CHECK(iter_text_is_iteration("ProfilerStep#12", &key) && key == 1);
+    CHECK(iter_text_is_iteration("step 7", &key));
+    CHECK(iter_text_is_iteration("train_step", &key));
+    CHECK(!iter_text_is_iteration("steps_per_epoch_setup", &key));
+    CHECK(!iter_text_is_iteration("forward", &key));
+    CHECK(!iter_text_is_iteration("iterator_next", &key));
+
+    /* 3 repeated layers (period 3) inside a 40-kernel iteration, 2 warm-up kernels */
+    uint32_t names[2 + 40 * 6];
+    size_t n = 0;
+    names[n++] = 99;
+    names[n++] = 98;
+    for (int it = 0; it < 6; it++)
+        for (int k = 0; k < 40; k++)
+            names[n++] = k < 36 ? (uint32_t)(1 + k % 3) : (uint32_t)(10 + k);
+    size_t p = 0;
+    double match = 0;
+    CHECK(iter_find_period(names, n, &p, &match) == 0);
+    CHECK_EQ(p, 40);
+    /* cut in the middle of an iteration: still 40 */
+    CHECK(iter_find_period(names, n - 17, &p, &match) == 0);
+    CHECK_EQ(p, 40);
+    /* approximate: one kernel differs in every iteration's middle */
+    for (int it = 0; it < 6; it++)
+        names[2 + it * 40 + 5 + it] = 77;
+    CHECK(iter_find_period(names, n, &p, &match) == 0);
+    CHECK_EQ(p, 40);
+    /* no repetition */
+    uint32_t none[50];
+    for (int i = 0; i < 50; i++)
+        none[i] = (uint32_t)i;
+    CHECK(iter_find_period(none, 50, &p, &match) != 0);
+
+    int64_t starts[8] = {0, 3000, 5000, 6000, 7000, 8000, 9000, 10000};
+    uint8_t wu[8];
+    CHECK_EQ(iter_mark_warmup(starts, 8, 0.10, wu), 2);
+    CHECK(wu[0] && wu[1] && !wu[2]);
+}
+
+/* A tiny graph: thread T launches K1 (10 us) and K2 (20 us) on stream S, then
+ * synchronizes. Known timeline. */
+static void
+test_sim_tiny(void)
+{
+    dfg g;
+    CHECK(dfg_init(&g, 1) == 0);
+    int32_t T = dfg_add_resource(&g, DFG_RES_THREAD, 0, 1, dfg_intern(&g, "main"));
+    int32_t S = dfg_add_resource(&g, DFG_RES_STREAM, 0, 7, dfg_intern(&g, "stream 7"));
+    int32_t l1 = dfg_add_node(&g, DFG_HOST, T, dfg_intern(&g, "cudaLaunchKernel"));
+    int32_t l2 = dfg_add_node(&g, DFG_HOST, T, dfg_intern(&g, "cudaLaunchKernel"));
+    int32_t sy = dfg_add_node(&g, DFG_HOST, T, dfg_intern(&g, "cudaStreamSynchronize"));
+    int32_t k1 = dfg_add_node(&g, DFG_KERNEL, S, dfg_intern(&g, "k1"));
+    int32_t k2 = dfg_add_node(&g, DFG_KERNEL, S, dfg_intern(&g, "k2"));
+    g.gap[l1] = 1000; g.dur[l1] = 4000;
+    g.gap[l2] = 1000; g.dur[l2] = 4000;
+    g.gap[sy] = 500; g.dur[sy] = 2000;
+    g.launch[k1] = l1; g.lat[k1] = 2000; g.dur[k1] = 10000;
+    g.launch[k2] = l2; g.lat[k2] = 2000; g.dur[k2] = 20000;
+    CHECK(dfg_add_edge(&g, k2, sy) == 0);
+    int32_t b[2] = {l1, sy};
+    CHECK(dfg_set_iterations(&g, 0, b, 2) == 0);
+    sim_result r;
+    memset(&r, 0, sizeof r);
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.n_unfinished, 0);
+    /* l1 [1000,5000]; k1 [3000,13000]; l2 [6000,10000]; k2 starts max(13000, 8000) */
+    CHECK_EQ(r.start[l1], 1000);
+    CHECK_EQ(r.end[l1], 5000);
+    CHECK_EQ(r.start[k1], 3000);
+    CHECK_EQ(r.end[k1], 13000);
+    CHECK_EQ(r.start[l2], 6000);
+    CHECK_EQ(r.start[k2], 13000);
+    CHECK_EQ(r.end[k2], 33000);
+    CHECK_EQ(r.start[sy], 10500);
+    CHECK_EQ(r.end[sy], 35000);
+    CHECK_EQ(r.makespan, 35000);
+    CHECK(sim_iteration_time(&g, sim_timeline_of(&r), 0, 0, 0) == 30000.0);
+    /* critical path: l1 -> k1 -> k2 -> sy */
+    int32_t *path, np;
+    CHECK(sim_critical_path(&g, &r, -1, 0, &path, &np) == 0);
+    CHECK_EQ(np, 4);
+    if (np == 4) {
+        CHECK_EQ(path[0], l1);
+        CHECK_EQ(path[1], k1);
+        CHECK_EQ(path[2], k2);
+        CHECK_EQ(path[3], sy);
+        int64_t tot = 0;
+        for (int i = 0; i < np; i++)
+            tot += sim_path_contribution(&g, &r, path, np, i);
+        CHECK_EQ(tot, 35000);
+    }
+    free(path);
+    /* breakdown over [0, 35000): compute 30000, idle 5000 */
+    sim_breakdown bd;
+    CHECK(sim_breakdown_rank(&g, sim_timeline_of(&r), 0, 0, 35000, &bd) == 0);
+    CHECK_EQ(bd.compute, 30000);
+    CHECK_EQ(bd.host_idle, 5000);
+
+    /* what-if on a clone: k2 twice as fast; removing l2's launch cost */
+    dfg c;
+    CHECK(dfg_clone(&c, &g) == 0);
+    c.dur[k2] = 10000;
+    CHECK(sim_run(&c, &r) == 0);
+    CHECK_EQ(r.end[sy], 25000);
+    CHECK(dfg_merge_nodes(&c, k1, k2) == 0); /* fused kernel: 10 + 10 us */
+    CHECK(sim_run(&c, &r) == 0);
+    CHECK_EQ(r.end[k1], 23000);
+    CHECK_EQ(r.end[sy], 25000);
+    CHECK_EQ(dfg_live_nodes(&c), 4);
+    CHECK(dfg_remove_node(&c, l2) == 0);
+    CHECK(sim_run(&c, &r) == 0);
+    CHECK_EQ(r.n_unfinished, 0);
+    CHECK_EQ(r.start[sy], 6500); /* l2's gap moved onto the sync */
+    /* the original is untouched */
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.end[sy], 35000);
+    dfg_free(&c);
+    sim_result_free(&r);
+    dfg_free(&g);
+}
+
+/* Two ranks, a collective: rank 1 arrives 50 us late; transfer 30 us. */
+static void
+test_sim_collective(void)
+{
+    dfg g;
+    CHECK(dfg_init(&g, 2) == 0);
+    int32_t q = dfg_add_group(&g, DPRO_COLL_ALLREDUCE, 2, 1 << 20, 1, 0, 30000);
+    int32_t k[2], c[2], after[2];
+    for (int r = 0; r < 2; r++) {
+        int32_t S = dfg_add_resource(&g, DFG_RES_STREAM, r, 7, 0);
+        int32_t N = dfg_add_resource(&g, DFG_RES_STREAM, r, 9, 0);
+        k[r] = dfg_add_node(&g, DFG_KERNEL, S, dfg_intern(&g, "k"));
+        g.dur[k[r]] = r == 0 ? 100000 : 150000;
+        c[r] = dfg_add_node(&g, DFG_COLL, N, dfg_intern(&g, "allreduce"));
+        dfg_set_group(&g, c[r], q);
+        CHECK(dfg_add_edge(&g, k[r], c[r]) == 0);
+        after[r] = dfg_add_node(&g, DFG_KERNEL, N, dfg_intern(&g, "after"));
+        g.dur[after[r]] = 1000;
+    }
+    sim_result r;
+    memset(&r, 0, sizeof r);
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.start[c[0]], 100000);
+    CHECK_EQ(r.start[c[1]], 150000);
+    CHECK_EQ(r.grp_arrival[q], 150000);
+    CHECK_EQ(r.end[c[0]], 180000);
+    CHECK_EQ(r.end[c[1]], 180000);
+    CHECK_EQ(r.end[after[0]], 181000);
+    sim_breakdown bd;
+    CHECK(sim_breakdown_rank(&g, sim_timeline_of(&r), 0, 0, 181000, &bd) == 0);
+    CHECK_EQ(bd.compute, 101000);
+    CHECK_EQ(bd.wait_ranks, 50000);
+    CHECK_EQ(bd.communication, 30000);
+    double blame[2];
+    int32_t last[2];
+    sim_stragglers(&g, sim_timeline_of(&r), 0, 1000000, blame, last);
+    CHECK(blame[1] == 50000.0 && blame[0] == 0);
+    CHECK_EQ(last[1], 1);
+    /* the critical path goes through the late rank */
+    int32_t *path, np;
+    CHECK(sim_critical_path(&g, &r, after[0], 0, &path, &np) == 0);
+    int through = 0;
+    for (int i = 0; i < np; i++)
+        through |= path[i] == k[1];
+    CHECK(through);
+    free(path);
+    /* a cycle is reported, not hung on */
+    CHECK(dfg_add_edge(&g, after[0], k[0]) == 0);
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK(r.n_unfinished > 0);
+    sim_result_free(&r);
+    dfg_free(&g);
+}
+
+static void
+test_synth(void)
+{
+    synth_params p;
+    synth_defaults(&p);
+    p.ranks = 8;
+    p.iterations = 4;
+    dfg g, gc;
+    CHECK(synth_dfg(&p, &g) == 0);
+    p.classes = 2;
+    CHECK(synth_dfg(&p, &gc) == 0);
+    sim_result r, rc;
+    memset(&r, 0, sizeof r);
+    memset(&rc, 0, sizeof rc);
+    CHECK(sim_run(&g, &r) == 0 && sim_run(&gc, &rc) == 0);
+    CHECK_EQ(r.n_unfinished, 0);
+    CHECK_EQ(rc.n_unfinished, 0);
+    /* equivalence classes give the same iteration time as every rank */
+    double a = sim_iteration_time(&g, sim_timeline_of(&r), 0, 0, 3);
+    double b = sim_iteration_time(&gc, sim_timeline_of(&rc), 0, 0, 3);
+    CHECK(a > 0 && fabs(a - b) < 1.0);
+    CHECK_EQ(gc.n_ranks, 2);
+    CHECK_EQ(gc.rank_weight[0] + gc.rank_weight[1], 8);
+    /* merging two collective groups keeps the graph runnable */
+    CHECK(dfg_merge_groups(&g, 0, 1) == 0);
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.n_unfinished, 0);
+    sim_result_free(&r);
+    sim_result_free(&rc);
+    dfg_free(&g);
+    dfg_free(&gc);
+}
+
+int
+main(void)
+{
+    test_align();
+    test_costmodel();
+    test_iter();
+    test_sim_tiny();
+    test_sim_collective();
+    test_synth();
+    if (failures) {
+        fprintf(stderr, "test_replay_unit: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_replay_unit: ok\n");
+    return 0;
+}

@@ -1,0 +1,136 @@
+/*
+ * dpro-export: write a job's measured (or simulated) timeline as a Chrome trace that
+ * ui.perfetto.dev and chrome://tracing open.
+ *
+ * Exit status: 0 ok, 1 bad input or write error, 2 usage.
+ */
+#define PR_FMT "dpro-export"
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "dpro_log.h"
+#include "replay/chrome.h"
+#include "replay/replay.h"
+
+#define WARN_BYTES (300ULL << 20)
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dpro-export DIR --chrome FILE [options]\n"
+            "Writes the timeline of the traces in DIR as a Chrome trace (JSON object format):\n"
+            "one process per rank, a track per host thread and per stream, launch -> kernel\n"
+            "flows, collectives linked across ranks, NVTX ranges, memory counters.\n\n"
+            "  -o, --chrome FILE      output file ('-' for stdout)\n"
+            "  -s, --simulated        the simulated timeline instead of the measured one\n"
+            "  -i, --iterations A-B   only iterations A to B (0-based; 'A' alone: one)\n"
+            "      --job ID           only the traces of job ID\n"
+            "  -f, --force            write even when the file would be very large\n"
+            "  -h, --help             this help\n"
+            "  -V, --version          version\n");
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"chrome", required_argument, NULL, 'o'},
+        {"simulated", no_argument, NULL, 's'},
+        {"iterations", required_argument, NULL, 'i'},
+        {"job", required_argument, NULL, 'J'},
+        {"force", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *out = NULL;
+    chrome_options co = {0, -1, -1};
+    replay_options ro = {0};
+    ro.warmup = -1;
+    int force = 0, c;
+    while ((c = getopt_long(argc, argv, "o:si:fhV", longopts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'o':
+            out = optarg;
+            break;
+        case 's':
+            co.simulated = 1;
+            break;
+        case 'i': {
+            long a = strtol(optarg, &end, 10), b = a;
+            if (*end == '-')
+                b = strtol(end + 1, &end, 10);
+            if (*end || a < 0 || b < a || end == optarg) {
+                fprintf(stderr, "dpro-export: --iterations wants A-B (e.g. 3-5), not '%s'\n", optarg);
+                return 2;
+            }
+            co.iter_first = (int32_t)a;
+            co.iter_last = (int32_t)b;
+            break;
+        }
+        case 'J':
+            ro.job_id = optarg;
+            break;
+        case 'f':
+            force = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("dpro-export (dpro) %s\n", PACKAGE_VERSION);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind + 1 != argc || !out) {
+        usage(stderr);
+        return 2;
+    }
+    replay rp;
+    char err[2048];
+    if (replay_open(argv[optind], &ro, &rp, err, sizeof err) != 0) {
+        fprintf(stderr, "dpro-export: %s\n", err);
+        return 1;
+    }
+    if (co.simulated && replay_simulate(&rp) != 0) {
+        fprintf(stderr, "dpro-export: out of memory simulating\n");
+        replay_close(&rp);
+        return 1;
+    }
+    uint64_t est = chrome_estimate_bytes(&rp, &rp.graph, &rp.sim, &co);
+    if (est > WARN_BYTES) {
+        int32_t nit = rp.iters && rp.job.n_ranks > 0 ? rp.iters[0].n - 1 : 0;
+        fprintf(stderr,
+                "dpro-export: the trace would be about %llu MB, too large for a browser to "
+                "open comfortably; choose a window, e.g. --iterations %d-%d (of %d)%s\n",
+                (unsigned long long)(est >> 20), rp.iter_first, rp.iter_first + 1, nit,
+                force ? "; writing anyway (--force)" : ", or pass --force");
+        if (!force) {
+            replay_close(&rp);
+            return 1;
+        }
+    }
+    FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
+    int status = 0;
+    if (!f) {
+        fprintf(stderr, "dpro-export: cannot open %s for writing\n", out);
+        status = 1;
+    } else {
+        if (chrome_export(&rp, &rp.graph, co.simulated ? &rp.sim : NULL, &co, f) != 0)
+            status = 1;
+        if (f != stdout && fclose(f) != 0)
+            status = 1;
+        if (status)
+            fprintf(stderr, "dpro-export: writing %s failed\n", out);
+    }
+    replay_close(&rp);
+    return status;
+}

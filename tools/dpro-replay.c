@@ -1,0 +1,346 @@
+/*
+ * dpro-replay: replay a job's traces and compare the simulated iteration time with the
+ * measured one; breakdown, critical path, stragglers, clock offsets.
+ *
+ * Exit status: 0 ok, 1 bad input (no traces, two jobs, unreadable), 2 usage.
+ */
+#define PR_FMT "dpro-replay"
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "dpro_log.h"
+#include "json_writer.h"
+#include "replay/chrome.h"
+#include "replay/replay.h"
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dpro-replay DIR [options]\n"
+            "Replays the per-rank traces in DIR as one dataflow graph and compares the\n"
+            "simulated iteration time with the measured one.\n\n"
+            "  -n, --iterations N     compare N steady iterations (default: all steady)\n"
+            "  -j, --json             machine-readable output (keys: ranks, iterations,\n"
+            "                         measured_iter_us, simulated_iter_us, error_pct,\n"
+            "                         breakdown, critical_path, per_rank, ...)\n"
+            "  -c, --chrome FILE      also write the simulated timeline as a Chrome trace\n"
+            "  -p, --critical-path    list the operations on the critical path\n"
+            "  -t, --top K            how many critical-path entries (default 10)\n"
+            "  -w, --warmup N         skip the iterations before iteration N (iteration k\n"
+            "                         ends at the end of marker k; default: detected)\n"
+            "      --job ID           replay only the traces of job ID\n"
+            "      --measured-collectives  collectives take their measured transfer time\n"
+            "                         instead of the fitted cost model's\n"
+            "  -h, --help             this help\n"
+            "  -V, --version          version\n");
+}
+
+static void
+bd_json(json_writer *j, const char *key, const sim_breakdown *b, double scale)
+{
+    json_key(j, key);
+    json_begin_object(j);
+    json_kv_double(j, "window_us", (double)b->window * scale / 1000.0);
+    json_kv_double(j, "compute_us", (double)b->compute * scale / 1000.0);
+    json_kv_double(j, "communication_us", (double)b->communication * scale / 1000.0);
+    json_kv_double(j, "overlap_us", (double)b->overlap * scale / 1000.0);
+    json_kv_double(j, "wait_other_ranks_us", (double)b->wait_ranks * scale / 1000.0);
+    json_kv_double(j, "host_bound_idle_us", (double)b->host_idle * scale / 1000.0);
+    json_end_object(j);
+}
+
+static const char *
+kind_name(int k)
+{
+    static const char *names[] = {"?", "api", "kernel", "memcpy", "memset", "collective"};
+    return k >= 0 && k <= 5 ? names[k] : "?";
+}
+
+static void
+print_bd(const char *label, const sim_breakdown *b)
+{
+    double w = b->window > 0 ? (double)b->window : 1;
+    printf("  %-10s compute %9.1f us (%4.1f%%)  comm %9.1f us  overlap %9.1f us  "
+           "wait-ranks %9.1f us (%4.1f%%)  host-idle %9.1f us (%4.1f%%)\n",
+           label, b->compute / 1e3, 100.0 * b->compute / w, b->communication / 1e3,
+           b->overlap / 1e3, b->wait_ranks / 1e3, 100.0 * b->wait_ranks / w, b->host_idle / 1e3,
+           100.0 * b->host_idle / w);
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"iterations", required_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},
+        {"chrome", required_argument, NULL, 'c'},
+        {"critical-path", no_argument, NULL, 'p'},
+        {"top", required_argument, NULL, 't'},
+        {"job", required_argument, NULL, 'J'},
+        {"measured-collectives", no_argument, NULL, 'M'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    replay_options ro = {0};
+    ro.warmup = -1;
+    int as_json = 0, show_cp = 0, top = 10;
+    const char *chrome = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "n:jc:pt:w:hV", longopts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'n':
+            ro.iterations = (int32_t)strtol(optarg, &end, 10);
+            if (*end || ro.iterations <= 0) {
+                fprintf(stderr, "dpro-replay: --iterations wants a positive number, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'j':
+            as_json = 1;
+            break;
+        case 'c':
+            chrome = optarg;
+            break;
+        case 'p':
+            show_cp = 1;
+            break;
+        case 't':
+            top = (int)strtol(optarg, &end, 10);
+            if (*end || top <= 0) {
+                fprintf(stderr, "dpro-replay: --top wants a positive number\n");
+                return 2;
+            }
+            break;
+        case 'J':
+            ro.job_id = optarg;
+            break;
+        case 'M':
+            ro.coll_duration = REPLAY_COLL_MEASURED;
+            break;
+        case 'w':
+            ro.warmup = (int32_t)strtol(optarg, &end, 10);
+            if (*end || ro.warmup < 0) {
+                fprintf(stderr, "dpro-replay: --warmup wants a number >= 0\n");
+                return 2;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("dpro-replay (dpro) %s\n", PACKAGE_VERSION);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind + 1 != argc) {
+        usage(stderr);
+        return 2;
+    }
+    const char *dir = argv[optind];
+    replay rp;
+    char err[2048];
+    int rc = replay_open(dir, &ro, &rp, err, sizeof err);
+    if (rc != 0) {
+        fprintf(stderr, "dpro-replay: %s\n", err);
+        return 1;
+    }
+    if (replay_simulate(&rp) != 0) {
+        fprintf(stderr, "dpro-replay: out of memory simulating\n");
+        replay_close(&rp);
+        return 1;
+    }
+    replay_summary s;
+    if (replay_summarize(&rp, &rp.graph, &rp.sim, &s) != 0) {
+        fprintf(stderr, "dpro-replay: out of memory\n");
+        replay_close(&rp);
+        return 1;
+    }
+    if (rp.sim.n_unfinished > 0)
+        job_warn(&rp.job,
+                 "%d operations could not be simulated (circular dependencies, e.g. around "
+                 "'%s'); the simulated times are partial",
+                 rp.sim.n_unfinished, dfg_name(&rp.graph, rp.graph.name[rp.sim.first_unfinished]));
+    const dfg *g = &rp.graph;
+    double per_iter = s.iterations > 0 ? 1.0 / s.iterations : 1.0;
+    (void)per_iter;
+
+    if (as_json) {
+        json_writer jw, *j = &jw;
+        json_init(j, stdout, 1);
+        json_begin_object(j);
+        json_kv_int(j, "ranks", rp.job.n_present);
+        json_kv_int(j, "world_size", rp.job.n_ranks);
+        json_kv_string(j, "job_id", rp.job.job_id ? rp.job.job_id : "");
+        json_kv_int(j, "iterations", s.iterations);
+        json_kv_int(j, "first_iteration", s.first_iteration);
+        json_kv_double(j, "measured_iter_us", s.measured_us);
+        json_kv_double(j, "simulated_iter_us", s.simulated_us);
+        json_kv_double(j, "error_pct", s.error_pct);
+        json_kv_int(j, "nodes", dfg_live_nodes(g));
+        json_kv_int(j, "edges", (int64_t)g->n_edges);
+        json_kv_int(j, "collectives", g->n_groups);
+        json_kv_int(j, "unsimulated_nodes", rp.sim.n_unfinished);
+        json_key(j, "breakdown");
+        json_begin_object(j);
+        bd_json(j, "measured", &s.measured_bd, 1.0);
+        bd_json(j, "simulated", &s.simulated_bd, 1.0);
+        json_end_object(j);
+        json_key(j, "critical_path");
+        json_begin_object(j);
+        json_kv_int(j, "rank", s.cp_rank);
+        json_kv_double(j, "length_us", (double)s.cp_length_ns / 1000.0);
+        json_key(j, "top");
+        json_begin_array(j);
+        for (int32_t i = 0; i < s.n_cp && i < top; i++) {
+            json_begin_object(j);
+            json_kv_string(j, "name", dfg_name(g, s.cp[i].name));
+            json_kv_string(j, "kind", kind_name(s.cp[i].kind));
+            json_kv_double(j, "time_us", (double)s.cp[i].total_ns / 1000.0);
+            json_kv_int(j, "count", s.cp[i].count);
+            json_end_object(j);
+        }
+        json_end_array(j);
+        json_end_object(j);
+        json_key(j, "per_rank");
+        json_begin_array(j);
+        for (int32_t r = 0; r < s.n_ranks; r++) {
+            replay_rank_summary *q = &s.rank[r];
+            if (!q->present)
+                continue;
+            json_begin_object(j);
+            json_kv_int(j, "rank", r);
+            json_kv_double(j, "measured_iter_us", q->measured_us);
+            json_kv_double(j, "simulated_iter_us", q->simulated_us);
+            json_kv_double(j, "error_pct", q->error_pct);
+            json_kv_double(j, "clock_offset_us", q->clock_offset_us);
+            json_kv_double(j, "clock_residual_us", q->clock_residual_us);
+            json_kv_bool(j, "clock_aligned", q->clock_aligned);
+            json_kv_double(j, "others_waited_us_per_iter", q->straggler_blame_us);
+            json_kv_int(j, "arrived_last", q->last_arrivals);
+            json_kv_string(j, "iteration_method",
+                           (const char *[]){"none", "marker", "range", "kernel-period"}[rp.iters[r].method & 3]);
+            json_kv_int(j, "warm_up_iterations", rp.iters[r].warm_up);
+            json_key(j, "breakdown");
+            json_begin_object(j);
+            bd_json(j, "measured", &q->measured_bd, q->measured_bd.window > 0 && s.iterations ? 1.0 / s.iterations : 1.0);
+            bd_json(j, "simulated", &q->simulated_bd, q->simulated_bd.window > 0 && s.iterations ? 1.0 / s.iterations : 1.0);
+            json_end_object(j);
+            json_end_object(j);
+        }
+        json_end_array(j);
+        json_key(j, "stragglers");
+        json_begin_array(j);
+        for (int32_t r = 0; r < s.n_ranks; r++) {
+            replay_rank_summary *q = &s.rank[r];
+            if (q->present && q->straggler_blame_us > 0.02 * s.measured_us && q->straggler_blame_us > 5) {
+                json_begin_object(j);
+                json_kv_int(j, "rank", r);
+                json_kv_double(j, "others_waited_us_per_iter", q->straggler_blame_us);
+                json_end_object(j);
+            }
+        }
+        json_end_array(j);
+        json_key(j, "clock");
+        json_begin_object(j);
+        json_kv_string(j, "source", rp.align_source == 1 ? "collective device ends"
+                                    : rp.align_source == 2 ? "collective host call ends"
+                                                           : "none");
+        json_kv_double(j, "residual_median_us", rp.align.residual_median_us);
+        json_kv_double(j, "residual_max_us", rp.align.residual_max_us);
+        json_kv_int(j, "unaligned_ranks", rp.align.n_unaligned);
+        json_end_object(j);
+        json_key(j, "collective_model");
+        json_begin_array(j);
+        for (int op = 1; op < COSTMODEL_OPS; op++) {
+            const costmodel_fit *f = &rp.model.op[op];
+            if (!f->fitted)
+                continue;
+            json_begin_object(j);
+            json_kv_string(j, "op", dpro_coll_op_name((uint32_t)op));
+            json_kv_double(j, "alpha_us", f->alpha_ns / 1000.0);
+            json_kv_double(j, "bandwidth_GBps", f->beta_bpns);
+            json_kv_int(j, "samples", f->n_samples);
+            json_kv_double(j, "mape_pct", f->mape);
+            json_end_object(j);
+        }
+        json_end_array(j);
+        json_key(j, "diagnostics");
+        json_begin_array(j);
+        for (size_t i = 0; i < rp.job.n_diag; i++)
+            json_string(j, rp.job.diag[i]);
+        json_end_array(j);
+        json_end_object(j);
+    } else {
+        printf("job %s: %d of %d ranks, %d nodes, %lld edges, %d collectives\n",
+               rp.job.job_id && *rp.job.job_id ? rp.job.job_id : "(no id)", rp.job.n_present,
+               rp.job.n_ranks, dfg_live_nodes(g), (long long)g->n_edges, g->n_groups);
+        printf("iterations compared: %d (from iteration %d; warm-up skipped)\n", s.iterations,
+               s.first_iteration);
+        printf("\n%-6s %14s %14s %8s %12s %14s\n", "rank", "measured us", "simulated us",
+               "error", "clock us", "others wait us");
+        for (int32_t r = 0; r < s.n_ranks; r++) {
+            replay_rank_summary *q = &s.rank[r];
+            if (!q->present)
+                continue;
+            printf("%-6d %14.1f %14.1f %7.2f%% %12.1f%s %14.1f\n", r, q->measured_us,
+                   q->simulated_us, q->error_pct, q->clock_offset_us, q->clock_aligned ? " " : "?",
+                   q->straggler_blame_us);
+        }
+        printf("%-6s %14.1f %14.1f %7.2f%%\n", "all", s.measured_us, s.simulated_us, s.error_pct);
+        printf("\nbreakdown per iteration (mean over ranks):\n");
+        print_bd("measured", &s.measured_bd);
+        print_bd("simulated", &s.simulated_bd);
+        printf("\nclock alignment: %s, residual median %.2f us, max %.2f us%s\n",
+               rp.align_source == 1 ? "from collective device ends"
+               : rp.align_source == 2 ? "from collective host call ends (approximate)"
+                                      : "none (no collectives)",
+               rp.align.residual_median_us, rp.align.residual_max_us,
+               rp.align.n_unaligned ? " (some ranks unaligned: '?')" : "");
+        int any = 0;
+        for (int32_t r = 0; r < s.n_ranks; r++) {
+            replay_rank_summary *q = &s.rank[r];
+            if (q->present && q->straggler_blame_us > 0.02 * s.measured_us && q->straggler_blame_us > 5) {
+                if (!any)
+                    printf("\nstragglers (the others wait for them):\n");
+                any = 1;
+                printf("  rank %d: others wait %.1f us per iteration; last to arrive at %d "
+                       "collectives\n",
+                       r, q->straggler_blame_us, q->last_arrivals);
+            }
+        }
+        if (!any)
+            printf("\nstragglers: none (no rank makes the others wait more than 2%%)\n");
+        if (show_cp) {
+            printf("\ncritical path of the last compared iteration (ends on rank %d, %.1f us):\n",
+                   s.cp_rank, s.cp_length_ns / 1e3);
+            for (int32_t i = 0; i < s.n_cp && i < top; i++)
+                printf("  %10.1f us %5.1f%%  %-10s x%-5d %s\n", s.cp[i].total_ns / 1e3,
+                       s.cp_length_ns ? 100.0 * s.cp[i].total_ns / s.cp_length_ns : 0,
+                       kind_name(s.cp[i].kind), s.cp[i].count, dfg_name(g, s.cp[i].name));
+        }
+    }
+    int status = 0;
+    if (chrome) {
+        FILE *f = fopen(chrome, "w");
+        chrome_options co = {1, -1, -1};
+        if (!f || chrome_export(&rp, &rp.graph, &rp.sim, &co, f) != 0) {
+            fprintf(stderr, "dpro-replay: cannot write %s\n", chrome);
+            status = 1;
+        }
+        if (f && fclose(f) != 0)
+            status = 1;
+    }
+    replay_summary_free(&s);
+    replay_close(&rp);
+    return status;
+}
