@@ -25,6 +25,7 @@
 
 #include "dpro_log.h"
 #include "dprotrace.h"
+#include "fs.h"
 #include "import_kineto.h"
 
 enum { EXIT_OK = 0, EXIT_BAD_INPUT = 1, EXIT_USAGE = 2 };
@@ -196,7 +197,7 @@ main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    if (dpro_mkdir_p(dir, 0755) != 0) {
         pr_err("cannot create %s: %s", dir, strerror(errno));
         return EXIT_BAD_INPUT;
     }
