@@ -1,1 +1,51 @@
-# tests/collector: rules (filled in as the part lands)
+# tests/collector: the collector's tests (end to end on tests/simgpu, the real libcudart,
+# one test per awkward case) and its benchmarks. Python drivers read traces back through
+# trace-dump (libdprotrace's reader). Under --enable-sanitizers the drivers skip (exit 77):
+# an ASan-built collector cannot be preloaded into programs built without ASan.
+if HAVE_CUDA
+COLLTEST_CPPFLAGS = $(AM_CPPFLAGS) @CUDA_CPPFLAGS@
+
+noinst_PROGRAMS += tests/collector/trace-dump
+tests_collector_trace_dump_SOURCES = tests/collector/trace-dump.c
+tests_collector_trace_dump_LDADD = schemas/libdprotrace.la
+
+# A do-nothing libcudart for the awkward cases and the launch benchmark (built with `make`
+# so that `make bench` needs no `make check` first).
+noinst_LTLIBRARIES += tests/collector/libcollstub.la
+tests_collector_libcollstub_la_SOURCES = tests/collector/stub-cudart.c
+tests_collector_libcollstub_la_CPPFLAGS = $(COLLTEST_CPPFLAGS)
+tests_collector_libcollstub_la_LDFLAGS = -shared -avoid-version -rpath /nowhere $(AM_LDFLAGS)
+
+noinst_PROGRAMS += tests/collector/coll-job
+tests_collector_coll_job_SOURCES = tests/collector/coll-job.c
+tests_collector_coll_job_CPPFLAGS = $(COLLTEST_CPPFLAGS)
+tests_collector_coll_job_LDADD = tests/collector/libcollstub.la $(PTHREAD_LIBS) -ldl
+tests_collector_coll_job_LDFLAGS = -no-install -rdynamic $(AM_LDFLAGS)
+
+# The real libcudart of the toolkit (no GPU here: every call fails, codes pass through).
+check_PROGRAMS += tests/collector/real-cudart
+tests_collector_real_cudart_SOURCES = tests/collector/real-cudart.c
+tests_collector_real_cudart_CPPFLAGS = $(COLLTEST_CPPFLAGS)
+tests_collector_real_cudart_LDADD = -L$(CUDA_DIR)/lib64 -lcudart
+tests_collector_real_cudart_LDFLAGS = -no-install -rdynamic -Wl,-rpath,$(CUDA_DIR)/lib64 $(AM_LDFLAGS)
+
+# Driver launches, hooked and not (simgpu's libcuda).
+check_PROGRAMS += tests/collector/drv-job
+tests_collector_drv_job_SOURCES = tests/collector/drv-job.c
+tests_collector_drv_job_CPPFLAGS = $(COLLTEST_CPPFLAGS)
+tests_collector_drv_job_LDADD = tests/simgpu/libcuda.la -ldl
+tests_collector_drv_job_LDFLAGS = -no-install $(AM_LDFLAGS)
+
+COLLECTOR_TESTS = tests/collector/test-real-cudart.py tests/collector/test-awkward.py \
+	tests/collector/test-dpro-run.py tests/collector/test-e2e-simgpu.py
+if HAVE_PYTHON3
+TESTS += $(COLLECTOR_TESTS)
+endif
+EXTRA_DIST += $(COLLECTOR_TESTS) tests/collector/colltest.py
+
+BENCH_PROGRAMS += tests/collector/coll-bench
+noinst_PROGRAMS += tests/collector/coll-bench
+tests_collector_coll_bench_SOURCES = tests/collector/coll-bench.c
+tests_collector_coll_bench_CPPFLAGS = $(COLLTEST_CPPFLAGS) -DCOLL_BENCH_BUILDDIR='"$(abs_top_builddir)"'
+tests_collector_coll_bench_LDADD = -ldl
+endif

@@ -1,0 +1,196 @@
+/*
+ * coll-job: a tiny CUDA-runtime job for the collector's awkward-case tests. It links
+ * libcollstub (tests/collector/stub-cudart.c) or any libcudart, and does what the mode says:
+ *
+ *   launches N        N kernel launches and one memcpy, one sync
+ *   fork N M          N launches, fork; the child makes M launches; the parent N more
+ *   exec N            N launches, then exec itself as "launches 3"
+ *   thread-exit N     a thread makes N launches and exits; main makes N more after join
+ *   loop              launches until killed; prints "ready" after the first 1000
+ *   missing           calls ncclAllReduce and cudaMallocHost found by dlsym(RTLD_DEFAULT):
+ *                     with the collector and no libnccl (and a libcudart without
+ *                     cudaMallocHost) the collector's hooks answer an error code
+ *   errno             checks that a hook leaves errno as the real call did
+ *   bench N           N launches timed in batches of 1000: prints the median ns per launch
+ *   rate N R          N launches paced at R per second (busy pacing, one thread)
+ *
+ * Prints "launches=K" (what it did) on stdout; exit 0 unless something went wrong.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+/* A host function standing for a kernel; exported so dladdr can name it. */
+void coll_job_kernel(void);
+void coll_job_kernel(void)
+{
+}
+
+static cudaStream_t job_stream;
+
+/* Makes n launches; returns the number that succeeded. */
+static int job_launches(int n)
+{
+    dim3 grid = {4, 2, 1}, block = {128, 1, 1};
+    int ok = 0;
+    for (int i = 0; i < n; i++)
+        ok += cudaLaunchKernel((const void *)coll_job_kernel, grid, block, NULL, 0, job_stream) ==
+              cudaSuccess;
+    return ok;
+}
+
+static void *job_thread(void *arg)
+{
+    int n = *(int *)arg;
+    *(int *)arg = job_launches(n);
+    return NULL;
+}
+
+static uint64_t job_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int job_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Times n launches in batches of 1000; prints the median ns per launch. */
+static int job_bench(int n)
+{
+    int batches = n / 1000 > 0 ? n / 1000 : 1;
+    double *per = calloc((size_t)batches, sizeof *per);
+    if (per == NULL)
+        return 1;
+    job_launches(1000); /* warm up: first-call paths, ring allocation */
+    for (int b = 0; b < batches; b++) {
+        uint64_t t0 = job_now();
+        job_launches(1000);
+        per[b] = (double)(job_now() - t0) / 1000.0;
+    }
+    qsort(per, (size_t)batches, sizeof *per, job_cmp_double);
+    printf("median_ns_per_launch=%.1f\n", per[batches / 2]);
+    free(per);
+    return 0;
+}
+
+/* Makes n launches paced at rate per second. */
+static int job_rate(int n, double rate)
+{
+    uint64_t t0 = job_now();
+    double gap = 1e9 / rate;
+    int done = 0;
+    for (int i = 0; i < n; i++) {
+        while ((double)(job_now() - t0) < i * gap)
+            ;
+        done += job_launches(1);
+    }
+    double secs = (double)(job_now() - t0) / 1e9;
+    printf("launches=%d seconds=%.3f rate=%.0f\n", done, secs, done / secs);
+    return 0;
+}
+
+typedef int (*job_nccl_allreduce_fn)(const void *, void *, size_t, int, int, void *, void *);
+typedef int (*job_cuda_malloc_fn)(void **, size_t);
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: coll-job MODE [ARG]\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    const char *arg = argc > 2 ? argv[2] : "10";
+    int n = atoi(arg), done = 0;
+    if (strcmp(mode, "missing") == 0) {
+        job_nccl_allreduce_fn ar = (job_nccl_allreduce_fn)dlsym(RTLD_DEFAULT, "ncclAllReduce");
+        job_cuda_malloc_fn cm = (job_cuda_malloc_fn)dlsym(RTLD_DEFAULT, "cudaMallocHost");
+        void *p = NULL;
+        printf("ncclAllReduce=%d\n", ar ? ar(NULL, NULL, 1, 0, 0, NULL, NULL) : -1);
+        printf("cudaMallocHost=%d\n", cm ? cm(&p, 16) : -1);
+        return 0;
+    }
+    if (cudaStreamCreate(&job_stream) != cudaSuccess)
+        return 1;
+    if (strcmp(mode, "launches") == 0) {
+        void *buf = NULL;
+        done = job_launches(n);
+        cudaMalloc(&buf, 1024);
+        cudaMemcpyAsync(buf, buf, 1024, cudaMemcpyDeviceToDevice, job_stream);
+        cudaStreamSynchronize(job_stream);
+        cudaFree(buf);
+    } else if (strcmp(mode, "errno") == 0) {
+        errno = 1234;
+        cudaDeviceSynchronize();
+        int kept = errno == 1234;
+        errno = 4321;
+        job_launches(1);
+        kept &= errno == 4321;
+        printf("errno_kept=%d\n", kept);
+        return kept ? 0 : 1;
+    } else if (strcmp(mode, "fork") == 0) {
+        int m = argc > 3 ? atoi(argv[3]) : 5;
+        done = job_launches(n);
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            int k = job_launches(m);
+            printf("child_launches=%d\n", k);
+            fflush(stdout);
+            exit(0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        done += job_launches(n);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            return 1;
+    } else if (strcmp(mode, "exec") == 0) {
+        done = job_launches(n);
+        printf("launches=%d\n", done);
+        fflush(stdout);
+        char *args[] = {argv[0], "launches", "3", NULL};
+        execv("/proc/self/exe", args);
+        perror("execv");
+        return 1;
+    } else if (strcmp(mode, "thread-exit") == 0) {
+        pthread_t th;
+        int count = n;
+        pthread_create(&th, NULL, job_thread, &count);
+        pthread_join(th, NULL);
+        done = count + job_launches(n);
+    } else if (strcmp(mode, "bench") == 0) {
+        return job_bench(n);
+    } else if (strcmp(mode, "rate") == 0) {
+        return job_rate(n, argc > 3 ? atof(argv[3]) : 1e6);
+    } else if (strcmp(mode, "loop") == 0) {
+        for (;;) {
+            done += job_launches(100);
+            if (done == 1000) {
+                printf("ready\n");
+                fflush(stdout);
+            }
+            usleep(1000);
+        }
+    } else {
+        fprintf(stderr, "coll-job: unknown mode %s\n", mode);
+        return 2;
+    }
+    cudaStreamDestroy(job_stream);
+    printf("launches=%d\n", done);
+    return 0;
+}

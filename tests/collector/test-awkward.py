@@ -1,0 +1,141 @@
+"""The collector never breaks the job: one check per awkward case, on coll-job (a
+do-nothing libcudart, no libnccl): errno, fork (follow and stop), exec, a thread that exits
+early, SIGKILL, SIGTERM, a full disk (RLIMIT_FSIZE), an unwritable output directory, and
+missing libraries (hooks answer an error code, never crash)."""
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import colltest as ct  # noqa: E402
+
+ct.skip_unless_usable()
+JOB = ct.COLL_JOB
+
+
+def launches(doc):
+    return len(ct.events(doc, "api", "cudaLaunchKernel"))
+
+
+# errno is the real call's
+out = ct.tmpdir()
+r = ct.run([JOB, "errno"], env=ct.env_with(out))
+ct.check(r.returncode == 0 and "errno_kept=1" in r.stdout, "errno preserved across hooks")
+
+# fork, DPRO_FORK=follow: the child writes its own file
+out = ct.tmpdir()
+r = ct.run([JOB, "fork", "5", "3"], env=ct.env_with(out, DPRO_FORK="follow"))
+ct.check(r.returncode == 0, "fork job runs (follow)")
+docs = [ct.dump(f)[0] for f in ct.traces(out)]
+counts = sorted(launches(d) for d in docs)
+ct.check(counts == [3, 10], "follow: parent 10 launches, child 3 in its own file (%s)" % counts)
+ct.check(len({d["meta"]["pid"] for d in docs}) == 2, "follow: two pids")
+
+# fork, DPRO_FORK=stop: the child records nothing
+out = ct.tmpdir()
+r = ct.run([JOB, "fork", "5", "3"], env=ct.env_with(out, DPRO_FORK="stop"))
+docs = [ct.dump(f)[0] for f in ct.traces(out)]
+ct.check(r.returncode == 0 and [launches(d) for d in docs] == [10],
+         "stop: one file, the parent's 10 launches (%s)" % [launches(d) for d in docs])
+
+# exec: what was recorded before exec is flushed; the new image (same pid) gets a new name
+out = ct.tmpdir()
+r = ct.run([JOB, "exec", "4"], env=ct.env_with(out))
+files = ct.traces(out)
+counts = sorted(launches(ct.dump(f)[0]) for f in files)
+ct.check(r.returncode == 0 and counts == [3, 4],
+         "exec: 4 launches before, 3 after, two files (%s, %s)" % (counts, files))
+
+# a thread that exits early: its ring is still drained
+out = ct.tmpdir()
+r = ct.run([JOB, "thread-exit", "7"], env=ct.env_with(out))
+docs = [ct.dump(f)[0] for f in ct.traces(out)]
+ok = len(docs) == 1 and launches(docs[0]) == 14
+ct.check(r.returncode == 0 and ok, "thread exit: 14 launches kept")
+if docs:
+    tids = {e["tid"] for e in ct.events(docs[0], "api", "cudaLaunchKernel")}
+    ct.check(len(tids) == 2 and docs[0]["threads"] == 2, "thread exit: two threads named")
+
+
+def run_until_ready(env):
+    p = subprocess.Popen([JOB, "loop"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    return p, line.strip() == "ready"
+
+
+# SIGKILL: what was flushed before the last interval stays readable
+out = ct.tmpdir()
+p, ready = run_until_ready(ct.env_with(out, DPRO_FLUSH_MS=50))
+time.sleep(0.4)
+p.kill()
+p.wait()
+files = ct.traces(out)
+n = launches(ct.dump(files[0])[0]) if files else 0
+ct.check(ready and n >= 1000, "SIGKILL: trace readable with the launches before (%d)" % n)
+
+# SIGTERM: flushed, then the job dies of SIGTERM as it would have
+out = ct.tmpdir()
+p, ready = run_until_ready(ct.env_with(out, DPRO_FLUSH_MS=10000))
+time.sleep(0.3)
+p.send_signal(signal.SIGTERM)
+p.wait(timeout=20)
+files = ct.traces(out)
+n = launches(ct.dump(files[0])[0]) if files else 0
+ct.check(p.returncode == -signal.SIGTERM, "SIGTERM: job ends by SIGTERM (%s)" % p.returncode)
+ct.check(ready and n >= 1000, "SIGTERM: flushed although the flush interval is 10 s (%d)" % n)
+
+
+# a full disk: the file may not grow beyond 64 KiB; the job goes on, one warning
+def small_files():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
+
+
+out = ct.tmpdir()
+r = ct.run([JOB, "launches", "300000"], env=ct.env_with(out, DPRO_FLUSH_MS=20),
+           preexec_fn=small_files)
+ct.check(r.returncode == 0 and "launches=300000" in r.stdout, "full disk: the job completes")
+ct.check(r.stderr.count("recording stops") == 1,
+         "full disk: warned once (%r)" % r.stderr[-300:])
+
+# an unwritable output directory
+r = ct.run([JOB, "launches", "10"], env=ct.env_with("/dev/null/dpro"))
+ct.check(r.returncode == 0 and "launches=10" in r.stdout, "unwritable dir: the job completes")
+ct.check(r.stderr.count("recording stops") == 1, "unwritable dir: warned once")
+
+# missing libraries: no libnccl, a libcudart without cudaMallocHost
+out = ct.tmpdir()
+r = ct.run([JOB, "missing"], env=ct.env_with(out))
+ct.check(r.returncode == 0, "missing libraries: no crash")
+ct.check("ncclAllReduce=2" in r.stdout, "missing libnccl: ncclSystemError (%s)" % r.stdout)
+ct.check("cudaMallocHost=303" in r.stdout,
+         "missing symbol: cudaErrorSharedObjectInitFailed (%s)" % r.stdout)
+
+# a full ring: records are dropped and counted, the count lands in the trace
+out = ct.tmpdir()
+r = ct.run([JOB, "launches", "20000"],
+           env=ct.env_with(out, DPRO_RING_EVENTS=256, DPRO_DRAIN_MS=1000, DPRO_FLUSH_MS=1000))
+files = ct.traces(out)
+doc = ct.dump(files[0])[0] if files else None
+if doc:
+    dropped, kept = doc["summary"]["dropped"], launches(doc)
+    ct.check(dropped > 0 and kept + dropped >= 20000,
+             "full ring: %d launches kept + %d dropped (counted) >= 20000" % (kept, dropped))
+else:
+    ct.check(False, "full ring: a trace")
+
+# nothing recorded, nothing written: processes that never call CUDA leave no file
+out = ct.tmpdir()
+r = ct.run(["/bin/true"], env=ct.env_with(out))
+ct.check(r.returncode == 0 and ct.traces(out) == [], "no CUDA calls, no trace file")
+
+# files are not world-readable or writable
+out = ct.tmpdir()
+ct.run([JOB, "launches", "1"], env=ct.env_with(out))
+files = ct.traces(out)
+ct.check(files and (os.stat(files[0]).st_mode & 0o777) == 0o640, "trace mode 0640")
+ct.finish()
