@@ -596,6 +596,13 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
         for (int32_t i = 0; i < np; i++) {
             int32_t m = path[i];
             int64_t c = sim_path_contribution(g, res, path, np, i);
+            if (i == 0) {
+                /* the first node may have been released before the iteration began:
+                 * only its part inside the iteration counts */
+                int64_t rel = sim_release_time(g, res, m);
+                if (rel >= 0 && rel < from)
+                    c -= from - rel;
+            }
             if (c <= 0)
                 continue;
             uint64_t key = ((uint64_t)g->kind[m] << 32) | (uint32_t)g->name[m];

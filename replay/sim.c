@@ -260,6 +260,12 @@ release_time(const dfg *g, const sim_result *res, int32_t n)
 }
 
 int64_t
+sim_release_time(const dfg *g, const sim_result *res, int32_t n)
+{
+    return n >= 0 && res->end[n] >= 0 ? release_time(g, res, n) : -1;
+}
+
+int64_t
 sim_path_contribution(const dfg *g, const sim_result *res, const int32_t *path, int32_t n,
                       int32_t i)
 {

@@ -89,6 +89,10 @@ int sim_iteration_window(const dfg *g, sim_timeline tl, int32_t r, int32_t first
 int sim_critical_path(const dfg *g, const sim_result *res, int32_t to, int64_t from_ns,
                       int32_t **path, int32_t *n);
 
+/* When node n's binding dependency released it (its start, for a node with none);
+ * -1 if n did not run. */
+int64_t sim_release_time(const dfg *g, const sim_result *res, int32_t n);
+
 /* Time the critical path spends in path[i]: from the moment its binding dependency
  * released it to the moment it released path[i+1] (its end for the last node). The
  * contributions of a path sum to its length. */
