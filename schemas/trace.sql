@@ -1,5 +1,6 @@
 -- trace.sql: the SQLite schema of one process's dpro trace (see dprotrace.h).
 -- The writer creates it; readers check meta.schema_major before anything else.
+PRAGMA page_size = 1024;
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
 
