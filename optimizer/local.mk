@@ -1,1 +1,15 @@
-# optimizer: rules (filled in as the part lands)
+# optimizer/: what-if strategies on the replayed dataflow graph and the search over them
+# (libdproopt, a convenience library), and the dpro-optimize command.
+noinst_LTLIBRARIES += optimizer/libdproopt.la
+optimizer_libdproopt_la_SOURCES = \
+	optimizer/memest.c optimizer/memest.h \
+	optimizer/workload.c optimizer/workload.h \
+	optimizer/strategy.c optimizer/strategy.h \
+	optimizer/search.c optimizer/search.h
+optimizer_libdproopt_la_CFLAGS = $(AM_CFLAGS) -O2
+optimizer_libdproopt_la_LIBADD = replay/libdproreplay.la schemas/libdprotrace.la \
+	common/libdprocommon.la $(LIBM)
+
+bin_PROGRAMS += tools/dpro-optimize
+tools_dpro_optimize_SOURCES = tools/dpro-optimize.c
+tools_dpro_optimize_LDADD = optimizer/libdproopt.la

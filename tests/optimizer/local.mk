@@ -1,1 +1,16 @@
-# tests/optimizer: rules (filled in as the part lands)
+# tests/optimizer: unit tests of libdproopt on hand-made and synthetic graphs, the
+# closed loop on tests/simgpu (profile ddp-sim, optimize, apply, measure; skipped
+# without CUDA headers), and the search benchmark (make bench).
+check_PROGRAMS += tests/optimizer/test_optimizer
+tests_optimizer_test_optimizer_SOURCES = tests/optimizer/test_optimizer.c
+tests_optimizer_test_optimizer_LDADD = optimizer/libdproopt.la
+TESTS += tests/optimizer/test_optimizer
+if HAVE_PYTHON3
+dist_check_SCRIPTS += tests/optimizer/closed_loop.py
+TESTS += tests/optimizer/closed_loop.py
+endif
+
+BENCH_PROGRAMS += tests/optimizer/bench_optimizer
+noinst_PROGRAMS += tests/optimizer/bench_optimizer
+tests_optimizer_bench_optimizer_SOURCES = tests/optimizer/bench_optimizer.c
+tests_optimizer_bench_optimizer_LDADD = optimizer/libdproopt.la

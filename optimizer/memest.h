@@ -1,0 +1,79 @@
+/*
+ * memest.h: peak-memory estimator from the allocation trace (prefix memest_).
+ *
+ * Input: the DPRO_KIND_MEMORY alloc/free events of one rank (device memory), on the
+ * graph's clock, and where the first observed iteration and its backward lie. A caching
+ * allocator (PyTorch's, ddp-sim's) calls cudaMalloc only while its cache grows, so the
+ * first iteration shows every block the job needs and steady iterations show none. The
+ * estimator classifies the live bytes:
+ *   static      allocated before the first iteration (weights, gradient buckets, ...);
+ *   activations allocated on the forward thread during the first iteration's forward,
+ *               one entry per allocation, in forward order: the per-layer activations;
+ *   optimizer   allocated on the forward thread after the first backward (optimizer
+ *               state, created lazily by the first step);
+ *   backward    allocated on the backward thread (transients of the backward);
+ *   other       anything else still live (later iterations, other threads).
+ * The measured peak is the peak of live bytes over the whole trace.
+ *
+ * Prediction (memest_predict), for a caching allocator in steady state, whose blocks
+ * stay reserved once allocated:
+ *   peak = static + optimizer + other
+ *        + max( sum_l keep_l,  max over recomputed l of (sum_{j<=l} keep_j + act_l/k) )
+ * where keep_l = act_l / k, times keep_fraction for a recomputed layer (it keeps only a
+ * checkpoint of its input and rebuilds the rest during its backward, while the layers
+ * after it have already been freed), and every size is rounded as PyTorch's caching
+ * allocator rounds blocks (512 B up to 1 MiB, 2 MiB above). Gradient accumulation over
+ * k micro-batches divides the activations by k; the rest does not change.
+ */
+#ifndef DPRO_OPTIMIZER_MEMEST_H
+#define DPRO_OPTIMIZER_MEMEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One allocation or free (DPRO_MEM_ALLOC / DPRO_MEM_FREE), graph clock. */
+typedef struct memest_event {
+    int64_t t_ns;
+    int op;           /* 1 alloc, 2 free (enum dpro_mem_op) */
+    int64_t bytes;    /* size of an alloc (ignored for a free: the address tells) */
+    uint64_t address;
+    uint64_t thread;  /* host thread id of the call */
+} memest_event;
+
+/* Where the first iteration of the rank lies (graph clock) and its threads. */
+typedef struct memest_phases {
+    int64_t iter_start; /* start of the first iteration */
+    int64_t bwd_start;  /* first backward launch of that iteration */
+    int64_t bwd_end;    /* last backward launch of that iteration */
+    int64_t iter_end;   /* start of the next iteration (INT64_MAX: none) */
+    uint64_t fwd_thread, bwd_thread;
+} memest_phases;
+
+typedef struct memest {
+    int64_t peak_bytes;      /* measured peak of live bytes */
+    int64_t static_bytes;    /* see above; live at the end of the first iteration */
+    int64_t optimizer_bytes;
+    int64_t backward_bytes;
+    int64_t other_bytes;
+    int32_t n_layers;        /* activation allocations found */
+    int64_t *act_bytes;      /* per layer, forward order */
+    int64_t *act_time;       /* graph time of each activation allocation */
+} memest;
+
+/* Builds the estimate of one rank from n events (any order). Returns 0, or -1 when out
+ * of memory (*m is then empty). Free with memest_free. */
+int memest_build(const memest_event *ev, size_t n, const memest_phases *ph, memest *m);
+
+/* Frees what memest_build allocated and zeroes *m. */
+void memest_free(memest *m);
+
+/* Rounds a request as PyTorch's caching allocator rounds a block. */
+int64_t memest_round_block(int64_t bytes);
+
+/* Predicted steady peak in bytes (see above). recompute (m->n_layers flags, may be
+ * NULL: none), keep_fraction (0..1] of a recomputed layer's activations kept, accum_k
+ * >= 1 micro-batches per step. */
+int64_t memest_predict(const memest *m, const uint8_t *recompute, double keep_fraction,
+                       int32_t accum_k);
+
+#endif

@@ -1,0 +1,588 @@
+/*
+ * search.c: critical-path guided annealing over strategy plans (see search.h).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "optimizer/search.h"
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t
+rng_next(rng *r)
+{
+    /* xorshift64* */
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 0x2545F4914F6CDD1DULL;
+}
+
+static double
+rng_unit(rng *r)
+{
+    return (double)(rng_next(r) >> 11) / 9007199254740992.0;
+}
+
+static double
+now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- cache of evaluated plans ---------------------------------------------------------- */
+
+typedef struct plan_cache {
+    search_candidate *items;
+    int64_t n, cap;
+    int64_t *slots; /* index + 1, 0 empty */
+    int64_t n_slots;
+} plan_cache;
+
+static uint64_t
+plan_hash(const strategy_plan *p)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < sizeof *p; i++) {
+        h ^= b[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static int
+cache_grow(plan_cache *c)
+{
+    int64_t ns = c->n_slots ? c->n_slots * 2 : 1024;
+    int64_t *slots = calloc((size_t)ns, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (int64_t i = 0; i < c->n; i++) {
+        uint64_t h = plan_hash(&c->items[i].plan) & (uint64_t)(ns - 1);
+        while (slots[h])
+            h = (h + 1) & (uint64_t)(ns - 1);
+        slots[h] = i + 1;
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->n_slots = ns;
+    return 0;
+}
+
+static search_candidate *
+cache_find(plan_cache *c, const strategy_plan *p)
+{
+    if (!c->n_slots)
+        return NULL;
+    uint64_t h = plan_hash(p) & (uint64_t)(c->n_slots - 1);
+    while (c->slots[h]) {
+        search_candidate *it = &c->items[c->slots[h] - 1];
+        if (!memcmp(&it->plan, p, sizeof *p))
+            return it;
+        h = (h + 1) & (uint64_t)(c->n_slots - 1);
+    }
+    return NULL;
+}
+
+static search_candidate *
+cache_add(plan_cache *c, const search_candidate *cand)
+{
+    if ((c->n + 1) * 2 > c->n_slots && cache_grow(c) != 0)
+        return NULL;
+    if (c->n == c->cap) {
+        int64_t cap = c->cap ? c->cap * 2 : 256;
+        search_candidate *it = realloc(c->items, (size_t)cap * sizeof *it);
+        if (!it)
+            return NULL;
+        c->items = it;
+        c->cap = cap;
+    }
+    c->items[c->n] = *cand;
+    uint64_t h = plan_hash(&cand->plan) & (uint64_t)(c->n_slots - 1);
+    while (c->slots[h])
+        h = (h + 1) & (uint64_t)(c->n_slots - 1);
+    c->slots[h] = c->n + 1;
+    return &c->items[c->n++];
+}
+
+/* ---- the walk ----------------------------------------------------------------------------- */
+
+typedef struct searcher {
+    workload *w;
+    const search_options *o;
+    search_result *out;
+    plan_cache cache;
+    sim_result res;
+    rng rng;
+    double t0, last_progress;
+    int64_t max_evals;
+    uint8_t accum_ok[8]; /* indices of strategy_accum_steps allowed */
+    int n_accum_ok;
+    double *layer_value; /* memory freed per ns recomputed, per layer */
+    int stop;
+} searcher;
+
+static int
+feasible(const searcher *s, const strategy_eval *e)
+{
+    return s->o->memory_budget <= 0 || e->peak_bytes < 0 ||
+           (double)e->peak_bytes <= (double)s->o->memory_budget * (1.0 - s->o->memory_margin);
+}
+
+/* Energy of a candidate: time, times a penalty when over the memory budget. */
+static double
+energy(const searcher *s, const search_candidate *c)
+{
+    if (c->eval.iter_ns < 0)
+        return INFINITY;
+    if (c->feasible)
+        return c->eval.iter_ns;
+    double over = (double)(c->eval.peak_bytes - s->o->memory_budget) / (double)s->o->memory_budget;
+    return c->eval.iter_ns * (2.0 + 4.0 * over);
+}
+
+static void
+progress(searcher *s, int final)
+{
+    if (!s->o->progress)
+        return;
+    double t = now_s();
+    if (!final && t - s->last_progress < 0.1)
+        return;
+    s->last_progress = t;
+    double best = -1;
+    for (int64_t i = 0; i < s->cache.n; i++)
+        if (s->cache.items[i].feasible && s->cache.items[i].eval.iter_ns > 0 &&
+            (best < 0 || s->cache.items[i].eval.iter_ns < best))
+            best = s->cache.items[i].eval.iter_ns;
+    fprintf(stderr, "\rsearch: %lld evaluations, %.1f s, best %.1f us (%.3fx)   %s",
+            (long long)s->out->evaluations, t - s->t0, best / 1000.0,
+            best > 0 ? s->out->baseline.eval.iter_ns / best : 0.0, final ? "\n" : "");
+    fflush(stderr);
+}
+
+/* Evaluates p (or finds it in the cache). Returns the candidate, or NULL when out of
+ * memory or when the search must stop. */
+static const search_candidate *
+evaluate(searcher *s, const strategy_plan *p)
+{
+    s->out->proposals++;
+    search_candidate *hit = cache_find(&s->cache, p);
+    if (hit)
+        return hit;
+    if (s->out->evaluations >= s->max_evals) {
+        s->stop = 1;
+        return NULL;
+    }
+    if (s->o->budget_s > 0 && now_s() - s->t0 > s->o->budget_s) {
+        s->stop = 1;
+        s->out->cut_by_budget = 1;
+        return NULL;
+    }
+    search_candidate c;
+    memset(&c, 0, sizeof c);
+    c.plan = *p;
+    if (strategy_evaluate(s->w, p, &s->res, &c.eval) != 0)
+        c.eval.iter_ns = -1;
+    c.feasible = feasible(s, &c.eval);
+    s->out->evaluations++;
+    progress(s, 0);
+    return cache_add(&s->cache, &c);
+}
+
+/* Critical-path shares of the baseline (res holds its simulation). */
+static void
+critical_path_shares(searcher *s)
+{
+    workload *w = s->w;
+    dfg *g = w->g;
+    uint8_t *in_chain = calloc((size_t)g->n_nodes + 1, 1);
+    int32_t *path = NULL, n = 0;
+    int64_t from = -1;
+    sim_timeline tl = sim_timeline_of(&s->res);
+    int64_t t1;
+    if (!in_chain)
+        return;
+    for (int32_t i = 0; i < w->chain_off[w->n_chains]; i++)
+        in_chain[w->chain_node[i]] = 1;
+    /* the path to the end of the compared window of the first rank that has one */
+    int32_t to = -1;
+    for (int32_t r = 0; r < g->n_ranks && to < 0; r++) {
+        const int32_t *bn;
+        int32_t nb = dfg_iterations(g, r, &bn);
+        if (sim_iteration_window(g, tl, r, w->iter_first, w->iter_last, &from, &t1) == 0 &&
+            w->iter_last + 1 < nb)
+            to = bn[w->iter_last + 1];
+    }
+    if (sim_critical_path(g, &s->res, to, from < 0 ? 0 : from, &path, &n) == 0 && n > 0) {
+        double host = 0, shortk = 0, coll = 0, other = 0;
+        for (int32_t i = 0; i < n; i++) {
+            int32_t m = path[i];
+            double c = (double)sim_path_contribution(g, &s->res, path, n, i);
+            if (c <= 0)
+                continue;
+            if (g->kind[m] == DFG_HOST && !(g->flags[m] & DFG_F_BLOCKING))
+                host += c;
+            else if (g->kind[m] == DFG_COLL)
+                coll += c;
+            else if (in_chain[m])
+                shortk += c;
+            else
+                other += c;
+        }
+        double tot = host + shortk + coll + other;
+        if (tot > 0) {
+            s->out->cp_host = host / tot;
+            s->out->cp_short_kernels = shortk / tot;
+            s->out->cp_collectives = coll / tot;
+            s->out->cp_other = other / tot;
+        }
+    }
+    free(path);
+    free(in_chain);
+}
+
+/* Memory freed per ns of recomputed forward, per layer (for the greedy seed and the
+ * moves). */
+static int
+layer_values(searcher *s)
+{
+    workload *w = s->w;
+    int32_t L = w->n_layers < STRATEGY_MAX_LAYERS ? w->n_layers : STRATEGY_MAX_LAYERS;
+    s->layer_value = calloc((size_t)L + 1, sizeof *s->layer_value);
+    double *cost = calloc((size_t)L + 1, sizeof *cost);
+    if (!s->layer_value || !cost) {
+        free(cost);
+        return -1;
+    }
+    for (int32_t q = 0; q < w->n_sites; q++) {
+        int32_t l = w->site_layer[q];
+        if (l >= L)
+            continue;
+        for (int32_t i = w->site_off[q]; i < w->site_off[q + 1]; i++)
+            cost[l] += (double)w->base_dur[w->site_fwd[i]];
+    }
+    for (int32_t l = 0; l < L; l++)
+        s->layer_value[l] = cost[l] > 0 ? (double)w->mem.act_bytes[l] / cost[l] : 0;
+    free(cost);
+    return 0;
+}
+
+/* Greedy seed: recompute the most valuable layers until the budget holds (on top of
+ * plan p). */
+static void
+seed_recompute(searcher *s, strategy_plan p)
+{
+    workload *w = s->w;
+    int32_t L = w->n_layers < STRATEGY_MAX_LAYERS ? w->n_layers : STRATEGY_MAX_LAYERS;
+    uint8_t *used = calloc((size_t)L + 1, 1);
+    if (!used)
+        return;
+    for (int32_t step = 0; step < L && !s->stop; step++) {
+        int32_t best = -1;
+        for (int32_t l = 0; l < L; l++)
+            if (!used[l] && s->layer_value[l] > 0 &&
+                (best < 0 || s->layer_value[l] > s->layer_value[best]))
+                best = l;
+        if (best < 0)
+            break;
+        used[best] = 1;
+        strategy_set_recompute(&p, best, 1);
+        const search_candidate *c = evaluate(s, &p);
+        if (!c || c->feasible)
+            break;
+    }
+    free(used);
+}
+
+static void
+seeds(searcher *s)
+{
+    workload *w = s->w;
+    unsigned fam = s->o->families;
+    strategy_plan p;
+    if ((fam & STRATEGY_FUSION) && w->n_chains > 0) {
+        strategy_plan_baseline(&p);
+        p.fuse = 1;
+        evaluate(s, &p);
+    }
+    if ((fam & STRATEGY_FUSION) && !w->graph_captured) {
+        strategy_plan_baseline(&p);
+        p.cuda_graph = 1;
+        evaluate(s, &p);
+    }
+    if ((fam & STRATEGY_TENSOR) && w->n_units >= 2 && w->model && !w->tensor_why[0]) {
+        int best_cap = -1;
+        double best = INFINITY;
+        for (int c = 0; c < strategy_n_bucket_caps && !s->stop; c++) {
+            strategy_plan_baseline(&p);
+            p.bucket_cap = (int8_t)c;
+            p.first_cap = (int8_t)c;
+            const search_candidate *r = evaluate(s, &p);
+            if (r && r->eval.iter_ns > 0 && r->eval.iter_ns < best) {
+                best = r->eval.iter_ns;
+                best_cap = c;
+            }
+        }
+        for (int f = 0; best_cap >= 0 && f < strategy_n_bucket_caps && !s->stop; f++) {
+            strategy_plan_baseline(&p);
+            p.bucket_cap = (int8_t)best_cap;
+            p.first_cap = (int8_t)f;
+            evaluate(s, &p);
+        }
+    }
+    if (fam & STRATEGY_MEMORY) {
+        for (int i = 1; i < s->n_accum_ok && !s->stop; i++) {
+            strategy_plan_baseline(&p);
+            p.accum_k = strategy_accum_steps[s->accum_ok[i]];
+            evaluate(s, &p);
+        }
+        if (w->n_sites > 0 && s->o->memory_budget > 0) {
+            strategy_plan_baseline(&p);
+            seed_recompute(s, p);
+        }
+    }
+}
+
+/* One random move from p (the knob chosen by the critical-path weights). */
+static strategy_plan
+propose(searcher *s, const strategy_plan *cur, int over_budget)
+{
+    workload *w = s->w;
+    unsigned fam = s->o->families;
+    strategy_plan p = *cur;
+    double wt[6] = {0};
+    if ((fam & STRATEGY_FUSION) && w->n_chains > 0)
+        wt[0] = 0.05 + s->out->cp_short_kernels + s->out->cp_host / 2;
+    if ((fam & STRATEGY_FUSION) && !w->graph_captured)
+        wt[1] = 0.05 + s->out->cp_host;
+    if ((fam & STRATEGY_TENSOR) && w->n_units >= 2 && w->model && !w->tensor_why[0]) {
+        wt[2] = 0.2 + s->out->cp_collectives;
+        wt[3] = 0.1 + s->out->cp_collectives / 2;
+    }
+    if ((fam & STRATEGY_MEMORY) && w->n_sites > 0)
+        wt[4] = over_budget ? 1.0 : (strategy_n_recomputed(cur) > 0 ? 0.3 : 0.05);
+    if ((fam & STRATEGY_MEMORY) && s->n_accum_ok > 1)
+        wt[5] = over_budget ? 0.5 : 0.1;
+    double tot = 0;
+    for (int i = 0; i < 6; i++)
+        tot += wt[i];
+    if (tot <= 0)
+        return p;
+    double x = rng_unit(&s->rng) * tot;
+    int move = 0;
+    while (move < 5 && x >= wt[move]) {
+        x -= wt[move];
+        move++;
+    }
+    switch (move) {
+    case 0:
+        p.fuse ^= 1;
+        break;
+    case 1:
+        p.cuda_graph ^= 1;
+        break;
+    case 2: {
+        int step = (int)(rng_next(&s->rng) % 5) - 2; /* -2..2 */
+        int c = (p.bucket_cap < 0 ? strategy_n_bucket_caps / 2 : p.bucket_cap) + step;
+        if (c < -1)
+            c = -1;
+        if (c >= strategy_n_bucket_caps)
+            c = strategy_n_bucket_caps - 1;
+        p.bucket_cap = (int8_t)c;
+        if (c >= 0 && p.first_cap < 0)
+            p.first_cap = (int8_t)c;
+        if (c < 0)
+            p.first_cap = -1;
+        break;
+    }
+    case 3:
+        if (p.bucket_cap >= 0) {
+            int f = p.first_cap + ((rng_next(&s->rng) & 1) ? 1 : -1);
+            if (f >= 0 && f < strategy_n_bucket_caps)
+                p.first_cap = (int8_t)f;
+        }
+        break;
+    case 4: {
+        /* toggle a layer: adding prefers valuable layers, removing any */
+        int32_t L = w->n_layers < STRATEGY_MAX_LAYERS ? w->n_layers : STRATEGY_MAX_LAYERS;
+        if (L <= 0)
+            break;
+        int32_t l = (int32_t)(rng_next(&s->rng) % (uint64_t)L);
+        if (!strategy_recomputes(&p, l)) {
+            /* two draws, keep the more valuable one */
+            int32_t l2 = (int32_t)(rng_next(&s->rng) % (uint64_t)L);
+            if (!strategy_recomputes(&p, l2) && s->layer_value[l2] > s->layer_value[l])
+                l = l2;
+        }
+        strategy_set_recompute(&p, l, !strategy_recomputes(&p, l));
+        break;
+    }
+    default: {
+        int i = 0;
+        while (i < s->n_accum_ok && strategy_accum_steps[s->accum_ok[i]] != p.accum_k)
+            i++;
+        i += (rng_next(&s->rng) & 1) ? 1 : -1;
+        if (i >= 0 && i < s->n_accum_ok)
+            p.accum_k = strategy_accum_steps[s->accum_ok[i]];
+        break;
+    }
+    }
+    return p;
+}
+
+static void
+anneal(searcher *s)
+{
+    /* start from the best candidate so far (indices: the cache may move) */
+    int64_t cur = -1;
+    for (int64_t i = 0; i < s->cache.n; i++)
+        if (cur < 0 || energy(s, &s->cache.items[i]) < energy(s, &s->cache.items[cur]))
+            cur = i;
+    if (cur < 0)
+        return;
+    double cur_e = energy(s, &s->cache.items[cur]);
+    double t_start = 0.02 * s->out->baseline.eval.iter_ns;
+    int64_t budget = s->max_evals;
+    int64_t misses = 0;
+    while (!s->stop && misses < 50 * budget) {
+        double progress_frac = (double)s->out->evaluations / (double)budget;
+        double temp = t_start * (1.0 - progress_frac) + 1e-9;
+        strategy_plan cur_plan = s->cache.items[cur].plan;
+        strategy_plan p = propose(s, &cur_plan, !s->cache.items[cur].feasible);
+        int64_t before = s->out->evaluations;
+        const search_candidate *c = evaluate(s, &p);
+        if (!c)
+            break;
+        if (s->out->evaluations == before)
+            misses++;
+        double e = energy(s, c);
+        if (e <= cur_e || rng_unit(&s->rng) < exp(-(e - cur_e) / temp)) {
+            cur = c - s->cache.items;
+            cur_e = e;
+        }
+    }
+}
+
+static int
+cmp_candidate(const void *pa, const void *pb)
+{
+    const search_candidate *a = pa, *b = pb;
+    if (a->feasible != b->feasible)
+        return b->feasible - a->feasible;
+    if (a->eval.iter_ns != b->eval.iter_ns)
+        return (a->eval.iter_ns > b->eval.iter_ns) - (a->eval.iter_ns < b->eval.iter_ns);
+    if (a->eval.peak_bytes != b->eval.peak_bytes)
+        return (a->eval.peak_bytes > b->eval.peak_bytes) - (a->eval.peak_bytes < b->eval.peak_bytes);
+    /* ties: fewer changes first */
+    int fa = __builtin_popcount(strategy_plan_families(&a->plan)) + a->plan.fuse + a->plan.cuda_graph;
+    int fb = __builtin_popcount(strategy_plan_families(&b->plan)) + b->plan.fuse + b->plan.cuda_graph;
+    if (fa != fb)
+        return fa - fb;
+    return memcmp(&a->plan, &b->plan, sizeof a->plan);
+}
+
+/* Picks the winners: feasible plans better than the baseline (or any feasible plan when
+ * the baseline is not), best first, each one smaller in memory than every faster one
+ * listed before it (the time / memory Pareto front). */
+static int
+pick_top(searcher *s)
+{
+    search_result *out = s->out;
+    int32_t k = s->o->top_k > 0 ? s->o->top_k : 5;
+    search_candidate *all = malloc(sizeof *all * (size_t)(s->cache.n + 1));
+    out->top = calloc((size_t)k, sizeof *out->top);
+    if (!all || !out->top) {
+        free(all);
+        return -1;
+    }
+    memcpy(all, s->cache.items, sizeof *all * (size_t)s->cache.n);
+    qsort(all, (size_t)s->cache.n, sizeof *all, cmp_candidate);
+    double base = out->baseline.eval.iter_ns;
+    for (int64_t i = 0; i < s->cache.n && out->n_top < k; i++) {
+        const search_candidate *c = &all[i];
+        if (!c->feasible || c->eval.iter_ns <= 0)
+            continue;
+        if (!strategy_plan_families(&c->plan))
+            continue;
+        if (out->baseline.feasible && c->eval.iter_ns >= base * 0.999)
+            continue;
+        /* only plans no listed plan dominates (as fast and as small) */
+        int dominated = 0;
+        for (int32_t j = 0; j < out->n_top && !dominated; j++) {
+            const search_candidate *t = &out->top[j];
+            dominated = t->eval.iter_ns <= c->eval.iter_ns * 1.001 &&
+                        (c->eval.peak_bytes < 0 || t->eval.peak_bytes <= c->eval.peak_bytes);
+        }
+        if (dominated)
+            continue;
+        out->top[out->n_top++] = *c;
+    }
+    free(all);
+    return 0;
+}
+
+int
+search_run(workload *w, const search_options *o, search_result *out)
+{
+    searcher s;
+    search_options opts = *o;
+    memset(out, 0, sizeof *out);
+    memset(&s, 0, sizeof s);
+    if (!opts.families)
+        opts.families = STRATEGY_ALL;
+    s.w = w;
+    s.o = &opts;
+    s.out = out;
+    s.rng.s = opts.seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
+    if (!s.rng.s)
+        s.rng.s = 1;
+    s.max_evals = opts.max_evals > 0 ? opts.max_evals : 2000;
+    s.t0 = now_s();
+    for (int i = 0; i < strategy_n_accum_steps; i++) {
+        int k = strategy_accum_steps[i];
+        if (k == 1 || opts.batch <= 0 || opts.batch % k == 0)
+            s.accum_ok[s.n_accum_ok++] = (uint8_t)i;
+    }
+    int rc = -1;
+    strategy_plan base;
+    strategy_plan_baseline(&base);
+    const search_candidate *b = evaluate(&s, &base);
+    if (!b || b->eval.iter_ns <= 0)
+        goto out;
+    out->baseline = *b;
+    critical_path_shares(&s);
+    if (layer_values(&s) != 0)
+        goto out;
+    seeds(&s);
+    anneal(&s);
+    progress(&s, 1);
+    if (pick_top(&s) != 0)
+        goto out;
+    rc = 0;
+out:
+    out->elapsed_s = now_s() - s.t0;
+    free(s.cache.items);
+    free(s.cache.slots);
+    free(s.layer_value);
+    sim_result_free(&s.res);
+    /* leave the working graph on the best plan (for a timeline export) */
+    if (rc == 0)
+        strategy_apply(w, out->n_top > 0 ? &out->top[0].plan : &base);
+    return rc;
+}
+
+void
+search_result_free(search_result *r)
+{
+    free(r->top);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,65 @@
+/*
+ * search.h: the search over strategy plans (prefix search_).
+ *
+ * 1. The baseline is simulated and its critical path (over the compared iterations) is
+ *    split into host launch time, time in short fused-able kernels, collective time and
+ *    the rest: a strategy whose operations are not on the critical path cannot shorten
+ *    the iteration, so each family is proposed in proportion to its share.
+ * 2. Seeds: each family alone (fusion, CUDA graph, every bucket cap, each
+ *    accumulation step, recomputation of the layers that free the most memory per unit
+ *    of recomputed time until the memory budget holds).
+ * 3. Simulated annealing (Metropolis moves on one knob at a time, temperature falling
+ *    from 2 % of the baseline) from the best seed; a plan already evaluated is taken
+ *    from a cache instead of being simulated again.
+ * The objective is the predicted iteration time; a plan whose predicted peak memory
+ * exceeds the budget is penalised in the walk and never reported as a winner.
+ * Deterministic for a given seed as long as the time budget does not cut the walk short
+ * (the result says when it did).
+ */
+#ifndef DPRO_OPTIMIZER_SEARCH_H
+#define DPRO_OPTIMIZER_SEARCH_H
+
+#include <stdint.h>
+
+#include "optimizer/strategy.h"
+#include "optimizer/workload.h"
+
+typedef struct search_options {
+    uint64_t seed;
+    double budget_s;        /* wall-clock cap, 0: none */
+    int64_t max_evals;      /* simulations (default 2000 when 0) */
+    int64_t memory_budget;  /* bytes, 0: none */
+    double memory_margin;   /* share of the budget kept free for what the estimate does
+                               not see (allocator fragmentation); feasible means
+                               peak <= budget * (1 - margin) */
+    unsigned families;      /* enum strategy_family mask (0: all) */
+    int32_t batch;          /* per-rank batch (accumulation steps must divide it), 0 unknown */
+    int progress;           /* progress line on stderr */
+    int32_t top_k;          /* winners kept (default 5 when 0) */
+} search_options;
+
+typedef struct search_candidate {
+    strategy_plan plan;
+    strategy_eval eval;
+    int feasible;           /* fits the memory budget (or there is none) */
+} search_candidate;
+
+typedef struct search_result {
+    search_candidate baseline;
+    search_candidate *top;  /* best first */
+    int32_t n_top;
+    int64_t evaluations;    /* simulations run */
+    int64_t proposals;      /* plans looked at, cache hits included */
+    double elapsed_s;
+    int cut_by_budget;      /* the time budget ended the walk */
+    /* baseline critical path shares (fractions of its length) */
+    double cp_host, cp_short_kernels, cp_collectives, cp_other;
+} search_result;
+
+/* Searches plans for w. Returns 0, or -1 when out of memory or when the baseline
+ * cannot be simulated over the compared iterations. Free out with search_result_free. */
+int search_run(workload *w, const search_options *o, search_result *out);
+
+void search_result_free(search_result *r);
+
+#endif

@@ -1,0 +1,548 @@
+/*
+ * strategy.c: plans, their application to the working graph and their description
+ * (see strategy.h for the models).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimizer/strategy.h"
+
+const double strategy_bucket_caps_mb[] = {0.25, 0.5, 1,  2,   4,   5,   8,   10,  16,
+                                          25,   32,  50, 64, 100, 128, 256, 512, 1024};
+const int strategy_n_bucket_caps =
+    (int)(sizeof strategy_bucket_caps_mb / sizeof strategy_bucket_caps_mb[0]);
+
+const uint8_t strategy_accum_steps[] = {1, 2, 4, 8};
+const int strategy_n_accum_steps =
+    (int)(sizeof strategy_accum_steps / sizeof strategy_accum_steps[0]);
+
+#define MIB 1048576.0
+
+void
+strategy_plan_baseline(strategy_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->bucket_cap = -1;
+    p->first_cap = -1;
+    p->accum_k = 1;
+}
+
+void
+strategy_set_recompute(strategy_plan *p, int32_t l, int on)
+{
+    if (l < 0 || l >= STRATEGY_MAX_LAYERS)
+        return;
+    if (on)
+        p->recompute[l / 64] |= (uint64_t)1 << (l % 64);
+    else
+        p->recompute[l / 64] &= ~((uint64_t)1 << (l % 64));
+}
+
+int32_t
+strategy_n_recomputed(const strategy_plan *p)
+{
+    int32_t c = 0;
+    for (int i = 0; i < STRATEGY_MAX_LAYERS / 64; i++)
+        c += __builtin_popcountll(p->recompute[i]);
+    return c;
+}
+
+unsigned
+strategy_plan_families(const strategy_plan *p)
+{
+    unsigned f = 0;
+    if (p->fuse || p->cuda_graph)
+        f |= STRATEGY_FUSION;
+    if (p->bucket_cap >= 0)
+        f |= STRATEGY_TENSOR;
+    if (p->accum_k > 1 || strategy_n_recomputed(p) > 0)
+        f |= STRATEGY_MEMORY;
+    return f;
+}
+
+/* Bucket grouping of plan p over the units: close[u] = 1 where a bucket ends, with its
+ * bytes in bytes_at[u]. Returns the number of buckets. */
+static int32_t
+group_units(const workload *w, const strategy_plan *p, uint8_t *close, int64_t *bytes_at)
+{
+    double cap = strategy_bucket_caps_mb[p->first_cap >= 0 ? p->first_cap : p->bucket_cap] * MIB;
+    int64_t cur = 0;
+    int32_t nb = 0;
+    for (int32_t u = 0; u < w->n_units; u++) {
+        cur += w->unit_bytes[u];
+        close[u] = 0;
+        if ((double)cur >= cap || u == w->n_units - 1) {
+            close[u] = 1;
+            bytes_at[u] = cur;
+            cur = 0;
+            nb++;
+            cap = strategy_bucket_caps_mb[p->bucket_cap] * MIB;
+        }
+    }
+    return nb;
+}
+
+static int
+tensor_available(const workload *w)
+{
+    return w->n_units >= 2 && w->model && !w->tensor_why[0];
+}
+
+int32_t
+strategy_bucket_count(const workload *w, const strategy_plan *p)
+{
+    if (p->bucket_cap < 0 || !tensor_available(w))
+        return 0;
+    uint8_t close[4096];
+    int64_t bytes[4096];
+    if (w->n_units > 4096)
+        return 0;
+    return group_units(w, p, close, bytes);
+}
+
+static void
+zero_host(dfg *g, int32_t h)
+{
+    if (h >= 0) {
+        g->dur[h] = 0;
+        g->gap[h] = 0;
+    }
+}
+
+static void
+apply_accumulation(workload *w, int32_t k)
+{
+    dfg *g = w->g;
+    double c0 = w->kernel_fixed_ns;
+    for (int32_t d = 0; d < g->n_nodes; d++) {
+        if (g->kind[d] != DFG_KERNEL ||
+            (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
+            continue;
+        double t = (double)g->dur[d];
+        double f = t < c0 ? t : c0;
+        g->dur[d] = (int64_t)llround(f + (t - f) / k);
+    }
+}
+
+static void
+apply_fusion(workload *w)
+{
+    dfg *g = w->g;
+    double c0 = w->kernel_fixed_ns;
+    for (int32_t c = 0; c < w->n_chains; c++) {
+        int32_t a = w->chain_off[c], b = w->chain_off[c + 1];
+        int32_t first = w->chain_node[a];
+        double fused = (double)g->dur[first];
+        for (int32_t i = a + 1; i < b; i++) {
+            int32_t m = w->chain_node[i];
+            double t = (double)g->dur[m];
+            fused += t - (t < c0 ? t : c0);
+            int32_t h = g->launch[m], hp = g->launch[w->chain_node[i - 1]];
+            g->dur[m] = 0;
+            g->gap[m] = 0;
+            g->lat[m] = 0;
+            if (h != hp)
+                zero_host(g, h); /* not when a graph launch runs the whole chain */
+        }
+        g->dur[first] = (int64_t)llround(fused);
+    }
+}
+
+static void
+apply_recompute(workload *w, const strategy_plan *p)
+{
+    dfg *g = w->g;
+    for (int32_t s = 0; s < w->n_sites; s++) {
+        if (!strategy_recomputes(p, w->site_layer[s]))
+            continue;
+        int64_t dev = 0, host = 0;
+        for (int32_t i = w->site_off[s]; i < w->site_off[s + 1]; i++) {
+            int32_t f = w->site_fwd[i];
+            dev += g->dur[f];
+            if (g->launch[f] >= 0)
+                host += g->dur[g->launch[f]] + g->gap[g->launch[f]];
+        }
+        int32_t a = w->site_anchor[s];
+        g->dur[a] += dev;
+        if (g->launch[a] >= 0)
+            g->dur[g->launch[a]] += host;
+    }
+}
+
+static void
+apply_buckets(workload *w, const strategy_plan *p)
+{
+    dfg *g = w->g;
+    uint8_t *close = malloc((size_t)w->n_units);
+    int64_t *bytes = malloc(sizeof *bytes * (size_t)w->n_units);
+    if (!close || !bytes) {
+        free(close);
+        free(bytes);
+        return;
+    }
+    group_units(w, p, close, bytes);
+    for (int32_t q = 0; q < g->n_groups; q++) {
+        int32_t u = w->group_unit[q];
+        if (u < 0)
+            continue;
+        if (close[u]) {
+            g->grp_dur[q] = costmodel_predict(w->model, w->coll_op, w->coll_nranks, bytes[u]);
+            continue;
+        }
+        g->grp_dur[q] = 0;
+        for (int32_t i = w->group_hosts_off[q]; i < w->group_hosts_off[q + 1]; i++)
+            zero_host(g, w->group_hosts[i]);
+    }
+    free(close);
+    free(bytes);
+}
+
+static int
+name_has(const dfg *g, int32_t n, const char *part)
+{
+    return strstr(dfg_name(g, g->name[n]), part) != NULL;
+}
+
+static void
+apply_cuda_graph(workload *w)
+{
+    dfg *g = w->g;
+    for (int32_t h = 0; h < g->n_nodes; h++) {
+        if (g->kind[h] != DFG_HOST || (g->flags[h] & DFG_F_REMOVED) || w->iter[h] < 0)
+            continue;
+        int32_t r = dfg_rank(g, h);
+        const int32_t *bn;
+        int32_t nb = dfg_iterations(g, r, &bn);
+        if (w->iter[h] < nb && bn[w->iter[h]] == h)
+            continue; /* opens the iteration: the graph launch */
+        if (g->flags[h] & DFG_F_BLOCKING)
+            continue;
+        int captured = g->res[h] == w->bwd_thread[r] || name_has(g, h, "Event") ||
+                       name_has(g, h, "hand-off");
+        for (int32_t i = g->launched_off[h]; !captured && i < g->launched_off[h + 1]; i++) {
+            int32_t d = g->launched[i];
+            captured = g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL;
+        }
+        if (captured)
+            zero_host(g, h);
+    }
+    for (int32_t d = 0; d < g->n_nodes; d++) {
+        if (g->kind[d] == DFG_HOST || w->iter[d] < 0 || w->phase[d] == WL_OTHER)
+            continue;
+        g->lat[d] = 0;
+        g->gap[d] = 0;
+    }
+}
+
+void
+strategy_apply(workload *w, const strategy_plan *p)
+{
+    workload_reset(w);
+    if (p->accum_k > 1)
+        apply_accumulation(w, p->accum_k);
+    if (p->fuse && w->n_chains > 0)
+        apply_fusion(w);
+    if (strategy_n_recomputed(p) > 0 && w->n_sites > 0)
+        apply_recompute(w, p);
+    if (p->bucket_cap >= 0 && tensor_available(w))
+        apply_buckets(w, p);
+    if (p->cuda_graph)
+        apply_cuda_graph(w);
+}
+
+/* Per micro-batch without synchronisation: max(device time of the forward and backward
+ * kernels on the compute stream, host time of their launches), mean over the compared
+ * iterations of every rank. */
+static double
+micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
+{
+    const dfg *g = w->g;
+    double dev = 0, host = 0;
+    int64_t n_iter = (int64_t)(w->iter_last - w->iter_first + 1) * (g->n_ranks > 0 ? g->n_ranks : 1);
+    for (int32_t d = 0; d < g->n_nodes; d++) {
+        if (w->iter[d] < w->iter_first || w->iter[d] > w->iter_last)
+            continue;
+        if (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD)
+            continue;
+        if (w->on_compute[d])
+            dev += (double)(g->dur[d] + g->gap[d]);
+        int32_t h = g->launch[d];
+        if (h >= 0)
+            host += (double)(g->dur[h] + g->gap[h]);
+    }
+    if (cuda_graph)
+        host = 0;
+    if (n_iter <= 0)
+        return 0;
+    out->micro_device_ns = dev / (double)n_iter;
+    out->micro_host_ns = host / (double)n_iter;
+    return (dev > host ? dev : host) / (double)n_iter;
+}
+
+int
+strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out)
+{
+    out->iter_ns = -1;
+    out->peak_bytes = -1;
+    out->n_buckets = strategy_bucket_count(w, p);
+    out->micro_device_ns = out->micro_host_ns = 0;
+    strategy_apply(w, p);
+    if (sim_run(w->g, res) != 0)
+        return -1;
+    double t = workload_iteration_ns(w, res);
+    if (t < 0)
+        return -1;
+    if (p->accum_k > 1)
+        t += (double)(p->accum_k - 1) * micro_batch_ns(w, p->cuda_graph, out);
+    out->iter_ns = t;
+    if (w->have_memory) {
+        uint8_t rc[STRATEGY_MAX_LAYERS];
+        int32_t L = w->mem.n_layers < STRATEGY_MAX_LAYERS ? w->mem.n_layers : STRATEGY_MAX_LAYERS;
+        for (int32_t l = 0; l < L; l++)
+            rc[l] = (uint8_t)strategy_recomputes(p, l);
+        out->peak_bytes = memest_predict(&w->mem, L > 0 ? rc : NULL, w->opt.recompute_keep,
+                                         p->accum_k);
+    }
+    return 0;
+}
+
+/* "3-5,9" for the recomputed layers. */
+static void
+layer_list(const strategy_plan *p, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int32_t l = 0; l < STRATEGY_MAX_LAYERS && o + 16 < len; l++) {
+        if (!strategy_recomputes(p, l))
+            continue;
+        int32_t e = l;
+        while (e + 1 < STRATEGY_MAX_LAYERS && strategy_recomputes(p, e + 1))
+            e++;
+        if (e > l)
+            o += (size_t)snprintf(buf + o, len - o, "%s%d-%d", o ? "," : "", l, e);
+        else
+            o += (size_t)snprintf(buf + o, len - o, "%s%d", o ? "," : "", l);
+        l = e;
+    }
+}
+
+void
+strategy_kind(const strategy_plan *p, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+#define ADD(s) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", o ? "+" : "", s)
+    if (p->bucket_cap >= 0)
+        ADD("tensor_fusion");
+    if (p->fuse)
+        ADD("operator_fusion");
+    if (p->cuda_graph)
+        ADD("cuda_graph");
+    if (strategy_n_recomputed(p) > 0)
+        ADD("recompute");
+    if (p->accum_k > 1)
+        ADD("grad_accumulation");
+#undef ADD
+    if (!o)
+        snprintf(buf, len, "baseline");
+}
+
+/* Distinct kernel names inside the fusion chains, comma-separated. */
+static void
+chain_names(const workload *w, char *buf, size_t len)
+{
+    size_t o = 0;
+    int32_t seen[8];
+    int ns = 0;
+    buf[0] = 0;
+    for (int32_t c = 0; c < w->n_chains && ns < 8; c++) {
+        int32_t id = w->g->name[w->chain_node[w->chain_off[c]]];
+        int dup = 0;
+        for (int i = 0; i < ns; i++)
+            dup |= seen[i] == id;
+        if (dup)
+            continue;
+        seen[ns++] = id;
+        o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", o ? ", " : "",
+                              dfg_name(w->g, id));
+    }
+}
+
+void
+strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+#define PUT(...) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__)
+    if (p->bucket_cap >= 0) {
+        int32_t nb = strategy_bucket_count(w, p);
+        PUT("%sregroup gradients into buckets of %g MiB (first bucket %g MiB): %d all-reduces "
+            "per iteration instead of %d",
+            o ? "; " : "", strategy_bucket_caps_mb[p->bucket_cap],
+            strategy_bucket_caps_mb[p->first_cap >= 0 ? p->first_cap : p->bucket_cap], nb,
+            w->n_units);
+    }
+    if (p->fuse) {
+        char names[256];
+        chain_names(w, names, sizeof names);
+        int64_t per_iter = w->iter_last >= w->iter_first && w->g->n_ranks > 0
+                               ? (w->chain_kernels - w->n_chains)
+                               : 0;
+        PUT("%sfuse %d chains of short kernels launched back to back (%s) into one kernel "
+            "each: %lld fewer launches in the trace",
+            o ? "; " : "", w->n_chains, names, (long long)per_iter);
+    }
+    if (p->cuda_graph)
+        PUT("%scapture the training step in a CUDA graph (no host launch cost)", o ? "; " : "");
+    if (strategy_n_recomputed(p) > 0) {
+        char list[512];
+        layer_list(p, list, sizeof list);
+        PUT("%srecompute the forward of layers %s during the backward (checkpoint their input)",
+            o ? "; " : "", list);
+    }
+    if (p->accum_k > 1)
+        PUT("%saccumulate gradients over %d micro-batches of 1/%d of the batch", o ? "; " : "",
+            p->accum_k, p->accum_k);
+#undef PUT
+    if (!o)
+        snprintf(buf, len, "baseline: change nothing");
+}
+
+void
+strategy_ddp_sim_args(const strategy_plan *p, int32_t batch, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+#define PUT(...) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__)
+    if (p->bucket_cap >= 0)
+        PUT("%s--bucket-mb %g --first-bucket-mb %g", o ? " " : "",
+            strategy_bucket_caps_mb[p->bucket_cap],
+            strategy_bucket_caps_mb[p->first_cap >= 0 ? p->first_cap : p->bucket_cap]);
+    if (p->fuse)
+        PUT("%s--fuse-small", o ? " " : "");
+    if (p->cuda_graph)
+        PUT("%s--cuda-graph", o ? " " : "");
+    if (strategy_n_recomputed(p) > 0) {
+        char list[512];
+        layer_list(p, list, sizeof list);
+        PUT("%s--recompute %s", o ? " " : "", list);
+    }
+    if (p->accum_k > 1) {
+        PUT("%s--accum-steps %d", o ? " " : "", p->accum_k);
+        if (batch > 0)
+            PUT(" --batch %d", batch / p->accum_k);
+    }
+#undef PUT
+}
+
+void
+strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
+                     json_writer *jw)
+{
+    char buf[1024];
+    json_begin_object(jw);
+    if (p->bucket_cap >= 0) {
+        json_kv_double(jw, "bucket_cap_mb", strategy_bucket_caps_mb[p->bucket_cap]);
+        json_kv_double(jw, "first_bucket_mb",
+                       strategy_bucket_caps_mb[p->first_cap >= 0 ? p->first_cap : p->bucket_cap]);
+    }
+    if (p->fuse) {
+        json_kv_bool(jw, "fuse_small", 1);
+        json_key(jw, "fused_kernels");
+        json_begin_array(jw);
+        int32_t seen[16];
+        int ns = 0;
+        for (int32_t c = 0; c < w->n_chains && ns < 16; c++) {
+            int32_t id = w->g->name[w->chain_node[w->chain_off[c]]];
+            int dup = 0;
+            for (int i = 0; i < ns; i++)
+                dup |= seen[i] == id;
+            if (dup)
+                continue;
+            seen[ns++] = id;
+            json_string(jw, dfg_name(w->g, id));
+        }
+        json_end_array(jw);
+    }
+    if (p->cuda_graph)
+        json_kv_bool(jw, "cuda_graph", 1);
+    if (strategy_n_recomputed(p) > 0) {
+        layer_list(p, buf, sizeof buf);
+        json_kv_string(jw, "recompute", buf);
+    }
+    if (p->accum_k > 1) {
+        json_kv_int(jw, "accum_steps", p->accum_k);
+        if (batch > 0)
+            json_kv_int(jw, "batch", batch / p->accum_k);
+        else
+            json_kv_string(jw, "batch", "divide the per-rank batch by accum_steps");
+    }
+    strategy_ddp_sim_args(p, batch, buf, sizeof buf);
+    json_kv_string(jw, "ddp_sim_args", buf);
+    json_end_object(jw);
+}
+
+static int
+nearest_cap(double mb)
+{
+    int best = 0;
+    for (int i = 1; i < strategy_n_bucket_caps; i++)
+        if (fabs(log(strategy_bucket_caps_mb[i] / mb)) < fabs(log(strategy_bucket_caps_mb[best] / mb)))
+            best = i;
+    return best;
+}
+
+int
+strategy_parse_args(const char *args, strategy_plan *p)
+{
+    char buf[1024], *save = NULL;
+    strategy_plan_baseline(p);
+    snprintf(buf, sizeof buf, "%s", args);
+    for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+        char *v = NULL;
+        int takes = !strcmp(t, "--bucket-mb") || !strcmp(t, "--first-bucket-mb") ||
+                    !strcmp(t, "--recompute") || !strcmp(t, "--accum-steps") ||
+                    !strcmp(t, "--batch");
+        if (takes && !(v = strtok_r(NULL, " ", &save)))
+            return -1;
+        if (!strcmp(t, "--fuse-small"))
+            p->fuse = 1;
+        else if (!strcmp(t, "--cuda-graph"))
+            p->cuda_graph = 1;
+        else if (!strcmp(t, "--bucket-mb") || !strcmp(t, "--first-bucket-mb")) {
+            double mb = atof(v);
+            if (mb <= 0)
+                return -1;
+            if (t[2] == 'b') {
+                p->bucket_cap = (int8_t)nearest_cap(mb);
+                if (p->first_cap < 0)
+                    p->first_cap = p->bucket_cap;
+            } else {
+                p->first_cap = (int8_t)nearest_cap(mb);
+                if (p->bucket_cap < 0)
+                    p->bucket_cap = (int8_t)nearest_cap(25);
+            }
+        } else if (!strcmp(t, "--accum-steps")) {
+            int k = atoi(v);
+            if (k < 1 || k > 255)
+                return -1;
+            p->accum_k = (uint8_t)k;
+        } else if (!strcmp(t, "--recompute")) {
+            char *s2 = NULL;
+            for (char *r = strtok_r(v, ",", &s2); r; r = strtok_r(NULL, ",", &s2)) {
+                int a, b;
+                if (sscanf(r, "%d-%d", &a, &b) != 2) {
+                    if (sscanf(r, "%d", &a) != 1)
+                        return -1;
+                    b = a;
+                }
+                for (int l = a; l <= b; l++)
+                    strategy_set_recompute(p, l, 1);
+            }
+        } else if (strcmp(t, "--batch") != 0)
+            return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,139 @@
+/*
+ * strategy.h: the optimizer's strategies, as one plan of knob settings applied to the
+ * analyzed job, and their cost models (prefix strategy_).
+ *
+ * A plan combines:
+ *   operator fusion   every fusion chain (workload.h) becomes one kernel launched once;
+ *   CUDA graph        the step is captured: its host launch cost disappears;
+ *   tensor fusion     gradient all-reduces regrouped into buckets of another cap;
+ *   recomputation     chosen layers keep a checkpoint and rebuild their activations
+ *                     during their backward;
+ *   accumulation      k micro-batches of 1/k of the batch per optimizer step.
+ * strategy_apply writes the plan into the working graph as new durations, gaps and
+ * latencies (no structural change), so every candidate is one re-simulation.
+ *
+ * Models (stated here and in the README):
+ *   fused kernel      a chain k1..km of kernels of durations t_i becomes one kernel of
+ *                     sum(t_i) - sum_{i>=2} min(t_i, c0): each kernel but one stops paying
+ *                     the per-kernel fixed cost c0 (workload.h: the prior, at most the
+ *                     shortest kernel of the trace); the device idle gaps inside the chain
+ *                     and the m-1 host launch calls (their cost and gaps) disappear;
+ *   CUDA graph        (the limit case of fusion) every host call that launches the step's
+ *                     kernels or collectives, records or waits for events, or runs on the
+ *                     backward thread costs nothing; kernels of the step follow each other
+ *                     without launch latency or idle gaps; blocking calls, copies and the
+ *                     call that opens an iteration (now the graph launch) keep their cost;
+ *   buckets           units (the trace's all-reduces in backward order) are packed as DDP
+ *                     packs parameters: a bucket closes once its bytes reach the cap
+ *                     (first_bucket_mb for the first bucket, bucket_cap_mb after); a bucket
+ *                     starts when its last unit is ready and takes the fitted collective
+ *                     model's time for its bytes; the folded units' calls disappear;
+ *   recomputation     the forward kernels of layer l (and their launches) are replayed
+ *                     right before l's backward, on the backward thread;
+ *   accumulation      a forward or backward kernel of duration t takes
+ *                     f + (t - f) / k with f = min(t, c0) (fixed part, then linear in the
+ *                     batch); optimizer kernels do not change; the step is the simulated
+ *                     step of the last micro-batch (with the all-reduces and the
+ *                     optimizer) plus k-1 micro-batches without them, each taking
+ *                     max(device time of its forward and backward kernels, host time of
+ *                     their launches);
+ *   memory            memest_predict (memest.h).
+ */
+#ifndef DPRO_OPTIMIZER_STRATEGY_H
+#define DPRO_OPTIMIZER_STRATEGY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "json_writer.h"
+#include "optimizer/workload.h"
+#include "replay/sim.h"
+
+#define STRATEGY_MAX_LAYERS 512
+
+/* Strategy families (--strategies). */
+enum strategy_family {
+    STRATEGY_FUSION = 1, /* operator fusion and CUDA graph capture */
+    STRATEGY_TENSOR = 2, /* gradient bucket sizes */
+    STRATEGY_MEMORY = 4, /* recomputation and gradient accumulation */
+    STRATEGY_ALL = 7,
+};
+
+typedef struct strategy_plan {
+    uint8_t fuse;       /* operator fusion of every chain */
+    uint8_t cuda_graph; /* capture of the step */
+    int8_t bucket_cap;  /* -1: as measured; else an index into strategy_bucket_caps_mb */
+    int8_t first_cap;   /* index of the first bucket's cap (when bucket_cap >= 0) */
+    uint8_t accum_k;    /* micro-batches per step (1: none) */
+    uint64_t recompute[STRATEGY_MAX_LAYERS / 64]; /* layers recomputed */
+} strategy_plan;
+
+/* The bucket caps the search tries, in MiB, ascending. */
+extern const double strategy_bucket_caps_mb[];
+extern const int strategy_n_bucket_caps;
+
+/* Micro-batch counts the search tries. */
+extern const uint8_t strategy_accum_steps[];
+extern const int strategy_n_accum_steps;
+
+/* The plan that changes nothing. */
+void strategy_plan_baseline(strategy_plan *p);
+
+/* 1 when layer l is recomputed. */
+static inline int
+strategy_recomputes(const strategy_plan *p, int32_t l)
+{
+    return l >= 0 && l < STRATEGY_MAX_LAYERS && ((p->recompute[l / 64] >> (l % 64)) & 1);
+}
+
+/* Sets or clears the recomputation of layer l. */
+void strategy_set_recompute(strategy_plan *p, int32_t l, int on);
+
+/* Number of recomputed layers. */
+int32_t strategy_n_recomputed(const strategy_plan *p);
+
+/* Bitmask of the families a plan uses (enum strategy_family). */
+unsigned strategy_plan_families(const strategy_plan *p);
+
+/* Result of one evaluation. */
+typedef struct strategy_eval {
+    double iter_ns;      /* predicted iteration (optimizer step) time, -1 on failure */
+    int64_t peak_bytes;  /* predicted peak memory, -1 unknown */
+    int32_t n_buckets;   /* buckets per iteration (0: as measured / none) */
+    double micro_device_ns, micro_host_ns; /* accumulation: one micro-batch without
+                                              synchronisation, device and host time */
+} strategy_eval;
+
+/* Resets w's graph to the baseline and writes plan p into it (see the models above). */
+void strategy_apply(workload *w, const strategy_plan *p);
+
+/* Applies p, simulates into res (zeroed before first use, reusable) and fills *out.
+ * Returns 0, or -1 when out of memory or the iterations are not covered. */
+int strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res,
+                      strategy_eval *out);
+
+/* Number of buckets per iteration plan p makes (0 when it keeps the measured ones). */
+int32_t strategy_bucket_count(const workload *w, const strategy_plan *p);
+
+/* Writes a one-line description of what p changes into buf ("baseline" when nothing). */
+void strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t len);
+
+/* Short name of the plan's kinds, joined with '+' ("tensor_fusion+recompute"). */
+void strategy_kind(const strategy_plan *p, char *buf, size_t len);
+
+/* Writes the knobs object of p: DDP / ddp-sim option names to values, and
+ * "ddp_sim_args", the same as ddp-sim command-line options. batch (> 0: the per-rank
+ * batch of the profiled run) lets accumulation state the micro-batch. */
+void strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
+                          json_writer *jw);
+
+/* Parses ddp-sim style options ("--bucket-mb 25 --first-bucket-mb 1 --fuse-small
+ * --cuda-graph --recompute 0-3,7 --accum-steps 2"; --batch is ignored) into *p (a
+ * bucket cap takes the nearest cap of strategy_bucket_caps_mb). Returns 0, or -1 on an
+ * unknown option or a bad value. */
+int strategy_parse_args(const char *args, strategy_plan *p);
+
+/* The ddp-sim options of p into buf (empty for the baseline). */
+void strategy_ddp_sim_args(const strategy_plan *p, int32_t batch, char *buf, size_t len);
+
+#endif

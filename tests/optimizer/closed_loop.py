@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Closed loop of the optimizer on the simulated device (tests/simgpu).
+
+For each poor configuration of ddp-sim: profile it (2 ranks under simrun, the collector
+through tools/dpro-run), run dpro-optimize --json, apply the top recommendation's
+ddp_sim_args on top of the same command line, run again under the same conditions, and
+compare: the realised iteration time within 5 % of the predicted one, the realised
+speedup at least 90 % of the predicted one, the peak memory under the budget when one
+was given. Prints a table (configuration, predicted, realised).
+
+Iteration times are ddp-sim's own (iter_us, the wall-clock time between its per-
+iteration synchronisations), as a mean over ranks of the trimmed mean (the fastest and
+slowest iteration dropped) over the measured iterations.
+
+The machines are shared and noisy (several ranks and engineers on two cores), and a
+host-bound configuration feels it most: a configuration that misses is measured once
+more (baseline, optimize, apply), and both attempts are printed.
+
+Environment: top_srcdir, top_builddir, HAVE_CUDA (exit 77 when 0). Optional:
+CLOSED_LOOP_ONLY=name runs one configuration; CLOSED_LOOP_KEEP=dir keeps the traces.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BUILD = os.environ.get("top_builddir", os.getcwd())
+SIMRUN = os.path.join(BUILD, "tests/simgpu/simrun")
+DDP_SIM = os.path.join(BUILD, "tests/simgpu/ddp-sim")
+DPRO_RUN = os.path.join(BUILD, "tools/dpro-run")
+OPTIMIZE = os.path.join(BUILD, "tools/dpro-optimize")
+LIBS = os.path.join(BUILD, "tests/simgpu/.libs")
+
+# name, ddp-sim arguments, environment, dpro-optimize arguments. A name ending in "*"
+# is informational: host-bound, so on two shared cores its baseline carries milliseconds
+# of blocked-synchronisation wake-up latency from CPU oversubscription that no replay
+# can foresee; its misses are printed but fail the test only with CLOSED_LOOP_STRICT=1.
+CONFIGS = [
+    ("tiny buckets",
+     ["--preset", "resnet50", "--layers", "4", "--bucket-mb", "0.05", "--first-bucket-mb", "0.05"],
+     {"SIMGPU_NCCL_LAT_US": "1000"},
+     ["--strategies", "tensor"]),
+    ("memory budget 500 MiB",
+     ["--preset", "resnet50", "--layers", "4", "--batch", "32"],
+     {},
+     ["--memory-budget", "500M", "--strategies", "memory", "--batch", "32"]),
+    ("many small kernels*",
+     ["--preset", "resnet50", "--layers", "4", "--batch", "8"],
+     {},
+     ["--strategies", "fusion", "--batch", "8"]),
+]
+
+ITERATIONS = ["--iterations", "12", "--warmup", "2"]
+RANKS = 2
+
+
+def run_job(args, env_extra, trace_dir):
+    """Runs ddp-sim on RANKS ranks under the collector; returns (mean iter us, peak)."""
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = LIBS + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env.update(env_extra)
+    cmd = [SIMRUN, "-n", str(RANKS), "--", DPRO_RUN, "-o", trace_dir, "--", DDP_SIM] + args + ITERATIONS
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError("job failed (%d): %s\n%s" % (p.returncode, " ".join(cmd), p.stderr[-2000:]))
+    ranks = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    if len(ranks) != RANKS:
+        raise RuntimeError("expected %d JSON lines from ddp-sim, got %d" % (RANKS, len(ranks)))
+    means = []
+    for r in ranks:
+        it = sorted(r["iter_us"])
+        if len(it) > 4:
+            it = it[1:-1]
+        means.append(sum(it) / len(it))
+    return sum(means) / len(means), max(r["peak_memory_bytes"] for r in ranks)
+
+
+def parse_size(s):
+    mul = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
+    return int(float(s[:-1]) * mul[s[-1]]) if s[-1] in mul else int(s)
+
+
+def one_config(work, name, args, env, opt_args, attempt):
+    """Profiles, optimizes, applies and measures one configuration. Returns (table row
+    or None, list of failures)."""
+    tag = "%s-%d" % (name.replace(" ", "_"), attempt)
+    base_dir = os.path.join(work, tag + "-base")
+    new_dir = os.path.join(work, tag + "-applied")
+    for d in (base_dir, new_dir):
+        shutil.rmtree(d, ignore_errors=True)
+    base_us, _ = run_job(args, env, base_dir)
+    p = subprocess.run([OPTIMIZE, base_dir, "--json", "--quiet", "--seed", "1",
+                        "--budget-s", "10"] + opt_args,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=120)
+    if p.returncode != 0:
+        return None, ["%s: dpro-optimize failed: %s" % (name, p.stderr[-500:])]
+    rep = json.loads(p.stdout)
+    if not rep["strategies"]:
+        return None, ["%s: no strategy recommended" % name]
+    top = rep["strategies"][0]
+    extra = top["knobs"]["ddp_sim_args"].split()
+    new_us, new_peak = run_job(args + extra, env, new_dir)
+    pred_us = top["predicted_iter_us"]
+    pred_speedup = top["predicted_speedup"]
+    real_speedup = base_us / new_us
+    err = (new_us - pred_us) / pred_us * 100
+    budget = None
+    if "--memory-budget" in opt_args:
+        budget = parse_size(opt_args[opt_args.index("--memory-budget") + 1])
+    why = []
+    if abs(err) > 5:
+        why.append("%s: realised %.1f us, predicted %.1f us (%+.1f%%)" % (name, new_us, pred_us, err))
+    if real_speedup < 0.9 * pred_speedup:
+        why.append("%s: realised speedup %.3f < 90%% of predicted %.3f" % (name, real_speedup, pred_speedup))
+    if budget is not None and new_peak > budget:
+        why.append("%s: peak %d bytes over the budget %d" % (name, new_peak, budget))
+    row = ("%s%s" % (name, "" if attempt == 1 else " (2)"), top["knobs"]["ddp_sim_args"], base_us,
+           rep["baseline_iter_us"], pred_us, new_us, err, pred_speedup, real_speedup,
+           top["peak_memory_bytes"], new_peak, budget, not why)
+    return row, why
+
+
+def main():
+    if os.environ.get("HAVE_CUDA", "1") == "0":
+        print("closed loop: skipped (built without CUDA headers: no simulated device)")
+        return 77
+    for exe in (SIMRUN, DDP_SIM, DPRO_RUN, OPTIMIZE):
+        if not os.access(exe, os.X_OK):
+            print("closed loop: skipped (%s not built)" % exe)
+            return 77
+    only = os.environ.get("CLOSED_LOOP_ONLY")
+    keep = os.environ.get("CLOSED_LOOP_KEEP")
+    work = keep or tempfile.mkdtemp(prefix="dpro-closed-loop-")
+    rows, failures, notes = [], [], []
+    try:
+        for name, args, env, opt_args in CONFIGS:
+            if only and only != name:
+                continue
+            for attempt in (1, 2):
+                row, why = one_config(work, name, args, env, opt_args, attempt)
+                if row:
+                    rows.append(row)
+                if not why:
+                    break
+                if attempt == 2:
+                    if name.endswith("*") and not os.environ.get("CLOSED_LOOP_STRICT"):
+                        notes.extend(why)
+                    else:
+                        failures.extend(why)
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+    mib = lambda b: "-" if b is None else "%.0f" % (b / 1048576.0)
+    print("%-22s %-40s %9s %9s %9s %9s %7s %7s %7s %8s %8s %7s %s" % (
+        "configuration", "applied (ddp-sim)", "base us", "replay", "pred us", "real us", "err%",
+        "pred x", "real x", "pred MiB", "real MiB", "budget", "ok"))
+    for r in rows:
+        print("%-22s %-40s %9.1f %9.1f %9.1f %9.1f %+7.1f %7.3f %7.3f %8s %8s %7s %s" % (
+            r[0], r[1][:40], r[2], r[3], r[4], r[5], r[6], r[7], r[8], mib(r[9]), mib(r[10]),
+            mib(r[11]), "yes" if r[12] else "NO"))
+    for f in notes:
+        print("NOTE (informational, host-bound):", f)
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

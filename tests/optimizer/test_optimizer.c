@@ -1,0 +1,271 @@
+/*
+ * test_optimizer: unit tests of libdproopt on hand-made and synthetic graphs.
+ *   - memory estimator on a synthetic allocation trace (classes, peak, predictions);
+ *   - operator fusion on a hand-made job: fewer launches, the modelled time;
+ *   - tensor fusion on the synthetic generator's job: bucket counts per cap;
+ *   - the search is deterministic under a seed.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimizer/memest.h"
+#include "optimizer/search.h"
+#include "optimizer/strategy.h"
+#include "optimizer/workload.h"
+#include "replay/synth.h"
+#include "tests/unit/testutil.h"
+
+#define US 1000
+
+static void
+test_memest(void)
+{
+    /* thread 1 forward, thread 2 backward; first iteration [100, 1000), backward from 500 */
+    memest_event ev[] = {
+        {10, 1, 4 << 20, 0x1000, 1},   /* weights: static */
+        {20, 1, 4 << 20, 0x2000, 1},   /* gradient buckets: static */
+        {150, 1, 10 << 20, 0x3000, 1}, /* layer 0 activations */
+        {250, 1, 20 << 20, 0x4000, 1}, /* layer 1 */
+        {350, 1, 30 << 20, 0x5000, 1}, /* layer 2 */
+        {600, 1, 2 << 20, 0x6000, 2},  /* backward transient */
+        {650, 2, 0, 0x6000, 2},        /* freed */
+        {900, 1, 8 << 20, 0x7000, 1},  /* optimizer state, after the backward */
+    };
+    memest_phases ph = {100, 500, 700, 1000, 1, 2};
+    memest m;
+    CHECK(memest_build(ev, sizeof ev / sizeof ev[0], &ph, &m) == 0);
+    CHECK_EQ_U(m.static_bytes, 8 << 20);
+    CHECK_EQ_U(m.n_layers, 3);
+    CHECK_EQ_U(m.act_bytes[2], 30 << 20);
+    CHECK_EQ_U(m.optimizer_bytes, 8 << 20);
+    CHECK_EQ_U(m.backward_bytes, 2 << 20);
+    CHECK_EQ_U(m.peak_bytes, (4 + 4 + 10 + 20 + 30 + 8) << 20); /* the transient is gone */
+    /* steady: static + optimizer + activations */
+    int64_t base = memest_predict(&m, NULL, 0.125, 1);
+    CHECK_EQ_U(base, (8 + 8 + 60) << 20);
+    /* accumulation over 2: activations halved (5, 10, 15 MiB, rounded to 2 MiB) */
+    CHECK_EQ_U(memest_predict(&m, NULL, 0.125, 2), (16 + 6 + 10 + 16) << 20);
+    /* recompute layer 2: keeps 30/8 = 3.75 -> 4 MiB; during its backward it rebuilds
+     * 30 MiB on top of layers 0..2's share: 10 + 20 + 4 + 30 = 64 > 34 */
+    uint8_t rc[3] = {0, 0, 1};
+    CHECK_EQ_U(memest_predict(&m, rc, 0.125, 1), (16 + 64) << 20);
+    CHECK(memest_round_block(1) == 512);
+    CHECK(memest_round_block((1 << 20) + 1) == (2 << 20));
+    memest_free(&m);
+}
+
+/* One host thread launching, per iteration: G, s, s, s, G, s (G 100 us, s 10 us) on a
+ * stream, launches of 5 us each, then a synchronisation; `iters` iterations. */
+static int
+build_fusion_job(dfg *g, int iters)
+{
+    if (dfg_init(g, 1) != 0)
+        return -1;
+    int32_t th = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, dfg_intern(g, "main"));
+    int32_t st = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, dfg_intern(g, "stream 7"));
+    int32_t nm_launch = dfg_intern(g, "cudaLaunchKernel");
+    int32_t nm_sync = dfg_intern(g, "cudaStreamSynchronize");
+    int32_t nm_g = dfg_intern(g, "gemm"), nm_s = dfg_intern(g, "elementwise");
+    int32_t *bounds = malloc(sizeof *bounds * (size_t)(iters + 1));
+    int32_t last = -1;
+    static const int pattern[] = {1, 0, 0, 0, 1, 0};
+    for (int it = 0; it <= iters; it++) {
+        for (int k = 0; k < 6; k++) {
+            int32_t h = dfg_add_node(g, DFG_HOST, th, nm_launch);
+            g->dur[h] = 5 * US;
+            if (k == 0)
+                bounds[it] = h;
+            if (it == iters)
+                break;
+            int32_t d = dfg_add_node(g, DFG_KERNEL, st, pattern[k] ? nm_g : nm_s);
+            g->dur[d] = pattern[k] ? 100 * US : 10 * US;
+            g->launch[d] = h;
+            g->lat[d] = 2 * US;
+            last = d;
+        }
+        if (it == iters)
+            break;
+        int32_t s = dfg_add_node(g, DFG_HOST, th, nm_sync);
+        g->flags[s] |= DFG_F_BLOCKING;
+        g->dur[s] = 1 * US;
+        if (dfg_add_edge(g, last, s) != 0)
+            return -1;
+    }
+    int rc = dfg_set_iterations(g, 0, bounds, iters + 1);
+    free(bounds);
+    return rc == 0 ? dfg_finalize(g) : -1;
+}
+
+static void
+test_fusion(void)
+{
+    dfg g;
+    CHECK(build_fusion_job(&g, 4) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    /* one chain of three short kernels per iteration (the lone one is no chain) */
+    CHECK_EQ_U(w.n_chains, 4);
+    CHECK_EQ_U(w.chain_kernels, 12);
+    CHECK(fabs(w.kernel_fixed_ns - 3 * US) < 1);
+    /* device-bound: 100 + 30 + 100 + 10 us, then the sync and the next launch */
+    double base = w.base_iter_ns;
+    CHECK(base > 240 * US && base < 260 * US);
+
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.fuse = 1;
+    strategy_eval e;
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    /* the fused kernel: 30 - 2 * 3 = 24 us, so 6 us less per iteration */
+    CHECK(fabs((base - e.iter_ns) - 6 * US) < 0.5 * US);
+    /* two launches per iteration cost nothing any more */
+    int zero_launches = 0;
+    for (int32_t n = 0; n < g.n_nodes; n++)
+        zero_launches += g.kind[n] == DFG_HOST && g.dur[n] == 0 && w.iter[n] == 1 &&
+                         !strcmp(dfg_name(&g, g.name[n]), "cudaLaunchKernel");
+    CHECK_EQ_U(zero_launches, 2);
+    /* the baseline comes back */
+    strategy_plan_baseline(&p);
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    CHECK(fabs(e.iter_ns - base) < 1);
+    char kind[64];
+    p.fuse = 1;
+    strategy_kind(&p, kind, sizeof kind);
+    CHECK(!strcmp(kind, "operator_fusion"));
+    char args[128];
+    strategy_ddp_sim_args(&p, 0, args, sizeof args);
+    CHECK(!strcmp(args, "--fuse-small"));
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+static int
+synth_job(dfg *g, int32_t ops, int32_t buckets)
+{
+    synth_params sp;
+    synth_defaults(&sp);
+    sp.ranks = 4;
+    sp.classes = 1;
+    sp.iterations = 3;
+    sp.ops_per_iter = ops;
+    sp.buckets = buckets;
+    sp.bucket_bytes = 4 << 20;
+    sp.coll_alpha_ns = 200 * US;
+    sp.coll_beta_bpns = 10;
+    return synth_dfg(&sp, g);
+}
+
+static void
+fit_model(costmodel *m)
+{
+    costmodel_sample s[] = {
+        {1, 4, 1 << 20, 200 * US + (1 << 20) / 10},
+        {1, 4, 4 << 20, 200 * US + (4 << 20) / 10},
+        {1, 4, 16 << 20, 200 * US + (16 << 20) / 10},
+    };
+    memset(m, 0, sizeof *m);
+    costmodel_fit_samples(m, s, 3);
+}
+
+static void
+test_tensor(void)
+{
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    CHECK(synth_job(&g, 200, 8) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    CHECK(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    CHECK_EQ_U(w.n_units, 8);
+    CHECK(w.tensor_why[0] == 0);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    CHECK_EQ_U(strategy_bucket_count(&w, &p), 0); /* as measured */
+    /* caps in MiB: 8 units of 4 MiB */
+    p.bucket_cap = p.first_cap = 2; /* 1 MiB: every unit alone */
+    CHECK_EQ_U(strategy_bucket_count(&w, &p), 8);
+    p.bucket_cap = p.first_cap = 5; /* 5 MiB: two units a bucket */
+    CHECK_EQ_U(strategy_bucket_count(&w, &p), 4);
+    p.bucket_cap = p.first_cap = 17; /* 1 GiB: one bucket */
+    CHECK_EQ_U(strategy_bucket_count(&w, &p), 1);
+    p.first_cap = 4; /* first bucket 4 MiB, then 1 GiB: 2 buckets */
+    CHECK_EQ_U(strategy_bucket_count(&w, &p), 2);
+    strategy_eval e1, e8;
+    p.bucket_cap = p.first_cap = 17;
+    CHECK(strategy_evaluate(&w, &p, &res, &e1) == 0);
+    CHECK_EQ_U(e1.n_buckets, 1);
+    p.bucket_cap = p.first_cap = 2;
+    CHECK(strategy_evaluate(&w, &p, &res, &e8) == 0);
+    CHECK(e1.iter_ns > 0 && e8.iter_ns > 0 && e1.iter_ns != e8.iter_ns);
+    strategy_plan q;
+    CHECK(strategy_parse_args("--bucket-mb 25 --first-bucket-mb 1 --recompute 1-3,5 "
+                              "--accum-steps 2 --batch 16",
+                              &q) == 0);
+    CHECK(strategy_bucket_caps_mb[q.bucket_cap] == 25);
+    CHECK(strategy_bucket_caps_mb[q.first_cap] == 1);
+    CHECK(q.accum_k == 2 && strategy_n_recomputed(&q) == 4 && strategy_recomputes(&q, 5));
+    char args[256];
+    strategy_ddp_sim_args(&q, 32, args, sizeof args);
+    CHECK(!strcmp(args, "--bucket-mb 25 --first-bucket-mb 1 --recompute 1-3,5 "
+                        "--accum-steps 2 --batch 16"));
+    CHECK(strategy_parse_args("--bogus", &q) != 0);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+static void
+run_search(uint64_t seed, search_result *out)
+{
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    CHECK(synth_job(&g, 400, 8) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    CHECK(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    search_options o;
+    memset(&o, 0, sizeof o);
+    o.seed = seed;
+    o.max_evals = 150;
+    o.top_k = 3;
+    CHECK(search_run(&w, &o, out) == 0);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+static void
+test_search_deterministic(void)
+{
+    search_result a, b;
+    run_search(7, &a);
+    run_search(7, &b);
+    CHECK(a.evaluations == b.evaluations);
+    CHECK(a.n_top == b.n_top);
+    for (int32_t i = 0; i < a.n_top && i < b.n_top; i++) {
+        CHECK(!memcmp(&a.top[i].plan, &b.top[i].plan, sizeof a.top[i].plan));
+        CHECK(a.top[i].eval.iter_ns == b.top[i].eval.iter_ns);
+    }
+    CHECK(a.n_top > 0 && a.top[0].eval.iter_ns < a.baseline.eval.iter_ns);
+    CHECK(a.evaluations <= 150);
+    search_result_free(&a);
+    search_result_free(&b);
+}
+
+int
+main(void)
+{
+    test_memest();
+    test_fusion();
+    test_tensor();
+    test_search_deterministic();
+    return tests_done();
+}
