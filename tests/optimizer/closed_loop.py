@@ -128,6 +128,11 @@ def main():
     if os.environ.get("HAVE_CUDA", "1") == "0":
         print("closed loop: skipped (built without CUDA headers: no simulated device)")
         return 77
+    if os.environ.get("DPRO_SANITIZERS") == "1":
+        # the collector does not run under ASan, and sanitizer overhead on the host side
+        # would be measured as the job's own time: the loop is meaningful only unsanitized
+        print("closed loop: skipped (sanitizer build)")
+        return 77
     for exe in (SIMRUN, DDP_SIM, DPRO_RUN, OPTIMIZE):
         if not os.access(exe, os.X_OK):
             print("closed loop: skipped (%s not built)" % exe)
