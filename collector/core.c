@@ -89,9 +89,15 @@ static int coll_env_bool(const char *name, int dflt)
     return 1;
 }
 
+/* DPRO_TEST_CLOCK_OFFSET_NS (testing only): signed ns added to every timestamp this
+ * process writes (events and the monotonic halves of the clock anchors), as if its
+ * CLOCK_MONOTONIC were skewed; lets the replay's clock alignment be tested on one host. */
+static int64_t coll_test_clock_offset_ns;
+
 /* Reads the DPRO_* settings into coll_cfg (defaults for what is unset or malformed). */
 static void coll_settings_read(void)
 {
+    coll_test_clock_offset_ns = coll_env_long("DPRO_TEST_CLOCK_OFFSET_NS", 0);
     const char *out = getenv("DPRO_OUTPUT");
     snprintf(coll_cfg.output, sizeof coll_cfg.output, "%s", out && *out ? out : "dpro-traces");
     coll_cfg.cuda = coll_env_bool("DPRO_CUDA", 1);
@@ -518,7 +524,8 @@ static void coll_write_meta(dpro_writer *w, const char *host)
     dpro_writer_set_meta(w, "clock", "CLOCK_MONOTONIC");
     dpro_writer_set_meta(w, "collector_stamps", coll_use_tsc ? "tsc" : "clock_gettime");
     dpro_writer_set_meta_int(w, "anchor_start_realtime_ns", (int64_t)coll_anchor_realtime_ns);
-    dpro_writer_set_meta_int(w, "anchor_start_monotonic_ns", (int64_t)coll_anchor_monotonic_ns);
+    dpro_writer_set_meta_int(w, "anchor_start_monotonic_ns",
+                             (int64_t)coll_anchor_monotonic_ns + coll_test_clock_offset_ns);
     dpro_writer_set_meta(w, "collector_version", PACKAGE_VERSION);
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "DPRO_", 5) != 0)
@@ -784,6 +791,13 @@ void coll_append(dpro_writer *w, const dpro_event *ev)
 {
     if (w == NULL || coll_bg.failed)
         return;
+    dpro_event skewed;
+    if (coll_test_clock_offset_ns != 0) {
+        skewed = *ev;
+        skewed.start_ns = (uint64_t)((int64_t)skewed.start_ns + coll_test_clock_offset_ns);
+        skewed.end_ns = (uint64_t)((int64_t)skewed.end_ns + coll_test_clock_offset_ns);
+        ev = &skewed;
+    }
     if (dpro_writer_append(w, ev) != DPRO_OK)
         coll_output_failed(w, "writing the trace");
 }
@@ -985,7 +999,9 @@ static void coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid,
             dpro_writer_add_stream(w, &si);
         }
         ev.correlation = 0;
-    } else if (r->api >= COLL_API_cudaEventCreate && r->api <= COLL_API_cudaEventQuery) {
+    } else if ((r->api >= COLL_API_cudaEventCreate && r->api <= COLL_API_cudaEventQuery) ||
+               r->api == COLL_API_cudaStreamWaitEvent ||
+               r->api == COLL_API_cudaStreamWaitEvent_ptsz) {
         ev.object = r->a0;
         ev.value = r->u0;
     } else if (info->domain == DPRO_API_NCCL) {
@@ -1123,7 +1139,8 @@ static void coll_bg_finish(void)
         uint64_t rt, mono;
         coll_anchor(&rt, &mono);
         dpro_writer_set_meta_int(w, "anchor_end_realtime_ns", (int64_t)rt);
-        dpro_writer_set_meta_int(w, "anchor_end_monotonic_ns", (int64_t)mono);
+        dpro_writer_set_meta_int(w, "anchor_end_monotonic_ns",
+                                 (int64_t)mono + coll_test_clock_offset_ns);
         cupti_write_meta(w, 1);
     }
     if (coll_bg.w) {

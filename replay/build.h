@@ -7,7 +7,9 @@
  * (communicator hash, sequence number) shared by all ranks. Edges, from the host calls
  * in time order per rank:
  *   cudaEventRecord(e, s)          e := last device op launched on s so far
- *   cudaStreamWaitEvent(s, e)      e's op -> next device op launched on s
+ *   cudaStreamWaitEvent(s, e)      e's op -> next device op launched on s (a wait
+ *                                  recorded without its event handle waits for the
+ *                                  event its thread recorded last)
  *   cudaEventSynchronize(e)        e's op -> the call (it blocks)
  *   cudaStreamSynchronize(s)       last op launched on s -> the call
  *   cudaDeviceSynchronize, cuCtxSynchronize   last op of every stream -> the call
@@ -19,6 +21,13 @@
  * Timing parameters come from the measured, aligned times: host gaps, launch latency
  * (per op when the stream was idle, else the rank's median), blocking calls' own cost
  * after their wait, and each group's measured transfer (end - last arrival).
+ * Wake-ups between host threads (dfg.h, DFG_F_WAKEUP) are inferred last: a call after a
+ * gap much longer than its thread's usual one (a blocking wait: an autograd engine
+ * thread woken after the forward, a main thread woken when backward is done) is tied to
+ * the call of another thread of the rank that ended last within the gap, and its gap
+ * becomes the wake-up latency (start minus that call's end); build.c says the
+ * thresholds. A what-if that shortens what the waker waited for then moves the woken
+ * thread too, instead of pinning it to its measured gap.
  */
 #ifndef DPRO_REPLAY_BUILD_H
 #define DPRO_REPLAY_BUILD_H

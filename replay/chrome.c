@@ -65,6 +65,8 @@ chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,
             bytes += 110 + strlen(dfg_name(g, g->name[n]));
             if (g->launch[n] >= 0)
                 bytes += 180;
+            if (g->flags[n] & DFG_F_WAKEUP)
+                bytes += 180;
         }
     }
     free(garr);
@@ -317,6 +319,8 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim,
             json_kv_double(j, "wait_us", us(a > tl.start[n] ? a - tl.start[n] : 0));
             json_kv_double(j, "transfer_us", us(tl.end[n] > a ? tl.end[n] - a : 0));
         }
+        if (g->flags[n] & DFG_F_WAKEUP)
+            json_kv_bool(j, "woken_by_thread", 1);
         json_kv_int(j, "node", n);
         json_end_object(j);
         json_end_object(j);
@@ -339,6 +343,19 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim,
             flow(j, "s", id, "collective", dfg_rank(g, f), TID_BASE + g->res[f], tl.start[f]);
             flow(j, "f", id, "collective", dfg_rank(g, p), TID_BASE + g->res[p], tl.start[p]);
         }
+    }
+    /* wake-ups between host threads: from the waker's end to the woken call's start */
+    for (int64_t e = 0; e < g->n_edges; e++) {
+        int32_t a = g->esrc[e], b = g->edst[e];
+        if (a < 0 || b < 0 || !(g->flags[b] & DFG_F_WAKEUP) || (g->flags[a] & DFG_F_REMOVED) ||
+            (g->flags[b] & DFG_F_REMOVED) || tl.end[a] < 0 || tl.start[b] < 0 ||
+            !in_window(&w, dfg_rank(g, b), tl.start[b]))
+            continue;
+        uint64_t id = (2ULL << 40) + (uint64_t)e;
+        /* inside the waker's slice, so that viewers bind the arrow to it */
+        int64_t at = tl.end[a] > tl.start[a] ? tl.end[a] - 1 : tl.end[a];
+        flow(j, "s", id, "wake-up", dfg_rank(g, a), TID_BASE + g->res[a], at);
+        flow(j, "f", id, "wake-up", dfg_rank(g, b), TID_BASE + g->res[b], tl.start[b]);
     }
     if (!simulated)
         export_markers(rp, g, &w, j);

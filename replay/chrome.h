@@ -5,7 +5,8 @@
  * One process per rank (pid = rank, process_name "rank N (host)"), one track per host
  * thread and per stream (thread_name metadata, threads sorted first), "X" complete
  * events for every node, launch -> device flows (ph s / f, bp "e"), each collective's
- * participants linked across ranks by flows, an "iterations" track, and for measured
+ * participants linked across ranks by flows, wake-ups between host threads (dfg.h) as
+ * flows from the waker's end to the woken call's start, an "iterations" track, and for measured
  * timelines the NVTX ranges (their own track per thread) and a "C" counter of device
  * memory in use. Names go through the JSON writer's escaping. Simulated and measured
  * timelines are written the same way, so the two files compare side by side.

@@ -442,6 +442,72 @@ dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t dur)
     return n;
 }
 
+int32_t
+dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur)
+{
+    int32_t res = g->res[before];
+    int32_t prev = g->prev_on_res[before];
+    int32_t n;
+    if (prev >= 0) {
+        n = dfg_insert_after(g, prev, kind, name, dur);
+        if (n < 0)
+            return -1;
+    } else {
+        n = dfg_add_node(g, kind, res, name);
+        if (n < 0)
+            return -1;
+        /* appended at the end (after `before` at least): unlink, relink as the first */
+        int32_t last_prev = g->prev_on_res[n];
+        g->next_on_res[last_prev] = -1;
+        g->res_last[res] = last_prev;
+        g->prev_on_res[n] = -1;
+        g->next_on_res[n] = before;
+        g->prev_on_res[before] = n;
+        g->res_first[res] = n;
+        g->flags[n] = DFG_F_SYNTHETIC;
+        g->dur[n] = dur;
+    }
+    g->mstart[n] = g->mstart[before];
+    g->mend[n] = g->mstart[before];
+    return n;
+}
+
+/* A zero-length WAKEUP node before host node h on its thread, which takes over h's
+ * gap; h's gap becomes 0. Returns its id, or -1 when out of memory. */
+static int32_t
+wake_handoff(dfg *g, int32_t h)
+{
+    int32_t name = dfg_intern(g, "(wake-up)");
+    if (name < 0)
+        return -1;
+    int32_t w = dfg_insert_before(g, h, DFG_HOST, name, 0);
+    if (w < 0)
+        return -1;
+    g->flags[w] |= DFG_F_WAKEUP;
+    g->gap[w] = g->gap[h];
+    g->gap[h] = 0;
+    return w;
+}
+
+int
+dfg_add_wakeup(dfg *g, int32_t waker, int32_t h, int64_t latency)
+{
+    if (h < 0 || h >= g->n_nodes || waker < 0 || waker >= g->n_nodes || g->kind[h] != DFG_HOST)
+        return -1;
+    if (latency < 0)
+        latency = 0;
+    if (g->flags[h] & DFG_F_BLOCKING) {
+        int32_t w = wake_handoff(g, h);
+        if (w < 0)
+            return -1;
+        g->gap[w] = latency;
+        return dfg_add_edge(g, waker, w);
+    }
+    g->flags[h] |= DFG_F_WAKEUP;
+    g->gap[h] = latency;
+    return dfg_add_edge(g, waker, h);
+}
+
 int
 dfg_add_edge(dfg *g, int32_t src, int32_t dst)
 {
@@ -570,7 +636,9 @@ dfg_remove_node(dfg *g, int32_t n)
 {
     if (n < 0 || n >= g->n_nodes || (g->flags[n] & DFG_F_REMOVED))
         return -1;
-    /* bypass edges: every (p -> n) x (n -> s) becomes p -> s */
+    /* bypass edges: every (p -> n) x (n -> s) becomes p -> s, and n's end implied the
+     * end of the previous node on its resource: prev -> s */
+    int32_t prev = g->prev_on_res[n], next = g->next_on_res[n];
     int64_t ne = g->n_edges;
     for (int64_t i = 0; i < ne; i++) {
         if (g->edst[i] != n)
@@ -580,11 +648,31 @@ dfg_remove_node(dfg *g, int32_t n)
             if (g->esrc[j] == n && dfg_add_edge(g, p, g->edst[j]) != 0)
                 return -1;
     }
+    for (int64_t j = 0; prev >= 0 && j < ne; j++)
+        if (g->esrc[j] == n && dfg_add_edge(g, prev, g->edst[j]) != 0)
+            return -1;
+    /* a wake-up passes to the next call on the thread (a BLOCKING one gets a wake-up node
+     * before it, which then follows n and takes its gap below) */
+    if (g->kind[n] == DFG_HOST && (g->flags[n] & DFG_F_WAKEUP) && next >= 0) {
+        int32_t to = next;
+        if (g->flags[next] & DFG_F_BLOCKING) {
+            int64_t keep = g->gap[next];
+            to = wake_handoff(g, next);
+            if (to < 0)
+                return -1;
+            g->gap[next] = keep;
+            g->gap[to] = 0; /* n's gap is added below */
+            next = to;
+        }
+        g->flags[to] |= DFG_F_WAKEUP;
+        for (int64_t i = 0; i < ne; i++)
+            if (g->edst[i] == n && g->esrc[i] >= 0 && dfg_add_edge(g, g->esrc[i], to) != 0)
+                return -1;
+    }
     for (int64_t i = 0; i < g->n_edges; i++)
         if (g->esrc[i] == n || g->edst[i] == n)
             g->esrc[i] = g->edst[i] = -1;
 
-    int32_t prev = g->prev_on_res[n], next = g->next_on_res[n];
     /* devices launched by n move to the previous host call on the thread */
     if (g->kind[n] == DFG_HOST) {
         for (int32_t i = 0; i < g->n_nodes; i++)
@@ -626,6 +714,20 @@ dfg_merge_nodes(dfg *g, int32_t a, int32_t b)
     if (a < 0 || b < 0 || a >= g->n_nodes || b >= g->n_nodes || a == b ||
         g->res[a] != g->res[b] || ((g->flags[a] | g->flags[b]) & DFG_F_REMOVED))
         return -1;
+    if ((g->flags[a] & DFG_F_WAKEUP) && (g->flags[b] & DFG_F_BLOCKING)) {
+        /* a's wake-up must keep delaying a start, b's waits the end: split them */
+        int32_t w = wake_handoff(g, a);
+        if (w < 0)
+            return -1;
+        int64_t na = g->n_edges;
+        for (int64_t i = 0; i < na; i++)
+            if (g->edst[i] == a && g->esrc[i] >= 0) {
+                if (dfg_add_edge(g, g->esrc[i], w) != 0)
+                    return -1;
+                g->esrc[i] = g->edst[i] = -1;
+            }
+        g->flags[a] &= (uint8_t)~DFG_F_WAKEUP;
+    }
     int64_t ne = g->n_edges;
     for (int64_t i = 0; i < ne; i++) {
         if (g->esrc[i] == b && g->edst[i] != a && dfg_add_edge(g, a, g->edst[i]) != 0)

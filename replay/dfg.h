@@ -17,6 +17,13 @@
  *     predecessor delays its END (the call has begun and blocks: stream/event/device
  *     synchronisation, blocking memcpy); for a device node it delays its start (event
  *     record -> stream wait);
+ *   - wake-up: a host node flagged DFG_F_WAKEUP was woken by another thread (its thread
+ *     waited on a condition variable, a queue, a join): its edge predecessors (the calls
+ *     that preceded the wake-up on other threads) delay its START instead of its end. It
+ *     starts at max(end of the previous node on its thread, ends of its predecessors) +
+ *     gap[n], gap[n] being the wake-up latency. A node is never both WAKEUP and BLOCKING
+ *     (a woken blocking call gets a zero-length WAKEUP node before it, see
+ *     dfg_insert_before);
  *   - collective groups: each participant is ready when its own dependencies are met;
  *     the group starts its transfer when the last participant is ready and every
  *     participant ends grp_dur[g] ns later.
@@ -50,6 +57,7 @@ enum dfg_node_flag {
     DFG_F_REMOVED = 1, /* removed by a transformation; skipped everywhere */
     DFG_F_BLOCKING = 2, /* host call that waits for device work (has predecessors) */
     DFG_F_SYNTHETIC = 4, /* created by a transformation, no measured times */
+    DFG_F_WAKEUP = 8, /* host call woken by another thread: edges delay its start */
 };
 
 enum dfg_res_kind {
@@ -159,6 +167,17 @@ int32_t dfg_add_node(dfg *g, int kind, int32_t res, int32_t name);
  * measured times copied from `after`'s end). Returns its id, or -1. */
 int32_t dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t dur);
 
+/* Inserts a new node right before node `before` on its resource (flag SYNTHETIC,
+ * measured start and end at before's measured start). Returns its id, or -1. */
+int32_t dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur);
+
+/* Makes host node h wait for the end of node waker (another thread's call) before it
+ * starts, with a wake-up latency of `latency` ns: h gets the edge waker -> h and the
+ * WAKEUP flag and its gap becomes the latency; a BLOCKING h instead gets a zero-length
+ * WAKEUP node "(wake-up)" right before it, which takes the edge and the latency (h's gap
+ * becomes 0). Returns 0 or -1 (out of memory, h not a host node). */
+int dfg_add_wakeup(dfg *g, int32_t waker, int32_t h, int64_t latency);
+
 /* Adds a finish-to-start edge src -> dst. Duplicates are harmless. Returns 0 or -1. */
 int dfg_add_edge(dfg *g, int32_t src, int32_t dst);
 
@@ -170,18 +189,22 @@ int32_t dfg_add_group(dfg *g, int op, int32_t nranks, int64_t bytes, uint64_t co
 /* Makes device node n a participant of group grp (kind becomes DFG_COLL). */
 void dfg_set_group(dfg *g, int32_t n, int32_t grp);
 
-/* Removes node n: its edge predecessors become predecessors of its edge successors,
- * devices it launched are re-attached to the previous host node on its resource (or
- * lose their launch dependency), its gap is added to the next node's gap on the
- * resource, and iteration boundaries on it move to the previous node on the resource
- * (the next one if there is none). Returns 0, or -1 when
- * out of memory. */
+/* Removes node n: its edge predecessors become predecessors of its edge successors, and
+ * so does the previous node on its resource (n's end implied that one's), devices it
+ * launched are re-attached to the previous host node on its resource (or lose their
+ * launch dependency), its gap is added to the next node's gap on the resource, and
+ * iteration boundaries on it move to the previous node on the resource (the next one if
+ * there is none). A WAKEUP node passes its wake-up (predecessors and flag) to the next
+ * node on its thread (through a "(wake-up)" node when that one is BLOCKING). Returns 0,
+ * or -1 when out of memory. */
 int dfg_remove_node(dfg *g, int32_t n);
 
 /* Merges node b into node a (same resource): a's duration becomes dur[a] + dur[b]
  * (callers then set the fused cost they model), b's edges and launched devices are
- * moved to a, and b is removed. Returns 0, or -1 (different resources, removed nodes,
- * out of memory). */
+ * moved to a, and b is removed. When a is WAKEUP and b BLOCKING, a's wake-up first
+ * moves to a "(wake-up)" node before a; b's wake-up edges otherwise join a's edges as
+ * they are (they delay a's end, or its start if a is WAKEUP). Returns 0, or -1
+ * (different resources, removed nodes, out of memory). */
 int dfg_merge_nodes(dfg *g, int32_t a, int32_t b);
 
 /* Merges collective group b into group a: on every rank, b's participant is merged

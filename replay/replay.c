@@ -97,8 +97,11 @@ detect_by_period(const job_rank *jr, replay_rank_iters *it)
                 phase = ph;
             }
         }
+        /* a boundary before every repetition that starts at the phase, and after the
+         * last one when it is complete (k == n: the sequence ends with a whole period,
+         * e.g. a benchmark's warm-up pass then one measured pass) */
         size_t cap = 0;
-        for (size_t k = phase; k < n && rc == 0; k += p)
+        for (size_t k = phase; k <= n && rc == 0; k += p)
             if (k > 0)
                 rc = push_index(it, &cap, idx[k - 1]);
         it->method = ITER_PERIOD;
@@ -466,6 +469,21 @@ replay_predict(const replay *rp, dfg *g, sim_result *res)
         k++;
     }
     return k ? sum / k : -1;
+}
+
+int64_t
+replay_scale_kernels(dfg *g, double factor)
+{
+    if (!(factor > 0))
+        return -1;
+    int64_t k = 0;
+    for (int32_t n = 0; n < g->n_nodes; n++) {
+        if (g->kind[n] != DFG_KERNEL || (g->flags[n] & DFG_F_REMOVED))
+            continue;
+        g->dur[n] = (int64_t)((double)g->dur[n] * factor + 0.5);
+        k++;
+    }
+    return k;
 }
 
 /* ---- summary ----------------------------------------------------------------------------- */

@@ -80,6 +80,13 @@ int replay_simulate(replay *rp);
  * must be zeroed before first use and is reusable (sim_result_free). */
 double replay_predict(const replay *rp, dfg *g, sim_result *res);
 
+/* What-if "the device computes F times as long" (F = 0.5: twice as fast): multiplies the
+ * duration of every kernel of g (DFG_KERNEL; not collectives, copies or memsets, which
+ * the interconnect and the memory bus bound) by factor > 0. Host calls, launch latencies
+ * and stream gaps are left as measured. Returns the number of kernels scaled, or -1 when
+ * factor is not > 0. Simulate the result with replay_predict. */
+int64_t replay_scale_kernels(dfg *g, double factor);
+
 /* Per-rank and overall figures of one simulation against the measurement. */
 typedef struct replay_rank_summary {
     int present;

@@ -37,9 +37,9 @@ satisfy(sim_state *s, int32_t m, int64_t t, int32_t from, uint8_t why)
         s->stack[s->top++] = m;
 }
 
-/* Host node h may start at t (the previous call on its thread returned at t - gap). */
+/* Host node h starts at t: its launches are released. */
 static inline void
-host_start(sim_state *s, int32_t h, int64_t t, int32_t from)
+host_launch(sim_state *s, int32_t h, int64_t t)
 {
     const dfg *g = s->g;
     s->r->start[h] = t;
@@ -47,6 +47,16 @@ host_start(sim_state *s, int32_t h, int64_t t, int32_t from)
         int32_t d = g->launched[i];
         satisfy(s, d, t + g->lat[d], h, SIM_CAUSE_LAUNCH);
     }
+}
+
+/* Host node h may start at t as far as its thread goes (the previous call returned at
+ * t - gap). A plain or blocking call starts now (its edges delay its end); a WAKEUP
+ * call counts this as one more condition of its start. */
+static inline void
+host_start(sim_state *s, int32_t h, int64_t t, int32_t from)
+{
+    if (!(s->g->flags[h] & DFG_F_WAKEUP))
+        host_launch(s, h, t);
     satisfy(s, h, t, from, from >= 0 ? SIM_CAUSE_RESOURCE : SIM_CAUSE_NONE);
 }
 
@@ -68,8 +78,11 @@ finish(sim_state *s, int32_t n, int64_t t)
         else
             satisfy(s, nx, t + g->gap[nx], n, SIM_CAUSE_RESOURCE);
     }
-    for (int64_t i = g->succ_off[n]; i < g->succ_off[n + 1]; i++)
-        satisfy(s, g->succ[i], t, n, SIM_CAUSE_EDGE);
+    for (int64_t i = g->succ_off[n]; i < g->succ_off[n + 1]; i++) {
+        int32_t m = g->succ[i];
+        /* a woken call starts its wake-up latency after its waker */
+        satisfy(s, m, (g->flags[m] & DFG_F_WAKEUP) ? t + g->gap[m] : t, n, SIM_CAUSE_EDGE);
+    }
 }
 
 int
@@ -136,6 +149,8 @@ sim_run(dfg *g, sim_result *r)
     while (s.top > 0) {
         int32_t m = s.stack[--s.top];
         if (g->kind[m] == DFG_HOST) {
+            if (g->flags[m] & DFG_F_WAKEUP)
+                host_launch(&s, m, r->ready[m]); /* all conditions of its start are met */
             finish(&s, m, r->ready[m] + g->dur[m]);
             continue;
         }

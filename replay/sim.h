@@ -25,7 +25,7 @@ enum sim_cause {
     SIM_CAUSE_NONE = 0,     /* started at its gap from time 0 */
     SIM_CAUSE_RESOURCE = 1, /* the previous node on its resource */
     SIM_CAUSE_LAUNCH = 2,   /* its launch (host call start + latency) */
-    SIM_CAUSE_EDGE = 3,     /* an edge predecessor */
+    SIM_CAUSE_EDGE = 3,     /* an edge predecessor (of a WAKEUP call: its waker) */
     SIM_CAUSE_GROUP = 4,    /* waited for the last participant of its collective */
 };
 

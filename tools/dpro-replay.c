@@ -35,6 +35,9 @@ usage(FILE *f)
             "      --job ID           replay only the traces of job ID\n"
             "      --measured-collectives  collectives take their measured transfer time\n"
             "                         instead of the fitted cost model's\n"
+            "      --what-if-scale-kernels F  also predict the iteration time if every kernel\n"
+            "                         took F times as long (0.5: a device twice as fast;\n"
+            "                         collectives, copies and host time unchanged)\n"
             "  -h, --help             this help\n"
             "  -V, --version          version\n");
 }
@@ -83,6 +86,7 @@ main(int argc, char **argv)
         {"job", required_argument, NULL, 'J'},
         {"measured-collectives", no_argument, NULL, 'M'},
         {"warmup", required_argument, NULL, 'w'},
+        {"what-if-scale-kernels", required_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -91,6 +95,7 @@ main(int argc, char **argv)
     ro.warmup = -1;
     int as_json = 0, show_cp = 0, top = 10;
     const char *chrome = NULL;
+    double kscale = 0;
     int c;
     while ((c = getopt_long(argc, argv, "n:jc:pt:w:hV", longopts, NULL)) != -1) {
         char *end;
@@ -128,6 +133,14 @@ main(int argc, char **argv)
             ro.warmup = (int32_t)strtol(optarg, &end, 10);
             if (*end || ro.warmup < 0) {
                 fprintf(stderr, "dpro-replay: --warmup wants a number >= 0\n");
+                return 2;
+            }
+            break;
+        case 'K':
+            kscale = strtod(optarg, &end);
+            if (*end || !(kscale > 0) || kscale > 1e6) {
+                fprintf(stderr, "dpro-replay: --what-if-scale-kernels wants a factor > 0, not '%s'\n",
+                        optarg);
                 return 2;
             }
             break;
@@ -171,8 +184,30 @@ main(int argc, char **argv)
                  "'%s'); the simulated times are partial",
                  rp.sim.n_unfinished, dfg_name(&rp.graph, rp.graph.name[rp.sim.first_unfinished]));
     const dfg *g = &rp.graph;
-    double per_iter = s.iterations > 0 ? 1.0 / s.iterations : 1.0;
-    (void)per_iter;
+    /* what-if: every kernel scaled, simulated over the same iterations */
+    replay_summary ws;
+    memset(&ws, 0, sizeof ws);
+    int have_whatif = 0;
+    if (kscale > 0) {
+        dfg copy;
+        sim_result wres;
+        memset(&wres, 0, sizeof wres);
+        if (dfg_clone(&copy, &rp.graph) != 0) {
+            fprintf(stderr, "dpro-replay: out of memory\n");
+            replay_summary_free(&s);
+            replay_close(&rp);
+            return 1;
+        }
+        replay_scale_kernels(&copy, kscale);
+        if (replay_predict(&rp, &copy, &wres) < 0 ||
+            replay_summarize(&rp, &copy, &wres, &ws) != 0) {
+            job_warn(&rp.job, "the what-if simulation does not cover the compared iterations");
+        } else {
+            have_whatif = 1;
+        }
+        sim_result_free(&wres);
+        dfg_free(&copy);
+    }
 
     if (as_json) {
         json_writer jw, *j = &jw;
@@ -274,6 +309,26 @@ main(int argc, char **argv)
             json_end_object(j);
         }
         json_end_array(j);
+        if (have_whatif) {
+            json_key(j, "what_if");
+            json_begin_object(j);
+            json_kv_double(j, "kernel_scale", kscale);
+            json_kv_double(j, "predicted_iter_us", ws.simulated_us);
+            json_kv_double(j, "speedup", ws.simulated_us > 0 ? s.simulated_us / ws.simulated_us : 0);
+            json_key(j, "per_rank");
+            json_begin_array(j);
+            for (int32_t r = 0; r < ws.n_ranks; r++) {
+                if (!ws.rank[r].present)
+                    continue;
+                json_begin_object(j);
+                json_kv_int(j, "rank", r);
+                json_kv_double(j, "predicted_iter_us", ws.rank[r].simulated_us);
+                json_end_object(j);
+            }
+            json_end_array(j);
+            bd_json(j, "breakdown", &ws.simulated_bd, 1.0);
+            json_end_object(j);
+        }
         json_key(j, "diagnostics");
         json_begin_array(j);
         for (size_t i = 0; i < rp.job.n_diag; i++)
@@ -320,6 +375,13 @@ main(int argc, char **argv)
         }
         if (!any)
             printf("\nstragglers: none (no rank makes the others wait more than 2%%)\n");
+        if (have_whatif) {
+            printf("\nwhat-if, every kernel x %g: iteration %.1f us (simulated as measured "
+                   "%.1f us, speedup %.3f)\n",
+                   kscale, ws.simulated_us, s.simulated_us,
+                   ws.simulated_us > 0 ? s.simulated_us / ws.simulated_us : 0);
+            print_bd("predicted", &ws.simulated_bd);
+        }
         if (show_cp) {
             printf("\ncritical path of the last compared iteration (ends on rank %d, %.1f us):\n",
                    s.cp_rank, s.cp_length_ns / 1e3);
@@ -340,6 +402,7 @@ main(int argc, char **argv)
         if (f && fclose(f) != 0)
             status = 1;
     }
+    replay_summary_free(&ws);
     replay_summary_free(&s);
     replay_close(&rp);
     return status;

@@ -1,7 +1,8 @@
 # tests/replay: the replayer. Unit tests of the pure parts (alignment, cost model,
 # iteration detection, simulator, critical path, graph transformations), dpro-replay and
 # dpro-export on synthetic multi-rank traces written with the trace writer (known skew,
-# known iteration time, faults), end to end on tests/simgpu (skipped without it), and
+# known iteration time, faults), end to end on tests/simgpu (skipped without it: replay
+# accuracy, clock skew, a what-if prediction against the realised run), and
 # the simulator benchmark (make bench).
 check_PROGRAMS += tests/replay/test_replay_unit tests/replay/gen_traces
 tests_replay_test_replay_unit_SOURCES = tests/replay/test_replay_unit.c
@@ -10,8 +11,9 @@ tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
 tests_replay_gen_traces_LDADD = schemas/libdprotrace.la
 
 TESTS += tests/replay/test_replay_unit tests/replay/test_replay_traces.py \
-	tests/replay/test_replay_simgpu.py
-dist_check_SCRIPTS += tests/replay/test_replay_traces.py tests/replay/test_replay_simgpu.py
+	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py
+dist_check_SCRIPTS += tests/replay/test_replay_traces.py tests/replay/test_replay_simgpu.py \
+	tests/replay/test_replay_whatif.py
 
 BENCH_PROGRAMS += tests/replay/bench_replay
 noinst_PROGRAMS += tests/replay/bench_replay

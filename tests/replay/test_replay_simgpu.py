@@ -1,10 +1,12 @@
 """test_replay_simgpu: end to end on the simulated GPU. ddp-sim runs under simrun with
 the collector preloaded (dpro-run); dpro-replay must simulate an iteration time within 3 %
-of ddp-sim's own measured iter_us (mean over ranks), on 2 and 4 ranks, with small and
-large gradient buckets and with a straggler, and the straggler must be named. Clock
-offsets: all ranks share one host clock here, so the recovered offsets must be within
-20 us of 0 (simgpu has no knob to skew a rank's clock; skew recovery is tested on
-synthetic traces in test_replay_traces.py).
+of ddp-sim's own measured iter_us (mean over ranks), on 2 to 8 ranks, with small and
+large gradient buckets and with a straggler, and the straggler must be named.
+
+Clock skew: all ranks share one host clock here, so each rank gets a skew of its own
+through the collector's testing knob DPRO_TEST_CLOCK_OFFSET_NS (every timestamp the rank
+writes is shifted by it; from microseconds to seconds, both signs); the offsets the
+replay recovers from the collectives must be within 20 us of the injected ones.
 
 Skips (77) without CUDA headers (no simgpu/collector) or when the collector cannot be
 preloaded (sanitizer builds).
@@ -33,15 +35,24 @@ def check(cond, what):
         failures.append(what)
 
 
-def run_case(tmp, name, ranks, ddp_args, straggler=None, warmup=2):
+def skew_wrapper(skews):
+    """A command prefix that runs the rest with DPRO_TEST_CLOCK_OFFSET_NS=skews[RANK]."""
+    cases = " ".join("%d) o=%d;;" % (r, v) for r, v in enumerate(skews))
+    return ["sh", "-c", 'case "$RANK" in %s *) o=0;; esac; DPRO_TEST_CLOCK_OFFSET_NS=$o '
+            'exec "$0" "$@"' % cases]
+
+
+def run_case(tmp, name, ranks, ddp_args, straggler=None, warmup=2, skews=None):
     out_dir = os.path.join(tmp, name)
+    skews = skews or [0] * ranks
     cmd = [DPRO_RUN, "-o", out_dir, "--", SIMRUN, "-n", str(ranks)]
     if straggler:
         cmd += ["--straggler", straggler]
-    cmd += ["--", DDP_SIM, "--warmup", str(warmup)] + ddp_args
+    cmd += ["--"] + skew_wrapper(skews) + [DDP_SIM, "--warmup", str(warmup)] + ddp_args
     env = dict(os.environ)
     env["SIMRUN_SIMGPU_LIBDIR"] = LIBDIR
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    env.pop("DPRO_TEST_CLOCK_OFFSET_NS", None)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
     if p.returncode != 0:
         check(False, "%s: job failed (%d): %s" % (name, p.returncode, p.stderr[-500:]))
         return None
@@ -51,22 +62,31 @@ def run_case(tmp, name, ranks, ddp_args, straggler=None, warmup=2):
         return None
     truth = sum(l["mean_iter_us"] for l in lines) / len(lines)
     r = subprocess.run([REPLAY, out_dir, "--json", "--warmup", str(warmup)],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         check(False, "%s: dpro-replay failed: %s" % (name, r.stderr))
         return None
     j = json.loads(r.stdout)
     err_truth = 100.0 * (j["simulated_iter_us"] - truth) / truth
-    print("%s: ddp-sim %.1f us, measured %.1f us, simulated %.1f us, error vs ddp-sim %.2f%%, "
-          "vs trace %.2f%%" % (name, truth, j["measured_iter_us"], j["simulated_iter_us"],
-                               err_truth, j["error_pct"]))
     check(j["ranks"] == ranks, "%s: %d ranks" % (name, ranks))
     check(abs(err_truth) < 3.0, "%s: simulated within 3%% of ddp-sim (%.2f%%)" % (name, err_truth))
     check(abs(j["error_pct"]) < 3.0, "%s: simulated within 3%% of the trace (%.2f%%)" % (name, j["error_pct"]))
-    for pr in j["per_rank"]:
-        check(abs(pr["clock_offset_us"]) < 20, "%s: rank %d offset %.2f us (one host clock)"
-              % (name, pr["rank"], pr["clock_offset_us"]))
+    # aligned = local + offset: rank r's offset to rank 0 undoes its skew
+    off = {pr["rank"]: pr["clock_offset_us"] for pr in j["per_rank"]}
+    worst = 0.0
+    for rk in range(ranks):
+        want = (skews[0] - skews[rk]) / 1000.0
+        got = off.get(rk, float("nan")) - off.get(0, float("nan"))
+        worst = max(worst, abs(got - want)) if got == got else float("inf")
+        check(abs(got - want) < 20, "%s: rank %d offset %.2f us, injected skew %.2f us"
+              % (name, rk, got, -want))
+    TABLE.append((name, ranks, lines[0]["buckets"], straggler or "-",
+                  max(abs(v) for v in skews) / 1000.0, worst, truth, j["simulated_iter_us"],
+                  err_truth, j["error_pct"]))
     return j
+
+
+TABLE = []
 
 
 def main():
@@ -83,13 +103,25 @@ def main():
         if not os.path.isdir(probe) or not any(f.endswith(".dpro") for f in os.listdir(probe)):
             print("skip: the collector wrote no trace (sanitizer build?)")
             return SKIP
-        run_case(tmp, "2ranks", 2, ["--iterations", "6"])
-        run_case(tmp, "4ranks-small-buckets", 4, ["--iterations", "5", "--bucket-mb", "2"])
-        run_case(tmp, "4ranks-big-buckets", 4, ["--iterations", "5", "--bucket-mb", "100"])
-        j = run_case(tmp, "3ranks-straggler", 3, ["--iterations", "5"], straggler="1:1.5")
+        ms, sec = 1000000, 1000000000
+        run_case(tmp, "2ranks", 2, ["--iterations", "6"], skews=[0, 1234567])
+        run_case(tmp, "4ranks-small-buckets", 4, ["--iterations", "5", "--bucket-mb", "2"],
+                 skews=[3300000, -1100000, 0, 470000])
+        run_case(tmp, "4ranks-big-buckets", 4, ["--iterations", "5", "--bucket-mb", "100"],
+                 skews=[0, -sec // 2, 900000, 5 * sec // 2])
+        j = run_case(tmp, "3ranks-straggler", 3, ["--iterations", "5"], straggler="1:1.5",
+                     skews=[-300000, 700000, 12 * ms + 345678])
         if j:
             check([s["rank"] for s in j["stragglers"]] == [1],
                   "straggler: rank 1 named (%s)" % j["stragglers"])
+        run_case(tmp, "8ranks-small-model", 8, ["--layers", "4", "--iterations", "4",
+                                                  "--bucket-mb", "4"], warmup=1,
+                 skews=[(-1) ** r * (r * 1234567 + r * r * 98765) for r in range(8)])
+        print("\n%-22s %5s %7s %9s %12s %12s %12s %12s %8s %8s" % (
+            "case", "ranks", "buckets", "straggler", "max skew us", "offset err", "ddp-sim us",
+            "simulated", "err", "vs trace"))
+        for t in TABLE:
+            print("%-22s %5d %7d %9s %12.1f %12.2f %12.1f %12.1f %7.2f%% %7.2f%%" % t)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:

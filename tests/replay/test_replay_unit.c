@@ -1,8 +1,9 @@
 /*
  * test_replay_unit: unit tests of the replay's pure parts: clock alignment with injected
  * offsets, the collective cost-model fit, iteration detection, the simulator on tiny
- * hand-made graphs with known answers, the critical path, the breakdown, graph
- * transformations (clone, remove, merge) and the synthetic generator.
+ * hand-made graphs with known answers (wake-ups between threads included), the
+ * critical path, the breakdown, graph transformations (clone, remove, merge) and the
+ * synthetic generator.
  */
 #include <math.h>
 #include <stdio.h>
@@ -244,6 +245,133 @@ test_sim_tiny(void)
     dfg_free(&g);
 }
 
+/* Wake-ups between threads: thread M runs m1, m2 and then m3 (a blocking call, on the
+ * kernel kb); thread B sleeps until M's m2 wakes it (b1, 500 ns later), launches kb and
+ * synchronises on it (b2), which wakes M's m3 (300 ns). A what-if that shortens m1 must
+ * move B, kb and m3; removing and merging nodes keep the wake-ups. */
+static void
+test_sim_wakeup(void)
+{
+    dfg g;
+    CHECK(dfg_init(&g, 1) == 0);
+    int32_t M = dfg_add_resource(&g, DFG_RES_THREAD, 0, 1, dfg_intern(&g, "main"));
+    int32_t B = dfg_add_resource(&g, DFG_RES_THREAD, 0, 2, dfg_intern(&g, "backward"));
+    int32_t S = dfg_add_resource(&g, DFG_RES_STREAM, 0, 7, dfg_intern(&g, "stream 7"));
+    int32_t m1 = dfg_add_node(&g, DFG_HOST, M, dfg_intern(&g, "m1"));
+    int32_t m2 = dfg_add_node(&g, DFG_HOST, M, dfg_intern(&g, "m2"));
+    int32_t m3 = dfg_add_node(&g, DFG_HOST, M, dfg_intern(&g, "cudaMemcpy"));
+    int32_t b0 = dfg_add_node(&g, DFG_HOST, B, dfg_intern(&g, "b0"));
+    int32_t b1 = dfg_add_node(&g, DFG_HOST, B, dfg_intern(&g, "cudaLaunchKernel"));
+    int32_t b2 = dfg_add_node(&g, DFG_HOST, B, dfg_intern(&g, "cudaStreamSynchronize"));
+    int32_t kb = dfg_add_node(&g, DFG_KERNEL, S, dfg_intern(&g, "kb"));
+    g.gap[m1] = 1000; g.dur[m1] = 4000;
+    g.gap[m2] = 1000; g.dur[m2] = 3000;
+    g.gap[m3] = 200; g.dur[m3] = 500;
+    g.gap[b0] = 0; g.dur[b0] = 1000;
+    g.gap[b1] = 7777; g.dur[b1] = 2000; /* measured gap: replaced by the latency */
+    g.gap[b2] = 100; g.dur[b2] = 1000;
+    g.launch[kb] = b1; g.lat[kb] = 1000; g.dur[kb] = 5000;
+    CHECK(dfg_add_edge(&g, kb, b2) == 0);
+    g.flags[b2] |= DFG_F_BLOCKING;
+    CHECK(dfg_add_edge(&g, kb, m3) == 0);
+    g.flags[m3] |= DFG_F_BLOCKING;
+    CHECK(dfg_add_wakeup(&g, m2, b1, 500) == 0);
+    CHECK(g.flags[b1] & DFG_F_WAKEUP);
+    CHECK_EQ(g.gap[b1], 500);
+    int32_t before = g.n_nodes;
+    CHECK(dfg_add_wakeup(&g, b2, m3, 300) == 0); /* blocking: a wake-up node before it */
+    CHECK_EQ(g.n_nodes, before + 1);
+    int32_t w = g.prev_on_res[m3];
+    CHECK(w >= before && (g.flags[w] & DFG_F_WAKEUP) && !(g.flags[m3] & DFG_F_WAKEUP));
+    CHECK_EQ(g.gap[w], 300);
+    CHECK_EQ(g.gap[m3], 0);
+    CHECK_EQ(g.prev_on_res[w], m2);
+
+    sim_result r;
+    memset(&r, 0, sizeof r);
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.n_unfinished, 0);
+    CHECK_EQ(r.end[m2], 9000);
+    CHECK_EQ(r.start[b1], 9500); /* max(b0 end + 500, m2 end + 500) */
+    CHECK_EQ(r.start[kb], 10500);
+    CHECK_EQ(r.start[b2], 11600);
+    CHECK_EQ(r.end[b2], 16500);
+    CHECK_EQ(r.start[w], 16800);
+    CHECK_EQ(r.end[m3], 17300);
+    /* the critical path runs m1 -> m2 -> (wake) b1 -> kb -> b2 -> (wake) w -> m3 */
+    int32_t *path, np;
+    CHECK(sim_critical_path(&g, &r, m3, 0, &path, &np) == 0);
+    int saw_m2 = 0, saw_b1 = 0, saw_b2 = 0;
+    for (int32_t i = 0; i < np; i++) {
+        saw_m2 |= path[i] == m2;
+        saw_b1 |= path[i] == b1;
+        saw_b2 |= path[i] == b2;
+    }
+    CHECK(saw_m2 && saw_b1 && saw_b2);
+    free(path);
+
+    /* what-if: m1 3 us shorter moves everything after it by 3 us */
+    dfg c;
+    CHECK(dfg_clone(&c, &g) == 0);
+    c.dur[m1] = 1000;
+    CHECK(sim_run(&c, &r) == 0);
+    CHECK_EQ(r.start[b1], 6500);
+    CHECK_EQ(r.end[kb], 12500);
+    CHECK_EQ(r.end[m3], 14300);
+    dfg_free(&c);
+
+    /* removing the waker: b1 waits for the call before it on M */
+    CHECK(dfg_clone(&c, &g) == 0);
+    CHECK(dfg_remove_node(&c, m2) == 0);
+    CHECK(sim_run(&c, &r) == 0);
+    CHECK_EQ(r.n_unfinished, 0);
+    CHECK_EQ(r.start[b1], 5500);
+    dfg_free(&c);
+
+    /* removing the woken call: the blocking call after it gets a wake-up node */
+    CHECK(dfg_clone(&c, &g) == 0);
+    CHECK(dfg_remove_node(&c, b1) == 0);
+    int32_t w2 = c.prev_on_res[b2];
+    CHECK(w2 >= 0 && w2 != b0 && (c.flags[w2] & DFG_F_WAKEUP));
+    CHECK(sim_run(&c, &r) == 0);
+    CHECK_EQ(r.n_unfinished, 0);
+    CHECK_EQ(r.start[kb], 1000); /* relaunched by b0 */
+    CHECK_EQ(r.start[w2], 9500);
+    CHECK_EQ(r.end[b2], 10600);
+    dfg_free(&c);
+
+    /* merging the woken call with the blocking one: the wake-up keeps delaying the start */
+    CHECK(dfg_clone(&c, &g) == 0);
+    CHECK(dfg_merge_nodes(&c, b1, b2) == 0);
+    CHECK(!(c.flags[b1] & DFG_F_WAKEUP) && (c.flags[b1] & DFG_F_BLOCKING));
+    CHECK(sim_run(&c, &r) == 0);
+    CHECK_EQ(r.n_unfinished, 0);
+    CHECK_EQ(r.start[b1], 9500);
+    CHECK_EQ(r.end[b1], 18500);
+    dfg_free(&c);
+
+    /* a woken blocking call that is its thread's first: the wake-up node goes first */
+    CHECK(dfg_init(&c, 1) == 0);
+    int32_t A = dfg_add_resource(&c, DFG_RES_THREAD, 0, 1, 0);
+    int32_t C = dfg_add_resource(&c, DFG_RES_THREAD, 0, 3, 0);
+    int32_t a0 = dfg_add_node(&c, DFG_HOST, A, dfg_intern(&c, "a0"));
+    int32_t c0 = dfg_add_node(&c, DFG_HOST, C, dfg_intern(&c, "cudaDeviceSynchronize"));
+    c.gap[a0] = 2000; c.dur[a0] = 1000;
+    c.gap[c0] = 9999; c.dur[c0] = 100;
+    c.flags[c0] |= DFG_F_BLOCKING;
+    CHECK(dfg_add_wakeup(&c, a0, c0, 50) == 0);
+    int32_t w3 = c.res_first[C];
+    CHECK(w3 != c0 && c.next_on_res[w3] == c0 && c.prev_on_res[c0] == w3 && c.res_last[C] == c0);
+    CHECK(sim_run(&c, &r) == 0);
+    CHECK_EQ(r.n_unfinished, 0);
+    CHECK_EQ(r.start[c0], 3050);
+    CHECK_EQ(r.end[c0], 3150);
+    dfg_free(&c);
+
+    sim_result_free(&r);
+    dfg_free(&g);
+}
+
 /* Two ranks, a collective: rank 1 arrives 50 us late; transfer 30 us. */
 static void
 test_sim_collective(void)
@@ -338,6 +466,7 @@ main(void)
     test_costmodel();
     test_iter();
     test_sim_tiny();
+    test_sim_wakeup();
     test_sim_collective();
     test_synth();
     if (failures) {

@@ -1,0 +1,148 @@
+"""test_replay_whatif: a what-if prediction checked against the real thing on the
+simulated GPU. ddp-sim (2 ranks, resnet50) is profiled under the collector;
+`dpro-replay --what-if-scale-kernels F` predicts its iteration time if every kernel took
+F times as long; ddp-sim then runs with SIMGPU_SLOWDOWN=F on every rank (the device's
+kernels F times as long, collectives and host time unchanged) and the prediction must
+be within 5 % of ddp-sim's own mean iteration time, for F = 0.5 (a device twice as fast)
+and F = 2.
+
+The prediction depends on the wake-ups between host threads (replay/build.c): ddp-sim's
+backward thread sleeps until the main thread has launched the forward, and the main
+thread sleeps until the backward thread is done, as PyTorch's autograd engine does.
+Without them both threads keep their measured gaps and a faster device predicts no
+speedup at all.
+
+Timing on a shared host is noisy (two ranks and their host threads share the CPUs with
+whatever else runs): a factor that misses is profiled and measured once more, and the
+better of the two attempts counts. Skips (77) without CUDA headers (no simgpu/collector)
+or when the collector cannot be preloaded (sanitizer builds).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+BUILD = os.environ.get("top_builddir", ".")
+COLLECTOR = os.path.join(BUILD, "collector", ".libs", "libdpro-collector.so")
+DPRO_RUN = os.path.join(BUILD, "tools", "dpro-run")
+SIMRUN = os.path.join(BUILD, "tests", "simgpu", "simrun")
+DDP_SIM = os.path.join(BUILD, "tests", "simgpu", "ddp-sim")
+LIBDIR = os.path.join(BUILD, "tests", "simgpu", ".libs")
+REPLAY = os.path.join(BUILD, "tools", "dpro-replay")
+RANKS = 2
+JOB = ["--preset", "resnet50", "--iterations", "10", "--warmup", "2"]
+failures = []
+
+
+def check(cond, what):
+    print(("ok:   " if cond else "FAIL: ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def job_env(slowdown=None):
+    env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR)
+    env.pop("SIMGPU_SLOWDOWN", None)
+    if slowdown is not None:
+        env["SIMGPU_SLOWDOWN"] = repr(slowdown)
+    return env
+
+
+def mean_iter_us(stdout):
+    lines = [json.loads(l) for l in stdout.splitlines() if l.startswith("{")]
+    if len(lines) != RANKS:
+        return None
+    return sum(l["mean_iter_us"] for l in lines) / len(lines)
+
+
+def profile(out_dir):
+    """Profiles the job; returns ddp-sim's mean iteration time or None."""
+    shutil.rmtree(out_dir, ignore_errors=True)
+    p = subprocess.run([DPRO_RUN, "-o", out_dir, "--", SIMRUN, "-n", str(RANKS), "--", DDP_SIM]
+                       + JOB, capture_output=True, text=True, timeout=180, env=job_env())
+    if p.returncode != 0:
+        check(False, "profiled job failed (%d): %s" % (p.returncode, p.stderr[-500:]))
+        return None
+    return mean_iter_us(p.stdout)
+
+
+def predict(out_dir, factor):
+    """dpro-replay's simulated and predicted iteration times, or None."""
+    r = subprocess.run([REPLAY, out_dir, "--json", "--warmup", "2", "--what-if-scale-kernels",
+                        repr(factor)], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        check(False, "dpro-replay failed: %s" % r.stderr[-500:])
+        return None
+    j = json.loads(r.stdout)
+    if "what_if" not in j:
+        check(False, "dpro-replay gave no what_if: %s" % j.get("diagnostics"))
+        return None
+    return j["simulated_iter_us"], j["what_if"]["predicted_iter_us"]
+
+
+def realise(factor):
+    """ddp-sim's mean iteration time with every kernel `factor` times as long."""
+    p = subprocess.run([SIMRUN, "-n", str(RANKS), "--", DDP_SIM] + JOB, capture_output=True,
+                       text=True, timeout=180, env=job_env(factor))
+    if p.returncode != 0:
+        check(False, "job with SIMGPU_SLOWDOWN=%g failed: %s" % (factor, p.stderr[-500:]))
+        return None
+    return mean_iter_us(p.stdout)
+
+
+def attempt(tmp, factor, k):
+    base_dir = os.path.join(tmp, "base-%g-%d" % (factor, k))
+    base = profile(base_dir)
+    if base is None:
+        return None
+    pr = predict(base_dir, factor)
+    real = realise(factor)
+    if pr is None or real is None:
+        return None
+    sim, pred = pr
+    err = 100.0 * (pred - real) / real
+    print("F=%g attempt %d: profiled %.1f us (replayed %.1f us); predicted %.1f us, "
+          "realised %.1f us: error %+.2f%%" % (factor, k, base, sim, pred, real, err))
+    return err
+
+
+def main():
+    for path in (COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM, REPLAY):
+        if not os.path.exists(path):
+            print("skip: %s not built" % path)
+            return SKIP
+    tmp = tempfile.mkdtemp(prefix="dpro-whatif-")
+    try:
+        probe = os.path.join(tmp, "probe")
+        subprocess.run([DPRO_RUN, "-o", probe, "--", SIMRUN, "-n", "1", "--", DDP_SIM,
+                        "--iterations", "1", "--warmup", "0"], capture_output=True, timeout=60,
+                       env=job_env())
+        if not os.path.isdir(probe) or not any(f.endswith(".dpro") for f in os.listdir(probe)):
+            print("skip: the collector wrote no trace (sanitizer build?)")
+            return SKIP
+        for factor in (0.5, 2.0):
+            errs = []
+            for k in (1, 2):
+                e = attempt(tmp, factor, k)
+                if e is None:
+                    break
+                errs.append(e)
+                if abs(e) < 5.0:
+                    break
+            if errs:
+                best = min(errs, key=abs)
+                check(abs(best) < 5.0, "F=%g: predicted within 5%% of the realised iteration "
+                      "time (%+.2f%%)" % (factor, best))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print("%d failure(s)" % len(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
