@@ -792,7 +792,8 @@ alloc_node_arrays(workload *w)
     memcpy(w->base_dur, g->dur, (size_t)n * sizeof *g->dur);
     memcpy(w->base_gap, g->gap, (size_t)n * sizeof *g->gap);
     memcpy(w->base_lat, g->lat, (size_t)n * sizeof *g->lat);
-    memcpy(w->base_grp_dur, g->grp_dur, (size_t)g->n_groups * sizeof *g->grp_dur);
+    if (g->n_groups > 0) /* a graph without collectives has no grp_dur array */
+        memcpy(w->base_grp_dur, g->grp_dur, (size_t)g->n_groups * sizeof *g->grp_dur);
     for (int32_t i = 0; i < n; i++) {
         w->iter[i] = -1;
         w->layer[i] = -1;
@@ -950,7 +951,8 @@ workload_reset(workload *w)
     memcpy(g->dur, w->base_dur, (size_t)w->n_nodes * sizeof *g->dur);
     memcpy(g->gap, w->base_gap, (size_t)w->n_nodes * sizeof *g->gap);
     memcpy(g->lat, w->base_lat, (size_t)w->n_nodes * sizeof *g->lat);
-    memcpy(g->grp_dur, w->base_grp_dur, (size_t)w->n_groups * sizeof *g->grp_dur);
+    if (w->n_groups > 0)
+        memcpy(g->grp_dur, w->base_grp_dur, (size_t)w->n_groups * sizeof *g->grp_dur);
 }
 
 double
