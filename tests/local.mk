@@ -9,7 +9,8 @@ tests_unit_test_json_LDADD = common/libdprocommon.la $(LIBM)
 EXTRA_DIST += tests/unit/test_dpro_info.sh
 
 # bench_trace: write/read throughput and bytes per event; also writes the demo trace.
-BENCH_PROGRAMS += tests/bench/bench_trace
+BENCHMARKS += tests/bench/bench_trace
+noinst_PROGRAMS += tests/bench/bench_trace
 tests_bench_bench_trace_SOURCES = tests/bench/bench_trace.c
 tests_bench_bench_trace_LDADD = schemas/libdprotrace.la
 

@@ -43,7 +43,7 @@ TESTS += $(COLLECTOR_TESTS)
 endif
 EXTRA_DIST += $(COLLECTOR_TESTS) tests/collector/colltest.py
 
-BENCH_PROGRAMS += tests/collector/coll-bench
+BENCHMARKS += tests/collector/coll-bench
 noinst_PROGRAMS += tests/collector/coll-bench
 tests_collector_coll_bench_SOURCES = tests/collector/coll-bench.c
 tests_collector_coll_bench_CPPFLAGS = $(COLLTEST_CPPFLAGS) -DCOLL_BENCH_BUILDDIR='"$(abs_top_builddir)"'

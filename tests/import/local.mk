@@ -16,7 +16,8 @@ EXTRA_DIST += tests/fuzz/fuzz_import_kineto.c tests/import/fuzz/kineto.dict \
 
 # bench_import_kineto: MB/s of JSON per core on the biggest shared trace, and bytes of
 # the dpro traces against the gzip'd JSON.
-BENCH_PROGRAMS += tests/import/bench_import_kineto
+BENCHMARKS += tests/import/bench_import_kineto
+noinst_PROGRAMS += tests/import/bench_import_kineto
 tests_import_bench_import_kineto_SOURCES = tests/import/bench_import_kineto.c
 tests_import_bench_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools \
 	-DDPRO_SRCDIR='"$(abs_top_srcdir)"'

@@ -10,7 +10,7 @@ dist_check_SCRIPTS += tests/optimizer/closed_loop.py
 TESTS += tests/optimizer/closed_loop.py
 endif
 
-BENCH_PROGRAMS += tests/optimizer/bench_optimizer
+BENCHMARKS += tests/optimizer/bench_optimizer
 noinst_PROGRAMS += tests/optimizer/bench_optimizer
 tests_optimizer_bench_optimizer_SOURCES = tests/optimizer/bench_optimizer.c
 tests_optimizer_bench_optimizer_LDADD = optimizer/libdproopt.la

@@ -15,7 +15,7 @@ TESTS += tests/replay/test_replay_unit tests/replay/test_replay_traces.py \
 dist_check_SCRIPTS += tests/replay/test_replay_traces.py tests/replay/test_replay_simgpu.py \
 	tests/replay/test_replay_whatif.py
 
-BENCH_PROGRAMS += tests/replay/bench_replay
+BENCHMARKS += tests/replay/bench_replay
 noinst_PROGRAMS += tests/replay/bench_replay
 tests_replay_bench_replay_SOURCES = tests/replay/bench_replay.c
 tests_replay_bench_replay_LDADD = replay/libdproreplay.la
