@@ -36,88 +36,88 @@
  * X(id, kind, domain): kind is the dpro_kind of the event the record becomes (API events of
  * failed allocations aside), domain the dpro_api_domain. The name of the event is the
  * symbol name, "id" with the COLL_API_ prefix removed. */
-#define COLL_API_LIST(X)                                                                     \
-    X(cudaLaunchKernel, DPRO_KIND_API, DPRO_API_RUNTIME)                                     \
-    X(cudaLaunchKernel_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                \
-    X(cudaLaunchKernelExC, DPRO_KIND_API, DPRO_API_RUNTIME)                                  \
-    X(cudaLaunchKernelExC_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                             \
-    X(__cudaLaunchKernel, DPRO_KIND_API, DPRO_API_RUNTIME)                                   \
-    X(__cudaLaunchKernel_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                              \
-    X(cudaLaunchCooperativeKernel, DPRO_KIND_API, DPRO_API_RUNTIME)                          \
-    X(cudaLaunchCooperativeKernel_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                     \
-    X(cudaGraphLaunch, DPRO_KIND_API, DPRO_API_RUNTIME)                                      \
-    X(cudaGraphLaunch_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                 \
-    X(cudaMemcpy, DPRO_KIND_API, DPRO_API_RUNTIME)                                           \
-    X(cudaMemcpy_ptds, DPRO_KIND_API, DPRO_API_RUNTIME)                                      \
-    X(cudaMemcpyAsync, DPRO_KIND_API, DPRO_API_RUNTIME)                                      \
-    X(cudaMemcpyAsync_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                 \
-    X(cudaMemcpy2D, DPRO_KIND_API, DPRO_API_RUNTIME)                                         \
-    X(cudaMemcpy2DAsync, DPRO_KIND_API, DPRO_API_RUNTIME)                                    \
-    X(cudaMemcpy2DAsync_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                               \
-    X(cudaMemcpyPeer, DPRO_KIND_API, DPRO_API_RUNTIME)                                       \
-    X(cudaMemcpyPeerAsync, DPRO_KIND_API, DPRO_API_RUNTIME)                                  \
-    X(cudaMemset, DPRO_KIND_API, DPRO_API_RUNTIME)                                           \
-    X(cudaMemset_ptds, DPRO_KIND_API, DPRO_API_RUNTIME)                                      \
-    X(cudaMemsetAsync, DPRO_KIND_API, DPRO_API_RUNTIME)                                      \
-    X(cudaMemsetAsync_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                 \
-    X(cudaMalloc, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                        \
-    X(cudaMallocHost, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                    \
-    X(cudaHostAlloc, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                     \
-    X(cudaMallocManaged, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                 \
-    X(cudaMallocAsync, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                   \
-    X(cudaMallocAsync_ptsz, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                              \
-    X(cudaFree, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                          \
-    X(cudaFreeHost, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                      \
-    X(cudaFreeAsync, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                     \
-    X(cudaFreeAsync_ptsz, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                \
-    X(cudaStreamCreate, DPRO_KIND_API, DPRO_API_RUNTIME)                                     \
-    X(cudaStreamCreateWithFlags, DPRO_KIND_API, DPRO_API_RUNTIME)                            \
-    X(cudaStreamCreateWithPriority, DPRO_KIND_API, DPRO_API_RUNTIME)                         \
-    X(cudaStreamDestroy, DPRO_KIND_API, DPRO_API_RUNTIME)                                    \
-    X(cudaStreamSynchronize, DPRO_KIND_API, DPRO_API_RUNTIME)                                \
-    X(cudaStreamSynchronize_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                           \
-    X(cudaStreamQuery, DPRO_KIND_API, DPRO_API_RUNTIME)                                      \
-    X(cudaStreamQuery_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                 \
-    X(cudaStreamWaitEvent, DPRO_KIND_API, DPRO_API_RUNTIME)                                  \
-    X(cudaStreamWaitEvent_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                             \
-    X(cudaDeviceSynchronize, DPRO_KIND_API, DPRO_API_RUNTIME)                                \
-    X(cudaEventCreate, DPRO_KIND_API, DPRO_API_RUNTIME)                                      \
-    X(cudaEventCreateWithFlags, DPRO_KIND_API, DPRO_API_RUNTIME)                             \
-    X(cudaEventDestroy, DPRO_KIND_API, DPRO_API_RUNTIME)                                     \
-    X(cudaEventRecord, DPRO_KIND_API, DPRO_API_RUNTIME)                                      \
-    X(cudaEventRecord_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                 \
-    X(cudaEventRecordWithFlags, DPRO_KIND_API, DPRO_API_RUNTIME)                             \
-    X(cudaEventRecordWithFlags_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                        \
-    X(cudaEventSynchronize, DPRO_KIND_API, DPRO_API_RUNTIME)                                 \
-    X(cudaEventQuery, DPRO_KIND_API, DPRO_API_RUNTIME)                                       \
-    X(cuLaunchKernel, DPRO_KIND_API, DPRO_API_DRIVER)                                        \
-    X(cuLaunchKernel_ptsz, DPRO_KIND_API, DPRO_API_DRIVER)                                   \
-    X(cuLaunchKernelEx, DPRO_KIND_API, DPRO_API_DRIVER)                                      \
-    X(cuLaunchKernelEx_ptsz, DPRO_KIND_API, DPRO_API_DRIVER)                                 \
-    X(ncclCommInitRank, DPRO_KIND_API, DPRO_API_NCCL)                                        \
-    X(ncclCommInitRankConfig, DPRO_KIND_API, DPRO_API_NCCL)                                  \
-    X(ncclCommInitRankScalable, DPRO_KIND_API, DPRO_API_NCCL)                                \
-    X(ncclCommInitAll, DPRO_KIND_API, DPRO_API_NCCL)                                         \
-    X(ncclCommSplit, DPRO_KIND_API, DPRO_API_NCCL)                                           \
-    X(ncclCommFinalize, DPRO_KIND_API, DPRO_API_NCCL)                                        \
-    X(ncclCommDestroy, DPRO_KIND_API, DPRO_API_NCCL)                                         \
-    X(ncclCommAbort, DPRO_KIND_API, DPRO_API_NCCL)                                           \
-    X(ncclGroupStart, DPRO_KIND_API, DPRO_API_NCCL)                                          \
-    X(ncclGroupEnd, DPRO_KIND_API, DPRO_API_NCCL)                                            \
-    X(ncclGather, DPRO_KIND_API, DPRO_API_NCCL)                                              \
-    X(ncclScatter, DPRO_KIND_API, DPRO_API_NCCL)                                             \
-    X(ncclAllReduce, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                    \
-    X(ncclBroadcast, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                    \
-    X(ncclBcast, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                        \
-    X(ncclReduce, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                       \
-    X(ncclAllGather, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                    \
-    X(ncclReduceScatter, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                \
-    X(ncclAlltoAll, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                     \
-    X(ncclSend, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                         \
-    X(ncclRecv, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                         \
-    X(nvtxMark, DPRO_KIND_MARKER, 0)                                                         \
-    X(nvtxRangePush, DPRO_KIND_MARKER, 0)                                                    \
-    X(nvtxRangeStart, DPRO_KIND_MARKER, 0)                                                   \
+#define COLL_API_LIST(X)                                                                           \
+    X(cudaLaunchKernel, DPRO_KIND_API, DPRO_API_RUNTIME)                                           \
+    X(cudaLaunchKernel_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                      \
+    X(cudaLaunchKernelExC, DPRO_KIND_API, DPRO_API_RUNTIME)                                        \
+    X(cudaLaunchKernelExC_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                   \
+    X(__cudaLaunchKernel, DPRO_KIND_API, DPRO_API_RUNTIME)                                         \
+    X(__cudaLaunchKernel_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                    \
+    X(cudaLaunchCooperativeKernel, DPRO_KIND_API, DPRO_API_RUNTIME)                                \
+    X(cudaLaunchCooperativeKernel_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                           \
+    X(cudaGraphLaunch, DPRO_KIND_API, DPRO_API_RUNTIME)                                            \
+    X(cudaGraphLaunch_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                       \
+    X(cudaMemcpy, DPRO_KIND_API, DPRO_API_RUNTIME)                                                 \
+    X(cudaMemcpy_ptds, DPRO_KIND_API, DPRO_API_RUNTIME)                                            \
+    X(cudaMemcpyAsync, DPRO_KIND_API, DPRO_API_RUNTIME)                                            \
+    X(cudaMemcpyAsync_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                       \
+    X(cudaMemcpy2D, DPRO_KIND_API, DPRO_API_RUNTIME)                                               \
+    X(cudaMemcpy2DAsync, DPRO_KIND_API, DPRO_API_RUNTIME)                                          \
+    X(cudaMemcpy2DAsync_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                     \
+    X(cudaMemcpyPeer, DPRO_KIND_API, DPRO_API_RUNTIME)                                             \
+    X(cudaMemcpyPeerAsync, DPRO_KIND_API, DPRO_API_RUNTIME)                                        \
+    X(cudaMemset, DPRO_KIND_API, DPRO_API_RUNTIME)                                                 \
+    X(cudaMemset_ptds, DPRO_KIND_API, DPRO_API_RUNTIME)                                            \
+    X(cudaMemsetAsync, DPRO_KIND_API, DPRO_API_RUNTIME)                                            \
+    X(cudaMemsetAsync_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                       \
+    X(cudaMalloc, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                              \
+    X(cudaMallocHost, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                          \
+    X(cudaHostAlloc, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                           \
+    X(cudaMallocManaged, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                       \
+    X(cudaMallocAsync, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                         \
+    X(cudaMallocAsync_ptsz, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                    \
+    X(cudaFree, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                                \
+    X(cudaFreeHost, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                            \
+    X(cudaFreeAsync, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                           \
+    X(cudaFreeAsync_ptsz, DPRO_KIND_MEMORY, DPRO_API_RUNTIME)                                      \
+    X(cudaStreamCreate, DPRO_KIND_API, DPRO_API_RUNTIME)                                           \
+    X(cudaStreamCreateWithFlags, DPRO_KIND_API, DPRO_API_RUNTIME)                                  \
+    X(cudaStreamCreateWithPriority, DPRO_KIND_API, DPRO_API_RUNTIME)                               \
+    X(cudaStreamDestroy, DPRO_KIND_API, DPRO_API_RUNTIME)                                          \
+    X(cudaStreamSynchronize, DPRO_KIND_API, DPRO_API_RUNTIME)                                      \
+    X(cudaStreamSynchronize_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                 \
+    X(cudaStreamQuery, DPRO_KIND_API, DPRO_API_RUNTIME)                                            \
+    X(cudaStreamQuery_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                       \
+    X(cudaStreamWaitEvent, DPRO_KIND_API, DPRO_API_RUNTIME)                                        \
+    X(cudaStreamWaitEvent_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                   \
+    X(cudaDeviceSynchronize, DPRO_KIND_API, DPRO_API_RUNTIME)                                      \
+    X(cudaEventCreate, DPRO_KIND_API, DPRO_API_RUNTIME)                                            \
+    X(cudaEventCreateWithFlags, DPRO_KIND_API, DPRO_API_RUNTIME)                                   \
+    X(cudaEventDestroy, DPRO_KIND_API, DPRO_API_RUNTIME)                                           \
+    X(cudaEventRecord, DPRO_KIND_API, DPRO_API_RUNTIME)                                            \
+    X(cudaEventRecord_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                                       \
+    X(cudaEventRecordWithFlags, DPRO_KIND_API, DPRO_API_RUNTIME)                                   \
+    X(cudaEventRecordWithFlags_ptsz, DPRO_KIND_API, DPRO_API_RUNTIME)                              \
+    X(cudaEventSynchronize, DPRO_KIND_API, DPRO_API_RUNTIME)                                       \
+    X(cudaEventQuery, DPRO_KIND_API, DPRO_API_RUNTIME)                                             \
+    X(cuLaunchKernel, DPRO_KIND_API, DPRO_API_DRIVER)                                              \
+    X(cuLaunchKernel_ptsz, DPRO_KIND_API, DPRO_API_DRIVER)                                         \
+    X(cuLaunchKernelEx, DPRO_KIND_API, DPRO_API_DRIVER)                                            \
+    X(cuLaunchKernelEx_ptsz, DPRO_KIND_API, DPRO_API_DRIVER)                                       \
+    X(ncclCommInitRank, DPRO_KIND_API, DPRO_API_NCCL)                                              \
+    X(ncclCommInitRankConfig, DPRO_KIND_API, DPRO_API_NCCL)                                        \
+    X(ncclCommInitRankScalable, DPRO_KIND_API, DPRO_API_NCCL)                                      \
+    X(ncclCommInitAll, DPRO_KIND_API, DPRO_API_NCCL)                                               \
+    X(ncclCommSplit, DPRO_KIND_API, DPRO_API_NCCL)                                                 \
+    X(ncclCommFinalize, DPRO_KIND_API, DPRO_API_NCCL)                                              \
+    X(ncclCommDestroy, DPRO_KIND_API, DPRO_API_NCCL)                                               \
+    X(ncclCommAbort, DPRO_KIND_API, DPRO_API_NCCL)                                                 \
+    X(ncclGroupStart, DPRO_KIND_API, DPRO_API_NCCL)                                                \
+    X(ncclGroupEnd, DPRO_KIND_API, DPRO_API_NCCL)                                                  \
+    X(ncclGather, DPRO_KIND_API, DPRO_API_NCCL)                                                    \
+    X(ncclScatter, DPRO_KIND_API, DPRO_API_NCCL)                                                   \
+    X(ncclAllReduce, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                          \
+    X(ncclBroadcast, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                          \
+    X(ncclBcast, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                              \
+    X(ncclReduce, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                             \
+    X(ncclAllGather, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                          \
+    X(ncclReduceScatter, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                      \
+    X(ncclAlltoAll, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                           \
+    X(ncclSend, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                               \
+    X(ncclRecv, DPRO_KIND_COLLECTIVE, DPRO_API_NCCL)                                               \
+    X(nvtxMark, DPRO_KIND_MARKER, 0)                                                               \
+    X(nvtxRangePush, DPRO_KIND_MARKER, 0)                                                          \
+    X(nvtxRangeStart, DPRO_KIND_MARKER, 0)                                                         \
     X(nvtxRangeEnd, DPRO_KIND_MARKER, 0)
 
 enum coll_api {
@@ -125,7 +125,7 @@ enum coll_api {
 #define COLL_API_ENUM(id, kind, domain) COLL_API_##id,
     COLL_API_LIST(COLL_API_ENUM)
 #undef COLL_API_ENUM
-    COLL_API_COUNT
+        COLL_API_COUNT
 };
 
 /* Static description of an API: its symbol name, event kind and domain. */
@@ -139,11 +139,11 @@ COLL_HIDDEN extern const struct coll_api_info coll_api_table[COLL_API_COUNT];
 /* ---- records -------------------------------------------------------------------------- */
 
 /* rec.flags */
-#define COLL_REC_TEXT 0x01    /* continuation slots hold text (rec.a4 = its length) */
-#define COLL_REC_FRAMES 0x02  /* continuation slots hold frames (rec.a4 = their number) */
-#define COLL_REC_PTSZ 0x04    /* a _ptsz/_ptds variant: stream 0 is the per-thread stream */
-#define COLL_REC_HANDLE 0x08  /* launch: a0 is a cudaKernel_t, not a host function */
-#define COLL_REC_CUFUNC 0x10  /* launch: a0 is a CUfunction */
+#define COLL_REC_TEXT 0x01   /* continuation slots hold text (rec.a4 = its length) */
+#define COLL_REC_FRAMES 0x02 /* continuation slots hold frames (rec.a4 = their number) */
+#define COLL_REC_PTSZ 0x04   /* a _ptsz/_ptds variant: stream 0 is the per-thread stream */
+#define COLL_REC_HANDLE 0x08 /* launch: a0 is a cudaKernel_t, not a host function */
+#define COLL_REC_CUFUNC 0x10 /* launch: a0 is a CUfunction */
 
 /*
  * One hook call, as the hook writes it. What a0..a4 and u0..u3 hold depends on the API:
@@ -188,19 +188,19 @@ struct coll_ring {
     char pad0[56];
     _Atomic uint64_t tail; /* next slot the consumer reads */
     char pad1[56];
-    _Atomic uint64_t dropped; /* records dropped because the ring was full */
+    _Atomic uint64_t dropped;  /* records dropped because the ring was full */
     uint64_t dropped_reported; /* consumer: drops already handed to the writer */
     _Atomic int dead;          /* the thread has exited; free after the last drain */
     uint32_t tid;
-    int named;                 /* consumer: thread row written */
-    uint64_t mask;             /* slots - 1 (slots is a power of two) */
-    struct coll_ring *next;    /* registry list, under coll_registry_lock */
+    int named;              /* consumer: thread row written */
+    uint64_t mask;          /* slots - 1 (slots is a power of two) */
+    struct coll_ring *next; /* registry list, under coll_registry_lock */
     struct coll_rec slots[];
 };
 
 /* Per-thread state, created the first time a thread records. */
 struct coll_thread {
-    int guard;            /* non-zero while inside a hook (re-entrancy) */
+    int guard; /* non-zero while inside a hook (re-entrancy) */
     uint32_t tid;
     uint32_t index;       /* process-wide thread number, for our own correlation ids */
     uint64_t head;        /* producer copy of ring->head */
@@ -225,15 +225,15 @@ struct coll_thread {
 
 /* The configuration, read once from DPRO_* variables (core.c). */
 struct coll_settings {
-    char output[4096];     /* DPRO_OUTPUT */
+    char output[4096];           /* DPRO_OUTPUT */
     int cuda, nccl, cupti, nvtx; /* DPRO_CUDA, DPRO_NCCL, DPRO_CUPTI, DPRO_NVTX (1: on) */
-    int stacks;            /* DPRO_STACKS */
-    uint32_t stack_sample; /* DPRO_STACK_SAMPLE: one launch in N gets a stack */
-    uint32_t flush_ms;     /* DPRO_FLUSH_MS */
-    uint32_t drain_ms;     /* DPRO_DRAIN_MS */
-    uint32_t ring_events;  /* DPRO_RING_EVENTS (power of two) */
-    int fork_follow;       /* DPRO_FORK=follow (1) or stop (0) */
-    int zlib_level;        /* DPRO_ZLIB_LEVEL */
+    int stacks;                  /* DPRO_STACKS */
+    uint32_t stack_sample;       /* DPRO_STACK_SAMPLE: one launch in N gets a stack */
+    uint32_t flush_ms;           /* DPRO_FLUSH_MS */
+    uint32_t drain_ms;           /* DPRO_DRAIN_MS */
+    uint32_t ring_events;        /* DPRO_RING_EVENTS (power of two) */
+    int fork_follow;             /* DPRO_FORK=follow (1) or stop (0) */
+    int zlib_level;              /* DPRO_ZLIB_LEVEL */
 };
 COLL_HIDDEN extern struct coll_settings coll_cfg;
 
@@ -246,7 +246,8 @@ COLL_HIDDEN extern __thread struct coll_thread *coll_tls __attribute__((tls_mode
 /* ---- time ---------------------------------------------------------------------------- */
 
 /* Returns CLOCK_MONOTONIC in nanoseconds (vDSO: no system call). */
-static inline uint64_t coll_now(void)
+static inline uint64_t
+coll_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -263,7 +264,8 @@ static inline uint64_t coll_now(void)
 COLL_HIDDEN extern int coll_use_tsc;
 
 /* Returns a stamp for a record (TSC ticks or ns, see above). */
-static inline uint64_t coll_stamp(void)
+static inline uint64_t
+coll_stamp(void)
 {
 #if defined(__x86_64__)
     if (coll_likely(coll_use_tsc)) {
@@ -294,7 +296,8 @@ COLL_HIDDEN struct coll_thread *coll_thread_first(void);
 
 /* Enters a hook: returns the thread's state with the re-entrancy guard taken, or NULL when
  * the call must only be passed through (inside another hook, recording off). */
-static inline struct coll_thread *coll_enter(void)
+static inline struct coll_thread *
+coll_enter(void)
 {
     struct coll_thread *t = coll_tls;
     if (coll_unlikely(t == NULL))
@@ -306,13 +309,15 @@ static inline struct coll_thread *coll_enter(void)
 }
 
 /* Leaves a hook entered with coll_enter. */
-static inline void coll_leave(struct coll_thread *t)
+static inline void
+coll_leave(struct coll_thread *t)
 {
     t->guard = 0;
 }
 
 /* Arms the CUPTI correlation catch before a real call that may start device work. */
-static inline void coll_corr_arm(struct coll_thread *t)
+static inline void
+coll_corr_arm(struct coll_thread *t)
 {
     t->corr_cupti = 0;
     t->corr_armed = 1;
@@ -320,7 +325,8 @@ static inline void coll_corr_arm(struct coll_thread *t)
 
 /* Returns the correlation id of the call just made: CUPTI's if its callback saw one, else
  * a process-unique id of our own (above 2^32, so never equal to a CUPTI id). */
-static inline uint64_t coll_corr_take(struct coll_thread *t)
+static inline uint64_t
+coll_corr_take(struct coll_thread *t)
 {
     t->corr_armed = 0;
     if (t->corr_cupti)
@@ -330,7 +336,8 @@ static inline uint64_t coll_corr_take(struct coll_thread *t)
 
 /* Claims n consecutive slots of the thread's ring and returns the first; NULL (and one
  * drop counted) when they do not fit. Commit with coll_rec_commit(t, n). */
-static inline struct coll_rec *coll_rec_claim(struct coll_thread *t, uint32_t n)
+static inline struct coll_rec *
+coll_rec_claim(struct coll_thread *t, uint32_t n)
 {
     struct coll_ring *r = t->ring;
     uint64_t size = r->mask + 1;
@@ -345,13 +352,15 @@ static inline struct coll_rec *coll_rec_claim(struct coll_thread *t, uint32_t n)
 }
 
 /* Returns slot i (0: the record itself) of a claim made at the current head. */
-static inline struct coll_rec *coll_rec_slot(struct coll_thread *t, uint32_t i)
+static inline struct coll_rec *
+coll_rec_slot(struct coll_thread *t, uint32_t i)
 {
     return &t->ring->slots[(t->head + i) & t->ring->mask];
 }
 
 /* Publishes the n slots claimed by coll_rec_claim to the background thread. */
-static inline void coll_rec_commit(struct coll_thread *t, uint32_t n)
+static inline void
+coll_rec_commit(struct coll_thread *t, uint32_t n)
 {
     t->head += n;
     atomic_store_explicit(&t->ring->head, t->head, memory_order_release);
@@ -361,7 +370,8 @@ static inline void coll_rec_commit(struct coll_thread *t, uint32_t n)
 COLL_HIDDEN void coll_rec_put_bytes(struct coll_thread *t, const void *data, size_t len);
 
 /* Number of continuation slots that len bytes need. */
-static inline uint32_t coll_cont_slots(size_t len)
+static inline uint32_t
+coll_cont_slots(size_t len)
 {
     return (uint32_t)((len + COLL_CONT_BYTES - 1) / COLL_CONT_BYTES);
 }
@@ -387,8 +397,8 @@ COLL_HIDDEN uint32_t stk_capture(struct coll_thread *t, uintptr_t *frames, uint3
 /* Writes *rec and cont_len bytes of continuation (text or frames; rec->ncont must say how
  * many slots they take) into the thread's ring; drops and counts it when the ring is
  * full. */
-static inline void coll_rec_emit(struct coll_thread *t, const struct coll_rec *rec,
-                                 const void *cont, size_t cont_len)
+static inline void
+coll_rec_emit(struct coll_thread *t, const struct coll_rec *rec, const void *cont, size_t cont_len)
 {
     uint32_t n = 1u + rec->ncont;
     struct coll_rec *slot = coll_rec_claim(t, n);

@@ -32,10 +32,9 @@ __thread struct coll_thread *coll_tls __attribute__((tls_model("initial-exec")))
 /* 0: may create its state; 1: creating it now; 2: never records (exited, background). */
 static __thread int coll_tls_state __attribute__((tls_model("initial-exec")));
 
-const struct coll_api_info coll_api_table[COLL_API_COUNT] = {
-    [COLL_API_NONE] = {"none", 0, 0},
+const struct coll_api_info coll_api_table[COLL_API_COUNT] = {[COLL_API_NONE] = {"none", 0, 0},
 #define COLL_API_INFO(id, kind, domain) [COLL_API_##id] = {#id, kind, domain},
-    COLL_API_LIST(COLL_API_INFO)
+                                                             COLL_API_LIST(COLL_API_INFO)
 #undef COLL_API_INFO
 };
 
@@ -43,7 +42,8 @@ const struct coll_api_info coll_api_table[COLL_API_COUNT] = {
 
 /* Prints one line "dpro-collector: ..." on stderr (no allocation, one write). */
 static void coll_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void coll_warn(const char *fmt, ...)
+static void
+coll_warn(const char *fmt, ...)
 {
     char buf[512];
     int n = snprintf(buf, sizeof buf, "dpro-collector[%d]: ", (int)getpid());
@@ -64,7 +64,8 @@ static void coll_warn(const char *fmt, ...)
 /* ---- settings ------------------------------------------------------------------------- */
 
 /* Returns the integer value of env variable name, or dflt when unset or not a number. */
-static long coll_env_long(const char *name, long dflt)
+static long
+coll_env_long(const char *name, long dflt)
 {
     const char *v = getenv(name);
     char *end;
@@ -78,13 +79,13 @@ static long coll_env_long(const char *name, long dflt)
 }
 
 /* Returns 0 for "0", "no", "off", "false", 1 for other values, dflt when unset. */
-static int coll_env_bool(const char *name, int dflt)
+static int
+coll_env_bool(const char *name, int dflt)
 {
     const char *v = getenv(name);
     if (v == NULL || *v == '\0')
         return dflt;
-    if (!strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "off") ||
-        !strcasecmp(v, "false"))
+    if (!strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "off") || !strcasecmp(v, "false"))
         return 0;
     return 1;
 }
@@ -95,7 +96,8 @@ static int coll_env_bool(const char *name, int dflt)
 static int64_t coll_test_clock_offset_ns;
 
 /* Reads the DPRO_* settings into coll_cfg (defaults for what is unset or malformed). */
-static void coll_settings_read(void)
+static void
+coll_settings_read(void)
 {
     coll_test_clock_offset_ns = coll_env_long("DPRO_TEST_CLOCK_OFFSET_NS", 0);
     const char *out = getenv("DPRO_OUTPUT");
@@ -134,7 +136,8 @@ static const char *const coll_lib_names[COLL_LIB_COUNT][4] = {
 
 #define COLL_MISSING ((void *)1)
 
-void *coll_real(enum coll_lib lib, const char *name, void **slot)
+void *
+coll_real(enum coll_lib lib, const char *name, void **slot)
 {
     void *fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (coll_likely(fn != NULL))
@@ -164,11 +167,12 @@ struct coll_map {
     _Atomic uint64_t val[COLL_MAP_SIZE];
 };
 
-static struct coll_map coll_stream_map;  /* cudaStream_t -> CUPTI stream id */
-static struct coll_map coll_kernel_map;  /* cudaKernel_t -> host function */
+static struct coll_map coll_stream_map; /* cudaStream_t -> CUPTI stream id */
+static struct coll_map coll_kernel_map; /* cudaKernel_t -> host function */
 
 /* Mixes a key into a slot index (murmur3 finaliser). */
-static inline uint32_t coll_map_hash(uint64_t k)
+static inline uint32_t
+coll_map_hash(uint64_t k)
 {
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdull;
@@ -177,7 +181,8 @@ static inline uint32_t coll_map_hash(uint64_t k)
 }
 
 /* Returns the slot of key k, inserting it when insert is set; -1 when absent or full. */
-static int coll_map_slot(struct coll_map *m, uint64_t k, int insert)
+static int
+coll_map_slot(struct coll_map *m, uint64_t k, int insert)
 {
     uint32_t i = coll_map_hash(k);
     for (uint32_t n = 0; n < COLL_MAP_SIZE; n++, i = (i + 1) & (COLL_MAP_SIZE - 1)) {
@@ -196,21 +201,24 @@ static int coll_map_slot(struct coll_map *m, uint64_t k, int insert)
 }
 
 /* Returns the value of key k (0 if unknown). */
-static uint64_t coll_map_get(struct coll_map *m, uint64_t k)
+static uint64_t
+coll_map_get(struct coll_map *m, uint64_t k)
 {
     int i = coll_map_slot(m, k, 0);
     return i < 0 ? 0 : atomic_load_explicit(&m->val[i], memory_order_acquire);
 }
 
 /* Sets the value of key k (ignored when the map is full). */
-static void coll_map_put(struct coll_map *m, uint64_t k, uint64_t v)
+static void
+coll_map_put(struct coll_map *m, uint64_t k, uint64_t v)
 {
     int i = coll_map_slot(m, k, 1);
     if (i >= 0)
         atomic_store_explicit(&m->val[i], v, memory_order_release);
 }
 
-void coll_kernel_handle_add(const void *handle, const void *host_fn)
+void
+coll_kernel_handle_add(const void *handle, const void *host_fn)
 {
     if (handle)
         coll_map_put(&coll_kernel_map, (uint64_t)(uintptr_t)handle, (uint64_t)(uintptr_t)host_fn);
@@ -219,7 +227,8 @@ void coll_kernel_handle_add(const void *handle, const void *host_fn)
 typedef int (*coll_stream_get_id_fn)(const void *stream, unsigned long long *id);
 
 /* Asks the runtime for the id of a stream; 0 when it cannot tell. */
-static uint64_t coll_stream_query(const void *stream, int ptsz)
+static uint64_t
+coll_stream_query(const void *stream, int ptsz)
 {
     static void *slot, *slot_ptsz;
     coll_stream_get_id_fn fn = (coll_stream_get_id_fn)coll_real(
@@ -231,7 +240,8 @@ static uint64_t coll_stream_query(const void *stream, int ptsz)
     return id;
 }
 
-uint64_t coll_stream_id(struct coll_thread *t, const void *stream, int ptsz)
+uint64_t
+coll_stream_id(struct coll_thread *t, const void *stream, int ptsz)
 {
     uintptr_t h = (uintptr_t)stream;
     if (h == 0 && ptsz)
@@ -254,7 +264,8 @@ uint64_t coll_stream_id(struct coll_thread *t, const void *stream, int ptsz)
     return id;
 }
 
-uint64_t coll_stream_id_known(struct coll_thread *t, const void *stream, int ptsz)
+uint64_t
+coll_stream_id_known(struct coll_thread *t, const void *stream, int ptsz)
 {
     uintptr_t h = (uintptr_t)stream;
     if (h == 0 && ptsz)
@@ -265,14 +276,16 @@ uint64_t coll_stream_id_known(struct coll_thread *t, const void *stream, int pts
     return id ? id : h;
 }
 
-void coll_stream_forget(const void *stream)
+void
+coll_stream_forget(const void *stream)
 {
     int i = coll_map_slot(&coll_stream_map, (uint64_t)(uintptr_t)stream + 1, 0);
     if (i >= 0)
         atomic_store_explicit(&coll_stream_map.val[i], 0, memory_order_release);
 }
 
-void coll_rec_put_bytes(struct coll_thread *t, const void *data, size_t len)
+void
+coll_rec_put_bytes(struct coll_thread *t, const void *data, size_t len)
 {
     const unsigned char *p = data;
     for (uint32_t i = 1; len > 0; i++) {
@@ -286,11 +299,11 @@ void coll_rec_put_bytes(struct coll_thread *t, const void *data, size_t len)
 /* ---- threads and rings ---------------------------------------------------------------- */
 
 static pthread_mutex_t coll_registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct coll_ring *coll_rings;        /* under coll_registry_lock */
-static uint32_t coll_thread_count;          /* under coll_registry_lock */
+static struct coll_ring *coll_rings; /* under coll_registry_lock */
+static uint32_t coll_thread_count;   /* under coll_registry_lock */
 static pthread_key_t coll_thread_key;
 static int coll_key_ok;
-static pid_t coll_pid;                      /* the process the state belongs to */
+static pid_t coll_pid; /* the process the state belongs to */
 
 /* Background thread state. */
 static pthread_mutex_t coll_bg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -310,7 +323,8 @@ static void *coll_bg_main(void *arg);
 static void coll_exit_handler(void);
 
 /* (Re)initialises coll_bg_wake so that its timed waits use CLOCK_MONOTONIC. */
-static void coll_wake_init(void)
+static void
+coll_wake_init(void)
 {
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -321,7 +335,8 @@ static void coll_wake_init(void)
 
 /* Called when a recording thread exits: its ring is drained, then freed, by the
  * background thread. */
-static void coll_thread_exit(void *arg)
+static void
+coll_thread_exit(void *arg)
 {
     struct coll_thread *t = arg;
     coll_tls_state = 2;
@@ -332,7 +347,8 @@ static void coll_thread_exit(void *arg)
 }
 
 /* Once per process (and again in a forked child): CUPTI, the exit handler. */
-static void coll_process_start(void)
+static void
+coll_process_start(void)
 {
     if (coll_cfg.cupti && coll_cfg.cuda)
         cupti_start();
@@ -343,7 +359,8 @@ static void coll_process_start(void)
 }
 
 /* Starts the background thread if it is not running. */
-static void coll_bg_ensure(void)
+static void
+coll_bg_ensure(void)
 {
     pthread_mutex_lock(&coll_bg_lock);
     if (!coll_bg_running && !atomic_load(&coll_bg_stop)) {
@@ -365,7 +382,8 @@ static void coll_bg_ensure(void)
     pthread_mutex_unlock(&coll_bg_lock);
 }
 
-struct coll_thread *coll_thread_first(void)
+struct coll_thread *
+coll_thread_first(void)
 {
     if (coll_tls_state != 0 || !atomic_load_explicit(&coll_recording, memory_order_relaxed))
         return NULL;
@@ -373,7 +391,8 @@ struct coll_thread *coll_thread_first(void)
     coll_tls_state = 1;
     pthread_once(&coll_process_once, coll_process_start);
     struct coll_thread *t = calloc(1, sizeof *t);
-    size_t bytes = sizeof(struct coll_ring) + (size_t)coll_cfg.ring_events * sizeof(struct coll_rec);
+    size_t bytes =
+        sizeof(struct coll_ring) + (size_t)coll_cfg.ring_events * sizeof(struct coll_rec);
     struct coll_ring *r = NULL;
     if (t == NULL || posix_memalign((void **)&r, 64, bytes) != 0) {
         free(t);
@@ -404,7 +423,8 @@ struct coll_thread *coll_thread_first(void)
 /* ---- the output file ------------------------------------------------------------------ */
 
 /* Returns the first of the named env variables that is set, or NULL. */
-static const char *coll_env_first(const char *const *names)
+static const char *
+coll_env_first(const char *const *names)
 {
     for (; *names; names++) {
         const char *v = getenv(*names);
@@ -414,17 +434,22 @@ static const char *coll_env_first(const char *const *names)
     return NULL;
 }
 
-static const char *const coll_rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                                             "SLURM_PROCID", "PMIX_RANK", NULL};
+static const char *const coll_rank_vars[] = {
+    "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "PMIX_RANK", NULL};
 static const char *const coll_local_rank_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                                                    "SLURM_LOCALID", "MPI_LOCALRANKID", NULL};
 static const char *const coll_world_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
                                               "SLURM_NTASKS", NULL};
-static const char *const coll_job_vars[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "PBS_JOBID",
-                                            "LSB_JOBID", "OMPI_MCA_ess_base_jobid", NULL};
+static const char *const coll_job_vars[] = {"TORCHELASTIC_RUN_ID",
+                                            "SLURM_JOB_ID",
+                                            "PBS_JOBID",
+                                            "LSB_JOBID",
+                                            "OMPI_MCA_ess_base_jobid",
+                                            NULL};
 
 /* Keeps [A-Za-z0-9._-] of src in dst (others become '_'). */
-static void coll_safe_name(char *dst, size_t size, const char *src)
+static void
+coll_safe_name(char *dst, size_t size, const char *src)
 {
     size_t i = 0;
     for (; src[i] && i + 1 < size; i++) {
@@ -437,7 +462,8 @@ static void coll_safe_name(char *dst, size_t size, const char *src)
 }
 
 /* Creates dir and its parents (mode 0750); returns 0 or -1. */
-static int coll_mkdirs(const char *dir)
+static int
+coll_mkdirs(const char *dir)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s", dir);
@@ -455,7 +481,8 @@ static int coll_mkdirs(const char *dir)
 }
 
 /* Reads /proc/self/cmdline into buf as one space-separated line. */
-static void coll_command_line(char *buf, size_t size)
+static void
+coll_command_line(char *buf, size_t size)
 {
     buf[0] = '\0';
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -476,7 +503,8 @@ static void coll_command_line(char *buf, size_t size)
 static uint64_t coll_anchor_realtime_ns, coll_anchor_monotonic_ns;
 
 /* Takes a (CLOCK_REALTIME, CLOCK_MONOTONIC) pair. */
-static void coll_anchor(uint64_t *realtime, uint64_t *monotonic)
+static void
+coll_anchor(uint64_t *realtime, uint64_t *monotonic)
 {
     struct timespec a, b, c;
     clock_gettime(CLOCK_MONOTONIC, &a);
@@ -491,7 +519,8 @@ static void coll_anchor(uint64_t *realtime, uint64_t *monotonic)
 typedef int (*coll_version_fn)(int *);
 
 /* Writes the version of a library the job has loaded, if it answers. */
-static void coll_meta_version(dpro_writer *w, const char *key, enum coll_lib lib, const char *fn)
+static void
+coll_meta_version(dpro_writer *w, const char *key, enum coll_lib lib, const char *fn)
 {
     static void *slots[8];
     static int used;
@@ -504,7 +533,8 @@ static void coll_meta_version(dpro_writer *w, const char *key, enum coll_lib lib
 }
 
 /* Writes the meta rows known when the file is opened. */
-static void coll_write_meta(dpro_writer *w, const char *host)
+static void
+coll_write_meta(dpro_writer *w, const char *host)
 {
     char buf[8192];
     const char *v;
@@ -561,7 +591,8 @@ static void coll_write_meta(dpro_writer *w, const char *host)
 }
 
 /* Opens this process's trace file; NULL (warned once) when it cannot. */
-static dpro_writer *coll_open_output(void)
+static dpro_writer *
+coll_open_output(void)
 {
     char host[256] = "host", safe_host[256], rank[64], path[4096 + 512], err[512];
     gethostname(host, sizeof host - 1);
@@ -601,8 +632,7 @@ static dpro_writer *coll_open_output(void)
             continue;
         err[0] = '\0';
         if (dpro_writer_open(path, &opts, &w, err, sizeof err) != DPRO_OK) {
-            coll_warn("cannot create trace %s: %s; recording stops", path,
-                      err[0] ? err : "error");
+            coll_warn("cannot create trace %s: %s; recording stops", path, err[0] ? err : "error");
             return NULL;
         }
         break;
@@ -623,13 +653,14 @@ static dpro_writer *coll_open_output(void)
  * slope is measured over a baseline of about a second (re-based every second), so NTP
  * slewing of CLOCK_MONOTONIC is followed and reading jitter weighs little. */
 static struct {
-    uint64_t tsc_a, ns_a;   /* latest anchor */
-    uint64_t tsc_b, ns_b;   /* baseline anchor (about 1 s older) */
+    uint64_t tsc_a, ns_a; /* latest anchor */
+    uint64_t tsc_b, ns_b; /* baseline anchor (about 1 s older) */
     double ns_per_tick;
 } coll_tsc;
 
 /* Takes a (TSC, CLOCK_MONOTONIC) pair, the tightest of three. */
-static void coll_tsc_pair(uint64_t *tsc, uint64_t *ns)
+static void
+coll_tsc_pair(uint64_t *tsc, uint64_t *ns)
 {
     uint64_t best = UINT64_MAX;
     for (int i = 0; i < 3; i++) {
@@ -644,7 +675,8 @@ static void coll_tsc_pair(uint64_t *tsc, uint64_t *ns)
 
 /* Decides whether hooks stamp with the TSC (DPRO_CLOCK=tsc|monotonic, default: the TSC
  * when the kernel's clocksource is the TSC) and takes the first anchor. */
-static void coll_tsc_init(void)
+static void
+coll_tsc_init(void)
 {
     coll_use_tsc = 0;
 #if defined(__x86_64__)
@@ -674,7 +706,8 @@ static void coll_tsc_init(void)
 }
 
 /* Re-anchors the TSC map (background thread, before each drain). */
-static void coll_tsc_anchor(void)
+static void
+coll_tsc_anchor(void)
 {
     if (!coll_use_tsc)
         return;
@@ -690,7 +723,8 @@ static void coll_tsc_anchor(void)
     }
 }
 
-uint64_t coll_stamp_to_ns(uint64_t stamp)
+uint64_t
+coll_stamp_to_ns(uint64_t stamp)
 {
     if (!coll_use_tsc || stamp == 0)
         return stamp;
@@ -709,7 +743,8 @@ uint64_t coll_stamp_to_ns(uint64_t stamp)
 
 /* ---- background thread ----------------------------------------------------------------- */
 
-uint64_t *coll_umap_find(struct coll_umap *m, uint64_t k, int insert)
+uint64_t *
+coll_umap_find(struct coll_umap *m, uint64_t k, int insert)
 {
     if (insert && (m->used + 1) * 2 > m->cap) {
         size_t ncap = m->cap ? m->cap * 2 : 1024;
@@ -751,7 +786,8 @@ uint64_t *coll_umap_find(struct coll_umap *m, uint64_t k, int insert)
     return &m->vals[j];
 }
 
-void coll_umap_free(struct coll_umap *m)
+void
+coll_umap_free(struct coll_umap *m)
 {
     free(m->keys);
     free(m->vals);
@@ -761,13 +797,14 @@ void coll_umap_free(struct coll_umap *m)
 /* The background thread's own state (rebuilt in a forked child). */
 static struct {
     dpro_writer *w;
-    int failed;                  /* the output failed: nothing more is written */
-    struct coll_umap names;      /* function pointer (+flag bits) -> string id */
-    struct coll_umap allocs;     /* live allocation address -> size (sizes of frees) */
+    int failed;              /* the output failed: nothing more is written */
+    struct coll_umap names;  /* function pointer (+flag bits) -> string id */
+    struct coll_umap allocs; /* live allocation address -> size (sizes of frees) */
     uint32_t api_names[COLL_API_COUNT];
 } coll_bg;
 
-uint32_t coll_intern(dpro_writer *w, const char *text)
+uint32_t
+coll_intern(dpro_writer *w, const char *text)
 {
     uint32_t id = 0;
     if (w == NULL || text == NULL || *text == '\0')
@@ -778,7 +815,8 @@ uint32_t coll_intern(dpro_writer *w, const char *text)
 }
 
 /* Stops recording after an output error (warned once). */
-static void coll_output_failed(dpro_writer *w, const char *what)
+static void
+coll_output_failed(dpro_writer *w, const char *what)
 {
     if (coll_bg.failed)
         return;
@@ -787,7 +825,8 @@ static void coll_output_failed(dpro_writer *w, const char *what)
     atomic_store(&coll_recording, 0);
 }
 
-void coll_append(dpro_writer *w, const dpro_event *ev)
+void
+coll_append(dpro_writer *w, const dpro_event *ev)
 {
     if (w == NULL || coll_bg.failed)
         return;
@@ -805,7 +844,8 @@ void coll_append(dpro_writer *w, const dpro_event *ev)
 typedef int (*coll_func_get_name_fn)(const char **name, const void *fn);
 
 /* Returns the string id of the kernel a launch record names (0 if unknown). */
-static uint32_t coll_kernel_name(dpro_writer *w, const struct coll_rec *r)
+static uint32_t
+coll_kernel_name(dpro_writer *w, const struct coll_rec *r)
 {
     static void *slot_rt, *slot_drv;
     uint64_t fn = r->a0;
@@ -853,7 +893,8 @@ static uint32_t coll_kernel_name(dpro_writer *w, const struct coll_rec *r)
 static const uint32_t coll_nccl_type_size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
 
 /* Returns the bytes of count elements of an ncclDataType_t. */
-static uint64_t coll_nccl_bytes(uint64_t count, uint32_t dtype)
+static uint64_t
+coll_nccl_bytes(uint64_t count, uint32_t dtype)
 {
     if (dtype >= sizeof coll_nccl_type_size / sizeof coll_nccl_type_size[0])
         return 0;
@@ -861,44 +902,58 @@ static uint64_t coll_nccl_bytes(uint64_t count, uint32_t dtype)
 }
 
 /* Maps a collective API to its dpro_coll_op. */
-static uint32_t coll_coll_op(uint16_t api)
+static uint32_t
+coll_coll_op(uint16_t api)
 {
     switch (api) {
-    case COLL_API_ncclAllReduce: return DPRO_COLL_ALLREDUCE;
+    case COLL_API_ncclAllReduce:
+        return DPRO_COLL_ALLREDUCE;
     case COLL_API_ncclBroadcast:
-    case COLL_API_ncclBcast: return DPRO_COLL_BROADCAST;
-    case COLL_API_ncclReduce: return DPRO_COLL_REDUCE;
-    case COLL_API_ncclAllGather: return DPRO_COLL_ALLGATHER;
-    case COLL_API_ncclReduceScatter: return DPRO_COLL_REDUCESCATTER;
-    case COLL_API_ncclAlltoAll: return DPRO_COLL_ALLTOALL;
-    case COLL_API_ncclSend: return DPRO_COLL_SEND;
-    case COLL_API_ncclRecv: return DPRO_COLL_RECV;
-    default: return 0;
+    case COLL_API_ncclBcast:
+        return DPRO_COLL_BROADCAST;
+    case COLL_API_ncclReduce:
+        return DPRO_COLL_REDUCE;
+    case COLL_API_ncclAllGather:
+        return DPRO_COLL_ALLGATHER;
+    case COLL_API_ncclReduceScatter:
+        return DPRO_COLL_REDUCESCATTER;
+    case COLL_API_ncclAlltoAll:
+        return DPRO_COLL_ALLTOALL;
+    case COLL_API_ncclSend:
+        return DPRO_COLL_SEND;
+    case COLL_API_ncclRecv:
+        return DPRO_COLL_RECV;
+    default:
+        return 0;
     }
 }
 
 /* Is api a kernel launch (runtime or driver)? */
-static int coll_is_launch(uint16_t api)
+static int
+coll_is_launch(uint16_t api)
 {
     return (api >= COLL_API_cudaLaunchKernel && api <= COLL_API_cudaLaunchCooperativeKernel_ptsz) ||
            (api >= COLL_API_cuLaunchKernel && api <= COLL_API_cuLaunchKernelEx_ptsz);
 }
 
 /* Is api a copy call? */
-static int coll_is_memcpy(uint16_t api)
+static int
+coll_is_memcpy(uint16_t api)
 {
     return api >= COLL_API_cudaMemcpy && api <= COLL_API_cudaMemcpyPeerAsync;
 }
 
 /* Is api a memset call? */
-static int coll_is_memset(uint16_t api)
+static int
+coll_is_memset(uint16_t api)
 {
     return api >= COLL_API_cudaMemset && api <= COLL_API_cudaMemsetAsync_ptsz;
 }
 
 /* Turns one record (and its continuation bytes) into events. */
-static void coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid,
-                         const unsigned char *cont, size_t cont_len)
+static void
+coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid, const unsigned char *cont,
+             size_t cont_len)
 {
     if (r->api == COLL_API_NONE || r->api >= COLL_API_COUNT)
         return;
@@ -931,8 +986,8 @@ static void coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid,
     uint32_t api_name = coll_bg.api_names[r->api];
 
     if (info->kind == DPRO_KIND_MEMORY && r->result == 0) {
-        uint64_t *size = r->a0 ? coll_umap_find(&coll_bg.allocs, r->a0, r->u1 == DPRO_MEM_ALLOC)
-                               : NULL;
+        uint64_t *size =
+            r->a0 ? coll_umap_find(&coll_bg.allocs, r->a0, r->u1 == DPRO_MEM_ALLOC) : NULL;
         if (size && r->u1 == DPRO_MEM_ALLOC) {
             *size = r->a2;
         } else if (size) {
@@ -992,10 +1047,14 @@ static void coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid,
         ev.bytes = r->a2;
         ev.device = r->u2;
         ev.correlation = 0;
-    } else if (r->api >= COLL_API_cudaStreamCreate && r->api <= COLL_API_cudaStreamCreateWithPriority) {
+    } else if (r->api >= COLL_API_cudaStreamCreate &&
+               r->api <= COLL_API_cudaStreamCreateWithPriority) {
         if (r->result == 0) {
-            dpro_stream_info si = {.id = r->stream, .device = r->u2, .flags = r->u0,
-                                   .priority = (int32_t)r->u1, .name = NULL};
+            dpro_stream_info si = {.id = r->stream,
+                                   .device = r->u2,
+                                   .flags = r->u0,
+                                   .priority = (int32_t)r->u1,
+                                   .name = NULL};
             dpro_writer_add_stream(w, &si);
         }
         ev.correlation = 0;
@@ -1008,14 +1067,17 @@ static void coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid,
         ev.comm = r->a1;
         if (r->api >= COLL_API_ncclCommInitRank && r->api <= COLL_API_ncclCommSplit &&
             r->result == 0 && r->a1) {
-            dpro_comm_info ci = {.hash = r->a1, .parent_hash = r->a2, .handle = r->a0,
-                                 .rank = (int32_t)r->u0, .size = (int32_t)r->u1,
+            dpro_comm_info ci = {.hash = r->a1,
+                                 .parent_hash = r->a2,
+                                 .handle = r->a0,
+                                 .rank = (int32_t)r->u0,
+                                 .size = (int32_t)r->u1,
                                  .device = r->u2};
             dpro_writer_add_comm(w, &ci);
         }
         if (r->api != COLL_API_ncclGroupEnd)
-            ev.correlation = r->api == COLL_API_ncclGather || r->api == COLL_API_ncclScatter
-                                 ? r->corr : 0;
+            ev.correlation =
+                r->api == COLL_API_ncclGather || r->api == COLL_API_ncclScatter ? r->corr : 0;
         if (r->api == COLL_API_ncclGather || r->api == COLL_API_ncclScatter) {
             ev.count = r->a2;
             ev.dtype = r->u0;
@@ -1030,7 +1092,8 @@ static void coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid,
 }
 
 /* Reads /proc/self/task/TID/comm into name. */
-static void coll_thread_name(uint32_t tid, char *name, size_t size)
+static void
+coll_thread_name(uint32_t tid, char *name, size_t size)
 {
     char path[64];
     name[0] = '\0';
@@ -1048,7 +1111,8 @@ static void coll_thread_name(uint32_t tid, char *name, size_t size)
 }
 
 /* Drains one ring into the writer; returns the records consumed. */
-static uint64_t coll_drain_ring(dpro_writer *w, struct coll_ring *ring)
+static uint64_t
+coll_drain_ring(dpro_writer *w, struct coll_ring *ring)
 {
     uint64_t head = atomic_load_explicit(&ring->head, memory_order_acquire);
     uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
@@ -1085,7 +1149,8 @@ static uint64_t coll_drain_ring(dpro_writer *w, struct coll_ring *ring)
 
 /* Drains every ring; frees the rings of exited threads once empty. Returns the records
  * consumed. */
-static uint64_t coll_drain_all(dpro_writer *w)
+static uint64_t
+coll_drain_all(dpro_writer *w)
 {
     uint64_t total = 0;
     coll_tsc_anchor();
@@ -1107,7 +1172,8 @@ static uint64_t coll_drain_all(dpro_writer *w)
 }
 
 /* Is there anything to write in any ring? */
-static int coll_rings_pending(void)
+static int
+coll_rings_pending(void)
 {
     int any = 0;
     pthread_mutex_lock(&coll_registry_lock);
@@ -1119,14 +1185,16 @@ static int coll_rings_pending(void)
 }
 
 /* Flushes the writer; stops recording on error. */
-static void coll_writer_flush(void)
+static void
+coll_writer_flush(void)
 {
     if (coll_bg.w && !coll_bg.failed && dpro_writer_flush(coll_bg.w) != DPRO_OK)
         coll_output_failed(coll_bg.w, "flushing the trace");
 }
 
 /* Final drain and close. */
-static void coll_bg_finish(void)
+static void
+coll_bg_finish(void)
 {
     if (coll_bg.w == NULL && !coll_bg.failed && coll_rings_pending())
         coll_bg.w = coll_open_output();
@@ -1154,7 +1222,8 @@ static void coll_bg_finish(void)
 
 /* The writer thread: every DRAIN_MS drains the rings and CUPTI's buffers into the
  * writer, every FLUSH_MS (or on request) commits; at stop or SIGTERM, finishes the file. */
-static void *coll_bg_main(void *arg)
+static void *
+coll_bg_main(void *arg)
 {
     (void)arg;
     coll_tls_state = 2;
@@ -1216,7 +1285,8 @@ static void *coll_bg_main(void *arg)
     return NULL;
 }
 
-void coll_flush_now(void)
+void
+coll_flush_now(void)
 {
     if (getpid() != coll_pid)
         return; /* a vfork child shares our memory: leave the parent's thread alone */
@@ -1235,7 +1305,8 @@ void coll_flush_now(void)
 }
 
 /* Stops the background thread after a last drain and closes the trace (idempotent). */
-static void coll_shutdown(void)
+static void
+coll_shutdown(void)
 {
     if (getpid() != coll_pid)
         return;
@@ -1256,13 +1327,15 @@ static void coll_shutdown(void)
 }
 
 /* atexit: last drain, close. */
-static void coll_exit_handler(void)
+static void
+coll_exit_handler(void)
 {
     coll_shutdown();
 }
 
 /* Library unload or exit without atexit handlers run: same as coll_exit_handler. */
-__attribute__((destructor)) static void coll_destructor(void)
+__attribute__((destructor)) static void
+coll_destructor(void)
 {
     coll_shutdown();
 }
@@ -1273,7 +1346,8 @@ static struct sigaction coll_old_sigterm;
 
 /* SIGTERM: lets the writer thread finish the file (up to 3 s), then re-raises with the
  * disposition the job had. */
-static void coll_sigterm_handler(int sig, siginfo_t *si, void *uc)
+static void
+coll_sigterm_handler(int sig, siginfo_t *si, void *uc)
 {
     (void)si;
     (void)uc;
@@ -1292,7 +1366,8 @@ static void coll_sigterm_handler(int sig, siginfo_t *si, void *uc)
 }
 
 /* Installs the SIGTERM flush handler, unless the job already handles SIGTERM. */
-static void coll_install_sigterm(void)
+static void
+coll_install_sigterm(void)
 {
     struct sigaction cur;
     if (sigaction(SIGTERM, NULL, &cur) != 0)
@@ -1313,13 +1388,15 @@ static void coll_install_sigterm(void)
 /* ---- fork ------------------------------------------------------------------------------ */
 
 /* atfork: hold the registry and writer locks across fork so the child gets them free. */
-static void coll_fork_prepare(void)
+static void
+coll_fork_prepare(void)
 {
     pthread_mutex_lock(&coll_bg_lock);
     pthread_mutex_lock(&coll_registry_lock);
 }
 
-static void coll_fork_parent(void)
+static void
+coll_fork_parent(void)
 {
     pthread_mutex_unlock(&coll_registry_lock);
     pthread_mutex_unlock(&coll_bg_lock);
@@ -1328,7 +1405,8 @@ static void coll_fork_parent(void)
 /* In the child: the writer thread is gone and the parent's writer, rings and CUPTI are not
  * ours. Drop them; with DPRO_FORK=follow the child records into its own file from its
  * next call on, with stop it records nothing. */
-static void coll_fork_child(void)
+static void
+coll_fork_child(void)
 {
     pthread_mutex_init(&coll_registry_lock, NULL);
     pthread_mutex_init(&coll_bg_lock, NULL);
@@ -1358,14 +1436,16 @@ typedef int (*coll_execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*coll_execv_fn)(const char *, char *const[]);
 
 /* Flushes what is recorded before the process image is replaced. */
-static void coll_before_exec(void)
+static void
+coll_before_exec(void)
 {
     int saved = errno;
     coll_flush_now();
     errno = saved;
 }
 
-COLL_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+COLL_EXPORT int
+execve(const char *path, char *const argv[], char *const envp[])
 {
     static void *slot;
     coll_execve_fn real = (coll_execve_fn)coll_real(COLL_LIB_CUDART, "execve", &slot);
@@ -1377,7 +1457,8 @@ COLL_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
     return real(path, argv, envp);
 }
 
-COLL_EXPORT int execv(const char *path, char *const argv[])
+COLL_EXPORT int
+execv(const char *path, char *const argv[])
 {
     static void *slot;
     coll_execv_fn real = (coll_execv_fn)coll_real(COLL_LIB_CUDART, "execv", &slot);
@@ -1389,7 +1470,8 @@ COLL_EXPORT int execv(const char *path, char *const argv[])
     return real(path, argv);
 }
 
-COLL_EXPORT int execvp(const char *file, char *const argv[])
+COLL_EXPORT int
+execvp(const char *file, char *const argv[])
 {
     static void *slot;
     coll_execv_fn real = (coll_execv_fn)coll_real(COLL_LIB_CUDART, "execvp", &slot);
@@ -1401,7 +1483,8 @@ COLL_EXPORT int execvp(const char *file, char *const argv[])
     return real(file, argv);
 }
 
-COLL_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+COLL_EXPORT int
+execvpe(const char *file, char *const argv[], char *const envp[])
 {
     static void *slot;
     coll_execve_fn real = (coll_execve_fn)coll_real(COLL_LIB_CUDART, "execvpe", &slot);
@@ -1417,7 +1500,8 @@ COLL_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]
 
 /* Points NVTX at this library (NVTX v3 finds an injection only through
  * NVTX_INJECTION64_PATH or a static symbol). */
-static void coll_nvtx_env(void)
+static void
+coll_nvtx_env(void)
 {
     Dl_info info;
     if (getenv("NVTX_INJECTION64_PATH"))
@@ -1428,7 +1512,8 @@ static void coll_nvtx_env(void)
 
 /* Load time: settings, clock, fork/exit/SIGTERM handlers, NVTX injection path. Records
  * nothing and opens nothing: the first hooked call of a thread does that. */
-__attribute__((constructor)) static void coll_constructor(void)
+__attribute__((constructor)) static void
+coll_constructor(void)
 {
     int saved = errno;
     coll_wake_init();

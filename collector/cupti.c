@@ -67,8 +67,8 @@ static struct {
 
 static const char *cupti_status = "off"; /* enabled, busy, missing, off */
 static char cupti_error[160];
-static int cupti_active;                 /* activity is on: flush and drain */
-static int cupti_clock_callback;         /* CUPTI stamps with our clock */
+static int cupti_active;         /* activity is on: flush and drain */
+static int cupti_clock_callback; /* CUPTI stamps with our clock */
 static int64_t cupti_offset_start, cupti_offset_end;
 static uint32_t cupti_version_value;
 static CUpti_SubscriberHandle cupti_subscriber;
@@ -87,14 +87,15 @@ static uint64_t cupti_dropped_records; /* under cupti_queue_lock */
 
 /* ---- callbacks from CUPTI ---------------------------------------------------------------- */
 
-static uint64_t CUPTIAPI cupti_timestamp(void)
+static uint64_t CUPTIAPI
+cupti_timestamp(void)
 {
     return coll_now();
 }
 
 /* Records a driver launch that no hook of ours saw (called at API exit). */
-static void cupti_record_launch(struct coll_thread *t, CUpti_CallbackId cbid,
-                                const CUpti_CallbackData *cb)
+static void
+cupti_record_launch(struct coll_thread *t, CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
     struct coll_rec rec;
     memset(&rec, 0, sizeof rec);
@@ -136,8 +137,9 @@ static void cupti_record_launch(struct coll_thread *t, CUpti_CallbackId cbid,
     coll_rec_emit(t, &rec, NULL, 0);
 }
 
-static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
-                                    CUpti_CallbackId cbid, const void *cbdata)
+static void CUPTIAPI
+cupti_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+               const void *cbdata)
 {
     (void)userdata;
     if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
@@ -174,7 +176,8 @@ static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
         cupti_record_launch(t, cbid, cb);
 }
 
-static void CUPTIAPI cupti_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+static void CUPTIAPI
+cupti_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
     void *p = NULL;
     if (posix_memalign(&p, 8, CUPTI_BUFFER_BYTES) != 0)
@@ -184,8 +187,8 @@ static void CUPTIAPI cupti_buffer_requested(uint8_t **buffer, size_t *size, size
     *max_records = 0;
 }
 
-static void CUPTIAPI cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
-                                            size_t size, size_t valid)
+static void CUPTIAPI
+cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
 {
     (void)size;
     size_t dropped = 0;
@@ -215,7 +218,8 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint
 /* ---- start -------------------------------------------------------------------------------- */
 
 /* Returns CUPTI's text for rc. */
-static const char *cupti_strerror(CUptiResult rc)
+static const char *
+cupti_strerror(CUptiResult rc)
 {
     const char *s = NULL;
     if (cupti_api.result_string == NULL || cupti_api.result_string(rc, &s) != CUPTI_SUCCESS ||
@@ -225,7 +229,8 @@ static const char *cupti_strerror(CUptiResult rc)
 }
 
 /* Measures cuptiGetTimestamp - CLOCK_MONOTONIC (ns to add to CUPTI stamps). */
-static int64_t cupti_measure_offset(void)
+static int64_t
+cupti_measure_offset(void)
 {
     uint64_t best_gap = UINT64_MAX;
     int64_t offset = 0;
@@ -246,7 +251,8 @@ static int64_t cupti_measure_offset(void)
 
 /* Opens libcupti: the one the job has loaded, DPRO_CUPTI_LIB, the one next to the job's
  * libcudart (toolkit layout: lib64/ or extras/CUPTI/lib64/), then the usual sonames. */
-static void *cupti_open(void)
+static void *
+cupti_open(void)
 {
     static const char *const names[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
     static void *slot;
@@ -327,7 +333,8 @@ static const CUpti_CallbackId cupti_driver_cbids[] = {
 };
 
 /* Enables the correlation callbacks; 0 on success. */
-static int cupti_enable_callbacks(void)
+static int
+cupti_enable_callbacks(void)
 {
     int ok = cupti_api.enable_callback != NULL;
     for (size_t i = 0; ok && i < sizeof cupti_runtime_cbids / sizeof cupti_runtime_cbids[0]; i++)
@@ -340,7 +347,8 @@ static int cupti_enable_callbacks(void)
         return 0;
     /* A CUPTI without per-call enabling: take the whole domains. */
     if (cupti_api.enable_domain &&
-        cupti_api.enable_domain(1, cupti_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS &&
+        cupti_api.enable_domain(1, cupti_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) ==
+            CUPTI_SUCCESS &&
         cupti_api.enable_domain(1, cupti_subscriber, CUPTI_CB_DOMAIN_DRIVER_API) == CUPTI_SUCCESS)
         return 0;
     return -1;
@@ -348,7 +356,8 @@ static int cupti_enable_callbacks(void)
 
 #define CUPTI_SYM(field, name) *(void **)&cupti_api.field = dlsym(cupti_api.lib, name)
 
-void cupti_start(void)
+void
+cupti_start(void)
 {
     cupti_api.lib = cupti_open();
     if (cupti_api.lib == NULL) {
@@ -378,8 +387,10 @@ void cupti_start(void)
     CUptiResult rc = cupti_api.subscribe(&cupti_subscriber, cupti_callback, NULL);
     if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         cupti_status = "busy";
-        fprintf(stderr, "dpro-collector[%d]: CUPTI is taken by another tool (nsys, "
-                        "torch.profiler?): recording host-side events only\n", (int)getpid());
+        fprintf(stderr,
+                "dpro-collector[%d]: CUPTI is taken by another tool (nsys, "
+                "torch.profiler?): recording host-side events only\n",
+                (int)getpid());
         return;
     }
     if (rc != CUPTI_SUCCESS) {
@@ -398,8 +409,10 @@ void cupti_start(void)
     if (rc != CUPTI_SUCCESS) {
         cupti_status = "busy";
         snprintf(cupti_error, sizeof cupti_error, "activity: %s", cupti_strerror(rc));
-        fprintf(stderr, "dpro-collector[%d]: CUPTI activity unavailable (%s): recording "
-                        "host-side events only\n", (int)getpid(), cupti_strerror(rc));
+        fprintf(stderr,
+                "dpro-collector[%d]: CUPTI activity unavailable (%s): recording "
+                "host-side events only\n",
+                (int)getpid(), cupti_strerror(rc));
         return;
     }
     cupti_api.activity_enable(CUPTI_ACTIVITY_KIND_MEMCPY);
@@ -411,13 +424,15 @@ void cupti_start(void)
     cupti_status = "enabled";
 }
 
-void cupti_flush(int forced)
+void
+cupti_flush(int forced)
 {
     if (cupti_active)
         cupti_api.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
-void cupti_forget_after_fork(void)
+void
+cupti_forget_after_fork(void)
 {
     pthread_mutex_init(&cupti_queue_lock, NULL);
     cupti_queue_head = cupti_queue_tail = NULL;
@@ -427,7 +442,8 @@ void cupti_forget_after_fork(void)
     snprintf(cupti_error, sizeof cupti_error, "not available after fork");
 }
 
-void cupti_write_meta(dpro_writer *w, int at_end)
+void
+cupti_write_meta(dpro_writer *w, int at_end)
 {
     if (at_end) {
         if (cupti_active && !cupti_clock_callback) {
@@ -450,30 +466,39 @@ void cupti_write_meta(dpro_writer *w, int at_end)
 /* ---- conversion ----------------------------------------------------------------------------- */
 
 /* CUPTI memcpy kind -> dpro_copy_kind. */
-static uint32_t cupti_copy_kind(uint8_t kind)
+static uint32_t
+cupti_copy_kind(uint8_t kind)
 {
     switch (kind) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return DPRO_COPY_H2D;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+        return DPRO_COPY_H2D;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return DPRO_COPY_D2H;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+        return DPRO_COPY_D2H;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return DPRO_COPY_D2D;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return DPRO_COPY_H2H;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return DPRO_COPY_P2P;
-    default: return DPRO_COPY_DEFAULT;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+        return DPRO_COPY_D2D;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+        return DPRO_COPY_H2H;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+        return DPRO_COPY_P2P;
+    default:
+        return DPRO_COPY_DEFAULT;
     }
 }
 
-static inline uint64_t cupti_ts(uint64_t t)
+static inline uint64_t
+cupti_ts(uint64_t t)
 {
     return t ? (uint64_t)((int64_t)t + cupti_offset_start) : 0;
 }
 
 /* Converts one activity record. */
-static void cupti_convert(dpro_writer *w, const CUpti_Activity *a)
+static void
+cupti_convert(dpro_writer *w, const CUpti_Activity *a)
 {
     dpro_event ev;
     memset(&ev, 0, sizeof ev);
@@ -531,8 +556,8 @@ static void cupti_convert(dpro_writer *w, const CUpti_Activity *a)
         ev.end_ns = cupti_ts(s->end);
         ev.stream = s->streamId == (uint32_t)CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->streamId;
         ev.correlation = s->correlationId;
-        ev.object = s->cudaEventId == (uint32_t)CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0
-                                                                                     : s->cudaEventId;
+        ev.object =
+            s->cudaEventId == (uint32_t)CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->cudaEventId;
         break;
     }
     case CUPTI_ACTIVITY_KIND_DEVICE: {
@@ -553,7 +578,8 @@ static void cupti_convert(dpro_writer *w, const CUpti_Activity *a)
     coll_append(w, &ev);
 }
 
-void cupti_drain(dpro_writer *w)
+void
+cupti_drain(dpro_writer *w)
 {
     pthread_mutex_lock(&cupti_queue_lock);
     struct cupti_buffer *b = cupti_queue_head;

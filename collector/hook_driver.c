@@ -14,7 +14,8 @@
 #include "collector.h"
 
 /* Emits a driver launch record, with a sampled call stack when stacks are on. */
-static void drv_emit(struct coll_thread *t, struct coll_rec *rec)
+static void
+drv_emit(struct coll_thread *t, struct coll_rec *rec)
 {
     if (coll_unlikely(coll_cfg.stacks)) {
         uintptr_t frames[COLL_STACK_MAX];
@@ -31,67 +32,68 @@ static void drv_emit(struct coll_thread *t, struct coll_rec *rec)
     coll_rec_emit(t, rec, NULL, 0);
 }
 
-#define DRV_LAUNCH_PARAMS                                                                    \
-    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,      \
-     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                 \
+#define DRV_LAUNCH_PARAMS                                                                          \
+    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,            \
+     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                       \
      unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
-#define DRV_LAUNCH_ARGS                                                                      \
-    (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,       \
-     hStream, kernelParams, extra)
-#define DRV_EX_PARAMS (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+#define DRV_LAUNCH_ARGS                                                                            \
+    (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,    \
+     kernelParams, extra)
+#define DRV_EX_PARAMS                                                                              \
+    (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 #define DRV_EX_ARGS (config, f, kernelParams, extra)
 
 /*
  * DRV_HOOK(name, ptsz, params, args, fill...): the driver twin of RT_HOOK (see
  * hook_cudart.c): a missing libcuda answers CUDA_ERROR_SHARED_OBJECT_INIT_FAILED.
  */
-#define DRV_HOOK(name, ptsz, params, args, ...)                                              \
-    COLL_EXPORT CUresult name params;                                                        \
-    COLL_EXPORT CUresult name params                                                         \
-    {                                                                                        \
-        static void *slot;                                                                   \
-        typedef CUresult(*real_fn) params;                                                   \
-        real_fn real = (real_fn)coll_real(COLL_LIB_CUDA, #name, &slot);                      \
-        if (coll_unlikely(real == NULL))                                                     \
-            return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;                                     \
-        struct coll_thread *t = coll_cfg.cuda ? coll_enter() : NULL;                         \
-        if (t == NULL)                                                                       \
-            return real args;                                                                \
-        coll_corr_arm(t);                                                                    \
-        uint64_t t0 = coll_stamp();                                                            \
-        CUresult rc = real args;                                                             \
-        uint64_t t1 = coll_stamp();                                                            \
-        int saved = errno;                                                                   \
-        struct coll_rec rec;                                                                 \
-        memset(&rec, 0, sizeof rec);                                                         \
-        rec.api = COLL_API_##name;                                                           \
-        rec.flags = COLL_REC_CUFUNC | ((ptsz) ? COLL_REC_PTSZ : 0);                          \
-        rec.result = (int32_t)rc;                                                            \
-        rec.start = t0;                                                                      \
-        rec.end = t1;                                                                        \
-        rec.corr = coll_corr_take(t);                                                        \
-        rec.a0 = (uint64_t)(uintptr_t)f;                                                     \
-        __VA_ARGS__;                                                                         \
-        drv_emit(t, &rec);                                                                   \
-        coll_leave(t);                                                                       \
-        errno = saved;                                                                       \
-        return rc;                                                                           \
+#define DRV_HOOK(name, ptsz, params, args, ...)                                                    \
+    COLL_EXPORT CUresult name params;                                                              \
+    COLL_EXPORT CUresult name params                                                               \
+    {                                                                                              \
+        static void *slot;                                                                         \
+        typedef CUresult(*real_fn) params;                                                         \
+        real_fn real = (real_fn)coll_real(COLL_LIB_CUDA, #name, &slot);                            \
+        if (coll_unlikely(real == NULL))                                                           \
+            return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;                                           \
+        struct coll_thread *t = coll_cfg.cuda ? coll_enter() : NULL;                               \
+        if (t == NULL)                                                                             \
+            return real args;                                                                      \
+        coll_corr_arm(t);                                                                          \
+        uint64_t t0 = coll_stamp();                                                                \
+        CUresult rc = real args;                                                                   \
+        uint64_t t1 = coll_stamp();                                                                \
+        int saved = errno;                                                                         \
+        struct coll_rec rec;                                                                       \
+        memset(&rec, 0, sizeof rec);                                                               \
+        rec.api = COLL_API_##name;                                                                 \
+        rec.flags = COLL_REC_CUFUNC | ((ptsz) ? COLL_REC_PTSZ : 0);                                \
+        rec.result = (int32_t)rc;                                                                  \
+        rec.start = t0;                                                                            \
+        rec.end = t1;                                                                              \
+        rec.corr = coll_corr_take(t);                                                              \
+        rec.a0 = (uint64_t)(uintptr_t)f;                                                           \
+        __VA_ARGS__;                                                                               \
+        drv_emit(t, &rec);                                                                         \
+        coll_leave(t);                                                                             \
+        errno = saved;                                                                             \
+        return rc;                                                                                 \
     }
 
-#define DRV_LAUNCH_FILL(ptsz)                                                                \
-    rec.a1 = (uint64_t)gridDimX | ((uint64_t)gridDimY << 32);                                \
-    rec.a2 = (uint64_t)gridDimZ | ((uint64_t)blockDimX << 32);                               \
-    rec.a3 = (uint64_t)blockDimY | ((uint64_t)blockDimZ << 32);                              \
-    rec.u0 = sharedMemBytes;                                                                 \
+#define DRV_LAUNCH_FILL(ptsz)                                                                      \
+    rec.a1 = (uint64_t)gridDimX | ((uint64_t)gridDimY << 32);                                      \
+    rec.a2 = (uint64_t)gridDimZ | ((uint64_t)blockDimX << 32);                                     \
+    rec.a3 = (uint64_t)blockDimY | ((uint64_t)blockDimZ << 32);                                    \
+    rec.u0 = sharedMemBytes;                                                                       \
     rec.stream = coll_stream_id(t, hStream, ptsz)
 
-#define DRV_EX_FILL(ptsz)                                                                    \
-    if (config) {                                                                            \
-        rec.a1 = (uint64_t)config->gridDimX | ((uint64_t)config->gridDimY << 32);            \
-        rec.a2 = (uint64_t)config->gridDimZ | ((uint64_t)config->blockDimX << 32);           \
-        rec.a3 = (uint64_t)config->blockDimY | ((uint64_t)config->blockDimZ << 32);          \
-        rec.u0 = config->sharedMemBytes;                                                     \
-        rec.stream = coll_stream_id(t, config->hStream, ptsz);                               \
+#define DRV_EX_FILL(ptsz)                                                                          \
+    if (config) {                                                                                  \
+        rec.a1 = (uint64_t)config->gridDimX | ((uint64_t)config->gridDimY << 32);                  \
+        rec.a2 = (uint64_t)config->gridDimZ | ((uint64_t)config->blockDimX << 32);                 \
+        rec.a3 = (uint64_t)config->blockDimY | ((uint64_t)config->blockDimZ << 32);                \
+        rec.u0 = config->sharedMemBytes;                                                           \
+        rec.stream = coll_stream_id(t, config->hStream, ptsz);                                     \
     }
 
 #undef cuLaunchKernel

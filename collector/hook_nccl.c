@@ -43,7 +43,8 @@ struct ncclh_comm {
 
 static struct ncclh_comm ncclh_comms[NCCLH_COMMS];
 
-static uint64_t ncclh_fnv(const void *data, size_t len, uint64_t h)
+static uint64_t
+ncclh_fnv(const void *data, size_t len, uint64_t h)
 {
     const unsigned char *p = data;
     for (size_t i = 0; i < len; i++) {
@@ -56,7 +57,8 @@ static uint64_t ncclh_fnv(const void *data, size_t len, uint64_t h)
 #define NCCLH_FNV_INIT 0xcbf29ce484222325ull
 
 /* Returns the table entry of comm (inserting it if create); NULL if absent or full. */
-static struct ncclh_comm *ncclh_find(const void *comm, int create)
+static struct ncclh_comm *
+ncclh_find(const void *comm, int create)
 {
     uint64_t key = (uint64_t)(uintptr_t)comm;
     if (key == 0)
@@ -78,7 +80,8 @@ static struct ncclh_comm *ncclh_find(const void *comm, int create)
     return NULL;
 }
 
-uint64_t nccl_next_seq(const void *comm, uint64_t *hash, uint32_t *device)
+uint64_t
+nccl_next_seq(const void *comm, uint64_t *hash, uint32_t *device)
 {
     struct ncclh_comm *c = ncclh_find(comm, 0);
     if (c == NULL) {
@@ -96,12 +99,15 @@ typedef int (*ncclh_get_device_fn)(int *);
 
 /* Registers a new communicator and fills the init record (a0 handle, a1 hash, a2 parent
  * hash, u0 rank, u1 size, u2 device). */
-static void ncclh_register(struct coll_rec *rec, ncclComm_t comm, uint64_t hash,
-                           uint64_t parent_hash, int rank, int size)
+static void
+ncclh_register(struct coll_rec *rec, ncclComm_t comm, uint64_t hash, uint64_t parent_hash, int rank,
+               int size)
 {
     static void *slot_dev, *slot_rank, *slot_count, *slot_getdev;
-    ncclh_query_fn cu_device = (ncclh_query_fn)coll_real(COLL_LIB_NCCL, "ncclCommCuDevice", &slot_dev);
-    ncclh_query_fn user_rank = (ncclh_query_fn)coll_real(COLL_LIB_NCCL, "ncclCommUserRank", &slot_rank);
+    ncclh_query_fn cu_device =
+        (ncclh_query_fn)coll_real(COLL_LIB_NCCL, "ncclCommCuDevice", &slot_dev);
+    ncclh_query_fn user_rank =
+        (ncclh_query_fn)coll_real(COLL_LIB_NCCL, "ncclCommUserRank", &slot_rank);
     ncclh_query_fn count = (ncclh_query_fn)coll_real(COLL_LIB_NCCL, "ncclCommCount", &slot_count);
     int dev = -1, r = rank, n = size;
     if (cu_device == NULL || cu_device(comm, &dev) != ncclSuccess || dev < 0) {
@@ -136,34 +142,34 @@ static void ncclh_register(struct coll_rec *rec, ncclComm_t comm, uint64_t hash,
  * NCCL_HOOK(name, params, args, fill...): the NCCL twin of RT_HOOK (hook_cudart.c). A
  * missing libnccl answers ncclSystemError.
  */
-#define NCCL_HOOK(name, params, args, ...)                                                   \
-    COLL_EXPORT ncclResult_t name params                                                     \
-    {                                                                                        \
-        static void *slot;                                                                   \
-        typedef ncclResult_t(*real_fn) params;                                               \
-        real_fn real = (real_fn)coll_real(COLL_LIB_NCCL, #name, &slot);                      \
-        if (coll_unlikely(real == NULL))                                                     \
-            return ncclSystemError;                                                          \
-        struct coll_thread *t = coll_cfg.nccl ? coll_enter() : NULL;                         \
-        if (t == NULL)                                                                       \
-            return real args;                                                                \
-        coll_corr_arm(t);                                                                    \
-        uint64_t t0 = coll_stamp();                                                            \
-        ncclResult_t rc = real args;                                                         \
-        uint64_t t1 = coll_stamp();                                                            \
-        int saved = errno;                                                                   \
-        struct coll_rec rec;                                                                 \
-        memset(&rec, 0, sizeof rec);                                                         \
-        rec.api = COLL_API_##name;                                                           \
-        rec.result = (int32_t)rc;                                                            \
-        rec.start = t0;                                                                      \
-        rec.end = t1;                                                                        \
-        rec.corr = coll_corr_take(t);                                                        \
-        __VA_ARGS__;                                                                         \
-        coll_rec_emit(t, &rec, NULL, 0);                                                     \
-        coll_leave(t);                                                                       \
-        errno = saved;                                                                       \
-        return rc;                                                                           \
+#define NCCL_HOOK(name, params, args, ...)                                                         \
+    COLL_EXPORT ncclResult_t name params                                                           \
+    {                                                                                              \
+        static void *slot;                                                                         \
+        typedef ncclResult_t(*real_fn) params;                                                     \
+        real_fn real = (real_fn)coll_real(COLL_LIB_NCCL, #name, &slot);                            \
+        if (coll_unlikely(real == NULL))                                                           \
+            return ncclSystemError;                                                                \
+        struct coll_thread *t = coll_cfg.nccl ? coll_enter() : NULL;                               \
+        if (t == NULL)                                                                             \
+            return real args;                                                                      \
+        coll_corr_arm(t);                                                                          \
+        uint64_t t0 = coll_stamp();                                                                \
+        ncclResult_t rc = real args;                                                               \
+        uint64_t t1 = coll_stamp();                                                                \
+        int saved = errno;                                                                         \
+        struct coll_rec rec;                                                                       \
+        memset(&rec, 0, sizeof rec);                                                               \
+        rec.api = COLL_API_##name;                                                                 \
+        rec.result = (int32_t)rc;                                                                  \
+        rec.start = t0;                                                                            \
+        rec.end = t1;                                                                              \
+        rec.corr = coll_corr_take(t);                                                              \
+        __VA_ARGS__;                                                                               \
+        coll_rec_emit(t, &rec, NULL, 0);                                                           \
+        coll_leave(t);                                                                             \
+        errno = saved;                                                                             \
+        return rc;                                                                                 \
     }
 
 /* Communicator created (or in progress, for non-blocking ones)? */
@@ -188,11 +194,12 @@ NCCL_HOOK(ncclCommInitRankScalable,
           (newcomm, nranks, myrank, nId, commIds, config),
           if (NCCLH_CREATED(rc) && newcomm && *newcomm && commIds && nId > 0)
               ncclh_register(&rec, *newcomm,
-                             ncclh_fnv(commIds, sizeof *commIds * (size_t)nId, NCCLH_FNV_INIT),
-                             0, myrank, nranks))
+                             ncclh_fnv(commIds, sizeof *commIds *(size_t)nId, NCCLH_FNV_INIT), 0,
+                             myrank, nranks))
 
 /* ncclCommInitAll creates every rank in this process: one record per communicator. */
-COLL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
+COLL_EXPORT ncclResult_t
+ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
 {
     static void *slot;
     static _Atomic uint64_t calls;
@@ -228,7 +235,8 @@ COLL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *
 }
 
 /* Derives the hash of a communicator split from parent. */
-static uint64_t ncclh_split_hash(ncclComm_t parent, int color, uint64_t *parent_hash)
+static uint64_t
+ncclh_split_hash(ncclComm_t parent, int color, uint64_t *parent_hash)
 {
     struct ncclh_comm *p = ncclh_find(parent, 0);
     uint64_t key[3] = {0, 0, (uint64_t)(int64_t)color};
@@ -242,8 +250,8 @@ static uint64_t ncclh_split_hash(ncclComm_t parent, int color, uint64_t *parent_
     return ncclh_fnv(key, sizeof key, NCCLH_FNV_INIT);
 }
 
-COLL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
-                                       ncclConfig_t *config)
+COLL_EXPORT ncclResult_t
+ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config)
 {
     static void *slot;
     typedef ncclResult_t (*real_fn)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *);
@@ -286,7 +294,8 @@ COLL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, nccl
 }
 
 /* Fills the comm fields of a finalize/destroy/abort record. */
-static void ncclh_comm_rec(struct coll_rec *rec, ncclComm_t comm)
+static void
+ncclh_comm_rec(struct coll_rec *rec, ncclComm_t comm)
 {
     struct ncclh_comm *c = ncclh_find(comm, 0);
     rec->a0 = (uint64_t)(uintptr_t)comm;
@@ -304,9 +313,9 @@ NCCL_HOOK(ncclGroupEnd, (void), ())
 
 /* Fills a collective record: a0 comm hash, a1 seq, a2 count, a3 buffer, u0 dtype, u1 op,
  * u2 root or peer, u3 device, stream. */
-static inline void ncclh_coll(struct coll_thread *t, struct coll_rec *rec, ncclComm_t comm,
-                              size_t count, ncclDataType_t dtype, uint32_t op, int peer,
-                              const void *buf, cudaStream_t stream)
+static inline void
+ncclh_coll(struct coll_thread *t, struct coll_rec *rec, ncclComm_t comm, size_t count,
+           ncclDataType_t dtype, uint32_t op, int peer, const void *buf, cudaStream_t stream)
 {
     uint64_t hash;
     uint32_t device;
@@ -357,8 +366,8 @@ NCCL_HOOK(ncclAlltoAll,
           (sendbuff, recvbuff, count, datatype, comm, stream),
           ncclh_coll(t, &rec, comm, count, datatype, 0, -1, recvbuff, stream))
 NCCL_HOOK(ncclSend,
-          (const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
-           ncclComm_t comm, cudaStream_t stream),
+          (const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+           cudaStream_t stream),
           (sendbuff, count, datatype, peer, comm, stream),
           ncclh_coll(t, &rec, comm, count, datatype, 0, peer, sendbuff, stream))
 NCCL_HOOK(ncclRecv,

@@ -34,7 +34,8 @@ static _Atomic uint64_t nvtxi_next_range_id = 1;
 
 /* Returns a malloc'd copy of a narrow or wide string (ASCII kept, others '?'); never freed,
  * since handles live as long as the process. */
-static struct nvtxi_name *nvtxi_name_new(const char *a, const wchar_t *wtext)
+static struct nvtxi_name *
+nvtxi_name_new(const char *a, const wchar_t *wtext)
 {
     size_t len = 0;
     if (a)
@@ -51,13 +52,15 @@ static struct nvtxi_name *nvtxi_name_new(const char *a, const wchar_t *wtext)
 }
 
 /* Copies the message of an event (or a plain ASCII text) into buf; returns its length. */
-static uint32_t nvtxi_text(const nvtxEventAttributes_t *attr, const char *ascii, char *buf,
-                           uint32_t size)
+static uint32_t
+nvtxi_text(const nvtxEventAttributes_t *attr, const char *ascii, char *buf, uint32_t size)
 {
     uint32_t n = 0;
     if (attr) {
         switch (attr->messageType) {
-        case NVTX_MESSAGE_TYPE_ASCII: ascii = attr->message.ascii; break;
+        case NVTX_MESSAGE_TYPE_ASCII:
+            ascii = attr->message.ascii;
+            break;
         case NVTX_MESSAGE_TYPE_REGISTERED:
             ascii = attr->message.registered
                         ? ((const struct nvtxi_name *)(const void *)attr->message.registered)->text
@@ -69,7 +72,9 @@ static uint32_t nvtxi_text(const nvtxEventAttributes_t *attr, const char *ascii,
                 buf[n] = w[n] > 0 && w[n] < 128 ? (char)w[n] : '?';
             return n;
         }
-        default: ascii = NULL; break;
+        default:
+            ascii = NULL;
+            break;
         }
     }
     for (; ascii && ascii[n] && n < size; n++)
@@ -78,24 +83,32 @@ static uint32_t nvtxi_text(const nvtxEventAttributes_t *attr, const char *ascii,
 }
 
 /* Returns the payload of an event as an integer (0 when none). */
-static int64_t nvtxi_payload(const nvtxEventAttributes_t *attr)
+static int64_t
+nvtxi_payload(const nvtxEventAttributes_t *attr)
 {
     if (attr == NULL)
         return 0;
     switch (attr->payloadType) {
     case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
-    case NVTX_PAYLOAD_TYPE_INT64: return attr->payload.llValue;
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: return attr->payload.uiValue;
-    case NVTX_PAYLOAD_TYPE_INT32: return attr->payload.iValue;
-    case NVTX_PAYLOAD_TYPE_DOUBLE: return (int64_t)attr->payload.dValue;
-    case NVTX_PAYLOAD_TYPE_FLOAT: return (int64_t)attr->payload.fValue;
-    default: return 0;
+    case NVTX_PAYLOAD_TYPE_INT64:
+        return attr->payload.llValue;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
+        return attr->payload.uiValue;
+    case NVTX_PAYLOAD_TYPE_INT32:
+        return attr->payload.iValue;
+    case NVTX_PAYLOAD_TYPE_DOUBLE:
+        return (int64_t)attr->payload.dValue;
+    case NVTX_PAYLOAD_TYPE_FLOAT:
+        return (int64_t)attr->payload.fValue;
+    default:
+        return 0;
     }
 }
 
 /* Returns the thread's state for an NVTX call (recording even inside another hook), or
  * NULL when the thread must not record. */
-static struct coll_thread *nvtxi_thread(void)
+static struct coll_thread *
+nvtxi_thread(void)
 {
     struct coll_thread *t = coll_tls;
     if (coll_unlikely(t == NULL)) {
@@ -109,9 +122,9 @@ static struct coll_thread *nvtxi_thread(void)
 }
 
 /* Emits an NVTX record with its text. */
-static void nvtxi_emit(struct coll_thread *t, uint16_t api, uint64_t start, uint64_t end,
-                       uint64_t id, const void *domain, int64_t payload, const char *text,
-                       uint32_t len)
+static void
+nvtxi_emit(struct coll_thread *t, uint16_t api, uint64_t start, uint64_t end, uint64_t id,
+           const void *domain, int64_t payload, const char *text, uint32_t len)
 {
     struct coll_rec rec;
     memset(&rec, 0, sizeof rec);
@@ -129,7 +142,8 @@ static void nvtxi_emit(struct coll_thread *t, uint16_t api, uint64_t start, uint
     coll_rec_emit(t, &rec, text, len);
 }
 
-static void nvtxi_mark(const void *domain, const nvtxEventAttributes_t *attr, const char *ascii)
+static void
+nvtxi_mark(const void *domain, const nvtxEventAttributes_t *attr, const char *ascii)
 {
     int saved = errno;
     struct coll_thread *t = nvtxi_thread();
@@ -142,8 +156,8 @@ static void nvtxi_mark(const void *domain, const nvtxEventAttributes_t *attr, co
     errno = saved;
 }
 
-static nvtxRangeId_t nvtxi_range_start(const void *domain, const nvtxEventAttributes_t *attr,
-                                       const char *ascii)
+static nvtxRangeId_t
+nvtxi_range_start(const void *domain, const nvtxEventAttributes_t *attr, const char *ascii)
 {
     int saved = errno;
     uint64_t id = atomic_fetch_add_explicit(&nvtxi_next_range_id, 1, memory_order_relaxed);
@@ -159,7 +173,8 @@ static nvtxRangeId_t nvtxi_range_start(const void *domain, const nvtxEventAttrib
     return id;
 }
 
-static void nvtxi_range_end(nvtxRangeId_t id)
+static void
+nvtxi_range_end(nvtxRangeId_t id)
 {
     int saved = errno;
     struct coll_thread *t = nvtxi_thread();
@@ -170,7 +185,8 @@ static void nvtxi_range_end(nvtxRangeId_t id)
     errno = saved;
 }
 
-static int nvtxi_push(const void *domain, const nvtxEventAttributes_t *attr, const char *ascii)
+static int
+nvtxi_push(const void *domain, const nvtxEventAttributes_t *attr, const char *ascii)
 {
     int saved = errno;
     struct coll_thread *t = nvtxi_thread();
@@ -189,7 +205,8 @@ static int nvtxi_push(const void *domain, const nvtxEventAttributes_t *attr, con
     return level;
 }
 
-static int nvtxi_pop(const void *domain)
+static int
+nvtxi_pop(const void *domain)
 {
     int saved = errno;
     struct coll_thread *t = nvtxi_thread();
@@ -200,8 +217,8 @@ static int nvtxi_pop(const void *domain)
         level = (int)d;
         if (d < sizeof t->nvtx_stack / sizeof t->nvtx_stack[0])
             nvtxi_emit(t, COLL_API_nvtxRangePush, t->nvtx_stack[d].start, coll_stamp(), 0,
-                       (const void *)(uintptr_t)t->nvtx_stack[d].domain, 0,
-                       t->nvtx_stack[d].text, t->nvtx_stack[d].len);
+                       (const void *)(uintptr_t)t->nvtx_stack[d].domain, 0, t->nvtx_stack[d].text,
+                       t->nvtx_stack[d].len);
     }
     errno = saved;
     return level;
@@ -209,71 +226,104 @@ static int nvtxi_pop(const void *domain)
 
 /* ---- the functions NVTX calls -------------------------------------------------------- */
 
-static void NVTX_API nvtxi_MarkEx(const nvtxEventAttributes_t *a) { nvtxi_mark(NULL, a, NULL); }
-static void NVTX_API nvtxi_MarkA(const char *m) { nvtxi_mark(NULL, NULL, m); }
-static nvtxRangeId_t NVTX_API nvtxi_RangeStartEx(const nvtxEventAttributes_t *a)
+static void NVTX_API
+nvtxi_MarkEx(const nvtxEventAttributes_t *a)
+{
+    nvtxi_mark(NULL, a, NULL);
+}
+static void NVTX_API
+nvtxi_MarkA(const char *m)
+{
+    nvtxi_mark(NULL, NULL, m);
+}
+static nvtxRangeId_t NVTX_API
+nvtxi_RangeStartEx(const nvtxEventAttributes_t *a)
 {
     return nvtxi_range_start(NULL, a, NULL);
 }
-static nvtxRangeId_t NVTX_API nvtxi_RangeStartA(const char *m)
+static nvtxRangeId_t NVTX_API
+nvtxi_RangeStartA(const char *m)
 {
     return nvtxi_range_start(NULL, NULL, m);
 }
-static void NVTX_API nvtxi_RangeEnd(nvtxRangeId_t id) { nvtxi_range_end(id); }
-static int NVTX_API nvtxi_RangePushEx(const nvtxEventAttributes_t *a)
+static void NVTX_API
+nvtxi_RangeEnd(nvtxRangeId_t id)
+{
+    nvtxi_range_end(id);
+}
+static int NVTX_API
+nvtxi_RangePushEx(const nvtxEventAttributes_t *a)
 {
     return nvtxi_push(NULL, a, NULL);
 }
-static int NVTX_API nvtxi_RangePushA(const char *m) { return nvtxi_push(NULL, NULL, m); }
-static int NVTX_API nvtxi_RangePop(void) { return nvtxi_pop(NULL); }
+static int NVTX_API
+nvtxi_RangePushA(const char *m)
+{
+    return nvtxi_push(NULL, NULL, m);
+}
+static int NVTX_API
+nvtxi_RangePop(void)
+{
+    return nvtxi_pop(NULL);
+}
 
-static void NVTX_API nvtxi_DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+static void NVTX_API
+nvtxi_DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
     nvtxi_mark(d, a, NULL);
 }
-static nvtxRangeId_t NVTX_API nvtxi_DomainRangeStartEx(nvtxDomainHandle_t d,
-                                                       const nvtxEventAttributes_t *a)
+static nvtxRangeId_t NVTX_API
+nvtxi_DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
     return nvtxi_range_start(d, a, NULL);
 }
-static void NVTX_API nvtxi_DomainRangeEnd(nvtxDomainHandle_t d, nvtxRangeId_t id)
+static void NVTX_API
+nvtxi_DomainRangeEnd(nvtxDomainHandle_t d, nvtxRangeId_t id)
 {
     (void)d;
     nvtxi_range_end(id);
 }
-static int NVTX_API nvtxi_DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+static int NVTX_API
+nvtxi_DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
     return nvtxi_push(d, a, NULL);
 }
-static int NVTX_API nvtxi_DomainRangePop(nvtxDomainHandle_t d) { return nvtxi_pop(d); }
-static nvtxStringHandle_t NVTX_API nvtxi_DomainRegisterStringA(nvtxDomainHandle_t d,
-                                                              const char *s)
+static int NVTX_API
+nvtxi_DomainRangePop(nvtxDomainHandle_t d)
+{
+    return nvtxi_pop(d);
+}
+static nvtxStringHandle_t NVTX_API
+nvtxi_DomainRegisterStringA(nvtxDomainHandle_t d, const char *s)
 {
     (void)d;
     return (nvtxStringHandle_t)(void *)nvtxi_name_new(s ? s : "", NULL);
 }
-static nvtxStringHandle_t NVTX_API nvtxi_DomainRegisterStringW(nvtxDomainHandle_t d,
-                                                              const wchar_t *s)
+static nvtxStringHandle_t NVTX_API
+nvtxi_DomainRegisterStringW(nvtxDomainHandle_t d, const wchar_t *s)
 {
     (void)d;
     return (nvtxStringHandle_t)(void *)nvtxi_name_new(NULL, s ? s : L"");
 }
-static nvtxDomainHandle_t NVTX_API nvtxi_DomainCreateA(const char *name)
+static nvtxDomainHandle_t NVTX_API
+nvtxi_DomainCreateA(const char *name)
 {
     return (nvtxDomainHandle_t)(void *)nvtxi_name_new(name ? name : "", NULL);
 }
-static nvtxDomainHandle_t NVTX_API nvtxi_DomainCreateW(const wchar_t *name)
+static nvtxDomainHandle_t NVTX_API
+nvtxi_DomainCreateW(const wchar_t *name)
 {
     return (nvtxDomainHandle_t)(void *)nvtxi_name_new(NULL, name ? name : L"");
 }
-static void NVTX_API nvtxi_DomainDestroy(nvtxDomainHandle_t d)
+static void NVTX_API
+nvtxi_DomainDestroy(nvtxDomainHandle_t d)
 {
     (void)d; /* events may still name it: kept */
 }
 
 /* Stores fn at index id of an NVTX module table of size entries. */
-static void nvtxi_set(NvtxFunctionTable table, unsigned int size, unsigned int id,
-                      NvtxFunctionPointer fn)
+static void
+nvtxi_set(NvtxFunctionTable table, unsigned int size, unsigned int id, NvtxFunctionPointer fn)
 {
     if (table && id < size && table[id])
         *table[id] = fn;
@@ -284,7 +334,8 @@ static void nvtxi_set(NvtxFunctionTable table, unsigned int size, unsigned int i
 /* The injection entry point NVTX calls once per NVTX instance (the job's, NCCL's, ...).
  * Returns 1 (tool initialised) or 0 (NVTX then stays a no-op). */
 COLL_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table);
-COLL_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
+COLL_EXPORT int
+InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
 {
     if (!coll_cfg.nvtx || get_export_table == NULL)
         return 0;
@@ -342,7 +393,8 @@ static struct nvtxi_open *nvtxi_open_ranges;
 static size_t nvtxi_open_count, nvtxi_open_cap;
 
 /* Returns the string id of a domain handle's name (0 for the default domain). */
-static uint32_t nvtxi_domain_name(dpro_writer *w, uint64_t domain)
+static uint32_t
+nvtxi_domain_name(dpro_writer *w, uint64_t domain)
 {
     if (domain == 0)
         return 0;
@@ -350,8 +402,9 @@ static uint32_t nvtxi_domain_name(dpro_writer *w, uint64_t domain)
 }
 
 /* Emits a MARKER event. */
-static void nvtxi_event(dpro_writer *w, uint32_t subkind, uint64_t start, uint64_t end,
-                        uint32_t tid, uint32_t name, uint32_t name2, uint64_t id, int64_t value)
+static void
+nvtxi_event(dpro_writer *w, uint32_t subkind, uint64_t start, uint64_t end, uint32_t tid,
+            uint32_t name, uint32_t name2, uint64_t id, int64_t value)
 {
     dpro_event ev;
     memset(&ev, 0, sizeof ev);
@@ -367,8 +420,9 @@ static void nvtxi_event(dpro_writer *w, uint32_t subkind, uint64_t start, uint64
     coll_append(w, &ev);
 }
 
-void nvtxi_convert(dpro_writer *w, const struct coll_rec *rec, uint32_t tid, const char *text,
-                   uint32_t len)
+void
+nvtxi_convert(dpro_writer *w, const struct coll_rec *rec, uint32_t tid, const char *text,
+              uint32_t len)
 {
     char buf[COLL_TEXT_MAX + 1];
     if (len > COLL_TEXT_MAX)
@@ -379,8 +433,7 @@ void nvtxi_convert(dpro_writer *w, const struct coll_rec *rec, uint32_t tid, con
     if (rec->api == COLL_API_nvtxMark || rec->api == COLL_API_nvtxRangePush) {
         nvtxi_event(w, rec->api == COLL_API_nvtxMark ? DPRO_MARK_INSTANT : DPRO_MARK_RANGE,
                     coll_stamp_to_ns(rec->start), coll_stamp_to_ns(rec->end), tid, name,
-                    nvtxi_domain_name(w, rec->a1), 0,
-                    (int64_t)rec->a2);
+                    nvtxi_domain_name(w, rec->a1), 0, (int64_t)rec->a2);
         return;
     }
     /* Start or End: find the other half. */
@@ -419,21 +472,23 @@ void nvtxi_convert(dpro_writer *w, const struct coll_rec *rec, uint32_t tid, con
     }
 }
 
-void nvtxi_finish(dpro_writer *w)
+void
+nvtxi_finish(dpro_writer *w)
 {
     /* Ranges never ended: kept as instants at their start. */
     for (size_t i = 0; i < nvtxi_open_count; i++) {
         struct nvtxi_open *o = &nvtxi_open_ranges[i];
         if (o->have_start)
-            nvtxi_event(w, DPRO_MARK_RANGE, o->start, o->start, o->tid, o->name, o->name2,
-                        o->id, o->payload);
+            nvtxi_event(w, DPRO_MARK_RANGE, o->start, o->start, o->tid, o->name, o->name2, o->id,
+                        o->payload);
     }
     free(nvtxi_open_ranges);
     nvtxi_open_ranges = NULL;
     nvtxi_open_count = nvtxi_open_cap = 0;
 }
 
-void nvtxi_reset(void)
+void
+nvtxi_reset(void)
 {
     nvtxi_open_count = 0;
 }

@@ -24,7 +24,8 @@
 /* Frames of the collector itself on top of every stack (stk_capture, the hook). */
 #define STK_SKIP 2
 
-uint32_t stk_capture(struct coll_thread *t, uintptr_t *frames, uint32_t *nframes)
+uint32_t
+stk_capture(struct coll_thread *t, uintptr_t *frames, uint32_t *nframes)
 {
 #ifdef HAVE_LIBUNWIND
     if (++t->stack_tick < coll_cfg.stack_sample)
@@ -51,7 +52,8 @@ static struct coll_umap stk_frame_id; /* pc -> string id */
 static uint32_t stk_next_id;
 
 /* Returns the string id naming one frame. */
-static uint32_t stk_frame_name(dpro_writer *w, uintptr_t pc)
+static uint32_t
+stk_frame_name(dpro_writer *w, uintptr_t pc)
 {
     uint64_t *slot = coll_umap_find(&stk_frame_id, pc, 1);
     if (slot && *slot)
@@ -65,7 +67,8 @@ static uint32_t stk_frame_name(dpro_writer *w, uintptr_t pc)
             snprintf(buf, sizeof buf, "%s+%#lx (%s)", info.dli_sname,
                      (unsigned long)(pc - (uintptr_t)info.dli_saddr), lib);
         else
-            snprintf(buf, sizeof buf, "%s+%#lx", lib, (unsigned long)(pc - (uintptr_t)info.dli_fbase));
+            snprintf(buf, sizeof buf, "%s+%#lx", lib,
+                     (unsigned long)(pc - (uintptr_t)info.dli_fbase));
     } else {
         snprintf(buf, sizeof buf, "%#lx", (unsigned long)pc);
     }
@@ -75,7 +78,8 @@ static uint32_t stk_frame_name(dpro_writer *w, uintptr_t pc)
     return id;
 }
 
-uint32_t stk_intern(dpro_writer *w, const uintptr_t *frames, uint32_t nframes)
+uint32_t
+stk_intern(dpro_writer *w, const uintptr_t *frames, uint32_t nframes)
 {
     if (nframes == 0)
         return 0;
@@ -100,7 +104,8 @@ uint32_t stk_intern(dpro_writer *w, const uintptr_t *frames, uint32_t nframes)
     return id;
 }
 
-void stk_reset(void)
+void
+stk_reset(void)
 {
     coll_umap_free(&stk_by_hash);
     coll_umap_free(&stk_frame_id);

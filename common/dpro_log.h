@@ -10,7 +10,12 @@
 
 #include <stdarg.h>
 
-enum dpro_log_level { DPRO_LOG_ERROR = 0, DPRO_LOG_WARN = 1, DPRO_LOG_INFO = 2, DPRO_LOG_DEBUG = 3 };
+enum dpro_log_level {
+    DPRO_LOG_ERROR = 0,
+    DPRO_LOG_WARN = 1,
+    DPRO_LOG_INFO = 2,
+    DPRO_LOG_DEBUG = 3
+};
 
 /* Returns the level in force (from DPRO_LOG, read on first use). */
 int dpro_log_level(void);
@@ -26,19 +31,19 @@ void dpro_log(int level, const char *prefix, const char *fmt, ...)
 #define pr_err(...) dpro_log(DPRO_LOG_ERROR, PR_FMT, __VA_ARGS__)
 #define pr_warn(...) dpro_log(DPRO_LOG_WARN, PR_FMT, __VA_ARGS__)
 #define pr_info(...) dpro_log(DPRO_LOG_INFO, PR_FMT, __VA_ARGS__)
-#define pr_dbg(...)                                                                          \
-    do {                                                                                     \
-        if (dpro_log_level() >= DPRO_LOG_DEBUG)                                              \
-            dpro_log(DPRO_LOG_DEBUG, PR_FMT, __VA_ARGS__);                                   \
+#define pr_dbg(...)                                                                                \
+    do {                                                                                           \
+        if (dpro_log_level() >= DPRO_LOG_DEBUG)                                                    \
+            dpro_log(DPRO_LOG_DEBUG, PR_FMT, __VA_ARGS__);                                         \
     } while (0)
 
 /* Propagate a non-zero rc: CHECK_GOTO(expr, label) evaluates expr into rc and jumps to
  * label when it is not DPRO_OK (0). Functions using it declare `int rc`. */
-#define CHECK_GOTO(expr, label)                                                              \
-    do {                                                                                     \
-        rc = (expr);                                                                         \
-        if (rc != 0)                                                                         \
-            goto label;                                                                      \
+#define CHECK_GOTO(expr, label)                                                                    \
+    do {                                                                                           \
+        rc = (expr);                                                                               \
+        if (rc != 0)                                                                               \
+            goto label;                                                                            \
     } while (0)
 
 #endif

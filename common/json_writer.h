@@ -15,9 +15,9 @@
 typedef struct json_writer {
     FILE *out;
     int depth;
-    int pretty;                       /* indent nested values */
+    int pretty;                          /* indent nested values */
     unsigned char first[JSON_MAX_DEPTH]; /* no value written yet at this depth */
-    int after_key;                    /* a key was just written */
+    int after_key;                       /* a key was just written */
 } json_writer;
 
 /* Starts a writer on out; pretty != 0 indents. Nothing is written yet. */

@@ -17,30 +17,30 @@
 
 /* Plain columns: X(proto field, C type of the column, dpro_event member expression, proto
  * field number). A column whose values are all equal is stored once, as a constant. */
-#define PLAIN_COLUMNS(X)                                                                     \
-    X(thread, uint32_t, thread, 5)                                                              \
-    X(name, uint32_t, name, 6)                                                                  \
-    X(name2, uint32_t, name2, 7)                                                                \
-    X(device, uint32_t, device, 8)                                                              \
-    X(stream, uint64_t, stream, 10)                                                              \
-    X(subkind, uint32_t, subkind, 11)                                                            \
-    X(result, int32_t, result, 12)                                                               \
-    X(shared_mem, uint32_t, shared_mem, 13)                                                      \
-    X(object, uint64_t, object, 14)                                                              \
-    X(bytes, uint64_t, bytes, 15)                                                                \
-    X(address, uint64_t, address, 16)                                                            \
-    X(grid_x, uint32_t, grid[0], 17)                                                             \
-    X(grid_y, uint32_t, grid[1], 18)                                                             \
-    X(grid_z, uint32_t, grid[2], 19)                                                             \
-    X(block_x, uint32_t, block[0], 20)                                                           \
-    X(block_y, uint32_t, block[1], 21)                                                           \
-    X(block_z, uint32_t, block[2], 22)                                                           \
-    X(comm, uint64_t, comm, 23)                                                                  \
-    X(elems, uint64_t, count, 25)                                                                \
-    X(dtype, uint32_t, dtype, 26)                                                                \
-    X(redop, uint32_t, redop, 27)                                                                \
-    X(peer, int32_t, peer, 28)                                                                   \
-    X(stack, uint32_t, stack, 29)                                                                \
+#define PLAIN_COLUMNS(X)                                                                           \
+    X(thread, uint32_t, thread, 5)                                                                 \
+    X(name, uint32_t, name, 6)                                                                     \
+    X(name2, uint32_t, name2, 7)                                                                   \
+    X(device, uint32_t, device, 8)                                                                 \
+    X(stream, uint64_t, stream, 10)                                                                \
+    X(subkind, uint32_t, subkind, 11)                                                              \
+    X(result, int32_t, result, 12)                                                                 \
+    X(shared_mem, uint32_t, shared_mem, 13)                                                        \
+    X(object, uint64_t, object, 14)                                                                \
+    X(bytes, uint64_t, bytes, 15)                                                                  \
+    X(address, uint64_t, address, 16)                                                              \
+    X(grid_x, uint32_t, grid[0], 17)                                                               \
+    X(grid_y, uint32_t, grid[1], 18)                                                               \
+    X(grid_z, uint32_t, grid[2], 19)                                                               \
+    X(block_x, uint32_t, block[0], 20)                                                             \
+    X(block_y, uint32_t, block[1], 21)                                                             \
+    X(block_z, uint32_t, block[2], 22)                                                             \
+    X(comm, uint64_t, comm, 23)                                                                    \
+    X(elems, uint64_t, count, 25)                                                                  \
+    X(dtype, uint32_t, dtype, 26)                                                                  \
+    X(redop, uint32_t, redop, 27)                                                                  \
+    X(peer, int32_t, peer, 28)                                                                     \
+    X(stack, uint32_t, stack, 29)                                                                  \
     X(value, int64_t, value, 30)
 
 #define NCOLUMNS_TIMES 5 /* start_hi, duration_hi, correlation, seq, both low-byte columns */
@@ -88,9 +88,9 @@ dpro_kind_name(uint32_t kind)
 const char *
 dpro_coll_op_name(uint32_t op)
 {
-    static const char *const names[] = {"unknown",   "allreduce",     "broadcast",
-                                        "reduce",    "allgather",     "reducescatter",
-                                        "send",      "recv",          "alltoall"};
+    static const char *const names[] = {"unknown", "allreduce", "broadcast",
+                                        "reduce",  "allgather", "reducescatter",
+                                        "send",    "recv",      "alltoall"};
     return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
 }
 
@@ -250,24 +250,24 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
         g->seq_delta = seq;
     }
 
-#define FILL_COL(field, type, member, num)                                                   \
-    {                                                                                        \
-        type *col = (type *)p;                                                               \
-        int same = 1;                                                                        \
-        p += n * sizeof(uint64_t);                                                           \
-        for (size_t i = 0; i < n; i++) {                                                     \
-            col[i] = (type)events[idx[i]].member;                                            \
-            same &= col[i] == col[0];                                                        \
-        }                                                                                    \
-        if (n && same) {                                                                     \
-            if (col[0] != 0) {                                                               \
-                const_field[nconst] = num;                                                   \
-                const_value[nconst++] = (uint64_t)(int64_t)col[0];                           \
-            }                                                                                \
-        } else {                                                                             \
-            g->n_##field = n;                                                                \
-            g->field = col;                                                                  \
-        }                                                                                    \
+#define FILL_COL(field, type, member, num)                                                         \
+    {                                                                                              \
+        type *col = (type *)p;                                                                     \
+        int same = 1;                                                                              \
+        p += n * sizeof(uint64_t);                                                                 \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            col[i] = (type)events[idx[i]].member;                                                  \
+            same &= col[i] == col[0];                                                              \
+        }                                                                                          \
+        if (n && same) {                                                                           \
+            if (col[0] != 0) {                                                                     \
+                const_field[nconst] = num;                                                         \
+                const_value[nconst++] = (uint64_t)(int64_t)col[0];                                 \
+            }                                                                                      \
+        } else {                                                                                   \
+            g->n_##field = n;                                                                      \
+            g->field = col;                                                                        \
+        }                                                                                          \
     }
     /* the constant lists follow the plain columns' space */
     uint32_t *const_field = (uint32_t *)(p + NPLAIN * n * sizeof(uint64_t));
@@ -281,7 +281,6 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
         g->const_value = const_value;
     }
 }
-
 
 struct dpro_codec {
     uint8_t *arena, *raw, *z;
@@ -402,7 +401,8 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
         if (!counts[k])
             continue;
         encode_group(events, c->idx + slot_start[k], counts[k], k, base_ns, &groups[ngroups],
-                     c->arena + (slot_start[k] * NCOLUMNS + ngroups * 2 * NPLAIN) * sizeof(uint64_t),
+                     c->arena +
+                         (slot_start[k] * NCOLUMNS + ngroups * 2 * NPLAIN) * sizeof(uint64_t),
                      &c->lanes);
         group_ptrs[ngroups] = &groups[ngroups];
         ngroups++;
@@ -445,8 +445,8 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
 }
 
 int
-dpro_batch_encode(const dpro_event *events, size_t n, int zlib_level, uint8_t **out,
-                  size_t *outlen, size_t *rawlen)
+dpro_batch_encode(const dpro_event *events, size_t n, int zlib_level, uint8_t **out, size_t *outlen,
+                  size_t *rawlen)
 {
     int rc;
     const uint8_t *z = NULL;
@@ -527,8 +527,8 @@ group_columns_valid(const Dpro__Group *g)
     size_t c = g->count;
     if (g->start_lo.len != c || (g->duration_lo.len != 0 && g->duration_lo.len != c))
         return 0;
-#define CHECK_LEN(field)                                                                     \
-    if (g->n_##field != 0 && g->n_##field != c)                                              \
+#define CHECK_LEN(field)                                                                           \
+    if (g->n_##field != 0 && g->n_##field != c)                                                    \
         return 0;
     CHECK_LEN(start_hi)
     CHECK_LEN(duration_hi)
@@ -596,18 +596,18 @@ dpro_codec_decode(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen,
         uint64_t prev_start = batch->base_ns, corr = 0, seq = 0;
         for (size_t i = 0; i < g->count; i++)
             ev[i].kind = g->kind;
-#define READ_COL(field, type, member, num)                                                   \
-    if (g->n_##field)                                                                        \
-        for (size_t i = 0; i < g->count; i++)                                                \
+#define READ_COL(field, type, member, num)                                                         \
+    if (g->n_##field)                                                                              \
+        for (size_t i = 0; i < g->count; i++)                                                      \
             ev[i].member = g->field[i];
         PLAIN_COLUMNS(READ_COL)
 #undef READ_COL
         for (size_t k = 0; k < g->n_const_field; k++) {
             switch (g->const_field[k]) {
-#define READ_CONST(field, type, member, num)                                                 \
-    case num:                                                                                \
-        for (size_t i = 0; i < g->count; i++)                                                \
-            ev[i].member = (type)g->const_value[k];                                          \
+#define READ_CONST(field, type, member, num)                                                       \
+    case num:                                                                                      \
+        for (size_t i = 0; i < g->count; i++)                                                      \
+            ev[i].member = (type)g->const_value[k];                                                \
         break;
                 PLAIN_COLUMNS(READ_CONST)
 #undef READ_CONST
@@ -647,8 +647,8 @@ dpro_codec_decode(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen,
 }
 
 int
-dpro_batch_decode(const uint8_t *data, size_t len, size_t rawlen, dpro_event **events,
-                  size_t *n, char *errbuf, size_t errlen)
+dpro_batch_decode(const uint8_t *data, size_t len, size_t rawlen, dpro_event **events, size_t *n,
+                  char *errbuf, size_t errlen)
 {
     int rc;
     size_t cap = 0;

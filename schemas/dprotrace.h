@@ -230,10 +230,10 @@ typedef struct dpro_comm_info {
 typedef struct dpro_writer dpro_writer;
 
 typedef struct dpro_writer_options {
-    uint32_t batch_events;  /* events per batch before an automatic flush; 0: 16384 */
-    int zlib_level;         /* 1..9; 0: 3 (measured best speed/size trade-off) */
-    int exclusive_create;   /* non-zero: fail if the file exists (O_EXCL, no symlinks) */
-    uint32_t file_mode;     /* permissions of a new file; 0: 0640 */
+    uint32_t batch_events; /* events per batch before an automatic flush; 0: 16384 */
+    int zlib_level;        /* 1..9; 0: 3 (measured best speed/size trade-off) */
+    int exclusive_create;  /* non-zero: fail if the file exists (O_EXCL, no symlinks) */
+    uint32_t file_mode;    /* permissions of a new file; 0: 0640 */
 } dpro_writer_options;
 
 /* Opens (creates) the trace file at path and writes the schema and the schema version.
@@ -346,13 +346,13 @@ size_t dpro_reader_stack(const dpro_reader *r, uint32_t stack_id, const uint32_t
 /* Summary of the batches table, without decompressing anything. */
 typedef struct dpro_trace_summary {
     uint64_t batches;
-    uint64_t events;         /* sum of the batches' counts */
-    uint64_t first_ns;       /* earliest event start */
-    uint64_t last_ns;        /* latest event end */
-    uint64_t event_bytes;    /* compressed bytes of event data */
-    uint64_t raw_bytes;      /* the same, uncompressed */
-    uint64_t dropped;        /* dropped events, all threads and reasons */
-    uint64_t file_bytes;     /* size of the file (and its -wal) on disk */
+    uint64_t events;      /* sum of the batches' counts */
+    uint64_t first_ns;    /* earliest event start */
+    uint64_t last_ns;     /* latest event end */
+    uint64_t event_bytes; /* compressed bytes of event data */
+    uint64_t raw_bytes;   /* the same, uncompressed */
+    uint64_t dropped;     /* dropped events, all threads and reasons */
+    uint64_t file_bytes;  /* size of the file (and its -wal) on disk */
 } dpro_trace_summary;
 int dpro_reader_summary(dpro_reader *r, dpro_trace_summary *s);
 

@@ -118,8 +118,7 @@ load_strings(dpro_reader *r)
     sqlite3_stmt *st = NULL;
     int64_t max_id = 0;
     if (sqlite3_prepare_v2(r->db, "SELECT max(id) FROM strings", -1, &st, NULL) != SQLITE_OK)
-        return reader_fail(r, DPRO_ERR_NOT_TRACE, "no strings table (%s)",
-                           sqlite3_errmsg(r->db));
+        return reader_fail(r, DPRO_ERR_NOT_TRACE, "no strings table (%s)", sqlite3_errmsg(r->db));
     if (sqlite3_step(st) == SQLITE_ROW)
         max_id = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
@@ -192,8 +191,8 @@ load_tables(dpro_reader *r)
     cap = 0;
     if (rc == DPRO_OK &&
         sqlite3_prepare_v2(r->db,
-                           "SELECT handle,hash,parent_hash,rank,size,device FROM communicators",
-                           -1, &st, NULL) == SQLITE_OK) {
+                           "SELECT handle,hash,parent_hash,rank,size,device FROM communicators", -1,
+                           &st, NULL) == SQLITE_OK) {
         while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
             rc = grow((void **)&r->comms, &cap, r->ncomms, sizeof *r->comms);
             if (rc != DPRO_OK)
@@ -210,8 +209,8 @@ load_tables(dpro_reader *r)
     sqlite3_finalize(st);
     st = NULL;
     cap = 0;
-    if (rc == DPRO_OK && sqlite3_prepare_v2(r->db, "SELECT tid,name FROM threads ORDER BY tid",
-                                            -1, &st, NULL) == SQLITE_OK) {
+    if (rc == DPRO_OK && sqlite3_prepare_v2(r->db, "SELECT tid,name FROM threads ORDER BY tid", -1,
+                                            &st, NULL) == SQLITE_OK) {
         while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
             rc = grow((void **)&r->threads, &cap, r->nthreads, sizeof *r->threads);
             if (rc != DPRO_OK)
@@ -224,8 +223,8 @@ load_tables(dpro_reader *r)
     sqlite3_finalize(st);
     st = NULL;
     cap = 0;
-    if (rc == DPRO_OK && sqlite3_prepare_v2(r->db, "SELECT id,frames FROM stacks ORDER BY id",
-                                            -1, &st, NULL) == SQLITE_OK) {
+    if (rc == DPRO_OK && sqlite3_prepare_v2(r->db, "SELECT id,frames FROM stacks ORDER BY id", -1,
+                                            &st, NULL) == SQLITE_OK) {
         while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
             const char *t = (const char *)sqlite3_column_text(st, 1);
             rc = grow((void **)&r->stacks, &cap, r->nstacks, sizeof *r->stacks);
@@ -302,8 +301,7 @@ dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errle
         rc = load_tables(r);
     if (rc == DPRO_OK) {
         if (sqlite3_prepare_v2(r->db, "SELECT max(id) FROM batches", -1, &st, NULL) != SQLITE_OK)
-            rc = reader_fail(r, DPRO_ERR_NOT_TRACE, "no batches table (%s)",
-                             sqlite3_errmsg(r->db));
+            rc = reader_fail(r, DPRO_ERR_NOT_TRACE, "no batches table (%s)", sqlite3_errmsg(r->db));
         else if (sqlite3_step(st) == SQLITE_ROW)
             r->max_batch_id = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
@@ -311,8 +309,7 @@ dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errle
     if (r->db)
         sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
     if (rc != DPRO_OK) {
-        dpro_set_err(errbuf, errlen, "%s",
-                     r->errmsg[0] ? r->errmsg : dpro_status_str(rc));
+        dpro_set_err(errbuf, errlen, "%s", r->errmsg[0] ? r->errmsg : dpro_status_str(rc));
         dpro_reader_close(r);
         return rc;
     }
@@ -594,9 +591,8 @@ dpro_iter_open(dpro_reader *r, dpro_iter **out)
                            "SELECT id, first_ns FROM batches WHERE id <= ? ORDER BY first_ns, id",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = reader_fail(r, DPRO_ERR_CORRUPT, "reading batches: %s", sqlite3_errmsg(r->db));
-    } else if (sqlite3_prepare_v2(r->db,
-                                  "SELECT count, raw_size, data FROM batches WHERE id = ?", -1,
-                                  &it->fetch, NULL) != SQLITE_OK) {
+    } else if (sqlite3_prepare_v2(r->db, "SELECT count, raw_size, data FROM batches WHERE id = ?",
+                                  -1, &it->fetch, NULL) != SQLITE_OK) {
         rc = reader_fail(r, DPRO_ERR_CORRUPT, "reading batches: %s", sqlite3_errmsg(r->db));
     }
     if (rc == DPRO_OK) {
@@ -665,8 +661,7 @@ merge_runs(dpro_iter *it, open_batch *b)
         size_t best = MAX_RUNS;
         for (size_t r = 0; r < nruns; r++)
             if (head[r] < end[r] &&
-                (best == MAX_RUNS ||
-                 event_before(&b->events[head[r]], &b->events[head[best]])))
+                (best == MAX_RUNS || event_before(&b->events[head[r]], &b->events[head[best]])))
                 best = r;
         it->merge_buf[out] = b->events[head[best]++];
     }
@@ -848,8 +843,8 @@ dpro_list_traces(const char *const *paths, size_t npaths, char ***files, size_t 
             }
             closedir(d);
             if (rc == DPRO_OK && !found) {
-                dpro_set_err(errbuf, errlen, "%s: no %s trace files in this directory",
-                             paths[i], DPRO_TRACE_SUFFIX);
+                dpro_set_err(errbuf, errlen, "%s: no %s trace files in this directory", paths[i],
+                             DPRO_TRACE_SUFFIX);
                 rc = DPRO_ERR_NOT_TRACE;
             }
         } else {

@@ -23,9 +23,9 @@
 
 typedef struct intern_slot {
     uint64_t hash;
-    uint32_t id;     /* 0: empty */
+    uint32_t id; /* 0: empty */
     uint32_t len;
-    size_t offset;   /* into the arena */
+    size_t offset; /* into the arena */
 } intern_slot;
 
 struct dpro_writer {
@@ -96,8 +96,8 @@ create_file(const char *path, const dpro_writer_options *o, char *errbuf, size_t
 }
 
 int
-dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer **out,
-                 char *errbuf, size_t errlen)
+dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer **out, char *errbuf,
+                 size_t errlen)
 {
     int rc = DPRO_OK;
     dpro_writer *w = NULL;
@@ -129,9 +129,8 @@ dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer 
         if (!w->codec || !w->events || !w->slots || !w->offset_of_id || !w->arena)
             rc = DPRO_ERR_NOMEM;
     }
-    if (rc == DPRO_OK &&
-        sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL) !=
-            SQLITE_OK)
+    if (rc == DPRO_OK && sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW,
+                                         NULL) != SQLITE_OK)
         rc = DPRO_ERR_IO;
     if (rc == DPRO_OK && sqlite3_exec(w->db, dpro_trace_sql, NULL, NULL, &err) != SQLITE_OK)
         rc = DPRO_ERR_IO;
@@ -351,8 +350,7 @@ dpro_writer_add_comm(dpro_writer *w, const dpro_comm_info *c)
 }
 
 int
-dpro_writer_add_stack(dpro_writer *w, uint32_t stack_id, const uint32_t *frames,
-                      uint32_t nframes)
+dpro_writer_add_stack(dpro_writer *w, uint32_t stack_id, const uint32_t *frames, uint32_t nframes)
 {
     int rc;
     char *text;

@@ -224,20 +224,19 @@ main(int argc, char **argv)
         json_end_object(&w);
     } else {
         char b1[32];
-        printf("%-8s %-16s %8s %12s %10s %10s %8s  %s\n", "rank", "host", "pid", "events",
-               "bytes", "span(ms)", "dropped", "file");
+        printf("%-8s %-16s %8s %12s %10s %10s %8s  %s\n", "rank", "host", "pid", "events", "bytes",
+               "span(ms)", "dropped", "file");
         for (size_t i = 0; i < nfiles; i++) {
             if (fi[i].failed) {
-                printf("%-8s %-16s %8s %12s %10s %10s %8s  %s (error)\n", "?", "?", "?", "?",
-                       "?", "?", "?", fi[i].path);
+                printf("%-8s %-16s %8s %12s %10s %10s %8s  %s (error)\n", "?", "?", "?", "?", "?",
+                       "?", "?", fi[i].path);
                 continue;
             }
             human_bytes(b1, sizeof b1, fi[i].sum.file_bytes);
             printf("%-8" PRId64 " %-16.16s %8" PRId64 " %12" PRIu64 " %10s %10.1f %8" PRIu64
                    "  %s\n",
                    fi[i].rank, fi[i].host ? fi[i].host : "-", fi[i].pid, fi[i].sum.events, b1,
-                   (fi[i].sum.last_ns - fi[i].sum.first_ns) / 1e6, fi[i].sum.dropped,
-                   fi[i].path);
+                   (fi[i].sum.last_ns - fi[i].sum.first_ns) / 1e6, fi[i].sum.dropped, fi[i].path);
         }
         human_bytes(b1, sizeof b1, bytes);
         printf("\n%zu trace file(s), %" PRIu64 " events, %s on disk, %.2f bytes/event, "

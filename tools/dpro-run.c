@@ -35,26 +35,27 @@
 
 #define RUN_COLLECTOR "libdpro-collector.so"
 
-static void run_usage(FILE *out)
+static void
+run_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: dpro-run [options] -- COMMAND [ARGS...]\n"
-            "Runs COMMAND with the dpro collector preloaded; one trace per process.\n"
-            "\n"
-            "  -o, --output DIR   write traces into DIR (default ./dpro-traces)\n"
-            "      --no-cuda      do not record CUDA runtime/driver calls\n"
-            "      --no-nccl      do not record NCCL calls\n"
-            "      --no-cupti     no device-side activity (CUPTI)\n"
-            "      --no-nvtx      do not record NVTX ranges\n"
-            "      --stacks[=N]   call stacks at launch sites, one launch in N (default 1)\n"
-            "      --flush-ms N   commit the trace every N ms (default 200)\n"
-            "  -v, --verbose      the collector names each trace file it writes\n"
-            "  -h, --help         this help\n"
-            "  -V, --version      print the version\n");
+    fprintf(out, "usage: dpro-run [options] -- COMMAND [ARGS...]\n"
+                 "Runs COMMAND with the dpro collector preloaded; one trace per process.\n"
+                 "\n"
+                 "  -o, --output DIR   write traces into DIR (default ./dpro-traces)\n"
+                 "      --no-cuda      do not record CUDA runtime/driver calls\n"
+                 "      --no-nccl      do not record NCCL calls\n"
+                 "      --no-cupti     no device-side activity (CUPTI)\n"
+                 "      --no-nvtx      do not record NVTX ranges\n"
+                 "      --stacks[=N]   call stacks at launch sites, one launch in N (default 1)\n"
+                 "      --flush-ms N   commit the trace every N ms (default 200)\n"
+                 "  -v, --verbose      the collector names each trace file it writes\n"
+                 "  -h, --help         this help\n"
+                 "  -V, --version      print the version\n");
 }
 
 /* Parses a positive integer option; returns 0 and sets *out, or -1. */
-static int run_parse_uint(const char *s, long *out)
+static int
+run_parse_uint(const char *s, long *out)
 {
     char *end;
     errno = 0;
@@ -66,7 +67,8 @@ static int run_parse_uint(const char *s, long *out)
 }
 
 /* Stores in path (size bytes) the first readable collector; returns 0, or -1. */
-static int run_find_collector(char *path, size_t size)
+static int
+run_find_collector(char *path, size_t size)
 {
     const char *env = getenv("DPRO_COLLECTOR");
     if (env && *env) {
@@ -87,8 +89,8 @@ static int run_find_collector(char *path, size_t size)
         char *slash = strrchr(self, '/');
         if (slash) {
             *slash = '\0';
-            const char *rel[] = {"/../collector/.libs/", "/../../collector/.libs/",
-                                 "/../lib/", "/../lib/dpro/"};
+            const char *rel[] = {"/../collector/.libs/", "/../../collector/.libs/", "/../lib/",
+                                 "/../lib/dpro/"};
             for (size_t i = 0; i < 4; i++) {
                 int len = snprintf(path, size, "%s%s%s", self, rel[i], RUN_COLLECTOR);
                 if (len > 0 && (size_t)len < size && access(path, R_OK) == 0) {
@@ -105,7 +107,8 @@ static int run_find_collector(char *path, size_t size)
 
 /* Makes dir absolute (relative to the current directory), so ranks that change directory
  * still write to the same place. */
-static void run_absolute(const char *dir, char *out, size_t size)
+static void
+run_absolute(const char *dir, char *out, size_t size)
 {
     char cwd[PATH_MAX];
     int len = -1;
@@ -116,7 +119,8 @@ static void run_absolute(const char *dir, char *out, size_t size)
 }
 
 /* Puts lib first in LD_PRELOAD, keeping the entries already there (once). */
-static int run_preload(const char *lib)
+static int
+run_preload(const char *lib)
 {
     const char *old = getenv("LD_PRELOAD");
     if (old == NULL || *old == '\0')
@@ -144,7 +148,8 @@ static int run_preload(const char *lib)
     return rc;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
     enum { OPT_NO_CUDA = 256, OPT_NO_NCCL, OPT_NO_CUPTI, OPT_NO_NVTX, OPT_STACKS, OPT_FLUSH };
     static const struct option opts[] = {
@@ -166,10 +171,18 @@ int main(int argc, char **argv)
     int c, nvtx = 1;
     while ((c = getopt_long(argc, argv, "+o:vhV", opts, NULL)) != -1) {
         switch (c) {
-        case 'o': output = optarg; break;
-        case OPT_NO_CUDA: setenv("DPRO_CUDA", "0", 1); break;
-        case OPT_NO_NCCL: setenv("DPRO_NCCL", "0", 1); break;
-        case OPT_NO_CUPTI: setenv("DPRO_CUPTI", "0", 1); break;
+        case 'o':
+            output = optarg;
+            break;
+        case OPT_NO_CUDA:
+            setenv("DPRO_CUDA", "0", 1);
+            break;
+        case OPT_NO_NCCL:
+            setenv("DPRO_NCCL", "0", 1);
+            break;
+        case OPT_NO_CUPTI:
+            setenv("DPRO_CUPTI", "0", 1);
+            break;
         case OPT_NO_NVTX:
             setenv("DPRO_NVTX", "0", 1);
             nvtx = 0;
@@ -192,10 +205,18 @@ int main(int argc, char **argv)
             snprintf(buf, sizeof buf, "%ld", value);
             setenv("DPRO_FLUSH_MS", buf, 1);
             break;
-        case 'v': setenv("DPRO_VERBOSE", "1", 1); break;
-        case 'h': run_usage(stdout); return 0;
-        case 'V': printf("dpro-run %s\n", PACKAGE_VERSION); return 0;
-        default: run_usage(stderr); return 2;
+        case 'v':
+            setenv("DPRO_VERBOSE", "1", 1);
+            break;
+        case 'h':
+            run_usage(stdout);
+            return 0;
+        case 'V':
+            printf("dpro-run %s\n", PACKAGE_VERSION);
+            return 0;
+        default:
+            run_usage(stderr);
+            return 2;
         }
     }
     if (optind >= argc) {

@@ -118,7 +118,8 @@ gen_next(gen *g, dpro_event *e)
     kev->name2 = 0;
     kev->device = 0;
     uint64_t ready = launch_start + 4000 + rnd(&g->seed) % 1000;
-    uint64_t start = ready > g->dev_ns[stream] ? ready : g->dev_ns[stream] + 1000 + rnd(&g->seed) % 500;
+    uint64_t start =
+        ready > g->dev_ns[stream] ? ready : g->dev_ns[stream] + 1000 + rnd(&g->seed) % 500;
     uint64_t dur = g->base_dur[k] + (rnd(&g->seed) % (g->base_dur[k] / 50 + 1));
     kev->start_ns = start;
     kev->end_ns = start + dur;
@@ -155,12 +156,10 @@ gen_next(gen *g, dpro_event *e)
 int
 main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"events", required_argument, 0, 'n'},
-                                         {"zlib", required_argument, 0, 'z'},
-                                         {"write", required_argument, 0, 'w'},
-                                         {"keep", no_argument, 0, 'k'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"events", required_argument, 0, 'n'}, {"zlib", required_argument, 0, 'z'},
+        {"write", required_argument, 0, 'w'},  {"keep", no_argument, 0, 'k'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     uint64_t nevents = 2000000;
     int zlevel = 0, keep = 0, c;
     char path[512] = "";

@@ -25,7 +25,8 @@
 
 /* Runs a shell command; stores the first number after `key` in its output in *value.
  * Returns 0 when found. */
-static int bench_run(const char *cmd, const char *key, double *value)
+static int
+bench_run(const char *cmd, const char *key, double *value)
 {
     FILE *p = popen(cmd, "r");
     char line[65536];
@@ -44,7 +45,8 @@ static int bench_run(const char *cmd, const char *key, double *value)
 }
 
 /* Average of "key" values over runs (median of a few, so noise weighs less). */
-static int bench_median(const char *cmd, const char *key, int runs, double *out)
+static int
+bench_median(const char *cmd, const char *key, int runs, double *out)
 {
     double v[9];
     int n = 0;
@@ -64,7 +66,8 @@ static int bench_median(const char *cmd, const char *key, int runs, double *out)
     return 0;
 }
 
-int main(void)
+int
+main(void)
 {
     char cmd[4096], dir[] = "/tmp/dpro-bench-XXXXXX";
     const char *coll = B "/collector/.libs/libdpro-collector.so";

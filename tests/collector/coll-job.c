@@ -33,14 +33,16 @@
 
 /* A host function standing for a kernel; exported so dladdr can name it. */
 void coll_job_kernel(void);
-void coll_job_kernel(void)
+void
+coll_job_kernel(void)
 {
 }
 
 static cudaStream_t job_stream;
 
 /* Makes n launches; returns the number that succeeded. */
-static int job_launches(int n)
+static int
+job_launches(int n)
 {
     dim3 grid = {4, 2, 1}, block = {128, 1, 1};
     int ok = 0;
@@ -50,28 +52,32 @@ static int job_launches(int n)
     return ok;
 }
 
-static void *job_thread(void *arg)
+static void *
+job_thread(void *arg)
 {
     int n = *(int *)arg;
     *(int *)arg = job_launches(n);
     return NULL;
 }
 
-static uint64_t job_now(void)
+static uint64_t
+job_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int job_cmp_double(const void *a, const void *b)
+static int
+job_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
 /* Times n launches in batches of 1000; prints the median ns per launch. */
-static int job_bench(int n)
+static int
+job_bench(int n)
 {
     int batches = n / 1000 > 0 ? n / 1000 : 1;
     double *per = calloc((size_t)batches, sizeof *per);
@@ -90,7 +96,8 @@ static int job_bench(int n)
 }
 
 /* Makes n launches paced at rate per second. */
-static int job_rate(int n, double rate)
+static int
+job_rate(int n, double rate)
 {
     uint64_t t0 = job_now();
     double gap = 1e9 / rate;
@@ -108,7 +115,8 @@ static int job_rate(int n, double rate)
 typedef int (*job_nccl_allreduce_fn)(const void *, void *, size_t, int, int, void *, void *);
 typedef int (*job_cuda_malloc_fn)(void **, size_t);
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: coll-job MODE [ARG]\n");

@@ -15,7 +15,8 @@
 typedef CUresult (*drv_launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                                   unsigned, unsigned, CUstream, void **, void **);
 
-int main(void)
+int
+main(void)
 {
     CUcontext ctx;
     CUfunction f;

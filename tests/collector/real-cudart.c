@@ -11,11 +11,13 @@
 #include <cuda_runtime_api.h>
 
 void real_cudart_kernel(void);
-void real_cudart_kernel(void)
+void
+real_cudart_kernel(void)
 {
 }
 
-int main(void)
+int
+main(void)
 {
     void *dev = NULL;
     cudaStream_t stream = NULL;

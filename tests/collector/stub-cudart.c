@@ -10,62 +10,71 @@
 
 #include <cuda_runtime_api.h>
 
-cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shmem,
-                             cudaStream_t stream)
+cudaError_t
+cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shmem,
+                 cudaStream_t stream)
 {
     (void)func, (void)grid, (void)block, (void)args, (void)shmem, (void)stream;
     return cudaSuccess;
 }
 
-cudaError_t cudaMalloc(void **ptr, size_t size)
+cudaError_t
+cudaMalloc(void **ptr, size_t size)
 {
     *ptr = malloc(size ? size : 1);
     return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
-cudaError_t cudaFree(void *ptr)
+cudaError_t
+cudaFree(void *ptr)
 {
     free(ptr);
     return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
-                            cudaStream_t stream)
+cudaError_t
+cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
     (void)dst, (void)src, (void)n, (void)kind, (void)stream;
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamCreate(cudaStream_t *stream)
+cudaError_t
+cudaStreamCreate(cudaStream_t *stream)
 {
     *stream = (cudaStream_t)malloc(16);
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamDestroy(cudaStream_t stream)
+cudaError_t
+cudaStreamDestroy(cudaStream_t stream)
 {
     free(stream);
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+cudaError_t
+cudaStreamSynchronize(cudaStream_t stream)
 {
     (void)stream;
     return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void)
+cudaError_t
+cudaDeviceSynchronize(void)
 {
     return cudaSuccess;
 }
 
-cudaError_t cudaGetDevice(int *dev)
+cudaError_t
+cudaGetDevice(int *dev)
 {
     *dev = 0;
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamGetId(cudaStream_t stream, unsigned long long *id)
+cudaError_t
+cudaStreamGetId(cudaStream_t stream, unsigned long long *id)
 {
     *id = stream ? ((uintptr_t)stream >> 4) & 0xffff : 7;
     return cudaSuccess;

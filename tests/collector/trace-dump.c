@@ -17,17 +17,43 @@
 
 #include "dprotrace.h"
 
-static const char *const dump_meta_keys[] = {
-    "source", "host", "pid", "rank", "local_rank", "world_size", "job_id", "command", "clock",
-    "anchor_start_realtime_ns", "anchor_start_monotonic_ns", "anchor_end_realtime_ns",
-    "anchor_end_monotonic_ns", "cuda_runtime_version", "cuda_driver_version", "nccl_version",
-    "cupti", "cupti_version", "cupti_error", "cupti_clock", "cupti_clock_offset_start_ns",
-    "cupti_clock_offset_end_ns", "setting.DPRO_OUTPUT", "setting.DPRO_CUDA",
-    "setting.DPRO_NCCL", "setting.DPRO_CUPTI", "setting.DPRO_NVTX", "setting.DPRO_STACKS",
-    "setting.DPRO_STACK_SAMPLE", "setting.DPRO_FLUSH_MS", "setting.DPRO_FORK", "stacks", NULL};
+static const char *const dump_meta_keys[] = {"source",
+                                             "host",
+                                             "pid",
+                                             "rank",
+                                             "local_rank",
+                                             "world_size",
+                                             "job_id",
+                                             "command",
+                                             "clock",
+                                             "anchor_start_realtime_ns",
+                                             "anchor_start_monotonic_ns",
+                                             "anchor_end_realtime_ns",
+                                             "anchor_end_monotonic_ns",
+                                             "cuda_runtime_version",
+                                             "cuda_driver_version",
+                                             "nccl_version",
+                                             "cupti",
+                                             "cupti_version",
+                                             "cupti_error",
+                                             "cupti_clock",
+                                             "cupti_clock_offset_start_ns",
+                                             "cupti_clock_offset_end_ns",
+                                             "setting.DPRO_OUTPUT",
+                                             "setting.DPRO_CUDA",
+                                             "setting.DPRO_NCCL",
+                                             "setting.DPRO_CUPTI",
+                                             "setting.DPRO_NVTX",
+                                             "setting.DPRO_STACKS",
+                                             "setting.DPRO_STACK_SAMPLE",
+                                             "setting.DPRO_FLUSH_MS",
+                                             "setting.DPRO_FORK",
+                                             "stacks",
+                                             NULL};
 
 /* Prints s as a JSON string. */
-static void dump_string(const char *s)
+static void
+dump_string(const char *s)
 {
     putchar('"');
     for (; s && *s; s++) {
@@ -43,7 +69,8 @@ static void dump_string(const char *s)
 }
 
 /* Prints one file; returns 0 or 1. */
-static int dump_file(const char *path)
+static int
+dump_file(const char *path)
 {
     char err[512];
     dpro_reader *r = NULL;
@@ -108,8 +135,8 @@ static int dump_file(const char *path)
         printf(",\"name2\":");
         dump_string(dpro_reader_string(r, ev.name2));
         printf(",\"corr\":%" PRIu64 ",\"stream\":%" PRIu64 ",\"result\":%d,\"device\":%u"
-               ",\"bytes\":%" PRIu64 ",\"addr\":%" PRIu64 ",\"comm\":%" PRIu64
-               ",\"seq\":%" PRIu64 ",\"count\":%" PRIu64 ",\"dtype\":%u,\"redop\":%u"
+               ",\"bytes\":%" PRIu64 ",\"addr\":%" PRIu64 ",\"comm\":%" PRIu64 ",\"seq\":%" PRIu64
+               ",\"count\":%" PRIu64 ",\"dtype\":%u,\"redop\":%u"
                ",\"peer\":%d,\"object\":%" PRIu64 ",\"value\":%" PRId64
                ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"stack_frames\":%zu}",
                ev.correlation, ev.stream, ev.result, ev.device, ev.bytes, ev.address, ev.comm,
@@ -122,7 +149,8 @@ static int dump_file(const char *path)
     return 0;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--sanitized") == 0) {
 #if defined(__SANITIZE_ADDRESS__)

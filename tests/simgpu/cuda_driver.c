@@ -21,9 +21,9 @@
 
 /* A CUfunction handle: a name, and the registry key launches use. */
 struct CUfunc_st {
-	uint32_t magic;
-	char *name;
-	struct CUfunc_st *next;
+    uint32_t magic;
+    char *name;
+    struct CUfunc_st *next;
 };
 
 static struct CUfunc_st *g_funcs;
@@ -40,384 +40,416 @@ CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction 
                                        void **kernelParams, void **extra);
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream);
 
-static CUresult to_cu(cudaError_t e)
+static CUresult
+to_cu(cudaError_t e)
 {
-	switch (e) {
-	case cudaSuccess: return CUDA_SUCCESS;
-	case cudaErrorInvalidValue:
-	case cudaErrorInvalidConfiguration: return CUDA_ERROR_INVALID_VALUE;
-	case cudaErrorMemoryAllocation: return CUDA_ERROR_OUT_OF_MEMORY;
-	case cudaErrorInvalidDevice: return CUDA_ERROR_INVALID_DEVICE;
-	case cudaErrorInvalidResourceHandle:
-	case cudaErrorInvalidDeviceFunction: return CUDA_ERROR_INVALID_HANDLE;
-	case cudaErrorNotReady: return CUDA_ERROR_NOT_READY;
-	case cudaErrorLaunchFailure: return CUDA_ERROR_LAUNCH_FAILED;
-	default: return CUDA_ERROR_UNKNOWN;
-	}
+    switch (e) {
+    case cudaSuccess:
+        return CUDA_SUCCESS;
+    case cudaErrorInvalidValue:
+    case cudaErrorInvalidConfiguration:
+        return CUDA_ERROR_INVALID_VALUE;
+    case cudaErrorMemoryAllocation:
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    case cudaErrorInvalidDevice:
+        return CUDA_ERROR_INVALID_DEVICE;
+    case cudaErrorInvalidResourceHandle:
+    case cudaErrorInvalidDeviceFunction:
+        return CUDA_ERROR_INVALID_HANDLE;
+    case cudaErrorNotReady:
+        return CUDA_ERROR_NOT_READY;
+    case cudaErrorLaunchFailure:
+        return CUDA_ERROR_LAUNCH_FAILED;
+    default:
+        return CUDA_ERROR_UNKNOWN;
+    }
 }
 
-static CUresult drv_exit(struct simgpu_api *a, CUresult rc)
+static CUresult
+drv_exit(struct simgpu_api *a, CUresult rc)
 {
-	int r = (int)rc;
-	simgpu_api_exit(a, &r);
-	return rc;
+    int r = (int)rc;
+    simgpu_api_exit(a, &r);
+    return rc;
 }
 
-#define DRV_ENTER_SYM(fn, sym, ...)                                                          \
-	fn##_params p__ = {__VA_ARGS__};                                                     \
-	struct simgpu_api api__;                                                             \
-	simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##fn, #fn, \
-	                 &p__, sym)
+#define DRV_ENTER_SYM(fn, sym, ...)                                                                \
+    fn##_params p__ = {__VA_ARGS__};                                                               \
+    struct simgpu_api api__;                                                                       \
+    simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##fn, #fn, &p__,  \
+                     sym)
 #define DRV_ENTER(fn, ...) DRV_ENTER_SYM(fn, NULL, __VA_ARGS__)
 #define DRV_EXIT(rc) return drv_exit(&api__, (rc))
-#define NEED_INIT()                                 \
-	do {                                        \
-		if (!g_inited)                      \
-			DRV_EXIT(CUDA_ERROR_NOT_INITIALIZED); \
-	} while (0)
+#define NEED_INIT()                                                                                \
+    do {                                                                                           \
+        if (!g_inited)                                                                             \
+            DRV_EXIT(CUDA_ERROR_NOT_INITIALIZED);                                                  \
+    } while (0)
 
-CUresult CUDAAPI cuInit(unsigned int Flags)
+CUresult CUDAAPI
+cuInit(unsigned int Flags)
 {
-	DRV_ENTER(cuInit, Flags);
-	simgpu_init();
-	if (Flags)
-		DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
-	g_inited = 1;
-	DRV_EXIT(CUDA_SUCCESS);
+    DRV_ENTER(cuInit, Flags);
+    simgpu_init();
+    if (Flags)
+        DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
+    g_inited = 1;
+    DRV_EXIT(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuDriverGetVersion(int *driverVersion)
+CUresult CUDAAPI
+cuDriverGetVersion(int *driverVersion)
 {
-	DRV_ENTER(cuDriverGetVersion, driverVersion);
-	if (!driverVersion)
-		DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
-	*driverVersion = CUDA_VERSION;
-	DRV_EXIT(CUDA_SUCCESS);
+    DRV_ENTER(cuDriverGetVersion, driverVersion);
+    if (!driverVersion)
+        DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
+    *driverVersion = CUDA_VERSION;
+    DRV_EXIT(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuDeviceGetCount(int *count)
+CUresult CUDAAPI
+cuDeviceGetCount(int *count)
 {
-	DRV_ENTER(cuDeviceGetCount, count);
-	NEED_INIT();
-	if (!count)
-		DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
-	*count = simgpu_cfg.device_count;
-	DRV_EXIT(CUDA_SUCCESS);
+    DRV_ENTER(cuDeviceGetCount, count);
+    NEED_INIT();
+    if (!count)
+        DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
+    *count = simgpu_cfg.device_count;
+    DRV_EXIT(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal)
+CUresult CUDAAPI
+cuDeviceGet(CUdevice *device, int ordinal)
 {
-	DRV_ENTER(cuDeviceGet, device, ordinal);
-	NEED_INIT();
-	if (!device)
-		DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
-	if (ordinal < 0 || ordinal >= simgpu_cfg.device_count)
-		DRV_EXIT(CUDA_ERROR_INVALID_DEVICE);
-	*device = ordinal;
-	DRV_EXIT(CUDA_SUCCESS);
+    DRV_ENTER(cuDeviceGet, device, ordinal);
+    NEED_INIT();
+    if (!device)
+        DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
+    if (ordinal < 0 || ordinal >= simgpu_cfg.device_count)
+        DRV_EXIT(CUDA_ERROR_INVALID_DEVICE);
+    *device = ordinal;
+    DRV_EXIT(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
+CUresult CUDAAPI
+cuDeviceGetName(char *name, int len, CUdevice dev)
 {
-	struct cudaDeviceProp p;
-	DRV_ENTER(cuDeviceGetName, name, len, dev);
-	NEED_INIT();
-	if (!name || len <= 0)
-		DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
-	if (dev < 0 || dev >= simgpu_cfg.device_count)
-		DRV_EXIT(CUDA_ERROR_INVALID_DEVICE);
-	simgpu_device_props(&p, dev);
-	snprintf(name, (size_t)len, "%s", p.name);
-	DRV_EXIT(CUDA_SUCCESS);
+    struct cudaDeviceProp p;
+    DRV_ENTER(cuDeviceGetName, name, len, dev);
+    NEED_INIT();
+    if (!name || len <= 0)
+        DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
+    if (dev < 0 || dev >= simgpu_cfg.device_count)
+        DRV_EXIT(CUDA_ERROR_INVALID_DEVICE);
+    simgpu_device_props(&p, dev);
+    snprintf(name, (size_t)len, "%s", p.name);
+    DRV_EXIT(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+CUresult CUDAAPI
+cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
-	DRV_ENTER(cuDeviceGetAttribute, pi, attrib, dev);
-	NEED_INIT();
-	if (!pi)
-		DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
-	/* CUdevice_attribute and cudaDeviceAttr share their numbering. */
-	DRV_EXIT(to_cu(simgpu_device_attr(pi, (enum cudaDeviceAttr)attrib, dev)));
+    DRV_ENTER(cuDeviceGetAttribute, pi, attrib, dev);
+    NEED_INIT();
+    if (!pi)
+        DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
+    /* CUdevice_attribute and cudaDeviceAttr share their numbering. */
+    DRV_EXIT(to_cu(simgpu_device_attr(pi, (enum cudaDeviceAttr)attrib, dev)));
 }
 
-static int ctx_device(CUcontext ctx)
+static int
+ctx_device(CUcontext ctx)
 {
-	for (int d = 0; d < simgpu_cfg.device_count; d++)
-		if (simgpu_context(d) == ctx)
-			return d;
-	return -1;
+    for (int d = 0; d < simgpu_cfg.device_count; d++)
+        if (simgpu_context(d) == ctx)
+            return d;
+    return -1;
 }
 
-CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+CUresult CUDAAPI
+cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
-	DRV_ENTER(cuDevicePrimaryCtxRetain, pctx, dev);
-	NEED_INIT();
-	if (!pctx)
-		DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
-	if (dev < 0 || dev >= simgpu_cfg.device_count)
-		DRV_EXIT(CUDA_ERROR_INVALID_DEVICE);
-	*pctx = simgpu_context(dev);
-	DRV_EXIT(CUDA_SUCCESS);
+    DRV_ENTER(cuDevicePrimaryCtxRetain, pctx, dev);
+    NEED_INIT();
+    if (!pctx)
+        DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
+    if (dev < 0 || dev >= simgpu_cfg.device_count)
+        DRV_EXIT(CUDA_ERROR_INVALID_DEVICE);
+    *pctx = simgpu_context(dev);
+    DRV_EXIT(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
+CUresult CUDAAPI
+cuDevicePrimaryCtxRelease(CUdevice dev)
 {
-	DRV_ENTER(cuDevicePrimaryCtxRelease_v2, dev);
-	NEED_INIT();
-	DRV_EXIT(dev < 0 || dev >= simgpu_cfg.device_count ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS);
+    DRV_ENTER(cuDevicePrimaryCtxRelease_v2, dev);
+    NEED_INIT();
+    DRV_EXIT(dev < 0 || dev >= simgpu_cfg.device_count ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
+CUresult CUDAAPI
+cuCtxGetCurrent(CUcontext *pctx)
 {
-	DRV_ENTER(cuCtxGetCurrent, pctx);
-	NEED_INIT();
-	if (!pctx)
-		DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
-	*pctx = simgpu_context(simgpu_current_device());
-	DRV_EXIT(CUDA_SUCCESS);
+    DRV_ENTER(cuCtxGetCurrent, pctx);
+    NEED_INIT();
+    if (!pctx)
+        DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
+    *pctx = simgpu_context(simgpu_current_device());
+    DRV_EXIT(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
+CUresult CUDAAPI
+cuCtxSetCurrent(CUcontext ctx)
 {
-	int d;
-	DRV_ENTER(cuCtxSetCurrent, ctx);
-	NEED_INIT();
-	if (!ctx)
-		DRV_EXIT(CUDA_SUCCESS);
-	d = ctx_device(ctx);
-	DRV_EXIT(d < 0 ? CUDA_ERROR_INVALID_CONTEXT : to_cu(simgpu_set_device(d)));
+    int d;
+    DRV_ENTER(cuCtxSetCurrent, ctx);
+    NEED_INIT();
+    if (!ctx)
+        DRV_EXIT(CUDA_SUCCESS);
+    d = ctx_device(ctx);
+    DRV_EXIT(d < 0 ? CUDA_ERROR_INVALID_CONTEXT : to_cu(simgpu_set_device(d)));
 }
 
-CUresult CUDAAPI cuCtxGetDevice(CUdevice *device)
+CUresult CUDAAPI
+cuCtxGetDevice(CUdevice *device)
 {
-	DRV_ENTER(cuCtxGetDevice, device);
-	NEED_INIT();
-	if (!device)
-		DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
-	*device = simgpu_current_device();
-	DRV_EXIT(CUDA_SUCCESS);
+    DRV_ENTER(cuCtxGetDevice, device);
+    NEED_INIT();
+    if (!device)
+        DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
+    *device = simgpu_current_device();
+    DRV_EXIT(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuCtxSynchronize(void)
+CUresult CUDAAPI
+cuCtxSynchronize(void)
 {
-	struct simgpu_api api__;
-	simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
-	                 "cuCtxSynchronize", NULL, NULL);
-	NEED_INIT();
-	DRV_EXIT(to_cu(simgpu_device_sync()));
+    struct simgpu_api api__;
+    simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
+                     "cuCtxSynchronize", NULL, NULL);
+    NEED_INIT();
+    DRV_EXIT(to_cu(simgpu_device_sync()));
 }
 
-static CUresult stream_sync_impl(CUstream h, int ptds)
+static CUresult
+stream_sync_impl(CUstream h, int ptds)
 {
-	struct simgpu_stream *s;
-	cudaError_t rc = simgpu_stream_resolve((cudaStream_t)h, ptds, &s);
-	return to_cu(rc != cudaSuccess ? rc : simgpu_stream_sync(s));
+    struct simgpu_stream *s;
+    cudaError_t rc = simgpu_stream_resolve((cudaStream_t)h, ptds, &s);
+    return to_cu(rc != cudaSuccess ? rc : simgpu_stream_sync(s));
 }
 
-CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
+CUresult CUDAAPI
+cuStreamSynchronize(CUstream hStream)
 {
-	DRV_ENTER(cuStreamSynchronize, hStream);
-	NEED_INIT();
-	DRV_EXIT(stream_sync_impl(hStream, 0));
+    DRV_ENTER(cuStreamSynchronize, hStream);
+    NEED_INIT();
+    DRV_EXIT(stream_sync_impl(hStream, 0));
 }
 
-CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream)
+CUresult CUDAAPI
+cuStreamSynchronize_ptsz(CUstream hStream)
 {
-	DRV_ENTER(cuStreamSynchronize_ptsz, hStream);
-	NEED_INIT();
-	DRV_EXIT(stream_sync_impl(hStream, 1));
+    DRV_ENTER(cuStreamSynchronize_ptsz, hStream);
+    NEED_INIT();
+    DRV_EXIT(stream_sync_impl(hStream, 1));
 }
 
 /* ---- functions and launches ------------------------------------------------------ */
-CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+CUresult CUDAAPI
+cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 {
-	struct CUfunc_st *f;
-	DRV_ENTER(cuModuleGetFunction, hfunc, hmod, name);
-	NEED_INIT();
-	if (!hfunc || !name)
-		DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
-	pthread_mutex_lock(&g_funcs_lock);
-	for (f = g_funcs; f && strcmp(f->name, name); f = f->next)
-		;
-	if (!f) {
-		f = calloc(1, sizeof(*f));
-		if (f && !(f->name = strdup(name))) {
-			free(f);
-			f = NULL;
-		}
-		if (f) {
-			f->magic = FUNC_MAGIC;
-			f->next = g_funcs;
-			g_funcs = f;
-		}
-	}
-	pthread_mutex_unlock(&g_funcs_lock);
-	if (!f)
-		DRV_EXIT(CUDA_ERROR_OUT_OF_MEMORY);
-	*hfunc = f;
-	DRV_EXIT(CUDA_SUCCESS);
+    struct CUfunc_st *f;
+    DRV_ENTER(cuModuleGetFunction, hfunc, hmod, name);
+    NEED_INIT();
+    if (!hfunc || !name)
+        DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
+    pthread_mutex_lock(&g_funcs_lock);
+    for (f = g_funcs; f && strcmp(f->name, name); f = f->next)
+        ;
+    if (!f) {
+        f = calloc(1, sizeof(*f));
+        if (f && !(f->name = strdup(name))) {
+            free(f);
+            f = NULL;
+        }
+        if (f) {
+            f->magic = FUNC_MAGIC;
+            f->next = g_funcs;
+            g_funcs = f;
+        }
+    }
+    pthread_mutex_unlock(&g_funcs_lock);
+    if (!f)
+        DRV_EXIT(CUDA_ERROR_OUT_OF_MEMORY);
+    *hfunc = f;
+    DRV_EXIT(CUDA_SUCCESS);
 }
 
-static const char *func_name(CUfunction f)
+static const char *
+func_name(CUfunction f)
 {
-	return f && f->magic == FUNC_MAGIC ? f->name : NULL;
+    return f && f->magic == FUNC_MAGIC ? f->name : NULL;
 }
 
-CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
+CUresult CUDAAPI
+cuFuncGetName(const char **name, CUfunction hfunc)
 {
-	DRV_ENTER(cuFuncGetName, name, hfunc);
-	NEED_INIT();
-	if (!name || !hfunc)
-		DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
-	*name = func_name(hfunc);
-	if (!*name)
-		*name = simgpu_kernel_name(hfunc);
-	DRV_EXIT(*name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
+    DRV_ENTER(cuFuncGetName, name, hfunc);
+    NEED_INIT();
+    if (!name || !hfunc)
+        DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
+    *name = func_name(hfunc);
+    if (!*name)
+        *name = simgpu_kernel_name(hfunc);
+    DRV_EXIT(*name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
 }
 
-static CUresult launch_impl(const char *name, uint64_t dur, unsigned gx, unsigned gy, unsigned gz,
-                            unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream h,
-                            int ptds)
+static CUresult
+launch_impl(const char *name, uint64_t dur, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+            unsigned by, unsigned bz, unsigned shmem, CUstream h, int ptds)
 {
-	struct simgpu_stream *s;
-	struct simgpu_op *op;
-	cudaError_t rc = simgpu_sticky_error();
-	if (!g_inited)
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (rc != cudaSuccess)
-		return to_cu(rc);
-	if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
-		return CUDA_ERROR_INVALID_VALUE;
-	rc = simgpu_stream_resolve((cudaStream_t)h, ptds, &s);
-	if (rc != cudaSuccess)
-		return to_cu(rc);
-	op = simgpu_op_new(SIMGPU_OP_KERNEL);
-	if (!op)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	op->u.kernel.name = name;
-	op->u.kernel.dur_ns = dur;
-	op->u.kernel.grid.x = gx;
-	op->u.kernel.grid.y = gy;
-	op->u.kernel.grid.z = gz;
-	op->u.kernel.block.x = bx;
-	op->u.kernel.block.y = by;
-	op->u.kernel.block.z = bz;
-	op->u.kernel.shmem = shmem;
-	simgpu_spin_ns(simgpu_cfg.launch_ns);
-	return to_cu(simgpu_enqueue(s, op));
+    struct simgpu_stream *s;
+    struct simgpu_op *op;
+    cudaError_t rc = simgpu_sticky_error();
+    if (!g_inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (rc != cudaSuccess)
+        return to_cu(rc);
+    if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = simgpu_stream_resolve((cudaStream_t)h, ptds, &s);
+    if (rc != cudaSuccess)
+        return to_cu(rc);
+    op = simgpu_op_new(SIMGPU_OP_KERNEL);
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    op->u.kernel.name = name;
+    op->u.kernel.dur_ns = dur;
+    op->u.kernel.grid.x = gx;
+    op->u.kernel.grid.y = gy;
+    op->u.kernel.grid.z = gz;
+    op->u.kernel.block.x = bx;
+    op->u.kernel.block.y = by;
+    op->u.kernel.block.z = bz;
+    op->u.kernel.shmem = shmem;
+    simgpu_spin_ns(simgpu_cfg.launch_ns);
+    return to_cu(simgpu_enqueue(s, op));
 }
 
-CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                                unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                                void **kernelParams, void **extra)
+CUresult CUDAAPI
+cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+               unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+               unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
-	const char *name = NULL;
-	uint64_t dur = 0;
-	simgpu_init();
-	if (f)
-		simgpu_kernel_lookup(f, func_name(f), &name, &dur);
-	DRV_ENTER_SYM(cuLaunchKernel, name, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-	              blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
-	DRV_EXIT(f ? launch_impl(name, dur, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-	                         sharedMemBytes, hStream, 0)
-	           : CUDA_ERROR_INVALID_HANDLE);
+    const char *name = NULL;
+    uint64_t dur = 0;
+    simgpu_init();
+    if (f)
+        simgpu_kernel_lookup(f, func_name(f), &name, &dur);
+    DRV_ENTER_SYM(cuLaunchKernel, name, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                  blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+    DRV_EXIT(f ? launch_impl(name, dur, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                             blockDimZ, sharedMemBytes, hStream, 0)
+               : CUDA_ERROR_INVALID_HANDLE);
 }
 
-CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                     unsigned int gridDimZ, unsigned int blockDimX,
-                                     unsigned int blockDimY, unsigned int blockDimZ,
-                                     unsigned int sharedMemBytes, CUstream hStream,
-                                     void **kernelParams, void **extra)
+CUresult CUDAAPI
+cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                    unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                    unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                    void **kernelParams, void **extra)
 {
-	const char *name = NULL;
-	uint64_t dur = 0;
-	simgpu_init();
-	if (f)
-		simgpu_kernel_lookup(f, func_name(f), &name, &dur);
-	DRV_ENTER_SYM(cuLaunchKernel_ptsz, name, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-	              blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
-	DRV_EXIT(f ? launch_impl(name, dur, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-	                         sharedMemBytes, hStream, 1)
-	           : CUDA_ERROR_INVALID_HANDLE);
+    const char *name = NULL;
+    uint64_t dur = 0;
+    simgpu_init();
+    if (f)
+        simgpu_kernel_lookup(f, func_name(f), &name, &dur);
+    DRV_ENTER_SYM(cuLaunchKernel_ptsz, name, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                  blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+    DRV_EXIT(f ? launch_impl(name, dur, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                             blockDimZ, sharedMemBytes, hStream, 1)
+               : CUDA_ERROR_INVALID_HANDLE);
 }
 
-static CUresult launch_ex_impl(const CUlaunchConfig *c, const char *name, uint64_t dur, int ptds)
+static CUresult
+launch_ex_impl(const CUlaunchConfig *c, const char *name, uint64_t dur, int ptds)
 {
-	if (!c)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!name)
-		return CUDA_ERROR_INVALID_HANDLE;
-	return launch_impl(name, dur, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
-	                   c->blockDimZ, c->sharedMemBytes, c->hStream, ptds);
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!name)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return launch_impl(name, dur, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                       c->blockDimZ, c->sharedMemBytes, c->hStream, ptds);
 }
 
-CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
-                                  void **extra)
+CUresult CUDAAPI
+cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
-	const char *name = NULL;
-	uint64_t dur = 0;
-	simgpu_init();
-	if (f)
-		simgpu_kernel_lookup(f, func_name(f), &name, &dur);
-	DRV_ENTER_SYM(cuLaunchKernelEx, name, config, f, kernelParams, extra);
-	DRV_EXIT(launch_ex_impl(config, name, dur, 0));
+    const char *name = NULL;
+    uint64_t dur = 0;
+    simgpu_init();
+    if (f)
+        simgpu_kernel_lookup(f, func_name(f), &name, &dur);
+    DRV_ENTER_SYM(cuLaunchKernelEx, name, config, f, kernelParams, extra);
+    DRV_EXIT(launch_ex_impl(config, name, dur, 0));
 }
 
-CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
-                                       void **kernelParams, void **extra)
+CUresult CUDAAPI
+cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
-	const char *name = NULL;
-	uint64_t dur = 0;
-	simgpu_init();
-	if (f)
-		simgpu_kernel_lookup(f, func_name(f), &name, &dur);
-	DRV_ENTER_SYM(cuLaunchKernelEx_ptsz, name, config, f, kernelParams, extra);
-	DRV_EXIT(launch_ex_impl(config, name, dur, 1));
+    const char *name = NULL;
+    uint64_t dur = 0;
+    simgpu_init();
+    if (f)
+        simgpu_kernel_lookup(f, func_name(f), &name, &dur);
+    DRV_ENTER_SYM(cuLaunchKernelEx_ptsz, name, config, f, kernelParams, extra);
+    DRV_EXIT(launch_ex_impl(config, name, dur, 1));
 }
 
 /* ---- errors ------------------------------------------------------------------------ */
 struct cu_err {
-	CUresult code;
-	const char *name, *text;
+    CUresult code;
+    const char *name, *text;
 };
 
 static const struct cu_err g_cu_errs[] = {
-	{CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
-	{CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
-	{CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
-	{CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
-	{CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
-	{CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
-	{CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
-	{CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
-	{CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
-	{CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
-CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr)
+CUresult CUDAAPI
+cuGetErrorString(CUresult error, const char **pStr)
 {
-	if (!pStr)
-		return CUDA_ERROR_INVALID_VALUE;
-	for (size_t i = 0; i < sizeof(g_cu_errs) / sizeof(g_cu_errs[0]); i++)
-		if (g_cu_errs[i].code == error) {
-			*pStr = g_cu_errs[i].text;
-			return CUDA_SUCCESS;
-		}
-	*pStr = NULL;
-	return CUDA_ERROR_INVALID_VALUE;
+    if (!pStr)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < sizeof(g_cu_errs) / sizeof(g_cu_errs[0]); i++)
+        if (g_cu_errs[i].code == error) {
+            *pStr = g_cu_errs[i].text;
+            return CUDA_SUCCESS;
+        }
+    *pStr = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr)
+CUresult CUDAAPI
+cuGetErrorName(CUresult error, const char **pStr)
 {
-	if (!pStr)
-		return CUDA_ERROR_INVALID_VALUE;
-	for (size_t i = 0; i < sizeof(g_cu_errs) / sizeof(g_cu_errs[0]); i++)
-		if (g_cu_errs[i].code == error) {
-			*pStr = g_cu_errs[i].name;
-			return CUDA_SUCCESS;
-		}
-	*pStr = NULL;
-	return CUDA_ERROR_INVALID_VALUE;
+    if (!pStr)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < sizeof(g_cu_errs) / sizeof(g_cu_errs[0]); i++)
+        if (g_cu_errs[i].code == error) {
+            *pStr = g_cu_errs[i].name;
+            return CUDA_SUCCESS;
+        }
+    *pStr = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
 }

@@ -25,946 +25,1049 @@
 
 static __thread cudaError_t t_last_error;
 
-static cudaError_t set_last(cudaError_t rc)
+static cudaError_t
+set_last(cudaError_t rc)
 {
-	if (rc != cudaSuccess && rc != cudaErrorNotReady)
-		t_last_error = rc;
-	return rc;
+    if (rc != cudaSuccess && rc != cudaErrorNotReady)
+        t_last_error = rc;
+    return rc;
 }
 
-static cudaError_t rt_exit(struct simgpu_api *a, cudaError_t rc)
+static cudaError_t
+rt_exit(struct simgpu_api *a, cudaError_t rc)
 {
-	int r = (int)rc;
-	simgpu_api_exit(a, &r);
-	return set_last(rc);
+    int r = (int)rc;
+    simgpu_api_exit(a, &r);
+    return set_last(rc);
 }
 
-#define RT_ENTER_SYM(fn, ver, sym, ...)                                                           \
-	fn##_##ver##_params p__ = {__VA_ARGS__};                                                   \
-	struct simgpu_api api__;                                                                   \
-	simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##fn##_##ver, \
-	                 #fn, &p__, sym)
+#define RT_ENTER_SYM(fn, ver, sym, ...)                                                            \
+    fn##_##ver##_params p__ = {__VA_ARGS__};                                                       \
+    struct simgpu_api api__;                                                                       \
+    simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##fn##_##ver,   \
+                     #fn, &p__, sym)
 #define RT_ENTER(fn, ver, ...) RT_ENTER_SYM(fn, ver, NULL, __VA_ARGS__)
-#define RT_ENTER0(fn, ver)                                                                        \
-	struct simgpu_api api__;                                                                   \
-	simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##fn##_##ver, \
-	                 #fn, NULL, NULL)
+#define RT_ENTER0(fn, ver)                                                                         \
+    struct simgpu_api api__;                                                                       \
+    simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##fn##_##ver,   \
+                     #fn, NULL, NULL)
 #define RT_EXIT(rc) return rt_exit(&api__, (rc))
 
 /* ---- device management ----------------------------------------------------------- */
-cudaError_t CUDARTAPI cudaGetDeviceCount(int *count)
+cudaError_t CUDARTAPI
+cudaGetDeviceCount(int *count)
 {
-	RT_ENTER(cudaGetDeviceCount, v3020, count);
-	simgpu_init();
-	if (!count)
-		RT_EXIT(cudaErrorInvalidValue);
-	*count = simgpu_cfg.device_count;
-	RT_EXIT(cudaSuccess);
+    RT_ENTER(cudaGetDeviceCount, v3020, count);
+    simgpu_init();
+    if (!count)
+        RT_EXIT(cudaErrorInvalidValue);
+    *count = simgpu_cfg.device_count;
+    RT_EXIT(cudaSuccess);
 }
 
-cudaError_t CUDARTAPI cudaSetDevice(int device)
+cudaError_t CUDARTAPI
+cudaSetDevice(int device)
 {
-	RT_ENTER(cudaSetDevice, v3020, device);
-	RT_EXIT(simgpu_set_device(device));
+    RT_ENTER(cudaSetDevice, v3020, device);
+    RT_EXIT(simgpu_set_device(device));
 }
 
-cudaError_t CUDARTAPI cudaGetDevice(int *device)
+cudaError_t CUDARTAPI
+cudaGetDevice(int *device)
 {
-	RT_ENTER(cudaGetDevice, v3020, device);
-	if (!device)
-		RT_EXIT(cudaErrorInvalidValue);
-	*device = simgpu_current_device();
-	RT_EXIT(cudaSuccess);
+    RT_ENTER(cudaGetDevice, v3020, device);
+    if (!device)
+        RT_EXIT(cudaErrorInvalidValue);
+    *device = simgpu_current_device();
+    RT_EXIT(cudaSuccess);
 }
 
-cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+cudaError_t CUDARTAPI
+cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
-	RT_ENTER(cudaGetDeviceProperties, v12000, prop, device);
-	simgpu_init();
-	if (!prop)
-		RT_EXIT(cudaErrorInvalidValue);
-	if (device < 0 || device >= simgpu_cfg.device_count)
-		RT_EXIT(cudaErrorInvalidDevice);
-	simgpu_device_props(prop, device);
-	RT_EXIT(cudaSuccess);
+    RT_ENTER(cudaGetDeviceProperties, v12000, prop, device);
+    simgpu_init();
+    if (!prop)
+        RT_EXIT(cudaErrorInvalidValue);
+    if (device < 0 || device >= simgpu_cfg.device_count)
+        RT_EXIT(cudaErrorInvalidDevice);
+    simgpu_device_props(prop, device);
+    RT_EXIT(cudaSuccess);
 }
 
-cudaError_t CUDARTAPI cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
+cudaError_t CUDARTAPI
+cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 {
-	RT_ENTER(cudaDeviceGetAttribute, v5000, value, attr, device);
-	simgpu_init();
-	if (!value)
-		RT_EXIT(cudaErrorInvalidValue);
-	RT_EXIT(simgpu_device_attr(value, attr, device));
+    RT_ENTER(cudaDeviceGetAttribute, v5000, value, attr, device);
+    simgpu_init();
+    if (!value)
+        RT_EXIT(cudaErrorInvalidValue);
+    RT_EXIT(simgpu_device_attr(value, attr, device));
 }
 
-cudaError_t CUDARTAPI cudaDriverGetVersion(int *driverVersion)
+cudaError_t CUDARTAPI
+cudaDriverGetVersion(int *driverVersion)
 {
-	RT_ENTER(cudaDriverGetVersion, v3020, driverVersion);
-	if (!driverVersion)
-		RT_EXIT(cudaErrorInvalidValue);
-	*driverVersion = CUDART_VERSION;
-	RT_EXIT(cudaSuccess);
+    RT_ENTER(cudaDriverGetVersion, v3020, driverVersion);
+    if (!driverVersion)
+        RT_EXIT(cudaErrorInvalidValue);
+    *driverVersion = CUDART_VERSION;
+    RT_EXIT(cudaSuccess);
 }
 
-cudaError_t CUDARTAPI cudaRuntimeGetVersion(int *runtimeVersion)
+cudaError_t CUDARTAPI
+cudaRuntimeGetVersion(int *runtimeVersion)
 {
-	RT_ENTER(cudaRuntimeGetVersion, v3020, runtimeVersion);
-	if (!runtimeVersion)
-		RT_EXIT(cudaErrorInvalidValue);
-	*runtimeVersion = CUDART_VERSION;
-	RT_EXIT(cudaSuccess);
+    RT_ENTER(cudaRuntimeGetVersion, v3020, runtimeVersion);
+    if (!runtimeVersion)
+        RT_EXIT(cudaErrorInvalidValue);
+    *runtimeVersion = CUDART_VERSION;
+    RT_EXIT(cudaSuccess);
 }
 
-cudaError_t CUDARTAPI cudaDeviceSynchronize(void)
+cudaError_t CUDARTAPI
+cudaDeviceSynchronize(void)
 {
-	RT_ENTER0(cudaDeviceSynchronize, v3020);
-	RT_EXIT(simgpu_device_sync());
+    RT_ENTER0(cudaDeviceSynchronize, v3020);
+    RT_EXIT(simgpu_device_sync());
 }
 
-cudaError_t CUDARTAPI cudaDeviceReset(void)
+cudaError_t CUDARTAPI
+cudaDeviceReset(void)
 {
-	/* Waits for the device; allocations and streams are kept (not a full reset). */
-	RT_ENTER0(cudaDeviceReset, v3020);
-	RT_EXIT(simgpu_device_sync());
+    /* Waits for the device; allocations and streams are kept (not a full reset). */
+    RT_ENTER0(cudaDeviceReset, v3020);
+    RT_EXIT(simgpu_device_sync());
 }
 
-cudaError_t CUDARTAPI cudaMemGetInfo(size_t *free_bytes, size_t *total)
+cudaError_t CUDARTAPI
+cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
-	size_t used, peak;
-	RT_ENTER(cudaMemGetInfo, v3020, free_bytes, total);
-	if (!free_bytes || !total)
-		RT_EXIT(cudaErrorInvalidValue);
-	simgpu_memory_usage(&used, &peak);
-	*total = simgpu_cfg.mem_bytes;
-	*free_bytes = simgpu_cfg.mem_bytes - used;
-	RT_EXIT(cudaSuccess);
+    size_t used, peak;
+    RT_ENTER(cudaMemGetInfo, v3020, free_bytes, total);
+    if (!free_bytes || !total)
+        RT_EXIT(cudaErrorInvalidValue);
+    simgpu_memory_usage(&used, &peak);
+    *total = simgpu_cfg.mem_bytes;
+    *free_bytes = simgpu_cfg.mem_bytes - used;
+    RT_EXIT(cudaSuccess);
 }
 
 /* ---- errors ------------------------------------------------------------------------- */
 struct err_text {
-	cudaError_t code;
-	const char *name;
-	const char *text;
+    cudaError_t code;
+    const char *name;
+    const char *text;
 };
 
 static const struct err_text g_errs[] = {
-	{cudaSuccess, "cudaSuccess", "no error"},
-	{cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
-	{cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
-	{cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
-	{cudaErrorCudartUnloading, "cudaErrorCudartUnloading", "driver shutting down"},
-	{cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
-	{cudaErrorInvalidPitchValue, "cudaErrorInvalidPitchValue", "invalid pitch argument"},
-	{cudaErrorInvalidSymbol, "cudaErrorInvalidSymbol", "invalid device symbol"},
-	{cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
-	{cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version"},
-	{cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
-	{cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
-	{cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction", "invalid device function"},
-	{cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
-	{cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the present state"},
-	{cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
-	{cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
-	{cudaErrorLaunchTimeout, "cudaErrorLaunchTimeout", "the launch timed out and was terminated"},
-	{cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
-	{cudaErrorNotPermitted, "cudaErrorNotPermitted", "operation not permitted"},
-	{cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
-	{cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing"},
-	{cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture"},
-	{cudaErrorStreamCaptureUnjoined, "cudaErrorStreamCaptureUnjoined", "capture was not joined"},
-	{cudaErrorStreamCaptureIsolation, "cudaErrorStreamCaptureIsolation", "operation would make the legacy stream depend on a capturing blocking stream"},
-	{cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found"},
-	{cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
+    {cudaErrorCudartUnloading, "cudaErrorCudartUnloading", "driver shutting down"},
+    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration",
+     "invalid configuration argument"},
+    {cudaErrorInvalidPitchValue, "cudaErrorInvalidPitchValue", "invalid pitch argument"},
+    {cudaErrorInvalidSymbol, "cudaErrorInvalidSymbol", "invalid device symbol"},
+    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection",
+     "invalid copy direction for memcpy"},
+    {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
+     "CUDA driver version is insufficient for CUDA runtime version"},
+    {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction", "invalid device function"},
+    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState",
+     "the operation cannot be performed in the present state"},
+    {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress",
+     "an illegal memory access was encountered"},
+    {cudaErrorLaunchTimeout, "cudaErrorLaunchTimeout", "the launch timed out and was terminated"},
+    {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
+    {cudaErrorNotPermitted, "cudaErrorNotPermitted", "operation not permitted"},
+    {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
+    {cudaErrorStreamCaptureUnjoined, "cudaErrorStreamCaptureUnjoined", "capture was not joined"},
+    {cudaErrorStreamCaptureIsolation, "cudaErrorStreamCaptureIsolation",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
+    {cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found"},
+    {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 
-static const struct err_text *err_find(cudaError_t e)
+static const struct err_text *
+err_find(cudaError_t e)
 {
-	for (size_t i = 0; i < sizeof(g_errs) / sizeof(g_errs[0]); i++)
-		if (g_errs[i].code == e)
-			return &g_errs[i];
-	return NULL;
+    for (size_t i = 0; i < sizeof(g_errs) / sizeof(g_errs[0]); i++)
+        if (g_errs[i].code == e)
+            return &g_errs[i];
+    return NULL;
 }
 
-const char *CUDARTAPI cudaGetErrorString(cudaError_t error)
+const char *CUDARTAPI
+cudaGetErrorString(cudaError_t error)
 {
-	const struct err_text *t = err_find(error);
-	return t ? t->text : "unrecognized error code";
+    const struct err_text *t = err_find(error);
+    return t ? t->text : "unrecognized error code";
 }
 
-const char *CUDARTAPI cudaGetErrorName(cudaError_t error)
+const char *CUDARTAPI
+cudaGetErrorName(cudaError_t error)
 {
-	const struct err_text *t = err_find(error);
-	return t ? t->name : "cudaErrorUnknown";
+    const struct err_text *t = err_find(error);
+    return t ? t->name : "cudaErrorUnknown";
 }
 
-cudaError_t CUDARTAPI cudaGetLastError(void)
+cudaError_t CUDARTAPI
+cudaGetLastError(void)
 {
-	cudaError_t rc = t_last_error, sticky = simgpu_sticky_error();
-	t_last_error = cudaSuccess;
-	return sticky != cudaSuccess ? sticky : rc;
+    cudaError_t rc = t_last_error, sticky = simgpu_sticky_error();
+    t_last_error = cudaSuccess;
+    return sticky != cudaSuccess ? sticky : rc;
 }
 
-cudaError_t CUDARTAPI cudaPeekAtLastError(void)
+cudaError_t CUDARTAPI
+cudaPeekAtLastError(void)
 {
-	cudaError_t sticky = simgpu_sticky_error();
-	return sticky != cudaSuccess ? sticky : t_last_error;
+    cudaError_t sticky = simgpu_sticky_error();
+    return sticky != cudaSuccess ? sticky : t_last_error;
 }
 
 /* ---- memory ------------------------------------------------------------------------------ */
-cudaError_t CUDARTAPI cudaMalloc(void **devPtr, size_t size)
+cudaError_t CUDARTAPI
+cudaMalloc(void **devPtr, size_t size)
 {
-	RT_ENTER(cudaMalloc, v3020, devPtr, size);
-	RT_EXIT(simgpu_malloc(devPtr, size, NULL));
+    RT_ENTER(cudaMalloc, v3020, devPtr, size);
+    RT_EXIT(simgpu_malloc(devPtr, size, NULL));
 }
 
-cudaError_t CUDARTAPI cudaFree(void *devPtr)
+cudaError_t CUDARTAPI
+cudaFree(void *devPtr)
 {
-	RT_ENTER(cudaFree, v3020, devPtr);
-	if (devPtr)
-		simgpu_device_sync(); /* cudaFree synchronises the device */
-	RT_EXIT(simgpu_free(devPtr, NULL));
+    RT_ENTER(cudaFree, v3020, devPtr);
+    if (devPtr)
+        simgpu_device_sync(); /* cudaFree synchronises the device */
+    RT_EXIT(simgpu_free(devPtr, NULL));
 }
 
-static cudaError_t malloc_async_impl(void **p, size_t size, cudaStream_t h, int ptds)
+static cudaError_t
+malloc_async_impl(void **p, size_t size, cudaStream_t h, int ptds)
 {
-	struct simgpu_stream *s;
-	cudaError_t rc = simgpu_stream_resolve(h, ptds, &s);
-	return rc != cudaSuccess ? rc : simgpu_malloc(p, size, s);
+    struct simgpu_stream *s;
+    cudaError_t rc = simgpu_stream_resolve(h, ptds, &s);
+    return rc != cudaSuccess ? rc : simgpu_malloc(p, size, s);
 }
 
-static cudaError_t free_async_impl(void *p, cudaStream_t h, int ptds)
+static cudaError_t
+free_async_impl(void *p, cudaStream_t h, int ptds)
 {
-	struct simgpu_stream *s;
-	cudaError_t rc = simgpu_stream_resolve(h, ptds, &s);
-	return rc != cudaSuccess ? rc : simgpu_free(p, s);
+    struct simgpu_stream *s;
+    cudaError_t rc = simgpu_stream_resolve(h, ptds, &s);
+    return rc != cudaSuccess ? rc : simgpu_free(p, s);
 }
 
-cudaError_t CUDARTAPI cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
+cudaError_t CUDARTAPI
+cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
 {
-	RT_ENTER(cudaMallocAsync, v11020, devPtr, size, hStream);
-	RT_EXIT(malloc_async_impl(devPtr, size, hStream, 0));
+    RT_ENTER(cudaMallocAsync, v11020, devPtr, size, hStream);
+    RT_EXIT(malloc_async_impl(devPtr, size, hStream, 0));
 }
 
-cudaError_t CUDARTAPI cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
+cudaError_t CUDARTAPI
+cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
 {
-	RT_ENTER(cudaMallocAsync_ptsz, v11020, devPtr, size, hStream);
-	RT_EXIT(malloc_async_impl(devPtr, size, hStream, 1));
+    RT_ENTER(cudaMallocAsync_ptsz, v11020, devPtr, size, hStream);
+    RT_EXIT(malloc_async_impl(devPtr, size, hStream, 1));
 }
 
-cudaError_t CUDARTAPI cudaFreeAsync(void *devPtr, cudaStream_t hStream)
+cudaError_t CUDARTAPI
+cudaFreeAsync(void *devPtr, cudaStream_t hStream)
 {
-	RT_ENTER(cudaFreeAsync, v11020, devPtr, hStream);
-	RT_EXIT(free_async_impl(devPtr, hStream, 0));
+    RT_ENTER(cudaFreeAsync, v11020, devPtr, hStream);
+    RT_EXIT(free_async_impl(devPtr, hStream, 0));
 }
 
-cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
+cudaError_t CUDARTAPI
+cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
 {
-	RT_ENTER(cudaFreeAsync_ptsz, v11020, devPtr, hStream);
-	RT_EXIT(free_async_impl(devPtr, hStream, 1));
+    RT_ENTER(cudaFreeAsync_ptsz, v11020, devPtr, hStream);
+    RT_EXIT(free_async_impl(devPtr, hStream, 1));
 }
 
-cudaError_t CUDARTAPI cudaMallocHost(void **ptr, size_t size)
+cudaError_t CUDARTAPI
+cudaMallocHost(void **ptr, size_t size)
 {
-	RT_ENTER(cudaMallocHost, v3020, ptr, size);
-	RT_EXIT(simgpu_host_alloc(ptr, size));
+    RT_ENTER(cudaMallocHost, v3020, ptr, size);
+    RT_EXIT(simgpu_host_alloc(ptr, size));
 }
 
-cudaError_t CUDARTAPI cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
+cudaError_t CUDARTAPI
+cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
-	RT_ENTER(cudaHostAlloc, v3020, pHost, size, flags);
-	RT_EXIT(simgpu_host_alloc(pHost, size));
+    RT_ENTER(cudaHostAlloc, v3020, pHost, size, flags);
+    RT_EXIT(simgpu_host_alloc(pHost, size));
 }
 
-cudaError_t CUDARTAPI cudaFreeHost(void *ptr)
+cudaError_t CUDARTAPI
+cudaFreeHost(void *ptr)
 {
-	RT_ENTER(cudaFreeHost, v3020, ptr);
-	RT_EXIT(simgpu_host_free(ptr));
+    RT_ENTER(cudaFreeHost, v3020, ptr);
+    RT_EXIT(simgpu_host_free(ptr));
 }
 
-cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr)
+cudaError_t CUDARTAPI
+cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr)
 {
-	int kind;
-	RT_ENTER(cudaPointerGetAttributes, v4000, attributes, ptr);
-	if (!attributes)
-		RT_EXIT(cudaErrorInvalidValue);
-	kind = simgpu_memory_kind(ptr);
-	memset(attributes, 0, sizeof(*attributes));
-	attributes->device = simgpu_current_device();
-	if (kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
-		attributes->type = cudaMemoryTypeDevice;
-		attributes->devicePointer = (void *)(uintptr_t)ptr;
-	} else if (kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED) {
-		attributes->type = cudaMemoryTypeHost;
-		attributes->devicePointer = (void *)(uintptr_t)ptr;
-		attributes->hostPointer = (void *)(uintptr_t)ptr;
-	} else {
-		attributes->type = cudaMemoryTypeUnregistered;
-		attributes->device = -2;
-	}
-	RT_EXIT(cudaSuccess);
+    int kind;
+    RT_ENTER(cudaPointerGetAttributes, v4000, attributes, ptr);
+    if (!attributes)
+        RT_EXIT(cudaErrorInvalidValue);
+    kind = simgpu_memory_kind(ptr);
+    memset(attributes, 0, sizeof(*attributes));
+    attributes->device = simgpu_current_device();
+    if (kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
+        attributes->type = cudaMemoryTypeDevice;
+        attributes->devicePointer = (void *)(uintptr_t)ptr;
+    } else if (kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED) {
+        attributes->type = cudaMemoryTypeHost;
+        attributes->devicePointer = (void *)(uintptr_t)ptr;
+        attributes->hostPointer = (void *)(uintptr_t)ptr;
+    } else {
+        attributes->type = cudaMemoryTypeUnregistered;
+        attributes->device = -2;
+    }
+    RT_EXIT(cudaSuccess);
 }
 
 /* ---- copies and sets -------------------------------------------------------------------- */
-static cudaError_t memcpy_impl(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-                               cudaStream_t h, int ptds, int async)
+static cudaError_t
+memcpy_impl(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t h,
+            int ptds, int async)
 {
-	struct simgpu_stream *s;
-	struct simgpu_op *op;
-	cudaError_t rc;
-	if ((unsigned)kind > cudaMemcpyDefault)
-		return cudaErrorInvalidMemcpyDirection;
-	if (count && (!dst || !src))
-		return cudaErrorInvalidValue;
-	rc = simgpu_stream_resolve(h, ptds, &s);
-	if (rc != cudaSuccess)
-		return rc;
-	op = simgpu_memcpy_op(dst, src, count, kind, async);
-	if (!op)
-		return cudaErrorMemoryAllocation;
-	simgpu_spin_ns(simgpu_cfg.launch_ns / 2);
-	rc = simgpu_enqueue(s, op);
-	if (rc == cudaSuccess && !async)
-		rc = simgpu_stream_sync(s);
-	return rc;
+    struct simgpu_stream *s;
+    struct simgpu_op *op;
+    cudaError_t rc;
+    if ((unsigned)kind > cudaMemcpyDefault)
+        return cudaErrorInvalidMemcpyDirection;
+    if (count && (!dst || !src))
+        return cudaErrorInvalidValue;
+    rc = simgpu_stream_resolve(h, ptds, &s);
+    if (rc != cudaSuccess)
+        return rc;
+    op = simgpu_memcpy_op(dst, src, count, kind, async);
+    if (!op)
+        return cudaErrorMemoryAllocation;
+    simgpu_spin_ns(simgpu_cfg.launch_ns / 2);
+    rc = simgpu_enqueue(s, op);
+    if (rc == cudaSuccess && !async)
+        rc = simgpu_stream_sync(s);
+    return rc;
 }
 
-cudaError_t CUDARTAPI cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+cudaError_t CUDARTAPI
+cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
-	RT_ENTER(cudaMemcpy, v3020, dst, src, count, kind);
-	RT_EXIT(memcpy_impl(dst, src, count, kind, NULL, 0, 0));
+    RT_ENTER(cudaMemcpy, v3020, dst, src, count, kind);
+    RT_EXIT(memcpy_impl(dst, src, count, kind, NULL, 0, 0));
 }
 
-cudaError_t CUDARTAPI cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+cudaError_t CUDARTAPI
+cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
-	RT_ENTER(cudaMemcpy_ptds, v7000, dst, src, count, kind);
-	RT_EXIT(memcpy_impl(dst, src, count, kind, NULL, 1, 0));
+    RT_ENTER(cudaMemcpy_ptds, v7000, dst, src, count, kind);
+    RT_EXIT(memcpy_impl(dst, src, count, kind, NULL, 1, 0));
 }
 
-cudaError_t CUDARTAPI cudaMemcpyAsync(void *dst, const void *src, size_t count,
-                                      enum cudaMemcpyKind kind, cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                cudaStream_t stream)
 {
-	RT_ENTER(cudaMemcpyAsync, v3020, dst, src, count, kind, stream);
-	RT_EXIT(memcpy_impl(dst, src, count, kind, stream, 0, 1));
+    RT_ENTER(cudaMemcpyAsync, v3020, dst, src, count, kind, stream);
+    RT_EXIT(memcpy_impl(dst, src, count, kind, stream, 0, 1));
 }
 
-cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
-                                           enum cudaMemcpyKind kind, cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                     cudaStream_t stream)
 {
-	RT_ENTER(cudaMemcpyAsync_ptsz, v7000, dst, src, count, kind, stream);
-	RT_EXIT(memcpy_impl(dst, src, count, kind, stream, 1, 1));
+    RT_ENTER(cudaMemcpyAsync_ptsz, v7000, dst, src, count, kind, stream);
+    RT_EXIT(memcpy_impl(dst, src, count, kind, stream, 1, 1));
 }
 
-static cudaError_t memset_impl(void *p, int value, size_t count, cudaStream_t h, int ptds, int async)
+static cudaError_t
+memset_impl(void *p, int value, size_t count, cudaStream_t h, int ptds, int async)
 {
-	struct simgpu_stream *s;
-	struct simgpu_op *op;
-	cudaError_t rc;
-	if (count && !p)
-		return cudaErrorInvalidValue;
-	rc = simgpu_stream_resolve(h, ptds, &s);
-	if (rc != cudaSuccess)
-		return rc;
-	op = simgpu_op_new(SIMGPU_OP_MEMSET);
-	if (!op)
-		return cudaErrorMemoryAllocation;
-	op->u.memset.dst = p;
-	op->u.memset.value = value;
-	op->u.memset.bytes = count;
-	op->u.memset.async = async;
-	simgpu_spin_ns(simgpu_cfg.launch_ns / 2);
-	rc = simgpu_enqueue(s, op);
-	if (rc == cudaSuccess && !async)
-		rc = simgpu_stream_sync(s);
-	return rc;
+    struct simgpu_stream *s;
+    struct simgpu_op *op;
+    cudaError_t rc;
+    if (count && !p)
+        return cudaErrorInvalidValue;
+    rc = simgpu_stream_resolve(h, ptds, &s);
+    if (rc != cudaSuccess)
+        return rc;
+    op = simgpu_op_new(SIMGPU_OP_MEMSET);
+    if (!op)
+        return cudaErrorMemoryAllocation;
+    op->u.memset.dst = p;
+    op->u.memset.value = value;
+    op->u.memset.bytes = count;
+    op->u.memset.async = async;
+    simgpu_spin_ns(simgpu_cfg.launch_ns / 2);
+    rc = simgpu_enqueue(s, op);
+    if (rc == cudaSuccess && !async)
+        rc = simgpu_stream_sync(s);
+    return rc;
 }
 
-cudaError_t CUDARTAPI cudaMemset(void *devPtr, int value, size_t count)
+cudaError_t CUDARTAPI
+cudaMemset(void *devPtr, int value, size_t count)
 {
-	RT_ENTER(cudaMemset, v3020, devPtr, value, count);
-	RT_EXIT(memset_impl(devPtr, value, count, NULL, 0, 0));
+    RT_ENTER(cudaMemset, v3020, devPtr, value, count);
+    RT_EXIT(memset_impl(devPtr, value, count, NULL, 0, 0));
 }
 
-cudaError_t CUDARTAPI cudaMemset_ptds(void *devPtr, int value, size_t count)
+cudaError_t CUDARTAPI
+cudaMemset_ptds(void *devPtr, int value, size_t count)
 {
-	RT_ENTER(cudaMemset_ptds, v7000, devPtr, value, count);
-	RT_EXIT(memset_impl(devPtr, value, count, NULL, 1, 0));
+    RT_ENTER(cudaMemset_ptds, v7000, devPtr, value, count);
+    RT_EXIT(memset_impl(devPtr, value, count, NULL, 1, 0));
 }
 
-cudaError_t CUDARTAPI cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
-	RT_ENTER(cudaMemsetAsync, v3020, devPtr, value, count, stream);
-	RT_EXIT(memset_impl(devPtr, value, count, stream, 0, 1));
+    RT_ENTER(cudaMemsetAsync, v3020, devPtr, value, count, stream);
+    RT_EXIT(memset_impl(devPtr, value, count, stream, 0, 1));
 }
 
-cudaError_t CUDARTAPI cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
-	RT_ENTER(cudaMemsetAsync_ptsz, v7000, devPtr, value, count, stream);
-	RT_EXIT(memset_impl(devPtr, value, count, stream, 1, 1));
+    RT_ENTER(cudaMemsetAsync_ptsz, v7000, devPtr, value, count, stream);
+    RT_EXIT(memset_impl(devPtr, value, count, stream, 1, 1));
 }
 
 /* ---- streams ------------------------------------------------------------------------------- */
-static cudaError_t stream_create_impl(cudaStream_t *p, unsigned flags, int prio)
+static cudaError_t
+stream_create_impl(cudaStream_t *p, unsigned flags, int prio)
 {
-	struct simgpu_stream *s;
-	cudaError_t rc;
-	if (!p)
-		return cudaErrorInvalidValue;
-	rc = simgpu_stream_create(&s, flags, prio);
-	if (rc == cudaSuccess)
-		*p = (cudaStream_t)s;
-	return rc;
+    struct simgpu_stream *s;
+    cudaError_t rc;
+    if (!p)
+        return cudaErrorInvalidValue;
+    rc = simgpu_stream_create(&s, flags, prio);
+    if (rc == cudaSuccess)
+        *p = (cudaStream_t)s;
+    return rc;
 }
 
-cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t *pStream)
+cudaError_t CUDARTAPI
+cudaStreamCreate(cudaStream_t *pStream)
 {
-	RT_ENTER(cudaStreamCreate, v3020, pStream);
-	RT_EXIT(stream_create_impl(pStream, cudaStreamDefault, 0));
+    RT_ENTER(cudaStreamCreate, v3020, pStream);
+    RT_EXIT(stream_create_impl(pStream, cudaStreamDefault, 0));
 }
 
-cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+cudaError_t CUDARTAPI
+cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 {
-	RT_ENTER(cudaStreamCreateWithFlags, v5000, pStream, flags);
-	RT_EXIT(stream_create_impl(pStream, flags, 0));
+    RT_ENTER(cudaStreamCreateWithFlags, v5000, pStream, flags);
+    RT_EXIT(stream_create_impl(pStream, flags, 0));
 }
 
-cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
+cudaError_t CUDARTAPI
+cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
 {
-	RT_ENTER(cudaStreamCreateWithPriority, v5050, pStream, flags, priority);
-	RT_EXIT(stream_create_impl(pStream, flags, priority));
+    RT_ENTER(cudaStreamCreateWithPriority, v5050, pStream, flags, priority);
+    RT_EXIT(stream_create_impl(pStream, flags, priority));
 }
 
-cudaError_t CUDARTAPI cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+cudaError_t CUDARTAPI
+cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
 {
-	if (leastPriority)
-		*leastPriority = 0;
-	if (greatestPriority)
-		*greatestPriority = -5;
-	return cudaSuccess;
+    if (leastPriority)
+        *leastPriority = 0;
+    if (greatestPriority)
+        *greatestPriority = -5;
+    return cudaSuccess;
 }
 
-static cudaError_t stream_destroy_impl(cudaStream_t h)
+static cudaError_t
+stream_destroy_impl(cudaStream_t h)
 {
-	if (!h || h == cudaStreamLegacy || h == cudaStreamPerThread)
-		return cudaErrorInvalidResourceHandle;
-	return simgpu_stream_destroy((struct simgpu_stream *)h);
+    if (!h || h == cudaStreamLegacy || h == cudaStreamPerThread)
+        return cudaErrorInvalidResourceHandle;
+    return simgpu_stream_destroy((struct simgpu_stream *)h);
 }
 
-cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaStreamDestroy(cudaStream_t stream)
 {
-	RT_ENTER(cudaStreamDestroy, v5050, stream);
-	RT_EXIT(stream_destroy_impl(stream));
+    RT_ENTER(cudaStreamDestroy, v5050, stream);
+    RT_EXIT(stream_destroy_impl(stream));
 }
 
-static cudaError_t stream_sync_impl(cudaStream_t h, int ptds)
+static cudaError_t
+stream_sync_impl(cudaStream_t h, int ptds)
 {
-	struct simgpu_stream *s;
-	cudaError_t rc = simgpu_stream_resolve(h, ptds, &s);
-	return rc != cudaSuccess ? rc : simgpu_stream_sync(s);
+    struct simgpu_stream *s;
+    cudaError_t rc = simgpu_stream_resolve(h, ptds, &s);
+    return rc != cudaSuccess ? rc : simgpu_stream_sync(s);
 }
 
-cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaStreamSynchronize(cudaStream_t stream)
 {
-	RT_ENTER(cudaStreamSynchronize, v3020, stream);
-	RT_EXIT(stream_sync_impl(stream, 0));
+    RT_ENTER(cudaStreamSynchronize, v3020, stream);
+    RT_EXIT(stream_sync_impl(stream, 0));
 }
 
-cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaStreamSynchronize_ptsz(cudaStream_t stream)
 {
-	RT_ENTER(cudaStreamSynchronize_ptsz, v7000, stream);
-	RT_EXIT(stream_sync_impl(stream, 1));
+    RT_ENTER(cudaStreamSynchronize_ptsz, v7000, stream);
+    RT_EXIT(stream_sync_impl(stream, 1));
 }
 
-static cudaError_t stream_query_impl(cudaStream_t h, int ptds)
+static cudaError_t
+stream_query_impl(cudaStream_t h, int ptds)
 {
-	struct simgpu_stream *s;
-	cudaError_t rc = simgpu_stream_resolve(h, ptds, &s);
-	return rc != cudaSuccess ? rc : simgpu_stream_query(s);
+    struct simgpu_stream *s;
+    cudaError_t rc = simgpu_stream_resolve(h, ptds, &s);
+    return rc != cudaSuccess ? rc : simgpu_stream_query(s);
 }
 
-cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaStreamQuery(cudaStream_t stream)
 {
-	RT_ENTER(cudaStreamQuery, v3020, stream);
-	RT_EXIT(stream_query_impl(stream, 0));
+    RT_ENTER(cudaStreamQuery, v3020, stream);
+    RT_EXIT(stream_query_impl(stream, 0));
 }
 
-cudaError_t CUDARTAPI cudaStreamQuery_ptsz(cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaStreamQuery_ptsz(cudaStream_t stream)
 {
-	RT_ENTER(cudaStreamQuery_ptsz, v7000, stream);
-	RT_EXIT(stream_query_impl(stream, 1));
+    RT_ENTER(cudaStreamQuery_ptsz, v7000, stream);
+    RT_EXIT(stream_query_impl(stream, 1));
 }
 
-static cudaError_t stream_get_impl(cudaStream_t h, int ptds, unsigned *flags, int *prio,
-                                   unsigned long long *id)
+static cudaError_t
+stream_get_impl(cudaStream_t h, int ptds, unsigned *flags, int *prio, unsigned long long *id)
 {
-	struct simgpu_stream *s;
-	cudaError_t rc = simgpu_stream_resolve(h, ptds, &s);
-	if (rc != cudaSuccess)
-		return rc;
-	if (flags)
-		*flags = simgpu_stream_flags(s);
-	if (prio)
-		*prio = simgpu_stream_priority(s);
-	if (id)
-		*id = simgpu_stream_id(s);
-	return cudaSuccess;
+    struct simgpu_stream *s;
+    cudaError_t rc = simgpu_stream_resolve(h, ptds, &s);
+    if (rc != cudaSuccess)
+        return rc;
+    if (flags)
+        *flags = simgpu_stream_flags(s);
+    if (prio)
+        *prio = simgpu_stream_priority(s);
+    if (id)
+        *id = simgpu_stream_id(s);
+    return cudaSuccess;
 }
 
-cudaError_t CUDARTAPI cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
+cudaError_t CUDARTAPI
+cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
 {
-	RT_ENTER(cudaStreamGetFlags, v5050, hStream, flags);
-	RT_EXIT(flags ? stream_get_impl(hStream, 0, flags, NULL, NULL) : cudaErrorInvalidValue);
+    RT_ENTER(cudaStreamGetFlags, v5050, hStream, flags);
+    RT_EXIT(flags ? stream_get_impl(hStream, 0, flags, NULL, NULL) : cudaErrorInvalidValue);
 }
 
-cudaError_t CUDARTAPI cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int *flags)
+cudaError_t CUDARTAPI
+cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int *flags)
 {
-	RT_ENTER(cudaStreamGetFlags_ptsz, v7000, hStream, flags);
-	RT_EXIT(flags ? stream_get_impl(hStream, 1, flags, NULL, NULL) : cudaErrorInvalidValue);
+    RT_ENTER(cudaStreamGetFlags_ptsz, v7000, hStream, flags);
+    RT_EXIT(flags ? stream_get_impl(hStream, 1, flags, NULL, NULL) : cudaErrorInvalidValue);
 }
 
-cudaError_t CUDARTAPI cudaStreamGetPriority(cudaStream_t hStream, int *priority)
+cudaError_t CUDARTAPI
+cudaStreamGetPriority(cudaStream_t hStream, int *priority)
 {
-	RT_ENTER(cudaStreamGetPriority, v5050, hStream, priority);
-	RT_EXIT(priority ? stream_get_impl(hStream, 0, NULL, priority, NULL) : cudaErrorInvalidValue);
+    RT_ENTER(cudaStreamGetPriority, v5050, hStream, priority);
+    RT_EXIT(priority ? stream_get_impl(hStream, 0, NULL, priority, NULL) : cudaErrorInvalidValue);
 }
 
-cudaError_t CUDARTAPI cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priority)
+cudaError_t CUDARTAPI
+cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priority)
 {
-	RT_ENTER(cudaStreamGetPriority_ptsz, v7000, hStream, priority);
-	RT_EXIT(priority ? stream_get_impl(hStream, 1, NULL, priority, NULL) : cudaErrorInvalidValue);
+    RT_ENTER(cudaStreamGetPriority_ptsz, v7000, hStream, priority);
+    RT_EXIT(priority ? stream_get_impl(hStream, 1, NULL, priority, NULL) : cudaErrorInvalidValue);
 }
 
-cudaError_t CUDARTAPI cudaStreamGetId(cudaStream_t hStream, unsigned long long *streamId)
+cudaError_t CUDARTAPI
+cudaStreamGetId(cudaStream_t hStream, unsigned long long *streamId)
 {
-	RT_ENTER(cudaStreamGetId, v12000, hStream, streamId);
-	RT_EXIT(streamId ? stream_get_impl(hStream, 0, NULL, NULL, streamId) : cudaErrorInvalidValue);
+    RT_ENTER(cudaStreamGetId, v12000, hStream, streamId);
+    RT_EXIT(streamId ? stream_get_impl(hStream, 0, NULL, NULL, streamId) : cudaErrorInvalidValue);
 }
 
-cudaError_t CUDARTAPI cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long *streamId)
+cudaError_t CUDARTAPI
+cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long *streamId)
 {
-	RT_ENTER(cudaStreamGetId_ptsz, v12000, hStream, streamId);
-	RT_EXIT(streamId ? stream_get_impl(hStream, 1, NULL, NULL, streamId) : cudaErrorInvalidValue);
+    RT_ENTER(cudaStreamGetId_ptsz, v12000, hStream, streamId);
+    RT_EXIT(streamId ? stream_get_impl(hStream, 1, NULL, NULL, streamId) : cudaErrorInvalidValue);
 }
 
-static cudaError_t host_func_impl(cudaStream_t h, cudaHostFn_t fn, void *arg, int ptds)
+static cudaError_t
+host_func_impl(cudaStream_t h, cudaHostFn_t fn, void *arg, int ptds)
 {
-	struct simgpu_stream *s;
-	struct simgpu_op *op;
-	cudaError_t rc;
-	if (!fn)
-		return cudaErrorInvalidValue;
-	rc = simgpu_stream_resolve(h, ptds, &s);
-	if (rc != cudaSuccess)
-		return rc;
-	op = simgpu_op_new(SIMGPU_OP_HOST_FN);
-	if (!op)
-		return cudaErrorMemoryAllocation;
-	op->u.host.fn = fn;
-	op->u.host.arg = arg;
-	return simgpu_enqueue(s, op);
+    struct simgpu_stream *s;
+    struct simgpu_op *op;
+    cudaError_t rc;
+    if (!fn)
+        return cudaErrorInvalidValue;
+    rc = simgpu_stream_resolve(h, ptds, &s);
+    if (rc != cudaSuccess)
+        return rc;
+    op = simgpu_op_new(SIMGPU_OP_HOST_FN);
+    if (!op)
+        return cudaErrorMemoryAllocation;
+    op->u.host.fn = fn;
+    op->u.host.arg = arg;
+    return simgpu_enqueue(s, op);
 }
 
-cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+cudaError_t CUDARTAPI
+cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
 {
-	RT_ENTER(cudaLaunchHostFunc, v10000, stream, fn, userData);
-	RT_EXIT(host_func_impl(stream, fn, userData, 0));
+    RT_ENTER(cudaLaunchHostFunc, v10000, stream, fn, userData);
+    RT_EXIT(host_func_impl(stream, fn, userData, 0));
 }
 
-cudaError_t CUDARTAPI cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+cudaError_t CUDARTAPI
+cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData)
 {
-	RT_ENTER(cudaLaunchHostFunc_ptsz, v10000, stream, fn, userData);
-	RT_EXIT(host_func_impl(stream, fn, userData, 1));
+    RT_ENTER(cudaLaunchHostFunc_ptsz, v10000, stream, fn, userData);
+    RT_EXIT(host_func_impl(stream, fn, userData, 1));
 }
 
 /* ---- events ------------------------------------------------------------------------------ */
-static cudaError_t event_create_impl(cudaEvent_t *p, unsigned flags)
+static cudaError_t
+event_create_impl(cudaEvent_t *p, unsigned flags)
 {
-	struct simgpu_event *ev;
-	cudaError_t rc;
-	if (!p)
-		return cudaErrorInvalidValue;
-	rc = simgpu_event_create(&ev, flags);
-	if (rc == cudaSuccess)
-		*p = (cudaEvent_t)ev;
-	return rc;
+    struct simgpu_event *ev;
+    cudaError_t rc;
+    if (!p)
+        return cudaErrorInvalidValue;
+    rc = simgpu_event_create(&ev, flags);
+    if (rc == cudaSuccess)
+        *p = (cudaEvent_t)ev;
+    return rc;
 }
 
-cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t *event)
+cudaError_t CUDARTAPI
+cudaEventCreate(cudaEvent_t *event)
 {
-	RT_ENTER(cudaEventCreate, v3020, event);
-	RT_EXIT(event_create_impl(event, cudaEventDefault));
+    RT_ENTER(cudaEventCreate, v3020, event);
+    RT_EXIT(event_create_impl(event, cudaEventDefault));
 }
 
-cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+cudaError_t CUDARTAPI
+cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
 {
-	RT_ENTER(cudaEventCreateWithFlags, v3020, event, flags);
-	RT_EXIT(event_create_impl(event, flags));
+    RT_ENTER(cudaEventCreateWithFlags, v3020, event, flags);
+    RT_EXIT(event_create_impl(event, flags));
 }
 
-cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event)
+cudaError_t CUDARTAPI
+cudaEventDestroy(cudaEvent_t event)
 {
-	struct simgpu_event *ev;
-	RT_ENTER(cudaEventDestroy, v3020, event);
-	ev = simgpu_event_lookup(event);
-	RT_EXIT(ev ? simgpu_event_destroy(ev) : cudaErrorInvalidResourceHandle);
+    struct simgpu_event *ev;
+    RT_ENTER(cudaEventDestroy, v3020, event);
+    ev = simgpu_event_lookup(event);
+    RT_EXIT(ev ? simgpu_event_destroy(ev) : cudaErrorInvalidResourceHandle);
 }
 
-static cudaError_t event_record_impl(cudaEvent_t event, cudaStream_t h, int ptds)
+static cudaError_t
+event_record_impl(cudaEvent_t event, cudaStream_t h, int ptds)
 {
-	struct simgpu_event *ev = simgpu_event_lookup(event);
-	struct simgpu_stream *s;
-	cudaError_t rc;
-	if (!ev)
-		return cudaErrorInvalidResourceHandle;
-	rc = simgpu_stream_resolve(h, ptds, &s);
-	return rc != cudaSuccess ? rc : simgpu_event_record(ev, s);
+    struct simgpu_event *ev = simgpu_event_lookup(event);
+    struct simgpu_stream *s;
+    cudaError_t rc;
+    if (!ev)
+        return cudaErrorInvalidResourceHandle;
+    rc = simgpu_stream_resolve(h, ptds, &s);
+    return rc != cudaSuccess ? rc : simgpu_event_record(ev, s);
 }
 
-cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
-	RT_ENTER(cudaEventRecord, v3020, event, stream);
-	RT_EXIT(event_record_impl(event, stream, 0));
+    RT_ENTER(cudaEventRecord, v3020, event, stream);
+    RT_EXIT(event_record_impl(event, stream, 0));
 }
 
-cudaError_t CUDARTAPI cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
 {
-	RT_ENTER(cudaEventRecord_ptsz, v7000, event, stream);
-	RT_EXIT(event_record_impl(event, stream, 1));
+    RT_ENTER(cudaEventRecord_ptsz, v7000, event, stream);
+    RT_EXIT(event_record_impl(event, stream, 1));
 }
 
-cudaError_t CUDARTAPI cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
+cudaError_t CUDARTAPI
+cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
 {
-	RT_ENTER(cudaEventRecordWithFlags, v11010, event, stream, flags);
-	RT_EXIT(event_record_impl(event, stream, 0));
+    RT_ENTER(cudaEventRecordWithFlags, v11010, event, stream, flags);
+    RT_EXIT(event_record_impl(event, stream, 0));
 }
 
-cudaError_t CUDARTAPI cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
-                                                    unsigned int flags)
+cudaError_t CUDARTAPI
+cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
 {
-	RT_ENTER(cudaEventRecordWithFlags_ptsz, v11010, event, stream, flags);
-	RT_EXIT(event_record_impl(event, stream, 1));
+    RT_ENTER(cudaEventRecordWithFlags_ptsz, v11010, event, stream, flags);
+    RT_EXIT(event_record_impl(event, stream, 1));
 }
 
-cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t event)
+cudaError_t CUDARTAPI
+cudaEventQuery(cudaEvent_t event)
 {
-	struct simgpu_event *ev;
-	RT_ENTER(cudaEventQuery, v3020, event);
-	ev = simgpu_event_lookup(event);
-	RT_EXIT(ev ? simgpu_event_query(ev) : cudaErrorInvalidResourceHandle);
+    struct simgpu_event *ev;
+    RT_ENTER(cudaEventQuery, v3020, event);
+    ev = simgpu_event_lookup(event);
+    RT_EXIT(ev ? simgpu_event_query(ev) : cudaErrorInvalidResourceHandle);
 }
 
-cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event)
+cudaError_t CUDARTAPI
+cudaEventSynchronize(cudaEvent_t event)
 {
-	struct simgpu_event *ev;
-	RT_ENTER(cudaEventSynchronize, v3020, event);
-	ev = simgpu_event_lookup(event);
-	RT_EXIT(ev ? simgpu_event_sync(ev) : cudaErrorInvalidResourceHandle);
+    struct simgpu_event *ev;
+    RT_ENTER(cudaEventSynchronize, v3020, event);
+    ev = simgpu_event_lookup(event);
+    RT_EXIT(ev ? simgpu_event_sync(ev) : cudaErrorInvalidResourceHandle);
 }
 
-cudaError_t CUDARTAPI cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+cudaError_t CUDARTAPI
+cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
-	struct simgpu_event *a, *b;
-	RT_ENTER(cudaEventElapsedTime, v12080, ms, start, end);
-	a = simgpu_event_lookup(start);
-	b = simgpu_event_lookup(end);
-	if (!ms)
-		RT_EXIT(cudaErrorInvalidValue);
-	RT_EXIT(a && b ? simgpu_event_elapsed(ms, a, b) : cudaErrorInvalidResourceHandle);
+    struct simgpu_event *a, *b;
+    RT_ENTER(cudaEventElapsedTime, v12080, ms, start, end);
+    a = simgpu_event_lookup(start);
+    b = simgpu_event_lookup(end);
+    if (!ms)
+        RT_EXIT(cudaErrorInvalidValue);
+    RT_EXIT(a && b ? simgpu_event_elapsed(ms, a, b) : cudaErrorInvalidResourceHandle);
 }
 
-static cudaError_t wait_event_impl(cudaStream_t h, cudaEvent_t event, int ptds)
+static cudaError_t
+wait_event_impl(cudaStream_t h, cudaEvent_t event, int ptds)
 {
-	struct simgpu_event *ev = simgpu_event_lookup(event);
-	struct simgpu_stream *s;
-	cudaError_t rc;
-	if (!ev)
-		return cudaErrorInvalidResourceHandle;
-	rc = simgpu_stream_resolve(h, ptds, &s);
-	return rc != cudaSuccess ? rc : simgpu_stream_wait_event(s, ev);
+    struct simgpu_event *ev = simgpu_event_lookup(event);
+    struct simgpu_stream *s;
+    cudaError_t rc;
+    if (!ev)
+        return cudaErrorInvalidResourceHandle;
+    rc = simgpu_stream_resolve(h, ptds, &s);
+    return rc != cudaSuccess ? rc : simgpu_stream_wait_event(s, ev);
 }
 
-cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+cudaError_t CUDARTAPI
+cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
 {
-	RT_ENTER(cudaStreamWaitEvent, v3020, stream, event, flags);
-	RT_EXIT(wait_event_impl(stream, event, 0));
+    RT_ENTER(cudaStreamWaitEvent, v3020, stream, event, flags);
+    RT_EXIT(wait_event_impl(stream, event, 0));
 }
 
-cudaError_t CUDARTAPI cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+cudaError_t CUDARTAPI
+cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
 {
-	RT_ENTER(cudaStreamWaitEvent_ptsz, v7000, stream, event, flags);
-	RT_EXIT(wait_event_impl(stream, event, 1));
+    RT_ENTER(cudaStreamWaitEvent_ptsz, v7000, stream, event, flags);
+    RT_EXIT(wait_event_impl(stream, event, 1));
 }
 
 /* ---- kernels ------------------------------------------------------------------------------ */
-static cudaError_t launch_impl(const char *name, uint64_t dur, dim3 grid, dim3 block, size_t shmem,
-                               cudaStream_t h, int ptds)
+static cudaError_t
+launch_impl(const char *name, uint64_t dur, dim3 grid, dim3 block, size_t shmem, cudaStream_t h,
+            int ptds)
 {
-	struct simgpu_stream *s;
-	struct simgpu_op *op;
-	cudaError_t rc = simgpu_sticky_error();
-	if (rc != cudaSuccess)
-		return rc;
-	if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z ||
-	    (uint64_t)block.x * block.y * block.z > 1024)
-		return cudaErrorInvalidConfiguration;
-	rc = simgpu_stream_resolve(h, ptds, &s);
-	if (rc != cudaSuccess)
-		return rc;
-	op = simgpu_op_new(SIMGPU_OP_KERNEL);
-	if (!op)
-		return cudaErrorMemoryAllocation;
-	op->u.kernel.name = name;
-	op->u.kernel.dur_ns = dur;
-	op->u.kernel.grid = grid;
-	op->u.kernel.block = block;
-	op->u.kernel.shmem = (uint32_t)shmem;
-	simgpu_spin_ns(simgpu_cfg.launch_ns);
-	return simgpu_enqueue(s, op);
+    struct simgpu_stream *s;
+    struct simgpu_op *op;
+    cudaError_t rc = simgpu_sticky_error();
+    if (rc != cudaSuccess)
+        return rc;
+    if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z ||
+        (uint64_t)block.x * block.y * block.z > 1024)
+        return cudaErrorInvalidConfiguration;
+    rc = simgpu_stream_resolve(h, ptds, &s);
+    if (rc != cudaSuccess)
+        return rc;
+    op = simgpu_op_new(SIMGPU_OP_KERNEL);
+    if (!op)
+        return cudaErrorMemoryAllocation;
+    op->u.kernel.name = name;
+    op->u.kernel.dur_ns = dur;
+    op->u.kernel.grid = grid;
+    op->u.kernel.block = block;
+    op->u.kernel.shmem = (uint32_t)shmem;
+    simgpu_spin_ns(simgpu_cfg.launch_ns);
+    return simgpu_enqueue(s, op);
 }
 
-cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
-                                       size_t sharedMem, cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
+                 cudaStream_t stream)
 {
-	const char *name = NULL;
-	uint64_t dur = 0;
-	simgpu_init();
-	if (func)
-		simgpu_kernel_lookup(func, NULL, &name, &dur);
-	RT_ENTER_SYM(cudaLaunchKernel, v7000, name, func, gridDim, blockDim, args, sharedMem, stream);
-	RT_EXIT(func ? launch_impl(name, dur, gridDim, blockDim, sharedMem, stream, 0)
-	             : cudaErrorInvalidDeviceFunction);
+    const char *name = NULL;
+    uint64_t dur = 0;
+    simgpu_init();
+    if (func)
+        simgpu_kernel_lookup(func, NULL, &name, &dur);
+    RT_ENTER_SYM(cudaLaunchKernel, v7000, name, func, gridDim, blockDim, args, sharedMem, stream);
+    RT_EXIT(func ? launch_impl(name, dur, gridDim, blockDim, sharedMem, stream, 0)
+                 : cudaErrorInvalidDeviceFunction);
 }
 
-cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
-                                            void **args, size_t sharedMem, cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
+                      cudaStream_t stream)
 {
-	const char *name = NULL;
-	uint64_t dur = 0;
-	simgpu_init();
-	if (func)
-		simgpu_kernel_lookup(func, NULL, &name, &dur);
-	RT_ENTER_SYM(cudaLaunchKernel_ptsz, v7000, name, func, gridDim, blockDim, args, sharedMem,
-	             stream);
-	RT_EXIT(func ? launch_impl(name, dur, gridDim, blockDim, sharedMem, stream, 1)
-	             : cudaErrorInvalidDeviceFunction);
+    const char *name = NULL;
+    uint64_t dur = 0;
+    simgpu_init();
+    if (func)
+        simgpu_kernel_lookup(func, NULL, &name, &dur);
+    RT_ENTER_SYM(cudaLaunchKernel_ptsz, v7000, name, func, gridDim, blockDim, args, sharedMem,
+                 stream);
+    RT_EXIT(func ? launch_impl(name, dur, gridDim, blockDim, sharedMem, stream, 1)
+                 : cudaErrorInvalidDeviceFunction);
 }
 
-static cudaError_t launch_ex_impl(const cudaLaunchConfig_t *config, const char *name, uint64_t dur,
-                                  int ptds)
+static cudaError_t
+launch_ex_impl(const cudaLaunchConfig_t *config, const char *name, uint64_t dur, int ptds)
 {
-	if (!config)
-		return cudaErrorInvalidValue;
-	if (!name)
-		return cudaErrorInvalidDeviceFunction;
-	return launch_impl(name, dur, config->gridDim, config->blockDim, config->dynamicSmemBytes,
-	                   config->stream, ptds);
+    if (!config)
+        return cudaErrorInvalidValue;
+    if (!name)
+        return cudaErrorInvalidDeviceFunction;
+    return launch_impl(name, dur, config->gridDim, config->blockDim, config->dynamicSmemBytes,
+                       config->stream, ptds);
 }
 
-cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+cudaError_t CUDARTAPI
+cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 {
-	const char *name = NULL;
-	uint64_t dur = 0;
-	simgpu_init();
-	if (func)
-		simgpu_kernel_lookup(func, NULL, &name, &dur);
-	RT_ENTER_SYM(cudaLaunchKernelExC, v11060, name, config, func, args);
-	RT_EXIT(launch_ex_impl(config, name, dur, 0));
+    const char *name = NULL;
+    uint64_t dur = 0;
+    simgpu_init();
+    if (func)
+        simgpu_kernel_lookup(func, NULL, &name, &dur);
+    RT_ENTER_SYM(cudaLaunchKernelExC, v11060, name, config, func, args);
+    RT_EXIT(launch_ex_impl(config, name, dur, 0));
 }
 
-cudaError_t CUDARTAPI cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
-                                               void **args)
+cudaError_t CUDARTAPI
+cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args)
 {
-	const char *name = NULL;
-	uint64_t dur = 0;
-	simgpu_init();
-	if (func)
-		simgpu_kernel_lookup(func, NULL, &name, &dur);
-	RT_ENTER_SYM(cudaLaunchKernelExC_ptsz, v11060, name, config, func, args);
-	RT_EXIT(launch_ex_impl(config, name, dur, 1));
+    const char *name = NULL;
+    uint64_t dur = 0;
+    simgpu_init();
+    if (func)
+        simgpu_kernel_lookup(func, NULL, &name, &dur);
+    RT_ENTER_SYM(cudaLaunchKernelExC_ptsz, v11060, name, config, func, args);
+    RT_EXIT(launch_ex_impl(config, name, dur, 1));
 }
 
-cudaError_t CUDARTAPI cudaFuncGetName(const char **name, const void *func)
+cudaError_t CUDARTAPI
+cudaFuncGetName(const char **name, const void *func)
 {
-	RT_ENTER(cudaFuncGetName, v12030, name, func);
-	if (!name || !func)
-		RT_EXIT(cudaErrorInvalidValue);
-	*name = simgpu_kernel_name(func);
-	RT_EXIT(*name ? cudaSuccess : cudaErrorInvalidDeviceFunction);
+    RT_ENTER(cudaFuncGetName, v12030, name, func);
+    if (!name || !func)
+        RT_EXIT(cudaErrorInvalidValue);
+    *name = simgpu_kernel_name(func);
+    RT_EXIT(*name ? cudaSuccess : cudaErrorInvalidDeviceFunction);
 }
 
 /* ---- graphs -------------------------------------------------------------------------------- */
-static cudaError_t begin_capture_impl(cudaStream_t h, enum cudaStreamCaptureMode mode, int ptds)
+static cudaError_t
+begin_capture_impl(cudaStream_t h, enum cudaStreamCaptureMode mode, int ptds)
 {
-	struct simgpu_stream *s;
-	cudaError_t rc = simgpu_stream_resolve(h, ptds, &s);
-	return rc != cudaSuccess ? rc : simgpu_capture_begin(s, (int)mode);
+    struct simgpu_stream *s;
+    cudaError_t rc = simgpu_stream_resolve(h, ptds, &s);
+    return rc != cudaSuccess ? rc : simgpu_capture_begin(s, (int)mode);
 }
 
-cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+cudaError_t CUDARTAPI
+cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
-	RT_ENTER(cudaStreamBeginCapture, v10000, stream, mode);
-	RT_EXIT(begin_capture_impl(stream, mode, 0));
+    RT_ENTER(cudaStreamBeginCapture, v10000, stream, mode);
+    RT_EXIT(begin_capture_impl(stream, mode, 0));
 }
 
-cudaError_t CUDARTAPI cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+cudaError_t CUDARTAPI
+cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
-	RT_ENTER(cudaStreamBeginCapture_ptsz, v10000, stream, mode);
-	RT_EXIT(begin_capture_impl(stream, mode, 1));
+    RT_ENTER(cudaStreamBeginCapture_ptsz, v10000, stream, mode);
+    RT_EXIT(begin_capture_impl(stream, mode, 1));
 }
 
-static cudaError_t end_capture_impl(cudaStream_t h, cudaGraph_t *pGraph, int ptds)
+static cudaError_t
+end_capture_impl(cudaStream_t h, cudaGraph_t *pGraph, int ptds)
 {
-	struct simgpu_stream *s;
-	struct simgpu_graph *g;
-	cudaError_t rc;
-	if (!pGraph)
-		return cudaErrorInvalidValue;
-	rc = simgpu_stream_resolve(h, ptds, &s);
-	if (rc == cudaSuccess)
-		rc = simgpu_capture_end(s, &g);
-	if (rc == cudaSuccess)
-		*pGraph = (cudaGraph_t)g;
-	return rc;
+    struct simgpu_stream *s;
+    struct simgpu_graph *g;
+    cudaError_t rc;
+    if (!pGraph)
+        return cudaErrorInvalidValue;
+    rc = simgpu_stream_resolve(h, ptds, &s);
+    if (rc == cudaSuccess)
+        rc = simgpu_capture_end(s, &g);
+    if (rc == cudaSuccess)
+        *pGraph = (cudaGraph_t)g;
+    return rc;
 }
 
-cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
+cudaError_t CUDARTAPI
+cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
 {
-	RT_ENTER(cudaStreamEndCapture, v10000, stream, pGraph);
-	RT_EXIT(end_capture_impl(stream, pGraph, 0));
+    RT_ENTER(cudaStreamEndCapture, v10000, stream, pGraph);
+    RT_EXIT(end_capture_impl(stream, pGraph, 0));
 }
 
-cudaError_t CUDARTAPI cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph)
+cudaError_t CUDARTAPI
+cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph)
 {
-	RT_ENTER(cudaStreamEndCapture_ptsz, v10000, stream, pGraph);
-	RT_EXIT(end_capture_impl(stream, pGraph, 1));
+    RT_ENTER(cudaStreamEndCapture_ptsz, v10000, stream, pGraph);
+    RT_EXIT(end_capture_impl(stream, pGraph, 1));
 }
 
-static cudaError_t is_capturing_impl(cudaStream_t h, enum cudaStreamCaptureStatus *st, int ptds)
+static cudaError_t
+is_capturing_impl(cudaStream_t h, enum cudaStreamCaptureStatus *st, int ptds)
 {
-	struct simgpu_stream *s;
-	cudaError_t rc;
-	if (!st)
-		return cudaErrorInvalidValue;
-	rc = simgpu_stream_resolve(h, ptds, &s);
-	if (rc == cudaSuccess)
-		*st = simgpu_capture_status(s) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
-	return rc;
+    struct simgpu_stream *s;
+    cudaError_t rc;
+    if (!st)
+        return cudaErrorInvalidValue;
+    rc = simgpu_stream_resolve(h, ptds, &s);
+    if (rc == cudaSuccess)
+        *st =
+            simgpu_capture_status(s) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    return rc;
 }
 
-cudaError_t CUDARTAPI cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus)
+cudaError_t CUDARTAPI
+cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus)
 {
-	RT_ENTER(cudaStreamIsCapturing, v10000, stream, pCaptureStatus);
-	RT_EXIT(is_capturing_impl(stream, pCaptureStatus, 0));
+    RT_ENTER(cudaStreamIsCapturing, v10000, stream, pCaptureStatus);
+    RT_EXIT(is_capturing_impl(stream, pCaptureStatus, 0));
 }
 
-cudaError_t CUDARTAPI cudaStreamIsCapturing_ptsz(cudaStream_t stream,
-                                                 enum cudaStreamCaptureStatus *pCaptureStatus)
+cudaError_t CUDARTAPI
+cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus)
 {
-	RT_ENTER(cudaStreamIsCapturing_ptsz, v10000, stream, pCaptureStatus);
-	RT_EXIT(is_capturing_impl(stream, pCaptureStatus, 1));
+    RT_ENTER(cudaStreamIsCapturing_ptsz, v10000, stream, pCaptureStatus);
+    RT_EXIT(is_capturing_impl(stream, pCaptureStatus, 1));
 }
 
-static cudaError_t instantiate_impl(cudaGraphExec_t *px, cudaGraph_t graph)
+static cudaError_t
+instantiate_impl(cudaGraphExec_t *px, cudaGraph_t graph)
 {
-	struct simgpu_graph *g = simgpu_graph_lookup(graph);
-	struct simgpu_graph_exec *x;
-	cudaError_t rc;
-	if (!px)
-		return cudaErrorInvalidValue;
-	if (!g)
-		return cudaErrorInvalidResourceHandle;
-	rc = simgpu_graph_instantiate(&x, g);
-	if (rc == cudaSuccess)
-		*px = (cudaGraphExec_t)x;
-	return rc;
+    struct simgpu_graph *g = simgpu_graph_lookup(graph);
+    struct simgpu_graph_exec *x;
+    cudaError_t rc;
+    if (!px)
+        return cudaErrorInvalidValue;
+    if (!g)
+        return cudaErrorInvalidResourceHandle;
+    rc = simgpu_graph_instantiate(&x, g);
+    if (rc == cudaSuccess)
+        *px = (cudaGraphExec_t)x;
+    return rc;
 }
 
-cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
-                                           unsigned long long flags)
+cudaError_t CUDARTAPI
+cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags)
 {
-	RT_ENTER(cudaGraphInstantiate, v12000, pGraphExec, graph, flags);
-	RT_EXIT(instantiate_impl(pGraphExec, graph));
+    RT_ENTER(cudaGraphInstantiate, v12000, pGraphExec, graph, flags);
+    RT_EXIT(instantiate_impl(pGraphExec, graph));
 }
 
-static cudaError_t graph_launch_impl(cudaGraphExec_t exec, cudaStream_t h, int ptds)
+static cudaError_t
+graph_launch_impl(cudaGraphExec_t exec, cudaStream_t h, int ptds)
 {
-	struct simgpu_graph_exec *x = simgpu_graph_exec_lookup(exec);
-	struct simgpu_stream *s;
-	cudaError_t rc;
-	if (!x)
-		return cudaErrorInvalidResourceHandle;
-	rc = simgpu_sticky_error();
-	if (rc == cudaSuccess)
-		rc = simgpu_stream_resolve(h, ptds, &s);
-	if (rc != cudaSuccess)
-		return rc;
-	simgpu_spin_ns(simgpu_cfg.launch_ns);
-	return simgpu_graph_launch(x, s);
+    struct simgpu_graph_exec *x = simgpu_graph_exec_lookup(exec);
+    struct simgpu_stream *s;
+    cudaError_t rc;
+    if (!x)
+        return cudaErrorInvalidResourceHandle;
+    rc = simgpu_sticky_error();
+    if (rc == cudaSuccess)
+        rc = simgpu_stream_resolve(h, ptds, &s);
+    if (rc != cudaSuccess)
+        return rc;
+    simgpu_spin_ns(simgpu_cfg.launch_ns);
+    return simgpu_graph_launch(x, s);
 }
 
-cudaError_t CUDARTAPI cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
-	RT_ENTER(cudaGraphLaunch, v10000, graphExec, stream);
-	RT_EXIT(graph_launch_impl(graphExec, stream, 0));
+    RT_ENTER(cudaGraphLaunch, v10000, graphExec, stream);
+    RT_EXIT(graph_launch_impl(graphExec, stream, 0));
 }
 
-cudaError_t CUDARTAPI cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
+cudaError_t CUDARTAPI
+cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
-	RT_ENTER(cudaGraphLaunch_ptsz, v10000, graphExec, stream);
-	RT_EXIT(graph_launch_impl(graphExec, stream, 1));
+    RT_ENTER(cudaGraphLaunch_ptsz, v10000, graphExec, stream);
+    RT_EXIT(graph_launch_impl(graphExec, stream, 1));
 }
 
-cudaError_t CUDARTAPI cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+cudaError_t CUDARTAPI
+cudaGraphExecDestroy(cudaGraphExec_t graphExec)
 {
-	struct simgpu_graph_exec *x;
-	RT_ENTER(cudaGraphExecDestroy, v10000, graphExec);
-	x = simgpu_graph_exec_lookup(graphExec);
-	RT_EXIT(x ? simgpu_graph_exec_destroy(x) : cudaErrorInvalidResourceHandle);
+    struct simgpu_graph_exec *x;
+    RT_ENTER(cudaGraphExecDestroy, v10000, graphExec);
+    x = simgpu_graph_exec_lookup(graphExec);
+    RT_EXIT(x ? simgpu_graph_exec_destroy(x) : cudaErrorInvalidResourceHandle);
 }
 
-cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph)
+cudaError_t CUDARTAPI
+cudaGraphDestroy(cudaGraph_t graph)
 {
-	struct simgpu_graph *g;
-	RT_ENTER(cudaGraphDestroy, v10000, graph);
-	g = simgpu_graph_lookup(graph);
-	RT_EXIT(g ? simgpu_graph_destroy(g) : cudaErrorInvalidResourceHandle);
+    struct simgpu_graph *g;
+    RT_ENTER(cudaGraphDestroy, v10000, graph);
+    g = simgpu_graph_lookup(graph);
+    RT_EXIT(g ? simgpu_graph_destroy(g) : cudaErrorInvalidResourceHandle);
 }
 
 /* ---- driver entry points ------------------------------------------------------------------- */
-static cudaError_t entry_point_impl(const char *symbol, void **funcPtr,
-                                    enum cudaDriverEntryPointQueryResult *status)
+static cudaError_t
+entry_point_impl(const char *symbol, void **funcPtr, enum cudaDriverEntryPointQueryResult *status)
 {
-	void *h, *f = NULL;
-	char buf[256];
-	if (!symbol || !funcPtr)
-		return cudaErrorInvalidValue;
-	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-	if (h) {
-		snprintf(buf, sizeof(buf), "%s_v2", symbol);
-		f = dlsym(h, buf);
-		if (!f)
-			f = dlsym(h, symbol);
-	}
-	*funcPtr = f;
-	if (status)
-		*status = f ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
-	return cudaSuccess;
+    void *h, *f = NULL;
+    char buf[256];
+    if (!symbol || !funcPtr)
+        return cudaErrorInvalidValue;
+    h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (h) {
+        snprintf(buf, sizeof(buf), "%s_v2", symbol);
+        f = dlsym(h, buf);
+        if (!f)
+            f = dlsym(h, symbol);
+    }
+    *funcPtr = f;
+    if (status)
+        *status = f ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+    return cudaSuccess;
 }
 
-cudaError_t CUDARTAPI cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
-                                              unsigned long long flags,
-                                              enum cudaDriverEntryPointQueryResult *driverStatus)
+cudaError_t CUDARTAPI
+cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
+                        enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-	RT_ENTER(cudaGetDriverEntryPoint, v11030, symbol, funcPtr, flags, driverStatus);
-	RT_EXIT(entry_point_impl(symbol, funcPtr, driverStatus));
+    RT_ENTER(cudaGetDriverEntryPoint, v11030, symbol, funcPtr, flags, driverStatus);
+    RT_EXIT(entry_point_impl(symbol, funcPtr, driverStatus));
 }
 
-cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
-                                                       unsigned int cudaVersion,
-                                                       unsigned long long flags,
-                                                       enum cudaDriverEntryPointQueryResult *driverStatus)
+cudaError_t CUDARTAPI
+cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                 unsigned long long flags,
+                                 enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-	RT_ENTER(cudaGetDriverEntryPointByVersion, v12050, symbol, funcPtr, cudaVersion, flags,
-	         driverStatus);
-	RT_EXIT(entry_point_impl(symbol, funcPtr, driverStatus));
+    RT_ENTER(cudaGetDriverEntryPointByVersion, v12050, symbol, funcPtr, cudaVersion, flags,
+             driverStatus);
+    RT_EXIT(entry_point_impl(symbol, funcPtr, driverStatus));
 }

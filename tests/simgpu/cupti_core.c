@@ -21,17 +21,17 @@
 #define EXT_DEPTH 64
 
 struct CUpti_Subscriber_st {
-	CUpti_CallbackFunc cb;
-	void *userdata;
-	unsigned char rt[CUPTI_RUNTIME_TRACE_CBID_SIZE];
-	unsigned char drv[CUPTI_DRIVER_TRACE_CBID_SIZE];
-	unsigned char domain[CUPTI_CB_DOMAIN_SIZE]; /* other domains: whole-domain switch */
+    CUpti_CallbackFunc cb;
+    void *userdata;
+    unsigned char rt[CUPTI_RUNTIME_TRACE_CBID_SIZE];
+    unsigned char drv[CUPTI_DRIVER_TRACE_CBID_SIZE];
+    unsigned char domain[CUPTI_CB_DOMAIN_SIZE]; /* other domains: whole-domain switch */
 };
 
 struct chunk {
-	struct chunk *next;
-	size_t used;
-	unsigned char data[CHUNK_BYTES];
+    struct chunk *next;
+    size_t used;
+    unsigned char data[CHUNK_BYTES];
 };
 
 static atomic_uint g_corr_next = 1;
@@ -56,595 +56,629 @@ static __thread uint32_t t_corr;
 static __thread uint64_t t_ext[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE][EXT_DEPTH];
 static __thread int t_ext_depth[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE];
 
-static uint32_t thread_id(void)
+static uint32_t
+thread_id(void)
 {
-	if (atomic_load(&g_tid_system))
-		return (uint32_t)syscall(SYS_gettid);
-	return (uint32_t)(uintptr_t)pthread_self();
+    if (atomic_load(&g_tid_system))
+        return (uint32_t)syscall(SYS_gettid);
+    return (uint32_t)(uintptr_t)pthread_self();
 }
 
-uint32_t simgpu_current_corr(void)
+uint32_t
+simgpu_current_corr(void)
 {
-	return t_corr;
+    return t_corr;
 }
 
-int simgpu_cupti_enabled(CUpti_ActivityKind kind)
+int
+simgpu_cupti_enabled(CUpti_ActivityKind kind)
 {
-	return (unsigned)kind < MAX_KINDS && atomic_load_explicit(&g_kind_on[kind], memory_order_relaxed);
+    return (unsigned)kind < MAX_KINDS &&
+           atomic_load_explicit(&g_kind_on[kind], memory_order_relaxed);
 }
 
-int simgpu_cupti_latency_on(void)
+int
+simgpu_cupti_latency_on(void)
 {
-	return atomic_load(&g_latency_on);
+    return atomic_load(&g_latency_on);
 }
 
-size_t simgpu_cupti_record_size(CUpti_ActivityKind kind)
+size_t
+simgpu_cupti_record_size(CUpti_ActivityKind kind)
 {
-	switch (kind) {
-	case CUPTI_ACTIVITY_KIND_KERNEL:
-	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-	case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-	case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-	case CUPTI_ACTIVITY_KIND_RUNTIME:
-	case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
-	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
-	case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
-	case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
-	default: return 0;
-	}
+    switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+        return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+        return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+        return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+        return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+        return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+        return sizeof(CUpti_ActivityMemory4);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+        return sizeof(CUpti_ActivityExternalCorrelation);
+    default:
+        return 0;
+    }
 }
 
 /* ---- staging and delivery ---------------------------------------------------------- */
-void simgpu_cupti_emit(const void *record, size_t size)
+void
+simgpu_cupti_emit(const void *record, size_t size)
 {
-	int wake = 0;
-	size = (size + 7) & ~(size_t)7;
-	pthread_mutex_lock(&g_stage_lock);
-	if (g_staged_bytes + size > simgpu_cfg.cupti_limit_bytes) {
-		g_dropped++;
-	} else {
-		if (!g_stage_tail || g_stage_tail->used + size > CHUNK_BYTES) {
-			struct chunk *c = malloc(sizeof(*c));
-			if (!c) {
-				g_dropped++;
-				pthread_mutex_unlock(&g_stage_lock);
-				return;
-			}
-			c->next = NULL;
-			c->used = 0;
-			if (g_stage_tail) {
-				g_stage_tail->next = c;
-				wake = 1;
-			} else {
-				g_stage_head = c;
-			}
-			g_stage_tail = c;
-		}
-		memcpy(g_stage_tail->data + g_stage_tail->used, record, size);
-		g_stage_tail->used += size;
-		g_staged_bytes += size;
-	}
-	if (wake)
-		pthread_cond_signal(&g_stage_cv);
-	pthread_mutex_unlock(&g_stage_lock);
+    int wake = 0;
+    size = (size + 7) & ~(size_t)7;
+    pthread_mutex_lock(&g_stage_lock);
+    if (g_staged_bytes + size > simgpu_cfg.cupti_limit_bytes) {
+        g_dropped++;
+    } else {
+        if (!g_stage_tail || g_stage_tail->used + size > CHUNK_BYTES) {
+            struct chunk *c = malloc(sizeof(*c));
+            if (!c) {
+                g_dropped++;
+                pthread_mutex_unlock(&g_stage_lock);
+                return;
+            }
+            c->next = NULL;
+            c->used = 0;
+            if (g_stage_tail) {
+                g_stage_tail->next = c;
+                wake = 1;
+            } else {
+                g_stage_head = c;
+            }
+            g_stage_tail = c;
+        }
+        memcpy(g_stage_tail->data + g_stage_tail->used, record, size);
+        g_stage_tail->used += size;
+        g_staged_bytes += size;
+    }
+    if (wake)
+        pthread_cond_signal(&g_stage_cv);
+    pthread_mutex_unlock(&g_stage_lock);
 }
 
 /* Moves every staged record into client buffers and completes them.  Serialised
  * by g_deliver_lock; client callbacks run without g_stage_lock held. */
-static void deliver(void)
+static void
+deliver(void)
 {
-	struct chunk *c;
-	uint8_t *buf = NULL;
-	size_t bufsize = 0, used = 0, maxrec = 0;
-	CUpti_BuffersCallbackRequestFunc req;
-	CUpti_BuffersCallbackCompleteFunc done;
+    struct chunk *c;
+    uint8_t *buf = NULL;
+    size_t bufsize = 0, used = 0, maxrec = 0;
+    CUpti_BuffersCallbackRequestFunc req;
+    CUpti_BuffersCallbackCompleteFunc done;
 
-	pthread_mutex_lock(&g_deliver_lock);
-	pthread_mutex_lock(&g_stage_lock);
-	c = g_stage_head;
-	g_stage_head = g_stage_tail = NULL;
-	g_staged_bytes = 0;
-	req = g_req;
-	done = g_done;
-	pthread_mutex_unlock(&g_stage_lock);
+    pthread_mutex_lock(&g_deliver_lock);
+    pthread_mutex_lock(&g_stage_lock);
+    c = g_stage_head;
+    g_stage_head = g_stage_tail = NULL;
+    g_staged_bytes = 0;
+    req = g_req;
+    done = g_done;
+    pthread_mutex_unlock(&g_stage_lock);
 
-	while (c) {
-		struct chunk *next = c->next;
-		size_t off = 0;
-		while (off < c->used) {
-			const CUpti_Activity *r = (const CUpti_Activity *)(c->data + off);
-			size_t sz = (simgpu_cupti_record_size(r->kind) + 7) & ~(size_t)7;
-			if (!sz)
-				break;
-			if (buf && used + sz > bufsize) {
-				done(NULL, 0, buf, bufsize, used);
-				buf = NULL;
-			}
-			if (!buf && req) {
-				bufsize = 0;
-				maxrec = 0;
-				req(&buf, &bufsize, &maxrec);
-				used = 0;
-				if (buf && ((uintptr_t)buf & 7)) {
-					/* CUPTI wants 8-byte aligned buffers; skip to alignment. */
-					size_t pad = 8 - ((uintptr_t)buf & 7);
-					used = pad < bufsize ? pad : bufsize;
-				}
-			}
-			if (!buf || used + sz > bufsize || !done) {
-				pthread_mutex_lock(&g_stage_lock);
-				g_dropped++;
-				pthread_mutex_unlock(&g_stage_lock);
-			} else {
-				memcpy(buf + used, r, sz);
-				used += sz;
-			}
-			off += sz;
-		}
-		free(c);
-		c = next;
-	}
-	if (buf && done)
-		done(NULL, 0, buf, bufsize, used);
-	pthread_mutex_unlock(&g_deliver_lock);
+    while (c) {
+        struct chunk *next = c->next;
+        size_t off = 0;
+        while (off < c->used) {
+            const CUpti_Activity *r = (const CUpti_Activity *)(c->data + off);
+            size_t sz = (simgpu_cupti_record_size(r->kind) + 7) & ~(size_t)7;
+            if (!sz)
+                break;
+            if (buf && used + sz > bufsize) {
+                done(NULL, 0, buf, bufsize, used);
+                buf = NULL;
+            }
+            if (!buf && req) {
+                bufsize = 0;
+                maxrec = 0;
+                req(&buf, &bufsize, &maxrec);
+                used = 0;
+                if (buf && ((uintptr_t)buf & 7)) {
+                    /* CUPTI wants 8-byte aligned buffers; skip to alignment. */
+                    size_t pad = 8 - ((uintptr_t)buf & 7);
+                    used = pad < bufsize ? pad : bufsize;
+                }
+            }
+            if (!buf || used + sz > bufsize || !done) {
+                pthread_mutex_lock(&g_stage_lock);
+                g_dropped++;
+                pthread_mutex_unlock(&g_stage_lock);
+            } else {
+                memcpy(buf + used, r, sz);
+                used += sz;
+            }
+            off += sz;
+        }
+        free(c);
+        c = next;
+    }
+    if (buf && done)
+        done(NULL, 0, buf, bufsize, used);
+    pthread_mutex_unlock(&g_deliver_lock);
 }
 
-static void *deliver_thread(void *arg)
+static void *
+deliver_thread(void *arg)
 {
-	(void)arg;
-	for (;;) {
-		struct timespec ts;
-		uint64_t ms;
-		pthread_mutex_lock(&g_stage_lock);
-		ms = g_period_ms ? g_period_ms : simgpu_cfg.cupti_deliver_ms;
-		if (ms == 0)
-			ms = 200;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += (time_t)(ms / 1000);
-		ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&g_stage_cv, &g_stage_lock, &ts);
-		pthread_mutex_unlock(&g_stage_lock);
-		deliver();
-	}
-	return NULL;
+    (void)arg;
+    for (;;) {
+        struct timespec ts;
+        uint64_t ms;
+        pthread_mutex_lock(&g_stage_lock);
+        ms = g_period_ms ? g_period_ms : simgpu_cfg.cupti_deliver_ms;
+        if (ms == 0)
+            ms = 200;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += (time_t)(ms / 1000);
+        ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&g_stage_cv, &g_stage_lock, &ts);
+        pthread_mutex_unlock(&g_stage_lock);
+        deliver();
+    }
+    return NULL;
 }
 
-CUptiResult simgpu_cupti_register(CUpti_BuffersCallbackRequestFunc req,
-                                  CUpti_BuffersCallbackCompleteFunc done)
+CUptiResult
+simgpu_cupti_register(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done)
 {
-	simgpu_init();
-	if (!req || !done)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	pthread_mutex_lock(&g_stage_lock);
-	g_req = req;
-	g_done = done;
-	if (!g_deliver_started) {
-		pthread_condattr_t ca;
-		pthread_attr_t at;
-		pthread_t th;
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&g_stage_cv, &ca);
-		pthread_condattr_destroy(&ca);
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&th, &at, deliver_thread, NULL) == 0)
-			g_deliver_started = 1;
-		pthread_attr_destroy(&at);
-	}
-	pthread_mutex_unlock(&g_stage_lock);
-	return CUPTI_SUCCESS;
+    simgpu_init();
+    if (!req || !done)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    pthread_mutex_lock(&g_stage_lock);
+    g_req = req;
+    g_done = done;
+    if (!g_deliver_started) {
+        pthread_condattr_t ca;
+        pthread_attr_t at;
+        pthread_t th;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&g_stage_cv, &ca);
+        pthread_condattr_destroy(&ca);
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&th, &at, deliver_thread, NULL) == 0)
+            g_deliver_started = 1;
+        pthread_attr_destroy(&at);
+    }
+    pthread_mutex_unlock(&g_stage_lock);
+    return CUPTI_SUCCESS;
 }
 
-CUptiResult simgpu_cupti_flush(uint32_t flag)
+CUptiResult
+simgpu_cupti_flush(uint32_t flag)
 {
-	(void)flag;
-	if (!g_req)
-		return CUPTI_SUCCESS;
-	deliver();
-	return CUPTI_SUCCESS;
+    (void)flag;
+    if (!g_req)
+        return CUPTI_SUCCESS;
+    deliver();
+    return CUPTI_SUCCESS;
 }
 
-CUptiResult simgpu_cupti_flush_period(uint32_t ms)
+CUptiResult
+simgpu_cupti_flush_period(uint32_t ms)
 {
-	pthread_mutex_lock(&g_stage_lock);
-	g_period_ms = ms;
-	pthread_mutex_unlock(&g_stage_lock);
-	return CUPTI_SUCCESS;
+    pthread_mutex_lock(&g_stage_lock);
+    g_period_ms = ms;
+    pthread_mutex_unlock(&g_stage_lock);
+    return CUPTI_SUCCESS;
 }
 
-size_t simgpu_cupti_dropped_take(void)
+size_t
+simgpu_cupti_dropped_take(void)
 {
-	size_t n;
-	pthread_mutex_lock(&g_stage_lock);
-	n = g_dropped;
-	g_dropped = 0;
-	pthread_mutex_unlock(&g_stage_lock);
-	return n;
+    size_t n;
+    pthread_mutex_lock(&g_stage_lock);
+    n = g_dropped;
+    g_dropped = 0;
+    pthread_mutex_unlock(&g_stage_lock);
+    return n;
 }
 
-CUptiResult simgpu_cupti_activity_enable(CUpti_ActivityKind kind, int on)
+CUptiResult
+simgpu_cupti_activity_enable(CUpti_ActivityKind kind, int on)
 {
-	simgpu_init();
-	if (on && simgpu_cfg.cupti_busy)
-		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-	if ((unsigned)kind >= MAX_KINDS || kind == CUPTI_ACTIVITY_KIND_INVALID)
-		return CUPTI_ERROR_INVALID_KIND;
-	if (on && !simgpu_cupti_record_size(kind))
-		return CUPTI_ERROR_NOT_COMPATIBLE;
-	atomic_store(&g_kind_on[kind], on);
-	return CUPTI_SUCCESS;
+    simgpu_init();
+    if (on && simgpu_cfg.cupti_busy)
+        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    if ((unsigned)kind >= MAX_KINDS || kind == CUPTI_ACTIVITY_KIND_INVALID)
+        return CUPTI_ERROR_INVALID_KIND;
+    if (on && !simgpu_cupti_record_size(kind))
+        return CUPTI_ERROR_NOT_COMPATIBLE;
+    atomic_store(&g_kind_on[kind], on);
+    return CUPTI_SUCCESS;
 }
 
-CUptiResult simgpu_cupti_latency_timestamps(int on)
+CUptiResult
+simgpu_cupti_latency_timestamps(int on)
 {
-	atomic_store(&g_latency_on, on);
-	return CUPTI_SUCCESS;
+    atomic_store(&g_latency_on, on);
+    return CUPTI_SUCCESS;
 }
 
-CUptiResult simgpu_cupti_thread_id_type(int set, CUpti_ActivityThreadIdType *type)
+CUptiResult
+simgpu_cupti_thread_id_type(int set, CUpti_ActivityThreadIdType *type)
 {
-	if (!type)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	if (set)
-		atomic_store(&g_tid_system, *type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-	else
-		*type = atomic_load(&g_tid_system) ? CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM
-		                                    : CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
-	return CUPTI_SUCCESS;
+    if (!type)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    if (set)
+        atomic_store(&g_tid_system, *type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    else
+        *type = atomic_load(&g_tid_system) ? CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM
+                                           : CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+    return CUPTI_SUCCESS;
 }
 
 /* ---- external correlation ------------------------------------------------------------ */
-CUptiResult simgpu_cupti_push_external(CUpti_ExternalCorrelationKind kind, uint64_t id)
+CUptiResult
+simgpu_cupti_push_external(CUpti_ExternalCorrelationKind kind, uint64_t id)
 {
-	if ((unsigned)kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE ||
-	    kind == CUPTI_EXTERNAL_CORRELATION_KIND_INVALID)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	if (t_ext_depth[kind] >= EXT_DEPTH)
-		return CUPTI_ERROR_OUT_OF_MEMORY;
-	t_ext[kind][t_ext_depth[kind]++] = id;
-	return CUPTI_SUCCESS;
+    if ((unsigned)kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE ||
+        kind == CUPTI_EXTERNAL_CORRELATION_KIND_INVALID)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    if (t_ext_depth[kind] >= EXT_DEPTH)
+        return CUPTI_ERROR_OUT_OF_MEMORY;
+    t_ext[kind][t_ext_depth[kind]++] = id;
+    return CUPTI_SUCCESS;
 }
 
-CUptiResult simgpu_cupti_pop_external(CUpti_ExternalCorrelationKind kind, uint64_t *id)
+CUptiResult
+simgpu_cupti_pop_external(CUpti_ExternalCorrelationKind kind, uint64_t *id)
 {
-	if ((unsigned)kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE ||
-	    kind == CUPTI_EXTERNAL_CORRELATION_KIND_INVALID)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	if (t_ext_depth[kind] == 0)
-		return CUPTI_ERROR_QUEUE_EMPTY;
-	t_ext_depth[kind]--;
-	if (id)
-		*id = t_ext[kind][t_ext_depth[kind]];
-	return CUPTI_SUCCESS;
+    if ((unsigned)kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE ||
+        kind == CUPTI_EXTERNAL_CORRELATION_KIND_INVALID)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    if (t_ext_depth[kind] == 0)
+        return CUPTI_ERROR_QUEUE_EMPTY;
+    t_ext_depth[kind]--;
+    if (id)
+        *id = t_ext[kind][t_ext_depth[kind]];
+    return CUPTI_SUCCESS;
 }
 
 /* ---- callbacks --------------------------------------------------------------------------- */
-CUptiResult simgpu_cupti_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb,
-                                   void *userdata)
+CUptiResult
+simgpu_cupti_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *userdata)
 {
-	struct CUpti_Subscriber_st *s;
-	simgpu_init();
-	if (!sub)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	if (simgpu_cfg.cupti_busy)
-		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-	pthread_mutex_lock(&g_sub_lock);
-	if (atomic_load(&g_sub)) {
-		pthread_mutex_unlock(&g_sub_lock);
-		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-	}
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		pthread_mutex_unlock(&g_sub_lock);
-		return CUPTI_ERROR_OUT_OF_MEMORY;
-	}
-	s->cb = cb;
-	s->userdata = userdata;
-	atomic_store(&g_sub, s);
-	pthread_mutex_unlock(&g_sub_lock);
-	*sub = s;
-	return CUPTI_SUCCESS;
+    struct CUpti_Subscriber_st *s;
+    simgpu_init();
+    if (!sub)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    if (simgpu_cfg.cupti_busy)
+        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    pthread_mutex_lock(&g_sub_lock);
+    if (atomic_load(&g_sub)) {
+        pthread_mutex_unlock(&g_sub_lock);
+        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    }
+    s = calloc(1, sizeof(*s));
+    if (!s) {
+        pthread_mutex_unlock(&g_sub_lock);
+        return CUPTI_ERROR_OUT_OF_MEMORY;
+    }
+    s->cb = cb;
+    s->userdata = userdata;
+    atomic_store(&g_sub, s);
+    pthread_mutex_unlock(&g_sub_lock);
+    *sub = s;
+    return CUPTI_SUCCESS;
 }
 
-CUptiResult simgpu_cupti_unsubscribe(CUpti_SubscriberHandle sub)
+CUptiResult
+simgpu_cupti_unsubscribe(CUpti_SubscriberHandle sub)
 {
-	pthread_mutex_lock(&g_sub_lock);
-	if (!sub || atomic_load(&g_sub) != sub) {
-		pthread_mutex_unlock(&g_sub_lock);
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	}
-	atomic_store(&g_sub, NULL);
-	pthread_mutex_unlock(&g_sub_lock);
-	/* Not freed: a callback may be running on another thread right now. */
-	return CUPTI_SUCCESS;
+    pthread_mutex_lock(&g_sub_lock);
+    if (!sub || atomic_load(&g_sub) != sub) {
+        pthread_mutex_unlock(&g_sub_lock);
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    atomic_store(&g_sub, NULL);
+    pthread_mutex_unlock(&g_sub_lock);
+    /* Not freed: a callback may be running on another thread right now. */
+    return CUPTI_SUCCESS;
 }
 
-static unsigned char *cb_slot(struct CUpti_Subscriber_st *s, CUpti_CallbackDomain domain,
-                              CUpti_CallbackId cbid)
+static unsigned char *
+cb_slot(struct CUpti_Subscriber_st *s, CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
 {
-	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
-		return cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE ? &s->rt[cbid] : NULL;
-	if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
-		return cbid < CUPTI_DRIVER_TRACE_CBID_SIZE ? &s->drv[cbid] : NULL;
-	return (unsigned)domain < CUPTI_CB_DOMAIN_SIZE ? &s->domain[domain] : NULL;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+        return cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE ? &s->rt[cbid] : NULL;
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+        return cbid < CUPTI_DRIVER_TRACE_CBID_SIZE ? &s->drv[cbid] : NULL;
+    return (unsigned)domain < CUPTI_CB_DOMAIN_SIZE ? &s->domain[domain] : NULL;
 }
 
-CUptiResult simgpu_cupti_enable_callback(uint32_t on, CUpti_SubscriberHandle sub,
-                                         CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+CUptiResult
+simgpu_cupti_enable_callback(uint32_t on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain,
+                             CUpti_CallbackId cbid)
 {
-	unsigned char *slot;
-	if (!sub || sub != atomic_load(&g_sub))
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	slot = cb_slot(sub, domain, cbid);
-	if (!slot)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	*slot = on != 0;
-	return CUPTI_SUCCESS;
+    unsigned char *slot;
+    if (!sub || sub != atomic_load(&g_sub))
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    slot = cb_slot(sub, domain, cbid);
+    if (!slot)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    *slot = on != 0;
+    return CUPTI_SUCCESS;
 }
 
-CUptiResult simgpu_cupti_enable_domain(uint32_t on, CUpti_SubscriberHandle sub,
-                                       CUpti_CallbackDomain domain)
+CUptiResult
+simgpu_cupti_enable_domain(uint32_t on, CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain)
 {
-	if (!sub || sub != atomic_load(&g_sub) || (unsigned)domain >= CUPTI_CB_DOMAIN_SIZE ||
-	    domain == CUPTI_CB_DOMAIN_INVALID)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
-		memset(sub->rt, on != 0, sizeof(sub->rt));
-	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
-		memset(sub->drv, on != 0, sizeof(sub->drv));
-	else
-		sub->domain[domain] = on != 0;
-	return CUPTI_SUCCESS;
+    if (!sub || sub != atomic_load(&g_sub) || (unsigned)domain >= CUPTI_CB_DOMAIN_SIZE ||
+        domain == CUPTI_CB_DOMAIN_INVALID)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+        memset(sub->rt, on != 0, sizeof(sub->rt));
+    else if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+        memset(sub->drv, on != 0, sizeof(sub->drv));
+    else
+        sub->domain[domain] = on != 0;
+    return CUPTI_SUCCESS;
 }
 
-CUptiResult simgpu_cupti_get_callback_state(uint32_t *on, CUpti_SubscriberHandle sub,
-                                            CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+CUptiResult
+simgpu_cupti_get_callback_state(uint32_t *on, CUpti_SubscriberHandle sub,
+                                CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
 {
-	unsigned char *slot;
-	if (!on || !sub || sub != atomic_load(&g_sub))
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	slot = cb_slot(sub, domain, cbid);
-	if (!slot)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	*on = *slot;
-	return CUPTI_SUCCESS;
+    unsigned char *slot;
+    if (!on || !sub || sub != atomic_load(&g_sub))
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    slot = cb_slot(sub, domain, cbid);
+    if (!slot)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    *on = *slot;
+    return CUPTI_SUCCESS;
 }
 
 /* A fake CUcontext per device: what cuCtxGetCurrent returns and callbacks carry. */
 static char g_ctx_tokens[SIMGPU_MAX_DEVICES];
 
-CUcontext simgpu_context(int dev)
+CUcontext
+simgpu_context(int dev)
 {
-	if (dev < 0 || dev >= SIMGPU_MAX_DEVICES)
-		return NULL;
-	return (CUcontext)(void *)&g_ctx_tokens[dev];
+    if (dev < 0 || dev >= SIMGPU_MAX_DEVICES)
+        return NULL;
+    return (CUcontext)(void *)&g_ctx_tokens[dev];
 }
 
-static void api_callback(struct simgpu_api *a, CUpti_ApiCallbackSite site, void *ret)
+static void
+api_callback(struct simgpu_api *a, CUpti_ApiCallbackSite site, void *ret)
 {
-	struct CUpti_Subscriber_st *s = atomic_load(&g_sub);
-	unsigned char *slot;
-	CUpti_CallbackData d;
-	int dev;
-	if (!s || !s->cb)
-		return;
-	slot = cb_slot(s, a->domain, a->cbid);
-	if (!slot || !*slot)
-		return;
-	dev = simgpu_current_device();
-	memset(&d, 0, sizeof(d));
-	d.callbackSite = site;
-	d.functionName = a->name;
-	d.functionParams = a->params;
-	d.functionReturnValue = ret;
-	d.symbolName = a->symbol;
-	d.context = simgpu_context(dev);
-	d.contextUid = (uint32_t)dev + 1;
-	d.correlationData = &a->corr_data;
-	d.correlationId = a->corr;
-	s->cb(s->userdata, a->domain, a->cbid, &d);
+    struct CUpti_Subscriber_st *s = atomic_load(&g_sub);
+    unsigned char *slot;
+    CUpti_CallbackData d;
+    int dev;
+    if (!s || !s->cb)
+        return;
+    slot = cb_slot(s, a->domain, a->cbid);
+    if (!slot || !*slot)
+        return;
+    dev = simgpu_current_device();
+    memset(&d, 0, sizeof(d));
+    d.callbackSite = site;
+    d.functionName = a->name;
+    d.functionParams = a->params;
+    d.functionReturnValue = ret;
+    d.symbolName = a->symbol;
+    d.context = simgpu_context(dev);
+    d.contextUid = (uint32_t)dev + 1;
+    d.correlationData = &a->corr_data;
+    d.correlationId = a->corr;
+    s->cb(s->userdata, a->domain, a->cbid, &d);
 }
 
-void simgpu_api_enter(struct simgpu_api *a, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                      const char *name, const void *params, const char *symbol)
+void
+simgpu_api_enter(struct simgpu_api *a, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                 const char *name, const void *params, const char *symbol)
 {
-	simgpu_init();
-	a->domain = domain;
-	a->cbid = cbid;
-	a->name = name;
-	a->params = params;
-	a->symbol = symbol;
-	a->corr = atomic_fetch_add(&g_corr_next, 1);
-	a->saved_corr = t_corr;
-	a->corr_data = 0;
-	t_corr = a->corr;
-	a->start_ns = simgpu_now_ns();
-	api_callback(a, CUPTI_API_ENTER, NULL);
+    simgpu_init();
+    a->domain = domain;
+    a->cbid = cbid;
+    a->name = name;
+    a->params = params;
+    a->symbol = symbol;
+    a->corr = atomic_fetch_add(&g_corr_next, 1);
+    a->saved_corr = t_corr;
+    a->corr_data = 0;
+    t_corr = a->corr;
+    a->start_ns = simgpu_now_ns();
+    api_callback(a, CUPTI_API_ENTER, NULL);
 }
 
-void simgpu_api_exit(struct simgpu_api *a, int *ret)
+void
+simgpu_api_exit(struct simgpu_api *a, int *ret)
 {
-	CUpti_ActivityKind kind = a->domain == CUPTI_CB_DOMAIN_DRIVER_API ? CUPTI_ACTIVITY_KIND_DRIVER
-	                                                                  : CUPTI_ACTIVITY_KIND_RUNTIME;
-	api_callback(a, CUPTI_API_EXIT, ret);
-	if (simgpu_cupti_enabled(kind)) {
-		CUpti_ActivityAPI r;
-		memset(&r, 0, sizeof(r));
-		r.kind = kind;
-		r.cbid = a->cbid;
-		r.start = a->start_ns;
-		r.end = simgpu_now_ns();
-		r.processId = (uint32_t)getpid();
-		r.threadId = thread_id();
-		r.correlationId = a->corr;
-		r.returnValue = (uint32_t)*ret;
-		simgpu_cupti_emit(&r, sizeof(r));
-	}
-	if (simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) {
-		for (int k = 1; k < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE; k++) {
-			CUpti_ActivityExternalCorrelation r;
-			if (!t_ext_depth[k])
-				continue;
-			memset(&r, 0, sizeof(r));
-			r.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-			r.externalKind = (CUpti_ExternalCorrelationKind)k;
-			r.externalId = t_ext[k][t_ext_depth[k] - 1];
-			r.correlationId = a->corr;
-			simgpu_cupti_emit(&r, sizeof(r));
-		}
-	}
-	t_corr = a->saved_corr;
+    CUpti_ActivityKind kind = a->domain == CUPTI_CB_DOMAIN_DRIVER_API ? CUPTI_ACTIVITY_KIND_DRIVER
+                                                                      : CUPTI_ACTIVITY_KIND_RUNTIME;
+    api_callback(a, CUPTI_API_EXIT, ret);
+    if (simgpu_cupti_enabled(kind)) {
+        CUpti_ActivityAPI r;
+        memset(&r, 0, sizeof(r));
+        r.kind = kind;
+        r.cbid = a->cbid;
+        r.start = a->start_ns;
+        r.end = simgpu_now_ns();
+        r.processId = (uint32_t)getpid();
+        r.threadId = thread_id();
+        r.correlationId = a->corr;
+        r.returnValue = (uint32_t)*ret;
+        simgpu_cupti_emit(&r, sizeof(r));
+    }
+    if (simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) {
+        for (int k = 1; k < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE; k++) {
+            CUpti_ActivityExternalCorrelation r;
+            if (!t_ext_depth[k])
+                continue;
+            memset(&r, 0, sizeof(r));
+            r.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+            r.externalKind = (CUpti_ExternalCorrelationKind)k;
+            r.externalId = t_ext[k][t_ext_depth[k] - 1];
+            r.correlationId = a->corr;
+            simgpu_cupti_emit(&r, sizeof(r));
+        }
+    }
+    t_corr = a->saved_corr;
 }
 
 /* ---- device-side records -------------------------------------------------------------- */
-void simgpu_cupti_op_done(const struct simgpu_op *op, const struct simgpu_stream *s,
-                          uint64_t start_ns, uint64_t end_ns)
+void
+simgpu_cupti_op_done(const struct simgpu_op *op, const struct simgpu_stream *s, uint64_t start_ns,
+                     uint64_t end_ns)
 {
-	uint32_t dev = (uint32_t)simgpu_stream_device(s);
-	switch (op->kind) {
-	case SIMGPU_OP_KERNEL:
-	case SIMGPU_OP_CUSTOM: {
-		CUpti_ActivityKernel10 r;
-		CUpti_ActivityKind kind;
-		if (simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
-			kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-		else if (simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_KERNEL))
-			kind = CUPTI_ACTIVITY_KIND_KERNEL;
-		else
-			return;
-		memset(&r, 0, sizeof(r));
-		r.kind = kind;
-		r.registersPerThread = 32;
-		r.start = start_ns;
-		r.end = end_ns;
-		r.completed = end_ns;
-		r.deviceId = dev;
-		r.contextId = dev + 1;
-		r.streamId = simgpu_stream_id(s);
-		if (op->kind == SIMGPU_OP_KERNEL) {
-			r.gridX = (int32_t)op->u.kernel.grid.x;
-			r.gridY = (int32_t)op->u.kernel.grid.y;
-			r.gridZ = (int32_t)op->u.kernel.grid.z;
-			r.blockX = (int32_t)op->u.kernel.block.x;
-			r.blockY = (int32_t)op->u.kernel.block.y;
-			r.blockZ = (int32_t)op->u.kernel.block.z;
-			r.dynamicSharedMemory = (int32_t)op->u.kernel.shmem;
-			r.name = op->u.kernel.name;
-		} else {
-			r.gridX = 2;
-			r.gridY = r.gridZ = 1;
-			r.blockX = 640;
-			r.blockY = r.blockZ = 1;
-			r.name = op->u.custom.name;
-		}
-		r.correlationId = op->corr;
-		r.gridId = (int64_t)atomic_fetch_add(&g_grid_next, 1);
-		if (simgpu_cupti_latency_on()) {
-			r.queued = op->enqueue_ns;
-			r.submitted = op->enqueue_ns;
-		}
-		r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
-		r.graphNodeId = op->graph_id ? op->graph_node_id : 0;
-		r.graphId = op->graph_id;
-		r.clusterX = r.clusterY = r.clusterZ = 1;
-		simgpu_cupti_emit(&r, sizeof(r));
-		break;
-	}
-	case SIMGPU_OP_MEMCPY: {
-		CUpti_ActivityMemcpy6 r;
-		if (!simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_MEMCPY))
-			return;
-		memset(&r, 0, sizeof(r));
-		r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-		r.copyKind = (uint8_t)op->u.memcpy.copy_kind;
-		r.srcKind = (uint8_t)op->u.memcpy.src_kind;
-		r.dstKind = (uint8_t)op->u.memcpy.dst_kind;
-		r.flags = op->u.memcpy.async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
-		r.bytes = op->u.memcpy.bytes;
-		r.start = start_ns;
-		r.end = end_ns;
-		r.deviceId = dev;
-		r.contextId = dev + 1;
-		r.streamId = simgpu_stream_id(s);
-		r.correlationId = op->corr;
-		r.graphNodeId = op->graph_id ? op->graph_node_id : 0;
-		r.graphId = op->graph_id;
-		r.copyCount = 1;
-		simgpu_cupti_emit(&r, sizeof(r));
-		break;
-	}
-	case SIMGPU_OP_MEMSET: {
-		CUpti_ActivityMemset4 r;
-		if (!simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_MEMSET))
-			return;
-		memset(&r, 0, sizeof(r));
-		r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
-		r.value = (uint32_t)op->u.memset.value;
-		r.bytes = op->u.memset.bytes;
-		r.start = start_ns;
-		r.end = end_ns;
-		r.deviceId = dev;
-		r.contextId = dev + 1;
-		r.streamId = simgpu_stream_id(s);
-		r.correlationId = op->corr;
-		r.flags = op->u.memset.async ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
-		r.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-		r.graphNodeId = op->graph_id ? op->graph_node_id : 0;
-		r.graphId = op->graph_id;
-		simgpu_cupti_emit(&r, sizeof(r));
-		break;
-	}
-	default:
-		break;
-	}
+    uint32_t dev = (uint32_t)simgpu_stream_device(s);
+    switch (op->kind) {
+    case SIMGPU_OP_KERNEL:
+    case SIMGPU_OP_CUSTOM: {
+        CUpti_ActivityKernel10 r;
+        CUpti_ActivityKind kind;
+        if (simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
+            kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        else if (simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_KERNEL))
+            kind = CUPTI_ACTIVITY_KIND_KERNEL;
+        else
+            return;
+        memset(&r, 0, sizeof(r));
+        r.kind = kind;
+        r.registersPerThread = 32;
+        r.start = start_ns;
+        r.end = end_ns;
+        r.completed = end_ns;
+        r.deviceId = dev;
+        r.contextId = dev + 1;
+        r.streamId = simgpu_stream_id(s);
+        if (op->kind == SIMGPU_OP_KERNEL) {
+            r.gridX = (int32_t)op->u.kernel.grid.x;
+            r.gridY = (int32_t)op->u.kernel.grid.y;
+            r.gridZ = (int32_t)op->u.kernel.grid.z;
+            r.blockX = (int32_t)op->u.kernel.block.x;
+            r.blockY = (int32_t)op->u.kernel.block.y;
+            r.blockZ = (int32_t)op->u.kernel.block.z;
+            r.dynamicSharedMemory = (int32_t)op->u.kernel.shmem;
+            r.name = op->u.kernel.name;
+        } else {
+            r.gridX = 2;
+            r.gridY = r.gridZ = 1;
+            r.blockX = 640;
+            r.blockY = r.blockZ = 1;
+            r.name = op->u.custom.name;
+        }
+        r.correlationId = op->corr;
+        r.gridId = (int64_t)atomic_fetch_add(&g_grid_next, 1);
+        if (simgpu_cupti_latency_on()) {
+            r.queued = op->enqueue_ns;
+            r.submitted = op->enqueue_ns;
+        }
+        r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
+        r.graphNodeId = op->graph_id ? op->graph_node_id : 0;
+        r.graphId = op->graph_id;
+        r.clusterX = r.clusterY = r.clusterZ = 1;
+        simgpu_cupti_emit(&r, sizeof(r));
+        break;
+    }
+    case SIMGPU_OP_MEMCPY: {
+        CUpti_ActivityMemcpy6 r;
+        if (!simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_MEMCPY))
+            return;
+        memset(&r, 0, sizeof(r));
+        r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+        r.copyKind = (uint8_t)op->u.memcpy.copy_kind;
+        r.srcKind = (uint8_t)op->u.memcpy.src_kind;
+        r.dstKind = (uint8_t)op->u.memcpy.dst_kind;
+        r.flags = op->u.memcpy.async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+        r.bytes = op->u.memcpy.bytes;
+        r.start = start_ns;
+        r.end = end_ns;
+        r.deviceId = dev;
+        r.contextId = dev + 1;
+        r.streamId = simgpu_stream_id(s);
+        r.correlationId = op->corr;
+        r.graphNodeId = op->graph_id ? op->graph_node_id : 0;
+        r.graphId = op->graph_id;
+        r.copyCount = 1;
+        simgpu_cupti_emit(&r, sizeof(r));
+        break;
+    }
+    case SIMGPU_OP_MEMSET: {
+        CUpti_ActivityMemset4 r;
+        if (!simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_MEMSET))
+            return;
+        memset(&r, 0, sizeof(r));
+        r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+        r.value = (uint32_t)op->u.memset.value;
+        r.bytes = op->u.memset.bytes;
+        r.start = start_ns;
+        r.end = end_ns;
+        r.deviceId = dev;
+        r.contextId = dev + 1;
+        r.streamId = simgpu_stream_id(s);
+        r.correlationId = op->corr;
+        r.flags = op->u.memset.async ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
+        r.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+        r.graphNodeId = op->graph_id ? op->graph_node_id : 0;
+        r.graphId = op->graph_id;
+        simgpu_cupti_emit(&r, sizeof(r));
+        break;
+    }
+    default:
+        break;
+    }
 }
 
-void simgpu_cupti_sync(CUpti_ActivitySynchronizationType type, uint64_t start_ns,
-                       uint64_t end_ns, const struct simgpu_stream *s,
-                       const struct simgpu_event *ev, cudaError_t rc)
+void
+simgpu_cupti_sync(CUpti_ActivitySynchronizationType type, uint64_t start_ns, uint64_t end_ns,
+                  const struct simgpu_stream *s, const struct simgpu_event *ev, cudaError_t rc)
 {
-	CUpti_ActivitySynchronization2 r;
-	if (!simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION))
-		return;
-	memset(&r, 0, sizeof(r));
-	r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
-	r.type = type;
-	r.start = start_ns;
-	r.end = end_ns;
-	r.correlationId = t_corr;
-	r.contextId = (uint32_t)simgpu_current_device() + 1;
-	r.streamId = s ? simgpu_stream_id(s) : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-	r.cudaEventId = ev ? simgpu_event_id(ev) : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-	r.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-	r.returnValue = (uint32_t)rc;
-	simgpu_cupti_emit(&r, sizeof(r));
+    CUpti_ActivitySynchronization2 r;
+    if (!simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION))
+        return;
+    memset(&r, 0, sizeof(r));
+    r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    r.type = type;
+    r.start = start_ns;
+    r.end = end_ns;
+    r.correlationId = t_corr;
+    r.contextId = (uint32_t)simgpu_current_device() + 1;
+    r.streamId = s ? simgpu_stream_id(s) : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+    r.cudaEventId = ev ? simgpu_event_id(ev) : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+    r.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+    r.returnValue = (uint32_t)rc;
+    simgpu_cupti_emit(&r, sizeof(r));
 }
 
-void simgpu_cupti_memory(int alloc, const void *p, size_t bytes, int memkind,
-                         const struct simgpu_stream *s)
+void
+simgpu_cupti_memory(int alloc, const void *p, size_t bytes, int memkind,
+                    const struct simgpu_stream *s)
 {
-	CUpti_ActivityMemory4 r;
-	if (!simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_MEMORY2))
-		return;
-	memset(&r, 0, sizeof(r));
-	r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
-	r.memoryOperationType = alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
-	                              : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
-	r.memoryKind = (CUpti_ActivityMemoryKind)memkind;
-	r.correlationId = t_corr;
-	r.address = (uint64_t)(uintptr_t)p;
-	r.bytes = bytes;
-	r.timestamp = simgpu_now_ns();
-	r.processId = (uint32_t)getpid();
-	r.deviceId = (uint32_t)simgpu_current_device();
-	r.contextId = r.deviceId + 1;
-	r.streamId = s ? simgpu_stream_id(s) : 0;
-	r.isAsync = s != NULL;
-	r.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID;
-	simgpu_cupti_emit(&r, sizeof(r));
+    CUpti_ActivityMemory4 r;
+    if (!simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_MEMORY2))
+        return;
+    memset(&r, 0, sizeof(r));
+    r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+    r.memoryOperationType = alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                                  : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+    r.memoryKind = (CUpti_ActivityMemoryKind)memkind;
+    r.correlationId = t_corr;
+    r.address = (uint64_t)(uintptr_t)p;
+    r.bytes = bytes;
+    r.timestamp = simgpu_now_ns();
+    r.processId = (uint32_t)getpid();
+    r.deviceId = (uint32_t)simgpu_current_device();
+    r.contextId = r.deviceId + 1;
+    r.streamId = s ? simgpu_stream_id(s) : 0;
+    r.isAsync = s != NULL;
+    r.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID;
+    simgpu_cupti_emit(&r, sizeof(r));
 }

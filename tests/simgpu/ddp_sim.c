@@ -47,573 +47,636 @@
 
 #define SMALL_FIXED_US 3.0 /* per-kernel fixed cost that fusion saves */
 
-#define CK(call)                                                                              \
-	do {                                                                                  \
-		cudaError_t e_ = (call);                                                       \
-		if (e_ != cudaSuccess) {                                                       \
-			fprintf(stderr, "ddp-sim rank %d: %s failed: %s (%s:%d)\n", g.rank, #call, \
-			        cudaGetErrorString(e_), __FILE__, __LINE__);                   \
-			exit(1);                                                               \
-		}                                                                              \
-	} while (0)
-#define NK(call)                                                                              \
-	do {                                                                                  \
-		ncclResult_t r_ = (call);                                                      \
-		if (r_ != ncclSuccess) {                                                       \
-			fprintf(stderr, "ddp-sim rank %d: %s failed: %s\n", g.rank, #call,          \
-			        ncclGetErrorString(r_));                                       \
-			exit(1);                                                               \
-		}                                                                              \
-	} while (0)
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "ddp-sim rank %d: %s failed: %s (%s:%d)\n", g.rank, #call,             \
+                    cudaGetErrorString(e_), __FILE__, __LINE__);                                   \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+#define NK(call)                                                                                   \
+    do {                                                                                           \
+        ncclResult_t r_ = (call);                                                                  \
+        if (r_ != ncclSuccess) {                                                                   \
+            fprintf(stderr, "ddp-sim rank %d: %s failed: %s\n", g.rank, #call,                     \
+                    ncclGetErrorString(r_));                                                       \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
 
 /* ---- options ------------------------------------------------------------------------ */
 struct opts {
-	const char *preset;
-	int layers;
-	int batch;
-	double bucket_mb, first_bucket_mb;
-	int accum_steps;
-	const char *recompute;
-	int fuse_small;
-	int cuda_graph;
-	int iterations, warmup;
-	int crash_rank, crash_iter;
-	double op_overhead_us;
+    const char *preset;
+    int layers;
+    int batch;
+    double bucket_mb, first_bucket_mb;
+    int accum_steps;
+    const char *recompute;
+    int fuse_small;
+    int cuda_graph;
+    int iterations, warmup;
+    int crash_rank, crash_iter;
+    double op_overhead_us;
 };
 
 /* ---- the job's state ---------------------------------------------------------------- */
 struct bucket {
-	int first_layer, last_layer; /* layers [first, last] (backward reaches last first) */
-	uint64_t bytes;
-	void *buf;
-	cudaEvent_t ready;
+    int first_layer, last_layer; /* layers [first, last] (backward reaches last first) */
+    uint64_t bytes;
+    void *buf;
+    cudaEvent_t ready;
 };
 
 static struct {
-	struct opts o;
-	int rank, world, dev;
-	struct ddp_model m;
-	double scale; /* batch / reference batch */
-	char *recompute;  /* per layer: 1 when recomputed */
-	struct bucket *buckets;
-	int nbuckets;
-	cudaStream_t compute, comm;
-	cudaEvent_t comm_done;
-	ncclComm_t nccl;
-	void **act;       /* per layer activation tensor of the current micro-batch */
-	void *params, *opt_state, *loss_dev;
-	float *loss_host;
-	uint64_t param_bytes;
-	int kernels_launched, allreduces;
-	/* backward thread hand-off */
-	pthread_t bwd_thread;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int bwd_go, bwd_done, bwd_sync_grads, bwd_quit;
-	/* simulator hooks (NULL on a real device) */
-	int (*reg)(const void *, const char *, uint64_t);
-	void (*next_dur)(uint64_t);
+    struct opts o;
+    int rank, world, dev;
+    struct ddp_model m;
+    double scale;    /* batch / reference batch */
+    char *recompute; /* per layer: 1 when recomputed */
+    struct bucket *buckets;
+    int nbuckets;
+    cudaStream_t compute, comm;
+    cudaEvent_t comm_done;
+    ncclComm_t nccl;
+    void **act; /* per layer activation tensor of the current micro-batch */
+    void *params, *opt_state, *loss_dev;
+    float *loss_host;
+    uint64_t param_bytes;
+    int kernels_launched, allreduces;
+    /* backward thread hand-off */
+    pthread_t bwd_thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int bwd_go, bwd_done, bwd_sync_grads, bwd_quit;
+    /* simulator hooks (NULL on a real device) */
+    int (*reg)(const void *, const char *, uint64_t);
+    void (*next_dur)(uint64_t);
 } g;
 
 /* Kernel "functions": distinct addresses, one per kernel kind. */
 static const char g_kfunc[DDP_K_COUNT];
 static const char *const g_kname[DDP_K_COUNT] = {
-	"ampere_sgemm_128x64_nn",
-	"ampere_sgemm_128x64_nt_dgrad",
-	"ampere_sgemm_64x64_tn_wgrad",
-	"vectorized_elementwise_kernel",
-	"vectorized_elementwise_kernel_backward",
-	"triton_poi_fused_elementwise",
-	"triton_poi_fused_elementwise_backward",
-	"multi_tensor_apply_kernel_adam",
-	"cross_entropy_loss_forward",
+    "ampere_sgemm_128x64_nn",
+    "ampere_sgemm_128x64_nt_dgrad",
+    "ampere_sgemm_64x64_tn_wgrad",
+    "vectorized_elementwise_kernel",
+    "vectorized_elementwise_kernel_backward",
+    "triton_poi_fused_elementwise",
+    "triton_poi_fused_elementwise_backward",
+    "multi_tensor_apply_kernel_adam",
+    "cross_entropy_loss_forward",
 };
 
 /* ---- caching allocator ------------------------------------------------------------------ */
 struct cblock {
-	void *ptr;
-	size_t size;
-	int used;
+    void *ptr;
+    size_t size;
+    int used;
 };
 
 static struct {
-	struct cblock *b;
-	int n, cap;
-	size_t in_use, peak, reserved;
+    struct cblock *b;
+    int n, cap;
+    size_t in_use, peak, reserved;
 } A;
 
-static size_t round_size(size_t n)
+static size_t
+round_size(size_t n)
 {
-	if (n <= (1u << 20))
-		return (n + 511) & ~(size_t)511;
-	return (n + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+    if (n <= (1u << 20))
+        return (n + 511) & ~(size_t)511;
+    return (n + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
 }
 
-static void *cache_alloc(size_t n)
+static void *
+cache_alloc(size_t n)
 {
-	size_t sz = round_size(n ? n : 1);
-	int best = -1;
-	for (int i = 0; i < A.n; i++)
-		if (!A.b[i].used && A.b[i].size >= sz && A.b[i].size <= 2 * sz &&
-		    (best < 0 || A.b[i].size < A.b[best].size))
-			best = i;
-	if (best < 0) {
-		if (A.n == A.cap) {
-			A.cap = A.cap ? 2 * A.cap : 64;
-			A.b = realloc(A.b, (size_t)A.cap * sizeof(*A.b));
-			if (!A.b) {
-				fprintf(stderr, "ddp-sim: out of host memory\n");
-				exit(1);
-			}
-		}
-		CK(cudaMalloc(&A.b[A.n].ptr, sz));
-		A.b[A.n].size = sz;
-		A.reserved += sz;
-		best = A.n++;
-	}
-	A.b[best].used = 1;
-	A.in_use += A.b[best].size;
-	if (A.in_use > A.peak)
-		A.peak = A.in_use;
-	return A.b[best].ptr;
+    size_t sz = round_size(n ? n : 1);
+    int best = -1;
+    for (int i = 0; i < A.n; i++)
+        if (!A.b[i].used && A.b[i].size >= sz && A.b[i].size <= 2 * sz &&
+            (best < 0 || A.b[i].size < A.b[best].size))
+            best = i;
+    if (best < 0) {
+        if (A.n == A.cap) {
+            A.cap = A.cap ? 2 * A.cap : 64;
+            A.b = realloc(A.b, (size_t)A.cap * sizeof(*A.b));
+            if (!A.b) {
+                fprintf(stderr, "ddp-sim: out of host memory\n");
+                exit(1);
+            }
+        }
+        CK(cudaMalloc(&A.b[A.n].ptr, sz));
+        A.b[A.n].size = sz;
+        A.reserved += sz;
+        best = A.n++;
+    }
+    A.b[best].used = 1;
+    A.in_use += A.b[best].size;
+    if (A.in_use > A.peak)
+        A.peak = A.in_use;
+    return A.b[best].ptr;
 }
 
-static void cache_free(void *p)
+static void
+cache_free(void *p)
 {
-	for (int i = 0; i < A.n; i++)
-		if (A.b[i].ptr == p && A.b[i].used) {
-			A.b[i].used = 0;
-			A.in_use -= A.b[i].size;
-			return;
-		}
+    for (int i = 0; i < A.n; i++)
+        if (A.b[i].ptr == p && A.b[i].used) {
+            A.b[i].used = 0;
+            A.in_use -= A.b[i].size;
+            return;
+        }
 }
 
 /* ---- launches --------------------------------------------------------------------------- */
-static double scaled_us(double ref_us)
+static double
+scaled_us(double ref_us)
 {
-	/* A fixed part that does not scale with the batch, then linear. */
-	double fixed = ref_us < SMALL_FIXED_US ? ref_us : SMALL_FIXED_US;
-	return fixed + (ref_us - fixed) * g.scale;
+    /* A fixed part that does not scale with the batch, then linear. */
+    double fixed = ref_us < SMALL_FIXED_US ? ref_us : SMALL_FIXED_US;
+    return fixed + (ref_us - fixed) * g.scale;
 }
 
 static double now_us(void);
 
-static void launch(enum ddp_kernel_kind k, double us, cudaStream_t s)
+static void
+launch(enum ddp_kernel_kind k, double us, cudaStream_t s)
 {
-	dim3 grid = {108, 1, 1}, block = {256, 1, 1};
-	/* The framework's own host time per operator (dispatcher, autograd). */
-	if (g.o.op_overhead_us > 0) {
-		double until = now_us() + g.o.op_overhead_us;
-		while (now_us() < until)
-			;
-	}
-	if (g.next_dur)
-		g.next_dur((uint64_t)(us * 1000.0));
-	CK(cudaLaunchKernel((const void *)&g_kfunc[k], grid, block, NULL, 0, s));
-	g.kernels_launched++;
+    dim3 grid = {108, 1, 1}, block = {256, 1, 1};
+    /* The framework's own host time per operator (dispatcher, autograd). */
+    if (g.o.op_overhead_us > 0) {
+        double until = now_us() + g.o.op_overhead_us;
+        while (now_us() < until)
+            ;
+    }
+    if (g.next_dur)
+        g.next_dur((uint64_t)(us * 1000.0));
+    CK(cudaLaunchKernel((const void *)&g_kfunc[k], grid, block, NULL, 0, s));
+    g.kernels_launched++;
 }
 
 /* Small kernels: n of them, or one fused kernel. */
-static void launch_small(int n, double us_each, int bwd)
+static void
+launch_small(int n, double us_each, int bwd)
 {
-	if (n <= 0)
-		return;
-	if (g.o.fuse_small) {
-		double total = n * scaled_us(us_each) - (n - 1) * SMALL_FIXED_US;
-		launch(bwd ? DDP_K_FUSED_BWD : DDP_K_FUSED, total, g.compute);
-		return;
-	}
-	for (int i = 0; i < n; i++)
-		launch(bwd ? DDP_K_ELEMENTWISE_BWD : DDP_K_ELEMENTWISE, scaled_us(us_each), g.compute);
+    if (n <= 0)
+        return;
+    if (g.o.fuse_small) {
+        double total = n * scaled_us(us_each) - (n - 1) * SMALL_FIXED_US;
+        launch(bwd ? DDP_K_FUSED_BWD : DDP_K_FUSED, total, g.compute);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        launch(bwd ? DDP_K_ELEMENTWISE_BWD : DDP_K_ELEMENTWISE, scaled_us(us_each), g.compute);
 }
 
-static void layer_forward(const struct ddp_layer *l)
+static void
+layer_forward(const struct ddp_layer *l)
 {
-	for (int m = 0; m < l->nmain; m++) {
-		int smalls = l->nsmall / l->nmain + (m < l->nsmall % l->nmain);
-		launch(DDP_K_GEMM, scaled_us(l->fwd_us / l->nmain), g.compute);
-		launch_small(smalls, l->small_us, 0);
-	}
+    for (int m = 0; m < l->nmain; m++) {
+        int smalls = l->nsmall / l->nmain + (m < l->nsmall % l->nmain);
+        launch(DDP_K_GEMM, scaled_us(l->fwd_us / l->nmain), g.compute);
+        launch_small(smalls, l->small_us, 0);
+    }
 }
 
-static void layer_backward(const struct ddp_layer *l)
+static void
+layer_backward(const struct ddp_layer *l)
 {
-	for (int m = l->nmain - 1; m >= 0; m--) {
-		int smalls = l->nsmall / l->nmain + (m < l->nsmall % l->nmain);
-		launch_small(smalls, l->small_us, 1);
-		launch(DDP_K_GEMM_DGRAD, scaled_us(l->bwd_us / l->nmain / 2), g.compute);
-		launch(DDP_K_GEMM_WGRAD, scaled_us(l->bwd_us / l->nmain / 2), g.compute);
-	}
+    for (int m = l->nmain - 1; m >= 0; m--) {
+        int smalls = l->nsmall / l->nmain + (m < l->nsmall % l->nmain);
+        launch_small(smalls, l->small_us, 1);
+        launch(DDP_K_GEMM_DGRAD, scaled_us(l->bwd_us / l->nmain / 2), g.compute);
+        launch(DDP_K_GEMM_WGRAD, scaled_us(l->bwd_us / l->nmain / 2), g.compute);
+    }
 }
 
-static uint64_t act_bytes(int i)
+static uint64_t
+act_bytes(int i)
 {
-	return (uint64_t)((double)g.m.layers[i].act_bytes * g.scale);
+    return (uint64_t)((double)g.m.layers[i].act_bytes * g.scale);
 }
 
 /* ---- one micro-batch ---------------------------------------------------------------------- */
-static void forward(void)
+static void
+forward(void)
 {
-	for (int i = 0; i < g.m.nlayers; i++) {
-		/* A recomputed layer keeps only a checkpoint of its input (1/8). */
-		uint64_t keep = g.recompute[i] ? act_bytes(i) / 8 : act_bytes(i);
-		g.act[i] = cache_alloc(keep);
-		layer_forward(&g.m.layers[i]);
-	}
-	launch(DDP_K_LOSS, scaled_us(20), g.compute);
+    for (int i = 0; i < g.m.nlayers; i++) {
+        /* A recomputed layer keeps only a checkpoint of its input (1/8). */
+        uint64_t keep = g.recompute[i] ? act_bytes(i) / 8 : act_bytes(i);
+        g.act[i] = cache_alloc(keep);
+        layer_forward(&g.m.layers[i]);
+    }
+    launch(DDP_K_LOSS, scaled_us(20), g.compute);
 }
 
-static void backward(int sync_grads)
+static void
+backward(int sync_grads)
 {
-	int b = 0;
-	for (int i = g.m.nlayers - 1; i >= 0; i--) {
-		void *tmp = NULL;
-		if (g.recompute[i]) {
-			/* Re-run the forward of the layer to rebuild its activations. */
-			tmp = cache_alloc(act_bytes(i));
-			layer_forward(&g.m.layers[i]);
-		}
-		layer_backward(&g.m.layers[i]);
-		if (tmp)
-			cache_free(tmp);
-		cache_free(g.act[i]);
-		g.act[i] = NULL;
-		while (sync_grads && b < g.nbuckets && g.buckets[b].first_layer == i) {
-			struct bucket *k = &g.buckets[b++];
-			CK(cudaEventRecord(k->ready, g.compute));
-			CK(cudaStreamWaitEvent(g.comm, k->ready, 0));
-			NK(ncclAllReduce(k->buf, k->buf, k->bytes / 4, ncclFloat32, ncclSum, g.nccl, g.comm));
-			g.allreduces++;
-		}
-	}
+    int b = 0;
+    for (int i = g.m.nlayers - 1; i >= 0; i--) {
+        void *tmp = NULL;
+        if (g.recompute[i]) {
+            /* Re-run the forward of the layer to rebuild its activations. */
+            tmp = cache_alloc(act_bytes(i));
+            layer_forward(&g.m.layers[i]);
+        }
+        layer_backward(&g.m.layers[i]);
+        if (tmp)
+            cache_free(tmp);
+        cache_free(g.act[i]);
+        g.act[i] = NULL;
+        while (sync_grads && b < g.nbuckets && g.buckets[b].first_layer == i) {
+            struct bucket *k = &g.buckets[b++];
+            CK(cudaEventRecord(k->ready, g.compute));
+            CK(cudaStreamWaitEvent(g.comm, k->ready, 0));
+            NK(ncclAllReduce(k->buf, k->buf, k->bytes / 4, ncclFloat32, ncclSum, g.nccl, g.comm));
+            g.allreduces++;
+        }
+    }
 }
 
 /* The autograd engine's device thread. */
-static void *bwd_main(void *arg)
+static void *
+bwd_main(void *arg)
 {
-	(void)arg;
-	CK(cudaSetDevice(g.dev));
-	pthread_mutex_lock(&g.mu);
-	for (;;) {
-		int sync;
-		while (!g.bwd_go && !g.bwd_quit)
-			pthread_cond_wait(&g.cv, &g.mu);
-		if (g.bwd_quit)
-			break;
-		g.bwd_go = 0;
-		sync = g.bwd_sync_grads;
-		pthread_mutex_unlock(&g.mu);
-		backward(sync);
-		pthread_mutex_lock(&g.mu);
-		g.bwd_done = 1;
-		pthread_cond_broadcast(&g.cv);
-	}
-	pthread_mutex_unlock(&g.mu);
-	return NULL;
+    (void)arg;
+    CK(cudaSetDevice(g.dev));
+    pthread_mutex_lock(&g.mu);
+    for (;;) {
+        int sync;
+        while (!g.bwd_go && !g.bwd_quit)
+            pthread_cond_wait(&g.cv, &g.mu);
+        if (g.bwd_quit)
+            break;
+        g.bwd_go = 0;
+        sync = g.bwd_sync_grads;
+        pthread_mutex_unlock(&g.mu);
+        backward(sync);
+        pthread_mutex_lock(&g.mu);
+        g.bwd_done = 1;
+        pthread_cond_broadcast(&g.cv);
+    }
+    pthread_mutex_unlock(&g.mu);
+    return NULL;
 }
 
-static void run_backward(int sync_grads)
+static void
+run_backward(int sync_grads)
 {
-	pthread_mutex_lock(&g.mu);
-	g.bwd_sync_grads = sync_grads;
-	g.bwd_done = 0;
-	g.bwd_go = 1;
-	pthread_cond_broadcast(&g.cv);
-	while (!g.bwd_done)
-		pthread_cond_wait(&g.cv, &g.mu);
-	pthread_mutex_unlock(&g.mu);
+    pthread_mutex_lock(&g.mu);
+    g.bwd_sync_grads = sync_grads;
+    g.bwd_done = 0;
+    g.bwd_go = 1;
+    pthread_cond_broadcast(&g.cv);
+    while (!g.bwd_done)
+        pthread_cond_wait(&g.cv, &g.mu);
+    pthread_mutex_unlock(&g.mu);
 }
 
 /* Everything an optimizer step enqueues: micro-batches, all-reduce, Adam. */
-static void step_body(void)
+static void
+step_body(void)
 {
-	uint64_t chunk = 64ULL << 20;
-	for (int k = 0; k < g.o.accum_steps; k++) {
-		forward();
-		run_backward(k == g.o.accum_steps - 1);
-	}
-	CK(cudaEventRecord(g.comm_done, g.comm));
-	CK(cudaStreamWaitEvent(g.compute, g.comm_done, 0));
-	if (!g.opt_state)
-		g.opt_state = cache_alloc(2 * g.param_bytes);
-	/* Adam reads p, g, m, v and writes p, m, v: ~7 passes over the bytes at 1.5 TB/s. */
-	for (uint64_t off = 0; off < g.param_bytes; off += chunk) {
-		uint64_t n = g.param_bytes - off < chunk ? g.param_bytes - off : chunk;
-		launch(DDP_K_ADAM, 4.0 + (double)n * 7 / 1.5e6, g.compute);
-	}
+    uint64_t chunk = 64ULL << 20;
+    for (int k = 0; k < g.o.accum_steps; k++) {
+        forward();
+        run_backward(k == g.o.accum_steps - 1);
+    }
+    CK(cudaEventRecord(g.comm_done, g.comm));
+    CK(cudaStreamWaitEvent(g.compute, g.comm_done, 0));
+    if (!g.opt_state)
+        g.opt_state = cache_alloc(2 * g.param_bytes);
+    /* Adam reads p, g, m, v and writes p, m, v: ~7 passes over the bytes at 1.5 TB/s. */
+    for (uint64_t off = 0; off < g.param_bytes; off += chunk) {
+        uint64_t n = g.param_bytes - off < chunk ? g.param_bytes - off : chunk;
+        launch(DDP_K_ADAM, 4.0 + (double)n * 7 / 1.5e6, g.compute);
+    }
 }
 
-/* ---- setup ------------------------------------------------------------------------------------ */
-static int parse_recompute(const char *spec)
+/* ---- setup ------------------------------------------------------------------------------------
+ */
+static int
+parse_recompute(const char *spec)
 {
-	char *s, *tok, *save = NULL;
-	if (!spec)
-		return 0;
-	if (!strcmp(spec, "all")) {
-		memset(g.recompute, 1, (size_t)g.m.nlayers);
-		return 0;
-	}
-	s = strdup(spec);
-	if (!s)
-		return -1;
-	for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		int a, b;
-		if (sscanf(tok, "%d-%d", &a, &b) != 2) {
-			if (sscanf(tok, "%d", &a) != 1) {
-				free(s);
-				return -1;
-			}
-			b = a;
-		}
-		for (int i = a; i <= b; i++)
-			if (i >= 0 && i < g.m.nlayers)
-				g.recompute[i] = 1;
-	}
-	free(s);
-	return 0;
+    char *s, *tok, *save = NULL;
+    if (!spec)
+        return 0;
+    if (!strcmp(spec, "all")) {
+        memset(g.recompute, 1, (size_t)g.m.nlayers);
+        return 0;
+    }
+    s = strdup(spec);
+    if (!s)
+        return -1;
+    for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int a, b;
+        if (sscanf(tok, "%d-%d", &a, &b) != 2) {
+            if (sscanf(tok, "%d", &a) != 1) {
+                free(s);
+                return -1;
+            }
+            b = a;
+        }
+        for (int i = a; i <= b; i++)
+            if (i >= 0 && i < g.m.nlayers)
+                g.recompute[i] = 1;
+    }
+    free(s);
+    return 0;
 }
 
 /* Buckets in backward order, as DDP builds them: the first bucket (the last
  * layers) is capped at first_bucket_mb, the others at bucket_mb. */
-static void make_buckets(void)
+static void
+make_buckets(void)
 {
-	uint64_t cap = (uint64_t)(g.o.first_bucket_mb * 1048576.0), cur = 0;
-	int last = g.m.nlayers - 1;
-	g.buckets = calloc((size_t)g.m.nlayers, sizeof(*g.buckets));
-	if (!g.buckets)
-		exit(1);
-	for (int i = g.m.nlayers - 1; i >= 0; i--) {
-		cur += g.m.layers[i].param_bytes;
-		if (cur >= cap || i == 0) {
-			struct bucket *b = &g.buckets[g.nbuckets++];
-			b->last_layer = last;
-			b->first_layer = i;
-			b->bytes = (cur + 3) & ~(uint64_t)3;
-			cur = 0;
-			last = i - 1;
-			cap = (uint64_t)(g.o.bucket_mb * 1048576.0);
-		}
-	}
+    uint64_t cap = (uint64_t)(g.o.first_bucket_mb * 1048576.0), cur = 0;
+    int last = g.m.nlayers - 1;
+    g.buckets = calloc((size_t)g.m.nlayers, sizeof(*g.buckets));
+    if (!g.buckets)
+        exit(1);
+    for (int i = g.m.nlayers - 1; i >= 0; i--) {
+        cur += g.m.layers[i].param_bytes;
+        if (cur >= cap || i == 0) {
+            struct bucket *b = &g.buckets[g.nbuckets++];
+            b->last_layer = last;
+            b->first_layer = i;
+            b->bytes = (cur + 3) & ~(uint64_t)3;
+            cur = 0;
+            last = i - 1;
+            cap = (uint64_t)(g.o.bucket_mb * 1048576.0);
+        }
+    }
 }
 
-static void usage(FILE *f)
+static void
+usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: ddp-sim [options]   (ranks from RANK/WORLD_SIZE/LOCAL_RANK, e.g. under simrun)\n"
-	        "  --preset NAME          resnet50 | bert-large | gpt (default resnet50)\n"
-	        "  --layers N             repeated blocks (resnet50: bottlenecks; others: transformer blocks)\n"
-	        "  --batch B              per-rank micro-batch (default: the preset's reference batch)\n"
-	        "  --bucket-mb MB         DDP bucket cap (default 25)\n"
-	        "  --first-bucket-mb MB   cap of the first bucket (default 1)\n"
-	        "  --accum-steps K        gradient accumulation: all-reduce every K micro-batches (1)\n"
-	        "  --recompute LIST       recompute the forward of layers LIST (e.g. 1-10,14 or all)\n"
-	        "  --fuse-small           fuse consecutive small kernels\n"
-	        "  --cuda-graph           capture the step into a CUDA graph after warm-up\n"
-	        "  --op-overhead-us US    host time of the framework per operator (default 10)\n"
-	        "  --iterations N         measured iterations (default 10)\n"
-	        "  --warmup N             warm-up iterations, not measured (default 2)\n"
-	        "  --crash-rank R --crash-iter I   rank R dies (SIGKILL) at iteration I (tests)\n");
+    fprintf(
+        f, "usage: ddp-sim [options]   (ranks from RANK/WORLD_SIZE/LOCAL_RANK, e.g. under simrun)\n"
+           "  --preset NAME          resnet50 | bert-large | gpt (default resnet50)\n"
+           "  --layers N             repeated blocks (resnet50: bottlenecks; others: transformer "
+           "blocks)\n"
+           "  --batch B              per-rank micro-batch (default: the preset's reference batch)\n"
+           "  --bucket-mb MB         DDP bucket cap (default 25)\n"
+           "  --first-bucket-mb MB   cap of the first bucket (default 1)\n"
+           "  --accum-steps K        gradient accumulation: all-reduce every K micro-batches (1)\n"
+           "  --recompute LIST       recompute the forward of layers LIST (e.g. 1-10,14 or all)\n"
+           "  --fuse-small           fuse consecutive small kernels\n"
+           "  --cuda-graph           capture the step into a CUDA graph after warm-up\n"
+           "  --op-overhead-us US    host time of the framework per operator (default 10)\n"
+           "  --iterations N         measured iterations (default 10)\n"
+           "  --warmup N             warm-up iterations, not measured (default 2)\n"
+           "  --crash-rank R --crash-iter I   rank R dies (SIGKILL) at iteration I (tests)\n");
 }
 
-static void parse(int argc, char **argv)
+static void
+parse(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{"preset", required_argument, NULL, 'p'},   {"layers", required_argument, NULL, 'l'},
-		{"batch", required_argument, NULL, 'b'},    {"bucket-mb", required_argument, NULL, 'B'},
-		{"first-bucket-mb", required_argument, NULL, 'F'},
-		{"accum-steps", required_argument, NULL, 'a'},
-		{"recompute", required_argument, NULL, 'r'}, {"fuse-small", no_argument, NULL, 'f'},
-		{"cuda-graph", no_argument, NULL, 'g'},     {"iterations", required_argument, NULL, 'i'},
-		{"warmup", required_argument, NULL, 'w'},   {"crash-rank", required_argument, NULL, 'C'},
-		{"crash-iter", required_argument, NULL, 'I'}, {"help", no_argument, NULL, 'h'},
-		{"op-overhead-us", required_argument, NULL, 'O'},
-		{NULL, 0, NULL, 0},
-	};
-	int c;
-	g.o.preset = "resnet50";
-	g.o.bucket_mb = 25;
-	g.o.first_bucket_mb = 1;
-	g.o.accum_steps = 1;
-	g.o.iterations = 10;
-	g.o.warmup = 2;
-	g.o.crash_rank = -1;
-	g.o.crash_iter = -1;
-	g.o.op_overhead_us = 10;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'p': g.o.preset = optarg; break;
-		case 'l': g.o.layers = atoi(optarg); break;
-		case 'b': g.o.batch = atoi(optarg); break;
-		case 'B': g.o.bucket_mb = atof(optarg); break;
-		case 'F': g.o.first_bucket_mb = atof(optarg); break;
-		case 'a': g.o.accum_steps = atoi(optarg); break;
-		case 'r': g.o.recompute = optarg; break;
-		case 'f': g.o.fuse_small = 1; break;
-		case 'g': g.o.cuda_graph = 1; break;
-		case 'i': g.o.iterations = atoi(optarg); break;
-		case 'w': g.o.warmup = atoi(optarg); break;
-		case 'C': g.o.crash_rank = atoi(optarg); break;
-		case 'I': g.o.crash_iter = atoi(optarg); break;
-		case 'O': g.o.op_overhead_us = atof(optarg); break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); exit(2);
-		}
-	}
-	if (g.o.accum_steps < 1 || g.o.iterations < 1 || g.o.warmup < 0 || g.o.bucket_mb <= 0 ||
-	    g.o.first_bucket_mb <= 0) {
-		usage(stderr);
-		exit(2);
-	}
-	if (g.o.cuda_graph && g.o.warmup < 1)
-		g.o.warmup = 1; /* the caching allocator must be warm before capture */
+    static const struct option lo[] = {
+        {"preset", required_argument, NULL, 'p'},
+        {"layers", required_argument, NULL, 'l'},
+        {"batch", required_argument, NULL, 'b'},
+        {"bucket-mb", required_argument, NULL, 'B'},
+        {"first-bucket-mb", required_argument, NULL, 'F'},
+        {"accum-steps", required_argument, NULL, 'a'},
+        {"recompute", required_argument, NULL, 'r'},
+        {"fuse-small", no_argument, NULL, 'f'},
+        {"cuda-graph", no_argument, NULL, 'g'},
+        {"iterations", required_argument, NULL, 'i'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"crash-rank", required_argument, NULL, 'C'},
+        {"crash-iter", required_argument, NULL, 'I'},
+        {"help", no_argument, NULL, 'h'},
+        {"op-overhead-us", required_argument, NULL, 'O'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    g.o.preset = "resnet50";
+    g.o.bucket_mb = 25;
+    g.o.first_bucket_mb = 1;
+    g.o.accum_steps = 1;
+    g.o.iterations = 10;
+    g.o.warmup = 2;
+    g.o.crash_rank = -1;
+    g.o.crash_iter = -1;
+    g.o.op_overhead_us = 10;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            g.o.preset = optarg;
+            break;
+        case 'l':
+            g.o.layers = atoi(optarg);
+            break;
+        case 'b':
+            g.o.batch = atoi(optarg);
+            break;
+        case 'B':
+            g.o.bucket_mb = atof(optarg);
+            break;
+        case 'F':
+            g.o.first_bucket_mb = atof(optarg);
+            break;
+        case 'a':
+            g.o.accum_steps = atoi(optarg);
+            break;
+        case 'r':
+            g.o.recompute = optarg;
+            break;
+        case 'f':
+            g.o.fuse_small = 1;
+            break;
+        case 'g':
+            g.o.cuda_graph = 1;
+            break;
+        case 'i':
+            g.o.iterations = atoi(optarg);
+            break;
+        case 'w':
+            g.o.warmup = atoi(optarg);
+            break;
+        case 'C':
+            g.o.crash_rank = atoi(optarg);
+            break;
+        case 'I':
+            g.o.crash_iter = atoi(optarg);
+            break;
+        case 'O':
+            g.o.op_overhead_us = atof(optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            exit(2);
+        }
+    }
+    if (g.o.accum_steps < 1 || g.o.iterations < 1 || g.o.warmup < 0 || g.o.bucket_mb <= 0 ||
+        g.o.first_bucket_mb <= 0) {
+        usage(stderr);
+        exit(2);
+    }
+    if (g.o.cuda_graph && g.o.warmup < 1)
+        g.o.warmup = 1; /* the caching allocator must be warm before capture */
 }
 
-static int env_int(const char *name, int dflt)
+static int
+env_int(const char *name, int dflt)
 {
-	const char *v = getenv(name);
-	return v && *v ? atoi(v) : dflt;
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : dflt;
 }
 
-static double now_us(void)
+static double
+now_us(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
-	ncclUniqueId id;
-	int ndev = 0, total_iters;
-	double *iter_us, t_prev, sum = 0;
-	cudaGraphExec_t gexec = NULL;
-	char label[32];
+    ncclUniqueId id;
+    int ndev = 0, total_iters;
+    double *iter_us, t_prev, sum = 0;
+    cudaGraphExec_t gexec = NULL;
+    char label[32];
 
-	parse(argc, argv);
-	g.rank = env_int("RANK", 0);
-	g.world = env_int("WORLD_SIZE", 1);
-	if (ddp_model_preset(g.o.preset, g.o.layers, &g.m)) {
-		fprintf(stderr, "ddp-sim: unknown preset '%s'\n", g.o.preset);
-		return 2;
-	}
-	if (g.o.batch <= 0)
-		g.o.batch = g.m.ref_batch;
-	g.scale = (double)g.o.batch / g.m.ref_batch;
-	g.recompute = calloc((size_t)g.m.nlayers, 1);
-	g.act = calloc((size_t)g.m.nlayers, sizeof(*g.act));
-	iter_us = calloc((size_t)g.o.iterations, sizeof(*iter_us));
-	if (!g.recompute || !g.act || !iter_us || parse_recompute(g.o.recompute)) {
-		fprintf(stderr, "ddp-sim: bad --recompute list or no memory\n");
-		return 2;
-	}
-	*(void **)&g.reg = dlsym(RTLD_DEFAULT, "simgpu_register_kernel");
-	*(void **)&g.next_dur = dlsym(RTLD_DEFAULT, "simgpu_set_next_launch_duration");
-	for (int k = 0; g.reg && k < DDP_K_COUNT; k++)
-		g.reg(&g_kfunc[k], g_kname[k], 10000);
+    parse(argc, argv);
+    g.rank = env_int("RANK", 0);
+    g.world = env_int("WORLD_SIZE", 1);
+    if (ddp_model_preset(g.o.preset, g.o.layers, &g.m)) {
+        fprintf(stderr, "ddp-sim: unknown preset '%s'\n", g.o.preset);
+        return 2;
+    }
+    if (g.o.batch <= 0)
+        g.o.batch = g.m.ref_batch;
+    g.scale = (double)g.o.batch / g.m.ref_batch;
+    g.recompute = calloc((size_t)g.m.nlayers, 1);
+    g.act = calloc((size_t)g.m.nlayers, sizeof(*g.act));
+    iter_us = calloc((size_t)g.o.iterations, sizeof(*iter_us));
+    if (!g.recompute || !g.act || !iter_us || parse_recompute(g.o.recompute)) {
+        fprintf(stderr, "ddp-sim: bad --recompute list or no memory\n");
+        return 2;
+    }
+    *(void **)&g.reg = dlsym(RTLD_DEFAULT, "simgpu_register_kernel");
+    *(void **)&g.next_dur = dlsym(RTLD_DEFAULT, "simgpu_set_next_launch_duration");
+    for (int k = 0; g.reg && k < DDP_K_COUNT; k++)
+        g.reg(&g_kfunc[k], g_kname[k], 10000);
 
-	CK(cudaGetDeviceCount(&ndev));
-	g.dev = ndev > 0 ? env_int("LOCAL_RANK", 0) % ndev : 0;
-	CK(cudaSetDevice(g.dev));
-	if (g.o.cuda_graph)
-		CK(cudaStreamCreate(&g.compute)); /* capture needs a stream of its own */
-	else
-		g.compute = 0; /* PyTorch computes on the legacy default stream */
-	CK(cudaStreamCreateWithPriority(&g.comm, cudaStreamNonBlocking, -1));
-	CK(cudaEventCreateWithFlags(&g.comm_done, cudaEventDisableTiming));
+    CK(cudaGetDeviceCount(&ndev));
+    g.dev = ndev > 0 ? env_int("LOCAL_RANK", 0) % ndev : 0;
+    CK(cudaSetDevice(g.dev));
+    if (g.o.cuda_graph)
+        CK(cudaStreamCreate(&g.compute)); /* capture needs a stream of its own */
+    else
+        g.compute = 0; /* PyTorch computes on the legacy default stream */
+    CK(cudaStreamCreateWithPriority(&g.comm, cudaStreamNonBlocking, -1));
+    CK(cudaEventCreateWithFlags(&g.comm_done, cudaEventDisableTiming));
 
-	if (g.rank == 0)
-		NK(ncclGetUniqueId(&id));
-	if (g.world > 1 && simrun_rdzv_share(g.rank, &id, sizeof(id), 60) != 0) {
-		fprintf(stderr, "ddp-sim rank %d: cannot exchange the NCCL id (run under simrun)\n", g.rank);
-		return 1;
-	}
-	NK(ncclCommInitRank(&g.nccl, g.world, id, g.rank));
+    if (g.rank == 0)
+        NK(ncclGetUniqueId(&id));
+    if (g.world > 1 && simrun_rdzv_share(g.rank, &id, sizeof(id), 60) != 0) {
+        fprintf(stderr, "ddp-sim rank %d: cannot exchange the NCCL id (run under simrun)\n",
+                g.rank);
+        return 1;
+    }
+    NK(ncclCommInitRank(&g.nccl, g.world, id, g.rank));
 
-	for (int i = 0; i < g.m.nlayers; i++)
-		g.param_bytes += g.m.layers[i].param_bytes;
-	g.params = cache_alloc(g.param_bytes);
-	make_buckets();
-	for (int b = 0; b < g.nbuckets; b++) {
-		g.buckets[b].buf = cache_alloc(g.buckets[b].bytes); /* gradients live in buckets */
-		CK(cudaEventCreateWithFlags(&g.buckets[b].ready, cudaEventDisableTiming));
-	}
-	g.loss_dev = cache_alloc(4);
-	CK(cudaMallocHost((void **)&g.loss_host, 4));
-	CK(cudaMemsetAsync(g.loss_dev, 0, 4, g.compute));
-	/* DDP broadcasts the parameters from rank 0 at construction. */
-	NK(ncclBroadcast(g.params, g.params, g.param_bytes / 4, ncclFloat32, 0, g.nccl, g.comm));
-	CK(cudaStreamSynchronize(g.comm));
+    for (int i = 0; i < g.m.nlayers; i++)
+        g.param_bytes += g.m.layers[i].param_bytes;
+    g.params = cache_alloc(g.param_bytes);
+    make_buckets();
+    for (int b = 0; b < g.nbuckets; b++) {
+        g.buckets[b].buf = cache_alloc(g.buckets[b].bytes); /* gradients live in buckets */
+        CK(cudaEventCreateWithFlags(&g.buckets[b].ready, cudaEventDisableTiming));
+    }
+    g.loss_dev = cache_alloc(4);
+    CK(cudaMallocHost((void **)&g.loss_host, 4));
+    CK(cudaMemsetAsync(g.loss_dev, 0, 4, g.compute));
+    /* DDP broadcasts the parameters from rank 0 at construction. */
+    NK(ncclBroadcast(g.params, g.params, g.param_bytes / 4, ncclFloat32, 0, g.nccl, g.comm));
+    CK(cudaStreamSynchronize(g.comm));
 
-	pthread_mutex_init(&g.mu, NULL);
-	pthread_cond_init(&g.cv, NULL);
-	if (pthread_create(&g.bwd_thread, NULL, bwd_main, NULL)) {
-		fprintf(stderr, "ddp-sim: cannot start the backward thread\n");
-		return 1;
-	}
+    pthread_mutex_init(&g.mu, NULL);
+    pthread_cond_init(&g.cv, NULL);
+    if (pthread_create(&g.bwd_thread, NULL, bwd_main, NULL)) {
+        fprintf(stderr, "ddp-sim: cannot start the backward thread\n");
+        return 1;
+    }
 
-	total_iters = g.o.warmup + g.o.iterations;
-	t_prev = now_us();
-	for (int it = 0; it < total_iters; it++) {
-		int measured = it - g.o.warmup;
-		if (it == g.o.crash_iter && g.rank == g.o.crash_rank) {
-			fprintf(stderr, "ddp-sim rank %d: dying at iteration %d (--crash-rank)\n", g.rank, it);
-			raise(SIGKILL);
-		}
-		snprintf(label, sizeof(label), "iteration %d", it);
-		nvtxRangePushA(label);
-		if (g.o.cuda_graph && it >= g.o.warmup) {
-			if (!gexec) {
-				cudaGraph_t graph;
-				CK(cudaStreamBeginCapture(g.compute, cudaStreamCaptureModeRelaxed));
-				step_body();
-				CK(cudaStreamEndCapture(g.compute, &graph));
-				CK(cudaGraphInstantiate(&gexec, graph, 0));
-				CK(cudaGraphDestroy(graph));
-			}
-			CK(cudaGraphLaunch(gexec, g.compute));
-		} else {
-			step_body();
-		}
-		/* loss.item(): the one host synchronisation of the iteration. */
-		CK(cudaMemcpyAsync(g.loss_host, g.loss_dev, 4, cudaMemcpyDeviceToHost, g.compute));
-		CK(cudaStreamSynchronize(g.compute));
-		nvtxRangePop();
-		{
-			double t = now_us();
-			if (measured >= 0) {
-				iter_us[measured] = t - t_prev;
-				sum += t - t_prev;
-			}
-			t_prev = t;
-		}
-	}
+    total_iters = g.o.warmup + g.o.iterations;
+    t_prev = now_us();
+    for (int it = 0; it < total_iters; it++) {
+        int measured = it - g.o.warmup;
+        if (it == g.o.crash_iter && g.rank == g.o.crash_rank) {
+            fprintf(stderr, "ddp-sim rank %d: dying at iteration %d (--crash-rank)\n", g.rank, it);
+            raise(SIGKILL);
+        }
+        snprintf(label, sizeof(label), "iteration %d", it);
+        nvtxRangePushA(label);
+        if (g.o.cuda_graph && it >= g.o.warmup) {
+            if (!gexec) {
+                cudaGraph_t graph;
+                CK(cudaStreamBeginCapture(g.compute, cudaStreamCaptureModeRelaxed));
+                step_body();
+                CK(cudaStreamEndCapture(g.compute, &graph));
+                CK(cudaGraphInstantiate(&gexec, graph, 0));
+                CK(cudaGraphDestroy(graph));
+            }
+            CK(cudaGraphLaunch(gexec, g.compute));
+        } else {
+            step_body();
+        }
+        /* loss.item(): the one host synchronisation of the iteration. */
+        CK(cudaMemcpyAsync(g.loss_host, g.loss_dev, 4, cudaMemcpyDeviceToHost, g.compute));
+        CK(cudaStreamSynchronize(g.compute));
+        nvtxRangePop();
+        {
+            double t = now_us();
+            if (measured >= 0) {
+                iter_us[measured] = t - t_prev;
+                sum += t - t_prev;
+            }
+            t_prev = t;
+        }
+    }
 
-	pthread_mutex_lock(&g.mu);
-	g.bwd_quit = 1;
-	pthread_cond_broadcast(&g.cv);
-	pthread_mutex_unlock(&g.mu);
-	pthread_join(g.bwd_thread, NULL);
-	if (gexec)
-		CK(cudaGraphExecDestroy(gexec));
-	CK(cudaDeviceSynchronize());
-	NK(ncclCommDestroy(g.nccl));
+    pthread_mutex_lock(&g.mu);
+    g.bwd_quit = 1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    pthread_join(g.bwd_thread, NULL);
+    if (gexec)
+        CK(cudaGraphExecDestroy(gexec));
+    CK(cudaDeviceSynchronize());
+    NK(ncclCommDestroy(g.nccl));
 
-	printf("{\"rank\":%d,\"world\":%d,\"preset\":\"%s\",\"layers\":%d,\"batch\":%d,"
-	       "\"accum_steps\":%d,\"bucket_mb\":%g,\"first_bucket_mb\":%g,\"fuse_small\":%d,"
-	       "\"cuda_graph\":%d,\"recompute\":\"%s\",\"buckets\":%d,\"param_bytes\":%llu,"
-	       "\"allreduces_per_iter\":%d,\"kernels_per_iter\":%d,\"iter_us\":[",
-	       g.rank, g.world, g.m.name, g.m.nlayers, g.o.batch, g.o.accum_steps, g.o.bucket_mb,
-	       g.o.first_bucket_mb, g.o.fuse_small, g.o.cuda_graph, g.o.recompute ? g.o.recompute : "",
-	       g.nbuckets, (unsigned long long)g.param_bytes, g.allreduces / (g.o.cuda_graph ? g.o.warmup + 1 : total_iters),
-	       g.kernels_launched / (g.o.cuda_graph ? g.o.warmup + 1 : total_iters));
-	for (int i = 0; i < g.o.iterations; i++)
-		printf("%s%.1f", i ? "," : "", iter_us[i]);
-	printf("],\"mean_iter_us\":%.1f,\"samples_per_s\":%.1f,\"peak_memory_bytes\":%zu,"
-	       "\"reserved_bytes\":%zu}\n",
-	       sum / g.o.iterations,
-	       (double)g.o.batch * g.o.accum_steps * g.world / (sum / g.o.iterations / 1e6), A.peak,
-	       A.reserved);
-	fflush(stdout);
-	ddp_model_free(&g.m);
-	return 0;
+    printf("{\"rank\":%d,\"world\":%d,\"preset\":\"%s\",\"layers\":%d,\"batch\":%d,"
+           "\"accum_steps\":%d,\"bucket_mb\":%g,\"first_bucket_mb\":%g,\"fuse_small\":%d,"
+           "\"cuda_graph\":%d,\"recompute\":\"%s\",\"buckets\":%d,\"param_bytes\":%llu,"
+           "\"allreduces_per_iter\":%d,\"kernels_per_iter\":%d,\"iter_us\":[",
+           g.rank, g.world, g.m.name, g.m.nlayers, g.o.batch, g.o.accum_steps, g.o.bucket_mb,
+           g.o.first_bucket_mb, g.o.fuse_small, g.o.cuda_graph, g.o.recompute ? g.o.recompute : "",
+           g.nbuckets, (unsigned long long)g.param_bytes,
+           g.allreduces / (g.o.cuda_graph ? g.o.warmup + 1 : total_iters),
+           g.kernels_launched / (g.o.cuda_graph ? g.o.warmup + 1 : total_iters));
+    for (int i = 0; i < g.o.iterations; i++)
+        printf("%s%.1f", i ? "," : "", iter_us[i]);
+    printf("],\"mean_iter_us\":%.1f,\"samples_per_s\":%.1f,\"peak_memory_bytes\":%zu,"
+           "\"reserved_bytes\":%zu}\n",
+           sum / g.o.iterations,
+           (double)g.o.batch * g.o.accum_steps * g.world / (sum / g.o.iterations / 1e6), A.peak,
+           A.reserved);
+    fflush(stdout);
+    ddp_model_free(&g.m);
+    return 0;
 }

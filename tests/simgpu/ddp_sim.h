@@ -6,35 +6,35 @@
 
 /* Kernel kinds: each is one kernel function (one name) on the device. */
 enum ddp_kernel_kind {
-	DDP_K_GEMM,        /* main compute of a layer (GEMM / convolution) */
-	DDP_K_GEMM_DGRAD,  /* backward: gradient w.r.t. the input */
-	DDP_K_GEMM_WGRAD,  /* backward: gradient w.r.t. the weights */
-	DDP_K_ELEMENTWISE, /* small, memory-bound forward kernel (bias, activation, norm) */
-	DDP_K_ELEMENTWISE_BWD,
-	DDP_K_FUSED,       /* several consecutive small kernels fused into one */
-	DDP_K_FUSED_BWD,
-	DDP_K_ADAM,        /* optimizer step (multi-tensor apply) */
-	DDP_K_LOSS,
-	DDP_K_COUNT
+    DDP_K_GEMM,        /* main compute of a layer (GEMM / convolution) */
+    DDP_K_GEMM_DGRAD,  /* backward: gradient w.r.t. the input */
+    DDP_K_GEMM_WGRAD,  /* backward: gradient w.r.t. the weights */
+    DDP_K_ELEMENTWISE, /* small, memory-bound forward kernel (bias, activation, norm) */
+    DDP_K_ELEMENTWISE_BWD,
+    DDP_K_FUSED, /* several consecutive small kernels fused into one */
+    DDP_K_FUSED_BWD,
+    DDP_K_ADAM, /* optimizer step (multi-tensor apply) */
+    DDP_K_LOSS,
+    DDP_K_COUNT
 };
 
 /* One layer: durations at the model's reference batch size. */
 struct ddp_layer {
-	char name[32];
-	double fwd_us;          /* all main forward kernels together */
-	double bwd_us;          /* all main backward kernels together */
-	int nmain;              /* main kernels in the forward (>= 1) */
-	int nsmall;             /* small kernels in the forward (and as many backward) */
-	double small_us;        /* duration of one small kernel */
-	uint64_t param_bytes;   /* fp32 parameters (= gradient bytes) */
-	uint64_t act_bytes;     /* activations kept for the backward */
+    char name[32];
+    double fwd_us;        /* all main forward kernels together */
+    double bwd_us;        /* all main backward kernels together */
+    int nmain;            /* main kernels in the forward (>= 1) */
+    int nsmall;           /* small kernels in the forward (and as many backward) */
+    double small_us;      /* duration of one small kernel */
+    uint64_t param_bytes; /* fp32 parameters (= gradient bytes) */
+    uint64_t act_bytes;   /* activations kept for the backward */
 };
 
 struct ddp_model {
-	char name[32];
-	int ref_batch;
-	int nlayers;
-	struct ddp_layer *layers; /* malloc'd; free with ddp_model_free */
+    char name[32];
+    int ref_batch;
+    int nlayers;
+    struct ddp_layer *layers; /* malloc'd; free with ddp_model_free */
 };
 
 /* Builds preset `name` ("resnet50", "bert-large", "gpt") into *m.  `layers` > 0

@@ -56,703 +56,767 @@
 #define MAX_RANKS 256
 
 struct rdv_slot {
-	uint64_t seq; /* instance + 1; 0 = never used */
-	uint32_t arrived;
-	uint32_t pad;
-	uint64_t max_arrival;
-	uint64_t bytes;
+    uint64_t seq; /* instance + 1; 0 = never used */
+    uint32_t arrived;
+    uint32_t pad;
+    uint64_t max_arrival;
+    uint64_t bytes;
 };
 
 struct host_slot {
-	uint64_t seq;
-	uint32_t arrived;
-	uint32_t pad;
-	int64_t payload[MAX_RANKS][2];
+    uint64_t seq;
+    uint32_t arrived;
+    uint32_t pad;
+    int64_t payload[MAX_RANKS][2];
 };
 
 struct shm_hdr {
-	uint32_t magic;
-	atomic_int ready;
-	uint32_t nranks;
-	int32_t broken; /* a rank aborted or died */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	uint32_t joined;
-	int32_t pids[MAX_RANKS];
-	struct rdv_slot coll[SLOTS];
-	struct host_slot host[HOST_SLOTS];
-	struct rdv_slot p2p[]; /* nranks * nranks * P2P_SLOTS */
+    uint32_t magic;
+    atomic_int ready;
+    uint32_t nranks;
+    int32_t broken; /* a rank aborted or died */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint32_t joined;
+    int32_t pids[MAX_RANKS];
+    struct rdv_slot coll[SLOTS];
+    struct host_slot host[HOST_SLOTS];
+    struct rdv_slot p2p[]; /* nranks * nranks * P2P_SLOTS */
 };
 
 struct nccl_id {
-	uint32_t magic;
-	uint32_t pad;
-	uint64_t token;
+    uint32_t magic;
+    uint32_t pad;
+    uint64_t token;
 };
 
 struct ncclComm {
-	uint32_t magic;
-	int rank, nranks, dev;
-	uint64_t token;
-	struct shm_hdr *shm;
-	size_t shm_bytes;
-	uint64_t coll_seq, host_seq;
-	uint64_t *send_seq, *recv_seq;
-	uint32_t splits;
-	_Atomic int async_err;
-	char last_error[160];
+    uint32_t magic;
+    int rank, nranks, dev;
+    uint64_t token;
+    struct shm_hdr *shm;
+    size_t shm_bytes;
+    uint64_t coll_seq, host_seq;
+    uint64_t *send_seq, *recv_seq;
+    uint32_t splits;
+    _Atomic int async_err;
+    char last_error[160];
 };
 
 /* ---- model options ----------------------------------------------------------------- */
 static double g_lat_ns = -1, g_bw_gbps, g_timeout_ns;
 static pthread_once_t g_opts_once = PTHREAD_ONCE_INIT;
 
-static void opts_init(void)
+static void
+opts_init(void)
 {
-	const char *v;
-	g_lat_ns = (v = getenv("SIMGPU_NCCL_LAT_US")) ? atof(v) * 1000 : 10000;
-	g_bw_gbps = (v = getenv("SIMGPU_NCCL_BW_GBPS")) ? atof(v) : 20;
-	if (g_bw_gbps <= 0)
-		g_bw_gbps = 20;
-	g_timeout_ns = ((v = getenv("SIMGPU_NCCL_TIMEOUT_S")) ? atof(v) : 120) * 1e9;
+    const char *v;
+    g_lat_ns = (v = getenv("SIMGPU_NCCL_LAT_US")) ? atof(v) * 1000 : 10000;
+    g_bw_gbps = (v = getenv("SIMGPU_NCCL_BW_GBPS")) ? atof(v) : 20;
+    if (g_bw_gbps <= 0)
+        g_bw_gbps = 20;
+    g_timeout_ns = ((v = getenv("SIMGPU_NCCL_TIMEOUT_S")) ? atof(v) : 120) * 1e9;
 }
 
-static void opts(void)
+static void
+opts(void)
 {
-	pthread_once(&g_opts_once, opts_init);
-	simgpu_init();
+    pthread_once(&g_opts_once, opts_init);
+    simgpu_init();
 }
 
 /* ---- NVTX: real NCCL marks its API calls in an "NCCL" domain ---------------------- */
 static nvtxDomainHandle_t g_nvtx_domain;
 static pthread_once_t g_nvtx_once = PTHREAD_ONCE_INIT;
 
-static void nvtx_domain_init(void)
+static void
+nvtx_domain_init(void)
 {
-	g_nvtx_domain = nvtxDomainCreateA("NCCL");
+    g_nvtx_domain = nvtxDomainCreateA("NCCL");
 }
 
-static nvtxDomainHandle_t nvtx_domain(void)
+static nvtxDomainHandle_t
+nvtx_domain(void)
 {
-	pthread_once(&g_nvtx_once, nvtx_domain_init);
-	return g_nvtx_domain;
+    pthread_once(&g_nvtx_once, nvtx_domain_init);
+    return g_nvtx_domain;
 }
 
-static void nvtx_push(const char *name)
+static void
+nvtx_push(const char *name)
 {
-	nvtxEventAttributes_t a;
-	memset(&a, 0, sizeof(a));
-	a.version = NVTX_VERSION;
-	a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-	a.message.ascii = name;
-	nvtxDomainRangePushEx(nvtx_domain(), &a);
+    nvtxEventAttributes_t a;
+    memset(&a, 0, sizeof(a));
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = name;
+    nvtxDomainRangePushEx(nvtx_domain(), &a);
 }
 
-static void nvtx_pop(void)
+static void
+nvtx_pop(void)
 {
-	nvtxDomainRangePop(nvtx_domain());
+    nvtxDomainRangePop(nvtx_domain());
 }
 
 /* ---- shared memory and liveness ------------------------------------------------------ */
-static size_t shm_size(int nranks)
+static size_t
+shm_size(int nranks)
 {
-	return sizeof(struct shm_hdr) + (size_t)nranks * (size_t)nranks * P2P_SLOTS * sizeof(struct rdv_slot);
+    return sizeof(struct shm_hdr) +
+           (size_t)nranks * (size_t)nranks * P2P_SLOTS * sizeof(struct rdv_slot);
 }
 
-static void shm_name(char *buf, size_t n, uint64_t token)
+static void
+shm_name(char *buf, size_t n, uint64_t token)
 {
-	snprintf(buf, n, "/simgpu-nccl-%016llx", (unsigned long long)token);
+    snprintf(buf, n, "/simgpu-nccl-%016llx", (unsigned long long)token);
 }
 
 /* Locks the segment's robust mutex; a holder that died marks the comm broken. */
-static void shm_lock(struct shm_hdr *h)
+static void
+shm_lock(struct shm_hdr *h)
 {
-	if (pthread_mutex_lock(&h->mu) == EOWNERDEAD) {
-		h->broken = 1;
-		pthread_mutex_consistent(&h->mu);
-	}
+    if (pthread_mutex_lock(&h->mu) == EOWNERDEAD) {
+        h->broken = 1;
+        pthread_mutex_consistent(&h->mu);
+    }
 }
 
 /* Returns 1 when some rank registered in the segment has died; caller holds mu. */
-static int peer_dead_locked(struct shm_hdr *h)
+static int
+peer_dead_locked(struct shm_hdr *h)
 {
-	for (uint32_t r = 0; r < h->nranks; r++)
-		if (h->pids[r] > 0 && kill(h->pids[r], 0) == -1 && errno == ESRCH)
-			return 1;
-	return 0;
+    for (uint32_t r = 0; r < h->nranks; r++)
+        if (h->pids[r] > 0 && kill(h->pids[r], 0) == -1 && errno == ESRCH)
+            return 1;
+    return 0;
 }
 
 /* Waits on the segment's condition variable for at most 20 ms (caller holds mu);
  * returns nonzero when waiting must stop: comm broken, peer dead or timed out. */
-static int wait_tick(struct shm_hdr *h, uint64_t deadline)
+static int
+wait_tick(struct shm_hdr *h, uint64_t deadline)
 {
-	struct timespec ts;
-	uint64_t now = simgpu_now_ns(), until = now + 20000000ULL;
-	int rc;
-	if (h->broken)
-		return 1;
-	if (now >= deadline)
-		return 1;
-	ts.tv_sec = (time_t)(until / 1000000000ULL);
-	ts.tv_nsec = (long)(until % 1000000000ULL);
-	rc = pthread_cond_timedwait(&h->cv, &h->mu, &ts);
-	if (rc == EOWNERDEAD) {
-		h->broken = 1;
-		pthread_mutex_consistent(&h->mu);
-	}
-	if (rc == ETIMEDOUT && peer_dead_locked(h))
-		h->broken = 1;
-	return h->broken;
+    struct timespec ts;
+    uint64_t now = simgpu_now_ns(), until = now + 20000000ULL;
+    int rc;
+    if (h->broken)
+        return 1;
+    if (now >= deadline)
+        return 1;
+    ts.tv_sec = (time_t)(until / 1000000000ULL);
+    ts.tv_nsec = (long)(until % 1000000000ULL);
+    rc = pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+    if (rc == EOWNERDEAD) {
+        h->broken = 1;
+        pthread_mutex_consistent(&h->mu);
+    }
+    if (rc == ETIMEDOUT && peer_dead_locked(h))
+        h->broken = 1;
+    return h->broken;
 }
 
-static int init_shm_sync(struct shm_hdr *h, int nranks)
+static int
+init_shm_sync(struct shm_hdr *h, int nranks)
 {
-	pthread_mutexattr_t ma;
-	pthread_condattr_t ca;
-	if (pthread_mutexattr_init(&ma) || pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED) ||
-	    pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST) || pthread_mutex_init(&h->mu, &ma))
-		return -1;
-	pthread_mutexattr_destroy(&ma);
-	if (pthread_condattr_init(&ca) || pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED) ||
-	    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(&h->cv, &ca))
-		return -1;
-	pthread_condattr_destroy(&ca);
-	h->nranks = (uint32_t)nranks;
-	h->magic = NCCL_SHM_MAGIC;
-	atomic_store(&h->ready, 1);
-	return 0;
+    pthread_mutexattr_t ma;
+    pthread_condattr_t ca;
+    if (pthread_mutexattr_init(&ma) || pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED) ||
+        pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST) || pthread_mutex_init(&h->mu, &ma))
+        return -1;
+    pthread_mutexattr_destroy(&ma);
+    if (pthread_condattr_init(&ca) || pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED) ||
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(&h->cv, &ca))
+        return -1;
+    pthread_condattr_destroy(&ca);
+    h->nranks = (uint32_t)nranks;
+    h->magic = NCCL_SHM_MAGIC;
+    atomic_store(&h->ready, 1);
+    return 0;
 }
 
 /* Maps (creating if first) the segment of `token` and waits until every rank
  * joined.  Returns ncclSuccess, ncclSystemError or ncclRemoteError. */
-static ncclResult_t comm_attach(struct ncclComm *c, const char **why)
+static ncclResult_t
+comm_attach(struct ncclComm *c, const char **why)
 {
-	char name[64];
-	size_t bytes = shm_size(c->nranks);
-	uint64_t deadline;
-	struct shm_hdr *h;
-	int fd, creator = 1;
-	struct stat st;
+    char name[64];
+    size_t bytes = shm_size(c->nranks);
+    uint64_t deadline;
+    struct shm_hdr *h;
+    int fd, creator = 1;
+    struct stat st;
 
-	shm_name(name, sizeof(name), c->token);
-	deadline = simgpu_now_ns() + (uint64_t)g_timeout_ns;
-	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-	if (fd < 0 && errno == EEXIST) {
-		creator = 0;
-		fd = shm_open(name, O_RDWR, 0600);
-	}
-	if (fd < 0) {
-		*why = "shm_open failed";
-		return ncclSystemError;
-	}
-	if (creator && ftruncate(fd, (off_t)bytes) != 0) {
-		close(fd);
-		shm_unlink(name);
-		*why = "ftruncate failed";
-		return ncclSystemError;
-	}
-	while (!creator && (fstat(fd, &st) != 0 || (size_t)st.st_size < bytes)) {
-		if (simgpu_now_ns() > deadline) {
-			close(fd);
-			*why = "timed out waiting for the communicator segment";
-			return ncclSystemError;
-		}
-		usleep(1000);
-	}
-	h = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (h == MAP_FAILED) {
-		*why = "mmap failed";
-		return ncclSystemError;
-	}
-	if (creator && init_shm_sync(h, c->nranks)) {
-		munmap(h, bytes);
-		shm_unlink(name);
-		*why = "cannot initialise process-shared mutex";
-		return ncclSystemError;
-	}
-	while (!atomic_load(&h->ready)) {
-		if (simgpu_now_ns() > deadline) {
-			munmap(h, bytes);
-			*why = "timed out waiting for the communicator segment";
-			return ncclSystemError;
-		}
-		usleep(500);
-	}
-	if (h->nranks != (uint32_t)c->nranks) {
-		munmap(h, bytes);
-		*why = "ranks disagree on the communicator size";
-		return ncclInvalidUsage;
-	}
-	c->shm = h;
-	c->shm_bytes = bytes;
-	shm_lock(h);
-	h->pids[c->rank] = (int32_t)getpid();
-	h->joined++;
-	pthread_cond_broadcast(&h->cv);
-	if (h->joined == h->nranks)
-		shm_unlink(name);
-	while (h->joined < h->nranks && !wait_tick(h, deadline))
-		;
-	if (h->joined < h->nranks) {
-		h->broken = 1;
-		pthread_mutex_unlock(&h->mu);
-		*why = "a peer did not join the communicator (dead or timed out)";
-		return ncclRemoteError;
-	}
-	pthread_mutex_unlock(&h->mu);
-	return ncclSuccess;
+    shm_name(name, sizeof(name), c->token);
+    deadline = simgpu_now_ns() + (uint64_t)g_timeout_ns;
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 && errno == EEXIST) {
+        creator = 0;
+        fd = shm_open(name, O_RDWR, 0600);
+    }
+    if (fd < 0) {
+        *why = "shm_open failed";
+        return ncclSystemError;
+    }
+    if (creator && ftruncate(fd, (off_t)bytes) != 0) {
+        close(fd);
+        shm_unlink(name);
+        *why = "ftruncate failed";
+        return ncclSystemError;
+    }
+    while (!creator && (fstat(fd, &st) != 0 || (size_t)st.st_size < bytes)) {
+        if (simgpu_now_ns() > deadline) {
+            close(fd);
+            *why = "timed out waiting for the communicator segment";
+            return ncclSystemError;
+        }
+        usleep(1000);
+    }
+    h = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (h == MAP_FAILED) {
+        *why = "mmap failed";
+        return ncclSystemError;
+    }
+    if (creator && init_shm_sync(h, c->nranks)) {
+        munmap(h, bytes);
+        shm_unlink(name);
+        *why = "cannot initialise process-shared mutex";
+        return ncclSystemError;
+    }
+    while (!atomic_load(&h->ready)) {
+        if (simgpu_now_ns() > deadline) {
+            munmap(h, bytes);
+            *why = "timed out waiting for the communicator segment";
+            return ncclSystemError;
+        }
+        usleep(500);
+    }
+    if (h->nranks != (uint32_t)c->nranks) {
+        munmap(h, bytes);
+        *why = "ranks disagree on the communicator size";
+        return ncclInvalidUsage;
+    }
+    c->shm = h;
+    c->shm_bytes = bytes;
+    shm_lock(h);
+    h->pids[c->rank] = (int32_t)getpid();
+    h->joined++;
+    pthread_cond_broadcast(&h->cv);
+    if (h->joined == h->nranks)
+        shm_unlink(name);
+    while (h->joined < h->nranks && !wait_tick(h, deadline))
+        ;
+    if (h->joined < h->nranks) {
+        h->broken = 1;
+        pthread_mutex_unlock(&h->mu);
+        *why = "a peer did not join the communicator (dead or timed out)";
+        return ncclRemoteError;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return ncclSuccess;
 }
 
 /* ---- communicators -------------------------------------------------------------------- */
-static ncclResult_t set_err(struct ncclComm *c, ncclResult_t rc, const char *why)
+static ncclResult_t
+set_err(struct ncclComm *c, ncclResult_t rc, const char *why)
 {
-	if (c && why)
-		snprintf(c->last_error, sizeof(c->last_error), "%s", why);
-	return rc;
+    if (c && why)
+        snprintf(c->last_error, sizeof(c->last_error), "%s", why);
+    return rc;
 }
 
 static __thread char t_last_error[160];
 
-static int comm_ok(const struct ncclComm *c)
+static int
+comm_ok(const struct ncclComm *c)
 {
-	return c && c->magic == COMM_MAGIC;
+    return c && c->magic == COMM_MAGIC;
 }
 
-static ncclResult_t comm_init(struct ncclComm **out, int nranks, uint64_t token, int rank)
+static ncclResult_t
+comm_init(struct ncclComm **out, int nranks, uint64_t token, int rank)
 {
-	struct ncclComm *c;
-	const char *why = NULL;
-	ncclResult_t rc;
-	opts();
-	if (!out || nranks < 1 || nranks > MAX_RANKS || rank < 0 || rank >= nranks)
-		return ncclInvalidArgument;
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return ncclSystemError;
-	c->send_seq = calloc((size_t)nranks, sizeof(uint64_t));
-	c->recv_seq = calloc((size_t)nranks, sizeof(uint64_t));
-	if (!c->send_seq || !c->recv_seq) {
-		free(c->send_seq);
-		free(c->recv_seq);
-		free(c);
-		return ncclSystemError;
-	}
-	c->magic = COMM_MAGIC;
-	c->rank = rank;
-	c->nranks = nranks;
-	c->dev = simgpu_current_device();
-	c->token = token;
-	rc = comm_attach(c, &why);
-	if (rc != ncclSuccess) {
-		snprintf(t_last_error, sizeof(t_last_error), "%s", why ? why : "init failed");
-		if (c->shm)
-			munmap(c->shm, c->shm_bytes);
-		free(c->send_seq);
-		free(c->recv_seq);
-		free(c);
-		return rc;
-	}
-	*out = c;
-	return ncclSuccess;
+    struct ncclComm *c;
+    const char *why = NULL;
+    ncclResult_t rc;
+    opts();
+    if (!out || nranks < 1 || nranks > MAX_RANKS || rank < 0 || rank >= nranks)
+        return ncclInvalidArgument;
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        return ncclSystemError;
+    c->send_seq = calloc((size_t)nranks, sizeof(uint64_t));
+    c->recv_seq = calloc((size_t)nranks, sizeof(uint64_t));
+    if (!c->send_seq || !c->recv_seq) {
+        free(c->send_seq);
+        free(c->recv_seq);
+        free(c);
+        return ncclSystemError;
+    }
+    c->magic = COMM_MAGIC;
+    c->rank = rank;
+    c->nranks = nranks;
+    c->dev = simgpu_current_device();
+    c->token = token;
+    rc = comm_attach(c, &why);
+    if (rc != ncclSuccess) {
+        snprintf(t_last_error, sizeof(t_last_error), "%s", why ? why : "init failed");
+        if (c->shm)
+            munmap(c->shm, c->shm_bytes);
+        free(c->send_seq);
+        free(c->recv_seq);
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return ncclSuccess;
 }
 
-static void comm_free(struct ncclComm *c)
+static void
+comm_free(struct ncclComm *c)
 {
-	c->magic = 0;
-	/* The mapping stays: stream operations of this communicator may still run.
-	 * It is small and goes with the process. */
-	free(c->send_seq);
-	free(c->recv_seq);
-	free(c);
+    c->magic = 0;
+    /* The mapping stays: stream operations of this communicator may still run.
+     * It is small and goes with the process. */
+    free(c->send_seq);
+    free(c->recv_seq);
+    free(c);
 }
 
-ncclResult_t pncclGetVersion(int *version)
+ncclResult_t
+pncclGetVersion(int *version)
 {
-	if (!version)
-		return ncclInvalidArgument;
-	*version = NCCL_VERSION_CODE;
-	return ncclSuccess;
+    if (!version)
+        return ncclInvalidArgument;
+    *version = NCCL_VERSION_CODE;
+    return ncclSuccess;
 }
 
-ncclResult_t pncclGetUniqueId(ncclUniqueId *uniqueId)
+ncclResult_t
+pncclGetUniqueId(ncclUniqueId *uniqueId)
 {
-	struct nccl_id id;
-	struct timespec ts;
-	if (!uniqueId)
-		return ncclInvalidArgument;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	memset(uniqueId, 0, sizeof(*uniqueId));
-	id.magic = NCCL_ID_MAGIC;
-	id.pad = 0;
-	id.token = ((uint64_t)getpid() << 40) ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)ts.tv_nsec ^
-	           ((uint64_t)rand() << 8);
-	memcpy(uniqueId->internal, &id, sizeof(id));
-	return ncclSuccess;
+    struct nccl_id id;
+    struct timespec ts;
+    if (!uniqueId)
+        return ncclInvalidArgument;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    memset(uniqueId, 0, sizeof(*uniqueId));
+    id.magic = NCCL_ID_MAGIC;
+    id.pad = 0;
+    id.token = ((uint64_t)getpid() << 40) ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)ts.tv_nsec ^
+               ((uint64_t)rand() << 8);
+    memcpy(uniqueId->internal, &id, sizeof(id));
+    return ncclSuccess;
 }
 
-static ncclResult_t init_rank_common(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
+static ncclResult_t
+init_rank_common(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
 {
-	struct nccl_id id;
-	memcpy(&id, commId.internal, sizeof(id));
-	if (id.magic != NCCL_ID_MAGIC)
-		return ncclInvalidArgument;
-	return comm_init(comm, nranks, id.token, rank);
+    struct nccl_id id;
+    memcpy(&id, commId.internal, sizeof(id));
+    if (id.magic != NCCL_ID_MAGIC)
+        return ncclInvalidArgument;
+    return comm_init(comm, nranks, id.token, rank);
 }
 
-ncclResult_t pncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
+ncclResult_t
+pncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
 {
-	ncclResult_t rc;
-	nvtx_push("ncclCommInitRank");
-	rc = init_rank_common(comm, nranks, commId, rank);
-	nvtx_pop();
-	return rc;
+    ncclResult_t rc;
+    nvtx_push("ncclCommInitRank");
+    rc = init_rank_common(comm, nranks, commId, rank);
+    nvtx_pop();
+    return rc;
 }
 
-ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
-                                     ncclConfig_t *config)
+ncclResult_t
+pncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
+                        ncclConfig_t *config)
 {
-	ncclResult_t rc;
-	nvtx_push("ncclCommInitRankConfig");
-	rc = init_rank_common(comm, nranks, commId, rank);
-	nvtx_pop();
-	return rc;
+    ncclResult_t rc;
+    nvtx_push("ncclCommInitRankConfig");
+    rc = init_rank_common(comm, nranks, commId, rank);
+    nvtx_pop();
+    return rc;
 }
 
 /* Host all-gather of two int64 per rank over c; returns ncclSuccess or
  * ncclRemoteError. */
-static ncclResult_t host_exchange(struct ncclComm *c, int64_t a, int64_t b, int64_t (*all)[2])
+static ncclResult_t
+host_exchange(struct ncclComm *c, int64_t a, int64_t b, int64_t (*all)[2])
 {
-	struct shm_hdr *h = c->shm;
-	uint64_t seq = ++c->host_seq;
-	struct host_slot *s = &h->host[seq % HOST_SLOTS];
-	uint64_t deadline = simgpu_now_ns() + (uint64_t)g_timeout_ns;
-	ncclResult_t rc = ncclSuccess;
-	shm_lock(h);
-	if (s->seq != seq) {
-		s->seq = seq;
-		s->arrived = 0;
-	}
-	s->payload[c->rank][0] = a;
-	s->payload[c->rank][1] = b;
-	s->arrived++;
-	pthread_cond_broadcast(&h->cv);
-	while (s->arrived < h->nranks && !wait_tick(h, deadline))
-		;
-	if (s->arrived < h->nranks) {
-		h->broken = 1;
-		pthread_cond_broadcast(&h->cv);
-		rc = ncclRemoteError;
-	} else {
-		memcpy(all, s->payload, (size_t)h->nranks * sizeof(s->payload[0]));
-	}
-	pthread_mutex_unlock(&h->mu);
-	return rc;
+    struct shm_hdr *h = c->shm;
+    uint64_t seq = ++c->host_seq;
+    struct host_slot *s = &h->host[seq % HOST_SLOTS];
+    uint64_t deadline = simgpu_now_ns() + (uint64_t)g_timeout_ns;
+    ncclResult_t rc = ncclSuccess;
+    shm_lock(h);
+    if (s->seq != seq) {
+        s->seq = seq;
+        s->arrived = 0;
+    }
+    s->payload[c->rank][0] = a;
+    s->payload[c->rank][1] = b;
+    s->arrived++;
+    pthread_cond_broadcast(&h->cv);
+    while (s->arrived < h->nranks && !wait_tick(h, deadline))
+        ;
+    if (s->arrived < h->nranks) {
+        h->broken = 1;
+        pthread_cond_broadcast(&h->cv);
+        rc = ncclRemoteError;
+    } else {
+        memcpy(all, s->payload, (size_t)h->nranks * sizeof(s->payload[0]));
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
 }
 
-ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
-                            ncclConfig_t *config)
+ncclResult_t
+pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config)
 {
-	int64_t(*all)[2];
-	int n = 0, me = 0;
-	ncclResult_t rc;
-	if (!comm_ok(comm) || !newcomm)
-		return ncclInvalidArgument;
-	all = calloc((size_t)comm->nranks, sizeof(*all));
-	if (!all)
-		return ncclSystemError;
-	nvtx_push("ncclCommSplit");
-	comm->splits++;
-	rc = host_exchange(comm, color, key, all);
-	if (rc == ncclSuccess && color == NCCL_SPLIT_NOCOLOR) {
-		*newcomm = NULL;
-	} else if (rc == ncclSuccess) {
-		/* Members: same color, ordered by (key, parent rank). */
-		for (int r = 0; r < comm->nranks; r++) {
-			if (all[r][0] != color)
-				continue;
-			n++;
-			if (all[r][1] < key || (all[r][1] == key && r < comm->rank))
-				me++;
-		}
-		rc = comm_init(newcomm, n,
-		               comm->token * 0x9e3779b97f4a7c15ULL + comm->splits * 1315423911ULL +
-		                   (uint64_t)(uint32_t)color + 1,
-		               me);
-	}
-	nvtx_pop();
-	free(all);
-	return set_err(comm, rc, rc == ncclSuccess ? NULL : "split failed");
+    int64_t(*all)[2];
+    int n = 0, me = 0;
+    ncclResult_t rc;
+    if (!comm_ok(comm) || !newcomm)
+        return ncclInvalidArgument;
+    all = calloc((size_t)comm->nranks, sizeof(*all));
+    if (!all)
+        return ncclSystemError;
+    nvtx_push("ncclCommSplit");
+    comm->splits++;
+    rc = host_exchange(comm, color, key, all);
+    if (rc == ncclSuccess && color == NCCL_SPLIT_NOCOLOR) {
+        *newcomm = NULL;
+    } else if (rc == ncclSuccess) {
+        /* Members: same color, ordered by (key, parent rank). */
+        for (int r = 0; r < comm->nranks; r++) {
+            if (all[r][0] != color)
+                continue;
+            n++;
+            if (all[r][1] < key || (all[r][1] == key && r < comm->rank))
+                me++;
+        }
+        rc = comm_init(newcomm, n,
+                       comm->token * 0x9e3779b97f4a7c15ULL + comm->splits * 1315423911ULL +
+                           (uint64_t)(uint32_t)color + 1,
+                       me);
+    }
+    nvtx_pop();
+    free(all);
+    return set_err(comm, rc, rc == ncclSuccess ? NULL : "split failed");
 }
 
-ncclResult_t pncclCommFinalize(ncclComm_t comm)
+ncclResult_t
+pncclCommFinalize(ncclComm_t comm)
 {
-	return comm_ok(comm) ? ncclSuccess : ncclInvalidArgument;
+    return comm_ok(comm) ? ncclSuccess : ncclInvalidArgument;
 }
 
-ncclResult_t pncclCommDestroy(ncclComm_t comm)
+ncclResult_t
+pncclCommDestroy(ncclComm_t comm)
 {
-	if (!comm_ok(comm))
-		return ncclInvalidArgument;
-	comm_free(comm);
-	return ncclSuccess;
+    if (!comm_ok(comm))
+        return ncclInvalidArgument;
+    comm_free(comm);
+    return ncclSuccess;
 }
 
-ncclResult_t pncclCommAbort(ncclComm_t comm)
+ncclResult_t
+pncclCommAbort(ncclComm_t comm)
 {
-	if (!comm_ok(comm))
-		return ncclInvalidArgument;
-	shm_lock(comm->shm);
-	comm->shm->broken = 1;
-	pthread_cond_broadcast(&comm->shm->cv);
-	pthread_mutex_unlock(&comm->shm->mu);
-	comm_free(comm);
-	return ncclSuccess;
+    if (!comm_ok(comm))
+        return ncclInvalidArgument;
+    shm_lock(comm->shm);
+    comm->shm->broken = 1;
+    pthread_cond_broadcast(&comm->shm->cv);
+    pthread_mutex_unlock(&comm->shm->mu);
+    comm_free(comm);
+    return ncclSuccess;
 }
 
-ncclResult_t pncclCommCount(const ncclComm_t comm, int *count)
+ncclResult_t
+pncclCommCount(const ncclComm_t comm, int *count)
 {
-	if (!comm_ok(comm) || !count)
-		return ncclInvalidArgument;
-	*count = comm->nranks;
-	return ncclSuccess;
+    if (!comm_ok(comm) || !count)
+        return ncclInvalidArgument;
+    *count = comm->nranks;
+    return ncclSuccess;
 }
 
-ncclResult_t pncclCommUserRank(const ncclComm_t comm, int *rank)
+ncclResult_t
+pncclCommUserRank(const ncclComm_t comm, int *rank)
 {
-	if (!comm_ok(comm) || !rank)
-		return ncclInvalidArgument;
-	*rank = comm->rank;
-	return ncclSuccess;
+    if (!comm_ok(comm) || !rank)
+        return ncclInvalidArgument;
+    *rank = comm->rank;
+    return ncclSuccess;
 }
 
-ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int *device)
+ncclResult_t
+pncclCommCuDevice(const ncclComm_t comm, int *device)
 {
-	if (!comm_ok(comm) || !device)
-		return ncclInvalidArgument;
-	*device = comm->dev;
-	return ncclSuccess;
+    if (!comm_ok(comm) || !device)
+        return ncclInvalidArgument;
+    *device = comm->dev;
+    return ncclSuccess;
 }
 
-ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+ncclResult_t
+pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
 {
-	if (!comm_ok(comm) || !asyncError)
-		return ncclInvalidArgument;
-	*asyncError = (ncclResult_t)atomic_load(&comm->async_err);
-	return ncclSuccess;
+    if (!comm_ok(comm) || !asyncError)
+        return ncclInvalidArgument;
+    *asyncError = (ncclResult_t)atomic_load(&comm->async_err);
+    return ncclSuccess;
 }
 
-const char *pncclGetErrorString(ncclResult_t result)
+const char *
+pncclGetErrorString(ncclResult_t result)
 {
-	switch (result) {
-	case ncclSuccess: return "no error";
-	case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-	case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-	case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
-	case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-	case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-	case ncclRemoteError: return "remote process exited or there was a network error";
-	case ncclInProgress: return "NCCL operation in progress";
-	default: return "unknown result code";
-	}
+    switch (result) {
+    case ncclSuccess:
+        return "no error";
+    case ncclUnhandledCudaError:
+        return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError:
+        return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError:
+        return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument:
+        return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+        return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError:
+        return "remote process exited or there was a network error";
+    case ncclInProgress:
+        return "NCCL operation in progress";
+    default:
+        return "unknown result code";
+    }
 }
 
-const char *pncclGetLastError(ncclComm_t comm)
+const char *
+pncclGetLastError(ncclComm_t comm)
 {
-	if (comm_ok(comm) && comm->last_error[0])
-		return comm->last_error;
-	return t_last_error;
+    if (comm_ok(comm) && comm->last_error[0])
+        return comm->last_error;
+    return t_last_error;
 }
 
 /* ---- collectives on the device ------------------------------------------------------- */
 enum part_kind { PART_COLL, PART_SEND, PART_RECV };
 
 struct part {
-	enum part_kind kind;
-	double factor; /* ring factor of the collective */
-	uint64_t bytes;
-	uint64_t seq;  /* collective seq or p2p seq (set at enqueue) */
-	int peer;
+    enum part_kind kind;
+    double factor; /* ring factor of the collective */
+    uint64_t bytes;
+    uint64_t seq; /* collective seq or p2p seq (set at enqueue) */
+    int peer;
 };
 
 struct coll_inst {
-	struct ncclComm *comm;
-	struct shm_hdr *shm;
-	int rank, nranks;
-	const char *name;
-	int nparts;
-	struct part parts[];
+    struct ncclComm *comm;
+    struct shm_hdr *shm;
+    int rank, nranks;
+    const char *name;
+    int nparts;
+    struct part parts[];
 };
 
-static struct rdv_slot *part_slot(struct coll_inst *x, const struct part *p)
+static struct rdv_slot *
+part_slot(struct coll_inst *x, const struct part *p)
 {
-	struct shm_hdr *h = x->shm;
-	int src, dst;
-	if (p->kind == PART_COLL)
-		return &h->coll[p->seq % SLOTS];
-	src = p->kind == PART_SEND ? x->rank : p->peer;
-	dst = p->kind == PART_SEND ? p->peer : x->rank;
-	return &h->p2p[((size_t)src * (size_t)x->nranks + (size_t)dst) * P2P_SLOTS + p->seq % P2P_SLOTS];
+    struct shm_hdr *h = x->shm;
+    int src, dst;
+    if (p->kind == PART_COLL)
+        return &h->coll[p->seq % SLOTS];
+    src = p->kind == PART_SEND ? x->rank : p->peer;
+    dst = p->kind == PART_SEND ? p->peer : x->rank;
+    return &h->p2p[((size_t)src * (size_t)x->nranks + (size_t)dst) * P2P_SLOTS +
+                   p->seq % P2P_SLOTS];
 }
 
-static uint32_t part_needed(const struct coll_inst *x, const struct part *p)
+static uint32_t
+part_needed(const struct coll_inst *x, const struct part *p)
 {
-	return p->kind == PART_COLL ? (uint32_t)x->nranks : 2;
+    return p->kind == PART_COLL ? (uint32_t)x->nranks : 2;
 }
 
 /* Runs on the stream worker: arrive at every part, wait for all peers, end at the
  * modelled completion time. */
-static int coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
+static int
+coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
 {
-	struct coll_inst *x = inst;
-	struct shm_hdr *h = x->shm;
-	uint64_t deadline = simgpu_now_ns() + (uint64_t)g_timeout_ns, t = start_ns;
-	int failed = 0, done;
-	shm_lock(h);
-	for (int i = 0; i < x->nparts; i++) {
-		struct rdv_slot *s = part_slot(x, &x->parts[i]);
-		if (s->seq != x->parts[i].seq + 1) {
-			s->seq = x->parts[i].seq + 1;
-			s->arrived = 0;
-			s->max_arrival = 0;
-			s->bytes = 0;
-		}
-		s->arrived++;
-		if (start_ns > s->max_arrival)
-			s->max_arrival = start_ns;
-		if (x->parts[i].bytes > s->bytes)
-			s->bytes = x->parts[i].bytes;
-	}
-	pthread_cond_broadcast(&h->cv);
-	for (;;) {
-		done = 1;
-		for (int i = 0; i < x->nparts && done; i++)
-			if (part_slot(x, &x->parts[i])->arrived < part_needed(x, &x->parts[i]))
-				done = 0;
-		if (done || wait_tick(h, deadline))
-			break;
-	}
-	if (!done) {
-		h->broken = 1;
-		pthread_cond_broadcast(&h->cv);
-		failed = 1;
-	} else {
-		for (int i = 0; i < x->nparts; i++) {
-			struct rdv_slot *s = part_slot(x, &x->parts[i]);
-			if (s->max_arrival > t)
-				t = s->max_arrival;
-			t += (uint64_t)g_lat_ns + (uint64_t)((double)s->bytes * x->parts[i].factor / g_bw_gbps);
-		}
-	}
-	pthread_mutex_unlock(&h->mu);
-	if (failed) {
-		if (comm_ok(x->comm)) {
-			atomic_store(&x->comm->async_err, ncclRemoteError);
-			set_err(x->comm, ncclRemoteError, "a peer died or aborted during a collective");
-		}
-		fprintf(stderr, "simgpu nccl: rank %d: %s failed: peer dead, comm aborted or timeout\n",
-		        x->rank, x->name);
-		*end_ns = simgpu_now_ns();
-		return 1;
-	}
-	*end_ns = t;
-	return 0;
+    struct coll_inst *x = inst;
+    struct shm_hdr *h = x->shm;
+    uint64_t deadline = simgpu_now_ns() + (uint64_t)g_timeout_ns, t = start_ns;
+    int failed = 0, done;
+    shm_lock(h);
+    for (int i = 0; i < x->nparts; i++) {
+        struct rdv_slot *s = part_slot(x, &x->parts[i]);
+        if (s->seq != x->parts[i].seq + 1) {
+            s->seq = x->parts[i].seq + 1;
+            s->arrived = 0;
+            s->max_arrival = 0;
+            s->bytes = 0;
+        }
+        s->arrived++;
+        if (start_ns > s->max_arrival)
+            s->max_arrival = start_ns;
+        if (x->parts[i].bytes > s->bytes)
+            s->bytes = x->parts[i].bytes;
+    }
+    pthread_cond_broadcast(&h->cv);
+    for (;;) {
+        done = 1;
+        for (int i = 0; i < x->nparts && done; i++)
+            if (part_slot(x, &x->parts[i])->arrived < part_needed(x, &x->parts[i]))
+                done = 0;
+        if (done || wait_tick(h, deadline))
+            break;
+    }
+    if (!done) {
+        h->broken = 1;
+        pthread_cond_broadcast(&h->cv);
+        failed = 1;
+    } else {
+        for (int i = 0; i < x->nparts; i++) {
+            struct rdv_slot *s = part_slot(x, &x->parts[i]);
+            if (s->max_arrival > t)
+                t = s->max_arrival;
+            t += (uint64_t)g_lat_ns + (uint64_t)((double)s->bytes * x->parts[i].factor / g_bw_gbps);
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (failed) {
+        if (comm_ok(x->comm)) {
+            atomic_store(&x->comm->async_err, ncclRemoteError);
+            set_err(x->comm, ncclRemoteError, "a peer died or aborted during a collective");
+        }
+        fprintf(stderr, "simgpu nccl: rank %d: %s failed: peer dead, comm aborted or timeout\n",
+                x->rank, x->name);
+        *end_ns = simgpu_now_ns();
+        return 1;
+    }
+    *end_ns = t;
+    return 0;
 }
 
 /* Assigns sequence numbers in host order (at enqueue, and again for every launch
  * of a captured graph). */
-static void coll_assign(struct coll_inst *x)
+static void
+coll_assign(struct coll_inst *x)
 {
-	struct ncclComm *c = x->comm;
-	for (int i = 0; i < x->nparts; i++) {
-		struct part *p = &x->parts[i];
-		if (p->kind == PART_COLL)
-			p->seq = c->coll_seq++;
-		else if (p->kind == PART_SEND)
-			p->seq = c->send_seq[p->peer]++;
-		else
-			p->seq = c->recv_seq[p->peer]++;
-	}
+    struct ncclComm *c = x->comm;
+    for (int i = 0; i < x->nparts; i++) {
+        struct part *p = &x->parts[i];
+        if (p->kind == PART_COLL)
+            p->seq = c->coll_seq++;
+        else if (p->kind == PART_SEND)
+            p->seq = c->send_seq[p->peer]++;
+        else
+            p->seq = c->recv_seq[p->peer]++;
+    }
 }
 
-static void *coll_clone(void *inst)
+static void *
+coll_clone(void *inst)
 {
-	struct coll_inst *x = inst;
-	size_t sz = sizeof(*x) + (size_t)x->nparts * sizeof(struct part);
-	struct coll_inst *y = malloc(sz);
-	if (!y)
-		return NULL;
-	memcpy(y, x, sz);
-	if (comm_ok(y->comm))
-		coll_assign(y);
-	return y;
+    struct coll_inst *x = inst;
+    size_t sz = sizeof(*x) + (size_t)x->nparts * sizeof(struct part);
+    struct coll_inst *y = malloc(sz);
+    if (!y)
+        return NULL;
+    memcpy(y, x, sz);
+    if (comm_ok(y->comm))
+        coll_assign(y);
+    return y;
 }
 
-static void coll_release(void *inst)
+static void
+coll_release(void *inst)
 {
-	free(inst);
+    free(inst);
 }
 
 static const struct simgpu_custom_ops g_coll_ops = {coll_run, coll_clone, coll_release};
 
 /* ---- naming (interned, lives forever) ---------------------------------------------- */
-static const char *intern(const char *s)
+static const char *
+intern(const char *s)
 {
-	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	static char **tab;
-	static size_t n;
-	const char *r = NULL;
-	pthread_mutex_lock(&mu);
-	for (size_t i = 0; i < n && !r; i++)
-		if (!strcmp(tab[i], s))
-			r = tab[i];
-	if (!r) {
-		char **nt = realloc(tab, (n + 1) * sizeof(*nt));
-		char *d = strdup(s);
-		if (nt && d) {
-			tab = nt;
-			tab[n++] = d;
-			r = d;
-		} else {
-			free(d);
-			if (nt)
-				tab = nt;
-			r = "ncclDevKernel";
-		}
-	}
-	pthread_mutex_unlock(&mu);
-	return r;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char **tab;
+    static size_t n;
+    const char *r = NULL;
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < n && !r; i++)
+        if (!strcmp(tab[i], s))
+            r = tab[i];
+    if (!r) {
+        char **nt = realloc(tab, (n + 1) * sizeof(*nt));
+        char *d = strdup(s);
+        if (nt && d) {
+            tab = nt;
+            tab[n++] = d;
+            r = d;
+        } else {
+            free(d);
+            if (nt)
+                tab = nt;
+            r = "ncclDevKernel";
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    return r;
 }
 
-static const char *type_name(ncclDataType_t t)
+static const char *
+type_name(ncclDataType_t t)
 {
-	static const char *n[] = {"i8", "u8", "i32", "u32", "i64", "u64", "f16", "f32", "f64", "bf16", "f8e4m3", "f8e5m2"};
-	return (unsigned)t < sizeof(n) / sizeof(n[0]) ? n[t] : "u8";
+    static const char *n[] = {"i8",  "u8",  "i32", "u32",  "i64",    "u64",
+                              "f16", "f32", "f64", "bf16", "f8e4m3", "f8e5m2"};
+    return (unsigned)t < sizeof(n) / sizeof(n[0]) ? n[t] : "u8";
 }
 
-static const char *op_name(ncclRedOp_t op)
+static const char *
+op_name(ncclRedOp_t op)
 {
-	static const char *n[] = {"Sum", "Prod", "MaxOp", "MinOp", "Avg"};
-	return (unsigned)op < 5 ? n[op] : "PreMulSum";
+    static const char *n[] = {"Sum", "Prod", "MaxOp", "MinOp", "Avg"};
+    return (unsigned)op < 5 ? n[op] : "PreMulSum";
 }
 
-static size_t type_size(ncclDataType_t t)
+static size_t
+type_size(ncclDataType_t t)
 {
-	switch (t) {
-	case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-	case ncclFloat16: case ncclBfloat16: return 2;
-	case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-	default: return 8;
-	}
+    switch (t) {
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+        return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+        return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+        return 4;
+    default:
+        return 8;
+    }
 }
 
 /* ---- groups and enqueue ----------------------------------------------------------------- */
 struct pending {
-	struct ncclComm *comm;
-	cudaStream_t stream;
-	const char *name;
-	struct part part;
+    struct ncclComm *comm;
+    cudaStream_t stream;
+    const char *name;
+    struct part part;
 };
 
 static __thread int t_group_depth;
@@ -761,204 +825,219 @@ static __thread int t_npending, t_cap_pending;
 
 /* Launches one device operation for parts [from, to) of the pending list, all on
  * the same comm and stream, as NCCL does with cuLaunchKernelEx. */
-static ncclResult_t launch_parts(struct pending *pv, int from, int to)
+static ncclResult_t
+launch_parts(struct pending *pv, int from, int to)
 {
-	struct coll_inst *x;
-	struct simgpu_stream *s;
-	struct simgpu_op *op;
-	struct simgpu_api api;
-	cuLaunchKernelEx_params params;
-	CUlaunchConfig cfg;
-	cudaError_t crc;
-	int rc;
+    struct coll_inst *x;
+    struct simgpu_stream *s;
+    struct simgpu_op *op;
+    struct simgpu_api api;
+    cuLaunchKernelEx_params params;
+    CUlaunchConfig cfg;
+    cudaError_t crc;
+    int rc;
 
-	x = malloc(sizeof(*x) + (size_t)(to - from) * sizeof(struct part));
-	if (!x)
-		return ncclSystemError;
-	x->comm = pv[from].comm;
-	x->shm = x->comm->shm;
-	x->rank = x->comm->rank;
-	x->nranks = x->comm->nranks;
-	x->name = pv[from].name;
-	x->nparts = to - from;
-	for (int i = from; i < to; i++)
-		x->parts[i - from] = pv[i].part;
+    x = malloc(sizeof(*x) + (size_t)(to - from) * sizeof(struct part));
+    if (!x)
+        return ncclSystemError;
+    x->comm = pv[from].comm;
+    x->shm = x->comm->shm;
+    x->rank = x->comm->rank;
+    x->nranks = x->comm->nranks;
+    x->name = pv[from].name;
+    x->nparts = to - from;
+    for (int i = from; i < to; i++)
+        x->parts[i - from] = pv[i].part;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.gridDimX = 2;
-	cfg.gridDimY = cfg.gridDimZ = 1;
-	cfg.blockDimX = 640;
-	cfg.blockDimY = cfg.blockDimZ = 1;
-	cfg.hStream = (CUstream)pv[from].stream;
-	params.config = &cfg;
-	params.f = NULL;
-	params.kernelParams = NULL;
-	params.extra = NULL;
-	simgpu_api_enter(&api, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-	                 "cuLaunchKernelEx", &params, x->name);
-	crc = simgpu_stream_resolve(pv[from].stream, 0, &s);
-	op = crc == cudaSuccess ? simgpu_op_new(SIMGPU_OP_CUSTOM) : NULL;
-	if (!op) {
-		free(x);
-		rc = crc == cudaSuccess ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_HANDLE;
-		simgpu_api_exit(&api, &rc);
-		return crc == cudaSuccess ? ncclSystemError : ncclInvalidArgument;
-	}
-	coll_assign(x);
-	op->u.custom.ops = &g_coll_ops;
-	op->u.custom.inst = x;
-	op->u.custom.name = x->name;
-	simgpu_spin_ns(simgpu_cfg.launch_ns);
-	crc = simgpu_enqueue(s, op);
-	rc = crc == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
-	simgpu_api_exit(&api, &rc);
-	return crc == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.gridDimX = 2;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = 640;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = (CUstream)pv[from].stream;
+    params.config = &cfg;
+    params.f = NULL;
+    params.kernelParams = NULL;
+    params.extra = NULL;
+    simgpu_api_enter(&api, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+                     "cuLaunchKernelEx", &params, x->name);
+    crc = simgpu_stream_resolve(pv[from].stream, 0, &s);
+    op = crc == cudaSuccess ? simgpu_op_new(SIMGPU_OP_CUSTOM) : NULL;
+    if (!op) {
+        free(x);
+        rc = crc == cudaSuccess ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_HANDLE;
+        simgpu_api_exit(&api, &rc);
+        return crc == cudaSuccess ? ncclSystemError : ncclInvalidArgument;
+    }
+    coll_assign(x);
+    op->u.custom.ops = &g_coll_ops;
+    op->u.custom.inst = x;
+    op->u.custom.name = x->name;
+    simgpu_spin_ns(simgpu_cfg.launch_ns);
+    crc = simgpu_enqueue(s, op);
+    rc = crc == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
+    simgpu_api_exit(&api, &rc);
+    return crc == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
 }
 
-static ncclResult_t flush_pending(void)
+static ncclResult_t
+flush_pending(void)
 {
-	ncclResult_t rc = ncclSuccess;
-	int i = 0;
-	/* Consecutive entries on the same (comm, stream) become one kernel. */
-	while (i < t_npending && rc == ncclSuccess) {
-		int j = i + 1;
-		while (j < t_npending && t_pending[j].comm == t_pending[i].comm &&
-		       t_pending[j].stream == t_pending[i].stream)
-			j++;
-		rc = launch_parts(t_pending, i, j);
-		i = j;
-	}
-	t_npending = 0;
-	return rc;
+    ncclResult_t rc = ncclSuccess;
+    int i = 0;
+    /* Consecutive entries on the same (comm, stream) become one kernel. */
+    while (i < t_npending && rc == ncclSuccess) {
+        int j = i + 1;
+        while (j < t_npending && t_pending[j].comm == t_pending[i].comm &&
+               t_pending[j].stream == t_pending[i].stream)
+            j++;
+        rc = launch_parts(t_pending, i, j);
+        i = j;
+    }
+    t_npending = 0;
+    return rc;
 }
 
-static ncclResult_t submit(struct ncclComm *c, cudaStream_t stream, const char *name, struct part p)
+static ncclResult_t
+submit(struct ncclComm *c, cudaStream_t stream, const char *name, struct part p)
 {
-	ncclResult_t rc;
-	if (!comm_ok(c))
-		return ncclInvalidArgument;
-	if (atomic_load(&c->async_err) != ncclSuccess)
-		return (ncclResult_t)atomic_load(&c->async_err);
-	if ((p.kind != PART_COLL) && (p.peer < 0 || p.peer >= c->nranks))
-		return set_err(c, ncclInvalidArgument, "peer out of range");
-	if (t_npending == t_cap_pending) {
-		int n = t_cap_pending ? t_cap_pending * 2 : 16;
-		struct pending *np = realloc(t_pending, (size_t)n * sizeof(*np));
-		if (!np)
-			return ncclSystemError;
-		t_pending = np;
-		t_cap_pending = n;
-	}
-	t_pending[t_npending].comm = c;
-	t_pending[t_npending].stream = stream;
-	t_pending[t_npending].name = name;
-	t_pending[t_npending].part = p;
-	t_npending++;
-	if (t_group_depth > 0)
-		return ncclSuccess;
-	rc = flush_pending();
-	return rc;
+    ncclResult_t rc;
+    if (!comm_ok(c))
+        return ncclInvalidArgument;
+    if (atomic_load(&c->async_err) != ncclSuccess)
+        return (ncclResult_t)atomic_load(&c->async_err);
+    if ((p.kind != PART_COLL) && (p.peer < 0 || p.peer >= c->nranks))
+        return set_err(c, ncclInvalidArgument, "peer out of range");
+    if (t_npending == t_cap_pending) {
+        int n = t_cap_pending ? t_cap_pending * 2 : 16;
+        struct pending *np = realloc(t_pending, (size_t)n * sizeof(*np));
+        if (!np)
+            return ncclSystemError;
+        t_pending = np;
+        t_cap_pending = n;
+    }
+    t_pending[t_npending].comm = c;
+    t_pending[t_npending].stream = stream;
+    t_pending[t_npending].name = name;
+    t_pending[t_npending].part = p;
+    t_npending++;
+    if (t_group_depth > 0)
+        return ncclSuccess;
+    rc = flush_pending();
+    return rc;
 }
 
-static ncclResult_t coll(const char *api, const char *kname, struct ncclComm *c, uint64_t bytes,
-                         double factor, cudaStream_t stream)
+static ncclResult_t
+coll(const char *api, const char *kname, struct ncclComm *c, uint64_t bytes, double factor,
+     cudaStream_t stream)
 {
-	struct part p;
-	ncclResult_t rc;
-	opts();
-	memset(&p, 0, sizeof(p));
-	p.kind = PART_COLL;
-	p.bytes = bytes;
-	p.factor = factor;
-	nvtx_push(api);
-	rc = submit(c, stream, kname, p);
-	nvtx_pop();
-	return rc;
+    struct part p;
+    ncclResult_t rc;
+    opts();
+    memset(&p, 0, sizeof(p));
+    p.kind = PART_COLL;
+    p.bytes = bytes;
+    p.factor = factor;
+    nvtx_push(api);
+    rc = submit(c, stream, kname, p);
+    nvtx_pop();
+    return rc;
 }
 
-static double ring(const struct ncclComm *c, double num)
+static double
+ring(const struct ncclComm *c, double num)
 {
-	return comm_ok(c) && c->nranks > 1 ? num * (c->nranks - 1) / c->nranks : 0;
+    return comm_ok(c) && c->nranks > 1 ? num * (c->nranks - 1) / c->nranks : 0;
 }
 
-static const char *kname3(const char *coll_name, ncclRedOp_t op, ncclDataType_t t)
+static const char *
+kname3(const char *coll_name, ncclRedOp_t op, ncclDataType_t t)
 {
-	char buf[128];
-	snprintf(buf, sizeof(buf), "ncclDevKernel_%s_%s_%s_RING_LL", coll_name, op_name(op), type_name(t));
-	return intern(buf);
+    char buf[128];
+    snprintf(buf, sizeof(buf), "ncclDevKernel_%s_%s_%s_RING_LL", coll_name, op_name(op),
+             type_name(t));
+    return intern(buf);
 }
 
-ncclResult_t pncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+ncclResult_t
+pncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
-	return coll("ncclAllReduce", kname3("AllReduce", op, datatype), comm, count * type_size(datatype),
-	            ring(comm, 2), stream);
+    return coll("ncclAllReduce", kname3("AllReduce", op, datatype), comm,
+                count * type_size(datatype), ring(comm, 2), stream);
 }
 
-ncclResult_t pncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
+ncclResult_t
+pncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+            ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
 {
-	return coll("ncclReduce", kname3("Reduce", op, datatype), comm, count * type_size(datatype),
-	            comm_ok(comm) && comm->nranks > 1 ? 1 : 0, stream);
+    return coll("ncclReduce", kname3("Reduce", op, datatype), comm, count * type_size(datatype),
+                comm_ok(comm) && comm->nranks > 1 ? 1 : 0, stream);
 }
 
-ncclResult_t pncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-                            int root, ncclComm_t comm, cudaStream_t stream)
+ncclResult_t
+pncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+               int root, ncclComm_t comm, cudaStream_t stream)
 {
-	return coll("ncclBroadcast", intern("ncclDevKernel_Broadcast_RING_LL"), comm,
-	            count * type_size(datatype), comm_ok(comm) && comm->nranks > 1 ? 1 : 0, stream);
+    return coll("ncclBroadcast", intern("ncclDevKernel_Broadcast_RING_LL"), comm,
+                count * type_size(datatype), comm_ok(comm) && comm->nranks > 1 ? 1 : 0, stream);
 }
 
-ncclResult_t pncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-                        cudaStream_t stream)
+ncclResult_t
+pncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+           cudaStream_t stream)
 {
-	return pncclBroadcast(buff, buff, count, datatype, root, comm, stream);
+    return pncclBroadcast(buff, buff, count, datatype, root, comm, stream);
 }
 
-ncclResult_t pncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
-                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
+ncclResult_t
+pncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
+               ncclComm_t comm, cudaStream_t stream)
 {
-	uint64_t total = comm_ok(comm) ? sendcount * type_size(datatype) * (uint64_t)comm->nranks : 0;
-	return coll("ncclAllGather", intern("ncclDevKernel_AllGather_RING_LL"), comm, total, ring(comm, 1),
-	            stream);
+    uint64_t total = comm_ok(comm) ? sendcount * type_size(datatype) * (uint64_t)comm->nranks : 0;
+    return coll("ncclAllGather", intern("ncclDevKernel_AllGather_RING_LL"), comm, total,
+                ring(comm, 1), stream);
 }
 
-ncclResult_t pncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
-                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                                cudaStream_t stream)
+ncclResult_t
+pncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
+                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
-	uint64_t total = comm_ok(comm) ? recvcount * type_size(datatype) * (uint64_t)comm->nranks : 0;
-	return coll("ncclReduceScatter", kname3("ReduceScatter", op, datatype), comm, total,
-	            ring(comm, 1), stream);
+    uint64_t total = comm_ok(comm) ? recvcount * type_size(datatype) * (uint64_t)comm->nranks : 0;
+    return coll("ncclReduceScatter", kname3("ReduceScatter", op, datatype), comm, total,
+                ring(comm, 1), stream);
 }
 
-static ncclResult_t p2p(const char *api, enum part_kind kind, size_t bytes, int peer, ncclComm_t comm,
-                        cudaStream_t stream)
+static ncclResult_t
+p2p(const char *api, enum part_kind kind, size_t bytes, int peer, ncclComm_t comm,
+    cudaStream_t stream)
 {
-	struct part p;
-	ncclResult_t rc;
-	opts();
-	memset(&p, 0, sizeof(p));
-	p.kind = kind;
-	p.bytes = bytes;
-	p.factor = 1;
-	p.peer = peer;
-	nvtx_push(api);
-	rc = submit(comm, stream, intern("ncclDevKernel_SendRecv"), p);
-	nvtx_pop();
-	return rc;
+    struct part p;
+    ncclResult_t rc;
+    opts();
+    memset(&p, 0, sizeof(p));
+    p.kind = kind;
+    p.bytes = bytes;
+    p.factor = 1;
+    p.peer = peer;
+    nvtx_push(api);
+    rc = submit(comm, stream, intern("ncclDevKernel_SendRecv"), p);
+    nvtx_pop();
+    return rc;
 }
 
-ncclResult_t pncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
-                       ncclComm_t comm, cudaStream_t stream)
+ncclResult_t
+pncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+          cudaStream_t stream)
 {
-	return p2p("ncclSend", PART_SEND, count * type_size(datatype), peer, comm, stream);
+    return p2p("ncclSend", PART_SEND, count * type_size(datatype), peer, comm, stream);
 }
 
-ncclResult_t pncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
-                       ncclComm_t comm, cudaStream_t stream)
+ncclResult_t
+pncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+          cudaStream_t stream)
 {
-	return p2p("ncclRecv", PART_RECV, count * type_size(datatype), peer, comm, stream);
+    return p2p("ncclRecv", PART_RECV, count * type_size(datatype), peer, comm, stream);
 }
 
 /* nccl.h declares the group calls without a prototype; give them one. */
@@ -967,19 +1046,21 @@ ncclResult_t pncclGroupEnd(void);
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
 
-ncclResult_t pncclGroupStart(void)
+ncclResult_t
+pncclGroupStart(void)
 {
-	t_group_depth++;
-	return ncclSuccess;
+    t_group_depth++;
+    return ncclSuccess;
 }
 
-ncclResult_t pncclGroupEnd(void)
+ncclResult_t
+pncclGroupEnd(void)
 {
-	if (t_group_depth <= 0)
-		return ncclInvalidUsage;
-	if (--t_group_depth > 0)
-		return ncclSuccess;
-	return flush_pending();
+    if (t_group_depth <= 0)
+        return ncclInvalidUsage;
+    if (--t_group_depth > 0)
+        return ncclSuccess;
+    return flush_pending();
 }
 
 /* Weak aliases, as in the real library: a tool may interpose nccl* and call pnccl*. */

@@ -6,23 +6,22 @@
 #include <stdlib.h>
 
 /* Fails the test (exit 1) with the location when `cond` is false. */
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			exit(1);                                                      \
-		}                                                                     \
-	} while (0)
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
 
 /* Fails the test unless the CUDA runtime call returns cudaSuccess. */
-#define CHECK_CUDA(call)                                                              \
-	do {                                                                          \
-		cudaError_t e_ = (call);                                              \
-		if (e_ != cudaSuccess) {                                              \
-			fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #call,  \
-			        cudaGetErrorName(e_));                                \
-			exit(1);                                                      \
-		}                                                                     \
-	} while (0)
+#define CHECK_CUDA(call)                                                                           \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
 
 #endif /* SIMGPU_CHECK_H */

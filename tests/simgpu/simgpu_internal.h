@@ -24,22 +24,22 @@
 #include "simgpu.h"
 
 #define SIMGPU_MAX_DEVICES 16
-#define SIMGPU_END_RING 256      /* ends of the last N ops of a stream kept */
+#define SIMGPU_END_RING 256       /* ends of the last N ops of a stream kept */
 #define SIMGPU_LEGACY_STREAM_ID 7 /* what CUPTI reports for the legacy stream */
 
 /* ---- configuration (environment, read once) ---------------------------------- */
 struct simgpu_config {
-	int device_count;           /* SIMGPU_DEVICE_COUNT, else LOCAL_WORLD_SIZE, else 1 */
-	uint64_t launch_ns;         /* SIMGPU_LAUNCH_US: host cost of a launch (4 us) */
-	uint64_t default_kernel_ns; /* SIMGPU_DEFAULT_KERNEL_US (10 us) */
-	double slowdown;            /* SIMGPU_SLOWDOWN: straggler factor on kernels (1) */
-	double contention;          /* SIMGPU_CONTENTION: stretch per extra running kernel (0) */
-	double h2d_gbps;            /* SIMGPU_H2D_GBPS (25) */
-	double d2d_gbps;            /* SIMGPU_D2D_GBPS (1500) */
-	uint64_t mem_bytes;         /* SIMGPU_MEM_GB (80) */
-	int cupti_busy;             /* SIMGPU_CUPTI_BUSY: another tool holds CUPTI */
-	uint64_t cupti_limit_bytes; /* SIMGPU_CUPTI_LIMIT_MB (64): staged records before drops */
-	uint64_t cupti_deliver_ms;  /* SIMGPU_CUPTI_DELIVER_MS (200): delivery period */
+    int device_count;           /* SIMGPU_DEVICE_COUNT, else LOCAL_WORLD_SIZE, else 1 */
+    uint64_t launch_ns;         /* SIMGPU_LAUNCH_US: host cost of a launch (4 us) */
+    uint64_t default_kernel_ns; /* SIMGPU_DEFAULT_KERNEL_US (10 us) */
+    double slowdown;            /* SIMGPU_SLOWDOWN: straggler factor on kernels (1) */
+    double contention;          /* SIMGPU_CONTENTION: stretch per extra running kernel (0) */
+    double h2d_gbps;            /* SIMGPU_H2D_GBPS (25) */
+    double d2d_gbps;            /* SIMGPU_D2D_GBPS (1500) */
+    uint64_t mem_bytes;         /* SIMGPU_MEM_GB (80) */
+    int cupti_busy;             /* SIMGPU_CUPTI_BUSY: another tool holds CUPTI */
+    uint64_t cupti_limit_bytes; /* SIMGPU_CUPTI_LIMIT_MB (64): staged records before drops */
+    uint64_t cupti_deliver_ms;  /* SIMGPU_CUPTI_DELIVER_MS (200): delivery period */
 };
 
 /* The configuration; valid after simgpu_init(). */
@@ -56,13 +56,13 @@ void simgpu_spin_ns(uint64_t ns);
 
 /* ---- operations --------------------------------------------------------------- */
 enum simgpu_op_kind {
-	SIMGPU_OP_KERNEL,
-	SIMGPU_OP_MEMCPY,
-	SIMGPU_OP_MEMSET,
-	SIMGPU_OP_EVENT_RECORD,
-	SIMGPU_OP_EVENT_WAIT, /* a pure dependency; used inside graphs */
-	SIMGPU_OP_HOST_FN,
-	SIMGPU_OP_CUSTOM,     /* e.g. an NCCL collective */
+    SIMGPU_OP_KERNEL,
+    SIMGPU_OP_MEMCPY,
+    SIMGPU_OP_MEMSET,
+    SIMGPU_OP_EVENT_RECORD,
+    SIMGPU_OP_EVENT_WAIT, /* a pure dependency; used inside graphs */
+    SIMGPU_OP_HOST_FN,
+    SIMGPU_OP_CUSTOM, /* e.g. an NCCL collective */
 };
 
 struct simgpu_stream;
@@ -75,62 +75,62 @@ struct simgpu_event;
  * `clone` makes a fresh instance for each launch of a captured graph; `release`
  * frees an instance after it ran. */
 struct simgpu_custom_ops {
-	int (*run)(void *inst, uint64_t start_ns, uint64_t *end_ns);
-	void *(*clone)(void *inst);
-	void (*release)(void *inst);
+    int (*run)(void *inst, uint64_t start_ns, uint64_t *end_ns);
+    void *(*clone)(void *inst);
+    void (*release)(void *inst);
 };
 
 struct simgpu_dep {
-	struct simgpu_stream *stream;
-	uint64_t seq;
+    struct simgpu_stream *stream;
+    uint64_t seq;
 };
 
 struct simgpu_op {
-	struct simgpu_op *next;
-	enum simgpu_op_kind kind;
-	uint64_t seq;        /* position in the stream (set by enqueue) */
-	uint64_t enqueue_ns; /* host time it was enqueued */
-	uint32_t corr;       /* correlation id of the API call that created it */
-	uint32_t graph_id;   /* nonzero when launched from a graph */
-	uint64_t graph_node_id;
-	int cap_slot;        /* stream slot inside a graph being captured */
-	int ndeps;
-	struct simgpu_dep *deps;
-	union {
-		struct {
-			const char *name;
-			uint64_t dur_ns;
-			dim3 grid, block;
-			uint32_t shmem;
-		} kernel;
-		struct {
-			void *dst;
-			const void *src;
-			size_t bytes;
-			int copy_kind; /* CUpti_ActivityMemcpyKind */
-			int src_kind, dst_kind; /* CUpti_ActivityMemoryKind */
-			int async;
-		} memcpy;
-		struct {
-			void *dst;
-			int value;
-			size_t bytes;
-			int async;
-		} memset;
-		struct {
-			struct simgpu_event *ev;
-			int cap_index; /* event index inside a captured graph */
-		} event;
-		struct {
-			cudaHostFn_t fn;
-			void *arg;
-		} host;
-		struct {
-			const struct simgpu_custom_ops *ops;
-			void *inst;
-			const char *name;
-		} custom;
-	} u;
+    struct simgpu_op *next;
+    enum simgpu_op_kind kind;
+    uint64_t seq;        /* position in the stream (set by enqueue) */
+    uint64_t enqueue_ns; /* host time it was enqueued */
+    uint32_t corr;       /* correlation id of the API call that created it */
+    uint32_t graph_id;   /* nonzero when launched from a graph */
+    uint64_t graph_node_id;
+    int cap_slot; /* stream slot inside a graph being captured */
+    int ndeps;
+    struct simgpu_dep *deps;
+    union {
+        struct {
+            const char *name;
+            uint64_t dur_ns;
+            dim3 grid, block;
+            uint32_t shmem;
+        } kernel;
+        struct {
+            void *dst;
+            const void *src;
+            size_t bytes;
+            int copy_kind;          /* CUpti_ActivityMemcpyKind */
+            int src_kind, dst_kind; /* CUpti_ActivityMemoryKind */
+            int async;
+        } memcpy;
+        struct {
+            void *dst;
+            int value;
+            size_t bytes;
+            int async;
+        } memset;
+        struct {
+            struct simgpu_event *ev;
+            int cap_index; /* event index inside a captured graph */
+        } event;
+        struct {
+            cudaHostFn_t fn;
+            void *arg;
+        } host;
+        struct {
+            const struct simgpu_custom_ops *ops;
+            void *inst;
+            const char *name;
+        } custom;
+    } u;
 };
 
 /* Allocates a zeroed operation of `kind` stamped with the calling thread's current
@@ -255,15 +255,15 @@ void simgpu_kernel_lookup(const void *func, const char *fallback_name, const cha
 
 /* ---- API tracing (CUPTI callbacks, API records, external correlation) ----------- */
 struct simgpu_api {
-	CUpti_CallbackDomain domain;
-	CUpti_CallbackId cbid;
-	const char *name;
-	const void *params;
-	const char *symbol;
-	uint32_t corr;
-	uint32_t saved_corr;
-	uint64_t start_ns;
-	uint64_t corr_data;
+    CUpti_CallbackDomain domain;
+    CUpti_CallbackId cbid;
+    const char *name;
+    const void *params;
+    const char *symbol;
+    uint32_t corr;
+    uint32_t saved_corr;
+    uint64_t start_ns;
+    uint64_t corr_data;
 };
 
 /* Opens an API call: assigns a correlation id (made current for the thread so
@@ -287,9 +287,9 @@ void simgpu_cupti_emit(const void *record, size_t size);
 void simgpu_cupti_op_done(const struct simgpu_op *op, const struct simgpu_stream *s,
                           uint64_t start_ns, uint64_t end_ns);
 /* Host synchronisation record (CUPTI_ACTIVITY_KIND_SYNCHRONIZATION). */
-void simgpu_cupti_sync(CUpti_ActivitySynchronizationType type, uint64_t start_ns,
-                       uint64_t end_ns, const struct simgpu_stream *s,
-                       const struct simgpu_event *ev, cudaError_t rc);
+void simgpu_cupti_sync(CUpti_ActivitySynchronizationType type, uint64_t start_ns, uint64_t end_ns,
+                       const struct simgpu_stream *s, const struct simgpu_event *ev,
+                       cudaError_t rc);
 /* Memory record (CUPTI_ACTIVITY_KIND_MEMORY2). */
 void simgpu_cupti_memory(int alloc, const void *p, size_t bytes, int memkind,
                          const struct simgpu_stream *s);

@@ -28,177 +28,182 @@
 #define SIMRUN_MAX_RANKS 256
 
 struct straggler {
-	int rank;
-	char factor[32];
+    int rank;
+    char factor[32];
 };
 
 static pid_t g_pids[SIMRUN_MAX_RANKS];
 static int g_n;
 
-static void usage(FILE *f)
+static void
+usage(FILE *f)
 {
-	fprintf(f, "usage: simrun -n N [--straggler RANK:FACTOR]... [--simgpu-libdir DIR]\n"
-	           "              [--timeout SECONDS] [--kill-on-failure] -- PROGRAM ARGS...\n");
+    fprintf(f, "usage: simrun -n N [--straggler RANK:FACTOR]... [--simgpu-libdir DIR]\n"
+               "              [--timeout SECONDS] [--kill-on-failure] -- PROGRAM ARGS...\n");
 }
 
-static void kill_all(int sig)
+static void
+kill_all(int sig)
 {
-	for (int i = 0; i < g_n; i++)
-		if (g_pids[i] > 0)
-			kill(g_pids[i], sig);
+    for (int i = 0; i < g_n; i++)
+        if (g_pids[i] > 0)
+            kill(g_pids[i], sig);
 }
 
-static void forward_signal(int sig)
+static void
+forward_signal(int sig)
 {
-	kill_all(sig);
+    kill_all(sig);
 }
 
-static void set_int_env(const char *name, int v)
+static void
+set_int_env(const char *name, int v)
 {
-	char buf[32];
-	snprintf(buf, sizeof(buf), "%d", v);
-	setenv(name, buf, 1);
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%d", v);
+    setenv(name, buf, 1);
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"nproc", required_argument, NULL, 'n'},
-		{"straggler", required_argument, NULL, 's'},
-		{"simgpu-libdir", required_argument, NULL, 'L'},
-		{"timeout", required_argument, NULL, 't'},
-		{"kill-on-failure", no_argument, NULL, 'k'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	struct straggler strag[SIMRUN_MAX_RANKS];
-	int nstrag = 0, kill_on_failure = 0, worst = 0, alive, timed_out = 0, c;
-	double timeout = 0;
-	const char *libdir = getenv("SIMRUN_SIMGPU_LIBDIR");
-	char dir[] = "/tmp/simrun-XXXXXX", rdzv[64], port[16], runid[64];
-	struct timespec t0, now, nap = {0, 2000000};
+    static const struct option longopts[] = {
+        {"nproc", required_argument, NULL, 'n'},
+        {"straggler", required_argument, NULL, 's'},
+        {"simgpu-libdir", required_argument, NULL, 'L'},
+        {"timeout", required_argument, NULL, 't'},
+        {"kill-on-failure", no_argument, NULL, 'k'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct straggler strag[SIMRUN_MAX_RANKS];
+    int nstrag = 0, kill_on_failure = 0, worst = 0, alive, timed_out = 0, c;
+    double timeout = 0;
+    const char *libdir = getenv("SIMRUN_SIMGPU_LIBDIR");
+    char dir[] = "/tmp/simrun-XXXXXX", rdzv[64], port[16], runid[64];
+    struct timespec t0, now, nap = {0, 2000000};
 
-	while ((c = getopt_long(argc, argv, "+n:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			g_n = atoi(optarg);
-			break;
-		case 's': {
-			const char *colon = strchr(optarg, ':');
-			if (!colon || nstrag >= SIMRUN_MAX_RANKS || atof(colon + 1) <= 0) {
-				fprintf(stderr, "simrun: --straggler wants RANK:FACTOR, got '%s'\n", optarg);
-				return 2;
-			}
-			strag[nstrag].rank = atoi(optarg);
-			snprintf(strag[nstrag].factor, sizeof(strag[nstrag].factor), "%s", colon + 1);
-			nstrag++;
-			break;
-		}
-		case 'L':
-			libdir = optarg;
-			break;
-		case 't':
-			timeout = atof(optarg);
-			break;
-		case 'k':
-			kill_on_failure = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (g_n < 1 || g_n > SIMRUN_MAX_RANKS || optind >= argc) {
-		usage(stderr);
-		return 2;
-	}
-	if (!mkdtemp(dir)) {
-		perror("simrun: mkdtemp");
-		return 1;
-	}
-	snprintf(rdzv, sizeof(rdzv), "%s/nccl-id", dir);
-	snprintf(port, sizeof(port), "%d", 20000 + (int)(getpid() % 20000));
-	snprintf(runid, sizeof(runid), "simrun-%d", (int)getpid());
-	if (libdir && *libdir) {
-		const char *old = getenv("LD_LIBRARY_PATH");
-		size_t n = strlen(libdir) + (old ? strlen(old) : 0) + 2;
-		char *v = malloc(n);
-		if (!v)
-			return 1;
-		snprintf(v, n, "%s%s%s", libdir, old && *old ? ":" : "", old && *old ? old : "");
-		setenv("LD_LIBRARY_PATH", v, 1);
-		free(v);
-	}
-	signal(SIGINT, forward_signal);
-	signal(SIGTERM, forward_signal);
-	fflush(NULL);
-	for (int r = 0; r < g_n; r++) {
-		pid_t pid = fork();
-		if (pid < 0) {
-			perror("simrun: fork");
-			kill_all(SIGKILL);
-			return 1;
-		}
-		if (pid == 0) {
-			set_int_env("RANK", r);
-			set_int_env("LOCAL_RANK", r);
-			set_int_env("WORLD_SIZE", g_n);
-			set_int_env("LOCAL_WORLD_SIZE", g_n);
-			set_int_env("GROUP_RANK", 0);
-			set_int_env("ROLE_RANK", r);
-			setenv("MASTER_ADDR", "127.0.0.1", 1);
-			setenv("MASTER_PORT", port, 1);
-			setenv("TORCHELASTIC_RUN_ID", runid, 1);
-			setenv("SIMRUN_RDZV_FILE", rdzv, 1);
-			for (int i = 0; i < nstrag; i++)
-				if (strag[i].rank == r)
-					setenv("SIMGPU_SLOWDOWN", strag[i].factor, 1);
-			signal(SIGINT, SIG_DFL);
-			signal(SIGTERM, SIG_DFL);
-			execvp(argv[optind], argv + optind);
-			fprintf(stderr, "simrun: cannot run %s: %s\n", argv[optind], strerror(errno));
-			_exit(127);
-		}
-		g_pids[r] = pid;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	alive = g_n;
-	while (alive > 0) {
-		int st;
-		pid_t pid = waitpid(-1, &st, WNOHANG);
-		if (pid > 0) {
-			for (int r = 0; r < g_n; r++) {
-				int code;
-				if (g_pids[r] != pid)
-					continue;
-				code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-				g_pids[r] = 0;
-				alive--;
-				if (code > worst)
-					worst = code;
-				if (code != 0) {
-					fprintf(stderr, "simrun: rank %d exited with status %d\n", r, code);
-					if (kill_on_failure)
-						kill_all(SIGTERM);
-				}
-			}
-			continue;
-		}
-		if (pid < 0 && errno != EINTR)
-			break;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (timeout > 0 && !timed_out &&
-		    (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 > timeout) {
-			fprintf(stderr, "simrun: timeout after %.1f s, killing the ranks\n", timeout);
-			kill_all(SIGKILL);
-			timed_out = 1;
-		}
-		nanosleep(&nap, NULL);
-	}
-	unlink(rdzv);
-	rmdir(dir);
-	return timed_out ? 124 : worst;
+    while ((c = getopt_long(argc, argv, "+n:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            g_n = atoi(optarg);
+            break;
+        case 's': {
+            const char *colon = strchr(optarg, ':');
+            if (!colon || nstrag >= SIMRUN_MAX_RANKS || atof(colon + 1) <= 0) {
+                fprintf(stderr, "simrun: --straggler wants RANK:FACTOR, got '%s'\n", optarg);
+                return 2;
+            }
+            strag[nstrag].rank = atoi(optarg);
+            snprintf(strag[nstrag].factor, sizeof(strag[nstrag].factor), "%s", colon + 1);
+            nstrag++;
+            break;
+        }
+        case 'L':
+            libdir = optarg;
+            break;
+        case 't':
+            timeout = atof(optarg);
+            break;
+        case 'k':
+            kill_on_failure = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (g_n < 1 || g_n > SIMRUN_MAX_RANKS || optind >= argc) {
+        usage(stderr);
+        return 2;
+    }
+    if (!mkdtemp(dir)) {
+        perror("simrun: mkdtemp");
+        return 1;
+    }
+    snprintf(rdzv, sizeof(rdzv), "%s/nccl-id", dir);
+    snprintf(port, sizeof(port), "%d", 20000 + (int)(getpid() % 20000));
+    snprintf(runid, sizeof(runid), "simrun-%d", (int)getpid());
+    if (libdir && *libdir) {
+        const char *old = getenv("LD_LIBRARY_PATH");
+        size_t n = strlen(libdir) + (old ? strlen(old) : 0) + 2;
+        char *v = malloc(n);
+        if (!v)
+            return 1;
+        snprintf(v, n, "%s%s%s", libdir, old && *old ? ":" : "", old && *old ? old : "");
+        setenv("LD_LIBRARY_PATH", v, 1);
+        free(v);
+    }
+    signal(SIGINT, forward_signal);
+    signal(SIGTERM, forward_signal);
+    fflush(NULL);
+    for (int r = 0; r < g_n; r++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("simrun: fork");
+            kill_all(SIGKILL);
+            return 1;
+        }
+        if (pid == 0) {
+            set_int_env("RANK", r);
+            set_int_env("LOCAL_RANK", r);
+            set_int_env("WORLD_SIZE", g_n);
+            set_int_env("LOCAL_WORLD_SIZE", g_n);
+            set_int_env("GROUP_RANK", 0);
+            set_int_env("ROLE_RANK", r);
+            setenv("MASTER_ADDR", "127.0.0.1", 1);
+            setenv("MASTER_PORT", port, 1);
+            setenv("TORCHELASTIC_RUN_ID", runid, 1);
+            setenv("SIMRUN_RDZV_FILE", rdzv, 1);
+            for (int i = 0; i < nstrag; i++)
+                if (strag[i].rank == r)
+                    setenv("SIMGPU_SLOWDOWN", strag[i].factor, 1);
+            signal(SIGINT, SIG_DFL);
+            signal(SIGTERM, SIG_DFL);
+            execvp(argv[optind], argv + optind);
+            fprintf(stderr, "simrun: cannot run %s: %s\n", argv[optind], strerror(errno));
+            _exit(127);
+        }
+        g_pids[r] = pid;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    alive = g_n;
+    while (alive > 0) {
+        int st;
+        pid_t pid = waitpid(-1, &st, WNOHANG);
+        if (pid > 0) {
+            for (int r = 0; r < g_n; r++) {
+                int code;
+                if (g_pids[r] != pid)
+                    continue;
+                code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                g_pids[r] = 0;
+                alive--;
+                if (code > worst)
+                    worst = code;
+                if (code != 0) {
+                    fprintf(stderr, "simrun: rank %d exited with status %d\n", r, code);
+                    if (kill_on_failure)
+                        kill_all(SIGTERM);
+                }
+            }
+            continue;
+        }
+        if (pid < 0 && errno != EINTR)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (timeout > 0 && !timed_out &&
+            (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 > timeout) {
+            fprintf(stderr, "simrun: timeout after %.1f s, killing the ranks\n", timeout);
+            kill_all(SIGKILL);
+            timed_out = 1;
+        }
+        nanosleep(&nap, NULL);
+    }
+    unlink(rdzv);
+    rmdir(dir);
+    return timed_out ? 124 : worst;
 }

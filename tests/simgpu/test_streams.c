@@ -11,218 +11,227 @@
 
 static char k_long, k_short;
 
-static void launch(const void *k, cudaStream_t s)
+static void
+launch(const void *k, cudaStream_t s)
 {
-	dim3 g = {1, 1, 1}, b = {32, 1, 1};
-	CHECK_CUDA(cudaLaunchKernel(k, g, b, NULL, 0, s));
+    dim3 g = {1, 1, 1}, b = {32, 1, 1};
+    CHECK_CUDA(cudaLaunchKernel(k, g, b, NULL, 0, s));
 }
 
 /* Host time in ms. */
-static double ms(void)
+static double
+ms(void)
 {
-	return (double)simgpu_now_ns() / 1e6;
+    return (double)simgpu_now_ns() / 1e6;
 }
 
-static void test_stream_order_and_events(void)
+static void
+test_stream_order_and_events(void)
 {
-	cudaStream_t a, b;
-	cudaEvent_t e0, e1, e2;
-	float el = 0;
-	double t0;
-	CHECK_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
-	CHECK_CUDA(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
-	CHECK_CUDA(cudaEventCreate(&e0));
-	CHECK_CUDA(cudaEventCreate(&e1));
-	CHECK_CUDA(cudaEventCreate(&e2));
+    cudaStream_t a, b;
+    cudaEvent_t e0, e1, e2;
+    float el = 0;
+    double t0;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaEventCreate(&e0));
+    CHECK_CUDA(cudaEventCreate(&e1));
+    CHECK_CUDA(cudaEventCreate(&e2));
 
-	/* Launches return at once; the work runs asynchronously. */
-	t0 = ms();
-	CHECK_CUDA(cudaEventRecord(e0, a));
-	launch(&k_long, a); /* 40 ms */
-	launch(&k_long, a); /* 40 ms: stream order makes it 80 ms */
-	CHECK_CUDA(cudaEventRecord(e1, a));
-	CHECK(ms() - t0 < 30);
-	CHECK(cudaStreamQuery(a) == cudaErrorNotReady);
-	CHECK(cudaEventQuery(e1) == cudaErrorNotReady);
+    /* Launches return at once; the work runs asynchronously. */
+    t0 = ms();
+    CHECK_CUDA(cudaEventRecord(e0, a));
+    launch(&k_long, a); /* 40 ms */
+    launch(&k_long, a); /* 40 ms: stream order makes it 80 ms */
+    CHECK_CUDA(cudaEventRecord(e1, a));
+    CHECK(ms() - t0 < 30);
+    CHECK(cudaStreamQuery(a) == cudaErrorNotReady);
+    CHECK(cudaEventQuery(e1) == cudaErrorNotReady);
 
-	/* b waits for e1 (end of a's work), then runs 5 ms. */
-	CHECK_CUDA(cudaStreamWaitEvent(b, e1, 0));
-	launch(&k_short, b);
-	CHECK_CUDA(cudaEventRecord(e2, b));
-	CHECK_CUDA(cudaEventSynchronize(e2));
-	CHECK(ms() - t0 >= 84);
-	CHECK(cudaEventQuery(e1) == cudaSuccess);
-	CHECK_CUDA(cudaEventElapsedTime(&el, e0, e1));
-	CHECK(el >= 79.9f && el < 90.0f);
-	CHECK_CUDA(cudaEventElapsedTime(&el, e1, e2));
-	CHECK(el >= 4.9f && el < 15.0f);
+    /* b waits for e1 (end of a's work), then runs 5 ms. */
+    CHECK_CUDA(cudaStreamWaitEvent(b, e1, 0));
+    launch(&k_short, b);
+    CHECK_CUDA(cudaEventRecord(e2, b));
+    CHECK_CUDA(cudaEventSynchronize(e2));
+    CHECK(ms() - t0 >= 84);
+    CHECK(cudaEventQuery(e1) == cudaSuccess);
+    CHECK_CUDA(cudaEventElapsedTime(&el, e0, e1));
+    CHECK(el >= 79.9f && el < 90.0f);
+    CHECK_CUDA(cudaEventElapsedTime(&el, e1, e2));
+    CHECK(el >= 4.9f && el < 15.0f);
 
-	/* Without the wait, b's work overlaps a's. */
-	t0 = ms();
-	launch(&k_long, a);
-	launch(&k_long, b);
-	CHECK_CUDA(cudaDeviceSynchronize());
-	CHECK(ms() - t0 < 75);
-	CHECK_CUDA(cudaStreamDestroy(a));
-	CHECK_CUDA(cudaStreamDestroy(b));
-	CHECK_CUDA(cudaEventDestroy(e0));
-	CHECK_CUDA(cudaEventDestroy(e1));
-	CHECK_CUDA(cudaEventDestroy(e2));
+    /* Without the wait, b's work overlaps a's. */
+    t0 = ms();
+    launch(&k_long, a);
+    launch(&k_long, b);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK(ms() - t0 < 75);
+    CHECK_CUDA(cudaStreamDestroy(a));
+    CHECK_CUDA(cudaStreamDestroy(b));
+    CHECK_CUDA(cudaEventDestroy(e0));
+    CHECK_CUDA(cudaEventDestroy(e1));
+    CHECK_CUDA(cudaEventDestroy(e2));
 }
 
-static void test_legacy_stream(void)
+static void
+test_legacy_stream(void)
 {
-	cudaStream_t blocking, nonblocking;
-	cudaEvent_t e;
-	double t0;
-	CHECK_CUDA(cudaStreamCreate(&blocking));
-	CHECK_CUDA(cudaStreamCreateWithFlags(&nonblocking, cudaStreamNonBlocking));
-	CHECK_CUDA(cudaEventCreate(&e));
+    cudaStream_t blocking, nonblocking;
+    cudaEvent_t e;
+    double t0;
+    CHECK_CUDA(cudaStreamCreate(&blocking));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&nonblocking, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaEventCreate(&e));
 
-	/* Work on the legacy stream waits for the blocking stream ... */
-	t0 = ms();
-	launch(&k_long, blocking);
-	launch(&k_short, 0);
-	CHECK_CUDA(cudaEventRecord(e, 0));
-	CHECK_CUDA(cudaEventSynchronize(e));
-	CHECK(ms() - t0 >= 44);
+    /* Work on the legacy stream waits for the blocking stream ... */
+    t0 = ms();
+    launch(&k_long, blocking);
+    launch(&k_short, 0);
+    CHECK_CUDA(cudaEventRecord(e, 0));
+    CHECK_CUDA(cudaEventSynchronize(e));
+    CHECK(ms() - t0 >= 44);
 
-	/* ... and blocking streams wait for the legacy stream ... */
-	t0 = ms();
-	launch(&k_long, 0);
-	launch(&k_short, blocking);
-	CHECK_CUDA(cudaStreamSynchronize(blocking));
-	CHECK(ms() - t0 >= 44);
+    /* ... and blocking streams wait for the legacy stream ... */
+    t0 = ms();
+    launch(&k_long, 0);
+    launch(&k_short, blocking);
+    CHECK_CUDA(cudaStreamSynchronize(blocking));
+    CHECK(ms() - t0 >= 44);
 
-	/* ... but a non-blocking stream does not. */
-	CHECK_CUDA(cudaDeviceSynchronize());
-	t0 = ms();
-	launch(&k_long, 0);
-	launch(&k_short, nonblocking);
-	CHECK_CUDA(cudaStreamSynchronize(nonblocking));
-	CHECK(ms() - t0 < 30);
-	CHECK_CUDA(cudaDeviceSynchronize());
+    /* ... but a non-blocking stream does not. */
+    CHECK_CUDA(cudaDeviceSynchronize());
+    t0 = ms();
+    launch(&k_long, 0);
+    launch(&k_short, nonblocking);
+    CHECK_CUDA(cudaStreamSynchronize(nonblocking));
+    CHECK(ms() - t0 < 30);
+    CHECK_CUDA(cudaDeviceSynchronize());
 
-	/* The per-thread stream is a blocking stream too. */
-	t0 = ms();
-	launch(&k_long, 0);
-	launch(&k_short, cudaStreamPerThread);
-	CHECK_CUDA(cudaStreamSynchronize(cudaStreamPerThread));
-	CHECK(ms() - t0 >= 44);
-	CHECK_CUDA(cudaStreamDestroy(blocking));
-	CHECK_CUDA(cudaStreamDestroy(nonblocking));
-	CHECK_CUDA(cudaEventDestroy(e));
+    /* The per-thread stream is a blocking stream too. */
+    t0 = ms();
+    launch(&k_long, 0);
+    launch(&k_short, cudaStreamPerThread);
+    CHECK_CUDA(cudaStreamSynchronize(cudaStreamPerThread));
+    CHECK(ms() - t0 >= 44);
+    CHECK_CUDA(cudaStreamDestroy(blocking));
+    CHECK_CUDA(cudaStreamDestroy(nonblocking));
+    CHECK_CUDA(cudaEventDestroy(e));
 }
 
-static void test_memory(void)
+static void
+test_memory(void)
 {
-	char *d, *h;
-	char src[64], dst[64];
-	size_t used, total;
-	for (int i = 0; i < 64; i++)
-		src[i] = (char)i;
-	CHECK_CUDA(cudaMalloc((void **)&d, 1 << 20));
-	CHECK_CUDA(cudaMallocHost((void **)&h, 64));
-	CHECK_CUDA(cudaMemcpy(d, src, 64, cudaMemcpyHostToDevice));
-	CHECK_CUDA(cudaMemsetAsync(d + 64, 7, 64, 0));
-	CHECK_CUDA(cudaMemcpyAsync(h, d, 64, cudaMemcpyDefault, 0));
-	CHECK_CUDA(cudaMemcpy(dst, d + 64, 64, cudaMemcpyDeviceToHost));
-	CHECK(!memcmp(h, src, 64));
-	CHECK(dst[0] == 7 && dst[63] == 7);
-	CHECK_CUDA(cudaMemGetInfo(&used, &total));
-	CHECK(total - used >= (1 << 20));
-	CHECK_CUDA(cudaFree(d));
-	CHECK_CUDA(cudaFreeHost(h));
-	CHECK(cudaFree((void *)0x1234) == cudaErrorInvalidValue);
-	CHECK(cudaGetLastError() == cudaErrorInvalidValue);
-	CHECK(cudaGetLastError() == cudaSuccess);
+    char *d, *h;
+    char src[64], dst[64];
+    size_t used, total;
+    for (int i = 0; i < 64; i++)
+        src[i] = (char)i;
+    CHECK_CUDA(cudaMalloc((void **)&d, 1 << 20));
+    CHECK_CUDA(cudaMallocHost((void **)&h, 64));
+    CHECK_CUDA(cudaMemcpy(d, src, 64, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemsetAsync(d + 64, 7, 64, 0));
+    CHECK_CUDA(cudaMemcpyAsync(h, d, 64, cudaMemcpyDefault, 0));
+    CHECK_CUDA(cudaMemcpy(dst, d + 64, 64, cudaMemcpyDeviceToHost));
+    CHECK(!memcmp(h, src, 64));
+    CHECK(dst[0] == 7 && dst[63] == 7);
+    CHECK_CUDA(cudaMemGetInfo(&used, &total));
+    CHECK(total - used >= (1 << 20));
+    CHECK_CUDA(cudaFree(d));
+    CHECK_CUDA(cudaFreeHost(h));
+    CHECK(cudaFree((void *)0x1234) == cudaErrorInvalidValue);
+    CHECK(cudaGetLastError() == cudaErrorInvalidValue);
+    CHECK(cudaGetLastError() == cudaSuccess);
 }
 
-static void test_graph(void)
+static void
+test_graph(void)
 {
-	cudaStream_t s, side;
-	cudaEvent_t fork, join;
-	cudaGraph_t g;
-	cudaGraphExec_t x;
-	enum cudaStreamCaptureStatus st;
-	double t0;
-	CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-	CHECK_CUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-	CHECK_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-	CHECK_CUDA(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-	t0 = ms();
-	CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-	CHECK_CUDA(cudaStreamIsCapturing(s, &st));
-	CHECK(st == cudaStreamCaptureStatusActive);
-	launch(&k_short, s);
-	CHECK_CUDA(cudaEventRecord(fork, s));
-	CHECK_CUDA(cudaStreamWaitEvent(side, fork, 0)); /* side joins the capture */
-	launch(&k_long, side);
-	launch(&k_long, s);
-	CHECK_CUDA(cudaEventRecord(join, side));
-	CHECK_CUDA(cudaStreamWaitEvent(s, join, 0));
-	launch(&k_short, s);
-	CHECK_CUDA(cudaStreamEndCapture(s, &g));
-	CHECK(ms() - t0 < 20); /* nothing ran */
-	CHECK_CUDA(cudaGraphInstantiate(&x, g, 0));
-	CHECK_CUDA(cudaGraphDestroy(g));
-	for (int i = 0; i < 2; i++) {
-		t0 = ms();
-		CHECK_CUDA(cudaGraphLaunch(x, s));
-		CHECK_CUDA(cudaStreamSynchronize(s));
-		/* 5 + max(40, 40) + 5: the branches overlap. */
-		CHECK(ms() - t0 >= 49 && ms() - t0 < 80);
-	}
-	CHECK_CUDA(cudaGraphExecDestroy(x));
-	CHECK_CUDA(cudaStreamDestroy(s));
-	CHECK_CUDA(cudaStreamDestroy(side));
+    cudaStream_t s, side;
+    cudaEvent_t fork, join;
+    cudaGraph_t g;
+    cudaGraphExec_t x;
+    enum cudaStreamCaptureStatus st;
+    double t0;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+    t0 = ms();
+    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_CUDA(cudaStreamIsCapturing(s, &st));
+    CHECK(st == cudaStreamCaptureStatusActive);
+    launch(&k_short, s);
+    CHECK_CUDA(cudaEventRecord(fork, s));
+    CHECK_CUDA(cudaStreamWaitEvent(side, fork, 0)); /* side joins the capture */
+    launch(&k_long, side);
+    launch(&k_long, s);
+    CHECK_CUDA(cudaEventRecord(join, side));
+    CHECK_CUDA(cudaStreamWaitEvent(s, join, 0));
+    launch(&k_short, s);
+    CHECK_CUDA(cudaStreamEndCapture(s, &g));
+    CHECK(ms() - t0 < 20); /* nothing ran */
+    CHECK_CUDA(cudaGraphInstantiate(&x, g, 0));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    for (int i = 0; i < 2; i++) {
+        t0 = ms();
+        CHECK_CUDA(cudaGraphLaunch(x, s));
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        /* 5 + max(40, 40) + 5: the branches overlap. */
+        CHECK(ms() - t0 >= 49 && ms() - t0 < 80);
+    }
+    CHECK_CUDA(cudaGraphExecDestroy(x));
+    CHECK_CUDA(cudaStreamDestroy(s));
+    CHECK_CUDA(cudaStreamDestroy(side));
 }
 
-static void test_errors(void)
+static void
+test_errors(void)
 {
-	cudaStream_t s;
-	cudaEvent_t e;
-	float f;
-	dim3 g = {1, 1, 1}, big = {2048, 1, 1};
-	CHECK_CUDA(cudaStreamCreate(&s));
-	CHECK_CUDA(cudaStreamDestroy(s));
-	CHECK(cudaStreamSynchronize(s) == cudaErrorInvalidResourceHandle);
-	CHECK(cudaStreamDestroy(s) == cudaErrorInvalidResourceHandle);
-	CHECK(cudaLaunchKernel(&k_short, g, big, NULL, 0, 0) == cudaErrorInvalidConfiguration);
-	CHECK(cudaPeekAtLastError() == cudaErrorInvalidConfiguration);
-	CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
-	CHECK(cudaGetLastError() == cudaSuccess);
-	CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-	CHECK_CUDA(cudaEventRecord(e, 0));
-	CHECK_CUDA(cudaEventSynchronize(e));
-	CHECK(cudaEventElapsedTime(&f, e, e) == cudaErrorInvalidResourceHandle);
-	CHECK_CUDA(cudaEventDestroy(e));
-	CHECK(cudaEventQuery(e) == cudaErrorInvalidResourceHandle);
-	CHECK(cudaSetDevice(99) == cudaErrorInvalidDevice);
-	CHECK(!strcmp(cudaGetErrorName(cudaErrorInvalidResourceHandle), "cudaErrorInvalidResourceHandle"));
+    cudaStream_t s;
+    cudaEvent_t e;
+    float f;
+    dim3 g = {1, 1, 1}, big = {2048, 1, 1};
+    CHECK_CUDA(cudaStreamCreate(&s));
+    CHECK_CUDA(cudaStreamDestroy(s));
+    CHECK(cudaStreamSynchronize(s) == cudaErrorInvalidResourceHandle);
+    CHECK(cudaStreamDestroy(s) == cudaErrorInvalidResourceHandle);
+    CHECK(cudaLaunchKernel(&k_short, g, big, NULL, 0, 0) == cudaErrorInvalidConfiguration);
+    CHECK(cudaPeekAtLastError() == cudaErrorInvalidConfiguration);
+    CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
+    CHECK(cudaGetLastError() == cudaSuccess);
+    CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventRecord(e, 0));
+    CHECK_CUDA(cudaEventSynchronize(e));
+    CHECK(cudaEventElapsedTime(&f, e, e) == cudaErrorInvalidResourceHandle);
+    CHECK_CUDA(cudaEventDestroy(e));
+    CHECK(cudaEventQuery(e) == cudaErrorInvalidResourceHandle);
+    CHECK(cudaSetDevice(99) == cudaErrorInvalidDevice);
+    CHECK(!strcmp(cudaGetErrorName(cudaErrorInvalidResourceHandle),
+                  "cudaErrorInvalidResourceHandle"));
 }
 
-int main(void)
+int
+main(void)
 {
-	int n = 0, v = 0;
-	const char *name = NULL;
-	struct cudaDeviceProp p;
-	CHECK(simgpu_register_kernel(&k_long, "long_kernel", 40000000) == 0);
-	CHECK(simgpu_register_kernel(&k_short, "short_kernel", 5000000) == 0);
-	CHECK_CUDA(cudaGetDeviceCount(&n));
-	CHECK(n >= 1);
-	CHECK_CUDA(cudaSetDevice(0));
-	CHECK_CUDA(cudaGetDeviceProperties(&p, 0));
-	CHECK(p.major >= 7 && p.totalGlobalMem > 0);
-	CHECK_CUDA(cudaRuntimeGetVersion(&v));
-	CHECK(v == CUDART_VERSION);
-	CHECK_CUDA(cudaFuncGetName(&name, &k_long));
-	CHECK(!strcmp(name, "long_kernel"));
-	test_stream_order_and_events();
-	test_legacy_stream();
-	test_memory();
-	test_graph();
-	test_errors();
-	printf("test_streams: ok\n");
-	return 0;
+    int n = 0, v = 0;
+    const char *name = NULL;
+    struct cudaDeviceProp p;
+    CHECK(simgpu_register_kernel(&k_long, "long_kernel", 40000000) == 0);
+    CHECK(simgpu_register_kernel(&k_short, "short_kernel", 5000000) == 0);
+    CHECK_CUDA(cudaGetDeviceCount(&n));
+    CHECK(n >= 1);
+    CHECK_CUDA(cudaSetDevice(0));
+    CHECK_CUDA(cudaGetDeviceProperties(&p, 0));
+    CHECK(p.major >= 7 && p.totalGlobalMem > 0);
+    CHECK_CUDA(cudaRuntimeGetVersion(&v));
+    CHECK(v == CUDART_VERSION);
+    CHECK_CUDA(cudaFuncGetName(&name, &k_long));
+    CHECK(!strcmp(name, "long_kernel"));
+    test_stream_order_and_events();
+    test_legacy_stream();
+    test_memory();
+    test_graph();
+    test_errors();
+    printf("test_streams: ok\n");
+    return 0;
 }

@@ -80,8 +80,7 @@ test_codec_roundtrip(void)
         for (size_t i = 0; i < n; i++)
             random_event(&seed, &in[i], &clock, 1);
         CHECK(dpro_batch_encode(in, n, 6, &blob, &bloblen, &rawlen) == DPRO_OK);
-        CHECK(dpro_batch_decode(blob, bloblen, rawlen, &out, &nout, err, sizeof err) ==
-              DPRO_OK);
+        CHECK(dpro_batch_decode(blob, bloblen, rawlen, &out, &nout, err, sizeof err) == DPRO_OK);
         CHECK_EQ_U(nout, n);
         /* decoded events come grouped by kind; match them kind by kind in order */
         size_t matched = 0;
@@ -129,8 +128,7 @@ test_codec_corruption(void)
     CHECK(dpro_batch_encode(ev, 300, 6, &blob, &bl, &rl) == DPRO_OK);
 
     /* truncated */
-    CHECK(dpro_batch_decode(blob, bl / 2, rl, &out, &nout, err, sizeof err) ==
-          DPRO_ERR_CORRUPT);
+    CHECK(dpro_batch_decode(blob, bl / 2, rl, &out, &nout, err, sizeof err) == DPRO_ERR_CORRUPT);
     CHECK(strstr(err, "zlib") != NULL);
     /* claims fewer bytes than it inflates to: a zlib bomb is stopped at the claim */
     CHECK(dpro_batch_decode(blob, bl, rl / 2, &out, &nout, err, sizeof err) == DPRO_ERR_LIMIT);
@@ -138,8 +136,7 @@ test_codec_corruption(void)
     CHECK(dpro_batch_decode(blob, bl, DPRO_BATCH_MAX_RAW + 1u, &out, &nout, err, sizeof err) ==
           DPRO_ERR_LIMIT);
     /* claims more than it holds */
-    CHECK(dpro_batch_decode(blob, bl, rl + 10, &out, &nout, err, sizeof err) ==
-          DPRO_ERR_CORRUPT);
+    CHECK(dpro_batch_decode(blob, bl, rl + 10, &out, &nout, err, sizeof err) == DPRO_ERR_CORRUPT);
     /* flipped bytes: every single-byte flip either decodes or fails cleanly */
     int failures = 0;
     for (size_t i = 0; i < bl; i++) {
@@ -194,12 +191,16 @@ write_trace(const char *path, dpro_event *ev, size_t n, uint32_t batch_events)
         CHECK(dpro_writer_intern(w, s, &id) == DPRO_OK);
         CHECK_EQ_U(id, (uint32_t)i);
     }
-    dpro_device_info dev = {.id = 0, .name = "SimGPU H200", .sm_count = 132,
-                            .total_memory = 141ull << 30, .clock_khz = 1980000,
-                            .cc_major = 9, .cc_minor = 0};
+    dpro_device_info dev = {.id = 0,
+                            .name = "SimGPU H200",
+                            .sm_count = 132,
+                            .total_memory = 141ull << 30,
+                            .clock_khz = 1980000,
+                            .cc_major = 9,
+                            .cc_minor = 0};
     CHECK(dpro_writer_add_device(w, &dev) == DPRO_OK);
-    dpro_stream_info st = {.id = 0x7f0000001001ull, .device = 0, .flags = 1, .priority = -1,
-                           .name = "comm"};
+    dpro_stream_info st = {
+        .id = 0x7f0000001001ull, .device = 0, .flags = 1, .priority = -1, .name = "comm"};
     CHECK(dpro_writer_add_stream(w, &st) == DPRO_OK);
     dpro_comm_info cm = {.hash = 0xfeedfacecafebeefull, .handle = 77, .rank = 3, .size = 8};
     CHECK(dpro_writer_add_comm(w, &cm) == DPRO_OK);
@@ -236,7 +237,8 @@ test_file_roundtrip(void)
     CHECK(!strcmp(dpro_reader_string(r, 0), ""));
     CHECK(!strcmp(dpro_reader_string(r, 999), ""));
     const dpro_device_info *d;
-    CHECK(dpro_reader_devices(r, &d) == 1 && d[0].sm_count == 132 && !strcmp(d[0].name, "SimGPU H200"));
+    CHECK(dpro_reader_devices(r, &d) == 1 && d[0].sm_count == 132 &&
+          !strcmp(d[0].name, "SimGPU H200"));
     const dpro_stream_info *s;
     CHECK(dpro_reader_streams(r, &s) == 1 && s[0].priority == -1 && !strcmp(s[0].name, "comm"));
     const dpro_comm_info *c;
@@ -485,8 +487,8 @@ test_concurrent_readers(void)
             dpro_iter_open(r, &it);
             while ((rc = dpro_iter_next(it, &e)) == 1) {
                 n++;
-                names_ok &= e.name <= dpro_reader_string_count(r) &&
-                            *dpro_reader_string(r, e.name) != 0;
+                names_ok &=
+                    e.name <= dpro_reader_string_count(r) && *dpro_reader_string(r, e.name) != 0;
             }
             reads++;
             consistent += rc == 0 && n == sum.events && names_ok && n >= last_count;

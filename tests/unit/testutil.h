@@ -7,26 +7,26 @@
 
 static int tests_failed, tests_passed;
 
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        if (cond) {                                                                          \
-            tests_passed++;                                                                  \
-        } else {                                                                             \
-            tests_failed++;                                                                  \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);         \
-        }                                                                                    \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            tests_passed++;                                                                        \
+        } else {                                                                                   \
+            tests_failed++;                                                                        \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_EQ_U(a, b)                                                                     \
-    do {                                                                                     \
-        unsigned long long va_ = (unsigned long long)(a), vb_ = (unsigned long long)(b);     \
-        if (va_ == vb_) {                                                                    \
-            tests_passed++;                                                                  \
-        } else {                                                                             \
-            tests_failed++;                                                                  \
-            fprintf(stderr, "%s:%d: %s == %s failed: %llu != %llu\n", __FILE__, __LINE__, #a, \
-                    #b, va_, vb_);                                                           \
-        }                                                                                    \
+#define CHECK_EQ_U(a, b)                                                                           \
+    do {                                                                                           \
+        unsigned long long va_ = (unsigned long long)(a), vb_ = (unsigned long long)(b);           \
+        if (va_ == vb_) {                                                                          \
+            tests_passed++;                                                                        \
+        } else {                                                                                   \
+            tests_failed++;                                                                        \
+            fprintf(stderr, "%s:%d: %s == %s failed: %llu != %llu\n", __FILE__, __LINE__, #a, #b,  \
+                    va_, vb_);                                                                     \
+        }                                                                                          \
     } while (0)
 
 /* Prints the closing line and returns the exit status. */
