@@ -5,6 +5,7 @@ optimizer_libdproopt_la_SOURCES = \
 	optimizer/memest.c optimizer/memest.h \
 	optimizer/workload.c optimizer/workload.h \
 	optimizer/strategy.c optimizer/strategy.h \
+	optimizer/partition.c optimizer/partition.h \
 	optimizer/search.c optimizer/search.h
 optimizer_libdproopt_la_CFLAGS = $(AM_CFLAGS) -O2
 optimizer_libdproopt_la_LIBADD = replay/libdproreplay.la schemas/libdprotrace.la \

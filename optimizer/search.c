@@ -319,7 +319,7 @@ seeds(searcher *s)
         p.cuda_graph = 1;
         evaluate(s, &p);
     }
-    if ((fam & STRATEGY_TENSOR) && w->n_units >= 2 && w->model && !w->tensor_why[0]) {
+    if ((fam & STRATEGY_TENSOR) && strategy_tensor_available(w)) {
         int best_cap = -1;
         double best = INFINITY;
         for (int c = 0; c < strategy_n_bucket_caps && !s->stop; c++) {
@@ -364,7 +364,7 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
         wt[0] = 0.05 + s->out->cp_short_kernels + s->out->cp_host / 2;
     if ((fam & STRATEGY_FUSION) && !w->graph_captured)
         wt[1] = 0.05 + s->out->cp_host;
-    if ((fam & STRATEGY_TENSOR) && w->n_units >= 2 && w->model && !w->tensor_why[0]) {
+    if ((fam & STRATEGY_TENSOR) && strategy_tensor_available(w)) {
         wt[2] = 0.2 + s->out->cp_collectives;
         wt[3] = 0.1 + s->out->cp_collectives / 2;
     }

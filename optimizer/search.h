@@ -5,7 +5,8 @@
  *    split into host launch time, time in short fused-able kernels, collective time and
  *    the rest: a strategy whose operations are not on the critical path cannot shorten
  *    the iteration, so each family is proposed in proportion to its share.
- * 2. Seeds: each family alone (fusion, CUDA graph, every bucket cap, each
+ * 2. Seeds: each family alone (fusion, CUDA graph, every bucket cap (caps below a
+ *    unit split it: tensor partition, partition.h), each
  *    accumulation step, recomputation of the layers that free the most memory per unit
  *    of recomputed time until the memory budget holds).
  * 3. Simulated annealing (Metropolis moves on one knob at a time, temperature falling

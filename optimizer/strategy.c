@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "optimizer/strategy.h"
+#include "optimizer/partition.h"
 
 const double strategy_bucket_caps_mb[] = {0.25, 0.5, 1,  2,   4,   5,   8,   10,  16,
                                           25,   32,  50, 64, 100, 128, 256, 512, 1024};
@@ -84,17 +85,19 @@ group_units(const workload *w, const strategy_plan *p, uint8_t *close, int64_t *
     return nb;
 }
 
-static int
-tensor_available(const workload *w)
+int
+strategy_tensor_available(const workload *w)
 {
-    return w->n_units >= 2 && w->model && !w->tensor_why[0];
+    return w->n_units >= 1 && w->model && !w->tensor_why[0];
 }
 
 int32_t
 strategy_bucket_count(const workload *w, const strategy_plan *p)
 {
-    if (p->bucket_cap < 0 || !tensor_available(w))
+    if (p->bucket_cap < 0 || !strategy_tensor_available(w))
         return 0;
+    if (partition_splits(w, p))
+        return partition_bucket_count(w, p);
     uint8_t close[4096];
     int64_t bytes[4096];
     if (w->n_units > 4096)
@@ -246,8 +249,8 @@ strategy_apply(workload *w, const strategy_plan *p)
         apply_fusion(w);
     if (strategy_n_recomputed(p) > 0 && w->n_sites > 0)
         apply_recompute(w, p);
-    if (p->bucket_cap >= 0 && tensor_available(w))
-        apply_buckets(w, p);
+    if (p->bucket_cap >= 0 && strategy_tensor_available(w) && !partition_splits(w, p))
+        apply_buckets(w, p); /* a splitting plan: partition_build, on a copy */
     if (p->cuda_graph)
         apply_cuda_graph(w);
 }
@@ -286,11 +289,23 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
 {
     out->iter_ns = -1;
     out->peak_bytes = -1;
-    out->n_buckets = strategy_bucket_count(w, p);
     out->micro_device_ns = out->micro_host_ns = 0;
     strategy_apply(w, p);
-    if (sim_run(w->g, res) != 0)
-        return -1;
+    if (partition_splits(w, p)) {
+        /* buckets smaller than a unit: simulated on a transformed copy (the node ids of
+         * the working graph stay valid in it) */
+        dfg part;
+        if (partition_build(w, p, &part, &out->n_buckets) != 0)
+            return -1;
+        int rc = sim_run(&part, res);
+        dfg_free(&part);
+        if (rc != 0)
+            return -1;
+    } else {
+        out->n_buckets = strategy_bucket_count(w, p);
+        if (sim_run(w->g, res) != 0)
+            return -1;
+    }
     double t = workload_iteration_ns(w, res);
     if (t < 0)
         return -1;
@@ -329,13 +344,13 @@ layer_list(const strategy_plan *p, char *buf, size_t len)
 }
 
 void
-strategy_kind(const strategy_plan *p, char *buf, size_t len)
+strategy_kind(const workload *w, const strategy_plan *p, char *buf, size_t len)
 {
     size_t o = 0;
     buf[0] = 0;
 #define ADD(s) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", o ? "+" : "", s)
     if (p->bucket_cap >= 0)
-        ADD("tensor_fusion");
+        ADD(w && partition_splits(w, p) ? "tensor_partition" : "tensor_fusion");
     if (p->fuse)
         ADD("operator_fusion");
     if (p->cuda_graph)
@@ -378,8 +393,12 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
 #define PUT(...) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__)
     if (p->bucket_cap >= 0) {
         int32_t nb = strategy_bucket_count(w, p);
-        PUT("%sregroup gradients into buckets of %g MiB (first bucket %g MiB): %d all-reduces "
-            "per iteration instead of %d",
+        PUT(partition_splits(w, p)
+                ? "%ssplit the gradients into buckets of %g MiB (first bucket %g MiB) that start "
+                  "during the backward as their gradients become ready: %d all-reduces per "
+                  "iteration instead of %d"
+                : "%sregroup gradients into buckets of %g MiB (first bucket %g MiB): %d "
+                  "all-reduces per iteration instead of %d",
             o ? "; " : "", strategy_bucket_caps_mb[p->bucket_cap],
             strategy_bucket_caps_mb[p->first_cap >= 0 ? p->first_cap : p->bucket_cap], nb,
             w->n_units);

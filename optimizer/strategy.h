@@ -10,7 +10,9 @@
  *                     during their backward;
  *   accumulation      k micro-batches of 1/k of the batch per optimizer step.
  * strategy_apply writes the plan into the working graph as new durations, gaps and
- * latencies (no structural change), so every candidate is one re-simulation.
+ * latencies (no structural change), so every candidate is one re-simulation; a plan
+ * whose buckets split the trace's all-reduces is simulated on a transformed copy
+ * (partition.h) instead.
  *
  * Models (stated here and in the README):
  *   fused kernel      a chain k1..km of kernels of durations t_i becomes one kernel of
@@ -28,6 +30,10 @@
  *                     (first_bucket_mb for the first bucket, bucket_cap_mb after); a bucket
  *                     starts when its last unit is ready and takes the fitted collective
  *                     model's time for its bytes; the folded units' calls disappear;
+ *                     a unit larger than the cap in effect is split into buckets that
+ *                     become ready during its backward (tensor partition, partition.h:
+ *                     the one strategy that changes the graph's structure, applied to a
+ *                     copy);
  *   recomputation     the forward kernels of layer l (and their launches) are replayed
  *                     right before l's backward, on the backward thread;
  *   accumulation      a forward or backward kernel of duration t takes
@@ -112,14 +118,20 @@ void strategy_apply(workload *w, const strategy_plan *p);
 int strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res,
                       strategy_eval *out);
 
+/* 1 when tensor fusion and partition are available for w: gradient all-reduces found
+ * alike on every rank and iteration, and a collective cost model. */
+int strategy_tensor_available(const workload *w);
+
 /* Number of buckets per iteration plan p makes (0 when it keeps the measured ones). */
 int32_t strategy_bucket_count(const workload *w, const strategy_plan *p);
 
 /* Writes a one-line description of what p changes into buf ("baseline" when nothing). */
 void strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t len);
 
-/* Short name of the plan's kinds, joined with '+' ("tensor_fusion+recompute"). */
-void strategy_kind(const strategy_plan *p, char *buf, size_t len);
+/* Short name of the plan's kinds, joined with '+' ("tensor_fusion+recompute";
+ * "tensor_partition" when its buckets split the trace's all-reduces, which needs w: may
+ * be NULL, then bucket plans are "tensor_fusion"). */
+void strategy_kind(const workload *w, const strategy_plan *p, char *buf, size_t len);
 
 /* Writes the knobs object of p: DDP / ddp-sim option names to values, and
  * "ddp_sim_args", the same as ddp-sim command-line options. batch (> 0: the per-rank

@@ -299,11 +299,9 @@ find_units(workload *w, rank_info *ri)
             w->coll_nranks = g->grp_nranks[g->group[seq[0]]];
         }
     }
-    if (w->n_units < 2) {
+    if (w->n_units < 1) { /* one unit: tensor partition can still split it */
         snprintf(w->tensor_why, sizeof w->tensor_why,
-                 "%s", w->n_units == 1 ? "one gradient all-reduce per iteration, and the "
-                                         "trace shows no finer split"
-                                       : "no gradient all-reduce launched by the backward");
+                 "no gradient all-reduce launched by the backward");
         free(seq);
         return 0;
     }

@@ -18,6 +18,7 @@
 #include "dprotrace.h"
 #include "json_writer.h"
 #include "optimizer/memest.h"
+#include "optimizer/partition.h"
 #include "optimizer/search.h"
 #include "optimizer/strategy.h"
 #include "optimizer/workload.h"
@@ -444,11 +445,22 @@ main(int argc, char **argv)
         goto out;
     }
     if (chrome) {
-        /* search_run left the working graph on the best plan */
+        /* search_run left the working graph on the best plan; a plan that splits the
+         * all-reduces is simulated on a transformed copy of it */
+        dfg part;
+        dfg *tl = &work;
+        if (sr.n_top > 0 && partition_splits(&w, &sr.top[0].plan)) {
+            if (partition_build(&w, &sr.top[0].plan, &part, NULL) != 0)
+                goto oom;
+            tl = &part;
+        }
         FILE *f = fopen(chrome, "w");
         chrome_options co = {1, -1, -1};
-        if (!f || sim_run(&work, &best_sim) != 0 ||
-            chrome_export(&rp, &work, &best_sim, &co, f) != 0) {
+        int bad = !f || sim_run(tl, &best_sim) != 0 ||
+                  chrome_export(&rp, tl, &best_sim, &co, f) != 0;
+        if (tl == &part)
+            dfg_free(&part);
+        if (bad) {
             fprintf(stderr, "dpro-optimize: cannot write %s\n", chrome);
             if (f)
                 fclose(f);
@@ -524,7 +536,7 @@ main(int argc, char **argv)
         for (int32_t i = 0; i < sr.n_top; i++) {
             const search_candidate *sc = &sr.top[i];
             json_begin_object(&jw);
-            strategy_kind(&sc->plan, buf, sizeof buf);
+            strategy_kind(&w, &sc->plan, buf, sizeof buf);
             json_kv_string(&jw, "kind", buf);
             strategy_describe(&w, &sc->plan, buf, sizeof buf);
             json_kv_string(&jw, "description", buf);
@@ -571,7 +583,7 @@ main(int argc, char **argv)
                    so.memory_budget > 0 ? " within the memory budget" : "");
         for (int32_t i = 0; i < sr.n_top; i++) {
             const search_candidate *sc = &sr.top[i];
-            strategy_kind(&sc->plan, buf, sizeof buf);
+            strategy_kind(&w, &sc->plan, buf, sizeof buf);
             printf("%d. %s: %.1f us (%.3fx), peak memory ", i + 1, buf,
                    sc->eval.iter_ns / 1000.0, sr.baseline.eval.iter_ns / sc->eval.iter_ns);
             print_bytes(stdout, sc->eval.peak_bytes);

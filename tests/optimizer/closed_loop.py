@@ -42,6 +42,12 @@ CONFIGS = [
      ["--preset", "resnet50", "--layers", "4", "--bucket-mb", "0.05", "--first-bucket-mb", "0.05"],
      {"SIMGPU_NCCL_LAT_US": "1000"},
      ["--strategies", "tensor"]),
+    # one all-reduce of every gradient at the end of the backward, on a slow network:
+    # only buckets smaller than the trace's (tensor partition) overlap it
+    ("huge buckets",
+     ["--preset", "resnet50", "--layers", "4", "--bucket-mb", "200", "--first-bucket-mb", "200"],
+     {"SIMGPU_NCCL_BW_GBPS": "2"},
+     ["--strategies", "tensor"]),
     ("memory budget 500 MiB",
      ["--preset", "resnet50", "--layers", "4", "--batch", "32"],
      {},

@@ -3,6 +3,9 @@
  *   - memory estimator on a synthetic allocation trace (classes, peak, predictions);
  *   - operator fusion on a hand-made job: fewer launches, the modelled time;
  *   - tensor fusion on the synthetic generator's job: bucket counts per cap;
+ *   - tensor partition of one all-reduce per iteration: chunk count, bytes conserved,
+ *     each chunk gated by the kernel at which its bytes are ready, hook calls copied,
+ *     a complete simulation that overlaps the transfer;
  *   - the search is deterministic under a seed.
  */
 #include <math.h>
@@ -10,6 +13,7 @@
 #include <string.h>
 
 #include "optimizer/memest.h"
+#include "optimizer/partition.h"
 #include "optimizer/search.h"
 #include "optimizer/strategy.h"
 #include "optimizer/workload.h"
@@ -133,7 +137,7 @@ test_fusion(void)
     CHECK(fabs(e.iter_ns - base) < 1);
     char kind[64];
     p.fuse = 1;
-    strategy_kind(&p, kind, sizeof kind);
+    strategy_kind(&w, &p, kind, sizeof kind);
     CHECK(!strcmp(kind, "operator_fusion"));
     char args[128];
     strategy_ddp_sim_args(&p, 0, args, sizeof args);
@@ -188,8 +192,12 @@ test_tensor(void)
     strategy_plan_baseline(&p);
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 0); /* as measured */
     /* caps in MiB: 8 units of 4 MiB */
-    p.bucket_cap = p.first_cap = 2; /* 1 MiB: every unit alone */
+    p.bucket_cap = p.first_cap = 4; /* 4 MiB: every unit alone */
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 8);
+    CHECK(!partition_splits(&w, &p));
+    p.bucket_cap = p.first_cap = 2; /* 1 MiB: every unit split in 4 (tensor partition) */
+    CHECK(partition_splits(&w, &p));
+    CHECK_EQ_U(strategy_bucket_count(&w, &p), 32);
     p.bucket_cap = p.first_cap = 5; /* 5 MiB: two units a bucket */
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 4);
     p.bucket_cap = p.first_cap = 17; /* 1 GiB: one bucket */
@@ -200,7 +208,7 @@ test_tensor(void)
     p.bucket_cap = p.first_cap = 17;
     CHECK(strategy_evaluate(&w, &p, &res, &e1) == 0);
     CHECK_EQ_U(e1.n_buckets, 1);
-    p.bucket_cap = p.first_cap = 2;
+    p.bucket_cap = p.first_cap = 4;
     CHECK(strategy_evaluate(&w, &p, &res, &e8) == 0);
     CHECK(e1.iter_ns > 0 && e8.iter_ns > 0 && e1.iter_ns != e8.iter_ns);
     strategy_plan q;
@@ -215,6 +223,139 @@ test_tensor(void)
     CHECK(!strcmp(args, "--bucket-mb 25 --first-bucket-mb 1 --recompute 1-3,5 "
                         "--accum-steps 2 --batch 16"));
     CHECK(strategy_parse_args("--bogus", &q) != 0);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+/* Kernel of rank r's iteration `it` span (all its compute kernels: the synthetic job
+ * has one thread, so no backward phase) at which fraction f of the bytes is ready. */
+static int32_t
+expected_gate(const workload *w, int32_t r, int32_t it, double f)
+{
+    const dfg *g = w->g;
+    double tot = 0, cum = 0;
+    for (int32_t n = 0; n < g->n_nodes; n++)
+        if (g->kind[n] == DFG_KERNEL && dfg_rank(g, n) == r && w->iter[n] == it)
+            tot += (double)w->base_dur[n];
+    for (int32_t n = 0; n < g->n_nodes; n++) {
+        if (g->kind[n] != DFG_KERNEL || dfg_rank(g, n) != r || w->iter[n] != it)
+            continue;
+        cum += (double)w->base_dur[n];
+        if (cum >= f * tot * (1 - 1e-12))
+            return n;
+    }
+    return -1;
+}
+
+static void
+test_partition(void)
+{
+    synth_params sp;
+    synth_defaults(&sp);
+    sp.ranks = 2;
+    sp.iterations = 3;
+    sp.ops_per_iter = 200; /* 4 ms of kernels: room to hide 4 chunks of 0.3 ms */
+    sp.buckets = 1;        /* one all-reduce of every gradient, after the last kernel */
+    sp.bucket_bytes = 4 << 20;
+    sp.coll_alpha_ns = 200 * US;
+    sp.coll_beta_bpns = 10;
+    dfg g;
+    CHECK(synth_dfg(&sp, &g) == 0);
+    costmodel m;
+    fit_model(&m);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    CHECK(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    CHECK_EQ_U(w.n_units, 1);
+    CHECK(strategy_tensor_available(&w));
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.bucket_cap = p.first_cap = 2; /* 1 MiB: four buckets, three inside the span */
+    CHECK(partition_splits(&w, &p));
+    CHECK_EQ_U(partition_bucket_count(&w, &p), 4);
+    char kind[64];
+    strategy_kind(&w, &p, kind, sizeof kind);
+    CHECK(!strcmp(kind, "tensor_partition"));
+
+    strategy_apply(&w, &p);
+    dfg part;
+    int32_t nb = 0;
+    CHECK(partition_build(&w, &p, &part, &nb) == 0);
+    CHECK_EQ_U(nb, 4);
+    CHECK_EQ_U(part.n_groups, g.n_groups + 3 * g.n_groups); /* 3 new groups per unit */
+    int32_t nm_call = dfg_intern(&part, "ncclAllReduce");
+    int32_t nm_rec = dfg_intern(&part, "cudaEventRecord");
+    for (int32_t q = 0; q < g.n_groups; q++) {
+        /* bytes conserved: the unit's own all-reduce carries the last MiB */
+        int64_t sum = part.grp_bytes[q];
+        CHECK_EQ_U(part.grp_bytes[q], 1 << 20);
+        int32_t chunks = 0;
+        for (int32_t k = g.n_groups; k < part.n_groups; k++) {
+            if (part.grp_seq[k] != g.grp_seq[q])
+                continue;
+            sum += part.grp_bytes[k];
+            chunks++;
+            CHECK_EQ_U(part.grp_bytes[k], 1 << 20);
+            CHECK(part.grp_dur[k] == costmodel_predict(&m, w.coll_op, w.coll_nranks, 1 << 20));
+            /* the chunk's participants: one per rank, each gated by the kernel at which
+             * its bytes are ready, launched by a copy of the hook's calls */
+            int32_t members = 0;
+            for (int32_t n = part.grp_first[k]; n >= 0; n = part.next_in_group[n]) {
+                members++;
+                int32_t c = -1; /* the unit's participant on that rank */
+                for (int32_t o = g.grp_first[q]; o >= 0; o = g.next_in_group[o])
+                    if (dfg_rank(&g, o) == dfg_rank(&part, n))
+                        c = o;
+                CHECK(c >= 0 && part.res[n] == part.res[c]);
+                int32_t gate = -1, nedges = 0;
+                for (int64_t e = 0; e < part.n_edges; e++)
+                    if (part.edst[e] == n) {
+                        gate = part.esrc[e];
+                        nedges++;
+                    }
+                CHECK_EQ_U(nedges, 1);
+                int32_t chunk_idx = k - g.n_groups - 3 * q; /* groups added per unit, in order */
+                double f = (chunk_idx + 1) / 4.0;
+                CHECK(gate >= 0 && gate == expected_gate(&w, dfg_rank(&g, c), w.iter[c], f));
+                int32_t h = part.launch[n];
+                CHECK(h >= g.n_nodes && part.name[h] == nm_call);
+                CHECK(part.name[part.prev_on_res[h]] == nm_rec);
+                CHECK(part.prev_on_res[part.prev_on_res[h]] == g.launch[gate]);
+            }
+            CHECK_EQ_U(members, 2);
+        }
+        CHECK_EQ_U(chunks, 3);
+        CHECK_EQ_U(sum, 4 << 20);
+    }
+    /* on the communication stream, the chunks come before the unit's all-reduce */
+    int32_t c0 = g.grp_first[0];
+    for (int i = 0; i < 3; i++) {
+        c0 = part.prev_on_res[c0];
+        CHECK(c0 >= g.n_nodes && part.kind[c0] == DFG_COLL);
+    }
+    sim_result ps;
+    memset(&ps, 0, sizeof ps);
+    CHECK(sim_run(&part, &ps) == 0);
+    CHECK_EQ_U(ps.n_unfinished, 0);
+    sim_result_free(&ps);
+    dfg_free(&part);
+
+    /* the candidate overlaps the transfer with the kernels: faster than the baseline */
+    strategy_eval e;
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    CHECK_EQ_U(e.n_buckets, 4);
+    CHECK(e.iter_ns > 0 && e.iter_ns < w.base_iter_ns - 200 * US);
+    CHECK_EQ_U(res.n_unfinished, 0);
+    /* the working graph keeps its structure */
+    CHECK_EQ_U(g.n_nodes, w.n_nodes);
+    CHECK_EQ_U(g.n_groups, w.n_groups);
+    /* a cap above the unit: no split, the in-place regrouping */
+    p.bucket_cap = p.first_cap = 9; /* 25 MiB */
+    CHECK(!partition_splits(&w, &p));
+    strategy_kind(&w, &p, kind, sizeof kind);
+    CHECK(!strcmp(kind, "tensor_fusion"));
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
@@ -266,6 +407,7 @@ main(void)
     test_memest();
     test_fusion();
     test_tensor();
+    test_partition();
     test_search_deterministic();
     return tests_done();
 }

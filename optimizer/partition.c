@@ -1,0 +1,473 @@
+/*
+ * partition.c: tensor partition, buckets smaller than the trace's all-reduces (see
+ * partition.h for the model).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimizer/partition.h"
+
+#define MIB 1048576.0
+
+/* One bucket of the packing: it closes in unit `unit` once `pos` bytes of that unit are
+ * ready (pos == the unit's bytes: at its end) and carries `bytes` bytes. */
+typedef struct pchunk {
+    int32_t unit;
+    int64_t pos;
+    int64_t bytes;
+} pchunk;
+
+static int
+tensor_ready(const workload *w, const strategy_plan *p)
+{
+    return p->bucket_cap >= 0 && p->bucket_cap < strategy_n_bucket_caps &&
+           p->first_cap < strategy_n_bucket_caps && w->n_units >= 1 && w->model &&
+           !w->tensor_why[0];
+}
+
+static int64_t
+cap_bytes(int idx)
+{
+    return (int64_t)(strategy_bucket_caps_mb[idx] * MIB);
+}
+
+/* The packing of partition.h into out (NULL: count only). Returns the number of
+ * buckets; *splits (may be NULL) receives 1 when a unit is split. */
+static int32_t
+pack(const workload *w, const strategy_plan *p, pchunk *out, int *splits)
+{
+    int64_t cap = cap_bytes(p->first_cap >= 0 ? p->first_cap : p->bucket_cap);
+    int64_t next_cap = cap_bytes(p->bucket_cap);
+    int64_t cur = 0;
+    int32_t n = 0;
+    int split = 0;
+#define EMIT(u_, pos_, bytes_)                                                                     \
+    do {                                                                                           \
+        if (out) {                                                                                 \
+            out[n].unit = (u_);                                                                    \
+            out[n].pos = (pos_);                                                                   \
+            out[n].bytes = (bytes_);                                                               \
+        }                                                                                          \
+        n++;                                                                                       \
+    } while (0)
+    for (int32_t u = 0; u < w->n_units; u++) {
+        int64_t b = w->unit_bytes[u];
+        int last = u == w->n_units - 1;
+        if (b <= cap) {
+            cur += b;
+            if (cur >= cap || last) {
+                EMIT(u, b, cur);
+                cur = 0;
+                cap = next_cap;
+            }
+            continue;
+        }
+        split = 1;
+        int64_t x = 0; /* bytes of u already in closed buckets */
+        while (cur + (b - x) >= cap) {
+            x += cap - cur;
+            EMIT(u, x, cap);
+            cur = 0;
+            cap = next_cap;
+        }
+        cur += b - x;
+        if (last && cur > 0)
+            EMIT(u, b, cur);
+    }
+#undef EMIT
+    if (splits)
+        *splits = split;
+    return n;
+}
+
+int
+partition_splits(const workload *w, const strategy_plan *p)
+{
+    int split = 0;
+    if (!tensor_ready(w, p))
+        return 0;
+    pack(w, p, NULL, &split);
+    return split;
+}
+
+/* ---- spans -------------------------------------------------------------------------------- */
+
+typedef struct layout {
+    int32_t n_units, n_it;
+    int32_t *part; /* ((rank * n_it) + iteration) * n_units + unit -> participant, -1 */
+    int32_t *gate; /* per node: a participant's gating kernel, -1 */
+    int32_t *span; /* scratch: kernels of one span */
+    double *cum;   /* scratch: cumulative baseline duration over the span */
+} layout;
+
+static void
+layout_free(layout *L)
+{
+    free(L->part);
+    free(L->gate);
+    free(L->span);
+    free(L->cum);
+    memset(L, 0, sizeof *L);
+}
+
+static int
+alive(const dfg *g, int32_t n)
+{
+    return n >= 0 && !(g->flags[n] & DFG_F_REMOVED);
+}
+
+/* Participant of unit u on rank r in iteration it, or -1. */
+static int32_t
+participant(const layout *L, int32_t r, int32_t it, int32_t u)
+{
+    if (it < 0 || it >= L->n_it || u < 0 || u >= L->n_units)
+        return -1;
+    return L->part[((int64_t)r * L->n_it + it) * L->n_units + u];
+}
+
+static int
+layout_build(const workload *w, layout *L)
+{
+    const dfg *g = w->g;
+    memset(L, 0, sizeof *L);
+    L->n_units = w->n_units;
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        const int32_t *bn;
+        int32_t nb = dfg_iterations(g, r, &bn);
+        if (nb > L->n_it)
+            L->n_it = nb;
+    }
+    size_t np = (size_t)g->n_ranks * (size_t)L->n_it * (size_t)L->n_units;
+    L->part = malloc(sizeof *L->part * (np + 1));
+    L->gate = malloc(sizeof *L->gate * ((size_t)g->n_nodes + 1));
+    L->span = malloc(sizeof *L->span * ((size_t)g->n_nodes + 1));
+    L->cum = malloc(sizeof *L->cum * ((size_t)g->n_nodes + 1));
+    if (!L->part || !L->gate || !L->span || !L->cum) {
+        layout_free(L);
+        return -1;
+    }
+    for (size_t i = 0; i < np; i++)
+        L->part[i] = -1;
+    for (int32_t n = 0; n < g->n_nodes; n++)
+        L->gate[n] = -1;
+    for (int32_t q = 0; q < g->n_groups && q < w->n_groups; q++) {
+        int32_t u = w->group_unit[q];
+        if (u < 0)
+            continue;
+        for (int32_t c = g->grp_first[q]; c >= 0; c = g->next_in_group[c]) {
+            int32_t it = c < w->n_nodes ? w->iter[c] : -1;
+            if (alive(g, c) && it >= 0 && it < L->n_it)
+                L->part[((int64_t)dfg_rank(g, c) * L->n_it + it) * L->n_units + u] = c;
+        }
+    }
+    /* the gating kernel: the latest compute-stream kernel with an edge into the
+     * participant */
+    for (int64_t e = 0; e < g->n_edges; e++) {
+        int32_t s = g->esrc[e], d = g->edst[e];
+        if (d >= w->n_nodes || s >= w->n_nodes || !alive(g, s) || !alive(g, d))
+            continue;
+        if (g->kind[d] != DFG_COLL || g->group[d] < 0 || w->group_unit[g->group[d]] < 0)
+            continue;
+        if (g->kind[s] != DFG_KERNEL || !w->on_compute[s] || dfg_rank(g, s) != dfg_rank(g, d))
+            continue;
+        if (L->gate[d] < 0 || g->mend[s] > g->mend[L->gate[d]])
+            L->gate[d] = s;
+    }
+    return 0;
+}
+
+/* Fills L->span and L->cum with the span of participant c (partition.h); returns its
+ * length (0: no gating kernel). */
+static int32_t
+span_of(const workload *w, layout *L, int32_t c, int32_t u)
+{
+    const dfg *g = w->g;
+    int32_t k = L->gate[c];
+    if (k < 0)
+        return 0;
+    int32_t r = dfg_rank(g, c), it = w->iter[c];
+    int32_t prev = participant(L, r, it, u - 1);
+    int32_t stop = prev >= 0 ? L->gate[prev] : -1;
+    int bwd = w->phase[k] == WL_BACKWARD;
+    int32_t n = 0;
+    for (int32_t m = k; m >= 0 && m != stop; m = g->prev_on_res[m]) {
+        if (m >= w->n_nodes || !alive(g, m) || g->kind[m] != DFG_KERNEL)
+            continue;
+        if (w->iter[m] != it || (bwd && w->phase[m] != WL_BACKWARD))
+            break;
+        L->span[n++] = m;
+    }
+    /* launch order, and the cumulative baseline durations */
+    for (int32_t i = 0; i < n / 2; i++) {
+        int32_t t = L->span[i];
+        L->span[i] = L->span[n - 1 - i];
+        L->span[n - 1 - i] = t;
+    }
+    double tot = 0;
+    for (int32_t i = 0; i < n; i++) {
+        double d = (double)w->base_dur[L->span[i]];
+        tot += d > 0 ? d : 0;
+        L->cum[i] = tot;
+    }
+    if (tot <= 0) /* no duration to weigh by: one share per kernel */
+        for (int32_t i = 0; i < n; i++)
+            L->cum[i] = (double)(i + 1);
+    return n;
+}
+
+/* Index in the span (of length n, L->cum filled) of the kernel at whose end the byte at
+ * fraction f of the unit is ready; -1 when the span is empty. */
+static int32_t
+ready_index(const layout *L, int32_t n, double f)
+{
+    if (n <= 0)
+        return -1;
+    double target = f * L->cum[n - 1] * (1.0 - 1e-12);
+    int32_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int32_t mid = (lo + hi) / 2;
+        if (L->cum[mid] >= target)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* ---- buckets per unit ---------------------------------------------------------------------- */
+
+/* The buckets of plan p per unit, merged on the reference spans: unit u closes
+ * mid_pos/mid_bytes[mid_off[u] .. mid_off[u+1]-1] inside its span, then end_bytes[u]
+ * at its end (0: none, the unit is folded). */
+typedef struct buckets {
+    int32_t *mid_off;
+    int64_t *mid_pos, *mid_bytes, *end_bytes;
+    int32_t count;
+} buckets;
+
+static void
+buckets_free(buckets *B)
+{
+    free(B->mid_off);
+    free(B->mid_pos);
+    free(B->mid_bytes);
+    free(B->end_bytes);
+    memset(B, 0, sizeof *B);
+}
+
+/* The reference participant of unit u: the first rank's, in the first compared
+ * iteration that it has (-1 none). */
+static int32_t
+reference(const workload *w, const layout *L, int32_t u)
+{
+    for (int32_t it = w->iter_first; it < L->n_it; it++)
+        for (int32_t r = 0; r < w->g->n_ranks; r++) {
+            int32_t c = participant(L, r, it, u);
+            if (c >= 0)
+                return c;
+        }
+    return -1;
+}
+
+static int
+buckets_build(const workload *w, const strategy_plan *p, layout *L, buckets *B)
+{
+    memset(B, 0, sizeof *B);
+    int32_t n = pack(w, p, NULL, NULL);
+    pchunk *ch = malloc(sizeof *ch * ((size_t)n + 1));
+    B->mid_off = calloc((size_t)w->n_units + 1, sizeof *B->mid_off);
+    B->mid_pos = malloc(sizeof *B->mid_pos * ((size_t)n + 1));
+    B->mid_bytes = malloc(sizeof *B->mid_bytes * ((size_t)n + 1));
+    B->end_bytes = calloc((size_t)w->n_units + 1, sizeof *B->end_bytes);
+    if (!ch || !B->mid_off || !B->mid_pos || !B->mid_bytes || !B->end_bytes) {
+        free(ch);
+        buckets_free(B);
+        return -1;
+    }
+    pack(w, p, ch, NULL);
+    int32_t nm = 0, i = 0;
+    for (int32_t u = 0; u < w->n_units; u++) {
+        B->mid_off[u] = nm;
+        int32_t ref = reference(w, L, u);
+        int32_t len = ref >= 0 ? span_of(w, L, ref, u) : 0;
+        int64_t b = w->unit_bytes[u];
+        int32_t last_idx = -1;
+        for (; i < n && ch[i].unit == u; i++) {
+            int32_t j =
+                ch[i].pos >= b ? len - 1 : ready_index(L, len, (double)ch[i].pos / (double)b);
+            if (j < 0 || j == len - 1) {
+                B->end_bytes[u] += ch[i].bytes;
+            } else if (j == last_idx) {
+                B->mid_pos[nm - 1] = ch[i].pos;
+                B->mid_bytes[nm - 1] += ch[i].bytes;
+            } else {
+                B->mid_pos[nm] = ch[i].pos;
+                B->mid_bytes[nm] = ch[i].bytes;
+                nm++;
+                last_idx = j;
+            }
+        }
+        B->count += nm - B->mid_off[u] + (B->end_bytes[u] > 0);
+    }
+    B->mid_off[w->n_units] = nm;
+    free(ch);
+    return 0;
+}
+
+int32_t
+partition_bucket_count(const workload *w, const strategy_plan *p)
+{
+    layout L;
+    buckets B;
+    if (!partition_splits(w, p))
+        return 0;
+    if (layout_build(w, &L) != 0)
+        return -1;
+    int rc = buckets_build(w, p, &L, &B);
+    layout_free(&L);
+    if (rc != 0)
+        return -1;
+    int32_t n = B.count;
+    buckets_free(&B);
+    return n;
+}
+
+/* ---- the transformed copy ------------------------------------------------------------------ */
+
+/* The (record, wait, collective call) host nodes of participant c of group q, in call
+ * order, into h[3] (-1 where absent). */
+static void
+unit_hosts(const workload *w, int32_t q, int32_t c, int32_t h[3])
+{
+    const dfg *g = w->g;
+    h[0] = h[1] = h[2] = -1;
+    for (int32_t i = w->group_hosts_off[q]; i < w->group_hosts_off[q + 1]; i += 3) {
+        int32_t call = w->group_hosts[i];
+        if (call < 0 || call != g->launch[c])
+            continue;
+        h[0] = w->group_hosts[i + 2];
+        h[1] = w->group_hosts[i + 1];
+        h[2] = call;
+        return;
+    }
+}
+
+/* Makes the new participant n wait like participant c when no gating kernel is known:
+ * a copy of c's edge predecessors. */
+static int
+copy_preds(const dfg *src, dfg *out, int32_t c, int32_t n)
+{
+    for (int64_t e = 0; e < src->n_edges; e++)
+        if (src->edst[e] == c && dfg_add_edge(out, src->esrc[e], n) != 0)
+            return -1;
+    return 0;
+}
+
+/* Inserts the buckets of unit u that close inside its span for participant c (group q,
+ * new groups gbase..) into out. */
+static int
+split_participant(const workload *w, layout *L, const buckets *B, int32_t q, int32_t u, int32_t c,
+                  int32_t gbase, dfg *out)
+{
+    const dfg *g = w->g;
+    int32_t len = span_of(w, L, c, u);
+    int32_t hosts[3];
+    unit_hosts(w, q, c, hosts);
+    int32_t prev_k = -1, ins = -1;
+    int64_t b = w->unit_bytes[u];
+    for (int32_t m = B->mid_off[u]; m < B->mid_off[u + 1]; m++) {
+        int32_t j = ready_index(L, len, (double)B->mid_pos[m] / (double)b);
+        int32_t k = j >= 0 ? L->span[j] : -1;
+        int32_t n = dfg_insert_before(out, c, DFG_COLL, g->name[c], 0);
+        if (n < 0)
+            return -1;
+        dfg_set_group(out, n, gbase + (m - B->mid_off[u]));
+        out->bytes[n] = B->mid_bytes[m];
+        out->lat[n] = g->lat[c];
+        if (k >= 0 ? dfg_add_edge(out, k, n) != 0 : copy_preds(g, out, c, n) != 0)
+            return -1;
+        /* the hook's calls, right after the launch of the kernel that made the bytes */
+        int32_t at = k >= 0 ? g->launch[k] : -1;
+        out->launch[n] = at >= 0 ? at : g->launch[c];
+        if (at < 0)
+            continue;
+        if (k != prev_k || ins < 0)
+            ins = at;
+        prev_k = k;
+        for (int i = 0; i < 3; i++) {
+            int32_t h = hosts[i];
+            if (h < 0)
+                continue;
+            int32_t nh = dfg_insert_after(out, ins, DFG_HOST, g->name[h], g->dur[h]);
+            if (nh < 0)
+                return -1;
+            out->gap[nh] = g->gap[h];
+            ins = nh;
+            if (i == 2)
+                out->launch[n] = nh;
+        }
+    }
+    return 0;
+}
+
+int
+partition_build(const workload *w, const strategy_plan *p, dfg *out, int32_t *n_buckets)
+{
+    const dfg *g = w->g;
+    layout L;
+    buckets B;
+    memset(out, 0, sizeof *out);
+    if (layout_build(w, &L) != 0)
+        return -1;
+    if (buckets_build(w, p, &L, &B) != 0) {
+        layout_free(&L);
+        return -1;
+    }
+    if (dfg_clone(out, g) != 0) {
+        buckets_free(&B);
+        layout_free(&L);
+        return -1;
+    }
+    int rc = 0;
+    for (int32_t q = 0; q < g->n_groups && q < w->n_groups && rc == 0; q++) {
+        int32_t u = w->group_unit[q];
+        if (u < 0)
+            continue;
+        int32_t gbase = out->n_groups;
+        for (int32_t m = B.mid_off[u]; m < B.mid_off[u + 1] && rc == 0; m++) {
+            int32_t k = dfg_add_group(out, g->grp_op[q], g->grp_nranks[q], B.mid_bytes[m],
+                                      g->grp_comm[q], g->grp_seq[q], -1);
+            if (k < 0)
+                rc = -1;
+            else
+                out->grp_dur[k] =
+                    costmodel_predict(w->model, w->coll_op, w->coll_nranks, B.mid_bytes[m]);
+        }
+        for (int32_t c = g->grp_first[q]; c >= 0 && rc == 0; c = g->next_in_group[c])
+            if (alive(g, c) && c < w->n_nodes)
+                rc = split_participant(w, &L, &B, q, u, c, gbase, out);
+        if (rc != 0)
+            break;
+        if (B.end_bytes[u] > 0) {
+            out->grp_bytes[q] = B.end_bytes[u];
+            out->grp_dur[q] =
+                costmodel_predict(w->model, w->coll_op, w->coll_nranks, B.end_bytes[u]);
+            continue;
+        }
+        out->grp_dur[q] = 0;
+        for (int32_t i = w->group_hosts_off[q]; i < w->group_hosts_off[q + 1]; i++) {
+            int32_t h = w->group_hosts[i];
+            if (h >= 0) {
+                out->dur[h] = 0;
+                out->gap[h] = 0;
+            }
+        }
+    }
+    if (n_buckets)
+        *n_buckets = B.count;
+    buckets_free(&B);
+    layout_free(&L);
+    if (rc != 0)
+        dfg_free(out);
+    return rc;
+}

@@ -1,0 +1,72 @@
+/*
+ * partition.h: tensor partition, gradient all-reduces split into buckets smaller than
+ * the trace's, which start during the backward (prefix partition_).
+ *
+ * The trace shows the gradient all-reduces (the bucket units, workload.h) but not the
+ * per-parameter gradient sizes, so bucket caps smaller than a unit need a model of when
+ * the unit's bytes become ready:
+ *
+ *   span      the span of unit u on a rank and iteration is the run of kernels on the
+ *             compute stream that ends with u's gating kernel (the kernel its all-reduce
+ *             waits for through an event edge) and starts right after the gating kernel
+ *             of unit u-1 of that rank and iteration (for the first unit, at the first
+ *             backward kernel of the iteration; when the gating kernel is not a backward
+ *             kernel, e.g. a single-threaded job, at the first kernel of the iteration);
+ *   bytes     u's bytes become ready progressively over its span, in proportion to the
+ *             kernels' cumulative baseline duration: a byte at fraction f of the unit is
+ *             ready at the end of the first kernel of the span where the cumulative
+ *             duration reaches f of the span's total;
+ *   packing   buckets are packed in backward order as DDP packs parameters, with the
+ *             first cap (first_bucket_mb) for the first bucket and bucket_cap_mb after.
+ *             A unit that fits into the cap in effect when it is reached stays whole
+ *             (the bucket closes at the unit's end once it holds the cap, as the
+ *             in-place regrouping of strategy.c does); a larger unit is split: the open
+ *             bucket is filled from the unit's first bytes up to the cap, then full
+ *             buckets follow, and the rest stays open for the next units (or closes
+ *             at the end of the last unit). Buckets that become ready at the same kernel
+ *             of the reference span (the first rank's first compared iteration) are one
+ *             bucket (a parameter is never split), and a bucket ready at the last kernel
+ *             of the span closes with the unit itself;
+ *   graph     each bucket that closes inside a unit becomes a new collective group: on
+ *             every rank its participant is inserted on the communication stream before
+ *             the unit's own participant, in bucket order, with an edge from the kernel
+ *             at which its bytes are ready (DDP's event record on the compute stream and
+ *             wait on the communication stream); the unit's event record, stream wait
+ *             and collective calls are copied (durations and gaps) right after that
+ *             kernel's launch call, and the last copy launches the participant. The unit's
+ *             own all-reduce carries the bucket that closes at its end, or takes no time
+ *             and loses its host calls when none does (it stays as a zero-length
+ *             synchronisation point, as a folded unit of the regrouping);
+ *   time      every bucket transfers for the fitted collective model's time for its
+ *             bytes (costmodel_predict).
+ *
+ * The working graph's structure never changes: partition_build transforms a copy of it
+ * (on which strategy_apply has written the plan's other strategies), and the candidate
+ * is simulated on that copy.
+ */
+#ifndef DPRO_OPTIMIZER_PARTITION_H
+#define DPRO_OPTIMIZER_PARTITION_H
+
+#include <stdint.h>
+
+#include "optimizer/strategy.h"
+#include "optimizer/workload.h"
+#include "replay/dfg.h"
+
+/* 1 when plan p's buckets split at least one unit (a unit larger than the cap in effect
+ * when the packing reaches it): p is then applied by partition_build instead of the
+ * in-place regrouping. 0 when tensor fusion is unavailable or p keeps the measured
+ * buckets. */
+int partition_splits(const workload *w, const strategy_plan *p);
+
+/* Buckets per iteration of a splitting plan p (after merging the buckets that become
+ * ready at one kernel of the reference span); -1 when out of memory. */
+int32_t partition_bucket_count(const workload *w, const strategy_plan *p);
+
+/* Builds into out (uninitialised on entry) a copy of w->g with p's buckets (see above).
+ * w->g must hold the plan's other strategies (strategy_apply) and p must split
+ * (partition_splits). *n_buckets (may be NULL) receives the buckets per iteration.
+ * Returns 0, or -1 when out of memory (out is then freed). */
+int partition_build(const workload *w, const strategy_plan *p, dfg *out, int32_t *n_buckets);
+
+#endif
