@@ -1,14 +1,16 @@
 # tools/import.mk: dpro-import (Kineto / PyTorch profiler traces -> dpro traces).
 # The importer is a library (import_kineto.c) so the fuzz target, the benchmark and the
-# unit test call it directly; dpro-import.c is the command. Needs yajl.
+# unit test call it directly; dpro-import.c is the command. Needs yajl; the importer writes
+# on a thread of its own (pthreads).
 if HAVE_YAJL
 noinst_LTLIBRARIES += tools/libdproimport.la
 tools_libdproimport_la_SOURCES = tools/import_kineto.c tools/import_kineto.h
 tools_libdproimport_la_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(ZLIB_CFLAGS)
-tools_libdproimport_la_LIBADD = schemas/libdprotrace.la $(YAJL_LIBS) $(ZLIB_LIBS)
+tools_libdproimport_la_LIBADD = schemas/libdprotrace.la $(YAJL_LIBS) $(ZLIB_LIBS) \
+	$(PTHREAD_LIBS)
 
 bin_PROGRAMS += tools/dpro-import
 tools_dpro_import_SOURCES = tools/dpro-import.c
 tools_dpro_import_LDADD = tools/libdproimport.la schemas/libdprotrace.la \
-	common/libdprocommon.la $(YAJL_LIBS) $(ZLIB_LIBS)
+	common/libdprocommon.la $(YAJL_LIBS) $(ZLIB_LIBS) $(PTHREAD_LIBS)
 endif

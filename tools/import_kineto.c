@@ -8,13 +8,23 @@
  * object closes, since Chrome traces put keys in any order. Containers we do not need are
  * skipped by depth counting. Numbers reach us as text (yajl_number) and are parsed here:
  * timestamps without floating point.
+ *
+ * Output: mapped events are copied into the current batch (kin_emit); names are interned
+ * here, in a table of our own whose ids are handed out in the order the writer will hand
+ * out its own (the writer's intern table is not thread-safe and its flush reads it), and
+ * each batch lists the names first seen in it. A full batch goes to the writer thread
+ * (kin_handoff), which interns those names in the writer, maps our ids to the writer's
+ * (equal unless the caller interned strings before), and appends. Events refer to a name
+ * only in a batch at or after the one that introduced it, so the writer always knows it.
  */
 
 #include <errno.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
@@ -30,6 +40,11 @@
 #define KIN_MAX_COMMS 4096
 #define KIN_CHUNK (256u << 10)      /* bytes read from the file per yajl_parse call */
 #define KIN_HASH_SIZE (KINETO_JOIN_WINDOW * 2u)
+#define KIN_SBLOCK (64u << 10)      /* bytes of a block of interned name text */
+#define KIN_WRITER_BATCH 16384u     /* events per writer batch (kineto_writer_options) */
+#define KIN_ENDGAME_EVENTS 6144u    /* events left when the writer flushes once more */
+#define KIN_BATCH_STRS 4096u        /* new names per batch (more: handed over early) */
+#define KIN_BATCH_SIDE 256u         /* thread and device records per batch */
 #define KIN_FNV_BASIS 0xcbf29ce484222325ULL
 #define KIN_FNV_PRIME 0x100000001b3ULL
 /* Length to show of a token in a message (tokens are not NUL-terminated). */
@@ -98,8 +113,12 @@ typedef struct kin_event {
     char ph;
     int cat;
     kin_str cat_text;      /* for CAT_OTHER */
-    char *name;            /* k-owned growable buffer */
-    size_t name_len, name_cap;
+    const char *name;      /* NUL-terminated: an interned text or name_buf */
+    size_t name_len;
+    uint64_t name_hash;    /* kin_str_hash of the name */
+    uint32_t name_id;      /* its interned id, 0 if not interned yet */
+    char *name_buf;        /* k-owned growable buffer for names not interned yet */
+    size_t name_cap;
     int64_t pid, tid;
     int pid_is_text, tid_is_text;
     uint64_t ts_ns, dur_ns;
@@ -151,6 +170,45 @@ typedef struct kin_reason {
     char name[64];
     uint64_t count;
 } kin_reason;
+
+/* Interned name text, in blocks that never move (the writer thread reads them). */
+typedef struct kin_sblock {
+    struct kin_sblock *next;
+    size_t used, cap;
+    char data[];
+} kin_sblock;
+
+/* A slot of the name table. */
+typedef struct kin_sent {
+    uint64_t hash;
+    const char *text; /* in a kin_sblock, NUL-terminated */
+    uint32_t len;
+    uint32_t id;      /* 0: empty slot */
+} kin_sent;
+
+/* A name first seen in a batch. */
+typedef struct kin_newstr {
+    const char *text;
+    uint32_t len, id;
+} kin_newstr;
+
+/* A thread name or a device, written by the writer thread with its batch. */
+enum { SIDE_THREAD, SIDE_DEVICE };
+typedef struct kin_side {
+    int what;
+    uint32_t tid;          /* SIDE_THREAD */
+    dpro_device_info dev;  /* SIDE_DEVICE (name: the name below) */
+    char name[KIN_SMALL_STR];
+} kin_side;
+
+/* What the parser hands to the writer thread. */
+typedef struct kin_batch {
+    dpro_event *ev;    /* KINETO_BATCH_EVENTS */
+    kin_newstr *strs;  /* KIN_BATCH_STRS */
+    kin_side *side;    /* KIN_BATCH_SIDE */
+    uint32_t nev, nstrs, nside;
+    int flush;         /* flush the writer after this batch (near the end of the input) */
+} kin_batch;
 
 struct kineto_importer {
     dpro_writer *w;
@@ -204,6 +262,39 @@ struct kineto_importer {
     kin_reason reasons[KIN_MAX_REASONS];
     size_t nreasons;
 
+    /* names (parser side) */
+    kin_sent *stab;
+    size_t stab_mask;        /* slots - 1 (a power of two) */
+    uint32_t nstrings;       /* ids 1..nstrings are taken */
+    kin_sblock *sblocks;     /* the newest first */
+
+    /* output batches and the writer thread. mu guards fullq, freeq, wstop, wabort, werr
+     * and wmsg while the thread runs; cur and the name table are the parser's, remap the
+     * writer thread's. */
+    kin_batch bufs[KINETO_BATCH_BUFFERS];
+    unsigned nbufs;          /* batches allocated: KINETO_BATCH_BUFFERS, or 1 unthreaded */
+    kin_batch *cur;          /* being filled by the parser */
+    int threaded;            /* the writer thread runs */
+    int sync_ready;          /* mu and the condition variables are initialized */
+    pthread_t wthread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_full;  /* a batch was queued, or wstop */
+    pthread_cond_t cv_free;  /* a batch was given back */
+    kin_batch *fullq[KINETO_BATCH_BUFFERS]; /* FIFO of batches to write */
+    unsigned full_head, full_n;
+    kin_batch *freeq[KINETO_BATCH_BUFFERS];
+    unsigned free_n;
+    int wstop;               /* no more batches will come */
+    int wabort;              /* drop queued batches unwritten */
+    int werr;                /* first error of the writer, DPRO_OK if none */
+    char wmsg[384];          /* its message */
+    uint32_t *remap;         /* our name id -> the writer's */
+    size_t remap_cap;
+
+    /* input position for kin_handoff's estimate (kineto_import_path; 0: unknown) */
+    uint64_t in_total, in_pos; /* bytes of the file, read of it so far */
+    int endgame;               /* the flush before the last batch is asked for */
+
     /* figures */
     uint64_t events_in, events_out, unmapped;
 };
@@ -231,22 +322,28 @@ kineto_hash64(const void *data, size_t len, uint64_t seed)
     return h;
 }
 
-/* Newlines in p[0..n): the line of an error position. Eight bytes at a time: this runs
- * over every byte of the input. */
+/* Sixteen bytes as one vector (GCC and clang vector extensions: SSE2 on x86-64, NEON on
+ * ARM, plain code elsewhere). */
+typedef unsigned char kin_u8x16 __attribute__((vector_size(16)));
+
+/* Newlines in p[0..n): the line of an error position. Sixteen bytes at a time, since this
+ * runs over every byte of the input: per-lane counters (a compare gives -1 per match)
+ * summed every 255 steps, before a lane can wrap. */
 static uint64_t
 kin_count_lines(const unsigned char *p, size_t n)
 {
-    const uint64_t ones = 0x0101010101010101ULL, nl = ones * '\n';
-    const uint64_t low7 = ones * 0x7f, high = ones * 0x80;
+    const kin_u8x16 nl = (kin_u8x16){0} + '\n';
     uint64_t lines = 0;
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        uint64_t x = w ^ nl; /* zero bytes where p[] == '\n' */
-        uint64_t t = ((x & low7) + low7) | x;
-        /* one bit per matching byte; the multiply sums the eight bytes into the top one */
-        lines += (((~t & high) >> 7) * ones) >> 56;
+    while (i + 16 <= n) {
+        kin_u8x16 acc = {0};
+        for (int r = 0; r < 255 && i + 16 <= n; r++, i += 16) {
+            kin_u8x16 v;
+            memcpy(&v, p + i, 16);
+            acc -= (kin_u8x16)(v == nl);
+        }
+        for (int j = 0; j < 16; j++)
+            lines += acc[j];
     }
     for (; i < n; i++)
         lines += p[i] == '\n';
@@ -353,6 +450,17 @@ kin_parse_i64(const char *s, size_t len, int64_t *out)
     size_t i = 0;
     int neg = 0;
     uint64_t v = 0;
+    if (len - 1 < 18 && s[0] != '-') {
+        /* 1 to 18 digits: cannot overflow */
+        for (; i < len; i++) {
+            unsigned d = (unsigned)(s[i] - '0');
+            if (d > 9)
+                return -1;
+            v = v * 10 + d;
+        }
+        *out = (int64_t)v;
+        return 0;
+    }
     if (i < len && s[i] == '-') {
         neg = 1;
         i++;
@@ -379,8 +487,9 @@ kin_parse_i64(const char *s, size_t len, int64_t *out)
     return 0;
 }
 
-int
-kineto_parse_us(const char *s, size_t len, uint64_t *ns)
+/* kineto_parse_us for any text (exponents, many digits). */
+static int
+kin_parse_us_general(const char *s, size_t len, uint64_t *ns)
 {
     /* value = digits (int part, then fraction) x 10^exp microseconds; we want the
      * digits shifted by exp + 3 places, rounded half up on the first dropped digit. */
@@ -455,6 +564,44 @@ kineto_parse_us(const char *s, size_t len, uint64_t *ns)
         }
     }
     *ns = v;
+    return 0;
+}
+
+int
+kineto_parse_us(const char *s, size_t len, uint64_t *ns)
+{
+    /* The usual text, "1712195495505582.988": at most 16 integer digits (so that the
+     * nanoseconds fit: 10^16 * 1000 < 2^64), an optional fraction, no exponent. Anything
+     * else goes the general way, which gives the same value for these. */
+    size_t i = 0;
+    uint64_t v = 0;
+    unsigned d;
+    while (i < len && i <= 16 && (d = (unsigned)(s[i] - '0')) <= 9) {
+        v = v * 10 + d;
+        i++;
+    }
+    if (i == 0 || i > 16)
+        return kin_parse_us_general(s, len, ns);
+    if (i == len) {
+        *ns = v * 1000;
+        return 0;
+    }
+    if (s[i] != '.')
+        return kin_parse_us_general(s, len, ns);
+    size_t f = ++i;
+    uint64_t frac = 0;
+    int up = 0;
+    for (; i < len && (d = (unsigned)(s[i] - '0')) <= 9; i++) {
+        if (i - f < 3)
+            frac = frac * 10 + d;
+        else if (i - f == 3)
+            up = d >= 5; /* half up on the first dropped digit */
+    }
+    if (i != len || i == f)
+        return kin_parse_us_general(s, len, ns);
+    for (size_t n = i - f; n < 3; n++)
+        frac *= 10;
+    *ns = v * 1000 + frac + (uint64_t)up;
     return 0;
 }
 
@@ -633,18 +780,42 @@ kin_dev_key(const unsigned char *s, size_t l)
 static int
 kin_cat_of(const unsigned char *s, size_t l)
 {
-    for (int c = CAT_CPU_OP; c <= CAT_TRACE; c++)
-        if (kin_eq(s, l, kin_cat_names[c]))
-            return c;
-    return CAT_OTHER;
+    /* by length first: every event has a category */
+    switch (l) {
+    case 4: return kin_eq(s, l, "ac2g") ? CAT_AC2G : CAT_OTHER;
+    case 5: return kin_eq(s, l, "Trace") ? CAT_TRACE : CAT_OTHER;
+    case 6:
+        if (kin_eq(s, l, "kernel"))
+            return CAT_KERNEL;
+        if (kin_eq(s, l, "cpu_op"))
+            return CAT_CPU_OP;
+        return kin_eq(s, l, "fwdbwd") ? CAT_FWDBWD : CAT_OTHER;
+    case 9: return kin_eq(s, l, "cuda_sync") ? CAT_SYNC : CAT_OTHER;
+    case 10:
+        if (kin_eq(s, l, "gpu_memcpy"))
+            return CAT_MEMCPY;
+        return kin_eq(s, l, "gpu_memset") ? CAT_MEMSET : CAT_OTHER;
+    case 11: return kin_eq(s, l, "cuda_driver") ? CAT_DRIVER : CAT_OTHER;
+    case 12: return kin_eq(s, l, "cuda_runtime") ? CAT_RUNTIME : CAT_OTHER;
+    case 15:
+        if (kin_eq(s, l, "user_annotation"))
+            return CAT_USER_ANN;
+        return kin_eq(s, l, "python_function") ? CAT_PYTHON : CAT_OTHER;
+    case 19: return kin_eq(s, l, "gpu_user_annotation") ? CAT_GPU_USER_ANN : CAT_OTHER;
+    default: return CAT_OTHER;
+    }
 }
 
 /* ---- the join window ---------------------------------------------------------------------- */
 
+/* Home slot of corr: runs of 16 consecutive ids share one cache line of k->hash (the
+ * launch and the device op of an id come close together in the file, and ids grow), the
+ * runs spread by a multiplicative hash. */
 static uint32_t
 kin_hash_pos(uint64_t corr)
 {
-    return (uint32_t)((corr * 0x9E3779B97F4A7C15ULL) >> 40) & (KIN_HASH_SIZE - 1);
+    uint32_t run = (uint32_t)(((corr >> 4) * 0x9E3779B97F4A7C15ULL) >> 40);
+    return ((run << 4) | (uint32_t)(corr & 15)) & (KIN_HASH_SIZE - 1);
 }
 
 /* Slot holding corr, or NULL. */
@@ -725,26 +896,306 @@ kin_join_insert(kineto_importer *k, uint64_t corr, kin_slot **out)
     return rc;
 }
 
-/* ---- output ------------------------------------------------------------------------------ */
+/* ---- output: the writer side ------------------------------------------------------------ */
+
+/* Writes batch b to the writer: its new names (recording the writer's ids in k->remap),
+ * its thread and device records, then its events with their names mapped. Runs on the
+ * writer thread (or the parser's with inline_writer). Returns DPRO_OK or the writer's
+ * error, with the message in msg. */
+static int
+kin_write_batch(kineto_importer *k, kin_batch *b, char *msg, size_t msglen)
+{
+    dpro_writer *w = k->w;
+    int rc = DPRO_OK;
+    for (uint32_t i = 0; i < b->nstrs && rc == DPRO_OK; i++) {
+        const kin_newstr *ns = &b->strs[i];
+        if (ns->id >= k->remap_cap) {
+            size_t cap = k->remap_cap * 2;
+            while (cap <= ns->id)
+                cap *= 2;
+            uint32_t *r = realloc(k->remap, cap * sizeof(*r));
+            if (!r) {
+                snprintf(msg, msglen, "out of memory (string ids)");
+                return DPRO_ERR_NOMEM;
+            }
+            k->remap = r;
+            k->remap_cap = cap;
+        }
+        rc = dpro_writer_intern_len(w, ns->text, ns->len, &k->remap[ns->id]);
+    }
+    for (uint32_t i = 0; i < b->nside && rc == DPRO_OK; i++) {
+        kin_side *sd = &b->side[i];
+        if (sd->what == SIDE_THREAD) {
+            rc = dpro_writer_add_thread(w, sd->tid, sd->name);
+        } else {
+            sd->dev.name = sd->name;
+            rc = dpro_writer_add_device(w, &sd->dev);
+        }
+    }
+    const uint32_t *remap = k->remap;
+    for (uint32_t i = 0; i < b->nev && rc == DPRO_OK; i++) {
+        dpro_event *ev = &b->ev[i];
+        ev->name = remap[ev->name];
+        ev->name2 = remap[ev->name2];
+        rc = dpro_writer_append(w, ev);
+    }
+    if (rc == DPRO_OK && b->flush)
+        rc = dpro_writer_flush(w);
+    if (rc != DPRO_OK)
+        snprintf(msg, msglen, "writing the trace: %s (%s)", dpro_status_str(rc),
+                 dpro_writer_errmsg(w));
+    return rc;
+}
+
+static void
+kin_batch_reset(kin_batch *b)
+{
+    b->nev = b->nstrs = b->nside = 0;
+    b->flush = 0;
+}
+
+/* The writer thread: writes queued batches in order and gives them back, until wstop and
+ * the queue is empty. After an error (or wabort) batches are given back unwritten. */
+static void *
+kin_writer_main(void *arg)
+{
+    kineto_importer *k = arg;
+    char msg[sizeof(k->wmsg)];
+    pthread_mutex_lock(&k->mu);
+    for (;;) {
+        while (k->full_n == 0 && !k->wstop)
+            pthread_cond_wait(&k->cv_full, &k->mu);
+        if (k->full_n == 0)
+            break;
+        kin_batch *b = k->fullq[k->full_head];
+        k->full_head = (k->full_head + 1) % KINETO_BATCH_BUFFERS;
+        k->full_n--;
+        int skip = k->werr != DPRO_OK || k->wabort;
+        pthread_mutex_unlock(&k->mu);
+        int rc = skip ? DPRO_OK : kin_write_batch(k, b, msg, sizeof(msg));
+        kin_batch_reset(b);
+        pthread_mutex_lock(&k->mu);
+        if (rc != DPRO_OK && k->werr == DPRO_OK) {
+            k->werr = rc;
+            memcpy(k->wmsg, msg, sizeof(k->wmsg));
+        }
+        k->freeq[k->free_n++] = b;
+        pthread_cond_signal(&k->cv_free);
+    }
+    pthread_mutex_unlock(&k->mu);
+    return NULL;
+}
+
+/* ---- output: the parser side -------------------------------------------------------------- */
+
+/* Hands the current batch over and takes an empty one: to the writer thread (waiting for a
+ * free batch if all are queued), or written here (inline_writer), or dropped (no writer).
+ * Returns DPRO_OK, or the writer's first error, recorded as ours. */
+static int
+kin_handoff(kineto_importer *k)
+{
+    kin_batch *b = k->cur;
+    int werr;
+    /* The writer's last batch is encoded after the parse has ended, so keep it short:
+     * flush once more when about KIN_ENDGAME_EVENTS are left (fewer would cost more in
+     * compression than they save in time). The events left are estimated from the
+     * compressed bytes left, at the rate so far. */
+    if (!k->endgame && k->in_total && k->in_pos && k->in_pos <= k->in_total &&
+        (double)(k->in_total - k->in_pos) * (double)k->events_out <
+            (double)KIN_ENDGAME_EVENTS * (double)k->in_pos) {
+        k->endgame = 1;
+        b->flush = 1;
+    }
+    if (k->threaded) {
+        pthread_mutex_lock(&k->mu);
+        k->fullq[(k->full_head + k->full_n) % KINETO_BATCH_BUFFERS] = b;
+        k->full_n++;
+        pthread_cond_signal(&k->cv_full);
+        while (k->free_n == 0)
+            pthread_cond_wait(&k->cv_free, &k->mu);
+        k->cur = k->freeq[--k->free_n];
+        werr = k->werr;
+        pthread_mutex_unlock(&k->mu);
+    } else {
+        if (k->w && k->werr == DPRO_OK)
+            k->werr = kin_write_batch(k, b, k->wmsg, sizeof(k->wmsg));
+        kin_batch_reset(b);
+        werr = k->werr;
+    }
+    if (werr != DPRO_OK)
+        return kin_fail(k, werr, "%s", k->wmsg), werr;
+    return DPRO_OK;
+}
+
+/* Hands over the last batch and joins the writer thread. Returns DPRO_OK or the writer's
+ * first error. */
+static int
+kin_output_end(kineto_importer *k)
+{
+    kin_batch *b = k->cur;
+    if (b->nev || b->nstrs || b->nside)
+        kin_handoff(k);
+    if (k->threaded) {
+        pthread_mutex_lock(&k->mu);
+        k->wstop = 1;
+        pthread_cond_signal(&k->cv_full);
+        pthread_mutex_unlock(&k->mu);
+        pthread_join(k->wthread, NULL);
+        k->threaded = 0;
+    }
+    if (k->werr != DPRO_OK)
+        kin_fail(k, k->werr, "%s", k->wmsg);
+    return k->werr;
+}
 
 static int
 kin_emit(kineto_importer *k, const dpro_event *ev)
 {
+    kin_batch *b = k->cur;
     k->events_out++;
-    if (!k->w)
-        return DPRO_OK;
-    int rc = dpro_writer_append(k->w, ev);
-    return rc == DPRO_OK ? DPRO_OK : (kin_fail_writer(k, rc), rc);
+    b->ev[b->nev++] = *ev;
+    return b->nev == KINETO_BATCH_EVENTS ? kin_handoff(k) : DPRO_OK;
 }
 
+/* A thread name or device record, written with the current batch. Returns DPRO_OK or the
+ * writer's error. */
+static int
+kin_emit_side(kineto_importer *k, int what, uint32_t tid, const dpro_device_info *dev,
+              const char *name, size_t len)
+{
+    kin_batch *b = k->cur;
+    kin_side *sd = &b->side[b->nside++];
+    sd->what = what;
+    sd->tid = tid;
+    if (dev)
+        sd->dev = *dev;
+    if (len >= sizeof(sd->name))
+        len = sizeof(sd->name) - 1;
+    memcpy(sd->name, name, len);
+    sd->name[len] = '\0';
+    return b->nside == KIN_BATCH_SIDE ? kin_handoff(k) : DPRO_OK;
+}
+
+/* Hash of a name for the name table (not FNV: eight bytes a step, names are long). */
+static uint64_t
+kin_str_hash(const char *s, size_t n)
+{
+    const uint64_t m = 0x9E3779B97F4A7C15ULL;
+    uint64_t h = (uint64_t)n * m;
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * m;
+        h ^= h >> 32;
+    }
+    if (n) {
+        uint64_t w = 0;
+        memcpy(&w, s, n);
+        h = (h ^ w) * m;
+    }
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    return h ^ (h >> 32);
+}
+
+/* The table slot holding s[0..len) (hash h), or NULL. */
+static const kin_sent *
+kin_str_find(const kineto_importer *k, const char *s, size_t len, uint64_t h)
+{
+    for (size_t p = h & k->stab_mask;; p = (p + 1) & k->stab_mask) {
+        const kin_sent *e = &k->stab[p];
+        if (e->id == 0)
+            return NULL;
+        if (e->hash == h && e->len == len && memcmp(e->text, s, len) == 0)
+            return e;
+    }
+}
+
+/* Doubles the name table. Returns DPRO_OK or DPRO_ERR_NOMEM. */
+static int
+kin_str_grow(kineto_importer *k)
+{
+    size_t n = (k->stab_mask + 1) * 2;
+    kin_sent *t = calloc(n, sizeof(*t));
+    if (!t)
+        return DPRO_ERR_NOMEM;
+    for (size_t i = 0; i <= k->stab_mask; i++) {
+        if (!k->stab[i].id)
+            continue;
+        size_t p = k->stab[i].hash & (n - 1);
+        while (t[p].id)
+            p = (p + 1) & (n - 1);
+        t[p] = k->stab[i];
+    }
+    free(k->stab);
+    k->stab = t;
+    k->stab_mask = n - 1;
+    return DPRO_OK;
+}
+
+/* Id of s[0..len) (hash h; len > 0), interned on first sight: the text is copied to a
+ * block and listed in the current batch for the writer. Returns DPRO_OK or fails. */
+static int
+kin_intern_h(kineto_importer *k, const char *s, size_t len, uint64_t h, uint32_t *id)
+{
+    const kin_sent *e = kin_str_find(k, s, len, h);
+    if (e) {
+        *id = e->id;
+        return DPRO_OK;
+    }
+    if (k->nstrings == UINT32_MAX - 1 || len > UINT32_MAX - 1)
+        return kin_fail(k, DPRO_ERR_LIMIT, "too many distinct names"), DPRO_ERR_LIMIT;
+    kin_sblock *blk = k->sblocks;
+    if (!blk || blk->cap - blk->used < len + 1) {
+        size_t cap = len + 1 > KIN_SBLOCK ? len + 1 : KIN_SBLOCK;
+        blk = malloc(sizeof(*blk) + cap);
+        if (!blk)
+            return kin_fail(k, DPRO_ERR_NOMEM, "out of memory (names)"), DPRO_ERR_NOMEM;
+        blk->used = 0;
+        blk->cap = cap;
+        blk->next = k->sblocks;
+        k->sblocks = blk;
+    }
+    char *text = blk->data + blk->used;
+    memcpy(text, s, len);
+    text[len] = '\0';
+    blk->used += len + 1;
+    size_t p = h & k->stab_mask;
+    while (k->stab[p].id)
+        p = (p + 1) & k->stab_mask;
+    kin_sent *slot = &k->stab[p];
+    slot->hash = h;
+    slot->text = text;
+    slot->len = (uint32_t)len;
+    slot->id = ++k->nstrings;
+    *id = slot->id;
+    if ((size_t)k->nstrings * 2 > k->stab_mask && kin_str_grow(k) != DPRO_OK)
+        return kin_fail(k, DPRO_ERR_NOMEM, "out of memory (names)"), DPRO_ERR_NOMEM;
+    kin_batch *b = k->cur;
+    b->strs[b->nstrs++] = (kin_newstr){.text = text, .len = (uint32_t)len, .id = *id};
+    return b->nstrs == KIN_BATCH_STRS ? kin_handoff(k) : DPRO_OK;
+}
+
+/* Id of s[0..len); 0 for the empty string. Returns DPRO_OK or fails. */
 static int
 kin_intern(kineto_importer *k, const char *s, size_t len, uint32_t *id)
 {
     *id = 0;
-    if (!k->w || len == 0)
+    if (len == 0)
         return DPRO_OK;
-    int rc = dpro_writer_intern_len(k->w, s, len, id);
-    return rc == DPRO_OK ? DPRO_OK : (kin_fail_writer(k, rc), rc);
+    return kin_intern_h(k, s, len, kin_str_hash(s, len), id);
+}
+
+/* Id of the current event's name (looked up when it was read). */
+static int
+kin_intern_name(kineto_importer *k, kin_event *e, uint32_t *id)
+{
+    *id = e->name_id;
+    if (e->name_len == 0 || e->name_id)
+        return DPRO_OK;
+    int rc = kin_intern_h(k, e->name, e->name_len, e->name_hash, id);
+    e->name_id = *id;
+    return rc;
 }
 
 /* The stream table entry of (id, device), created on first sight. */
@@ -1114,7 +1565,7 @@ kin_map_api(kineto_importer *k, kin_event *e)
     ev.kind = DPRO_KIND_API;
     ev.subkind = e->cat == CAT_DRIVER ? DPRO_API_DRIVER : DPRO_API_RUNTIME;
     ev.thread = kin_thread_of(e);
-    if (kin_intern(k, e->name, e->name_len, &ev.name) != DPRO_OK)
+    if (kin_intern_name(k, e, &ev.name) != DPRO_OK)
         return -1;
     if (!(e->have & H_CORRELATION) || e->correlation <= 0)
         return kin_emit(k, &ev) == DPRO_OK ? 0 : -1;
@@ -1161,7 +1612,7 @@ kin_map_device_op(kineto_importer *k, kin_event *e)
     ev.stream = kin_stream_of(e);
     if ((e->have & H_CORRELATION) && e->correlation > 0)
         ev.correlation = (uint64_t)e->correlation;
-    if (kin_intern(k, e->name, e->name_len, &ev.name) != DPRO_OK)
+    if (kin_intern_name(k, e, &ev.name) != DPRO_OK)
         return -1;
     if (!kin_stream_get(k, ev.stream, ev.device) && k->status != DPRO_OK)
         return -1;
@@ -1265,7 +1716,7 @@ kin_map_sync(kineto_importer *k, kin_event *e)
     ev.peer = (e->have & H_WAIT_STREAM) && e->wait_stream >= 0 && e->wait_stream <= INT32_MAX
                   ? (int32_t)e->wait_stream
                   : -1;
-    if (kin_intern(k, e->name, e->name_len, &ev.name) != DPRO_OK)
+    if (kin_intern_name(k, e, &ev.name) != DPRO_OK)
         return -1;
     if (ev.stream && !kin_stream_get(k, ev.stream, ev.device) && k->status != DPRO_OK)
         return -1;
@@ -1307,7 +1758,7 @@ kin_map_marker(kineto_importer *k, kin_event *e)
         ev.name2 = k->s_python;
         break;
     }
-    if (kin_intern(k, e->name, e->name_len, &ev.name) != DPRO_OK)
+    if (kin_intern_name(k, e, &ev.name) != DPRO_OK)
         return -1;
     return kin_emit(k, &ev) == DPRO_OK ? 0 : -1;
 }
@@ -1339,7 +1790,7 @@ kin_map_instant(kineto_importer *k, kin_event *e)
     ev.subkind = DPRO_MARK_INSTANT;
     ev.thread = kin_thread_of(e);
     ev.name2 = k->s_instant;
-    if (kin_intern(k, e->name, e->name_len, &ev.name) != DPRO_OK)
+    if (kin_intern_name(k, e, &ev.name) != DPRO_OK)
         return -1;
     return kin_emit(k, &ev) == DPRO_OK ? 0 : -1;
 }
@@ -1367,14 +1818,9 @@ kin_map_metadata(kineto_importer *k, kin_event *e)
             }
             return 0;
         }
-        if (k->w && (e->have & H_TID)) {
-            char name[KIN_SMALL_STR];
-            memcpy(name, n, len);
-            name[len] = '\0';
-            int rc = dpro_writer_add_thread(k->w, kin_thread_of(e), name);
-            if (rc != DPRO_OK)
-                return kin_fail_writer(k, rc), -1;
-        }
+        if ((e->have & H_TID) &&
+            kin_emit_side(k, SIDE_THREAD, kin_thread_of(e), NULL, n, len) != DPRO_OK)
+            return -1;
         return 0;
     }
     if (e->name_len == 12 && memcmp(e->name, "process_name", 12) == 0) {
@@ -1392,8 +1838,6 @@ kin_map_event(kineto_importer *k)
 {
     kin_event *e = &k->ev;
     k->events_in++;
-    if (e->name_len)
-        e->name[e->name_len] = '\0';
     if (!(e->have & H_PH))
         return kin_fail(k, DPRO_ERR_NOT_TRACE, "trace event without \"ph\""), -1;
     switch (e->ph) {
@@ -1462,7 +1906,9 @@ kin_event_reset(kin_event *e)
     e->cat = CAT_NONE;
     e->cat_text.len = 0;
     e->cat_text.buf[0] = '\0';
+    e->name = "";
     e->name_len = 0;
+    e->name_id = 0;
     e->dur_ns = 0;
     e->dur_negative = 0;
     e->pid_is_text = e->tid_is_text = 0;
@@ -1539,86 +1985,13 @@ kin_int_arg(kineto_importer *k, const char *s, size_t l, int64_t *dst, uint32_t 
     return 1;
 }
 
+/* A number where no key of ours is open: an element of an array, or the value of a key we
+ * do not read. */
 static int
-kin_cb_number(void *ctx, const char *s, size_t l)
+kin_number_unkeyed(kineto_importer *k, const char *s, size_t l)
 {
-    kineto_importer *k = ctx;
-    if (k->skip)
-        return 1;
     kin_event *e = &k->ev;
-    int key = kin_curkey(k);
     switch (kin_cur(k)) {
-    case CTX_EVENT:
-        switch (key) {
-        case K_TS:
-            if (kineto_parse_us(s, l, &e->ts_ns) < 0)
-                return kin_fail(k, DPRO_ERR_LIMIT, "\"ts\": %.*s is not a time in range",
-                                KIN_SHOW(l), s);
-            e->have |= H_TS;
-            return 1;
-        case K_DUR:
-            if (l > 0 && s[0] == '-') {
-                e->dur_negative = 1;
-                e->have |= H_DUR;
-                return 1;
-            }
-            if (kineto_parse_us(s, l, &e->dur_ns) < 0)
-                return kin_fail(k, DPRO_ERR_LIMIT, "\"dur\": %.*s is not a time in range",
-                                KIN_SHOW(l), s);
-            e->have |= H_DUR;
-            return 1;
-        case K_PID:
-            return kin_int_arg(k, s, l, &e->pid, H_PID, "pid");
-        case K_TID:
-            return kin_int_arg(k, s, l, &e->tid, H_TID, "tid");
-        case K_PH:
-        case K_CAT:
-        case K_NAME:
-            return kin_wrong_type(k, kin_key_text(key), "a string");
-        case K_ARGS:
-            return kin_wrong_type(k, "args", "an object");
-        default:
-            return 1;
-        }
-    case CTX_ARGS: {
-        int64_t v;
-        switch (key) {
-        case A_EXTERNAL_ID: return kin_int_arg(k, s, l, &e->external_id, H_EXTERNAL_ID, "External id");
-        case A_CORRELATION: return kin_int_arg(k, s, l, &e->correlation, H_CORRELATION, "correlation");
-        case A_DEVICE: return kin_int_arg(k, s, l, &e->device, H_DEVICE, "device");
-        case A_STREAM: return kin_int_arg(k, s, l, &e->stream, H_STREAM, "stream");
-        case A_SHARED_MEM: return kin_int_arg(k, s, l, &e->shared_mem, H_SHARED_MEM, "shared memory");
-        case A_BYTES: return kin_int_arg(k, s, l, &e->bytes, H_BYTES, "bytes");
-        case A_IN_NELEMS: return kin_int_arg(k, s, l, &e->in_nelems, H_IN_NELEMS, "In msg nelems");
-        case A_OUT_NELEMS: return kin_int_arg(k, s, l, &e->out_nelems, H_OUT_NELEMS, "Out msg nelems");
-        case A_GROUP_SIZE: return kin_int_arg(k, s, l, &e->group_size, H_GROUP_SIZE, "Group size");
-        case A_SEQ: return kin_int_arg(k, s, l, &e->seq, H_SEQ, "Seq");
-        case A_WAIT_STREAM: return kin_int_arg(k, s, l, &e->wait_stream, H_WAIT_STREAM, "wait_on_stream");
-        case A_WAIT_RECORD_CORR: return kin_int_arg(k, s, l, &e->wait_record, H_WAIT_RECORD, "wait_on_cuda_event_record_corr_id");
-        case A_WAIT_EVENT_ID: return kin_int_arg(k, s, l, &e->wait_event, H_WAIT_EVENT, "wait_on_cuda_event_id");
-        case A_DEVICE_TYPE: return kin_int_arg(k, s, l, &e->device_type, H_DEVICE_TYPE, "Device Type");
-        case A_DEVICE_ID: return kin_int_arg(k, s, l, &e->device_id, H_DEVICE_ID, "Device Id");
-        case A_ADDR: return kin_int_arg(k, s, l, &e->addr, H_ADDR, "Addr");
-        case A_MEM_BYTES: return kin_int_arg(k, s, l, &e->mem_bytes, H_MEM_BYTES, "Bytes");
-        case A_PG_ID:
-            if (kin_parse_i64(s, l, &v) < 0)
-                return kin_fail(k, DPRO_ERR_LIMIT, "\"Process Group ID\": not an integer");
-            kin_str_set(&e->pg, (const unsigned char *)s, l);
-            e->have |= H_PG;
-            return 1;
-        case A_COLL_NAME:
-        case A_DTYPE:
-        case A_PG_NAME:
-        case A_SYNC_KIND:
-        case A_MNAME:
-            return kin_wrong_type(k, "args", "a string for this key");
-        case A_GRID:
-        case A_BLOCK:
-            return kin_wrong_type(k, kin_key_text(key), "an array of 3 integers");
-        default:
-            return 1;
-        }
-    }
     case CTX_ARGARRAY: {
         int64_t v;
         if (kin_parse_i64(s, l, &v) < 0 || v < 0 || v > UINT32_MAX)
@@ -1629,25 +2002,111 @@ kin_cb_number(void *ctx, const char *s, size_t l)
         e->arr_idx++;
         return 1;
     }
-    case CTX_DIST:
-        if (key == D_RANK || key == D_WORLD_SIZE) {
-            int64_t v;
-            if (kin_parse_i64(s, l, &v) < 0 || v < 0 || v > INT32_MAX)
-                return kin_fail(k, DPRO_ERR_LIMIT, "distributedInfo: %s %.*s is out of range",
-                                key == D_RANK ? "rank" : "world_size", KIN_SHOW(l), s);
-            if (key == D_RANK) {
-                k->rank = v;
-                k->have_rank = 1;
-            } else {
-                k->world_size = v;
-                k->have_world_size = 1;
-            }
+    case CTX_EVENTS:
+        return kin_wrong_type(k, "traceEvents", "objects as elements");
+    case CTX_ROOT:
+        return kin_fail(k, DPRO_ERR_NOT_TRACE, "not a trace: the top-level value is a number");
+    default:
+        return 1;
+    }
+}
+
+static int
+kin_cb_number(void *ctx, const char *s, size_t l)
+{
+    kineto_importer *k = ctx;
+    if (k->skip)
+        return 1;
+    kin_event *e = &k->ev;
+    int key = kin_curkey(k);
+    int64_t v;
+    /* One dispatch, on the key: keys are matched in their own context only, so the key
+     * says the context (this runs for most numbers of the file). */
+    switch (key) {
+    case K_NONE:
+        return kin_number_unkeyed(k, s, l);
+    /* an event */
+    case K_TS:
+        if (kineto_parse_us(s, l, &e->ts_ns) < 0)
+            return kin_fail(k, DPRO_ERR_LIMIT, "\"ts\": %.*s is not a time in range",
+                            KIN_SHOW(l), s);
+        e->have |= H_TS;
+        return 1;
+    case K_DUR:
+        if (l > 0 && s[0] == '-') {
+            e->dur_negative = 1;
+            e->have |= H_DUR;
+            return 1;
+        }
+        if (kineto_parse_us(s, l, &e->dur_ns) < 0)
+            return kin_fail(k, DPRO_ERR_LIMIT, "\"dur\": %.*s is not a time in range",
+                            KIN_SHOW(l), s);
+        e->have |= H_DUR;
+        return 1;
+    case K_PID:
+        return kin_int_arg(k, s, l, &e->pid, H_PID, "pid");
+    case K_TID:
+        return kin_int_arg(k, s, l, &e->tid, H_TID, "tid");
+    case K_PH:
+    case K_CAT:
+    case K_NAME:
+        return kin_wrong_type(k, kin_key_text(key), "a string");
+    case K_ARGS:
+        return kin_wrong_type(k, "args", "an object");
+    /* its args */
+    case A_EXTERNAL_ID: return kin_int_arg(k, s, l, &e->external_id, H_EXTERNAL_ID, "External id");
+    case A_CORRELATION: return kin_int_arg(k, s, l, &e->correlation, H_CORRELATION, "correlation");
+    case A_DEVICE: return kin_int_arg(k, s, l, &e->device, H_DEVICE, "device");
+    case A_STREAM: return kin_int_arg(k, s, l, &e->stream, H_STREAM, "stream");
+    case A_SHARED_MEM: return kin_int_arg(k, s, l, &e->shared_mem, H_SHARED_MEM, "shared memory");
+    case A_BYTES: return kin_int_arg(k, s, l, &e->bytes, H_BYTES, "bytes");
+    case A_IN_NELEMS: return kin_int_arg(k, s, l, &e->in_nelems, H_IN_NELEMS, "In msg nelems");
+    case A_OUT_NELEMS: return kin_int_arg(k, s, l, &e->out_nelems, H_OUT_NELEMS, "Out msg nelems");
+    case A_GROUP_SIZE: return kin_int_arg(k, s, l, &e->group_size, H_GROUP_SIZE, "Group size");
+    case A_SEQ: return kin_int_arg(k, s, l, &e->seq, H_SEQ, "Seq");
+    case A_WAIT_STREAM: return kin_int_arg(k, s, l, &e->wait_stream, H_WAIT_STREAM, "wait_on_stream");
+    case A_WAIT_RECORD_CORR: return kin_int_arg(k, s, l, &e->wait_record, H_WAIT_RECORD, "wait_on_cuda_event_record_corr_id");
+    case A_WAIT_EVENT_ID: return kin_int_arg(k, s, l, &e->wait_event, H_WAIT_EVENT, "wait_on_cuda_event_id");
+    case A_DEVICE_TYPE: return kin_int_arg(k, s, l, &e->device_type, H_DEVICE_TYPE, "Device Type");
+    case A_DEVICE_ID: return kin_int_arg(k, s, l, &e->device_id, H_DEVICE_ID, "Device Id");
+    case A_ADDR: return kin_int_arg(k, s, l, &e->addr, H_ADDR, "Addr");
+    case A_MEM_BYTES: return kin_int_arg(k, s, l, &e->mem_bytes, H_MEM_BYTES, "Bytes");
+    case A_PG_ID:
+        if (kin_parse_i64(s, l, &v) < 0)
+            return kin_fail(k, DPRO_ERR_LIMIT, "\"Process Group ID\": not an integer");
+        kin_str_set(&e->pg, (const unsigned char *)s, l);
+        e->have |= H_PG;
+        return 1;
+    case A_COLL_NAME:
+    case A_DTYPE:
+    case A_PG_NAME:
+    case A_SYNC_KIND:
+    case A_MNAME:
+        return kin_wrong_type(k, "args", "a string for this key");
+    case A_GRID:
+    case A_BLOCK:
+        return kin_wrong_type(k, kin_key_text(key), "an array of 3 integers");
+    /* distributedInfo */
+    case D_RANK:
+    case D_WORLD_SIZE:
+        if (kin_parse_i64(s, l, &v) < 0 || v < 0 || v > INT32_MAX)
+            return kin_fail(k, DPRO_ERR_LIMIT, "distributedInfo: %s %.*s is out of range",
+                            key == D_RANK ? "rank" : "world_size", KIN_SHOW(l), s);
+        if (key == D_RANK) {
+            k->rank = v;
+            k->have_rank = 1;
+        } else {
+            k->world_size = v;
+            k->have_world_size = 1;
         }
         return 1;
-    case CTX_DEV: {
-        int64_t v;
-        if (key == K_NONE || key == P_NAME)
-            return 1;
+    /* a device of deviceProperties */
+    case P_ID:
+    case P_TOTAL_MEM:
+    case P_CC_MAJOR:
+    case P_CC_MINOR:
+    case P_NUM_SMS:
+    case P_CLOCK_RATE:
         if (kin_parse_i64(s, l, &v) < 0 || v < 0)
             return kin_fail(k, DPRO_ERR_LIMIT, "deviceProperties: %.*s is out of range",
                             KIN_SHOW(l), s);
@@ -1657,29 +2116,23 @@ kin_cb_number(void *ctx, const char *s, size_t l)
         case P_CC_MAJOR: k->dev.cc_major = (uint32_t)v; break;
         case P_CC_MINOR: k->dev.cc_minor = (uint32_t)v; break;
         case P_NUM_SMS: k->dev.sm_count = (uint32_t)v; break;
-        case P_CLOCK_RATE: k->dev.clock_khz = (uint32_t)v; break;
-        default: break;
+        default: k->dev.clock_khz = (uint32_t)v; break;
         }
         return 1;
-    }
-    case CTX_TOP:
-        if (key == K_BASE_TIME) {
-            if (kin_parse_i64(s, l, &k->base_time_ns) == 0)
-                k->have_base_time = 1;
-        } else if (key == K_SCHEMA_VERSION) {
-            int64_t v;
-            if (kin_parse_i64(s, l, &v) == 0)
-                k->schema_version = v;
-        } else if (key == K_TRACE_EVENTS) {
-            return kin_wrong_type(k, "traceEvents", "an array");
-        } else if (key == K_TRACE_ID) {
-            kin_str_set(&k->trace_id, (const unsigned char *)s, l);
-        }
+    /* the top-level object */
+    case K_BASE_TIME:
+        if (kin_parse_i64(s, l, &k->base_time_ns) == 0)
+            k->have_base_time = 1;
         return 1;
-    case CTX_EVENTS:
-        return kin_wrong_type(k, "traceEvents", "objects as elements");
-    case CTX_ROOT:
-        return kin_fail(k, DPRO_ERR_NOT_TRACE, "not a trace: the top-level value is a number");
+    case K_SCHEMA_VERSION:
+        if (kin_parse_i64(s, l, &v) == 0)
+            k->schema_version = v;
+        return 1;
+    case K_TRACE_EVENTS:
+        return kin_wrong_type(k, "traceEvents", "an array");
+    case K_TRACE_ID:
+        kin_str_set(&k->trace_id, (const unsigned char *)s, l);
+        return 1;
     default:
         return 1;
     }
@@ -1711,20 +2164,34 @@ kin_cb_string(void *ctx, const unsigned char *s, size_t l)
         case K_NAME:
             if (l >= KIN_MAX_STRING)
                 return kin_fail(k, DPRO_ERR_LIMIT, "event name of %zu bytes is too long", l);
+            e->have |= H_NAME;
+            e->name_len = l;
+            e->name_id = 0;
+            if (l == 0) {
+                e->name = "";
+                return 1;
+            }
+            /* most names were seen before: point at the interned text, no copy */
+            e->name_hash = kin_str_hash((const char *)s, l);
+            const kin_sent *se = kin_str_find(k, (const char *)s, l, e->name_hash);
+            if (se) {
+                e->name = se->text;
+                e->name_id = se->id;
+                return 1;
+            }
             if (l + 1 > e->name_cap) {
                 size_t cap = e->name_cap ? e->name_cap : 256;
                 while (cap < l + 1)
                     cap *= 2;
-                char *n = realloc(e->name, cap);
+                char *n = realloc(e->name_buf, cap);
                 if (!n)
                     return kin_fail(k, DPRO_ERR_NOMEM, "out of memory");
-                e->name = n;
+                e->name_buf = n;
                 e->name_cap = cap;
             }
-            memcpy(e->name, s, l);
-            e->name_len = l;
-            e->name[l] = '\0';
-            e->have |= H_NAME;
+            memcpy(e->name_buf, s, l);
+            e->name_buf[l] = '\0';
+            e->name = e->name_buf;
             return 1;
         case K_PID:
         case K_TID: {
@@ -1983,13 +2450,8 @@ kin_pop(kineto_importer *k)
     case CTX_EVENT:
         return kin_map_event(k) == 0 && k->status == DPRO_OK;
     case CTX_DEV:
-        if (k->w) {
-            k->dev.name = k->dev_name.buf;
-            int rc = dpro_writer_add_device(k->w, &k->dev);
-            if (rc != DPRO_OK)
-                return kin_fail_writer(k, rc);
-        }
-        return 1;
+        return kin_emit_side(k, SIDE_DEVICE, 0, &k->dev, k->dev_name.buf, k->dev_name.len) ==
+               DPRO_OK;
     case CTX_TOP:
     case CTX_EVENTS:
         if (k->depth == 0)
@@ -2040,10 +2502,48 @@ kineto_importer_new(dpro_writer *w, const kineto_options *opts, kineto_importer 
     k->slots = malloc(KINETO_JOIN_WINDOW * sizeof(*k->slots));
     k->hash = calloc(KIN_HASH_SIZE, sizeof(*k->hash));
     k->ev.pg_ranks = malloc(KIN_RANKS_STR);
+    k->ev.name = "";
     k->yh = yajl_alloc(&kin_callbacks, NULL, k);
-    if (!k->slots || !k->hash || !k->ev.pg_ranks || !k->yh) {
+    k->stab_mask = 1023;
+    k->stab = calloc(k->stab_mask + 1, sizeof(*k->stab));
+    /* a writer thread needs batches to queue; without one, one batch is refilled */
+    int want_thread = w && !k->opt.inline_writer;
+    k->nbufs = want_thread ? KINETO_BATCH_BUFFERS : 1;
+    int ok = k->slots && k->hash && k->ev.pg_ranks && k->yh && k->stab;
+    for (unsigned i = 0; ok && i < k->nbufs; i++) {
+        kin_batch *b = &k->bufs[i];
+        b->ev = malloc(KINETO_BATCH_EVENTS * sizeof(*b->ev));
+        b->strs = malloc(KIN_BATCH_STRS * sizeof(*b->strs));
+        b->side = malloc(KIN_BATCH_SIDE * sizeof(*b->side));
+        ok = b->ev && b->strs && b->side;
+    }
+    if (ok && w) {
+        k->remap_cap = 1024;
+        k->remap = calloc(k->remap_cap, sizeof(*k->remap)); /* remap[0] = 0: no name */
+        ok = k->remap != NULL;
+    }
+    if (!ok) {
         kineto_importer_free(k);
         return DPRO_ERR_NOMEM;
+    }
+    k->cur = &k->bufs[0];
+    if (want_thread) {
+        for (unsigned i = 1; i < k->nbufs; i++)
+            k->freeq[k->free_n++] = &k->bufs[i];
+        if (pthread_mutex_init(&k->mu, NULL) == 0) {
+            if (pthread_cond_init(&k->cv_full, NULL) == 0) {
+                if (pthread_cond_init(&k->cv_free, NULL) == 0) {
+                    k->sync_ready = 1;
+                } else {
+                    pthread_cond_destroy(&k->cv_full);
+                    pthread_mutex_destroy(&k->mu);
+                }
+            } else {
+                pthread_mutex_destroy(&k->mu);
+            }
+        }
+        /* no thread (a system limit): the same work on this thread */
+        k->threaded = k->sync_ready && pthread_create(&k->wthread, NULL, kin_writer_main, k) == 0;
     }
     /* names are interned as bytes; the JSON writer of export repairs bad UTF-8 */
     yajl_config(k->yh, yajl_dont_validate_strings, 1);
@@ -2268,6 +2768,9 @@ kineto_importer_finish(kineto_importer *k, int complete)
     }
     int first = k->status;
     int rc = kin_drain(k);
+    int orc = kin_output_end(k); /* the writer is ours again */
+    if (rc == DPRO_OK)
+        rc = orc;
     if (rc == DPRO_OK && k->w)
         rc = kin_write_tables(k);
     return first != DPRO_OK ? first : rc != DPRO_OK ? rc : k->status;
@@ -2306,6 +2809,31 @@ kineto_importer_free(kineto_importer *k)
 {
     if (!k)
         return;
+    if (k->threaded) {
+        /* not finished: drop what is queued, let the thread end */
+        pthread_mutex_lock(&k->mu);
+        k->wabort = k->wstop = 1;
+        pthread_cond_signal(&k->cv_full);
+        pthread_mutex_unlock(&k->mu);
+        pthread_join(k->wthread, NULL);
+    }
+    if (k->sync_ready) {
+        pthread_cond_destroy(&k->cv_free);
+        pthread_cond_destroy(&k->cv_full);
+        pthread_mutex_destroy(&k->mu);
+    }
+    for (unsigned i = 0; i < KINETO_BATCH_BUFFERS; i++) {
+        free(k->bufs[i].ev);
+        free(k->bufs[i].strs);
+        free(k->bufs[i].side);
+    }
+    free(k->remap);
+    free(k->stab);
+    while (k->sblocks) {
+        kin_sblock *next = k->sblocks->next;
+        free(k->sblocks);
+        k->sblocks = next;
+    }
     if (k->yh)
         yajl_free(k->yh);
     free(k->slots);
@@ -2317,7 +2845,7 @@ kineto_importer_free(kineto_importer *k)
     for (size_t i = 0; i < k->ncomms; i++)
         free(k->comms[i].ranks);
     free(k->comms);
-    free(k->ev.name);
+    free(k->ev.name_buf);
     free(k->ev.pg_ranks);
     free(k);
 }
@@ -2328,12 +2856,15 @@ kineto_writer_options(dpro_writer_options *o)
     memset(o, 0, sizeof(*o));
     o->exclusive_create = 1;
     o->zlib_level = 6;
-    o->batch_events = 65536;
+    o->batch_events = KIN_WRITER_BATCH;
 }
 
 int
 kineto_import_path(kineto_importer *k, const char *path)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        k->in_total = (uint64_t)st.st_size;
     gzFile gz = gzopen(path, "rb");
     if (!gz) {
         snprintf(k->errmsg, sizeof(k->errmsg), "%s: cannot open: %s", path, strerror(errno));
@@ -2341,13 +2872,17 @@ kineto_import_path(kineto_importer *k, const char *path)
         kineto_importer_finish(k, 0);
         return DPRO_ERR_IO;
     }
-    gzbuffer(gz, KIN_CHUNK);
+    /* zlib inflates (or copies a plain file) straight into buf when a read asks for at
+     * least twice its buffer: one copy of the input fewer */
+    gzbuffer(gz, KIN_CHUNK / 2);
     unsigned char *buf = malloc(KIN_CHUNK);
     int ok = buf != NULL;
     if (!buf)
         kin_fail(k, DPRO_ERR_NOMEM, "out of memory");
     while (ok) {
         int n = gzread(gz, buf, KIN_CHUNK);
+        z_off_t pos = gzoffset(gz); /* compressed bytes read (all, for a plain file) */
+        k->in_pos = pos > 0 ? (uint64_t)pos : 0;
         int zerr = Z_OK;
         const char *zmsg = gzerror(gz, &zerr);
         if (n > 0 && kineto_importer_feed(k, buf, (size_t)n) != DPRO_OK)

@@ -4,12 +4,23 @@
  * the benchmark call it directly.
  *
  * The input is parsed with yajl in callback (SAX) mode, chunk by chunk, so memory does not
- * grow with the file: events are appended to the writer as they are parsed. Three small
- * side tables are the exceptions, each bounded by what the job has rather than by the
- * file: a window of recent correlation ids (KINETO_JOIN_WINDOW entries) that joins a
- * launch call to its device operation, the NCCL collectives (held until the end so that
- * their sequence numbers follow device order; at most KINETO_MAX_COLLECTIVES), and the
- * streams, communicators and unmapped-category counters.
+ * grow with the file: events go to the writer as they are parsed. Four side tables are the
+ * exceptions, each bounded by what the job has rather than by the file: a window of recent
+ * correlation ids (KINETO_JOIN_WINDOW entries) that joins a launch call to its device
+ * operation, the NCCL collectives (held until the end so that their sequence numbers follow
+ * device order; at most KINETO_MAX_COLLECTIVES), the distinct names (interned by the
+ * importer, the same set the writer keeps), and the streams, communicators and
+ * unmapped-category counters.
+ *
+ * Threads: with a writer, the parsing thread (the caller's) fills batches of
+ * KINETO_BATCH_EVENTS mapped events, with the names first seen in them and the thread and
+ * device records, and hands each full batch to a writer thread (KINETO_BATCH_BUFFERS
+ * batches in flight; one mutex and condition variable handoff per batch). The writer
+ * thread interns the names, appends the events and writes the records, so encoding, zlib
+ * and SQLite run beside the parser. It is joined by kineto_importer_finish, which writes
+ * the tables and meta keys on the caller's thread. Between kineto_importer_new and the
+ * return of kineto_importer_finish (or kineto_importer_free) the caller must not use the
+ * writer. kineto_options.inline_writer does the same work on the caller's thread.
  *
  * Mapping (Kineto category -> dpro_event):
  *   cuda_runtime, cuda_driver  DPRO_KIND_API, subkind RUNTIME/DRIVER, name = API name,
@@ -79,6 +90,10 @@ extern "C" {
 /* Collectives held for sequence numbering; beyond it, kernels are kept but their
  * collectives counted as import.unmapped.collective_overflow. */
 #define KINETO_MAX_COLLECTIVES (4u << 20)
+/* Events per batch handed to the writer thread, and batches (one being filled, the others
+ * queued or being written). */
+#define KINETO_BATCH_EVENTS 4096u
+#define KINETO_BATCH_BUFFERS 4u
 /* dtype of a collective whose element type is not known. */
 #define KINETO_DTYPE_UNKNOWN 255u
 
@@ -88,6 +103,8 @@ typedef struct kineto_options {
     int file_count;          /* how many are imported together (world size fallback) */
     const char *job_id;      /* job_id; NULL: the file's trace id, else its base time,
                               * else a hash of source_file */
+    int inline_writer;       /* non-zero: append to the writer on the calling thread (no
+                              * writer thread); the output is the same */
 } kineto_options;
 
 /* What an import found out about the file; filled in by kineto_importer_finish. */
@@ -105,21 +122,31 @@ typedef struct kineto_result {
 typedef struct kineto_importer kineto_importer;
 
 /* Creates an importer that appends to w (not owned; may be NULL to parse and map without
- * writing, as the fuzz target does). opts may be NULL. On success *out must be freed with
- * kineto_importer_free. Returns DPRO_OK or DPRO_ERR_NOMEM. */
+ * writing, as the fuzz target does: the batches are then dropped when full). opts may be
+ * NULL. With a writer and without opts->inline_writer, starts the writer thread (if the
+ * system cannot start one, the importer writes on the calling thread instead). On success
+ * *out must be freed with kineto_importer_free. Returns DPRO_OK or DPRO_ERR_NOMEM. */
 int kineto_importer_new(dpro_writer *w, const kineto_options *opts, kineto_importer **out);
 
 /* Parses the next len bytes of the JSON text. Returns DPRO_OK; DPRO_ERR_NOT_TRACE for
  * input that is not valid JSON or not a Kineto trace, DPRO_ERR_LIMIT for absurd numbers,
- * DPRO_ERR_IO/NOMEM when the writer fails. After an error every further call returns the
- * same status; kineto_importer_errmsg names the file, the byte offset and the line. */
+ * DPRO_ERR_IO/NOMEM when the writer fails (a failure of the writer thread is seen when
+ * the parser next hands over a batch, or by kineto_importer_finish: up to
+ * KINETO_BATCH_BUFFERS batches after the failing event; the message is the writer's,
+ * prefixed with the file and the parser's position then). After an error every further
+ * call returns the same status; kineto_importer_errmsg names the file, the byte offset and
+ * the line. */
 int kineto_importer_feed(kineto_importer *k, const void *buf, size_t len);
 
 /* Ends the input. If complete is non-zero, the end of the JSON text is checked (an error
  * if it is cut short). Either way, events held for joining are appended, collectives
- * numbered and appended, the streams, devices, threads and communicators tables and the
- * meta keys written (import.partial = 1 and import.error after an error). Returns the
- * first error of the import (also one met earlier by feed), DPRO_OK if none. Call once. */
+ * numbered and appended, the last batch handed over and the writer thread joined (every
+ * event parsed before an error is thus given to the writer: --keep-partial), then, unless
+ * the writer failed, the streams and communicators tables and the meta keys are written
+ * (import.partial = 1 and import.error after an error). Returns the first error of the
+ * import (also one met earlier by feed), DPRO_OK if none. Call once; the writer is the
+ * caller's again when it returns (the last batch of events is still in the writer's
+ * memory: dpro_writer_close or dpro_writer_flush writes it). */
 int kineto_importer_finish(kineto_importer *k, int complete);
 
 /* Message of the first error ("" if none); lives as long as the importer. */
@@ -132,12 +159,15 @@ void kineto_importer_result(const kineto_importer *k, kineto_result *res);
  * (a FILE *, typed void * to keep stdio out of this header). */
 void kineto_importer_print_unmapped(const kineto_importer *k, void *f);
 
-/* Frees the importer (NULL is fine). The writer is not touched. */
+/* Frees the importer (NULL is fine). The writer is not touched: if kineto_importer_finish
+ * was not called, batches not yet written are dropped and the writer thread joined. */
 void kineto_importer_free(kineto_importer *k);
 
 /* Feeds the file at path (plain or gzip JSON, read with zlib in chunks) to k, then calls
  * kineto_importer_finish(k, ok). A truncated or damaged gzip stream is an error naming the
- * JSON byte offset reached. Returns the first error, DPRO_OK if none. */
+ * JSON byte offset reached. Knowing the file's size, the importer asks the writer for one
+ * extra flush when about 6144 events are left by the rate so far, so that the last batch,
+ * encoded after the parse, is short. Returns the first error, DPRO_OK if none. */
 int kineto_import_path(kineto_importer *k, const char *path);
 
 /* One-shot import of an in-memory buffer into w (may be NULL), fed in pieces of at most
@@ -147,7 +177,9 @@ int kineto_import_buffer(dpro_writer *w, const void *buf, size_t len, size_t chu
                          const kineto_options *opts, char *errbuf, size_t errlen);
 
 /* Fills *o with the writer options imports use: exclusive create, zlib level 6 and
- * batches of 65536 events (bigger batches compress better; memory stays ~12 MB). */
+ * batches of 16384 events. (65536 made files ~3 % smaller, but a batch is encoded beside
+ * the parse only if it fills before the parse ends: the last one never does, and in a
+ * file of under 65536 events none did.) */
 void kineto_writer_options(dpro_writer_options *o);
 
 /* Parses a JSON number text of microseconds ("1234", "1234.5678", "1.5e3") into whole

@@ -4,10 +4,20 @@
  *   bench_import_kineto [DIR]   (default: $top_srcdir/../shared/traces/kineto, else the
  *                                source tree's ../shared/traces/kineto)
  *
- * The biggest .json.gz of DIR is decompressed to /tmp, then imported from there (best of 5)
- * twice: parse and map only (no writer), and the whole import into a dpro trace. Prints
- * MB/s of JSON per core (one thread). Then, for every file of DIR, the size of its dpro
- * trace against the gzip'd JSON. Exit 77 (skip) if DIR is missing.
+ *   bench_import_kineto --once parse|full|inline FILE
+ *                               one import of FILE (plain JSON), for valgrind --tool=callgrind
+ *                               or perf: parse and map only, full import with the writer
+ *                               thread, full import on one thread
+ *
+ * The biggest .json.gz of DIR is decompressed to /tmp, then imported from there three ways,
+ * five times each: parse and map only (no writer: all the parsing thread does, the batches
+ * are dropped), the full import into a dpro trace with its writer thread (the parser on one
+ * core, encoding, zlib and SQLite on another), and the full import on one thread. For each:
+ * the best wall time and MB/s of JSON over it, and the best CPU time of the whole process
+ * (all threads) in CPU-seconds per MB and in MB per CPU-second: the per-core figure, which
+ * the writer thread does not flatter. The parsing thread's own CPU time is shown apart.
+ * Then, for every file of DIR, the size of its dpro trace against the gzip'd JSON. Exit 77
+ * (skip) if DIR is missing.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -26,12 +36,21 @@
 #endif
 
 static double
-now_s(void)
+clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+/* What one import cost. */
+typedef struct cost {
+    double wall;   /* seconds */
+    double cpu;    /* CPU-seconds of the process: every thread */
+    double parser; /* CPU-seconds of the calling (parsing) thread */
+} cost;
+
+enum { MODE_PARSE, MODE_FULL, MODE_INLINE };
 
 static long long
 file_size(const char *path)
@@ -68,9 +87,11 @@ gunzip(const char *src, const char *dst)
     return total;
 }
 
-/* Imports path into out (NULL: no writer). Returns seconds, or -1; *res gets the result. */
-static double
-import_once(const char *path, const char *out, kineto_result *res)
+/* Imports path into out (NULL: no writer) on the writer thread, or on this one if
+ * inline_writer. Returns 0 and fills *c (writer open excluded, close included), or -1;
+ * *res gets the result. */
+static int
+import_once(const char *path, const char *out, int inline_writer, kineto_result *res, cost *c)
 {
     dpro_writer *w = NULL;
     char err[512];
@@ -83,24 +104,76 @@ import_once(const char *path, const char *out, kineto_result *res)
             return -1;
         }
     }
-    kineto_options ko = {.source_file = path, .file_count = 1};
+    kineto_options ko = {.source_file = path, .file_count = 1, .inline_writer = inline_writer};
     kineto_importer *k;
-    if (kineto_importer_new(w, &ko, &k) != DPRO_OK)
+    double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    double p0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+    if (kineto_importer_new(w, &ko, &k) != DPRO_OK) {
+        dpro_writer_close(w);
         return -1;
-    double t0 = now_s();
+    }
     int rc = kineto_import_path(k, path);
     int crc = w ? dpro_writer_close(w) : DPRO_OK;
-    double t = now_s() - t0;
     kineto_importer_result(k, res);
     if (rc != DPRO_OK || crc != DPRO_OK)
         fprintf(stderr, "%s\n", kineto_importer_errmsg(k));
-    kineto_importer_free(k);
-    return rc == DPRO_OK && crc == DPRO_OK ? t : -1;
+    kineto_importer_free(k); /* the writer thread, if any, was joined by finish */
+    c->wall = clock_s(CLOCK_MONOTONIC) - w0;
+    c->cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    c->parser = clock_s(CLOCK_THREAD_CPUTIME_ID) - p0;
+    return rc == DPRO_OK && crc == DPRO_OK ? 0 : -1;
+}
+
+/* Best of 5 imports of json in mode (wall, CPU and parser CPU each at its minimum). */
+static int
+best_of_5(const char *json, const char *out, int mode, kineto_result *res, cost *best)
+{
+    best->wall = best->cpu = best->parser = 1e30;
+    for (int i = 0; i < 5; i++) {
+        cost c;
+        if (import_once(json, mode == MODE_PARSE ? NULL : out, mode == MODE_INLINE, res, &c) < 0)
+            return -1;
+        if (c.wall < best->wall)
+            best->wall = c.wall;
+        if (c.cpu < best->cpu)
+            best->cpu = c.cpu;
+        if (c.parser < best->parser)
+            best->parser = c.parser;
+    }
+    return 0;
+}
+
+static void
+print_cost(const char *what, const cost *c, double mb)
+{
+    printf("%-44s %7.3f %7.0f %7.3f %8.2f %8.0f %7.3f\n", what, c->wall, mb / c->wall, c->cpu,
+           c->cpu * 1e3 / mb, mb / c->cpu, c->parser);
 }
 
 int
 main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "--once") == 0) {
+        kineto_result r;
+        const char *mode = argv[2];
+        int parse = strcmp(mode, "parse") == 0, inl = strcmp(mode, "inline") == 0;
+        if (!parse && !inl && strcmp(mode, "full") != 0) {
+            fprintf(stderr, "usage: bench_import_kineto --once parse|full|inline FILE\n");
+            return 2;
+        }
+        char out[] = "/tmp/dpro-bench-once-XXXXXX";
+        if (!mkdtemp(out))
+            return 1;
+        char o[64];
+        snprintf(o, sizeof(o), "%s/out.dpro", out);
+        cost c;
+        int rc = import_once(argv[3], parse ? NULL : o, inl, &r, &c);
+        unlink(o);
+        rmdir(out);
+        printf("%s %s: %llu JSON bytes, %.3f s wall, %.3f CPU-s (parser thread %.3f)\n", mode,
+               argv[3], (unsigned long long)r.bytes_in, c.wall, c.cpu, c.parser);
+        return rc < 0;
+    }
     char dir[4096];
     const char *top = getenv("top_srcdir");
     if (argc > 1)
@@ -147,30 +220,29 @@ main(int argc, char **argv)
         return 1;
     }
     kineto_result res;
-    double parse = 1e30, full = 1e30;
-    for (int i = 0; i < 5; i++) {
-        double t = import_once(json, NULL, &res);
-        if (t < 0)
-            return 1;
-        if (t < parse)
-            parse = t;
-        t = import_once(json, out, &res);
-        if (t < 0)
-            return 1;
-        if (t < full)
-            full = t;
-    }
+    cost parse, full, inl;
+    if (best_of_5(json, out, MODE_PARSE, &res, &parse) < 0 ||
+        best_of_5(json, out, MODE_FULL, &res, &full) < 0 ||
+        best_of_5(json, out, MODE_INLINE, &res, &inl) < 0)
+        return 1;
     double mb = (double)json_bytes / 1e6;
     printf("file %s: %.1f MB of JSON, %llu trace events -> %llu dpro events\n", names[biggest],
            mb, (unsigned long long)res.events_in, (unsigned long long)res.events_out);
-    printf("parse+map (no writer): %.3f s, %.0f MB/s per core\n", parse, mb / parse);
-    printf("full import (writer):  %.3f s, %.0f MB/s per core\n", full, mb / full);
+    printf("best of 5 each; MB = 10^6 bytes of JSON (decompressed, read from /tmp)\n");
+    printf("%-44s %7s %7s %7s %8s %8s %7s\n", "", "wall s", "MB/s", "CPU s", "CPU ms", "MB per",
+           "parser");
+    printf("%-44s %7s %7s %7s %8s %8s %7s\n", "", "", "wall", "(all)", "per MB", "CPU-s",
+           "CPU s");
+    print_cost("parse+map, no writer (1 thread)", &parse, mb);
+    print_cost("full import, writer thread (2 threads)", &full, mb);
+    print_cost("full import, inline writer (1 thread)", &inl, mb);
 
     printf("\n%-40s %10s %10s %8s %10s %8s %7s\n", "file", "gz bytes", "gz B/ev", "events",
            "dpro bytes", "dpro B/ev", "gz/dpro");
     for (int i = 0; i < n; i++) {
         snprintf(src, sizeof(src), "%.4095s/%.255s", dir, names[i]);
-        if (import_once(src, out, &res) < 0)
+        cost c;
+        if (import_once(src, out, 0, &res, &c) < 0)
             return 1;
         long long gz = file_size(src), dp = file_size(out);
         printf("%-40s %10lld %10.1f %8llu %10lld %8.1f %6.1fx\n", names[i], gz,

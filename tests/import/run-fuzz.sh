@@ -37,7 +37,7 @@ yajl_libs=$(pkg-config --libs yajl 2>/dev/null || echo -lyajl)
     "$s/tests/fuzz/fuzz_import_kineto.c" "$s/tools/import_kineto.c" \
     -o "$out/fuzz_import_kineto" \
     -L"$b/schemas/.libs" -Wl,-rpath,"$(cd "$b/schemas/.libs" && pwd)" -ldprotrace \
-    $yajl_libs -lz || exit 1
+    $yajl_libs -lz -pthread || exit 1
 
 cp "$s"/tests/import/fuzz/*.json "$out/corpus/" 2>/dev/null
 "$out/fuzz_import_kineto" "$out/corpus" -dict="$s/tests/import/fuzz/kineto.dict" \

@@ -2,10 +2,18 @@
  * test_import_kineto.c: the Kineto importer on a small hand-made trace that has every case
  * in it (launch before and after its kernel, NCCL kernels out of device order, rank given
  * after the events, flows, metadata, memory, sync), read back through libdprotrace, fed in
- * chunks of every size so tokens break anywhere; the microsecond parser; bad inputs.
+ * chunks of every size so tokens break anywhere, on the writer thread and inline; the
+ * microsecond parser (its fast path against its general one); bad inputs. A synthetic trace
+ * of many batches (names, thread records and events each past a batch) gives the same
+ * output written on the writer thread and inline, also when the writer already holds
+ * strings; a writer failing on its thread (a file size limit) is reported with the file
+ * and the position; an importer freed before its end stops its thread.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dprotrace.h"
@@ -91,6 +99,48 @@ test_parse_us(void)
     CHECK(kineto_parse_us(".", 1, &ns) < 0);
     CHECK(kineto_parse_us("1e", 2, &ns) < 0);
     CHECK(kineto_parse_us("12x", 3, &ns) < 0);
+    CHECK(kineto_parse_us("1712195495505582.988", 20, &ns) == 0 && ns == 1712195495505582988ULL);
+    CHECK(kineto_parse_us("9999999999999999.9995", 21, &ns) == 0 &&
+          ns == 10000000000000000000ULL);
+    CHECK(kineto_parse_us("12.", 3, &ns) == 0 && ns == 12000); /* the general way's answer */
+    CHECK(kineto_parse_us("1.5x", 4, &ns) < 0);
+    CHECK(kineto_parse_us("1.-5", 4, &ns) < 0);
+
+    /* The fast path (digits, a fraction) against the general one: an exponent of zero
+     * sends the same text the general way. */
+    static const char *const texts[] = {
+        "0", "7", "0.0", "0.5", "0.0005", "0.0004", "0.00049", "1.999", "1.9995", "1.99949",
+        "123456.7", "123456.78", "123456.789", "123456.7891", "9999999999999999",
+        "9999999999999999.999", "1000000000000000.0005", "00012.5", "3.14159265358979",
+    };
+    uint64_t seed = 42;
+    char buf[64];
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]) + 2000; i++) {
+        const char *t = buf;
+        if (i < sizeof(texts) / sizeof(texts[0])) {
+            t = texts[i];
+        } else {
+            /* 1..17 integer digits, 0..8 fraction digits */
+            uint64_t r = test_rand(&seed);
+            int ni = 1 + (int)(r % 17), nf = (int)((r >> 8) % 9), n = 0;
+            for (int d = 0; d < ni; d++)
+                buf[n++] = (char)('0' + test_rand(&seed) % 10);
+            if (nf) {
+                buf[n++] = '.';
+                for (int d = 0; d < nf; d++)
+                    buf[n++] = (char)('0' + test_rand(&seed) % 10);
+            }
+            buf[n] = '\0';
+        }
+        char slow[80];
+        snprintf(slow, sizeof(slow), "%se0", t);
+        uint64_t a = 1, b = 2;
+        int ra = kineto_parse_us(t, strlen(t), &a), rb = kineto_parse_us(slow, strlen(slow), &b);
+        if (ra != rb || (ra == 0 && a != b))
+            fprintf(stderr, "parse_us(%s): %d %llu, general way %d %llu\n", t, ra,
+                    (unsigned long long)a, rb, (unsigned long long)b);
+        CHECK(ra == rb && (ra != 0 || a == b));
+    }
 }
 
 /* Finds the first event of kind with correlation corr (any correlation if corr == 0 and
@@ -113,15 +163,17 @@ find_kind(const dpro_event *ev, size_t n, uint32_t kind, size_t nth)
     return NULL;
 }
 
-/* Imports the trace in pieces of chunk bytes into a file and checks what comes back. */
+/* Imports the trace in pieces of chunk bytes into a file (on the writer thread, or inline)
+ * and checks what comes back. */
 static void
-test_roundtrip(const char *dir, size_t chunk)
+test_roundtrip(const char *dir, size_t chunk, int inline_writer)
 {
     char path[512], err[512];
     snprintf(path, sizeof(path), "%s/t%zu.dpro", dir, chunk);
     dpro_writer *w;
     CHECK(dpro_writer_open(path, NULL, &w, err, sizeof(err)) == DPRO_OK);
-    kineto_options o = {.source_file = "test.json", .file_index = 0, .file_count = 1};
+    kineto_options o = {.source_file = "test.json", .file_index = 0, .file_count = 1,
+                        .inline_writer = inline_writer};
     int rc = kineto_import_buffer(w, trace, sizeof(trace) - 1, chunk, &o, err, sizeof(err));
     if (rc != DPRO_OK)
         fprintf(stderr, "chunk %zu: %s\n", chunk, err);
@@ -244,6 +296,228 @@ test_roundtrip(const char *dir, size_t chunk)
     unlink(path);
 }
 
+/* A synthetic trace of n kernels, each with its launch: distinct kernel names every
+ * `distinct` kernels, a cpu_op of a name of its own every other kernel, and a thread name
+ * every 50 kernels (each on a new tid). Returns a malloc'd NUL-terminated text. */
+static char *
+synthetic_trace(size_t n, size_t distinct, size_t *len)
+{
+    size_t cap = 4096 + n * 700, l = 0;
+    char *t = malloc(cap);
+    if (!t)
+        return NULL;
+    l += (size_t)snprintf(t + l, cap - l, "{\"traceEvents\": [\n");
+    for (size_t i = 0; i < n; i++) {
+        unsigned long long ts = 1000000 + i * 10, corr = i + 1;
+        l += (size_t)snprintf(t + l, cap - l,
+                              "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+                              "\"pid\":1,\"tid\":%llu,\"ts\":%llu.125,\"dur\":2,"
+                              "\"args\":{\"correlation\":%llu}},\n",
+                              1000 + (unsigned long long)(i / 50), ts, corr);
+        l += (size_t)snprintf(t + l, cap - l,
+                              "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"void kernel_%zu_with_"
+                              "a_long_templated_name<float, 128>(float*, int)\",\"pid\":0,"
+                              "\"tid\":7,\"ts\":%llu.5,\"dur\":3.25,\"args\":{\"device\":0,"
+                              "\"stream\":7,\"correlation\":%llu,\"grid\":[%zu,1,1],"
+                              "\"block\":[128,1,1]}},\n",
+                              i % distinct, ts + 5, corr, i % 1000 + 1);
+        if (i % 2 == 0)
+            l += (size_t)snprintf(t + l, cap - l,
+                                  "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::op_%zu\","
+                                  "\"pid\":1,\"tid\":1000,\"ts\":%llu,\"dur\":1},\n",
+                                  i, ts);
+        if (i % 50 == 0)
+            l += (size_t)snprintf(t + l, cap - l,
+                                  "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,"
+                                  "\"tid\":%llu,\"args\":{\"name\":\"worker %zu\"}},\n",
+                                  1000 + (unsigned long long)(i / 50), i / 50);
+    }
+    l += (size_t)snprintf(t + l, cap - l,
+                          "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":"
+                          "\"ProfilerStep#1\",\"pid\":1,\"tid\":1000,\"ts\":999999,"
+                          "\"dur\":%zu}\n]}\n",
+                          n * 10 + 10);
+    *len = l;
+    return t;
+}
+
+/* Imports text into path; pre_interned strings are interned in the writer first. */
+static int
+import_to(const char *path, const char *text, size_t len, int inline_writer, int pre_interned,
+          char *err, size_t errlen)
+{
+    dpro_writer *w;
+    dpro_writer_options wo;
+    kineto_writer_options(&wo);
+    if (dpro_writer_open(path, &wo, &w, err, errlen) != DPRO_OK)
+        return -1;
+    for (int i = 0; i < pre_interned; i++) {
+        char s[32];
+        uint32_t id;
+        snprintf(s, sizeof(s), "held before %d", i);
+        dpro_writer_intern(w, s, &id);
+    }
+    kineto_options o = {.source_file = "synthetic.json", .file_count = 1,
+                        .inline_writer = inline_writer};
+    int rc = kineto_import_buffer(w, text, len, 100000, &o, err, errlen);
+    int crc = dpro_writer_close(w);
+    return rc != DPRO_OK ? rc : crc;
+}
+
+/* The two traces hold the same events (names compared as text), threads and devices. */
+static void
+check_same_trace(const char *pa, const char *pb, size_t want_events)
+{
+    char err[512];
+    dpro_reader *ra, *rb;
+    CHECK(dpro_reader_open(pa, &ra, err, sizeof(err)) == DPRO_OK);
+    CHECK(dpro_reader_open(pb, &rb, err, sizeof(err)) == DPRO_OK);
+    if (!ra || !rb) {
+        dpro_reader_close(ra);
+        dpro_reader_close(rb);
+        return;
+    }
+    dpro_iter *ia, *ib;
+    CHECK(dpro_iter_open(ra, &ia) == DPRO_OK);
+    CHECK(dpro_iter_open(rb, &ib) == DPRO_OK);
+    size_t n = 0, diff = 0;
+    dpro_event a, b;
+    for (;;) {
+        int na = dpro_iter_next(ia, &a), nb = dpro_iter_next(ib, &b);
+        if (na != nb) {
+            diff++;
+            break;
+        }
+        if (na != 1)
+            break;
+        n++;
+        const char *a1 = a.name ? dpro_reader_string(ra, a.name) : "";
+        const char *b1 = b.name ? dpro_reader_string(rb, b.name) : "";
+        const char *a2 = a.name2 ? dpro_reader_string(ra, a.name2) : "";
+        const char *b2 = b.name2 ? dpro_reader_string(rb, b.name2) : "";
+        if (!a1 || !b1 || !a2 || !b2 || strcmp(a1, b1) || strcmp(a2, b2)) {
+            diff++;
+            continue;
+        }
+        a.name = b.name = a.name2 = b.name2 = 0;
+        if (memcmp(&a, &b, sizeof(a)) != 0)
+            diff++;
+    }
+    dpro_iter_close(ia);
+    dpro_iter_close(ib);
+    CHECK_EQ_U(diff, 0);
+    CHECK_EQ_U(n, want_events);
+    const dpro_thread_info *ta, *tb;
+    size_t nta = dpro_reader_threads(ra, &ta), ntb = dpro_reader_threads(rb, &tb);
+    CHECK_EQ_U(nta, ntb);
+    CHECK(strcmp(dpro_reader_meta(ra, "import.events_out"),
+                 dpro_reader_meta(rb, "import.events_out")) == 0);
+    dpro_reader_close(ra);
+    dpro_reader_close(rb);
+}
+
+/* Many batches: on the writer thread, inline, and with strings held by the writer before
+ * (our ids then differ from the writer's). */
+static void
+test_threaded_same(const char *dir)
+{
+    /* 20000 kernels: 50000 events, 15000 distinct names, 400 thread names */
+    size_t n = 20000, len;
+    char *text = synthetic_trace(n, 5000, &len);
+    CHECK(text != NULL);
+    if (!text)
+        return;
+    char pt[512], pi[512], pp[512], err[512];
+    snprintf(pt, sizeof(pt), "%s/threaded.dpro", dir);
+    snprintf(pi, sizeof(pi), "%s/inline.dpro", dir);
+    snprintf(pp, sizeof(pp), "%s/pre.dpro", dir);
+    int rc = import_to(pt, text, len, 0, 0, err, sizeof(err));
+    if (rc != DPRO_OK)
+        fprintf(stderr, "threaded: %s\n", err);
+    CHECK(rc == DPRO_OK);
+    rc = import_to(pi, text, len, 1, 0, err, sizeof(err));
+    CHECK(rc == DPRO_OK);
+    rc = import_to(pp, text, len, 0, 3, err, sizeof(err));
+    CHECK(rc == DPRO_OK);
+    size_t want = n * 2 + n / 2 + 1;
+    check_same_trace(pt, pi, want);
+    check_same_trace(pt, pp, want);
+    dpro_reader *r;
+    if (dpro_reader_open(pt, &r, err, sizeof(err)) == DPRO_OK) {
+        const dpro_thread_info *th;
+        CHECK_EQ_U(dpro_reader_threads(r, &th), n / 50);
+        /* the 3 constants (cpu_op, user_annotation, ...) used + the names */
+        CHECK(dpro_reader_string_count(r) >= 5000 + n / 2 + 2);
+        dpro_reader_close(r);
+    }
+
+    /* freed before its end: the writer thread stops, the writer stays usable */
+    dpro_writer *w;
+    char pf[512];
+    snprintf(pf, sizeof(pf), "%s/freed.dpro", dir);
+    CHECK(dpro_writer_open(pf, NULL, &w, err, sizeof(err)) == DPRO_OK);
+    kineto_importer *k;
+    CHECK(kineto_importer_new(w, NULL, &k) == DPRO_OK);
+    CHECK(kineto_importer_feed(k, text, len / 2) == DPRO_OK);
+    kineto_importer_free(k);
+    CHECK(dpro_writer_close(w) == DPRO_OK);
+    unlink(pf);
+    unlink(pt);
+    unlink(pi);
+    unlink(pp);
+    free(text);
+}
+
+/* A writer that fails on the writer thread (the file size limit is hit by a flush): the
+ * import fails with the writer's words, the file name and a position. In a child, since
+ * the limit is the process's. */
+static void
+test_writer_error(const char *dir)
+{
+    size_t len;
+    /* every kernel name distinct: the first flush writes ~1 MB of strings */
+    char *text = synthetic_trace(20000, 20000, &len);
+    CHECK(text != NULL);
+    if (!text)
+        return;
+    for (int inline_writer = 0; inline_writer < 2; inline_writer++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/full%d.dpro", dir, inline_writer);
+        pid_t pid = fork();
+        if (pid == 0) {
+            char err[512];
+            dpro_writer *w;
+            dpro_writer_options wo;
+            kineto_writer_options(&wo);
+            if (dpro_writer_open(path, &wo, &w, err, sizeof(err)) != DPRO_OK)
+                _exit(3);
+            signal(SIGXFSZ, SIG_IGN);
+            struct rlimit rl = {256 << 10, 256 << 10};
+            setrlimit(RLIMIT_FSIZE, &rl);
+            kineto_options o = {.source_file = "big.json", .file_count = 1,
+                                .inline_writer = inline_writer};
+            int rc = kineto_import_buffer(w, text, len, 65536, &o, err, sizeof(err));
+            dpro_writer_close(w);
+            int ok = rc == DPRO_ERR_IO && strstr(err, "big.json: byte ") &&
+                     strstr(err, "writing the trace");
+            if (!ok)
+                fprintf(stderr, "writer error (inline %d): rc %d, \"%s\"\n", inline_writer, rc,
+                        err);
+            _exit(ok ? 0 : 1);
+        }
+        int st = 0;
+        CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        char side[600];
+        unlink(path);
+        snprintf(side, sizeof(side), "%s-wal", path);
+        unlink(side);
+        snprintf(side, sizeof(side), "%s-shm", path);
+        unlink(side);
+    }
+    free(text);
+}
+
 /* A bad input gives status want and a message with the position (and what). */
 static void
 expect_error(const char *json, int want, const char *what)
@@ -316,8 +590,12 @@ main(void)
         return 99;
     test_parse_us();
     static const size_t chunks[] = {0, 1, 2, 3, 7, 64, 1000};
-    for (size_t i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++)
-        test_roundtrip(dir, chunks[i]);
+    for (size_t i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
+        test_roundtrip(dir, chunks[i], 0);
+        test_roundtrip(dir, chunks[i], 1);
+    }
+    test_threaded_same(dir);
+    test_writer_error(dir);
     test_errors();
     rmdir(dir);
     return tests_done();
