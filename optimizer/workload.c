@@ -721,37 +721,6 @@ repair_event_edges(workload *w)
     return added;
 }
 
-/* Launch latencies: the builder gives an op launched while its stream was busy the
- * rank's median latency, which on a device-bound job is mostly queueing (the host runs
- * milliseconds ahead); such a latency pins the op to the old schedule when a strategy
- * makes the device faster. Every device op's latency is limited to the rank's 10th
- * percentile (what an op launched on an idle stream waits). Returns 0 or -1. */
-static int
-clamp_launch_latency(workload *w)
-{
-    dfg *g = w->g;
-    int32_t *lats = malloc(sizeof *lats * (size_t)(g->n_nodes + 1));
-    if (!lats)
-        return -1;
-    for (int32_t r = 0; r < g->n_ranks; r++) {
-        int32_t k = 0;
-        for (int32_t d = 0; d < g->n_nodes; d++)
-            if (g->kind[d] == DFG_KERNEL && g->launch[d] >= 0 && dfg_rank(g, d) == r &&
-                alive(g, d))
-                lats[k++] = g->lat[d];
-        if (k == 0)
-            continue;
-        qsort(lats, (size_t)k, sizeof *lats, cmp_int32);
-        int32_t floor_ns = lats[k / 10];
-        for (int32_t d = 0; d < g->n_nodes; d++)
-            if (g->kind[d] != DFG_HOST && g->launch[d] >= 0 && dfg_rank(g, d) == r &&
-                g->lat[d] > floor_ns)
-                g->lat[d] = floor_ns;
-    }
-    free(lats);
-    return 0;
-}
-
 static void
 free_node_arrays(workload *w)
 {
@@ -836,7 +805,7 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first,
         goto out;
     w->measured_iter_ns = workload_iteration_ns(w, base);
     w->repaired_edges = repair_event_edges(w);
-    if (w->repaired_edges < 0 || clamp_launch_latency(w) != 0)
+    if (w->repaired_edges < 0)
         goto out;
     ri = calloc((size_t)g->n_ranks + 1, sizeof *ri);
     if (!ri || find_threads_and_iterations(w, base, ri) != 0 || link_threads(w, ri) != 0)

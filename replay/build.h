@@ -18,9 +18,16 @@
  * Driver equivalents (cuEventRecord, cuStreamWaitEvent, ...) count the same.
  * Send/recv are not matched with their peers: their device ops keep their measured
  * durations (a limitation; all-rank collectives are matched).
+ * Launch-queue backpressure: a launch call cannot return while the device's queue of
+ * pending operations is full (CUDA holds about 1024 per stream); on a device-bound job
+ * the host runs that far ahead and its launch calls take as long as a device op. Where
+ * the trace shows it (build_launch_queue), a launch gets the edge "the op Q places
+ * earlier in its queue finished -> the launch ends", so a faster or slower device moves
+ * the host with it instead of pinning it to the measured call durations.
  * Timing parameters come from the measured, aligned times: host gaps, launch latency
- * (per op when the stream was idle, else the rank's median), blocking calls' own cost
- * after their wait, and each group's measured transfer (end - last arrival).
+ * (per op when the stream was idle, else the rank's pure submission latency, see
+ * build_submission_latency), blocking calls' own cost after their wait, and each
+ * group's measured transfer (end - last arrival).
  * Wake-ups between host threads (dfg.h, DFG_F_WAKEUP) are inferred last: a call after a
  * gap much longer than its thread's usual one (a blocking wait: an autograd engine
  * thread woken after the forward, a main thread woken when backward is done) is tied to
@@ -53,6 +60,52 @@ typedef struct build_bounds {
  * leave a partial graph (collectives with missing or disagreeing participants) are
  * recorded with job_warn. Returns 0, or -1 when out of memory (g freed). */
 int build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, dfg *g);
+
+/* Launch-queue inference of one rank (build_launch_queue). */
+typedef struct build_queue_info {
+    int32_t depth;          /* Q: ops a queue holds; 0 when no backpressure was seen */
+    int per_stream;         /* 1: one queue per stream, 0: one per device (the rank) */
+    int32_t long_calls;     /* launch calls longer than long_ns */
+    int32_t explained;      /* of those, the ones that found their queue full (Q +- Q/8) */
+    int32_t edges;          /* queue edges added (calls flagged DFG_F_QUEUED) */
+    int32_t held;           /* of those, calls that waited for their queue in the trace */
+    int64_t launch_cost_ns; /* a launch call's normal cost (10th percentile) */
+    int64_t long_ns;        /* threshold of a long call */
+} build_queue_info;
+
+/* Infers the launch queues of rank r of g from its measured times (mstart/mend of the
+ * host nodes that launched device ops, mend of the ops) and models them with edges;
+ * call it on a built graph before its timing is derived (build_derive_timing).
+ *
+ * For every launch call, U = the ops launched before it into the same queue (a stream,
+ * or the rank's device) that had not finished when it started. A call is long when it
+ * took more than max(BQ_LONG_MIN_NS, BQ_LONG_FACTOR x the normal launch cost). If the
+ * long calls are backpressure, their U clusters at the queue's capacity: Q is the
+ * median U over the long calls; it is accepted when at least BQ_MIN_LONG long calls
+ * exist, Q >= BQ_MIN_DEPTH (a real queue holds hundreds to thousands of ops) and at
+ * least half of the long calls have U within Q +- Q/8. Both scopes are tried; the one
+ * that explains more long calls wins (a stream on a tie).
+ *
+ * With Q accepted, every launch call k of the rank (its first op at position k of its
+ * queue, k >= Q) gets the edge op(k - Q) -> call and the flag DFG_F_QUEUED (the edge
+ * delays its end, dfg.h), unless that op ended after the call (the trace contradicts
+ * it): the call cannot end before op k - Q has made room. For the calls that found their
+ * queue full (op k - Q unfinished when they started) build_derive_timing then takes as
+ * intrinsic duration what they took after op k - Q ended, i.e. the normal launch cost,
+ * not the wait. Edges on calls that did not wait cost nothing in the replay of the trace
+ * and hold the host back when a what-if slows the device down.
+ * info (may be NULL) receives what was found. Returns 0 or -1 (out of memory). */
+int build_launch_queue(dfg *g, int32_t r, build_queue_info *info);
+
+/* Rank r's pure submission latency, ns: the time from the start of a launch call to the
+ * earliest its op can start on an idle device. See build.c (LAT_PCT) for the estimator.
+ * 0 when no op qualifies. */
+int64_t build_submission_latency(const dfg *g, int32_t r);
+
+/* Derives gap, lat and dur of every node and the groups' measured transfer from the
+ * measured times, the launch links and the edges (build_dfg calls it after
+ * build_launch_queue; exposed for tests that build graphs by hand). Returns 0 or -1. */
+int build_derive_timing(dfg *g);
 
 /* Earliest aligned event time of the job (the graph's time 0), in the ranks' aligned
  * clock. */

@@ -496,7 +496,7 @@ dfg_add_wakeup(dfg *g, int32_t waker, int32_t h, int64_t latency)
         return -1;
     if (latency < 0)
         latency = 0;
-    if (g->flags[h] & DFG_F_BLOCKING) {
+    if (g->flags[h] & DFG_F_END_EDGES) {
         int32_t w = wake_handoff(g, h);
         if (w < 0)
             return -1;
@@ -651,11 +651,11 @@ dfg_remove_node(dfg *g, int32_t n)
     for (int64_t j = 0; prev >= 0 && j < ne; j++)
         if (g->esrc[j] == n && dfg_add_edge(g, prev, g->edst[j]) != 0)
             return -1;
-    /* a wake-up passes to the next call on the thread (a BLOCKING one gets a wake-up node
-     * before it, which then follows n and takes its gap below) */
+    /* a wake-up passes to the next call on the thread (a BLOCKING or QUEUED one gets a
+     * wake-up node before it, which then follows n and takes its gap below) */
     if (g->kind[n] == DFG_HOST && (g->flags[n] & DFG_F_WAKEUP) && next >= 0) {
         int32_t to = next;
-        if (g->flags[next] & DFG_F_BLOCKING) {
+        if (g->flags[next] & DFG_F_END_EDGES) {
             int64_t keep = g->gap[next];
             to = wake_handoff(g, next);
             if (to < 0)
@@ -714,7 +714,7 @@ dfg_merge_nodes(dfg *g, int32_t a, int32_t b)
     if (a < 0 || b < 0 || a >= g->n_nodes || b >= g->n_nodes || a == b ||
         g->res[a] != g->res[b] || ((g->flags[a] | g->flags[b]) & DFG_F_REMOVED))
         return -1;
-    if ((g->flags[a] & DFG_F_WAKEUP) && (g->flags[b] & DFG_F_BLOCKING)) {
+    if ((g->flags[a] & DFG_F_WAKEUP) && (g->flags[b] & DFG_F_END_EDGES)) {
         /* a's wake-up must keep delaying a start, b's waits the end: split them */
         int32_t w = wake_handoff(g, a);
         if (w < 0)
@@ -746,7 +746,7 @@ dfg_merge_nodes(dfg *g, int32_t a, int32_t b)
     g->bytes[a] += g->bytes[b];
     if (g->mend[b] > g->mend[a])
         g->mend[a] = g->mend[b];
-    g->flags[a] |= g->flags[b] & DFG_F_BLOCKING;
+    g->flags[a] |= g->flags[b] & DFG_F_END_EDGES;
     /* b's gap moves to the node after b (dfg_remove_node), where the time was spent */
     return dfg_remove_node(g, b);
 }

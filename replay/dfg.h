@@ -22,8 +22,12 @@
  *     that preceded the wake-up on other threads) delay its START instead of its end. It
  *     starts at max(end of the previous node on its thread, ends of its predecessors) +
  *     gap[n], gap[n] being the wake-up latency. A node is never both WAKEUP and BLOCKING
- *     (a woken blocking call gets a zero-length WAKEUP node before it, see
- *     dfg_insert_before);
+ *     or QUEUED (a woken blocking or queued call gets a zero-length WAKEUP node before
+ *     it, see dfg_add_wakeup);
+ *   - launch queue: a launch call flagged DFG_F_QUEUED has an edge from the device op
+ *     that had to finish before its queue had room for it (build.h); the edge delays
+ *     the call's end like a blocking call's, and the call's dur is its cost after the
+ *     wait;
  *   - collective groups: each participant is ready when its own dependencies are met;
  *     the group starts its transfer when the last participant is ready and every
  *     participant ends grp_dur[g] ns later.
@@ -54,11 +58,17 @@ enum dfg_node_kind {
 };
 
 enum dfg_node_flag {
-    DFG_F_REMOVED = 1, /* removed by a transformation; skipped everywhere */
-    DFG_F_BLOCKING = 2, /* host call that waits for device work (has predecessors) */
+    DFG_F_REMOVED = 1,   /* removed by a transformation; skipped everywhere */
+    DFG_F_BLOCKING = 2,  /* host call that waits for device work (has predecessors) */
     DFG_F_SYNTHETIC = 4, /* created by a transformation, no measured times */
-    DFG_F_WAKEUP = 8, /* host call woken by another thread: edges delay its start */
+    DFG_F_WAKEUP = 8,    /* host call woken by another thread: edges delay its start */
+    DFG_F_QUEUED = 16,   /* launch call bound by a launch queue (build.h): its edges (from
+                          * the op it must wait for to make room) delay its end, as a
+                          * BLOCKING call's do, but it synchronises nothing */
 };
+
+/* Host calls whose edge predecessors delay their end rather than their start. */
+#define DFG_F_END_EDGES (DFG_F_BLOCKING | DFG_F_QUEUED)
 
 enum dfg_res_kind {
     DFG_RES_THREAD = 1,
@@ -173,9 +183,9 @@ int32_t dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_
 
 /* Makes host node h wait for the end of node waker (another thread's call) before it
  * starts, with a wake-up latency of `latency` ns: h gets the edge waker -> h and the
- * WAKEUP flag and its gap becomes the latency; a BLOCKING h instead gets a zero-length
- * WAKEUP node "(wake-up)" right before it, which takes the edge and the latency (h's gap
- * becomes 0). Returns 0 or -1 (out of memory, h not a host node). */
+ * WAKEUP flag and its gap becomes the latency; a BLOCKING or QUEUED h instead gets a
+ * zero-length WAKEUP node "(wake-up)" right before it, which takes the edge and the
+ * latency (h's gap becomes 0). Returns 0 or -1 (out of memory, h not a host node). */
 int dfg_add_wakeup(dfg *g, int32_t waker, int32_t h, int64_t latency);
 
 /* Adds a finish-to-start edge src -> dst. Duplicates are harmless. Returns 0 or -1. */
@@ -195,15 +205,16 @@ void dfg_set_group(dfg *g, int32_t n, int32_t grp);
  * launch dependency), its gap is added to the next node's gap on the resource, and
  * iteration boundaries on it move to the previous node on the resource (the next one if
  * there is none). A WAKEUP node passes its wake-up (predecessors and flag) to the next
- * node on its thread (through a "(wake-up)" node when that one is BLOCKING). Returns 0,
- * or -1 when out of memory. */
+ * node on its thread (through a "(wake-up)" node when that one is BLOCKING or QUEUED).
+ * Returns 0, or -1 when out of memory. */
 int dfg_remove_node(dfg *g, int32_t n);
 
 /* Merges node b into node a (same resource): a's duration becomes dur[a] + dur[b]
  * (callers then set the fused cost they model), b's edges and launched devices are
- * moved to a, and b is removed. When a is WAKEUP and b BLOCKING, a's wake-up first
- * moves to a "(wake-up)" node before a; b's wake-up edges otherwise join a's edges as
- * they are (they delay a's end, or its start if a is WAKEUP). Returns 0, or -1
+ * moved to a, and b is removed (a takes b's BLOCKING and QUEUED flags). When a is
+ * WAKEUP and b BLOCKING or QUEUED, a's wake-up first moves to a "(wake-up)" node before
+ * a; b's wake-up edges otherwise join a's edges as they are (they delay a's end, or its
+ * start if a is WAKEUP). Returns 0, or -1
  * (different resources, removed nodes, out of memory). */
 int dfg_merge_nodes(dfg *g, int32_t a, int32_t b);
 

@@ -2,8 +2,9 @@
 # iteration detection, simulator, critical path, graph transformations), dpro-replay and
 # dpro-export on synthetic multi-rank traces written with the trace writer (known skew,
 # known iteration time, faults), end to end on tests/simgpu (skipped without it: replay
-# accuracy, clock skew, a what-if prediction against the realised run), and
-# the simulator benchmark (make bench).
+# accuracy, clock skew, a what-if prediction against the realised run), what-if
+# predictions on the real Kineto traces of ../shared (launch-queue backpressure; skipped
+# without them), and the simulator benchmark (make bench).
 check_PROGRAMS += tests/replay/test_replay_unit tests/replay/gen_traces
 tests_replay_test_replay_unit_SOURCES = tests/replay/test_replay_unit.c
 tests_replay_test_replay_unit_LDADD = replay/libdproreplay.la
@@ -11,9 +12,10 @@ tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
 tests_replay_gen_traces_LDADD = schemas/libdprotrace.la
 
 TESTS += tests/replay/test_replay_unit tests/replay/test_replay_traces.py \
-	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py
+	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
+	tests/replay/test_replay_kineto_whatif.py
 dist_check_SCRIPTS += tests/replay/test_replay_traces.py tests/replay/test_replay_simgpu.py \
-	tests/replay/test_replay_whatif.py
+	tests/replay/test_replay_whatif.py tests/replay/test_replay_kineto_whatif.py
 
 BENCHMARKS += tests/replay/bench_replay
 noinst_PROGRAMS += tests/replay/bench_replay

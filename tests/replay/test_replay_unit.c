@@ -2,8 +2,10 @@
  * test_replay_unit: unit tests of the replay's pure parts: clock alignment with injected
  * offsets, the collective cost-model fit, iteration detection, the simulator on tiny
  * hand-made graphs with known answers (wake-ups between threads included), the
- * critical path, the breakdown, graph transformations (clone, remove, merge) and the
- * synthetic generator.
+ * critical path, the breakdown, graph transformations (clone, remove, merge), the
+ * synthetic generator, and the builder's timing inference on hand-made measured graphs
+ * (launch-queue backpressure, pure submission latency) checked by what-if predictions
+ * against a reference model of the device.
  */
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 
 #include "dprotrace.h"
 #include "replay/align.h"
+#include "replay/build.h"
 #include "replay/costmodel.h"
 #include "replay/dfg.h"
 #include "replay/iter.h"
@@ -459,6 +462,263 @@ test_synth(void)
     dfg_free(&gc);
 }
 
+/* ---- builder timing inference, against a reference model ------------------------------- */
+
+/* A reference single-stream device fed by one host thread: call k starts hgap after
+ * call k-1 returned and returns cost after it started, or cost after op k-Q finished
+ * when more than Q - 1 earlier ops are unfinished (Q = 0: an unbounded queue); op k
+ * starts at max(end of op k-1 + dgap, call start + lat) and runs kdur[k]. Every
+ * sync_every ops (0: never) the thread synchronises with the stream (a call that
+ * returns cost after the last op ended), then waits wait_ns before going on. */
+typedef struct refjob {
+    int n, q, sync_every;
+    int64_t cost, hgap, dgap, lat, wait_ns;
+    const int64_t *kdur;
+    /* out: per op its call's and its own times; per sync its call's */
+    int64_t *ls, *le, *ds, *de, *ss, *se;
+} refjob;
+
+static void
+ref_run(refjob *j)
+{
+    int64_t t = 0;
+    int ns = 0;
+    for (int k = 0; k < j->n; k++) {
+        j->ls[k] = t + j->hgap;
+        int64_t ready = j->ls[k];
+        if (j->q > 0 && k >= j->q && j->de[k - j->q] > ready)
+            ready = j->de[k - j->q];
+        j->le[k] = ready + j->cost;
+        int64_t s = j->ls[k] + j->lat;
+        if (k > 0 && j->de[k - 1] + j->dgap > s)
+            s = j->de[k - 1] + j->dgap;
+        j->ds[k] = s;
+        j->de[k] = s + j->kdur[k];
+        t = j->le[k];
+        if (j->sync_every > 0 && (k + 1) % j->sync_every == 0) {
+            j->ss[ns] = t + j->hgap;
+            j->se[ns] = (j->de[k] > j->ss[ns] ? j->de[k] : j->ss[ns]) + j->cost;
+            t = j->se[ns++] + j->wait_ns;
+        }
+    }
+}
+
+/* The graph of a reference run with its measured times; host[k] / dev[k] receive the
+ * nodes of op k, sync[i] those of the synchronisations. */
+static void
+ref_graph(const refjob *j, dfg *g, int32_t *host, int32_t *dev, int32_t *sync)
+{
+    CHECK(dfg_init(g, 1) == 0);
+    int32_t T = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, 0);
+    int32_t S = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, 0);
+    int32_t nl = dfg_intern(g, "cudaLaunchKernel"), nk = dfg_intern(g, "k");
+    int32_t ny = dfg_intern(g, "cudaStreamSynchronize");
+    int ns = 0;
+    for (int k = 0; k < j->n; k++) {
+        int32_t h = dfg_add_node(g, DFG_HOST, T, nl);
+        g->mstart[h] = j->ls[k];
+        g->mend[h] = j->le[k];
+        int32_t d = dfg_add_node(g, DFG_KERNEL, S, nk);
+        g->mstart[d] = j->ds[k];
+        g->mend[d] = j->de[k];
+        g->launch[d] = h;
+        host[k] = h;
+        dev[k] = d;
+        if (j->sync_every > 0 && (k + 1) % j->sync_every == 0) {
+            int32_t y = dfg_add_node(g, DFG_HOST, T, ny);
+            g->mstart[y] = j->ss[ns];
+            g->mend[y] = j->se[ns];
+            CHECK(dfg_add_edge(g, d, y) == 0);
+            g->flags[y] |= DFG_F_BLOCKING;
+            sync[ns++] = y;
+        }
+    }
+}
+
+static refjob
+ref_alloc(int n)
+{
+    refjob j;
+    memset(&j, 0, sizeof j);
+    j.n = n;
+    j.ls = calloc((size_t)n, sizeof *j.ls);
+    j.le = calloc((size_t)n, sizeof *j.le);
+    j.ds = calloc((size_t)n, sizeof *j.ds);
+    j.de = calloc((size_t)n, sizeof *j.de);
+    j.ss = calloc((size_t)n, sizeof *j.ss);
+    j.se = calloc((size_t)n, sizeof *j.se);
+    return j;
+}
+
+static void
+ref_free(refjob *j)
+{
+    free(j->ls);
+    free(j->le);
+    free(j->ds);
+    free(j->de);
+    free(j->ss);
+    free(j->se);
+}
+
+/* Launch-queue backpressure: a host far ahead of a device-bound stream, held back by a
+ * queue of 100 ops. The builder must find Q = 100, give the held calls their normal cost,
+ * replay the trace exactly, and predict the reference's timeline when the kernels take
+ * half (the host follows the device) or twice as long; without the queue the host would
+ * keep its measured call durations and a faster device would change nothing. */
+static void
+test_launch_queue(void)
+{
+    enum { N = 600, Q = 100 };
+    int64_t kd[N], kd_half[N], kd_twice[N];
+    for (int k = 0; k < N; k++) {
+        kd[k] = 60000 + (k % 7) * 10000; /* 60-120 us kernels */
+        kd_half[k] = kd[k] / 2;
+        kd_twice[k] = kd[k] * 2;
+    }
+    refjob m = ref_alloc(N);
+    m.q = Q;
+    m.cost = 5000;
+    m.hgap = 2000;
+    m.dgap = 1500;
+    m.lat = 7000;
+    m.kdur = kd;
+    ref_run(&m);
+    CHECK(m.le[N - 1] - m.ls[N - 1] > 50000); /* the host is held back */
+    dfg g;
+    int32_t host[N], dev[N], sync[1];
+    ref_graph(&m, &g, host, dev, sync);
+    build_queue_info qi;
+    CHECK(build_launch_queue(&g, 0, &qi) == 0);
+    CHECK_EQ(qi.depth, Q);
+    CHECK_EQ(qi.per_stream, 1);
+    CHECK_EQ(qi.launch_cost_ns, 5000);
+    int32_t waited = 0; /* calls the reference held: op k - Q unfinished at their start */
+    for (int k = Q; k < N; k++)
+        waited += m.de[k - Q] > m.ls[k];
+    CHECK_EQ(qi.held, waited);
+    CHECK(qi.long_calls > 0 && qi.explained == qi.long_calls);
+    CHECK_EQ(qi.edges, N - Q);
+    CHECK(build_derive_timing(&g) == 0);
+    CHECK_EQ(g.dur[host[N - 1]], 5000); /* its normal cost, not the wait */
+    CHECK((g.flags[host[N - 1]] & DFG_F_QUEUED) && !(g.flags[host[N - 1]] & DFG_F_BLOCKING));
+    CHECK_EQ(build_submission_latency(&g, 0), 7000);
+    sim_result r;
+    memset(&r, 0, sizeof r);
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.n_unfinished, 0);
+    int exact = 1;
+    for (int k = 0; k < N; k++)
+        exact &= r.end[host[k]] == m.le[k] && r.end[dev[k]] == m.de[k];
+    CHECK(exact);
+    /* what-ifs: kernels x 0.5 and x 2 against the reference */
+    for (int w = 0; w < 2; w++) {
+        const int64_t *kw = w == 0 ? kd_half : kd_twice;
+        refjob x = ref_alloc(N);
+        x.q = Q;
+        x.cost = m.cost;
+        x.hgap = m.hgap;
+        x.dgap = m.dgap;
+        x.lat = m.lat;
+        x.kdur = kw;
+        ref_run(&x);
+        dfg c;
+        CHECK(dfg_clone(&c, &g) == 0);
+        for (int k = 0; k < N; k++)
+            c.dur[dev[k]] = kw[k];
+        CHECK(sim_run(&c, &r) == 0);
+        int same = 1;
+        for (int k = 0; k < N; k++)
+            same &= r.end[host[k]] == x.le[k] && r.end[dev[k]] == x.de[k];
+        CHECK(same);
+        /* the host's last call follows the device: about half (twice) as late */
+        double ratio = (double)r.end[host[N - 1]] / (double)m.le[N - 1];
+        CHECK(w == 0 ? ratio < 0.55 : ratio > 1.9);
+        dfg_free(&c);
+        ref_free(&x);
+    }
+    dfg_free(&g);
+
+    /* no backpressure: an unbounded queue, a few long calls for another reason (the first
+     * launch of each kernel loads its module) -> no queue, no edges */
+    refjob u = ref_alloc(N);
+    u.cost = 5000;
+    u.hgap = 2000;
+    u.dgap = 1500;
+    u.lat = 7000;
+    u.kdur = kd;
+    ref_run(&u);
+    for (int k = 0; k < 20; k++)
+        u.le[k * 30] += 300000;
+    ref_graph(&u, &g, host, dev, sync);
+    CHECK(build_launch_queue(&g, 0, &qi) == 0);
+    CHECK_EQ(qi.depth, 0);
+    CHECK_EQ(qi.edges, 0);
+    CHECK_EQ(g.n_edges, 0);
+    dfg_free(&g);
+    ref_free(&u);
+    ref_free(&m);
+    sim_result_free(&r);
+}
+
+/* Pure submission latency: iterations of 10 launches onto a busy stream, closed by a
+ * stream synchronisation; the device leaves 2 us between kernels (more than the builder's
+ * idle threshold), so every op "starts on an idle stream" but only the first of each
+ * iteration is launch-bound; the others waited behind their stream for up to 0.9 ms. The
+ * latency must be the 7 us of submission, not the median queueing, so that a device
+ * twice as fast is predicted as the reference runs it. */
+static void
+test_submission_latency(void)
+{
+    enum { N = 400, PER = 10 };
+    int64_t kd[N], kd_half[N];
+    for (int k = 0; k < N; k++) {
+        kd[k] = 100000;
+        kd_half[k] = 50000;
+    }
+    refjob m = ref_alloc(N);
+    m.cost = 5000;
+    m.hgap = 2000;
+    m.dgap = 2000;
+    m.lat = 7000;
+    m.wait_ns = 20000;
+    m.sync_every = PER;
+    m.kdur = kd;
+    ref_run(&m);
+    dfg g;
+    int32_t host[N], dev[N], sync[N / PER];
+    ref_graph(&m, &g, host, dev, sync);
+    build_queue_info qi;
+    CHECK(build_launch_queue(&g, 0, &qi) == 0);
+    CHECK_EQ(qi.depth, 0);
+    CHECK(build_derive_timing(&g) == 0);
+    CHECK_EQ(build_submission_latency(&g, 0), 7000);
+    CHECK_EQ(g.lat[dev[N - 1]], 7000);
+    CHECK_EQ(g.gap[dev[N - 1]], 2000);
+    sim_result r;
+    memset(&r, 0, sizeof r);
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.end[sync[N / PER - 1]], m.se[N / PER - 1]);
+    refjob x = ref_alloc(N);
+    x.cost = m.cost;
+    x.hgap = m.hgap;
+    x.dgap = m.dgap;
+    x.lat = m.lat;
+    x.wait_ns = m.wait_ns;
+    x.sync_every = PER;
+    x.kdur = kd_half;
+    ref_run(&x);
+    for (int k = 0; k < N; k++)
+        g.dur[dev[k]] = kd_half[k];
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.end[sync[N / PER - 1]], x.se[N / PER - 1]);
+    CHECK((double)x.se[N / PER - 1] < 0.6 * (double)m.se[N / PER - 1]);
+    sim_result_free(&r);
+    dfg_free(&g);
+    ref_free(&x);
+    ref_free(&m);
+}
+
 int
 main(void)
 {
@@ -469,6 +729,8 @@ main(void)
     test_sim_wakeup();
     test_sim_collective();
     test_synth();
+    test_launch_queue();
+    test_submission_latency();
     if (failures) {
         fprintf(stderr, "test_replay_unit: %d failure(s)\n", failures);
         return 1;
