@@ -132,8 +132,7 @@ memest_round_block(int64_t bytes)
 }
 
 int64_t
-memest_predict(const memest *m, const uint8_t *recompute, double keep_fraction,
-               int32_t accum_k)
+memest_predict(const memest *m, const uint8_t *recompute, double keep_fraction, int32_t accum_k)
 {
     if (accum_k < 1)
         accum_k = 1;

@@ -34,10 +34,10 @@
 /* One allocation or free (DPRO_MEM_ALLOC / DPRO_MEM_FREE), graph clock. */
 typedef struct memest_event {
     int64_t t_ns;
-    int op;           /* 1 alloc, 2 free (enum dpro_mem_op) */
-    int64_t bytes;    /* size of an alloc (ignored for a free: the address tells) */
+    int op;        /* 1 alloc, 2 free (enum dpro_mem_op) */
+    int64_t bytes; /* size of an alloc (ignored for a free: the address tells) */
     uint64_t address;
-    uint64_t thread;  /* host thread id of the call */
+    uint64_t thread; /* host thread id of the call */
 } memest_event;
 
 /* Where the first iteration of the rank lies (graph clock) and its threads. */
@@ -50,14 +50,14 @@ typedef struct memest_phases {
 } memest_phases;
 
 typedef struct memest {
-    int64_t peak_bytes;      /* measured peak of live bytes */
-    int64_t static_bytes;    /* see above; live at the end of the first iteration */
+    int64_t peak_bytes;   /* measured peak of live bytes */
+    int64_t static_bytes; /* see above; live at the end of the first iteration */
     int64_t optimizer_bytes;
     int64_t backward_bytes;
     int64_t other_bytes;
-    int32_t n_layers;        /* activation allocations found */
-    int64_t *act_bytes;      /* per layer, forward order */
-    int64_t *act_time;       /* graph time of each activation allocation */
+    int32_t n_layers;   /* activation allocations found */
+    int64_t *act_bytes; /* per layer, forward order */
+    int64_t *act_time;  /* graph time of each activation allocation */
 } memest;
 
 /* Builds the estimate of one rank from n events (any order). Returns 0, or -1 when out

@@ -481,10 +481,13 @@ cmp_candidate(const void *pa, const void *pb)
     if (a->eval.iter_ns != b->eval.iter_ns)
         return (a->eval.iter_ns > b->eval.iter_ns) - (a->eval.iter_ns < b->eval.iter_ns);
     if (a->eval.peak_bytes != b->eval.peak_bytes)
-        return (a->eval.peak_bytes > b->eval.peak_bytes) - (a->eval.peak_bytes < b->eval.peak_bytes);
+        return (a->eval.peak_bytes > b->eval.peak_bytes) -
+               (a->eval.peak_bytes < b->eval.peak_bytes);
     /* ties: fewer changes first */
-    int fa = __builtin_popcount(strategy_plan_families(&a->plan)) + a->plan.fuse + a->plan.cuda_graph;
-    int fb = __builtin_popcount(strategy_plan_families(&b->plan)) + b->plan.fuse + b->plan.cuda_graph;
+    int fa =
+        __builtin_popcount(strategy_plan_families(&a->plan)) + a->plan.fuse + a->plan.cuda_graph;
+    int fb =
+        __builtin_popcount(strategy_plan_families(&b->plan)) + b->plan.fuse + b->plan.cuda_graph;
     if (fa != fb)
         return fa - fb;
     return memcmp(&a->plan, &b->plan, sizeof a->plan);

@@ -27,32 +27,32 @@
 
 typedef struct search_options {
     uint64_t seed;
-    double budget_s;        /* wall-clock cap, 0: none */
-    int64_t max_evals;      /* simulations (default 2000 when 0) */
-    int64_t memory_budget;  /* bytes, 0: none */
-    double memory_margin;   /* share of the budget kept free for what the estimate does
-                               not see (allocator fragmentation); feasible means
-                               peak <= budget * (1 - margin) */
-    unsigned families;      /* enum strategy_family mask (0: all) */
-    int32_t batch;          /* per-rank batch (accumulation steps must divide it), 0 unknown */
-    int progress;           /* progress line on stderr */
-    int32_t top_k;          /* winners kept (default 5 when 0) */
+    double budget_s;       /* wall-clock cap, 0: none */
+    int64_t max_evals;     /* simulations (default 2000 when 0) */
+    int64_t memory_budget; /* bytes, 0: none */
+    double memory_margin;  /* share of the budget kept free for what the estimate does
+                              not see (allocator fragmentation); feasible means
+                              peak <= budget * (1 - margin) */
+    unsigned families;     /* enum strategy_family mask (0: all) */
+    int32_t batch;         /* per-rank batch (accumulation steps must divide it), 0 unknown */
+    int progress;          /* progress line on stderr */
+    int32_t top_k;         /* winners kept (default 5 when 0) */
 } search_options;
 
 typedef struct search_candidate {
     strategy_plan plan;
     strategy_eval eval;
-    int feasible;           /* fits the memory budget (or there is none) */
+    int feasible; /* fits the memory budget (or there is none) */
 } search_candidate;
 
 typedef struct search_result {
     search_candidate baseline;
-    search_candidate *top;  /* best first */
+    search_candidate *top; /* best first */
     int32_t n_top;
-    int64_t evaluations;    /* simulations run */
-    int64_t proposals;      /* plans looked at, cache hits included */
+    int64_t evaluations; /* simulations run */
+    int64_t proposals;   /* plans looked at, cache hits included */
     double elapsed_s;
-    int cut_by_budget;      /* the time budget ended the walk */
+    int cut_by_budget; /* the time budget ended the walk */
     /* baseline critical path shares (fractions of its length) */
     double cp_host, cp_short_kernels, cp_collectives, cp_other;
 } search_result;

@@ -10,7 +10,7 @@
 #include "optimizer/strategy.h"
 #include "optimizer/partition.h"
 
-const double strategy_bucket_caps_mb[] = {0.25, 0.5, 1,  2,   4,   5,   8,   10,  16,
+const double strategy_bucket_caps_mb[] = {0.25, 0.5, 1,  2,  4,   5,   8,   10,  16,
                                           25,   32,  50, 64, 100, 128, 256, 512, 1024};
 const int strategy_n_bucket_caps =
     (int)(sizeof strategy_bucket_caps_mb / sizeof strategy_bucket_caps_mb[0]);
@@ -120,8 +120,7 @@ apply_accumulation(workload *w, int32_t k)
     dfg *g = w->g;
     double c0 = w->kernel_fixed_ns;
     for (int32_t d = 0; d < g->n_nodes; d++) {
-        if (g->kind[d] != DFG_KERNEL ||
-            (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
+        if (g->kind[d] != DFG_KERNEL || (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
             continue;
         double t = (double)g->dur[d];
         double f = t < c0 ? t : c0;
@@ -222,8 +221,8 @@ apply_cuda_graph(workload *w)
             continue; /* opens the iteration: the graph launch */
         if (g->flags[h] & DFG_F_BLOCKING)
             continue;
-        int captured = g->res[h] == w->bwd_thread[r] || name_has(g, h, "Event") ||
-                       name_has(g, h, "hand-off");
+        int captured =
+            g->res[h] == w->bwd_thread[r] || name_has(g, h, "Event") || name_has(g, h, "hand-off");
         for (int32_t i = g->launched_off[h]; !captured && i < g->launched_off[h + 1]; i++) {
             int32_t d = g->launched[i];
             captured = g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL;
@@ -263,7 +262,8 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
 {
     const dfg *g = w->g;
     double dev = 0, host = 0;
-    int64_t n_iter = (int64_t)(w->iter_last - w->iter_first + 1) * (g->n_ranks > 0 ? g->n_ranks : 1);
+    int64_t n_iter =
+        (int64_t)(w->iter_last - w->iter_first + 1) * (g->n_ranks > 0 ? g->n_ranks : 1);
     for (int32_t d = 0; d < g->n_nodes; d++) {
         if (w->iter[d] < w->iter_first || w->iter[d] > w->iter_last)
             continue;
@@ -317,8 +317,8 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
         int32_t L = w->mem.n_layers < STRATEGY_MAX_LAYERS ? w->mem.n_layers : STRATEGY_MAX_LAYERS;
         for (int32_t l = 0; l < L; l++)
             rc[l] = (uint8_t)strategy_recomputes(p, l);
-        out->peak_bytes = memest_predict(&w->mem, L > 0 ? rc : NULL, w->opt.recompute_keep,
-                                         p->accum_k);
+        out->peak_bytes =
+            memest_predict(&w->mem, L > 0 ? rc : NULL, w->opt.recompute_keep, p->accum_k);
     }
     return 0;
 }
@@ -457,8 +457,7 @@ strategy_ddp_sim_args(const strategy_plan *p, int32_t batch, char *buf, size_t l
 }
 
 void
-strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
-                     json_writer *jw)
+strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch, json_writer *jw)
 {
     char buf[1024];
     json_begin_object(jw);
@@ -508,7 +507,8 @@ nearest_cap(double mb)
 {
     int best = 0;
     for (int i = 1; i < strategy_n_bucket_caps; i++)
-        if (fabs(log(strategy_bucket_caps_mb[i] / mb)) < fabs(log(strategy_bucket_caps_mb[best] / mb)))
+        if (fabs(log(strategy_bucket_caps_mb[i] / mb)) <
+            fabs(log(strategy_bucket_caps_mb[best] / mb)))
             best = i;
     return best;
 }

@@ -103,9 +103,9 @@ unsigned strategy_plan_families(const strategy_plan *p);
 
 /* Result of one evaluation. */
 typedef struct strategy_eval {
-    double iter_ns;      /* predicted iteration (optimizer step) time, -1 on failure */
-    int64_t peak_bytes;  /* predicted peak memory, -1 unknown */
-    int32_t n_buckets;   /* buckets per iteration (0: as measured / none) */
+    double iter_ns;     /* predicted iteration (optimizer step) time, -1 on failure */
+    int64_t peak_bytes; /* predicted peak memory, -1 unknown */
+    int32_t n_buckets;  /* buckets per iteration (0: as measured / none) */
     double micro_device_ns, micro_host_ns; /* accumulation: one micro-batch without
                                               synchronisation, device and host time */
 } strategy_eval;
@@ -115,8 +115,7 @@ void strategy_apply(workload *w, const strategy_plan *p);
 
 /* Applies p, simulates into res (zeroed before first use, reusable) and fills *out.
  * Returns 0, or -1 when out of memory or the iterations are not covered. */
-int strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res,
-                      strategy_eval *out);
+int strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out);
 
 /* 1 when tensor fusion and partition are available for w: gradient all-reduces found
  * alike on every rank and iteration, and a collective cost model. */

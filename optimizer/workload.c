@@ -42,8 +42,8 @@ name_has(const dfg *g, int32_t n, const char *part)
 /* Per-rank facts gathered on the way. */
 typedef struct rank_info {
     int32_t main_thread, bwd_thread, compute_stream;
-    int32_t n_iters;       /* boundaries */
-    int64_t *first_bwd;    /* per iteration: start of the first backward launch, or -1 */
+    int32_t n_iters;    /* boundaries */
+    int64_t *first_bwd; /* per iteration: start of the first backward launch, or -1 */
 } rank_info;
 
 /* Iteration index of time t against the boundary start times bt[0..nb-1]. */
@@ -93,8 +93,8 @@ find_threads_and_iterations(workload *w, const sim_result *base, rank_info *ri)
         }
         int64_t best = 0;
         for (int32_t q = 0; q < g->n_res; q++)
-            if (g->res_rank[q] == r && g->res_kind[q] == DFG_RES_THREAD &&
-                q != k->main_thread && launch_count[q] > best) {
+            if (g->res_rank[q] == r && g->res_kind[q] == DFG_RES_THREAD && q != k->main_thread &&
+                launch_count[q] > best) {
                 best = launch_count[q];
                 k->bwd_thread = q;
             }
@@ -485,8 +485,8 @@ find_layers(workload *w, rank_info *ri, int32_t mem_rank)
             int64_t after = 0; /* forward kernels of the layers after l */
             for (int32_t l = L - 1; l >= 0; l--) {
                 int32_t b0 = (int32_t)llround((double)nbw * (double)after / (double)nf_total);
-                int32_t b1 = (int32_t)llround((double)nbw * (double)(after + nf[l]) /
-                                              (double)nf_total);
+                int32_t b1 =
+                    (int32_t)llround((double)nbw * (double)(after + nf[l]) / (double)nf_total);
                 after += nf[l];
                 for (int32_t j = b0; j < b1 && j < nbw; j++)
                     w->layer[bwd[j]] = l;
@@ -625,7 +625,8 @@ launched_of_kind(const dfg *g, int32_t h, int kind)
  *                              gradients).
  * The idle time the restored dependency explains is taken out of the waiting op's
  * measured stream gap, and its launch latency (which also held the wait) becomes the
- * rank's median kernel launch latency at most. Returns the number of edges added, or -1 when out of memory. */
+ * rank's median kernel launch latency at most. Returns the number of edges added, or -1 when out of
+ * memory. */
 static int64_t
 repair_event_edges(workload *w)
 {
@@ -650,8 +651,7 @@ repair_event_edges(workload *w)
     for (int32_t r = 0; r < g->n_ranks; r++) {
         int32_t k = 0;
         for (int32_t d = 0; d < g->n_nodes; d++)
-            if (g->kind[d] == DFG_KERNEL && g->launch[d] >= 0 && dfg_rank(g, d) == r &&
-                alive(g, d))
+            if (g->kind[d] == DFG_KERNEL && g->launch[d] >= 0 && dfg_rank(g, d) == r && alive(g, d))
                 lats[k++] = g->lat[d];
         if (k > 0) {
             qsort(lats, (size_t)k, sizeof *lats, cmp_int32);
@@ -753,8 +753,8 @@ alloc_node_arrays(workload *w)
     w->phase = calloc(nn, 1);
     w->layer = malloc(nn * sizeof *w->layer);
     w->on_compute = calloc(nn, 1);
-    if (!w->base_dur || !w->base_gap || !w->base_lat || !w->base_grp_dur || !w->iter ||
-        !w->phase || !w->layer || !w->on_compute)
+    if (!w->base_dur || !w->base_gap || !w->base_lat || !w->base_grp_dur || !w->iter || !w->phase ||
+        !w->layer || !w->on_compute)
         return -1;
     memcpy(w->base_dur, g->dur, (size_t)n * sizeof *g->dur);
     memcpy(w->base_gap, g->gap, (size_t)n * sizeof *g->gap);
@@ -779,9 +779,8 @@ free_rank_info(rank_info *ri, int32_t n_ranks)
 }
 
 int
-workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first,
-                 int32_t iter_last, const costmodel *model, memest *mem, int32_t mem_rank,
-                 const workload_options *opt)
+workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int32_t iter_last,
+                 const costmodel *model, memest *mem, int32_t mem_rank, const workload_options *opt)
 {
     memset(w, 0, sizeof *w);
     if (mem) {

@@ -69,8 +69,8 @@ typedef struct workload_options {
 void workload_default_options(workload_options *o);
 
 typedef struct workload {
-    dfg *g;                 /* the working graph (caller's; values change, structure not) */
-    const costmodel *model; /* collective cost model (may be NULL: no tensor fusion) */
+    dfg *g;                        /* the working graph (caller's; values change, structure not) */
+    const costmodel *model;        /* collective cost model (may be NULL: no tensor fusion) */
     int32_t iter_first, iter_last; /* compared iterations (indices of boundaries) */
     workload_options opt;
     double kernel_fixed_ns; /* fitted per-kernel fixed cost (see strategy.h) */
@@ -84,24 +84,24 @@ typedef struct workload {
     int32_t *main_thread, *bwd_thread; /* resources, -1 none */
 
     /* per node */
-    int32_t *iter;  /* iteration on its rank, -1 before the first boundary */
-    uint8_t *phase; /* enum workload_phase */
-    int32_t *layer; /* forward / backward kernels: layer, else -1 */
+    int32_t *iter;       /* iteration on its rank, -1 before the first boundary */
+    uint8_t *phase;      /* enum workload_phase */
+    int32_t *layer;      /* forward / backward kernels: layer, else -1 */
     uint8_t *on_compute; /* 1: on its rank's compute stream */
 
     /* fusion chains (CSR: chain c is chain_node[chain_off[c] .. chain_off[c+1]-1]) */
     int32_t n_chains;
     int32_t *chain_off, *chain_node;
-    int64_t chain_kernels;  /* kernels inside chains */
-    char fusion_why[160];   /* empty when fusion is available */
-    int graph_captured;     /* most kernels come from CUDA graph launches already */
+    int64_t chain_kernels; /* kernels inside chains */
+    char fusion_why[160];  /* empty when fusion is available */
+    int graph_captured;    /* most kernels come from CUDA graph launches already */
 
     /* bucket units */
     int32_t n_units;
-    int64_t *unit_bytes;    /* per unit, backward order */
-    int32_t *group_unit;    /* per group: its unit, -1 when not a gradient all-reduce */
-    int32_t *group_hosts;   /* per group: up to 3 host nodes per participant to drop when
-                               the group is folded into a later one (CSR by group_hosts_off) */
+    int64_t *unit_bytes;  /* per unit, backward order */
+    int32_t *group_unit;  /* per group: its unit, -1 when not a gradient all-reduce */
+    int32_t *group_hosts; /* per group: up to 3 host nodes per participant to drop when
+                             the group is folded into a later one (CSR by group_hosts_off) */
     int32_t *group_hosts_off;
     int coll_op;
     int32_t coll_nranks;
@@ -109,17 +109,17 @@ typedef struct workload {
 
     /* layers and recomputation sites */
     int32_t n_layers;
-    int32_t n_sites;        /* one per (rank, iteration, layer) */
+    int32_t n_sites; /* one per (rank, iteration, layer) */
     int32_t *site_layer;
-    int32_t *site_anchor;   /* first backward kernel of the layer in that iteration */
+    int32_t *site_anchor;         /* first backward kernel of the layer in that iteration */
     int32_t *site_off, *site_fwd; /* CSR: forward kernels of the layer in that iteration */
     char memory_why[160];
 
     /* memory */
     int have_memory;
-    memest mem;             /* of the rank with the largest measured peak */
+    memest mem; /* of the rank with the largest measured peak */
 
-    int64_t repaired_edges;  /* event edges rebuilt (see repair_event_edges in workload.c) */
+    int64_t repaired_edges; /* event edges rebuilt (see repair_event_edges in workload.c) */
 
     /* baseline */
     double measured_iter_ns; /* simulated before the hand-offs were linked */
@@ -131,9 +131,9 @@ typedef struct workload {
  * simulation of the linked graph. model may be NULL; mem (may be NULL) is the memory
  * estimate of rank mem_rank and is taken over (w owns it afterwards, even on failure).
  * Returns 0, or -1 when out of memory (free w with workload_free either way). */
-int workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first,
-                     int32_t iter_last, const costmodel *model, memest *mem,
-                     int32_t mem_rank, const workload_options *opt);
+int workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int32_t iter_last,
+                     const costmodel *model, memest *mem, int32_t mem_rank,
+                     const workload_options *opt);
 
 /* Where the first iteration of rank r lies, for memest_build: the main thread (the one
  * that opens iterations) and the backward thread (the other thread that launches the
@@ -141,8 +141,7 @@ int workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first,
  * iteration (graph clock; t0 < 0: the window between the graph's first two iteration
  * boundaries), from the measured times of g (finalized). Returns 0, or -1 when the rank
  * has no iteration. */
-int workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1,
-                           memest_phases *ph);
+int workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, memest_phases *ph);
 
 /* Restores the baseline durations, gaps, latencies and group durations in w->g. */
 void workload_reset(workload *w);

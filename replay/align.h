@@ -25,14 +25,14 @@ typedef struct align_sample {
 
 typedef struct align_result {
     int32_t n_ranks;
-    int64_t *offset_ns;     /* aligned time = local time + offset_ns[rank] */
-    uint8_t *aligned;       /* 1: offset known (the reference, or through collectives) */
-    int32_t *shared;        /* collectives the offset was computed from */
-    double *residual_us;    /* per rank: median |aligned end - aligned reference end| */
+    int64_t *offset_ns;        /* aligned time = local time + offset_ns[rank] */
+    uint8_t *aligned;          /* 1: offset known (the reference, or through collectives) */
+    int32_t *shared;           /* collectives the offset was computed from */
+    double *residual_us;       /* per rank: median |aligned end - aligned reference end| */
     double residual_median_us; /* over all matched collectives: median spread of ends */
     double residual_max_us;    /* the largest spread */
-    int32_t n_unaligned;    /* ranks present in samples but not aligned */
-    int32_t reference;      /* the reference rank (offset 0) */
+    int32_t n_unaligned;       /* ranks present in samples but not aligned */
+    int32_t reference;         /* the reference rank (offset 0) */
 } align_result;
 
 /* Computes offsets for ranks 0..n_ranks-1 from n samples. present[r] (may be NULL: all

@@ -55,9 +55,9 @@ build_collective_bytes(const dpro_event *ev, int32_t nranks)
     int sz = costmodel_dtype_size(ev->dtype);
     if (ev->count > 0 && sz > 0)
         b = (int64_t)ev->count * sz;
-    if (ev->count > 0 && (ev->subkind == DPRO_COLL_ALLGATHER ||
-                          ev->subkind == DPRO_COLL_REDUCESCATTER ||
-                          ev->subkind == DPRO_COLL_ALLTOALL))
+    if (ev->count > 0 &&
+        (ev->subkind == DPRO_COLL_ALLGATHER || ev->subkind == DPRO_COLL_REDUCESCATTER ||
+         ev->subkind == DPRO_COLL_ALLTOALL))
         b *= nranks > 0 ? nranks : 1;
     return b;
 }
@@ -375,7 +375,7 @@ build_rank(rank_ctx *c, group_map *gm, const build_bounds *bounds)
         }
         if (res < 0 || name < 0)
             goto fail_dev;
-        int kind = e->kind == DPRO_KIND_KERNEL ? DFG_KERNEL
+        int kind = e->kind == DPRO_KIND_KERNEL   ? DFG_KERNEL
                    : e->kind == DPRO_KIND_MEMCPY ? DFG_MEMCPY
                                                  : DFG_MEMSET;
         int32_t n = dfg_add_node(g, kind, res, name);
@@ -402,8 +402,9 @@ build_rank(rank_ctx *c, group_map *gm, const build_bounds *bounds)
                         jr->events[ci].subkind == DPRO_COLL_RECV)) {
             /* point-to-point: not matched across ranks (yet); a plain device op */
             if (c->p2p_warned++ == 0)
-                job_warn(c->j, "rank %d: send/recv transfers are replayed with their measured "
-                               "durations, not matched with their peers",
+                job_warn(c->j,
+                         "rank %d: send/recv transfers are replayed with their measured "
+                         "durations, not matched with their peers",
                          c->rank);
             ci = -1;
         }

@@ -8,16 +8,15 @@
 #include "json_writer.h"
 
 #define TID_ITER 1
-#define TID_BASE 10          /* resource q has tid TID_BASE + q */
-#define TID_NVTX 1000000     /* NVTX track of resource q: TID_NVTX + q */
+#define TID_BASE 10      /* resource q has tid TID_BASE + q */
+#define TID_NVTX 1000000 /* NVTX track of resource q: TID_NVTX + q */
 
 typedef struct window {
     int64_t *t0, *t1; /* per rank */
 } window;
 
 static void
-window_of(const replay *rp, const dfg *g, sim_timeline tl, const chrome_options *opt,
-          window *w)
+window_of(const replay *rp, const dfg *g, sim_timeline tl, const chrome_options *opt, window *w)
 {
     for (int32_t r = 0; r < g->n_ranks; r++) {
         w->t0[r] = INT64_MIN;
@@ -55,7 +54,8 @@ chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,
                 malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t))};
     uint64_t bytes = 0;
     if (garr && w.t0 && w.t1) {
-        sim_timeline tl = opt->simulated && sim ? sim_timeline_of(sim) : sim_timeline_measured(g, garr);
+        sim_timeline tl =
+            opt->simulated && sim ? sim_timeline_of(sim) : sim_timeline_measured(g, garr);
         window_of(rp, g, tl, opt, &w);
         for (int32_t n = 0; n < g->n_nodes; n++) {
             if ((g->flags[n] & DFG_F_REMOVED) || tl.start[n] < 0)
@@ -213,8 +213,8 @@ export_markers(const replay *rp, const dfg *g, const window *w, json_writer *j)
 }
 
 int
-chrome_export(const replay *rp, const dfg *g, const sim_result *sim,
-              const chrome_options *opt, FILE *out)
+chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrome_options *opt,
+              FILE *out)
 {
     int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
     window w = {malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t)),

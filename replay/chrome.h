@@ -20,9 +20,9 @@
 #include "replay.h"
 
 typedef struct chrome_options {
-    int simulated;        /* 1: times from sim, else measured */
-    int32_t iter_first;   /* window of iterations (inclusive; iteration N ends at the end
-                           * of boundary N, e.g. marker "iteration N"), -1: everything */
+    int simulated;      /* 1: times from sim, else measured */
+    int32_t iter_first; /* window of iterations (inclusive; iteration N ends at the end
+                         * of boundary N, e.g. marker "iteration N"), -1: everything */
     int32_t iter_last;
 } chrome_options;
 
@@ -33,7 +33,7 @@ uint64_t chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result 
 /* Writes the trace of graph g (rp->graph or a copy) to out: measured times, or those of
  * sim when opt->simulated (sim must then be a result of g). Returns 0, or -1 when out
  * of memory or when writing failed (ferror). */
-int chrome_export(const replay *rp, const dfg *g, const sim_result *sim,
-                  const chrome_options *opt, FILE *out);
+int chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrome_options *opt,
+                  FILE *out);
 
 #endif

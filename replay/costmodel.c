@@ -178,8 +178,8 @@ costmodel_fit_samples(costmodel *m, const costmodel_sample *s, size_t n)
 int64_t
 costmodel_predict(const costmodel *m, int op, int32_t nranks, int64_t bytes)
 {
-    const costmodel_fit *f = op >= 0 && op < COSTMODEL_OPS && m->op[op].fitted ? &m->op[op]
-                                                                                : &m->all;
+    const costmodel_fit *f =
+        op >= 0 && op < COSTMODEL_OPS && m->op[op].fitted ? &m->op[op] : &m->all;
     if (!f->fitted)
         return 0;
     double t = f->alpha_ns;

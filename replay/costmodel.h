@@ -20,18 +20,18 @@
 #define COSTMODEL_OPS 9 /* DPRO_COLL_OP_COUNT */
 
 typedef struct costmodel_sample {
-    int op;           /* enum dpro_coll_op */
-    int32_t nranks;   /* ranks of the communicator */
-    int64_t bytes;    /* payload bytes (see above) */
+    int op;         /* enum dpro_coll_op */
+    int32_t nranks; /* ranks of the communicator */
+    int64_t bytes;  /* payload bytes (see above) */
     int64_t transfer_ns;
 } costmodel_sample;
 
 typedef struct costmodel_fit {
-    int fitted;           /* 0: no samples (uses the global fit) */
-    double alpha_ns;      /* latency */
-    double beta_bpns;     /* bandwidth, bytes per ns (== GB/s); 0 means infinite */
+    int fitted;       /* 0: no samples (uses the global fit) */
+    double alpha_ns;  /* latency */
+    double beta_bpns; /* bandwidth, bytes per ns (== GB/s); 0 means infinite */
     int32_t n_samples;
-    double mape;          /* mean absolute percentage error on the samples */
+    double mape; /* mean absolute percentage error on the samples */
 } costmodel_fit;
 
 typedef struct costmodel {

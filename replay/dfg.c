@@ -711,8 +711,8 @@ dfg_remove_node(dfg *g, int32_t n)
 int
 dfg_merge_nodes(dfg *g, int32_t a, int32_t b)
 {
-    if (a < 0 || b < 0 || a >= g->n_nodes || b >= g->n_nodes || a == b ||
-        g->res[a] != g->res[b] || ((g->flags[a] | g->flags[b]) & DFG_F_REMOVED))
+    if (a < 0 || b < 0 || a >= g->n_nodes || b >= g->n_nodes || a == b || g->res[a] != g->res[b] ||
+        ((g->flags[a] | g->flags[b]) & DFG_F_REMOVED))
         return -1;
     if ((g->flags[a] & DFG_F_WAKEUP) && (g->flags[b] & DFG_F_END_EDGES)) {
         /* a's wake-up must keep delaying a start, b's waits the end: split them */

@@ -123,13 +123,13 @@ typedef struct dfg {
 
     /* ---- collective groups ---- */
     int32_t n_groups, cap_groups;
-    uint8_t *grp_op;       /* enum dpro_coll_op */
-    int32_t *grp_nranks;   /* ranks of the communicator (for the cost model) */
-    int32_t *grp_members;  /* participants present in the graph (dfg_finalize) */
-    int32_t *grp_first;    /* first participant node */
-    int64_t *grp_bytes;    /* payload bytes, as the cost model takes them */
-    int64_t *grp_dur;      /* transfer time the simulator uses, ns */
-    int64_t *grp_mdur;     /* measured transfer time (end - last arrival), ns; -1 none */
+    uint8_t *grp_op;      /* enum dpro_coll_op */
+    int32_t *grp_nranks;  /* ranks of the communicator (for the cost model) */
+    int32_t *grp_members; /* participants present in the graph (dfg_finalize) */
+    int32_t *grp_first;   /* first participant node */
+    int64_t *grp_bytes;   /* payload bytes, as the cost model takes them */
+    int64_t *grp_dur;     /* transfer time the simulator uses, ns */
+    int64_t *grp_mdur;    /* measured transfer time (end - last arrival), ns; -1 none */
     uint64_t *grp_comm, *grp_seq;
 
     /* ---- ranks ---- */
@@ -193,8 +193,8 @@ int dfg_add_edge(dfg *g, int32_t src, int32_t dst);
 
 /* Adds a collective group. Returns its index, or -1 when out of memory. grp_dur is set
  * to grp_mdur (when >= 0) until someone assigns a modelled duration. */
-int32_t dfg_add_group(dfg *g, int op, int32_t nranks, int64_t bytes, uint64_t comm,
-                      uint64_t seq, int64_t measured_dur);
+int32_t dfg_add_group(dfg *g, int op, int32_t nranks, int64_t bytes, uint64_t comm, uint64_t seq,
+                      int64_t measured_dur);
 
 /* Makes device node n a participant of group grp (kind becomes DFG_COLL). */
 void dfg_set_group(dfg *g, int32_t n, int32_t grp);

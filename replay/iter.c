@@ -29,8 +29,8 @@ iter_text_is_iteration(const char *text, int *key)
         const char *prefix;
         int key;
     } pats[] = {
-        {"ProfilerStep", 1}, {"iteration", 2}, {"iter", 3},       {"train_step", 4},
-        {"training_step", 4}, {"step", 5},     {"train_iter", 6}, {"train iteration", 6},
+        {"ProfilerStep", 1},  {"iteration", 2}, {"iter", 3},       {"train_step", 4},
+        {"training_step", 4}, {"step", 5},      {"train_iter", 6}, {"train iteration", 6},
     };
     if (!text)
         return 0;

@@ -286,8 +286,7 @@ job_load(const char *path, const job_options *opts, job *j, char *errbuf, size_t
             job_warn(j,
                      "world_size is %d but %d rank(s) have no trace (missing: %s%s); the "
                      "replay covers the %d present ranks and collectives wait only for them",
-                     j->n_ranks, n_miss, miss, ml + 16 >= sizeof miss ? ", ..." : "",
-                     j->n_present);
+                     j->n_ranks, n_miss, miss, ml + 16 >= sizeof miss ? ", ..." : "", j->n_present);
     }
     for (int32_t r = 0; r < j->n_ranks; r++) {
         if (!j->ranks[r].reader)

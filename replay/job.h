@@ -39,8 +39,8 @@ typedef struct job {
 } job;
 
 typedef struct job_options {
-    const char *job_id;  /* load only traces of this job (NULL: the directory must hold one) */
-    size_t max_events;   /* per rank, 0: no limit (events past it are dropped with a warning) */
+    const char *job_id; /* load only traces of this job (NULL: the directory must hold one) */
+    size_t max_events;  /* per rank, 0: no limit (events past it are dropped with a warning) */
 } job_options;
 
 /* Loads the traces under path (a directory or one file). opts may be NULL. On failure

@@ -88,8 +88,8 @@ detect_by_period(const job_rank *jr, replay_rank_iters *it)
             for (size_t k = ph; k < n; k += p) {
                 if (k == 0)
                     continue;
-                int64_t gap = (int64_t)jr->events[idx[k]].start_ns -
-                              (int64_t)jr->events[idx[k - 1]].end_ns;
+                int64_t gap =
+                    (int64_t)jr->events[idx[k]].start_ns - (int64_t)jr->events[idx[k - 1]].end_ns;
                 idle += gap > 0 ? (double)gap : 0;
             }
             if (idle > best_idle) {
@@ -126,8 +126,8 @@ replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
             n_iter_markers++;
         } else if (e->subkind == DPRO_MARK_RANGE || e->subkind == DPRO_MARK_CPU_OP) {
             int key = 0;
-            if (iter_text_is_iteration(dpro_reader_string(jr->reader, e->name), &key) &&
-                key >= 0 && key < 8)
+            if (iter_text_is_iteration(dpro_reader_string(jr->reader, e->name), &key) && key >= 0 &&
+                key < 8)
                 key_count[key]++;
         }
     }
@@ -146,12 +146,13 @@ replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
         for (size_t i = 0; i < jr->n_events; i++) {
             const dpro_event *e = &jr->events[i];
             int key = 0;
-            int take = e->kind == DPRO_KIND_MARKER &&
-                       (n_iter_markers >= 2
-                            ? e->subkind == DPRO_MARK_ITERATION
-                            : ((e->subkind == DPRO_MARK_RANGE || e->subkind == DPRO_MARK_CPU_OP) &&
-                               iter_text_is_iteration(dpro_reader_string(jr->reader, e->name), &key) &&
-                               key == best_key));
+            int take =
+                e->kind == DPRO_KIND_MARKER &&
+                (n_iter_markers >= 2
+                     ? e->subkind == DPRO_MARK_ITERATION
+                     : ((e->subkind == DPRO_MARK_RANGE || e->subkind == DPRO_MARK_CPU_OP) &&
+                        iter_text_is_iteration(dpro_reader_string(jr->reader, e->name), &key) &&
+                        key == best_key));
             if (!take)
                 continue;
             int32_t c = hmap_get(&cnt, e->thread, 0) + 1;
@@ -166,12 +167,13 @@ replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
         for (size_t i = 0; i < jr->n_events; i++) {
             const dpro_event *e = &jr->events[i];
             int key = 0;
-            int take = e->kind == DPRO_KIND_MARKER && e->thread == best_thread &&
-                       (n_iter_markers >= 2
-                            ? e->subkind == DPRO_MARK_ITERATION
-                            : ((e->subkind == DPRO_MARK_RANGE || e->subkind == DPRO_MARK_CPU_OP) &&
-                               iter_text_is_iteration(dpro_reader_string(jr->reader, e->name), &key) &&
-                               key == best_key));
+            int take =
+                e->kind == DPRO_KIND_MARKER && e->thread == best_thread &&
+                (n_iter_markers >= 2
+                     ? e->subkind == DPRO_MARK_ITERATION
+                     : ((e->subkind == DPRO_MARK_RANGE || e->subkind == DPRO_MARK_CPU_OP) &&
+                        iter_text_is_iteration(dpro_reader_string(jr->reader, e->name), &key) &&
+                        key == best_key));
             if (!take || (it->n > 0 && e->start_ns == last_start) || e->end_ns <= e->start_ns)
                 continue;
             if (push_index(it, &cap, i) != 0)
@@ -211,8 +213,8 @@ align_job(replay *rp)
         for (size_t i = 0; i < jr->n_events; i++) {
             const dpro_event *e = &jr->events[i];
             if ((e->kind == DPRO_KIND_KERNEL || e->kind == DPRO_KIND_MEMCPY ||
-                 e->kind == DPRO_KIND_MEMSET) && e->correlation &&
-                hmap_get(&dev_end, e->correlation, -1) < 0)
+                 e->kind == DPRO_KIND_MEMSET) &&
+                e->correlation && hmap_get(&dev_end, e->correlation, -1) < 0)
                 hmap_put(&dev_end, e->correlation, (int32_t)i);
         }
         for (size_t i = 0; i < jr->n_events; i++) {
@@ -296,7 +298,8 @@ fit_model(replay *rp)
         return -1;
     size_t n = 0;
     for (int32_t q = 0; q < g->n_groups; q++) {
-        int32_t expect = g->grp_nranks[q] < rp->job.n_present ? g->grp_nranks[q] : rp->job.n_present;
+        int32_t expect =
+            g->grp_nranks[q] < rp->job.n_present ? g->grp_nranks[q] : rp->job.n_present;
         if (g->grp_members[q] < expect || g->grp_mdur[q] <= 0)
             continue;
         s[n].op = g->grp_op[q];
@@ -312,14 +315,13 @@ fit_model(replay *rp)
     if (rp->opts.coll_duration == REPLAY_COLL_MODEL)
         for (int32_t q = 0; q < g->n_groups; q++)
             if (rp->model.all.fitted)
-                g->grp_dur[q] = costmodel_predict(&rp->model, g->grp_op[q], g->grp_nranks[q],
-                                                  g->grp_bytes[q]);
+                g->grp_dur[q] =
+                    costmodel_predict(&rp->model, g->grp_op[q], g->grp_nranks[q], g->grp_bytes[q]);
     return 0;
 }
 
 int
-replay_open(const char *path, const replay_options *opts, replay *rp, char *errbuf,
-            size_t errlen)
+replay_open(const char *path, const replay_options *opts, replay *rp, char *errbuf, size_t errlen)
 {
     memset(rp, 0, sizeof *rp);
     if (opts)
@@ -375,8 +377,10 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
             n_common = nb;
         any++;
         if (nb < 2)
-            job_warn(j, "rank %d: no iterations found (no iteration markers, no repeating "
-                        "kernel sequence); the whole trace counts as one iteration", r);
+            job_warn(j,
+                     "rank %d: no iterations found (no iteration markers, no repeating "
+                     "kernel sequence); the whole trace counts as one iteration",
+                     r);
     }
     if (n_common < 0)
         n_common = 0;
@@ -387,8 +391,9 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
     if (n_max > n_common + 1 && n_common >= 2) {
         for (int32_t r = 0; r < j->n_ranks; r++)
             if (j->ranks[r].reader && rp->iters[r].n == n_common) {
-                job_warn(j, "rank %d has %d complete iterations, other ranks up to %d: its "
-                            "trace ends early (cut mid-run?); comparing the first %d",
+                job_warn(j,
+                         "rank %d has %d complete iterations, other ranks up to %d: its "
+                         "trace ends early (cut mid-run?); comparing the first %d",
                          r, n_common - 1, n_max - 1, n_common - 1);
                 break;
             }
@@ -426,8 +431,7 @@ replay_simulate(replay *rp)
 /* Window of rank r on timeline tl: the compared iterations, or (without iterations) the
  * span of the rank's nodes. Returns the number of iterations it holds (0: none). */
 static int32_t
-rank_window(const replay *rp, const dfg *g, sim_timeline tl, int32_t r, int64_t *t0,
-            int64_t *t1)
+rank_window(const replay *rp, const dfg *g, sim_timeline tl, int32_t r, int64_t *t0, int64_t *t1)
 {
     if (rp->iter_last >= rp->iter_first &&
         sim_iteration_window(g, tl, r, rp->iter_first, rp->iter_last, t0, t1) == 0)

@@ -34,12 +34,12 @@ enum replay_coll_duration {
 };
 
 typedef struct replay_options {
-    const char *job_id;     /* see job_options */
-    int32_t iterations;     /* steady iterations to compare (0: all steady ones) */
-    int32_t warmup;         /* iterations to skip, numbered as the markers are (iteration
-                             * k closes at boundary k; 0 is not measurable), -1: detect */
-    int coll_duration;      /* enum replay_coll_duration */
-    size_t max_events;      /* per rank, 0: no limit */
+    const char *job_id; /* see job_options */
+    int32_t iterations; /* steady iterations to compare (0: all steady ones) */
+    int32_t warmup;     /* iterations to skip, numbered as the markers are (iteration
+                         * k closes at boundary k; 0 is not measurable), -1: detect */
+    int coll_duration;  /* enum replay_coll_duration */
+    size_t max_events;  /* per rank, 0: no limit */
 } replay_options;
 
 /* Iterations found on one rank. */
@@ -56,9 +56,9 @@ typedef struct replay {
     job job;
     replay_options opts;
     align_result align;
-    int align_source;          /* 0: no collectives; 1: device ends; 2: host call ends */
-    int64_t time_origin;       /* aligned time of the graph's 0 */
-    replay_rank_iters *iters;  /* per rank */
+    int align_source;              /* 0: no collectives; 1: device ends; 2: host call ends */
+    int64_t time_origin;           /* aligned time of the graph's 0 */
+    replay_rank_iters *iters;      /* per rank */
     int32_t iter_first, iter_last; /* iterations compared (indices; last < first: none) */
     dfg graph;
     costmodel model;
@@ -99,30 +99,29 @@ typedef struct replay_rank_summary {
 } replay_rank_summary;
 
 typedef struct replay_cp_entry {
-    int32_t name;        /* string id in the graph */
-    int kind;            /* enum dfg_node_kind */
-    int64_t total_ns;    /* time on the critical path */
+    int32_t name;     /* string id in the graph */
+    int kind;         /* enum dfg_node_kind */
+    int64_t total_ns; /* time on the critical path */
     int32_t count;
 } replay_cp_entry;
 
 typedef struct replay_summary {
     int32_t n_ranks;
-    int32_t iterations;   /* compared per rank */
+    int32_t iterations;      /* compared per rank */
     int32_t first_iteration; /* number of the first compared iteration (its closing
                               * boundary; with markers "iteration N", N) */
     double measured_us, simulated_us, error_pct;
     replay_rank_summary *rank;
     sim_breakdown measured_bd, simulated_bd; /* summed over ranks, per iteration */
-    replay_cp_entry *cp;  /* critical path of the last compared iteration, by time */
+    replay_cp_entry *cp; /* critical path of the last compared iteration, by time */
     int32_t n_cp;
     int64_t cp_length_ns;
-    int32_t cp_rank;      /* rank whose iteration end the path leads to */
-    int32_t unfinished;   /* nodes the simulation could not run */
+    int32_t cp_rank;    /* rank whose iteration end the path leads to */
+    int32_t unfinished; /* nodes the simulation could not run */
 } replay_summary;
 
 /* Summarises simulation res of graph g (rp->graph or a copy). Returns 0 or -1. */
-int replay_summarize(const replay *rp, const dfg *g, const sim_result *res,
-                     replay_summary *out);
+int replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_summary *out);
 
 void replay_summary_free(replay_summary *s);
 

@@ -92,9 +92,12 @@ sim_run(dfg *g, sim_result *r)
         return -1;
     int32_t n = g->n_nodes;
     if (n > r->cap_nodes) {
-        if (ensure((void **)&r->start, sizeof *r->start, n) || ensure((void **)&r->end, sizeof *r->end, n) ||
-            ensure((void **)&r->crit, sizeof *r->crit, n) || ensure((void **)&r->why, sizeof *r->why, n) ||
-            ensure((void **)&r->cnt, sizeof *r->cnt, n) || ensure((void **)&r->ready, sizeof *r->ready, n) ||
+        if (ensure((void **)&r->start, sizeof *r->start, n) ||
+            ensure((void **)&r->end, sizeof *r->end, n) ||
+            ensure((void **)&r->crit, sizeof *r->crit, n) ||
+            ensure((void **)&r->why, sizeof *r->why, n) ||
+            ensure((void **)&r->cnt, sizeof *r->cnt, n) ||
+            ensure((void **)&r->ready, sizeof *r->ready, n) ||
             ensure((void **)&r->stack, sizeof *r->stack, n))
             return -1;
         r->cap_nodes = n;
@@ -293,8 +296,8 @@ sim_path_contribution(const dfg *g, const sim_result *res, const int32_t *path, 
 }
 
 int
-sim_critical_path(const dfg *g, const sim_result *res, int32_t to, int64_t from_ns,
-                  int32_t **path, int32_t *n)
+sim_critical_path(const dfg *g, const sim_result *res, int32_t to, int64_t from_ns, int32_t **path,
+                  int32_t *n)
 {
     int32_t cap = 1024, len = 0;
     int32_t *p = malloc((size_t)cap * sizeof *p);

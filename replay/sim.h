@@ -73,13 +73,12 @@ sim_timeline sim_timeline_measured(const dfg *g, int64_t *grp_arrival_buf);
 /* Mean iteration time of rank r over iterations [first, last] (indices into the rank's
  * iteration boundaries; iteration i runs from the end of boundary node i to the end of
  * boundary node i+1). Returns the mean in ns, or -1 if the range is not covered. */
-double sim_iteration_time(const dfg *g, sim_timeline tl, int32_t r, int32_t first,
-                          int32_t last);
+double sim_iteration_time(const dfg *g, sim_timeline tl, int32_t r, int32_t first, int32_t last);
 
 /* Time window [*t0, *t1) of iterations [first, last] of rank r; returns 0, or -1 if
  * not covered. */
-int sim_iteration_window(const dfg *g, sim_timeline tl, int32_t r, int32_t first,
-                         int32_t last, int64_t *t0, int64_t *t1);
+int sim_iteration_window(const dfg *g, sim_timeline tl, int32_t r, int32_t first, int32_t last,
+                         int64_t *t0, int64_t *t1);
 
 /* Critical path ending at node `to` (or at res->last_node when to < 0), walked back
  * through the binding dependencies down to time `from_ns`. *path receives a malloc'd
@@ -96,8 +95,8 @@ int64_t sim_release_time(const dfg *g, const sim_result *res, int32_t n);
 /* Time the critical path spends in path[i]: from the moment its binding dependency
  * released it to the moment it released path[i+1] (its end for the last node). The
  * contributions of a path sum to its length. */
-int64_t sim_path_contribution(const dfg *g, const sim_result *res, const int32_t *path,
-                              int32_t n, int32_t i);
+int64_t sim_path_contribution(const dfg *g, const sim_result *res, const int32_t *path, int32_t n,
+                              int32_t i);
 
 /* Breakdown of one rank's time over a window, in ns. compute: device compute (kernels,
  * copies, memsets) busy; communication: collectives transferring; overlap: both at once;

@@ -43,7 +43,8 @@ synth_dfg(const synth_params *p, dfg *g)
         return -1;
     int32_t buckets = p->buckets > 0 ? p->buckets : 1;
     int32_t per_bucket = p->ops_per_iter / buckets > 0 ? p->ops_per_iter / buckets : 1;
-    int64_t nodes = (int64_t)nr * p->iterations * (2LL * p->ops_per_iter + 3LL * buckets + 1) + 2LL * nr;
+    int64_t nodes =
+        (int64_t)nr * p->iterations * (2LL * p->ops_per_iter + 3LL * buckets + 1) + 2LL * nr;
     if (dfg_reserve(g, nodes, (int64_t)nr * p->iterations * (2LL * buckets + 2)) != 0)
         goto fail;
     int32_t n_names = 64;
@@ -59,9 +60,9 @@ synth_dfg(const synth_params *p, dfg *g)
     int32_t nm_kcoll = dfg_intern(g, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
     int32_t nm_sync = dfg_intern(g, "cudaStreamSynchronize");
     int32_t groups_total = p->iterations * buckets;
-    int64_t coll_ns = p->coll_alpha_ns +
-                      (int64_t)(costmodel_factor(DPRO_COLL_ALLREDUCE, p->ranks) *
-                                (double)p->bucket_bytes / (p->coll_beta_bpns > 0 ? p->coll_beta_bpns : 1));
+    int64_t coll_ns = p->coll_alpha_ns + (int64_t)(costmodel_factor(DPRO_COLL_ALLREDUCE, p->ranks) *
+                                                   (double)p->bucket_bytes /
+                                                   (p->coll_beta_bpns > 0 ? p->coll_beta_bpns : 1));
     for (int32_t k = 0; k < groups_total; k++)
         if (dfg_add_group(g, DPRO_COLL_ALLREDUCE, p->ranks, p->bucket_bytes, 0x5eed, (uint64_t)k,
                           coll_ns) < 0)
@@ -72,7 +73,8 @@ synth_dfg(const synth_params *p, dfg *g)
     for (int32_t r = 0; r < nr; r++) {
         g->rank_weight[r] = nr == p->ranks ? 1 : p->ranks / nr + (r < p->ranks % nr);
         uint64_t rs = p->seed * 0x9e3779b97f4a7c15ULL + 1; /* ranks behave alike */
-        int32_t th = dfg_add_resource(g, DFG_RES_THREAD, r, 1000 + (uint64_t)r, dfg_intern(g, "main"));
+        int32_t th =
+            dfg_add_resource(g, DFG_RES_THREAD, r, 1000 + (uint64_t)r, dfg_intern(g, "main"));
         int32_t cs = dfg_add_resource(g, DFG_RES_STREAM, r, 7, dfg_intern(g, "stream 7 (compute)"));
         int32_t ms = dfg_add_resource(g, DFG_RES_STREAM, r, 13, dfg_intern(g, "stream 13 (nccl)"));
         if (th < 0 || cs < 0 || ms < 0)
@@ -96,7 +98,8 @@ synth_dfg(const synth_params *p, dfg *g)
                 if (d < 0)
                     goto fail_b;
                 int64_t jitter = (int64_t)(next_rand(&rs) % 1000) - 500;
-                g->dur[d] = (int64_t)((double)(p->kernel_ns + p->kernel_ns * jitter / 2000) * factor);
+                g->dur[d] =
+                    (int64_t)((double)(p->kernel_ns + p->kernel_ns * jitter / 2000) * factor);
                 g->launch[d] = h;
                 g->lat[d] = 1000;
                 last_kernel = d;

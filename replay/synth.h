@@ -20,17 +20,17 @@
 #include "dfg.h"
 
 typedef struct synth_params {
-    int32_t ranks;          /* ranks of the job */
-    int32_t classes;        /* ranks simulated (0 or >= ranks: every rank explicitly) */
+    int32_t ranks;   /* ranks of the job */
+    int32_t classes; /* ranks simulated (0 or >= ranks: every rank explicitly) */
     int32_t iterations;
-    int32_t ops_per_iter;   /* device ops per rank per iteration */
-    int32_t buckets;        /* all-reduces per iteration */
-    int64_t kernel_ns;      /* mean kernel duration (jitter +-25 %, deterministic) */
-    int64_t launch_ns;      /* host cost of a launch */
-    int64_t gap_ns;         /* framework time between host calls */
+    int32_t ops_per_iter; /* device ops per rank per iteration */
+    int32_t buckets;      /* all-reduces per iteration */
+    int64_t kernel_ns;    /* mean kernel duration (jitter +-25 %, deterministic) */
+    int64_t launch_ns;    /* host cost of a launch */
+    int64_t gap_ns;       /* framework time between host calls */
     int64_t bucket_bytes;
-    int64_t coll_alpha_ns;  /* all-reduce latency */
-    double coll_beta_bpns;  /* bytes per ns */
+    int64_t coll_alpha_ns;   /* all-reduce latency */
+    double coll_beta_bpns;   /* bytes per ns */
     double straggler_factor; /* > 1: rank 0's kernels are that much slower */
     uint64_t seed;
 } synth_params;

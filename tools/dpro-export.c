@@ -20,18 +20,17 @@
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "usage: dpro-export DIR --chrome FILE [options]\n"
-            "Writes the timeline of the traces in DIR as a Chrome trace (JSON object format):\n"
-            "one process per rank, a track per host thread and per stream, launch -> kernel\n"
-            "flows, collectives linked across ranks, NVTX ranges, memory counters.\n\n"
-            "  -o, --chrome FILE      output file ('-' for stdout)\n"
-            "  -s, --simulated        the simulated timeline instead of the measured one\n"
-            "  -i, --iterations A-B   only iterations A to B (0-based; 'A' alone: one)\n"
-            "      --job ID           only the traces of job ID\n"
-            "  -f, --force            write even when the file would be very large\n"
-            "  -h, --help             this help\n"
-            "  -V, --version          version\n");
+    fprintf(f, "usage: dpro-export DIR --chrome FILE [options]\n"
+               "Writes the timeline of the traces in DIR as a Chrome trace (JSON object format):\n"
+               "one process per rank, a track per host thread and per stream, launch -> kernel\n"
+               "flows, collectives linked across ranks, NVTX ranges, memory counters.\n\n"
+               "  -o, --chrome FILE      output file ('-' for stdout)\n"
+               "  -s, --simulated        the simulated timeline instead of the measured one\n"
+               "  -i, --iterations A-B   only iterations A to B (0-based; 'A' alone: one)\n"
+               "      --job ID           only the traces of job ID\n"
+               "  -f, --force            write even when the file would be very large\n"
+               "  -h, --help             this help\n"
+               "  -V, --version          version\n");
 }
 
 int
@@ -66,7 +65,8 @@ main(int argc, char **argv)
             if (*end == '-')
                 b = strtol(end + 1, &end, 10);
             if (*end || a < 0 || b < a || end == optarg) {
-                fprintf(stderr, "dpro-export: --iterations wants A-B (e.g. 3-5), not '%s'\n", optarg);
+                fprintf(stderr, "dpro-export: --iterations wants A-B (e.g. 3-5), not '%s'\n",
+                        optarg);
                 return 2;
             }
             co.iter_first = (int32_t)a;

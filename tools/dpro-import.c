@@ -33,22 +33,21 @@ enum { EXIT_OK = 0, EXIT_BAD_INPUT = 1, EXIT_USAGE = 2 };
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "usage: dpro-import kineto FILE... -o DIR [options]\n"
-            "\n"
-            "Imports PyTorch profiler (Kineto) Chrome-trace JSON files (plain or .gz), one\n"
-            "per rank, into dpro traces DIR/rank<R>-<host>-<pid>" DPRO_TRACE_SUFFIX ".\n"
-            "\n"
-            "  -o, --output DIR     directory of the dpro traces (created if missing)\n"
-            "  -k, --keep-partial   keep the events read before damaged input\n"
-            "  -q, --quiet          no summary on stderr\n"
-            "  -j, --job-id ID      job_id of the traces (default: one id for all the\n"
-            "                       files of the command, from their names; import the\n"
-            "                       ranks of a job together or give them one --job-id)\n"
-            "  -h, --help           this help\n"
-            "  -V, --version        version\n"
-            "\n"
-            "Exit status: 0 imported, 1 bad input or I/O error, 2 usage.\n");
+    fprintf(f, "usage: dpro-import kineto FILE... -o DIR [options]\n"
+               "\n"
+               "Imports PyTorch profiler (Kineto) Chrome-trace JSON files (plain or .gz), one\n"
+               "per rank, into dpro traces DIR/rank<R>-<host>-<pid>" DPRO_TRACE_SUFFIX ".\n"
+               "\n"
+               "  -o, --output DIR     directory of the dpro traces (created if missing)\n"
+               "  -k, --keep-partial   keep the events read before damaged input\n"
+               "  -q, --quiet          no summary on stderr\n"
+               "  -j, --job-id ID      job_id of the traces (default: one id for all the\n"
+               "                       files of the command, from their names; import the\n"
+               "                       ranks of a job together or give them one --job-id)\n"
+               "  -h, --help           this help\n"
+               "  -V, --version        version\n"
+               "\n"
+               "Exit status: 0 imported, 1 bad input or I/O error, 2 usage.\n");
 }
 
 /* Removes a trace file and the SQLite side files a failed writer may leave. */
@@ -164,22 +163,39 @@ int
 main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'}, {"keep-partial", no_argument, NULL, 'k'},
-        {"quiet", no_argument, NULL, 'q'},        {"job-id", required_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        {"output", required_argument, NULL, 'o'},
+        {"keep-partial", no_argument, NULL, 'k'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"job-id", required_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     const char *dir = NULL, *job_id = NULL;
     int keep_partial = 0, quiet = 0, c;
     while ((c = getopt_long(argc, argv, "o:kqj:hV", opts, NULL)) != -1) {
         switch (c) {
-        case 'o': dir = optarg; break;
-        case 'k': keep_partial = 1; break;
-        case 'q': quiet = 1; break;
-        case 'j': job_id = optarg; break;
-        case 'h': usage(stdout); return EXIT_OK;
-        case 'V': printf("dpro-import %s\n", PACKAGE_VERSION); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        case 'o':
+            dir = optarg;
+            break;
+        case 'k':
+            keep_partial = 1;
+            break;
+        case 'q':
+            quiet = 1;
+            break;
+        case 'j':
+            job_id = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return EXIT_OK;
+        case 'V':
+            printf("dpro-import %s\n", PACKAGE_VERSION);
+            return EXIT_OK;
+        default:
+            usage(stderr);
+            return EXIT_USAGE;
         }
     }
     if (optind >= argc) {

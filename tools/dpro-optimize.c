@@ -28,40 +28,39 @@
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "usage: dpro-optimize DIR [options]\n"
-            "Searches what-if strategies on the replay of the traces in DIR and prints the\n"
-            "baseline and the best strategies: what to change, predicted iteration time,\n"
-            "speedup and peak memory.\n\n"
-            "  -m, --memory-budget SIZE  peak memory allowed per rank (e.g. 800M, 16G)\n"
-            "      --memory-margin F     share of the budget kept free for allocator\n"
-            "                            fragmentation the estimate does not see (0.05)\n"
-            "  -s, --strategies LIST     fusion,tensor,memory (default: all)\n"
-            "  -k, --top K               strategies listed (default 5)\n"
-            "  -j, --json                machine-readable output (keys: baseline_iter_us,\n"
-            "                            strategies[kind, description, knobs,\n"
-            "                            predicted_iter_us, predicted_speedup,\n"
-            "                            peak_memory_bytes], ...)\n"
-            "  -c, --chrome FILE         simulated timeline of the best strategy\n"
-            "      --seed N              random seed of the search (default 1)\n"
-            "  -b, --budget-s S          stop the search after S seconds (default 10)\n"
-            "      --max-evals N         simulations at most (default 2000)\n"
-            "      --batch B             per-rank batch of the profiled run (states the\n"
-            "                            micro-batch of gradient accumulation)\n"
-            "  -n, --iterations N        steady iterations to compare (default: all)\n"
-            "  -w, --warmup N            skip the iterations before iteration N\n"
-            "                            (default: detected, as dpro-replay)\n"
-            "      --job ID              only the traces of job ID\n"
-            "      --short-kernel-us US  fusion candidates: kernels at most US long (50)\n"
-            "      --kernel-fixed-us US  per-kernel fixed cost prior (3)\n"
-            "      --recompute-keep F    share of a recomputed layer's activations kept\n"
-            "                            (0.125)\n"
-            "      --what-if ARGS        evaluate one plan given as ddp-sim options\n"
-            "                            (\"--bucket-mb 25 --fuse-small --recompute 0-3\")\n"
-            "                            instead of searching\n"
-            "  -q, --quiet               no progress line\n"
-            "  -h, --help                this help\n"
-            "  -V, --version             version\n");
+    fprintf(f, "usage: dpro-optimize DIR [options]\n"
+               "Searches what-if strategies on the replay of the traces in DIR and prints the\n"
+               "baseline and the best strategies: what to change, predicted iteration time,\n"
+               "speedup and peak memory.\n\n"
+               "  -m, --memory-budget SIZE  peak memory allowed per rank (e.g. 800M, 16G)\n"
+               "      --memory-margin F     share of the budget kept free for allocator\n"
+               "                            fragmentation the estimate does not see (0.05)\n"
+               "  -s, --strategies LIST     fusion,tensor,memory (default: all)\n"
+               "  -k, --top K               strategies listed (default 5)\n"
+               "  -j, --json                machine-readable output (keys: baseline_iter_us,\n"
+               "                            strategies[kind, description, knobs,\n"
+               "                            predicted_iter_us, predicted_speedup,\n"
+               "                            peak_memory_bytes], ...)\n"
+               "  -c, --chrome FILE         simulated timeline of the best strategy\n"
+               "      --seed N              random seed of the search (default 1)\n"
+               "  -b, --budget-s S          stop the search after S seconds (default 10)\n"
+               "      --max-evals N         simulations at most (default 2000)\n"
+               "      --batch B             per-rank batch of the profiled run (states the\n"
+               "                            micro-batch of gradient accumulation)\n"
+               "  -n, --iterations N        steady iterations to compare (default: all)\n"
+               "  -w, --warmup N            skip the iterations before iteration N\n"
+               "                            (default: detected, as dpro-replay)\n"
+               "      --job ID              only the traces of job ID\n"
+               "      --short-kernel-us US  fusion candidates: kernels at most US long (50)\n"
+               "      --kernel-fixed-us US  per-kernel fixed cost prior (3)\n"
+               "      --recompute-keep F    share of a recomputed layer's activations kept\n"
+               "                            (0.125)\n"
+               "      --what-if ARGS        evaluate one plan given as ddp-sim options\n"
+               "                            (\"--bucket-mb 25 --fuse-small --recompute 0-3\")\n"
+               "                            instead of searching\n"
+               "  -q, --quiet               no progress line\n"
+               "  -h, --help                this help\n"
+               "  -V, --version             version\n");
 }
 
 /* Parses "800M", "16G", "1.5GiB", "123456" into bytes (binary units). Returns 0 or -1. */
@@ -75,11 +74,28 @@ parse_size(const char *s, int64_t *out)
         return -1;
     double mul = 1;
     switch (*end) {
-    case 'k': case 'K': mul = 1024.0; end++; break;
-    case 'm': case 'M': mul = 1048576.0; end++; break;
-    case 'g': case 'G': mul = 1073741824.0; end++; break;
-    case 't': case 'T': mul = 1099511627776.0; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        mul = 1024.0;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mul = 1048576.0;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mul = 1073741824.0;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        mul = 1099511627776.0;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end == 'i')
         end++;
@@ -139,8 +155,7 @@ parse_double(const char *s, double lo, double *out)
 /* Window [*t0, *t1) of the first iteration marked in rank jr's trace (NVTX ranges or
  * iteration markers named like iterations), graph clock; *t0 = -1 when there is none. */
 static void
-first_iteration_window(const job_rank *jr, int64_t off, int64_t origin, int64_t *t0,
-                       int64_t *t1)
+first_iteration_window(const job_rank *jr, int64_t off, int64_t origin, int64_t *t0, int64_t *t1)
 {
     *t0 = -1;
     *t1 = INT64_MAX;
@@ -300,8 +315,12 @@ main(int argc, char **argv)
             }
             so.top_k = (int32_t)lv;
             break;
-        case 'j': json = 1; break;
-        case 'c': chrome = optarg; break;
+        case 'j':
+            json = 1;
+            break;
+        case 'c':
+            chrome = optarg;
+            break;
         case 1:
             if (parse_long(optarg, 0, &lv) != 0) {
                 fprintf(stderr, "dpro-optimize: bad --seed '%s'\n", optarg);
@@ -343,14 +362,18 @@ main(int argc, char **argv)
             }
             ro.warmup = (int32_t)lv;
             break;
-        case 8: what_if = optarg; break;
+        case 8:
+            what_if = optarg;
+            break;
         case 9:
             if (parse_double(optarg, 0, &so.memory_margin) != 0 || so.memory_margin >= 1) {
                 fprintf(stderr, "dpro-optimize: bad --memory-margin '%s'\n", optarg);
                 return 2;
             }
             break;
-        case 4: ro.job_id = optarg; break;
+        case 4:
+            ro.job_id = optarg;
+            break;
         case 5:
             if (parse_double(optarg, 0, &wo.short_kernel_us) != 0) {
                 fprintf(stderr, "dpro-optimize: bad --short-kernel-us '%s'\n", optarg);
@@ -369,10 +392,18 @@ main(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'q': quiet = 1; break;
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("dpro-optimize %s\n", PACKAGE_VERSION); return 0;
-        default: usage(stderr); return 2;
+        case 'q':
+            quiet = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("dpro-optimize %s\n", PACKAGE_VERSION);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (optind + 1 != argc) {
@@ -434,9 +465,9 @@ main(int argc, char **argv)
         sr.top[0].plan = wp;
         if (strategy_evaluate(&w, &wp, &best_sim, &sr.top[0].eval) != 0)
             goto out;
-        sr.top[0].feasible = so.memory_budget <= 0 ||
-                             (double)sr.top[0].eval.peak_bytes <=
-                                 (double)so.memory_budget * (1.0 - so.memory_margin);
+        sr.top[0].feasible =
+            so.memory_budget <= 0 || (double)sr.top[0].eval.peak_bytes <=
+                                         (double)so.memory_budget * (1.0 - so.memory_margin);
         sr.n_top = 1;
         sr.evaluations++;
     } else if (search_run(&w, &so, &sr) != 0) {
@@ -456,8 +487,8 @@ main(int argc, char **argv)
         }
         FILE *f = fopen(chrome, "w");
         chrome_options co = {1, -1, -1};
-        int bad = !f || sim_run(tl, &best_sim) != 0 ||
-                  chrome_export(&rp, tl, &best_sim, &co, f) != 0;
+        int bad =
+            !f || sim_run(tl, &best_sim) != 0 || chrome_export(&rp, tl, &best_sim, &co, f) != 0;
         if (tl == &part)
             dfg_free(&part);
         if (bad) {
@@ -516,8 +547,8 @@ main(int argc, char **argv)
         json_kv_int(&jw, "recompute_sites", w.n_sites);
         json_kv_int(&jw, "repaired_event_edges", w.repaired_edges);
         if (w.n_units > 0 && w.coll_op < COSTMODEL_OPS) {
-            const costmodel_fit *fit = rp.model.op[w.coll_op].fitted ? &rp.model.op[w.coll_op]
-                                                                      : &rp.model.all;
+            const costmodel_fit *fit =
+                rp.model.op[w.coll_op].fitted ? &rp.model.op[w.coll_op] : &rp.model.all;
             json_kv_double(&jw, "collective_alpha_us", fit->alpha_ns / 1000.0);
             json_kv_double(&jw, "collective_beta_gbps", fit->beta_bpns);
         }
@@ -584,8 +615,8 @@ main(int argc, char **argv)
         for (int32_t i = 0; i < sr.n_top; i++) {
             const search_candidate *sc = &sr.top[i];
             strategy_kind(&w, &sc->plan, buf, sizeof buf);
-            printf("%d. %s: %.1f us (%.3fx), peak memory ", i + 1, buf,
-                   sc->eval.iter_ns / 1000.0, sr.baseline.eval.iter_ns / sc->eval.iter_ns);
+            printf("%d. %s: %.1f us (%.3fx), peak memory ", i + 1, buf, sc->eval.iter_ns / 1000.0,
+                   sr.baseline.eval.iter_ns / sc->eval.iter_ns);
             print_bytes(stdout, sc->eval.peak_bytes);
             strategy_describe(&w, &sc->plan, buf, sizeof buf);
             printf("\n   %s\n", buf);

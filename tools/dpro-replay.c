@@ -19,27 +19,26 @@
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "usage: dpro-replay DIR [options]\n"
-            "Replays the per-rank traces in DIR as one dataflow graph and compares the\n"
-            "simulated iteration time with the measured one.\n\n"
-            "  -n, --iterations N     compare N steady iterations (default: all steady)\n"
-            "  -j, --json             machine-readable output (keys: ranks, iterations,\n"
-            "                         measured_iter_us, simulated_iter_us, error_pct,\n"
-            "                         breakdown, critical_path, per_rank, ...)\n"
-            "  -c, --chrome FILE      also write the simulated timeline as a Chrome trace\n"
-            "  -p, --critical-path    list the operations on the critical path\n"
-            "  -t, --top K            how many critical-path entries (default 10)\n"
-            "  -w, --warmup N         skip the iterations before iteration N (iteration k\n"
-            "                         ends at the end of marker k; default: detected)\n"
-            "      --job ID           replay only the traces of job ID\n"
-            "      --measured-collectives  collectives take their measured transfer time\n"
-            "                         instead of the fitted cost model's\n"
-            "      --what-if-scale-kernels F  also predict the iteration time if every kernel\n"
-            "                         took F times as long (0.5: a device twice as fast;\n"
-            "                         collectives, copies and host time unchanged)\n"
-            "  -h, --help             this help\n"
-            "  -V, --version          version\n");
+    fprintf(f, "usage: dpro-replay DIR [options]\n"
+               "Replays the per-rank traces in DIR as one dataflow graph and compares the\n"
+               "simulated iteration time with the measured one.\n\n"
+               "  -n, --iterations N     compare N steady iterations (default: all steady)\n"
+               "  -j, --json             machine-readable output (keys: ranks, iterations,\n"
+               "                         measured_iter_us, simulated_iter_us, error_pct,\n"
+               "                         breakdown, critical_path, per_rank, ...)\n"
+               "  -c, --chrome FILE      also write the simulated timeline as a Chrome trace\n"
+               "  -p, --critical-path    list the operations on the critical path\n"
+               "  -t, --top K            how many critical-path entries (default 10)\n"
+               "  -w, --warmup N         skip the iterations before iteration N (iteration k\n"
+               "                         ends at the end of marker k; default: detected)\n"
+               "      --job ID           replay only the traces of job ID\n"
+               "      --measured-collectives  collectives take their measured transfer time\n"
+               "                         instead of the fitted cost model's\n"
+               "      --what-if-scale-kernels F  also predict the iteration time if every kernel\n"
+               "                         took F times as long (0.5: a device twice as fast;\n"
+               "                         collectives, copies and host time unchanged)\n"
+               "  -h, --help             this help\n"
+               "  -V, --version          version\n");
 }
 
 static void
@@ -103,7 +102,8 @@ main(int argc, char **argv)
         case 'n':
             ro.iterations = (int32_t)strtol(optarg, &end, 10);
             if (*end || ro.iterations <= 0) {
-                fprintf(stderr, "dpro-replay: --iterations wants a positive number, not '%s'\n", optarg);
+                fprintf(stderr, "dpro-replay: --iterations wants a positive number, not '%s'\n",
+                        optarg);
                 return 2;
             }
             break;
@@ -139,7 +139,8 @@ main(int argc, char **argv)
         case 'K':
             kscale = strtod(optarg, &end);
             if (*end || !(kscale > 0) || kscale > 1e6) {
-                fprintf(stderr, "dpro-replay: --what-if-scale-kernels wants a factor > 0, not '%s'\n",
+                fprintf(stderr,
+                        "dpro-replay: --what-if-scale-kernels wants a factor > 0, not '%s'\n",
                         optarg);
                 return 2;
             }
@@ -263,12 +264,15 @@ main(int argc, char **argv)
             json_kv_double(j, "others_waited_us_per_iter", q->straggler_blame_us);
             json_kv_int(j, "arrived_last", q->last_arrivals);
             json_kv_string(j, "iteration_method",
-                           (const char *[]){"none", "marker", "range", "kernel-period"}[rp.iters[r].method & 3]);
+                           (const char *[]){"none", "marker", "range",
+                                            "kernel-period"}[rp.iters[r].method & 3]);
             json_kv_int(j, "warm_up_iterations", rp.iters[r].warm_up);
             json_key(j, "breakdown");
             json_begin_object(j);
-            bd_json(j, "measured", &q->measured_bd, q->measured_bd.window > 0 && s.iterations ? 1.0 / s.iterations : 1.0);
-            bd_json(j, "simulated", &q->simulated_bd, q->simulated_bd.window > 0 && s.iterations ? 1.0 / s.iterations : 1.0);
+            bd_json(j, "measured", &q->measured_bd,
+                    q->measured_bd.window > 0 && s.iterations ? 1.0 / s.iterations : 1.0);
+            bd_json(j, "simulated", &q->simulated_bd,
+                    q->simulated_bd.window > 0 && s.iterations ? 1.0 / s.iterations : 1.0);
             json_end_object(j);
             json_end_object(j);
         }
@@ -277,7 +281,8 @@ main(int argc, char **argv)
         json_begin_array(j);
         for (int32_t r = 0; r < s.n_ranks; r++) {
             replay_rank_summary *q = &s.rank[r];
-            if (q->present && q->straggler_blame_us > 0.02 * s.measured_us && q->straggler_blame_us > 5) {
+            if (q->present && q->straggler_blame_us > 0.02 * s.measured_us &&
+                q->straggler_blame_us > 5) {
                 json_begin_object(j);
                 json_kv_int(j, "rank", r);
                 json_kv_double(j, "others_waited_us_per_iter", q->straggler_blame_us);
@@ -287,9 +292,10 @@ main(int argc, char **argv)
         json_end_array(j);
         json_key(j, "clock");
         json_begin_object(j);
-        json_kv_string(j, "source", rp.align_source == 1 ? "collective device ends"
-                                    : rp.align_source == 2 ? "collective host call ends"
-                                                           : "none");
+        json_kv_string(j, "source",
+                       rp.align_source == 1   ? "collective device ends"
+                       : rp.align_source == 2 ? "collective host call ends"
+                                              : "none");
         json_kv_double(j, "residual_median_us", rp.align.residual_median_us);
         json_kv_double(j, "residual_max_us", rp.align.residual_max_us);
         json_kv_int(j, "unaligned_ranks", rp.align.n_unaligned);
@@ -314,7 +320,8 @@ main(int argc, char **argv)
             json_begin_object(j);
             json_kv_double(j, "kernel_scale", kscale);
             json_kv_double(j, "predicted_iter_us", ws.simulated_us);
-            json_kv_double(j, "speedup", ws.simulated_us > 0 ? s.simulated_us / ws.simulated_us : 0);
+            json_kv_double(j, "speedup",
+                           ws.simulated_us > 0 ? s.simulated_us / ws.simulated_us : 0);
             json_key(j, "per_rank");
             json_begin_array(j);
             for (int32_t r = 0; r < ws.n_ranks; r++) {
@@ -341,8 +348,8 @@ main(int argc, char **argv)
                rp.job.n_ranks, dfg_live_nodes(g), (long long)g->n_edges, g->n_groups);
         printf("iterations compared: %d (from iteration %d; warm-up skipped)\n", s.iterations,
                s.first_iteration);
-        printf("\n%-6s %14s %14s %8s %12s %14s\n", "rank", "measured us", "simulated us",
-               "error", "clock us", "others wait us");
+        printf("\n%-6s %14s %14s %8s %12s %14s\n", "rank", "measured us", "simulated us", "error",
+               "clock us", "others wait us");
         for (int32_t r = 0; r < s.n_ranks; r++) {
             replay_rank_summary *q = &s.rank[r];
             if (!q->present)
@@ -356,7 +363,7 @@ main(int argc, char **argv)
         print_bd("measured", &s.measured_bd);
         print_bd("simulated", &s.simulated_bd);
         printf("\nclock alignment: %s, residual median %.2f us, max %.2f us%s\n",
-               rp.align_source == 1 ? "from collective device ends"
+               rp.align_source == 1   ? "from collective device ends"
                : rp.align_source == 2 ? "from collective host call ends (approximate)"
                                       : "none (no collectives)",
                rp.align.residual_median_us, rp.align.residual_max_us,
@@ -364,7 +371,8 @@ main(int argc, char **argv)
         int any = 0;
         for (int32_t r = 0; r < s.n_ranks; r++) {
             replay_rank_summary *q = &s.rank[r];
-            if (q->present && q->straggler_blame_us > 0.02 * s.measured_us && q->straggler_blame_us > 5) {
+            if (q->present && q->straggler_blame_us > 0.02 * s.measured_us &&
+                q->straggler_blame_us > 5) {
                 if (!any)
                     printf("\nstragglers (the others wait for them):\n");
                 any = 1;

@@ -31,20 +31,20 @@
 
 #include "import_kineto.h"
 
-#define KIN_MAX_DEPTH 16            /* contexts tracked; deeper containers are skipped */
-#define KIN_MAX_STRING (16u << 20)  /* longest event name kept */
-#define KIN_SMALL_STR 128           /* dtype, collective name, sync kind, ... */
-#define KIN_RANKS_STR 8192          /* "Process Group Ranks" text kept */
-#define KIN_MAX_REASONS 128         /* distinct unmapped reasons counted */
+#define KIN_MAX_DEPTH 16           /* contexts tracked; deeper containers are skipped */
+#define KIN_MAX_STRING (16u << 20) /* longest event name kept */
+#define KIN_SMALL_STR 128          /* dtype, collective name, sync kind, ... */
+#define KIN_RANKS_STR 8192         /* "Process Group Ranks" text kept */
+#define KIN_MAX_REASONS 128        /* distinct unmapped reasons counted */
 #define KIN_MAX_STREAMS 65536
 #define KIN_MAX_COMMS 4096
-#define KIN_CHUNK (256u << 10)      /* bytes read from the file per yajl_parse call */
+#define KIN_CHUNK (256u << 10) /* bytes read from the file per yajl_parse call */
 #define KIN_HASH_SIZE (KINETO_JOIN_WINDOW * 2u)
-#define KIN_SBLOCK (64u << 10)      /* bytes of a block of interned name text */
-#define KIN_WRITER_BATCH 16384u     /* events per writer batch (kineto_writer_options) */
-#define KIN_ENDGAME_EVENTS 6144u    /* events left when the writer flushes once more */
-#define KIN_BATCH_STRS 4096u        /* new names per batch (more: handed over early) */
-#define KIN_BATCH_SIDE 256u         /* thread and device records per batch */
+#define KIN_SBLOCK (64u << 10)   /* bytes of a block of interned name text */
+#define KIN_WRITER_BATCH 16384u  /* events per writer batch (kineto_writer_options) */
+#define KIN_ENDGAME_EVENTS 6144u /* events left when the writer flushes once more */
+#define KIN_BATCH_STRS 4096u     /* new names per batch (more: handed over early) */
+#define KIN_BATCH_SIDE 256u      /* thread and device records per batch */
 #define KIN_FNV_BASIS 0xcbf29ce484222325ULL
 #define KIN_FNV_PRIME 0x100000001b3ULL
 /* Length to show of a token in a message (tokens are not NUL-terminated). */
@@ -53,53 +53,126 @@
 /* ---- where the parser is -------------------------------------------------------------- */
 
 enum kin_ctx {
-    CTX_ROOT,      /* before the top-level value */
-    CTX_TOP,       /* the top-level object */
-    CTX_EVENTS,    /* traceEvents (or a top-level array) */
-    CTX_EVENT,     /* one trace event */
-    CTX_ARGS,      /* its args */
-    CTX_ARGARRAY,  /* grid or block inside args */
-    CTX_DIST,      /* distributedInfo */
-    CTX_DEVPROPS,  /* deviceProperties */
-    CTX_DEV,       /* one device of deviceProperties */
-    CTX_DONE,      /* after the top-level value */
+    CTX_ROOT,     /* before the top-level value */
+    CTX_TOP,      /* the top-level object */
+    CTX_EVENTS,   /* traceEvents (or a top-level array) */
+    CTX_EVENT,    /* one trace event */
+    CTX_ARGS,     /* its args */
+    CTX_ARGARRAY, /* grid or block inside args */
+    CTX_DIST,     /* distributedInfo */
+    CTX_DEVPROPS, /* deviceProperties */
+    CTX_DEV,      /* one device of deviceProperties */
+    CTX_DONE,     /* after the top-level value */
 };
 
 /* Keys we look at; one enum for all contexts (a key is matched in its context only). */
 enum kin_key {
     K_NONE = 0,
     /* top */
-    K_TRACE_EVENTS, K_DIST_INFO, K_DEV_PROPS, K_TRACE_ID, K_HOST_NAME, K_BASE_TIME,
-    K_TRACE_NAME, K_SCHEMA_VERSION,
+    K_TRACE_EVENTS,
+    K_DIST_INFO,
+    K_DEV_PROPS,
+    K_TRACE_ID,
+    K_HOST_NAME,
+    K_BASE_TIME,
+    K_TRACE_NAME,
+    K_SCHEMA_VERSION,
     /* event */
-    K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ID, K_ARGS,
+    K_PH,
+    K_CAT,
+    K_NAME,
+    K_PID,
+    K_TID,
+    K_TS,
+    K_DUR,
+    K_ID,
+    K_ARGS,
     /* args */
-    A_EXTERNAL_ID, A_CORRELATION, A_DEVICE, A_STREAM, A_GRID, A_BLOCK, A_SHARED_MEM,
-    A_BYTES, A_COLL_NAME, A_IN_NELEMS, A_OUT_NELEMS, A_GROUP_SIZE, A_DTYPE, A_PG_NAME,
-    A_PG_ID, A_PG_RANKS, A_SEQ, A_SYNC_KIND, A_WAIT_STREAM, A_WAIT_RECORD_CORR,
-    A_WAIT_EVENT_ID, A_MNAME, A_DEVICE_TYPE, A_DEVICE_ID, A_ADDR, A_MEM_BYTES,
+    A_EXTERNAL_ID,
+    A_CORRELATION,
+    A_DEVICE,
+    A_STREAM,
+    A_GRID,
+    A_BLOCK,
+    A_SHARED_MEM,
+    A_BYTES,
+    A_COLL_NAME,
+    A_IN_NELEMS,
+    A_OUT_NELEMS,
+    A_GROUP_SIZE,
+    A_DTYPE,
+    A_PG_NAME,
+    A_PG_ID,
+    A_PG_RANKS,
+    A_SEQ,
+    A_SYNC_KIND,
+    A_WAIT_STREAM,
+    A_WAIT_RECORD_CORR,
+    A_WAIT_EVENT_ID,
+    A_MNAME,
+    A_DEVICE_TYPE,
+    A_DEVICE_ID,
+    A_ADDR,
+    A_MEM_BYTES,
     /* distributedInfo */
-    D_RANK, D_WORLD_SIZE, D_NCCL_VERSION,
+    D_RANK,
+    D_WORLD_SIZE,
+    D_NCCL_VERSION,
     /* deviceProperties[i] */
-    P_ID, P_NAME, P_TOTAL_MEM, P_CC_MAJOR, P_CC_MINOR, P_NUM_SMS, P_CLOCK_RATE,
+    P_ID,
+    P_NAME,
+    P_TOTAL_MEM,
+    P_CC_MAJOR,
+    P_CC_MINOR,
+    P_NUM_SMS,
+    P_CLOCK_RATE,
 };
 
 /* Kineto categories we map (CAT_OTHER: any other, kept as text for the counters). */
 enum kin_cat {
-    CAT_NONE = 0, CAT_OTHER, CAT_CPU_OP, CAT_USER_ANN, CAT_GPU_USER_ANN, CAT_RUNTIME,
-    CAT_DRIVER, CAT_KERNEL, CAT_MEMCPY, CAT_MEMSET, CAT_SYNC, CAT_AC2G, CAT_FWDBWD,
-    CAT_PYTHON, CAT_TRACE,
+    CAT_NONE = 0,
+    CAT_OTHER,
+    CAT_CPU_OP,
+    CAT_USER_ANN,
+    CAT_GPU_USER_ANN,
+    CAT_RUNTIME,
+    CAT_DRIVER,
+    CAT_KERNEL,
+    CAT_MEMCPY,
+    CAT_MEMSET,
+    CAT_SYNC,
+    CAT_AC2G,
+    CAT_FWDBWD,
+    CAT_PYTHON,
+    CAT_TRACE,
 };
 
 /* Arguments seen in the current event (bits of kin_event.have). */
 enum kin_have {
-    H_TS = 1u << 0, H_DUR = 1u << 1, H_PID = 1u << 2, H_TID = 1u << 3, H_NAME = 1u << 4,
-    H_EXTERNAL_ID = 1u << 5, H_CORRELATION = 1u << 6, H_DEVICE = 1u << 7,
-    H_STREAM = 1u << 8, H_BYTES = 1u << 9, H_IN_NELEMS = 1u << 10, H_OUT_NELEMS = 1u << 11,
-    H_GROUP_SIZE = 1u << 12, H_SEQ = 1u << 13, H_WAIT_STREAM = 1u << 14,
-    H_WAIT_RECORD = 1u << 15, H_WAIT_EVENT = 1u << 16, H_DEVICE_TYPE = 1u << 17,
-    H_DEVICE_ID = 1u << 18, H_ADDR = 1u << 19, H_MEM_BYTES = 1u << 20, H_PG = 1u << 21,
-    H_SHARED_MEM = 1u << 22, H_PH = 1u << 23,
+    H_TS = 1u << 0,
+    H_DUR = 1u << 1,
+    H_PID = 1u << 2,
+    H_TID = 1u << 3,
+    H_NAME = 1u << 4,
+    H_EXTERNAL_ID = 1u << 5,
+    H_CORRELATION = 1u << 6,
+    H_DEVICE = 1u << 7,
+    H_STREAM = 1u << 8,
+    H_BYTES = 1u << 9,
+    H_IN_NELEMS = 1u << 10,
+    H_OUT_NELEMS = 1u << 11,
+    H_GROUP_SIZE = 1u << 12,
+    H_SEQ = 1u << 13,
+    H_WAIT_STREAM = 1u << 14,
+    H_WAIT_RECORD = 1u << 15,
+    H_WAIT_EVENT = 1u << 16,
+    H_DEVICE_TYPE = 1u << 17,
+    H_DEVICE_ID = 1u << 18,
+    H_ADDR = 1u << 19,
+    H_MEM_BYTES = 1u << 20,
+    H_PG = 1u << 21,
+    H_SHARED_MEM = 1u << 22,
+    H_PH = 1u << 23,
 };
 
 typedef struct kin_str {
@@ -112,12 +185,12 @@ typedef struct kin_event {
     uint32_t have;
     char ph;
     int cat;
-    kin_str cat_text;      /* for CAT_OTHER */
-    const char *name;      /* NUL-terminated: an interned text or name_buf */
+    kin_str cat_text; /* for CAT_OTHER */
+    const char *name; /* NUL-terminated: an interned text or name_buf */
     size_t name_len;
-    uint64_t name_hash;    /* kin_str_hash of the name */
-    uint32_t name_id;      /* its interned id, 0 if not interned yet */
-    char *name_buf;        /* k-owned growable buffer for names not interned yet */
+    uint64_t name_hash; /* kin_str_hash of the name */
+    uint32_t name_id;   /* its interned id, 0 if not interned yet */
+    char *name_buf;     /* k-owned growable buffer for names not interned yet */
     size_t name_cap;
     int64_t pid, tid;
     int pid_is_text, tid_is_text;
@@ -127,9 +200,9 @@ typedef struct kin_event {
     int64_t wait_stream, wait_record, wait_event;
     int64_t device_type, device_id, addr, mem_bytes;
     uint32_t grid[3], block[3];
-    int arr_key, arr_idx;  /* which of grid/block is open, next index */
+    int arr_key, arr_idx; /* which of grid/block is open, next index */
     kin_str coll_name, dtype, pg, sync_kind, mname;
-    char *pg_ranks;        /* k-owned, KIN_RANKS_STR */
+    char *pg_ranks; /* k-owned, KIN_RANKS_STR */
     size_t pg_ranks_len;
     int pg_ranks_cut;
     int dur_negative;
@@ -140,16 +213,16 @@ enum { SLOT_FREE = 0, SLOT_LAUNCH = 1, SLOT_DEVICE = 2 };
 typedef struct kin_slot {
     uint64_t corr;
     uint32_t state;
-    uint32_t kname;   /* SLOT_DEVICE: kernel name id (0 for copies and sets) */
-    uint64_t stream;  /* SLOT_DEVICE */
-    uint64_t bytes;   /* SLOT_DEVICE */
-    int64_t coll;     /* SLOT_DEVICE: index of its collective, -1 if none */
-    dpro_event ev;    /* SLOT_LAUNCH: the held API event */
+    uint32_t kname;  /* SLOT_DEVICE: kernel name id (0 for copies and sets) */
+    uint64_t stream; /* SLOT_DEVICE */
+    uint64_t bytes;  /* SLOT_DEVICE */
+    int64_t coll;    /* SLOT_DEVICE: index of its collective, -1 if none */
+    dpro_event ev;   /* SLOT_LAUNCH: the held API event */
 } kin_slot;
 
 typedef struct kin_coll {
     dpro_event ev;
-    uint64_t kstart;  /* the kernel's start: device order */
+    uint64_t kstart; /* the kernel's start: device order */
     int has_seq;
 } kin_coll;
 
@@ -183,7 +256,7 @@ typedef struct kin_sent {
     uint64_t hash;
     const char *text; /* in a kin_sblock, NUL-terminated */
     uint32_t len;
-    uint32_t id;      /* 0: empty slot */
+    uint32_t id; /* 0: empty slot */
 } kin_sent;
 
 /* A name first seen in a batch. */
@@ -196,40 +269,40 @@ typedef struct kin_newstr {
 enum { SIDE_THREAD, SIDE_DEVICE };
 typedef struct kin_side {
     int what;
-    uint32_t tid;          /* SIDE_THREAD */
-    dpro_device_info dev;  /* SIDE_DEVICE (name: the name below) */
+    uint32_t tid;         /* SIDE_THREAD */
+    dpro_device_info dev; /* SIDE_DEVICE (name: the name below) */
     char name[KIN_SMALL_STR];
 } kin_side;
 
 /* What the parser hands to the writer thread. */
 typedef struct kin_batch {
-    dpro_event *ev;    /* KINETO_BATCH_EVENTS */
-    kin_newstr *strs;  /* KIN_BATCH_STRS */
-    kin_side *side;    /* KIN_BATCH_SIDE */
+    dpro_event *ev;   /* KINETO_BATCH_EVENTS */
+    kin_newstr *strs; /* KIN_BATCH_STRS */
+    kin_side *side;   /* KIN_BATCH_SIDE */
     uint32_t nev, nstrs, nside;
-    int flush;         /* flush the writer after this batch (near the end of the input) */
+    int flush; /* flush the writer after this batch (near the end of the input) */
 } kin_batch;
 
 struct kineto_importer {
     dpro_writer *w;
     kineto_options opt;
     yajl_handle yh;
-    int status;              /* first error, DPRO_OK if none */
+    int status; /* first error, DPRO_OK if none */
     char errmsg[512];
     int finished;
 
     /* input position */
-    uint64_t chunk_off;      /* JSON bytes before the current chunk */
-    uint64_t chunk_line;     /* newlines before the current chunk */
+    uint64_t chunk_off;  /* JSON bytes before the current chunk */
+    uint64_t chunk_line; /* newlines before the current chunk */
     const unsigned char *chunk;
     size_t chunk_len;
 
     /* parser state */
     int ctx[KIN_MAX_DEPTH];
     int key[KIN_MAX_DEPTH];
-    int depth;               /* ctx[depth] is the innermost tracked container */
-    uint64_t skip;           /* depth of skipped containers below it */
-    int saw_events;          /* traceEvents met */
+    int depth;      /* ctx[depth] is the innermost tracked container */
+    uint64_t skip;  /* depth of skipped containers below it */
+    int saw_events; /* traceEvents met */
     kin_event ev;
 
     /* device being read from deviceProperties */
@@ -249,8 +322,8 @@ struct kineto_importer {
 
     /* join window */
     kin_slot *slots;
-    uint32_t *hash;          /* slot index + 1, 0: empty */
-    uint32_t head, used;     /* oldest slot, slots in the ring */
+    uint32_t *hash;      /* slot index + 1, 0: empty */
+    uint32_t head, used; /* oldest slot, slots in the ring */
 
     /* side tables */
     kin_coll *colls;
@@ -264,31 +337,31 @@ struct kineto_importer {
 
     /* names (parser side) */
     kin_sent *stab;
-    size_t stab_mask;        /* slots - 1 (a power of two) */
-    uint32_t nstrings;       /* ids 1..nstrings are taken */
-    kin_sblock *sblocks;     /* the newest first */
+    size_t stab_mask;    /* slots - 1 (a power of two) */
+    uint32_t nstrings;   /* ids 1..nstrings are taken */
+    kin_sblock *sblocks; /* the newest first */
 
     /* output batches and the writer thread. mu guards fullq, freeq, wstop, wabort, werr
      * and wmsg while the thread runs; cur and the name table are the parser's, remap the
      * writer thread's. */
     kin_batch bufs[KINETO_BATCH_BUFFERS];
-    unsigned nbufs;          /* batches allocated: KINETO_BATCH_BUFFERS, or 1 unthreaded */
-    kin_batch *cur;          /* being filled by the parser */
-    int threaded;            /* the writer thread runs */
-    int sync_ready;          /* mu and the condition variables are initialized */
+    unsigned nbufs; /* batches allocated: KINETO_BATCH_BUFFERS, or 1 unthreaded */
+    kin_batch *cur; /* being filled by the parser */
+    int threaded;   /* the writer thread runs */
+    int sync_ready; /* mu and the condition variables are initialized */
     pthread_t wthread;
     pthread_mutex_t mu;
-    pthread_cond_t cv_full;  /* a batch was queued, or wstop */
-    pthread_cond_t cv_free;  /* a batch was given back */
+    pthread_cond_t cv_full;                 /* a batch was queued, or wstop */
+    pthread_cond_t cv_free;                 /* a batch was given back */
     kin_batch *fullq[KINETO_BATCH_BUFFERS]; /* FIFO of batches to write */
     unsigned full_head, full_n;
     kin_batch *freeq[KINETO_BATCH_BUFFERS];
     unsigned free_n;
-    int wstop;               /* no more batches will come */
-    int wabort;              /* drop queued batches unwritten */
-    int werr;                /* first error of the writer, DPRO_OK if none */
-    char wmsg[384];          /* its message */
-    uint32_t *remap;         /* our name id -> the writer's */
+    int wstop;       /* no more batches will come */
+    int wabort;      /* drop queued batches unwritten */
+    int werr;        /* first error of the writer, DPRO_OK if none */
+    char wmsg[384];  /* its message */
+    uint32_t *remap; /* our name id -> the writer's */
     size_t remap_cap;
 
     /* input position for kin_handoff's estimate (kineto_import_path; 0: unknown) */
@@ -300,11 +373,20 @@ struct kineto_importer {
 };
 
 static const char *kin_cat_names[] = {
-    [CAT_NONE] = "", [CAT_OTHER] = "", [CAT_CPU_OP] = "cpu_op",
-    [CAT_USER_ANN] = "user_annotation", [CAT_GPU_USER_ANN] = "gpu_user_annotation",
-    [CAT_RUNTIME] = "cuda_runtime", [CAT_DRIVER] = "cuda_driver", [CAT_KERNEL] = "kernel",
-    [CAT_MEMCPY] = "gpu_memcpy", [CAT_MEMSET] = "gpu_memset", [CAT_SYNC] = "cuda_sync",
-    [CAT_AC2G] = "ac2g", [CAT_FWDBWD] = "fwdbwd", [CAT_PYTHON] = "python_function",
+    [CAT_NONE] = "",
+    [CAT_OTHER] = "",
+    [CAT_CPU_OP] = "cpu_op",
+    [CAT_USER_ANN] = "user_annotation",
+    [CAT_GPU_USER_ANN] = "gpu_user_annotation",
+    [CAT_RUNTIME] = "cuda_runtime",
+    [CAT_DRIVER] = "cuda_driver",
+    [CAT_KERNEL] = "kernel",
+    [CAT_MEMCPY] = "gpu_memcpy",
+    [CAT_MEMSET] = "gpu_memset",
+    [CAT_SYNC] = "cuda_sync",
+    [CAT_AC2G] = "ac2g",
+    [CAT_FWDBWD] = "fwdbwd",
+    [CAT_PYTHON] = "python_function",
     [CAT_TRACE] = "Trace",
 };
 
@@ -433,8 +515,8 @@ kin_unmapped(kineto_importer *k, const char *what, const char *detail, size_t dl
     for (size_t i = 0; i < dlen && n < (int)sizeof(reason) - 1; i++) {
         unsigned char c = (unsigned char)detail[i];
         /* meta keys stay plain: letters, digits, _ - . */
-        reason[n++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                              (c >= '0' && c <= '9') || c == '-' || c == '.'
+        reason[n++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                              c == '-' || c == '.'
                           ? (char)c
                           : '_';
     }
@@ -548,8 +630,8 @@ kin_parse_us_general(const char *s, size_t len, uint64_t *ns)
     for (long d = 0; d < point; d++) {
         unsigned digit = 0;
         if (d < (long)ndig)
-            digit = (unsigned)((size_t)d < nint ? s[int_begin + d] : s[frac_begin + d - nint]) -
-                    '0';
+            digit =
+                (unsigned)((size_t)d < nint ? s[int_begin + d] : s[frac_begin + d - nint]) - '0';
         if (v > (UINT64_MAX - digit) / 10)
             return -1;
         v = v * 10 + digit;
@@ -616,8 +698,9 @@ kin_top_key(const unsigned char *s, size_t l)
     case 8:
         return kin_eq(s, l, "trace_id") ? K_TRACE_ID : K_NONE;
     case 9:
-        return kin_eq(s, l, "host_name") ? K_HOST_NAME : kin_eq(s, l, "traceName") ? K_TRACE_NAME
-                                                                                    : K_NONE;
+        return kin_eq(s, l, "host_name")   ? K_HOST_NAME
+               : kin_eq(s, l, "traceName") ? K_TRACE_NAME
+                                           : K_NONE;
     case 11:
         return kin_eq(s, l, "traceEvents") ? K_TRACE_EVENTS : K_NONE;
     case 13:
@@ -782,27 +865,34 @@ kin_cat_of(const unsigned char *s, size_t l)
 {
     /* by length first: every event has a category */
     switch (l) {
-    case 4: return kin_eq(s, l, "ac2g") ? CAT_AC2G : CAT_OTHER;
-    case 5: return kin_eq(s, l, "Trace") ? CAT_TRACE : CAT_OTHER;
+    case 4:
+        return kin_eq(s, l, "ac2g") ? CAT_AC2G : CAT_OTHER;
+    case 5:
+        return kin_eq(s, l, "Trace") ? CAT_TRACE : CAT_OTHER;
     case 6:
         if (kin_eq(s, l, "kernel"))
             return CAT_KERNEL;
         if (kin_eq(s, l, "cpu_op"))
             return CAT_CPU_OP;
         return kin_eq(s, l, "fwdbwd") ? CAT_FWDBWD : CAT_OTHER;
-    case 9: return kin_eq(s, l, "cuda_sync") ? CAT_SYNC : CAT_OTHER;
+    case 9:
+        return kin_eq(s, l, "cuda_sync") ? CAT_SYNC : CAT_OTHER;
     case 10:
         if (kin_eq(s, l, "gpu_memcpy"))
             return CAT_MEMCPY;
         return kin_eq(s, l, "gpu_memset") ? CAT_MEMSET : CAT_OTHER;
-    case 11: return kin_eq(s, l, "cuda_driver") ? CAT_DRIVER : CAT_OTHER;
-    case 12: return kin_eq(s, l, "cuda_runtime") ? CAT_RUNTIME : CAT_OTHER;
+    case 11:
+        return kin_eq(s, l, "cuda_driver") ? CAT_DRIVER : CAT_OTHER;
+    case 12:
+        return kin_eq(s, l, "cuda_runtime") ? CAT_RUNTIME : CAT_OTHER;
     case 15:
         if (kin_eq(s, l, "user_annotation"))
             return CAT_USER_ANN;
         return kin_eq(s, l, "python_function") ? CAT_PYTHON : CAT_OTHER;
-    case 19: return kin_eq(s, l, "gpu_user_annotation") ? CAT_GPU_USER_ANN : CAT_OTHER;
-    default: return CAT_OTHER;
+    case 19:
+        return kin_eq(s, l, "gpu_user_annotation") ? CAT_GPU_USER_ANN : CAT_OTHER;
+    default:
+        return CAT_OTHER;
     }
 }
 
@@ -1250,10 +1340,14 @@ kin_coll_op_from_arg(const char *s)
         const char *prefix;
         uint32_t op;
     } ops[] = {
-        {"allreduce", DPRO_COLL_ALLREDUCE},   {"broadcast", DPRO_COLL_BROADCAST},
-        {"reducescatter", DPRO_COLL_REDUCESCATTER}, {"reduce", DPRO_COLL_REDUCE},
-        {"allgather", DPRO_COLL_ALLGATHER},   {"alltoall", DPRO_COLL_ALLTOALL},
-        {"send", DPRO_COLL_SEND},             {"recv", DPRO_COLL_RECV},
+        {"allreduce", DPRO_COLL_ALLREDUCE},
+        {"broadcast", DPRO_COLL_BROADCAST},
+        {"reducescatter", DPRO_COLL_REDUCESCATTER},
+        {"reduce", DPRO_COLL_REDUCE},
+        {"allgather", DPRO_COLL_ALLGATHER},
+        {"alltoall", DPRO_COLL_ALLTOALL},
+        {"send", DPRO_COLL_SEND},
+        {"recv", DPRO_COLL_RECV},
     };
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
         if (strncmp(n, ops[i].prefix, strlen(ops[i].prefix)) == 0)
@@ -1280,8 +1374,7 @@ kin_has_token(const char *name, size_t end, const char *tok)
  * "ncclKernel_AllReduce_RING_LL_Sum_float(...)" or "ncclDevKernel_AllGather_RING_LL(...)".
  * Leaves what the name does not say untouched. */
 static void
-kin_coll_from_kernel(const char *name, size_t len, uint32_t *op, uint32_t *redop,
-                     uint32_t *dtype)
+kin_coll_from_kernel(const char *name, size_t len, uint32_t *op, uint32_t *redop, uint32_t *dtype)
 {
     static const struct {
         const char *tok;
@@ -1295,14 +1388,20 @@ kin_coll_from_kernel(const char *name, size_t len, uint32_t *op, uint32_t *redop
                {"Send", DPRO_COLL_SEND},
                {"Recv", DPRO_COLL_RECV},
                {"AllToAll", DPRO_COLL_ALLTOALL}},
-      redops[] = {{"Sum", 0}, {"Prod", 1}, {"Max", 2}, {"Min", 3},
+      redops[] = {{"Sum", 0}, {"Prod", 1},      {"Max", 2},       {"Min", 3},
                   {"Avg", 4}, {"PreMulSum", 5}, {"SumPostDiv", 6}},
-      types[] = {{"int8_t", 0},   {"i8", 0},      {"uint8_t", 1},       {"u8", 1},
-                 {"int32_t", 2},  {"i32", 2},     {"int", 2},           {"uint32_t", 3},
-                 {"u32", 3},      {"int64_t", 4}, {"i64", 4},           {"uint64_t", 5},
-                 {"u64", 5},      {"half", 6},    {"f16", 6},           {"float", 7},
-                 {"f32", 7},      {"double", 8},  {"f64", 8},           {"__nv_bfloat16", 9},
-                 {"bf16", 9},     {"__nv_fp8_e4m3", 10}, {"f8e4m3", 10}, {"__nv_fp8_e5m2", 11},
+      types[] = {{"int8_t", 0},  {"i8", 0},
+                 {"uint8_t", 1}, {"u8", 1},
+                 {"int32_t", 2}, {"i32", 2},
+                 {"int", 2},     {"uint32_t", 3},
+                 {"u32", 3},     {"int64_t", 4},
+                 {"i64", 4},     {"uint64_t", 5},
+                 {"u64", 5},     {"half", 6},
+                 {"f16", 6},     {"float", 7},
+                 {"f32", 7},     {"double", 8},
+                 {"f64", 8},     {"__nv_bfloat16", 9},
+                 {"bf16", 9},    {"__nv_fp8_e4m3", 10},
+                 {"f8e4m3", 10}, {"__nv_fp8_e5m2", 11},
                  {"f8e5m2", 11}};
     size_t end = 0;
     while (end < len && name[end] != '(')
@@ -1339,9 +1438,9 @@ kin_dtype_from_arg(const char *s)
     static const struct {
         const char *name;
         uint32_t v;
-    } m[] = {{"Char", 0},      {"Byte", 1},     {"Bool", 1},   {"Int", 2},
-             {"Long", 4},      {"Half", 6},     {"Float", 7},  {"Double", 8},
-             {"BFloat16", 9},  {"Float8_e4m3fn", 10}, {"Float8_e5m2", 11}};
+    } m[] = {{"Char", 0},     {"Byte", 1},           {"Bool", 1},        {"Int", 2},
+             {"Long", 4},     {"Half", 6},           {"Float", 7},       {"Double", 8},
+             {"BFloat16", 9}, {"Float8_e4m3fn", 10}, {"Float8_e5m2", 11}};
     for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
         if (strcmp(s, m[i].name) == 0)
             return m[i].v;
@@ -1378,16 +1477,14 @@ kin_comm_of(kineto_importer *k, const kin_event *e, uint32_t device)
     c->hash = h;
     c->device = device;
     c->size = (e->have & H_GROUP_SIZE) ? e->group_size : 0;
-    c->ranks = (e->pg_ranks_len && !e->pg_ranks_cut) ? strndup(e->pg_ranks, e->pg_ranks_len)
-                                                      : NULL;
+    c->ranks = (e->pg_ranks_len && !e->pg_ranks_cut) ? strndup(e->pg_ranks, e->pg_ranks_len) : NULL;
     return h;
 }
 
 /* Builds the collective of an NCCL kernel (times: the kernel's until its launch joins).
  * *index receives its index in k->colls, -1 if none was made. */
 static int
-kin_add_collective(kineto_importer *k, const kin_event *e, const dpro_event *kern,
-                   int64_t *index)
+kin_add_collective(kineto_importer *k, const kin_event *e, const dpro_event *kern, int64_t *index)
 {
     *index = -1;
     uint32_t op = 0, redop = 0, dtype = KINETO_DTYPE_UNKNOWN;
@@ -1442,10 +1539,10 @@ kin_add_collective(kineto_importer *k, const kin_event *e, const dpro_event *ker
         kin_count(k, "approx.collective_count", 1);
     }
     c->ev.dtype = dtype;
-    c->ev.redop = (op == DPRO_COLL_ALLREDUCE || op == DPRO_COLL_REDUCE ||
-                   op == DPRO_COLL_REDUCESCATTER)
-                      ? redop
-                      : 0;
+    c->ev.redop =
+        (op == DPRO_COLL_ALLREDUCE || op == DPRO_COLL_REDUCE || op == DPRO_COLL_REDUCESCATTER)
+            ? redop
+            : 0;
     c->ev.peer = (op == DPRO_COLL_BROADCAST || op == DPRO_COLL_REDUCE || op == DPRO_COLL_SEND ||
                   op == DPRO_COLL_RECV)
                      ? -1
@@ -1535,10 +1632,12 @@ kin_times(kineto_importer *k, kin_event *e, dpro_event *ev, int need_dur)
     if (!(e->have & H_TS))
         return kin_fail(k, DPRO_ERR_NOT_TRACE, "%s event \"%.80s\" has no \"ts\"",
                         e->cat == CAT_OTHER ? e->cat_text.buf : kin_cat_names[e->cat],
-                        e->name_len ? e->name : ""), -1;
+                        e->name_len ? e->name : ""),
+               -1;
     if (need_dur && !(e->have & H_DUR))
         return kin_fail(k, DPRO_ERR_NOT_TRACE, "complete event \"%.80s\" has no \"dur\"",
-                        e->name_len ? e->name : ""), -1;
+                        e->name_len ? e->name : ""),
+               -1;
     if (e->dur_negative) {
         kin_count(k, "fixed.negative_dur", 1);
         e->dur_ns = 0;
@@ -1637,12 +1736,10 @@ kin_map_device_op(kineto_importer *k, kin_event *e)
             static const struct {
                 const char *tok;
                 uint32_t kind;
-            } kinds[] = {{"HtoD", DPRO_COPY_H2D}, {"DtoH", DPRO_COPY_D2H},
-                         {"DtoD", DPRO_COPY_D2D}, {"HtoH", DPRO_COPY_H2H},
-                         {"PtoP", DPRO_COPY_P2P}, {"Peer", DPRO_COPY_P2P},
-                         {"HtoA", DPRO_COPY_H2D}, {"AtoH", DPRO_COPY_D2H},
-                         {"AtoD", DPRO_COPY_D2D}, {"DtoA", DPRO_COPY_D2D},
-                         {"AtoA", DPRO_COPY_D2D}};
+            } kinds[] = {{"HtoD", DPRO_COPY_H2D}, {"DtoH", DPRO_COPY_D2H}, {"DtoD", DPRO_COPY_D2D},
+                         {"HtoH", DPRO_COPY_H2H}, {"PtoP", DPRO_COPY_P2P}, {"Peer", DPRO_COPY_P2P},
+                         {"HtoA", DPRO_COPY_H2D}, {"AtoH", DPRO_COPY_D2H}, {"AtoD", DPRO_COPY_D2D},
+                         {"DtoA", DPRO_COPY_D2D}, {"AtoA", DPRO_COPY_D2D}};
             ev.subkind = DPRO_COPY_DEFAULT;
             size_t t;
             for (t = 0; t < sizeof(kinds) / sizeof(kinds[0]); t++) {
@@ -1956,20 +2053,34 @@ static const char *
 kin_key_text(int key)
 {
     switch (key) {
-    case K_TRACE_EVENTS: return "traceEvents";
-    case K_DIST_INFO: return "distributedInfo";
-    case K_DEV_PROPS: return "deviceProperties";
-    case K_PH: return "ph";
-    case K_CAT: return "cat";
-    case K_NAME: return "name";
-    case K_PID: return "pid";
-    case K_TID: return "tid";
-    case K_TS: return "ts";
-    case K_DUR: return "dur";
-    case K_ARGS: return "args";
-    case A_GRID: return "grid";
-    case A_BLOCK: return "block";
-    default: return "value";
+    case K_TRACE_EVENTS:
+        return "traceEvents";
+    case K_DIST_INFO:
+        return "distributedInfo";
+    case K_DEV_PROPS:
+        return "deviceProperties";
+    case K_PH:
+        return "ph";
+    case K_CAT:
+        return "cat";
+    case K_NAME:
+        return "name";
+    case K_PID:
+        return "pid";
+    case K_TID:
+        return "tid";
+    case K_TS:
+        return "ts";
+    case K_DUR:
+        return "dur";
+    case K_ARGS:
+        return "args";
+    case A_GRID:
+        return "grid";
+    case A_BLOCK:
+        return "block";
+    default:
+        return "value";
     }
 }
 
@@ -2028,8 +2139,8 @@ kin_cb_number(void *ctx, const char *s, size_t l)
     /* an event */
     case K_TS:
         if (kineto_parse_us(s, l, &e->ts_ns) < 0)
-            return kin_fail(k, DPRO_ERR_LIMIT, "\"ts\": %.*s is not a time in range",
-                            KIN_SHOW(l), s);
+            return kin_fail(k, DPRO_ERR_LIMIT, "\"ts\": %.*s is not a time in range", KIN_SHOW(l),
+                            s);
         e->have |= H_TS;
         return 1;
     case K_DUR:
@@ -2039,8 +2150,8 @@ kin_cb_number(void *ctx, const char *s, size_t l)
             return 1;
         }
         if (kineto_parse_us(s, l, &e->dur_ns) < 0)
-            return kin_fail(k, DPRO_ERR_LIMIT, "\"dur\": %.*s is not a time in range",
-                            KIN_SHOW(l), s);
+            return kin_fail(k, DPRO_ERR_LIMIT, "\"dur\": %.*s is not a time in range", KIN_SHOW(l),
+                            s);
         e->have |= H_DUR;
         return 1;
     case K_PID:
@@ -2054,23 +2165,41 @@ kin_cb_number(void *ctx, const char *s, size_t l)
     case K_ARGS:
         return kin_wrong_type(k, "args", "an object");
     /* its args */
-    case A_EXTERNAL_ID: return kin_int_arg(k, s, l, &e->external_id, H_EXTERNAL_ID, "External id");
-    case A_CORRELATION: return kin_int_arg(k, s, l, &e->correlation, H_CORRELATION, "correlation");
-    case A_DEVICE: return kin_int_arg(k, s, l, &e->device, H_DEVICE, "device");
-    case A_STREAM: return kin_int_arg(k, s, l, &e->stream, H_STREAM, "stream");
-    case A_SHARED_MEM: return kin_int_arg(k, s, l, &e->shared_mem, H_SHARED_MEM, "shared memory");
-    case A_BYTES: return kin_int_arg(k, s, l, &e->bytes, H_BYTES, "bytes");
-    case A_IN_NELEMS: return kin_int_arg(k, s, l, &e->in_nelems, H_IN_NELEMS, "In msg nelems");
-    case A_OUT_NELEMS: return kin_int_arg(k, s, l, &e->out_nelems, H_OUT_NELEMS, "Out msg nelems");
-    case A_GROUP_SIZE: return kin_int_arg(k, s, l, &e->group_size, H_GROUP_SIZE, "Group size");
-    case A_SEQ: return kin_int_arg(k, s, l, &e->seq, H_SEQ, "Seq");
-    case A_WAIT_STREAM: return kin_int_arg(k, s, l, &e->wait_stream, H_WAIT_STREAM, "wait_on_stream");
-    case A_WAIT_RECORD_CORR: return kin_int_arg(k, s, l, &e->wait_record, H_WAIT_RECORD, "wait_on_cuda_event_record_corr_id");
-    case A_WAIT_EVENT_ID: return kin_int_arg(k, s, l, &e->wait_event, H_WAIT_EVENT, "wait_on_cuda_event_id");
-    case A_DEVICE_TYPE: return kin_int_arg(k, s, l, &e->device_type, H_DEVICE_TYPE, "Device Type");
-    case A_DEVICE_ID: return kin_int_arg(k, s, l, &e->device_id, H_DEVICE_ID, "Device Id");
-    case A_ADDR: return kin_int_arg(k, s, l, &e->addr, H_ADDR, "Addr");
-    case A_MEM_BYTES: return kin_int_arg(k, s, l, &e->mem_bytes, H_MEM_BYTES, "Bytes");
+    case A_EXTERNAL_ID:
+        return kin_int_arg(k, s, l, &e->external_id, H_EXTERNAL_ID, "External id");
+    case A_CORRELATION:
+        return kin_int_arg(k, s, l, &e->correlation, H_CORRELATION, "correlation");
+    case A_DEVICE:
+        return kin_int_arg(k, s, l, &e->device, H_DEVICE, "device");
+    case A_STREAM:
+        return kin_int_arg(k, s, l, &e->stream, H_STREAM, "stream");
+    case A_SHARED_MEM:
+        return kin_int_arg(k, s, l, &e->shared_mem, H_SHARED_MEM, "shared memory");
+    case A_BYTES:
+        return kin_int_arg(k, s, l, &e->bytes, H_BYTES, "bytes");
+    case A_IN_NELEMS:
+        return kin_int_arg(k, s, l, &e->in_nelems, H_IN_NELEMS, "In msg nelems");
+    case A_OUT_NELEMS:
+        return kin_int_arg(k, s, l, &e->out_nelems, H_OUT_NELEMS, "Out msg nelems");
+    case A_GROUP_SIZE:
+        return kin_int_arg(k, s, l, &e->group_size, H_GROUP_SIZE, "Group size");
+    case A_SEQ:
+        return kin_int_arg(k, s, l, &e->seq, H_SEQ, "Seq");
+    case A_WAIT_STREAM:
+        return kin_int_arg(k, s, l, &e->wait_stream, H_WAIT_STREAM, "wait_on_stream");
+    case A_WAIT_RECORD_CORR:
+        return kin_int_arg(k, s, l, &e->wait_record, H_WAIT_RECORD,
+                           "wait_on_cuda_event_record_corr_id");
+    case A_WAIT_EVENT_ID:
+        return kin_int_arg(k, s, l, &e->wait_event, H_WAIT_EVENT, "wait_on_cuda_event_id");
+    case A_DEVICE_TYPE:
+        return kin_int_arg(k, s, l, &e->device_type, H_DEVICE_TYPE, "Device Type");
+    case A_DEVICE_ID:
+        return kin_int_arg(k, s, l, &e->device_id, H_DEVICE_ID, "Device Id");
+    case A_ADDR:
+        return kin_int_arg(k, s, l, &e->addr, H_ADDR, "Addr");
+    case A_MEM_BYTES:
+        return kin_int_arg(k, s, l, &e->mem_bytes, H_MEM_BYTES, "Bytes");
     case A_PG_ID:
         if (kin_parse_i64(s, l, &v) < 0)
             return kin_fail(k, DPRO_ERR_LIMIT, "\"Process Group ID\": not an integer");
@@ -2111,12 +2240,24 @@ kin_cb_number(void *ctx, const char *s, size_t l)
             return kin_fail(k, DPRO_ERR_LIMIT, "deviceProperties: %.*s is out of range",
                             KIN_SHOW(l), s);
         switch (key) {
-        case P_ID: k->dev.id = (uint32_t)v; break;
-        case P_TOTAL_MEM: k->dev.total_memory = (uint64_t)v; break;
-        case P_CC_MAJOR: k->dev.cc_major = (uint32_t)v; break;
-        case P_CC_MINOR: k->dev.cc_minor = (uint32_t)v; break;
-        case P_NUM_SMS: k->dev.sm_count = (uint32_t)v; break;
-        default: k->dev.clock_khz = (uint32_t)v; break;
+        case P_ID:
+            k->dev.id = (uint32_t)v;
+            break;
+        case P_TOTAL_MEM:
+            k->dev.total_memory = (uint64_t)v;
+            break;
+        case P_CC_MAJOR:
+            k->dev.cc_major = (uint32_t)v;
+            break;
+        case P_CC_MINOR:
+            k->dev.cc_minor = (uint32_t)v;
+            break;
+        case P_NUM_SMS:
+            k->dev.sm_count = (uint32_t)v;
+            break;
+        default:
+            k->dev.clock_khz = (uint32_t)v;
+            break;
         }
         return 1;
     /* the top-level object */
@@ -2226,10 +2367,18 @@ kin_cb_string(void *ctx, const unsigned char *s, size_t l)
         }
     case CTX_ARGS:
         switch (key) {
-        case A_COLL_NAME: kin_str_set(&e->coll_name, s, l); return 1;
-        case A_DTYPE: kin_str_set(&e->dtype, s, l); return 1;
-        case A_SYNC_KIND: kin_str_set(&e->sync_kind, s, l); return 1;
-        case A_MNAME: kin_str_set(&e->mname, s, l); return 1;
+        case A_COLL_NAME:
+            kin_str_set(&e->coll_name, s, l);
+            return 1;
+        case A_DTYPE:
+            kin_str_set(&e->dtype, s, l);
+            return 1;
+        case A_SYNC_KIND:
+            kin_str_set(&e->sync_kind, s, l);
+            return 1;
+        case A_MNAME:
+            kin_str_set(&e->mname, s, l);
+            return 1;
         case A_PG_NAME:
             kin_str_set(&e->pg, s, l);
             e->have |= H_PG;
@@ -2270,11 +2419,19 @@ kin_cb_string(void *ctx, const unsigned char *s, size_t l)
         return 1;
     case CTX_TOP:
         switch (key) {
-        case K_TRACE_ID: kin_str_set(&k->trace_id, s, l); return 1;
-        case K_HOST_NAME: kin_str_set(&k->host, s, l); return 1;
-        case K_TRACE_NAME: kin_str_set(&k->trace_name, s, l); return 1;
-        case K_TRACE_EVENTS: return kin_wrong_type(k, "traceEvents", "an array");
-        default: return 1;
+        case K_TRACE_ID:
+            kin_str_set(&k->trace_id, s, l);
+            return 1;
+        case K_HOST_NAME:
+            kin_str_set(&k->host, s, l);
+            return 1;
+        case K_TRACE_NAME:
+            kin_str_set(&k->trace_name, s, l);
+            return 1;
+        case K_TRACE_EVENTS:
+            return kin_wrong_type(k, "traceEvents", "an array");
+        default:
+            return 1;
         }
     case CTX_EVENTS:
         return kin_wrong_type(k, "traceEvents", "objects as elements");
@@ -2340,12 +2497,23 @@ kin_cb_map_key(void *ctx, const unsigned char *s, size_t l)
         return 1;
     int key = K_NONE;
     switch (kin_cur(k)) {
-    case CTX_EVENT: key = kin_event_key(s, l); break;
-    case CTX_ARGS: key = kin_arg_key(s, l); break;
-    case CTX_TOP: key = kin_top_key(s, l); break;
-    case CTX_DIST: key = kin_dist_key(s, l); break;
-    case CTX_DEV: key = kin_dev_key(s, l); break;
-    default: break;
+    case CTX_EVENT:
+        key = kin_event_key(s, l);
+        break;
+    case CTX_ARGS:
+        key = kin_arg_key(s, l);
+        break;
+    case CTX_TOP:
+        key = kin_top_key(s, l);
+        break;
+    case CTX_DIST:
+        key = kin_dist_key(s, l);
+        break;
+    case CTX_DEV:
+        key = kin_dev_key(s, l);
+        break;
+    default:
+        break;
     }
     k->key[k->depth] = key;
     return 1;
@@ -2376,8 +2544,7 @@ kin_cb_start_map(void *ctx)
         if (key == K_ARGS)
             return kin_push(k, CTX_ARGS);
         if (key == K_TS || key == K_DUR || key == K_PH || key == K_CAT || key == K_NAME)
-            return kin_fail(k, DPRO_ERR_NOT_TRACE, "\"%s\": unexpected object",
-                            kin_key_text(key));
+            return kin_fail(k, DPRO_ERR_NOT_TRACE, "\"%s\": unexpected object", kin_key_text(key));
         break;
     case CTX_ARGS:
         if (key == A_GRID || key == A_BLOCK)
@@ -2424,8 +2591,7 @@ kin_cb_start_array(void *ctx)
     case CTX_EVENT:
         if (key == K_ARGS || key == K_TS || key == K_DUR || key == K_PH || key == K_CAT ||
             key == K_NAME)
-            return kin_fail(k, DPRO_ERR_NOT_TRACE, "\"%s\": unexpected array",
-                            kin_key_text(key));
+            return kin_fail(k, DPRO_ERR_NOT_TRACE, "\"%s\": unexpected array", kin_key_text(key));
         break;
     case CTX_ARGS:
         if (key == A_GRID || key == A_BLOCK) {
@@ -2663,13 +2829,15 @@ kin_write_tables(kineto_importer *k)
     char buf[256];
     int64_t rank = k->have_rank ? k->rank : k->opt.file_index;
     for (size_t i = 0; i < k->nstreams && rc == DPRO_OK; i++) {
-        dpro_stream_info si = {.id = k->streams[i].id, .device = k->streams[i].device,
-                               .name = k->streams[i].name};
+        dpro_stream_info si = {
+            .id = k->streams[i].id, .device = k->streams[i].device, .name = k->streams[i].name};
         rc = dpro_writer_add_stream(w, &si);
     }
     for (size_t i = 0; i < k->ncomms && rc == DPRO_OK; i++) {
         kin_comm *c = &k->comms[i];
-        dpro_comm_info ci = {.hash = c->hash, .handle = c->hash, .device = c->device,
+        dpro_comm_info ci = {.hash = c->hash,
+                             .handle = c->hash,
+                             .device = c->device,
                              .size = (int32_t)(c->size > 0 && c->size <= INT32_MAX ? c->size : 0),
                              .rank = (int32_t)rank};
         if (c->ranks) {
@@ -2696,15 +2864,15 @@ kin_write_tables(kineto_importer *k)
     if (rc != DPRO_OK)
         return kin_fail_writer(k, rc), rc;
     kin_job_id(k, buf, sizeof(buf));
-#define META(key, val)                                                                       \
-    do {                                                                                     \
-        if (rc == DPRO_OK)                                                                   \
-            rc = dpro_writer_set_meta(w, key, val);                                          \
+#define META(key, val)                                                                             \
+    do {                                                                                           \
+        if (rc == DPRO_OK)                                                                         \
+            rc = dpro_writer_set_meta(w, key, val);                                                \
     } while (0)
-#define META_INT(key, val)                                                                   \
-    do {                                                                                     \
-        if (rc == DPRO_OK)                                                                   \
-            rc = dpro_writer_set_meta_int(w, key, val);                                      \
+#define META_INT(key, val)                                                                         \
+    do {                                                                                           \
+        if (rc == DPRO_OK)                                                                         \
+            rc = dpro_writer_set_meta_int(w, key, val);                                            \
     } while (0)
     META(DPRO_META_SOURCE, "kineto-import");
     META("source_file", k->opt.source_file ? k->opt.source_file : "");
@@ -2800,8 +2968,7 @@ void
 kineto_importer_print_unmapped(const kineto_importer *k, void *f)
 {
     for (size_t i = 0; i < k->nreasons; i++)
-        fprintf(f, "  %s: %llu\n", k->reasons[i].name,
-                (unsigned long long)k->reasons[i].count);
+        fprintf(f, "  %s: %llu\n", k->reasons[i].name, (unsigned long long)k->reasons[i].count);
 }
 
 void
@@ -2889,7 +3056,8 @@ kineto_import_path(kineto_importer *k, const char *path)
             ok = 0;
         if (ok && (n < 0 || (zerr != Z_OK && zerr != Z_STREAM_END))) {
             /* zlib reports a cut-off stream as Z_BUF_ERROR at its end */
-            kin_fail(k, DPRO_ERR_NOT_TRACE, "damaged or truncated gzip data (compressed byte %lld): %s",
+            kin_fail(k, DPRO_ERR_NOT_TRACE,
+                     "damaged or truncated gzip data (compressed byte %lld): %s",
                      (long long)gzoffset(gz), zmsg ? zmsg : "read error");
             ok = 0;
         }

@@ -109,14 +109,14 @@ typedef struct kineto_options {
 
 /* What an import found out about the file; filled in by kineto_importer_finish. */
 typedef struct kineto_result {
-    int64_t rank;          /* from distributedInfo, else file_index */
-    int64_t world_size;    /* from distributedInfo, else file_count */
-    int64_t pid;           /* the host process id of the CPU events (0 if none) */
-    const char *host;      /* host_name key of the file, or NULL */
-    uint64_t events_in;    /* trace events read */
-    uint64_t events_out;   /* dpro events produced */
-    uint64_t unmapped;     /* trace events not turned into dpro events, all reasons */
-    uint64_t bytes_in;     /* JSON bytes parsed */
+    int64_t rank;        /* from distributedInfo, else file_index */
+    int64_t world_size;  /* from distributedInfo, else file_count */
+    int64_t pid;         /* the host process id of the CPU events (0 if none) */
+    const char *host;    /* host_name key of the file, or NULL */
+    uint64_t events_in;  /* trace events read */
+    uint64_t events_out; /* dpro events produced */
+    uint64_t unmapped;   /* trace events not turned into dpro events, all reasons */
+    uint64_t bytes_in;   /* JSON bytes parsed */
 } kineto_result;
 
 typedef struct kineto_importer kineto_importer;

@@ -226,13 +226,12 @@ main(int argc, char **argv)
         best_of_5(json, out, MODE_INLINE, &res, &inl) < 0)
         return 1;
     double mb = (double)json_bytes / 1e6;
-    printf("file %s: %.1f MB of JSON, %llu trace events -> %llu dpro events\n", names[biggest],
-           mb, (unsigned long long)res.events_in, (unsigned long long)res.events_out);
+    printf("file %s: %.1f MB of JSON, %llu trace events -> %llu dpro events\n", names[biggest], mb,
+           (unsigned long long)res.events_in, (unsigned long long)res.events_out);
     printf("best of 5 each; MB = 10^6 bytes of JSON (decompressed, read from /tmp)\n");
     printf("%-44s %7s %7s %7s %8s %8s %7s\n", "", "wall s", "MB/s", "CPU s", "CPU ms", "MB per",
            "parser");
-    printf("%-44s %7s %7s %7s %8s %8s %7s\n", "", "", "wall", "(all)", "per MB", "CPU-s",
-           "CPU s");
+    printf("%-44s %7s %7s %7s %8s %8s %7s\n", "", "", "wall", "(all)", "per MB", "CPU-s", "CPU s");
     print_cost("parse+map, no writer (1 thread)", &parse, mb);
     print_cost("full import, writer thread (2 threads)", &full, mb);
     print_cost("full import, inline writer (1 thread)", &inl, mb);

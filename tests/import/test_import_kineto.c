@@ -86,13 +86,13 @@ test_parse_us(void)
     CHECK(kineto_parse_us("1234", 4, &ns) == 0 && ns == 1234000);
     CHECK(kineto_parse_us("1234.567", 8, &ns) == 0 && ns == 1234567);
     CHECK(kineto_parse_us("4458676522690.655", 17, &ns) == 0 && ns == 4458676522690655ULL);
-    CHECK(kineto_parse_us("0.0005", 6, &ns) == 0 && ns == 1);   /* half up */
+    CHECK(kineto_parse_us("0.0005", 6, &ns) == 0 && ns == 1); /* half up */
     CHECK(kineto_parse_us("0.0004", 6, &ns) == 0 && ns == 0);
     CHECK(kineto_parse_us("1.5e3", 5, &ns) == 0 && ns == 1500000);
     CHECK(kineto_parse_us("15E-1", 5, &ns) == 0 && ns == 1500);
     CHECK(kineto_parse_us("0e999", 5, &ns) == 0 && ns == 0);
     CHECK(kineto_parse_us("18446744073709551", 17, &ns) == 0 && ns == 18446744073709551000ULL);
-    CHECK(kineto_parse_us("18446744073709552", 17, &ns) < 0);  /* > UINT64_MAX ns */
+    CHECK(kineto_parse_us("18446744073709552", 17, &ns) < 0); /* > UINT64_MAX ns */
     CHECK(kineto_parse_us("1e400", 5, &ns) < 0);
     CHECK(kineto_parse_us("-5", 2, &ns) < 0);
     CHECK(kineto_parse_us("", 0, &ns) < 0);
@@ -100,8 +100,7 @@ test_parse_us(void)
     CHECK(kineto_parse_us("1e", 2, &ns) < 0);
     CHECK(kineto_parse_us("12x", 3, &ns) < 0);
     CHECK(kineto_parse_us("1712195495505582.988", 20, &ns) == 0 && ns == 1712195495505582988ULL);
-    CHECK(kineto_parse_us("9999999999999999.9995", 21, &ns) == 0 &&
-          ns == 10000000000000000000ULL);
+    CHECK(kineto_parse_us("9999999999999999.9995", 21, &ns) == 0 && ns == 10000000000000000000ULL);
     CHECK(kineto_parse_us("12.", 3, &ns) == 0 && ns == 12000); /* the general way's answer */
     CHECK(kineto_parse_us("1.5x", 4, &ns) < 0);
     CHECK(kineto_parse_us("1.-5", 4, &ns) < 0);
@@ -109,9 +108,25 @@ test_parse_us(void)
     /* The fast path (digits, a fraction) against the general one: an exponent of zero
      * sends the same text the general way. */
     static const char *const texts[] = {
-        "0", "7", "0.0", "0.5", "0.0005", "0.0004", "0.00049", "1.999", "1.9995", "1.99949",
-        "123456.7", "123456.78", "123456.789", "123456.7891", "9999999999999999",
-        "9999999999999999.999", "1000000000000000.0005", "00012.5", "3.14159265358979",
+        "0",
+        "7",
+        "0.0",
+        "0.5",
+        "0.0005",
+        "0.0004",
+        "0.00049",
+        "1.999",
+        "1.9995",
+        "1.99949",
+        "123456.7",
+        "123456.78",
+        "123456.789",
+        "123456.7891",
+        "9999999999999999",
+        "9999999999999999.999",
+        "1000000000000000.0005",
+        "00012.5",
+        "3.14159265358979",
     };
     uint64_t seed = 42;
     char buf[64];
@@ -172,7 +187,9 @@ test_roundtrip(const char *dir, size_t chunk, int inline_writer)
     snprintf(path, sizeof(path), "%s/t%zu.dpro", dir, chunk);
     dpro_writer *w;
     CHECK(dpro_writer_open(path, NULL, &w, err, sizeof(err)) == DPRO_OK);
-    kineto_options o = {.source_file = "test.json", .file_index = 0, .file_count = 1,
+    kineto_options o = {.source_file = "test.json",
+                        .file_index = 0,
+                        .file_count = 1,
                         .inline_writer = inline_writer};
     int rc = kineto_import_buffer(w, trace, sizeof(trace) - 1, chunk, &o, err, sizeof(err));
     if (rc != DPRO_OK)
@@ -309,11 +326,12 @@ synthetic_trace(size_t n, size_t distinct, size_t *len)
     l += (size_t)snprintf(t + l, cap - l, "{\"traceEvents\": [\n");
     for (size_t i = 0; i < n; i++) {
         unsigned long long ts = 1000000 + i * 10, corr = i + 1;
-        l += (size_t)snprintf(t + l, cap - l,
-                              "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
-                              "\"pid\":1,\"tid\":%llu,\"ts\":%llu.125,\"dur\":2,"
-                              "\"args\":{\"correlation\":%llu}},\n",
-                              1000 + (unsigned long long)(i / 50), ts, corr);
+        l +=
+            (size_t)snprintf(t + l, cap - l,
+                             "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+                             "\"pid\":1,\"tid\":%llu,\"ts\":%llu.125,\"dur\":2,"
+                             "\"args\":{\"correlation\":%llu}},\n",
+                             1000 + (unsigned long long)(i / 50), ts, corr);
         l += (size_t)snprintf(t + l, cap - l,
                               "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"void kernel_%zu_with_"
                               "a_long_templated_name<float, 128>(float*, int)\",\"pid\":0,"
@@ -357,8 +375,8 @@ import_to(const char *path, const char *text, size_t len, int inline_writer, int
         snprintf(s, sizeof(s), "held before %d", i);
         dpro_writer_intern(w, s, &id);
     }
-    kineto_options o = {.source_file = "synthetic.json", .file_count = 1,
-                        .inline_writer = inline_writer};
+    kineto_options o = {
+        .source_file = "synthetic.json", .file_count = 1, .inline_writer = inline_writer};
     int rc = kineto_import_buffer(w, text, len, 100000, &o, err, errlen);
     int crc = dpro_writer_close(w);
     return rc != DPRO_OK ? rc : crc;
@@ -494,8 +512,8 @@ test_writer_error(const char *dir)
             signal(SIGXFSZ, SIG_IGN);
             struct rlimit rl = {256 << 10, 256 << 10};
             setrlimit(RLIMIT_FSIZE, &rl);
-            kineto_options o = {.source_file = "big.json", .file_count = 1,
-                                .inline_writer = inline_writer};
+            kineto_options o = {
+                .source_file = "big.json", .file_count = 1, .inline_writer = inline_writer};
             int rc = kineto_import_buffer(w, text, len, 65536, &o, err, sizeof(err));
             dpro_writer_close(w);
             int ok = rc == DPRO_ERR_IO && strstr(err, "big.json: byte ") &&
@@ -527,8 +545,8 @@ expect_error(const char *json, int want, const char *what)
     int rc = kineto_import_buffer(NULL, json, strlen(json), 5, &o, err, sizeof(err));
     int ok = rc == want && strstr(err, "bad.json: byte ") && strstr(err, what);
     if (!ok)
-        fprintf(stderr, "input %s: rc %d (want %d), message \"%s\" (want \"%s\")\n", json, rc,
-                want, err, what);
+        fprintf(stderr, "input %s: rc %d (want %d), message \"%s\" (want \"%s\")\n", json, rc, want,
+                err, what);
     CHECK(ok);
 }
 
@@ -541,8 +559,8 @@ test_errors(void)
                  DPRO_ERR_LIMIT, "not a time in range");
     expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":-3,\"dur\":1}]}",
                  DPRO_ERR_LIMIT, "not a time in range");
-    expect_error("{\"traceEvents\":[{\"cat\":\"kernel\",\"ts\":3,\"dur\":1}]}",
-                 DPRO_ERR_NOT_TRACE, "without \"ph\"");
+    expect_error("{\"traceEvents\":[{\"cat\":\"kernel\",\"ts\":3,\"dur\":1}]}", DPRO_ERR_NOT_TRACE,
+                 "without \"ph\"");
     expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":3}]}",
                  DPRO_ERR_NOT_TRACE, "no \"dur\"");
     expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":3,\"dur\":1,"

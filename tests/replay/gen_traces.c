@@ -73,38 +73,73 @@ kernel_ns(int k, int rank, const gen *g)
 int
 main(int argc, char **argv)
 {
-    gen g = {.ranks = 4, .iters = 6, .ops = 40, .buckets = 4, .world = 0, .straggler = -1,
-             .factor = 1, .skip_rank = -1, .cut_rank = -1, .missing = -1, .markers = 1,
-             .job_id = "gen-1", .prefix = "rank"};
+    gen g = {.ranks = 4,
+             .iters = 6,
+             .ops = 40,
+             .buckets = 4,
+             .world = 0,
+             .straggler = -1,
+             .factor = 1,
+             .skip_rank = -1,
+             .cut_rank = -1,
+             .missing = -1,
+             .markers = 1,
+             .job_id = "gen-1",
+             .prefix = "rank"};
     static const struct option lo[] = {
-        {"ranks", 1, 0, 'r'}, {"iters", 1, 0, 'i'}, {"ops", 1, 0, 'o'},
-        {"buckets", 1, 0, 'b'}, {"skew", 1, 0, 's'}, {"straggler", 1, 0, 'S'},
-        {"skip", 1, 0, 'k'}, {"cut", 1, 0, 'c'}, {"missing", 1, 0, 'm'},
-        {"job-id", 1, 0, 'j'}, {"world", 1, 0, 'w'}, {"no-markers", 0, 0, 'n'},
-        {"prefix", 1, 0, 'p'}, {0, 0, 0, 0},
+        {"ranks", 1, 0, 'r'},   {"iters", 1, 0, 'i'}, {"ops", 1, 0, 'o'},
+        {"buckets", 1, 0, 'b'}, {"skew", 1, 0, 's'},  {"straggler", 1, 0, 'S'},
+        {"skip", 1, 0, 'k'},    {"cut", 1, 0, 'c'},   {"missing", 1, 0, 'm'},
+        {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'}, {"no-markers", 0, 0, 'n'},
+        {"prefix", 1, 0, 'p'},  {0, 0, 0, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         int r;
         double v;
         switch (c) {
-        case 'r': g.ranks = atoi(optarg); break;
-        case 'i': g.iters = atoi(optarg); break;
-        case 'o': g.ops = atoi(optarg); break;
-        case 'b': g.buckets = atoi(optarg); break;
+        case 'r':
+            g.ranks = atoi(optarg);
+            break;
+        case 'i':
+            g.iters = atoi(optarg);
+            break;
+        case 'o':
+            g.ops = atoi(optarg);
+            break;
+        case 'b':
+            g.buckets = atoi(optarg);
+            break;
         case 's':
             if (sscanf(optarg, "%d:%lf", &r, &v) == 2 && r >= 0 && r < MAXR)
                 g.skew_ns[r] = (int64_t)(v * 1000);
             break;
-        case 'S': sscanf(optarg, "%d:%lf", &g.straggler, &g.factor); break;
-        case 'k': sscanf(optarg, "%d:%ld", &g.skip_rank, &g.skip_seq); break;
-        case 'c': sscanf(optarg, "%d:%lf", &g.cut_rank, &g.cut_frac); break;
-        case 'm': g.missing = atoi(optarg); break;
-        case 'j': g.job_id = optarg; break;
-        case 'w': g.world = atoi(optarg); break;
-        case 'n': g.markers = 0; break;
-        case 'p': g.prefix = optarg; break;
-        default: return 2;
+        case 'S':
+            sscanf(optarg, "%d:%lf", &g.straggler, &g.factor);
+            break;
+        case 'k':
+            sscanf(optarg, "%d:%ld", &g.skip_rank, &g.skip_seq);
+            break;
+        case 'c':
+            sscanf(optarg, "%d:%lf", &g.cut_rank, &g.cut_frac);
+            break;
+        case 'm':
+            g.missing = atoi(optarg);
+            break;
+        case 'j':
+            g.job_id = optarg;
+            break;
+        case 'w':
+            g.world = atoi(optarg);
+            break;
+        case 'n':
+            g.markers = 0;
+            break;
+        case 'p':
+            g.prefix = optarg;
+            break;
+        default:
+            return 2;
         }
     }
     if (optind + 1 != argc || g.ranks < 1 || g.ranks > MAXR || g.buckets < 1 || g.ops < g.buckets)
@@ -114,7 +149,7 @@ main(int argc, char **argv)
     int n = g.ranks;
     const uint64_t comm = 0xc0ffee1234ULL;
     const int64_t launch = 4000, gapns = 1500, lat = 2500, alpha = 12000;
-    const double beta = 20.0; /* bytes per ns */
+    const double beta = 20.0;             /* bytes per ns */
     const int64_t bucket_count = 1 << 20; /* floats */
     int64_t bucket_bytes = bucket_count * 4;
     int64_t xfer = alpha + (int64_t)(2.0 * (n - 1) / n * (double)bucket_bytes / beta);
@@ -278,9 +313,10 @@ main(int argc, char **argv)
             return 1;
         }
         uint32_t id;
-        static const char *names[] = {"cudaLaunchKernel", "cudaEventRecord", "cudaStreamWaitEvent",
-                                      "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
-                                      "cudaStreamSynchronize"};
+        static const char *names[] = {
+            "cudaLaunchKernel", "cudaEventRecord", "cudaStreamWaitEvent",
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+            "cudaStreamSynchronize"};
         for (int i = 0; i < 5; i++)
             dpro_writer_intern(w, names[i], &id); /* ids 1..5 */
         for (int i = 6; i < 10; i++) {
@@ -290,7 +326,8 @@ main(int argc, char **argv)
         }
         for (int k = 0; k < 7; k++) {
             char kn[128];
-            snprintf(kn, sizeof kn, "void at::native::kernel_%d<float, \"q\">(float const*, float*)", k);
+            snprintf(kn, sizeof kn,
+                     "void at::native::kernel_%d<float, \"q\">(float const*, float*)", k);
             dpro_writer_intern(w, kn, &id); /* 10..16 */
         }
         for (int i = 17; i < 20; i++) {
@@ -317,7 +354,8 @@ main(int argc, char **argv)
         for (size_t i = 0; i < ev[r].n; i++)
             if ((int64_t)ev[r].e[i].end_ns > last)
                 last = (int64_t)ev[r].e[i].end_ns;
-        int64_t cut = r == g.cut_rank ? first + (int64_t)((double)(last - first) * g.cut_frac) : INT64_MAX;
+        int64_t cut =
+            r == g.cut_rank ? first + (int64_t)((double)(last - first) * g.cut_frac) : INT64_MAX;
         for (size_t i = 0; i < ev[r].n; i++) {
             dpro_event e = ev[r].e[i];
             if ((int64_t)e.start_ns > cut)

@@ -23,22 +23,22 @@
 
 static int failures;
 
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);         \
-            failures++;                                                                      \
-        }                                                                                    \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_EQ(a, b)                                                                       \
-    do {                                                                                     \
-        long long va_ = (long long)(a), vb_ = (long long)(b);                                \
-        if (va_ != vb_) {                                                                    \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a,    \
-                    va_, vb_);                                                               \
-            failures++;                                                                      \
-        }                                                                                    \
+#define CHECK_EQ(a, b)                                                                             \
+    do {                                                                                           \
+        long long va_ = (long long)(a), vb_ = (long long)(b);                                      \
+        if (va_ != vb_) {                                                                          \
+            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a, va_,     \
+                    vb_);                                                                          \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 static uint64_t rng = 88172645463325252ULL;
@@ -180,11 +180,18 @@ test_sim_tiny(void)
     int32_t sy = dfg_add_node(&g, DFG_HOST, T, dfg_intern(&g, "cudaStreamSynchronize"));
     int32_t k1 = dfg_add_node(&g, DFG_KERNEL, S, dfg_intern(&g, "k1"));
     int32_t k2 = dfg_add_node(&g, DFG_KERNEL, S, dfg_intern(&g, "k2"));
-    g.gap[l1] = 1000; g.dur[l1] = 4000;
-    g.gap[l2] = 1000; g.dur[l2] = 4000;
-    g.gap[sy] = 500; g.dur[sy] = 2000;
-    g.launch[k1] = l1; g.lat[k1] = 2000; g.dur[k1] = 10000;
-    g.launch[k2] = l2; g.lat[k2] = 2000; g.dur[k2] = 20000;
+    g.gap[l1] = 1000;
+    g.dur[l1] = 4000;
+    g.gap[l2] = 1000;
+    g.dur[l2] = 4000;
+    g.gap[sy] = 500;
+    g.dur[sy] = 2000;
+    g.launch[k1] = l1;
+    g.lat[k1] = 2000;
+    g.dur[k1] = 10000;
+    g.launch[k2] = l2;
+    g.lat[k2] = 2000;
+    g.dur[k2] = 20000;
     CHECK(dfg_add_edge(&g, k2, sy) == 0);
     int32_t b[2] = {l1, sy};
     CHECK(dfg_set_iterations(&g, 0, b, 2) == 0);
@@ -267,13 +274,21 @@ test_sim_wakeup(void)
     int32_t b1 = dfg_add_node(&g, DFG_HOST, B, dfg_intern(&g, "cudaLaunchKernel"));
     int32_t b2 = dfg_add_node(&g, DFG_HOST, B, dfg_intern(&g, "cudaStreamSynchronize"));
     int32_t kb = dfg_add_node(&g, DFG_KERNEL, S, dfg_intern(&g, "kb"));
-    g.gap[m1] = 1000; g.dur[m1] = 4000;
-    g.gap[m2] = 1000; g.dur[m2] = 3000;
-    g.gap[m3] = 200; g.dur[m3] = 500;
-    g.gap[b0] = 0; g.dur[b0] = 1000;
-    g.gap[b1] = 7777; g.dur[b1] = 2000; /* measured gap: replaced by the latency */
-    g.gap[b2] = 100; g.dur[b2] = 1000;
-    g.launch[kb] = b1; g.lat[kb] = 1000; g.dur[kb] = 5000;
+    g.gap[m1] = 1000;
+    g.dur[m1] = 4000;
+    g.gap[m2] = 1000;
+    g.dur[m2] = 3000;
+    g.gap[m3] = 200;
+    g.dur[m3] = 500;
+    g.gap[b0] = 0;
+    g.dur[b0] = 1000;
+    g.gap[b1] = 7777;
+    g.dur[b1] = 2000; /* measured gap: replaced by the latency */
+    g.gap[b2] = 100;
+    g.dur[b2] = 1000;
+    g.launch[kb] = b1;
+    g.lat[kb] = 1000;
+    g.dur[kb] = 5000;
     CHECK(dfg_add_edge(&g, kb, b2) == 0);
     g.flags[b2] |= DFG_F_BLOCKING;
     CHECK(dfg_add_edge(&g, kb, m3) == 0);
@@ -359,8 +374,10 @@ test_sim_wakeup(void)
     int32_t C = dfg_add_resource(&c, DFG_RES_THREAD, 0, 3, 0);
     int32_t a0 = dfg_add_node(&c, DFG_HOST, A, dfg_intern(&c, "a0"));
     int32_t c0 = dfg_add_node(&c, DFG_HOST, C, dfg_intern(&c, "cudaDeviceSynchronize"));
-    c.gap[a0] = 2000; c.dur[a0] = 1000;
-    c.gap[c0] = 9999; c.dur[c0] = 100;
+    c.gap[a0] = 2000;
+    c.dur[a0] = 1000;
+    c.gap[c0] = 9999;
+    c.dur[c0] = 100;
     c.flags[c0] |= DFG_F_BLOCKING;
     CHECK(dfg_add_wakeup(&c, a0, c0, 50) == 0);
     int32_t w3 = c.res_first[C];
