@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 typedef struct meta_entry {
     char *key, *value;
@@ -32,8 +33,10 @@ struct dpro_reader {
     char *path;
     meta_entry *meta;
     size_t nmeta;
-    char **strings; /* index = id; [0] = "" */
+    char **strings; /* index = id, pointing into string_bufs; [0] unused */
     uint32_t nstrings;
+    uint8_t **string_bufs; /* decompressed string blocks */
+    size_t nstring_bufs;
     dpro_device_info *devices;
     size_t ndevices;
     dpro_stream_info *streams;
@@ -111,32 +114,65 @@ load_meta(dpro_reader *r)
     return rc;
 }
 
+/* Inflates one string block and points the ids it holds at their texts. The block's
+ * buffer is kept in r->string_bufs. */
+static int
+load_string_block(dpro_reader *r, int64_t first, int64_t count, int64_t raw, const void *data,
+                  int len)
+{
+    uint8_t *buf;
+    uLongf out;
+    int64_t id = first;
+
+    if (first < 1 || count < 0 || raw < count || raw > (int64_t)DPRO_BATCH_MAX_RAW ||
+        raw > (int64_t)len * 1032 + 64 || first + count - 1 > (int64_t)r->nstrings || !data)
+        return reader_fail(r, DPRO_ERR_CORRUPT, "%s", "string block with impossible sizes");
+    buf = malloc((size_t)raw + 1);
+    if (!buf)
+        return DPRO_ERR_NOMEM;
+    r->string_bufs[r->nstring_bufs++] = buf;
+    out = (uLongf)raw + 1;
+    if (uncompress(buf, &out, data, (uLong)len) != Z_OK || out != (uLongf)raw ||
+        (raw > 0 && buf[raw - 1] != 0))
+        return reader_fail(r, DPRO_ERR_CORRUPT, "%s", "damaged string block");
+    for (int64_t pos = 0; pos < raw && id < first + count; id++) {
+        r->strings[id] = (char *)buf + pos;
+        pos += (int64_t)strlen((char *)buf + pos) + 1;
+    }
+    if (id != first + count)
+        return reader_fail(r, DPRO_ERR_CORRUPT, "%s",
+                           "string block holds fewer strings than its count");
+    return DPRO_OK;
+}
+
 static int
 load_strings(dpro_reader *r)
 {
     int rc = DPRO_OK;
     sqlite3_stmt *st = NULL;
-    int64_t max_id = 0;
-    if (sqlite3_prepare_v2(r->db, "SELECT max(id) FROM strings", -1, &st, NULL) != SQLITE_OK)
-        return reader_fail(r, DPRO_ERR_NOT_TRACE, "no strings table (%s)", sqlite3_errmsg(r->db));
-    if (sqlite3_step(st) == SQLITE_ROW)
+    int64_t max_id = 0, nblocks = 0;
+    if (sqlite3_prepare_v2(r->db, "SELECT max(first_id + count - 1), count(*) FROM string_blocks",
+                           -1, &st, NULL) != SQLITE_OK)
+        return reader_fail(r, DPRO_ERR_NOT_TRACE, "no string_blocks table (%s)",
+                           sqlite3_errmsg(r->db));
+    if (sqlite3_step(st) == SQLITE_ROW) {
         max_id = sqlite3_column_int64(st, 0);
+        nblocks = sqlite3_column_int64(st, 1);
+    }
     sqlite3_finalize(st);
-    if (max_id < 0 || max_id > (int64_t)UINT32_MAX - 1)
+    if (max_id < 0 || max_id > (int64_t)UINT32_MAX - 1 || nblocks < 0 || nblocks > max_id + 1)
         return reader_fail(r, DPRO_ERR_CORRUPT, "%s", "string ids out of range");
     r->strings = calloc((size_t)max_id + 1, sizeof *r->strings);
-    if (!r->strings)
+    r->string_bufs = calloc((size_t)nblocks + 1, sizeof *r->string_bufs);
+    if (!r->strings || !r->string_bufs)
         return DPRO_ERR_NOMEM;
     r->nstrings = (uint32_t)max_id;
-    sqlite3_prepare_v2(r->db, "SELECT id, text FROM strings", -1, &st, NULL);
-    while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        if (id < 1 || id > max_id)
-            continue;
-        r->strings[id] = dup_col(st, 1);
-        if (!r->strings[id])
-            rc = DPRO_ERR_NOMEM;
-    }
+    sqlite3_prepare_v2(r->db, "SELECT first_id, count, raw_size, data FROM string_blocks", -1, &st,
+                       NULL);
+    while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW && r->nstring_bufs < (size_t)nblocks)
+        rc = load_string_block(r, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                               sqlite3_column_int64(st, 2), sqlite3_column_blob(st, 3),
+                               sqlite3_column_bytes(st, 3));
     sqlite3_finalize(st);
     return rc;
 }
@@ -328,9 +364,9 @@ dpro_reader_close(dpro_reader *r)
         free(r->meta[i].value);
     }
     free(r->meta);
-    if (r->strings)
-        for (uint32_t i = 0; i <= r->nstrings; i++)
-            free(r->strings[i]);
+    for (size_t i = 0; i < r->nstring_bufs; i++)
+        free(r->string_bufs[i]);
+    free(r->string_bufs);
     free(r->strings);
     for (size_t i = 0; i < r->ndevices; i++)
         free((char *)r->devices[i].name);

@@ -10,10 +10,14 @@ CREATE TABLE IF NOT EXISTS meta (
   value TEXT
 ) WITHOUT ROWID;
 
--- Interned strings: kernel names, API names, NVTX text, stack frames.
-CREATE TABLE IF NOT EXISTS strings (
-  id   INTEGER PRIMARY KEY,
-  text TEXT NOT NULL
+-- Interned strings (kernel names, API names, NVTX text, stack frames), in blocks: each
+-- row holds ids first_id .. first_id+count-1 as zlib(NUL-terminated texts, in id order).
+-- C++ kernel names repeat most of their text, so a block compresses several times.
+CREATE TABLE IF NOT EXISTS string_blocks (
+  first_id INTEGER PRIMARY KEY,
+  count    INTEGER NOT NULL,
+  raw_size INTEGER NOT NULL,
+  data     BLOB NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS devices (

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define DEFAULT_BATCH_EVENTS 16384u
 
@@ -139,8 +140,10 @@ dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer 
                             "INSERT INTO batches(first_ns,last_ns,count,raw_size,data) "
                             "VALUES(?,?,?,?,?)",
                             -1, &w->ins_batch, NULL) != SQLITE_OK ||
-         sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO strings(id,text) VALUES(?,?)", -1,
-                            &w->ins_string, NULL) != SQLITE_OK ||
+         sqlite3_prepare_v2(w->db,
+                            "INSERT OR REPLACE INTO string_blocks(first_id,count,raw_size,data) "
+                            "VALUES(?,?,?,?)",
+                            -1, &w->ins_string, NULL) != SQLITE_OK ||
          sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)", -1,
                             &w->ins_meta, NULL) != SQLITE_OK))
         rc = DPRO_ERR_IO;
@@ -396,6 +399,32 @@ dpro_writer_append(dpro_writer *w, const dpro_event *ev)
     return DPRO_OK;
 }
 
+/* Writes the strings interned since the last flush as one compressed block. They lie
+ * back to back, NUL-terminated, at the end of the arena. Inside the flush transaction. */
+static int
+write_string_block(dpro_writer *w)
+{
+    int rc = DPRO_OK;
+    size_t from = w->offset_of_id[w->first_unsaved_id];
+    size_t raw = w->arena_len - from;
+    uLongf zlen = compressBound(raw);
+    uint8_t *z = malloc(zlen);
+
+    if (!z)
+        return writer_fail(w, DPRO_ERR_NOMEM, "compressing strings");
+    if (compress2(z, &zlen, (const Bytef *)w->arena + from, raw, 6) != Z_OK) {
+        rc = writer_fail(w, DPRO_ERR_NOMEM, "compressing strings");
+    } else {
+        sqlite3_bind_int64(w->ins_string, 1, w->first_unsaved_id);
+        sqlite3_bind_int64(w->ins_string, 2, w->nstrings - w->first_unsaved_id + 1);
+        sqlite3_bind_int64(w->ins_string, 3, (int64_t)raw);
+        sqlite3_bind_blob(w->ins_string, 4, z, (int)zlen, SQLITE_STATIC);
+        rc = step_reset(w, w->ins_string, "writing strings");
+    }
+    free(z);
+    return rc;
+}
+
 int
 dpro_writer_flush(dpro_writer *w)
 {
@@ -422,11 +451,8 @@ dpro_writer_flush(dpro_writer *w)
     }
     if (sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         rc = writer_fail(w, DPRO_ERR_IO, "beginning a transaction");
-    for (uint32_t id = w->first_unsaved_id; rc == DPRO_OK && id <= w->nstrings; id++) {
-        sqlite3_bind_int64(w->ins_string, 1, id);
-        sqlite3_bind_text(w->ins_string, 2, w->arena + w->offset_of_id[id], -1, SQLITE_STATIC);
-        rc = step_reset(w, w->ins_string, "writing strings");
-    }
+    if (rc == DPRO_OK && w->first_unsaved_id <= w->nstrings)
+        rc = write_string_block(w);
     if (rc == DPRO_OK && w->nevents) {
         sqlite3_bind_int64(w->ins_batch, 1, (int64_t)first);
         sqlite3_bind_int64(w->ins_batch, 2, (int64_t)last);

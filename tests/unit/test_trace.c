@@ -398,6 +398,19 @@ test_bad_files(void)
         sql(path, "UPDATE meta SET value='99' WHERE key='schema_major'");
         CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_ERR_VERSION && !r);
         CHECK(strstr(err, "99") != NULL && strstr(err, "newer.dpro") != NULL);
+        /* a damaged string block is named, not a crash */
+        path_in_tmp(path, sizeof path, "badstrings.dpro");
+        write_trace(path, &e, 1, 0);
+        sql(path, "UPDATE string_blocks SET data = substr(data, 1, 5)");
+        CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_ERR_CORRUPT && !r);
+        CHECK(strstr(err, "badstrings.dpro") != NULL && strstr(err, "string block") != NULL);
+        write_trace(path, &e, 1, 0);
+        sql(path, "UPDATE string_blocks SET count = count + 5");
+        CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_ERR_CORRUPT && !r);
+        write_trace(path, &e, 1, 0);
+        sql(path, "UPDATE string_blocks SET raw_size = 1000000000");
+        CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_ERR_CORRUPT && !r);
+        path_in_tmp(path, sizeof path, "newer.dpro");
         /* a newer minor version is fine */
         sql(path, "UPDATE meta SET value='1' WHERE key='schema_major';"
                   "UPDATE meta SET value='7' WHERE key='schema_minor';");
