@@ -8,6 +8,9 @@
  * (a breadth-first walk from the reference rank through shared collectives), which
  * ignores the few collectives that ended late on one side. A rank that shares no
  * collective with an aligned rank is reported, not guessed (its offset stays 0).
+ * Send/recv count the same way: both ends of a transfer finish together, so the caller
+ * passes them as samples keyed by (channel, ordinal on the channel) (build_p2p_channel),
+ * which links the stages of a pipeline that share no collective.
  */
 #ifndef DPRO_REPLAY_ALIGN_H
 #define DPRO_REPLAY_ALIGN_H
@@ -17,8 +20,8 @@
 
 /* One collective as one rank saw it. */
 typedef struct align_sample {
-    uint64_t comm;
-    uint64_t seq;
+    uint64_t comm; /* communicator hash, or a send/recv channel (build_p2p_channel) */
+    uint64_t seq;  /* collective ordinal, or the transfer's ordinal on its channel */
     int32_t rank;
     int64_t end_ns; /* end of the collective's device work on the rank's clock */
 } align_sample;

@@ -16,8 +16,23 @@
  *   blocking cudaMemcpy* (no Async)           its own copy -> the call
  *   launch (correlation id)        host call -> its device ops (incl. graph launches)
  * Driver equivalents (cuEventRecord, cuStreamWaitEvent, ...) count the same.
- * Send/recv are not matched with their peers: their device ops keep their measured
- * durations (a limitation; all-rank collectives are matched).
+ * Collectives are matched by (communicator, operation, collective ordinal): the
+ * collector numbers every NCCL call of a communicator, send/recv included, and ranks make
+ * different send/recv calls, so the builder numbers a rank's collectives without its
+ * send/recv calls (build_coll_seq).
+ * Point-to-point (build_p2p_scan, build_match_p2p): NCCL pairs the k-th send from a to b
+ * on a communicator with the k-th recv on b from a, whatever else either rank did; so
+ * does the builder, per channel (communicator, src, dst), not by sequence number. The
+ * device op that carries a send or recv (its own kernel, or for calls inside
+ * ncclGroupStart/End the kernel the group launched, shared by the calls of the group on
+ * that stream) becomes a participant of a group with its peer's: the transfer starts
+ * when both are ready and takes the fitted p2p cost (replay.c). A kernel carrying
+ * several transfers (a grouped send+recv) joins its peers' kernels into one group (the
+ * exchange starts when all of them are ready), unless that would put two ops of one
+ * rank into one group (then the pair is left unmodelled and counted). A send or recv
+ * whose peer's record is missing (its rank's trace is absent or ends early) and records
+ * without a peer (imported "SendRecv" kernels: neither peer nor direction is known)
+ * keep their measured durations, with a warning.
  * Launch-queue backpressure: a launch call cannot return while the device's queue of
  * pending operations is full (CUDA holds about 1024 per stream); on a device-bound job
  * the host runs that far ahead and its launch calls take as long as a device op. Where
@@ -53,13 +68,6 @@ typedef struct build_bounds {
     int32_t n;
     const size_t *event_index;
 } build_bounds;
-
-/* Builds g (uninitialised on entry) from the loaded job with per-rank clock offsets
- * (aligned = local + offset_ns[r]; NULL: none) and iteration boundaries (bounds[r],
- * may be NULL). Times in g are relative to the earliest aligned event. Problems that
- * leave a partial graph (collectives with missing or disagreeing participants) are
- * recorded with job_warn. Returns 0, or -1 when out of memory (g freed). */
-int build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, dfg *g);
 
 /* Launch-queue inference of one rank (build_launch_queue). */
 typedef struct build_queue_info {
@@ -113,5 +121,83 @@ int64_t build_time_origin(const job *j, const int64_t *offset_ns);
 
 /* Payload bytes of a collective event as the cost model takes them. */
 int64_t build_collective_bytes(const dpro_event *ev, int32_t nranks);
+
+/* One end of a point-to-point transfer, as one rank's trace shows it. */
+typedef struct build_p2p_part {
+    uint64_t comm;     /* communicator hash */
+    int32_t src, dst;  /* sender and receiver, as ranks of the communicator */
+    int32_t rank;      /* job rank whose trace holds this end */
+    uint8_t is_send;   /* 1: the send end, 0: the recv end */
+    uint64_t ordinal;  /* k: this end is the k-th (from 0) of its rank on (comm, src, dst) */
+    int64_t bytes;     /* payload */
+    size_t call;       /* event index of the ncclSend / ncclRecv record */
+    int64_t device;    /* event index of the device op that carries it; -1: none */
+    int32_t n_sharing; /* transfers that device op carries (grouped calls: > 1) */
+    int32_t node;      /* graph node of that device op; -1: none (set by the builder) */
+} build_p2p_part;
+
+/* The point-to-point transfers of one rank (build_p2p_scan). */
+typedef struct build_p2p {
+    build_p2p_part *part; /* in call order */
+    size_t n;
+    size_t no_peer; /* send/recv records naming no peer (peer < 0) */
+    uint64_t *key;  /* n_key (comm, seq) pairs of the send/recv calls, sorted */
+    size_t n_key;
+} build_p2p;
+
+/* Lists the send/recv transfers of rank jr (job rank `rank`) into *p (free with
+ * build_p2p_free). Its rank in a communicator comes from the trace's communicator table
+ * (the job rank when the table does not say). The device op of a call is the op with its
+ * correlation id; a call without one (made inside ncclGroupStart/End) is carried by the
+ * first device op on its stream launched from its thread by a later call (ncclGroupEnd),
+ * or by none if that call launches onto other streams only. Records with peer < 0 are
+ * counted in no_peer and not listed. Returns 0 or -1 (out of memory; *p is then empty). */
+int build_p2p_scan(const job_rank *jr, int32_t rank, build_p2p *p);
+
+void build_p2p_free(build_p2p *p);
+
+/* The ordinal of collective event e among its rank's collectives on e->comm: e->seq less
+ * the number of that rank's send/recv calls (p, with a peer) on the communicator that
+ * came before it (seq < e->seq). Equal on every rank for the same collective even when
+ * the ranks made different send/recv calls, as pipeline-parallel jobs do. */
+uint64_t build_coll_seq(const build_p2p *p, const dpro_event *e);
+
+/* A 64-bit name of the channel (comm, src, dst) that never equals a communicator hash in
+ * practice: clock alignment matches point-to-point ends by (channel, ordinal) the way it
+ * matches collectives by (communicator, ordinal). */
+uint64_t build_p2p_channel(uint64_t comm, int32_t src, int32_t dst);
+
+/* What point-to-point matching did (build_match_p2p). ends, matched and unmatched count
+ * transfer ends (a send or a recv), the others pairs of ends or groups. */
+typedef struct build_p2p_stats {
+    int64_t ends;           /* ends given (with a peer) */
+    int64_t matched;        /* ends paired with their peer's end */
+    int64_t unmatched;      /* ends whose peer's end is in no trace */
+    int64_t no_device;      /* pairs with no device op in the graph on one side */
+    int64_t conflicts;      /* pairs left unmodelled: they would tie two ops of one rank */
+    int64_t bytes_differ;   /* pairs whose ends disagree on the size (the larger is taken) */
+    int64_t modelled;       /* pairs modelled in groups */
+    int32_t groups;         /* groups made (pairs: groups of two device ops) */
+    int32_t wide_groups;    /* of those, groups of more than two ops (grouped calls) */
+    int64_t no_peer;        /* records naming no peer, not among the ends (build_dfg only) */
+    build_p2p_part example; /* the first unmatched end (valid when unmatched > 0) */
+} build_p2p_stats;
+
+/* Pairs the ends in parts[0..n) (all ranks; node set) and makes the groups of g (see the
+ * top of this file): op DPRO_COLL_SEND, nranks = the ops in the group, bytes = the most any
+ * member moves (the sum over the transfers it carries), comm and seq of its first pair
+ * (seq: the pair's ordinal on its channel); the sender of that pair is the group's first
+ * participant. Call it on a built graph before build_derive_timing. Reorders parts.
+ * st (may be NULL) receives the counts. Returns 0 or -1 (out of memory). */
+int build_match_p2p(dfg *g, build_p2p_part *parts, size_t n, build_p2p_stats *st);
+
+/* Builds g (uninitialised on entry) from the loaded job with per-rank clock offsets
+ * (aligned = local + offset_ns[r]; NULL: none) and iteration boundaries (bounds[r],
+ * may be NULL). Times in g are relative to the earliest aligned event. Problems that
+ * leave a partial graph (collectives with missing or disagreeing participants, send/recv
+ * without their peer) are recorded with job_warn; p2p (may be NULL) receives what
+ * point-to-point matching did. Returns 0, or -1 when out of memory (g freed). */
+int build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, dfg *g,
+              build_p2p_stats *p2p);
 
 #endif

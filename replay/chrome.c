@@ -330,18 +330,20 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
             flow(j, "f", (uint64_t)n + 1, "launch", r, TID_BASE + g->res[n], tl.start[n]);
         }
     }
-    /* collectives across ranks: from the first member to each other one */
+    /* collectives across ranks: from the first member to each other one (send/recv
+     * exchanges, category "p2p": from the sender of the exchange's first pair) */
     for (int32_t q = 0; q < g->n_groups; q++) {
         int32_t f = g->grp_first[q];
         if (f < 0 || tl.start[f] < 0 || !in_window(&w, dfg_rank(g, f), tl.start[f]))
             continue;
+        const char *cat = g->grp_op[q] == DPRO_COLL_SEND ? "p2p" : "collective";
         uint32_t k = 0;
         for (int32_t p = g->next_in_group[f]; p >= 0; p = g->next_in_group[p]) {
             if (tl.start[p] < 0)
                 continue;
             uint64_t id = (1ULL << 40) + ((uint64_t)q << 12) + (k++ & 0xfff);
-            flow(j, "s", id, "collective", dfg_rank(g, f), TID_BASE + g->res[f], tl.start[f]);
-            flow(j, "f", id, "collective", dfg_rank(g, p), TID_BASE + g->res[p], tl.start[p]);
+            flow(j, "s", id, cat, dfg_rank(g, f), TID_BASE + g->res[f], tl.start[f]);
+            flow(j, "f", id, cat, dfg_rank(g, p), TID_BASE + g->res[p], tl.start[p]);
         }
     }
     /* wake-ups between host threads: from the waker's end to the woken call's start */

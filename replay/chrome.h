@@ -5,7 +5,8 @@
  * One process per rank (pid = rank, process_name "rank N (host)"), one track per host
  * thread and per stream (thread_name metadata, threads sorted first), "X" complete
  * events for every node, launch -> device flows (ph s / f, bp "e"), each collective's
- * participants linked across ranks by flows, wake-ups between host threads (dfg.h) as
+ * participants linked across ranks by flows (category "collective"; send/recv exchanges
+ * "p2p", from the sender), wake-ups between host threads (dfg.h) as
  * flows from the waker's end to the woken call's start, an "iterations" track, and for measured
  * timelines the NVTX ranges (their own track per thread) and a "C" counter of device
  * memory in use. Names go through the JSON writer's escaping. Simulated and measured

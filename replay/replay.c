@@ -189,6 +189,27 @@ replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
 
 /* ---- alignment --------------------------------------------------------------------------- */
 
+/* Grows the sample array to hold one more. Returns 0 or -1. */
+static int
+push_sample(align_sample **s, size_t *n, size_t *cap, align_sample v)
+{
+    if (*n == *cap) {
+        align_sample *x = realloc(*s, *cap * 2 * sizeof **s);
+        if (!x)
+            return -1;
+        *s = x;
+        *cap *= 2;
+    }
+    (*s)[(*n)++] = v;
+    return 0;
+}
+
+/* Clock alignment samples: the device end of every collective, keyed by (communicator,
+ * collective ordinal: build_coll_seq), and of every send/recv whose device op carries
+ * that one transfer (a grouped op ends with the last of its transfers, not with this
+ * one), keyed by (channel, ordinal on the channel): both ends of a transfer finish
+ * together, as the participants of a collective do. A collective without a device record
+ * contributes its host call's end (approximate). */
 static int
 align_job(replay *rp)
 {
@@ -207,9 +228,26 @@ align_job(replay *rp)
         if (!jr->reader)
             continue;
         present[r] = 1;
-        hmap dev_end;
-        if (hmap_init(&dev_end, jr->n_events / 4 + 16) != 0)
+        build_p2p p2p;
+        if (build_p2p_scan(jr, r, &p2p) != 0)
             goto oom;
+        for (size_t k = 0; k < p2p.n; k++) {
+            const build_p2p_part *x = &p2p.part[k];
+            if (x->device < 0 || x->n_sharing != 1 || x->src == x->dst)
+                continue;
+            align_sample v = {build_p2p_channel(x->comm, x->src, x->dst), x->ordinal, r,
+                              (int64_t)jr->events[x->device].end_ns};
+            if (push_sample(&s, &n, &cap, v) != 0) {
+                build_p2p_free(&p2p);
+                goto oom;
+            }
+            from_dev++;
+        }
+        hmap dev_end;
+        if (hmap_init(&dev_end, jr->n_events / 4 + 16) != 0) {
+            build_p2p_free(&p2p);
+            goto oom;
+        }
         for (size_t i = 0; i < jr->n_events; i++) {
             const dpro_event *e = &jr->events[i];
             if ((e->kind == DPRO_KIND_KERNEL || e->kind == DPRO_KIND_MEMCPY ||
@@ -223,44 +261,37 @@ align_job(replay *rp)
                 e->subkind == DPRO_COLL_RECV)
                 continue;
             int32_t d = e->correlation ? hmap_get(&dev_end, e->correlation, -1) : -1;
-            if (n == cap) {
-                align_sample *x = realloc(s, cap * 2 * sizeof *s);
-                if (!x) {
-                    hmap_free(&dev_end);
-                    goto oom;
-                }
-                s = x;
-                cap *= 2;
+            align_sample v = {e->comm, build_coll_seq(&p2p, e), r,
+                              d >= 0 ? (int64_t)jr->events[d].end_ns : (int64_t)e->end_ns};
+            if (push_sample(&s, &n, &cap, v) != 0) {
+                hmap_free(&dev_end);
+                build_p2p_free(&p2p);
+                goto oom;
             }
-            s[n].comm = e->comm;
-            s[n].seq = e->seq;
-            s[n].rank = r;
-            if (d >= 0) {
-                s[n].end_ns = (int64_t)jr->events[d].end_ns;
+            if (d >= 0)
                 from_dev++;
-            } else {
-                s[n].end_ns = (int64_t)e->end_ns;
+            else
                 from_host++;
-            }
-            n++;
         }
         hmap_free(&dev_end);
+        build_p2p_free(&p2p);
     }
     rp->align_source = n == 0 ? 0 : from_host > from_dev ? 2 : 1;
     if (align_clocks_from_collectives(s, n, j->n_ranks, present, &rp->align) != 0)
         goto oom;
     if (j->n_present > 1) {
         if (n == 0)
-            job_warn(j, "no collectives in the traces: clocks cannot be aligned across ranks; "
-                        "they are taken as they are (right only for ranks on one host)");
+            job_warn(j, "no collectives or send/recv in the traces: clocks cannot be aligned "
+                        "across ranks; they are taken as they are (right only for ranks on "
+                        "one host)");
         else if (rp->align_source == 2)
             job_warn(j, "collectives have no device records: clock offsets come from host "
                         "call ends and are approximate");
         for (int32_t r = 0; r < j->n_ranks && n > 0; r++)
             if (present[r] && !rp->align.aligned[r])
                 job_warn(j,
-                         "rank %d shares no collective with the other ranks: its clock "
-                         "offset is unknown and left at 0",
+                         "rank %d shares no collective or send/recv with the other ranks: "
+                         "its clock offset is unknown and left at 0",
                          r);
     }
     free(s);
@@ -288,7 +319,8 @@ replay_close(replay *rp)
     memset(rp, 0, sizeof *rp);
 }
 
-/* Fits the collective model on the groups every rank joined and applies it. */
+/* Fits the collective model on the groups every rank joined (send/recv exchanges: op
+ * DPRO_COLL_SEND, latency + bytes / bandwidth) and applies it. */
 static int
 fit_model(replay *rp)
 {
@@ -345,7 +377,7 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
     }
     if (align_job(rp) != 0)
         goto oom;
-    if (build_dfg(j, rp->align.offset_ns, bb, &rp->graph) != 0)
+    if (build_dfg(j, rp->align.offset_ns, bb, &rp->graph, &rp->p2p) != 0)
         goto oom;
     free(bb);
     bb = NULL;

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "align.h"
+#include "build.h"
 #include "costmodel.h"
 #include "dfg.h"
 #include "iter.h"
@@ -61,6 +62,7 @@ typedef struct replay {
     replay_rank_iters *iters;      /* per rank */
     int32_t iter_first, iter_last; /* iterations compared (indices; last < first: none) */
     dfg graph;
+    build_p2p_stats p2p; /* send/recv matching (build.h) */
     costmodel model;
     sim_result sim;
     int simulated;

@@ -1,6 +1,8 @@
 /* sim.c: replay of a dataflow graph and analysis of timelines (see sim.h). */
 #include "sim.h"
 
+#include "dprotrace.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -433,6 +435,8 @@ sim_stragglers(const dfg *g, sim_timeline tl, int64_t t0, int64_t t1, double *bl
     for (int32_t q = 0; q < g->n_groups; q++) {
         int32_t last = -1, members = 0;
         int64_t arr = -1;
+        if (g->grp_op[q] == DPRO_COLL_SEND || g->grp_op[q] == DPRO_COLL_RECV)
+            continue; /* send/recv: a pipeline's structural waits, not a straggler */
         for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p]) {
             if (tl.start[p] < 0)
                 continue;

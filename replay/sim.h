@@ -119,8 +119,10 @@ int sim_breakdown_rank(const dfg *g, sim_timeline tl, int32_t r, int64_t t0, int
 
 /* Stragglers over a window: for each collective whose last arrival falls in [t0, t1),
  * the last rank to arrive is charged with the mean time the other participants waited
- * for it. blame_ns[r] (n_ranks entries, caller-owned, zeroed here) receives each rank's
- * charge and last_count[r] how often it arrived last (may be NULL). */
+ * for it. Send/recv exchanges (groups of op DPRO_COLL_SEND) are not counted: in a
+ * pipeline one stage waits for the previous one by design (the breakdown's wait_ranks
+ * still shows that time). blame_ns[r] (n_ranks entries, caller-owned, zeroed here) receives each
+ * rank's charge and last_count[r] how often it arrived last (may be NULL). */
 void sim_stragglers(const dfg *g, sim_timeline tl, int64_t t0, int64_t t1, double *blame_ns,
                     int32_t *last_count);
 

@@ -25,15 +25,16 @@ usage(FILE *f)
                "  -n, --iterations N     compare N steady iterations (default: all steady)\n"
                "  -j, --json             machine-readable output (keys: ranks, iterations,\n"
                "                         measured_iter_us, simulated_iter_us, error_pct,\n"
-               "                         breakdown, critical_path, per_rank, ...)\n"
+               "                         breakdown, critical_path, per_rank, p2p, ...)\n"
                "  -c, --chrome FILE      also write the simulated timeline as a Chrome trace\n"
                "  -p, --critical-path    list the operations on the critical path\n"
                "  -t, --top K            how many critical-path entries (default 10)\n"
                "  -w, --warmup N         skip the iterations before iteration N (iteration k\n"
                "                         ends at the end of marker k; default: detected)\n"
                "      --job ID           replay only the traces of job ID\n"
-               "      --measured-collectives  collectives take their measured transfer time\n"
-               "                         instead of the fitted cost model's\n"
+               "      --measured-collectives  collectives and send/recv exchanges take their\n"
+               "                         measured transfer time instead of the fitted cost\n"
+               "                         model's\n"
                "      --what-if-scale-kernels F  also predict the iteration time if every kernel\n"
                "                         took F times as long (0.5: a device twice as fast;\n"
                "                         collectives, copies and host time unchanged)\n"
@@ -225,6 +226,16 @@ main(int argc, char **argv)
         json_kv_int(j, "nodes", dfg_live_nodes(g));
         json_kv_int(j, "edges", (int64_t)g->n_edges);
         json_kv_int(j, "collectives", g->n_groups);
+        json_key(j, "p2p");
+        json_begin_object(j);
+        json_kv_int(j, "ends", rp.p2p.ends);
+        json_kv_int(j, "matched", rp.p2p.matched);
+        json_kv_int(j, "unmatched", rp.p2p.unmatched);
+        json_kv_int(j, "no_peer", rp.p2p.no_peer);
+        json_kv_int(j, "exchanges", rp.p2p.groups);
+        json_kv_int(j, "wide_exchanges", rp.p2p.wide_groups);
+        json_kv_int(j, "unmodelled_pairs", rp.p2p.conflicts + rp.p2p.no_device);
+        json_end_object(j);
         json_kv_int(j, "unsimulated_nodes", rp.sim.n_unfinished);
         json_key(j, "breakdown");
         json_begin_object(j);
@@ -348,6 +359,11 @@ main(int argc, char **argv)
                rp.job.n_ranks, dfg_live_nodes(g), (long long)g->n_edges, g->n_groups);
         printf("iterations compared: %d (from iteration %d; warm-up skipped)\n", s.iterations,
                s.first_iteration);
+        if (rp.p2p.ends > 0 || rp.p2p.no_peer > 0)
+            printf("send/recv: %lld transfer ends, %lld matched with their peer into %d "
+                   "exchanges, %lld unmatched, %lld without a peer (measured durations)\n",
+                   (long long)rp.p2p.ends, (long long)rp.p2p.matched, rp.p2p.groups,
+                   (long long)rp.p2p.unmatched, (long long)rp.p2p.no_peer);
         printf("\n%-6s %14s %14s %8s %12s %14s\n", "rank", "measured us", "simulated us", "error",
                "clock us", "others wait us");
         for (int32_t r = 0; r < s.n_ranks; r++) {

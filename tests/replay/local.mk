@@ -4,7 +4,8 @@
 # known iteration time, faults), end to end on tests/simgpu (skipped without it: replay
 # accuracy, clock skew, a what-if prediction against the realised run), what-if
 # predictions on the real Kineto traces of ../shared (launch-queue backpressure; skipped
-# without them), and the simulator benchmark (make bench).
+# without them), send/recv matching end to end on a pipeline-parallel job (pipe-sim),
+# and the simulator benchmark (make bench).
 check_PROGRAMS += tests/replay/test_replay_unit tests/replay/gen_traces
 tests_replay_test_replay_unit_SOURCES = tests/replay/test_replay_unit.c
 tests_replay_test_replay_unit_LDADD = replay/libdproreplay.la
@@ -13,9 +14,22 @@ tests_replay_gen_traces_LDADD = schemas/libdprotrace.la
 
 TESTS += tests/replay/test_replay_unit tests/replay/test_replay_traces.py \
 	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
-	tests/replay/test_replay_kineto_whatif.py
+	tests/replay/test_replay_kineto_whatif.py tests/replay/test_replay_p2p.py
 dist_check_SCRIPTS += tests/replay/test_replay_traces.py tests/replay/test_replay_simgpu.py \
-	tests/replay/test_replay_whatif.py tests/replay/test_replay_kineto_whatif.py
+	tests/replay/test_replay_whatif.py tests/replay/test_replay_kineto_whatif.py \
+	tests/replay/test_replay_p2p.py
+
+# pipe-sim: a pipeline-parallel job (send/recv between stages) on the simulated GPU, for
+# test_replay_p2p.py; linked like the tests/simgpu programs (-no-install: a real binary
+# that finds the stand-ins through its RUNPATH).
+if HAVE_CUDA
+check_PROGRAMS += tests/replay/pipe-sim
+tests_replay_pipe_sim_SOURCES = tests/replay/pipe_sim.c
+tests_replay_pipe_sim_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_replay_pipe_sim_LDFLAGS = -no-install
+tests_replay_pipe_sim_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
+	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
+endif
 
 BENCHMARKS += tests/replay/bench_replay
 noinst_PROGRAMS += tests/replay/bench_replay

@@ -5,7 +5,9 @@
  * critical path, the breakdown, graph transformations (clone, remove, merge), the
  * synthetic generator, and the builder's timing inference on hand-made measured graphs
  * (launch-queue backpressure, pure submission latency) checked by what-if predictions
- * against a reference model of the device.
+ * against a reference model of the device; send/recv: pairing by channel and ordinal,
+ * grouped calls, refused pairs, the events scan (grouped calls carried by ncclGroupEnd's
+ * kernel, collective ordinals without send/recv) and clock alignment through a pipeline.
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include "replay/costmodel.h"
 #include "replay/dfg.h"
 #include "replay/iter.h"
+#include "replay/job.h"
 #include "replay/sim.h"
 #include "replay/synth.h"
 
@@ -736,6 +739,249 @@ test_submission_latency(void)
     ref_free(&m);
 }
 
+/* ---- point-to-point matching -------------------------------------------------------------- */
+
+static build_p2p_part
+p2p_end(int32_t rank, int is_send, int32_t src, int32_t dst, uint64_t k, int64_t bytes,
+        int32_t node)
+{
+    build_p2p_part x;
+    memset(&x, 0, sizeof x);
+    x.comm = 0xc0ffee;
+    x.rank = rank;
+    x.is_send = (uint8_t)is_send;
+    x.src = src;
+    x.dst = dst;
+    x.ordinal = k;
+    x.bytes = bytes;
+    x.device = node;
+    x.n_sharing = 1;
+    x.node = node;
+    return x;
+}
+
+/* A device op on stream res with measured times. */
+static int32_t
+p2p_op(dfg *g, int32_t res, int64_t t0, int64_t t1)
+{
+    int32_t n = dfg_add_node(g, DFG_KERNEL, res, dfg_intern(g, "ncclDevKernel_SendRecv"));
+    g->mstart[n] = t0;
+    g->mend[n] = t1;
+    g->dur[n] = t1 - t0;
+    return n;
+}
+
+static void
+test_p2p_match(void)
+{
+    /* pairs by ordinal per channel (0->1 twice, 1->2 once), one send whose peer has no
+     * trace, one pair whose ends disagree on the size */
+    dfg g;
+    CHECK(dfg_init(&g, 3) == 0);
+    int32_t s0 = dfg_add_resource(&g, DFG_RES_STREAM, 0, 1, 0);
+    int32_t s1 = dfg_add_resource(&g, DFG_RES_STREAM, 1, 1, 0);
+    int32_t s2 = dfg_add_resource(&g, DFG_RES_STREAM, 2, 1, 0);
+    int32_t k0a = p2p_op(&g, s0, 0, 150000), k0b = p2p_op(&g, s0, 200000, 400000);
+    int32_t r1a = p2p_op(&g, s1, 50000, 150000), s1a = p2p_op(&g, s1, 160000, 300000);
+    int32_t r1b = p2p_op(&g, s1, 300000, 400000);
+    int32_t r2 = p2p_op(&g, s2, 100000, 300000), u2 = p2p_op(&g, s2, 310000, 320000);
+    build_p2p_part parts[] = {
+        p2p_end(1, 0, 0, 1, 1, 1000, r1b), p2p_end(2, 1, 2, 5, 0, 64, u2),
+        p2p_end(0, 1, 0, 1, 1, 1000, k0b), p2p_end(1, 1, 1, 2, 0, 2000, s1a),
+        p2p_end(1, 0, 0, 1, 0, 1000, r1a), p2p_end(2, 0, 1, 2, 0, 2500, r2),
+        p2p_end(0, 1, 0, 1, 0, 1000, k0a),
+    };
+    build_p2p_stats st;
+    CHECK(build_match_p2p(&g, parts, sizeof parts / sizeof parts[0], &st) == 0);
+    CHECK_EQ(st.ends, 7);
+    CHECK_EQ(st.matched, 6);
+    CHECK_EQ(st.unmatched, 1);
+    CHECK(st.example.is_send && st.example.dst == 5 && st.example.rank == 2);
+    CHECK_EQ(st.bytes_differ, 1);
+    CHECK_EQ(st.groups, 3);
+    CHECK_EQ(st.wide_groups, 0);
+    CHECK_EQ(st.conflicts, 0);
+    CHECK_EQ(g.n_groups, 3);
+    int32_t qa = g.group[k0a], qb = g.group[k0b], qc = g.group[s1a];
+    CHECK(qa >= 0 && qb >= 0 && qc >= 0 && qa != qb && qb != qc && qa != qc);
+    CHECK_EQ(g.group[r1a], qa);
+    CHECK_EQ(g.group[r1b], qb);
+    CHECK_EQ(g.group[r2], qc);
+    CHECK_EQ(g.group[u2], -1);
+    CHECK_EQ(g.kind[u2], DFG_KERNEL);
+    CHECK_EQ(g.kind[k0a], DFG_COLL);
+    CHECK_EQ(g.grp_first[qa], k0a); /* the sender leads */
+    CHECK_EQ(g.grp_first[qc], s1a);
+    CHECK_EQ(g.grp_op[qa], DPRO_COLL_SEND);
+    CHECK_EQ(g.grp_nranks[qa], 2);
+    CHECK_EQ(g.grp_bytes[qa], 1000);
+    CHECK_EQ(g.grp_bytes[qc], 2500);
+    CHECK_EQ(g.grp_seq[qb], 1);
+    CHECK(build_derive_timing(&g) == 0);
+    CHECK_EQ(g.grp_members[qa], 2);
+    CHECK_EQ(g.grp_mdur[qa], 100000); /* end 150 - last arrival 50 */
+    CHECK_EQ(g.grp_mdur[qb], 100000);
+    CHECK_EQ(g.grp_mdur[qc], 140000);
+    sim_result r;
+    memset(&r, 0, sizeof r);
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.n_unfinished, 0);
+    CHECK_EQ(r.grp_arrival[qa], 50000);
+    CHECK_EQ(r.end[k0a], 150000);
+    CHECK_EQ(r.end[r1a], 150000);
+    CHECK_EQ(r.end[u2], 320000);
+    /* the sender now waits for a late receiver, and the wait moves the next send */
+    g.gap[r1a] = 250000;
+    g.grp_dur[qa] = 100000;
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.grp_arrival[qa], 250000);
+    CHECK_EQ(r.end[k0a], 350000);
+    CHECK_EQ(r.end[r1a], 350000);
+    CHECK(r.start[k0b] >= 350000);
+    CHECK_EQ(r.why[k0a], SIM_CAUSE_GROUP); /* waited for its receiver */
+    sim_result_free(&r);
+    dfg_free(&g);
+
+    /* a grouped exchange on rank 1 against two separate ops of rank 0: pairing both would
+     * make rank 0's ops wait for each other; the second pair is refused */
+    CHECK(dfg_init(&g, 2) == 0);
+    s0 = dfg_add_resource(&g, DFG_RES_STREAM, 0, 1, 0);
+    s1 = dfg_add_resource(&g, DFG_RES_STREAM, 1, 1, 0);
+    int32_t a = p2p_op(&g, s0, 0, 100000), b = p2p_op(&g, s0, 100000, 200000);
+    int32_t c = p2p_op(&g, s1, 0, 200000);
+    build_p2p_part clash[] = {p2p_end(0, 1, 0, 1, 0, 10, a), p2p_end(0, 0, 1, 0, 0, 10, b),
+                              p2p_end(1, 0, 0, 1, 0, 10, c), p2p_end(1, 1, 1, 0, 0, 10, c)};
+    CHECK(build_match_p2p(&g, clash, 4, &st) == 0);
+    CHECK_EQ(st.matched, 4);
+    CHECK_EQ(st.conflicts, 1);
+    CHECK_EQ(st.groups, 1);
+    CHECK(g.group[a] >= 0 && g.group[a] == g.group[c] && g.group[b] < 0);
+    CHECK(build_derive_timing(&g) == 0);
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.n_unfinished, 0);
+    sim_result_free(&r);
+    dfg_free(&g);
+
+    /* a grouped ring of three (each op sends to the next rank and receives from the
+     * previous one): one exchange of three ops, each moving both transfers */
+    CHECK(dfg_init(&g, 3) == 0);
+    int32_t ring[3];
+    build_p2p_part rp[6];
+    for (int32_t q = 0; q < 3; q++)
+        ring[q] = p2p_op(&g, dfg_add_resource(&g, DFG_RES_STREAM, q, 1, 0), 1000 * q, 90000);
+    for (int32_t q = 0; q < 3; q++) {
+        rp[2 * q] = p2p_end(q, 1, q, (q + 1) % 3, 0, 100, ring[q]);
+        rp[2 * q + 1] = p2p_end(q, 0, (q + 2) % 3, q, 0, 100, ring[q]);
+    }
+    CHECK(build_match_p2p(&g, rp, 6, &st) == 0);
+    CHECK_EQ(st.groups, 1);
+    CHECK_EQ(st.wide_groups, 1);
+    CHECK_EQ(g.grp_nranks[0], 3);
+    CHECK_EQ(g.grp_bytes[0], 200);
+    CHECK(build_derive_timing(&g) == 0);
+    CHECK_EQ(g.grp_mdur[0], 88000);
+    dfg_free(&g);
+
+    /* nothing to match */
+    CHECK(dfg_init(&g, 1) == 0);
+    CHECK(build_match_p2p(&g, NULL, 0, &st) == 0);
+    CHECK_EQ(st.groups, 0);
+    dfg_free(&g);
+}
+
+static void
+test_p2p_scan(void)
+{
+    /* one rank's events: an all-reduce, an ungrouped send, a grouped send + recv carried by
+     * the kernel ncclGroupEnd launched, a second all-reduce, and an imported SendRecv
+     * without a peer */
+    enum { C = 0xabc, T = 7, S = 5 };
+    dpro_event ev[10];
+    memset(ev, 0, sizeof ev);
+    for (int i = 0; i < 10; i++) {
+        ev[i].start_ns = (uint64_t)(1000 * i);
+        ev[i].end_ns = (uint64_t)(1000 * i + 500);
+        ev[i].thread = T;
+        ev[i].stream = S;
+    }
+#define COLL_EV(i, op, sq, pr, corr)                                                               \
+    (ev[i].kind = DPRO_KIND_COLLECTIVE, ev[i].subkind = (op), ev[i].comm = C, ev[i].seq = (sq),    \
+     ev[i].peer = (pr), ev[i].correlation = (corr), ev[i].count = 10, ev[i].dtype = 7)
+    COLL_EV(0, DPRO_COLL_ALLREDUCE, 0, -1, 1);
+    ev[1].kind = DPRO_KIND_KERNEL, ev[1].correlation = 1, ev[1].thread = 0;
+    COLL_EV(2, DPRO_COLL_SEND, 1, 1, 2);
+    ev[3].kind = DPRO_KIND_KERNEL, ev[3].correlation = 2, ev[3].thread = 0;
+    COLL_EV(4, DPRO_COLL_SEND, 2, 1, (1ULL << 40) | 5);
+    COLL_EV(5, DPRO_COLL_RECV, 3, 2, (1ULL << 40) | 6);
+    ev[6].kind = DPRO_KIND_API, ev[6].correlation = 3;
+    ev[7].kind = DPRO_KIND_KERNEL, ev[7].correlation = 3, ev[7].thread = 0;
+    COLL_EV(8, DPRO_COLL_ALLREDUCE, 4, -1, 4);
+    COLL_EV(9, DPRO_COLL_RECV, 5, -1, 9);
+#undef COLL_EV
+    job_rank jr;
+    memset(&jr, 0, sizeof jr);
+    jr.events = ev;
+    jr.n_events = 10;
+    build_p2p p;
+    CHECK(build_p2p_scan(&jr, 0, &p) == 0);
+    CHECK_EQ(p.n, 3);
+    CHECK_EQ(p.no_peer, 1);
+    if (p.n == 3) {
+        CHECK(p.part[0].is_send && p.part[0].src == 0 && p.part[0].dst == 1);
+        CHECK_EQ(p.part[0].ordinal, 0);
+        CHECK_EQ(p.part[0].device, 3);
+        CHECK_EQ(p.part[0].n_sharing, 1);
+        CHECK_EQ(p.part[0].bytes, 40);
+        CHECK_EQ(p.part[1].ordinal, 1); /* the second send 0 -> 1 */
+        CHECK_EQ(p.part[1].device, 7);  /* carried by ncclGroupEnd's kernel */
+        CHECK_EQ(p.part[1].n_sharing, 2);
+        CHECK(!p.part[2].is_send && p.part[2].src == 2 && p.part[2].dst == 0);
+        CHECK_EQ(p.part[2].ordinal, 0);
+        CHECK_EQ(p.part[2].device, 7);
+    }
+    /* collectives numbered without the send/recv calls */
+    CHECK_EQ(build_coll_seq(&p, &ev[0]), 0);
+    CHECK_EQ(build_coll_seq(&p, &ev[8]), 1);
+    dpro_event other = ev[8];
+    other.comm = C + 1;
+    CHECK_EQ(build_coll_seq(&p, &other), 4);
+    build_p2p_free(&p);
+    /* a grouped call whose group launches onto another stream has no device op */
+    ev[7].stream = S + 1;
+    CHECK(build_p2p_scan(&jr, 0, &p) == 0);
+    CHECK(p.n == 3 && p.part[1].device == -1 && p.part[2].device == -1);
+    build_p2p_free(&p);
+    CHECK(build_p2p_channel(C, 0, 1) != build_p2p_channel(C, 1, 0));
+    CHECK(build_p2p_channel(C, 0, 1) != build_p2p_channel(C + 1, 0, 1));
+    CHECK(build_p2p_channel(C, 0, 1) != C);
+}
+
+static void
+test_align_p2p(void)
+{
+    /* a pipeline 0 - 1 - 2 - 3: neighbours share only send/recv; offsets through the chain */
+    enum { R = 4, K = 50 };
+    int64_t skew[R] = {0, 7000000, -2500000, 123456789};
+    align_sample s[2 * (R - 1) * K];
+    size_t n = 0;
+    for (int32_t r = 0; r + 1 < R; r++)
+        for (int k = 0; k < K; k++) {
+            int64_t t = 1000000 * k + 50000 * r;
+            uint64_t ch = build_p2p_channel(42, r, r + 1);
+            s[n++] = (align_sample){ch, (uint64_t)k, r, t - skew[r] + noise(1000)};
+            s[n++] = (align_sample){ch, (uint64_t)k, r + 1, t - skew[r + 1] + noise(1000)};
+        }
+    align_result a;
+    CHECK(align_clocks_from_collectives(s, n, R, NULL, &a) == 0);
+    for (int32_t r = 0; r < R; r++) {
+        CHECK(a.aligned[r]);
+        int64_t d = a.offset_ns[r] - skew[r];
+        CHECK(d > -3000 && d < 3000);
+    }
+    CHECK_EQ(a.n_unaligned, 0);
+    align_result_free(&a);
+}
+
 int
 main(void)
 {
@@ -748,6 +994,9 @@ main(void)
     test_synth();
     test_launch_queue();
     test_submission_latency();
+    test_p2p_match();
+    test_p2p_scan();
+    test_align_p2p();
     if (failures) {
         fprintf(stderr, "test_replay_unit: %d failure(s)\n", failures);
         return 1;
