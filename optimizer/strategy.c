@@ -201,34 +201,28 @@ apply_buckets(workload *w, const strategy_plan *p)
     free(bytes);
 }
 
-static int
-name_has(const dfg *g, int32_t n, const char *part)
-{
-    return strstr(dfg_name(g, g->name[n]), part) != NULL;
-}
-
+/* The step captured in a CUDA graph (see strategy.h), written into w->capture when the
+ * working graph has one (the launch-queue edges of the step's calls left out: one graph
+ * launch submits the step, so no per-kernel launch call waits for room in the queue). */
 static void
 apply_cuda_graph(workload *w)
 {
     dfg *g = w->g;
-    for (int32_t h = 0; h < g->n_nodes; h++) {
-        if (g->kind[h] != DFG_HOST || (g->flags[h] & DFG_F_REMOVED) || w->iter[h] < 0)
-            continue;
-        int32_t r = dfg_rank(g, h);
-        const int32_t *bn;
-        int32_t nb = dfg_iterations(g, r, &bn);
-        if (w->iter[h] < nb && bn[w->iter[h]] == h)
-            continue; /* opens the iteration: the graph launch */
-        if (g->flags[h] & DFG_F_BLOCKING)
-            continue;
-        int captured =
-            g->res[h] == w->bwd_thread[r] || name_has(g, h, "Event") || name_has(g, h, "hand-off");
-        for (int32_t i = g->launched_off[h]; !captured && i < g->launched_off[h + 1]; i++) {
-            int32_t d = g->launched[i];
-            captured = g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL;
-        }
-        if (captured)
+    for (int32_t h = 0; h < g->n_nodes; h++)
+        if (workload_step_call(w, h))
             zero_host(g, h);
+    /* Wake-ups (DFG_F_WAKEUP: the gap is the wake-up latency after the waker, a call of
+     * another thread). In the captured step no thread hands work to another: the graph
+     * launch replays the backward thread's work on the device. A wake-up whose waker is
+     * a call of the step therefore costs nothing: the woken call still follows its
+     * waker's end (which costs nothing now either), without latency. A wake-up by a
+     * call that stays (a blocking synchronisation, a thread outside the step) keeps its
+     * latency, unless the woken call is itself a call of the step (zeroed above). */
+    for (int64_t i = 0; i < g->n_edges; i++) {
+        int32_t s = g->esrc[i], d = g->edst[i];
+        if (g->kind[d] == DFG_HOST && (g->flags[d] & DFG_F_WAKEUP) && w->iter[d] >= 0 &&
+            workload_step_call(w, s))
+            g->gap[d] = 0;
     }
     for (int32_t d = 0; d < g->n_nodes; d++) {
         if (g->kind[d] == DFG_HOST || w->iter[d] < 0 || w->phase[d] == WL_OTHER)
@@ -241,6 +235,7 @@ apply_cuda_graph(workload *w)
 void
 strategy_apply(workload *w, const strategy_plan *p)
 {
+    w->g = p->cuda_graph && w->capture ? w->capture : w->work;
     workload_reset(w);
     if (p->accum_k > 1)
         apply_accumulation(w, p->accum_k);

@@ -11,8 +11,10 @@
  *   accumulation      k micro-batches of 1/k of the batch per optimizer step.
  * strategy_apply writes the plan into the working graph as new durations, gaps and
  * latencies (no structural change), so every candidate is one re-simulation; a plan
- * whose buckets split the trace's all-reduces is simulated on a transformed copy
- * (partition.h) instead.
+ * that captures the step is written into the working graph's copy without the step's
+ * launch-queue edges (workload.h: w->capture, when there is one; w->g points to the
+ * graph written), and a plan whose buckets split the trace's all-reduces is simulated
+ * on a transformed copy (partition.h) of that graph.
  *
  * Models (stated here and in the README):
  *   fused kernel      a chain k1..km of kernels of durations t_i becomes one kernel of
@@ -22,9 +24,13 @@
  *                     and the m-1 host launch calls (their cost and gaps) disappear;
  *   CUDA graph        (the limit case of fusion) every host call that launches the step's
  *                     kernels or collectives, records or waits for events, or runs on the
- *                     backward thread costs nothing; kernels of the step follow each other
- *                     without launch latency or idle gaps; blocking calls, copies and the
- *                     call that opens an iteration (now the graph launch) keep their cost;
+ *                     backward thread costs nothing (workload_step_call); kernels of the
+ *                     step follow each other without launch latency or idle gaps; those
+ *                     calls are not held by the launch queue (one graph launch submits
+ *                     the step); a cross-thread wake-up whose waker is such a call has
+ *                     no latency (no thread hands work to another in a graph launch);
+ *                     blocking calls, copies and the call that opens an iteration (now
+ *                     the graph launch) keep their cost;
  *   buckets           units (the trace's all-reduces in backward order) are packed as DDP
  *                     packs parameters: a bucket closes once its bytes reach the cap
  *                     (first_bucket_mb for the first bucket, bucket_cap_mb after); a bucket
@@ -110,7 +116,9 @@ typedef struct strategy_eval {
                                               synchronisation, device and host time */
 } strategy_eval;
 
-/* Resets w's graph to the baseline and writes plan p into it (see the models above). */
+/* Points w->g at the graph plan p is simulated on (w->capture when p captures the step
+ * and there is one, else w->work), resets it to the baseline and writes p into it (see
+ * the models above). */
 void strategy_apply(workload *w, const strategy_plan *p);
 
 /* Applies p, simulates into res (zeroed before first use, reusable) and fills *out.

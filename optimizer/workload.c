@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dpro_log.h"
+#include "dprotrace.h"
 #include "optimizer/workload.h"
 
 #define NS_PER_US 1000.0
@@ -260,7 +261,11 @@ iteration_collectives(const workload *w, const rank_info *k, int32_t it, int32_t
             continue;
         for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
             int32_t d = g->launched[i];
-            if (g->kind[d] == DFG_COLL && g->group[d] >= 0)
+            /* gradient all-reduces only: point-to-point exchanges (pipeline stages) are
+             * groups too, but no bucket knob moves them */
+            if (g->kind[d] == DFG_COLL && g->group[d] >= 0 &&
+                g->grp_op[g->group[d]] != DPRO_COLL_SEND &&
+                g->grp_op[g->group[d]] != DPRO_COLL_RECV)
                 out[c++] = d;
         }
     }
@@ -535,68 +540,6 @@ oom:
     return -1;
 }
 
-/* Makes the hand-offs between the main and the backward thread explicit. A framework
- * thread that waits on another (autograd: the engine thread waits for backward() to be
- * called; backward() returns when the engine is done) leaves no CUDA call behind, only a
- * measured gap, and a gap pins the waiting thread to the old schedule. For every
- * iteration, a zero-length host node is inserted before the waiting call, with an edge
- * from the call it waited for, and the waiting call's gap becomes the measured wake-up
- * latency:
- *   main's last call before the backward -> the backward thread's first call;
- *   the backward thread's last call      -> main's first call after it. */
-static int
-link_threads(workload *w, const rank_info *ri)
-{
-    dfg *g = w->g;
-    int32_t n0 = g->n_nodes;
-    int32_t handoff = dfg_intern(g, "(thread hand-off)");
-    if (handoff < 0)
-        return -1;
-    for (int32_t r = 0; r < g->n_ranks; r++) {
-        const rank_info *k = &ri[r];
-        if (k->bwd_thread < 0 || k->main_thread < 0)
-            continue;
-        for (int32_t it = 0; it < k->n_iters; it++) {
-            int32_t first = -1, last = -1;
-            for (int32_t h = g->res_first[k->bwd_thread]; h >= 0; h = g->next_on_res[h]) {
-                if (h >= n0 || w->iter[h] != it)
-                    continue;
-                if (first < 0)
-                    first = h;
-                last = h;
-            }
-            if (first < 0 || g->prev_on_res[first] < 0)
-                continue;
-            int32_t before = -1, after = -1;
-            for (int32_t h = g->res_first[k->main_thread]; h >= 0; h = g->next_on_res[h]) {
-                if (h >= n0)
-                    continue;
-                if (g->mend[h] <= g->mstart[first])
-                    before = h;
-                else if (g->mstart[h] >= g->mend[last] && after < 0)
-                    after = h;
-            }
-            if (before < 0)
-                continue;
-            int32_t a = dfg_insert_after(g, g->prev_on_res[first], DFG_HOST, handoff, 0);
-            if (a < 0 || dfg_add_edge(g, before, a) != 0)
-                return -1;
-            g->gap[a] = 0;
-            int64_t wake = g->mstart[first] - g->mend[before];
-            g->gap[first] = wake > 0 ? wake : 0;
-            if (after < 0 || g->prev_on_res[after] < 0)
-                continue;
-            int32_t b = dfg_insert_after(g, g->prev_on_res[after], DFG_HOST, handoff, 0);
-            if (b < 0 || dfg_add_edge(g, last, b) != 0)
-                return -1;
-            g->gap[b] = 0;
-            wake = g->mstart[after] - g->mend[last];
-            g->gap[after] = wake > 0 ? wake : 0;
-        }
-    }
-    return 0;
-}
-
 static int
 cmp_int32(const void *a, const void *b)
 {
@@ -615,9 +558,11 @@ launched_of_kind(const dfg *g, int32_t h, int kind)
 }
 
 /* Restores the event dependencies the graph lacks when the builder could not resolve
- * the streams of event records and waits (the legacy default stream's handle, 0, is not
- * the stream id CUPTI reports): with event records in the trace but no device-to-device
- * edge at all, the DDP pattern is rebuilt from call order on each thread:
+ * event records and waits to streams (it knows a call's stream only by the id CUPTI
+ * reports: a Kineto import's runtime calls carry no stream or event, and without
+ * cudaStreamGetId the collector records the legacy default stream as handle 0, which
+ * no device op has): with event records in the trace but no device-to-device edge at
+ * all, the DDP pattern is rebuilt from call order on each thread:
  *   record; wait; collective   the collective waits for the last kernel launched on
  *                              that thread before the record (a gradient bucket);
  *   record; wait; kernel       the kernel waits for the last collective of the rank
@@ -625,8 +570,8 @@ launched_of_kind(const dfg *g, int32_t h, int kind)
  *                              gradients).
  * The idle time the restored dependency explains is taken out of the waiting op's
  * measured stream gap, and its launch latency (which also held the wait) becomes the
- * rank's median kernel launch latency at most. Returns the number of edges added, or -1 when out of
- * memory. */
+ * rank's median kernel launch latency at most. Returns the number of edges added, or -1
+ * when out of memory. */
 static int64_t
 repair_event_edges(workload *w)
 {
@@ -721,6 +666,72 @@ repair_event_edges(workload *w)
     return added;
 }
 
+int
+workload_step_call(const workload *w, int32_t h)
+{
+    const dfg *g = w->work;
+    if (g->kind[h] != DFG_HOST || !alive(g, h) || w->iter[h] < 0 || (g->flags[h] & DFG_F_BLOCKING))
+        return 0;
+    int32_t r = dfg_rank(g, h);
+    const int32_t *bn;
+    int32_t nb = dfg_iterations(g, r, &bn);
+    if (w->iter[h] < nb && bn[w->iter[h]] == h)
+        return 0; /* opens the iteration: the graph launch */
+    if (g->res[h] == w->bwd_thread[r] || name_has(g, h, "Event"))
+        return 1;
+    for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
+        int32_t d = g->launched[i];
+        if (g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL)
+            return 1;
+    }
+    return 0;
+}
+
+/* Makes w->capture when a step call (workload_step_call) has launch-queue edges: a copy
+ * of the working graph without them (the edges from device ops into QUEUED step calls;
+ * those calls lose the flag). Node ids and values are those of the working graph. dfg.h
+ * has no edge removal: the copy's edge list is compacted here and the copy marked
+ * unfinalized, and dfg_finalize builds its successor lists from that list again.
+ * Returns 0, or -1 when out of memory. */
+static int
+build_capture(workload *w)
+{
+    const dfg *g = w->work;
+    int64_t drop = 0;
+    for (int64_t i = 0; i < g->n_edges; i++) {
+        int32_t s = g->esrc[i], d = g->edst[i];
+        drop += (g->flags[d] & DFG_F_QUEUED) && g->kind[s] != DFG_HOST && workload_step_call(w, d);
+    }
+    if (drop == 0)
+        return 0;
+    dfg *c = malloc(sizeof *c);
+    if (!c || dfg_clone(c, g) != 0) {
+        free(c); /* dfg_clone frees what it made */
+        return -1;
+    }
+    int64_t k = 0;
+    for (int64_t i = 0; i < c->n_edges; i++) {
+        int32_t s = c->esrc[i], d = c->edst[i];
+        if ((c->flags[d] & DFG_F_QUEUED) && c->kind[s] != DFG_HOST && workload_step_call(w, d))
+            continue;
+        c->esrc[k] = s;
+        c->edst[k++] = d;
+    }
+    c->n_edges = k;
+    for (int32_t h = 0; h < c->n_nodes; h++)
+        if ((c->flags[h] & DFG_F_QUEUED) && workload_step_call(w, h))
+            c->flags[h] &= (uint8_t)~DFG_F_QUEUED;
+    c->finalized = 0; /* the edge list changed: sim_run builds the CSR again */
+    if (dfg_finalize(c) != 0) {
+        dfg_free(c);
+        free(c);
+        return -1;
+    }
+    w->capture = c;
+    w->capture_unqueued = drop;
+    return 0;
+}
+
 static void
 free_node_arrays(workload *w)
 {
@@ -788,7 +799,7 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         memset(mem, 0, sizeof *mem);
         w->have_memory = w->mem.peak_bytes > 0;
     }
-    w->g = g;
+    w->g = w->work = g;
     w->model = model;
     w->iter_first = iter_first;
     w->iter_last = iter_last;
@@ -799,22 +810,13 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
     int rc = -1;
     rank_info *ri = NULL;
 
-    /* pass 1: threads and iterations, to link the threads */
-    if (sim_run(g, base) != 0 || alloc_node_arrays(w) != 0)
+    if (sim_run(g, base) != 0)
         goto out;
     w->measured_iter_ns = workload_iteration_ns(w, base);
     w->repaired_edges = repair_event_edges(w);
-    if (w->repaired_edges < 0)
+    if (w->repaired_edges < 0 || (w->repaired_edges > 0 && sim_run(g, base) != 0))
         goto out;
-    ri = calloc((size_t)g->n_ranks + 1, sizeof *ri);
-    if (!ri || find_threads_and_iterations(w, base, ri) != 0 || link_threads(w, ri) != 0)
-        goto out;
-    free_rank_info(ri, g->n_ranks);
-    ri = NULL;
-    free_node_arrays(w);
-
-    /* pass 2: everything, on the linked graph */
-    if (sim_run(g, base) != 0 || alloc_node_arrays(w) != 0)
+    if (alloc_node_arrays(w) != 0)
         goto out;
     ri = calloc((size_t)g->n_ranks + 1, sizeof *ri);
     if (!ri || find_threads_and_iterations(w, base, ri) != 0)
@@ -858,6 +860,8 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         w->main_thread[r] = ri[r].main_thread;
         w->bwd_thread[r] = ri[r].bwd_thread;
     }
+    if (build_capture(w) != 0)
+        goto out;
     w->base_iter_ns = workload_iteration_ns(w, base);
     rc = 0;
 out:
@@ -943,6 +947,10 @@ void
 workload_free(workload *w)
 {
     free_node_arrays(w);
+    if (w->capture) {
+        dfg_free(w->capture);
+        free(w->capture);
+    }
     free(w->main_thread);
     free(w->bwd_thread);
     free(w->chain_off);

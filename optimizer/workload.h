@@ -25,18 +25,31 @@
  *     its forward in kernel count).
  *
  * Event edges: when the trace has event records but the graph has no device-to-device
- * edge (the builder could not resolve the streams), the DDP pattern is rebuilt from
- * call order (record; wait; collective: the bucket waits for the last kernel launched
- * before the record; record; wait; kernel: the kernel waits for the rank's last
- * collective), see repair_event_edges in workload.c.
+ * edge, the DDP pattern is rebuilt from call order (record; wait; collective: the
+ * bucket waits for the last kernel launched before the record; record; wait; kernel:
+ * the kernel waits for the rank's last collective), see repair_event_edges in
+ * workload.c. The replay resolves a record or wait only through the stream of the call
+ * (and, for a wait without its event, the event its thread recorded last), so the
+ * repair still serves traces whose calls name no stream CUPTI knows: Kineto imports
+ * (their runtime events carry no stream or event) and collector traces of a runtime
+ * without cudaStreamGetId (the legacy default stream's handle 0 is not the id CUPTI
+ * reports).
  *
- * Thread hand-offs: the optimizer's working copy gets one zero-length host node per
- * hand-off between the main and the backward thread, with an edge from the call waited
- * for (see link_threads in workload.c), because a measured gap would pin the waiting
- * thread to the old schedule when a strategy shortens the other one.
+ * Cross-thread wake-ups: the optimizer relies on the replay's wake-up edges
+ * (DFG_F_WAKEUP, replay/build.c infer_wakeups): a call that waited for another thread
+ * (the autograd engine thread waiting for backward() to be called, backward()
+ * returning when the engine is done) starts at its waker's end plus the measured
+ * wake-up latency, so when a strategy shortens one thread the other follows it rather
+ * than keep the measured gap.
  *
- * After that, the working graph keeps its structure: the strategies (strategy.h) change only
- * durations, gaps and launch latencies, so one finalized graph is re-simulated for
+ * CUDA graph capture: a captured step is one graph launch, so the launch calls it
+ * replaces (workload_step_call) are not held by the launch queue. Where such calls
+ * carry launch-queue edges (DFG_F_QUEUED), workload_analyze makes `capture`, a copy of
+ * the working graph without those edges (same node ids), and strategy_apply simulates
+ * plans that capture the step on it.
+ *
+ * After that, the working graphs keep their structure: the strategies (strategy.h) change
+ * only durations, gaps and launch latencies, so one finalized graph is re-simulated for
  * every candidate without rebuilding it. workload_reset restores the baseline values.
  */
 #ifndef DPRO_OPTIMIZER_WORKLOAD_H
@@ -69,13 +82,18 @@ typedef struct workload_options {
 void workload_default_options(workload_options *o);
 
 typedef struct workload {
-    dfg *g;                        /* the working graph (caller's; values change, structure not) */
+    dfg *g;       /* the graph strategies are written into: `work`, or `capture` while a plan
+                     that captures the step is applied (strategy_apply chooses) */
+    dfg *work;    /* the caller's working copy (values change, structure not) */
+    dfg *capture; /* owned: `work` without the launch-queue edges of step calls; NULL when
+                     no step call has one */
+    int64_t capture_unqueued;      /* launch-queue edges left out of `capture` */
     const costmodel *model;        /* collective cost model (may be NULL: no tensor fusion) */
     int32_t iter_first, iter_last; /* compared iterations (indices of boundaries) */
     workload_options opt;
     double kernel_fixed_ns; /* fitted per-kernel fixed cost (see strategy.h) */
 
-    /* baseline values, restored by workload_reset */
+    /* baseline values (the same in both graphs), restored by workload_reset */
     int32_t n_nodes, n_groups;
     int64_t *base_dur, *base_gap, *base_grp_dur;
     int32_t *base_lat;
@@ -122,13 +140,14 @@ typedef struct workload {
     int64_t repaired_edges; /* event edges rebuilt (see repair_event_edges in workload.c) */
 
     /* baseline */
-    double measured_iter_ns; /* simulated before the hand-offs were linked */
-    double base_iter_ns;     /* simulated on the linked graph: the baseline */
+    double measured_iter_ns; /* simulated on the graph as the replay built it */
+    double base_iter_ns;     /* simulated after the event-edge repair: the baseline */
 } workload;
 
-/* Analyzes g (the caller's working copy: the thread hand-offs are inserted into it) for
- * iterations [iter_first, iter_last]. base (zeroed or reused) receives the baseline
- * simulation of the linked graph. model may be NULL; mem (may be NULL) is the memory
+/* Analyzes g (the caller's working copy: repaired event edges are added to it; the
+ * capture copy, when one is needed, is made from it) for iterations
+ * [iter_first, iter_last]. base (zeroed or reused) receives the baseline
+ * simulation of the repaired graph. model may be NULL; mem (may be NULL) is the memory
  * estimate of rank mem_rank and is taken over (w owns it afterwards, even on failure).
  * Returns 0, or -1 when out of memory (free w with workload_free either way). */
 int workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int32_t iter_last,
@@ -142,6 +161,13 @@ int workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, 
  * boundaries), from the measured times of g (finalized). Returns 0, or -1 when the rank
  * has no iteration. */
 int workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, memest_phases *ph);
+
+/* 1 when host call h is part of the training step that a CUDA graph capture replaces
+ * (strategy.h): a call of an iteration that is not the one opening it (which becomes
+ * the graph launch) and not blocking, and that runs on the backward thread, records or
+ * waits for an event, or launches a kernel or a collective. Valid after
+ * workload_analyze's annotation. */
+int workload_step_call(const workload *w, int32_t h);
 
 /* Restores the baseline durations, gaps, latencies and group durations in w->g. */
 void workload_reset(workload *w);

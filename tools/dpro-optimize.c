@@ -479,7 +479,7 @@ main(int argc, char **argv)
         /* search_run left the working graph on the best plan; a plan that splits the
          * all-reduces is simulated on a transformed copy of it */
         dfg part;
-        dfg *tl = &work;
+        dfg *tl = w.g; /* the working graph, or its capture copy */
         if (sr.n_top > 0 && partition_splits(&w, &sr.top[0].plan)) {
             if (partition_build(&w, &sr.top[0].plan, &part, NULL) != 0)
                 goto oom;
@@ -546,6 +546,7 @@ main(int argc, char **argv)
         json_kv_int(&jw, "layers", w.n_layers);
         json_kv_int(&jw, "recompute_sites", w.n_sites);
         json_kv_int(&jw, "repaired_event_edges", w.repaired_edges);
+        json_kv_int(&jw, "capture_unqueued_edges", w.capture_unqueued);
         if (w.n_units > 0 && w.coll_op < COSTMODEL_OPS) {
             const costmodel_fit *fit =
                 rp.model.op[w.coll_op].fitted ? &rp.model.op[w.coll_op] : &rp.model.all;

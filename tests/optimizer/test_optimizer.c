@@ -6,6 +6,10 @@
  *   - tensor partition of one all-reduce per iteration: chunk count, bytes conserved,
  *     each chunk gated by the kernel at which its bytes are ready, hook calls copied,
  *     a complete simulation that overlaps the transfer;
+ *   - CUDA graph capture on hand-made two-thread jobs: a wake-up by a call of the step
+ *     loses its latency (the replay's wake-up edges, no nodes of the optimizer's own);
+ *     captured launch calls are not held by the launch queue (the capture copy), while
+ *     plans that do not capture keep the queue;
  *   - the search is deterministic under a seed.
  */
 #include <math.h>
@@ -142,6 +146,185 @@ test_fusion(void)
     char args[128];
     strategy_ddp_sim_args(&p, 0, args, sizeof args);
     CHECK(!strcmp(args, "--fuse-small"));
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+/* Two threads, `iters` iterations, each closed by a blocking synchronisation S on the
+ * main thread (the boundaries). Per iteration: main launches F (50 us); the backward
+ * thread, woken by that launch call after `lat` us, launches B and B2 (30 us each);
+ * S waits for B2 and is woken by B2's launch call after `lat` us (through a zero-length
+ * "(wake-up)" node before it: S is blocking). Launch calls 5 us, launch latency 2 us. */
+static int
+build_wakeup_job(dfg *g, int iters, int64_t lat)
+{
+    if (dfg_init(g, 1) != 0)
+        return -1;
+    int32_t mt = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, dfg_intern(g, "main"));
+    int32_t bt = dfg_add_resource(g, DFG_RES_THREAD, 0, 2, dfg_intern(g, "autograd"));
+    int32_t st = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, dfg_intern(g, "stream 7"));
+    int32_t nm_launch = dfg_intern(g, "cudaLaunchKernel");
+    int32_t nm_sync = dfg_intern(g, "cudaStreamSynchronize");
+    int32_t nm_k = dfg_intern(g, "conv");
+    int32_t *sync = malloc(sizeof *sync * (size_t)(iters + 1));
+    int32_t *call[3], *kern[3];
+    for (int i = 0; i < 3; i++) {
+        call[i] = malloc(sizeof *call[i] * (size_t)(iters + 1));
+        kern[i] = malloc(sizeof *kern[i] * (size_t)(iters + 1));
+    }
+    static const int64_t kdur[3] = {50 * US, 30 * US, 30 * US};
+    for (int it = 0; it <= iters; it++) {
+        sync[it] = dfg_add_node(g, DFG_HOST, mt, nm_sync);
+        g->dur[sync[it]] = 1 * US;
+        g->flags[sync[it]] |= DFG_F_BLOCKING;
+        if (it > 0 && dfg_add_edge(g, kern[2][it - 1], sync[it]) != 0)
+            return -1;
+        if (it == iters)
+            break;
+        for (int k = 0; k < 3; k++) {
+            call[k][it] = dfg_add_node(g, DFG_HOST, k == 0 ? mt : bt, nm_launch);
+            g->dur[call[k][it]] = 5 * US;
+            kern[k][it] = dfg_add_node(g, DFG_KERNEL, st, nm_k);
+            g->dur[kern[k][it]] = kdur[k];
+            g->launch[kern[k][it]] = call[k][it];
+            g->lat[kern[k][it]] = 2 * US;
+        }
+    }
+    for (int it = 0; it < iters; it++)
+        if (dfg_add_wakeup(g, call[0][it], call[1][it], lat) != 0 ||
+            dfg_add_wakeup(g, call[2][it], sync[it + 1], lat) != 0)
+            return -1;
+    int rc = dfg_set_iterations(g, 0, sync, iters + 1);
+    free(sync);
+    for (int i = 0; i < 3; i++) {
+        free(call[i]);
+        free(kern[i]);
+    }
+    return rc == 0 ? dfg_finalize(g) : -1;
+}
+
+static void
+test_capture_wakeups(void)
+{
+    dfg g;
+    CHECK(build_wakeup_job(&g, 4, 200 * US) == 0);
+    int32_t nodes = g.n_nodes;
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    CHECK_EQ_U(g.n_nodes, nodes); /* the optimizer adds no nodes of its own */
+    CHECK(w.bwd_thread[0] == 1 && w.main_thread[0] == 0);
+    CHECK(w.capture == NULL); /* no launch queue */
+    /* host-bound: 5 + 200 + 10 (the backward's calls) + 200 + 1 us */
+    double base = w.base_iter_ns;
+    CHECK(fabs(base - 416 * US) < 2 * US);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.cuda_graph = 1;
+    strategy_eval e;
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    /* both wake-ups were by calls of the step: the kernels back to back (110 us), then
+     * the synchronisation (1 us) */
+    CHECK(fabs(e.iter_ns - 111 * US) < 2 * US);
+    int zero_wakeups = 0;
+    for (int32_t n = 0; n < g.n_nodes; n++)
+        zero_wakeups += (g.flags[n] & DFG_F_WAKEUP) && w.iter[n] == 1 && g.gap[n] == 0;
+    CHECK_EQ_U(zero_wakeups, 2);
+    strategy_plan_baseline(&p);
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    CHECK(fabs(e.iter_ns - base) < 1);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+/* One thread, `iters` iterations closed by a blocking synchronisation S: six launches
+ * of 50 us kernels (5 us calls, launch latency 2 us) through a launch queue of 2 (call
+ * k >= 2 is QUEUED with an edge from kernel k-2), then a 5 us cudaMemcpyAsync of a
+ * 250 us copy on another stream; S waits for the last kernel and the copy. */
+static int
+build_queue_job(dfg *g, int iters)
+{
+    if (dfg_init(g, 1) != 0)
+        return -1;
+    int32_t th = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, dfg_intern(g, "main"));
+    int32_t st = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, dfg_intern(g, "stream 7"));
+    int32_t cs = dfg_add_resource(g, DFG_RES_STREAM, 0, 8, dfg_intern(g, "stream 8"));
+    int32_t nm_launch = dfg_intern(g, "cudaLaunchKernel");
+    int32_t nm_copy = dfg_intern(g, "cudaMemcpyAsync");
+    int32_t nm_sync = dfg_intern(g, "cudaStreamSynchronize");
+    int32_t nm_k = dfg_intern(g, "gemm"), nm_m = dfg_intern(g, "memcpy HtoD");
+    int32_t *bounds = malloc(sizeof *bounds * (size_t)(iters + 1));
+    int32_t kern[6], copy = -1;
+    for (int it = 0; it <= iters; it++) {
+        int32_t s = dfg_add_node(g, DFG_HOST, th, nm_sync);
+        g->dur[s] = 1 * US;
+        g->flags[s] |= DFG_F_BLOCKING;
+        bounds[it] = s;
+        if (it > 0 && (dfg_add_edge(g, kern[5], s) != 0 || dfg_add_edge(g, copy, s) != 0))
+            return -1;
+        if (it == iters)
+            break;
+        for (int k = 0; k < 6; k++) {
+            int32_t h = dfg_add_node(g, DFG_HOST, th, nm_launch);
+            g->dur[h] = 5 * US;
+            if (k >= 2) {
+                g->flags[h] |= DFG_F_QUEUED;
+                if (dfg_add_edge(g, kern[k - 2], h) != 0)
+                    return -1;
+            }
+            kern[k] = dfg_add_node(g, DFG_KERNEL, st, nm_k);
+            g->dur[kern[k]] = 50 * US;
+            g->launch[kern[k]] = h;
+            g->lat[kern[k]] = 2 * US;
+        }
+        int32_t c = dfg_add_node(g, DFG_HOST, th, nm_copy);
+        g->dur[c] = 5 * US;
+        copy = dfg_add_node(g, DFG_MEMCPY, cs, nm_m);
+        g->dur[copy] = 250 * US;
+        g->launch[copy] = c;
+        g->lat[copy] = 2 * US;
+    }
+    int rc = dfg_set_iterations(g, 0, bounds, iters + 1);
+    free(bounds);
+    return rc == 0 ? dfg_finalize(g) : -1;
+}
+
+static void
+test_capture_queue(void)
+{
+    dfg g;
+    CHECK(build_queue_job(&g, 4) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    CHECK(w.capture != NULL);
+    CHECK_EQ_U(w.capture_unqueued, 4 * 4);
+    /* the copy's call waits for the queue: launch 5 returns when kernel 3 ends (~207 us),
+     * the copy then takes 2 + 250 us, the synchronisation 1 us */
+    double base = w.base_iter_ns;
+    CHECK(fabs(base - 460 * US) < 3 * US);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.cuda_graph = 1;
+    strategy_eval e;
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    CHECK(w.g == w.capture);
+    /* one graph launch: the copy's call is not held (its copy overlaps the kernels);
+     * the six kernels back to back take 300 us, the synchronisation 1 us */
+    CHECK(fabs(e.iter_ns - 301 * US) < 3 * US);
+    /* the working graph keeps its queue for plans that do not capture */
+    strategy_plan_baseline(&p);
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    CHECK(w.g == &g);
+    CHECK(fabs(e.iter_ns - base) < 1);
+    int64_t queued = 0;
+    for (int32_t n = 0; n < g.n_nodes; n++)
+        queued += (g.flags[n] & DFG_F_QUEUED) != 0;
+    CHECK_EQ_U(queued, 4 * 4);
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
@@ -406,6 +589,8 @@ main(void)
 {
     test_memest();
     test_fusion();
+    test_capture_wakeups();
+    test_capture_queue();
     test_tensor();
     test_partition();
     test_search_deterministic();
