@@ -477,4 +477,39 @@ COLL_HIDDEN void stk_reset(void);
 /* Call-stack conversion (stacks.c): interns the frames of a record, returns the stack id. */
 COLL_HIDDEN uint32_t stk_intern(dpro_writer *w, const uintptr_t *frames, uint32_t nframes);
 
+/*
+ * The part every hook shares (RT_HOOK, DRV_HOOK, NCCL_HOOK): resolves the real function
+ * (missing: returns fail_rc without recording), takes the per-thread state when recording
+ * is enabled (NULL when disabled or re-entered: just calls through), arms correlation,
+ * calls the real function between two stamps, saves errno, and starts the record. It
+ * declares `t`, `rc`, `saved` and `rec` for the hook's own fill and emit steps;
+ * COLL_HOOK_END leaves the thread state, restores errno and returns rc unchanged.
+ */
+#define COLL_HOOK_BEGIN(rtype, lib, fail_rc, enabled, name, params, args)                          \
+    static void *slot;                                                                             \
+    typedef rtype(*real_fn) params;                                                                \
+    real_fn real = (real_fn)coll_real(lib, #name, &slot);                                          \
+    if (coll_unlikely(real == NULL))                                                               \
+        return fail_rc;                                                                            \
+    struct coll_thread *t = (enabled) ? coll_enter() : NULL;                                       \
+    if (t == NULL)                                                                                 \
+        return real args;                                                                          \
+    coll_corr_arm(t);                                                                              \
+    uint64_t t0 = coll_stamp();                                                                    \
+    rtype rc = real args;                                                                          \
+    uint64_t t1 = coll_stamp();                                                                    \
+    int saved = errno;                                                                             \
+    struct coll_rec rec;                                                                           \
+    memset(&rec, 0, sizeof rec);                                                                   \
+    rec.api = COLL_API_##name;                                                                     \
+    rec.result = (int32_t)rc;                                                                      \
+    rec.start = t0;                                                                                \
+    rec.end = t1;                                                                                  \
+    rec.corr = coll_corr_take(t)
+
+#define COLL_HOOK_END                                                                              \
+    coll_leave(t);                                                                                 \
+    errno = saved;                                                                                 \
+    return rc
+
 #endif /* DPRO_COLLECTOR_H */

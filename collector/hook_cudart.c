@@ -72,31 +72,11 @@ rt_dims(struct coll_rec *rec, dim3 grid, dim3 block, size_t shmem)
     COLL_EXPORT cudaError_t name params;                                                           \
     COLL_EXPORT cudaError_t name params                                                            \
     {                                                                                              \
-        static void *slot;                                                                         \
-        typedef cudaError_t(*real_fn) params;                                                      \
-        real_fn real = (real_fn)coll_real(COLL_LIB_CUDART, #name, &slot);                          \
-        if (coll_unlikely(real == NULL))                                                           \
-            return cudaErrorSharedObjectInitFailed;                                                \
-        struct coll_thread *t = coll_cfg.cuda ? coll_enter() : NULL;                               \
-        if (t == NULL)                                                                             \
-            return real args;                                                                      \
-        coll_corr_arm(t);                                                                          \
-        uint64_t t0 = coll_stamp();                                                                \
-        cudaError_t rc = real args;                                                                \
-        uint64_t t1 = coll_stamp();                                                                \
-        int saved = errno;                                                                         \
-        struct coll_rec rec;                                                                       \
-        memset(&rec, 0, sizeof rec);                                                               \
-        rec.api = COLL_API_##name;                                                                 \
-        rec.result = (int32_t)rc;                                                                  \
-        rec.start = t0;                                                                            \
-        rec.end = t1;                                                                              \
-        rec.corr = coll_corr_take(t);                                                              \
+        COLL_HOOK_BEGIN(cudaError_t, COLL_LIB_CUDART, cudaErrorSharedObjectInitFailed,             \
+                        coll_cfg.cuda, name, params, args);                                        \
         __VA_ARGS__;                                                                               \
         rt_emit(t, &rec, stack);                                                                   \
-        coll_leave(t);                                                                             \
-        errno = saved;                                                                             \
-        return rc;                                                                                 \
+        COLL_HOOK_END;                                                                             \
     }
 
 #define RT_STREAM(s, ptsz) rec.stream = coll_stream_id(t, (const void *)(s), ptsz)

@@ -51,33 +51,13 @@ drv_emit(struct coll_thread *t, struct coll_rec *rec)
     COLL_EXPORT CUresult name params;                                                              \
     COLL_EXPORT CUresult name params                                                               \
     {                                                                                              \
-        static void *slot;                                                                         \
-        typedef CUresult(*real_fn) params;                                                         \
-        real_fn real = (real_fn)coll_real(COLL_LIB_CUDA, #name, &slot);                            \
-        if (coll_unlikely(real == NULL))                                                           \
-            return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;                                           \
-        struct coll_thread *t = coll_cfg.cuda ? coll_enter() : NULL;                               \
-        if (t == NULL)                                                                             \
-            return real args;                                                                      \
-        coll_corr_arm(t);                                                                          \
-        uint64_t t0 = coll_stamp();                                                                \
-        CUresult rc = real args;                                                                   \
-        uint64_t t1 = coll_stamp();                                                                \
-        int saved = errno;                                                                         \
-        struct coll_rec rec;                                                                       \
-        memset(&rec, 0, sizeof rec);                                                               \
-        rec.api = COLL_API_##name;                                                                 \
+        COLL_HOOK_BEGIN(CUresult, COLL_LIB_CUDA, CUDA_ERROR_SHARED_OBJECT_INIT_FAILED,             \
+                        coll_cfg.cuda, name, params, args);                                        \
         rec.flags = COLL_REC_CUFUNC | ((ptsz) ? COLL_REC_PTSZ : 0);                                \
-        rec.result = (int32_t)rc;                                                                  \
-        rec.start = t0;                                                                            \
-        rec.end = t1;                                                                              \
-        rec.corr = coll_corr_take(t);                                                              \
         rec.a0 = (uint64_t)(uintptr_t)f;                                                           \
         __VA_ARGS__;                                                                               \
         drv_emit(t, &rec);                                                                         \
-        coll_leave(t);                                                                             \
-        errno = saved;                                                                             \
-        return rc;                                                                                 \
+        COLL_HOOK_END;                                                                             \
     }
 
 #define DRV_LAUNCH_FILL(ptsz)                                                                      \
