@@ -15,7 +15,7 @@ tests_replay_gen_traces_LDADD = schemas/libdprotrace.la
 TESTS += tests/replay/test_replay_unit tests/replay/test_replay_traces.py \
 	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
 	tests/replay/test_replay_kineto_whatif.py tests/replay/test_replay_p2p.py
-dist_check_SCRIPTS += tests/replay/test_replay_traces.py tests/replay/test_replay_simgpu.py \
+dist_check_SCRIPTS += tests/replay/replay_testlib.py tests/replay/test_replay_traces.py tests/replay/test_replay_simgpu.py \
 	tests/replay/test_replay_whatif.py tests/replay/test_replay_kineto_whatif.py \
 	tests/replay/test_replay_p2p.py
 

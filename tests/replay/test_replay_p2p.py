@@ -24,32 +24,13 @@ import subprocess
 import sys
 import tempfile
 
-SKIP = 77
-BUILD = os.environ.get("top_builddir", ".")
-SRC = os.environ.get("top_srcdir", ".")
-COLLECTOR = os.path.join(BUILD, "collector", ".libs", "libdpro-collector.so")
-DPRO_RUN = os.path.join(BUILD, "tools", "dpro-run")
-SIMRUN = os.path.join(BUILD, "tests", "simgpu", "simrun")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay_testlib import (  # noqa: E402
+    SKIP, BUILD, SRC, COLLECTOR, DPRO_RUN, SIMRUN, LIBDIR, REPLAY, IMPORT, KINETO,
+    failures, check, skew_wrapper)
+
 PIPE_SIM = os.path.join(BUILD, "tests", "replay", "pipe-sim")
-LIBDIR = os.path.join(BUILD, "tests", "simgpu", ".libs")
-REPLAY = os.path.join(BUILD, "tools", "dpro-replay")
-IMPORT = os.path.join(BUILD, "tools", "dpro-import")
-KINETO = os.path.join(SRC, "..", "shared", "traces", "kineto")
-failures = []
 TABLE = []
-
-
-def check(cond, what):
-    print(("ok:   " if cond else "FAIL: ") + what)
-    if not cond:
-        failures.append(what)
-
-
-def skew_wrapper(skews):
-    """A command prefix that runs the rest with DPRO_TEST_CLOCK_OFFSET_NS=skews[RANK]."""
-    cases = " ".join("%d) o=%d;;" % (r, v) for r, v in enumerate(skews))
-    return ["sh", "-c", 'case "$RANK" in %s *) o=0;; esac; DPRO_TEST_CLOCK_OFFSET_NS=$o '
-            'exec "$0" "$@"' % cases]
 
 
 def replay(out_dir, warmup=None):

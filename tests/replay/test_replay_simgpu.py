@@ -18,28 +18,10 @@ import subprocess
 import sys
 import tempfile
 
-SKIP = 77
-BUILD = os.environ.get("top_builddir", ".")
-COLLECTOR = os.path.join(BUILD, "collector", ".libs", "libdpro-collector.so")
-DPRO_RUN = os.path.join(BUILD, "tools", "dpro-run")
-SIMRUN = os.path.join(BUILD, "tests", "simgpu", "simrun")
-DDP_SIM = os.path.join(BUILD, "tests", "simgpu", "ddp-sim")
-LIBDIR = os.path.join(BUILD, "tests", "simgpu", ".libs")
-REPLAY = os.path.join(BUILD, "tools", "dpro-replay")
-failures = []
-
-
-def check(cond, what):
-    print(("ok:   " if cond else "FAIL: ") + what)
-    if not cond:
-        failures.append(what)
-
-
-def skew_wrapper(skews):
-    """A command prefix that runs the rest with DPRO_TEST_CLOCK_OFFSET_NS=skews[RANK]."""
-    cases = " ".join("%d) o=%d;;" % (r, v) for r, v in enumerate(skews))
-    return ["sh", "-c", 'case "$RANK" in %s *) o=0;; esac; DPRO_TEST_CLOCK_OFFSET_NS=$o '
-            'exec "$0" "$@"' % cases]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay_testlib import (  # noqa: E402
+    SKIP, BUILD, COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM, LIBDIR, REPLAY, failures, check,
+    skew_wrapper)
 
 
 def run_case(tmp, name, ranks, ddp_args, straggler=None, warmup=2, skews=None):

@@ -24,23 +24,12 @@ import subprocess
 import sys
 import tempfile
 
-SKIP = 77
-BUILD = os.environ.get("top_builddir", ".")
-COLLECTOR = os.path.join(BUILD, "collector", ".libs", "libdpro-collector.so")
-DPRO_RUN = os.path.join(BUILD, "tools", "dpro-run")
-SIMRUN = os.path.join(BUILD, "tests", "simgpu", "simrun")
-DDP_SIM = os.path.join(BUILD, "tests", "simgpu", "ddp-sim")
-LIBDIR = os.path.join(BUILD, "tests", "simgpu", ".libs")
-REPLAY = os.path.join(BUILD, "tools", "dpro-replay")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay_testlib import (  # noqa: E402
+    SKIP, BUILD, COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM, LIBDIR, REPLAY, failures, check)
+
 RANKS = 2
 JOB = ["--preset", "resnet50", "--iterations", "10", "--warmup", "2"]
-failures = []
-
-
-def check(cond, what):
-    print(("ok:   " if cond else "FAIL: ") + what)
-    if not cond:
-        failures.append(what)
 
 
 def job_env(slowdown=None):
