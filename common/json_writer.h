@@ -23,6 +23,7 @@ typedef struct json_writer {
 /* Starts a writer on out; pretty != 0 indents. Nothing is written yet. */
 void json_init(json_writer *w, FILE *out, int pretty);
 
+/* Open and close an object or an array (as a value, or at the top level). */
 void json_begin_object(json_writer *w);
 void json_end_object(json_writer *w);
 void json_begin_array(json_writer *w);
@@ -31,6 +32,8 @@ void json_end_array(json_writer *w);
 /* Writes an object key; the next value written is its value. */
 void json_key(json_writer *w, const char *key);
 
+/* Values. json_string writes null for a NULL s; json_string_len takes len bytes of s,
+ * which need not be NUL-terminated. */
 void json_string(json_writer *w, const char *s);
 void json_string_len(json_writer *w, const char *s, size_t len);
 void json_int(json_writer *w, int64_t v);

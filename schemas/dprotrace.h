@@ -361,6 +361,8 @@ int dpro_reader_summary(dpro_reader *r, dpro_trace_summary *s);
  * batches that overlap in time. */
 typedef struct dpro_iter dpro_iter;
 
+/* Starts an iteration over r's events (the reader must outlive the iterator). Returns
+ * DPRO_OK with *out set, or an error with *out NULL (dpro_reader_errmsg says why). */
 int dpro_iter_open(dpro_reader *r, dpro_iter **out);
 
 /* Stores the next event in *ev and returns 1; returns 0 at the end. A damaged batch
@@ -371,6 +373,7 @@ int dpro_iter_next(dpro_iter *it, dpro_event *ev);
 /* Number of batches skipped as damaged so far. */
 uint64_t dpro_iter_bad_batches(const dpro_iter *it);
 
+/* Frees the iterator and the batches it holds (NULL is fine). */
 void dpro_iter_close(dpro_iter *it);
 
 /* Message of the reader's last error ("" if none). */
