@@ -8,7 +8,7 @@ optimizer_libdproopt_la_SOURCES = \
 	optimizer/partition.c optimizer/partition.h \
 	optimizer/search.c optimizer/search.h
 optimizer_libdproopt_la_CFLAGS = $(AM_CFLAGS) -O2
-optimizer_libdproopt_la_LIBADD = replay/libdproreplay.la schemas/libdprotrace.la \
+optimizer_libdproopt_la_LIBADD = replay/libdproreplay.la $(DPROTRACE_LINK) \
 	common/libdprocommon.la $(LIBM)
 
 bin_PROGRAMS += tools/dpro-optimize

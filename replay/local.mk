@@ -15,7 +15,7 @@ replay_libdproreplay_la_SOURCES = \
 	replay/chrome.c replay/chrome.h \
 	replay/synth.c replay/synth.h
 replay_libdproreplay_la_CFLAGS = $(AM_CFLAGS) -O2
-replay_libdproreplay_la_LIBADD = schemas/libdprotrace.la common/libdprocommon.la $(LIBM)
+replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(LIBM)
 
 bin_PROGRAMS += tools/dpro-replay tools/dpro-export
 tools_dpro_replay_SOURCES = tools/dpro-replay.c

@@ -27,6 +27,12 @@ nodist_schemas_libdprotrace_pic_la_SOURCES = $(nodist_DPROTRACE_SOURCES)
 schemas_libdprotrace_pic_la_CFLAGS = $(DPROTRACE_CFLAGS) -fPIC -fvisibility=hidden
 schemas_libdprotrace_pic_la_LIBADD = $(DPROTRACE_LIBS)
 
+# What dpro's own commands, libraries and test programs link: the static PIC archive, so
+# they are self-contained binaries (no libtool wrapper scripts, no uninstalled shared
+# library to find at run time: a build tree can be copied to another machine as is).
+# tests/unit/test_trace links the shared library, which is what third parties use.
+DPROTRACE_LINK = schemas/libdprotrace-pic.la
+
 BUILT_SOURCES += schemas/trace.pb-c.c schemas/trace.pb-c.h schemas/trace_sql.c
 CLEANFILES += schemas/trace.pb-c.c schemas/trace.pb-c.h schemas/trace_sql.c
 

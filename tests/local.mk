@@ -12,7 +12,7 @@ EXTRA_DIST += tests/unit/test_dpro_info.sh
 BENCHMARKS += tests/bench/bench_trace
 noinst_PROGRAMS += tests/bench/bench_trace
 tests_bench_bench_trace_SOURCES = tests/bench/bench_trace.c
-tests_bench_bench_trace_LDADD = schemas/libdprotrace.la
+tests_bench_bench_trace_LDADD = $(DPROTRACE_LINK)
 
 # Bounded fuzzing of the batch decoder: FUZZ_SECONDS (default 60). Exit 77 without clang.
 EXTRA_DIST += tests/fuzz/fuzz_batch_decode.c tests/fuzz/run-batch-fuzz.sh

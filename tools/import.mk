@@ -6,11 +6,11 @@ if HAVE_YAJL
 noinst_LTLIBRARIES += tools/libdproimport.la
 tools_libdproimport_la_SOURCES = tools/import_kineto.c tools/import_kineto.h
 tools_libdproimport_la_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(ZLIB_CFLAGS)
-tools_libdproimport_la_LIBADD = schemas/libdprotrace.la $(YAJL_LIBS) $(ZLIB_LIBS) \
+tools_libdproimport_la_LIBADD = $(DPROTRACE_LINK) $(YAJL_LIBS) $(ZLIB_LIBS) \
 	$(PTHREAD_LIBS)
 
 bin_PROGRAMS += tools/dpro-import
 tools_dpro_import_SOURCES = tools/dpro-import.c
-tools_dpro_import_LDADD = tools/libdproimport.la schemas/libdprotrace.la \
+tools_dpro_import_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
 	common/libdprocommon.la $(YAJL_LIBS) $(ZLIB_LIBS) $(PTHREAD_LIBS)
 endif

@@ -3,4 +3,4 @@
 # replay/local.mk, dpro-optimize's in optimizer/local.mk.
 bin_PROGRAMS += tools/dpro-info
 tools_dpro_info_SOURCES = tools/dpro-info.c
-tools_dpro_info_LDADD = schemas/libdprotrace.la common/libdprocommon.la
+tools_dpro_info_LDADD = $(DPROTRACE_LINK) common/libdprocommon.la

@@ -7,7 +7,7 @@ COLLTEST_CPPFLAGS = $(AM_CPPFLAGS) @CUDA_CPPFLAGS@
 
 noinst_PROGRAMS += tests/collector/trace-dump
 tests_collector_trace_dump_SOURCES = tests/collector/trace-dump.c
-tests_collector_trace_dump_LDADD = schemas/libdprotrace.la
+tests_collector_trace_dump_LDADD = $(DPROTRACE_LINK)
 
 # A do-nothing libcudart for the awkward cases and the launch benchmark (built with `make`
 # so that `make bench` needs no `make check` first).

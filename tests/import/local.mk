@@ -5,7 +5,7 @@ if HAVE_YAJL
 check_PROGRAMS += tests/import/test_import_kineto
 tests_import_test_import_kineto_SOURCES = tests/import/test_import_kineto.c
 tests_import_test_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
-tests_import_test_import_kineto_LDADD = tools/libdproimport.la schemas/libdprotrace.la \
+tests_import_test_import_kineto_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
 	$(PTHREAD_LIBS)
 TESTS += tests/import/test_import_kineto tests/import/test_import_real.sh \
 	tests/import/test_import_malformed.sh tests/import/test_import_export.sh
@@ -22,7 +22,7 @@ noinst_PROGRAMS += tests/import/bench_import_kineto
 tests_import_bench_import_kineto_SOURCES = tests/import/bench_import_kineto.c
 tests_import_bench_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools \
 	-DDPRO_SRCDIR='"$(abs_top_srcdir)"'
-tests_import_bench_import_kineto_LDADD = tools/libdproimport.la schemas/libdprotrace.la \
+tests_import_bench_import_kineto_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
 	$(ZLIB_LIBS) $(PTHREAD_LIBS)
 
 # Bounded fuzzing of the importer: FUZZ_SECONDS (default 60). Exit 77 without clang.

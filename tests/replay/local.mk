@@ -10,7 +10,7 @@ check_PROGRAMS += tests/replay/test_replay_unit tests/replay/gen_traces
 tests_replay_test_replay_unit_SOURCES = tests/replay/test_replay_unit.c
 tests_replay_test_replay_unit_LDADD = replay/libdproreplay.la
 tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
-tests_replay_gen_traces_LDADD = schemas/libdprotrace.la
+tests_replay_gen_traces_LDADD = $(DPROTRACE_LINK)
 
 TESTS += tests/replay/test_replay_unit tests/replay/test_replay_traces.py \
 	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
