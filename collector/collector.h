@@ -285,9 +285,11 @@ COLL_HIDDEN uint64_t coll_stamp_to_ns(uint64_t stamp);
 /* Libraries a real function may live in. */
 enum coll_lib { COLL_LIB_CUDART, COLL_LIB_CUDA, COLL_LIB_NCCL, COLL_LIB_COUNT };
 
-/* Returns the real function `name` (the next definition after the collector, or the one
- * in the already loaded library of lib), resolving it once into *slot; NULL if the
- * library or the symbol is missing. Never loads a library the job has not loaded. */
+/* Returns the real function `name` (the next definition after the collector; else the one
+ * in the already loaded library of lib, found by soname, then by file name libcudart.* /
+ * libcudart-* etc., for copies loaded RTLD_LOCAL, renamed ones included), resolving it
+ * once into *slot; NULL if the library or the symbol is missing (remembered: a library
+ * loaded later is not looked for again). Never loads a library the job has not loaded. */
 COLL_HIDDEN void *coll_real(enum coll_lib lib, const char *name, void **slot);
 
 /* Slow path of coll_enter: the thread's first record. Returns the new state with the

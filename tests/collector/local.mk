@@ -36,8 +36,39 @@ tests_collector_drv_job_CPPFLAGS = $(COLLTEST_CPPFLAGS)
 tests_collector_drv_job_LDADD = tests/simgpu/libcuda.la -ldl
 tests_collector_drv_job_LDFLAGS = -no-install $(AM_LDFLAGS)
 
+# A Python extension module's stand-in (test-python-dlopen.py opens it RTLD_LOCAL, as Python
+# opens torch/_C.so): a module linked against simgpu's libcudart and libnccl.
+check_LTLIBRARIES += tests/collector/fake-torch-ext.la
+tests_collector_fake_torch_ext_la_SOURCES = tests/collector/fake-torch-ext.c
+tests_collector_fake_torch_ext_la_CPPFLAGS = $(COLLTEST_CPPFLAGS) -I$(top_srcdir)/tests/simgpu
+tests_collector_fake_torch_ext_la_LDFLAGS = -module -avoid-version -rpath /nowhere \
+	-no-undefined $(AM_LDFLAGS)
+tests_collector_fake_torch_ext_la_LIBADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
+	tests/simgpu/libsimgpu.la -ldl
+
+# The same module linked against a private, renamed copy of the runtime, as wheels bundle
+# theirs (auditwheel: libcudart-<hash>.so.N, whose soname is that name too): simgpu's
+# libcudart built once more under that name.
+check_LTLIBRARIES += tests/collector/libcudart-5f1c2a9e.la tests/collector/fake-torch-ext-bundled.la
+tests_collector_libcudart_5f1c2a9e_la_SOURCES = tests/simgpu/cudart.c
+tests_collector_libcudart_5f1c2a9e_la_CPPFLAGS = $(COLLTEST_CPPFLAGS) -I$(top_srcdir)/tests/simgpu
+tests_collector_libcudart_5f1c2a9e_la_LDFLAGS = -rpath /nowhere -no-undefined -version-info 13:0:0 \
+	$(AM_LDFLAGS)
+tests_collector_libcudart_5f1c2a9e_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) -ldl
+EXTRA_tests_collector_libcudart_5f1c2a9e_la_DEPENDENCIES = $(srcdir)/tests/simgpu/cudart.map
+if HAVE_LD_VERSION_SCRIPT
+tests_collector_libcudart_5f1c2a9e_la_LDFLAGS += \
+	-Wl,--version-script=$(srcdir)/tests/simgpu/cudart.map
+endif
+tests_collector_fake_torch_ext_bundled_la_SOURCES = tests/collector/fake-torch-ext.c
+tests_collector_fake_torch_ext_bundled_la_CPPFLAGS = $(tests_collector_fake_torch_ext_la_CPPFLAGS)
+tests_collector_fake_torch_ext_bundled_la_LDFLAGS = $(tests_collector_fake_torch_ext_la_LDFLAGS)
+tests_collector_fake_torch_ext_bundled_la_LIBADD = tests/collector/libcudart-5f1c2a9e.la \
+	tests/simgpu/libnccl.la tests/simgpu/libsimgpu.la -ldl
+
 COLLECTOR_TESTS = tests/collector/test-real-cudart.py tests/collector/test-awkward.py \
-	tests/collector/test-dpro-run.py tests/collector/test-e2e-simgpu.py
+	tests/collector/test-dpro-run.py tests/collector/test-e2e-simgpu.py \
+	tests/collector/test-python-dlopen.py
 if HAVE_PYTHON3
 TESTS += $(COLLECTOR_TESTS)
 endif
