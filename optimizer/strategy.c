@@ -208,9 +208,16 @@ static void
 apply_cuda_graph(workload *w)
 {
     dfg *g = w->g;
-    for (int32_t h = 0; h < g->n_nodes; h++)
+    /* A blocking call that stays (the step's closing synchronisation) takes its thread's
+     * typical wake-up latency (w->typical_dur, the median over the trace) instead of the
+     * one it measured: a one-off stall (a thread descheduled on shared cores) is not
+     * part of the job, and with the step captured no launch thread competes with it. */
+    for (int32_t h = 0; h < g->n_nodes; h++) {
         if (workload_step_call(w, h))
             zero_host(g, h);
+        else if (w->typical_dur[h] >= 0)
+            g->dur[h] = w->typical_dur[h];
+    }
     /* Wake-ups (DFG_F_WAKEUP: the gap is the wake-up latency after the waker, a call of
      * another thread). In the captured step no thread hands work to another: the graph
      * launch replays the backward thread's work on the device. A wake-up whose waker is

@@ -30,7 +30,9 @@
  *                     the step); a cross-thread wake-up whose waker is such a call has
  *                     no latency (no thread hands work to another in a graph launch);
  *                     blocking calls, copies and the call that opens an iteration (now
- *                     the graph launch) keep their cost;
+ *                     the graph launch) keep their cost, a blocking call with its
+ *                     thread's median wake-up latency (workload.h: typical_dur) rather
+ *                     than the one measured in its iteration;
  *   buckets           units (the trace's all-reduces in backward order) are packed as DDP
  *                     packs parameters: a bucket closes once its bytes reach the cap
  *                     (first_bucket_mb for the first bucket, bucket_cap_mb after); a bucket

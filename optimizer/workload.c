@@ -547,6 +547,56 @@ cmp_int32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A blocking host call for typical_blocking: its thread, name and post-wait duration. */
+typedef struct blocking_call {
+    int32_t res, name, node;
+    int64_t dur;
+} blocking_call;
+
+static int
+cmp_blocking(const void *a, const void *b)
+{
+    const blocking_call *x = a, *y = b;
+    if (x->res != y->res)
+        return (x->res > y->res) - (x->res < y->res);
+    if (x->name != y->name)
+        return (x->name > y->name) - (x->name < y->name);
+    return (x->dur > y->dur) - (x->dur < y->dur);
+}
+
+/* Fills w->typical_dur (workload.h): the blocking calls of the iterations, sorted by
+ * thread, name and duration; each run of one thread and name gets its median. Returns 0,
+ * or -1 when out of memory. */
+static int
+typical_blocking(workload *w)
+{
+    const dfg *g = w->work;
+    int32_t n = g->n_nodes, k = 0;
+    w->typical_dur = malloc(sizeof *w->typical_dur * (size_t)(n > 0 ? n : 1));
+    blocking_call *c = malloc(sizeof *c * (size_t)(n > 0 ? n : 1));
+    if (!w->typical_dur || !c) {
+        free(c);
+        return -1;
+    }
+    for (int32_t h = 0; h < n; h++) {
+        w->typical_dur[h] = -1;
+        if (g->kind[h] == DFG_HOST && alive(g, h) && (g->flags[h] & DFG_F_BLOCKING) &&
+            w->iter[h] >= 0)
+            c[k++] = (blocking_call){g->res[h], g->name[h], h, g->dur[h]};
+    }
+    qsort(c, (size_t)k, sizeof *c, cmp_blocking);
+    for (int32_t a = 0, b; a < k; a = b) {
+        for (b = a + 1; b < k && c[b].res == c[a].res && c[b].name == c[a].name; b++)
+            ;
+        int32_t m = a + (b - a) / 2;
+        int64_t med = (b - a) % 2 ? c[m].dur : (c[m - 1].dur + c[m].dur) / 2;
+        for (int32_t i = a; i < b; i++)
+            w->typical_dur[c[i].node] = med;
+    }
+    free(c);
+    return 0;
+}
+
 /* Launched device op of kind `kind` of host node h (the first one), or -1. */
 static int32_t
 launched_of_kind(const dfg *g, int32_t h, int kind)
@@ -743,6 +793,8 @@ free_node_arrays(workload *w)
     free(w->phase);
     free(w->layer);
     free(w->on_compute);
+    free(w->typical_dur);
+    w->typical_dur = NULL;
     w->base_dur = w->base_gap = w->base_grp_dur = NULL;
     w->base_lat = w->iter = w->layer = NULL;
     w->phase = w->on_compute = NULL;
@@ -833,7 +885,8 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
     if (shortest > 0 && shortest < w->kernel_fixed_ns)
         w->kernel_fixed_ns = shortest;
 
-    if (find_chains(w) != 0 || find_units(w, ri) != 0 || find_layers(w, ri, mem_rank) != 0)
+    if (find_chains(w) != 0 || find_units(w, ri) != 0 || find_layers(w, ri, mem_rank) != 0 ||
+        typical_blocking(w) != 0)
         goto out;
     int64_t kernels = 0, from_graphs = 0;
     for (int32_t d = 0; d < g->n_nodes; d++) {

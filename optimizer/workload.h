@@ -102,10 +102,13 @@ typedef struct workload {
     int32_t *main_thread, *bwd_thread; /* resources, -1 none */
 
     /* per node */
-    int32_t *iter;       /* iteration on its rank, -1 before the first boundary */
-    uint8_t *phase;      /* enum workload_phase */
-    int32_t *layer;      /* forward / backward kernels: layer, else -1 */
-    uint8_t *on_compute; /* 1: on its rank's compute stream */
+    int32_t *iter;        /* iteration on its rank, -1 before the first boundary */
+    uint8_t *phase;       /* enum workload_phase */
+    int32_t *layer;       /* forward / backward kernels: layer, else -1 */
+    uint8_t *on_compute;  /* 1: on its rank's compute stream */
+    int64_t *typical_dur; /* blocking host call of an iteration: the median baseline duration
+                             (the time after what it waited for: its wake-up latency) of the
+                             blocking calls of its name on its thread; else -1 */
 
     /* fusion chains (CSR: chain c is chain_node[chain_off[c] .. chain_off[c+1]-1]) */
     int32_t n_chains;

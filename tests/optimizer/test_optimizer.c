@@ -240,6 +240,41 @@ test_capture_wakeups(void)
     dfg_free(&g);
 }
 
+/* A stall of the closing synchronisation in one compared iteration (1 ms after its
+ * kernels ended, 1 us in the others): the baseline replays it, a captured step takes the
+ * thread's median wake-up (1 us) in every iteration. */
+static void
+test_capture_stall(void)
+{
+    dfg g;
+    CHECK(build_wakeup_job(&g, 4, 200 * US) == 0);
+    int32_t stalled = -1, seen = 0;
+    for (int32_t n = 0; n < g.n_nodes && stalled < 0; n++)
+        if (g.kind[n] == DFG_HOST && (g.flags[n] & DFG_F_BLOCKING) && seen++ == 2)
+            stalled = n; /* closes iteration 1 */
+    CHECK(stalled >= 0);
+    g.dur[stalled] = 1000 * US;
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    CHECK(w.typical_dur[stalled] == 1 * US);
+    CHECK(fabs(w.base_iter_ns - (416 + 999 / 2.0) * US) < 2 * US);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.cuda_graph = 1;
+    strategy_eval e;
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    CHECK(fabs(e.iter_ns - 111 * US) < 2 * US);
+    CHECK(g.dur[stalled] == 1 * US);
+    strategy_plan_baseline(&p);
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    CHECK(g.dur[stalled] == 1000 * US); /* the baseline keeps what was measured */
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 /* One thread, `iters` iterations closed by a blocking synchronisation S: six launches
  * of 50 us kernels (5 us calls, launch latency 2 us) through a launch queue of 2 (call
  * k >= 2 is QUEUED with an edge from kernel k-2), then a 5 us cudaMemcpyAsync of a
@@ -590,6 +625,7 @@ main(void)
     test_memest();
     test_fusion();
     test_capture_wakeups();
+    test_capture_stall();
     test_capture_queue();
     test_tensor();
     test_partition();
