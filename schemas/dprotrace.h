@@ -62,8 +62,8 @@ enum dpro_api_domain {
     DPRO_API_NCCL = 3,
 };
 
-/* Copy kinds (subkind of DPRO_KIND_MEMCPY and of memcpy API calls); the values are
- * cudaMemcpyKind's. */
+/* Copy kinds (subkind of DPRO_KIND_MEMCPY; `value` of memcpy API calls, whose subkind is
+ * their domain); the values are cudaMemcpyKind's. */
 enum dpro_copy_kind {
     DPRO_COPY_H2H = 0,
     DPRO_COPY_H2D = 1,
@@ -140,6 +140,11 @@ enum dpro_marker_kind {
  *   peer         -              -                root or peer      -               -
  *   value        -              -                -                 memory space    iteration
  *   stack        call stack id  -                call stack id     -               -
+ *
+ * Notes: memcpy API calls carry the cudaMemcpyKind in `value`; event calls (record, wait,
+ * synchronize) carry the event handle in `object`. DPRO_KIND_SYNC events from imported
+ * traces carry the CUDA event id in `object`, the correlation of the matching event record
+ * in `value` and the stream it was recorded on in `peer`.
  */
 typedef struct dpro_event {
     uint32_t kind;
