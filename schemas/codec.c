@@ -250,31 +250,37 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
         g->seq_delta = seq;
     }
 
-#define FILL_COL(field, type, member, num)                                                         \
-    {                                                                                              \
-        type *col = (type *)p;                                                                     \
-        int same = 1;                                                                              \
-        p += n * sizeof(uint64_t);                                                                 \
-        for (size_t i = 0; i < n; i++) {                                                           \
-            col[i] = (type)events[idx[i]].member;                                                  \
-            same &= col[i] == col[0];                                                              \
-        }                                                                                          \
-        if (n && same) {                                                                           \
-            if (col[0] != 0) {                                                                     \
-                const_field[nconst] = num;                                                         \
-                const_value[nconst++] = (uint64_t)(int64_t)col[0];                                 \
-            }                                                                                      \
-        } else {                                                                                   \
-            g->n_##field = n;                                                                      \
-            g->field = col;                                                                        \
-        }                                                                                          \
-    }
     /* the constant lists follow the plain columns' space */
     uint32_t *const_field = (uint32_t *)(p + NPLAIN * n * sizeof(uint64_t));
     uint64_t *const_value = (uint64_t *)(p + (NPLAIN * n + NPLAIN) * sizeof(uint64_t));
     size_t nconst = 0;
-    PLAIN_COLUMNS(FILL_COL)
-#undef FILL_COL
+    /* one pass over the events fills every column (the events are read once, in order) */
+#define DECLARE_COL(field, type, member, num)                                                      \
+    type *col_##field = (type *)p;                                                                 \
+    int same_##field = 1;                                                                          \
+    p += n * sizeof(uint64_t);
+    PLAIN_COLUMNS(DECLARE_COL)
+#undef DECLARE_COL
+    for (size_t i = 0; i < n; i++) {
+        const dpro_event *e = &events[idx[i]];
+#define SET_COL(field, type, member, num)                                                          \
+    col_##field[i] = (type)e->member;                                                              \
+    same_##field &= col_##field[i] == col_##field[0];
+        PLAIN_COLUMNS(SET_COL)
+#undef SET_COL
+    }
+#define FINISH_COL(field, type, member, num)                                                       \
+    if (n && same_##field) {                                                                       \
+        if (col_##field[0] != 0) {                                                                 \
+            const_field[nconst] = num;                                                             \
+            const_value[nconst++] = (uint64_t)(int64_t)col_##field[0];                             \
+        }                                                                                          \
+    } else {                                                                                       \
+        g->n_##field = n;                                                                          \
+        g->field = col_##field;                                                                    \
+    }
+    PLAIN_COLUMNS(FINISH_COL)
+#undef FINISH_COL
     if (nconst) {
         g->n_const_field = g->n_const_value = nconst;
         g->const_field = const_field;
