@@ -657,6 +657,8 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
                 if (rel >= 0 && rel < from)
                     c -= from - rel;
             }
+            if (i == np - 1 && m == to)
+                c = 0; /* the next iteration's first node: the iteration ends as it starts */
             if (c <= 0)
                 continue;
             uint64_t key = ((uint64_t)g->kind[m] << 32) | (uint32_t)g->name[m];
