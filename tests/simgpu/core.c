@@ -528,9 +528,12 @@ stream_worker(void *arg)
     return NULL;
 }
 
-/* Appends op to s and wakes the worker; caller holds g_lock and checked capture. */
+/* Appends op to s as enqueued at host time now (starting the worker if needed),
+ * without waking anyone: the caller broadcasts g_cv once it has enqueued all it
+ * means to.  Caller holds g_lock and checked capture and the sticky error.  On
+ * failure op is not enqueued and still the caller's. */
 static cudaError_t
-enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op)
+enqueue_at_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t now)
 {
     struct simgpu_device *d = s->dev;
     if (s->is_legacy) {
@@ -556,7 +559,7 @@ enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op)
         pthread_attr_destroy(&at);
         s->worker_started = 1;
     }
-    op->enqueue_ns = simgpu_now_ns();
+    op->enqueue_ns = now;
     op->seq = ++s->tail_seq;
     op->next = NULL;
     if (s->tail)
@@ -564,8 +567,17 @@ enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op)
     else
         s->head = op;
     s->tail = op;
-    pthread_cond_broadcast(&g_cv);
     return cudaSuccess;
+}
+
+/* Appends op to s and wakes the worker; caller holds g_lock and checked capture. */
+static cudaError_t
+enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op)
+{
+    cudaError_t rc = enqueue_at_locked(s, op, simgpu_now_ns());
+    if (rc == cudaSuccess)
+        pthread_cond_broadcast(&g_cv);
+    return rc;
 }
 
 /* ---- graphs (capture) --------------------------------------------------------------- */
@@ -733,8 +745,10 @@ simgpu_graph_instantiate(struct simgpu_graph_exec **out, struct simgpu_graph *g)
     return cudaSuccess;
 }
 
-cudaError_t
-simgpu_graph_launch(struct simgpu_graph_exec *x, struct simgpu_stream *s)
+/* Replays x on s op by op through the public enqueue paths: used when s is being
+ * captured, so that the replay is recorded into that capture as before. */
+static cudaError_t
+graph_launch_each(struct simgpu_graph_exec *x, struct simgpu_stream *s)
 {
     struct simgpu_graph *g = x->graph;
     cudaError_t rc = cudaSuccess;
@@ -778,6 +792,158 @@ simgpu_graph_launch(struct simgpu_graph_exec *x, struct simgpu_stream *s)
             rc = simgpu_stream_wait_event(s, x->join[i]);
     }
     return rc;
+}
+
+/* One device-side operation of a graph launch: op goes to stream s.  For an event
+ * wait, wait is the event whose last record op must follow (the op is dropped when
+ * that record has already run or there is none); for an event record, op->u.event.ev
+ * is the event it records. */
+struct launch_step {
+    struct simgpu_stream *s;
+    struct simgpu_op *op; /* NULL once enqueued */
+    struct simgpu_event *wait;
+};
+
+/* Appends an event record (rec) or wait (wait) step on s to st[*n]; returns 0 or -1
+ * when out of memory. */
+static int
+step_event(struct launch_step *st, int *n, struct simgpu_stream *s, struct simgpu_event *rec,
+           struct simgpu_event *wait)
+{
+    struct simgpu_op *op = simgpu_op_new(rec ? SIMGPU_OP_EVENT_RECORD : SIMGPU_OP_EVENT_WAIT);
+    if (!op)
+        return -1;
+    op->u.event.ev = rec;
+    st[*n].s = s;
+    st[*n].op = op;
+    st[*n].wait = wait;
+    (*n)++;
+    return 0;
+}
+
+/* Builds, without g_lock, every operation one launch of x on s enqueues, in the
+ * order the per-op replay would enqueue them: the fork (record on s, waits on the
+ * branch streams), the captured ops on their streams, the joins.  st holds at least
+ * nops + 3 * nslots entries; *n counts the steps built, also on failure. */
+static cudaError_t
+graph_steps_build(struct simgpu_graph_exec *x, struct simgpu_stream *s, struct launch_step *st,
+                  int *n)
+{
+    struct simgpu_graph *g = x->graph;
+    uint32_t corr = simgpu_current_corr();
+    *n = 0;
+    if (g->nslots > 1) {
+        if (step_event(st, n, s, x->fork, NULL))
+            return cudaErrorMemoryAllocation;
+        for (int i = 1; i < g->nslots; i++)
+            if (step_event(st, n, x->aux[i], NULL, x->fork))
+                return cudaErrorMemoryAllocation;
+    }
+    for (struct simgpu_op *t = g->head; t; t = t->next) {
+        struct simgpu_stream *target = t->cap_slot ? x->aux[t->cap_slot] : s;
+        struct simgpu_op *op;
+        if (t->kind == SIMGPU_OP_EVENT_RECORD) {
+            if (step_event(st, n, target, x->ev[t->u.event.cap_index], NULL))
+                return cudaErrorMemoryAllocation;
+            continue;
+        }
+        if (t->kind == SIMGPU_OP_EVENT_WAIT) {
+            if (t->u.event.cap_index >= 0 &&
+                step_event(st, n, target, NULL, x->ev[t->u.event.cap_index]))
+                return cudaErrorMemoryAllocation;
+            continue;
+        }
+        op = simgpu_op_new(t->kind);
+        if (!op)
+            return cudaErrorMemoryAllocation;
+        op->u = t->u;
+        op->corr = corr;
+        op->graph_id = g->id;
+        op->graph_node_id = t->graph_node_id;
+        if (t->kind == SIMGPU_OP_CUSTOM) {
+            op->u.custom.inst = t->u.custom.ops->clone(t->u.custom.inst);
+            if (!op->u.custom.inst) {
+                free(op);
+                return cudaErrorMemoryAllocation;
+            }
+        }
+        st[*n].s = target;
+        st[*n].op = op;
+        st[*n].wait = NULL;
+        (*n)++;
+    }
+    for (int i = 1; i < g->nslots; i++)
+        if (step_event(st, n, x->aux[i], x->join[i], NULL) ||
+            step_event(st, n, s, NULL, x->join[i]))
+            return cudaErrorMemoryAllocation;
+    return cudaSuccess;
+}
+
+/* Enqueues one step at host time now without waking anyone, as simgpu_enqueue,
+ * simgpu_event_record and simgpu_stream_wait_event would outside a capture; sets
+ * st->op to NULL when the op was enqueued.  Caller holds g_lock. */
+static cudaError_t
+step_enqueue_locked(struct launch_step *st, uint64_t now)
+{
+    struct simgpu_op *op = st->op;
+    struct simgpu_event *ev = op->kind == SIMGPU_OP_EVENT_RECORD ? op->u.event.ev : NULL;
+    cudaError_t rc = st->s->dev->sticky;
+    if (rc != cudaSuccess)
+        return rc;
+    if (st->wait) {
+        const struct simgpu_event *w = st->wait;
+        if (!w->stream || w->stream->done_seq >= w->seq)
+            return cudaSuccess; /* nothing to wait for */
+        if (op_add_dep(op, w->stream, w->seq))
+            return cudaErrorMemoryAllocation;
+    }
+    rc = enqueue_at_locked(st->s, op, now);
+    if (rc != cudaSuccess)
+        return rc;
+    if (ev) {
+        ev->cap_graph = NULL;
+        ev->stream = st->s;
+        ev->seq = op->seq;
+        ev->pending++;
+    }
+    st->op = NULL;
+    return cudaSuccess;
+}
+
+/* Launches x on s like one CUDA graph submission: every op is built first, then
+ * all are enqueued under one g_lock acquisition, stamped with the host time the
+ * launch began (so nodes follow each other on the device with no per-node launch
+ * gap, and the first may start as soon as the launch is submitted), and the
+ * workers are woken once.  Device order and the fork/join dependencies are those
+ * of the per-op replay; no SYNCHRONIZATION records are made for the graph's
+ * internal event waits (no cudaStreamWaitEvent is called).  A launch into a
+ * stream being captured is replayed op by op into that capture. */
+cudaError_t
+simgpu_graph_launch(struct simgpu_graph_exec *x, struct simgpu_stream *s)
+{
+    struct simgpu_graph *g = x->graph;
+    struct launch_step *st = malloc(((size_t)g->nops + 3 * (size_t)g->nslots) * sizeof(*st));
+    uint64_t now = simgpu_now_ns(); /* the submission: device work may start from here */
+    int n = 0, i = 0, capturing = 0;
+    cudaError_t rc;
+    if (!st)
+        return cudaErrorMemoryAllocation;
+    rc = graph_steps_build(x, s, st, &n);
+    if (rc == cudaSuccess) {
+        pthread_mutex_lock(&g_lock);
+        capturing = s->capture != NULL;
+        if (!capturing) {
+            while (rc == cudaSuccess && i < n)
+                rc = step_enqueue_locked(&st[i++], now);
+            pthread_cond_broadcast(&g_cv);
+        }
+        pthread_mutex_unlock(&g_lock);
+    }
+    for (i = 0; i < n; i++)
+        if (st[i].op)
+            op_free(st[i].op);
+    free(st);
+    return capturing ? graph_launch_each(x, s) : rc;
 }
 
 static void
