@@ -745,6 +745,28 @@ simgpu_graph_instantiate(struct simgpu_graph_exec **out, struct simgpu_graph *g)
     return cudaSuccess;
 }
 
+/* A fresh op for one launch of captured op t of graph g, with correlation id corr (custom
+ * ops, such as NCCL's, get their own clone of their state). NULL when out of memory. */
+static struct simgpu_op *
+graph_op_copy(const struct simgpu_graph *g, const struct simgpu_op *t, uint64_t corr)
+{
+    struct simgpu_op *op = simgpu_op_new(t->kind);
+    if (!op)
+        return NULL;
+    op->u = t->u;
+    op->corr = corr;
+    op->graph_id = g->id;
+    op->graph_node_id = t->graph_node_id;
+    if (t->kind == SIMGPU_OP_CUSTOM) {
+        op->u.custom.inst = t->u.custom.ops->clone(t->u.custom.inst);
+        if (!op->u.custom.inst) {
+            free(op);
+            return NULL;
+        }
+    }
+    return op;
+}
+
 /* Replays x on s op by op through the public enqueue paths: used when s is being
  * captured, so that the replay is recorded into that capture as before. */
 static cudaError_t
@@ -770,20 +792,9 @@ graph_launch_each(struct simgpu_graph_exec *x, struct simgpu_stream *s)
                 rc = simgpu_stream_wait_event(target, x->ev[t->u.event.cap_index]);
             continue;
         }
-        op = simgpu_op_new(t->kind);
+        op = graph_op_copy(g, t, corr);
         if (!op)
             return cudaErrorMemoryAllocation;
-        op->u = t->u;
-        op->corr = corr;
-        op->graph_id = g->id;
-        op->graph_node_id = t->graph_node_id;
-        if (t->kind == SIMGPU_OP_CUSTOM) {
-            op->u.custom.inst = t->u.custom.ops->clone(t->u.custom.inst);
-            if (!op->u.custom.inst) {
-                free(op);
-                return cudaErrorMemoryAllocation;
-            }
-        }
         rc = simgpu_enqueue(target, op);
     }
     for (int i = 1; rc == cudaSuccess && i < g->nslots; i++) {
@@ -853,20 +864,9 @@ graph_steps_build(struct simgpu_graph_exec *x, struct simgpu_stream *s, struct l
                 return cudaErrorMemoryAllocation;
             continue;
         }
-        op = simgpu_op_new(t->kind);
+        op = graph_op_copy(g, t, corr);
         if (!op)
             return cudaErrorMemoryAllocation;
-        op->u = t->u;
-        op->corr = corr;
-        op->graph_id = g->id;
-        op->graph_node_id = t->graph_node_id;
-        if (t->kind == SIMGPU_OP_CUSTOM) {
-            op->u.custom.inst = t->u.custom.ops->clone(t->u.custom.inst);
-            if (!op->u.custom.inst) {
-                free(op);
-                return cudaErrorMemoryAllocation;
-            }
-        }
         st[*n].s = target;
         st[*n].op = op;
         st[*n].wait = NULL;
