@@ -1,6 +1,7 @@
 """replay_testlib: what the end-to-end replay tests share: paths of the built programs,
 a check() that records failures, and the per-rank clock-skew wrapper."""
 import os
+import subprocess
 
 SKIP = 77
 BUILD = os.environ.get("top_builddir", ".")
@@ -29,3 +30,31 @@ def skew_wrapper(skews):
     cases = " ".join("%d) o=%d;;" % (r, v) for r, v in enumerate(skews))
     return ["sh", "-c", 'case "$RANK" in %s *) o=0;; esac; DPRO_TEST_CLOCK_OFFSET_NS=$o '
             'exec "$0" "$@"' % cases]
+
+
+def missing(paths):
+    """The first of paths that is not built (printed as a skip reason), or None."""
+    for path in paths:
+        if not os.path.exists(path):
+            print("skip: %s not built" % path)
+            return path
+    return None
+
+
+def collector_records(probe_dir, job, env):
+    """Runs job (a command list) under dpro-run into probe_dir and tells whether the
+    collector wrote a trace: it cannot be preloaded in a sanitizer build."""
+    subprocess.run([DPRO_RUN, "-o", probe_dir, "--"] + job, capture_output=True, timeout=60,
+                   env=env)
+    if os.path.isdir(probe_dir) and any(f.endswith(".dpro") for f in os.listdir(probe_dir)):
+        return True
+    print("skip: the collector wrote no trace (sanitizer build?)")
+    return False
+
+
+def exit_status():
+    """0 when every check passed, else 1 (after saying how many failed)."""
+    if failures:
+        print("%d failure(s)" % len(failures))
+        return 1
+    return 0

@@ -26,8 +26,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_testlib import (  # noqa: E402
-    SKIP, BUILD, SRC, COLLECTOR, DPRO_RUN, SIMRUN, LIBDIR, REPLAY, IMPORT, KINETO,
-    failures, check, skew_wrapper)
+    missing, collector_records, exit_status, SKIP, BUILD, COLLECTOR, DPRO_RUN, SIMRUN,
+    LIBDIR, REPLAY, IMPORT, KINETO, check, skew_wrapper)
 
 PIPE_SIM = os.path.join(BUILD, "tests", "replay", "pipe-sim")
 TABLE = []
@@ -132,19 +132,14 @@ def kineto_sendrecv(tmp):
 
 
 def main():
-    for path in (COLLECTOR, DPRO_RUN, SIMRUN, PIPE_SIM):
-        if not os.path.exists(path):
-            print("skip: %s not built" % path)
-            return SKIP
+    if missing((COLLECTOR, DPRO_RUN, SIMRUN, PIPE_SIM)):
+        return SKIP
     tmp = tempfile.mkdtemp(prefix="dpro-replay-p2p-")
     try:
-        probe = os.path.join(tmp, "probe")
         env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR)
-        subprocess.run([DPRO_RUN, "-o", probe, "--", SIMRUN, "-n", "2", "--", PIPE_SIM,
-                        "--iterations", "1", "--warmup", "0", "--micro", "1"],
-                       capture_output=True, timeout=60, env=env)
-        if not os.path.isdir(probe) or not any(f.endswith(".dpro") for f in os.listdir(probe)):
-            print("skip: the collector wrote no trace (sanitizer build?)")
+        if not collector_records(os.path.join(tmp, "probe"),
+                                 [SIMRUN, "-n", "2", "--", PIPE_SIM, "--iterations", "1",
+                                  "--warmup", "0", "--micro", "1"], env):
             return SKIP
         ms, sec = 1000000, 1000000000
         four = run_case(tmp, "4stages", 4, ["--iterations", "5", "--micro", "4"],
@@ -167,10 +162,7 @@ def main():
             print("%-18s %5d %6d %9d %5d %12.1f %10.2f %12.1f %12.1f %7.2f%% %7.2f%%" % t)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print("%d failure(s)" % len(failures))
-        return 1
-    return 0
+    return exit_status()
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_testlib import (  # noqa: E402
-    SKIP, BUILD, COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM, LIBDIR, REPLAY, failures, check,
-    skew_wrapper)
+    missing, collector_records, exit_status, SKIP, COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM,
+    LIBDIR, REPLAY, check, skew_wrapper)
 
 
 def run_case(tmp, name, ranks, ddp_args, straggler=None, warmup=2, skews=None):
@@ -72,18 +72,14 @@ TABLE = []
 
 
 def main():
-    for path in (COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM):
-        if not os.path.exists(path):
-            print("skip: %s not built" % path)
-            return SKIP
+    if missing((COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM)):
+        return SKIP
     tmp = tempfile.mkdtemp(prefix="dpro-replay-e2e-")
     try:
-        probe = os.path.join(tmp, "probe")
         env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR)
-        subprocess.run([DPRO_RUN, "-o", probe, "--", SIMRUN, "-n", "1", "--", DDP_SIM,
-                        "--iterations", "1", "--warmup", "0"], capture_output=True, timeout=60, env=env)
-        if not os.path.isdir(probe) or not any(f.endswith(".dpro") for f in os.listdir(probe)):
-            print("skip: the collector wrote no trace (sanitizer build?)")
+        if not collector_records(os.path.join(tmp, "probe"),
+                                 [SIMRUN, "-n", "1", "--", DDP_SIM, "--iterations", "1",
+                                  "--warmup", "0"], env):
             return SKIP
         ms, sec = 1000000, 1000000000
         run_case(tmp, "2ranks", 2, ["--iterations", "6"], skews=[0, 1234567])
@@ -106,10 +102,7 @@ def main():
             print("%-22s %5d %7d %9s %12.1f %12.2f %12.1f %12.1f %7.2f%% %7.2f%%" % t)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print("%d failure(s)" % len(failures))
-        return 1
-    return 0
+    return exit_status()
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_testlib import (  # noqa: E402
-    SKIP, BUILD, COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM, LIBDIR, REPLAY, failures, check)
+    missing, collector_records, exit_status, SKIP, COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM,
+    LIBDIR, REPLAY, check)
 
 RANKS = 2
 JOB = ["--preset", "resnet50", "--iterations", "10", "--warmup", "2"]
@@ -99,18 +100,13 @@ def attempt(tmp, factor, k):
 
 
 def main():
-    for path in (COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM, REPLAY):
-        if not os.path.exists(path):
-            print("skip: %s not built" % path)
-            return SKIP
+    if missing((COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM, REPLAY)):
+        return SKIP
     tmp = tempfile.mkdtemp(prefix="dpro-whatif-")
     try:
-        probe = os.path.join(tmp, "probe")
-        subprocess.run([DPRO_RUN, "-o", probe, "--", SIMRUN, "-n", "1", "--", DDP_SIM,
-                        "--iterations", "1", "--warmup", "0"], capture_output=True, timeout=60,
-                       env=job_env())
-        if not os.path.isdir(probe) or not any(f.endswith(".dpro") for f in os.listdir(probe)):
-            print("skip: the collector wrote no trace (sanitizer build?)")
+        if not collector_records(os.path.join(tmp, "probe"),
+                                 [SIMRUN, "-n", "1", "--", DDP_SIM, "--iterations", "1",
+                                  "--warmup", "0"], job_env()):
             return SKIP
         for factor in (0.5, 2.0):
             errs = []
@@ -127,10 +123,7 @@ def main():
                       "time (%+.2f%%)" % (factor, best))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print("%d failure(s)" % len(failures))
-        return 1
-    return 0
+    return exit_status()
 
 
 if __name__ == "__main__":
