@@ -105,14 +105,16 @@ dpro_set_err(char *errbuf, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-/* ---- lanes: start times are stored relative to the end of the previous event of the same
- * lane (host thread, or device stream), which makes back-to-back work cost only its gap.
- * Encoder and decoder run the same table, so the rule is deterministic. */
+/* ---- lanes: start times are stored relative to the previous event of the same lane (host
+ * thread, or device stream): its end, which makes back-to-back work cost only its gap, or
+ * its start for an event nested in it (lane_start_code). Encoder and decoder run the same
+ * table, so the rule is deterministic. */
 #define LANE_SLOTS 256
 
 typedef struct lane_table {
     uint64_t key[LANE_SLOTS];
     uint64_t last_end[LANE_SLOTS];
+    uint64_t last_start[LANE_SLOTS];
     uint8_t used[LANE_SLOTS];
 } lane_table;
 
@@ -142,6 +144,7 @@ lane_slot(lane_table *t, uint64_t key)
             t->used[i] = 1;
             t->key[i] = key;
             t->last_end[i] = 0;
+            t->last_start[i] = 0;
             return (int)i;
         }
         if (t->key[i] == key)
@@ -160,6 +163,84 @@ static int64_t
 unzigzag(uint64_t v)
 {
     return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static uint64_t
+gcd64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Returns the time unit of a group: the largest number that base_ns and every start and
+ * end of the group are multiples of (Kineto's microsecond timestamps: 1000), so that start
+ * deltas and durations can be stored divided by it. Returns 1 (no scaling) as soon as the
+ * gcd reaches 1, and for groups where scaling could not round-trip exactly: an end before
+ * its start, an end of zero (the lane rule then uses 1 as the end), timestamps of 2^62
+ * or more (their deltas could wrap). */
+static uint64_t
+group_time_unit(const dpro_event *events, const uint32_t *idx, size_t n, uint64_t base_ns)
+{
+    uint64_t unit = base_ns;
+    for (size_t i = 0; i < n && unit != 1; i++) {
+        const dpro_event *e = &events[idx[i]];
+        if (e->end_ns < e->start_ns || !e->end_ns || (e->end_ns >> 62))
+            return 1;
+        unit = gcd64(gcd64(unit, e->start_ns), e->end_ns);
+    }
+    return unit ? unit : 1;
+}
+
+/* Zig-zag within 63 bits: [-2^62, 2^62) <-> [0, 2^63). */
+static uint64_t
+zigzag63(int64_t v)
+{
+    return (((uint64_t)v << 1) ^ (uint64_t)(v >> 63)) & (UINT64_MAX >> 1);
+}
+
+static int64_t
+unzigzag63(uint64_t z)
+{
+    z &= UINT64_MAX >> 1;
+    return (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+}
+
+/* The stored start of an event whose lane's previous event ran from last_start to last_end
+ * (times in units of unit, which divides all three unless it is 1):
+ *   - at or after last_end (the usual case: back-to-back work): 2 * (start - last_end);
+ *   - before last_end (nested in the previous event, as framework ops and their children
+ *     are, or out of order): 2 * zigzag63(start - last_start) + 1, so that a child costs
+ *     its offset into its parent, not the parent's remaining time.
+ * Both halves hold 2^63 starts, so every 64-bit start has exactly one code. */
+static uint64_t
+lane_start_code(uint64_t start, uint64_t last_start, uint64_t last_end, uint64_t unit)
+{
+    int64_t after = (int64_t)(start - last_end);
+    if (after >= 0)
+        return (uint64_t)(unit != 1 ? after / (int64_t)unit : after) << 1;
+    int64_t from = (int64_t)(start - last_start);
+    if (unit != 1)
+        from /= (int64_t)unit;
+    else
+        from = (int64_t)((uint64_t)from << 1) >> 1; /* start - last_start modulo 2^63 */
+    return zigzag63(from) << 1 | 1;
+}
+
+/* Inverse of lane_start_code. */
+static uint64_t
+lane_start_decode(uint64_t code, uint64_t last_start, uint64_t last_end, uint64_t unit)
+{
+    if (!(code & 1))
+        return last_end + (code >> 1) * unit;
+    uint64_t start = last_start + (uint64_t)unzigzag63(code >> 1) * unit;
+    /* known modulo 2^63: of the two candidates, the one before last_end */
+    if ((int64_t)(start - last_end) >= 0)
+        start += 1ull << 63;
+    return start;
 }
 
 /* Grows a scratch buffer to at least need bytes. */
@@ -203,16 +284,25 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
     p += n * sizeof(uint64_t);
     uint64_t prev_start = base_ns, prev_corr = 0, prev_seq = 0;
     int any_dur = 0, any_start_hi = 0, any_dur_hi = 0, any_corr = 0, any_seq = 0;
+    uint64_t unit = group_time_unit(events, idx, n, base_ns);
     memset(lanes, 0, sizeof *lanes);
     for (size_t i = 0; i < n; i++) {
         const dpro_event *e = &events[idx[i]];
         int slot = lane_slot(lanes, lane_key(e));
-        uint64_t ref = slot >= 0 && lanes->last_end[slot] ? lanes->last_end[slot] : prev_start;
-        uint64_t zz = zigzag((int64_t)(e->start_ns - ref));
-        uint64_t d = e->end_ns - e->start_ns;
+        uint64_t d = e->end_ns - e->start_ns, zz;
+        if (slot >= 0 && lanes->last_end[slot])
+            zz = lane_start_code(e->start_ns, lanes->last_start[slot], lanes->last_end[slot], unit);
+        else if (unit != 1)
+            zz = zigzag((int64_t)(e->start_ns - prev_start) / (int64_t)unit);
+        else
+            zz = zigzag((int64_t)(e->start_ns - prev_start));
+        if (unit != 1)
+            d /= unit;
         prev_start = e->start_ns;
-        if (slot >= 0)
+        if (slot >= 0) {
             lanes->last_end[slot] = e->end_ns ? e->end_ns : 1;
+            lanes->last_start[slot] = e->start_ns;
+        }
         start_lo[i] = (uint8_t)zz;
         start_hi[i] = zz >> 8;
         any_start_hi |= start_hi[i] != 0;
@@ -227,6 +317,8 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
         any_seq |= e->seq != 0;
         prev_seq = e->seq;
     }
+    if (unit != 1)
+        g->time_unit = unit;
     g->start_lo.len = n;
     g->start_lo.data = start_lo;
     if (any_start_hi) {
@@ -621,21 +713,30 @@ dpro_codec_decode(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen,
                 break;
             }
         }
+        /* major 1 had neither time units nor the nested-start code */
+        int nested_rule = batch->schema_major >= 2;
+        uint64_t unit = g->time_unit && nested_rule ? g->time_unit : 1;
         memset(&c->lanes, 0, sizeof c->lanes);
         for (size_t i = 0; i < g->count; i++) {
             dpro_event *e = &ev[i];
             int slot = lane_slot(&c->lanes, lane_key(e));
-            uint64_t ref =
-                slot >= 0 && c->lanes.last_end[slot] ? c->lanes.last_end[slot] : prev_start;
             uint64_t zz = g->start_lo.data[i] | (g->n_start_hi ? g->start_hi[i] << 8 : 0);
             uint64_t d = g->duration_lo.len ? g->duration_lo.data[i] : 0;
             if (g->n_duration_hi)
                 d |= g->duration_hi[i] << 8;
-            e->start_ns = ref + (uint64_t)unzigzag(zz);
-            e->end_ns = e->start_ns + d;
+            if (slot >= 0 && c->lanes.last_end[slot] && !nested_rule)
+                e->start_ns = c->lanes.last_end[slot] + (uint64_t)unzigzag(zz); /* major 1 */
+            else if (slot >= 0 && c->lanes.last_end[slot])
+                e->start_ns =
+                    lane_start_decode(zz, c->lanes.last_start[slot], c->lanes.last_end[slot], unit);
+            else
+                e->start_ns = prev_start + (uint64_t)unzigzag(zz) * unit;
+            e->end_ns = e->start_ns + d * unit;
             prev_start = e->start_ns;
-            if (slot >= 0)
+            if (slot >= 0) {
                 c->lanes.last_end[slot] = e->end_ns ? e->end_ns : 1;
+                c->lanes.last_start[slot] = e->start_ns;
+            }
             if (g->n_correlation_delta)
                 corr += (uint64_t)g->correlation_delta[i];
             e->correlation = corr;

@@ -23,8 +23,11 @@ extern "C" {
 
 /* Schema version. A reader refuses a file whose major version is newer than its own; a
  * newer minor version only adds columns, tables or event kinds, which old readers skip. */
-#define DPRO_SCHEMA_MAJOR 1
+#define DPRO_SCHEMA_MAJOR 2
 #define DPRO_SCHEMA_MINOR 0
+/* Major versions: 1: first format. 2: batches may store times in a unit (trace.proto
+ * time_unit) and code the start of an event nested in the previous one of its lane from
+ * that event's start; tables with no rows may be absent. This library reads 1 and 2. */
 
 typedef enum dpro_status {
     DPRO_OK = 0,
@@ -239,6 +242,8 @@ typedef struct dpro_writer_options {
     int zlib_level;        /* 1..9; 0: 3 (measured best speed/size trade-off) */
     int exclusive_create;  /* non-zero: fail if the file exists (O_EXCL, no symlinks) */
     uint32_t file_mode;    /* permissions of a new file; 0: 0640 */
+    uint32_t page_size;    /* SQLite page size, a power of two 512..65536; 0: 1024. Small
+                              pages make small traces smaller (importers use 512) */
 } dpro_writer_options;
 
 /* Opens (creates) the trace file at path and writes the schema and the schema version.

@@ -11,7 +11,7 @@ schemas_libdprotrace_la_SOURCES = $(DPROTRACE_SOURCES)
 nodist_schemas_libdprotrace_la_SOURCES = $(nodist_DPROTRACE_SOURCES)
 schemas_libdprotrace_la_CFLAGS = $(DPROTRACE_CFLAGS)
 schemas_libdprotrace_la_LIBADD = $(DPROTRACE_LIBS)
-schemas_libdprotrace_la_LDFLAGS = -version-info 1:0:0 $(AM_LDFLAGS)
+schemas_libdprotrace_la_LDFLAGS = -version-info 2:0:0 $(AM_LDFLAGS)
 if HAVE_LD_VERSION_SCRIPT
 schemas_libdprotrace_la_LDFLAGS += -Wl,--version-script=$(srcdir)/schemas/libdprotrace.map
 endif

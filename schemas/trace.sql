@@ -1,6 +1,7 @@
 -- trace.sql: the SQLite schema of one process's dpro trace (see dprotrace.h).
 -- The writer creates it; readers check meta.schema_major before anything else.
-PRAGMA page_size = 1024;
+-- The page size is set by the writer before this runs (dpro_writer_options.page_size,
+-- 1024 by default; 512 for imported traces, where the fixed tables dominate small files).
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
 
@@ -19,6 +20,22 @@ CREATE TABLE IF NOT EXISTS string_blocks (
   raw_size INTEGER NOT NULL,
   data     BLOB NOT NULL
 );
+
+-- Event batches: zlib(protobuf dpro.Batch); the plain columns let readers seek.
+CREATE TABLE IF NOT EXISTS batches (
+  id       INTEGER PRIMARY KEY,
+  first_ns INTEGER NOT NULL,
+  last_ns  INTEGER NOT NULL,
+  count    INTEGER NOT NULL,
+  raw_size INTEGER NOT NULL,
+  data     BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS batches_by_time ON batches(first_ns);
+
+-- The tables below are created by the writer when their first row comes: an empty table
+-- would still cost a page (and its line in sqlite_schema). Readers take a missing one as
+-- empty. Each statement must stay a single "CREATE TABLE IF NOT EXISTS name (" statement.
+-- @on-first-use
 
 CREATE TABLE IF NOT EXISTS devices (
   id           INTEGER PRIMARY KEY,
@@ -58,17 +75,6 @@ CREATE TABLE IF NOT EXISTS stacks (
   id     INTEGER PRIMARY KEY,
   frames TEXT NOT NULL
 );
-
--- Event batches: zlib(protobuf dpro.Batch); the plain columns let readers seek.
-CREATE TABLE IF NOT EXISTS batches (
-  id       INTEGER PRIMARY KEY,
-  first_ns INTEGER NOT NULL,
-  last_ns  INTEGER NOT NULL,
-  count    INTEGER NOT NULL,
-  raw_size INTEGER NOT NULL,
-  data     BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS batches_by_time ON batches(first_ns);
 
 -- Events the collector had to drop (full buffers), by thread and reason.
 CREATE TABLE IF NOT EXISTS drops (

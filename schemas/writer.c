@@ -21,6 +21,20 @@
 #include <zlib.h>
 
 #define DEFAULT_BATCH_EVENTS 16384u
+#define DEFAULT_PAGE_SIZE 1024u
+
+/* In trace.sql, the tables after this line are created on first use (create_table). */
+#define ON_FIRST_USE_MARK "-- @on-first-use"
+
+/* The tables created on first use, as bits of dpro_writer.tables_made. */
+enum {
+    TABLE_DEVICES = 1 << 0,
+    TABLE_THREADS = 1 << 1,
+    TABLE_STREAMS = 1 << 2,
+    TABLE_COMMUNICATORS = 1 << 3,
+    TABLE_STACKS = 1 << 4,
+    TABLE_DROPS = 1 << 5,
+};
 
 typedef struct intern_slot {
     uint64_t hash;
@@ -37,6 +51,8 @@ struct dpro_writer {
     dpro_event *events;
     uint32_t nevents, cap_events;
     int zlib_level;
+    unsigned tables_made; /* TABLE_* bits: tables of the on-first-use part created */
+    char *lazy_sql;       /* the on-first-use part of the schema (sql_compact'ed) */
     /* interning */
     intern_slot *slots;
     size_t nslots, nstrings;
@@ -96,6 +112,92 @@ create_file(const char *path, const dpro_writer_options *o, char *errbuf, size_t
     return DPRO_OK;
 }
 
+/* Returns a malloc'd copy of the len bytes of SQL at sql without its comments and with
+ * no more blanks than SQL needs: SQLite keeps the text of every CREATE in the file, and
+ * trace.sql's alignment would cost a page of a small trace. The schema has no quoted text,
+ * so nothing inside quotes needs keeping. NULL when out of memory. */
+static char *
+sql_compact(const char *sql, size_t len)
+{
+    char *out = malloc(len + 1), *o = out;
+    int blank = 0;
+
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        char c = sql[i];
+        if (c == '-' && i + 1 < len && sql[i + 1] == '-') {
+            while (i < len && sql[i] != '\n')
+                i++;
+            blank = 1;
+            continue;
+        }
+        if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+            blank = 1;
+            continue;
+        }
+        if (blank && o > out && !strchr("(,;", o[-1]) && !strchr("(),;", c))
+            *o++ = ' ';
+        blank = 0;
+        *o++ = c;
+    }
+    *o = 0;
+    return out;
+}
+
+/* Runs the part of the schema that every trace has, trace.sql up to ON_FIRST_USE_MARK,
+ * after setting the page size (which only a new, empty database takes), and keeps the rest
+ * in w->lazy_sql for create_table. On failure *err may receive a message the caller frees
+ * with sqlite3_free. */
+static int
+create_schema(dpro_writer *w, uint32_t page_size, char **err)
+{
+    int rc = DPRO_OK;
+    char pragma[64];
+    const char *mark = strstr(dpro_trace_sql, ON_FIRST_USE_MARK);
+    size_t len = mark ? (size_t)(mark - dpro_trace_sql) : strlen(dpro_trace_sql);
+    char *sql = sql_compact(dpro_trace_sql, len);
+
+    w->lazy_sql = sql_compact(dpro_trace_sql + len, strlen(dpro_trace_sql + len));
+    if (!sql || !w->lazy_sql)
+        rc = DPRO_ERR_NOMEM;
+    snprintf(pragma, sizeof pragma, "PRAGMA page_size = %u;", page_size);
+    if (rc == DPRO_OK && (sqlite3_exec(w->db, pragma, NULL, NULL, err) != SQLITE_OK ||
+                          sqlite3_exec(w->db, sql, NULL, NULL, err) != SQLITE_OK))
+        rc = DPRO_ERR_IO;
+    free(sql);
+    return rc;
+}
+
+/* Creates one table of the on-first-use part of trace.sql (bit: its TABLE_* bit) unless
+ * this writer already did. */
+static int
+create_table(dpro_writer *w, unsigned bit, const char *name)
+{
+    int rc = DPRO_OK;
+    char head[96];
+    const char *stmt;
+    sqlite3_stmt *st = NULL;
+
+    if (w->tables_made & bit)
+        return DPRO_OK;
+    snprintf(head, sizeof head, "CREATE TABLE IF NOT EXISTS %s(", name);
+    stmt = strstr(w->lazy_sql, head);
+    if (!stmt) {
+        snprintf(w->errmsg, sizeof w->errmsg, "%s: table %s missing from the schema", w->path,
+                 name);
+        return DPRO_ERR_ARG;
+    }
+    /* prepare compiles the first statement only: this table's CREATE */
+    if (sqlite3_prepare_v2(w->db, stmt, -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_DONE)
+        rc = writer_fail(w, DPRO_ERR_IO, "creating a table");
+    sqlite3_finalize(st);
+    if (rc == DPRO_OK)
+        w->tables_made |= bit;
+    return rc;
+}
+
 int
 dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer **out, char *errbuf,
                  size_t errlen)
@@ -103,9 +205,10 @@ dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer 
     int rc = DPRO_OK;
     dpro_writer *w = NULL;
     char *err = NULL;
+    uint32_t page_size = opts && opts->page_size ? opts->page_size : DEFAULT_PAGE_SIZE;
 
     *out = NULL;
-    if (!path || !*path)
+    if (!path || !*path || page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)))
         return DPRO_ERR_ARG;
     rc = create_file(path, opts, errbuf, errlen);
     if (rc == DPRO_OK) {
@@ -133,8 +236,8 @@ dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer 
     if (rc == DPRO_OK && sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW,
                                          NULL) != SQLITE_OK)
         rc = DPRO_ERR_IO;
-    if (rc == DPRO_OK && sqlite3_exec(w->db, dpro_trace_sql, NULL, NULL, &err) != SQLITE_OK)
-        rc = DPRO_ERR_IO;
+    if (rc == DPRO_OK)
+        rc = create_schema(w, page_size, &err);
     if (rc == DPRO_OK &&
         (sqlite3_prepare_v2(w->db,
                             "INSERT INTO batches(first_ns,last_ns,count,raw_size,data) "
@@ -278,15 +381,18 @@ dpro_writer_intern(dpro_writer *w, const char *text, uint32_t *id)
     return dpro_writer_intern_len(w, text, strlen(text), id);
 }
 
-/* Runs one INSERT OR REPLACE with bound values described by fmt: 'i' int64, 't' text
- * (NULL: SQL NULL). */
+/* Runs one INSERT OR REPLACE into table name (bit: its TABLE_* bit; created first if need
+ * be) with bound values described by fmt: 'i' int64, 't' text (NULL: SQL NULL). */
 static int
-exec_insert(dpro_writer *w, const char *sql, const char *fmt, ...)
+exec_insert(dpro_writer *w, unsigned bit, const char *name, const char *sql, const char *fmt, ...)
 {
     int rc = DPRO_OK;
     sqlite3_stmt *st = NULL;
     va_list ap;
 
+    rc = create_table(w, bit, name);
+    if (rc != DPRO_OK)
+        return rc;
     if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK)
         return writer_fail(w, DPRO_ERR_IO, "preparing an insert");
     va_start(ap, fmt);
@@ -311,7 +417,7 @@ dpro_writer_add_device(dpro_writer *w, const dpro_device_info *d)
 {
     if (!w || !d)
         return DPRO_ERR_ARG;
-    return exec_insert(w,
+    return exec_insert(w, TABLE_DEVICES, "devices",
                        "INSERT OR REPLACE INTO devices(id,name,sm_count,total_memory,"
                        "clock_khz,cc_major,cc_minor) VALUES(?,?,?,?,?,?,?)",
                        "itiiiii", (int64_t)d->id, d->name, (int64_t)d->sm_count,
@@ -324,7 +430,7 @@ dpro_writer_add_stream(dpro_writer *w, const dpro_stream_info *s)
 {
     if (!w || !s)
         return DPRO_ERR_ARG;
-    return exec_insert(w,
+    return exec_insert(w, TABLE_STREAMS, "streams",
                        "INSERT OR REPLACE INTO streams(id,device,flags,priority,name) "
                        "VALUES(?,?,?,?,?)",
                        "iiiit", (int64_t)s->id, (int64_t)s->device, (int64_t)s->flags,
@@ -336,8 +442,9 @@ dpro_writer_add_thread(dpro_writer *w, uint32_t tid, const char *name)
 {
     if (!w)
         return DPRO_ERR_ARG;
-    return exec_insert(w, "INSERT OR REPLACE INTO threads(tid,name) VALUES(?,?)", "it",
-                       (int64_t)tid, name);
+    return exec_insert(w, TABLE_THREADS, "threads",
+                       "INSERT OR REPLACE INTO threads(tid,name) VALUES(?,?)", "it", (int64_t)tid,
+                       name);
 }
 
 int
@@ -345,7 +452,7 @@ dpro_writer_add_comm(dpro_writer *w, const dpro_comm_info *c)
 {
     if (!w || !c)
         return DPRO_ERR_ARG;
-    return exec_insert(w,
+    return exec_insert(w, TABLE_COMMUNICATORS, "communicators",
                        "INSERT OR REPLACE INTO communicators(handle,hash,parent_hash,rank,"
                        "size,device) VALUES(?,?,?,?,?,?)",
                        "iiiiii", (int64_t)c->handle, (int64_t)c->hash, (int64_t)c->parent_hash,
@@ -366,7 +473,8 @@ dpro_writer_add_stack(dpro_writer *w, uint32_t stack_id, const uint32_t *frames,
     text[0] = 0;
     for (uint32_t i = 0; i < nframes; i++)
         len += (size_t)sprintf(text + len, i ? ",%u" : "%u", frames[i]);
-    rc = exec_insert(w, "INSERT OR REPLACE INTO stacks(id,frames) VALUES(?,?)", "it",
+    rc = exec_insert(w, TABLE_STACKS, "stacks",
+                     "INSERT OR REPLACE INTO stacks(id,frames) VALUES(?,?)", "it",
                      (int64_t)stack_id, text);
     free(text);
     return rc;
@@ -377,7 +485,7 @@ dpro_writer_add_drops(dpro_writer *w, uint32_t thread, const char *reason, uint6
 {
     if (!w || !reason)
         return DPRO_ERR_ARG;
-    return exec_insert(w,
+    return exec_insert(w, TABLE_DROPS, "drops",
                        "INSERT INTO drops(thread,reason,count) VALUES(?,?,?) "
                        "ON CONFLICT(thread,reason) DO UPDATE SET count=count+excluded.count",
                        "iti", (int64_t)thread, reason, (int64_t)count);
@@ -523,6 +631,7 @@ dpro_writer_close(dpro_writer *w)
     free(w->slots);
     free(w->arena);
     free(w->offset_of_id);
+    free(w->lazy_sql);
     free(w->path);
     free(w);
     return rc;

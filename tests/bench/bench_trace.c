@@ -2,7 +2,7 @@
  * bench_trace: write and read throughput of libdprotrace, and bytes per event on disk,
  * for a launch+kernel mix shaped like a training job.
  *
- *   bench_trace [--events N] [--zlib LEVEL] [--write PATH] [--keep]
+ *   bench_trace [--events N] [--zlib LEVEL] [--page-size BYTES] [--write PATH] [--keep]
  *
  * The mix: iterations of 400 kernel launches drawn from 160 distinct kernels (C++
  * template names, as PyTorch's), each launch recorded as a cudaLaunchKernel API event on
@@ -156,20 +156,27 @@ gen_next(gen *g, dpro_event *e)
 int
 main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"events", required_argument, 0, 'n'}, {"zlib", required_argument, 0, 'z'},
-        {"write", required_argument, 0, 'w'},  {"keep", no_argument, 0, 'k'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    static const struct option opts[] = {{"events", required_argument, 0, 'n'},
+                                         {"zlib", required_argument, 0, 'z'},
+                                         {"write", required_argument, 0, 'w'},
+                                         {"keep", no_argument, 0, 'k'},
+                                         {"page-size", required_argument, 0, 'p'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     uint64_t nevents = 2000000;
     int zlevel = 0, keep = 0, c;
+    uint32_t page_size = 0;
     char path[512] = "";
-    while ((c = getopt_long(argc, argv, "n:z:w:kh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:z:p:w:kh", opts, NULL)) != -1) {
         switch (c) {
         case 'n':
             nevents = strtoull(optarg, NULL, 10);
             break;
         case 'z':
             zlevel = atoi(optarg);
+            break;
+        case 'p':
+            page_size = (uint32_t)strtoul(optarg, NULL, 10);
             break;
         case 'w':
             snprintf(path, sizeof path, "%s", optarg);
@@ -179,7 +186,8 @@ main(int argc, char **argv)
             keep = 1;
             break;
         default:
-            fprintf(stderr, "usage: bench_trace [--events N] [--zlib L] [--write PATH] [--keep]\n");
+            fprintf(stderr, "usage: bench_trace [--events N] [--zlib L] [--page-size BYTES] "
+                            "[--write PATH] [--keep]\n");
             return c == 'h' ? 0 : 2;
         }
     }
@@ -189,7 +197,7 @@ main(int argc, char **argv)
 
     /* write */
     dpro_writer *w;
-    dpro_writer_options o = {.zlib_level = zlevel};
+    dpro_writer_options o = {.zlib_level = zlevel, .page_size = page_size};
     char err[512];
     gen g;
     dpro_event e;

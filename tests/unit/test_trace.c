@@ -174,6 +174,218 @@ test_codec_corruption(void)
     free(blob);
 }
 
+/* Encodes n events and decodes them again; returns 1 when every event came back equal
+ * (kind by kind, in order) and stores the compressed size in *zlen. */
+static int
+roundtrip_exact(const dpro_event *in, size_t n, size_t *zlen)
+{
+    uint8_t *blob = NULL;
+    size_t rawlen, nout = 0, matched = 0;
+    dpro_event *out = NULL;
+    char err[256];
+    *zlen = 0;
+    if (dpro_batch_encode(in, n, 6, &blob, zlen, &rawlen) != DPRO_OK)
+        return 0;
+    if (dpro_batch_decode(blob, *zlen, rawlen, &out, &nout, err, sizeof err) == DPRO_OK &&
+        nout == n) {
+        for (uint32_t k = 0; k < 200; k++) {
+            size_t j = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (in[i].kind != k)
+                    continue;
+                while (j < nout && out[j].kind != k)
+                    j++;
+                if (j < nout && event_equal(&in[i], &out[j]))
+                    matched++;
+                j++;
+            }
+        }
+    }
+    free(out);
+    free(blob);
+    return matched == n;
+}
+
+/* Framework ops as Kineto records them: whole microseconds, nested on their thread
+ * (a parent, then children inside it), appended in start order. */
+static size_t
+nested_us_events(uint64_t *seed, dpro_event *ev, size_t max)
+{
+    size_t n = 0;
+    uint64_t t = 1682725898079292000ull;
+    while (n + 4 <= max) {
+        uint64_t parent = t, child = t + 1000 * (1 + test_rand(seed) % 5);
+        ev[n++] = (dpro_event){.kind = DPRO_KIND_MARKER,
+                               .subkind = DPRO_MARK_CPU_OP,
+                               .thread = 7,
+                               .name = 1,
+                               .start_ns = parent};
+        size_t p = n - 1;
+        for (int c = 0; c < 3; c++) {
+            uint64_t d = 1000 * (1 + test_rand(seed) % 40);
+            ev[n++] = (dpro_event){.kind = DPRO_KIND_MARKER,
+                                   .subkind = DPRO_MARK_CPU_OP,
+                                   .thread = 7,
+                                   .name = 2 + (uint32_t)c,
+                                   .start_ns = child,
+                                   .end_ns = child + d};
+            child += d + 1000 * (test_rand(seed) % 3);
+        }
+        ev[p].end_ns = child + 1000;
+        t = child + 1000 * (2 + test_rand(seed) % 50);
+    }
+    return n;
+}
+
+/* Time units (times stored divided by their gcd) and the nested-start code: exact round
+ * trips, on Kineto-like data and on values at the edges of 64 bits. */
+static void
+test_codec_time_units(void)
+{
+    uint64_t seed = 7;
+    size_t n, zus, zns;
+    dpro_event *ev = calloc(4000, sizeof *ev);
+
+    n = nested_us_events(&seed, ev, 4000);
+    CHECK(roundtrip_exact(ev, n, &zus));
+    /* the same events off the microsecond grid by 1 ns: exact too, and bigger */
+    for (size_t i = 0; i < n; i++) {
+        ev[i].start_ns += 1;
+        ev[i].end_ns += (i % 3 == 0);
+    }
+    CHECK(roundtrip_exact(ev, n, &zns));
+    CHECK(zus * 3 < zns * 2);
+    /* one event off the grid in a group of a thousand on it */
+    for (size_t i = 0; i < n; i++) {
+        ev[i].start_ns -= 1;
+        ev[i].end_ns -= (i % 3 == 0);
+    }
+    ev[n / 2].end_ns += 1;
+    CHECK(roundtrip_exact(ev, n, &zns));
+    ev[n / 2].end_ns -= 1;
+    /* a unit that is not a power of ten, and a group whose events all start at 0 */
+    for (size_t i = 0; i < n; i++) {
+        ev[i].start_ns = ev[i].start_ns / 1000 * 640;
+        ev[i].end_ns = ev[i].end_ns / 1000 * 640;
+    }
+    CHECK(roundtrip_exact(ev, n, &zns));
+    for (size_t i = 0; i < 50; i++)
+        ev[i] = (dpro_event){.kind = DPRO_KIND_API, .thread = (uint32_t)i % 3, .end_ns = 2000};
+    CHECK(roundtrip_exact(ev, 50, &zns));
+    /* the edges: ends before starts, ends of zero, times near 2^62, 2^63 and 2^64, on one
+     * lane (nested and not) and on several, with and without a common unit */
+    static const uint64_t edge[] = {0,
+                                    1,
+                                    1000,
+                                    (1ull << 62) - 1000,
+                                    1ull << 62,
+                                    (1ull << 63) - 1,
+                                    1ull << 63,
+                                    (1ull << 63) + 1000,
+                                    UINT64_MAX - 999,
+                                    UINT64_MAX};
+    size_t ne = sizeof edge / sizeof edge[0];
+    for (int round = 0; round < 200; round++) {
+        n = 0;
+        for (size_t i = 0; i < 40; i++) {
+            dpro_event *e = &ev[n++];
+            memset(e, 0, sizeof *e);
+            e->kind = round % 2 ? DPRO_KIND_MARKER : DPRO_KIND_KERNEL;
+            e->thread = (uint32_t)(test_rand(&seed) % (round % 4 ? 1 : 3));
+            e->stream = e->thread;
+            e->start_ns = edge[test_rand(&seed) % ne];
+            e->end_ns = edge[test_rand(&seed) % ne];
+            if (round % 3 == 0) {
+                e->start_ns = e->start_ns / 1000 * 1000;
+                e->end_ns = e->end_ns / 1000 * 1000;
+            }
+            if (test_rand(&seed) % 3 == 0)
+                e->start_ns += test_rand(&seed) % 5000;
+        }
+        CHECK(roundtrip_exact(ev, n, &zns));
+    }
+    free(ev);
+}
+
+/* A batch written by dpro 1.0 (schema major 1: no time unit; a start before the end of its
+ * lane's previous event coded from that end): a parent marker on thread 7 with two nested
+ * children and a sibling after it, and a kernel. Newer readers must decode it as before. */
+static void
+test_codec_major1(void)
+{
+    static const uint8_t v1[] = {
+        0x78, 0x9c, 0xe3, 0x60, 0x14, 0x38, 0x30, 0x6d, 0x23, 0x93, 0x94, 0x02, 0x07, 0x93, 0x00,
+        0xa3, 0x14, 0xa3, 0x83, 0x12, 0xe3, 0x0e, 0x2f, 0x46, 0xa1, 0x5f, 0x8c, 0x4c, 0x6c, 0x5c,
+        0x4d, 0x4c, 0x4c, 0x2c, 0xcc, 0x5d, 0x4c, 0x4c, 0x73, 0x18, 0x27, 0x31, 0x31, 0x72, 0x4b,
+        0x19, 0x73, 0x70, 0x08, 0xb0, 0x48, 0xb1, 0x30, 0xf8, 0x2f, 0x30, 0x50, 0x62, 0x99, 0x10,
+        0xf1, 0x23, 0xc0, 0x88, 0x85, 0x91, 0x89, 0x99, 0x11, 0xa8, 0x94, 0x95, 0x1b, 0xa8, 0x94,
+        0x9d, 0xa5, 0x8b, 0x89, 0x95, 0x61, 0x3b, 0x2b, 0x7f, 0xe9, 0x24, 0x26, 0x8e, 0xfb, 0x4c,
+        0x33, 0x18, 0x97, 0x33, 0x1e, 0x66, 0x04, 0x00, 0x3a, 0x05, 0x12, 0xa2};
+    static const uint64_t marker_times[4][2] = {
+        {5000000, 5090000}, {5001000, 5040000}, {5042000, 5085000}, {5100000, 5150000}};
+    dpro_event *out = NULL;
+    size_t nout = 0;
+    char err[256];
+    CHECK(dpro_batch_decode(v1, sizeof v1, 94, &out, &nout, err, sizeof err) == DPRO_OK);
+    CHECK_EQ_U(nout, 5);
+    if (nout == 5) {
+        CHECK_EQ_U(out[0].kind, DPRO_KIND_KERNEL);
+        CHECK_EQ_U(out[0].start_ns, 5020000);
+        CHECK_EQ_U(out[0].end_ns, 5023000);
+        CHECK_EQ_U(out[0].correlation, 9);
+        for (int i = 0; i < 4; i++) {
+            CHECK_EQ_U(out[1 + i].kind, DPRO_KIND_MARKER);
+            CHECK_EQ_U(out[1 + i].start_ns, marker_times[i][0]);
+            CHECK_EQ_U(out[1 + i].end_ns, marker_times[i][1]);
+        }
+    }
+    free(out);
+}
+
+/* Every byte of the protobuf of a batch with a time unit and nested starts changed, then
+ * compressed again (so zlib does not catch it): each decodes or fails cleanly. */
+static void
+test_codec_time_units_corrupt(void)
+{
+    uint64_t seed = 3;
+    dpro_event *ev = calloc(400, sizeof *ev), *out = NULL;
+    size_t n = nested_us_events(&seed, ev, 400), bl, rl, nout;
+    uint8_t *blob = NULL;
+    char err[256];
+    int failures = 0, decoded = 0;
+
+    ev[5].kind = DPRO_KIND_KERNEL; /* a second group */
+    ev[5].stream = 3;
+    CHECK(dpro_batch_encode(ev, n, 6, &blob, &bl, &rl) == DPRO_OK);
+    uint8_t *raw = malloc(rl), *z = malloc(compressBound(rl));
+    uLongf got = rl;
+    CHECK(uncompress(raw, &got, blob, bl) == Z_OK && got == rl);
+    for (size_t i = 0; i < rl; i++) {
+        static const uint8_t flips[] = {0x01, 0x80, 0xff};
+        for (size_t f = 0; f < sizeof flips; f++) {
+            uLongf zl = compressBound(rl);
+            raw[i] ^= flips[f];
+            CHECK(compress2(z, &zl, raw, rl, 6) == Z_OK);
+            int rc = dpro_batch_decode(z, zl, rl, &out, &nout, err, sizeof err);
+            if (rc == DPRO_OK) {
+                decoded++;
+                free(out);
+            } else {
+                failures++;
+            }
+            if (rc != DPRO_OK && rc != DPRO_ERR_CORRUPT && rc != DPRO_ERR_LIMIT &&
+                rc != DPRO_ERR_VERSION)
+                CHECK(!"unexpected status");
+            raw[i] ^= flips[f];
+        }
+    }
+    CHECK(failures > 0 && decoded > 0);
+    free(raw);
+    free(z);
+    free(blob);
+    free(ev);
+}
+
 /* Writes n random events (sorted by start) plus metadata into path. */
 static void
 write_trace(const char *path, dpro_event *ev, size_t n, uint32_t batch_events)
@@ -356,6 +568,72 @@ sql(const char *path, const char *stmt)
     sqlite3_close(db);
 }
 
+/* Returns the integer result of a one-value query on path's database, -1 on error. */
+static int64_t
+sql_int(const char *path, const char *query)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, query, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* The page_size option, and tables that get no row are left out of the file. */
+static void
+test_page_size_and_lazy_tables(void)
+{
+    static const char *count_small_tables =
+        "SELECT count(*) FROM sqlite_schema WHERE name IN "
+        "('devices','threads','streams','communicators','stacks','drops')";
+    char path[512], err[256];
+    dpro_writer *w = NULL;
+    dpro_reader *r = NULL;
+    dpro_iter *it = NULL;
+    dpro_writer_options o = {.page_size = 512};
+    dpro_event e = {.kind = DPRO_KIND_KERNEL, .stream = 7, .start_ns = 1000, .end_ns = 2000}, got;
+    dpro_trace_summary sum;
+    const dpro_device_info *devs;
+    const dpro_thread_info *thr;
+
+    path_in_tmp(path, sizeof path, "small.dpro");
+    CHECK(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_OK);
+    CHECK(dpro_writer_append(w, &e) == DPRO_OK);
+    CHECK(dpro_writer_close(w) == DPRO_OK);
+    CHECK_EQ_U(sql_int(path, "PRAGMA page_size"), 512);
+    CHECK_EQ_U(sql_int(path, count_small_tables), 0);
+    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    if (r) {
+        CHECK(dpro_reader_summary(r, &sum) == DPRO_OK);
+        CHECK_EQ_U(sum.events, 1);
+        CHECK_EQ_U(sum.dropped, 0);
+        CHECK_EQ_U(dpro_reader_devices(r, &devs), 0);
+        CHECK_EQ_U(dpro_reader_threads(r, &thr), 0);
+        CHECK(dpro_iter_open(r, &it) == DPRO_OK);
+        CHECK(dpro_iter_next(it, &got) == 1 && event_equal(&got, &e));
+        CHECK(dpro_iter_next(it, &got) == 0);
+        dpro_iter_close(it);
+        dpro_reader_close(r);
+    }
+    /* page sizes SQLite does not take are refused before anything is created */
+    static const uint32_t bad[] = {256, 1000, 131072};
+    path_in_tmp(path, sizeof path, "badpage.dpro");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o.page_size = bad[i];
+        CHECK(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_ERR_ARG && !w);
+    }
+    CHECK(access(path, F_OK) != 0);
+    /* the default page size; each small table appears with its first row */
+    path_in_tmp(path, sizeof path, "tables.dpro");
+    write_trace(path, &e, 1, 0);
+    CHECK_EQ_U(sql_int(path, "PRAGMA page_size"), 1024);
+    CHECK_EQ_U(sql_int(path, count_small_tables), 6);
+}
+
 static void
 test_bad_files(void)
 {
@@ -531,7 +809,11 @@ main(void)
     }
     test_codec_roundtrip();
     test_codec_corruption();
+    test_codec_time_units();
+    test_codec_major1();
+    test_codec_time_units_corrupt();
     test_file_roundtrip();
+    test_page_size_and_lazy_tables();
     test_merge_order();
     test_interning();
     test_bad_files();
