@@ -9,6 +9,12 @@
  * skipped by depth counting. Numbers reach us as text (yajl_number) and are parsed here:
  * timestamps without floating point.
  *
+ * Input: what feed gets is cut into chunks of KIN_PIECE bytes; each is first copied
+ * without the whitespace that separates nothing (kin_squeeze_*, SIMD where the CPU has it:
+ * yajl's lexer steps over whitespace a byte at a time), and yajl parses the copy. An error
+ * position in the copy is mapped back to the chunk (kin_squeeze_unmap) before the byte
+ * offset and the line are reported.
+ *
  * Output: mapped events are copied into the current batch (kin_emit); names are interned
  * here, in a table of our own whose ids are handed out in the order the writer will hand
  * out its own (the writer's intern table is not thread-safe and its flush reads it), and
@@ -25,9 +31,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <fcntl.h>
 
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define KIN_X86 1
+#endif
 
 #include "import_kineto.h"
 
@@ -38,7 +51,9 @@
 #define KIN_MAX_REASONS 128        /* distinct unmapped reasons counted */
 #define KIN_MAX_STREAMS 65536
 #define KIN_MAX_COMMS 4096
-#define KIN_CHUNK (256u << 10) /* bytes read from the file per yajl_parse call */
+#define KIN_CHUNK (256u << 10) /* bytes read from the file at a time */
+#define KIN_PIECE (64u << 10)  /* bytes squeezed, then given to yajl_parse, at a time */
+#define KIN_PIECE_SLACK 64u    /* the SIMD squeezes store whole vectors past the end */
 #define KIN_HASH_SIZE (KINETO_JOIN_WINDOW * 2u)
 #define KIN_SBLOCK (64u << 10)   /* bytes of a block of interned name text */
 #define KIN_WRITER_BATCH 16384u  /* events per writer batch (kineto_writer_options) */
@@ -283,6 +298,19 @@ typedef struct kin_batch {
     int flush; /* flush the writer after this batch (near the end of the input) */
 } kin_batch;
 
+/* Where the whitespace pre-pass is (kin_squeeze_*): inside a string, after its backslash,
+ * and whether whitespace here is dropped (the last byte outside a string that was not
+ * whitespace is structural or a quote, or nothing came yet). */
+typedef struct kin_sq {
+    unsigned in_str, esc, drop;
+} kin_sq;
+
+/* Copies in[0..n) to out without the whitespace that separates nothing, carrying *st from
+ * the previous call; adds the newlines of in to *lines. Returns the bytes stored (out needs
+ * n + KIN_PIECE_SLACK bytes). */
+typedef size_t (*kin_squeeze_fn)(kin_sq *st, const unsigned char *in, size_t n, unsigned char *out,
+                                 uint64_t *lines);
+
 struct kineto_importer {
     dpro_writer *w;
     kineto_options opt;
@@ -291,11 +319,18 @@ struct kineto_importer {
     char errmsg[512];
     int finished;
 
-    /* input position */
+    /* input position. A chunk is a piece of at most KIN_PIECE bytes of what feed got; yajl
+     * parses its squeezed copy (text), positions in which are mapped back to chunk. */
     uint64_t chunk_off;  /* JSON bytes before the current chunk */
     uint64_t chunk_line; /* newlines before the current chunk */
     const unsigned char *chunk;
     size_t chunk_len;
+    size_t text_len;           /* bytes of the chunk's squeezed copy (chunk_len if none) */
+    int squeeze;               /* KINETO_SQUEEZE_* level in use (not AUTO) */
+    kin_squeeze_fn squeeze_fn; /* NULL: OFF */
+    kin_sq sq, sq_chunk;       /* squeeze state now, and where the current chunk began */
+    unsigned char *sqbuf;      /* KIN_PIECE + KIN_PIECE_SLACK: the squeezed chunk */
+    int yajl_stepped_back;     /* yajl's error position is the start of a token */
 
     /* parser state */
     int ctx[KIN_MAX_DEPTH];
@@ -432,6 +467,278 @@ kin_count_lines(const unsigned char *p, size_t n)
     return lines;
 }
 
+/* ---- the whitespace pre-pass (import_kineto.h, KINETO_SQUEEZE_*) ---------------------- */
+
+/* Whitespace as the pre-pass knows it (yajl also skips \v and \f: those it sees). */
+#define KIN_IS_WS(c) ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t')
+
+/* After these, outside a string, whitespace separates nothing: each is a token of its own,
+ * or ends one (a closing quote). */
+static int
+kin_is_sep(unsigned c)
+{
+    return c == ',' || c == ':' || c == '{' || c == '}' || c == '[' || c == ']' || c == '"';
+}
+
+/* The reference: a byte at a time. Also the tails and the blocks with a backslash of the
+ * SIMD levels, and the way back from a squeezed position (kin_squeeze_unmap). */
+static size_t
+kin_squeeze_scalar(kin_sq *st, const unsigned char *in, size_t n, unsigned char *out,
+                   uint64_t *lines)
+{
+    unsigned in_str = st->in_str, esc = st->esc, drop = st->drop;
+    size_t o = 0;
+    uint64_t nl = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned c = in[i];
+        nl += c == '\n';
+        if (in_str) {
+            out[o++] = (unsigned char)c;
+            if (esc)
+                esc = 0;
+            else if (c == '\\')
+                esc = 1;
+            else if (c == '"')
+                in_str = 0, drop = 1;
+        } else if (KIN_IS_WS(c)) {
+            if (!drop)
+                out[o++] = (unsigned char)c;
+        } else {
+            out[o++] = (unsigned char)c;
+            in_str = c == '"';
+            drop = kin_is_sep(c);
+        }
+    }
+    st->in_str = in_str;
+    st->esc = esc;
+    st->drop = drop;
+    *lines += nl;
+    return o;
+}
+
+/* Offset in the chunk in[0..n) (squeezed from state st) of a position pos of its squeezed
+ * text. yajl stands after a token (it consumes whitespace only with the token after it):
+ * just after the byte that became byte pos - 1. But where yajl steps back to the start of
+ * the token it rejects (at_next), the whitespace before that token is behind it: at the
+ * byte that became byte pos. */
+static size_t
+kin_squeeze_unmap(kin_sq st, const unsigned char *in, size_t n, size_t pos, int at_next)
+{
+    unsigned char one[KIN_PIECE_SLACK];
+    uint64_t lines = 0;
+    size_t done = 0;
+    if (pos == 0 && !at_next)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (kin_squeeze_scalar(&st, in + i, 1, one, &lines)) {
+            if (at_next && done == pos)
+                return i;
+            if (++done == pos && !at_next)
+                return i + 1;
+        }
+    return n;
+}
+
+#ifdef KIN_X86
+/* The bit logic of a 64-byte block without a backslash (and not after one), from its masks:
+ * quotes, whitespace, separators (kin_is_sep), all bit i for byte i. Returns the bytes to
+ * keep and updates *st as kin_squeeze_scalar would. */
+static inline uint64_t
+kin_squeeze_bits(kin_sq *st, uint64_t q, uint64_t ws, uint64_t sep)
+{
+    uint64_t inside = q; /* bit i: byte i opens or is inside a string (the closer is not) */
+    inside ^= inside << 1;
+    inside ^= inside << 2;
+    inside ^= inside << 4;
+    inside ^= inside << 8;
+    inside ^= inside << 16;
+    inside ^= inside << 32;
+    if (st->in_str)
+        inside = ~inside;
+    uint64_t w = ws & ~inside;
+    /* runs of w that follow a separator (or start the block after one) are dropped: the
+     * carry of the addition runs through such a run, clearing it */
+    uint64_t start = ((sep << 1) | st->drop) & w;
+    uint64_t dropped = w & ~(start + w);
+    st->in_str = (unsigned)(inside >> 63);
+    st->drop = (unsigned)((dropped | sep) >> 63);
+    return ~dropped;
+}
+
+/* Byte indexes of the set bits of an 8-bit mask, packed low (SSSE3 level), and popcounts. */
+static uint64_t kin_shuf8[256];
+static unsigned char kin_pop8[256];
+static pthread_once_t kin_tables_once = PTHREAD_ONCE_INIT;
+
+static void
+kin_tables_init(void)
+{
+    for (unsigned m = 0; m < 256; m++) {
+        uint64_t idx = 0;
+        unsigned n = 0;
+        for (unsigned b = 0; b < 8; b++)
+            if (m & (1u << b))
+                idx |= (uint64_t)b << (8 * n++);
+        kin_shuf8[m] = idx;
+        kin_pop8[m] = (unsigned char)n;
+    }
+}
+
+/* Masks of 64 bytes with SSSE3: whitespace and separators by two pshufb lookups (on the
+ * low and the high nibble: the classes' bits must meet), quotes by a compare; whether
+ * there is a backslash; newlines counted into *nl. */
+__attribute__((target("ssse3,popcnt"))) static inline void
+kin_masks64_ssse3(const unsigned char *p, __m128i v[4], uint64_t *q, uint64_t *ws, uint64_t *sep,
+                  int *bs, uint64_t *nl)
+{
+    /* bit 0: space; 1: \t \n \r; 2: " ,; 3: :; 4: [ ] { } */
+    const __m128i lo_tab = _mm_setr_epi8(1, 0, 4, 0, 0, 0, 0, 0, 0, 2, 2 | 8, 16, 4, 2 | 16, 0, 0);
+    const __m128i hi_tab = _mm_setr_epi8(2, 0, 1 | 4, 8, 0, 16, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m128i low4 = _mm_set1_epi8(0x0f), zero = _mm_setzero_si128();
+    __m128i anybs = zero, nls = zero;
+    uint64_t mq = 0, mws = 0, msep = 0;
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(p + 16 * j));
+        __m128i cls =
+            _mm_and_si128(_mm_shuffle_epi8(lo_tab, _mm_and_si128(x, low4)),
+                          _mm_shuffle_epi8(hi_tab, _mm_and_si128(_mm_srli_epi16(x, 4), low4)));
+        unsigned notws =
+            (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(cls, _mm_set1_epi8(3)), zero));
+        unsigned notsep = (unsigned)_mm_movemask_epi8(
+            _mm_cmpeq_epi8(_mm_and_si128(cls, _mm_set1_epi8(4 | 8 | 16)), zero));
+        mq |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')))
+              << (16 * j);
+        mws |= (uint64_t)(~notws & 0xffffu) << (16 * j);
+        msep |= (uint64_t)(~notsep & 0xffffu) << (16 * j);
+        anybs = _mm_or_si128(anybs, _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+        nls = _mm_sub_epi8(nls, _mm_cmpeq_epi8(x, _mm_set1_epi8('\n')));
+        v[j] = x;
+    }
+    nls = _mm_sad_epu8(nls, zero);
+    *nl += (uint64_t)_mm_cvtsi128_si64(nls) +
+           (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(nls, nls));
+    *q = mq;
+    *ws = mws;
+    *sep = msep;
+    *bs = _mm_movemask_epi8(anybs) != 0;
+}
+
+/* SSSE3 masks, pshufb compaction eight bytes at a time (x86-64-v2: SSSE3, POPCNT). */
+__attribute__((target("ssse3,popcnt"))) static size_t
+kin_squeeze_ssse3(kin_sq *st, const unsigned char *in, size_t n, unsigned char *out,
+                  uint64_t *lines)
+{
+    size_t i = 0, o = 0;
+    uint64_t nl = 0;
+    kin_sq s = *st; /* a local copy: the stores to out cannot alias it */
+    while (i + 64 <= n) {
+        __m128i v[4];
+        uint64_t q, ws, sep, nl64 = 0;
+        int bs;
+        kin_masks64_ssse3(in + i, v, &q, &ws, &sep, &bs, &nl64);
+        if (bs || s.esc) {
+            o += kin_squeeze_scalar(&s, in + i, 64, out + o, lines);
+            i += 64;
+            continue;
+        }
+        nl += nl64;
+        uint64_t keep = kin_squeeze_bits(&s, q, ws, sep);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            unsigned lo = (unsigned)(keep >> (16 * j)) & 0xff;
+            unsigned hi = (unsigned)(keep >> (16 * j + 8)) & 0xff;
+            __m128i idx = _mm_set_epi64x((long long)(kin_shuf8[hi] + 0x0808080808080808ULL),
+                                         (long long)kin_shuf8[lo]);
+            __m128i c = _mm_shuffle_epi8(v[j], idx);
+            _mm_storel_epi64((__m128i *)(out + o), c);
+            o += kin_pop8[lo];
+            _mm_storel_epi64((__m128i *)(out + o), _mm_unpackhi_epi64(c, c));
+            o += kin_pop8[hi];
+        }
+        i += 64;
+    }
+    *lines += nl;
+    o += kin_squeeze_scalar(&s, in + i, n - i, out + o, lines);
+    *st = s;
+    return o;
+}
+
+/* AVX-512 BW masks, VBMI2 compress: 64 bytes at a time. */
+__attribute__((target("avx512f,avx512bw,avx512vbmi2,popcnt"))) static size_t
+kin_squeeze_avx512(kin_sq *st, const unsigned char *in, size_t n, unsigned char *out,
+                   uint64_t *lines)
+{
+    size_t i = 0, o = 0;
+    uint64_t nl = 0;
+    kin_sq s = *st; /* a local copy: the stores to out cannot alias it */
+    const __m512i cq = _mm512_set1_epi8('"'), cbs = _mm512_set1_epi8('\\');
+    const __m512i cnl = _mm512_set1_epi8('\n'), csp = _mm512_set1_epi8(' ');
+    const __m512i ccr = _mm512_set1_epi8('\r'), ctab = _mm512_set1_epi8('\t');
+    const __m512i c20 = _mm512_set1_epi8(0x20), clb = _mm512_set1_epi8('{');
+    const __m512i crb = _mm512_set1_epi8('}'), ccomma = _mm512_set1_epi8(',');
+    const __m512i ccolon = _mm512_set1_epi8(':');
+    while (i + 64 <= n) {
+        __m512i v = _mm512_loadu_si512((const void *)(in + i));
+        uint64_t bs = _mm512_cmpeq_epi8_mask(v, cbs);
+        if (bs || s.esc) {
+            o += kin_squeeze_scalar(&s, in + i, 64, out + o, lines);
+            i += 64;
+            continue;
+        }
+        uint64_t q = _mm512_cmpeq_epi8_mask(v, cq);
+        uint64_t nlm = _mm512_cmpeq_epi8_mask(v, cnl);
+        uint64_t ws = nlm | _mm512_cmpeq_epi8_mask(v, csp) | _mm512_cmpeq_epi8_mask(v, ccr) |
+                      _mm512_cmpeq_epi8_mask(v, ctab);
+        __m512i lower = _mm512_or_si512(v, c20);
+        uint64_t sep = q | _mm512_cmpeq_epi8_mask(lower, clb) | _mm512_cmpeq_epi8_mask(lower, crb) |
+                       _mm512_cmpeq_epi8_mask(v, ccomma) | _mm512_cmpeq_epi8_mask(v, ccolon);
+        nl += (uint64_t)_mm_popcnt_u64(nlm);
+        uint64_t keep = kin_squeeze_bits(&s, q, ws, sep);
+        _mm512_storeu_si512((void *)(out + o), _mm512_maskz_compress_epi8(keep, v));
+        o += (size_t)_mm_popcnt_u64(keep);
+        i += 64;
+    }
+    *lines += nl;
+    o += kin_squeeze_scalar(&s, in + i, n - i, out + o, lines);
+    *st = s;
+    return o;
+}
+#endif
+
+/* The function of a KINETO_SQUEEZE_* level (NULL for OFF), the best this CPU has at or
+ * below it (AUTO: the best SIMD level, else OFF); *level gets the level given. */
+static kin_squeeze_fn
+kin_squeeze_pick(int *level)
+{
+    int want = *level == KINETO_SQUEEZE_AUTO ? KINETO_SQUEEZE_AVX512 : *level;
+    if (want == KINETO_SQUEEZE_OFF || want < KINETO_SQUEEZE_AUTO || want > KINETO_SQUEEZE_AVX512) {
+        *level = KINETO_SQUEEZE_OFF;
+        return NULL;
+    }
+#ifdef KIN_X86
+    __builtin_cpu_init();
+    if (want >= KINETO_SQUEEZE_AVX512 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi2") &&
+        __builtin_cpu_supports("popcnt")) {
+        *level = KINETO_SQUEEZE_AVX512;
+        return kin_squeeze_avx512;
+    }
+    if (want >= KINETO_SQUEEZE_SSSE3 && __builtin_cpu_supports("ssse3") &&
+        __builtin_cpu_supports("popcnt")) {
+        pthread_once(&kin_tables_once, kin_tables_init);
+        *level = KINETO_SQUEEZE_SSSE3;
+        return kin_squeeze_ssse3;
+    }
+#endif
+    if (*level == KINETO_SQUEEZE_AUTO) { /* a byte at a time costs more than it saves yajl */
+        *level = KINETO_SQUEEZE_OFF;
+        return NULL;
+    }
+    *level = KINETO_SQUEEZE_SCALAR;
+    return kin_squeeze_scalar;
+}
+
 static int
 kin_eq(const unsigned char *s, size_t len, const char *lit)
 {
@@ -458,9 +765,12 @@ kin_fail(kineto_importer *k, int status, const char *fmt, ...)
 {
     if (k->status != DPRO_OK)
         return 0;
-    size_t in_chunk = k->yh ? yajl_get_bytes_consumed(k->yh) : 0;
-    if (in_chunk > k->chunk_len)
-        in_chunk = k->chunk_len;
+    size_t in_chunk = k->yh && k->chunk ? yajl_get_bytes_consumed(k->yh) : 0;
+    if (in_chunk > k->text_len)
+        in_chunk = k->text_len;
+    if (k->chunk && k->squeeze_fn) /* a position in the squeezed copy: back to the chunk */
+        in_chunk =
+            kin_squeeze_unmap(k->sq_chunk, k->chunk, k->chunk_len, in_chunk, k->yajl_stepped_back);
     uint64_t off = k->chunk_off + in_chunk;
     uint64_t line = k->chunk_line + 1 + (k->chunk ? kin_count_lines(k->chunk, in_chunk) : 0);
     char msg[384];
@@ -2669,13 +2979,19 @@ kineto_importer_new(dpro_writer *w, const kineto_options *opts, kineto_importer 
     k->hash = calloc(KIN_HASH_SIZE, sizeof(*k->hash));
     k->ev.pg_ranks = malloc(KIN_RANKS_STR);
     k->ev.name = "";
+    k->squeeze = k->opt.squeeze;
+    k->squeeze_fn = kin_squeeze_pick(&k->squeeze);
+    k->sq.drop = 1; /* whitespace before the top-level value separates nothing */
+    if (k->squeeze_fn)
+        k->sqbuf = malloc(KIN_PIECE + KIN_PIECE_SLACK);
     k->yh = yajl_alloc(&kin_callbacks, NULL, k);
     k->stab_mask = 1023;
     k->stab = calloc(k->stab_mask + 1, sizeof(*k->stab));
     /* a writer thread needs batches to queue; without one, one batch is refilled */
     int want_thread = w && !k->opt.inline_writer;
     k->nbufs = want_thread ? KINETO_BATCH_BUFFERS : 1;
-    int ok = k->slots && k->hash && k->ev.pg_ranks && k->yh && k->stab;
+    int ok =
+        k->slots && k->hash && k->ev.pg_ranks && k->yh && k->stab && (k->sqbuf || !k->squeeze_fn);
     for (unsigned i = 0; ok && i < k->nbufs; i++) {
         kin_batch *b = &k->bufs[i];
         b->ev = malloc(KINETO_BATCH_EVENTS * sizeof(*b->ev));
@@ -2755,7 +3071,35 @@ kin_yajl_status(kineto_importer *k, yajl_status st, const unsigned char *buf, si
     size_t n = strlen(text);
     while (n && (text[n - 1] == '\n' || text[n - 1] == ' '))
         text[--n] = '\0';
+    /* the one error after which yajl 2.1 steps back to the start of the rejected token */
+    k->yajl_stepped_back = strstr(text, "after key and value, inside map") != NULL;
     return kin_fail(k, DPRO_ERR_NOT_TRACE, "invalid JSON: %s", text), k->status;
+}
+
+/* Parses one chunk (at most KIN_PIECE bytes) of the input: squeezed first, unless OFF. */
+static int
+kin_feed_chunk(kineto_importer *k, const unsigned char *buf, size_t len)
+{
+    const unsigned char *text = buf;
+    uint64_t lines = 0;
+    k->chunk = buf;
+    k->chunk_len = k->text_len = len;
+    if (k->squeeze_fn) {
+        k->sq_chunk = k->sq;
+        k->text_len = k->squeeze_fn(&k->sq, buf, len, k->sqbuf, &lines);
+        text = k->sqbuf;
+    } else {
+        lines = kin_count_lines(buf, len);
+    }
+    yajl_status st = k->text_len ? yajl_parse(k->yh, text, k->text_len) : yajl_status_ok;
+    int rc = kin_yajl_status(k, st, text, k->text_len);
+    if (rc == DPRO_OK) {
+        k->chunk_line += lines;
+        k->chunk_off += len;
+    }
+    k->chunk = NULL;
+    k->chunk_len = k->text_len = 0;
+    return rc;
 }
 
 int
@@ -2765,16 +3109,14 @@ kineto_importer_feed(kineto_importer *k, const void *buf, size_t len)
         return k->status;
     if (k->finished)
         return kin_fail(k, DPRO_ERR_ARG, "input after the end"), k->status;
-    k->chunk = buf;
-    k->chunk_len = len;
-    yajl_status st = yajl_parse(k->yh, buf, len);
-    int rc = kin_yajl_status(k, st, buf, len);
-    if (rc == DPRO_OK) {
-        k->chunk_line += kin_count_lines(buf, len);
-        k->chunk_off += len;
+    const unsigned char *p = buf;
+    int rc = DPRO_OK;
+    while (len && rc == DPRO_OK) {
+        size_t n = len < KIN_PIECE ? len : KIN_PIECE;
+        rc = kin_feed_chunk(k, p, n);
+        p += n;
+        len -= n;
     }
-    k->chunk = NULL;
-    k->chunk_len = 0;
     return rc;
 }
 
@@ -2923,7 +3265,7 @@ kineto_importer_finish(kineto_importer *k, int complete)
     k->finished = 1;
     if (complete && k->status == DPRO_OK) {
         k->chunk = NULL;
-        k->chunk_len = 0;
+        k->chunk_len = k->text_len = 0;
         yajl_status st = yajl_complete_parse(k->yh);
         if (k->chunk_off == 0)
             kin_fail(k, DPRO_ERR_NOT_TRACE, "not a trace: the input is empty");
@@ -2942,6 +3284,12 @@ kineto_importer_finish(kineto_importer *k, int complete)
     if (rc == DPRO_OK && k->w)
         rc = kin_write_tables(k);
     return first != DPRO_OK ? first : rc != DPRO_OK ? rc : k->status;
+}
+
+int
+kineto_importer_squeeze(const kineto_importer *k)
+{
+    return k->squeeze;
 }
 
 const char *
@@ -3014,6 +3362,7 @@ kineto_importer_free(kineto_importer *k)
     free(k->comms);
     free(k->ev.name_buf);
     free(k->ev.pg_ranks);
+    free(k->sqbuf);
     free(k);
 }
 
@@ -3024,6 +3373,7 @@ kineto_writer_options(dpro_writer_options *o)
     o->exclusive_create = 1;
     o->zlib_level = 6;
     o->batch_events = KIN_WRITER_BATCH;
+    o->page_size = 512; /* imported traces are often small: the fixed pages dominate */
 }
 
 int
@@ -3032,23 +3382,47 @@ kineto_import_path(kineto_importer *k, const char *path)
     struct stat st;
     if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
         k->in_total = (uint64_t)st.st_size;
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) {
-        snprintf(k->errmsg, sizeof(k->errmsg), "%s: cannot open: %s", path, strerror(errno));
+    /* A plain file is read as it is; zlib would copy it through its own buffer (its first
+     * look at the file leaves it out of step with our reads). */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    unsigned char magic[2];
+    int plain = fd >= 0 && pread(fd, magic, 2, 0) == 2 && !(magic[0] == 0x1f && magic[1] == 0x8b);
+    gzFile gz = fd >= 0 && !plain ? gzdopen(fd, "rb") : NULL;
+    if (fd < 0 || (!plain && !gz)) {
+        snprintf(k->errmsg, sizeof(k->errmsg), "%s: cannot open: %s", path,
+                 strerror(fd < 0 ? errno : ENOMEM));
+        if (fd >= 0)
+            close(fd);
         k->status = DPRO_ERR_IO;
         kineto_importer_finish(k, 0);
         return DPRO_ERR_IO;
     }
-    /* zlib inflates (or copies a plain file) straight into buf when a read asks for at
-     * least twice its buffer: one copy of the input fewer */
-    gzbuffer(gz, KIN_CHUNK / 2);
+    /* zlib inflates straight into buf when a read asks for at least twice its buffer: one
+     * copy of the input fewer */
+    if (gz)
+        gzbuffer(gz, KIN_CHUNK / 2);
     unsigned char *buf = malloc(KIN_CHUNK);
     int ok = buf != NULL;
     if (!buf)
         kin_fail(k, DPRO_ERR_NOMEM, "out of memory");
-    while (ok) {
+    while (ok && plain) {
+        ssize_t n = read(fd, buf, KIN_CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            kin_fail(k, DPRO_ERR_IO, "read error: %s", strerror(errno));
+            ok = 0;
+            break;
+        }
+        k->in_pos += (uint64_t)n;
+        if (n == 0)
+            break;
+        if (kineto_importer_feed(k, buf, (size_t)n) != DPRO_OK)
+            ok = 0;
+    }
+    while (ok && gz) {
         int n = gzread(gz, buf, KIN_CHUNK);
-        z_off_t pos = gzoffset(gz); /* compressed bytes read (all, for a plain file) */
+        z_off_t pos = gzoffset(gz); /* compressed bytes read */
         k->in_pos = pos > 0 ? (uint64_t)pos : 0;
         int zerr = Z_OK;
         const char *zmsg = gzerror(gz, &zerr);
@@ -3065,7 +3439,10 @@ kineto_import_path(kineto_importer *k, const char *path)
             break;
     }
     free(buf);
-    gzclose(gz);
+    if (gz)
+        gzclose(gz); /* closes fd */
+    else
+        close(fd);
     return kineto_importer_finish(k, ok && k->status == DPRO_OK);
 }
 

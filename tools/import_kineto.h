@@ -105,7 +105,28 @@ typedef struct kineto_options {
                               * else a hash of source_file */
     int inline_writer;       /* non-zero: append to the writer on the calling thread (no
                               * writer thread); the output is the same */
+    int squeeze;             /* KINETO_SQUEEZE_*: how the whitespace is taken out of the
+                              * text before yajl lexes it; 0 (AUTO) is right but for tests */
 } kineto_options;
+
+/* The whitespace pre-pass. Pretty-printed Kineto JSON is about a quarter whitespace, which
+ * yajl's lexer steps over a byte at a time; the importer first copies the text without
+ * the whitespace that separates nothing (outside strings, after a structural character or
+ * a closing quote; whitespace after a number or a literal is kept, so "1 2" stays two
+ * tokens), sixteen or sixty-four bytes at a time. yajl sees the same tokens in the same
+ * order, and error positions (byte offset and line) are mapped back to the original text,
+ * so the results and the messages are those of a plain parse. The levels say how: OFF
+ * (yajl gets the text as is), SCALAR (a byte at a time: the reference, and any CPU),
+ * SSSE3, AVX512 (AVX-512 BW + VBMI2 compress). A level the CPU lacks falls back to the best
+ * one it has below it; AUTO is the best SIMD level the CPU has, else OFF (SCALAR costs
+ * more than it saves yajl: 259 against 325 MB per CPU-second in bench_import_kineto). */
+enum {
+    KINETO_SQUEEZE_AUTO = 0,
+    KINETO_SQUEEZE_OFF,
+    KINETO_SQUEEZE_SCALAR,
+    KINETO_SQUEEZE_SSSE3,
+    KINETO_SQUEEZE_AVX512,
+};
 
 /* What an import found out about the file; filled in by kineto_importer_finish. */
 typedef struct kineto_result {
@@ -149,6 +170,9 @@ int kineto_importer_feed(kineto_importer *k, const void *buf, size_t len);
  * memory: dpro_writer_close or dpro_writer_flush writes it). */
 int kineto_importer_finish(kineto_importer *k, int complete);
 
+/* The KINETO_SQUEEZE_* level k uses (never AUTO: what AUTO chose on this CPU). */
+int kineto_importer_squeeze(const kineto_importer *k);
+
 /* Message of the first error ("" if none); lives as long as the importer. */
 const char *kineto_importer_errmsg(const kineto_importer *k);
 
@@ -163,11 +187,12 @@ void kineto_importer_print_unmapped(const kineto_importer *k, void *f);
  * was not called, batches not yet written are dropped and the writer thread joined. */
 void kineto_importer_free(kineto_importer *k);
 
-/* Feeds the file at path (plain or gzip JSON, read with zlib in chunks) to k, then calls
- * kineto_importer_finish(k, ok). A truncated or damaged gzip stream is an error naming the
- * JSON byte offset reached. Knowing the file's size, the importer asks the writer for one
- * extra flush when about 6144 events are left by the rate so far, so that the last batch,
- * encoded after the parse, is short. Returns the first error, DPRO_OK if none. */
+/* Feeds the file at path (plain JSON, read as it is, or gzip, read with zlib; in chunks) to
+ * k, then calls kineto_importer_finish(k, ok). A truncated or damaged gzip stream is an
+ * error naming the JSON byte offset reached. Knowing the file's size, the importer asks the
+ * writer for one extra flush when about 6144 events are left by the rate so far, so that
+ * the last batch, encoded after the parse, is short. Returns the first error, DPRO_OK if
+ * none. */
 int kineto_import_path(kineto_importer *k, const char *path);
 
 /* One-shot import of an in-memory buffer into w (may be NULL), fed in pieces of at most

@@ -15,14 +15,20 @@
  * core, encoding, zlib and SQLite on another), and the full import on one thread. For each:
  * the best wall time and MB/s of JSON over it, and the best CPU time of the whole process
  * (all threads) in CPU-seconds per MB and in MB per CPU-second: the per-core figure, which
- * the writer thread does not flatter. The parsing thread's own CPU time is shown apart.
- * Then, for every file of DIR, the size of its dpro trace against the gzip'd JSON. Exit 77
+ * the writer thread does not flatter. The parsing thread's own CPU time is shown apart, and
+ * the kernel's part of the process's CPU time and its minor page faults (getrusage): the
+ * buffers an import allocates are faulted in afresh each time.
+ * Then, for every file of DIR, the size of its dpro trace against the gzip'd JSON
+ * ($DPRO_BENCH_ZLIB_LEVEL, if set, replaces the importer's zlib level, to weigh the size
+ * against the writer's CPU time; $DPRO_BENCH_SQUEEZE, a KINETO_SQUEEZE_* number, the
+ * whitespace pre-pass). Exit 77
  * (skip) if DIR is missing.
  */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,7 +54,19 @@ typedef struct cost {
     double wall;   /* seconds */
     double cpu;    /* CPU-seconds of the process: every thread */
     double parser; /* CPU-seconds of the calling (parsing) thread */
+    double sys;    /* of cpu, in the kernel (getrusage: system time of the process) */
+    long faults;   /* minor page faults of the process */
 } cost;
+
+/* System CPU-seconds and minor page faults of the process so far. */
+static void
+usage_now(double *sys, long *faults)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    *sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+    *faults = ru.ru_minflt;
+}
 
 enum { MODE_PARSE, MODE_FULL, MODE_INLINE };
 
@@ -98,16 +116,25 @@ import_once(const char *path, const char *out, int inline_writer, kineto_result 
     if (out) {
         dpro_writer_options o;
         kineto_writer_options(&o);
+        const char *lv = getenv("DPRO_BENCH_ZLIB_LEVEL"); /* trying other trade-offs */
+        if (lv && *lv)
+            o.zlib_level = atoi(lv);
         unlink(out);
         if (dpro_writer_open(out, &o, &w, err, sizeof(err)) != DPRO_OK) {
             fprintf(stderr, "%s\n", err);
             return -1;
         }
     }
-    kineto_options ko = {.source_file = path, .file_count = 1, .inline_writer = inline_writer};
+    const char *sq = getenv("DPRO_BENCH_SQUEEZE"); /* a KINETO_SQUEEZE_* level */
+    kineto_options ko = {.source_file = path,
+                         .file_count = 1,
+                         .inline_writer = inline_writer,
+                         .squeeze = sq && *sq ? atoi(sq) : KINETO_SQUEEZE_AUTO};
     kineto_importer *k;
     double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-    double p0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+    double p0 = clock_s(CLOCK_THREAD_CPUTIME_ID), s0;
+    long f0;
+    usage_now(&s0, &f0);
     if (kineto_importer_new(w, &ko, &k) != DPRO_OK) {
         dpro_writer_close(w);
         return -1;
@@ -121,6 +148,9 @@ import_once(const char *path, const char *out, int inline_writer, kineto_result 
     c->wall = clock_s(CLOCK_MONOTONIC) - w0;
     c->cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
     c->parser = clock_s(CLOCK_THREAD_CPUTIME_ID) - p0;
+    usage_now(&c->sys, &c->faults);
+    c->sys -= s0;
+    c->faults -= f0;
     return rc == DPRO_OK && crc == DPRO_OK ? 0 : -1;
 }
 
@@ -128,7 +158,8 @@ import_once(const char *path, const char *out, int inline_writer, kineto_result 
 static int
 best_of_5(const char *json, const char *out, int mode, kineto_result *res, cost *best)
 {
-    best->wall = best->cpu = best->parser = 1e30;
+    best->wall = best->cpu = best->parser = best->sys = 1e30;
+    best->faults = -1;
     for (int i = 0; i < 5; i++) {
         cost c;
         if (import_once(json, mode == MODE_PARSE ? NULL : out, mode == MODE_INLINE, res, &c) < 0)
@@ -139,6 +170,10 @@ best_of_5(const char *json, const char *out, int mode, kineto_result *res, cost 
             best->cpu = c.cpu;
         if (c.parser < best->parser)
             best->parser = c.parser;
+        if (c.sys < best->sys)
+            best->sys = c.sys;
+        if (best->faults < 0 || c.faults < best->faults)
+            best->faults = c.faults;
     }
     return 0;
 }
@@ -146,8 +181,8 @@ best_of_5(const char *json, const char *out, int mode, kineto_result *res, cost 
 static void
 print_cost(const char *what, const cost *c, double mb)
 {
-    printf("%-44s %7.3f %7.0f %7.3f %8.2f %8.0f %7.3f\n", what, c->wall, mb / c->wall, c->cpu,
-           c->cpu * 1e3 / mb, mb / c->cpu, c->parser);
+    printf("%-44s %7.3f %7.0f %7.3f %8.2f %8.0f %7.3f %7.3f %7ld\n", what, c->wall, mb / c->wall,
+           c->cpu, c->cpu * 1e3 / mb, mb / c->cpu, c->parser, c->sys, c->faults);
 }
 
 int
@@ -170,8 +205,10 @@ main(int argc, char **argv)
         int rc = import_once(argv[3], parse ? NULL : o, inl, &r, &c);
         unlink(o);
         rmdir(out);
-        printf("%s %s: %llu JSON bytes, %.3f s wall, %.3f CPU-s (parser thread %.3f)\n", mode,
-               argv[3], (unsigned long long)r.bytes_in, c.wall, c.cpu, c.parser);
+        printf("%s %s: %llu JSON bytes, %.3f s wall, %.3f CPU-s (parser thread %.3f, system "
+               "%.3f, %ld minor faults)\n",
+               mode, argv[3], (unsigned long long)r.bytes_in, c.wall, c.cpu, c.parser, c.sys,
+               c.faults);
         return rc < 0;
     }
     char dir[4096];
@@ -229,9 +266,19 @@ main(int argc, char **argv)
     printf("file %s: %.1f MB of JSON, %llu trace events -> %llu dpro events\n", names[biggest], mb,
            (unsigned long long)res.events_in, (unsigned long long)res.events_out);
     printf("best of 5 each; MB = 10^6 bytes of JSON (decompressed, read from /tmp)\n");
-    printf("%-44s %7s %7s %7s %8s %8s %7s\n", "", "wall s", "MB/s", "CPU s", "CPU ms", "MB per",
-           "parser");
-    printf("%-44s %7s %7s %7s %8s %8s %7s\n", "", "", "wall", "(all)", "per MB", "CPU-s", "CPU s");
+    kineto_importer *q;
+    const char *sq = getenv("DPRO_BENCH_SQUEEZE");
+    kineto_options qo = {.squeeze = sq && *sq ? atoi(sq) : KINETO_SQUEEZE_AUTO};
+    if (kineto_importer_new(NULL, &qo, &q) == DPRO_OK) {
+        static const char *levels[] = {"auto", "off", "scalar", "ssse3", "avx512"};
+        int l = kineto_importer_squeeze(q);
+        printf("whitespace pre-pass: %s\n", l >= 0 && l <= 4 ? levels[l] : "?");
+        kineto_importer_free(q);
+    }
+    printf("%-44s %7s %7s %7s %8s %8s %7s %7s %7s\n", "", "wall s", "MB/s", "CPU s", "CPU ms",
+           "MB per", "parser", "sys", "minor");
+    printf("%-44s %7s %7s %7s %8s %8s %7s %7s %7s\n", "", "", "wall", "(all)", "per MB", "CPU-s",
+           "CPU s", "CPU s", "faults");
     print_cost("parse+map, no writer (1 thread)", &parse, mb);
     print_cost("full import, writer thread (2 threads)", &full, mb);
     print_cost("full import, inline writer (1 thread)", &inl, mb);

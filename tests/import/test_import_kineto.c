@@ -7,9 +7,11 @@
  * of many batches (names, thread records and events each past a batch) gives the same
  * output written on the writer thread and inline, also when the writer already holds
  * strings; a writer failing on its thread (a file size limit) is reported with the file
- * and the position; an importer freed before its end stops its thread.
+ * and the position; an importer freed before its end stops its thread. The whitespace
+ * pre-pass at every level against none, on mutated and long inputs (test_squeeze).
  */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -600,6 +602,133 @@ test_errors(void)
     CHECK(errors == (int)((len + 6) / 7));
 }
 
+/* Imports text (fed in pieces of chunk bytes, 0: at once) without a writer at a squeeze
+ * level; fills the status, the message and the result. */
+static int
+import_level(const char *text, size_t len, size_t chunk, int level, char *err, size_t errlen,
+             kineto_result *res)
+{
+    kineto_options o = {.source_file = "sq.json", .file_count = 1, .squeeze = level};
+    kineto_importer *k;
+    if (kineto_importer_new(NULL, &o, &k) != DPRO_OK)
+        return -1;
+    int rc = DPRO_OK;
+    if (chunk == 0)
+        chunk = len ? len : 1;
+    for (size_t off = 0; off < len && rc == DPRO_OK; off += chunk)
+        rc = kineto_importer_feed(k, text + off, len - off < chunk ? len - off : chunk);
+    rc = kineto_importer_finish(k, rc == DPRO_OK);
+    snprintf(err, errlen, "%s", kineto_importer_errmsg(k));
+    kineto_importer_result(k, res);
+    kineto_importer_free(k);
+    return rc;
+}
+
+/* text gives the same status, message (file, byte offset, line) and result at every
+ * squeeze level as with none. */
+static void
+check_levels_same(const char *text, size_t len, size_t chunk)
+{
+    char e0[512], e1[512];
+    kineto_result r0, r1;
+    int rc0 = import_level(text, len, chunk, KINETO_SQUEEZE_OFF, e0, sizeof(e0), &r0);
+    for (int level = KINETO_SQUEEZE_SCALAR; level <= KINETO_SQUEEZE_AVX512; level++) {
+        int rc1 = import_level(text, len, chunk, level, e1, sizeof(e1), &r1);
+        int same = rc1 == rc0 && strcmp(e0, e1) == 0 && r0.events_in == r1.events_in &&
+                   r0.events_out == r1.events_out && r0.unmapped == r1.unmapped &&
+                   r0.bytes_in == r1.bytes_in && r0.rank == r1.rank;
+        if (!same)
+            fprintf(stderr, "squeeze level %d, chunk %zu: rc %d/%d \"%s\" / \"%s\" on:\n%.*s\n",
+                    level, chunk, rc0, rc1, e0, e1, (int)(len < 400 ? len : 400), text);
+        CHECK(same);
+    }
+}
+
+/* The whitespace pre-pass changes nothing but speed: the trace re-indented, then mutated
+ * at random (whitespace, quotes, backslashes, separators, digits, control bytes put in or
+ * taken out anywhere, strings included), gives the same answers, errors and their
+ * positions at every level and chunking; so does a long pretty-printed trace with an error
+ * near its end, past several squeezed pieces. */
+static void
+test_squeeze(void)
+{
+    kineto_options o = {.squeeze = KINETO_SQUEEZE_AUTO};
+    kineto_importer *k;
+    CHECK(kineto_importer_new(NULL, &o, &k) == DPRO_OK);
+    printf("squeeze level in use: %d\n", kineto_importer_squeeze(k));
+    kineto_importer_free(k);
+
+    size_t tlen = sizeof(trace) - 1, cap = tlen * 4 + 256;
+    char *pretty = malloc(cap), *buf = malloc(cap + 64);
+    CHECK(pretty && buf);
+    if (!pretty || !buf)
+        return;
+    /* re-indented: a newline and indent after every separator outside strings */
+    size_t n = 0;
+    int in_str = 0;
+    for (size_t i = 0; i < tlen; i++) {
+        char c = trace[i];
+        pretty[n++] = c;
+        if (c == '"' && (i == 0 || trace[i - 1] != '\\'))
+            in_str = !in_str;
+        if (!in_str && (c == ',' || c == '{' || c == '[' || c == ':'))
+            n += (size_t)snprintf(pretty + n, cap - n, c == ':' ? " " : "\n      ");
+    }
+    check_levels_same(pretty, n, 0);
+    check_levels_same(pretty, n, 1);
+    check_levels_same(pretty, n, 77);
+    static const char alphabet[] = " \n\t\r\"\\,:{}[]01.e-+tx\x01\x0b";
+    unsigned seed = 12345;
+    for (int iter = 0; iter < 3000; iter++) {
+        size_t m = n;
+        memcpy(buf, pretty, n);
+        int edits = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 4;
+        for (int e = 0; e < edits; e++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t at = (seed >> 8) % (m + 1);
+            seed = seed * 1103515245u + 12345u;
+            char c = alphabet[(seed >> 16) % (sizeof(alphabet) - 1)];
+            int op = (int)(seed >> 28) % 3;
+            if (op == 0 && m < cap) { /* insert */
+                memmove(buf + at + 1, buf + at, m - at);
+                buf[at] = c;
+                m++;
+            } else if (op == 1 && at < m) { /* replace */
+                buf[at] = c;
+            } else if (at < m) { /* delete */
+                memmove(buf + at, buf + at + 1, m - at - 1);
+                m--;
+            }
+        }
+        check_levels_same(buf, m, iter % 3 == 0 ? 0 : iter % 3 == 1 ? 64 : 5);
+    }
+    free(pretty);
+    free(buf);
+
+    /* long: about 300 KB of indented events, broken near the end */
+    const char *ev = "  {\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k \\\"q\\\" x\", "
+                     "\"pid\": 0, \"tid\": 7,\n    \"ts\": 1712195495553393.209, \"dur\": 1.728,\n"
+                     "    \"args\": {\n      \"device\": 0,      \"stream\": 7, \"grid\": [1, 1, "
+                     "1]\n    }\n  },\n";
+    size_t evlen = strlen(ev), count = 2000, biglen = 32 + evlen * count + 64;
+    char *big = malloc(biglen);
+    CHECK(big != NULL);
+    if (!big)
+        return;
+    size_t b = (size_t)snprintf(big, biglen, "{\n  \"traceEvents\": [\n");
+    for (size_t i = 0; i < count; i++) {
+        memcpy(big + b, ev, evlen);
+        b += evlen;
+    }
+    b += (size_t)snprintf(big + b, biglen - b, "  {}\n  ]\n}\n");
+    check_levels_same(big, b, 0);
+    check_levels_same(big, b, 100000);
+    big[b - 30] = '@'; /* an invalid character near the end */
+    check_levels_same(big, b, 0);
+    check_levels_same(big, b, 4099);
+    free(big);
+}
+
 int
 main(void)
 {
@@ -615,6 +744,7 @@ main(void)
     test_threaded_same(dir);
     test_writer_error(dir);
     test_errors();
+    test_squeeze();
     rmdir(dir);
     return tests_done();
 }
