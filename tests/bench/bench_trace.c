@@ -273,7 +273,13 @@ main(int argc, char **argv)
                 (unsigned long long)nevents);
         return 1;
     }
-    if (!keep)
+    if (!keep) { /* the reader leaves SQLite's WAL and shared-memory files behind */
+        char side[sizeof path + 8];
         unlink(path);
+        snprintf(side, sizeof side, "%s-wal", path);
+        unlink(side);
+        snprintf(side, sizeof side, "%s-shm", path);
+        unlink(side);
+    }
     return 0;
 }
