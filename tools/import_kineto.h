@@ -191,8 +191,9 @@ void kineto_importer_free(kineto_importer *k);
  * k, then calls kineto_importer_finish(k, ok). A truncated or damaged gzip stream is an
  * error naming the JSON byte offset reached. Knowing the file's size, the importer asks the
  * writer for one extra flush when about 6144 events are left by the rate so far, so that
- * the last batch, encoded after the parse, is short. Returns the first error, DPRO_OK if
- * none. */
+ * the last batch, encoded after the parse, is short; not when the writer holds fewer than
+ * that many (the last batch stays under about 12288 events, and an input of fewer events
+ * is one batch). Returns the first error, DPRO_OK if none. */
 int kineto_import_path(kineto_importer *k, const char *path);
 
 /* One-shot import of an in-memory buffer into w (may be NULL), fed in pieces of at most
@@ -201,7 +202,7 @@ int kineto_import_path(kineto_importer *k, const char *path);
 int kineto_import_buffer(dpro_writer *w, const void *buf, size_t len, size_t chunk,
                          const kineto_options *opts, char *errbuf, size_t errlen);
 
-/* Fills *o with the writer options imports use: exclusive create, zlib level 6 and
+/* Fills *o with the writer options imports use: exclusive create, zlib level 5 and
  * batches of 16384 events. (65536 made files ~3 % smaller, but a batch is encoded beside
  * the parse only if it fills before the parse ends: the last one never does, and in a
  * file of under 65536 events none did.) */

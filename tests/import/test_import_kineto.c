@@ -106,6 +106,10 @@ test_parse_us(void)
     CHECK(kineto_parse_us("12.", 3, &ns) == 0 && ns == 12000); /* the general way's answer */
     CHECK(kineto_parse_us("1.5x", 4, &ns) < 0);
     CHECK(kineto_parse_us("1.-5", 4, &ns) < 0);
+    CHECK(kineto_parse_us("1.28a", 5, &ns) < 0);
+    CHECK(kineto_parse_us("1234567a.125", 12, &ns) < 0);
+    CHECK(kineto_parse_us("12345678123456a8.125", 20, &ns) < 0);
+    CHECK(kineto_parse_us("12345678.1:5", 12, &ns) < 0);
 
     /* The fast path (digits, a fraction) against the general one: an exponent of zero
      * sends the same text the general way. */
@@ -129,6 +133,14 @@ test_parse_us(void)
         "1000000000000000.0005",
         "00012.5",
         "3.14159265358979",
+        "1.280", /* eight digits at a time, and the three-digit fraction */
+        "12345678",
+        "12345678.125",
+        "1234567812345678",
+        "1234567812345678.908",
+        "12345678123456789",
+        "4458676526259.099",
+        "00000000.000",
     };
     uint64_t seed = 42;
     char buf[64];
