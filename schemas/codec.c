@@ -3,13 +3,15 @@
  *
  * Events are grouped by kind; within a group every field becomes a packed column, left
  * out when all its values are zero. Start times, correlation ids and sequence numbers are
- * stored as zig-zag deltas.
+ * stored as zig-zag deltas; launch configurations (block_x, shared_mem) against the previous
+ * launch of the same kernel name.
  */
 #include "dprotrace.h"
 #include "trace_internal.h"
 #include "trace.pb-c.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +245,75 @@ lane_start_decode(uint64_t code, uint64_t last_start, uint64_t last_end, uint64_
     return start;
 }
 
+/* ---- name-relative columns: launch-configuration values coded against the previous event
+ * of the group with the same kernel name (trace.proto name_relative_field). The table of
+ * previous values is reset per group by bumping its epoch: a slot is in use when its epoch
+ * is the table's. Encoder and decoder run the same table. */
+#define NAME_SLOTS 2048
+#define NAME_PROBES 16
+#define NAME_REL_MAX 7 /* shared_mem, grid_x/y/z, block_x/y/z */
+
+typedef struct name_slot {
+    uint32_t epoch, name;
+    uint32_t last[NAME_REL_MAX]; /* by position in the group's name_relative_field list */
+} name_slot;
+
+typedef struct name_table {
+    uint32_t epoch;
+    name_slot slot[NAME_SLOTS];
+} name_table;
+
+/* Empties the table for a new group. */
+static void
+name_table_reset(name_table *t)
+{
+    if (++t->epoch == 0) { /* the epoch wrapped: stale slots could look used */
+        memset(t->slot, 0, sizeof t->slot);
+        t->epoch = 1;
+    }
+}
+
+/* Returns the previous values of name (zeros for a name not seen yet in the group, whose
+ * slot it claims), or NULL when its 16 slots all hold other names. */
+static uint32_t *
+name_table_lookup(name_table *t, uint32_t name)
+{
+    for (uint32_t probe = 0; probe < NAME_PROBES; probe++) {
+        name_slot *s = &t->slot[(name + probe) & (NAME_SLOTS - 1)];
+        if (s->epoch != t->epoch) {
+            s->epoch = t->epoch;
+            s->name = name;
+            memset(s->last, 0, sizeof s->last);
+            return s->last;
+        }
+        if (s->name == name)
+            return s->last;
+    }
+    return NULL;
+}
+
+/* The name a launch configuration belongs to: the kernel's, which API events carry in
+ * name2. */
+static uint32_t
+config_name(uint32_t kind, const dpro_event *e)
+{
+    return kind == DPRO_KIND_API ? e->name2 : e->name;
+}
+
+/* v coded against the previous value p: 0 when equal, v + 1 below p, v above it. */
+static uint32_t
+name_rel_code(uint32_t v, uint32_t p)
+{
+    return v == p ? 0 : v < p ? v + 1 : v;
+}
+
+/* Inverse of name_rel_code. */
+static uint32_t
+name_rel_decode(uint32_t code, uint32_t p)
+{
+    return code == 0 ? p : code <= p ? code - 1 : code;
+}
+
 /* Grows a scratch buffer to at least need bytes. */
 static int
 reserve(uint8_t **buf, size_t *cap, size_t need)
@@ -264,7 +335,7 @@ reserve(uint8_t **buf, size_t *cap, size_t need)
  * column arrays carved from mem (ncols * n * 8 bytes). */
 static void
 encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t kind,
-             uint64_t base_ns, Dpro__Group *g, uint8_t *mem, lane_table *lanes)
+             uint64_t base_ns, Dpro__Group *g, uint8_t *mem, lane_table *lanes, name_table *names)
 {
     uint8_t *p = mem;
     dpro__group__init(g);
@@ -342,9 +413,11 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
         g->seq_delta = seq;
     }
 
-    /* the constant lists follow the plain columns' space */
+    /* the constant lists follow the plain columns' space (NPLAIN uint64 slots each); the
+     * name-relative list takes the unused upper half of const_field's */
     uint32_t *const_field = (uint32_t *)(p + NPLAIN * n * sizeof(uint64_t));
     uint64_t *const_value = (uint64_t *)(p + (NPLAIN * n + NPLAIN) * sizeof(uint64_t));
+    uint32_t *rel_field = const_field + NPLAIN;
     size_t nconst = 0;
     /* one pass over the events fills every column (the events are read once, in order) */
 #define DECLARE_COL(field, type, member, num)                                                      \
@@ -378,6 +451,33 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
         g->const_field = const_field;
         g->const_value = const_value;
     }
+
+    /* block_x and shared_mem, when packed, against the previous launch of the same kernel
+     * (the other configuration columns repeat per iteration, which zlib already finds) */
+    uint32_t *rel_col[2];
+    size_t nrel = 0;
+    if (g->n_block_x) {
+        rel_field[nrel] = 20;
+        rel_col[nrel++] = col_block_x;
+    }
+    if (g->n_shared_mem) {
+        rel_field[nrel] = 13;
+        rel_col[nrel++] = col_shared_mem;
+    }
+    if (nrel) {
+        g->n_name_relative_field = nrel;
+        g->name_relative_field = rel_field;
+        name_table_reset(names);
+        for (size_t i = 0; i < n; i++) {
+            uint32_t *last = name_table_lookup(names, config_name(kind, &events[idx[i]]));
+            for (size_t k = 0; k < nrel; k++) {
+                uint32_t v = rel_col[k][i];
+                rel_col[k][i] = name_rel_code(v, last ? last[k] : 0);
+                if (last)
+                    last[k] = v;
+            }
+        }
+    }
 }
 
 struct dpro_codec {
@@ -386,6 +486,7 @@ struct dpro_codec {
     uint32_t *idx;
     size_t idx_cap;
     lane_table lanes;
+    name_table names;
     z_stream dz; /* deflate state, reset per batch */
     int dz_level;
     z_stream iz; /* inflate state */
@@ -489,7 +590,7 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
                 run++;
             encode_group(events, c->idx + pos, run, unknown_kinds[u], base_ns, &groups[ngroups],
                          c->arena + (pos * NCOLUMNS + ngroups * 2 * NPLAIN) * sizeof(uint64_t),
-                         &c->lanes);
+                         &c->lanes, &c->names);
             group_ptrs[ngroups] = &groups[ngroups];
             ngroups++;
             pos += run;
@@ -501,7 +602,7 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
         encode_group(events, c->idx + slot_start[k], counts[k], k, base_ns, &groups[ngroups],
                      c->arena +
                          (slot_start[k] * NCOLUMNS + ngroups * 2 * NPLAIN) * sizeof(uint64_t),
-                     &c->lanes);
+                     &c->lanes, &c->names);
         group_ptrs[ngroups] = &groups[ngroups];
         ngroups++;
     }
@@ -641,13 +742,49 @@ group_columns_valid(const Dpro__Group *g)
     return 1;
 }
 
+/* Fills off[k] with the offset in dpro_event of the k-th name-relative column of g; returns
+ * 0 when the list is invalid: a column that is not a launch configuration, one listed twice,
+ * or one that is not packed. */
+static int
+group_name_relative_offsets(const Dpro__Group *g, size_t off[NAME_REL_MAX])
+{
+    if (g->n_name_relative_field > NAME_REL_MAX)
+        return 0;
+    for (size_t k = 0; k < g->n_name_relative_field; k++) {
+        size_t packed;
+        switch (g->name_relative_field[k]) {
+#define REL_CASE(num, field, member)                                                               \
+    case num:                                                                                      \
+        packed = g->n_##field;                                                                     \
+        off[k] = offsetof(dpro_event, member);                                                     \
+        break;
+            REL_CASE(13, shared_mem, shared_mem)
+            REL_CASE(17, grid_x, grid[0])
+            REL_CASE(18, grid_y, grid[1])
+            REL_CASE(19, grid_z, grid[2])
+            REL_CASE(20, block_x, block[0])
+            REL_CASE(21, block_y, block[1])
+            REL_CASE(22, block_z, block[2])
+#undef REL_CASE
+        default:
+            return 0;
+        }
+        if (!packed)
+            return 0;
+        for (size_t j = 0; j < k; j++)
+            if (g->name_relative_field[j] == g->name_relative_field[k])
+                return 0;
+    }
+    return 1;
+}
+
 int
 dpro_codec_decode(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen,
                   dpro_event **events, size_t *cap, size_t *n, char *errbuf, size_t errlen)
 {
     int rc = DPRO_OK;
     Dpro__Batch *batch = NULL;
-    size_t total = 0, pos = 0;
+    size_t total = 0, pos = 0, rel_off[NAME_REL_MAX];
 
     *n = 0;
     rc = inflate_exact(c, data, len, rawlen, errbuf, errlen);
@@ -667,6 +804,12 @@ dpro_codec_decode(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen,
         if (!group_columns_valid(batch->groups[g])) {
             dpro_set_err(errbuf, errlen, "group %zu: column length differs from count %u", g,
                          batch->groups[g]->count);
+            rc = DPRO_ERR_CORRUPT;
+        } else if (!group_name_relative_offsets(batch->groups[g], rel_off)) {
+            dpro_set_err(errbuf, errlen,
+                         "group %zu: name_relative_field lists a column that is not a packed "
+                         "launch configuration, or one twice",
+                         g);
             rc = DPRO_ERR_CORRUPT;
         }
         total += batch->groups[g]->count;
@@ -711,6 +854,20 @@ dpro_codec_decode(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen,
 #undef READ_CONST
             default: /* a column of a newer minor version: not ours to fill */
                 break;
+            }
+        }
+        if (g->n_name_relative_field) {
+            size_t nrel = g->n_name_relative_field;
+            group_name_relative_offsets(g, rel_off); /* validated above */
+            name_table_reset(&c->names);
+            for (size_t i = 0; i < g->count; i++) {
+                uint32_t *last = name_table_lookup(&c->names, config_name(g->kind, &ev[i]));
+                for (size_t k = 0; k < nrel; k++) {
+                    uint32_t *v = (uint32_t *)((char *)&ev[i] + rel_off[k]);
+                    *v = name_rel_decode(*v, last ? last[k] : 0);
+                    if (last)
+                        last[k] = *v;
+                }
             }
         }
         /* major 1 had neither time units nor the nested-start code */

@@ -26,8 +26,10 @@ extern "C" {
 #define DPRO_SCHEMA_MAJOR 2
 #define DPRO_SCHEMA_MINOR 0
 /* Major versions: 1: first format. 2: batches may store times in a unit (trace.proto
- * time_unit) and code the start of an event nested in the previous one of its lane from
- * that event's start; tables with no rows may be absent. This library reads 1 and 2. */
+ * time_unit), code the start of an event nested in the previous one of its lane from that
+ * event's start, and code launch configurations against the previous launch of the same
+ * kernel (name_relative_field); tables with no rows may be absent. This library reads 1
+ * and 2. */
 
 typedef enum dpro_status {
     DPRO_OK = 0,
