@@ -1273,8 +1273,11 @@ coll_bg_finish(void)
         cupti_write_meta(w, 1);
     }
     if (coll_bg.w) {
+        /* the last commit apart, so that a failure (a full disk) is told with its reason */
+        if (!coll_bg.failed && dpro_writer_flush(coll_bg.w) != DPRO_OK)
+            coll_output_failed(coll_bg.w, "writing the trace");
         if (dpro_writer_close(coll_bg.w) != DPRO_OK && !coll_bg.failed)
-            coll_warn("closing the trace failed");
+            coll_warn("closing the trace failed (the events committed before are kept)");
         coll_bg.w = NULL;
     }
     coll_umap_free(&coll_bg.names);
