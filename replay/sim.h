@@ -57,6 +57,94 @@ int sim_run(dfg *g, sim_result *res);
 /* Frees the arrays of res and zeroes it. */
 void sim_result_free(sim_result *res);
 
+/* ---- incremental re-simulation ----------------------------------------------------------
+ *
+ * A what-if changes a few node parameters (dur, gap, lat, grp_dur) of a graph whose
+ * structure stays; sim_rerun then recomputes only what the change reaches. A reference
+ * (sim_ref) holds a full simulation of the graph, the parameters it was computed with
+ * and what sim_run's pass over this structure showed: the order in which it processed
+ * the nodes (a topological order that does not depend on the parameters) and, per node,
+ * the dependencies that released it in the order they did (which decides ties, see
+ * sim_result.crit). sim_rerun compares the graph's parameters with the reference's,
+ * recomputes the nodes whose parameters differ and, in that order, every node a
+ * recomputed time reaches: a node whose start and end come out as in the reference
+ * releases nothing further (early cut-off). The result equals sim_run's in every field
+ * (start, end, crit, why, group arrivals and last participants, makespan, last_node).
+ *
+ * The structure is everything but those four parameters: the graph (by address), its
+ * finalization (dfg.generation: any structural mutation finalizes it anew) and the node
+ * flags. When it differs, or when the reference left nodes unfinished (a cycle), sim_rerun
+ * simulates the graph whole and that run becomes the reference. */
+
+typedef struct sim_ref {
+    const dfg *g;        /* graph of the reference, NULL none */
+    uint64_t generation; /* its dfg.generation */
+    int incremental;     /* 0: it left nodes unfinished, sim_rerun runs whole */
+    sim_result res;      /* the reference simulation */
+    int32_t n_nodes, n_groups;
+    int64_t *dur, *gap, *grp_dur; /* parameters res was computed with */
+    int32_t *lat;
+    uint8_t *flags;
+    /* sim_run's pass: offers to node m in pred[pred_off[m] .. pred_off[m+1]-1] in the order
+     * they came (the releasing node, -1 for time 0, and enum sim_cause); order[] the
+     * nodes in processing order, pos[] its inverse (-1: never processed), fin_seq[] the
+     * order of ends, grp_close[] the participant whose arrival completed each group */
+    int64_t *pred_off;
+    int32_t *pred;
+    uint8_t *pred_why;
+    int32_t *order, *pos, *fin_seq, *grp_close;
+    int32_t n_order;
+    /* scratch of sim_rerun */
+    uint64_t *dirty; /* bit per position in order[] */
+    uint32_t *seen;  /* epoch per node: recomputed in the current rerun */
+    uint32_t epoch;
+    int32_t *changed; /* nodes whose parameters differed */
+    int32_t *changed_groups;
+    int32_t n_changed, n_changed_groups;
+    int32_t n_live; /* live nodes */
+    /* set by the caller, kept by sim_ref_build (sim_ref_free clears it): once a rerun has
+     * recomputed more than this share of the live nodes, it recomputes every node after
+     * the ones done instead of following what changed (no early cut-off then, but
+     * tracking a node costs more than recomputing it); 0: never */
+    double max_share;
+    /* set by the caller, kept by sim_ref_build: when the last reruns recomputed more than
+     * this share of the nodes on average (recent_share), sim_rerun simulates the graph
+     * whole when some parameter differs (the reference stays as it was), but for one
+     * rerun in probe_every (8, doubled up to 64 while probes confirm it), incremental,
+     * that keeps recent_share current; 0: never */
+    double whole_share;
+    double recent_share; /* moving average of the share recomputed by incremental reruns */
+    int64_t n_reruns;
+    int32_t n_predicted, probe_every;
+} sim_ref;
+
+typedef struct sim_rerun_stats {
+    int32_t nodes;       /* live nodes of the graph */
+    int32_t changed;     /* nodes and groups whose parameters differed from the reference */
+    int32_t resimulated; /* nodes whose times were recomputed (nodes, when full) */
+    int full;            /* 1: simulated whole (reference made or made anew, or predicted) */
+    int32_t dense;       /* of the recomputed nodes, those recomputed without tracking
+                            (sim_ref.max_share) */
+    int predicted;       /* 1: simulated whole because an incremental rerun was predicted
+                            to cost more (sim_ref.whole_share) */
+} sim_rerun_stats;
+
+/* Makes ref (zeroed before first use, or a former reference) the reference of g with its
+ * current parameters: simulates g whole (finalizing it first if needed). Returns 0, -1
+ * when out of memory (ref is then empty). */
+int sim_ref_build(sim_ref *ref, dfg *g);
+
+/* Simulates g into out (as sim_run; out must not be &ref->res) by recomputing what
+ * differs from reference ref, which is (re)built first when it is not a reference of g's
+ * structure (see above). adopt: out becomes the reference afterwards (the next rerun is
+ * compared with this one; costs what was recomputed), unless g was simulated whole by
+ * prediction (sim_ref.whole_share). st (may be NULL) receives what was done. Returns 0,
+ * -1 when out of memory. */
+int sim_rerun(dfg *g, sim_ref *ref, sim_result *out, int adopt, sim_rerun_stats *st);
+
+/* Frees what ref holds and zeroes it. */
+void sim_ref_free(sim_ref *ref);
+
 /* A timeline: start/end per node and, per group, the time of the last arrival. */
 typedef struct sim_timeline {
     const int64_t *start, *end;
