@@ -45,7 +45,8 @@ memest_build(const memest_event *ev, size_t n, const memest_phases *ph, memest *
     uint8_t *live = calloc(n ? n : 1, 1);
     m->act_bytes = malloc((n ? n : 1) * sizeof *m->act_bytes);
     m->act_time = malloc((n ? n : 1) * sizeof *m->act_time);
-    if (!order || !cls || !live || !m->act_bytes || !m->act_time) {
+    m->static_each = malloc((n ? n : 1) * sizeof *m->static_each);
+    if (!order || !cls || !live || !m->act_bytes || !m->act_time || !m->static_each) {
         free(order);
         free(cls);
         free(live);
@@ -91,8 +92,10 @@ memest_build(const memest_event *ev, size_t n, const memest_phases *ph, memest *
             m->n_layers++;
             break;
         case CLS_STATIC:
-            if (live[i])
+            if (live[i]) {
                 m->static_bytes += b;
+                m->static_each[m->n_static++] = b;
+            }
             break;
         case CLS_OPT:
             if (live[i])
@@ -118,6 +121,7 @@ memest_free(memest *m)
 {
     free(m->act_bytes);
     free(m->act_time);
+    free(m->static_each);
     memset(m, 0, sizeof *m);
 }
 

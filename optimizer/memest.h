@@ -55,9 +55,13 @@ typedef struct memest {
     int64_t optimizer_bytes;
     int64_t backward_bytes;
     int64_t other_bytes;
-    int32_t n_layers;   /* activation allocations found */
-    int64_t *act_bytes; /* per layer, forward order */
-    int64_t *act_time;  /* graph time of each activation allocation */
+    int32_t n_layers;     /* activation allocations found */
+    int64_t *act_bytes;   /* per layer, forward order */
+    int64_t *act_time;    /* graph time of each activation allocation */
+    int32_t n_static;     /* static allocations still live, in time order (a framework
+                             allocates the parameters one tensor at a time, in forward
+                             order: the per-layer gradient sizes, workload.h) */
+    int64_t *static_each; /* their sizes */
 } memest;
 
 /* Builds the estimate of one rank from n events (any order). Returns 0, or -1 when out

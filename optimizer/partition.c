@@ -2,6 +2,7 @@
  * partition.c: tensor partition, buckets smaller than the trace's all-reduces (see
  * partition.h for the model).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,6 +177,39 @@ layout_build(const workload *w, layout *L)
     return 0;
 }
 
+/* The gradient-size weighting of a span of n kernels of unit u (partition.h): unit u's
+ * layers (workload.h: unit_lo) run their backward one after the other in the span, the
+ * last layer first, each over a share of the span's kernels proportional to its forward
+ * kernels; a layer's gradient bytes are ready at the end of its last kernel. Fills
+ * L->cum with the cumulative bytes; returns 0 (L->cum untouched) when the gradient
+ * sizes are unknown. */
+static int
+span_by_gradients(const workload *w, layout *L, int32_t n, int32_t u)
+{
+    if (!w->layer_grad || !w->unit_lo || !w->layer_nfwd || u < 0 || u >= w->n_units)
+        return 0;
+    int32_t hi = (u == 0 ? w->n_layers : w->unit_lo[u - 1]) - 1, lo = w->unit_lo[u];
+    double tot_nf = 0, tot_b = 0;
+    for (int32_t l = lo; l <= hi; l++) {
+        tot_nf += w->layer_nfwd[l] > 0 ? w->layer_nfwd[l] : 1;
+        tot_b += (double)w->layer_grad[l];
+    }
+    if (hi < lo || tot_b <= 0)
+        return 0;
+    for (int32_t i = 0; i < n; i++)
+        L->cum[i] = 0;
+    double nf = 0;
+    for (int32_t l = hi; l >= lo; l--) {
+        nf += w->layer_nfwd[l] > 0 ? w->layer_nfwd[l] : 1;
+        int32_t e = (int32_t)llround((double)n * nf / tot_nf) - 1;
+        e = e < 0 ? 0 : e >= n ? n - 1 : e;
+        L->cum[e] += (double)w->layer_grad[l];
+    }
+    for (int32_t i = 1; i < n; i++)
+        L->cum[i] += L->cum[i - 1];
+    return 1;
+}
+
 /* Fills L->span and L->cum with the span of participant c (partition.h); returns its
  * length (0: no gating kernel). */
 static int32_t
@@ -203,6 +237,8 @@ span_of(const workload *w, layout *L, int32_t c, int32_t u)
         L->span[i] = L->span[n - 1 - i];
         L->span[n - 1 - i] = t;
     }
+    if (n > 0 && bwd && span_by_gradients(w, L, n, u))
+        return n;
     double tot = 0;
     for (int32_t i = 0; i < n; i++) {
         double d = (double)w->base_dur[L->span[i]];

@@ -2,9 +2,9 @@
  * partition.h: tensor partition, gradient all-reduces split into buckets smaller than
  * the trace's, which start during the backward (prefix partition_).
  *
- * The trace shows the gradient all-reduces (the bucket units, workload.h) but not the
- * per-parameter gradient sizes, so bucket caps smaller than a unit need a model of when
- * the unit's bytes become ready:
+ * The trace shows the gradient all-reduces (the bucket units, workload.h) and, when the
+ * framework allocates one tensor per layer's parameters, the gradient sizes; bucket
+ * caps smaller than a unit need a model of when the unit's bytes become ready:
  *
  *   span      the span of unit u on a rank and iteration is the run of kernels on the
  *             compute stream that ends with u's gating kernel (the kernel its all-reduce
@@ -12,10 +12,16 @@
  *             of unit u-1 of that rank and iteration (for the first unit, at the first
  *             backward kernel of the iteration; when the gating kernel is not a backward
  *             kernel, e.g. a single-threaded job, at the first kernel of the iteration);
- *   bytes     u's bytes become ready progressively over its span, in proportion to the
- *             kernels' cumulative baseline duration: a byte at fraction f of the unit is
- *             ready at the end of the first kernel of the span where the cumulative
- *             duration reaches f of the span's total;
+ *   bytes     u's bytes become ready progressively over its span. When the allocation
+ *             trace gives the gradient sizes per layer (workload.h: layer_grad, unit_lo)
+ *             the span runs the backward of u's layers, the last one first, each over a
+ *             share of the span's kernels proportional to its forward kernels, and a
+ *             layer's bytes (its share of the unit in proportion to the layers'
+ *             allocations) are ready at the end of its last kernel. Otherwise bytes are
+ *             spread in proportion to the kernels' cumulative baseline duration. Either
+ *             way a byte at fraction f of the unit is ready at the end of the first
+ *             kernel of the span where the cumulative weight reaches f of the span's
+ *             total;
  *   packing   buckets are packed in backward order as DDP packs parameters, with the
  *             first cap (first_bucket_mb) for the first bucket and bucket_cap_mb after.
  *             A unit that fits into the cap in effect when it is reached stays whole

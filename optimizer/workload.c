@@ -20,6 +20,105 @@ workload_default_options(workload_options *o)
     o->short_kernel_us = 50;
     o->kernel_fixed_us = 3;
     o->recompute_keep = 0.125;
+    o->kernel_samples = NULL;
+    o->n_kernel_samples = 0;
+}
+
+static int
+cmp_sample(const void *pa, const void *pb)
+{
+    const workload_kernel_sample *a = pa, *b = pb;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    if (a->threads != b->threads)
+        return a->threads < b->threads ? -1 : 1;
+    return (a->dur_ns > b->dur_ns) - (a->dur_ns < b->dur_ns);
+}
+
+/* Fit of one kernel name over its m thread counts x[] and median durations y[]; returns
+ * 1 and the intercept, slope and weight (inverse variance of the intercept), or 0 when
+ * the name does not qualify (workload.h). */
+static int
+fit_one_name(const double *x, const double *y, int32_t m, double *c0, double *c1, double *wt)
+{
+    if (m < WORKLOAD_FIT_MIN_SIZES || x[m - 1] < 2 * x[0])
+        return 0;
+    double mx = 0, my = 0;
+    for (int32_t j = 0; j < m; j++) {
+        mx += x[j];
+        my += y[j];
+    }
+    mx /= m;
+    my /= m;
+    double sxx = 0, sxy = 0;
+    for (int32_t j = 0; j < m; j++) {
+        sxx += (x[j] - mx) * (x[j] - mx);
+        sxy += (x[j] - mx) * (y[j] - my);
+    }
+    if (sxx <= 0 || sxy <= 0)
+        return 0;
+    *c1 = sxy / sxx;
+    *c0 = my - *c1 * mx;
+    double rss = 0;
+    for (int32_t j = 0; j < m; j++) {
+        double r = y[j] - (*c0 + *c1 * x[j]);
+        rss += r * r;
+    }
+    double s2 = m > 2 ? rss / (m - 2) : rss;
+    double floor = 0.01 * y[m / 2];
+    *wt = 1.0 / (s2 * (1.0 / m + mx * mx / sxx) + floor * floor + 1e-9);
+    return 1;
+}
+
+int32_t
+workload_fit_fixed_cost(workload_kernel_sample *s, size_t n, workload_fixed_fit *fit)
+{
+    memset(fit, 0, sizeof *fit);
+    if (!s || n == 0)
+        return 0;
+    qsort(s, n, sizeof *s, cmp_sample);
+    double *x = malloc(sizeof *x * n), *y = malloc(sizeof *y * n);
+    if (!x || !y) {
+        free(x);
+        free(y);
+        return 0;
+    }
+    double sw = 0, sc0 = 0, sc1 = 0;
+    for (size_t a = 0; a < n;) {
+        size_t b = a;
+        while (b < n && s[b].key == s[a].key)
+            b++;
+        /* samples [a, b) of one name: the median duration of each thread count */
+        int32_t m = 0;
+        for (size_t i = a; i < b;) {
+            size_t j = i;
+            while (j < b && s[j].threads == s[i].threads)
+                j++;
+            if (s[i].threads > 0) {
+                x[m] = s[i].threads;
+                size_t mid = i + (j - i) / 2;
+                y[m] = (j - i) % 2 ? (double)s[mid].dur_ns
+                                   : 0.5 * ((double)s[mid - 1].dur_ns + (double)s[mid].dur_ns);
+                m++;
+            }
+            i = j;
+        }
+        double c0, c1, wt;
+        if (fit_one_name(x, y, m, &c0, &c1, &wt)) {
+            fit->names++;
+            sw += wt;
+            sc0 += wt * c0;
+            sc1 += wt * c1;
+        }
+        a = b;
+    }
+    free(x);
+    free(y);
+    if (fit->names > 0) {
+        fit->c0_ns = sc0 / sw > 0 ? sc0 / sw : 0;
+        fit->slope_ns = sc1 / sw;
+    }
+    return fit->names;
 }
 
 static int
@@ -524,6 +623,11 @@ find_layers(workload *w, rank_info *ri, int32_t mem_rank)
         }
     }
     w->n_layers = L;
+    w->layer_nfwd = malloc(sizeof *w->layer_nfwd * (size_t)L);
+    if (!w->layer_nfwd)
+        goto oom;
+    for (int32_t l = 0; l < L; l++)
+        w->layer_nfwd[l] = (int32_t)nf[l];
 done:
     free(fwd);
     free(bwd);
@@ -547,7 +651,7 @@ cmp_int32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* A blocking host call for typical_blocking: its thread, name and post-wait duration. */
+/* A blocking host call for idle_wake_latency: its thread, name and post-wait duration. */
 typedef struct blocking_call {
     int32_t res, name, node;
     int64_t dur;
@@ -564,22 +668,26 @@ cmp_blocking(const void *a, const void *b)
     return (x->dur > y->dur) - (x->dur < y->dur);
 }
 
-/* Fills w->typical_dur (workload.h): the blocking calls of the iterations, sorted by
- * thread, name and duration; each run of one thread and name gets its median. Returns 0,
- * or -1 when out of memory. */
+/* Fills w->idle_wake_dur (workload.h): the blocking calls of the iterations, sorted by
+ * thread, name and duration; each run of one thread and name gets its lowest decile. A
+ * blocking call's duration is its wake-up latency, which grows with what else wants the
+ * cores when it is woken: in a host-bound job its own launch threads (and the other
+ * ranks') do. The strategy that keeps a blocking call while emptying the host (a step
+ * captured in a CUDA graph) wakes it on idle cores: the fastest wake-ups of the trace are
+ * the measure of that, not its median. Returns 0, or -1 when out of memory. */
 static int
-typical_blocking(workload *w)
+idle_wake_latency(workload *w)
 {
     const dfg *g = w->work;
     int32_t n = g->n_nodes, k = 0;
-    w->typical_dur = malloc(sizeof *w->typical_dur * (size_t)(n > 0 ? n : 1));
+    w->idle_wake_dur = malloc(sizeof *w->idle_wake_dur * (size_t)(n > 0 ? n : 1));
     blocking_call *c = malloc(sizeof *c * (size_t)(n > 0 ? n : 1));
-    if (!w->typical_dur || !c) {
+    if (!w->idle_wake_dur || !c) {
         free(c);
         return -1;
     }
     for (int32_t h = 0; h < n; h++) {
-        w->typical_dur[h] = -1;
+        w->idle_wake_dur[h] = -1;
         if (g->kind[h] == DFG_HOST && alive(g, h) && (g->flags[h] & DFG_F_BLOCKING) &&
             w->iter[h] >= 0)
             c[k++] = (blocking_call){g->res[h], g->name[h], h, g->dur[h]};
@@ -588,10 +696,9 @@ typical_blocking(workload *w)
     for (int32_t a = 0, b; a < k; a = b) {
         for (b = a + 1; b < k && c[b].res == c[a].res && c[b].name == c[a].name; b++)
             ;
-        int32_t m = a + (b - a) / 2;
-        int64_t med = (b - a) % 2 ? c[m].dur : (c[m - 1].dur + c[m].dur) / 2;
+        int64_t low = c[a + (b - a) / 10].dur;
         for (int32_t i = a; i < b; i++)
-            w->typical_dur[c[i].node] = med;
+            w->idle_wake_dur[c[i].node] = low;
     }
     free(c);
     return 0;
@@ -793,8 +900,8 @@ free_node_arrays(workload *w)
     free(w->phase);
     free(w->layer);
     free(w->on_compute);
-    free(w->typical_dur);
-    w->typical_dur = NULL;
+    free(w->idle_wake_dur);
+    w->idle_wake_dur = NULL;
     w->base_dur = w->base_gap = w->base_grp_dur = NULL;
     w->base_lat = w->iter = w->layer = NULL;
     w->phase = w->on_compute = NULL;
@@ -841,6 +948,100 @@ free_rank_info(rank_info *ri, int32_t n_ranks)
     free(ri);
 }
 
+/* Rounding an allocator may have added to a request to make a block of b bytes
+ * (workload.h): up to 2 MiB for a block of a multiple of 2 MiB above 1 MiB, else 512 B. */
+static int64_t
+alloc_slack(int64_t b)
+{
+    return b > (1 << 20) && b % (2 << 20) == 0 ? (2 << 20) : 512;
+}
+
+/* Whether the n_layers allocations from alloc[first] match the units; fills unit_lo.
+ * An allocation holds its tensor, at most slack (alloc_slack) bytes smaller: each unit
+ * closes at the first layer where the allocations' running sum reaches the units'
+ * (within 4 B per unit), and its lower bound must not pass it. *diff receives the
+ * allocations' total minus the units'. */
+static int
+match_run(const int64_t *alloc, int32_t first, const int64_t *unit_bytes, int32_t n_units,
+          int32_t n_layers, int32_t *unit_lo, int64_t *diff)
+{
+    int64_t cum_a = 0, cum_u = 0, slack = 0;
+    int32_t l = n_layers - 1;
+    for (int32_t u = 0; u < n_units; u++) {
+        cum_u += unit_bytes[u];
+        do { /* every unit holds at least one layer */
+            if (l < 0)
+                return 0;
+            cum_a += alloc[first + l];
+            slack += alloc_slack(alloc[first + l]);
+            l--;
+        } while (cum_a < cum_u - 4 * (int64_t)(u + 1) || (u == n_units - 1 && l >= 0));
+        if (cum_a - slack > cum_u)
+            return 0;
+        unit_lo[u] = l + 1;
+    }
+    *diff = cum_a - cum_u;
+    return l < 0;
+}
+
+int32_t
+workload_match_gradients(const int64_t *alloc, int32_t n_alloc, const int64_t *unit_bytes,
+                         int32_t n_units, int32_t n_layers, int32_t *unit_lo)
+{
+    if (!alloc || n_units <= 0 || n_layers <= 0 || n_alloc < n_layers)
+        return -1;
+    int32_t *tmp = malloc(sizeof *tmp * (size_t)n_units);
+    if (!tmp)
+        return -1;
+    int32_t best = -1;
+    int64_t best_diff = 0;
+    for (int32_t a = 0; a + n_layers <= n_alloc; a++) {
+        int64_t diff;
+        if (!match_run(alloc, a, unit_bytes, n_units, n_layers, tmp, &diff))
+            continue;
+        if (diff < 0)
+            diff = -diff;
+        if (best < 0 || diff < best_diff) {
+            best = a;
+            best_diff = diff;
+            memcpy(unit_lo, tmp, sizeof *tmp * (size_t)n_units);
+        }
+    }
+    free(tmp);
+    return best;
+}
+
+/* The gradient sizes per layer for tensor partition (workload.h). */
+static int
+find_gradients(workload *w)
+{
+    if (w->n_units <= 0 || w->tensor_why[0])
+        return 0;
+    if (w->n_layers <= 0) {
+        snprintf(w->grad_why, sizeof w->grad_why, "no layers (no activation allocations)");
+        return 0;
+    }
+    w->unit_lo = malloc(sizeof *w->unit_lo * (size_t)w->n_units);
+    w->layer_grad = malloc(sizeof *w->layer_grad * (size_t)w->n_layers);
+    if (!w->unit_lo || !w->layer_grad)
+        return -1;
+    int32_t first = workload_match_gradients(w->mem.static_each, w->mem.n_static, w->unit_bytes,
+                                             w->n_units, w->n_layers, w->unit_lo);
+    if (first < 0) {
+        snprintf(w->grad_why, sizeof w->grad_why,
+                 "no run of %d static allocations adds up to the %d all-reduces' bytes",
+                 w->n_layers, w->n_units);
+        free(w->unit_lo);
+        free(w->layer_grad);
+        w->unit_lo = NULL;
+        w->layer_grad = NULL;
+        return 0;
+    }
+    for (int32_t l = 0; l < w->n_layers; l++)
+        w->layer_grad[l] = w->mem.static_each[first + l];
+    return 0;
+}
+
 int
 workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int32_t iter_last,
                  const costmodel *model, memest *mem, int32_t mem_rank, const workload_options *opt)
@@ -875,18 +1076,24 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         goto out;
     assign_phases(w, base, ri);
 
-    /* per-kernel fixed cost: the prior, at most the shortest kernel of the job */
+    /* per-kernel fixed cost: fitted on the kernels' launch sizes, else the prior; at
+     * most the shortest kernel of the job */
     double shortest = -1;
     for (int32_t d = 0; d < g->n_nodes; d++)
         if (alive(g, d) && g->kind[d] == DFG_KERNEL && g->dur[d] > 0 &&
             (shortest < 0 || (double)g->dur[d] < shortest))
             shortest = (double)g->dur[d];
-    w->kernel_fixed_ns = w->opt.kernel_fixed_us * NS_PER_US;
+    if (workload_fit_fixed_cost(w->opt.kernel_samples, w->opt.n_kernel_samples, &w->fixed_fit) > 0)
+        w->kernel_fixed_ns = w->fixed_fit.c0_ns;
+    else
+        w->kernel_fixed_ns = w->opt.kernel_fixed_us * NS_PER_US;
+    w->opt.kernel_samples = NULL; /* the caller's, valid during this call only */
+    w->opt.n_kernel_samples = 0;
     if (shortest > 0 && shortest < w->kernel_fixed_ns)
         w->kernel_fixed_ns = shortest;
 
     if (find_chains(w) != 0 || find_units(w, ri) != 0 || find_layers(w, ri, mem_rank) != 0 ||
-        typical_blocking(w) != 0)
+        find_gradients(w) != 0 || idle_wake_latency(w) != 0)
         goto out;
     int64_t kernels = 0, from_graphs = 0;
     for (int32_t d = 0; d < g->n_nodes; d++) {
@@ -978,21 +1185,40 @@ workload_reset(workload *w)
         memcpy(g->grp_dur, w->base_grp_dur, (size_t)w->n_groups * sizeof *g->grp_dur);
 }
 
+static int
+cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
 double
 workload_iteration_ns(const workload *w, const sim_result *res)
 {
     sim_timeline tl = sim_timeline_of(res);
+    int32_t n_iter = w->iter_last - w->iter_first + 1;
     double sum = 0;
     int32_t k = 0;
-    if (w->iter_last < w->iter_first)
+    if (n_iter <= 0)
+        return -1;
+    int64_t *each = malloc(sizeof *each * (size_t)n_iter);
+    if (!each)
         return -1;
     for (int32_t r = 0; r < w->g->n_ranks; r++) {
-        double t = sim_iteration_time(w->g, tl, r, w->iter_first, w->iter_last);
-        if (t < 0)
-            continue;
-        sum += t;
+        int32_t n = 0;
+        for (int32_t i = w->iter_first; i <= w->iter_last; i++) {
+            int64_t t0, t1;
+            if (sim_iteration_window(w->g, tl, r, i, i, &t0, &t1) != 0)
+                break;
+            each[n++] = t1 - t0;
+        }
+        if (n < n_iter)
+            continue; /* the rank did not finish the compared iterations */
+        qsort(each, (size_t)n, sizeof *each, cmp_i64);
+        sum += n % 2 ? (double)each[n / 2] : 0.5 * (double)(each[n / 2 - 1] + each[n / 2]);
         k++;
     }
+    free(each);
     return k ? sum / k : -1;
 }
 
@@ -1016,6 +1242,9 @@ workload_free(workload *w)
     free(w->site_anchor);
     free(w->site_off);
     free(w->site_fwd);
+    free(w->layer_nfwd);
+    free(w->layer_grad);
+    free(w->unit_lo);
     memest_free(&w->mem);
     memset(w, 0, sizeof *w);
 }

@@ -71,12 +71,44 @@ enum workload_phase {
     WL_COMM = 4,
 };
 
+/* One kernel execution of the trace, for the fit of the per-kernel fixed cost. */
+typedef struct workload_kernel_sample {
+    uint64_t key;   /* one value per kernel name (and rank: names of different ranks may
+                       share a key or not, the fit groups by key) */
+    double threads; /* grid x block: threads launched (> 0) */
+    int64_t dur_ns; /* measured duration */
+} workload_kernel_sample;
+
 typedef struct workload_options {
     double short_kernel_us; /* fusion candidates: kernels at most this long (50) */
-    double kernel_fixed_us; /* prior of the per-kernel fixed cost (3); the fit keeps it
-                               at or below the shortest kernel of the trace */
+    double kernel_fixed_us; /* prior of the per-kernel fixed cost (3), used when the
+                               kernel samples cannot be fitted (workload_fit_fixed_cost) */
     double recompute_keep;  /* share of a recomputed layer's activations kept (0.125) */
+    /* kernel executions of the trace with their launch dims (may be NULL: the prior is
+       used); read during workload_analyze only, reordered by it */
+    workload_kernel_sample *kernel_samples;
+    size_t n_kernel_samples;
 } workload_options;
+
+/* The fitted per-kernel fixed cost (workload_fit_fixed_cost). */
+typedef struct workload_fixed_fit {
+    int32_t names;   /* kernel names (keys) fitted: >= WORKLOAD_FIT_MIN_SIZES distinct
+                        thread counts spanning a factor >= 2, a positive slope */
+    double c0_ns;    /* weighted mean of their intercepts (>= 0); 0 when names == 0 */
+    double slope_ns; /* the same mean of their slopes, ns per thread (information) */
+} workload_fixed_fit;
+
+#define WORKLOAD_FIT_MIN_SIZES 3
+
+/* Fits, per kernel name, duration = c0 + c1 * threads over the n samples (reordered:
+ * sorted by key and threads): the samples of one thread count are reduced to their
+ * median duration, then a least-squares line goes through these medians. A name takes
+ * part when it has at least WORKLOAD_FIT_MIN_SIZES thread counts whose largest is at
+ * least twice the smallest and its slope is positive. The fixed cost is the mean of the
+ * intercepts weighted by their inverse variance (residual variance times
+ * 1/m + mean(x)^2 / Sxx over the m thread counts, floored at (1 % of the name's
+ * median duration)^2), clamped at 0. Fills *fit; returns fit->names. */
+int32_t workload_fit_fixed_cost(workload_kernel_sample *s, size_t n, workload_fixed_fit *fit);
 
 /* Fills o with the defaults above. */
 void workload_default_options(workload_options *o);
@@ -91,7 +123,10 @@ typedef struct workload {
     const costmodel *model;        /* collective cost model (may be NULL: no tensor fusion) */
     int32_t iter_first, iter_last; /* compared iterations (indices of boundaries) */
     workload_options opt;
-    double kernel_fixed_ns; /* fitted per-kernel fixed cost (see strategy.h) */
+    double kernel_fixed_ns;       /* per-kernel fixed cost c0 (see strategy.h): the fit of
+                                     workload_fit_fixed_cost on opt.kernel_samples, else the
+                                     prior opt.kernel_fixed_us; at most the shortest kernel */
+    workload_fixed_fit fixed_fit; /* fixed_fit.names == 0: kernel_fixed_ns is the prior */
 
     /* baseline values (the same in both graphs), restored by workload_reset */
     int32_t n_nodes, n_groups;
@@ -106,9 +141,10 @@ typedef struct workload {
     uint8_t *phase;       /* enum workload_phase */
     int32_t *layer;       /* forward / backward kernels: layer, else -1 */
     uint8_t *on_compute;  /* 1: on its rank's compute stream */
-    int64_t *typical_dur; /* blocking host call of an iteration: the median baseline duration
-                             (the time after what it waited for: its wake-up latency) of the
-                             blocking calls of its name on its thread; else -1 */
+    int64_t *idle_wake_dur; /* blocking host call of an iteration: the wake-up latency (its
+                               duration after what it waited for) of the blocking calls of
+                               its name on its thread when the host is idle: their lowest
+                               decile over the trace (workload.c idle_wake_latency); else -1 */
 
     /* fusion chains (CSR: chain c is chain_node[chain_off[c] .. chain_off[c+1]-1]) */
     int32_t n_chains;
@@ -135,6 +171,16 @@ typedef struct workload {
     int32_t *site_anchor;         /* first backward kernel of the layer in that iteration */
     int32_t *site_off, *site_fwd; /* CSR: forward kernels of the layer in that iteration */
     char memory_why[160];
+    int32_t *layer_nfwd; /* per layer: its forward kernels in the reference iteration */
+
+    /* gradient sizes (tensor partition, partition.h): when the static allocations hold
+     * one tensor per layer whose sizes add up, unit by unit in backward order, to the
+     * units' bytes (workload_match_gradients), layer_grad[l] is layer l's gradient
+     * bytes (its allocation) and unit u holds layers unit_lo[u] .. (unit_lo[u-1] - 1)
+     * (unit_lo[-1] = n_layers); else both are NULL and grad_why says why */
+    int64_t *layer_grad;
+    int32_t *unit_lo;
+    char grad_why[160];
 
     /* memory */
     int have_memory;
@@ -146,6 +192,17 @@ typedef struct workload {
     double measured_iter_ns; /* simulated on the graph as the replay built it */
     double base_iter_ns;     /* simulated after the event-edge repair: the baseline */
 } workload;
+
+/* Finds the parameter tensors of n_layers layers among the n_alloc static allocation
+ * sizes alloc[] (time order) for the n_units gradient all-reduces of unit_bytes[]
+ * (backward order): a run of n_layers consecutive allocations, the last layer first,
+ * whose running sum first reaches each unit's running sum (within 4 B per unit) at a
+ * boundary where it exceeds it by no more than an allocator's rounding (512 B per
+ * allocation up to 1 MiB, 2 MiB above). Of several runs the one closest in total wins. Returns the
+ * index in alloc of layer 0's tensor and fills unit_lo[u] (the first layer of unit u), or -1 when
+ * no run matches. */
+int32_t workload_match_gradients(const int64_t *alloc, int32_t n_alloc, const int64_t *unit_bytes,
+                                 int32_t n_units, int32_t n_layers, int32_t *unit_lo);
 
 /* Analyzes g (the caller's working copy: repaired event edges are added to it; the
  * capture copy, when one is needed, is made from it) for iterations
@@ -175,8 +232,9 @@ int workload_step_call(const workload *w, int32_t h);
 /* Restores the baseline durations, gaps, latencies and group durations in w->g. */
 void workload_reset(workload *w);
 
-/* Mean simulated iteration time (ns) of res over the compared iterations, averaged over
- * the ranks that cover them; -1 when none does. */
+/* Simulated iteration time (ns) of res: on each rank that covers the compared iterations
+ * the median of their times (a stall in one iteration, replayed as measured, does not
+ * move it), averaged over those ranks; -1 when none does or out of memory. */
 double workload_iteration_ns(const workload *w, const sim_result *res);
 
 void workload_free(workload *w);

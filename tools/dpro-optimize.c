@@ -52,7 +52,7 @@ usage(FILE *f)
                "                            (default: detected, as dpro-replay)\n"
                "      --job ID              only the traces of job ID\n"
                "      --short-kernel-us US  fusion candidates: kernels at most US long (50)\n"
-               "      --kernel-fixed-us US  per-kernel fixed cost prior (3)\n"
+               "      --kernel-fixed-us US  fixed cost per kernel when not fitted (3)\n"
                "      --recompute-keep F    share of a recomputed layer's activations kept\n"
                "                            (0.125)\n"
                "      --what-if ARGS        evaluate one plan given as ddp-sim options\n"
@@ -241,6 +241,38 @@ estimate_memory(const replay *rp, memest *best, int32_t *mem_rank)
         }
     }
     return *mem_rank >= 0;
+}
+
+/* The kernel executions of every rank with launch dims, for the fit of the per-kernel
+ * fixed cost (workload_fit_fixed_cost): one key per (rank, kernel name). Returns the
+ * count, or -1 when out of memory (*out NULL). */
+static ssize_t
+kernel_samples(const replay *rp, workload_kernel_sample **out)
+{
+    size_t n = 0, k = 0;
+    *out = NULL;
+    for (int32_t r = 0; r < rp->job.n_ranks; r++)
+        for (size_t i = 0; i < rp->job.ranks[r].n_events; i++)
+            n += rp->job.ranks[r].events[i].kind == DPRO_KIND_KERNEL;
+    workload_kernel_sample *s = malloc(sizeof *s * (n ? n : 1));
+    if (!s)
+        return -1;
+    for (int32_t r = 0; r < rp->job.n_ranks; r++) {
+        const job_rank *jr = &rp->job.ranks[r];
+        for (size_t i = 0; i < jr->n_events; i++) {
+            const dpro_event *e = &jr->events[i];
+            double threads = (double)e->grid[0] * e->grid[1] * e->grid[2] * e->block[0] *
+                             e->block[1] * e->block[2];
+            if (e->kind != DPRO_KIND_KERNEL || threads <= 0 || e->end_ns < e->start_ns)
+                continue;
+            s[k].key = (uint64_t)(uint32_t)r << 32 | e->name;
+            s[k].threads = threads;
+            s[k].dur_ns = (int64_t)(e->end_ns - e->start_ns);
+            k++;
+        }
+    }
+    *out = s;
+    return (ssize_t)k;
 }
 
 static void
@@ -440,8 +472,15 @@ main(int argc, char **argv)
     if (dfg_clone(&work, &rp.graph) != 0)
         goto oom;
     have_work = 1;
-    if (workload_analyze(&w, &work, &base, rp.iter_first, rp.iter_last, &rp.model,
-                         mem_rank >= 0 ? &mem : NULL, mem_rank, &wo) != 0)
+    ssize_t nks = kernel_samples(&rp, &wo.kernel_samples);
+    if (nks < 0)
+        goto oom;
+    wo.n_kernel_samples = (size_t)nks;
+    int wrc = workload_analyze(&w, &work, &base, rp.iter_first, rp.iter_last, &rp.model,
+                               mem_rank >= 0 ? &mem : NULL, mem_rank, &wo);
+    free(wo.kernel_samples);
+    wo.kernel_samples = NULL;
+    if (wrc != 0)
         goto oom;
     if (w.base_iter_ns <= 0) {
         fprintf(stderr, "dpro-optimize: the compared iterations cannot be simulated\n");
@@ -529,6 +568,7 @@ main(int argc, char **argv)
         json_kv_int(&jw, "proposals", sr.proposals);
         json_kv_double(&jw, "search_s", sr.elapsed_s);
         json_kv_double(&jw, "evaluations_per_s", evals_per_s);
+        json_kv_double(&jw, "resimulated_node_share", sr.resim_share);
         json_kv_bool(&jw, "cut_by_budget", sr.cut_by_budget);
         json_kv_int(&jw, "seed", (int64_t)so.seed);
         json_key(&jw, "critical_path_share");
@@ -541,6 +581,9 @@ main(int argc, char **argv)
         json_key(&jw, "models");
         json_begin_object(&jw);
         json_kv_double(&jw, "kernel_fixed_us", w.kernel_fixed_ns / 1000.0);
+        json_kv_string(&jw, "kernel_fixed_source", w.fixed_fit.names > 0 ? "fit" : "prior");
+        json_kv_int(&jw, "kernel_fixed_names", w.fixed_fit.names);
+        json_kv_string(&jw, "partition_bytes", w.layer_grad ? "gradient_sizes" : "backward_time");
         json_kv_int(&jw, "fusion_chains", w.n_chains);
         json_kv_int(&jw, "bucket_units", w.n_units);
         json_kv_int(&jw, "layers", w.n_layers);
@@ -604,8 +647,22 @@ main(int argc, char **argv)
                100 * sr.cp_other);
         if (w.fusion_why[0])
             printf("operator fusion unavailable: %s\n", w.fusion_why);
+        else if (w.fixed_fit.names > 0)
+            printf("per-kernel fixed cost: %.2f us, fitted on the launch sizes of %d kernel "
+                   "names\n",
+                   w.kernel_fixed_ns / 1000.0, w.fixed_fit.names);
+        else
+            printf("per-kernel fixed cost: %.2f us, the prior (--kernel-fixed-us; no kernel "
+                   "name with %d launch sizes to fit)\n",
+                   w.kernel_fixed_ns / 1000.0, WORKLOAD_FIT_MIN_SIZES);
         if (w.tensor_why[0])
             printf("tensor fusion unavailable: %s\n", w.tensor_why);
+        else if (w.n_units > 0 && w.layer_grad)
+            printf("tensor partition: gradient sizes of %d layers from the allocation trace\n",
+                   w.n_layers);
+        else if (w.n_units > 0)
+            printf("tensor partition: bytes ready in proportion to backward kernel time (%s)\n",
+                   w.grad_why);
         if (w.memory_why[0])
             printf("recomputation unavailable: %s\n", w.memory_why);
         printf("search: %lld evaluations in %.2f s (%.0f/s)%s\n\n", (long long)sr.evaluations,

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dprotrace.h"
 #include "optimizer/memest.h"
 #include "optimizer/partition.h"
 #include "optimizer/search.h"
@@ -240,9 +241,48 @@ test_capture_wakeups(void)
     dfg_free(&g);
 }
 
+/* Closing synchronisations woken 1..20 us after their kernels, in a shuffled order over
+ * 20 compared iterations, one of them stalled for 2 ms: the captured step takes the
+ * lowest decile (3 us: the wake-up of an idle host), and the baseline's iteration time is
+ * the median iteration (the stall and the spread of wake-ups move a mean, not it). */
+static void
+test_idle_wake_and_median_iteration(void)
+{
+    dfg g;
+    CHECK(build_wakeup_job(&g, 22, 200 * US) == 0);
+    int32_t sync[32], n_sync = 0;
+    for (int32_t n = 0; n < g.n_nodes && n_sync < 32; n++)
+        if (g.kind[n] == DFG_HOST && (g.flags[n] & DFG_F_BLOCKING))
+            sync[n_sync++] = n;
+    CHECK(n_sync >= 22);
+    /* the syncs closing iterations 1..20 (sync[i] closes iteration i); the others 50 us */
+    for (int32_t i = 0; i < n_sync; i++)
+        g.dur[sync[i]] = i >= 1 && i <= 20 ? (int64_t)((i * 7) % 20 + 1) * US : 50 * US;
+    g.dur[sync[9]] = 2000 * US;
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    CHECK(workload_analyze(&w, &g, &res, 1, 20, NULL, NULL, -1, NULL) == 0);
+    /* durations: 1..20 us less the one replaced by the stall, 2000, and the others' 50:
+     * sorted, the third (index n_sync / 10 = 2) is 3 us */
+    CHECK(w.idle_wake_dur[sync[5]] == 3 * US);
+    /* an iteration is 416 us plus its closing wake-up over 1 us: the median lies within
+     * 420..440 us (the mean, with the 2 ms stall, would be over 500 us) */
+    CHECK(w.base_iter_ns > 420 * US && w.base_iter_ns < 440 * US);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.cuda_graph = 1;
+    strategy_eval e;
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    CHECK(fabs(e.iter_ns - 113 * US) < 2 * US); /* 110 us of kernels, then 3 us */
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 /* A stall of the closing synchronisation in one compared iteration (1 ms after its
  * kernels ended, 1 us in the others): the baseline replays it, a captured step takes the
- * thread's median wake-up (1 us) in every iteration. */
+ * thread's idle-host wake-up (the lowest decile: 1 us) in every iteration. */
 static void
 test_capture_stall(void)
 {
@@ -258,7 +298,7 @@ test_capture_stall(void)
     sim_result res;
     memset(&res, 0, sizeof res);
     CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
-    CHECK(w.typical_dur[stalled] == 1 * US);
+    CHECK(w.idle_wake_dur[stalled] == 1 * US);
     CHECK(fabs(w.base_iter_ns - (416 + 999 / 2.0) * US) < 2 * US);
     strategy_plan p;
     strategy_plan_baseline(&p);
@@ -619,6 +659,419 @@ test_search_deterministic(void)
     search_result_free(&b);
 }
 
+/* The per-kernel fixed cost fitted on launch sizes: two kernel names whose durations
+ * are c0 + c1 * threads (c0 = 3 us, different slopes), with +-2 % jitter and a few slow
+ * outliers, recover c0 within a few percent; a name with one launch size, one with too
+ * little spread and one whose time falls with size do not take part; without such names
+ * the prior is used; the fit feeds operator fusion. */
+static void
+test_fixed_cost_fit(void)
+{
+    workload_kernel_sample s[2000];
+    size_t n = 0;
+    uint64_t rs = 12345;
+    static const double threads[5] = {1 << 10, 1 << 13, 1 << 15, 1 << 17, 1 << 18};
+    for (int rep = 0; rep < 40; rep++)
+        for (int k = 0; k < 5; k++)
+            for (uint64_t name = 1; name <= 2; name++) {
+                rs = rs * 6364136223846793005ULL + 1442695040888963407ULL;
+                double jitter = ((double)(rs >> 40) / (double)(1 << 24) - 0.5) * 0.04;
+                double t = 3000 + threads[k] * (name == 1 ? 0.05 : 0.2);
+                if (rep % 17 == 3)
+                    jitter = 0.5; /* an outlier: the median of its size ignores it */
+                s[n++] = (workload_kernel_sample){name, threads[k], (int64_t)(t * (1 + jitter))};
+            }
+    for (int rep = 0; rep < 20; rep++) { /* GEMMs: one launch size */
+        s[n++] = (workload_kernel_sample){3, 27648, 100000 + rep};
+        /* too little spread: sizes within a factor of 2 */
+        s[n++] = (workload_kernel_sample){4, 1000 + 100 * (rep % 5), 20000 + 10 * (rep % 5)};
+        /* time falls with size */
+        s[n++] = (workload_kernel_sample){5, 1000 << (rep % 4), 90000 - 1000 * (rep % 4)};
+    }
+    workload_fixed_fit fit;
+    CHECK_EQ_U(workload_fit_fixed_cost(s, n, &fit), 2);
+    CHECK(fabs(fit.c0_ns - 3000) < 0.05 * 3000);
+    CHECK(fit.slope_ns > 0.04 && fit.slope_ns < 0.21);
+    CHECK_EQ_U(workload_fit_fixed_cost(s + n - 60, 60, &fit), 0);
+    CHECK_EQ_U(workload_fit_fixed_cost(NULL, 0, &fit), 0);
+
+    /* in workload_analyze: the fit replaces the prior (the fusion job's shortest kernel
+     * is 10 us, above it) and fusion saves it per fused kernel */
+    dfg g;
+    CHECK(build_fusion_job(&g, 4) == 0);
+    workload_options o;
+    workload_default_options(&o);
+    o.kernel_fixed_us = 1;
+    o.kernel_samples = s;
+    o.n_kernel_samples = n;
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
+    CHECK_EQ_U(w.fixed_fit.names, 2);
+    CHECK(fabs(w.kernel_fixed_ns - 3000) < 0.05 * 3000);
+    CHECK(w.opt.kernel_samples == NULL);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.fuse = 1;
+    strategy_eval e;
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    CHECK(fabs((w.base_iter_ns - e.iter_ns) - 2 * w.kernel_fixed_ns) < 0.5 * US);
+    workload_free(&w);
+    /* nothing to fit: the prior */
+    o.n_kernel_samples = 60;
+    o.kernel_samples = s + n - 60;
+    CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
+    CHECK_EQ_U(w.fixed_fit.names, 0);
+    CHECK(fabs(w.kernel_fixed_ns - 1 * US) < 1);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+/* Gradient sizes per layer from the static allocations: parameters of 4 layers, then a
+ * bucket buffer and a small tensor; units in backward order. */
+static void
+test_match_gradients(void)
+{
+    const int64_t M = 1 << 20;
+    int32_t lo[4];
+    /* layer 3 (6 MiB) first in backward: unit 0 = layer 3, unit 1 = layers 0..2 */
+    int64_t alloc[] = {512, M / 2, M / 2, M / 2, 6 * M, 8 * M, 512};
+    int64_t units2[] = {6 * M, 3 * M / 2};
+    CHECK(workload_match_gradients(alloc, 7, units2, 2, 4, lo) == 1);
+    CHECK(lo[0] == 3 && lo[1] == 0);
+    /* one unit of everything */
+    int64_t units1[] = {15 * M / 2};
+    CHECK(workload_match_gradients(alloc, 7, units1, 1, 4, lo) == 1);
+    CHECK(lo[0] == 0);
+    /* sizes that do not add up: no match */
+    int64_t bad[] = {5 * M, 3 * M};
+    CHECK(workload_match_gradients(alloc, 7, bad, 2, 4, lo) == -1);
+    /* requests rounded by the allocator (to 512 B, and 2 MiB above 1 MiB) still match */
+    int64_t rounded[] = {(M / 2 + 1000 + 511) & ~511, 4 * M};
+    int64_t runits[] = {3 * M + 12, M / 2 + 1000};
+    CHECK(workload_match_gradients(rounded, 2, runits, 2, 2, lo) == 0);
+    CHECK(lo[0] == 1 && lo[1] == 0);
+}
+
+/* Two threads, one rank pair: per iteration the main thread launches the forward (one
+ * 100 us kernel per layer), the backward thread, woken by the last forward launch, the
+ * backward (two 100 us kernels per layer, the last layer first) and then one all-reduce
+ * of every gradient; the main thread, woken by the all-reduce call (backward()
+ * returning), synchronises with it. Layer gradients:
+ * grad[l] bytes. The measured times are the simulated ones. */
+static int
+build_layer_job(dfg *g, int iters, const int64_t *grad, int32_t nl, int64_t *t_fwd)
+{
+    int64_t total = 0;
+    for (int32_t l = 0; l < nl; l++)
+        total += grad[l];
+    if (dfg_init(g, 2) != 0)
+        return -1;
+    int32_t nm_launch = dfg_intern(g, "cudaLaunchKernel");
+    int32_t nm_sync = dfg_intern(g, "cudaStreamSynchronize");
+    int32_t nm_rec = dfg_intern(g, "cudaEventRecord");
+    int32_t nm_call = dfg_intern(g, "ncclAllReduce");
+    int32_t nm_f = dfg_intern(g, "conv_fwd"), nm_b = dfg_intern(g, "conv_bwd");
+    int32_t nm_c = dfg_intern(g, "ncclDevKernel_AllReduce");
+    for (int it = 0; it < iters; it++)
+        if (dfg_add_group(g, DPRO_COLL_ALLREDUCE, 2, total, 0x77, (uint64_t)it, 500 * US) < 0)
+            return -1;
+    int32_t *bounds = malloc(sizeof *bounds * (size_t)(iters + 1));
+    int32_t *fwd0 = malloc(sizeof *fwd0 * (size_t)nl);
+    if (!bounds || !fwd0)
+        return -1;
+    for (int32_t r = 0; r < 2; r++) {
+        int32_t mt = dfg_add_resource(g, DFG_RES_THREAD, r, 1, dfg_intern(g, "main"));
+        int32_t bt = dfg_add_resource(g, DFG_RES_THREAD, r, 2, dfg_intern(g, "autograd"));
+        int32_t cs = dfg_add_resource(g, DFG_RES_STREAM, r, 7, dfg_intern(g, "stream 7"));
+        int32_t ms = dfg_add_resource(g, DFG_RES_STREAM, r, 13, dfg_intern(g, "stream 13"));
+        bounds[0] = dfg_add_node(g, DFG_HOST, mt, nm_launch);
+        g->dur[bounds[0]] = 5 * US;
+        for (int it = 0; it < iters; it++) {
+            int32_t last_f = -1, first_b = -1, last_k = -1;
+            for (int32_t l = 0; l < nl; l++) {
+                int32_t h = dfg_add_node(g, DFG_HOST, mt, nm_launch);
+                int32_t k = dfg_add_node(g, DFG_KERNEL, cs, nm_f);
+                g->dur[h] = 5 * US;
+                g->dur[k] = 100 * US;
+                g->launch[k] = h;
+                g->lat[k] = 1 * US;
+                last_f = h;
+                if (r == 0 && it == 0)
+                    fwd0[l] = h;
+            }
+            for (int32_t l = nl - 1; l >= 0; l--)
+                for (int j = 0; j < 2; j++) {
+                    int32_t h = dfg_add_node(g, DFG_HOST, bt, nm_launch);
+                    int32_t k = dfg_add_node(g, DFG_KERNEL, cs, nm_b);
+                    g->dur[h] = 5 * US;
+                    g->dur[k] = 100 * US;
+                    g->launch[k] = h;
+                    g->lat[k] = 1 * US;
+                    if (first_b < 0)
+                        first_b = h;
+                    last_k = k;
+                }
+            int32_t rec = dfg_add_node(g, DFG_HOST, bt, nm_rec);
+            int32_t call = dfg_add_node(g, DFG_HOST, bt, nm_call);
+            int32_t c = dfg_add_node(g, DFG_COLL, ms, nm_c);
+            g->dur[rec] = 1 * US;
+            g->dur[call] = 5 * US;
+            g->launch[c] = call;
+            g->lat[c] = 2 * US;
+            g->bytes[c] = total;
+            dfg_set_group(g, c, it);
+            int32_t s = dfg_add_node(g, DFG_HOST, mt, nm_sync);
+            g->dur[s] = 2 * US;
+            g->flags[s] |= DFG_F_BLOCKING;
+            if (dfg_add_edge(g, last_k, c) != 0 || dfg_add_edge(g, c, s) != 0 ||
+                dfg_add_wakeup(g, last_f, first_b, 1 * US) != 0 ||
+                dfg_add_wakeup(g, call, s, 1 * US) != 0)
+                return -1;
+            bounds[it + 1] = s;
+        }
+        if (dfg_set_iterations(g, r, bounds, iters + 1) != 0)
+            return -1;
+    }
+    free(bounds);
+    if (dfg_finalize(g) != 0)
+        return -1;
+    /* the measured times: those simulated */
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    if (sim_run(g, &res) != 0)
+        return -1;
+    for (int32_t n = 0; n < g->n_nodes; n++) {
+        g->mstart[n] = res.start[n];
+        g->mend[n] = res.start[n] + g->dur[n];
+    }
+    for (int32_t l = 0; l < nl; l++)
+        t_fwd[l] = g->mstart[fwd0[l]];
+    sim_result_free(&res);
+    free(fwd0);
+    return 0;
+}
+
+/* Tensor partition with the gradient sizes of the allocation trace, large gradients
+ * first: layer 3 (6 MiB of 7.5) finishes its backward after a quarter of the span, so
+ * the 2 MiB buckets that hold it are ready there, where the spread over backward time
+ * would put them after 80 % of it; the time-proportional spread stays the fallback. */
+static void
+test_partition_gradients(void)
+{
+    const int64_t M = 1 << 20;
+    int64_t grad[4] = {M / 2, M / 2, M / 2, 6 * M};
+    int64_t t_fwd[4];
+    dfg g;
+    CHECK(build_layer_job(&g, 3, grad, 4, t_fwd) == 0);
+    costmodel m;
+    fit_model(&m);
+    for (int with_sizes = 1; with_sizes >= 0; with_sizes--) {
+        memest mem;
+        memset(&mem, 0, sizeof mem);
+        mem.peak_bytes = 100 * M;
+        mem.n_layers = 4;
+        mem.act_bytes = malloc(4 * sizeof *mem.act_bytes);
+        mem.act_time = malloc(4 * sizeof *mem.act_time);
+        mem.static_each = malloc(6 * sizeof *mem.static_each);
+        for (int l = 0; l < 4; l++) {
+            mem.act_bytes[l] = M;
+            mem.act_time[l] = t_fwd[l] - 1;
+            mem.static_each[mem.n_static++] = with_sizes ? grad[l] : 3 * M;
+        }
+        mem.static_each[mem.n_static++] = 15 * M / 2; /* the bucket */
+        mem.static_each[mem.n_static++] = 512;
+        workload w;
+        sim_result res;
+        memset(&res, 0, sizeof res);
+        dfg work;
+        CHECK(dfg_clone(&work, &g) == 0);
+        CHECK(workload_analyze(&w, &work, &res, 1, 1, &m, &mem, 0, NULL) == 0);
+        CHECK_EQ_U(w.n_units, 1);
+        CHECK_EQ_U(w.n_layers, 4);
+        CHECK(with_sizes ? w.layer_grad != NULL : w.layer_grad == NULL);
+        CHECK(with_sizes ? !w.grad_why[0] : w.grad_why[0] != 0);
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.bucket_cap = p.first_cap = 3; /* 2 MiB: 4 buckets, 3 inside the span */
+        CHECK(partition_splits(&w, &p));
+        strategy_apply(&w, &p);
+        dfg part;
+        int32_t nb = 0;
+        CHECK(partition_build(&w, &p, &part, &nb) == 0);
+        /* where the first new bucket of rank 0's compared iteration is gated: the
+         * index of its gating kernel among the iteration's 8 backward kernels */
+        int32_t gate = -1;
+        for (int32_t k = g.n_groups; k < part.n_groups && gate < 0; k++) {
+            if (part.grp_seq[k] != 1)
+                continue;
+            for (int32_t n = part.grp_first[k]; n >= 0; n = part.next_in_group[n])
+                for (int64_t e = 0; e < part.n_edges; e++)
+                    if (part.edst[e] == n && dfg_rank(&part, n) == 0)
+                        gate = part.esrc[e];
+        }
+        CHECK(gate >= 0);
+        int32_t idx = 0;
+        for (int32_t n = part.prev_on_res[gate]; n >= 0; n = part.prev_on_res[n])
+            idx += part.kind[n] == DFG_KERNEL && w.phase[n] == WL_BACKWARD && w.iter[n] == 1;
+        /* with the sizes: layer 3's two kernels (index 1); by time: 2/7.5 of 8 (index 2),
+         * and the 6 MiB ready bucket by bucket up to 80 % of the span */
+        CHECK_EQ_U(idx, with_sizes ? 1 : 2);
+        if (with_sizes) {
+            /* the three new buckets (6 MiB) are all ready at layer 3's end: one bucket */
+            CHECK_EQ_U(nb, 2);
+        }
+        strategy_eval e;
+        CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+        CHECK(e.iter_ns > 0);
+        dfg_free(&part);
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&work);
+    }
+    dfg_free(&g);
+}
+
+/* Incremental evaluation (strategy_evaluate_with, sim.h: sim_rerun) gives what a whole
+ * simulation gives, node by node, for random plans on the hand-made jobs (fusion,
+ * wake-ups, launch queue with its capture copy) and the synthetic one (bucket plans,
+ * splitting ones included), with the reference adopted each time or kept; and the
+ * search finds the same plans with incremental and whole simulations. */
+static int
+same_result(const sim_result *a, const sim_result *b)
+{
+    if (a->n_nodes != b->n_nodes || a->makespan != b->makespan || a->last_node != b->last_node ||
+        a->n_unfinished != b->n_unfinished)
+        return 0;
+    for (int32_t i = 0; i < a->n_nodes; i++)
+        if (a->start[i] != b->start[i] || a->end[i] != b->end[i] || a->crit[i] != b->crit[i] ||
+            a->why[i] != b->why[i])
+            return 0;
+    for (int32_t q = 0; q < a->n_groups; q++)
+        if (a->grp_arrival[q] != b->grp_arrival[q] || a->grp_last[q] != b->grp_last[q])
+            return 0;
+    return 1;
+}
+
+static void
+check_incremental(workload *w, int32_t n_plans, uint64_t seed)
+{
+    strategy_refs rolling, fixed;
+    sim_result r0, r1, r2;
+    memset(&rolling, 0, sizeof rolling);
+    memset(&fixed, 0, sizeof fixed);
+    fixed.fixed = 1; /* and every rerun incremental, following what changed to the end */
+    fixed.dense_share = -1;
+    fixed.whole_share = -1;
+    memset(&r0, 0, sizeof r0);
+    memset(&r1, 0, sizeof r1);
+    memset(&r2, 0, sizeof r2);
+    uint64_t rs = seed;
+    int32_t bad = 0;
+    for (int32_t i = 0; i < n_plans; i++) {
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        rs = rs * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint64_t x = rs >> 16;
+        p.fuse = x & 1;
+        p.cuda_graph = (x >> 1) & 1;
+        if (strategy_tensor_available(w) && ((x >> 2) & 3) != 0) {
+            p.bucket_cap = (int8_t)((x >> 4) % (uint64_t)strategy_n_bucket_caps);
+            p.first_cap = (int8_t)((x >> 9) % (uint64_t)strategy_n_bucket_caps);
+        }
+        if (((x >> 14) & 3) == 0)
+            p.accum_k = strategy_accum_steps[(x >> 16) % (uint64_t)strategy_n_accum_steps];
+        for (int32_t l = 0; l < w->n_layers && l < STRATEGY_MAX_LAYERS; l++)
+            if (((x >> (20 + l % 40)) & 3) == 0)
+                strategy_set_recompute(&p, l, 1);
+        strategy_eval e0, e1, e2;
+        int rc0 = strategy_evaluate(w, &p, &r0, &e0);
+        int rc1 = strategy_evaluate_with(w, &p, &rolling, &r1, &e1);
+        int rc2 = strategy_evaluate_with(w, &p, &fixed, &r2, &e2);
+        CHECK(rc0 == rc1 && rc0 == rc2);
+        if (rc0 != 0)
+            continue;
+        int ok = e0.iter_ns == e1.iter_ns && e0.iter_ns == e2.iter_ns &&
+                 e0.peak_bytes == e1.peak_bytes && e0.n_buckets == e1.n_buckets &&
+                 same_result(&r0, &r1) && same_result(&r0, &r2);
+        CHECK(ok);
+        bad += !ok;
+    }
+    CHECK(rolling.runs == n_plans && fixed.runs == n_plans);
+    CHECK(rolling.resimulated <= rolling.nodes && rolling.full_runs <= rolling.runs);
+    CHECK(bad == 0);
+    printf("incremental evaluation: %d plans, %lld whole simulations (%lld predicted), %.1f %% "
+           "of the nodes recomputed (reference adopted), %.1f %% (first kept)\n",
+           n_plans, (long long)rolling.full_runs, (long long)rolling.predicted,
+           100.0 * (double)rolling.resimulated / (double)(rolling.nodes ? rolling.nodes : 1),
+           100.0 * (double)fixed.resimulated / (double)(fixed.nodes ? fixed.nodes : 1));
+    strategy_refs_free(&rolling);
+    strategy_refs_free(&fixed);
+    sim_result_free(&r0);
+    sim_result_free(&r1);
+    sim_result_free(&r2);
+}
+
+static void
+test_incremental_evaluation(void)
+{
+    for (int job = 0; job < 4; job++) {
+        dfg g;
+        costmodel m;
+        fit_model(&m);
+        int rc = job == 0   ? build_fusion_job(&g, 4)
+                 : job == 1 ? build_wakeup_job(&g, 4, 200 * US)
+                 : job == 2 ? build_queue_job(&g, 4)
+                            : synth_job(&g, 200, 8);
+        CHECK(rc == 0);
+        workload w;
+        sim_result res;
+        memset(&res, 0, sizeof res);
+        CHECK(workload_analyze(&w, &g, &res, job == 3 ? 0 : 1, job == 3 ? 1 : 2,
+                               job == 3 ? &m : NULL, NULL, -1, NULL) == 0);
+        check_incremental(&w, 60, 1000 + (uint64_t)job);
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&g);
+    }
+    /* the search: same evaluations and winners whichever way candidates are simulated */
+    search_result a[3];
+    for (int mode = 0; mode < 3; mode++) {
+        dfg g;
+        costmodel m;
+        fit_model(&m);
+        CHECK(synth_job(&g, 400, 8) == 0);
+        workload w;
+        sim_result res;
+        memset(&res, 0, sizeof res);
+        CHECK(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+        search_options o;
+        memset(&o, 0, sizeof o);
+        o.seed = 11;
+        o.max_evals = 120;
+        o.resim = mode;
+        CHECK(search_run(&w, &o, &a[mode]) == 0);
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&g);
+    }
+    for (int mode = 1; mode < 3; mode++) {
+        CHECK(a[mode].evaluations == a[0].evaluations && a[mode].n_top == a[0].n_top);
+        CHECK(a[mode].baseline.eval.iter_ns == a[0].baseline.eval.iter_ns);
+        for (int32_t i = 0; i < a[0].n_top && i < a[mode].n_top; i++) {
+            CHECK(!memcmp(&a[mode].top[i].plan, &a[0].top[i].plan, sizeof a[0].top[i].plan));
+            CHECK(a[mode].top[i].eval.iter_ns == a[0].top[i].eval.iter_ns);
+        }
+    }
+    CHECK(a[0].sim_runs == a[0].evaluations);
+    CHECK(a[0].resim_share > 0 && a[0].resim_share <= 1);
+    CHECK(a[2].sim_runs == 0); /* whole: no references kept */
+    for (int mode = 0; mode < 3; mode++)
+        search_result_free(&a[mode]);
+}
+
 int
 main(void)
 {
@@ -626,9 +1079,14 @@ main(void)
     test_fusion();
     test_capture_wakeups();
     test_capture_stall();
+    test_idle_wake_and_median_iteration();
     test_capture_queue();
     test_tensor();
     test_partition();
     test_search_deterministic();
+    test_fixed_cost_fit();
+    test_match_gradients();
+    test_partition_gradients();
+    test_incremental_evaluation();
     return tests_done();
 }

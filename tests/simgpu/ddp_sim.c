@@ -93,15 +93,17 @@ static struct {
     struct opts o;
     int rank, world, dev;
     struct ddp_model m;
-    double scale;    /* batch / reference batch */
-    char *recompute; /* per layer: 1 when recomputed */
+    double scale;             /* batch / reference batch */
+    double small_us_per_elem; /* small kernels: cost of one element (small_cost_init) */
+    char *recompute;          /* per layer: 1 when recomputed */
     struct bucket *buckets;
     int nbuckets;
     cudaStream_t compute, comm;
     cudaEvent_t comm_done;
     ncclComm_t nccl;
-    void **act; /* per layer activation tensor of the current micro-batch */
-    void *params, *opt_state, *loss_dev;
+    void **act;    /* per layer activation tensor of the current micro-batch */
+    void **params; /* per layer */
+    void *opt_state, *loss_dev;
     float *loss_host;
     uint64_t param_bytes;
     int kernels_launched, allreduces;
@@ -202,10 +204,12 @@ scaled_us(double ref_us)
 
 static double now_us(void);
 
+/* Launches kernel kind k of `us` microseconds on s with grid (gx, 1, 1) and 256 threads
+ * per block. */
 static void
-launch(enum ddp_kernel_kind k, double us, cudaStream_t s)
+launch_dims(enum ddp_kernel_kind k, double us, unsigned gx, cudaStream_t s)
 {
-    dim3 grid = {108, 1, 1}, block = {256, 1, 1};
+    dim3 grid = {gx, 1, 1}, block = {256, 1, 1};
     /* The framework's own host time per operator (dispatcher, autograd). */
     if (g.o.op_overhead_us > 0) {
         double until = now_us() + g.o.op_overhead_us;
@@ -218,37 +222,75 @@ launch(enum ddp_kernel_kind k, double us, cudaStream_t s)
     g.kernels_launched++;
 }
 
-/* Small kernels: n of them, or one fused kernel. */
+/* Compute-bound kernels: one wave of 108 blocks, whatever their size. */
 static void
-launch_small(int n, double us_each, int bwd)
+launch(enum ddp_kernel_kind k, double us, cudaStream_t s)
+{
+    launch_dims(k, us, 108, s);
+}
+
+/* Elements one small kernel of layer i touches: its activations (fp32) at this batch. */
+static double
+small_elements(int i)
+{
+    return (double)g.m.layers[i].act_bytes / 4 * g.scale;
+}
+
+/* The cost of one element in a small kernel: the model's small kernels take, at the
+ * reference batch, as long together as the table's small_us say (the table's per-layer
+ * shares are redistributed in proportion to the layers' activation sizes). */
+static void
+small_cost_init(void)
+{
+    double var_us = 0, elems = 0;
+    for (int i = 0; i < g.m.nlayers; i++) {
+        const struct ddp_layer *l = &g.m.layers[i];
+        double v = l->small_us > SMALL_FIXED_US ? l->small_us - SMALL_FIXED_US : 0;
+        var_us += l->nsmall * v;
+        elems += l->nsmall * (double)l->act_bytes / 4;
+    }
+    g.small_us_per_elem = elems > 0 ? var_us / elems : 0;
+}
+
+/* Small kernels of layer i: n of them, or one fused kernel. Each is elementwise over the
+ * layer's activations, as real ones are: SMALL_FIXED_US + elements * the cost of an
+ * element, on a grid of one block per 1024 elements (256 threads of 4 elements); the
+ * fused kernel pays the fixed cost once and covers the n kernels' elements. */
+static void
+launch_small(int n, int i, int bwd)
 {
     if (n <= 0)
         return;
+    double elems = small_elements(i);
+    double each = SMALL_FIXED_US + elems * g.small_us_per_elem;
+    unsigned gx = (unsigned)(elems / 1024) + 1;
     if (g.o.fuse_small) {
-        double total = n * scaled_us(us_each) - (n - 1) * SMALL_FIXED_US;
-        launch(bwd ? DDP_K_FUSED_BWD : DDP_K_FUSED, total, g.compute);
+        double total = n * each - (n - 1) * SMALL_FIXED_US;
+        launch_dims(bwd ? DDP_K_FUSED_BWD : DDP_K_FUSED, total, gx * (unsigned)n, g.compute);
         return;
     }
-    for (int i = 0; i < n; i++)
-        launch(bwd ? DDP_K_ELEMENTWISE_BWD : DDP_K_ELEMENTWISE, scaled_us(us_each), g.compute);
+    for (int k = 0; k < n; k++)
+        launch_dims(bwd ? DDP_K_ELEMENTWISE_BWD : DDP_K_ELEMENTWISE, each, gx, g.compute);
 }
 
 static void
-layer_forward(const struct ddp_layer *l)
+layer_forward(int i)
 {
+    const struct ddp_layer *l = &g.m.layers[i];
     for (int m = 0; m < l->nmain; m++) {
         int smalls = l->nsmall / l->nmain + (m < l->nsmall % l->nmain);
         launch(DDP_K_GEMM, scaled_us(l->fwd_us / l->nmain), g.compute);
-        launch_small(smalls, l->small_us, 0);
+        launch_small(smalls, i, 0);
     }
 }
 
 static void
-layer_backward(const struct ddp_layer *l)
+layer_backward(int i)
 {
+    const struct ddp_layer *l = &g.m.layers[i];
     for (int m = l->nmain - 1; m >= 0; m--) {
         int smalls = l->nsmall / l->nmain + (m < l->nsmall % l->nmain);
-        launch_small(smalls, l->small_us, 1);
+        launch_small(smalls, i, 1);
         launch(DDP_K_GEMM_DGRAD, scaled_us(l->bwd_us / l->nmain / 2), g.compute);
         launch(DDP_K_GEMM_WGRAD, scaled_us(l->bwd_us / l->nmain / 2), g.compute);
     }
@@ -268,7 +310,7 @@ forward(void)
         /* A recomputed layer keeps only a checkpoint of its input (1/8). */
         uint64_t keep = g.recompute[i] ? act_bytes(i) / 8 : act_bytes(i);
         g.act[i] = cache_alloc(keep);
-        layer_forward(&g.m.layers[i]);
+        layer_forward(i);
     }
     launch(DDP_K_LOSS, scaled_us(20), g.compute);
 }
@@ -282,9 +324,9 @@ backward(int sync_grads)
         if (g.recompute[i]) {
             /* Re-run the forward of the layer to rebuild its activations. */
             tmp = cache_alloc(act_bytes(i));
-            layer_forward(&g.m.layers[i]);
+            layer_forward(i);
         }
-        layer_backward(&g.m.layers[i]);
+        layer_backward(i);
         if (tmp)
             cache_free(tmp);
         cache_free(g.act[i]);
@@ -560,6 +602,7 @@ main(int argc, char **argv)
     if (g.o.batch <= 0)
         g.o.batch = g.m.ref_batch;
     g.scale = (double)g.o.batch / g.m.ref_batch;
+    small_cost_init();
     g.recompute = calloc((size_t)g.m.nlayers, 1);
     g.act = calloc((size_t)g.m.nlayers, sizeof(*g.act));
     iter_us = calloc((size_t)g.o.iterations, sizeof(*iter_us));
@@ -591,9 +634,17 @@ main(int argc, char **argv)
     }
     NK(ncclCommInitRank(&g.nccl, g.world, id, g.rank));
 
-    for (int i = 0; i < g.m.nlayers; i++)
+    /* One tensor per layer's parameters, in forward order, as a framework builds the
+     * model (the allocation trace shows the gradient sizes the buckets hold). */
+    g.params = calloc((size_t)g.m.nlayers, sizeof(*g.params));
+    if (!g.params) {
+        fprintf(stderr, "ddp-sim: out of host memory\n");
+        return 1;
+    }
+    for (int i = 0; i < g.m.nlayers; i++) {
         g.param_bytes += g.m.layers[i].param_bytes;
-    g.params = cache_alloc(g.param_bytes);
+        g.params[i] = cache_alloc(g.m.layers[i].param_bytes);
+    }
     make_buckets();
     for (int b = 0; b < g.nbuckets; b++) {
         g.buckets[b].buf = cache_alloc(g.buckets[b].bytes); /* gradients live in buckets */
@@ -603,7 +654,9 @@ main(int argc, char **argv)
     CK(cudaMallocHost((void **)&g.loss_host, 4));
     CK(cudaMemsetAsync(g.loss_dev, 0, 4, g.compute));
     /* DDP broadcasts the parameters from rank 0 at construction. */
-    NK(ncclBroadcast(g.params, g.params, g.param_bytes / 4, ncclFloat32, 0, g.nccl, g.comm));
+    for (int i = 0; i < g.m.nlayers; i++)
+        NK(ncclBroadcast(g.params[i], g.params[i], g.m.layers[i].param_bytes / 4, ncclFloat32, 0,
+                         g.nccl, g.comm));
     CK(cudaStreamSynchronize(g.comm));
 
     pthread_mutex_init(&g.mu, NULL);
