@@ -823,8 +823,10 @@ repair_event_edges(workload *w)
     return added;
 }
 
-int
-workload_step_call(const workload *w, int32_t h)
+/* workload_step_call's answer, worked out (w->step_call caches it once the threads are
+ * known). */
+static int
+step_call_of(const workload *w, int32_t h)
 {
     const dfg *g = w->work;
     if (g->kind[h] != DFG_HOST || !alive(g, h) || w->iter[h] < 0 || (g->flags[h] & DFG_F_BLOCKING))
@@ -842,6 +844,12 @@ workload_step_call(const workload *w, int32_t h)
             return 1;
     }
     return 0;
+}
+
+int
+workload_step_call(const workload *w, int32_t h)
+{
+    return w->step_call ? w->step_call[h] : step_call_of(w, h);
 }
 
 /* Makes w->capture when a step call (workload_step_call) has launch-queue edges: a copy
@@ -901,7 +909,9 @@ free_node_arrays(workload *w)
     free(w->layer);
     free(w->on_compute);
     free(w->idle_wake_dur);
+    free(w->step_call);
     w->idle_wake_dur = NULL;
+    w->step_call = NULL;
     w->base_dur = w->base_gap = w->base_grp_dur = NULL;
     w->base_lat = w->iter = w->layer = NULL;
     w->phase = w->on_compute = NULL;
@@ -1120,6 +1130,12 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         w->main_thread[r] = ri[r].main_thread;
         w->bwd_thread[r] = ri[r].bwd_thread;
     }
+    /* strategy_apply asks for every node and edge of every candidate: answered once */
+    w->step_call = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1));
+    if (!w->step_call)
+        goto out;
+    for (int32_t h = 0; h < g->n_nodes; h++)
+        w->step_call[h] = (uint8_t)step_call_of(w, h);
     if (build_capture(w) != 0)
         goto out;
     w->base_iter_ns = workload_iteration_ns(w, base);

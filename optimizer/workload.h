@@ -137,10 +137,11 @@ typedef struct workload {
     int32_t *main_thread, *bwd_thread; /* resources, -1 none */
 
     /* per node */
-    int32_t *iter;        /* iteration on its rank, -1 before the first boundary */
-    uint8_t *phase;       /* enum workload_phase */
-    int32_t *layer;       /* forward / backward kernels: layer, else -1 */
-    uint8_t *on_compute;  /* 1: on its rank's compute stream */
+    int32_t *iter;          /* iteration on its rank, -1 before the first boundary */
+    uint8_t *phase;         /* enum workload_phase */
+    int32_t *layer;         /* forward / backward kernels: layer, else -1 */
+    uint8_t *on_compute;    /* 1: on its rank's compute stream */
+    uint8_t *step_call;     /* workload_step_call of every node (set by workload_analyze) */
     int64_t *idle_wake_dur; /* blocking host call of an iteration: the wake-up latency (its
                                duration after what it waited for) of the blocking calls of
                                its name on its thread when the host is idle: their lowest
