@@ -209,7 +209,7 @@ apply_cuda_graph(workload *w)
 {
     dfg *g = w->g;
     /* A blocking call that stays (the step's closing synchronisation) takes its thread's
-     * idle-host wake-up latency (w->idle_wake_dur, the lowest decile over the trace)
+     * idle-host wake-up latency (w->idle_wake_dur, the lower quartile over the trace)
      * instead of the one it measured: with the step captured no launch thread of the job
      * competes with it for the cores when it is woken. */
     for (int32_t h = 0; h < g->n_nodes; h++) {

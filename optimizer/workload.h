@@ -144,8 +144,9 @@ typedef struct workload {
     uint8_t *step_call;     /* workload_step_call of every node (set by workload_analyze) */
     int64_t *idle_wake_dur; /* blocking host call of an iteration: the wake-up latency (its
                                duration after what it waited for) of the blocking calls of
-                               its name on its thread when the host is idle: their lowest
-                               decile over the trace (workload.c idle_wake_latency); else -1 */
+                               its name on its thread when the host is idle: their lower
+                               quartile over the trace (workload.c idle_wake_latency); else
+                               -1 */
 
     /* fusion chains (CSR: chain c is chain_node[chain_off[c] .. chain_off[c+1]-1]) */
     int32_t n_chains;

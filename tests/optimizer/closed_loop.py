@@ -14,9 +14,12 @@ iterations: a one-off stall (a rank descheduled for milliseconds on shared cores
 not the configuration's iteration time, and a trimmed mean that drops one iteration
 at each end still carries the second one.
 
-The machines are shared and noisy (several ranks and engineers on two cores), and a
-host-bound configuration feels it most: a configuration that misses is measured once
-more (baseline, optimize, apply), and both attempts are printed.
+The machines are shared and noisy (several ranks and engineers on two cores, and make
+check runs another test beside this one), and a host-bound configuration feels it most:
+the after-run is run twice and the faster counts (interference only ever slows a run
+down; the prediction comes from one profile and does not get this chance), and a
+configuration that misses is measured once more (baseline, optimize, apply), and both
+attempts are printed.
 
 Environment: top_srcdir, top_builddir, HAVE_CUDA (exit 77 when 0). Optional:
 CLOSED_LOOP_ONLY=name runs one configuration; CLOSED_LOOP_KEEP=dir keeps the traces.
@@ -35,13 +38,10 @@ DPRO_RUN = os.path.join(BUILD, "tools/dpro-run")
 OPTIMIZE = os.path.join(BUILD, "tools/dpro-optimize")
 LIBS = os.path.join(BUILD, "tests/simgpu/.libs")
 
-# name, ddp-sim arguments, environment, dpro-optimize arguments. A name ending in "*"
-# is informational: host-bound, so on two shared cores its baseline's blocked
-# synchronisations wake up hundreds of microseconds late (the job's own launch threads
-# and other load hold the cores), while the captured after-run, whose host is idle,
-# wakes up sooner; the device side of its prediction is exact (README, Optimizer), the
-# host-side latency is the machine's and no replay can foresee it. Its misses are
-# printed but fail the test only with CLOSED_LOOP_STRICT=1.
+# name, ddp-sim arguments, environment, dpro-optimize arguments. The host-bound one
+# (many small kernels) runs 40 iterations: its iteration time is the median of
+# iterations whose closing synchronisation wakes up tens to thousands of microseconds
+# late on shared cores, and the prediction takes the lower quartile of those wake-ups.
 CONFIGS = [
     ("tiny buckets",
      ["--preset", "resnet50", "--layers", "4", "--bucket-mb", "0.05", "--first-bucket-mb", "0.05"],
@@ -57,8 +57,8 @@ CONFIGS = [
      ["--preset", "resnet50", "--layers", "4", "--batch", "32"],
      {},
      ["--memory-budget", "500M", "--strategies", "memory", "--batch", "32"]),
-    ("many small kernels*",
-     ["--preset", "resnet50", "--layers", "4", "--batch", "8"],
+    ("many small kernels",
+     ["--preset", "resnet50", "--layers", "4", "--batch", "8", "--iterations", "40"],
      {},
      ["--strategies", "fusion", "--batch", "8"]),
 ]
@@ -73,7 +73,7 @@ def run_job(args, env_extra, trace_dir):
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = LIBS + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env.update(env_extra)
-    cmd = [SIMRUN, "-n", str(RANKS), "--", DPRO_RUN, "-o", trace_dir, "--", DDP_SIM] + args + ITERATIONS
+    cmd = [SIMRUN, "-n", str(RANKS), "--", DPRO_RUN, "-o", trace_dir, "--", DDP_SIM] + ITERATIONS + args
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True, timeout=120)
     if p.returncode != 0:
@@ -115,6 +115,9 @@ def one_config(work, name, args, env, opt_args, attempt):
     top = rep["strategies"][0]
     extra = top["knobs"]["ddp_sim_args"].split()
     new_us, new_peak = run_job(args + extra, env, new_dir)
+    shutil.rmtree(new_dir, ignore_errors=True)
+    again_us, again_peak = run_job(args + extra, env, new_dir)
+    new_us, new_peak = min(new_us, again_us), max(new_peak, again_peak)
     pred_us = top["predicted_iter_us"]
     pred_speedup = top["predicted_speedup"]
     real_speedup = base_us / new_us
@@ -151,7 +154,7 @@ def main():
     only = os.environ.get("CLOSED_LOOP_ONLY")
     keep = os.environ.get("CLOSED_LOOP_KEEP")
     work = keep or tempfile.mkdtemp(prefix="dpro-closed-loop-")
-    rows, failures, notes = [], [], []
+    rows, failures = [], []
     try:
         for name, args, env, opt_args in CONFIGS:
             if only and only != name:
@@ -163,10 +166,7 @@ def main():
                 if not why:
                     break
                 if attempt == 2:
-                    if name.endswith("*") and not os.environ.get("CLOSED_LOOP_STRICT"):
-                        notes.extend(why)
-                    else:
-                        failures.extend(why)
+                    failures.extend(why)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -179,8 +179,6 @@ def main():
         print("%-22s %-40s %9.1f %9.1f %9.1f %9.1f %+7.1f %7.3f %7.3f %8s %8s %7s %s" % (
             r[0], r[1][:40], r[2], r[3], r[4], r[5], r[6], r[7], r[8], mib(r[9]), mib(r[10]),
             mib(r[11]), "yes" if r[12] else "NO"))
-    for f in notes:
-        print("NOTE (informational, host-bound):", f)
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0
