@@ -6,6 +6,7 @@
  * stored as zig-zag deltas; launch configurations (block_x, shared_mem) against the previous
  * launch of the same kernel name.
  */
+#include "config.h"
 #include "dprotrace.h"
 #include "trace_internal.h"
 #include "trace.pb-c.h"
@@ -16,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#ifdef HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 
 /* Plain columns: X(proto field, C type of the column, dpro_event member expression, proto
  * field number). A column whose values are all equal is stored once, as a constant. */
@@ -331,6 +335,153 @@ reserve(uint8_t **buf, size_t *cap, size_t need)
     return DPRO_OK;
 }
 
+/* ---- whole buffers in the zlib format: libdeflate when configure found it, else zlib ---- */
+
+struct dpro_deflater {
+    int level; /* the compressor's own level its state below was made for; 0: none yet */
+    uint8_t *out;
+    size_t out_cap;
+#ifdef HAVE_LIBDEFLATE
+    struct libdeflate_compressor *ld;
+#else
+    z_stream zs;
+#endif
+};
+
+#ifdef HAVE_LIBDEFLATE
+/* libdeflate's level for zlib's levels 1..9. Batches: the lowest whose output was no larger
+ * than zlib's at that level on every shared Kineto trace (per batch) and on bench_trace; 9
+ * stays 9 (10-12, its near-optimal parser, is 3-7x slower). Text (string blocks, written
+ * at zlib level 6 only): libdeflate 5 and 6 lose 1-9 % to zlib 6 on these small blocks of
+ * names, 7 is smaller on all but one shared trace (a100-2rank: +0.8 %, 31 bytes); the
+ * others are the batch level plus one, at most 9 (not measured). */
+static const int libdeflate_level[DPRO_DEFLATE_TEXT + 1][10] = {
+    [DPRO_DEFLATE_BATCH] = {0, 1, 3, 3, 5, 5, 5, 6, 7, 9},
+    [DPRO_DEFLATE_TEXT] = {0, 2, 4, 4, 6, 6, 7, 7, 8, 9},
+};
+
+/* The level of the compressor for zlib level zl (1..9) and data of kind what. */
+static int
+deflater_level(int zl, enum dpro_deflate_data what)
+{
+    return libdeflate_level[what][zl];
+}
+
+/* Makes d's state for (its own) level level. */
+static int
+deflater_setup(dpro_deflater *d, int level)
+{
+    libdeflate_free_compressor(d->ld);
+    d->level = 0;
+    d->ld = libdeflate_alloc_compressor(level);
+    if (!d->ld)
+        return DPRO_ERR_NOMEM;
+    d->level = level;
+    return DPRO_OK;
+}
+
+/* Compresses len bytes at in into d->out (room checked by the caller); *outlen: its size. */
+static int
+deflater_run(dpro_deflater *d, const void *in, size_t len, size_t *outlen)
+{
+    *outlen = libdeflate_zlib_compress(d->ld, in, len, d->out, d->out_cap);
+    return *outlen ? DPRO_OK : DPRO_ERR_NOMEM;
+}
+
+static size_t
+deflater_bound(dpro_deflater *d, size_t len)
+{
+    return libdeflate_zlib_compress_bound(d->ld, len);
+}
+
+static void
+deflater_end(dpro_deflater *d)
+{
+    libdeflate_free_compressor(d->ld);
+}
+#else
+static int
+deflater_level(int zl, enum dpro_deflate_data what)
+{
+    return zl;
+}
+
+static int
+deflater_setup(dpro_deflater *d, int level)
+{
+    if (d->level)
+        deflateEnd(&d->zs);
+    d->level = 0;
+    memset(&d->zs, 0, sizeof d->zs);
+    if (deflateInit(&d->zs, level) != Z_OK)
+        return DPRO_ERR_NOMEM;
+    d->level = level;
+    return DPRO_OK;
+}
+
+static int
+deflater_run(dpro_deflater *d, const void *in, size_t len, size_t *outlen)
+{
+    if (len > UINT32_MAX || deflateReset(&d->zs) != Z_OK)
+        return DPRO_ERR_NOMEM;
+    d->zs.next_in = (Bytef *)in;
+    d->zs.avail_in = (uInt)len;
+    d->zs.next_out = d->out;
+    d->zs.avail_out = (uInt)(d->out_cap < UINT32_MAX ? d->out_cap : UINT32_MAX);
+    if (deflate(&d->zs, Z_FINISH) != Z_STREAM_END)
+        return DPRO_ERR_NOMEM;
+    *outlen = d->zs.total_out;
+    return DPRO_OK;
+}
+
+static size_t
+deflater_bound(dpro_deflater *d, size_t len)
+{
+    return compressBound(len);
+}
+
+static void
+deflater_end(dpro_deflater *d)
+{
+    if (d->level)
+        deflateEnd(&d->zs);
+}
+#endif
+
+int
+dpro_deflate(dpro_deflater **dp, enum dpro_deflate_data what, int zlib_level, const void *in,
+             size_t len, const uint8_t **out, size_t *outlen)
+{
+    int rc = DPRO_OK;
+    int level =
+        deflater_level(zlib_level >= 1 && zlib_level <= 9 ? zlib_level : DPRO_ZLIB_DEFAULT, what);
+    dpro_deflater *d = *dp;
+
+    *out = NULL;
+    *outlen = 0;
+    if (!d && !(d = *dp = calloc(1, sizeof *d)))
+        return DPRO_ERR_NOMEM;
+    if (d->level != level)
+        rc = deflater_setup(d, level);
+    if (rc == DPRO_OK)
+        rc = reserve(&d->out, &d->out_cap, deflater_bound(d, len));
+    if (rc == DPRO_OK)
+        rc = deflater_run(d, in, len, outlen);
+    if (rc == DPRO_OK)
+        *out = d->out;
+    return rc;
+}
+
+void
+dpro_deflater_free(dpro_deflater *d)
+{
+    if (!d)
+        return;
+    deflater_end(d);
+    free(d->out);
+    free(d);
+}
+
 /* Encodes the events of one kind (idx lists their positions in events) into g, with
  * column arrays carved from mem (ncols * n * 8 bytes). */
 static void
@@ -481,16 +632,19 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
 }
 
 struct dpro_codec {
-    uint8_t *arena, *raw, *z;
-    size_t arena_cap, raw_cap, z_cap;
+    uint8_t *arena, *raw;
+    size_t arena_cap, raw_cap;
     uint32_t *idx;
     size_t idx_cap;
     lane_table lanes;
     name_table names;
-    z_stream dz; /* deflate state, reset per batch */
-    int dz_level;
+    dpro_deflater *dz; /* made on first encode */
+#ifdef HAVE_LIBDEFLATE
+    struct libdeflate_decompressor *ld; /* made on first decode */
+#else
     z_stream iz; /* inflate state */
     int iz_ready;
+#endif
 };
 
 dpro_codec *
@@ -504,13 +658,15 @@ dpro_codec_free(dpro_codec *c)
 {
     if (!c)
         return;
-    if (c->dz_level)
-        deflateEnd(&c->dz);
+    dpro_deflater_free(c->dz);
+#ifdef HAVE_LIBDEFLATE
+    libdeflate_free_decompressor(c->ld);
+#else
     if (c->iz_ready)
         inflateEnd(&c->iz);
+#endif
     free(c->arena);
     free(c->raw);
-    free(c->z);
     free(c->idx);
     free(c);
 }
@@ -528,7 +684,6 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
     size_t n_unknown = 0, ngroups = 0;
     Dpro__Batch batch;
     uint64_t base_ns = UINT64_MAX;
-    int level = zlib_level > 0 && zlib_level <= 9 ? zlib_level : DPRO_ZLIB_DEFAULT;
 
     *out = NULL;
     *outlen = *rawlen = 0;
@@ -613,32 +768,9 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
     batch.groups = group_ptrs;
     *rawlen = dpro__batch__get_packed_size(&batch);
     rc = reserve(&c->raw, &c->raw_cap, *rawlen ? *rawlen : 1);
-    if (rc == DPRO_OK)
-        rc = reserve(&c->z, &c->z_cap, compressBound(*rawlen));
-    if (rc == DPRO_OK && c->dz_level != level) {
-        if (c->dz_level)
-            deflateEnd(&c->dz);
-        c->dz_level = 0;
-        memset(&c->dz, 0, sizeof c->dz);
-        if (deflateInit(&c->dz, level) != Z_OK)
-            rc = DPRO_ERR_NOMEM;
-        else
-            c->dz_level = level;
-    } else if (rc == DPRO_OK) {
-        deflateReset(&c->dz);
-    }
     if (rc == DPRO_OK) {
         dpro__batch__pack(&batch, c->raw);
-        c->dz.next_in = c->raw;
-        c->dz.avail_in = (uInt)*rawlen;
-        c->dz.next_out = c->z;
-        c->dz.avail_out = (uInt)c->z_cap;
-        if (deflate(&c->dz, Z_FINISH) != Z_STREAM_END) {
-            rc = DPRO_ERR_NOMEM;
-        } else {
-            *out = c->z;
-            *outlen = c->dz.total_out;
-        }
+        rc = dpro_deflate(&c->dz, DPRO_DEFLATE_BATCH, zlib_level, c->raw, *rawlen, out, outlen);
     }
     return rc;
 }
@@ -665,12 +797,76 @@ dpro_batch_encode(const dpro_event *events, size_t n, int zlib_level, uint8_t **
     return rc;
 }
 
+/* Inflates len bytes at data into c->raw (room for rawlen + 1 bytes: the spare one detects
+ * "more than claimed"), which must come out at exactly rawlen bytes. */
+#ifdef HAVE_LIBDEFLATE
+static int
+inflate_into_raw(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen, char *errbuf,
+                 size_t errlen)
+{
+    int rc = DPRO_OK;
+    size_t got = 0;
+    enum libdeflate_result lr;
+
+    if (!c->ld && !(c->ld = libdeflate_alloc_decompressor()))
+        return DPRO_ERR_NOMEM;
+    lr = libdeflate_zlib_decompress(c->ld, data, len, c->raw, rawlen + 1, &got);
+    if (lr == LIBDEFLATE_INSUFFICIENT_SPACE) {
+        dpro_set_err(errbuf, errlen, "inflates past its claimed %zu bytes (zlib bomb?)", rawlen);
+        rc = DPRO_ERR_LIMIT;
+    } else if (lr != LIBDEFLATE_SUCCESS) {
+        dpro_set_err(errbuf, errlen, "zlib: %s", "invalid or truncated data");
+        rc = DPRO_ERR_CORRUPT;
+    } else if (got != rawlen) {
+        dpro_set_err(errbuf, errlen, "inflates to %zu bytes, not the claimed %zu", got, rawlen);
+        rc = DPRO_ERR_CORRUPT;
+    }
+    return rc;
+}
+#else
+static int
+inflate_into_raw(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen, char *errbuf,
+                 size_t errlen)
+{
+    int rc = DPRO_OK, zrc;
+
+    if (!c->iz_ready) {
+        memset(&c->iz, 0, sizeof c->iz);
+        if (inflateInit(&c->iz) != Z_OK)
+            return DPRO_ERR_NOMEM;
+        c->iz_ready = 1;
+    } else {
+        inflateReset(&c->iz);
+    }
+    c->iz.next_in = (Bytef *)data;
+    c->iz.avail_in = (uInt)len;
+    c->iz.next_out = c->raw;
+    c->iz.avail_out = (uInt)(rawlen + 1);
+    zrc = inflate(&c->iz, Z_FINISH);
+    if (zrc != Z_STREAM_END) {
+        if (c->iz.avail_out == 0) {
+            dpro_set_err(errbuf, errlen, "inflates past its claimed %zu bytes (zlib bomb?)",
+                         rawlen);
+            rc = DPRO_ERR_LIMIT;
+        } else {
+            dpro_set_err(errbuf, errlen, "zlib: %s", c->iz.msg ? c->iz.msg : "truncated data");
+            rc = DPRO_ERR_CORRUPT;
+        }
+    } else if (c->iz.total_out != rawlen) {
+        dpro_set_err(errbuf, errlen, "inflates to %lu bytes, not the claimed %zu",
+                     (unsigned long)c->iz.total_out, rawlen);
+        rc = DPRO_ERR_CORRUPT;
+    }
+    return rc;
+}
+#endif
+
 /* Inflates data into c->raw, which must come out at exactly rawlen bytes. */
 static int
 inflate_exact(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen, char *errbuf,
               size_t errlen)
 {
-    int rc = DPRO_OK, zrc;
+    int rc = DPRO_OK;
 
     if (rawlen > DPRO_BATCH_MAX_RAW) {
         dpro_set_err(errbuf, errlen, "claims %zu bytes uncompressed, over the %u limit", rawlen,
@@ -689,34 +885,7 @@ inflate_exact(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen, cha
     rc = reserve(&c->raw, &c->raw_cap, rawlen + 1);
     if (rc != DPRO_OK)
         return rc;
-    if (!c->iz_ready) {
-        memset(&c->iz, 0, sizeof c->iz);
-        if (inflateInit(&c->iz) != Z_OK)
-            return DPRO_ERR_NOMEM;
-        c->iz_ready = 1;
-    } else {
-        inflateReset(&c->iz);
-    }
-    c->iz.next_in = (Bytef *)data;
-    c->iz.avail_in = (uInt)len;
-    c->iz.next_out = c->raw;
-    c->iz.avail_out = (uInt)(rawlen + 1); /* one spare byte detects "more than claimed" */
-    zrc = inflate(&c->iz, Z_FINISH);
-    if (zrc != Z_STREAM_END) {
-        if (c->iz.avail_out == 0) {
-            dpro_set_err(errbuf, errlen, "inflates past its claimed %zu bytes (zlib bomb?)",
-                         rawlen);
-            rc = DPRO_ERR_LIMIT;
-        } else {
-            dpro_set_err(errbuf, errlen, "zlib: %s", c->iz.msg ? c->iz.msg : "truncated data");
-            rc = DPRO_ERR_CORRUPT;
-        }
-    } else if (c->iz.total_out != rawlen) {
-        dpro_set_err(errbuf, errlen, "inflates to %lu bytes, not the claimed %zu",
-                     (unsigned long)c->iz.total_out, rawlen);
-        rc = DPRO_ERR_CORRUPT;
-    }
-    return rc;
+    return inflate_into_raw(c, data, len, rawlen, errbuf, errlen);
 }
 
 /* Checks that every present column of g has exactly g->count values. */

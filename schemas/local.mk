@@ -2,8 +2,9 @@
 DPROTRACE_SOURCES = schemas/codec.c schemas/writer.c schemas/reader.c \
 	schemas/trace_internal.h schemas/dprotrace.h
 nodist_DPROTRACE_SOURCES = schemas/trace.pb-c.c schemas/trace.pb-c.h schemas/trace_sql.c
-DPROTRACE_LIBS = $(SQLITE_LIBS) $(PROTOBUF_C_LIBS) $(ZLIB_LIBS)
-DPROTRACE_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS)
+DPROTRACE_LIBS = $(SQLITE_LIBS) $(PROTOBUF_C_LIBS) $(LIBDEFLATE_LIBS) $(ZLIB_LIBS)
+DPROTRACE_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBDEFLATE_CFLAGS) \
+	$(ZLIB_CFLAGS)
 
 # The installed shared library: only dpro_* symbols are exported.
 lib_LTLIBRARIES += schemas/libdprotrace.la

@@ -11,6 +11,25 @@ extern const char dpro_trace_sql[];
 void dpro_set_err(char *errbuf, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A deflater compresses whole buffers into the zlib format (RFC 1950), with libdeflate
+ * when configure found it (HAVE_LIBDEFLATE), else with zlib; it keeps its compressor state
+ * and output buffer between calls. Not thread-safe. */
+typedef struct dpro_deflater dpro_deflater;
+
+/* What a deflater compresses: libdeflate's level for a zlib level differs between them. */
+enum dpro_deflate_data {
+    DPRO_DEFLATE_BATCH, /* protobuf batches */
+    DPRO_DEFLATE_TEXT,  /* string blocks */
+};
+
+/* Compresses len bytes at in at zlib_level (1..9, else DPRO_ZLIB_DEFAULT; libdeflate maps
+ * it to a level of its own, by what). *d (NULL at first) is made on the first call; use
+ * one deflater for one kind of data. *out points into *d (valid until its next use) and
+ * holds *outlen bytes. Returns DPRO_OK or DPRO_ERR_NOMEM. */
+int dpro_deflate(dpro_deflater **d, enum dpro_deflate_data what, int zlib_level, const void *in,
+                 size_t len, const unsigned char **out, size_t *outlen);
+void dpro_deflater_free(dpro_deflater *d);
+
 /* A codec keeps its scratch buffers and zlib states between batches (no page faults
  * from fresh large allocations on every batch). Not thread-safe: one per writer/iterator. */
 typedef struct dpro_codec dpro_codec;

@@ -18,10 +18,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #define DEFAULT_BATCH_EVENTS 16384u
 #define DEFAULT_PAGE_SIZE 1024u
+/* String blocks are small: compressed well, whatever level the batches get. */
+#define STRINGS_ZLIB_LEVEL 6
 
 /* In trace.sql, the tables after this line are created on first use (create_table). */
 #define ON_FIRST_USE_MARK "-- @on-first-use"
@@ -48,6 +49,7 @@ struct dpro_writer {
     char *path;
     sqlite3_stmt *ins_batch, *ins_string, *ins_meta;
     dpro_codec *codec;
+    dpro_deflater *strings_z; /* compresses string blocks; made on the first one */
     dpro_event *events;
     uint32_t nevents, cap_events;
     int zlib_level;
@@ -515,12 +517,11 @@ write_string_block(dpro_writer *w)
     int rc = DPRO_OK;
     size_t from = w->offset_of_id[w->first_unsaved_id];
     size_t raw = w->arena_len - from;
-    uLongf zlen = compressBound(raw);
-    uint8_t *z = malloc(zlen);
+    const uint8_t *z = NULL;
+    size_t zlen = 0;
 
-    if (!z)
-        return writer_fail(w, DPRO_ERR_NOMEM, "compressing strings");
-    if (compress2(z, &zlen, (const Bytef *)w->arena + from, raw, 6) != Z_OK) {
+    if (dpro_deflate(&w->strings_z, DPRO_DEFLATE_TEXT, STRINGS_ZLIB_LEVEL, w->arena + from, raw, &z,
+                     &zlen) != DPRO_OK) {
         rc = writer_fail(w, DPRO_ERR_NOMEM, "compressing strings");
     } else {
         sqlite3_bind_int64(w->ins_string, 1, w->first_unsaved_id);
@@ -529,7 +530,6 @@ write_string_block(dpro_writer *w)
         sqlite3_bind_blob(w->ins_string, 4, z, (int)zlen, SQLITE_STATIC);
         rc = step_reset(w, w->ins_string, "writing strings");
     }
-    free(z);
     return rc;
 }
 
@@ -627,6 +627,7 @@ dpro_writer_close(dpro_writer *w)
             rc = DPRO_ERR_IO;
     }
     dpro_codec_free(w->codec);
+    dpro_deflater_free(w->strings_z);
     free(w->events);
     free(w->slots);
     free(w->arena);
