@@ -2,6 +2,7 @@
  * dpro-import: turn traces of other tools into dpro traces.
  *
  *   dpro-import kineto FILE... -o DIR [--keep-partial] [--quiet] [--job-id ID]
+ *                                     [--single-thread]
  *
  * One dpro trace per input file (PyTorch profiler / Kineto Chrome-trace JSON, plain or
  * gzip), named like the collector names its files: rank<R>-<host>-<pid>.dpro. Each file is
@@ -44,6 +45,9 @@ usage(FILE *f)
                "  -j, --job-id ID      job_id of the traces (default: one id for all the\n"
                "                       files of the command, from their names; import the\n"
                "                       ranks of a job together or give them one --job-id)\n"
+               "  -s, --single-thread  parse and write on one thread: less JSON per second\n"
+               "                       than with a writer thread, but more per CPU-second\n"
+               "                       (to import many files at once, one process per core)\n"
                "  -h, --help           this help\n"
                "  -V, --version        version\n"
                "\n"
@@ -82,7 +86,7 @@ sanitize(char *s)
  * EXIT_BAD_INPUT. */
 static int
 import_one(const char *file, const char *dir, int index, int count, const char *job_id,
-           int keep_partial, int quiet, char *const *earlier, char **out_path)
+           int keep_partial, int quiet, int single_thread, char *const *earlier, char **out_path)
 {
     char tmp[4096], final[4096], errbuf[512];
     *out_path = NULL;
@@ -96,8 +100,11 @@ import_one(const char *file, const char *dir, int index, int count, const char *
         pr_err("%s: cannot create %s: %s", file, tmp, errbuf);
         return EXIT_BAD_INPUT;
     }
-    kineto_options ko = {
-        .source_file = file, .file_index = index, .file_count = count, .job_id = job_id};
+    kineto_options ko = {.source_file = file,
+                         .file_index = index,
+                         .file_count = count,
+                         .job_id = job_id,
+                         .inline_writer = single_thread};
     kineto_importer *k = NULL;
     rc = kineto_importer_new(w, &ko, &k);
     if (rc != DPRO_OK) {
@@ -163,17 +170,14 @@ int
 main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"keep-partial", no_argument, NULL, 'k'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"job-id", required_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        {"output", required_argument, NULL, 'o'},  {"keep-partial", no_argument, NULL, 'k'},
+        {"quiet", no_argument, NULL, 'q'},         {"job-id", required_argument, NULL, 'j'},
+        {"single-thread", no_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
     };
     const char *dir = NULL, *job_id = NULL;
-    int keep_partial = 0, quiet = 0, c;
-    while ((c = getopt_long(argc, argv, "o:kqj:hV", opts, NULL)) != -1) {
+    int keep_partial = 0, quiet = 0, single_thread = 0, c;
+    while ((c = getopt_long(argc, argv, "o:kqj:shV", opts, NULL)) != -1) {
         switch (c) {
         case 'o':
             dir = optarg;
@@ -183,6 +187,9 @@ main(int argc, char **argv)
             break;
         case 'q':
             quiet = 1;
+            break;
+        case 's':
+            single_thread = 1;
             break;
         case 'j':
             job_id = optarg;
@@ -239,7 +246,8 @@ main(int argc, char **argv)
     for (int i = 0; i < nfiles; i++) {
         const char *file = argv[optind + i];
         char *path = NULL;
-        int rc = import_one(file, dir, i, nfiles, job_id, keep_partial, quiet, written, &path);
+        int rc = import_one(file, dir, i, nfiles, job_id, keep_partial, quiet, single_thread,
+                            written, &path);
         written[i] = path;
         if (rc != EXIT_OK)
             status = EXIT_BAD_INPUT;

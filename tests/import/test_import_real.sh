@@ -69,5 +69,19 @@ assert set(ranks) == {"0", "1"} and ranks["0"] == ranks["1"] and ranks["0"], ran
 PY
 ok test $? -eq 0
 
+# --single-thread (parser and writer on one thread) writes the same events
+"$b/tools/dpro-import" kineto --quiet --single-thread "$dir"/*.json.gz -o "$tmp/one"
+ok test $? -eq 0
+"$b/tools/dpro-info" --json "$tmp/all" > "$tmp/all.json" &&
+    "$b/tools/dpro-info" --json "$tmp/one" > "$tmp/one.json"
+ok test $? -eq 0
+python3 - "$tmp/all.json" "$tmp/one.json" <<'PY'
+import json, sys
+a, o = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["events"] == o["events"] and a["events_by_kind"] == o["events_by_kind"], (a, o)
+assert a["bytes"] == o["bytes"], (a["bytes"], o["bytes"])
+PY
+ok test $? -eq 0
+
 echo "$pass passed, $fail failed"
 test "$fail" -eq 0
