@@ -21,26 +21,14 @@
 #include "replay/dfg.h"
 #include "replay/sim.h"
 #include "replay/synth.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "tests/unit/testutil.h"
 
 static uint64_t rng_s = 0x9E3779B97F4A7C15ULL;
 
 static uint64_t
 rnd(void)
 {
-    rng_s ^= rng_s << 13;
-    rng_s ^= rng_s >> 7;
-    rng_s ^= rng_s << 17;
-    return rng_s;
+    return test_rand(&rng_s);
 }
 
 static int64_t
@@ -484,10 +472,5 @@ main(int argc, char **argv)
     test_cutoff_and_fallback();
     test_synth(trials * 5);
     test_random(graphs, trials);
-    if (failures) {
-        fprintf(stderr, "test_sim_rerun: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_sim_rerun: ok\n");
-    return 0;
+    return tests_done();
 }
