@@ -16,6 +16,16 @@ def mean(rows):
     return sum(r["mean_iter_us"] for r in rows) / len(rows)
 
 
+def median(rows):
+    """Mean over ranks of each rank's median iteration."""
+    meds = []
+    for r in rows:
+        it = sorted(r["iter_us"])
+        n = len(it)
+        meds.append(it[n // 2] if n % 2 else (it[n // 2 - 1] + it[n // 2]) / 2)
+    return sum(meds) / len(meds)
+
+
 base = ddp(2, BASE)
 check(all(r["world"] == 2 for r in base), "world size")
 strag = ddp(2, BASE, extra=["--straggler", "1:2.0"])
@@ -33,9 +43,15 @@ check(accum[0]["allreduces_per_iter"] == base[0]["allreduces_per_iter"], "accumu
 check(accum[0]["kernels_per_iter"] > 1.6 * base[0]["kernels_per_iter"], "accumulation kernels")
 check(mean(accum) > 1.3 * mean(base), "accumulation time")
 
-fused = ddp(2, BASE + ["--fuse-small"])
-check(fused[0]["kernels_per_iter"] < 0.8 * base[0]["kernels_per_iter"], "fusion launches")
-check(mean(fused) < 1.05 * mean(base), "fusion made it slower")
+# fusion saves launches; where they bound the step (batch 8: host-bound) it saves time.
+# Compared as medians over 8 iterations: at the default batch its saving (3 us per fused
+# kernel) is within a 4-iteration mean's noise on shared cores.
+HOST_BOUND = BASE + ["--batch", "8", "--iterations", "8"]
+unfused = ddp(2, HOST_BOUND)
+fused = ddp(2, HOST_BOUND + ["--fuse-small"])
+check(fused[0]["kernels_per_iter"] < 0.8 * unfused[0]["kernels_per_iter"], "fusion launches")
+check(median(fused) < median(unfused),
+      "fusion made it slower: %.0f vs %.0f us" % (median(fused), median(unfused)))
 
 rec = ddp(2, BASE + ["--recompute", "all"])
 check(rec[0]["peak_memory_bytes"] < 0.8 * base[0]["peak_memory_bytes"], "recomputation memory")
@@ -43,5 +59,6 @@ check(mean(rec) > 1.1 * mean(base), "recomputation time")
 
 graph = ddp(2, BASE + ["--cuda-graph"])
 check(len(graph[0]["iter_us"]) == 4, "cuda graph run")
-print("ok: base %.0f us, straggler %.0f us, accum %.0f us, fused %.0f us, recompute %.0f us, graph %.0f us"
-      % (mean(base), mean(strag), mean(accum), mean(fused), mean(rec), mean(graph)))
+print("ok: base %.0f us, straggler %.0f us, accum %.0f us, batch 8 %.0f us, fused %.0f us, "
+      "recompute %.0f us, graph %.0f us"
+      % (mean(base), mean(strag), mean(accum), median(unfused), median(fused), mean(rec), mean(graph)))
