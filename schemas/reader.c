@@ -177,7 +177,8 @@ load_strings(dpro_reader *r)
     return rc;
 }
 
-/* Loads the small tables; a table missing (older minor version) is simply empty. */
+/* Loads the small tables; a missing table is empty (the writer creates these tables with
+ * their first row, and an older minor version may lack one). */
 static int
 load_tables(dpro_reader *r)
 {

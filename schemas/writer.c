@@ -258,10 +258,10 @@ dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer 
         rc = dpro_writer_set_meta_int(w, "schema_minor", DPRO_SCHEMA_MINOR);
 
     if (rc != DPRO_OK) {
-        if (w && w->db)
-            dpro_set_err(errbuf, errlen, "%s: %s", path, err ? err : sqlite3_errmsg(w->db));
-        else if (rc == DPRO_ERR_NOMEM)
+        if (rc == DPRO_ERR_NOMEM)
             dpro_set_err(errbuf, errlen, "%s: out of memory", path);
+        else if (w && w->db)
+            dpro_set_err(errbuf, errlen, "%s: %s", path, err ? err : sqlite3_errmsg(w->db));
         sqlite3_free(err);
         dpro_writer_close(w);
         return rc;

@@ -275,6 +275,15 @@ kernel_samples(const replay *rp, workload_kernel_sample **out)
     return (ssize_t)k;
 }
 
+/* Whether the per-kernel fixed cost in use is the shortest kernel's duration rather than
+ * the fitted value or the prior, which were longer (workload.c caps it). */
+static int
+fixed_capped(const workload *w, const workload_options *wo)
+{
+    double want = w->fixed_fit.names > 0 ? w->fixed_fit.c0_ns : wo->kernel_fixed_us * 1000.0;
+    return w->kernel_fixed_ns < want - 0.5;
+}
+
 static void
 print_bytes(FILE *f, int64_t b)
 {
@@ -583,6 +592,7 @@ main(int argc, char **argv)
         json_kv_double(&jw, "kernel_fixed_us", w.kernel_fixed_ns / 1000.0);
         json_kv_string(&jw, "kernel_fixed_source", w.fixed_fit.names > 0 ? "fit" : "prior");
         json_kv_int(&jw, "kernel_fixed_names", w.fixed_fit.names);
+        json_kv_bool(&jw, "kernel_fixed_capped", fixed_capped(&w, &wo));
         json_kv_string(&jw, "partition_bytes", w.layer_grad ? "gradient_sizes" : "backward_time");
         json_kv_int(&jw, "fusion_chains", w.n_chains);
         json_kv_int(&jw, "bucket_units", w.n_units);
@@ -648,13 +658,15 @@ main(int argc, char **argv)
         if (w.fusion_why[0])
             printf("operator fusion unavailable: %s\n", w.fusion_why);
         else if (w.fixed_fit.names > 0)
-            printf("per-kernel fixed cost: %.2f us, fitted on the launch sizes of %d kernel "
-                   "names\n",
-                   w.kernel_fixed_ns / 1000.0, w.fixed_fit.names);
+            printf("per-kernel fixed cost: %.2f us, fitted on the launch sizes of %d (rank, "
+                   "kernel name) pairs%s\n",
+                   w.kernel_fixed_ns / 1000.0, w.fixed_fit.names,
+                   fixed_capped(&w, &wo) ? " (capped at the shortest kernel)" : "");
         else
             printf("per-kernel fixed cost: %.2f us, the prior (--kernel-fixed-us; no kernel "
-                   "name with %d launch sizes to fit)\n",
-                   w.kernel_fixed_ns / 1000.0, WORKLOAD_FIT_MIN_SIZES);
+                   "name with %d launch sizes to fit)%s\n",
+                   w.kernel_fixed_ns / 1000.0, WORKLOAD_FIT_MIN_SIZES,
+                   fixed_capped(&w, &wo) ? ", capped at the shortest kernel" : "");
         if (w.tensor_why[0])
             printf("tensor fusion unavailable: %s\n", w.tensor_why);
         else if (w.n_units > 0 && w.layer_grad)

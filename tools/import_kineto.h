@@ -202,8 +202,8 @@ int kineto_import_path(kineto_importer *k, const char *path);
 int kineto_import_buffer(dpro_writer *w, const void *buf, size_t len, size_t chunk,
                          const kineto_options *opts, char *errbuf, size_t errlen);
 
-/* Fills *o with the writer options imports use: exclusive create, zlib level 5 and
- * batches of 16384 events. (65536 made files ~3 % smaller, but a batch is encoded beside
+/* Fills *o with the writer options imports use: exclusive create, zlib level 6, 512-byte
+ * pages and batches of 16384 events. (65536 made files ~3 % smaller, but a batch is encoded beside
  * the parse only if it fills before the parse ends: the last one never does, and in a
  * file of under 65536 events none did.) */
 void kineto_writer_options(dpro_writer_options *o);
