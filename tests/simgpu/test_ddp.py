@@ -50,8 +50,10 @@ HOST_BOUND = BASE + ["--batch", "8", "--iterations", "8"]
 unfused = ddp(2, HOST_BOUND)
 fused = ddp(2, HOST_BOUND + ["--fuse-small"])
 check(fused[0]["kernels_per_iter"] < 0.8 * unfused[0]["kernels_per_iter"], "fusion launches")
-check(median(fused) < median(unfused),
-      "fusion made it slower: %.0f vs %.0f us" % (median(fused), median(unfused)))
+# (not under the sanitizers, whose instrumentation of the host side is the time measured)
+if os.environ.get("DPRO_SANITIZERS") != "1":
+    check(median(fused) < median(unfused),
+          "fusion made it slower: %.0f vs %.0f us" % (median(fused), median(unfused)))
 
 rec = ddp(2, BASE + ["--recompute", "all"])
 check(rec[0]["peak_memory_bytes"] < 0.8 * base[0]["peak_memory_bytes"], "recomputation memory")
