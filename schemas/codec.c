@@ -349,22 +349,21 @@ struct dpro_deflater {
 };
 
 #ifdef HAVE_LIBDEFLATE
-/* libdeflate's level for zlib's levels 1..9. Batches: the lowest whose output was no larger
- * than zlib's at that level on every shared Kineto trace (per batch) and on bench_trace; 9
- * stays 9 (10-12, its near-optimal parser, is 3-7x slower). Text (string blocks, written
- * at zlib level 6 only): libdeflate 5 and 6 lose 1-9 % to zlib 6 on these small blocks of
- * names, 7 is smaller on all but one shared trace (a100-2rank: +0.8 %, 31 bytes); the
- * others are the batch level plus one, at most 9 (not measured). */
-static const int libdeflate_level[DPRO_DEFLATE_TEXT + 1][10] = {
-    [DPRO_DEFLATE_BATCH] = {0, 1, 3, 3, 5, 5, 5, 6, 7, 9},
-    [DPRO_DEFLATE_TEXT] = {0, 2, 4, 4, 6, 6, 7, 7, 8, 9},
-};
+/* libdeflate's level for zlib's levels 1..9 in batches: the lowest whose output was no
+ * larger than zlib's at that level on every shared Kineto trace (per batch) and on
+ * bench_trace; 9 stays 9 (10-12, its near-optimal parser, is 3-7x slower). */
+static const int batch_level[10] = {0, 1, 3, 3, 5, 5, 5, 6, 7, 9};
+
+/* String blocks (the writer compresses them at zlib level 6 only): libdeflate 5 and 6
+ * lose 1-9 % to zlib 6 on these small blocks of names; 7 is smaller on all but one shared
+ * trace (a100-2rank: +0.8 %, 31 bytes). */
+#define TEXT_LEVEL 7
 
 /* The level of the compressor for zlib level zl (1..9) and data of kind what. */
 static int
 deflater_level(int zl, enum dpro_deflate_data what)
 {
-    return libdeflate_level[what][zl];
+    return what == DPRO_DEFLATE_TEXT ? TEXT_LEVEL : batch_level[zl];
 }
 
 /* Makes d's state for (its own) level level. */

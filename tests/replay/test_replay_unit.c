@@ -23,26 +23,7 @@
 #include "replay/job.h"
 #include "replay/sim.h"
 #include "replay/synth.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                             \
-    do {                                                                                           \
-        long long va_ = (long long)(a), vb_ = (long long)(b);                                      \
-        if (va_ != vb_) {                                                                          \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a, va_,     \
-                    vb_);                                                                          \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "tests/unit/testutil.h"
 
 static uint64_t rng = 88172645463325252ULL;
 static int64_t
@@ -997,10 +978,5 @@ main(void)
     test_p2p_match();
     test_p2p_scan();
     test_align_p2p();
-    if (failures) {
-        fprintf(stderr, "test_replay_unit: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_replay_unit: ok\n");
-    return 0;
+    return tests_done();
 }

@@ -29,6 +29,18 @@ static int tests_failed, tests_passed;
         }                                                                                          \
     } while (0)
 
+#define CHECK_EQ(a, b)                                                                             \
+    do {                                                                                           \
+        long long va_ = (long long)(a), vb_ = (long long)(b);                                      \
+        if (va_ == vb_) {                                                                          \
+            tests_passed++;                                                                        \
+        } else {                                                                                   \
+            tests_failed++;                                                                        \
+            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a, va_,     \
+                    vb_);                                                                          \
+        }                                                                                          \
+    } while (0)
+
 /* Prints the closing line and returns the exit status. */
 static inline int
 tests_done(void)
