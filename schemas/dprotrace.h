@@ -5,7 +5,9 @@
  * A trace is one SQLite file per process (rank); schemas/trace.sql is its schema. Events
  * travel in batches: schemas/trace.proto packed by protobuf-c, column by column, then
  * zlib-compressed, one BLOB a row of table `batches`. Strings (kernel names, API names,
- * NVTX text) are interned once in table `strings` and events refer to them by id.
+ * NVTX text, stack frames) are interned once and events refer to them by id; table
+ * `string_blocks` holds them in blocks, each row the ids first_id .. first_id+count-1 as
+ * zlib(NUL-terminated texts, in id order).
  *
  * Every function returns a dpro_status (DPRO_OK == 0) unless it says otherwise. Objects
  * keep the message of their last error (dpro_writer_errmsg, dpro_reader_errmsg), which
