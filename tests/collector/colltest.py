@@ -58,12 +58,18 @@ def skip_unless_usable():
         print("sanitizer build: %s preloaded ahead of the collector" % SAN_RUNTIME)
 
 
-def asan_fork_unsafe():
-    """True in an ASan build. Its runtime (GCC 12's libasan) does not hold its allocator's
-    locks across fork: a thread started in the child (the collector's writer thread under
-    DPRO_FORK=follow) blocks for ever, in the runtime's own allocator, on a lock that one
-    of the parent's threads held at the fork (seen in 3 of 40 runs of coll-job fork)."""
-    return bool(SAN_RUNTIME) and "libasan" in SAN_RUNTIME
+def fork_follow_unsupported():
+    """Why this build's sanitizer cannot run a thread started in a forked child of a
+    threaded process (the collector's writer thread under DPRO_FORK=follow), or None.
+    ASan (GCC 12's libasan) does not hold its allocator's locks across fork: the child's
+    thread can block for ever, in the runtime's own allocator, on a lock that one of the
+    parent's threads held at the fork (3 of 40 runs of coll-job fork). TSan refuses it:
+    "starting new threads after multi-threaded fork is not supported"."""
+    if SAN_RUNTIME and "libasan" in SAN_RUNTIME:
+        return "ASan's runtime can hang a thread started after fork"
+    if SAN_RUNTIME and "libtsan" in SAN_RUNTIME:
+        return "TSan does not support threads started after a multi-threaded fork"
+    return None
 
 
 def ld_preload(*libs):

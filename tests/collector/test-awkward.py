@@ -26,8 +26,8 @@ r = ct.run([JOB, "errno"], env=ct.env_with(out))
 ct.check(r.returncode == 0 and "errno_kept=1" in r.stdout, "errno preserved across hooks")
 
 # fork, DPRO_FORK=follow: the child writes its own file
-if ct.asan_fork_unsafe():
-    print("skip: fork follow under ASan (its runtime can hang a thread started after fork)")
+if ct.fork_follow_unsupported():
+    print("skip: fork follow: %s" % ct.fork_follow_unsupported())
 else:
     out = ct.tmpdir()
     r = ct.run([JOB, "fork", "5", "3"], env=ct.env_with(out, DPRO_FORK="follow"))
