@@ -10,6 +10,8 @@ tests_unit_test_classify_LDADD = schemas/libdprotrace.la
 tests_unit_test_json_SOURCES = tests/unit/test_json.c tests/unit/testutil.h
 tests_unit_test_json_LDADD = common/libdprocommon.la $(LIBM)
 EXTRA_DIST += tests/unit/test_dpro_info.sh
+# .ci/run's ThreadSanitizer stage reads it (TSAN_OPTIONS=suppressions=...)
+EXTRA_DIST += tests/tsan.supp
 if HAVE_PYTHON3
 # dpro-info --kernels against an independent reading of the imported Kineto JSON
 dist_check_SCRIPTS += tests/unit/test_dpro_info_kernels.py

@@ -27,18 +27,72 @@ SIM_CUPTI = os.path.join(BUILD, "tests", "simgpu", ".libs", "libcupti.so.13")
 
 failures = []
 
+# The sanitizer runtime the collector is linked against (libasan or libtsan), found by
+# skip_unless_usable(); None in a plain build.
+SAN_RUNTIME = None
+
+
+def _sanitizer_runtime():
+    """The path of the ASan or TSan runtime among the collector's libraries, or None. The
+    runtime must be the first library of a process: a program built without it (sh,
+    python3, the toolkit's real-cudart) gets it preloaded ahead of the collector."""
+    out = subprocess.run(["ldd", COLLECTOR], capture_output=True, text=True)
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] == "=>" and \
+                parts[0].startswith(("libasan.so", "libtsan.so")):
+            return parts[2]
+    return None
+
 
 def skip_unless_usable():
-    """Exits 77 (skip) when the collector or the reader is not built, or the build uses
-    sanitizers (an ASan collector cannot be preloaded into programs built without it)."""
+    """Exits 77 (skip) when the collector or the reader is not built. In a sanitizer build
+    the tests run too: the collector's runtime is preloaded first (see ld_preload())."""
+    global SAN_RUNTIME
     for path in (COLLECTOR, TRACE_DUMP):
         if not os.path.exists(path):
             print("skip: %s not built" % path)
             sys.exit(SKIP)
-    out = subprocess.run([TRACE_DUMP, "--sanitized"], capture_output=True, text=True)
-    if out.stdout.strip() == "1":
-        print("skip: sanitizer build; the collector is not preloadable there")
-        sys.exit(SKIP)
+    SAN_RUNTIME = _sanitizer_runtime()
+    if SAN_RUNTIME:
+        print("sanitizer build: %s preloaded ahead of the collector" % SAN_RUNTIME)
+
+
+def fork_follow_unsupported():
+    """Why this build's sanitizer cannot run a thread started in a forked child of a
+    threaded process (the collector's writer thread under DPRO_FORK=follow), or None.
+    ASan (GCC 12's libasan) does not hold its allocator's locks across fork: the child's
+    thread can block for ever, in the runtime's own allocator, on a lock that one of the
+    parent's threads held at the fork (3 of 40 runs of coll-job fork). TSan refuses it:
+    "starting new threads after multi-threaded fork is not supported"."""
+    if SAN_RUNTIME and "libasan" in SAN_RUNTIME:
+        return "ASan's runtime can hang a thread started after fork"
+    if SAN_RUNTIME and "libtsan" in SAN_RUNTIME:
+        return "TSan does not support threads started after a multi-threaded fork"
+    return None
+
+
+def ld_preload(*libs):
+    """The LD_PRELOAD value for libs: the sanitizer runtime first when there is one."""
+    return ":".join(([SAN_RUNTIME] if SAN_RUNTIME else []) + list(libs))
+
+
+def sanitizer_env(env=None):
+    """env (default: os.environ) made fit for a traced run in this build: LD_PRELOAD holds
+    only the sanitizer runtime (so that dpro-run, which puts the collector first and keeps
+    the rest, still loads it before libc) or is unset, and ASan does not insist on being
+    the first library (dpro-run puts the collector ahead of it) nor report the leaks of
+    programs built without it (sh, python3) at their exit. TSAN_OPTIONS are the caller's."""
+    env = dict(os.environ if env is None else env)
+    if SAN_RUNTIME:
+        env["LD_PRELOAD"] = SAN_RUNTIME
+    else:
+        env.pop("LD_PRELOAD", None)
+    if SAN_RUNTIME and "libasan" in SAN_RUNTIME:
+        opts = [o for o in env.get("ASAN_OPTIONS", "").split(":") if o]
+        opts += [o for o in ("verify_asan_link_order=0", "detect_leaks=0") if o not in opts]
+        env["ASAN_OPTIONS"] = ":".join(opts)
+    return env
 
 
 _tmpdirs = []
@@ -58,11 +112,12 @@ def _cleanup():
 
 
 def env_with(outdir, preload=True, **extra):
-    """The environment of a traced run: DPRO_OUTPUT=outdir, the collector preloaded."""
-    env = dict(os.environ)
+    """The environment of a traced run: DPRO_OUTPUT=outdir, the collector preloaded (after
+    the sanitizer runtime in a sanitizer build)."""
+    env = sanitizer_env()
     env["DPRO_OUTPUT"] = outdir
     if preload:
-        env["LD_PRELOAD"] = COLLECTOR
+        env["LD_PRELOAD"] = ld_preload(COLLECTOR)
     for k, v in extra.items():
         env[k] = str(v)
     return env

@@ -1,7 +1,8 @@
 # tests/collector: the collector's tests (end to end on tests/simgpu, the real libcudart,
 # one test per awkward case) and its benchmarks. Python drivers read traces back through
-# trace-dump (libdprotrace's reader). Under --enable-sanitizers the drivers skip (exit 77):
-# an ASan-built collector cannot be preloaded into programs built without ASan.
+# trace-dump (libdprotrace's reader). In a sanitizer build (--enable-sanitizers,
+# --enable-tsan) they run too: colltest.py preloads the collector's sanitizer runtime
+# ahead of it, so that it loads into programs built without one (sh, python3).
 if HAVE_CUDA
 COLLTEST_CPPFLAGS = $(AM_CPPFLAGS) @CUDA_CPPFLAGS@
 

@@ -10,8 +10,7 @@ if not os.path.exists(ct.DPRO_RUN):
     print("skip: dpro-run not built")
     sys.exit(ct.SKIP)
 
-env = dict(os.environ)
-env.pop("LD_PRELOAD", None)
+env = ct.sanitizer_env()
 env["DPRO_COLLECTOR"] = ct.COLLECTOR
 
 r = ct.run([ct.DPRO_RUN, "--help"], env=env)
@@ -44,10 +43,11 @@ if files:
     ct.check(len(with_stack) == 5 or doc["meta"].get("stacks") == "unavailable",
              "one launch in 2 carries a call stack (%d)" % len(with_stack))
 
-env2 = dict(env, LD_PRELOAD="libm.so.6")
+rest = ct.ld_preload("libm.so.6")
+env2 = dict(env, LD_PRELOAD=rest)
 r = ct.run([ct.DPRO_RUN, "-o", ct.tmpdir(), "--", "sh", "-c", "echo $LD_PRELOAD"], env=env2)
-ct.check(r.stdout.strip() == os.path.realpath(ct.COLLECTOR) + ":libm.so.6" or
-         r.stdout.strip() == ct.COLLECTOR + ":libm.so.6",
+ct.check(r.stdout.strip() == os.path.realpath(ct.COLLECTOR) + ":" + rest or
+         r.stdout.strip() == ct.COLLECTOR + ":" + rest,
          "collector first in LD_PRELOAD, the rest kept (%s)" % r.stdout.strip())
 
 out = ct.tmpdir()

@@ -99,9 +99,9 @@ def job_env(outdir, preload, libpath):
     env = ct.env_with(outdir, preload=preload)
     if preload:
         # absolute: the collector points NVTX_INJECTION64_PATH at its own path only then
-        env["LD_PRELOAD"] = os.path.abspath(ct.COLLECTOR)
+        env["LD_PRELOAD"] = ct.ld_preload(os.path.abspath(ct.COLLECTOR))
     else:
-        env.pop("LD_PRELOAD", None)
+        env = ct.sanitizer_env(env)  # the sanitizer runtime alone, or no LD_PRELOAD
     for k in ("NVTX_INJECTION64_PATH", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
         env.pop(k, None)
     if libpath:

@@ -200,7 +200,7 @@ test_roundtrip(const char *dir, size_t chunk, int inline_writer)
     char path[512], err[512];
     snprintf(path, sizeof(path), "%s/t%zu.dpro", dir, chunk);
     dpro_writer *w;
-    CHECK(dpro_writer_open(path, NULL, &w, err, sizeof(err)) == DPRO_OK);
+    REQUIRE(dpro_writer_open(path, NULL, &w, err, sizeof(err)) == DPRO_OK);
     kineto_options o = {.source_file = "test.json",
                         .file_index = 0,
                         .file_count = 1,
@@ -212,7 +212,7 @@ test_roundtrip(const char *dir, size_t chunk, int inline_writer)
     CHECK(dpro_writer_close(w) == DPRO_OK);
 
     dpro_reader *r;
-    CHECK(dpro_reader_open(path, &r, err, sizeof(err)) == DPRO_OK);
+    REQUIRE(dpro_reader_open(path, &r, err, sizeof(err)) == DPRO_OK);
     if (!r)
         return;
     CHECK(strcmp(dpro_reader_meta(r, "source"), "kineto-import") == 0);
@@ -230,7 +230,7 @@ test_roundtrip(const char *dir, size_t chunk, int inline_writer)
     dpro_event ev[64];
     size_t n = 0;
     dpro_iter *it;
-    CHECK(dpro_iter_open(r, &it) == DPRO_OK);
+    REQUIRE(dpro_iter_open(r, &it) == DPRO_OK);
     while (n < 64 && dpro_iter_next(it, &ev[n]) == 1)
         n++;
     dpro_iter_close(it);
@@ -402,16 +402,16 @@ check_same_trace(const char *pa, const char *pb, size_t want_events)
 {
     char err[512];
     dpro_reader *ra, *rb;
-    CHECK(dpro_reader_open(pa, &ra, err, sizeof(err)) == DPRO_OK);
-    CHECK(dpro_reader_open(pb, &rb, err, sizeof(err)) == DPRO_OK);
+    REQUIRE(dpro_reader_open(pa, &ra, err, sizeof(err)) == DPRO_OK);
+    REQUIRE(dpro_reader_open(pb, &rb, err, sizeof(err)) == DPRO_OK);
     if (!ra || !rb) {
         dpro_reader_close(ra);
         dpro_reader_close(rb);
         return;
     }
     dpro_iter *ia, *ib;
-    CHECK(dpro_iter_open(ra, &ia) == DPRO_OK);
-    CHECK(dpro_iter_open(rb, &ib) == DPRO_OK);
+    REQUIRE(dpro_iter_open(ra, &ia) == DPRO_OK);
+    REQUIRE(dpro_iter_open(rb, &ib) == DPRO_OK);
     size_t n = 0, diff = 0;
     dpro_event a, b;
     for (;;) {
@@ -487,9 +487,9 @@ test_threaded_same(const char *dir)
     dpro_writer *w;
     char pf[512];
     snprintf(pf, sizeof(pf), "%s/freed.dpro", dir);
-    CHECK(dpro_writer_open(pf, NULL, &w, err, sizeof(err)) == DPRO_OK);
+    REQUIRE(dpro_writer_open(pf, NULL, &w, err, sizeof(err)) == DPRO_OK);
     kineto_importer *k;
-    CHECK(kineto_importer_new(w, NULL, &k) == DPRO_OK);
+    REQUIRE(kineto_importer_new(w, NULL, &k) == DPRO_OK);
     CHECK(kineto_importer_feed(k, text, len / 2) == DPRO_OK);
     kineto_importer_free(k);
     CHECK(dpro_writer_close(w) == DPRO_OK);
@@ -666,7 +666,7 @@ test_squeeze(void)
 {
     kineto_options o = {.squeeze = KINETO_SQUEEZE_AUTO};
     kineto_importer *k;
-    CHECK(kineto_importer_new(NULL, &o, &k) == DPRO_OK);
+    REQUIRE(kineto_importer_new(NULL, &o, &k) == DPRO_OK);
     printf("squeeze level in use: %d\n", kineto_importer_squeeze(k));
     kineto_importer_free(k);
 

@@ -43,7 +43,7 @@ test_memest(void)
     };
     memest_phases ph = {100, 500, 700, 1000, 1, 2};
     memest m;
-    CHECK(memest_build(ev, sizeof ev / sizeof ev[0], &ph, &m) == 0);
+    REQUIRE(memest_build(ev, sizeof ev / sizeof ev[0], &ph, &m) == 0);
     CHECK_EQ_U(m.static_bytes, 8 << 20);
     CHECK_EQ_U(m.n_layers, 3);
     CHECK_EQ_U(m.act_bytes[2], 30 << 20);
@@ -110,11 +110,11 @@ static void
 test_fusion(void)
 {
     dfg g;
-    CHECK(build_fusion_job(&g, 4) == 0);
+    REQUIRE(build_fusion_job(&g, 4) == 0);
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
-    CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
     /* one chain of three short kernels per iteration (the lone one is no chain) */
     CHECK_EQ_U(w.n_chains, 4);
     CHECK_EQ_U(w.chain_kernels, 12);
@@ -209,12 +209,12 @@ static void
 test_capture_wakeups(void)
 {
     dfg g;
-    CHECK(build_wakeup_job(&g, 4, 200 * US) == 0);
+    REQUIRE(build_wakeup_job(&g, 4, 200 * US) == 0);
     int32_t nodes = g.n_nodes;
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
-    CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
     CHECK_EQ_U(g.n_nodes, nodes); /* the optimizer adds no nodes of its own */
     CHECK(w.bwd_thread[0] == 1 && w.main_thread[0] == 0);
     CHECK(w.capture == NULL); /* no launch queue */
@@ -249,7 +249,7 @@ static void
 test_idle_wake_and_median_iteration(void)
 {
     dfg g;
-    CHECK(build_wakeup_job(&g, 22, 200 * US) == 0);
+    REQUIRE(build_wakeup_job(&g, 22, 200 * US) == 0);
     int32_t sync[32], n_sync = 0;
     for (int32_t n = 0; n < g.n_nodes && n_sync < 32; n++)
         if (g.kind[n] == DFG_HOST && (g.flags[n] & DFG_F_BLOCKING))
@@ -262,7 +262,7 @@ test_idle_wake_and_median_iteration(void)
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
-    CHECK(workload_analyze(&w, &g, &res, 1, 20, NULL, NULL, -1, NULL) == 0);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 20, NULL, NULL, -1, NULL) == 0);
     /* durations: 1..20 us less the one replaced by the stall, 2000, and the others' 50:
      * sorted 1, 2, 3, 5, 6, 7, ...: the sixth (index n_sync / 4 = 5) is 7 us */
     CHECK(w.idle_wake_dur[sync[5]] == 7 * US);
@@ -287,7 +287,7 @@ static void
 test_capture_stall(void)
 {
     dfg g;
-    CHECK(build_wakeup_job(&g, 4, 200 * US) == 0);
+    REQUIRE(build_wakeup_job(&g, 4, 200 * US) == 0);
     int32_t stalled = -1, seen = 0;
     for (int32_t n = 0; n < g.n_nodes && stalled < 0; n++)
         if (g.kind[n] == DFG_HOST && (g.flags[n] & DFG_F_BLOCKING) && seen++ == 2)
@@ -297,7 +297,7 @@ test_capture_stall(void)
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
-    CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
     CHECK(w.idle_wake_dur[stalled] == 1 * US);
     CHECK(fabs(w.base_iter_ns - (416 + 999 / 2.0) * US) < 2 * US);
     strategy_plan p;
@@ -371,11 +371,11 @@ static void
 test_capture_queue(void)
 {
     dfg g;
-    CHECK(build_queue_job(&g, 4) == 0);
+    REQUIRE(build_queue_job(&g, 4) == 0);
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
-    CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
     CHECK(w.capture != NULL);
     CHECK_EQ_U(w.capture_unqueued, 4 * 4);
     /* the copy's call waits for the queue: launch 5 returns when kernel 3 ends (~207 us),
@@ -439,11 +439,11 @@ test_tensor(void)
     dfg g;
     costmodel m;
     fit_model(&m);
-    CHECK(synth_job(&g, 200, 8) == 0);
+    REQUIRE(synth_job(&g, 200, 8) == 0);
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
-    CHECK(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
     CHECK_EQ_U(w.n_units, 8);
     CHECK(w.tensor_why[0] == 0);
     strategy_plan p;
@@ -519,13 +519,13 @@ test_partition(void)
     sp.coll_alpha_ns = 200 * US;
     sp.coll_beta_bpns = 10;
     dfg g;
-    CHECK(synth_dfg(&sp, &g) == 0);
+    REQUIRE(synth_dfg(&sp, &g) == 0);
     costmodel m;
     fit_model(&m);
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
-    CHECK(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
     CHECK_EQ_U(w.n_units, 1);
     CHECK(strategy_tensor_available(&w));
     strategy_plan p;
@@ -625,11 +625,11 @@ run_search(uint64_t seed, search_result *out)
     dfg g;
     costmodel m;
     fit_model(&m);
-    CHECK(synth_job(&g, 400, 8) == 0);
+    REQUIRE(synth_job(&g, 400, 8) == 0);
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
-    CHECK(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
     search_options o;
     memset(&o, 0, sizeof o);
     o.seed = seed;
@@ -698,7 +698,7 @@ test_fixed_cost_fit(void)
     /* in workload_analyze: the fit replaces the prior (the fusion job's shortest kernel
      * is 10 us, above it) and fusion saves it per fused kernel */
     dfg g;
-    CHECK(build_fusion_job(&g, 4) == 0);
+    REQUIRE(build_fusion_job(&g, 4) == 0);
     workload_options o;
     workload_default_options(&o);
     o.kernel_fixed_us = 1;
@@ -707,7 +707,7 @@ test_fixed_cost_fit(void)
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
-    CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
     CHECK_EQ_U(w.fixed_fit.names, 2);
     CHECK(fabs(w.kernel_fixed_ns - 3000) < 0.05 * 3000);
     CHECK(w.opt.kernel_samples == NULL);
@@ -721,7 +721,7 @@ test_fixed_cost_fit(void)
     /* nothing to fit: the prior */
     o.n_kernel_samples = 60;
     o.kernel_samples = s + n - 60;
-    CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
     CHECK_EQ_U(w.fixed_fit.names, 0);
     CHECK(fabs(w.kernel_fixed_ns - 1 * US) < 1);
     workload_free(&w);
@@ -865,7 +865,7 @@ test_partition_gradients(void)
     int64_t grad[4] = {M / 2, M / 2, M / 2, 6 * M};
     int64_t t_fwd[4];
     dfg g;
-    CHECK(build_layer_job(&g, 3, grad, 4, t_fwd) == 0);
+    REQUIRE(build_layer_job(&g, 3, grad, 4, t_fwd) == 0);
     costmodel m;
     fit_model(&m);
     for (int with_sizes = 1; with_sizes >= 0; with_sizes--) {
@@ -887,8 +887,8 @@ test_partition_gradients(void)
         sim_result res;
         memset(&res, 0, sizeof res);
         dfg work;
-        CHECK(dfg_clone(&work, &g) == 0);
-        CHECK(workload_analyze(&w, &work, &res, 1, 1, &m, &mem, 0, NULL) == 0);
+        REQUIRE(dfg_clone(&work, &g) == 0);
+        REQUIRE(workload_analyze(&w, &work, &res, 1, 1, &m, &mem, 0, NULL) == 0);
         CHECK_EQ_U(w.n_units, 1);
         CHECK_EQ_U(w.n_layers, 4);
         CHECK(with_sizes ? w.layer_grad != NULL : w.layer_grad == NULL);
@@ -1042,11 +1042,11 @@ test_incremental_evaluation(void)
         dfg g;
         costmodel m;
         fit_model(&m);
-        CHECK(synth_job(&g, 400, 8) == 0);
+        REQUIRE(synth_job(&g, 400, 8) == 0);
         workload w;
         sim_result res;
         memset(&res, 0, sizeof res);
-        CHECK(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+        REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
         search_options o;
         memset(&o, 0, sizeof o);
         o.seed = 11;

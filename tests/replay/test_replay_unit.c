@@ -156,7 +156,7 @@ static void
 test_sim_tiny(void)
 {
     dfg g;
-    CHECK(dfg_init(&g, 1) == 0);
+    REQUIRE(dfg_init(&g, 1) == 0);
     int32_t T = dfg_add_resource(&g, DFG_RES_THREAD, 0, 1, dfg_intern(&g, "main"));
     int32_t S = dfg_add_resource(&g, DFG_RES_STREAM, 0, 7, dfg_intern(&g, "stream 7"));
     int32_t l1 = dfg_add_node(&g, DFG_HOST, T, dfg_intern(&g, "cudaLaunchKernel"));
@@ -218,7 +218,7 @@ test_sim_tiny(void)
 
     /* what-if on a clone: k2 twice as fast; removing l2's launch cost */
     dfg c;
-    CHECK(dfg_clone(&c, &g) == 0);
+    REQUIRE(dfg_clone(&c, &g) == 0);
     c.dur[k2] = 10000;
     CHECK(sim_run(&c, &r) == 0);
     CHECK_EQ(r.end[sy], 25000);
@@ -247,7 +247,7 @@ static void
 test_sim_wakeup(void)
 {
     dfg g;
-    CHECK(dfg_init(&g, 1) == 0);
+    REQUIRE(dfg_init(&g, 1) == 0);
     int32_t M = dfg_add_resource(&g, DFG_RES_THREAD, 0, 1, dfg_intern(&g, "main"));
     int32_t B = dfg_add_resource(&g, DFG_RES_THREAD, 0, 2, dfg_intern(&g, "backward"));
     int32_t S = dfg_add_resource(&g, DFG_RES_STREAM, 0, 7, dfg_intern(&g, "stream 7"));
@@ -314,7 +314,7 @@ test_sim_wakeup(void)
 
     /* what-if: m1 3 us shorter moves everything after it by 3 us */
     dfg c;
-    CHECK(dfg_clone(&c, &g) == 0);
+    REQUIRE(dfg_clone(&c, &g) == 0);
     c.dur[m1] = 1000;
     CHECK(sim_run(&c, &r) == 0);
     CHECK_EQ(r.start[b1], 6500);
@@ -323,7 +323,7 @@ test_sim_wakeup(void)
     dfg_free(&c);
 
     /* removing the waker: b1 waits for the call before it on M */
-    CHECK(dfg_clone(&c, &g) == 0);
+    REQUIRE(dfg_clone(&c, &g) == 0);
     CHECK(dfg_remove_node(&c, m2) == 0);
     CHECK(sim_run(&c, &r) == 0);
     CHECK_EQ(r.n_unfinished, 0);
@@ -331,7 +331,7 @@ test_sim_wakeup(void)
     dfg_free(&c);
 
     /* removing the woken call: the blocking call after it gets a wake-up node */
-    CHECK(dfg_clone(&c, &g) == 0);
+    REQUIRE(dfg_clone(&c, &g) == 0);
     CHECK(dfg_remove_node(&c, b1) == 0);
     int32_t w2 = c.prev_on_res[b2];
     CHECK(w2 >= 0 && w2 != b0 && (c.flags[w2] & DFG_F_WAKEUP));
@@ -343,7 +343,7 @@ test_sim_wakeup(void)
     dfg_free(&c);
 
     /* merging the woken call with the blocking one: the wake-up keeps delaying the start */
-    CHECK(dfg_clone(&c, &g) == 0);
+    REQUIRE(dfg_clone(&c, &g) == 0);
     CHECK(dfg_merge_nodes(&c, b1, b2) == 0);
     CHECK(!(c.flags[b1] & DFG_F_WAKEUP) && (c.flags[b1] & DFG_F_BLOCKING));
     CHECK(sim_run(&c, &r) == 0);
@@ -353,7 +353,7 @@ test_sim_wakeup(void)
     dfg_free(&c);
 
     /* a woken blocking call that is its thread's first: the wake-up node goes first */
-    CHECK(dfg_init(&c, 1) == 0);
+    REQUIRE(dfg_init(&c, 1) == 0);
     int32_t A = dfg_add_resource(&c, DFG_RES_THREAD, 0, 1, 0);
     int32_t C = dfg_add_resource(&c, DFG_RES_THREAD, 0, 3, 0);
     int32_t a0 = dfg_add_node(&c, DFG_HOST, A, dfg_intern(&c, "a0"));
@@ -381,7 +381,7 @@ static void
 test_sim_collective(void)
 {
     dfg g;
-    CHECK(dfg_init(&g, 2) == 0);
+    REQUIRE(dfg_init(&g, 2) == 0);
     int32_t q = dfg_add_group(&g, DPRO_COLL_ALLREDUCE, 2, 1 << 20, 1, 0, 30000);
     int32_t k[2], c[2], after[2];
     for (int r = 0; r < 2; r++) {
@@ -438,9 +438,9 @@ test_synth(void)
     p.ranks = 8;
     p.iterations = 4;
     dfg g, gc;
-    CHECK(synth_dfg(&p, &g) == 0);
+    REQUIRE(synth_dfg(&p, &g) == 0);
     p.classes = 2;
-    CHECK(synth_dfg(&p, &gc) == 0);
+    REQUIRE(synth_dfg(&p, &gc) == 0);
     sim_result r, rc;
     memset(&r, 0, sizeof r);
     memset(&rc, 0, sizeof rc);
@@ -509,7 +509,7 @@ ref_run(refjob *j)
 static void
 ref_graph(const refjob *j, dfg *g, int32_t *host, int32_t *dev, int32_t *sync)
 {
-    CHECK(dfg_init(g, 1) == 0);
+    REQUIRE(dfg_init(g, 1) == 0);
     int32_t T = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, 0);
     int32_t S = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, 0);
     int32_t nl = dfg_intern(g, "cudaLaunchKernel"), nk = dfg_intern(g, "k");
@@ -624,7 +624,7 @@ test_launch_queue(void)
         x.kdur = kw;
         ref_run(&x);
         dfg c;
-        CHECK(dfg_clone(&c, &g) == 0);
+        REQUIRE(dfg_clone(&c, &g) == 0);
         for (int k = 0; k < N; k++)
             c.dur[dev[k]] = kw[k];
         CHECK(sim_run(&c, &r) == 0);
@@ -758,7 +758,7 @@ test_p2p_match(void)
     /* pairs by ordinal per channel (0->1 twice, 1->2 once), one send whose peer has no
      * trace, one pair whose ends disagree on the size */
     dfg g;
-    CHECK(dfg_init(&g, 3) == 0);
+    REQUIRE(dfg_init(&g, 3) == 0);
     int32_t s0 = dfg_add_resource(&g, DFG_RES_STREAM, 0, 1, 0);
     int32_t s1 = dfg_add_resource(&g, DFG_RES_STREAM, 1, 1, 0);
     int32_t s2 = dfg_add_resource(&g, DFG_RES_STREAM, 2, 1, 0);
@@ -825,7 +825,7 @@ test_p2p_match(void)
 
     /* a grouped exchange on rank 1 against two separate ops of rank 0: pairing both would
      * make rank 0's ops wait for each other; the second pair is refused */
-    CHECK(dfg_init(&g, 2) == 0);
+    REQUIRE(dfg_init(&g, 2) == 0);
     s0 = dfg_add_resource(&g, DFG_RES_STREAM, 0, 1, 0);
     s1 = dfg_add_resource(&g, DFG_RES_STREAM, 1, 1, 0);
     int32_t a = p2p_op(&g, s0, 0, 100000), b = p2p_op(&g, s0, 100000, 200000);
@@ -845,7 +845,7 @@ test_p2p_match(void)
 
     /* a grouped ring of three (each op sends to the next rank and receives from the
      * previous one): one exchange of three ops, each moving both transfers */
-    CHECK(dfg_init(&g, 3) == 0);
+    REQUIRE(dfg_init(&g, 3) == 0);
     int32_t ring[3];
     build_p2p_part rp[6];
     for (int32_t q = 0; q < 3; q++)
@@ -864,7 +864,7 @@ test_p2p_match(void)
     dfg_free(&g);
 
     /* nothing to match */
-    CHECK(dfg_init(&g, 1) == 0);
+    REQUIRE(dfg_init(&g, 1) == 0);
     CHECK(build_match_p2p(&g, NULL, 0, &st) == 0);
     CHECK_EQ(st.groups, 0);
     dfg_free(&g);

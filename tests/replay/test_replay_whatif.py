@@ -13,13 +13,17 @@ Without them both threads keep their measured gaps and a faster device predicts 
 speedup at all.
 
 Timing on a shared host is noisy (two ranks and their host threads share the CPUs with
-whatever else runs): a factor that misses is profiled and measured once more, and the
-better of the two attempts counts. Skips (77) without CUDA headers (no simgpu/collector)
-or when the collector cannot be preloaded (sanitizer builds).
+whatever else runs), so each factor is measured in 3 attempts (profile, predict,
+realise), every one printed. Rule: the median of the 3 errors' magnitudes under 5 %
+(a prediction right in only one attempt of 3 fails; one attempt that another job
+slowed down does not decide). Skips (77) without CUDA headers (no simgpu/collector), in
+a sanitizer build (a timed test: the instrumentation of the host side would be measured
+as the job's own time), or when the collector cannot be preloaded.
 """
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -99,8 +103,16 @@ def attempt(tmp, factor, k):
     return err
 
 
+ATTEMPTS = 3
+BOUND_PCT = 5.0  # the median attempt's error
+
+
 def main():
     if missing((COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM, REPLAY)):
+        return SKIP
+    if os.environ.get("DPRO_SANITIZERS") == "1":
+        print("skip: sanitizer build (a timed test: the host-side instrumentation would be "
+              "measured as the job's time)")
         return SKIP
     tmp = tempfile.mkdtemp(prefix="dpro-whatif-")
     try:
@@ -110,17 +122,18 @@ def main():
             return SKIP
         for factor in (0.5, 2.0):
             errs = []
-            for k in (1, 2):
+            for k in range(1, ATTEMPTS + 1):
                 e = attempt(tmp, factor, k)
                 if e is None:
                     break
                 errs.append(e)
-                if abs(e) < 5.0:
-                    break
-            if errs:
-                best = min(errs, key=abs)
-                check(abs(best) < 5.0, "F=%g: predicted within 5%% of the realised iteration "
-                      "time (%+.2f%%)" % (factor, best))
+            if len(errs) < ATTEMPTS:
+                continue  # the failed step was reported by check()
+            listed = " ".join("%+.2f%%" % e for e in errs)
+            med = statistics.median(abs(e) for e in errs)
+            check(med < BOUND_PCT, "F=%g: the median attempt predicted within %g%% of the "
+                  "realised iteration time (%.2f%%; attempts %s)"
+                  % (factor, BOUND_PCT, med, listed))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return exit_status()

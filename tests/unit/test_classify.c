@@ -142,10 +142,10 @@ static void
 test_reader_classes(void)
 {
     char dir[] = "/tmp/dpro-classify-XXXXXX", path[64];
-    CHECK(mkdtemp(dir) != NULL);
+    REQUIRE(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/rank0-x-1.dpro", dir);
     dpro_writer *w = NULL;
-    CHECK(dpro_writer_open(path, NULL, &w, NULL, 0) == DPRO_OK);
+    REQUIRE(dpro_writer_open(path, NULL, &w, NULL, 0) == DPRO_OK);
     uint32_t ids[sizeof spellings / sizeof spellings[0]];
     for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++)
         CHECK(dpro_writer_intern(w, spellings[i].name[0] ? spellings[i].name : "x", &ids[i]) ==
@@ -155,7 +155,7 @@ test_reader_classes(void)
     CHECK(dpro_writer_close(w) == DPRO_OK);
 
     dpro_reader *r = NULL;
-    CHECK(dpro_reader_open(path, &r, NULL, 0) == DPRO_OK);
+    REQUIRE(dpro_reader_open(path, &r, NULL, 0) == DPRO_OK);
     for (int pass = 0; pass < 2 && r; pass++) /* the second pass reads the cache */
         for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++)
             if (spellings[i].name[0])

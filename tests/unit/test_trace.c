@@ -623,7 +623,7 @@ write_trace(const char *path, dpro_event *ev, size_t n, uint32_t batch_events)
     dpro_writer_options o = {.batch_events = batch_events};
     char err[256];
     uint32_t id;
-    CHECK(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_OK);
+    REQUIRE(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_OK);
     CHECK(dpro_writer_set_meta(w, DPRO_META_HOST, "node-a") == DPRO_OK);
     CHECK(dpro_writer_set_meta_int(w, DPRO_META_RANK, 3) == DPRO_OK);
     for (int i = 1; i <= 49; i++) {
@@ -668,7 +668,7 @@ test_file_roundtrip(void)
         random_event(&seed, &ev[i], &clock, 0);
     path_in_tmp(path, sizeof path, "roundtrip.dpro");
     write_trace(path, ev, n, 1000);
-    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    REQUIRE(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
     if (!r)
         return;
     CHECK(!strcmp(dpro_reader_meta(r, DPRO_META_HOST), "node-a"));
@@ -696,7 +696,7 @@ test_file_roundtrip(void)
     CHECK_EQ_U(sum.first_ns, ev[0].start_ns);
     CHECK(sum.file_bytes > 0);
     /* events come back in start order, all of them, equal to what went in */
-    CHECK(dpro_iter_open(r, &it) == DPRO_OK);
+    REQUIRE(dpro_iter_open(r, &it) == DPRO_OK);
     size_t k = 0, equal = 0, ordered = 1;
     uint64_t prev = 0;
     int rc;
@@ -729,7 +729,7 @@ test_merge_order(void)
     dpro_iter *it;
     dpro_event e;
     path_in_tmp(path, sizeof path, "merge.dpro");
-    CHECK(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_OK);
+    REQUIRE(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_OK);
     /* three interleaved producers whose events arrive producer by producer */
     for (int p = 0; p < 3; p++)
         for (int i = 0; i < 1000; i++) {
@@ -741,8 +741,8 @@ test_merge_order(void)
             CHECK(dpro_writer_append(w, &e) == DPRO_OK);
         }
     CHECK(dpro_writer_close(w) == DPRO_OK);
-    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
-    CHECK(dpro_iter_open(r, &it) == DPRO_OK);
+    REQUIRE(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    REQUIRE(dpro_iter_open(r, &it) == DPRO_OK);
     uint64_t prev = 0, n = 0, ordered = 1;
     while (dpro_iter_next(it, &e) == 1) {
         ordered &= e.start_ns >= prev;
@@ -763,7 +763,7 @@ test_interning(void)
     dpro_reader *r;
     uint32_t a, b, c, id;
     path_in_tmp(path, sizeof path, "intern.dpro");
-    CHECK(dpro_writer_open(path, NULL, &w, err, sizeof err) == DPRO_OK);
+    REQUIRE(dpro_writer_open(path, NULL, &w, err, sizeof err) == DPRO_OK);
     CHECK(dpro_writer_intern(w, "cudaLaunchKernel", &a) == DPRO_OK);
     CHECK(dpro_writer_intern(w, "cudaMemcpyAsync", &b) == DPRO_OK);
     CHECK(dpro_writer_intern(w, "cudaLaunchKernel", &c) == DPRO_OK);
@@ -781,7 +781,7 @@ test_interning(void)
     CHECK(dpro_writer_intern(w, "k12345", &id) == DPRO_OK && id == c);
     CHECK(dpro_writer_intern(w, "cudaMemcpyAsync", &id) == DPRO_OK && id == b);
     CHECK(dpro_writer_close(w) == DPRO_OK);
-    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    REQUIRE(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
     CHECK(!strcmp(dpro_reader_string(r, c), "k12345"));
     CHECK(!strcmp(dpro_reader_string(r, a), "cudaLaunchKernel"));
     CHECK_EQ_U(dpro_reader_string_count(r), 20003);
@@ -792,7 +792,7 @@ static void
 sql(const char *path, const char *stmt)
 {
     sqlite3 *db;
-    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    REQUIRE(sqlite3_open(path, &db) == SQLITE_OK);
     CHECK(sqlite3_exec(db, stmt, NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
 }
@@ -830,19 +830,19 @@ test_page_size_and_lazy_tables(void)
     const dpro_thread_info *thr;
 
     path_in_tmp(path, sizeof path, "small.dpro");
-    CHECK(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_OK);
+    REQUIRE(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_OK);
     CHECK(dpro_writer_append(w, &e) == DPRO_OK);
     CHECK(dpro_writer_close(w) == DPRO_OK);
     CHECK_EQ_U(sql_int(path, "PRAGMA page_size"), 512);
     CHECK_EQ_U(sql_int(path, count_small_tables), 0);
-    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    REQUIRE(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
     if (r) {
         CHECK(dpro_reader_summary(r, &sum) == DPRO_OK);
         CHECK_EQ_U(sum.events, 1);
         CHECK_EQ_U(sum.dropped, 0);
         CHECK_EQ_U(dpro_reader_devices(r, &devs), 0);
         CHECK_EQ_U(dpro_reader_threads(r, &thr), 0);
-        CHECK(dpro_iter_open(r, &it) == DPRO_OK);
+        REQUIRE(dpro_iter_open(r, &it) == DPRO_OK);
         CHECK(dpro_iter_next(it, &got) == 1 && event_equal(&got, &e));
         CHECK(dpro_iter_next(it, &got) == 0);
         dpro_iter_close(it);
@@ -921,7 +921,7 @@ test_bad_files(void)
         /* a newer minor version is fine */
         sql(path, "UPDATE meta SET value='1' WHERE key='schema_major';"
                   "UPDATE meta SET value='7' WHERE key='schema_minor';");
-        CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+        REQUIRE(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
         dpro_reader_close(r);
     }
 }
@@ -944,8 +944,8 @@ test_damaged_batches(void)
               "UPDATE batches SET raw_size = raw_size * 1000 WHERE id = 5;"
               "UPDATE batches SET count = 7 WHERE id = 7;"
               "UPDATE batches SET raw_size = 10 WHERE id = 8;");
-    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
-    CHECK(dpro_iter_open(r, &it) == DPRO_OK);
+    REQUIRE(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    REQUIRE(dpro_iter_open(r, &it) == DPRO_OK);
     size_t good = 0, errors = 0;
     int rc, named = 0;
     while ((rc = dpro_iter_next(it, &e)) != 0) {
@@ -974,7 +974,7 @@ test_concurrent_readers(void)
     dpro_writer *w;
     pid_t pid;
     path_in_tmp(path, sizeof path, "concurrent.dpro");
-    CHECK(dpro_writer_open(path, NULL, &w, err, sizeof err) == DPRO_OK);
+    REQUIRE(dpro_writer_open(path, NULL, &w, err, sizeof err) == DPRO_OK);
     CHECK(dpro_writer_flush(w) == DPRO_OK);
     pid = fork();
     if (pid == 0) {

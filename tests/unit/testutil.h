@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int tests_failed, tests_passed;
 
@@ -48,6 +49,22 @@ tests_done(void)
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed ? 1 : 0;
 }
+
+/* REQUIRE: a set-up step the rest of the test depends on (an open, an allocation, a
+ * graph built). CHECK goes on after a failure; REQUIRE says what failed, prints the
+ * closing line and ends the test with status 1, so that no later check runs on the
+ * state the failed step left behind. */
+#define REQUIRE(cond)                                                                              \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            tests_passed++;                                                                        \
+        } else {                                                                                   \
+            tests_failed++;                                                                        \
+            fprintf(stderr, "%s:%d: required step failed, test stopped: %s\n", __FILE__, __LINE__, \
+                    #cond);                                                                        \
+            exit(tests_done());                                                                    \
+        }                                                                                          \
+    } while (0)
 
 /* xorshift64*: deterministic random numbers for fixed-seed tests. */
 static inline uint64_t
