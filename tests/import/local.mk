@@ -4,7 +4,7 @@
 if HAVE_YAJL
 check_PROGRAMS += tests/import/test_import_kineto
 tests_import_test_import_kineto_SOURCES = tests/import/test_import_kineto.c
-tests_import_test_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+tests_import_test_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/import
 tests_import_test_import_kineto_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
 	$(PTHREAD_LIBS)
 TESTS += tests/import/test_import_kineto tests/import/test_import_real.sh \
@@ -20,7 +20,7 @@ EXTRA_DIST += tests/fuzz/fuzz_import_kineto.c tests/import/fuzz/kineto.dict \
 BENCHMARKS += tests/import/bench_import_kineto
 noinst_PROGRAMS += tests/import/bench_import_kineto
 tests_import_bench_import_kineto_SOURCES = tests/import/bench_import_kineto.c
-tests_import_bench_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools \
+tests_import_bench_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/import \
 	-DDPRO_SRCDIR='"$(abs_top_srcdir)"'
 tests_import_bench_import_kineto_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
 	$(ZLIB_LIBS) $(PTHREAD_LIBS)

@@ -1,5 +1,5 @@
 /*
- * import_kineto.c: PyTorch profiler (Kineto) Chrome-trace JSON -> dpro trace, streaming
+ * kineto.c: PyTorch profiler (Kineto) Chrome-trace JSON -> dpro trace, streaming
  * (see import_kineto.h for the mapping and the memory bounds).
  *
  * yajl calls us back token by token. A small stack of contexts says where we are (top
