@@ -7,6 +7,14 @@ tests_import_test_import_kineto_SOURCES = tests/import/test_import_kineto.c
 tests_import_test_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/import
 tests_import_test_import_kineto_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
 	$(PTHREAD_LIBS)
+# test_import_limits: long strings cost linear work and are refused while read; values
+# that would overflow downstream arithmetic are refused or clamped.
+check_PROGRAMS += tests/import/test_import_limits
+tests_import_test_import_limits_SOURCES = tests/import/test_import_limits.c
+tests_import_test_import_limits_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/import
+tests_import_test_import_limits_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
+	$(PTHREAD_LIBS)
+TESTS += tests/import/test_import_limits
 TESTS += tests/import/test_import_kineto tests/import/test_import_real.sh \
 	tests/import/test_import_malformed.sh tests/import/test_import_export.sh
 dist_check_SCRIPTS += tests/import/test_import_real.sh tests/import/test_import_malformed.sh \

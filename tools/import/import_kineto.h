@@ -69,6 +69,10 @@
  * the launch call's when joined through the correlation id, else the kernel's; thread is
  * the launching thread (0 if unknown).
  *
+ * Long tokens: yajl lexes a token that runs past the text it was given again from its
+ * start with the next text; a string spanning many pieces of input is therefore handed to
+ * yajl in pieces as long as what it holds of it, so that the work stays linear.
+ *
  * Timestamps: microseconds in the file (integers or decimals, parsed from the text, no
  * floating point), nanoseconds in the trace.
  */
@@ -150,7 +154,9 @@ typedef struct kineto_importer kineto_importer;
 int kineto_importer_new(dpro_writer *w, const kineto_options *opts, kineto_importer **out);
 
 /* Parses the next len bytes of the JSON text. Returns DPRO_OK; DPRO_ERR_NOT_TRACE for
- * input that is not valid JSON or not a Kineto trace, DPRO_ERR_LIMIT for absurd numbers,
+ * input that is not valid JSON or not a Kineto trace, DPRO_ERR_LIMIT for absurd numbers
+ * and for a token (a string, a number) longer than 16 MiB (refused once that much of it is
+ * read, at most 4 MiB past it; a name is refused from 16 MiB as well),
  * DPRO_ERR_IO/NOMEM when the writer fails (a failure of the writer thread is seen when
  * the parser next hands over a batch, or by kineto_importer_finish: up to
  * KINETO_BATCH_BUFFERS batches after the failing event; the message is the writer's,

@@ -155,6 +155,7 @@ kineto_importer_new(dpro_writer *w, const kineto_options *opts, kineto_importer 
     k->sq.drop = 1; /* whitespace before the top-level value separates nothing */
     if (k->squeeze_fn)
         k->sqbuf = malloc(KIN_PIECE + IMP_PIECE_SLACK);
+    k->sqbuf_cap = KIN_PIECE;
     k->yh = yajl_alloc(&kin_callbacks, NULL, k);
     int ok = imp_join_init(&k->join) == DPRO_OK && k->ev.pg_ranks && k->yh &&
              (k->sqbuf || !k->squeeze_fn);
@@ -212,12 +213,21 @@ kin_yajl_status(kineto_importer *k, yajl_status st, const unsigned char *buf, si
     return kin_fail(k, DPRO_ERR_NOT_TRACE, "invalid JSON: %s", text), k->status;
 }
 
-/* Parses one chunk (at most KIN_PIECE bytes) of the input: squeezed first, unless OFF. */
+/* Parses one chunk of the input (a piece of what feed got, or the carry): squeezed first,
+ * unless OFF. Counts the chunk into k->tok_run if no callback came during it; refuses text
+ * in which no token ends past KIN_MAX_TOKEN. */
 static int
 kin_feed_chunk(kineto_importer *k, const unsigned char *buf, size_t len)
 {
     const unsigned char *text = buf;
-    uint64_t lines = 0;
+    uint64_t lines = 0, ncb = k->ncb;
+    if (k->squeeze_fn && len > k->sqbuf_cap) {
+        unsigned char *n = realloc(k->sqbuf, len + IMP_PIECE_SLACK);
+        if (!n)
+            return kin_fail(k, DPRO_ERR_NOMEM, "out of memory (input)"), k->status;
+        k->sqbuf = n;
+        k->sqbuf_cap = len;
+    }
     k->chunk = buf;
     k->chunk_len = k->text_len = len;
     if (k->squeeze_fn) {
@@ -232,10 +242,44 @@ kin_feed_chunk(kineto_importer *k, const unsigned char *buf, size_t len)
     if (rc == DPRO_OK) {
         k->chunk_line += lines;
         k->chunk_off += len;
+        k->tok_run = k->ncb == ncb ? k->tok_run + k->text_len : 0;
     }
     k->chunk = NULL;
     k->chunk_len = k->text_len = 0;
+    if (rc == DPRO_OK && k->tok_run > KIN_MAX_TOKEN) {
+        kin_fail(k, DPRO_ERR_LIMIT,
+                 "no JSON token ends in %u MiB: a string or number that long is refused",
+                 KIN_MAX_TOKEN >> 20);
+        rc = k->status;
+    }
     return rc;
+}
+
+/* Parses the input gathered in the carry, if any. */
+static int
+kin_flush_carry(kineto_importer *k)
+{
+    size_t n = k->carry_len;
+    if (n == 0 || k->status != DPRO_OK)
+        return k->status;
+    k->carry_len = 0;
+    return kin_feed_chunk(k, k->carry, n);
+}
+
+/* Adds buf[0..len) to the carry (whose goal is goal bytes); parses it once it is full. */
+static int
+kin_carry_add(kineto_importer *k, const unsigned char *buf, size_t len, size_t goal)
+{
+    if (goal > k->carry_cap) {
+        unsigned char *n = realloc(k->carry, goal);
+        if (!n)
+            return kin_fail(k, DPRO_ERR_NOMEM, "out of memory (input)"), k->status;
+        k->carry = n;
+        k->carry_cap = goal;
+    }
+    memcpy(k->carry + k->carry_len, buf, len);
+    k->carry_len += len;
+    return k->carry_len == goal ? kin_flush_carry(k) : DPRO_OK;
 }
 
 int
@@ -248,8 +292,18 @@ kineto_importer_feed(kineto_importer *k, const void *buf, size_t len)
     const unsigned char *p = buf;
     int rc = DPRO_OK;
     while (len && rc == DPRO_OK) {
-        size_t n = len < KIN_PIECE ? len : KIN_PIECE;
-        rc = kin_feed_chunk(k, p, n);
+        size_t n;
+        if (k->tok_run < KIN_PIECE && k->carry_len == 0) {
+            n = len < KIN_PIECE ? len : KIN_PIECE;
+            rc = kin_feed_chunk(k, p, n);
+        } else {
+            /* in a long token (kineto_int.h): gather as much as yajl holds of it */
+            uint64_t goal = k->tok_run > KIN_CARRY_MAX ? KIN_CARRY_MAX : k->tok_run;
+            n = (size_t)goal - k->carry_len;
+            if (n > len)
+                n = len;
+            rc = kin_carry_add(k, p, n, (size_t)goal);
+        }
         p += n;
         len -= n;
     }
@@ -386,6 +440,7 @@ kineto_importer_finish(kineto_importer *k, int complete)
 {
     if (k->finished)
         return k->status;
+    kin_flush_carry(k); /* before finished: it is input */
     k->finished = 1;
     if (complete && k->status == DPRO_OK) {
         k->chunk = NULL;
@@ -464,6 +519,7 @@ kineto_importer_free(kineto_importer *k)
     free(k->ev.name_buf);
     free(k->ev.pg_ranks);
     free(k->sqbuf);
+    free(k->carry);
     free(k);
 }
 
@@ -507,7 +563,9 @@ kineto_import_path(kineto_importer *k, const char *path)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            kin_fail(k, DPRO_ERR_IO, "read error: %s", strerror(errno));
+            int e = errno;
+            kin_flush_carry(k); /* the text before the error first */
+            kin_fail(k, DPRO_ERR_IO, "read error: %s", strerror(e));
             ok = 0;
             break;
         }
@@ -526,7 +584,9 @@ kineto_import_path(kineto_importer *k, const char *path)
         if (n > 0 && kineto_importer_feed(k, buf, (size_t)n) != DPRO_OK)
             ok = 0;
         if (ok && (n < 0 || (zerr != Z_OK && zerr != Z_STREAM_END))) {
-            /* zlib reports a cut-off stream as Z_BUF_ERROR at its end */
+            /* zlib reports a cut-off stream as Z_BUF_ERROR at its end; the text before
+             * the damage is parsed first */
+            kin_flush_carry(k);
             kin_fail(k, DPRO_ERR_NOT_TRACE,
                      "damaged or truncated gzip data (compressed byte %lld): %s",
                      (long long)gzoffset(gz), zmsg ? zmsg : "read error");

@@ -41,8 +41,12 @@
 #define KIN_MAX_REASONS 128        /* distinct unmapped reasons counted */
 #define KIN_MAX_STREAMS 65536
 #define KIN_MAX_COMMS 4096
-#define KIN_CHUNK (256u << 10) /* bytes read from the file at a time */
-#define KIN_PIECE (64u << 10)  /* bytes squeezed, then given to yajl_parse, at a time */
+#define KIN_CHUNK (256u << 10)   /* bytes read from the file at a time */
+#define KIN_PIECE (64u << 10)    /* bytes squeezed, then given to yajl_parse, at a time */
+#define KIN_CARRY_MAX (4u << 20) /* the largest piece gathered in a long token */
+/* Text in which no token ends (a string or number that long) is refused once this much of
+ * it has been parsed: at most KIN_CARRY_MAX past it is read. */
+#define KIN_MAX_TOKEN (16u << 20)
 /* Length to show of a token in a message (tokens are not NUL-terminated). */
 #define KIN_SHOW(l) ((int)((l) < 40 ? (l) : 40))
 
@@ -248,8 +252,19 @@ struct kineto_importer {
     int squeeze;               /* KINETO_SQUEEZE_* level in use (not AUTO) */
     imp_squeeze_fn squeeze_fn; /* NULL: OFF */
     imp_sq sq, sq_chunk;       /* squeeze state now, and where the current chunk began */
-    unsigned char *sqbuf;      /* KIN_PIECE + IMP_PIECE_SLACK: the squeezed chunk */
-    int yajl_stepped_back;     /* yajl's error position is the start of a token */
+    unsigned char *sqbuf;      /* sqbuf_cap + IMP_PIECE_SLACK: the squeezed chunk */
+    size_t sqbuf_cap;
+    int yajl_stepped_back; /* yajl's error position is the start of a token */
+
+    /* A long token. yajl keeps the start of a token that runs past the end of the text it
+     * was given, and lexes it again from there with the next text: with KIN_PIECE pieces,
+     * work quadratic in the token's length. So once KIN_PIECE bytes passed without a
+     * callback (ncb unchanged), the next pieces are gathered into carry, each as long as
+     * the token so far (tok_run; at most KIN_CARRY_MAX): yajl's work stays linear. */
+    uint64_t ncb;         /* yajl callbacks so far */
+    uint64_t tok_run;     /* squeezed bytes parsed since a piece last had a callback */
+    unsigned char *carry; /* input gathered, not yet parsed */
+    size_t carry_len, carry_cap;
 
     /* parser state */
     int ctx[KIN_MAX_DEPTH];

@@ -179,6 +179,7 @@ static int
 kin_cb_number(void *ctx, const char *s, size_t l)
 {
     kineto_importer *k = ctx;
+    k->ncb++;
     if (k->skip)
         return 1;
     kin_event *e = &k->ev;
@@ -343,6 +344,7 @@ static int
 kin_cb_string(void *ctx, const unsigned char *s, size_t l)
 {
     kineto_importer *k = ctx;
+    k->ncb++;
     if (k->skip)
         return 1;
     kin_event *e = &k->ev;
@@ -458,6 +460,7 @@ kin_cb_string(void *ctx, const unsigned char *s, size_t l)
 static int
 kin_cb_scalar(kineto_importer *k, const char *what)
 {
+    k->ncb++;
     if (k->skip)
         return 1;
     int key = kin_curkey(k);
@@ -503,6 +506,7 @@ static int
 kin_cb_map_key(void *ctx, const unsigned char *s, size_t l)
 {
     kineto_importer *k = ctx;
+    k->ncb++;
     if (k->skip)
         return 1;
     int key = K_NONE, where = kin_cur(k);
@@ -533,6 +537,7 @@ static int
 kin_cb_start_map(void *ctx)
 {
     kineto_importer *k = ctx;
+    k->ncb++;
     if (k->skip) {
         k->skip++;
         return 1;
@@ -578,6 +583,7 @@ static int
 kin_cb_start_array(void *ctx)
 {
     kineto_importer *k = ctx;
+    k->ncb++;
     if (k->skip) {
         k->skip++;
         return 1;
@@ -642,6 +648,7 @@ static int
 kin_cb_end(void *ctx)
 {
     kineto_importer *k = ctx;
+    k->ncb++;
     if (k->skip) {
         k->skip--;
         return 1;
