@@ -26,6 +26,7 @@
 
 #include "dpro_log.h"
 #include "dprotrace.h"
+#include "fnv1a.h"
 #include "fs.h"
 #include "import_kineto.h"
 
@@ -233,7 +234,7 @@ main(int argc, char **argv)
         for (int i = 0; i < nfiles; i++) {
             const char *base = strrchr(argv[optind + i], '/');
             base = base ? base + 1 : argv[optind + i];
-            h += kineto_hash64(base, strlen(base), 0);
+            h += dpro_fnv1a(base, strlen(base), DPRO_FNV1A_INIT);
         }
         snprintf(job_buf, sizeof(job_buf), "kineto-%016llx", (unsigned long long)h);
         job_id = job_buf;

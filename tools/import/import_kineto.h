@@ -58,7 +58,7 @@
  * categories and phases, host memory events) is counted per reason and lands in meta as
  * import.unmapped.<reason> = N.
  *
- * Collectives: comm = FNV-1a 64 hash of "kineto-pg:" + "Process Group Name" (or "Process
+ * Collectives: comm = FNV-1a 64 hash (common/fnv1a.h) of "kineto-pg:" + "Process Group Name" (or "Process
  * Group ID"; "default" when neither is present), subkind from "Collective name" or from the
  * kernel name (a SendRecv kernel, which can be either, is recorded as DPRO_COLL_SEND),
  * count from "In msg nelems" ("Out msg nelems" for reduce-scatter), dtype as ncclDataType_t
@@ -218,10 +218,6 @@ void kineto_writer_options(dpro_writer_options *o);
  * nanoseconds, rounding half up past the nanosecond. Returns 0 and stores *ns, or -1 for a
  * negative, malformed or out of range (> UINT64_MAX ns) value. */
 int kineto_parse_us(const char *text, size_t len, uint64_t *ns);
-
-/* FNV-1a 64-bit hash of len bytes, continuing from seed (0: a new hash); used for
- * communicator hashes and default job ids. */
-uint64_t kineto_hash64(const void *data, size_t len, uint64_t seed);
 
 #ifdef __cplusplus
 }

@@ -15,11 +15,9 @@
 
 #include <zlib.h>
 
+#include "fnv1a.h"
 #include "json_num.h"
 #include "kineto_int.h"
-
-#define KIN_FNV_BASIS 0xcbf29ce484222325ULL
-#define KIN_FNV_PRIME 0x100000001b3ULL
 
 /* The public constants are the generic pieces' */
 _Static_assert(KINETO_JOIN_WINDOW == IMP_JOIN_WINDOW, "join window");
@@ -31,18 +29,6 @@ _Static_assert((int)KINETO_SQUEEZE_AUTO == (int)IMP_SQUEEZE_AUTO &&
                    (int)KINETO_SQUEEZE_SSSE3 == (int)IMP_SQUEEZE_SSSE3 &&
                    (int)KINETO_SQUEEZE_AVX512 == (int)IMP_SQUEEZE_AVX512,
                "squeeze levels");
-
-uint64_t
-kineto_hash64(const void *data, size_t len, uint64_t seed)
-{
-    const unsigned char *p = data;
-    uint64_t h = seed ? seed : KIN_FNV_BASIS;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= KIN_FNV_PRIME;
-    }
-    return h;
-}
 
 int
 kineto_parse_us(const char *text, size_t len, uint64_t *ns)
@@ -323,7 +309,7 @@ kin_job_id(const kineto_importer *k, char *out, size_t n)
         snprintf(out, n, "kineto-%lld", (long long)k->base_time_ns);
     else {
         const char *f = k->opt.source_file ? k->opt.source_file : "";
-        snprintf(out, n, "kineto-%016llx", (unsigned long long)kineto_hash64(f, strlen(f), 0));
+        snprintf(out, n, "kineto-%016llx", (unsigned long long)dpro_fnv1a(f, strlen(f), DPRO_FNV1A_INIT));
     }
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fnv1a.h"
 #include "kineto_int.h"
 
 /* "allreduce", "_allgather_base", "reduce_scatter_tensor_coalesced", ... -> op, 0 if none. */
@@ -133,20 +134,13 @@ kin_dtype_from_arg(const char *s)
     return KINETO_DTYPE_UNKNOWN;
 }
 
-static uint64_t
-kin_dtype_size(uint32_t dtype)
-{
-    static const uint8_t size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-    return dtype < sizeof(size) ? size[dtype] : 0;
-}
-
 /* Comm of the current event's process group, registered on first sight. */
 static uint64_t
 kin_comm_of(kineto_importer *k, const kin_event *e, uint32_t device)
 {
     char key[KIN_SMALL_STR + 16];
     int n = snprintf(key, sizeof(key), "kineto-pg:%s", (e->have & H_PG) ? e->pg.buf : "default");
-    uint64_t h = kineto_hash64(key, (size_t)n, 0);
+    uint64_t h = dpro_fnv1a(key, (size_t)n, DPRO_FNV1A_INIT);
     for (size_t i = 0; i < k->ncomms; i++)
         if (k->comms[i].hash == h)
             return h;
@@ -219,7 +213,7 @@ kin_add_collective(kineto_importer *k, const kin_event *e, const dpro_event *ker
         count = e->in_nelems;
     if (count >= 0) {
         c->ev.count = (uint64_t)count;
-        c->ev.bytes = (uint64_t)count * kin_dtype_size(dtype);
+        c->ev.bytes = (uint64_t)count * dpro_nccl_dtype_size(dtype);
     } else {
         kin_count(k, "approx.collective_count", 1);
     }
