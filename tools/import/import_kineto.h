@@ -66,8 +66,10 @@
  * peer exists but is unknown, seq from "Seq" when present (c10d's per process group
  * number), else a counter per communicator in device start order, so that every rank
  * numbers the same collective alike (the replay matches on comm, op and seq). start/end are
- * the launch call's when joined through the correlation id, else the kernel's; thread is
- * the launching thread (0 if unknown).
+ * the launch call's when joined through the correlation id, else the kernel's; value says
+ * which (dpro_event.value of a collective): DPRO_COLL_TIMING_HOST for the launch call's
+ * times, DPRO_COLL_TIMING_DEVICE for the device-timed kernel record's. thread is the
+ * launching thread (0 if unknown).
  *
  * Long tokens: yajl lexes a token that runs past the text it was given again from its
  * start with the next text; a string spanning many pieces of input is therefore handed to

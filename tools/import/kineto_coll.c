@@ -199,6 +199,7 @@ kin_add_collective(kineto_importer *k, const kin_event *e, const dpro_event *ker
     memset(c, 0, sizeof(*c));
     c->kstart = kern->start_ns;
     c->ev.kind = DPRO_KIND_COLLECTIVE;
+    c->ev.value = DPRO_COLL_TIMING_DEVICE; /* the kernel's times until its launch joins */
     c->ev.subkind = op;
     c->ev.start_ns = kern->start_ns;
     c->ev.end_ns = kern->end_ns;

@@ -175,6 +175,7 @@ kin_map_api(kineto_importer *k, kin_event *e)
             c->start_ns = ev.start_ns;
             c->end_ns = ev.end_ns;
             c->thread = ev.thread;
+            c->value = DPRO_COLL_TIMING_HOST; /* the launch call's times now */
         }
         imp_join_remove(&k->join, s);
         return kin_emit(k, &ev) == DPRO_OK ? 0 : -1;
@@ -264,6 +265,7 @@ kin_map_device_op(kineto_importer *k, kin_event *e)
             c->start_ns = api.start_ns;
             c->end_ns = api.end_ns;
             c->thread = api.thread;
+            c->value = DPRO_COLL_TIMING_HOST; /* the launch call's times now */
         }
         imp_join_remove(&k->join, s);
         return kin_emit(k, &api) == DPRO_OK ? 0 : -1;
