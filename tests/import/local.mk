@@ -16,9 +16,10 @@ tests_import_test_import_limits_LDADD = tools/libdproimport.la $(DPROTRACE_LINK)
 	$(PTHREAD_LIBS)
 TESTS += tests/import/test_import_limits
 TESTS += tests/import/test_import_kineto tests/import/test_import_real.sh \
-	tests/import/test_import_malformed.sh tests/import/test_import_export.sh
+	tests/import/test_import_malformed.sh tests/import/test_import_export.sh \
+	tests/import/test_import_jobid.sh
 dist_check_SCRIPTS += tests/import/test_import_real.sh tests/import/test_import_malformed.sh \
-	tests/import/test_import_export.sh tests/import/count_kineto.py tests/import/run-fuzz.sh
+	tests/import/test_import_export.sh tests/import/test_import_jobid.sh tests/import/count_kineto.py tests/import/run-fuzz.sh
 EXTRA_DIST += tests/fuzz/fuzz_import_kineto.c tests/import/fuzz/kineto.dict \
 	tests/import/fuzz/seed-full.json tests/import/fuzz/seed-array.json \
 	tests/import/fuzz/seed-min.json

@@ -107,8 +107,13 @@ typedef struct kineto_options {
     const char *source_file; /* shown in messages and meta source_file; may be NULL */
     int file_index;          /* position of the file among those imported together */
     int file_count;          /* how many are imported together (world size fallback) */
-    const char *job_id;      /* job_id; NULL: the file's trace id, else its base time,
-                              * else a hash of source_file */
+    const char *job_id;      /* job_id, as it is; NULL: made from job_group (below), else
+                              * the file's trace id, else its base time, else a hash of
+                              * source_file */
+    uint64_t job_group;      /* non-zero: what the files imported together share (a hash
+                              * of their names); the job id is then a hash of it and the
+                              * file's world size, so that files of jobs of different sizes
+                              * imported together are told apart */
     int inline_writer;       /* non-zero: append to the writer on the calling thread (no
                               * writer thread); the output is the same */
     int squeeze;             /* KINETO_SQUEEZE_*: how the whitespace is taken out of the

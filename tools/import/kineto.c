@@ -296,23 +296,6 @@ kineto_importer_feed(kineto_importer *k, const void *buf, size_t len)
     return rc;
 }
 
-/* The job id: the caller's, else the file's trace id, else its base time, else one
- * derived from the file's name. */
-static void
-kin_job_id(const kineto_importer *k, char *out, size_t n)
-{
-    if (k->opt.job_id)
-        snprintf(out, n, "%s", k->opt.job_id);
-    else if (k->trace_id.len)
-        snprintf(out, n, "%s", k->trace_id.buf);
-    else if (k->have_base_time)
-        snprintf(out, n, "kineto-%lld", (long long)k->base_time_ns);
-    else {
-        const char *f = k->opt.source_file ? k->opt.source_file : "";
-        snprintf(out, n, "kineto-%016llx", (unsigned long long)dpro_fnv1a(f, strlen(f), DPRO_FNV1A_INIT));
-    }
-}
-
 /* World size: distributedInfo's; a file that names its rank but no world size comes from
  * a job without torch.distributed (rank + 1); a file naming neither: the files imported
  * together. */
@@ -324,6 +307,31 @@ kin_world_size(const kineto_importer *k)
     if (k->have_rank)
         return k->rank + 1;
     return k->opt.file_count;
+}
+
+/* The job id: the caller's; else, for files imported together, one made of their group
+ * (opt.job_group) and the world size, so that files of jobs of different sizes imported
+ * together get distinct ids; else the file's trace id, else its base time, else one
+ * derived from the file's name. */
+static void
+kin_job_id(const kineto_importer *k, char *out, size_t n)
+{
+    if (k->opt.job_id) {
+        snprintf(out, n, "%s", k->opt.job_id);
+    } else if (k->opt.job_group) {
+        char ws[48];
+        int l = snprintf(ws, sizeof(ws), "world_size=%lld", (long long)kin_world_size(k));
+        snprintf(out, n, "kineto-%016llx",
+                 (unsigned long long)dpro_fnv1a(ws, (size_t)l, k->opt.job_group));
+    } else if (k->trace_id.len) {
+        snprintf(out, n, "%s", k->trace_id.buf);
+    } else if (k->have_base_time) {
+        snprintf(out, n, "kineto-%lld", (long long)k->base_time_ns);
+    } else {
+        const char *f = k->opt.source_file ? k->opt.source_file : "";
+        snprintf(out, n, "kineto-%016llx",
+                 (unsigned long long)dpro_fnv1a(f, strlen(f), DPRO_FNV1A_INIT));
+    }
 }
 
 /* Writes the side tables and the meta keys. */
