@@ -8,10 +8,16 @@
  * lexing this guards against about 16 times (0.05 s against 0.89 s measured). A string
  * that never ends is refused while it is read: a 64 MiB name fed in 256 KiB pieces fails
  * before 21 MiB of it were fed (checked by counting, deterministic).
+ *
+ * Bounds (import_kineto.h): times up to 2^62 ns, bytes and element counts up to 2^50 are
+ * imported, one past them refused with the file and the place; the shared repro inputs
+ * overflow-nelems.json and overflow-shift.json ($top_srcdir/../shared/repro, when present)
+ * are refused.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "dprotrace.h"
@@ -107,10 +113,97 @@ test_endless_string(void)
     free(x);
 }
 
+/* One event text imported alone: its status; the message must then hold what. */
+static void
+expect(const char *event, int want, const char *what)
+{
+    char json[1024], err[512];
+    snprintf(json, sizeof(json), "{\"traceEvents\": [%s]}", event);
+    kineto_options o = {.source_file = "bound.json"};
+    int rc = kineto_import_buffer(NULL, json, strlen(json), 0, &o, err, sizeof(err));
+    int ok = rc == want && (want == DPRO_OK || (strstr(err, "bound.json: byte ") &&
+                                                strstr(err, ", line 1: ") && strstr(err, what)));
+    if (!ok)
+        fprintf(stderr, "%s: rc %d (want %d) \"%s\" (want \"%s\")\n", event, rc, want, err, what);
+    CHECK(ok);
+}
+
+#define KERNEL(ts, dur, args)                                                                      \
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclKernel_AllReduce_RING_LL_Sum_float\","        \
+    "\"pid\":0,\"tid\":7,\"ts\":" ts ",\"dur\":" dur ",\"args\":{" args "}}"
+
+static void
+test_bounds(void)
+{
+    /* 2^62 ns = 4611686018427387.904 us */
+    expect(KERNEL("4611686018427387.904", "0", ""), DPRO_OK, "");
+    expect(KERNEL("4611686018427387.905", "0", ""), DPRO_ERR_LIMIT, "ts + dur is out of range");
+    expect(KERNEL("4611686018427386.904", "1", ""), DPRO_OK, "");
+    expect(KERNEL("4611686018427386.904", "1.001", ""), DPRO_ERR_LIMIT, "past 2^62 ns");
+    expect(KERNEL("1661938466536906", "9007199254740993", ""), DPRO_ERR_LIMIT, "past 2^62");
+    /* 2^48 floats are 2^50 bytes */
+    expect(KERNEL("1", "1", "\"In msg nelems\":281474976710656,\"dtype\":\"Float\""), DPRO_OK, "");
+    expect(KERNEL("1", "1", "\"In msg nelems\":281474976710657,\"dtype\":\"Float\""),
+           DPRO_ERR_LIMIT, "\"In msg nelems\": 281474976710657 elements of 4 bytes");
+    expect(KERNEL("1", "1", "\"In msg nelems\":9223372036854775807,\"dtype\":\"Float\""),
+           DPRO_ERR_LIMIT, "out of range");
+    /* an element type not known: the count alone is bounded */
+    expect("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_RING_LL(x)\","
+           "\"ts\":1,\"dur\":1,\"args\":{\"In msg nelems\":1125899906842624}}",
+           DPRO_OK, "");
+    expect("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_RING_LL(x)\","
+           "\"ts\":1,\"dur\":1,\"args\":{\"In msg nelems\":1125899906842625}}",
+           DPRO_ERR_LIMIT, "1125899906842625 elements of 0 bytes");
+    expect(KERNEL("1", "1",
+                  "\"Collective name\":\"reduce_scatter\",\"Out msg nelems\":"
+                  "9223372036854775807,\"dtype\":\"Float\""),
+           DPRO_ERR_LIMIT, "\"Out msg nelems\"");
+    expect("{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy HtoD\",\"ts\":1,\"dur\":1,"
+           "\"args\":{\"bytes\":1125899906842624}}",
+           DPRO_OK, "");
+    expect("{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset\",\"ts\":1,\"dur\":1,"
+           "\"args\":{\"bytes\":9223372036854775807}}",
+           DPRO_ERR_LIMIT, "\"bytes\": 9223372036854775807 is out of range");
+    expect("{\"ph\":\"i\",\"name\":\"[memory]\",\"ts\":1,\"args\":{\"Device Type\":1,"
+           "\"Bytes\":-9223372036854775808}}",
+           DPRO_ERR_LIMIT, "\"Bytes\": -9223372036854775808 is out of range");
+}
+
+/* The shared repro inputs are refused, naming the file and the place. */
+static void
+test_repro(void)
+{
+    const char *top = getenv("top_srcdir");
+    static const char *const files[] = {"overflow-nelems.json", "overflow-shift.json"};
+    static const char *const why[] = {"\"In msg nelems\": 9223372036854775807 elements",
+                                      "ts + dur is out of range"};
+    for (int i = 0; i < 2; i++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/../shared/repro/%s", top ? top : "..", files[i]);
+        if (access(path, R_OK) != 0) {
+            printf("%s: absent, not checked\n", path);
+            continue;
+        }
+        kineto_importer *k;
+        kineto_options o = {.source_file = path};
+        CHECK(kineto_importer_new(NULL, &o, &k) == DPRO_OK);
+        if (!k)
+            continue;
+        int rc = kineto_import_path(k, path);
+        const char *msg = kineto_importer_errmsg(k);
+        printf("%s: %s\n", files[i], msg);
+        CHECK(rc == DPRO_ERR_LIMIT);
+        CHECK(strstr(msg, ": byte ") && strstr(msg, ", line ") && strstr(msg, why[i]));
+        kineto_importer_free(k);
+    }
+}
+
 int
 main(void)
 {
     test_long_string_linear();
     test_endless_string();
+    test_bounds();
+    test_repro();
     return tests_done();
 }

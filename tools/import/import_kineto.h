@@ -58,10 +58,10 @@
  * categories and phases, host memory events) is counted per reason and lands in meta as
  * import.unmapped.<reason> = N.
  *
- * Collectives: comm = FNV-1a 64 hash (common/fnv1a.h) of "kineto-pg:" + "Process Group Name" (or "Process
- * Group ID"; "default" when neither is present), subkind from "Collective name" or from the
- * kernel name (a SendRecv kernel, which can be either, is recorded as DPRO_COLL_SEND),
- * count from "In msg nelems" ("Out msg nelems" for reduce-scatter), dtype as ncclDataType_t
+ * Collectives: comm = FNV-1a 64 hash (common/fnv1a.h) of "kineto-pg:" + "Process Group Name" (or
+ * "Process Group ID"; "default" when neither is present), subkind from "Collective name" or from
+ * the kernel name (a SendRecv kernel, which can be either, is recorded as DPRO_COLL_SEND), count
+ * from "In msg nelems" ("Out msg nelems" for reduce-scatter), dtype as ncclDataType_t
  * (KINETO_DTYPE_UNKNOWN if unknown), redop from the kernel name, peer -1 where a root or
  * peer exists but is unknown, seq from "Seq" when present (c10d's per process group
  * number), else a counter per communicator in device start order, so that every rank
@@ -77,6 +77,12 @@
  *
  * Timestamps: microseconds in the file (integers or decimals, parsed from the text, no
  * floating point), nanoseconds in the trace.
+ *
+ * Bounds: what the importer writes leaves the readers' int64 arithmetic room. An event
+ * whose ts or ts + dur is past 2^62 ns (the year 2116 in Unix time), copy, set or memory
+ * bytes over 2^50, or a collective of more than 2^50 elements or bytes ("In msg nelems"
+ * times the element size) is refused: DPRO_ERR_LIMIT, the message naming the file, the
+ * byte offset and the line (the end of the event) and the value.
  */
 #ifndef DPRO_IMPORT_KINETO_H
 #define DPRO_IMPORT_KINETO_H

@@ -208,13 +208,22 @@ kin_add_collective(kineto_importer *k, const kin_event *e, const dpro_event *ker
     c->ev.device = kern->device;
     c->ev.comm = kin_comm_of(k, e, kern->device);
     int64_t count = -1;
-    if (op == DPRO_COLL_REDUCESCATTER && (e->have & H_OUT_NELEMS))
+    const char *count_key = "In msg nelems";
+    if (op == DPRO_COLL_REDUCESCATTER && (e->have & H_OUT_NELEMS)) {
         count = e->out_nelems;
-    else if (e->have & H_IN_NELEMS)
+        count_key = "Out msg nelems";
+    } else if (e->have & H_IN_NELEMS) {
         count = e->in_nelems;
+    }
     if (count >= 0) {
+        uint64_t size = dpro_nccl_dtype_size(dtype);
+        if ((uint64_t)count > KIN_MAX_BYTES / (size ? size : 1))
+            return kin_fail(k, DPRO_ERR_LIMIT,
+                            "\"%s\": %lld elements of %llu bytes are out of range (over 2^50)",
+                            count_key, (long long)count, (unsigned long long)size),
+                   DPRO_ERR_LIMIT;
         c->ev.count = (uint64_t)count;
-        c->ev.bytes = (uint64_t)count * dpro_nccl_dtype_size(dtype);
+        c->ev.bytes = (uint64_t)count * size;
     } else {
         kin_count(k, "approx.collective_count", 1);
     }

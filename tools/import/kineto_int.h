@@ -47,6 +47,12 @@
 /* Text in which no token ends (a string or number that long) is refused once this much of
  * it has been parsed: at most KIN_CARRY_MAX past it is read. */
 #define KIN_MAX_TOKEN (16u << 20)
+/* Bounds of what an import writes, so that the readers' int64 arithmetic cannot overflow:
+ * times (ts, ts + dur) at most 2^62 ns (the year 2116 in Unix time; a clock shift or a
+ * difference of two such times still fits), bytes and element counts at most 2^50 (1 PiB:
+ * 13 bits left for scaling by ranks, steps or units). Beyond them the input is refused. */
+#define KIN_MAX_TIME_NS (UINT64_C(1) << 62)
+#define KIN_MAX_BYTES (UINT64_C(1) << 50)
 /* Length to show of a token in a message (tokens are not NUL-terminated). */
 #define KIN_SHOW(l) ((int)((l) < 40 ? (l) : 40))
 
@@ -394,7 +400,8 @@ kin_stream *kin_stream_get(kineto_importer *k, uint64_t id, uint32_t device);
 
 /* Builds the collective of an NCCL kernel e (kern: its mapped event; times: the kernel's
  * until its launch joins). *index receives its index in k->colls, -1 if none was made.
- * Returns DPRO_OK or DPRO_ERR_NOMEM (recorded). */
+ * Returns DPRO_OK, DPRO_ERR_LIMIT (a count past KIN_MAX_BYTES) or DPRO_ERR_NOMEM
+ * (recorded). */
 int kin_add_collective(kineto_importer *k, const kin_event *e, const dpro_event *kern,
                        int64_t *index);
 

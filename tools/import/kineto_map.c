@@ -138,10 +138,13 @@ kin_times(kineto_importer *k, kin_event *e, dpro_event *ev, int need_dur)
         kin_count(k, "fixed.negative_dur", 1);
         e->dur_ns = 0;
     }
+    if (e->ts_ns > KIN_MAX_TIME_NS || e->dur_ns > KIN_MAX_TIME_NS - e->ts_ns)
+        return kin_fail(k, DPRO_ERR_LIMIT,
+                        "ts + dur is out of range (%llu + %llu ns: past 2^62 ns, the year 2116)",
+                        (unsigned long long)e->ts_ns, (unsigned long long)e->dur_ns),
+               -1;
     ev->start_ns = e->ts_ns;
     ev->end_ns = e->ts_ns + e->dur_ns;
-    if (ev->end_ns < ev->start_ns)
-        return kin_fail(k, DPRO_ERR_LIMIT, "ts + dur is out of range"), -1;
     if (!(e->have & H_PID) || e->pid_is_text)
         return 0;
     /* the host pid: from the first host-side event */
@@ -229,6 +232,10 @@ kin_map_device_op(kineto_importer *k, kin_event *e)
         ev.kind = e->cat == CAT_MEMCPY ? DPRO_KIND_MEMCPY : DPRO_KIND_MEMSET;
         if ((e->have & H_BYTES) && e->bytes >= 0)
             ev.bytes = (uint64_t)e->bytes;
+        if (ev.bytes > KIN_MAX_BYTES)
+            return kin_fail(k, DPRO_ERR_LIMIT, "\"bytes\": %llu is out of range (over 2^50)",
+                            (unsigned long long)ev.bytes),
+                   -1;
         if (e->cat == CAT_MEMCPY) {
             static const struct {
                 const char *tok;
@@ -379,6 +386,10 @@ kin_map_instant(kineto_importer *k, kin_event *e)
         int64_t b = (e->have & H_MEM_BYTES) ? e->mem_bytes : 0;
         ev.subkind = b < 0 ? DPRO_MEM_FREE : DPRO_MEM_ALLOC;
         ev.bytes = b < 0 ? (uint64_t)0 - (uint64_t)b : (uint64_t)b;
+        if (ev.bytes > KIN_MAX_BYTES)
+            return kin_fail(k, DPRO_ERR_LIMIT, "\"Bytes\": %lld is out of range (over 2^50)",
+                            (long long)b),
+                   -1;
         return kin_emit(k, &ev) == DPRO_OK ? 0 : -1;
     }
     ev.kind = DPRO_KIND_MARKER;
