@@ -26,6 +26,7 @@
 
 #include "dpro_log.h"
 #include "dprotrace.h"
+#include "fnv1a.h"
 #include "fs.h"
 #include "import_kineto.h"
 
@@ -42,9 +43,10 @@ usage(FILE *f)
                "  -o, --output DIR     directory of the dpro traces (created if missing)\n"
                "  -k, --keep-partial   keep the events read before damaged input\n"
                "  -q, --quiet          no summary on stderr\n"
-               "  -j, --job-id ID      job_id of the traces (default: one id for all the\n"
-               "                       files of the command, from their names; import the\n"
-               "                       ranks of a job together or give them one --job-id)\n"
+               "  -j, --job-id ID      job_id of the traces (default: one id for the files\n"
+               "                       of the command of one world size, from their names\n"
+               "                       and that size; import the ranks of a job together or\n"
+               "                       give them one --job-id)\n"
                "  -s, --single-thread  parse and write on one thread: less JSON per second\n"
                "                       than with a writer thread, but more per CPU-second\n"
                "                       (to import many files at once, one process per core)\n"
@@ -86,7 +88,8 @@ sanitize(char *s)
  * EXIT_BAD_INPUT. */
 static int
 import_one(const char *file, const char *dir, int index, int count, const char *job_id,
-           int keep_partial, int quiet, int single_thread, char *const *earlier, char **out_path)
+           uint64_t job_group, int keep_partial, int quiet, int single_thread, char *const *earlier,
+           char **out_path)
 {
     char tmp[4096], final[4096], errbuf[512];
     *out_path = NULL;
@@ -104,6 +107,7 @@ import_one(const char *file, const char *dir, int index, int count, const char *
                          .file_index = index,
                          .file_count = count,
                          .job_id = job_id,
+                         .job_group = job_group,
                          .inline_writer = single_thread};
     kineto_importer *k = NULL;
     rc = kineto_importer_new(w, &ko, &k);
@@ -225,19 +229,17 @@ main(int argc, char **argv)
         return EXIT_BAD_INPUT;
     }
     int nfiles = argc - optind, status = EXIT_OK;
-    /* Files imported together are one job: unless told otherwise, they share a job id
-     * made from their names (in any order). Kineto's trace ids differ between ranks. */
-    char job_buf[64];
-    if (!job_id) {
-        uint64_t h = 0;
-        for (int i = 0; i < nfiles; i++) {
-            const char *base = strrchr(argv[optind + i], '/');
-            base = base ? base + 1 : argv[optind + i];
-            h += kineto_hash64(base, strlen(base), 0);
-        }
-        snprintf(job_buf, sizeof(job_buf), "kineto-%016llx", (unsigned long long)h);
-        job_id = job_buf;
+    /* Files imported together are one job per world size: unless told otherwise, each
+     * file's job id is made from all their names (in any order) and its world size
+     * (kineto_options.job_group). Kineto's trace ids differ between ranks. */
+    uint64_t job_group = 0;
+    for (int i = 0; !job_id && i < nfiles; i++) {
+        const char *base = strrchr(argv[optind + i], '/');
+        base = base ? base + 1 : argv[optind + i];
+        job_group += dpro_fnv1a(base, strlen(base), DPRO_FNV1A_INIT);
     }
+    if (!job_id && job_group == 0)
+        job_group = 1; /* 0 means none */
     char **written = calloc((size_t)nfiles, sizeof(*written));
     if (!written) {
         pr_err("out of memory");
@@ -246,8 +248,8 @@ main(int argc, char **argv)
     for (int i = 0; i < nfiles; i++) {
         const char *file = argv[optind + i];
         char *path = NULL;
-        int rc = import_one(file, dir, i, nfiles, job_id, keep_partial, quiet, single_thread,
-                            written, &path);
+        int rc = import_one(file, dir, i, nfiles, job_id, job_group, keep_partial, quiet,
+                            single_thread, written, &path);
         written[i] = path;
         if (rc != EXIT_OK)
             status = EXIT_BAD_INPUT;

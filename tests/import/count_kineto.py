@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """count_kineto.py FILE.json[.gz]: the dpro events a Kineto trace should give, by kind.
 
-An independent check of dpro-import (tools/import_kineto.h has the mapping): this script
+An independent check of dpro-import (tools/import/import_kineto.h has the mapping): this script
 json-loads the whole file with the standard library and counts by category and phase.
 Prints {"api": N, "kernel": N, ...} as JSON, with the kind names of dpro-info.
 """

@@ -4,13 +4,22 @@
 if HAVE_YAJL
 check_PROGRAMS += tests/import/test_import_kineto
 tests_import_test_import_kineto_SOURCES = tests/import/test_import_kineto.c
-tests_import_test_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+tests_import_test_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/import
 tests_import_test_import_kineto_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
 	$(PTHREAD_LIBS)
+# test_import_limits: long strings cost linear work and are refused while read; values
+# that would overflow downstream arithmetic are refused or clamped.
+check_PROGRAMS += tests/import/test_import_limits
+tests_import_test_import_limits_SOURCES = tests/import/test_import_limits.c
+tests_import_test_import_limits_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/import
+tests_import_test_import_limits_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
+	$(PTHREAD_LIBS)
+TESTS += tests/import/test_import_limits
 TESTS += tests/import/test_import_kineto tests/import/test_import_real.sh \
-	tests/import/test_import_malformed.sh tests/import/test_import_export.sh
+	tests/import/test_import_malformed.sh tests/import/test_import_export.sh \
+	tests/import/test_import_jobid.sh
 dist_check_SCRIPTS += tests/import/test_import_real.sh tests/import/test_import_malformed.sh \
-	tests/import/test_import_export.sh tests/import/count_kineto.py tests/import/run-fuzz.sh
+	tests/import/test_import_export.sh tests/import/test_import_jobid.sh tests/import/count_kineto.py tests/import/run-fuzz.sh
 EXTRA_DIST += tests/fuzz/fuzz_import_kineto.c tests/import/fuzz/kineto.dict \
 	tests/import/fuzz/seed-full.json tests/import/fuzz/seed-array.json \
 	tests/import/fuzz/seed-min.json
@@ -20,7 +29,7 @@ EXTRA_DIST += tests/fuzz/fuzz_import_kineto.c tests/import/fuzz/kineto.dict \
 BENCHMARKS += tests/import/bench_import_kineto
 noinst_PROGRAMS += tests/import/bench_import_kineto
 tests_import_bench_import_kineto_SOURCES = tests/import/bench_import_kineto.c
-tests_import_bench_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools \
+tests_import_bench_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/import \
 	-DDPRO_SRCDIR='"$(abs_top_srcdir)"'
 tests_import_bench_import_kineto_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
 	$(ZLIB_LIBS) $(PTHREAD_LIBS)

@@ -33,8 +33,8 @@ rm -f "$probe" "$out/probe"
 yajl_cflags=$(pkg-config --cflags yajl 2>/dev/null)
 yajl_libs=$(pkg-config --libs yajl 2>/dev/null || echo -lyajl)
 "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$s/schemas" -I"$s/tools" $yajl_cflags \
-    "$s/tests/fuzz/fuzz_import_kineto.c" "$s/tools/import_kineto.c" \
+    -I"$s/schemas" -I"$s/common" -I"$s/tools/import" $yajl_cflags \
+    "$s/tests/fuzz/fuzz_import_kineto.c" "$s"/tools/import/*.c \
     -o "$out/fuzz_import_kineto" \
     -L"$b/schemas/.libs" -Wl,-rpath,"$(cd "$b/schemas/.libs" && pwd)" -ldprotrace \
     $yajl_libs -lz -pthread || exit 1

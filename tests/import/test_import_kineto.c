@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "dprotrace.h"
+#include "fnv1a.h"
 #include "import_kineto.h"
 #include "../unit/testutil.h"
 
@@ -276,13 +277,16 @@ test_roundtrip(const char *dir, size_t chunk, int inline_writer)
         CHECK_EQ_U(c14->start_ns, 1150000);
         CHECK_EQ_U(c14->end_ns, 1153000);
         CHECK_EQ_U(c14->thread, 102);
+        CHECK_EQ(c14->value, DPRO_COLL_TIMING_HOST);   /* its launch's times */
+        CHECK_EQ(c15->value, DPRO_COLL_TIMING_DEVICE); /* no launch: the kernel's */
         CHECK_EQ_U(c15->start_ns, 1300000);
         CHECK_EQ_U(c14->count, 50);
         CHECK_EQ_U(c15->count, 100);
         CHECK_EQ_U(c15->bytes, 400);
         CHECK_EQ_U(c14->dtype, 7);
         CHECK_EQ_U(c14->redop, 0);
-        CHECK(c14->comm == c15->comm && c14->comm == kineto_hash64("kineto-pg:0", 11, 0));
+        CHECK(c14->comm == c15->comm &&
+              c14->comm == dpro_fnv1a("kineto-pg:0", 11, DPRO_FNV1A_INIT));
         CHECK_EQ_U(c14->stream, 20);
     }
     const dpro_event *sync = find_kind(ev, n, DPRO_KIND_SYNC, 0);

@@ -58,19 +58,31 @@
  * categories and phases, host memory events) is counted per reason and lands in meta as
  * import.unmapped.<reason> = N.
  *
- * Collectives: comm = FNV-1a 64 hash of "kineto-pg:" + "Process Group Name" (or "Process
- * Group ID"; "default" when neither is present), subkind from "Collective name" or from the
- * kernel name (a SendRecv kernel, which can be either, is recorded as DPRO_COLL_SEND),
- * count from "In msg nelems" ("Out msg nelems" for reduce-scatter), dtype as ncclDataType_t
+ * Collectives: comm = FNV-1a 64 hash (common/fnv1a.h) of "kineto-pg:" + "Process Group Name" (or
+ * "Process Group ID"; "default" when neither is present), subkind from "Collective name" or from
+ * the kernel name (a SendRecv kernel, which can be either, is recorded as DPRO_COLL_SEND), count
+ * from "In msg nelems" ("Out msg nelems" for reduce-scatter), dtype as ncclDataType_t
  * (KINETO_DTYPE_UNKNOWN if unknown), redop from the kernel name, peer -1 where a root or
  * peer exists but is unknown, seq from "Seq" when present (c10d's per process group
  * number), else a counter per communicator in device start order, so that every rank
  * numbers the same collective alike (the replay matches on comm, op and seq). start/end are
- * the launch call's when joined through the correlation id, else the kernel's; thread is
- * the launching thread (0 if unknown).
+ * the launch call's when joined through the correlation id, else the kernel's; value says
+ * which (dpro_event.value of a collective): DPRO_COLL_TIMING_HOST for the launch call's
+ * times, DPRO_COLL_TIMING_DEVICE for the device-timed kernel record's. thread is the
+ * launching thread (0 if unknown).
+ *
+ * Long tokens: yajl lexes a token that runs past the text it was given again from its
+ * start with the next text; a string spanning many pieces of input is therefore handed to
+ * yajl in pieces as long as what it holds of it, so that the work stays linear.
  *
  * Timestamps: microseconds in the file (integers or decimals, parsed from the text, no
  * floating point), nanoseconds in the trace.
+ *
+ * Bounds: what the importer writes leaves the readers' int64 arithmetic room. An event
+ * whose ts or ts + dur is past 2^62 ns (the year 2116 in Unix time), copy, set or memory
+ * bytes over 2^50, or a collective of more than 2^50 elements or bytes ("In msg nelems"
+ * times the element size) is refused: DPRO_ERR_LIMIT, the message naming the file, the
+ * byte offset and the line (the end of the event) and the value.
  */
 #ifndef DPRO_IMPORT_KINETO_H
 #define DPRO_IMPORT_KINETO_H
@@ -101,8 +113,13 @@ typedef struct kineto_options {
     const char *source_file; /* shown in messages and meta source_file; may be NULL */
     int file_index;          /* position of the file among those imported together */
     int file_count;          /* how many are imported together (world size fallback) */
-    const char *job_id;      /* job_id; NULL: the file's trace id, else its base time,
-                              * else a hash of source_file */
+    const char *job_id;      /* job_id, as it is; NULL: made from job_group (below), else
+                              * the file's trace id, else its base time, else a hash of
+                              * source_file */
+    uint64_t job_group;      /* non-zero: what the files imported together share (a hash
+                              * of their names); the job id is then a hash of it and the
+                              * file's world size, so that files of jobs of different sizes
+                              * imported together are told apart */
     int inline_writer;       /* non-zero: append to the writer on the calling thread (no
                               * writer thread); the output is the same */
     int squeeze;             /* KINETO_SQUEEZE_*: how the whitespace is taken out of the
@@ -150,7 +167,9 @@ typedef struct kineto_importer kineto_importer;
 int kineto_importer_new(dpro_writer *w, const kineto_options *opts, kineto_importer **out);
 
 /* Parses the next len bytes of the JSON text. Returns DPRO_OK; DPRO_ERR_NOT_TRACE for
- * input that is not valid JSON or not a Kineto trace, DPRO_ERR_LIMIT for absurd numbers,
+ * input that is not valid JSON or not a Kineto trace, DPRO_ERR_LIMIT for absurd numbers
+ * and for a token (a string, a number) longer than 16 MiB (refused once that much of it is
+ * read, at most 4 MiB past it; a name is refused from 16 MiB as well),
  * DPRO_ERR_IO/NOMEM when the writer fails (a failure of the writer thread is seen when
  * the parser next hands over a batch, or by kineto_importer_finish: up to
  * KINETO_BATCH_BUFFERS batches after the failing event; the message is the writer's,
@@ -212,10 +231,6 @@ void kineto_writer_options(dpro_writer_options *o);
  * nanoseconds, rounding half up past the nanosecond. Returns 0 and stores *ns, or -1 for a
  * negative, malformed or out of range (> UINT64_MAX ns) value. */
 int kineto_parse_us(const char *text, size_t len, uint64_t *ns);
-
-/* FNV-1a 64-bit hash of len bytes, continuing from seed (0: a new hash); used for
- * communicator hashes and default job ids. */
-uint64_t kineto_hash64(const void *data, size_t len, uint64_t seed);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,278 @@
+/*
+ * kineto_coll.c: the NCCL collectives of a Kineto trace (import_kineto.h, "Collectives"):
+ * operation, reduction and element type from the args or the kernel name, communicators
+ * from the process group, and the sequence numbers, given once every collective is known.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fnv1a.h"
+#include "kineto_int.h"
+
+/* "allreduce", "_allgather_base", "reduce_scatter_tensor_coalesced", ... -> op, 0 if none. */
+static uint32_t
+kin_coll_op_from_arg(const char *s)
+{
+    char n[64];
+    size_t j = 0;
+    for (size_t i = 0; s[i] && j < sizeof(n) - 1; i++) {
+        char c = s[i];
+        if (c == '_' || c == ' ')
+            continue;
+        n[j++] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    n[j] = '\0';
+    static const struct {
+        const char *prefix;
+        uint32_t op;
+    } ops[] = {
+        {"allreduce", DPRO_COLL_ALLREDUCE},
+        {"broadcast", DPRO_COLL_BROADCAST},
+        {"reducescatter", DPRO_COLL_REDUCESCATTER},
+        {"reduce", DPRO_COLL_REDUCE},
+        {"allgather", DPRO_COLL_ALLGATHER},
+        {"alltoall", DPRO_COLL_ALLTOALL},
+        {"send", DPRO_COLL_SEND},
+        {"recv", DPRO_COLL_RECV},
+    };
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (strncmp(n, ops[i].prefix, strlen(ops[i].prefix)) == 0)
+            return ops[i].op;
+    return 0;
+}
+
+/* Does name[0..end) hold "_tok" followed by '_', '(' or the end? */
+static int
+kin_has_token(const char *name, size_t end, const char *tok)
+{
+    size_t n = strlen(tok);
+    for (size_t i = 0; i + n + 1 <= end; i++) {
+        if (name[i] != '_' || memcmp(name + i + 1, tok, n) != 0)
+            continue;
+        size_t j = i + 1 + n;
+        if (j == end || name[j] == '_' || name[j] == '(')
+            return 1;
+    }
+    return 0;
+}
+
+/* Operation, reduction and element type from an NCCL kernel name such as
+ * "ncclKernel_AllReduce_RING_LL_Sum_float(...)" or "ncclDevKernel_AllGather_RING_LL(...)".
+ * Leaves what the name does not say untouched. */
+static void
+kin_coll_from_kernel(const char *name, size_t len, uint32_t *op, uint32_t *redop, uint32_t *dtype)
+{
+    static const struct {
+        const char *tok;
+        uint32_t v;
+    } ops[] = {{"AllReduce", DPRO_COLL_ALLREDUCE},
+               {"Broadcast", DPRO_COLL_BROADCAST},
+               {"Reduce", DPRO_COLL_REDUCE},
+               {"AllGather", DPRO_COLL_ALLGATHER},
+               {"ReduceScatter", DPRO_COLL_REDUCESCATTER},
+               {"SendRecv", DPRO_COLL_SEND},
+               {"Send", DPRO_COLL_SEND},
+               {"Recv", DPRO_COLL_RECV},
+               {"AllToAll", DPRO_COLL_ALLTOALL}},
+      redops[] = {{"Sum", 0}, {"Prod", 1},      {"Max", 2},       {"Min", 3},
+                  {"Avg", 4}, {"PreMulSum", 5}, {"SumPostDiv", 6}},
+      types[] = {{"int8_t", 0},  {"i8", 0},
+                 {"uint8_t", 1}, {"u8", 1},
+                 {"int32_t", 2}, {"i32", 2},
+                 {"int", 2},     {"uint32_t", 3},
+                 {"u32", 3},     {"int64_t", 4},
+                 {"i64", 4},     {"uint64_t", 5},
+                 {"u64", 5},     {"half", 6},
+                 {"f16", 6},     {"float", 7},
+                 {"f32", 7},     {"double", 8},
+                 {"f64", 8},     {"__nv_bfloat16", 9},
+                 {"bf16", 9},    {"__nv_fp8_e4m3", 10},
+                 {"f8e4m3", 10}, {"__nv_fp8_e5m2", 11},
+                 {"f8e5m2", 11}};
+    size_t end = 0;
+    while (end < len && name[end] != '(')
+        end++;
+    /* the operation is the token after the "ncclKernel" / "ncclDevKernel" prefix */
+    size_t b = 0;
+    while (b < end && name[b] != '_')
+        b++;
+    size_t e = b < end ? b + 1 : end;
+    while (e < end && name[e] != '_')
+        e++;
+    if (b < end && *op == 0) {
+        for (size_t t = 0; t < sizeof(ops) / sizeof(ops[0]); t++)
+            if (strlen(ops[t].tok) == e - b - 1 && memcmp(name + b + 1, ops[t].tok, e - b - 1) == 0)
+                *op = ops[t].v;
+    }
+    for (size_t t = 0; t < sizeof(redops) / sizeof(redops[0]); t++)
+        if (kin_has_token(name, end, redops[t].tok))
+            *redop = redops[t].v;
+    if (*dtype == KINETO_DTYPE_UNKNOWN) {
+        for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+            if (kin_has_token(name, end, types[t].tok)) {
+                *dtype = types[t].v;
+                break;
+            }
+        }
+    }
+}
+
+/* c10 ScalarType name -> ncclDataType_t. */
+static uint32_t
+kin_dtype_from_arg(const char *s)
+{
+    static const struct {
+        const char *name;
+        uint32_t v;
+    } m[] = {{"Char", 0},     {"Byte", 1},           {"Bool", 1},        {"Int", 2},
+             {"Long", 4},     {"Half", 6},           {"Float", 7},       {"Double", 8},
+             {"BFloat16", 9}, {"Float8_e4m3fn", 10}, {"Float8_e5m2", 11}};
+    for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+        if (strcmp(s, m[i].name) == 0)
+            return m[i].v;
+    return KINETO_DTYPE_UNKNOWN;
+}
+
+/* Comm of the current event's process group, registered on first sight. */
+static uint64_t
+kin_comm_of(kineto_importer *k, const kin_event *e, uint32_t device)
+{
+    char key[KIN_SMALL_STR + 16];
+    int n = snprintf(key, sizeof(key), "kineto-pg:%s", (e->have & H_PG) ? e->pg.buf : "default");
+    uint64_t h = dpro_fnv1a(key, (size_t)n, DPRO_FNV1A_INIT);
+    for (size_t i = 0; i < k->ncomms; i++)
+        if (k->comms[i].hash == h)
+            return h;
+    if (k->ncomms == KIN_MAX_COMMS) {
+        kin_count(k, "approx.comms_overflow", 1);
+        return h;
+    }
+    if (!k->comms) {
+        k->comms = calloc(KIN_MAX_COMMS, sizeof(*k->comms));
+        if (!k->comms)
+            return h;
+    }
+    kin_comm *c = &k->comms[k->ncomms++];
+    c->hash = h;
+    c->device = device;
+    c->size = (e->have & H_GROUP_SIZE) ? e->group_size : 0;
+    c->ranks = (e->pg_ranks_len && !e->pg_ranks_cut) ? strndup(e->pg_ranks, e->pg_ranks_len) : NULL;
+    return h;
+}
+
+/* See kineto_int.h. */
+int
+kin_add_collective(kineto_importer *k, const kin_event *e, const dpro_event *kern, int64_t *index)
+{
+    *index = -1;
+    uint32_t op = 0, redop = 0, dtype = KINETO_DTYPE_UNKNOWN;
+    if (e->coll_name.len)
+        op = kin_coll_op_from_arg(e->coll_name.buf);
+    if (e->dtype.len)
+        dtype = kin_dtype_from_arg(e->dtype.buf);
+    uint32_t kop = 0;
+    kin_coll_from_kernel(e->name, e->name_len, &kop, &redop, &dtype);
+    if (op == 0)
+        op = kop;
+    if (op == 0) {
+        kin_count(k, "unmapped.collective_op", 1);
+        return DPRO_OK;
+    }
+    if (kop == DPRO_COLL_SEND && e->name_len && strstr(e->name, "SendRecv") && !e->coll_name.len)
+        kin_count(k, "approx.sendrecv_as_send", 1);
+    if (dtype == KINETO_DTYPE_UNKNOWN)
+        kin_count(k, "approx.collective_dtype", 1);
+    if (k->ncolls == KINETO_MAX_COLLECTIVES) {
+        kin_count(k, "unmapped.collective_overflow", 1);
+        return DPRO_OK;
+    }
+    if (k->ncolls == k->colls_cap) {
+        size_t cap = k->colls_cap ? k->colls_cap * 2 : 256;
+        kin_coll *n = realloc(k->colls, cap * sizeof(*n));
+        if (!n)
+            return kin_fail(k, DPRO_ERR_NOMEM, "out of memory (collectives)"), DPRO_ERR_NOMEM;
+        k->colls = n;
+        k->colls_cap = cap;
+    }
+    kin_coll *c = &k->colls[k->ncolls];
+    memset(c, 0, sizeof(*c));
+    c->kstart = kern->start_ns;
+    c->ev.kind = DPRO_KIND_COLLECTIVE;
+    c->ev.value = DPRO_COLL_TIMING_DEVICE; /* the kernel's times until its launch joins */
+    c->ev.subkind = op;
+    c->ev.start_ns = kern->start_ns;
+    c->ev.end_ns = kern->end_ns;
+    c->ev.correlation = kern->correlation;
+    c->ev.stream = kern->stream;
+    c->ev.device = kern->device;
+    c->ev.comm = kin_comm_of(k, e, kern->device);
+    int64_t count = -1;
+    const char *count_key = "In msg nelems";
+    if (op == DPRO_COLL_REDUCESCATTER && (e->have & H_OUT_NELEMS)) {
+        count = e->out_nelems;
+        count_key = "Out msg nelems";
+    } else if (e->have & H_IN_NELEMS) {
+        count = e->in_nelems;
+    }
+    if (count >= 0) {
+        uint64_t size = dpro_nccl_dtype_size(dtype);
+        if ((uint64_t)count > KIN_MAX_BYTES / (size ? size : 1))
+            return kin_fail(k, DPRO_ERR_LIMIT,
+                            "\"%s\": %lld elements of %llu bytes are out of range (over 2^50)",
+                            count_key, (long long)count, (unsigned long long)size),
+                   DPRO_ERR_LIMIT;
+        c->ev.count = (uint64_t)count;
+        c->ev.bytes = (uint64_t)count * size;
+    } else {
+        kin_count(k, "approx.collective_count", 1);
+    }
+    c->ev.dtype = dtype;
+    c->ev.redop =
+        (op == DPRO_COLL_ALLREDUCE || op == DPRO_COLL_REDUCE || op == DPRO_COLL_REDUCESCATTER)
+            ? redop
+            : 0;
+    c->ev.peer = (op == DPRO_COLL_BROADCAST || op == DPRO_COLL_REDUCE || op == DPRO_COLL_SEND ||
+                  op == DPRO_COLL_RECV)
+                     ? -1
+                     : 0;
+    if (e->have & H_SEQ) {
+        c->ev.seq = (uint64_t)e->seq;
+        c->has_seq = 1;
+    }
+    *index = (int64_t)k->ncolls++;
+    return DPRO_OK;
+}
+
+static int
+kin_coll_cmp(const void *a, const void *b)
+{
+    const kin_coll *x = a, *y = b;
+    if (x->ev.comm != y->ev.comm)
+        return x->ev.comm < y->ev.comm ? -1 : 1;
+    if (x->kstart != y->kstart)
+        return x->kstart < y->kstart ? -1 : 1;
+    return x->ev.correlation < y->ev.correlation ? -1 : x->ev.correlation > y->ev.correlation;
+}
+
+/* See kineto_int.h. */
+int
+kin_flush_collectives(kineto_importer *k)
+{
+    if (k->ncolls == 0)
+        return DPRO_OK;
+    qsort(k->colls, k->ncolls, sizeof(*k->colls), kin_coll_cmp);
+    uint64_t seq = 0;
+    for (size_t i = 0; i < k->ncolls; i++) {
+        kin_coll *c = &k->colls[i];
+        if (i == 0 || c->ev.comm != c[-1].ev.comm)
+            seq = 0;
+        if (!c->has_seq)
+            c->ev.seq = seq;
+        seq++;
+        int rc = kin_emit(k, &c->ev);
+        if (rc != DPRO_OK)
+            return rc;
+    }
+    return DPRO_OK;
+}

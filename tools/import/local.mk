@@ -1,0 +1,25 @@
+# tools/import/local.mk: dpro-import (Kineto / PyTorch profiler traces -> dpro traces).
+# The importer is a library (tools/import/) so the fuzz target, the benchmark and the
+# unit test call it directly; tools/dpro-import.c is the command. Needs yajl; the importer
+# writes on a thread of its own (pthreads).
+if HAVE_YAJL
+noinst_LTLIBRARIES += tools/libdproimport.la
+# Generic pieces (no Kineto in them: for any importer), then the Kineto importer.
+tools_libdproimport_la_SOURCES = \
+	tools/import/json_squeeze.c tools/import/json_squeeze.h \
+	tools/import/json_num.c tools/import/json_num.h \
+	tools/import/join.c tools/import/join.h \
+	tools/import/handoff.c tools/import/handoff.h \
+	tools/import/import_kineto.h tools/import/kineto_int.h \
+	tools/import/kineto.c tools/import/kineto_parse.c tools/import/kineto_keys.c \
+	tools/import/kineto_keys.h tools/import/kineto_map.c tools/import/kineto_coll.c
+tools_libdproimport_la_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(ZLIB_CFLAGS)
+tools_libdproimport_la_LIBADD = $(DPROTRACE_LINK) $(YAJL_LIBS) $(ZLIB_LIBS) \
+	$(PTHREAD_LIBS)
+
+bin_PROGRAMS += tools/dpro-import
+tools_dpro_import_SOURCES = tools/dpro-import.c
+tools_dpro_import_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/import
+tools_dpro_import_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
+	common/libdprocommon.la $(YAJL_LIBS) $(ZLIB_LIBS) $(PTHREAD_LIBS)
+endif
