@@ -1,6 +1,6 @@
 /*
  * bench_optimizer: search speed on a synthetic job of 10,000 device ops per rank per
- * iteration (replay/synth.h: 8 ranks folded into one class, 3 iterations, 50 gradient
+ * iteration (tests/replay/synth.h: 8 ranks folded into one class, 3 iterations, 50 gradient
  * buckets): a search of up to 1,000 evaluations, then 1,000 evaluations of plans drawn
  * in turn (every bucket cap with and without CUDA graph capture), which the search may
  * not reach when its space is smaller; prints evaluations per second for both, and the
@@ -24,7 +24,7 @@
 #include "optimizer/search.h"
 #include "optimizer/strategy.h"
 #include "optimizer/workload.h"
-#include "replay/synth.h"
+#include "tests/replay/synth.h"
 
 static double
 now_s(void)

@@ -22,7 +22,7 @@
 #include "optimizer/search.h"
 #include "optimizer/strategy.h"
 #include "optimizer/workload.h"
-#include "replay/synth.h"
+#include "tests/replay/synth.h"
 #include "tests/unit/testutil.h"
 
 #define US 1000

@@ -3,7 +3,7 @@
  *
  * Random graphs (host threads launching on streams, blocking and queued calls, event
  * edges, cross-thread wake-ups, collectives across ranks, removed nodes) and synthetic
- * jobs (synth.h): random subsets of dur, gap, lat and grp_dur are perturbed many times,
+ * jobs (tests/replay/synth.h): random subsets of dur, gap, lat and grp_dur are perturbed many times,
  * with values drawn from a few small numbers so that ties between dependencies are
  * common, and every field of sim_rerun's result (start, end, crit, why per node; arrival
  * and last participant per group; makespan, last node) must equal sim_run's, with the
@@ -20,7 +20,7 @@
 #include "dprotrace.h"
 #include "replay/dfg.h"
 #include "replay/sim.h"
-#include "replay/synth.h"
+#include "tests/replay/synth.h"
 #include "tests/unit/testutil.h"
 
 static uint64_t rng_s = 0x9E3779B97F4A7C15ULL;
