@@ -121,7 +121,6 @@ typedef struct searcher {
     search_result *out;
     plan_cache cache;
     sim_result res;
-    strategy_refs refs; /* references for incremental re-simulation (o->resim) */
     rng rng;
     double t0, last_progress;
     int64_t max_evals;
@@ -191,7 +190,7 @@ evaluate(searcher *s, const strategy_plan *p)
     search_candidate c;
     memset(&c, 0, sizeof c);
     c.plan = *p;
-    if (strategy_evaluate_with(s->w, p, s->o->resim == 2 ? NULL : &s->refs, &s->res, &c.eval) != 0)
+    if (strategy_evaluate(s->w, p, &s->res, &c.eval) != 0)
         c.eval.iter_ns = -1;
     c.feasible = feasible(s, &c.eval);
     s->out->evaluations++;
@@ -550,9 +549,6 @@ search_run(workload *w, const search_options *o, search_result *out)
     if (!s.rng.s)
         s.rng.s = 1;
     s.max_evals = opts.max_evals > 0 ? opts.max_evals : 2000;
-    s.refs.fixed = opts.resim == 1;
-    s.refs.dense_share = opts.dense_share;
-    s.refs.whole_share = opts.whole_share;
     s.t0 = now_s();
     for (int i = 0; i < strategy_n_accum_steps; i++) {
         int k = strategy_accum_steps[i];
@@ -577,12 +573,6 @@ search_run(workload *w, const search_options *o, search_result *out)
     rc = 0;
 out:
     out->elapsed_s = now_s() - s.t0;
-    out->sim_runs = s.refs.runs;
-    out->sim_full_runs = s.refs.full_runs;
-    out->resim_share = s.refs.nodes > 0 ? (double)s.refs.resimulated / (double)s.refs.nodes : 0;
-    out->resim_share_incremental =
-        s.refs.inc_nodes > 0 ? (double)s.refs.inc_resimulated / (double)s.refs.inc_nodes : 0;
-    strategy_refs_free(&s.refs);
     free(s.cache.items);
     free(s.cache.slots);
     free(s.layer_value);

@@ -286,52 +286,8 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
     return (dev > host ? dev : host) / (double)n_iter;
 }
 
-/* Simulates w->g (plan applied) into res: against the graph's reference in refs when
- * there is one (sim_rerun), else whole. */
-static int
-simulate_plan(workload *w, strategy_refs *refs, sim_result *res)
-{
-    if (!refs)
-        return sim_run(w->g, res);
-    sim_ref *ref = w->g == w->capture ? &refs->capture : &refs->work;
-    sim_rerun_stats st;
-    ref->max_share = refs->dense_share == 0  ? STRATEGY_DENSE_SHARE
-                     : refs->dense_share < 0 ? 0
-                                             : refs->dense_share;
-    ref->whole_share = refs->whole_share == 0  ? STRATEGY_WHOLE_SHARE
-                       : refs->whole_share < 0 ? 0
-                                               : refs->whole_share;
-    if (sim_rerun(w->g, ref, res, !refs->fixed, &st) != 0)
-        return -1;
-    refs->runs++;
-    refs->full_runs += st.full;
-    refs->predicted += st.predicted;
-    refs->resimulated += st.resimulated;
-    refs->nodes += st.nodes;
-    if (!st.full) {
-        refs->inc_resimulated += st.resimulated;
-        refs->inc_nodes += st.nodes;
-    }
-    return 0;
-}
-
-void
-strategy_refs_free(strategy_refs *r)
-{
-    sim_ref_free(&r->work);
-    sim_ref_free(&r->capture);
-    memset(r, 0, sizeof *r);
-}
-
 int
 strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out)
-{
-    return strategy_evaluate_with(w, p, NULL, res, out);
-}
-
-int
-strategy_evaluate_with(workload *w, const strategy_plan *p, strategy_refs *refs, sim_result *res,
-                       strategy_eval *out)
 {
     out->iter_ns = -1;
     out->peak_bytes = -1;
@@ -339,24 +295,17 @@ strategy_evaluate_with(workload *w, const strategy_plan *p, strategy_refs *refs,
     strategy_apply(w, p);
     if (partition_splits(w, p)) {
         /* buckets smaller than a unit: simulated on a transformed copy (the node ids of
-         * the working graph stay valid in it), whole: its structure is its own */
+         * the working graph stay valid in it) */
         dfg part;
         if (partition_build(w, p, &part, &out->n_buckets) != 0)
             return -1;
         int rc = sim_run(&part, res);
-        if (refs && rc == 0) {
-            int32_t live = dfg_live_nodes(&part);
-            refs->runs++;
-            refs->full_runs++;
-            refs->resimulated += live;
-            refs->nodes += live;
-        }
         dfg_free(&part);
         if (rc != 0)
             return -1;
     } else {
         out->n_buckets = strategy_bucket_count(w, p);
-        if (simulate_plan(w, refs, res) != 0)
+        if (sim_run(w->g, res) != 0)
             return -1;
     }
     double t = workload_iteration_ns(w, res);

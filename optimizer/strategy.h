@@ -127,43 +127,6 @@ void strategy_apply(workload *w, const strategy_plan *p);
  * Returns 0, or -1 when out of memory or the iterations are not covered. */
 int strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out);
 
-/* Defaults of strategy_refs: recomputing a node costs about what a whole simulation
- * spends on it, and comparing the parameters and copying the result about 15 % of a
- * whole simulation (bench_optimizer, 60,000 nodes). */
-#define STRATEGY_DENSE_SHARE 0.02
-#define STRATEGY_WHOLE_SHARE 0.8
-
-/* What strategy_evaluate_with keeps from one evaluation to the next: a reference
- * simulation (sim.h: sim_rerun) of each graph plans are written into (w->work and
- * w->capture), so that a plan is simulated by recomputing only the nodes whose
- * durations, gaps or latencies differ from the reference's and what they reach; and
- * how much that saved. Zero it before first use; free it with strategy_refs_free. */
-typedef struct strategy_refs {
-    sim_ref work, capture;
-    int fixed;           /* 1: each graph's first simulation stays its reference; 0 (default):
-                            each evaluation becomes the reference of the next on its graph */
-    double dense_share;  /* sim_ref.max_share: past this share of the nodes recomputed, the
-                            rest of a graph is recomputed without tracking changes (0: the
-                            default, STRATEGY_DENSE_SHARE; negative: never) */
-    double whole_share;  /* sim_ref.whole_share: when the last evaluations recomputed more
-                            than this share, simulate whole (0: the default,
-                            STRATEGY_WHOLE_SHARE; negative: never) */
-    int64_t runs;        /* simulations done (a partition plan's copy included) */
-    int64_t full_runs;   /* of which whole (a reference made, a partition plan's copy) */
-    int64_t predicted;   /* of which whole as incremental was predicted to cost more */
-    int64_t resimulated; /* nodes recomputed, summed over the runs */
-    int64_t nodes;       /* live nodes of the graphs simulated, summed over the runs */
-    int64_t inc_resimulated, inc_nodes; /* the same over the incremental runs only */
-} strategy_refs;
-
-/* strategy_evaluate, re-simulating incrementally against the references in refs (NULL:
- * whole, as strategy_evaluate). The result is the same either way. */
-int strategy_evaluate_with(workload *w, const strategy_plan *p, strategy_refs *refs,
-                           sim_result *res, strategy_eval *out);
-
-/* Frees the references of r and zeroes it. */
-void strategy_refs_free(strategy_refs *r);
-
 /* 1 when tensor fusion and partition are available for w: gradient all-reduces found
  * alike on every rank and iteration, and a collective cost model. */
 int strategy_tensor_available(const workload *w);

@@ -577,7 +577,6 @@ main(int argc, char **argv)
         json_kv_int(&jw, "proposals", sr.proposals);
         json_kv_double(&jw, "search_s", sr.elapsed_s);
         json_kv_double(&jw, "evaluations_per_s", evals_per_s);
-        json_kv_double(&jw, "resimulated_node_share", sr.resim_share);
         json_kv_bool(&jw, "cut_by_budget", sr.cut_by_budget);
         json_kv_int(&jw, "seed", (int64_t)so.seed);
         json_key(&jw, "critical_path_share");

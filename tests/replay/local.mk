@@ -15,11 +15,6 @@ tests_replay_libdprosynth_la_LIBADD = replay/libdproreplay.la
 check_PROGRAMS += tests/replay/test_replay_unit tests/replay/gen_traces
 tests_replay_test_replay_unit_SOURCES = tests/replay/test_replay_unit.c
 tests_replay_test_replay_unit_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la
-# sim_rerun (incremental re-simulation) against sim_run on random and synthetic graphs
-check_PROGRAMS += tests/replay/test_sim_rerun
-tests_replay_test_sim_rerun_SOURCES = tests/replay/test_sim_rerun.c
-tests_replay_test_sim_rerun_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la
-TESTS += tests/replay/test_sim_rerun
 tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
 tests_replay_gen_traces_LDADD = $(DPROTRACE_LINK)
 
