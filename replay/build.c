@@ -127,14 +127,15 @@ typedef struct rank_ctx {
     int32_t rank;
     int64_t shift; /* local -> graph time: + offset - t0 */
     hmap thread_res, stream_res, corr_host, coll_meta, event_op, joined;
-    int32_t *local_name; /* rank string id -> graph string id (0: not yet) */
-    uint8_t *api_cls;    /* rank string id -> enum api_class + 1 (0: not yet) */
+    int32_t *local_name;   /* rank string id -> graph string id (0: not yet) */
+    uint8_t *api_cls;      /* rank string id -> enum api_class + 1 (0: not yet) */
+    uint8_t *coll_is_host; /* by event: a collective that is a host call (rank_collectives) */
     uint32_t n_strings;
     int32_t *node_of_event;
-    int32_t first_node;
-    int32_t *first_dev, *next_dev; /* device ops of each host node (by node - first) */
-    int32_t *last_launched;        /* per resource (by res - first_res) */
-    int32_t *pend_head;            /* pending stream waits per resource */
+    int32_t first_node, n_host_end; /* the rank's first node, and one past its host nodes */
+    int32_t *first_dev, *next_dev;  /* device ops of each host node (by node - first) */
+    int32_t *last_launched;         /* per resource (by res - first_res) */
+    int32_t *pend_head;             /* pending stream waits per resource */
     int32_t *pend_node, *pend_next;
     int32_t n_pend, cap_pend;
     int32_t first_res;
@@ -248,62 +249,74 @@ add_pending(rank_ctx *c, int32_t res_local, int32_t node)
     return 0;
 }
 
-/* Builds the nodes and edges of one rank. Returns 0 or -1. */
+/* Allocates the rank's scratch (freed by rank_ctx_free). Returns 0 or -1. */
 static int
-build_rank(rank_ctx *c, group_map *gm, const build_bounds *bounds)
+rank_ctx_init(rank_ctx *c)
 {
     job_rank *jr = c->jr;
-    dfg *g = c->g;
     size_t ne = jr->n_events;
-    int rc = -1;
+    int rc = 0;
     c->n_strings = dpro_reader_string_count(jr->reader);
     c->local_name = calloc((size_t)c->n_strings + 1, sizeof *c->local_name);
     c->api_cls = calloc((size_t)c->n_strings + 1, 1);
     c->node_of_event = malloc((ne ? ne : 1) * sizeof *c->node_of_event);
-    if (!c->local_name || !c->api_cls || !c->node_of_event)
-        return -1;
-    if (hmap_init(&c->thread_res, 16) || hmap_init(&c->stream_res, 16) ||
-        hmap_init(&c->corr_host, ne / 2 + 16) || hmap_init(&c->coll_meta, 256) ||
-        hmap_init(&c->event_op, 64) || hmap_init(&c->joined, 256))
-        return -1;
-    c->first_node = g->n_nodes;
-    c->first_res = g->n_res;
+    c->coll_is_host = calloc(ne ? ne : 1, 1);
+    if (!c->local_name || !c->api_cls || !c->node_of_event || !c->coll_is_host)
+        rc = -1;
+    if (rc == 0 && (hmap_init(&c->thread_res, 16) || hmap_init(&c->stream_res, 16) ||
+                    hmap_init(&c->corr_host, ne / 2 + 16) || hmap_init(&c->coll_meta, 256) ||
+                    hmap_init(&c->event_op, 64) || hmap_init(&c->joined, 256)))
+        rc = -1;
+    c->first_node = c->g->n_nodes;
+    c->first_res = c->g->n_res;
+    return rc;
+}
 
-    /* 1. collective calls: correlation -> event; which of them are device-timed
-     * descriptors (imported traces) rather than host calls */
-    for (size_t i = 0; i < ne; i++) {
+/* Phase 1: collective calls by correlation id (coll_meta), and which of them are host
+ * calls rather than device-timed descriptors (coll_is_host). Returns 0 or -1. */
+static int
+rank_collectives(rank_ctx *c)
+{
+    job_rank *jr = c->jr;
+    size_t ne = jr->n_events;
+    int rc = 0;
+    for (size_t i = 0; i < ne && rc == 0; i++) {
         const dpro_event *e = &jr->events[i];
         c->node_of_event[i] = -1;
         if (e->kind == DPRO_KIND_COLLECTIVE && e->correlation &&
             hmap_put(&c->coll_meta, e->correlation, (int32_t)i) != 0)
-            return -1;
+            rc = -1;
     }
-    uint8_t *coll_is_host = calloc(ne ? ne : 1, 1);
-    if (!coll_is_host)
-        return -1;
-    for (size_t i = 0; i < ne; i++) {
+    for (size_t i = 0; i < ne && rc == 0; i++) {
         const dpro_event *e = &jr->events[i];
         if (e->kind == DPRO_KIND_COLLECTIVE)
-            coll_is_host[i] = e->thread != 0;
+            c->coll_is_host[i] = e->thread != 0;
     }
-    for (size_t i = 0; i < ne; i++) {
+    for (size_t i = 0; i < ne && rc == 0; i++) {
         const dpro_event *e = &jr->events[i];
         if (!is_device_kind(e->kind) || !e->correlation)
             continue;
         int32_t ci = hmap_get(&c->coll_meta, e->correlation, -1);
         if (ci >= 0 && jr->events[ci].start_ns == e->start_ns && jr->events[ci].end_ns == e->end_ns)
-            coll_is_host[ci] = 0;
+            c->coll_is_host[ci] = 0;
     }
+    return rc;
+}
 
-    /* 2. host nodes, in time order; nested calls fold into the outer one */
+/* Phase 2: host nodes, in time order; nested calls fold into the outer one. Returns 0 or
+ * -1. */
+static int
+rank_host_nodes(rank_ctx *c)
+{
+    job_rank *jr = c->jr;
+    dfg *g = c->g;
+    size_t ne = jr->n_events;
     hmap last_on_thread; /* tid -> last host node */
-    if (hmap_init(&last_on_thread, 16) != 0) {
-        free(coll_is_host);
-        return -1;
-    }
-    for (size_t i = 0; i < ne; i++) {
+    int rc = hmap_init(&last_on_thread, 16);
+    for (size_t i = 0; i < ne && rc == 0; i++) {
         const dpro_event *e = &jr->events[i];
-        int host = e->kind == DPRO_KIND_API || (e->kind == DPRO_KIND_COLLECTIVE && coll_is_host[i]);
+        int host =
+            e->kind == DPRO_KIND_API || (e->kind == DPRO_KIND_COLLECTIVE && c->coll_is_host[i]);
         if (!host)
             continue;
         int32_t prev = hmap_get(&last_on_thread, e->thread, -1);
@@ -313,7 +326,7 @@ build_rank(rank_ctx *c, group_map *gm, const build_bounds *bounds)
         if (prev >= 0 && ts < g->mend[prev]) {
             /* nested in prev: its launches belong to prev */
             if (e->correlation && hmap_put(&c->corr_host, e->correlation, prev) != 0)
-                goto fail_host;
+                rc = -1;
             c->node_of_event[i] = prev;
             continue;
         }
@@ -326,31 +339,88 @@ build_rank(rank_ctx *c, group_map *gm, const build_bounds *bounds)
         } else {
             name = graph_name(c, e->name);
         }
-        if (res < 0 || name < 0)
-            goto fail_host;
-        int32_t n = dfg_add_node(g, DFG_HOST, res, name);
-        if (n < 0)
-            goto fail_host;
+        int32_t n = res >= 0 && name >= 0 ? dfg_add_node(g, DFG_HOST, res, name) : -1;
+        if (n < 0) {
+            rc = -1;
+            break;
+        }
         g->mstart[n] = ts;
         g->mend[n] = te;
         g->bytes[n] = (int64_t)e->bytes;
         c->node_of_event[i] = n;
-        if (e->correlation && hmap_put(&c->corr_host, e->correlation, n) != 0)
-            goto fail_host;
-        if (hmap_put(&last_on_thread, e->thread, n) != 0)
-            goto fail_host;
+        if ((e->correlation && hmap_put(&c->corr_host, e->correlation, n) != 0) ||
+            hmap_put(&last_on_thread, e->thread, n) != 0)
+            rc = -1;
     }
     hmap_free(&last_on_thread);
-    int32_t n_host_end = g->n_nodes;
+    c->n_host_end = g->n_nodes;
+    return rc;
+}
 
-    /* 3. device nodes, in time order per stream */
-    int32_t n_host = n_host_end - c->first_node;
+/* Device op n (event e) is the first device op of collective call ce (event ci): makes it
+ * a participant of the collective's group, found or made in gm (linked into the group by
+ * rank_link_groups). Returns 0 or -1. */
+static int
+rank_join_collective(rank_ctx *c, group_map *gm, const dpro_event *e, int32_t n, int32_t ci)
+{
+    dfg *g = c->g;
+    const dpro_event *ce = &c->jr->events[ci];
+    /* only the first device op of a collective call takes part */
+    if (hmap_put(&c->coll_meta, e->correlation, -2 - ci) != 0)
+        return -1;
+    int32_t nranks = comm_size(c, ce->comm);
+    uint64_t cseq = build_coll_seq(c->p2p, ce);
+    int64_t bytes = build_collective_bytes(ce, nranks ? nranks : c->j->n_ranks);
+    int32_t q = group_find(g, gm, ce->comm, (int)ce->subkind, cseq);
+    int rc = 0;
+    if (q >= 0 && hmap_get(&c->joined, (uint64_t)q, 0)) {
+        if (c->dup_warned++ == 0)
+            job_warn(c->j,
+                     "rank %d: collective %s seq %llu of communicator %016llx appears "
+                     "twice; the second one is replayed as a plain kernel",
+                     c->rank, dpro_coll_op_name(ce->subkind), (unsigned long long)cseq,
+                     (unsigned long long)ce->comm);
+        return 0;
+    }
+    if (q < 0) {
+        q = dfg_add_group(g, (int)ce->subkind, nranks, bytes, ce->comm, cseq, -1);
+        if (q < 0 || group_insert(g, gm, q) != 0)
+            rc = -1;
+    } else if (g->grp_bytes[q] != bytes && c->j->n_diag < 1000 && (*c->mismatch_warned)++ < 3) {
+        job_warn(c->j,
+                 "collective seq %llu of communicator %016llx (%s): rank %d moves "
+                 "%lld bytes, another rank %lld; a rank skipped a collective?",
+                 (unsigned long long)cseq, (unsigned long long)ce->comm,
+                 dpro_coll_op_name(ce->subkind), c->rank, (long long)bytes,
+                 (long long)g->grp_bytes[q]);
+    }
+    if (rc == 0 && hmap_put(&c->joined, (uint64_t)q, 1) != 0)
+        rc = -1;
+    if (rc == 0) {
+        g->bytes[n] = g->grp_bytes[q];
+        /* keep the launch chain: the participant's next_in_group is reused below */
+        g->group[n] = q; /* linked into the group after the launch chains are used */
+    }
+    return rc;
+}
+
+/* Phase 3: device nodes, in time order per stream; each linked to the host call that
+ * launched it (a chain through next_in_group, free until groups are linked) and to its
+ * collective's group. Returns 0 or -1. */
+static int
+rank_device_nodes(rank_ctx *c, group_map *gm)
+{
+    job_rank *jr = c->jr;
+    dfg *g = c->g;
+    size_t ne = jr->n_events;
+    int32_t n_host = c->n_host_end - c->first_node;
+    int rc = 0;
     c->first_dev = malloc((size_t)(n_host > 0 ? n_host : 1) * sizeof *c->first_dev);
     if (!c->first_dev)
-        goto fail_dev;
+        return -1;
     for (int32_t i = 0; i < n_host; i++)
         c->first_dev[i] = -1;
-    for (size_t i = 0; i < ne; i++) {
+    for (size_t i = 0; i < ne && rc == 0; i++) {
         const dpro_event *e = &jr->events[i];
         if (!is_device_kind(e->kind))
             continue;
@@ -368,14 +438,14 @@ build_rank(rank_ctx *c, group_map *gm, const build_bounds *bounds)
             }
             name = dfg_intern(g, nm);
         }
-        if (res < 0 || name < 0)
-            goto fail_dev;
         int kind = e->kind == DPRO_KIND_KERNEL   ? DFG_KERNEL
                    : e->kind == DPRO_KIND_MEMCPY ? DFG_MEMCPY
                                                  : DFG_MEMSET;
-        int32_t n = dfg_add_node(g, kind, res, name);
-        if (n < 0)
-            goto fail_dev;
+        int32_t n = res >= 0 && name >= 0 ? dfg_add_node(g, kind, res, name) : -1;
+        if (n < 0) {
+            rc = -1;
+            break;
+        }
         int64_t ts = (int64_t)e->start_ns + c->shift, te = (int64_t)e->end_ns + c->shift;
         g->mstart[n] = ts;
         g->mend[n] = te < ts ? ts : te;
@@ -395,62 +465,95 @@ build_rank(rank_ctx *c, group_map *gm, const build_bounds *bounds)
         int32_t ci = e->correlation ? hmap_get(&c->coll_meta, e->correlation, -1) : -1;
         if (ci >= 0 && is_p2p_op(jr->events[ci].subkind))
             ci = -1; /* point-to-point: a plain op until build_match_p2p pairs it */
-        if (ci >= 0) {
-            const dpro_event *ce = &jr->events[ci];
-            /* only the first device op of a collective call takes part */
-            hmap_put(&c->coll_meta, e->correlation, -2 - ci);
-            int32_t nranks = comm_size(c, ce->comm);
-            uint64_t cseq = build_coll_seq(c->p2p, ce);
-            int32_t q = group_find(g, gm, ce->comm, (int)ce->subkind, cseq);
-            if (q >= 0 && hmap_get(&c->joined, (uint64_t)q, 0)) {
-                if (c->dup_warned++ == 0)
-                    job_warn(c->j,
-                             "rank %d: collective %s seq %llu of communicator %016llx appears "
-                             "twice; the second one is replayed as a plain kernel",
-                             c->rank, dpro_coll_op_name(ce->subkind), (unsigned long long)cseq,
-                             (unsigned long long)ce->comm);
-                continue;
-            }
-            if (q < 0) {
-                q = dfg_add_group(g, (int)ce->subkind, nranks,
-                                  build_collective_bytes(ce, nranks ? nranks : c->j->n_ranks),
-                                  ce->comm, cseq, -1);
-                if (q < 0 || group_insert(g, gm, q) != 0)
-                    goto fail_dev;
-            } else if (g->grp_bytes[q] !=
-                           build_collective_bytes(ce, nranks ? nranks : c->j->n_ranks) &&
-                       c->j->n_diag < 1000 && (*c->mismatch_warned)++ < 3) {
-                job_warn(c->j,
-                         "collective seq %llu of communicator %016llx (%s): rank %d moves "
-                         "%lld bytes, another rank %lld; a rank skipped a collective?",
-                         (unsigned long long)cseq, (unsigned long long)ce->comm,
-                         dpro_coll_op_name(ce->subkind), c->rank,
-                         (long long)build_collective_bytes(ce, nranks ? nranks : c->j->n_ranks),
-                         (long long)g->grp_bytes[q]);
-            }
-            if (hmap_put(&c->joined, (uint64_t)q, 1) != 0)
-                goto fail_dev;
-            g->bytes[n] = g->grp_bytes[q];
-            /* keep the launch chain: the participant's next_in_group is reused below */
-            c->node_of_event[i] = n;
-            g->group[n] = q; /* linked into the group after the launch chains are used */
-        }
+        if (ci >= 0)
+            rc = rank_join_collective(c, gm, e, n, ci);
     }
-    free(coll_is_host);
-    coll_is_host = NULL;
-    if (c->p2p)
+    if (rc == 0 && c->p2p)
         for (size_t k = 0; k < c->p2p->n; k++) {
             build_p2p_part *pp = &c->p2p->part[k];
             pp->node =
                 pp->device >= 0 && (size_t)pp->device < ne ? c->node_of_event[pp->device] : -1;
         }
+    return rc;
+}
 
-    /* 4. dependencies from the host calls, in time order */
+/* The edges API call e (event index i, host node h) of class cls adds (see build.h).
+ * last_record: thread -> its last event record. Returns 0 or -1. */
+static int
+rank_call_edges(rank_ctx *c, hmap *last_record, const dpro_event *e, size_t i, int32_t h, int cls)
+{
+    dfg *g = c->g;
+    int32_t n_res_rank = g->n_res - c->first_res;
+    int32_t sres = -1;
+    int rc = 0;
+    if (cls == API_EVENT_RECORD || cls == API_STREAM_WAIT_EVENT || cls == API_STREAM_SYNC) {
+        sres = hmap_get(&c->stream_res, e->stream, -1);
+        if (sres >= 0)
+            sres -= c->first_res;
+    }
+    switch (cls) {
+    case API_EVENT_RECORD:
+        if (hmap_put(&c->event_op, e->object, sres >= 0 ? c->last_launched[sres] : -1) != 0 ||
+            hmap_put(last_record, e->thread, (int32_t)i) != 0)
+            rc = -1;
+        break;
+    case API_STREAM_WAIT_EVENT: {
+        uint64_t ev_obj = e->object;
+        if (ev_obj == 0) {
+            int32_t ri = hmap_get(last_record, e->thread, -1);
+            ev_obj = ri >= 0 ? c->jr->events[ri].object : 0;
+        }
+        int32_t op = ev_obj ? hmap_get(&c->event_op, ev_obj, -1) : -1;
+        if (op >= 0 && sres >= 0)
+            rc = add_pending(c, sres, op);
+        break;
+    }
+    case API_EVENT_SYNC: {
+        int32_t op = hmap_get(&c->event_op, e->object, -1);
+        if (op >= 0) {
+            rc = dfg_add_edge(g, op, h);
+            g->flags[h] |= DFG_F_BLOCKING;
+        }
+        break;
+    }
+    case API_STREAM_SYNC:
+        if (sres >= 0 && c->last_launched[sres] >= 0) {
+            rc = dfg_add_edge(g, c->last_launched[sres], h);
+            g->flags[h] |= DFG_F_BLOCKING;
+        }
+        break;
+    case API_DEVICE_SYNC:
+        for (int32_t q = 0; q < n_res_rank && rc == 0; q++)
+            if (c->last_launched[q] >= 0) {
+                rc = dfg_add_edge(g, c->last_launched[q], h);
+                g->flags[h] |= DFG_F_BLOCKING;
+            }
+        break;
+    case API_MEMCPY_BLOCKING:
+        for (int32_t d = c->first_dev[h - c->first_node]; d >= 0 && rc == 0;
+             d = g->next_in_group[d]) {
+            rc = dfg_add_edge(g, d, h);
+            g->flags[h] |= DFG_F_BLOCKING;
+        }
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
+/* Phase 4: dependencies from the host calls, in time order. Returns 0 or -1. */
+static int
+rank_dependencies(rank_ctx *c)
+{
+    job_rank *jr = c->jr;
+    dfg *g = c->g;
+    size_t ne = jr->n_events;
     int32_t n_res_rank = g->n_res - c->first_res;
     c->last_launched = malloc((size_t)(n_res_rank > 0 ? n_res_rank : 1) * sizeof *c->last_launched);
     c->pend_head = malloc((size_t)(n_res_rank > 0 ? n_res_rank : 1) * sizeof *c->pend_head);
     if (!c->last_launched || !c->pend_head)
-        goto fail;
+        return -1;
     for (int32_t q = 0; q < n_res_rank; q++)
         c->last_launched[q] = c->pend_head[q] = -1;
     c->n_pend = 0;
@@ -458,93 +561,37 @@ build_rank(rank_ctx *c, group_map *gm, const build_bounds *bounds)
      * event handle (object 0) waits for the event its thread recorded last, the
      * record-then-wait pattern of every framework (DDP buckets, stream joins) */
     hmap last_record;
-    if (hmap_init(&last_record, 16) != 0)
-        goto fail;
-    for (size_t i = 0; i < ne; i++) {
+    int rc = hmap_init(&last_record, 16);
+    for (size_t i = 0; i < ne && rc == 0; i++) {
         const dpro_event *e = &jr->events[i];
         int32_t h = c->node_of_event[i];
         if (h < 0 || g->kind[h] != DFG_HOST)
             continue;
-        if (e->kind == DPRO_KIND_API || e->kind == DPRO_KIND_COLLECTIVE) {
-            /* launches happen once per node: at the event that created it */
-            int created = g->mstart[h] == (int64_t)e->start_ns + c->shift;
-            if (created) {
-                for (int32_t d = c->first_dev[h - c->first_node]; d >= 0; d = g->next_in_group[d]) {
-                    int32_t rl = g->res[d] - c->first_res;
-                    for (int32_t p = c->pend_head[rl]; p >= 0; p = c->pend_next[p])
-                        if (dfg_add_edge(g, c->pend_node[p], d) != 0)
-                            goto fail_rec;
-                    c->pend_head[rl] = -1;
-                    c->last_launched[rl] = d;
-                }
+        /* launches happen once per node: at the event that created it */
+        if ((e->kind == DPRO_KIND_API || e->kind == DPRO_KIND_COLLECTIVE) &&
+            g->mstart[h] == (int64_t)e->start_ns + c->shift) {
+            for (int32_t d = c->first_dev[h - c->first_node]; d >= 0 && rc == 0;
+                 d = g->next_in_group[d]) {
+                int32_t rl = g->res[d] - c->first_res;
+                for (int32_t p = c->pend_head[rl]; p >= 0 && rc == 0; p = c->pend_next[p])
+                    rc = dfg_add_edge(g, c->pend_node[p], d);
+                c->pend_head[rl] = -1;
+                c->last_launched[rl] = d;
             }
         }
-        if (e->kind != DPRO_KIND_API)
-            continue;
-        int cls = api_class_of(c, e->name);
-        int32_t sres = -1;
-        if (cls == API_EVENT_RECORD || cls == API_STREAM_WAIT_EVENT || cls == API_STREAM_SYNC) {
-            sres = hmap_get(&c->stream_res, e->stream, -1);
-            if (sres >= 0)
-                sres -= c->first_res;
-        }
-        switch (cls) {
-        case API_EVENT_RECORD:
-            if (hmap_put(&c->event_op, e->object, sres >= 0 ? c->last_launched[sres] : -1) != 0 ||
-                hmap_put(&last_record, e->thread, (int32_t)i) != 0)
-                goto fail_rec;
-            break;
-        case API_STREAM_WAIT_EVENT: {
-            uint64_t ev_obj = e->object;
-            if (ev_obj == 0) {
-                int32_t ri = hmap_get(&last_record, e->thread, -1);
-                ev_obj = ri >= 0 ? jr->events[ri].object : 0;
-            }
-            int32_t op = ev_obj ? hmap_get(&c->event_op, ev_obj, -1) : -1;
-            if (op >= 0 && sres >= 0 && add_pending(c, sres, op) != 0)
-                goto fail_rec;
-            break;
-        }
-        case API_EVENT_SYNC: {
-            int32_t op = hmap_get(&c->event_op, e->object, -1);
-            if (op >= 0) {
-                if (dfg_add_edge(g, op, h) != 0)
-                    goto fail_rec;
-                g->flags[h] |= DFG_F_BLOCKING;
-            }
-            break;
-        }
-        case API_STREAM_SYNC:
-            if (sres >= 0 && c->last_launched[sres] >= 0) {
-                if (dfg_add_edge(g, c->last_launched[sres], h) != 0)
-                    goto fail_rec;
-                g->flags[h] |= DFG_F_BLOCKING;
-            }
-            break;
-        case API_DEVICE_SYNC:
-            for (int32_t q = 0; q < n_res_rank; q++)
-                if (c->last_launched[q] >= 0) {
-                    if (dfg_add_edge(g, c->last_launched[q], h) != 0)
-                        goto fail_rec;
-                    g->flags[h] |= DFG_F_BLOCKING;
-                }
-            break;
-        case API_MEMCPY_BLOCKING:
-            for (int32_t d = c->first_dev[h - c->first_node]; d >= 0; d = g->next_in_group[d]) {
-                if (dfg_add_edge(g, d, h) != 0)
-                    goto fail_rec;
-                g->flags[h] |= DFG_F_BLOCKING;
-            }
-            break;
-        default:
-            break;
-        }
+        if (rc == 0 && e->kind == DPRO_KIND_API)
+            rc = rank_call_edges(c, &last_record, e, i, h, api_class_of(c, e->name));
     }
-
     hmap_free(&last_record);
+    return rc;
+}
 
-    /* 5. group membership (the launch chains are no longer needed) */
-    for (int32_t n = n_host_end; n < g->n_nodes; n++) {
+/* Phase 5: group membership (the launch chains are no longer needed). */
+static void
+rank_link_groups(rank_ctx *c)
+{
+    dfg *g = c->g;
+    for (int32_t n = c->n_host_end; n < g->n_nodes; n++) {
         g->next_in_group[n] = -1;
         if (g->group[n] >= 0) {
             int32_t q = g->group[n];
@@ -552,58 +599,74 @@ build_rank(rank_ctx *c, group_map *gm, const build_bounds *bounds)
             dfg_set_group(g, n, q);
         }
     }
+}
 
-    /* 6. iteration boundaries */
-    if (bounds && bounds->n > 0) {
-        int32_t *bn = malloc((size_t)bounds->n * sizeof *bn);
-        int32_t nb = 0;
-        if (!bn)
-            goto fail;
-        for (int32_t k = 0; k < bounds->n; k++) {
-            size_t ei = bounds->event_index[k];
-            if (ei >= ne)
-                continue;
-            const dpro_event *e = &jr->events[ei];
-            int32_t node = -1;
-            if (is_device_kind(e->kind) || e->kind == DPRO_KIND_API ||
-                e->kind == DPRO_KIND_COLLECTIVE) {
-                node = c->node_of_event[ei];
-            } else if (e->end_ns > e->start_ns) {
-                /* last host call within the marker on its thread (else on any thread) */
-                int64_t ts = (int64_t)e->start_ns + c->shift, te = (int64_t)e->end_ns + c->shift;
-                int32_t q = hmap_get(&c->thread_res, e->thread, -1);
-                for (size_t x = ei; x < ne; x++) {
-                    if ((int64_t)jr->events[x].start_ns + c->shift > te)
-                        break;
-                    int32_t m = c->node_of_event[x];
-                    if (m >= 0 && g->kind[m] == DFG_HOST && g->mstart[m] >= ts &&
-                        g->mend[m] <= te && (q < 0 || g->res[m] == q))
-                        node = m;
-                }
-            }
-            if (node >= 0 && (nb == 0 || g->mend[node] > g->mend[bn[nb - 1]]))
-                bn[nb++] = node;
+/* The node that closes the iteration at event ei (see build_bounds), -1 none. */
+static int32_t
+bound_node(rank_ctx *c, size_t ei)
+{
+    job_rank *jr = c->jr;
+    dfg *g = c->g;
+    const dpro_event *e = &jr->events[ei];
+    int32_t node = -1;
+    if (is_device_kind(e->kind) || e->kind == DPRO_KIND_API || e->kind == DPRO_KIND_COLLECTIVE) {
+        node = c->node_of_event[ei];
+    } else if (e->end_ns > e->start_ns) {
+        /* last host call within the marker on its thread (else on any thread) */
+        int64_t ts = (int64_t)e->start_ns + c->shift, te = (int64_t)e->end_ns + c->shift;
+        int32_t q = hmap_get(&c->thread_res, e->thread, -1);
+        for (size_t x = ei; x < jr->n_events; x++) {
+            if ((int64_t)jr->events[x].start_ns + c->shift > te)
+                break;
+            int32_t m = c->node_of_event[x];
+            if (m >= 0 && g->kind[m] == DFG_HOST && g->mstart[m] >= ts && g->mend[m] <= te &&
+                (q < 0 || g->res[m] == q))
+                node = m;
         }
-        int src = dfg_set_iterations(g, c->rank, bn, nb);
-        free(bn);
-        if (src != 0)
-            goto fail;
     }
-    rc = 0;
-fail:
-    free(coll_is_host);
+    return node;
+}
+
+/* Phase 6: iteration boundaries (bounds may be NULL). Returns 0 or -1. */
+static int
+rank_iterations(rank_ctx *c, const build_bounds *bounds)
+{
+    dfg *g = c->g;
+    if (!bounds || bounds->n <= 0)
+        return 0;
+    int32_t *bn = malloc((size_t)bounds->n * sizeof *bn);
+    int32_t nb = 0;
+    if (!bn)
+        return -1;
+    for (int32_t k = 0; k < bounds->n; k++) {
+        size_t ei = bounds->event_index[k];
+        int32_t node = ei < c->jr->n_events ? bound_node(c, ei) : -1;
+        if (node >= 0 && (nb == 0 || g->mend[node] > g->mend[bn[nb - 1]]))
+            bn[nb++] = node;
+    }
+    int rc = dfg_set_iterations(g, c->rank, bn, nb);
+    free(bn);
+    return rc != 0 ? -1 : 0;
+}
+
+/* Builds the nodes and edges of one rank, phase by phase. Returns 0 or -1. */
+static int
+build_rank(rank_ctx *c, group_map *gm, const build_bounds *bounds)
+{
+    int rc = rank_ctx_init(c);
+    if (rc == 0)
+        rc = rank_collectives(c);
+    if (rc == 0)
+        rc = rank_host_nodes(c);
+    if (rc == 0)
+        rc = rank_device_nodes(c, gm);
+    if (rc == 0)
+        rc = rank_dependencies(c);
+    if (rc == 0) {
+        rank_link_groups(c);
+        rc = rank_iterations(c, bounds);
+    }
     return rc;
-fail_rec:
-    hmap_free(&last_record);
-    free(coll_is_host);
-    return -1;
-fail_host:
-    hmap_free(&last_on_thread);
-    free(coll_is_host);
-    return -1;
-fail_dev:
-    free(coll_is_host);
-    return -1;
 }
 
 static void
@@ -618,6 +681,7 @@ rank_ctx_free(rank_ctx *c)
     free(c->local_name);
     free(c->api_cls);
     free(c->node_of_event);
+    free(c->coll_is_host);
     free(c->first_dev);
     free(c->last_launched);
     free(c->pend_head);
@@ -626,23 +690,58 @@ rank_ctx_free(rank_ctx *c)
     memset(c, 0, sizeof *c);
 }
 
+/* Warns about collectives that some present rank never joined. */
+static void
+warn_short_groups(job *j, const dfg *g)
+{
+    /* collectives some present rank never joined */
+    int32_t short_groups = 0, first_short = -1;
+    for (int32_t q = 0; q < g->n_groups; q++) {
+        int32_t expect = g->grp_nranks[q];
+        if (expect > j->n_present)
+            expect = j->n_present;
+        if (g->grp_members[q] < expect) {
+            if (first_short < 0)
+                first_short = q;
+            short_groups++;
+        }
+    }
+    if (short_groups > 0) {
+        int32_t q = first_short;
+        char who[256] = "";
+        size_t wl = 0;
+        for (int32_t r = 0; r < j->n_ranks; r++) {
+            if (!j->ranks[r].reader)
+                continue;
+            int found = 0;
+            for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p])
+                found |= dfg_rank(g, p) == r;
+            if (!found && wl + 12 < sizeof who)
+                wl += (size_t)snprintf(who + wl, sizeof who - wl, "%s%d", wl ? "," : "", r);
+        }
+        job_warn(j,
+                 "%d collective(s) lack participants, e.g. %s seq %llu of communicator "
+                 "%016llx has %d of %d (no record from rank(s) %s): a rank skipped a "
+                 "collective or its trace ends early; these collectives wait only for "
+                 "the ranks present",
+                 short_groups, dpro_coll_op_name(g->grp_op[q]), (unsigned long long)g->grp_seq[q],
+                 (unsigned long long)g->grp_comm[q], g->grp_members[q], g->grp_nranks[q],
+                 who[0] ? who : "?");
+    }
+}
+
 int
 build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, dfg *g,
           build_p2p_stats *p2p_stats)
 {
     if (p2p_stats)
         memset(p2p_stats, 0, sizeof *p2p_stats);
-    if (dfg_init(g, j->n_ranks) != 0)
-        return -1;
+    int rc = dfg_init(g, j->n_ranks); /* freed with dfg_free even when it fails */
     int64_t t0 = build_time_origin(j, offset_ns);
     group_map gm = {0};
     build_p2p *p2p = calloc((size_t)j->n_ranks + 1, sizeof *p2p);
-    if (!p2p || hmap_init(&gm.h, 1024) != 0) {
-        free(p2p);
-        dfg_free(g);
-        return -1;
-    }
-    int rc = 0;
+    if (rc == 0 && (!p2p || hmap_init(&gm.h, 1024) != 0))
+        rc = -1;
     int mismatch_warned = 0;
     for (int32_t r = 0; r < j->n_ranks && rc == 0; r++)
         if (j->ranks[r].reader)
@@ -669,7 +768,7 @@ build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, dfg *g,
                  mismatch_warned);
     if (rc == 0)
         rc = build_match_p2p_job(j, g, p2p, p2p_stats);
-    for (int32_t r = 0; r < j->n_ranks; r++)
+    for (int32_t r = 0; p2p && r < j->n_ranks; r++)
         build_p2p_free(&p2p[r]);
     free(p2p);
     for (int32_t r = 0; r < j->n_ranks && rc == 0; r++) {
@@ -687,42 +786,8 @@ build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, dfg *g,
         rc = build_derive_timing(g);
     if (rc == 0)
         rc = build_infer_wakeups(g);
-    if (rc == 0) {
-        /* collectives some present rank never joined */
-        int32_t short_groups = 0, first_short = -1;
-        for (int32_t q = 0; q < g->n_groups; q++) {
-            int32_t expect = g->grp_nranks[q];
-            if (expect > j->n_present)
-                expect = j->n_present;
-            if (g->grp_members[q] < expect) {
-                if (first_short < 0)
-                    first_short = q;
-                short_groups++;
-            }
-        }
-        if (short_groups > 0) {
-            int32_t q = first_short;
-            char who[256] = "";
-            size_t wl = 0;
-            for (int32_t r = 0; r < j->n_ranks; r++) {
-                if (!j->ranks[r].reader)
-                    continue;
-                int found = 0;
-                for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p])
-                    found |= dfg_rank(g, p) == r;
-                if (!found && wl + 12 < sizeof who)
-                    wl += (size_t)snprintf(who + wl, sizeof who - wl, "%s%d", wl ? "," : "", r);
-            }
-            job_warn(j,
-                     "%d collective(s) lack participants, e.g. %s seq %llu of communicator "
-                     "%016llx has %d of %d (no record from rank(s) %s): a rank skipped a "
-                     "collective or its trace ends early; these collectives wait only for "
-                     "the ranks present",
-                     short_groups, dpro_coll_op_name(g->grp_op[q]),
-                     (unsigned long long)g->grp_seq[q], (unsigned long long)g->grp_comm[q],
-                     g->grp_members[q], g->grp_nranks[q], who[0] ? who : "?");
-        }
-    }
+    if (rc == 0)
+        warn_short_groups(j, g);
     if (rc != 0)
         dfg_free(g);
     return rc;

@@ -91,17 +91,8 @@ build_p2p_scan(const job_rank *jr, int32_t rank, build_p2p *p)
     p->part = malloc(np * sizeof *p->part);
     p->key = malloc(2 * np * sizeof *p->key);
     int ok = pend && p->part && p->key;
-    if (hmap_init(&dev, ne / 4 + 16) != 0) {
-        free(pend);
-        build_p2p_free(p);
-        return -1;
-    }
-    if (hmap_init(&ord, 64) != 0) {
-        hmap_free(&dev);
-        free(pend);
-        build_p2p_free(p);
-        return -1;
-    }
+    int dev_ok = hmap_init(&dev, ne / 4 + 16) == 0, ord_ok = hmap_init(&ord, 64) == 0;
+    ok = ok && dev_ok && ord_ok;
     /* correlation -> its first device op */
     for (size_t i = 0; ok && i < ne; i++) {
         const dpro_event *e = &jr->events[i];
@@ -178,14 +169,12 @@ build_p2p_scan(const job_rank *jr, int32_t rank, build_p2p *p)
                 p->part[k].n_sharing = hmap_get(&ord, (uint64_t)p->part[k].device, 1);
         qsort(p->key, p->n_key, 2 * sizeof *p->key, cmp_key2);
     }
-    hmap_free(&dev);
+    hmap_free(&dev); /* safe after a failed hmap_init, which leaves it zeroed */
     hmap_free(&ord);
     free(pend);
-    if (!ok) {
+    if (!ok)
         build_p2p_free(p);
-        return -1;
-    }
-    return 0;
+    return ok ? 0 : -1;
 }
 
 /* Orders the ends by channel, ordinal, then recv before send. */

@@ -108,24 +108,12 @@ build_submission_latency(const dfg *g, int32_t r)
     return lat;
 }
 
-int
-build_derive_timing(dfg *g)
+/* gap, lat and dur of every node from the measured times (predmax: see edge_predmax;
+ * lat_sub: each rank's submission latency). */
+static void
+derive_node_timing(dfg *g, const int64_t *predmax, const int64_t *lat_sub)
 {
     int32_t n = g->n_nodes;
-    int64_t *predmax = malloc((size_t)(n > 0 ? n : 1) * sizeof *predmax);
-    int64_t *lats = malloc((size_t)(n > 0 ? n : 1) * sizeof *lats);
-    int64_t *lat_sub = malloc((size_t)(g->n_ranks > 0 ? g->n_ranks : 1) * sizeof *lat_sub);
-    if (!predmax || !lats || !lat_sub) {
-        free(predmax);
-        free(lats);
-        free(lat_sub);
-        return -1;
-    }
-    edge_predmax(g, predmax);
-    submission_latencies(g, predmax, lats, lat_sub, -1);
-    for (int32_t r = 0; r < g->n_ranks; r++)
-        if (lat_sub[r] > 0)
-            pr_dbg("rank %d: submission latency %.1f us", r, (double)lat_sub[r] / 1000.0);
     for (int32_t i = 0; i < n; i++) {
         int32_t p = g->prev_on_res[i];
         int64_t prev_end = p >= 0 ? g->mend[p] : 0;
@@ -173,6 +161,12 @@ build_derive_timing(dfg *g)
             g->gap[i] = t > 0 ? t : 0;
         g->dur[i] = g->mend[i] - t;
     }
+}
+
+/* Each group's members and measured transfer (end - last arrival). */
+static void
+derive_group_timing(dfg *g)
+{
     for (int32_t q = 0; q < g->n_groups; q++) {
         int64_t arr = INT64_MIN, end = INT64_MIN;
         int32_t m = 0;
@@ -191,8 +185,27 @@ build_derive_timing(dfg *g)
         if (g->grp_nranks[q] <= 0)
             g->grp_nranks[q] = m;
     }
+}
+
+int
+build_derive_timing(dfg *g)
+{
+    int32_t n = g->n_nodes;
+    int64_t *predmax = malloc((size_t)(n > 0 ? n : 1) * sizeof *predmax);
+    int64_t *lats = malloc((size_t)(n > 0 ? n : 1) * sizeof *lats);
+    int64_t *lat_sub = malloc((size_t)(g->n_ranks > 0 ? g->n_ranks : 1) * sizeof *lat_sub);
+    int rc = predmax && lats && lat_sub ? 0 : -1;
+    if (rc == 0) {
+        edge_predmax(g, predmax);
+        submission_latencies(g, predmax, lats, lat_sub, -1);
+        for (int32_t r = 0; r < g->n_ranks; r++)
+            if (lat_sub[r] > 0)
+                pr_dbg("rank %d: submission latency %.1f us", r, (double)lat_sub[r] / 1000.0);
+        derive_node_timing(g, predmax, lat_sub);
+        derive_group_timing(g);
+    }
     free(predmax);
     free(lats);
     free(lat_sub);
-    return 0;
+    return rc;
 }
