@@ -3,7 +3,9 @@
 noinst_LTLIBRARIES += optimizer/libdproopt.la
 optimizer_libdproopt_la_SOURCES = \
 	optimizer/memest.c optimizer/memest.h \
-	optimizer/workload.c optimizer/workload.h \
+	optimizer/workload.c optimizer/workload.h optimizer/workload_int.h \
+	optimizer/workload_fit.c optimizer/workload_fusion.c optimizer/workload_buckets.c \
+	optimizer/workload_layers.c optimizer/workload_capture.c \
 	optimizer/strategy.c optimizer/strategy.h \
 	optimizer/partition.c optimizer/partition.h \
 	optimizer/search.c optimizer/search.h
