@@ -211,8 +211,8 @@ critical_path_shares(searcher *s)
     int64_t t1;
     if (!in_chain)
         return;
-    for (int32_t i = 0; i < w->chain_off[w->n_chains]; i++)
-        in_chain[w->chain_node[i]] = 1;
+    for (int32_t i = 0; i < w->fusion.chain_off[w->fusion.n_chains]; i++)
+        in_chain[w->fusion.chain_node[i]] = 1;
     /* the path to the end of the compared window of the first rank that has one */
     int32_t to = -1;
     for (int32_t r = 0; r < g->n_ranks && to < 0; r++) {
@@ -256,22 +256,22 @@ static int
 layer_values(searcher *s)
 {
     workload *w = s->w;
-    int32_t L = w->n_layers < STRATEGY_MAX_LAYERS ? w->n_layers : STRATEGY_MAX_LAYERS;
+    int32_t L = w->layers.n_layers < STRATEGY_MAX_LAYERS ? w->layers.n_layers : STRATEGY_MAX_LAYERS;
     s->layer_value = calloc((size_t)L + 1, sizeof *s->layer_value);
     double *cost = calloc((size_t)L + 1, sizeof *cost);
     if (!s->layer_value || !cost) {
         free(cost);
         return -1;
     }
-    for (int32_t q = 0; q < w->n_sites; q++) {
-        int32_t l = w->site_layer[q];
+    for (int32_t q = 0; q < w->layers.n_sites; q++) {
+        int32_t l = w->layers.site_layer[q];
         if (l >= L)
             continue;
-        for (int32_t i = w->site_off[q]; i < w->site_off[q + 1]; i++)
-            cost[l] += (double)w->base_dur[w->site_fwd[i]];
+        for (int32_t i = w->layers.site_off[q]; i < w->layers.site_off[q + 1]; i++)
+            cost[l] += (double)w->base_dur[w->layers.site_fwd[i]];
     }
     for (int32_t l = 0; l < L; l++)
-        s->layer_value[l] = cost[l] > 0 ? (double)w->mem.act_bytes[l] / cost[l] : 0;
+        s->layer_value[l] = cost[l] > 0 ? (double)w->layers.mem.act_bytes[l] / cost[l] : 0;
     free(cost);
     return 0;
 }
@@ -282,7 +282,7 @@ static void
 seed_recompute(searcher *s, strategy_plan p)
 {
     workload *w = s->w;
-    int32_t L = w->n_layers < STRATEGY_MAX_LAYERS ? w->n_layers : STRATEGY_MAX_LAYERS;
+    int32_t L = w->layers.n_layers < STRATEGY_MAX_LAYERS ? w->layers.n_layers : STRATEGY_MAX_LAYERS;
     uint8_t *used = calloc((size_t)L + 1, 1);
     if (!used)
         return;
@@ -309,12 +309,12 @@ seeds(searcher *s)
     workload *w = s->w;
     unsigned fam = s->o->families;
     strategy_plan p;
-    if ((fam & STRATEGY_FUSION) && w->n_chains > 0) {
+    if ((fam & STRATEGY_FUSION) && w->fusion.n_chains > 0) {
         strategy_plan_baseline(&p);
         p.fuse = 1;
         evaluate(s, &p);
     }
-    if ((fam & STRATEGY_FUSION) && !w->graph_captured) {
+    if ((fam & STRATEGY_FUSION) && !w->capture.graph_captured) {
         strategy_plan_baseline(&p);
         p.cuda_graph = 1;
         evaluate(s, &p);
@@ -345,7 +345,7 @@ seeds(searcher *s)
             p.accum_k = strategy_accum_steps[s->accum_ok[i]];
             evaluate(s, &p);
         }
-        if (w->n_sites > 0 && s->o->memory_budget > 0) {
+        if (w->layers.n_sites > 0 && s->o->memory_budget > 0) {
             strategy_plan_baseline(&p);
             seed_recompute(s, p);
         }
@@ -360,15 +360,15 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
     unsigned fam = s->o->families;
     strategy_plan p = *cur;
     double wt[6] = {0};
-    if ((fam & STRATEGY_FUSION) && w->n_chains > 0)
+    if ((fam & STRATEGY_FUSION) && w->fusion.n_chains > 0)
         wt[0] = 0.05 + s->out->cp_short_kernels + s->out->cp_host / 2;
-    if ((fam & STRATEGY_FUSION) && !w->graph_captured)
+    if ((fam & STRATEGY_FUSION) && !w->capture.graph_captured)
         wt[1] = 0.05 + s->out->cp_host;
     if ((fam & STRATEGY_TENSOR) && strategy_tensor_available(w)) {
         wt[2] = 0.2 + s->out->cp_collectives;
         wt[3] = 0.1 + s->out->cp_collectives / 2;
     }
-    if ((fam & STRATEGY_MEMORY) && w->n_sites > 0)
+    if ((fam & STRATEGY_MEMORY) && w->layers.n_sites > 0)
         wt[4] = over_budget ? 1.0 : (strategy_n_recomputed(cur) > 0 ? 0.3 : 0.05);
     if ((fam & STRATEGY_MEMORY) && s->n_accum_ok > 1)
         wt[5] = over_budget ? 0.5 : 0.1;
@@ -413,7 +413,8 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
         break;
     case 4: {
         /* toggle a layer: adding prefers valuable layers, removing any */
-        int32_t L = w->n_layers < STRATEGY_MAX_LAYERS ? w->n_layers : STRATEGY_MAX_LAYERS;
+        int32_t L =
+            w->layers.n_layers < STRATEGY_MAX_LAYERS ? w->layers.n_layers : STRATEGY_MAX_LAYERS;
         if (L <= 0)
             break;
         int32_t l = (int32_t)(rng_next(&s->rng) % (uint64_t)L);

@@ -12,7 +12,7 @@
  * strategy_apply writes the plan into the working graph as new durations, gaps and
  * latencies (no structural change), so every candidate is one re-simulation; a plan
  * that captures the step is written into the working graph's copy without the step's
- * launch-queue edges (workload.h: w->capture, when there is one; w->g points to the
+ * launch-queue edges (workload.h: w->capture.g, when there is one; w->g points to the
  * graph written), and a plan whose buckets split the trace's all-reduces is simulated
  * on a transformed copy (partition.h) of that graph.
  *
@@ -118,7 +118,7 @@ typedef struct strategy_eval {
                                               synchronisation, device and host time */
 } strategy_eval;
 
-/* Points w->g at the graph plan p is simulated on (w->capture when p captures the step
+/* Points w->g at the graph plan p is simulated on (w->capture.g when p captures the step
  * and there is one, else w->work), resets it to the baseline and writes p into it (see
  * the models above). */
 void strategy_apply(workload *w, const strategy_plan *p);

@@ -302,10 +302,10 @@ free_node_arrays(workload *w)
     free(w->phase);
     free(w->layer);
     free(w->on_compute);
-    free(w->idle_wake_dur);
-    free(w->step_call);
-    w->idle_wake_dur = NULL;
-    w->step_call = NULL;
+    free(w->capture.idle_wake_dur);
+    free(w->capture.step_call);
+    w->capture.idle_wake_dur = NULL;
+    w->capture.step_call = NULL;
     w->base_dur = w->base_gap = w->base_grp_dur = NULL;
     w->base_lat = w->iter = w->layer = NULL;
     w->phase = w->on_compute = NULL;
@@ -358,12 +358,12 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
 {
     memset(w, 0, sizeof *w);
     if (mem) {
-        w->mem = *mem;
+        w->layers.mem = *mem;
         memset(mem, 0, sizeof *mem);
-        w->have_memory = w->mem.peak_bytes > 0;
+        w->layers.have_memory = w->layers.mem.peak_bytes > 0;
     }
     w->g = w->work = g;
-    w->model = model;
+    w->buckets.model = model;
     w->iter_first = iter_first;
     w->iter_last = iter_last;
     if (opt)
@@ -393,14 +393,15 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         if (alive(g, d) && g->kind[d] == DFG_KERNEL && g->dur[d] > 0 &&
             (shortest < 0 || (double)g->dur[d] < shortest))
             shortest = (double)g->dur[d];
-    if (workload_fit_fixed_cost(w->opt.kernel_samples, w->opt.n_kernel_samples, &w->fixed_fit) > 0)
-        w->kernel_fixed_ns = w->fixed_fit.c0_ns;
+    if (workload_fit_fixed_cost(w->opt.kernel_samples, w->opt.n_kernel_samples,
+                                &w->fusion.fixed_fit) > 0)
+        w->fusion.kernel_fixed_ns = w->fusion.fixed_fit.c0_ns;
     else
-        w->kernel_fixed_ns = w->opt.kernel_fixed_us * NS_PER_US;
+        w->fusion.kernel_fixed_ns = w->opt.kernel_fixed_us * NS_PER_US;
     w->opt.kernel_samples = NULL; /* the caller's, valid during this call only */
     w->opt.n_kernel_samples = 0;
-    if (shortest > 0 && shortest < w->kernel_fixed_ns)
-        w->kernel_fixed_ns = shortest;
+    if (shortest > 0 && shortest < w->fusion.kernel_fixed_ns)
+        w->fusion.kernel_fixed_ns = shortest;
 
     if (workload_find_chains(w) != 0 || workload_find_units(w, ri) != 0 ||
         workload_find_layers(w, ri, mem_rank) != 0 || workload_find_gradients(w) != 0 ||
@@ -414,13 +415,13 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         kernels++;
         from_graphs += g->launched_off[h + 1] - g->launched_off[h] > 4;
     }
-    w->graph_captured = kernels > 0 && 2 * from_graphs > kernels;
-    if (!w->memory_why[0]) {
+    w->capture.graph_captured = kernels > 0 && 2 * from_graphs > kernels;
+    if (!w->layers.why[0]) {
         int have_bwd = 0;
         for (int32_t r = 0; r < g->n_ranks; r++)
             have_bwd |= ri[r].bwd_thread >= 0;
         if (!have_bwd)
-            snprintf(w->memory_why, sizeof w->memory_why,
+            snprintf(w->layers.why, sizeof w->layers.why,
                      "no separate backward thread: forward and backward cannot be told apart");
     }
     w->main_thread = malloc(sizeof *w->main_thread * (size_t)(g->n_ranks + 1));
@@ -432,11 +433,11 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         w->bwd_thread[r] = ri[r].bwd_thread;
     }
     /* strategy_apply asks for every node and edge of every candidate: answered once */
-    w->step_call = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1));
-    if (!w->step_call)
+    w->capture.step_call = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1));
+    if (!w->capture.step_call)
         goto out;
     for (int32_t h = 0; h < g->n_nodes; h++)
-        w->step_call[h] = (uint8_t)workload_step_call_of(w, h);
+        w->capture.step_call[h] = (uint8_t)workload_step_call_of(w, h);
     if (workload_build_capture(w) != 0)
         goto out;
     w->base_iter_ns = workload_iteration_ns(w, base);
@@ -543,25 +544,25 @@ void
 workload_free(workload *w)
 {
     free_node_arrays(w);
-    if (w->capture) {
-        dfg_free(w->capture);
-        free(w->capture);
+    if (w->capture.g) {
+        dfg_free(w->capture.g);
+        free(w->capture.g);
     }
     free(w->main_thread);
     free(w->bwd_thread);
-    free(w->chain_off);
-    free(w->chain_node);
-    free(w->unit_bytes);
-    free(w->group_unit);
-    free(w->group_hosts);
-    free(w->group_hosts_off);
-    free(w->site_layer);
-    free(w->site_anchor);
-    free(w->site_off);
-    free(w->site_fwd);
-    free(w->layer_nfwd);
-    free(w->layer_grad);
-    free(w->unit_lo);
-    memest_free(&w->mem);
+    free(w->fusion.chain_off);
+    free(w->fusion.chain_node);
+    free(w->buckets.unit_bytes);
+    free(w->buckets.group_unit);
+    free(w->buckets.group_hosts);
+    free(w->buckets.group_hosts_off);
+    free(w->layers.site_layer);
+    free(w->layers.site_anchor);
+    free(w->layers.site_off);
+    free(w->layers.site_fwd);
+    free(w->layers.layer_nfwd);
+    free(w->buckets.layer_grad);
+    free(w->buckets.unit_lo);
+    memest_free(&w->layers.mem);
     memset(w, 0, sizeof *w);
 }

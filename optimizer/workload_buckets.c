@@ -41,14 +41,15 @@ workload_find_units(workload *w, rank_info *ri)
 {
     dfg *g = w->g;
     int32_t *seq = malloc(sizeof *seq * (size_t)(g->n_nodes + 1));
-    w->group_unit = malloc(sizeof *w->group_unit * (size_t)(g->n_groups + 1));
-    w->group_hosts_off = calloc((size_t)g->n_groups + 1, sizeof *w->group_hosts_off);
-    if (!seq || !w->group_unit || !w->group_hosts_off) {
+    w->buckets.group_unit = malloc(sizeof *w->buckets.group_unit * (size_t)(g->n_groups + 1));
+    w->buckets.group_hosts_off =
+        calloc((size_t)g->n_groups + 1, sizeof *w->buckets.group_hosts_off);
+    if (!seq || !w->buckets.group_unit || !w->buckets.group_hosts_off) {
         free(seq);
         return -1;
     }
     for (int32_t q = 0; q < g->n_groups; q++)
-        w->group_unit[q] = -1;
+        w->buckets.group_unit[q] = -1;
     /* reference: the first rank covering the first compared iteration */
     int32_t ref_n = -1;
     for (int32_t r = 0; r < g->n_ranks && ref_n < 0; r++) {
@@ -56,20 +57,20 @@ workload_find_units(workload *w, rank_info *ri)
             continue;
         ref_n = iteration_collectives(w, &ri[r], w->iter_first, seq);
         if (ref_n > 0) {
-            w->unit_bytes = malloc(sizeof *w->unit_bytes * (size_t)ref_n);
-            if (!w->unit_bytes) {
+            w->buckets.unit_bytes = malloc(sizeof *w->buckets.unit_bytes * (size_t)ref_n);
+            if (!w->buckets.unit_bytes) {
                 free(seq);
                 return -1;
             }
-            w->n_units = ref_n;
+            w->buckets.n_units = ref_n;
             for (int32_t u = 0; u < ref_n; u++)
-                w->unit_bytes[u] = g->grp_bytes[g->group[seq[u]]];
-            w->coll_op = g->grp_op[g->group[seq[0]]];
-            w->coll_nranks = g->grp_nranks[g->group[seq[0]]];
+                w->buckets.unit_bytes[u] = g->grp_bytes[g->group[seq[u]]];
+            w->buckets.coll_op = g->grp_op[g->group[seq[0]]];
+            w->buckets.coll_nranks = g->grp_nranks[g->group[seq[0]]];
         }
     }
-    if (w->n_units < 1) { /* one unit: tensor partition can still split it */
-        snprintf(w->tensor_why, sizeof w->tensor_why,
+    if (w->buckets.n_units < 1) { /* one unit: tensor partition can still split it */
+        snprintf(w->buckets.why, sizeof w->buckets.why,
                  "no gradient all-reduce launched by the backward");
         free(seq);
         return 0;
@@ -78,52 +79,52 @@ workload_find_units(workload *w, rank_info *ri)
     for (int32_t r = 0; r < g->n_ranks; r++) {
         for (int32_t it = 0; it < ri[r].n_iters; it++) {
             int32_t c = iteration_collectives(w, &ri[r], it, seq);
-            int ok = c == w->n_units;
+            int ok = c == w->buckets.n_units;
             for (int32_t u = 0; ok && u < c; u++)
-                ok = g->grp_bytes[g->group[seq[u]]] == w->unit_bytes[u] &&
-                     g->grp_op[g->group[seq[u]]] == w->coll_op;
+                ok = g->grp_bytes[g->group[seq[u]]] == w->buckets.unit_bytes[u] &&
+                     g->grp_op[g->group[seq[u]]] == w->buckets.coll_op;
             if (!ok) {
                 if (c > 0 && it >= w->iter_first && it <= w->iter_last)
                     mismatch = 1;
                 continue;
             }
             for (int32_t u = 0; u < c; u++)
-                w->group_unit[g->group[seq[u]]] = u;
+                w->buckets.group_unit[g->group[seq[u]]] = u;
         }
     }
     if (mismatch) {
-        snprintf(w->tensor_why, sizeof w->tensor_why,
+        snprintf(w->buckets.why, sizeof w->buckets.why,
                  "the gradient all-reduces differ between ranks or iterations");
-        w->n_units = 0;
+        w->buckets.n_units = 0;
         free(seq);
         return 0;
     }
-    if (!w->model)
-        snprintf(w->tensor_why, sizeof w->tensor_why, "no collective cost model");
+    if (!w->buckets.model)
+        snprintf(w->buckets.why, sizeof w->buckets.why, "no collective cost model");
     /* host calls that go away with a folded bucket: the collective call and the event
      * record / stream wait right before it */
     int32_t total = 0;
     for (int32_t d = 0; d < g->n_nodes; d++)
         if (alive(g, d) && g->kind[d] == DFG_COLL && g->group[d] >= 0 &&
-            w->group_unit[g->group[d]] >= 0 && g->launch[d] >= 0)
-            w->group_hosts_off[g->group[d] + 1] += 3;
+            w->buckets.group_unit[g->group[d]] >= 0 && g->launch[d] >= 0)
+            w->buckets.group_hosts_off[g->group[d] + 1] += 3;
     for (int32_t q = 0; q < g->n_groups; q++) {
-        w->group_hosts_off[q + 1] += w->group_hosts_off[q];
+        w->buckets.group_hosts_off[q + 1] += w->buckets.group_hosts_off[q];
     }
-    total = w->group_hosts_off[g->n_groups];
-    w->group_hosts = malloc(sizeof *w->group_hosts * (size_t)(total + 1));
+    total = w->buckets.group_hosts_off[g->n_groups];
+    w->buckets.group_hosts = malloc(sizeof *w->buckets.group_hosts * (size_t)(total + 1));
     int32_t *fill = calloc((size_t)g->n_groups + 1, sizeof *fill);
-    if (!w->group_hosts || !fill) {
+    if (!w->buckets.group_hosts || !fill) {
         free(fill);
         free(seq);
         return -1;
     }
     for (int32_t d = 0; d < g->n_nodes; d++) {
         if (!alive(g, d) || g->kind[d] != DFG_COLL || g->group[d] < 0 ||
-            w->group_unit[g->group[d]] < 0 || g->launch[d] < 0)
+            w->buckets.group_unit[g->group[d]] < 0 || g->launch[d] < 0)
             continue;
         int32_t q = g->group[d], h = g->launch[d];
-        int32_t *slot = &w->group_hosts[w->group_hosts_off[q] + fill[q]];
+        int32_t *slot = &w->buckets.group_hosts[w->buckets.group_hosts_off[q] + fill[q]];
         slot[0] = h;
         slot[1] = slot[2] = -1;
         int32_t p = g->prev_on_res[h];
@@ -206,29 +207,31 @@ workload_match_gradients(const int64_t *alloc, int32_t n_alloc, const int64_t *u
 int
 workload_find_gradients(workload *w)
 {
-    if (w->n_units <= 0 || w->tensor_why[0])
+    if (w->buckets.n_units <= 0 || w->buckets.why[0])
         return 0;
-    if (w->n_layers <= 0) {
-        snprintf(w->grad_why, sizeof w->grad_why, "no layers (no activation allocations)");
+    if (w->layers.n_layers <= 0) {
+        snprintf(w->buckets.grad_why, sizeof w->buckets.grad_why,
+                 "no layers (no activation allocations)");
         return 0;
     }
-    w->unit_lo = malloc(sizeof *w->unit_lo * (size_t)w->n_units);
-    w->layer_grad = malloc(sizeof *w->layer_grad * (size_t)w->n_layers);
-    if (!w->unit_lo || !w->layer_grad)
+    w->buckets.unit_lo = malloc(sizeof *w->buckets.unit_lo * (size_t)w->buckets.n_units);
+    w->buckets.layer_grad = malloc(sizeof *w->buckets.layer_grad * (size_t)w->layers.n_layers);
+    if (!w->buckets.unit_lo || !w->buckets.layer_grad)
         return -1;
-    int32_t first = workload_match_gradients(w->mem.static_each, w->mem.n_static, w->unit_bytes,
-                                             w->n_units, w->n_layers, w->unit_lo);
+    int32_t first = workload_match_gradients(w->layers.mem.static_each, w->layers.mem.n_static,
+                                             w->buckets.unit_bytes, w->buckets.n_units,
+                                             w->layers.n_layers, w->buckets.unit_lo);
     if (first < 0) {
-        snprintf(w->grad_why, sizeof w->grad_why,
+        snprintf(w->buckets.grad_why, sizeof w->buckets.grad_why,
                  "no run of %d static allocations adds up to the %d all-reduces' bytes",
-                 w->n_layers, w->n_units);
-        free(w->unit_lo);
-        free(w->layer_grad);
-        w->unit_lo = NULL;
-        w->layer_grad = NULL;
+                 w->layers.n_layers, w->buckets.n_units);
+        free(w->buckets.unit_lo);
+        free(w->buckets.layer_grad);
+        w->buckets.unit_lo = NULL;
+        w->buckets.layer_grad = NULL;
         return 0;
     }
-    for (int32_t l = 0; l < w->n_layers; l++)
-        w->layer_grad[l] = w->mem.static_each[first + l];
+    for (int32_t l = 0; l < w->layers.n_layers; l++)
+        w->buckets.layer_grad[l] = w->layers.mem.static_each[first + l];
     return 0;
 }

@@ -42,14 +42,14 @@ workload_idle_wake_latency(workload *w)
 {
     const dfg *g = w->work;
     int32_t n = g->n_nodes, k = 0;
-    w->idle_wake_dur = malloc(sizeof *w->idle_wake_dur * (size_t)(n > 0 ? n : 1));
+    w->capture.idle_wake_dur = malloc(sizeof *w->capture.idle_wake_dur * (size_t)(n > 0 ? n : 1));
     blocking_call *c = malloc(sizeof *c * (size_t)(n > 0 ? n : 1));
-    if (!w->idle_wake_dur || !c) {
+    if (!w->capture.idle_wake_dur || !c) {
         free(c);
         return -1;
     }
     for (int32_t h = 0; h < n; h++) {
-        w->idle_wake_dur[h] = -1;
+        w->capture.idle_wake_dur[h] = -1;
         if (g->kind[h] == DFG_HOST && alive(g, h) && (g->flags[h] & DFG_F_BLOCKING) &&
             w->iter[h] >= 0)
             c[k++] = (blocking_call){g->res[h], g->name[h], h, g->dur[h]};
@@ -60,13 +60,13 @@ workload_idle_wake_latency(workload *w)
             ;
         int64_t low = c[a + (b - a) / 4].dur;
         for (int32_t i = a; i < b; i++)
-            w->idle_wake_dur[c[i].node] = low;
+            w->capture.idle_wake_dur[c[i].node] = low;
     }
     free(c);
     return 0;
 }
 
-/* workload_step_call's answer, worked out (w->step_call caches it once the threads are
+/* workload_step_call's answer, worked out (w->capture.step_call caches it once the threads are
  * known). */
 int
 workload_step_call_of(const workload *w, int32_t h)
@@ -92,10 +92,10 @@ workload_step_call_of(const workload *w, int32_t h)
 int
 workload_step_call(const workload *w, int32_t h)
 {
-    return w->step_call ? w->step_call[h] : workload_step_call_of(w, h);
+    return w->capture.step_call ? w->capture.step_call[h] : workload_step_call_of(w, h);
 }
 
-/* Makes w->capture when a step call (workload_step_call) has launch-queue edges: a copy
+/* Makes w->capture.g when a step call (workload_step_call) has launch-queue edges: a copy
  * of the working graph without them (the edges from device ops into QUEUED step calls;
  * those calls lose the flag). Node ids and values are those of the working graph. dfg.h
  * has no edge removal: the copy's edge list is compacted here and the copy marked
@@ -135,7 +135,7 @@ workload_build_capture(workload *w)
         free(c);
         return -1;
     }
-    w->capture = c;
-    w->capture_unqueued = drop;
+    w->capture.g = c;
+    w->capture.unqueued = drop;
     return 0;
 }

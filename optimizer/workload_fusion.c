@@ -14,12 +14,12 @@ workload_find_chains(workload *w)
     dfg *g = w->g;
     int64_t short_ns = (int64_t)(w->opt.short_kernel_us * NS_PER_US);
     int32_t n_chain_nodes = 0;
-    w->chain_off = malloc(sizeof *w->chain_off * (size_t)(g->n_nodes + 1));
-    w->chain_node = malloc(sizeof *w->chain_node * (size_t)(g->n_nodes + 1));
-    if (!w->chain_off || !w->chain_node)
+    w->fusion.chain_off = malloc(sizeof *w->fusion.chain_off * (size_t)(g->n_nodes + 1));
+    w->fusion.chain_node = malloc(sizeof *w->fusion.chain_node * (size_t)(g->n_nodes + 1));
+    if (!w->fusion.chain_off || !w->fusion.chain_node)
         return -1;
-    w->n_chains = 0;
-    w->chain_off[0] = 0;
+    w->fusion.n_chains = 0;
+    w->fusion.chain_off[0] = 0;
     for (int32_t q = 0; q < g->n_res; q++) {
         if (g->res_kind[q] != DFG_RES_STREAM)
             continue;
@@ -31,14 +31,14 @@ workload_find_chains(workload *w)
             if (cand && prev >= 0 && g->name[m] == g->name[prev] &&
                 (g->next_on_res[g->launch[prev]] == g->launch[m] ||
                  g->launch[prev] == g->launch[m])) {
-                w->chain_node[n_chain_nodes++] = m;
+                w->fusion.chain_node[n_chain_nodes++] = m;
                 run_len++;
                 prev = m;
                 continue;
             }
             /* the run that ended at prev is a chain when it holds two kernels or more */
             if (run_len >= 2)
-                w->chain_off[++w->n_chains] = n_chain_nodes;
+                w->fusion.chain_off[++w->fusion.n_chains] = n_chain_nodes;
             else
                 n_chain_nodes -= run_len;
             if (m < 0)
@@ -46,12 +46,12 @@ workload_find_chains(workload *w)
             run_len = cand ? 1 : 0;
             prev = cand ? m : -1;
             if (cand)
-                w->chain_node[n_chain_nodes++] = m;
+                w->fusion.chain_node[n_chain_nodes++] = m;
         }
     }
-    w->chain_kernels = n_chain_nodes;
-    if (w->n_chains == 0)
-        snprintf(w->fusion_why, sizeof w->fusion_why,
+    w->fusion.chain_kernels = n_chain_nodes;
+    if (w->fusion.n_chains == 0)
+        snprintf(w->fusion.why, sizeof w->fusion.why,
                  "no run of two or more kernels of at most %.0f us launched back to back",
                  w->opt.short_kernel_us);
     return 0;

@@ -65,7 +65,7 @@ int workload_idle_wake_latency(workload *w);
 /* workload_step_call's answer, worked out. */
 int workload_step_call_of(const workload *w, int32_t h);
 
-/* w->capture, when a step call has launch-queue edges. */
+/* w->capture.g, when a step call has launch-queue edges. */
 int workload_build_capture(workload *w);
 
 #endif

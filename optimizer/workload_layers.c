@@ -34,17 +34,17 @@ int
 workload_find_layers(workload *w, rank_info *ri, int32_t mem_rank)
 {
     dfg *g = w->g;
-    if (!w->have_memory || w->mem.n_layers == 0) {
-        snprintf(w->memory_why, sizeof w->memory_why,
+    if (!w->layers.have_memory || w->layers.mem.n_layers == 0) {
+        snprintf(w->layers.why, sizeof w->layers.why,
                  "the trace has no activation allocations to tell layers apart");
         return 0;
     }
     if (mem_rank < 0 || mem_rank >= g->n_ranks || ri[mem_rank].bwd_thread < 0) {
-        snprintf(w->memory_why, sizeof w->memory_why,
+        snprintf(w->layers.why, sizeof w->layers.why,
                  "no separate backward thread: forward and backward cannot be told apart");
         return 0;
     }
-    int32_t L = w->mem.n_layers;
+    int32_t L = w->layers.mem.n_layers;
     int32_t *fwd = malloc(sizeof *fwd * (size_t)(g->n_nodes + 1));
     int32_t *bwd = malloc(sizeof *bwd * (size_t)(g->n_nodes + 1));
     int32_t *ref_name = NULL, *ref_layer = NULL;
@@ -54,7 +54,7 @@ workload_find_layers(workload *w, rank_info *ri, int32_t mem_rank)
     /* the reference forward: kernels the main thread of the memory rank launched from
      * the first activation allocation until the backward thread's next launch */
     rank_info *mk = &ri[mem_rank];
-    int64_t t_act = w->mem.act_time[0], t_bwd = INT64_MAX;
+    int64_t t_act = w->layers.mem.act_time[0], t_bwd = INT64_MAX;
     for (int32_t h = g->res_first[mk->bwd_thread]; h >= 0; h = g->next_on_res[h])
         if (g->mstart[h] >= t_act && g->launched_off[h + 1] > g->launched_off[h]) {
             t_bwd = g->mstart[h];
@@ -71,7 +71,7 @@ workload_find_layers(workload *w, rank_info *ri, int32_t mem_rank)
         }
     }
     if (K == 0) {
-        snprintf(w->memory_why, sizeof w->memory_why,
+        snprintf(w->layers.why, sizeof w->layers.why,
                  "no forward kernels after the activation allocations");
         goto done;
     }
@@ -82,7 +82,7 @@ workload_find_layers(workload *w, rank_info *ri, int32_t mem_rank)
     for (int32_t k = 0; k < K; k++) {
         int64_t t = g->mstart[g->launch[fwd[k]]];
         int32_t l = -1;
-        while (l + 1 < L && w->mem.act_time[l + 1] <= t)
+        while (l + 1 < L && w->layers.mem.act_time[l + 1] <= t)
             l++;
         ref_name[k] = g->name[fwd[k]];
         ref_layer[k] = l;
@@ -96,13 +96,14 @@ workload_find_layers(workload *w, rank_info *ri, int32_t mem_rank)
         goto done;
     /* sites: every (rank, iteration) with the reference forward sequence */
     int32_t cap = 64;
-    w->site_layer = malloc(sizeof *w->site_layer * (size_t)cap);
-    w->site_anchor = malloc(sizeof *w->site_anchor * (size_t)cap);
-    w->site_off = malloc(sizeof *w->site_off * (size_t)(cap + 1));
-    w->site_fwd = malloc(sizeof *w->site_fwd * (size_t)(g->n_nodes + 1));
-    if (!w->site_layer || !w->site_anchor || !w->site_off || !w->site_fwd)
+    w->layers.site_layer = malloc(sizeof *w->layers.site_layer * (size_t)cap);
+    w->layers.site_anchor = malloc(sizeof *w->layers.site_anchor * (size_t)cap);
+    w->layers.site_off = malloc(sizeof *w->layers.site_off * (size_t)(cap + 1));
+    w->layers.site_fwd = malloc(sizeof *w->layers.site_fwd * (size_t)(g->n_nodes + 1));
+    if (!w->layers.site_layer || !w->layers.site_anchor || !w->layers.site_off ||
+        !w->layers.site_fwd)
         goto oom;
-    w->site_off[0] = 0;
+    w->layers.site_off[0] = 0;
     for (int32_t r = 0; r < g->n_ranks; r++) {
         rank_info *k = &ri[r];
         if (k->bwd_thread < 0)
@@ -131,38 +132,38 @@ workload_find_layers(workload *w, rank_info *ri, int32_t mem_rank)
                     w->layer[bwd[j]] = l;
                 if (nf[l] == 0 || b0 >= nbw)
                     continue;
-                if (w->n_sites == cap) {
+                if (w->layers.n_sites == cap) {
                     cap *= 2;
-                    int32_t *a = realloc(w->site_layer, sizeof *a * (size_t)cap);
+                    int32_t *a = realloc(w->layers.site_layer, sizeof *a * (size_t)cap);
                     if (!a)
                         goto oom;
-                    w->site_layer = a;
-                    a = realloc(w->site_anchor, sizeof *a * (size_t)cap);
+                    w->layers.site_layer = a;
+                    a = realloc(w->layers.site_anchor, sizeof *a * (size_t)cap);
                     if (!a)
                         goto oom;
-                    w->site_anchor = a;
-                    a = realloc(w->site_off, sizeof *a * (size_t)(cap + 1));
+                    w->layers.site_anchor = a;
+                    a = realloc(w->layers.site_off, sizeof *a * (size_t)(cap + 1));
                     if (!a)
                         goto oom;
-                    w->site_off = a;
+                    w->layers.site_off = a;
                 }
-                int32_t s = w->n_sites++;
-                w->site_layer[s] = l;
-                w->site_anchor[s] = bwd[b0];
-                int32_t o = w->site_off[s];
+                int32_t s = w->layers.n_sites++;
+                w->layers.site_layer[s] = l;
+                w->layers.site_anchor[s] = bwd[b0];
+                int32_t o = w->layers.site_off[s];
                 for (int32_t j = 0; j < K; j++)
                     if (ref_layer[j] == l)
-                        w->site_fwd[o++] = fwd[j];
-                w->site_off[s + 1] = o;
+                        w->layers.site_fwd[o++] = fwd[j];
+                w->layers.site_off[s + 1] = o;
             }
         }
     }
-    w->n_layers = L;
-    w->layer_nfwd = malloc(sizeof *w->layer_nfwd * (size_t)L);
-    if (!w->layer_nfwd)
+    w->layers.n_layers = L;
+    w->layers.layer_nfwd = malloc(sizeof *w->layers.layer_nfwd * (size_t)L);
+    if (!w->layers.layer_nfwd)
         goto oom;
     for (int32_t l = 0; l < L; l++)
-        w->layer_nfwd[l] = (int32_t)nf[l];
+        w->layers.layer_nfwd[l] = (int32_t)nf[l];
 done:
     free(fwd);
     free(bwd);

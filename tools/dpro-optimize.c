@@ -280,8 +280,9 @@ kernel_samples(const replay *rp, workload_kernel_sample **out)
 static int
 fixed_capped(const workload *w, const workload_options *wo)
 {
-    double want = w->fixed_fit.names > 0 ? w->fixed_fit.c0_ns : wo->kernel_fixed_us * 1000.0;
-    return w->kernel_fixed_ns < want - 0.5;
+    double want =
+        w->fusion.fixed_fit.names > 0 ? w->fusion.fixed_fit.c0_ns : wo->kernel_fixed_us * 1000.0;
+    return w->fusion.kernel_fixed_ns < want - 0.5;
 }
 
 static void
@@ -588,32 +589,34 @@ main(int argc, char **argv)
         json_end_object(&jw);
         json_key(&jw, "models");
         json_begin_object(&jw);
-        json_kv_double(&jw, "kernel_fixed_us", w.kernel_fixed_ns / 1000.0);
-        json_kv_string(&jw, "kernel_fixed_source", w.fixed_fit.names > 0 ? "fit" : "prior");
-        json_kv_int(&jw, "kernel_fixed_names", w.fixed_fit.names);
+        json_kv_double(&jw, "kernel_fixed_us", w.fusion.kernel_fixed_ns / 1000.0);
+        json_kv_string(&jw, "kernel_fixed_source", w.fusion.fixed_fit.names > 0 ? "fit" : "prior");
+        json_kv_int(&jw, "kernel_fixed_names", w.fusion.fixed_fit.names);
         json_kv_bool(&jw, "kernel_fixed_capped", fixed_capped(&w, &wo));
-        json_kv_string(&jw, "partition_bytes", w.layer_grad ? "gradient_sizes" : "backward_time");
-        json_kv_int(&jw, "fusion_chains", w.n_chains);
-        json_kv_int(&jw, "bucket_units", w.n_units);
-        json_kv_int(&jw, "layers", w.n_layers);
-        json_kv_int(&jw, "recompute_sites", w.n_sites);
+        json_kv_string(&jw, "partition_bytes",
+                       w.buckets.layer_grad ? "gradient_sizes" : "backward_time");
+        json_kv_int(&jw, "fusion_chains", w.fusion.n_chains);
+        json_kv_int(&jw, "bucket_units", w.buckets.n_units);
+        json_kv_int(&jw, "layers", w.layers.n_layers);
+        json_kv_int(&jw, "recompute_sites", w.layers.n_sites);
         json_kv_int(&jw, "repaired_event_edges", w.repaired_edges);
-        json_kv_int(&jw, "capture_unqueued_edges", w.capture_unqueued);
-        if (w.n_units > 0 && w.coll_op < COSTMODEL_OPS) {
-            const costmodel_fit *fit =
-                rp.model.op[w.coll_op].fitted ? &rp.model.op[w.coll_op] : &rp.model.all;
+        json_kv_int(&jw, "capture_unqueued_edges", w.capture.unqueued);
+        if (w.buckets.n_units > 0 && w.buckets.coll_op < COSTMODEL_OPS) {
+            const costmodel_fit *fit = rp.model.op[w.buckets.coll_op].fitted
+                                           ? &rp.model.op[w.buckets.coll_op]
+                                           : &rp.model.all;
             json_kv_double(&jw, "collective_alpha_us", fit->alpha_ns / 1000.0);
             json_kv_double(&jw, "collective_beta_gbps", fit->beta_bpns);
         }
         json_end_object(&jw);
         json_key(&jw, "unavailable");
         json_begin_object(&jw);
-        if (w.fusion_why[0])
-            json_kv_string(&jw, "fusion", w.fusion_why);
-        if (w.tensor_why[0])
-            json_kv_string(&jw, "tensor", w.tensor_why);
-        if (w.memory_why[0])
-            json_kv_string(&jw, "memory", w.memory_why);
+        if (w.fusion.why[0])
+            json_kv_string(&jw, "fusion", w.fusion.why);
+        if (w.buckets.why[0])
+            json_kv_string(&jw, "tensor", w.buckets.why);
+        if (w.layers.why[0])
+            json_kv_string(&jw, "memory", w.layers.why);
         json_end_object(&jw);
         json_key(&jw, "strategies");
         json_begin_array(&jw);
@@ -654,28 +657,28 @@ main(int argc, char **argv)
                "other %.0f%%\n",
                100 * sr.cp_host, 100 * sr.cp_short_kernels, 100 * sr.cp_collectives,
                100 * sr.cp_other);
-        if (w.fusion_why[0])
-            printf("operator fusion unavailable: %s\n", w.fusion_why);
-        else if (w.fixed_fit.names > 0)
+        if (w.fusion.why[0])
+            printf("operator fusion unavailable: %s\n", w.fusion.why);
+        else if (w.fusion.fixed_fit.names > 0)
             printf("per-kernel fixed cost: %.2f us, fitted on the launch sizes of %d (rank, "
                    "kernel name) pairs%s\n",
-                   w.kernel_fixed_ns / 1000.0, w.fixed_fit.names,
+                   w.fusion.kernel_fixed_ns / 1000.0, w.fusion.fixed_fit.names,
                    fixed_capped(&w, &wo) ? " (capped at the shortest kernel)" : "");
         else
             printf("per-kernel fixed cost: %.2f us, the prior (--kernel-fixed-us; no kernel "
                    "name with %d launch sizes to fit)%s\n",
-                   w.kernel_fixed_ns / 1000.0, WORKLOAD_FIT_MIN_SIZES,
+                   w.fusion.kernel_fixed_ns / 1000.0, WORKLOAD_FIT_MIN_SIZES,
                    fixed_capped(&w, &wo) ? ", capped at the shortest kernel" : "");
-        if (w.tensor_why[0])
-            printf("tensor fusion unavailable: %s\n", w.tensor_why);
-        else if (w.n_units > 0 && w.layer_grad)
+        if (w.buckets.why[0])
+            printf("tensor fusion unavailable: %s\n", w.buckets.why);
+        else if (w.buckets.n_units > 0 && w.buckets.layer_grad)
             printf("tensor partition: gradient sizes of %d layers from the allocation trace\n",
-                   w.n_layers);
-        else if (w.n_units > 0)
+                   w.layers.n_layers);
+        else if (w.buckets.n_units > 0)
             printf("tensor partition: bytes ready in proportion to backward kernel time (%s)\n",
-                   w.grad_why);
-        if (w.memory_why[0])
-            printf("recomputation unavailable: %s\n", w.memory_why);
+                   w.buckets.grad_why);
+        if (w.layers.why[0])
+            printf("recomputation unavailable: %s\n", w.layers.why);
         printf("search: %lld evaluations in %.2f s (%.0f/s)%s\n\n", (long long)sr.evaluations,
                sr.elapsed_s, evals_per_s, sr.cut_by_budget ? ", cut by --budget-s" : "");
         if (sr.n_top == 0)

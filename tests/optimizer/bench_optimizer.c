@@ -93,7 +93,7 @@ main(int argc, char **argv)
     double t1 = now_s();
     printf("optimizer search: %d ops/iteration/rank, %d graph nodes, %d fusion chains, %d "
            "bucket units\n",
-           ops, g.n_nodes, w.n_chains, w.n_units);
+           ops, g.n_nodes, w.fusion.n_chains, w.buckets.n_units);
     printf("  setup (generate + analyze): %.2f s\n", t1 - t0);
     search_result r;
     memset(&r, 0, sizeof r);

@@ -116,9 +116,9 @@ test_fusion(void)
     memset(&res, 0, sizeof res);
     CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
     /* one chain of three short kernels per iteration (the lone one is no chain) */
-    CHECK_EQ_U(w.n_chains, 4);
-    CHECK_EQ_U(w.chain_kernels, 12);
-    CHECK(fabs(w.kernel_fixed_ns - 3 * US) < 1);
+    CHECK_EQ_U(w.fusion.n_chains, 4);
+    CHECK_EQ_U(w.fusion.chain_kernels, 12);
+    CHECK(fabs(w.fusion.kernel_fixed_ns - 3 * US) < 1);
     /* device-bound: 100 + 30 + 100 + 10 us, then the sync and the next launch */
     double base = w.base_iter_ns;
     CHECK(base > 240 * US && base < 260 * US);
@@ -217,7 +217,7 @@ test_capture_wakeups(void)
     CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
     CHECK_EQ_U(g.n_nodes, nodes); /* the optimizer adds no nodes of its own */
     CHECK(w.bwd_thread[0] == 1 && w.main_thread[0] == 0);
-    CHECK(w.capture == NULL); /* no launch queue */
+    CHECK(w.capture.g == NULL); /* no launch queue */
     /* host-bound: 5 + 200 + 10 (the backward's calls) + 200 + 1 us */
     double base = w.base_iter_ns;
     CHECK(fabs(base - 416 * US) < 2 * US);
@@ -265,7 +265,7 @@ test_idle_wake_and_median_iteration(void)
     CHECK(workload_analyze(&w, &g, &res, 1, 20, NULL, NULL, -1, NULL) == 0);
     /* durations: 1..20 us less the one replaced by the stall, 2000, and the others' 50:
      * sorted 1, 2, 3, 5, 6, 7, ...: the sixth (index n_sync / 4 = 5) is 7 us */
-    CHECK(w.idle_wake_dur[sync[5]] == 7 * US);
+    CHECK(w.capture.idle_wake_dur[sync[5]] == 7 * US);
     /* an iteration is 416 us plus its closing wake-up over 1 us: the median lies within
      * 420..440 us (the mean, with the 2 ms stall, would be over 500 us) */
     CHECK(w.base_iter_ns > 420 * US && w.base_iter_ns < 440 * US);
@@ -298,7 +298,7 @@ test_capture_stall(void)
     sim_result res;
     memset(&res, 0, sizeof res);
     CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
-    CHECK(w.idle_wake_dur[stalled] == 1 * US);
+    CHECK(w.capture.idle_wake_dur[stalled] == 1 * US);
     CHECK(fabs(w.base_iter_ns - (416 + 999 / 2.0) * US) < 2 * US);
     strategy_plan p;
     strategy_plan_baseline(&p);
@@ -376,8 +376,8 @@ test_capture_queue(void)
     sim_result res;
     memset(&res, 0, sizeof res);
     CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
-    CHECK(w.capture != NULL);
-    CHECK_EQ_U(w.capture_unqueued, 4 * 4);
+    CHECK(w.capture.g != NULL);
+    CHECK_EQ_U(w.capture.unqueued, 4 * 4);
     /* the copy's call waits for the queue: launch 5 returns when kernel 3 ends (~207 us),
      * the copy then takes 2 + 250 us, the synchronisation 1 us */
     double base = w.base_iter_ns;
@@ -387,7 +387,7 @@ test_capture_queue(void)
     p.cuda_graph = 1;
     strategy_eval e;
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
-    CHECK(w.g == w.capture);
+    CHECK(w.g == w.capture.g);
     /* one graph launch: the copy's call is not held (its copy overlaps the kernels);
      * the six kernels back to back take 300 us, the synchronisation 1 us */
     CHECK(fabs(e.iter_ns - 301 * US) < 3 * US);
@@ -444,8 +444,8 @@ test_tensor(void)
     sim_result res;
     memset(&res, 0, sizeof res);
     CHECK(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
-    CHECK_EQ_U(w.n_units, 8);
-    CHECK(w.tensor_why[0] == 0);
+    CHECK_EQ_U(w.buckets.n_units, 8);
+    CHECK(w.buckets.why[0] == 0);
     strategy_plan p;
     strategy_plan_baseline(&p);
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 0); /* as measured */
@@ -526,7 +526,7 @@ test_partition(void)
     sim_result res;
     memset(&res, 0, sizeof res);
     CHECK(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
-    CHECK_EQ_U(w.n_units, 1);
+    CHECK_EQ_U(w.buckets.n_units, 1);
     CHECK(strategy_tensor_available(&w));
     strategy_plan p;
     strategy_plan_baseline(&p);
@@ -556,7 +556,8 @@ test_partition(void)
             sum += part.grp_bytes[k];
             chunks++;
             CHECK_EQ_U(part.grp_bytes[k], 1 << 20);
-            CHECK(part.grp_dur[k] == costmodel_predict(&m, w.coll_op, w.coll_nranks, 1 << 20));
+            CHECK(part.grp_dur[k] ==
+                  costmodel_predict(&m, w.buckets.coll_op, w.buckets.coll_nranks, 1 << 20));
             /* the chunk's participants: one per rank, each gated by the kernel at which
              * its bytes are ready, launched by a copy of the hook's calls */
             int32_t members = 0;
@@ -708,22 +709,22 @@ test_fixed_cost_fit(void)
     sim_result res;
     memset(&res, 0, sizeof res);
     CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
-    CHECK_EQ_U(w.fixed_fit.names, 2);
-    CHECK(fabs(w.kernel_fixed_ns - 3000) < 0.05 * 3000);
+    CHECK_EQ_U(w.fusion.fixed_fit.names, 2);
+    CHECK(fabs(w.fusion.kernel_fixed_ns - 3000) < 0.05 * 3000);
     CHECK(w.opt.kernel_samples == NULL);
     strategy_plan p;
     strategy_plan_baseline(&p);
     p.fuse = 1;
     strategy_eval e;
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
-    CHECK(fabs((w.base_iter_ns - e.iter_ns) - 2 * w.kernel_fixed_ns) < 0.5 * US);
+    CHECK(fabs((w.base_iter_ns - e.iter_ns) - 2 * w.fusion.kernel_fixed_ns) < 0.5 * US);
     workload_free(&w);
     /* nothing to fit: the prior */
     o.n_kernel_samples = 60;
     o.kernel_samples = s + n - 60;
     CHECK(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
-    CHECK_EQ_U(w.fixed_fit.names, 0);
-    CHECK(fabs(w.kernel_fixed_ns - 1 * US) < 1);
+    CHECK_EQ_U(w.fusion.fixed_fit.names, 0);
+    CHECK(fabs(w.fusion.kernel_fixed_ns - 1 * US) < 1);
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
@@ -889,10 +890,10 @@ test_partition_gradients(void)
         dfg work;
         CHECK(dfg_clone(&work, &g) == 0);
         CHECK(workload_analyze(&w, &work, &res, 1, 1, &m, &mem, 0, NULL) == 0);
-        CHECK_EQ_U(w.n_units, 1);
-        CHECK_EQ_U(w.n_layers, 4);
-        CHECK(with_sizes ? w.layer_grad != NULL : w.layer_grad == NULL);
-        CHECK(with_sizes ? !w.grad_why[0] : w.grad_why[0] != 0);
+        CHECK_EQ_U(w.buckets.n_units, 1);
+        CHECK_EQ_U(w.layers.n_layers, 4);
+        CHECK(with_sizes ? w.buckets.layer_grad != NULL : w.buckets.layer_grad == NULL);
+        CHECK(with_sizes ? !w.buckets.grad_why[0] : w.buckets.grad_why[0] != 0);
         strategy_plan p;
         strategy_plan_baseline(&p);
         p.bucket_cap = p.first_cap = 3; /* 2 MiB: 4 buckets, 3 inside the span */
