@@ -60,6 +60,7 @@
 #include <stdio.h>
 
 #include "json_writer.h"
+#include "optimizer/framework.h"
 #include "optimizer/workload.h"
 #include "replay/sim.h"
 
@@ -142,19 +143,13 @@ void strategy_describe(const workload *w, const strategy_plan *p, char *buf, siz
  * be NULL, then bucket plans are "tensor_fusion"). */
 void strategy_kind(const workload *w, const strategy_plan *p, char *buf, size_t len);
 
-/* Writes the knobs object of p: DDP / ddp-sim option names to values, and
- * "ddp_sim_args", the same as ddp-sim command-line options. batch (> 0: the per-rank
- * batch of the profiled run) lets accumulation state the micro-batch. */
+/* Writes the knobs object of p: the knobs' names to values, and under fw->args_key the
+ * same as the framework's options (framework.h). batch (> 0: the per-rank batch of the
+ * profiled run) lets accumulation state the micro-batch. */
 void strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
-                          json_writer *jw);
+                          const framework_profile *fw, json_writer *jw);
 
-/* Parses ddp-sim style options ("--bucket-mb 25 --first-bucket-mb 1 --fuse-small
- * --cuda-graph --recompute 0-3,7 --accum-steps 2"; --batch is ignored) into *p (a
- * bucket cap takes the nearest cap of strategy_bucket_caps_mb). Returns 0, or -1 on an
- * unknown option or a bad value. */
-int strategy_parse_args(const char *args, strategy_plan *p);
-
-/* The ddp-sim options of p into buf (empty for the baseline). */
-void strategy_ddp_sim_args(const strategy_plan *p, int32_t batch, char *buf, size_t len);
+/* The recomputed layers of p as a list of ranges ("0-3,7") into buf. */
+void strategy_layer_list(const strategy_plan *p, char *buf, size_t len);
 
 #endif

@@ -498,7 +498,7 @@ main(int argc, char **argv)
     }
     if (what_if) {
         strategy_plan wp;
-        if (strategy_parse_args(what_if, &wp) != 0) {
+        if (framework_default()->parse_args(what_if, &wp) != 0) {
             fprintf(stderr, "dpro-optimize: bad --what-if '%s'\n", what_if);
             status = 2;
             goto out;
@@ -628,7 +628,7 @@ main(int argc, char **argv)
             strategy_describe(&w, &sc->plan, buf, sizeof buf);
             json_kv_string(&jw, "description", buf);
             json_key(&jw, "knobs");
-            strategy_write_knobs(&w, &sc->plan, so.batch, &jw);
+            strategy_write_knobs(&w, &sc->plan, so.batch, framework_default(), &jw);
             json_kv_double(&jw, "predicted_iter_us", sc->eval.iter_ns / 1000.0);
             json_kv_double(&jw, "predicted_speedup", sr.baseline.eval.iter_ns / sc->eval.iter_ns);
             json_key(&jw, "peak_memory_bytes");
@@ -695,8 +695,8 @@ main(int argc, char **argv)
             if (sc->plan.accum_k > 1)
                 printf("   each extra micro-batch: device %.1f us, host %.1f us\n",
                        sc->eval.micro_device_ns / 1000.0, sc->eval.micro_host_ns / 1000.0);
-            strategy_ddp_sim_args(&sc->plan, so.batch, buf, sizeof buf);
-            printf("   ddp-sim: %s\n", buf);
+            framework_default()->format_args(&sc->plan, so.batch, buf, sizeof buf);
+            printf("   %s: %s\n", framework_default()->name, buf);
         }
     }
     status = 0;

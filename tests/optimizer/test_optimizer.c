@@ -145,7 +145,7 @@ test_fusion(void)
     strategy_kind(&w, &p, kind, sizeof kind);
     CHECK(!strcmp(kind, "operator_fusion"));
     char args[128];
-    strategy_ddp_sim_args(&p, 0, args, sizeof args);
+    framework_ddp_sim.format_args(&p, 0, args, sizeof args);
     CHECK(!strcmp(args, "--fuse-small"));
     workload_free(&w);
     sim_result_free(&res);
@@ -470,17 +470,17 @@ test_tensor(void)
     CHECK(strategy_evaluate(&w, &p, &res, &e8) == 0);
     CHECK(e1.iter_ns > 0 && e8.iter_ns > 0 && e1.iter_ns != e8.iter_ns);
     strategy_plan q;
-    CHECK(strategy_parse_args("--bucket-mb 25 --first-bucket-mb 1 --recompute 1-3,5 "
-                              "--accum-steps 2 --batch 16",
-                              &q) == 0);
+    CHECK(framework_ddp_sim.parse_args("--bucket-mb 25 --first-bucket-mb 1 --recompute 1-3,5 "
+                                       "--accum-steps 2 --batch 16",
+                                       &q) == 0);
     CHECK(strategy_bucket_caps_mb[q.bucket_cap] == 25);
     CHECK(strategy_bucket_caps_mb[q.first_cap] == 1);
     CHECK(q.accum_k == 2 && strategy_n_recomputed(&q) == 4 && strategy_recomputes(&q, 5));
     char args[256];
-    strategy_ddp_sim_args(&q, 32, args, sizeof args);
+    framework_ddp_sim.format_args(&q, 32, args, sizeof args);
     CHECK(!strcmp(args, "--bucket-mb 25 --first-bucket-mb 1 --recompute 1-3,5 "
                         "--accum-steps 2 --batch 16"));
-    CHECK(strategy_parse_args("--bogus", &q) != 0);
+    CHECK(framework_ddp_sim.parse_args("--bogus", &q) != 0);
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
