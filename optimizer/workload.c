@@ -206,7 +206,8 @@ repair_event_edges(workload *w)
         if (g->kind[g->esrc[i]] != DFG_HOST && g->kind[g->edst[i]] != DFG_HOST)
             return 0; /* the builder resolved them */
     for (int32_t h = 0; h < g->n_nodes; h++)
-        records += g->kind[h] == DFG_HOST && alive(g, h) && name_has(g, h, "EventRecord");
+        records +=
+            g->kind[h] == DFG_HOST && alive(g, h) && api_class(g, h) == DPRO_API_CLASS_EVENT_RECORD;
     if (records == 0)
         return 0;
     /* the typical launch latency of each rank (median over its kernels): a waiting op's
@@ -234,10 +235,10 @@ repair_event_edges(workload *w)
         if (g->res_kind[q] != DFG_RES_THREAD)
             continue;
         for (int32_t h = g->res_first[q]; h >= 0; h = g->next_on_res[h]) {
-            if (!name_has(g, h, "StreamWaitEvent"))
+            if (api_class(g, h) != DPRO_API_CLASS_STREAM_WAIT)
                 continue;
             int32_t rec = g->prev_on_res[h];
-            if (rec < 0 || !name_has(g, rec, "EventRecord"))
+            if (rec < 0 || api_class(g, rec) != DPRO_API_CLASS_EVENT_RECORD)
                 continue;
             int32_t nx = g->next_on_res[h];
             while (nx >= 0 && g->launched_off[nx + 1] == g->launched_off[nx])

@@ -129,7 +129,8 @@ workload_find_units(workload *w, rank_info *ri)
         slot[1] = slot[2] = -1;
         int32_t p = g->prev_on_res[h];
         for (int k = 1; k < 3 && p >= 0; k++, p = g->prev_on_res[p])
-            if (name_has(g, p, "EventRecord") || name_has(g, p, "StreamWaitEvent"))
+            if (api_class(g, p) == DPRO_API_CLASS_EVENT_RECORD ||
+                api_class(g, p) == DPRO_API_CLASS_STREAM_WAIT)
                 slot[k] = p;
             else
                 break;

@@ -79,7 +79,9 @@ workload_step_call_of(const workload *w, int32_t h)
     int32_t nb = dfg_iterations(g, r, &bn);
     if (w->iter[h] < nb && bn[w->iter[h]] == h)
         return 0; /* opens the iteration: the graph launch */
-    if (g->res[h] == w->bwd_thread[r] || name_has(g, h, "Event"))
+    dpro_api_class cls = api_class(g, h);
+    if (g->res[h] == w->bwd_thread[r] || cls == DPRO_API_CLASS_EVENT_RECORD ||
+        cls == DPRO_API_CLASS_STREAM_WAIT || cls == DPRO_API_CLASS_EVENT_SYNC)
         return 1;
     for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
         int32_t d = g->launched[i];

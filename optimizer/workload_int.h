@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "dprotrace.h"
 #include "optimizer/workload.h"
 
 #define NS_PER_US 1000.0
@@ -24,10 +25,13 @@ alive(const dfg *g, int32_t n)
     return !(g->flags[n] & DFG_F_REMOVED);
 }
 
-static inline int
-name_has(const dfg *g, int32_t n, const char *part)
+/* The dpro_api_class of host node n's call, from its name (every spelling: _ptsz, _v2,
+ * driver, HIP; libdprotrace decides). */
+static inline dpro_api_class
+api_class(const dfg *g, int32_t n)
 {
-    return strstr(dfg_name(g, g->name[n]), part) != NULL;
+    return g->kind[n] == DFG_HOST ? dpro_api_classify(dfg_name(g, g->name[n]))
+                                  : DPRO_API_CLASS_OTHER;
 }
 
 /* Per-rank facts gathered on the way. */

@@ -11,38 +11,6 @@
 #include "build_int.h"
 #include "hmap.h"
 
-/* What a host API call means for dependencies. */
-enum api_class {
-    API_OTHER = 0,
-    API_EVENT_RECORD,
-    API_STREAM_WAIT_EVENT,
-    API_EVENT_SYNC,
-    API_STREAM_SYNC,
-    API_DEVICE_SYNC,
-    API_MEMCPY_BLOCKING,
-};
-
-static int
-classify_api(const char *name)
-{
-    if (!strcmp(name, "cudaEventRecord") || !strcmp(name, "cudaEventRecordWithFlags") ||
-        !strncmp(name, "cuEventRecord", 13))
-        return API_EVENT_RECORD;
-    if (!strcmp(name, "cudaStreamWaitEvent") || !strncmp(name, "cuStreamWaitEvent", 17))
-        return API_STREAM_WAIT_EVENT;
-    if (!strcmp(name, "cudaEventSynchronize") || !strcmp(name, "cuEventSynchronize"))
-        return API_EVENT_SYNC;
-    if (!strcmp(name, "cudaStreamSynchronize") || !strncmp(name, "cuStreamSynchronize", 19))
-        return API_STREAM_SYNC;
-    if (!strcmp(name, "cudaDeviceSynchronize") || !strcmp(name, "cuCtxSynchronize") ||
-        !strcmp(name, "cudaThreadSynchronize"))
-        return API_DEVICE_SYNC;
-    if ((!strncmp(name, "cudaMemcpy", 10) || !strncmp(name, "cuMemcpy", 8)) &&
-        !strstr(name, "Async") && !strstr(name, "ToSymbol") && !strstr(name, "FromSymbol"))
-        return API_MEMCPY_BLOCKING;
-    return API_OTHER;
-}
-
 int64_t
 build_collective_bytes(const dpro_event *ev, int32_t nranks)
 {
@@ -128,7 +96,6 @@ typedef struct rank_ctx {
     int64_t shift; /* local -> graph time: + offset - t0 */
     hmap thread_res, stream_res, corr_host, coll_meta, event_op, joined;
     int32_t *local_name;   /* rank string id -> graph string id (0: not yet) */
-    uint8_t *api_cls;      /* rank string id -> enum api_class + 1 (0: not yet) */
     uint8_t *coll_is_host; /* by event: a collective that is a host call (rank_collectives) */
     uint32_t n_strings;
     int32_t *node_of_event;
@@ -155,19 +122,6 @@ graph_name(rank_ctx *c, uint32_t id)
     if (id <= c->n_strings && gid > 0)
         c->local_name[id] = gid;
     return gid;
-}
-
-static int
-api_class_of(rank_ctx *c, uint32_t id)
-{
-    if (id == 0)
-        return API_OTHER;
-    if (id <= c->n_strings && c->api_cls[id])
-        return c->api_cls[id] - 1;
-    int cls = classify_api(dpro_reader_string(c->jr->reader, id));
-    if (id <= c->n_strings)
-        c->api_cls[id] = (uint8_t)(cls + 1);
-    return cls;
 }
 
 static int32_t
@@ -258,10 +212,9 @@ rank_ctx_init(rank_ctx *c)
     int rc = 0;
     c->n_strings = dpro_reader_string_count(jr->reader);
     c->local_name = calloc((size_t)c->n_strings + 1, sizeof *c->local_name);
-    c->api_cls = calloc((size_t)c->n_strings + 1, 1);
     c->node_of_event = malloc((ne ? ne : 1) * sizeof *c->node_of_event);
     c->coll_is_host = calloc(ne ? ne : 1, 1);
-    if (!c->local_name || !c->api_cls || !c->node_of_event || !c->coll_is_host)
+    if (!c->local_name || !c->node_of_event || !c->coll_is_host)
         rc = -1;
     if (rc == 0 && (hmap_init(&c->thread_res, 16) || hmap_init(&c->stream_res, 16) ||
                     hmap_init(&c->corr_host, ne / 2 + 16) || hmap_init(&c->coll_meta, 256) ||
@@ -486,18 +439,19 @@ rank_call_edges(rank_ctx *c, hmap *last_record, const dpro_event *e, size_t i, i
     int32_t n_res_rank = g->n_res - c->first_res;
     int32_t sres = -1;
     int rc = 0;
-    if (cls == API_EVENT_RECORD || cls == API_STREAM_WAIT_EVENT || cls == API_STREAM_SYNC) {
+    if (cls == DPRO_API_CLASS_EVENT_RECORD || cls == DPRO_API_CLASS_STREAM_WAIT ||
+        cls == DPRO_API_CLASS_STREAM_SYNC) {
         sres = hmap_get(&c->stream_res, e->stream, -1);
         if (sres >= 0)
             sres -= c->first_res;
     }
     switch (cls) {
-    case API_EVENT_RECORD:
+    case DPRO_API_CLASS_EVENT_RECORD:
         if (hmap_put(&c->event_op, e->object, sres >= 0 ? c->last_launched[sres] : -1) != 0 ||
             hmap_put(last_record, e->thread, (int32_t)i) != 0)
             rc = -1;
         break;
-    case API_STREAM_WAIT_EVENT: {
+    case DPRO_API_CLASS_STREAM_WAIT: {
         uint64_t ev_obj = e->object;
         if (ev_obj == 0) {
             int32_t ri = hmap_get(last_record, e->thread, -1);
@@ -508,7 +462,7 @@ rank_call_edges(rank_ctx *c, hmap *last_record, const dpro_event *e, size_t i, i
             rc = add_pending(c, sres, op);
         break;
     }
-    case API_EVENT_SYNC: {
+    case DPRO_API_CLASS_EVENT_SYNC: {
         int32_t op = hmap_get(&c->event_op, e->object, -1);
         if (op >= 0) {
             rc = dfg_add_edge(g, op, h);
@@ -516,20 +470,20 @@ rank_call_edges(rank_ctx *c, hmap *last_record, const dpro_event *e, size_t i, i
         }
         break;
     }
-    case API_STREAM_SYNC:
+    case DPRO_API_CLASS_STREAM_SYNC:
         if (sres >= 0 && c->last_launched[sres] >= 0) {
             rc = dfg_add_edge(g, c->last_launched[sres], h);
             g->flags[h] |= DFG_F_BLOCKING;
         }
         break;
-    case API_DEVICE_SYNC:
+    case DPRO_API_CLASS_DEVICE_SYNC:
         for (int32_t q = 0; q < n_res_rank && rc == 0; q++)
             if (c->last_launched[q] >= 0) {
                 rc = dfg_add_edge(g, c->last_launched[q], h);
                 g->flags[h] |= DFG_F_BLOCKING;
             }
         break;
-    case API_MEMCPY_BLOCKING:
+    case DPRO_API_CLASS_MEMCPY:
         for (int32_t d = c->first_dev[h - c->first_node]; d >= 0 && rc == 0;
              d = g->next_in_group[d]) {
             rc = dfg_add_edge(g, d, h);
@@ -580,7 +534,8 @@ rank_dependencies(rank_ctx *c)
             }
         }
         if (rc == 0 && e->kind == DPRO_KIND_API)
-            rc = rank_call_edges(c, &last_record, e, i, h, api_class_of(c, e->name));
+            rc = rank_call_edges(c, &last_record, e, i, h,
+                                 dpro_reader_api_class(jr->reader, e->name));
     }
     hmap_free(&last_record);
     return rc;
@@ -679,7 +634,6 @@ rank_ctx_free(rank_ctx *c)
     hmap_free(&c->event_op);
     hmap_free(&c->joined);
     free(c->local_name);
-    free(c->api_cls);
     free(c->node_of_event);
     free(c->coll_is_host);
     free(c->first_dev);
