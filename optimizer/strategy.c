@@ -316,7 +316,7 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
         for (int32_t l = 0; l < L; l++)
             rc[l] = (uint8_t)strategy_recomputes(p, l);
         out->peak_bytes =
-            memest_predict(&w->layers.mem, L > 0 ? rc : NULL, w->opt.recompute_keep, p->accum_k);
+            memest_predict(&w->layers.mem, L > 0 ? rc : NULL, L, w->opt.recompute_keep, p->accum_k);
     }
     return 0;
 }

@@ -51,14 +51,34 @@ test_memest(void)
     CHECK_EQ_U(m.backward_bytes, 2 << 20);
     CHECK_EQ_U(m.peak_bytes, (4 + 4 + 10 + 20 + 30 + 8) << 20); /* the transient is gone */
     /* steady: static + optimizer + activations */
-    int64_t base = memest_predict(&m, NULL, 0.125, 1);
+    int64_t base = memest_predict(&m, NULL, 0, 0.125, 1);
     CHECK_EQ_U(base, (8 + 8 + 60) << 20);
     /* accumulation over 2: activations halved (5, 10, 15 MiB, rounded to 2 MiB) */
-    CHECK_EQ_U(memest_predict(&m, NULL, 0.125, 2), (16 + 6 + 10 + 16) << 20);
+    CHECK_EQ_U(memest_predict(&m, NULL, 0, 0.125, 2), (16 + 6 + 10 + 16) << 20);
     /* recompute layer 2: keeps 30/8 = 3.75 -> 4 MiB; during its backward it rebuilds
      * 30 MiB on top of layers 0..2's share: 10 + 20 + 4 + 30 = 64 > 34 */
     uint8_t rc[3] = {0, 0, 1};
-    CHECK_EQ_U(memest_predict(&m, rc, 0.125, 1), (16 + 64) << 20);
+    CHECK_EQ_U(memest_predict(&m, rc, 3, 0.125, 1), (16 + 64) << 20);
+    /* flags for fewer layers than the estimate has: the layers past them are not
+     * recomputed, whatever lies beyond the flags (a trace of more than
+     * STRATEGY_MAX_LAYERS layers read past a plan's flags: four answers for one seed) */
+    uint8_t two[3] = {0, 0, 1}; /* only two[0..1] are flags */
+    CHECK_EQ_U(memest_predict(&m, two, 2, 0.125, 1), base);
+    memest many;
+    memset(&many, 0, sizeof many);
+    many.n_layers = STRATEGY_MAX_LAYERS + 100;
+    many.act_bytes = calloc((size_t)many.n_layers, sizeof *many.act_bytes);
+    many.act_time = calloc((size_t)many.n_layers, sizeof *many.act_time);
+    uint8_t *flags = malloc((size_t)many.n_layers);
+    CHECK(many.act_bytes && many.act_time && flags);
+    for (int32_t l = 0; l < many.n_layers; l++) {
+        many.act_bytes[l] = 4 << 20;
+        flags[l] = l >= STRATEGY_MAX_LAYERS; /* past the plan's flags */
+    }
+    int64_t none = memest_predict(&many, NULL, 0, 0.125, 1);
+    CHECK_EQ_U(memest_predict(&many, flags, STRATEGY_MAX_LAYERS, 0.125, 1), none);
+    free(flags);
+    memest_free(&many);
     CHECK(memest_round_block(1) == 512);
     CHECK(memest_round_block((1 << 20) + 1) == (2 << 20));
     memest_free(&m);
