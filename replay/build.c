@@ -14,15 +14,63 @@
 int64_t
 build_collective_bytes(const dpro_event *ev, int32_t nranks)
 {
-    int64_t b = (int64_t)ev->bytes;
-    int sz = costmodel_dtype_size(ev->dtype);
-    if (ev->count > 0 && sz > 0)
-        b = (int64_t)ev->count * sz;
-    if (ev->count > 0 &&
+    /* count x element size x ranks in checked arithmetic: an input may claim any
+     * count (saturates at INT64_MAX; build_check_input refuses such events first) */
+    int64_t b = ev->bytes > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)ev->bytes;
+    int64_t sz = (int64_t)dpro_nccl_dtype_size(ev->dtype);
+    int64_t count = ev->count > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)ev->count;
+    if (count > 0 && sz > 0 && __builtin_mul_overflow(count, sz, &b))
+        b = INT64_MAX;
+    if (count > 0 &&
         (ev->subkind == DPRO_COLL_ALLGATHER || ev->subkind == DPRO_COLL_REDUCESCATTER ||
-         ev->subkind == DPRO_COLL_ALLTOALL))
-        b *= nranks > 0 ? nranks : 1;
+         ev->subkind == DPRO_COLL_ALLTOALL) &&
+        __builtin_mul_overflow(b, (int64_t)(nranks > 0 ? nranks : 1), &b))
+        b = INT64_MAX;
     return b;
+}
+
+/* Whether local time t (ns) plus shift lands in [-BUILD_TIME_LIMIT, BUILD_TIME_LIMIT]. */
+static int
+time_fits(uint64_t t, int64_t shift)
+{
+    int64_t v;
+    return t <= (uint64_t)BUILD_TIME_LIMIT && !__builtin_add_overflow((int64_t)t, shift, &v) &&
+           v <= BUILD_TIME_LIMIT && v >= -BUILD_TIME_LIMIT;
+}
+
+int
+build_check_input(const job *j, const int64_t *offset_ns, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    for (int32_t r = 0; r < j->n_ranks && rc == 0; r++) {
+        const job_rank *jr = &j->ranks[r];
+        int64_t off = offset_ns ? offset_ns[r] : 0;
+        for (size_t i = 0; i < jr->n_events && rc == 0; i++) {
+            const dpro_event *e = &jr->events[i];
+            if (e->kind != DPRO_KIND_API && e->kind != DPRO_KIND_COLLECTIVE &&
+                e->kind != DPRO_KIND_MARKER && !is_device_kind(e->kind))
+                continue;
+            if (!time_fits(e->start_ns, off) || (e->end_ns && !time_fits(e->end_ns, off))) {
+                snprintf(errbuf, errlen,
+                         "%s: event %zu (%s): its times (%llu .. %llu ns) plus the rank's clock "
+                         "offset (%lld ns) leave the range of a replay time (+-%lld ns)",
+                         jr->path ? jr->path : "?", i, dpro_kind_name(e->kind),
+                         (unsigned long long)e->start_ns, (unsigned long long)e->end_ns,
+                         (long long)off, (long long)BUILD_TIME_LIMIT);
+                rc = -1;
+            } else if (e->kind == DPRO_KIND_COLLECTIVE &&
+                       build_collective_bytes(e, j->n_ranks) > BUILD_BYTES_LIMIT) {
+                snprintf(errbuf, errlen,
+                         "%s: event %zu (collective %s): %llu elements of %zu bytes is more "
+                         "than a collective moves (at most %lld bytes)",
+                         jr->path ? jr->path : "?", i, dpro_coll_op_name(e->subkind),
+                         (unsigned long long)e->count, dpro_nccl_dtype_size(e->dtype),
+                         (long long)BUILD_BYTES_LIMIT);
+                rc = -1;
+            }
+        }
+    }
+    return rc;
 }
 
 int64_t
