@@ -3,8 +3,11 @@
 noinst_LTLIBRARIES += optimizer/libdproopt.la
 optimizer_libdproopt_la_SOURCES = \
 	optimizer/memest.c optimizer/memest.h \
-	optimizer/workload.c optimizer/workload.h \
+	optimizer/workload.c optimizer/workload.h optimizer/workload_int.h \
+	optimizer/workload_fit.c optimizer/workload_fusion.c optimizer/workload_buckets.c \
+	optimizer/workload_layers.c optimizer/workload_capture.c \
 	optimizer/strategy.c optimizer/strategy.h \
+	optimizer/framework.h optimizer/framework_ddp_sim.c \
 	optimizer/partition.c optimizer/partition.h \
 	optimizer/search.c optimizer/search.h
 optimizer_libdproopt_la_CFLAGS = $(AM_CFLAGS) -O2

@@ -136,7 +136,8 @@ memest_round_block(int64_t bytes)
 }
 
 int64_t
-memest_predict(const memest *m, const uint8_t *recompute, double keep_fraction, int32_t accum_k)
+memest_predict(const memest *m, const uint8_t *recompute, int32_t n_recompute, double keep_fraction,
+               int32_t accum_k)
 {
     if (accum_k < 1)
         accum_k = 1;
@@ -146,7 +147,7 @@ memest_predict(const memest *m, const uint8_t *recompute, double keep_fraction, 
     int64_t kept = 0, worst = 0;
     for (int32_t l = 0; l < m->n_layers; l++) {
         int64_t act = m->act_bytes[l] / accum_k;
-        int rc = recompute && recompute[l];
+        int rc = recompute && l < n_recompute && recompute[l];
         int64_t keep = memest_round_block(rc ? (int64_t)((double)act * keep_fraction) : act);
         kept += keep;
         if (rc) {
@@ -157,7 +158,7 @@ memest_predict(const memest *m, const uint8_t *recompute, double keep_fraction, 
                 worst = during;
         }
     }
-    if (accum_k == 1 && !recompute && m->n_layers == 0)
+    if (accum_k == 1 && (!recompute || n_recompute <= 0) && m->n_layers == 0)
         return m->peak_bytes;
     return base + (kept > worst ? kept : worst);
 }

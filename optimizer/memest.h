@@ -74,10 +74,11 @@ void memest_free(memest *m);
 /* Rounds a request as PyTorch's caching allocator rounds a block. */
 int64_t memest_round_block(int64_t bytes);
 
-/* Predicted steady peak in bytes (see above). recompute (m->n_layers flags, may be
- * NULL: none), keep_fraction (0..1] of a recomputed layer's activations kept, accum_k
- * >= 1 micro-batches per step. */
-int64_t memest_predict(const memest *m, const uint8_t *recompute, double keep_fraction,
-                       int32_t accum_k);
+/* Predicted steady peak in bytes (see above). recompute: n_recompute flags, for layers
+ * 0 .. n_recompute-1 (may be NULL: none); layers past them are not recomputed (a plan
+ * names at most STRATEGY_MAX_LAYERS layers, a trace may have more). keep_fraction (0..1]
+ * of a recomputed layer's activations kept, accum_k >= 1 micro-batches per step. */
+int64_t memest_predict(const memest *m, const uint8_t *recompute, int32_t n_recompute,
+                       double keep_fraction, int32_t accum_k);
 
 #endif

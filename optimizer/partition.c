@@ -22,8 +22,8 @@ static int
 tensor_ready(const workload *w, const strategy_plan *p)
 {
     return p->bucket_cap >= 0 && p->bucket_cap < strategy_n_bucket_caps &&
-           p->first_cap < strategy_n_bucket_caps && w->n_units >= 1 && w->model &&
-           !w->tensor_why[0];
+           p->first_cap < strategy_n_bucket_caps && w->buckets.n_units >= 1 && w->buckets.model &&
+           !w->buckets.why[0];
 }
 
 static int64_t
@@ -51,9 +51,9 @@ pack(const workload *w, const strategy_plan *p, pchunk *out, int *splits)
         }                                                                                          \
         n++;                                                                                       \
     } while (0)
-    for (int32_t u = 0; u < w->n_units; u++) {
-        int64_t b = w->unit_bytes[u];
-        int last = u == w->n_units - 1;
+    for (int32_t u = 0; u < w->buckets.n_units; u++) {
+        int64_t b = w->buckets.unit_bytes[u];
+        int last = u == w->buckets.n_units - 1;
         if (b <= cap) {
             cur += b;
             if (cur >= cap || last) {
@@ -131,7 +131,7 @@ layout_build(const workload *w, layout *L)
 {
     const dfg *g = w->g;
     memset(L, 0, sizeof *L);
-    L->n_units = w->n_units;
+    L->n_units = w->buckets.n_units;
     for (int32_t r = 0; r < g->n_ranks; r++) {
         const int32_t *bn;
         int32_t nb = dfg_iterations(g, r, &bn);
@@ -152,7 +152,7 @@ layout_build(const workload *w, layout *L)
     for (int32_t n = 0; n < g->n_nodes; n++)
         L->gate[n] = -1;
     for (int32_t q = 0; q < g->n_groups && q < w->n_groups; q++) {
-        int32_t u = w->group_unit[q];
+        int32_t u = w->buckets.group_unit[q];
         if (u < 0)
             continue;
         for (int32_t c = g->grp_first[q]; c >= 0; c = g->next_in_group[c]) {
@@ -167,7 +167,7 @@ layout_build(const workload *w, layout *L)
         int32_t s = g->esrc[e], d = g->edst[e];
         if (d >= w->n_nodes || s >= w->n_nodes || !alive(g, s) || !alive(g, d))
             continue;
-        if (g->kind[d] != DFG_COLL || g->group[d] < 0 || w->group_unit[g->group[d]] < 0)
+        if (g->kind[d] != DFG_COLL || g->group[d] < 0 || w->buckets.group_unit[g->group[d]] < 0)
             continue;
         if (g->kind[s] != DFG_KERNEL || !w->on_compute[s] || dfg_rank(g, s) != dfg_rank(g, d))
             continue;
@@ -186,13 +186,15 @@ layout_build(const workload *w, layout *L)
 static int
 span_by_gradients(const workload *w, layout *L, int32_t n, int32_t u)
 {
-    if (!w->layer_grad || !w->unit_lo || !w->layer_nfwd || u < 0 || u >= w->n_units)
+    if (!w->buckets.layer_grad || !w->buckets.unit_lo || !w->layers.layer_nfwd || u < 0 ||
+        u >= w->buckets.n_units)
         return 0;
-    int32_t hi = (u == 0 ? w->n_layers : w->unit_lo[u - 1]) - 1, lo = w->unit_lo[u];
+    int32_t hi = (u == 0 ? w->layers.n_layers : w->buckets.unit_lo[u - 1]) - 1,
+            lo = w->buckets.unit_lo[u];
     double tot_nf = 0, tot_b = 0;
     for (int32_t l = lo; l <= hi; l++) {
-        tot_nf += w->layer_nfwd[l] > 0 ? w->layer_nfwd[l] : 1;
-        tot_b += (double)w->layer_grad[l];
+        tot_nf += w->layers.layer_nfwd[l] > 0 ? w->layers.layer_nfwd[l] : 1;
+        tot_b += (double)w->buckets.layer_grad[l];
     }
     if (hi < lo || tot_b <= 0)
         return 0;
@@ -200,10 +202,10 @@ span_by_gradients(const workload *w, layout *L, int32_t n, int32_t u)
         L->cum[i] = 0;
     double nf = 0;
     for (int32_t l = hi; l >= lo; l--) {
-        nf += w->layer_nfwd[l] > 0 ? w->layer_nfwd[l] : 1;
+        nf += w->layers.layer_nfwd[l] > 0 ? w->layers.layer_nfwd[l] : 1;
         int32_t e = (int32_t)llround((double)n * nf / tot_nf) - 1;
         e = e < 0 ? 0 : e >= n ? n - 1 : e;
-        L->cum[e] += (double)w->layer_grad[l];
+        L->cum[e] += (double)w->buckets.layer_grad[l];
     }
     for (int32_t i = 1; i < n; i++)
         L->cum[i] += L->cum[i - 1];
@@ -311,10 +313,10 @@ buckets_build(const workload *w, const strategy_plan *p, layout *L, buckets *B)
     memset(B, 0, sizeof *B);
     int32_t n = pack(w, p, NULL, NULL);
     pchunk *ch = malloc(sizeof *ch * ((size_t)n + 1));
-    B->mid_off = calloc((size_t)w->n_units + 1, sizeof *B->mid_off);
+    B->mid_off = calloc((size_t)w->buckets.n_units + 1, sizeof *B->mid_off);
     B->mid_pos = malloc(sizeof *B->mid_pos * ((size_t)n + 1));
     B->mid_bytes = malloc(sizeof *B->mid_bytes * ((size_t)n + 1));
-    B->end_bytes = calloc((size_t)w->n_units + 1, sizeof *B->end_bytes);
+    B->end_bytes = calloc((size_t)w->buckets.n_units + 1, sizeof *B->end_bytes);
     if (!ch || !B->mid_off || !B->mid_pos || !B->mid_bytes || !B->end_bytes) {
         free(ch);
         buckets_free(B);
@@ -322,11 +324,11 @@ buckets_build(const workload *w, const strategy_plan *p, layout *L, buckets *B)
     }
     pack(w, p, ch, NULL);
     int32_t nm = 0, i = 0;
-    for (int32_t u = 0; u < w->n_units; u++) {
+    for (int32_t u = 0; u < w->buckets.n_units; u++) {
         B->mid_off[u] = nm;
         int32_t ref = reference(w, L, u);
         int32_t len = ref >= 0 ? span_of(w, L, ref, u) : 0;
-        int64_t b = w->unit_bytes[u];
+        int64_t b = w->buckets.unit_bytes[u];
         int32_t last_idx = -1;
         for (; i < n && ch[i].unit == u; i++) {
             int32_t j =
@@ -345,7 +347,7 @@ buckets_build(const workload *w, const strategy_plan *p, layout *L, buckets *B)
         }
         B->count += nm - B->mid_off[u] + (B->end_bytes[u] > 0);
     }
-    B->mid_off[w->n_units] = nm;
+    B->mid_off[w->buckets.n_units] = nm;
     free(ch);
     return 0;
 }
@@ -377,12 +379,12 @@ unit_hosts(const workload *w, int32_t q, int32_t c, int32_t h[3])
 {
     const dfg *g = w->g;
     h[0] = h[1] = h[2] = -1;
-    for (int32_t i = w->group_hosts_off[q]; i < w->group_hosts_off[q + 1]; i += 3) {
-        int32_t call = w->group_hosts[i];
+    for (int32_t i = w->buckets.group_hosts_off[q]; i < w->buckets.group_hosts_off[q + 1]; i += 3) {
+        int32_t call = w->buckets.group_hosts[i];
         if (call < 0 || call != g->launch[c])
             continue;
-        h[0] = w->group_hosts[i + 2];
-        h[1] = w->group_hosts[i + 1];
+        h[0] = w->buckets.group_hosts[i + 2];
+        h[1] = w->buckets.group_hosts[i + 1];
         h[2] = call;
         return;
     }
@@ -410,7 +412,7 @@ split_participant(const workload *w, layout *L, const buckets *B, int32_t q, int
     int32_t hosts[3];
     unit_hosts(w, q, c, hosts);
     int32_t prev_k = -1, ins = -1;
-    int64_t b = w->unit_bytes[u];
+    int64_t b = w->buckets.unit_bytes[u];
     for (int32_t m = B->mid_off[u]; m < B->mid_off[u + 1]; m++) {
         int32_t j = ready_index(L, len, (double)B->mid_pos[m] / (double)b);
         int32_t k = j >= 0 ? L->span[j] : -1;
@@ -466,7 +468,7 @@ partition_build(const workload *w, const strategy_plan *p, dfg *out, int32_t *n_
     }
     int rc = 0;
     for (int32_t q = 0; q < g->n_groups && q < w->n_groups && rc == 0; q++) {
-        int32_t u = w->group_unit[q];
+        int32_t u = w->buckets.group_unit[q];
         if (u < 0)
             continue;
         int32_t gbase = out->n_groups;
@@ -476,8 +478,8 @@ partition_build(const workload *w, const strategy_plan *p, dfg *out, int32_t *n_
             if (k < 0)
                 rc = -1;
             else
-                out->grp_dur[k] =
-                    costmodel_predict(w->model, w->coll_op, w->coll_nranks, B.mid_bytes[m]);
+                out->grp_dur[k] = costmodel_predict(w->buckets.model, w->buckets.coll_op,
+                                                    w->buckets.coll_nranks, B.mid_bytes[m]);
         }
         for (int32_t c = g->grp_first[q]; c >= 0 && rc == 0; c = g->next_in_group[c])
             if (alive(g, c) && c < w->n_nodes)
@@ -486,13 +488,14 @@ partition_build(const workload *w, const strategy_plan *p, dfg *out, int32_t *n_
             break;
         if (B.end_bytes[u] > 0) {
             out->grp_bytes[q] = B.end_bytes[u];
-            out->grp_dur[q] =
-                costmodel_predict(w->model, w->coll_op, w->coll_nranks, B.end_bytes[u]);
+            out->grp_dur[q] = costmodel_predict(w->buckets.model, w->buckets.coll_op,
+                                                w->buckets.coll_nranks, B.end_bytes[u]);
             continue;
         }
         out->grp_dur[q] = 0;
-        for (int32_t i = w->group_hosts_off[q]; i < w->group_hosts_off[q + 1]; i++) {
-            int32_t h = w->group_hosts[i];
+        for (int32_t i = w->buckets.group_hosts_off[q]; i < w->buckets.group_hosts_off[q + 1];
+             i++) {
+            int32_t h = w->buckets.group_hosts[i];
             if (h >= 0) {
                 out->dur[h] = 0;
                 out->gap[h] = 0;

@@ -121,7 +121,6 @@ typedef struct searcher {
     search_result *out;
     plan_cache cache;
     sim_result res;
-    strategy_refs refs; /* references for incremental re-simulation (o->resim) */
     rng rng;
     double t0, last_progress;
     int64_t max_evals;
@@ -191,7 +190,7 @@ evaluate(searcher *s, const strategy_plan *p)
     search_candidate c;
     memset(&c, 0, sizeof c);
     c.plan = *p;
-    if (strategy_evaluate_with(s->w, p, s->o->resim == 2 ? NULL : &s->refs, &s->res, &c.eval) != 0)
+    if (strategy_evaluate(s->w, p, &s->res, &c.eval) != 0)
         c.eval.iter_ns = -1;
     c.feasible = feasible(s, &c.eval);
     s->out->evaluations++;
@@ -212,8 +211,8 @@ critical_path_shares(searcher *s)
     int64_t t1;
     if (!in_chain)
         return;
-    for (int32_t i = 0; i < w->chain_off[w->n_chains]; i++)
-        in_chain[w->chain_node[i]] = 1;
+    for (int32_t i = 0; i < w->fusion.chain_off[w->fusion.n_chains]; i++)
+        in_chain[w->fusion.chain_node[i]] = 1;
     /* the path to the end of the compared window of the first rank that has one */
     int32_t to = -1;
     for (int32_t r = 0; r < g->n_ranks && to < 0; r++) {
@@ -257,22 +256,22 @@ static int
 layer_values(searcher *s)
 {
     workload *w = s->w;
-    int32_t L = w->n_layers < STRATEGY_MAX_LAYERS ? w->n_layers : STRATEGY_MAX_LAYERS;
+    int32_t L = w->layers.n_layers < STRATEGY_MAX_LAYERS ? w->layers.n_layers : STRATEGY_MAX_LAYERS;
     s->layer_value = calloc((size_t)L + 1, sizeof *s->layer_value);
     double *cost = calloc((size_t)L + 1, sizeof *cost);
     if (!s->layer_value || !cost) {
         free(cost);
         return -1;
     }
-    for (int32_t q = 0; q < w->n_sites; q++) {
-        int32_t l = w->site_layer[q];
+    for (int32_t q = 0; q < w->layers.n_sites; q++) {
+        int32_t l = w->layers.site_layer[q];
         if (l >= L)
             continue;
-        for (int32_t i = w->site_off[q]; i < w->site_off[q + 1]; i++)
-            cost[l] += (double)w->base_dur[w->site_fwd[i]];
+        for (int32_t i = w->layers.site_off[q]; i < w->layers.site_off[q + 1]; i++)
+            cost[l] += (double)w->base_dur[w->layers.site_fwd[i]];
     }
     for (int32_t l = 0; l < L; l++)
-        s->layer_value[l] = cost[l] > 0 ? (double)w->mem.act_bytes[l] / cost[l] : 0;
+        s->layer_value[l] = cost[l] > 0 ? (double)w->layers.mem.act_bytes[l] / cost[l] : 0;
     free(cost);
     return 0;
 }
@@ -283,7 +282,7 @@ static void
 seed_recompute(searcher *s, strategy_plan p)
 {
     workload *w = s->w;
-    int32_t L = w->n_layers < STRATEGY_MAX_LAYERS ? w->n_layers : STRATEGY_MAX_LAYERS;
+    int32_t L = w->layers.n_layers < STRATEGY_MAX_LAYERS ? w->layers.n_layers : STRATEGY_MAX_LAYERS;
     uint8_t *used = calloc((size_t)L + 1, 1);
     if (!used)
         return;
@@ -310,12 +309,12 @@ seeds(searcher *s)
     workload *w = s->w;
     unsigned fam = s->o->families;
     strategy_plan p;
-    if ((fam & STRATEGY_FUSION) && w->n_chains > 0) {
+    if ((fam & STRATEGY_FUSION) && w->fusion.n_chains > 0) {
         strategy_plan_baseline(&p);
         p.fuse = 1;
         evaluate(s, &p);
     }
-    if ((fam & STRATEGY_FUSION) && !w->graph_captured) {
+    if ((fam & STRATEGY_FUSION) && !w->capture.graph_captured) {
         strategy_plan_baseline(&p);
         p.cuda_graph = 1;
         evaluate(s, &p);
@@ -346,7 +345,7 @@ seeds(searcher *s)
             p.accum_k = strategy_accum_steps[s->accum_ok[i]];
             evaluate(s, &p);
         }
-        if (w->n_sites > 0 && s->o->memory_budget > 0) {
+        if (w->layers.n_sites > 0 && s->o->memory_budget > 0) {
             strategy_plan_baseline(&p);
             seed_recompute(s, p);
         }
@@ -361,15 +360,15 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
     unsigned fam = s->o->families;
     strategy_plan p = *cur;
     double wt[6] = {0};
-    if ((fam & STRATEGY_FUSION) && w->n_chains > 0)
+    if ((fam & STRATEGY_FUSION) && w->fusion.n_chains > 0)
         wt[0] = 0.05 + s->out->cp_short_kernels + s->out->cp_host / 2;
-    if ((fam & STRATEGY_FUSION) && !w->graph_captured)
+    if ((fam & STRATEGY_FUSION) && !w->capture.graph_captured)
         wt[1] = 0.05 + s->out->cp_host;
     if ((fam & STRATEGY_TENSOR) && strategy_tensor_available(w)) {
         wt[2] = 0.2 + s->out->cp_collectives;
         wt[3] = 0.1 + s->out->cp_collectives / 2;
     }
-    if ((fam & STRATEGY_MEMORY) && w->n_sites > 0)
+    if ((fam & STRATEGY_MEMORY) && w->layers.n_sites > 0)
         wt[4] = over_budget ? 1.0 : (strategy_n_recomputed(cur) > 0 ? 0.3 : 0.05);
     if ((fam & STRATEGY_MEMORY) && s->n_accum_ok > 1)
         wt[5] = over_budget ? 0.5 : 0.1;
@@ -414,7 +413,8 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
         break;
     case 4: {
         /* toggle a layer: adding prefers valuable layers, removing any */
-        int32_t L = w->n_layers < STRATEGY_MAX_LAYERS ? w->n_layers : STRATEGY_MAX_LAYERS;
+        int32_t L =
+            w->layers.n_layers < STRATEGY_MAX_LAYERS ? w->layers.n_layers : STRATEGY_MAX_LAYERS;
         if (L <= 0)
             break;
         int32_t l = (int32_t)(rng_next(&s->rng) % (uint64_t)L);
@@ -550,9 +550,6 @@ search_run(workload *w, const search_options *o, search_result *out)
     if (!s.rng.s)
         s.rng.s = 1;
     s.max_evals = opts.max_evals > 0 ? opts.max_evals : 2000;
-    s.refs.fixed = opts.resim == 1;
-    s.refs.dense_share = opts.dense_share;
-    s.refs.whole_share = opts.whole_share;
     s.t0 = now_s();
     for (int i = 0; i < strategy_n_accum_steps; i++) {
         int k = strategy_accum_steps[i];
@@ -577,12 +574,6 @@ search_run(workload *w, const search_options *o, search_result *out)
     rc = 0;
 out:
     out->elapsed_s = now_s() - s.t0;
-    out->sim_runs = s.refs.runs;
-    out->sim_full_runs = s.refs.full_runs;
-    out->resim_share = s.refs.nodes > 0 ? (double)s.refs.resimulated / (double)s.refs.nodes : 0;
-    out->resim_share_incremental =
-        s.refs.inc_nodes > 0 ? (double)s.refs.inc_resimulated / (double)s.refs.inc_nodes : 0;
-    strategy_refs_free(&s.refs);
     free(s.cache.items);
     free(s.cache.slots);
     free(s.layer_value);

@@ -37,12 +37,6 @@ typedef struct search_options {
     int32_t batch;         /* per-rank batch (accumulation steps must divide it), 0 unknown */
     int progress;          /* progress line on stderr */
     int32_t top_k;         /* winners kept (default 5 when 0) */
-    int resim;             /* how candidates are simulated: 0 (default) incrementally against
-                              the previous candidate on the same graph, 1 incrementally
-                              against each graph's first simulation, 2 whole (sim.h:
-                              sim_rerun; the results are the same) */
-    double dense_share;    /* strategy_refs.dense_share (0: its default) */
-    double whole_share;    /* strategy_refs.whole_share (0: its default) */
 } search_options;
 
 typedef struct search_candidate {
@@ -61,11 +55,6 @@ typedef struct search_result {
     int cut_by_budget; /* the time budget ended the walk */
     /* baseline critical path shares (fractions of its length) */
     double cp_host, cp_short_kernels, cp_collectives, cp_other;
-    /* simulations of the evaluations (search_options.resim): how many, how many whole (a
-     * graph's first, a partition plan's copy), and the nodes recomputed over the live
-     * nodes simulated, summed over them all and over the incremental ones */
-    int64_t sim_runs, sim_full_runs;
-    double resim_share, resim_share_incremental;
 } search_result;
 
 /* Searches plans for w. Returns 0, or -1 when out of memory or when the baseline

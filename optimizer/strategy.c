@@ -66,15 +66,15 @@ strategy_plan_families(const strategy_plan *p)
 /* Bucket grouping of plan p over the units: close[u] = 1 where a bucket ends, with its
  * bytes in bytes_at[u]. Returns the number of buckets. */
 static int32_t
-group_units(const workload *w, const strategy_plan *p, uint8_t *close, int64_t *bytes_at)
+group_units(const workload_buckets *b, const strategy_plan *p, uint8_t *close, int64_t *bytes_at)
 {
     double cap = strategy_bucket_caps_mb[p->first_cap >= 0 ? p->first_cap : p->bucket_cap] * MIB;
     int64_t cur = 0;
     int32_t nb = 0;
-    for (int32_t u = 0; u < w->n_units; u++) {
-        cur += w->unit_bytes[u];
+    for (int32_t u = 0; u < b->n_units; u++) {
+        cur += b->unit_bytes[u];
         close[u] = 0;
-        if ((double)cur >= cap || u == w->n_units - 1) {
+        if ((double)cur >= cap || u == b->n_units - 1) {
             close[u] = 1;
             bytes_at[u] = cur;
             cur = 0;
@@ -88,7 +88,7 @@ group_units(const workload *w, const strategy_plan *p, uint8_t *close, int64_t *
 int
 strategy_tensor_available(const workload *w)
 {
-    return w->n_units >= 1 && w->model && !w->tensor_why[0];
+    return w->buckets.n_units >= 1 && w->buckets.model && !w->buckets.why[0];
 }
 
 int32_t
@@ -100,9 +100,9 @@ strategy_bucket_count(const workload *w, const strategy_plan *p)
         return partition_bucket_count(w, p);
     uint8_t close[4096];
     int64_t bytes[4096];
-    if (w->n_units > 4096)
+    if (w->buckets.n_units > 4096)
         return 0;
-    return group_units(w, p, close, bytes);
+    return group_units(&w->buckets, p, close, bytes);
 }
 
 static void
@@ -115,12 +115,11 @@ zero_host(dfg *g, int32_t h)
 }
 
 static void
-apply_accumulation(workload *w, int32_t k)
+apply_accumulation(dfg *g, const uint8_t *phase, const workload_fusion *fu, int32_t k)
 {
-    dfg *g = w->g;
-    double c0 = w->kernel_fixed_ns;
+    double c0 = fu->kernel_fixed_ns;
     for (int32_t d = 0; d < g->n_nodes; d++) {
-        if (g->kind[d] != DFG_KERNEL || (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
+        if (g->kind[d] != DFG_KERNEL || (phase[d] != WL_FORWARD && phase[d] != WL_BACKWARD))
             continue;
         double t = (double)g->dur[d];
         double f = t < c0 ? t : c0;
@@ -129,19 +128,18 @@ apply_accumulation(workload *w, int32_t k)
 }
 
 static void
-apply_fusion(workload *w)
+apply_fusion(dfg *g, const workload_fusion *fu)
 {
-    dfg *g = w->g;
-    double c0 = w->kernel_fixed_ns;
-    for (int32_t c = 0; c < w->n_chains; c++) {
-        int32_t a = w->chain_off[c], b = w->chain_off[c + 1];
-        int32_t first = w->chain_node[a];
+    double c0 = fu->kernel_fixed_ns;
+    for (int32_t c = 0; c < fu->n_chains; c++) {
+        int32_t a = fu->chain_off[c], b = fu->chain_off[c + 1];
+        int32_t first = fu->chain_node[a];
         double fused = (double)g->dur[first];
         for (int32_t i = a + 1; i < b; i++) {
-            int32_t m = w->chain_node[i];
+            int32_t m = fu->chain_node[i];
             double t = (double)g->dur[m];
             fused += t - (t < c0 ? t : c0);
-            int32_t h = g->launch[m], hp = g->launch[w->chain_node[i - 1]];
+            int32_t h = g->launch[m], hp = g->launch[fu->chain_node[i - 1]];
             g->dur[m] = 0;
             g->gap[m] = 0;
             g->lat[m] = 0;
@@ -153,20 +151,19 @@ apply_fusion(workload *w)
 }
 
 static void
-apply_recompute(workload *w, const strategy_plan *p)
+apply_recompute(dfg *g, const workload_layers *la, const strategy_plan *p)
 {
-    dfg *g = w->g;
-    for (int32_t s = 0; s < w->n_sites; s++) {
-        if (!strategy_recomputes(p, w->site_layer[s]))
+    for (int32_t s = 0; s < la->n_sites; s++) {
+        if (!strategy_recomputes(p, la->site_layer[s]))
             continue;
         int64_t dev = 0, host = 0;
-        for (int32_t i = w->site_off[s]; i < w->site_off[s + 1]; i++) {
-            int32_t f = w->site_fwd[i];
+        for (int32_t i = la->site_off[s]; i < la->site_off[s + 1]; i++) {
+            int32_t f = la->site_fwd[i];
             dev += g->dur[f];
             if (g->launch[f] >= 0)
                 host += g->dur[g->launch[f]] + g->gap[g->launch[f]];
         }
-        int32_t a = w->site_anchor[s];
+        int32_t a = la->site_anchor[s];
         g->dur[a] += dev;
         if (g->launch[a] >= 0)
             g->dur[g->launch[a]] += host;
@@ -174,49 +171,47 @@ apply_recompute(workload *w, const strategy_plan *p)
 }
 
 static void
-apply_buckets(workload *w, const strategy_plan *p)
+apply_buckets(dfg *g, const workload_buckets *bu, const strategy_plan *p)
 {
-    dfg *g = w->g;
-    uint8_t *close = malloc((size_t)w->n_units);
-    int64_t *bytes = malloc(sizeof *bytes * (size_t)w->n_units);
+    uint8_t *close = malloc((size_t)bu->n_units);
+    int64_t *bytes = malloc(sizeof *bytes * (size_t)bu->n_units);
     if (!close || !bytes) {
         free(close);
         free(bytes);
         return;
     }
-    group_units(w, p, close, bytes);
+    group_units(bu, p, close, bytes);
     for (int32_t q = 0; q < g->n_groups; q++) {
-        int32_t u = w->group_unit[q];
+        int32_t u = bu->group_unit[q];
         if (u < 0)
             continue;
         if (close[u]) {
-            g->grp_dur[q] = costmodel_predict(w->model, w->coll_op, w->coll_nranks, bytes[u]);
+            g->grp_dur[q] = costmodel_predict(bu->model, bu->coll_op, bu->coll_nranks, bytes[u]);
             continue;
         }
         g->grp_dur[q] = 0;
-        for (int32_t i = w->group_hosts_off[q]; i < w->group_hosts_off[q + 1]; i++)
-            zero_host(g, w->group_hosts[i]);
+        for (int32_t i = bu->group_hosts_off[q]; i < bu->group_hosts_off[q + 1]; i++)
+            zero_host(g, bu->group_hosts[i]);
     }
     free(close);
     free(bytes);
 }
 
-/* The step captured in a CUDA graph (see strategy.h), written into w->capture when the
+/* The step captured in a CUDA graph (see strategy.h), written into w->capture.g when the
  * working graph has one (the launch-queue edges of the step's calls left out: one graph
  * launch submits the step, so no per-kernel launch call waits for room in the queue). */
 static void
-apply_cuda_graph(workload *w)
+apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const uint8_t *phase)
 {
-    dfg *g = w->g;
     /* A blocking call that stays (the step's closing synchronisation) takes its thread's
-     * idle-host wake-up latency (w->idle_wake_dur, the lower quartile over the trace)
+     * idle-host wake-up latency (ca->idle_wake_dur, the lower quartile over the trace)
      * instead of the one it measured: with the step captured no launch thread of the job
      * competes with it for the cores when it is woken. */
     for (int32_t h = 0; h < g->n_nodes; h++) {
-        if (workload_step_call(w, h))
+        if (ca->step_call[h])
             zero_host(g, h);
-        else if (w->idle_wake_dur[h] >= 0)
-            g->dur[h] = w->idle_wake_dur[h];
+        else if (ca->idle_wake_dur[h] >= 0)
+            g->dur[h] = ca->idle_wake_dur[h];
     }
     /* Wake-ups (DFG_F_WAKEUP: the gap is the wake-up latency after the waker, a call of
      * another thread). In the captured step no thread hands work to another: the graph
@@ -227,12 +222,12 @@ apply_cuda_graph(workload *w)
      * latency, unless the woken call is itself a call of the step (zeroed above). */
     for (int64_t i = 0; i < g->n_edges; i++) {
         int32_t s = g->esrc[i], d = g->edst[i];
-        if (g->kind[d] == DFG_HOST && (g->flags[d] & DFG_F_WAKEUP) && w->iter[d] >= 0 &&
-            workload_step_call(w, s))
+        if (g->kind[d] == DFG_HOST && (g->flags[d] & DFG_F_WAKEUP) && iter[d] >= 0 &&
+            ca->step_call[s])
             g->gap[d] = 0;
     }
     for (int32_t d = 0; d < g->n_nodes; d++) {
-        if (g->kind[d] == DFG_HOST || w->iter[d] < 0 || w->phase[d] == WL_OTHER)
+        if (g->kind[d] == DFG_HOST || iter[d] < 0 || phase[d] == WL_OTHER)
             continue;
         g->lat[d] = 0;
         g->gap[d] = 0;
@@ -242,18 +237,18 @@ apply_cuda_graph(workload *w)
 void
 strategy_apply(workload *w, const strategy_plan *p)
 {
-    w->g = p->cuda_graph && w->capture ? w->capture : w->work;
+    w->g = p->cuda_graph && w->capture.g ? w->capture.g : w->work;
     workload_reset(w);
     if (p->accum_k > 1)
-        apply_accumulation(w, p->accum_k);
-    if (p->fuse && w->n_chains > 0)
-        apply_fusion(w);
-    if (strategy_n_recomputed(p) > 0 && w->n_sites > 0)
-        apply_recompute(w, p);
+        apply_accumulation(w->g, w->phase, &w->fusion, p->accum_k);
+    if (p->fuse && w->fusion.n_chains > 0)
+        apply_fusion(w->g, &w->fusion);
+    if (strategy_n_recomputed(p) > 0 && w->layers.n_sites > 0)
+        apply_recompute(w->g, &w->layers, p);
     if (p->bucket_cap >= 0 && strategy_tensor_available(w) && !partition_splits(w, p))
-        apply_buckets(w, p); /* a splitting plan: partition_build, on a copy */
+        apply_buckets(w->g, &w->buckets, p); /* a splitting plan: partition_build, on a copy */
     if (p->cuda_graph)
-        apply_cuda_graph(w);
+        apply_cuda_graph(w->g, &w->capture, w->iter, w->phase);
 }
 
 /* Per micro-batch without synchronisation: max(device time of the forward and backward
@@ -286,52 +281,8 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
     return (dev > host ? dev : host) / (double)n_iter;
 }
 
-/* Simulates w->g (plan applied) into res: against the graph's reference in refs when
- * there is one (sim_rerun), else whole. */
-static int
-simulate_plan(workload *w, strategy_refs *refs, sim_result *res)
-{
-    if (!refs)
-        return sim_run(w->g, res);
-    sim_ref *ref = w->g == w->capture ? &refs->capture : &refs->work;
-    sim_rerun_stats st;
-    ref->max_share = refs->dense_share == 0  ? STRATEGY_DENSE_SHARE
-                     : refs->dense_share < 0 ? 0
-                                             : refs->dense_share;
-    ref->whole_share = refs->whole_share == 0  ? STRATEGY_WHOLE_SHARE
-                       : refs->whole_share < 0 ? 0
-                                               : refs->whole_share;
-    if (sim_rerun(w->g, ref, res, !refs->fixed, &st) != 0)
-        return -1;
-    refs->runs++;
-    refs->full_runs += st.full;
-    refs->predicted += st.predicted;
-    refs->resimulated += st.resimulated;
-    refs->nodes += st.nodes;
-    if (!st.full) {
-        refs->inc_resimulated += st.resimulated;
-        refs->inc_nodes += st.nodes;
-    }
-    return 0;
-}
-
-void
-strategy_refs_free(strategy_refs *r)
-{
-    sim_ref_free(&r->work);
-    sim_ref_free(&r->capture);
-    memset(r, 0, sizeof *r);
-}
-
 int
 strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out)
-{
-    return strategy_evaluate_with(w, p, NULL, res, out);
-}
-
-int
-strategy_evaluate_with(workload *w, const strategy_plan *p, strategy_refs *refs, sim_result *res,
-                       strategy_eval *out)
 {
     out->iter_ns = -1;
     out->peak_bytes = -1;
@@ -339,24 +290,17 @@ strategy_evaluate_with(workload *w, const strategy_plan *p, strategy_refs *refs,
     strategy_apply(w, p);
     if (partition_splits(w, p)) {
         /* buckets smaller than a unit: simulated on a transformed copy (the node ids of
-         * the working graph stay valid in it), whole: its structure is its own */
+         * the working graph stay valid in it) */
         dfg part;
         if (partition_build(w, p, &part, &out->n_buckets) != 0)
             return -1;
         int rc = sim_run(&part, res);
-        if (refs && rc == 0) {
-            int32_t live = dfg_live_nodes(&part);
-            refs->runs++;
-            refs->full_runs++;
-            refs->resimulated += live;
-            refs->nodes += live;
-        }
         dfg_free(&part);
         if (rc != 0)
             return -1;
     } else {
         out->n_buckets = strategy_bucket_count(w, p);
-        if (simulate_plan(w, refs, res) != 0)
+        if (sim_run(w->g, res) != 0)
             return -1;
     }
     double t = workload_iteration_ns(w, res);
@@ -365,20 +309,21 @@ strategy_evaluate_with(workload *w, const strategy_plan *p, strategy_refs *refs,
     if (p->accum_k > 1)
         t += (double)(p->accum_k - 1) * micro_batch_ns(w, p->cuda_graph, out);
     out->iter_ns = t;
-    if (w->have_memory) {
+    if (w->layers.have_memory) {
         uint8_t rc[STRATEGY_MAX_LAYERS];
-        int32_t L = w->mem.n_layers < STRATEGY_MAX_LAYERS ? w->mem.n_layers : STRATEGY_MAX_LAYERS;
+        int32_t L = w->layers.mem.n_layers < STRATEGY_MAX_LAYERS ? w->layers.mem.n_layers
+                                                                 : STRATEGY_MAX_LAYERS;
         for (int32_t l = 0; l < L; l++)
             rc[l] = (uint8_t)strategy_recomputes(p, l);
         out->peak_bytes =
-            memest_predict(&w->mem, L > 0 ? rc : NULL, w->opt.recompute_keep, p->accum_k);
+            memest_predict(&w->layers.mem, L > 0 ? rc : NULL, L, w->opt.recompute_keep, p->accum_k);
     }
     return 0;
 }
 
 /* "3-5,9" for the recomputed layers. */
-static void
-layer_list(const strategy_plan *p, char *buf, size_t len)
+void
+strategy_layer_list(const strategy_plan *p, char *buf, size_t len)
 {
     size_t o = 0;
     buf[0] = 0;
@@ -425,8 +370,8 @@ chain_names(const workload *w, char *buf, size_t len)
     int32_t seen[8];
     int ns = 0;
     buf[0] = 0;
-    for (int32_t c = 0; c < w->n_chains && ns < 8; c++) {
-        int32_t id = w->g->name[w->chain_node[w->chain_off[c]]];
+    for (int32_t c = 0; c < w->fusion.n_chains && ns < 8; c++) {
+        int32_t id = w->g->name[w->fusion.chain_node[w->fusion.chain_off[c]]];
         int dup = 0;
         for (int i = 0; i < ns; i++)
             dup |= seen[i] == id;
@@ -454,23 +399,23 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
                   "all-reduces per iteration instead of %d",
             o ? "; " : "", strategy_bucket_caps_mb[p->bucket_cap],
             strategy_bucket_caps_mb[p->first_cap >= 0 ? p->first_cap : p->bucket_cap], nb,
-            w->n_units);
+            w->buckets.n_units);
     }
     if (p->fuse) {
         char names[256];
         chain_names(w, names, sizeof names);
         int64_t per_iter = w->iter_last >= w->iter_first && w->g->n_ranks > 0
-                               ? (w->chain_kernels - w->n_chains)
+                               ? (w->fusion.chain_kernels - w->fusion.n_chains)
                                : 0;
         PUT("%sfuse %d chains of short kernels launched back to back (%s) into one kernel "
             "each: %lld fewer launches in the trace",
-            o ? "; " : "", w->n_chains, names, (long long)per_iter);
+            o ? "; " : "", w->fusion.n_chains, names, (long long)per_iter);
     }
     if (p->cuda_graph)
         PUT("%scapture the training step in a CUDA graph (no host launch cost)", o ? "; " : "");
     if (strategy_n_recomputed(p) > 0) {
         char list[512];
-        layer_list(p, list, sizeof list);
+        strategy_layer_list(p, list, sizeof list);
         PUT("%srecompute the forward of layers %s during the backward (checkpoint their input)",
             o ? "; " : "", list);
     }
@@ -483,34 +428,8 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
 }
 
 void
-strategy_ddp_sim_args(const strategy_plan *p, int32_t batch, char *buf, size_t len)
-{
-    size_t o = 0;
-    buf[0] = 0;
-#define PUT(...) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__)
-    if (p->bucket_cap >= 0)
-        PUT("%s--bucket-mb %g --first-bucket-mb %g", o ? " " : "",
-            strategy_bucket_caps_mb[p->bucket_cap],
-            strategy_bucket_caps_mb[p->first_cap >= 0 ? p->first_cap : p->bucket_cap]);
-    if (p->fuse)
-        PUT("%s--fuse-small", o ? " " : "");
-    if (p->cuda_graph)
-        PUT("%s--cuda-graph", o ? " " : "");
-    if (strategy_n_recomputed(p) > 0) {
-        char list[512];
-        layer_list(p, list, sizeof list);
-        PUT("%s--recompute %s", o ? " " : "", list);
-    }
-    if (p->accum_k > 1) {
-        PUT("%s--accum-steps %d", o ? " " : "", p->accum_k);
-        if (batch > 0)
-            PUT(" --batch %d", batch / p->accum_k);
-    }
-#undef PUT
-}
-
-void
-strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch, json_writer *jw)
+strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
+                     const framework_profile *fw, json_writer *jw)
 {
     char buf[1024];
     json_begin_object(jw);
@@ -525,8 +444,8 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch, j
         json_begin_array(jw);
         int32_t seen[16];
         int ns = 0;
-        for (int32_t c = 0; c < w->n_chains && ns < 16; c++) {
-            int32_t id = w->g->name[w->chain_node[w->chain_off[c]]];
+        for (int32_t c = 0; c < w->fusion.n_chains && ns < 16; c++) {
+            int32_t id = w->g->name[w->fusion.chain_node[w->fusion.chain_off[c]]];
             int dup = 0;
             for (int i = 0; i < ns; i++)
                 dup |= seen[i] == id;
@@ -540,7 +459,7 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch, j
     if (p->cuda_graph)
         json_kv_bool(jw, "cuda_graph", 1);
     if (strategy_n_recomputed(p) > 0) {
-        layer_list(p, buf, sizeof buf);
+        strategy_layer_list(p, buf, sizeof buf);
         json_kv_string(jw, "recompute", buf);
     }
     if (p->accum_k > 1) {
@@ -550,71 +469,7 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch, j
         else
             json_kv_string(jw, "batch", "divide the per-rank batch by accum_steps");
     }
-    strategy_ddp_sim_args(p, batch, buf, sizeof buf);
-    json_kv_string(jw, "ddp_sim_args", buf);
+    fw->format_args(p, batch, buf, sizeof buf);
+    json_kv_string(jw, fw->args_key, buf);
     json_end_object(jw);
-}
-
-static int
-nearest_cap(double mb)
-{
-    int best = 0;
-    for (int i = 1; i < strategy_n_bucket_caps; i++)
-        if (fabs(log(strategy_bucket_caps_mb[i] / mb)) <
-            fabs(log(strategy_bucket_caps_mb[best] / mb)))
-            best = i;
-    return best;
-}
-
-int
-strategy_parse_args(const char *args, strategy_plan *p)
-{
-    char buf[1024], *save = NULL;
-    strategy_plan_baseline(p);
-    snprintf(buf, sizeof buf, "%s", args);
-    for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
-        char *v = NULL;
-        int takes = !strcmp(t, "--bucket-mb") || !strcmp(t, "--first-bucket-mb") ||
-                    !strcmp(t, "--recompute") || !strcmp(t, "--accum-steps") ||
-                    !strcmp(t, "--batch");
-        if (takes && !(v = strtok_r(NULL, " ", &save)))
-            return -1;
-        if (!strcmp(t, "--fuse-small"))
-            p->fuse = 1;
-        else if (!strcmp(t, "--cuda-graph"))
-            p->cuda_graph = 1;
-        else if (!strcmp(t, "--bucket-mb") || !strcmp(t, "--first-bucket-mb")) {
-            double mb = atof(v);
-            if (mb <= 0)
-                return -1;
-            if (t[2] == 'b') {
-                p->bucket_cap = (int8_t)nearest_cap(mb);
-                if (p->first_cap < 0)
-                    p->first_cap = p->bucket_cap;
-            } else {
-                p->first_cap = (int8_t)nearest_cap(mb);
-                if (p->bucket_cap < 0)
-                    p->bucket_cap = (int8_t)nearest_cap(25);
-            }
-        } else if (!strcmp(t, "--accum-steps")) {
-            int k = atoi(v);
-            if (k < 1 || k > 255)
-                return -1;
-            p->accum_k = (uint8_t)k;
-        } else if (!strcmp(t, "--recompute")) {
-            char *s2 = NULL;
-            for (char *r = strtok_r(v, ",", &s2); r; r = strtok_r(NULL, ",", &s2)) {
-                int a, b;
-                if (sscanf(r, "%d-%d", &a, &b) != 2) {
-                    if (sscanf(r, "%d", &a) != 1)
-                        return -1;
-                    b = a;
-                }
-                for (int l = a; l <= b; l++)
-                    strategy_set_recompute(p, l, 1);
-            }
-        } else if (strcmp(t, "--batch") != 0)
-            return -1;
-    }
-    return 0;
 }

@@ -12,7 +12,7 @@
  * strategy_apply writes the plan into the working graph as new durations, gaps and
  * latencies (no structural change), so every candidate is one re-simulation; a plan
  * that captures the step is written into the working graph's copy without the step's
- * launch-queue edges (workload.h: w->capture, when there is one; w->g points to the
+ * launch-queue edges (workload.h: w->capture.g, when there is one; w->g points to the
  * graph written), and a plan whose buckets split the trace's all-reduces is simulated
  * on a transformed copy (partition.h) of that graph.
  *
@@ -60,6 +60,7 @@
 #include <stdio.h>
 
 #include "json_writer.h"
+#include "optimizer/framework.h"
 #include "optimizer/workload.h"
 #include "replay/sim.h"
 
@@ -118,7 +119,7 @@ typedef struct strategy_eval {
                                               synchronisation, device and host time */
 } strategy_eval;
 
-/* Points w->g at the graph plan p is simulated on (w->capture when p captures the step
+/* Points w->g at the graph plan p is simulated on (w->capture.g when p captures the step
  * and there is one, else w->work), resets it to the baseline and writes p into it (see
  * the models above). */
 void strategy_apply(workload *w, const strategy_plan *p);
@@ -126,43 +127,6 @@ void strategy_apply(workload *w, const strategy_plan *p);
 /* Applies p, simulates into res (zeroed before first use, reusable) and fills *out.
  * Returns 0, or -1 when out of memory or the iterations are not covered. */
 int strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out);
-
-/* Defaults of strategy_refs: recomputing a node costs about what a whole simulation
- * spends on it, and comparing the parameters and copying the result about 15 % of a
- * whole simulation (bench_optimizer, 60,000 nodes). */
-#define STRATEGY_DENSE_SHARE 0.02
-#define STRATEGY_WHOLE_SHARE 0.8
-
-/* What strategy_evaluate_with keeps from one evaluation to the next: a reference
- * simulation (sim.h: sim_rerun) of each graph plans are written into (w->work and
- * w->capture), so that a plan is simulated by recomputing only the nodes whose
- * durations, gaps or latencies differ from the reference's and what they reach; and
- * how much that saved. Zero it before first use; free it with strategy_refs_free. */
-typedef struct strategy_refs {
-    sim_ref work, capture;
-    int fixed;           /* 1: each graph's first simulation stays its reference; 0 (default):
-                            each evaluation becomes the reference of the next on its graph */
-    double dense_share;  /* sim_ref.max_share: past this share of the nodes recomputed, the
-                            rest of a graph is recomputed without tracking changes (0: the
-                            default, STRATEGY_DENSE_SHARE; negative: never) */
-    double whole_share;  /* sim_ref.whole_share: when the last evaluations recomputed more
-                            than this share, simulate whole (0: the default,
-                            STRATEGY_WHOLE_SHARE; negative: never) */
-    int64_t runs;        /* simulations done (a partition plan's copy included) */
-    int64_t full_runs;   /* of which whole (a reference made, a partition plan's copy) */
-    int64_t predicted;   /* of which whole as incremental was predicted to cost more */
-    int64_t resimulated; /* nodes recomputed, summed over the runs */
-    int64_t nodes;       /* live nodes of the graphs simulated, summed over the runs */
-    int64_t inc_resimulated, inc_nodes; /* the same over the incremental runs only */
-} strategy_refs;
-
-/* strategy_evaluate, re-simulating incrementally against the references in refs (NULL:
- * whole, as strategy_evaluate). The result is the same either way. */
-int strategy_evaluate_with(workload *w, const strategy_plan *p, strategy_refs *refs,
-                           sim_result *res, strategy_eval *out);
-
-/* Frees the references of r and zeroes it. */
-void strategy_refs_free(strategy_refs *r);
 
 /* 1 when tensor fusion and partition are available for w: gradient all-reduces found
  * alike on every rank and iteration, and a collective cost model. */
@@ -179,19 +143,13 @@ void strategy_describe(const workload *w, const strategy_plan *p, char *buf, siz
  * be NULL, then bucket plans are "tensor_fusion"). */
 void strategy_kind(const workload *w, const strategy_plan *p, char *buf, size_t len);
 
-/* Writes the knobs object of p: DDP / ddp-sim option names to values, and
- * "ddp_sim_args", the same as ddp-sim command-line options. batch (> 0: the per-rank
- * batch of the profiled run) lets accumulation state the micro-batch. */
+/* Writes the knobs object of p: the knobs' names to values, and under fw->args_key the
+ * same as the framework's options (framework.h). batch (> 0: the per-rank batch of the
+ * profiled run) lets accumulation state the micro-batch. */
 void strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
-                          json_writer *jw);
+                          const framework_profile *fw, json_writer *jw);
 
-/* Parses ddp-sim style options ("--bucket-mb 25 --first-bucket-mb 1 --fuse-small
- * --cuda-graph --recompute 0-3,7 --accum-steps 2"; --batch is ignored) into *p (a
- * bucket cap takes the nearest cap of strategy_bucket_caps_mb). Returns 0, or -1 on an
- * unknown option or a bad value. */
-int strategy_parse_args(const char *args, strategy_plan *p);
-
-/* The ddp-sim options of p into buf (empty for the baseline). */
-void strategy_ddp_sim_args(const strategy_plan *p, int32_t batch, char *buf, size_t len);
+/* The recomputed layers of p as a list of ranges ("0-3,7") into buf. */
+void strategy_layer_list(const strategy_plan *p, char *buf, size_t len);
 
 #endif

@@ -113,20 +113,73 @@ int32_t workload_fit_fixed_cost(workload_kernel_sample *s, size_t n, workload_fi
 /* Fills o with the defaults above. */
 void workload_default_options(workload_options *o);
 
-typedef struct workload {
-    dfg *g;       /* the graph strategies are written into: `work`, or `capture` while a plan
-                     that captures the step is applied (strategy_apply chooses) */
-    dfg *work;    /* the caller's working copy (values change, structure not) */
-    dfg *capture; /* owned: `work` without the launch-queue edges of step calls; NULL when
-                     no step call has one */
-    int64_t capture_unqueued;      /* launch-queue edges left out of `capture` */
-    const costmodel *model;        /* collective cost model (may be NULL: no tensor fusion) */
-    int32_t iter_first, iter_last; /* compared iterations (indices of boundaries) */
-    workload_options opt;
+/* Operator fusion: the chains and the per-kernel fixed cost (strategy.h). */
+typedef struct workload_fusion {
+    /* fusion chains (CSR: chain c is chain_node[chain_off[c] .. chain_off[c+1]-1]) */
+    int32_t n_chains;
+    int32_t *chain_off, *chain_node;
+    int64_t chain_kernels;        /* kernels inside chains */
+    char why[160];                /* empty when fusion is available */
     double kernel_fixed_ns;       /* per-kernel fixed cost c0 (see strategy.h): the fit of
                                      workload_fit_fixed_cost on opt.kernel_samples, else the
                                      prior opt.kernel_fixed_us; at most the shortest kernel */
     workload_fixed_fit fixed_fit; /* fixed_fit.names == 0: kernel_fixed_ns is the prior */
+} workload_fusion;
+
+/* Tensor fusion and partition: the gradient all-reduces (bucket units). */
+typedef struct workload_buckets {
+    const costmodel *model; /* collective cost model (may be NULL: no tensor fusion) */
+    int32_t n_units;
+    int64_t *unit_bytes;  /* per unit, backward order */
+    int32_t *group_unit;  /* per group: its unit, -1 when not a gradient all-reduce */
+    int32_t *group_hosts; /* per group: up to 3 host nodes per participant to drop when
+                             the group is folded into a later one (CSR by group_hosts_off) */
+    int32_t *group_hosts_off;
+    int coll_op;
+    int32_t coll_nranks;
+    char why[160]; /* empty when tensor fusion is available */
+    /* gradient sizes (tensor partition, partition.h): when the static allocations hold
+     * one tensor per layer whose sizes add up, unit by unit in backward order, to the
+     * units' bytes (workload_match_gradients), layer_grad[l] is layer l's gradient
+     * bytes (its allocation) and unit u holds layers unit_lo[u] .. (unit_lo[u-1] - 1)
+     * (unit_lo[-1] = n_layers); else both are NULL and grad_why says why */
+    int64_t *layer_grad;
+    int32_t *unit_lo;
+    char grad_why[160];
+} workload_buckets;
+
+/* Memory strategies: layers, recomputation sites and the memory estimate. */
+typedef struct workload_layers {
+    int32_t n_layers;
+    int32_t n_sites; /* one per (rank, iteration, layer) */
+    int32_t *site_layer;
+    int32_t *site_anchor;         /* first backward kernel of the layer in that iteration */
+    int32_t *site_off, *site_fwd; /* CSR: forward kernels of the layer in that iteration */
+    char why[160];                /* empty when layers were found */
+    int32_t *layer_nfwd;          /* per layer: its forward kernels in the reference iteration */
+    int have_memory;
+    memest mem; /* of the rank with the largest measured peak */
+} workload_layers;
+
+/* CUDA-graph capture of the training step. */
+typedef struct workload_capture {
+    dfg *g;             /* owned: `work` without the launch-queue edges of step calls; NULL when no
+                           step call has one */
+    int64_t unqueued;   /* launch-queue edges left out of g */
+    uint8_t *step_call; /* workload_step_call of every node (set by workload_analyze) */
+    int64_t *idle_wake_dur; /* blocking host call of an iteration: the wake-up latency (its
+                               duration after what it waited for) of the blocking calls of
+                               its name on its thread when the host is idle: their lower
+                               quartile over the trace (workload_capture.c); else -1 */
+    int graph_captured;     /* most kernels come from CUDA graph launches already */
+} workload_capture;
+
+typedef struct workload {
+    dfg *g;    /* the graph strategies are written into: `work`, or `capture.g` while a
+                  plan that captures the step is applied (strategy_apply chooses) */
+    dfg *work; /* the caller's working copy (values change, structure not) */
+    int32_t iter_first, iter_last; /* compared iterations (indices of boundaries) */
+    workload_options opt;
 
     /* baseline values (the same in both graphs), restored by workload_reset */
     int32_t n_nodes, n_groups;
@@ -137,56 +190,16 @@ typedef struct workload {
     int32_t *main_thread, *bwd_thread; /* resources, -1 none */
 
     /* per node */
-    int32_t *iter;          /* iteration on its rank, -1 before the first boundary */
-    uint8_t *phase;         /* enum workload_phase */
-    int32_t *layer;         /* forward / backward kernels: layer, else -1 */
-    uint8_t *on_compute;    /* 1: on its rank's compute stream */
-    uint8_t *step_call;     /* workload_step_call of every node (set by workload_analyze) */
-    int64_t *idle_wake_dur; /* blocking host call of an iteration: the wake-up latency (its
-                               duration after what it waited for) of the blocking calls of
-                               its name on its thread when the host is idle: their lower
-                               quartile over the trace (workload.c idle_wake_latency); else
-                               -1 */
+    int32_t *iter;       /* iteration on its rank, -1 before the first boundary */
+    uint8_t *phase;      /* enum workload_phase */
+    int32_t *layer;      /* forward / backward kernels: layer, else -1 */
+    uint8_t *on_compute; /* 1: on its rank's compute stream */
 
-    /* fusion chains (CSR: chain c is chain_node[chain_off[c] .. chain_off[c+1]-1]) */
-    int32_t n_chains;
-    int32_t *chain_off, *chain_node;
-    int64_t chain_kernels; /* kernels inside chains */
-    char fusion_why[160];  /* empty when fusion is available */
-    int graph_captured;    /* most kernels come from CUDA graph launches already */
-
-    /* bucket units */
-    int32_t n_units;
-    int64_t *unit_bytes;  /* per unit, backward order */
-    int32_t *group_unit;  /* per group: its unit, -1 when not a gradient all-reduce */
-    int32_t *group_hosts; /* per group: up to 3 host nodes per participant to drop when
-                             the group is folded into a later one (CSR by group_hosts_off) */
-    int32_t *group_hosts_off;
-    int coll_op;
-    int32_t coll_nranks;
-    char tensor_why[160];
-
-    /* layers and recomputation sites */
-    int32_t n_layers;
-    int32_t n_sites; /* one per (rank, iteration, layer) */
-    int32_t *site_layer;
-    int32_t *site_anchor;         /* first backward kernel of the layer in that iteration */
-    int32_t *site_off, *site_fwd; /* CSR: forward kernels of the layer in that iteration */
-    char memory_why[160];
-    int32_t *layer_nfwd; /* per layer: its forward kernels in the reference iteration */
-
-    /* gradient sizes (tensor partition, partition.h): when the static allocations hold
-     * one tensor per layer whose sizes add up, unit by unit in backward order, to the
-     * units' bytes (workload_match_gradients), layer_grad[l] is layer l's gradient
-     * bytes (its allocation) and unit u holds layers unit_lo[u] .. (unit_lo[u-1] - 1)
-     * (unit_lo[-1] = n_layers); else both are NULL and grad_why says why */
-    int64_t *layer_grad;
-    int32_t *unit_lo;
-    char grad_why[160];
-
-    /* memory */
-    int have_memory;
-    memest mem; /* of the rank with the largest measured peak */
+    /* what each strategy family reads */
+    workload_fusion fusion;
+    workload_buckets buckets;
+    workload_layers layers;
+    workload_capture capture;
 
     int64_t repaired_edges; /* event edges rebuilt (see repair_event_edges in workload.c) */
 

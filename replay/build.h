@@ -119,8 +119,20 @@ int build_derive_timing(dfg *g);
  * clock. */
 int64_t build_time_origin(const job *j, const int64_t *offset_ns);
 
-/* Payload bytes of a collective event as the cost model takes them. */
+/* Payload bytes of a collective event as the cost model takes them (count x element size,
+ * x nranks for gathers and scatters; else its byte count); saturates at INT64_MAX. */
 int64_t build_collective_bytes(const dpro_event *ev, int32_t nranks);
+
+/* Bounds of what the builder takes: times (local, and local plus the rank's clock
+ * offset) within +-2^62 ns (146 years: sums of a few of them stay in 64 bits), a
+ * collective's payload at most 2^50 bytes (1 PiB). */
+#define BUILD_TIME_LIMIT ((int64_t)1 << 62)
+#define BUILD_BYTES_LIMIT ((int64_t)1 << 50)
+
+/* Checks that the events of j are within the bounds above with the per-rank clock offsets
+ * (NULL: none), so that the builder's arithmetic cannot overflow. Returns 0, or -1 with
+ * errbuf naming the file, the event and what is out of range. */
+int build_check_input(const job *j, const int64_t *offset_ns, char *errbuf, size_t errlen);
 
 /* One end of a point-to-point transfer, as one rank's trace shows it. */
 typedef struct build_p2p_part {

@@ -795,9 +795,6 @@ cmp_edge(const void *pa, const void *pb)
     return (*a > *b) - (*a < *b);
 }
 
-/* Generations handed out by dfg_finalize, process-wide. */
-static uint64_t dfg_generations;
-
 int
 dfg_finalize(dfg *g)
 {
@@ -890,7 +887,6 @@ dfg_finalize(dfg *g)
         g->grp_members[q] = c;
     }
     g->finalized = 1;
-    g->generation = __atomic_add_fetch(&dfg_generations, 1, __ATOMIC_RELAXED);
     return 0;
 fail:
     free_derived(g);

@@ -107,9 +107,6 @@ typedef struct dfg {
 
     /* ---- built by dfg_finalize ---- */
     int finalized;
-    /* a value no other dfg_finalize that built the lists gave (0 before the first):
-     * sim_rerun (sim.h) tells structures apart by it */
-    uint64_t generation;
     int64_t *succ_off; /* n_nodes + 1 */
     int32_t *succ;
     int32_t *n_preds;      /* live predecessors by edge */

@@ -4,16 +4,16 @@
 noinst_LTLIBRARIES += replay/libdproreplay.la
 replay_libdproreplay_la_SOURCES = \
 	replay/dfg.c replay/dfg.h \
-	replay/sim.c replay/sim.h \
+	replay/sim.c replay/sim.h replay/sim_analysis.c \
 	replay/align.c replay/align.h \
 	replay/iter.c replay/iter.h \
 	replay/costmodel.c replay/costmodel.h \
 	replay/hmap.c replay/hmap.h \
 	replay/job.c replay/job.h \
-	replay/build.c replay/build.h \
+	replay/build.c replay/build.h replay/build_int.h replay/build_p2p.c \
+	replay/build_queue.c replay/build_timing.c replay/build_wakeup.c \
 	replay/replay.c replay/replay.h \
-	replay/chrome.c replay/chrome.h \
-	replay/synth.c replay/synth.h
+	replay/chrome.c replay/chrome.h
 replay_libdproreplay_la_CFLAGS = $(AM_CFLAGS) -O2
 replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(LIBM)
 

@@ -377,6 +377,11 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
     }
     if (align_job(rp) != 0)
         goto oom;
+    if (build_check_input(j, rp->align.offset_ns, errbuf, errlen) != 0) {
+        free(bb);
+        replay_close(rp);
+        return DPRO_ERR_CORRUPT;
+    }
     if (build_dfg(j, rp->align.offset_ns, bb, &rp->graph, &rp->p2p) != 0)
         goto oom;
     free(bb);

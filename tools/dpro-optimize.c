@@ -280,8 +280,9 @@ kernel_samples(const replay *rp, workload_kernel_sample **out)
 static int
 fixed_capped(const workload *w, const workload_options *wo)
 {
-    double want = w->fixed_fit.names > 0 ? w->fixed_fit.c0_ns : wo->kernel_fixed_us * 1000.0;
-    return w->kernel_fixed_ns < want - 0.5;
+    double want =
+        w->fusion.fixed_fit.names > 0 ? w->fusion.fixed_fit.c0_ns : wo->kernel_fixed_us * 1000.0;
+    return w->fusion.kernel_fixed_ns < want - 0.5;
 }
 
 static void
@@ -497,7 +498,7 @@ main(int argc, char **argv)
     }
     if (what_if) {
         strategy_plan wp;
-        if (strategy_parse_args(what_if, &wp) != 0) {
+        if (framework_default()->parse_args(what_if, &wp) != 0) {
             fprintf(stderr, "dpro-optimize: bad --what-if '%s'\n", what_if);
             status = 2;
             goto out;
@@ -577,7 +578,6 @@ main(int argc, char **argv)
         json_kv_int(&jw, "proposals", sr.proposals);
         json_kv_double(&jw, "search_s", sr.elapsed_s);
         json_kv_double(&jw, "evaluations_per_s", evals_per_s);
-        json_kv_double(&jw, "resimulated_node_share", sr.resim_share);
         json_kv_bool(&jw, "cut_by_budget", sr.cut_by_budget);
         json_kv_int(&jw, "seed", (int64_t)so.seed);
         json_key(&jw, "critical_path_share");
@@ -589,32 +589,34 @@ main(int argc, char **argv)
         json_end_object(&jw);
         json_key(&jw, "models");
         json_begin_object(&jw);
-        json_kv_double(&jw, "kernel_fixed_us", w.kernel_fixed_ns / 1000.0);
-        json_kv_string(&jw, "kernel_fixed_source", w.fixed_fit.names > 0 ? "fit" : "prior");
-        json_kv_int(&jw, "kernel_fixed_names", w.fixed_fit.names);
+        json_kv_double(&jw, "kernel_fixed_us", w.fusion.kernel_fixed_ns / 1000.0);
+        json_kv_string(&jw, "kernel_fixed_source", w.fusion.fixed_fit.names > 0 ? "fit" : "prior");
+        json_kv_int(&jw, "kernel_fixed_names", w.fusion.fixed_fit.names);
         json_kv_bool(&jw, "kernel_fixed_capped", fixed_capped(&w, &wo));
-        json_kv_string(&jw, "partition_bytes", w.layer_grad ? "gradient_sizes" : "backward_time");
-        json_kv_int(&jw, "fusion_chains", w.n_chains);
-        json_kv_int(&jw, "bucket_units", w.n_units);
-        json_kv_int(&jw, "layers", w.n_layers);
-        json_kv_int(&jw, "recompute_sites", w.n_sites);
+        json_kv_string(&jw, "partition_bytes",
+                       w.buckets.layer_grad ? "gradient_sizes" : "backward_time");
+        json_kv_int(&jw, "fusion_chains", w.fusion.n_chains);
+        json_kv_int(&jw, "bucket_units", w.buckets.n_units);
+        json_kv_int(&jw, "layers", w.layers.n_layers);
+        json_kv_int(&jw, "recompute_sites", w.layers.n_sites);
         json_kv_int(&jw, "repaired_event_edges", w.repaired_edges);
-        json_kv_int(&jw, "capture_unqueued_edges", w.capture_unqueued);
-        if (w.n_units > 0 && w.coll_op < COSTMODEL_OPS) {
-            const costmodel_fit *fit =
-                rp.model.op[w.coll_op].fitted ? &rp.model.op[w.coll_op] : &rp.model.all;
+        json_kv_int(&jw, "capture_unqueued_edges", w.capture.unqueued);
+        if (w.buckets.n_units > 0 && w.buckets.coll_op < COSTMODEL_OPS) {
+            const costmodel_fit *fit = rp.model.op[w.buckets.coll_op].fitted
+                                           ? &rp.model.op[w.buckets.coll_op]
+                                           : &rp.model.all;
             json_kv_double(&jw, "collective_alpha_us", fit->alpha_ns / 1000.0);
             json_kv_double(&jw, "collective_beta_gbps", fit->beta_bpns);
         }
         json_end_object(&jw);
         json_key(&jw, "unavailable");
         json_begin_object(&jw);
-        if (w.fusion_why[0])
-            json_kv_string(&jw, "fusion", w.fusion_why);
-        if (w.tensor_why[0])
-            json_kv_string(&jw, "tensor", w.tensor_why);
-        if (w.memory_why[0])
-            json_kv_string(&jw, "memory", w.memory_why);
+        if (w.fusion.why[0])
+            json_kv_string(&jw, "fusion", w.fusion.why);
+        if (w.buckets.why[0])
+            json_kv_string(&jw, "tensor", w.buckets.why);
+        if (w.layers.why[0])
+            json_kv_string(&jw, "memory", w.layers.why);
         json_end_object(&jw);
         json_key(&jw, "strategies");
         json_begin_array(&jw);
@@ -626,7 +628,7 @@ main(int argc, char **argv)
             strategy_describe(&w, &sc->plan, buf, sizeof buf);
             json_kv_string(&jw, "description", buf);
             json_key(&jw, "knobs");
-            strategy_write_knobs(&w, &sc->plan, so.batch, &jw);
+            strategy_write_knobs(&w, &sc->plan, so.batch, framework_default(), &jw);
             json_kv_double(&jw, "predicted_iter_us", sc->eval.iter_ns / 1000.0);
             json_kv_double(&jw, "predicted_speedup", sr.baseline.eval.iter_ns / sc->eval.iter_ns);
             json_key(&jw, "peak_memory_bytes");
@@ -655,28 +657,28 @@ main(int argc, char **argv)
                "other %.0f%%\n",
                100 * sr.cp_host, 100 * sr.cp_short_kernels, 100 * sr.cp_collectives,
                100 * sr.cp_other);
-        if (w.fusion_why[0])
-            printf("operator fusion unavailable: %s\n", w.fusion_why);
-        else if (w.fixed_fit.names > 0)
+        if (w.fusion.why[0])
+            printf("operator fusion unavailable: %s\n", w.fusion.why);
+        else if (w.fusion.fixed_fit.names > 0)
             printf("per-kernel fixed cost: %.2f us, fitted on the launch sizes of %d (rank, "
                    "kernel name) pairs%s\n",
-                   w.kernel_fixed_ns / 1000.0, w.fixed_fit.names,
+                   w.fusion.kernel_fixed_ns / 1000.0, w.fusion.fixed_fit.names,
                    fixed_capped(&w, &wo) ? " (capped at the shortest kernel)" : "");
         else
             printf("per-kernel fixed cost: %.2f us, the prior (--kernel-fixed-us; no kernel "
                    "name with %d launch sizes to fit)%s\n",
-                   w.kernel_fixed_ns / 1000.0, WORKLOAD_FIT_MIN_SIZES,
+                   w.fusion.kernel_fixed_ns / 1000.0, WORKLOAD_FIT_MIN_SIZES,
                    fixed_capped(&w, &wo) ? ", capped at the shortest kernel" : "");
-        if (w.tensor_why[0])
-            printf("tensor fusion unavailable: %s\n", w.tensor_why);
-        else if (w.n_units > 0 && w.layer_grad)
+        if (w.buckets.why[0])
+            printf("tensor fusion unavailable: %s\n", w.buckets.why);
+        else if (w.buckets.n_units > 0 && w.buckets.layer_grad)
             printf("tensor partition: gradient sizes of %d layers from the allocation trace\n",
-                   w.n_layers);
-        else if (w.n_units > 0)
+                   w.layers.n_layers);
+        else if (w.buckets.n_units > 0)
             printf("tensor partition: bytes ready in proportion to backward kernel time (%s)\n",
-                   w.grad_why);
-        if (w.memory_why[0])
-            printf("recomputation unavailable: %s\n", w.memory_why);
+                   w.buckets.grad_why);
+        if (w.layers.why[0])
+            printf("recomputation unavailable: %s\n", w.layers.why);
         printf("search: %lld evaluations in %.2f s (%.0f/s)%s\n\n", (long long)sr.evaluations,
                sr.elapsed_s, evals_per_s, sr.cut_by_budget ? ", cut by --budget-s" : "");
         if (sr.n_top == 0)
@@ -693,8 +695,8 @@ main(int argc, char **argv)
             if (sc->plan.accum_k > 1)
                 printf("   each extra micro-batch: device %.1f us, host %.1f us\n",
                        sc->eval.micro_device_ns / 1000.0, sc->eval.micro_host_ns / 1000.0);
-            strategy_ddp_sim_args(&sc->plan, so.batch, buf, sizeof buf);
-            printf("   ddp-sim: %s\n", buf);
+            framework_default()->format_args(&sc->plan, so.batch, buf, sizeof buf);
+            printf("   %s: %s\n", framework_default()->name, buf);
         }
     }
     status = 0;

@@ -3,7 +3,7 @@
 # without CUDA headers), and the search benchmark (make bench).
 check_PROGRAMS += tests/optimizer/test_optimizer
 tests_optimizer_test_optimizer_SOURCES = tests/optimizer/test_optimizer.c
-tests_optimizer_test_optimizer_LDADD = optimizer/libdproopt.la
+tests_optimizer_test_optimizer_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
 TESTS += tests/optimizer/test_optimizer
 if HAVE_PYTHON3
 dist_check_SCRIPTS += tests/optimizer/closed_loop.py
@@ -13,4 +13,4 @@ endif
 BENCHMARKS += tests/optimizer/bench_optimizer
 noinst_PROGRAMS += tests/optimizer/bench_optimizer
 tests_optimizer_bench_optimizer_SOURCES = tests/optimizer/bench_optimizer.c
-tests_optimizer_bench_optimizer_LDADD = optimizer/libdproopt.la
+tests_optimizer_bench_optimizer_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la

@@ -22,7 +22,7 @@
 #include "optimizer/search.h"
 #include "optimizer/strategy.h"
 #include "optimizer/workload.h"
-#include "replay/synth.h"
+#include "tests/replay/synth.h"
 #include "tests/unit/testutil.h"
 
 #define US 1000
@@ -51,14 +51,34 @@ test_memest(void)
     CHECK_EQ_U(m.backward_bytes, 2 << 20);
     CHECK_EQ_U(m.peak_bytes, (4 + 4 + 10 + 20 + 30 + 8) << 20); /* the transient is gone */
     /* steady: static + optimizer + activations */
-    int64_t base = memest_predict(&m, NULL, 0.125, 1);
+    int64_t base = memest_predict(&m, NULL, 0, 0.125, 1);
     CHECK_EQ_U(base, (8 + 8 + 60) << 20);
     /* accumulation over 2: activations halved (5, 10, 15 MiB, rounded to 2 MiB) */
-    CHECK_EQ_U(memest_predict(&m, NULL, 0.125, 2), (16 + 6 + 10 + 16) << 20);
+    CHECK_EQ_U(memest_predict(&m, NULL, 0, 0.125, 2), (16 + 6 + 10 + 16) << 20);
     /* recompute layer 2: keeps 30/8 = 3.75 -> 4 MiB; during its backward it rebuilds
      * 30 MiB on top of layers 0..2's share: 10 + 20 + 4 + 30 = 64 > 34 */
     uint8_t rc[3] = {0, 0, 1};
-    CHECK_EQ_U(memest_predict(&m, rc, 0.125, 1), (16 + 64) << 20);
+    CHECK_EQ_U(memest_predict(&m, rc, 3, 0.125, 1), (16 + 64) << 20);
+    /* flags for fewer layers than the estimate has: the layers past them are not
+     * recomputed, whatever lies beyond the flags (a trace of more than
+     * STRATEGY_MAX_LAYERS layers read past a plan's flags: four answers for one seed) */
+    uint8_t two[3] = {0, 0, 1}; /* only two[0..1] are flags */
+    CHECK_EQ_U(memest_predict(&m, two, 2, 0.125, 1), base);
+    memest many;
+    memset(&many, 0, sizeof many);
+    many.n_layers = STRATEGY_MAX_LAYERS + 100;
+    many.act_bytes = calloc((size_t)many.n_layers, sizeof *many.act_bytes);
+    many.act_time = calloc((size_t)many.n_layers, sizeof *many.act_time);
+    uint8_t *flags = malloc((size_t)many.n_layers);
+    CHECK(many.act_bytes && many.act_time && flags);
+    for (int32_t l = 0; l < many.n_layers; l++) {
+        many.act_bytes[l] = 4 << 20;
+        flags[l] = l >= STRATEGY_MAX_LAYERS; /* past the plan's flags */
+    }
+    int64_t none = memest_predict(&many, NULL, 0, 0.125, 1);
+    CHECK_EQ_U(memest_predict(&many, flags, STRATEGY_MAX_LAYERS, 0.125, 1), none);
+    free(flags);
+    memest_free(&many);
     CHECK(memest_round_block(1) == 512);
     CHECK(memest_round_block((1 << 20) + 1) == (2 << 20));
     memest_free(&m);
@@ -116,9 +136,9 @@ test_fusion(void)
     memset(&res, 0, sizeof res);
     REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
     /* one chain of three short kernels per iteration (the lone one is no chain) */
-    CHECK_EQ_U(w.n_chains, 4);
-    CHECK_EQ_U(w.chain_kernels, 12);
-    CHECK(fabs(w.kernel_fixed_ns - 3 * US) < 1);
+    CHECK_EQ_U(w.fusion.n_chains, 4);
+    CHECK_EQ_U(w.fusion.chain_kernels, 12);
+    CHECK(fabs(w.fusion.kernel_fixed_ns - 3 * US) < 1);
     /* device-bound: 100 + 30 + 100 + 10 us, then the sync and the next launch */
     double base = w.base_iter_ns;
     CHECK(base > 240 * US && base < 260 * US);
@@ -145,7 +165,7 @@ test_fusion(void)
     strategy_kind(&w, &p, kind, sizeof kind);
     CHECK(!strcmp(kind, "operator_fusion"));
     char args[128];
-    strategy_ddp_sim_args(&p, 0, args, sizeof args);
+    framework_ddp_sim.format_args(&p, 0, args, sizeof args);
     CHECK(!strcmp(args, "--fuse-small"));
     workload_free(&w);
     sim_result_free(&res);
@@ -217,7 +237,7 @@ test_capture_wakeups(void)
     REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
     CHECK_EQ_U(g.n_nodes, nodes); /* the optimizer adds no nodes of its own */
     CHECK(w.bwd_thread[0] == 1 && w.main_thread[0] == 0);
-    CHECK(w.capture == NULL); /* no launch queue */
+    CHECK(w.capture.g == NULL); /* no launch queue */
     /* host-bound: 5 + 200 + 10 (the backward's calls) + 200 + 1 us */
     double base = w.base_iter_ns;
     CHECK(fabs(base - 416 * US) < 2 * US);
@@ -265,7 +285,7 @@ test_idle_wake_and_median_iteration(void)
     REQUIRE(workload_analyze(&w, &g, &res, 1, 20, NULL, NULL, -1, NULL) == 0);
     /* durations: 1..20 us less the one replaced by the stall, 2000, and the others' 50:
      * sorted 1, 2, 3, 5, 6, 7, ...: the sixth (index n_sync / 4 = 5) is 7 us */
-    CHECK(w.idle_wake_dur[sync[5]] == 7 * US);
+    CHECK(w.capture.idle_wake_dur[sync[5]] == 7 * US);
     /* an iteration is 416 us plus its closing wake-up over 1 us: the median lies within
      * 420..440 us (the mean, with the 2 ms stall, would be over 500 us) */
     CHECK(w.base_iter_ns > 420 * US && w.base_iter_ns < 440 * US);
@@ -298,7 +318,7 @@ test_capture_stall(void)
     sim_result res;
     memset(&res, 0, sizeof res);
     REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
-    CHECK(w.idle_wake_dur[stalled] == 1 * US);
+    CHECK(w.capture.idle_wake_dur[stalled] == 1 * US);
     CHECK(fabs(w.base_iter_ns - (416 + 999 / 2.0) * US) < 2 * US);
     strategy_plan p;
     strategy_plan_baseline(&p);
@@ -376,8 +396,8 @@ test_capture_queue(void)
     sim_result res;
     memset(&res, 0, sizeof res);
     REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
-    CHECK(w.capture != NULL);
-    CHECK_EQ_U(w.capture_unqueued, 4 * 4);
+    CHECK(w.capture.g != NULL);
+    CHECK_EQ_U(w.capture.unqueued, 4 * 4);
     /* the copy's call waits for the queue: launch 5 returns when kernel 3 ends (~207 us),
      * the copy then takes 2 + 250 us, the synchronisation 1 us */
     double base = w.base_iter_ns;
@@ -387,7 +407,7 @@ test_capture_queue(void)
     p.cuda_graph = 1;
     strategy_eval e;
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
-    CHECK(w.g == w.capture);
+    CHECK(w.g == w.capture.g);
     /* one graph launch: the copy's call is not held (its copy overlaps the kernels);
      * the six kernels back to back take 300 us, the synchronisation 1 us */
     CHECK(fabs(e.iter_ns - 301 * US) < 3 * US);
@@ -444,8 +464,8 @@ test_tensor(void)
     sim_result res;
     memset(&res, 0, sizeof res);
     REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
-    CHECK_EQ_U(w.n_units, 8);
-    CHECK(w.tensor_why[0] == 0);
+    CHECK_EQ_U(w.buckets.n_units, 8);
+    CHECK(w.buckets.why[0] == 0);
     strategy_plan p;
     strategy_plan_baseline(&p);
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 0); /* as measured */
@@ -470,17 +490,17 @@ test_tensor(void)
     CHECK(strategy_evaluate(&w, &p, &res, &e8) == 0);
     CHECK(e1.iter_ns > 0 && e8.iter_ns > 0 && e1.iter_ns != e8.iter_ns);
     strategy_plan q;
-    CHECK(strategy_parse_args("--bucket-mb 25 --first-bucket-mb 1 --recompute 1-3,5 "
-                              "--accum-steps 2 --batch 16",
-                              &q) == 0);
+    CHECK(framework_ddp_sim.parse_args("--bucket-mb 25 --first-bucket-mb 1 --recompute 1-3,5 "
+                                       "--accum-steps 2 --batch 16",
+                                       &q) == 0);
     CHECK(strategy_bucket_caps_mb[q.bucket_cap] == 25);
     CHECK(strategy_bucket_caps_mb[q.first_cap] == 1);
     CHECK(q.accum_k == 2 && strategy_n_recomputed(&q) == 4 && strategy_recomputes(&q, 5));
     char args[256];
-    strategy_ddp_sim_args(&q, 32, args, sizeof args);
+    framework_ddp_sim.format_args(&q, 32, args, sizeof args);
     CHECK(!strcmp(args, "--bucket-mb 25 --first-bucket-mb 1 --recompute 1-3,5 "
                         "--accum-steps 2 --batch 16"));
-    CHECK(strategy_parse_args("--bogus", &q) != 0);
+    CHECK(framework_ddp_sim.parse_args("--bogus", &q) != 0);
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
@@ -526,7 +546,7 @@ test_partition(void)
     sim_result res;
     memset(&res, 0, sizeof res);
     REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
-    CHECK_EQ_U(w.n_units, 1);
+    CHECK_EQ_U(w.buckets.n_units, 1);
     CHECK(strategy_tensor_available(&w));
     strategy_plan p;
     strategy_plan_baseline(&p);
@@ -556,7 +576,8 @@ test_partition(void)
             sum += part.grp_bytes[k];
             chunks++;
             CHECK_EQ_U(part.grp_bytes[k], 1 << 20);
-            CHECK(part.grp_dur[k] == costmodel_predict(&m, w.coll_op, w.coll_nranks, 1 << 20));
+            CHECK(part.grp_dur[k] ==
+                  costmodel_predict(&m, w.buckets.coll_op, w.buckets.coll_nranks, 1 << 20));
             /* the chunk's participants: one per rank, each gated by the kernel at which
              * its bytes are ready, launched by a copy of the hook's calls */
             int32_t members = 0;
@@ -708,22 +729,22 @@ test_fixed_cost_fit(void)
     sim_result res;
     memset(&res, 0, sizeof res);
     REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
-    CHECK_EQ_U(w.fixed_fit.names, 2);
-    CHECK(fabs(w.kernel_fixed_ns - 3000) < 0.05 * 3000);
+    CHECK_EQ_U(w.fusion.fixed_fit.names, 2);
+    CHECK(fabs(w.fusion.kernel_fixed_ns - 3000) < 0.05 * 3000);
     CHECK(w.opt.kernel_samples == NULL);
     strategy_plan p;
     strategy_plan_baseline(&p);
     p.fuse = 1;
     strategy_eval e;
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
-    CHECK(fabs((w.base_iter_ns - e.iter_ns) - 2 * w.kernel_fixed_ns) < 0.5 * US);
+    CHECK(fabs((w.base_iter_ns - e.iter_ns) - 2 * w.fusion.kernel_fixed_ns) < 0.5 * US);
     workload_free(&w);
     /* nothing to fit: the prior */
     o.n_kernel_samples = 60;
     o.kernel_samples = s + n - 60;
     REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
-    CHECK_EQ_U(w.fixed_fit.names, 0);
-    CHECK(fabs(w.kernel_fixed_ns - 1 * US) < 1);
+    CHECK_EQ_U(w.fusion.fixed_fit.names, 0);
+    CHECK(fabs(w.fusion.kernel_fixed_ns - 1 * US) < 1);
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
@@ -887,12 +908,12 @@ test_partition_gradients(void)
         sim_result res;
         memset(&res, 0, sizeof res);
         dfg work;
-        REQUIRE(dfg_clone(&work, &g) == 0);
+        CHECK(dfg_clone(&work, &g) == 0);
         REQUIRE(workload_analyze(&w, &work, &res, 1, 1, &m, &mem, 0, NULL) == 0);
-        CHECK_EQ_U(w.n_units, 1);
-        CHECK_EQ_U(w.n_layers, 4);
-        CHECK(with_sizes ? w.layer_grad != NULL : w.layer_grad == NULL);
-        CHECK(with_sizes ? !w.grad_why[0] : w.grad_why[0] != 0);
+        CHECK_EQ_U(w.buckets.n_units, 1);
+        CHECK_EQ_U(w.layers.n_layers, 4);
+        CHECK(with_sizes ? w.buckets.layer_grad != NULL : w.buckets.layer_grad == NULL);
+        CHECK(with_sizes ? !w.buckets.grad_why[0] : w.buckets.grad_why[0] != 0);
         strategy_plan p;
         strategy_plan_baseline(&p);
         p.bucket_cap = p.first_cap = 3; /* 2 MiB: 4 buckets, 3 inside the span */
@@ -934,144 +955,6 @@ test_partition_gradients(void)
     dfg_free(&g);
 }
 
-/* Incremental evaluation (strategy_evaluate_with, sim.h: sim_rerun) gives what a whole
- * simulation gives, node by node, for random plans on the hand-made jobs (fusion,
- * wake-ups, launch queue with its capture copy) and the synthetic one (bucket plans,
- * splitting ones included), with the reference adopted each time or kept; and the
- * search finds the same plans with incremental and whole simulations. */
-static int
-same_result(const sim_result *a, const sim_result *b)
-{
-    if (a->n_nodes != b->n_nodes || a->makespan != b->makespan || a->last_node != b->last_node ||
-        a->n_unfinished != b->n_unfinished)
-        return 0;
-    for (int32_t i = 0; i < a->n_nodes; i++)
-        if (a->start[i] != b->start[i] || a->end[i] != b->end[i] || a->crit[i] != b->crit[i] ||
-            a->why[i] != b->why[i])
-            return 0;
-    for (int32_t q = 0; q < a->n_groups; q++)
-        if (a->grp_arrival[q] != b->grp_arrival[q] || a->grp_last[q] != b->grp_last[q])
-            return 0;
-    return 1;
-}
-
-static void
-check_incremental(workload *w, int32_t n_plans, uint64_t seed)
-{
-    strategy_refs rolling, fixed;
-    sim_result r0, r1, r2;
-    memset(&rolling, 0, sizeof rolling);
-    memset(&fixed, 0, sizeof fixed);
-    fixed.fixed = 1; /* and every rerun incremental, following what changed to the end */
-    fixed.dense_share = -1;
-    fixed.whole_share = -1;
-    memset(&r0, 0, sizeof r0);
-    memset(&r1, 0, sizeof r1);
-    memset(&r2, 0, sizeof r2);
-    uint64_t rs = seed;
-    int32_t bad = 0;
-    for (int32_t i = 0; i < n_plans; i++) {
-        strategy_plan p;
-        strategy_plan_baseline(&p);
-        rs = rs * 6364136223846793005ULL + 1442695040888963407ULL;
-        uint64_t x = rs >> 16;
-        p.fuse = x & 1;
-        p.cuda_graph = (x >> 1) & 1;
-        if (strategy_tensor_available(w) && ((x >> 2) & 3) != 0) {
-            p.bucket_cap = (int8_t)((x >> 4) % (uint64_t)strategy_n_bucket_caps);
-            p.first_cap = (int8_t)((x >> 9) % (uint64_t)strategy_n_bucket_caps);
-        }
-        if (((x >> 14) & 3) == 0)
-            p.accum_k = strategy_accum_steps[(x >> 16) % (uint64_t)strategy_n_accum_steps];
-        for (int32_t l = 0; l < w->n_layers && l < STRATEGY_MAX_LAYERS; l++)
-            if (((x >> (20 + l % 40)) & 3) == 0)
-                strategy_set_recompute(&p, l, 1);
-        strategy_eval e0, e1, e2;
-        int rc0 = strategy_evaluate(w, &p, &r0, &e0);
-        int rc1 = strategy_evaluate_with(w, &p, &rolling, &r1, &e1);
-        int rc2 = strategy_evaluate_with(w, &p, &fixed, &r2, &e2);
-        CHECK(rc0 == rc1 && rc0 == rc2);
-        if (rc0 != 0)
-            continue;
-        int ok = e0.iter_ns == e1.iter_ns && e0.iter_ns == e2.iter_ns &&
-                 e0.peak_bytes == e1.peak_bytes && e0.n_buckets == e1.n_buckets &&
-                 same_result(&r0, &r1) && same_result(&r0, &r2);
-        CHECK(ok);
-        bad += !ok;
-    }
-    CHECK(rolling.runs == n_plans && fixed.runs == n_plans);
-    CHECK(rolling.resimulated <= rolling.nodes && rolling.full_runs <= rolling.runs);
-    CHECK(bad == 0);
-    printf("incremental evaluation: %d plans, %lld whole simulations (%lld predicted), %.1f %% "
-           "of the nodes recomputed (reference adopted), %.1f %% (first kept)\n",
-           n_plans, (long long)rolling.full_runs, (long long)rolling.predicted,
-           100.0 * (double)rolling.resimulated / (double)(rolling.nodes ? rolling.nodes : 1),
-           100.0 * (double)fixed.resimulated / (double)(fixed.nodes ? fixed.nodes : 1));
-    strategy_refs_free(&rolling);
-    strategy_refs_free(&fixed);
-    sim_result_free(&r0);
-    sim_result_free(&r1);
-    sim_result_free(&r2);
-}
-
-static void
-test_incremental_evaluation(void)
-{
-    for (int job = 0; job < 4; job++) {
-        dfg g;
-        costmodel m;
-        fit_model(&m);
-        int rc = job == 0   ? build_fusion_job(&g, 4)
-                 : job == 1 ? build_wakeup_job(&g, 4, 200 * US)
-                 : job == 2 ? build_queue_job(&g, 4)
-                            : synth_job(&g, 200, 8);
-        CHECK(rc == 0);
-        workload w;
-        sim_result res;
-        memset(&res, 0, sizeof res);
-        CHECK(workload_analyze(&w, &g, &res, job == 3 ? 0 : 1, job == 3 ? 1 : 2,
-                               job == 3 ? &m : NULL, NULL, -1, NULL) == 0);
-        check_incremental(&w, 60, 1000 + (uint64_t)job);
-        workload_free(&w);
-        sim_result_free(&res);
-        dfg_free(&g);
-    }
-    /* the search: same evaluations and winners whichever way candidates are simulated */
-    search_result a[3];
-    for (int mode = 0; mode < 3; mode++) {
-        dfg g;
-        costmodel m;
-        fit_model(&m);
-        REQUIRE(synth_job(&g, 400, 8) == 0);
-        workload w;
-        sim_result res;
-        memset(&res, 0, sizeof res);
-        REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
-        search_options o;
-        memset(&o, 0, sizeof o);
-        o.seed = 11;
-        o.max_evals = 120;
-        o.resim = mode;
-        CHECK(search_run(&w, &o, &a[mode]) == 0);
-        workload_free(&w);
-        sim_result_free(&res);
-        dfg_free(&g);
-    }
-    for (int mode = 1; mode < 3; mode++) {
-        CHECK(a[mode].evaluations == a[0].evaluations && a[mode].n_top == a[0].n_top);
-        CHECK(a[mode].baseline.eval.iter_ns == a[0].baseline.eval.iter_ns);
-        for (int32_t i = 0; i < a[0].n_top && i < a[mode].n_top; i++) {
-            CHECK(!memcmp(&a[mode].top[i].plan, &a[0].top[i].plan, sizeof a[0].top[i].plan));
-            CHECK(a[mode].top[i].eval.iter_ns == a[0].top[i].eval.iter_ns);
-        }
-    }
-    CHECK(a[0].sim_runs == a[0].evaluations);
-    CHECK(a[0].resim_share > 0 && a[0].resim_share <= 1);
-    CHECK(a[2].sim_runs == 0); /* whole: no references kept */
-    for (int mode = 0; mode < 3; mode++)
-        search_result_free(&a[mode]);
-}
-
 int
 main(void)
 {
@@ -1087,6 +970,5 @@ main(void)
     test_fixed_cost_fit();
     test_match_gradients();
     test_partition_gradients();
-    test_incremental_evaluation();
     return tests_done();
 }

@@ -17,7 +17,7 @@
 
 #include "replay/dfg.h"
 #include "replay/sim.h"
-#include "replay/synth.h"
+#include "tests/replay/synth.h"
 
 static double
 now_s(void)

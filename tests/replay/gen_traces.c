@@ -12,6 +12,11 @@
  * usage: gen_traces DIR [--ranks N] [--iters K] [--ops M] [--buckets B]
  *        [--skew R:US]... [--straggler R:F] [--skip R:SEQ] [--cut R:FRACTION]
  *        [--missing R] [--job-id ID] [--world W] [--no-markers] [--prefix P]
+ *        [--spelling SUFFIX]
+ *
+ * --spelling writes the CUDA runtime calls with a suffix, as the collector records the
+ * per-thread default stream entry points (cudaEventRecord_ptsz, ...): the same job under
+ * another name of every call.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -35,6 +40,7 @@ typedef struct gen {
     int missing;
     int markers;
     const char *job_id, *prefix;
+    const char *spelling; /* suffix of the runtime calls' names ("" none) */
 } gen;
 
 typedef struct evbuf {
@@ -85,13 +91,14 @@ main(int argc, char **argv)
              .missing = -1,
              .markers = 1,
              .job_id = "gen-1",
-             .prefix = "rank"};
+             .prefix = "rank",
+             .spelling = ""};
     static const struct option lo[] = {
-        {"ranks", 1, 0, 'r'},   {"iters", 1, 0, 'i'}, {"ops", 1, 0, 'o'},
-        {"buckets", 1, 0, 'b'}, {"skew", 1, 0, 's'},  {"straggler", 1, 0, 'S'},
-        {"skip", 1, 0, 'k'},    {"cut", 1, 0, 'c'},   {"missing", 1, 0, 'm'},
-        {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'}, {"no-markers", 0, 0, 'n'},
-        {"prefix", 1, 0, 'p'},  {0, 0, 0, 0},
+        {"ranks", 1, 0, 'r'},   {"iters", 1, 0, 'i'},    {"ops", 1, 0, 'o'},
+        {"buckets", 1, 0, 'b'}, {"skew", 1, 0, 's'},     {"straggler", 1, 0, 'S'},
+        {"skip", 1, 0, 'k'},    {"cut", 1, 0, 'c'},      {"missing", 1, 0, 'm'},
+        {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'},    {"no-markers", 0, 0, 'n'},
+        {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {0, 0, 0, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -137,6 +144,9 @@ main(int argc, char **argv)
             break;
         case 'p':
             g.prefix = optarg;
+            break;
+        case 'P':
+            g.spelling = optarg;
             break;
         default:
             return 2;
@@ -317,8 +327,11 @@ main(int argc, char **argv)
             "cudaLaunchKernel", "cudaEventRecord", "cudaStreamWaitEvent",
             "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
             "cudaStreamSynchronize"};
-        for (int i = 0; i < 5; i++)
-            dpro_writer_intern(w, names[i], &id); /* ids 1..5 */
+        for (int i = 0; i < 5; i++) {
+            char spelled[160];
+            snprintf(spelled, sizeof spelled, "%s%s", names[i], i == 3 ? "" : g.spelling);
+            dpro_writer_intern(w, spelled, &id); /* ids 1..5 */
+        }
         for (int i = 6; i < 10; i++) {
             char pad[16];
             snprintf(pad, sizeof pad, "pad%d", i);

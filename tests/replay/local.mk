@@ -6,23 +6,25 @@
 # predictions on the real Kineto traces of ../shared (launch-queue backpressure; skipped
 # without them), send/recv matching end to end on a pipeline-parallel job (pipe-sim),
 # and the simulator benchmark (make bench).
+# synth: synthetic data-parallel jobs as dataflow graphs, for the tests and benchmarks
+# of tests/replay and tests/optimizer (not part of the replay library)
+noinst_LTLIBRARIES += tests/replay/libdprosynth.la
+tests_replay_libdprosynth_la_SOURCES = tests/replay/synth.c tests/replay/synth.h
+tests_replay_libdprosynth_la_LIBADD = replay/libdproreplay.la
+
 check_PROGRAMS += tests/replay/test_replay_unit tests/replay/gen_traces
 tests_replay_test_replay_unit_SOURCES = tests/replay/test_replay_unit.c
-tests_replay_test_replay_unit_LDADD = replay/libdproreplay.la
-# sim_rerun (incremental re-simulation) against sim_run on random and synthetic graphs
-check_PROGRAMS += tests/replay/test_sim_rerun
-tests_replay_test_sim_rerun_SOURCES = tests/replay/test_sim_rerun.c
-tests_replay_test_sim_rerun_LDADD = replay/libdproreplay.la
-TESTS += tests/replay/test_sim_rerun
+tests_replay_test_replay_unit_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la
 tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
 tests_replay_gen_traces_LDADD = $(DPROTRACE_LINK)
 
 TESTS += tests/replay/test_replay_unit tests/replay/test_replay_traces.py \
 	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
-	tests/replay/test_replay_kineto_whatif.py tests/replay/test_replay_p2p.py
+	tests/replay/test_replay_kineto_whatif.py tests/replay/test_replay_p2p.py \
+	tests/replay/test_replay_bad_input.py
 dist_check_SCRIPTS += tests/replay/replay_testlib.py tests/replay/test_replay_traces.py tests/replay/test_replay_simgpu.py \
 	tests/replay/test_replay_whatif.py tests/replay/test_replay_kineto_whatif.py \
-	tests/replay/test_replay_p2p.py
+	tests/replay/test_replay_p2p.py tests/replay/test_replay_bad_input.py
 
 # pipe-sim: a pipeline-parallel job (send/recv between stages) on the simulated GPU, for
 # test_replay_p2p.py; linked like the tests/simgpu programs (-no-install: a real binary
@@ -39,4 +41,4 @@ endif
 BENCHMARKS += tests/replay/bench_replay
 noinst_PROGRAMS += tests/replay/bench_replay
 tests_replay_bench_replay_SOURCES = tests/replay/bench_replay.c
-tests_replay_bench_replay_LDADD = replay/libdproreplay.la
+tests_replay_bench_replay_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la

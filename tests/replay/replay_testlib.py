@@ -2,6 +2,7 @@
 a check() that records failures, and the per-rank clock-skew wrapper."""
 import os
 import subprocess
+import sys
 
 SKIP = 77
 BUILD = os.environ.get("top_builddir", ".")
@@ -13,7 +14,8 @@ DDP_SIM = os.path.join(BUILD, "tests", "simgpu", "ddp-sim")
 LIBDIR = os.path.join(BUILD, "tests", "simgpu", ".libs")
 REPLAY = os.path.join(BUILD, "tools", "dpro-replay")
 IMPORT = os.path.join(BUILD, "tools", "dpro-import")
-KINETO = os.path.join(SRC, "..", "shared", "traces", "kineto")
+SHARED = os.path.join(SRC, "..", "shared")
+KINETO = os.path.join(SHARED, "traces", "kineto")
 
 failures = []
 
@@ -41,15 +43,42 @@ def missing(paths):
     return None
 
 
+def sanitizer_build():
+    """True in the build configured with --enable-sanitizers (make check sets
+    DPRO_SANITIZERS=1 there)."""
+    return os.environ.get("DPRO_SANITIZERS") == "1"
+
+
 def collector_records(probe_dir, job, env):
     """Runs job (a command list) under dpro-run into probe_dir and tells whether the
-    collector wrote a trace: it cannot be preloaded in a sanitizer build."""
-    subprocess.run([DPRO_RUN, "-o", probe_dir, "--"] + job, capture_output=True, timeout=60,
-                   env=env)
+    collector wrote a trace. It cannot be preloaded in the sanitizer build, the one stated
+    reason for no trace (False, a skip); anywhere else no trace is a collector regression:
+    the test fails here (exit 1)."""
+    p = subprocess.run([DPRO_RUN, "-o", probe_dir, "--"] + job, capture_output=True,
+                       timeout=60, env=env, text=True)
     if os.path.isdir(probe_dir) and any(f.endswith(".dpro") for f in os.listdir(probe_dir)):
         return True
-    print("skip: the collector wrote no trace (sanitizer build?)")
-    return False
+    if sanitizer_build():
+        print("skip: the collector cannot be preloaded in the sanitizer build")
+        return False
+    print("FAIL: the collector wrote no trace of %s (status %d): %s" %
+          (" ".join(job), p.returncode, p.stderr[-500:]))
+    sys.exit(1)
+
+
+def shared_path(path, whole=True):
+    """path (under ../shared) when it exists. A missing one fails the test when CI=true
+    (CI provides ../shared: its absence is a broken checkout, exit 1 here); elsewhere it
+    skips the test (whole: exit 77 here) or the part that needs it (None)."""
+    if os.path.exists(path):
+        return path
+    if os.environ.get("CI") == "true":
+        print("FAIL: %s is missing (CI=true: ../shared must be there)" % path)
+        sys.exit(1)
+    print("skip: %s is missing" % path)
+    if whole:
+        sys.exit(SKIP)
+    return None
 
 
 def exit_status():

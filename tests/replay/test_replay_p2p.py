@@ -26,7 +26,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_testlib import (  # noqa: E402
-    missing, collector_records, exit_status, SKIP, BUILD, COLLECTOR, DPRO_RUN, SIMRUN,
+    missing, collector_records, exit_status, shared_path, SKIP, BUILD, COLLECTOR, DPRO_RUN, SIMRUN,
     LIBDIR, REPLAY, IMPORT, KINETO, check, skew_wrapper)
 
 PIPE_SIM = os.path.join(BUILD, "tests", "replay", "pipe-sim")
@@ -112,8 +112,10 @@ def missing_rank(tmp, src):
 def kineto_sendrecv(tmp):
     """The 128-rank Kineto pair: SendRecv kernels name no peer; today's behaviour."""
     files = [os.path.join(KINETO, "128rank-sampled-rank%d.json.gz" % r) for r in (0, 1)]
-    if not all(os.path.exists(f) for f in files) or not os.path.exists(IMPORT):
-        print("skip: 128-rank Kineto traces not found")
+    if not all(shared_path(f, whole=False) for f in files):
+        return
+    if not os.path.exists(IMPORT):
+        check(False, "kineto: %s not built" % IMPORT)
         return
     d = os.path.join(tmp, "k128")
     p = subprocess.run([IMPORT, "kineto"] + files + ["-o", d], capture_output=True, text=True,

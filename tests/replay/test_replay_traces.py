@@ -14,6 +14,7 @@ BUILD = os.environ.get("top_builddir", ".")
 GEN = os.path.join(BUILD, "tests", "replay", "gen_traces")
 REPLAY = os.path.join(BUILD, "tools", "dpro-replay")
 EXPORT = os.path.join(BUILD, "tools", "dpro-export")
+OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 failures = []
 
 
@@ -162,6 +163,32 @@ def main():
         check(out.returncode == 0 and "critical path" in out.stdout, "replay --chrome/--critical-path")
         with open(path) as f:
             check(json.load(f)["otherData"]["timeline"] == "simulated", "replay --chrome: simulated")
+        # 12. every spelling of the runtime calls (the collector writes the per-thread
+        # entry points, cudaEventRecord_ptsz ...) gives the same graph and answers
+        for name, args in (("plain", []), ("skew", ["--skew", "1:500"]),
+                           ("straggler", ["--straggler", "2:1.5"]),
+                           ("nomark", ["--no-markers"]), ("missing", ["--missing", "3"])):
+            for suffix in ("_ptsz", "_ptds"):
+                a, _ = gen(tmp, "sp-%s" % name, *args)
+                b, _ = gen(tmp, "sp-%s%s" % (name, suffix), "--spelling", suffix, *args)
+                ja, _ = replay_json(a)
+                jb, _ = replay_json(b)
+                check(ja is not None and ja.get("edges", 0) > 0,
+                      "spelling %s: edges %s" % (name, ja and ja.get("edges")))
+                # the same but for the names the critical path shows
+                same = json.dumps(ja) == json.dumps(jb).replace(suffix, "")
+                check(same, "spelling %s%s: the same replay (edges %s, %s)" %
+                      (name, suffix, ja and ja.get("edges"), jb and jb.get("edges")))
+                oa = run([OPTIMIZE, a, "--json", "--seed", "1", "--max-evals", "40"])
+                ob = run([OPTIMIZE, b, "--json", "--seed", "1", "--max-evals", "40"])
+                check(oa.returncode == ob.returncode, "spelling %s%s: optimize status" % (name, suffix))
+                if oa.returncode == 0 and ob.returncode == 0:
+                    pa, pb = json.loads(oa.stdout), json.loads(ob.stdout)
+                    for p in (pa, pb):
+                        for k in ("search_s", "evaluations_per_s"):
+                            p.pop(k, None)
+                    check(json.dumps(pa) == json.dumps(pb).replace(suffix, ""),
+                          "spelling %s%s: the same optimizer answer" % (name, suffix))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:

@@ -22,7 +22,7 @@
 #include "replay/iter.h"
 #include "replay/job.h"
 #include "replay/sim.h"
-#include "replay/synth.h"
+#include "tests/replay/synth.h"
 #include "tests/unit/testutil.h"
 
 static uint64_t rng = 88172645463325252ULL;

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#include "dfg.h"
+#include "replay/dfg.h"
 
 typedef struct synth_params {
     int32_t ranks;   /* ranks of the job */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "costmodel.h"
+#include "replay/costmodel.h"
 #include "dprotrace.h"
 
 void

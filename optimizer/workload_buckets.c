@@ -1,0 +1,238 @@
+/*
+ * workload_buckets.c: bucket units and the gradient sizes per layer (see workload.h).
+ */
+#define PR_FMT "optimizer"
+#include "optimizer/workload_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dprotrace.h"
+
+/* Collectives launched by the backward thread of rank r in iteration it, in launch
+ * order, into out (returns the count). */
+static int32_t
+iteration_collectives(const workload *w, const rank_info *k, int32_t it, int32_t *out)
+{
+    const dfg *g = w->g;
+    int32_t c = 0;
+    int32_t thread = k->bwd_thread >= 0 ? k->bwd_thread : k->main_thread;
+    if (thread < 0)
+        return 0;
+    for (int32_t h = g->res_first[thread]; h >= 0; h = g->next_on_res[h]) {
+        if (w->iter[h] != it)
+            continue;
+        for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
+            int32_t d = g->launched[i];
+            /* gradient all-reduces only: point-to-point exchanges (pipeline stages) are
+             * groups too, but no bucket knob moves them */
+            if (g->kind[d] == DFG_COLL && g->group[d] >= 0 &&
+                g->grp_op[g->group[d]] != DPRO_COLL_SEND &&
+                g->grp_op[g->group[d]] != DPRO_COLL_RECV)
+                out[c++] = d;
+        }
+    }
+    return c;
+}
+
+int
+workload_find_units(workload *w, rank_info *ri)
+{
+    dfg *g = w->g;
+    int32_t *seq = malloc(sizeof *seq * (size_t)(g->n_nodes + 1));
+    w->buckets.group_unit = malloc(sizeof *w->buckets.group_unit * (size_t)(g->n_groups + 1));
+    w->buckets.group_hosts_off =
+        calloc((size_t)g->n_groups + 1, sizeof *w->buckets.group_hosts_off);
+    if (!seq || !w->buckets.group_unit || !w->buckets.group_hosts_off) {
+        free(seq);
+        return -1;
+    }
+    for (int32_t q = 0; q < g->n_groups; q++)
+        w->buckets.group_unit[q] = -1;
+    /* reference: the first rank covering the first compared iteration */
+    int32_t ref_n = -1;
+    for (int32_t r = 0; r < g->n_ranks && ref_n < 0; r++) {
+        if (w->iter_first >= ri[r].n_iters)
+            continue;
+        ref_n = iteration_collectives(w, &ri[r], w->iter_first, seq);
+        if (ref_n > 0) {
+            w->buckets.unit_bytes = malloc(sizeof *w->buckets.unit_bytes * (size_t)ref_n);
+            if (!w->buckets.unit_bytes) {
+                free(seq);
+                return -1;
+            }
+            w->buckets.n_units = ref_n;
+            for (int32_t u = 0; u < ref_n; u++)
+                w->buckets.unit_bytes[u] = g->grp_bytes[g->group[seq[u]]];
+            w->buckets.coll_op = g->grp_op[g->group[seq[0]]];
+            w->buckets.coll_nranks = g->grp_nranks[g->group[seq[0]]];
+        }
+    }
+    if (w->buckets.n_units < 1) { /* one unit: tensor partition can still split it */
+        snprintf(w->buckets.why, sizeof w->buckets.why,
+                 "no gradient all-reduce launched by the backward");
+        free(seq);
+        return 0;
+    }
+    int mismatch = 0;
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        for (int32_t it = 0; it < ri[r].n_iters; it++) {
+            int32_t c = iteration_collectives(w, &ri[r], it, seq);
+            int ok = c == w->buckets.n_units;
+            for (int32_t u = 0; ok && u < c; u++)
+                ok = g->grp_bytes[g->group[seq[u]]] == w->buckets.unit_bytes[u] &&
+                     g->grp_op[g->group[seq[u]]] == w->buckets.coll_op;
+            if (!ok) {
+                if (c > 0 && it >= w->iter_first && it <= w->iter_last)
+                    mismatch = 1;
+                continue;
+            }
+            for (int32_t u = 0; u < c; u++)
+                w->buckets.group_unit[g->group[seq[u]]] = u;
+        }
+    }
+    if (mismatch) {
+        snprintf(w->buckets.why, sizeof w->buckets.why,
+                 "the gradient all-reduces differ between ranks or iterations");
+        w->buckets.n_units = 0;
+        free(seq);
+        return 0;
+    }
+    if (!w->buckets.model)
+        snprintf(w->buckets.why, sizeof w->buckets.why, "no collective cost model");
+    /* host calls that go away with a folded bucket: the collective call and the event
+     * record / stream wait right before it */
+    int32_t total = 0;
+    for (int32_t d = 0; d < g->n_nodes; d++)
+        if (alive(g, d) && g->kind[d] == DFG_COLL && g->group[d] >= 0 &&
+            w->buckets.group_unit[g->group[d]] >= 0 && g->launch[d] >= 0)
+            w->buckets.group_hosts_off[g->group[d] + 1] += 3;
+    for (int32_t q = 0; q < g->n_groups; q++) {
+        w->buckets.group_hosts_off[q + 1] += w->buckets.group_hosts_off[q];
+    }
+    total = w->buckets.group_hosts_off[g->n_groups];
+    w->buckets.group_hosts = malloc(sizeof *w->buckets.group_hosts * (size_t)(total + 1));
+    int32_t *fill = calloc((size_t)g->n_groups + 1, sizeof *fill);
+    if (!w->buckets.group_hosts || !fill) {
+        free(fill);
+        free(seq);
+        return -1;
+    }
+    for (int32_t d = 0; d < g->n_nodes; d++) {
+        if (!alive(g, d) || g->kind[d] != DFG_COLL || g->group[d] < 0 ||
+            w->buckets.group_unit[g->group[d]] < 0 || g->launch[d] < 0)
+            continue;
+        int32_t q = g->group[d], h = g->launch[d];
+        int32_t *slot = &w->buckets.group_hosts[w->buckets.group_hosts_off[q] + fill[q]];
+        slot[0] = h;
+        slot[1] = slot[2] = -1;
+        int32_t p = g->prev_on_res[h];
+        for (int k = 1; k < 3 && p >= 0; k++, p = g->prev_on_res[p])
+            if (api_class(g, p) == DPRO_API_CLASS_EVENT_RECORD ||
+                api_class(g, p) == DPRO_API_CLASS_STREAM_WAIT)
+                slot[k] = p;
+            else
+                break;
+        fill[q] += 3;
+    }
+    free(fill);
+    free(seq);
+    return 0;
+}
+
+/* Rounding an allocator may have added to a request to make a block of b bytes
+ * (workload.h): up to 2 MiB for a block of a multiple of 2 MiB above 1 MiB, else 512 B. */
+static int64_t
+alloc_slack(int64_t b)
+{
+    return b > (1 << 20) && b % (2 << 20) == 0 ? (2 << 20) : 512;
+}
+
+/* Whether the n_layers allocations from alloc[first] match the units; fills unit_lo.
+ * An allocation holds its tensor, at most slack (alloc_slack) bytes smaller: each unit
+ * closes at the first layer where the allocations' running sum reaches the units'
+ * (within 4 B per unit), and its lower bound must not pass it. *diff receives the
+ * allocations' total minus the units'. */
+static int
+match_run(const int64_t *alloc, int32_t first, const int64_t *unit_bytes, int32_t n_units,
+          int32_t n_layers, int32_t *unit_lo, int64_t *diff)
+{
+    int64_t cum_a = 0, cum_u = 0, slack = 0;
+    int32_t l = n_layers - 1;
+    for (int32_t u = 0; u < n_units; u++) {
+        cum_u += unit_bytes[u];
+        do { /* every unit holds at least one layer */
+            if (l < 0)
+                return 0;
+            cum_a += alloc[first + l];
+            slack += alloc_slack(alloc[first + l]);
+            l--;
+        } while (cum_a < cum_u - 4 * (int64_t)(u + 1) || (u == n_units - 1 && l >= 0));
+        if (cum_a - slack > cum_u)
+            return 0;
+        unit_lo[u] = l + 1;
+    }
+    *diff = cum_a - cum_u;
+    return l < 0;
+}
+
+int32_t
+workload_match_gradients(const int64_t *alloc, int32_t n_alloc, const int64_t *unit_bytes,
+                         int32_t n_units, int32_t n_layers, int32_t *unit_lo)
+{
+    if (!alloc || n_units <= 0 || n_layers <= 0 || n_alloc < n_layers)
+        return -1;
+    int32_t *tmp = malloc(sizeof *tmp * (size_t)n_units);
+    if (!tmp)
+        return -1;
+    int32_t best = -1;
+    int64_t best_diff = 0;
+    for (int32_t a = 0; a + n_layers <= n_alloc; a++) {
+        int64_t diff;
+        if (!match_run(alloc, a, unit_bytes, n_units, n_layers, tmp, &diff))
+            continue;
+        if (diff < 0)
+            diff = -diff;
+        if (best < 0 || diff < best_diff) {
+            best = a;
+            best_diff = diff;
+            memcpy(unit_lo, tmp, sizeof *tmp * (size_t)n_units);
+        }
+    }
+    free(tmp);
+    return best;
+}
+
+/* The gradient sizes per layer for tensor partition (workload.h). */
+int
+workload_find_gradients(workload *w)
+{
+    if (w->buckets.n_units <= 0 || w->buckets.why[0])
+        return 0;
+    if (w->layers.n_layers <= 0) {
+        snprintf(w->buckets.grad_why, sizeof w->buckets.grad_why,
+                 "no layers (no activation allocations)");
+        return 0;
+    }
+    w->buckets.unit_lo = malloc(sizeof *w->buckets.unit_lo * (size_t)w->buckets.n_units);
+    w->buckets.layer_grad = malloc(sizeof *w->buckets.layer_grad * (size_t)w->layers.n_layers);
+    if (!w->buckets.unit_lo || !w->buckets.layer_grad)
+        return -1;
+    int32_t first = workload_match_gradients(w->layers.mem.static_each, w->layers.mem.n_static,
+                                             w->buckets.unit_bytes, w->buckets.n_units,
+                                             w->layers.n_layers, w->buckets.unit_lo);
+    if (first < 0) {
+        snprintf(w->buckets.grad_why, sizeof w->buckets.grad_why,
+                 "no run of %d static allocations adds up to the %d all-reduces' bytes",
+                 w->layers.n_layers, w->buckets.n_units);
+        free(w->buckets.unit_lo);
+        free(w->buckets.layer_grad);
+        w->buckets.unit_lo = NULL;
+        w->buckets.layer_grad = NULL;
+        return 0;
+    }
+    for (int32_t l = 0; l < w->layers.n_layers; l++)
+        w->buckets.layer_grad[l] = w->layers.mem.static_each[first + l];
+    return 0;
+}

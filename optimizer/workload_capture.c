@@ -1,0 +1,143 @@
+/*
+ * workload_capture.c: what CUDA-graph capture needs: idle-host wake-ups, step calls, the capture
+ * copy (see workload.h).
+ */
+#define PR_FMT "optimizer"
+#include "optimizer/workload_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A blocking host call for idle_wake_latency: its thread, name and post-wait duration. */
+typedef struct blocking_call {
+    int32_t res, name, node;
+    int64_t dur;
+} blocking_call;
+
+static int
+cmp_blocking(const void *a, const void *b)
+{
+    const blocking_call *x = a, *y = b;
+    if (x->res != y->res)
+        return (x->res > y->res) - (x->res < y->res);
+    if (x->name != y->name)
+        return (x->name > y->name) - (x->name < y->name);
+    return (x->dur > y->dur) - (x->dur < y->dur);
+}
+
+/* Fills w->idle_wake_dur (workload.h): the blocking calls of the iterations, sorted by
+ * thread, name and duration; each run of one thread and name gets its lower quartile. A
+ * blocking call's duration is its wake-up latency, which grows with what else wants the
+ * cores when it is woken: in a host-bound job its own launch threads (and the other
+ * ranks') do. The strategy that keeps a blocking call while emptying the host (a step
+ * captured in a CUDA graph) wakes it on idle cores: the faster wake-ups of the trace are
+ * the measure of that, not its median (under load, milliseconds); not its fastest ones
+ * either, which an idle host does not reliably get (measured on ddp-sim, 2 ranks: the
+ * captured run's median wake-up 190-210 us, the baseline's lowest decile 50-66 us, lower
+ * quartile 114-118 us, median 136-248 us on a quiet machine and 1.3-3.6 ms loaded).
+ * Returns 0, or -1 when out of memory. */
+int
+workload_idle_wake_latency(workload *w)
+{
+    const dfg *g = w->work;
+    int32_t n = g->n_nodes, k = 0;
+    w->capture.idle_wake_dur = malloc(sizeof *w->capture.idle_wake_dur * (size_t)(n > 0 ? n : 1));
+    blocking_call *c = malloc(sizeof *c * (size_t)(n > 0 ? n : 1));
+    if (!w->capture.idle_wake_dur || !c) {
+        free(c);
+        return -1;
+    }
+    for (int32_t h = 0; h < n; h++) {
+        w->capture.idle_wake_dur[h] = -1;
+        if (g->kind[h] == DFG_HOST && alive(g, h) && (g->flags[h] & DFG_F_BLOCKING) &&
+            w->iter[h] >= 0)
+            c[k++] = (blocking_call){g->res[h], g->name[h], h, g->dur[h]};
+    }
+    qsort(c, (size_t)k, sizeof *c, cmp_blocking);
+    for (int32_t a = 0, b; a < k; a = b) {
+        for (b = a + 1; b < k && c[b].res == c[a].res && c[b].name == c[a].name; b++)
+            ;
+        int64_t low = c[a + (b - a) / 4].dur;
+        for (int32_t i = a; i < b; i++)
+            w->capture.idle_wake_dur[c[i].node] = low;
+    }
+    free(c);
+    return 0;
+}
+
+/* workload_step_call's answer, worked out (w->capture.step_call caches it once the threads are
+ * known). */
+int
+workload_step_call_of(const workload *w, int32_t h)
+{
+    const dfg *g = w->work;
+    if (g->kind[h] != DFG_HOST || !alive(g, h) || w->iter[h] < 0 || (g->flags[h] & DFG_F_BLOCKING))
+        return 0;
+    int32_t r = dfg_rank(g, h);
+    const int32_t *bn;
+    int32_t nb = dfg_iterations(g, r, &bn);
+    if (w->iter[h] < nb && bn[w->iter[h]] == h)
+        return 0; /* opens the iteration: the graph launch */
+    dpro_api_class cls = api_class(g, h);
+    if (g->res[h] == w->bwd_thread[r] || cls == DPRO_API_CLASS_EVENT_RECORD ||
+        cls == DPRO_API_CLASS_STREAM_WAIT || cls == DPRO_API_CLASS_EVENT_SYNC)
+        return 1;
+    for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
+        int32_t d = g->launched[i];
+        if (g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL)
+            return 1;
+    }
+    return 0;
+}
+
+int
+workload_step_call(const workload *w, int32_t h)
+{
+    return w->capture.step_call ? w->capture.step_call[h] : workload_step_call_of(w, h);
+}
+
+/* Makes w->capture.g when a step call (workload_step_call) has launch-queue edges: a copy
+ * of the working graph without them (the edges from device ops into QUEUED step calls;
+ * those calls lose the flag). Node ids and values are those of the working graph. dfg.h
+ * has no edge removal: the copy's edge list is compacted here and the copy marked
+ * unfinalized, and dfg_finalize builds its successor lists from that list again.
+ * Returns 0, or -1 when out of memory. */
+int
+workload_build_capture(workload *w)
+{
+    const dfg *g = w->work;
+    int64_t drop = 0;
+    for (int64_t i = 0; i < g->n_edges; i++) {
+        int32_t s = g->esrc[i], d = g->edst[i];
+        drop += (g->flags[d] & DFG_F_QUEUED) && g->kind[s] != DFG_HOST && workload_step_call(w, d);
+    }
+    if (drop == 0)
+        return 0;
+    dfg *c = malloc(sizeof *c);
+    if (!c || dfg_clone(c, g) != 0) {
+        free(c); /* dfg_clone frees what it made */
+        return -1;
+    }
+    int64_t k = 0;
+    for (int64_t i = 0; i < c->n_edges; i++) {
+        int32_t s = c->esrc[i], d = c->edst[i];
+        if ((c->flags[d] & DFG_F_QUEUED) && c->kind[s] != DFG_HOST && workload_step_call(w, d))
+            continue;
+        c->esrc[k] = s;
+        c->edst[k++] = d;
+    }
+    c->n_edges = k;
+    for (int32_t h = 0; h < c->n_nodes; h++)
+        if ((c->flags[h] & DFG_F_QUEUED) && workload_step_call(w, h))
+            c->flags[h] &= (uint8_t)~DFG_F_QUEUED;
+    c->finalized = 0; /* the edge list changed: sim_run builds the CSR again */
+    if (dfg_finalize(c) != 0) {
+        dfg_free(c);
+        free(c);
+        return -1;
+    }
+    w->capture.g = c;
+    w->capture.unqueued = drop;
+    return 0;
+}

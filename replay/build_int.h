@@ -1,0 +1,46 @@
+/*
+ * build_int.h: what the builder's files (build*.c) share and nobody else uses.
+ */
+#ifndef DPRO_REPLAY_BUILD_INT_H
+#define DPRO_REPLAY_BUILD_INT_H
+
+#include <stdint.h>
+
+#include "build.h"
+
+static inline int
+is_device_kind(uint32_t k)
+{
+    return k == DPRO_KIND_KERNEL || k == DPRO_KIND_MEMCPY || k == DPRO_KIND_MEMSET;
+}
+
+static inline int
+is_p2p_op(uint32_t op)
+{
+    return op == DPRO_COLL_SEND || op == DPRO_COLL_RECV;
+}
+
+static inline int
+cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+static inline int
+cmp_int32(const void *pa, const void *pb)
+{
+    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* Pairs the send/recv transfers of every rank (p2p[r], nodes filled in) into groups and
+ * says what is left unmodelled, with job_warn (build_p2p.c). out (may be NULL) receives
+ * the counts. Returns 0 or -1 (out of memory). */
+int build_match_p2p_job(job *j, dfg *g, build_p2p *p2p, build_p2p_stats *out);
+
+/* Adds the wake-up edges between the host threads of every rank (build.h; thresholds in
+ * build_wakeup.c). Returns 0 or -1 (out of memory). */
+int build_infer_wakeups(dfg *g);
+
+#endif
