@@ -51,6 +51,7 @@ main(int argc, char **argv)
     replay_options ro = {0};
     ro.warmup = -1;
     int force = 0, c;
+    dpro_log_set_program(argv[0]);
     while ((c = getopt_long(argc, argv, "o:si:fhV", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
@@ -65,8 +66,7 @@ main(int argc, char **argv)
             if (*end == '-')
                 b = strtol(end + 1, &end, 10);
             if (*end || a < 0 || b < a || end == optarg) {
-                fprintf(stderr, "dpro-export: --iterations wants A-B (e.g. 3-5), not '%s'\n",
-                        optarg);
+                pr_err("--iterations wants A-B (e.g. 3-5), not '%s'", optarg);
                 return 2;
             }
             co.iter_first = (int32_t)a;
@@ -97,22 +97,22 @@ main(int argc, char **argv)
     replay rp;
     char err[2048];
     if (replay_open(argv[optind], &ro, &rp, err, sizeof err) != 0) {
-        fprintf(stderr, "dpro-export: %s\n", err);
+        pr_err("%s", err);
         return 1;
     }
     if (co.simulated && replay_simulate(&rp) != 0) {
-        fprintf(stderr, "dpro-export: out of memory simulating\n");
+        pr_err("out of memory simulating");
         replay_close(&rp);
         return 1;
     }
     uint64_t est = chrome_estimate_bytes(&rp, &rp.graph, &rp.sim, &co);
     if (est > WARN_BYTES) {
         int32_t nit = rp.iters && rp.job.n_ranks > 0 ? rp.iters[0].n - 1 : 0;
-        fprintf(stderr,
-                "dpro-export: the trace would be about %llu MB, too large for a browser to "
-                "open comfortably; choose a window, e.g. --iterations %d-%d (of %d)%s\n",
-                (unsigned long long)(est >> 20), rp.iter_first, rp.iter_first + 1, nit,
-                force ? "; writing anyway (--force)" : ", or pass --force");
+        dpro_log(force ? DPRO_LOG_WARN : DPRO_LOG_ERROR, PR_FMT,
+                 "the trace would be about %llu MB, too large for a browser to "
+                 "open comfortably; choose a window, e.g. --iterations %d-%d (of %d)%s",
+                 (unsigned long long)(est >> 20), rp.iter_first, rp.iter_first + 1, nit,
+                 force ? "; writing anyway (--force)" : ", or pass --force");
         if (!force) {
             replay_close(&rp);
             return 1;
@@ -121,7 +121,7 @@ main(int argc, char **argv)
     FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
     int status = 0;
     if (!f) {
-        fprintf(stderr, "dpro-export: cannot open %s for writing\n", out);
+        pr_err("cannot open %s for writing", out);
         status = 1;
     } else {
         if (chrome_export(&rp, &rp.graph, co.simulated ? &rp.sim : NULL, &co, f) != 0)
@@ -129,7 +129,7 @@ main(int argc, char **argv)
         if (f != stdout && fclose(f) != 0)
             status = 1;
         if (status)
-            fprintf(stderr, "dpro-export: writing %s failed\n", out);
+            pr_err("writing %s failed", out);
     }
     replay_close(&rp);
     return status;

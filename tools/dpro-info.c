@@ -11,6 +11,8 @@
  */
 #include "config.h"
 #include "dprotrace.h"
+#define PR_FMT "dpro-info"
+#include "dpro_log.h"
 #include "json_writer.h"
 #include "replay/kernels.h"
 
@@ -100,7 +102,7 @@ inspect(file_info *fi, dpro_reader **keep, int quick, int kernels)
         if (rc == 0)
             break;
         if (rc < 0) {
-            fprintf(stderr, "dpro-info: %s\n", dpro_reader_errmsg(r));
+            pr_err("%s", dpro_reader_errmsg(r));
             continue;
         }
         fi->by_kind[ev.kind < NKINDS ? ev.kind : 0]++;
@@ -169,36 +171,49 @@ parse_top(const char *arg, size_t *top)
     return 0;
 }
 
-int
-main(int argc, char **argv)
+/* What the command was asked. */
+typedef struct args {
+    int json, quick, kernels;
+    size_t top;
+    const char *const *paths;
+    size_t npaths;
+} args;
+
+/* The files read and their sums. */
+typedef struct totals {
+    char **files;
+    size_t nfiles, nok; /* files listed, files read */
+    file_info *fi;
+    dpro_reader **readers;
+    uint64_t events, bytes, dropped, by_kind[NKINDS], first, last;
+    kernels_breakdown all; /* with --kernels */
+} totals;
+
+/* Parses the command line into *a. Returns -1 to go on, or the exit status. */
+static int
+parse_args(int argc, char **argv, args *a)
 {
     static const struct option opts[] = {
         {"json", no_argument, 0, 'j'},          {"quick", no_argument, 0, 'q'},
         {"kernels", optional_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
-    int json = 0, quick = 0, kernels = 0, c, status = 0;
-    size_t top = KERNELS_DEFAULT_TOP, nok = 0;
-    kernels_breakdown all = {0};
-    char **files = NULL, err[512];
-    size_t nfiles = 0;
-    file_info *fi;
-    dpro_reader **readers;
-    uint64_t events = 0, bytes = 0, dropped = 0, by_kind[NKINDS] = {0}, first = UINT64_MAX,
-             last = 0;
+    int c;
 
+    memset(a, 0, sizeof *a);
+    a->top = KERNELS_DEFAULT_TOP;
     while ((c = getopt_long(argc, argv, "jqhV", opts, NULL)) != -1) {
         switch (c) {
         case 'j':
-            json = 1;
+            a->json = 1;
             break;
         case 'q':
-            quick = 1;
+            a->quick = 1;
             break;
         case 'k':
-            kernels = 1;
-            if (parse_top(optarg, &top) != 0) {
-                fprintf(stderr, "dpro-info: --kernels=%s: K must be a whole number from 1 to %d\n",
-                        optarg, KERNELS_MAX_TOP);
+            a->kernels = 1;
+            if (parse_top(optarg, &a->top) != 0) {
+                pr_err("--kernels=%s: K must be a whole number from 1 to %d", optarg,
+                       KERNELS_MAX_TOP);
                 usage(stderr);
                 return 2;
             }
@@ -219,170 +234,220 @@ main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (kernels && quick) {
-        fprintf(stderr, "dpro-info: --kernels needs the events decoded: not with --quick\n");
+    if (a->kernels && a->quick) {
+        pr_err("--kernels needs the events decoded: not with --quick");
         usage(stderr);
         return 2;
     }
-    if (dpro_list_traces((const char *const *)argv + optind, (size_t)(argc - optind), &files,
-                         &nfiles, err, sizeof err) != DPRO_OK) {
-        fprintf(stderr, "dpro-info: %s\n", err);
-        return 1;
+    a->paths = (const char *const *)argv + optind;
+    a->npaths = (size_t)(argc - optind);
+    return -1;
+}
+
+/* Lists and reads the files of a->paths into *t (totals_free). Returns 0 when every file
+ * was read whole, 1 when some were bad (t is filled with the others), -1 when nothing
+ * could be listed or memory ran out (the message is printed). */
+static int
+read_all(const args *a, totals *t)
+{
+    char err[512];
+    int status = 0;
+
+    memset(t, 0, sizeof *t);
+    t->first = UINT64_MAX;
+    if (dpro_list_traces(a->paths, a->npaths, &t->files, &t->nfiles, err, sizeof err) != DPRO_OK) {
+        pr_err("%s", err);
+        return -1;
     }
-    fi = calloc(nfiles, sizeof *fi);
-    readers = calloc(nfiles, sizeof *readers);
-    if (!fi || !readers) {
-        fprintf(stderr, "dpro-info: out of memory\n");
-        return 1;
+    t->fi = calloc(t->nfiles, sizeof *t->fi);
+    t->readers = calloc(t->nfiles, sizeof *t->readers);
+    if (!t->fi || !t->readers) {
+        pr_err("out of memory");
+        return -1;
     }
-    for (size_t i = 0; i < nfiles; i++) {
-        fi[i].path = files[i];
-        if (inspect(&fi[i], &readers[i], quick, kernels))
+    for (size_t i = 0; i < t->nfiles; i++) {
+        file_info *f = &t->fi[i];
+        f->path = t->files[i];
+        if (inspect(f, &t->readers[i], a->quick, a->kernels))
             status = 1;
-        if (fi[i].failed) {
-            fprintf(stderr, "dpro-info: %s\n", fi[i].err);
+        if (f->failed) {
+            pr_err("%s", f->err);
             continue;
         }
-        events += fi[i].sum.events;
-        bytes += fi[i].sum.file_bytes;
-        dropped += fi[i].sum.dropped;
+        t->events += f->sum.events;
+        t->bytes += f->sum.file_bytes;
+        t->dropped += f->sum.dropped;
         for (int k = 0; k < NKINDS; k++)
-            by_kind[k] += fi[i].by_kind[k];
-        if (fi[i].sum.events && fi[i].sum.first_ns < first)
-            first = fi[i].sum.first_ns;
-        if (fi[i].sum.last_ns > last)
-            last = fi[i].sum.last_ns;
-        nok++;
+            t->by_kind[k] += f->by_kind[k];
+        if (f->sum.events && f->sum.first_ns < t->first)
+            t->first = f->sum.first_ns;
+        if (f->sum.last_ns > t->last)
+            t->last = f->sum.last_ns;
+        t->nok++;
     }
-    if (first == UINT64_MAX)
-        first = last = 0;
-    if (kernels && merge_kernels(&all, fi, nfiles) != 0) {
-        fprintf(stderr, "dpro-info: out of memory\n");
-        return 1;
+    if (t->first == UINT64_MAX)
+        t->first = t->last = 0;
+    if (a->kernels && merge_kernels(&t->all, t->fi, t->nfiles) != 0) {
+        pr_err("out of memory");
+        return -1;
     }
+    return status;
+}
 
-    if (json) {
-        json_writer w;
-        json_init(&w, stdout, 1);
+static void
+totals_free(totals *t)
+{
+    for (size_t i = 0; t->fi && i < t->nfiles; i++) {
+        kernels_breakdown_free(&t->fi[i].kern);
+        if (t->readers)
+            dpro_reader_close(t->readers[i]);
+    }
+    kernels_breakdown_free(&t->all);
+    free(t->readers);
+    free(t->fi);
+    dpro_free_paths(t->files, t->nfiles);
+}
+
+static void
+print_json(const args *a, const totals *t)
+{
+    json_writer w;
+    json_init(&w, stdout, 1);
+    json_begin_object(&w);
+    json_kv_uint(&w, "ranks", t->nok);
+    json_kv_uint(&w, "events", t->events);
+    json_key(&w, "events_by_kind");
+    json_begin_object(&w);
+    if (!a->quick)
+        for (int k = 1; k < NKINDS; k++)
+            json_kv_uint(&w, dpro_kind_name((uint32_t)k), t->by_kind[k]);
+    if (!a->quick && t->by_kind[0])
+        json_kv_uint(&w, "unknown", t->by_kind[0]);
+    json_end_object(&w);
+    json_kv_uint(&w, "bytes", t->bytes);
+    json_kv_double(&w, "bytes_per_event", t->events ? (double)t->bytes / t->events : 0.0);
+    json_kv_uint(&w, "dropped", t->dropped);
+    json_kv_uint(&w, "span_ns", t->last - t->first);
+    json_key(&w, "files");
+    json_begin_array(&w);
+    for (size_t i = 0; i < t->nfiles; i++) {
         json_begin_object(&w);
-        json_kv_uint(&w, "ranks", nok);
-        json_kv_uint(&w, "events", events);
-        json_key(&w, "events_by_kind");
-        json_begin_object(&w);
-        if (!quick)
-            for (int k = 1; k < NKINDS; k++)
-                json_kv_uint(&w, dpro_kind_name((uint32_t)k), by_kind[k]);
-        if (!quick && by_kind[0])
-            json_kv_uint(&w, "unknown", by_kind[0]);
+        json_kv_string(&w, "path", t->fi[i].path);
+        if (t->fi[i].failed) {
+            json_kv_string(&w, "error", t->fi[i].err);
+            json_end_object(&w);
+            continue;
+        }
+        json_kv_int(&w, "rank", t->fi[i].rank);
+        json_kv_int(&w, "world_size", t->fi[i].world);
+        json_kv_string(&w, "host", t->fi[i].host ? t->fi[i].host : "");
+        json_kv_int(&w, "pid", t->fi[i].pid);
+        json_kv_string(&w, "source", t->fi[i].source ? t->fi[i].source : "");
+        json_kv_uint(&w, "events", t->fi[i].sum.events);
+        json_kv_uint(&w, "batches", t->fi[i].sum.batches);
+        json_kv_uint(&w, "bytes", t->fi[i].sum.file_bytes);
+        json_kv_uint(&w, "event_bytes", t->fi[i].sum.event_bytes);
+        json_kv_uint(&w, "dropped", t->fi[i].sum.dropped);
+        json_kv_uint(&w, "bad_batches", t->fi[i].bad_batches);
+        json_kv_uint(&w, "first_ns", t->fi[i].sum.first_ns);
+        json_kv_uint(&w, "last_ns", t->fi[i].sum.last_ns);
         json_end_object(&w);
-        json_kv_uint(&w, "bytes", bytes);
-        json_kv_double(&w, "bytes_per_event", events ? (double)bytes / events : 0.0);
-        json_kv_uint(&w, "dropped", dropped);
-        json_kv_uint(&w, "span_ns", last - first);
-        json_key(&w, "files");
+    }
+    json_end_array(&w);
+    if (a->kernels) {
+        json_key(&w, "kernels");
+        json_begin_object(&w);
+        json_kv_uint(&w, "top", a->top);
+        json_key(&w, "per_rank");
         json_begin_array(&w);
-        for (size_t i = 0; i < nfiles; i++) {
-            json_begin_object(&w);
-            json_kv_string(&w, "path", fi[i].path);
-            if (fi[i].failed) {
-                json_kv_string(&w, "error", fi[i].err);
-                json_end_object(&w);
+        for (size_t i = 0; i < t->nfiles; i++) {
+            if (t->fi[i].failed)
                 continue;
-            }
-            json_kv_int(&w, "rank", fi[i].rank);
-            json_kv_int(&w, "world_size", fi[i].world);
-            json_kv_string(&w, "host", fi[i].host ? fi[i].host : "");
-            json_kv_int(&w, "pid", fi[i].pid);
-            json_kv_string(&w, "source", fi[i].source ? fi[i].source : "");
-            json_kv_uint(&w, "events", fi[i].sum.events);
-            json_kv_uint(&w, "batches", fi[i].sum.batches);
-            json_kv_uint(&w, "bytes", fi[i].sum.file_bytes);
-            json_kv_uint(&w, "event_bytes", fi[i].sum.event_bytes);
-            json_kv_uint(&w, "dropped", fi[i].sum.dropped);
-            json_kv_uint(&w, "bad_batches", fi[i].bad_batches);
-            json_kv_uint(&w, "first_ns", fi[i].sum.first_ns);
-            json_kv_uint(&w, "last_ns", fi[i].sum.last_ns);
+            json_begin_object(&w);
+            json_kv_string(&w, "path", t->fi[i].path);
+            json_kv_int(&w, "rank", t->fi[i].rank);
+            kernels_write_json(&w, &t->fi[i].kern, a->top);
             json_end_object(&w);
         }
         json_end_array(&w);
-        if (kernels) {
-            json_key(&w, "kernels");
-            json_begin_object(&w);
-            json_kv_uint(&w, "top", top);
-            json_key(&w, "per_rank");
-            json_begin_array(&w);
-            for (size_t i = 0; i < nfiles; i++) {
-                if (fi[i].failed)
-                    continue;
-                json_begin_object(&w);
-                json_kv_string(&w, "path", fi[i].path);
-                json_kv_int(&w, "rank", fi[i].rank);
-                kernels_write_json(&w, &fi[i].kern, top);
-                json_end_object(&w);
-            }
-            json_end_array(&w);
-            json_key(&w, "all");
-            json_begin_object(&w);
-            json_kv_uint(&w, "files", nok);
-            kernels_write_json(&w, &all, top);
-            json_end_object(&w);
-            json_end_object(&w);
-        }
+        json_key(&w, "all");
+        json_begin_object(&w);
+        json_kv_uint(&w, "files", t->nok);
+        kernels_write_json(&w, &t->all, a->top);
         json_end_object(&w);
-    } else {
-        char b1[32];
-        printf("%-8s %-16s %8s %12s %10s %10s %8s  %s\n", "rank", "host", "pid", "events", "bytes",
-               "span(ms)", "dropped", "file");
-        for (size_t i = 0; i < nfiles; i++) {
-            if (fi[i].failed) {
-                printf("%-8s %-16s %8s %12s %10s %10s %8s  %s (error)\n", "?", "?", "?", "?", "?",
-                       "?", "?", fi[i].path);
-                continue;
-            }
-            human_bytes(b1, sizeof b1, fi[i].sum.file_bytes);
-            printf("%-8" PRId64 " %-16.16s %8" PRId64 " %12" PRIu64 " %10s %10.1f %8" PRIu64
-                   "  %s\n",
-                   fi[i].rank, fi[i].host ? fi[i].host : "-", fi[i].pid, fi[i].sum.events, b1,
-                   (fi[i].sum.last_ns - fi[i].sum.first_ns) / 1e6, fi[i].sum.dropped, fi[i].path);
-        }
-        human_bytes(b1, sizeof b1, bytes);
-        printf("\n%zu trace file(s), %" PRIu64 " events, %s on disk, %.2f bytes/event, "
-               "%" PRIu64 " dropped, span %.3f s\n",
-               nfiles, events, b1, events ? (double)bytes / events : 0.0, dropped,
-               (last - first) / 1e9);
-        if (!quick) {
-            printf("events by kind:");
-            for (int k = 1; k < NKINDS; k++)
-                if (by_kind[k])
-                    printf(" %s=%" PRIu64, dpro_kind_name((uint32_t)k), by_kind[k]);
-            if (by_kind[0])
-                printf(" unknown=%" PRIu64, by_kind[0]);
-            printf("\n");
-        }
-        if (dropped)
-            printf("warning: %" PRIu64 " events were dropped by the collector (buffers full)\n",
-                   dropped);
-        for (size_t i = 0; kernels && i < nfiles; i++) {
-            char title[600];
-            if (fi[i].failed)
-                continue;
-            snprintf(title, sizeof title, "kernel breakdown, rank %" PRId64 " (%s)", fi[i].rank,
-                     fi[i].path);
-            kernels_print(stdout, title, &fi[i].kern, top);
-        }
-        if (kernels && nok > 1) {
-            char title[64];
-            snprintf(title, sizeof title, "kernel breakdown, all ranks (%zu files)", nok);
-            kernels_print(stdout, title, &all, top);
-        }
+        json_end_object(&w);
     }
-    for (size_t i = 0; i < nfiles; i++) {
-        free(fi[i].kern.names);
-        dpro_reader_close(readers[i]);
+    json_end_object(&w);
+}
+
+static void
+print_text(const args *a, const totals *t)
+{
+    char b1[32];
+    printf("%-8s %-16s %8s %12s %10s %10s %8s  %s\n", "rank", "host", "pid", "events", "bytes",
+           "span(ms)", "dropped", "file");
+    for (size_t i = 0; i < t->nfiles; i++) {
+        if (t->fi[i].failed) {
+            printf("%-8s %-16s %8s %12s %10s %10s %8s  %s (error)\n", "?", "?", "?", "?", "?", "?",
+                   "?", t->fi[i].path);
+            continue;
+        }
+        human_bytes(b1, sizeof b1, t->fi[i].sum.file_bytes);
+        printf("%-8" PRId64 " %-16.16s %8" PRId64 " %12" PRIu64 " %10s %10.1f %8" PRIu64 "  %s\n",
+               t->fi[i].rank, t->fi[i].host ? t->fi[i].host : "-", t->fi[i].pid,
+               t->fi[i].sum.events, b1, (t->fi[i].sum.last_ns - t->fi[i].sum.first_ns) / 1e6,
+               t->fi[i].sum.dropped, t->fi[i].path);
     }
-    free(all.names);
-    free(readers);
-    free(fi);
-    dpro_free_paths(files, nfiles);
-    return status;
+    human_bytes(b1, sizeof b1, t->bytes);
+    printf("\n%zu trace file(s), %" PRIu64 " events, %s on disk, %.2f bytes/event, "
+           "%" PRIu64 " dropped, span %.3f s\n",
+           t->nfiles, t->events, b1, t->events ? (double)t->bytes / t->events : 0.0, t->dropped,
+           (t->last - t->first) / 1e9);
+    if (!a->quick) {
+        printf("events by kind:");
+        for (int k = 1; k < NKINDS; k++)
+            if (t->by_kind[k])
+                printf(" %s=%" PRIu64, dpro_kind_name((uint32_t)k), t->by_kind[k]);
+        if (t->by_kind[0])
+            printf(" unknown=%" PRIu64, t->by_kind[0]);
+        printf("\n");
+    }
+    if (t->dropped)
+        printf("warning: %" PRIu64 " events were dropped by the collector (buffers full)\n",
+               t->dropped);
+    for (size_t i = 0; a->kernels && i < t->nfiles; i++) {
+        char title[600];
+        if (t->fi[i].failed)
+            continue;
+        snprintf(title, sizeof title, "kernel breakdown, rank %" PRId64 " (%s)", t->fi[i].rank,
+                 t->fi[i].path);
+        kernels_print(stdout, title, &t->fi[i].kern, a->top);
+    }
+    if (a->kernels && t->nok > 1) {
+        char title[64];
+        snprintf(title, sizeof title, "kernel breakdown, all ranks (%zu files)", t->nok);
+        kernels_print(stdout, title, &t->all, a->top);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    args a;
+    totals t;
+    int status;
+
+    dpro_log_set_program(argv[0]);
+    status = parse_args(argc, argv, &a);
+    if (status >= 0)
+        return status;
+    status = read_all(&a, &t);
+    if (status >= 0) {
+        if (a.json)
+            print_json(&a, &t);
+        else
+            print_text(&a, &t);
+    }
+    totals_free(&t);
+    return status < 0 ? 1 : status;
 }

@@ -171,8 +171,38 @@ print_bytes(FILE *f, int64_t b)
         fprintf(f, "%9.1f MiB", (double)b / 1048576.0);
 }
 
-int
-main(int argc, char **argv)
+/* What the command was asked. */
+typedef struct args {
+    search_options so;
+    workload_options wo;
+    replay_options ro;
+    int json, quiet;
+    const char *chrome, *what_if, *dir;
+} args;
+
+/* The analysis of one job, from the replay to the strategies found. */
+typedef struct state {
+    replay rp;
+    dfg work;
+    int have_work;
+    workload w;
+    sim_result base, best_sim;
+    search_result sr;
+    memest mem;
+    int32_t mem_rank;
+} state;
+
+/* Reports a bad option value; returns the usage exit status. */
+static int
+bad_value(const char *opt, const char *arg)
+{
+    pr_err("bad --%s '%s'", opt, arg);
+    return 2;
+}
+
+/* Parses the command line into *a. Returns -1 to go on, or the exit status. */
+static int
+parse_args(int argc, char **argv, args *a)
 {
     static const struct option longopts[] = {
         {"memory-budget", required_argument, NULL, 'm'},
@@ -197,122 +227,95 @@ main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    search_options so;
-    memset(&so, 0, sizeof so);
-    so.seed = 1;
-    so.budget_s = 10;
-    so.top_k = 5;
-    so.families = STRATEGY_ALL;
-    so.memory_margin = 0.05;
-    workload_options wo;
-    workload_default_options(&wo);
-    replay_options ro;
-    memset(&ro, 0, sizeof ro);
-    ro.warmup = -1;
-    int json = 0, quiet = 0;
-    const char *chrome = NULL, *what_if = NULL;
+    search_options *so = &a->so;
+    workload_options *wo = &a->wo;
     long lv;
     int c;
+
+    memset(a, 0, sizeof *a);
+    so->seed = 1;
+    so->budget_s = 10;
+    so->top_k = 5;
+    so->families = STRATEGY_ALL;
+    so->memory_margin = 0.05;
+    workload_default_options(wo);
+    a->ro.warmup = -1;
     while ((c = getopt_long(argc, argv, "m:s:k:jc:b:n:w:qhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'm':
-            if (parse_size(optarg, &so.memory_budget) != 0 || so.memory_budget <= 0) {
-                fprintf(stderr, "dpro-optimize: bad --memory-budget '%s'\n", optarg);
-                return 2;
-            }
+            if (parse_size(optarg, &so->memory_budget) != 0 || so->memory_budget <= 0)
+                return bad_value("memory-budget", optarg);
             break;
         case 's':
-            if (parse_families(optarg, &so.families) != 0) {
-                fprintf(stderr, "dpro-optimize: --strategies takes fusion,tensor,memory\n");
+            if (parse_families(optarg, &so->families) != 0) {
+                pr_err("--strategies takes fusion,tensor,memory");
                 return 2;
             }
             break;
         case 'k':
-            if (parse_long(optarg, 1, &lv) != 0 || lv > 100) {
-                fprintf(stderr, "dpro-optimize: bad --top '%s'\n", optarg);
-                return 2;
-            }
-            so.top_k = (int32_t)lv;
+            if (parse_long(optarg, 1, &lv) != 0 || lv > 100)
+                return bad_value("top", optarg);
+            so->top_k = (int32_t)lv;
             break;
         case 'j':
-            json = 1;
+            a->json = 1;
             break;
         case 'c':
-            chrome = optarg;
+            a->chrome = optarg;
             break;
         case 1:
-            if (parse_long(optarg, 0, &lv) != 0) {
-                fprintf(stderr, "dpro-optimize: bad --seed '%s'\n", optarg);
-                return 2;
-            }
-            so.seed = (uint64_t)lv;
+            if (parse_long(optarg, 0, &lv) != 0)
+                return bad_value("seed", optarg);
+            so->seed = (uint64_t)lv;
             break;
         case 'b':
-            if (parse_double(optarg, 0.001, &so.budget_s) != 0) {
-                fprintf(stderr, "dpro-optimize: bad --budget-s '%s'\n", optarg);
-                return 2;
-            }
+            if (parse_double(optarg, 0.001, &so->budget_s) != 0)
+                return bad_value("budget-s", optarg);
             break;
         case 2:
-            if (parse_long(optarg, 1, &lv) != 0) {
-                fprintf(stderr, "dpro-optimize: bad --max-evals '%s'\n", optarg);
-                return 2;
-            }
-            so.max_evals = lv;
+            if (parse_long(optarg, 1, &lv) != 0)
+                return bad_value("max-evals", optarg);
+            so->max_evals = lv;
             break;
         case 3:
-            if (parse_long(optarg, 1, &lv) != 0 || lv > 1 << 30) {
-                fprintf(stderr, "dpro-optimize: bad --batch '%s'\n", optarg);
-                return 2;
-            }
-            so.batch = (int32_t)lv;
+            if (parse_long(optarg, 1, &lv) != 0 || lv > 1 << 30)
+                return bad_value("batch", optarg);
+            so->batch = (int32_t)lv;
             break;
         case 'n':
-            if (parse_long(optarg, 1, &lv) != 0 || lv > 1 << 30) {
-                fprintf(stderr, "dpro-optimize: bad --iterations '%s'\n", optarg);
-                return 2;
-            }
-            ro.iterations = (int32_t)lv;
+            if (parse_long(optarg, 1, &lv) != 0 || lv > 1 << 30)
+                return bad_value("iterations", optarg);
+            a->ro.iterations = (int32_t)lv;
             break;
         case 'w':
-            if (parse_long(optarg, 0, &lv) != 0 || lv > 1 << 30) {
-                fprintf(stderr, "dpro-optimize: bad --warmup '%s'\n", optarg);
-                return 2;
-            }
-            ro.warmup = (int32_t)lv;
+            if (parse_long(optarg, 0, &lv) != 0 || lv > 1 << 30)
+                return bad_value("warmup", optarg);
+            a->ro.warmup = (int32_t)lv;
             break;
         case 8:
-            what_if = optarg;
+            a->what_if = optarg;
             break;
         case 9:
-            if (parse_double(optarg, 0, &so.memory_margin) != 0 || so.memory_margin >= 1) {
-                fprintf(stderr, "dpro-optimize: bad --memory-margin '%s'\n", optarg);
-                return 2;
-            }
+            if (parse_double(optarg, 0, &so->memory_margin) != 0 || so->memory_margin >= 1)
+                return bad_value("memory-margin", optarg);
             break;
         case 4:
-            ro.job_id = optarg;
+            a->ro.job_id = optarg;
             break;
         case 5:
-            if (parse_double(optarg, 0, &wo.short_kernel_us) != 0) {
-                fprintf(stderr, "dpro-optimize: bad --short-kernel-us '%s'\n", optarg);
-                return 2;
-            }
+            if (parse_double(optarg, 0, &wo->short_kernel_us) != 0)
+                return bad_value("short-kernel-us", optarg);
             break;
         case 6:
-            if (parse_double(optarg, 0, &wo.kernel_fixed_us) != 0) {
-                fprintf(stderr, "dpro-optimize: bad --kernel-fixed-us '%s'\n", optarg);
-                return 2;
-            }
+            if (parse_double(optarg, 0, &wo->kernel_fixed_us) != 0)
+                return bad_value("kernel-fixed-us", optarg);
             break;
         case 7:
-            if (parse_double(optarg, 0.001, &wo.recompute_keep) != 0 || wo.recompute_keep > 1) {
-                fprintf(stderr, "dpro-optimize: bad --recompute-keep '%s'\n", optarg);
-                return 2;
-            }
+            if (parse_double(optarg, 0.001, &wo->recompute_keep) != 0 || wo->recompute_keep > 1)
+                return bad_value("recompute-keep", optarg);
             break;
         case 'q':
-            quiet = 1;
+            a->quiet = 1;
             break;
         case 'h':
             usage(stdout);
@@ -329,263 +332,304 @@ main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    so.progress = !quiet && isatty(2);
+    so->progress = !a->quiet && isatty(2);
+    a->dir = argv[optind];
+    return -1;
+}
 
-    char err[512];
-    replay rp;
-    if (replay_open(argv[optind], &ro, &rp, err, sizeof err) < 0) {
-        fprintf(stderr, "dpro-optimize: %s\n", err);
+/* Builds the workload of st->rp: memory estimate, kernel samples, the analysis of the
+ * working graph. Returns 0, 1 (the message is printed) or -1 out of memory. */
+static int
+analyze(args *a, state *st)
+{
+    replay *rp = &st->rp;
+    workload_options *wo = &a->wo;
+
+    if (rp->iter_last < rp->iter_first) {
+        pr_err("no steady iterations to compare in %s", a->dir);
         return 1;
     }
-    int status = 1;
-    dfg work;
-    int have_work = 0;
-    workload w;
-    memset(&w, 0, sizeof w);
-    sim_result base, best_sim;
-    memset(&base, 0, sizeof base);
-    memset(&best_sim, 0, sizeof best_sim);
-    search_result sr;
-    memset(&sr, 0, sizeof sr);
-    memest mem;
-    int32_t mem_rank = -1;
-
-    if (rp.iter_last < rp.iter_first) {
-        fprintf(stderr, "dpro-optimize: no steady iterations to compare in %s\n", argv[optind]);
-        goto out;
-    }
-    if (dfg_finalize(&rp.graph) != 0 || profile_estimate_memory(&rp, &mem, &mem_rank) < 0)
-        goto oom;
-    if (dfg_clone(&work, &rp.graph) != 0)
-        goto oom;
-    have_work = 1;
-    ssize_t nks = profile_kernel_samples(&rp, &wo.kernel_samples);
+    if (dfg_finalize(&rp->graph) != 0 || profile_estimate_memory(rp, &st->mem, &st->mem_rank) < 0)
+        return -1;
+    if (dfg_clone(&st->work, &rp->graph) != 0)
+        return -1;
+    st->have_work = 1;
+    ssize_t nks = profile_kernel_samples(rp, &wo->kernel_samples);
     if (nks < 0)
-        goto oom;
-    wo.n_kernel_samples = (size_t)nks;
-    int wrc = workload_analyze(&w, &work, &base, rp.iter_first, rp.iter_last, &rp.model,
-                               mem_rank >= 0 ? &mem : NULL, mem_rank, &wo);
-    free(wo.kernel_samples);
-    wo.kernel_samples = NULL;
+        return -1;
+    wo->n_kernel_samples = (size_t)nks;
+    int wrc = workload_analyze(&st->w, &st->work, &st->base, rp->iter_first, rp->iter_last,
+                               &rp->model, st->mem_rank >= 0 ? &st->mem : NULL, st->mem_rank, wo);
+    free(wo->kernel_samples);
+    wo->kernel_samples = NULL;
     if (wrc != 0)
-        goto oom;
-    if (w.base_iter_ns <= 0) {
-        fprintf(stderr, "dpro-optimize: the compared iterations cannot be simulated\n");
-        goto out;
+        return -1;
+    if (st->w.base_iter_ns <= 0) {
+        pr_err("the compared iterations cannot be simulated");
+        return 1;
     }
-    if (what_if) {
-        strategy_plan wp;
-        if (strategy_parse_args(what_if, &wp) != 0) {
-            fprintf(stderr, "dpro-optimize: bad --what-if '%s'\n", what_if);
-            status = 2;
-            goto out;
-        }
-        /* the baseline and this one plan, through the same reporting */
-        so.max_evals = 1;
-        if (search_run(&w, &so, &sr) != 0)
-            goto out;
-        free(sr.top);
-        sr.top = calloc(1, sizeof *sr.top);
-        if (!sr.top)
-            goto oom;
-        sr.top[0].plan = wp;
-        if (strategy_evaluate(&w, &wp, &best_sim, &sr.top[0].eval) != 0)
-            goto out;
-        sr.top[0].feasible =
-            so.memory_budget <= 0 || (double)sr.top[0].eval.peak_bytes <=
-                                         (double)so.memory_budget * (1.0 - so.memory_margin);
-        sr.n_top = 1;
-        sr.evaluations++;
-    } else if (search_run(&w, &so, &sr) != 0) {
-        fprintf(stderr, "dpro-optimize: the search failed (out of memory, or the baseline "
-                        "cannot be simulated)\n");
-        goto out;
-    }
-    if (chrome) {
-        /* search_run left the working graph on the best plan; a plan that splits the
-         * all-reduces is simulated on a transformed copy of it */
-        dfg part;
-        dfg *tl = w.g; /* the working graph, or its capture copy */
-        if (sr.n_top > 0 && partition_splits(&w, &sr.top[0].plan)) {
-            if (partition_build(&w, &sr.top[0].plan, &part, NULL) != 0)
-                goto oom;
-            tl = &part;
-        }
-        FILE *f = fopen(chrome, "w");
-        chrome_options co = {1, -1, -1};
-        int bad =
-            !f || sim_run(tl, &best_sim) != 0 || chrome_export(&rp, tl, &best_sim, &co, f) != 0;
-        if (tl == &part)
-            dfg_free(&part);
-        if (bad) {
-            fprintf(stderr, "dpro-optimize: cannot write %s\n", chrome);
-            if (f)
-                fclose(f);
-            goto out;
-        }
-        if (fclose(f) != 0) {
-            fprintf(stderr, "dpro-optimize: cannot write %s\n", chrome);
-            goto out;
-        }
-    }
+    return 0;
+}
 
-    double base_us = sr.baseline.eval.iter_ns / 1000.0;
-    double evals_per_s = sr.elapsed_s > 0 ? (double)sr.evaluations / sr.elapsed_s : 0;
-    if (json) {
-        json_writer jw;
-        char buf[2048];
-        json_init(&jw, stdout, 0);
-        json_begin_object(&jw);
-        json_kv_double(&jw, "baseline_iter_us", base_us);
-        json_kv_double(&jw, "replayed_iter_us", w.measured_iter_ns / 1000.0);
-        json_key(&jw, "baseline_peak_memory_bytes");
-        if (sr.baseline.eval.peak_bytes >= 0)
-            json_int(&jw, sr.baseline.eval.peak_bytes);
-        else
-            json_null(&jw);
-        json_key(&jw, "memory_budget_bytes");
-        if (so.memory_budget > 0)
-            json_int(&jw, so.memory_budget);
-        else
-            json_null(&jw);
-        json_kv_bool(&jw, "baseline_fits_budget", sr.baseline.feasible);
-        json_kv_int(&jw, "ranks", rp.graph.n_ranks);
-        json_kv_int(&jw, "iterations", rp.iter_last - rp.iter_first + 1);
-        json_kv_int(&jw, "evaluations", sr.evaluations);
-        json_kv_int(&jw, "proposals", sr.proposals);
-        json_kv_double(&jw, "search_s", sr.elapsed_s);
-        json_kv_double(&jw, "evaluations_per_s", evals_per_s);
-        json_kv_double(&jw, "resimulated_node_share", sr.resim_share);
-        json_kv_bool(&jw, "cut_by_budget", sr.cut_by_budget);
-        json_kv_int(&jw, "seed", (int64_t)so.seed);
-        json_key(&jw, "critical_path_share");
-        json_begin_object(&jw);
-        json_kv_double(&jw, "host", sr.cp_host);
-        json_kv_double(&jw, "short_kernels", sr.cp_short_kernels);
-        json_kv_double(&jw, "collectives", sr.cp_collectives);
-        json_kv_double(&jw, "other", sr.cp_other);
-        json_end_object(&jw);
-        json_key(&jw, "models");
-        json_begin_object(&jw);
-        json_kv_double(&jw, "kernel_fixed_us", w.kernel_fixed_ns / 1000.0);
-        json_kv_string(&jw, "kernel_fixed_source", w.fixed_fit.names > 0 ? "fit" : "prior");
-        json_kv_int(&jw, "kernel_fixed_names", w.fixed_fit.names);
-        json_kv_bool(&jw, "kernel_fixed_capped", fixed_capped(&w, &wo));
-        json_kv_string(&jw, "partition_bytes", w.layer_grad ? "gradient_sizes" : "backward_time");
-        json_kv_int(&jw, "fusion_chains", w.n_chains);
-        json_kv_int(&jw, "bucket_units", w.n_units);
-        json_kv_int(&jw, "layers", w.n_layers);
-        json_kv_int(&jw, "recompute_sites", w.n_sites);
-        json_kv_int(&jw, "repaired_event_edges", w.repaired_edges);
-        json_kv_int(&jw, "capture_unqueued_edges", w.capture_unqueued);
-        if (w.n_units > 0 && w.coll_op < COSTMODEL_OPS) {
-            const costmodel_fit *fit =
-                rp.model.op[w.coll_op].fitted ? &rp.model.op[w.coll_op] : &rp.model.all;
-            json_kv_double(&jw, "collective_alpha_us", fit->alpha_ns / 1000.0);
-            json_kv_double(&jw, "collective_beta_gbps", fit->beta_bpns);
-        }
-        json_end_object(&jw);
-        json_key(&jw, "unavailable");
-        json_begin_object(&jw);
-        if (w.fusion_why[0])
-            json_kv_string(&jw, "fusion", w.fusion_why);
-        if (w.tensor_why[0])
-            json_kv_string(&jw, "tensor", w.tensor_why);
-        if (w.memory_why[0])
-            json_kv_string(&jw, "memory", w.memory_why);
-        json_end_object(&jw);
-        json_key(&jw, "strategies");
-        json_begin_array(&jw);
-        for (int32_t i = 0; i < sr.n_top; i++) {
-            const search_candidate *sc = &sr.top[i];
-            json_begin_object(&jw);
-            strategy_kind(&w, &sc->plan, buf, sizeof buf);
-            json_kv_string(&jw, "kind", buf);
-            strategy_describe(&w, &sc->plan, buf, sizeof buf);
-            json_kv_string(&jw, "description", buf);
-            json_key(&jw, "knobs");
-            strategy_write_knobs(&w, &sc->plan, so.batch, &jw);
-            json_kv_double(&jw, "predicted_iter_us", sc->eval.iter_ns / 1000.0);
-            json_kv_double(&jw, "predicted_speedup", sr.baseline.eval.iter_ns / sc->eval.iter_ns);
-            json_key(&jw, "peak_memory_bytes");
-            if (sc->eval.peak_bytes >= 0)
-                json_int(&jw, sc->eval.peak_bytes);
-            else
-                json_null(&jw);
-            json_end_object(&jw);
-        }
-        json_end_array(&jw);
-        json_end_object(&jw);
-        fputc('\n', stdout);
-    } else {
-        char buf[2048];
-        printf("job %s: %d ranks, %d iterations compared; replayed %.1f us per iteration\n",
-               rp.job.job_id ? rp.job.job_id : "?", rp.graph.n_ranks,
-               rp.iter_last - rp.iter_first + 1, w.measured_iter_ns / 1000.0);
-        printf("baseline: %.1f us per iteration, peak memory ", base_us);
-        print_bytes(stdout, sr.baseline.eval.peak_bytes);
-        if (so.memory_budget > 0) {
-            printf(" (budget ");
-            print_bytes(stdout, so.memory_budget);
-            printf(sr.baseline.feasible ? ": fits)" : ": does NOT fit)");
-        }
-        printf("\ncritical path: host %.0f%%, short kernels %.0f%%, collectives %.0f%%, "
-               "other %.0f%%\n",
-               100 * sr.cp_host, 100 * sr.cp_short_kernels, 100 * sr.cp_collectives,
-               100 * sr.cp_other);
-        if (w.fusion_why[0])
-            printf("operator fusion unavailable: %s\n", w.fusion_why);
-        else if (w.fixed_fit.names > 0)
-            printf("per-kernel fixed cost: %.2f us, fitted on the launch sizes of %d (rank, "
-                   "kernel name) pairs%s\n",
-                   w.kernel_fixed_ns / 1000.0, w.fixed_fit.names,
-                   fixed_capped(&w, &wo) ? " (capped at the shortest kernel)" : "");
-        else
-            printf("per-kernel fixed cost: %.2f us, the prior (--kernel-fixed-us; no kernel "
-                   "name with %d launch sizes to fit)%s\n",
-                   w.kernel_fixed_ns / 1000.0, WORKLOAD_FIT_MIN_SIZES,
-                   fixed_capped(&w, &wo) ? ", capped at the shortest kernel" : "");
-        if (w.tensor_why[0])
-            printf("tensor fusion unavailable: %s\n", w.tensor_why);
-        else if (w.n_units > 0 && w.layer_grad)
-            printf("tensor partition: gradient sizes of %d layers from the allocation trace\n",
-                   w.n_layers);
-        else if (w.n_units > 0)
-            printf("tensor partition: bytes ready in proportion to backward kernel time (%s)\n",
-                   w.grad_why);
-        if (w.memory_why[0])
-            printf("recomputation unavailable: %s\n", w.memory_why);
-        printf("search: %lld evaluations in %.2f s (%.0f/s)%s\n\n", (long long)sr.evaluations,
-               sr.elapsed_s, evals_per_s, sr.cut_by_budget ? ", cut by --budget-s" : "");
-        if (sr.n_top == 0)
-            printf("no strategy predicted to do better%s.\n",
-                   so.memory_budget > 0 ? " within the memory budget" : "");
-        for (int32_t i = 0; i < sr.n_top; i++) {
-            const search_candidate *sc = &sr.top[i];
-            strategy_kind(&w, &sc->plan, buf, sizeof buf);
-            printf("%d. %s: %.1f us (%.3fx), peak memory ", i + 1, buf, sc->eval.iter_ns / 1000.0,
-                   sr.baseline.eval.iter_ns / sc->eval.iter_ns);
-            print_bytes(stdout, sc->eval.peak_bytes);
-            strategy_describe(&w, &sc->plan, buf, sizeof buf);
-            printf("\n   %s\n", buf);
-            if (sc->plan.accum_k > 1)
-                printf("   each extra micro-batch: device %.1f us, host %.1f us\n",
-                       sc->eval.micro_device_ns / 1000.0, sc->eval.micro_host_ns / 1000.0);
-            strategy_ddp_sim_args(&sc->plan, so.batch, buf, sizeof buf);
-            printf("   ddp-sim: %s\n", buf);
-        }
+/* --what-if: the baseline and the one plan given, through the same reporting as a
+ * search. Returns 0, 1 (failed), 2 (the plan does not parse) or -1 out of memory. */
+static int
+evaluate_what_if(args *a, state *st)
+{
+    search_options *so = &a->so;
+    search_result *sr = &st->sr;
+    strategy_plan wp;
+
+    if (strategy_parse_args(a->what_if, &wp) != 0) {
+        pr_err("bad --what-if '%s'", a->what_if);
+        return 2;
     }
-    status = 0;
-    goto out;
-oom:
-    fprintf(stderr, "dpro-optimize: out of memory\n");
-out:
-    search_result_free(&sr);
-    sim_result_free(&base);
-    sim_result_free(&best_sim);
-    workload_free(&w);
-    if (have_work)
-        dfg_free(&work);
-    replay_close(&rp);
-    return status;
+    so->max_evals = 1;
+    if (search_run(&st->w, so, sr) != 0)
+        return 1;
+    free(sr->top);
+    sr->top = calloc(1, sizeof *sr->top);
+    if (!sr->top)
+        return -1;
+    sr->top[0].plan = wp;
+    if (strategy_evaluate(&st->w, &wp, &st->best_sim, &sr->top[0].eval) != 0)
+        return 1;
+    sr->top[0].feasible =
+        so->memory_budget <= 0 ||
+        (double)sr->top[0].eval.peak_bytes <= (double)so->memory_budget * (1.0 - so->memory_margin);
+    sr->n_top = 1;
+    sr->evaluations++;
+    return 0;
+}
+
+/* Writes the simulated timeline of the best plan to path. search_run left the working
+ * graph on the best plan; a plan that splits the all-reduces is simulated on a
+ * transformed copy of it. Returns 0, 1 (the message is printed) or -1 out of memory. */
+static int
+write_chrome(state *st, const char *path)
+{
+    dfg part;
+    dfg *tl = st->w.g; /* the working graph, or its capture copy */
+    if (st->sr.n_top > 0 && partition_splits(&st->w, &st->sr.top[0].plan)) {
+        if (partition_build(&st->w, &st->sr.top[0].plan, &part, NULL) != 0)
+            return -1;
+        tl = &part;
+    }
+    FILE *f = fopen(path, "w");
+    chrome_options co = {1, -1, -1};
+    int bad = !f || sim_run(tl, &st->best_sim) != 0 ||
+              chrome_export(&st->rp, tl, &st->best_sim, &co, f) != 0;
+    if (tl == &part)
+        dfg_free(&part);
+    if (f && fclose(f) != 0)
+        bad = 1;
+    if (bad)
+        pr_err("cannot write %s", path);
+    return bad;
+}
+
+static void
+print_json(const args *a, const state *st)
+{
+    const search_result *sr = &st->sr;
+    const workload *w = &st->w;
+    const replay *rp = &st->rp;
+    double base_us = sr->baseline.eval.iter_ns / 1000.0;
+    double evals_per_s = sr->elapsed_s > 0 ? (double)sr->evaluations / sr->elapsed_s : 0;
+    json_writer jw;
+    char buf[2048];
+    json_init(&jw, stdout, 0);
+    json_begin_object(&jw);
+    json_kv_double(&jw, "baseline_iter_us", base_us);
+    json_kv_double(&jw, "replayed_iter_us", w->measured_iter_ns / 1000.0);
+    json_key(&jw, "baseline_peak_memory_bytes");
+    if (sr->baseline.eval.peak_bytes >= 0)
+        json_int(&jw, sr->baseline.eval.peak_bytes);
+    else
+        json_null(&jw);
+    json_key(&jw, "memory_budget_bytes");
+    if (a->so.memory_budget > 0)
+        json_int(&jw, a->so.memory_budget);
+    else
+        json_null(&jw);
+    json_kv_bool(&jw, "baseline_fits_budget", sr->baseline.feasible);
+    json_kv_int(&jw, "ranks", rp->graph.n_ranks);
+    json_kv_int(&jw, "iterations", rp->iter_last - rp->iter_first + 1);
+    json_kv_int(&jw, "evaluations", sr->evaluations);
+    json_kv_int(&jw, "proposals", sr->proposals);
+    json_kv_double(&jw, "search_s", sr->elapsed_s);
+    json_kv_double(&jw, "evaluations_per_s", evals_per_s);
+    json_kv_double(&jw, "resimulated_node_share", sr->resim_share);
+    json_kv_bool(&jw, "cut_by_budget", sr->cut_by_budget);
+    json_kv_int(&jw, "seed", (int64_t)a->so.seed);
+    json_key(&jw, "critical_path_share");
+    json_begin_object(&jw);
+    json_kv_double(&jw, "host", sr->cp_host);
+    json_kv_double(&jw, "short_kernels", sr->cp_short_kernels);
+    json_kv_double(&jw, "collectives", sr->cp_collectives);
+    json_kv_double(&jw, "other", sr->cp_other);
+    json_end_object(&jw);
+    json_key(&jw, "models");
+    json_begin_object(&jw);
+    json_kv_double(&jw, "kernel_fixed_us", w->kernel_fixed_ns / 1000.0);
+    json_kv_string(&jw, "kernel_fixed_source", w->fixed_fit.names > 0 ? "fit" : "prior");
+    json_kv_int(&jw, "kernel_fixed_names", w->fixed_fit.names);
+    json_kv_bool(&jw, "kernel_fixed_capped", fixed_capped(w, &a->wo));
+    json_kv_string(&jw, "partition_bytes", w->layer_grad ? "gradient_sizes" : "backward_time");
+    json_kv_int(&jw, "fusion_chains", w->n_chains);
+    json_kv_int(&jw, "bucket_units", w->n_units);
+    json_kv_int(&jw, "layers", w->n_layers);
+    json_kv_int(&jw, "recompute_sites", w->n_sites);
+    json_kv_int(&jw, "repaired_event_edges", w->repaired_edges);
+    json_kv_int(&jw, "capture_unqueued_edges", w->capture_unqueued);
+    if (w->n_units > 0 && w->coll_op < COSTMODEL_OPS) {
+        const costmodel_fit *fit =
+            rp->model.op[w->coll_op].fitted ? &rp->model.op[w->coll_op] : &rp->model.all;
+        json_kv_double(&jw, "collective_alpha_us", fit->alpha_ns / 1000.0);
+        json_kv_double(&jw, "collective_beta_gbps", fit->beta_bpns);
+    }
+    json_end_object(&jw);
+    json_key(&jw, "unavailable");
+    json_begin_object(&jw);
+    if (w->fusion_why[0])
+        json_kv_string(&jw, "fusion", w->fusion_why);
+    if (w->tensor_why[0])
+        json_kv_string(&jw, "tensor", w->tensor_why);
+    if (w->memory_why[0])
+        json_kv_string(&jw, "memory", w->memory_why);
+    json_end_object(&jw);
+    json_key(&jw, "strategies");
+    json_begin_array(&jw);
+    for (int32_t i = 0; i < sr->n_top; i++) {
+        const search_candidate *sc = &sr->top[i];
+        json_begin_object(&jw);
+        strategy_kind(w, &sc->plan, buf, sizeof buf);
+        json_kv_string(&jw, "kind", buf);
+        strategy_describe(w, &sc->plan, buf, sizeof buf);
+        json_kv_string(&jw, "description", buf);
+        json_key(&jw, "knobs");
+        strategy_write_knobs(w, &sc->plan, a->so.batch, &jw);
+        json_kv_double(&jw, "predicted_iter_us", sc->eval.iter_ns / 1000.0);
+        json_kv_double(&jw, "predicted_speedup", sr->baseline.eval.iter_ns / sc->eval.iter_ns);
+        json_key(&jw, "peak_memory_bytes");
+        if (sc->eval.peak_bytes >= 0)
+            json_int(&jw, sc->eval.peak_bytes);
+        else
+            json_null(&jw);
+        json_end_object(&jw);
+    }
+    json_end_array(&jw);
+    json_end_object(&jw);
+    fputc('\n', stdout);
+}
+
+static void
+print_text(const args *a, const state *st)
+{
+    const search_result *sr = &st->sr;
+    const workload *w = &st->w;
+    const replay *rp = &st->rp;
+    double base_us = sr->baseline.eval.iter_ns / 1000.0;
+    double evals_per_s = sr->elapsed_s > 0 ? (double)sr->evaluations / sr->elapsed_s : 0;
+    char buf[2048];
+    printf("job %s: %d ranks, %d iterations compared; replayed %.1f us per iteration\n",
+           rp->job.job_id ? rp->job.job_id : "?", rp->graph.n_ranks,
+           rp->iter_last - rp->iter_first + 1, w->measured_iter_ns / 1000.0);
+    printf("baseline: %.1f us per iteration, peak memory ", base_us);
+    print_bytes(stdout, sr->baseline.eval.peak_bytes);
+    if (a->so.memory_budget > 0) {
+        printf(" (budget ");
+        print_bytes(stdout, a->so.memory_budget);
+        printf(sr->baseline.feasible ? ": fits)" : ": does NOT fit)");
+    }
+    printf("\ncritical path: host %.0f%%, short kernels %.0f%%, collectives %.0f%%, "
+           "other %.0f%%\n",
+           100 * sr->cp_host, 100 * sr->cp_short_kernels, 100 * sr->cp_collectives,
+           100 * sr->cp_other);
+    if (w->fusion_why[0])
+        printf("operator fusion unavailable: %s\n", w->fusion_why);
+    else if (w->fixed_fit.names > 0)
+        printf("per-kernel fixed cost: %.2f us, fitted on the launch sizes of %d (rank, "
+               "kernel name) pairs%s\n",
+               w->kernel_fixed_ns / 1000.0, w->fixed_fit.names,
+               fixed_capped(w, &a->wo) ? " (capped at the shortest kernel)" : "");
+    else
+        printf("per-kernel fixed cost: %.2f us, the prior (--kernel-fixed-us; no kernel "
+               "name with %d launch sizes to fit)%s\n",
+               w->kernel_fixed_ns / 1000.0, WORKLOAD_FIT_MIN_SIZES,
+               fixed_capped(w, &a->wo) ? ", capped at the shortest kernel" : "");
+    if (w->tensor_why[0])
+        printf("tensor fusion unavailable: %s\n", w->tensor_why);
+    else if (w->n_units > 0 && w->layer_grad)
+        printf("tensor partition: gradient sizes of %d layers from the allocation trace\n",
+               w->n_layers);
+    else if (w->n_units > 0)
+        printf("tensor partition: bytes ready in proportion to backward kernel time (%s)\n",
+               w->grad_why);
+    if (w->memory_why[0])
+        printf("recomputation unavailable: %s\n", w->memory_why);
+    printf("search: %lld evaluations in %.2f s (%.0f/s)%s\n\n", (long long)sr->evaluations,
+           sr->elapsed_s, evals_per_s, sr->cut_by_budget ? ", cut by --budget-s" : "");
+    if (sr->n_top == 0)
+        printf("no strategy predicted to do better%s.\n",
+               a->so.memory_budget > 0 ? " within the memory budget" : "");
+    for (int32_t i = 0; i < sr->n_top; i++) {
+        const search_candidate *sc = &sr->top[i];
+        strategy_kind(w, &sc->plan, buf, sizeof buf);
+        printf("%d. %s: %.1f us (%.3fx), peak memory ", i + 1, buf, sc->eval.iter_ns / 1000.0,
+               sr->baseline.eval.iter_ns / sc->eval.iter_ns);
+        print_bytes(stdout, sc->eval.peak_bytes);
+        strategy_describe(w, &sc->plan, buf, sizeof buf);
+        printf("\n   %s\n", buf);
+        if (sc->plan.accum_k > 1)
+            printf("   each extra micro-batch: device %.1f us, host %.1f us\n",
+                   sc->eval.micro_device_ns / 1000.0, sc->eval.micro_host_ns / 1000.0);
+        strategy_ddp_sim_args(&sc->plan, a->so.batch, buf, sizeof buf);
+        printf("   ddp-sim: %s\n", buf);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    args a;
+    state st;
+    char err[512];
+    int rc;
+
+    dpro_log_set_program(argv[0]);
+    rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    memset(&st, 0, sizeof st);
+    st.mem_rank = -1;
+    if (replay_open(a.dir, &a.ro, &st.rp, err, sizeof err) < 0) {
+        pr_err("%s", err);
+        return 1;
+    }
+    rc = analyze(&a, &st);
+    if (rc == 0 && a.what_if)
+        rc = evaluate_what_if(&a, &st);
+    else if (rc == 0 && search_run(&st.w, &a.so, &st.sr) != 0) {
+        pr_err("the search failed (out of memory, or the baseline cannot be simulated)");
+        rc = 1;
+    }
+    if (rc == 0 && a.chrome)
+        rc = write_chrome(&st, a.chrome);
+    if (rc == 0) {
+        if (a.json)
+            print_json(&a, &st);
+        else
+            print_text(&a, &st);
+    }
+    if (rc < 0)
+        pr_err("out of memory");
+    search_result_free(&st.sr);
+    sim_result_free(&st.base);
+    sim_result_free(&st.best_sim);
+    workload_free(&st.w);
+    if (st.have_work)
+        dfg_free(&st.work);
+    replay_close(&st.rp);
+    return rc < 0 ? 1 : rc;
 }
