@@ -39,17 +39,6 @@ kstat_merge(kernels_stat *a, const kernels_stat *b)
     a->total_ns += b->total_ns;
 }
 
-/* Whether a kernel name is an NCCL kernel ("nccl" anywhere, any case, as HTA decides). */
-static int
-is_comm_kernel(const char *name)
-{
-    for (const char *p = name; *p; p++)
-        if (tolower((unsigned char)p[0]) == 'n' && tolower((unsigned char)p[1]) == 'c' &&
-            tolower((unsigned char)p[2]) == 'c' && tolower((unsigned char)p[3]) == 'l')
-            return 1;
-    return 0;
-}
-
 /* Orders kernel stats by device time, most first; ties by name. */
 static int
 kstat_cmp_total(const void *a, const void *b)
@@ -91,7 +80,7 @@ kernels_collect_event(kernels_collect *kc, const dpro_event *ev)
     case DPRO_KIND_KERNEL: {
         kernels_stat *s = &kc->by_id[ev->name <= kc->nstrings ? ev->name : 0];
         if (s->comm < 0)
-            s->comm = is_comm_kernel(s->name);
+            s->comm = dpro_kernel_is_comm(s->name);
         kstat_add(s, ns);
         kstat_add(&kc->out->cat[s->comm ? KERNELS_COMM : KERNELS_COMPUTE], ns);
         break;

@@ -12,7 +12,8 @@
  *   kernels_write_json(w, &bd, top) / kernels_print(stdout, title, &bd, top)
  *   kernels_breakdown_free(&bd);
  *
- * A kernel is communication when its name holds "nccl" in any case (as HTA decides).
+ * A kernel is communication when dpro_kernel_is_comm says so ("nccl" or "rccl" in its
+ * name, any case, as HTA decides).
  * Names point into the readers' string tables: keep the readers open while a breakdown
  * (or one merged from it) is used.
  */
@@ -44,7 +45,7 @@ extern const char *const kernels_category_names[KERNELS_NCAT];
 typedef struct kernels_stat {
     const char *name; /* full kernel name, owned by a reader; NULL for categories */
     uint64_t count, total_ns, min_ns, max_ns;
-    int comm; /* name is an NCCL kernel (set when the name is first met) */
+    int comm; /* a communication kernel (set when the name is first met) */
 } kernels_stat;
 
 /* Where the device time of one trace (or of several) goes. */
