@@ -14,6 +14,7 @@ replay_libdproreplay_la_SOURCES = \
 	replay/replay.c replay/replay.h \
 	replay/chrome.c replay/chrome.h \
 	replay/synth.c replay/synth.h \
-	replay/kernels.c replay/kernels.h
+	replay/kernels.c replay/kernels.h \
+	replay/inputs.c replay/inputs.h
 replay_libdproreplay_la_CFLAGS = $(AM_CFLAGS) -O2
 replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(LIBM)

@@ -7,13 +7,15 @@
  * Counts by kind need the events decoded; that is done unless --quick is given, in which
  * case only the batches table is read. --kernels uses the same pass over the events: device
  * time by category (compute, communication, memcpy, memset) and the K kernel names that
- * take the most, per file and over all files. Exit codes: 0 ok, 1 bad input, 2 usage.
+ * take the most, per file and over all files. Exit codes: 0 ok, 1 bad input (a file that
+ * could not be read whole, unless --partial), 2 usage.
  */
 #include "config.h"
 #include "dprotrace.h"
 #define PR_FMT "dpro-info"
 #include "dpro_log.h"
 #include "json_writer.h"
+#include "replay/inputs.h"
 #include "replay/kernels.h"
 
 #include <ctype.h>
@@ -45,7 +47,7 @@ static void
 usage(FILE *out)
 {
     fprintf(out,
-            "usage: dpro-info [--json] [--quick] [--kernels[=K]] DIR|FILE...\n"
+            "usage: dpro-info [--json] [--quick] [--kernels[=K]] [--partial] DIR|FILE...\n"
             "  Summarise dpro traces: ranks, hosts, events by kind, time span,\n"
             "  bytes on disk and per event, dropped events.\n"
             "  --json         machine-readable output (keys: ranks, events, events_by_kind,\n"
@@ -53,15 +55,15 @@ usage(FILE *out)
             "  --quick        do not decode events (no counts by kind)\n"
             "  --kernels[=K]  kernel breakdown per file and over all files: device time\n"
             "                 by category (compute, communication, memcpy, memset) and\n"
-            "                 the K kernel names with the most device time (default %d)\n"
-            "  --help, --version\n",
+            "                 the K kernel names with the most device time (default "
+            "%d)\n" INPUTS_HELP_PARTIAL "  --help, --version\n\n" INPUTS_HELP_EXIT,
             KERNELS_DEFAULT_TOP);
 }
 
 /* Reads one file into fi (with kernels != 0, its kernel breakdown too); returns 0, or 1
  * when the file is bad (fi->err says why). */
 static int
-inspect(file_info *fi, dpro_reader **keep, int quick, int kernels)
+inspect(file_info *fi, dpro_reader **keep, int quick, int kernels, int partial)
 {
     dpro_reader *r = NULL;
     dpro_iter *it = NULL;
@@ -102,7 +104,8 @@ inspect(file_info *fi, dpro_reader **keep, int quick, int kernels)
         if (rc == 0)
             break;
         if (rc < 0) {
-            pr_err("%s", dpro_reader_errmsg(r));
+            dpro_log(partial ? DPRO_LOG_WARN : DPRO_LOG_ERROR, PR_FMT, "%s (batch skipped)",
+                     dpro_reader_errmsg(r));
             continue;
         }
         fi->by_kind[ev.kind < NKINDS ? ev.kind : 0]++;
@@ -173,7 +176,7 @@ parse_top(const char *arg, size_t *top)
 
 /* What the command was asked. */
 typedef struct args {
-    int json, quick, kernels;
+    int json, quick, kernels, partial;
     size_t top;
     const char *const *paths;
     size_t npaths;
@@ -193,10 +196,13 @@ typedef struct totals {
 static int
 parse_args(int argc, char **argv, args *a)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, 0, 'j'},          {"quick", no_argument, 0, 'q'},
-        {"kernels", optional_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
+    static const struct option opts[] = {{"json", no_argument, 0, 'j'},
+                                         {"quick", no_argument, 0, 'q'},
+                                         {"kernels", optional_argument, 0, 'k'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"version", no_argument, 0, 'V'},
+                                         {"partial", no_argument, 0, 'P'},
+                                         {0, 0, 0, 0}};
     int c;
 
     memset(a, 0, sizeof *a);
@@ -208,6 +214,9 @@ parse_args(int argc, char **argv, args *a)
             break;
         case 'q':
             a->quick = 1;
+            break;
+        case 'P':
+            a->partial = 1;
             break;
         case 'k':
             a->kernels = 1;
@@ -245,33 +254,38 @@ parse_args(int argc, char **argv, args *a)
 }
 
 /* Lists and reads the files of a->paths into *t (totals_free). Returns 0 when every file
- * was read whole, 1 when some were bad (t is filled with the others), -1 when nothing
+ * was read whole or a->partial is set, 1 when some were not (t is filled with the
+ * others), -1 when nothing
  * could be listed or memory ran out (the message is printed). */
 static int
 read_all(const args *a, totals *t)
 {
     char err[512];
+    size_t nbad = 0;
     int status = 0;
 
     memset(t, 0, sizeof *t);
     t->first = UINT64_MAX;
     if (dpro_list_traces(a->paths, a->npaths, &t->files, &t->nfiles, err, sizeof err) != DPRO_OK) {
         pr_err("%s", err);
-        return -1;
+        status = -1;
+    } else {
+        t->fi = calloc(t->nfiles, sizeof *t->fi);
+        t->readers = calloc(t->nfiles, sizeof *t->readers);
+        if (!t->fi || !t->readers) {
+            pr_err("out of memory");
+            status = -1;
+        }
     }
-    t->fi = calloc(t->nfiles, sizeof *t->fi);
-    t->readers = calloc(t->nfiles, sizeof *t->readers);
-    if (!t->fi || !t->readers) {
-        pr_err("out of memory");
-        return -1;
-    }
-    for (size_t i = 0; i < t->nfiles; i++) {
+    for (size_t i = 0; status == 0 && i < t->nfiles; i++) {
         file_info *f = &t->fi[i];
         f->path = t->files[i];
-        if (inspect(f, &t->readers[i], a->quick, a->kernels))
-            status = 1;
+        nbad += inspect(f, &t->readers[i], a->quick, a->kernels, a->partial) != 0;
         if (f->failed) {
-            pr_err("%s", f->err);
+            if (a->partial)
+                pr_warn("%s (skipped)", f->err);
+            else
+                pr_err("%s", f->err);
             continue;
         }
         t->events += f->sum.events;
@@ -287,9 +301,15 @@ read_all(const args *a, totals *t)
     }
     if (t->first == UINT64_MAX)
         t->first = t->last = 0;
-    if (a->kernels && merge_kernels(&t->all, t->fi, t->nfiles) != 0) {
+    if (status == 0 && a->kernels && merge_kernels(&t->all, t->fi, t->nfiles) != 0) {
         pr_err("out of memory");
-        return -1;
+        status = -1;
+    }
+    if (status == 0 && nbad && !a->partial) {
+        pr_err("%zu of %zu trace file(s) could not be read whole; pass --partial to go on "
+               "with the others",
+               nbad, t->nfiles);
+        status = 1;
     }
     return status;
 }

@@ -2,7 +2,8 @@
  * dpro-optimize: what-if search over operator fusion, gradient bucket sizes,
  * recomputation and gradient accumulation, on the replay of a job's traces.
  *
- * Exit status: 0 ok, 1 bad input (no traces, unreadable, nothing to simulate), 2 usage.
+ * Exit status: 0 ok, 1 bad input (no traces, a trace file not read whole unless --partial,
+ * nothing to simulate, --chrome FILE refused or not written), 2 usage.
  */
 #define PR_FMT "dpro-optimize"
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include "optimizer/strategy.h"
 #include "optimizer/workload.h"
 #include "replay/chrome.h"
+#include "replay/inputs.h"
 #include "replay/replay.h"
 
 static void
@@ -42,7 +44,9 @@ usage(FILE *f)
                "                            strategies[kind, description, knobs,\n"
                "                            predicted_iter_us, predicted_speedup,\n"
                "                            peak_memory_bytes], ...)\n"
-               "  -c, --chrome FILE         simulated timeline of the best strategy\n"
+               "  -c, --chrome FILE         simulated timeline of the best strategy (a new\n"
+               "                            file; never an input trace or a symbolic link)\n"
+               "  -f, --force               let --chrome write over an existing file\n"
                "      --seed N              random seed of the search (default 1)\n"
                "  -b, --budget-s S          stop the search after S seconds (default 10)\n"
                "      --max-evals N         simulations at most (default 2000)\n"
@@ -59,9 +63,9 @@ usage(FILE *f)
                "      --what-if ARGS        evaluate one plan given as ddp-sim options\n"
                "                            (\"--bucket-mb 25 --fuse-small --recompute 0-3\")\n"
                "                            instead of searching\n"
-               "  -q, --quiet               no progress line\n"
+               "  -q, --quiet               no progress line\n" INPUTS_HELP_PARTIAL
                "  -h, --help                this help\n"
-               "  -V, --version             version\n");
+               "  -V, --version             version\n\n" INPUTS_HELP_EXIT);
 }
 
 /* Parses "800M", "16G", "1.5GiB", "123456" into bytes (binary units). Returns 0 or -1. */
@@ -176,7 +180,7 @@ typedef struct args {
     search_options so;
     workload_options wo;
     replay_options ro;
-    int json, quiet;
+    int json, quiet, force, partial;
     const char *chrome, *what_if, *dir;
 } args;
 
@@ -223,6 +227,8 @@ parse_args(int argc, char **argv, args *a)
         {"what-if", required_argument, NULL, 8},
         {"memory-margin", required_argument, NULL, 9},
         {"quiet", no_argument, NULL, 'q'},
+        {"force", no_argument, NULL, 'f'},
+        {"partial", no_argument, NULL, 10},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -240,7 +246,7 @@ parse_args(int argc, char **argv, args *a)
     so->memory_margin = 0.05;
     workload_default_options(wo);
     a->ro.warmup = -1;
-    while ((c = getopt_long(argc, argv, "m:s:k:jc:b:n:w:qhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:s:k:jc:fb:n:w:qhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'm':
             if (parse_size(optarg, &so->memory_budget) != 0 || so->memory_budget <= 0)
@@ -316,6 +322,12 @@ parse_args(int argc, char **argv, args *a)
             break;
         case 'q':
             a->quiet = 1;
+            break;
+        case 'f':
+            a->force = 1;
+            break;
+        case 10:
+            a->partial = 1;
             break;
         case 'h':
             usage(stdout);
@@ -406,8 +418,9 @@ evaluate_what_if(args *a, state *st)
  * graph on the best plan; a plan that splits the all-reduces is simulated on a
  * transformed copy of it. Returns 0, 1 (the message is printed) or -1 out of memory. */
 static int
-write_chrome(state *st, const char *path)
+write_chrome(state *st, const args *a)
 {
+    const char *path = a->chrome;
     dfg part;
     dfg *tl = st->w.g; /* the working graph, or its capture copy */
     if (st->sr.n_top > 0 && partition_splits(&st->w, &st->sr.top[0].plan)) {
@@ -415,15 +428,16 @@ write_chrome(state *st, const char *path)
             return -1;
         tl = &part;
     }
-    FILE *f = fopen(path, "w");
+    FILE *f = inputs_open_output(a->dir, path, a->force);
+    int opened = f != NULL;
     chrome_options co = {1, -1, -1};
     int bad = !f || sim_run(tl, &st->best_sim) != 0 ||
               chrome_export(&st->rp, tl, &st->best_sim, &co, f) != 0;
     if (tl == &part)
         dfg_free(&part);
-    if (f && fclose(f) != 0)
+    if (opened && fclose(f) != 0)
         bad = 1;
-    if (bad)
+    if (bad && opened)
         pr_err("cannot write %s", path);
     return bad;
 }
@@ -607,7 +621,11 @@ main(int argc, char **argv)
         pr_err("%s", err);
         return 1;
     }
-    rc = analyze(&a, &st);
+    rc = inputs_check_read(&st.rp, a.dir, a.partial);
+    if (rc == 0 && a.chrome)
+        rc = inputs_check_output(a.dir, a.chrome, a.force);
+    if (rc == 0)
+        rc = analyze(&a, &st);
     if (rc == 0 && a.what_if)
         rc = evaluate_what_if(&a, &st);
     else if (rc == 0 && search_run(&st.w, &a.so, &st.sr) != 0) {
@@ -615,7 +633,7 @@ main(int argc, char **argv)
         rc = 1;
     }
     if (rc == 0 && a.chrome)
-        rc = write_chrome(&st, a.chrome);
+        rc = write_chrome(&st, &a);
     if (rc == 0) {
         if (a.json)
             print_json(&a, &st);

@@ -2,7 +2,8 @@
  * dpro-replay: replay a job's traces and compare the simulated iteration time with the
  * measured one; breakdown, critical path, stragglers, clock offsets.
  *
- * Exit status: 0 ok, 1 bad input (no traces, two jobs, unreadable), 2 usage.
+ * Exit status: 0 ok, 1 bad input (no traces, two jobs, a trace file not read whole unless
+ * --partial, --chrome FILE refused or not written), 2 usage.
  */
 #define PR_FMT "dpro-replay"
 #include <getopt.h>
@@ -14,6 +15,7 @@
 #include "dpro_log.h"
 #include "json_writer.h"
 #include "replay/chrome.h"
+#include "replay/inputs.h"
 #include "replay/replay.h"
 
 static void
@@ -27,6 +29,8 @@ usage(FILE *f)
                "                         measured_iter_us, simulated_iter_us, error_pct,\n"
                "                         breakdown, critical_path, per_rank, p2p, ...)\n"
                "  -c, --chrome FILE      also write the simulated timeline as a Chrome trace\n"
+               "                         (a new file; never an input trace or a symbolic link)\n"
+               "  -f, --force            let --chrome write over an existing file\n"
                "  -p, --critical-path    list the operations on the critical path\n"
                "  -t, --top K            how many critical-path entries (default 10)\n"
                "  -w, --warmup N         skip the iterations before iteration N (iteration k\n"
@@ -37,9 +41,9 @@ usage(FILE *f)
                "                         model's\n"
                "      --what-if-scale-kernels F  also predict the iteration time if every kernel\n"
                "                         took F times as long (0.5: a device twice as fast;\n"
-               "                         collectives, copies and host time unchanged)\n"
-               "  -h, --help             this help\n"
-               "  -V, --version          version\n");
+               "                         collectives, copies and host time "
+               "unchanged)\n" INPUTS_HELP_PARTIAL "  -h, --help             this help\n"
+               "  -V, --version          version\n\n" INPUTS_HELP_EXIT);
 }
 
 static void
@@ -77,7 +81,7 @@ print_bd(const char *label, const sim_breakdown *b)
 /* What the command was asked. */
 typedef struct args {
     replay_options ro;
-    int as_json, show_cp, top;
+    int as_json, show_cp, top, force, partial;
     const char *chrome;
     double kscale; /* --what-if-scale-kernels, 0: none */
     const char *dir;
@@ -106,6 +110,8 @@ parse_args(int argc, char **argv, args *a)
         {"measured-collectives", no_argument, NULL, 'M'},
         {"warmup", required_argument, NULL, 'w'},
         {"what-if-scale-kernels", required_argument, NULL, 'K'},
+        {"force", no_argument, NULL, 'f'},
+        {"partial", no_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -114,7 +120,7 @@ parse_args(int argc, char **argv, args *a)
     memset(a, 0, sizeof *a);
     a->ro.warmup = -1;
     a->top = 10;
-    while ((c = getopt_long(argc, argv, "n:jc:pt:w:hV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:jc:fpt:w:hV", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'n':
@@ -132,6 +138,12 @@ parse_args(int argc, char **argv, args *a)
             break;
         case 'p':
             a->show_cp = 1;
+            break;
+        case 'f':
+            a->force = 1;
+            break;
+        case 'P':
+            a->partial = 1;
             break;
         case 't':
             a->top = (int)strtol(optarg, &end, 10);
@@ -441,14 +453,18 @@ print_text(const report *rep)
     }
 }
 
-/* Writes the simulated timeline to path. Returns 0, or 1 when it could not. */
+/* Writes the simulated timeline to path (a file that inputs_open_output allows).
+ * Returns 0, or 1 when it could not. */
 static int
-write_chrome(replay *rp, const char *path)
+write_chrome(replay *rp, const args *a)
 {
+    const char *path = a->chrome;
     int status = 0;
-    FILE *f = fopen(path, "w");
+    FILE *f = inputs_open_output(a->dir, path, a->force);
     chrome_options co = {1, -1, -1};
-    if (!f || chrome_export(rp, &rp->graph, &rp->sim, &co, f) != 0) {
+    if (!f)
+        status = 1;
+    else if (chrome_export(rp, &rp->graph, &rp->sim, &co, f) != 0) {
         pr_err("cannot write %s", path);
         status = 1;
     }
@@ -476,6 +492,9 @@ main(int argc, char **argv)
     }
     memset(&s, 0, sizeof s);
     memset(&ws, 0, sizeof ws);
+    if (inputs_check_read(&rp, a.dir, a.partial) != 0 ||
+        (a.chrome && inputs_check_output(a.dir, a.chrome, a.force) != 0))
+        goto out;
     if (replay_simulate(&rp) != 0) {
         pr_err("out of memory simulating");
         goto out;
@@ -498,7 +517,7 @@ main(int argc, char **argv)
         print_json(&rep);
     else
         print_text(&rep);
-    status = a.chrome ? write_chrome(&rp, a.chrome) : 0;
+    status = a.chrome ? write_chrome(&rp, &a) : 0;
 out:
     replay_summary_free(&ws);
     replay_summary_free(&s);

@@ -14,3 +14,10 @@ tools_dpro_export_LDADD = replay/libdproreplay.la
 bin_PROGRAMS += tools/dpro-optimize
 tools_dpro_optimize_SOURCES = tools/dpro-optimize.c
 tools_dpro_optimize_LDADD = optimizer/libdproopt.la
+
+# The rules the commands share (--chrome FILE, --iterations windows, --partial), on
+# synthetic traces from tests/replay/gen_traces.
+if HAVE_PYTHON3
+dist_check_SCRIPTS += tests/unit/test_dpro_info_commands.py
+TESTS += tests/unit/test_dpro_info_commands.py
+endif
