@@ -1,14 +1,19 @@
 /*
- * dpro_log.h: log and error macros shared by the libraries and commands (not the format).
+ * dpro_log.h: the one way the commands and the libraries report errors and warnings
+ * (not the format library, which returns its messages to the caller).
  *
- * Each .c file may define PR_FMT before including this header to prefix its messages
- * ("replay", "import", ...). The level comes from DPRO_LOG (error, warn, info, debug),
- * read once; the default is warn.
+ * Every message is one line on stderr: "PREFIX: LEVEL: message", LEVEL one of error,
+ * warning, info, debug. A command calls dpro_log_set_program(argv[0]) first thing, and
+ * PREFIX is then its name ("dpro-replay") for its own messages and for those of the
+ * libraries it calls; without it (a library in a test program) PREFIX is the PR_FMT of
+ * the .c file that reports ("replay", "import", ...; define it before including this
+ * header). Errors are always printed; the other levels when DPRO_LOG (error, warn, info,
+ * debug; read once) lets them, warn by default. Library warnings that belong in a
+ * command's output go through job_warn (replay/job.h), which records them and prints
+ * them here.
  */
 #ifndef DPRO_LOG_H
 #define DPRO_LOG_H
-
-#include <stdarg.h>
 
 enum dpro_log_level {
     DPRO_LOG_ERROR = 0,
@@ -20,7 +25,13 @@ enum dpro_log_level {
 /* Returns the level in force (from DPRO_LOG, read on first use). */
 int dpro_log_level(void);
 
-/* Prints "dpro[prefix]: level: message\n" on stderr if level is in force. */
+/* Makes the base name of argv0 the prefix of every message of this process (call it
+ * before any thread starts; argv0 must outlive the logging). NULL: back to PR_FMT. */
+void dpro_log_set_program(const char *argv0);
+
+/* Prints "prefix: level: message\n" on stderr (one line, not interleaved with other
+ * threads' messages) if level is in force;
+ * prefix is the program's name when dpro_log_set_program was called. */
 void dpro_log(int level, const char *prefix, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -35,15 +46,6 @@ void dpro_log(int level, const char *prefix, const char *fmt, ...)
     do {                                                                                           \
         if (dpro_log_level() >= DPRO_LOG_DEBUG)                                                    \
             dpro_log(DPRO_LOG_DEBUG, PR_FMT, __VA_ARGS__);                                         \
-    } while (0)
-
-/* Propagate a non-zero rc: CHECK_GOTO(expr, label) evaluates expr into rc and jumps to
- * label when it is not DPRO_OK (0). Functions using it declare `int rc`. */
-#define CHECK_GOTO(expr, label)                                                                    \
-    do {                                                                                           \
-        rc = (expr);                                                                               \
-        if (rc != 0)                                                                               \
-            goto label;                                                                            \
     } while (0)
 
 #endif

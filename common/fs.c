@@ -2,9 +2,12 @@
 #include "fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int
 dpro_mkdir_p(const char *path, mode_t mode)
@@ -34,4 +37,74 @@ dpro_mkdir_p(const char *path, mode_t mode)
         }
     }
     return 0;
+}
+
+/* Whether st is the file of one of inputs (inputs that cannot be stat'ed are not). */
+static int
+is_input(const struct stat *st, const char *const *inputs, size_t n_inputs)
+{
+    struct stat in;
+    for (size_t i = 0; i < n_inputs; i++)
+        if (stat(inputs[i], &in) == 0 && in.st_dev == st->st_dev && in.st_ino == st->st_ino)
+            return 1;
+    return 0;
+}
+
+int
+dpro_output_check(const char *path, int force, const char *const *inputs, size_t n_inputs,
+                  char *err, size_t errlen)
+{
+    struct stat st;
+    int rc = 0;
+
+    if (lstat(path, &st) != 0) {
+        if (errno != ENOENT) {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            rc = -1;
+        }
+    } else if (S_ISLNK(st.st_mode)) {
+        snprintf(err, errlen, "%s is a symbolic link: not followed; name the file itself", path);
+        rc = -1;
+    } else if (is_input(&st, inputs, n_inputs)) {
+        snprintf(err, errlen, "%s is one of the input traces: not written over", path);
+        rc = -1;
+    } else if (!force) {
+        snprintf(err, errlen, "%s exists: pass --force to write over it", path);
+        rc = -1;
+    }
+    return rc;
+}
+
+FILE *
+dpro_output_open(const char *path, int force, const char *const *inputs, size_t n_inputs, char *err,
+                 size_t errlen)
+{
+    struct stat st;
+    FILE *f = NULL;
+    int fd = -1;
+
+    if (dpro_output_check(path, force, inputs, n_inputs, err, errlen) != 0)
+        return NULL;
+    fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (force ? 0 : O_EXCL), 0644);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            snprintf(err, errlen, "%s is a symbolic link: not followed; name the file itself",
+                     path);
+        else if (errno == EEXIST)
+            snprintf(err, errlen, "%s exists: pass --force to write over it", path);
+        else
+            snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+    } else if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    } else if (is_input(&st, inputs, n_inputs)) {
+        /* made an input between the check and the open: nothing was written */
+        snprintf(err, errlen, "%s is one of the input traces: not written over", path);
+    } else if (S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) {
+        snprintf(err, errlen, "cannot empty %s: %s", path, strerror(errno));
+    } else if (!(f = fdopen(fd, "w"))) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    }
+    if (!f && fd >= 0)
+        close(fd);
+    return f;
 }

@@ -1,11 +1,15 @@
 /* log.c: the log macros' back end (see dpro_log.h). */
 #include "dpro_log.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const level_names[] = {"error", "warning", "info", "debug"};
+
+/* The program's name, when a command set it. */
+static const char *program;
 
 int
 dpro_log_level(void)
@@ -28,19 +32,25 @@ dpro_log_level(void)
 }
 
 void
+dpro_log_set_program(const char *argv0)
+{
+    const char *slash = argv0 ? strrchr(argv0, '/') : NULL;
+    program = slash ? slash + 1 : argv0;
+}
+
+void
 dpro_log(int level, const char *prefix, const char *fmt, ...)
 {
-    char line[1024];
-    int n;
     va_list ap;
 
     if (level > dpro_log_level())
         return;
-    n = snprintf(line, sizeof line, "%s: %s: ", prefix, level_names[level & 3]);
-    if (n < 0 || (size_t)n >= sizeof line)
-        return;
+    /* one locked sequence, so that lines of several threads do not interleave */
+    flockfile(stderr);
+    fprintf(stderr, "%s: %s: ", program ? program : prefix, level_names[level & 3]);
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - n, fmt, ap);
+    vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s\n", line);
+    fputc('\n', stderr);
+    funlockfile(stderr);
 }

@@ -1,5 +1,5 @@
 # optimizer/: what-if strategies on the replayed dataflow graph and the search over them
-# (libdproopt, a convenience library), and the dpro-optimize command.
+# (libdproopt, a convenience library, linked by dpro-optimize and the tests).
 noinst_LTLIBRARIES += optimizer/libdproopt.la
 optimizer_libdproopt_la_SOURCES = \
 	optimizer/memest.c optimizer/memest.h \
@@ -9,11 +9,8 @@ optimizer_libdproopt_la_SOURCES = \
 	optimizer/strategy.c optimizer/strategy.h \
 	optimizer/framework.h optimizer/framework_ddp_sim.c \
 	optimizer/partition.c optimizer/partition.h \
-	optimizer/search.c optimizer/search.h
+	optimizer/search.c optimizer/search.h \
+	optimizer/profile.c optimizer/profile.h
 optimizer_libdproopt_la_CFLAGS = $(AM_CFLAGS) -O2
 optimizer_libdproopt_la_LIBADD = replay/libdproreplay.la $(DPROTRACE_LINK) \
 	common/libdprocommon.la $(LIBM)
-
-bin_PROGRAMS += tools/dpro-optimize
-tools_dpro_optimize_SOURCES = tools/dpro-optimize.c
-tools_dpro_optimize_LDADD = optimizer/libdproopt.la

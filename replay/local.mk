@@ -1,6 +1,6 @@
 # replay/: trace -> global dataflow graph -> simulation; clock alignment, iteration
 # detection, the collective cost model, Chrome trace export. A convenience library
-# linked by dpro-replay, dpro-export, the optimizer and the tests.
+# linked by dpro-replay, dpro-export, dpro-info (kernels.c), the optimizer and the tests.
 noinst_LTLIBRARIES += replay/libdproreplay.la
 replay_libdproreplay_la_SOURCES = \
 	replay/dfg.c replay/dfg.h \
@@ -13,12 +13,8 @@ replay_libdproreplay_la_SOURCES = \
 	replay/build.c replay/build.h replay/build_int.h replay/build_p2p.c \
 	replay/build_queue.c replay/build_timing.c replay/build_wakeup.c \
 	replay/replay.c replay/replay.h \
-	replay/chrome.c replay/chrome.h
+	replay/chrome.c replay/chrome.h \
+	replay/kernels.c replay/kernels.h \
+	replay/inputs.c replay/inputs.h
 replay_libdproreplay_la_CFLAGS = $(AM_CFLAGS) -O2
 replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(LIBM)
-
-bin_PROGRAMS += tools/dpro-replay tools/dpro-export
-tools_dpro_replay_SOURCES = tools/dpro-replay.c
-tools_dpro_replay_LDADD = replay/libdproreplay.la
-tools_dpro_export_SOURCES = tools/dpro-export.c
-tools_dpro_export_LDADD = replay/libdproreplay.la

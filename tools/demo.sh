@@ -72,8 +72,8 @@ else
 fi
 
 step "6. dpro-export: Chrome trace for ui.perfetto.dev"
-"$build/tools/dpro-export" "$out/traces" --chrome "$out/trace.json"
-"$build/tools/dpro-export" "$out/traces" --chrome "$out/trace-simulated.json" --simulated
+"$build/tools/dpro-export" "$out/traces" --chrome "$out/trace.json" --force
+"$build/tools/dpro-export" "$out/traces" --chrome "$out/trace-simulated.json" --simulated --force
 ls -l "$out/trace.json" "$out/trace-simulated.json"
 echo
 echo "open $out/trace.json (measured) and $out/trace-simulated.json (replayed) in ui.perfetto.dev"

@@ -2,7 +2,8 @@
  * dpro-replay: replay a job's traces and compare the simulated iteration time with the
  * measured one; breakdown, critical path, stragglers, clock offsets.
  *
- * Exit status: 0 ok, 1 bad input (no traces, two jobs, unreadable), 2 usage.
+ * Exit status: 0 ok, 1 bad input (no traces, two jobs, a trace file not read whole unless
+ * --partial, --chrome FILE refused or not written), 2 usage.
  */
 #define PR_FMT "dpro-replay"
 #include <getopt.h>
@@ -14,6 +15,7 @@
 #include "dpro_log.h"
 #include "json_writer.h"
 #include "replay/chrome.h"
+#include "replay/inputs.h"
 #include "replay/replay.h"
 
 static void
@@ -27,6 +29,8 @@ usage(FILE *f)
                "                         measured_iter_us, simulated_iter_us, error_pct,\n"
                "                         breakdown, critical_path, per_rank, p2p, ...)\n"
                "  -c, --chrome FILE      also write the simulated timeline as a Chrome trace\n"
+               "                         (a new file; never an input trace or a symbolic link)\n"
+               "  -f, --force            let --chrome write over an existing file\n"
                "  -p, --critical-path    list the operations on the critical path\n"
                "  -t, --top K            how many critical-path entries (default 10)\n"
                "  -w, --warmup N         skip the iterations before iteration N (iteration k\n"
@@ -37,9 +41,9 @@ usage(FILE *f)
                "                         model's\n"
                "      --what-if-scale-kernels F  also predict the iteration time if every kernel\n"
                "                         took F times as long (0.5: a device twice as fast;\n"
-               "                         collectives, copies and host time unchanged)\n"
-               "  -h, --help             this help\n"
-               "  -V, --version          version\n");
+               "                         collectives, copies and host time "
+               "unchanged)\n" INPUTS_HELP_PARTIAL "  -h, --help             this help\n"
+               "  -V, --version          version\n\n" INPUTS_HELP_EXIT);
 }
 
 static void
@@ -74,75 +78,97 @@ print_bd(const char *label, const sim_breakdown *b)
            100.0 * b->host_idle / w);
 }
 
-int
-main(int argc, char **argv)
+/* What the command was asked. */
+typedef struct args {
+    replay_options ro;
+    int as_json, show_cp, top, force, partial;
+    const char *chrome;
+    double kscale; /* --what-if-scale-kernels, 0: none */
+    const char *dir;
+} args;
+
+/* One replay's figures, as the printers take them. */
+typedef struct report {
+    const replay *rp;
+    const replay_summary *s;
+    const replay_summary *ws; /* the what-if's, when have_whatif */
+    int have_whatif;
+    const args *a;
+} report;
+
+/* Parses the command line into *a. Returns -1 to go on, or the exit status. */
+static int
+parse_args(int argc, char **argv, args *a)
 {
     static const struct option longopts[] = {
         {"iterations", required_argument, NULL, 'n'},
         {"json", no_argument, NULL, 'j'},
         {"chrome", required_argument, NULL, 'c'},
         {"critical-path", no_argument, NULL, 'p'},
-        {"top", required_argument, NULL, 't'},
+        {"a->top", required_argument, NULL, 't'},
         {"job", required_argument, NULL, 'J'},
         {"measured-collectives", no_argument, NULL, 'M'},
         {"warmup", required_argument, NULL, 'w'},
         {"what-if-scale-kernels", required_argument, NULL, 'K'},
+        {"force", no_argument, NULL, 'f'},
+        {"partial", no_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    replay_options ro = {0};
-    ro.warmup = -1;
-    int as_json = 0, show_cp = 0, top = 10;
-    const char *chrome = NULL;
-    double kscale = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "n:jc:pt:w:hV", longopts, NULL)) != -1) {
+    memset(a, 0, sizeof *a);
+    a->ro.warmup = -1;
+    a->top = 10;
+    while ((c = getopt_long(argc, argv, "n:jc:fpt:w:hV", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'n':
-            ro.iterations = (int32_t)strtol(optarg, &end, 10);
-            if (*end || ro.iterations <= 0) {
-                fprintf(stderr, "dpro-replay: --iterations wants a positive number, not '%s'\n",
-                        optarg);
+            a->ro.iterations = (int32_t)strtol(optarg, &end, 10);
+            if (*end || a->ro.iterations <= 0) {
+                pr_err("--iterations wants a positive number, not '%s'", optarg);
                 return 2;
             }
             break;
         case 'j':
-            as_json = 1;
+            a->as_json = 1;
             break;
         case 'c':
-            chrome = optarg;
+            a->chrome = optarg;
             break;
         case 'p':
-            show_cp = 1;
+            a->show_cp = 1;
+            break;
+        case 'f':
+            a->force = 1;
+            break;
+        case 'P':
+            a->partial = 1;
             break;
         case 't':
-            top = (int)strtol(optarg, &end, 10);
-            if (*end || top <= 0) {
-                fprintf(stderr, "dpro-replay: --top wants a positive number\n");
+            a->top = (int)strtol(optarg, &end, 10);
+            if (*end || a->top <= 0) {
+                pr_err("--top wants a positive number");
                 return 2;
             }
             break;
         case 'J':
-            ro.job_id = optarg;
+            a->ro.job_id = optarg;
             break;
         case 'M':
-            ro.coll_duration = REPLAY_COLL_MEASURED;
+            a->ro.coll_duration = REPLAY_COLL_MEASURED;
             break;
         case 'w':
-            ro.warmup = (int32_t)strtol(optarg, &end, 10);
-            if (*end || ro.warmup < 0) {
-                fprintf(stderr, "dpro-replay: --warmup wants a number >= 0\n");
+            a->ro.warmup = (int32_t)strtol(optarg, &end, 10);
+            if (*end || a->ro.warmup < 0) {
+                pr_err("--warmup wants a number >= 0");
                 return 2;
             }
             break;
         case 'K':
-            kscale = strtod(optarg, &end);
-            if (*end || !(kscale > 0) || kscale > 1e6) {
-                fprintf(stderr,
-                        "dpro-replay: --what-if-scale-kernels wants a factor > 0, not '%s'\n",
-                        optarg);
+            a->kscale = strtod(optarg, &end);
+            if (*end || !(a->kscale > 0) || a->kscale > 1e6) {
+                pr_err("--what-if-scale-kernels wants a factor > 0, not '%s'", optarg);
                 return 2;
             }
             break;
@@ -161,271 +187,338 @@ main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    const char *dir = argv[optind];
+    a->dir = argv[optind];
+    return -1;
+}
+
+/* The what-if of --what-if-scale-kernels: every kernel scaled, simulated over the same
+ * iterations, into *ws. Returns 1 when *ws holds it, 0 when it does not cover them, -1
+ * out of memory. */
+static int
+scale_kernels(replay *rp, double kscale, replay_summary *ws)
+{
+    dfg copy;
+    sim_result wres;
+    int have = 0;
+    memset(&wres, 0, sizeof wres);
+    if (dfg_clone(&copy, &rp->graph) != 0)
+        return -1;
+    replay_scale_kernels(&copy, kscale);
+    if (replay_predict(rp, &copy, &wres) < 0 || replay_summarize(rp, &copy, &wres, ws) != 0)
+        job_warn(&rp->job, "the what-if simulation does not cover the compared iterations");
+    else
+        have = 1;
+    sim_result_free(&wres);
+    dfg_free(&copy);
+    return have;
+}
+
+/* --json: per_rank and stragglers. */
+static void
+json_ranks(json_writer *j, const report *rep)
+{
+    const replay *rp = rep->rp;
+    const replay_summary *s = rep->s;
+    json_key(j, "per_rank");
+    json_begin_array(j);
+    for (int32_t r = 0; r < s->n_ranks; r++) {
+        replay_rank_summary *q = &s->rank[r];
+        if (!q->present)
+            continue;
+        json_begin_object(j);
+        json_kv_int(j, "rank", r);
+        json_kv_double(j, "measured_iter_us", q->measured_us);
+        json_kv_double(j, "simulated_iter_us", q->simulated_us);
+        json_kv_double(j, "error_pct", q->error_pct);
+        json_kv_double(j, "clock_offset_us", q->clock_offset_us);
+        json_kv_double(j, "clock_residual_us", q->clock_residual_us);
+        json_kv_bool(j, "clock_aligned", q->clock_aligned);
+        json_kv_double(j, "others_waited_us_per_iter", q->straggler_blame_us);
+        json_kv_int(j, "arrived_last", q->last_arrivals);
+        json_kv_string(
+            j, "iteration_method",
+            (const char *[]){"none", "marker", "range", "kernel-period"}[rp->iters[r].method & 3]);
+        json_kv_int(j, "warm_up_iterations", rp->iters[r].warm_up);
+        json_key(j, "breakdown");
+        json_begin_object(j);
+        bd_json(j, "measured", &q->measured_bd,
+                q->measured_bd.window > 0 && s->iterations ? 1.0 / s->iterations : 1.0);
+        bd_json(j, "simulated", &q->simulated_bd,
+                q->simulated_bd.window > 0 && s->iterations ? 1.0 / s->iterations : 1.0);
+        json_end_object(j);
+        json_end_object(j);
+    }
+    json_end_array(j);
+    json_key(j, "stragglers");
+    json_begin_array(j);
+    for (int32_t r = 0; r < s->n_ranks; r++) {
+        replay_rank_summary *q = &s->rank[r];
+        if (q->present && q->straggler_blame_us > 0.02 * s->measured_us &&
+            q->straggler_blame_us > 5) {
+            json_begin_object(j);
+            json_kv_int(j, "rank", r);
+            json_kv_double(j, "others_waited_us_per_iter", q->straggler_blame_us);
+            json_end_object(j);
+        }
+    }
+    json_end_array(j);
+}
+
+/* --json: clock, collective_model, what_if, diagnostics. */
+static void
+json_models(json_writer *j, const report *rep)
+{
+    const replay *rp = rep->rp;
+    const replay_summary *ws = rep->ws;
+    const int have_whatif = rep->have_whatif;
+    const double kscale = rep->a->kscale;
+    const replay_summary *s = rep->s;
+    json_key(j, "clock");
+    json_begin_object(j);
+    json_kv_string(j, "source",
+                   rp->align_source == 1   ? "collective device ends"
+                   : rp->align_source == 2 ? "collective host call ends"
+                                           : "none");
+    json_kv_double(j, "residual_median_us", rp->align.residual_median_us);
+    json_kv_double(j, "residual_max_us", rp->align.residual_max_us);
+    json_kv_int(j, "unaligned_ranks", rp->align.n_unaligned);
+    json_end_object(j);
+    json_key(j, "collective_model");
+    json_begin_array(j);
+    for (int op = 1; op < COSTMODEL_OPS; op++) {
+        const costmodel_fit *f = &rp->model.op[op];
+        if (!f->fitted)
+            continue;
+        json_begin_object(j);
+        json_kv_string(j, "op", dpro_coll_op_name((uint32_t)op));
+        json_kv_double(j, "alpha_us", f->alpha_ns / 1000.0);
+        json_kv_double(j, "bandwidth_GBps", f->beta_bpns);
+        json_kv_int(j, "samples", f->n_samples);
+        json_kv_double(j, "mape_pct", f->mape);
+        json_end_object(j);
+    }
+    json_end_array(j);
+    if (have_whatif) {
+        json_key(j, "what_if");
+        json_begin_object(j);
+        json_kv_double(j, "kernel_scale", kscale);
+        json_kv_double(j, "predicted_iter_us", ws->simulated_us);
+        json_kv_double(j, "speedup", ws->simulated_us > 0 ? s->simulated_us / ws->simulated_us : 0);
+        json_key(j, "per_rank");
+        json_begin_array(j);
+        for (int32_t r = 0; r < ws->n_ranks; r++) {
+            if (!ws->rank[r].present)
+                continue;
+            json_begin_object(j);
+            json_kv_int(j, "rank", r);
+            json_kv_double(j, "predicted_iter_us", ws->rank[r].simulated_us);
+            json_end_object(j);
+        }
+        json_end_array(j);
+        bd_json(j, "breakdown", &ws->simulated_bd, 1.0);
+        json_end_object(j);
+    }
+    json_key(j, "diagnostics");
+    json_begin_array(j);
+    for (size_t i = 0; i < rp->job.n_diag; i++)
+        json_string(j, rp->job.diag[i]);
+    json_end_array(j);
+}
+
+static void
+print_json(const report *rep)
+{
+    const replay *rp = rep->rp;
+    const replay_summary *s = rep->s;
+    const dfg *g = &rp->graph;
+    const int top = rep->a->top;
+    json_writer jw, *j = &jw;
+    json_init(j, stdout, 1);
+    json_begin_object(j);
+    json_kv_int(j, "ranks", rp->job.n_present);
+    json_kv_int(j, "world_size", rp->job.n_ranks);
+    json_kv_string(j, "job_id", rp->job.job_id ? rp->job.job_id : "");
+    json_kv_int(j, "iterations", s->iterations);
+    json_kv_int(j, "first_iteration", s->first_iteration);
+    json_kv_double(j, "measured_iter_us", s->measured_us);
+    json_kv_double(j, "simulated_iter_us", s->simulated_us);
+    json_kv_double(j, "error_pct", s->error_pct);
+    json_kv_int(j, "nodes", dfg_live_nodes(g));
+    json_kv_int(j, "edges", (int64_t)g->n_edges);
+    json_kv_int(j, "collectives", g->n_groups);
+    json_key(j, "p2p");
+    json_begin_object(j);
+    json_kv_int(j, "ends", rp->p2p.ends);
+    json_kv_int(j, "matched", rp->p2p.matched);
+    json_kv_int(j, "unmatched", rp->p2p.unmatched);
+    json_kv_int(j, "no_peer", rp->p2p.no_peer);
+    json_kv_int(j, "exchanges", rp->p2p.groups);
+    json_kv_int(j, "wide_exchanges", rp->p2p.wide_groups);
+    json_kv_int(j, "unmodelled_pairs", rp->p2p.conflicts + rp->p2p.no_device);
+    json_end_object(j);
+    json_kv_int(j, "unsimulated_nodes", rp->sim.n_unfinished);
+    json_key(j, "breakdown");
+    json_begin_object(j);
+    bd_json(j, "measured", &s->measured_bd, 1.0);
+    bd_json(j, "simulated", &s->simulated_bd, 1.0);
+    json_end_object(j);
+    json_key(j, "critical_path");
+    json_begin_object(j);
+    json_kv_int(j, "rank", s->cp_rank);
+    json_kv_double(j, "length_us", (double)s->cp_length_ns / 1000.0);
+    json_key(j, "top");
+    json_begin_array(j);
+    for (int32_t i = 0; i < s->n_cp && i < top; i++) {
+        json_begin_object(j);
+        json_kv_string(j, "name", dfg_name(g, s->cp[i].name));
+        json_kv_string(j, "kind", kind_name(s->cp[i].kind));
+        json_kv_double(j, "time_us", (double)s->cp[i].total_ns / 1000.0);
+        json_kv_int(j, "count", s->cp[i].count);
+        json_end_object(j);
+    }
+    json_end_array(j);
+    json_end_object(j);
+    json_ranks(j, rep);
+    json_models(j, rep);
+    json_end_object(j);
+}
+
+static void
+print_text(const report *rep)
+{
+    const replay *rp = rep->rp;
+    const replay_summary *s = rep->s, *ws = rep->ws;
+    const dfg *g = &rp->graph;
+    const int have_whatif = rep->have_whatif, show_cp = rep->a->show_cp, top = rep->a->top;
+    const double kscale = rep->a->kscale;
+    printf("job %s: %d of %d ranks, %d nodes, %lld edges, %d collectives\n",
+           rp->job.job_id && *rp->job.job_id ? rp->job.job_id : "(no id)", rp->job.n_present,
+           rp->job.n_ranks, dfg_live_nodes(g), (long long)g->n_edges, g->n_groups);
+    printf("iterations compared: %d (from iteration %d; warm-up skipped)\n", s->iterations,
+           s->first_iteration);
+    if (rp->p2p.ends > 0 || rp->p2p.no_peer > 0)
+        printf("send/recv: %lld transfer ends, %lld matched with their peer into %d "
+               "exchanges, %lld unmatched, %lld without a peer (measured durations)\n",
+               (long long)rp->p2p.ends, (long long)rp->p2p.matched, rp->p2p.groups,
+               (long long)rp->p2p.unmatched, (long long)rp->p2p.no_peer);
+    printf("\n%-6s %14s %14s %8s %12s %14s\n", "rank", "measured us", "simulated us", "error",
+           "clock us", "others wait us");
+    for (int32_t r = 0; r < s->n_ranks; r++) {
+        replay_rank_summary *q = &s->rank[r];
+        if (!q->present)
+            continue;
+        printf("%-6d %14.1f %14.1f %7.2f%% %12.1f%s %14.1f\n", r, q->measured_us, q->simulated_us,
+               q->error_pct, q->clock_offset_us, q->clock_aligned ? " " : "?",
+               q->straggler_blame_us);
+    }
+    printf("%-6s %14.1f %14.1f %7.2f%%\n", "all", s->measured_us, s->simulated_us, s->error_pct);
+    printf("\nbreakdown per iteration (mean over ranks):\n");
+    print_bd("measured", &s->measured_bd);
+    print_bd("simulated", &s->simulated_bd);
+    printf("\nclock alignment: %s, residual median %.2f us, max %.2f us%s\n",
+           rp->align_source == 1   ? "from collective device ends"
+           : rp->align_source == 2 ? "from collective host call ends (approximate)"
+                                   : "none (no collectives)",
+           rp->align.residual_median_us, rp->align.residual_max_us,
+           rp->align.n_unaligned ? " (some ranks unaligned: '?')" : "");
+    int any = 0;
+    for (int32_t r = 0; r < s->n_ranks; r++) {
+        replay_rank_summary *q = &s->rank[r];
+        if (q->present && q->straggler_blame_us > 0.02 * s->measured_us &&
+            q->straggler_blame_us > 5) {
+            if (!any)
+                printf("\nstragglers (the others wait for them):\n");
+            any = 1;
+            printf("  rank %d: others wait %.1f us per iteration; last to arrive at %d "
+                   "collectives\n",
+                   r, q->straggler_blame_us, q->last_arrivals);
+        }
+    }
+    if (!any)
+        printf("\nstragglers: none (no rank makes the others wait more than 2%%)\n");
+    if (have_whatif) {
+        printf("\nwhat-if, every kernel x %g: iteration %.1f us (simulated as measured "
+               "%.1f us, speedup %.3f)\n",
+               kscale, ws->simulated_us, s->simulated_us,
+               ws->simulated_us > 0 ? s->simulated_us / ws->simulated_us : 0);
+        print_bd("predicted", &ws->simulated_bd);
+    }
+    if (show_cp) {
+        printf("\ncritical path of the last compared iteration (ends on rank %d, %.1f us):\n",
+               s->cp_rank, s->cp_length_ns / 1e3);
+        for (int32_t i = 0; i < s->n_cp && i < top; i++)
+            printf("  %10.1f us %5.1f%%  %-10s x%-5d %s\n", s->cp[i].total_ns / 1e3,
+                   s->cp_length_ns ? 100.0 * s->cp[i].total_ns / s->cp_length_ns : 0,
+                   kind_name(s->cp[i].kind), s->cp[i].count, dfg_name(g, s->cp[i].name));
+    }
+}
+
+/* Writes the simulated timeline to path (a file that inputs_open_output allows).
+ * Returns 0, or 1 when it could not. */
+static int
+write_chrome(replay *rp, const args *a)
+{
+    const char *path = a->chrome;
+    int status = 0;
+    FILE *f = inputs_open_output(a->dir, path, a->force);
+    chrome_options co = {1, -1, -1};
+    if (!f)
+        status = 1;
+    else if (chrome_export(rp, &rp->graph, &rp->sim, &co, f) != 0) {
+        pr_err("cannot write %s", path);
+        status = 1;
+    }
+    if (f && fclose(f) != 0)
+        status = 1;
+    return status;
+}
+
+int
+main(int argc, char **argv)
+{
+    args a;
     replay rp;
+    replay_summary s, ws;
     char err[2048];
-    int rc = replay_open(dir, &ro, &rp, err, sizeof err);
-    if (rc != 0) {
-        fprintf(stderr, "dpro-replay: %s\n", err);
+    int status = 1;
+
+    dpro_log_set_program(argv[0]);
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    if (replay_open(a.dir, &a.ro, &rp, err, sizeof err) != 0) {
+        pr_err("%s", err);
         return 1;
     }
+    memset(&s, 0, sizeof s);
+    memset(&ws, 0, sizeof ws);
+    if (inputs_check_read(&rp, a.dir, a.partial) != 0 ||
+        (a.chrome && inputs_check_output(a.dir, a.chrome, a.force) != 0))
+        goto out;
     if (replay_simulate(&rp) != 0) {
-        fprintf(stderr, "dpro-replay: out of memory simulating\n");
-        replay_close(&rp);
-        return 1;
+        pr_err("out of memory simulating");
+        goto out;
     }
-    replay_summary s;
     if (replay_summarize(&rp, &rp.graph, &rp.sim, &s) != 0) {
-        fprintf(stderr, "dpro-replay: out of memory\n");
-        replay_close(&rp);
-        return 1;
+        pr_err("out of memory");
+        goto out;
     }
     if (rp.sim.n_unfinished > 0)
         job_warn(&rp.job,
                  "%d operations could not be simulated (circular dependencies, e.g. around "
                  "'%s'); the simulated times are partial",
                  rp.sim.n_unfinished, dfg_name(&rp.graph, rp.graph.name[rp.sim.first_unfinished]));
-    const dfg *g = &rp.graph;
-    /* what-if: every kernel scaled, simulated over the same iterations */
-    replay_summary ws;
-    memset(&ws, 0, sizeof ws);
-    int have_whatif = 0;
-    if (kscale > 0) {
-        dfg copy;
-        sim_result wres;
-        memset(&wres, 0, sizeof wres);
-        if (dfg_clone(&copy, &rp.graph) != 0) {
-            fprintf(stderr, "dpro-replay: out of memory\n");
-            replay_summary_free(&s);
-            replay_close(&rp);
-            return 1;
-        }
-        replay_scale_kernels(&copy, kscale);
-        if (replay_predict(&rp, &copy, &wres) < 0 ||
-            replay_summarize(&rp, &copy, &wres, &ws) != 0) {
-            job_warn(&rp.job, "the what-if simulation does not cover the compared iterations");
-        } else {
-            have_whatif = 1;
-        }
-        sim_result_free(&wres);
-        dfg_free(&copy);
+    report rep = {&rp, &s, &ws, 0, &a};
+    if (a.kscale > 0 && (rep.have_whatif = scale_kernels(&rp, a.kscale, &ws)) < 0) {
+        pr_err("out of memory");
+        goto out;
     }
-
-    if (as_json) {
-        json_writer jw, *j = &jw;
-        json_init(j, stdout, 1);
-        json_begin_object(j);
-        json_kv_int(j, "ranks", rp.job.n_present);
-        json_kv_int(j, "world_size", rp.job.n_ranks);
-        json_kv_string(j, "job_id", rp.job.job_id ? rp.job.job_id : "");
-        json_kv_int(j, "iterations", s.iterations);
-        json_kv_int(j, "first_iteration", s.first_iteration);
-        json_kv_double(j, "measured_iter_us", s.measured_us);
-        json_kv_double(j, "simulated_iter_us", s.simulated_us);
-        json_kv_double(j, "error_pct", s.error_pct);
-        json_kv_int(j, "nodes", dfg_live_nodes(g));
-        json_kv_int(j, "edges", (int64_t)g->n_edges);
-        json_kv_int(j, "collectives", g->n_groups);
-        json_key(j, "p2p");
-        json_begin_object(j);
-        json_kv_int(j, "ends", rp.p2p.ends);
-        json_kv_int(j, "matched", rp.p2p.matched);
-        json_kv_int(j, "unmatched", rp.p2p.unmatched);
-        json_kv_int(j, "no_peer", rp.p2p.no_peer);
-        json_kv_int(j, "exchanges", rp.p2p.groups);
-        json_kv_int(j, "wide_exchanges", rp.p2p.wide_groups);
-        json_kv_int(j, "unmodelled_pairs", rp.p2p.conflicts + rp.p2p.no_device);
-        json_end_object(j);
-        json_kv_int(j, "unsimulated_nodes", rp.sim.n_unfinished);
-        json_key(j, "breakdown");
-        json_begin_object(j);
-        bd_json(j, "measured", &s.measured_bd, 1.0);
-        bd_json(j, "simulated", &s.simulated_bd, 1.0);
-        json_end_object(j);
-        json_key(j, "critical_path");
-        json_begin_object(j);
-        json_kv_int(j, "rank", s.cp_rank);
-        json_kv_double(j, "length_us", (double)s.cp_length_ns / 1000.0);
-        json_key(j, "top");
-        json_begin_array(j);
-        for (int32_t i = 0; i < s.n_cp && i < top; i++) {
-            json_begin_object(j);
-            json_kv_string(j, "name", dfg_name(g, s.cp[i].name));
-            json_kv_string(j, "kind", kind_name(s.cp[i].kind));
-            json_kv_double(j, "time_us", (double)s.cp[i].total_ns / 1000.0);
-            json_kv_int(j, "count", s.cp[i].count);
-            json_end_object(j);
-        }
-        json_end_array(j);
-        json_end_object(j);
-        json_key(j, "per_rank");
-        json_begin_array(j);
-        for (int32_t r = 0; r < s.n_ranks; r++) {
-            replay_rank_summary *q = &s.rank[r];
-            if (!q->present)
-                continue;
-            json_begin_object(j);
-            json_kv_int(j, "rank", r);
-            json_kv_double(j, "measured_iter_us", q->measured_us);
-            json_kv_double(j, "simulated_iter_us", q->simulated_us);
-            json_kv_double(j, "error_pct", q->error_pct);
-            json_kv_double(j, "clock_offset_us", q->clock_offset_us);
-            json_kv_double(j, "clock_residual_us", q->clock_residual_us);
-            json_kv_bool(j, "clock_aligned", q->clock_aligned);
-            json_kv_double(j, "others_waited_us_per_iter", q->straggler_blame_us);
-            json_kv_int(j, "arrived_last", q->last_arrivals);
-            json_kv_string(j, "iteration_method",
-                           (const char *[]){"none", "marker", "range",
-                                            "kernel-period"}[rp.iters[r].method & 3]);
-            json_kv_int(j, "warm_up_iterations", rp.iters[r].warm_up);
-            json_key(j, "breakdown");
-            json_begin_object(j);
-            bd_json(j, "measured", &q->measured_bd,
-                    q->measured_bd.window > 0 && s.iterations ? 1.0 / s.iterations : 1.0);
-            bd_json(j, "simulated", &q->simulated_bd,
-                    q->simulated_bd.window > 0 && s.iterations ? 1.0 / s.iterations : 1.0);
-            json_end_object(j);
-            json_end_object(j);
-        }
-        json_end_array(j);
-        json_key(j, "stragglers");
-        json_begin_array(j);
-        for (int32_t r = 0; r < s.n_ranks; r++) {
-            replay_rank_summary *q = &s.rank[r];
-            if (q->present && q->straggler_blame_us > 0.02 * s.measured_us &&
-                q->straggler_blame_us > 5) {
-                json_begin_object(j);
-                json_kv_int(j, "rank", r);
-                json_kv_double(j, "others_waited_us_per_iter", q->straggler_blame_us);
-                json_end_object(j);
-            }
-        }
-        json_end_array(j);
-        json_key(j, "clock");
-        json_begin_object(j);
-        json_kv_string(j, "source",
-                       rp.align_source == 1   ? "collective device ends"
-                       : rp.align_source == 2 ? "collective host call ends"
-                                              : "none");
-        json_kv_double(j, "residual_median_us", rp.align.residual_median_us);
-        json_kv_double(j, "residual_max_us", rp.align.residual_max_us);
-        json_kv_int(j, "unaligned_ranks", rp.align.n_unaligned);
-        json_end_object(j);
-        json_key(j, "collective_model");
-        json_begin_array(j);
-        for (int op = 1; op < COSTMODEL_OPS; op++) {
-            const costmodel_fit *f = &rp.model.op[op];
-            if (!f->fitted)
-                continue;
-            json_begin_object(j);
-            json_kv_string(j, "op", dpro_coll_op_name((uint32_t)op));
-            json_kv_double(j, "alpha_us", f->alpha_ns / 1000.0);
-            json_kv_double(j, "bandwidth_GBps", f->beta_bpns);
-            json_kv_int(j, "samples", f->n_samples);
-            json_kv_double(j, "mape_pct", f->mape);
-            json_end_object(j);
-        }
-        json_end_array(j);
-        if (have_whatif) {
-            json_key(j, "what_if");
-            json_begin_object(j);
-            json_kv_double(j, "kernel_scale", kscale);
-            json_kv_double(j, "predicted_iter_us", ws.simulated_us);
-            json_kv_double(j, "speedup",
-                           ws.simulated_us > 0 ? s.simulated_us / ws.simulated_us : 0);
-            json_key(j, "per_rank");
-            json_begin_array(j);
-            for (int32_t r = 0; r < ws.n_ranks; r++) {
-                if (!ws.rank[r].present)
-                    continue;
-                json_begin_object(j);
-                json_kv_int(j, "rank", r);
-                json_kv_double(j, "predicted_iter_us", ws.rank[r].simulated_us);
-                json_end_object(j);
-            }
-            json_end_array(j);
-            bd_json(j, "breakdown", &ws.simulated_bd, 1.0);
-            json_end_object(j);
-        }
-        json_key(j, "diagnostics");
-        json_begin_array(j);
-        for (size_t i = 0; i < rp.job.n_diag; i++)
-            json_string(j, rp.job.diag[i]);
-        json_end_array(j);
-        json_end_object(j);
-    } else {
-        printf("job %s: %d of %d ranks, %d nodes, %lld edges, %d collectives\n",
-               rp.job.job_id && *rp.job.job_id ? rp.job.job_id : "(no id)", rp.job.n_present,
-               rp.job.n_ranks, dfg_live_nodes(g), (long long)g->n_edges, g->n_groups);
-        printf("iterations compared: %d (from iteration %d; warm-up skipped)\n", s.iterations,
-               s.first_iteration);
-        if (rp.p2p.ends > 0 || rp.p2p.no_peer > 0)
-            printf("send/recv: %lld transfer ends, %lld matched with their peer into %d "
-                   "exchanges, %lld unmatched, %lld without a peer (measured durations)\n",
-                   (long long)rp.p2p.ends, (long long)rp.p2p.matched, rp.p2p.groups,
-                   (long long)rp.p2p.unmatched, (long long)rp.p2p.no_peer);
-        printf("\n%-6s %14s %14s %8s %12s %14s\n", "rank", "measured us", "simulated us", "error",
-               "clock us", "others wait us");
-        for (int32_t r = 0; r < s.n_ranks; r++) {
-            replay_rank_summary *q = &s.rank[r];
-            if (!q->present)
-                continue;
-            printf("%-6d %14.1f %14.1f %7.2f%% %12.1f%s %14.1f\n", r, q->measured_us,
-                   q->simulated_us, q->error_pct, q->clock_offset_us, q->clock_aligned ? " " : "?",
-                   q->straggler_blame_us);
-        }
-        printf("%-6s %14.1f %14.1f %7.2f%%\n", "all", s.measured_us, s.simulated_us, s.error_pct);
-        printf("\nbreakdown per iteration (mean over ranks):\n");
-        print_bd("measured", &s.measured_bd);
-        print_bd("simulated", &s.simulated_bd);
-        printf("\nclock alignment: %s, residual median %.2f us, max %.2f us%s\n",
-               rp.align_source == 1   ? "from collective device ends"
-               : rp.align_source == 2 ? "from collective host call ends (approximate)"
-                                      : "none (no collectives)",
-               rp.align.residual_median_us, rp.align.residual_max_us,
-               rp.align.n_unaligned ? " (some ranks unaligned: '?')" : "");
-        int any = 0;
-        for (int32_t r = 0; r < s.n_ranks; r++) {
-            replay_rank_summary *q = &s.rank[r];
-            if (q->present && q->straggler_blame_us > 0.02 * s.measured_us &&
-                q->straggler_blame_us > 5) {
-                if (!any)
-                    printf("\nstragglers (the others wait for them):\n");
-                any = 1;
-                printf("  rank %d: others wait %.1f us per iteration; last to arrive at %d "
-                       "collectives\n",
-                       r, q->straggler_blame_us, q->last_arrivals);
-            }
-        }
-        if (!any)
-            printf("\nstragglers: none (no rank makes the others wait more than 2%%)\n");
-        if (have_whatif) {
-            printf("\nwhat-if, every kernel x %g: iteration %.1f us (simulated as measured "
-                   "%.1f us, speedup %.3f)\n",
-                   kscale, ws.simulated_us, s.simulated_us,
-                   ws.simulated_us > 0 ? s.simulated_us / ws.simulated_us : 0);
-            print_bd("predicted", &ws.simulated_bd);
-        }
-        if (show_cp) {
-            printf("\ncritical path of the last compared iteration (ends on rank %d, %.1f us):\n",
-                   s.cp_rank, s.cp_length_ns / 1e3);
-            for (int32_t i = 0; i < s.n_cp && i < top; i++)
-                printf("  %10.1f us %5.1f%%  %-10s x%-5d %s\n", s.cp[i].total_ns / 1e3,
-                       s.cp_length_ns ? 100.0 * s.cp[i].total_ns / s.cp_length_ns : 0,
-                       kind_name(s.cp[i].kind), s.cp[i].count, dfg_name(g, s.cp[i].name));
-        }
-    }
-    int status = 0;
-    if (chrome) {
-        FILE *f = fopen(chrome, "w");
-        chrome_options co = {1, -1, -1};
-        if (!f || chrome_export(&rp, &rp.graph, &rp.sim, &co, f) != 0) {
-            fprintf(stderr, "dpro-replay: cannot write %s\n", chrome);
-            status = 1;
-        }
-        if (f && fclose(f) != 0)
-            status = 1;
-    }
+    if (a.as_json)
+        print_json(&rep);
+    else
+        print_text(&rep);
+    status = a.chrome ? write_chrome(&rp, &a) : 0;
+out:
     replay_summary_free(&ws);
     replay_summary_free(&s);
     replay_close(&rp);

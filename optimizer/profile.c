@@ -1,0 +1,134 @@
+/* profile.c: what the optimizer takes from the replayed job's traces besides the graph
+ * (see profile.h). */
+#define PR_FMT "optimizer"
+#include "optimizer/profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpro_log.h"
+#include "replay/iter.h"
+
+/* Window [*t0, *t1) of the first iteration marked in rank jr's trace (NVTX ranges or
+ * iteration markers named like iterations), graph clock; *t0 = -1 when there is none. */
+void
+profile_first_iteration_window(const job_rank *jr, int64_t off, int64_t origin, int64_t *t0,
+                               int64_t *t1)
+{
+    *t0 = -1;
+    *t1 = INT64_MAX;
+    int key0 = -1;
+    for (size_t i = 0; i < jr->n_events; i++) {
+        const dpro_event *e = &jr->events[i];
+        if (e->kind != DPRO_KIND_MARKER ||
+            (e->subkind != DPRO_MARK_RANGE && e->subkind != DPRO_MARK_ITERATION))
+            continue;
+        int key = 0;
+        if (e->subkind == DPRO_MARK_RANGE &&
+            !iter_text_is_iteration(dpro_reader_string(jr->reader, e->name), &key))
+            continue;
+        if (key0 >= 0 && key != key0)
+            continue;
+        int64_t t = (int64_t)e->start_ns + off - origin;
+        if (*t0 < 0 || t < *t0) {
+            if (*t0 >= 0)
+                *t1 = *t0;
+            *t0 = t;
+            key0 = key;
+        } else if (t > *t0 && t < *t1) {
+            *t1 = t;
+        }
+    }
+}
+
+/* Memory estimate of the rank with the largest measured peak; *mem_rank receives it.
+ * Returns 1 when one was built, 0 when no rank has allocation events, -1 when out of
+ * memory. */
+int
+profile_estimate_memory(const replay *rp, memest *best, int32_t *mem_rank)
+{
+    memset(best, 0, sizeof *best);
+    *mem_rank = -1;
+    for (int32_t r = 0; r < rp->job.n_ranks; r++) {
+        const job_rank *jr = &rp->job.ranks[r];
+        if (!jr->reader)
+            continue;
+        memest_phases ph;
+        int64_t off = rp->align.offset_ns && r < rp->align.n_ranks ? rp->align.offset_ns[r] : 0;
+        int64_t t0, t1;
+        profile_first_iteration_window(jr, off, rp->time_origin, &t0, &t1);
+        if (workload_memory_phases(&rp->graph, r, t0, t1, &ph) != 0)
+            continue;
+        size_t n = 0;
+        for (size_t i = 0; i < jr->n_events; i++)
+            n += jr->events[i].kind == DPRO_KIND_MEMORY;
+        if (n == 0)
+            continue;
+        memest_event *ev = malloc(n * sizeof *ev);
+        if (!ev)
+            return -1;
+        size_t k = 0;
+        for (size_t i = 0; i < jr->n_events; i++) {
+            const dpro_event *e = &jr->events[i];
+            if (e->kind != DPRO_KIND_MEMORY ||
+                (e->value != DPRO_MEMSPACE_DEVICE && e->value != DPRO_MEMSPACE_ASYNC_POOL))
+                continue;
+            ev[k].t_ns = (int64_t)e->start_ns + off - rp->time_origin;
+            ev[k].op = (int)e->subkind;
+            ev[k].bytes = (int64_t)e->bytes;
+            ev[k].address = e->address;
+            ev[k].thread = e->thread;
+            k++;
+        }
+        memest m;
+        int rc = memest_build(ev, k, &ph, &m);
+        free(ev);
+        if (rc != 0)
+            return -1;
+        pr_dbg("rank %d: %zu allocation events, first iteration [%lld, %lld), backward "
+               "[%lld, %lld]: peak %lld, static %lld, optimizer %lld, other %lld, %d activations",
+               r, k, (long long)ph.iter_start, (long long)ph.iter_end, (long long)ph.bwd_start,
+               (long long)ph.bwd_end, (long long)m.peak_bytes, (long long)m.static_bytes,
+               (long long)m.optimizer_bytes, (long long)m.other_bytes, m.n_layers);
+        if (m.peak_bytes > best->peak_bytes) {
+            memest_free(best);
+            *best = m;
+            *mem_rank = r;
+        } else {
+            memest_free(&m);
+        }
+    }
+    return *mem_rank >= 0;
+}
+
+/* The kernel executions of every rank with launch dims, for the fit of the per-kernel
+ * fixed cost (workload_fit_fixed_cost): one key per (rank, kernel name). Returns the
+ * count, or -1 when out of memory (*out NULL). */
+ssize_t
+profile_kernel_samples(const replay *rp, workload_kernel_sample **out)
+{
+    size_t n = 0, k = 0;
+    *out = NULL;
+    for (int32_t r = 0; r < rp->job.n_ranks; r++)
+        for (size_t i = 0; i < rp->job.ranks[r].n_events; i++)
+            n += rp->job.ranks[r].events[i].kind == DPRO_KIND_KERNEL;
+    workload_kernel_sample *s = malloc(sizeof *s * (n ? n : 1));
+    if (!s)
+        return -1;
+    for (int32_t r = 0; r < rp->job.n_ranks; r++) {
+        const job_rank *jr = &rp->job.ranks[r];
+        for (size_t i = 0; i < jr->n_events; i++) {
+            const dpro_event *e = &jr->events[i];
+            double threads = (double)e->grid[0] * e->grid[1] * e->grid[2] * e->block[0] *
+                             e->block[1] * e->block[2];
+            if (e->kind != DPRO_KIND_KERNEL || threads <= 0 || e->end_ns < e->start_ns)
+                continue;
+            s[k].key = (uint64_t)(uint32_t)r << 32 | e->name;
+            s[k].threads = threads;
+            s[k].dur_ns = (int64_t)(e->end_ns - e->start_ns);
+            k++;
+        }
+    }
+    *out = s;
+    return (ssize_t)k;
+}

@@ -1,0 +1,113 @@
+/*
+ * kernels.h: where a trace's device time goes (prefix kernels_), as `dpro-info --kernels`
+ * shows it: device time by category (compute kernels, communication kernels, memcpy,
+ * memset) and by kernel name, per trace and merged over traces, with kernel names
+ * shortened as Holistic Trace Analysis shortens them.
+ *
+ *   kernels_collect kc;
+ *   kernels_collect_init(&kc, reader, &bd);       one trace
+ *   kernels_collect_event(&kc, &ev);              for each decoded event
+ *   kernels_collect_finish(&kc);                  bd.names: most device time first
+ *   kernels_merge(&all, parts, n);                several traces into one breakdown
+ *   kernels_write_json(w, &bd, top) / kernels_print(stdout, title, &bd, top)
+ *   kernels_breakdown_free(&bd);
+ *
+ * A kernel is communication when dpro_kernel_is_comm says so ("nccl" or "rccl" in its
+ * name, any case, as HTA decides).
+ * Names point into the readers' string tables: keep the readers open while a breakdown
+ * (or one merged from it) is used.
+ */
+#ifndef DPRO_REPLAY_KERNELS_H
+#define DPRO_REPLAY_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dprotrace.h"
+#include "json_writer.h"
+
+/* Longest short kernel name written, in characters (longer ones are cut with "..."). */
+#define KERNELS_SHORT_NAME_MAX 80
+
+enum kernels_category {
+    KERNELS_COMPUTE,
+    KERNELS_COMM,
+    KERNELS_MEMCPY,
+    KERNELS_MEMSET,
+    KERNELS_NCAT
+};
+
+/* "compute", "communication", "memcpy", "memset", indexed by enum kernels_category. */
+extern const char *const kernels_category_names[KERNELS_NCAT];
+
+/* Device time of one kernel name, or of one category of device operations. */
+typedef struct kernels_stat {
+    const char *name; /* full kernel name, owned by a reader; NULL for categories */
+    uint64_t count, total_ns, min_ns, max_ns;
+    int comm; /* a communication kernel (set when the name is first met) */
+} kernels_stat;
+
+/* Where the device time of one trace (or of several) goes. */
+typedef struct kernels_breakdown {
+    kernels_stat cat[KERNELS_NCAT];
+    kernels_stat *names; /* kernels by name, most device time first; malloc'd */
+    size_t nnames;
+} kernels_breakdown;
+
+/* Accumulation over one trace: kernels by string id (ids above the reader's count are
+ * taken as 0, the empty name, which is what dpro_reader_string gives for them). */
+typedef struct kernels_collect {
+    kernels_breakdown *out;
+    kernels_stat *by_id; /* nstrings + 1 entries */
+    uint32_t nstrings;
+} kernels_collect;
+
+/* Starts collecting the breakdown of the trace of r into *out (zeroed by the caller).
+ * Returns 0, or -1 out of memory. */
+int kernels_collect_init(kernels_collect *kc, dpro_reader *r, kernels_breakdown *out);
+
+/* Counts one event of that trace (device operations only; others are ignored). */
+void kernels_collect_event(kernels_collect *kc, const dpro_event *ev);
+
+/* Ends the collection: out->names gets the kernels met, most device time first (ties by
+ * name). Returns 0, or -1 out of memory. Frees kc's own memory either way. */
+int kernels_collect_finish(kernels_collect *kc);
+
+/* Merges n_parts breakdowns into *all (names of several traces joined by their text);
+ * free it with kernels_breakdown_free. Returns 0, or -1 out of memory. */
+int kernels_merge(kernels_breakdown *all, const kernels_breakdown *const *parts, size_t n_parts);
+
+/* Summed device time of a breakdown (all categories) in ns; *ops (if not NULL) receives
+ * the number of device operations. */
+uint64_t kernels_device_ns(const kernels_breakdown *k, uint64_t *ops);
+
+/* Frees k->names (k may be zeroed or partly filled). */
+void kernels_breakdown_free(kernels_breakdown *k);
+
+/*
+ * Writes a short form of a C++ kernel name into buf (len bytes; at most
+ * KERNELS_SHORT_NAME_MAX characters, longer ones cut with "..."), as Holistic Trace
+ * Analysis shortens names: the return type, template arguments, the parameter list and
+ * whatever follows it are dropped, and "(anonymous namespace)::" with them; "void
+ * at::native::elementwise_kernel<128, 2, F>(int, F)" gives "at::native::elementwise_kernel".
+ * With targs != 0 the first template argument list is kept, one level deep and without
+ * namespaces ("<128, 2, F>"; "cudnn::bn_kernel<float, 32, ns::Op<...> >" gives
+ * "cudnn::bn_kernel<float, 32, Op<...>>"), to tell apart instances of one template. A name
+ * that shortens to nothing is kept whole; the empty name is shown as "(unnamed)". Returns
+ * buf.
+ */
+char *kernels_short_name(const char *name, int targs, char *buf, size_t len);
+
+/* Writes one breakdown as the members of the JSON object open in w: device_us,
+ * device_ops, categories{name: count, us, share_pct}, kernel_names, top_kernels[the top
+ * names: name, short_name, communication, count, total_us, mean_us, min_us, max_us,
+ * share_pct]. */
+void kernels_write_json(json_writer *w, const kernels_breakdown *k, size_t top);
+
+/* Prints one breakdown as text on out under a heading line: categories, then the top
+ * kernel names, shortened; rows whose short names would be alike get their template
+ * arguments too. */
+void kernels_print(FILE *out, const char *title, const kernels_breakdown *k, size_t top);
+
+#endif
