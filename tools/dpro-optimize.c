@@ -162,7 +162,8 @@ parse_double(const char *s, double lo, double *out)
 static int
 fixed_capped(const workload *w, const workload_options *wo)
 {
-    double want = w->fusion.fixed_fit.names > 0 ? w->fusion.fixed_fit.c0_ns : wo->kernel_fixed_us * 1000.0;
+    double want =
+        w->fusion.fixed_fit.names > 0 ? w->fusion.fixed_fit.c0_ns : wo->kernel_fixed_us * 1000.0;
     return w->fusion.kernel_fixed_ns < want - 0.5;
 }
 
@@ -488,7 +489,8 @@ print_json(const args *a, const state *st)
     json_kv_string(&jw, "kernel_fixed_source", w->fusion.fixed_fit.names > 0 ? "fit" : "prior");
     json_kv_int(&jw, "kernel_fixed_names", w->fusion.fixed_fit.names);
     json_kv_bool(&jw, "kernel_fixed_capped", fixed_capped(w, &a->wo));
-    json_kv_string(&jw, "partition_bytes", w->buckets.layer_grad ? "gradient_sizes" : "backward_time");
+    json_kv_string(&jw, "partition_bytes",
+                   w->buckets.layer_grad ? "gradient_sizes" : "backward_time");
     json_kv_int(&jw, "fusion_chains", w->fusion.n_chains);
     json_kv_int(&jw, "bucket_units", w->buckets.n_units);
     json_kv_int(&jw, "layers", w->layers.n_layers);
@@ -496,8 +498,9 @@ print_json(const args *a, const state *st)
     json_kv_int(&jw, "repaired_event_edges", w->repaired_edges);
     json_kv_int(&jw, "capture_unqueued_edges", w->capture.unqueued);
     if (w->buckets.n_units > 0 && w->buckets.coll_op < COSTMODEL_OPS) {
-        const costmodel_fit *fit =
-            rp->model.op[w->buckets.coll_op].fitted ? &rp->model.op[w->buckets.coll_op] : &rp->model.all;
+        const costmodel_fit *fit = rp->model.op[w->buckets.coll_op].fitted
+                                       ? &rp->model.op[w->buckets.coll_op]
+                                       : &rp->model.all;
         json_kv_double(&jw, "collective_alpha_us", fit->alpha_ns / 1000.0);
         json_kv_double(&jw, "collective_beta_gbps", fit->beta_bpns);
     }
