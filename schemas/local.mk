@@ -6,7 +6,8 @@ DPROTRACE_LIBS = $(SQLITE_LIBS) $(PROTOBUF_C_LIBS) $(LIBDEFLATE_LIBS) $(ZLIB_LIB
 DPROTRACE_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBDEFLATE_CFLAGS) \
 	$(ZLIB_CFLAGS)
 
-# The installed shared library: only dpro_* symbols are exported.
+# The installed shared library: exactly the functions of dprotrace.h are exported
+# (libdprotrace.map; tests/unit/test_exports.sh).
 lib_LTLIBRARIES += schemas/libdprotrace.la
 schemas_libdprotrace_la_SOURCES = $(DPROTRACE_SOURCES)
 nodist_schemas_libdprotrace_la_SOURCES = $(nodist_DPROTRACE_SOURCES)
@@ -15,6 +16,7 @@ schemas_libdprotrace_la_LIBADD = $(DPROTRACE_LIBS)
 schemas_libdprotrace_la_LDFLAGS = -version-info 2:0:0 $(AM_LDFLAGS)
 if HAVE_LD_VERSION_SCRIPT
 schemas_libdprotrace_la_LDFLAGS += -Wl,--version-script=$(srcdir)/schemas/libdprotrace.map
+EXTRA_schemas_libdprotrace_la_DEPENDENCIES = schemas/libdprotrace.map
 endif
 pkginclude_HEADERS += schemas/dprotrace.h
 pkgconfig_DATA += schemas/libdprotrace.pc
@@ -48,3 +50,7 @@ schemas/trace_sql.c: schemas/trace.sql
 	echo 'const char dpro_trace_sql[] ='; \
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/  "/' -e 's/$$/\\n"/' $(srcdir)/schemas/trace.sql; \
 	echo ';'; } > $@-t && mv $@-t $@
+
+# The shared library exports exactly what dprotrace.h declares.
+TESTS += tests/unit/test_exports.sh
+dist_check_SCRIPTS += tests/unit/test_exports.sh
