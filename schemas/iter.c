@@ -15,7 +15,7 @@
 
 typedef struct batch_ref {
     int64_t id;
-    uint64_t first_ns;
+    uint64_t first_ns, last_ns;
 } batch_ref;
 
 typedef struct open_batch {
@@ -38,6 +38,7 @@ struct dpro_iter {
     size_t merge_cap;
     open_batch spare[SPARE_ARRAYS]; /* event arrays of finished batches, for reuse */
     size_t nspare;
+    uint64_t t0, t1; /* the time window: events overlapping [t0, t1] */
 };
 
 static int
@@ -100,39 +101,58 @@ heap_push(dpro_iter *it, open_batch b)
 }
 
 int
-dpro_iter_open(dpro_reader *r, dpro_iter **out)
+dpro_iter_open_range(dpro_reader *r, uint64_t t0_ns, uint64_t t1_ns, dpro_iter **out)
 {
-    int rc = DPRO_OK;
+    int rc = DPRO_OK, step = SQLITE_DONE;
     dpro_iter *it;
     sqlite3_stmt *st = NULL;
     size_t cap = 0;
 
     *out = NULL;
+    if (!r || t0_ns > t1_ns)
+        return DPRO_ERR_ARG;
     it = calloc(1, sizeof *it);
     if (!it)
         return DPRO_ERR_NOMEM;
     it->r = r;
+    it->t0 = t0_ns;
+    it->t1 = t1_ns;
     it->codec = dpro_codec_new();
     if (!it->codec)
         rc = DPRO_ERR_NOMEM;
+    /* times are stored as int64: a bound past INT64_MAX is INT64_MAX */
     if (rc == DPRO_OK &&
         sqlite3_prepare_v2(r->db,
-                           "SELECT id, first_ns FROM batches WHERE id <= ? ORDER BY first_ns, id",
+                           "SELECT id, first_ns, last_ns FROM batches WHERE id <= ?1 AND "
+                           "first_ns <= ?2 AND last_ns >= ?3 ORDER BY first_ns, id",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = dpro_reader_fail(r, DPRO_ERR_CORRUPT, "reading batches: %s", sqlite3_errmsg(r->db));
-    } else if (sqlite3_prepare_v2(r->db, "SELECT count, raw_size, data FROM batches WHERE id = ?",
+    } else if (rc == DPRO_OK &&
+               sqlite3_prepare_v2(r->db, "SELECT count, raw_size, data FROM batches WHERE id = ?",
                                   -1, &it->fetch, NULL) != SQLITE_OK) {
         rc = dpro_reader_fail(r, DPRO_ERR_CORRUPT, "reading batches: %s", sqlite3_errmsg(r->db));
     }
     if (rc == DPRO_OK) {
         sqlite3_bind_int64(st, 1, r->max_batch_id);
-        while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
+        sqlite3_bind_int64(st, 2, t1_ns > INT64_MAX ? INT64_MAX : (int64_t)t1_ns);
+        sqlite3_bind_int64(st, 3, t0_ns > INT64_MAX ? INT64_MAX : (int64_t)t0_ns);
+        while (rc == DPRO_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
             rc = dpro_grow((void **)&it->refs, &cap, it->nrefs, sizeof *it->refs);
             if (rc == DPRO_OK) {
                 it->refs[it->nrefs].id = sqlite3_column_int64(st, 0);
                 it->refs[it->nrefs].first_ns = (uint64_t)sqlite3_column_int64(st, 1);
+                it->refs[it->nrefs].last_ns = (uint64_t)sqlite3_column_int64(st, 2);
                 it->nrefs++;
             }
+        }
+        if (rc == DPRO_OK && step != SQLITE_DONE) {
+            /* a file cut short: the batches listed before the missing pages are read */
+            if (!r->cut)
+                rc = dpro_reader_fail(r, DPRO_ERR_CORRUPT, "reading batches: %s",
+                                      sqlite3_errmsg(r->db));
+            else
+                dpro_reader_warn(r, "the list of batches stops at a missing page, after %zu",
+                                 it->nrefs);
         }
     }
     sqlite3_finalize(st);
@@ -148,6 +168,12 @@ dpro_iter_open(dpro_reader *r, dpro_iter **out)
     }
     *out = it;
     return rc;
+}
+
+int
+dpro_iter_open(dpro_reader *r, dpro_iter **out)
+{
+    return dpro_iter_open_range(r, 0, UINT64_MAX, out);
 }
 
 /* Whether events are already in (start, kind) order. */
@@ -213,6 +239,45 @@ recycle(dpro_iter *it, open_batch b)
         free(b.events);
 }
 
+/* Checks a decoded batch against its row and the file: first_ns must be its earliest
+ * start (the merge opens batches in first_ns order: a wrong one would reorder events),
+ * last_ns its latest end (this library's writer: or start, for an end before its start),
+ * and every string id must be one the file has. */
+static int
+check_batch(const dpro_reader *r, const batch_ref *ref, const open_batch *b, char *err,
+            size_t errlen)
+{
+    int rc = DPRO_OK;
+    uint64_t first = UINT64_MAX, last_end = 0, last = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        const dpro_event *e = &b->events[i];
+        if (e->start_ns < first)
+            first = e->start_ns;
+        if (e->end_ns > last_end)
+            last_end = e->end_ns;
+        if (e->name > r->nstrings || e->name2 > r->nstrings) {
+            snprintf(err, errlen, "event %zu names string %u; the file has %u", i,
+                     e->name > r->nstrings ? e->name : e->name2, r->nstrings);
+            rc = DPRO_ERR_CORRUPT;
+            break;
+        }
+    }
+    for (size_t i = 0; rc == DPRO_OK && i < b->n; i++)
+        if (b->events[i].start_ns > last)
+            last = b->events[i].start_ns;
+    if (last < last_end)
+        last = last_end;
+    if (rc == DPRO_OK && b->n &&
+        (first != ref->first_ns || (ref->last_ns != last_end && ref->last_ns != last))) {
+        snprintf(err, errlen,
+                 "its row says first_ns %llu, last_ns %llu; its events span %llu to %llu",
+                 (unsigned long long)ref->first_ns, (unsigned long long)ref->last_ns,
+                 (unsigned long long)first, (unsigned long long)last);
+        rc = DPRO_ERR_CORRUPT;
+    }
+    return rc;
+}
+
 /* Decodes batch refs[next_ref] and pushes it on the heap. Returns DPRO_OK, or an error
  * for a damaged batch (which is skipped). */
 static int
@@ -246,6 +311,8 @@ open_next_batch(dpro_iter *it)
                          (long long)count);
                 rc = DPRO_ERR_CORRUPT;
             }
+            if (rc == DPRO_OK)
+                rc = check_batch(it->r, ref, &b, err, sizeof err);
         }
     }
     sqlite3_reset(it->fetch);
@@ -268,28 +335,54 @@ open_next_batch(dpro_iter *it)
     return DPRO_OK;
 }
 
-int
-dpro_iter_next(dpro_iter *it, dpro_event *ev)
+/* Whether e overlaps the iterator's window (an end before the start: an instant). */
+static int
+in_window(const dpro_iter *it, const dpro_event *e)
 {
-    /* open every batch that may hold an event before the heap's current minimum */
-    while (it->next_ref < it->nrefs &&
-           (it->nheap == 0 ||
-            it->refs[it->next_ref].first_ns <= it->heap[0].events[it->heap[0].pos].start_ns)) {
-        int rc = open_next_batch(it);
-        if (rc != DPRO_OK)
-            return rc;
+    uint64_t end = e->end_ns > e->start_ns ? e->end_ns : e->start_ns;
+    return e->start_ns <= it->t1 && end >= it->t0;
+}
+
+int
+dpro_iter_next_sized(dpro_iter *it, dpro_event *ev, size_t ev_size)
+{
+    if (!it || !ev || ev_size < DPRO_EVENT_SIZE_MIN)
+        return DPRO_ERR_ARG;
+    for (;;) {
+        /* open every batch that may hold an event before the heap's current minimum */
+        while (it->next_ref < it->nrefs &&
+               (it->nheap == 0 ||
+                it->refs[it->next_ref].first_ns <= it->heap[0].events[it->heap[0].pos].start_ns)) {
+            int rc = open_next_batch(it);
+            if (rc != DPRO_OK)
+                return rc;
+        }
+        if (it->nheap == 0)
+            return 0;
+        open_batch *top = &it->heap[0];
+        const dpro_event *e = &top->events[top->pos++];
+        /* events come in start order: once one starts after the window, all do */
+        if (e->start_ns > it->t1) {
+            for (size_t i = 0; i < it->nheap; i++)
+                recycle(it, it->heap[i]);
+            it->nheap = 0;
+            it->next_ref = it->nrefs;
+            return 0;
+        }
+        int keep = in_window(it, e);
+        if (keep && ev_size == sizeof *ev)
+            *ev = *e;
+        else if (keep)
+            dpro_event_export(ev, ev_size, e);
+        if (top->pos == top->n) {
+            recycle(it, *top);
+            it->heap[0] = it->heap[--it->nheap];
+        }
+        if (it->nheap)
+            heap_sift_down(it, 0);
+        if (keep)
+            return 1;
     }
-    if (it->nheap == 0)
-        return 0;
-    open_batch *top = &it->heap[0];
-    *ev = top->events[top->pos++];
-    if (top->pos == top->n) {
-        recycle(it, *top);
-        it->heap[0] = it->heap[--it->nheap];
-    }
-    if (it->nheap)
-        heap_sift_down(it, 0);
-    return 1;
 }
 
 uint64_t

@@ -38,7 +38,11 @@ struct dpro_reader {
     size_t nstacks;
     int64_t max_batch_id;
     uint8_t *api_class; /* dpro_api_class of each string id, computed on first use */
-    char errmsg[512];
+    int dirfd;          /* the directory, when SQLite has it as /proc/self/fd/N/NAME; else -1 */
+    int cut;            /* the file is shorter than its header says: pages are missing */
+    int ended_early;    /* see dpro_reader_ended_early */
+    char *warnings;     /* dpro_reader_warnings: malloc'd lines, NULL for none */
+    char errmsg[DPRO_ERRBUF_SIZE];
 };
 
 /* Grows *arr (element size sz) so that index n fits. */
@@ -46,5 +50,8 @@ int dpro_grow(void **arr, size_t *cap, size_t n, size_t sz);
 
 /* Sets r's message to "PATH: " and fmt with detail; returns rc. */
 int dpro_reader_fail(dpro_reader *r, int rc, const char *fmt, const char *detail);
+
+/* Adds a line "PATH: " and the printf'd text to r's warnings (nothing if out of memory). */
+void dpro_reader_warn(dpro_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -15,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 ${CC:-cc} -E -P -x c "$s/schemas/dprotrace.h" | grep -o 'dpro_[A-Za-z0-9_]*[[:space:]]*(' |
     tr -d ' (\t' | sort -u > "$tmp/declared" || exit 99
 nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRVWi]$/ { sub(/@.*/, "", $3); print $3 }' |
-    grep -v '^DPROTRACE_' | sort -u > "$tmp/exported" || exit 99
+    grep -v "^DPROTRACE_" | sort -u > "$tmp/exported" || exit 99
 [ -s "$tmp/declared" ] || { echo "test_exports: nothing declared?"; exit 99; }
 if ! cmp -s "$tmp/declared" "$tmp/exported"; then
     echo "test_exports: exported (>) and declared (<) symbols differ:"
