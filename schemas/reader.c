@@ -412,20 +412,31 @@ check_version(dpro_reader *r, int wal)
     return DPRO_OK;
 }
 
-/* Opens the database (read-only, writing nothing: immutable where no -wal lies beside it,
- * which a running writer always has) and loads meta. DPRO_ERR_BUSY: not yet a trace, but a
- * writer is creating it. */
-static int
-open_db(dpro_reader *r, const dpro_db_path *dbp, file_probe *p)
+/* Undoes open_db, for another try. */
+static void
+close_db(dpro_reader *r)
 {
-    int rc = probe_file(r, dbp->file, p);
-    char *uri = NULL;
-
-    if (rc == DPRO_OK) {
-        uri = dpro_sqlite_uri(dbp->sqlite_name, p->wal ? "mode=ro" : "mode=ro&immutable=1");
-        if (!uri)
-            rc = DPRO_ERR_NOMEM;
+    sqlite3_close(r->db);
+    r->db = NULL;
+    for (size_t i = 0; i < r->nmeta; i++) {
+        free(r->meta[i].key);
+        free(r->meta[i].value);
     }
+    free(r->meta);
+    r->meta = NULL;
+    r->nmeta = 0;
+}
+
+/* Opens the database read-only (immutable: without looking at a -wal) and loads meta.
+ * DPRO_ERR_BUSY: not yet a trace, but a writer is creating it. */
+static int
+open_sqlite(dpro_reader *r, const dpro_db_path *dbp, const file_probe *p, int immutable)
+{
+    int rc = DPRO_OK;
+    char *uri = dpro_sqlite_uri(dbp->sqlite_name, immutable ? "mode=ro&immutable=1" : "mode=ro");
+
+    if (!uri)
+        rc = DPRO_ERR_NOMEM;
     if (rc == DPRO_OK &&
         sqlite3_open_v2(uri, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, dbp->vfs) != SQLITE_OK)
         rc = dpro_reader_fail(r, DPRO_ERR_IO, "cannot open: %s", sqlite3_errmsg(r->db));
@@ -448,20 +459,24 @@ open_db(dpro_reader *r, const dpro_db_path *dbp, file_probe *p)
     return rc;
 }
 
-/* Undoes open_db, for another try. */
-static void
-close_db(dpro_reader *r)
+/* Opens the database writing nothing: immutable where no -wal lies beside it (a running
+ * writer always has one); with a -wal, through it, or where that cannot be (read-only
+ * media: SQLite needs a -shm to read a -wal) from the file alone, which holds every batch
+ * flushed before the last checkpoint. */
+static int
+open_db(dpro_reader *r, const dpro_db_path *dbp, file_probe *p)
 {
-    sqlite3_close(r->db);
-    r->db = NULL;
-    for (size_t i = 0; i < r->nmeta; i++) {
-        free(r->meta[i].key);
-        free(r->meta[i].value);
+    int rc = probe_file(r, dbp->file, p), e;
+
+    if (rc == DPRO_OK)
+        rc = open_sqlite(r, dbp, p, !p->wal);
+    if (rc == DPRO_ERR_IO && p->wal && r->db &&
+        ((e = sqlite3_errcode(r->db)) == SQLITE_CANTOPEN || e == SQLITE_READONLY)) {
+        close_db(r);
+        r->wal_unread = 1;
+        rc = open_sqlite(r, dbp, p, 1);
     }
-    free(r->meta);
-    r->meta = NULL;
-    r->nmeta = 0;
-    r->cut = 0;
+    return rc;
 }
 
 /* Decides dpro_reader_ended_early and tells why. */
@@ -484,7 +499,10 @@ judge_end(dpro_reader *r, const file_probe *p)
     } else if (source && !strcmp(source, "collector")) {
         r->ended_early = !dpro_reader_meta(r, "anchor_end_monotonic_ns");
     }
-    if (p->wal)
+    if (r->wal_unread)
+        dpro_reader_warn(r, "a -wal lies beside it but cannot be read here (read-only): what "
+                            "its writer flushed after the last checkpoint is not read");
+    else if (p->wal)
         dpro_reader_warn(r, "a -wal lies beside it: its writer is running or was killed (the "
                             ".dpro alone holds what was flushed before)");
     else if (r->ended_early && !r->cut)
@@ -521,6 +539,8 @@ dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errle
         if (rc != DPRO_ERR_BUSY || waited >= BUSY_WAIT_MS)
             break;
         close_db(r);
+        r->cut = 0;
+        r->wal_unread = 0;
         struct timespec ts = {0, BUSY_POLL_MS * 1000000L};
         nanosleep(&ts, NULL);
     }

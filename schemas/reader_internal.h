@@ -41,6 +41,7 @@ struct dpro_reader {
     int dirfd;          /* the directory, when SQLite has it as /proc/self/fd/N/NAME; else -1 */
     int cut;            /* the file is shorter than its header says: pages are missing */
     int ended_early;    /* see dpro_reader_ended_early */
+    int wal_unread;     /* a -wal lies beside it but could not be read (read-only media) */
     char *warnings;     /* dpro_reader_warnings: malloc'd lines, NULL for none */
     char errmsg[DPRO_ERRBUF_SIZE];
 };

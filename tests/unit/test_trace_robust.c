@@ -308,11 +308,12 @@ test_long_path(void)
     unlink(path);
 }
 
-/* Reading into a child that sees dir read-only (a read-only bind mount in a mount
- * namespace of its own: that needs root or CAP_SYS_ADMIN); returns the events, -1 if it
- * does not open, -3 if the namespace could not be made. */
+/* Counts path's events in a child that sees dir read-only (a read-only bind mount in a
+ * mount namespace of its own: that needs root or CAP_SYS_ADMIN); returns want if it counts
+ * want, -1 if it does not open, -2 for another count, -3 if the namespace could not be
+ * made. */
 static long
-count_events_read_only_mount(const char *dir, const char *path)
+count_events_read_only_mount(const char *dir, const char *path, long want)
 {
     int st = 0;
     pid_t pid = fork();
@@ -326,14 +327,14 @@ count_events_read_only_mount(const char *dir, const char *path)
         if (open(probe, O_WRONLY | O_CREAT, 0644) >= 0 || errno != EROFS)
             _exit(103); /* not read-only after all */
         long n = count_events(path);
-        _exit(n == 1000 ? 0 : n == -1 ? 101 : 102);
+        _exit(n == want ? 0 : n == -1 ? 101 : 102);
     }
     waitpid(pid, &st, 0);
     if (!WIFEXITED(st))
         return -2;
     switch (WEXITSTATUS(st)) {
     case 0:
-        return 1000;
+        return want;
     case 101:
         return -1;
     case 103:
@@ -371,7 +372,7 @@ test_read_only(void)
         CHECK(chmod(dir, 0555) == 0);
         CHECK(count_events(path) == 1000);
         CHECK(chmod(dir, 0755) == 0);
-        long ro = count_events_read_only_mount(dir, path);
+        long ro = count_events_read_only_mount(dir, path, 1000);
         if (ro == -3)
             fprintf(stderr, "test_read_only: no mount namespace here: the read-only mount "
                             "case was not run (only 'nothing written beside it' is checked)\n");
@@ -423,6 +424,21 @@ test_copy_without_wal(void)
     CHECK(r && strstr(dpro_reader_warnings(r), "-wal") && strstr(dpro_reader_warnings(r), path));
     CHECK(r && dpro_reader_ended_early(r));
     dpro_reader_close(r);
+    /* the file and its -wal (no -shm) on read-only media: read from the file alone */
+    char dir[512], ro[600], from[600], to[620];
+    path_in_tmp(dir, sizeof dir, "ro-wal");
+    CHECK(mkdir(dir, 0755) == 0);
+    snprintf(ro, sizeof ro, "%s/rank0.dpro", dir);
+    snprintf(from, sizeof from, "%s-wal", path);
+    snprintf(to, sizeof to, "%s-wal", ro);
+    CHECK(copy_file(path, ro) && copy_file(from, to));
+    long n = count_events_read_only_mount(dir, ro, 20000);
+    CHECK(n == 20000 || n == -3);
+    unlink(to);
+    unlink(ro);
+    CHECK(dir_entries(dir) == 0);
+    rmdir(dir);
+
     CHECK(dpro_writer_close(w) == DPRO_OK);
     CHECK(!exists(path, "-wal") && !exists(path, "-shm"));
     CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
