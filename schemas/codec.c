@@ -79,6 +79,10 @@ dpro_status_str(int status)
         return "corrupt trace data";
     case DPRO_ERR_LIMIT:
         return "size limit exceeded";
+    case DPRO_ERR_BUSY:
+        return "the trace is being written (no schema yet)";
+    case DPRO_ERR_EXISTS:
+        return "the file exists";
     }
     return "unknown status";
 }
@@ -98,6 +102,24 @@ dpro_coll_op_name(uint32_t op)
                                         "reduce",  "allgather", "reducescatter",
                                         "send",    "recv",      "alltoall"};
     return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
+}
+
+void
+dpro_event_import(dpro_event *dst, const void *src, size_t size)
+{
+    memset(dst, 0, sizeof *dst);
+    memcpy(dst, src, size < sizeof *dst ? size : sizeof *dst);
+}
+
+void
+dpro_event_export(void *dst, size_t size, const dpro_event *src)
+{
+    if (size > sizeof *src) {
+        memcpy(dst, src, sizeof *src);
+        memset((char *)dst + sizeof *src, 0, size - sizeof *src);
+    } else {
+        memcpy(dst, src, size);
+    }
 }
 
 void
@@ -775,16 +797,31 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
 }
 
 int
-dpro_batch_encode(const dpro_event *events, size_t n, int zlib_level, uint8_t **out, size_t *outlen,
-                  size_t *rawlen)
+dpro_batch_encode_sized(const dpro_event *events, size_t n, size_t ev_size, int zlib_level,
+                        uint8_t **out, size_t *outlen, size_t *rawlen)
 {
-    int rc;
+    int rc = DPRO_OK;
     const uint8_t *z = NULL;
-    dpro_codec *c = dpro_codec_new();
+    dpro_event *copy = NULL;
+    dpro_codec *c = NULL;
+
     *out = NULL;
+    if (ev_size < DPRO_EVENT_SIZE_MIN || (n && !events))
+        return DPRO_ERR_ARG;
+    if (ev_size != sizeof *events && n) {
+        /* the caller's events are of another version: ours, field by field */
+        copy = calloc(n, sizeof *copy);
+        if (!copy)
+            return DPRO_ERR_NOMEM;
+        for (size_t i = 0; i < n; i++)
+            dpro_event_import(&copy[i], (const char *)events + i * ev_size, ev_size);
+        events = copy;
+    }
+    c = dpro_codec_new();
     if (!c)
-        return DPRO_ERR_NOMEM;
-    rc = dpro_codec_encode(c, events, n, zlib_level, &z, outlen, rawlen);
+        rc = DPRO_ERR_NOMEM;
+    if (rc == DPRO_OK)
+        rc = dpro_codec_encode(c, events, n, zlib_level, &z, outlen, rawlen);
     if (rc == DPRO_OK) {
         *out = malloc(*outlen ? *outlen : 1);
         if (*out)
@@ -793,6 +830,7 @@ dpro_batch_encode(const dpro_event *events, size_t n, int zlib_level, uint8_t **
             rc = DPRO_ERR_NOMEM;
     }
     dpro_codec_free(c);
+    free(copy);
     return rc;
 }
 
@@ -1079,20 +1117,37 @@ dpro_codec_decode(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen,
 }
 
 int
-dpro_batch_decode(const uint8_t *data, size_t len, size_t rawlen, dpro_event **events, size_t *n,
-                  char *errbuf, size_t errlen)
+dpro_batch_decode_sized(const uint8_t *data, size_t len, size_t rawlen, dpro_event **events,
+                        size_t *n, size_t ev_size, char *errbuf, size_t errlen)
 {
-    int rc;
+    int rc = DPRO_OK;
     size_t cap = 0;
-    dpro_codec *c = dpro_codec_new();
+    dpro_codec *c = NULL;
+
     *events = NULL;
     *n = 0;
+    if (ev_size < DPRO_EVENT_SIZE_MIN || (len && !data))
+        return DPRO_ERR_ARG;
+    c = dpro_codec_new();
     if (!c)
         return DPRO_ERR_NOMEM;
     rc = dpro_codec_decode(c, data, len, rawlen, events, &cap, n, errbuf, errlen);
+    if (rc == DPRO_OK && ev_size != sizeof **events && *n) {
+        /* the caller's events are of another version: its layout, field by field */
+        char *out = malloc(*n * ev_size);
+        if (!out) {
+            rc = DPRO_ERR_NOMEM;
+        } else {
+            for (size_t i = 0; i < *n; i++)
+                dpro_event_export(out + i * ev_size, ev_size, &(*events)[i]);
+            free(*events);
+            *events = (dpro_event *)(void *)out;
+        }
+    }
     if (rc != DPRO_OK) {
         free(*events);
         *events = NULL;
+        *n = 0;
     }
     dpro_codec_free(c);
     return rc;

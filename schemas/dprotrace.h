@@ -11,7 +11,18 @@
  *
  * Every function returns a dpro_status (DPRO_OK == 0) unless it says otherwise. Objects
  * keep the message of their last error (dpro_writer_errmsg, dpro_reader_errmsg), which
- * names the file and, for event data, the batch.
+ * names the file and, for event data, the batch. Functions that take an errbuf write at
+ * most errlen bytes; DPRO_ERRBUF_SIZE bytes always hold the whole message.
+ *
+ * ABI: structs the caller passes or receives by pointer and that minor versions may grow
+ * (dpro_event, dpro_writer_options, dpro_trace_summary) travel with their size: the
+ * functions that take them are macros over *_sized functions that pass the sizeof the
+ * caller was compiled with (as zlib's deflateInit passes sizeof(z_stream)). New fields
+ * are only ever added at the end; the library reads no byte past the caller's size,
+ * zeroes (in what it returns) the fields the caller's version lacks and takes those it
+ * lacks from the caller as zero. Other structs (dpro_device_info, dpro_stream_info,
+ * dpro_comm_info, dpro_thread_info) come back in arrays and never grow: later facts come
+ * through new functions. Paths may be up to PATH_MAX bytes long.
  */
 #ifndef DPRO_TRACE_H
 #define DPRO_TRACE_H
@@ -26,12 +37,17 @@ extern "C" {
 /* Schema version. A reader refuses a file whose major version is newer than its own; a
  * newer minor version only adds columns, tables or event kinds, which old readers skip. */
 #define DPRO_SCHEMA_MAJOR 2
-#define DPRO_SCHEMA_MINOR 0
+#define DPRO_SCHEMA_MINOR 1
 /* Major versions: 1: first format. 2: batches may store times in a unit (trace.proto
  * time_unit), code the start of an event nested in the previous one of its lane from that
  * event's start, and code launch configurations against the previous launch of the same
  * kernel (name_relative_field); tables with no rows may be absent. This library reads 1
- * and 2. */
+ * and 2. Minor versions of 2: 1: the writer sets meta `complete` when it closes the trace
+ * and leaves it in rollback-journal mode (one self-contained file). */
+
+/* Bytes of an error buffer that always holds a whole message: a path of PATH_MAX (4096 on
+ * Linux) bytes and the reason. */
+#define DPRO_ERRBUF_SIZE 5120
 
 typedef enum dpro_status {
     DPRO_OK = 0,
@@ -42,6 +58,8 @@ typedef enum dpro_status {
     DPRO_ERR_VERSION = -5,   /* the file's schema major version is newer than ours */
     DPRO_ERR_CORRUPT = -6,   /* a batch or a table is damaged */
     DPRO_ERR_LIMIT = -7,     /* a size limit was passed (e.g. a zlib bomb) */
+    DPRO_ERR_BUSY = -8,      /* the file is being created: it has no schema yet */
+    DPRO_ERR_EXISTS = -9,    /* the file exists (dpro_writer_options.replace not set) */
 } dpro_status;
 
 /* Returns a static English description of a status. */
@@ -283,22 +301,32 @@ typedef struct dpro_comm_info {
 
 typedef struct dpro_writer dpro_writer;
 
+/* Options of a new trace; zero (or NULL options) means the default for every field.
+ * New fields come at the end (see ABI above). */
 typedef struct dpro_writer_options {
     uint32_t batch_events; /* events per batch before an automatic flush; 0: 16384 */
     int zlib_level;        /* 1..9; 0: 3 (measured best speed/size trade-off) */
-    int exclusive_create;  /* non-zero: fail if the file exists (O_EXCL, no symlinks) */
+    int exclusive_create;  /* kept for source compatibility: creation is always exclusive
+                              unless `replace` is set */
     uint32_t file_mode;    /* permissions of a new file; 0: 0640 */
     uint32_t page_size;    /* SQLite page size, a power of two 512..65536; 0: 1024. Small
                               pages make small traces smaller (importers use 512) */
+    int replace;           /* non-zero: an existing file (or symlink) at path is removed,
+                              with its -wal, -shm and -journal files, and made anew */
 } dpro_writer_options;
 
-/* Opens (creates) the trace file at path and writes the schema and the schema version.
- * opts may be NULL for defaults. On success *out is a writer the caller must close with
- * dpro_writer_close; on failure *out is NULL and, where a writer could be built, the
- * error is printed nowhere: the message comes back through errbuf (may be NULL, size
- * errlen). */
-int dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer **out,
-                     char *errbuf, size_t errlen);
+/* Creates the trace file at path and writes the schema and the schema version. A file
+ * that exists is refused (DPRO_ERR_EXISTS) unless opts->replace; a symbolic link at the
+ * file itself is refused, links among its directories are followed. opts may be NULL for
+ * defaults. On success *out is a writer the caller must close with dpro_writer_close; on
+ * failure *out is NULL and the message comes back through errbuf (may be NULL, size
+ * errlen). Every flush leaves the events written so far in the file itself (WAL
+ * checkpointed), so that a copy of it without its -wal holds them; the close leaves one
+ * self-contained file. */
+int dpro_writer_open_sized(const char *path, const dpro_writer_options *opts, size_t opts_size,
+                           dpro_writer **out, char *errbuf, size_t errlen);
+#define dpro_writer_open(path, opts, out, errbuf, errlen)                                          \
+    dpro_writer_open_sized((path), (opts), sizeof(dpro_writer_options), (out), (errbuf), (errlen))
 
 /* Sets a meta key to a text / integer value (last value wins). */
 int dpro_writer_set_meta(dpro_writer *w, const char *key, const char *value);
@@ -326,7 +354,8 @@ int dpro_writer_add_drops(dpro_writer *w, uint32_t thread, const char *reason, u
 /* Appends one event (copied) to the current batch. When the batch is full it is flushed
  * first; if that flush fails, the error is returned and this event is not kept (the
  * batch stays in memory for a later flush). */
-int dpro_writer_append(dpro_writer *w, const dpro_event *ev);
+int dpro_writer_append_sized(dpro_writer *w, const dpro_event *ev, size_t ev_size);
+#define dpro_writer_append(w, ev) dpro_writer_append_sized((w), (ev), sizeof(dpro_event))
 
 /* Packs, compresses and writes the current batch (if any), and commits. */
 int dpro_writer_flush(dpro_writer *w);
@@ -339,7 +368,8 @@ uint64_t dpro_writer_bytes(const dpro_writer *w);
 /* Message of the writer's last error ("" if none). */
 const char *dpro_writer_errmsg(const dpro_writer *w);
 
-/* Flushes, checkpoints the WAL, closes the database and frees the writer (NULL is fine).
+/* Flushes, sets meta `complete`, checkpoints the WAL and leaves the file in rollback-journal
+ * mode (no -wal, no -shm), closes the database and frees the writer (NULL is fine).
  * Returns the first error met while doing so. */
 int dpro_writer_close(dpro_writer *w);
 
@@ -347,8 +377,11 @@ int dpro_writer_close(dpro_writer *w);
 
 /* Encodes n events into one zlib-compressed protobuf batch in a malloc'd buffer *out of
  * *outlen bytes (caller frees). *rawlen receives the uncompressed size. */
-int dpro_batch_encode(const dpro_event *events, size_t n, int zlib_level, uint8_t **out,
-                      size_t *outlen, size_t *rawlen);
+int dpro_batch_encode_sized(const dpro_event *events, size_t n, size_t ev_size, int zlib_level,
+                            uint8_t **out, size_t *outlen, size_t *rawlen);
+#define dpro_batch_encode(events, n, zlib_level, out, outlen, rawlen)                              \
+    dpro_batch_encode_sized((events), (n), sizeof(dpro_event), (zlib_level), (out), (outlen),      \
+                            (rawlen))
 
 /* Decodes a batch. *events (caller frees) receives *n events. rawlen is the uncompressed
  * size the batch row claims; decoding refuses more than DPRO_BATCH_MAX_RAW bytes or more
@@ -357,15 +390,24 @@ int dpro_batch_encode(const dpro_event *events, size_t n, int zlib_level, uint8_
 #define DPRO_ZLIB_DEFAULT 3
 #define DPRO_BATCH_MAX_RAW (256u << 20)
 #define DPRO_BATCH_MAX_EVENTS (4u << 20)
-int dpro_batch_decode(const uint8_t *data, size_t len, size_t rawlen, dpro_event **events,
-                      size_t *n, char *errbuf, size_t errlen);
+int dpro_batch_decode_sized(const uint8_t *data, size_t len, size_t rawlen, dpro_event **events,
+                            size_t *n, size_t ev_size, char *errbuf, size_t errlen);
+#define dpro_batch_decode(data, len, rawlen, events, n, errbuf, errlen)                            \
+    dpro_batch_decode_sized((data), (len), (rawlen), (events), (n), sizeof(dpro_event), (errbuf),  \
+                            (errlen))
 
 /* ---- reader --------------------------------------------------------------------------- */
 
 typedef struct dpro_reader dpro_reader;
 
-/* Opens one trace file read-only. On failure *out is NULL and errbuf (may be NULL)
- * names the file and what is wrong; the status says which kind of failure it is. */
+/* Opens one trace file read-only; it writes nothing, in the file or beside it, so that a
+ * trace on read-only media or in a directory the reader cannot write reads as well. A
+ * finished trace (no -wal beside it) is opened immutable. A file still being created (empty,
+ * or no schema yet) is waited for briefly, then refused with DPRO_ERR_BUSY. A file cut short
+ * (missing pages) opens, reads what is intact and says so (dpro_reader_ended_early). Every
+ * size and id the file gives is checked: DPRO_ERR_CORRUPT names the file and the table or
+ * batch. On failure *out is NULL and errbuf (may be NULL) names the file and what is
+ * wrong; the status says which kind of failure it is. */
 int dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errlen);
 
 /* Closes the reader and frees it (NULL is fine). */
@@ -373,6 +415,18 @@ void dpro_reader_close(dpro_reader *r);
 
 /* The path the reader was opened with. */
 const char *dpro_reader_path(const dpro_reader *r);
+
+/* What the reader found worth telling about a trace it could open ("" if nothing): one
+ * line a finding, each naming the file, e.g. a -wal beside it (a writer is running or was
+ * killed: a copy of the .dpro alone may lack its last batch), a file cut short. Lives as
+ * long as the reader; iteration may add lines. */
+const char *dpro_reader_warnings(const dpro_reader *r);
+
+/* Non-zero if the trace ends early: its writer did not close it (killed, full disk, still
+ * running: no meta `complete` in a file of schema 2.1 or later, no end-of-run clock anchor
+ * in an older collector trace), or the file is cut short. The events that are there read
+ * as usual. */
+int dpro_reader_ended_early(const dpro_reader *r);
 
 /* Value of a meta key, or NULL if absent. The pointer lives as long as the reader. */
 const char *dpro_reader_meta(const dpro_reader *r, const char *key);
@@ -414,7 +468,10 @@ typedef struct dpro_trace_summary {
     uint64_t dropped;     /* dropped events, all threads and reasons */
     uint64_t file_bytes;  /* size of the file (and its -wal) on disk */
 } dpro_trace_summary;
-int dpro_reader_summary(dpro_reader *r, dpro_trace_summary *s);
+/* Fills *s; DPRO_ERR_CORRUPT (naming the batch) when a batch row's count or sizes are
+ * impossible. */
+int dpro_reader_summary_sized(dpro_reader *r, dpro_trace_summary *s, size_t s_size);
+#define dpro_reader_summary(r, s) dpro_reader_summary_sized((r), (s), sizeof(dpro_trace_summary))
 
 /* Iterator over the events of the file in start-time order (ties: by kind, then in
  * appended order). Batches are decoded lazily and merged, so memory is bounded by the
@@ -425,10 +482,19 @@ typedef struct dpro_iter dpro_iter;
  * DPRO_OK with *out set, or an error with *out NULL (dpro_reader_errmsg says why). */
 int dpro_iter_open(dpro_reader *r, dpro_iter **out);
 
+/* Same, over the events that overlap the time window [t0_ns, t1_ns] (start_ns <= t1_ns
+ * and end_ns >= t0_ns; an event whose end is before its start counts as an instant at
+ * its start). Only the batches whose [first_ns, last_ns] overlap the window are read and
+ * decoded. */
+int dpro_iter_open_range(dpro_reader *r, uint64_t t0_ns, uint64_t t1_ns, dpro_iter **out);
+
 /* Stores the next event in *ev and returns 1; returns 0 at the end. A damaged batch
  * makes it return DPRO_ERR_CORRUPT or DPRO_ERR_LIMIT once (dpro_reader_errmsg names the
- * file and the batch); calling it again goes on with the remaining batches. */
-int dpro_iter_next(dpro_iter *it, dpro_event *ev);
+ * file and the batch); calling it again goes on with the remaining batches. A batch is
+ * damaged when it does not decode, or when what it decodes to disagrees with its row
+ * (count, first_ns, last_ns) or names a string id the file does not have. */
+int dpro_iter_next_sized(dpro_iter *it, dpro_event *ev, size_t ev_size);
+#define dpro_iter_next(it, ev) dpro_iter_next_sized((it), (ev), sizeof(dpro_event))
 
 /* Number of batches skipped as damaged so far. */
 uint64_t dpro_iter_bad_batches(const dpro_iter *it);
@@ -441,8 +507,9 @@ const char *dpro_reader_errmsg(const dpro_reader *r);
 
 /* ---- directories ------------------------------------------------------------------------ */
 
-/* Lists the trace files (*.dpro) named by paths: a file is taken as is, a directory
- * is scanned (not recursively). *files receives a malloc'd array of malloc'd paths, sorted
+/* Lists the trace files (*.dpro) named by paths: a file is taken as is (but SQLite's
+ * -wal, -shm and -journal files beside a trace are skipped), a directory is scanned (not
+ * recursively). *files receives a malloc'd array of malloc'd paths, sorted
  * (caller frees with dpro_free_paths). Returns DPRO_ERR_IO naming the first path that
  * cannot be read, DPRO_ERR_NOT_TRACE if a directory holds no trace. */
 int dpro_list_traces(const char *const *paths, size_t npaths, char ***files, size_t *nfiles,

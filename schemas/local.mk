@@ -1,20 +1,22 @@
 # schemas/: the trace format (trace.proto, trace.sql) and libdprotrace.
 DPROTRACE_SOURCES = schemas/codec.c schemas/writer.c schemas/reader.c schemas/classify.c \
-	schemas/trace_internal.h schemas/dprotrace.h
+	schemas/iter.c schemas/path.c schemas/reader_internal.h schemas/trace_internal.h schemas/dprotrace.h
 nodist_DPROTRACE_SOURCES = schemas/trace.pb-c.c schemas/trace.pb-c.h schemas/trace_sql.c
 DPROTRACE_LIBS = $(SQLITE_LIBS) $(PROTOBUF_C_LIBS) $(LIBDEFLATE_LIBS) $(ZLIB_LIBS)
 DPROTRACE_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBDEFLATE_CFLAGS) \
 	$(ZLIB_CFLAGS)
 
-# The installed shared library: only dpro_* symbols are exported.
+# The installed shared library: exactly the functions of dprotrace.h are exported
+# (libdprotrace.map; tests/unit/test_exports.sh).
 lib_LTLIBRARIES += schemas/libdprotrace.la
 schemas_libdprotrace_la_SOURCES = $(DPROTRACE_SOURCES)
 nodist_schemas_libdprotrace_la_SOURCES = $(nodist_DPROTRACE_SOURCES)
 schemas_libdprotrace_la_CFLAGS = $(DPROTRACE_CFLAGS)
 schemas_libdprotrace_la_LIBADD = $(DPROTRACE_LIBS)
-schemas_libdprotrace_la_LDFLAGS = -version-info 2:0:0 $(AM_LDFLAGS)
+schemas_libdprotrace_la_LDFLAGS = -version-info 3:0:0 $(AM_LDFLAGS)
 if HAVE_LD_VERSION_SCRIPT
 schemas_libdprotrace_la_LDFLAGS += -Wl,--version-script=$(srcdir)/schemas/libdprotrace.map
+EXTRA_schemas_libdprotrace_la_DEPENDENCIES = schemas/libdprotrace.map
 endif
 pkginclude_HEADERS += schemas/dprotrace.h
 pkgconfig_DATA += schemas/libdprotrace.pc
@@ -48,3 +50,14 @@ schemas/trace_sql.c: schemas/trace.sql
 	echo 'const char dpro_trace_sql[] ='; \
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/  "/' -e 's/$$/\\n"/' $(srcdir)/schemas/trace.sql; \
 	echo ';'; } > $@-t && mv $@-t $@
+
+# The shared library exports exactly what dprotrace.h declares.
+TESTS += tests/unit/test_exports.sh
+dist_check_SCRIPTS += tests/unit/test_exports.sh
+
+# libdprotrace against damaged files, odd paths and file systems (links the shared library).
+check_PROGRAMS += tests/unit/test_trace_robust
+TESTS += tests/unit/test_trace_robust
+tests_unit_test_trace_robust_SOURCES = tests/unit/test_trace_robust.c tests/unit/testutil.h
+tests_unit_test_trace_robust_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS)
+tests_unit_test_trace_robust_LDADD = schemas/libdprotrace.la $(SQLITE_LIBS)

@@ -8,6 +8,7 @@
  */
 #include "dprotrace.h"
 #include "trace_internal.h"
+#include "reader_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,44 +16,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
-typedef struct meta_entry {
-    char *key, *value;
-} meta_entry;
-
-typedef struct stack_entry {
-    uint32_t id;
-    uint32_t n;
-    uint32_t *frames;
-} stack_entry;
-
-struct dpro_reader {
-    sqlite3 *db;
-    char *path;
-    meta_entry *meta;
-    size_t nmeta;
-    char **strings; /* index = id, pointing into string_bufs; [0] unused */
-    uint32_t nstrings;
-    uint8_t **string_bufs; /* decompressed string blocks */
-    size_t nstring_bufs;
-    dpro_device_info *devices;
-    size_t ndevices;
-    dpro_stream_info *streams;
-    size_t nstreams;
-    dpro_comm_info *comms;
-    size_t ncomms;
-    dpro_thread_info *threads;
-    size_t nthreads;
-    stack_entry *stacks;
-    size_t nstacks;
-    int64_t max_batch_id;
-    uint8_t *api_class; /* dpro_api_class of each string id, computed on first use */
-    char errmsg[512];
-};
-
 static char empty_string[] = "";
+
+void
+dpro_reader_warn(dpro_reader *r, const char *fmt, ...)
+{
+    va_list ap;
+    size_t old = r->warnings ? strlen(r->warnings) : 0;
+    size_t room = strlen(r->path) + 512;
+    char *w = realloc(r->warnings, old + room);
+    if (!w)
+        return;
+    r->warnings = w;
+    int n = snprintf(w + old, room, "%s: ", r->path);
+    va_start(ap, fmt);
+    vsnprintf(w + old + (size_t)n, room - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    strcat(w + old, "\n");
+}
+
+const char *
+dpro_reader_warnings(const dpro_reader *r)
+{
+    return r && r->warnings ? r->warnings : "";
+}
+
+int
+dpro_reader_ended_early(const dpro_reader *r)
+{
+    return r ? r->ended_early : 0;
+}
 
 static char *
 dup_col(sqlite3_stmt *st, int col)
@@ -61,9 +62,8 @@ dup_col(sqlite3_stmt *st, int col)
     return t ? strdup((const char *)t) : NULL;
 }
 
-/* Grows *arr (element size sz) so that index n fits. */
-static int
-grow(void **arr, size_t *cap, size_t n, size_t sz)
+int
+dpro_grow(void **arr, size_t *cap, size_t n, size_t sz)
 {
     if (n < *cap)
         return DPRO_OK;
@@ -78,8 +78,8 @@ grow(void **arr, size_t *cap, size_t n, size_t sz)
     return DPRO_OK;
 }
 
-static int
-reader_fail(dpro_reader *r, int rc, const char *fmt, const char *detail)
+int
+dpro_reader_fail(dpro_reader *r, int rc, const char *fmt, const char *detail)
 {
     snprintf(r->errmsg, sizeof r->errmsg, "%s: ", r->path);
     size_t n = strlen(r->errmsg);
@@ -96,84 +96,118 @@ load_meta(dpro_reader *r)
     if (sqlite3_prepare_v2(r->db, "SELECT key, value FROM meta", -1, &st, NULL) != SQLITE_OK) {
         int e = sqlite3_errcode(r->db);
         if (e == SQLITE_NOTADB || e == SQLITE_ERROR || e == SQLITE_CORRUPT)
-            return reader_fail(r, DPRO_ERR_NOT_TRACE, "not a dpro trace (%s)",
-                               sqlite3_errmsg(r->db));
-        return reader_fail(r, DPRO_ERR_IO, "%s", sqlite3_errmsg(r->db));
+            return dpro_reader_fail(r, DPRO_ERR_NOT_TRACE, "not a dpro trace (%s)",
+                                    sqlite3_errmsg(r->db));
+        return dpro_reader_fail(r, DPRO_ERR_IO, "%s", sqlite3_errmsg(r->db));
     }
     while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
-        rc = grow((void **)&r->meta, &cap, r->nmeta, sizeof *r->meta);
-        if (rc == DPRO_OK) {
-            r->meta[r->nmeta].key = dup_col(st, 0);
-            r->meta[r->nmeta].value = dup_col(st, 1);
-            if (!r->meta[r->nmeta].key)
+        rc = dpro_grow((void **)&r->meta, &cap, r->nmeta, sizeof *r->meta);
+        if (rc == DPRO_OK && sqlite3_column_type(st, 0) != SQLITE_TEXT) {
+            rc = dpro_reader_fail(r, DPRO_ERR_CORRUPT, "%s", "table meta: a row with no text key");
+        } else if (rc == DPRO_OK) {
+            meta_entry *m = &r->meta[r->nmeta];
+            m->key = dup_col(st, 0);
+            m->value = dup_col(st, 1);
+            if (!m->key || (!m->value && sqlite3_column_type(st, 1) != SQLITE_NULL)) {
+                free(m->key);
+                free(m->value);
                 rc = DPRO_ERR_NOMEM;
-            else
+            } else {
                 r->nmeta++;
+            }
         }
     }
     sqlite3_finalize(st);
     return rc;
 }
 
-/* Inflates one string block and points the ids it holds at their texts. The block's
- * buffer is kept in r->string_bufs. */
-static int
-load_string_block(dpro_reader *r, int64_t first, int64_t count, int64_t raw, const void *data,
-                  int len)
+/* Parses a schema version number: decimal digits only, at most 9 of them. Returns -1 for
+ * anything else (a sign, blanks, letters, an empty text, an overflow). */
+static long
+parse_version(const char *s)
 {
+    long v = 0;
+    size_t n = 0;
+    for (; s[n]; n++) {
+        if (s[n] < '0' || s[n] > '9' || n == 9)
+            return -1;
+        v = v * 10 + (s[n] - '0');
+    }
+    return n ? v : -1;
+}
+
+/* Inflates one string block (the next in id order: it must start at r->nstrings + 1) and
+ * appends the ids it holds to r->strings (capacity *cap). Every size is checked against
+ * what the block's bytes can hold before anything is allocated. */
+static int
+load_string_block(dpro_reader *r, size_t *cap, size_t *bufs_cap, int64_t first, int64_t count,
+                  int64_t raw, const void *data, int len)
+{
+    int rc = DPRO_OK;
     uint8_t *buf;
     uLongf out;
-    int64_t id = first;
+    int64_t pos = 0, got = 0;
+    char what[160];
 
-    if (first < 1 || count < 0 || raw < count || raw > (int64_t)DPRO_BATCH_MAX_RAW ||
-        raw > (int64_t)len * 1032 + 64 || first + count - 1 > (int64_t)r->nstrings || !data)
-        return reader_fail(r, DPRO_ERR_CORRUPT, "%s", "string block with impossible sizes");
+    snprintf(what, sizeof what, "string block at id %lld (count %lld, raw_size %lld)",
+             (long long)first, (long long)count, (long long)raw);
+    if (first != (int64_t)r->nstrings + 1)
+        return dpro_reader_fail(r, DPRO_ERR_CORRUPT, "%s: does not follow the previous block",
+                                what);
+    if (count < 1 || raw < count || raw > (int64_t)DPRO_BATCH_MAX_RAW || !data ||
+        raw > (int64_t)len * 1032 + 64 || count > (int64_t)UINT32_MAX - 1 - r->nstrings)
+        return dpro_reader_fail(r, DPRO_ERR_CORRUPT, "%s: impossible sizes", what);
+    rc = dpro_grow((void **)&r->string_bufs, bufs_cap, r->nstring_bufs, sizeof *r->string_bufs);
+    if (rc == DPRO_OK)
+        rc = dpro_grow((void **)&r->strings, cap, (size_t)(first + count - 1), sizeof *r->strings);
+    if (rc != DPRO_OK)
+        return rc;
     buf = malloc((size_t)raw + 1);
     if (!buf)
         return DPRO_ERR_NOMEM;
     r->string_bufs[r->nstring_bufs++] = buf;
     out = (uLongf)raw + 1;
-    if (uncompress(buf, &out, data, (uLong)len) != Z_OK || out != (uLongf)raw ||
-        (raw > 0 && buf[raw - 1] != 0))
-        return reader_fail(r, DPRO_ERR_CORRUPT, "%s", "damaged string block");
-    for (int64_t pos = 0; pos < raw && id < first + count; id++) {
-        r->strings[id] = (char *)buf + pos;
+    if (uncompress(buf, &out, data, (uLong)len) != Z_OK || out != (uLongf)raw || buf[raw - 1] != 0)
+        return dpro_reader_fail(r, DPRO_ERR_CORRUPT, "%s: does not inflate", what);
+    for (; pos < raw && got < count; got++) {
+        r->strings[first + got] = (char *)buf + pos;
         pos += (int64_t)strlen((char *)buf + pos) + 1;
     }
-    if (id != first + count)
-        return reader_fail(r, DPRO_ERR_CORRUPT, "%s",
-                           "string block holds fewer strings than its count");
+    if (got != count || pos != raw)
+        return dpro_reader_fail(r, DPRO_ERR_CORRUPT, "%s: holds another number of strings", what);
+    r->nstrings = (uint32_t)(first + count - 1);
     return DPRO_OK;
 }
 
+/* Loads the string blocks in id order. In a file cut short, a block on a missing page ends
+ * the strings there (batches naming later ids are then refused as damaged). */
 static int
 load_strings(dpro_reader *r)
 {
-    int rc = DPRO_OK;
+    int rc = DPRO_OK, step;
     sqlite3_stmt *st = NULL;
-    int64_t max_id = 0, nblocks = 0;
-    if (sqlite3_prepare_v2(r->db, "SELECT max(first_id + count - 1), count(*) FROM string_blocks",
-                           -1, &st, NULL) != SQLITE_OK)
-        return reader_fail(r, DPRO_ERR_NOT_TRACE, "no string_blocks table (%s)",
-                           sqlite3_errmsg(r->db));
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        max_id = sqlite3_column_int64(st, 0);
-        nblocks = sqlite3_column_int64(st, 1);
-    }
-    sqlite3_finalize(st);
-    if (max_id < 0 || max_id > (int64_t)UINT32_MAX - 1 || nblocks < 0 || nblocks > max_id + 1)
-        return reader_fail(r, DPRO_ERR_CORRUPT, "%s", "string ids out of range");
-    r->strings = calloc((size_t)max_id + 1, sizeof *r->strings);
-    r->string_bufs = calloc((size_t)nblocks + 1, sizeof *r->string_bufs);
-    if (!r->strings || !r->string_bufs)
+    size_t cap = 1, bufs_cap = 0;
+
+    r->strings = calloc(1, sizeof *r->strings); /* id 0: no string */
+    if (!r->strings)
         return DPRO_ERR_NOMEM;
-    r->nstrings = (uint32_t)max_id;
-    sqlite3_prepare_v2(r->db, "SELECT first_id, count, raw_size, data FROM string_blocks", -1, &st,
-                       NULL);
-    while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW && r->nstring_bufs < (size_t)nblocks)
-        rc = load_string_block(r, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                               sqlite3_column_int64(st, 2), sqlite3_column_blob(st, 3),
-                               sqlite3_column_bytes(st, 3));
+    if (sqlite3_prepare_v2(r->db,
+                           "SELECT first_id, count, raw_size, data FROM string_blocks "
+                           "ORDER BY first_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return dpro_reader_fail(r, DPRO_ERR_NOT_TRACE, "no string_blocks table (%s)",
+                                sqlite3_errmsg(r->db));
+    while (rc == DPRO_OK && (step = sqlite3_step(st)) == SQLITE_ROW)
+        rc = load_string_block(r, &cap, &bufs_cap, sqlite3_column_int64(st, 0),
+                               sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+                               sqlite3_column_blob(st, 3), sqlite3_column_bytes(st, 3));
+    if (rc == DPRO_OK && step != SQLITE_DONE) {
+        if (r->cut)
+            dpro_reader_warn(r, "strings after id %u are on missing pages", r->nstrings);
+        else
+            rc = dpro_reader_fail(r, DPRO_ERR_CORRUPT, "table string_blocks: %s",
+                                  sqlite3_errmsg(r->db));
+    }
     sqlite3_finalize(st);
     return rc;
 }
@@ -193,7 +227,7 @@ load_tables(dpro_reader *r)
                            "FROM devices ORDER BY id",
                            -1, &st, NULL) == SQLITE_OK) {
         while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
-            rc = grow((void **)&r->devices, &cap, r->ndevices, sizeof *r->devices);
+            rc = dpro_grow((void **)&r->devices, &cap, r->ndevices, sizeof *r->devices);
             if (rc != DPRO_OK)
                 break;
             dpro_device_info *d = &r->devices[r->ndevices++];
@@ -213,7 +247,7 @@ load_tables(dpro_reader *r)
         sqlite3_prepare_v2(r->db, "SELECT id,device,flags,priority,name FROM streams ORDER BY id",
                            -1, &st, NULL) == SQLITE_OK) {
         while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
-            rc = grow((void **)&r->streams, &cap, r->nstreams, sizeof *r->streams);
+            rc = dpro_grow((void **)&r->streams, &cap, r->nstreams, sizeof *r->streams);
             if (rc != DPRO_OK)
                 break;
             dpro_stream_info *s = &r->streams[r->nstreams++];
@@ -232,7 +266,7 @@ load_tables(dpro_reader *r)
                            "SELECT handle,hash,parent_hash,rank,size,device FROM communicators", -1,
                            &st, NULL) == SQLITE_OK) {
         while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
-            rc = grow((void **)&r->comms, &cap, r->ncomms, sizeof *r->comms);
+            rc = dpro_grow((void **)&r->comms, &cap, r->ncomms, sizeof *r->comms);
             if (rc != DPRO_OK)
                 break;
             dpro_comm_info *c = &r->comms[r->ncomms++];
@@ -250,7 +284,7 @@ load_tables(dpro_reader *r)
     if (rc == DPRO_OK && sqlite3_prepare_v2(r->db, "SELECT tid,name FROM threads ORDER BY tid", -1,
                                             &st, NULL) == SQLITE_OK) {
         while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
-            rc = grow((void **)&r->threads, &cap, r->nthreads, sizeof *r->threads);
+            rc = dpro_grow((void **)&r->threads, &cap, r->nthreads, sizeof *r->threads);
             if (rc != DPRO_OK)
                 break;
             dpro_thread_info *t = &r->threads[r->nthreads++];
@@ -265,7 +299,7 @@ load_tables(dpro_reader *r)
                                             &st, NULL) == SQLITE_OK) {
         while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
             const char *t = (const char *)sqlite3_column_text(st, 1);
-            rc = grow((void **)&r->stacks, &cap, r->nstacks, sizeof *r->stacks);
+            rc = dpro_grow((void **)&r->stacks, &cap, r->nstacks, sizeof *r->stacks);
             if (rc != DPRO_OK || !t)
                 break;
             stack_entry *s = &r->stacks[r->nstacks++];
@@ -287,51 +321,228 @@ load_tables(dpro_reader *r)
     return rc;
 }
 
+/* How long a reader waits for a file being created to get its schema, and how often it
+ * looks. A writer writes the schema right after creating the file: a few milliseconds. */
+#define BUSY_WAIT_MS 1000
+#define BUSY_POLL_MS 50
+
+/* What the file and its surroundings say before SQLite opens it. */
+typedef struct file_probe {
+    int wal;             /* a -wal lies beside it */
+    uint64_t size;       /* bytes */
+    uint64_t pages_said; /* pages, as the header says (0: not known) */
+    uint32_t page_size;
+} file_probe;
+
+static uint32_t
+be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Looks at the file (its resolved name) and its SQLite header: DPRO_ERR_BUSY for an empty
+ * file, DPRO_ERR_NOT_TRACE for no SQLite database; sets r->cut for a file shorter than its
+ * header says. */
+static int
+probe_file(dpro_reader *r, const char *file, file_probe *p)
+{
+    int rc = DPRO_OK, fd;
+    struct stat sb;
+    unsigned char h[100];
+    size_t n = strlen(file);
+    char *side = malloc(n + 8);
+
+    memset(p, 0, sizeof *p);
+    if (!side)
+        return DPRO_ERR_NOMEM;
+    snprintf(side, n + 8, "%s-wal", file);
+    p->wal = access(side, F_OK) == 0;
+    free(side);
+    if (stat(file, &sb) != 0)
+        return dpro_reader_fail(r, DPRO_ERR_IO, "%s", strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return dpro_reader_fail(r, DPRO_ERR_NOT_TRACE, "%s", "not a regular file");
+    p->size = (uint64_t)sb.st_size;
+    if (p->size == 0)
+        return dpro_reader_fail(r, DPRO_ERR_BUSY, "%s", "being written: the file is empty");
+    fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return dpro_reader_fail(r, DPRO_ERR_IO, "%s", strerror(errno));
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h, "SQLite format 3", 16) != 0)
+        rc = dpro_reader_fail(r, DPRO_ERR_NOT_TRACE, "%s", "not a dpro trace (no SQLite header)");
+    close(fd);
+    if (rc == DPRO_OK) {
+        p->page_size = (uint32_t)h[16] << 8 | h[17];
+        if (p->page_size == 1)
+            p->page_size = 65536;
+        /* the page count is valid when its "valid for" matches the change counter */
+        if (be32(h + 92) == be32(h + 24))
+            p->pages_said = be32(h + 28);
+        r->cut = !p->wal && p->pages_said && p->pages_said * p->page_size > p->size;
+    }
+    return rc;
+}
+
+/* Checks meta's schema version: a number, and not newer than ours. */
+static int
+check_version(dpro_reader *r, int wal)
+{
+    const char *major = dpro_reader_meta(r, "schema_major");
+    const char *minor = dpro_reader_meta(r, "schema_minor");
+    long m = major ? parse_version(major) : 0;
+    char msg[160];
+
+    if (!major && wal)
+        return dpro_reader_fail(r, DPRO_ERR_BUSY, "%s", "being written: no schema_major yet");
+    if (!major)
+        return dpro_reader_fail(r, DPRO_ERR_NOT_TRACE, "%s",
+                                "not a dpro trace (no schema_major in meta)");
+    if (m < 1 || (minor && parse_version(minor) < 0)) {
+        snprintf(msg, sizeof msg,
+                 "meta schema_major/schema_minor \"%.24s\"/\"%.24s\" is not a version", major,
+                 minor ? minor : "");
+        return dpro_reader_fail(r, DPRO_ERR_CORRUPT, "%s", msg);
+    }
+    if (m > DPRO_SCHEMA_MAJOR) {
+        snprintf(msg, sizeof msg,
+                 "written with trace schema %ld.x; this dpro reads up to %d.x: upgrade dpro", m,
+                 DPRO_SCHEMA_MAJOR);
+        return dpro_reader_fail(r, DPRO_ERR_VERSION, "%s", msg);
+    }
+    return DPRO_OK;
+}
+
+/* Undoes open_db, for another try. */
+static void
+close_db(dpro_reader *r)
+{
+    sqlite3_close(r->db);
+    r->db = NULL;
+    for (size_t i = 0; i < r->nmeta; i++) {
+        free(r->meta[i].key);
+        free(r->meta[i].value);
+    }
+    free(r->meta);
+    r->meta = NULL;
+    r->nmeta = 0;
+}
+
+/* Opens the database read-only (immutable: without looking at a -wal) and loads meta.
+ * DPRO_ERR_BUSY: not yet a trace, but a writer is creating it. */
+static int
+open_sqlite(dpro_reader *r, const dpro_db_path *dbp, const file_probe *p, int immutable)
+{
+    int rc = DPRO_OK;
+    char *uri = dpro_sqlite_uri(dbp->sqlite_name, immutable ? "mode=ro&immutable=1" : "mode=ro");
+
+    if (!uri)
+        rc = DPRO_ERR_NOMEM;
+    if (rc == DPRO_OK &&
+        sqlite3_open_v2(uri, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, dbp->vfs) != SQLITE_OK)
+        rc = dpro_reader_fail(r, DPRO_ERR_IO, "cannot open: %s", sqlite3_errmsg(r->db));
+    free(uri);
+    if (rc == DPRO_OK) {
+        sqlite3_busy_timeout(r->db, 2000);
+        /* a file cut short: SQLite then reads the pages there are instead of refusing all */
+        if (r->cut)
+            sqlite3_exec(r->db, "PRAGMA writable_schema = ON", NULL, NULL, NULL);
+        if (sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+            rc = dpro_reader_fail(r, DPRO_ERR_IO, "%s", sqlite3_errmsg(r->db));
+    }
+    if (rc == DPRO_OK) {
+        rc = load_meta(r);
+        if (rc == DPRO_ERR_NOT_TRACE && p->wal) /* the schema is not there yet */
+            rc = dpro_reader_fail(r, DPRO_ERR_BUSY, "%s", "being written: no schema yet");
+    }
+    if (rc == DPRO_OK)
+        rc = check_version(r, p->wal);
+    return rc;
+}
+
+/* Opens the database writing nothing: immutable where no -wal lies beside it (a running
+ * writer always has one); with a -wal, through it, or where that cannot be (read-only
+ * media: SQLite needs a -shm to read a -wal) from the file alone, which holds every batch
+ * flushed before the last checkpoint. */
+static int
+open_db(dpro_reader *r, const dpro_db_path *dbp, file_probe *p)
+{
+    int rc = probe_file(r, dbp->file, p), e;
+
+    if (rc == DPRO_OK)
+        rc = open_sqlite(r, dbp, p, !p->wal);
+    if (rc == DPRO_ERR_IO && p->wal && r->db &&
+        ((e = sqlite3_errcode(r->db)) == SQLITE_CANTOPEN || e == SQLITE_READONLY)) {
+        close_db(r);
+        r->wal_unread = 1;
+        rc = open_sqlite(r, dbp, p, 1);
+    }
+    return rc;
+}
+
+/* Decides dpro_reader_ended_early and tells why. */
+static void
+judge_end(dpro_reader *r, const file_probe *p)
+{
+    long major = parse_version(dpro_reader_meta(r, "schema_major"));
+    const char *minor = dpro_reader_meta(r, "schema_minor");
+    const char *source = dpro_reader_meta(r, DPRO_META_SOURCE);
+
+    if (r->cut) {
+        r->ended_early = 1;
+        dpro_reader_warn(r,
+                         "cut short: %llu bytes where its header says %llu pages of %u: the "
+                         "trace ends early; the intact batches are read",
+                         (unsigned long long)p->size, (unsigned long long)p->pages_said,
+                         p->page_size);
+    } else if (major > 2 || (major == 2 && minor && parse_version(minor) >= 1)) {
+        r->ended_early = !dpro_reader_meta(r, DPRO_META_COMPLETE);
+    } else if (source && !strcmp(source, "collector")) {
+        r->ended_early = !dpro_reader_meta(r, "anchor_end_monotonic_ns");
+    }
+    if (r->wal_unread)
+        dpro_reader_warn(r, "a -wal lies beside it but cannot be read here (read-only): what "
+                            "its writer flushed after the last checkpoint is not read");
+    else if (p->wal)
+        dpro_reader_warn(r, "a -wal lies beside it: its writer is running or was killed (the "
+                            ".dpro alone holds what was flushed before)");
+    else if (r->ended_early && !r->cut)
+        dpro_reader_warn(r, "its writer did not close it (killed, or the disk filled up): the "
+                            "trace ends early");
+}
+
 int
 dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errlen)
 {
     int rc = DPRO_OK;
     dpro_reader *r = NULL;
-    struct stat sb;
+    dpro_db_path dbp = {NULL, NULL, NULL, -1};
+    file_probe probe;
     sqlite3_stmt *st = NULL;
 
     *out = NULL;
     if (!path)
         return DPRO_ERR_ARG;
-    if (stat(path, &sb) != 0) {
-        dpro_set_err(errbuf, errlen, "%s: %s", path, strerror(errno));
-        return DPRO_ERR_IO;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        dpro_set_err(errbuf, errlen, "%s: not a regular file", path);
-        return DPRO_ERR_NOT_TRACE;
-    }
+    rc = dpro_path_resolve(path, &dbp, errbuf, errlen);
+    if (rc != DPRO_OK)
+        return rc;
     r = calloc(1, sizeof *r);
     if (!r || !(r->path = strdup(path))) {
         free(r);
+        dpro_path_free(&dbp);
+        dpro_set_err(errbuf, errlen, "%s: out of memory", path);
         return DPRO_ERR_NOMEM;
     }
-    if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-        rc = reader_fail(r, DPRO_ERR_IO, "cannot open: %s", sqlite3_errmsg(r->db));
-    if (rc == DPRO_OK) {
-        sqlite3_busy_timeout(r->db, 2000);
-        if (sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-            rc = reader_fail(r, DPRO_ERR_IO, "%s", sqlite3_errmsg(r->db));
-    }
-    if (rc == DPRO_OK)
-        rc = load_meta(r);
-    if (rc == DPRO_OK) {
-        const char *major = dpro_reader_meta(r, "schema_major");
-        if (!major)
-            rc = reader_fail(r, DPRO_ERR_NOT_TRACE, "%s",
-                             "not a dpro trace (no schema_major in meta)");
-        else if (atoi(major) > DPRO_SCHEMA_MAJOR) {
-            char msg[128];
-            snprintf(msg, sizeof msg,
-                     "written with trace schema %s.x; this dpro reads up to %d.x: upgrade dpro",
-                     major, DPRO_SCHEMA_MAJOR);
-            rc = reader_fail(r, DPRO_ERR_VERSION, "%s", msg);
-        }
+    r->dirfd = dbp.dirfd; /* SQLite may need the directory for as long as the reader lives */
+    dbp.dirfd = -1;
+    for (int waited = 0;; waited += BUSY_POLL_MS) {
+        rc = open_db(r, &dbp, &probe);
+        if (rc != DPRO_ERR_BUSY || waited >= BUSY_WAIT_MS)
+            break;
+        close_db(r);
+        r->cut = 0;
+        r->wal_unread = 0;
+        struct timespec ts = {0, BUSY_POLL_MS * 1000000L};
+        nanosleep(&ts, NULL);
     }
     if (rc == DPRO_OK)
         rc = load_strings(r);
@@ -339,14 +550,22 @@ dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errle
         rc = load_tables(r);
     if (rc == DPRO_OK) {
         if (sqlite3_prepare_v2(r->db, "SELECT max(id) FROM batches", -1, &st, NULL) != SQLITE_OK)
-            rc = reader_fail(r, DPRO_ERR_NOT_TRACE, "no batches table (%s)", sqlite3_errmsg(r->db));
+            rc = dpro_reader_fail(r, DPRO_ERR_NOT_TRACE, "no batches table (%s)",
+                                  sqlite3_errmsg(r->db));
         else if (sqlite3_step(st) == SQLITE_ROW)
             r->max_batch_id = sqlite3_column_int64(st, 0);
+        else /* cut short: the iterator finds what there is */
+            r->max_batch_id = INT64_MAX;
         sqlite3_finalize(st);
     }
     if (r->db)
         sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
+    if (rc == DPRO_OK)
+        judge_end(r, &probe);
+    dpro_path_free(&dbp);
     if (rc != DPRO_OK) {
+        if (rc == DPRO_ERR_NOMEM && !r->errmsg[0])
+            dpro_reader_fail(r, rc, "%s", "out of memory");
         dpro_set_err(errbuf, errlen, "%s", r->errmsg[0] ? r->errmsg : dpro_status_str(rc));
         dpro_reader_close(r);
         return rc;
@@ -361,6 +580,9 @@ dpro_reader_close(dpro_reader *r)
     if (!r)
         return;
     sqlite3_close(r->db);
+    if (r->dirfd >= 0)
+        close(r->dirfd);
+    free(r->warnings);
     free(r->api_class);
     for (size_t i = 0; i < r->nmeta; i++) {
         free(r->meta[i].key);
@@ -479,21 +701,68 @@ file_size(const char *path)
     return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 }
 
-int
-dpro_reader_summary(dpro_reader *r, dpro_trace_summary *s)
+/* Finds the first batch row whose plain columns are impossible (a count over
+ * DPRO_BATCH_MAX_EVENTS or under 1, sizes out of range, times that are not non-negative
+ * integers); DPRO_ERR_CORRUPT naming it. Whether first_ns and last_ns are the batch's is
+ * checked when it is decoded. */
+static int
+check_batch_rows(dpro_reader *r)
 {
     int rc = DPRO_OK;
     sqlite3_stmt *st = NULL;
-    char side[4096];
+    char msg[256];
 
+    if (sqlite3_prepare_v2(
+            r->db,
+            "SELECT id, count, raw_size, first_ns, last_ns FROM batches WHERE id <= ?1 "
+            "AND NOT (typeof(count) = 'integer' AND count BETWEEN 1 AND ?2 AND "
+            "typeof(raw_size) = 'integer' AND raw_size BETWEEN 1 AND ?3 AND "
+            "typeof(first_ns) = 'integer' AND typeof(last_ns) = 'integer' AND "
+            "first_ns >= 0 AND last_ns >= 0) LIMIT 1",
+            -1, &st, NULL) != SQLITE_OK)
+        return dpro_reader_fail(r, DPRO_ERR_CORRUPT, "table batches: %s", sqlite3_errmsg(r->db));
+    sqlite3_bind_int64(st, 1, r->max_batch_id);
+    sqlite3_bind_int64(st, 2, DPRO_BATCH_MAX_EVENTS);
+    sqlite3_bind_int64(st, 3, DPRO_BATCH_MAX_RAW);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        snprintf(msg, sizeof msg,
+                 "batch %lld: impossible row (count %lld, raw_size %lld, first_ns %lld, "
+                 "last_ns %lld)",
+                 (long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 1),
+                 (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3),
+                 (long long)sqlite3_column_int64(st, 4));
+        rc = dpro_reader_fail(r, DPRO_ERR_CORRUPT, "%s", msg);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The size of version 2.0's dpro_trace_summary, the smallest a caller may have. */
+#define SUMMARY_SIZE_MIN (offsetof(dpro_trace_summary, file_bytes) + sizeof(uint64_t))
+
+int
+dpro_reader_summary_sized(dpro_reader *r, dpro_trace_summary *user_s, size_t s_size)
+{
+    int rc = DPRO_OK;
+    sqlite3_stmt *st = NULL;
+    size_t n;
+    char *side;
+    dpro_trace_summary sum, *s = &sum;
+
+    if (!r || !user_s || s_size < SUMMARY_SIZE_MIN)
+        return DPRO_ERR_ARG;
     memset(s, 0, sizeof *s);
-    if (sqlite3_prepare_v2(r->db,
+    rc = check_batch_rows(r);
+    if (rc == DPRO_OK &&
+        sqlite3_prepare_v2(r->db,
                            "SELECT count(*), sum(count), min(first_ns), max(last_ns), "
                            "sum(length(data)), sum(raw_size) FROM batches WHERE id <= ?",
                            -1, &st, NULL) != SQLITE_OK)
-        return reader_fail(r, DPRO_ERR_CORRUPT, "%s", sqlite3_errmsg(r->db));
+        rc = dpro_reader_fail(r, DPRO_ERR_CORRUPT, "%s", sqlite3_errmsg(r->db));
     sqlite3_bind_int64(st, 1, r->max_batch_id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    if (rc != DPRO_OK) {
+        /* told above */
+    } else if (sqlite3_step(st) == SQLITE_ROW) {
         s->batches = (uint64_t)sqlite3_column_int64(st, 0);
         s->events = (uint64_t)sqlite3_column_int64(st, 1);
         s->first_ns = (uint64_t)sqlite3_column_int64(st, 2);
@@ -501,7 +770,7 @@ dpro_reader_summary(dpro_reader *r, dpro_trace_summary *s)
         s->event_bytes = (uint64_t)sqlite3_column_int64(st, 4);
         s->raw_bytes = (uint64_t)sqlite3_column_int64(st, 5);
     } else {
-        rc = reader_fail(r, DPRO_ERR_CORRUPT, "%s", sqlite3_errmsg(r->db));
+        rc = dpro_reader_fail(r, DPRO_ERR_CORRUPT, "%s", sqlite3_errmsg(r->db));
     }
     sqlite3_finalize(st);
     st = NULL;
@@ -510,8 +779,17 @@ dpro_reader_summary(dpro_reader *r, dpro_trace_summary *s)
         sqlite3_step(st) == SQLITE_ROW)
         s->dropped = (uint64_t)sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    snprintf(side, sizeof side, "%s-wal", r->path);
-    s->file_bytes = file_size(r->path) + file_size(side);
+    n = strlen(r->path) + 8;
+    side = malloc(n);
+    if (side) {
+        snprintf(side, n, "%s-wal", r->path);
+        s->file_bytes = file_size(r->path) + file_size(side);
+        free(side);
+    }
+    if (rc == DPRO_OK) {
+        memset(user_s, 0, s_size);
+        memcpy(user_s, s, s_size < sizeof *s ? s_size : sizeof *s);
+    }
     return rc;
 }
 
@@ -521,310 +799,6 @@ dpro_reader_errmsg(const dpro_reader *r)
     return r ? r->errmsg : "";
 }
 
-/* ---- iteration -------------------------------------------------------------------------- */
-
-typedef struct batch_ref {
-    int64_t id;
-    uint64_t first_ns;
-} batch_ref;
-
-typedef struct open_batch {
-    dpro_event *events;
-    size_t n, pos, cap;
-} open_batch;
-
-#define SPARE_ARRAYS 4
-
-struct dpro_iter {
-    dpro_reader *r;
-    sqlite3_stmt *fetch;
-    batch_ref *refs;
-    size_t nrefs, next_ref;
-    open_batch *heap; /* min-heap by the current event's start */
-    size_t nheap, capheap;
-    uint64_t bad;
-    dpro_codec *codec;
-    dpro_event *merge_buf; /* scratch for merging a batch's kind groups */
-    size_t merge_cap;
-    open_batch spare[SPARE_ARRAYS]; /* event arrays of finished batches, for reuse */
-    size_t nspare;
-};
-
-static int
-event_before(const dpro_event *a, const dpro_event *b)
-{
-    if (a->start_ns != b->start_ns)
-        return a->start_ns < b->start_ns;
-    return a->kind < b->kind;
-}
-
-static int
-event_cmp(const void *pa, const void *pb)
-{
-    const dpro_event *a = pa, *b = pb;
-    if (a->start_ns != b->start_ns)
-        return a->start_ns < b->start_ns ? -1 : 1;
-    if (a->kind != b->kind)
-        return a->kind < b->kind ? -1 : 1;
-    return 0;
-}
-
-static int
-heap_less(const open_batch *a, const open_batch *b)
-{
-    return event_before(&a->events[a->pos], &b->events[b->pos]);
-}
-
-static void
-heap_sift_down(dpro_iter *it, size_t i)
-{
-    for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        if (l < it->nheap && heap_less(&it->heap[l], &it->heap[m]))
-            m = l;
-        if (l + 1 < it->nheap && heap_less(&it->heap[l + 1], &it->heap[m]))
-            m = l + 1;
-        if (m == i)
-            return;
-        open_batch t = it->heap[i];
-        it->heap[i] = it->heap[m];
-        it->heap[m] = t;
-        i = m;
-    }
-}
-
-static void
-heap_push(dpro_iter *it, open_batch b)
-{
-    size_t i = it->nheap++;
-    it->heap[i] = b;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!heap_less(&it->heap[i], &it->heap[p]))
-            break;
-        open_batch t = it->heap[i];
-        it->heap[i] = it->heap[p];
-        it->heap[p] = t;
-        i = p;
-    }
-}
-
-int
-dpro_iter_open(dpro_reader *r, dpro_iter **out)
-{
-    int rc = DPRO_OK;
-    dpro_iter *it;
-    sqlite3_stmt *st = NULL;
-    size_t cap = 0;
-
-    *out = NULL;
-    it = calloc(1, sizeof *it);
-    if (!it)
-        return DPRO_ERR_NOMEM;
-    it->r = r;
-    it->codec = dpro_codec_new();
-    if (!it->codec)
-        rc = DPRO_ERR_NOMEM;
-    if (rc == DPRO_OK &&
-        sqlite3_prepare_v2(r->db,
-                           "SELECT id, first_ns FROM batches WHERE id <= ? ORDER BY first_ns, id",
-                           -1, &st, NULL) != SQLITE_OK) {
-        rc = reader_fail(r, DPRO_ERR_CORRUPT, "reading batches: %s", sqlite3_errmsg(r->db));
-    } else if (sqlite3_prepare_v2(r->db, "SELECT count, raw_size, data FROM batches WHERE id = ?",
-                                  -1, &it->fetch, NULL) != SQLITE_OK) {
-        rc = reader_fail(r, DPRO_ERR_CORRUPT, "reading batches: %s", sqlite3_errmsg(r->db));
-    }
-    if (rc == DPRO_OK) {
-        sqlite3_bind_int64(st, 1, r->max_batch_id);
-        while (rc == DPRO_OK && sqlite3_step(st) == SQLITE_ROW) {
-            rc = grow((void **)&it->refs, &cap, it->nrefs, sizeof *it->refs);
-            if (rc == DPRO_OK) {
-                it->refs[it->nrefs].id = sqlite3_column_int64(st, 0);
-                it->refs[it->nrefs].first_ns = (uint64_t)sqlite3_column_int64(st, 1);
-                it->nrefs++;
-            }
-        }
-    }
-    sqlite3_finalize(st);
-    if (rc == DPRO_OK) {
-        it->capheap = it->nrefs ? it->nrefs : 1;
-        it->heap = malloc(it->capheap * sizeof *it->heap);
-        if (!it->heap)
-            rc = DPRO_ERR_NOMEM;
-    }
-    if (rc != DPRO_OK) {
-        dpro_iter_close(it);
-        return rc;
-    }
-    *out = it;
-    return rc;
-}
-
-/* Whether events are already in (start, kind) order. */
-static int
-sorted(const dpro_event *e, size_t n)
-{
-    for (size_t i = 1; i < n; i++)
-        if (event_before(&e[i], &e[i - 1]))
-            return 0;
-    return 1;
-}
-
-/* A batch decodes as one run per kind, each normally in time order: merges the runs
- * (sorting a run first if it is not) through the iterator's scratch buffer, and swaps the
- * buffers. Returns DPRO_ERR_NOMEM when there are too many runs or no memory. */
-static int
-merge_runs(dpro_iter *it, open_batch *b)
-{
-    enum { MAX_RUNS = 80 };
-    size_t head[MAX_RUNS], end[MAX_RUNS], nruns = 0;
-    for (size_t i = 0; i < b->n; i = end[nruns++]) {
-        size_t j = i + 1;
-        if (nruns == MAX_RUNS)
-            return DPRO_ERR_NOMEM;
-        while (j < b->n && b->events[j].kind == b->events[i].kind)
-            j++;
-        head[nruns] = i;
-        end[nruns] = j;
-        if (!sorted(b->events + i, j - i))
-            qsort(b->events + i, j - i, sizeof *b->events, event_cmp);
-    }
-    if (it->merge_cap < b->n) {
-        dpro_event *m = realloc(it->merge_buf, b->n * sizeof *m);
-        if (!m)
-            return DPRO_ERR_NOMEM;
-        it->merge_buf = m;
-        it->merge_cap = b->n;
-    }
-    for (size_t out = 0; out < b->n; out++) {
-        size_t best = MAX_RUNS;
-        for (size_t r = 0; r < nruns; r++)
-            if (head[r] < end[r] &&
-                (best == MAX_RUNS || event_before(&b->events[head[r]], &b->events[head[best]])))
-                best = r;
-        it->merge_buf[out] = b->events[head[best]++];
-    }
-    dpro_event *t = b->events;
-    size_t cap = b->cap;
-    b->events = it->merge_buf;
-    b->cap = it->merge_cap;
-    it->merge_buf = t;
-    it->merge_cap = cap;
-    return DPRO_OK;
-}
-
-/* Keeps the event array of a finished batch for the next one (or frees it). */
-static void
-recycle(dpro_iter *it, open_batch b)
-{
-    if (it->nspare < SPARE_ARRAYS)
-        it->spare[it->nspare++] = b;
-    else
-        free(b.events);
-}
-
-/* Decodes batch refs[next_ref] and pushes it on the heap. Returns DPRO_OK, or an error
- * for a damaged batch (which is skipped). */
-static int
-open_next_batch(dpro_iter *it)
-{
-    int rc = DPRO_OK;
-    const batch_ref *ref = &it->refs[it->next_ref++];
-    char err[256] = "";
-    open_batch b = {NULL, 0, 0, 0};
-    if (it->nspare)
-        b = it->spare[--it->nspare];
-
-    sqlite3_bind_int64(it->fetch, 1, ref->id);
-    if (sqlite3_step(it->fetch) != SQLITE_ROW) {
-        snprintf(err, sizeof err, "cannot read: %s", sqlite3_errmsg(it->r->db));
-        rc = DPRO_ERR_CORRUPT;
-    } else {
-        int64_t count = sqlite3_column_int64(it->fetch, 0);
-        int64_t raw = sqlite3_column_int64(it->fetch, 1);
-        const uint8_t *data = sqlite3_column_blob(it->fetch, 2);
-        int len = sqlite3_column_bytes(it->fetch, 2);
-        if (raw < 0 || count < 0 || !data) {
-            snprintf(err, sizeof err, "bad sizes (count %lld, raw_size %lld)", (long long)count,
-                     (long long)raw);
-            rc = DPRO_ERR_CORRUPT;
-        } else {
-            rc = dpro_codec_decode(it->codec, data, (size_t)len, (size_t)raw, &b.events, &b.cap,
-                                   &b.n, err, sizeof err);
-            if (rc == DPRO_OK && (size_t)count != b.n) {
-                snprintf(err, sizeof err, "holds %zu events, its row says %lld", b.n,
-                         (long long)count);
-                rc = DPRO_ERR_CORRUPT;
-            }
-        }
-    }
-    sqlite3_reset(it->fetch);
-    if (rc != DPRO_OK) {
-        char msg[384];
-        snprintf(msg, sizeof msg, "batch %lld: %s", (long long)ref->id, err);
-        reader_fail(it->r, rc, "%s", msg);
-        it->bad++;
-        recycle(it, b);
-        return rc;
-    }
-    if (b.n == 0) {
-        recycle(it, b);
-        return DPRO_OK;
-    }
-    if (!sorted(b.events, b.n) && merge_runs(it, &b) != DPRO_OK)
-        qsort(b.events, b.n, sizeof *b.events, event_cmp);
-    b.pos = 0;
-    heap_push(it, b);
-    return DPRO_OK;
-}
-
-int
-dpro_iter_next(dpro_iter *it, dpro_event *ev)
-{
-    /* open every batch that may hold an event before the heap's current minimum */
-    while (it->next_ref < it->nrefs &&
-           (it->nheap == 0 ||
-            it->refs[it->next_ref].first_ns <= it->heap[0].events[it->heap[0].pos].start_ns)) {
-        int rc = open_next_batch(it);
-        if (rc != DPRO_OK)
-            return rc;
-    }
-    if (it->nheap == 0)
-        return 0;
-    open_batch *top = &it->heap[0];
-    *ev = top->events[top->pos++];
-    if (top->pos == top->n) {
-        recycle(it, *top);
-        it->heap[0] = it->heap[--it->nheap];
-    }
-    if (it->nheap)
-        heap_sift_down(it, 0);
-    return 1;
-}
-
-uint64_t
-dpro_iter_bad_batches(const dpro_iter *it)
-{
-    return it->bad;
-}
-
-void
-dpro_iter_close(dpro_iter *it)
-{
-    if (!it)
-        return;
-    for (size_t i = 0; i < it->nheap; i++)
-        free(it->heap[i].events);
-    for (size_t i = 0; i < it->nspare; i++)
-        free(it->spare[i].events);
-    dpro_codec_free(it->codec);
-    free(it->merge_buf);
-    free(it->heap);
-    free(it->refs);
-    sqlite3_finalize(it->fetch);
-    free(it);
-}
-
 /* ---- directories -------------------------------------------------------------------------- */
 
 static int
@@ -832,6 +806,18 @@ has_suffix(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* Whether name is a file SQLite keeps beside a trace (NAME.dpro-wal, -shm, -journal). */
+static int
+sqlite_side_file(const char *name)
+{
+    static const char *const sides[] = {DPRO_TRACE_SUFFIX "-wal", DPRO_TRACE_SUFFIX "-shm",
+                                        DPRO_TRACE_SUFFIX "-journal"};
+    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++)
+        if (has_suffix(name, sides[i]))
+            return 1;
+    return 0;
 }
 
 static int
@@ -867,7 +853,7 @@ dpro_list_traces(const char *const *paths, size_t npaths, char ***files, size_t 
             while (rc == DPRO_OK && (de = readdir(d))) {
                 if (!has_suffix(de->d_name, DPRO_TRACE_SUFFIX))
                     continue;
-                rc = grow((void **)&list, &cap, n, sizeof *list);
+                rc = dpro_grow((void **)&list, &cap, n, sizeof *list);
                 if (rc == DPRO_OK) {
                     size_t len = strlen(paths[i]) + strlen(de->d_name) + 2;
                     list[n] = malloc(len);
@@ -886,8 +872,10 @@ dpro_list_traces(const char *const *paths, size_t npaths, char ***files, size_t 
                              DPRO_TRACE_SUFFIX);
                 rc = DPRO_ERR_NOT_TRACE;
             }
+        } else if (sqlite_side_file(paths[i])) {
+            continue; /* rank0.dpro-wal from a shell's rank* */
         } else {
-            rc = grow((void **)&list, &cap, n, sizeof *list);
+            rc = dpro_grow((void **)&list, &cap, n, sizeof *list);
             if (rc == DPRO_OK && !(list[n++] = strdup(paths[i])))
                 rc = DPRO_ERR_NOMEM;
         }

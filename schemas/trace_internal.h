@@ -47,4 +47,36 @@ int dpro_codec_decode(dpro_codec *c, const unsigned char *data, size_t len, size
                       struct dpro_event **events, size_t *cap, size_t *n, char *errbuf,
                       size_t errlen);
 
+/* The names a trace path is opened under (path.c). file: the path with its directory
+ * resolved (no symbolic link but possibly at the file itself), for the library's own
+ * open/stat/unlink; sqlite_name and vfs (NULL: the default): what to give
+ * sqlite3_open_v2, a name short enough for SQLite ("/proc/self/fd/N/NAME" through the
+ * "dpro-fd" VFS when file is not, with dirfd the open directory; else -1). */
+typedef struct dpro_db_path {
+    char *file;
+    char *sqlite_name;
+    const char *vfs;
+    int dirfd;
+} dpro_db_path;
+
+/* Fills *out for path (freed with dpro_path_free, also after a failure). Returns
+ * DPRO_ERR_ARG for a path with no file name, DPRO_ERR_IO naming path and the reason when
+ * its directory cannot be resolved, DPRO_ERR_NOMEM. */
+int dpro_path_resolve(const char *path, dpro_db_path *out, char *errbuf, size_t errlen);
+void dpro_path_free(dpro_db_path *p);
+
+/* Returns a malloc'd SQLite URI "file:NAME?PARAMS" (params "" for none) with name
+ * percent-encoded; NULL when out of memory. */
+char *dpro_sqlite_uri(const char *name, const char *params);
+
+/* The caller's dpro_event (size bytes, of any version: see ABI in dprotrace.h) to ours
+ * (fields it lacks zero) and back (fields ours lacks zero). DPRO_EVENT_SIZE_MIN: the size
+ * of version 2.0's dpro_event, the smallest a caller may have. */
+#define DPRO_EVENT_SIZE_MIN (offsetof(struct dpro_event, value) + sizeof(int64_t))
+void dpro_event_import(struct dpro_event *dst, const void *src, size_t size);
+void dpro_event_export(void *dst, size_t size, const struct dpro_event *src);
+
+/* The meta key the writer sets when it closes a trace (schema minor 1 and later). */
+#define DPRO_META_COMPLETE "complete"
+
 #endif

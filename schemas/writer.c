@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,7 @@ typedef struct intern_slot {
 struct dpro_writer {
     sqlite3 *db;
     char *path;
+    int dirfd; /* the directory, when SQLite has it as /proc/self/fd/N/NAME; else -1 */
     sqlite3_stmt *ins_batch, *ins_string, *ins_meta;
     dpro_codec *codec;
     dpro_deflater *strings_z; /* compresses string blocks; made on the first one */
@@ -66,7 +68,7 @@ struct dpro_writer {
     size_t ids_cap;
     /* statistics */
     uint64_t total_events, total_batches, total_bytes;
-    char errmsg[512];
+    char errmsg[DPRO_ERRBUF_SIZE];
 };
 
 static int
@@ -84,31 +86,51 @@ hash_bytes(const char *s, size_t len)
     return h ? h : 1;
 }
 
-/* Creates the file (no symlink followed, mode as asked), then opens it with SQLite. */
-static int
-create_file(const char *path, const dpro_writer_options *o, char *errbuf, size_t errlen)
+/* Removes the file `file` (a regular file or a symlink, not what it points to) and the
+ * files SQLite keeps beside it. */
+static void
+remove_old(const char *file)
 {
-    int fd;
-    mode_t mode = o && o->file_mode ? o->file_mode : 0640;
-    if (!(o && o->exclusive_create)) {
-        struct stat st;
-        if (lstat(path, &st) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
-            unlink(path);
-        }
-        char side[4096];
-        snprintf(side, sizeof side, "%s-wal", path);
-        unlink(side);
-        snprintf(side, sizeof side, "%s-shm", path);
+    static const char *const sides[] = {"-wal", "-shm", "-journal"};
+    size_t n = strlen(file);
+    char *side = malloc(n + 16);
+    struct stat st;
+
+    if (lstat(file, &st) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
+        unlink(file);
+    for (size_t i = 0; side && i < sizeof sides / sizeof sides[0]; i++) {
+        snprintf(side, n + 16, "%s%s", file, sides[i]);
         unlink(side);
     }
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-    if (fd < 0) {
+    free(side);
+}
+
+/* Creates the file (path: the caller's name, for messages; file: its resolved name) with
+ * the mode asked; never follows a symlink at the file, never takes an existing file
+ * unless o->replace. */
+static int
+create_file(const char *path, const char *file, const dpro_writer_options *o, char *errbuf,
+            size_t errlen)
+{
+    int fd, rc = DPRO_OK;
+    mode_t mode = o->file_mode ? o->file_mode : 0640;
+    if (o->replace)
+        remove_old(file);
+    fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0 && errno == EEXIST) {
+        dpro_set_err(errbuf, errlen,
+                     "%s: cannot create: the file exists (dpro_writer_options.replace "
+                     "replaces it)",
+                     path);
+        rc = DPRO_ERR_EXISTS;
+    } else if (fd < 0) {
         dpro_set_err(errbuf, errlen, "%s: cannot create: %s", path, strerror(errno));
-        return DPRO_ERR_IO;
+        rc = DPRO_ERR_IO;
+    } else {
+        fchmod(fd, mode); /* not widened by umask-less callers, not narrowed by umask */
+        close(fd);
     }
-    fchmod(fd, mode); /* not widened by umask-less callers, not narrowed by umask */
-    close(fd);
-    return DPRO_OK;
+    return rc;
 }
 
 /* Returns a malloc'd copy of the len bytes of SQL at sql without its comments and with
@@ -197,29 +219,44 @@ create_table(dpro_writer *w, unsigned bit, const char *name)
     return rc;
 }
 
+/* The size of version 2.0's dpro_writer_options, the smallest a caller may have. */
+#define OPTIONS_SIZE_MIN (offsetof(dpro_writer_options, page_size) + sizeof(uint32_t))
+
 int
-dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer **out, char *errbuf,
-                 size_t errlen)
+dpro_writer_open_sized(const char *path, const dpro_writer_options *user_opts, size_t opts_size,
+                       dpro_writer **out, char *errbuf, size_t errlen)
 {
     int rc = DPRO_OK;
     dpro_writer *w = NULL;
     char *err = NULL;
-    uint32_t page_size = opts && opts->page_size ? opts->page_size : DEFAULT_PAGE_SIZE;
+    dpro_writer_options o, *opts = &o;
+    dpro_db_path dbp = {NULL, NULL, NULL, -1};
+    uint32_t page_size;
 
     *out = NULL;
+    memset(&o, 0, sizeof o);
+    if (user_opts && opts_size < OPTIONS_SIZE_MIN)
+        return DPRO_ERR_ARG;
+    if (user_opts)
+        memcpy(&o, user_opts, opts_size < sizeof o ? opts_size : sizeof o);
+    page_size = o.page_size ? o.page_size : DEFAULT_PAGE_SIZE;
     if (!path || !*path || page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)))
         return DPRO_ERR_ARG;
-    rc = create_file(path, opts, errbuf, errlen);
+    rc = dpro_path_resolve(path, &dbp, errbuf, errlen);
+    if (rc == DPRO_OK)
+        rc = create_file(path, dbp.file, opts, errbuf, errlen);
     if (rc == DPRO_OK) {
         w = calloc(1, sizeof *w);
+        if (w)
+            w->dirfd = -1;
         if (!w || !(w->path = strdup(path)))
             rc = DPRO_ERR_NOMEM;
     }
     if (rc == DPRO_OK) {
-        w->cap_events = opts && opts->batch_events ? opts->batch_events : DEFAULT_BATCH_EVENTS;
+        w->cap_events = opts->batch_events ? opts->batch_events : DEFAULT_BATCH_EVENTS;
         if (w->cap_events > DPRO_BATCH_MAX_EVENTS)
             w->cap_events = DPRO_BATCH_MAX_EVENTS;
-        w->zlib_level = opts && opts->zlib_level ? opts->zlib_level : DPRO_ZLIB_DEFAULT;
+        w->zlib_level = opts->zlib_level ? opts->zlib_level : DPRO_ZLIB_DEFAULT;
         w->events = malloc(w->cap_events * sizeof *w->events);
         w->nslots = 1024;
         w->slots = calloc(w->nslots, sizeof *w->slots);
@@ -232,9 +269,15 @@ dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer 
         if (!w->codec || !w->events || !w->slots || !w->offset_of_id || !w->arena)
             rc = DPRO_ERR_NOMEM;
     }
-    if (rc == DPRO_OK && sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW,
-                                         NULL) != SQLITE_OK)
+    if (rc == DPRO_OK &&
+        sqlite3_open_v2(dbp.sqlite_name, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW,
+                        dbp.vfs) != SQLITE_OK)
         rc = DPRO_ERR_IO;
+    if (rc == DPRO_OK) {
+        /* the database keeps its own file name: the directory's fd may go */
+        w->dirfd = dbp.dirfd;
+        dbp.dirfd = -1;
+    }
     if (rc == DPRO_OK)
         rc = create_schema(w, page_size, &err);
     if (rc == DPRO_OK &&
@@ -261,8 +304,10 @@ dpro_writer_open(const char *path, const dpro_writer_options *opts, dpro_writer 
             dpro_set_err(errbuf, errlen, "%s: %s", path, err ? err : sqlite3_errmsg(w->db));
         sqlite3_free(err);
         dpro_writer_close(w);
+        dpro_path_free(&dbp);
         return rc;
     }
+    dpro_path_free(&dbp);
     *out = w;
     return rc;
 }
@@ -491,9 +536,9 @@ dpro_writer_add_drops(dpro_writer *w, uint32_t thread, const char *reason, uint6
 }
 
 int
-dpro_writer_append(dpro_writer *w, const dpro_event *ev)
+dpro_writer_append_sized(dpro_writer *w, const dpro_event *ev, size_t ev_size)
 {
-    if (!w || !ev)
+    if (!w || !ev || ev_size < DPRO_EVENT_SIZE_MIN)
         return DPRO_ERR_ARG;
     if (w->nevents == w->cap_events) {
         /* full: flush first; if that fails the event is not kept */
@@ -501,7 +546,10 @@ dpro_writer_append(dpro_writer *w, const dpro_event *ev)
         if (rc != DPRO_OK)
             return rc;
     }
-    w->events[w->nevents++] = *ev;
+    if (ev_size == sizeof *ev)
+        w->events[w->nevents++] = *ev;
+    else
+        dpro_event_import(&w->events[w->nevents++], ev, ev_size);
     w->total_events++;
     return DPRO_OK;
 }
@@ -552,6 +600,8 @@ dpro_writer_flush(dpro_writer *w)
                 first = w->events[i].start_ns;
             if (w->events[i].end_ns > last)
                 last = w->events[i].end_ns;
+            if (w->events[i].start_ns > last) /* an end before the start: an instant */
+                last = w->events[i].start_ns;
         }
     }
     if (sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
@@ -569,6 +619,10 @@ dpro_writer_flush(dpro_writer *w)
     if (rc == DPRO_OK && sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         rc = writer_fail(w, DPRO_ERR_IO, "committing a batch");
     if (rc == DPRO_OK) {
+        /* copy what the WAL got into the file itself now, so that the file alone (copied
+         * away from a killed or exec'd process, without its -wal) holds it; PASSIVE: a
+         * concurrent reader is not waited for (the next flush catches up) */
+        sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         w->first_unsaved_id = (uint32_t)w->nstrings + 1;
         if (w->nevents) {
             w->total_batches++;
@@ -613,16 +667,28 @@ dpro_writer_close(dpro_writer *w)
     int rc = DPRO_OK;
     if (!w)
         return DPRO_OK;
-    if (w->db && w->ins_batch)
+    if (w->db && w->ins_batch) {
         rc = dpro_writer_flush(w);
+        /* the mark of a whole trace: absent, readers say it ends early */
+        if (rc == DPRO_OK)
+            rc = dpro_writer_set_meta(w, DPRO_META_COMPLETE, "1");
+    }
     sqlite3_finalize(w->ins_batch);
     sqlite3_finalize(w->ins_string);
     sqlite3_finalize(w->ins_meta);
     if (w->db) {
-        sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        /* one self-contained file: everything into it, and out of WAL mode so that readers
+         * need no -wal or -shm (this fails, harmlessly, while a reader has it open: the
+         * close then still checkpoints and removes the -wal) */
+        int ck = sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        if (ck != SQLITE_OK && ck != SQLITE_BUSY && ck != SQLITE_LOCKED && rc == DPRO_OK)
+            rc = writer_fail(w, DPRO_ERR_IO, "moving the -wal into the file");
+        sqlite3_exec(w->db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
         if (sqlite3_close(w->db) != SQLITE_OK && rc == DPRO_OK)
             rc = DPRO_ERR_IO;
     }
+    if (w->dirfd >= 0)
+        close(w->dirfd);
     dpro_codec_free(w->codec);
     dpro_deflater_free(w->strings_z);
     free(w->events);

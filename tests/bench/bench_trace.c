@@ -197,7 +197,7 @@ main(int argc, char **argv)
 
     /* write */
     dpro_writer *w;
-    dpro_writer_options o = {.zlib_level = zlevel, .page_size = page_size};
+    dpro_writer_options o = {.zlib_level = zlevel, .page_size = page_size, .replace = 1};
     char err[512];
     gen g;
     dpro_event e;

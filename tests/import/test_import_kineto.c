@@ -528,7 +528,7 @@ test_writer_error(const char *dir)
             if (dpro_writer_open(path, &wo, &w, err, sizeof(err)) != DPRO_OK)
                 _exit(3);
             signal(SIGXFSZ, SIG_IGN);
-            struct rlimit rl = {256 << 10, 256 << 10};
+            struct rlimit rl = {64 << 10, 64 << 10};
             setrlimit(RLIMIT_FSIZE, &rl);
             kineto_options o = {
                 .source_file = "big.json", .file_count = 1, .inline_writer = inline_writer};

@@ -620,7 +620,7 @@ static void
 write_trace(const char *path, dpro_event *ev, size_t n, uint32_t batch_events)
 {
     dpro_writer *w = NULL;
-    dpro_writer_options o = {.batch_events = batch_events};
+    dpro_writer_options o = {.batch_events = batch_events, .replace = 1};
     char err[256];
     uint32_t id;
     REQUIRE(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_OK);
@@ -724,7 +724,7 @@ test_merge_order(void)
 {
     char path[512], err[256];
     dpro_writer *w;
-    dpro_writer_options o = {.batch_events = 100};
+    dpro_writer_options o = {.batch_events = 100, .replace = 1};
     dpro_reader *r;
     dpro_iter *it;
     dpro_event e;
@@ -823,7 +823,7 @@ test_page_size_and_lazy_tables(void)
     dpro_writer *w = NULL;
     dpro_reader *r = NULL;
     dpro_iter *it = NULL;
-    dpro_writer_options o = {.page_size = 512};
+    dpro_writer_options o = {.page_size = 512, .replace = 1};
     dpro_event e = {.kind = DPRO_KIND_KERNEL, .stream = 7, .start_ns = 1000, .end_ns = 2000}, got;
     dpro_trace_summary sum;
     const dpro_device_info *devs;

@@ -1,0 +1,58 @@
+/* reader_internal.h: the reader's state, shared by reader.c and iter.c (not installed). */
+#ifndef DPRO_READER_INTERNAL_H
+#define DPRO_READER_INTERNAL_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "dprotrace.h"
+
+typedef struct meta_entry {
+    char *key, *value;
+} meta_entry;
+
+typedef struct stack_entry {
+    uint32_t id;
+    uint32_t n;
+    uint32_t *frames;
+} stack_entry;
+
+struct dpro_reader {
+    sqlite3 *db;
+    char *path;
+    meta_entry *meta;
+    size_t nmeta;
+    char **strings; /* index = id, pointing into string_bufs; [0] unused */
+    uint32_t nstrings;
+    uint8_t **string_bufs; /* decompressed string blocks */
+    size_t nstring_bufs;
+    dpro_device_info *devices;
+    size_t ndevices;
+    dpro_stream_info *streams;
+    size_t nstreams;
+    dpro_comm_info *comms;
+    size_t ncomms;
+    dpro_thread_info *threads;
+    size_t nthreads;
+    stack_entry *stacks;
+    size_t nstacks;
+    int64_t max_batch_id;
+    uint8_t *api_class; /* dpro_api_class of each string id, computed on first use */
+    int dirfd;          /* the directory, when SQLite has it as /proc/self/fd/N/NAME; else -1 */
+    int cut;            /* the file is shorter than its header says: pages are missing */
+    int ended_early;    /* see dpro_reader_ended_early */
+    int wal_unread;     /* a -wal lies beside it but could not be read (read-only media) */
+    char *warnings;     /* dpro_reader_warnings: malloc'd lines, NULL for none */
+    char errmsg[DPRO_ERRBUF_SIZE];
+};
+
+/* Grows *arr (element size sz) so that index n fits. */
+int dpro_grow(void **arr, size_t *cap, size_t n, size_t sz);
+
+/* Sets r's message to "PATH: " and fmt with detail; returns rc. */
+int dpro_reader_fail(dpro_reader *r, int rc, const char *fmt, const char *detail);
+
+/* Adds a line "PATH: " and the printf'd text to r's warnings (nothing if out of memory). */
+void dpro_reader_warn(dpro_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
