@@ -1,5 +1,5 @@
 /*
- * fuzz_import_kineto.c: libFuzzer target for the Kineto importer (tools/import_kineto.c).
+ * fuzz_import_kineto.c: libFuzzer target for the Kineto importer (tools/import/).
  *
  * Each input is parsed and mapped, fed in chunks whose size the first byte picks, so
  * tokens break at every place. Most inputs go without a writer (the format library has its
