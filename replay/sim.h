@@ -99,7 +99,8 @@ int64_t sim_path_contribution(const dfg *g, const sim_result *res, const int32_t
                               int32_t i);
 
 /* Breakdown of one rank's time over a window, in ns. compute: device compute (kernels,
- * copies, memsets) busy; communication: collectives transferring; overlap: both at once;
+ * copies, memsets) busy; communication: collectives transferring and NCCL kernels
+ * outside a collective (dpro_kernel_is_comm: imported SendRecv kernels); overlap: both at once;
  * wait_ranks: a collective waiting for other ranks while nothing else runs; host_idle:
  * nothing runs on the device (the host does not feed it). compute + communication -
  * overlap + wait_ranks + host_idle == window. */
