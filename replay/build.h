@@ -203,6 +203,24 @@ typedef struct build_p2p_stats {
  * st (may be NULL) receives the counts. Returns 0 or -1 (out of memory). */
 int build_match_p2p(dfg *g, build_p2p_part *parts, size_t n, build_p2p_stats *st);
 
+/* Restores the event dependencies g lacks when the builder could not resolve event
+ * records and waits to streams (it knows a call's stream only by the id CUPTI reports: a
+ * Kineto import's runtime calls carry no stream or event, and without cudaStreamGetId
+ * the collector records the legacy default stream as handle 0, which no device op has):
+ * with event records in the trace but no device-to-device edge at all, the DDP pattern is
+ * rebuilt from call order on each thread:
+ *   record; wait; collective   the collective waits for the last kernel launched on
+ *                              that thread before the record (a gradient bucket);
+ *   record; wait; kernel       the kernel waits for the last collective of the rank
+ *                              launched before the record (the optimizer waits for the
+ *                              gradients).
+ * The idle time the restored dependency explains is taken out of the waiting op's
+ * measured stream gap, and its launch latency (which also held the wait) becomes the
+ * rank's median kernel launch latency at most. Call it on build_dfg's graph (it
+ * finalizes g when it repairs; replay_open calls it). Returns the number of edges added,
+ * or -1 when out of memory. */
+int64_t build_repair_event_edges(dfg *g);
+
 /* Builds g (uninitialised on entry) from the loaded job with per-rank clock offsets
  * (aligned = local + offset_ns[r]; NULL: none) and iteration boundaries (bounds[r],
  * may be NULL). Times in g are relative to the earliest aligned event. Problems that

@@ -53,6 +53,10 @@ def main():
         for k in REPLAY_KEYS:
             check(j is not None and k in j, "dpro-replay --json: key %s" % k)
         o = run_json([OPTIMIZE, d, "--json", "--seed", "1", "--max-evals", "60"])
+        if j and o:
+            check(abs(o["baseline_iter_us"] - j["simulated_iter_us"]) < 1e-3,
+                  "one baseline: dpro-optimize %.3f us, dpro-replay %.3f us"
+                  % (o["baseline_iter_us"], j["simulated_iter_us"]))
         for k in OPTIMIZE_KEYS:
             check(o is not None and k in o, "dpro-optimize --json: key %s" % k)
         for k in MODEL_KEYS:
