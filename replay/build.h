@@ -16,6 +16,13 @@
  *   blocking cudaMemcpy* (no Async)           its own copy -> the call
  *   launch (correlation id)        host call -> its device ops (incl. graph launches)
  * Driver equivalents (cuEventRecord, cuStreamWaitEvent, ...) count the same.
+ * A collective record is a host call (a node on its thread) or a device-timed record (no
+ * host node; its kernel takes part) as its value says (DPRO_COLL_TIMING_HOST / DEVICE);
+ * for imports made before that field (meta source "*-import", no record marked
+ * device-timed) a record on a thread is a host call unless a device op of its
+ * correlation has exactly its times.
+ * Host API calls mean what libdprotrace's dpro_api_classify says of their names (every
+ * spelling: _ptsz, _ptds, _vN, driver, HIP).
  * Collectives are matched by (communicator, operation, collective ordinal): the
  * collector numbers every NCCL call of a communicator, send/recv included, and ranks make
  * different send/recv calls, so the builder numbers a rank's collectives without its
