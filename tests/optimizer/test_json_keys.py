@@ -4,7 +4,9 @@ a100-2rank Kineto trace of ../shared, imported). The lists below are README's: t
 dpro-replay section ("`--json` keys ... are a stable contract", the `p2p` key) and the
 dpro-optimize section (`baseline_iter_us`, `strategies` and their keys, `knobs` with
 `bucket_cap_mb`, `first_bucket_cap_mb`, `ddp_sim_args`; `models.kernel_fixed_source`,
-`models.kernel_fixed_capped`). Keep them in step with README.
+`models.kernel_fixed_capped`). Keep them in step with README. Also: dpro-optimize's
+baseline is dpro-replay's simulated iteration time, and two runs with one --seed give one
+answer.
 
 A missing ../shared is a failure when CI=true, a skip elsewhere.
 """
@@ -66,6 +68,13 @@ def main():
         for s in strategies:
             for k in STRATEGY_KEYS:
                 check(k in s, "dpro-optimize --json: strategy %s: key %s" % (s.get("kind"), k))
+        # deterministic under --seed: a second run gives the same answer (timings aside)
+        o2 = run_json([OPTIMIZE, d, "--json", "--seed", "1", "--max-evals", "60"])
+        if o and o2:
+            for x in (o, o2):
+                for k in ("search_s", "evaluations_per_s"):
+                    x.pop(k, None)
+            check(o == o2, "dpro-optimize --seed 1 twice: the same JSON")
         # a bucket plan: its knobs under their documented names
         w = run_json([OPTIMIZE, d, "--json", "--seed", "1", "--max-evals", "10",
                       "--what-if", "--bucket-mb 25 --first-bucket-mb 1"])
