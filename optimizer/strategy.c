@@ -435,7 +435,7 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
     json_begin_object(jw);
     if (p->bucket_cap >= 0) {
         json_kv_double(jw, "bucket_cap_mb", strategy_bucket_caps_mb[p->bucket_cap]);
-        json_kv_double(jw, "first_bucket_mb",
+        json_kv_double(jw, "first_bucket_cap_mb",
                        strategy_bucket_caps_mb[p->first_cap >= 0 ? p->first_cap : p->bucket_cap]);
     }
     if (p->fuse) {

@@ -172,126 +172,6 @@ assign_phases(workload *w, const sim_result *base, rank_info *ri)
         w->on_compute[d] = alive(g, d) && g->res[d] == ri[dfg_rank(g, d)].compute_stream;
 }
 
-/* Launched device op of kind `kind` of host node h (the first one), or -1. */
-static int32_t
-launched_of_kind(const dfg *g, int32_t h, int kind)
-{
-    for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++)
-        if (g->kind[g->launched[i]] == kind)
-            return g->launched[i];
-    return -1;
-}
-
-/* Restores the event dependencies the graph lacks when the builder could not resolve
- * event records and waits to streams (it knows a call's stream only by the id CUPTI
- * reports: a Kineto import's runtime calls carry no stream or event, and without
- * cudaStreamGetId the collector records the legacy default stream as handle 0, which
- * no device op has): with event records in the trace but no device-to-device edge at
- * all, the DDP pattern is rebuilt from call order on each thread:
- *   record; wait; collective   the collective waits for the last kernel launched on
- *                              that thread before the record (a gradient bucket);
- *   record; wait; kernel       the kernel waits for the last collective of the rank
- *                              launched before the record (the optimizer waits for the
- *                              gradients).
- * The idle time the restored dependency explains is taken out of the waiting op's
- * measured stream gap, and its launch latency (which also held the wait) becomes the
- * rank's median kernel launch latency at most. Returns the number of edges added, or -1
- * when out of memory. */
-static int64_t
-repair_event_edges(workload *w)
-{
-    dfg *g = w->g;
-    int64_t records = 0;
-    for (int64_t i = 0; i < g->n_edges; i++)
-        if (g->kind[g->esrc[i]] != DFG_HOST && g->kind[g->edst[i]] != DFG_HOST)
-            return 0; /* the builder resolved them */
-    for (int32_t h = 0; h < g->n_nodes; h++)
-        records +=
-            g->kind[h] == DFG_HOST && alive(g, h) && api_class(g, h) == DPRO_API_CLASS_EVENT_RECORD;
-    if (records == 0)
-        return 0;
-    /* the typical launch latency of each rank (median over its kernels): a waiting op's
-     * measured latency also holds the wait */
-    int32_t *med = calloc((size_t)g->n_ranks + 1, sizeof *med);
-    int32_t *lats = malloc(sizeof *lats * (size_t)(g->n_nodes + 1));
-    if (!med || !lats) {
-        free(med);
-        free(lats);
-        return -1;
-    }
-    for (int32_t r = 0; r < g->n_ranks; r++) {
-        int32_t k = 0;
-        for (int32_t d = 0; d < g->n_nodes; d++)
-            if (g->kind[d] == DFG_KERNEL && g->launch[d] >= 0 && dfg_rank(g, d) == r && alive(g, d))
-                lats[k++] = g->lat[d];
-        if (k > 0) {
-            qsort(lats, (size_t)k, sizeof *lats, cmp_int32);
-            med[r] = lats[k / 2];
-        }
-    }
-    free(lats);
-    int64_t added = 0;
-    for (int32_t q = 0; q < g->n_res; q++) {
-        if (g->res_kind[q] != DFG_RES_THREAD)
-            continue;
-        for (int32_t h = g->res_first[q]; h >= 0; h = g->next_on_res[h]) {
-            if (api_class(g, h) != DPRO_API_CLASS_STREAM_WAIT)
-                continue;
-            int32_t rec = g->prev_on_res[h];
-            if (rec < 0 || api_class(g, rec) != DPRO_API_CLASS_EVENT_RECORD)
-                continue;
-            int32_t nx = g->next_on_res[h];
-            while (nx >= 0 && g->launched_off[nx + 1] == g->launched_off[nx])
-                nx = g->next_on_res[nx];
-            if (nx < 0)
-                continue;
-            int32_t coll = launched_of_kind(g, nx, DFG_COLL);
-            int32_t src = -1, dst = -1;
-            if (coll >= 0) {
-                for (int32_t p = g->prev_on_res[rec]; p >= 0 && src < 0; p = g->prev_on_res[p])
-                    src = launched_of_kind(g, p, DFG_KERNEL);
-                dst = coll;
-            } else {
-                dst = launched_of_kind(g, nx, DFG_KERNEL);
-                int64_t best = -1;
-                int32_t r = g->res_rank[q];
-                for (int32_t d = 0; d < g->n_nodes; d++) {
-                    if (g->kind[d] != DFG_COLL || g->launch[d] < 0 || dfg_rank(g, d) != r ||
-                        !alive(g, d))
-                        continue;
-                    int64_t t = g->mstart[g->launch[d]];
-                    if (t <= g->mstart[rec] && t > best) {
-                        best = t;
-                        src = d;
-                    }
-                }
-            }
-            if (src < 0 || dst < 0)
-                continue;
-            if (dfg_add_edge(g, src, dst) != 0) {
-                free(med);
-                return -1;
-            }
-            if (g->lat[dst] > med[g->res_rank[q]])
-                g->lat[dst] = med[g->res_rank[q]];
-            /* the idle time before dst that the dependency now explains was measured
-             * as a gap on its stream: keep only what remains */
-            int64_t ready = g->mend[src];
-            int32_t pv = g->prev_on_res[dst];
-            if (pv >= 0 && g->mend[pv] > ready)
-                ready = g->mend[pv];
-            if (pv >= 0) {
-                int64_t left = g->mstart[dst] - ready;
-                if (left < g->gap[dst])
-                    g->gap[dst] = left > 0 ? left : 0;
-            }
-            added++;
-        }
-    }
-    free(med);
-    return added;
-}
-
 static void
 free_node_arrays(workload *w)
 {
@@ -377,9 +257,6 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
     if (sim_run(g, base) != 0)
         goto out;
     w->measured_iter_ns = workload_iteration_ns(w, base);
-    w->repaired_edges = repair_event_edges(w);
-    if (w->repaired_edges < 0 || (w->repaired_edges > 0 && sim_run(g, base) != 0))
-        goto out;
     if (alloc_node_arrays(w) != 0)
         goto out;
     ri = calloc((size_t)g->n_ranks + 1, sizeof *ri);
@@ -504,40 +381,21 @@ workload_reset(workload *w)
         memcpy(g->grp_dur, w->base_grp_dur, (size_t)w->n_groups * sizeof *g->grp_dur);
 }
 
-static int
-cmp_i64(const void *pa, const void *pb)
-{
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
-}
-
 double
 workload_iteration_ns(const workload *w, const sim_result *res)
 {
     sim_timeline tl = sim_timeline_of(res);
-    int32_t n_iter = w->iter_last - w->iter_first + 1;
     double sum = 0;
     int32_t k = 0;
-    if (n_iter <= 0)
-        return -1;
-    int64_t *each = malloc(sizeof *each * (size_t)n_iter);
-    if (!each)
+    if (w->iter_last < w->iter_first)
         return -1;
     for (int32_t r = 0; r < w->g->n_ranks; r++) {
-        int32_t n = 0;
-        for (int32_t i = w->iter_first; i <= w->iter_last; i++) {
-            int64_t t0, t1;
-            if (sim_iteration_window(w->g, tl, r, i, i, &t0, &t1) != 0)
-                break;
-            each[n++] = t1 - t0;
-        }
-        if (n < n_iter)
+        double mean = sim_iteration_time(w->g, tl, r, w->iter_first, w->iter_last);
+        if (mean < 0)
             continue; /* the rank did not finish the compared iterations */
-        qsort(each, (size_t)n, sizeof *each, cmp_i64);
-        sum += n % 2 ? (double)each[n / 2] : 0.5 * (double)(each[n / 2 - 1] + each[n / 2]);
+        sum += mean;
         k++;
     }
-    free(each);
     return k ? sum / k : -1;
 }
 

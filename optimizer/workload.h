@@ -24,16 +24,9 @@
  *     (backward runs the layers in reverse, and a layer's backward is proportional to
  *     its forward in kernel count).
  *
- * Event edges: when the trace has event records but the graph has no device-to-device
- * edge, the DDP pattern is rebuilt from call order (record; wait; collective: the
- * bucket waits for the last kernel launched before the record; record; wait; kernel:
- * the kernel waits for the rank's last collective), see repair_event_edges in
- * workload.c. The replay resolves a record or wait only through the stream of the call
- * (and, for a wait without its event, the event its thread recorded last), so the
- * repair still serves traces whose calls name no stream CUPTI knows: Kineto imports
- * (their runtime events carry no stream or event) and collector traces of a runtime
- * without cudaStreamGetId (the legacy default stream's handle 0 is not the id CUPTI
- * reports).
+ * Event edges: where the trace's event calls name no stream the device ops have, the
+ * replay rebuilds the DDP pattern from call order (replay/build.h:
+ * build_repair_event_edges); the optimizer takes the replay's graph as it is.
  *
  * Cross-thread wake-ups: the optimizer relies on the replay's wake-up edges
  * (DFG_F_WAKEUP, replay/build.c infer_wakeups): a call that waited for another thread
@@ -201,11 +194,9 @@ typedef struct workload {
     workload_layers layers;
     workload_capture capture;
 
-    int64_t repaired_edges; /* event edges rebuilt (see repair_event_edges in workload.c) */
-
     /* baseline */
     double measured_iter_ns; /* simulated on the graph as the replay built it */
-    double base_iter_ns;     /* simulated after the event-edge repair: the baseline */
+    double base_iter_ns;     /* the baseline: the same (the graph is the replay's) */
 } workload;
 
 /* Finds the parameter tensors of n_layers layers among the n_alloc static allocation
@@ -248,8 +239,8 @@ int workload_step_call(const workload *w, int32_t h);
 void workload_reset(workload *w);
 
 /* Simulated iteration time (ns) of res: on each rank that covers the compared iterations
- * the median of their times (a stall in one iteration, replayed as measured, does not
- * move it), averaged over those ranks; -1 when none does or out of memory. */
+ * their mean time (sim_iteration_time, the statistic dpro-replay reports), averaged over
+ * those ranks; -1 when none does. */
 double workload_iteration_ns(const workload *w, const sim_result *res);
 
 void workload_free(workload *w);

@@ -273,27 +273,42 @@ rank_ctx_init(rank_ctx *c)
     return rc;
 }
 
+/* Whether rank jr's collective records predate DPRO_COLL_TIMING (build.h): an import
+ * (its meta source names an importer, "<format>-import") none of whose collectives says
+ * DPRO_COLL_TIMING_DEVICE. Importers made before the field wrote 0 there for
+ * device-timed records. */
+static int
+legacy_import(const job_rank *jr)
+{
+    const char *src = jr->reader ? dpro_reader_meta(jr->reader, DPRO_META_SOURCE) : NULL;
+    int legacy = src && strstr(src, "-import") != NULL;
+    for (size_t i = 0; i < jr->n_events && legacy; i++)
+        legacy = !(jr->events[i].kind == DPRO_KIND_COLLECTIVE &&
+                   jr->events[i].value == DPRO_COLL_TIMING_DEVICE);
+    return legacy;
+}
+
 /* Phase 1: collective calls by correlation id (coll_meta), and which of them are host
- * calls rather than device-timed descriptors (coll_is_host). Returns 0 or -1. */
+ * calls rather than device-timed records (coll_is_host: the record's value,
+ * DPRO_COLL_TIMING_*; for a legacy import, see legacy_import, the guess from before the
+ * field: a record on a thread is a host call unless a device op of its correlation has
+ * exactly its times). Returns 0 or -1. */
 static int
 rank_collectives(rank_ctx *c)
 {
     job_rank *jr = c->jr;
     size_t ne = jr->n_events;
-    int rc = 0;
+    int rc = 0, legacy = legacy_import(jr);
     for (size_t i = 0; i < ne && rc == 0; i++) {
         const dpro_event *e = &jr->events[i];
         c->node_of_event[i] = -1;
         if (e->kind == DPRO_KIND_COLLECTIVE && e->correlation &&
             hmap_put(&c->coll_meta, e->correlation, (int32_t)i) != 0)
             rc = -1;
-    }
-    for (size_t i = 0; i < ne && rc == 0; i++) {
-        const dpro_event *e = &jr->events[i];
         if (e->kind == DPRO_KIND_COLLECTIVE)
-            c->coll_is_host[i] = e->thread != 0;
+            c->coll_is_host[i] = legacy ? e->thread != 0 : e->value != DPRO_COLL_TIMING_DEVICE;
     }
-    for (size_t i = 0; i < ne && rc == 0; i++) {
+    for (size_t i = 0; i < ne && rc == 0 && legacy; i++) {
         const dpro_event *e = &jr->events[i];
         if (!is_device_kind(e->kind) || !e->correlation)
             continue;

@@ -16,6 +16,13 @@
  *   blocking cudaMemcpy* (no Async)           its own copy -> the call
  *   launch (correlation id)        host call -> its device ops (incl. graph launches)
  * Driver equivalents (cuEventRecord, cuStreamWaitEvent, ...) count the same.
+ * A collective record is a host call (a node on its thread) or a device-timed record (no
+ * host node; its kernel takes part) as its value says (DPRO_COLL_TIMING_HOST / DEVICE);
+ * for imports made before that field (meta source "*-import", no record marked
+ * device-timed) a record on a thread is a host call unless a device op of its
+ * correlation has exactly its times.
+ * Host API calls mean what libdprotrace's dpro_api_classify says of their names (every
+ * spelling: _ptsz, _ptds, _vN, driver, HIP).
  * Collectives are matched by (communicator, operation, collective ordinal): the
  * collector numbers every NCCL call of a communicator, send/recv included, and ranks make
  * different send/recv calls, so the builder numbers a rank's collectives without its
@@ -202,6 +209,24 @@ typedef struct build_p2p_stats {
  * participant. Call it on a built graph before build_derive_timing. Reorders parts.
  * st (may be NULL) receives the counts. Returns 0 or -1 (out of memory). */
 int build_match_p2p(dfg *g, build_p2p_part *parts, size_t n, build_p2p_stats *st);
+
+/* Restores the event dependencies g lacks when the builder could not resolve event
+ * records and waits to streams (it knows a call's stream only by the id CUPTI reports: a
+ * Kineto import's runtime calls carry no stream or event, and without cudaStreamGetId
+ * the collector records the legacy default stream as handle 0, which no device op has):
+ * with event records in the trace but no device-to-device edge at all, the DDP pattern is
+ * rebuilt from call order on each thread:
+ *   record; wait; collective   the collective waits for the last kernel launched on
+ *                              that thread before the record (a gradient bucket);
+ *   record; wait; kernel       the kernel waits for the last collective of the rank
+ *                              launched before the record (the optimizer waits for the
+ *                              gradients).
+ * The idle time the restored dependency explains is taken out of the waiting op's
+ * measured stream gap, and its launch latency (which also held the wait) becomes the
+ * rank's median kernel launch latency at most. Call it on build_dfg's graph (it
+ * finalizes g when it repairs; replay_open calls it). Returns the number of edges added,
+ * or -1 when out of memory. */
+int64_t build_repair_event_edges(dfg *g);
 
 /* Builds g (uninitialised on entry) from the loaded job with per-rank clock offsets
  * (aligned = local + offset_ns[r]; NULL: none) and iteration boundaries (bounds[r],

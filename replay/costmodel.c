@@ -23,15 +23,6 @@ costmodel_factor(int op, int32_t nranks)
     }
 }
 
-int
-costmodel_dtype_size(uint32_t dtype)
-{
-    /* ncclInt8, Uint8, Int32, Uint32, Int64, Uint64, Float16, Float32, Float64, Bfloat16,
-     * Float8e4m3, Float8e5m2 */
-    static const int sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-    return dtype < sizeof sizes / sizeof sizes[0] ? sizes[dtype] : 0;
-}
-
 static int
 cmp_double(const void *pa, const void *pb)
 {

@@ -49,7 +49,4 @@ int costmodel_fit_samples(costmodel *m, const costmodel_sample *s, size_t n);
 /* Predicted transfer time in ns (>= 0). */
 int64_t costmodel_predict(const costmodel *m, int op, int32_t nranks, int64_t bytes);
 
-/* Bytes of one element of an ncclDataType_t (0 if unknown). */
-int costmodel_dtype_size(uint32_t dtype);
-
 #endif

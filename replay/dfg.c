@@ -160,12 +160,9 @@ dfg_init(dfg *g, int32_t n_ranks)
     if (strtab_init(&g->strings) != 0)
         goto fail;
     g->n_ranks = n_ranks;
-    g->rank_weight = malloc((size_t)(n_ranks > 0 ? n_ranks : 1) * sizeof *g->rank_weight);
     g->iter_off = calloc((size_t)n_ranks + 1, sizeof *g->iter_off);
-    if (!g->rank_weight || !g->iter_off)
+    if (!g->iter_off)
         goto fail;
-    for (int32_t r = 0; r < n_ranks; r++)
-        g->rank_weight[r] = 1;
     return 0;
 fail:
     dfg_free(g);
@@ -224,7 +221,6 @@ dfg_free(dfg *g)
     free(g->grp_mdur);
     free(g->grp_comm);
     free(g->grp_seq);
-    free(g->rank_weight);
     free(g->iter_off);
     free(g->iter_node);
     strtab_free(&g->strings);
@@ -293,7 +289,6 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(grp_mdur, s->cap_groups, s->n_groups);
     DUP(grp_comm, s->cap_groups, s->n_groups);
     DUP(grp_seq, s->cap_groups, s->n_groups);
-    DUP(rank_weight, s->n_ranks, s->n_ranks);
     DUP(iter_off, s->n_ranks + 1, s->n_ranks + 1);
     DUP(iter_node, s->n_iter_nodes, s->n_iter_nodes);
 #undef DUP

@@ -133,10 +133,9 @@ typedef struct dfg {
     uint64_t *grp_comm, *grp_seq;
 
     /* ---- ranks ---- */
-    int32_t n_ranks;      /* rank indices 0 .. n_ranks-1 (a missing rank has no nodes) */
-    int32_t *rank_weight; /* how many real ranks this rank stands for (>= 1) */
-    int32_t *iter_off;    /* n_ranks + 1: iteration boundary nodes of each rank */
-    int32_t *iter_node;   /* nodes whose END closes each iteration, in order */
+    int32_t n_ranks;    /* rank indices 0 .. n_ranks-1 (a missing rank has no nodes) */
+    int32_t *iter_off;  /* n_ranks + 1: iteration boundary nodes of each rank */
+    int32_t *iter_node; /* nodes whose END closes each iteration, in order */
     int32_t n_iter_nodes;
 
     dfg_strtab strings;

@@ -384,6 +384,12 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
     }
     if (build_dfg(j, rp->align.offset_ns, bb, &rp->graph, &rp->p2p) != 0)
         goto oom;
+    if ((rp->repaired_edges = build_repair_event_edges(&rp->graph)) < 0)
+        goto oom;
+    if (rp->repaired_edges > 0)
+        pr_info("%lld event dependencies rebuilt from call order (the trace's event calls "
+                "name no stream the device ops have)",
+                (long long)rp->repaired_edges);
     free(bb);
     bb = NULL;
     rp->time_origin = build_time_origin(j, rp->align.offset_ns);
@@ -592,7 +598,7 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
         if (nm <= 0 || ns <= 0)
             continue;
         iters = nm;
-        rs->measured_us = (double)(m1 - m0) / nm / 1000.0;
+        rs->measured_us = (double)(m1 - m0) / nm / 1000.0; /* the mean (sim.h) */
         rs->simulated_us = (double)(s1 - s0) / ns / 1000.0;
         rs->error_pct = rs->measured_us > 0
                             ? 100.0 * (rs->simulated_us - rs->measured_us) / rs->measured_us

@@ -66,6 +66,7 @@ typedef struct replay {
     costmodel model;
     sim_result sim;
     int simulated;
+    int64_t repaired_edges; /* event edges build_repair_event_edges added */
 } replay;
 
 /* Loads and prepares the replay of the job under path. On failure returns a dpro_status

@@ -72,7 +72,9 @@ sim_timeline sim_timeline_measured(const dfg *g, int64_t *grp_arrival_buf);
 
 /* Mean iteration time of rank r over iterations [first, last] (indices into the rank's
  * iteration boundaries; iteration i runs from the end of boundary node i to the end of
- * boundary node i+1). Returns the mean in ns, or -1 if the range is not covered. */
+ * boundary node i+1). Returns the mean in ns, or -1 if the range is not covered. The one
+ * iteration statistic of dpro-replay and dpro-optimize: the mean, as a job measures its
+ * own time per step (total time over iterations, stalls included). */
 double sim_iteration_time(const dfg *g, sim_timeline tl, int32_t r, int32_t first, int32_t last);
 
 /* Time window [*t0, *t1) of iterations [first, last] of rank r; returns 0, or -1 if
@@ -99,7 +101,8 @@ int64_t sim_path_contribution(const dfg *g, const sim_result *res, const int32_t
                               int32_t i);
 
 /* Breakdown of one rank's time over a window, in ns. compute: device compute (kernels,
- * copies, memsets) busy; communication: collectives transferring; overlap: both at once;
+ * copies, memsets) busy; communication: collectives transferring and NCCL kernels
+ * outside a collective (dpro_kernel_is_comm: imported SendRecv kernels); overlap: both at once;
  * wait_ranks: a collective waiting for other ranks while nothing else runs; host_idle:
  * nothing runs on the device (the host does not feed it). compute + communication -
  * overlap + wait_ranks + host_idle == window. */

@@ -186,8 +186,10 @@ sim_breakdown_rank(const dfg *g, sim_timeline tl, int32_t r, int64_t t0, int64_t
                     sp[n++] = (span){e, -1, 1};
                 }
             } else if (e > s) {
-                sp[n++] = (span){s, 1, 0};
-                sp[n++] = (span){e, -1, 0};
+                /* an NCCL kernel outside a collective (an imported SendRecv) communicates */
+                int what = g->kind[m] == DFG_KERNEL && dpro_kernel_is_comm(dfg_name(g, g->name[m]));
+                sp[n++] = (span){s, 1, what};
+                sp[n++] = (span){e, -1, what};
             }
         }
     }

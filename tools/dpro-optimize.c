@@ -495,7 +495,7 @@ print_json(const args *a, const state *st)
     json_kv_int(&jw, "bucket_units", w->buckets.n_units);
     json_kv_int(&jw, "layers", w->layers.n_layers);
     json_kv_int(&jw, "recompute_sites", w->layers.n_sites);
-    json_kv_int(&jw, "repaired_event_edges", w->repaired_edges);
+    json_kv_int(&jw, "repaired_event_edges", rp->repaired_edges);
     json_kv_int(&jw, "capture_unqueued_edges", w->capture.unqueued);
     if (w->buckets.n_units > 0 && w->buckets.coll_op < COSTMODEL_OPS) {
         const costmodel_fit *fit = rp->model.op[w->buckets.coll_op].fitted

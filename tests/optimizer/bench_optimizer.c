@@ -1,7 +1,7 @@
 /*
  * bench_optimizer: search speed on a synthetic job of 10,000 device ops per rank per
- * iteration (tests/replay/synth.h: 8 ranks folded into one class, 3 iterations, 50
- * gradient buckets): a search of up to 1,000 evaluations, then 1,000 evaluations of plans
+ * iteration (tests/replay/synth.h: 8 ranks of which one is in the graph, 3 iterations,
+ * 50 gradient buckets): a search of up to 1,000 evaluations, then 1,000 evaluations of plans
  * drawn in turn (every bucket cap with and without CUDA graph capture), which the search
  * may not reach when its space is smaller; prints evaluations per second for both.
  *

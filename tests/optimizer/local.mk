@@ -6,6 +6,9 @@ tests_optimizer_test_optimizer_SOURCES = tests/optimizer/test_optimizer.c
 tests_optimizer_test_optimizer_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
 TESTS += tests/optimizer/test_optimizer
 if HAVE_PYTHON3
+# the documented --json keys of dpro-replay and dpro-optimize on a real (imported) trace
+dist_check_SCRIPTS += tests/optimizer/test_json_keys.py
+TESTS += tests/optimizer/test_json_keys.py
 dist_check_SCRIPTS += tests/optimizer/closed_loop.py
 TESTS += tests/optimizer/closed_loop.py
 endif

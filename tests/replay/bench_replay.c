@@ -3,8 +3,9 @@
  *
  *   1. nodes/s: a 64-rank synthetic job, 10,000 device ops per rank per iteration,
  *      2 iterations, every rank explicit (about 2.6 M nodes), simulated 5 times;
- *   2. a 1024-rank job of 10,000 device ops per rank per iteration with ranks folded
- *      into 8 equivalence classes (one of them a straggler): build + simulate time;
+ *   2. a 1024-rank job of 10,000 device ops per rank per iteration of which only 8
+ *      ranks are in the graph (synth classes; one a straggler; nothing weighs them as
+ *      the ranks they stand for): build + simulate time;
  *   3. the same 1024-rank job with every rank explicit (1 iteration, about 20 M nodes):
  *      build + simulate time and peak RSS.
  * Prints one line per figure. DPRO_BENCH_QUICK=1 skips case 3.

@@ -12,11 +12,14 @@
  * usage: gen_traces DIR [--ranks N] [--iters K] [--ops M] [--buckets B]
  *        [--skew R:US]... [--straggler R:F] [--skip R:SEQ] [--cut R:FRACTION]
  *        [--missing R] [--job-id ID] [--world W] [--no-markers] [--prefix P]
- *        [--spelling SUFFIX]
+ *        [--spelling SUFFIX] [--device-collectives]
  *
  * --spelling writes the CUDA runtime calls with a suffix, as the collector records the
  * per-thread default stream entry points (cudaEventRecord_ptsz, ...): the same job under
- * another name of every call.
+ * another name of every call. --device-collectives writes each collective as a
+ * device-timed record (value DPRO_COLL_TIMING_DEVICE, on the main thread, with its
+ * kernel's times rounded to the microsecond as a profiler's export rounds them) instead of
+ * the host call an interposer records.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -41,6 +44,7 @@ typedef struct gen {
     int markers;
     const char *job_id, *prefix;
     const char *spelling; /* suffix of the runtime calls' names ("" none) */
+    int device_colls;     /* collectives as device-timed records */
 } gen;
 
 typedef struct evbuf {
@@ -98,7 +102,8 @@ main(int argc, char **argv)
         {"buckets", 1, 0, 'b'}, {"skew", 1, 0, 's'},     {"straggler", 1, 0, 'S'},
         {"skip", 1, 0, 'k'},    {"cut", 1, 0, 'c'},      {"missing", 1, 0, 'm'},
         {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'},    {"no-markers", 0, 0, 'n'},
-        {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {0, 0, 0, 0},
+        {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {"device-collectives", 0, 0, 'D'},
+        {0, 0, 0, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -147,6 +152,9 @@ main(int argc, char **argv)
             break;
         case 'P':
             g.spelling = optarg;
+            break;
+        case 'D':
+            g.device_colls = 1;
             break;
         default:
             return 2;
@@ -264,8 +272,6 @@ main(int argc, char **argv)
                 h.count = (uint64_t)bucket_count;
                 h.dtype = 7;
                 h.bytes = (uint64_t)bucket_bytes;
-                if (!skip)
-                    push(&ev[r], &h);
                 dpro_event d = {0};
                 d.kind = DPRO_KIND_KERNEL;
                 d.name = 4; /* nccl kernel */
@@ -273,6 +279,13 @@ main(int argc, char **argv)
                 d.stream = 13;
                 d.start_ns = (uint64_t)arr[r];
                 d.end_ns = (uint64_t)coll_end[b];
+                if (g.device_colls) {
+                    h.value = DPRO_COLL_TIMING_DEVICE;
+                    h.start_ns = d.start_ns / 1000 * 1000;
+                    h.end_ns = (d.end_ns + 999) / 1000 * 1000;
+                }
+                if (!skip)
+                    push(&ev[r], &h);
                 if (!skip)
                     push(&ev[r], &d);
             }

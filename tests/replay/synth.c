@@ -71,7 +71,6 @@ synth_dfg(const synth_params *p, dfg *g)
     if (!bounds)
         goto fail;
     for (int32_t r = 0; r < nr; r++) {
-        g->rank_weight[r] = nr == p->ranks ? 1 : p->ranks / nr + (r < p->ranks % nr);
         uint64_t rs = p->seed * 0x9e3779b97f4a7c15ULL + 1; /* ranks behave alike */
         int32_t th =
             dfg_add_resource(g, DFG_RES_THREAD, r, 1000 + (uint64_t)r, dfg_intern(g, "main"));

@@ -6,10 +6,10 @@
  * stream (launch cost launch_ns, framework gap gap_ns between calls); after every
  * ops_per_iter / buckets kernels an event record and an all-reduce of bucket_bytes on a
  * communication stream that waits for that event; at the end of the iteration a stream
- * synchronize on the communication stream. Ranks that behave alike can be folded into
- * equivalence classes: the graph then holds `classes` ranks, each standing for
- * ranks / classes real ranks (rank_weight), while collectives keep the real rank count
- * for their cost. Rank 0's class can be made a straggler (kernels straggler_factor
+ * synchronize on the communication stream. With `classes` < ranks the graph holds only
+ * `classes` ranks (ranks that behave alike stand in for the others; nothing in the graph
+ * says how many each stands for), while collectives keep the real rank count for their
+ * cost. Rank 0's class can be made a straggler (kernels straggler_factor
  * times slower).
  */
 #ifndef DPRO_REPLAY_SYNTH_H

@@ -21,7 +21,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_testlib import (  # noqa: E402
     missing, collector_records, exit_status, SKIP, COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM,
-    LIBDIR, REPLAY, check, skew_wrapper)
+    LIBDIR, REPLAY, BUILD, check, skew_wrapper)
 
 
 def run_case(tmp, name, ranks, ddp_args, straggler=None, warmup=2, skews=None):
@@ -53,6 +53,17 @@ def run_case(tmp, name, ranks, ddp_args, straggler=None, warmup=2, skews=None):
     check(j["ranks"] == ranks, "%s: %d ranks" % (name, ranks))
     check(abs(err_truth) < 3.0, "%s: simulated within 3%% of ddp-sim (%.2f%%)" % (name, err_truth))
     check(abs(j["error_pct"]) < 3.0, "%s: simulated within 3%% of the trace (%.2f%%)" % (name, j["error_pct"]))
+    # one iteration statistic (the median over the compared iterations) and one graph:
+    # dpro-optimize's baseline is dpro-replay's simulated iteration time
+    o = subprocess.run([OPTIMIZE, out_dir, "--json", "--warmup", str(warmup), "--seed", "1",
+                        "--max-evals", "1"], capture_output=True, text=True, timeout=180)
+    if o.returncode == 0:
+        base = json.loads(o.stdout)["baseline_iter_us"]
+        check(abs(base - j["simulated_iter_us"]) < 1e-3,
+              "%s: dpro-optimize's baseline %.3f us is dpro-replay's %.3f us"
+              % (name, base, j["simulated_iter_us"]))
+    else:
+        check(False, "%s: dpro-optimize failed: %s" % (name, o.stderr[-300:]))
     # aligned = local + offset: rank r's offset to rank 0 undoes its skew
     off = {pr["rank"]: pr["clock_offset_us"] for pr in j["per_rank"]}
     worst = 0.0
@@ -68,6 +79,7 @@ def run_case(tmp, name, ranks, ddp_args, straggler=None, warmup=2, skews=None):
     return j
 
 
+OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 TABLE = []
 
 

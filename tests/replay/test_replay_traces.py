@@ -189,6 +189,21 @@ def main():
                             p.pop(k, None)
                     check(json.dumps(pa) == json.dumps(pb).replace(suffix, ""),
                           "spelling %s%s: the same optimizer answer" % (name, suffix))
+        # 13. a collective record says whose times it carries (dpro_event.value,
+        # DPRO_COLL_TIMING_*): device-timed records are no host calls, whatever their
+        # thread and however their times differ from their kernel's
+        a, _ = gen(tmp, "coll-host")
+        b, _ = gen(tmp, "coll-device", "--device-collectives")
+        ja, _ = replay_json(a)
+        jb, _ = replay_json(b)
+        if ja and jb:
+            check(jb["collectives"] == ja["collectives"] and ja["collectives"] > 0,
+                  "device-timed collectives: the same groups (%d, %d)" %
+                  (ja["collectives"], jb["collectives"]))
+            n_coll = ja["collectives"] * ja["ranks"]
+            check(jb["nodes"] == ja["nodes"] - n_coll,
+                  "device-timed collectives: no host node for them (%d nodes, host calls %d)" %
+                  (jb["nodes"], ja["nodes"]))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:

@@ -1,0 +1,90 @@
+"""test_json_keys: every key README documents for the --json output of dpro-replay and
+dpro-optimize is there, under its documented name, in the output of a real run (the
+a100-2rank Kineto trace of ../shared, imported). The lists below are README's: the
+dpro-replay section ("`--json` keys ... are a stable contract", the `p2p` key) and the
+dpro-optimize section (`baseline_iter_us`, `strategies` and their keys, `knobs` with
+`bucket_cap_mb`, `first_bucket_cap_mb`, `ddp_sim_args`; `models.kernel_fixed_source`,
+`models.kernel_fixed_capped`). Keep them in step with README. Also: dpro-optimize's
+baseline is dpro-replay's simulated iteration time, and two runs with one --seed give one
+answer.
+
+A missing ../shared is a failure when CI=true, a skip elsewhere.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "replay"))
+from replay_testlib import (  # noqa: E402
+    BUILD, IMPORT, KINETO, REPLAY, SKIP, check, exit_status, missing, shared_path)
+
+OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
+
+REPLAY_KEYS = ["ranks", "iterations", "measured_iter_us", "simulated_iter_us", "error_pct",
+               "breakdown", "critical_path", "per_rank", "p2p"]
+OPTIMIZE_KEYS = ["baseline_iter_us", "strategies"]
+STRATEGY_KEYS = ["kind", "description", "knobs", "predicted_iter_us", "predicted_speedup",
+                 "peak_memory_bytes"]
+BUCKET_KNOBS = ["bucket_cap_mb", "first_bucket_cap_mb", "ddp_sim_args"]
+MODEL_KEYS = ["kernel_fixed_source", "kernel_fixed_capped"]
+
+
+def run_json(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        check(False, "%s: status %d: %s" % (" ".join(cmd), p.returncode, p.stderr[-300:]))
+        return None
+    return json.loads(p.stdout)
+
+
+def main():
+    if missing((IMPORT, REPLAY, OPTIMIZE)):
+        return SKIP
+    src = shared_path(os.path.join(KINETO, "a100-2rank-allreduce-rank0.json.gz"))
+    tmp = tempfile.mkdtemp(prefix="dpro-json-keys-")
+    try:
+        d = os.path.join(tmp, "a100")
+        p = subprocess.run([IMPORT, "kineto", src, "-o", d, "-q"], capture_output=True,
+                           text=True, timeout=300)
+        check(p.returncode == 0, "import: %s" % p.stderr[-200:])
+        j = run_json([REPLAY, d, "--json"])
+        for k in REPLAY_KEYS:
+            check(j is not None and k in j, "dpro-replay --json: key %s" % k)
+        o = run_json([OPTIMIZE, d, "--json", "--seed", "1", "--max-evals", "60"])
+        if j and o:
+            check(abs(o["baseline_iter_us"] - j["simulated_iter_us"]) < 1e-3,
+                  "one baseline: dpro-optimize %.3f us, dpro-replay %.3f us"
+                  % (o["baseline_iter_us"], j["simulated_iter_us"]))
+        for k in OPTIMIZE_KEYS:
+            check(o is not None and k in o, "dpro-optimize --json: key %s" % k)
+        for k in MODEL_KEYS:
+            check(o is not None and k in o.get("models", {}), "dpro-optimize --json: models.%s" % k)
+        strategies = o["strategies"] if o else []
+        check(len(strategies) > 0, "dpro-optimize --json: strategies")
+        for s in strategies:
+            for k in STRATEGY_KEYS:
+                check(k in s, "dpro-optimize --json: strategy %s: key %s" % (s.get("kind"), k))
+        # deterministic under --seed: a second run gives the same answer (timings aside)
+        o2 = run_json([OPTIMIZE, d, "--json", "--seed", "1", "--max-evals", "60"])
+        if o and o2:
+            for x in (o, o2):
+                for k in ("search_s", "evaluations_per_s"):
+                    x.pop(k, None)
+            check(o == o2, "dpro-optimize --seed 1 twice: the same JSON")
+        # a bucket plan: its knobs under their documented names
+        w = run_json([OPTIMIZE, d, "--json", "--seed", "1", "--max-evals", "10",
+                      "--what-if", "--bucket-mb 25 --first-bucket-mb 1"])
+        knobs = w["strategies"][0]["knobs"] if w and w.get("strategies") else {}
+        for k in BUCKET_KNOBS:
+            check(k in knobs, "dpro-optimize --json: knobs.%s (%s)" % (k, sorted(knobs)))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return exit_status()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
