@@ -1,0 +1,353 @@
+/*
+ * convert.c: turning records into dpro events on the writer thread: interning, kernel
+ * names, allocation sizes, collectives, the background thread's maps.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- background thread ----------------------------------------------------------------- */
+
+uint64_t *
+coll_umap_find(struct coll_umap *m, uint64_t k, int insert)
+{
+    if (insert && (m->used + 1) * 2 > m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 1024;
+        uint64_t *nk = calloc(ncap, sizeof *nk), *nv = calloc(ncap, sizeof *nv);
+        if (nk == NULL || nv == NULL) {
+            free(nk);
+            free(nv);
+            return NULL;
+        }
+        for (size_t i = 0; i < m->cap; i++) {
+            if (m->keys[i] == 0)
+                continue;
+            size_t j = coll_map_hash(m->keys[i]) & (ncap - 1);
+            while (nk[j])
+                j = (j + 1) & (ncap - 1);
+            nk[j] = m->keys[i];
+            nv[j] = m->vals[i];
+        }
+        free(m->keys);
+        free(m->vals);
+        m->keys = nk;
+        m->vals = nv;
+        m->cap = ncap;
+    }
+    if (m->cap == 0)
+        return NULL;
+    k = k ? k : ~0ull; /* 0 marks empty slots */
+    size_t j = (coll_map_hash(k) ^ (uint32_t)(k >> 32)) & (m->cap - 1);
+    while (m->keys[j]) {
+        if (m->keys[j] == k)
+            return &m->vals[j];
+        j = (j + 1) & (m->cap - 1);
+    }
+    if (!insert)
+        return NULL;
+    m->keys[j] = k;
+    m->vals[j] = 0;
+    m->used++;
+    return &m->vals[j];
+}
+
+void
+coll_umap_free(struct coll_umap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+uint32_t
+coll_intern(dpro_writer *w, const char *text)
+{
+    uint32_t id = 0;
+    if (w == NULL || text == NULL || *text == '\0')
+        return 0;
+    if (dpro_writer_intern(w, text, &id) != DPRO_OK)
+        return 0;
+    return id;
+}
+
+/* Stops recording after an output error (warned once). */
+void
+coll_output_failed(dpro_writer *w, const char *what)
+{
+    if (coll_bg.failed)
+        return;
+    coll_bg.failed = 1;
+    coll_warn("%s failed: %s; recording stops", what, w ? dpro_writer_errmsg(w) : "");
+    atomic_store(&coll_recording, 0);
+}
+
+void
+coll_append(dpro_writer *w, const dpro_event *ev)
+{
+    if (w == NULL || coll_bg.failed)
+        return;
+    dpro_event skewed;
+    if (coll_test_clock_offset_ns != 0) {
+        skewed = *ev;
+        skewed.start_ns = (uint64_t)((int64_t)skewed.start_ns + coll_test_clock_offset_ns);
+        skewed.end_ns = (uint64_t)((int64_t)skewed.end_ns + coll_test_clock_offset_ns);
+        ev = &skewed;
+    }
+    if (dpro_writer_append(w, ev) != DPRO_OK)
+        coll_output_failed(w, "writing the trace");
+}
+
+typedef int (*coll_func_get_name_fn)(const char **name, const void *fn);
+
+/* Returns the string id of the kernel a launch record names (0 if unknown). */
+static uint32_t
+coll_kernel_name(dpro_writer *w, const struct coll_rec *r)
+{
+    static void *slot_rt, *slot_drv;
+    uint64_t fn = r->a0;
+    if (fn == 0)
+        return 0;
+    uint64_t key = fn ^ ((uint64_t)(r->flags & (COLL_REC_HANDLE | COLL_REC_CUFUNC)) << 56);
+    uint64_t *v = coll_umap_find(&coll_bg.names, key, 1);
+    if (v && *v)
+        return (uint32_t)*v;
+    const char *name = NULL;
+    char buf[64];
+    if (r->flags & COLL_REC_CUFUNC) {
+        coll_func_get_name_fn f =
+            (coll_func_get_name_fn)coll_real(COLL_LIB_CUDA, "cuFuncGetName", &slot_drv);
+        if (f == NULL || f(&name, (const void *)(uintptr_t)fn) != 0)
+            name = NULL;
+    } else {
+        if (r->flags & COLL_REC_HANDLE) {
+            uint64_t host = coll_map_get(&coll_kernel_map, fn);
+            if (host)
+                fn = host;
+        }
+        Dl_info info;
+        if (dladdr((const void *)(uintptr_t)fn, &info) && info.dli_sname &&
+            info.dli_saddr == (void *)(uintptr_t)fn)
+            name = info.dli_sname;
+        if (name == NULL) {
+            coll_func_get_name_fn f =
+                (coll_func_get_name_fn)coll_real(COLL_LIB_CUDART, "cudaFuncGetName", &slot_rt);
+            if (f == NULL || f(&name, (const void *)(uintptr_t)fn) != 0)
+                name = NULL;
+        }
+    }
+    if (name == NULL) {
+        snprintf(buf, sizeof buf, "kernel@%#llx", (unsigned long long)fn);
+        name = buf;
+    }
+    uint32_t id = coll_intern(w, name);
+    if (v)
+        *v = id;
+    return id;
+}
+
+/* Bytes of each ncclDataType_t (int8 .. float8e5m2). */
+static const uint32_t coll_nccl_type_size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+
+/* Returns the bytes of count elements of an ncclDataType_t. */
+static uint64_t
+coll_nccl_bytes(uint64_t count, uint32_t dtype)
+{
+    if (dtype >= sizeof coll_nccl_type_size / sizeof coll_nccl_type_size[0])
+        return 0;
+    return count * coll_nccl_type_size[dtype];
+}
+
+/* Maps a collective API to its dpro_coll_op. */
+static uint32_t
+coll_coll_op(uint16_t api)
+{
+    switch (api) {
+    case COLL_API_ncclAllReduce:
+        return DPRO_COLL_ALLREDUCE;
+    case COLL_API_ncclBroadcast:
+    case COLL_API_ncclBcast:
+        return DPRO_COLL_BROADCAST;
+    case COLL_API_ncclReduce:
+        return DPRO_COLL_REDUCE;
+    case COLL_API_ncclAllGather:
+        return DPRO_COLL_ALLGATHER;
+    case COLL_API_ncclReduceScatter:
+        return DPRO_COLL_REDUCESCATTER;
+    case COLL_API_ncclAlltoAll:
+        return DPRO_COLL_ALLTOALL;
+    case COLL_API_ncclSend:
+        return DPRO_COLL_SEND;
+    case COLL_API_ncclRecv:
+        return DPRO_COLL_RECV;
+    default:
+        return 0;
+    }
+}
+
+/* Is api a kernel launch (runtime or driver)? */
+static int
+coll_is_launch(uint16_t api)
+{
+    return (api >= COLL_API_cudaLaunchKernel && api <= COLL_API_cudaLaunchCooperativeKernel_ptsz) ||
+           (api >= COLL_API_cuLaunchKernel && api <= COLL_API_cuLaunchKernelEx_ptsz);
+}
+
+/* Is api a copy call? */
+static int
+coll_is_memcpy(uint16_t api)
+{
+    return api >= COLL_API_cudaMemcpy && api <= COLL_API_cudaMemcpyPeerAsync;
+}
+
+/* Is api a memset call? */
+static int
+coll_is_memset(uint16_t api)
+{
+    return api >= COLL_API_cudaMemset && api <= COLL_API_cudaMemsetAsync_ptsz;
+}
+
+/* Turns one record (and its continuation bytes) into events. */
+void
+coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid, const unsigned char *cont,
+             size_t cont_len)
+{
+    if (r->api == COLL_API_NONE || r->api >= COLL_API_COUNT)
+        return;
+    const struct coll_api_info *info = &coll_api_table[r->api];
+    if (info->kind == DPRO_KIND_MARKER) {
+        uint32_t len = (r->flags & COLL_REC_TEXT) ? (uint32_t)r->a4 : 0;
+        if (len > cont_len)
+            len = (uint32_t)cont_len;
+        nvtxi_convert(w, r, tid, (const char *)cont, len);
+        return;
+    }
+    dpro_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.start_ns = coll_stamp_to_ns(r->start);
+    ev.end_ns = coll_stamp_to_ns(r->end);
+    ev.thread = tid;
+    ev.result = r->result;
+    ev.stream = r->stream;
+    ev.correlation = r->corr;
+    if ((r->flags & COLL_REC_FRAMES) && r->a4 > 0) {
+        uint32_t n = (uint32_t)r->a4;
+        if (n * sizeof(uintptr_t) > cont_len)
+            n = (uint32_t)(cont_len / sizeof(uintptr_t));
+        uintptr_t frames[COLL_STACK_MAX];
+        memcpy(frames, cont, n * sizeof(uintptr_t));
+        ev.stack = stk_intern(w, frames, n);
+    }
+    if (coll_bg.api_names[r->api] == 0)
+        coll_bg.api_names[r->api] = coll_intern(w, info->name);
+    uint32_t api_name = coll_bg.api_names[r->api];
+
+    if (info->kind == DPRO_KIND_MEMORY && r->result == 0) {
+        uint64_t *size =
+            r->a0 ? coll_umap_find(&coll_bg.allocs, r->a0, r->u1 == DPRO_MEM_ALLOC) : NULL;
+        if (size && r->u1 == DPRO_MEM_ALLOC) {
+            *size = r->a2;
+        } else if (size) {
+            ev.bytes = *size; /* the size of what is freed, when we saw it allocated */
+            *size = 0;
+        }
+        ev.kind = DPRO_KIND_MEMORY;
+        ev.subkind = r->u1;
+        if (r->u1 == DPRO_MEM_ALLOC)
+            ev.bytes = r->a2;
+        ev.address = r->a0;
+        ev.value = r->u0;
+        ev.device = r->u2;
+        ev.correlation = 0;
+        coll_append(w, &ev);
+        return;
+    }
+    if (info->kind == DPRO_KIND_COLLECTIVE) {
+        ev.kind = DPRO_KIND_COLLECTIVE;
+        ev.subkind = coll_coll_op(r->api);
+        ev.comm = r->a0;
+        ev.seq = r->a1;
+        ev.count = r->a2;
+        ev.address = r->a3;
+        ev.dtype = r->u0;
+        ev.redop = r->u1;
+        ev.peer = (int32_t)r->u2;
+        ev.device = r->u3;
+        ev.bytes = coll_nccl_bytes(r->a2, r->u0);
+        ev.name = api_name;
+        coll_append(w, &ev);
+        return;
+    }
+    ev.kind = DPRO_KIND_API;
+    ev.subkind = info->domain;
+    ev.name = api_name;
+    if (coll_is_launch(r->api)) {
+        ev.name2 = coll_kernel_name(w, r);
+        ev.grid[0] = (uint32_t)r->a1;
+        ev.grid[1] = (uint32_t)(r->a1 >> 32);
+        ev.grid[2] = (uint32_t)r->a2;
+        ev.block[0] = (uint32_t)(r->a2 >> 32);
+        ev.block[1] = (uint32_t)r->a3;
+        ev.block[2] = (uint32_t)(r->a3 >> 32);
+        ev.shared_mem = r->u0;
+    } else if (r->api == COLL_API_cudaGraphLaunch || r->api == COLL_API_cudaGraphLaunch_ptsz) {
+        ev.object = r->a0;
+    } else if (coll_is_memcpy(r->api)) {
+        ev.address = r->a0;
+        ev.bytes = r->a2;
+        ev.value = r->u0; /* cudaMemcpyKind */
+    } else if (coll_is_memset(r->api)) {
+        ev.address = r->a0;
+        ev.bytes = r->a2;
+    } else if (info->kind == DPRO_KIND_MEMORY) {
+        ev.address = r->a0;
+        ev.bytes = r->a2;
+        ev.device = r->u2;
+        ev.correlation = 0;
+    } else if (r->api >= COLL_API_cudaStreamCreate &&
+               r->api <= COLL_API_cudaStreamCreateWithPriority) {
+        if (r->result == 0) {
+            dpro_stream_info si = {.id = r->stream,
+                                   .device = r->u2,
+                                   .flags = r->u0,
+                                   .priority = (int32_t)r->u1,
+                                   .name = NULL};
+            dpro_writer_add_stream(w, &si);
+        }
+        ev.correlation = 0;
+    } else if ((r->api >= COLL_API_cudaEventCreate && r->api <= COLL_API_cudaEventQuery) ||
+               r->api == COLL_API_cudaStreamWaitEvent ||
+               r->api == COLL_API_cudaStreamWaitEvent_ptsz) {
+        ev.object = r->a0;
+        ev.value = r->u0;
+    } else if (info->domain == DPRO_API_NCCL) {
+        ev.comm = r->a1;
+        if (r->api >= COLL_API_ncclCommInitRank && r->api <= COLL_API_ncclCommSplit &&
+            r->result == 0 && r->a1) {
+            dpro_comm_info ci = {.hash = r->a1,
+                                 .parent_hash = r->a2,
+                                 .handle = r->a0,
+                                 .rank = (int32_t)r->u0,
+                                 .size = (int32_t)r->u1,
+                                 .device = r->u2};
+            dpro_writer_add_comm(w, &ci);
+        }
+        if (r->api != COLL_API_ncclGroupEnd)
+            ev.correlation =
+                r->api == COLL_API_ncclGather || r->api == COLL_API_ncclScatter ? r->corr : 0;
+        if (r->api == COLL_API_ncclGather || r->api == COLL_API_ncclScatter) {
+            ev.count = r->a2;
+            ev.dtype = r->u0;
+            ev.peer = (int32_t)r->u2;
+            ev.bytes = coll_nccl_bytes(r->a2, r->u0);
+        }
+    } else {
+        /* synchronisation calls */
+        ev.correlation = r->corr;
+    }
+    coll_append(w, &ev);
+}
