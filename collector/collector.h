@@ -7,7 +7,7 @@
  * (coll_enter), stamps the clock, calls the real function, and writes one fixed-size record
  * (struct coll_rec) into the thread's single-producer ring (coll_rec_claim/commit). No
  * lock, no allocation, no system call besides the vDSO clock. When the ring is full the
- * record is dropped and counted. The background thread (core.c) drains every ring, turns
+ * record is dropped and counted. The background thread (writer.c) drains every ring, turns
  * records into dpro_event (interning names, resolving kernel names, pairing NVTX ranges),
  * appends them to the libdprotrace writer and flushes it every DPRO_FLUSH_MS.
  *
@@ -280,7 +280,7 @@ coll_stamp(void)
 /* Converts a record's stamp to CLOCK_MONOTONIC ns (background thread). */
 COLL_HIDDEN uint64_t coll_stamp_to_ns(uint64_t stamp);
 
-/* ---- hook helpers (core.c) ----------------------------------------------------------- */
+/* ---- hook helpers (real.c, ring.c, maps.c) ----------------------------------------------------------- */
 
 /* Libraries a real function may live in. */
 enum coll_lib { COLL_LIB_CUDART, COLL_LIB_CUDA, COLL_LIB_NCCL, COLL_LIB_COUNT };
@@ -442,7 +442,7 @@ COLL_HIDDEN void cupti_write_meta(dpro_writer *w, int at_end);
 /* Forgets CUPTI state in a forked child (CUPTI does not survive fork). */
 COLL_HIDDEN void cupti_forget_after_fork(void);
 
-/* ---- background thread helpers used by converters (core.c) -------------------------- */
+/* ---- background thread helpers used by converters (convert.c) -------------------------- */
 
 /* A growable open-addressing map uint64 -> uint64, for the background thread only. */
 struct coll_umap {

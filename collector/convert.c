@@ -211,6 +211,126 @@ coll_is_memset(uint16_t api)
     return api >= COLL_API_cudaMemset && api <= COLL_API_cudaMemsetAsync_ptsz;
 }
 
+/* Fills and appends the memory event of a successful allocation or free. */
+static void
+coll_convert_memory(dpro_writer *w, const struct coll_rec *r, dpro_event *ev)
+{
+    uint64_t *size = r->a0 ? coll_umap_find(&coll_bg.allocs, r->a0, r->u1 == DPRO_MEM_ALLOC) : NULL;
+    if (size && r->u1 == DPRO_MEM_ALLOC) {
+        *size = r->a2;
+    } else if (size) {
+        ev->bytes = *size; /* the size of what is freed, when we saw it allocated */
+        *size = 0;
+    }
+    ev->kind = DPRO_KIND_MEMORY;
+    ev->subkind = r->u1;
+    if (r->u1 == DPRO_MEM_ALLOC)
+        ev->bytes = r->a2;
+    ev->address = r->a0;
+    ev->value = r->u0;
+    ev->device = r->u2;
+    ev->correlation = 0;
+    coll_append(w, ev);
+}
+
+/* Fills and appends the event of a collective. */
+static void
+coll_convert_collective(dpro_writer *w, const struct coll_rec *r, dpro_event *ev)
+{
+    ev->kind = DPRO_KIND_COLLECTIVE;
+    ev->subkind = coll_coll_op(r->api);
+    ev->comm = r->a0;
+    ev->seq = r->a1;
+    ev->count = r->a2;
+    ev->address = r->a3;
+    ev->dtype = r->u0;
+    ev->redop = r->u1;
+    ev->peer = (int32_t)r->u2;
+    ev->device = r->u3;
+    ev->bytes = coll_nccl_bytes(r->a2, r->u0);
+    coll_append(w, ev);
+}
+
+/* Fills the fields of an NCCL API event (communicator calls, groups, gather/scatter) and
+ * writes the row of a communicator created. */
+static void
+coll_convert_nccl_api(dpro_writer *w, const struct coll_rec *r, dpro_event *ev)
+{
+    ev->comm = r->a1;
+    if (r->api >= COLL_API_ncclCommInitRank && r->api <= COLL_API_ncclCommSplit && r->result == 0 &&
+        r->a1) {
+        dpro_comm_info ci = {.hash = r->a1,
+                             .parent_hash = r->a2,
+                             .handle = r->a0,
+                             .rank = (int32_t)r->u0,
+                             .size = (int32_t)r->u1,
+                             .device = r->u2};
+        dpro_writer_add_comm(w, &ci);
+    }
+    if (r->api != COLL_API_ncclGroupEnd)
+        ev->correlation =
+            r->api == COLL_API_ncclGather || r->api == COLL_API_ncclScatter ? r->corr : 0;
+    if (r->api == COLL_API_ncclGather || r->api == COLL_API_ncclScatter) {
+        ev->count = r->a2;
+        ev->dtype = r->u0;
+        ev->peer = (int32_t)r->u2;
+        ev->bytes = coll_nccl_bytes(r->a2, r->u0);
+    }
+}
+
+/* Fills the API-specific fields of an API event (launch geometry, copy sizes, objects),
+ * writing the row of a stream created. */
+static void
+coll_convert_api_fields(dpro_writer *w, const struct coll_rec *r, dpro_event *ev)
+{
+    const struct coll_api_info *info = &coll_api_table[r->api];
+    if (coll_is_launch(r->api)) {
+        ev->name2 = coll_kernel_name(w, r);
+        ev->grid[0] = (uint32_t)r->a1;
+        ev->grid[1] = (uint32_t)(r->a1 >> 32);
+        ev->grid[2] = (uint32_t)r->a2;
+        ev->block[0] = (uint32_t)(r->a2 >> 32);
+        ev->block[1] = (uint32_t)r->a3;
+        ev->block[2] = (uint32_t)(r->a3 >> 32);
+        ev->shared_mem = r->u0;
+    } else if (r->api == COLL_API_cudaGraphLaunch || r->api == COLL_API_cudaGraphLaunch_ptsz) {
+        ev->object = r->a0;
+    } else if (coll_is_memcpy(r->api)) {
+        ev->address = r->a0;
+        ev->bytes = r->a2;
+        ev->value = r->u0; /* cudaMemcpyKind */
+    } else if (coll_is_memset(r->api)) {
+        ev->address = r->a0;
+        ev->bytes = r->a2;
+    } else if (info->kind == DPRO_KIND_MEMORY) {
+        ev->address = r->a0;
+        ev->bytes = r->a2;
+        ev->device = r->u2;
+        ev->correlation = 0;
+    } else if (r->api >= COLL_API_cudaStreamCreate &&
+               r->api <= COLL_API_cudaStreamCreateWithPriority) {
+        if (r->result == 0) {
+            dpro_stream_info si = {.id = r->stream,
+                                   .device = r->u2,
+                                   .flags = r->u0,
+                                   .priority = (int32_t)r->u1,
+                                   .name = NULL};
+            dpro_writer_add_stream(w, &si);
+        }
+        ev->correlation = 0;
+    } else if ((r->api >= COLL_API_cudaEventCreate && r->api <= COLL_API_cudaEventQuery) ||
+               r->api == COLL_API_cudaStreamWaitEvent ||
+               r->api == COLL_API_cudaStreamWaitEvent_ptsz) {
+        ev->object = r->a0;
+        ev->value = r->u0;
+    } else if (info->domain == DPRO_API_NCCL) {
+        coll_convert_nccl_api(w, r, ev);
+    } else {
+        /* synchronisation calls */
+        ev->correlation = r->corr;
+    }
+}
+
 /* Turns one record (and its continuation bytes) into events. */
 void
 coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid, const unsigned char *cont,
@@ -247,107 +367,17 @@ coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid, const unsig
     uint32_t api_name = coll_bg.api_names[r->api];
 
     if (info->kind == DPRO_KIND_MEMORY && r->result == 0) {
-        uint64_t *size =
-            r->a0 ? coll_umap_find(&coll_bg.allocs, r->a0, r->u1 == DPRO_MEM_ALLOC) : NULL;
-        if (size && r->u1 == DPRO_MEM_ALLOC) {
-            *size = r->a2;
-        } else if (size) {
-            ev.bytes = *size; /* the size of what is freed, when we saw it allocated */
-            *size = 0;
-        }
-        ev.kind = DPRO_KIND_MEMORY;
-        ev.subkind = r->u1;
-        if (r->u1 == DPRO_MEM_ALLOC)
-            ev.bytes = r->a2;
-        ev.address = r->a0;
-        ev.value = r->u0;
-        ev.device = r->u2;
-        ev.correlation = 0;
-        coll_append(w, &ev);
+        coll_convert_memory(w, r, &ev);
         return;
     }
     if (info->kind == DPRO_KIND_COLLECTIVE) {
-        ev.kind = DPRO_KIND_COLLECTIVE;
-        ev.subkind = coll_coll_op(r->api);
-        ev.comm = r->a0;
-        ev.seq = r->a1;
-        ev.count = r->a2;
-        ev.address = r->a3;
-        ev.dtype = r->u0;
-        ev.redop = r->u1;
-        ev.peer = (int32_t)r->u2;
-        ev.device = r->u3;
-        ev.bytes = coll_nccl_bytes(r->a2, r->u0);
         ev.name = api_name;
-        coll_append(w, &ev);
+        coll_convert_collective(w, r, &ev);
         return;
     }
     ev.kind = DPRO_KIND_API;
     ev.subkind = info->domain;
     ev.name = api_name;
-    if (coll_is_launch(r->api)) {
-        ev.name2 = coll_kernel_name(w, r);
-        ev.grid[0] = (uint32_t)r->a1;
-        ev.grid[1] = (uint32_t)(r->a1 >> 32);
-        ev.grid[2] = (uint32_t)r->a2;
-        ev.block[0] = (uint32_t)(r->a2 >> 32);
-        ev.block[1] = (uint32_t)r->a3;
-        ev.block[2] = (uint32_t)(r->a3 >> 32);
-        ev.shared_mem = r->u0;
-    } else if (r->api == COLL_API_cudaGraphLaunch || r->api == COLL_API_cudaGraphLaunch_ptsz) {
-        ev.object = r->a0;
-    } else if (coll_is_memcpy(r->api)) {
-        ev.address = r->a0;
-        ev.bytes = r->a2;
-        ev.value = r->u0; /* cudaMemcpyKind */
-    } else if (coll_is_memset(r->api)) {
-        ev.address = r->a0;
-        ev.bytes = r->a2;
-    } else if (info->kind == DPRO_KIND_MEMORY) {
-        ev.address = r->a0;
-        ev.bytes = r->a2;
-        ev.device = r->u2;
-        ev.correlation = 0;
-    } else if (r->api >= COLL_API_cudaStreamCreate &&
-               r->api <= COLL_API_cudaStreamCreateWithPriority) {
-        if (r->result == 0) {
-            dpro_stream_info si = {.id = r->stream,
-                                   .device = r->u2,
-                                   .flags = r->u0,
-                                   .priority = (int32_t)r->u1,
-                                   .name = NULL};
-            dpro_writer_add_stream(w, &si);
-        }
-        ev.correlation = 0;
-    } else if ((r->api >= COLL_API_cudaEventCreate && r->api <= COLL_API_cudaEventQuery) ||
-               r->api == COLL_API_cudaStreamWaitEvent ||
-               r->api == COLL_API_cudaStreamWaitEvent_ptsz) {
-        ev.object = r->a0;
-        ev.value = r->u0;
-    } else if (info->domain == DPRO_API_NCCL) {
-        ev.comm = r->a1;
-        if (r->api >= COLL_API_ncclCommInitRank && r->api <= COLL_API_ncclCommSplit &&
-            r->result == 0 && r->a1) {
-            dpro_comm_info ci = {.hash = r->a1,
-                                 .parent_hash = r->a2,
-                                 .handle = r->a0,
-                                 .rank = (int32_t)r->u0,
-                                 .size = (int32_t)r->u1,
-                                 .device = r->u2};
-            dpro_writer_add_comm(w, &ci);
-        }
-        if (r->api != COLL_API_ncclGroupEnd)
-            ev.correlation =
-                r->api == COLL_API_ncclGather || r->api == COLL_API_ncclScatter ? r->corr : 0;
-        if (r->api == COLL_API_ncclGather || r->api == COLL_API_ncclScatter) {
-            ev.count = r->a2;
-            ev.dtype = r->u0;
-            ev.peer = (int32_t)r->u2;
-            ev.bytes = coll_nccl_bytes(r->a2, r->u0);
-        }
-    } else {
-        /* synchronisation calls */
-        ev.correlation = r->corr;
-    }
+    coll_convert_api_fields(w, r, &ev);
     coll_append(w, &ev);
 }
