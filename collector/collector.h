@@ -193,8 +193,10 @@ struct coll_ring {
     _Atomic int dead;          /* the thread has exited; free after the last drain */
     uint32_t tid;
     int named;              /* consumer: thread row written */
+    int reap;               /* consumer: dead and drained, to be unlinked and freed */
     uint64_t mask;          /* slots - 1 (slots is a power of two) */
-    struct coll_ring *next; /* registry list, under coll_registry_lock */
+    struct coll_ring *next; /* registry list: set before the ring is pushed at the head (under
+                               coll_registry_lock); changed after only by the writer */
     struct coll_rec slots[];
 };
 

@@ -138,27 +138,63 @@ coll_drain_ring(dpro_writer *w, struct coll_ring *ring)
     return tail - start;
 }
 
-/* Drains every ring; frees the rings of exited threads once empty. Returns the records
- * consumed. */
-static uint64_t
-coll_drain_all(dpro_writer *w)
+/* Returns the first ring of the registry. Only this lock-held read is shared with the
+ * threads that register rings: they only ever push at the head, so the list from this
+ * ring on changes only by the writer's own unlinking (coll_reap_rings). */
+static struct coll_ring *
+coll_rings_snapshot(void)
 {
-    uint64_t total = 0;
-    coll_tsc_anchor();
+    pthread_mutex_lock(&coll_registry_lock);
+    struct coll_ring *first = coll_rings;
+    pthread_mutex_unlock(&coll_registry_lock);
+    return first;
+}
+
+/* Unlinks the rings marked reap (exited threads, drained) and frees them; the lock is held
+ * only for the unlinking. */
+static void
+coll_reap_rings(void)
+{
+    struct coll_ring *gone = NULL;
     pthread_mutex_lock(&coll_registry_lock);
     struct coll_ring **link = &coll_rings;
     while (*link) {
         struct coll_ring *ring = *link;
-        int dead = atomic_load_explicit(&ring->dead, memory_order_acquire);
-        total += coll_drain_ring(w, ring);
-        if (dead) {
+        if (ring->reap) {
             *link = ring->next;
-            free(ring);
+            ring->next = gone;
+            gone = ring;
             continue;
         }
         link = &ring->next;
     }
     pthread_mutex_unlock(&coll_registry_lock);
+    while (gone) {
+        struct coll_ring *next = gone->next;
+        free(gone);
+        gone = next;
+    }
+}
+
+/* Drains every ring with no collector lock held (conversion, interning, SQLite and name
+ * lookups must never make a hook wait); frees the rings of exited threads once empty.
+ * Returns the records consumed. */
+static uint64_t
+coll_drain_all(dpro_writer *w)
+{
+    uint64_t total = 0;
+    int reap = 0;
+    coll_tsc_anchor();
+    for (struct coll_ring *ring = coll_rings_snapshot(); ring; ring = ring->next) {
+        int dead = atomic_load_explicit(&ring->dead, memory_order_acquire);
+        total += coll_drain_ring(w, ring);
+        if (dead) {
+            ring->reap = 1; /* every record it committed before dying is drained */
+            reap = 1;
+        }
+    }
+    if (reap)
+        coll_reap_rings();
     return total;
 }
 
@@ -167,11 +203,9 @@ static int
 coll_rings_pending(void)
 {
     int any = 0;
-    pthread_mutex_lock(&coll_registry_lock);
-    for (struct coll_ring *r = coll_rings; r && !any; r = r->next)
+    for (struct coll_ring *r = coll_rings_snapshot(); r && !any; r = r->next)
         any = atomic_load_explicit(&r->head, memory_order_acquire) !=
               atomic_load_explicit(&r->tail, memory_order_relaxed);
-    pthread_mutex_unlock(&coll_registry_lock);
     return any;
 }
 

@@ -66,9 +66,21 @@ tests_collector_fake_torch_ext_bundled_la_LDFLAGS = $(tests_collector_fake_torch
 tests_collector_fake_torch_ext_bundled_la_LIBADD = tests/collector/libcudart-5f1c2a9e.la \
 	tests/simgpu/libnccl.la tests/simgpu/libsimgpu.la -ldl
 
+# The hardening cases (test-hardening.py): one job with a mode per case, on simgpu, and a
+# library whose constructor sleeps holding the loader's lock.
+check_PROGRAMS += tests/collector/harden-job
+tests_collector_harden_job_SOURCES = tests/collector/harden-job.c
+tests_collector_harden_job_CPPFLAGS = $(COLLTEST_CPPFLAGS) -I$(top_srcdir)/tests/simgpu
+tests_collector_harden_job_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcuda.la \
+	tests/simgpu/libnccl.la tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) -ldl
+tests_collector_harden_job_LDFLAGS = -no-install $(AM_LDFLAGS)
+check_LTLIBRARIES += tests/collector/libslowctor.la
+tests_collector_libslowctor_la_SOURCES = tests/collector/slowctor.c
+tests_collector_libslowctor_la_LDFLAGS = -shared -avoid-version -rpath /nowhere $(AM_LDFLAGS)
+
 COLLECTOR_TESTS = tests/collector/test-real-cudart.py tests/collector/test-awkward.py \
 	tests/collector/test-dpro-run.py tests/collector/test-e2e-simgpu.py \
-	tests/collector/test-python-dlopen.py
+	tests/collector/test-python-dlopen.py tests/collector/test-hardening.py
 if HAVE_PYTHON3
 TESTS += $(COLLECTOR_TESTS)
 endif

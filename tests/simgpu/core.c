@@ -182,11 +182,13 @@ device_locked(int i)
     if (!d->inited) {
         d->index = i;
         d->inited = 1;
-        d->next_stream_id = SIMGPU_LEGACY_STREAM_ID;
+        /* CUPTI's stream ids are unique in a process: device i's are offset by 1000 i
+         * (device 0: legacy 7, others from 13). */
+        d->next_stream_id = SIMGPU_LEGACY_STREAM_ID + 1000u * (uint32_t)i;
         d->legacy = stream_alloc(d, 0, 0);
         if (d->legacy)
             d->legacy->is_legacy = 1;
-        d->next_stream_id = 13;
+        d->next_stream_id = 13 + 1000u * (uint32_t)i;
     }
     return d;
 }
