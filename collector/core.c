@@ -149,6 +149,7 @@ coll_constructor(void)
     coll_tsc_init();
     coll_pid = getpid();
     coll_anchor(&coll_anchor_realtime_ns, &coll_anchor_monotonic_ns);
+    coll_exec_resolve();
     if (coll_env_bool("DPRO_DISABLE", 0)) {
         errno = saved;
         return;

@@ -116,6 +116,11 @@ COLL_HIDDEN void coll_output_failed(dpro_writer *w, const char *what);
 COLL_HIDDEN void coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid,
                               const unsigned char *cont, size_t cont_len);
 
+/* Held by the writer thread while it works (opening the file, draining, converting, SQLite,
+ * zlib, malloc), released while it sleeps: fork takes it so that the child is never born
+ * with one of those libraries' locks held by a thread it does not have. */
+COLL_HIDDEN extern pthread_mutex_t coll_work_lock;
+
 /* Writer-thread synchronisation (writer.c). */
 COLL_HIDDEN extern pthread_mutex_t coll_bg_lock;
 COLL_HIDDEN extern pthread_cond_t coll_bg_done;
@@ -145,5 +150,8 @@ COLL_HIDDEN void coll_install_sigterm(void);
 COLL_HIDDEN void coll_fork_prepare(void);
 COLL_HIDDEN void coll_fork_parent(void);
 COLL_HIDDEN void coll_fork_child(void);
+
+/* Resolves the real exec* functions (load time: never in a vfork child). */
+COLL_HIDDEN void coll_exec_resolve(void);
 
 #endif /* DPRO_COLLECTOR_INTERNAL_H */

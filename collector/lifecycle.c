@@ -60,10 +60,21 @@ coll_install_sigterm(void)
 
 /* ---- fork ------------------------------------------------------------------------------ */
 
-/* atfork: hold the registry and writer locks across fork so the child gets them free. */
+/* Whether coll_fork_prepare got the writer's work lock (it waits at most 5 s: a writer
+ * stuck in a library must not hang the job's fork; the child then takes its chances). */
+static int coll_fork_quiesced;
+
+/* atfork: waits for the writer thread to finish its current piece of work and holds it
+ * there (coll_work_lock), then holds the registry and writer locks across fork, so that
+ * the child gets them free and no SQLite, zlib or malloc lock is held by the writer at the
+ * moment of the fork. */
 void
 coll_fork_prepare(void)
 {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    coll_fork_quiesced = pthread_mutex_timedlock(&coll_work_lock, &until) == 0;
     pthread_mutex_lock(&coll_bg_lock);
     pthread_mutex_lock(&coll_registry_lock);
 }
@@ -73,6 +84,8 @@ coll_fork_parent(void)
 {
     pthread_mutex_unlock(&coll_registry_lock);
     pthread_mutex_unlock(&coll_bg_lock);
+    if (coll_fork_quiesced)
+        pthread_mutex_unlock(&coll_work_lock);
 }
 
 /* In the child: the writer thread is gone and the parent's writer, rings and CUPTI are not
@@ -83,6 +96,7 @@ coll_fork_child(void)
 {
     pthread_mutex_init(&coll_registry_lock, NULL);
     pthread_mutex_init(&coll_bg_lock, NULL);
+    pthread_mutex_init(&coll_work_lock, NULL);
     coll_wake_init();
     pthread_cond_init(&coll_bg_done, NULL);
     coll_pid = getpid();
@@ -103,12 +117,27 @@ coll_fork_child(void)
     atomic_store(&coll_recording, coll_cfg.fork_follow);
 }
 
-/* ---- exec ----------------------------------------------------------------------------- */
+/* ---- exec -----------------------------------------------------------------------------
+ * Every exec* the collector interposes is resolved at load (coll_exec_resolve, from the
+ * constructor): an exec may come from a vfork child (CPython's subprocess), which shares
+ * the parent's memory and must not call dlsym (locks, allocation) there. */
 
 typedef int (*coll_execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*coll_execv_fn)(const char *, char *const[]);
 
-/* Flushes what is recorded before the process image is replaced. */
+static void *coll_slot_execve, *coll_slot_execv, *coll_slot_execvp, *coll_slot_execvpe;
+
+void
+coll_exec_resolve(void)
+{
+    coll_real(COLL_LIB_CUDART, "execve", &coll_slot_execve);
+    coll_real(COLL_LIB_CUDART, "execv", &coll_slot_execv);
+    coll_real(COLL_LIB_CUDART, "execvp", &coll_slot_execvp);
+    coll_real(COLL_LIB_CUDART, "execvpe", &coll_slot_execvpe);
+}
+
+/* Flushes what is recorded before the process image is replaced (nothing in a vfork
+ * child: coll_flush_now leaves the parent's writer alone). */
 static void
 coll_before_exec(void)
 {
@@ -120,8 +149,7 @@ coll_before_exec(void)
 COLL_EXPORT int
 execve(const char *path, char *const argv[], char *const envp[])
 {
-    static void *slot;
-    coll_execve_fn real = (coll_execve_fn)coll_real(COLL_LIB_CUDART, "execve", &slot);
+    coll_execve_fn real = (coll_execve_fn)coll_real(COLL_LIB_CUDART, "execve", &coll_slot_execve);
     if (real == NULL) {
         errno = ENOSYS;
         return -1;
@@ -133,8 +161,7 @@ execve(const char *path, char *const argv[], char *const envp[])
 COLL_EXPORT int
 execv(const char *path, char *const argv[])
 {
-    static void *slot;
-    coll_execv_fn real = (coll_execv_fn)coll_real(COLL_LIB_CUDART, "execv", &slot);
+    coll_execv_fn real = (coll_execv_fn)coll_real(COLL_LIB_CUDART, "execv", &coll_slot_execv);
     if (real == NULL) {
         errno = ENOSYS;
         return -1;
@@ -146,8 +173,7 @@ execv(const char *path, char *const argv[])
 COLL_EXPORT int
 execvp(const char *file, char *const argv[])
 {
-    static void *slot;
-    coll_execv_fn real = (coll_execv_fn)coll_real(COLL_LIB_CUDART, "execvp", &slot);
+    coll_execv_fn real = (coll_execv_fn)coll_real(COLL_LIB_CUDART, "execvp", &coll_slot_execvp);
     if (real == NULL) {
         errno = ENOSYS;
         return -1;
@@ -159,8 +185,7 @@ execvp(const char *file, char *const argv[])
 COLL_EXPORT int
 execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    static void *slot;
-    coll_execve_fn real = (coll_execve_fn)coll_real(COLL_LIB_CUDART, "execvpe", &slot);
+    coll_execve_fn real = (coll_execve_fn)coll_real(COLL_LIB_CUDART, "execvpe", &coll_slot_execvpe);
     if (real == NULL) {
         errno = ENOSYS;
         return -1;

@@ -21,6 +21,7 @@ pthread_mutex_t coll_bg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t coll_bg_wake; /* on CLOCK_MONOTONIC: coll_wake_init */
 pthread_cond_t coll_bg_done = PTHREAD_COND_INITIALIZER;
 static pthread_t coll_bg_thread;
+pthread_mutex_t coll_work_lock = PTHREAD_MUTEX_INITIALIZER;
 int coll_bg_running;        /* under coll_bg_lock */
 uint64_t coll_flush_asked;  /* under coll_bg_lock: flush requests */
 uint64_t coll_flush_served; /* under coll_bg_lock */
@@ -277,6 +278,7 @@ coll_bg_main(void *arg)
         pthread_mutex_unlock(&coll_bg_lock);
         if (atomic_load(&coll_bg_stop) || atomic_load(&coll_sigterm_flag))
             break;
+        pthread_mutex_lock(&coll_work_lock);
         if (coll_bg.w == NULL && !coll_bg.failed && coll_rings_pending()) {
             coll_bg.w = coll_open_output();
             if (coll_bg.w == NULL) {
@@ -303,8 +305,11 @@ coll_bg_main(void *arg)
         } else if (w) {
             cupti_drain(w);
         }
+        pthread_mutex_unlock(&coll_work_lock);
     }
+    pthread_mutex_lock(&coll_work_lock);
     coll_bg_finish();
+    pthread_mutex_unlock(&coll_work_lock);
     atomic_store(&coll_bg_finished, 1);
     pthread_mutex_lock(&coll_bg_lock);
     coll_flush_served = coll_flush_asked;

@@ -79,8 +79,7 @@ drv_function(const char *name)
     CUcontext ctx;
     CUfunction f;
     if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
-        cuCtxSetCurrent(ctx) != CUDA_SUCCESS ||
-        cuModuleGetFunction(&f, NULL, name) != CUDA_SUCCESS)
+        cuCtxSetCurrent(ctx) != CUDA_SUCCESS || cuModuleGetFunction(&f, NULL, name) != CUDA_SUCCESS)
         FAIL("no driver");
     return f;
 }

@@ -54,4 +54,14 @@ if doc:
     launches = ct.events(doc, "api", "cuLaunchKernel")
     ct.check(len(launches) == 2 and all(e["name2"] == "slow_named_kernel" for e in launches),
              "first-hook: both launches recorded with the kernel's name")
+
+# ---- exec in a vfork child ------------------------------------------------------------
+out = ct.tmpdir()
+r = ct.run([HARDEN, "vfork-exec", SLOWCTOR], env=ct.env_with(out, DPRO_CUPTI=0,
+                                                             SLOWCTOR_MS=1500))
+got = kv(r.stdout)
+ct.check(r.returncode == 0 and got.get("child_status") == "0",
+         "vfork-exec job runs, the child execs (%s %s)" % (r.stdout, r.stderr[-300:]))
+ms = float(got.get("vfork_ms", "1e9"))
+ct.check(ms < 500, "exec from a vfork child does not wait on the loader's lock (%.1f ms)" % ms)
 ct.finish()

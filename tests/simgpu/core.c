@@ -100,9 +100,24 @@ env_double(const char *name, double dflt)
     return end == v ? dflt : d;
 }
 
+/* fork: the device lock is held across it, so that a child forked while another thread
+ * is inside a call does not inherit the lock taken (as a fork-safe runtime would). */
+static void
+fork_prepare(void)
+{
+    pthread_mutex_lock(&g_lock);
+}
+
+static void
+fork_release(void)
+{
+    pthread_mutex_unlock(&g_lock);
+}
+
 static void
 init_once(void)
 {
+    pthread_atfork(fork_prepare, fork_release, fork_release);
     int n = (int)env_double("SIMGPU_DEVICE_COUNT", 0);
     if (n <= 0)
         n = (int)env_double("LOCAL_WORLD_SIZE", 1);
