@@ -143,7 +143,7 @@ enum dpro_marker_kind {
  *   seq, count   -              -                seq, count        -               -
  *   dtype, redop -              -                ncclDataType/Op   -               -
  *   peer         -              -                root or peer      -               -
- *   value        -              -                -                 memory space    iteration
+ *   value        -              -                DPRO_COLL_TIMING_* memory space   iteration
  *   stack        call stack id  -                call stack id     -               -
  *
  * Notes: memcpy API calls carry the cudaMemcpyKind in `value`; event calls (record, wait,
@@ -178,6 +178,48 @@ typedef struct dpro_event {
     uint32_t stack;
     int64_t value;
 } dpro_event;
+
+/* Collective timing (dpro_event.value of DPRO_KIND_COLLECTIVE): whose times the event
+ * carries. The collector records the host call; importers of profiler traces record the
+ * device-timed collective kernel. */
+#define DPRO_COLL_TIMING_HOST 0
+#define DPRO_COLL_TIMING_DEVICE 1
+
+/* What a host API call does, decided from its name by dpro_api_classify for every
+ * producer and reader. Values are not stored in files and may grow. */
+typedef enum dpro_api_class {
+    DPRO_API_CLASS_OTHER = 0,
+    DPRO_API_CLASS_LAUNCH,       /* a kernel launch (runtime, driver or HIP) */
+    DPRO_API_CLASS_GRAPH_LAUNCH, /* cudaGraphLaunch, cuGraphLaunch */
+    DPRO_API_CLASS_MEMCPY,       /* a copy in its synchronous spelling: the host waits */
+    DPRO_API_CLASS_MEMCPY_ASYNC,
+    DPRO_API_CLASS_MEMSET, /* a memset in its synchronous spelling */
+    DPRO_API_CLASS_MEMSET_ASYNC,
+    DPRO_API_CLASS_EVENT_RECORD,
+    DPRO_API_CLASS_STREAM_WAIT, /* cudaStreamWaitEvent */
+    DPRO_API_CLASS_EVENT_SYNC,
+    DPRO_API_CLASS_STREAM_SYNC,
+    DPRO_API_CLASS_DEVICE_SYNC, /* cudaDeviceSynchronize, cuCtxSynchronize */
+    DPRO_API_CLASS_MALLOC,
+    DPRO_API_CLASS_FREE,
+    DPRO_API_CLASS_COUNT
+} dpro_api_class;
+
+/* Returns the class of the API call called name: CUDA runtime (cuda*), driver (cu*) and
+ * HIP (hip*) names in every spelling (_ptsz, _ptds, _spt, _vN suffixes). NULL or an
+ * unknown name gives DPRO_API_CLASS_OTHER. */
+dpro_api_class dpro_api_classify(const char *name);
+
+/* Returns a short lower-case name of an API class ("launch", "stream_wait", ...), or
+ * "unknown". */
+const char *dpro_api_class_name(int cls);
+
+/* Returns the bytes of one element of an ncclDataType_t, or 0 for an unknown type. */
+size_t dpro_nccl_dtype_size(uint32_t nccl_dtype);
+
+/* Returns non-zero if a kernel name is a collective-communication kernel (NCCL or RCCL:
+ * "nccl" or "rccl" anywhere, any case, as Holistic Trace Analysis decides). */
+int dpro_kernel_is_comm(const char *kernel_name);
 
 /* Returns a short lower-case name of an event kind ("kernel", "api", ...), or "unknown". */
 const char *dpro_kind_name(uint32_t kind);
@@ -338,6 +380,10 @@ int64_t dpro_reader_meta_int(const dpro_reader *r, const char *key, int64_t dflt
 
 /* Text of a string id, or "" for 0 and for unknown ids. Lives as long as the reader. */
 const char *dpro_reader_string(const dpro_reader *r, uint32_t id);
+
+/* The dpro_api_class of the API name with string id name_id (classified once per id
+ * and cached in the reader); DPRO_API_CLASS_OTHER for 0 and unknown ids. */
+int dpro_reader_api_class(dpro_reader *r, uint32_t name_id);
 
 /* Number of strings (the largest id). */
 uint32_t dpro_reader_string_count(const dpro_reader *r);

@@ -1,5 +1,5 @@
 # schemas/: the trace format (trace.proto, trace.sql) and libdprotrace.
-DPROTRACE_SOURCES = schemas/codec.c schemas/writer.c schemas/reader.c \
+DPROTRACE_SOURCES = schemas/codec.c schemas/writer.c schemas/reader.c schemas/classify.c \
 	schemas/trace_internal.h schemas/dprotrace.h
 nodist_DPROTRACE_SOURCES = schemas/trace.pb-c.c schemas/trace.pb-c.h schemas/trace_sql.c
 DPROTRACE_LIBS = $(SQLITE_LIBS) $(PROTOBUF_C_LIBS) $(LIBDEFLATE_LIBS) $(ZLIB_LIBS)

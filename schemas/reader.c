@@ -48,6 +48,7 @@ struct dpro_reader {
     stack_entry *stacks;
     size_t nstacks;
     int64_t max_batch_id;
+    uint8_t *api_class; /* dpro_api_class of each string id, computed on first use */
     char errmsg[512];
 };
 
@@ -360,6 +361,7 @@ dpro_reader_close(dpro_reader *r)
     if (!r)
         return;
     sqlite3_close(r->db);
+    free(r->api_class);
     for (size_t i = 0; i < r->nmeta; i++) {
         free(r->meta[i].key);
         free(r->meta[i].value);
@@ -909,4 +911,28 @@ dpro_free_paths(char **files, size_t nfiles)
     for (size_t i = 0; i < nfiles; i++)
         free(files[i]);
     free(files);
+}
+
+/* Unclassified string ids in the reader's class cache. */
+#define API_CLASS_UNSET 0xff
+
+int
+dpro_reader_api_class(dpro_reader *r, uint32_t name_id)
+{
+    int cls = DPRO_API_CLASS_OTHER;
+    if (r && name_id > 0 && name_id <= r->nstrings) {
+        if (!r->api_class) {
+            r->api_class = malloc((size_t)r->nstrings + 1);
+            if (r->api_class)
+                memset(r->api_class, API_CLASS_UNSET, (size_t)r->nstrings + 1);
+        }
+        if (!r->api_class)
+            cls = dpro_api_classify(r->strings[name_id]);
+        else {
+            if (r->api_class[name_id] == API_CLASS_UNSET)
+                r->api_class[name_id] = (uint8_t)dpro_api_classify(r->strings[name_id]);
+            cls = r->api_class[name_id];
+        }
+    }
+    return cls;
 }

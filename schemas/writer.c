@@ -7,6 +7,7 @@
  */
 #include "dprotrace.h"
 #include "trace_internal.h"
+#include "fnv1a.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,11 +80,7 @@ writer_fail(dpro_writer *w, int rc, const char *what)
 static uint64_t
 hash_bytes(const char *s, size_t len)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
+    uint64_t h = dpro_fnv1a(s, len, DPRO_FNV1A_INIT);
     return h ? h : 1;
 }
 

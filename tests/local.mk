@@ -1,9 +1,12 @@
 # tests/: unit tests of the format library, the trace benchmark, the demo's trace writer.
-check_PROGRAMS += tests/unit/test_trace tests/unit/test_json
-TESTS += tests/unit/test_trace tests/unit/test_json tests/unit/test_dpro_info.sh
+check_PROGRAMS += tests/unit/test_trace tests/unit/test_json tests/unit/test_classify
+TESTS += tests/unit/test_trace tests/unit/test_json tests/unit/test_classify \
+	tests/unit/test_dpro_info.sh
 tests_unit_test_trace_SOURCES = tests/unit/test_trace.c tests/unit/testutil.h
 tests_unit_test_trace_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS)
 tests_unit_test_trace_LDADD = schemas/libdprotrace.la $(SQLITE_LIBS) $(ZLIB_LIBS)
+tests_unit_test_classify_SOURCES = tests/unit/test_classify.c tests/unit/testutil.h
+tests_unit_test_classify_LDADD = schemas/libdprotrace.la
 tests_unit_test_json_SOURCES = tests/unit/test_json.c tests/unit/testutil.h
 tests_unit_test_json_LDADD = common/libdprocommon.la $(LIBM)
 EXTRA_DIST += tests/unit/test_dpro_info.sh
