@@ -64,4 +64,43 @@ ct.check(r.returncode == 0 and got.get("child_status") == "0",
          "vfork-exec job runs, the child execs (%s %s)" % (r.stdout, r.stderr[-300:]))
 ms = float(got.get("vfork_ms", "1e9"))
 ct.check(ms < 500, "exec from a vfork child does not wait on the loader's lock (%.1f ms)" % ms)
+
+# ---- 5000 communicators ---------------------------------------------------------------
+N = 5000
+out = ct.tmpdir()
+r = ct.run([HARDEN, "comms", str(N)], env=ct.env_with(out, DPRO_CUPTI=0,
+                                                      SIMGPU_NCCL_KEEP_HANDLES=1,
+                                                      DPRO_RING_EVENTS=1 << 18,
+                                                      SIMGPU_NCCL_LAT_US=0), timeout=120)
+ct.check(r.returncode == 0 and ("collectives=%d" % N) in r.stdout,
+         "comms job runs (%s)" % r.stderr[-300:])
+doc = one_trace(out, "comms")
+if doc:
+    hashes = {c["hash"] for c in doc["comms"]}
+    colls = ct.events(doc, "collective")
+    ct.check(doc["summary"]["dropped"] == 0, "comms: nothing dropped")
+    ct.check(len(doc["comms"]) == N and len(hashes) == N, "%d communicator rows (%d, %d hashes)"
+             % (N, len(doc["comms"]), len(hashes)))
+    bad = [e for e in colls if e["comm"] not in hashes or e["seq"] != 0]
+    ct.check(len(colls) == N and not bad,
+             "every collective names its communicator's hash, seq 0 (%d of %d wrong)"
+             % (len(bad), len(colls)))
+    ct.check(len({e["comm"] for e in colls}) == N, "a hash of its own per communicator")
+
+# ---- a pass-through collective still advances seq --------------------------------------
+out = ct.tmpdir()
+r = ct.run([ct.SIMRUN, "-n", "2", "--timeout", "60", "--", HARDEN, "seq-gap"],
+           env=ct.env_with(out, DPRO_CUPTI=0), timeout=90)
+ct.check(r.returncode == 0, "seq-gap job runs (%s)" % r.stderr[-300:])
+files = ct.traces(out)
+docs = {int(d["meta"]["rank"]): d for d in (ct.dump(f)[0] for f in files)}
+ct.check(sorted(docs) == [0, 1], "seq-gap: two traces")
+if sorted(docs) == [0, 1]:
+    keys = {rk: [(e["comm"], e["seq"], e["count"]) for e in ct.events(d, "collective")]
+            for rk, d in docs.items()}
+    ct.check(len(keys[0]) == 5 and len(keys[1]) == 4,
+             "rank 0 recorded 5 all-reduces, rank 1 the 4 after its unrecorded one (%d, %d)"
+             % (len(keys[0]), len(keys[1])))
+    ct.check(keys[0][1:] == keys[1], "the later (hash, seq) keys match across ranks: %s vs %s"
+             % (keys[0][1:], keys[1]))
 ct.finish()
