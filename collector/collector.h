@@ -282,7 +282,8 @@ coll_stamp(void)
 /* Converts a record's stamp to CLOCK_MONOTONIC ns (background thread). */
 COLL_HIDDEN uint64_t coll_stamp_to_ns(uint64_t stamp);
 
-/* ---- hook helpers (real.c, ring.c, maps.c) ----------------------------------------------------------- */
+/* ---- hook helpers (real.c, ring.c, maps.c)
+ * ----------------------------------------------------------- */
 
 /* Libraries a real function may live in. */
 enum coll_lib { COLL_LIB_CUDART, COLL_LIB_CUDA, COLL_LIB_NCCL, COLL_LIB_COUNT };
@@ -413,6 +414,19 @@ coll_rec_emit(struct coll_thread *t, const struct coll_rec *rec, const void *con
         coll_rec_put_bytes(t, cont, cont_len);
     coll_rec_commit(t, n);
 }
+
+/* Longest kernel name a launch record carries (longer names are cut). */
+#define COLL_KNAME_MAX 1023
+
+/* Returns non-zero the first time the CUfunction f is seen (lock-free; 0 when the table of
+ * seen functions is full): the launch that sees it first carries its name, resolved on the
+ * application's thread while the handle is sure to be valid (a JIT module may be unloaded
+ * before the writer thread converts the record). */
+COLL_HIDDEN int coll_func_first_sight(const void *f);
+
+/* Emits a driver launch record carrying the kernel's name (text continuation, a4 = its
+ * length) when name is not NULL, else as coll_rec_emit. */
+COLL_HIDDEN void coll_rec_emit_named(struct coll_thread *t, struct coll_rec *rec, const char *name);
 
 /* Registers the host function of a cudaKernel_t (from __cudaGetKernel), for names. */
 COLL_HIDDEN void coll_kernel_handle_add(const void *handle, const void *host_fn);

@@ -106,7 +106,8 @@ typedef int (*coll_func_get_name_fn)(const char **name, const void *fn);
 
 /* Returns the string id of the kernel a launch record names (0 if unknown). */
 static uint32_t
-coll_kernel_name(dpro_writer *w, const struct coll_rec *r)
+coll_kernel_name(dpro_writer *w, const struct coll_rec *r, const unsigned char *cont,
+                 size_t cont_len)
 {
     static void *slot_rt, *slot_drv;
     uint64_t fn = r->a0;
@@ -114,10 +115,22 @@ coll_kernel_name(dpro_writer *w, const struct coll_rec *r)
         return 0;
     uint64_t key = fn ^ ((uint64_t)(r->flags & (COLL_REC_HANDLE | COLL_REC_CUFUNC)) << 56);
     uint64_t *v = coll_umap_find(&coll_bg.names, key, 1);
+    char buf[COLL_KNAME_MAX + 1];
+    if ((r->flags & COLL_REC_TEXT) && r->a4 > 0 && cont_len > 0) {
+        /* the name the application's thread resolved when it first saw the handle */
+        size_t len = r->a4 < cont_len ? (size_t)r->a4 : cont_len;
+        if (len > COLL_KNAME_MAX)
+            len = COLL_KNAME_MAX;
+        memcpy(buf, cont, len);
+        buf[len] = '\0';
+        uint32_t id = coll_intern(w, buf);
+        if (v && id)
+            *v = id;
+        return id;
+    }
     if (v && *v)
         return (uint32_t)*v;
     const char *name = NULL;
-    char buf[64];
     if (r->flags & COLL_REC_CUFUNC) {
         coll_func_get_name_fn f =
             (coll_func_get_name_fn)coll_real(COLL_LIB_CUDA, "cuFuncGetName", &slot_drv);
@@ -281,11 +294,12 @@ coll_convert_nccl_api(dpro_writer *w, const struct coll_rec *r, dpro_event *ev)
 /* Fills the API-specific fields of an API event (launch geometry, copy sizes, objects),
  * writing the row of a stream created. */
 static void
-coll_convert_api_fields(dpro_writer *w, const struct coll_rec *r, dpro_event *ev)
+coll_convert_api_fields(dpro_writer *w, const struct coll_rec *r, const unsigned char *cont,
+                        size_t cont_len, dpro_event *ev)
 {
     const struct coll_api_info *info = &coll_api_table[r->api];
     if (coll_is_launch(r->api)) {
-        ev->name2 = coll_kernel_name(w, r);
+        ev->name2 = coll_kernel_name(w, r, cont, cont_len);
         ev->grid[0] = (uint32_t)r->a1;
         ev->grid[1] = (uint32_t)(r->a1 >> 32);
         ev->grid[2] = (uint32_t)r->a2;
@@ -378,6 +392,6 @@ coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid, const unsig
     ev.kind = DPRO_KIND_API;
     ev.subkind = info->domain;
     ev.name = api_name;
-    coll_convert_api_fields(w, r, &ev);
+    coll_convert_api_fields(w, r, cont, cont_len, &ev);
     coll_append(w, &ev);
 }

@@ -134,7 +134,10 @@ cupti_record_launch(struct coll_thread *t, CUpti_CallbackId cbid, const CUpti_Ca
             }
         }
     }
-    coll_rec_emit(t, &rec, NULL, 0);
+    /* the name CUPTI gives the launch, the first time its handle is seen */
+    const char *name =
+        rec.a0 && coll_func_first_sight((const void *)(uintptr_t)rec.a0) ? cb->symbolName : NULL;
+    coll_rec_emit_named(t, &rec, name);
 }
 
 static void CUPTIAPI

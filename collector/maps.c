@@ -13,6 +13,7 @@
 
 static struct coll_map coll_stream_map; /* cudaStream_t -> CUPTI stream id */
 struct coll_map coll_kernel_map;        /* cudaKernel_t -> host function */
+static struct coll_map coll_func_seen;  /* CUfunction -> 1 once a launch carried its name */
 
 /* Returns the slot of key k, inserting it when insert is set; -1 when absent or full. */
 static int
@@ -49,6 +50,14 @@ coll_map_put(struct coll_map *m, uint64_t k, uint64_t v)
     int i = coll_map_slot(m, k, 1);
     if (i >= 0)
         atomic_store_explicit(&m->val[i], v, memory_order_release);
+}
+
+int
+coll_func_first_sight(const void *f)
+{
+    int i = f ? coll_map_slot(&coll_func_seen, (uint64_t)(uintptr_t)f, 1) : -1;
+    uint64_t expect = 0;
+    return i >= 0 && atomic_compare_exchange_strong(&coll_func_seen.val[i], &expect, 1);
 }
 
 void

@@ -87,3 +87,17 @@ coll_thread_first(void)
     errno = saved;
     return t;
 }
+
+void
+coll_rec_emit_named(struct coll_thread *t, struct coll_rec *rec, const char *name)
+{
+    size_t len = name ? strnlen(name, COLL_KNAME_MAX) : 0;
+    if (len == 0) {
+        coll_rec_emit(t, rec, NULL, 0);
+        return;
+    }
+    rec->flags |= COLL_REC_TEXT;
+    rec->ncont = (uint8_t)coll_cont_slots(len);
+    rec->a4 = len;
+    coll_rec_emit(t, rec, name, len);
+}

@@ -120,7 +120,7 @@ coll_drain_ring(dpro_writer *w, struct coll_ring *ring)
         uint32_t ncont = r->ncont;
         if (tail + 1 + ncont > head)
             break; /* cannot happen: slots are committed together */
-        unsigned char cont[4 * COLL_CONT_BYTES];
+        unsigned char cont[(COLL_KNAME_MAX / COLL_CONT_BYTES + 1) * COLL_CONT_BYTES];
         size_t len = 0;
         for (uint32_t i = 0; i < ncont && len + COLL_CONT_BYTES <= sizeof cont; i++) {
             memcpy(cont + len, &ring->slots[(tail + 1 + i) & ring->mask], COLL_CONT_BYTES);

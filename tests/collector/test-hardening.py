@@ -103,4 +103,15 @@ if sorted(docs) == [0, 1]:
              % (len(keys[0]), len(keys[1])))
     ct.check(keys[0][1:] == keys[1], "the later (hash, seq) keys match across ranks: %s vs %s"
              % (keys[0][1:], keys[1]))
+
+# ---- a kernel whose module is unloaded -------------------------------------------------
+out = ct.tmpdir()
+r = ct.run([HARDEN, "unload"], env=ct.env_with(out, DPRO_CUPTI=0, DPRO_FLUSH_MS=2000,
+                                               DPRO_DRAIN_MS=1000))
+ct.check(r.returncode == 0 and "unloaded=1" in r.stdout, "unload job runs (%s)" % r.stderr[-300:])
+doc = one_trace(out, "unload")
+if doc:
+    names = [e["name2"] for e in ct.events(doc, "api", "cuLaunchKernel")]
+    ct.check(names == ["jit_unloaded_kernel"], "the launch keeps its kernel's name (%s)" % names)
+
 ct.finish()
