@@ -200,20 +200,25 @@ struct coll_ring {
     struct coll_rec slots[];
 };
 
+/* Devices whose per-thread default stream a thread remembers (others are asked each time). */
+#define COLL_PTDS_DEVICES 16
+
 /* Per-thread state, created the first time a thread records. */
 struct coll_thread {
     int guard; /* non-zero while inside a hook (re-entrancy) */
     uint32_t tid;
-    uint32_t index;       /* process-wide thread number, for our own correlation ids */
-    uint64_t head;        /* producer copy of ring->head */
-    uint64_t tail_seen;   /* last ring->tail read */
-    uint64_t dropped;     /* producer copy of ring->dropped */
-    uint64_t own_corr;    /* our correlation counter */
-    uint64_t corr_cupti;  /* correlation id the CUPTI callback saw inside the real call */
-    int corr_armed;       /* the CUPTI callback should catch a correlation id */
-    uint32_t stack_tick;  /* launches since the last sampled call stack */
-    uint64_t ptds_stream; /* CUPTI id of this thread's per-thread default stream (0: unknown) */
-    uint64_t cb_start;    /* stamp of a driver launch seen only by the CUPTI callback */
+    uint32_t index;      /* process-wide thread number, for our own correlation ids */
+    uint64_t head;       /* producer copy of ring->head */
+    uint64_t tail_seen;  /* last ring->tail read */
+    uint64_t dropped;    /* producer copy of ring->dropped */
+    uint64_t own_corr;   /* our correlation counter */
+    uint64_t corr_cupti; /* correlation id the CUPTI callback saw inside the real call */
+    int corr_armed;      /* the CUPTI callback should catch a correlation id */
+    uint32_t stack_tick; /* launches since the last sampled call stack */
+    uint64_t ptds_stream[COLL_PTDS_DEVICES]; /* CUPTI ids of this thread's per-thread
+                                                default streams by device (0: unknown) */
+    uint32_t device;                         /* current device, as last seen by a hook */
+    uint64_t cb_start; /* stamp of a driver launch seen only by the CUPTI callback */
     struct coll_ring *ring;
     /* NVTX push/pop ranges of this thread */
     uint32_t nvtx_depth;

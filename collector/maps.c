@@ -83,22 +83,64 @@ coll_stream_query(const void *stream, int ptsz)
     return id;
 }
 
+typedef int (*coll_get_device_fn)(int *device);
+
+/* Returns the current device (cudaGetDevice), 0 when it cannot tell. */
+static uint32_t
+coll_current_device(void)
+{
+    static void *slot;
+    coll_get_device_fn fn = (coll_get_device_fn)coll_real(COLL_LIB_CUDART, "cudaGetDevice", &slot);
+    int dev = 0;
+    if (fn == NULL || fn(&dev) != 0 || dev < 0)
+        dev = 0;
+    return (uint32_t)dev;
+}
+
+/* The legacy (0, cudaStreamLegacy) and per-thread (2) handles name a different stream on
+ * each device: their cache keys carry the device (pointers have no bits there). */
+static inline int
+coll_stream_special(uintptr_t h)
+{
+    return h <= 2;
+}
+
+static inline uint64_t
+coll_stream_key(uintptr_t h, uint32_t device)
+{
+    uint64_t key = (uint64_t)h + 1; /* key 0 means empty */
+    if (coll_stream_special(h))
+        key |= (uint64_t)(device + 1) << 48;
+    return key;
+}
+
 uint64_t
 coll_stream_id(struct coll_thread *t, const void *stream, int ptsz)
 {
     uintptr_t h = (uintptr_t)stream;
     if (h == 0 && ptsz)
         h = 2; /* cudaStreamPerThread */
-    if (h == 2) {
-        if (t->ptds_stream == 0)
-            t->ptds_stream = coll_stream_query((const void *)2, 0);
-        return t->ptds_stream ? t->ptds_stream : h;
-    }
-    uint64_t key = h + 1; /* key 0 means empty */
-    uint64_t id = coll_map_get(&coll_stream_map, key);
-    if (coll_likely(id != 0))
-        return id;
     int saved = errno;
+    uint32_t device = 0;
+    if (coll_stream_special(h)) {
+        device = coll_current_device();
+        t->device = device;
+    }
+    if (h == 2) {
+        uint64_t id = device < COLL_PTDS_DEVICES ? t->ptds_stream[device] : 0;
+        if (id == 0)
+            id = coll_stream_query((const void *)2, 0);
+        if (device < COLL_PTDS_DEVICES)
+            t->ptds_stream[device] = id;
+        errno = saved;
+        return id ? id : h;
+    }
+    uint64_t key = coll_stream_key(h, device);
+    uint64_t id = coll_map_get(&coll_stream_map, key);
+    if (coll_likely(id != 0)) {
+        errno = saved;
+        return id;
+    }
     id = coll_stream_query(stream, 0);
     errno = saved;
     if (id == 0)
@@ -113,9 +155,12 @@ coll_stream_id_known(struct coll_thread *t, const void *stream, int ptsz)
     uintptr_t h = (uintptr_t)stream;
     if (h == 0 && ptsz)
         h = 2;
-    if (h == 2)
-        return t->ptds_stream ? t->ptds_stream : h;
-    uint64_t id = coll_map_get(&coll_stream_map, h + 1);
+    /* inside a CUPTI callback: the device this thread's hooks saw last */
+    if (h == 2) {
+        uint64_t id = t->device < COLL_PTDS_DEVICES ? t->ptds_stream[t->device] : 0;
+        return id ? id : h;
+    }
+    uint64_t id = coll_map_get(&coll_stream_map, coll_stream_key(h, t->device));
     return id ? id : h;
 }
 

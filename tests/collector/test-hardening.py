@@ -104,6 +104,25 @@ if sorted(docs) == [0, 1]:
     ct.check(keys[0][1:] == keys[1], "the later (hash, seq) keys match across ranks: %s vs %s"
              % (keys[0][1:], keys[1]))
 
+# ---- two devices, one process ---------------------------------------------------------
+out = ct.tmpdir()
+r = ct.run([HARDEN, "two-devices"], env=ct.env_with(out, DPRO_CUPTI_LIB=ct.SIM_CUPTI,
+                                                    SIMGPU_DEVICE_COUNT=2))
+ct.check(r.returncode == 0 and "launches=12" in r.stdout,
+         "two-devices job runs (%s)" % r.stderr[-300:])
+doc = one_trace(out, "two-devices")
+if doc:
+    host = {e["corr"]: e for e in ct.events(doc, "api")}
+    kernels = ct.events(doc, "kernel")
+    linked = [k for k in kernels if k["corr"] in host]
+    ct.check(len(kernels) == 12 and len(linked) == 12, "two-devices: 12 kernels, all linked")
+    wrong = [(host[k["corr"]]["stream"], k["stream"], k["device"]) for k in linked
+             if host[k["corr"]]["stream"] != k["stream"]]
+    ct.check(not wrong, "each launch names its kernel's stream on both devices (wrong: %s)"
+             % wrong)
+    ct.check(len({k["stream"] for k in kernels}) == 4,
+             "four streams: legacy and per-thread of each device")
+
 # ---- a kernel whose module is unloaded -------------------------------------------------
 out = ct.tmpdir()
 r = ct.run([HARDEN, "unload"], env=ct.env_with(out, DPRO_CUPTI=0, DPRO_FLUSH_MS=2000,
