@@ -359,6 +359,16 @@ cupti_enable_callbacks(void)
 
 #define CUPTI_SYM(field, name) *(void **)&cupti_api.field = dlsym(cupti_api.lib, name)
 
+/* Does a libcupti of API version v hand over the record layouts the collector was compiled
+ * for (CUpti_ActivityKernel10, Memcpy6, ...)? The same release series at the same or a
+ * later version: a later one of the series keeps the layouts; an older one (CUDA 12's
+ * CUPTI numbers its versions 18..24) has other record versions. 0: unknown. */
+static int
+cupti_version_ok(uint32_t v)
+{
+    return v >= CUPTI_API_VERSION && v / 10000 == CUPTI_API_VERSION / 10000;
+}
+
 void
 cupti_start(void)
 {
@@ -387,6 +397,17 @@ cupti_start(void)
     }
     if (cupti_api.get_version)
         cupti_api.get_version(&cupti_version_value);
+    if (!cupti_version_ok(cupti_version_value)) {
+        cupti_status = "version";
+        snprintf(cupti_error, sizeof cupti_error,
+                 "libcupti API version %u, the collector reads the records of version %u",
+                 (unsigned)cupti_version_value, (unsigned)CUPTI_API_VERSION);
+        fprintf(stderr,
+                "dpro-collector[%d]: libcupti's API version is %u, the collector was built for "
+                "%u (its activity record layouts differ): recording host-side events only\n",
+                (int)getpid(), (unsigned)cupti_version_value, (unsigned)CUPTI_API_VERSION);
+        return;
+    }
     CUptiResult rc = cupti_api.subscribe(&cupti_subscriber, cupti_callback, NULL);
     if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         cupti_status = "busy";

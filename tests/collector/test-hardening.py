@@ -9,7 +9,8 @@ it (harden-job modes on the simulated device).
 - a collective that passes through unrecorded still advances its communicator's sequence
   number: later (hash, seq) keys match the other rank's;
 - one process on two devices: the legacy and per-thread streams are told apart per device;
-- a kernel whose module is unloaded before the writer drains keeps its name.
+- a kernel whose module is unloaded before the writer drains keeps its name;
+- a libcupti of another API version (other record layouts) is refused with one line.
 """
 import os
 import sys
@@ -132,5 +133,19 @@ doc = one_trace(out, "unload")
 if doc:
     names = [e["name2"] for e in ct.events(doc, "api", "cuLaunchKernel")]
     ct.check(names == ["jit_unloaded_kernel"], "the launch keeps its kernel's name (%s)" % names)
+
+
+# ---- a libcupti of another version ----------------------------------------------------
+out = ct.tmpdir()
+r = ct.run([ct.DRV_JOB], env=ct.env_with(out, DPRO_CUPTI_LIB=ct.SIM_CUPTI, SIMGPU_CUPTI_VERSION=24))
+ct.check(r.returncode == 0 and "launches=5" in r.stdout, "old-CUPTI job runs (%s)" % r.stderr[-300:])
+ct.check(r.stderr.count("libcupti's API version is 24") == 1,
+         "a libcupti of another version is refused with one line (%s)" % r.stderr[-300:])
+doc = one_trace(out, "old CUPTI")
+if doc:
+    ct.check(doc["meta"].get("cupti") == "version", "old CUPTI: meta cupti=version (%s)"
+             % doc["meta"].get("cupti"))
+    ct.check(ct.events(doc, "kernel") == [] and len(ct.events(doc, "api", "cuLaunchKernel")) == 3,
+             "old CUPTI: no device records read, the hooked launches recorded")
 
 ct.finish()
