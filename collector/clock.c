@@ -47,6 +47,10 @@ coll_tsc_init(void)
 #if defined(__x86_64__)
     const char *mode = getenv("DPRO_CLOCK");
     int want = 0;
+    if (mode && *mode && strcmp(mode, "tsc") && strcmp(mode, "auto") && strcmp(mode, "monotonic")) {
+        coll_warn("DPRO_CLOCK=%s is none of tsc, monotonic, auto; using auto", mode);
+        mode = NULL;
+    }
     if (mode && !strcmp(mode, "tsc")) {
         want = 1;
     } else if (!mode || !strcmp(mode, "auto") || !*mode) {

@@ -86,35 +86,62 @@ coll_env_bool(const char *name, int dflt)
  * CLOCK_MONOTONIC were skewed; lets the replay's clock alignment be tested on one host. */
 int64_t coll_test_clock_offset_ns;
 
-/* Reads the DPRO_* settings into coll_cfg (defaults for what is unset or malformed). */
+/* Returns the integer value of env variable name when it lies in [lo, hi], dflt when unset;
+ * a value that is not a number or out of range is warned about (once: settings are read
+ * once per process) and dflt used. */
+static long
+coll_env_range(const char *name, long dflt, long lo, long hi)
+{
+    const char *v = getenv(name);
+    char *end;
+    if (v == NULL || *v == '\0')
+        return dflt;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end != '\0' || x < lo || x > hi) {
+        coll_warn("%s=%s is not a number in %ld..%ld; using %ld", name, v, lo, hi, dflt);
+        return dflt;
+    }
+    return x;
+}
+
+int coll_output_too_long;
+
+/* Reads the DPRO_* settings into coll_cfg (defaults for what is unset; malformed values are
+ * warned about and replaced by the default). */
 static void
 coll_settings_read(void)
 {
     coll_test_clock_offset_ns = coll_env_long("DPRO_TEST_CLOCK_OFFSET_NS", 0);
     const char *out = getenv("DPRO_OUTPUT");
+    if (out && strlen(out) >= sizeof coll_cfg.output) {
+        /* never cut: the cut name would be another directory */
+        coll_warn("DPRO_OUTPUT is longer than %zu bytes; recording nothing",
+                  sizeof coll_cfg.output - 1);
+        coll_output_too_long = 1;
+        out = NULL;
+    }
     snprintf(coll_cfg.output, sizeof coll_cfg.output, "%s", out && *out ? out : "dpro-traces");
     coll_cfg.cuda = coll_env_bool("DPRO_CUDA", 1);
     coll_cfg.nccl = coll_env_bool("DPRO_NCCL", 1);
     coll_cfg.cupti = coll_env_bool("DPRO_CUPTI", 1);
     coll_cfg.nvtx = coll_env_bool("DPRO_NVTX", 1);
     coll_cfg.stacks = coll_env_bool("DPRO_STACKS", 0);
-    long sample = coll_env_long("DPRO_STACK_SAMPLE", 1);
-    coll_cfg.stack_sample = sample < 1 ? 1u : (uint32_t)sample;
-    long flush = coll_env_long("DPRO_FLUSH_MS", 200);
-    coll_cfg.flush_ms = flush < 1 ? 1u : flush > 60000 ? 60000u : (uint32_t)flush;
-    long drain = coll_env_long("DPRO_DRAIN_MS", 5);
-    coll_cfg.drain_ms = drain < 1 ? 1u : drain > 1000 ? 1000u : (uint32_t)drain;
+    coll_cfg.stack_sample = (uint32_t)coll_env_range("DPRO_STACK_SAMPLE", 1, 1, 1L << 30);
+    coll_cfg.flush_ms = (uint32_t)coll_env_range("DPRO_FLUSH_MS", 200, 1, 60000);
+    coll_cfg.drain_ms = (uint32_t)coll_env_range("DPRO_DRAIN_MS", 5, 1, 1000);
     if (coll_cfg.drain_ms > coll_cfg.flush_ms)
         coll_cfg.drain_ms = coll_cfg.flush_ms;
-    long ring = coll_env_long("DPRO_RING_EVENTS", 32768);
+    long ring = coll_env_range("DPRO_RING_EVENTS", 32768, 1, 1L << 24);
     uint32_t slots = 256;
     while (slots < (uint64_t)ring && slots < (1u << 24))
         slots <<= 1;
     coll_cfg.ring_events = slots;
     const char *fork_mode = getenv("DPRO_FORK");
+    if (fork_mode && *fork_mode && strcmp(fork_mode, "stop") && strcmp(fork_mode, "follow"))
+        coll_warn("DPRO_FORK=%s is neither follow nor stop; using follow", fork_mode);
     coll_cfg.fork_follow = !(fork_mode && !strcmp(fork_mode, "stop"));
-    long level = coll_env_long("DPRO_ZLIB_LEVEL", 1);
-    coll_cfg.zlib_level = level < 1 ? 1 : level > 9 ? 9 : (int)level;
+    coll_cfg.zlib_level = (int)coll_env_range("DPRO_ZLIB_LEVEL", 1, 1, 9);
 }
 
 /* ---- start ---------------------------------------------------------------------------- */
@@ -150,7 +177,7 @@ coll_constructor(void)
     coll_pid = getpid();
     coll_anchor(&coll_anchor_realtime_ns, &coll_anchor_monotonic_ns);
     coll_exec_resolve();
-    if (coll_env_bool("DPRO_DISABLE", 0)) {
+    if (coll_env_bool("DPRO_DISABLE", 0) || coll_output_too_long) {
         errno = saved;
         return;
     }

@@ -36,6 +36,9 @@ COLL_HIDDEN int coll_env_bool(const char *name, int dflt);
  * CLOCK_MONOTONIC were skewed; lets the replay's clock alignment be tested on one host. */
 COLL_HIDDEN extern int64_t coll_test_clock_offset_ns;
 
+/* DPRO_OUTPUT does not fit coll_cfg.output: the process records nothing. */
+COLL_HIDDEN extern int coll_output_too_long;
+
 /* ---- maps.c ------------------------------------------------------------------------- */
 
 /* Lock-free map of the hot path: open addressing over a fixed array; keys are inserted once

@@ -115,15 +115,12 @@ coll_anchor(uint64_t *realtime, uint64_t *monotonic)
 
 typedef int (*coll_version_fn)(int *);
 
-/* Writes the version of a library the job has loaded, if it answers. */
+/* Writes the version of a library the job has loaded, if it answers; slot is the call
+ * site's own cache of the function (one per function). */
 static void
-coll_meta_version(dpro_writer *w, const char *key, enum coll_lib lib, const char *fn)
+coll_meta_version(dpro_writer *w, const char *key, enum coll_lib lib, const char *fn, void **slot)
 {
-    static void *slots[8];
-    static int used;
-    if (used >= 8)
-        return;
-    coll_version_fn f = (coll_version_fn)coll_real(lib, fn, &slots[used++]);
+    coll_version_fn f = (coll_version_fn)coll_real(lib, fn, slot);
     int v = 0;
     if (f && f(&v) == 0)
         dpro_writer_set_meta_int(w, key, v);
@@ -181,9 +178,11 @@ coll_write_meta(dpro_writer *w, const char *host)
     dpro_writer_set_meta_int(w, "setting.DPRO_RING_EVENTS", coll_cfg.ring_events);
     dpro_writer_set_meta(w, "setting.DPRO_FORK", coll_cfg.fork_follow ? "follow" : "stop");
     dpro_writer_set_meta_int(w, "setting.DPRO_ZLIB_LEVEL", coll_cfg.zlib_level);
-    coll_meta_version(w, "cuda_runtime_version", COLL_LIB_CUDART, "cudaRuntimeGetVersion");
-    coll_meta_version(w, "cuda_driver_version", COLL_LIB_CUDART, "cudaDriverGetVersion");
-    coll_meta_version(w, "nccl_version", COLL_LIB_NCCL, "ncclGetVersion");
+    static void *slot_rt, *slot_drv, *slot_nccl;
+    coll_meta_version(w, "cuda_runtime_version", COLL_LIB_CUDART, "cudaRuntimeGetVersion",
+                      &slot_rt);
+    coll_meta_version(w, "cuda_driver_version", COLL_LIB_CUDART, "cudaDriverGetVersion", &slot_drv);
+    coll_meta_version(w, "nccl_version", COLL_LIB_NCCL, "ncclGetVersion", &slot_nccl);
     cupti_write_meta(w, 0);
 }
 

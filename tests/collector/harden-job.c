@@ -15,6 +15,8 @@
  *                      recorded on rank 0; then 4 recorded all-reduces on both
  *   two-devices        launches on the legacy and per-thread streams of devices 0 and 1
  *   unload             a driver launch, then the module unloaded before the writer drains
+ *   fork-chain N       a chain of N processes, each forked by the one before after a
+ *                      recorded call: each writes a trace of its own
  */
 #include "config.h"
 
@@ -259,6 +261,29 @@ mode_unload(void)
     return ok ? 0 : 1;
 }
 
+/* ---- fork-chain --------------------------------------------------------------------- */
+
+static int
+mode_fork_chain(int n)
+{
+    int status = 0;
+    for (int level = 0; level < n; level++) {
+        cudaStreamQuery(NULL); /* this process records: its trace is opened */
+        sleep_ms(30);          /* the writer opens the file (and writes the meta) now */
+        if (level == n - 1)
+            break;
+        pid_t pid = fork();
+        if (pid < 0)
+            FAIL("fork");
+        if (pid > 0) {
+            waitpid(pid, &status, 0);
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+        }
+    }
+    printf("chain=%d\n", n);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -275,7 +300,9 @@ main(int argc, char **argv)
         return mode_two_devices();
     if (!strcmp(mode, "unload"))
         return mode_unload();
+    if (!strcmp(mode, "fork-chain") && argc > 2)
+        return mode_fork_chain(atoi(argv[2]));
     fprintf(stderr, "usage: harden-job first-hook | vfork-exec LIB | comms N | seq-gap | "
-                    "two-devices | unload\n");
+                    "two-devices | unload | fork-chain N\n");
     return 2;
 }

@@ -10,7 +10,10 @@ it (harden-job modes on the simulated device).
   number: later (hash, seq) keys match the other rank's;
 - one process on two devices: the legacy and per-thread streams are told apart per device;
 - a kernel whose module is unloaded before the writer drains keeps its name;
-- a libcupti of another API version (other record layouts) is refused with one line.
+- a libcupti of another API version (other record layouts) is refused with one line;
+- every trace of a fork chain names the library versions (one cache slot per function);
+- bad settings are warned about once and the default used; a DPRO_OUTPUT over 4 KB records
+  nothing (never a directory of the cut name).
 """
 import os
 import sys
@@ -147,5 +150,46 @@ if doc:
              % doc["meta"].get("cupti"))
     ct.check(ct.events(doc, "kernel") == [] and len(ct.events(doc, "api", "cuLaunchKernel")) == 3,
              "old CUPTI: no device records read, the hooked launches recorded")
+
+
+# ---- versions in every trace of a fork chain -------------------------------------------
+out = ct.tmpdir()
+r = ct.run([HARDEN, "fork-chain", "5"], env=ct.env_with(out, DPRO_CUPTI=0))
+ct.check(r.returncode == 0 and "chain=5" in r.stdout, "fork-chain job runs (%s)" % r.stderr[-300:])
+docs = [ct.dump(f)[0] for f in ct.traces(out)]
+have = [("cuda_runtime_version" in d["meta"], "nccl_version" in d["meta"]) for d in docs]
+ct.check(len(docs) == 5 and all(a and b for a, b in have),
+         "each of the 5 traces of a fork chain names the library versions (%s)" % have)
+
+# ---- bad settings ----------------------------------------------------------------------
+for var, value, key, want in (("DPRO_RING_EVENTS", "abc", "setting.DPRO_RING_EVENTS", "32768"),
+                              ("DPRO_RING_EVENTS", "-5", "setting.DPRO_RING_EVENTS", "32768"),
+                              ("DPRO_ZLIB_LEVEL", "99", "setting.DPRO_ZLIB_LEVEL", "1"),
+                              ("DPRO_FLUSH_MS", "0", "setting.DPRO_FLUSH_MS", "200"),
+                              ("DPRO_CLOCK", "garbage", None, None)):
+    out = ct.tmpdir()
+    r = ct.run([HARDEN, "fork-chain", "1"], env=ct.env_with(out, DPRO_CUPTI=0, **{var: value}))
+    lines = [l for l in r.stderr.splitlines() if ("%s=%s" % (var, value)) in l]
+    ct.check(r.returncode == 0 and len(lines) == 1 and "using" in lines[0],
+             "%s=%s: warned once, the default used (%s)" % (var, value, r.stderr[-300:]))
+    doc = one_trace(out, "%s=%s" % (var, value))
+    if doc and key:
+        ct.check(doc["meta"].get(key) == want, "%s=%s: %s=%s in force (%s)"
+                 % (var, value, key, want, doc["meta"].get(key)))
+    if doc and var == "DPRO_CLOCK":
+        plain = ct.tmpdir()
+        ct.run([HARDEN, "fork-chain", "1"], env=ct.env_with(plain, DPRO_CUPTI=0))
+        ref = ct.dump(ct.traces(plain)[0])[0]
+        ct.check(doc["meta"].get("collector_stamps") == ref["meta"].get("collector_stamps"),
+                 "DPRO_CLOCK=garbage: the stamps of the default (auto)")
+
+# ---- a DPRO_OUTPUT too long ------------------------------------------------------------
+base = ct.tmpdir()
+long_out = os.path.join(base, "d" * 250, *(["e" * 250] * 20))
+r = ct.run([HARDEN, "fork-chain", "1"], env=ct.env_with(long_out, DPRO_CUPTI=0))
+ct.check(r.returncode == 0 and r.stderr.count("DPRO_OUTPUT is longer than") == 1,
+         "a DPRO_OUTPUT over 4 KB: the job runs, one line says so (%s)" % r.stderr[-300:])
+ct.check(os.listdir(base) == [], "a DPRO_OUTPUT over 4 KB: nothing created (%s)"
+         % os.listdir(base))
 
 ct.finish()
