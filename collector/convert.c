@@ -163,16 +163,11 @@ coll_kernel_name(dpro_writer *w, const struct coll_rec *r, const unsigned char *
     return id;
 }
 
-/* Bytes of each ncclDataType_t (int8 .. float8e5m2). */
-static const uint32_t coll_nccl_type_size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-
-/* Returns the bytes of count elements of an ncclDataType_t. */
+/* Returns the bytes of count elements of an ncclDataType_t (0 for an unknown type). */
 static uint64_t
 coll_nccl_bytes(uint64_t count, uint32_t dtype)
 {
-    if (dtype >= sizeof coll_nccl_type_size / sizeof coll_nccl_type_size[0])
-        return 0;
-    return count * coll_nccl_type_size[dtype];
+    return count * dpro_nccl_dtype_size(dtype);
 }
 
 /* Maps a collective API to its dpro_coll_op. */
@@ -202,26 +197,22 @@ coll_coll_op(uint16_t api)
     }
 }
 
-/* Is api a kernel launch (runtime or driver)? */
-static int
-coll_is_launch(uint16_t api)
+/* Returns the dpro_api_class of an API (libdprotrace's one classification, computed once
+ * per API from its name; writer thread only). */
+static dpro_api_class
+coll_api_class(uint16_t api)
 {
-    return (api >= COLL_API_cudaLaunchKernel && api <= COLL_API_cudaLaunchCooperativeKernel_ptsz) ||
-           (api >= COLL_API_cuLaunchKernel && api <= COLL_API_cuLaunchKernelEx_ptsz);
-}
-
-/* Is api a copy call? */
-static int
-coll_is_memcpy(uint16_t api)
-{
-    return api >= COLL_API_cudaMemcpy && api <= COLL_API_cudaMemcpyPeerAsync;
-}
-
-/* Is api a memset call? */
-static int
-coll_is_memset(uint16_t api)
-{
-    return api >= COLL_API_cudaMemset && api <= COLL_API_cudaMemsetAsync_ptsz;
+    static uint8_t cls[COLL_API_COUNT];
+    static int ready;
+    if (!ready) {
+        for (int i = 0; i < COLL_API_COUNT; i++) {
+            /* __cudaLaunchKernel (the <<<>>> stubs' entry) is cudaLaunchKernel's twin */
+            const char *name = coll_api_table[i].name;
+            cls[i] = (uint8_t)dpro_api_classify(strncmp(name, "__cuda", 6) ? name : name + 2);
+        }
+        ready = 1;
+    }
+    return api < COLL_API_COUNT ? (dpro_api_class)cls[api] : DPRO_API_CLASS_OTHER;
 }
 
 /* Fills and appends the memory event of a successful allocation or free. */
@@ -298,7 +289,8 @@ coll_convert_api_fields(dpro_writer *w, const struct coll_rec *r, const unsigned
                         size_t cont_len, dpro_event *ev)
 {
     const struct coll_api_info *info = &coll_api_table[r->api];
-    if (coll_is_launch(r->api)) {
+    dpro_api_class cls = coll_api_class(r->api);
+    if (cls == DPRO_API_CLASS_LAUNCH) {
         ev->name2 = coll_kernel_name(w, r, cont, cont_len);
         ev->grid[0] = (uint32_t)r->a1;
         ev->grid[1] = (uint32_t)(r->a1 >> 32);
@@ -307,13 +299,13 @@ coll_convert_api_fields(dpro_writer *w, const struct coll_rec *r, const unsigned
         ev->block[1] = (uint32_t)r->a3;
         ev->block[2] = (uint32_t)(r->a3 >> 32);
         ev->shared_mem = r->u0;
-    } else if (r->api == COLL_API_cudaGraphLaunch || r->api == COLL_API_cudaGraphLaunch_ptsz) {
+    } else if (cls == DPRO_API_CLASS_GRAPH_LAUNCH) {
         ev->object = r->a0;
-    } else if (coll_is_memcpy(r->api)) {
+    } else if (cls == DPRO_API_CLASS_MEMCPY || cls == DPRO_API_CLASS_MEMCPY_ASYNC) {
         ev->address = r->a0;
         ev->bytes = r->a2;
         ev->value = r->u0; /* cudaMemcpyKind */
-    } else if (coll_is_memset(r->api)) {
+    } else if (cls == DPRO_API_CLASS_MEMSET || cls == DPRO_API_CLASS_MEMSET_ASYNC) {
         ev->address = r->a0;
         ev->bytes = r->a2;
     } else if (info->kind == DPRO_KIND_MEMORY) {
