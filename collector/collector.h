@@ -32,6 +32,30 @@
 #define coll_likely(x) __builtin_expect(!!(x), 1)
 #define coll_unlikely(x) __builtin_expect(!!(x), 0)
 
+/* ---- rows besides events -------------------------------------------------------------
+ * Every write of a meta, device, stream, thread, communicator, stack or drop row is checked:
+ * a failed one is counted (the trace's meta writer_errors), never silent. The macros make
+ * every call site in the collector count, so none can forget. */
+COLL_HIDDEN extern _Atomic uint64_t coll_writer_errors;
+
+/* Counts a failed row write; returns rc. */
+static inline int
+coll_counted(int rc)
+{
+    if (coll_unlikely(rc != DPRO_OK))
+        atomic_fetch_add_explicit(&coll_writer_errors, 1, memory_order_relaxed);
+    return rc;
+}
+
+#define dpro_writer_set_meta(...) coll_counted((dpro_writer_set_meta)(__VA_ARGS__))
+#define dpro_writer_set_meta_int(...) coll_counted((dpro_writer_set_meta_int)(__VA_ARGS__))
+#define dpro_writer_add_device(...) coll_counted((dpro_writer_add_device)(__VA_ARGS__))
+#define dpro_writer_add_stream(...) coll_counted((dpro_writer_add_stream)(__VA_ARGS__))
+#define dpro_writer_add_thread(...) coll_counted((dpro_writer_add_thread)(__VA_ARGS__))
+#define dpro_writer_add_comm(...) coll_counted((dpro_writer_add_comm)(__VA_ARGS__))
+#define dpro_writer_add_stack(...) coll_counted((dpro_writer_add_stack)(__VA_ARGS__))
+#define dpro_writer_add_drops(...) coll_counted((dpro_writer_add_drops)(__VA_ARGS__))
+
 /* ---- the APIs we record ------------------------------------------------------------------
  * X(id, kind, domain): kind is the dpro_kind of the event the record becomes (API events of
  * failed allocations aside), domain the dpro_api_domain. The name of the event is the

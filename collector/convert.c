@@ -64,6 +64,8 @@ coll_umap_free(struct coll_umap *m)
     memset(m, 0, sizeof *m);
 }
 
+_Atomic uint64_t coll_writer_errors;
+
 uint32_t
 coll_intern(dpro_writer *w, const char *text)
 {

@@ -210,10 +210,31 @@ coll_rings_pending(void)
     return any;
 }
 
+/* Writes the count of failed row writes into the meta when it changed (warned the first
+ * time); always == 1 writes it even when 0 (the end of the file). */
+static uint64_t coll_errors_written = UINT64_MAX; /* the count in the meta now */
+static int coll_errors_warned;
+
+static void
+coll_write_errors(dpro_writer *w, int always)
+{
+    uint64_t n = atomic_load_explicit(&coll_writer_errors, memory_order_relaxed);
+    if (w == NULL || coll_bg.failed || (n == coll_errors_written && !always))
+        return;
+    if (n && !coll_errors_warned) {
+        coll_errors_warned = 1;
+        coll_warn("a row of the trace could not be written (%s); counted in meta writer_errors",
+                  dpro_writer_errmsg(w));
+    }
+    if ((dpro_writer_set_meta_int)(w, "writer_errors", (int64_t)n) == DPRO_OK)
+        coll_errors_written = n;
+}
+
 /* Flushes the writer; stops recording on error. */
 static void
 coll_writer_flush(void)
 {
+    coll_write_errors(coll_bg.w, 0);
     if (coll_bg.w && !coll_bg.failed && dpro_writer_flush(coll_bg.w) != DPRO_OK)
         coll_output_failed(coll_bg.w, "flushing the trace");
 }
@@ -236,6 +257,7 @@ coll_bg_finish(void)
         dpro_writer_set_meta_int(w, "anchor_end_monotonic_ns",
                                  (int64_t)mono + coll_test_clock_offset_ns);
         cupti_write_meta(w, 1);
+        coll_write_errors(w, 1);
     }
     if (coll_bg.w) {
         /* the last commit apart, so that a failure (a full disk) is told with its reason */
@@ -260,6 +282,9 @@ coll_bg_main(void *arg)
     pthread_setname_np(pthread_self(), "dpro-collector");
 #endif
     memset(&coll_bg, 0, sizeof coll_bg);
+    atomic_store(&coll_writer_errors, 0); /* this process's file (a forked child's too) */
+    coll_errors_written = UINT64_MAX;
+    coll_errors_warned = 0;
     stk_reset();
     nvtxi_reset();
     uint64_t next_flush = coll_now() + (uint64_t)coll_cfg.flush_ms * 1000000ull;

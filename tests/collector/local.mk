@@ -75,6 +75,11 @@ tests_collector_harden_job_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcud
 	tests/simgpu/libnccl.la tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) -ldl
 tests_collector_harden_job_LDFLAGS = -no-install $(AM_LDFLAGS)
 check_LTLIBRARIES += tests/collector/libslowctor.la
+check_LTLIBRARIES += tests/collector/libsqlfail.la
+tests_collector_libsqlfail_la_SOURCES = tests/collector/sqlfail.c
+tests_collector_libsqlfail_la_CPPFLAGS = $(AM_CPPFLAGS) $(SQLITE_CFLAGS)
+tests_collector_libsqlfail_la_LIBADD = $(SQLITE_LIBS) -ldl
+tests_collector_libsqlfail_la_LDFLAGS = -shared -avoid-version -rpath /nowhere $(AM_LDFLAGS)
 tests_collector_libslowctor_la_SOURCES = tests/collector/slowctor.c
 tests_collector_libslowctor_la_LDFLAGS = -shared -avoid-version -rpath /nowhere $(AM_LDFLAGS)
 

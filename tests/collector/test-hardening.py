@@ -13,7 +13,9 @@ it (harden-job modes on the simulated device).
 - a libcupti of another API version (other record layouts) is refused with one line;
 - every trace of a fork chain names the library versions (one cache slot per function);
 - bad settings are warned about once and the default used; a DPRO_OUTPUT over 4 KB records
-  nothing (never a directory of the cut name).
+  nothing (never a directory of the cut name);
+- a row that cannot be written (thread, communicator, ...) is counted in meta writer_errors
+  and said once.
 """
 import os
 import sys
@@ -191,5 +193,30 @@ ct.check(r.returncode == 0 and r.stderr.count("DPRO_OUTPUT is longer than") == 1
          "a DPRO_OUTPUT over 4 KB: the job runs, one line says so (%s)" % r.stderr[-300:])
 ct.check(os.listdir(base) == [], "a DPRO_OUTPUT over 4 KB: nothing created (%s)"
          % os.listdir(base))
+
+
+# ---- failed row writes are counted ----------------------------------------------------
+SQLFAIL = os.path.join(ct.BUILD, "tests", "collector", ".libs", "libsqlfail.so")
+for table in ("threads", "communicators"):
+    out = ct.tmpdir()
+    env = ct.env_with(out, DPRO_CUPTI=0, SQLFAIL_TABLE=table)
+    env["LD_PRELOAD"] = SQLFAIL + ":" + ct.COLLECTOR
+    r = ct.run([HARDEN, "comms", "3"], env=env)
+    ct.check(r.returncode == 0 and "collectives=3" in r.stdout,
+             "%s rows failing: the job runs (%s)" % (table, r.stderr[-300:]))
+    ct.check(r.stderr.count("could not be written") == 1, "%s rows failing: said once (%s)"
+             % (table, r.stderr[-300:]))
+    doc = one_trace(out, "%s rows failing" % table)
+    if doc:
+        n = int(doc["meta"].get("writer_errors", "0"))
+        want = 1 if table == "threads" else 3
+        ct.check(n == want, "%s rows failing: meta writer_errors=%d (%d)" % (table, want, n))
+        ct.check(len(ct.events(doc, "collective")) == 3, "%s rows failing: the events kept"
+                 % table)
+out = ct.tmpdir()
+r = ct.run([HARDEN, "comms", "1"], env=ct.env_with(out, DPRO_CUPTI=0))
+doc = one_trace(out, "no failure")
+ct.check(doc is not None and doc["meta"].get("writer_errors") == "0",
+         "no failure: meta writer_errors=0")
 
 ct.finish()
