@@ -145,6 +145,14 @@ cupti_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbi
                const void *cbdata)
 {
     (void)userdata;
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
+        cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+        /* The context goes (the CUDA runtime's teardown at exit runs before our exit
+         * handler): take its records now; the writer drains them at the end. */
+        if (cupti_active)
+            cupti_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        return;
+    }
     if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
         return;
     const CUpti_CallbackData *cb = cbdata;
@@ -424,6 +432,9 @@ cupti_start(void)
     }
     if (cupti_enable_callbacks() != 0)
         snprintf(cupti_error, sizeof cupti_error, "correlation callbacks unavailable");
+    if (cupti_api.enable_callback)
+        cupti_api.enable_callback(1, cupti_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                  CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
     if (cupti_api.register_timestamp &&
         cupti_api.register_timestamp(cupti_timestamp) == CUPTI_SUCCESS)
         cupti_clock_callback = 1;

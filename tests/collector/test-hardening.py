@@ -15,7 +15,9 @@ it (harden-job modes on the simulated device).
 - bad settings are warned about once and the default used; a DPRO_OUTPUT over 4 KB records
   nothing (never a directory of the cut name);
 - a row that cannot be written (thread, communicator, ...) is counted in meta writer_errors
-  and said once.
+  and said once;
+- CUDA's teardown at exit (before the collector's exit handler): the device records are
+  flushed on CUPTI's context-destroy callback.
 """
 import os
 import sys
@@ -218,5 +220,18 @@ r = ct.run([HARDEN, "comms", "1"], env=ct.env_with(out, DPRO_CUPTI=0))
 doc = one_trace(out, "no failure")
 ct.check(doc is not None and doc["meta"].get("writer_errors") == "0",
          "no failure: meta writer_errors=0")
+
+
+# ---- the runtime's teardown before the exit handler -----------------------------------
+out = ct.tmpdir()
+r = ct.run([ct.DRV_JOB], env=ct.env_with(out, DPRO_CUPTI_LIB=ct.SIM_CUPTI, SIMGPU_TEARDOWN_AT_EXIT=1,
+                                         SIMGPU_CUPTI_DELIVER_MS=60000, DPRO_FLUSH_MS=60000,
+                                         DPRO_DRAIN_MS=1000))
+ct.check(r.returncode == 0 and "launches=5" in r.stdout, "teardown job runs (%s)" % r.stderr[-300:])
+doc = one_trace(out, "teardown")
+if doc:
+    ct.check(len(ct.events(doc, "kernel")) == 5,
+             "the kernels are flushed at context destruction, before CUDA's teardown (%d of 5)"
+             % len(ct.events(doc, "kernel")))
 
 ct.finish()

@@ -194,6 +194,11 @@ static struct simgpu_device *
 device_locked(int i)
 {
     struct simgpu_device *d = &g_dev[i];
+    static int teardown_registered;
+    if (!teardown_registered && getenv("SIMGPU_TEARDOWN_AT_EXIT")) {
+        teardown_registered = 1;
+        atexit(simgpu_cupti_teardown);
+    }
     if (!d->inited) {
         d->index = i;
         d->inited = 1;
