@@ -7,7 +7,7 @@
  * (coll_enter), stamps the clock, calls the real function, and writes one fixed-size record
  * (struct coll_rec) into the thread's single-producer ring (coll_rec_claim/commit). No
  * lock, no allocation, no system call besides the vDSO clock. When the ring is full the
- * record is dropped and counted. The background thread (core.c) drains every ring, turns
+ * record is dropped and counted. The background thread (writer.c) drains every ring, turns
  * records into dpro_event (interning names, resolving kernel names, pairing NVTX ranges),
  * appends them to the libdprotrace writer and flushes it every DPRO_FLUSH_MS.
  *
@@ -31,6 +31,30 @@
 #define COLL_EXPORT __attribute__((visibility("default")))
 #define coll_likely(x) __builtin_expect(!!(x), 1)
 #define coll_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- rows besides events -------------------------------------------------------------
+ * Every write of a meta, device, stream, thread, communicator, stack or drop row is checked:
+ * a failed one is counted (the trace's meta writer_errors), never silent. The macros make
+ * every call site in the collector count, so none can forget. */
+COLL_HIDDEN extern _Atomic uint64_t coll_writer_errors;
+
+/* Counts a failed row write; returns rc. */
+static inline int
+coll_counted(int rc)
+{
+    if (coll_unlikely(rc != DPRO_OK))
+        atomic_fetch_add_explicit(&coll_writer_errors, 1, memory_order_relaxed);
+    return rc;
+}
+
+#define dpro_writer_set_meta(...) coll_counted((dpro_writer_set_meta)(__VA_ARGS__))
+#define dpro_writer_set_meta_int(...) coll_counted((dpro_writer_set_meta_int)(__VA_ARGS__))
+#define dpro_writer_add_device(...) coll_counted((dpro_writer_add_device)(__VA_ARGS__))
+#define dpro_writer_add_stream(...) coll_counted((dpro_writer_add_stream)(__VA_ARGS__))
+#define dpro_writer_add_thread(...) coll_counted((dpro_writer_add_thread)(__VA_ARGS__))
+#define dpro_writer_add_comm(...) coll_counted((dpro_writer_add_comm)(__VA_ARGS__))
+#define dpro_writer_add_stack(...) coll_counted((dpro_writer_add_stack)(__VA_ARGS__))
+#define dpro_writer_add_drops(...) coll_counted((dpro_writer_add_drops)(__VA_ARGS__))
 
 /* ---- the APIs we record ------------------------------------------------------------------
  * X(id, kind, domain): kind is the dpro_kind of the event the record becomes (API events of
@@ -193,25 +217,32 @@ struct coll_ring {
     _Atomic int dead;          /* the thread has exited; free after the last drain */
     uint32_t tid;
     int named;              /* consumer: thread row written */
+    int reap;               /* consumer: dead and drained, to be unlinked and freed */
     uint64_t mask;          /* slots - 1 (slots is a power of two) */
-    struct coll_ring *next; /* registry list, under coll_registry_lock */
+    struct coll_ring *next; /* registry list: set before the ring is pushed at the head (under
+                               coll_registry_lock); changed after only by the writer */
     struct coll_rec slots[];
 };
+
+/* Devices whose per-thread default stream a thread remembers (others are asked each time). */
+#define COLL_PTDS_DEVICES 16
 
 /* Per-thread state, created the first time a thread records. */
 struct coll_thread {
     int guard; /* non-zero while inside a hook (re-entrancy) */
     uint32_t tid;
-    uint32_t index;       /* process-wide thread number, for our own correlation ids */
-    uint64_t head;        /* producer copy of ring->head */
-    uint64_t tail_seen;   /* last ring->tail read */
-    uint64_t dropped;     /* producer copy of ring->dropped */
-    uint64_t own_corr;    /* our correlation counter */
-    uint64_t corr_cupti;  /* correlation id the CUPTI callback saw inside the real call */
-    int corr_armed;       /* the CUPTI callback should catch a correlation id */
-    uint32_t stack_tick;  /* launches since the last sampled call stack */
-    uint64_t ptds_stream; /* CUPTI id of this thread's per-thread default stream (0: unknown) */
-    uint64_t cb_start;    /* stamp of a driver launch seen only by the CUPTI callback */
+    uint32_t index;      /* process-wide thread number, for our own correlation ids */
+    uint64_t head;       /* producer copy of ring->head */
+    uint64_t tail_seen;  /* last ring->tail read */
+    uint64_t dropped;    /* producer copy of ring->dropped */
+    uint64_t own_corr;   /* our correlation counter */
+    uint64_t corr_cupti; /* correlation id the CUPTI callback saw inside the real call */
+    int corr_armed;      /* the CUPTI callback should catch a correlation id */
+    uint32_t stack_tick; /* launches since the last sampled call stack */
+    uint64_t ptds_stream[COLL_PTDS_DEVICES]; /* CUPTI ids of this thread's per-thread
+                                                default streams by device (0: unknown) */
+    uint32_t device;                         /* current device, as last seen by a hook */
+    uint64_t cb_start; /* stamp of a driver launch seen only by the CUPTI callback */
     struct coll_ring *ring;
     /* NVTX push/pop ranges of this thread */
     uint32_t nvtx_depth;
@@ -280,7 +311,8 @@ coll_stamp(void)
 /* Converts a record's stamp to CLOCK_MONOTONIC ns (background thread). */
 COLL_HIDDEN uint64_t coll_stamp_to_ns(uint64_t stamp);
 
-/* ---- hook helpers (core.c) ----------------------------------------------------------- */
+/* ---- hook helpers (real.c, ring.c, maps.c)
+ * ----------------------------------------------------------- */
 
 /* Libraries a real function may live in. */
 enum coll_lib { COLL_LIB_CUDART, COLL_LIB_CUDA, COLL_LIB_NCCL, COLL_LIB_COUNT };
@@ -412,6 +444,19 @@ coll_rec_emit(struct coll_thread *t, const struct coll_rec *rec, const void *con
     coll_rec_commit(t, n);
 }
 
+/* Longest kernel name a launch record carries (longer names are cut). */
+#define COLL_KNAME_MAX 1023
+
+/* Returns non-zero the first time the CUfunction f is seen (lock-free; 0 when the table of
+ * seen functions is full): the launch that sees it first carries its name, resolved on the
+ * application's thread while the handle is sure to be valid (a JIT module may be unloaded
+ * before the writer thread converts the record). */
+COLL_HIDDEN int coll_func_first_sight(const void *f);
+
+/* Emits a driver launch record carrying the kernel's name (text continuation, a4 = its
+ * length) when name is not NULL, else as coll_rec_emit. */
+COLL_HIDDEN void coll_rec_emit_named(struct coll_thread *t, struct coll_rec *rec, const char *name);
+
 /* Registers the host function of a cudaKernel_t (from __cudaGetKernel), for names. */
 COLL_HIDDEN void coll_kernel_handle_add(const void *handle, const void *host_fn);
 
@@ -442,7 +487,7 @@ COLL_HIDDEN void cupti_write_meta(dpro_writer *w, int at_end);
 /* Forgets CUPTI state in a forked child (CUPTI does not survive fork). */
 COLL_HIDDEN void cupti_forget_after_fork(void);
 
-/* ---- background thread helpers used by converters (core.c) -------------------------- */
+/* ---- background thread helpers used by converters (convert.c) -------------------------- */
 
 /* A growable open-addressing map uint64 -> uint64, for the background thread only. */
 struct coll_umap {

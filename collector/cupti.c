@@ -134,7 +134,10 @@ cupti_record_launch(struct coll_thread *t, CUpti_CallbackId cbid, const CUpti_Ca
             }
         }
     }
-    coll_rec_emit(t, &rec, NULL, 0);
+    /* the name CUPTI gives the launch, the first time its handle is seen */
+    const char *name =
+        rec.a0 && coll_func_first_sight((const void *)(uintptr_t)rec.a0) ? cb->symbolName : NULL;
+    coll_rec_emit_named(t, &rec, name);
 }
 
 static void CUPTIAPI
@@ -142,6 +145,14 @@ cupti_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbi
                const void *cbdata)
 {
     (void)userdata;
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
+        cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+        /* The context goes (the CUDA runtime's teardown at exit runs before our exit
+         * handler): take its records now; the writer drains them at the end. */
+        if (cupti_active)
+            cupti_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        return;
+    }
     if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
         return;
     const CUpti_CallbackData *cb = cbdata;
@@ -356,6 +367,16 @@ cupti_enable_callbacks(void)
 
 #define CUPTI_SYM(field, name) *(void **)&cupti_api.field = dlsym(cupti_api.lib, name)
 
+/* Does a libcupti of API version v hand over the record layouts the collector was compiled
+ * for (CUpti_ActivityKernel10, Memcpy6, ...)? The same release series at the same or a
+ * later version: a later one of the series keeps the layouts; an older one (CUDA 12's
+ * CUPTI numbers its versions 18..24) has other record versions. 0: unknown. */
+static int
+cupti_version_ok(uint32_t v)
+{
+    return v >= CUPTI_API_VERSION && v / 10000 == CUPTI_API_VERSION / 10000;
+}
+
 void
 cupti_start(void)
 {
@@ -384,6 +405,17 @@ cupti_start(void)
     }
     if (cupti_api.get_version)
         cupti_api.get_version(&cupti_version_value);
+    if (!cupti_version_ok(cupti_version_value)) {
+        cupti_status = "version";
+        snprintf(cupti_error, sizeof cupti_error,
+                 "libcupti API version %u, the collector reads the records of version %u",
+                 (unsigned)cupti_version_value, (unsigned)CUPTI_API_VERSION);
+        fprintf(stderr,
+                "dpro-collector[%d]: libcupti's API version is %u, the collector was built for "
+                "%u (its activity record layouts differ): recording host-side events only\n",
+                (int)getpid(), (unsigned)cupti_version_value, (unsigned)CUPTI_API_VERSION);
+        return;
+    }
     CUptiResult rc = cupti_api.subscribe(&cupti_subscriber, cupti_callback, NULL);
     if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         cupti_status = "busy";
@@ -400,6 +432,9 @@ cupti_start(void)
     }
     if (cupti_enable_callbacks() != 0)
         snprintf(cupti_error, sizeof cupti_error, "correlation callbacks unavailable");
+    if (cupti_api.enable_callback)
+        cupti_api.enable_callback(1, cupti_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                  CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
     if (cupti_api.register_timestamp &&
         cupti_api.register_timestamp(cupti_timestamp) == CUPTI_SUCCESS)
         cupti_clock_callback = 1;

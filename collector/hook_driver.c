@@ -1,8 +1,8 @@
 /*
  * hook_driver.c: the CUDA driver launches the collector interposes (cuLaunchKernel,
  * cuLaunchKernelEx and their per-thread-stream variants): JIT compilers such as Triton
- * launch there, not through the runtime. The kernel name comes from cuFuncGetName in the
- * background thread and from the CUPTI kernel record.
+ * launch there, not through the runtime. The kernel name comes from cuFuncGetName, called
+ * in the hook the first time a handle is seen (the record carries the text).
  */
 #include "config.h"
 
@@ -13,9 +13,30 @@
 
 #include "collector.h"
 
-/* Emits a driver launch record, with a sampled call stack when stacks are on. */
+typedef CUresult (*drv_func_get_name_fn)(const char **name, CUfunction f);
+
+/* Returns the name of a kernel the first time its handle is seen (NULL after, or when the
+ * driver cannot tell): resolved here, on the application's thread, while the handle is
+ * valid for sure. */
+static const char *
+drv_first_name(CUfunction f)
+{
+    static void *slot;
+    const char *name = NULL;
+    if (!coll_func_first_sight(f))
+        return NULL;
+    drv_func_get_name_fn get =
+        (drv_func_get_name_fn)coll_real(COLL_LIB_CUDA, "cuFuncGetName", &slot);
+    if (get == NULL || get(&name, f) != CUDA_SUCCESS)
+        name = NULL;
+    return name;
+}
+
+/* Emits a driver launch record, with a sampled call stack when stacks are on, else with
+ * the kernel's name the first time its handle is seen (a record carries one or the other;
+ * a handle first seen on a sampled launch gets its name on the writer thread). */
 static void
-drv_emit(struct coll_thread *t, struct coll_rec *rec)
+drv_emit(struct coll_thread *t, struct coll_rec *rec, CUfunction f)
 {
     if (coll_unlikely(coll_cfg.stacks)) {
         uintptr_t frames[COLL_STACK_MAX];
@@ -29,7 +50,7 @@ drv_emit(struct coll_thread *t, struct coll_rec *rec)
             return;
         }
     }
-    coll_rec_emit(t, rec, NULL, 0);
+    coll_rec_emit_named(t, rec, drv_first_name(f));
 }
 
 #define DRV_LAUNCH_PARAMS                                                                          \
@@ -56,7 +77,7 @@ drv_emit(struct coll_thread *t, struct coll_rec *rec)
         rec.flags = COLL_REC_CUFUNC | ((ptsz) ? COLL_REC_PTSZ : 0);                                \
         rec.a0 = (uint64_t)(uintptr_t)f;                                                           \
         __VA_ARGS__;                                                                               \
-        drv_emit(t, &rec);                                                                         \
+        drv_emit(t, &rec, f);                                                                      \
         COLL_HOOK_END;                                                                             \
     }
 

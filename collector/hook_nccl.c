@@ -27,13 +27,15 @@ ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
 
 #include "collector.h"
+#include "fnv1a.h"
 
 /* ---- communicators ----------------------------------------------------------------------- */
 
-#define NCCLH_COMMS 1024
+#define NCCLH_COMMS 4096
+#define NCCLH_GONE (~0ull) /* a slot freed by destroy/abort: reusable, lookups go on */
 
 struct ncclh_comm {
-    _Atomic uint64_t handle; /* ncclComm_t; 0: free slot */
+    _Atomic uint64_t handle; /* ncclComm_t; 0: never used; NCCLH_GONE: freed */
     uint64_t hash, parent_hash;
     int32_t rank, size;
     uint32_t device;
@@ -43,41 +45,52 @@ struct ncclh_comm {
 
 static struct ncclh_comm ncclh_comms[NCCLH_COMMS];
 
-static uint64_t
-ncclh_fnv(const void *data, size_t len, uint64_t h)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
-#define NCCLH_FNV_INIT 0xcbf29ce484222325ull
-
-/* Returns the table entry of comm (inserting it if create); NULL if absent or full. */
+/* Returns the table entry of comm (inserting it if create, into the first freed or unused
+ * slot); NULL if absent or full. A handle is registered by the one thread that created the
+ * communicator, so two inserts of one key do not race. */
 static struct ncclh_comm *
 ncclh_find(const void *comm, int create)
 {
     uint64_t key = (uint64_t)(uintptr_t)comm;
-    if (key == 0)
+    if (key == 0 || key == NCCLH_GONE)
         return NULL;
-    uint32_t i = (uint32_t)((key >> 4) * 0x9e3779b97f4a7c15ull >> 54) & (NCCLH_COMMS - 1);
-    for (uint32_t n = 0; n < NCCLH_COMMS; n++, i = (i + 1) & (NCCLH_COMMS - 1)) {
-        uint64_t cur = atomic_load_explicit(&ncclh_comms[i].handle, memory_order_acquire);
-        if (cur == key)
-            return &ncclh_comms[i];
-        if (cur == 0) {
-            if (!create)
-                return NULL;
-            uint64_t expect = 0;
-            if (atomic_compare_exchange_strong(&ncclh_comms[i].handle, &expect, key) ||
-                expect == key)
+    uint32_t start = (uint32_t)((key >> 4) * 0x9e3779b97f4a7c15ull >> 52) & (NCCLH_COMMS - 1);
+    for (;;) {
+        struct ncclh_comm *reuse = NULL;
+        uint64_t reuse_was = 0;
+        uint32_t i = start;
+        for (uint32_t n = 0; n < NCCLH_COMMS; n++, i = (i + 1) & (NCCLH_COMMS - 1)) {
+            uint64_t cur = atomic_load_explicit(&ncclh_comms[i].handle, memory_order_acquire);
+            if (cur == key)
                 return &ncclh_comms[i];
+            if (cur == NCCLH_GONE && reuse == NULL) {
+                reuse = &ncclh_comms[i];
+                reuse_was = cur;
+            }
+            if (cur == 0) {
+                if (reuse == NULL) {
+                    reuse = &ncclh_comms[i];
+                    reuse_was = 0;
+                }
+                break; /* the key is not further on */
+            }
         }
+        if (!create || reuse == NULL)
+            return NULL;
+        uint64_t expect = reuse_was;
+        if (atomic_compare_exchange_strong(&reuse->handle, &expect, key))
+            return reuse;
+        /* another communicator took the slot: look again */
     }
-    return NULL;
+}
+
+/* Frees the slot of a destroyed or aborted communicator. */
+static void
+ncclh_forget(const void *comm)
+{
+    struct ncclh_comm *c = ncclh_find(comm, 0);
+    if (c)
+        atomic_store_explicit(&c->handle, NCCLH_GONE, memory_order_release);
 }
 
 uint64_t
@@ -152,20 +165,70 @@ ncclh_register(struct coll_rec *rec, ncclComm_t comm, uint64_t hash, uint64_t pa
         COLL_HOOK_END;                                                                             \
     }
 
+/*
+ * NCCL_HOOK_PT(name, params, args, pre, post, fill...): NCCL_HOOK whose call, when it is not
+ * recorded (recording off, inside another hook, a thread that no longer records), still
+ * runs `pre` before the real call and `post` after it (rc_ holds its result), so that the
+ * per-communicator state stays the same on every rank whatever is recorded: a collective
+ * takes its sequence number, a destroy frees its communicator's slot.
+ */
+#define NCCL_HOOK_PT(name, params, args, pre, post, ...)                                           \
+    COLL_EXPORT ncclResult_t name params                                                           \
+    {                                                                                              \
+        static void *slot;                                                                         \
+        typedef ncclResult_t(*real_fn) params;                                                     \
+        real_fn real = (real_fn)coll_real(COLL_LIB_NCCL, #name, &slot);                            \
+        if (coll_unlikely(real == NULL))                                                           \
+            return ncclSystemError;                                                                \
+        struct coll_thread *t = coll_cfg.nccl ? coll_enter() : NULL;                               \
+        if (t == NULL) {                                                                           \
+            pre;                                                                                   \
+            ncclResult_t rc_ = real args;                                                          \
+            int saved_ = errno;                                                                    \
+            post;                                                                                  \
+            errno = saved_;                                                                        \
+            return rc_;                                                                            \
+        }                                                                                          \
+        coll_corr_arm(t);                                                                          \
+        uint64_t t0 = coll_stamp();                                                                \
+        ncclResult_t rc = real args;                                                               \
+        uint64_t t1 = coll_stamp();                                                                \
+        int saved = errno;                                                                         \
+        struct coll_rec rec;                                                                       \
+        memset(&rec, 0, sizeof rec);                                                               \
+        rec.api = COLL_API_##name;                                                                 \
+        rec.result = (int32_t)rc;                                                                  \
+        rec.start = t0;                                                                            \
+        rec.end = t1;                                                                              \
+        rec.corr = coll_corr_take(t);                                                              \
+        __VA_ARGS__;                                                                               \
+        coll_rec_emit(t, &rec, NULL, 0);                                                           \
+        COLL_HOOK_END;                                                                             \
+    }
+
+/* Takes the sequence number of a collective that goes through unrecorded. */
+static inline void
+ncclh_skip_seq(const void *comm)
+{
+    uint64_t hash;
+    uint32_t device;
+    (void)nccl_next_seq(comm, &hash, &device);
+}
+
 /* Communicator created (or in progress, for non-blocking ones)? */
 #define NCCLH_CREATED(rc) ((rc) == ncclSuccess || (rc) == ncclInProgress)
 
 NCCL_HOOK(ncclCommInitRank, (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank),
           (comm, nranks, commId, rank),
           if (NCCLH_CREATED(rc) && comm && *comm)
-              ncclh_register(&rec, *comm, ncclh_fnv(&commId, sizeof commId, NCCLH_FNV_INIT), 0,
+              ncclh_register(&rec, *comm, dpro_fnv1a(&commId, sizeof commId, DPRO_FNV1A_INIT), 0,
                              rank, nranks))
 
 NCCL_HOOK(ncclCommInitRankConfig,
           (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config),
           (comm, nranks, commId, rank, config),
           if (NCCLH_CREATED(rc) && comm && *comm)
-              ncclh_register(&rec, *comm, ncclh_fnv(&commId, sizeof commId, NCCLH_FNV_INIT), 0,
+              ncclh_register(&rec, *comm, dpro_fnv1a(&commId, sizeof commId, DPRO_FNV1A_INIT), 0,
                              rank, nranks))
 
 NCCL_HOOK(ncclCommInitRankScalable,
@@ -174,7 +237,7 @@ NCCL_HOOK(ncclCommInitRankScalable,
           (newcomm, nranks, myrank, nId, commIds, config),
           if (NCCLH_CREATED(rc) && newcomm && *newcomm && commIds && nId > 0)
               ncclh_register(&rec, *newcomm,
-                             ncclh_fnv(commIds, sizeof *commIds *(size_t)nId, NCCLH_FNV_INIT), 0,
+                             dpro_fnv1a(commIds, sizeof *commIds *(size_t)nId, DPRO_FNV1A_INIT), 0,
                              myrank, nranks))
 
 /* ncclCommInitAll creates every rank in this process: one record per communicator. */
@@ -195,7 +258,7 @@ ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
     uint64_t t1 = coll_stamp();
     int saved = errno;
     uint64_t key[3] = {(uint64_t)getpid(), atomic_fetch_add(&calls, 1), 0x696e6974616c6cull};
-    uint64_t hash = ncclh_fnv(key, sizeof key, NCCLH_FNV_INIT);
+    uint64_t hash = dpro_fnv1a(key, sizeof key, DPRO_FNV1A_INIT);
     for (int i = 0; comm && i < ndev; i++) {
         struct coll_rec rec;
         memset(&rec, 0, sizeof rec);
@@ -227,7 +290,7 @@ ncclh_split_hash(ncclComm_t parent, int color, uint64_t *parent_hash)
         key[0] = (uint64_t)(uintptr_t)parent;
     }
     *parent_hash = key[0];
-    return ncclh_fnv(key, sizeof key, NCCLH_FNV_INIT);
+    return dpro_fnv1a(key, sizeof key, DPRO_FNV1A_INIT);
 }
 
 COLL_EXPORT ncclResult_t
@@ -284,8 +347,12 @@ ncclh_comm_rec(struct coll_rec *rec, ncclComm_t comm)
 }
 
 NCCL_HOOK(ncclCommFinalize, (ncclComm_t comm), (comm), ncclh_comm_rec(&rec, comm))
-NCCL_HOOK(ncclCommDestroy, (ncclComm_t comm), (comm), ncclh_comm_rec(&rec, comm))
-NCCL_HOOK(ncclCommAbort, (ncclComm_t comm), (comm), ncclh_comm_rec(&rec, comm))
+NCCL_HOOK_PT(ncclCommDestroy, (ncclComm_t comm), (comm), (void)0,
+             if (rc_ == ncclSuccess) ncclh_forget(comm), ncclh_comm_rec(&rec, comm);
+             if (rc == ncclSuccess) ncclh_forget(comm))
+NCCL_HOOK_PT(ncclCommAbort, (ncclComm_t comm), (comm), (void)0,
+             if (rc_ == ncclSuccess) ncclh_forget(comm), ncclh_comm_rec(&rec, comm);
+             if (rc == ncclSuccess) ncclh_forget(comm))
 NCCL_HOOK(ncclGroupStart, (void), (), rec.corr = 0)
 NCCL_HOOK(ncclGroupEnd, (void), ())
 
@@ -310,62 +377,65 @@ ncclh_coll(struct coll_thread *t, struct coll_rec *rec, ncclComm_t comm, size_t 
     rec->stream = coll_stream_id(t, stream, 0);
 }
 
-NCCL_HOOK(ncclAllReduce,
-          (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),
-          (sendbuff, recvbuff, count, datatype, op, comm, stream),
-          ncclh_coll(t, &rec, comm, count, datatype, (uint32_t)op, -1, recvbuff, stream))
-NCCL_HOOK(ncclBroadcast,
-          (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
-           ncclComm_t comm, cudaStream_t stream),
-          (sendbuff, recvbuff, count, datatype, root, comm, stream),
-          ncclh_coll(t, &rec, comm, count, datatype, 0, root, recvbuff, stream))
-NCCL_HOOK(ncclBcast,
-          (void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-           cudaStream_t stream),
-          (buff, count, datatype, root, comm, stream),
-          ncclh_coll(t, &rec, comm, count, datatype, 0, root, buff, stream))
-NCCL_HOOK(ncclReduce,
-          (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-           ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream),
-          (sendbuff, recvbuff, count, datatype, op, root, comm, stream),
-          ncclh_coll(t, &rec, comm, count, datatype, (uint32_t)op, root, recvbuff, stream))
-NCCL_HOOK(ncclAllGather,
-          (const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
-           ncclComm_t comm, cudaStream_t stream),
-          (sendbuff, recvbuff, sendcount, datatype, comm, stream),
-          ncclh_coll(t, &rec, comm, sendcount, datatype, 0, -1, recvbuff, stream))
-NCCL_HOOK(ncclReduceScatter,
-          (const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
-           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),
-          (sendbuff, recvbuff, recvcount, datatype, op, comm, stream),
-          ncclh_coll(t, &rec, comm, recvcount, datatype, (uint32_t)op, -1, recvbuff, stream))
-NCCL_HOOK(ncclAlltoAll,
-          (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-           ncclComm_t comm, cudaStream_t stream),
-          (sendbuff, recvbuff, count, datatype, comm, stream),
-          ncclh_coll(t, &rec, comm, count, datatype, 0, -1, recvbuff, stream))
-NCCL_HOOK(ncclSend,
-          (const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-           cudaStream_t stream),
-          (sendbuff, count, datatype, peer, comm, stream),
-          ncclh_coll(t, &rec, comm, count, datatype, 0, peer, sendbuff, stream))
-NCCL_HOOK(ncclRecv,
-          (void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-           cudaStream_t stream),
-          (recvbuff, count, datatype, peer, comm, stream),
-          ncclh_coll(t, &rec, comm, count, datatype, 0, peer, recvbuff, stream))
+NCCL_HOOK_PT(ncclAllReduce,
+             (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+              ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),
+             (sendbuff, recvbuff, count, datatype, op, comm, stream), ncclh_skip_seq(comm),
+             (void)rc_,
+             ncclh_coll(t, &rec, comm, count, datatype, (uint32_t)op, -1, recvbuff, stream))
+NCCL_HOOK_PT(ncclBroadcast,
+             (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+              ncclComm_t comm, cudaStream_t stream),
+             (sendbuff, recvbuff, count, datatype, root, comm, stream), ncclh_skip_seq(comm),
+             (void)rc_, ncclh_coll(t, &rec, comm, count, datatype, 0, root, recvbuff, stream))
+NCCL_HOOK_PT(ncclBcast,
+             (void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+              cudaStream_t stream),
+             (buff, count, datatype, root, comm, stream), ncclh_skip_seq(comm), (void)rc_,
+             ncclh_coll(t, &rec, comm, count, datatype, 0, root, buff, stream))
+NCCL_HOOK_PT(ncclReduce,
+             (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+              ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream),
+             (sendbuff, recvbuff, count, datatype, op, root, comm, stream), ncclh_skip_seq(comm),
+             (void)rc_,
+             ncclh_coll(t, &rec, comm, count, datatype, (uint32_t)op, root, recvbuff, stream))
+NCCL_HOOK_PT(ncclAllGather,
+             (const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
+              ncclComm_t comm, cudaStream_t stream),
+             (sendbuff, recvbuff, sendcount, datatype, comm, stream), ncclh_skip_seq(comm),
+             (void)rc_, ncclh_coll(t, &rec, comm, sendcount, datatype, 0, -1, recvbuff, stream))
+NCCL_HOOK_PT(ncclReduceScatter,
+             (const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
+              ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),
+             (sendbuff, recvbuff, recvcount, datatype, op, comm, stream), ncclh_skip_seq(comm),
+             (void)rc_,
+             ncclh_coll(t, &rec, comm, recvcount, datatype, (uint32_t)op, -1, recvbuff, stream))
+NCCL_HOOK_PT(ncclAlltoAll,
+             (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+              ncclComm_t comm, cudaStream_t stream),
+             (sendbuff, recvbuff, count, datatype, comm, stream), ncclh_skip_seq(comm), (void)rc_,
+             ncclh_coll(t, &rec, comm, count, datatype, 0, -1, recvbuff, stream))
+NCCL_HOOK_PT(ncclSend,
+             (const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
+              ncclComm_t comm, cudaStream_t stream),
+             (sendbuff, count, datatype, peer, comm, stream), ncclh_skip_seq(comm), (void)rc_,
+             ncclh_coll(t, &rec, comm, count, datatype, 0, peer, sendbuff, stream))
+NCCL_HOOK_PT(ncclRecv,
+             (void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+              cudaStream_t stream),
+             (recvbuff, count, datatype, peer, comm, stream), ncclh_skip_seq(comm), (void)rc_,
+             ncclh_coll(t, &rec, comm, count, datatype, 0, peer, recvbuff, stream))
 
 /* Gather and scatter have no dpro_coll_op: they are API events carrying the same fields. */
-NCCL_HOOK(ncclGather,
-          (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
-           ncclComm_t comm, cudaStream_t stream),
-          (sendbuff, recvbuff, count, datatype, root, comm, stream),
-          ncclh_coll(t, &rec, comm, count, datatype, 0, root, recvbuff, stream);
-          rec.a1 = rec.a0)
-NCCL_HOOK(ncclScatter,
-          (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
-           ncclComm_t comm, cudaStream_t stream),
-          (sendbuff, recvbuff, count, datatype, root, comm, stream),
-          ncclh_coll(t, &rec, comm, count, datatype, 0, root, recvbuff, stream);
-          rec.a1 = rec.a0)
+NCCL_HOOK_PT(ncclGather,
+             (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+              ncclComm_t comm, cudaStream_t stream),
+             (sendbuff, recvbuff, count, datatype, root, comm, stream), ncclh_skip_seq(comm),
+             (void)rc_, ncclh_coll(t, &rec, comm, count, datatype, 0, root, recvbuff, stream);
+             rec.a1 = rec.a0)
+NCCL_HOOK_PT(ncclScatter,
+             (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+              ncclComm_t comm, cudaStream_t stream),
+             (sendbuff, recvbuff, count, datatype, root, comm, stream), ncclh_skip_seq(comm),
+             (void)rc_, ncclh_coll(t, &rec, comm, count, datatype, 0, root, recvbuff, stream);
+             rec.a1 = rec.a0)

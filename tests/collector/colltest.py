@@ -15,7 +15,9 @@ SKIP = 77
 
 BUILD = os.environ.get("top_builddir", ".")
 SRC = os.environ.get("top_srcdir", ".")
-COLLECTOR = os.path.join(BUILD, "collector", ".libs", "libdpro-collector.so")
+# COLLTEST_COLLECTOR: another build of the collector (to show a test failing before a fix).
+COLLECTOR = os.environ.get("COLLTEST_COLLECTOR") or os.path.join(BUILD, "collector", ".libs",
+                                                                  "libdpro-collector.so")
 TRACE_DUMP = os.path.join(BUILD, "tests", "collector", "trace-dump")
 COLL_JOB = os.path.join(BUILD, "tests", "collector", "coll-job")
 REAL_CUDART = os.path.join(BUILD, "tests", "collector", "real-cudart")

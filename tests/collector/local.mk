@@ -67,9 +67,30 @@ tests_collector_fake_torch_ext_bundled_la_LDFLAGS = $(tests_collector_fake_torch
 tests_collector_fake_torch_ext_bundled_la_LIBADD = tests/collector/libcudart-5f1c2a9e.la \
 	tests/simgpu/libnccl.la tests/simgpu/libsimgpu.la -ldl
 
+# The hardening cases (test-hardening.py): one job with a mode per case, on simgpu, and a
+# library whose constructor sleeps holding the loader's lock.
+check_PROGRAMS += tests/collector/harden-job
+tests_collector_harden_job_SOURCES = tests/collector/harden-job.c
+tests_collector_harden_job_CPPFLAGS = $(COLLTEST_CPPFLAGS) -I$(top_srcdir)/tests/simgpu
+tests_collector_harden_job_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcuda.la \
+	tests/simgpu/libnccl.la tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) -ldl
+tests_collector_harden_job_LDFLAGS = -no-install $(AM_LDFLAGS)
+check_LTLIBRARIES += tests/collector/libslowctor.la
+check_LTLIBRARIES += tests/collector/libsqlfail.la
+tests_collector_libsqlfail_la_SOURCES = tests/collector/sqlfail.c
+tests_collector_libsqlfail_la_CPPFLAGS = $(AM_CPPFLAGS) $(SQLITE_CFLAGS)
+tests_collector_libsqlfail_la_LIBADD = $(SQLITE_LIBS) -ldl
+tests_collector_libsqlfail_la_LDFLAGS = -shared -avoid-version -rpath /nowhere $(AM_LDFLAGS)
+tests_collector_libslowctor_la_SOURCES = tests/collector/slowctor.c
+tests_collector_libslowctor_la_LDFLAGS = -shared -avoid-version -rpath /nowhere $(AM_LDFLAGS)
+
 COLLECTOR_TESTS = tests/collector/test-real-cudart.py tests/collector/test-awkward.py \
 	tests/collector/test-dpro-run.py tests/collector/test-e2e-simgpu.py \
-	tests/collector/test-python-dlopen.py
+	tests/collector/test-python-dlopen.py tests/collector/test-hardening.py \
+	tests/collector/test-fork-storm.py tests/collector/test-symlink-output.py
+# Expected to fail until dpro_writer_open accepts a symlinked directory component (schemas/,
+# another branch): remove it from here once that fix is merged (see the test's docstring).
+XFAIL_TESTS = tests/collector/test-symlink-output.py
 if HAVE_PYTHON3
 TESTS += $(COLLECTOR_TESTS)
 endif

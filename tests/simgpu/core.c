@@ -100,9 +100,24 @@ env_double(const char *name, double dflt)
     return end == v ? dflt : d;
 }
 
+/* fork: the device lock is held across it, so that a child forked while another thread
+ * is inside a call does not inherit the lock taken (as a fork-safe runtime would). */
+static void
+fork_prepare(void)
+{
+    pthread_mutex_lock(&g_lock);
+}
+
+static void
+fork_release(void)
+{
+    pthread_mutex_unlock(&g_lock);
+}
+
 static void
 init_once(void)
 {
+    pthread_atfork(fork_prepare, fork_release, fork_release);
     int n = (int)env_double("SIMGPU_DEVICE_COUNT", 0);
     if (n <= 0)
         n = (int)env_double("LOCAL_WORLD_SIZE", 1);
@@ -179,14 +194,21 @@ static struct simgpu_device *
 device_locked(int i)
 {
     struct simgpu_device *d = &g_dev[i];
+    static int teardown_registered;
+    if (!teardown_registered && getenv("SIMGPU_TEARDOWN_AT_EXIT")) {
+        teardown_registered = 1;
+        atexit(simgpu_cupti_teardown);
+    }
     if (!d->inited) {
         d->index = i;
         d->inited = 1;
-        d->next_stream_id = SIMGPU_LEGACY_STREAM_ID;
+        /* CUPTI's stream ids are unique in a process: device i's are offset by 1000 i
+         * (device 0: legacy 7, others from 13). */
+        d->next_stream_id = SIMGPU_LEGACY_STREAM_ID + 1000u * (uint32_t)i;
         d->legacy = stream_alloc(d, 0, 0);
         if (d->legacy)
             d->legacy->is_legacy = 1;
-        d->next_stream_id = 13;
+        d->next_stream_id = 13 + 1000u * (uint32_t)i;
     }
     return d;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda.h>
 
@@ -286,6 +287,23 @@ cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
     DRV_EXIT(CUDA_SUCCESS);
 }
 
+/* Unloads the module: its functions' handles become invalid (cuFuncGetName answers
+ * CUDA_ERROR_INVALID_HANDLE, as for a JIT module a real driver has unloaded). Modules are
+ * not modelled: every function belongs to the one implicit module, NULL included. The
+ * handles' memory is kept (a stale handle must stay readable for the check). */
+CUresult CUDAAPI
+cuModuleUnload(CUmodule hmod)
+{
+    DRV_ENTER(cuModuleUnload, hmod);
+    NEED_INIT();
+    pthread_mutex_lock(&g_funcs_lock);
+    for (struct CUfunc_st *f = g_funcs; f; f = f->next)
+        f->magic = 0;
+    g_funcs = NULL;
+    pthread_mutex_unlock(&g_funcs_lock);
+    DRV_EXIT(CUDA_SUCCESS);
+}
+
 static const char *
 func_name(CUfunction f)
 {
@@ -297,6 +315,13 @@ cuFuncGetName(const char **name, CUfunction hfunc)
 {
     DRV_ENTER(cuFuncGetName, name, hfunc);
     NEED_INIT();
+    /* SIMGPU_FUNC_NAME_DELAY_MS: a slow name lookup (a real driver's can be), for tests of
+     * what waits on it. */
+    const char *delay = getenv("SIMGPU_FUNC_NAME_DELAY_MS");
+    if (delay && atoi(delay) > 0) {
+        struct timespec ts = {atoi(delay) / 1000, (long)(atoi(delay) % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     if (!name || !hfunc)
         DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
     *name = func_name(hfunc);

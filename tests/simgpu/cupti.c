@@ -10,6 +10,7 @@
  *
  * Contract of every exported cupti* function: the CUPTI documentation.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "simgpu_internal.h"
@@ -19,7 +20,10 @@ cuptiGetVersion(uint32_t *version)
 {
     if (!version)
         return CUPTI_ERROR_INVALID_PARAMETER;
-    *version = CUPTI_API_VERSION;
+    /* SIMGPU_CUPTI_VERSION: another CUPTI's version (e.g. 24, CUDA 12.8's), for tests of
+     * what a tool built for this one does with it. */
+    const char *v = getenv("SIMGPU_CUPTI_VERSION");
+    *version = v && *v ? (uint32_t)strtoul(v, NULL, 10) : CUPTI_API_VERSION;
     return CUPTI_SUCCESS;
 }
 

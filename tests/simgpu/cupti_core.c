@@ -51,6 +51,7 @@ static CUpti_BuffersCallbackCompleteFunc g_done;
 static int g_deliver_started;
 static uint64_t g_period_ms;
 static pthread_mutex_t g_deliver_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int g_torn_down; /* the runtime's exit teardown ran: records are gone */
 
 static __thread uint32_t t_corr;
 static __thread uint64_t t_ext[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE][EXT_DEPTH];
@@ -163,6 +164,16 @@ deliver(void)
     req = g_req;
     done = g_done;
     pthread_mutex_unlock(&g_stage_lock);
+    if (atomic_load(&g_torn_down)) {
+        /* after the teardown nothing is delivered any more */
+        while (c) {
+            struct chunk *next = c->next;
+            free(c);
+            c = next;
+        }
+        pthread_mutex_unlock(&g_deliver_lock);
+        return;
+    }
 
     while (c) {
         struct chunk *next = c->next;
@@ -681,4 +692,21 @@ simgpu_cupti_memory(int alloc, const void *p, size_t bytes, int memkind,
     r.isAsync = s != NULL;
     r.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID;
     simgpu_cupti_emit(&r, sizeof(r));
+}
+
+void
+simgpu_cupti_teardown(void)
+{
+    struct CUpti_Subscriber_st *s = atomic_load(&g_sub);
+    for (int dev = 0; dev < simgpu_cfg.device_count; dev++) {
+        unsigned char *slot = s && s->cb ? cb_slot(s, CUPTI_CB_DOMAIN_RESOURCE, 0) : NULL;
+        if (!slot || !*slot)
+            continue;
+        CUpti_ResourceData d;
+        memset(&d, 0, sizeof(d));
+        d.context = simgpu_context(dev);
+        s->cb(s->userdata, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+              &d);
+    }
+    atomic_store(&g_torn_down, 1);
 }

@@ -383,7 +383,11 @@ comm_free(struct ncclComm *c)
      * It is small and goes with the process. */
     free(c->send_seq);
     free(c->recv_seq);
-    free(c);
+    /* SIMGPU_NCCL_KEEP_HANDLES=1: the handle's memory is kept, so that every communicator
+     * gets a handle of its own (as real NCCL's large allocations often do), for tests of
+     * what tools keep per handle. */
+    if (!getenv("SIMGPU_NCCL_KEEP_HANDLES"))
+        free(c);
 }
 
 ncclResult_t

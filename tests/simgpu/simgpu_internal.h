@@ -303,6 +303,11 @@ CUptiResult simgpu_cupti_activity_enable(CUpti_ActivityKind kind, int on);
 CUptiResult simgpu_cupti_register(CUpti_BuffersCallbackRequestFunc req,
                                   CUpti_BuffersCallbackCompleteFunc done);
 CUptiResult simgpu_cupti_flush(uint32_t flag);
+/* The runtime's teardown at exit (SIMGPU_TEARDOWN_AT_EXIT=1, registered when the first
+ * device is set up, as the CUDA runtime registers its own): each context's
+ * CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING callback, then CUPTI delivers nothing more
+ * (what was not flushed is lost). */
+void simgpu_cupti_teardown(void);
 CUptiResult simgpu_cupti_flush_period(uint32_t ms);
 size_t simgpu_cupti_dropped_take(void);
 size_t simgpu_cupti_record_size(CUpti_ActivityKind kind);

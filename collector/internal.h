@@ -1,0 +1,160 @@
+/*
+ * internal.h: what the collector's process-wide machinery shares between its files (not
+ * for hooks, which use collector.h only). Everything here is hidden.
+ *
+ *   core.c       settings (DPRO_*), warnings, the load-time constructor
+ *   real.c       real-function lookup (coll_real)
+ *   maps.c       lock-free maps of the hot path: stream ids, kernel handles
+ *   ring.c       per-thread state and rings, the ring registry
+ *   clock.c      TSC stamps and their conversion to CLOCK_MONOTONIC
+ *   output.c     the trace file: its name, directory and meta rows
+ *   convert.c    records -> dpro events (writer thread)
+ *   writer.c     the writer thread: drain, flush, finish; exit
+ *   lifecycle.c  SIGTERM, fork, exec
+ */
+#ifndef DPRO_COLLECTOR_INTERNAL_H
+#define DPRO_COLLECTOR_INTERNAL_H
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include "collector.h"
+
+/* ---- core.c ------------------------------------------------------------------------- */
+
+/* Prints one line "dpro-collector: ..." on stderr (no allocation, one write). */
+COLL_HIDDEN void coll_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Returns the integer value of env variable name, or dflt when unset or not a number. */
+COLL_HIDDEN long coll_env_long(const char *name, long dflt);
+
+/* Returns 0 for "0", "no", "off", "false", 1 for other values, dflt when unset. */
+COLL_HIDDEN int coll_env_bool(const char *name, int dflt);
+
+/* DPRO_TEST_CLOCK_OFFSET_NS (testing only): signed ns added to every timestamp this
+ * process writes (events and the monotonic halves of the clock anchors), as if its
+ * CLOCK_MONOTONIC were skewed; lets the replay's clock alignment be tested on one host. */
+COLL_HIDDEN extern int64_t coll_test_clock_offset_ns;
+
+/* DPRO_OUTPUT does not fit coll_cfg.output: the process records nothing. */
+COLL_HIDDEN extern int coll_output_too_long;
+
+/* ---- maps.c ------------------------------------------------------------------------- */
+
+/* Lock-free map of the hot path: open addressing over a fixed array; keys are inserted once
+ * by CAS and never removed; values may be overwritten (0 means unknown). Full map: lookups
+ * miss, nothing breaks. */
+#define COLL_MAP_SIZE 4096
+
+struct coll_map {
+    _Atomic uint64_t key[COLL_MAP_SIZE];
+    _Atomic uint64_t val[COLL_MAP_SIZE];
+};
+
+COLL_HIDDEN extern struct coll_map coll_kernel_map; /* cudaKernel_t -> host function */
+
+/* Mixes a key into a slot index (murmur3 finaliser). */
+static inline uint32_t
+coll_map_hash(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (uint32_t)k & (COLL_MAP_SIZE - 1);
+}
+
+/* Returns the value of key k (0 if unknown). */
+COLL_HIDDEN uint64_t coll_map_get(struct coll_map *m, uint64_t k);
+
+/* ---- ring.c ------------------------------------------------------------------------- */
+
+/* 0: may create its state; 1: creating it now; 2: never records (exited, background). */
+COLL_HIDDEN extern __thread int coll_tls_state __attribute__((tls_model("initial-exec")));
+
+COLL_HIDDEN extern pthread_mutex_t coll_registry_lock;
+COLL_HIDDEN extern struct coll_ring *coll_rings; /* under coll_registry_lock */
+COLL_HIDDEN extern pthread_key_t coll_thread_key;
+COLL_HIDDEN extern int coll_key_ok;
+COLL_HIDDEN extern pid_t coll_pid; /* the process the state belongs to */
+
+/* Called when a recording thread exits: its ring is drained, then freed, by the
+ * background thread. */
+COLL_HIDDEN void coll_thread_exit(void *arg);
+
+/* ---- clock.c ------------------------------------------------------------------------ */
+
+/* Decides whether hooks stamp with the TSC (DPRO_CLOCK=tsc|monotonic, default: the TSC
+ * when the kernel's clocksource is the TSC) and takes the first anchor. */
+COLL_HIDDEN void coll_tsc_init(void);
+
+/* Re-anchors the TSC map (background thread, before each drain). */
+COLL_HIDDEN void coll_tsc_anchor(void);
+
+/* ---- output.c ----------------------------------------------------------------------- */
+
+COLL_HIDDEN extern uint64_t coll_anchor_realtime_ns, coll_anchor_monotonic_ns;
+
+/* Takes a (CLOCK_REALTIME, CLOCK_MONOTONIC) pair. */
+COLL_HIDDEN void coll_anchor(uint64_t *realtime, uint64_t *monotonic);
+
+/* Opens this process's trace file; NULL (warned once) when it cannot. */
+COLL_HIDDEN dpro_writer *coll_open_output(void);
+
+/* ---- convert.c / writer.c ----------------------------------------------------------- */
+
+/* The background thread's own state (rebuilt in a forked child). */
+struct coll_bg_state {
+    dpro_writer *w;
+    int failed;              /* the output failed: nothing more is written */
+    struct coll_umap names;  /* function pointer (+flag bits) -> string id */
+    struct coll_umap allocs; /* live allocation address -> size (sizes of frees) */
+    uint32_t api_names[COLL_API_COUNT];
+};
+COLL_HIDDEN extern struct coll_bg_state coll_bg;
+
+/* Stops recording after an output error (warned once). */
+COLL_HIDDEN void coll_output_failed(dpro_writer *w, const char *what);
+
+/* Turns one record (and its continuation bytes) into events. */
+COLL_HIDDEN void coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid,
+                              const unsigned char *cont, size_t cont_len);
+
+/* Held by the writer thread while it works (opening the file, draining, converting, SQLite,
+ * zlib, malloc), released while it sleeps: fork takes it so that the child is never born
+ * with one of those libraries' locks held by a thread it does not have. */
+COLL_HIDDEN extern pthread_mutex_t coll_work_lock;
+
+/* Writer-thread synchronisation (writer.c). */
+COLL_HIDDEN extern pthread_mutex_t coll_bg_lock;
+COLL_HIDDEN extern pthread_cond_t coll_bg_done;
+COLL_HIDDEN extern int coll_bg_running;        /* under coll_bg_lock */
+COLL_HIDDEN extern uint64_t coll_flush_asked;  /* under coll_bg_lock: flush requests */
+COLL_HIDDEN extern uint64_t coll_flush_served; /* under coll_bg_lock */
+COLL_HIDDEN extern _Atomic int coll_bg_stop;   /* ask the thread to finish and close */
+COLL_HIDDEN extern _Atomic int coll_bg_finished;
+COLL_HIDDEN extern _Atomic int coll_sigterm_flag;
+COLL_HIDDEN extern pthread_once_t coll_process_once;
+
+/* (Re)initialises coll_bg_wake so that its timed waits use CLOCK_MONOTONIC. */
+COLL_HIDDEN void coll_wake_init(void);
+
+/* Once per process (and again in a forked child): CUPTI, the exit handler. */
+COLL_HIDDEN void coll_process_start(void);
+
+/* Starts the background thread if it is not running. */
+COLL_HIDDEN void coll_bg_ensure(void);
+
+/* ---- lifecycle.c -------------------------------------------------------------------- */
+
+/* Installs the SIGTERM flush handler, unless the job already handles SIGTERM. */
+COLL_HIDDEN void coll_install_sigterm(void);
+
+/* atfork handlers. */
+COLL_HIDDEN void coll_fork_prepare(void);
+COLL_HIDDEN void coll_fork_parent(void);
+COLL_HIDDEN void coll_fork_child(void);
+
+/* Resolves the real exec* functions (load time: never in a vfork child). */
+COLL_HIDDEN void coll_exec_resolve(void);
+
+#endif /* DPRO_COLLECTOR_INTERNAL_H */
