@@ -208,9 +208,7 @@ coll_api_class(uint16_t api)
     static int ready;
     if (!ready) {
         for (int i = 0; i < COLL_API_COUNT; i++) {
-            /* __cudaLaunchKernel (the <<<>>> stubs' entry) is cudaLaunchKernel's twin */
-            const char *name = coll_api_table[i].name;
-            cls[i] = (uint8_t)dpro_api_classify(strncmp(name, "__cuda", 6) ? name : name + 2);
+            cls[i] = (uint8_t)dpro_api_classify(coll_api_table[i].name);
         }
         ready = 1;
     }

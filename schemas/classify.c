@@ -123,6 +123,8 @@ dpro_api_class
 dpro_api_classify(const char *name)
 {
     dpro_api_class cls = DPRO_API_CLASS_OTHER;
+    if (name && name[0] == '_' && name[1] == '_')
+        name += 2; /* the runtime's internal entry points: __cudaLaunchKernel */
     size_t len = name ? base_length(name, strlen(name)) : 0;
     if (len > 4 && memcmp(name, "cuda", 4) == 0)
         cls = classify_base(name + 4, len - 4, runtime_rules,

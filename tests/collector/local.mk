@@ -88,9 +88,6 @@ COLLECTOR_TESTS = tests/collector/test-real-cudart.py tests/collector/test-awkwa
 	tests/collector/test-dpro-run.py tests/collector/test-e2e-simgpu.py \
 	tests/collector/test-python-dlopen.py tests/collector/test-hardening.py \
 	tests/collector/test-fork-storm.py tests/collector/test-symlink-output.py
-# Expected to fail until dpro_writer_open accepts a symlinked directory component (schemas/,
-# another branch): remove it from here once that fix is merged (see the test's docstring).
-XFAIL_TESTS = tests/collector/test-symlink-output.py
 if HAVE_PYTHON3
 TESTS += $(COLLECTOR_TESTS)
 endif

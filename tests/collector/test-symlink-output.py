@@ -3,10 +3,8 @@
 the link points to (created by the collector through the link), and a symlink at the trace
 file itself is never followed.
 
-XFAIL on this branch: the collector creates the directory through the link, but
-libdprotrace's dpro_writer_open refuses any symlinked component ("unable to open database
-file; recording stops"). The fix of dpro_writer_open (schemas/, another branch) makes this
-test pass; then remove it from XFAIL_TESTS in tests/collector/local.mk."""
+Both halves are needed: the collector creates the directory through the link, and
+dpro_writer_open resolves the directory once and refuses only a link at the file."""
 import os
 import sys
 

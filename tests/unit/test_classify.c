@@ -17,6 +17,8 @@ static const spelling spellings[] = {
     {"cudaLaunchKernel_ptsz", DPRO_API_CLASS_LAUNCH},
     {"cudaLaunchKernelExC_ptsz", DPRO_API_CLASS_LAUNCH},
     {"cudaLaunchCooperativeKernel", DPRO_API_CLASS_LAUNCH},
+    {"__cudaLaunchKernel", DPRO_API_CLASS_LAUNCH},
+    {"__cudaLaunchKernel_ptsz", DPRO_API_CLASS_LAUNCH},
     {"cuLaunchKernel", DPRO_API_CLASS_LAUNCH},
     {"cuLaunchKernel_ptsz", DPRO_API_CLASS_LAUNCH},
     {"cuLaunchKernelEx", DPRO_API_CLASS_LAUNCH},
