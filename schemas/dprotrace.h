@@ -353,7 +353,8 @@ int dpro_writer_add_drops(dpro_writer *w, uint32_t thread, const char *reason, u
 
 /* Appends one event (copied) to the current batch. When the batch is full it is flushed
  * first; if that flush fails, the error is returned and this event is not kept (the
- * batch stays in memory for a later flush). */
+ * batch stays in memory for a later flush). An event with a time past INT64_MAX ns is
+ * refused (DPRO_ERR_ARG, dpro_writer_errmsg says which). */
 int dpro_writer_append_sized(dpro_writer *w, const dpro_event *ev, size_t ev_size);
 #define dpro_writer_append(w, ev) dpro_writer_append_sized((w), (ev), sizeof(dpro_event))
 

@@ -124,7 +124,8 @@ dpro_iter_open_range(dpro_reader *r, uint64_t t0_ns, uint64_t t1_ns, dpro_iter *
     if (rc == DPRO_OK &&
         sqlite3_prepare_v2(r->db,
                            "SELECT id, first_ns, last_ns FROM batches WHERE id <= ?1 AND "
-                           "first_ns <= ?2 AND last_ns >= ?3 ORDER BY first_ns, id",
+                           "((first_ns <= ?2 AND last_ns >= ?3) OR first_ns < 0 OR "
+                           "last_ns < 0) ORDER BY first_ns, id",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = dpro_reader_fail(r, DPRO_ERR_CORRUPT, "reading batches: %s", sqlite3_errmsg(r->db));
     } else if (rc == DPRO_OK &&
@@ -261,6 +262,11 @@ check_batch(const dpro_reader *r, const batch_ref *ref, const open_batch *b, cha
             rc = DPRO_ERR_CORRUPT;
             break;
         }
+    }
+    if (rc == DPRO_OK && ((int64_t)ref->first_ns < 0 || (int64_t)ref->last_ns < 0)) {
+        snprintf(err, errlen, "its row's times are negative (first_ns %lld, last_ns %lld)",
+                 (long long)ref->first_ns, (long long)ref->last_ns);
+        rc = DPRO_ERR_CORRUPT;
     }
     for (size_t i = 0; rc == DPRO_OK && i < b->n; i++)
         if (b->events[i].start_ns > last)

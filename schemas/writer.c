@@ -540,6 +540,13 @@ dpro_writer_append_sized(dpro_writer *w, const dpro_event *ev, size_t ev_size)
 {
     if (!w || !ev || ev_size < DPRO_EVENT_SIZE_MIN)
         return DPRO_ERR_ARG;
+    if (ev->start_ns > INT64_MAX || ev->end_ns > INT64_MAX) {
+        /* the batches' time index holds SQLite integers: a later time would read as negative */
+        snprintf(w->errmsg, sizeof w->errmsg,
+                 "%s: an event's times (%llu .. %llu ns) pass 2^63-1 ns, the most a trace holds",
+                 w->path, (unsigned long long)ev->start_ns, (unsigned long long)ev->end_ns);
+        return DPRO_ERR_ARG;
+    }
     if (w->nevents == w->cap_events) {
         /* full: flush first; if that fails the event is not kept */
         int rc = dpro_writer_flush(w);

@@ -12,14 +12,16 @@
  * usage: gen_traces DIR [--ranks N] [--iters K] [--ops M] [--buckets B]
  *        [--skew R:US]... [--straggler R:F] [--skip R:SEQ] [--cut R:FRACTION]
  *        [--missing R] [--job-id ID] [--world W] [--no-markers] [--prefix P]
- *        [--spelling SUFFIX] [--device-collectives]
+ *        [--spelling SUFFIX] [--device-collectives] [--extreme R:nelems|R:time]
  *
  * --spelling writes the CUDA runtime calls with a suffix, as the collector records the
  * per-thread default stream entry points (cudaEventRecord_ptsz, ...): the same job under
  * another name of every call. --device-collectives writes each collective as a
  * device-timed record (value DPRO_COLL_TIMING_DEVICE, on the main thread, with its
  * kernel's times rounded to the microsecond as a profiler's export rounds them) instead of
- * the host call an interposer records.
+ * the host call an interposer records. --extreme writes numbers a trace can hold but a
+ * replay cannot compute with, on rank R: nelems, a first collective of 2^63-1 elements;
+ * time, a last event that ends 2^63 - 1 us after the epoch.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -45,6 +47,8 @@ typedef struct gen {
     const char *job_id, *prefix;
     const char *spelling; /* suffix of the runtime calls' names ("" none) */
     int device_colls;     /* collectives as device-timed records */
+    int extreme_rank;     /* rank given --extreme numbers (-1 none) */
+    int extreme_time;     /* 1: an extreme time; 0: an extreme element count */
 } gen;
 
 typedef struct evbuf {
@@ -96,14 +100,15 @@ main(int argc, char **argv)
              .markers = 1,
              .job_id = "gen-1",
              .prefix = "rank",
-             .spelling = ""};
+             .spelling = "",
+             .extreme_rank = -1};
     static const struct option lo[] = {
         {"ranks", 1, 0, 'r'},   {"iters", 1, 0, 'i'},    {"ops", 1, 0, 'o'},
         {"buckets", 1, 0, 'b'}, {"skew", 1, 0, 's'},     {"straggler", 1, 0, 'S'},
         {"skip", 1, 0, 'k'},    {"cut", 1, 0, 'c'},      {"missing", 1, 0, 'm'},
         {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'},    {"no-markers", 0, 0, 'n'},
         {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {"device-collectives", 0, 0, 'D'},
-        {0, 0, 0, 0},
+        {"extreme", 1, 0, 'x'}, {0, 0, 0, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -156,6 +161,14 @@ main(int argc, char **argv)
         case 'D':
             g.device_colls = 1;
             break;
+        case 'x': {
+            char what[16] = "";
+            if (sscanf(optarg, "%d:%15s", &g.extreme_rank, what) != 2 ||
+                (strcmp(what, "time") != 0 && strcmp(what, "nelems") != 0))
+                return 2;
+            g.extreme_time = strcmp(what, "time") == 0;
+            break;
+        }
         default:
             return 2;
         }
@@ -382,8 +395,17 @@ main(int argc, char **argv)
                 last = (int64_t)ev[r].e[i].end_ns;
         int64_t cut =
             r == g.cut_rank ? first + (int64_t)((double)(last - first) * g.cut_frac) : INT64_MAX;
+        int extreme_done = r != g.extreme_rank;
         for (size_t i = 0; i < ev[r].n; i++) {
             dpro_event e = ev[r].e[i];
+            if (!extreme_done && !g.extreme_time && e.kind == DPRO_KIND_COLLECTIVE) {
+                e.count = (uint64_t)INT64_MAX;
+                extreme_done = 1;
+            }
+            if (!extreme_done && g.extreme_time && i + 1 == ev[r].n) {
+                e.end_ns = (uint64_t)INT64_MAX - 1000;
+                extreme_done = 1;
+            }
             if ((int64_t)e.start_ns > cut)
                 continue;
             if ((int64_t)e.end_ns > cut && e.kind == DPRO_KIND_MARKER)

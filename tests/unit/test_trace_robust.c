@@ -551,6 +551,18 @@ test_damaged_fields(void)
     CHECK(dpro_writer_append(w, &e) == DPRO_OK);
     CHECK(dpro_writer_close(w) == DPRO_OK);
     expect_iter_error(path, "names string 2147483648");
+
+    /* times past INT64_MAX: refused by the writer; a row whose time reads negative is a
+     * damaged batch to the iterator, never silently left out */
+    CHECK(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_OK);
+    test_event(&e, 0, 0);
+    e.end_ns = (uint64_t)INT64_MAX + 1;
+    CHECK(dpro_writer_append(w, &e) == DPRO_ERR_ARG);
+    CHECK(w && strstr(dpro_writer_errmsg(w), "2^63-1"));
+    CHECK(dpro_writer_close(w) == DPRO_OK);
+    CHECK(write_events(path, 3000, 1000, 1, NULL) == DPRO_OK);
+    sql(path, "UPDATE batches SET last_ns = -5 WHERE id = 2");
+    expect_iter_error(path, "negative");
     unlink(path);
 }
 
