@@ -358,7 +358,12 @@ int dpro_writer_add_drops(dpro_writer *w, uint32_t thread, const char *reason, u
 int dpro_writer_append_sized(dpro_writer *w, const dpro_event *ev, size_t ev_size);
 #define dpro_writer_append(w, ev) dpro_writer_append_sized((w), (ev), sizeof(dpro_event))
 
-/* Packs, compresses and writes the current batch (if any), and commits. */
+/* Packs, compresses and writes the current batch (if any), commits, and copies the
+ * commit from the write-ahead log into the file itself (a passive checkpoint), so the
+ * .dpro file alone, copied without its -wal, holds every event up to the last call. The
+ * automatic flush of a full batch in dpro_writer_append commits without the checkpoint
+ * (it would double the bytes written); a concurrent reader can delay a checkpoint to the
+ * next flush. */
 int dpro_writer_flush(dpro_writer *w);
 
 /* Events appended so far, batches and bytes of compressed event data written so far. */

@@ -535,6 +535,8 @@ dpro_writer_add_drops(dpro_writer *w, uint32_t thread, const char *reason, uint6
                        "iti", (int64_t)thread, reason, (int64_t)count);
 }
 
+static int writer_commit(dpro_writer *w, int checkpoint);
+
 int
 dpro_writer_append_sized(dpro_writer *w, const dpro_event *ev, size_t ev_size)
 {
@@ -548,8 +550,9 @@ dpro_writer_append_sized(dpro_writer *w, const dpro_event *ev, size_t ev_size)
         return DPRO_ERR_ARG;
     }
     if (w->nevents == w->cap_events) {
-        /* full: flush first; if that fails the event is not kept */
-        int rc = dpro_writer_flush(w);
+        /* full: commit first (the caller's flushes checkpoint); if that fails the event is
+         * not kept */
+        int rc = writer_commit(w, 0);
         if (rc != DPRO_OK)
             return rc;
     }
@@ -585,8 +588,10 @@ write_string_block(dpro_writer *w)
     return rc;
 }
 
-int
-dpro_writer_flush(dpro_writer *w)
+/* Writes the current batch and the new strings in one transaction. checkpoint: also copy
+ * the commit from the WAL into the file itself. Returns a dpro_status. */
+static int
+writer_commit(dpro_writer *w, int checkpoint)
 {
     int rc = DPRO_OK;
     const uint8_t *blob = NULL;
@@ -629,7 +634,8 @@ dpro_writer_flush(dpro_writer *w)
         /* copy what the WAL got into the file itself now, so that the file alone (copied
          * away from a killed or exec'd process, without its -wal) holds it; PASSIVE: a
          * concurrent reader is not waited for (the next flush catches up) */
-        sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        if (checkpoint)
+            sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         w->first_unsaved_id = (uint32_t)w->nstrings + 1;
         if (w->nevents) {
             w->total_batches++;
@@ -642,6 +648,12 @@ dpro_writer_flush(dpro_writer *w)
          * If the buffer is full, the caller's append fails and counts the loss. */
     }
     return rc;
+}
+
+int
+dpro_writer_flush(dpro_writer *w)
+{
+    return w ? writer_commit(w, 1) : DPRO_ERR_ARG;
 }
 
 uint64_t
