@@ -1,4 +1,4 @@
-# collector/: libdpro-collector.so, the LD_PRELOAD library, and tools/dpro-run, its launcher.
+# collector/: libdpro-collector.so, the LD_PRELOAD library (its launcher, dpro-run, is in tools/local.mk).
 # Built only with the CUDA headers (HAVE_CUDA). The collector links libdprotrace statically
 # (the PIC convenience archive) so the traced process gets no shared libdprotrace; it exports
 # only the interposed functions (visibility hidden + collector/collector.map).
@@ -19,9 +19,4 @@ collector_libdpro_collector_la_LDFLAGS += \
 	-Wl,--version-script=$(srcdir)/collector/collector.map
 endif
 EXTRA_DIST += collector/collector.map collector/README.md
-
-bin_PROGRAMS += tools/dpro-run
-tools_dpro_run_SOURCES = tools/dpro-run.c
-tools_dpro_run_CPPFLAGS = $(AM_CPPFLAGS) -DDPRO_LIBDIR='"$(libdir)"' \
-	-DDPRO_PKGLIBDIR='"$(pkglibdir)"'
 endif

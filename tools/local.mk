@@ -1,6 +1,21 @@
-# tools/: the commands. Each is a thin layer over a library: it parses options, calls the
-# library, prints. The importer's rules are in tools/import/local.mk and dpro-run's in
-# collector/local.mk until their owners move them here.
+# tools/: the build rules of every command. Each is a thin layer over a library: it parses
+# options, calls the library, prints.
+if HAVE_CUDA
+# the collector's launcher: it needs no CUDA, but is useless without the collector
+bin_PROGRAMS += tools/dpro-run
+tools_dpro_run_SOURCES = tools/dpro-run.c
+tools_dpro_run_CPPFLAGS = $(AM_CPPFLAGS) -DDPRO_LIBDIR='"$(libdir)"' \
+	-DDPRO_PKGLIBDIR='"$(pkglibdir)"'
+endif
+
+if HAVE_YAJL
+bin_PROGRAMS += tools/dpro-import
+tools_dpro_import_SOURCES = tools/dpro-import.c
+tools_dpro_import_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/import
+tools_dpro_import_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
+	common/libdprocommon.la $(YAJL_LIBS) $(ZLIB_LIBS) $(PTHREAD_LIBS)
+endif
+
 bin_PROGRAMS += tools/dpro-info
 tools_dpro_info_SOURCES = tools/dpro-info.c
 tools_dpro_info_LDADD = replay/libdproreplay.la
