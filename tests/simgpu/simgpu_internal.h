@@ -15,6 +15,7 @@
 #define SIMGPU_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -333,5 +334,93 @@ CUcontext simgpu_context(int dev);
 void simgpu_device_props(struct cudaDeviceProp *p, int dev);
 /* Value of one device attribute; returns cudaErrorInvalidValue for unknown ones. */
 cudaError_t simgpu_device_attr(int *value, enum cudaDeviceAttr attr, int dev);
+
+/* ---- the core's own state and helpers, shared by its files (core.c, core_graph.c,
+ * core_event.c, core_mem.c) and hidden from libsimgpu's exports ------------------------- */
+#define SIMGPU_HIDDEN __attribute__((visibility("hidden")))
+
+struct simgpu_device;
+
+struct simgpu_stream {
+    uint32_t magic;
+    struct simgpu_device *dev;
+    uint32_t id;
+    unsigned flags;
+    int priority;
+    int is_legacy;
+    int destroyed;
+    int worker_started;
+    struct simgpu_op *head, *tail;
+    uint64_t tail_seq; /* last op enqueued */
+    uint64_t done_seq; /* last op completed */
+    uint64_t last_end; /* device end time of the last completed op */
+    uint64_t done_end[SIMGPU_END_RING];
+    struct simgpu_graph *capture; /* graph being captured into, or NULL */
+    int capture_slot;
+    struct simgpu_stream *next_all;
+};
+
+struct simgpu_event {
+    uint32_t magic;
+    uint32_t id;
+    unsigned flags;
+    int destroyed;
+    int pending;                    /* record ops not yet run */
+    struct simgpu_stream *stream;   /* stream of the last record, NULL if none */
+    uint64_t seq;                   /* op of the last record */
+    uint64_t time_ns;               /* device time of the last record */
+    struct simgpu_graph *cap_graph; /* recorded during a capture */
+    int cap_index;
+    struct simgpu_event *next_all;
+};
+
+struct simgpu_device {
+    int index;
+    int inited;
+    cudaError_t sticky;
+    struct simgpu_stream *legacy;
+    struct simgpu_stream *streams; /* all, including the legacy stream */
+    uint32_t next_stream_id;
+    size_t mem_in_use, mem_peak;
+    atomic_int running_kernels;
+};
+
+struct simgpu_graph {
+    uint32_t magic;
+    uint32_t id;
+    struct simgpu_op *head, *tail;
+    int nops;
+    int nslots;  /* streams that took part: slot 0 is the origin */
+    int nevents; /* events recorded inside the capture */
+    int capturing;
+    int execs; /* instantiations alive: the graph outlives cudaGraphDestroy */
+    int destroyed;
+    struct simgpu_stream *origin;
+};
+
+/* One global mutex guards all device state; one condition variable announces every
+ * enqueue and completion. */
+extern pthread_mutex_t g_lock SIMGPU_HIDDEN;
+extern pthread_cond_t g_cv SIMGPU_HIDDEN;
+extern struct simgpu_device g_dev[SIMGPU_MAX_DEVICES] SIMGPU_HIDDEN;
+extern struct simgpu_event *g_events SIMGPU_HIDDEN; /* all events */
+extern __thread int t_dev SIMGPU_HIDDEN;            /* the thread's current device */
+
+/* Returns device `i`, initialised; caller holds g_lock. */
+SIMGPU_HIDDEN struct simgpu_device *device_locked(int i);
+SIMGPU_HIDDEN void op_free(struct simgpu_op *op);
+/* Adds a dependency on (s, seq) to op; returns 0 or -1 when out of memory. */
+SIMGPU_HIDDEN int op_add_dep(struct simgpu_op *op, struct simgpu_stream *s, uint64_t seq);
+SIMGPU_HIDDEN void event_maybe_free_locked(struct simgpu_event *ev);
+/* Appends op to s at host time now without waking anyone (see core.c); caller holds
+ * g_lock. */
+SIMGPU_HIDDEN cudaError_t enqueue_at_locked(struct simgpu_stream *s, struct simgpu_op *op,
+                                            uint64_t now);
+/* Appends op to s and wakes the worker; caller holds g_lock and checked capture. */
+SIMGPU_HIDDEN cudaError_t enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op);
+/* Appends op to the graph g captures, from capture slot `slot`; caller holds g_lock. */
+SIMGPU_HIDDEN void graph_append_locked(struct simgpu_graph *g, struct simgpu_op *op, int slot);
+/* Waits until s->done_seq >= target; caller holds g_lock. */
+SIMGPU_HIDDEN void wait_done_locked(struct simgpu_stream *s, uint64_t target);
 
 #endif /* SIMGPU_INTERNAL_H */

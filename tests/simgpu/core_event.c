@@ -1,0 +1,210 @@
+/* core_event.c: the simulated device's events: record, wait, query, sync, elapsed time. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "simgpu_internal.h"
+
+#define EVENT_MAGIC 0x4556544eU /* "EVTN" */
+
+static uint32_t g_next_event_id = 1;
+
+/* ---- events ----------------------------------------------------------------------------- */
+cudaError_t
+simgpu_event_create(struct simgpu_event **out, unsigned flags)
+{
+    struct simgpu_event *ev;
+    if (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess))
+        return cudaErrorInvalidValue;
+    ev = calloc(1, sizeof(*ev));
+    if (!ev)
+        return cudaErrorMemoryAllocation;
+    ev->magic = EVENT_MAGIC;
+    ev->flags = flags;
+    pthread_mutex_lock(&g_lock);
+    ev->id = g_next_event_id++;
+    ev->next_all = g_events;
+    g_events = ev;
+    pthread_mutex_unlock(&g_lock);
+    *out = ev;
+    return cudaSuccess;
+}
+
+static struct simgpu_event *
+event_lookup_locked(const void *h)
+{
+    for (struct simgpu_event *e = g_events; e; e = e->next_all)
+        if (e == h)
+            return e;
+    return NULL;
+}
+
+struct simgpu_event *
+simgpu_event_lookup(cudaEvent_t h)
+{
+    struct simgpu_event *e;
+    if (!h)
+        return NULL;
+    pthread_mutex_lock(&g_lock);
+    e = event_lookup_locked(h);
+    pthread_mutex_unlock(&g_lock);
+    return e;
+}
+
+cudaError_t
+simgpu_event_destroy(struct simgpu_event *ev)
+{
+    struct simgpu_event **pp;
+    pthread_mutex_lock(&g_lock);
+    for (pp = &g_events; *pp && *pp != ev; pp = &(*pp)->next_all)
+        ;
+    if (!*pp) {
+        pthread_mutex_unlock(&g_lock);
+        return cudaErrorInvalidResourceHandle;
+    }
+    *pp = ev->next_all;
+    ev->magic = 0;
+    ev->destroyed = 1;
+    event_maybe_free_locked(ev);
+    pthread_mutex_unlock(&g_lock);
+    return cudaSuccess;
+}
+
+uint32_t
+simgpu_event_id(const struct simgpu_event *ev)
+{
+    return ev ? ev->id : 0;
+}
+
+cudaError_t
+simgpu_event_record(struct simgpu_event *ev, struct simgpu_stream *s)
+{
+    struct simgpu_op *op = simgpu_op_new(SIMGPU_OP_EVENT_RECORD);
+    cudaError_t rc;
+    if (!op)
+        return cudaErrorMemoryAllocation;
+    op->u.event.ev = ev;
+    pthread_mutex_lock(&g_lock);
+    if (s->capture) {
+        struct simgpu_graph *g = s->capture;
+        ev->cap_graph = g;
+        ev->cap_index = g->nevents++;
+        op->u.event.ev = NULL;
+        op->u.event.cap_index = ev->cap_index;
+        graph_append_locked(g, op, s->capture_slot);
+        pthread_mutex_unlock(&g_lock);
+        return cudaSuccess;
+    }
+    rc = s->dev->sticky;
+    if (rc == cudaSuccess)
+        rc = enqueue_locked(s, op);
+    if (rc == cudaSuccess) {
+        ev->cap_graph = NULL;
+        ev->stream = s;
+        ev->seq = op->seq;
+        ev->pending++;
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (rc != cudaSuccess)
+        op_free(op);
+    return rc;
+}
+
+cudaError_t
+simgpu_stream_wait_event(struct simgpu_stream *s, struct simgpu_event *ev)
+{
+    struct simgpu_op *op;
+    cudaError_t rc = cudaSuccess;
+    uint64_t t0 = simgpu_now_ns();
+    pthread_mutex_lock(&g_lock);
+    if (ev->cap_graph && ev->cap_graph->capturing) {
+        /* Fork/join inside a capture: s joins the capture. */
+        struct simgpu_graph *g = ev->cap_graph;
+        if (!s->capture) {
+            s->capture = g;
+            s->capture_slot = g->nslots++;
+        }
+        op = simgpu_op_new(SIMGPU_OP_EVENT_WAIT);
+        if (!op) {
+            pthread_mutex_unlock(&g_lock);
+            return cudaErrorMemoryAllocation;
+        }
+        op->u.event.cap_index = ev->cap_index;
+        graph_append_locked(s->capture, op, s->capture_slot);
+        pthread_mutex_unlock(&g_lock);
+        return cudaSuccess;
+    }
+    if (s->capture || !ev->stream || ev->stream->done_seq >= ev->seq) {
+        /* Never recorded, already complete, or recorded outside a capture that s
+         * is in: nothing to wait for. */
+        pthread_mutex_unlock(&g_lock);
+        return cudaSuccess;
+    }
+    op = simgpu_op_new(SIMGPU_OP_EVENT_WAIT);
+    if (!op || op_add_dep(op, ev->stream, ev->seq)) {
+        pthread_mutex_unlock(&g_lock);
+        free(op);
+        return cudaErrorMemoryAllocation;
+    }
+    rc = s->dev->sticky;
+    if (rc == cudaSuccess)
+        rc = enqueue_locked(s, op);
+    pthread_mutex_unlock(&g_lock);
+    if (rc != cudaSuccess)
+        op_free(op);
+    simgpu_cupti_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, t0, simgpu_now_ns(), s,
+                      ev, rc);
+    return rc;
+}
+
+cudaError_t
+simgpu_event_query(struct simgpu_event *ev)
+{
+    cudaError_t rc = cudaSuccess;
+    pthread_mutex_lock(&g_lock);
+    if (ev->stream && ev->stream->done_seq < ev->seq)
+        rc = cudaErrorNotReady;
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+cudaError_t
+simgpu_event_sync(struct simgpu_event *ev)
+{
+    cudaError_t rc = cudaSuccess;
+    uint64_t t0 = simgpu_now_ns();
+    pthread_mutex_lock(&g_lock);
+    if (ev->stream) {
+        wait_done_locked(ev->stream, ev->seq);
+        rc = ev->stream->dev->sticky;
+    }
+    pthread_mutex_unlock(&g_lock);
+    simgpu_cupti_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, t0, simgpu_now_ns(),
+                      NULL, ev, rc);
+    return rc;
+}
+
+cudaError_t
+simgpu_event_elapsed(float *ms, struct simgpu_event *a, struct simgpu_event *b)
+{
+    cudaError_t rc = cudaSuccess;
+    pthread_mutex_lock(&g_lock);
+    if ((a->flags & cudaEventDisableTiming) || (b->flags & cudaEventDisableTiming) || !a->stream ||
+        !b->stream)
+        rc = cudaErrorInvalidResourceHandle;
+    else if (a->stream->done_seq < a->seq || b->stream->done_seq < b->seq)
+        rc = cudaErrorNotReady;
+    else
+        *ms = (float)(((double)b->time_ns - (double)a->time_ns) / 1e6);
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}

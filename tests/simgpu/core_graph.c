@@ -1,0 +1,396 @@
+/* core_graph.c: the simulated device's graphs: stream capture, instantiation, launch. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "simgpu_internal.h"
+
+/* ---- graphs (capture) --------------------------------------------------------------- */
+#define GRAPH_MAGIC 0x47525048U
+#define GEXEC_MAGIC 0x47455845U
+
+struct simgpu_graph_exec {
+    uint32_t magic;
+    struct simgpu_graph *graph;
+    struct simgpu_stream **aux; /* streams for slots 1.. */
+    struct simgpu_event **ev;   /* events for the captured records */
+    struct simgpu_event *fork, **join;
+};
+
+static uint32_t g_next_graph_id = 1;
+
+void
+graph_append_locked(struct simgpu_graph *g, struct simgpu_op *op, int slot)
+{
+    op->cap_slot = slot;
+    op->graph_node_id = ((uint64_t)g->id << 32) | (uint64_t)(g->nops + 1);
+    op->next = NULL;
+    if (g->tail)
+        g->tail->next = op;
+    else
+        g->head = op;
+    g->tail = op;
+    g->nops++;
+}
+
+cudaError_t
+simgpu_capture_begin(struct simgpu_stream *s, int mode)
+{
+    struct simgpu_graph *g;
+    (void)mode;
+    if (s->is_legacy)
+        return cudaErrorStreamCaptureUnsupported;
+    g = calloc(1, sizeof(*g));
+    if (!g)
+        return cudaErrorMemoryAllocation;
+    pthread_mutex_lock(&g_lock);
+    if (s->capture) {
+        pthread_mutex_unlock(&g_lock);
+        free(g);
+        return cudaErrorIllegalState;
+    }
+    g->magic = GRAPH_MAGIC;
+    g->id = g_next_graph_id++;
+    g->nslots = 1;
+    g->capturing = 1;
+    g->origin = s;
+    s->capture = g;
+    s->capture_slot = 0;
+    pthread_mutex_unlock(&g_lock);
+    return cudaSuccess;
+}
+
+cudaError_t
+simgpu_capture_end(struct simgpu_stream *s, struct simgpu_graph **out)
+{
+    struct simgpu_graph *g;
+    pthread_mutex_lock(&g_lock);
+    g = s->capture;
+    if (!g || g->origin != s) {
+        pthread_mutex_unlock(&g_lock);
+        return cudaErrorIllegalState;
+    }
+    for (struct simgpu_stream *t = s->dev->streams; t; t = t->next_all)
+        if (t->capture == g)
+            t->capture = NULL;
+    for (struct simgpu_event *e = g_events; e; e = e->next_all)
+        if (e->cap_graph == g)
+            e->cap_graph = NULL;
+    g->capturing = 0;
+    pthread_mutex_unlock(&g_lock);
+    *out = g;
+    return cudaSuccess;
+}
+
+int
+simgpu_capture_status(struct simgpu_stream *s)
+{
+    int c;
+    pthread_mutex_lock(&g_lock);
+    c = s->capture != NULL;
+    pthread_mutex_unlock(&g_lock);
+    return c;
+}
+
+struct simgpu_graph *
+simgpu_graph_lookup(void *h)
+{
+    struct simgpu_graph *g = h;
+    return g && g->magic == GRAPH_MAGIC ? g : NULL;
+}
+
+struct simgpu_graph_exec *
+simgpu_graph_exec_lookup(void *h)
+{
+    struct simgpu_graph_exec *x = h;
+    return x && x->magic == GEXEC_MAGIC ? x : NULL;
+}
+
+cudaError_t
+simgpu_graph_instantiate(struct simgpu_graph_exec **out, struct simgpu_graph *g)
+{
+    struct simgpu_graph_exec *x = calloc(1, sizeof(*x));
+    cudaError_t rc = cudaSuccess;
+    if (!x)
+        return cudaErrorMemoryAllocation;
+    x->magic = GEXEC_MAGIC;
+    x->graph = g;
+    g->execs++;
+    x->aux = calloc((size_t)g->nslots, sizeof(*x->aux));
+    x->join = calloc((size_t)g->nslots, sizeof(*x->join));
+    x->ev = calloc((size_t)g->nevents + 1, sizeof(*x->ev));
+    if (!x->aux || !x->join || !x->ev)
+        rc = cudaErrorMemoryAllocation;
+    for (int i = 1; rc == cudaSuccess && i < g->nslots; i++) {
+        rc = simgpu_stream_create(&x->aux[i], cudaStreamNonBlocking, 0);
+        if (rc == cudaSuccess)
+            rc = simgpu_event_create(&x->join[i], cudaEventDisableTiming);
+    }
+    for (int i = 0; rc == cudaSuccess && i < g->nevents; i++)
+        rc = simgpu_event_create(&x->ev[i], 0);
+    if (rc == cudaSuccess)
+        rc = simgpu_event_create(&x->fork, cudaEventDisableTiming);
+    if (rc != cudaSuccess) {
+        simgpu_graph_exec_destroy(x);
+        return rc;
+    }
+    *out = x;
+    return cudaSuccess;
+}
+
+/* A fresh op for one launch of captured op t of graph g, with correlation id corr (custom
+ * ops, such as NCCL's, get their own clone of their state). NULL when out of memory. */
+static struct simgpu_op *
+graph_op_copy(const struct simgpu_graph *g, const struct simgpu_op *t, uint64_t corr)
+{
+    struct simgpu_op *op = simgpu_op_new(t->kind);
+    if (!op)
+        return NULL;
+    op->u = t->u;
+    op->corr = corr;
+    op->graph_id = g->id;
+    op->graph_node_id = t->graph_node_id;
+    if (t->kind == SIMGPU_OP_CUSTOM) {
+        op->u.custom.inst = t->u.custom.ops->clone(t->u.custom.inst);
+        if (!op->u.custom.inst) {
+            free(op);
+            return NULL;
+        }
+    }
+    return op;
+}
+
+/* Replays x on s op by op through the public enqueue paths: used when s is being
+ * captured, so that the replay is recorded into that capture as before. */
+static cudaError_t
+graph_launch_each(struct simgpu_graph_exec *x, struct simgpu_stream *s)
+{
+    struct simgpu_graph *g = x->graph;
+    cudaError_t rc = cudaSuccess;
+    uint32_t corr = simgpu_current_corr();
+    if (g->nslots > 1) {
+        rc = simgpu_event_record(x->fork, s);
+        for (int i = 1; rc == cudaSuccess && i < g->nslots; i++)
+            rc = simgpu_stream_wait_event(x->aux[i], x->fork);
+    }
+    for (struct simgpu_op *t = g->head; rc == cudaSuccess && t; t = t->next) {
+        struct simgpu_stream *target = t->cap_slot ? x->aux[t->cap_slot] : s;
+        struct simgpu_op *op;
+        if (t->kind == SIMGPU_OP_EVENT_RECORD) {
+            rc = simgpu_event_record(x->ev[t->u.event.cap_index], target);
+            continue;
+        }
+        if (t->kind == SIMGPU_OP_EVENT_WAIT) {
+            if (t->u.event.cap_index >= 0)
+                rc = simgpu_stream_wait_event(target, x->ev[t->u.event.cap_index]);
+            continue;
+        }
+        op = graph_op_copy(g, t, corr);
+        if (!op)
+            return cudaErrorMemoryAllocation;
+        rc = simgpu_enqueue(target, op);
+    }
+    for (int i = 1; rc == cudaSuccess && i < g->nslots; i++) {
+        rc = simgpu_event_record(x->join[i], x->aux[i]);
+        if (rc == cudaSuccess)
+            rc = simgpu_stream_wait_event(s, x->join[i]);
+    }
+    return rc;
+}
+
+/* One device-side operation of a graph launch: op goes to stream s.  For an event
+ * wait, wait is the event whose last record op must follow (the op is dropped when
+ * that record has already run or there is none); for an event record, op->u.event.ev
+ * is the event it records. */
+struct launch_step {
+    struct simgpu_stream *s;
+    struct simgpu_op *op; /* NULL once enqueued */
+    struct simgpu_event *wait;
+};
+
+/* Appends an event record (rec) or wait (wait) step on s to st[*n]; returns 0 or -1
+ * when out of memory. */
+static int
+step_event(struct launch_step *st, int *n, struct simgpu_stream *s, struct simgpu_event *rec,
+           struct simgpu_event *wait)
+{
+    struct simgpu_op *op = simgpu_op_new(rec ? SIMGPU_OP_EVENT_RECORD : SIMGPU_OP_EVENT_WAIT);
+    if (!op)
+        return -1;
+    op->u.event.ev = rec;
+    st[*n].s = s;
+    st[*n].op = op;
+    st[*n].wait = wait;
+    (*n)++;
+    return 0;
+}
+
+/* Builds, without g_lock, every operation one launch of x on s enqueues, in the
+ * order the per-op replay would enqueue them: the fork (record on s, waits on the
+ * branch streams), the captured ops on their streams, the joins.  st holds at least
+ * nops + 3 * nslots entries; *n counts the steps built, also on failure. */
+static cudaError_t
+graph_steps_build(struct simgpu_graph_exec *x, struct simgpu_stream *s, struct launch_step *st,
+                  int *n)
+{
+    struct simgpu_graph *g = x->graph;
+    uint32_t corr = simgpu_current_corr();
+    *n = 0;
+    if (g->nslots > 1) {
+        if (step_event(st, n, s, x->fork, NULL))
+            return cudaErrorMemoryAllocation;
+        for (int i = 1; i < g->nslots; i++)
+            if (step_event(st, n, x->aux[i], NULL, x->fork))
+                return cudaErrorMemoryAllocation;
+    }
+    for (struct simgpu_op *t = g->head; t; t = t->next) {
+        struct simgpu_stream *target = t->cap_slot ? x->aux[t->cap_slot] : s;
+        struct simgpu_op *op;
+        if (t->kind == SIMGPU_OP_EVENT_RECORD) {
+            if (step_event(st, n, target, x->ev[t->u.event.cap_index], NULL))
+                return cudaErrorMemoryAllocation;
+            continue;
+        }
+        if (t->kind == SIMGPU_OP_EVENT_WAIT) {
+            if (t->u.event.cap_index >= 0 &&
+                step_event(st, n, target, NULL, x->ev[t->u.event.cap_index]))
+                return cudaErrorMemoryAllocation;
+            continue;
+        }
+        op = graph_op_copy(g, t, corr);
+        if (!op)
+            return cudaErrorMemoryAllocation;
+        st[*n].s = target;
+        st[*n].op = op;
+        st[*n].wait = NULL;
+        (*n)++;
+    }
+    for (int i = 1; i < g->nslots; i++)
+        if (step_event(st, n, x->aux[i], x->join[i], NULL) ||
+            step_event(st, n, s, NULL, x->join[i]))
+            return cudaErrorMemoryAllocation;
+    return cudaSuccess;
+}
+
+/* Enqueues one step at host time now without waking anyone, as simgpu_enqueue,
+ * simgpu_event_record and simgpu_stream_wait_event would outside a capture; sets
+ * st->op to NULL when the op was enqueued.  Caller holds g_lock. */
+static cudaError_t
+step_enqueue_locked(struct launch_step *st, uint64_t now)
+{
+    struct simgpu_op *op = st->op;
+    struct simgpu_event *ev = op->kind == SIMGPU_OP_EVENT_RECORD ? op->u.event.ev : NULL;
+    cudaError_t rc = st->s->dev->sticky;
+    if (rc != cudaSuccess)
+        return rc;
+    if (st->wait) {
+        const struct simgpu_event *w = st->wait;
+        if (!w->stream || w->stream->done_seq >= w->seq)
+            return cudaSuccess; /* nothing to wait for */
+        if (op_add_dep(op, w->stream, w->seq))
+            return cudaErrorMemoryAllocation;
+    }
+    rc = enqueue_at_locked(st->s, op, now);
+    if (rc != cudaSuccess)
+        return rc;
+    if (ev) {
+        ev->cap_graph = NULL;
+        ev->stream = st->s;
+        ev->seq = op->seq;
+        ev->pending++;
+    }
+    st->op = NULL;
+    return cudaSuccess;
+}
+
+/* Launches x on s like one CUDA graph submission: every op is built first, then
+ * all are enqueued under one g_lock acquisition, stamped with the host time the
+ * launch began (so nodes follow each other on the device with no per-node launch
+ * gap, and the first may start as soon as the launch is submitted), and the
+ * workers are woken once.  Device order and the fork/join dependencies are those
+ * of the per-op replay; no SYNCHRONIZATION records are made for the graph's
+ * internal event waits (no cudaStreamWaitEvent is called).  A launch into a
+ * stream being captured is replayed op by op into that capture. */
+cudaError_t
+simgpu_graph_launch(struct simgpu_graph_exec *x, struct simgpu_stream *s)
+{
+    struct simgpu_graph *g = x->graph;
+    struct launch_step *st = malloc(((size_t)g->nops + 3 * (size_t)g->nslots) * sizeof(*st));
+    uint64_t now = simgpu_now_ns(); /* the submission: device work may start from here */
+    int n = 0, i = 0, capturing = 0;
+    cudaError_t rc;
+    if (!st)
+        return cudaErrorMemoryAllocation;
+    rc = graph_steps_build(x, s, st, &n);
+    if (rc == cudaSuccess) {
+        pthread_mutex_lock(&g_lock);
+        capturing = s->capture != NULL;
+        if (!capturing) {
+            while (rc == cudaSuccess && i < n)
+                rc = step_enqueue_locked(&st[i++], now);
+            pthread_cond_broadcast(&g_cv);
+        }
+        pthread_mutex_unlock(&g_lock);
+    }
+    for (i = 0; i < n; i++)
+        if (st[i].op)
+            op_free(st[i].op);
+    free(st);
+    return capturing ? graph_launch_each(x, s) : rc;
+}
+
+static void
+graph_free(struct simgpu_graph *g)
+{
+    struct simgpu_op *op = g->head;
+    while (op) {
+        struct simgpu_op *next = op->next;
+        op_free(op);
+        op = next;
+    }
+    free(g);
+}
+
+cudaError_t
+simgpu_graph_destroy(struct simgpu_graph *g)
+{
+    g->magic = 0;
+    g->destroyed = 1;
+    if (g->execs == 0)
+        graph_free(g);
+    return cudaSuccess;
+}
+
+cudaError_t
+simgpu_graph_exec_destroy(struct simgpu_graph_exec *x)
+{
+    struct simgpu_graph *g = x->graph;
+    for (int i = 1; x->aux && i < g->nslots; i++) {
+        if (x->aux[i])
+            simgpu_stream_destroy(x->aux[i]);
+        if (x->join && x->join[i])
+            simgpu_event_destroy(x->join[i]);
+    }
+    for (int i = 0; x->ev && i < g->nevents; i++)
+        if (x->ev[i])
+            simgpu_event_destroy(x->ev[i]);
+    if (x->fork)
+        simgpu_event_destroy(x->fork);
+    free(x->aux);
+    free(x->join);
+    free(x->ev);
+    x->magic = 0;
+    free(x);
+    if (--g->execs == 0 && g->destroyed)
+        graph_free(g);
+    return cudaSuccess;
+}
