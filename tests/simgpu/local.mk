@@ -30,7 +30,7 @@ tests_simgpu_libcuda_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_libcuda_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 1:0:0
 tests_simgpu_libcuda_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 
-tests_simgpu_libnccl_la_SOURCES = tests/simgpu/nccl.c
+tests_simgpu_libnccl_la_SOURCES = tests/simgpu/nccl.c tests/simgpu/nccl_coll.c
 tests_simgpu_libnccl_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_libnccl_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 2:0:0
 tests_simgpu_libnccl_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) -lrt -ldl

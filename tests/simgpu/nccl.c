@@ -23,6 +23,9 @@
  * SIMGPU_NCCL_BW_GBPS (default 20), SIMGPU_NCCL_TIMEOUT_S (default 120).
  *
  * Contract of every exported (p)nccl* function: the NCCL documentation.
+ *
+ * This file: the model options, shared memory and liveness, communicators; the
+ * collectives, point-to-point and groups are in nccl_coll.c.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -45,66 +48,15 @@
 #pragma GCC diagnostic pop
 #include <nvtx3/nvToolsExt.h>
 
+#define SIMGPU_NCCL_INTERNAL /* the shared part of simgpu_internal.h */
 #include "simgpu_internal.h"
 
 #define NCCL_SHM_MAGIC 0x53474e43U /* "SGNC" */
 #define NCCL_ID_MAGIC 0x53474e49U  /* "SGNI" */
 #define COMM_MAGIC 0x434f4d4dU
-#define SLOTS 64
-#define HOST_SLOTS 4
-#define P2P_SLOTS 16
-#define MAX_RANKS 256
-
-struct rdv_slot {
-    uint64_t seq; /* instance + 1; 0 = never used */
-    uint32_t arrived;
-    uint32_t pad;
-    uint64_t max_arrival;
-    uint64_t bytes;
-};
-
-struct host_slot {
-    uint64_t seq;
-    uint32_t arrived;
-    uint32_t pad;
-    int64_t payload[MAX_RANKS][2];
-};
-
-struct shm_hdr {
-    uint32_t magic;
-    atomic_int ready;
-    uint32_t nranks;
-    int32_t broken; /* a rank aborted or died */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    uint32_t joined;
-    int32_t pids[MAX_RANKS];
-    struct rdv_slot coll[SLOTS];
-    struct host_slot host[HOST_SLOTS];
-    struct rdv_slot p2p[]; /* nranks * nranks * P2P_SLOTS */
-};
-
-struct nccl_id {
-    uint32_t magic;
-    uint32_t pad;
-    uint64_t token;
-};
-
-struct ncclComm {
-    uint32_t magic;
-    int rank, nranks, dev;
-    uint64_t token;
-    struct shm_hdr *shm;
-    size_t shm_bytes;
-    uint64_t coll_seq, host_seq;
-    uint64_t *send_seq, *recv_seq;
-    uint32_t splits;
-    _Atomic int async_err;
-    char last_error[160];
-};
 
 /* ---- model options ----------------------------------------------------------------- */
-static double g_lat_ns = -1, g_bw_gbps, g_timeout_ns;
+double g_lat_ns = -1, g_bw_gbps, g_timeout_ns;
 static pthread_once_t g_opts_once = PTHREAD_ONCE_INIT;
 
 static void
@@ -118,7 +70,7 @@ opts_init(void)
     g_timeout_ns = ((v = getenv("SIMGPU_NCCL_TIMEOUT_S")) ? atof(v) : 120) * 1e9;
 }
 
-static void
+void
 opts(void)
 {
     pthread_once(&g_opts_once, opts_init);
@@ -142,7 +94,7 @@ nvtx_domain(void)
     return g_nvtx_domain;
 }
 
-static void
+void
 nvtx_push(const char *name)
 {
     nvtxEventAttributes_t a;
@@ -154,7 +106,7 @@ nvtx_push(const char *name)
     nvtxDomainRangePushEx(nvtx_domain(), &a);
 }
 
-static void
+void
 nvtx_pop(void)
 {
     nvtxDomainRangePop(nvtx_domain());
@@ -175,7 +127,7 @@ shm_name(char *buf, size_t n, uint64_t token)
 }
 
 /* Locks the segment's robust mutex; a holder that died marks the comm broken. */
-static void
+void
 shm_lock(struct shm_hdr *h)
 {
     if (pthread_mutex_lock(&h->mu) == EOWNERDEAD) {
@@ -196,7 +148,7 @@ peer_dead_locked(struct shm_hdr *h)
 
 /* Waits on the segment's condition variable for at most 20 ms (caller holds mu);
  * returns nonzero when waiting must stop: comm broken, peer dead or timed out. */
-static int
+int
 wait_tick(struct shm_hdr *h, uint64_t deadline)
 {
     struct timespec ts;
@@ -320,7 +272,7 @@ comm_attach(struct ncclComm *c, const char **why)
 }
 
 /* ---- communicators -------------------------------------------------------------------- */
-static ncclResult_t
+ncclResult_t
 set_err(struct ncclComm *c, ncclResult_t rc, const char *why)
 {
     if (c && why)
@@ -330,7 +282,7 @@ set_err(struct ncclComm *c, ncclResult_t rc, const char *why)
 
 static __thread char t_last_error[160];
 
-static int
+int
 comm_ok(const struct ncclComm *c)
 {
     return c && c->magic == COMM_MAGIC;
@@ -611,464 +563,7 @@ pncclGetLastError(ncclComm_t comm)
     return t_last_error;
 }
 
-/* ---- collectives on the device ------------------------------------------------------- */
-enum part_kind { PART_COLL, PART_SEND, PART_RECV };
-
-struct part {
-    enum part_kind kind;
-    double factor; /* ring factor of the collective */
-    uint64_t bytes;
-    uint64_t seq; /* collective seq or p2p seq (set at enqueue) */
-    int peer;
-};
-
-struct coll_inst {
-    struct ncclComm *comm;
-    struct shm_hdr *shm;
-    int rank, nranks;
-    const char *name;
-    int nparts;
-    struct part parts[];
-};
-
-static struct rdv_slot *
-part_slot(struct coll_inst *x, const struct part *p)
-{
-    struct shm_hdr *h = x->shm;
-    int src, dst;
-    if (p->kind == PART_COLL)
-        return &h->coll[p->seq % SLOTS];
-    src = p->kind == PART_SEND ? x->rank : p->peer;
-    dst = p->kind == PART_SEND ? p->peer : x->rank;
-    return &h->p2p[((size_t)src * (size_t)x->nranks + (size_t)dst) * P2P_SLOTS +
-                   p->seq % P2P_SLOTS];
-}
-
-static uint32_t
-part_needed(const struct coll_inst *x, const struct part *p)
-{
-    return p->kind == PART_COLL ? (uint32_t)x->nranks : 2;
-}
-
-/* Runs on the stream worker: arrive at every part, wait for all peers, end at the
- * modelled completion time. */
-static int
-coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
-{
-    struct coll_inst *x = inst;
-    struct shm_hdr *h = x->shm;
-    uint64_t deadline = simgpu_now_ns() + (uint64_t)g_timeout_ns, t = start_ns;
-    int failed = 0, done;
-    shm_lock(h);
-    for (int i = 0; i < x->nparts; i++) {
-        struct rdv_slot *s = part_slot(x, &x->parts[i]);
-        if (s->seq != x->parts[i].seq + 1) {
-            s->seq = x->parts[i].seq + 1;
-            s->arrived = 0;
-            s->max_arrival = 0;
-            s->bytes = 0;
-        }
-        s->arrived++;
-        if (start_ns > s->max_arrival)
-            s->max_arrival = start_ns;
-        if (x->parts[i].bytes > s->bytes)
-            s->bytes = x->parts[i].bytes;
-    }
-    pthread_cond_broadcast(&h->cv);
-    for (;;) {
-        done = 1;
-        for (int i = 0; i < x->nparts && done; i++)
-            if (part_slot(x, &x->parts[i])->arrived < part_needed(x, &x->parts[i]))
-                done = 0;
-        if (done || wait_tick(h, deadline))
-            break;
-    }
-    if (!done) {
-        h->broken = 1;
-        pthread_cond_broadcast(&h->cv);
-        failed = 1;
-    } else {
-        for (int i = 0; i < x->nparts; i++) {
-            struct rdv_slot *s = part_slot(x, &x->parts[i]);
-            if (s->max_arrival > t)
-                t = s->max_arrival;
-            t += (uint64_t)g_lat_ns + (uint64_t)((double)s->bytes * x->parts[i].factor / g_bw_gbps);
-        }
-    }
-    pthread_mutex_unlock(&h->mu);
-    if (failed) {
-        if (comm_ok(x->comm)) {
-            atomic_store(&x->comm->async_err, ncclRemoteError);
-            set_err(x->comm, ncclRemoteError, "a peer died or aborted during a collective");
-        }
-        fprintf(stderr, "simgpu nccl: rank %d: %s failed: peer dead, comm aborted or timeout\n",
-                x->rank, x->name);
-        *end_ns = simgpu_now_ns();
-        return 1;
-    }
-    *end_ns = t;
-    return 0;
-}
-
-/* Assigns sequence numbers in host order (at enqueue, and again for every launch
- * of a captured graph). */
-static void
-coll_assign(struct coll_inst *x)
-{
-    struct ncclComm *c = x->comm;
-    for (int i = 0; i < x->nparts; i++) {
-        struct part *p = &x->parts[i];
-        if (p->kind == PART_COLL)
-            p->seq = c->coll_seq++;
-        else if (p->kind == PART_SEND)
-            p->seq = c->send_seq[p->peer]++;
-        else
-            p->seq = c->recv_seq[p->peer]++;
-    }
-}
-
-static void *
-coll_clone(void *inst)
-{
-    struct coll_inst *x = inst;
-    size_t sz = sizeof(*x) + (size_t)x->nparts * sizeof(struct part);
-    struct coll_inst *y = malloc(sz);
-    if (!y)
-        return NULL;
-    memcpy(y, x, sz);
-    if (comm_ok(y->comm))
-        coll_assign(y);
-    return y;
-}
-
-static void
-coll_release(void *inst)
-{
-    free(inst);
-}
-
-static const struct simgpu_custom_ops g_coll_ops = {coll_run, coll_clone, coll_release};
-
-/* ---- naming (interned, lives forever) ---------------------------------------------- */
-static const char *
-intern(const char *s)
-{
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static char **tab;
-    static size_t n;
-    const char *r = NULL;
-    pthread_mutex_lock(&mu);
-    for (size_t i = 0; i < n && !r; i++)
-        if (!strcmp(tab[i], s))
-            r = tab[i];
-    if (!r) {
-        char **nt = realloc(tab, (n + 1) * sizeof(*nt));
-        char *d = strdup(s);
-        if (nt && d) {
-            tab = nt;
-            tab[n++] = d;
-            r = d;
-        } else {
-            free(d);
-            if (nt)
-                tab = nt;
-            r = "ncclDevKernel";
-        }
-    }
-    pthread_mutex_unlock(&mu);
-    return r;
-}
-
-static const char *
-type_name(ncclDataType_t t)
-{
-    static const char *n[] = {"i8",  "u8",  "i32", "u32",  "i64",    "u64",
-                              "f16", "f32", "f64", "bf16", "f8e4m3", "f8e5m2"};
-    return (unsigned)t < sizeof(n) / sizeof(n[0]) ? n[t] : "u8";
-}
-
-static const char *
-op_name(ncclRedOp_t op)
-{
-    static const char *n[] = {"Sum", "Prod", "MaxOp", "MinOp", "Avg"};
-    return (unsigned)op < 5 ? n[op] : "PreMulSum";
-}
-
-static size_t
-type_size(ncclDataType_t t)
-{
-    switch (t) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-        return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-        return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-        return 4;
-    default:
-        return 8;
-    }
-}
-
-/* ---- groups and enqueue ----------------------------------------------------------------- */
-struct pending {
-    struct ncclComm *comm;
-    cudaStream_t stream;
-    const char *name;
-    struct part part;
-};
-
-static __thread int t_group_depth;
-static __thread struct pending *t_pending;
-static __thread int t_npending, t_cap_pending;
-
-/* Launches one device operation for parts [from, to) of the pending list, all on
- * the same comm and stream, as NCCL does with cuLaunchKernelEx. */
-static ncclResult_t
-launch_parts(struct pending *pv, int from, int to)
-{
-    struct coll_inst *x;
-    struct simgpu_stream *s;
-    struct simgpu_op *op;
-    struct simgpu_api api;
-    cuLaunchKernelEx_params params;
-    CUlaunchConfig cfg;
-    cudaError_t crc;
-    int rc;
-
-    x = malloc(sizeof(*x) + (size_t)(to - from) * sizeof(struct part));
-    if (!x)
-        return ncclSystemError;
-    x->comm = pv[from].comm;
-    x->shm = x->comm->shm;
-    x->rank = x->comm->rank;
-    x->nranks = x->comm->nranks;
-    x->name = pv[from].name;
-    x->nparts = to - from;
-    for (int i = from; i < to; i++)
-        x->parts[i - from] = pv[i].part;
-
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.gridDimX = 2;
-    cfg.gridDimY = cfg.gridDimZ = 1;
-    cfg.blockDimX = 640;
-    cfg.blockDimY = cfg.blockDimZ = 1;
-    cfg.hStream = (CUstream)pv[from].stream;
-    params.config = &cfg;
-    params.f = NULL;
-    params.kernelParams = NULL;
-    params.extra = NULL;
-    simgpu_api_enter(&api, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-                     "cuLaunchKernelEx", &params, x->name);
-    crc = simgpu_stream_resolve(pv[from].stream, 0, &s);
-    op = crc == cudaSuccess ? simgpu_op_new(SIMGPU_OP_CUSTOM) : NULL;
-    if (!op) {
-        free(x);
-        rc = crc == cudaSuccess ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_HANDLE;
-        simgpu_api_exit(&api, &rc);
-        return crc == cudaSuccess ? ncclSystemError : ncclInvalidArgument;
-    }
-    coll_assign(x);
-    op->u.custom.ops = &g_coll_ops;
-    op->u.custom.inst = x;
-    op->u.custom.name = x->name;
-    simgpu_spin_ns(simgpu_cfg.launch_ns);
-    crc = simgpu_enqueue(s, op);
-    rc = crc == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
-    simgpu_api_exit(&api, &rc);
-    return crc == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
-}
-
-static ncclResult_t
-flush_pending(void)
-{
-    ncclResult_t rc = ncclSuccess;
-    int i = 0;
-    /* Consecutive entries on the same (comm, stream) become one kernel. */
-    while (i < t_npending && rc == ncclSuccess) {
-        int j = i + 1;
-        while (j < t_npending && t_pending[j].comm == t_pending[i].comm &&
-               t_pending[j].stream == t_pending[i].stream)
-            j++;
-        rc = launch_parts(t_pending, i, j);
-        i = j;
-    }
-    t_npending = 0;
-    return rc;
-}
-
-static ncclResult_t
-submit(struct ncclComm *c, cudaStream_t stream, const char *name, struct part p)
-{
-    ncclResult_t rc;
-    if (!comm_ok(c))
-        return ncclInvalidArgument;
-    if (atomic_load(&c->async_err) != ncclSuccess)
-        return (ncclResult_t)atomic_load(&c->async_err);
-    if ((p.kind != PART_COLL) && (p.peer < 0 || p.peer >= c->nranks))
-        return set_err(c, ncclInvalidArgument, "peer out of range");
-    if (t_npending == t_cap_pending) {
-        int n = t_cap_pending ? t_cap_pending * 2 : 16;
-        struct pending *np = realloc(t_pending, (size_t)n * sizeof(*np));
-        if (!np)
-            return ncclSystemError;
-        t_pending = np;
-        t_cap_pending = n;
-    }
-    t_pending[t_npending].comm = c;
-    t_pending[t_npending].stream = stream;
-    t_pending[t_npending].name = name;
-    t_pending[t_npending].part = p;
-    t_npending++;
-    if (t_group_depth > 0)
-        return ncclSuccess;
-    rc = flush_pending();
-    return rc;
-}
-
-static ncclResult_t
-coll(const char *api, const char *kname, struct ncclComm *c, uint64_t bytes, double factor,
-     cudaStream_t stream)
-{
-    struct part p;
-    ncclResult_t rc;
-    opts();
-    memset(&p, 0, sizeof(p));
-    p.kind = PART_COLL;
-    p.bytes = bytes;
-    p.factor = factor;
-    nvtx_push(api);
-    rc = submit(c, stream, kname, p);
-    nvtx_pop();
-    return rc;
-}
-
-static double
-ring(const struct ncclComm *c, double num)
-{
-    return comm_ok(c) && c->nranks > 1 ? num * (c->nranks - 1) / c->nranks : 0;
-}
-
-static const char *
-kname3(const char *coll_name, ncclRedOp_t op, ncclDataType_t t)
-{
-    char buf[128];
-    snprintf(buf, sizeof(buf), "ncclDevKernel_%s_%s_%s_RING_LL", coll_name, op_name(op),
-             type_name(t));
-    return intern(buf);
-}
-
-ncclResult_t
-pncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
-{
-    return coll("ncclAllReduce", kname3("AllReduce", op, datatype), comm,
-                count * type_size(datatype), ring(comm, 2), stream);
-}
-
-ncclResult_t
-pncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-            ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
-{
-    return coll("ncclReduce", kname3("Reduce", op, datatype), comm, count * type_size(datatype),
-                comm_ok(comm) && comm->nranks > 1 ? 1 : 0, stream);
-}
-
-ncclResult_t
-pncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-               int root, ncclComm_t comm, cudaStream_t stream)
-{
-    return coll("ncclBroadcast", intern("ncclDevKernel_Broadcast_RING_LL"), comm,
-                count * type_size(datatype), comm_ok(comm) && comm->nranks > 1 ? 1 : 0, stream);
-}
-
-ncclResult_t
-pncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-           cudaStream_t stream)
-{
-    return pncclBroadcast(buff, buff, count, datatype, root, comm, stream);
-}
-
-ncclResult_t
-pncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
-               ncclComm_t comm, cudaStream_t stream)
-{
-    uint64_t total = comm_ok(comm) ? sendcount * type_size(datatype) * (uint64_t)comm->nranks : 0;
-    return coll("ncclAllGather", intern("ncclDevKernel_AllGather_RING_LL"), comm, total,
-                ring(comm, 1), stream);
-}
-
-ncclResult_t
-pncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
-                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
-{
-    uint64_t total = comm_ok(comm) ? recvcount * type_size(datatype) * (uint64_t)comm->nranks : 0;
-    return coll("ncclReduceScatter", kname3("ReduceScatter", op, datatype), comm, total,
-                ring(comm, 1), stream);
-}
-
-static ncclResult_t
-p2p(const char *api, enum part_kind kind, size_t bytes, int peer, ncclComm_t comm,
-    cudaStream_t stream)
-{
-    struct part p;
-    ncclResult_t rc;
-    opts();
-    memset(&p, 0, sizeof(p));
-    p.kind = kind;
-    p.bytes = bytes;
-    p.factor = 1;
-    p.peer = peer;
-    nvtx_push(api);
-    rc = submit(comm, stream, intern("ncclDevKernel_SendRecv"), p);
-    nvtx_pop();
-    return rc;
-}
-
-ncclResult_t
-pncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-          cudaStream_t stream)
-{
-    return p2p("ncclSend", PART_SEND, count * type_size(datatype), peer, comm, stream);
-}
-
-ncclResult_t
-pncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-          cudaStream_t stream)
-{
-    return p2p("ncclRecv", PART_RECV, count * type_size(datatype), peer, comm, stream);
-}
-
-/* nccl.h declares the group calls without a prototype; give them one. */
-ncclResult_t pncclGroupStart(void);
-ncclResult_t pncclGroupEnd(void);
-ncclResult_t ncclGroupStart(void);
-ncclResult_t ncclGroupEnd(void);
-
-ncclResult_t
-pncclGroupStart(void)
-{
-    t_group_depth++;
-    return ncclSuccess;
-}
-
-ncclResult_t
-pncclGroupEnd(void)
-{
-    if (t_group_depth <= 0)
-        return ncclInvalidUsage;
-    if (--t_group_depth > 0)
-        return ncclSuccess;
-    return flush_pending();
-}
-
-/* Weak aliases, as in the real library: a tool may interpose nccl* and call pnccl*. */
-#define NCCL_ALIAS(name) __typeof__(p##name) name __attribute__((weak, alias("p" #name)))
+/* Weak aliases of this file's functions (NCCL_ALIAS: simgpu_internal.h). */
 NCCL_ALIAS(ncclGetVersion);
 NCCL_ALIAS(ncclGetUniqueId);
 NCCL_ALIAS(ncclCommInitRank);
@@ -1083,13 +578,3 @@ NCCL_ALIAS(ncclCommCuDevice);
 NCCL_ALIAS(ncclCommGetAsyncError);
 NCCL_ALIAS(ncclGetErrorString);
 NCCL_ALIAS(ncclGetLastError);
-NCCL_ALIAS(ncclAllReduce);
-NCCL_ALIAS(ncclReduce);
-NCCL_ALIAS(ncclBroadcast);
-NCCL_ALIAS(ncclBcast);
-NCCL_ALIAS(ncclAllGather);
-NCCL_ALIAS(ncclReduceScatter);
-NCCL_ALIAS(ncclSend);
-NCCL_ALIAS(ncclRecv);
-NCCL_ALIAS(ncclGroupStart);
-NCCL_ALIAS(ncclGroupEnd);

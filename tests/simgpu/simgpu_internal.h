@@ -423,4 +423,82 @@ SIMGPU_HIDDEN void graph_append_locked(struct simgpu_graph *g, struct simgpu_op 
 /* Waits until s->done_seq >= target; caller holds g_lock. */
 SIMGPU_HIDDEN void wait_done_locked(struct simgpu_stream *s, uint64_t target);
 
+/* ---- libnccl.so.2's own types and helpers, shared by its files (nccl.c, nccl_coll.c,
+ * which define SIMGPU_NCCL_INTERNAL and include nccl.h first) and hidden from its
+ * exports --------------------------------------------------------------------------------- */
+#ifdef SIMGPU_NCCL_INTERNAL
+#define SLOTS 64
+#define HOST_SLOTS 4
+#define P2P_SLOTS 16
+#define MAX_RANKS 256
+
+struct rdv_slot {
+    uint64_t seq; /* instance + 1; 0 = never used */
+    uint32_t arrived;
+    uint32_t pad;
+    uint64_t max_arrival;
+    uint64_t bytes;
+};
+
+struct host_slot {
+    uint64_t seq;
+    uint32_t arrived;
+    uint32_t pad;
+    int64_t payload[MAX_RANKS][2];
+};
+
+struct shm_hdr {
+    uint32_t magic;
+    atomic_int ready;
+    uint32_t nranks;
+    int32_t broken; /* a rank aborted or died */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint32_t joined;
+    int32_t pids[MAX_RANKS];
+    struct rdv_slot coll[SLOTS];
+    struct host_slot host[HOST_SLOTS];
+    struct rdv_slot p2p[]; /* nranks * nranks * P2P_SLOTS */
+};
+
+struct nccl_id {
+    uint32_t magic;
+    uint32_t pad;
+    uint64_t token;
+};
+
+struct ncclComm {
+    uint32_t magic;
+    int rank, nranks, dev;
+    uint64_t token;
+    struct shm_hdr *shm;
+    size_t shm_bytes;
+    uint64_t coll_seq, host_seq;
+    uint64_t *send_seq, *recv_seq;
+    uint32_t splits;
+    _Atomic int async_err;
+    char last_error[160];
+};
+
+/* The model options (SIMGPU_NCCL_LAT_US, _BW_GBPS, _TIMEOUT_S); valid after opts(). */
+extern double g_lat_ns SIMGPU_HIDDEN, g_bw_gbps SIMGPU_HIDDEN, g_timeout_ns SIMGPU_HIDDEN;
+/* Reads the model options once and initialises the device. */
+SIMGPU_HIDDEN void opts(void);
+/* Push / pop a range in the "NCCL" NVTX domain, as real NCCL marks its API calls. */
+SIMGPU_HIDDEN void nvtx_push(const char *name);
+SIMGPU_HIDDEN void nvtx_pop(void);
+/* Locks the segment's robust mutex; a holder that died marks the comm broken. */
+SIMGPU_HIDDEN void shm_lock(struct shm_hdr *h);
+/* Waits on the segment's condition variable for at most 20 ms (caller holds mu);
+ * returns nonzero when waiting must stop: comm broken, peer dead or timed out. */
+SIMGPU_HIDDEN int wait_tick(struct shm_hdr *h, uint64_t deadline);
+/* Keeps why (when not NULL) as c's last error (when c is not NULL); returns rc. */
+SIMGPU_HIDDEN ncclResult_t set_err(struct ncclComm *c, ncclResult_t rc, const char *why);
+/* Nonzero when c is a live communicator. */
+SIMGPU_HIDDEN int comm_ok(const struct ncclComm *c);
+
+/* Weak aliases, as in the real library: a tool may interpose nccl* and call pnccl*. */
+#define NCCL_ALIAS(name) __typeof__(p##name) name __attribute__((weak, alias("p" #name)))
+#endif /* SIMGPU_NCCL_INTERNAL */
+
 #endif /* SIMGPU_INTERNAL_H */
