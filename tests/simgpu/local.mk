@@ -19,7 +19,7 @@ tests_simgpu_libsimgpu_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_libsimgpu_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 0:0:0
 tests_simgpu_libsimgpu_la_LIBADD = $(PTHREAD_LIBS) -ldl
 
-tests_simgpu_libcudart_la_SOURCES = tests/simgpu/cudart.c
+tests_simgpu_libcudart_la_SOURCES = tests/simgpu/cudart.c tests/simgpu/cudart_launch.c
 tests_simgpu_libcudart_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_libcudart_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 13:0:0
 tests_simgpu_libcudart_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) -ldl

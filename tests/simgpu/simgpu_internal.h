@@ -501,4 +501,26 @@ SIMGPU_HIDDEN int comm_ok(const struct ncclComm *c);
 #define NCCL_ALIAS(name) __typeof__(p##name) name __attribute__((weak, alias("p" #name)))
 #endif /* SIMGPU_NCCL_INTERNAL */
 
+/* ---- libcudart.so.13's own helpers, shared by its files (cudart.c, cudart_launch.c,
+ * which define SIMGPU_CUDART_INTERNAL) and hidden from its exports ------------------------ */
+#ifdef SIMGPU_CUDART_INTERNAL
+/* Closes the API scope a (CUPTI exit callback, API record) and keeps rc as the thread's
+ * last error (cudaGetLastError) unless it is cudaSuccess or cudaErrorNotReady; returns rc. */
+SIMGPU_HIDDEN cudaError_t rt_exit(struct simgpu_api *a, cudaError_t rc);
+
+/* Open an entry point's API scope (api__) with its parameter struct (p__); RT_EXIT closes
+ * it and returns. */
+#define RT_ENTER_SYM(fn, ver, sym, ...)                                                            \
+    fn##_##ver##_params p__ = {__VA_ARGS__};                                                       \
+    struct simgpu_api api__;                                                                       \
+    simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##fn##_##ver,   \
+                     #fn, &p__, sym)
+#define RT_ENTER(fn, ver, ...) RT_ENTER_SYM(fn, ver, NULL, __VA_ARGS__)
+#define RT_ENTER0(fn, ver)                                                                         \
+    struct simgpu_api api__;                                                                       \
+    simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##fn##_##ver,   \
+                     #fn, NULL, NULL)
+#define RT_EXIT(rc) return rt_exit(&api__, (rc))
+#endif /* SIMGPU_CUDART_INTERNAL */
+
 #endif /* SIMGPU_INTERNAL_H */
