@@ -30,6 +30,10 @@ int dpro_deflate(dpro_deflater **d, enum dpro_deflate_data what, int zlib_level,
                  size_t len, const unsigned char **out, size_t *outlen);
 void dpro_deflater_free(dpro_deflater *d);
 
+/* Grows a scratch buffer (*buf, *cap bytes; realloc'd, doubling from 4096) to at least need
+ * bytes. Returns DPRO_OK or DPRO_ERR_NOMEM. */
+__attribute__((visibility("hidden"))) int reserve(unsigned char **buf, size_t *cap, size_t need);
+
 /* A codec keeps its scratch buffers and zlib states between batches (no page faults
  * from fresh large allocations on every batch). Not thread-safe: one per writer/iterator. */
 typedef struct dpro_codec dpro_codec;
