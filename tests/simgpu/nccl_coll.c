@@ -1,5 +1,4 @@
-/* nccl_coll.c: libnccl.so.2 of the simulated device: collectives and point-to-point on
- * the device, groups and enqueue (see nccl.c for the model). */
+/* nccl_coll.c: libnccl.so.2's collectives, point-to-point, groups and enqueue (model: nccl.c). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
