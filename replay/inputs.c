@@ -22,7 +22,7 @@ is_loaded(const replay *rp, const char *file)
 int
 inputs_check_read(const replay *rp, const char *path, int partial)
 {
-    char **files = NULL, err[512], list[1024] = "";
+    char **files = NULL, err[DPRO_ERRBUF_SIZE], list[1024] = "";
     size_t nfiles = 0, len = 0, n_unread = 0;
     const char *paths[1] = {path};
     int rc = 0;
@@ -76,7 +76,7 @@ static const char *const side_suffix[] = {"", "-wal", "-shm", "-journal"};
 static int
 list_inputs(const char *path, char ***files, size_t *nfiles)
 {
-    char **traces = NULL, err[512];
+    char **traces = NULL, err[DPRO_ERRBUF_SIZE];
     size_t ntraces = 0, n = 0;
     const char *paths[1] = {path};
     int rc = 0;

@@ -126,7 +126,7 @@ job_load(const char *path, const job_options *opts, job *j, char *errbuf, size_t
     }
     size_t n_ok = 0;
     for (size_t i = 0; i < nfiles; i++) {
-        char eb[512];
+        char eb[DPRO_ERRBUF_SIZE];
         int orc = dpro_reader_open(files[i], &o[i].r, eb, sizeof eb);
         if (orc != DPRO_OK) {
             if (orc == DPRO_ERR_VERSION) {
@@ -138,6 +138,11 @@ job_load(const char *path, const job_options *opts, job *j, char *errbuf, size_t
             continue;
         }
         o[i].path = files[i];
+        if (dpro_reader_ended_early(o[i].r))
+            job_warn(j, "%s: the trace ends early (cut short, or its process did not close it); "
+                        "what it holds is replayed", files[i]);
+        if (*dpro_reader_warnings(o[i].r))
+            job_warn(j, "%s", dpro_reader_warnings(o[i].r));
         o[i].rank = dpro_reader_meta_int(o[i].r, DPRO_META_RANK, -1);
         o[i].world = dpro_reader_meta_int(o[i].r, DPRO_META_WORLD_SIZE, -1);
         o[i].job_id = dpro_reader_meta(o[i].r, DPRO_META_JOB_ID);

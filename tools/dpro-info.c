@@ -38,7 +38,7 @@ typedef struct file_info {
     dpro_trace_summary sum;
     uint64_t by_kind[NKINDS]; /* [0]: unknown kinds */
     uint64_t decoded, bad_batches;
-    char err[512];
+    char err[DPRO_ERRBUF_SIZE];
     int failed;
     kernels_breakdown kern; /* with --kernels */
 } file_info;
@@ -75,6 +75,12 @@ inspect(file_info *fi, dpro_reader **keep, int quick, int kernels, int partial)
         return 1;
     }
     *keep = r;
+    if (dpro_reader_ended_early(r))
+        pr_warn("%s: the trace ends early (cut short, or its process did not close it); what "
+                "it holds is counted",
+                fi->path);
+    if (*dpro_reader_warnings(r))
+        pr_warn("%s", dpro_reader_warnings(r));
     fi->host = dpro_reader_meta(r, DPRO_META_HOST);
     fi->source = dpro_reader_meta(r, DPRO_META_SOURCE);
     fi->rank = dpro_reader_meta_int(r, DPRO_META_RANK, -1);
@@ -260,7 +266,7 @@ parse_args(int argc, char **argv, args *a)
 static int
 read_all(const args *a, totals *t)
 {
-    char err[512];
+    char err[DPRO_ERRBUF_SIZE];
     size_t nbad = 0;
     int status = 0;
 

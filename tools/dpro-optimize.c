@@ -610,7 +610,7 @@ main(int argc, char **argv)
 {
     args a;
     state st;
-    char err[512];
+    char err[DPRO_ERRBUF_SIZE];
     int rc;
 
     dpro_log_set_program(argv[0]);

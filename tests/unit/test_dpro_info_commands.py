@@ -10,12 +10,15 @@ rules they share, on a synthetic 4-rank job written with gen_traces:
    count; the last iteration itself exports.
 3. A trace file that cannot be read makes all four commands exit 1; with --partial they go
    on with the others, exit 0 and name the skipped file; --help states the rule.
+4. A trace that ends early (no `complete` mark: its process never closed it) is named with
+   a warning by all four commands, which still read what it holds (exit 0).
 """
 import hashlib
 import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -145,6 +148,20 @@ def test_partial(tmp, d):
               "%s --help states the rule" % cmd)
 
 
+def test_ended_early(d):
+    db = sqlite3.connect(os.path.join(d, "rank2.dpro"))
+    db.execute("DELETE FROM meta WHERE key = 'complete'")
+    db.commit()
+    db.close()
+    for cmd, path in TOOLS.items():
+        args = [path, d] + EXTRA.get(cmd, [])
+        if cmd == "dpro-export":
+            args += ["--chrome", "-"]
+        rc, out, err = run(args)
+        check(rc == 0 and out and "rank2.dpro: the trace ends early" in err,
+              "%s on a trace that ends early: rc %d, %s" % (cmd, rc, err.strip()[-300:]))
+
+
 def main():
     if not os.path.exists(GEN):
         print("no %s (make check builds it)" % GEN)
@@ -152,7 +169,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="dpro-commands-test-")
     try:
         # a job per part, so that one part's failure does not spoil the next one's input
-        jobs = [os.path.join(tmp, "job%d" % i) for i in range(3)]
+        jobs = [os.path.join(tmp, "job%d" % i) for i in range(4)]
         for d in jobs:
             rc, _, err = run([GEN, d])
             if rc != 0:
@@ -161,6 +178,7 @@ def main():
         test_outputs(tmp, jobs[0])
         test_window(jobs[1])
         test_partial(tmp, jobs[2])
+        test_ended_early(jobs[3])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
