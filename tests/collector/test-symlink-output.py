@@ -22,7 +22,7 @@ os.makedirs(real)
 link = os.path.join(base, "scratch")
 os.symlink(os.path.join(base, "lustre"), link)
 out = os.path.join(link, "project", "run1", "traces")
-env = dict(os.environ, DPRO_CUPTI_LIB=ct.SIM_CUPTI)
+env = dict(ct.sanitizer_env(), DPRO_CUPTI_LIB=ct.SIM_CUPTI)
 r = ct.run([ct.DPRO_RUN, "-o", out, "--", ct.DRV_JOB], env=env)
 ct.check(r.returncode == 0 and "launches=5" in r.stdout, "the job runs under dpro-run (%s)"
          % r.stderr[-300:])
