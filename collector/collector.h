@@ -527,20 +527,32 @@ COLL_HIDDEN uint32_t stk_intern(dpro_writer *w, const uintptr_t *frames, uint32_
 /*
  * The part every hook shares (RT_HOOK, DRV_HOOK, NCCL_HOOK): resolves the real function
  * (missing: returns fail_rc without recording), takes the per-thread state when recording
- * is enabled (NULL when disabled or re-entered: just calls through), arms correlation,
- * calls the real function between two stamps, saves errno, and starts the record. It
- * declares `t`, `rc`, `saved` and `rec` for the hook's own fill and emit steps;
- * COLL_HOOK_END leaves the thread state, restores errno and returns rc unchanged.
+ * is enabled (NULL when disabled or re-entered: just calls through), then records the call
+ * (COLL_HOOK_RECORD). It declares `t`, `rc`, `saved` and `rec` for the hook's own fill and
+ * emit steps; COLL_HOOK_END leaves the thread state, restores errno and returns rc
+ * unchanged.
  */
 #define COLL_HOOK_BEGIN(rtype, lib, fail_rc, enabled, name, params, args)                          \
+    COLL_HOOK_ENTER(rtype, lib, fail_rc, enabled, name, params);                                   \
+    if (t == NULL)                                                                                 \
+        return real args;                                                                          \
+    COLL_HOOK_RECORD(rtype, name, args)
+
+/* Declares `real`, the real function `name` of lib (resolved once into a static slot;
+ * missing: the hook returns fail_rc), and `t`, the per-thread state when `enabled` and
+ * not re-entered, else NULL. */
+#define COLL_HOOK_ENTER(rtype, lib, fail_rc, enabled, name, params)                                \
     static void *slot;                                                                             \
     typedef rtype(*real_fn) params;                                                                \
     real_fn real = (real_fn)coll_real(lib, #name, &slot);                                          \
     if (coll_unlikely(real == NULL))                                                               \
         return fail_rc;                                                                            \
-    struct coll_thread *t = (enabled) ? coll_enter() : NULL;                                       \
-    if (t == NULL)                                                                                 \
-        return real args;                                                                          \
+    struct coll_thread *t = (enabled) ? coll_enter() : NULL
+
+/* With `real` and the thread state `t` (not NULL) in scope: arms correlation, calls the
+ * real function between two stamps, saves errno and starts the record. Declares `rc`,
+ * `saved` and `rec`. */
+#define COLL_HOOK_RECORD(rtype, name, args)                                                        \
     coll_corr_arm(t);                                                                              \
     uint64_t t0 = coll_stamp();                                                                    \
     rtype rc = real args;                                                                          \

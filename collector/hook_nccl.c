@@ -175,12 +175,8 @@ ncclh_register(struct coll_rec *rec, ncclComm_t comm, uint64_t hash, uint64_t pa
 #define NCCL_HOOK_PT(name, params, args, pre, post, ...)                                           \
     COLL_EXPORT ncclResult_t name params                                                           \
     {                                                                                              \
-        static void *slot;                                                                         \
-        typedef ncclResult_t(*real_fn) params;                                                     \
-        real_fn real = (real_fn)coll_real(COLL_LIB_NCCL, #name, &slot);                            \
-        if (coll_unlikely(real == NULL))                                                           \
-            return ncclSystemError;                                                                \
-        struct coll_thread *t = coll_cfg.nccl ? coll_enter() : NULL;                               \
+        COLL_HOOK_ENTER(ncclResult_t, COLL_LIB_NCCL, ncclSystemError, coll_cfg.nccl, name,         \
+                        params);                                                                   \
         if (t == NULL) {                                                                           \
             pre;                                                                                   \
             ncclResult_t rc_ = real args;                                                          \
@@ -189,18 +185,7 @@ ncclh_register(struct coll_rec *rec, ncclComm_t comm, uint64_t hash, uint64_t pa
             errno = saved_;                                                                        \
             return rc_;                                                                            \
         }                                                                                          \
-        coll_corr_arm(t);                                                                          \
-        uint64_t t0 = coll_stamp();                                                                \
-        ncclResult_t rc = real args;                                                               \
-        uint64_t t1 = coll_stamp();                                                                \
-        int saved = errno;                                                                         \
-        struct coll_rec rec;                                                                       \
-        memset(&rec, 0, sizeof rec);                                                               \
-        rec.api = COLL_API_##name;                                                                 \
-        rec.result = (int32_t)rc;                                                                  \
-        rec.start = t0;                                                                            \
-        rec.end = t1;                                                                              \
-        rec.corr = coll_corr_take(t);                                                              \
+        COLL_HOOK_RECORD(ncclResult_t, name, args);                                                \
         __VA_ARGS__;                                                                               \
         coll_rec_emit(t, &rec, NULL, 0);                                                           \
         COLL_HOOK_END;                                                                             \
