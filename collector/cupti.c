@@ -44,7 +44,7 @@
 
 #include <cupti.h> /* with generated_cuda_meta.h: the driver calls' parameter structs */
 
-#include "collector.h"
+#include "internal.h"
 
 /* CUPTI entry points we use. */
 static struct {
@@ -410,19 +410,16 @@ cupti_start(void)
         snprintf(cupti_error, sizeof cupti_error,
                  "libcupti API version %u, the collector reads the records of version %u",
                  (unsigned)cupti_version_value, (unsigned)CUPTI_API_VERSION);
-        fprintf(stderr,
-                "dpro-collector[%d]: libcupti's API version is %u, the collector was built for "
-                "%u (its activity record layouts differ): recording host-side events only\n",
-                (int)getpid(), (unsigned)cupti_version_value, (unsigned)CUPTI_API_VERSION);
+        coll_warn("libcupti's API version is %u, the collector was built for %u (its "
+                  "activity record layouts differ): recording host-side events only",
+                  (unsigned)cupti_version_value, (unsigned)CUPTI_API_VERSION);
         return;
     }
     CUptiResult rc = cupti_api.subscribe(&cupti_subscriber, cupti_callback, NULL);
     if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         cupti_status = "busy";
-        fprintf(stderr,
-                "dpro-collector[%d]: CUPTI is taken by another tool (nsys, "
-                "torch.profiler?): recording host-side events only\n",
-                (int)getpid());
+        coll_warn("CUPTI is taken by another tool (nsys, torch.profiler?): recording "
+                  "host-side events only");
         return;
     }
     if (rc != CUPTI_SUCCESS) {
@@ -444,10 +441,8 @@ cupti_start(void)
     if (rc != CUPTI_SUCCESS) {
         cupti_status = "busy";
         snprintf(cupti_error, sizeof cupti_error, "activity: %s", cupti_strerror(rc));
-        fprintf(stderr,
-                "dpro-collector[%d]: CUPTI activity unavailable (%s): recording "
-                "host-side events only\n",
-                (int)getpid(), cupti_strerror(rc));
+        coll_warn("CUPTI activity unavailable (%s): recording host-side events only",
+                  cupti_strerror(rc));
         return;
     }
     cupti_api.activity_enable(CUPTI_ACTIVITY_KIND_MEMCPY);

@@ -16,6 +16,7 @@
  *
  * Exit status: COMMAND's (exec), 2 on a usage error, 126/127 when COMMAND cannot be run.
  */
+#define PR_FMT "dpro-run"
 #include "config.h"
 
 #include <errno.h>
@@ -25,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "dpro_log.h"
 
 #ifndef DPRO_LIBDIR
 #define DPRO_LIBDIR "/usr/local/lib"
@@ -169,6 +172,7 @@ main(int argc, char **argv)
     char buf[64];
     long value;
     int c, nvtx = 1;
+    dpro_log_set_program(argv[0]);
     while ((c = getopt_long(argc, argv, "+o:vhV", opts, NULL)) != -1) {
         switch (c) {
         case 'o':
@@ -190,7 +194,7 @@ main(int argc, char **argv)
         case OPT_STACKS:
             value = 1;
             if (optarg && run_parse_uint(optarg, &value) != 0) {
-                fprintf(stderr, "dpro-run: --stacks wants a positive number, not '%s'\n", optarg);
+                pr_err("--stacks wants a positive number, not '%s'", optarg);
                 return 2;
             }
             setenv("DPRO_STACKS", "1", 1);
@@ -199,7 +203,7 @@ main(int argc, char **argv)
             break;
         case OPT_FLUSH:
             if (run_parse_uint(optarg, &value) != 0) {
-                fprintf(stderr, "dpro-run: --flush-ms wants a positive number, not '%s'\n", optarg);
+                pr_err("--flush-ms wants a positive number, not '%s'", optarg);
                 return 2;
             }
             snprintf(buf, sizeof buf, "%ld", value);
@@ -220,14 +224,13 @@ main(int argc, char **argv)
         }
     }
     if (optind >= argc) {
-        fprintf(stderr, "dpro-run: no command given\n");
+        pr_err("no command given");
         run_usage(stderr);
         return 2;
     }
     char collector[PATH_MAX], dir[PATH_MAX];
     if (run_find_collector(collector, sizeof collector) != 0) {
-        fprintf(stderr, "dpro-run: cannot find %s (set DPRO_COLLECTOR to its path)\n",
-                RUN_COLLECTOR);
+        pr_err("cannot find %s (set DPRO_COLLECTOR to its path)", RUN_COLLECTOR);
         return 2;
     }
     if (output == NULL) {
@@ -236,14 +239,16 @@ main(int argc, char **argv)
     }
     run_absolute(output, dir, sizeof dir);
     if (setenv("DPRO_OUTPUT", dir, 1) != 0 || run_preload(collector) != 0) {
-        fprintf(stderr, "dpro-run: cannot set the environment: %s\n", strerror(errno));
+        pr_err("cannot set the environment: %s", strerror(errno));
         return 2;
     }
     if (nvtx && getenv("NVTX_INJECTION64_PATH") == NULL)
         setenv("NVTX_INJECTION64_PATH", collector, 1);
+    /* the command's one line of output, on stderr (stdout is COMMAND's), whatever DPRO_LOG
+     * lets through */
     fprintf(stderr, "dpro-run: traces go to %s/\n", dir);
     execvp(argv[optind], &argv[optind]);
     int err = errno;
-    fprintf(stderr, "dpro-run: cannot run %s: %s\n", argv[optind], strerror(err));
+    pr_err("cannot run %s: %s", argv[optind], strerror(err));
     return err == ENOENT ? 127 : 126;
 }

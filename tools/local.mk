@@ -6,6 +6,7 @@ bin_PROGRAMS += tools/dpro-run
 tools_dpro_run_SOURCES = tools/dpro-run.c
 tools_dpro_run_CPPFLAGS = $(AM_CPPFLAGS) -DDPRO_LIBDIR='"$(libdir)"' \
 	-DDPRO_PKGLIBDIR='"$(pkglibdir)"'
+tools_dpro_run_LDADD = common/libdprocommon.la
 endif
 
 if HAVE_YAJL
