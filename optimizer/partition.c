@@ -19,11 +19,10 @@ typedef struct pchunk {
 } pchunk;
 
 static int
-tensor_ready(const workload *w, const strategy_plan *p)
+tensor_ready(const workload_buckets *bu, const strategy_plan *p)
 {
     return p->bucket_cap >= 0 && p->bucket_cap < strategy_n_bucket_caps &&
-           p->first_cap < strategy_n_bucket_caps && w->buckets.n_units >= 1 && w->buckets.model &&
-           !w->buckets.why[0];
+           p->first_cap < strategy_n_bucket_caps && bu->n_units >= 1 && bu->model && !bu->why[0];
 }
 
 static int64_t
@@ -35,7 +34,7 @@ cap_bytes(int idx)
 /* The packing of partition.h into out (NULL: count only). Returns the number of
  * buckets; *splits (may be NULL) receives 1 when a unit is split. */
 static int32_t
-pack(const workload *w, const strategy_plan *p, pchunk *out, int *splits)
+pack(const workload_buckets *bu, const strategy_plan *p, pchunk *out, int *splits)
 {
     int64_t cap = cap_bytes(p->first_cap >= 0 ? p->first_cap : p->bucket_cap);
     int64_t next_cap = cap_bytes(p->bucket_cap);
@@ -51,9 +50,9 @@ pack(const workload *w, const strategy_plan *p, pchunk *out, int *splits)
         }                                                                                          \
         n++;                                                                                       \
     } while (0)
-    for (int32_t u = 0; u < w->buckets.n_units; u++) {
-        int64_t b = w->buckets.unit_bytes[u];
-        int last = u == w->buckets.n_units - 1;
+    for (int32_t u = 0; u < bu->n_units; u++) {
+        int64_t b = bu->unit_bytes[u];
+        int last = u == bu->n_units - 1;
         if (b <= cap) {
             cur += b;
             if (cur >= cap || last) {
@@ -82,12 +81,12 @@ pack(const workload *w, const strategy_plan *p, pchunk *out, int *splits)
 }
 
 int
-partition_splits(const workload *w, const strategy_plan *p)
+partition_splits(const workload_buckets *bu, const strategy_plan *p)
 {
     int split = 0;
-    if (!tensor_ready(w, p))
+    if (!tensor_ready(bu, p))
         return 0;
-    pack(w, p, NULL, &split);
+    pack(bu, p, NULL, &split);
     return split;
 }
 
@@ -127,11 +126,11 @@ participant(const layout *L, int32_t r, int32_t it, int32_t u)
 }
 
 static int
-layout_build(const workload *w, layout *L)
+layout_build(const partition_input *in, layout *L)
 {
-    const dfg *g = w->g;
+    const dfg *g = in->g;
     memset(L, 0, sizeof *L);
-    L->n_units = w->buckets.n_units;
+    L->n_units = in->bu->n_units;
     for (int32_t r = 0; r < g->n_ranks; r++) {
         const int32_t *bn;
         int32_t nb = dfg_iterations(g, r, &bn);
@@ -151,12 +150,12 @@ layout_build(const workload *w, layout *L)
         L->part[i] = -1;
     for (int32_t n = 0; n < g->n_nodes; n++)
         L->gate[n] = -1;
-    for (int32_t q = 0; q < g->n_groups && q < w->n_groups; q++) {
-        int32_t u = w->buckets.group_unit[q];
+    for (int32_t q = 0; q < g->n_groups && q < in->n_groups; q++) {
+        int32_t u = in->bu->group_unit[q];
         if (u < 0)
             continue;
         for (int32_t c = g->grp_first[q]; c >= 0; c = g->next_in_group[c]) {
-            int32_t it = c < w->n_nodes ? w->iter[c] : -1;
+            int32_t it = c < in->n_nodes ? in->iter[c] : -1;
             if (alive(g, c) && it >= 0 && it < L->n_it)
                 L->part[((int64_t)dfg_rank(g, c) * L->n_it + it) * L->n_units + u] = c;
         }
@@ -165,11 +164,11 @@ layout_build(const workload *w, layout *L)
      * participant */
     for (int64_t e = 0; e < g->n_edges; e++) {
         int32_t s = g->esrc[e], d = g->edst[e];
-        if (d >= w->n_nodes || s >= w->n_nodes || !alive(g, s) || !alive(g, d))
+        if (d >= in->n_nodes || s >= in->n_nodes || !alive(g, s) || !alive(g, d))
             continue;
-        if (g->kind[d] != DFG_COLL || g->group[d] < 0 || w->buckets.group_unit[g->group[d]] < 0)
+        if (g->kind[d] != DFG_COLL || g->group[d] < 0 || in->bu->group_unit[g->group[d]] < 0)
             continue;
-        if (g->kind[s] != DFG_KERNEL || !w->on_compute[s] || dfg_rank(g, s) != dfg_rank(g, d))
+        if (g->kind[s] != DFG_KERNEL || !in->on_compute[s] || dfg_rank(g, s) != dfg_rank(g, d))
             continue;
         if (L->gate[d] < 0 || g->mend[s] > g->mend[L->gate[d]])
             L->gate[d] = s;
@@ -184,17 +183,15 @@ layout_build(const workload *w, layout *L)
  * L->cum with the cumulative bytes; returns 0 (L->cum untouched) when the gradient
  * sizes are unknown. */
 static int
-span_by_gradients(const workload *w, layout *L, int32_t n, int32_t u)
+span_by_gradients(const partition_input *in, layout *L, int32_t n, int32_t u)
 {
-    if (!w->buckets.layer_grad || !w->buckets.unit_lo || !w->layers.layer_nfwd || u < 0 ||
-        u >= w->buckets.n_units)
+    if (!in->bu->layer_grad || !in->bu->unit_lo || !in->layer_nfwd || u < 0 || u >= in->bu->n_units)
         return 0;
-    int32_t hi = (u == 0 ? w->layers.n_layers : w->buckets.unit_lo[u - 1]) - 1,
-            lo = w->buckets.unit_lo[u];
+    int32_t hi = (u == 0 ? in->n_layers : in->bu->unit_lo[u - 1]) - 1, lo = in->bu->unit_lo[u];
     double tot_nf = 0, tot_b = 0;
     for (int32_t l = lo; l <= hi; l++) {
-        tot_nf += w->layers.layer_nfwd[l] > 0 ? w->layers.layer_nfwd[l] : 1;
-        tot_b += (double)w->buckets.layer_grad[l];
+        tot_nf += in->layer_nfwd[l] > 0 ? in->layer_nfwd[l] : 1;
+        tot_b += (double)in->bu->layer_grad[l];
     }
     if (hi < lo || tot_b <= 0)
         return 0;
@@ -202,10 +199,10 @@ span_by_gradients(const workload *w, layout *L, int32_t n, int32_t u)
         L->cum[i] = 0;
     double nf = 0;
     for (int32_t l = hi; l >= lo; l--) {
-        nf += w->layers.layer_nfwd[l] > 0 ? w->layers.layer_nfwd[l] : 1;
+        nf += in->layer_nfwd[l] > 0 ? in->layer_nfwd[l] : 1;
         int32_t e = (int32_t)llround((double)n * nf / tot_nf) - 1;
         e = e < 0 ? 0 : e >= n ? n - 1 : e;
-        L->cum[e] += (double)w->buckets.layer_grad[l];
+        L->cum[e] += (double)in->bu->layer_grad[l];
     }
     for (int32_t i = 1; i < n; i++)
         L->cum[i] += L->cum[i - 1];
@@ -215,21 +212,21 @@ span_by_gradients(const workload *w, layout *L, int32_t n, int32_t u)
 /* Fills L->span and L->cum with the span of participant c (partition.h); returns its
  * length (0: no gating kernel). */
 static int32_t
-span_of(const workload *w, layout *L, int32_t c, int32_t u)
+span_of(const partition_input *in, layout *L, int32_t c, int32_t u)
 {
-    const dfg *g = w->g;
+    const dfg *g = in->g;
     int32_t k = L->gate[c];
     if (k < 0)
         return 0;
-    int32_t r = dfg_rank(g, c), it = w->iter[c];
+    int32_t r = dfg_rank(g, c), it = in->iter[c];
     int32_t prev = participant(L, r, it, u - 1);
     int32_t stop = prev >= 0 ? L->gate[prev] : -1;
-    int bwd = w->phase[k] == WL_BACKWARD;
+    int bwd = in->phase[k] == WL_BACKWARD;
     int32_t n = 0;
     for (int32_t m = k; m >= 0 && m != stop; m = g->prev_on_res[m]) {
-        if (m >= w->n_nodes || !alive(g, m) || g->kind[m] != DFG_KERNEL)
+        if (m >= in->n_nodes || !alive(g, m) || g->kind[m] != DFG_KERNEL)
             continue;
-        if (w->iter[m] != it || (bwd && w->phase[m] != WL_BACKWARD))
+        if (in->iter[m] != it || (bwd && in->phase[m] != WL_BACKWARD))
             break;
         L->span[n++] = m;
     }
@@ -239,11 +236,11 @@ span_of(const workload *w, layout *L, int32_t c, int32_t u)
         L->span[i] = L->span[n - 1 - i];
         L->span[n - 1 - i] = t;
     }
-    if (n > 0 && bwd && span_by_gradients(w, L, n, u))
+    if (n > 0 && bwd && span_by_gradients(in, L, n, u))
         return n;
     double tot = 0;
     for (int32_t i = 0; i < n; i++) {
-        double d = (double)w->base_dur[L->span[i]];
+        double d = (double)in->base_dur[L->span[i]];
         tot += d > 0 ? d : 0;
         L->cum[i] = tot;
     }
@@ -296,10 +293,10 @@ buckets_free(buckets *B)
 /* The reference participant of unit u: the first rank's, in the first compared
  * iteration that it has (-1 none). */
 static int32_t
-reference(const workload *w, const layout *L, int32_t u)
+reference(const partition_input *in, const layout *L, int32_t u)
 {
-    for (int32_t it = w->iter_first; it < L->n_it; it++)
-        for (int32_t r = 0; r < w->g->n_ranks; r++) {
+    for (int32_t it = in->iter_first; it < L->n_it; it++)
+        for (int32_t r = 0; r < in->g->n_ranks; r++) {
             int32_t c = participant(L, r, it, u);
             if (c >= 0)
                 return c;
@@ -308,27 +305,27 @@ reference(const workload *w, const layout *L, int32_t u)
 }
 
 static int
-buckets_build(const workload *w, const strategy_plan *p, layout *L, buckets *B)
+buckets_build(const partition_input *in, const strategy_plan *p, layout *L, buckets *B)
 {
     memset(B, 0, sizeof *B);
-    int32_t n = pack(w, p, NULL, NULL);
+    int32_t n = pack(in->bu, p, NULL, NULL);
     pchunk *ch = malloc(sizeof *ch * ((size_t)n + 1));
-    B->mid_off = calloc((size_t)w->buckets.n_units + 1, sizeof *B->mid_off);
+    B->mid_off = calloc((size_t)in->bu->n_units + 1, sizeof *B->mid_off);
     B->mid_pos = malloc(sizeof *B->mid_pos * ((size_t)n + 1));
     B->mid_bytes = malloc(sizeof *B->mid_bytes * ((size_t)n + 1));
-    B->end_bytes = calloc((size_t)w->buckets.n_units + 1, sizeof *B->end_bytes);
+    B->end_bytes = calloc((size_t)in->bu->n_units + 1, sizeof *B->end_bytes);
     if (!ch || !B->mid_off || !B->mid_pos || !B->mid_bytes || !B->end_bytes) {
         free(ch);
         buckets_free(B);
         return -1;
     }
-    pack(w, p, ch, NULL);
+    pack(in->bu, p, ch, NULL);
     int32_t nm = 0, i = 0;
-    for (int32_t u = 0; u < w->buckets.n_units; u++) {
+    for (int32_t u = 0; u < in->bu->n_units; u++) {
         B->mid_off[u] = nm;
-        int32_t ref = reference(w, L, u);
-        int32_t len = ref >= 0 ? span_of(w, L, ref, u) : 0;
-        int64_t b = w->buckets.unit_bytes[u];
+        int32_t ref = reference(in, L, u);
+        int32_t len = ref >= 0 ? span_of(in, L, ref, u) : 0;
+        int64_t b = in->bu->unit_bytes[u];
         int32_t last_idx = -1;
         for (; i < n && ch[i].unit == u; i++) {
             int32_t j =
@@ -347,21 +344,21 @@ buckets_build(const workload *w, const strategy_plan *p, layout *L, buckets *B)
         }
         B->count += nm - B->mid_off[u] + (B->end_bytes[u] > 0);
     }
-    B->mid_off[w->buckets.n_units] = nm;
+    B->mid_off[in->bu->n_units] = nm;
     free(ch);
     return 0;
 }
 
 int32_t
-partition_bucket_count(const workload *w, const strategy_plan *p)
+partition_bucket_count(const partition_input *in, const strategy_plan *p)
 {
     layout L;
     buckets B;
-    if (!partition_splits(w, p))
+    if (!partition_splits(in->bu, p))
         return 0;
-    if (layout_build(w, &L) != 0)
+    if (layout_build(in, &L) != 0)
         return -1;
-    int rc = buckets_build(w, p, &L, &B);
+    int rc = buckets_build(in, p, &L, &B);
     layout_free(&L);
     if (rc != 0)
         return -1;
@@ -375,16 +372,16 @@ partition_bucket_count(const workload *w, const strategy_plan *p)
 /* The (record, wait, collective call) host nodes of participant c of group q, in call
  * order, into h[3] (-1 where absent). */
 static void
-unit_hosts(const workload *w, int32_t q, int32_t c, int32_t h[3])
+unit_hosts(const partition_input *in, int32_t q, int32_t c, int32_t h[3])
 {
-    const dfg *g = w->g;
+    const dfg *g = in->g;
     h[0] = h[1] = h[2] = -1;
-    for (int32_t i = w->buckets.group_hosts_off[q]; i < w->buckets.group_hosts_off[q + 1]; i += 3) {
-        int32_t call = w->buckets.group_hosts[i];
+    for (int32_t i = in->bu->group_hosts_off[q]; i < in->bu->group_hosts_off[q + 1]; i += 3) {
+        int32_t call = in->bu->group_hosts[i];
         if (call < 0 || call != g->launch[c])
             continue;
-        h[0] = w->buckets.group_hosts[i + 2];
-        h[1] = w->buckets.group_hosts[i + 1];
+        h[0] = in->bu->group_hosts[i + 2];
+        h[1] = in->bu->group_hosts[i + 1];
         h[2] = call;
         return;
     }
@@ -404,15 +401,15 @@ copy_preds(const dfg *src, dfg *out, int32_t c, int32_t n)
 /* Inserts the buckets of unit u that close inside its span for participant c (group q,
  * new groups gbase..) into out. */
 static int
-split_participant(const workload *w, layout *L, const buckets *B, int32_t q, int32_t u, int32_t c,
-                  int32_t gbase, dfg *out)
+split_participant(const partition_input *in, layout *L, const buckets *B, int32_t q, int32_t u,
+                  int32_t c, int32_t gbase, dfg *out)
 {
-    const dfg *g = w->g;
-    int32_t len = span_of(w, L, c, u);
+    const dfg *g = in->g;
+    int32_t len = span_of(in, L, c, u);
     int32_t hosts[3];
-    unit_hosts(w, q, c, hosts);
+    unit_hosts(in, q, c, hosts);
     int32_t prev_k = -1, ins = -1;
-    int64_t b = w->buckets.unit_bytes[u];
+    int64_t b = in->bu->unit_bytes[u];
     for (int32_t m = B->mid_off[u]; m < B->mid_off[u + 1]; m++) {
         int32_t j = ready_index(L, len, (double)B->mid_pos[m] / (double)b);
         int32_t k = j >= 0 ? L->span[j] : -1;
@@ -449,15 +446,15 @@ split_participant(const workload *w, layout *L, const buckets *B, int32_t q, int
 }
 
 int
-partition_build(const workload *w, const strategy_plan *p, dfg *out, int32_t *n_buckets)
+partition_build(const partition_input *in, const strategy_plan *p, dfg *out, int32_t *n_buckets)
 {
-    const dfg *g = w->g;
+    const dfg *g = in->g;
     layout L;
     buckets B;
     memset(out, 0, sizeof *out);
-    if (layout_build(w, &L) != 0)
+    if (layout_build(in, &L) != 0)
         return -1;
-    if (buckets_build(w, p, &L, &B) != 0) {
+    if (buckets_build(in, p, &L, &B) != 0) {
         layout_free(&L);
         return -1;
     }
@@ -467,8 +464,8 @@ partition_build(const workload *w, const strategy_plan *p, dfg *out, int32_t *n_
         return -1;
     }
     int rc = 0;
-    for (int32_t q = 0; q < g->n_groups && q < w->n_groups && rc == 0; q++) {
-        int32_t u = w->buckets.group_unit[q];
+    for (int32_t q = 0; q < g->n_groups && q < in->n_groups && rc == 0; q++) {
+        int32_t u = in->bu->group_unit[q];
         if (u < 0)
             continue;
         int32_t gbase = out->n_groups;
@@ -478,24 +475,23 @@ partition_build(const workload *w, const strategy_plan *p, dfg *out, int32_t *n_
             if (k < 0)
                 rc = -1;
             else
-                out->grp_dur[k] = costmodel_predict(w->buckets.model, w->buckets.coll_op,
-                                                    w->buckets.coll_nranks, B.mid_bytes[m]);
+                out->grp_dur[k] = costmodel_predict(in->bu->model, in->bu->coll_op,
+                                                    in->bu->coll_nranks, B.mid_bytes[m]);
         }
         for (int32_t c = g->grp_first[q]; c >= 0 && rc == 0; c = g->next_in_group[c])
-            if (alive(g, c) && c < w->n_nodes)
-                rc = split_participant(w, &L, &B, q, u, c, gbase, out);
+            if (alive(g, c) && c < in->n_nodes)
+                rc = split_participant(in, &L, &B, q, u, c, gbase, out);
         if (rc != 0)
             break;
         if (B.end_bytes[u] > 0) {
             out->grp_bytes[q] = B.end_bytes[u];
-            out->grp_dur[q] = costmodel_predict(w->buckets.model, w->buckets.coll_op,
-                                                w->buckets.coll_nranks, B.end_bytes[u]);
+            out->grp_dur[q] = costmodel_predict(in->bu->model, in->bu->coll_op, in->bu->coll_nranks,
+                                                B.end_bytes[u]);
             continue;
         }
         out->grp_dur[q] = 0;
-        for (int32_t i = w->buckets.group_hosts_off[q]; i < w->buckets.group_hosts_off[q + 1];
-             i++) {
-            int32_t h = w->buckets.group_hosts[i];
+        for (int32_t i = in->bu->group_hosts_off[q]; i < in->bu->group_hosts_off[q + 1]; i++) {
+            int32_t h = in->bu->group_hosts[i];
             if (h >= 0) {
                 out->dur[h] = 0;
                 out->gap[h] = 0;

@@ -59,20 +59,37 @@
 #include "optimizer/workload.h"
 #include "replay/dfg.h"
 
-/* 1 when plan p's buckets split at least one unit (a unit larger than the cap in effect
- * when the packing reaches it): p is then applied by partition_build instead of the
- * in-place regrouping. 0 when tensor fusion is unavailable or p keeps the measured
+/* What tensor partition reads: the graph to transform, the bucket units and the layers'
+ * forward kernel counts (workload.h), and workload_analyze's per-node annotation.
+ * strategy_partition_input (strategy.h) fills it from an analysed workload. */
+typedef struct partition_input {
+    const dfg *g; /* the working graph holding the plan's other strategies (strategy_apply) */
+    const workload_buckets *bu; /* units, their groups and host calls, gradient sizes */
+    const int32_t *layer_nfwd;  /* per layer: its forward kernels (may be NULL) */
+    int32_t n_layers;
+    int32_t n_nodes, n_groups; /* nodes and groups the annotation covers */
+    const int32_t *iter;       /* per node: iteration on its rank, -1 before the first */
+    const uint8_t *phase;      /* per node: enum workload_phase */
+    const uint8_t *on_compute; /* per node: 1 on its rank's compute stream */
+    const int64_t *base_dur;   /* per node: baseline duration */
+    int32_t iter_first;        /* the first compared iteration */
+} partition_input;
+
+/* 1 when plan p's buckets split at least one unit of bu (a unit larger than the cap in
+ * effect when the packing reaches it): p is then applied by partition_build instead of
+ * the in-place regrouping. 0 when tensor fusion is unavailable or p keeps the measured
  * buckets. */
-int partition_splits(const workload *w, const strategy_plan *p);
+int partition_splits(const workload_buckets *bu, const strategy_plan *p);
 
 /* Buckets per iteration of a splitting plan p (after merging the buckets that become
  * ready at one kernel of the reference span); -1 when out of memory. */
-int32_t partition_bucket_count(const workload *w, const strategy_plan *p);
+int32_t partition_bucket_count(const partition_input *in, const strategy_plan *p);
 
-/* Builds into out (uninitialised on entry) a copy of w->g with p's buckets (see above).
- * w->g must hold the plan's other strategies (strategy_apply) and p must split
+/* Builds into out (uninitialised on entry) a copy of in->g with p's buckets (see above).
+ * in->g must hold the plan's other strategies (strategy_apply) and p must split
  * (partition_splits). *n_buckets (may be NULL) receives the buckets per iteration.
  * Returns 0, or -1 when out of memory (out is then freed). */
-int partition_build(const workload *w, const strategy_plan *p, dfg *out, int32_t *n_buckets);
+int partition_build(const partition_input *in, const strategy_plan *p, dfg *out,
+                    int32_t *n_buckets);
 
 #endif

@@ -91,13 +91,32 @@ strategy_tensor_available(const workload *w)
     return w->buckets.n_units >= 1 && w->buckets.model && !w->buckets.why[0];
 }
 
+void
+strategy_partition_input(const workload *w, partition_input *in)
+{
+    in->g = w->g;
+    in->bu = &w->buckets;
+    in->layer_nfwd = w->layers.layer_nfwd;
+    in->n_layers = w->layers.n_layers;
+    in->n_nodes = w->n_nodes;
+    in->n_groups = w->n_groups;
+    in->iter = w->iter;
+    in->phase = w->phase;
+    in->on_compute = w->on_compute;
+    in->base_dur = w->base_dur;
+    in->iter_first = w->iter_first;
+}
+
 int32_t
 strategy_bucket_count(const workload *w, const strategy_plan *p)
 {
     if (p->bucket_cap < 0 || !strategy_tensor_available(w))
         return 0;
-    if (partition_splits(w, p))
-        return partition_bucket_count(w, p);
+    if (partition_splits(&w->buckets, p)) {
+        partition_input in;
+        strategy_partition_input(w, &in);
+        return partition_bucket_count(&in, p);
+    }
     uint8_t close[4096];
     int64_t bytes[4096];
     if (w->buckets.n_units > 4096)
@@ -245,7 +264,7 @@ strategy_apply(workload *w, const strategy_plan *p)
         apply_fusion(w->g, &w->fusion);
     if (strategy_n_recomputed(p) > 0 && w->layers.n_sites > 0)
         apply_recompute(w->g, &w->layers, p);
-    if (p->bucket_cap >= 0 && strategy_tensor_available(w) && !partition_splits(w, p))
+    if (p->bucket_cap >= 0 && strategy_tensor_available(w) && !partition_splits(&w->buckets, p))
         apply_buckets(w->g, &w->buckets, p); /* a splitting plan: partition_build, on a copy */
     if (p->cuda_graph)
         apply_cuda_graph(w->g, &w->capture, w->iter, w->phase);
@@ -288,11 +307,13 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
     out->peak_bytes = -1;
     out->micro_device_ns = out->micro_host_ns = 0;
     strategy_apply(w, p);
-    if (partition_splits(w, p)) {
+    if (partition_splits(&w->buckets, p)) {
         /* buckets smaller than a unit: simulated on a transformed copy (the node ids of
          * the working graph stay valid in it) */
         dfg part;
-        if (partition_build(w, p, &part, &out->n_buckets) != 0)
+        partition_input in;
+        strategy_partition_input(w, &in);
+        if (partition_build(&in, p, &part, &out->n_buckets) != 0)
             return -1;
         int rc = sim_run(&part, res);
         dfg_free(&part);
@@ -348,7 +369,7 @@ strategy_kind(const workload *w, const strategy_plan *p, char *buf, size_t len)
     buf[0] = 0;
 #define ADD(s) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", o ? "+" : "", s)
     if (p->bucket_cap >= 0)
-        ADD(w && partition_splits(w, p) ? "tensor_partition" : "tensor_fusion");
+        ADD(w && partition_splits(&w->buckets, p) ? "tensor_partition" : "tensor_fusion");
     if (p->fuse)
         ADD("operator_fusion");
     if (p->cuda_graph)
@@ -391,7 +412,7 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
 #define PUT(...) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__)
     if (p->bucket_cap >= 0) {
         int32_t nb = strategy_bucket_count(w, p);
-        PUT(partition_splits(w, p)
+        PUT(partition_splits(&w->buckets, p)
                 ? "%ssplit the gradients into buckets of %g MiB (first bucket %g MiB) that start "
                   "during the backward as their gradients become ready: %d all-reduces per "
                   "iteration instead of %d"

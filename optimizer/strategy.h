@@ -135,6 +135,12 @@ int strategy_tensor_available(const workload *w);
 /* Number of buckets per iteration plan p makes (0 when it keeps the measured ones). */
 int32_t strategy_bucket_count(const workload *w, const strategy_plan *p);
 
+struct partition_input;
+
+/* Fills *in with what tensor partition (partition.h) reads of w: w->g as strategy_apply
+ * left it, the bucket units, the layers and the per-node annotation. */
+void strategy_partition_input(const workload *w, struct partition_input *in);
+
 /* Writes a one-line description of what p changes into buf ("baseline" when nothing). */
 void strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t len);
 

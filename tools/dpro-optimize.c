@@ -424,8 +424,10 @@ write_chrome(state *st, const args *a)
     const char *path = a->chrome;
     dfg part;
     dfg *tl = st->w.g; /* the working graph, or its capture copy */
-    if (st->sr.n_top > 0 && partition_splits(&st->w, &st->sr.top[0].plan)) {
-        if (partition_build(&st->w, &st->sr.top[0].plan, &part, NULL) != 0)
+    if (st->sr.n_top > 0 && partition_splits(&st->w.buckets, &st->sr.top[0].plan)) {
+        partition_input in;
+        strategy_partition_input(&st->w, &in);
+        if (partition_build(&in, &st->sr.top[0].plan, &part, NULL) != 0)
             return -1;
         tl = &part;
     }

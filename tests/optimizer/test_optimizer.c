@@ -474,9 +474,9 @@ test_tensor(void)
     /* caps in MiB: 8 units of 4 MiB */
     p.bucket_cap = p.first_cap = 4; /* 4 MiB: every unit alone */
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 8);
-    CHECK(!partition_splits(&w, &p));
+    CHECK(!partition_splits(&w.buckets, &p));
     p.bucket_cap = p.first_cap = 2; /* 1 MiB: every unit split in 4 (tensor partition) */
-    CHECK(partition_splits(&w, &p));
+    CHECK(partition_splits(&w.buckets, &p));
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 32);
     p.bucket_cap = p.first_cap = 5; /* 5 MiB: two units a bucket */
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 4);
@@ -553,8 +553,10 @@ test_partition(void)
     strategy_plan p;
     strategy_plan_baseline(&p);
     p.bucket_cap = p.first_cap = 2; /* 1 MiB: four buckets, three inside the span */
-    CHECK(partition_splits(&w, &p));
-    CHECK_EQ_U(partition_bucket_count(&w, &p), 4);
+    CHECK(partition_splits(&w.buckets, &p));
+    partition_input pin;
+    strategy_partition_input(&w, &pin);
+    CHECK_EQ_U(partition_bucket_count(&pin, &p), 4);
     char kind[64];
     strategy_kind(&w, &p, kind, sizeof kind);
     CHECK(!strcmp(kind, "tensor_partition"));
@@ -562,7 +564,8 @@ test_partition(void)
     strategy_apply(&w, &p);
     dfg part;
     int32_t nb = 0;
-    CHECK(partition_build(&w, &p, &part, &nb) == 0);
+    strategy_partition_input(&w, &pin);
+    CHECK(partition_build(&pin, &p, &part, &nb) == 0);
     CHECK_EQ_U(nb, 4);
     CHECK_EQ_U(part.n_groups, g.n_groups + 3 * g.n_groups); /* 3 new groups per unit */
     int32_t nm_call = dfg_intern(&part, "ncclAllReduce");
@@ -634,7 +637,7 @@ test_partition(void)
     CHECK_EQ_U(g.n_groups, w.n_groups);
     /* a cap above the unit: no split, the in-place regrouping */
     p.bucket_cap = p.first_cap = 9; /* 25 MiB */
-    CHECK(!partition_splits(&w, &p));
+    CHECK(!partition_splits(&w.buckets, &p));
     strategy_kind(&w, &p, kind, sizeof kind);
     CHECK(!strcmp(kind, "tensor_fusion"));
     workload_free(&w);
@@ -919,11 +922,13 @@ test_partition_gradients(void)
         strategy_plan p;
         strategy_plan_baseline(&p);
         p.bucket_cap = p.first_cap = 3; /* 2 MiB: 4 buckets, 3 inside the span */
-        CHECK(partition_splits(&w, &p));
+        CHECK(partition_splits(&w.buckets, &p));
         strategy_apply(&w, &p);
         dfg part;
         int32_t nb = 0;
-        CHECK(partition_build(&w, &p, &part, &nb) == 0);
+        partition_input pin;
+        strategy_partition_input(&w, &pin);
+        CHECK(partition_build(&pin, &p, &part, &nb) == 0);
         /* where the first new bucket of rank 0's compared iteration is gated: the
          * index of its gating kernel among the iteration's 8 backward kernels */
         int32_t gate = -1;
