@@ -212,36 +212,11 @@ export_markers(const replay *rp, const dfg *g, const window *w, json_writer *j)
     }
 }
 
-int
-chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrome_options *opt,
-              FILE *out)
+/* Process and thread names and their order: a process per rank, a track for the
+ * iterations, one per thread and stream, and (measured) one per thread's NVTX ranges. */
+static void
+export_metadata(const replay *rp, const dfg *g, int simulated, json_writer *j)
 {
-    int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
-    window w = {malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t)),
-                malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t))};
-    if (!garr || !w.t0 || !w.t1) {
-        free(garr);
-        free(w.t0);
-        free(w.t1);
-        return -1;
-    }
-    int simulated = opt->simulated && sim;
-    sim_timeline tl = simulated ? sim_timeline_of(sim) : sim_timeline_measured(g, garr);
-    window_of(rp, g, tl, opt, &w);
-    json_writer jw, *j = &jw;
-    json_init(j, out, 0);
-    json_begin_object(j);
-    json_kv_string(j, "displayTimeUnit", "ns");
-    json_key(j, "otherData");
-    json_begin_object(j);
-    json_kv_string(j, "producer", "dpro-export");
-    json_kv_string(j, "timeline", simulated ? "simulated" : "measured");
-    json_kv_string(j, "job_id", rp->job.job_id ? rp->job.job_id : "");
-    json_end_object(j);
-    json_key(j, "traceEvents");
-    json_begin_array(j);
-
-    /* metadata */
     for (int32_t r = 0; r < g->n_ranks; r++) {
         if (r < rp->job.n_ranks && !rp->job.ranks[r].reader)
             continue;
@@ -266,15 +241,19 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
             meta_event(j, "thread_sort_index", r, TID_NVTX + q, "sort_index", NULL, 50 + q, 1);
         }
     }
+}
 
-    /* iterations */
+/* One slice per iteration of each rank, between consecutive boundaries. */
+static void
+export_iterations(const dfg *g, sim_timeline tl, const window *w, json_writer *j)
+{
     for (int32_t r = 0; r < g->n_ranks; r++) {
         const int32_t *b;
         int32_t nb = dfg_iterations(g, r, &b);
         for (int32_t k = 0; k + 1 < nb; k++) {
             if (b[k] < 0 || b[k + 1] < 0 || tl.end[b[k]] < 0 || tl.end[b[k + 1]] < 0)
                 continue;
-            if (!in_window(&w, r, tl.end[b[k]]))
+            if (!in_window(w, r, tl.end[b[k]]))
                 continue;
             char nm[64];
             snprintf(nm, sizeof nm, "iteration %d", k + 1);
@@ -289,13 +268,18 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
             json_end_object(j);
         }
     }
+}
 
-    /* nodes and launch flows */
+/* One slice per node (collectives with their wait and transfer), and a flow from each
+ * device op's launch call to it. */
+static void
+export_nodes(const dfg *g, sim_timeline tl, const window *w, json_writer *j)
+{
     for (int32_t n = 0; n < g->n_nodes; n++) {
         if ((g->flags[n] & DFG_F_REMOVED) || tl.start[n] < 0)
             continue;
         int32_t r = dfg_rank(g, n);
-        if (!in_window(&w, r, tl.start[n]))
+        if (!in_window(w, r, tl.start[n]))
             continue;
         json_begin_object(j);
         json_kv_string(j, "ph", "X");
@@ -330,11 +314,16 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
             flow(j, "f", (uint64_t)n + 1, "launch", r, TID_BASE + g->res[n], tl.start[n]);
         }
     }
-    /* collectives across ranks: from the first member to each other one (send/recv
-     * exchanges, category "p2p": from the sender of the exchange's first pair) */
+}
+
+/* Collectives across ranks: flows from the first member to each other one (send/recv
+ * exchanges, category "p2p": from the sender of the exchange's first pair). */
+static void
+export_group_flows(const dfg *g, sim_timeline tl, const window *w, json_writer *j)
+{
     for (int32_t q = 0; q < g->n_groups; q++) {
         int32_t f = g->grp_first[q];
-        if (f < 0 || tl.start[f] < 0 || !in_window(&w, dfg_rank(g, f), tl.start[f]))
+        if (f < 0 || tl.start[f] < 0 || !in_window(w, dfg_rank(g, f), tl.start[f]))
             continue;
         const char *cat = g->grp_op[q] == DPRO_COLL_SEND ? "p2p" : "collective";
         uint32_t k = 0;
@@ -346,12 +335,17 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
             flow(j, "f", id, cat, dfg_rank(g, p), TID_BASE + g->res[p], tl.start[p]);
         }
     }
-    /* wake-ups between host threads: from the waker's end to the woken call's start */
+}
+
+/* Wake-ups between host threads: flows from the waker's end to the woken call's start. */
+static void
+export_wakeups(const dfg *g, sim_timeline tl, const window *w, json_writer *j)
+{
     for (int64_t e = 0; e < g->n_edges; e++) {
         int32_t a = g->esrc[e], b = g->edst[e];
         if (a < 0 || b < 0 || !(g->flags[b] & DFG_F_WAKEUP) || (g->flags[a] & DFG_F_REMOVED) ||
             (g->flags[b] & DFG_F_REMOVED) || tl.end[a] < 0 || tl.start[b] < 0 ||
-            !in_window(&w, dfg_rank(g, b), tl.start[b]))
+            !in_window(w, dfg_rank(g, b), tl.start[b]))
             continue;
         uint64_t id = (2ULL << 40) + (uint64_t)e;
         /* inside the waker's slice, so that viewers bind the arrow to it */
@@ -359,13 +353,46 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
         flow(j, "s", id, "wake-up", dfg_rank(g, a), TID_BASE + g->res[a], at);
         flow(j, "f", id, "wake-up", dfg_rank(g, b), TID_BASE + g->res[b], tl.start[b]);
     }
-    if (!simulated)
-        export_markers(rp, g, &w, j);
-    json_end_array(j);
-    json_end_object(j);
-    fputc('\n', out);
+}
+
+int
+chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrome_options *opt,
+              FILE *out)
+{
+    int rc = -1;
+    int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
+    window w = {malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t)),
+                malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t))};
+    if (garr && w.t0 && w.t1) {
+        int simulated = opt->simulated && sim;
+        sim_timeline tl = simulated ? sim_timeline_of(sim) : sim_timeline_measured(g, garr);
+        window_of(rp, g, tl, opt, &w);
+        json_writer jw, *j = &jw;
+        json_init(j, out, 0);
+        json_begin_object(j);
+        json_kv_string(j, "displayTimeUnit", "ns");
+        json_key(j, "otherData");
+        json_begin_object(j);
+        json_kv_string(j, "producer", "dpro-export");
+        json_kv_string(j, "timeline", simulated ? "simulated" : "measured");
+        json_kv_string(j, "job_id", rp->job.job_id ? rp->job.job_id : "");
+        json_end_object(j);
+        json_key(j, "traceEvents");
+        json_begin_array(j);
+        export_metadata(rp, g, simulated, j);
+        export_iterations(g, tl, &w, j);
+        export_nodes(g, tl, &w, j);
+        export_group_flows(g, tl, &w, j);
+        export_wakeups(g, tl, &w, j);
+        if (!simulated)
+            export_markers(rp, g, &w, j);
+        json_end_array(j);
+        json_end_object(j);
+        fputc('\n', out);
+        rc = ferror(out) ? -1 : 0;
+    }
     free(garr);
     free(w.t0);
     free(w.t1);
-    return ferror(out) ? -1 : 0;
+    return rc;
 }
