@@ -105,7 +105,7 @@ parse_args(int argc, char **argv, args *a)
         {"json", no_argument, NULL, 'j'},
         {"chrome", required_argument, NULL, 'c'},
         {"critical-path", no_argument, NULL, 'p'},
-        {"a->top", required_argument, NULL, 't'},
+        {"top", required_argument, NULL, 't'},
         {"job", required_argument, NULL, 'J'},
         {"measured-collectives", no_argument, NULL, 'M'},
         {"warmup", required_argument, NULL, 'w'},

@@ -32,8 +32,8 @@ tools_dpro_optimize_SOURCES = tools/dpro-optimize.c
 tools_dpro_optimize_LDADD = optimizer/libdproopt.la
 
 # The rules the commands share (--chrome FILE, --iterations windows, --partial), on
-# synthetic traces from tests/replay/gen_traces.
+# synthetic traces from tests/replay/gen_traces; every long option --help lists is parsed.
 if HAVE_PYTHON3
-dist_check_SCRIPTS += tests/unit/test_dpro_info_commands.py
-TESTS += tests/unit/test_dpro_info_commands.py
+dist_check_SCRIPTS += tests/unit/test_dpro_info_commands.py tests/unit/test_long_options.py
+TESTS += tests/unit/test_dpro_info_commands.py tests/unit/test_long_options.py
 endif
