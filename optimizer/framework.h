@@ -5,9 +5,9 @@
  * A plan (strategy.h) is framework-neutral: bucket caps, fusion, CUDA-graph capture,
  * recomputed layers, accumulation steps. How those become advice the user applies (the
  * options of a training script, their names and values, how they are parsed back for
- * --what-if) is the framework's. ddp-sim (tests/simgpu), a DDP-like job, is the only
- * profile for now; a PyTorch profile (DDP bucket_cap_mb, torch.compile, CUDA graphs,
- * activation checkpointing) comes later.
+ * --what-if) is the framework's. ddp-sim (tests/simgpu), a DDP-like job, is the one
+ * profile; a PyTorch profile would map the same plan onto DDP bucket_cap_mb,
+ * torch.compile, CUDA graphs and activation checkpointing.
  */
 #ifndef DPRO_OPTIMIZER_FRAMEWORK_H
 #define DPRO_OPTIMIZER_FRAMEWORK_H

@@ -236,7 +236,7 @@ apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const 
      * another thread). In the captured step no thread hands work to another: the graph
      * launch replays the backward thread's work on the device. A wake-up whose waker is
      * a call of the step therefore costs nothing: the woken call still follows its
-     * waker's end (which costs nothing now either), without latency. A wake-up by a
+     * waker's end (a call of the step: zeroed as well), without latency. A wake-up by a
      * call that stays (a blocking synchronisation, a thread outside the step) keeps its
      * latency, unless the woken call is itself a call of the step (zeroed above). */
     for (int64_t i = 0; i < g->n_edges; i++) {

@@ -29,8 +29,8 @@
  *                     calls are not held by the launch queue (one graph launch submits
  *                     the step); a cross-thread wake-up whose waker is such a call has
  *                     no latency (no thread hands work to another in a graph launch);
- *                     blocking calls, copies and the call that opens an iteration (now
- *                     the graph launch) keep their cost, a blocking call with its
+ *                     blocking calls, copies and the call that opens an iteration (which
+ *                     becomes the graph launch) keep their cost, a blocking call with its
  *                     thread's idle-host wake-up latency (workload.h: idle_wake_dur) rather
  *                     than the one measured in its iteration;
  *   buckets           units (the trace's all-reduces in backward order) are packed as DDP

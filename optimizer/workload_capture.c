@@ -33,10 +33,8 @@ cmp_blocking(const void *a, const void *b)
  * ranks') do. The strategy that keeps a blocking call while emptying the host (a step
  * captured in a CUDA graph) wakes it on idle cores: the faster wake-ups of the trace are
  * the measure of that, not its median (under load, milliseconds); not its fastest ones
- * either, which an idle host does not reliably get (measured on ddp-sim, 2 ranks: the
- * captured run's median wake-up 190-210 us, the baseline's lowest decile 50-66 us, lower
- * quartile 114-118 us, median 136-248 us on a quiet machine and 1.3-3.6 ms loaded).
- * Returns 0, or -1 when out of memory. */
+ * either, which an idle host does not reliably get (the figures on ddp-sim:
+ * docs/models.md). Returns 0, or -1 when out of memory. */
 int
 workload_idle_wake_latency(workload *w)
 {

@@ -17,23 +17,13 @@
  * start) of the rank, an upper bound of the latency that holds no queueing unless every
  * op of the rank was queued.
  *
- * Not the median over ops that merely started on an idle stream (the older estimator):
- * with the host a full launch queue ahead, an op that starts a few microseconds after its
- * predecessor (the device's own gap between kernels) was launched milliseconds earlier,
- * and that median is queueing. Measured, in us, min / 10th / 25th / 50th percentile (ops):
- *                                 launched onto an idle stream   started on an idle stream
- *   v100-1rank-training (queued)  6.4 / 6.5 / 6.7 / 6.9 (48)      6.3 / 6.9 / 38650 / 72992 (1094)
- *   a100-2rank-allreduce-rank0    8.7 / 10.4 / 10.8 / 11.6 (2635) 7.5 / 10.3 / 10.9 / 12.2 (3739)
- *   128rank-sampled-rank0         4 / 5 / 6 / 7 (288)             4 / 6 / 305 / 10888 (1179)
- *   a100-alexnet-1rank            11 / 14 / 17 / 20 (40)          11 / 15 / 19 / 49 (69)
- *   simgpu ddp-sim resnet50 x2    4.2 / 4.5 / 5.8 / 6.5 (35)      the same 35
- * (simgpu runs queued kernels back to back with no gap, so there the two sets agree; real
- * devices leave a microsecond or two between kernels, which the older estimator took for
- * idleness.)
- * The ops launched onto an idle stream carry no queueing; their upper tail is another
- * stream's work occupying the device (alexnet: 55 us at the 75th, 260 us at the 90th
- * percentile), so a low percentile rather than the median, and not the minimum, which
- * one driver hiccup or a microsecond of host/device clock disagreement would decide. */
+ * Ops that merely start on an idle stream do not qualify: with the host a full launch
+ * queue ahead, an op that starts a few microseconds after its predecessor (the device's
+ * own gap between kernels) was launched milliseconds before, so their delays measure the
+ * queue. The ops launched onto an idle stream carry no queueing; their upper tail is
+ * another stream's work occupying the device, so a low percentile rather than the median,
+ * and not the minimum, which one driver hiccup or a microsecond of host/device clock
+ * disagreement would decide. The distributions on the shared traces: docs/models.md. */
 #define LAT_PCT 25
 
 /* Submission latency of every rank (or only of only_rank >= 0) into lat_out[n_ranks]

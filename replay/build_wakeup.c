@@ -12,9 +12,9 @@
  * another thread of the rank ended within that gap: the latest such call is its
  * waker, provided it ended in the gap's last WAKE_LAG_NUM/WAKE_LAG_DEN (or at most
  * WAKE_MAX_LAG_NS before the call). The bound is loose on purpose: on an oversubscribed
- * host a woken thread may wait milliseconds to be scheduled (measured on tests/simgpu
- * with two ranks on two busy cores: up to 56 % of an 8 ms wait); it keeps a thread that
- * computed through most of its gap from being tied to a call that ended early in it.
+ * host a woken thread may wait milliseconds to be scheduled (docs/models.md: on
+ * tests/simgpu, more than half of a wait); it keeps a thread that computed through most
+ * of its gap from being tied to a call that ended early in it.
  * Device operations are not taken as wakers: a thread that waits for the device does so
  * in a synchronisation call, which its edges already order. */
 #define WAKE_MIN_GAP_NS 50000

@@ -27,12 +27,12 @@ struct dpro_deflater {
 #ifdef HAVE_LIBDEFLATE
 /* libdeflate's level for zlib's levels 1..9 in batches: the lowest whose output was no
  * larger than zlib's at that level on every shared Kineto trace (per batch) and on
- * bench_trace; 9 stays 9 (10-12, its near-optimal parser, is 3-7x slower). */
+ * bench_trace; 9 stays 9 (10-12, its near-optimal parser, is several times slower). */
 static const int batch_level[10] = {0, 1, 3, 3, 5, 5, 5, 6, 7, 9};
 
-/* String blocks (the writer compresses them at zlib level 6 only): libdeflate 5 and 6
- * lose 1-9 % to zlib 6 on these small blocks of names; 7 is smaller on all but one shared
- * trace (a100-2rank: +0.8 %, 31 bytes). */
+/* String blocks (the writer compresses them at zlib level 6 only): on these small blocks
+ * of names libdeflate 5 and 6 compress worse than zlib 6, and 7 about as well
+ * (docs/models.md). */
 #define TEXT_LEVEL 7
 
 /* The level of the compressor for zlib level zl (1..9) and data of kind what. */
