@@ -16,7 +16,7 @@
  * graph written), and a plan whose buckets split the trace's all-reduces is simulated
  * on a transformed copy (partition.h) of that graph.
  *
- * Models (stated here and in the README):
+ * Models (stated here and in docs/models.md):
  *   fused kernel      a chain k1..km of kernels of durations t_i becomes one kernel of
  *                     sum(t_i) - sum_{i>=2} min(t_i, c0): each kernel but one stops paying
  *                     the per-kernel fixed cost c0 (workload.h: the prior, at most the
