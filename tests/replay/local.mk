@@ -21,10 +21,11 @@ tests_replay_gen_traces_LDADD = $(DPROTRACE_LINK)
 TESTS += tests/replay/test_replay_unit tests/replay/test_replay_traces.py \
 	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
 	tests/replay/test_replay_kineto_whatif.py tests/replay/test_replay_p2p.py \
-	tests/replay/test_replay_bad_input.py
+	tests/replay/test_replay_bad_input.py tests/replay/test_perturbation.py
 dist_check_SCRIPTS += tests/replay/replay_testlib.py tests/replay/test_replay_traces.py tests/replay/test_replay_simgpu.py \
 	tests/replay/test_replay_whatif.py tests/replay/test_replay_kineto_whatif.py \
-	tests/replay/test_replay_p2p.py tests/replay/test_replay_bad_input.py
+	tests/replay/test_replay_p2p.py tests/replay/test_replay_bad_input.py \
+	tests/replay/test_perturbation.py
 
 # pipe-sim: a pipeline-parallel job (send/recv between stages) on the simulated GPU, for
 # test_replay_p2p.py; linked like the tests/simgpu programs (-no-install: a real binary
