@@ -97,34 +97,41 @@ cmp_i64(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
-/* Median of v[0..n) (n > 0; v is sorted in place): the mean of the middle two for even n. */
+/* The median (stat REPLAY_TYPICAL_MEDIAN; v is sorted in place, the mean of the middle
+ * two for even n) or the mean (rounded) of v[0..n), n > 0. */
 static int64_t
-median_i64(int64_t *v, size_t n)
+typical_i64(int64_t *v, size_t n, int stat)
 {
+    if (stat == REPLAY_TYPICAL_MEAN) {
+        double sum = 0;
+        for (size_t i = 0; i < n; i++)
+            sum += (double)v[i];
+        return (int64_t)(sum / (double)n + 0.5);
+    }
     qsort(v, n, sizeof *v, cmp_i64);
     return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
-/* Sets the medians of one place's nodes pl[0..m) (m >= 2; v: scratch of m). */
+/* Sets the typical values of one place's nodes pl[0..m) (m >= 2; v: scratch of m). */
 static void
-set_typical(dfg *g, const place *pl, size_t m, int64_t *v)
+set_typical(dfg *g, const place *pl, size_t m, int64_t *v, int stat)
 {
     for (size_t i = 0; i < m; i++)
         v[i] = g->dur[pl[i].node];
-    int64_t dur = median_i64(v, m);
+    int64_t dur = typical_i64(v, m, stat);
     for (size_t i = 0; i < m; i++)
         v[i] = g->gap[pl[i].node];
-    int64_t gap = median_i64(v, m);
+    int64_t gap = typical_i64(v, m, stat);
     for (size_t i = 0; i < m; i++)
         v[i] = g->lat[pl[i].node];
-    int64_t lat = median_i64(v, m);
+    int64_t lat = typical_i64(v, m, stat);
     size_t ng = 0;
     for (size_t i = 0; i < m; i++) {
         int32_t q = g->group[pl[i].node];
         if (q >= 0 && g->grp_first[q] == pl[i].node)
             v[ng++] = g->grp_dur[q];
     }
-    int64_t gdur = ng >= 2 ? median_i64(v, ng) : -1;
+    int64_t gdur = ng >= 2 ? typical_i64(v, ng, stat) : -1;
     for (size_t i = 0; i < m; i++) {
         int32_t n = pl[i].node;
         g->dur[n] = dur;
@@ -137,7 +144,7 @@ set_typical(dfg *g, const place *pl, size_t m, int64_t *v)
 }
 
 int
-replay_make_typical(const replay *rp, dfg *g, replay_typical *info)
+replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
 {
     int32_t ni = rp->iter_last - rp->iter_first + 1;
     int32_t *iter_of = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *iter_of);
@@ -166,7 +173,7 @@ replay_make_typical(const replay *rp, dfg *g, replay_typical *info)
                  z++)
                 ;
             if (z - a >= 2)
-                set_typical(g, pl + a, z - a, v);
+                set_typical(g, pl + a, z - a, v, stat);
             if ((int32_t)(z - a) == ni)
                 matched += (int64_t)(z - a);
         }
@@ -183,18 +190,22 @@ replay_make_typical(const replay *rp, dfg *g, replay_typical *info)
     return rc;
 }
 
-int
-replay_typical_replay(const replay *rp, replay_typical *out)
+/* Replays a copy of rp->graph with typical values of statistic stat into *us (its
+ * iteration) and *err (its error against the measured mean, %); *measured receives that
+ * mean and *info the counts. Returns 0, 1 when the compared iterations are not covered,
+ * -1 out of memory. */
+static int
+typical_one(const replay *rp, int stat, replay_typical *info, double *measured, double *us,
+            double *err)
 {
     dfg copy;
     sim_result res;
     replay_summary s;
-    memset(out, 0, sizeof *out);
     memset(&res, 0, sizeof res);
     memset(&s, 0, sizeof s);
     if (dfg_clone(&copy, &rp->graph) != 0)
         return -1;
-    int rc = replay_make_typical(rp, &copy, out);
+    int rc = replay_make_typical(rp, &copy, stat, info);
     if (rc == 0 && sim_run(&copy, &res) != 0)
         rc = -1;
     if (rc == 0 && replay_iteration_of(rp, &copy, &res) < 0)
@@ -202,13 +213,27 @@ replay_typical_replay(const replay *rp, replay_typical *out)
     if (rc == 0)
         rc = replay_summarize(rp, &copy, &res, &s);
     if (rc == 0) {
-        out->measured_us = s.measured_us;
-        out->predicted_us = s.simulated_us;
-        out->error_pct = s.error_pct;
+        *measured = s.measured_us;
+        *us = s.simulated_us;
+        *err = s.error_pct;
     }
     replay_summary_free(&s);
     sim_result_free(&res);
     dfg_free(&copy);
+    return rc;
+}
+
+int
+replay_typical_replay(const replay *rp, replay_typical *out)
+{
+    memset(out, 0, sizeof *out);
+    int rc = typical_one(rp, REPLAY_TYPICAL_MEDIAN, out, &out->measured_us, &out->predicted_us,
+                         &out->error_pct);
+    if (rc == 0)
+        rc = typical_one(rp, REPLAY_TYPICAL_MEAN, NULL, &out->measured_us, &out->mean_predicted_us,
+                         &out->mean_error_pct);
+    if (rc != 0)
+        out->predicted_us = out->mean_predicted_us = 0;
     return rc;
 }
 

@@ -123,17 +123,26 @@ typedef struct replay_typical {
     int64_t matched;    /* of them, those whose place holds one operation of the same name
                          * in every compared iteration (the others have fewer peers) */
     double measured_us; /* measured mean iteration (the exact replay's measured_us) */
-    double predicted_us, error_pct;
+    double predicted_us, error_pct;           /* with the medians: the figure */
+    double mean_predicted_us, mean_error_pct; /* with means instead (REPLAY_TYPICAL_MEAN),
+                                               * to tell noise from structure */
 } replay_typical;
+
+/* The statistic replay_make_typical takes over an operation's iterations. */
+enum replay_typical_stat {
+    REPLAY_TYPICAL_MEDIAN = 0, /* the median (the mean of the middle two for even counts) */
+    REPLAY_TYPICAL_MEAN = 1,
+};
 
 /* Gives every node of g (rp->graph or a clone of it, before any transformation) its
  * typical duration, gap and latency, and every group its typical transfer (see
- * replay_typical); info (may be NULL) receives the counts. Returns 0 or -1 (out of
- * memory). */
-int replay_make_typical(const replay *rp, dfg *g, replay_typical *info);
+ * replay_typical), typical by statistic stat (enum replay_typical_stat); info (may be
+ * NULL) receives the counts. Returns 0 or -1 (out of memory). */
+int replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info);
 
-/* Replays a typical copy of rp->graph into *out. Returns 0, 1 when the compared
- * iterations are not covered (out->predicted_us is then 0), -1 out of memory. */
+/* Replays typical copies of rp->graph (medians, then means) into *out. Returns 0, 1 when
+ * the compared iterations are not covered (out->predicted_us is then 0), -1 out of
+ * memory. */
 int replay_typical_replay(const replay *rp, replay_typical *out);
 
 /* What-if "kernels named `name` (a string id of g) take F times as long" (F = 0 removes

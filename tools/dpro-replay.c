@@ -280,6 +280,8 @@ json_fidelity(json_writer *j, const report *rep)
         json_kv_double(j, "measured_iter_us", t->measured_us);
         json_kv_double(j, "predicted_iter_us", t->predicted_us);
         json_kv_double(j, "error_pct", t->error_pct);
+        json_kv_double(j, "mean_predicted_iter_us", t->mean_predicted_us);
+        json_kv_double(j, "mean_error_pct", t->mean_error_pct);
         json_end_object(j);
     }
     if (rep->have_perturb) {
@@ -515,9 +517,11 @@ print_text(const report *rep)
     if (rep->have_typical && rep->typ->iterations > 1)
         printf("typical-duration replay (each operation's median over the %d compared "
                "iterations; %lld of %lld operations found in every one): %.1f us, error "
-               "%.2f%% against the measured mean\n",
+               "%.2f%% against the measured mean (with means instead of medians: %.1f us, "
+               "%.2f%%)\n",
                rep->typ->iterations, (long long)rep->typ->matched, (long long)rep->typ->nodes,
-               rep->typ->predicted_us, rep->typ->error_pct);
+               rep->typ->predicted_us, rep->typ->error_pct, rep->typ->mean_predicted_us,
+               rep->typ->mean_error_pct);
     else if (rep->have_typical)
         printf("typical-duration replay: one compared iteration, so it is the exact replay\n");
     printf("\nbreakdown per iteration (mean over ranks):\n");

@@ -12,13 +12,17 @@ noinst_LTLIBRARIES += tests/replay/libdprosynth.la
 tests_replay_libdprosynth_la_SOURCES = tests/replay/synth.c tests/replay/synth.h
 tests_replay_libdprosynth_la_LIBADD = replay/libdproreplay.la
 
-check_PROGRAMS += tests/replay/test_replay_unit tests/replay/gen_traces
+check_PROGRAMS += tests/replay/test_replay_unit tests/replay/gen_traces \
+	tests/replay/test_fidelity_unit
 tests_replay_test_replay_unit_SOURCES = tests/replay/test_replay_unit.c
 tests_replay_test_replay_unit_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la
+tests_replay_test_fidelity_unit_SOURCES = tests/replay/test_fidelity_unit.c
+tests_replay_test_fidelity_unit_LDADD = replay/libdproreplay.la $(LIBM)
 tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
 tests_replay_gen_traces_LDADD = $(DPROTRACE_LINK)
 
-TESTS += tests/replay/test_replay_unit tests/replay/test_replay_traces.py \
+TESTS += tests/replay/test_replay_unit tests/replay/test_fidelity_unit \
+	tests/replay/test_replay_traces.py \
 	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
 	tests/replay/test_replay_kineto_whatif.py tests/replay/test_replay_p2p.py \
 	tests/replay/test_replay_bad_input.py tests/replay/test_perturbation.py
