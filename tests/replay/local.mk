@@ -47,3 +47,6 @@ BENCHMARKS += tests/replay/bench_replay
 noinst_PROGRAMS += tests/replay/bench_replay
 tests_replay_bench_replay_SOURCES = tests/replay/bench_replay.c
 tests_replay_bench_replay_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la
+
+# the typical-duration replay's figures (docs/figures.md): run by hand, not a test
+EXTRA_DIST += tests/replay/fig_typical_replay.py
