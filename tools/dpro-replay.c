@@ -549,9 +549,14 @@ print_text(const report *rep)
     if (!any)
         printf("\nstragglers: none (no rank makes the others wait more than 2%%)\n");
     if (have_whatif) {
-        printf("\nwhat-if, every kernel x %g: iteration %.1f us (simulated as measured "
-               "%.1f us, speedup %.3f)\n",
-               kscale, ws->simulated_us, s->simulated_us,
+        char buf[KERNELS_SHORT_NAME_MAX + 8];
+        if (rep->a->kclass)
+            printf("\nwhat-if, the kernels named %s x %g:",
+                   kernels_short_name(rep->a->kclass, 1, buf, sizeof buf), kscale);
+        else
+            printf("\nwhat-if, every kernel x %g:", kscale);
+        printf(" iteration %.1f us (simulated as measured %.1f us, speedup %.3f)\n",
+               ws->simulated_us, s->simulated_us,
                ws->simulated_us > 0 ? s->simulated_us / ws->simulated_us : 0);
         print_bd("predicted", &ws->simulated_bd);
     }

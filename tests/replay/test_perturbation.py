@@ -33,6 +33,11 @@ iterations) is checked here too, on the traces with two or more compared iterati
 mean. Without the edges it is printed (v100-1rank-training: +5.6 %: the queue waits its
 launch calls absorbed, taken at their medians, no longer follow the device's pace).
 
+On the first trace the options themselves: --what-if-class NAME with
+--what-if-scale-kernels 0.5 predicts what --perturb predicts for that class; a name no
+kernel has is bad input (exit 1); --what-if-class alone, --perturb 0 and a
+DPRO_TEST_DROP_EDGES outside (0, 1] are usage errors (exit 2).
+
 Where the shared traces are not beside the source tree: a failure when CI=true, else a
 skip (77).
 """
@@ -71,6 +76,29 @@ def perturb(out_dir, drop):
         check(False, "dpro-replay --perturb %s failed: %s" % (out_dir, r.stderr[-500:]))
         return None
     return json.loads(r.stdout)
+
+
+def options(out_dir, j):
+    """The what-if and perturbation options on an imported trace (j: its --perturb JSON)."""
+    c = j["perturbation"]["classes"][0]
+    r = subprocess.run([REPLAY, out_dir, "--json", "--what-if-scale-kernels", "0.5",
+                        "--what-if-class", c["name"]], capture_output=True, text=True,
+                       timeout=300)
+    w = json.loads(r.stdout).get("what_if", {}) if r.returncode == 0 else {}
+    check(w.get("kernel_class") == c["name"] and
+          abs(w.get("predicted_iter_us", -1) - c["predicted_iter_us"]) < 1e-6,
+          "--what-if-class predicts what --perturb does for %s (%.1f us, %s us)"
+          % (c["name"][:40], c["predicted_iter_us"], w.get("predicted_iter_us")))
+    for args, env, want in (
+            (["--what-if-scale-kernels", "0.5", "--what-if-class", "no such kernel"], {}, 1),
+            (["--what-if-class", c["name"]], {}, 2),
+            (["--perturb", "0"], {}, 2),
+            ([], {"DPRO_TEST_DROP_EDGES": "1.5"}, 2)):
+        r = subprocess.run([REPLAY, out_dir] + args, capture_output=True, text=True,
+                           timeout=300, env=dict(os.environ, **env))
+        check(r.returncode == want and "error" in r.stderr,
+              "dpro-replay %s %s: exit %d (%d) with a message"
+              % (" ".join(args), env or "", want, r.returncode))
 
 
 def violations(j):
@@ -114,6 +142,8 @@ def main():
             full = perturb(out, False)
             if full is None:
                 continue
+            if case == "v100-1rank-training":
+                options(out, full)
             n = len(full["perturbation"]["classes"])
             check(n >= 1, "%s: %d kernel classes perturbed" % (case, n))
             for c in full["perturbation"]["classes"]:
