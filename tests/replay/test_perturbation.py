@@ -151,6 +151,12 @@ def main():
                       "stale %8.1f us" % (c["name"][:62], c["saving_us"], c["max_saving_us"],
                                           c["without_class_iter_us"], c["stale_wait_us"]))
             t = full.get("typical_replay")
+            if case in ("v100-1rank-training", "a100-2rank-allreduce-rank0"):
+                keys = ("iterations", "operations", "operations_matched", "measured_iter_us",
+                        "predicted_iter_us", "error_pct", "mean_predicted_iter_us",
+                        "mean_error_pct")
+                check(t is not None and all(k in t for k in keys) and t["iterations"] >= 2,
+                      "%s: typical_replay with its keys, over 2 or more iterations" % case)
             if t and t["iterations"] >= 2:
                 check(abs(t["error_pct"]) <= 3.0,
                       "%s: typical-duration replay within 3 %% of the measured mean (%+.2f %%, "
