@@ -293,23 +293,40 @@ cmp_rkv(const void *pa, const void *pb)
     return (a->v > b->v) - (a->v < b->v);
 }
 
-/* Whether a call of API class cls can wait for device work: a launch (a full launch queue),
- * a synchronous copy or memset, a synchronisation, cudaFree (it synchronises the device).
- * Other calls can be long on their own while device work ends (cudaMalloc), so they are
- * not checked. */
+/* How a call of API class cls can wait for device work: WAIT_SYNC, it exists to wait (a
+ * synchronisation, a synchronous copy or memset: a device operation ending inside it is
+ * what it waited for); WAIT_MAYBE, it may wait but has a cost of its own that device work
+ * can end during (a launch, when its queue is full; cudaFree, which synchronises the
+ * device and then frees); 0, it does not wait (cudaMalloc can be long on its own while
+ * device work ends): not checked. */
+enum { WAIT_MAYBE = 1, WAIT_SYNC = 2 };
+
+/* A WAIT_MAYBE call waited when it took longer than MAYBE_WAITED x the 10th percentile of
+ * its name's calls on its rank (its usual cost) + MAYBE_WAITED_NS; a shorter one only
+ * overlapped the end of some device operation. Launches on the shared traces: 4-6 us
+ * usually, 100 us - 2 ms when the queue was full. */
+/* A launch waits for room in a queue whose depth the trace shows only roughly (copies
+ * and memsets share it, the stall's end and the measured end of an operation do not fall
+ * together): it may wait until 1/QUEUE_SLACK fewer operations are pending than when it
+ * was measured to stop. */
+#define QUEUE_SLACK 32
+#define MAYBE_WAITED 3
+#define MAYBE_WAITED_NS 10000
+
 static int
 can_wait(int cls)
 {
     switch (cls) {
-    case DPRO_API_CLASS_LAUNCH:
-    case DPRO_API_CLASS_GRAPH_LAUNCH:
     case DPRO_API_CLASS_MEMCPY:
     case DPRO_API_CLASS_MEMSET:
     case DPRO_API_CLASS_EVENT_SYNC:
     case DPRO_API_CLASS_STREAM_SYNC:
     case DPRO_API_CLASS_DEVICE_SYNC:
+        return WAIT_SYNC;
+    case DPRO_API_CLASS_LAUNCH:
+    case DPRO_API_CLASS_GRAPH_LAUNCH:
     case DPRO_API_CLASS_FREE:
-        return 1;
+        return WAIT_MAYBE;
     default:
         return 0;
     }
@@ -427,11 +444,16 @@ own_costs(const dfg *g, int64_t *own, int64_t *pend)
                 size_t e = count_le(q.end, q.n, g->mend[m]);
                 if (!w || e == 0 || q.end[e - 1] < g->mstart[m])
                     continue;
-                int64_t last = q.end[e - 1];
-                pend[m] = (int64_t)count_le(q.sub, q.n, last) - (int64_t)count_le(q.end, q.n, last);
                 int32_t k =
                     hmap_get(&q10, ((uint64_t)(uint32_t)r << 32) | (uint32_t)g->name[m], -1);
-                int64_t floor = k >= 0 ? host[k].v : 0, after = g->mend[m] - last;
+                int64_t floor = k >= 0 && w == WAIT_MAYBE ? host[k].v : 0;
+                if (w == WAIT_MAYBE && d <= MAYBE_WAITED * floor + MAYBE_WAITED_NS)
+                    continue; /* no longer than its usual cost: it did not wait */
+                int64_t last = q.end[e - 1];
+                pend[m] = (int64_t)count_le(q.sub, q.n, last) - (int64_t)count_le(q.end, q.n, last);
+                if (w == WAIT_MAYBE)
+                    pend[m] -= (pend[m] + QUEUE_SLACK - 1) / QUEUE_SLACK;
+                int64_t after = g->mend[m] - last;
                 own[m] = after > floor ? after : floor;
                 if (own[m] > d)
                     own[m] = d;

@@ -177,15 +177,22 @@ typedef struct replay_perturb_class {
  * simulation is a longest-path computation: shortening cannot undercut removing) and
  * save at most (1 - scale) x total_us; both hold for any graph the simulator runs, edges
  * or not. What a graph missing edges gets wrong is waiting: its fitted host durations
- * keep the measured waits as fixed costs. stale_wait_us measures that: the time host
- * calls are predicted to stay busy after every device operation their rank had submitted
- * (launch call started before the call's predicted end) has ended, beyond the call's own
- * cost, which is the measured part of the call after the last device operation of its
- * rank ended inside it (not less than the 10th percentile of measured calls of that name
- * on the rank; the whole call when no device operation ended inside it). A call cannot
- * wait for work that is done: with the waits modelled by edges this stays near 0; with
- * them absorbed it grows with the time the shortened class gave back. Summed per
- * iteration, the mean over ranks. */
+ * keep the measured waits as fixed costs. stale_wait_us measures that. A host call that can
+ * wait (a synchronisation, a synchronous copy or memset, a launch, cudaFree) and during
+ * which a device operation of its rank ended (measured) stopped waiting at the last such
+ * end, when its rank had P device operations pending (launch call started, not ended).
+ * In a prediction it may not end later than the first moment after its start when its
+ * rank has at most P pending again, plus its own cost: the measured part of the call
+ * after that last end (for a launch or cudaFree, which have costs of their own, not less
+ * than the 10th percentile of that name's measured calls on the rank, and only when the
+ * call took over 3 times that + 10 us: a shorter one did not wait; a launch may wait
+ * until 1/32 fewer are pending than P, the slack of a queue depth the trace shows only
+ * roughly). A call cannot wait
+ * for work that is done or for room that is free. The excess, summed over the calls of
+ * the window, is the stale wait: near 0 when edges model the waits; with the waits
+ * absorbed, the part of the time the shortened class gave back that they withhold. Device
+ * operations are not checked (an absorbed event wait between streams is not seen). Per iteration,
+ * the mean over ranks. */
 typedef struct replay_perturbation {
     double scale;
     double baseline_us;       /* the exact replay's iteration */
