@@ -295,23 +295,28 @@ cmp_rkv(const void *pa, const void *pb)
 
 /* How a call of API class cls can wait for device work: WAIT_SYNC, it exists to wait (a
  * synchronisation, a synchronous copy or memset: a device operation ending inside it is
- * what it waited for); WAIT_MAYBE, it may wait but has a cost of its own that device work
- * can end during (a launch, when its queue is full; cudaFree, which synchronises the
- * device and then frees); 0, it does not wait (cudaMalloc can be long on its own while
- * device work ends): not checked. */
-enum { WAIT_MAYBE = 1, WAIT_SYNC = 2 };
+ * what it waited for); WAIT_FREE, cudaFree, which waits for the device to go idle and has a
+ * cost of its own; WAIT_LAUNCH, a launch, which waits only while its queue is full; 0, it
+ * does not wait (cudaMalloc can be long on its own while device work ends): not checked. */
+enum { WAIT_SYNC = 1, WAIT_FREE = 2, WAIT_LAUNCH = 3 };
 
-/* A WAIT_MAYBE call waited when it took longer than MAYBE_WAITED x the 10th percentile of
- * its name's calls on its rank (its usual cost) + MAYBE_WAITED_NS; a shorter one only
- * overlapped the end of some device operation. Launches on the shared traces: 4-6 us
- * usually, 100 us - 2 ms when the queue was full. */
-/* A launch waits for room in a queue whose depth the trace shows only roughly (copies
- * and memsets share it, the stall's end and the measured end of an operation do not fall
+/* A cudaFree or a launch waited only when it took longer than MAYBE_WAITED x the 10th
+ * percentile of its name's calls on its rank (its usual cost) + MAYBE_WAITED_NS (shorter,
+ * it only overlapped the end of some device operation), a cudaFree only with nothing left
+ * pending, a launch only with its queue full: at least QUEUE_FULL_NUM / QUEUE_FULL_DEN of
+ * the most operations its rank ever had pending, and at least QUEUE_MIN (a long launch with
+ * few pending is a host held up, e.g. descheduled). Launches on the shared traces: 4-6 us
+ * usually, 100 us - 2 ms when v100-1rank-training's queue of about 1,022 was full. A
+ * launch waits for room in a queue whose depth the trace shows only roughly (copies and
+ * memsets share it, the stall's end and the measured end of an operation do not fall
  * together): it may wait until 1/QUEUE_SLACK fewer operations are pending than when it
  * was measured to stop. */
-#define QUEUE_SLACK 32
 #define MAYBE_WAITED 3
 #define MAYBE_WAITED_NS 10000
+#define QUEUE_FULL_NUM 7
+#define QUEUE_FULL_DEN 8
+#define QUEUE_MIN 64
+#define QUEUE_SLACK 32
 
 static int
 can_wait(int cls)
@@ -323,10 +328,11 @@ can_wait(int cls)
     case DPRO_API_CLASS_STREAM_SYNC:
     case DPRO_API_CLASS_DEVICE_SYNC:
         return WAIT_SYNC;
+    case DPRO_API_CLASS_FREE:
+        return WAIT_FREE;
     case DPRO_API_CLASS_LAUNCH:
     case DPRO_API_CLASS_GRAPH_LAUNCH:
-    case DPRO_API_CLASS_FREE:
-        return WAIT_MAYBE;
+        return WAIT_LAUNCH;
     default:
         return 0;
     }
@@ -395,6 +401,25 @@ devq_room(const devq *q, int64_t from, int64_t p)
     return t;
 }
 
+/* The most operations of q pending at once. */
+static int64_t
+devq_max_pending(const devq *q)
+{
+    size_t i = 0, j = 0;
+    int64_t pending = 0, most = 0;
+    while (i < q->n) {
+        if (q->sub[i] < q->end[j]) {
+            if (++pending > most)
+                most = pending;
+            i++;
+        } else {
+            pending--;
+            j++;
+        }
+    }
+    return most;
+}
+
 /* For every host call that can wait and during which a device operation of its rank
  * ended (measured): pend[n], the operations its rank had pending right after the last
  * such end (what the call waited for had happened by then), and own[n], its own cost
@@ -427,6 +452,7 @@ own_costs(const dfg *g, int64_t *own, int64_t *pend)
     }
     for (int32_t r = 0; r < g->n_ranks && rc == 0; r++) {
         devq_fill(g, r, g->mstart, g->mend, &q);
+        int64_t most = devq_max_pending(&q);
         for (int32_t x = 0; x < g->n_res && rc == 0; x++) {
             if (g->res_rank[x] != r || g->res_kind[x] != DFG_RES_THREAD)
                 continue;
@@ -446,13 +472,17 @@ own_costs(const dfg *g, int64_t *own, int64_t *pend)
                     continue;
                 int32_t k =
                     hmap_get(&q10, ((uint64_t)(uint32_t)r << 32) | (uint32_t)g->name[m], -1);
-                int64_t floor = k >= 0 && w == WAIT_MAYBE ? host[k].v : 0;
-                if (w == WAIT_MAYBE && d <= MAYBE_WAITED * floor + MAYBE_WAITED_NS)
+                int64_t floor = k >= 0 && w != WAIT_SYNC ? host[k].v : 0;
+                if (w != WAIT_SYNC && d <= MAYBE_WAITED * floor + MAYBE_WAITED_NS)
                     continue; /* no longer than its usual cost: it did not wait */
                 int64_t last = q.end[e - 1];
-                pend[m] = (int64_t)count_le(q.sub, q.n, last) - (int64_t)count_le(q.end, q.n, last);
-                if (w == WAIT_MAYBE)
-                    pend[m] -= (pend[m] + QUEUE_SLACK - 1) / QUEUE_SLACK;
+                int64_t p =
+                    (int64_t)count_le(q.sub, q.n, last) - (int64_t)count_le(q.end, q.n, last);
+                if ((w == WAIT_FREE && p > 0) ||
+                    (w == WAIT_LAUNCH &&
+                     (p < QUEUE_MIN || p * QUEUE_FULL_DEN < most * QUEUE_FULL_NUM)))
+                    continue; /* work left pending: it did not wait for it */
+                pend[m] = w == WAIT_LAUNCH ? p - (p + QUEUE_SLACK - 1) / QUEUE_SLACK : p;
                 int64_t after = g->mend[m] - last;
                 own[m] = after > floor ? after : floor;
                 if (own[m] > d)

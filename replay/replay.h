@@ -184,10 +184,11 @@ typedef struct replay_perturb_class {
  * In a prediction it may not end later than the first moment after its start when its
  * rank has at most P pending again, plus its own cost: the measured part of the call
  * after that last end (for a launch or cudaFree, which have costs of their own, not less
- * than the 10th percentile of that name's measured calls on the rank, and only when the
- * call took over 3 times that + 10 us: a shorter one did not wait; a launch may wait
- * until 1/32 fewer are pending than P, the slack of a queue depth the trace shows only
- * roughly). A call cannot wait
+ * than the 10th percentile of that name's measured calls on the rank; checked only when
+ * the call took over 3 times that + 10 us, a cudaFree with P = 0, a launch with its queue
+ * full: P at least 7/8 of the most its rank ever had pending and at least 64; a launch
+ * may wait until 1/32 fewer than P are pending, the slack of a queue depth the trace
+ * shows only roughly). A call cannot wait
  * for work that is done or for room that is free. The excess, summed over the calls of
  * the window, is the stale wait: near 0 when edges model the waits; with the waits
  * absorbed, the part of the time the shortened class gave back that they withhold. Device
