@@ -386,6 +386,13 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
         goto oom;
     if ((rp->repaired_edges = build_repair_event_edges(&rp->graph)) < 0)
         goto oom;
+    if (rp->opts.drop_edges > 0) {
+        int64_t dropped = replay_drop_edges(&rp->graph, rp->opts.drop_edges);
+        if (dropped < 0)
+            goto oom;
+        job_warn(j, "TEST ONLY: %lld dependency edges dropped before the timing fit",
+                 (long long)dropped);
+    }
     if (rp->repaired_edges > 0)
         pr_info("%lld event dependencies rebuilt from call order (the trace's event calls "
                 "name no stream the device ops have)",
@@ -471,10 +478,9 @@ replay_simulate(replay *rp)
     return 0;
 }
 
-/* Window of rank r on timeline tl: the compared iterations, or (without iterations) the
- * span of the rank's nodes. Returns the number of iterations it holds (0: none). */
-static int32_t
-rank_window(const replay *rp, const dfg *g, sim_timeline tl, int32_t r, int64_t *t0, int64_t *t1)
+int32_t
+replay_rank_window(const replay *rp, const dfg *g, sim_timeline tl, int32_t r, int64_t *t0,
+                   int64_t *t1)
 {
     if (rp->iter_last >= rp->iter_first &&
         sim_iteration_window(g, tl, r, rp->iter_first, rp->iter_last, t0, t1) == 0)
@@ -502,6 +508,12 @@ replay_predict(const replay *rp, dfg *g, sim_result *res)
 {
     if (sim_run(g, res) != 0)
         return -1;
+    return replay_iteration_of(rp, g, res);
+}
+
+double
+replay_iteration_of(const replay *rp, const dfg *g, const sim_result *res)
+{
     sim_timeline tl = sim_timeline_of(res);
     double sum = 0;
     int32_t k = 0;
@@ -509,7 +521,7 @@ replay_predict(const replay *rp, dfg *g, sim_result *res)
         if (r < rp->job.n_ranks && !rp->job.ranks[r].reader)
             continue;
         int64_t t0, t1;
-        int32_t ni = rank_window(rp, g, tl, r, &t0, &t1);
+        int32_t ni = replay_rank_window(rp, g, tl, r, &t0, &t1);
         if (ni <= 0)
             continue;
         sum += (double)(t1 - t0) / ni;
@@ -593,8 +605,8 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
             rs->clock_aligned = rp->align.aligned[r];
         }
         int64_t m0, m1, s0, s1;
-        int32_t nm = rank_window(rp, g, mt, r, &m0, &m1);
-        int32_t ns = rank_window(rp, g, st, r, &s0, &s1);
+        int32_t nm = replay_rank_window(rp, g, mt, r, &m0, &m1);
+        int32_t ns = replay_rank_window(rp, g, st, r, &s0, &s1);
         if (nm <= 0 || ns <= 0)
             continue;
         iters = nm;

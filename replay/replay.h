@@ -41,6 +41,8 @@ typedef struct replay_options {
                          * k closes at boundary k; 0 is not measurable), -1: detect */
     int coll_duration;  /* enum replay_coll_duration */
     size_t max_events;  /* per rank, 0: no limit */
+    double drop_edges;  /* TEST ONLY (replay_drop_edges): the fraction of dependency edges
+                         * dropped before the timing is fitted; 0 (the default): none */
 } replay_options;
 
 /* Iterations found on one rank. */
@@ -89,6 +91,122 @@ double replay_predict(const replay *rp, dfg *g, sim_result *res);
  * and stream gaps are left as measured. Returns the number of kernels scaled, or -1 when
  * factor is not > 0. Simulate the result with replay_predict. */
 int64_t replay_scale_kernels(dfg *g, double factor);
+
+/* Window [*t0, *t1) of rank r on timeline tl: its compared iterations, or (without
+ * iterations) the span of the rank's nodes. Returns the number of iterations it holds (0:
+ * none; the span counts as 1). */
+int32_t replay_rank_window(const replay *rp, const dfg *g, sim_timeline tl, int32_t r, int64_t *t0,
+                           int64_t *t1);
+
+/* The mean simulated iteration time, in ns, of simulation res of g (sim_run done) over
+ * the compared iterations, averaged over ranks, as replay_predict gives it; -1 when the
+ * iterations are not covered. */
+double replay_iteration_of(const replay *rp, const dfg *g, const sim_result *res);
+
+/* ---- fidelity (fidelity.c) ----------------------------------------------------------- */
+
+/* The typical-duration replay: the figure a replayer is judged by. The exact replay fits
+ * every node's duration, gap and launch latency to its own measured times, so it
+ * reproduces the measurement by construction whatever the graph. Here every operation of
+ * the compared iterations takes instead its typical values: the median, over the
+ * compared iterations, of the duration, gap and launch latency of the operations found
+ * at its place (its resource, its position among that resource's operations of the
+ * iteration, its name), as dPRO replays an iteration of average operations; a
+ * collective's transfer likewise (its first participant's place). An operation of an
+ * iteration is the host call that starts inside it, or the device operation such a call
+ * launched (its start decides when nothing launched it). The warm-up before the compared
+ * iterations keeps its exact values. With one compared iteration the typical replay is
+ * the exact one. */
+typedef struct replay_typical {
+    int32_t iterations; /* compared iterations the medians are taken over */
+    int64_t nodes;      /* operations of the compared iterations */
+    int64_t matched;    /* of them, those whose place holds one operation of the same name
+                         * in every compared iteration (the others have fewer peers) */
+    double measured_us; /* measured mean iteration (the exact replay's measured_us) */
+    double predicted_us, error_pct;           /* with the medians: the figure */
+    double mean_predicted_us, mean_error_pct; /* with means instead (REPLAY_TYPICAL_MEAN),
+                                               * to tell noise from structure */
+} replay_typical;
+
+/* The statistic replay_make_typical takes over an operation's iterations. */
+enum replay_typical_stat {
+    REPLAY_TYPICAL_MEDIAN = 0, /* the median (the mean of the middle two for even counts) */
+    REPLAY_TYPICAL_MEAN = 1,
+};
+
+/* Gives every node of g (rp->graph or a clone of it, before any transformation) its
+ * typical duration, gap and latency, and every group its typical transfer (see
+ * replay_typical), typical by statistic stat (enum replay_typical_stat); info (may be
+ * NULL) receives the counts. Returns 0 or -1 (out of memory). */
+int replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info);
+
+/* Replays typical copies of rp->graph (medians, then means) into *out. Returns 0, 1 when
+ * the compared iterations are not covered (out->predicted_us is then 0), -1 out of
+ * memory. */
+int replay_typical_replay(const replay *rp, replay_typical *out);
+
+/* What-if "kernels named `name` (a string id of g) take F times as long" (F = 0 removes
+ * their time): multiplies the duration of every live DFG_KERNEL node of that name by
+ * factor >= 0. Returns the number of kernels scaled, or -1 when factor < 0. */
+int64_t replay_scale_class(dfg *g, int32_t name, double factor);
+
+/* TEST ONLY: drops each dependency edge of g whose hash (of its index) falls in the
+ * lowest `fraction` of the hash range (1: all of them), then fits the timing again
+ * (build_derive_timing): the graph a builder would make that missed those edges, whose
+ * fitted gaps, latencies and durations absorb the waits the edges explained, so that its
+ * exact replay still matches the measurement. For the perturbation check's test, never
+ * for figures. Returns the number of edges dropped, or -1 (out of memory). */
+int64_t replay_drop_edges(dfg *g, double fraction);
+
+/* One kernel class (kernel name) shortened in the perturbation check. */
+typedef struct replay_perturb_class {
+    int32_t name;         /* string id in rp->graph */
+    int64_t count;        /* its kernels in the compared iterations (launched by their host
+                           * calls, replay_typical), or in the whole trace without
+                           * iterations, all ranks */
+    double total_us;      /* their time per iteration, summed over ranks */
+    double predicted_us;  /* iteration with the class scaled (replay_perturbation.scale) */
+    double without_us;    /* iteration with the class at zero time: the critical path
+                           * without it */
+    double stale_wait_us; /* stale waits (below) per iteration with the class scaled */
+} replay_perturb_class;
+
+/* The perturbation check of the graph: the `top` kernel classes with the most time in the
+ * compared iterations, each shortened alone (its kernels x scale) in the exact replay.
+ * Dependency structure says the prediction must stay at or above without_us (the
+ * simulation is a longest-path computation: shortening cannot undercut removing) and
+ * save at most (1 - scale) x total_us; both hold for any graph the simulator runs, edges
+ * or not. What a graph missing edges gets wrong is waiting: its fitted host durations
+ * keep the measured waits as fixed costs. stale_wait_us measures that. A host call that can
+ * wait (a synchronisation, a synchronous copy or memset, a launch, cudaFree) and during
+ * which a device operation of its rank ended (measured) stopped waiting at the last such
+ * end, when its rank had P device operations pending (launch call started, not ended).
+ * In a prediction it may not end later than the first moment after its start when its
+ * rank has at most P pending again, plus its own cost: the measured part of the call
+ * after that last end (for a launch or cudaFree, which have costs of their own, not less
+ * than the 10th percentile of that name's measured calls on the rank; checked only when
+ * the call took over 3 times that + 10 us, a cudaFree with P = 0, a launch with its queue
+ * full: P at least 7/8 of the most its rank ever had pending and at least 64; a launch
+ * may wait until 1/32 fewer than P are pending, the slack of a queue depth the trace
+ * shows only roughly). A call cannot wait
+ * for work that is done or for room that is free. The excess, summed over the calls of
+ * the window, is the stale wait: near 0 when edges model the waits; with the waits
+ * absorbed, the part of the time the shortened class gave back that they withhold. Device
+ * operations are not checked (an absorbed event wait between streams is not seen). Per iteration,
+ * the mean over ranks. */
+typedef struct replay_perturbation {
+    double scale;
+    double baseline_us;       /* the exact replay's iteration */
+    double baseline_stale_us; /* stale waits of the exact replay (0 up to rounding) */
+    int32_t n;
+    replay_perturb_class *cls; /* most time first */
+} replay_perturbation;
+
+/* Runs the perturbation check into *out (replay_perturbation_free). Returns 0, 1 when the
+ * compared iterations are not covered, -1 out of memory. */
+int replay_perturb(const replay *rp, int32_t top, double scale, replay_perturbation *out);
+
+void replay_perturbation_free(replay_perturbation *p);
 
 /* Per-rank and overall figures of one simulation against the measurement. */
 typedef struct replay_rank_summary {

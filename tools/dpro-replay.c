@@ -3,7 +3,12 @@
  * measured one; breakdown, critical path, stragglers, clock offsets.
  *
  * Exit status: 0 ok, 1 bad input (no traces, two jobs, a trace file not read whole unless
- * --partial, --chrome FILE refused or not written), 2 usage.
+ * --partial, --chrome FILE refused or not written, --what-if-class naming no kernel), 2
+ * usage.
+ *
+ * TEST ONLY: DPRO_TEST_DROP_EDGES=F in the environment drops the fraction F (0 < F <= 1)
+ * of the graph's dependency edges before the timing fit (replay_drop_edges), for the test
+ * that the perturbation check fails on a graph missing edges. Never set it for figures.
  */
 #define PR_FMT "dpro-replay"
 #include <getopt.h>
@@ -16,6 +21,7 @@
 #include "json_writer.h"
 #include "replay/chrome.h"
 #include "replay/inputs.h"
+#include "replay/kernels.h"
 #include "replay/replay.h"
 
 static void
@@ -27,7 +33,8 @@ usage(FILE *f)
                "  -n, --iterations N     compare N steady iterations (default: all steady)\n"
                "  -j, --json             machine-readable output (keys: ranks, iterations,\n"
                "                         measured_iter_us, simulated_iter_us, error_pct,\n"
-               "                         breakdown, critical_path, per_rank, p2p, ...)\n"
+               "                         breakdown, critical_path, per_rank, p2p,\n"
+               "                         typical_replay, ...)\n"
                "  -c, --chrome FILE      also write the simulated timeline as a Chrome trace\n"
                "                         (a new file; never an input trace or a symbolic link)\n"
                "  -f, --force            let --chrome write over an existing file\n"
@@ -42,7 +49,14 @@ usage(FILE *f)
                "      --what-if-scale-kernels F  also predict the iteration time if every kernel\n"
                "                         took F times as long (0.5: a device twice as fast;\n"
                "                         collectives, copies and host time "
-               "unchanged)\n" INPUTS_HELP_PARTIAL "  -h, --help             this help\n"
+               "unchanged)\n"
+               "      --what-if-class NAME  scale only the kernels named NAME (the full name,\n"
+               "                         as dpro-info --kernels lists it)\n"
+               "      --perturb N        the perturbation check: shorten each of the N kernel\n"
+               "                         names with the most time, one at a time, to half,\n"
+               "                         and report the prediction, the bounds the\n"
+               "                         dependencies set and the stale waits\n" INPUTS_HELP_PARTIAL
+               "  -h, --help             this help\n"
                "  -V, --version          version\n\n" INPUTS_HELP_EXIT);
 }
 
@@ -83,7 +97,9 @@ typedef struct args {
     replay_options ro;
     int as_json, show_cp, top, force, partial;
     const char *chrome;
-    double kscale; /* --what-if-scale-kernels, 0: none */
+    double kscale;       /* --what-if-scale-kernels, 0: none */
+    const char *kclass;  /* --what-if-class, NULL: every kernel */
+    int32_t perturb_top; /* --perturb, 0: no check */
     const char *dir;
 } args;
 
@@ -93,6 +109,10 @@ typedef struct report {
     const replay_summary *s;
     const replay_summary *ws; /* the what-if's, when have_whatif */
     int have_whatif;
+    const replay_typical *typ; /* the typical-duration replay, when have_typical */
+    int have_typical;
+    const replay_perturbation *pt; /* --perturb, when have_perturb */
+    int have_perturb;
     const args *a;
 } report;
 
@@ -110,6 +130,8 @@ parse_args(int argc, char **argv, args *a)
         {"measured-collectives", no_argument, NULL, 'M'},
         {"warmup", required_argument, NULL, 'w'},
         {"what-if-scale-kernels", required_argument, NULL, 'K'},
+        {"what-if-class", required_argument, NULL, 'C'},
+        {"perturb", required_argument, NULL, 'X'},
         {"force", no_argument, NULL, 'f'},
         {"partial", no_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
@@ -172,6 +194,16 @@ parse_args(int argc, char **argv, args *a)
                 return 2;
             }
             break;
+        case 'C':
+            a->kclass = optarg;
+            break;
+        case 'X':
+            a->perturb_top = (int32_t)strtol(optarg, &end, 10);
+            if (*end || a->perturb_top <= 0 || a->perturb_top > 1000) {
+                pr_err("--perturb wants a number of kernel names from 1 to 1000, not '%s'", optarg);
+                return 2;
+            }
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -187,15 +219,28 @@ parse_args(int argc, char **argv, args *a)
         usage(stderr);
         return 2;
     }
+    if (a->kclass && !(a->kscale > 0)) {
+        pr_err("--what-if-class wants --what-if-scale-kernels too");
+        return 2;
+    }
+    const char *drop = getenv("DPRO_TEST_DROP_EDGES");
+    if (drop && *drop) {
+        char *end;
+        a->ro.drop_edges = strtod(drop, &end);
+        if (*end || !(a->ro.drop_edges > 0 && a->ro.drop_edges <= 1)) {
+            pr_err("DPRO_TEST_DROP_EDGES wants a fraction in (0, 1], not '%s'", drop);
+            return 2;
+        }
+    }
     a->dir = argv[optind];
     return -1;
 }
 
-/* The what-if of --what-if-scale-kernels: every kernel scaled, simulated over the same
- * iterations, into *ws. Returns 1 when *ws holds it, 0 when it does not cover them, -1
- * out of memory. */
+/* The what-if of --what-if-scale-kernels: every kernel (or those named kclass) scaled,
+ * simulated over the same iterations, into *ws. Returns 1 when *ws holds it, 0 when it
+ * does not cover them, -1 out of memory, -2 when no kernel is named kclass. */
 static int
-scale_kernels(replay *rp, double kscale, replay_summary *ws)
+scale_kernels(replay *rp, double kscale, const char *kclass, replay_summary *ws)
 {
     dfg copy;
     sim_result wres;
@@ -203,7 +248,15 @@ scale_kernels(replay *rp, double kscale, replay_summary *ws)
     memset(&wres, 0, sizeof wres);
     if (dfg_clone(&copy, &rp->graph) != 0)
         return -1;
-    replay_scale_kernels(&copy, kscale);
+    if (!kclass) {
+        replay_scale_kernels(&copy, kscale);
+    } else {
+        int32_t name = dfg_intern(&copy, kclass);
+        if (name < 0 || replay_scale_class(&copy, name, kscale) <= 0) {
+            dfg_free(&copy);
+            return name < 0 ? -1 : -2;
+        }
+    }
     if (replay_predict(rp, &copy, &wres) < 0 || replay_summarize(rp, &copy, &wres, ws) != 0)
         job_warn(&rp->job, "the what-if simulation does not cover the compared iterations");
     else
@@ -211,6 +264,52 @@ scale_kernels(replay *rp, double kscale, replay_summary *ws)
     sim_result_free(&wres);
     dfg_free(&copy);
     return have;
+}
+
+/* --json: typical_replay and, with --perturb, perturbation. */
+static void
+json_fidelity(json_writer *j, const report *rep)
+{
+    if (rep->have_typical) {
+        const replay_typical *t = rep->typ;
+        json_key(j, "typical_replay");
+        json_begin_object(j);
+        json_kv_int(j, "iterations", t->iterations);
+        json_kv_int(j, "operations", t->nodes);
+        json_kv_int(j, "operations_matched", t->matched);
+        json_kv_double(j, "measured_iter_us", t->measured_us);
+        json_kv_double(j, "predicted_iter_us", t->predicted_us);
+        json_kv_double(j, "error_pct", t->error_pct);
+        json_kv_double(j, "mean_predicted_iter_us", t->mean_predicted_us);
+        json_kv_double(j, "mean_error_pct", t->mean_error_pct);
+        json_end_object(j);
+    }
+    if (rep->have_perturb) {
+        const replay_perturbation *p = rep->pt;
+        const dfg *g = &rep->rp->graph;
+        json_key(j, "perturbation");
+        json_begin_object(j);
+        json_kv_double(j, "scale", p->scale);
+        json_kv_double(j, "baseline_iter_us", p->baseline_us);
+        json_kv_double(j, "baseline_stale_wait_us", p->baseline_stale_us);
+        json_key(j, "classes");
+        json_begin_array(j);
+        for (int32_t k = 0; k < p->n; k++) {
+            const replay_perturb_class *c = &p->cls[k];
+            json_begin_object(j);
+            json_kv_string(j, "name", dfg_name(g, c->name));
+            json_kv_int(j, "count", c->count);
+            json_kv_double(j, "total_us", c->total_us);
+            json_kv_double(j, "predicted_iter_us", c->predicted_us);
+            json_kv_double(j, "saving_us", p->baseline_us - c->predicted_us);
+            json_kv_double(j, "max_saving_us", (1 - p->scale) * c->total_us);
+            json_kv_double(j, "without_class_iter_us", c->without_us);
+            json_kv_double(j, "stale_wait_us", c->stale_wait_us);
+            json_end_object(j);
+        }
+        json_end_array(j);
+        json_end_object(j);
+    }
 }
 
 /* --json: per_rank and stragglers. */
@@ -302,6 +401,8 @@ json_models(json_writer *j, const report *rep)
         json_key(j, "what_if");
         json_begin_object(j);
         json_kv_double(j, "kernel_scale", kscale);
+        if (rep->a->kclass)
+            json_kv_string(j, "kernel_class", rep->a->kclass);
         json_kv_double(j, "predicted_iter_us", ws->simulated_us);
         json_kv_double(j, "speedup", ws->simulated_us > 0 ? s->simulated_us / ws->simulated_us : 0);
         json_key(j, "per_rank");
@@ -343,6 +444,7 @@ print_json(const report *rep)
     json_kv_double(j, "measured_iter_us", s->measured_us);
     json_kv_double(j, "simulated_iter_us", s->simulated_us);
     json_kv_double(j, "error_pct", s->error_pct);
+    json_fidelity(j, rep);
     json_kv_int(j, "nodes", dfg_live_nodes(g));
     json_kv_int(j, "edges", (int64_t)g->n_edges);
     json_kv_int(j, "collectives", g->n_groups);
@@ -412,6 +514,16 @@ print_text(const report *rep)
                q->straggler_blame_us);
     }
     printf("%-6s %14.1f %14.1f %7.2f%%\n", "all", s->measured_us, s->simulated_us, s->error_pct);
+    if (rep->have_typical && rep->typ->iterations > 1)
+        printf("typical-duration replay (each operation's median over the %d compared "
+               "iterations; %lld of %lld operations found in every one): %.1f us, error "
+               "%.2f%% against the measured mean (with means instead of medians: %.1f us, "
+               "%.2f%%)\n",
+               rep->typ->iterations, (long long)rep->typ->matched, (long long)rep->typ->nodes,
+               rep->typ->predicted_us, rep->typ->error_pct, rep->typ->mean_predicted_us,
+               rep->typ->mean_error_pct);
+    else if (rep->have_typical)
+        printf("typical-duration replay: one compared iteration, so it is the exact replay\n");
     printf("\nbreakdown per iteration (mean over ranks):\n");
     print_bd("measured", &s->measured_bd);
     print_bd("simulated", &s->simulated_bd);
@@ -437,11 +549,30 @@ print_text(const report *rep)
     if (!any)
         printf("\nstragglers: none (no rank makes the others wait more than 2%%)\n");
     if (have_whatif) {
-        printf("\nwhat-if, every kernel x %g: iteration %.1f us (simulated as measured "
-               "%.1f us, speedup %.3f)\n",
-               kscale, ws->simulated_us, s->simulated_us,
+        char buf[KERNELS_SHORT_NAME_MAX + 8];
+        if (rep->a->kclass)
+            printf("\nwhat-if, the kernels named %s x %g:",
+                   kernels_short_name(rep->a->kclass, 1, buf, sizeof buf), kscale);
+        else
+            printf("\nwhat-if, every kernel x %g:", kscale);
+        printf(" iteration %.1f us (simulated as measured %.1f us, speedup %.3f)\n",
+               ws->simulated_us, s->simulated_us,
                ws->simulated_us > 0 ? s->simulated_us / ws->simulated_us : 0);
         print_bd("predicted", &ws->simulated_bd);
+    }
+    if (rep->have_perturb) {
+        const replay_perturbation *p = rep->pt;
+        printf("\nperturbation check: each kernel name alone x %g (iteration %.1f us, stale "
+               "waits %.1f us)\n%12s %12s %14s %14s %10s  %s\n",
+               p->scale, p->baseline_us, p->baseline_stale_us, "saving us", "max saving",
+               "predicted us", "without us", "stale us", "kernel");
+        for (int32_t k = 0; k < p->n; k++) {
+            const replay_perturb_class *c = &p->cls[k];
+            char buf[KERNELS_SHORT_NAME_MAX + 8];
+            printf("%12.1f %12.1f %14.1f %14.1f %10.1f  %s\n", p->baseline_us - c->predicted_us,
+                   (1 - p->scale) * c->total_us, c->predicted_us, c->without_us, c->stale_wait_us,
+                   kernels_short_name(dfg_name(g, c->name), 0, buf, sizeof buf));
+        }
     }
     if (show_cp) {
         printf("\ncritical path of the last compared iteration (ends on rank %d, %.1f us):\n",
@@ -479,6 +610,8 @@ main(int argc, char **argv)
     args a;
     replay rp;
     replay_summary s, ws;
+    replay_typical typ;
+    replay_perturbation pt;
     char err[2048];
     int status = 1;
 
@@ -492,6 +625,7 @@ main(int argc, char **argv)
     }
     memset(&s, 0, sizeof s);
     memset(&ws, 0, sizeof ws);
+    memset(&pt, 0, sizeof pt);
     if (inputs_check_read(&rp, a.dir, a.partial) != 0 ||
         (a.chrome && inputs_check_output(a.dir, a.chrome, a.force) != 0))
         goto out;
@@ -508,17 +642,31 @@ main(int argc, char **argv)
                  "%d operations could not be simulated (circular dependencies, e.g. around "
                  "'%s'); the simulated times are partial",
                  rp.sim.n_unfinished, dfg_name(&rp.graph, rp.graph.name[rp.sim.first_unfinished]));
-    report rep = {&rp, &s, &ws, 0, &a};
-    if (a.kscale > 0 && (rep.have_whatif = scale_kernels(&rp, a.kscale, &ws)) < 0) {
+    report rep = {&rp, &s, &ws, 0, &typ, 0, &pt, 0, &a};
+    if (a.kscale > 0 && (rep.have_whatif = scale_kernels(&rp, a.kscale, a.kclass, &ws)) < 0) {
+        if (rep.have_whatif == -2)
+            pr_err("%s: no kernel is named '%s' (--what-if-class)", a.dir, a.kclass);
+        else
+            pr_err("out of memory");
+        goto out;
+    }
+    if ((rc = replay_typical_replay(&rp, &typ)) < 0 ||
+        (a.perturb_top > 0 && (rc = replay_perturb(&rp, a.perturb_top, 0.5, &pt)) < 0)) {
         pr_err("out of memory");
         goto out;
     }
+    rep.have_typical = typ.iterations > 0 && typ.predicted_us > 0;
+    rep.have_perturb = a.perturb_top > 0 && rc == 0;
+    if (a.perturb_top > 0 && !rep.have_perturb)
+        job_warn(&rp.job, "the perturbation check's simulations do not cover the compared "
+                          "iterations");
     if (a.as_json)
         print_json(&rep);
     else
         print_text(&rep);
     status = a.chrome ? write_chrome(&rp, &a) : 0;
 out:
+    replay_perturbation_free(&pt);
     replay_summary_free(&ws);
     replay_summary_free(&s);
     replay_close(&rp);

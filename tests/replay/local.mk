@@ -12,19 +12,24 @@ noinst_LTLIBRARIES += tests/replay/libdprosynth.la
 tests_replay_libdprosynth_la_SOURCES = tests/replay/synth.c tests/replay/synth.h
 tests_replay_libdprosynth_la_LIBADD = replay/libdproreplay.la
 
-check_PROGRAMS += tests/replay/test_replay_unit tests/replay/gen_traces
+check_PROGRAMS += tests/replay/test_replay_unit tests/replay/gen_traces \
+	tests/replay/test_fidelity_unit
 tests_replay_test_replay_unit_SOURCES = tests/replay/test_replay_unit.c
 tests_replay_test_replay_unit_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la
+tests_replay_test_fidelity_unit_SOURCES = tests/replay/test_fidelity_unit.c
+tests_replay_test_fidelity_unit_LDADD = replay/libdproreplay.la $(LIBM)
 tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
 tests_replay_gen_traces_LDADD = $(DPROTRACE_LINK)
 
-TESTS += tests/replay/test_replay_unit tests/replay/test_replay_traces.py \
+TESTS += tests/replay/test_replay_unit tests/replay/test_fidelity_unit \
+	tests/replay/test_replay_traces.py \
 	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
 	tests/replay/test_replay_kineto_whatif.py tests/replay/test_replay_p2p.py \
-	tests/replay/test_replay_bad_input.py
+	tests/replay/test_replay_bad_input.py tests/replay/test_perturbation.py
 dist_check_SCRIPTS += tests/replay/replay_testlib.py tests/replay/test_replay_traces.py tests/replay/test_replay_simgpu.py \
 	tests/replay/test_replay_whatif.py tests/replay/test_replay_kineto_whatif.py \
-	tests/replay/test_replay_p2p.py tests/replay/test_replay_bad_input.py
+	tests/replay/test_replay_p2p.py tests/replay/test_replay_bad_input.py \
+	tests/replay/test_perturbation.py
 
 # pipe-sim: a pipeline-parallel job (send/recv between stages) on the simulated GPU, for
 # test_replay_p2p.py; linked like the tests/simgpu programs (-no-install: a real binary
@@ -42,3 +47,6 @@ BENCHMARKS += tests/replay/bench_replay
 noinst_PROGRAMS += tests/replay/bench_replay
 tests_replay_bench_replay_SOURCES = tests/replay/bench_replay.c
 tests_replay_bench_replay_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la
+
+# the typical-duration replay's figures (docs/figures.md): run by hand, not a test
+EXTRA_DIST += tests/replay/fig_typical_replay.py

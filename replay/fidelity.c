@@ -1,0 +1,668 @@
+/* fidelity.c: how far the replay can be trusted beyond its exact replay: the
+ * typical-duration replay, per-class what-ifs, the perturbation check of the graph, and
+ * the test-only edge removal (see replay.h). */
+#define PR_FMT "replay"
+#include "replay.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dprotrace.h"
+#include "fnv1a.h"
+#include "hmap.h"
+
+/* ---- iterations of the nodes --------------------------------------------------------------- */
+
+/* Iteration (index into rank boundaries) whose measured window [bend[i], bend[i + 1])
+ * holds t, among iterations first..last; -1 if none. */
+static int32_t
+window_of(const int64_t *bend, int32_t first, int32_t last, int64_t t)
+{
+    if (t < bend[first] || t >= bend[last + 1])
+        return -1;
+    int32_t lo = first, hi = last; /* bend[lo] <= t, t < bend[hi + 1] */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo + 1) / 2;
+        if (bend[mid] <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* iter_of[n]: the compared iteration node n belongs to (replay_typical says which), or -1.
+ * Returns 0 or -1 (out of memory). */
+static int
+assign_iterations(const replay *rp, const dfg *g, int32_t *iter_of)
+{
+    for (int32_t n = 0; n < g->n_nodes; n++)
+        iter_of[n] = -1;
+    int32_t first = rp->iter_first, last = rp->iter_last;
+    if (last < first)
+        return 0;
+    int64_t **bend = calloc((size_t)g->n_ranks + 1, sizeof *bend);
+    int rc = bend ? 0 : -1;
+    for (int32_t r = 0; r < g->n_ranks && rc == 0; r++) {
+        const int32_t *b;
+        int32_t nb = dfg_iterations(g, r, &b);
+        if (last + 1 >= nb || (r < rp->job.n_ranks && !rp->job.ranks[r].reader))
+            continue;
+        if (!(bend[r] = malloc((size_t)nb * sizeof **bend)))
+            rc = -1;
+        for (int32_t k = 0; k < nb && rc == 0; k++)
+            bend[r][k] = g->mend[b[k]];
+    }
+    /* host calls by their start, then device operations by their launch */
+    for (int pass = 0; pass < 2 && rc == 0; pass++)
+        for (int32_t n = 0; n < g->n_nodes; n++) {
+            if ((g->flags[n] & DFG_F_REMOVED) || (g->kind[n] == DFG_HOST) != (pass == 0))
+                continue;
+            const int64_t *be = bend[dfg_rank(g, n)];
+            if (pass == 1 && g->launch[n] >= 0)
+                iter_of[n] = iter_of[g->launch[n]];
+            else if (be)
+                iter_of[n] = window_of(be, first, last, g->mstart[n]);
+        }
+    for (int32_t r = 0; bend && r < g->n_ranks; r++)
+        free(bend[r]);
+    free(bend);
+    return rc;
+}
+
+/* ---- the typical-duration replay ----------------------------------------------------------- */
+
+/* A node of the compared iterations at its place. */
+typedef struct place {
+    int32_t res, pos, name, iter, node;
+} place;
+
+static int
+cmp_place(const void *pa, const void *pb)
+{
+    const place *a = pa, *b = pb;
+    if (a->res != b->res)
+        return (a->res > b->res) - (a->res < b->res);
+    if (a->pos != b->pos)
+        return (a->pos > b->pos) - (a->pos < b->pos);
+    if (a->name != b->name)
+        return (a->name > b->name) - (a->name < b->name);
+    return (a->iter > b->iter) - (a->iter < b->iter);
+}
+
+static int
+cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* The median (stat REPLAY_TYPICAL_MEDIAN; v is sorted in place, the mean of the middle
+ * two for even n) or the mean (rounded) of v[0..n), n > 0. */
+static int64_t
+typical_i64(int64_t *v, size_t n, int stat)
+{
+    if (stat == REPLAY_TYPICAL_MEAN) {
+        double sum = 0;
+        for (size_t i = 0; i < n; i++)
+            sum += (double)v[i];
+        return (int64_t)(sum / (double)n + 0.5);
+    }
+    qsort(v, n, sizeof *v, cmp_i64);
+    return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+/* Sets the typical values of one place's nodes pl[0..m) (m >= 2; v: scratch of m). */
+static void
+set_typical(dfg *g, const place *pl, size_t m, int64_t *v, int stat)
+{
+    for (size_t i = 0; i < m; i++)
+        v[i] = g->dur[pl[i].node];
+    int64_t dur = typical_i64(v, m, stat);
+    for (size_t i = 0; i < m; i++)
+        v[i] = g->gap[pl[i].node];
+    int64_t gap = typical_i64(v, m, stat);
+    for (size_t i = 0; i < m; i++)
+        v[i] = g->lat[pl[i].node];
+    int64_t lat = typical_i64(v, m, stat);
+    size_t ng = 0;
+    for (size_t i = 0; i < m; i++) {
+        int32_t q = g->group[pl[i].node];
+        if (q >= 0 && g->grp_first[q] == pl[i].node)
+            v[ng++] = g->grp_dur[q];
+    }
+    int64_t gdur = ng >= 2 ? typical_i64(v, ng, stat) : -1;
+    for (size_t i = 0; i < m; i++) {
+        int32_t n = pl[i].node;
+        g->dur[n] = dur;
+        g->gap[n] = gap;
+        g->lat[n] = (int32_t)lat;
+        int32_t q = g->group[n];
+        if (gdur >= 0 && q >= 0 && g->grp_first[q] == n)
+            g->grp_dur[q] = gdur;
+    }
+}
+
+int
+replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
+{
+    int32_t ni = rp->iter_last - rp->iter_first + 1;
+    int32_t *iter_of = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *iter_of);
+    place *pl = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *pl);
+    int32_t *cnt = calloc((size_t)(ni > 0 ? ni : 1), sizeof *cnt);
+    int64_t *v = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *v);
+    int rc = iter_of && pl && cnt && v ? 0 : -1;
+    if (rc == 0)
+        rc = assign_iterations(rp, g, iter_of);
+    size_t np = 0;
+    for (int32_t q = 0; q < g->n_res && rc == 0; q++) {
+        memset(cnt, 0, (size_t)(ni > 0 ? ni : 1) * sizeof *cnt);
+        for (int32_t n = g->res_first[q]; n >= 0; n = g->next_on_res[n]) {
+            if ((g->flags[n] & DFG_F_REMOVED) || iter_of[n] < 0)
+                continue;
+            int32_t i = iter_of[n] - rp->iter_first;
+            pl[np++] = (place){q, cnt[i]++, g->name[n], i, n};
+        }
+    }
+    int64_t matched = 0;
+    if (rc == 0) {
+        qsort(pl, np, sizeof *pl, cmp_place);
+        for (size_t a = 0, z; a < np; a = z) {
+            for (z = a + 1; z < np && pl[z].res == pl[a].res && pl[z].pos == pl[a].pos &&
+                            pl[z].name == pl[a].name;
+                 z++)
+                ;
+            if (z - a >= 2)
+                set_typical(g, pl + a, z - a, v, stat);
+            if ((int32_t)(z - a) == ni)
+                matched += (int64_t)(z - a);
+        }
+    }
+    if (info) {
+        info->iterations = ni > 0 ? ni : 0;
+        info->nodes = (int64_t)np;
+        info->matched = matched;
+    }
+    free(iter_of);
+    free(pl);
+    free(cnt);
+    free(v);
+    return rc;
+}
+
+/* Replays a copy of rp->graph with typical values of statistic stat into *us (its
+ * iteration) and *err (its error against the measured mean, %); *measured receives that
+ * mean and *info the counts. Returns 0, 1 when the compared iterations are not covered,
+ * -1 out of memory. */
+static int
+typical_one(const replay *rp, int stat, replay_typical *info, double *measured, double *us,
+            double *err)
+{
+    dfg copy;
+    sim_result res;
+    replay_summary s;
+    memset(&res, 0, sizeof res);
+    memset(&s, 0, sizeof s);
+    if (dfg_clone(&copy, &rp->graph) != 0)
+        return -1;
+    int rc = replay_make_typical(rp, &copy, stat, info);
+    if (rc == 0 && sim_run(&copy, &res) != 0)
+        rc = -1;
+    if (rc == 0 && replay_iteration_of(rp, &copy, &res) < 0)
+        rc = 1;
+    if (rc == 0)
+        rc = replay_summarize(rp, &copy, &res, &s);
+    if (rc == 0) {
+        *measured = s.measured_us;
+        *us = s.simulated_us;
+        *err = s.error_pct;
+    }
+    replay_summary_free(&s);
+    sim_result_free(&res);
+    dfg_free(&copy);
+    return rc;
+}
+
+int
+replay_typical_replay(const replay *rp, replay_typical *out)
+{
+    memset(out, 0, sizeof *out);
+    int rc = typical_one(rp, REPLAY_TYPICAL_MEDIAN, out, &out->measured_us, &out->predicted_us,
+                         &out->error_pct);
+    if (rc == 0)
+        rc = typical_one(rp, REPLAY_TYPICAL_MEAN, NULL, &out->measured_us, &out->mean_predicted_us,
+                         &out->mean_error_pct);
+    if (rc != 0)
+        out->predicted_us = out->mean_predicted_us = 0;
+    return rc;
+}
+
+/* ---- what-ifs and the test-only edge removal ------------------------------------------------- */
+
+int64_t
+replay_scale_class(dfg *g, int32_t name, double factor)
+{
+    if (!(factor >= 0))
+        return -1;
+    int64_t k = 0;
+    for (int32_t n = 0; n < g->n_nodes; n++) {
+        if (g->kind[n] != DFG_KERNEL || g->name[n] != name || (g->flags[n] & DFG_F_REMOVED))
+            continue;
+        g->dur[n] = (int64_t)((double)g->dur[n] * factor + 0.5);
+        k++;
+    }
+    return k;
+}
+
+int64_t
+replay_drop_edges(dfg *g, double fraction)
+{
+    int64_t kept = 0;
+    for (int64_t e = 0; e < g->n_edges; e++) {
+        uint64_t h = dpro_fnv1a(&e, sizeof e, DPRO_FNV1A_INIT);
+        if ((double)h / 18446744073709551616.0 < fraction)
+            continue;
+        g->esrc[kept] = g->esrc[e];
+        g->edst[kept] = g->edst[e];
+        kept++;
+    }
+    int64_t dropped = g->n_edges - kept;
+    g->n_edges = kept;
+    g->finalized = 0;
+    if (build_derive_timing(g) != 0)
+        return -1;
+    return dropped;
+}
+
+/* ---- the perturbation check ------------------------------------------------------------------ */
+
+/* A (rank, key, value) triple for the sorts below. */
+typedef struct rkv {
+    int32_t rank, key;
+    int64_t v;
+} rkv;
+
+static int
+cmp_rkv(const void *pa, const void *pb)
+{
+    const rkv *a = pa, *b = pb;
+    if (a->rank != b->rank)
+        return (a->rank > b->rank) - (a->rank < b->rank);
+    if (a->key != b->key)
+        return (a->key > b->key) - (a->key < b->key);
+    return (a->v > b->v) - (a->v < b->v);
+}
+
+/* How a call of API class cls can wait for device work: WAIT_SYNC, it exists to wait (a
+ * synchronisation, a synchronous copy or memset: a device operation ending inside it is
+ * what it waited for); WAIT_FREE, cudaFree, which waits for the device to go idle and has a
+ * cost of its own; WAIT_LAUNCH, a launch, which waits only while its queue is full; 0, it
+ * does not wait (cudaMalloc can be long on its own while device work ends): not checked. */
+enum { WAIT_SYNC = 1, WAIT_FREE = 2, WAIT_LAUNCH = 3 };
+
+/* A cudaFree or a launch waited only when it took longer than MAYBE_WAITED x the 10th
+ * percentile of its name's calls on its rank (its usual cost) + MAYBE_WAITED_NS (shorter,
+ * it only overlapped the end of some device operation), a cudaFree only with nothing left
+ * pending, a launch only with its queue full: at least QUEUE_FULL_NUM / QUEUE_FULL_DEN of
+ * the most operations its rank ever had pending, and at least QUEUE_MIN (a long launch with
+ * few pending is a host held up, e.g. descheduled). Launches on the shared traces: 4-6 us
+ * usually, 100 us - 2 ms when v100-1rank-training's queue of about 1,022 was full. A
+ * launch waits for room in a queue whose depth the trace shows only roughly (copies and
+ * memsets share it, the stall's end and the measured end of an operation do not fall
+ * together): it may wait until 1/QUEUE_SLACK fewer operations are pending than when it
+ * was measured to stop. */
+#define MAYBE_WAITED 3
+#define MAYBE_WAITED_NS 10000
+#define QUEUE_FULL_NUM 7
+#define QUEUE_FULL_DEN 8
+#define QUEUE_MIN 64
+#define QUEUE_SLACK 32
+
+static int
+can_wait(int cls)
+{
+    switch (cls) {
+    case DPRO_API_CLASS_MEMCPY:
+    case DPRO_API_CLASS_MEMSET:
+    case DPRO_API_CLASS_EVENT_SYNC:
+    case DPRO_API_CLASS_STREAM_SYNC:
+    case DPRO_API_CLASS_DEVICE_SYNC:
+        return WAIT_SYNC;
+    case DPRO_API_CLASS_FREE:
+        return WAIT_FREE;
+    case DPRO_API_CLASS_LAUNCH:
+    case DPRO_API_CLASS_GRAPH_LAUNCH:
+        return WAIT_LAUNCH;
+    default:
+        return 0;
+    }
+}
+
+/* The device operations of one rank on one timeline: when each was submitted (its launch
+ * call started; the operation's own start when nothing launched it) and when it ended,
+ * each sorted. */
+typedef struct devq {
+    int64_t *sub, *end;
+    size_t n;
+} devq;
+
+/* Fills q (arrays of g->n_nodes entries) with rank r's operations on timeline start/end. */
+static void
+devq_fill(const dfg *g, int32_t r, const int64_t *start, const int64_t *end, devq *q)
+{
+    q->n = 0;
+    for (int32_t x = 0; x < g->n_res; x++) {
+        if (g->res_rank[x] != r || g->res_kind[x] != DFG_RES_STREAM)
+            continue;
+        for (int32_t d = g->res_first[x]; d >= 0; d = g->next_on_res[d]) {
+            if ((g->flags[d] & DFG_F_REMOVED) || end[d] < 0)
+                continue;
+            q->sub[q->n] = g->launch[d] >= 0 ? start[g->launch[d]] : start[d];
+            q->end[q->n++] = end[d];
+        }
+    }
+    qsort(q->sub, q->n, sizeof *q->sub, cmp_i64);
+    qsort(q->end, q->n, sizeof *q->end, cmp_i64);
+}
+
+/* How many of v[0..n) (sorted) are <= t. */
+static size_t
+count_le(const int64_t *v, size_t n, int64_t t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The earliest time >= from at which at most p operations of q are pending (submitted,
+ * not ended); INT64_MAX when that never happens. */
+static int64_t
+devq_room(const devq *q, int64_t from, int64_t p)
+{
+    size_t i = count_le(q->sub, q->n, from), j = count_le(q->end, q->n, from);
+    int64_t pending = (int64_t)i - (int64_t)j, t = from;
+    while (pending > p) {
+        if (j >= q->n)
+            return INT64_MAX;
+        if (i < q->n && q->sub[i] < q->end[j]) {
+            pending++;
+            i++;
+        } else {
+            t = q->end[j++];
+            pending--;
+        }
+    }
+    return t;
+}
+
+/* The most operations of q pending at once. */
+static int64_t
+devq_max_pending(const devq *q)
+{
+    size_t i = 0, j = 0;
+    int64_t pending = 0, most = 0;
+    while (i < q->n) {
+        if (q->sub[i] < q->end[j]) {
+            if (++pending > most)
+                most = pending;
+            i++;
+        } else {
+            pending--;
+            j++;
+        }
+    }
+    return most;
+}
+
+/* For every host call that can wait and during which a device operation of its rank
+ * ended (measured): pend[n], the operations its rank had pending right after the last
+ * such end (what the call waited for had happened by then), and own[n], its own cost
+ * (replay_perturbation); pend[n] = -1 for the other calls. From the measured times.
+ * Returns 0 or -1. */
+static int
+own_costs(const dfg *g, int64_t *own, int64_t *pend)
+{
+    size_t n = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
+    rkv *host = malloc(n * sizeof *host);
+    devq q = {malloc(n * sizeof *q.sub), malloc(n * sizeof *q.end), 0};
+    hmap q10 = {0}, cls = {0};
+    int rc = host && q.sub && q.end && hmap_init(&q10, n / 8 + 16) == 0 && hmap_init(&cls, 64) == 0
+                 ? 0
+                 : -1;
+    size_t nh = 0;
+    for (int32_t m = 0; m < g->n_nodes && rc == 0; m++) {
+        pend[m] = -1;
+        if (!(g->flags[m] & DFG_F_REMOVED) && g->kind[m] == DFG_HOST)
+            host[nh++] = (rkv){dfg_rank(g, m), g->name[m], g->mend[m] - g->mstart[m]};
+    }
+    if (rc == 0)
+        qsort(host, nh, sizeof *host, cmp_rkv);
+    /* the 10th percentile of each (rank, name)'s measured durations, by its index */
+    for (size_t a = 0, z; a < nh && rc == 0; a = z) {
+        for (z = a + 1; z < nh && host[z].rank == host[a].rank && host[z].key == host[a].key; z++)
+            ;
+        rc = hmap_put(&q10, ((uint64_t)(uint32_t)host[a].rank << 32) | (uint32_t)host[a].key,
+                      (int32_t)(a + (z - a) / 10));
+    }
+    for (int32_t r = 0; r < g->n_ranks && rc == 0; r++) {
+        devq_fill(g, r, g->mstart, g->mend, &q);
+        int64_t most = devq_max_pending(&q);
+        for (int32_t x = 0; x < g->n_res && rc == 0; x++) {
+            if (g->res_rank[x] != r || g->res_kind[x] != DFG_RES_THREAD)
+                continue;
+            for (int32_t m = g->res_first[x]; m >= 0; m = g->next_on_res[m]) {
+                if (g->flags[m] & DFG_F_REMOVED)
+                    continue;
+                int64_t d = g->mend[m] - g->mstart[m];
+                own[m] = d;
+                int32_t w = hmap_get(&cls, (uint32_t)g->name[m], -1);
+                if (w < 0) {
+                    w = can_wait(dpro_api_classify(dfg_name(g, g->name[m])));
+                    if ((rc = hmap_put(&cls, (uint32_t)g->name[m], w)) != 0)
+                        break;
+                }
+                size_t e = count_le(q.end, q.n, g->mend[m]);
+                if (!w || e == 0 || q.end[e - 1] < g->mstart[m])
+                    continue;
+                int32_t k =
+                    hmap_get(&q10, ((uint64_t)(uint32_t)r << 32) | (uint32_t)g->name[m], -1);
+                int64_t floor = k >= 0 && w != WAIT_SYNC ? host[k].v : 0;
+                if (w != WAIT_SYNC && d <= MAYBE_WAITED * floor + MAYBE_WAITED_NS)
+                    continue; /* no longer than its usual cost: it did not wait */
+                int64_t last = q.end[e - 1];
+                int64_t p =
+                    (int64_t)count_le(q.sub, q.n, last) - (int64_t)count_le(q.end, q.n, last);
+                if ((w == WAIT_FREE && p > 0) ||
+                    (w == WAIT_LAUNCH &&
+                     (p < QUEUE_MIN || p * QUEUE_FULL_DEN < most * QUEUE_FULL_NUM)))
+                    continue; /* work left pending: it did not wait for it */
+                pend[m] = w == WAIT_LAUNCH ? p - (p + QUEUE_SLACK - 1) / QUEUE_SLACK : p;
+                int64_t after = g->mend[m] - last;
+                own[m] = after > floor ? after : floor;
+                if (own[m] > d)
+                    own[m] = d;
+            }
+        }
+    }
+    hmap_free(&q10);
+    hmap_free(&cls);
+    free(host);
+    free(q.sub);
+    free(q.end);
+    return rc;
+}
+
+/* Stale waits of simulation res of g (replay_perturbation) per iteration, the mean over
+ * ranks, in ns; -1 out of memory. */
+static double
+stale_waits(const replay *rp, const dfg *g, const sim_result *res, const int64_t *own,
+            const int64_t *pend)
+{
+    sim_timeline tl = sim_timeline_of(res);
+    size_t nn = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
+    devq q = {malloc(nn * sizeof *q.sub), malloc(nn * sizeof *q.end), 0};
+    if (!q.sub || !q.end) {
+        free(q.sub);
+        free(q.end);
+        return -1;
+    }
+    double sum = 0;
+    int32_t ranks = 0;
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        int64_t t0, t1;
+        int32_t ni;
+        if ((r < rp->job.n_ranks && !rp->job.ranks[r].reader) ||
+            (ni = replay_rank_window(rp, g, tl, r, &t0, &t1)) <= 0)
+            continue;
+        devq_fill(g, r, res->start, res->end, &q);
+        int64_t stale = 0;
+        for (int32_t x = 0; x < g->n_res; x++) {
+            if (g->res_rank[x] != r || g->res_kind[x] != DFG_RES_THREAD)
+                continue;
+            for (int32_t c = g->res_first[x]; c >= 0; c = g->next_on_res[c]) {
+                if ((g->flags[c] & DFG_F_REMOVED) || pend[c] < 0 || res->end[c] < 0 ||
+                    res->start[c] < t0 || res->start[c] >= t1)
+                    continue;
+                int64_t room = devq_room(&q, res->start[c], pend[c]);
+                if (room == INT64_MAX)
+                    continue;
+                int64_t over = res->end[c] - (room + own[c]);
+                if (over > 0)
+                    stale += over;
+            }
+        }
+        sum += (double)stale / ni;
+        ranks++;
+    }
+    free(q.sub);
+    free(q.end);
+    return ranks ? sum / ranks : 0;
+}
+
+void
+replay_perturbation_free(replay_perturbation *p)
+{
+    free(p->cls);
+    memset(p, 0, sizeof *p);
+}
+
+static int
+cmp_class(const void *pa, const void *pb)
+{
+    const replay_perturb_class *a = pa, *b = pb;
+    if (a->total_us != b->total_us)
+        return (a->total_us < b->total_us) - (a->total_us > b->total_us);
+    return (a->name > b->name) - (a->name < b->name);
+}
+
+/* The kernel classes of g into p->cls (all of them, most time first; p->n): the kernels of
+ * the compared iterations (those their launch calls belong to, replay_typical), or of the
+ * whole trace without iterations, summed over ranks, per iteration. Returns 0 or -1. */
+static int
+collect_classes(const replay *rp, const dfg *g, replay_perturbation *p)
+{
+    int32_t *iter_of = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *iter_of);
+    hmap idx = {0};
+    int rc = iter_of && hmap_init(&idx, 256) == 0 ? 0 : -1;
+    int whole = rp->iter_last < rp->iter_first;
+    int32_t cap = 0, ni = whole ? 1 : rp->iter_last - rp->iter_first + 1;
+    if (rc == 0)
+        rc = assign_iterations(rp, g, iter_of);
+    for (int32_t n = 0; n < g->n_nodes && rc == 0; n++) {
+        if (g->kind[n] != DFG_KERNEL || (g->flags[n] & DFG_F_REMOVED) || (!whole && iter_of[n] < 0))
+            continue;
+        int32_t k = hmap_get(&idx, (uint32_t)g->name[n], -1);
+        if (k < 0) {
+            if (p->n == cap) {
+                cap = cap ? cap * 2 : 64;
+                replay_perturb_class *x = realloc(p->cls, (size_t)cap * sizeof *x);
+                if (!x) {
+                    rc = -1;
+                    break;
+                }
+                p->cls = x;
+            }
+            k = p->n++;
+            memset(&p->cls[k], 0, sizeof p->cls[k]);
+            p->cls[k].name = g->name[n];
+            rc = hmap_put(&idx, (uint32_t)g->name[n], k);
+        }
+        p->cls[k].count++;
+        p->cls[k].total_us += (double)g->dur[n] / 1000.0 / ni;
+    }
+    if (rc == 0 && p->n > 0)
+        qsort(p->cls, (size_t)p->n, sizeof *p->cls, cmp_class);
+    hmap_free(&idx);
+    free(iter_of);
+    return rc;
+}
+
+/* Simulates g into res and sets *us to its mean iteration in us. Returns 0, 1 when the
+ * compared iterations are not covered, -1 out of memory. */
+static int
+predict_us(const replay *rp, dfg *g, sim_result *res, double *us)
+{
+    if (sim_run(g, res) != 0)
+        return -1;
+    double t = replay_iteration_of(rp, g, res);
+    *us = t / 1000.0;
+    return t < 0 ? 1 : 0;
+}
+
+int
+replay_perturb(const replay *rp, int32_t top, double scale, replay_perturbation *out)
+{
+    memset(out, 0, sizeof *out);
+    out->scale = scale;
+    dfg copy;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    if (dfg_clone(&copy, &rp->graph) != 0)
+        return -1;
+    size_t nn = (size_t)(copy.n_nodes > 0 ? copy.n_nodes : 1);
+    int64_t *own = malloc(nn * sizeof *own);
+    int64_t *pend = malloc(nn * sizeof *pend);
+    int64_t *dur = malloc(nn * sizeof *dur);
+    int rc = own && pend && dur ? 0 : -1;
+    if (rc == 0)
+        rc = own_costs(&copy, own, pend);
+    if (rc == 0) {
+        memcpy(dur, copy.dur, (size_t)copy.n_nodes * sizeof *dur);
+        rc = predict_us(rp, &copy, &res, &out->baseline_us);
+    }
+    if (rc == 0)
+        rc = collect_classes(rp, &copy, out);
+    if (rc == 0 && out->n > top)
+        out->n = top;
+    double st = 0;
+    if (rc == 0 && (st = stale_waits(rp, &copy, &res, own, pend)) < 0)
+        rc = -1;
+    out->baseline_stale_us = st / 1000.0;
+    for (int32_t k = 0; k < out->n && rc == 0; k++) {
+        replay_perturb_class *c = &out->cls[k];
+        replay_scale_class(&copy, c->name, scale);
+        rc = predict_us(rp, &copy, &res, &c->predicted_us);
+        if (rc == 0 && (st = stale_waits(rp, &copy, &res, own, pend)) < 0)
+            rc = -1;
+        c->stale_wait_us = st / 1000.0;
+        memcpy(copy.dur, dur, (size_t)copy.n_nodes * sizeof *dur);
+        replay_scale_class(&copy, c->name, 0);
+        if (rc == 0)
+            rc = predict_us(rp, &copy, &res, &c->without_us);
+        memcpy(copy.dur, dur, (size_t)copy.n_nodes * sizeof *dur);
+    }
+    if (rc != 0)
+        replay_perturbation_free(out);
+    free(own);
+    free(pend);
+    free(dur);
+    sim_result_free(&res);
+    dfg_free(&copy);
+    return rc;
+}
