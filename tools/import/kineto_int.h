@@ -124,6 +124,7 @@ enum kin_key {
     D_RANK,
     D_WORLD_SIZE,
     D_NCCL_VERSION,
+    D_BACKEND,
     /* deviceProperties[i] */
     P_ID,
     P_NAME,
@@ -151,6 +152,7 @@ enum kin_cat {
     CAT_FWDBWD,
     CAT_PYTHON,
     CAT_TRACE,
+    CAT_OPERATOR, /* PyTorch 1.8-1.9: host ops and ranges, ProfilerStep#N among them */
 };
 
 /* Arguments seen in the current event (bits of kin_event.have). */
@@ -287,7 +289,7 @@ struct kineto_importer {
     /* what the file says about itself */
     int64_t rank, world_size, pid;
     int have_rank, have_world_size;
-    kin_str nccl_version, trace_id, host, trace_name, process_name;
+    kin_str nccl_version, backend, trace_id, host, trace_name, process_name;
     int64_t base_time_ns;
     int have_base_time;
     int64_t schema_version;
@@ -312,6 +314,8 @@ struct kineto_importer {
 
     /* figures */
     uint64_t events_in, unmapped;
+    uint64_t device_ops;  /* kernels, copies and sets mapped */
+    uint64_t first_ts_ns; /* the earliest start of an event mapped (UINT64_MAX: none) */
 };
 
 /* ---- kineto.c: errors and counters ---------------------------------------------------- */
