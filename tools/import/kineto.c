@@ -557,6 +557,7 @@ kineto_importer_free(kineto_importer *k)
     for (size_t i = 0; i < k->ncomms; i++)
         free(k->comms[i].ranks);
     free(k->comms);
+    free(k->cranges);
     free(k->ev.name_buf);
     free(k->ev.pg_ranks);
     free(k->sqbuf);

@@ -374,6 +374,9 @@ kin_map_marker(kineto_importer *k, kin_event *e)
     }
     if (kin_intern_name(k, e, &ev.name) != DPRO_OK)
         return -1;
+    if (e->cat != CAT_GPU_USER_ANN && e->cat != CAT_PYTHON &&
+        kin_note_comm_range(k, e, &ev) != DPRO_OK)
+        return -1;
     return kin_emit(k, &ev) == DPRO_OK ? 0 : -1;
 }
 
