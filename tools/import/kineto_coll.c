@@ -286,6 +286,7 @@ kin_note_comm_range(kineto_importer *k, const kin_event *e, const dpro_event *m)
     r->op = op;
     r->dtype = e->dtype.len ? kin_dtype_from_arg(e->dtype.buf) : KINETO_DTYPE_UNKNOWN;
     r->count = -1;
+    r->seq = (e->have & H_SEQ) && e->seq >= 0 ? e->seq : -1;
     if (op == DPRO_COLL_REDUCESCATTER && (e->have & H_OUT_NELEMS) && e->out_nelems >= 0)
         r->count = e->out_nelems;
     else if ((e->have & H_IN_NELEMS) && e->in_nelems >= 0)
@@ -304,12 +305,14 @@ kin_crange_cmp(const void *a, const void *b)
     return x->end > y->end ? -1 : x->end < y->end; /* outer first */
 }
 
-/* Index of the innermost range on thread holding [start, end), -1 none. Ranges nest and
- * those of earlier calls have ended: the first holding one before start is it. */
+/* Index of the innermost range on thread holding [start, end) at or before position from
+ * (k->ncranges: from the end), -1 none. Ranges nest and those of earlier calls have ended:
+ * the first holding one back from start is the innermost (at most 64 are looked at). */
 static int64_t
-kin_crange_find(const kineto_importer *k, uint32_t thread, uint64_t start, uint64_t end)
+kin_crange_find(const kineto_importer *k, uint32_t thread, uint64_t start, uint64_t end,
+                size_t from)
 {
-    size_t lo = 0, hi = k->ncranges; /* first range past (thread, start) */
+    size_t lo = 0, hi = from; /* first range past (thread, start) */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const kin_crange *r = &k->cranges[mid];
@@ -342,23 +345,39 @@ kin_resolve_collectives(kineto_importer *k)
         kin_coll *c = &k->colls[i];
         if (!c->need_op)
             continue;
-        int64_t ri = c->ev.value == DPRO_COLL_TIMING_HOST && k->ncranges
-                         ? kin_crange_find(k, c->ev.thread, c->ev.start_ns, c->ev.end_ns)
-                         : -1;
+        int64_t ri =
+            c->ev.value == DPRO_COLL_TIMING_HOST && k->ncranges
+                ? kin_crange_find(k, c->ev.thread, c->ev.start_ns, c->ev.end_ns, k->ncranges)
+                : -1;
         if (ri < 0) {
             c->drop = c->ev.subkind == 0;
             kin_count(k, c->drop ? "unmapped.collective_op" : "approx.sendrecv_as_send", 1);
             continue;
         }
-        const kin_crange *r = &k->cranges[ri];
+        /* the operation from the innermost range; what it does not say (element type,
+         * count, c10d's Seq) from the ranges around it (record_param_comms holds them,
+         * nccl:<op> inside it does not) */
         c->range = ri;
-        kin_coll_set_op(c, r->op, c->redop);
-        if (r->dtype != KINETO_DTYPE_UNKNOWN)
-            c->ev.dtype = r->dtype;
-        if (r->count >= 0)
-            rc = kin_coll_set_count(k, c, r->count,
-                                    r->op == DPRO_COLL_REDUCESCATTER ? "Out msg nelems"
-                                                                     : "In msg nelems");
+        kin_coll_set_op(c, k->cranges[ri].op, c->redop);
+        int dtype_set = 0, count_set = 0;
+        for (int64_t q = ri; q >= 0 && rc == DPRO_OK;
+             q = kin_crange_find(k, c->ev.thread, c->ev.start_ns, c->ev.end_ns, (size_t)q)) {
+            const kin_crange *r = &k->cranges[q];
+            if (r->dtype != KINETO_DTYPE_UNKNOWN && !dtype_set) {
+                c->ev.dtype = r->dtype;
+                dtype_set = 1;
+            }
+            if (r->seq >= 0 && !c->has_seq) {
+                c->ev.seq = (uint64_t)r->seq;
+                c->has_seq = 1;
+            }
+            if (r->count >= 0 && !count_set) {
+                count_set = 1;
+                rc = kin_coll_set_count(k, c, r->count,
+                                        r->op == DPRO_COLL_REDUCESCATTER ? "Out msg nelems"
+                                                                         : "In msg nelems");
+            }
+        }
     }
     /* one collective per range: the first in device order takes the others' span */
     for (size_t i = 0; i < k->ncolls && rc == DPRO_OK; i++) {

@@ -239,6 +239,7 @@ typedef struct kin_crange {
     uint64_t start, end;
     uint32_t op, dtype;
     int64_t count; /* -1: not said */
+    int64_t seq;   /* its "Seq" (c10d's number on the process group), -1: not said */
 } kin_crange;
 
 typedef struct kin_stream {
