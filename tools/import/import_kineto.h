@@ -46,8 +46,8 @@
  *                              cudaEventRecord call that recorded it, peer = the stream it
  *                              was recorded on (-1: none). These three are import-only uses
  *                              of fields the header leaves free for device operations.
- *   cpu_op                     DPRO_KIND_MARKER, DPRO_MARK_CPU_OP, name = op, name2 =
- *                              "cpu_op". (Kineto's "External id" is not kept: it costs a
+ *   cpu_op (1.8: Operator)     DPRO_KIND_MARKER, DPRO_MARK_CPU_OP, name = op, name2 =
+ *                              "cpu_op" (1.8's ProfilerStep#N: as user_annotation's). (Kineto's "External id" is not kept: it costs a
  *                              fifth of the trace and ops enclose their calls in time.)
  *   user_annotation            "ProfilerStep#N": DPRO_MARK_ITERATION, value = N; others
  *                              DPRO_MARK_RANGE; name2 = "user_annotation".
@@ -79,7 +79,15 @@
  *
  * Collectives: comm = FNV-1a 64 hash (common/fnv1a.h) of "kineto-pg:" + "Process Group Name" (or
  * "Process Group ID"; "default" when neither is present), subkind from "Collective name" or from
- * the kernel name (a SendRecv kernel, which can be either, is recorded as DPRO_COLL_SEND), count
+ * the kernel name; a kernel whose name does not say it (a SendRecv kernel of grouped
+ * send/recv, which an all-to-all is, or RCCL's ncclDevKernel_Generic) takes the operation
+ * of the innermost host range its launch lies in on the launching thread
+ * (record_param_comms with a "Collective name", nccl:<op>, c10d::<op>), and count, dtype
+ * and "Seq" from those ranges where the kernel lacks them; the kernels of one range are
+ * one collective spanning them all (import.merged.grouped_transfers counts the others);
+ * a SendRecv kernel outside any such range is recorded as DPRO_COLL_SEND
+ * (import.approx.sendrecv_as_send), a kernel of no known operation as no collective
+ * (import.unmapped.collective_op); count
  * from "In msg nelems" ("Out msg nelems" for reduce-scatter), dtype as ncclDataType_t
  * (KINETO_DTYPE_UNKNOWN if unknown), redop from the kernel name, peer -1 where a root or
  * peer exists but is unknown, seq from "Seq" when present (c10d's per process group
