@@ -386,7 +386,7 @@ kin_resolve_collectives(kineto_importer *k)
             continue;
         for (size_t j = i + 1; j < k->ncolls; j++) {
             kin_coll *d = &k->colls[j];
-            if (d->range != c->range || d->drop)
+            if (d->range != c->range || d->drop || d->ev.comm != c->ev.comm)
                 continue;
             kin_coll *first = d->kstart < c->kstart ? d : c, *other = first == c ? d : c;
             if (other->ev.start_ns < first->ev.start_ns)
