@@ -17,7 +17,8 @@ GEN is one of:
          kernel; record_param_comms; distributedInfo with pg_config; [memory] instants
   rocm   2.x on ROCm (roctracer / rocprofiler of Kineto): HIP API names (hipLaunchKernel,
          hipExtModuleLaunchKernel, hipMemcpyAsync, hipMemsetAsync); integers of the API
-         calls written as strings ("stream": "0x0", "size": "2560", "bytes": "2560");
+         calls written as strings ("stream": "0x0", "size": "2560", "bytes": "2560"), the
+         copy's own record without its size (ROCm 6.2);
          kernels with "kind": "Dispatch Kernel"; the RCCL kernel ncclDevKernel_Generic
          whose operation only the enclosing record_param_comms / nccl:all_reduce names
 
@@ -161,7 +162,8 @@ class Gen:
                               "grid": [80, 1, 1], "block": [128, 1, 1]})
             cat, name = self.c_k, kname
         elif kind == "memcpy":
-            dargs.update({"bytes": nbytes, "memory bandwidth (GB/s)": 1.5})
+            if not self.hip:  # ROCm 6.2's copy records hold no size: their call's "size" does
+                dargs.update({"bytes": nbytes, "memory bandwidth (GB/s)": 1.5})
             cat, name = self.c_cp, ("Memcpy HtoD (Host -> Device)" if self.hip
                                     else "Memcpy HtoD (Pinned -> Device)")
         else:

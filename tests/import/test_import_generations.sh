@@ -57,6 +57,19 @@ ok = collections.Counter(e["name"] for e in o if e.get("ph") == "X" and
 assert ok == kernels, (gen, "kernels", ok, kernels)
 flows = sum(1 for e in o if e.get("ph") == "s" and e.get("cat") == "launch")
 assert flows == len(dev & api) and flows == len(dev), (gen, "joins", flows, len(dev & api))
+# bytes of copies and sets: the device record's, else (ROCm 6.2) its call's "size" / "bytes"
+calls = {str(e["args"]["correlation"]): e["args"] for e in x
+         if cat(e) in ("cuda_runtime", "cuda_driver")}
+def nbytes(e):
+    a = e["args"]
+    if "bytes" in a:
+        return int(a["bytes"])
+    c = calls.get(str(a["correlation"]), {})
+    return int(c.get("bytes", c.get("size", 0)))
+want_b = sorted(nbytes(e) for e in x if cat(e) in ("gpu_memcpy", "gpu_memset"))
+got_b = sorted(e["args"]["bytes"] for e in o if e.get("ph") == "X" and
+               e.get("cat") in ("memcpy", "memset"))
+assert want_b == got_b and all(want_b), (gen, "bytes", got_b, want_b)
 iters = [e for e in o if e.get("ph") == "X" and e.get("cat") == "iteration"]
 # one step is one iteration; of several, the first opens them (a profiler's first step is
 # not a steady one)

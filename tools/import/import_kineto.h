@@ -40,7 +40,9 @@
  *                              shared_mem = "shared memory"); a kernel whose name starts
  *                              with "nccl" also gives a DPRO_KIND_COLLECTIVE (see below).
  *   gpu_memcpy, gpu_memset     DPRO_KIND_MEMCPY (subkind = copy kind from "Memcpy HtoD"...),
- *                              DPRO_KIND_MEMSET; bytes = args.bytes, name = the record name.
+ *                              DPRO_KIND_MEMSET; bytes = args.bytes (else, ROCm 6.2, the
+ *                              "bytes" / "size" of its call when the call came first in the
+ *                              file), name = the record name.
  *   cuda_sync                  DPRO_KIND_SYNC, subkind from cuda_sync_kind; object = the
  *                              CUDA event id waited for, value = correlation id of the
  *                              cudaEventRecord call that recorded it, peer = the stream it

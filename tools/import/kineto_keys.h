@@ -96,6 +96,8 @@ kin_arg_key(const unsigned char *s, size_t l)
             return A_MNAME;
         if (kin_eq(s, l, "Addr"))
             return A_ADDR;
+        if (kin_eq(s, l, "size"))
+            return A_BYTES; /* ROCm's copy calls: "size": "2560" */
         return K_NONE;
     case 5:
         if (kin_eq(s, l, "block"))

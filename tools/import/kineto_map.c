@@ -197,6 +197,8 @@ kin_map_api(kineto_importer *k, kin_event *e)
             return -1;
         s->state = IMP_SLOT_LAUNCH;
         s->ev = ev;
+        /* the bytes the call says (ROCm's copies: their device records may lack them) */
+        s->bytes = (e->have & H_BYTES) && e->bytes > 0 ? (uint64_t)e->bytes : 0;
         return 0;
     }
     return kin_emit(k, &ev) == DPRO_OK ? 0 : -1;
@@ -258,12 +260,15 @@ kin_map_device_op(kineto_importer *k, kin_event *e)
                 kin_count(k, "approx.copy_kind", 1);
         }
     }
+    imp_slot *s = ev.correlation ? imp_join_find(&k->join, ev.correlation) : NULL;
+    if (s && s->state == IMP_SLOT_LAUNCH && ev.kind != DPRO_KIND_KERNEL && ev.bytes == 0 &&
+        s->bytes <= KIN_MAX_BYTES)
+        ev.bytes = s->bytes; /* a copy or set whose record lacks its size: its call's */
     if (kin_emit(k, &ev) != DPRO_OK)
         return -1;
     k->device_ops++;
     if (ev.correlation == 0)
         return 0;
-    imp_slot *s = imp_join_find(&k->join, ev.correlation);
     if (s && s->state == IMP_SLOT_LAUNCH) {
         dpro_event api = s->ev;
         if (ev.kind == DPRO_KIND_KERNEL)
