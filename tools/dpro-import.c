@@ -42,6 +42,8 @@ usage(FILE *f)
                "\n"
                "Imports PyTorch profiler (Kineto) Chrome-trace JSON files (plain or .gz), one\n"
                "per rank, into dpro traces DIR/rank<R>-<host>-<pid>" DPRO_TRACE_SUFFIX ".\n"
+               "Every Kineto since PyTorch 1.8 is read, CUDA and ROCm; events of categories\n"
+               "dpro does not know (another device's) are counted and named in a warning.\n"
                "\n"
                "  -o, --output DIR     directory of the dpro traces (created if missing)\n"
                "  -k, --keep-partial   keep the events read before damaged input\n"
