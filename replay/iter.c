@@ -195,3 +195,41 @@ iter_mark_warmup(const int64_t *starts, size_t n, double tolerance, uint8_t *war
     }
     return w;
 }
+
+int
+iter_common_steps(int64_t *const *steps, const int32_t *n, int32_t n_ranks, int64_t *lo,
+                  int64_t *hi)
+{
+    int any = 0;
+    int64_t a = 0, b = 0;
+    for (int32_t r = 0; r < n_ranks; r++) {
+        if (!steps[r] || n[r] < 2)
+            continue;
+        int64_t first = steps[r][0] + 1, last = steps[r][n[r] - 1];
+        if (!any || first > a)
+            a = first;
+        if (!any || last < b)
+            b = last;
+        any = 1;
+    }
+    int rc = any && a <= b ? 0 : -1;
+    if (rc == 0) {
+        *lo = a;
+        *hi = b;
+    }
+    return rc;
+}
+
+size_t
+iter_keep_steps(size_t *event_index, int64_t *step, size_t n, int64_t lo, int64_t hi)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (step[i] < lo - 1 || step[i] > hi)
+            continue;
+        event_index[k] = event_index[i];
+        step[k] = step[i];
+        k++;
+    }
+    return k;
+}

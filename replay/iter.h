@@ -3,6 +3,9 @@
  *
  * From markers first: DPRO_MARK_ITERATION events, or NVTX / framework ranges whose text
  * names an iteration ("iteration 3", "iter 3", "step 3", "ProfilerStep#3", "train_step").
+ * Iteration markers (the Kineto importer's ProfilerStep#N) close an iteration each, the
+ * first of several opening them (a profiler's first step is not a steady one), a marker
+ * alone being one iteration; the ranks' are matched by step number (iter_common_steps).
  * Without markers, from the period of the sequence of kernel names: the smallest exact
  * period of its steady part (prefix hashes, O(1) per candidate), else the shift that
  * makes the sequence match itself best (at least 90 % of positions; the shortest of the
@@ -31,6 +34,20 @@ int iter_text_is_iteration(const char *text, int *key);
  * matching positions in *match and returns 0, or returns -1 if the sequence does not
  * repeat at least twice. */
 int iter_find_period(const uint32_t *names, size_t n, size_t *period, double *match);
+
+/* The steps every rank measures, from iteration markers numbered by their step
+ * (ProfilerStep#N): steps[r][0..n[r]) are the step numbers of rank r's boundaries in
+ * order, each the step the boundary closes (a boundary opening the rank's first step N
+ * counts as closing N - 1), so the rank measures steps steps[r][0] + 1 .. steps[r][n[r]-1].
+ * Ranks with steps[r] == NULL or n[r] == 0 are left out. Stores the first and last step
+ * all of them measure in *lo and *hi and returns 0, or returns -1 if they share none. */
+int iter_common_steps(int64_t *const *steps, const int32_t *n, int32_t n_ranks, int64_t *lo,
+                      int64_t *hi);
+
+/* Keeps, in place and in order, the boundaries (event_index[i], step[i]) of one rank whose
+ * step is in [lo - 1, hi]: those that measure steps lo..hi, so that iteration k of every
+ * rank is step lo + k. Returns how many are kept. */
+size_t iter_keep_steps(size_t *event_index, int64_t *step, size_t n, int64_t lo, int64_t hi);
 
 /* Given n iteration start times (ascending), marks warm_up[i] = 1 for the leading
  * iterations that took more than `tolerance` (e.g. 0.10) longer than the median of the

@@ -17,6 +17,7 @@ replay_rank_iters_free(replay_rank_iters *it)
 {
     free(it->event_index);
     free(it->start_ns);
+    free(it->step);
     memset(it, 0, sizeof *it);
 }
 
@@ -112,6 +113,74 @@ detect_by_period(const job_rank *jr, replay_rank_iters *it)
     return rc;
 }
 
+/* Iteration markers (iter.h): each boundary, the end of a marker, gets the step it closes
+ * (it->step). The first marker of several only opens the iterations (the first step of a
+ * profiler's window is not a steady one: the launch queue is still filling); a marker
+ * alone is one iteration, opened by the first host call inside it on its thread (a
+ * profiler's window starts with its step: no call comes before), which closes the step
+ * before. Returns 0 or -1 (out of memory). */
+static int
+open_first_step(const job_rank *jr, replay_rank_iters *it, uint32_t thread)
+{
+    const dpro_event *m = &jr->events[it->event_index[0]];
+    size_t open = jr->n_events;
+    for (size_t i = 0; it->n == 1 && i < jr->n_events; i++) {
+        const dpro_event *e = &jr->events[i];
+        if (e->kind == DPRO_KIND_API && e->thread == thread && e->start_ns >= m->start_ns &&
+            e->end_ns <= m->end_ns &&
+            (open == jr->n_events || e->start_ns < jr->events[open].start_ns))
+            open = i;
+    }
+    size_t n = (size_t)it->n + (open < jr->n_events);
+    size_t *idx = malloc(n * sizeof *idx);
+    int64_t *step = malloc(n * sizeof *step);
+    if (!idx || !step) {
+        free(idx);
+        free(step);
+        return -1;
+    }
+    size_t k = 0;
+    if (open < jr->n_events) {
+        idx[k] = open;
+        step[k++] = m->value - 1;
+    }
+    for (int32_t j = 0; j < it->n; j++) {
+        idx[k] = it->event_index[j];
+        step[k++] = jr->events[it->event_index[j]].value;
+    }
+    free(it->event_index);
+    it->event_index = idx;
+    it->step = step;
+    it->n = (int32_t)n;
+    return 0;
+}
+
+/* When every rank's iterations are numbered steps, keeps those of the steps all ranks
+ * measure, so that iteration k is one step on every rank (a file that starts a step
+ * later, or ends one earlier, than the others). */
+static void
+match_steps(job *j, replay_rank_iters *iters)
+{
+    int64_t **steps = calloc((size_t)j->n_ranks + 1, sizeof *steps);
+    int32_t *n = calloc((size_t)j->n_ranks + 1, sizeof *n);
+    int all = steps && n;
+    for (int32_t r = 0; all && r < j->n_ranks; r++) {
+        if (!j->ranks[r].reader)
+            continue;
+        all = iters[r].method == ITER_MARKER && iters[r].step;
+        steps[r] = iters[r].step;
+        n[r] = iters[r].n;
+    }
+    int64_t lo, hi;
+    if (all && iter_common_steps(steps, n, j->n_ranks, &lo, &hi) == 0)
+        for (int32_t r = 0; r < j->n_ranks; r++)
+            if (j->ranks[r].reader)
+                iters[r].n = (int32_t)iter_keep_steps(iters[r].event_index, iters[r].step,
+                                                      (size_t)iters[r].n, lo, hi);
+    free(steps);
+    free(n);
+}
+
 int
 replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
 {
@@ -136,7 +205,7 @@ replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
         if (key_count[k] >= 2 && (best_key < 0 || key_count[k] > key_count[best_key]))
             best_key = k;
     size_t cap = 0;
-    if (n_iter_markers >= 2 || best_key >= 0) {
+    if (n_iter_markers >= 1 || best_key >= 0) {
         /* the thread carrying most of them */
         hmap cnt;
         if (hmap_init(&cnt, 8) != 0)
@@ -148,7 +217,7 @@ replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
             int key = 0;
             int take =
                 e->kind == DPRO_KIND_MARKER &&
-                (n_iter_markers >= 2
+                (n_iter_markers >= 1
                      ? e->subkind == DPRO_MARK_ITERATION
                      : ((e->subkind == DPRO_MARK_RANGE || e->subkind == DPRO_MARK_CPU_OP) &&
                         iter_text_is_iteration(dpro_reader_string(jr->reader, e->name), &key) &&
@@ -169,7 +238,7 @@ replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
             int key = 0;
             int take =
                 e->kind == DPRO_KIND_MARKER && e->thread == best_thread &&
-                (n_iter_markers >= 2
+                (n_iter_markers >= 1
                      ? e->subkind == DPRO_MARK_ITERATION
                      : ((e->subkind == DPRO_MARK_RANGE || e->subkind == DPRO_MARK_CPU_OP) &&
                         iter_text_is_iteration(dpro_reader_string(jr->reader, e->name), &key) &&
@@ -180,7 +249,9 @@ replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
                 return -1;
             last_start = e->start_ns;
         }
-        it->method = n_iter_markers >= 2 ? ITER_MARKER : ITER_RANGE;
+        it->method = n_iter_markers >= 1 ? ITER_MARKER : ITER_RANGE;
+        if (it->method == ITER_MARKER && it->n > 0 && open_first_step(jr, it, best_thread) != 0)
+            return -1;
     } else if (detect_by_period(jr, it) != 0) {
         return -1;
     }
@@ -372,6 +443,9 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
             continue;
         if (replay_detect_iterations(&j->ranks[r], &rp->iters[r]) != 0)
             goto oom;
+    }
+    match_steps(j, rp->iters);
+    for (int32_t r = 0; r < j->n_ranks; r++) {
         bb[r].n = rp->iters[r].n;
         bb[r].event_index = rp->iters[r].event_index;
     }

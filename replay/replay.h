@@ -53,6 +53,7 @@ typedef struct replay_rank_iters {
     int64_t *start_ns;   /* end of its boundary node (aligned, graph clock) */
     int32_t warm_up;     /* leading warm-up iterations (measurable ones) */
     size_t period;       /* ITER_PERIOD: kernels per iteration */
+    int64_t *step;       /* ITER_MARKER: the step each boundary closes (iter.h), or NULL */
 } replay_rank_iters;
 
 typedef struct replay {

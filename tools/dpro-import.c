@@ -2,15 +2,19 @@
  * dpro-import: turn traces of other tools into dpro traces.
  *
  *   dpro-import kineto FILE... -o DIR [--keep-partial] [--quiet] [--job-id ID]
- *                                     [--single-thread]
+ *                                     [--single-thread] [--allow-empty]
  *
  * One dpro trace per input file (PyTorch profiler / Kineto Chrome-trace JSON, plain or
  * gzip), named like the collector names its files: rank<R>-<host>-<pid>.dpro. Each file is
  * written under a hidden temporary name and renamed once its rank, host and pid are known
  * (they may come after the events in the JSON). The mapping is import_kineto.h's.
  *
- * Exit status: 0 all files imported, 1 an input could not be imported (bad input, I/O),
- * 2 usage.
+ * A file none of whose events is a device operation (kernel, copy, set: a CPU-only trace,
+ * or another device's, whose categories are named in a warning) is refused unless
+ * --allow-empty.
+ *
+ * Exit status: 0 all files imported, 1 an input could not be imported (bad input, I/O, no
+ * device operation), 2 usage.
  */
 #define PR_FMT "import"
 
@@ -26,7 +30,6 @@
 
 #include "dpro_log.h"
 #include "dprotrace.h"
-#include "fnv1a.h"
 #include "fs.h"
 #include "import_kineto.h"
 
@@ -39,21 +42,27 @@ usage(FILE *f)
                "\n"
                "Imports PyTorch profiler (Kineto) Chrome-trace JSON files (plain or .gz), one\n"
                "per rank, into dpro traces DIR/rank<R>-<host>-<pid>" DPRO_TRACE_SUFFIX ".\n"
+               "Every Kineto since PyTorch 1.8 is read, CUDA and ROCm; events of categories\n"
+               "dpro does not know (another device's) are counted and named in a warning.\n"
                "\n"
                "  -o, --output DIR     directory of the dpro traces (created if missing)\n"
                "  -k, --keep-partial   keep the events read before damaged input\n"
                "  -q, --quiet          no summary on stderr\n"
-               "  -j, --job-id ID      job_id of the traces (default: one id for the files\n"
-               "                       of the command of one world size, from their names\n"
-               "                       and that size; import the ranks of a job together or\n"
-               "                       give them one --job-id)\n"
+               "  -j, --job-id ID      job_id of the traces (default: one made of what the\n"
+               "                       ranks of a job share: world size, backend, NCCL\n"
+               "                       version, Kineto's base time and the hour the trace\n"
+               "                       began in; give one --job-id where that is not enough)\n"
+               "  -e, --allow-empty    import a trace without any device operation (kernel,\n"
+               "                       copy, set) too: a CPU-only trace, or another device's\n"
+               "                       whose categories dpro does not know (default: refused)\n"
                "  -s, --single-thread  parse and write on one thread: less JSON per second\n"
                "                       than with a writer thread, but more per CPU-second\n"
                "                       (to import many files at once, one process per core)\n"
                "  -h, --help           this help\n"
                "  -V, --version        version\n"
                "\n"
-               "Exit status: 0 imported, 1 bad input or I/O error, 2 usage.\n");
+               "Exit status: 0 imported, 1 bad input, no device operation (without\n"
+               "--allow-empty) or I/O error, 2 usage.\n");
 }
 
 /* Removes a trace file and the SQLite side files a failed writer may leave. */
@@ -82,14 +91,18 @@ sanitize(char *s)
     }
 }
 
-/* Imports one file into dir. *out_path receives the final name (caller frees) on success,
- * or on a kept partial import. earlier[0..index) are the names written before (entries may
- * be NULL): a file that would take one of them is refused. Returns EXIT_OK or
+/* The options that shape each file's import. */
+typedef struct import_flags {
+    int keep_partial, quiet, single_thread, allow_empty;
+} import_flags;
+
+/* Imports one file into dir, the index-th of count. *out_path receives the final name
+ * (caller frees) on success, or on a kept partial import. earlier[0..index) are the names written
+ * before (entries may be NULL): a file that would take one of them is refused. Returns EXIT_OK or
  * EXIT_BAD_INPUT. */
 static int
 import_one(const char *file, const char *dir, int index, int count, const char *job_id,
-           uint64_t job_group, int keep_partial, int quiet, int single_thread, char *const *earlier,
-           char **out_path)
+           const import_flags *fl, char *const *earlier, char **out_path)
 {
     char tmp[4096], final[4096], errbuf[512];
     *out_path = NULL;
@@ -107,8 +120,7 @@ import_one(const char *file, const char *dir, int index, int count, const char *
                          .file_index = index,
                          .file_count = count,
                          .job_id = job_id,
-                         .job_group = job_group,
-                         .inline_writer = single_thread};
+                         .inline_writer = fl->single_thread};
     kineto_importer *k = NULL;
     rc = kineto_importer_new(w, &ko, &k);
     if (rc != DPRO_OK) {
@@ -127,11 +139,24 @@ import_one(const char *file, const char *dir, int index, int count, const char *
         pr_err("%s", kineto_importer_errmsg(k));
     if (crc != DPRO_OK)
         pr_err("%s: closing the trace: %s", file, dpro_status_str(crc));
-    if (failed && (!keep_partial || crc != DPRO_OK)) {
+    char cats[512];
+    uint64_t cat_events = 0;
+    if (kineto_importer_unknown_categories(k, cats, sizeof(cats), &cat_events) > 0)
+        pr_warn("%s: %llu events of categories dpro does not know, not imported: %s", file,
+                (unsigned long long)cat_events, cats);
+    if (failed && (!fl->keep_partial || crc != DPRO_OK)) {
         remove_trace(tmp);
-        if (!quiet)
-            fprintf(stderr, "%s: not imported%s\n", file,
-                    keep_partial ? "" : " (--keep-partial keeps the events before the damage)");
+        if (!fl->quiet)
+            pr_err("%s: not imported%s", file,
+                   fl->keep_partial ? "" : " (--keep-partial keeps the events before the damage)");
+        kineto_importer_free(k);
+        return EXIT_BAD_INPUT;
+    }
+    if (!failed && res.device_ops == 0 && !fl->allow_empty) {
+        pr_err("%s: no device operation (kernel, memory copy or set) among its %llu events: "
+               "not imported (--allow-empty imports it)",
+               file, (unsigned long long)res.events_in);
+        remove_trace(tmp);
         kineto_importer_free(k);
         return EXIT_BAD_INPUT;
     }
@@ -156,7 +181,7 @@ import_one(const char *file, const char *dir, int index, int count, const char *
         kineto_importer_free(k);
         return EXIT_BAD_INPUT;
     }
-    if (!quiet) {
+    if (!fl->quiet) {
         fprintf(stderr,
                 "%s -> %s%s\n  rank %lld of %lld, %llu trace events read, %llu dpro events "
                 "written, %llu not mapped\n",
@@ -174,26 +199,36 @@ int
 main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'},  {"keep-partial", no_argument, NULL, 'k'},
-        {"quiet", no_argument, NULL, 'q'},         {"job-id", required_argument, NULL, 'j'},
-        {"single-thread", no_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
+        {"output", required_argument, NULL, 'o'},
+        {"keep-partial", no_argument, NULL, 'k'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"job-id", required_argument, NULL, 'j'},
+        {"single-thread", no_argument, NULL, 's'},
+        {"allow-empty", no_argument, NULL, 'e'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
+    dpro_log_set_program(argv[0]);
     const char *dir = NULL, *job_id = NULL;
-    int keep_partial = 0, quiet = 0, single_thread = 0, c;
-    while ((c = getopt_long(argc, argv, "o:kqj:shV", opts, NULL)) != -1) {
+    import_flags fl = {0};
+    int c;
+    while ((c = getopt_long(argc, argv, "o:kqj:sehV", opts, NULL)) != -1) {
         switch (c) {
         case 'o':
             dir = optarg;
             break;
         case 'k':
-            keep_partial = 1;
+            fl.keep_partial = 1;
             break;
         case 'q':
-            quiet = 1;
+            fl.quiet = 1;
             break;
         case 's':
-            single_thread = 1;
+            fl.single_thread = 1;
+            break;
+        case 'e':
+            fl.allow_empty = 1;
             break;
         case 'j':
             job_id = optarg;
@@ -210,17 +245,17 @@ main(int argc, char **argv)
         }
     }
     if (optind >= argc) {
-        fprintf(stderr, "dpro-import: which format? (kineto)\n");
+        pr_err("which format? (kineto)");
         usage(stderr);
         return EXIT_USAGE;
     }
     if (strcmp(argv[optind], "kineto") != 0) {
-        fprintf(stderr, "dpro-import: unknown format '%s' (known: kineto)\n", argv[optind]);
+        pr_err("unknown format '%s' (known: kineto)", argv[optind]);
         return EXIT_USAGE;
     }
     optind++;
     if (optind >= argc || !dir) {
-        fprintf(stderr, "dpro-import: %s\n", !dir ? "-o DIR is required" : "no input file");
+        pr_err("%s", !dir ? "-o DIR is required" : "no input file");
         usage(stderr);
         return EXIT_USAGE;
     }
@@ -229,27 +264,14 @@ main(int argc, char **argv)
         return EXIT_BAD_INPUT;
     }
     int nfiles = argc - optind, status = EXIT_OK;
-    /* Files imported together are one job per world size: unless told otherwise, each
-     * file's job id is made from all their names (in any order) and its world size
-     * (kineto_options.job_group). Kineto's trace ids differ between ranks. */
-    uint64_t job_group = 0;
-    for (int i = 0; !job_id && i < nfiles; i++) {
-        const char *base = strrchr(argv[optind + i], '/');
-        base = base ? base + 1 : argv[optind + i];
-        job_group += dpro_fnv1a(base, strlen(base), DPRO_FNV1A_INIT);
-    }
-    if (!job_id && job_group == 0)
-        job_group = 1; /* 0 means none */
     char **written = calloc((size_t)nfiles, sizeof(*written));
     if (!written) {
         pr_err("out of memory");
         return EXIT_BAD_INPUT;
     }
     for (int i = 0; i < nfiles; i++) {
-        const char *file = argv[optind + i];
         char *path = NULL;
-        int rc = import_one(file, dir, i, nfiles, job_id, job_group, keep_partial, quiet,
-                            single_thread, written, &path);
+        int rc = import_one(argv[optind + i], dir, i, nfiles, job_id, &fl, written, &path);
         written[i] = path;
         if (rc != EXIT_OK)
             status = EXIT_BAD_INPUT;

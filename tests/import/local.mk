@@ -15,11 +15,19 @@ tests_import_test_import_limits_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/
 tests_import_test_import_limits_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
 	$(PTHREAD_LIBS)
 TESTS += tests/import/test_import_limits
+# test_import_generations: a trace in the spelling of each Kineto generation (gen_kineto.py:
+# PyTorch 1.8 to today, CUDA and ROCm) against an independent reading of its JSON; one
+# ProfilerStep is one iteration, ranks matched by step number, grouped transfers one
+# collective matched across ranks. test_import_steps: the same on steps cut out of the
+# shared real traces.
 TESTS += tests/import/test_import_kineto tests/import/test_import_real.sh \
 	tests/import/test_import_malformed.sh tests/import/test_import_export.sh \
-	tests/import/test_import_jobid.sh
+	tests/import/test_import_jobid.sh tests/import/test_import_generations.sh \
+	tests/import/test_import_steps.sh
 dist_check_SCRIPTS += tests/import/test_import_real.sh tests/import/test_import_malformed.sh \
-	tests/import/test_import_export.sh tests/import/test_import_jobid.sh tests/import/count_kineto.py tests/import/run-fuzz.sh
+	tests/import/test_import_export.sh tests/import/test_import_jobid.sh tests/import/count_kineto.py tests/import/run-fuzz.sh \
+	tests/import/test_import_generations.sh tests/import/gen_kineto.py \
+	tests/import/test_import_steps.sh
 EXTRA_DIST += tests/fuzz/fuzz_import_kineto.c tests/import/fuzz/kineto.dict \
 	tests/import/fuzz/seed-full.json tests/import/fuzz/seed-array.json \
 	tests/import/fuzz/seed-min.json

@@ -745,6 +745,86 @@ test_squeeze(void)
     free(big);
 }
 
+/* Grouped transfers: two SendRecv kernels launched inside one record_param_comms naming an
+ * all-to-all are one all-to-all; an RCCL Generic kernel takes the operation of the
+ * nccl:all_reduce around its launch, or is no collective outside any; a SendRecv kernel
+ * outside any range stays a send. Integers as strings ("0x" hex) and PyTorch 1.8's
+ * categories (Runtime, Kernel, Operator) are read as today's. */
+static void
+test_grouped(const char *dir)
+{
+#define RT(ts, corr)                                                                               \
+    "{\"ph\":\"X\",\"cat\":\"Runtime\",\"name\":\"hipLaunchKernel\",\"pid\":1,\"tid\":\"5\","      \
+    "\"ts\":" #ts ",\"dur\":4,\"args\":{\"correlation\":\"" #corr "\",\"stream\":\"0x0\"}},\n"
+#define K(name, ts, corr)                                                                          \
+    "{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"" name "\",\"pid\":0,\"tid\":\"stream 9\","       \
+    "\"ts\":" #ts ",\"dur\":20,\"args\":{\"device\":0,\"stream\":\"0x9\",\"correlation\":" #corr   \
+    "}},\n"
+    static const char text[] =
+        "{\"traceEvents\": [\n"
+        "{\"ph\":\"X\",\"cat\":\"Operator\",\"name\":\"ProfilerStep#3\",\"pid\":1,"
+        "\"tid\":\"5\",\"ts\":90,\"dur\":700},\n"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\",\"pid\":1,"
+        "\"tid\":5,\"ts\":100,\"dur\":50,\"args\":{\"Collective name\":\"all_to_allv\","
+        "\"In msg nelems\":\"64\",\"dtype\":\"Float\"}},\n" RT(110, 1) RT(130, 2) K(
+            "ncclDevKernel_SendRecv(x)", 260, 2) K("ncclDevKernel_SendRecv(x)", 200, 1) RT(400, 3)
+            K("ncclDevKernel_Generic(x)", 420,
+              3) "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"nccl:all_reduce\",\"pid\":1,"
+                 "\"tid\":5,\"ts\":500,\"dur\":60}," RT(510, 4)
+                     K("ncclDevKernel_Generic(x)", 530, 4) RT(600, 5)
+                         K("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(x)", 620,
+                           5) "{\"ph\":\"X\",\"cat\":\"Operator\",\"name\":\"aten::mm\",\"pid\":1,"
+                              "\"tid\":\"5\",\"ts\":700,\"dur\":10}]}";
+#undef RT
+#undef K
+    char path[512], err[512];
+    snprintf(path, sizeof(path), "%s/grouped.dpro", dir);
+    REQUIRE(import_to(path, text, sizeof(text) - 1, 1, 0, err, sizeof(err)) == DPRO_OK);
+    dpro_reader *r;
+    REQUIRE(dpro_reader_open(path, &r, err, sizeof(err)) == DPRO_OK);
+    dpro_event ev[64];
+    size_t n = 0;
+    dpro_iter *it;
+    REQUIRE(dpro_iter_open(r, &it) == DPRO_OK);
+    while (n < 64 && dpro_iter_next(it, &ev[n]) == 1)
+        n++;
+    dpro_iter_close(it);
+    size_t ncoll = 0, nkern = 0, napi = 0, niter = 0, nop = 0;
+    const dpro_event *a2a = NULL, *ar = NULL, *send = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const dpro_event *e = &ev[i];
+        nkern += e->kind == DPRO_KIND_KERNEL;
+        napi += e->kind == DPRO_KIND_API && e->name2 != 0; /* joined to its kernel */
+        niter += e->kind == DPRO_KIND_MARKER && e->subkind == DPRO_MARK_ITERATION && e->value == 3;
+        nop += e->kind == DPRO_KIND_MARKER && e->subkind == DPRO_MARK_CPU_OP;
+        if (e->kind != DPRO_KIND_COLLECTIVE)
+            continue;
+        ncoll++;
+        if (e->subkind == DPRO_COLL_ALLTOALL)
+            a2a = e;
+        else if (e->subkind == DPRO_COLL_ALLREDUCE)
+            ar = e;
+        else if (e->subkind == DPRO_COLL_SEND)
+            send = e;
+    }
+    CHECK_EQ_U(nkern, 5);
+    CHECK_EQ_U(napi, 5);
+    CHECK_EQ_U(niter, 1);
+    CHECK_EQ_U(nop, 2); /* record_param_comms and the Operator aten::mm */
+    CHECK_EQ_U(ncoll, 3);
+    CHECK(a2a && a2a->count == 64 && a2a->bytes == 256 && a2a->peer == 0 &&
+          a2a->value == DPRO_COLL_TIMING_HOST && a2a->start_ns == 110000 && a2a->end_ns == 134000 &&
+          a2a->correlation == 1 && a2a->thread == 5);
+    CHECK(ar && ar->correlation == 4 && ar->peer == 0);
+    CHECK(send && send->correlation == 5 && send->peer == -1);
+    CHECK(a2a && ar && send && a2a->seq == 0 && ar->seq == 1 && send->seq == 2);
+    CHECK_EQ_U(dpro_reader_meta_int(r, "import.merged.grouped_transfers", -1), 1);
+    CHECK_EQ_U(dpro_reader_meta_int(r, "import.unmapped.collective_op", -1), 1);
+    CHECK_EQ_U(dpro_reader_meta_int(r, "import.approx.sendrecv_as_send", -1), 1);
+    dpro_reader_close(r);
+    unlink(path);
+}
+
 int
 main(void)
 {
@@ -760,6 +840,7 @@ main(void)
     test_threaded_same(dir);
     test_writer_error(dir);
     test_errors();
+    test_grouped(dir);
     test_squeeze();
     rmdir(dir);
     return tests_done();

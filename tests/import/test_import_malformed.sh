@@ -61,13 +61,42 @@ check_bad() { # name json-text expected-message
 }
 check_bad invalid '{"traceEvents":[{"ph":"X",,}]}' "invalid JSON"
 check_bad types '{"traceEvents":[{"ph":"X","cat":"kernel","ts":"12","dur":1}]}' '"ts": expected a number'
-check_bad argtype '{"traceEvents":[{"ph":"X","cat":"kernel","ts":1,"dur":1,"args":{"correlation":"7"}}]}' "expected a number"
+check_bad argtype '{"traceEvents":[{"ph":"X","cat":"kernel","ts":1,"dur":1,"args":{"correlation":"x7"}}]}' '"correlation": "x7" is not an integer'
+check_bad arghex '{"traceEvents":[{"ph":"X","cat":"kernel","ts":1,"dur":1,"args":{"stream":"0x1g"}}]}' '"stream": "0x1g" is not an integer'
+check_bad argbig '{"traceEvents":[{"ph":"X","cat":"kernel","ts":1,"dur":1,"args":{"bytes":"0x8000000000000000"}}]}' 'is not an integer in range'
+
 check_bad absurd '{"traceEvents":[{"ph":"X","cat":"kernel","ts":1e300,"dur":1}]}' "not a time in range"
 check_bad missing '{"traceEvents":[{"ph":"X","cat":"kernel","ts":5}]}' 'no "dur"'
 check_bad notrace '{"hello":"world"}' 'no "traceEvents"'
 check_bad text 'hello' "invalid JSON"
 head -c 4096 /dev/urandom > "$tmp/random.json"
 "$imp" kineto "$tmp/random.json" -o "$tmp/o-random" 2>/dev/null; ok test $? -eq 1
+
+# integers written as strings (ROCm: "stream": "0x0", "bytes": "1"), decimal or hex: read
+printf '%s' '{"traceEvents":[{"ph":"X","cat":"cuda_runtime","name":"hipMemcpyAsync","pid":1,"tid":1,"ts":1,"dur":1,"args":{"correlation":"5","stream":"0x0","bytes":"64"}},{"ph":"X","cat":"gpu_memcpy","name":"Memcpy HtoD","pid":0,"tid":0,"ts":2,"dur":1,"args":{"correlation":"0x5","stream":"0","device":"0","bytes":"0x40"}}]}' > "$tmp/strnum.json"
+"$imp" kineto -q "$tmp/strnum.json" -o "$tmp/o-strnum"; ok test $? -eq 0
+"$b/tools/dpro-export" "$tmp/o-strnum" --chrome "$tmp/strnum.out.json"; ok test $? -eq 0
+python3 - "$tmp/strnum.out.json" <<'PY'
+import json, sys
+out = json.load(open(sys.argv[1]))
+out = out["traceEvents"] if isinstance(out, dict) else out
+cp = [e for e in out if e.get("ph") == "X" and e.get("cat") == "memcpy"]
+assert len(cp) == 1 and cp[0]["args"].get("bytes") == 64, cp
+assert sum(1 for e in out if e.get("ph") == "s") == 1, "the launch and its copy are not joined"
+PY
+ok test $? -eq 0
+
+# no device operation: refused (exit 1, nothing left) unless --allow-empty; categories
+# not known (another device's) are named with their counts
+printf '%s' '{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":1},{"ph":"X","cat":"mtia_ccp_events","name":"dma","pid":9,"tid":8,"ts":2,"dur":1},{"ph":"X","cat":"mtia_ccp_events","name":"dma","pid":9,"tid":8,"ts":4,"dur":1},{"ph":"X","cat":"mtia_runtime","name":"run","pid":1,"tid":1,"ts":1,"dur":1}]}' > "$tmp/mtia.json"
+"$imp" kineto -q "$tmp/mtia.json" -o "$tmp/o-mtia" 2> "$tmp/mtia.err"; ok test $? -eq 1
+ok grep -q "mtia.json: no device operation" "$tmp/mtia.err"
+ok grep -q "mtia.json: 3 events of categories dpro does not know, not imported: mtia_ccp_events (2), mtia_runtime (1)" "$tmp/mtia.err"
+ok test -z "$(ls -A "$tmp/o-mtia")"
+"$imp" kineto -q --allow-empty "$tmp/mtia.json" -o "$tmp/o-mtia2" 2> "$tmp/mtia2.err"; ok test $? -eq 0
+ok test "$(ls "$tmp/o-mtia2" | grep -c '\.dpro$')" -eq 1
+ok grep -q "mtia_runtime (1)" "$tmp/mtia2.err"
+"$imp" --help | grep -q -- "--allow-empty"; ok test $? -eq 0
 
 # missing input: exit 1; usage: exit 2
 "$imp" kineto "$tmp/none.json" -o "$tmp/o-none" 2>/dev/null; ok test $? -eq 1

@@ -22,6 +22,15 @@
  * return of kineto_importer_finish (or kineto_importer_free) the caller must not use the
  * writer. kineto_options.inline_writer does the same work on the caller's thread.
  *
+ * Every Kineto generation since PyTorch 1.8 is read, CUDA and ROCm: the categories of the
+ * older spellings map as their later names (kineto_keys.h's kin_cat_of lists them: 1.8's
+ * Operator is cpu_op, or user_annotation for ProfilerStep#N; Runtime is cuda_runtime;
+ * Kernel, Memcpy, Memset, User are kernel, gpu_memcpy, gpu_memset, gpu_user_annotation;
+ * the flows async, async_gpu, async_cpu_to_gpu are ac2g, forward_backward is fwdbwd).
+ * ROCm traces use the CUDA categories with HIP API names; an integer argument written as a
+ * string ("stream": "0x0", "bytes": "1": decimal, or hex after 0x) is read as the number
+ * (a string that is neither is refused).
+ *
  * Mapping (Kineto category -> dpro_event):
  *   cuda_runtime, cuda_driver  DPRO_KIND_API, subkind RUNTIME/DRIVER, name = API name,
  *                              thread = tid, correlation = args.correlation; for launches
@@ -31,14 +40,16 @@
  *                              shared_mem = "shared memory"); a kernel whose name starts
  *                              with "nccl" also gives a DPRO_KIND_COLLECTIVE (see below).
  *   gpu_memcpy, gpu_memset     DPRO_KIND_MEMCPY (subkind = copy kind from "Memcpy HtoD"...),
- *                              DPRO_KIND_MEMSET; bytes = args.bytes, name = the record name.
+ *                              DPRO_KIND_MEMSET; bytes = args.bytes (else, ROCm 6.2, the
+ *                              "bytes" / "size" of its call when the call came first in the
+ *                              file), name = the record name.
  *   cuda_sync                  DPRO_KIND_SYNC, subkind from cuda_sync_kind; object = the
  *                              CUDA event id waited for, value = correlation id of the
  *                              cudaEventRecord call that recorded it, peer = the stream it
  *                              was recorded on (-1: none). These three are import-only uses
  *                              of fields the header leaves free for device operations.
- *   cpu_op                     DPRO_KIND_MARKER, DPRO_MARK_CPU_OP, name = op, name2 =
- *                              "cpu_op". (Kineto's "External id" is not kept: it costs a
+ *   cpu_op (1.8: Operator)     DPRO_KIND_MARKER, DPRO_MARK_CPU_OP, name = op, name2 =
+ *                              "cpu_op" (1.8's ProfilerStep#N: as user_annotation's). (Kineto's "External id" is not kept: it costs a
  *                              fifth of the trace and ops enclose their calls in time.)
  *   user_annotation            "ProfilerStep#N": DPRO_MARK_ITERATION, value = N; others
  *                              DPRO_MARK_RANGE; name2 = "user_annotation".
@@ -56,11 +67,29 @@
  *                              devices table.
  * Everything else (fwdbwd flows, the profiler's own "Trace" span, counters, unknown
  * categories and phases, host memory events) is counted per reason and lands in meta as
- * import.unmapped.<reason> = N.
+ * import.unmapped.<reason> = N; kineto_importer_unknown_categories names the categories
+ * not known (another device's), and kineto_result.device_ops says whether any device
+ * operation was found.
+ *
+ * Job id (meta job_id, unless kineto_options.job_id): "kineto-" and a 64-bit FNV-1a hash of
+ * what the ranks of one job share: the world size, distributedInfo's backend and
+ * nccl_version, baseTimeNanoseconds, and the hour (UTC) of the file's earliest event
+ * (base time + ts); for a job of one rank also the file's trace id, host, pid and earliest
+ * time. The ranks of a job so agree however they are imported (together or one by one)
+ * unless an hour boundary falls between their first events; unrelated jobs differ unless
+ * they have the same world size, backend and NCCL version and began in the same hour.
  *
  * Collectives: comm = FNV-1a 64 hash (common/fnv1a.h) of "kineto-pg:" + "Process Group Name" (or
  * "Process Group ID"; "default" when neither is present), subkind from "Collective name" or from
- * the kernel name (a SendRecv kernel, which can be either, is recorded as DPRO_COLL_SEND), count
+ * the kernel name; a kernel whose name does not say it (a SendRecv kernel of grouped
+ * send/recv, which an all-to-all is, or RCCL's ncclDevKernel_Generic) takes the operation
+ * of the innermost host range its launch lies in on the launching thread
+ * (record_param_comms with a "Collective name", nccl:<op>, c10d::<op>), and count, dtype
+ * and "Seq" from those ranges where the kernel lacks them; the kernels of one range are
+ * one collective spanning them all (import.merged.grouped_transfers counts the others);
+ * a SendRecv kernel outside any such range is recorded as DPRO_COLL_SEND
+ * (import.approx.sendrecv_as_send), a kernel of no known operation as no collective
+ * (import.unmapped.collective_op); count
  * from "In msg nelems" ("Out msg nelems" for reduce-scatter), dtype as ncclDataType_t
  * (KINETO_DTYPE_UNKNOWN if unknown), redop from the kernel name, peer -1 where a root or
  * peer exists but is unknown, seq from "Seq" when present (c10d's per process group
@@ -113,13 +142,7 @@ typedef struct kineto_options {
     const char *source_file; /* shown in messages and meta source_file; may be NULL */
     int file_index;          /* position of the file among those imported together */
     int file_count;          /* how many are imported together (world size fallback) */
-    const char *job_id;      /* job_id, as it is; NULL: made from job_group (below), else
-                              * the file's trace id, else its base time, else a hash of
-                              * source_file */
-    uint64_t job_group;      /* non-zero: what the files imported together share (a hash
-                              * of their names); the job id is then a hash of it and the
-                              * file's world size, so that files of jobs of different sizes
-                              * imported together are told apart */
+    const char *job_id;      /* job_id, as it is; NULL: made from the file (see below) */
     int inline_writer;       /* non-zero: append to the writer on the calling thread (no
                               * writer thread); the output is the same */
     int squeeze;             /* KINETO_SQUEEZE_*: how the whitespace is taken out of the
@@ -154,6 +177,7 @@ typedef struct kineto_result {
     uint64_t events_in;  /* trace events read */
     uint64_t events_out; /* dpro events produced */
     uint64_t unmapped;   /* trace events not turned into dpro events, all reasons */
+    uint64_t device_ops; /* kernels, copies and sets among events_out */
     uint64_t bytes_in;   /* JSON bytes parsed */
 } kineto_result;
 
@@ -201,6 +225,14 @@ void kineto_importer_result(const kineto_importer *k, kineto_result *res);
 /* Writes one line per unmapped reason ("  reason: N") and per join statistic to f
  * (a FILE *, typed void * to keep stdio out of this header). */
 void kineto_importer_print_unmapped(const kineto_importer *k, void *f);
+
+/* The categories of complete events ("ph": "X") the importer does not know (another
+ * device's, such as MTIA's mtia_runtime and mtia_ccp_events, or a newer Kineto's): writes
+ * "name (N), name (N)" into buf (cut to len, NUL-terminated when len > 0), stores the
+ * events of those categories in *events (may be NULL) and returns how many categories.
+ * Valid after kineto_importer_finish. */
+size_t kineto_importer_unknown_categories(const kineto_importer *k, char *buf, size_t len,
+                                          uint64_t *events);
 
 /* Frees the importer (NULL is fine). The writer is not touched: if kineto_importer_finish
  * was not called, batches not yet written are dropped and the writer thread joined. */

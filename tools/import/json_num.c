@@ -77,6 +77,34 @@ imp_parse_i64(const char *s, size_t len, int64_t *out)
     return 0;
 }
 
+/* See json_num.h. */
+int
+imp_parse_int_text(const char *s, size_t len, int64_t *out)
+{
+    int rc = -1;
+    if (len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && len - 2 <= 16) {
+        uint64_t v = 0;
+        size_t i = 2;
+        for (; i < len; i++) {
+            unsigned char c = (unsigned char)s[i];
+            unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                         : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                         : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                                : 16u;
+            if (d > 15)
+                break;
+            v = v << 4 | d;
+        }
+        if (i == len && v <= (uint64_t)INT64_MAX) {
+            *out = (int64_t)v;
+            rc = 0;
+        }
+    } else if (len > 0) {
+        rc = imp_parse_i64(s, len, out);
+    }
+    return rc;
+}
+
 /* imp_parse_us for any text (exponents, many digits). */
 static int
 imp_parse_us_general(const char *s, size_t len, uint64_t *ns)

@@ -12,6 +12,11 @@
  * integer, out of int64 range). */
 int imp_parse_i64(const char *s, size_t len, int64_t *out);
 
+/* Parses an integer written as a JSON string, as some profilers write numbers ("7",
+ * "-3", "0x1f": decimal, or hexadecimal after 0x / 0X, at most 16 hex digits). Returns 0
+ * and stores *out, or -1 (empty, another text, out of int64 range). */
+int imp_parse_int_text(const char *s, size_t len, int64_t *out);
+
 /* Parses a JSON number text of microseconds ("1234", "1234.5678", "1.5e3") into whole
  * nanoseconds, rounding half up past the nanosecond. Returns 0 and stores *ns, or -1 for a
  * negative, malformed or out of range (> UINT64_MAX ns) value. */

@@ -134,6 +134,7 @@ kineto_importer_new(dpro_writer *w, const kineto_options *opts, kineto_importer 
         k->opt = *opts;
     if (k->opt.file_count < 1)
         k->opt.file_count = 1;
+    k->first_ts_ns = UINT64_MAX;
     k->ev.pg_ranks = malloc(KIN_RANKS_STR);
     k->ev.name = "";
     k->squeeze = k->opt.squeeze;
@@ -309,29 +310,34 @@ kin_world_size(const kineto_importer *k)
     return k->opt.file_count;
 }
 
-/* The job id: the caller's; else, for files imported together, one made of their group
- * (opt.job_group) and the world size, so that files of jobs of different sizes imported
- * together get distinct ids; else the file's trace id, else its base time, else one
- * derived from the file's name. */
+/* The job id: the caller's, else "kineto-" and a hash of what the ranks of one job share
+ * and unrelated jobs do not: the world size, distributedInfo's backend and NCCL version,
+ * the base time (Kineto's, a quarter-year boundary) and the hour (UTC) the profiled window
+ * began in (the earliest event: base time + ts). Ranks of a job profile the same steps,
+ * seconds apart at most, so they agree unless an hour boundary falls between their first
+ * events. A job of one rank adds the file's own trace id, host, pid and first time, which
+ * tell two runs of the same configuration apart within the hour. */
 static void
 kin_job_id(const kineto_importer *k, char *out, size_t n)
 {
     if (k->opt.job_id) {
         snprintf(out, n, "%s", k->opt.job_id);
-    } else if (k->opt.job_group) {
-        char ws[48];
-        int l = snprintf(ws, sizeof(ws), "world_size=%lld", (long long)kin_world_size(k));
-        snprintf(out, n, "kineto-%016llx",
-                 (unsigned long long)dpro_fnv1a(ws, (size_t)l, k->opt.job_group));
-    } else if (k->trace_id.len) {
-        snprintf(out, n, "%s", k->trace_id.buf);
-    } else if (k->have_base_time) {
-        snprintf(out, n, "kineto-%lld", (long long)k->base_time_ns);
-    } else {
-        const char *f = k->opt.source_file ? k->opt.source_file : "";
-        snprintf(out, n, "kineto-%016llx",
-                 (unsigned long long)dpro_fnv1a(f, strlen(f), DPRO_FNV1A_INIT));
+        return;
     }
+    int64_t ws = kin_world_size(k);
+    uint64_t first = k->first_ts_ns == UINT64_MAX ? 0 : k->first_ts_ns;
+    uint64_t abs =
+        first + (k->have_base_time && k->base_time_ns > 0 ? (uint64_t)k->base_time_ns : 0);
+    char sig[512];
+    int l = snprintf(sig, sizeof(sig), "world_size=%lld;backend=%s;nccl=%s;base=%lld;hour=%llu",
+                     (long long)ws, k->backend.buf, k->nccl_version.buf,
+                     (long long)(k->have_base_time ? k->base_time_ns : 0),
+                     (unsigned long long)(abs / (UINT64_C(3600) * 1000000000)));
+    if (ws <= 1 && l > 0 && (size_t)l < sizeof(sig))
+        l += snprintf(sig + l, sizeof(sig) - (size_t)l, ";trace_id=%s;host=%s;pid=%lld;first=%llu",
+                      k->trace_id.buf, k->host.buf, (long long)k->pid, (unsigned long long)abs);
+    size_t len = l < 0 ? 0 : (size_t)l < sizeof(sig) ? (size_t)l : sizeof(sig) - 1;
+    snprintf(out, n, "kineto-%016llx", (unsigned long long)dpro_fnv1a(sig, len, DPRO_FNV1A_INIT));
 }
 
 /* Writes the side tables and the meta keys. */
@@ -483,6 +489,7 @@ kineto_importer_result(const kineto_importer *k, kineto_result *res)
     res->host = k->host.len ? k->host.buf : NULL;
     res->events_in = k->events_in;
     res->events_out = k->out.events_out;
+    res->device_ops = k->device_ops;
     res->unmapped = k->unmapped;
     res->bytes_in = k->chunk_off;
 }
@@ -492,6 +499,46 @@ kineto_importer_print_unmapped(const kineto_importer *k, void *f)
 {
     for (size_t i = 0; i < k->nreasons; i++)
         fprintf(f, "  %s: %llu\n", k->reasons[i].name, (unsigned long long)k->reasons[i].count);
+}
+
+/* Categories the importer knows and leaves out on purpose (profiler bookkeeping, host
+ * ranges kept elsewhere): not reported as unknown. */
+static int
+kin_cat_known_unmapped(const char *name)
+{
+    static const char *const known[] = {"overhead", "cuda_profiler_range", "cpu_instant_event",
+                                        "external_correlation"};
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strcmp(name, known[i]) == 0)
+            return 1;
+    return 0;
+}
+
+size_t
+kineto_importer_unknown_categories(const kineto_importer *k, char *buf, size_t len,
+                                   uint64_t *events)
+{
+    static const char prefix[] = "unmapped.cat_";
+    size_t ncat = 0, used = 0;
+    uint64_t nev = 0;
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; i < k->nreasons; i++) {
+        const char *name = k->reasons[i].name;
+        if (strncmp(name, prefix, sizeof(prefix) - 1) != 0 ||
+            kin_cat_known_unmapped(name + sizeof(prefix) - 1))
+            continue;
+        nev += k->reasons[i].count;
+        if (used < len) {
+            int w = snprintf(buf + used, len - used, "%s%s (%llu)", ncat ? ", " : "",
+                             name + sizeof(prefix) - 1, (unsigned long long)k->reasons[i].count);
+            used = w < 0 ? len : used + (size_t)w;
+        }
+        ncat++;
+    }
+    if (events)
+        *events = nev;
+    return ncat;
 }
 
 void
@@ -510,6 +557,7 @@ kineto_importer_free(kineto_importer *k)
     for (size_t i = 0; i < k->ncomms; i++)
         free(k->comms[i].ranks);
     free(k->comms);
+    free(k->cranges);
     free(k->ev.name_buf);
     free(k->ev.pg_ranks);
     free(k->sqbuf);

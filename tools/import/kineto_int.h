@@ -124,6 +124,7 @@ enum kin_key {
     D_RANK,
     D_WORLD_SIZE,
     D_NCCL_VERSION,
+    D_BACKEND,
     /* deviceProperties[i] */
     P_ID,
     P_NAME,
@@ -151,6 +152,7 @@ enum kin_cat {
     CAT_FWDBWD,
     CAT_PYTHON,
     CAT_TRACE,
+    CAT_OPERATOR, /* PyTorch 1.8-1.9: host ops and ranges, ProfilerStep#N among them */
 };
 
 /* Arguments seen in the current event (bits of kin_event.have). */
@@ -220,7 +222,25 @@ typedef struct kin_coll {
     dpro_event ev;
     uint64_t kstart; /* the kernel's start: device order */
     int has_seq;
+    int need_op;    /* the kernel does not say the operation (SendRecv, Generic): the host
+                     * range its launch lies in may (kin_crange) */
+    int sendrecv;   /* a SendRecv kernel: a send unless a range says more */
+    int has_count;  /* ev.count is known */
+    uint32_t redop; /* the reduction the kernel's name says */
+    int64_t range;  /* the kin_crange it was given its operation by, -1 none */
+    int drop;       /* merged into another, or of no known operation: not written */
 } kin_coll;
+
+/* A host range that names a collective (record_param_comms with a "Collective name",
+ * nccl:all_to_all, c10d::alltoall_base_, ...): on its thread, the launches inside it
+ * belong to that collective. */
+typedef struct kin_crange {
+    uint32_t thread;
+    uint64_t start, end;
+    uint32_t op, dtype;
+    int64_t count; /* -1: not said */
+    int64_t seq;   /* its "Seq" (c10d's number on the process group), -1: not said */
+} kin_crange;
 
 typedef struct kin_stream {
     uint64_t id;
@@ -287,7 +307,7 @@ struct kineto_importer {
     /* what the file says about itself */
     int64_t rank, world_size, pid;
     int have_rank, have_world_size;
-    kin_str nccl_version, trace_id, host, trace_name, process_name;
+    kin_str nccl_version, backend, trace_id, host, trace_name, process_name;
     int64_t base_time_ns;
     int have_base_time;
     int64_t schema_version;
@@ -304,6 +324,8 @@ struct kineto_importer {
     size_t nstreams, streams_cap, last_stream;
     kin_comm *comms;
     size_t ncomms;
+    kin_crange *cranges;
+    size_t ncranges, cranges_cap;
     kin_reason reasons[KIN_MAX_REASONS];
     size_t nreasons;
 
@@ -312,6 +334,8 @@ struct kineto_importer {
 
     /* figures */
     uint64_t events_in, unmapped;
+    uint64_t device_ops;  /* kernels, copies and sets mapped */
+    uint64_t first_ts_ns; /* the earliest start of an event mapped (UINT64_MAX: none) */
 };
 
 /* ---- kineto.c: errors and counters ---------------------------------------------------- */
@@ -404,6 +428,12 @@ kin_stream *kin_stream_get(kineto_importer *k, uint64_t id, uint32_t device);
  * (recorded). */
 int kin_add_collective(kineto_importer *k, const kin_event *e, const dpro_event *kern,
                        int64_t *index);
+
+/* Notes the host range e (mapped as m: times, thread) if its name or arguments name a
+ * collective (record_param_comms with "Collective name"; nccl:<op>; c10d::<op>): a
+ * kernel launched inside it that does not say its operation takes the range's. Returns
+ * DPRO_OK or DPRO_ERR_NOMEM (recorded). */
+int kin_note_comm_range(kineto_importer *k, const kin_event *e, const dpro_event *m);
 
 /* Numbers the collectives per communicator in device order (the order NCCL requires every
  * rank to issue them in) and appends them. Returns DPRO_OK or the first error. */

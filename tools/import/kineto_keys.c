@@ -20,6 +20,7 @@ const char *const kin_cat_names[] = {
     [CAT_FWDBWD] = "fwdbwd",
     [CAT_PYTHON] = "python_function",
     [CAT_TRACE] = "Trace",
+    [CAT_OPERATOR] = "Operator",
 };
 
 const char *

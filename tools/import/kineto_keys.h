@@ -96,6 +96,8 @@ kin_arg_key(const unsigned char *s, size_t l)
             return A_MNAME;
         if (kin_eq(s, l, "Addr"))
             return A_ADDR;
+        if (kin_eq(s, l, "size"))
+            return A_BYTES; /* ROCm's copy calls: "size": "2560" */
         return K_NONE;
     case 5:
         if (kin_eq(s, l, "block"))
@@ -172,6 +174,8 @@ kin_dist_key(const unsigned char *s, size_t l)
         return D_WORLD_SIZE;
     if (kin_eq(s, l, "nccl_version"))
         return D_NCCL_VERSION;
+    if (kin_eq(s, l, "backend"))
+        return D_BACKEND;
     return K_NONE;
 }
 
@@ -196,24 +200,47 @@ kin_dev_key(const unsigned char *s, size_t l)
     return K_NONE;
 }
 
-/* The category of a "cat" text (CAT_OTHER: one we do not map). */
+/* The category of a "cat" text (CAT_OTHER: one we do not map). Every Kineto spelling since
+ * PyTorch 1.8 (libkineto/src/output_json.cpp and ActivityType.cpp of each era):
+ *   1.8-1.9    Operator, Runtime, Kernel, Memcpy, Memset, User (GPU ranges), flows "async"
+ *   1.10       cpu_op, user_annotation, gpu_user_Annotation; Runtime, Kernel, Memcpy,
+ *              Memset; flows "async_gpu", "forward_backward"
+ *   1.11       cuda_runtime; Kernel, Memcpy, Memset; flows "async_cpu_to_gpu"
+ *   1.12-1.13  kernel, gpu_memcpy, gpu_memset, gpu_user_annotation
+ *   2.x        flows "ac2g", "fwdbwd"; cuda_driver, cuda_sync (ROCm: the same names) */
 static inline int
 kin_cat_of(const unsigned char *s, size_t l)
 {
     /* by length first: every event has a category */
     switch (l) {
     case 4:
-        return kin_eq(s, l, "ac2g") ? CAT_AC2G : CAT_OTHER;
+        if (kin_eq(s, l, "ac2g"))
+            return CAT_AC2G;
+        return kin_eq(s, l, "User") ? CAT_GPU_USER_ANN : CAT_OTHER;
     case 5:
-        return kin_eq(s, l, "Trace") ? CAT_TRACE : CAT_OTHER;
+        if (kin_eq(s, l, "Trace"))
+            return CAT_TRACE;
+        return kin_eq(s, l, "async") ? CAT_AC2G : CAT_OTHER;
     case 6:
         if (kin_eq(s, l, "kernel"))
             return CAT_KERNEL;
         if (kin_eq(s, l, "cpu_op"))
             return CAT_CPU_OP;
-        return kin_eq(s, l, "fwdbwd") ? CAT_FWDBWD : CAT_OTHER;
+        if (kin_eq(s, l, "fwdbwd"))
+            return CAT_FWDBWD;
+        if (kin_eq(s, l, "Kernel"))
+            return CAT_KERNEL;
+        if (kin_eq(s, l, "Memcpy"))
+            return CAT_MEMCPY;
+        return kin_eq(s, l, "Memset") ? CAT_MEMSET : CAT_OTHER;
+    case 7:
+        return kin_eq(s, l, "Runtime") ? CAT_RUNTIME : CAT_OTHER;
+    case 8:
+        return kin_eq(s, l, "Operator") ? CAT_OPERATOR : CAT_OTHER;
     case 9:
-        return kin_eq(s, l, "cuda_sync") ? CAT_SYNC : CAT_OTHER;
+        if (kin_eq(s, l, "cuda_sync"))
+            return CAT_SYNC;
+        return kin_eq(s, l, "async_gpu") ? CAT_AC2G : CAT_OTHER;
     case 10:
         if (kin_eq(s, l, "gpu_memcpy"))
             return CAT_MEMCPY;
@@ -226,8 +253,14 @@ kin_cat_of(const unsigned char *s, size_t l)
         if (kin_eq(s, l, "user_annotation"))
             return CAT_USER_ANN;
         return kin_eq(s, l, "python_function") ? CAT_PYTHON : CAT_OTHER;
+    case 16:
+        if (kin_eq(s, l, "async_cpu_to_gpu"))
+            return CAT_AC2G;
+        return kin_eq(s, l, "forward_backward") ? CAT_FWDBWD : CAT_OTHER;
     case 19:
-        return kin_eq(s, l, "gpu_user_annotation") ? CAT_GPU_USER_ANN : CAT_OTHER;
+        if (kin_eq(s, l, "gpu_user_annotation") || kin_eq(s, l, "gpu_user_Annotation"))
+            return CAT_GPU_USER_ANN;
+        return CAT_OTHER;
     default:
         return CAT_OTHER;
     }

@@ -145,11 +145,13 @@ kin_times(kineto_importer *k, kin_event *e, dpro_event *ev, int need_dur)
                -1;
     ev->start_ns = e->ts_ns;
     ev->end_ns = e->ts_ns + e->dur_ns;
+    if (e->ts_ns < k->first_ts_ns)
+        k->first_ts_ns = e->ts_ns;
     if (!(e->have & H_PID) || e->pid_is_text)
         return 0;
     /* the host pid: from the first host-side event */
     if (k->pid == 0 && (e->cat == CAT_CPU_OP || e->cat == CAT_RUNTIME || e->cat == CAT_DRIVER ||
-                        e->cat == CAT_USER_ANN))
+                        e->cat == CAT_USER_ANN || e->cat == CAT_OPERATOR))
         k->pid = e->pid;
     return 0;
 }
@@ -195,6 +197,8 @@ kin_map_api(kineto_importer *k, kin_event *e)
             return -1;
         s->state = IMP_SLOT_LAUNCH;
         s->ev = ev;
+        /* the bytes the call says (ROCm's copies: their device records may lack them) */
+        s->bytes = (e->have & H_BYTES) && e->bytes > 0 ? (uint64_t)e->bytes : 0;
         return 0;
     }
     return kin_emit(k, &ev) == DPRO_OK ? 0 : -1;
@@ -256,11 +260,15 @@ kin_map_device_op(kineto_importer *k, kin_event *e)
                 kin_count(k, "approx.copy_kind", 1);
         }
     }
+    imp_slot *s = ev.correlation ? imp_join_find(&k->join, ev.correlation) : NULL;
+    if (s && s->state == IMP_SLOT_LAUNCH && ev.kind != DPRO_KIND_KERNEL && ev.bytes == 0 &&
+        s->bytes <= KIN_MAX_BYTES)
+        ev.bytes = s->bytes; /* a copy or set whose record lacks its size: its call's */
     if (kin_emit(k, &ev) != DPRO_OK)
         return -1;
+    k->device_ops++;
     if (ev.correlation == 0)
         return 0;
-    imp_slot *s = imp_join_find(&k->join, ev.correlation);
     if (s && s->state == IMP_SLOT_LAUNCH) {
         dpro_event api = s->ev;
         if (ev.kind == DPRO_KIND_KERNEL)
@@ -335,19 +343,28 @@ kin_map_marker(kineto_importer *k, kin_event *e)
     ev.kind = DPRO_KIND_MARKER;
     ev.subkind = DPRO_MARK_RANGE;
     ev.thread = kin_thread_of(e);
+    int64_t step = -1;
+    if ((e->cat == CAT_USER_ANN || e->cat == CAT_OPERATOR) && e->name_len > 13 &&
+        memcmp(e->name, "ProfilerStep#", 13) == 0 &&
+        imp_parse_i64(e->name + 13, e->name_len - 13, &step) < 0)
+        step = -1;
     switch (e->cat) {
     case CAT_CPU_OP:
         ev.subkind = DPRO_MARK_CPU_OP;
         ev.name2 = k->s_cpu_op;
         break;
+    case CAT_OPERATOR:
+        /* PyTorch 1.8-1.9 wrote ops and record_function ranges alike: ops as cpu_op, the
+         * steps as the user_annotation later versions make them */
+        ev.subkind = step >= 0 ? DPRO_MARK_ITERATION : DPRO_MARK_CPU_OP;
+        ev.value = step >= 0 ? step : 0;
+        ev.name2 = step >= 0 ? k->s_user_ann : k->s_cpu_op;
+        break;
     case CAT_USER_ANN:
         ev.name2 = k->s_user_ann;
-        if (e->name_len > 13 && memcmp(e->name, "ProfilerStep#", 13) == 0) {
-            int64_t step;
-            if (imp_parse_i64(e->name + 13, e->name_len - 13, &step) == 0 && step >= 0) {
-                ev.subkind = DPRO_MARK_ITERATION;
-                ev.value = step;
-            }
+        if (step >= 0) {
+            ev.subkind = DPRO_MARK_ITERATION;
+            ev.value = step;
         }
         break;
     case CAT_GPU_USER_ANN:
@@ -361,6 +378,9 @@ kin_map_marker(kineto_importer *k, kin_event *e)
         break;
     }
     if (kin_intern_name(k, e, &ev.name) != DPRO_OK)
+        return -1;
+    if (e->cat != CAT_GPU_USER_ANN && e->cat != CAT_PYTHON &&
+        kin_note_comm_range(k, e, &ev) != DPRO_OK)
         return -1;
     return kin_emit(k, &ev) == DPRO_OK ? 0 : -1;
 }
@@ -462,6 +482,7 @@ kin_map_event(kineto_importer *k)
         case CAT_USER_ANN:
         case CAT_GPU_USER_ANN:
         case CAT_PYTHON:
+        case CAT_OPERATOR:
             return kin_map_marker(k, e);
         case CAT_TRACE:
             kin_unmapped(k, "profiler_span", "", 0);

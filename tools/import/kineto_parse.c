@@ -4,6 +4,7 @@
  * gathered in k->ev, checked for their types and ranges; an event is mapped
  * (kineto_map.c) when its object closes.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,65 @@ kin_int_arg(kineto_importer *k, const char *s, size_t l, int64_t *dst, uint32_t 
     if (imp_parse_i64(s, l, dst) < 0)
         return kin_fail(k, DPRO_ERR_LIMIT, "\"%s\": %.*s is not an integer in range", what,
                         KIN_SHOW(l), s);
+    k->ev.have |= bit;
+    return 1;
+}
+
+/* Where an integer argument of the current event goes: *dst, its kin_have bit, its key's
+ * text. Returns 0, or -1 for a key that is not an integer argument. */
+static int
+kin_int_slot(kin_event *e, int key, int64_t **dst, uint32_t *bit, const char **what)
+{
+    static const struct {
+        int key;
+        size_t off;
+        uint32_t bit;
+        const char *what;
+    } slots[] = {
+        {A_EXTERNAL_ID, offsetof(kin_event, external_id), H_EXTERNAL_ID, "External id"},
+        {A_CORRELATION, offsetof(kin_event, correlation), H_CORRELATION, "correlation"},
+        {A_DEVICE, offsetof(kin_event, device), H_DEVICE, "device"},
+        {A_STREAM, offsetof(kin_event, stream), H_STREAM, "stream"},
+        {A_SHARED_MEM, offsetof(kin_event, shared_mem), H_SHARED_MEM, "shared memory"},
+        {A_BYTES, offsetof(kin_event, bytes), H_BYTES, "bytes"},
+        {A_IN_NELEMS, offsetof(kin_event, in_nelems), H_IN_NELEMS, "In msg nelems"},
+        {A_OUT_NELEMS, offsetof(kin_event, out_nelems), H_OUT_NELEMS, "Out msg nelems"},
+        {A_GROUP_SIZE, offsetof(kin_event, group_size), H_GROUP_SIZE, "Group size"},
+        {A_SEQ, offsetof(kin_event, seq), H_SEQ, "Seq"},
+        {A_WAIT_STREAM, offsetof(kin_event, wait_stream), H_WAIT_STREAM, "wait_on_stream"},
+        {A_WAIT_RECORD_CORR, offsetof(kin_event, wait_record), H_WAIT_RECORD,
+         "wait_on_cuda_event_record_corr_id"},
+        {A_WAIT_EVENT_ID, offsetof(kin_event, wait_event), H_WAIT_EVENT, "wait_on_cuda_event_id"},
+        {A_DEVICE_TYPE, offsetof(kin_event, device_type), H_DEVICE_TYPE, "Device Type"},
+        {A_DEVICE_ID, offsetof(kin_event, device_id), H_DEVICE_ID, "Device Id"},
+        {A_ADDR, offsetof(kin_event, addr), H_ADDR, "Addr"},
+        {A_MEM_BYTES, offsetof(kin_event, mem_bytes), H_MEM_BYTES, "Bytes"},
+    };
+    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
+        if (slots[i].key == key) {
+            *dst = (int64_t *)((char *)e + slots[i].off);
+            *bit = slots[i].bit;
+            *what = slots[i].what;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* A string under a key of args: an integer argument written as text (ROCm traces write
+ * "stream": "0x0", "bytes": "1"; json_num.h's imp_parse_int_text: decimal or 0x hex) is
+ * read as the number; a string under any other key we do not read is ignored. */
+static int
+kin_int_text_arg(kineto_importer *k, const unsigned char *s, size_t l, int key)
+{
+    int64_t *dst;
+    uint32_t bit;
+    const char *what;
+    if (key == K_NONE || kin_int_slot(&k->ev, key, &dst, &bit, &what) < 0)
+        return 1;
+    if (imp_parse_int_text((const char *)s, l, dst) < 0)
+        return kin_fail(k, DPRO_ERR_NOT_TRACE, "\"%s\": \"%.*s\" is not an integer in range", what,
+                        KIN_SHOW(l), (const char *)s);
     k->ev.have |= bit;
     return 1;
 }
@@ -409,19 +469,14 @@ kin_cb_string(void *ctx, const unsigned char *s, size_t l)
             memcpy(e->pg_ranks, s, l);
             e->pg_ranks_len = l;
             return 1;
-        case A_CORRELATION:
-        case A_STREAM:
-        case A_DEVICE:
-        case A_EXTERNAL_ID:
-        case A_BYTES:
-        case A_IN_NELEMS:
-            return kin_wrong_type(k, "args", "a number for this key");
         default:
-            return 1;
+            return kin_int_text_arg(k, s, l, key);
         }
     case CTX_DIST:
         if (key == D_NCCL_VERSION)
             kin_str_set(&k->nccl_version, s, l);
+        else if (key == D_BACKEND)
+            kin_str_set(&k->backend, s, l);
         else if (key == D_RANK || key == D_WORLD_SIZE)
             return kin_wrong_type(k, key == D_RANK ? "rank" : "world_size", "an integer");
         return 1;
