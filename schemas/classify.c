@@ -67,6 +67,7 @@ static const class_rule runtime_rules[] = {
     {"ExtLaunchKernel", 1, DPRO_API_CLASS_LAUNCH},       /* HIP */
     {"ModuleLaunchKernel", 0, DPRO_API_CLASS_LAUNCH},    /* HIP */
     {"ExtModuleLaunchKernel", 0, DPRO_API_CLASS_LAUNCH}, /* HIP */
+    {"HccModuleLaunchKernel", 0, DPRO_API_CLASS_LAUNCH}, /* HIP */
     {"LaunchByPtr", 0, DPRO_API_CLASS_LAUNCH},           /* HIP */
     {"GraphLaunch", 0, DPRO_API_CLASS_GRAPH_LAUNCH},
     {"EventRecord", 1, DPRO_API_CLASS_EVENT_RECORD}, /* EventRecord, EventRecordWithFlags */

@@ -25,6 +25,7 @@ static const spelling spellings[] = {
     {"hipLaunchKernel", DPRO_API_CLASS_LAUNCH},
     {"hipExtLaunchKernel", DPRO_API_CLASS_LAUNCH},
     {"hipModuleLaunchKernel", DPRO_API_CLASS_LAUNCH},
+    {"hipHccModuleLaunchKernel", DPRO_API_CLASS_LAUNCH},
     {"cudaGraphLaunch", DPRO_API_CLASS_GRAPH_LAUNCH},
     {"cudaGraphLaunch_ptsz", DPRO_API_CLASS_GRAPH_LAUNCH},
     {"cuGraphLaunch", DPRO_API_CLASS_GRAPH_LAUNCH},
