@@ -1,0 +1,9 @@
+# tests/info: dpro-info's analyses (replay/analyses/) against an independent reading of
+# the Kineto JSON (hta_reference.py), on synthetic traces with hand-known answers and on
+# the real traces of ../shared/traces/kineto. Needs dpro-import kineto (yajl).
+dist_check_SCRIPTS += tests/info/hta_reference.py tests/info/test_info_analyses.py
+if HAVE_YAJL
+if HAVE_PYTHON3
+TESTS += tests/info/test_info_analyses.py
+endif
+endif
