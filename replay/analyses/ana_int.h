@@ -46,6 +46,12 @@ typedef struct ana_record {
     uint32_t thread;
 } ana_record;
 
+/* A sort key: k1, k2, k3, then idx (ana_sort_keys). */
+typedef struct ana_key {
+    uint64_t k1, k2, k3;
+    int32_t idx;
+} ana_key;
+
 /* Summary of a set of int64 values. */
 typedef struct ana_summary {
     uint64_t count;
@@ -56,6 +62,7 @@ typedef struct ana_summary {
 /* Launch statistics of one kernel name (name 0 and all = 1: over all kernels). */
 typedef struct ana_launch_row {
     uint32_t name;
+    const char *text; /* its text */
     ana_summary cpu, delay;
 } ana_launch_row;
 
@@ -109,6 +116,7 @@ typedef struct ana_kname {
 
 typedef struct ana_op_row {
     uint32_t name;
+    const char *text; /* its text */
     uint64_t instances, host_ns, launches, dev_ops, dev_ns, kernel_names;
     int64_t delay_sum_ns;
     ana_kname kernels[ANA_OP_KERNELS]; /* most device time first */
@@ -138,6 +146,7 @@ typedef struct ana_queue_result {
 typedef struct ana_seq_row {
     uint8_t n;
     uint32_t names[ANA_SEQ_MAX];
+    const char *text[ANA_SEQ_MAX]; /* their texts (set in the result rows only) */
     uint64_t count, ns;
 } ana_seq_row;
 
@@ -175,6 +184,9 @@ struct ana_collect {
     ana_queue_result queue;
     ana_seq_result seq;
 };
+
+/* Sorts k[0..n) by k1, k2, k3, idx. */
+void ana_sort_keys(ana_key *k, size_t n);
 
 /* Grows *arr (element size sz, *cap elements) to hold one more than n. Returns 0 or -1. */
 int ana_grow(void **arr, size_t *cap, size_t n, size_t sz);

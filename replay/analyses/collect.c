@@ -129,14 +129,17 @@ is_launching(int cls)
 static int
 take_api(ana_collect *c, const dpro_event *ev)
 {
-    int cls = dpro_reader_api_class(c->r, ev->name);
-    if (ev->correlation == 0)
+    int cls;
+    if (ev->correlation == 0 || !(c->o.which & (ANA_LAUNCH | ANA_IDLE | ANA_OPS | ANA_QUEUE)))
         return 0;
+    cls = dpro_reader_api_class(c->r, ev->name);
     if (is_launching(cls) || ev->name2) {
         if (ana_grow((void **)&c->apis, &c->capis, c->napis, sizeof *c->apis) != 0)
             return -1;
         c->apis[c->napis++] =
             (ana_api){ev->start_ns, ev->end_ns, ev->correlation, ev->thread, (uint8_t)cls};
+    } else if (!(c->o.which & ANA_IDLE)) {
+        return 0;
     } else if (cls == DPRO_API_CLASS_EVENT_RECORD && ev->object) {
         if (c->nrecords >= INT32_MAX ||
             ana_grow((void **)&c->records, &c->crecords, c->nrecords, sizeof *c->records) != 0)
@@ -186,7 +189,8 @@ ana_collect_event(ana_collect *c, const dpro_event *ev)
     case DPRO_KIND_SYNC:
         /* imported traces: the waiting stream, the recording stream in peer, the record's
          * correlation in value */
-        if (ev->subkind != DPRO_SYNC_STREAM_WAIT_EVENT || ev->value <= 0 || ev->peer < 0)
+        if (!(c->o.which & ANA_IDLE) || ev->subkind != DPRO_SYNC_STREAM_WAIT_EVENT ||
+            ev->value <= 0 || ev->peer < 0)
             break;
         if (ana_grow((void **)&c->waits, &c->cwaits, c->nwaits, sizeof *c->waits) != 0) {
             rc = -1;
@@ -196,8 +200,10 @@ ana_collect_event(ana_collect *c, const dpro_event *ev)
             (ana_wait){ev->stream, ev->correlation, (uint64_t)ev->peer, (uint64_t)ev->value};
         break;
     case DPRO_KIND_MARKER:
-        if (ev->subkind != DPRO_MARK_CPU_OP && (ev->subkind != DPRO_MARK_RANGE || ev->thread == 0 ||
-                                                (c->id_python && ev->name2 == c->id_python)))
+        /* cpu_ops; host ranges but Kineto's python_function (annotations) */
+        if (!(c->o.which & ANA_OPS) || (ev->subkind != DPRO_MARK_CPU_OP &&
+                                        (ev->subkind != DPRO_MARK_RANGE || ev->thread == 0 ||
+                                         (c->id_python && ev->name2 == c->id_python))))
             break;
         if (ana_grow((void **)&c->ranges, &c->cranges, c->nranges, sizeof *c->ranges) != 0) {
             rc = -1;
@@ -222,31 +228,23 @@ cmp_api_corr(const void *pa, const void *pb)
     return (a->start > b->start) - (a->start < b->start);
 }
 
-/* ops, for sorting index arrays */
-static const ana_op *sort_ops;
-
 static int
-cmp_by_stream(const void *pa, const void *pb)
+cmp_key(const void *pa, const void *pb)
 {
-    int32_t i = *(const int32_t *)pa, j = *(const int32_t *)pb;
-    const ana_op *a = &sort_ops[i], *b = &sort_ops[j];
-    if (a->stream != b->stream)
-        return a->stream < b->stream ? -1 : 1;
-    if (a->start != b->start)
-        return a->start < b->start ? -1 : 1;
-    return (i > j) - (i < j);
+    const ana_key *a = pa, *b = pb;
+    if (a->k1 != b->k1)
+        return a->k1 < b->k1 ? -1 : 1;
+    if (a->k2 != b->k2)
+        return a->k2 < b->k2 ? -1 : 1;
+    if (a->k3 != b->k3)
+        return a->k3 < b->k3 ? -1 : 1;
+    return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
-static int
-cmp_by_corr(const void *pa, const void *pb)
+void
+ana_sort_keys(ana_key *k, size_t n)
 {
-    int32_t i = *(const int32_t *)pa, j = *(const int32_t *)pb;
-    const ana_op *a = &sort_ops[i], *b = &sort_ops[j];
-    if (a->stream != b->stream)
-        return a->stream < b->stream ? -1 : 1;
-    if (a->corr != b->corr)
-        return a->corr < b->corr ? -1 : 1;
-    return (i > j) - (i < j);
+    qsort(k, n, sizeof *k, cmp_key);
 }
 
 /* Joins each op to its launch call (the first call of its correlation id). */
@@ -281,13 +279,22 @@ index_streams(ana_collect *c)
     c->by_corr = malloc((n ? n : 1) * sizeof *c->by_corr);
     c->stream_first = malloc((n + 1) * sizeof *c->stream_first);
     c->stream_ids = malloc((n ? n : 1) * sizeof *c->stream_ids);
-    if (!c->by_stream || !c->by_corr || !c->stream_first || !c->stream_ids)
+    ana_key *k = malloc((n ? n : 1) * sizeof *k);
+    if (!c->by_stream || !c->by_corr || !c->stream_first || !c->stream_ids || !k) {
+        free(k);
         return -1;
+    }
     for (size_t i = 0; i < n; i++)
-        c->by_stream[i] = c->by_corr[i] = (int32_t)i;
-    sort_ops = c->ops;
-    qsort(c->by_stream, n, sizeof *c->by_stream, cmp_by_stream);
-    qsort(c->by_corr, n, sizeof *c->by_corr, cmp_by_corr);
+        k[i] = (ana_key){c->ops[i].stream, c->ops[i].start, 0, (int32_t)i};
+    ana_sort_keys(k, n);
+    for (size_t i = 0; i < n; i++)
+        c->by_stream[i] = k[i].idx;
+    for (size_t i = 0; i < n; i++)
+        k[i] = (ana_key){c->ops[i].stream, c->ops[i].corr, 0, (int32_t)i};
+    ana_sort_keys(k, n);
+    for (size_t i = 0; i < n; i++)
+        c->by_corr[i] = k[i].idx;
+    free(k);
     for (size_t i = 0; i < n; i++) {
         uint64_t s = c->ops[c->by_stream[i]].stream;
         if (i == 0 || s != c->stream_ids[ns - 1]) {

@@ -24,15 +24,13 @@ cmp_sample_name(const void *pa, const void *pb)
     return (a->op > b->op) - (a->op < b->op);
 }
 
-static const ana_collect *sort_c;
-
 static int
 cmp_row(const void *pa, const void *pb)
 {
     const ana_launch_row *a = pa, *b = pb;
     if (a->cpu.count != b->cpu.count)
         return a->cpu.count > b->cpu.count ? -1 : 1;
-    return strcmp(dpro_reader_string(sort_c->r, a->name), dpro_reader_string(sort_c->r, b->name));
+    return strcmp(a->text, b->text);
 }
 
 static int
@@ -54,13 +52,14 @@ is_outlier(int64_t value, int64_t median, int64_t floor_ns)
     return value > floor_ns && value > ANA_OUTLIER_FACTOR * (median > 0 ? median : 0);
 }
 
-/* Summaries of the launches s[0..n) (one name) into row; outliers appended to l (grown
- * as needed). tmp holds n values. Returns 0 or -1. */
+/* Summaries of the launches s[0..n) (one name of c's trace) into row; outliers appended
+ * to l (grown as needed). tmp holds n values. Returns 0 or -1. */
 static int
-summarise_name(ana_launch_result *l, size_t *cap, const launch_sample *s, size_t n, int64_t *tmp,
-               ana_launch_row *row)
+summarise_name(const ana_collect *c, ana_launch_result *l, size_t *cap, const launch_sample *s,
+               size_t n, int64_t *tmp, ana_launch_row *row)
 {
     row->name = s[0].name;
+    row->text = dpro_reader_string(c->r, s[0].name);
     for (size_t i = 0; i < n; i++)
         tmp[i] = s[i].cpu;
     ana_summarise(tmp, n, &row->cpu);
@@ -127,10 +126,9 @@ ana_launch_compute(ana_collect *c)
     for (size_t i = 0, j; rc == 0 && i < n; i = j) {
         for (j = i + 1; j < n && s[j].name == s[i].name; j++)
             ;
-        rc = summarise_name(l, &cap, s + i, j - i, tmp, &l->rows[l->nrows++]);
+        rc = summarise_name(c, l, &cap, s + i, j - i, tmp, &l->rows[l->nrows++]);
     }
     if (rc == 0) {
-        sort_c = c;
         qsort(l->rows, l->nrows, sizeof *l->rows, cmp_row);
         qsort(l->outliers, l->noutliers, sizeof *l->outliers, cmp_outlier);
     }

@@ -20,36 +20,6 @@ typedef struct charge {
     uint64_t ns;
 } charge;
 
-static const ana_collect *sort_c;
-
-/* Ranges by thread, then start, then the longest first (the enclosing one), then in
- * trace order. */
-static int
-cmp_range(const void *pa, const void *pb)
-{
-    int32_t i = *(const int32_t *)pa, j = *(const int32_t *)pb;
-    const ana_range *a = &sort_c->ranges[i], *b = &sort_c->ranges[j];
-    if (a->thread != b->thread)
-        return a->thread < b->thread ? -1 : 1;
-    if (a->start != b->start)
-        return a->start < b->start ? -1 : 1;
-    if (a->end != b->end)
-        return a->end > b->end ? -1 : 1;
-    return (i > j) - (i < j);
-}
-
-static int
-cmp_api_thread(const void *pa, const void *pb)
-{
-    int32_t i = *(const int32_t *)pa, j = *(const int32_t *)pb;
-    const ana_api *a = &sort_c->apis[i], *b = &sort_c->apis[j];
-    if (a->thread != b->thread)
-        return a->thread < b->thread ? -1 : 1;
-    if (a->start != b->start)
-        return a->start < b->start ? -1 : 1;
-    return (i > j) - (i < j);
-}
-
 static int
 cmp_charge(const void *pa, const void *pb)
 {
@@ -67,26 +37,41 @@ cmp_op_row(const void *pa, const void *pb)
         return a->dev_ns > b->dev_ns ? -1 : 1;
     if (a->instances != b->instances)
         return a->instances > b->instances ? -1 : 1;
-    return strcmp(dpro_reader_string(sort_c->r, a->name), dpro_reader_string(sort_c->r, b->name));
+    return strcmp(a->text, b->text);
+}
+
+/* Fills idx[0..n) with 0..n-1 sorted by keys (thread, start, UINT64_MAX - end: the
+ * enclosing range first) of the ranges (apis NULL) or of the apis (ranges NULL).
+ * k: scratch of n keys. */
+static void
+order(const ana_range *ranges, const ana_api *apis, size_t n, ana_key *k, int32_t *idx)
+{
+    for (size_t i = 0; i < n; i++)
+        k[i] = ranges ? (ana_key){ranges[i].thread, ranges[i].start, UINT64_MAX - ranges[i].end,
+                                  (int32_t)i}
+                      : (ana_key){apis[i].thread, apis[i].start, 0, (int32_t)i};
+    ana_sort_keys(k, n);
+    for (size_t i = 0; i < n; i++)
+        idx[i] = k[i].idx;
 }
 
 /* For each API call, the innermost cpu_op (owner[2 i]) and annotation (owner[2 i + 1])
- * around its start on its thread, as range indices, -1 for none. rs, as: scratch of
- * nranges and napis entries; stk: of 2 nranges. */
-static void
+ * around its start on its thread (the open range that started last: ranges in order of
+ * start, the enclosing one first, then in trace order), as range indices, -1 for none.
+ * rs, as: scratch of nranges and napis entries; stk: of 2 nranges. Returns 0 or -1. */
+static int
 enclose(const ana_collect *c, int32_t *owner, int32_t *rs, int32_t *as, int32_t *stk)
 {
     size_t nr = c->nranges, na = c->napis, ri = 0;
     int32_t *st[2] = {stk, stk + nr};
     size_t sn[2] = {0, 0};
     uint32_t thread = 0;
-    for (size_t i = 0; i < nr; i++)
-        rs[i] = (int32_t)i;
-    for (size_t i = 0; i < na; i++)
-        as[i] = (int32_t)i;
-    sort_c = c;
-    qsort(rs, nr, sizeof *rs, cmp_range);
-    qsort(as, na, sizeof *as, cmp_api_thread);
+    ana_key *k = malloc((nr > na ? nr : na ? na : 1) * sizeof *k);
+    if (!k)
+        return -1;
+    order(c->ranges, NULL, nr, k, rs);
+    order(NULL, c->apis, na, k, as);
+    free(k);
     for (size_t ai = 0; ai < na; ai++) {
         const ana_api *a = &c->apis[as[ai]];
         if (ai == 0 || a->thread != thread) {
@@ -110,6 +95,7 @@ enclose(const ana_collect *c, int32_t *owner, int32_t *rs, int32_t *as, int32_t 
             owner[2 * (size_t)as[ai] + (size_t)s] = sn[s] ? st[s][sn[s] - 1] : -1;
         }
     }
+    return 0;
 }
 
 /* Fills rows (*n of them) from the names with instances or device ops, each with its
@@ -130,6 +116,7 @@ make_rows(const ana_collect *c, const name_acc *acc, uint32_t nstr, const charge
             continue;
         ana_op_row *r = &(*rows)[(*n)++];
         r->name = id;
+        r->text = dpro_reader_string(c->r, id);
         r->instances = acc[id].instances;
         r->host_ns = acc[id].host_ns;
         r->launches = acc[id].launches;
@@ -157,7 +144,6 @@ make_rows(const ana_collect *c, const name_acc *acc, uint32_t nstr, const charge
                 r->kernels[pos] = kn;
         }
     }
-    sort_c = c;
     qsort(*rows, *n, sizeof **rows, cmp_op_row);
     return 0;
 }
@@ -179,7 +165,9 @@ ana_ops_compute(ana_collect *c)
     size_t nch[2] = {0, 0};
     int rc = owner && rs && as && stk && acc[0] && acc[1] && ch[0] && ch[1] && counted ? 0 : -1;
     if (rc == 0) {
-        enclose(c, owner, rs, as, stk);
+        rc = enclose(c, owner, rs, as, stk);
+    }
+    if (rc == 0) {
         for (size_t i = 0; i < nr; i++) {
             const ana_range *g = &c->ranges[i];
             name_acc *x = &acc[g->cpu_op ? 0 : 1][g->name <= nstr ? g->name : 0];

@@ -69,8 +69,6 @@ seq_add(seq_table *t, uint8_t n, const uint32_t *names, uint64_t ns)
     return 0;
 }
 
-static const ana_collect *sort_c;
-
 static int
 cmp_seq(const void *pa, const void *pb)
 {
@@ -80,8 +78,7 @@ cmp_seq(const void *pa, const void *pb)
     if (a->ns != b->ns)
         return a->ns > b->ns ? -1 : 1;
     for (int i = 0; i < a->n; i++) {
-        int d = strcmp(dpro_reader_string(sort_c->r, a->names[i]),
-                       dpro_reader_string(sort_c->r, b->names[i]));
+        int d = strcmp(a->text[i], b->text[i]);
         if (d)
             return d;
     }
@@ -139,9 +136,12 @@ ana_seq_compute(ana_collect *c)
         }
         m = 0;
         for (size_t i = 0; i < t.cap; i++)
-            if (t.slot[i].count && t.slot[i].n == n)
-                s->rows[n][m++] = t.slot[i];
-        sort_c = c;
+            if (t.slot[i].count && t.slot[i].n == n) {
+                ana_seq_row *r = &s->rows[n][m++];
+                *r = t.slot[i];
+                for (int k = 0; k < n; k++)
+                    r->text[k] = dpro_reader_string(c->r, r->names[k]);
+            }
         qsort(s->rows[n], m, sizeof *s->rows[n], cmp_seq);
         s->distinct[n] = m;
         s->nrows[n] = m < c->o.top_seq ? m : c->o.top_seq;
