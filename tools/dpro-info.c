@@ -58,7 +58,7 @@ usage(FILE *out)
             "  --json         machine-readable output (keys: ranks, events, events_by_kind,\n"
             "                 bytes, bytes_per_event, dropped, files; kernels; analyses:\n"
             "                 per_rank[{path, rank, launch, idle, memcpy, ops, queue,\n"
-            "                 sequences}], the keys of each in replay/analyses/*.c)\n"
+            "                 sequences}], each one's keys in replay/analyses/analyses.h)\n"
             "  --quick        do not decode events (no counts by kind)\n"
             "  --kernels[=K]  kernel breakdown per file and over all files: device time\n"
             "                 by category (compute, communication, memcpy, memset) and\n"

@@ -13,6 +13,11 @@
  *              nothing was queued), kernel wait (then until the op on another stream it
  *              waits for through a stream-wait event ended) and other (the rest: launch
  *              latency, unknown causes; a gap before an op with no launch call is other).
+ *              A wait (Kineto's "Stream Wait Event" sync record, or a collector's
+ *              cudaStreamWaitEvent with its event handle matched to the last
+ *              cudaEventRecord of that handle) holds the first op launched on its stream
+ *              after it (correlation order) for the last op launched on the recording
+ *              stream before the record.
  *   memcpy     copies and sets by kind (HtoD, DtoH, DtoD, ...), memory (pinned, pageable,
  *              device, managed, unknown: from the record's name, as Kineto writes it) and
  *              size class (powers of 4 bytes: [4^k, 4^(k+1)), 0 bytes alone): count,
@@ -32,6 +37,34 @@
  *              broken by a copy or a set between them; windows overlap), most frequent
  *              first: count, device time of their kernels and its share of the trace's
  *              device time (all device ops).
+ *
+ * JSON (ana_write_json; stable keys; times in microseconds, _us; shares in percent, _pct):
+ *   launch     launches, unlaunched_kernels (no launch call joined), other_launched
+ *              (joined to another call: graph launches, copies), cpu{mean_us, p50_us,
+ *              p95_us, max_us}, delay{same}, outlier_rule, cpu_outliers, delay_outliers,
+ *              kernel_names, kernels[{name, short_name, count, cpu{}, delay{}}] (most
+ *              launches first), outliers[{name, what: "cpu" | "delay", us, median_us,
+ *              start_us (kernel start), correlation}] (largest excess over the median first)
+ *   idle       waits, all{ROW}, streams[{stream, ROW}]; ROW: ops, gaps, span_us, busy_us,
+ *              idle_us, idle_pct (of span), host_wait_us, kernel_wait_us, other_us,
+ *              host_wait_pct, kernel_wait_pct, other_pct (of idle)
+ *   memcpy     kinds[{op: "memcpy" | "memset", kind: "HtoD" | "DtoH" | "DtoD" | "HtoH" |
+ *              "PtoP" | "Default" | "memset", memory: "pinned" | "pageable" | "managed" |
+ *              "device" | "unknown", count, bytes, us, gb_per_s, sizes[{size_min, size_max
+ *              (the class [min, max) in bytes; 0 bytes: [0, 1)), count, bytes, us,
+ *              gb_per_s}]}]
+ *   ops        device_ops, device_us (all device ops), charged{cpu_op{device_ops,
+ *              device_us}, annotation{same}}, op_names, annotation_names, cpu_ops[OP],
+ *              annotations[OP] (most device time first); OP: name, instances, host_us,
+ *              launches, device_ops, device_us, device_pct, launch_delay_mean_us,
+ *              kernel_names, kernels[{name, short_name, count, device_us}] (up to
+ *              ANA_OP_KERNELS, most device time first)
+ *   queue      depth (0: no full queue seen), scope: "stream" | "device" | "none",
+ *              long_calls, explained, launch_cost_us, long_us, blocked_calls, blocked_us,
+ *              streams[{stream, ops (launched), max_len, mean_len, window_us,
+ *              blocked_calls, blocked_us}]
+ *   sequences  device_us, by_length[{n, distinct, top[{names[n], short_names[n], count,
+ *              device_us, share_pct}]}] for n = 2..ANA_SEQ_MAX (most frequent first)
  *
  *   ana_collect *c;
  *   ana_collect_new(reader, &opts, &c);
@@ -96,8 +129,7 @@ int ana_collect_event(ana_collect *c, const dpro_event *ev);
 int ana_collect_finish(ana_collect *c);
 
 /* Writes the analyses asked for as members of the JSON object open in w: launch, idle,
- * memcpy, ops, queue, sequences (keys in tools/dpro-info.c's usage text and
- * docs: see each ana_*_json in replay/analyses/). */
+ * memcpy, ops, queue, sequences, each an object with the keys listed above. */
 void ana_write_json(json_writer *w, const ana_collect *c);
 
 /* Prints the analyses asked for as text on out, each under a heading that starts with
