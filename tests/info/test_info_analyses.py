@@ -6,7 +6,8 @@ Synthetic: two small Kineto traces written here with hand-known answers, importe
 dpro-import: one with three streams joined by an event (launch delays, an outlier, host and
 kernel wait, a pinned copy of 1 MiB, nested cpu_ops and an annotation, kernel runs), one
 whose host is held by a full launch queue of 100 ops (the depth, the calls held and for how
-long are known from how it was written; dpro-replay must infer the same depth). Both must
+long are known from how it was written). On every trace, dpro-replay's own inference (its
+info line) must find the depth, scope, long calls and held calls that --queue finds. Both must
 give the hand-known figures and agree with hta_reference.py.
 Real: every Kineto trace of ../shared/traces/kineto is imported and every figure must equal
 what hta_reference.py computes from the original (skipped where the traces are absent: a
@@ -16,6 +17,7 @@ import glob
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -201,6 +203,22 @@ def cmp_sequences(label, g, r):
               "%s: %d-grams: a more frequent one is not listed" % (label, n))
 
 
+QUEUE_LINE = re.compile(r"launch queue of (\d+) ops per (stream|device) \((\d+) of (\d+) long "
+                        r"launch calls found it full; (\d+) calls held")
+
+
+def cmp_replay_queue(label, q, trace_dir):
+    """dpro-replay's own inference (its info line) must find what --queue found."""
+    p = run([REPLAY, trace_dir], env=dict(os.environ, DPRO_LOG="info"))
+    m = QUEUE_LINE.search(p.stderr)
+    if m is None:
+        check(q["depth"] == 0, "%s: --queue depth %d, dpro-replay found none" % (label, q["depth"]))
+        return
+    want = (int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4)), int(m.group(5)))
+    got = (q["depth"], q["scope"], q["explained"], q["long_calls"], q["blocked_calls"])
+    check(got == want, "%s: --queue %r, dpro-replay %r" % (label, got, want))
+
+
 def compare(label, got, ref):
     cmp_launch(label, got["launch"], ref["launch"])
     cmp_idle(label, got["idle"], ref["idle"])
@@ -347,10 +365,7 @@ def main():
               ns(q["blocked_us"]) == held_ns and held > 100,
               "queue: %r, expected depth %d, %d calls held %d ns" % (q, Q, held, held_ns))
         compare("queue", got, reference(p))
-        env = dict(os.environ, DPRO_LOG="info")
-        r = run([REPLAY, out], env=env)
-        check("launch queue of %d ops per stream" % Q in r.stderr,
-              "dpro-replay does not infer depth %d: %s" % (Q, r.stderr[-400:]))
+        cmp_replay_queue("queue", q, out)
 
         # the text output names every analysis; the options refuse a bad K
         txt = run([INFO, "--analyses", out]).stdout
@@ -368,8 +383,9 @@ def main():
             print("SKIP real traces: ../shared/traces/kineto not found")
         for path in traces:
             label = os.path.basename(path)
-            got, _ = analyses_of(path, tmp)
+            got, out = analyses_of(path, tmp)
             compare(label, got, reference(path))
+            cmp_replay_queue(label, got["queue"], out)
             print("%s: launches %d, queue depth %d, %d cpu_op names" %
                   (label, got["launch"]["launches"], got["queue"]["depth"],
                    got["ops"]["op_names"]))
