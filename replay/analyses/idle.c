@@ -174,7 +174,7 @@ ana_idle_print(FILE *out, const ana_collect *c)
     const ana_idle_result *r = &c->idle;
     char label[32];
     fprintf(out, "  %-10s %8s %12s %12s %7s %12s %6s %12s %6s %12s %6s\n", "stream", "ops",
-            "span ms", "idle ms", "idle", "host wait", "", "kernel wait", "", "other", "");
+            "span ms", "idle ms", "idle", "host wait ms", "", "kern wait ms", "", "other ms", "");
     for (size_t i = 0; i < r->nrows; i++) {
         snprintf(label, sizeof label, "%" PRIu64, r->rows[i].stream);
         row_print(out, label, &r->rows[i]);
