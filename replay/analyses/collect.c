@@ -251,7 +251,8 @@ ana_sort_keys(ana_key *k, size_t n)
 static void
 join_launches(ana_collect *c)
 {
-    qsort(c->apis, c->napis, sizeof *c->apis, cmp_api_corr);
+    if (c->napis)
+        qsort(c->apis, c->napis, sizeof *c->apis, cmp_api_corr);
     for (size_t i = 0; i < c->nops; i++) {
         ana_op *o = &c->ops[i];
         size_t lo = 0, hi = c->napis;

@@ -22,7 +22,8 @@ static void
 sort_waits(ana_collect *c)
 {
     size_t m = 0;
-    qsort(c->waits, c->nwaits, sizeof *c->waits, cmp_wait);
+    if (c->nwaits)
+        qsort(c->waits, c->nwaits, sizeof *c->waits, cmp_wait);
     for (size_t i = 0; i < c->nwaits; i++)
         if (m == 0 || c->waits[m - 1].stream != c->waits[i].stream ||
             c->waits[m - 1].corr_wait != c->waits[i].corr_wait)

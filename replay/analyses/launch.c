@@ -130,7 +130,8 @@ ana_launch_compute(ana_collect *c)
     }
     if (rc == 0) {
         qsort(l->rows, l->nrows, sizeof *l->rows, cmp_row);
-        qsort(l->outliers, l->noutliers, sizeof *l->outliers, cmp_outlier);
+        if (l->noutliers)
+            qsort(l->outliers, l->noutliers, sizeof *l->outliers, cmp_outlier);
     }
     free(s);
     free(tmp);
