@@ -118,7 +118,7 @@ typedef struct ana_op_row {
     uint32_t name;
     const char *text; /* its text */
     uint64_t instances, host_ns, launches, dev_ops, dev_ns, kernel_names;
-    int64_t delay_sum_ns;
+    double delay_sum_ns;               /* summed launch delays of its device ops */
     ana_kname kernels[ANA_OP_KERNELS]; /* most device time first */
 } ana_op_row;
 

@@ -49,7 +49,11 @@ cmp_outlier(const void *pa, const void *pb)
 static int
 is_outlier(int64_t value, int64_t median, int64_t floor_ns)
 {
-    return value > floor_ns && value > ANA_OUTLIER_FACTOR * (median > 0 ? median : 0);
+    if (value <= floor_ns)
+        return 0;
+    if (median <= 0)
+        return 1;
+    return median <= INT64_MAX / ANA_OUTLIER_FACTOR && value > ANA_OUTLIER_FACTOR * median;
 }
 
 /* Summaries of the launches s[0..n) (one name of c's trace) into row; outliers appended

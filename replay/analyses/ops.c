@@ -11,7 +11,7 @@
 /* Per name accumulation (indexed by string id). */
 typedef struct name_acc {
     uint64_t instances, host_ns, launches, dev_ops, dev_ns;
-    int64_t delay_sum;
+    double delay_sum;
 } name_acc;
 
 /* A device op charged to a name: for the kernel lists. */
@@ -190,7 +190,7 @@ ana_ops_compute(ana_collect *c)
                 name_acc *x = &acc[s][id];
                 x->dev_ops++;
                 x->dev_ns += ns;
-                x->delay_sum += (int64_t)o->start - (int64_t)a->end;
+                x->delay_sum += (double)((int64_t)o->start - (int64_t)a->end);
                 if (!(counted[o->api] & (1u << s))) {
                     counted[o->api] |= (uint8_t)(1u << s);
                     x->launches++;
@@ -249,7 +249,7 @@ rows_json(json_writer *w, const ana_collect *c, const char *key, const ana_op_ro
         json_kv_double(w, "device_us", (double)r->dev_ns / 1e3);
         json_kv_double(w, "device_pct", ana_pct((double)r->dev_ns, (double)res->dev_ns));
         json_kv_double(w, "launch_delay_mean_us",
-                       r->dev_ops ? (double)r->delay_sum_ns / 1e3 / (double)r->dev_ops : 0.0);
+                       r->dev_ops ? r->delay_sum_ns / 1e3 / (double)r->dev_ops : 0.0);
         json_kv_uint(w, "kernel_names", r->kernel_names);
         json_key(w, "kernels");
         json_begin_array(w);
@@ -316,7 +316,7 @@ rows_print(FILE *out, const ana_collect *c, const char *what, const ana_op_row *
         fprintf(out, "  %9" PRIu64 " %12.3f %9" PRIu64 " %12.3f %5.1f%% %10.2f  %s\n", r->instances,
                 r->host_ns / 1e6, r->dev_ops, r->dev_ns / 1e6,
                 ana_pct((double)r->dev_ns, (double)res->dev_ns),
-                r->dev_ops ? (double)r->delay_sum_ns / 1e3 / (double)r->dev_ops : 0.0,
+                r->dev_ops ? r->delay_sum_ns / 1e3 / (double)r->dev_ops : 0.0,
                 dpro_reader_string(c->r, r->name));
         for (size_t k = 0; k < ANA_OP_KERNELS && k < r->kernel_names; k++)
             fprintf(out, "  %9s %12s %9" PRIu64 " %12.3f %6s %10s    %s\n", "", "",

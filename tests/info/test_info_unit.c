@@ -180,6 +180,36 @@ test_collector_wait(const char *dir)
     unlink(path);
 }
 
+/* Launch delays near 2^62 ns: the outlier rule and the sums must not overflow (the
+ * sanitizer build checks), and the figures stay exact. */
+static void
+test_extreme_times(const char *dir)
+{
+    char path[4096];
+    dpro_reader *r = NULL;
+    const uint64_t far = 1ull << 62;
+    const dpro_event ev[] = {
+        api(S_LAUNCH, 0, 1000, 1, 10, 0),
+        api(S_LAUNCH, 2000, 3000, 2, 10, 0),
+        api(S_LAUNCH, 4000, 5000, 3, 10, 0),
+        op(DPRO_KIND_KERNEL, S_KX, far - 3000, far - 2000, 1, 10, 0),
+        op(DPRO_KIND_KERNEL, S_KX, far - 2000, far - 1000, 2, 10, 0),
+        op(DPRO_KIND_KERNEL, S_KX, far - 1000, far, 3, 10, 0),
+    };
+    snprintf(path, sizeof path, "%s/far.dpro", dir);
+    REQUIRE(write_trace(path, ev, sizeof ev / sizeof ev[0]) == 0);
+    ana_collect *c = analyse(path, ANA_ALL, &r);
+    REQUIRE(c != NULL);
+    CHECK_EQ_U(c->launch.all.delay.count, 3);
+    CHECK_EQ(c->launch.all.delay.max, (int64_t)(far - 4000));
+    CHECK_EQ(c->launch.all.delay.p50, (int64_t)(far - 5000));
+    CHECK_EQ_U(c->launch.delay_outliers, 0);
+    CHECK_EQ_U(c->queue.rows[0].max_len, 3);
+    ana_collect_free(c);
+    dpro_reader_close(r);
+    unlink(path);
+}
+
 static void
 test_empty(const char *dir)
 {
@@ -205,6 +235,7 @@ main(void)
     char dir[] = "/tmp/test_info_unit.XXXXXX";
     REQUIRE(mkdtemp(dir) != NULL);
     test_collector_wait(dir);
+    test_extreme_times(dir);
     test_empty(dir);
     rmdir(dir);
     return tests_done();
