@@ -209,6 +209,11 @@ ptrdiff_t ana_stream_index(const ana_collect *c, uint64_t s);
 const char *ana_copy_kind_name(unsigned subkind);
 const char *ana_memory_name(unsigned memory);
 
+/* Each analysis X (one file each): ana_X_compute fills its result in c from the records
+ * and joins of the pass (after ana_collect_finish's joins; returns 0, or -1 out of
+ * memory, leaving a partial result that ana_collect_free frees); ana_X_json writes its
+ * members into the open JSON object (keys in analyses.h); ana_X_print writes its text
+ * table; ana_X_free (where there is one) frees its result and zeroes it. */
 int ana_launch_compute(ana_collect *c);
 void ana_launch_json(json_writer *w, const ana_collect *c);
 void ana_launch_print(FILE *out, const ana_collect *c);
