@@ -233,8 +233,9 @@ ana_launch_print(FILE *out, const ana_collect *c)
             l->all.cpu.count, l->unlaunched_kernels, l->other_launched);
     if (!l->all.cpu.count)
         return;
-    fprintf(out, "  %8s | %-39s | %-40s | %s\n", "", "launch call CPU us: mean p50 p95 max",
-            "launch delay us: mean p50 p95 max", "kernel");
+    fprintf(out, "  %8s | %-40s | %-40s |\n", "", "launch call CPU time, us", "launch delay, us");
+    fprintf(out, "  %8s | %9s %9s %9s %10s | %9s %9s %9s %10s | %s\n", "launches", "mean", "p50",
+            "p95", "max", "mean", "p50", "p95", "max", "kernel");
     fprintf(out, "  %8" PRIu64 " |", l->all.cpu.count);
     summary_print(out, &l->all.cpu);
     fprintf(out, " |");
