@@ -355,12 +355,14 @@ kernels_short_names(const char *const *names, size_t n, kernels_name_buf *out)
         sn[i].row = i;
     }
     qsort(sn, n, sizeof *sn, shown_name_cmp);
-    for (size_t i = 0; i < n; i++) {
-        int alike = (i > 0 && strcmp(sn[i - 1].text, sn[i].text) == 0) ||
-                    (i + 1 < n && strcmp(sn[i + 1].text, sn[i].text) == 0);
-        size_t row = sn[i].row;
-        if (alike)
-            kernels_short_name(names[row], 1, out[row].text, sizeof out[row].text);
+    for (size_t i = 0, j; i < n; i = j) {
+        /* a run of one short text: alike if it holds two different names */
+        int alike = 0;
+        for (j = i + 1; j < n && strcmp(sn[j].text, sn[i].text) == 0; j++)
+            alike |= strcmp(names[sn[j].row], names[sn[i].row]) != 0;
+        for (size_t m = i; alike && m < j; m++)
+            kernels_short_name(names[sn[m].row], 1, out[sn[m].row].text,
+                               sizeof out[sn[m].row].text);
     }
     free(sn);
     return 0;

@@ -105,7 +105,7 @@ typedef struct kernels_name_buf {
 } kernels_name_buf;
 
 /* Writes the short names of names[0..n) into out[0..n) (kernels_short_name without
- * template arguments; with them for the names whose short forms would be alike), as
+ * template arguments; with them for different names whose short forms would be alike), as
  * kernels_print shows its rows. Returns 0, or -1 out of memory (out then holds the plain
  * short names). */
 int kernels_short_names(const char *const *names, size_t n, kernels_name_buf *out);

@@ -8,6 +8,7 @@
 
 #include "analyses.h"
 #include "replay/hmap.h"
+#include "replay/kernels.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -204,6 +205,11 @@ int32_t ana_last_before(const ana_collect *c, size_t lo, size_t hi, uint64_t cor
 
 /* The position of stream id s in stream_ids, or -1. */
 ptrdiff_t ana_stream_index(const ana_collect *c, uint64_t s);
+
+/* The short names of the kernels ids[0..n) of c's trace as a table shows them
+ * (kernels_short_names: template arguments where two are alike), malloc'd; NULL out of
+ * memory (said on stderr). */
+kernels_name_buf *ana_short_names(const ana_collect *c, const uint32_t *ids, size_t n);
 
 /* Name of a copy kind ("HtoD", ...) and of a memory (ANA_MEM_*). */
 const char *ana_copy_kind_name(unsigned subkind);

@@ -60,6 +60,24 @@ ana_pct(double part, double whole)
     return whole > 0 ? 100.0 * part / whole : 0.0;
 }
 
+kernels_name_buf *
+ana_short_names(const ana_collect *c, const uint32_t *ids, size_t n)
+{
+    const char **names = malloc((n ? n : 1) * sizeof *names);
+    kernels_name_buf *out = malloc((n ? n : 1) * sizeof *out);
+    if (names && out) {
+        for (size_t i = 0; i < n; i++)
+            names[i] = dpro_reader_string(c->r, ids[i]);
+        kernels_short_names(names, n, out); /* plain short names if it runs out */
+    } else {
+        pr_err("out of memory");
+        free(out);
+        out = NULL;
+    }
+    free(names);
+    return out;
+}
+
 const char *
 ana_copy_kind_name(unsigned subkind)
 {

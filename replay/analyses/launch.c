@@ -226,13 +226,26 @@ void
 ana_launch_print(FILE *out, const ana_collect *c)
 {
     const ana_launch_result *l = &c->launch;
-    char sbuf[KERNELS_SHORT_NAME_MAX + 8];
+    size_t nr = l->nrows < c->o.top_launch ? l->nrows : c->o.top_launch;
+    size_t no = l->noutliers < c->o.top_launch ? l->noutliers : c->o.top_launch;
+    uint32_t *ids = malloc((nr + no ? nr + no : 1) * sizeof *ids);
+    kernels_name_buf *sn = NULL;
+    for (size_t i = 0; ids && i < nr; i++)
+        ids[i] = l->rows[i].name;
+    for (size_t i = 0; ids && i < no; i++)
+        ids[nr + i] = c->ops[l->outliers[i].op].name;
+    sn = ids ? ana_short_names(c, ids, nr + no) : NULL;
+    free(ids);
+    if (!sn)
+        return;
     fprintf(out,
             "  %" PRIu64 " kernel launches (%" PRIu64 " kernels without a launch call, %" PRIu64
             " launched by other calls)\n",
             l->all.cpu.count, l->unlaunched_kernels, l->other_launched);
-    if (!l->all.cpu.count)
+    if (!l->all.cpu.count) {
+        free(sn);
         return;
+    }
     fprintf(out, "  %8s | %-40s | %-40s |\n", "", "launch call CPU time, us", "launch delay, us");
     fprintf(out, "  %8s | %9s %9s %9s %10s | %9s %9s %9s %10s | %s\n", "launches", "mean", "p50",
             "p95", "max", "mean", "p50", "p95", "max", "kernel");
@@ -241,26 +254,25 @@ ana_launch_print(FILE *out, const ana_collect *c)
     fprintf(out, " |");
     summary_print(out, &l->all.delay);
     fprintf(out, " | (all)\n");
-    for (size_t i = 0; i < l->nrows && i < c->o.top_launch; i++) {
+    for (size_t i = 0; i < nr; i++) {
         const ana_launch_row *r = &l->rows[i];
         fprintf(out, "  %8" PRIu64 " |", r->cpu.count);
         summary_print(out, &r->cpu);
         fprintf(out, " |");
         summary_print(out, &r->delay);
-        fprintf(out, " | %s\n",
-                kernels_short_name(dpro_reader_string(c->r, r->name), 0, sbuf, sizeof sbuf));
+        fprintf(out, " | %s\n", sn[i].text);
     }
     fprintf(out,
             "  outliers (over %dx the median of their kernel and over %d us CPU / %d us delay): "
             "%" PRIu64 " in CPU duration, %" PRIu64 " in launch delay\n",
             ANA_OUTLIER_FACTOR, ANA_OUTLIER_CPU_MIN_NS / 1000, ANA_OUTLIER_DELAY_MIN_NS / 1000,
             l->cpu_outliers, l->delay_outliers);
-    for (size_t i = 0; i < l->noutliers && i < c->o.top_launch; i++) {
+    for (size_t i = 0; i < no; i++) {
         const ana_outlier *x = &l->outliers[i];
         const ana_op *o = &c->ops[x->op];
         fprintf(out, "    %-5s %10.2f us (median %.2f) at %.3f us, correlation %" PRIu64 ": %s\n",
                 x->delay ? "delay" : "cpu", (double)x->value / 1e3, (double)x->median / 1e3,
-                (double)o->start / 1e3, o->corr,
-                kernels_short_name(dpro_reader_string(c->r, o->name), 0, sbuf, sizeof sbuf));
+                (double)o->start / 1e3, o->corr, sn[nr + i].text);
     }
+    free(sn);
 }

@@ -303,15 +303,25 @@ rows_print(FILE *out, const ana_collect *c, const char *what, const ana_op_row *
            uint64_t charged_ops, uint64_t charged_ns)
 {
     const ana_ops_result *res = &c->opsr;
-    char sbuf[KERNELS_SHORT_NAME_MAX + 8];
+    size_t shown = n < c->o.top_ops ? n : c->o.top_ops, nk = 0;
+    uint32_t *ids = malloc((shown ? shown : 1) * ANA_OP_KERNELS * sizeof *ids);
+    kernels_name_buf *sn = NULL;
+    for (size_t i = 0; ids && i < shown; i++)
+        for (size_t k = 0; k < ANA_OP_KERNELS && k < rows[i].kernel_names; k++)
+            ids[nk++] = rows[i].kernels[k].name;
+    sn = ids ? ana_short_names(c, ids, nk) : NULL;
+    free(ids);
+    if (!sn)
+        return;
+    nk = 0;
     fprintf(out,
             "  %s: %" PRIu64 " of %" PRIu64 " device ops (%.1f%% of device time) launched "
             "inside one; top %zu of %zu names by device time:\n",
             what, charged_ops, res->dev_ops, ana_pct((double)charged_ns, (double)res->dev_ns),
-            n < c->o.top_ops ? n : c->o.top_ops, n);
+            shown, n);
     fprintf(out, "  %9s %12s %9s %12s %6s %10s  %s\n", "instances", "host ms", "dev ops",
             "device ms", "share", "delay us", "name / its kernels");
-    for (size_t i = 0; i < n && i < c->o.top_ops; i++) {
+    for (size_t i = 0; i < shown; i++) {
         const ana_op_row *r = &rows[i];
         fprintf(out, "  %9" PRIu64 " %12.3f %9" PRIu64 " %12.3f %5.1f%% %10.2f  %s\n", r->instances,
                 r->host_ns / 1e6, r->dev_ops, r->dev_ns / 1e6,
@@ -320,10 +330,9 @@ rows_print(FILE *out, const ana_collect *c, const char *what, const ana_op_row *
                 dpro_reader_string(c->r, r->name));
         for (size_t k = 0; k < ANA_OP_KERNELS && k < r->kernel_names; k++)
             fprintf(out, "  %9s %12s %9" PRIu64 " %12.3f %6s %10s    %s\n", "", "",
-                    r->kernels[k].count, r->kernels[k].ns / 1e6, "", "",
-                    kernels_short_name(dpro_reader_string(c->r, r->kernels[k].name), 0, sbuf,
-                                       sizeof sbuf));
+                    r->kernels[k].count, r->kernels[k].ns / 1e6, "", "", sn[nk++].text);
     }
+    free(sn);
 }
 
 void

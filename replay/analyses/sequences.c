@@ -203,8 +203,15 @@ void
 ana_seq_print(FILE *out, const ana_collect *c)
 {
     const ana_seq_result *s = &c->seq;
-    char sbuf[KERNELS_SHORT_NAME_MAX + 8];
     for (int n = 2; n <= ANA_SEQ_MAX; n++) {
+        uint32_t *ids = malloc((s->nrows[n] ? s->nrows[n] : 1) * (size_t)n * sizeof *ids);
+        kernels_name_buf *sn = NULL;
+        for (size_t i = 0; ids && i < s->nrows[n]; i++)
+            memcpy(ids + i * (size_t)n, s->rows[n][i].names, (size_t)n * sizeof *ids);
+        sn = ids ? ana_short_names(c, ids, s->nrows[n] * (size_t)n) : NULL;
+        free(ids);
+        if (!sn)
+            return;
         fprintf(out, "  %d kernels in a row: %zu distinct, top %zu by count:\n", n, s->distinct[n],
                 s->nrows[n]);
         for (size_t i = 0; i < s->nrows[n]; i++) {
@@ -212,10 +219,9 @@ ana_seq_print(FILE *out, const ana_collect *c)
             fprintf(out, "  %8" PRIu64 " %12.3f ms %5.1f%% ", r->count, r->ns / 1e6,
                     ana_pct((double)r->ns, (double)s->dev_ns));
             for (int k = 0; k < n; k++)
-                fprintf(out, "%s%s", k ? " -> " : " ",
-                        kernels_short_name(dpro_reader_string(c->r, r->names[k]), 0, sbuf,
-                                           sizeof sbuf));
+                fprintf(out, "%s%s", k ? " -> " : " ", sn[i * (size_t)n + (size_t)k].text);
             fprintf(out, "\n");
         }
+        free(sn);
     }
 }
