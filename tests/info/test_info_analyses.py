@@ -7,7 +7,9 @@ dpro-import: one with three streams joined by an event (launch delays, an outlie
 kernel wait, a pinned copy of 1 MiB, nested cpu_ops and an annotation, kernel runs), one
 whose host is held by a full launch queue of 100 ops (the depth, the calls held and for how
 long are known from how it was written). On every trace, dpro-replay's own inference (its
-info line) must find the depth, scope, long calls and held calls that --queue finds. Both must
+info line) must find the depth, scope, long calls and held calls that --queue finds; where
+a trace links launch calls to their ops by "External id", the op found around each call in
+time must be that op. Both must
 give the hand-known figures and agree with hta_reference.py.
 Real: every Kineto trace of ../shared/traces/kineto is imported and every figure must equal
 what hta_reference.py computes from the original (skipped where the traces are absent: a
@@ -219,6 +221,40 @@ def cmp_replay_queue(label, q, trace_dir):
     check(got == want, "%s: --queue %r, dpro-replay %r" % (label, got, want))
 
 
+def cmp_ops_external_id(label, got, path):
+    """Where Kineto links each launch call to its op by "External id" (newer traces: the
+    call carries the id of the op on top of the profiler's stack), that op must be the one
+    dpro-info found around the call in time: per op name, the same device ops. Older traces
+    number their calls by correlation instead; they are left out (not every call finds an
+    op by its id)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+        events = json.load(f)["traceEvents"]
+    op_of = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "cpu_op":
+            op_of.setdefault((e.get("args") or {}).get("External id"), e["name"])
+    call_op, devices = {}, []
+    for e in events:
+        a = e.get("args") or {}
+        if e.get("ph") != "X" or not a.get("correlation"):
+            continue
+        if e.get("cat") in ("cuda_runtime", "cuda_driver"):
+            call_op.setdefault(a["correlation"], op_of.get(a.get("External id")))
+        elif e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            devices.append(a["correlation"])
+    names = [call_op.get(c, "") for c in devices if c in call_op]
+    if not names or None in names:
+        return 0
+    want = {}
+    for n in names:
+        want[n] = want.get(n, 0) + 1
+    have = {r["name"]: r["device_ops"] for r in got["ops"]["cpu_ops"] if r["device_ops"]}
+    check(have == want, "%s: device ops per cpu_op by time %r, by External id %r" %
+          (label, sorted(have.items())[:5], sorted(want.items())[:5]))
+    return len(names)
+
+
 def compare(label, got, ref):
     cmp_launch(label, got["launch"], ref["launch"])
     cmp_idle(label, got["idle"], ref["idle"])
@@ -386,9 +422,10 @@ def main():
             got, out = analyses_of(path, tmp)
             compare(label, got, reference(path))
             cmp_replay_queue(label, got["queue"], out)
-            print("%s: launches %d, queue depth %d, %d cpu_op names" %
-                  (label, got["launch"]["launches"], got["queue"]["depth"],
-                   got["ops"]["op_names"]))
+            linked = cmp_ops_external_id(label, got, path)
+            print("%s: launches %d, queue depth %d, %d cpu_op names, %d device ops checked "
+                  "by External id" % (label, got["launch"]["launches"], got["queue"]["depth"],
+                                      got["ops"]["op_names"], linked))
     if failures:
         print("%d failure(s)" % len(failures))
         return 1
