@@ -341,6 +341,33 @@ shown_name_cmp(const void *a, const void *b)
     return strcmp(((const shown_name *)a)->text, ((const shown_name *)b)->text);
 }
 
+/* Short names as shown, with template arguments where alike (see kernels.h). */
+int
+kernels_short_names(const char *const *names, size_t n, kernels_name_buf *out)
+{
+    shown_name *sn = malloc((n ? n : 1) * sizeof *sn);
+    for (size_t i = 0; i < n; i++)
+        kernels_short_name(names[i], 0, out[i].text, sizeof out[i].text);
+    if (!sn)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(sn[i].text, out[i].text, sizeof sn[i].text);
+        sn[i].row = i;
+    }
+    qsort(sn, n, sizeof *sn, shown_name_cmp);
+    for (size_t i = 0, j; i < n; i = j) {
+        /* a run of one short text: alike if it holds two different names */
+        int alike = 0;
+        for (j = i + 1; j < n && strcmp(sn[j].text, sn[i].text) == 0; j++)
+            alike |= strcmp(names[sn[j].row], names[sn[i].row]) != 0;
+        for (size_t m = i; alike && m < j; m++)
+            kernels_short_name(names[sn[m].row], 1, out[sn[m].row].text,
+                               sizeof out[sn[m].row].text);
+    }
+    free(sn);
+    return 0;
+}
+
 /* Prints one breakdown as text under a heading line. Kernel names are shortened; rows
  * whose short names would be alike get their template arguments too. */
 void
@@ -348,7 +375,8 @@ kernels_print(FILE *out, const char *title, const kernels_breakdown *k, size_t t
 {
     uint64_t ops, dev = kernels_device_ns(k, &ops);
     size_t n = k->nnames < top ? k->nnames : top;
-    shown_name *names = NULL, *byrow = NULL;
+    const char **names = NULL;
+    kernels_name_buf *byrow = NULL;
 
     fprintf(out, "\n%s: device time %.3f ms in %" PRIu64 " operations\n", title, dev / 1e6, ops);
     fprintf(out, "  %-14s %10s %12s %7s\n", "category", "count", "total ms", "share");
@@ -361,25 +389,14 @@ kernels_print(FILE *out, const char *title, const kernels_breakdown *k, size_t t
     }
     names = malloc(n * sizeof *names);
     byrow = malloc(n * sizeof *byrow);
-    if (!names || !byrow) {
+    if (names)
+        for (size_t i = 0; i < n; i++)
+            names[i] = k->names[i].name;
+    if (!names || !byrow || kernels_short_names(names, n, byrow) != 0) {
         pr_err("out of memory");
         free(names);
         free(byrow);
         return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        kernels_short_name(k->names[i].name, 0, names[i].text, sizeof names[i].text);
-        names[i].row = i;
-    }
-    qsort(names, n, sizeof *names, shown_name_cmp);
-    for (size_t i = 0; i < n; i++) {
-        int alike = (i > 0 && strcmp(names[i - 1].text, names[i].text) == 0) ||
-                    (i + 1 < n && strcmp(names[i + 1].text, names[i].text) == 0);
-        size_t row = names[i].row;
-        if (alike)
-            kernels_short_name(k->names[row].name, 1, byrow[row].text, sizeof byrow[row].text);
-        else
-            memcpy(byrow[row].text, names[i].text, sizeof byrow[row].text);
     }
     fprintf(out, "  top %zu of %zu kernel names by device time:\n", n, k->nnames);
     fprintf(out, "  %10s %12s %10s %10s %10s %7s  %s\n", "count", "total ms", "mean us", "min us",

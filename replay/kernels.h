@@ -99,6 +99,17 @@ void kernels_breakdown_free(kernels_breakdown *k);
  */
 char *kernels_short_name(const char *name, int targs, char *buf, size_t len);
 
+/* A short kernel name as shown. */
+typedef struct kernels_name_buf {
+    char text[KERNELS_SHORT_NAME_MAX + 8];
+} kernels_name_buf;
+
+/* Writes the short names of names[0..n) into out[0..n) (kernels_short_name without
+ * template arguments; with them for different names whose short forms would be alike), as
+ * kernels_print shows its rows. Returns 0, or -1 out of memory (out then holds the plain
+ * short names). */
+int kernels_short_names(const char *const *names, size_t n, kernels_name_buf *out);
+
 /* Writes one breakdown as the members of the JSON object open in w: device_us,
  * device_ops, categories{name: count, us, share_pct}, kernel_names, top_kernels[the top
  * names: name, short_name, communication, count, total_us, mean_us, min_us, max_us,

@@ -1,6 +1,7 @@
 # replay/: trace -> global dataflow graph -> simulation; clock alignment, iteration
 # detection, the collective cost model, Chrome trace export. A convenience library
-# linked by dpro-replay, dpro-export, dpro-info (kernels.c), the optimizer and the tests.
+# linked by dpro-replay, dpro-export, dpro-info (kernels.c, analyses/), the optimizer and
+# the tests.
 noinst_LTLIBRARIES += replay/libdproreplay.la
 replay_libdproreplay_la_SOURCES = \
 	replay/dfg.c replay/dfg.h \
@@ -15,6 +16,9 @@ replay_libdproreplay_la_SOURCES = \
 	replay/replay.c replay/replay.h replay/fidelity.c \
 	replay/chrome.c replay/chrome.h \
 	replay/kernels.c replay/kernels.h \
+	replay/analyses/analyses.h replay/analyses/ana_int.h replay/analyses/collect.c \
+	replay/analyses/launch.c replay/analyses/idle.c replay/analyses/memcpy.c \
+	replay/analyses/ops.c replay/analyses/queue.c replay/analyses/sequences.c \
 	replay/inputs.c replay/inputs.h
 replay_libdproreplay_la_CFLAGS = $(AM_CFLAGS) -O2
 replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(LIBM)

@@ -1,20 +1,23 @@
 /*
  * dpro-info: what a set of traces holds: ranks, hosts, events by kind, time span, bytes
- * on disk, bytes per event, dropped events; with --kernels, where the device time goes.
+ * on disk, bytes per event, dropped events; with --kernels, where the device time goes;
+ * with --launch, --idle, --memcpy, --ops, --queue, --sequences (or --analyses for all),
+ * the analyses of replay/analyses/analyses.h, per file.
  *
- *   dpro-info DIR|FILE... [--json] [--quick] [--kernels[=K]]
+ *   dpro-info DIR|FILE... [--json] [--quick] [--kernels[=K]] [--analyses] ...
  *
  * Counts by kind need the events decoded; that is done unless --quick is given, in which
  * case only the batches table is read. --kernels uses the same pass over the events: device
  * time by category (compute, communication, memcpy, memset) and the K kernel names that
- * take the most, per file and over all files. Exit codes: 0 ok, 1 bad input (a file that
- * could not be read whole, unless --partial), 2 usage.
+ * take the most, per file and over all files. The analyses use that pass too. Exit codes: 0 ok, 1
+ * bad input (a file that could not be read whole, unless --partial), 2 usage.
  */
 #include "config.h"
 #include "dprotrace.h"
 #define PR_FMT "dpro-info"
 #include "dpro_log.h"
 #include "json_writer.h"
+#include "replay/analyses/analyses.h"
 #include "replay/inputs.h"
 #include "replay/kernels.h"
 
@@ -41,34 +44,62 @@ typedef struct file_info {
     char err[DPRO_ERRBUF_SIZE];
     int failed;
     kernels_breakdown kern; /* with --kernels */
+    ana_collect *ana;       /* with analyses asked for */
 } file_info;
 
 static void
 usage(FILE *out)
 {
     fprintf(out,
-            "usage: dpro-info [--json] [--quick] [--kernels[=K]] [--partial] DIR|FILE...\n"
+            "usage: dpro-info [--json] [--quick] [--kernels[=K]] [ANALYSES] [--partial] "
+            "DIR|FILE...\n"
             "  Summarise dpro traces: ranks, hosts, events by kind, time span,\n"
             "  bytes on disk and per event, dropped events.\n"
             "  --json         machine-readable output (keys: ranks, events, events_by_kind,\n"
-            "                 bytes, bytes_per_event, dropped, files; kernels)\n"
+            "                 bytes, bytes_per_event, dropped, files; kernels; analyses:\n"
+            "                 per_rank[{path, rank, launch, idle, memcpy, ops, queue,\n"
+            "                 sequences}], each one's keys in replay/analyses/analyses.h)\n"
             "  --quick        do not decode events (no counts by kind)\n"
             "  --kernels[=K]  kernel breakdown per file and over all files: device time\n"
             "                 by category (compute, communication, memcpy, memset) and\n"
             "                 the K kernel names with the most device time (default "
-            "%d)\n" INPUTS_HELP_PARTIAL "  --help, --version\n\n" INPUTS_HELP_EXIT,
-            KERNELS_DEFAULT_TOP);
+            "%d)\n"
+            "ANALYSES, per file, from the same pass over the events (K: rows listed, default "
+            "%d):\n"
+            "  --launch[=K]   launch statistics: per kernel launch the CPU time of its launch\n"
+            "                 call and its launch delay (kernel start - call end): count,\n"
+            "                 mean, p50, p95, max per kernel name; outliers (over %dx the\n"
+            "                 median of their kernel and over %d us CPU, %d us delay)\n"
+            "  --idle         idle time per stream: host wait (the next op's launch call\n"
+            "                 had not ended), kernel wait (waiting for another stream's op\n"
+            "                 through a stream-wait event), other\n"
+            "  --memcpy       memcpy and memset bandwidth by kind, memory (pinned,\n"
+            "                 pageable, ...) and size class (powers of 4 bytes)\n"
+            "  --ops[=K]      device ops, device time and launch delay by the innermost\n"
+            "                 cpu_op around their launch call, with its kernels; the same\n"
+            "                 by user annotation\n"
+            "  --queue        launch queue length over time per stream (max, time-weighted\n"
+            "                 mean), the queue depth inferred as dpro-replay does, the time\n"
+            "                 launch calls were held by a full queue\n"
+            "  --sequences[=K] the most frequent runs of 2, 3, 4 kernels on a stream, with\n"
+            "                 their share of device time (fusion candidates)\n"
+            "  --analyses     all six\n" INPUTS_HELP_PARTIAL
+            "  --help, --version\n\n" INPUTS_HELP_EXIT,
+            KERNELS_DEFAULT_TOP, KERNELS_DEFAULT_TOP, ANA_OUTLIER_FACTOR,
+            ANA_OUTLIER_CPU_MIN_NS / 1000, ANA_OUTLIER_DELAY_MIN_NS / 1000);
 }
 
-/* Reads one file into fi (with kernels != 0, its kernel breakdown too); returns 0, or 1
- * when the file is bad (fi->err says why). */
+/* Reads one file into fi (with kernels != 0, its kernel breakdown too; with ao->which,
+ * the analyses); returns 0, or 1 when the file is bad (fi->err says why). */
 static int
-inspect(file_info *fi, dpro_reader **keep, int quick, int kernels, int partial)
+inspect(file_info *fi, dpro_reader **keep, int quick, int kernels, const ana_options *ao,
+        int partial)
 {
     dpro_reader *r = NULL;
     dpro_iter *it = NULL;
     dpro_event ev;
     kernels_collect kc;
+    int ana_oom = 0;
     int rc = dpro_reader_open(fi->path, &r, fi->err, sizeof fi->err);
     if (rc != DPRO_OK) {
         fi->failed = 1;
@@ -98,6 +129,13 @@ inspect(file_info *fi, dpro_reader **keep, int quick, int kernels, int partial)
         fi->failed = 1;
         return 1;
     }
+    if (ao->which && ana_collect_new(r, ao, &fi->ana) != 0) {
+        snprintf(fi->err, sizeof fi->err, "%s: out of memory", fi->path);
+        fi->failed = 1;
+        if (kernels)
+            kernels_collect_finish(&kc);
+        return 1;
+    }
     if (dpro_iter_open(r, &it) != DPRO_OK) {
         snprintf(fi->err, sizeof fi->err, "%s", dpro_reader_errmsg(r));
         fi->failed = 1;
@@ -118,10 +156,15 @@ inspect(file_info *fi, dpro_reader **keep, int quick, int kernels, int partial)
         fi->decoded++;
         if (kernels)
             kernels_collect_event(&kc, &ev);
+        if (fi->ana && ana_collect_event(fi->ana, &ev) != 0) {
+            ana_oom = 1;
+            break;
+        }
     }
     fi->bad_batches = dpro_iter_bad_batches(it);
     dpro_iter_close(it);
-    if (kernels && kernels_collect_finish(&kc) != 0) {
+    if ((kernels && kernels_collect_finish(&kc) != 0) ||
+        (fi->ana && (ana_oom || ana_collect_finish(fi->ana) != 0))) {
         snprintf(fi->err, sizeof fi->err, "%s: out of memory", fi->path);
         fi->failed = 1;
         return 1;
@@ -184,6 +227,7 @@ parse_top(const char *arg, size_t *top)
 typedef struct args {
     int json, quick, kernels, partial;
     size_t top;
+    ana_options ao;
     const char *const *paths;
     size_t npaths;
 } args;
@@ -205,6 +249,13 @@ parse_args(int argc, char **argv, args *a)
     static const struct option opts[] = {{"json", no_argument, 0, 'j'},
                                          {"quick", no_argument, 0, 'q'},
                                          {"kernels", optional_argument, 0, 'k'},
+                                         {"launch", optional_argument, 0, 'L'},
+                                         {"idle", no_argument, 0, 'I'},
+                                         {"memcpy", no_argument, 0, 'M'},
+                                         {"ops", optional_argument, 0, 'O'},
+                                         {"queue", no_argument, 0, 'Q'},
+                                         {"sequences", optional_argument, 0, 'S'},
+                                         {"analyses", no_argument, 0, 'A'},
                                          {"help", no_argument, 0, 'h'},
                                          {"version", no_argument, 0, 'V'},
                                          {"partial", no_argument, 0, 'P'},
@@ -213,6 +264,7 @@ parse_args(int argc, char **argv, args *a)
 
     memset(a, 0, sizeof *a);
     a->top = KERNELS_DEFAULT_TOP;
+    a->ao.top_launch = a->ao.top_ops = a->ao.top_seq = KERNELS_DEFAULT_TOP;
     while ((c = getopt_long(argc, argv, "jqhV", opts, NULL)) != -1) {
         switch (c) {
         case 'j':
@@ -233,6 +285,34 @@ parse_args(int argc, char **argv, args *a)
                 return 2;
             }
             break;
+        case 'L':
+        case 'O':
+        case 'S': {
+            size_t *k = c == 'L' ? &a->ao.top_launch : c == 'O' ? &a->ao.top_ops : &a->ao.top_seq;
+            a->ao.which |= c == 'L' ? ANA_LAUNCH : c == 'O' ? ANA_OPS : ANA_SEQUENCES;
+            if (parse_top(optarg, k) != 0) {
+                pr_err("--%s=%s: K must be a whole number from 1 to %d",
+                       c == 'L'   ? "launch"
+                       : c == 'O' ? "ops"
+                                  : "sequences",
+                       optarg, KERNELS_MAX_TOP);
+                usage(stderr);
+                return 2;
+            }
+            break;
+        }
+        case 'I':
+            a->ao.which |= ANA_IDLE;
+            break;
+        case 'M':
+            a->ao.which |= ANA_MEMCPY;
+            break;
+        case 'Q':
+            a->ao.which |= ANA_QUEUE;
+            break;
+        case 'A':
+            a->ao.which |= ANA_ALL;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -249,8 +329,8 @@ parse_args(int argc, char **argv, args *a)
         usage(stderr);
         return 2;
     }
-    if (a->kernels && a->quick) {
-        pr_err("--kernels needs the events decoded: not with --quick");
+    if ((a->kernels || a->ao.which) && a->quick) {
+        pr_err("--kernels and the analyses need the events decoded: not with --quick");
         usage(stderr);
         return 2;
     }
@@ -286,7 +366,7 @@ read_all(const args *a, totals *t)
     for (size_t i = 0; status == 0 && i < t->nfiles; i++) {
         file_info *f = &t->fi[i];
         f->path = t->files[i];
-        nbad += inspect(f, &t->readers[i], a->quick, a->kernels, a->partial) != 0;
+        nbad += inspect(f, &t->readers[i], a->quick, a->kernels, &a->ao, a->partial) != 0;
         if (f->failed) {
             if (a->partial)
                 pr_warn("%s (skipped)", f->err);
@@ -325,6 +405,7 @@ totals_free(totals *t)
 {
     for (size_t i = 0; t->fi && i < t->nfiles; i++) {
         kernels_breakdown_free(&t->fi[i].kern);
+        ana_collect_free(t->fi[i].ana);
         if (t->readers)
             dpro_reader_close(t->readers[i]);
     }
@@ -403,6 +484,23 @@ print_json(const args *a, const totals *t)
         json_end_object(&w);
         json_end_object(&w);
     }
+    if (a->ao.which) {
+        json_key(&w, "analyses");
+        json_begin_object(&w);
+        json_key(&w, "per_rank");
+        json_begin_array(&w);
+        for (size_t i = 0; i < t->nfiles; i++) {
+            if (t->fi[i].failed)
+                continue;
+            json_begin_object(&w);
+            json_kv_string(&w, "path", t->fi[i].path);
+            json_kv_int(&w, "rank", t->fi[i].rank);
+            ana_write_json(&w, t->fi[i].ana);
+            json_end_object(&w);
+        }
+        json_end_array(&w);
+        json_end_object(&w);
+    }
     json_end_object(&w);
 }
 
@@ -453,6 +551,13 @@ print_text(const args *a, const totals *t)
         char title[64];
         snprintf(title, sizeof title, "kernel breakdown, all ranks (%zu files)", t->nok);
         kernels_print(stdout, title, &t->all, a->top);
+    }
+    for (size_t i = 0; a->ao.which && i < t->nfiles; i++) {
+        char title[600];
+        if (t->fi[i].failed)
+            continue;
+        snprintf(title, sizeof title, "rank %" PRId64 " (%s)", t->fi[i].rank, t->fi[i].path);
+        ana_print(stdout, title, t->fi[i].ana);
     }
 }
 
