@@ -25,7 +25,7 @@ from replay_testlib import (  # noqa: E402
 OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 
 REPLAY_KEYS = ["ranks", "iterations", "measured_iter_us", "simulated_iter_us", "error_pct",
-               "breakdown", "critical_path", "per_rank", "p2p"]
+               "typical_replay", "breakdown", "critical_path", "per_rank", "p2p"]
 OPTIMIZE_KEYS = ["baseline_iter_us", "strategies"]
 STRATEGY_KEYS = ["kind", "description", "knobs", "predicted_iter_us", "predicted_speedup",
                  "peak_memory_bytes"]
