@@ -2,12 +2,17 @@
 #define PR_FMT "replay"
 #include "job.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dpro_log.h"
+#include "iter.h"
+#include "replay.h" /* replay_detect_iterations: the window's iterations are the replay's */
 
 void
 job_warn(job *j, const char *fmt, ...)
@@ -51,58 +56,141 @@ typedef struct opened {
     int taken;
 } opened;
 
-/* Reads every event of one rank; returns 0 or a dpro_status. */
-static int
-read_events(job *j, job_rank *jr, size_t max_events, char *errbuf, size_t errlen)
+/* One rank's load, done on a worker thread. Its warnings wait in msg until the phase is
+ * over and are then recorded in rank order, so that they come out the same for any
+ * number of threads. */
+typedef struct rank_task {
+    job_rank *jr;
+    int rc;     /* 0 or a dpro_status */
+    char *err;  /* what failed (malloc'd), with rc < 0 */
+    char **msg; /* warnings, in the order met */
+    size_t n_msg;
+    uint64_t in_file; /* events the trace holds (its summary) */
+    /* the window's first pass: the iteration boundaries of the whole trace */
+    int method;       /* enum iter_method */
+    int32_t nb;       /* boundaries */
+    uint64_t *bstart; /* start and end of each boundary's event */
+    uint64_t *bend;
+    /* the window chosen (windowed != 0): events overlapping [t0, t1] are loaded, and
+     * the boundaries b_first .. b_first + b_count - 1 must be found in them again */
+    int windowed;
+    uint64_t t0, t1;
+    int32_t b_first, b_count;
+    int window_ok;    /* the loaded events show those boundaries */
+    int quiet_damage; /* damaged batches were already counted and told (first pass) */
+} rank_task;
+
+/* Records a warning of the task (printed later, with job_warn). */
+static void __attribute__((format(printf, 2, 3))) task_warn(rank_task *t, const char *fmt, ...)
 {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **m = realloc(t->msg, (t->n_msg + 1) * sizeof *m);
+    if (!m)
+        return;
+    t->msg = m;
+    m[t->n_msg] = strdup(buf);
+    if (m[t->n_msg])
+        t->n_msg++;
+}
+
+/* Records the task's failure and returns rc. */
+static int __attribute__((format(printf, 3, 4)))
+task_fail(rank_task *t, int rc, const char *fmt, ...)
+{
+    char buf[DPRO_ERRBUF_SIZE];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    free(t->err);
+    t->err = strdup(buf);
+    return rc;
+}
+
+static void
+task_free(rank_task *t)
+{
+    for (size_t i = 0; i < t->n_msg; i++)
+        free(t->msg[i]);
+    free(t->msg);
+    free(t->err);
+    free(t->bstart);
+    free(t->bend);
+}
+
+/* Appends ev to the growing array *ev (*n of *cap). Returns 0 or -1. */
+static int
+push_event(dpro_event **ev, size_t *n, size_t *cap, const dpro_event *e)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 4096;
+        dpro_event *x = realloc(*ev, c * sizeof *x);
+        if (!x)
+            return -1;
+        *ev = x;
+        *cap = c;
+    }
+    (*ev)[(*n)++] = *e;
+    return 0;
+}
+
+/* Reads the events of the task's rank: every one, or those of its window. Returns 0 or
+ * a dpro_status. */
+static int
+read_events(rank_task *t, size_t max_events)
+{
+    job_rank *jr = t->jr;
     dpro_iter *it = NULL;
-    int rc = dpro_iter_open(jr->reader, &it);
-    if (rc != DPRO_OK) {
-        snprintf(errbuf, errlen, "%s: %s", jr->path, dpro_reader_errmsg(jr->reader));
-        return rc;
-    }
-    size_t cap = 4096;
-    jr->events = malloc(cap * sizeof *jr->events);
-    if (!jr->events) {
-        dpro_iter_close(it);
-        snprintf(errbuf, errlen, "out of memory");
-        return DPRO_ERR_NOMEM;
-    }
+    size_t cap = 0;
     int truncated = 0;
+    /* [t0 + 1, t1 - 1]: what merely touches the window's ends (the marker before it,
+     * which ends where the first one starts; the one after) is not in it */
+    int rc = t->windowed ? dpro_iter_open_range(jr->reader, t->t0 + 1, t->t1 - 1, &it)
+                         : dpro_iter_open(jr->reader, &it);
+    if (rc != DPRO_OK)
+        return task_fail(t, rc, "%s: %s", jr->path, dpro_reader_errmsg(jr->reader));
     for (;;) {
         dpro_event ev;
         rc = dpro_iter_next(it, &ev);
         if (rc == 0)
             break;
         if (rc < 0) {
-            job_warn(j, "rank %d: %s (batch skipped)", jr->rank, dpro_reader_errmsg(jr->reader));
+            if (!t->quiet_damage)
+                task_warn(t, "rank %d: %s (batch skipped)", jr->rank,
+                          dpro_reader_errmsg(jr->reader));
             continue;
         }
         if (max_events && jr->n_events >= max_events) {
             truncated = 1;
             break;
         }
-        if (jr->n_events == cap) {
-            dpro_event *e = realloc(jr->events, cap * 2 * sizeof *e);
-            if (!e) {
-                dpro_iter_close(it);
-                snprintf(errbuf, errlen, "out of memory reading %s", jr->path);
-                return DPRO_ERR_NOMEM;
-            }
-            jr->events = e;
-            cap *= 2;
+        if (push_event(&jr->events, &jr->n_events, &cap, &ev) != 0) {
+            dpro_iter_close(it);
+            return task_fail(t, DPRO_ERR_NOMEM, "out of memory reading %s", jr->path);
         }
-        jr->events[jr->n_events++] = ev;
     }
-    jr->bad_batches = dpro_iter_bad_batches(it);
+    if (!t->quiet_damage)
+        jr->bad_batches = dpro_iter_bad_batches(it);
     dpro_iter_close(it);
+    if (jr->n_events > 0 && jr->n_events < cap) { /* the doubling's slack back */
+        dpro_event *x = realloc(jr->events, jr->n_events * sizeof *x);
+        if (x)
+            jr->events = x;
+    }
     if (truncated)
-        job_warn(j, "rank %d: more than %zu events; the rest is ignored", jr->rank, max_events);
+        task_warn(t, "rank %d: more than %zu events; the rest is ignored", jr->rank, max_events);
     dpro_trace_summary sum;
-    if (dpro_reader_summary(jr->reader, &sum) == DPRO_OK && sum.dropped > 0) {
-        jr->dropped = sum.dropped;
-        job_warn(j, "rank %d: the collector dropped %llu events; the replay may miss work",
-                 jr->rank, (unsigned long long)sum.dropped);
+    if (dpro_reader_summary(jr->reader, &sum) == DPRO_OK) {
+        t->in_file = sum.events;
+        if (sum.dropped > 0) {
+            jr->dropped = sum.dropped;
+            task_warn(t, "rank %d: the collector dropped %llu events; the replay may miss work",
+                      jr->rank, (unsigned long long)sum.dropped);
+        }
     }
     return 0;
 }
@@ -332,18 +420,305 @@ warn_missing(job *j)
                  j->n_ranks, n_miss, miss, ml + 16 >= sizeof miss ? ", ..." : "", j->n_present);
 }
 
-/* Reads the events of every present rank. Returns 0 or a dpro_status. */
+/* The window's first pass over one rank: every event is read, the markers and kernels
+ * are kept (all that iteration detection looks at) and the boundaries found in them as
+ * the replay finds them. Damaged batches are counted and told here. Returns 0 or a
+ * dpro_status. */
 static int
-read_ranks(job *j, size_t max_events, char *errbuf, size_t errlen)
+scan_bounds(rank_task *t, const job_options *o)
+{
+    (void)o;
+    job_rank *jr = t->jr;
+    job_rank sub = {.rank = jr->rank, .path = jr->path, .reader = jr->reader};
+    replay_rank_iters ri = {0};
+    dpro_iter *it = NULL;
+    size_t cap = 0;
+    int rc = dpro_iter_open(jr->reader, &it);
+    if (rc != DPRO_OK)
+        return task_fail(t, rc, "%s: %s", jr->path, dpro_reader_errmsg(jr->reader));
+    for (;;) {
+        dpro_event ev;
+        rc = dpro_iter_next(it, &ev);
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            task_warn(t, "rank %d: %s (batch skipped)", jr->rank, dpro_reader_errmsg(jr->reader));
+            continue;
+        }
+        if ((ev.kind == DPRO_KIND_MARKER || ev.kind == DPRO_KIND_KERNEL) &&
+            push_event(&sub.events, &sub.n_events, &cap, &ev) != 0) {
+            rc = DPRO_ERR_NOMEM;
+            break;
+        }
+    }
+    jr->bad_batches = dpro_iter_bad_batches(it);
+    dpro_iter_close(it);
+    if (rc == 0 && replay_detect_iterations(&sub, &ri) != 0)
+        rc = DPRO_ERR_NOMEM;
+    if (rc == 0) {
+        t->method = ri.method;
+        t->nb = ri.n;
+        t->bstart = malloc((size_t)(ri.n > 0 ? ri.n : 1) * sizeof *t->bstart);
+        t->bend = malloc((size_t)(ri.n > 0 ? ri.n : 1) * sizeof *t->bend);
+        if (!t->bstart || !t->bend)
+            rc = DPRO_ERR_NOMEM;
+    }
+    for (int32_t k = 0; rc == 0 && k < ri.n; k++) {
+        t->bstart[k] = sub.events[ri.event_index[k]].start_ns;
+        t->bend[k] = sub.events[ri.event_index[k]].end_ns;
+    }
+    replay_rank_iters_free(&ri);
+    free(sub.events);
+    t->quiet_damage = 1;
+    if (rc != 0)
+        rc = task_fail(t, rc, "out of memory reading %s", jr->path);
+    return rc;
+}
+
+/* Whether the window's events show the boundaries chosen from the whole trace, first
+ * to last, the earliest ones first. Returns 1, 0, or -1 (out of memory). */
+static int
+window_holds_bounds(const rank_task *t)
+{
+    replay_rank_iters ri;
+    if (replay_detect_iterations(t->jr, &ri) != 0)
+        return -1;
+    int ok = ri.method == t->method && ri.n >= t->b_count;
+    for (int32_t k = 0; ok && k < t->b_count; k++) {
+        const dpro_event *e = &t->jr->events[ri.event_index[k]];
+        ok = e->start_ns == t->bstart[t->b_first + k] && e->end_ns == t->bend[t->b_first + k];
+    }
+    replay_rank_iters_free(&ri);
+    return ok;
+}
+
+/* The second pass (or the only one): reads the rank's events, checks a window. Returns 0
+ * or a dpro_status. */
+static int
+read_rank(rank_task *t, const job_options *o)
+{
+    int rc = read_events(t, o ? o->max_events : 0);
+    if (rc == 0 && t->windowed) {
+        int ok = window_holds_bounds(t);
+        if (ok < 0)
+            rc = task_fail(t, DPRO_ERR_NOMEM, "out of memory reading %s", t->jr->path);
+        t->window_ok = ok > 0;
+    }
+    return rc;
+}
+
+typedef int (*task_fn)(rank_task *t, const job_options *o);
+
+/* Tasks shared by the threads of one phase: each takes the next one not taken. */
+typedef struct task_pool {
+    rank_task *t;
+    int32_t n;
+    task_fn fn;
+    const job_options *o;
+    atomic_int next;
+} task_pool;
+
+static void *
+pool_worker(void *arg)
+{
+    task_pool *p = arg;
+    for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
+        p->t[i].rc = p->fn(&p->t[i], p->o);
+    return NULL;
+}
+
+/* Runs fn on the n tasks with up to jobs threads, the caller's among them (fewer when
+ * a thread cannot be started: the others take its share). */
+static void
+pool_run(rank_task *t, int32_t n, int jobs, task_fn fn, const job_options *o)
+{
+    task_pool p = {.t = t, .n = n, .fn = fn, .o = o};
+    pthread_t th[JOB_MAX_JOBS];
+    int started = 0;
+    atomic_init(&p.next, 0);
+    for (int i = 1; i < jobs && i < n; i++)
+        if (pthread_create(&th[started], NULL, pool_worker, &p) == 0)
+            started++;
+    pool_worker(&p);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
+/* Threads to read with: opts->jobs, or the number of CPUs; 1 to JOB_MAX_JOBS. */
+static int
+job_threads(const job_options *opts)
+{
+    long n = opts && opts->jobs > 0 ? opts->jobs : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    return n > JOB_MAX_JOBS ? JOB_MAX_JOBS : (int)n;
+}
+
+/* The warm-up the replay would detect: the most leading slow iterations of any rank,
+ * from the ends of the boundary events (the replay takes the ends of the boundary nodes,
+ * the last host call within each marker). Returns it, or -1 (out of memory). */
+static int32_t
+detect_warmup(const rank_task *t, int32_t n)
+{
+    int32_t warm = 0;
+    for (int32_t i = 0; i < n && warm >= 0; i++) {
+        int64_t *st = malloc((size_t)t[i].nb * sizeof *st);
+        uint8_t *wu = malloc((size_t)t[i].nb);
+        if (!st || !wu) {
+            warm = -1;
+        } else {
+            for (int32_t k = 0; k < t[i].nb; k++)
+                st[k] = (int64_t)t[i].bend[k];
+            int32_t w = (int32_t)iter_mark_warmup(st, (size_t)t[i].nb, 0.10, wu);
+            warm = w > warm ? w : warm;
+        }
+        free(st);
+        free(wu);
+    }
+    return warm;
+}
+
+/* Chooses the window from the first pass (see job.h): the compared iterations as the
+ * replay chooses them, and one iteration before them. Sets each task's window and
+ * j->iter_skipped, j->window_warmup, and span[0..1] to the first and last compared
+ * iteration, numbered as replay_summary.first_iteration. Returns 1 when a window is taken, 0 when
+ * every event is to be loaded, -1 when out of memory. */
+static int
+choose_window(job *j, rank_task *t, int32_t n, const job_options *o, int32_t *span)
+{
+    int32_t n_common = -1;
+    for (int32_t i = 0; i < n; i++) {
+        if ((t[i].method != ITER_MARKER && t[i].method != ITER_RANGE) || t[i].nb < 2)
+            return 0;
+        if (n_common < 0 || t[i].nb < n_common)
+            n_common = t[i].nb;
+    }
+    int32_t first = o->warmup >= 0 ? (o->warmup > 0 ? o->warmup - 1 : 0) : detect_warmup(t, n);
+    if (n < 1 || first < 0)
+        return n < 1 ? 0 : -1;
+    int32_t last = n_common - 2;
+    if (last < first)
+        first = 0; /* everything looked like warm-up: the replay compares all */
+    if (last - first + 1 > o->iterations)
+        last = first + o->iterations - 1;
+    int32_t from = first > 0 ? first - 1 : 0;
+    if (last < first || (from == 0 && last + 2 >= n_common))
+        return 0; /* nothing to compare, or the window is everything */
+    for (int32_t i = 0; i < n; i++) {
+        t[i].windowed = 1;
+        t[i].t0 = t[i].bstart[from];
+        t[i].t1 = t[i].bend[last + 1];
+        t[i].b_first = from;
+        t[i].b_count = last + 2 - from;
+    }
+    j->iter_skipped = from;
+    j->window_warmup = first - from + 1;
+    span[0] = first + 1; /* numbered as the replay numbers them */
+    span[1] = last + 1;
+    return 1;
+}
+
+/* Hands the tasks' warnings to job_warn in rank order (with_empty: and that a rank has
+ * no events), then the first failure (in rank order) to errbuf; the ranks after a failed
+ * one are not told about, as a load rank by rank would not have reached them. Returns 0
+ * or the failure's status. */
+static int
+report_tasks(job *j, rank_task *t, int32_t n, int with_empty, char *errbuf, size_t errlen)
 {
     int rc = 0;
-    for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++) {
-        if (!j->ranks[r].reader)
-            continue;
-        rc = read_events(j, &j->ranks[r], max_events, errbuf, errlen);
-        if (rc == 0 && j->ranks[r].n_events == 0)
-            job_warn(j, "rank %d: the trace holds no events (%s)", r, j->ranks[r].path);
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        for (size_t k = 0; k < t[i].n_msg; k++)
+            job_warn(j, "%s", t[i].msg[k]);
+        rc = t[i].rc;
+        if (rc != 0)
+            snprintf(errbuf, errlen, "%s", t[i].err ? t[i].err : "out of memory");
+        else if (with_empty && t[i].jr->n_events == 0)
+            job_warn(j, "rank %d: the trace holds no events (%s)", t[i].jr->rank, t[i].jr->path);
     }
+    return rc;
+}
+
+/* The status of the first task that failed, in rank order, or 0. */
+static int
+first_failure(const rank_task *t, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (t[i].rc != 0)
+            return t[i].rc;
+    return 0;
+}
+
+/* Forgets the window: the events read are dropped, to be read again whole. */
+static void
+drop_window(job *j, rank_task *t, int32_t n, size_t *n_msg)
+{
+    for (int32_t i = 0; i < n; i++) {
+        free(t[i].jr->events);
+        t[i].jr->events = NULL;
+        t[i].jr->n_events = 0;
+        t[i].windowed = 0;
+        while (t[i].n_msg > n_msg[i])
+            free(t[i].msg[--t[i].n_msg]);
+    }
+    j->iter_skipped = 0;
+    j->window_warmup = -1;
+}
+
+/* Reads the events of every present rank, in parallel, the window only where one is
+ * asked for and fits (see job.h). Returns 0 or a dpro_status. */
+static int
+read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
+{
+    int rc = 0, jobs = job_threads(opts), windowed = 0, reported = 0;
+    int32_t n = 0, span[2] = {0, 0};
+    rank_task *t = calloc((size_t)j->n_present + 1, sizeof *t);
+    size_t *n_msg = calloc((size_t)j->n_present + 1, sizeof *n_msg);
+    if (!t || !n_msg)
+        rc = DPRO_ERR_NOMEM;
+    for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++)
+        if (j->ranks[r].reader)
+            t[n++].jr = &j->ranks[r];
+    int want_window = opts && opts->iterations > 0 && !opts->full && !opts->max_events;
+    if (rc == 0 && want_window) {
+        pool_run(t, n, jobs, scan_bounds, opts);
+        if (first_failure(t, n) != 0) {
+            rc = report_tasks(j, t, n, 0, errbuf, errlen);
+            reported = 1;
+        } else if ((windowed = choose_window(j, t, n, opts, span)) < 0) {
+            rc = DPRO_ERR_NOMEM;
+        }
+        for (int32_t i = 0; i < n; i++)
+            n_msg[i] = t[i].n_msg;
+    }
+    if (rc == 0)
+        pool_run(t, n, jobs, read_rank, opts);
+    int fits = 1;
+    for (int32_t i = 0; rc == 0 && windowed && i < n; i++)
+        fits &= t[i].window_ok;
+    if (rc == 0 && windowed && first_failure(t, n) == 0 && !fits) {
+        pr_info("the compared iterations' window does not show the iterations found in the "
+                "whole traces: every event is loaded");
+        drop_window(j, t, n, n_msg);
+        windowed = 0;
+        pool_run(t, n, jobs, read_rank, opts);
+    }
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        j->events_in_files += t[i].in_file;
+        j->events_loaded += t[i].jr->n_events;
+    }
+    if (rc == 0 && windowed && first_failure(t, n) == 0)
+        pr_info("read the window of iterations %d to %d and the one before them: %llu of %llu "
+                "events",
+                span[0], span[1], (unsigned long long)j->events_loaded,
+                (unsigned long long)j->events_in_files);
+    if (rc == 0)
+        rc = report_tasks(j, t, n, 1, errbuf, errlen);
+    else if (!reported)
+        snprintf(errbuf, errlen, "out of memory");
+    for (int32_t i = 0; t && i < n; i++)
+        task_free(&t[i]);
+    free(t);
+    free(n_msg);
     return rc;
 }
 
@@ -351,6 +726,7 @@ int
 job_load(const char *path, const job_options *opts, job *j, char *errbuf, size_t errlen)
 {
     memset(j, 0, sizeof *j);
+    j->window_warmup = -1;
     listing l = {.path = path};
     int64_t world = 0;
     const char *paths[1] = {path};
@@ -365,7 +741,7 @@ job_load(const char *path, const job_options *opts, job *j, char *errbuf, size_t
         rc = place_ranks(j, &l, world, errbuf, errlen);
     if (rc == 0) {
         warn_missing(j);
-        rc = read_ranks(j, opts ? opts->max_events : 0, errbuf, errlen);
+        rc = read_ranks(j, opts, errbuf, errlen);
     }
     for (size_t i = 0; l.o && i < l.nfiles; i++)
         dpro_reader_close(l.o[i].r);

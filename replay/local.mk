@@ -17,4 +17,4 @@ replay_libdproreplay_la_SOURCES = \
 	replay/kernels.c replay/kernels.h \
 	replay/inputs.c replay/inputs.h
 replay_libdproreplay_la_CFLAGS = $(AM_CFLAGS) -O2
-replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(LIBM)
+replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(LIBM) $(PTHREAD_LIBS)

@@ -41,6 +41,9 @@ typedef struct replay_options {
                          * k closes at boundary k; 0 is not measurable), -1: detect */
     int coll_duration;  /* enum replay_coll_duration */
     size_t max_events;  /* per rank, 0: no limit */
+    int jobs;           /* threads loading ranks (job_options.jobs; 0: the CPUs) */
+    int full_load;      /* load every event even when only `iterations` are compared
+                         * (job_options.full) */
 } replay_options;
 
 /* Iterations found on one rank. */

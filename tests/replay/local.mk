@@ -18,6 +18,14 @@ tests_replay_test_replay_unit_LDADD = tests/replay/libdprosynth.la replay/libdpr
 tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
 tests_replay_gen_traces_LDADD = $(DPROTRACE_LINK)
 
+# test_replay_window: the window and the threads of job_load against the whole load
+# (driven by test_replay_window.py)
+check_PROGRAMS += tests/replay/test_replay_window
+tests_replay_test_replay_window_SOURCES = tests/replay/test_replay_window.c tests/unit/testutil.h
+tests_replay_test_replay_window_LDADD = replay/libdproreplay.la
+TESTS += tests/replay/test_replay_window.py
+dist_check_SCRIPTS += tests/replay/test_replay_window.py
+
 TESTS += tests/replay/test_replay_unit tests/replay/test_replay_traces.py \
 	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
 	tests/replay/test_replay_kineto_whatif.py tests/replay/test_replay_p2p.py \
