@@ -2,6 +2,9 @@
 #define PR_FMT "replay"
 #include "job.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -420,10 +423,32 @@ warn_missing(job *j)
                  j->n_ranks, n_miss, miss, ml + 16 >= sizeof miss ? ", ..." : "", j->n_present);
 }
 
-/* The window's first pass over one rank: every event is read, the markers and kernels
- * are kept (all that iteration detection looks at) and the boundaries found in them as
- * the replay finds them. Damaged batches are counted and told here. Returns 0 or a
- * dpro_status. */
+/* Opens the rank's trace anew, so that the pages the first pass read leave memory with
+ * the old reader's cache (SQLite keeps up to its cache size of each file): what stays
+ * is the window's. Returns 0 or a dpro_status. */
+static int
+reopen(rank_task *t)
+{
+    job_rank *jr = t->jr;
+    dpro_reader *r = NULL;
+    char eb[DPRO_ERRBUF_SIZE];
+    if (!jr->path)
+        return task_fail(t, DPRO_ERR_NOMEM, "out of memory");
+    int rc = dpro_reader_open(jr->path, &r, eb, sizeof eb);
+    if (rc != DPRO_OK)
+        return task_fail(t, rc, "%s", eb);
+    dpro_reader_close(jr->reader);
+    jr->reader = r;
+    jr->host = dpro_reader_meta(r, DPRO_META_HOST);
+    return 0;
+}
+
+/* The window's first pass over one rank: every event is read, the markers are kept and
+ * the boundaries found in them as the replay finds them. Markers are all that the
+ * replay's detection looks at when it finds iterations from markers (the only case a
+ * window is taken for); without them it falls back to the kernel period, here to
+ * ITER_NONE, and every event is loaded. Damaged batches are counted and told here.
+ * Returns 0 or a dpro_status. */
 static int
 scan_bounds(rank_task *t, const job_options *o)
 {
@@ -445,8 +470,7 @@ scan_bounds(rank_task *t, const job_options *o)
             task_warn(t, "rank %d: %s (batch skipped)", jr->rank, dpro_reader_errmsg(jr->reader));
             continue;
         }
-        if ((ev.kind == DPRO_KIND_MARKER || ev.kind == DPRO_KIND_KERNEL) &&
-            push_event(&sub.events, &sub.n_events, &cap, &ev) != 0) {
+        if (ev.kind == DPRO_KIND_MARKER && push_event(&sub.events, &sub.n_events, &cap, &ev) != 0) {
             rc = DPRO_ERR_NOMEM;
             break;
         }
@@ -472,6 +496,8 @@ scan_bounds(rank_task *t, const job_options *o)
     t->quiet_damage = 1;
     if (rc != 0)
         rc = task_fail(t, rc, "out of memory reading %s", jr->path);
+    if (rc == 0)
+        rc = reopen(t);
     return rc;
 }
 
@@ -689,6 +715,9 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
         }
         for (int32_t i = 0; i < n; i++)
             n_msg[i] = t[i].n_msg;
+#ifdef __GLIBC__
+        malloc_trim(0); /* the first pass's buffers, freed in every thread's arena */
+#endif
     }
     if (rc == 0)
         pool_run(t, n, jobs, read_rank, opts);

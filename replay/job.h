@@ -13,7 +13,7 @@
  *
  * The window: a caller that compares a bounded number of iterations (job_options.
  * iterations > 0) needs only their time span. job_load then reads each rank twice: a
- * first pass over the whole trace keeps only markers and kernels and finds the
+ * first pass over the whole trace keeps only the markers and finds the
  * iteration boundaries there as the replay does (replay_detect_iterations); from them it
  * chooses the compared iterations as the replay would (warm-up given or detected on the
  * marker ends, then `iterations` of them), and the second pass reads, through the

@@ -50,3 +50,10 @@ BENCHMARKS += tests/replay/bench_replay
 noinst_PROGRAMS += tests/replay/bench_replay
 tests_replay_bench_replay_SOURCES = tests/replay/bench_replay.c
 tests_replay_bench_replay_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la
+
+# bench_scale: a large job written as real trace files, replayed by dpro-replay: time and
+# peak memory, and the same job traced 5x longer (make bench; sizes in the program)
+BENCHMARKS += tests/replay/bench_scale
+noinst_PROGRAMS += tests/replay/bench_scale
+tests_replay_bench_scale_SOURCES = tests/replay/bench_scale.c
+tests_replay_bench_scale_LDADD = $(DPROTRACE_LINK)
