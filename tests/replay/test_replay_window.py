@@ -9,10 +9,12 @@ not where they do not (no markers: iterations come from the kernel period, which
 the whole trace) or where it would hold everything. Then dpro-replay --json and
 dpro-optimize --json with --jobs 1 and --jobs 4 must print the same JSON (the search's
 timing keys aside), on those jobs and on the real Kineto traces of ../shared imported
-(skipped without them).
+(skipped without them). A batch damaged outside the window is still found (the first
+pass reads every batch): the replay fails without --partial and names it with it.
 """
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -23,6 +25,7 @@ from replay_testlib import BUILD, IMPORT, KINETO, REPLAY, check, exit_status  # 
 OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 GEN = os.path.join(BUILD, "tests", "replay", "gen_traces")
 WINDOW = os.path.join(BUILD, "tests", "replay", "test_replay_window")
+BENCH_SCALE = os.path.join(BUILD, "tests", "replay", "bench_scale")
 TIMING = {"search_s", "evaluations_per_s"}
 
 # (name, gen_traces arguments, [(iterations, warmup, window expected)])
@@ -57,8 +60,28 @@ def same_for_jobs(cmd, what):
     check(out[0] == out[1], "%s: --jobs 1 and --jobs 4 give the same answer" % what)
 
 
+def damage_outside_window(tmp):
+    """The last batch of one rank zeroed: far from the window of iterations 3-4."""
+    d = os.path.join(tmp, "damaged")
+    subprocess.run([BENCH_SCALE, "gen", d, "4", "100000", "20"], check=True)
+    db = sqlite3.connect(os.path.join(d, "rank2.dpro"))
+    last = db.execute("SELECT id FROM batches ORDER BY first_ns DESC LIMIT 1").fetchone()[0]
+    db.execute("UPDATE batches SET data = zeroblob(length(data)) WHERE id = ?", (last,))
+    db.commit()
+    db.close()
+    p = subprocess.run([REPLAY, d, "-n", "2", "-w", "3"], capture_output=True, text=True,
+                       timeout=300)
+    check(p.returncode == 1 and "1 damaged batches" in p.stderr,
+          "damage outside the window: status 1 without --partial (%d)" % p.returncode)
+    p = subprocess.run([REPLAY, d, "-n", "2", "-w", "3", "--partial"], capture_output=True,
+                       text=True, timeout=300)
+    check(p.returncode == 0 and "batch %d" % last in p.stderr,
+          "damage outside the window: named with --partial (%d)" % p.returncode)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        damage_outside_window(tmp)
         dirs = []
         for name, args, cases in JOBS:
             d = os.path.join(tmp, name)
