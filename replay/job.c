@@ -84,7 +84,9 @@ typedef struct rank_task {
 } rank_task;
 
 /* Records a warning of the task (printed later, with job_warn). */
-static void __attribute__((format(printf, 2, 3))) task_warn(rank_task *t, const char *fmt, ...)
+static void task_warn(rank_task *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void
+task_warn(rank_task *t, const char *fmt, ...)
 {
     char buf[1024];
     va_list ap;
@@ -101,7 +103,9 @@ static void __attribute__((format(printf, 2, 3))) task_warn(rank_task *t, const 
 }
 
 /* Records the task's failure and returns rc. */
-static int __attribute__((format(printf, 3, 4)))
+static int task_fail(rank_task *t, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int
 task_fail(rank_task *t, int rc, const char *fmt, ...)
 {
     char buf[DPRO_ERRBUF_SIZE];
