@@ -250,6 +250,8 @@ parse_args(int argc, char **argv, args *a)
     so->memory_margin = 0.05;
     workload_default_options(wo);
     a->ro.warmup = -1;
+    a->ro.full_load = 1; /* the workload analyses read the first iteration and every
+                          * allocation, not only the compared iterations */
     while ((c = getopt_long(argc, argv, "m:s:k:jc:fb:n:w:qhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'm':
