@@ -2,12 +2,20 @@
 #define PR_FMT "replay"
 #include "job.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dpro_log.h"
+#include "iter.h"
+#include "replay.h" /* replay_detect_iterations: the window's iterations are the replay's */
 
 void
 job_warn(job *j, const char *fmt, ...)
@@ -51,264 +59,727 @@ typedef struct opened {
     int taken;
 } opened;
 
-/* Reads every event of one rank; returns 0 or a dpro_status. */
-static int
-read_events(job *j, job_rank *jr, size_t max_events, char *errbuf, size_t errlen)
+/* One rank's load, done on a worker thread. Its warnings wait in msg until the phase is
+ * over and are then recorded in rank order, so that they come out the same for any
+ * number of threads. */
+typedef struct rank_task {
+    job_rank *jr;
+    int rc;     /* 0 or a dpro_status */
+    char *err;  /* what failed (malloc'd), with rc < 0 */
+    char **msg; /* warnings, in the order met */
+    size_t n_msg;
+    uint64_t in_file; /* events the trace holds (its summary) */
+    /* the window's first pass: the iteration boundaries of the whole trace */
+    int method;       /* enum iter_method */
+    int32_t nb;       /* boundaries */
+    uint64_t *bstart; /* start and end of each boundary's event */
+    uint64_t *bend;
+    /* the window chosen (windowed != 0): events overlapping [t0, t1] are loaded, and
+     * the boundaries b_first .. b_first + b_count - 1 must be found in them again */
+    int windowed;
+    uint64_t t0, t1;
+    int32_t b_first, b_count;
+    int window_ok;    /* the loaded events show those boundaries */
+    int quiet_damage; /* damaged batches were already counted and told (first pass) */
+} rank_task;
+
+/* Records a warning of the task (printed later, with job_warn). */
+static void task_warn(rank_task *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void
+task_warn(rank_task *t, const char *fmt, ...)
 {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **m = realloc(t->msg, (t->n_msg + 1) * sizeof *m);
+    if (!m)
+        return;
+    t->msg = m;
+    m[t->n_msg] = strdup(buf);
+    if (m[t->n_msg])
+        t->n_msg++;
+}
+
+/* Records the task's failure and returns rc. */
+static int task_fail(rank_task *t, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int
+task_fail(rank_task *t, int rc, const char *fmt, ...)
+{
+    char buf[DPRO_ERRBUF_SIZE];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    free(t->err);
+    t->err = strdup(buf);
+    return rc;
+}
+
+static void
+task_free(rank_task *t)
+{
+    for (size_t i = 0; i < t->n_msg; i++)
+        free(t->msg[i]);
+    free(t->msg);
+    free(t->err);
+    free(t->bstart);
+    free(t->bend);
+}
+
+/* Appends ev to the growing array *ev (*n of *cap). Returns 0 or -1. */
+static int
+push_event(dpro_event **ev, size_t *n, size_t *cap, const dpro_event *e)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 4096;
+        dpro_event *x = realloc(*ev, c * sizeof *x);
+        if (!x)
+            return -1;
+        *ev = x;
+        *cap = c;
+    }
+    (*ev)[(*n)++] = *e;
+    return 0;
+}
+
+/* Reads the events of the task's rank: every one, or those of its window. Returns 0 or
+ * a dpro_status. */
+static int
+read_events(rank_task *t, size_t max_events)
+{
+    job_rank *jr = t->jr;
     dpro_iter *it = NULL;
-    int rc = dpro_iter_open(jr->reader, &it);
-    if (rc != DPRO_OK) {
-        snprintf(errbuf, errlen, "%s: %s", jr->path, dpro_reader_errmsg(jr->reader));
-        return rc;
-    }
-    size_t cap = 4096;
-    jr->events = malloc(cap * sizeof *jr->events);
-    if (!jr->events) {
-        dpro_iter_close(it);
-        snprintf(errbuf, errlen, "out of memory");
-        return DPRO_ERR_NOMEM;
-    }
+    size_t cap = 0;
     int truncated = 0;
+    /* [t0 + 1, t1 - 1]: what merely touches the window's ends (the marker before it,
+     * which ends where the first one starts; the one after) is not in it */
+    int rc = t->windowed ? dpro_iter_open_range(jr->reader, t->t0 + 1, t->t1 - 1, &it)
+                         : dpro_iter_open(jr->reader, &it);
+    if (rc != DPRO_OK)
+        return task_fail(t, rc, "%s: %s", jr->path, dpro_reader_errmsg(jr->reader));
     for (;;) {
         dpro_event ev;
         rc = dpro_iter_next(it, &ev);
         if (rc == 0)
             break;
         if (rc < 0) {
-            job_warn(j, "rank %d: %s (batch skipped)", jr->rank, dpro_reader_errmsg(jr->reader));
+            if (!t->quiet_damage)
+                task_warn(t, "rank %d: %s (batch skipped)", jr->rank,
+                          dpro_reader_errmsg(jr->reader));
             continue;
         }
         if (max_events && jr->n_events >= max_events) {
             truncated = 1;
             break;
         }
-        if (jr->n_events == cap) {
-            dpro_event *e = realloc(jr->events, cap * 2 * sizeof *e);
-            if (!e) {
-                dpro_iter_close(it);
-                snprintf(errbuf, errlen, "out of memory reading %s", jr->path);
-                return DPRO_ERR_NOMEM;
-            }
-            jr->events = e;
-            cap *= 2;
+        if (push_event(&jr->events, &jr->n_events, &cap, &ev) != 0) {
+            dpro_iter_close(it);
+            return task_fail(t, DPRO_ERR_NOMEM, "out of memory reading %s", jr->path);
         }
-        jr->events[jr->n_events++] = ev;
+    }
+    if (!t->quiet_damage)
+        jr->bad_batches = dpro_iter_bad_batches(it);
+    dpro_iter_close(it);
+    if (jr->n_events > 0 && jr->n_events < cap) { /* the doubling's slack back */
+        dpro_event *x = realloc(jr->events, jr->n_events * sizeof *x);
+        if (x)
+            jr->events = x;
+    }
+    if (truncated)
+        task_warn(t, "rank %d: more than %zu events; the rest is ignored", jr->rank, max_events);
+    dpro_trace_summary sum;
+    if (dpro_reader_summary(jr->reader, &sum) == DPRO_OK) {
+        t->in_file = sum.events;
+        if (sum.dropped > 0) {
+            jr->dropped = sum.dropped;
+            task_warn(t, "rank %d: the collector dropped %llu events; the replay may miss work",
+                      jr->rank, (unsigned long long)sum.dropped);
+        }
+    }
+    return 0;
+}
+
+/* The trace files a load looks at: the listing and one entry per file. */
+typedef struct listing {
+    const char *path; /* what the caller named */
+    char **files;
+    size_t nfiles;
+    opened *o;          /* one per file; o[i].r == NULL: not opened, or taken by a rank */
+    size_t n_ok;        /* files opened */
+    const char *want;   /* job_id of the job loaded */
+    int64_t want_world; /* its world_size (-1: not said) */
+} listing;
+
+/* Opens every listed file, notes its rank, world size and job id, and warns about files
+ * that cannot be opened, end early or carry reader warnings. Returns 0, or a dpro_status
+ * (a newer schema refuses the whole load; no readable file at all). */
+static int
+open_all(job *j, listing *l, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    l->o = calloc(l->nfiles, sizeof *l->o);
+    if (!l->o) {
+        rc = DPRO_ERR_NOMEM;
+        snprintf(errbuf, errlen, "out of memory");
+    }
+    for (size_t i = 0; rc == 0 && i < l->nfiles; i++) {
+        opened *o = &l->o[i];
+        char eb[DPRO_ERRBUF_SIZE];
+        int orc = dpro_reader_open(l->files[i], &o->r, eb, sizeof eb);
+        if (orc != DPRO_OK) {
+            if (orc == DPRO_ERR_VERSION) {
+                snprintf(errbuf, errlen, "%s", eb);
+                rc = orc;
+            } else {
+                job_warn(j, "%s: skipped: %s", l->files[i], eb);
+            }
+            continue;
+        }
+        o->path = l->files[i];
+        if (dpro_reader_ended_early(o->r))
+            job_warn(j,
+                     "%s: the trace ends early (cut short, or its process did not close it); "
+                     "what it holds is replayed",
+                     l->files[i]);
+        if (*dpro_reader_warnings(o->r))
+            job_warn(j, "%s", dpro_reader_warnings(o->r));
+        o->rank = dpro_reader_meta_int(o->r, DPRO_META_RANK, -1);
+        o->world = dpro_reader_meta_int(o->r, DPRO_META_WORLD_SIZE, -1);
+        o->job_id = dpro_reader_meta(o->r, DPRO_META_JOB_ID);
+        if (!o->job_id)
+            o->job_id = "";
+        l->n_ok++;
+    }
+    if (rc == 0 && l->n_ok == 0) {
+        snprintf(errbuf, errlen, "%s: no readable trace", l->path);
+        rc = DPRO_ERR_NOT_TRACE;
+    }
+    return rc;
+}
+
+/* Writes into desc (size len) every (job_id, world_size) found, with its trace count and
+ * an example file. */
+static void
+describe_jobs(const listing *l, char *desc, size_t len)
+{
+    size_t dl = 0;
+    desc[0] = 0;
+    for (size_t i = 0; i < l->nfiles && dl + 200 < len; i++) {
+        const opened *oi = &l->o[i];
+        if (!oi->r)
+            continue;
+        int dup = 0;
+        size_t cnt = 0;
+        for (size_t k = 0; k < l->nfiles; k++) {
+            const opened *ok = &l->o[k];
+            int same = ok->r && strcmp(ok->job_id, oi->job_id) == 0 && ok->world == oi->world;
+            dup |= same && k < i;
+            cnt += (size_t)same;
+        }
+        if (dup)
+            continue;
+        dl += (size_t)snprintf(desc + dl, len - dl,
+                               "%s job_id '%s' world_size %lld (%zu traces, e.g. %s)",
+                               dl ? ";" : "", oi->job_id, (long long)oi->world, cnt, oi->path);
+    }
+}
+
+/* Chooses the job to load: the one asked for (job_id, may be NULL), or the only one
+ * present. Sets l->want and l->want_world. Returns 0, or DPRO_ERR_ARG when the asked job
+ * has no trace or the files hold more than one job (errbuf describes them). */
+static int
+choose_job(listing *l, const char *job_id, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    l->want = job_id;
+    l->want_world = -2;
+    for (size_t i = 0; i < l->nfiles; i++) {
+        if (!l->o[i].r || (l->want && strcmp(l->o[i].job_id, l->want) != 0))
+            continue;
+        if (!l->want)
+            l->want = l->o[i].job_id;
+        if (l->want_world == -2)
+            l->want_world = l->o[i].world;
+    }
+    if (l->want_world == -2) {
+        snprintf(errbuf, errlen, "%s: no trace of job '%s'", l->path, job_id);
+        rc = DPRO_ERR_ARG;
+    }
+    int mixed = 0;
+    for (size_t i = 0; rc == 0 && i < l->nfiles; i++) {
+        if (!l->o[i].r)
+            continue;
+        int same = strcmp(l->o[i].job_id, l->want) == 0 && l->o[i].world == l->want_world;
+        if (!same && !(job_id && strcmp(l->o[i].job_id, job_id) != 0))
+            mixed = 1;
+        if (!same && job_id && strcmp(l->o[i].job_id, job_id) == 0)
+            mixed = 1;
+    }
+    if (mixed) {
+        char desc[1024];
+        describe_jobs(l, desc, sizeof desc);
+        snprintf(errbuf, errlen,
+                 "%s holds traces of more than one job:%s. Replay one job at a time "
+                 "(put each in its own directory, or choose one with --job ID)",
+                 l->path, desc);
+        rc = DPRO_ERR_ARG;
+    }
+    return rc;
+}
+
+/* The world size of the chosen job: its world_size, or the highest rank + 1. A lone
+ * trace without a rank is rank 0. Sets *world. Returns 0, or DPRO_ERR_ARG (traces
+ * without a rank, a rank past the world size, an implausible world size). */
+static int
+job_world(listing *l, int64_t *world, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    int64_t max_rank = -1;
+    int no_rank = 0;
+    for (size_t i = 0; i < l->nfiles; i++) {
+        if (!l->o[i].r || strcmp(l->o[i].job_id, l->want) != 0)
+            continue;
+        if (l->o[i].rank < 0)
+            no_rank++;
+        if (l->o[i].rank > max_rank)
+            max_rank = l->o[i].rank;
+    }
+    if (no_rank && l->n_ok == 1 && no_rank == 1) {
+        for (size_t i = 0; i < l->nfiles; i++)
+            if (l->o[i].r)
+                l->o[i].rank = 0;
+        max_rank = 0;
+    } else if (no_rank) {
+        snprintf(errbuf, errlen, "%s: %d traces carry no rank in their meta", l->path, no_rank);
+        rc = DPRO_ERR_ARG;
+    }
+    *world = l->want_world > 0 ? l->want_world : max_rank + 1;
+    if (rc == 0 && max_rank >= *world) {
+        snprintf(errbuf, errlen, "%s: rank %lld found but world_size is %lld", l->path,
+                 (long long)max_rank, (long long)*world);
+        rc = DPRO_ERR_ARG;
+    }
+    if (rc == 0 && *world > (1 << 20)) {
+        snprintf(errbuf, errlen, "%s: world_size %lld is not plausible", l->path,
+                 (long long)*world);
+        rc = DPRO_ERR_ARG;
+    }
+    return rc;
+}
+
+/* Gives every trace of the chosen job its place in j->ranks (world entries), taking its
+ * reader from l. Returns 0, DPRO_ERR_NOMEM, or DPRO_ERR_ARG for a rank found twice. */
+static int
+place_ranks(job *j, listing *l, int64_t world, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    j->n_ranks = (int32_t)world;
+    j->ranks = calloc((size_t)world, sizeof *j->ranks);
+    j->job_id = strdup(l->want);
+    if (!j->ranks || !j->job_id) {
+        rc = DPRO_ERR_NOMEM;
+        snprintf(errbuf, errlen, "out of memory");
+    }
+    for (size_t i = 0; rc == 0 && i < l->nfiles; i++) {
+        opened *o = &l->o[i];
+        if (!o->r || strcmp(o->job_id, l->want) != 0)
+            continue;
+        job_rank *jr = &j->ranks[o->rank];
+        if (jr->reader) {
+            snprintf(errbuf, errlen, "%s: rank %lld appears twice (%s and %s)", l->path,
+                     (long long)o->rank, jr->path, o->path);
+            rc = DPRO_ERR_ARG;
+            break;
+        }
+        jr->rank = (int32_t)o->rank;
+        jr->reader = o->r;
+        o->r = NULL;
+        jr->path = strdup(o->path);
+        jr->host = dpro_reader_meta(jr->reader, DPRO_META_HOST);
+        jr->job_id = j->job_id;
+        jr->world_size = (int32_t)world;
+        j->n_present++;
+    }
+    return rc;
+}
+
+/* Warns about the ranks of the world size that have no trace. */
+static void
+warn_missing(job *j)
+{
+    char miss[256] = "";
+    size_t ml = 0;
+    int32_t n_miss = 0;
+    for (int32_t r = 0; r < j->n_ranks; r++) {
+        if (j->ranks[r].reader)
+            continue;
+        n_miss++;
+        if (ml + 16 < sizeof miss)
+            ml += (size_t)snprintf(miss + ml, sizeof miss - ml, "%s%d", ml ? ", " : "", r);
+    }
+    if (n_miss)
+        job_warn(j,
+                 "world_size is %d but %d rank(s) have no trace (missing: %s%s); the "
+                 "replay covers the %d present ranks and collectives wait only for them",
+                 j->n_ranks, n_miss, miss, ml + 16 >= sizeof miss ? ", ..." : "", j->n_present);
+}
+
+/* Opens the rank's trace anew, so that the pages the first pass read leave memory with
+ * the old reader's cache (SQLite keeps up to its cache size of each file): what stays
+ * is the window's. Returns 0 or a dpro_status. */
+static int
+reopen(rank_task *t)
+{
+    job_rank *jr = t->jr;
+    dpro_reader *r = NULL;
+    char eb[DPRO_ERRBUF_SIZE];
+    if (!jr->path)
+        return task_fail(t, DPRO_ERR_NOMEM, "out of memory");
+    int rc = dpro_reader_open(jr->path, &r, eb, sizeof eb);
+    if (rc != DPRO_OK)
+        return task_fail(t, rc, "%s", eb);
+    dpro_reader_close(jr->reader);
+    jr->reader = r;
+    jr->host = dpro_reader_meta(r, DPRO_META_HOST);
+    return 0;
+}
+
+/* The window's first pass over one rank: every event is read, the markers are kept and
+ * the boundaries found in them as the replay finds them. Markers are all that the
+ * replay's detection looks at when it finds iterations from markers (the only case a
+ * window is taken for); without them it falls back to the kernel period, here to
+ * ITER_NONE, and every event is loaded. Damaged batches are counted and told here.
+ * Returns 0 or a dpro_status. */
+static int
+scan_bounds(rank_task *t, const job_options *o)
+{
+    (void)o;
+    job_rank *jr = t->jr;
+    job_rank sub = {.rank = jr->rank, .path = jr->path, .reader = jr->reader};
+    replay_rank_iters ri = {0};
+    dpro_iter *it = NULL;
+    size_t cap = 0;
+    int rc = dpro_iter_open(jr->reader, &it);
+    if (rc != DPRO_OK)
+        return task_fail(t, rc, "%s: %s", jr->path, dpro_reader_errmsg(jr->reader));
+    for (;;) {
+        dpro_event ev;
+        rc = dpro_iter_next(it, &ev);
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            task_warn(t, "rank %d: %s (batch skipped)", jr->rank, dpro_reader_errmsg(jr->reader));
+            continue;
+        }
+        if (ev.kind == DPRO_KIND_MARKER && push_event(&sub.events, &sub.n_events, &cap, &ev) != 0) {
+            rc = DPRO_ERR_NOMEM;
+            break;
+        }
     }
     jr->bad_batches = dpro_iter_bad_batches(it);
     dpro_iter_close(it);
-    if (truncated)
-        job_warn(j, "rank %d: more than %zu events; the rest is ignored", jr->rank, max_events);
-    dpro_trace_summary sum;
-    if (dpro_reader_summary(jr->reader, &sum) == DPRO_OK && sum.dropped > 0) {
-        jr->dropped = sum.dropped;
-        job_warn(j, "rank %d: the collector dropped %llu events; the replay may miss work",
-                 jr->rank, (unsigned long long)sum.dropped);
+    if (rc == 0 && replay_detect_iterations(&sub, &ri) != 0)
+        rc = DPRO_ERR_NOMEM;
+    if (rc == 0) {
+        t->method = ri.method;
+        t->nb = ri.n;
+        t->bstart = malloc((size_t)(ri.n > 0 ? ri.n : 1) * sizeof *t->bstart);
+        t->bend = malloc((size_t)(ri.n > 0 ? ri.n : 1) * sizeof *t->bend);
+        if (!t->bstart || !t->bend)
+            rc = DPRO_ERR_NOMEM;
     }
+    for (int32_t k = 0; rc == 0 && k < ri.n; k++) {
+        t->bstart[k] = sub.events[ri.event_index[k]].start_ns;
+        t->bend[k] = sub.events[ri.event_index[k]].end_ns;
+    }
+    replay_rank_iters_free(&ri);
+    free(sub.events);
+    t->quiet_damage = 1;
+    if (rc != 0)
+        rc = task_fail(t, rc, "out of memory reading %s", jr->path);
+    if (rc == 0)
+        rc = reopen(t);
+    return rc;
+}
+
+/* Whether the window's events show the boundaries chosen from the whole trace, first
+ * to last, the earliest ones first. Returns 1, 0, or -1 (out of memory). */
+static int
+window_holds_bounds(const rank_task *t)
+{
+    replay_rank_iters ri;
+    if (replay_detect_iterations(t->jr, &ri) != 0)
+        return -1;
+    int ok = ri.method == t->method && ri.n >= t->b_count;
+    for (int32_t k = 0; ok && k < t->b_count; k++) {
+        const dpro_event *e = &t->jr->events[ri.event_index[k]];
+        ok = e->start_ns == t->bstart[t->b_first + k] && e->end_ns == t->bend[t->b_first + k];
+    }
+    replay_rank_iters_free(&ri);
+    return ok;
+}
+
+/* The second pass (or the only one): reads the rank's events, checks a window. Returns 0
+ * or a dpro_status. */
+static int
+read_rank(rank_task *t, const job_options *o)
+{
+    int rc = read_events(t, o ? o->max_events : 0);
+    if (rc == 0 && t->windowed) {
+        int ok = window_holds_bounds(t);
+        if (ok < 0)
+            rc = task_fail(t, DPRO_ERR_NOMEM, "out of memory reading %s", t->jr->path);
+        t->window_ok = ok > 0;
+    }
+    return rc;
+}
+
+typedef int (*task_fn)(rank_task *t, const job_options *o);
+
+/* Tasks shared by the threads of one phase: each takes the next one not taken. */
+typedef struct task_pool {
+    rank_task *t;
+    int32_t n;
+    task_fn fn;
+    const job_options *o;
+    atomic_int next;
+} task_pool;
+
+static void *
+pool_worker(void *arg)
+{
+    task_pool *p = arg;
+    for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
+        p->t[i].rc = p->fn(&p->t[i], p->o);
+    return NULL;
+}
+
+/* Runs fn on the n tasks with up to jobs threads, the caller's among them (fewer when
+ * a thread cannot be started: the others take its share). */
+static void
+pool_run(rank_task *t, int32_t n, int jobs, task_fn fn, const job_options *o)
+{
+    task_pool p = {.t = t, .n = n, .fn = fn, .o = o};
+    pthread_t th[JOB_MAX_JOBS];
+    int started = 0;
+    atomic_init(&p.next, 0);
+    for (int i = 1; i < jobs && i < n; i++)
+        if (pthread_create(&th[started], NULL, pool_worker, &p) == 0)
+            started++;
+    pool_worker(&p);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
+/* Threads to read with: opts->jobs, or the number of CPUs; 1 to JOB_MAX_JOBS. */
+static int
+job_threads(const job_options *opts)
+{
+    long n = opts && opts->jobs > 0 ? opts->jobs : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    return n > JOB_MAX_JOBS ? JOB_MAX_JOBS : (int)n;
+}
+
+/* The warm-up the replay would detect: the most leading slow iterations of any rank,
+ * from the ends of the boundary events (the replay takes the ends of the boundary nodes,
+ * the last host call within each marker). Returns it, or -1 (out of memory). */
+static int32_t
+detect_warmup(const rank_task *t, int32_t n)
+{
+    int32_t warm = 0;
+    for (int32_t i = 0; i < n && warm >= 0; i++) {
+        int64_t *st = malloc((size_t)t[i].nb * sizeof *st);
+        uint8_t *wu = malloc((size_t)t[i].nb);
+        if (!st || !wu) {
+            warm = -1;
+        } else {
+            for (int32_t k = 0; k < t[i].nb; k++)
+                st[k] = (int64_t)t[i].bend[k];
+            int32_t w = (int32_t)iter_mark_warmup(st, (size_t)t[i].nb, 0.10, wu);
+            warm = w > warm ? w : warm;
+        }
+        free(st);
+        free(wu);
+    }
+    return warm;
+}
+
+/* Chooses the window from the first pass (see job.h): the compared iterations as the
+ * replay chooses them, and one iteration before them. Sets each task's window and
+ * j->iter_skipped, j->window_warmup, and span[0..1] to the first and last compared
+ * iteration, numbered as replay_summary.first_iteration. Returns 1 when a window is taken, 0 when
+ * every event is to be loaded, -1 when out of memory. */
+static int
+choose_window(job *j, rank_task *t, int32_t n, const job_options *o, int32_t *span)
+{
+    int32_t n_common = -1;
+    for (int32_t i = 0; i < n; i++) {
+        if ((t[i].method != ITER_MARKER && t[i].method != ITER_RANGE) || t[i].nb < 2)
+            return 0;
+        if (n_common < 0 || t[i].nb < n_common)
+            n_common = t[i].nb;
+    }
+    int32_t first = o->warmup >= 0 ? (o->warmup > 0 ? o->warmup - 1 : 0) : detect_warmup(t, n);
+    if (n < 1 || first < 0)
+        return n < 1 ? 0 : -1;
+    int32_t last = n_common - 2;
+    if (last < first)
+        first = 0; /* everything looked like warm-up: the replay compares all */
+    if (last - first + 1 > o->iterations)
+        last = first + o->iterations - 1;
+    int32_t from = first > 0 ? first - 1 : 0;
+    if (last < first || (from == 0 && last + 2 >= n_common))
+        return 0; /* nothing to compare, or the window is everything */
+    for (int32_t i = 0; i < n; i++) {
+        t[i].windowed = 1;
+        t[i].t0 = t[i].bstart[from];
+        t[i].t1 = t[i].bend[last + 1];
+        t[i].b_first = from;
+        t[i].b_count = last + 2 - from;
+    }
+    j->iter_skipped = from;
+    j->window_warmup = first - from + 1;
+    span[0] = first + 1; /* numbered as the replay numbers them */
+    span[1] = last + 1;
+    return 1;
+}
+
+/* Hands the tasks' warnings to job_warn in rank order (with_empty: and that a rank has
+ * no events), then the first failure (in rank order) to errbuf; the ranks after a failed
+ * one are not told about, as a load rank by rank would not have reached them. Returns 0
+ * or the failure's status. */
+static int
+report_tasks(job *j, rank_task *t, int32_t n, int with_empty, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        for (size_t k = 0; k < t[i].n_msg; k++)
+            job_warn(j, "%s", t[i].msg[k]);
+        rc = t[i].rc;
+        if (rc != 0)
+            snprintf(errbuf, errlen, "%s", t[i].err ? t[i].err : "out of memory");
+        else if (with_empty && t[i].jr->n_events == 0)
+            job_warn(j, "rank %d: the trace holds no events (%s)", t[i].jr->rank, t[i].jr->path);
+    }
+    return rc;
+}
+
+/* The status of the first task that failed, in rank order, or 0. */
+static int
+first_failure(const rank_task *t, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (t[i].rc != 0)
+            return t[i].rc;
     return 0;
+}
+
+/* Forgets the window: the events read are dropped, to be read again whole. */
+static void
+drop_window(job *j, rank_task *t, int32_t n, size_t *n_msg)
+{
+    for (int32_t i = 0; i < n; i++) {
+        free(t[i].jr->events);
+        t[i].jr->events = NULL;
+        t[i].jr->n_events = 0;
+        t[i].windowed = 0;
+        while (t[i].n_msg > n_msg[i])
+            free(t[i].msg[--t[i].n_msg]);
+    }
+    j->iter_skipped = 0;
+    j->window_warmup = -1;
+}
+
+/* Reads the events of every present rank, in parallel, the window only where one is
+ * asked for and fits (see job.h). Returns 0 or a dpro_status. */
+static int
+read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
+{
+    int rc = 0, jobs = job_threads(opts), windowed = 0, reported = 0;
+    int32_t n = 0, span[2] = {0, 0};
+    rank_task *t = calloc((size_t)j->n_present + 1, sizeof *t);
+    size_t *n_msg = calloc((size_t)j->n_present + 1, sizeof *n_msg);
+    if (!t || !n_msg)
+        rc = DPRO_ERR_NOMEM;
+    for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++)
+        if (j->ranks[r].reader)
+            t[n++].jr = &j->ranks[r];
+    int want_window = opts && opts->iterations > 0 && !opts->full && !opts->max_events;
+    if (rc == 0 && want_window) {
+        pool_run(t, n, jobs, scan_bounds, opts);
+        if (first_failure(t, n) != 0) {
+            rc = report_tasks(j, t, n, 0, errbuf, errlen);
+            reported = 1;
+        } else if ((windowed = choose_window(j, t, n, opts, span)) < 0) {
+            rc = DPRO_ERR_NOMEM;
+        }
+        for (int32_t i = 0; i < n; i++)
+            n_msg[i] = t[i].n_msg;
+#ifdef __GLIBC__
+        malloc_trim(0); /* the first pass's buffers, freed in every thread's arena */
+#endif
+    }
+    if (rc == 0)
+        pool_run(t, n, jobs, read_rank, opts);
+    int fits = 1;
+    for (int32_t i = 0; rc == 0 && windowed && i < n; i++)
+        fits &= t[i].window_ok;
+    if (rc == 0 && windowed && first_failure(t, n) == 0 && !fits) {
+        pr_info("the compared iterations' window does not show the iterations found in the "
+                "whole traces: every event is loaded");
+        drop_window(j, t, n, n_msg);
+        windowed = 0;
+        pool_run(t, n, jobs, read_rank, opts);
+    }
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        j->events_in_files += t[i].in_file;
+        j->events_loaded += t[i].jr->n_events;
+    }
+    if (rc == 0 && windowed && first_failure(t, n) == 0)
+        pr_info("read the window of iterations %d to %d and the one before them: %llu of %llu "
+                "events",
+                span[0], span[1], (unsigned long long)j->events_loaded,
+                (unsigned long long)j->events_in_files);
+    if (rc == 0)
+        rc = report_tasks(j, t, n, 1, errbuf, errlen);
+    else if (!reported)
+        snprintf(errbuf, errlen, "out of memory");
+    for (int32_t i = 0; t && i < n; i++)
+        task_free(&t[i]);
+    free(t);
+    free(n_msg);
+    return rc;
 }
 
 int
 job_load(const char *path, const job_options *opts, job *j, char *errbuf, size_t errlen)
 {
     memset(j, 0, sizeof *j);
-    char **files = NULL;
-    size_t nfiles = 0;
+    j->window_warmup = -1;
+    listing l = {.path = path};
+    int64_t world = 0;
     const char *paths[1] = {path};
-    opened *o = NULL;
-    int rc = dpro_list_traces(paths, 1, &files, &nfiles, errbuf, errlen);
-    if (rc != DPRO_OK)
-        return rc;
-    o = calloc(nfiles, sizeof *o);
-    if (!o) {
-        rc = DPRO_ERR_NOMEM;
-        snprintf(errbuf, errlen, "out of memory");
-        goto out;
+    int rc = dpro_list_traces(paths, 1, &l.files, &l.nfiles, errbuf, errlen);
+    if (rc == DPRO_OK)
+        rc = open_all(j, &l, errbuf, errlen);
+    if (rc == 0)
+        rc = choose_job(&l, opts ? opts->job_id : NULL, errbuf, errlen);
+    if (rc == 0)
+        rc = job_world(&l, &world, errbuf, errlen);
+    if (rc == 0)
+        rc = place_ranks(j, &l, world, errbuf, errlen);
+    if (rc == 0) {
+        warn_missing(j);
+        rc = read_ranks(j, opts, errbuf, errlen);
     }
-    size_t n_ok = 0;
-    for (size_t i = 0; i < nfiles; i++) {
-        char eb[DPRO_ERRBUF_SIZE];
-        int orc = dpro_reader_open(files[i], &o[i].r, eb, sizeof eb);
-        if (orc != DPRO_OK) {
-            if (orc == DPRO_ERR_VERSION) {
-                snprintf(errbuf, errlen, "%s", eb);
-                rc = orc;
-                goto out;
-            }
-            job_warn(j, "%s: skipped: %s", files[i], eb);
-            continue;
-        }
-        o[i].path = files[i];
-        if (dpro_reader_ended_early(o[i].r))
-            job_warn(j, "%s: the trace ends early (cut short, or its process did not close it); "
-                        "what it holds is replayed", files[i]);
-        if (*dpro_reader_warnings(o[i].r))
-            job_warn(j, "%s", dpro_reader_warnings(o[i].r));
-        o[i].rank = dpro_reader_meta_int(o[i].r, DPRO_META_RANK, -1);
-        o[i].world = dpro_reader_meta_int(o[i].r, DPRO_META_WORLD_SIZE, -1);
-        o[i].job_id = dpro_reader_meta(o[i].r, DPRO_META_JOB_ID);
-        if (!o[i].job_id)
-            o[i].job_id = "";
-        n_ok++;
-    }
-    if (n_ok == 0) {
-        snprintf(errbuf, errlen, "%s: no readable trace", path);
-        rc = DPRO_ERR_NOT_TRACE;
-        goto out;
-    }
-
-    /* Which job: the one asked for, or the only one present. */
-    const char *want = opts && opts->job_id ? opts->job_id : NULL;
-    int64_t want_world = -2;
-    for (size_t i = 0; i < nfiles; i++) {
-        if (!o[i].r || (want && strcmp(o[i].job_id, want) != 0))
-            continue;
-        if (!want)
-            want = o[i].job_id;
-        if (want_world == -2)
-            want_world = o[i].world;
-    }
-    if (want_world == -2) {
-        snprintf(errbuf, errlen, "%s: no trace of job '%s'", path, opts->job_id);
-        rc = DPRO_ERR_ARG;
-        goto out;
-    }
-    {
-        /* two jobs? describe every (job_id, world_size) found */
-        char desc[1024] = "";
-        size_t dl = 0;
-        int mixed = 0;
-        for (size_t i = 0; i < nfiles; i++) {
-            if (!o[i].r)
-                continue;
-            int same = strcmp(o[i].job_id, want) == 0 && o[i].world == want_world;
-            if (!same && !(opts && opts->job_id && strcmp(o[i].job_id, opts->job_id) != 0))
-                mixed = 1;
-            if (!same && opts && opts->job_id && strcmp(o[i].job_id, opts->job_id) == 0)
-                mixed = 1;
-        }
-        if (mixed) {
-            for (size_t i = 0; i < nfiles && dl + 200 < sizeof desc; i++) {
-                if (!o[i].r)
-                    continue;
-                int dup = 0;
-                for (size_t k = 0; k < i; k++)
-                    if (o[k].r && strcmp(o[k].job_id, o[i].job_id) == 0 && o[k].world == o[i].world)
-                        dup = 1;
-                if (dup)
-                    continue;
-                size_t cnt = 0;
-                for (size_t k = 0; k < nfiles; k++)
-                    if (o[k].r && strcmp(o[k].job_id, o[i].job_id) == 0 && o[k].world == o[i].world)
-                        cnt++;
-                dl += (size_t)snprintf(desc + dl, sizeof desc - dl,
-                                       "%s job_id '%s' world_size %lld (%zu traces, e.g. %s)",
-                                       dl ? ";" : "", o[i].job_id, (long long)o[i].world, cnt,
-                                       o[i].path);
-            }
-            snprintf(errbuf, errlen,
-                     "%s holds traces of more than one job:%s. Replay one job at a time "
-                     "(put each in its own directory, or choose one with --job ID)",
-                     path, desc);
-            rc = DPRO_ERR_ARG;
-            goto out;
-        }
-    }
-
-    /* ranks */
-    int64_t max_rank = -1;
-    int no_rank = 0;
-    for (size_t i = 0; i < nfiles; i++) {
-        if (!o[i].r || strcmp(o[i].job_id, want) != 0)
-            continue;
-        if (o[i].rank < 0)
-            no_rank++;
-        if (o[i].rank > max_rank)
-            max_rank = o[i].rank;
-    }
-    if (no_rank) {
-        if (n_ok == 1 && no_rank == 1) {
-            for (size_t i = 0; i < nfiles; i++)
-                if (o[i].r)
-                    o[i].rank = 0;
-            max_rank = 0;
-        } else {
-            snprintf(errbuf, errlen, "%s: %d traces carry no rank in their meta", path, no_rank);
-            rc = DPRO_ERR_ARG;
-            goto out;
-        }
-    }
-    int64_t world = want_world > 0 ? want_world : max_rank + 1;
-    if (max_rank >= world) {
-        snprintf(errbuf, errlen, "%s: rank %lld found but world_size is %lld", path,
-                 (long long)max_rank, (long long)world);
-        rc = DPRO_ERR_ARG;
-        goto out;
-    }
-    if (world > (1 << 20)) {
-        snprintf(errbuf, errlen, "%s: world_size %lld is not plausible", path, (long long)world);
-        rc = DPRO_ERR_ARG;
-        goto out;
-    }
-    j->n_ranks = (int32_t)world;
-    j->ranks = calloc((size_t)world, sizeof *j->ranks);
-    j->job_id = strdup(want);
-    if (!j->ranks || !j->job_id) {
-        rc = DPRO_ERR_NOMEM;
-        snprintf(errbuf, errlen, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < nfiles; i++) {
-        if (!o[i].r || strcmp(o[i].job_id, want) != 0)
-            continue;
-        job_rank *jr = &j->ranks[o[i].rank];
-        if (jr->reader) {
-            snprintf(errbuf, errlen, "%s: rank %lld appears twice (%s and %s)", path,
-                     (long long)o[i].rank, jr->path, o[i].path);
-            rc = DPRO_ERR_ARG;
-            goto out;
-        }
-        jr->rank = (int32_t)o[i].rank;
-        jr->reader = o[i].r;
-        o[i].r = NULL;
-        jr->path = strdup(o[i].path);
-        jr->host = dpro_reader_meta(jr->reader, DPRO_META_HOST);
-        jr->job_id = j->job_id;
-        jr->world_size = (int32_t)world;
-        j->n_present++;
-    }
-    {
-        char miss[256] = "";
-        size_t ml = 0;
-        int32_t n_miss = 0;
-        for (int32_t r = 0; r < j->n_ranks; r++) {
-            if (j->ranks[r].reader)
-                continue;
-            n_miss++;
-            if (ml + 16 < sizeof miss)
-                ml += (size_t)snprintf(miss + ml, sizeof miss - ml, "%s%d", ml ? ", " : "", r);
-        }
-        if (n_miss)
-            job_warn(j,
-                     "world_size is %d but %d rank(s) have no trace (missing: %s%s); the "
-                     "replay covers the %d present ranks and collectives wait only for them",
-                     j->n_ranks, n_miss, miss, ml + 16 >= sizeof miss ? ", ..." : "", j->n_present);
-    }
-    for (int32_t r = 0; r < j->n_ranks; r++) {
-        if (!j->ranks[r].reader)
-            continue;
-        rc = read_events(j, &j->ranks[r], opts ? opts->max_events : 0, errbuf, errlen);
-        if (rc != 0)
-            goto out;
-        if (j->ranks[r].n_events == 0)
-            job_warn(j, "rank %d: the trace holds no events (%s)", r, j->ranks[r].path);
-    }
-    rc = 0;
-out:
-    if (o)
-        for (size_t i = 0; i < nfiles; i++)
-            dpro_reader_close(o[i].r);
-    free(o);
-    dpro_free_paths(files, nfiles);
+    for (size_t i = 0; l.o && i < l.nfiles; i++)
+        dpro_reader_close(l.o[i].r);
+    free(l.o);
+    dpro_free_paths(l.files, l.nfiles);
     if (rc != 0)
         job_free(j);
     return rc;

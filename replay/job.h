@@ -7,6 +7,23 @@
  * job id is chosen), a rank missing, a rank twice, a world size that does not match,
  * damaged batches, dropped events. Problems that still leave an honest partial answer
  * (a missing rank, damage) are warnings recorded in job->diag; the others fail.
+ *
+ * Ranks are read in parallel (job_options.jobs threads, one rank at a time each); what
+ * is loaded and every warning, in rank order, are the same for any number of threads.
+ *
+ * The window: a caller that compares a bounded number of iterations (job_options.
+ * iterations > 0) needs only their time span. job_load then reads each rank twice: a
+ * first pass over the whole trace keeps only the markers and finds the
+ * iteration boundaries there as the replay does (replay_detect_iterations); from them it
+ * chooses the compared iterations as the replay would (warm-up given or detected on the
+ * marker ends, then `iterations` of them), and the second pass reads, through the
+ * format's batch time index (dpro_iter_open_range), only the events from the start of
+ * the marker of the boundary before the compared iterations (one iteration of margin)
+ * to the end of the marker of the last compared boundary. The window is taken only
+ * when every present rank's iterations come from markers (ITER_MARKER, ITER_RANGE), it
+ * leaves something out, and the boundaries found again in the loaded events are the
+ * same ones; otherwise every event is loaded. j->iter_skipped and j->window_warmup tell
+ * the caller how the window's iterations map onto the whole trace's.
  */
 #ifndef DPRO_REPLAY_JOB_H
 #define DPRO_REPLAY_JOB_H
@@ -36,16 +53,34 @@ typedef struct job {
     char *job_id;
     char **diag; /* warnings, in order (also printed with pr_warn) */
     size_t n_diag;
+    int32_t iter_skipped;     /* iteration boundaries of the whole traces before the loaded
+                               * window (0 when loaded whole) */
+    int32_t window_warmup;    /* when a window was loaded: the warm-up, in
+                               * replay_options.warmup's meaning, that makes the window's
+                               * compared iterations those of the whole traces; -1: the
+                               * traces were loaded whole */
+    uint64_t events_in_files; /* events the present ranks' traces hold */
+    uint64_t events_loaded;   /* of those, the events loaded */
 } job;
+
+/* Most threads job_load starts (the default is the number of CPUs, up to this). */
+#define JOB_MAX_JOBS 16
 
 typedef struct job_options {
     const char *job_id; /* load only traces of this job (NULL: the directory must hold one) */
-    size_t max_events;  /* per rank, 0: no limit (events past it are dropped with a warning) */
+    size_t max_events;  /* per rank, 0: no limit (events past it are dropped with a warning;
+                         * no window is taken then) */
+    int jobs;           /* threads reading ranks; 0: the number of CPUs, at most
+                         * JOB_MAX_JOBS */
+    int32_t iterations; /* > 0: the caller compares this many steady iterations; only their
+                         * window is loaded (see above). 0: every event */
+    int32_t warmup;     /* with iterations > 0: replay_options.warmup (-1: detected) */
+    int full;           /* non-zero: every event, even with iterations > 0 */
 } job_options;
 
-/* Loads the traces under path (a directory or one file). opts may be NULL. On failure
- * returns a dpro_status < 0 and writes what is wrong into errbuf; on success returns 0
- * and *j must be freed with job_free. */
+/* Loads the traces under path (a directory or one file). opts may be NULL (every event,
+ * threads as CPUs). On failure returns a dpro_status < 0 and writes what is wrong into
+ * errbuf; on success returns 0 and *j must be freed with job_free. */
 int job_load(const char *path, const job_options *opts, job *j, char *errbuf, size_t errlen);
 
 void job_free(job *j);

@@ -21,4 +21,4 @@ replay_libdproreplay_la_SOURCES = \
 	replay/analyses/ops.c replay/analyses/queue.c replay/analyses/sequences.c \
 	replay/inputs.c replay/inputs.h
 replay_libdproreplay_la_CFLAGS = $(AM_CFLAGS) -O2
-replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(LIBM)
+replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(LIBM) $(PTHREAD_LIBS)

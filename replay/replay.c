@@ -429,10 +429,17 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
     memset(rp, 0, sizeof *rp);
     if (opts)
         rp->opts = *opts;
-    job_options jo = {rp->opts.job_id, rp->opts.max_events};
+    job_options jo = {.job_id = rp->opts.job_id,
+                      .max_events = rp->opts.max_events,
+                      .jobs = rp->opts.jobs,
+                      .iterations = rp->opts.iterations,
+                      .warmup = rp->opts.warmup,
+                      .full = rp->opts.full_load};
     int rc = job_load(path, &jo, &rp->job, errbuf, errlen);
     if (rc != 0)
         return rc;
+    if (rp->job.window_warmup >= 0) /* a window (job.h): it says which are compared */
+        rp->opts.warmup = rp->job.window_warmup;
     job *j = &rp->job;
     rp->iters = calloc((size_t)j->n_ranks + 1, sizeof *rp->iters);
     build_bounds *bb = calloc((size_t)j->n_ranks + 1, sizeof *bb);
@@ -661,7 +668,7 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
         goto oom;
     sim_timeline mt = sim_timeline_measured(g, garr);
     sim_timeline st = sim_timeline_of(res);
-    out->first_iteration = rp->iter_first + 1;
+    out->first_iteration = rp->iter_first + 1 + j->iter_skipped;
     out->unfinished = res->n_unfinished;
     double msum = 0, ssum = 0;
     int32_t k = 0;

@@ -43,6 +43,9 @@ typedef struct replay_options {
     size_t max_events;  /* per rank, 0: no limit */
     double drop_edges;  /* TEST ONLY (replay_drop_edges): the fraction of dependency edges
                          * dropped before the timing is fitted; 0 (the default): none */
+    int jobs;           /* threads loading ranks (job_options.jobs; 0: the CPUs) */
+    int full_load;      /* load every event even when only `iterations` are compared
+                         * (job_options.full) */
 } replay_options;
 
 /* Iterations found on one rank. */

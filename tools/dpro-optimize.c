@@ -56,6 +56,8 @@ usage(FILE *f)
                "  -w, --warmup N            skip the iterations before iteration N\n"
                "                            (default: detected, as dpro-replay)\n"
                "      --job ID              only the traces of job ID\n"
+               "      --jobs N              threads reading the rank traces (default: the\n"
+               "                            CPUs, at most 16; the answer is the same for any N)\n"
                "      --short-kernel-us US  fusion candidates: kernels at most US long (50)\n"
                "      --kernel-fixed-us US  fixed cost per kernel when not fitted (3)\n"
                "      --recompute-keep F    share of a recomputed layer's activations kept\n"
@@ -230,6 +232,7 @@ parse_args(int argc, char **argv, args *a)
         {"quiet", no_argument, NULL, 'q'},
         {"force", no_argument, NULL, 'f'},
         {"partial", no_argument, NULL, 10},
+        {"jobs", required_argument, NULL, 11},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -247,6 +250,8 @@ parse_args(int argc, char **argv, args *a)
     so->memory_margin = 0.05;
     workload_default_options(wo);
     a->ro.warmup = -1;
+    a->ro.full_load = 1; /* the workload analyses read the first iteration and every
+                          * allocation, not only the compared iterations */
     while ((c = getopt_long(argc, argv, "m:s:k:jc:fb:n:w:qhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'm':
@@ -329,6 +334,11 @@ parse_args(int argc, char **argv, args *a)
             break;
         case 10:
             a->partial = 1;
+            break;
+        case 11:
+            if (parse_long(optarg, 1, &lv) != 0 || lv > 1 << 20)
+                return bad_value("jobs", optarg);
+            a->ro.jobs = (int)lv;
             break;
         case 'h':
             usage(stdout);

@@ -43,6 +43,8 @@ usage(FILE *f)
                "  -w, --warmup N         skip the iterations before iteration N (iteration k\n"
                "                         ends at the end of marker k; default: detected)\n"
                "      --job ID           replay only the traces of job ID\n"
+               "      --jobs N           threads reading the rank traces (default: the CPUs,\n"
+               "                         at most 16; the answer is the same for any N)\n"
                "      --measured-collectives  collectives and send/recv exchanges take their\n"
                "                         measured transfer time instead of the fitted cost\n"
                "                         model's\n"
@@ -127,6 +129,7 @@ parse_args(int argc, char **argv, args *a)
         {"critical-path", no_argument, NULL, 'p'},
         {"top", required_argument, NULL, 't'},
         {"job", required_argument, NULL, 'J'},
+        {"jobs", required_argument, NULL, 'T'},
         {"measured-collectives", no_argument, NULL, 'M'},
         {"warmup", required_argument, NULL, 'w'},
         {"what-if-scale-kernels", required_argument, NULL, 'K'},
@@ -176,6 +179,13 @@ parse_args(int argc, char **argv, args *a)
             break;
         case 'J':
             a->ro.job_id = optarg;
+            break;
+        case 'T':
+            a->ro.jobs = (int)strtol(optarg, &end, 10);
+            if (*end || a->ro.jobs <= 0) {
+                pr_err("--jobs wants a positive number, not '%s'", optarg);
+                return 2;
+            }
             break;
         case 'M':
             a->ro.coll_duration = REPLAY_COLL_MEASURED;

@@ -21,6 +21,14 @@ tests_replay_test_fidelity_unit_LDADD = replay/libdproreplay.la $(LIBM)
 tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
 tests_replay_gen_traces_LDADD = $(DPROTRACE_LINK)
 
+# test_replay_window: the window and the threads of job_load against the whole load
+# (driven by test_replay_window.py)
+check_PROGRAMS += tests/replay/test_replay_window
+tests_replay_test_replay_window_SOURCES = tests/replay/test_replay_window.c tests/unit/testutil.h
+tests_replay_test_replay_window_LDADD = replay/libdproreplay.la
+TESTS += tests/replay/test_replay_window.py
+dist_check_SCRIPTS += tests/replay/test_replay_window.py
+
 TESTS += tests/replay/test_replay_unit tests/replay/test_fidelity_unit \
 	tests/replay/test_replay_traces.py \
 	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
@@ -50,3 +58,10 @@ tests_replay_bench_replay_LDADD = tests/replay/libdprosynth.la replay/libdprorep
 
 # the typical-duration replay's figures (docs/figures.md): run by hand, not a test
 EXTRA_DIST += tests/replay/fig_typical_replay.py
+
+# bench_scale: a large job written as real trace files, replayed by dpro-replay: time and
+# peak memory, and the same job traced 5x longer (make bench; sizes in the program)
+BENCHMARKS += tests/replay/bench_scale
+noinst_PROGRAMS += tests/replay/bench_scale
+tests_replay_bench_scale_SOURCES = tests/replay/bench_scale.c
+tests_replay_bench_scale_LDADD = $(DPROTRACE_LINK)

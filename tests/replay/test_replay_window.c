@@ -1,0 +1,173 @@
+/*
+ * test_replay_window: the load of a job's traces against itself (test_replay_window.py
+ * writes the jobs and says what to expect).
+ *
+ *   1. threads: job_load with 1 thread and with 4 loads the same events, rank by rank
+ *      (byte for byte), the same warnings in the same order, the same counts and window;
+ *   2. the window: replay_open comparing ITERATIONS iterations (warm-up WARMUP, -1:
+ *      detected) from the window alone and from every event gives the same figures,
+ *      bit for bit: iterations compared and their numbers, measured and simulated
+ *      iteration times, breakdowns, stragglers, clock offsets, the critical path;
+ *      and the window was taken (EXPECT 1: fewer events loaded than the files hold) or
+ *      not (EXPECT 0: every event).
+ *
+ * usage: test_replay_window DIR ITERATIONS WARMUP EXPECT
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/job.h"
+#include "replay/replay.h"
+#include "tests/unit/testutil.h"
+
+/* Part 1: the same load for 1 and 4 threads (o gives the rest of the options). */
+static void
+check_threads(const char *dir, job_options o)
+{
+    job a, b;
+    char err[DPRO_ERRBUF_SIZE];
+    o.jobs = 1;
+    int ra = job_load(dir, &o, &a, err, sizeof err);
+    o.jobs = 4;
+    int rb = job_load(dir, &o, &b, err, sizeof err);
+    CHECK_EQ(ra, 0);
+    CHECK_EQ(rb, 0);
+    if (ra != 0 || rb != 0)
+        return;
+    CHECK_EQ(a.n_ranks, b.n_ranks);
+    CHECK_EQ(a.n_present, b.n_present);
+    CHECK_EQ(a.iter_skipped, b.iter_skipped);
+    CHECK_EQ(a.window_warmup, b.window_warmup);
+    CHECK_EQ_U(a.events_loaded, b.events_loaded);
+    CHECK_EQ_U(a.events_in_files, b.events_in_files);
+    for (int32_t r = 0; r < a.n_ranks && r < b.n_ranks; r++) {
+        const job_rank *x = &a.ranks[r], *y = &b.ranks[r];
+        CHECK_EQ(!x->reader, !y->reader);
+        CHECK_EQ_U(x->n_events, y->n_events);
+        CHECK_EQ_U(x->bad_batches, y->bad_batches);
+        CHECK_EQ_U(x->dropped, y->dropped);
+        if (x->n_events == y->n_events && x->n_events > 0)
+            CHECK(memcmp(x->events, y->events, x->n_events * sizeof *x->events) == 0);
+    }
+    CHECK_EQ_U(a.n_diag, b.n_diag);
+    for (size_t i = 0; i < a.n_diag && i < b.n_diag; i++)
+        CHECK(strcmp(a.diag[i], b.diag[i]) == 0);
+    job_free(&a);
+    job_free(&b);
+}
+
+static void
+check_bd(const sim_breakdown *a, const sim_breakdown *b)
+{
+    CHECK_EQ(a->window, b->window);
+    CHECK_EQ(a->compute, b->compute);
+    CHECK_EQ(a->communication, b->communication);
+    CHECK_EQ(a->overlap, b->overlap);
+    CHECK_EQ(a->wait_ranks, b->wait_ranks);
+    CHECK_EQ(a->host_idle, b->host_idle);
+}
+
+/* Exact equality of two doubles, told with their values when they differ. */
+#define CHECK_SAME(a, b)                                                                           \
+    do {                                                                                           \
+        double x_ = (a), y_ = (b);                                                                 \
+        if (x_ != y_)                                                                              \
+            fprintf(stderr, "%s: %.17g (window) != %.17g (every event)\n", #a, x_, y_);            \
+        CHECK(x_ == y_);                                                                           \
+    } while (0)
+
+/* Replays dir as opts say into *rp and *s. Returns 0 or -1. */
+static int
+replay_summary_of(const char *dir, const replay_options *opts, replay *rp, replay_summary *s)
+{
+    char err[DPRO_ERRBUF_SIZE];
+    if (replay_open(dir, opts, rp, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", dir, err);
+        return -1;
+    }
+    if (replay_simulate(rp) != 0 || replay_summarize(rp, &rp->graph, &rp->sim, s) != 0) {
+        replay_close(rp);
+        return -1;
+    }
+    return 0;
+}
+
+/* Part 2: the window's figures against every event's. */
+static void
+check_window(const char *dir, const replay_options *ro, int expect)
+{
+    replay w, f;
+    replay_summary sw, sf;
+    replay_options full = *ro;
+    full.full_load = 1;
+    int rw = replay_summary_of(dir, ro, &w, &sw);
+    int rf = replay_summary_of(dir, &full, &f, &sf);
+    CHECK_EQ(rw, 0);
+    CHECK_EQ(rf, 0);
+    if (rw != 0 || rf != 0)
+        return;
+    int windowed = w.job.events_loaded < w.job.events_in_files;
+    if (windowed != expect)
+        fprintf(stderr, "%s: window %s (%llu of %llu events)\n", dir,
+                windowed ? "taken" : "not taken", (unsigned long long)w.job.events_loaded,
+                (unsigned long long)w.job.events_in_files);
+    CHECK_EQ(windowed, expect);
+    CHECK_EQ(w.job.window_warmup >= 0, expect);
+    CHECK_EQ_U(f.job.events_loaded, f.job.events_in_files);
+    CHECK_EQ(sw.n_ranks, sf.n_ranks);
+    CHECK_EQ(sw.iterations, sf.iterations);
+    CHECK_EQ(sw.first_iteration, sf.first_iteration);
+    CHECK_SAME(sw.measured_us, sf.measured_us);
+    CHECK_SAME(sw.simulated_us, sf.simulated_us);
+    CHECK_SAME(sw.error_pct, sf.error_pct);
+    check_bd(&sw.measured_bd, &sf.measured_bd);
+    check_bd(&sw.simulated_bd, &sf.simulated_bd);
+    CHECK_EQ(sw.unfinished, sf.unfinished);
+    for (int32_t r = 0; r < sw.n_ranks && r < sf.n_ranks; r++) {
+        const replay_rank_summary *a = &sw.rank[r], *b = &sf.rank[r];
+        CHECK_EQ(a->present, b->present);
+        CHECK_SAME(a->measured_us, b->measured_us);
+        CHECK_SAME(a->simulated_us, b->simulated_us);
+        CHECK_SAME(a->straggler_blame_us, b->straggler_blame_us);
+        CHECK_EQ(a->last_arrivals, b->last_arrivals);
+        CHECK_SAME(a->clock_offset_us, b->clock_offset_us);
+        CHECK_EQ(a->clock_aligned, b->clock_aligned);
+        check_bd(&a->measured_bd, &b->measured_bd);
+        check_bd(&a->simulated_bd, &b->simulated_bd);
+    }
+    CHECK_EQ(sw.n_cp, sf.n_cp);
+    CHECK_EQ(sw.cp_length_ns, sf.cp_length_ns);
+    CHECK_EQ(sw.cp_rank, sf.cp_rank);
+    for (int32_t i = 0; i < sw.n_cp && i < sf.n_cp; i++) {
+        CHECK(strcmp(dfg_name(&w.graph, sw.cp[i].name), dfg_name(&f.graph, sf.cp[i].name)) == 0);
+        CHECK_EQ(sw.cp[i].kind, sf.cp[i].kind);
+        CHECK_EQ(sw.cp[i].total_ns, sf.cp[i].total_ns);
+        CHECK_EQ(sw.cp[i].count, sf.cp[i].count);
+    }
+    replay_summary_free(&sw);
+    replay_summary_free(&sf);
+    replay_close(&w);
+    replay_close(&f);
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc != 5) {
+        fprintf(stderr, "usage: test_replay_window DIR ITERATIONS WARMUP EXPECT\n");
+        return 2;
+    }
+    const char *dir = argv[1];
+    replay_options ro = {0};
+    ro.iterations = atoi(argv[2]);
+    ro.warmup = atoi(argv[3]);
+    int expect = atoi(argv[4]);
+    job_options whole = {0}, window = {.iterations = ro.iterations, .warmup = ro.warmup};
+    check_threads(dir, whole);
+    check_threads(dir, window);
+    check_window(dir, &ro, expect);
+    printf("%s -n %d -w %d: %d passed, %d failed\n", dir, ro.iterations, ro.warmup, tests_passed,
+           tests_failed);
+    return tests_failed ? 1 : 0;
+}
