@@ -1,179 +1,26 @@
 /* queue.c: launch queues (analyses.h): the queue length over time per stream, the queue
- * depth inferred as build_launch_queue infers it (replay/build_queue.c, whose thresholds
- * and steps this follows on the trace's own times: the same Q for the same trace), and
- * the time launch calls were held by a full queue. */
+ * depth inferred as the replay infers it (replay/launch_queue.h, one implementation for
+ * both: the same Q for the same trace), and the time launch calls were held by a full
+ * queue. */
 #include "ana_int.h"
+#include "replay/launch_queue.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The thresholds of replay/build_queue.c. */
-#define BQ_LONG_MIN_NS 50000
-#define BQ_LONG_FACTOR 8
-#define BQ_MIN_LONG 8
-#define BQ_MIN_DEPTH 64
-
-/* One launched op: its launch call's times, its end, its stream (index) and the call. */
-typedef struct qop {
-    int64_t lstart, lend, mend;
-    int32_t launch, res, op;
-    int blocking;
-} qop;
-
-static int
-cmp_device(const void *pa, const void *pb)
-{
-    const qop *a = pa, *b = pb;
-    if (a->lstart != b->lstart)
-        return (a->lstart > b->lstart) - (a->lstart < b->lstart);
-    if (a->launch != b->launch)
-        return (a->launch > b->launch) - (a->launch < b->launch);
-    return (a->op > b->op) - (a->op < b->op);
-}
-
-static int
-cmp_stream(const void *pa, const void *pb)
-{
-    const qop *a = pa, *b = pb;
-    if (a->res != b->res)
-        return (a->res > b->res) - (a->res < b->res);
-    return cmp_device(pa, pb);
-}
-
-static int
-cmp_i64(const void *pa, const void *pb)
-{
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
-}
-
-static int
-cmp_i32(const void *pa, const void *pb)
-{
-    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
-    return (a > b) - (a < b);
-}
-
+/* Charges the calls a full queue held to the rows of c->queue (lq as
+ * launch_queue_infer left it): from the call's start until the op Q places earlier in
+ * its queue ended, when that was within the call. */
 static void
-heap_push(int64_t *h, size_t *n, int64_t v)
-{
-    size_t i = (*n)++;
-    while (i > 0 && h[(i - 1) / 2] > v) {
-        h[i] = h[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h[i] = v;
-}
-
-static void
-heap_pop(int64_t *h, size_t *n)
-{
-    int64_t v = h[--*n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= v)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n > 0)
-        h[i] = v;
-}
-
-/* u[i]: ops earlier in the queue of ops[i] unfinished when its call started, for the
- * first op of each call in its queue; -1 for the others (build_queue.c). */
-static void
-occupancy(const qop *ops, size_t n, int per_stream, int32_t *u, int64_t *heap)
-{
-    size_t hn = 0;
-    for (size_t i = 0; i < n; i++) {
-        int new_queue = i == 0 || (per_stream && ops[i].res != ops[i - 1].res);
-        if (new_queue)
-            hn = 0;
-        if (new_queue || ops[i].launch != ops[i - 1].launch) {
-            while (hn > 0 && heap[0] <= ops[i].lstart)
-                heap_pop(heap, &hn);
-            u[i] = (int32_t)hn;
-        } else {
-            u[i] = -1;
-        }
-        heap_push(heap, &hn, ops[i].mend);
-    }
-}
-
-/* Q of one scope: the median occupancy at the long calls, if it explains them. */
-static int32_t
-depth_of(const qop *ops, size_t n, const int32_t *u, int64_t long_ns, int32_t *tmp, int32_t *n_long,
-         int32_t *explained)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (u[i] >= 0 && !ops[i].blocking && ops[i].lend - ops[i].lstart > long_ns)
-            tmp[k++] = u[i];
-    *n_long = (int32_t)k;
-    *explained = 0;
-    if (k < BQ_MIN_LONG)
-        return 0;
-    qsort(tmp, k, sizeof *tmp, cmp_i32);
-    int32_t q = tmp[k / 2], near = 0;
-    if (q < BQ_MIN_DEPTH)
-        return 0;
-    for (size_t i = 0; i < k; i++)
-        near += tmp[i] >= q - q / 8 && tmp[i] <= q + q / 8;
-    if (2 * (size_t)near < k)
-        return 0;
-    *explained = near;
-    return q;
-}
-
-/* Infers the depth into c->queue and charges the held calls to the rows (ops sorted as
- * the chosen scope leaves them). */
-static void
-infer_depth(ana_collect *c, qop *ops, size_t n, int32_t *u, int32_t *tmp, int64_t *heap)
+charge_blocked(ana_collect *c, const launch_queue *lq)
 {
     ana_queue_result *q = &c->queue;
-    size_t nc = 0;
-    qsort(ops, n, sizeof *ops, cmp_device);
-    for (size_t i = 0; i < n; i++)
-        if (i == 0 || ops[i].launch != ops[i - 1].launch)
-            heap[nc++] = ops[i].lend - ops[i].lstart;
-    qsort(heap, nc, sizeof *heap, cmp_i64);
-    q->launch_cost_ns = heap[nc / 10] > 0 ? heap[nc / 10] : 0;
-    q->long_ns = q->launch_cost_ns * BQ_LONG_FACTOR;
-    if (q->long_ns < BQ_LONG_MIN_NS)
-        q->long_ns = BQ_LONG_MIN_NS;
-    int32_t n_long = 0, expl_dev = 0, expl_str = 0;
-    occupancy(ops, n, 0, u, heap);
-    int32_t q_dev = depth_of(ops, n, u, q->long_ns, tmp, &n_long, &expl_dev);
-    q->long_calls = n_long;
-    qsort(ops, n, sizeof *ops, cmp_stream);
-    occupancy(ops, n, 1, u, heap);
-    int32_t q_str = depth_of(ops, n, u, q->long_ns, tmp, &n_long, &expl_str);
-    if (q_str > 0 && expl_str >= expl_dev) {
-        q->depth = q_str;
-        q->per_stream = 1;
-        q->explained = expl_str;
-    } else if (q_dev > 0) {
-        q->depth = q_dev;
-        q->explained = expl_dev;
-        qsort(ops, n, sizeof *ops, cmp_device);
-        occupancy(ops, n, 0, u, heap);
-    }
-    size_t qstart = 0, d = (size_t)q->depth;
-    for (size_t i = 0; d > 0 && i < n; i++) {
-        if (i > 0 && q->per_stream && ops[i].res != ops[i - 1].res)
-            qstart = i;
-        if (u[i] < 0 || i - qstart < d)
+    for (size_t i = 0; lq->depth > 0 && i < lq->n; i++) {
+        ptrdiff_t j = launch_queue_waited_for(lq, i);
+        if (j < 0)
             continue;
-        const qop *src = &ops[i - d], *h = &ops[i];
-        if (src->launch == h->launch || src->mend > h->lend)
-            continue; /* the trace says the call did not wait for it */
+        const launch_queue_op *src = &lq->ops[j], *h = &lq->ops[i];
         if (src->mend > h->lstart) {
             ana_queue_row *row = &q->rows[h->res];
             row->blocked_calls++;
@@ -203,7 +50,7 @@ cmp_step(const void *pa, const void *pb)
 
 /* Queue length over time per stream into the rows: max and time-weighted mean. */
 static int
-lengths(ana_collect *c, const qop *ops, size_t n)
+lengths(ana_collect *c, const launch_queue_op *ops, size_t n)
 {
     qstep *st = malloc((n ? 2 * n : 1) * sizeof *st);
     if (!st)
@@ -240,11 +87,10 @@ ana_queue_compute(ana_collect *c)
     size_t n = 0;
     for (size_t i = 0; i < c->nops; i++)
         n += c->ops[i].api >= 0;
-    qop *ops = malloc((n ? n : 1) * sizeof *ops);
-    int32_t *u = malloc((n ? n : 1) * sizeof *u), *tmp = malloc((n ? n : 1) * sizeof *tmp);
-    int64_t *heap = malloc((n ? n : 1) * sizeof *heap);
+    launch_queue_op *ops = malloc((n ? n : 1) * sizeof *ops);
+    launch_queue lq = {0};
     q->rows = calloc(c->nstreams ? c->nstreams : 1, sizeof *q->rows);
-    int rc = ops && u && tmp && heap && q->rows ? 0 : -1;
+    int rc = ops && q->rows ? 0 : -1;
     if (rc == 0) {
         q->nrows = c->nstreams;
         for (size_t si = 0; si < c->nstreams; si++)
@@ -255,22 +101,28 @@ ana_queue_compute(ana_collect *c)
             if (o->api < 0)
                 continue;
             const ana_api *a = &c->apis[o->api];
-            ops[n++] = (qop){(int64_t)a->start,
-                             (int64_t)a->end,
-                             (int64_t)o->end,
-                             o->api,
-                             (int32_t)ana_stream_index(c, o->stream),
-                             (int32_t)i,
-                             a->cls == DPRO_API_CLASS_MEMCPY};
+            ops[n++] = (launch_queue_op){(int64_t)a->start,
+                                         (int64_t)a->end,
+                                         (int64_t)o->end,
+                                         o->api,
+                                         (int32_t)ana_stream_index(c, o->stream),
+                                         (int32_t)i,
+                                         a->cls == DPRO_API_CLASS_MEMCPY};
         }
-        if (n)
-            infer_depth(c, ops, n, u, tmp, heap);
+        rc = launch_queue_infer(&lq, ops, n);
+    }
+    if (rc == 0) {
+        q->depth = lq.depth;
+        q->per_stream = lq.per_stream;
+        q->long_calls = lq.long_calls;
+        q->explained = lq.explained;
+        q->launch_cost_ns = lq.launch_cost_ns;
+        q->long_ns = lq.long_ns;
+        charge_blocked(c, &lq);
         rc = lengths(c, ops, n);
     }
+    launch_queue_free(&lq);
     free(ops);
-    free(u);
-    free(tmp);
-    free(heap);
     return rc;
 }
 
