@@ -8,6 +8,7 @@
  * collective on the device and reads their device times from events (model time, so a
  * loaded machine does not change them). */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,7 +218,67 @@ elapsed_ns(cudaEvent_t a, cudaEvent_t b)
     return ms * 1e6;
 }
 
+/* A gate: a host function that holds its stream until gate_open().  What is enqueued
+ * behind it starts when it opens, so event times hold no host-side gaps (a loaded
+ * machine, a launch hiccup) between the events and the work they bracket. */
+static pthread_mutex_t g_gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_gate_cv = PTHREAD_COND_INITIALIZER;
+static int g_gate_open;
+
+static void CUDART_CB
+gate_fn(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&g_gate_mu);
+    while (!g_gate_open)
+        pthread_cond_wait(&g_gate_cv, &g_gate_mu);
+    pthread_mutex_unlock(&g_gate_mu);
+}
+
+static void
+gate_close(cudaStream_t s)
+{
+    pthread_mutex_lock(&g_gate_mu);
+    g_gate_open = 0;
+    pthread_mutex_unlock(&g_gate_mu);
+    CHECK_CUDA(cudaLaunchHostFunc(s, gate_fn, NULL));
+}
+
+static void
+gate_open(void)
+{
+    pthread_mutex_lock(&g_gate_mu);
+    g_gate_open = 1;
+    pthread_cond_broadcast(&g_gate_cv);
+    pthread_mutex_unlock(&g_gate_mu);
+}
+
 static char k_gemm;
+
+/* A compute kernel of work w on stream a between events e0 and e1, behind a gate. */
+static void
+timed_kernel(cudaStream_t a, const struct simgpu_work *w, cudaEvent_t e0, cudaEvent_t e1)
+{
+    dim3 grid = {1320, 1, 1}, block = {256, 1, 1};
+    gate_close(a);
+    CHECK_CUDA(cudaEventRecord(e0, a));
+    simgpu_set_next_launch_work(w);
+    CHECK_CUDA(cudaLaunchKernel(&k_gemm, grid, block, NULL, 0, a));
+    CHECK_CUDA(cudaEventRecord(e1, a));
+    gate_open();
+}
+
+/* An all-reduce of count floats on b behind a gate (the data are never touched). */
+static void
+timed_allreduce(cudaStream_t b, float *buf, size_t count, ncclComm_t comm, cudaEvent_t e0,
+                cudaEvent_t e1)
+{
+    gate_close(b);
+    CHECK_CUDA(cudaEventRecord(e0, b));
+    CHECK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, b) == ncclSuccess);
+    CHECK_CUDA(cudaEventRecord(e1, b));
+    gate_open();
+}
 
 /* Overlap on the device: a compute kernel running while a collective runs takes longer
  * than alone, and so does a collective that starts while a compute kernel runs. */
@@ -226,8 +287,7 @@ check_overlap(void)
 {
     struct simgpu_work w = {SIMGPU_CLASS_COMPUTE, SIMGPU_FP32, 0, 1e6};
     const struct simgpu_world *wd = simgpu_world();
-    dim3 grid = {1320, 1, 1}, block = {256, 1, 1};
-    size_t count = (size_t)4 << 30; /* floats: the data are never touched */
+    size_t count = (size_t)4 << 30;
     cudaStream_t a, b;
     cudaEvent_t e[4];
     ncclUniqueId id;
@@ -244,36 +304,23 @@ check_overlap(void)
     CHECK(ncclGetUniqueId(&id) == ncclSuccess);
     CHECK(ncclCommInitRank(&comm, 1, id, 0) == ncclSuccess);
     /* Alone. */
-    CHECK_CUDA(cudaEventRecord(e[0], a));
-    simgpu_set_next_launch_work(&w);
-    CHECK_CUDA(cudaLaunchKernel(&k_gemm, grid, block, NULL, 0, a));
-    CHECK_CUDA(cudaEventRecord(e[1], a));
+    timed_kernel(a, &w, e[0], e[1]);
     CHECK_CUDA(cudaDeviceSynchronize());
     comp_alone = elapsed_ns(e[0], e[1]);
-    CHECK_CUDA(cudaEventRecord(e[2], b));
-    CHECK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, b) == ncclSuccess);
-    CHECK_CUDA(cudaEventRecord(e[3], b));
+    timed_allreduce(b, buf, count, comm, e[2], e[3]);
     CHECK_CUDA(cudaDeviceSynchronize());
     comm_alone = elapsed_ns(e[2], e[3]);
-    /* The collective first: the kernel starts 2 ms into it. */
-    CHECK_CUDA(cudaEventRecord(e[2], b));
-    CHECK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, b) == ncclSuccess);
+    /* The collective first (about 12 ms): the kernel starts 2 ms into it. */
+    timed_allreduce(b, buf, count, comm, e[2], e[3]);
     nap_ms(2);
-    CHECK_CUDA(cudaEventRecord(e[0], a));
-    simgpu_set_next_launch_work(&w);
-    CHECK_CUDA(cudaLaunchKernel(&k_gemm, grid, block, NULL, 0, a));
-    CHECK_CUDA(cudaEventRecord(e[1], a));
+    timed_kernel(a, &w, e[0], e[1]);
     CHECK_CUDA(cudaDeviceSynchronize());
     comp_olap = elapsed_ns(e[0], e[1]);
-    /* The kernel first: the collective starts 1 ms into it. */
-    w.flops *= 3;
-    CHECK_CUDA(cudaEventRecord(e[0], a));
-    simgpu_set_next_launch_work(&w);
-    CHECK_CUDA(cudaLaunchKernel(&k_gemm, grid, block, NULL, 0, a));
+    /* The kernel first (36 ms): the collective (13 ms) starts 1 ms into it. */
+    w.flops *= 9;
+    timed_kernel(a, &w, e[0], e[1]);
     nap_ms(1);
-    CHECK_CUDA(cudaEventRecord(e[2], b));
-    CHECK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, b) == ncclSuccess);
-    CHECK_CUDA(cudaEventRecord(e[3], b));
+    timed_allreduce(b, buf, count, comm, e[2], e[3]);
     CHECK_CUDA(cudaDeviceSynchronize());
     comm_olap = elapsed_ns(e[2], e[3]);
     printf("overlap: kernel %.0f -> %.0f us (x%.3f, comp_by_comm %.3f), collective %.0f -> %.0f "

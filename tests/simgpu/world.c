@@ -189,11 +189,11 @@ world_init(void)
     const char *gv = getenv("SIMGPU_GPUS_PER_NODE");
     const char *rv = getenv("RANK");
     const struct simgpu_profile *prof = simgpu_profile_find(pk && *pk ? pk : "h100");
-    g_physics = SIMGPU_PHYSICS_SIMPLE;
-    if (v && !strcmp(v, "world"))
-        g_physics = SIMGPU_PHYSICS_WORLD;
-    else if (v && *v && strcmp(v, "simple"))
-        fprintf(stderr, "simgpu: SIMGPU_PHYSICS=%s is neither simple nor world: simple\n", v);
+    g_physics = SIMGPU_PHYSICS_WORLD;
+    if (v && !strcmp(v, "simple"))
+        g_physics = SIMGPU_PHYSICS_SIMPLE;
+    else if (v && *v && strcmp(v, "world"))
+        fprintf(stderr, "simgpu: SIMGPU_PHYSICS=%s is neither simple nor world: world\n", v);
     if (!prof) {
         fprintf(stderr, "simgpu: SIMGPU_PROFILE=%s unknown (a100, h100, h200): h100\n", pk);
         prof = simgpu_profile_find("h100");
@@ -344,7 +344,8 @@ simgpu_world_kernel_ns(const struct simgpu_work *work, int has_work, uint64_t jo
 
 /* ---- copies --------------------------------------------------------------------------------- */
 uint64_t
-simgpu_copy_ns(size_t bytes, int copy_kind, int src_kind, int dst_kind, int dev, uint64_t start)
+simgpu_copy_ns(size_t bytes, int copy_kind, int src_kind, int dst_kind, int dev, uint64_t key,
+               uint64_t start)
 {
     const struct simgpu_world *w;
     double gbps, lat, d;
@@ -372,7 +373,7 @@ simgpu_copy_ns(size_t bytes, int copy_kind, int src_kind, int dst_kind, int dev,
     }
     d = lat + (double)bytes / gbps;
     d *= simgpu_lognormal(w->sigma[SIMGPU_CLASS_MEMORY],
-                          simgpu_hash4(w->seed, g_rank, (uint64_t)dev, start ^ bytes));
+                          simgpu_hash4(w->seed, g_rank, (uint64_t)dev, key));
     if (span >= 0) {
         /* One copy engine per direction: concurrent copies share its bandwidth. */
         d *= 1 + simgpu_span_cover(dev, span, start, start + (uint64_t)d, 4.0);

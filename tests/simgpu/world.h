@@ -135,9 +135,10 @@ uint64_t simgpu_world_kernel_ns(const struct simgpu_work *work, int has_work, ui
                                 uint64_t blocks, int dev, uint64_t key, uint64_t start);
 
 /* Device time of a copy of `bytes` (CUPTI memcpy kind, memory kinds of its ends) starting
- * at `start` on dev, under the physics in force; world physics records it as a span. */
+ * at `start` on dev, under the physics in force; world physics keys its noise by `key`
+ * (stream id, seq) and records it as a span. */
 uint64_t simgpu_copy_ns(size_t bytes, int copy_kind, int src_kind, int dst_kind, int dev,
-                        uint64_t start);
+                        uint64_t key, uint64_t start);
 
 /* Device time of a memset of `bytes` under the physics in force. */
 uint64_t simgpu_memset_ns(size_t bytes);
