@@ -85,17 +85,19 @@ tuner_lat(const struct simgpu_world *w, int a, int p, int coll, int n, int nnode
     double inter = (ppn == 1 ? k_hw_net[SIMGPU_ALGO_TREE][p] : k_hw_net[a][p]) + w->prof->ib_lat_us;
     if (p == SIMGPU_PROTO_SIMPLE)
         inter += w->prof->ib_lat_us; /* the flush */
-    if (a == SIMGPU_ALGO_TREE)
-        return lat + 2 * ((ppn - 1) * intra + log2i(nnodes) * inter);
-    if (coll == SIMGPU_COLL_BROADCAST || coll == SIMGPU_COLL_REDUCE)
-        return lat + nsteps * (nnodes > 1 ? k_hw_net[a][p] : intra);
-    if (nnodes > 1) {
+    if (a == SIMGPU_ALGO_TREE) {
+        lat += 2 * ((ppn - 1) * intra + log2i(nnodes) * inter);
+    } else if (coll == SIMGPU_COLL_BROADCAST || coll == SIMGPU_COLL_REDUCE) {
+        lat += nsteps * (nnodes > 1 ? k_hw_net[a][p] : intra);
+    } else if (nnodes > 1) {
+        /* Inter-node rings pay the network's post overhead at every step too. */
         double overhead = p == SIMGPU_PROTO_SIMPLE ? 3.0 : 1.0;
         int ninter = coll == SIMGPU_COLL_ALLREDUCE ? 2 * (nnodes - 1) : nnodes - 1;
-        intra = fmax(intra, overhead);
-        return lat + (nsteps - ninter) * intra + ninter * inter;
+        lat += (nsteps - ninter) * fmax(intra, overhead) + ninter * inter;
+    } else {
+        lat += nsteps * intra;
     }
-    return lat + nsteps * intra;
+    return lat;
 }
 
 /* Algorithm bandwidth from bus bandwidth.  Trees fall short of their model at medium
@@ -132,38 +134,30 @@ true_time(const struct simgpu_world *w, int a, int p, int coll, uint64_t bytes, 
     pl->time_ns = pl->lat_ns + (bw > 0 ? (double)bytes / bw : 0);
 }
 
-void
-simgpu_nccl_plan(const struct simgpu_world *w, int coll, uint64_t bytes, int nranks, int same_node,
-                 struct simgpu_nccl_plan *pl)
+/* Point to point: NCCL's LL up to 16 KiB (NCCL_P2P_LL_THRESHOLD), else Simple, over
+ * NVLink within a node and the NIC across. */
+static void
+p2p_plan(const struct simgpu_world *w, uint64_t bytes, int same_node, struct simgpu_nccl_plan *pl)
 {
-    int n = nranks > 0 ? nranks : 1, gpn = w->gpus_per_node, nnodes = (n + gpn - 1) / gpn;
+    int p = bytes <= 16384 ? SIMGPU_PROTO_LL : SIMGPU_PROTO_SIMPLE;
+    double plink = same_node ? w->prof->nvlink_gbps : w->prof->ib_gbps;
+    double hw = same_node ? k_hw_nvlink[SIMGPU_ALGO_RING][p] * w->prof->nvlink_lat_us / 0.6
+                          : k_hw_net[SIMGPU_ALGO_RING][p] + w->prof->ib_lat_us;
+    double bw = plink * (same_node ? w->link_eff : w->ib_eff) * w->proto_eff[p] *
+                (p == SIMGPU_PROTO_LL ? 0.5 : 1.0);
+    pl->proto = p;
+    pl->nsteps = 1;
+    pl->tuner_ns = (k_base_lat[SIMGPU_ALGO_RING][p] + hw) * 1000 + (double)bytes / plink;
+    pl->lat_ns = (k_base_lat[SIMGPU_ALGO_RING][p] + hw) * w->lat_scale * 1000;
+    pl->time_ns = pl->lat_ns + (bytes ? ((double)bytes + w->fill_bytes) / bw : 0);
+}
+
+/* A collective on n > 1 ranks over nnodes nodes: the tuner's pick, then the truth. */
+static void
+coll_plan(const struct simgpu_world *w, int coll, uint64_t bytes, int n, int nnodes,
+          struct simgpu_nccl_plan *pl)
+{
     double link = nnodes > 1 ? w->prof->ib_gbps : w->prof->nvlink_gbps, best = -1;
-    memset(pl, 0, sizeof(*pl));
-    pl->nnodes = nnodes;
-    pl->algo = SIMGPU_ALGO_RING;
-    pl->proto = SIMGPU_PROTO_SIMPLE;
-    if (coll == SIMGPU_COLL_P2P) {
-        /* Point to point: NCCL's LL below 16 KiB (NCCL_P2P_LL_THRESHOLD), else Simple. */
-        int p = bytes <= 16384 ? SIMGPU_PROTO_LL : SIMGPU_PROTO_SIMPLE;
-        double plink = same_node ? w->prof->nvlink_gbps : w->prof->ib_gbps;
-        double hw = same_node ? k_hw_nvlink[SIMGPU_ALGO_RING][p] * w->prof->nvlink_lat_us / 0.6
-                              : k_hw_net[SIMGPU_ALGO_RING][p] + w->prof->ib_lat_us;
-        double bw = plink * (same_node ? w->link_eff : w->ib_eff) * w->proto_eff[p] *
-                    (p == SIMGPU_PROTO_LL ? 0.5 : 1.0);
-        pl->proto = p;
-        pl->nsteps = 1;
-        pl->tuner_ns = (k_base_lat[SIMGPU_ALGO_RING][p] + hw) * 1000 + (double)bytes / plink;
-        pl->lat_ns = (k_base_lat[SIMGPU_ALGO_RING][p] + hw) * w->lat_scale * 1000;
-        pl->time_ns = pl->lat_ns + (bytes ? ((double)bytes + w->fill_bytes) / bw : 0);
-        return;
-    }
-    if (n == 1) {
-        /* One rank: a local copy of the buffer. */
-        pl->nsteps = 1;
-        pl->lat_ns = pl->tuner_ns = 2000 * w->lat_scale;
-        pl->time_ns = pl->lat_ns + (double)bytes / (w->prof->hbm_gbps * w->eff_mem / 2);
-        return;
-    }
     for (int a = SIMGPU_ALGO_TREE; a <= SIMGPU_ALGO_RING; a++) {
         if (a == SIMGPU_ALGO_TREE && coll != SIMGPU_COLL_ALLREDUCE)
             continue;
@@ -186,18 +180,38 @@ simgpu_nccl_plan(const struct simgpu_world *w, int coll, uint64_t bytes, int nra
               tuner_lat(w, pl->algo, pl->proto, coll, n, nnodes, 1), pl);
 }
 
+void
+simgpu_nccl_plan(const struct simgpu_world *w, int coll, uint64_t bytes, int nranks, int same_node,
+                 struct simgpu_nccl_plan *pl)
+{
+    int n = nranks > 0 ? nranks : 1, gpn = w->gpus_per_node, nnodes = (n + gpn - 1) / gpn;
+    memset(pl, 0, sizeof(*pl));
+    pl->nnodes = nnodes;
+    pl->algo = SIMGPU_ALGO_RING;
+    pl->proto = SIMGPU_PROTO_SIMPLE;
+    if (coll == SIMGPU_COLL_P2P) {
+        p2p_plan(w, bytes, same_node, pl);
+    } else if (n == 1) {
+        /* One rank: a local copy of the buffer. */
+        pl->nsteps = 1;
+        pl->lat_ns = pl->tuner_ns = 2000 * w->lat_scale;
+        pl->time_ns = pl->lat_ns + (double)bytes / (w->prof->hbm_gbps * w->eff_mem / 2);
+    } else {
+        coll_plan(w, coll, bytes, n, nnodes, pl);
+    }
+}
+
 double
 simgpu_nccl_exit_early_ns(const struct simgpu_world *w, const struct simgpu_nccl_plan *p, int rank,
                           int nranks, uint64_t seq)
 {
-    double step, early, room;
-    int k;
-    if (nranks <= 1 || p->nsteps < 1)
-        return 0;
-    step = p->time_ns / p->nsteps;
-    room = 0.9 * (p->time_ns - p->lat_ns);
-    k = (int)(((uint64_t)rank + (uint64_t)nranks - seq % (uint64_t)nranks) % (uint64_t)nranks);
-    if (p->algo == SIMGPU_ALGO_RING) {
+    double step = p->nsteps > 0 ? p->time_ns / p->nsteps : 0, early = 0;
+    double room = 0.9 * (p->time_ns - p->lat_ns);
+    uint64_t n = nranks > 1 ? (uint64_t)nranks : 1;
+    int k = (int)(((uint64_t)rank + n - seq % n) % n); /* place in this instance's rotation */
+    if (nranks <= 1 || p->nsteps < 1) {
+        early = 0; /* nobody to wait for: one instant */
+    } else if (p->algo == SIMGPU_ALGO_RING) {
         /* The last step's data goes round the ring: rank k of the rotation gets it k steps
          * after the first. */
         early = w->skew_frac * step * (double)(nranks - 1 - k) / (nranks - 1);

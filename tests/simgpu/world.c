@@ -218,19 +218,24 @@ simgpu_world(void)
 }
 
 /* ---- kernels ------------------------------------------------------------------------------- */
-double
-simgpu_kernel_base_ns(const struct simgpu_world *w, const struct simgpu_work *work, uint64_t blocks)
+/* The simple physics' kernel time of work, ns. */
+static double
+simple_kernel_ns(const struct simgpu_work *work)
+{
+    double t = SIMGPU_SIMPLE_FIXED_NS;
+    if (work->kclass == SIMGPU_CLASS_COMPUTE)
+        t += work->flops / SIMGPU_SIMPLE_FLOPS_PER_NS;
+    else if (work->kclass == SIMGPU_CLASS_MEMORY)
+        t += work->bytes / SIMGPU_SIMPLE_BYTES_PER_NS;
+    return t;
+}
+
+/* The roofline time of work on a grid of `blocks` blocks in world w, ns. */
+static double
+roofline_ns(const struct simgpu_world *w, const struct simgpu_work *work, uint64_t blocks)
 {
     double t, tc, tm, sms, waves, util;
     int dt = work->dtype >= 0 && work->dtype < 4 ? work->dtype : SIMGPU_FP32;
-    if (!w) {
-        t = SIMGPU_SIMPLE_FIXED_NS;
-        if (work->kclass == SIMGPU_CLASS_COMPUTE)
-            t += work->flops / SIMGPU_SIMPLE_FLOPS_PER_NS;
-        else if (work->kclass == SIMGPU_CLASS_MEMORY)
-            t += work->bytes / SIMGPU_SIMPLE_BYTES_PER_NS;
-        return t;
-    }
     /* Roofline: the slower of the FLOPs at the dtype's peak times the world's efficiency
      * (and the grid's wave quantisation) and the bytes at the achieved HBM bandwidth. */
     sms = w->prof->sm_count;
@@ -243,6 +248,12 @@ simgpu_kernel_base_ns(const struct simgpu_world *w, const struct simgpu_work *wo
     tm = work->bytes / (w->prof->hbm_gbps * w->eff_mem * ((double)blocks < sms ? blocks / sms : 1));
     t = w->kernel_overhead_ns + (tc > tm ? tc : tm);
     return t > w->kernel_floor_ns ? t : w->kernel_floor_ns;
+}
+
+double
+simgpu_kernel_base_ns(const struct simgpu_world *w, const struct simgpu_work *work, uint64_t blocks)
+{
+    return w ? roofline_ns(w, work, blocks) : simple_kernel_ns(work);
 }
 
 double
@@ -343,20 +354,14 @@ simgpu_world_kernel_ns(const struct simgpu_work *work, int has_work, uint64_t jo
 }
 
 /* ---- copies --------------------------------------------------------------------------------- */
-uint64_t
-simgpu_copy_ns(size_t bytes, int copy_kind, int src_kind, int dst_kind, int dev, uint64_t key,
-               uint64_t start)
+/* The world physics' copy time (see simgpu_copy_ns). */
+static uint64_t
+world_copy_ns(size_t bytes, int copy_kind, int src_kind, int dst_kind, int dev, uint64_t key,
+              uint64_t start)
 {
-    const struct simgpu_world *w;
-    double gbps, lat, d;
+    const struct simgpu_world *w = simgpu_world();
+    double gbps, lat = w->copy_lat_ns, d;
     int pageable, span = -1;
-    if (simgpu_physics() == SIMGPU_PHYSICS_SIMPLE) {
-        gbps = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ? simgpu_cfg.d2d_gbps
-                                                            : simgpu_cfg.h2d_gbps;
-        return 1500 + (uint64_t)((double)bytes / gbps);
-    }
-    w = simgpu_world();
-    lat = w->copy_lat_ns;
     pageable = src_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
                dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
     if (copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD) {
@@ -383,31 +388,38 @@ simgpu_copy_ns(size_t bytes, int copy_kind, int src_kind, int dst_kind, int dev,
 }
 
 uint64_t
+simgpu_copy_ns(size_t bytes, int copy_kind, int src_kind, int dst_kind, int dev, uint64_t key,
+               uint64_t start)
+{
+    double gbps =
+        copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ? simgpu_cfg.d2d_gbps : simgpu_cfg.h2d_gbps;
+    return simgpu_physics() == SIMGPU_PHYSICS_SIMPLE
+               ? 1500 + (uint64_t)((double)bytes / gbps)
+               : world_copy_ns(bytes, copy_kind, src_kind, dst_kind, dev, key, start);
+}
+
+uint64_t
 simgpu_memset_ns(size_t bytes)
 {
-    const struct simgpu_world *w;
-    if (simgpu_physics() == SIMGPU_PHYSICS_SIMPLE)
-        return 1000 + (uint64_t)((double)bytes / simgpu_cfg.d2d_gbps);
-    w = simgpu_world();
-    return (uint64_t)(w->kernel_overhead_ns + (double)bytes / (w->prof->hbm_gbps * w->eff_mem));
+    const struct simgpu_world *w = simgpu_world();
+    return simgpu_physics() == SIMGPU_PHYSICS_SIMPLE
+               ? 1000 + (uint64_t)((double)bytes / simgpu_cfg.d2d_gbps)
+               : (uint64_t)(w->kernel_overhead_ns +
+                            (double)bytes / (w->prof->hbm_gbps * w->eff_mem));
 }
 
 /* ---- host side of launches ------------------------------------------------------------------ */
 static atomic_int g_launching;
 static atomic_ullong g_launches;
 
-void
-simgpu_host_launch(double frac)
+/* The world physics' host side of a launch (see simgpu_host_launch). */
+static void
+world_launch(double frac)
 {
-    const struct simgpu_world *w;
+    const struct simgpu_world *w = simgpu_world();
     uint64_t n, h;
     int others;
     double ns;
-    if (simgpu_physics() == SIMGPU_PHYSICS_SIMPLE) {
-        simgpu_spin_ns((uint64_t)((double)simgpu_cfg.launch_ns * frac));
-        return;
-    }
-    w = simgpu_world();
     others = atomic_fetch_add(&g_launching, 1);
     n = atomic_fetch_add(&g_launches, 1);
     h = simgpu_hash4(w->seed, g_rank, 0x6c61756e6368ULL, n); /* "launch" */
@@ -422,4 +434,13 @@ simgpu_host_launch(double frac)
         nanosleep(&ts, NULL);
     }
     atomic_fetch_sub(&g_launching, 1);
+}
+
+void
+simgpu_host_launch(double frac)
+{
+    if (simgpu_physics() == SIMGPU_PHYSICS_SIMPLE)
+        simgpu_spin_ns((uint64_t)((double)simgpu_cfg.launch_ns * frac));
+    else
+        world_launch(frac);
 }
