@@ -431,11 +431,12 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
     }
     case SIMGPU_OP_MEMCPY:
         simgpu_sleep_until(start);
-        if (op->u.memcpy.bytes && op->u.memcpy.dst != op->u.memcpy.src)
-            memmove(op->u.memcpy.dst, op->u.memcpy.src, op->u.memcpy.bytes);
+        /* Timed when it starts (copies running at once see each other), then done. */
         *end = start + simgpu_copy_ns(op->u.memcpy.bytes, op->u.memcpy.copy_kind,
                                       op->u.memcpy.src_kind, op->u.memcpy.dst_kind, d->index,
                                       ((uint64_t)s->id << 40) ^ op->seq, start);
+        if (op->u.memcpy.bytes && op->u.memcpy.dst != op->u.memcpy.src)
+            memmove(op->u.memcpy.dst, op->u.memcpy.src, op->u.memcpy.bytes);
         simgpu_sleep_until(*end);
         break;
     case SIMGPU_OP_MEMSET:

@@ -283,35 +283,64 @@ span_ok(int dev, int kind)
     return dev >= 0 && dev < SIMGPU_MAX_DEVICES && kind >= 0 && kind < SIMGPU_SPAN_NKINDS;
 }
 
-double
-simgpu_span_cover(int dev, int kind, uint64_t t0, uint64_t t1, double cap)
+/* Covered fraction of [t0, t1] (see simgpu_span_cover); caller holds g_span_mu. */
+static double
+cover_locked(int dev, int kind, uint64_t t0, uint64_t t1, double cap)
 {
     double f = 0;
-    if (!span_ok(dev, kind) || t1 <= t0)
-        return 0;
-    pthread_mutex_lock(&g_span_mu);
-    for (int i = 0; i < SPAN_RING; i++) {
+    for (int i = 0; i < SPAN_RING && t1 > t0; i++) {
         const struct span *s = &g_spans[dev].s[kind][i];
         uint64_t a = s->t0 > t0 ? s->t0 : t0, b = s->t1 < t1 ? s->t1 : t1;
         if (s->t1 > s->t0 && b > a)
             f += (double)(b - a) / (double)(t1 - t0);
     }
-    pthread_mutex_unlock(&g_span_mu);
     return f < cap ? f : cap;
+}
+
+/* Records [t0, t1]; returns its slot.  Caller holds g_span_mu. */
+static int
+add_locked(int dev, int kind, uint64_t t0, uint64_t t1)
+{
+    int slot = (int)(g_spans[dev].next[kind]++ % SPAN_RING);
+    g_spans[dev].s[kind][slot].t0 = t0;
+    g_spans[dev].s[kind][slot].t1 = t1;
+    return slot;
+}
+
+double
+simgpu_span_cover(int dev, int kind, uint64_t t0, uint64_t t1, double cap)
+{
+    double f = 0;
+    if (span_ok(dev, kind)) {
+        pthread_mutex_lock(&g_span_mu);
+        f = cover_locked(dev, kind, t0, t1, cap);
+        pthread_mutex_unlock(&g_span_mu);
+    }
+    return f;
 }
 
 int
 simgpu_span_add(int dev, int kind, uint64_t t0, uint64_t t1)
 {
     int slot = -1;
-    if (!span_ok(dev, kind))
-        return -1;
-    pthread_mutex_lock(&g_span_mu);
-    slot = (int)(g_spans[dev].next[kind]++ % SPAN_RING);
-    g_spans[dev].s[kind][slot].t0 = t0;
-    g_spans[dev].s[kind][slot].t1 = t1;
-    pthread_mutex_unlock(&g_span_mu);
+    if (span_ok(dev, kind)) {
+        pthread_mutex_lock(&g_span_mu);
+        slot = add_locked(dev, kind, t0, t1);
+        pthread_mutex_unlock(&g_span_mu);
+    }
     return slot;
+}
+
+double
+simgpu_span_share(int dev, int kind, uint64_t t0, double d, double k, double cap)
+{
+    if (span_ok(dev, kind)) {
+        pthread_mutex_lock(&g_span_mu);
+        d *= 1 + k * cover_locked(dev, kind, t0, t0 + (uint64_t)d, cap);
+        add_locked(dev, kind, t0, t0 + (uint64_t)d);
+        pthread_mutex_unlock(&g_span_mu);
+    }
+    return d;
 }
 
 void
@@ -338,18 +367,15 @@ simgpu_world_kernel_ns(const struct simgpu_work *work, int has_work, uint64_t jo
 {
     const struct simgpu_world *w = simgpu_world();
     int kclass = has_work ? work->kclass : 0;
-    double d, f_comm, f_comp;
+    double d, f_comm;
     /* The job's own duration (a test of the device) already carries the slowdown. */
     d = has_work ? simgpu_kernel_base_ns(w, work, blocks) * simgpu_cfg.slowdown : (double)job_ns;
     d *= simgpu_kernel_noise(w, kclass, simgpu_hash4(w->seed, g_rank, (uint64_t)dev, key));
     /* Contention, from what is known to overlap when the kernel starts: communication
      * kernels share the SMs and the memory bandwidth, other kernels the whole device. */
     f_comm = simgpu_span_cover(dev, SIMGPU_SPAN_COMM, start, start + (uint64_t)d, 1.0);
-    f_comp = simgpu_span_cover(dev, SIMGPU_SPAN_COMPUTE, start, start + (uint64_t)d, 2.0);
-    d *= (1 + w->comp_by_comm * f_comm) * (1 + w->comp_by_comp * f_comp);
-    if (d < 1)
-        d = 1;
-    simgpu_span_add(dev, SIMGPU_SPAN_COMPUTE, start, start + (uint64_t)d);
+    d *= 1 + w->comp_by_comm * f_comm;
+    d = simgpu_span_share(dev, SIMGPU_SPAN_COMPUTE, start, d > 1 ? d : 1, w->comp_by_comp, 2.0);
     return (uint64_t)d;
 }
 
@@ -381,8 +407,7 @@ world_copy_ns(size_t bytes, int copy_kind, int src_kind, int dst_kind, int dev, 
                           simgpu_hash4(w->seed, g_rank, (uint64_t)dev, key));
     if (span >= 0) {
         /* One copy engine per direction: concurrent copies share its bandwidth. */
-        d *= 1 + simgpu_span_cover(dev, span, start, start + (uint64_t)d, 4.0);
-        simgpu_span_add(dev, span, start, start + (uint64_t)d);
+        d = simgpu_span_share(dev, span, start, d, 1.0, 4.0);
     }
     return (uint64_t)d;
 }

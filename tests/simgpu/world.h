@@ -123,6 +123,11 @@ enum simgpu_span_kind {
 double simgpu_span_cover(int dev, int kind, uint64_t t0, uint64_t t1, double cap);
 /* Records [t0, t1] as a span of `kind` on dev; returns its slot (for simgpu_span_end). */
 int simgpu_span_add(int dev, int kind, uint64_t t0, uint64_t t1);
+/* Stretches a piece of work of nominal duration d starting at t0 on dev by 1 + k x the
+ * fraction of [t0, t0 + d] that spans of `kind` cover (capped at cap) and records the
+ * stretched span, both under one lock (two that start together see each other: the
+ * second to come is stretched).  Returns the stretched duration. */
+double simgpu_span_share(int dev, int kind, uint64_t t0, double d, double k, double cap);
 /* Moves the end of span `slot` (kind on dev) to t1. */
 void simgpu_span_end(int dev, int kind, int slot, uint64_t t1);
 /* Forgets every span (tests). */
