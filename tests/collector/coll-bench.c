@@ -115,11 +115,13 @@ main(void)
     const char *ddp = B "/tests/simgpu/ddp-sim";
     if (access(simrun, X_OK) == 0 && access(ddp, X_OK) == 0) {
         double it_plain = 0, it_traced = 0;
-        snprintf(cmd, sizeof cmd, "%s -n 2 -- %s --iterations 20 2>/dev/null", simrun, ddp);
+        snprintf(cmd, sizeof cmd, "SIMGPU_PHYSICS=simple %s -n 2 -- %s --iterations 20 2>/dev/null",
+                 simrun, ddp);
         int a = bench_median(cmd, "\"mean_iter_us\":", 3, &it_plain);
         snprintf(cmd, sizeof cmd,
-                 "DPRO_OUTPUT=%s/ddp LD_PRELOAD=%s %s -n 2 -- %s --iterations 20 2>/dev/null", dir,
-                 coll, simrun, ddp);
+                 "SIMGPU_PHYSICS=simple DPRO_OUTPUT=%s/ddp LD_PRELOAD=%s %s -n 2 -- %s "
+                 "--iterations 20 2>/dev/null",
+                 dir, coll, simrun, ddp);
         int b = bench_median(cmd, "\"mean_iter_us\":", 3, &it_traced);
         if (a == 0 && b == 0 && it_plain > 0)
             printf("ddp-sim (2 ranks, 20 iterations): %.0f us without, %.0f us with the "

@@ -86,7 +86,7 @@ BOUNDS = {"memory budget 500 MiB": (10.0, 0.9), "many small kernels": (25.0, 0.7
 def run_job(args, env_extra, trace_dir):
     """Runs ddp-sim on RANKS ranks under the collector; returns (iter us: the mean over
     ranks of their median iteration, peak memory)."""
-    env = dict(os.environ)
+    env = dict(os.environ, SIMGPU_PHYSICS="simple")  # the consistency (simple) physics
     env["LD_LIBRARY_PATH"] = LIBS + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env.update(env_extra)
     cmd = [SIMRUN, "-n", str(RANKS), "--", DPRO_RUN, "-o", trace_dir, "--", DDP_SIM] + ITERATIONS + args

@@ -47,7 +47,7 @@ def run_case(tmp, name, ranks, args, skews=None, warmup=2, tol=3.0):
     skews = skews or [0] * ranks
     cmd = [DPRO_RUN, "-o", out_dir, "--", SIMRUN, "-n", str(ranks), "--"]
     cmd += skew_wrapper(skews) + [PIPE_SIM, "--warmup", str(warmup)] + args
-    env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR)
+    env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple")
     env.pop("DPRO_TEST_CLOCK_OFFSET_NS", None)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
     if p.returncode != 0:
@@ -144,7 +144,7 @@ def main():
         return SKIP
     tmp = tempfile.mkdtemp(prefix="dpro-replay-p2p-")
     try:
-        env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR)
+        env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple")
         if not collector_records(os.path.join(tmp, "probe"),
                                  [SIMRUN, "-n", "2", "--", PIPE_SIM, "--iterations", "1",
                                   "--warmup", "0", "--micro", "1"], env):

@@ -31,7 +31,7 @@ def run_case(tmp, name, ranks, ddp_args, straggler=None, warmup=2, skews=None):
     if straggler:
         cmd += ["--straggler", straggler]
     cmd += ["--"] + skew_wrapper(skews) + [DDP_SIM, "--warmup", str(warmup)] + ddp_args
-    env = dict(os.environ)
+    env = dict(os.environ, SIMGPU_PHYSICS="simple")  # the consistency (simple) physics
     env["SIMRUN_SIMGPU_LIBDIR"] = LIBDIR
     env.pop("DPRO_TEST_CLOCK_OFFSET_NS", None)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
@@ -88,7 +88,7 @@ def main():
         return SKIP
     tmp = tempfile.mkdtemp(prefix="dpro-replay-e2e-")
     try:
-        env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR)
+        env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple")
         if not collector_records(os.path.join(tmp, "probe"),
                                  [SIMRUN, "-n", "1", "--", DDP_SIM, "--iterations", "1",
                                   "--warmup", "0"], env):

@@ -41,7 +41,7 @@ JOB = ["--preset", "resnet50", "--iterations", "10", "--warmup", "2"]
 
 
 def job_env(slowdown=None):
-    env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR)
+    env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple")
     env.pop("SIMGPU_SLOWDOWN", None)
     if slowdown is not None:
         env["SIMGPU_SLOWDOWN"] = repr(slowdown)

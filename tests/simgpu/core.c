@@ -76,7 +76,11 @@ init_once(void)
     simgpu_cfg.contention = env_double("SIMGPU_CONTENTION", 0);
     simgpu_cfg.h2d_gbps = env_double("SIMGPU_H2D_GBPS", 25);
     simgpu_cfg.d2d_gbps = env_double("SIMGPU_D2D_GBPS", 1500);
-    simgpu_cfg.mem_bytes = (uint64_t)(env_double("SIMGPU_MEM_GB", 80) * 1e9);
+    simgpu_cfg.mem_bytes =
+        (uint64_t)(env_double("SIMGPU_MEM_GB", simgpu_physics() == SIMGPU_PHYSICS_WORLD
+                                                   ? simgpu_world()->prof->hbm_gb
+                                                   : 80) *
+                   1e9);
     simgpu_cfg.cupti_busy = (int)env_double("SIMGPU_CUPTI_BUSY", 0);
     simgpu_cfg.cupti_limit_bytes = (uint64_t)(env_double("SIMGPU_CUPTI_LIMIT_MB", 64) * 1048576);
     simgpu_cfg.cupti_deliver_ms = (uint64_t)env_double("SIMGPU_CUPTI_DELIVER_MS", 200);
@@ -186,8 +190,13 @@ simgpu_sticky_error(void)
 void
 simgpu_device_props(struct cudaDeviceProp *p, int dev)
 {
+    const struct simgpu_profile *prof =
+        simgpu_physics() == SIMGPU_PHYSICS_WORLD ? simgpu_world()->prof : NULL;
     memset(p, 0, sizeof(*p));
-    snprintf(p->name, sizeof(p->name), "simgpu H100 (simulated)");
+    if (prof)
+        snprintf(p->name, sizeof(p->name), "simgpu %s (simulated)", prof->name);
+    else
+        snprintf(p->name, sizeof(p->name), "simgpu H100 (simulated)");
     for (int i = 0; i < 16; i++)
         p->uuid.bytes[i] = (char)(0x51 + i + dev);
     p->totalGlobalMem = simgpu_cfg.mem_bytes;
@@ -221,6 +230,13 @@ simgpu_device_props(struct cudaDeviceProp *p, int dev)
     p->managedMemory = 1;
     p->multiGpuBoardGroupID = dev;
     p->sharedMemPerBlockOptin = 232448;
+    if (prof) {
+        p->major = prof->cc_major;
+        p->minor = prof->cc_minor;
+        p->multiProcessorCount = prof->sm_count;
+        p->l2CacheSize = prof->l2_bytes;
+        p->asyncEngineCount = prof->copy_engines;
+    }
 }
 
 cudaError_t
@@ -274,7 +290,9 @@ simgpu_device_attr(int *value, enum cudaDeviceAttr attr, int dev)
         *value = 2619000;
         break;
     case cudaDevAttrClockRate:
-        *value = 1980000;
+        *value = simgpu_physics() == SIMGPU_PHYSICS_WORLD
+                     ? (int)(simgpu_world()->prof->clock_mhz * 1000)
+                     : 1980000;
         break;
     case cudaDevAttrUnifiedAddressing:
         *value = 1;
@@ -371,13 +389,21 @@ u64max(uint64_t a, uint64_t b)
     return a > b ? a : b;
 }
 
-/* Device time a copy of `bytes` of kind `copy_kind` takes. */
+/* Device time of kernel op on s starting at `start` (the physics in force: world.h). */
 static uint64_t
-copy_ns(size_t bytes, int copy_kind)
+kernel_ns(const struct simgpu_op *op, const struct simgpu_stream *s, uint64_t start, int running)
 {
-    double gbps =
-        copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ? simgpu_cfg.d2d_gbps : simgpu_cfg.h2d_gbps;
-    return 1500 + (uint64_t)((double)bytes / gbps);
+    uint64_t blocks = (uint64_t)op->u.kernel.grid.x * op->u.kernel.grid.y * op->u.kernel.grid.z;
+    uint64_t dur = op->u.kernel.dur_ns;
+    if (simgpu_physics() == SIMGPU_PHYSICS_WORLD)
+        return simgpu_world_kernel_ns(&op->u.kernel.work, op->u.kernel.has_work, dur, blocks,
+                                      s->dev->index, ((uint64_t)s->id << 40) ^ op->seq, start);
+    if (op->u.kernel.has_work)
+        dur = (uint64_t)(simgpu_kernel_base_ns(NULL, &op->u.kernel.work, blocks) *
+                         simgpu_cfg.slowdown);
+    if (simgpu_cfg.contention > 0 && running > 0)
+        dur = (uint64_t)((double)dur * (1.0 + simgpu_cfg.contention * running));
+    return dur;
 }
 
 void
@@ -397,27 +423,27 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
     *end = start;
     switch (op->kind) {
     case SIMGPU_OP_KERNEL: {
-        uint64_t dur = op->u.kernel.dur_ns;
         int running = atomic_fetch_add(&d->running_kernels, 1);
-        if (simgpu_cfg.contention > 0 && running > 0)
-            dur = (uint64_t)((double)dur * (1.0 + simgpu_cfg.contention * running));
-        *end = start + dur;
+        *end = start + kernel_ns(op, s, start, running);
         simgpu_sleep_until(*end);
         atomic_fetch_sub(&d->running_kernels, 1);
         break;
     }
     case SIMGPU_OP_MEMCPY:
         simgpu_sleep_until(start);
+        /* Timed when it starts (copies running at once see each other), then done. */
+        *end = start + simgpu_copy_ns(op->u.memcpy.bytes, op->u.memcpy.copy_kind,
+                                      op->u.memcpy.src_kind, op->u.memcpy.dst_kind, d->index,
+                                      ((uint64_t)s->id << 40) ^ op->seq, start);
         if (op->u.memcpy.bytes && op->u.memcpy.dst != op->u.memcpy.src)
             memmove(op->u.memcpy.dst, op->u.memcpy.src, op->u.memcpy.bytes);
-        *end = start + copy_ns(op->u.memcpy.bytes, op->u.memcpy.copy_kind);
         simgpu_sleep_until(*end);
         break;
     case SIMGPU_OP_MEMSET:
         simgpu_sleep_until(start);
         if (op->u.memset.bytes)
             memset(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
-        *end = start + 1000 + (uint64_t)((double)op->u.memset.bytes / simgpu_cfg.d2d_gbps);
+        *end = start + simgpu_memset_ns(op->u.memset.bytes);
         simgpu_sleep_until(*end);
         break;
     case SIMGPU_OP_HOST_FN:

@@ -324,6 +324,28 @@ simgpu_register_kernel_name(const char *name, uint64_t duration_ns)
     return e ? 0 : -1;
 }
 
+static __thread struct simgpu_work t_next_work;
+static __thread int t_next_work_set;
+
+void
+simgpu_set_next_launch_work(const struct simgpu_work *w)
+{
+    if (w) {
+        t_next_work = *w;
+        t_next_work_set = 1;
+    }
+}
+
+int
+simgpu_take_next_work(struct simgpu_work *w)
+{
+    int had = t_next_work_set;
+    if (had)
+        *w = t_next_work;
+    t_next_work_set = 0;
+    return had;
+}
+
 void
 simgpu_set_next_launch_duration(uint64_t duration_ns)
 {

@@ -358,7 +358,8 @@ launch_impl(const char *name, uint64_t dur, unsigned gx, unsigned gy, unsigned g
     op->u.kernel.block.y = by;
     op->u.kernel.block.z = bz;
     op->u.kernel.shmem = shmem;
-    simgpu_spin_ns(simgpu_cfg.launch_ns);
+    op->u.kernel.has_work = simgpu_take_next_work(&op->u.kernel.work);
+    simgpu_host_launch(1.0);
     return to_cu(simgpu_enqueue(s, op));
 }
 

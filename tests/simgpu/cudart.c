@@ -353,7 +353,7 @@ memcpy_impl(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, 
     op = simgpu_memcpy_op(dst, src, count, kind, async);
     if (!op)
         return cudaErrorMemoryAllocation;
-    simgpu_spin_ns(simgpu_cfg.launch_ns / 2);
+    simgpu_host_launch(0.5);
     rc = simgpu_enqueue(s, op);
     if (rc == cudaSuccess && !async)
         rc = simgpu_stream_sync(s);
@@ -408,7 +408,7 @@ memset_impl(void *p, int value, size_t count, cudaStream_t h, int ptds, int asyn
     op->u.memset.value = value;
     op->u.memset.bytes = count;
     op->u.memset.async = async;
-    simgpu_spin_ns(simgpu_cfg.launch_ns / 2);
+    simgpu_host_launch(0.5);
     rc = simgpu_enqueue(s, op);
     if (rc == cudaSuccess && !async)
         rc = simgpu_stream_sync(s);

@@ -172,7 +172,8 @@ launch_impl(const char *name, uint64_t dur, dim3 grid, dim3 block, size_t shmem,
     op->u.kernel.grid = grid;
     op->u.kernel.block = block;
     op->u.kernel.shmem = (uint32_t)shmem;
-    simgpu_spin_ns(simgpu_cfg.launch_ns);
+    op->u.kernel.has_work = simgpu_take_next_work(&op->u.kernel.work);
+    simgpu_host_launch(1.0);
     return simgpu_enqueue(s, op);
 }
 
@@ -367,7 +368,7 @@ graph_launch_impl(cudaGraphExec_t exec, cudaStream_t h, int ptds)
         rc = simgpu_stream_resolve(h, ptds, &s);
     if (rc != cudaSuccess)
         return rc;
-    simgpu_spin_ns(simgpu_cfg.launch_ns);
+    simgpu_host_launch(1.0);
     return simgpu_graph_launch(x, s);
 }
 

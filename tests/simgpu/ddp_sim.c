@@ -2,8 +2,9 @@
  *
  * Built against the real headers and linked only against libcudart.so.13 and
  * libnccl.so.2, like a real job.  On the simulated device (tests/simgpu) kernel
- * names and durations are told to the device through simgpu_register_kernel /
- * simgpu_set_next_launch_duration, looked up with dlsym so the binary has no link
+ * names are told to the device through simgpu_register_kernel and the work of each
+ * launch (FLOPs, bytes, class: never its time, which the device decides) through
+ * simgpu_set_next_launch_work, looked up with dlsym so the binary has no link
  * dependency on the simulator.
  *
  * One iteration (what PyTorch DDP does):
@@ -43,9 +44,16 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "ddp_sim.h"
+#include "simgpu.h" /* struct simgpu_work only: the functions are looked up with dlsym */
 #include "simrun_rdzv.h"
 
 #define SMALL_FIXED_US 3.0 /* per-kernel fixed cost that fusion saves */
+/* The presets' tables are durations on a reference device (an A100 at fp32, 1.5 TB/s
+ * achieved); their work is those durations at the reference rates, so that the device's
+ * simple physics (3 us + FLOPs / 19.5 TFLOP/s, 3 us + bytes / 1.5 TB/s) gives the tables'
+ * times back and a world's physics times the same work on its own device. */
+#define REF_FLOPS_PER_US 19.5e6
+#define REF_BYTES_PER_US 1.5e6
 
 #define CK(call)                                                                                   \
     do {                                                                                           \
@@ -79,6 +87,7 @@ struct opts {
     int iterations, warmup;
     int crash_rank, crash_iter;
     double op_overhead_us;
+    int dtype; /* enum simgpu_dtype of the GEMMs */
 };
 
 /* ---- the job's state ---------------------------------------------------------------- */
@@ -114,7 +123,7 @@ static struct {
     int bwd_go, bwd_done, bwd_sync_grads, bwd_quit;
     /* simulator hooks (NULL on a real device) */
     int (*reg)(const void *, const char *, uint64_t);
-    void (*next_dur)(uint64_t);
+    void (*next_work)(const struct simgpu_work *);
 } g;
 
 /* Kernel "functions": distinct addresses, one per kernel kind. */
@@ -194,20 +203,38 @@ cache_free(void *p)
 }
 
 /* ---- launches --------------------------------------------------------------------------- */
+/* The part of a reference duration that scales with the batch (the rest, up to
+ * SMALL_FIXED_US, is the kernel's fixed cost), in reference microseconds. */
 static double
-scaled_us(double ref_us)
+scaled_var_us(double ref_us)
 {
-    /* A fixed part that does not scale with the batch, then linear. */
     double fixed = ref_us < SMALL_FIXED_US ? ref_us : SMALL_FIXED_US;
-    return fixed + (ref_us - fixed) * g.scale;
+    return (ref_us - fixed) * g.scale;
+}
+
+/* Work of a compute-bound kernel of reference duration ref_us moving `bytes`. */
+static struct simgpu_work
+compute_work(double ref_us, double bytes)
+{
+    struct simgpu_work w = {SIMGPU_CLASS_COMPUTE, g.o.dtype,
+                            scaled_var_us(ref_us) * REF_FLOPS_PER_US, bytes};
+    return w;
+}
+
+/* Work of a memory-bound kernel whose variable part takes var_us at the reference rate. */
+static struct simgpu_work
+memory_work(double var_us)
+{
+    struct simgpu_work w = {SIMGPU_CLASS_MEMORY, SIMGPU_FP32, 0, var_us * REF_BYTES_PER_US};
+    return w;
 }
 
 static double now_us(void);
 
-/* Launches kernel kind k of `us` microseconds on s with grid (gx, 1, 1) and 256 threads
- * per block. */
+/* Launches kernel kind k doing `work` on s with grid (gx, 1, 1) and 256 threads per
+ * block. */
 static void
-launch_dims(enum ddp_kernel_kind k, double us, unsigned gx, cudaStream_t s)
+launch_dims(enum ddp_kernel_kind k, struct simgpu_work work, unsigned gx, cudaStream_t s)
 {
     dim3 grid = {gx, 1, 1}, block = {256, 1, 1};
     /* The framework's own host time per operator (dispatcher, autograd). */
@@ -216,17 +243,17 @@ launch_dims(enum ddp_kernel_kind k, double us, unsigned gx, cudaStream_t s)
         while (now_us() < until)
             ;
     }
-    if (g.next_dur)
-        g.next_dur((uint64_t)(us * 1000.0));
+    if (g.next_work)
+        g.next_work(&work);
     CK(cudaLaunchKernel((const void *)&g_kfunc[k], grid, block, NULL, 0, s));
     g.kernels_launched++;
 }
 
 /* Compute-bound kernels: one wave of 108 blocks, whatever their size. */
 static void
-launch(enum ddp_kernel_kind k, double us, cudaStream_t s)
+launch(enum ddp_kernel_kind k, struct simgpu_work work, cudaStream_t s)
 {
-    launch_dims(k, us, 108, s);
+    launch_dims(k, work, 108, s);
 }
 
 /* Elements one small kernel of layer i touches: its activations (fp32) at this batch. */
@@ -262,15 +289,26 @@ launch_small(int n, int i, int bwd)
     if (n <= 0)
         return;
     double elems = small_elements(i);
-    double each = SMALL_FIXED_US + elems * g.small_us_per_elem;
+    double var_us = elems * g.small_us_per_elem;
     unsigned gx = (unsigned)(elems / 1024) + 1;
     if (g.o.fuse_small) {
-        double total = n * each - (n - 1) * SMALL_FIXED_US;
-        launch_dims(bwd ? DDP_K_FUSED_BWD : DDP_K_FUSED, total, gx * (unsigned)n, g.compute);
+        launch_dims(bwd ? DDP_K_FUSED_BWD : DDP_K_FUSED, memory_work(n * var_us), gx * (unsigned)n,
+                    g.compute);
         return;
     }
     for (int k = 0; k < n; k++)
-        launch_dims(bwd ? DDP_K_ELEMENTWISE_BWD : DDP_K_ELEMENTWISE, each, gx, g.compute);
+        launch_dims(bwd ? DDP_K_ELEMENTWISE_BWD : DDP_K_ELEMENTWISE, memory_work(var_us), gx,
+                    g.compute);
+}
+
+static uint64_t act_bytes(int i);
+
+/* Bytes a main kernel of layer i moves: its share of the weights, its input and output. */
+static double
+gemm_bytes(int i)
+{
+    const struct ddp_layer *l = &g.m.layers[i];
+    return ((double)l->param_bytes + 2.0 * (double)act_bytes(i)) / l->nmain;
 }
 
 static void
@@ -279,7 +317,7 @@ layer_forward(int i)
     const struct ddp_layer *l = &g.m.layers[i];
     for (int m = 0; m < l->nmain; m++) {
         int smalls = l->nsmall / l->nmain + (m < l->nsmall % l->nmain);
-        launch(DDP_K_GEMM, scaled_us(l->fwd_us / l->nmain), g.compute);
+        launch(DDP_K_GEMM, compute_work(l->fwd_us / l->nmain, gemm_bytes(i)), g.compute);
         launch_small(smalls, i, 0);
     }
 }
@@ -291,8 +329,8 @@ layer_backward(int i)
     for (int m = l->nmain - 1; m >= 0; m--) {
         int smalls = l->nsmall / l->nmain + (m < l->nsmall % l->nmain);
         launch_small(smalls, i, 1);
-        launch(DDP_K_GEMM_DGRAD, scaled_us(l->bwd_us / l->nmain / 2), g.compute);
-        launch(DDP_K_GEMM_WGRAD, scaled_us(l->bwd_us / l->nmain / 2), g.compute);
+        launch(DDP_K_GEMM_DGRAD, compute_work(l->bwd_us / l->nmain / 2, gemm_bytes(i)), g.compute);
+        launch(DDP_K_GEMM_WGRAD, compute_work(l->bwd_us / l->nmain / 2, gemm_bytes(i)), g.compute);
     }
 }
 
@@ -312,7 +350,7 @@ forward(void)
         g.act[i] = cache_alloc(keep);
         layer_forward(i);
     }
-    launch(DDP_K_LOSS, scaled_us(20), g.compute);
+    launch(DDP_K_LOSS, memory_work(scaled_var_us(20)), g.compute);
 }
 
 static void
@@ -392,10 +430,10 @@ step_body(void)
     CK(cudaStreamWaitEvent(g.compute, g.comm_done, 0));
     if (!g.opt_state)
         g.opt_state = cache_alloc(2 * g.param_bytes);
-    /* Adam reads p, g, m, v and writes p, m, v: ~7 passes over the bytes at 1.5 TB/s. */
+    /* Adam reads p, g, m, v and writes p, m, v: 7 passes over the bytes. */
     for (uint64_t off = 0; off < g.param_bytes; off += chunk) {
         uint64_t n = g.param_bytes - off < chunk ? g.param_bytes - off : chunk;
-        launch(DDP_K_ADAM, 4.0 + (double)n * 7 / 1.5e6, g.compute);
+        launch(DDP_K_ADAM, memory_work((double)n * 7 / REF_BYTES_PER_US), g.compute);
     }
 }
 
@@ -471,6 +509,7 @@ usage(FILE *f)
            "  --fuse-small           fuse consecutive small kernels\n"
            "  --cuda-graph           capture the step into a CUDA graph after warm-up\n"
            "  --op-overhead-us US    host time of the framework per operator (default 10)\n"
+           "  --dtype T              the GEMMs' type: fp32 (default), tf32, bf16, fp16\n"
            "  --iterations N         measured iterations (default 10)\n"
            "  --warmup N             warm-up iterations, not measured (default 2)\n"
            "  --crash-rank R --crash-iter I   rank R dies (SIGKILL) at iteration I (tests)\n");
@@ -495,6 +534,7 @@ parse(int argc, char **argv)
         {"crash-iter", required_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'},
         {"op-overhead-us", required_argument, NULL, 'O'},
+        {"dtype", required_argument, NULL, 'D'},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -551,6 +591,13 @@ parse(int argc, char **argv)
         case 'O':
             g.o.op_overhead_us = atof(optarg);
             break;
+        case 'D':
+            g.o.dtype = !strcmp(optarg, "fp32")   ? SIMGPU_FP32
+                        : !strcmp(optarg, "tf32") ? SIMGPU_TF32
+                        : !strcmp(optarg, "bf16") ? SIMGPU_BF16
+                        : !strcmp(optarg, "fp16") ? SIMGPU_FP16
+                                                  : -1;
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -560,7 +607,7 @@ parse(int argc, char **argv)
         }
     }
     if (g.o.accum_steps < 1 || g.o.iterations < 1 || g.o.warmup < 0 || g.o.bucket_mb <= 0 ||
-        g.o.first_bucket_mb <= 0) {
+        g.o.first_bucket_mb <= 0 || g.o.dtype < 0) {
         usage(stderr);
         exit(2);
     }
@@ -611,7 +658,7 @@ main(int argc, char **argv)
         return 2;
     }
     *(void **)&g.reg = dlsym(RTLD_DEFAULT, "simgpu_register_kernel");
-    *(void **)&g.next_dur = dlsym(RTLD_DEFAULT, "simgpu_set_next_launch_duration");
+    *(void **)&g.next_work = dlsym(RTLD_DEFAULT, "simgpu_set_next_launch_work");
     for (int k = 0; g.reg && k < DDP_K_COUNT; k++)
         g.reg(&g_kfunc[k], g_kname[k], 10000);
 

@@ -14,10 +14,11 @@ noinst_LTLIBRARIES += tests/simgpu/libsimgpu.la tests/simgpu/libcudart.la \
 
 tests_simgpu_libsimgpu_la_SOURCES = tests/simgpu/core.c tests/simgpu/core_graph.c \
 	tests/simgpu/core_event.c tests/simgpu/core_mem.c tests/simgpu/cupti_core.c \
+	tests/simgpu/world.c tests/simgpu/nccl_model.c tests/simgpu/world.h \
 	tests/simgpu/simgpu.h tests/simgpu/simgpu_internal.h
 tests_simgpu_libsimgpu_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_libsimgpu_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 0:0:0
-tests_simgpu_libsimgpu_la_LIBADD = $(PTHREAD_LIBS) -ldl
+tests_simgpu_libsimgpu_la_LIBADD = $(PTHREAD_LIBS) $(LIBM) -ldl
 
 tests_simgpu_libcudart_la_SOURCES = tests/simgpu/cudart.c tests/simgpu/cudart_launch.c
 tests_simgpu_libcudart_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
@@ -61,7 +62,8 @@ tests_simgpu_ddp_sim_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
 	$(PTHREAD_LIBS) $(LIBM) -ldl
 
 # Test programs.
-check_PROGRAMS += tests/simgpu/test_streams tests/simgpu/test_cupti tests/simgpu/test_coll
+check_PROGRAMS += tests/simgpu/test_streams tests/simgpu/test_cupti tests/simgpu/test_coll \
+	tests/simgpu/test_physics
 tests_simgpu_test_streams_SOURCES = tests/simgpu/test_streams.c tests/simgpu/simgpu_check.h
 tests_simgpu_test_streams_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_test_streams_LDFLAGS = -no-install
@@ -74,6 +76,12 @@ tests_simgpu_test_cupti_LDFLAGS = -no-install
 tests_simgpu_test_cupti_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcuda.la \
 	tests/simgpu/libcupti.la tests/simgpu/libnccl.la tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 
+tests_simgpu_test_physics_SOURCES = tests/simgpu/test_physics.c tests/simgpu/simgpu_check.h
+tests_simgpu_test_physics_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_physics_LDFLAGS = -no-install
+tests_simgpu_test_physics_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
+	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) $(LIBM)
+
 tests_simgpu_test_coll_SOURCES = tests/simgpu/test_coll.c tests/simgpu/simgpu_check.h \
 	tests/simgpu/simrun_rdzv.h
 tests_simgpu_test_coll_CPPFLAGS = $(SIMGPU_CPPFLAGS)
@@ -81,10 +89,11 @@ tests_simgpu_test_coll_LDFLAGS = -no-install
 tests_simgpu_test_coll_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 
-TESTS += tests/simgpu/test_streams tests/simgpu/test_cupti
+TESTS += tests/simgpu/test_streams tests/simgpu/test_cupti tests/simgpu/test_physics
 if HAVE_PYTHON3
 dist_check_SCRIPTS += tests/simgpu/test_collective.py tests/simgpu/test_ddp.py \
-	tests/simgpu/test_dying_rank.py
-TESTS += tests/simgpu/test_collective.py tests/simgpu/test_ddp.py tests/simgpu/test_dying_rank.py
+	tests/simgpu/test_dying_rank.py tests/simgpu/test_world.py
+TESTS += tests/simgpu/test_collective.py tests/simgpu/test_ddp.py tests/simgpu/test_dying_rank.py \
+	tests/simgpu/test_world.py
 endif
 endif

@@ -28,7 +28,8 @@ enum part_kind { PART_COLL, PART_SEND, PART_RECV };
 
 struct part {
     enum part_kind kind;
-    double factor; /* ring factor of the collective */
+    int coll;      /* enum simgpu_coll (world physics) */
+    double factor; /* ring factor of the collective (simple physics) */
     uint64_t bytes;
     uint64_t seq; /* collective seq or p2p seq (set at enqueue) */
     int peer;
@@ -62,6 +63,61 @@ part_needed(const struct coll_inst *x, const struct part *p)
     return p->kind == PART_COLL ? (uint32_t)x->nranks : 2;
 }
 
+/* World physics: the plan of part p (bytes as given) of x. */
+static void
+part_plan(const struct coll_inst *x, const struct part *p, uint64_t bytes,
+          struct simgpu_nccl_plan *pl)
+{
+    const struct simgpu_world *w = simgpu_world();
+    int gpn = w->gpus_per_node;
+    simgpu_nccl_plan(w, p->kind == PART_COLL ? p->coll : SIMGPU_COLL_P2P, bytes,
+                     p->kind == PART_COLL ? x->nranks : 2, x->rank / gpn == p->peer / gpn, pl);
+}
+
+/* World physics, at arrival: how much this rank's compute stretches part p (compute
+ * kernels known to overlap it), in parts per million above 1. */
+static uint32_t
+part_stretch_ppm(const struct coll_inst *x, const struct part *p, uint64_t start)
+{
+    struct simgpu_nccl_plan pl;
+    double f;
+    part_plan(x, p, p->bytes, &pl);
+    f = simgpu_span_cover(x->comm->dev, SIMGPU_SPAN_COMPUTE, start, start + (uint64_t)pl.time_ns,
+                          1.0);
+    return (uint32_t)(simgpu_world()->comm_by_comp * f * 1e6);
+}
+
+/* World physics, once every peer arrived: the end of the operation on this rank (ranks
+ * leave a collective at slightly different times); records it as a communication span.
+ * Caller holds the segment's mutex. */
+static uint64_t
+world_end(struct coll_inst *x, uint64_t start_ns)
+{
+    const struct simgpu_world *w = simgpu_world();
+    struct simgpu_nccl_plan pl;
+    uint64_t t = start_ns, first = 0, end;
+    double early = 0;
+    for (int i = 0; i < x->nparts; i++) {
+        struct part *p = &x->parts[i];
+        struct rdv_slot *s = part_slot(x, p);
+        double noise = simgpu_lognormal(
+            w->nccl_sigma, simgpu_hash4(w->seed, x->comm->token, (uint64_t)p->kind, p->seq));
+        if (s->max_arrival > t)
+            t = s->max_arrival;
+        if (!first)
+            first = t;
+        part_plan(x, p, s->bytes, &pl);
+        t += (uint64_t)(pl.time_ns * noise * (1 + s->stretch_ppm / 1e6));
+        early = p->kind == PART_COLL ? simgpu_nccl_exit_early_ns(w, &pl, x->rank, x->nranks, p->seq)
+                                     : 0;
+    }
+    end = t - (uint64_t)early;
+    if (end < start_ns)
+        end = start_ns;
+    simgpu_span_add(x->comm->dev, SIMGPU_SPAN_COMM, first ? first : start_ns, end);
+    return end;
+}
+
 /* Runs on the stream worker: arrive at every part, wait for all peers, end at the
  * modelled completion time. */
 static int
@@ -70,7 +126,10 @@ coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
     struct coll_inst *x = inst;
     struct shm_hdr *h = x->shm;
     uint64_t deadline = simgpu_now_ns() + (uint64_t)g_timeout_ns, t = start_ns;
-    int failed = 0, done;
+    int failed = 0, done, world = simgpu_physics() == SIMGPU_PHYSICS_WORLD;
+    uint32_t stretch[8] = {0};
+    for (int i = 0; i < x->nparts && world && i < 8; i++)
+        stretch[i] = part_stretch_ppm(x, &x->parts[i], start_ns);
     shm_lock(h);
     for (int i = 0; i < x->nparts; i++) {
         struct rdv_slot *s = part_slot(x, &x->parts[i]);
@@ -79,12 +138,15 @@ coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
             s->arrived = 0;
             s->max_arrival = 0;
             s->bytes = 0;
+            s->stretch_ppm = 0;
         }
         s->arrived++;
         if (start_ns > s->max_arrival)
             s->max_arrival = start_ns;
         if (x->parts[i].bytes > s->bytes)
             s->bytes = x->parts[i].bytes;
+        if (i < 8 && stretch[i] > s->stretch_ppm)
+            s->stretch_ppm = stretch[i];
     }
     pthread_cond_broadcast(&h->cv);
     for (;;) {
@@ -99,6 +161,8 @@ coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
         h->broken = 1;
         pthread_cond_broadcast(&h->cv);
         failed = 1;
+    } else if (world) {
+        t = world_end(x, start_ns);
     } else {
         for (int i = 0; i < x->nparts; i++) {
             struct rdv_slot *s = part_slot(x, &x->parts[i]);
@@ -289,7 +353,7 @@ launch_parts(struct pending *pv, int from, int to)
     op->u.custom.ops = &g_coll_ops;
     op->u.custom.inst = x;
     op->u.custom.name = x->name;
-    simgpu_spin_ns(simgpu_cfg.launch_ns);
+    simgpu_host_launch(1.0);
     crc = simgpu_enqueue(s, op);
     rc = crc == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
     simgpu_api_exit(&api, &rc);
@@ -344,14 +408,15 @@ submit(struct ncclComm *c, cudaStream_t stream, const char *name, struct part p)
 }
 
 static ncclResult_t
-coll(const char *api, const char *kname, struct ncclComm *c, uint64_t bytes, double factor,
-     cudaStream_t stream)
+coll(const char *api, const char *kname, int kind, struct ncclComm *c, uint64_t bytes,
+     double factor, cudaStream_t stream)
 {
     struct part p;
     ncclResult_t rc;
     opts();
     memset(&p, 0, sizeof(p));
     p.kind = PART_COLL;
+    p.coll = kind;
     p.bytes = bytes;
     p.factor = factor;
     nvtx_push(api);
@@ -379,7 +444,7 @@ ncclResult_t
 pncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
-    return coll("ncclAllReduce", kname3("AllReduce", op, datatype), comm,
+    return coll("ncclAllReduce", kname3("AllReduce", op, datatype), SIMGPU_COLL_ALLREDUCE, comm,
                 count * type_size(datatype), ring(comm, 2), stream);
 }
 
@@ -387,16 +452,17 @@ ncclResult_t
 pncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
             ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
 {
-    return coll("ncclReduce", kname3("Reduce", op, datatype), comm, count * type_size(datatype),
-                comm_ok(comm) && comm->nranks > 1 ? 1 : 0, stream);
+    return coll("ncclReduce", kname3("Reduce", op, datatype), SIMGPU_COLL_REDUCE, comm,
+                count * type_size(datatype), comm_ok(comm) && comm->nranks > 1 ? 1 : 0, stream);
 }
 
 ncclResult_t
 pncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                int root, ncclComm_t comm, cudaStream_t stream)
 {
-    return coll("ncclBroadcast", intern("ncclDevKernel_Broadcast_RING_LL"), comm,
-                count * type_size(datatype), comm_ok(comm) && comm->nranks > 1 ? 1 : 0, stream);
+    return coll("ncclBroadcast", intern("ncclDevKernel_Broadcast_RING_LL"), SIMGPU_COLL_BROADCAST,
+                comm, count * type_size(datatype), comm_ok(comm) && comm->nranks > 1 ? 1 : 0,
+                stream);
 }
 
 ncclResult_t
@@ -411,8 +477,8 @@ pncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataT
                ncclComm_t comm, cudaStream_t stream)
 {
     uint64_t total = comm_ok(comm) ? sendcount * type_size(datatype) * (uint64_t)comm->nranks : 0;
-    return coll("ncclAllGather", intern("ncclDevKernel_AllGather_RING_LL"), comm, total,
-                ring(comm, 1), stream);
+    return coll("ncclAllGather", intern("ncclDevKernel_AllGather_RING_LL"), SIMGPU_COLL_ALLGATHER,
+                comm, total, ring(comm, 1), stream);
 }
 
 ncclResult_t
@@ -420,8 +486,8 @@ pncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclD
                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
     uint64_t total = comm_ok(comm) ? recvcount * type_size(datatype) * (uint64_t)comm->nranks : 0;
-    return coll("ncclReduceScatter", kname3("ReduceScatter", op, datatype), comm, total,
-                ring(comm, 1), stream);
+    return coll("ncclReduceScatter", kname3("ReduceScatter", op, datatype),
+                SIMGPU_COLL_REDUCESCATTER, comm, total, ring(comm, 1), stream);
 }
 
 static ncclResult_t
@@ -433,6 +499,7 @@ p2p(const char *api, enum part_kind kind, size_t bytes, int peer, ncclComm_t com
     opts();
     memset(&p, 0, sizeof(p));
     p.kind = kind;
+    p.coll = SIMGPU_COLL_P2P;
     p.bytes = bytes;
     p.factor = 1;
     p.peer = peer;

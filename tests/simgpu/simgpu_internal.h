@@ -23,6 +23,7 @@
 #include <cupti.h>
 
 #include "simgpu.h"
+#include "world.h"
 
 #define SIMGPU_MAX_DEVICES 16
 #define SIMGPU_END_RING 256       /* ends of the last N ops of a stream kept */
@@ -100,9 +101,11 @@ struct simgpu_op {
     union {
         struct {
             const char *name;
-            uint64_t dur_ns;
+            uint64_t dur_ns; /* the job's duration (used when it gave no work) */
             dim3 grid, block;
             uint32_t shmem;
+            int has_work;
+            struct simgpu_work work; /* simgpu_set_next_launch_work */
         } kernel;
         struct {
             void *dst;
@@ -254,6 +257,10 @@ struct simgpu_op *simgpu_memcpy_op(void *dst, const void *src, size_t bytes,
 void simgpu_kernel_lookup(const void *func, const char *fallback_name, const char **name,
                           uint64_t *dur_ns);
 
+/* Takes the calling thread's pending simgpu_set_next_launch_work into *w: returns 1, or 0
+ * when there is none. */
+int simgpu_take_next_work(struct simgpu_work *w);
+
 /* ---- API tracing (CUPTI callbacks, API records, external correlation) ----------- */
 struct simgpu_api {
     CUpti_CallbackDomain domain;
@@ -330,7 +337,8 @@ CUptiResult simgpu_cupti_thread_id_type(int set, CUpti_ActivityThreadIdType *typ
 /* The fake CUcontext of device `dev` (NULL when out of range). */
 CUcontext simgpu_context(int dev);
 
-/* Device properties of the simulated device (an H100-like part). */
+/* Device properties of the simulated device (an H100-like part; world physics: the
+ * profile's figures). */
 void simgpu_device_props(struct cudaDeviceProp *p, int dev);
 /* Value of one device attribute; returns cudaErrorInvalidValue for unknown ones. */
 cudaError_t simgpu_device_attr(int *value, enum cudaDeviceAttr attr, int dev);
@@ -435,7 +443,7 @@ SIMGPU_HIDDEN void wait_done_locked(struct simgpu_stream *s, uint64_t target);
 struct rdv_slot {
     uint64_t seq; /* instance + 1; 0 = never used */
     uint32_t arrived;
-    uint32_t pad;
+    uint32_t stretch_ppm; /* world physics: the largest contention stretch of the ranks */
     uint64_t max_arrival;
     uint64_t bytes;
 };

@@ -19,11 +19,18 @@ def skip_unless_built(*paths):
             sys.exit(77)
 
 
-def simrun(n, prog_args, extra=(), env=None, timeout=25):
-    """Runs `simrun -n N extra -- prog_args`; returns (rc, json lines, stderr)."""
+# The consistency tests run the device's simple physics (the textbook formulas they
+# check); the world physics has its own tests (test_physics, test_world.py).
+CONSISTENCY = {"SIMGPU_PHYSICS": "simple"}
+
+
+def simrun(n, prog_args, extra=(), env=None, timeout=25, physics=CONSISTENCY):
+    """Runs `simrun -n N extra -- prog_args` under `physics` (environment: the simple
+    physics unless told otherwise) and env; returns (rc, json lines, stderr)."""
     cmd = [SIMRUN, "-n", str(n), "--simgpu-libdir", LIBDIR, "--timeout", str(timeout - 3)]
     cmd += list(extra) + ["--"] + list(prog_args)
     e = dict(os.environ)
+    e.update(physics)
     e.update(env or {})
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e,
                        timeout=timeout, universal_newlines=True)
@@ -32,9 +39,9 @@ def simrun(n, prog_args, extra=(), env=None, timeout=25):
     return p.returncode, rows, p.stderr
 
 
-def ddp(n, args, extra=(), env=None):
+def ddp(n, args, extra=(), env=None, physics=CONSISTENCY):
     """Runs ddp-sim on n ranks and returns its JSON lines (fails on error)."""
-    rc, rows, err = simrun(n, [DDP_SIM] + list(args), extra=extra, env=env)
+    rc, rows, err = simrun(n, [DDP_SIM] + list(args), extra=extra, env=env, physics=physics)
     if rc != 0 or len(rows) != n:
         sys.stderr.write(err)
         raise SystemExit("ddp-sim failed (rc %d, %d lines)" % (rc, len(rows)))

@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
-"""A collective across 4 ranks completes only when the slowest rank arrives, and
-then on every rank at about the same time; grouped send/recv and split work."""
+"""Consistency check (simple physics, SIMGPU_PHYSICS=simple): a collective across 4
+ranks completes only when the slowest rank arrives, and then on every rank at about the
+same time; grouped send/recv and split work."""
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.environ.get("top_srcdir", "."), "tests", "simgpu"))
-from simgpu_test import SIMGPU, SIMRUN, check, simrun, skip_unless_built  # noqa: E402
+from simgpu_test import CONSISTENCY, SIMGPU, SIMRUN, check, simrun, skip_unless_built  # noqa: E402
 
 TEST_COLL = os.path.join(SIMGPU, "test_coll")
 skip_unless_built(SIMRUN, TEST_COLL)
 
 SLOW, DELAY = 2, 300.0
 rc, rows, err = simrun(4, [TEST_COLL, str(SLOW), str(DELAY)],
-                       env={"SIMGPU_NCCL_LAT_US": "20", "SIMGPU_NCCL_BW_GBPS": "20"})
+                       env={"SIMGPU_NCCL_LAT_US": "20", "SIMGPU_NCCL_BW_GBPS": "20"},
+                       physics=CONSISTENCY)
 check(rc == 0 and len(rows) == 4, "test_coll failed: rc %d\n%s" % (rc, err))
 late = rows[SLOW]["enqueue_ms"]
 for r in rows:

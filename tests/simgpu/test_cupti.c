@@ -1,4 +1,5 @@
-/* test_cupti: the CUPTI stand-in against what the simulated device ran: record
+/* test_cupti (consistency, simple physics): the CUPTI stand-in against what the simulated
+ * device ran: record
  * counts, kernel names, device times inside the host window, correlation ids
  * equal to those of the launch callbacks, external correlation, driver launches,
  * NCCL kernels, and the "CUPTI busy" switch (run in a child process). */
@@ -125,6 +126,7 @@ main(int argc, char **argv)
     ncclUniqueId id;
     pid_t pid;
 
+    setenv("SIMGPU_PHYSICS", "simple", 1); /* a consistency test: the registered durations */
     if (argc > 1 && !strcmp(argv[1], "busy"))
         return busy_child();
 

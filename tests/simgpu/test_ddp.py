@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""ddp-sim's counters and iteration time move as its options say.
+"""Consistency check (simple physics, SIMGPU_PHYSICS=simple): ddp-sim's counters and
+iteration time move as its options say.
 
 Counters (exact, from the job's own counts): bigger buckets give fewer all-reduces;
 accumulation keeps the all-reduces and doubles the kernels; fusion launches fewer
@@ -23,7 +24,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.environ.get("top_srcdir", "."), "tests", "simgpu"))
-from simgpu_test import DDP_SIM, SIMRUN, check, ddp, skip_unless_built  # noqa: E402
+from simgpu_test import CONSISTENCY, DDP_SIM, SIMRUN, check, ddp, skip_unless_built  # noqa: E402
 
 skip_unless_built(SIMRUN, DDP_SIM)
 BASE = ["--preset", "resnet50", "--layers", "4", "--iterations", "4", "--warmup", "1"]
@@ -40,8 +41,8 @@ def timed_effect(what, base_args, args, bound, extra=()):
     the median ratio is at least bound."""
     ratios = []
     for k in range(1, ATTEMPTS + 1):
-        b = iter_us(ddp(2, base_args))
-        v = iter_us(ddp(2, args, extra=extra))
+        b = iter_us(ddp(2, base_args, physics=CONSISTENCY))
+        v = iter_us(ddp(2, args, extra=extra, physics=CONSISTENCY))
         ratios.append(v / b)
         print("%s attempt %d: base %.0f us, variant %.0f us, ratio %.3f" % (what, k, b, v, v / b))
     med = statistics.median(ratios)

@@ -1,6 +1,9 @@
-/* test_streams: stream order, events across streams, the legacy default stream,
- * the per-thread stream, graphs and CUDA-like errors on the simulated device. */
+/* test_streams: consistency of the simulated device under its simple physics
+ * (SIMGPU_PHYSICS=simple: kernels take exactly their registered durations): stream order,
+ * events across streams, the legacy default stream, the per-thread stream, graphs and
+ * CUDA-like errors. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -216,6 +219,7 @@ main(void)
     int n = 0, v = 0;
     const char *name = NULL;
     struct cudaDeviceProp p;
+    setenv("SIMGPU_PHYSICS", "simple", 1); /* before the device reads its configuration */
     CHECK(simgpu_register_kernel(&k_long, "long_kernel", 40000000) == 0);
     CHECK(simgpu_register_kernel(&k_short, "short_kernel", 5000000) == 0);
     CHECK_CUDA(cudaGetDeviceCount(&n));
