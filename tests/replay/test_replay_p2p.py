@@ -13,8 +13,8 @@ send/recv calls before it) is matched across ranks; a missing stage's trace leav
 and a partial replay; the imported 128-rank Kineto pair of ../shared (SendRecv kernels
 without peer or direction) keeps them unmatched, with a diagnostic.
 
-Skips (77) without CUDA headers (no simgpu/collector) or when the collector cannot be
-preloaded (sanitizer builds).
+Skips (77) without CUDA headers (no simgpu/collector). Runs in the sanitizer builds too
+(the collector's runtime preloaded first: replay_testlib.traced_env).
 """
 import glob
 import json
@@ -27,7 +27,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_testlib import (  # noqa: E402
     missing, collector_records, exit_status, shared_path, SKIP, BUILD, COLLECTOR, DPRO_RUN, SIMRUN,
-    LIBDIR, REPLAY, IMPORT, KINETO, check, skew_wrapper)
+    LIBDIR, REPLAY, IMPORT, KINETO, check, skew_wrapper, traced_env)
 
 PIPE_SIM = os.path.join(BUILD, "tests", "replay", "pipe-sim")
 TABLE = []
@@ -46,7 +46,7 @@ def run_case(tmp, name, ranks, args, skews=None, warmup=2, tol=3.0):
     skews = skews or [0] * ranks
     cmd = [DPRO_RUN, "-o", out_dir, "--", SIMRUN, "-n", str(ranks), "--"]
     cmd += skew_wrapper(skews) + [PIPE_SIM, "--warmup", str(warmup)] + args
-    env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR)
+    env = traced_env(SIMRUN_SIMGPU_LIBDIR=LIBDIR)
     env.pop("DPRO_TEST_CLOCK_OFFSET_NS", None)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
     if p.returncode != 0:
@@ -138,11 +138,9 @@ def main():
         return SKIP
     tmp = tempfile.mkdtemp(prefix="dpro-replay-p2p-")
     try:
-        env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR)
-        if not collector_records(os.path.join(tmp, "probe"),
-                                 [SIMRUN, "-n", "2", "--", PIPE_SIM, "--iterations", "1",
-                                  "--warmup", "0", "--micro", "1"], env):
-            return SKIP
+        collector_records(os.path.join(tmp, "probe"),
+                          [SIMRUN, "-n", "2", "--", PIPE_SIM, "--iterations", "1", "--warmup",
+                           "0", "--micro", "1"], traced_env(SIMRUN_SIMGPU_LIBDIR=LIBDIR))
         ms, sec = 1000000, 1000000000
         four = run_case(tmp, "4stages", 4, ["--iterations", "5", "--micro", "4"],
                         skews=[0, 1234567, -2 * ms - 345678, 5 * sec // 2])
