@@ -33,6 +33,12 @@ BUDGET = "4.3G"    # the job's peak is 4.43 GB; parameters and optimizer state t
 TIMING_KEYS = ("search_s", "evaluations_per_s")
 
 
+def why(stderr):
+    """What a failed run said: a sanitizer's report line first, then the end."""
+    said = [l for l in stderr.splitlines() if "ERROR: " in l or "runtime error" in l]
+    return " / ".join(said[:2] + [stderr[-300:]])
+
+
 def optimize(trace_dir):
     """One search; returns (the JSON without its timing keys, activation counts, stderr) or
     (None, [], stderr)."""
@@ -61,9 +67,9 @@ def main():
                                   "--iterations", "3", "--warmup", "1"], env)
         first, layers, err1 = optimize(trace)
         second, _, err2 = optimize(trace)
-        check(first is not None, "first search exits 0%s" % ("" if first else ": " + err1[-500:]))
+        check(first is not None, "first search exits 0%s" % ("" if first else ": " + why(err1)))
         check(second is not None,
-              "second search exits 0%s" % ("" if second else ": " + err2[-500:]))
+              "second search exits 0%s" % ("" if second else ": " + why(err2)))
         check(len(layers) == 2 and min(layers) > 512,
               "more than 512 activation layers on each rank (%s)" % layers)
         if first is None or second is None:
