@@ -420,6 +420,10 @@ COLL_HIDDEN uint64_t coll_stream_id(struct coll_thread *t, const void *stream, i
  * inside a CUPTI callback). */
 COLL_HIDDEN uint64_t coll_stream_id_known(struct coll_thread *t, const void *stream, int ptsz);
 
+/* Tells the stream-id cache that the calling thread's current device may have changed
+ * (cudaSetDevice, a driver context switch). */
+COLL_HIDDEN void coll_device_changed(void);
+
 /* Forgets what coll_stream_id learnt about a destroyed stream. */
 COLL_HIDDEN void coll_stream_forget(const void *stream);
 

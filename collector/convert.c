@@ -199,20 +199,23 @@ coll_coll_op(uint16_t api)
     }
 }
 
-/* Returns the dpro_api_class of an API (libdprotrace's one classification, computed once
- * per API from its name; writer thread only). */
+/* The dpro_api_class of every API (libdprotrace's one classification, from its name),
+ * filled once at load, before any thread can convert a record: readers need no flag, no
+ * lock and no atomic. */
+static uint8_t coll_api_classes[COLL_API_COUNT];
+
+__attribute__((constructor)) static void
+coll_api_classes_init(void)
+{
+    for (int i = 0; i < COLL_API_COUNT; i++)
+        coll_api_classes[i] = (uint8_t)dpro_api_classify(coll_api_table[i].name);
+}
+
+/* Returns the dpro_api_class of an API. */
 static dpro_api_class
 coll_api_class(uint16_t api)
 {
-    static uint8_t cls[COLL_API_COUNT];
-    static int ready;
-    if (!ready) {
-        for (int i = 0; i < COLL_API_COUNT; i++) {
-            cls[i] = (uint8_t)dpro_api_classify(coll_api_table[i].name);
-        }
-        ready = 1;
-    }
-    return api < COLL_API_COUNT ? (dpro_api_class)cls[api] : DPRO_API_CLASS_OTHER;
+    return api < COLL_API_COUNT ? (dpro_api_class)coll_api_classes[api] : DPRO_API_CLASS_OTHER;
 }
 
 /* Fills and appends the memory event of a successful allocation or free. */

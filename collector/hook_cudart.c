@@ -33,6 +33,23 @@ rt_current_device(void)
     return (uint32_t)dev;
 }
 
+typedef cudaError_t (*rt_set_device_fn)(int);
+
+/* cudaSetDevice: passed through, not recorded; the calling thread's current device, which
+ * the stream ids of the legacy and per-thread handles depend on, is asked again. */
+COLL_EXPORT cudaError_t cudaSetDevice(int device);
+COLL_EXPORT cudaError_t
+cudaSetDevice(int device)
+{
+    static void *slot;
+    rt_set_device_fn real = (rt_set_device_fn)coll_real(COLL_LIB_CUDART, "cudaSetDevice", &slot);
+    if (coll_unlikely(real == NULL))
+        return cudaErrorSharedObjectInitFailed;
+    cudaError_t rc = real(device);
+    coll_device_changed();
+    return rc;
+}
+
 /* Emits rec, with a call stack when stacks are on and this launch is sampled. */
 static inline void
 rt_emit(struct coll_thread *t, struct coll_rec *rec, int with_stack)

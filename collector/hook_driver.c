@@ -2,7 +2,9 @@
  * hook_driver.c: the CUDA driver launches the collector interposes (cuLaunchKernel,
  * cuLaunchKernelEx and their per-thread-stream variants): JIT compilers such as Triton
  * launch there, not through the runtime. The kernel name comes from cuFuncGetName, called
- * in the hook the first time a handle is seen (the record carries the text).
+ * in the hook the first time a handle is seen (the record carries the text). The context
+ * switches (cuCtxSetCurrent, cuCtxPushCurrent, cuCtxPopCurrent) pass through, telling the
+ * stream-id cache that the thread's device may have changed.
  */
 #include "config.h"
 
@@ -52,6 +54,28 @@ drv_emit(struct coll_thread *t, struct coll_rec *rec, CUfunction f)
     }
     coll_rec_emit_named(t, rec, drv_first_name(f));
 }
+
+/*
+ * The driver's context switches change the calling thread's current device: passed
+ * through, not recorded; the device the stream-id cache keeps for the thread is dropped.
+ */
+#define DRV_CTX_SWITCH(name, params, args)                                                         \
+    COLL_EXPORT CUresult name params;                                                              \
+    COLL_EXPORT CUresult name params                                                               \
+    {                                                                                              \
+        static void *slot;                                                                         \
+        typedef CUresult(*real_fn) params;                                                         \
+        real_fn real = (real_fn)coll_real(COLL_LIB_CUDA, #name, &slot);                            \
+        if (coll_unlikely(real == NULL))                                                           \
+            return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;                                           \
+        CUresult rc = real args;                                                                   \
+        coll_device_changed();                                                                     \
+        return rc;                                                                                 \
+    }
+
+DRV_CTX_SWITCH(cuCtxSetCurrent, (CUcontext ctx), (ctx))
+DRV_CTX_SWITCH(cuCtxPushCurrent_v2, (CUcontext ctx), (ctx))
+DRV_CTX_SWITCH(cuCtxPopCurrent_v2, (CUcontext * pctx), (pctx))
 
 #define DRV_LAUNCH_PARAMS                                                                          \
     (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,            \

@@ -132,6 +132,9 @@ COLL_HIDDEN extern uint64_t coll_flush_asked;  /* under coll_bg_lock: flush requ
 COLL_HIDDEN extern uint64_t coll_flush_served; /* under coll_bg_lock */
 COLL_HIDDEN extern _Atomic int coll_bg_stop;   /* ask the thread to finish and close */
 COLL_HIDDEN extern _Atomic int coll_bg_finished;
+/* Set by the writer thread once past its start (its runtime's set-up and its own, which
+ * allocate), cleared before one is created: coll_fork_prepare waits for it. */
+COLL_HIDDEN extern _Atomic int coll_bg_started;
 COLL_HIDDEN extern _Atomic int coll_sigterm_flag;
 COLL_HIDDEN extern pthread_once_t coll_process_once;
 

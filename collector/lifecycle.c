@@ -64,18 +64,50 @@ coll_install_sigterm(void)
  * stuck in a library must not hang the job's fork; the child then takes its chances). */
 static int coll_fork_quiesced;
 
-/* atfork: waits for the writer thread to finish its current piece of work and holds it
- * there (coll_work_lock), then holds the registry and writer locks across fork, so that
- * the child gets them free and no SQLite, zlib or malloc lock is held by the writer at the
- * moment of the fork. */
+/* Whether the writer thread, if one was created, is past its start (coll_bg_started). */
+static int
+coll_writer_settled(void)
+{
+    pthread_mutex_lock(&coll_bg_lock);
+    int settled = !coll_bg_running || atomic_load(&coll_bg_started);
+    pthread_mutex_unlock(&coll_bg_lock);
+    return settled;
+}
+
+/* Whether CLOCK_REALTIME is still before *until. */
+static int
+coll_before_deadline(const struct timespec *until)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now.tv_sec < until->tv_sec ||
+           (now.tv_sec == until->tv_sec && now.tv_nsec < until->tv_nsec);
+}
+
+/* atfork: waits for a writer thread still starting to be past its start (a thread's start
+ * allocates: ASan's runtime, which holds no allocator lock across fork, then leaves the
+ * child an allocator lock that no thread of the child will release), then for the writer
+ * to finish its current piece of work and holds it there (coll_work_lock), then holds the
+ * registry and writer locks across fork, so that the child gets them free and no SQLite,
+ * zlib or malloc lock is held by the writer at the moment of the fork. */
 void
 coll_fork_prepare(void)
 {
-    struct timespec until;
+    struct timespec until, pause = {0, 100000};
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 5;
-    coll_fork_quiesced = pthread_mutex_timedlock(&coll_work_lock, &until) == 0;
-    pthread_mutex_lock(&coll_bg_lock);
+    for (;;) {
+        while (!coll_writer_settled() && coll_before_deadline(&until))
+            nanosleep(&pause, NULL);
+        coll_fork_quiesced = pthread_mutex_timedlock(&coll_work_lock, &until) == 0;
+        pthread_mutex_lock(&coll_bg_lock);
+        /* another thread's first hook may have started a writer meanwhile */
+        if (!coll_bg_running || atomic_load(&coll_bg_started) || !coll_before_deadline(&until))
+            break;
+        pthread_mutex_unlock(&coll_bg_lock);
+        if (coll_fork_quiesced)
+            pthread_mutex_unlock(&coll_work_lock);
+    }
     pthread_mutex_lock(&coll_registry_lock);
 }
 
@@ -106,6 +138,7 @@ coll_fork_child(void)
     coll_flush_asked = coll_flush_served = 0;
     atomic_store(&coll_bg_stop, 0);
     atomic_store(&coll_bg_finished, 0);
+    atomic_store(&coll_bg_started, 0);
     atomic_store(&coll_sigterm_flag, 0);
     memset(&coll_bg, 0, sizeof coll_bg); /* the parent's writer: never touched again */
     if (coll_tls && coll_key_ok)

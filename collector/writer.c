@@ -27,6 +27,7 @@ uint64_t coll_flush_asked;  /* under coll_bg_lock: flush requests */
 uint64_t coll_flush_served; /* under coll_bg_lock */
 _Atomic int coll_bg_stop;   /* ask the thread to finish and close */
 _Atomic int coll_bg_finished;
+_Atomic int coll_bg_started;
 _Atomic int coll_sigterm_flag;
 static int coll_atexit_done;
 pthread_once_t coll_process_once = PTHREAD_ONCE_INIT;
@@ -72,6 +73,7 @@ coll_bg_ensure(void)
         sigfillset(&all);
         /* The thread is born with every signal blocked: SIGTERM goes to the job. */
         pthread_sigmask(SIG_SETMASK, &all, &old);
+        atomic_store(&coll_bg_started, 0);
         if (pthread_create(&coll_bg_thread, &attr, coll_bg_main, NULL) == 0)
             coll_bg_running = 1;
         else
@@ -287,6 +289,7 @@ coll_bg_main(void *arg)
     coll_errors_warned = 0;
     stk_reset();
     nvtxi_reset();
+    atomic_store(&coll_bg_started, 1); /* from here on it allocates only under coll_work_lock */
     uint64_t next_flush = coll_now() + (uint64_t)coll_cfg.flush_ms * 1000000ull;
     for (;;) {
         pthread_mutex_lock(&coll_bg_lock);

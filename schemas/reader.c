@@ -3,8 +3,10 @@
  *
  * Opening reads meta, strings and the small tables inside one read transaction, and
  * remembers the last batch id then present, so that a writer appending concurrently never
- * shows the reader a batch whose strings it has not loaded. Events are read by an
- * iterator that decodes batches lazily and merges them by start time.
+ * shows the reader a batch whose strings it has not loaded. A file a writer is creating or
+ * changing under an immutable read is retried for up to a second, then "being written".
+ * Events are read by an iterator that decodes batches lazily and merges them by start
+ * time.
  */
 #include "dprotrace.h"
 #include "trace_internal.h"
@@ -329,10 +331,28 @@ load_tables(dpro_reader *r)
 /* What the file and its surroundings say before SQLite opens it. */
 typedef struct file_probe {
     int wal;             /* a -wal lies beside it */
+    int journal;         /* a -journal lies beside it (a rollback transaction under way) */
+    int wal_format;      /* its header says WAL mode (the writer's first step) */
     uint64_t size;       /* bytes */
     uint64_t pages_said; /* pages, as the header says (0: not known) */
     uint32_t page_size;
+    struct stat st; /* the file's identity and times, to see it change under a read */
 } file_probe;
+
+/* Whether a file SUFFIX lies beside file. */
+static int
+side_exists(const char *file, const char *suffix)
+{
+    size_t n = strlen(file) + strlen(suffix) + 1;
+    char *side = malloc(n);
+    int there = 0;
+    if (side) {
+        snprintf(side, n, "%s%s", file, suffix);
+        there = access(side, F_OK) == 0;
+        free(side);
+    }
+    return there;
+}
 
 static uint32_t
 be32(const unsigned char *p)
@@ -347,22 +367,16 @@ static int
 probe_file(dpro_reader *r, const char *file, file_probe *p)
 {
     int rc = DPRO_OK, fd;
-    struct stat sb;
     unsigned char h[100];
-    size_t n = strlen(file);
-    char *side = malloc(n + 8);
 
     memset(p, 0, sizeof *p);
-    if (!side)
-        return DPRO_ERR_NOMEM;
-    snprintf(side, n + 8, "%s-wal", file);
-    p->wal = access(side, F_OK) == 0;
-    free(side);
-    if (stat(file, &sb) != 0)
+    p->wal = side_exists(file, "-wal");
+    p->journal = side_exists(file, "-journal");
+    if (stat(file, &p->st) != 0)
         return dpro_reader_fail(r, DPRO_ERR_IO, "%s", strerror(errno));
-    if (!S_ISREG(sb.st_mode))
+    if (!S_ISREG(p->st.st_mode))
         return dpro_reader_fail(r, DPRO_ERR_NOT_TRACE, "%s", "not a regular file");
-    p->size = (uint64_t)sb.st_size;
+    p->size = (uint64_t)p->st.st_size;
     if (p->size == 0)
         return dpro_reader_fail(r, DPRO_ERR_BUSY, "%s", "being written: the file is empty");
     fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -378,6 +392,7 @@ probe_file(dpro_reader *r, const char *file, file_probe *p)
         /* the page count is valid when its "valid for" matches the change counter */
         if (be32(h + 92) == be32(h + 24))
             p->pages_said = be32(h + 28);
+        p->wal_format = h[18] == 2 && h[19] == 2;
         r->cut = !p->wal && p->pages_said && p->pages_said * p->page_size > p->size;
     }
     return rc;
@@ -427,6 +442,18 @@ close_db(dpro_reader *r)
     r->nmeta = 0;
 }
 
+/* Whether the database has no table at all (a file a writer has only begun). */
+static int
+schema_empty(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    int empty =
+        sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) == 0;
+    sqlite3_finalize(st);
+    return empty;
+}
+
 /* Opens the database read-only (immutable: without looking at a -wal) and loads meta.
  * DPRO_ERR_BUSY: not yet a trace, but a writer is creating it. */
 static int
@@ -451,7 +478,9 @@ open_sqlite(dpro_reader *r, const dpro_db_path *dbp, const file_probe *p, int im
     }
     if (rc == DPRO_OK) {
         rc = load_meta(r);
-        if (rc == DPRO_ERR_NOT_TRACE && p->wal) /* the schema is not there yet */
+        /* the schema is not there yet: a writer's -wal lies beside it, or the writer has
+         * just switched the new file to WAL mode (its header) and not yet made the -wal */
+        if (rc == DPRO_ERR_NOT_TRACE && (p->wal || (p->wal_format && schema_empty(r->db))))
             rc = dpro_reader_fail(r, DPRO_ERR_BUSY, "%s", "being written: no schema yet");
     }
     if (rc == DPRO_OK)
@@ -460,33 +489,75 @@ open_sqlite(dpro_reader *r, const dpro_db_path *dbp, const file_probe *p, int im
 }
 
 /* Opens the database writing nothing: immutable where no -wal lies beside it (a running
- * writer always has one); with a -wal, through it, or where that cannot be (read-only
- * media: SQLite needs a -shm to read a -wal) from the file alone, which holds every batch
- * flushed before the last checkpoint. */
+ * writer has one from the moment its schema exists; a read through SQLite's locks of a
+ * WAL-mode file would make one, and a -shm, and leave them); with a -wal, through it, or
+ * where that cannot be (read-only media: SQLite needs a -shm to read a -wal) from the file
+ * alone, which holds every batch flushed before the last checkpoint. An immutable read of
+ * a trace not marked whole is then checked (check_unchanged). */
 static int
 open_db(dpro_reader *r, const dpro_db_path *dbp, file_probe *p)
 {
     int rc = probe_file(r, dbp->file, p), e;
 
-    if (rc == DPRO_OK)
-        rc = open_sqlite(r, dbp, p, !p->wal);
+    if (rc == DPRO_OK) {
+        r->immutable = !p->wal;
+        rc = open_sqlite(r, dbp, p, r->immutable);
+    }
     if (rc == DPRO_ERR_IO && p->wal && r->db &&
         ((e = sqlite3_errcode(r->db)) == SQLITE_CANTOPEN || e == SQLITE_READONLY)) {
         close_db(r);
         r->wal_unread = 1;
+        r->immutable = 1;
         rc = open_sqlite(r, dbp, p, 1);
     }
     return rc;
+}
+
+/* Whether meta marks the trace whole: `complete` (schema 2.1 on), the collector's end
+ * anchors before that; traces of older layouts carry no mark and count as whole. */
+static int
+marked_whole(const dpro_reader *r)
+{
+    long major = parse_version(dpro_reader_meta(r, "schema_major"));
+    const char *minor = dpro_reader_meta(r, "schema_minor");
+    const char *source = dpro_reader_meta(r, DPRO_META_SOURCE);
+
+    if (major > 2 || (major == 2 && minor && parse_version(minor) >= 1))
+        return dpro_reader_meta(r, DPRO_META_COMPLETE) != NULL;
+    if (source && !strcmp(source, "collector"))
+        return dpro_reader_meta(r, "anchor_end_monotonic_ns") != NULL;
+    return 1;
+}
+
+/* An immutable read (no locks, no -wal looked at) is sound only for a file nobody writes:
+ * a whole trace, or a trace whose writer is gone (killed; copied away without its -wal).
+ * A trace not marked whole may still have a writer (one that has just created it, or
+ * one whose -wal could not be read here): its read stands only if the file is the same
+ * after it as before (size, times, inode) with no -wal or -journal come meanwhile;
+ * otherwise DPRO_ERR_BUSY, "being written". */
+static int
+check_unchanged(dpro_reader *r, const char *file, const file_probe *before)
+{
+    struct stat now;
+    int same;
+    if (!r->immutable || marked_whole(r))
+        return DPRO_OK;
+    same = stat(file, &now) == 0 && side_exists(file, "-wal") == before->wal &&
+           !side_exists(file, "-journal") && !before->journal && now.st_ino == before->st.st_ino &&
+           now.st_size == before->st.st_size && now.st_mtim.tv_sec == before->st.st_mtim.tv_sec &&
+           now.st_mtim.tv_nsec == before->st.st_mtim.tv_nsec &&
+           now.st_ctim.tv_sec == before->st.st_ctim.tv_sec &&
+           now.st_ctim.tv_nsec == before->st.st_ctim.tv_nsec;
+    if (same)
+        return DPRO_OK;
+    return dpro_reader_fail(r, DPRO_ERR_BUSY, "%s",
+                            "being written: the file changed while it was read");
 }
 
 /* Decides dpro_reader_ended_early and tells why. */
 static void
 judge_end(dpro_reader *r, const file_probe *p)
 {
-    long major = parse_version(dpro_reader_meta(r, "schema_major"));
-    const char *minor = dpro_reader_meta(r, "schema_minor");
-    const char *source = dpro_reader_meta(r, DPRO_META_SOURCE);
-
     if (r->cut) {
         r->ended_early = 1;
         dpro_reader_warn(r,
@@ -494,10 +565,8 @@ judge_end(dpro_reader *r, const file_probe *p)
                          "trace ends early; the intact batches are read",
                          (unsigned long long)p->size, (unsigned long long)p->pages_said,
                          p->page_size);
-    } else if (major > 2 || (major == 2 && minor && parse_version(minor) >= 1)) {
-        r->ended_early = !dpro_reader_meta(r, DPRO_META_COMPLETE);
-    } else if (source && !strcmp(source, "collector")) {
-        r->ended_early = !dpro_reader_meta(r, "anchor_end_monotonic_ns");
+    } else {
+        r->ended_early = !marked_whole(r);
     }
     if (r->wal_unread)
         dpro_reader_warn(r, "a -wal lies beside it but cannot be read here (read-only): what "
@@ -510,8 +579,10 @@ judge_end(dpro_reader *r, const file_probe *p)
                             "trace ends early");
 }
 
-int
-dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errlen)
+/* One attempt of dpro_reader_open; DPRO_ERR_BUSY: a writer is creating or changing the
+ * file (another attempt may succeed). */
+static int
+reader_open_once(const char *path, dpro_reader **out, char *errbuf, size_t errlen)
 {
     int rc = DPRO_OK;
     dpro_reader *r = NULL;
@@ -520,8 +591,6 @@ dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errle
     sqlite3_stmt *st = NULL;
 
     *out = NULL;
-    if (!path)
-        return DPRO_ERR_ARG;
     rc = dpro_path_resolve(path, &dbp, errbuf, errlen);
     if (rc != DPRO_OK)
         return rc;
@@ -534,16 +603,7 @@ dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errle
     }
     r->dirfd = dbp.dirfd; /* SQLite may need the directory for as long as the reader lives */
     dbp.dirfd = -1;
-    for (int waited = 0;; waited += BUSY_POLL_MS) {
-        rc = open_db(r, &dbp, &probe);
-        if (rc != DPRO_ERR_BUSY || waited >= BUSY_WAIT_MS)
-            break;
-        close_db(r);
-        r->cut = 0;
-        r->wal_unread = 0;
-        struct timespec ts = {0, BUSY_POLL_MS * 1000000L};
-        nanosleep(&ts, NULL);
-    }
+    rc = open_db(r, &dbp, &probe);
     if (rc == DPRO_OK)
         rc = load_strings(r);
     if (rc == DPRO_OK)
@@ -561,6 +621,8 @@ dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errle
     if (r->db)
         sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
     if (rc == DPRO_OK)
+        rc = check_unchanged(r, dbp.file, &probe);
+    if (rc == DPRO_OK)
         judge_end(r, &probe);
     dpro_path_free(&dbp);
     if (rc != DPRO_OK) {
@@ -571,6 +633,24 @@ dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errle
         return rc;
     }
     *out = r;
+    return rc;
+}
+
+int
+dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errlen)
+{
+    int rc;
+
+    *out = NULL;
+    if (!path)
+        return DPRO_ERR_ARG;
+    for (int waited = 0;; waited += BUSY_POLL_MS) {
+        rc = reader_open_once(path, out, errbuf, errlen);
+        if (rc != DPRO_ERR_BUSY || waited >= BUSY_WAIT_MS)
+            break;
+        struct timespec ts = {0, BUSY_POLL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     return rc;
 }
 

@@ -42,6 +42,7 @@ struct dpro_reader {
     int cut;            /* the file is shorter than its header says: pages are missing */
     int ended_early;    /* see dpro_reader_ended_early */
     int wal_unread;     /* a -wal lies beside it but could not be read (read-only media) */
+    int immutable;      /* opened immutable: no locks, the file alone (no -wal) */
     char *warnings;     /* dpro_reader_warnings: malloc'd lines, NULL for none */
     char errmsg[DPRO_ERRBUF_SIZE];
 };

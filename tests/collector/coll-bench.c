@@ -2,7 +2,10 @@
  * coll-bench: the collector's figures (run by `make bench`; prints, asserts nothing).
  *
  *  1. host time per intercepted launch: coll-job bench (a do-nothing libcudart) with and
- *     without the collector preloaded; median ns per launch and the difference;
+ *     without the collector preloaded; median ns per launch and the difference; then, under
+ *     the collector, launches on a created stream, on the legacy handle (0) and on
+ *     cudaStreamPerThread, runs interleaved: the two handles' stream ids are cached per
+ *     device, so what they cost above a created stream is the current-device lookup;
  *  2. drops at 1 million launches per second for one second: coll-job rate under the
  *     collector, then trace-dump: events written, dropped, bytes per event;
  *  3. iteration-time overhead on ddp-sim (2 ranks through simrun), with and without the
@@ -42,6 +45,30 @@ bench_run(const char *cmd, const char *key, double *value)
     }
     pclose(p);
     return found;
+}
+
+static int
+bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Runs the n commands cmd[] in turn, `runs` rounds; stores each one's median "key" value in
+ * out[] (0 when none was read). Interleaving spreads a slow moment over all of them. */
+static void
+bench_interleaved(char cmd[][4096], int n, const char *key, int runs, double *out)
+{
+    double v[4][9];
+    int got[4] = {0};
+    for (int r = 0; r < runs && r < 9; r++)
+        for (int i = 0; i < n && i < 4; i++)
+            if (bench_run(cmd[i], key, &v[i][got[i]]) == 0)
+                got[i]++;
+    for (int i = 0; i < n && i < 4; i++) {
+        qsort(v[i], (size_t)got[i], sizeof v[i][0], bench_cmp_double);
+        out[i] = got[i] > 0 ? v[i][got[i] / 2] : 0;
+    }
 }
 
 /* Average of "key" values over runs (median of a few, so noise weighs less). */
@@ -93,6 +120,23 @@ main(void)
             printf("launch: %.1f ns without, %.1f ns with the collector: +%.1f ns per launch "
                    "(median of 5 runs of 200 batches x 1000 launches)\n",
                    plain, traced, traced - plain);
+    }
+
+    /* 1b. the stream handles whose id depends on the current device */
+    {
+        static char hcmd[3][4096];
+        static const char *const which[3] = {"stream", "legacy", "perthread"};
+        double ns[3];
+        for (int i = 0; i < 3; i++)
+            snprintf(hcmd[i], sizeof hcmd[i],
+                     "DPRO_OUTPUT=%s/handle-%s DPRO_CUPTI=0 LD_PRELOAD=%s %s bench 200000 %s", dir,
+                     which[i], coll, job, which[i]);
+        bench_interleaved(hcmd, 3, "median_ns_per_launch=", 7, ns);
+        if (ns[0] > 0 && ns[1] > 0 && ns[2] > 0)
+            printf("stream handles under the collector: %.1f ns on a created stream, %.1f ns "
+                   "on the legacy handle (x%.3f), %.1f ns on cudaStreamPerThread (x%.3f) per "
+                   "launch (medians of 7 interleaved runs)\n",
+                   ns[0], ns[1], ns[1] / ns[0], ns[2], ns[2] / ns[0]);
     }
 
     /* 2. 1 M launches/s for 1 s */

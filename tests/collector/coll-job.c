@@ -4,6 +4,10 @@
  *
  *   launches N        N kernel launches and one memcpy, one sync
  *   fork N M          N launches, fork; the child makes M launches; the parent N more
+ *   fork-early N      N children, each making one launch (its first hook: it starts its
+ *                     writer thread) and forking 0 to 200 us later a grandchild that makes
+ *                     one launch and exits; a grandchild not gone within 5 s is killed and
+ *                     counted: prints "early_forks=N hung=K"
  *   exec N            N launches, then exec itself as "launches 3"
  *   thread-exit N     a thread makes N launches and exits; main makes N more after join
  *   loop              launches until killed; prints "ready" after the first 1000
@@ -11,7 +15,9 @@
  *                     with the collector and no libnccl (and a libcudart without
  *                     cudaMallocHost) the collector's hooks answer an error code
  *   errno             checks that a hook leaves errno as the real call did
- *   bench N           N launches timed in batches of 1000: prints the median ns per launch
+ *   bench N [S]       N launches timed in batches of 1000: prints the median ns per launch;
+ *                     S names the stream: "stream" (a created one, the default), "legacy"
+ *                     (0) or "perthread" (cudaStreamPerThread)
  *   rate N R          N launches paced at R per second (busy pacing, one thread)
  *
  * Prints "launches=K" (what it did) on stdout; exit 0 unless something went wrong.
@@ -21,6 +27,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +80,50 @@ job_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* Waits at most ms milliseconds for pid; kills it when it is still there. Returns its exit
+ * status, or -1 when it was killed. */
+static int
+job_wait_bounded(pid_t pid, int ms)
+{
+    int status = 0;
+    for (int waited = 0; waited < ms; waited++) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        usleep(1000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+/* fork-early N: see the header. */
+static int
+job_fork_early(int n)
+{
+    int hung = 0;
+    for (int i = 0; i < n; i++) {
+        pid_t child = fork();
+        if (child == 0) {
+            job_launches(1);
+            /* the fork lands at another moment of the writer's start each time (0-200 us) */
+            for (uint64_t t0 = job_now(); job_now() - t0 < (uint64_t)(i % 41) * 5000;)
+                ;
+            pid_t grandchild = fork();
+            if (grandchild == 0) {
+                job_launches(1);
+                exit(0);
+            }
+            exit(grandchild > 0 && job_wait_bounded(grandchild, 5000) == 0 ? 0 : 3);
+        }
+        int status = 0;
+        if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0)
+            hung++;
+    }
+    printf("early_forks=%d hung=%d\n", n, hung);
+    return 0;
 }
 
 /* Times n launches in batches of 1000; prints the median ns per launch. */
@@ -167,6 +218,8 @@ main(int argc, char **argv)
         done += job_launches(n);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
             return 1;
+    } else if (strcmp(mode, "fork-early") == 0) {
+        return job_fork_early(n);
     } else if (strcmp(mode, "exec") == 0) {
         done = job_launches(n);
         printf("launches=%d\n", done);
@@ -182,6 +235,15 @@ main(int argc, char **argv)
         pthread_join(th, NULL);
         done = count + job_launches(n);
     } else if (strcmp(mode, "bench") == 0) {
+        const char *which = argc > 3 ? argv[3] : "stream";
+        if (strcmp(which, "legacy") == 0)
+            job_stream = 0;
+        else if (strcmp(which, "perthread") == 0)
+            job_stream = cudaStreamPerThread;
+        else if (strcmp(which, "stream") != 0) {
+            fprintf(stderr, "coll-job: unknown stream %s\n", which);
+            return 2;
+        }
         return job_bench(n);
     } else if (strcmp(mode, "rate") == 0) {
         return job_rate(n, argc > 3 ? atof(argv[3]) : 1e6);

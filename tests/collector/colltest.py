@@ -47,28 +47,33 @@ def _sanitizer_runtime():
     return None
 
 
+def find_sanitizer_runtime():
+    """Sets SAN_RUNTIME (the collector's sanitizer runtime, None in a plain build) for
+    ld_preload() and sanitizer_env(), says which when there is one, and returns it. The
+    collector must be built."""
+    global SAN_RUNTIME
+    SAN_RUNTIME = _sanitizer_runtime()
+    if SAN_RUNTIME:
+        print("sanitizer build: %s preloaded ahead of the collector" % SAN_RUNTIME)
+    return SAN_RUNTIME
+
+
 def skip_unless_usable():
     """Exits 77 (skip) when the collector or the reader is not built. In a sanitizer build
     the tests run too: the collector's runtime is preloaded first (see ld_preload())."""
-    global SAN_RUNTIME
     for path in (COLLECTOR, TRACE_DUMP):
         if not os.path.exists(path):
             print("skip: %s not built" % path)
             sys.exit(SKIP)
-    SAN_RUNTIME = _sanitizer_runtime()
-    if SAN_RUNTIME:
-        print("sanitizer build: %s preloaded ahead of the collector" % SAN_RUNTIME)
+    find_sanitizer_runtime()
 
 
 def fork_follow_unsupported():
     """Why this build's sanitizer cannot run a thread started in a forked child of a
-    threaded process (the collector's writer thread under DPRO_FORK=follow), or None.
-    ASan (GCC 12's libasan) does not hold its allocator's locks across fork: the child's
-    thread can block for ever, in the runtime's own allocator, on a lock that one of the
-    parent's threads held at the fork (3 of 40 runs of coll-job fork). TSan refuses it:
-    "starting new threads after multi-threaded fork is not supported"."""
-    if SAN_RUNTIME and "libasan" in SAN_RUNTIME:
-        return "ASan's runtime can hang a thread started after fork"
+    threaded process (the collector's writer thread under DPRO_FORK=follow), or None. TSan
+    refuses it: "starting new threads after multi-threaded fork is not supported". ASan
+    runs it (its allocator holds no lock across fork, so the collector's atfork handler
+    waits for a writer thread still starting: test-awkward.py's early forks)."""
     if SAN_RUNTIME and "libtsan" in SAN_RUNTIME:
         return "TSan does not support threads started after a multi-threaded fork"
     return None

@@ -13,7 +13,10 @@
  *   seq-gap            (2 ranks under simrun) the first all-reduce goes through unrecorded
  *                      on rank 1 (from a thread-exit destructor, after the collector's own),
  *                      recorded on rank 0; then 4 recorded all-reduces on both
- *   two-devices        launches on the legacy and per-thread streams of devices 0 and 1
+ *   two-devices [HOW]  launches on the legacy and per-thread streams of devices 0 and 1,
+ *                      switching with cudaSetDevice and cuCtxSetCurrent (HOW "both", the
+ *                      default), cudaSetDevice alone ("runtime") or cuCtxSetCurrent
+ *                      alone ("driver")
  *   unload             a driver launch, then the module unloaded before the writer drains
  *   fork-chain N       a chain of N processes, each forked by the one before after a
  *                      recorded call: each writes a trace of its own
@@ -225,16 +228,17 @@ mode_seq_gap(void)
 /* ---- two-devices --------------------------------------------------------------------- */
 
 static int
-mode_two_devices(void)
+mode_two_devices(const char *how)
 {
     CUfunction f = drv_function("two_device_kernel");
+    int rt = strcmp(how, "driver") != 0, drv = strcmp(how, "runtime") != 0;
     int ok = 0;
     for (int round = 0; round < 2; round++) {
         for (int dev = 0; dev < 2; dev++) {
             CUcontext ctx;
-            if (cudaSetDevice(dev) != cudaSuccess ||
+            if ((rt && cudaSetDevice(dev) != cudaSuccess) ||
                 cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
-                cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+                (drv && cuCtxSetCurrent(ctx) != CUDA_SUCCESS))
                 FAIL("device %d", dev);
             ok += cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) == CUDA_SUCCESS;
             ok += cuLaunchKernel(f, 2, 1, 1, 32, 1, 1, 0, CU_STREAM_PER_THREAD, NULL, NULL) ==
@@ -297,7 +301,7 @@ main(int argc, char **argv)
     if (!strcmp(mode, "seq-gap"))
         return mode_seq_gap();
     if (!strcmp(mode, "two-devices"))
-        return mode_two_devices();
+        return mode_two_devices(argc > 2 ? argv[2] : "both");
     if (!strcmp(mode, "unload"))
         return mode_unload();
     if (!strcmp(mode, "fork-chain") && argc > 2)

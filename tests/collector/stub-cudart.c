@@ -76,6 +76,8 @@ cudaGetDevice(int *dev)
 cudaError_t
 cudaStreamGetId(cudaStream_t stream, unsigned long long *id)
 {
-    *id = stream ? ((uintptr_t)stream >> 4) & 0xffff : 7;
+    /* the legacy (0) and per-thread (2) handles have ids of their own, as in the runtime */
+    uintptr_t h = (uintptr_t)stream;
+    *id = h <= 2 ? 7 + h : (h >> 4) & 0xffff;
     return cudaSuccess;
 }

@@ -1,7 +1,9 @@
 """The collector never breaks the job: one check per awkward case, on coll-job (a
-do-nothing libcudart, no libnccl): errno, fork (follow and stop), exec, a thread that exits
-early, SIGKILL, SIGTERM, a full disk (RLIMIT_FSIZE), an unwritable output directory, and
-missing libraries (hooks answer an error code, never crash)."""
+do-nothing libcudart, no libnccl): errno, fork (follow and stop), forks while a writer
+thread is starting (120 children forking a grandchild 0-200 us after their first hook: no
+grandchild hangs, each writes its trace), exec, a thread that exits early, SIGKILL,
+SIGTERM, a full disk (RLIMIT_FSIZE), an unwritable output directory, and missing
+libraries (hooks answer an error code, never crash)."""
 import os
 import resource
 import signal
@@ -36,6 +38,17 @@ else:
     counts = sorted(launches(d) for d in docs)
     ct.check(counts == [3, 10], "follow: parent 10 launches, child 3 in its own file (%s)" % counts)
     ct.check(len({d["meta"]["pid"] for d in docs}) == 2, "follow: two pids")
+
+    # fork while the writer thread is starting: in the ASan build a thread's start holds
+    # an allocator lock that the child would inherit locked (6 of 120 grandchildren hung
+    # before the collector's atfork handler waited for the start)
+    out = ct.tmpdir()
+    r = ct.run([JOB, "fork-early", "120"], env=ct.env_with(out, DPRO_FORK="follow",
+                                                          DPRO_CUPTI=0), timeout=600)
+    ct.check(r.returncode == 0 and "early_forks=120 hung=0" in r.stdout,
+             "early forks: no grandchild hangs (%s %s)" % (r.stdout.strip(), r.stderr[-300:]))
+    ct.check(len(ct.traces(out)) == 241, "early forks: a trace per process, 241 (%d)"
+             % len(ct.traces(out)))
 
 # fork, DPRO_FORK=stop: the child records nothing
 out = ct.tmpdir()

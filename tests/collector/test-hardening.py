@@ -8,7 +8,8 @@ it (harden-job modes on the simulated device).
 - 5000 communicators created and destroyed: each keeps its own hash (slots are freed);
 - a collective that passes through unrecorded still advances its communicator's sequence
   number: later (hash, seq) keys match the other rank's;
-- one process on two devices: the legacy and per-thread streams are told apart per device;
+- one process on two devices: the legacy and per-thread streams are told apart per device,
+  the device switched with cudaSetDevice, cuCtxSetCurrent or both;
 - a kernel whose module is unloaded before the writer drains keeps its name;
 - a libcupti of another API version (other record layouts) is refused with one line;
 - every trace of a fork chain names the library versions (one cache slot per function);
@@ -113,23 +114,27 @@ if sorted(docs) == [0, 1]:
              % (keys[0][1:], keys[1]))
 
 # ---- two devices, one process ---------------------------------------------------------
-out = ct.tmpdir()
-r = ct.run([HARDEN, "two-devices"], env=ct.env_with(out, DPRO_CUPTI_LIB=ct.SIM_CUPTI,
-                                                    SIMGPU_DEVICE_COUNT=2))
-ct.check(r.returncode == 0 and "launches=12" in r.stdout,
-         "two-devices job runs (%s)" % r.stderr[-300:])
-doc = one_trace(out, "two-devices")
-if doc:
-    host = {e["corr"]: e for e in ct.events(doc, "api")}
-    kernels = ct.events(doc, "kernel")
-    linked = [k for k in kernels if k["corr"] in host]
-    ct.check(len(kernels) == 12 and len(linked) == 12, "two-devices: 12 kernels, all linked")
-    wrong = [(host[k["corr"]]["stream"], k["stream"], k["device"]) for k in linked
-             if host[k["corr"]]["stream"] != k["stream"]]
-    ct.check(not wrong, "each launch names its kernel's stream on both devices (wrong: %s)"
-             % wrong)
-    ct.check(len({k["stream"] for k in kernels}) == 4,
-             "four streams: legacy and per-thread of each device")
+# switching with cudaSetDevice and cuCtxSetCurrent, or with either alone: the collector
+# keeps each thread's current device until one of them changes it
+for how in ("both", "runtime", "driver"):
+    out = ct.tmpdir()
+    r = ct.run([HARDEN, "two-devices", how],
+               env=ct.env_with(out, DPRO_CUPTI_LIB=ct.SIM_CUPTI, SIMGPU_DEVICE_COUNT=2))
+    ct.check(r.returncode == 0 and "launches=12" in r.stdout,
+             "two-devices (%s) job runs (%s)" % (how, r.stderr[-300:]))
+    doc = one_trace(out, "two-devices (%s)" % how)
+    if doc:
+        host = {e["corr"]: e for e in ct.events(doc, "api")}
+        kernels = ct.events(doc, "kernel")
+        linked = [k for k in kernels if k["corr"] in host]
+        ct.check(len(kernels) == 12 and len(linked) == 12,
+                 "two-devices (%s): 12 kernels, all linked" % how)
+        wrong = [(host[k["corr"]]["stream"], k["stream"], k["device"]) for k in linked
+                 if host[k["corr"]]["stream"] != k["stream"]]
+        ct.check(not wrong, "two-devices (%s): each launch names its kernel's stream on both "
+                 "devices (wrong: %s)" % (how, wrong))
+        ct.check(len({k["stream"] for k in kernels}) == 4,
+                 "two-devices (%s): four streams: legacy and per-thread of each device" % how)
 
 # ---- a kernel whose module is unloaded -------------------------------------------------
 out = ct.tmpdir()

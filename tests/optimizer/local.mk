@@ -9,6 +9,9 @@ if HAVE_PYTHON3
 # the documented --json keys of dpro-replay and dpro-optimize on a real (imported) trace
 dist_check_SCRIPTS += tests/optimizer/test_json_keys.py
 TESTS += tests/optimizer/test_json_keys.py
+# more than 512 layers (the plan's recompute flags): deterministic under --seed, ASan-clean
+dist_check_SCRIPTS += tests/optimizer/test_many_layers.py
+TESTS += tests/optimizer/test_many_layers.py
 dist_check_SCRIPTS += tests/optimizer/closed_loop.py
 TESTS += tests/optimizer/closed_loop.py
 endif

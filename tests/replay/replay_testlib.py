@@ -1,8 +1,13 @@
 """replay_testlib: what the end-to-end replay tests share: paths of the built programs,
-a check() that records failures, and the per-rank clock-skew wrapper."""
+a check() that records failures, the per-rank clock-skew wrapper, and the environment of a
+job recorded under the collector (the sanitizer builds' runtime preloaded first, as the
+collector's own tests do: tests/collector/colltest.py)."""
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "collector"))
+import colltest  # noqa: E402
 
 SKIP = 77
 BUILD = os.environ.get("top_builddir", ".")
@@ -44,23 +49,38 @@ def missing(paths):
 
 
 def sanitizer_build():
-    """True in the build configured with --enable-sanitizers (make check sets
-    DPRO_SANITIZERS=1 there)."""
+    """True in a sanitizer build (--enable-sanitizers or --enable-tsan: make check sets
+    DPRO_SANITIZERS=1 there). Only the timed tests skip there."""
     return os.environ.get("DPRO_SANITIZERS") == "1"
 
 
+_runtime_found = False
+
+
+def traced_env(env=None, **extra):
+    """env (default: os.environ) made fit for a job run under dpro-run in this build, with
+    extra's variables set: in a sanitizer build the collector's runtime (libasan, libtsan)
+    preloaded, so that it loads first into the programs built without it (the skew
+    wrapper's sh, python3), and ASan told not to insist on being first
+    (colltest.sanitizer_env); in a plain build LD_PRELOAD unset."""
+    global _runtime_found
+    if not _runtime_found and os.path.exists(COLLECTOR):
+        colltest.find_sanitizer_runtime()
+        _runtime_found = True
+    env = colltest.sanitizer_env(env)
+    for k, v in extra.items():
+        env[k] = str(v)
+    return env
+
+
 def collector_records(probe_dir, job, env):
-    """Runs job (a command list) under dpro-run into probe_dir and tells whether the
-    collector wrote a trace. It cannot be preloaded in the sanitizer build, the one stated
-    reason for no trace (False, a skip); anywhere else no trace is a collector regression:
-    the test fails here (exit 1)."""
+    """Runs job (a command list) under dpro-run into probe_dir, env being traced_env()'s,
+    and returns True when the collector wrote a trace. No trace is a collector regression
+    in every build, the sanitizer builds included: the test fails here (exit 1)."""
     p = subprocess.run([DPRO_RUN, "-o", probe_dir, "--"] + job, capture_output=True,
-                       timeout=60, env=env, text=True)
+                       timeout=120, env=env, text=True)
     if os.path.isdir(probe_dir) and any(f.endswith(".dpro") for f in os.listdir(probe_dir)):
         return True
-    if sanitizer_build():
-        print("skip: the collector cannot be preloaded in the sanitizer build")
-        return False
     print("FAIL: the collector wrote no trace of %s (status %d): %s" %
           (" ".join(job), p.returncode, p.stderr[-500:]))
     sys.exit(1)

@@ -14,8 +14,8 @@ and a partial replay; the imported 128-rank Kineto pair of ../shared (SendRecv k
 without peer or direction, launched inside nccl:all_to_all, nccl:all_reduce and
 nccl:_all_gather_base) gives collectives of those operations, no peerless send/recv.
 
-Skips (77) without CUDA headers (no simgpu/collector) or when the collector cannot be
-preloaded (sanitizer builds).
+Skips (77) without CUDA headers (no simgpu/collector). Runs in the sanitizer builds too
+(the collector's runtime preloaded first: replay_testlib.traced_env).
 """
 import glob
 import json
@@ -28,7 +28,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_testlib import (  # noqa: E402
     missing, collector_records, exit_status, shared_path, SKIP, BUILD, COLLECTOR, DPRO_RUN, SIMRUN,
-    LIBDIR, REPLAY, IMPORT, KINETO, check, skew_wrapper)
+    LIBDIR, REPLAY, IMPORT, KINETO, check, skew_wrapper, traced_env)
 
 PIPE_SIM = os.path.join(BUILD, "tests", "replay", "pipe-sim")
 TABLE = []
@@ -47,7 +47,7 @@ def run_case(tmp, name, ranks, args, skews=None, warmup=2, tol=3.0):
     skews = skews or [0] * ranks
     cmd = [DPRO_RUN, "-o", out_dir, "--", SIMRUN, "-n", str(ranks), "--"]
     cmd += skew_wrapper(skews) + [PIPE_SIM, "--warmup", str(warmup)] + args
-    env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple")
+    env = traced_env(SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple")
     env.pop("DPRO_TEST_CLOCK_OFFSET_NS", None)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
     if p.returncode != 0:
@@ -144,11 +144,10 @@ def main():
         return SKIP
     tmp = tempfile.mkdtemp(prefix="dpro-replay-p2p-")
     try:
-        env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple")
-        if not collector_records(os.path.join(tmp, "probe"),
-                                 [SIMRUN, "-n", "2", "--", PIPE_SIM, "--iterations", "1",
-                                  "--warmup", "0", "--micro", "1"], env):
-            return SKIP
+        collector_records(os.path.join(tmp, "probe"),
+                          [SIMRUN, "-n", "2", "--", PIPE_SIM, "--iterations", "1", "--warmup",
+                           "0", "--micro", "1"], 
+                          traced_env(SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple"))
         ms, sec = 1000000, 1000000000
         four = run_case(tmp, "4stages", 4, ["--iterations", "5", "--micro", "4"],
                         skews=[0, 1234567, -2 * ms - 345678, 5 * sec // 2])

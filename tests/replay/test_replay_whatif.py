@@ -34,14 +34,14 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_testlib import (  # noqa: E402
     missing, collector_records, exit_status, SKIP, COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM,
-    LIBDIR, REPLAY, check)
+    LIBDIR, REPLAY, check, traced_env)
 
 RANKS = 2
 JOB = ["--preset", "resnet50", "--iterations", "10", "--warmup", "2"]
 
 
 def job_env(slowdown=None):
-    env = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple")
+    env = traced_env(SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple")
     env.pop("SIMGPU_SLOWDOWN", None)
     if slowdown is not None:
         env["SIMGPU_SLOWDOWN"] = repr(slowdown)
@@ -119,10 +119,9 @@ def main():
         return SKIP
     tmp = tempfile.mkdtemp(prefix="dpro-whatif-")
     try:
-        if not collector_records(os.path.join(tmp, "probe"),
-                                 [SIMRUN, "-n", "1", "--", DDP_SIM, "--iterations", "1",
-                                  "--warmup", "0"], job_env()):
-            return SKIP
+        collector_records(os.path.join(tmp, "probe"),
+                          [SIMRUN, "-n", "1", "--", DDP_SIM, "--iterations", "1", "--warmup",
+                           "0"], job_env())
         for factor in (0.5, 2.0):
             errs = []
             for k in range(1, ATTEMPTS + 1):

@@ -2,8 +2,8 @@
  * test_trace_robust.c: libdprotrace against what files and file systems do to it: sizes
  * passed with the structs (ABI), existing files, symlinked directories, long paths,
  * read-only directories and media, traces copied without their -wal, damaged fields,
- * traces that end early or are being created, the time-window iterator, and the files of
- * ../shared/repro.
+ * traces that end early or are being created, readers while a writer creates and fills
+ * traces, the time-window iterator, and the files of ../shared/repro.
  */
 #define _GNU_SOURCE
 #include "dprotrace.h"
@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -653,6 +654,104 @@ test_being_written(void)
     unlink(path);
 }
 
+/* Readers while a writer works: a child creates 120 traces one after the other (each
+ * 150 events in batches of 50 1 ms apart, then closed) and the parent opens the newest again and
+ * again. Each open either reads a consistent prefix (whole batches, the count the summary
+ * gives, no iteration error) or says "being written" (DPRO_ERR_BUSY); never another error
+ * (a reader that caught a file just switched to WAL mode, its -wal not made yet, read it
+ * immutable and said "not a dpro trace (no such table: meta)"), never a damaged read. */
+static void
+test_reader_during_writes(void)
+{
+    enum { TRACES = 120, EVENTS = 150, BATCH = 50 };
+    char dir[512];
+    int *current =
+        mmap(NULL, sizeof *current, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(current != MAP_FAILED);
+    path_in_tmp(dir, sizeof dir, "busy");
+    REQUIRE(mkdir(dir, 0755) == 0);
+    __atomic_store_n(current, -1, __ATOMIC_SEQ_CST);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int rc = DPRO_OK;
+        for (int i = 0; i < TRACES && rc == DPRO_OK; i++) {
+            char path[600], err[DPRO_ERRBUF_SIZE];
+            dpro_writer *w = NULL;
+            dpro_writer_options o = {.batch_events = BATCH};
+            struct timespec pause = {0, 1000000L};
+            snprintf(path, sizeof path, "%s/t%d.dpro", dir, i);
+            __atomic_store_n(current, i, __ATOMIC_SEQ_CST);
+            rc = dpro_writer_open(path, &o, &w, err, sizeof err);
+            for (size_t k = 0; rc == DPRO_OK && k < EVENTS; k++) {
+                dpro_event e;
+                test_event(&e, k, 0);
+                rc = dpro_writer_append(w, &e); /* a batch committed every BATCH events */
+                if (rc == DPRO_OK && k % BATCH == BATCH - 1)
+                    nanosleep(&pause, NULL);
+            }
+            if (w && dpro_writer_close(w) != DPRO_OK)
+                rc = DPRO_ERR_IO;
+        }
+        __atomic_store_n(current, TRACES, __ATOMIC_SEQ_CST);
+        _exit(rc == DPRO_OK ? 0 : 1);
+    }
+    long whole = 0, prefixes = 0, busy = 0, bad = 0, damaged = 0;
+    for (int i; (i = __atomic_load_n(current, __ATOMIC_SEQ_CST)) < TRACES;) {
+        char path[600], err[DPRO_ERRBUF_SIZE];
+        dpro_reader *r = NULL;
+        if (i < 0)
+            continue;
+        snprintf(path, sizeof path, "%s/t%d.dpro", dir, i);
+        if (access(path, F_OK) != 0)
+            continue;
+        int rc = dpro_reader_open(path, &r, err, sizeof err);
+        if (rc == DPRO_ERR_BUSY && strstr(err, "being written")) {
+            busy++;
+        } else if (rc != DPRO_OK) {
+            if (bad++ < 5)
+                fprintf(stderr, "test_reader_during_writes: %d %s\n", rc, err);
+        } else {
+            dpro_trace_summary sum;
+            dpro_iter *it = NULL;
+            dpro_event e;
+            long n = 0;
+            int irc = dpro_reader_summary(r, &sum);
+            if (irc == DPRO_OK)
+                irc = dpro_iter_open(r, &it);
+            if (irc == DPRO_OK)
+                while ((irc = dpro_iter_next(it, &e)) == 1)
+                    n++;
+            if (irc != 0 || (uint64_t)n != sum.events || n % BATCH || n > EVENTS) {
+                if (damaged++ < 5)
+                    fprintf(stderr,
+                            "test_reader_during_writes: %s: %ld events read, %llu "
+                            "summed, status %d\n",
+                            path, n, (unsigned long long)sum.events, irc);
+            } else if (n == EVENTS) {
+                whole++;
+            } else {
+                prefixes++;
+            }
+            dpro_iter_close(it);
+            dpro_reader_close(r);
+        }
+    }
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    fprintf(stderr,
+            "test_reader_during_writes: %ld whole, %ld prefixes, %ld being written, "
+            "%ld other errors, %ld damaged\n",
+            whole, prefixes, busy, bad, damaged);
+    CHECK(bad == 0);
+    CHECK(damaged == 0);
+    CHECK(whole + prefixes > 0);
+    munmap(current, sizeof *current);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 /* dpro_iter_open_range gives exactly the events overlapping the window, in order, and
  * decodes only the batches that overlap it (a damaged batch outside is never noticed). */
 static void
@@ -774,6 +873,7 @@ main(void)
     test_damaged_fields();
     test_ended_early();
     test_being_written();
+    test_reader_during_writes();
     test_range();
     test_repro_files();
     if (!tests_failed) {
