@@ -7,7 +7,9 @@ compared iterations; replay.h, replay_typical) against the measured mean iterati
   iteration beside the trace's;
 - every real Kineto trace of ../shared/traces/kineto (the 128rank pair imported together).
 The simulated jobs run in real time on this machine's cores, so their iterations carry the
-machine's scheduling noise: the load average is printed with the table.
+machine's scheduling noise: the load average is printed with the table. They run in the
+physics SIMGPU_PHYSICS names (default: the device's own default, world), printed with the
+table (docs/figures.md says which physics each table was measured in).
 
 Run from the build directory: top_builddir=. top_srcdir=.. python3 ../tests/replay/fig_typical_replay.py
 """
@@ -69,7 +71,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="dpro-fig-typical-")
     try:
         if not missing((DPRO_RUN, SIMRUN, DDP_SIM)):
-            print("simulated device (load average %.1f %.1f %.1f):" % os.getloadavg())
+            physics = os.environ.get("SIMGPU_PHYSICS", "world (the default)")
+            print("simulated device, physics %s (load average %.1f %.1f %.1f):"
+                  % ((physics,) + os.getloadavg()))
             print("| case | iterations | measured mean | typical replay | error | with means "
                   "| ddp-sim's own mean |")
             print("|---|---|---|---|---|---|---|")

@@ -146,7 +146,7 @@ def main():
     try:
         collector_records(os.path.join(tmp, "probe"),
                           [SIMRUN, "-n", "2", "--", PIPE_SIM, "--iterations", "1", "--warmup",
-                           "0", "--micro", "1"], 
+                           "0", "--micro", "1"],
                           traced_env(SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple"))
         ms, sec = 1000000, 1000000000
         four = run_case(tmp, "4stages", 4, ["--iterations", "5", "--micro", "4"],
