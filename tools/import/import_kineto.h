@@ -49,8 +49,8 @@
  *                              was recorded on (-1: none). These three are import-only uses
  *                              of fields the header leaves free for device operations.
  *   cpu_op (1.8: Operator)     DPRO_KIND_MARKER, DPRO_MARK_CPU_OP, name = op, name2 =
- *                              "cpu_op" (1.8's ProfilerStep#N: as user_annotation's). (Kineto's "External id" is not kept: it costs a
- *                              fifth of the trace and ops enclose their calls in time.)
+ *                              "cpu_op" (1.8's ProfilerStep#N: as user_annotation's). (Kineto's
+ * "External id" is not kept: it costs a fifth of the trace and ops enclose their calls in time.)
  *   user_annotation            "ProfilerStep#N": DPRO_MARK_ITERATION, value = N; others
  *                              DPRO_MARK_RANGE; name2 = "user_annotation".
  *   gpu_user_annotation        DPRO_MARK_RANGE with name2 = "gpu_user_annotation", device
