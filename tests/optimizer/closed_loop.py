@@ -167,8 +167,9 @@ def judge(name, rows):
                    "over %g%% (attempts %s)" % (name, real, pred, err, max_err,
                                                " ".join("%+.1f%%" % r[6] for r in rows)))
     ratio = median([r[8] for r in rows]) / median([r[7] for r in rows])
-    if median([r[8] for r in rows]) <= 1.0:
-        why.append("%s: the advice does not make the job faster (median realised speedup %.3f)"
+    if median([r[7] for r in rows]) > 1.0 and median([r[8] for r in rows]) <= 1.0:
+        why.append("%s: advice predicted faster does not make the job faster (median realised "
+                   "speedup %.3f)"
                    % (name, median([r[8] for r in rows])))
     if ratio < min_ratio:
         why.append("%s: median realised / median predicted speedup %.3f under %g (attempts %s)"
