@@ -37,3 +37,6 @@ if HAVE_PYTHON3
 dist_check_SCRIPTS += tests/unit/test_dpro_info_commands.py tests/unit/test_long_options.py
 TESTS += tests/unit/test_dpro_info_commands.py tests/unit/test_long_options.py
 endif
+
+# longfuncs.sh: the C files and functions over the house limits (run by hand)
+EXTRA_DIST += tools/dev/longfuncs.sh

@@ -84,6 +84,421 @@ kernel_ns(int k, int rank, const gen *g)
     return rank == g->straggler ? (int64_t)(base * g->factor) : base;
 }
 
+/* The job's fixed costs, in ns (beta in bytes per ns), and its one communicator. */
+static const uint64_t comm_hash = 0xc0ffee1234ULL;
+static const int64_t launch_ns = 4000, gap_ns = 1500, lat_ns = 2500, alpha_ns = 12000;
+static const double beta = 20.0;
+static const int64_t bucket_count = 1 << 20; /* floats per all-reduce */
+
+/* The simulated job: per rank its events and clocks, carried from one iteration to the next.
+ * Times are true (aligned) times; the skew is applied when the trace is written. */
+typedef struct job {
+    const gen *g;
+    int n;        /* ranks */
+    int64_t xfer; /* one all-reduce's transfer time */
+    evbuf ev[MAXR];
+    int64_t host_t[MAXR]; /* where the rank's host thread is */
+    uint64_t corr[MAXR];  /* the rank's next correlation id */
+    int64_t iter_start[64][MAXR];
+    int64_t comm_free[MAXR]; /* when the rank's communication stream is free */
+    long seq;                /* the next collective's sequence number */
+    /* this iteration's collectives, per rank and bucket: when the call was made and when
+     * the kernel it waits for ends; and per bucket when it ends on every rank */
+    int64_t coll_launch[MAXR][64], coll_ready_kernel[MAXR][64];
+    int64_t coll_end[64];
+} job;
+
+/* Reads the options into g and the output directory into *dir. Returns 0, or 2 on a bad
+ * option or argument count. */
+static int
+parse_options(int argc, char **argv, gen *g, const char **dir)
+{
+    static const struct option lo[] = {
+        {"ranks", 1, 0, 'r'},
+        {"iters", 1, 0, 'i'},
+        {"ops", 1, 0, 'o'},
+        {"buckets", 1, 0, 'b'},
+        {"skew", 1, 0, 's'},
+        {"straggler", 1, 0, 'S'},
+        {"skip", 1, 0, 'k'},
+        {"cut", 1, 0, 'c'},
+        {"missing", 1, 0, 'm'},
+        {"job-id", 1, 0, 'j'},
+        {"world", 1, 0, 'w'},
+        {"no-markers", 0, 0, 'n'},
+        {"prefix", 1, 0, 'p'},
+        {"spelling", 1, 0, 'P'},
+        {"device-collectives", 0, 0, 'D'},
+        {"extreme", 1, 0, 'x'},
+        {0, 0, 0, 0},
+    };
+    int rc = 0, c;
+    while (rc == 0 && (c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        int r;
+        double v;
+        switch (c) {
+        case 'r':
+            g->ranks = atoi(optarg);
+            break;
+        case 'i':
+            g->iters = atoi(optarg);
+            break;
+        case 'o':
+            g->ops = atoi(optarg);
+            break;
+        case 'b':
+            g->buckets = atoi(optarg);
+            break;
+        case 's':
+            if (sscanf(optarg, "%d:%lf", &r, &v) == 2 && r >= 0 && r < MAXR)
+                g->skew_ns[r] = (int64_t)(v * 1000);
+            break;
+        case 'S':
+            sscanf(optarg, "%d:%lf", &g->straggler, &g->factor);
+            break;
+        case 'k':
+            sscanf(optarg, "%d:%ld", &g->skip_rank, &g->skip_seq);
+            break;
+        case 'c':
+            sscanf(optarg, "%d:%lf", &g->cut_rank, &g->cut_frac);
+            break;
+        case 'm':
+            g->missing = atoi(optarg);
+            break;
+        case 'j':
+            g->job_id = optarg;
+            break;
+        case 'w':
+            g->world = atoi(optarg);
+            break;
+        case 'n':
+            g->markers = 0;
+            break;
+        case 'p':
+            g->prefix = optarg;
+            break;
+        case 'P':
+            g->spelling = optarg;
+            break;
+        case 'D':
+            g->device_colls = 1;
+            break;
+        case 'x': {
+            char what[16] = "";
+            if (sscanf(optarg, "%d:%15s", &g->extreme_rank, what) != 2 ||
+                (strcmp(what, "time") != 0 && strcmp(what, "nelems") != 0))
+                rc = 2;
+            g->extreme_time = strcmp(what, "time") == 0;
+            break;
+        }
+        default:
+            rc = 2;
+        }
+    }
+    if (rc == 0 && (optind + 1 != argc || g->ranks < 1 || g->ranks > MAXR || g->buckets < 1 ||
+                    g->ops < g->buckets))
+        rc = 2;
+    if (rc == 0)
+        *dir = argv[optind];
+    return rc;
+}
+
+/* Rank r's main thread in iteration it: the kernel launches, and after every ops/buckets of
+ * them an event record, a stream wait and the all-reduce call of the next bucket (whose
+ * times go to coll_launch and coll_ready_kernel). Leaves host_t[r] where the sync call
+ * starts (after a gap). */
+static void
+launch_rank(job *j, int r)
+{
+    const gen *g = j->g;
+    int per_bucket = g->ops / g->buckets;
+    int64_t t = j->host_t[r], kfree = 0;
+    int b = 0;
+    for (int k = 0; k < g->ops; k++) {
+        t += gap_ns;
+        dpro_event a = {0};
+        a.kind = DPRO_KIND_API;
+        a.subkind = DPRO_API_RUNTIME;
+        a.thread = 100;
+        a.name = 1; /* interned below: 1 cudaLaunchKernel */
+        a.start_ns = (uint64_t)t;
+        a.end_ns = (uint64_t)(t + launch_ns);
+        a.correlation = j->corr[r]++;
+        a.stream = 7;
+        push(&j->ev[r], &a);
+        dpro_event d = {0};
+        d.kind = DPRO_KIND_KERNEL;
+        d.name = 10 + (uint32_t)(k % 7);
+        d.correlation = a.correlation;
+        d.stream = 7;
+        int64_t ks = t + lat_ns > kfree ? t + lat_ns : kfree;
+        d.start_ns = (uint64_t)ks;
+        kfree = ks + kernel_ns(k, r, g);
+        d.end_ns = (uint64_t)kfree;
+        push(&j->ev[r], &d);
+        t += launch_ns;
+        if ((k + 1) % per_bucket == 0 && b < g->buckets) {
+            /* event record, stream wait, allreduce call */
+            dpro_event e = {0};
+            e.kind = DPRO_KIND_API;
+            e.subkind = DPRO_API_RUNTIME;
+            e.thread = 100;
+            t += gap_ns;
+            e.name = 2; /* cudaEventRecord */
+            e.object = 0xe000 + (uint64_t)b;
+            e.stream = 7;
+            e.start_ns = (uint64_t)t;
+            e.end_ns = (uint64_t)(t + 1000);
+            push(&j->ev[r], &e);
+            t += 1000 + gap_ns;
+            e.name = 3; /* cudaStreamWaitEvent */
+            e.stream = 13;
+            e.start_ns = (uint64_t)t;
+            e.end_ns = (uint64_t)(t + 1000);
+            push(&j->ev[r], &e);
+            t += 1000 + gap_ns;
+            j->coll_launch[r][b] = t;
+            j->coll_ready_kernel[r][b] = kfree;
+            t += 6000;
+            b++;
+        }
+    }
+    j->host_t[r] = t;
+}
+
+/* The iteration's all-reduces, bucket by bucket across the ranks: each starts on a rank when
+ * its call was made, the kernel it waits for ended and the previous one is done there, and
+ * ends on every rank xfer after the last rank arrived. The --skip collective is left out of
+ * its rank's trace; --device-collectives records it with its kernel's rounded times. */
+static void
+run_collectives(job *j)
+{
+    const gen *g = j->g;
+    int64_t bucket_bytes = bucket_count * 4;
+    for (int b = 0; b < g->buckets; b++) {
+        int64_t arr[MAXR], last = 0;
+        for (int r = 0; r < j->n; r++) {
+            int64_t a = j->coll_launch[r][b] + lat_ns;
+            if (j->coll_ready_kernel[r][b] > a)
+                a = j->coll_ready_kernel[r][b];
+            if (j->comm_free[r] > a)
+                a = j->comm_free[r];
+            arr[r] = a;
+            last = a > last ? a : last;
+        }
+        j->coll_end[b] = last + j->xfer;
+        for (int r = 0; r < j->n; r++) {
+            j->comm_free[r] = j->coll_end[b];
+            int skip = r == g->skip_rank && j->seq == g->skip_seq;
+            dpro_event h = {0};
+            h.kind = DPRO_KIND_COLLECTIVE;
+            h.subkind = DPRO_COLL_ALLREDUCE;
+            h.thread = 100;
+            h.start_ns = (uint64_t)j->coll_launch[r][b];
+            h.end_ns = (uint64_t)(j->coll_launch[r][b] + 6000);
+            h.correlation = j->corr[r]++;
+            h.stream = 13;
+            h.comm = comm_hash;
+            h.seq = (uint64_t)j->seq;
+            h.count = (uint64_t)bucket_count;
+            h.dtype = 7;
+            h.bytes = (uint64_t)bucket_bytes;
+            dpro_event d = {0};
+            d.kind = DPRO_KIND_KERNEL;
+            d.name = 4; /* nccl kernel */
+            d.correlation = h.correlation;
+            d.stream = 13;
+            d.start_ns = (uint64_t)arr[r];
+            d.end_ns = (uint64_t)j->coll_end[b];
+            if (g->device_colls) {
+                h.value = DPRO_COLL_TIMING_DEVICE;
+                h.start_ns = d.start_ns / 1000 * 1000;
+                h.end_ns = (d.end_ns + 999) / 1000 * 1000;
+            }
+            if (!skip)
+                push(&j->ev[r], &h);
+            if (!skip)
+                push(&j->ev[r], &d);
+        }
+        j->seq++;
+    }
+}
+
+/* The end of iteration it on every rank: cudaStreamSynchronize until the last all-reduce
+ * ends, the host's own work after it, and the NVTX range over the whole iteration. */
+static void
+end_iteration(job *j, int it)
+{
+    const gen *g = j->g;
+    for (int r = 0; r < j->n; r++) {
+        int64_t t = j->host_t[r] + gap_ns;
+        dpro_event s = {0};
+        s.kind = DPRO_KIND_API;
+        s.subkind = DPRO_API_RUNTIME;
+        s.thread = 100;
+        s.name = 5; /* cudaStreamSynchronize */
+        s.stream = 13;
+        s.start_ns = (uint64_t)t;
+        int64_t last = j->coll_end[g->buckets - 1];
+        int64_t e = last > t ? last : t;
+        s.end_ns = (uint64_t)(e + 3000);
+        push(&j->ev[r], &s);
+        j->host_t[r] = (int64_t)s.end_ns + 20000; /* optimizer step etc. on the host */
+        if (g->markers) {
+            dpro_event m = {0};
+            m.kind = DPRO_KIND_MARKER;
+            m.subkind = DPRO_MARK_RANGE;
+            m.thread = 100;
+            m.name = 20 + (uint32_t)it;
+            m.start_ns = (uint64_t)j->iter_start[it][r];
+            m.end_ns = (uint64_t)j->host_t[r];
+            push(&j->ev[r], &m);
+        }
+    }
+}
+
+/* Runs the job's iterations (at most 64) into j->ev. */
+static void
+simulate(job *j)
+{
+    const gen *g = j->g;
+    for (int r = 0; r < j->n; r++) {
+        j->host_t[r] = 1000000000 + r * 777;
+        j->corr[r] = 1;
+        j->comm_free[r] = 0;
+    }
+    for (int it = 0; it < g->iters && it < 64; it++) {
+        for (int r = 0; r < j->n; r++) {
+            j->iter_start[it][r] = j->host_t[r];
+            launch_rank(j, r);
+        }
+        run_collectives(j);
+        end_iteration(j, it);
+    }
+}
+
+/* The truth: rank 0's mean iteration time over iterations 1.. (the last one's end is not
+ * known: it is the start of none), in us; 0 with fewer than three iterations. */
+static double
+truth_iter_us(const job *j)
+{
+    double iter_us = 0;
+    int cnt = 0;
+    for (int it = 1; it + 1 < j->g->iters; it++, cnt++)
+        iter_us += (double)(j->iter_start[it + 1][0] - j->iter_start[it][0]) / 1000.0;
+    return cnt ? iter_us / cnt : 0;
+}
+
+/* Interns the job's strings in the order that gives the ids its events use: the runtime
+ * calls (in --spelling) and the NCCL kernel 1..5, the compute kernels 10..16, the
+ * iterations' ranges 20.., padding between. */
+static void
+intern_names(dpro_writer *w, const gen *g)
+{
+    uint32_t id;
+    static const char *names[] = {
+        "cudaLaunchKernel", "cudaEventRecord", "cudaStreamWaitEvent",
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+        "cudaStreamSynchronize"};
+    for (int i = 0; i < 5; i++) {
+        char spelled[160];
+        snprintf(spelled, sizeof spelled, "%s%s", names[i], i == 3 ? "" : g->spelling);
+        dpro_writer_intern(w, spelled, &id); /* ids 1..5 */
+    }
+    for (int i = 6; i < 10; i++) {
+        char pad[16];
+        snprintf(pad, sizeof pad, "pad%d", i);
+        dpro_writer_intern(w, pad, &id);
+    }
+    for (int k = 0; k < 7; k++) {
+        char kn[128];
+        snprintf(kn, sizeof kn, "void at::native::kernel_%d<float, \"q\">(float const*, float*)",
+                 k);
+        dpro_writer_intern(w, kn, &id); /* 10..16 */
+    }
+    for (int i = 17; i < 20; i++) {
+        char pad[16];
+        snprintf(pad, sizeof pad, "pad%d", i);
+        dpro_writer_intern(w, pad, &id);
+    }
+    for (int it = 0; it < g->iters; it++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "iteration %d", it);
+        dpro_writer_intern(w, nm, &id); /* 20.. */
+    }
+}
+
+/* Appends rank r's events, in start order, with the faults of the options: the trace cut at
+ * --cut's fraction of the rank's time span (a range still open there has no end), the
+ * --extreme number, the rank's clock skew subtracted. */
+static void
+append_events(dpro_writer *w, job *j, int r)
+{
+    const gen *g = j->g;
+    evbuf *b = &j->ev[r];
+    qsort(b->e, b->n, sizeof *b->e, cmp_start);
+    int64_t first = b->n ? (int64_t)b->e[0].start_ns : 0, last = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if ((int64_t)b->e[i].end_ns > last)
+            last = (int64_t)b->e[i].end_ns;
+    int64_t cut =
+        r == g->cut_rank ? first + (int64_t)((double)(last - first) * g->cut_frac) : INT64_MAX;
+    int extreme_done = r != g->extreme_rank;
+    for (size_t i = 0; i < b->n; i++) {
+        dpro_event e = b->e[i];
+        if (!extreme_done && !g->extreme_time && e.kind == DPRO_KIND_COLLECTIVE) {
+            e.count = (uint64_t)INT64_MAX;
+            extreme_done = 1;
+        }
+        if (!extreme_done && g->extreme_time && i + 1 == b->n) {
+            e.end_ns = (uint64_t)INT64_MAX - 1000;
+            extreme_done = 1;
+        }
+        if ((int64_t)e.start_ns > cut)
+            continue;
+        if ((int64_t)e.end_ns > cut && e.kind == DPRO_KIND_MARKER)
+            e.end_ns = 0;
+        e.start_ns = (uint64_t)((int64_t)e.start_ns - g->skew_ns[r]);
+        if (e.end_ns)
+            e.end_ns = (uint64_t)((int64_t)e.end_ns - g->skew_ns[r]);
+        dpro_writer_append(w, &e);
+    }
+}
+
+/* Writes rank r's trace DIR/PREFIXr.dpro (replacing one there): strings, meta, thread,
+ * communicator, events. Returns 0, or 1 after saying on stderr what failed. */
+static int
+write_rank(job *j, int r, const char *dir)
+{
+    const gen *g = j->g;
+    char path[4096], eb[256];
+    dpro_writer *w = NULL;
+    int rc = 0;
+    snprintf(path, sizeof path, "%s/%s%d.dpro", dir, g->prefix, r);
+    remove(path);
+    if (dpro_writer_open(path, NULL, &w, eb, sizeof eb) != DPRO_OK) {
+        fprintf(stderr, "gen_traces: %s\n", eb);
+        rc = 1;
+    }
+    if (rc == 0) {
+        intern_names(w, g);
+        dpro_writer_set_meta(w, DPRO_META_SOURCE, "gen_traces");
+        dpro_writer_set_meta_int(w, DPRO_META_RANK, r);
+        dpro_writer_set_meta_int(w, DPRO_META_WORLD_SIZE, g->world ? g->world : j->n);
+        dpro_writer_set_meta(w, DPRO_META_JOB_ID, g->job_id);
+        dpro_writer_set_meta(w, DPRO_META_HOST, "genhost");
+        dpro_writer_add_thread(w, 100, "main");
+        dpro_comm_info ci = {.hash = comm_hash, .rank = r, .size = j->n, .handle = 0x1000};
+        dpro_writer_add_comm(w, &ci);
+        append_events(w, j, r);
+        if (dpro_writer_close(w) != DPRO_OK) {
+            fprintf(stderr, "gen_traces: closing %s failed\n", path);
+            rc = 1;
+        }
+    }
+    return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -102,328 +517,26 @@ main(int argc, char **argv)
              .prefix = "rank",
              .spelling = "",
              .extreme_rank = -1};
-    static const struct option lo[] = {
-        {"ranks", 1, 0, 'r'},   {"iters", 1, 0, 'i'},    {"ops", 1, 0, 'o'},
-        {"buckets", 1, 0, 'b'}, {"skew", 1, 0, 's'},     {"straggler", 1, 0, 'S'},
-        {"skip", 1, 0, 'k'},    {"cut", 1, 0, 'c'},      {"missing", 1, 0, 'm'},
-        {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'},    {"no-markers", 0, 0, 'n'},
-        {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {"device-collectives", 0, 0, 'D'},
-        {"extreme", 1, 0, 'x'}, {0, 0, 0, 0},
-    };
-    int c;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        int r;
-        double v;
-        switch (c) {
-        case 'r':
-            g.ranks = atoi(optarg);
-            break;
-        case 'i':
-            g.iters = atoi(optarg);
-            break;
-        case 'o':
-            g.ops = atoi(optarg);
-            break;
-        case 'b':
-            g.buckets = atoi(optarg);
-            break;
-        case 's':
-            if (sscanf(optarg, "%d:%lf", &r, &v) == 2 && r >= 0 && r < MAXR)
-                g.skew_ns[r] = (int64_t)(v * 1000);
-            break;
-        case 'S':
-            sscanf(optarg, "%d:%lf", &g.straggler, &g.factor);
-            break;
-        case 'k':
-            sscanf(optarg, "%d:%ld", &g.skip_rank, &g.skip_seq);
-            break;
-        case 'c':
-            sscanf(optarg, "%d:%lf", &g.cut_rank, &g.cut_frac);
-            break;
-        case 'm':
-            g.missing = atoi(optarg);
-            break;
-        case 'j':
-            g.job_id = optarg;
-            break;
-        case 'w':
-            g.world = atoi(optarg);
-            break;
-        case 'n':
-            g.markers = 0;
-            break;
-        case 'p':
-            g.prefix = optarg;
-            break;
-        case 'P':
-            g.spelling = optarg;
-            break;
-        case 'D':
-            g.device_colls = 1;
-            break;
-        case 'x': {
-            char what[16] = "";
-            if (sscanf(optarg, "%d:%15s", &g.extreme_rank, what) != 2 ||
-                (strcmp(what, "time") != 0 && strcmp(what, "nelems") != 0))
-                return 2;
-            g.extreme_time = strcmp(what, "time") == 0;
-            break;
-        }
-        default:
-            return 2;
-        }
+    static job j;
+    const char *dir = NULL;
+    int rc = parse_options(argc, argv, &g, &dir);
+    if (rc == 0) {
+        mkdir(dir, 0755);
+        j.g = &g;
+        j.n = g.ranks;
+        j.xfer = alpha_ns + (int64_t)(2.0 * (j.n - 1) / j.n * (double)(bucket_count * 4) / beta);
+        simulate(&j);
     }
-    if (optind + 1 != argc || g.ranks < 1 || g.ranks > MAXR || g.buckets < 1 || g.ops < g.buckets)
-        return 2;
-    const char *dir = argv[optind];
-    mkdir(dir, 0755);
-    int n = g.ranks;
-    const uint64_t comm = 0xc0ffee1234ULL;
-    const int64_t launch = 4000, gapns = 1500, lat = 2500, alpha = 12000;
-    const double beta = 20.0;             /* bytes per ns */
-    const int64_t bucket_count = 1 << 20; /* floats */
-    int64_t bucket_bytes = bucket_count * 4;
-    int64_t xfer = alpha + (int64_t)(2.0 * (n - 1) / n * (double)bucket_bytes / beta);
-
-    evbuf ev[MAXR] = {{0}};
-    int64_t host_t[MAXR];
-    for (int r = 0; r < n; r++)
-        host_t[r] = 1000000000 + r * 777; /* true (aligned) time */
-    uint64_t corr[MAXR];
-    for (int r = 0; r < n; r++)
-        corr[r] = 1;
-    int64_t iter_start[64][MAXR];
-    int64_t comm_free[MAXR];
-    for (int r = 0; r < n; r++)
-        comm_free[r] = 0;
-    long seq = 0;
-    int per_bucket = g.ops / g.buckets;
-    for (int it = 0; it < g.iters && it < 64; it++) {
-        int64_t coll_launch[MAXR][64], coll_ready_kernel[MAXR][64];
-        for (int r = 0; r < n; r++) {
-            iter_start[it][r] = host_t[r];
-            int64_t t = host_t[r], kfree = 0;
-            int b = 0;
-            for (int k = 0; k < g.ops; k++) {
-                t += gapns;
-                dpro_event a = {0};
-                a.kind = DPRO_KIND_API;
-                a.subkind = DPRO_API_RUNTIME;
-                a.thread = 100;
-                a.name = 1; /* interned below: 1 cudaLaunchKernel */
-                a.start_ns = (uint64_t)t;
-                a.end_ns = (uint64_t)(t + launch);
-                a.correlation = corr[r]++;
-                a.stream = 7;
-                push(&ev[r], &a);
-                dpro_event d = {0};
-                d.kind = DPRO_KIND_KERNEL;
-                d.name = 10 + (uint32_t)(k % 7);
-                d.correlation = a.correlation;
-                d.stream = 7;
-                int64_t ks = t + lat > kfree ? t + lat : kfree;
-                d.start_ns = (uint64_t)ks;
-                kfree = ks + kernel_ns(k, r, &g);
-                d.end_ns = (uint64_t)kfree;
-                push(&ev[r], &d);
-                t += launch;
-                if ((k + 1) % per_bucket == 0 && b < g.buckets) {
-                    /* event record, stream wait, allreduce call */
-                    dpro_event e = {0};
-                    e.kind = DPRO_KIND_API;
-                    e.subkind = DPRO_API_RUNTIME;
-                    e.thread = 100;
-                    t += gapns;
-                    e.name = 2; /* cudaEventRecord */
-                    e.object = 0xe000 + (uint64_t)b;
-                    e.stream = 7;
-                    e.start_ns = (uint64_t)t;
-                    e.end_ns = (uint64_t)(t + 1000);
-                    push(&ev[r], &e);
-                    t += 1000 + gapns;
-                    e.name = 3; /* cudaStreamWaitEvent */
-                    e.stream = 13;
-                    e.start_ns = (uint64_t)t;
-                    e.end_ns = (uint64_t)(t + 1000);
-                    push(&ev[r], &e);
-                    t += 1000 + gapns;
-                    coll_launch[r][b] = t;
-                    coll_ready_kernel[r][b] = kfree;
-                    t += 6000;
-                    b++;
-                }
-            }
-            host_t[r] = t; /* the sync call starts here (after a gap) */
-        }
-        /* collectives, in order, across ranks */
-        int64_t coll_end[64];
-        for (int b = 0; b < g.buckets; b++) {
-            int64_t arr[MAXR], last = 0;
-            for (int r = 0; r < n; r++) {
-                int64_t a = coll_launch[r][b] + lat;
-                if (coll_ready_kernel[r][b] > a)
-                    a = coll_ready_kernel[r][b];
-                if (comm_free[r] > a)
-                    a = comm_free[r];
-                arr[r] = a;
-                last = a > last ? a : last;
-            }
-            coll_end[b] = last + xfer;
-            for (int r = 0; r < n; r++) {
-                comm_free[r] = coll_end[b];
-                int skip = r == g.skip_rank && seq == g.skip_seq;
-                dpro_event h = {0};
-                h.kind = DPRO_KIND_COLLECTIVE;
-                h.subkind = DPRO_COLL_ALLREDUCE;
-                h.thread = 100;
-                h.start_ns = (uint64_t)coll_launch[r][b];
-                h.end_ns = (uint64_t)(coll_launch[r][b] + 6000);
-                h.correlation = corr[r]++;
-                h.stream = 13;
-                h.comm = comm;
-                h.seq = (uint64_t)seq;
-                h.count = (uint64_t)bucket_count;
-                h.dtype = 7;
-                h.bytes = (uint64_t)bucket_bytes;
-                dpro_event d = {0};
-                d.kind = DPRO_KIND_KERNEL;
-                d.name = 4; /* nccl kernel */
-                d.correlation = h.correlation;
-                d.stream = 13;
-                d.start_ns = (uint64_t)arr[r];
-                d.end_ns = (uint64_t)coll_end[b];
-                if (g.device_colls) {
-                    h.value = DPRO_COLL_TIMING_DEVICE;
-                    h.start_ns = d.start_ns / 1000 * 1000;
-                    h.end_ns = (d.end_ns + 999) / 1000 * 1000;
-                }
-                if (!skip)
-                    push(&ev[r], &h);
-                if (!skip)
-                    push(&ev[r], &d);
-            }
-            seq++;
-        }
-        for (int r = 0; r < n; r++) {
-            int64_t t = host_t[r] + gapns;
-            dpro_event s = {0};
-            s.kind = DPRO_KIND_API;
-            s.subkind = DPRO_API_RUNTIME;
-            s.thread = 100;
-            s.name = 5; /* cudaStreamSynchronize */
-            s.stream = 13;
-            s.start_ns = (uint64_t)t;
-            int64_t e = coll_end[g.buckets - 1] > t ? coll_end[g.buckets - 1] : t;
-            s.end_ns = (uint64_t)(e + 3000);
-            push(&ev[r], &s);
-            host_t[r] = (int64_t)s.end_ns + 20000; /* optimizer step etc. on the host */
-            if (g.markers) {
-                dpro_event m = {0};
-                m.kind = DPRO_KIND_MARKER;
-                m.subkind = DPRO_MARK_RANGE;
-                m.thread = 100;
-                m.name = 20 + (uint32_t)it;
-                m.start_ns = (uint64_t)iter_start[it][r];
-                m.end_ns = (uint64_t)host_t[r];
-                push(&ev[r], &m);
-            }
-        }
+    for (int r = 0; rc == 0 && r < j.n; r++)
+        if (r != g.missing)
+            rc = write_rank(&j, r, dir);
+    if (rc == 0) {
+        printf("{\"iter_us\": %.3f, \"ranks\": %d, \"skew_us\": [", truth_iter_us(&j), j.n);
+        for (int r = 0; r < j.n; r++)
+            printf("%s%.3f", r ? ", " : "", (double)g.skew_ns[r] / 1000.0);
+        printf("]}\n");
     }
-    /* truth: mean iteration time over iterations 1.. of rank 0 */
-    double iter_us = 0;
-    int cnt = 0;
-    for (int it = 1; it + 1 < g.iters; it++, cnt++)
-        iter_us += (double)(iter_start[it + 1][0] - iter_start[it][0]) / 1000.0;
-    iter_us = cnt ? iter_us / cnt : 0;
-
-    for (int r = 0; r < n; r++) {
-        if (r == g.missing)
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s%d.dpro", dir, g.prefix, r);
-        remove(path);
-        dpro_writer *w;
-        char eb[256];
-        if (dpro_writer_open(path, NULL, &w, eb, sizeof eb) != DPRO_OK) {
-            fprintf(stderr, "gen_traces: %s\n", eb);
-            return 1;
-        }
-        uint32_t id;
-        static const char *names[] = {
-            "cudaLaunchKernel", "cudaEventRecord", "cudaStreamWaitEvent",
-            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
-            "cudaStreamSynchronize"};
-        for (int i = 0; i < 5; i++) {
-            char spelled[160];
-            snprintf(spelled, sizeof spelled, "%s%s", names[i], i == 3 ? "" : g.spelling);
-            dpro_writer_intern(w, spelled, &id); /* ids 1..5 */
-        }
-        for (int i = 6; i < 10; i++) {
-            char pad[16];
-            snprintf(pad, sizeof pad, "pad%d", i);
-            dpro_writer_intern(w, pad, &id);
-        }
-        for (int k = 0; k < 7; k++) {
-            char kn[128];
-            snprintf(kn, sizeof kn,
-                     "void at::native::kernel_%d<float, \"q\">(float const*, float*)", k);
-            dpro_writer_intern(w, kn, &id); /* 10..16 */
-        }
-        for (int i = 17; i < 20; i++) {
-            char pad[16];
-            snprintf(pad, sizeof pad, "pad%d", i);
-            dpro_writer_intern(w, pad, &id);
-        }
-        for (int it = 0; it < g.iters; it++) {
-            char nm[32];
-            snprintf(nm, sizeof nm, "iteration %d", it);
-            dpro_writer_intern(w, nm, &id); /* 20.. */
-        }
-        dpro_writer_set_meta(w, DPRO_META_SOURCE, "gen_traces");
-        dpro_writer_set_meta_int(w, DPRO_META_RANK, r);
-        dpro_writer_set_meta_int(w, DPRO_META_WORLD_SIZE, g.world ? g.world : n);
-        dpro_writer_set_meta(w, DPRO_META_JOB_ID, g.job_id);
-        dpro_writer_set_meta(w, DPRO_META_HOST, "genhost");
-        dpro_writer_add_thread(w, 100, "main");
-        dpro_comm_info ci = {.hash = comm, .rank = r, .size = n, .handle = 0x1000};
-        dpro_writer_add_comm(w, &ci);
-        qsort(ev[r].e, ev[r].n, sizeof *ev[r].e, cmp_start);
-        /* cut: drop events starting after fraction of the rank's time span */
-        int64_t first = ev[r].n ? (int64_t)ev[r].e[0].start_ns : 0, last = 0;
-        for (size_t i = 0; i < ev[r].n; i++)
-            if ((int64_t)ev[r].e[i].end_ns > last)
-                last = (int64_t)ev[r].e[i].end_ns;
-        int64_t cut =
-            r == g.cut_rank ? first + (int64_t)((double)(last - first) * g.cut_frac) : INT64_MAX;
-        int extreme_done = r != g.extreme_rank;
-        for (size_t i = 0; i < ev[r].n; i++) {
-            dpro_event e = ev[r].e[i];
-            if (!extreme_done && !g.extreme_time && e.kind == DPRO_KIND_COLLECTIVE) {
-                e.count = (uint64_t)INT64_MAX;
-                extreme_done = 1;
-            }
-            if (!extreme_done && g.extreme_time && i + 1 == ev[r].n) {
-                e.end_ns = (uint64_t)INT64_MAX - 1000;
-                extreme_done = 1;
-            }
-            if ((int64_t)e.start_ns > cut)
-                continue;
-            if ((int64_t)e.end_ns > cut && e.kind == DPRO_KIND_MARKER)
-                e.end_ns = 0;
-            e.start_ns = (uint64_t)((int64_t)e.start_ns - g.skew_ns[r]);
-            if (e.end_ns)
-                e.end_ns = (uint64_t)((int64_t)e.end_ns - g.skew_ns[r]);
-            dpro_writer_append(w, &e);
-        }
-        if (dpro_writer_close(w) != DPRO_OK) {
-            fprintf(stderr, "gen_traces: closing %s failed\n", path);
-            return 1;
-        }
-        free(ev[r].e);
-    }
-    printf("{\"iter_us\": %.3f, \"ranks\": %d, \"skew_us\": [", iter_us, n);
-    for (int r = 0; r < n; r++)
-        printf("%s%.3f", r ? ", " : "", (double)g.skew_ns[r] / 1000.0);
-    printf("]}\n");
-    return 0;
+    for (int r = 0; r < j.n; r++)
+        free(j.ev[r].e);
+    return rc;
 }
