@@ -2,9 +2,19 @@
 check_PROGRAMS += tests/unit/test_trace tests/unit/test_json tests/unit/test_classify
 TESTS += tests/unit/test_trace tests/unit/test_json tests/unit/test_classify \
 	tests/unit/test_dpro_info.sh
-tests_unit_test_trace_SOURCES = tests/unit/test_trace.c tests/unit/testutil.h
+tests_unit_test_trace_SOURCES = tests/unit/test_trace.c tests/unit/testutil.h \
+	tests/unit/trace_testlib.h
 tests_unit_test_trace_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS)
 tests_unit_test_trace_LDADD = schemas/libdprotrace.la $(SQLITE_LIBS) $(ZLIB_LIBS)
+# the codec's batches, and its launch configurations coded by kernel name
+check_PROGRAMS += tests/unit/test_trace_codec tests/unit/test_trace_launch
+TESTS += tests/unit/test_trace_codec tests/unit/test_trace_launch
+tests_unit_test_trace_codec_SOURCES = tests/unit/test_trace_codec.c tests/unit/testutil.h \
+	tests/unit/trace_testlib.h
+tests_unit_test_trace_codec_LDADD = schemas/libdprotrace.la $(ZLIB_LIBS)
+tests_unit_test_trace_launch_SOURCES = tests/unit/test_trace_launch.c tests/unit/testutil.h \
+	tests/unit/trace_testlib.h
+tests_unit_test_trace_launch_LDADD = schemas/libdprotrace.la $(ZLIB_LIBS)
 tests_unit_test_classify_SOURCES = tests/unit/test_classify.c tests/unit/testutil.h
 tests_unit_test_classify_LDADD = schemas/libdprotrace.la
 tests_unit_test_json_SOURCES = tests/unit/test_json.c tests/unit/testutil.h

@@ -12,10 +12,16 @@ noinst_LTLIBRARIES += tests/replay/libdprosynth.la
 tests_replay_libdprosynth_la_SOURCES = tests/replay/synth.c tests/replay/synth.h
 tests_replay_libdprosynth_la_LIBADD = replay/libdproreplay.la
 
-check_PROGRAMS += tests/replay/test_replay_unit tests/replay/gen_traces \
-	tests/replay/test_fidelity_unit
-tests_replay_test_replay_unit_SOURCES = tests/replay/test_replay_unit.c
-tests_replay_test_replay_unit_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la
+# the replay's pure parts: what it reads off measured times (align), the simulator and
+# the graph (sim), the builder's timing inference and send/recv matching (build)
+check_PROGRAMS += tests/replay/test_replay_align tests/replay/test_replay_sim \
+	tests/replay/test_replay_build tests/replay/gen_traces tests/replay/test_fidelity_unit
+tests_replay_test_replay_align_SOURCES = tests/replay/test_replay_align.c
+tests_replay_test_replay_align_LDADD = replay/libdproreplay.la $(LIBM)
+tests_replay_test_replay_sim_SOURCES = tests/replay/test_replay_sim.c
+tests_replay_test_replay_sim_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la $(LIBM)
+tests_replay_test_replay_build_SOURCES = tests/replay/test_replay_build.c
+tests_replay_test_replay_build_LDADD = replay/libdproreplay.la
 tests_replay_test_fidelity_unit_SOURCES = tests/replay/test_fidelity_unit.c
 tests_replay_test_fidelity_unit_LDADD = replay/libdproreplay.la $(LIBM)
 tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
@@ -29,7 +35,8 @@ tests_replay_test_replay_window_LDADD = replay/libdproreplay.la
 TESTS += tests/replay/test_replay_window.py
 dist_check_SCRIPTS += tests/replay/test_replay_window.py
 
-TESTS += tests/replay/test_replay_unit tests/replay/test_fidelity_unit \
+TESTS += tests/replay/test_replay_align tests/replay/test_replay_sim \
+	tests/replay/test_replay_build tests/replay/test_fidelity_unit \
 	tests/replay/test_replay_traces.py \
 	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
 	tests/replay/test_replay_kineto_whatif.py tests/replay/test_replay_p2p.py \

@@ -1,0 +1,132 @@
+/*
+ * trace_testlib.h: what the unit tests of libdprotrace share: random events using every
+ * field, exact codec round trips, and the byte-flip sweep of a batch's protobuf.
+ */
+#ifndef DPRO_TRACE_TESTLIB_H
+#define DPRO_TRACE_TESTLIB_H
+
+#include "dprotrace.h"
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* A random event using every field of its kind (and some it does not use). */
+static inline void
+random_event(uint64_t *seed, dpro_event *e, uint64_t *clock, int allow_unknown)
+{
+    memset(e, 0, sizeof *e);
+    e->kind = 1 + test_rand(seed) % DPRO_KIND_MAX_KNOWN;
+    if (allow_unknown && test_rand(seed) % 50 == 0)
+        e->kind = 100 + test_rand(seed) % 3;
+    *clock += test_rand(seed) % 20000;
+    e->start_ns = *clock;
+    e->end_ns = e->start_ns + test_rand(seed) % 100000;
+    e->subkind = test_rand(seed) % 8;
+    e->thread = (uint32_t)(1000 + test_rand(seed) % 4);
+    e->name = (uint32_t)(test_rand(seed) % 50);
+    e->name2 = (uint32_t)(test_rand(seed) % 3);
+    e->device = (uint32_t)(test_rand(seed) % 2);
+    e->correlation = test_rand(seed) % 3 ? test_rand(seed) % 1000000 : 0;
+    e->stream = test_rand(seed) % 2 ? 0x7f0000001000ull + test_rand(seed) % 4 : 0;
+    e->result = (int32_t)(test_rand(seed) % 5) - 2;
+    e->shared_mem = (uint32_t)(test_rand(seed) % 49152);
+    e->object = test_rand(seed);
+    e->bytes = test_rand(seed) >> (test_rand(seed) % 64);
+    e->address = test_rand(seed);
+    for (int i = 0; i < 3; i++) {
+        e->grid[i] = (uint32_t)test_rand(seed);
+        e->block[i] = (uint32_t)(test_rand(seed) % 1024);
+    }
+    e->comm = test_rand(seed);
+    e->seq = test_rand(seed) % 100;
+    e->count = test_rand(seed);
+    e->dtype = (uint32_t)(test_rand(seed) % 10);
+    e->redop = (uint32_t)(test_rand(seed) % 5);
+    e->peer = (int32_t)(test_rand(seed) % 9) - 1;
+    e->stack = (uint32_t)(test_rand(seed) % 7);
+    e->value = (int64_t)test_rand(seed);
+}
+
+static inline int
+event_equal(const dpro_event *a, const dpro_event *b)
+{
+    return memcmp(a, b, sizeof *a) == 0;
+}
+
+/* Encodes n events and decodes them again; returns 1 when every event came back equal
+ * (kind by kind, in order) and stores the compressed size in *zlen. */
+static inline int
+roundtrip_exact(const dpro_event *in, size_t n, size_t *zlen)
+{
+    uint8_t *blob = NULL;
+    size_t rawlen, nout = 0, matched = 0;
+    dpro_event *out = NULL;
+    char err[256];
+    *zlen = 0;
+    if (dpro_batch_encode(in, n, 6, &blob, zlen, &rawlen) != DPRO_OK)
+        return 0;
+    if (dpro_batch_decode(blob, *zlen, rawlen, &out, &nout, err, sizeof err) == DPRO_OK &&
+        nout == n) {
+        for (uint32_t k = 0; k < 200; k++) {
+            size_t j = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (in[i].kind != k)
+                    continue;
+                while (j < nout && out[j].kind != k)
+                    j++;
+                if (j < nout && event_equal(&in[i], &out[j]))
+                    matched++;
+                j++;
+            }
+        }
+    }
+    free(out);
+    free(blob);
+    return matched == n;
+}
+
+/* Compresses raw and decodes it; returns the status. */
+static inline int
+decode_raw(const uint8_t *raw, size_t rl, char *err, size_t errlen)
+{
+    uLongf zl = compressBound(rl);
+    uint8_t *z = malloc(zl);
+    dpro_event *out = NULL;
+    size_t nout = 0;
+    int rc = DPRO_ERR_NOMEM;
+    if (z && compress2(z, &zl, raw, rl, 6) == Z_OK)
+        rc = dpro_batch_decode(z, zl, rl, &out, &nout, err, errlen);
+    free(out);
+    free(z);
+    return rc;
+}
+
+/* Flips every byte of the protobuf raw[0..rl) three ways, compressing it again each time
+ * (so zlib does not catch it): each must decode or fail cleanly, and the sweep must see
+ * both. raw is restored. */
+static inline void
+flip_sweep(uint8_t *raw, size_t rl)
+{
+    static const uint8_t flips[] = {0x01, 0x80, 0xff};
+    char err[256];
+    int failures = 0, decoded = 0;
+    for (size_t i = 0; i < rl; i++) {
+        for (size_t f = 0; f < sizeof flips; f++) {
+            raw[i] ^= flips[f];
+            int rc = decode_raw(raw, rl, err, sizeof err);
+            if (rc == DPRO_OK)
+                decoded++;
+            else
+                failures++;
+            if (rc != DPRO_OK && rc != DPRO_ERR_CORRUPT && rc != DPRO_ERR_LIMIT &&
+                rc != DPRO_ERR_VERSION)
+                CHECK(!"unexpected status");
+            raw[i] ^= flips[f];
+        }
+    }
+    CHECK(failures > 0 && decoded > 0);
+}
+
+#endif
