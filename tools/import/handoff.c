@@ -358,9 +358,8 @@ imp_writer_options(dpro_writer_options *o)
 {
     memset(o, 0, sizeof(*o));
     o->exclusive_create = 1;
-    /* level 6: level 5 makes the writer thread 10 % cheaper (callgrind; about 1 % of the
-     * import's CPU) but costs one 512-byte page on the sampled 128-rank traces, which then
-     * miss the 4x-under-gzip goal (31,232 bytes against 31,062) */
+    /* level 6: the cheapest level that keeps the sampled 128-rank traces 4x smaller than
+     * their gzip'd JSON (the measurement: docs/figures.md, Importer) */
     o->zlib_level = 6;
     o->batch_events = IMP_WRITER_BATCH;
     o->page_size = 512; /* imported traces are often small: the fixed pages dominate */
