@@ -32,6 +32,8 @@
 #include "dprotrace.h"
 
 #define MAXR 64
+#define MAXITERS 64   /* iterations a job can have */
+#define MAXBUCKETS 64 /* all-reduce buckets per iteration */
 
 typedef struct gen {
     int ranks, iters, ops, buckets, world;
@@ -99,13 +101,13 @@ typedef struct job {
     evbuf ev[MAXR];
     int64_t host_t[MAXR]; /* where the rank's host thread is */
     uint64_t corr[MAXR];  /* the rank's next correlation id */
-    int64_t iter_start[64][MAXR];
+    int64_t iter_start[MAXITERS][MAXR];
     int64_t comm_free[MAXR]; /* when the rank's communication stream is free */
     long seq;                /* the next collective's sequence number */
     /* this iteration's collectives, per rank and bucket: when the call was made and when
      * the kernel it waits for ends; and per bucket when it ends on every rank */
-    int64_t coll_launch[MAXR][64], coll_ready_kernel[MAXR][64];
-    int64_t coll_end[64];
+    int64_t coll_launch[MAXR][MAXBUCKETS], coll_ready_kernel[MAXR][MAXBUCKETS];
+    int64_t coll_end[MAXBUCKETS];
 } job;
 
 /* Reads the options into g and the output directory into *dir. Returns 0, or 2 on a bad
@@ -196,6 +198,7 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
         }
     }
     if (rc == 0 && (optind + 1 != argc || g->ranks < 1 || g->ranks > MAXR || g->buckets < 1 ||
+                    g->buckets > MAXBUCKETS || g->iters < 1 || g->iters > MAXITERS ||
                     g->ops < g->buckets))
         rc = 2;
     if (rc == 0)
@@ -357,7 +360,7 @@ end_iteration(job *j, int it)
     }
 }
 
-/* Runs the job's iterations (at most 64) into j->ev. */
+/* Runs the job's iterations into j->ev. */
 static void
 simulate(job *j)
 {
@@ -367,7 +370,7 @@ simulate(job *j)
         j->corr[r] = 1;
         j->comm_free[r] = 0;
     }
-    for (int it = 0; it < g->iters && it < 64; it++) {
+    for (int it = 0; it < g->iters; it++) {
         for (int r = 0; r < j->n; r++) {
             j->iter_start[it][r] = j->host_t[r];
             launch_rank(j, r);
