@@ -197,9 +197,9 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
             rc = 2;
         }
     }
-    if (rc == 0 && (optind + 1 != argc || g->ranks < 1 || g->ranks > MAXR || g->buckets < 1 ||
-                    g->buckets > MAXBUCKETS || g->iters < 1 || g->iters > MAXITERS ||
-                    g->ops < g->buckets))
+    if (rc == 0 &&
+        (optind + 1 != argc || g->ranks < 1 || g->ranks > MAXR || g->buckets < 1 ||
+         g->buckets > MAXBUCKETS || g->iters < 1 || g->iters > MAXITERS || g->ops < g->buckets))
         rc = 2;
     if (rc == 0)
         *dir = argv[optind];
