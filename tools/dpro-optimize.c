@@ -60,6 +60,7 @@ usage(FILE *f)
                "                            CPUs, at most 16; the answer is the same for any N)\n"
                "      --short-kernel-us US  fusion candidates: kernels at most US long (50)\n"
                "      --kernel-fixed-us US  fixed cost per kernel when not fitted (3)\n"
+               "      --collective-model M  piecewise (default) or alpha-beta, as dpro-replay\n"
                "      --recompute-keep F    share of a recomputed layer's activations kept\n"
                "                            (0.125)\n"
                "      --what-if ARGS        evaluate one plan given as ddp-sim options\n"
@@ -233,6 +234,7 @@ parse_args(int argc, char **argv, args *a)
         {"force", no_argument, NULL, 'f'},
         {"partial", no_argument, NULL, 10},
         {"jobs", required_argument, NULL, 11},
+        {"collective-model", required_argument, NULL, 12},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -339,6 +341,11 @@ parse_args(int argc, char **argv, args *a)
             if (parse_long(optarg, 1, &lv) != 0 || lv > 1 << 20)
                 return bad_value("jobs", optarg);
             a->ro.jobs = (int)lv;
+            break;
+        case 12:
+            if (strcmp(optarg, "piecewise") != 0 && strcmp(optarg, "alpha-beta") != 0)
+                return bad_value("collective-model", optarg);
+            a->ro.coll_alpha_beta = strcmp(optarg, "alpha-beta") == 0;
             break;
         case 'h':
             usage(stdout);
@@ -515,6 +522,10 @@ print_json(const args *a, const state *st)
                                        : &rp->model.all;
         json_kv_double(&jw, "collective_alpha_us", fit->alpha_ns / 1000.0);
         json_kv_double(&jw, "collective_beta_gbps", fit->beta_bpns);
+        json_kv_string(&jw, "collective_model",
+                       rp->model.piecewise && fit->n_segs > 0 ? "piecewise" : "alpha-beta");
+        json_kv_int(&jw, "collective_segments", fit->n_segs);
+        json_kv_int(&jw, "collective_sizes", fit->n_sizes);
     }
     json_end_object(&jw);
     json_key(&jw, "unavailable");

@@ -48,6 +48,9 @@ usage(FILE *f)
                "      --measured-collectives  collectives and send/recv exchanges take their\n"
                "                         measured transfer time instead of the fitted cost\n"
                "                         model's\n"
+               "      --collective-model M  piecewise (default: per size range, the\n"
+               "                         regime changes found in the trace) or alpha-beta\n"
+               "                         (one latency and bandwidth per operation)\n"
                "      --what-if-scale-kernels F  also predict the iteration time if every kernel\n"
                "                         took F times as long (0.5: a device twice as fast;\n"
                "                         collectives, copies and host time "
@@ -131,6 +134,7 @@ parse_args(int argc, char **argv, args *a)
         {"job", required_argument, NULL, 'J'},
         {"jobs", required_argument, NULL, 'T'},
         {"measured-collectives", no_argument, NULL, 'M'},
+        {"collective-model", required_argument, NULL, 'G'},
         {"warmup", required_argument, NULL, 'w'},
         {"what-if-scale-kernels", required_argument, NULL, 'K'},
         {"what-if-class", required_argument, NULL, 'C'},
@@ -189,6 +193,13 @@ parse_args(int argc, char **argv, args *a)
             break;
         case 'M':
             a->ro.coll_duration = REPLAY_COLL_MEASURED;
+            break;
+        case 'G':
+            if (strcmp(optarg, "piecewise") != 0 && strcmp(optarg, "alpha-beta") != 0) {
+                pr_err("--collective-model takes piecewise or alpha-beta, not '%s'", optarg);
+                return 2;
+            }
+            a->ro.coll_alpha_beta = strcmp(optarg, "alpha-beta") == 0;
             break;
         case 'w':
             a->ro.warmup = (int32_t)strtol(optarg, &end, 10);
@@ -404,6 +415,24 @@ json_models(json_writer *j, const report *rep)
         json_kv_double(j, "bandwidth_GBps", f->beta_bpns);
         json_kv_int(j, "samples", f->n_samples);
         json_kv_double(j, "mape_pct", f->mape);
+        json_kv_string(j, "used",
+                       rp->model.piecewise && f->n_segs > 0 ? "piecewise" : "alpha-beta");
+        json_kv_int(j, "sizes", f->n_sizes);
+        json_kv_double(j, "piecewise_mape_pct", f->pw_mape);
+        json_kv_double(j, "size_noise_pct", 100.0 * f->noise_rel);
+        json_key(j, "segments");
+        json_begin_array(j);
+        for (int32_t k = 0; k < f->n_segs; k++) {
+            const costmodel_segment *sg = &f->seg[k];
+            json_begin_object(j);
+            json_kv_double(j, "from_bytes", sg->lo);
+            json_kv_double(j, "to_bytes", sg->hi);
+            json_kv_double(j, "alpha_us", sg->alpha_ns / 1000.0);
+            json_kv_double(j, "bandwidth_GBps", sg->beta_bpns);
+            json_kv_int(j, "sizes", sg->sizes);
+            json_end_object(j);
+        }
+        json_end_array(j);
         json_end_object(j);
     }
     json_end_array(j);

@@ -106,6 +106,89 @@ test_costmodel(void)
     CHECK(dpro_nccl_dtype_size(7) == 4 && dpro_nccl_dtype_size(9) == 2);
 }
 
+/* The known piecewise truth of test_costmodel_piecewise: three regimes (a latency-bound
+ * protocol, a middle one, a bandwidth-bound one) of an all-reduce on 2 ranks (factor 1). */
+static double
+pw_truth(double x)
+{
+    if (x < 65536)
+        return 10000 + x / 2.0;
+    if (x < (1 << 20))
+        return 30000 + x / 20.0;
+    return 60000 + x / 150.0;
+}
+
+static void
+test_costmodel_piecewise(void)
+{
+    costmodel_sample s[512];
+    size_t n = 0;
+    /* sizes 4 KiB .. 64 MiB at powers of 2 and 1.5 x those, 8 samples each, 1 % noise */
+    for (int e = 12; e <= 26; e++)
+        for (int h = 0; h < 2; h++)
+            for (int r = 0; r < 8; r++) {
+                int64_t bytes = h ? (int64_t)3 << (e - 1) : (int64_t)1 << e;
+                double t = pw_truth((double)bytes);
+                s[n++] = (costmodel_sample){DPRO_COLL_ALLREDUCE, 2, bytes,
+                                            (int64_t)(t * (1 + (double)noise(1000) / 1e5))};
+            }
+    costmodel m;
+    CHECK(costmodel_fit_samples(&m, s, n) == 0);
+    const costmodel_fit *f = &m.op[DPRO_COLL_ALLREDUCE];
+    CHECK(m.piecewise && f->n_sizes == 30);
+    /* the regime changes are found where they are */
+    CHECK_EQ(f->n_segs, 3);
+    CHECK(f->seg[0].hi < 65536 && f->seg[1].lo >= 65536);
+    CHECK(f->seg[1].hi < (1 << 20) && f->seg[2].lo >= (1 << 20));
+    CHECK(fabs(f->seg[2].beta_bpns - 150) < 5 && fabs(f->seg[0].alpha_ns - 10000) < 500);
+    /* sizes never seen (inside the regimes, and past the largest): within 3 %; the single
+     * alpha-beta line misses some of them by far more */
+    double worst_pw = 0, worst_ab = 0;
+    const int64_t held[] = {5000,   20000,   50000,    100000,   300000,
+                            700000, 2000000, 10000000, 100000000};
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) {
+        double want = pw_truth((double)held[i]);
+        m.piecewise = 1;
+        double e1 = fabs((double)costmodel_predict(&m, DPRO_COLL_ALLREDUCE, 2, held[i]) - want);
+        m.piecewise = 0;
+        double e0 = fabs((double)costmodel_predict(&m, DPRO_COLL_ALLREDUCE, 2, held[i]) - want);
+        worst_pw = fmax(worst_pw, e1 / want);
+        worst_ab = fmax(worst_ab, e0 / want);
+    }
+    CHECK(worst_pw < 0.03);
+    CHECK(worst_ab > 0.2);
+    /* between two segments: on the straight line joining their ends */
+    m.piecewise = 1;
+    double lo = costmodel_piecewise_at(f, f->seg[0].hi),
+           hi = costmodel_piecewise_at(f, f->seg[1].lo);
+    double mid = costmodel_piecewise_at(f, (f->seg[0].hi + f->seg[1].lo) / 2);
+    CHECK(fabs(mid - (lo + hi) / 2) < 1);
+
+    /* thin data: one line (no regime is invented from noise) over 3 sizes of one regime */
+    n = 0;
+    for (int r = 0; r < 30; r++) {
+        int64_t bytes = (int64_t)(2 + r % 3) << 20;
+        s[n++] = (costmodel_sample){
+            DPRO_COLL_ALLREDUCE, 2, bytes,
+            (int64_t)(pw_truth((double)bytes) * (1 + (double)noise(2000) / 1e5))};
+    }
+    CHECK(costmodel_fit_samples(&m, s, n) == 0);
+    CHECK_EQ(m.op[DPRO_COLL_ALLREDUCE].n_segs, 1);
+    CHECK(fabs((double)costmodel_predict(&m, DPRO_COLL_ALLREDUCE, 2, 8 << 20) - pw_truth(8 << 20)) /
+              pw_truth(8 << 20) <
+          0.03);
+    /* one size: through that point; an op without samples: the global fit */
+    n = 0;
+    for (int r = 0; r < 5; r++)
+        s[n++] = (costmodel_sample){DPRO_COLL_BROADCAST, 2, 1 << 20, 50000};
+    CHECK(costmodel_fit_samples(&m, s, n) == 0);
+    CHECK_EQ(m.op[DPRO_COLL_BROADCAST].n_segs, 1);
+    CHECK_EQ(costmodel_predict(&m, DPRO_COLL_BROADCAST, 2, 1 << 20), 50000);
+    CHECK_EQ(costmodel_predict(&m, DPRO_COLL_BROADCAST, 2, 2 << 20), 100000);
+    CHECK(m.op[DPRO_COLL_ALLGATHER].n_segs == 0 &&
+          costmodel_predict(&m, DPRO_COLL_ALLGATHER, 2, 2 << 20) == 50000);
+}
+
 static void
 test_iter(void)
 {
@@ -994,6 +1077,7 @@ main(void)
 {
     test_align();
     test_costmodel();
+    test_costmodel_piecewise();
     test_iter();
     test_sim_tiny();
     test_sim_wakeup();
