@@ -124,6 +124,12 @@ typedef struct strategy_eval {
  * the models above). */
 void strategy_apply(workload *w, const strategy_plan *p);
 
+/* The fusion chains' kernels of the compared iterations, per iteration and rank: their
+ * measured device time (*chain_ns) and that of the kernels operator fusion makes of them
+ * (*fused_ns, with the model in force: workload.h opt.fusion_fixed). Leaves w->g on the
+ * baseline. */
+void strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns);
+
 /* Applies p, simulates into res (zeroed before first use, reusable) and fills *out.
  * Returns 0, or -1 when out of memory or the iterations are not covered. */
 int strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out);

@@ -17,6 +17,7 @@ workload_default_options(workload_options *o)
 {
     o->short_kernel_us = 50;
     o->kernel_fixed_us = 3;
+    o->fusion_fixed = 0;
     o->recompute_keep = 0.125;
     o->kernel_samples = NULL;
     o->n_kernel_samples = 0;
@@ -233,6 +234,63 @@ free_rank_info(rank_info *ri, int32_t n_ranks)
     free(ri);
 }
 
+static int
+cmp_sample_at(const void *pa, const void *pb)
+{
+    const workload_kernel_sample *a = pa, *b = pb;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    return (a->t_ns > b->t_ns) - (a->t_ns < b->t_ns);
+}
+
+static int
+cmp_hinge_key(const void *pk, const void *ph)
+{
+    uint64_t k = *(const uint64_t *)pk, h = ((const workload_hinge *)ph)->key;
+    return (k > h) - (k < h);
+}
+
+/* The per-name hinges (workload_fit_hinges) of the caller's kernel samples, and each
+ * kernel node's launch size and hinge: its sample is the one of its rank that started
+ * at its measured start. Returns 0 or -1 (out of memory). */
+static int
+fusion_hinges(workload *w, const dfg *g)
+{
+    workload_fusion *fu = &w->fusion;
+    size_t n = w->opt.n_kernel_samples;
+    workload_kernel_sample *s = w->opt.kernel_samples;
+    fu->node_threads = calloc((size_t)g->n_nodes + 1, sizeof *fu->node_threads);
+    fu->node_hinge = malloc(sizeof *fu->node_hinge * ((size_t)g->n_nodes + 1));
+    if (!fu->node_threads || !fu->node_hinge)
+        return -1;
+    for (int32_t d = 0; d < g->n_nodes; d++)
+        fu->node_hinge[d] = -1;
+    fu->n_hinges = workload_fit_hinges(s, n, &fu->hinges);
+    if (fu->n_hinges < 0) {
+        fu->n_hinges = 0;
+        return -1;
+    }
+    if (!s || n == 0)
+        return 0;
+    qsort(s, n, sizeof *s, cmp_sample_at);
+    for (int32_t d = 0; d < g->n_nodes; d++) {
+        if (!alive(g, d) || g->kind[d] != DFG_KERNEL)
+            continue;
+        workload_kernel_sample key = {.rank = dfg_rank(g, d), .t_ns = g->mstart[d]};
+        const workload_kernel_sample *m = bsearch(&key, s, n, sizeof *s, cmp_sample_at);
+        if (!m)
+            continue;
+        fu->node_threads[d] = m->threads;
+        const workload_hinge *h =
+            fu->n_hinges > 0
+                ? bsearch(&m->key, fu->hinges, (size_t)fu->n_hinges, sizeof *h, cmp_hinge_key)
+                : NULL;
+        if (h)
+            fu->node_hinge[d] = (int32_t)(h - fu->hinges);
+    }
+    return 0;
+}
+
 int
 workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int32_t iter_last,
                  const costmodel *model, memest *mem, int32_t mem_rank, const workload_options *opt)
@@ -276,14 +334,25 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         w->fusion.kernel_fixed_ns = w->fusion.fixed_fit.c0_ns;
     else
         w->fusion.kernel_fixed_ns = w->opt.kernel_fixed_us * NS_PER_US;
+    if (fusion_hinges(w, g) != 0)
+        goto out;
     w->opt.kernel_samples = NULL; /* the caller's, valid during this call only */
     w->opt.n_kernel_samples = 0;
     if (shortest > 0 && shortest < w->fusion.kernel_fixed_ns)
         w->fusion.kernel_fixed_ns = shortest;
 
-    if (workload_find_chains(w) != 0 || workload_find_units(w, ri) != 0 ||
-        workload_find_layers(w, ri, mem_rank) != 0 || workload_find_gradients(w) != 0 ||
-        workload_idle_wake_latency(w) != 0)
+    if (workload_find_chains(w) != 0)
+        goto out;
+    for (int32_t c = 0; c < w->fusion.n_chains; c++) {
+        int32_t a = w->fusion.chain_off[c], b = w->fusion.chain_off[c + 1], ok = 1;
+        int32_t hi = w->fusion.node_hinge[w->fusion.chain_node[a]];
+        for (int32_t i = a; i < b && ok; i++)
+            ok = hi >= 0 && w->fusion.node_hinge[w->fusion.chain_node[i]] == hi &&
+                 w->fusion.node_threads[w->fusion.chain_node[i]] > 0;
+        w->fusion.chains_by_hinge += ok && !w->opt.fusion_fixed;
+    }
+    if (workload_find_units(w, ri) != 0 || workload_find_layers(w, ri, mem_rank) != 0 ||
+        workload_find_gradients(w) != 0 || workload_idle_wake_latency(w) != 0)
         goto out;
     int64_t kernels = 0, from_graphs = 0;
     for (int32_t d = 0; d < g->n_nodes; d++) {
@@ -411,6 +480,9 @@ workload_free(workload *w)
     free(w->bwd_thread);
     free(w->fusion.chain_off);
     free(w->fusion.chain_node);
+    free(w->fusion.hinges);
+    free(w->fusion.node_threads);
+    free(w->fusion.node_hinge);
     free(w->buckets.unit_bytes);
     free(w->buckets.group_unit);
     free(w->buckets.group_hosts);

@@ -61,6 +61,8 @@ usage(FILE *f)
                "      --short-kernel-us US  fusion candidates: kernels at most US long (50)\n"
                "      --kernel-fixed-us US  fixed cost per kernel when not fitted (3)\n"
                "      --collective-model M  piecewise (default) or alpha-beta, as dpro-replay\n"
+               "      --fusion-model M      hinge (default: each kernel name's time over its\n"
+               "                            launch sizes) or fixed (one fixed cost per kernel)\n"
                "      --recompute-keep F    share of a recomputed layer's activations kept\n"
                "                            (0.125)\n"
                "      --what-if ARGS        evaluate one plan given as ddp-sim options\n"
@@ -198,6 +200,7 @@ typedef struct state {
     search_result sr;
     memest mem;
     int32_t mem_rank;
+    double chain_ns, fused_ns; /* strategy_fusion_summary */
 } state;
 
 /* Reports a bad option value; returns the usage exit status. */
@@ -235,6 +238,7 @@ parse_args(int argc, char **argv, args *a)
         {"partial", no_argument, NULL, 10},
         {"jobs", required_argument, NULL, 11},
         {"collective-model", required_argument, NULL, 12},
+        {"fusion-model", required_argument, NULL, 13},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -347,6 +351,11 @@ parse_args(int argc, char **argv, args *a)
                 return bad_value("collective-model", optarg);
             a->ro.coll_alpha_beta = strcmp(optarg, "alpha-beta") == 0;
             break;
+        case 13:
+            if (strcmp(optarg, "hinge") != 0 && strcmp(optarg, "fixed") != 0)
+                return bad_value("fusion-model", optarg);
+            wo->fusion_fixed = strcmp(optarg, "fixed") == 0;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -398,6 +407,7 @@ analyze(args *a, state *st)
         pr_err("the compared iterations cannot be simulated");
         return 1;
     }
+    strategy_fusion_summary(&st->w, &st->chain_ns, &st->fused_ns);
     return 0;
 }
 
@@ -511,6 +521,11 @@ print_json(const args *a, const state *st)
     json_kv_string(&jw, "partition_bytes",
                    w->buckets.layer_grad ? "gradient_sizes" : "backward_time");
     json_kv_int(&jw, "fusion_chains", w->fusion.n_chains);
+    json_kv_string(&jw, "fusion_model", w->opt.fusion_fixed ? "fixed" : "hinge");
+    json_kv_int(&jw, "kernel_hinge_names", w->fusion.n_hinges);
+    json_kv_int(&jw, "fusion_chains_hinge", w->fusion.chains_by_hinge);
+    json_kv_double(&jw, "fusion_chain_kernels_us", st->chain_ns / 1000.0);
+    json_kv_double(&jw, "fusion_fused_kernels_us", st->fused_ns / 1000.0);
     json_kv_int(&jw, "bucket_units", w->buckets.n_units);
     json_kv_int(&jw, "layers", w->layers.n_layers);
     json_kv_int(&jw, "recompute_sites", w->layers.n_sites);
