@@ -20,6 +20,7 @@
 #include "dpro_log.h"
 #include "json_writer.h"
 #include "replay/chrome.h"
+#include "replay/contention.h"
 #include "replay/inputs.h"
 #include "replay/kernels.h"
 #include "replay/replay.h"
@@ -403,6 +404,24 @@ json_models(json_writer *j, const report *rep)
     json_kv_double(j, "residual_max_us", rp->align.residual_max_us);
     json_kv_int(j, "unaligned_ranks", rp->align.n_unaligned);
     json_end_object(j);
+    contention ct;
+    if (contention_measure(&rp->graph, &ct) == 0) {
+        const contention_fit *cf[2] = {&ct.comp, &ct.comm};
+        const char *ck[2] = {"compute_by_communication", "communication_by_compute"};
+        json_key(j, "contention");
+        json_begin_object(j);
+        for (int i = 0; i < 2; i++) {
+            json_key(j, ck[i]);
+            json_begin_object(j);
+            json_kv_bool(j, "fitted", cf[i]->fitted);
+            json_kv_double(j, "factor", cf[i]->k);
+            json_kv_int(j, "samples", cf[i]->samples);
+            json_kv_int(j, "informative", cf[i]->informative);
+            json_kv_double(j, "mean_overlap", cf[i]->mean_f);
+            json_end_object(j);
+        }
+        json_end_object(j);
+    }
     json_key(j, "collective_model");
     json_begin_array(j);
     for (int op = 1; op < COSTMODEL_OPS; op++) {

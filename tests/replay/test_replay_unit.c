@@ -17,6 +17,7 @@
 #include "dprotrace.h"
 #include "replay/align.h"
 #include "replay/build.h"
+#include "replay/contention.h"
 #include "replay/costmodel.h"
 #include "replay/dfg.h"
 #include "replay/iter.h"
@@ -187,6 +188,104 @@ test_costmodel_piecewise(void)
     CHECK_EQ(costmodel_predict(&m, DPRO_COLL_BROADCAST, 2, 2 << 20), 100000);
     CHECK(m.op[DPRO_COLL_ALLGATHER].n_segs == 0 &&
           costmodel_predict(&m, DPRO_COLL_ALLGATHER, 2, 2 << 20) == 50000);
+}
+
+/* Overlap of [a, b] with [c, e], as a fraction of b - a. */
+static double
+olap_frac(double a, double b, double c, double e)
+{
+    double x = a > c ? a : c, y = b < e ? b : e;
+    return y > x && b > a ? (y - x) / (b - a) : 0;
+}
+
+/* A job of `iters` iterations on one rank: 10 compute kernels per iteration at fixed
+ * starts (each place its own length), and one collective whose transfer starts at a time
+ * that moves between iterations; compute kernels are stretched by 1 + kp f (f: their
+ * overlap with the transfer) and the transfer by 1 + kc f (its overlap with compute). */
+static int
+build_contention_job(dfg *g, int iters, double kp, double kc)
+{
+    if (dfg_init(g, 1) != 0)
+        return -1;
+    int32_t th = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, dfg_intern(g, "main"));
+    int32_t cs = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, dfg_intern(g, "stream 7"));
+    int32_t ms = dfg_add_resource(g, DFG_RES_STREAM, 0, 8, dfg_intern(g, "stream 8"));
+    int32_t nm_h = dfg_intern(g, "cudaStreamSynchronize"), nm_k = dfg_intern(g, "gemm");
+    int32_t nm_c = dfg_intern(g, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+    int32_t bounds[64];
+    for (int it = 0; it <= iters && it < 63; it++) {
+        double T = it * 1e6;
+        int32_t h = dfg_add_node(g, DFG_HOST, th, nm_h);
+        g->mstart[h] = (int64_t)T;
+        g->mend[h] = (int64_t)T + 1000;
+        bounds[it] = h;
+        if (it == iters)
+            break;
+        double c0 = T + 100e3 + (double)((it * 37) % 23) * 20e3, c1 = c0 + 150e3;
+        double ks[10], ke[10];
+        for (int k = 0; k < 10; k++) {
+            ks[k] = T + 20e3 + k * 80e3;
+            ke[k] = ks[k] + 40e3 + 2e3 * k;
+        }
+        for (int round = 0; round < 4; round++) { /* the stretches see each other */
+            double fc = 0;
+            for (int k = 0; k < 10; k++)
+                fc += olap_frac(c0, c1, ks[k], ke[k]);
+            double ne[10];
+            for (int k = 0; k < 10; k++)
+                ne[k] = ks[k] + (40e3 + 2e3 * k) * (1 + kp * olap_frac(ks[k], ke[k], c0, c1));
+            c1 = c0 + 150e3 * (1 + kc * fc);
+            memcpy(ke, ne, sizeof ke);
+        }
+        for (int k = 0; k < 10; k++) {
+            int32_t d = dfg_add_node(g, DFG_KERNEL, cs, nm_k);
+            g->mstart[d] = (int64_t)ks[k];
+            g->mend[d] = (int64_t)ke[k];
+        }
+        int32_t q =
+            dfg_add_group(g, DPRO_COLL_ALLREDUCE, 1, 1 << 20, 5, (uint64_t)it, (int64_t)(c1 - c0));
+        int32_t c = dfg_add_node(g, DFG_KERNEL, ms, nm_c);
+        if (q < 0 || c < 0)
+            return -1;
+        dfg_set_group(g, c, q);
+        g->mstart[c] = (int64_t)c0;
+        g->mend[c] = (int64_t)c1;
+    }
+    return dfg_set_iterations(g, 0, bounds, iters + 1) == 0 ? dfg_finalize(g) : -1;
+}
+
+static void
+test_contention(void)
+{
+    dfg g;
+    contention c;
+    REQUIRE(build_contention_job(&g, 60, 0.3, 0.2) == 0);
+    CHECK(contention_measure(&g, &c) == 0);
+    CHECK(c.comp.fitted && c.comm.fitted);
+    CHECK(c.comp.informative >= CONTENTION_MIN_SAMPLES);
+    CHECK(fabs(c.comp.k - 0.3) < 0.05);
+    CHECK(fabs(c.comm.k - 0.2) < 0.05);
+    /* the overlaps of a schedule: kernel 0 of iteration 1 starts before any transfer */
+    double *fn = malloc(sizeof *fn * (size_t)g.n_nodes),
+           *fg = malloc(sizeof *fg * (size_t)g.n_groups);
+    REQUIRE(fn && fg);
+    CHECK(contention_overlaps(&g, g.mstart, g.mend, NULL, fn, fg) == 0);
+    CHECK(fn[0] < 0);       /* a host call */
+    CHECK(fn[12 + 1] == 0); /* iteration 1's first kernel, before its transfer */
+    CHECK(fg[0] > 0 && fg[0] <= 1);
+    free(fn);
+    free(fg);
+    dfg_free(&g);
+    /* no contention in the data: none measured */
+    REQUIRE(build_contention_job(&g, 60, 0, 0) == 0);
+    CHECK(contention_measure(&g, &c) == 0);
+    CHECK(c.comp.fitted && c.comp.k < 0.01 && c.comm.k < 0.01);
+    dfg_free(&g);
+    /* thin data (2 iterations): not fitted, no factor */
+    REQUIRE(build_contention_job(&g, 2, 0.3, 0.2) == 0);
+    CHECK(contention_measure(&g, &c) == 0);
+    CHECK(!c.comp.fitted && c.comp.k == 0 && !c.comm.fitted);
+    dfg_free(&g);
 }
 
 static void
@@ -1078,6 +1177,7 @@ main(void)
     test_align();
     test_costmodel();
     test_costmodel_piecewise();
+    test_contention();
     test_iter();
     test_sim_tiny();
     test_sim_wakeup();
