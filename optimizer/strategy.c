@@ -359,6 +359,37 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
     return (dev > host ? dev : host) / (double)n_iter;
 }
 
+/* Contention (workload.h, replay/contention.h): the simulated schedule res of g overlaps
+ * compute and transfers otherwise than the trace did; each compute kernel of the trace
+ * takes dur x (1 + k_comp f) / (1 + k_comp f_measured), each collective's transfer
+ * x (1 + k_comm f) / (1 + k_comm f_measured) (a new group: the groups' mean measured
+ * overlap, what the cost model was fitted at), f the overlap in res; then g is simulated
+ * again into res. Returns 0, 1 when nothing is to correct, -1 out of memory. */
+static int
+correct_contention(const workload *w, dfg *g, sim_result *res)
+{
+    double kp = w->contention.comp.fitted ? w->contention.comp.k : 0;
+    double kc = w->contention.comm.fitted ? w->contention.comm.k : 0;
+    if (w->opt.no_contention || (kp <= 0 && kc <= 0))
+        return 1;
+    double *fn = malloc(sizeof *fn * ((size_t)g->n_nodes + 1));
+    double *fg = malloc(sizeof *fg * ((size_t)g->n_groups + 1));
+    int rc = fn && fg ? contention_overlaps(g, res->start, res->end, res->grp_arrival, fn, fg) : -1;
+    for (int32_t d = 0; rc == 0 && kp > 0 && d < g->n_nodes && d < w->n_nodes; d++)
+        if (fn[d] >= 0 && w->f_meas[d] >= 0)
+            g->dur[d] =
+                (int64_t)llround((double)g->dur[d] * (1 + kp * fn[d]) / (1 + kp * w->f_meas[d]));
+    for (int32_t q = 0; rc == 0 && kc > 0 && q < g->n_groups; q++) {
+        double fm = q < w->n_groups ? w->f_grp_meas[q] : w->f_grp_mean;
+        g->grp_dur[q] = (int64_t)llround((double)g->grp_dur[q] * (1 + kc * fg[q]) / (1 + kc * fm));
+    }
+    free(fn);
+    free(fg);
+    if (rc == 0)
+        rc = sim_run(g, res);
+    return rc;
+}
+
 int
 strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out)
 {
@@ -375,12 +406,14 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
         if (partition_build(&in, p, &part, &out->n_buckets) != 0)
             return -1;
         int rc = sim_run(&part, res);
+        if (rc == 0 && correct_contention(w, &part, res) < 0)
+            rc = -1;
         dfg_free(&part);
         if (rc != 0)
             return -1;
     } else {
         out->n_buckets = strategy_bucket_count(w, p);
-        if (sim_run(w->g, res) != 0)
+        if (sim_run(w->g, res) != 0 || correct_contention(w, w->g, res) < 0)
             return -1;
     }
     double t = workload_iteration_ns(w, res);

@@ -18,6 +18,7 @@ workload_default_options(workload_options *o)
     o->short_kernel_us = 50;
     o->kernel_fixed_us = 3;
     o->fusion_fixed = 0;
+    o->no_contention = 1;
     o->recompute_keep = 0.125;
     o->kernel_samples = NULL;
     o->n_kernel_samples = 0;
@@ -291,6 +292,22 @@ fusion_hinges(workload *w, const dfg *g)
     return 0;
 }
 
+/* The contention factors and the measured overlaps (workload.h). Returns 0 or -1. */
+static int
+measure_contention(workload *w, const dfg *g)
+{
+    w->f_meas = malloc(sizeof *w->f_meas * ((size_t)g->n_nodes + 1));
+    w->f_grp_meas = malloc(sizeof *w->f_grp_meas * ((size_t)g->n_groups + 1));
+    if (!w->f_meas || !w->f_grp_meas || contention_measure(g, &w->contention) != 0 ||
+        contention_overlaps(g, g->mstart, g->mend, NULL, w->f_meas, w->f_grp_meas) != 0)
+        return -1;
+    double s = 0;
+    for (int32_t q = 0; q < g->n_groups; q++)
+        s += w->f_grp_meas[q];
+    w->f_grp_mean = g->n_groups > 0 ? s / g->n_groups : 0;
+    return 0;
+}
+
 int
 workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int32_t iter_last,
                  const costmodel *model, memest *mem, int32_t mem_rank, const workload_options *opt)
@@ -335,6 +352,8 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
     else
         w->fusion.kernel_fixed_ns = w->opt.kernel_fixed_us * NS_PER_US;
     if (fusion_hinges(w, g) != 0)
+        goto out;
+    if (measure_contention(w, g) != 0)
         goto out;
     w->opt.kernel_samples = NULL; /* the caller's, valid during this call only */
     w->opt.n_kernel_samples = 0;
@@ -481,6 +500,8 @@ workload_free(workload *w)
     free(w->fusion.chain_off);
     free(w->fusion.chain_node);
     free(w->fusion.hinges);
+    free(w->f_meas);
+    free(w->f_grp_meas);
     free(w->fusion.node_threads);
     free(w->fusion.node_hinge);
     free(w->buckets.unit_bytes);

@@ -52,6 +52,7 @@
 #include <stdint.h>
 
 #include "optimizer/memest.h"
+#include "replay/contention.h"
 #include "replay/costmodel.h"
 #include "replay/dfg.h"
 #include "replay/sim.h"
@@ -76,6 +77,7 @@ typedef struct workload_kernel_sample {
 
 typedef struct workload_options {
     double short_kernel_us; /* fusion candidates: kernels at most this long (50) */
+    int no_contention;      /* 1 (default): no contention correction (--contention) */
     int fusion_fixed;       /* 1: price every fused kernel with the fixed-cost formula,
                                not the kernel's fitted hinge (--fusion-model fixed) */
     double kernel_fixed_us; /* prior of the per-kernel fixed cost (3), used when the
@@ -231,6 +233,12 @@ typedef struct workload {
     workload_buckets buckets;
     workload_layers layers;
     workload_capture capture;
+
+    /* contention (replay/contention.h), measured on the trace; f_meas: each compute
+     * kernel's measured overlap with transfers (-1 other nodes), f_grp_meas each group's
+     * with compute, f_grp_mean their mean */
+    contention contention;
+    double *f_meas, *f_grp_meas, f_grp_mean;
 
     /* baseline */
     double measured_iter_ns; /* simulated on the graph as the replay built it */

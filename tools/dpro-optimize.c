@@ -61,6 +61,9 @@ usage(FILE *f)
                "      --short-kernel-us US  fusion candidates: kernels at most US long (50)\n"
                "      --kernel-fixed-us US  fixed cost per kernel when not fitted (3)\n"
                "      --collective-model M  piecewise (default) or alpha-beta, as dpro-replay\n"
+               "      --contention on|off   correct the plans for compute/communication\n"
+               "                            contention measured in the trace (default off:\n"
+               "                            its gain is not shown, docs/models.md)\n"
                "      --fusion-model M      hinge (default: each kernel name's time over its\n"
                "                            launch sizes) or fixed (one fixed cost per kernel)\n"
                "      --recompute-keep F    share of a recomputed layer's activations kept\n"
@@ -239,6 +242,7 @@ parse_args(int argc, char **argv, args *a)
         {"jobs", required_argument, NULL, 11},
         {"collective-model", required_argument, NULL, 12},
         {"fusion-model", required_argument, NULL, 13},
+        {"contention", required_argument, NULL, 14},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -355,6 +359,11 @@ parse_args(int argc, char **argv, args *a)
             if (strcmp(optarg, "hinge") != 0 && strcmp(optarg, "fixed") != 0)
                 return bad_value("fusion-model", optarg);
             wo->fusion_fixed = strcmp(optarg, "fixed") == 0;
+            break;
+        case 14:
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
+                return bad_value("contention", optarg);
+            wo->no_contention = strcmp(optarg, "off") == 0;
             break;
         case 'h':
             usage(stdout);
@@ -524,6 +533,11 @@ print_json(const args *a, const state *st)
     json_kv_string(&jw, "fusion_model", w->opt.fusion_fixed ? "fixed" : "hinge");
     json_kv_int(&jw, "kernel_hinge_names", w->fusion.n_hinges);
     json_kv_int(&jw, "fusion_chains_hinge", w->fusion.chains_by_hinge);
+    json_kv_string(&jw, "contention_correction", w->opt.no_contention ? "off" : "on");
+    json_kv_double(&jw, "contention_compute_factor",
+                   w->contention.comp.fitted ? w->contention.comp.k : 0);
+    json_kv_double(&jw, "contention_communication_factor",
+                   w->contention.comm.fitted ? w->contention.comm.k : 0);
     json_kv_double(&jw, "fusion_chain_kernels_us", st->chain_ns / 1000.0);
     json_kv_double(&jw, "fusion_fused_kernels_us", st->fused_ns / 1000.0);
     json_kv_int(&jw, "bucket_units", w->buckets.n_units);
