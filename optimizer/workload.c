@@ -260,36 +260,34 @@ fusion_hinges(workload *w, const dfg *g)
     workload_fusion *fu = &w->fusion;
     size_t n = w->opt.n_kernel_samples;
     workload_kernel_sample *s = w->opt.kernel_samples;
+    int rc = 0;
     fu->node_threads = calloc((size_t)g->n_nodes + 1, sizeof *fu->node_threads);
     fu->node_hinge = malloc(sizeof *fu->node_hinge * ((size_t)g->n_nodes + 1));
     if (!fu->node_threads || !fu->node_hinge)
-        return -1;
-    for (int32_t d = 0; d < g->n_nodes; d++)
+        rc = -1;
+    for (int32_t d = 0; rc == 0 && d < g->n_nodes; d++)
         fu->node_hinge[d] = -1;
-    fu->n_hinges = workload_fit_hinges(s, n, &fu->hinges);
-    if (fu->n_hinges < 0) {
+    if (rc == 0 && (fu->n_hinges = workload_fit_hinges(s, n, &fu->hinges)) < 0) {
         fu->n_hinges = 0;
-        return -1;
+        rc = -1;
     }
-    if (!s || n == 0)
-        return 0;
-    qsort(s, n, sizeof *s, cmp_sample_at);
-    for (int32_t d = 0; d < g->n_nodes; d++) {
+    if (rc == 0 && s && n > 0)
+        qsort(s, n, sizeof *s, cmp_sample_at);
+    for (int32_t d = 0; rc == 0 && s && n > 0 && d < g->n_nodes; d++) {
         if (!alive(g, d) || g->kind[d] != DFG_KERNEL)
             continue;
         workload_kernel_sample key = {.rank = dfg_rank(g, d), .t_ns = g->mstart[d]};
         const workload_kernel_sample *m = bsearch(&key, s, n, sizeof *s, cmp_sample_at);
-        if (!m)
-            continue;
-        fu->node_threads[d] = m->threads;
         const workload_hinge *h =
-            fu->n_hinges > 0
+            m && fu->n_hinges > 0
                 ? bsearch(&m->key, fu->hinges, (size_t)fu->n_hinges, sizeof *h, cmp_hinge_key)
                 : NULL;
+        if (m)
+            fu->node_threads[d] = m->threads;
         if (h)
             fu->node_hinge[d] = (int32_t)(h - fu->hinges);
     }
-    return 0;
+    return rc;
 }
 
 /* The contention factors and the measured overlaps (workload.h). Returns 0 or -1. */

@@ -144,15 +144,14 @@ int32_t
 workload_fit_hinges(workload_kernel_sample *s, size_t n, workload_hinge **out)
 {
     *out = NULL;
-    if (!s || n == 0)
-        return 0;
-    qsort(s, n, sizeof *s, cmp_sample);
-    double *x = malloc(sizeof *x * n), *y = malloc(sizeof *y * n);
+    if (s && n > 0)
+        qsort(s, n, sizeof *s, cmp_sample);
+    double *x = malloc(sizeof *x * (n + 1)), *y = malloc(sizeof *y * (n + 1));
     workload_hinge *h = NULL;
     int32_t nh = 0, cap = 0, rc = 0;
     if (!x || !y)
         rc = -1;
-    for (size_t a = 0; a < n && rc == 0;) {
+    for (size_t a = 0; s && a < n && rc == 0;) {
         size_t b = a;
         while (b < n && s[b].key == s[a].key)
             b++;
@@ -202,7 +201,8 @@ workload_fit_hinges(workload_kernel_sample *s, size_t n, workload_hinge **out)
     free(y);
     if (rc != 0) {
         free(h);
-        return -1;
+        h = NULL;
+        nh = -1;
     }
     *out = h;
     return nh;

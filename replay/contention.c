@@ -197,14 +197,10 @@ fit_factor(sample *s, size_t n, contention_fit *f)
     double *tmp = malloc(sizeof *tmp * (n + 1));
     size_t m = 0;
     double sum_f = 0;
-    if (!x || !y || !tmp) {
-        free(x);
-        free(y);
-        free(tmp);
-        return -1;
-    }
-    qsort(s, n, sizeof *s, cmp_sample);
-    for (size_t i = 0; i < n;) {
+    int rc = x && y && tmp ? 0 : -1;
+    if (rc == 0)
+        qsort(s, n, sizeof *s, cmp_sample);
+    for (size_t i = 0; rc == 0 && i < n;) {
         size_t j = i;
         while (j < n && cmp_sample(&s[i], &s[j]) == 0)
             j++;
@@ -231,7 +227,7 @@ fit_factor(sample *s, size_t n, contention_fit *f)
     }
     f->samples = (int64_t)m;
     f->mean_f = m ? sum_f / (double)m : 0;
-    if (f->informative >= CONTENTION_MIN_SAMPLES) {
+    if (rc == 0 && f->informative >= CONTENTION_MIN_SAMPLES) {
         double sxx = 0, sxy = 0;
         for (size_t i = 0; i < m; i++) {
             sxx += x[i] * x[i];
@@ -256,7 +252,7 @@ fit_factor(sample *s, size_t n, contention_fit *f)
     free(x);
     free(y);
     free(tmp);
-    return 0;
+    return rc;
 }
 
 int
