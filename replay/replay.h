@@ -35,19 +35,19 @@ enum replay_coll_duration {
 };
 
 typedef struct replay_options {
-    const char *job_id;  /* see job_options */
-    int32_t iterations;  /* steady iterations to compare (0: all steady ones) */
-    int32_t warmup;      /* iterations to skip, numbered as the markers are (iteration
-                          * k closes at boundary k; 0 is not measurable), -1: detect */
-    int coll_duration;   /* enum replay_coll_duration */
-    size_t max_events;   /* per rank, 0: no limit */
-    double drop_edges;   /* TEST ONLY (replay_drop_edges): the fraction of dependency edges
-                          * dropped before the timing is fitted; 0 (the default): none */
-    int jobs;            /* threads loading ranks (job_options.jobs; 0: the CPUs) */
-    int full_load;       /* load every event even when only `iterations` are compared
-                          * (job_options.full) */
-    int coll_alpha_beta; /* price collectives with the one-line alpha-beta fit instead of
-                          * the piecewise model (costmodel.h) */
+    const char *job_id; /* see job_options */
+    int32_t iterations; /* steady iterations to compare (0: all steady ones) */
+    int32_t warmup;     /* iterations to skip, numbered as the markers are (iteration
+                         * k closes at boundary k; 0 is not measurable), -1: detect */
+    int coll_duration;  /* enum replay_coll_duration */
+    size_t max_events;  /* per rank, 0: no limit */
+    double drop_edges;  /* TEST ONLY (replay_drop_edges): the fraction of dependency edges
+                         * dropped before the timing is fitted; 0 (the default): none */
+    int jobs;           /* threads loading ranks (job_options.jobs; 0: the CPUs) */
+    int full_load;      /* load every event even when only `iterations` are compared
+                         * (job_options.full) */
+    int coll_ab;        /* 1: price collectives with the one-line alpha-beta fit, not the
+                         * piecewise model (costmodel.h) */
 } replay_options;
 
 /* Iterations found on one rank. */

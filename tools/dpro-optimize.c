@@ -353,7 +353,7 @@ parse_args(int argc, char **argv, args *a)
         case 12:
             if (strcmp(optarg, "piecewise") != 0 && strcmp(optarg, "alpha-beta") != 0)
                 return bad_value("collective-model", optarg);
-            a->ro.coll_alpha_beta = strcmp(optarg, "alpha-beta") == 0;
+            a->ro.coll_ab = strcmp(optarg, "alpha-beta") == 0;
             break;
         case 13:
             if (strcmp(optarg, "hinge") != 0 && strcmp(optarg, "fixed") != 0)

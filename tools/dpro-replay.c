@@ -200,7 +200,7 @@ parse_args(int argc, char **argv, args *a)
                 pr_err("--collective-model takes piecewise or alpha-beta, not '%s'", optarg);
                 return 2;
             }
-            a->ro.coll_alpha_beta = strcmp(optarg, "alpha-beta") == 0;
+            a->ro.coll_ab = strcmp(optarg, "alpha-beta") == 0;
             break;
         case 'w':
             a->ro.warmup = (int32_t)strtol(optarg, &end, 10);
