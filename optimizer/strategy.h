@@ -20,7 +20,10 @@
  *   fused kernel      a chain k1..km of kernels of durations t_i becomes one kernel of
  *                     sum(t_i) - sum_{i>=2} min(t_i, c0): each kernel but one stops paying
  *                     the per-kernel fixed cost c0 (workload.h: the prior, at most the
- *                     shortest kernel of the trace); the device idle gaps inside the chain
+ *                     shortest kernel of the trace), unless the chain's kernels have a
+ *                     fitted hinge (workload.h, workload_hinge h of their name): then
+ *                     h(sum threads) x sum(t_i) / sum h(threads_i), at least max t_i;
+ *                     the device idle gaps inside the chain
  *                     and the m-1 host launch calls (their cost and gaps) disappear;
  *   CUDA graph        (the limit case of fusion) every host call that launches the step's
  *                     kernels or collectives, records or waits for events, or runs on the
@@ -51,7 +54,11 @@
  *                     optimizer) plus k-1 micro-batches without them, each taking
  *                     max(device time of its forward and backward kernels, host time of
  *                     their launches);
- *   memory            memest_predict (memest.h).
+ *   memory            memest_predict (memest.h);
+ *   contention        with opt.no_contention clear, each simulated plan is corrected for
+ *                     the compute/communication overlap it changes (replay/contention.h:
+ *                     a kernel x (1 + k f_sim) / (1 + k f_measured), likewise each
+ *                     transfer) and simulated again.
  */
 #ifndef DPRO_OPTIMIZER_STRATEGY_H
 #define DPRO_OPTIMIZER_STRATEGY_H
