@@ -508,6 +508,53 @@ test_tensor(void)
     dfg_free(&g);
 }
 
+/* The contention correction (strategy.h): with a compute factor, a plan's kernels that
+ * overlap transfers in its simulated schedule more than measured get longer, those that
+ * overlap less get shorter; off (the default) or without a fitted factor, nothing moves. */
+static void
+test_contention_correction(void)
+{
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    REQUIRE(synth_job(&g, 200, 8) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    CHECK(w.opt.no_contention == 1);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.bucket_cap = p.first_cap = 4; /* every unit alone */
+    strategy_eval plain, more, less, off;
+    CHECK(strategy_evaluate(&w, &p, &res, &plain) == 0);
+    int32_t kernels = 0;
+    for (int32_t d = 0; d < g.n_nodes; d++) /* the synthetic job has no measured times */
+        if (g.kind[d] == DFG_KERNEL) {
+            w.f_meas[d] = 0; /* as if no kernel overlapped a transfer in the trace */
+            kernels++;
+        }
+    CHECK(kernels > 0);
+    w.contention.comp.fitted = 1;
+    w.contention.comp.k = 0.5;
+    CHECK(strategy_evaluate(&w, &p, &res, &off) == 0); /* still off */
+    CHECK(off.iter_ns == plain.iter_ns);
+    w.opt.no_contention = 0;
+    CHECK(strategy_evaluate(&w, &p, &res, &more) == 0);
+    CHECK(more.iter_ns > plain.iter_ns);
+    for (int32_t d = 0; d < g.n_nodes; d++)
+        if (w.f_meas[d] >= 0)
+            w.f_meas[d] = 1; /* as if every kernel overlapped one */
+    CHECK(strategy_evaluate(&w, &p, &res, &less) == 0);
+    CHECK(less.iter_ns < plain.iter_ns);
+    w.contention.comp.fitted = 0; /* thin data: no factor */
+    CHECK(strategy_evaluate(&w, &p, &res, &off) == 0);
+    CHECK(off.iter_ns == plain.iter_ns);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 /* Kernel of rank r's iteration `it` span (all its compute kernels: the synthetic job
  * has one thread, so no backward phase) at which fraction f of the bytes is ready. */
 static int32_t
@@ -1066,6 +1113,7 @@ main(void)
     test_search_deterministic();
     test_fixed_cost_fit();
     test_hinge_fit();
+    test_contention_correction();
     test_match_gradients();
     test_partition_gradients();
     return tests_done();
