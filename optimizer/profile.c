@@ -117,6 +117,7 @@ profile_kernel_samples(const replay *rp, workload_kernel_sample **out)
         return -1;
     for (int32_t r = 0; r < rp->job.n_ranks; r++) {
         const job_rank *jr = &rp->job.ranks[r];
+        int64_t off = rp->align.offset_ns && r < rp->align.n_ranks ? rp->align.offset_ns[r] : 0;
         for (size_t i = 0; i < jr->n_events; i++) {
             const dpro_event *e = &jr->events[i];
             double threads = (double)e->grid[0] * e->grid[1] * e->grid[2] * e->block[0] *
@@ -126,6 +127,8 @@ profile_kernel_samples(const replay *rp, workload_kernel_sample **out)
             s[k].key = (uint64_t)(uint32_t)r << 32 | e->name;
             s[k].threads = threads;
             s[k].dur_ns = (int64_t)(e->end_ns - e->start_ns);
+            s[k].rank = r;
+            s[k].t_ns = (int64_t)e->start_ns + off - rp->time_origin;
             k++;
         }
     }

@@ -146,13 +146,42 @@ apply_accumulation(dfg *g, const uint8_t *phase, const workload_fusion *fu, int3
     }
 }
 
+/* The fused kernel of chain c by its name's hinge (workload.h): h(sum of the threads) x
+ * (sum of the durations / sum of h(threads)), the hinge scaled to what this chain's
+ * kernels measured, and at least its longest kernel; -1 when a kernel of the chain has no
+ * hinge, another name's or no launch size. */
+static double
+hinge_fused(const dfg *g, const workload_fusion *fu, int32_t c)
+{
+    int32_t a = fu->chain_off[c], b = fu->chain_off[c + 1];
+    int32_t hi = fu->node_hinge ? fu->node_hinge[fu->chain_node[a]] : -1;
+    double threads = 0, dur = 0, model = 0, longest = 0;
+    if (hi < 0)
+        return -1;
+    const workload_hinge *h = &fu->hinges[hi];
+    for (int32_t i = a; i < b; i++) {
+        int32_t m = fu->chain_node[i];
+        if (fu->node_hinge[m] != hi || fu->node_threads[m] <= 0)
+            return -1;
+        threads += fu->node_threads[m];
+        dur += (double)g->dur[m];
+        model += workload_hinge_at(h, fu->node_threads[m]);
+        longest = (double)g->dur[m] > longest ? (double)g->dur[m] : longest;
+    }
+    if (model <= 0)
+        return -1;
+    double t = workload_hinge_at(h, threads) * dur / model;
+    return t > longest ? t : longest;
+}
+
 static void
-apply_fusion(dfg *g, const workload_fusion *fu)
+apply_fusion(dfg *g, const workload_fusion *fu, int fixed_only)
 {
     double c0 = fu->kernel_fixed_ns;
     for (int32_t c = 0; c < fu->n_chains; c++) {
         int32_t a = fu->chain_off[c], b = fu->chain_off[c + 1];
         int32_t first = fu->chain_node[a];
+        double by_hinge = fixed_only ? -1 : hinge_fused(g, fu, c);
         double fused = (double)g->dur[first];
         for (int32_t i = a + 1; i < b; i++) {
             int32_t m = fu->chain_node[i];
@@ -165,7 +194,7 @@ apply_fusion(dfg *g, const workload_fusion *fu)
             if (h != hp)
                 zero_host(g, h); /* not when a graph launch runs the whole chain */
         }
-        g->dur[first] = (int64_t)llround(fused);
+        g->dur[first] = (int64_t)llround(by_hinge >= 0 ? by_hinge : fused);
     }
 }
 
@@ -261,13 +290,43 @@ strategy_apply(workload *w, const strategy_plan *p)
     if (p->accum_k > 1)
         apply_accumulation(w->g, w->phase, &w->fusion, p->accum_k);
     if (p->fuse && w->fusion.n_chains > 0)
-        apply_fusion(w->g, &w->fusion);
+        apply_fusion(w->g, &w->fusion, w->opt.fusion_fixed);
     if (strategy_n_recomputed(p) > 0 && w->layers.n_sites > 0)
         apply_recompute(w->g, &w->layers, p);
     if (p->bucket_cap >= 0 && strategy_tensor_available(w) && !partition_splits(&w->buckets, p))
         apply_buckets(w->g, &w->buckets, p); /* a splitting plan: partition_build, on a copy */
     if (p->cuda_graph)
         apply_cuda_graph(w->g, &w->capture, w->iter, w->phase);
+}
+
+void
+strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
+{
+    strategy_plan p;
+    const workload_fusion *fu = &w->fusion;
+    double before = 0, after = 0;
+    int64_t n_iter =
+        (int64_t)(w->iter_last - w->iter_first + 1) * (w->work->n_ranks > 0 ? w->work->n_ranks : 1);
+    strategy_plan_baseline(&p);
+    strategy_apply(w, &p);
+    for (int32_t c = 0; c < fu->n_chains; c++) {
+        int32_t first = fu->chain_node[fu->chain_off[c]];
+        if (w->iter[first] < w->iter_first || w->iter[first] > w->iter_last)
+            continue;
+        for (int32_t i = fu->chain_off[c]; i < fu->chain_off[c + 1]; i++)
+            before += (double)w->g->dur[fu->chain_node[i]];
+    }
+    p.fuse = 1;
+    strategy_apply(w, &p);
+    for (int32_t c = 0; c < fu->n_chains; c++) {
+        int32_t first = fu->chain_node[fu->chain_off[c]];
+        if (w->iter[first] >= w->iter_first && w->iter[first] <= w->iter_last)
+            after += (double)w->g->dur[first];
+    }
+    p.fuse = 0;
+    strategy_apply(w, &p);
+    *chain_ns = n_iter > 0 ? before / (double)n_iter : 0;
+    *fused_ns = n_iter > 0 ? after / (double)n_iter : 0;
 }
 
 /* Per micro-batch without synchronisation: max(device time of the forward and backward
@@ -300,6 +359,37 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
     return (dev > host ? dev : host) / (double)n_iter;
 }
 
+/* Contention (workload.h, replay/contention.h): the simulated schedule res of g overlaps
+ * compute and transfers otherwise than the trace did; each compute kernel of the trace
+ * takes dur x (1 + k_comp f) / (1 + k_comp f_measured), each collective's transfer
+ * x (1 + k_comm f) / (1 + k_comm f_measured) (a new group: the groups' mean measured
+ * overlap, what the cost model was fitted at), f the overlap in res; then g is simulated
+ * again into res. Returns 0, 1 when nothing is to correct, -1 out of memory. */
+static int
+correct_contention(const workload *w, dfg *g, sim_result *res)
+{
+    double kp = w->contention.comp.fitted ? w->contention.comp.k : 0;
+    double kc = w->contention.comm.fitted ? w->contention.comm.k : 0;
+    if (w->opt.no_contention || (kp <= 0 && kc <= 0))
+        return 1;
+    double *fn = malloc(sizeof *fn * ((size_t)g->n_nodes + 1));
+    double *fg = malloc(sizeof *fg * ((size_t)g->n_groups + 1));
+    int rc = fn && fg ? contention_overlaps(g, res->start, res->end, res->grp_arrival, fn, fg) : -1;
+    for (int32_t d = 0; rc == 0 && kp > 0 && d < g->n_nodes && d < w->n_nodes; d++)
+        if (fn[d] >= 0 && w->f_meas[d] >= 0)
+            g->dur[d] =
+                (int64_t)llround((double)g->dur[d] * (1 + kp * fn[d]) / (1 + kp * w->f_meas[d]));
+    for (int32_t q = 0; rc == 0 && kc > 0 && q < g->n_groups; q++) {
+        double fm = q < w->n_groups ? w->f_grp_meas[q] : w->f_grp_mean;
+        g->grp_dur[q] = (int64_t)llround((double)g->grp_dur[q] * (1 + kc * fg[q]) / (1 + kc * fm));
+    }
+    free(fn);
+    free(fg);
+    if (rc == 0)
+        rc = sim_run(g, res);
+    return rc;
+}
+
 int
 strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out)
 {
@@ -316,12 +406,14 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
         if (partition_build(&in, p, &part, &out->n_buckets) != 0)
             return -1;
         int rc = sim_run(&part, res);
+        if (rc == 0 && correct_contention(w, &part, res) < 0)
+            rc = -1;
         dfg_free(&part);
         if (rc != 0)
             return -1;
     } else {
         out->n_buckets = strategy_bucket_count(w, p);
-        if (sim_run(w->g, res) != 0)
+        if (sim_run(w->g, res) != 0 || correct_contention(w, w->g, res) < 0)
             return -1;
     }
     double t = workload_iteration_ns(w, res);

@@ -20,7 +20,10 @@
  *   fused kernel      a chain k1..km of kernels of durations t_i becomes one kernel of
  *                     sum(t_i) - sum_{i>=2} min(t_i, c0): each kernel but one stops paying
  *                     the per-kernel fixed cost c0 (workload.h: the prior, at most the
- *                     shortest kernel of the trace); the device idle gaps inside the chain
+ *                     shortest kernel of the trace), unless the chain's kernels have a
+ *                     fitted hinge (workload.h, workload_hinge h of their name): then
+ *                     h(sum threads) x sum(t_i) / sum h(threads_i), at least max t_i;
+ *                     the device idle gaps inside the chain
  *                     and the m-1 host launch calls (their cost and gaps) disappear;
  *   CUDA graph        (the limit case of fusion) every host call that launches the step's
  *                     kernels or collectives, records or waits for events, or runs on the
@@ -51,7 +54,11 @@
  *                     optimizer) plus k-1 micro-batches without them, each taking
  *                     max(device time of its forward and backward kernels, host time of
  *                     their launches);
- *   memory            memest_predict (memest.h).
+ *   memory            memest_predict (memest.h);
+ *   contention        with opt.no_contention clear, each simulated plan is corrected for
+ *                     the compute/communication overlap it changes (replay/contention.h:
+ *                     a kernel x (1 + k f_sim) / (1 + k f_measured), likewise each
+ *                     transfer) and simulated again.
  */
 #ifndef DPRO_OPTIMIZER_STRATEGY_H
 #define DPRO_OPTIMIZER_STRATEGY_H
@@ -123,6 +130,12 @@ typedef struct strategy_eval {
  * and there is one, else w->work), resets it to the baseline and writes p into it (see
  * the models above). */
 void strategy_apply(workload *w, const strategy_plan *p);
+
+/* The fusion chains' kernels of the compared iterations, per iteration and rank: their
+ * measured device time (*chain_ns) and that of the kernels operator fusion makes of them
+ * (*fused_ns, with the model in force: workload.h opt.fusion_fixed). Leaves w->g on the
+ * baseline. */
+void strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns);
 
 /* Applies p, simulates into res (zeroed before first use, reusable) and fills *out.
  * Returns 0, or -1 when out of memory or the iterations are not covered. */

@@ -17,6 +17,8 @@ workload_default_options(workload_options *o)
 {
     o->short_kernel_us = 50;
     o->kernel_fixed_us = 3;
+    o->fusion_fixed = 0;
+    o->no_contention = 1;
     o->recompute_keep = 0.125;
     o->kernel_samples = NULL;
     o->n_kernel_samples = 0;
@@ -233,6 +235,77 @@ free_rank_info(rank_info *ri, int32_t n_ranks)
     free(ri);
 }
 
+static int
+cmp_sample_at(const void *pa, const void *pb)
+{
+    const workload_kernel_sample *a = pa, *b = pb;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    return (a->t_ns > b->t_ns) - (a->t_ns < b->t_ns);
+}
+
+static int
+cmp_hinge_key(const void *pk, const void *ph)
+{
+    uint64_t k = *(const uint64_t *)pk, h = ((const workload_hinge *)ph)->key;
+    return (k > h) - (k < h);
+}
+
+/* The per-name hinges (workload_fit_hinges) of the caller's kernel samples, and each
+ * kernel node's launch size and hinge: its sample is the one of its rank that started
+ * at its measured start. Returns 0 or -1 (out of memory). */
+static int
+fusion_hinges(workload *w, const dfg *g)
+{
+    workload_fusion *fu = &w->fusion;
+    size_t n = w->opt.n_kernel_samples;
+    workload_kernel_sample *s = w->opt.kernel_samples;
+    int rc = 0;
+    fu->node_threads = calloc((size_t)g->n_nodes + 1, sizeof *fu->node_threads);
+    fu->node_hinge = malloc(sizeof *fu->node_hinge * ((size_t)g->n_nodes + 1));
+    if (!fu->node_threads || !fu->node_hinge)
+        rc = -1;
+    for (int32_t d = 0; rc == 0 && d < g->n_nodes; d++)
+        fu->node_hinge[d] = -1;
+    if (rc == 0 && (fu->n_hinges = workload_fit_hinges(s, n, &fu->hinges)) < 0) {
+        fu->n_hinges = 0;
+        rc = -1;
+    }
+    if (rc == 0 && s && n > 0)
+        qsort(s, n, sizeof *s, cmp_sample_at);
+    for (int32_t d = 0; rc == 0 && s && n > 0 && d < g->n_nodes; d++) {
+        if (!alive(g, d) || g->kind[d] != DFG_KERNEL)
+            continue;
+        workload_kernel_sample key = {.rank = dfg_rank(g, d), .t_ns = g->mstart[d]};
+        const workload_kernel_sample *m = bsearch(&key, s, n, sizeof *s, cmp_sample_at);
+        const workload_hinge *h =
+            m && fu->n_hinges > 0
+                ? bsearch(&m->key, fu->hinges, (size_t)fu->n_hinges, sizeof *h, cmp_hinge_key)
+                : NULL;
+        if (m)
+            fu->node_threads[d] = m->threads;
+        if (h)
+            fu->node_hinge[d] = (int32_t)(h - fu->hinges);
+    }
+    return rc;
+}
+
+/* The contention factors and the measured overlaps (workload.h). Returns 0 or -1. */
+static int
+measure_contention(workload *w, const dfg *g)
+{
+    w->f_meas = malloc(sizeof *w->f_meas * ((size_t)g->n_nodes + 1));
+    w->f_grp_meas = malloc(sizeof *w->f_grp_meas * ((size_t)g->n_groups + 1));
+    if (!w->f_meas || !w->f_grp_meas || contention_measure(g, &w->contention) != 0 ||
+        contention_overlaps(g, g->mstart, g->mend, NULL, w->f_meas, w->f_grp_meas) != 0)
+        return -1;
+    double s = 0;
+    for (int32_t q = 0; q < g->n_groups; q++)
+        s += w->f_grp_meas[q];
+    w->f_grp_mean = g->n_groups > 0 ? s / g->n_groups : 0;
+    return 0;
+}
+
 int
 workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int32_t iter_last,
                  const costmodel *model, memest *mem, int32_t mem_rank, const workload_options *opt)
@@ -276,14 +349,27 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         w->fusion.kernel_fixed_ns = w->fusion.fixed_fit.c0_ns;
     else
         w->fusion.kernel_fixed_ns = w->opt.kernel_fixed_us * NS_PER_US;
+    if (fusion_hinges(w, g) != 0)
+        goto out;
+    if (measure_contention(w, g) != 0)
+        goto out;
     w->opt.kernel_samples = NULL; /* the caller's, valid during this call only */
     w->opt.n_kernel_samples = 0;
     if (shortest > 0 && shortest < w->fusion.kernel_fixed_ns)
         w->fusion.kernel_fixed_ns = shortest;
 
-    if (workload_find_chains(w) != 0 || workload_find_units(w, ri) != 0 ||
-        workload_find_layers(w, ri, mem_rank) != 0 || workload_find_gradients(w) != 0 ||
-        workload_idle_wake_latency(w) != 0)
+    if (workload_find_chains(w) != 0)
+        goto out;
+    for (int32_t c = 0; c < w->fusion.n_chains; c++) {
+        int32_t a = w->fusion.chain_off[c], b = w->fusion.chain_off[c + 1], ok = 1;
+        int32_t hi = w->fusion.node_hinge[w->fusion.chain_node[a]];
+        for (int32_t i = a; i < b && ok; i++)
+            ok = hi >= 0 && w->fusion.node_hinge[w->fusion.chain_node[i]] == hi &&
+                 w->fusion.node_threads[w->fusion.chain_node[i]] > 0;
+        w->fusion.chains_by_hinge += ok && !w->opt.fusion_fixed;
+    }
+    if (workload_find_units(w, ri) != 0 || workload_find_layers(w, ri, mem_rank) != 0 ||
+        workload_find_gradients(w) != 0 || workload_idle_wake_latency(w) != 0)
         goto out;
     int64_t kernels = 0, from_graphs = 0;
     for (int32_t d = 0; d < g->n_nodes; d++) {
@@ -411,6 +497,11 @@ workload_free(workload *w)
     free(w->bwd_thread);
     free(w->fusion.chain_off);
     free(w->fusion.chain_node);
+    free(w->fusion.hinges);
+    free(w->f_meas);
+    free(w->f_grp_meas);
+    free(w->fusion.node_threads);
+    free(w->fusion.node_hinge);
     free(w->buckets.unit_bytes);
     free(w->buckets.group_unit);
     free(w->buckets.group_hosts);

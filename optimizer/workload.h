@@ -52,6 +52,7 @@
 #include <stdint.h>
 
 #include "optimizer/memest.h"
+#include "replay/contention.h"
 #include "replay/costmodel.h"
 #include "replay/dfg.h"
 #include "replay/sim.h"
@@ -70,10 +71,15 @@ typedef struct workload_kernel_sample {
                        share a key or not, the fit groups by key) */
     double threads; /* grid x block: threads launched (> 0) */
     int64_t dur_ns; /* measured duration */
+    int32_t rank;   /* its rank */
+    int64_t t_ns;   /* its start on the graph's clock (dfg mstart) */
 } workload_kernel_sample;
 
 typedef struct workload_options {
     double short_kernel_us; /* fusion candidates: kernels at most this long (50) */
+    int no_contention;      /* 1 (default): no contention correction (--contention) */
+    int fusion_fixed;       /* 1: price every fused kernel with the fixed-cost formula,
+                               not the kernel's fitted hinge (--fusion-model fixed) */
     double kernel_fixed_us; /* prior of the per-kernel fixed cost (3), used when the
                                kernel samples cannot be fitted (workload_fit_fixed_cost) */
     double recompute_keep;  /* share of a recomputed layer's activations kept (0.125) */
@@ -103,6 +109,33 @@ typedef struct workload_fixed_fit {
  * median duration)^2), clamped at 0. Fills *fit; returns fit->names. */
 int32_t workload_fit_fixed_cost(workload_kernel_sample *s, size_t n, workload_fixed_fit *fit);
 
+/*
+ * The kernel-time model of one kernel name over its launch sizes (the hinge):
+ *   duration = c0 + c1 * max(threads, ts)
+ * flat below ts threads (a grid too small to fill the device: a latency-bound kernel
+ * takes the same time whatever its size), linear above (bandwidth- or compute-bound).
+ * Fitted per name on the median duration of each thread count: for every candidate ts
+ * among the name's thread counts (the smallest: a plain line) c0 and c1 by least squares
+ * of the relative error, the ts with the least error kept. A name takes part with the
+ * conditions of workload_fit_fixed_cost (WORKLOAD_FIT_MIN_SIZES thread counts spanning
+ * a factor >= 2) and c1 > 0.
+ */
+typedef struct workload_hinge {
+    uint64_t key;   /* the samples' key */
+    double c0, c1;  /* ns, ns per thread */
+    double ts;      /* threads */
+    int32_t sizes;  /* thread counts fitted */
+    double rms_rel; /* root mean square relative error on them */
+} workload_hinge;
+
+/* Fits the hinge of every qualifying key of the n samples (reordered as by
+ * workload_fit_fixed_cost) into *out (malloc'd, sorted by key; NULL when none). Returns the
+ * count, or -1 when out of memory. */
+int32_t workload_fit_hinges(workload_kernel_sample *s, size_t n, workload_hinge **out);
+
+/* The hinge's duration at `threads`, ns. */
+double workload_hinge_at(const workload_hinge *h, double threads);
+
 /* Fills o with the defaults above. */
 void workload_default_options(workload_options *o);
 
@@ -117,6 +150,13 @@ typedef struct workload_fusion {
                                      workload_fit_fixed_cost on opt.kernel_samples, else the
                                      prior opt.kernel_fixed_us; at most the shortest kernel */
     workload_fixed_fit fixed_fit; /* fixed_fit.names == 0: kernel_fixed_ns is the prior */
+    /* per-name kernel model (workload_hinge): a chain whose kernels all have one fitted
+     * name and known launch sizes is priced by it (strategy.h) */
+    int32_t n_hinges;
+    workload_hinge *hinges;  /* sorted by key */
+    double *node_threads;    /* per node: threads launched, 0 unknown */
+    int32_t *node_hinge;     /* per node: index into hinges, -1 none */
+    int32_t chains_by_hinge; /* chains priced by their name's hinge */
 } workload_fusion;
 
 /* Tensor fusion and partition: the gradient all-reduces (bucket units). */
@@ -193,6 +233,12 @@ typedef struct workload {
     workload_buckets buckets;
     workload_layers layers;
     workload_capture capture;
+
+    /* contention (replay/contention.h), measured on the trace; f_meas: each compute
+     * kernel's measured overlap with transfers (-1 other nodes), f_grp_meas each group's
+     * with compute, f_grp_mean their mean */
+    contention contention;
+    double *f_meas, *f_grp_meas, f_grp_mean;
 
     /* baseline */
     double measured_iter_ns; /* simulated on the graph as the replay built it */

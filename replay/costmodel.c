@@ -127,6 +127,249 @@ fit_points(const double *x, const double *y, size_t n, costmodel_fit *f)
     return 0;
 }
 
+/* ---- the piecewise model -------------------------------------------------------------- */
+
+/* One message size: median x and time, its relative noise and sample count. */
+#define COSTMODEL_MAX_POINTS 48 /* sizes the segmentation works on */
+
+typedef struct pw_point {
+    double x, y, noise;
+    int32_t count;
+} pw_point;
+
+typedef struct xy {
+    double x, y;
+} xy;
+
+static int
+cmp_xy(const void *pa, const void *pb)
+{
+    const xy *a = pa, *b = pb;
+    return (a->x > b->x) - (a->x < b->x);
+}
+
+/* Median of v[0..n) (sorted in place). */
+static double
+median_of(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Weighted least squares of the relative error, y = a + b x over p[i0..i1), with the
+ * clamps of lsq (a, b >= 0). Returns the summed squared relative error. */
+static double
+seg_fit(const pw_point *p, int32_t i0, int32_t i1, double *a, double *b)
+{
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int32_t i = i0; i < i1; i++) {
+        double w = 1.0 / (p[i].y * p[i].y);
+        sw += w;
+        sx += w * p[i].x;
+        sy += w * p[i].y;
+        sxx += w * p[i].x * p[i].x;
+        sxy += w * p[i].x * p[i].y;
+    }
+    double mx = sx / sw, my = sy / sw, vx = sxx / sw - mx * mx;
+    if (i1 - i0 < 2 || vx <= 1e-12 * (mx * mx + 1)) {
+        *a = 0;
+        *b = mx > 0 ? my / mx : 0;
+        if (mx <= 0) {
+            *a = my;
+            *b = 0;
+        }
+    } else {
+        *b = (sxy / sw - mx * my) / vx;
+        *a = my - *b * mx;
+        if (*a < 0) {
+            *a = 0;
+            *b = sxx > 0 ? sxy / sxx : 0;
+        }
+        if (*b < 0) {
+            *b = 0;
+            *a = my;
+        }
+    }
+    double cost = 0;
+    for (int32_t i = i0; i < i1; i++) {
+        double r = (*a + *b * p[i].x - p[i].y) / p[i].y;
+        cost += r * r;
+    }
+    return cost;
+}
+
+double
+costmodel_piecewise_at(const costmodel_fit *f, double x)
+{
+    const costmodel_segment *s = f->seg;
+    int32_t k = f->n_segs, j = 0;
+    double t;
+#define SEG_AT(g, xx) ((g)->alpha_ns + ((g)->beta_bpns > 0 ? (xx) / (g)->beta_bpns : 0))
+    if (k <= 0) {
+        t = 0;
+    } else if (x <= s[0].hi) {
+        t = SEG_AT(&s[0], x);
+    } else if (x >= s[k - 1].lo) {
+        t = SEG_AT(&s[k - 1], x);
+    } else {
+        while (j < k - 1 && x > s[j].hi)
+            j++;
+        /* s[j].hi >= x; x > s[j - 1].hi */
+        if (x >= s[j].lo) {
+            t = SEG_AT(&s[j], x);
+        } else {
+            double t0 = SEG_AT(&s[j - 1], s[j - 1].hi), t1 = SEG_AT(&s[j], s[j].lo);
+            t = t0 + (t1 - t0) * (x - s[j - 1].hi) / (s[j].lo - s[j - 1].hi);
+        }
+    }
+#undef SEG_AT
+    return t > 0 ? t : 0;
+}
+
+/* Fits the piecewise model to the points (x[i], y[i]), i < n, into f (see costmodel.h).
+ * Returns 0 or -1 (out of memory). */
+static int
+fit_piecewise(const double *x, const double *y, size_t n, costmodel_fit *f)
+{
+    f->n_segs = 0;
+    f->n_sizes = 0;
+    if (n == 0)
+        return 0;
+    int rc = 0;
+    xy *v = malloc(n * sizeof *v);
+    double *tmp = malloc(n * sizeof *tmp);
+    pw_point *p = malloc(n * sizeof *p);
+    int32_t m = 0;
+    double *cost = NULL;
+    int32_t *from = NULL;
+    if (!v || !tmp || !p) {
+        rc = -1;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = (xy){x[i], y[i]};
+    qsort(v, n, sizeof *v, cmp_xy);
+    /* one point per size */
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && v[j].x <= v[i].x * 1.01 + 1e-9)
+            j++;
+        size_t c = j - i;
+        for (size_t k = 0; k < c; k++)
+            tmp[k] = v[i + k].x;
+        double mx = median_of(tmp, c);
+        for (size_t k = 0; k < c; k++)
+            tmp[k] = v[i + k].y;
+        double my = median_of(tmp, c);
+        for (size_t k = 0; k < c; k++)
+            tmp[k] = fabs(v[i + k].y - my);
+        double mad = median_of(tmp, c);
+        if (my > 0)
+            p[m++] = (pw_point){mx, my, 1.4826 * mad / my, (int32_t)c};
+        i = j;
+    }
+    f->n_sizes = m;
+    if (m == 0)
+        goto out;
+    if (m > COSTMODEL_MAX_POINTS) { /* the dynamic program is cubic: merge close sizes */
+        double r = pow(p[m - 1].x / p[0].x, 1.0 / COSTMODEL_MAX_POINTS);
+        int32_t q = 0;
+        for (int32_t i = 0; i < m;) {
+            int32_t j = i;
+            double w = 0, sx = 0, sy = 0, sn = 0;
+            while (j < m && p[j].x <= p[i].x * r) {
+                w += p[j].count;
+                sx += p[j].count * p[j].x;
+                sy += p[j].count * p[j].y;
+                sn += p[j].count * p[j].noise;
+                j++;
+            }
+            p[q++] = (pw_point){sx / w, sy / w, sn / w, (int32_t)w};
+            i = j;
+        }
+        m = q;
+    }
+    /* the noise a size's median carries */
+    for (int32_t i = 0; i < m; i++)
+        tmp[i] = p[i].noise;
+    double noise = median_of(tmp, (size_t)m);
+    for (int32_t i = 0; i < m; i++)
+        tmp[i] = p[i].count;
+    double cnt = median_of(tmp, (size_t)m);
+    f->noise_rel = noise;
+    double target = 2 * noise / sqrt(cnt > 1 ? cnt : 1);
+    if (target < 0.01)
+        target = 0.01;
+    int32_t kmax = m / 2 < COSTMODEL_MAX_SEGS ? m / 2 : COSTMODEL_MAX_SEGS;
+    if (kmax < 1)
+        kmax = 1;
+    /* cost[k][j]: least cost of the first j sizes in k + 1 segments; from: the split */
+    cost = malloc(sizeof *cost * (size_t)kmax * (size_t)(m + 1));
+    from = malloc(sizeof *from * (size_t)kmax * (size_t)(m + 1));
+    if (!cost || !from) {
+        rc = -1;
+        goto out;
+    }
+    int32_t minsz = m >= 2 ? 2 : 1;
+    for (int32_t k = 0; k < kmax; k++)
+        for (int32_t j = 0; j <= m; j++) {
+            double best = INFINITY;
+            int32_t bi = -1;
+            double a, b;
+            if (k == 0) {
+                if (j >= minsz)
+                    best = seg_fit(p, 0, j, &a, &b), bi = 0;
+            } else {
+                for (int32_t i = (k)*minsz; i + minsz <= j; i++) {
+                    double prev = cost[(size_t)(k - 1) * (size_t)(m + 1) + (size_t)i];
+                    if (!isfinite(prev))
+                        continue;
+                    double c = prev + seg_fit(p, i, j, &a, &b);
+                    if (c < best) {
+                        best = c;
+                        bi = i;
+                    }
+                }
+            }
+            cost[(size_t)k * (size_t)(m + 1) + (size_t)j] = best;
+            from[(size_t)k * (size_t)(m + 1) + (size_t)j] = bi;
+        }
+    int32_t kk = 0;
+    for (kk = 0; kk < kmax - 1; kk++) {
+        double c = cost[(size_t)kk * (size_t)(m + 1) + (size_t)m];
+        if (isfinite(c) && sqrt(c / m) <= target)
+            break;
+    }
+    while (kk > 0 && !isfinite(cost[(size_t)kk * (size_t)(m + 1) + (size_t)m]))
+        kk--;
+    /* walk back the splits */
+    int32_t j = m;
+    for (int32_t k = kk; k >= 0; k--) {
+        int32_t i = from[(size_t)k * (size_t)(m + 1) + (size_t)j];
+        double a, b;
+        seg_fit(p, i, j, &a, &b);
+        f->seg[k] = (costmodel_segment){p[i].x, p[j - 1].x, a, b > 0 ? 1.0 / b : 0, j - i};
+        j = i;
+    }
+    f->n_segs = kk + 1;
+    double err = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (y[i] <= 0)
+            continue;
+        err += fabs(costmodel_piecewise_at(f, x[i]) - y[i]) / y[i];
+        k++;
+    }
+    f->pw_mape = k ? 100.0 * err / (double)k : 0;
+out:
+    free(v);
+    free(tmp);
+    free(p);
+    free(cost);
+    free(from);
+    return rc;
+}
+
 int
 costmodel_fit_samples(costmodel *m, const costmodel_sample *s, size_t n)
 {
@@ -149,6 +392,8 @@ costmodel_fit_samples(costmodel *m, const costmodel_sample *s, size_t n)
             k++;
         }
         rc = fit_points(x, y, k, &m->op[op]);
+        if (rc == 0)
+            rc = fit_piecewise(x, y, k, &m->op[op]);
     }
     if (rc == 0) {
         size_t k = 0;
@@ -161,6 +406,7 @@ costmodel_fit_samples(costmodel *m, const costmodel_sample *s, size_t n)
         }
         rc = fit_points(x, y, k, &m->all);
     }
+    m->piecewise = 1;
     free(x);
     free(y);
     return rc;
@@ -173,6 +419,10 @@ costmodel_predict(const costmodel *m, int op, int32_t nranks, int64_t bytes)
         op >= 0 && op < COSTMODEL_OPS && m->op[op].fitted ? &m->op[op] : &m->all;
     if (!f->fitted)
         return 0;
+    if (m->piecewise && f->n_segs > 0) {
+        double t = costmodel_piecewise_at(f, costmodel_factor(op, nranks) * (double)bytes);
+        return (int64_t)llround(t);
+    }
     double t = f->alpha_ns;
     if (f->beta_bpns > 0)
         t += costmodel_factor(op, nranks) * (double)bytes / f->beta_bpns;

@@ -10,6 +10,28 @@
  * least squares with three rounds of outlier rejection (beyond 3 MADs); with one
  * message size only, alpha is 0 and beta goes through the mean point; an operation
  * without samples borrows the fit of all operations together.
+ *
+ * The piecewise model (used for predictions unless `piecewise` is cleared): NCCL switches
+ * algorithm and protocol with the message size, and its bandwidth ramps up with the size
+ * (channels in use, pipeline fill), so one line over all sizes misses in between. Per
+ * operation, with x = factor(op, n) * bytes as above:
+ *   1. the samples are reduced to one point per message size (sizes within 1 % of each
+ *      other are one size): the median x and the median transfer time, and the size's
+ *      relative noise (1.4826 MAD / median);
+ *   2. the sizes, in increasing order, are split into K consecutive segments of at
+ *      least 2 sizes each, each fitted by least squares of the relative error with
+ *      time = alpha + x / beta (alpha, beta >= 0; the same clamps as above), the split
+ *      that minimises the summed squared relative error found by dynamic programming
+ *      for each K; K is the smallest whose root mean square relative error is at most
+ *      the noise a size's median carries (2 x the median noise / sqrt(median samples per
+ *      size), at least 1 %), up to COSTMODEL_MAX_SEGS and sizes / 2. A boundary between
+ *      segments is a regime change (protocol or algorithm switch, end of the ramp);
+ *   3. a size inside a segment's range takes its line; between two segments, the
+ *      straight line between the end of one and the start of the next; below the first
+ *      segment or above the last, that segment's line (never below 0).
+ * With one size the model is the single point's line through the origin (as above);
+ * with 2 or 3 sizes one segment; without samples the operation has no segments and
+ * falls back to the global alpha-beta fit.
  */
 #ifndef DPRO_REPLAY_COSTMODEL_H
 #define DPRO_REPLAY_COSTMODEL_H
@@ -26,17 +48,35 @@ typedef struct costmodel_sample {
     int64_t transfer_ns;
 } costmodel_sample;
 
+#define COSTMODEL_MAX_SEGS 6
+
+/* One segment of the piecewise model: time = alpha_ns + x / beta_bpns over x in [lo, hi]
+ * (x = factor x bytes, the range of its sizes). */
+typedef struct costmodel_segment {
+    double lo, hi;
+    double alpha_ns;
+    double beta_bpns; /* 0: infinite (no size dependence) */
+    int32_t sizes;    /* distinct sizes in it */
+} costmodel_segment;
+
 typedef struct costmodel_fit {
     int fitted;       /* 0: no samples (uses the global fit) */
     double alpha_ns;  /* latency */
     double beta_bpns; /* bandwidth, bytes per ns (== GB/s); 0 means infinite */
     int32_t n_samples;
     double mape; /* mean absolute percentage error on the samples */
+    /* piecewise model (see above); n_segs == 0: none */
+    int32_t n_sizes;  /* distinct message sizes */
+    int32_t n_segs;   /* segments fitted */
+    double pw_mape;   /* its mean absolute percentage error on the samples */
+    double noise_rel; /* median relative noise of a size's transfer times */
+    costmodel_segment seg[COSTMODEL_MAX_SEGS];
 } costmodel_fit;
 
 typedef struct costmodel {
     costmodel_fit op[COSTMODEL_OPS];
     costmodel_fit all;
+    int piecewise; /* 1 (costmodel_fit_samples' default): predict with the segments */
 } costmodel;
 
 /* Algorithm traffic factor of an operation on n ranks (see above). */
@@ -46,7 +86,11 @@ double costmodel_factor(int op, int32_t nranks);
  * or -1 when out of memory. */
 int costmodel_fit_samples(costmodel *m, const costmodel_sample *s, size_t n);
 
-/* Predicted transfer time in ns (>= 0). */
+/* Predicted transfer time in ns (>= 0): the piecewise model of op when m->piecewise and
+ * op has segments, else op's alpha-beta fit (or the global one). */
 int64_t costmodel_predict(const costmodel *m, int op, int32_t nranks, int64_t bytes);
+
+/* The piecewise model's time at x = factor x bytes for fit f (f->n_segs > 0), ns. */
+double costmodel_piecewise_at(const costmodel_fit *f, double x);
 
 #endif

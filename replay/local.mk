@@ -9,6 +9,7 @@ replay_libdproreplay_la_SOURCES = \
 	replay/align.c replay/align.h \
 	replay/iter.c replay/iter.h \
 	replay/costmodel.c replay/costmodel.h \
+	replay/contention.c replay/contention.h \
 	replay/hmap.c replay/hmap.h \
 	replay/job.c replay/job.h \
 	replay/build.c replay/build.h replay/build_int.h replay/build_p2p.c \

@@ -415,6 +415,7 @@ fit_model(replay *rp)
     free(s);
     if (rc != 0)
         return -1;
+    rp->model.piecewise = !rp->opts.coll_ab;
     if (rp->opts.coll_duration == REPLAY_COLL_MODEL)
         for (int32_t q = 0; q < g->n_groups; q++)
             if (rp->model.all.fitted)

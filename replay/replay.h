@@ -46,6 +46,8 @@ typedef struct replay_options {
     int jobs;           /* threads loading ranks (job_options.jobs; 0: the CPUs) */
     int full_load;      /* load every event even when only `iterations` are compared
                          * (job_options.full) */
+    int coll_ab;        /* 1: price collectives with the one-line alpha-beta fit, not the
+                         * piecewise model (costmodel.h) */
 } replay_options;
 
 /* Iterations found on one rank. */

@@ -60,6 +60,12 @@ usage(FILE *f)
                "                            CPUs, at most 16; the answer is the same for any N)\n"
                "      --short-kernel-us US  fusion candidates: kernels at most US long (50)\n"
                "      --kernel-fixed-us US  fixed cost per kernel when not fitted (3)\n"
+               "      --collective-model M  piecewise (default) or alpha-beta, as dpro-replay\n"
+               "      --contention on|off   correct the plans for compute/communication\n"
+               "                            contention measured in the trace (default off:\n"
+               "                            its gain is not shown, docs/models.md)\n"
+               "      --fusion-model M      hinge (default: each kernel name's time over its\n"
+               "                            launch sizes) or fixed (one fixed cost per kernel)\n"
                "      --recompute-keep F    share of a recomputed layer's activations kept\n"
                "                            (0.125)\n"
                "      --what-if ARGS        evaluate one plan given as ddp-sim options\n"
@@ -197,6 +203,7 @@ typedef struct state {
     search_result sr;
     memest mem;
     int32_t mem_rank;
+    double chain_ns, fused_ns; /* strategy_fusion_summary */
 } state;
 
 /* Reports a bad option value; returns the usage exit status. */
@@ -233,6 +240,9 @@ parse_args(int argc, char **argv, args *a)
         {"force", no_argument, NULL, 'f'},
         {"partial", no_argument, NULL, 10},
         {"jobs", required_argument, NULL, 11},
+        {"collective-model", required_argument, NULL, 12},
+        {"fusion-model", required_argument, NULL, 13},
+        {"contention", required_argument, NULL, 14},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -340,6 +350,21 @@ parse_args(int argc, char **argv, args *a)
                 return bad_value("jobs", optarg);
             a->ro.jobs = (int)lv;
             break;
+        case 12:
+            if (strcmp(optarg, "piecewise") != 0 && strcmp(optarg, "alpha-beta") != 0)
+                return bad_value("collective-model", optarg);
+            a->ro.coll_ab = strcmp(optarg, "alpha-beta") == 0;
+            break;
+        case 13:
+            if (strcmp(optarg, "hinge") != 0 && strcmp(optarg, "fixed") != 0)
+                return bad_value("fusion-model", optarg);
+            wo->fusion_fixed = strcmp(optarg, "fixed") == 0;
+            break;
+        case 14:
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
+                return bad_value("contention", optarg);
+            wo->no_contention = strcmp(optarg, "off") == 0;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -391,6 +416,7 @@ analyze(args *a, state *st)
         pr_err("the compared iterations cannot be simulated");
         return 1;
     }
+    strategy_fusion_summary(&st->w, &st->chain_ns, &st->fused_ns);
     return 0;
 }
 
@@ -504,6 +530,16 @@ print_json(const args *a, const state *st)
     json_kv_string(&jw, "partition_bytes",
                    w->buckets.layer_grad ? "gradient_sizes" : "backward_time");
     json_kv_int(&jw, "fusion_chains", w->fusion.n_chains);
+    json_kv_string(&jw, "fusion_model", w->opt.fusion_fixed ? "fixed" : "hinge");
+    json_kv_int(&jw, "kernel_hinge_names", w->fusion.n_hinges);
+    json_kv_int(&jw, "fusion_chains_hinge", w->fusion.chains_by_hinge);
+    json_kv_string(&jw, "contention_correction", w->opt.no_contention ? "off" : "on");
+    json_kv_double(&jw, "contention_compute_factor",
+                   w->contention.comp.fitted ? w->contention.comp.k : 0);
+    json_kv_double(&jw, "contention_communication_factor",
+                   w->contention.comm.fitted ? w->contention.comm.k : 0);
+    json_kv_double(&jw, "fusion_chain_kernels_us", st->chain_ns / 1000.0);
+    json_kv_double(&jw, "fusion_fused_kernels_us", st->fused_ns / 1000.0);
     json_kv_int(&jw, "bucket_units", w->buckets.n_units);
     json_kv_int(&jw, "layers", w->layers.n_layers);
     json_kv_int(&jw, "recompute_sites", w->layers.n_sites);
@@ -515,6 +551,10 @@ print_json(const args *a, const state *st)
                                        : &rp->model.all;
         json_kv_double(&jw, "collective_alpha_us", fit->alpha_ns / 1000.0);
         json_kv_double(&jw, "collective_beta_gbps", fit->beta_bpns);
+        json_kv_string(&jw, "collective_model",
+                       rp->model.piecewise && fit->n_segs > 0 ? "piecewise" : "alpha-beta");
+        json_kv_int(&jw, "collective_segments", fit->n_segs);
+        json_kv_int(&jw, "collective_sizes", fit->n_sizes);
     }
     json_end_object(&jw);
     json_key(&jw, "unavailable");

@@ -20,6 +20,7 @@
 #include "dpro_log.h"
 #include "json_writer.h"
 #include "replay/chrome.h"
+#include "replay/contention.h"
 #include "replay/inputs.h"
 #include "replay/kernels.h"
 #include "replay/replay.h"
@@ -48,6 +49,9 @@ usage(FILE *f)
                "      --measured-collectives  collectives and send/recv exchanges take their\n"
                "                         measured transfer time instead of the fitted cost\n"
                "                         model's\n"
+               "      --collective-model M  piecewise (default: per size range, the\n"
+               "                         regime changes found in the trace) or alpha-beta\n"
+               "                         (one latency and bandwidth per operation)\n"
                "      --what-if-scale-kernels F  also predict the iteration time if every kernel\n"
                "                         took F times as long (0.5: a device twice as fast;\n"
                "                         collectives, copies and host time "
@@ -131,6 +135,7 @@ parse_args(int argc, char **argv, args *a)
         {"job", required_argument, NULL, 'J'},
         {"jobs", required_argument, NULL, 'T'},
         {"measured-collectives", no_argument, NULL, 'M'},
+        {"collective-model", required_argument, NULL, 'G'},
         {"warmup", required_argument, NULL, 'w'},
         {"what-if-scale-kernels", required_argument, NULL, 'K'},
         {"what-if-class", required_argument, NULL, 'C'},
@@ -189,6 +194,13 @@ parse_args(int argc, char **argv, args *a)
             break;
         case 'M':
             a->ro.coll_duration = REPLAY_COLL_MEASURED;
+            break;
+        case 'G':
+            if (strcmp(optarg, "piecewise") != 0 && strcmp(optarg, "alpha-beta") != 0) {
+                pr_err("--collective-model takes piecewise or alpha-beta, not '%s'", optarg);
+                return 2;
+            }
+            a->ro.coll_ab = strcmp(optarg, "alpha-beta") == 0;
             break;
         case 'w':
             a->ro.warmup = (int32_t)strtol(optarg, &end, 10);
@@ -392,6 +404,24 @@ json_models(json_writer *j, const report *rep)
     json_kv_double(j, "residual_max_us", rp->align.residual_max_us);
     json_kv_int(j, "unaligned_ranks", rp->align.n_unaligned);
     json_end_object(j);
+    contention ct;
+    if (contention_measure(&rp->graph, &ct) == 0) {
+        const contention_fit *cf[2] = {&ct.comp, &ct.comm};
+        const char *ck[2] = {"compute_by_communication", "communication_by_compute"};
+        json_key(j, "contention");
+        json_begin_object(j);
+        for (int i = 0; i < 2; i++) {
+            json_key(j, ck[i]);
+            json_begin_object(j);
+            json_kv_bool(j, "fitted", cf[i]->fitted);
+            json_kv_double(j, "factor", cf[i]->k);
+            json_kv_int(j, "samples", cf[i]->samples);
+            json_kv_int(j, "informative", cf[i]->informative);
+            json_kv_double(j, "mean_overlap", cf[i]->mean_f);
+            json_end_object(j);
+        }
+        json_end_object(j);
+    }
     json_key(j, "collective_model");
     json_begin_array(j);
     for (int op = 1; op < COSTMODEL_OPS; op++) {
@@ -404,6 +434,24 @@ json_models(json_writer *j, const report *rep)
         json_kv_double(j, "bandwidth_GBps", f->beta_bpns);
         json_kv_int(j, "samples", f->n_samples);
         json_kv_double(j, "mape_pct", f->mape);
+        json_kv_string(j, "used",
+                       rp->model.piecewise && f->n_segs > 0 ? "piecewise" : "alpha-beta");
+        json_kv_int(j, "sizes", f->n_sizes);
+        json_kv_double(j, "piecewise_mape_pct", f->pw_mape);
+        json_kv_double(j, "size_noise_pct", 100.0 * f->noise_rel);
+        json_key(j, "segments");
+        json_begin_array(j);
+        for (int32_t k = 0; k < f->n_segs; k++) {
+            const costmodel_segment *sg = &f->seg[k];
+            json_begin_object(j);
+            json_kv_double(j, "from_bytes", sg->lo);
+            json_kv_double(j, "to_bytes", sg->hi);
+            json_kv_double(j, "alpha_us", sg->alpha_ns / 1000.0);
+            json_kv_double(j, "bandwidth_GBps", sg->beta_bpns);
+            json_kv_int(j, "sizes", sg->sizes);
+            json_end_object(j);
+        }
+        json_end_array(j);
         json_end_object(j);
     }
     json_end_array(j);

@@ -15,11 +15,14 @@ tests_replay_libdprosynth_la_LIBADD = replay/libdproreplay.la
 # the replay's pure parts: what it reads off measured times (align), the simulator and
 # the graph (sim), the builder's timing inference and send/recv matching (build)
 check_PROGRAMS += tests/replay/test_replay_align tests/replay/test_replay_sim \
-	tests/replay/test_replay_build tests/replay/gen_traces tests/replay/test_fidelity_unit
+	tests/replay/test_replay_build tests/replay/test_replay_models tests/replay/gen_traces \
+	tests/replay/test_fidelity_unit
 tests_replay_test_replay_align_SOURCES = tests/replay/test_replay_align.c
 tests_replay_test_replay_align_LDADD = replay/libdproreplay.la $(LIBM)
 tests_replay_test_replay_sim_SOURCES = tests/replay/test_replay_sim.c
 tests_replay_test_replay_sim_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la $(LIBM)
+tests_replay_test_replay_models_SOURCES = tests/replay/test_replay_models.c
+tests_replay_test_replay_models_LDADD = replay/libdproreplay.la $(LIBM)
 tests_replay_test_replay_build_SOURCES = tests/replay/test_replay_build.c
 tests_replay_test_replay_build_LDADD = replay/libdproreplay.la
 tests_replay_test_fidelity_unit_SOURCES = tests/replay/test_fidelity_unit.c
@@ -36,7 +39,7 @@ TESTS += tests/replay/test_replay_window.py
 dist_check_SCRIPTS += tests/replay/test_replay_window.py
 
 TESTS += tests/replay/test_replay_align tests/replay/test_replay_sim \
-	tests/replay/test_replay_build tests/replay/test_fidelity_unit \
+	tests/replay/test_replay_build tests/replay/test_replay_models tests/replay/test_fidelity_unit \
 	tests/replay/test_replay_traces.py \
 	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
 	tests/replay/test_replay_kineto_whatif.py tests/replay/test_replay_p2p.py \
@@ -65,6 +68,7 @@ tests_replay_bench_replay_LDADD = tests/replay/libdprosynth.la replay/libdprorep
 
 # the typical-duration replay's figures (docs/figures.md): run by hand, not a test
 EXTRA_DIST += tests/replay/fig_typical_replay.py
+EXTRA_DIST += tests/replay/measure_coll_model.py tests/replay/measure_contention.py
 
 # bench_scale: a large job written as real trace files, replayed by dpro-replay: time and
 # peak memory, and the same job traced 5x longer (make bench; sizes in the program)
