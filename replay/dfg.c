@@ -173,8 +173,7 @@ static void
 free_derived(dfg *g)
 {
     free(g->succ_off);
-    free(g->succ);
-    free(g->n_preds);
+    free(g->n_preds); /* succ is edst's */
     free(g->launched_off);
     free(g->launched);
     g->succ_off = NULL;
@@ -811,6 +810,40 @@ dfg_merge_groups(dfg *g, int32_t a, int32_t b)
 
 /* ---- finalize ------------------------------------------------------------------------ */
 
+/* Gives the node and edge arrays' unused capacity back (a graph is built with room to
+ * grow: up to twice its size). A shrink that fails leaves the larger block, which holds
+ * the new capacity too. */
+static void
+shrink_to_fit(dfg *g)
+{
+    int64_t n = g->n_nodes > 0 ? g->n_nodes : 1, e = g->n_edges > 0 ? g->n_edges : 1;
+    if (g->cap_nodes > n) {
+#define G(f) (void)grow((void **)&g->f, sizeof *g->f, n)
+        G(kind);
+        G(flags);
+        G(res);
+        G(name);
+        G(dur);
+        G(gap);
+        G(lat);
+        G(launch);
+        G(group);
+        G(next_in_group);
+        G(prev_on_res);
+        G(next_on_res);
+        G(bytes);
+        G(mstart);
+        G(mend);
+#undef G
+        g->cap_nodes = (int32_t)n;
+    }
+    if (g->cap_edges > e) {
+        (void)grow((void **)&g->esrc, sizeof *g->esrc, e);
+        (void)grow((void **)&g->edst, sizeof *g->edst, e);
+        g->cap_edges = e;
+    }
+}
+
 static int
 cmp_edge(const void *pa, const void *pb)
 {
@@ -863,13 +896,13 @@ dfg_finalize(dfg *g)
         free(key);
         g->n_edges = m;
     }
-    g->succ = malloc((size_t)(g->n_edges > 0 ? g->n_edges : 1) * sizeof *g->succ);
-    if (!g->succ)
+    if (g->n_edges > INT32_MAX)
         goto fail;
+    shrink_to_fit(g);
+    g->succ = g->edst; /* sorted by source: the successors of each node in a row */
     for (int64_t i = 0; i < g->n_edges; i++) {
         g->succ_off[g->esrc[i] + 1]++;
         g->n_preds[g->edst[i]]++;
-        g->succ[i] = g->edst[i];
     }
     for (int32_t i = 0; i < n; i++)
         g->succ_off[i + 1] += g->succ_off[i];
@@ -1109,4 +1142,26 @@ dfg_job_sizes(const dfg *g, int64_t *nodes, int64_t *edges, int32_t *groups)
     *nodes = dfg_live_nodes(g);
     *edges = g->n_edges;
     *groups = g->n_groups;
+}
+
+void
+dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
+{
+    size_t per_node = sizeof *g->kind + sizeof *g->flags + sizeof *g->res + sizeof *g->name +
+                      sizeof *g->dur + sizeof *g->gap + sizeof *g->lat + sizeof *g->launch +
+                      sizeof *g->group + sizeof *g->next_in_group + sizeof *g->prev_on_res +
+                      sizeof *g->next_on_res + sizeof *g->bytes + sizeof *g->mstart +
+                      sizeof *g->mend;
+    double nb = (double)per_node * (double)g->cap_nodes;
+    double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;
+    if (g->finalized) {
+        nb += (double)(sizeof *g->succ_off + sizeof *g->n_preds + sizeof *g->launched_off) *
+                  ((double)g->n_nodes + 1) +
+              (double)sizeof *g->launched * (double)g->launched_off[g->n_nodes];
+        eb += (double)sizeof *g->succ * (double)g->n_edges;
+    }
+    if (node_bytes)
+        *node_bytes = g->n_nodes > 0 ? nb / g->n_nodes : 0;
+    if (edge_bytes)
+        *edge_bytes = g->n_edges > 0 ? eb / (double)g->n_edges : 0;
 }

@@ -107,8 +107,8 @@ typedef struct dfg {
 
     /* ---- built by dfg_finalize ---- */
     int finalized;
-    int64_t *succ_off; /* n_nodes + 1 */
-    int32_t *succ;
+    int32_t *succ_off;     /* n_nodes + 1 (the edges must fit in int32) */
+    int32_t *succ;         /* edst itself: the sorted edge list is the CSR's column array */
     int32_t *n_preds;      /* live predecessors by edge */
     int32_t *launched_off; /* n_nodes + 1: device nodes each host node launched */
     int32_t *launched;
@@ -253,8 +253,9 @@ int dfg_set_iterations(dfg *g, int32_t r, const int32_t *nodes, int32_t n);
 int32_t dfg_iterations(const dfg *g, int32_t r, const int32_t **nodes);
 
 /* Builds the CSR successor lists, predecessor counts, launched lists and group member
- * counts; drops edges touching removed nodes and duplicate edges. Idempotent. Returns 0
- * or -1 (out of memory). */
+ * counts; drops edges touching removed nodes and duplicate edges, and gives the node and
+ * edge arrays' unused capacity back. Idempotent. Returns 0 or -1 (out of memory, or more
+ * than INT32_MAX edges). */
 int dfg_finalize(dfg *g);
 
 /* Live (not removed) node count. */
@@ -274,6 +275,12 @@ int dfg_fold(dfg *dst, const dfg *src, const int32_t *rep, const int32_t *weight
 /* Node, edge and group counts of the job's explicit graph: g's own when g is not folded,
  * else those of the graph it was folded from. g must be finalized. */
 void dfg_job_sizes(const dfg *g, int64_t *nodes, int64_t *edges, int32_t *groups);
+
+/* Bytes the graph's arrays hold (their allocated capacity): per node in *node_bytes
+ * (the node arrays over n_nodes, the finalized CSR and launched lists included) and per
+ * edge in *edge_bytes (the edge list and the successor lists over n_edges); either may
+ * be NULL. For the benchmarks: the figure a compact node is judged by. */
+void dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes);
 
 /* The rank whose nodes stand for rank r (r itself when g is not folded). */
 static inline int32_t
