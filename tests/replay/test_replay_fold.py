@@ -13,7 +13,8 @@ the same waiting time).
 
 The jobs: tests/replay/gen_traces (8 alike ranks with clock skew; one with a straggler,
 which must stay a class of its own and be named the straggler as in the explicit
-replay), tests/replay/bench_scale's generator (16 ranks whose host calls jitter per rank,
+replay; iterations from the kernel period, no markers; a rank whose trace ends early,
+a class of its own), tests/replay/bench_scale's generator (16 ranks whose host calls jitter per rank,
 a straggler among them) and the multi-rank Kineto traces of ../shared imported (skipped
 without them).
 """
@@ -114,6 +115,14 @@ def main():
         subprocess.run([GEN, d, "--ranks", "6", "--iters", "8", "--straggler", "2:1.3",
                         "--skew", "4:120"], check=True, stdout=subprocess.DEVNULL)
         compare("straggler", d, expect_classes=2, straggler=2)
+        d = os.path.join(tmp, "no-markers")
+        subprocess.run([GEN, d, "--ranks", "3", "--iters", "8", "--no-markers"], check=True,
+                       stdout=subprocess.DEVNULL)
+        compare("no-markers", d, expect_classes=1)
+        d = os.path.join(tmp, "cut")
+        subprocess.run([GEN, d, "--ranks", "4", "--iters", "20", "--cut", "1:0.6", "--skew",
+                        "2:40"], check=True, stdout=subprocess.DEVNULL)
+        compare("cut", d, expect_classes=2)
         d = os.path.join(tmp, "jitter")
         subprocess.run([BENCH_SCALE, "gen", d, "16", "4000", "10"], check=True,
                        stdout=subprocess.DEVNULL)
