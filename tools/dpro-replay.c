@@ -34,7 +34,7 @@ usage(FILE *f)
                "  -j, --json             machine-readable output (keys: ranks, iterations,\n"
                "                         measured_iter_us, simulated_iter_us, error_pct,\n"
                "                         breakdown, critical_path, per_rank, p2p,\n"
-               "                         typical_replay, ...)\n"
+               "                         typical_replay, rank_classes, ...)\n"
                "  -c, --chrome FILE      also write the simulated timeline as a Chrome trace\n"
                "                         (a new file; never an input trace or a symbolic link)\n"
                "  -f, --force            let --chrome write over an existing file\n"
