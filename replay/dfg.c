@@ -172,13 +172,11 @@ fail:
 static void
 free_derived(dfg *g)
 {
-    free(g->succ_off);
-    free(g->n_preds); /* succ is edst's */
+    free(g->succ_off); /* succ is edst's */
     free(g->launched_off);
     free(g->launched);
     g->succ_off = NULL;
     g->succ = NULL;
-    g->n_preds = NULL;
     g->launched_off = NULL;
     g->launched = NULL;
     g->finalized = 0;
@@ -859,9 +857,8 @@ dfg_finalize(dfg *g)
     free_derived(g);
     int32_t n = g->n_nodes;
     g->succ_off = calloc((size_t)n + 1, sizeof *g->succ_off);
-    g->n_preds = calloc((size_t)n + 1, sizeof *g->n_preds);
     g->launched_off = calloc((size_t)n + 1, sizeof *g->launched_off);
-    if (!g->succ_off || !g->n_preds || !g->launched_off)
+    if (!g->succ_off || !g->launched_off)
         goto fail;
 
     /* compact the edge list: drop dead edges, sort by (src,dst), drop duplicates */
@@ -900,10 +897,8 @@ dfg_finalize(dfg *g)
         goto fail;
     shrink_to_fit(g);
     g->succ = g->edst; /* sorted by source: the successors of each node in a row */
-    for (int64_t i = 0; i < g->n_edges; i++) {
+    for (int64_t i = 0; i < g->n_edges; i++)
         g->succ_off[g->esrc[i] + 1]++;
-        g->n_preds[g->edst[i]]++;
-    }
     for (int32_t i = 0; i < n; i++)
         g->succ_off[i + 1] += g->succ_off[i];
 
@@ -1155,8 +1150,7 @@ dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
     double nb = (double)per_node * (double)g->cap_nodes;
     double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;
     if (g->finalized) {
-        nb += (double)(sizeof *g->succ_off + sizeof *g->n_preds + sizeof *g->launched_off) *
-                  ((double)g->n_nodes + 1) +
+        nb += (double)(sizeof *g->succ_off + sizeof *g->launched_off) * ((double)g->n_nodes + 1) +
               (double)sizeof *g->launched * (double)g->launched_off[g->n_nodes];
         eb += (double)sizeof *g->succ * (double)g->n_edges;
     }

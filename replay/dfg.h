@@ -109,7 +109,6 @@ typedef struct dfg {
     int finalized;
     int32_t *succ_off;     /* n_nodes + 1 (the edges must fit in int32) */
     int32_t *succ;         /* edst itself: the sorted edge list is the CSR's column array */
-    int32_t *n_preds;      /* live predecessors by edge */
     int32_t *launched_off; /* n_nodes + 1: device nodes each host node launched */
     int32_t *launched;
 
@@ -252,10 +251,9 @@ int dfg_set_iterations(dfg *g, int32_t r, const int32_t *nodes, int32_t n);
  * representative when r is folded: dfg_rank_rep). */
 int32_t dfg_iterations(const dfg *g, int32_t r, const int32_t **nodes);
 
-/* Builds the CSR successor lists, predecessor counts, launched lists and group member
- * counts; drops edges touching removed nodes and duplicate edges, and gives the node and
- * edge arrays' unused capacity back. Idempotent. Returns 0 or -1 (out of memory, or more
- * than INT32_MAX edges). */
+/* Builds the CSR successor lists, launched lists and group member counts; drops edges touching
+ * removed nodes and duplicate edges, and gives the node and edge arrays' unused capacity back.
+ * Idempotent. Returns 0 or -1 (out of memory, or more than INT32_MAX edges). */
 int dfg_finalize(dfg *g);
 
 /* Live (not removed) node count. */
