@@ -172,14 +172,11 @@ fail:
 static void
 free_derived(dfg *g)
 {
-    free(g->succ_off);
-    free(g->succ);
-    free(g->n_preds);
+    free(g->succ_off); /* succ is edst's */
     free(g->launched_off);
     free(g->launched);
     g->succ_off = NULL;
     g->succ = NULL;
-    g->n_preds = NULL;
     g->launched_off = NULL;
     g->launched = NULL;
     g->finalized = 0;
@@ -223,6 +220,9 @@ dfg_free(dfg *g)
     free(g->grp_seq);
     free(g->iter_off);
     free(g->iter_node);
+    free(g->rank_rep);
+    free(g->rank_weight);
+    free(g->rank_apart);
     strtab_free(&g->strings);
     memset(g, 0, sizeof *g);
 }
@@ -256,6 +256,9 @@ dfg_clone(dfg *d, const dfg *s)
     d->cap_groups = s->cap_groups;
     d->n_ranks = s->n_ranks;
     d->n_iter_nodes = s->n_iter_nodes;
+    d->job_nodes = s->job_nodes;
+    d->job_edges = s->job_edges;
+    d->job_groups = s->job_groups;
 #define DUP(f, cap, n) rc |= dup_array((void **)&d->f, s->f, sizeof *s->f, cap, n)
     DUP(kind, s->cap_nodes, s->n_nodes);
     DUP(flags, s->cap_nodes, s->n_nodes);
@@ -291,6 +294,9 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(grp_seq, s->cap_groups, s->n_groups);
     DUP(iter_off, s->n_ranks + 1, s->n_ranks + 1);
     DUP(iter_node, s->n_iter_nodes, s->n_iter_nodes);
+    DUP(rank_rep, s->n_ranks, s->n_ranks);
+    DUP(rank_weight, s->n_ranks, s->n_ranks);
+    DUP(rank_apart, s->n_ranks, s->n_ranks);
 #undef DUP
     if (rc == 0)
         rc = strtab_clone(&d->strings, &s->strings);
@@ -335,6 +341,53 @@ reserve_nodes(dfg *g, int64_t need)
     return 0;
 }
 
+/* Room for `need` resources. Returns 0 or -1. */
+static int
+reserve_res(dfg *g, int64_t need)
+{
+    if (need <= g->cap_res)
+        return 0;
+    int64_t c = next_cap(g->cap_res, need);
+    int rc = 0;
+#define G(f) rc |= grow((void **)&g->f, sizeof *g->f, c)
+    G(res_kind);
+    G(res_rank);
+    G(res_id);
+    G(res_first);
+    G(res_last);
+    G(res_label);
+#undef G
+    if (rc != 0)
+        return -1;
+    g->cap_res = (int32_t)c;
+    return 0;
+}
+
+/* Room for `need` collective groups. Returns 0 or -1. */
+static int
+reserve_groups(dfg *g, int64_t need)
+{
+    if (need <= g->cap_groups)
+        return 0;
+    int64_t c = next_cap(g->cap_groups, need);
+    int rc = 0;
+#define G(f) rc |= grow((void **)&g->f, sizeof *g->f, c)
+    G(grp_op);
+    G(grp_nranks);
+    G(grp_members);
+    G(grp_first);
+    G(grp_bytes);
+    G(grp_dur);
+    G(grp_mdur);
+    G(grp_comm);
+    G(grp_seq);
+#undef G
+    if (rc != 0)
+        return -1;
+    g->cap_groups = (int32_t)c;
+    return 0;
+}
+
 int
 dfg_reserve(dfg *g, int64_t nodes, int64_t edges)
 {
@@ -354,21 +407,8 @@ dfg_reserve(dfg *g, int64_t nodes, int64_t edges)
 int32_t
 dfg_add_resource(dfg *g, int kind, int32_t rank, uint64_t id, int32_t label)
 {
-    if (g->n_res == g->cap_res) {
-        int64_t c = next_cap(g->cap_res, g->n_res + 1);
-        int rc = 0;
-#define G(f) rc |= grow((void **)&g->f, sizeof *g->f, c)
-        G(res_kind);
-        G(res_rank);
-        G(res_id);
-        G(res_first);
-        G(res_last);
-        G(res_label);
-#undef G
-        if (rc != 0)
-            return -1;
-        g->cap_res = (int32_t)c;
-    }
+    if (reserve_res(g, (int64_t)g->n_res + 1) != 0)
+        return -1;
     int32_t r = g->n_res++;
     g->res_kind[r] = (uint8_t)kind;
     g->res_rank[r] = rank;
@@ -526,24 +566,8 @@ int32_t
 dfg_add_group(dfg *g, int op, int32_t nranks, int64_t bytes, uint64_t comm, uint64_t seq,
               int64_t measured_dur)
 {
-    if (g->n_groups == g->cap_groups) {
-        int64_t c = next_cap(g->cap_groups, g->n_groups + 1);
-        int rc = 0;
-#define G(f) rc |= grow((void **)&g->f, sizeof *g->f, c)
-        G(grp_op);
-        G(grp_nranks);
-        G(grp_members);
-        G(grp_first);
-        G(grp_bytes);
-        G(grp_dur);
-        G(grp_mdur);
-        G(grp_comm);
-        G(grp_seq);
-#undef G
-        if (rc != 0)
-            return -1;
-        g->cap_groups = (int32_t)c;
-    }
+    if (reserve_groups(g, (int64_t)g->n_groups + 1) != 0)
+        return -1;
     int32_t k = g->n_groups++;
     g->grp_op[k] = (uint8_t)op;
     g->grp_nranks[k] = nranks;
@@ -620,6 +644,7 @@ dfg_iterations(const dfg *g, int32_t r, const int32_t **nodes)
         *nodes = NULL;
         return 0;
     }
+    r = dfg_rank_rep(g, r);
     *nodes = g->iter_node + g->iter_off[r];
     return g->iter_off[r + 1] - g->iter_off[r];
 }
@@ -783,6 +808,40 @@ dfg_merge_groups(dfg *g, int32_t a, int32_t b)
 
 /* ---- finalize ------------------------------------------------------------------------ */
 
+/* Gives the node and edge arrays' unused capacity back (a graph is built with room to
+ * grow: up to twice its size). A shrink that fails leaves the larger block, which holds
+ * the new capacity too. */
+static void
+shrink_to_fit(dfg *g)
+{
+    int64_t n = g->n_nodes > 0 ? g->n_nodes : 1, e = g->n_edges > 0 ? g->n_edges : 1;
+    if (g->cap_nodes > n) {
+#define G(f) (void)grow((void **)&g->f, sizeof *g->f, n)
+        G(kind);
+        G(flags);
+        G(res);
+        G(name);
+        G(dur);
+        G(gap);
+        G(lat);
+        G(launch);
+        G(group);
+        G(next_in_group);
+        G(prev_on_res);
+        G(next_on_res);
+        G(bytes);
+        G(mstart);
+        G(mend);
+#undef G
+        g->cap_nodes = (int32_t)n;
+    }
+    if (g->cap_edges > e) {
+        (void)grow((void **)&g->esrc, sizeof *g->esrc, e);
+        (void)grow((void **)&g->edst, sizeof *g->edst, e);
+        g->cap_edges = e;
+    }
+}
+
 static int
 cmp_edge(const void *pa, const void *pb)
 {
@@ -798,9 +857,8 @@ dfg_finalize(dfg *g)
     free_derived(g);
     int32_t n = g->n_nodes;
     g->succ_off = calloc((size_t)n + 1, sizeof *g->succ_off);
-    g->n_preds = calloc((size_t)n + 1, sizeof *g->n_preds);
     g->launched_off = calloc((size_t)n + 1, sizeof *g->launched_off);
-    if (!g->succ_off || !g->n_preds || !g->launched_off)
+    if (!g->succ_off || !g->launched_off)
         goto fail;
 
     /* compact the edge list: drop dead edges, sort by (src,dst), drop duplicates */
@@ -835,14 +893,12 @@ dfg_finalize(dfg *g)
         free(key);
         g->n_edges = m;
     }
-    g->succ = malloc((size_t)(g->n_edges > 0 ? g->n_edges : 1) * sizeof *g->succ);
-    if (!g->succ)
+    if (g->n_edges > INT32_MAX)
         goto fail;
-    for (int64_t i = 0; i < g->n_edges; i++) {
+    shrink_to_fit(g);
+    g->succ = g->edst; /* sorted by source: the successors of each node in a row */
+    for (int64_t i = 0; i < g->n_edges; i++)
         g->succ_off[g->esrc[i] + 1]++;
-        g->n_preds[g->edst[i]]++;
-        g->succ[i] = g->edst[i];
-    }
     for (int32_t i = 0; i < n; i++)
         g->succ_off[i + 1] += g->succ_off[i];
 
@@ -895,4 +951,211 @@ dfg_live_nodes(const dfg *g)
     for (int32_t i = 0; i < g->n_nodes; i++)
         c += !(g->flags[i] & DFG_F_REMOVED);
     return c;
+}
+
+/* ---- rank classes -------------------------------------------------------------------- */
+
+/* Maps of a fold: old id -> new id, -1 dropped. */
+typedef struct fold_maps {
+    int32_t *node, *res, *grp;
+} fold_maps;
+
+/* Copies the kept resources and nodes of s into d (sized by the caller). */
+static void
+fold_nodes(dfg *d, const dfg *s, const fold_maps *m)
+{
+    for (int32_t q = 0; q < s->n_res; q++) {
+        int32_t x = m->res[q];
+        if (x < 0)
+            continue;
+        d->res_kind[x] = s->res_kind[q];
+        d->res_rank[x] = s->res_rank[q];
+        d->res_id[x] = s->res_id[q];
+        d->res_label[x] = s->res_label[q];
+        d->res_first[x] = s->res_first[q] >= 0 ? m->node[s->res_first[q]] : -1;
+        d->res_last[x] = s->res_last[q] >= 0 ? m->node[s->res_last[q]] : -1;
+    }
+#define MAPN(v) ((v) >= 0 ? m->node[(v)] : -1)
+    for (int32_t n = 0; n < s->n_nodes; n++) {
+        int32_t x = m->node[n];
+        if (x < 0)
+            continue;
+        d->kind[x] = s->kind[n];
+        d->flags[x] = s->flags[n];
+        d->res[x] = m->res[s->res[n]];
+        d->name[x] = s->name[n];
+        d->dur[x] = s->dur[n];
+        d->gap[x] = s->gap[n];
+        d->lat[x] = s->lat[n];
+        d->launch[x] = MAPN(s->launch[n]);
+        d->group[x] = s->group[n] >= 0 ? m->grp[s->group[n]] : -1;
+        d->next_in_group[x] = -1;
+        d->prev_on_res[x] = MAPN(s->prev_on_res[n]);
+        d->next_on_res[x] = MAPN(s->next_on_res[n]);
+        d->bytes[x] = s->bytes[n];
+        d->mstart[x] = s->mstart[n];
+        d->mend[x] = s->mend[n];
+    }
+#undef MAPN
+}
+
+/* Copies the groups with a kept participant, each participant chain in its order. */
+static void
+fold_groups(dfg *d, const dfg *s, const fold_maps *m)
+{
+    for (int32_t q = 0; q < s->n_groups; q++) {
+        int32_t k = m->grp[q];
+        if (k < 0)
+            continue;
+        d->grp_op[k] = s->grp_op[q];
+        d->grp_nranks[k] = s->grp_nranks[q];
+        d->grp_bytes[k] = s->grp_bytes[q];
+        d->grp_dur[k] = s->grp_dur[q];
+        d->grp_mdur[k] = s->grp_mdur[q];
+        d->grp_comm[k] = s->grp_comm[q];
+        d->grp_seq[k] = s->grp_seq[q];
+        d->grp_first[k] = -1;
+        d->grp_members[k] = 0;
+        int32_t tail = -1;
+        for (int32_t p = s->grp_first[q]; p >= 0; p = s->next_in_group[p]) {
+            int32_t x = m->node[p];
+            if (x < 0)
+                continue;
+            if (tail < 0)
+                d->grp_first[k] = x;
+            else
+                d->next_in_group[tail] = x;
+            tail = x;
+            d->grp_members[k]++;
+        }
+    }
+}
+
+/* Copies the kept ranks' iteration boundaries and the edges between kept nodes. Returns
+ * 0 or -1. */
+static int
+fold_links(dfg *d, const dfg *s, const fold_maps *m, const int32_t *rep)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < s->n_edges; i++) {
+        int32_t a = s->esrc[i], b = s->edst[i];
+        if (a < 0 || b < 0 || m->node[a] < 0 || m->node[b] < 0)
+            continue;
+        d->esrc[k] = m->node[a];
+        d->edst[k++] = m->node[b];
+    }
+    d->n_edges = k;
+    int32_t total = 0;
+    for (int32_t r = 0; r < s->n_ranks; r++)
+        if (rep[r] == r)
+            total += s->iter_off[r + 1] - s->iter_off[r];
+    d->iter_node = malloc((size_t)(total > 0 ? total : 1) * sizeof *d->iter_node);
+    if (!d->iter_node)
+        return -1;
+    int32_t off = 0;
+    for (int32_t r = 0; r < s->n_ranks; r++) {
+        d->iter_off[r] = off;
+        if (rep[r] != r)
+            continue;
+        for (int32_t i = s->iter_off[r]; i < s->iter_off[r + 1]; i++)
+            d->iter_node[off++] = s->iter_node[i] >= 0 ? m->node[s->iter_node[i]] : -1;
+    }
+    d->iter_off[s->n_ranks] = off;
+    d->n_iter_nodes = off;
+    return 0;
+}
+
+int
+dfg_fold(dfg *d, const dfg *s, const int32_t *rep, const int32_t *weight, const uint8_t *apart)
+{
+    int rc = dfg_init(d, s->n_ranks);
+    fold_maps m = {malloc((size_t)(s->n_nodes > 0 ? s->n_nodes : 1) * sizeof *m.node),
+                   malloc((size_t)(s->n_res > 0 ? s->n_res : 1) * sizeof *m.res),
+                   malloc((size_t)(s->n_groups > 0 ? s->n_groups : 1) * sizeof *m.grp)};
+    int32_t nn = 0, nr = 0, ng = 0;
+    if (rc != 0 || !m.node || !m.res || !m.grp)
+        rc = -1;
+    for (int32_t q = 0; rc == 0 && q < s->n_res; q++) {
+        int32_t r = s->res_rank[q];
+        m.res[q] = r >= 0 && r < s->n_ranks && rep[r] == r ? nr++ : -1;
+    }
+    for (int32_t n = 0; rc == 0 && n < s->n_nodes; n++)
+        m.node[n] = !(s->flags[n] & DFG_F_REMOVED) && m.res[s->res[n]] >= 0 ? nn++ : -1;
+    for (int32_t q = 0; rc == 0 && q < s->n_groups; q++) {
+        m.grp[q] = -1;
+        for (int32_t p = s->grp_first[q]; p >= 0 && m.grp[q] < 0; p = s->next_in_group[p])
+            if (m.node[p] >= 0)
+                m.grp[q] = ng++;
+    }
+    if (rc == 0 && (dfg_reserve(d, nn > 0 ? nn : 1, s->n_edges > 0 ? s->n_edges : 1) != 0 ||
+                    reserve_groups(d, ng) != 0 || reserve_res(d, nr) != 0))
+        rc = -1;
+    if (rc == 0) {
+        d->n_nodes = nn;
+        d->n_res = nr;
+        d->n_groups = ng;
+        fold_nodes(d, s, &m);
+        fold_groups(d, s, &m);
+        rc = fold_links(d, s, &m, rep);
+    }
+    if (rc == 0) {
+        strtab_free(&d->strings);
+        rc = strtab_clone(&d->strings, &s->strings);
+    }
+    if (rc == 0) {
+        size_t nrk = (size_t)(s->n_ranks > 0 ? s->n_ranks : 1);
+        d->rank_rep = malloc(nrk * sizeof *d->rank_rep);
+        d->rank_weight = malloc(nrk * sizeof *d->rank_weight);
+        d->rank_apart = calloc(nrk, sizeof *d->rank_apart);
+        if (!d->rank_rep || !d->rank_weight || !d->rank_apart)
+            rc = -1;
+    }
+    if (rc == 0) {
+        memcpy(d->rank_rep, rep, (size_t)s->n_ranks * sizeof *rep);
+        memcpy(d->rank_weight, weight, (size_t)s->n_ranks * sizeof *weight);
+        if (apart)
+            memcpy(d->rank_apart, apart, (size_t)s->n_ranks);
+        dfg_job_sizes(s, &d->job_nodes, &d->job_edges, &d->job_groups);
+    }
+    free(m.node);
+    free(m.res);
+    free(m.grp);
+    if (rc != 0)
+        dfg_free(d);
+    return rc;
+}
+
+void
+dfg_job_sizes(const dfg *g, int64_t *nodes, int64_t *edges, int32_t *groups)
+{
+    if (g->rank_rep && g->job_nodes > 0) {
+        *nodes = g->job_nodes;
+        *edges = g->job_edges;
+        *groups = g->job_groups;
+        return;
+    }
+    *nodes = dfg_live_nodes(g);
+    *edges = g->n_edges;
+    *groups = g->n_groups;
+}
+
+void
+dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
+{
+    size_t per_node = sizeof *g->kind + sizeof *g->flags + sizeof *g->res + sizeof *g->name +
+                      sizeof *g->dur + sizeof *g->gap + sizeof *g->lat + sizeof *g->launch +
+                      sizeof *g->group + sizeof *g->next_in_group + sizeof *g->prev_on_res +
+                      sizeof *g->next_on_res + sizeof *g->bytes + sizeof *g->mstart +
+                      sizeof *g->mend;
+    double nb = (double)per_node * (double)g->cap_nodes;
+    double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;
+    if (g->finalized) {
+        nb += (double)(sizeof *g->succ_off + sizeof *g->launched_off) * ((double)g->n_nodes + 1) +
+              (double)sizeof *g->launched * (double)g->launched_off[g->n_nodes];
+        eb += (double)sizeof *g->succ * (double)g->n_edges;
+    }
+    if (node_bytes)
+        *node_bytes = g->n_nodes > 0 ? nb / g->n_nodes : 0;
+    if (edge_bytes)
+        *edge_bytes = g->n_edges > 0 ? eb / (double)g->n_edges : 0;
 }

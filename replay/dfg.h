@@ -107,9 +107,8 @@ typedef struct dfg {
 
     /* ---- built by dfg_finalize ---- */
     int finalized;
-    int64_t *succ_off; /* n_nodes + 1 */
-    int32_t *succ;
-    int32_t *n_preds;      /* live predecessors by edge */
+    int32_t *succ_off;     /* n_nodes + 1 (the edges must fit in int32) */
+    int32_t *succ;         /* edst itself: the sorted edge list is the CSR's column array */
     int32_t *launched_off; /* n_nodes + 1: device nodes each host node launched */
     int32_t *launched;
 
@@ -138,8 +137,29 @@ typedef struct dfg {
     int32_t *iter_node; /* nodes whose END closes each iteration, in order */
     int32_t n_iter_nodes;
 
+    /* ---- rank classes (dfg_fold; NULL when every rank is explicit) ---- */
+    int32_t *rank_rep;            /* n_ranks: the representative whose nodes stand for rank r (r
+                                   * itself for a representative and for an explicit rank); the
+                                   * lowest rank of its class */
+    int32_t *rank_weight;         /* n_ranks: ranks the class of representative r stands for (1 for
+                                   * an explicit rank, 0 for a folded one or a missing one) */
+    uint8_t *rank_apart;          /* n_ranks: why the class of representative r is a class of its
+                                   * own (enum dfg_apart) */
+    int64_t job_nodes, job_edges; /* sizes of the explicit graph a folded one was made of */
+    int32_t job_groups;
+
     dfg_strtab strings;
 } dfg;
+
+/* Why a rank class stands apart from the classes of lower ranks (dfg.rank_apart). */
+enum dfg_apart {
+    DFG_APART_FIRST = 0,      /* the first class */
+    DFG_APART_STRUCTURE = 1,  /* its operation sequence differs from every earlier class */
+    DFG_APART_TIMING = 2,     /* same operations, times beyond the fold tolerance */
+    DFG_APART_STRAGGLER = 3,  /* a straggler: never folded */
+    DFG_APART_UNFOLDABLE = 4, /* its nodes depend on other ranks' nodes directly, or it
+                               * has no measured window to be compared by */
+};
 
 /* Initialises an empty graph for n_ranks ranks. Returns 0, or -1 when out of memory
  * (the graph is then empty but valid for dfg_free). */
@@ -227,16 +247,52 @@ int dfg_merge_groups(dfg *g, int32_t a, int32_t b);
  * each training step). Returns 0 or -1. */
 int dfg_set_iterations(dfg *g, int32_t r, const int32_t *nodes, int32_t n);
 
-/* Number of iteration boundaries of rank r and a pointer to them. */
+/* Number of iteration boundaries of rank r and a pointer to them (those of its
+ * representative when r is folded: dfg_rank_rep). */
 int32_t dfg_iterations(const dfg *g, int32_t r, const int32_t **nodes);
 
-/* Builds the CSR successor lists, predecessor counts, launched lists and group member
- * counts; drops edges touching removed nodes and duplicate edges. Idempotent. Returns 0
- * or -1 (out of memory). */
+/* Builds the CSR successor lists, launched lists and group member counts; drops edges touching
+ * removed nodes and duplicate edges, and gives the node and edge arrays' unused capacity back.
+ * Idempotent. Returns 0 or -1 (out of memory, or more than INT32_MAX edges). */
 int dfg_finalize(dfg *g);
 
 /* Live (not removed) node count. */
 int32_t dfg_live_nodes(const dfg *g);
+
+/* Copies into dst (uninitialised) the nodes of the ranks r of src with rep[r] == r (the
+ * representatives), with their resources, edges, iterations and the groups they join
+ * (a group with none of them is dropped), node order kept; the other ranks keep no
+ * nodes: rank r is then seen through its representative rep[r] (dfg_iterations and
+ * dfg_rank_rep map it), which must be the lowest rank with that representative. weight
+ * (n_ranks entries) and apart (enum dfg_apart, may be NULL) are copied into
+ * dst->rank_weight and dst->rank_apart; dst->job_* take src's sizes. src must be
+ * finalized. Returns 0 or -1 (out of memory; dst is then freed). */
+int dfg_fold(dfg *dst, const dfg *src, const int32_t *rep, const int32_t *weight,
+             const uint8_t *apart);
+
+/* Node, edge and group counts of the job's explicit graph: g's own when g is not folded,
+ * else those of the graph it was folded from. g must be finalized. */
+void dfg_job_sizes(const dfg *g, int64_t *nodes, int64_t *edges, int32_t *groups);
+
+/* Bytes the graph's arrays hold (their allocated capacity): per node in *node_bytes
+ * (the node arrays over n_nodes, the finalized CSR and launched lists included) and per
+ * edge in *edge_bytes (the edge list and the successor lists over n_edges); either may
+ * be NULL. For the benchmarks: the figure a compact node is judged by. */
+void dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes);
+
+/* The rank whose nodes stand for rank r (r itself when g is not folded). */
+static inline int32_t
+dfg_rank_rep(const dfg *g, int32_t r)
+{
+    return g->rank_rep && r >= 0 && r < g->n_ranks ? g->rank_rep[r] : r;
+}
+
+/* Ranks that rank r's nodes stand for: 1 when g is not folded. */
+static inline int32_t
+dfg_rank_weight(const dfg *g, int32_t r)
+{
+    return g->rank_weight && r >= 0 && r < g->n_ranks ? g->rank_weight[r] : 1;
+}
 
 /* Rank of a node (through its resource). */
 static inline int32_t

@@ -164,7 +164,9 @@ replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
             pl[np++] = (place){q, cnt[i]++, g->name[n], i, n};
         }
     }
-    int64_t matched = 0;
+    int64_t matched = 0, nodes = 0; /* of the job: a folded rank counts its class */
+    for (size_t i = 0; i < np; i++)
+        nodes += dfg_rank_weight(g, dfg_rank(g, pl[i].node));
     if (rc == 0) {
         qsort(pl, np, sizeof *pl, cmp_place);
         for (size_t a = 0, z; a < np; a = z) {
@@ -175,12 +177,12 @@ replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
             if (z - a >= 2)
                 set_typical(g, pl + a, z - a, v, stat);
             if ((int32_t)(z - a) == ni)
-                matched += (int64_t)(z - a);
+                matched += (int64_t)(z - a) * dfg_rank_weight(g, dfg_rank(g, pl[a].node));
         }
     }
     if (info) {
         info->iterations = ni > 0 ? ni : 0;
-        info->nodes = (int64_t)np;
+        info->nodes = nodes;
         info->matched = matched;
     }
     free(iter_of);
@@ -593,8 +595,9 @@ collect_classes(const replay *rp, const dfg *g, replay_perturbation *p)
             p->cls[k].name = g->name[n];
             rc = hmap_put(&idx, (uint32_t)g->name[n], k);
         }
-        p->cls[k].count++;
-        p->cls[k].total_us += (double)g->dur[n] / 1000.0 / ni;
+        int32_t w = dfg_rank_weight(g, dfg_rank(g, n)); /* the ranks it stands for */
+        p->cls[k].count += w;
+        p->cls[k].total_us += (double)w * (double)g->dur[n] / 1000.0 / ni;
     }
     if (rc == 0 && p->n > 0)
         qsort(p->cls, (size_t)p->n, sizeof *p->cls, cmp_class);

@@ -145,19 +145,24 @@ push_event(dpro_event **ev, size_t *n, size_t *cap, const dpro_event *e)
     return 0;
 }
 
-/* Reads the events of the task's rank: every one, or those of its window. Returns 0 or
- * a dpro_status. */
+/* What each_event calls for every event: 0 to go on, 1 to stop reading, or a dpro_status
+ * < 0 to fail. */
+typedef int (*event_fn)(void *arg, const dpro_event *e);
+
+/* The one pass over a rank's trace that every read makes: the events of the task's rank
+ * in order, those of its window only when `windowed`, each handed to fn. A damaged batch
+ * is skipped; unless `quiet` (the first pass already counted and told them) it is told
+ * and the count lands in jr->bad_batches. Returns 0, or a dpro_status recorded with
+ * task_fail: the reader's, or fn's (DPRO_ERR_NOMEM, "out of memory reading FILE"). */
 static int
-read_events(rank_task *t, size_t max_events)
+each_event(rank_task *t, int windowed, int quiet, event_fn fn, void *arg)
 {
     job_rank *jr = t->jr;
     dpro_iter *it = NULL;
-    size_t cap = 0;
-    int truncated = 0;
     /* [t0 + 1, t1 - 1]: what merely touches the window's ends (the marker before it,
      * which ends where the first one starts; the one after) is not in it */
-    int rc = t->windowed ? dpro_iter_open_range(jr->reader, t->t0 + 1, t->t1 - 1, &it)
-                         : dpro_iter_open(jr->reader, &it);
+    int rc = windowed ? dpro_iter_open_range(jr->reader, t->t0 + 1, t->t1 - 1, &it)
+                      : dpro_iter_open(jr->reader, &it);
     if (rc != DPRO_OK)
         return task_fail(t, rc, "%s: %s", jr->path, dpro_reader_errmsg(jr->reader));
     for (;;) {
@@ -166,23 +171,53 @@ read_events(rank_task *t, size_t max_events)
         if (rc == 0)
             break;
         if (rc < 0) {
-            if (!t->quiet_damage)
+            if (!quiet)
                 task_warn(t, "rank %d: %s (batch skipped)", jr->rank,
                           dpro_reader_errmsg(jr->reader));
             continue;
         }
-        if (max_events && jr->n_events >= max_events) {
-            truncated = 1;
+        rc = fn(arg, &ev);
+        if (rc != 0)
             break;
-        }
-        if (push_event(&jr->events, &jr->n_events, &cap, &ev) != 0) {
-            dpro_iter_close(it);
-            return task_fail(t, DPRO_ERR_NOMEM, "out of memory reading %s", jr->path);
-        }
     }
-    if (!t->quiet_damage)
+    if (rc >= 0 && !quiet)
         jr->bad_batches = dpro_iter_bad_batches(it);
     dpro_iter_close(it);
+    if (rc < 0)
+        return task_fail(t, rc, "out of memory reading %s", jr->path);
+    return 0;
+}
+
+/* read_events' collector: every event, up to max_events. */
+typedef struct keep_all {
+    job_rank *jr;
+    size_t cap, max_events;
+    int truncated;
+} keep_all;
+
+static int
+keep_event(void *arg, const dpro_event *e)
+{
+    keep_all *k = arg;
+    if (k->max_events && k->jr->n_events >= k->max_events) {
+        k->truncated = 1;
+        return 1;
+    }
+    return push_event(&k->jr->events, &k->jr->n_events, &k->cap, e) ? DPRO_ERR_NOMEM : 0;
+}
+
+/* Reads the events of the task's rank: every one, or those of its window. Returns 0 or
+ * a dpro_status. */
+static int
+read_events(rank_task *t, size_t max_events)
+{
+    job_rank *jr = t->jr;
+    keep_all k = {.jr = jr, .max_events = max_events};
+    int rc = each_event(t, t->windowed, t->quiet_damage, keep_event, &k);
+    if (rc != 0)
+        return rc;
+    size_t cap = k.cap;
+    int truncated = k.truncated;
     if (jr->n_events > 0 && jr->n_events < cap) { /* the doubling's slack back */
         dpro_event *x = realloc(jr->events, jr->n_events * sizeof *x);
         if (x)
@@ -447,6 +482,21 @@ reopen(rank_task *t)
     return 0;
 }
 
+/* scan_bounds' collector: the markers. */
+typedef struct keep_markers {
+    job_rank *sub;
+    size_t cap;
+} keep_markers;
+
+static int
+keep_marker(void *arg, const dpro_event *e)
+{
+    keep_markers *k = arg;
+    if (e->kind != DPRO_KIND_MARKER)
+        return 0;
+    return push_event(&k->sub->events, &k->sub->n_events, &k->cap, e) ? DPRO_ERR_NOMEM : 0;
+}
+
 /* The window's first pass over one rank: every event is read, the markers are kept and
  * the boundaries found in them as the replay finds them. Markers are all that the
  * replay's detection looks at when it finds iterations from markers (the only case a
@@ -460,28 +510,13 @@ scan_bounds(rank_task *t, const job_options *o)
     job_rank *jr = t->jr;
     job_rank sub = {.rank = jr->rank, .path = jr->path, .reader = jr->reader};
     replay_rank_iters ri = {0};
-    dpro_iter *it = NULL;
-    size_t cap = 0;
-    int rc = dpro_iter_open(jr->reader, &it);
-    if (rc != DPRO_OK)
-        return task_fail(t, rc, "%s: %s", jr->path, dpro_reader_errmsg(jr->reader));
-    for (;;) {
-        dpro_event ev;
-        rc = dpro_iter_next(it, &ev);
-        if (rc == 0)
-            break;
-        if (rc < 0) {
-            task_warn(t, "rank %d: %s (batch skipped)", jr->rank, dpro_reader_errmsg(jr->reader));
-            continue;
-        }
-        if (ev.kind == DPRO_KIND_MARKER && push_event(&sub.events, &sub.n_events, &cap, &ev) != 0) {
-            rc = DPRO_ERR_NOMEM;
-            break;
-        }
+    keep_markers km = {.sub = &sub};
+    int rc = each_event(t, 0, 0, keep_marker, &km);
+    if (rc != 0) {
+        free(sub.events);
+        return rc;
     }
-    jr->bad_batches = dpro_iter_bad_batches(it);
-    dpro_iter_close(it);
-    if (rc == 0 && replay_detect_iterations(&sub, &ri) != 0)
+    if (replay_detect_iterations(&sub, &ri) != 0)
         rc = DPRO_ERR_NOMEM;
     if (rc == 0) {
         t->method = ri.method;

@@ -541,7 +541,7 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
         rp->iter_last - rp->iter_first + 1 > rp->opts.iterations)
         rp->iter_last = rp->iter_first + rp->opts.iterations - 1;
     (void)any;
-    if (fit_model(rp) != 0)
+    if (fit_model(rp) != 0 || (rp->opts.fold && replay_fold(rp) != 0))
         goto oom;
     return 0;
 oom:
@@ -567,6 +567,7 @@ replay_rank_window(const replay *rp, const dfg *g, sim_timeline tl, int32_t r, i
     if (rp->iter_last >= rp->iter_first &&
         sim_iteration_window(g, tl, r, rp->iter_first, rp->iter_last, t0, t1) == 0)
         return rp->iter_last - rp->iter_first + 1;
+    r = dfg_rank_rep(g, r);
     int64_t lo = INT64_MAX, hi = -1;
     for (int32_t q = 0; q < g->n_res; q++) {
         if (g->res_rank[q] != r)

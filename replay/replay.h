@@ -48,6 +48,8 @@ typedef struct replay_options {
                          * (job_options.full) */
     int coll_ab;        /* 1: price collectives with the one-line alpha-beta fit, not the
                          * piecewise model (costmodel.h) */
+    int fold;           /* fold alike ranks into weighted classes (replay_fold); 0: every
+                         * rank explicit */
 } replay_options;
 
 /* Iterations found on one rank. */
@@ -81,6 +83,28 @@ typedef struct replay {
  * < 0 and errbuf says why (rp is then freed); warnings are in rp->job.diag. */
 int replay_open(const char *path, const replay_options *opts, replay *rp, char *errbuf,
                 size_t errlen);
+
+/* Rank folding (fold.c; replay_open does it when opts.fold is set, after the cost model
+ * is fitted). Ranks whose graphs are alike form a class that one representative, the
+ * class's lowest rank, stands for with a weight: rp->graph keeps only the
+ * representatives' nodes (dfg_fold; when every rank is a class of its own the graph
+ * stays as it is) and every per-rank figure of a folded rank is its representative's.
+ * Alike: the same operations in the same order on the same resources (kind, name,
+ * flags, bytes, collective op, communicator size and payload), the same launches, edges
+ * and iteration boundaries, and, for every operation from the start of the compared
+ * window on, its duration, gap, launch latency and measured start and end relative to
+ * the window's start within 0.2 % of the representative's mean measured iteration
+ * (before the window only the structure counts: processes start apart and the first
+ * collectives even that out). A rank that the report would name a straggler (others
+ * wait for it over 2 % of the mean measured iteration and over 5 us), one with an edge
+ * or launch to another rank's node and one with no measured window are never folded.
+ * rp->graph.rank_rep, rank_weight and rank_apart say what was done. Returns 0 or -1
+ * (out of memory). */
+int replay_fold(replay *rp);
+
+/* Name of an enum dfg_apart reason ("first", "structure", "timing", "straggler",
+ * "unfoldable"). */
+const char *replay_apart_name(int apart);
 
 /* Simulates rp->graph into rp->sim. Returns 0 or -1 (out of memory). */
 int replay_simulate(replay *rp);

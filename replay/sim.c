@@ -118,15 +118,16 @@ result_reserve(sim_result *r, const dfg *g)
     return 0;
 }
 
-/* Dependencies node i waits for before sim_run processes it (-1: removed). */
+/* Dependencies node i waits for before sim_run processes it, its edge predecessors
+ * aside (-1: removed). */
 static inline int32_t
 initial_count(const dfg *g, int32_t i)
 {
     if (g->flags[i] & DFG_F_REMOVED)
         return -1;
     if (g->kind[i] == DFG_HOST)
-        return g->n_preds[i] + 1; /* its start */
-    return g->n_preds[i] + (g->prev_on_res[i] >= 0) + (g->launch[i] >= 0);
+        return 1; /* its start */
+    return (g->prev_on_res[i] >= 0) + (g->launch[i] >= 0);
 }
 
 /* The simulation proper, on a finalized g and a sized r. */
@@ -148,17 +149,18 @@ run(dfg *g, sim_result *r)
         r->end[i] = -1;
         r->crit[i] = -1;
         r->why[i] = SIM_CAUSE_NONE;
-        int32_t c = initial_count(g, i);
-        r->cnt[i] = c;
-        if (c < 0)
-            continue;
+        r->cnt[i] = initial_count(g, i);
         if (g->kind[i] == DFG_HOST)
             r->ready[i] = 0;
         else
             r->ready[i] = g->prev_on_res[i] >= 0 ? 0 : g->gap[i];
-        if (c == 0)
-            s.stack[s.top++] = i;
     }
+    /* edge predecessors (finalize kept only edges between live nodes) */
+    for (int64_t k = 0; k < g->n_edges; k++)
+        r->cnt[g->succ[k]]++;
+    for (int32_t i = 0; i < n; i++)
+        if (r->cnt[i] == 0)
+            s.stack[s.top++] = i;
     /* first calls of every host thread start at their gap from time 0 */
     for (int32_t q = 0; q < g->n_res; q++) {
         int32_t f = g->res_first[q];

@@ -115,8 +115,8 @@ typedef struct sim_breakdown {
     int64_t host_idle;
 } sim_breakdown;
 
-/* Computes the breakdown of rank r over [t0, t1) of timeline tl. Returns 0 or -1 (out
- * of memory). */
+/* Computes the breakdown of rank r over [t0, t1) of timeline tl (for a folded rank, its
+ * representative's: dfg_rank_rep). Returns 0 or -1 (out of memory). */
 int sim_breakdown_rank(const dfg *g, sim_timeline tl, int32_t r, int64_t t0, int64_t t1,
                        sim_breakdown *out);
 
@@ -125,7 +125,9 @@ int sim_breakdown_rank(const dfg *g, sim_timeline tl, int32_t r, int64_t t0, int
  * for it. Send/recv exchanges (groups of op DPRO_COLL_SEND) are not counted: in a
  * pipeline one stage waits for the previous one by design (the breakdown's wait_ranks
  * still shows that time). blame_ns[r] (n_ranks entries, caller-owned, zeroed here) receives each
- * rank's charge and last_count[r] how often it arrived last (may be NULL). */
+ * rank's charge and last_count[r] how often it arrived last (may be NULL). In a folded
+ * graph (dfg_fold) a participant counts as the dfg_rank_weight ranks of its class, all
+ * arriving when it does, and a class's charge and count are shared evenly by its ranks. */
 void sim_stragglers(const dfg *g, sim_timeline tl, int64_t t0, int64_t t1, double *blame_ns,
                     int32_t *last_count);
 

@@ -151,6 +151,7 @@ sim_breakdown_rank(const dfg *g, sim_timeline tl, int32_t r, int64_t t0, int64_t
 {
     memset(out, 0, sizeof *out);
     out->window = t1 > t0 ? t1 - t0 : 0;
+    r = dfg_rank_rep(g, r); /* a folded rank is its representative's copy */
     size_t cap = 1024, n = 0;
     span *sp = malloc(cap * sizeof *sp);
     if (!sp)
@@ -222,6 +223,29 @@ sim_breakdown_rank(const dfg *g, sim_timeline tl, int32_t r, int64_t t0, int64_t
     return 0;
 }
 
+/* Spreads the charges of each class's representative (the lowest rank of the class)
+ * evenly over the ranks it stands for: in the explicit job whichever of them arrives
+ * last is charged, here the class is. */
+static void
+spread_over_classes(const dfg *g, double *blame_ns, int32_t *last_count)
+{
+    /* members (above their representative) first, so that its totals are still whole */
+    for (int32_t r = g->n_ranks - 1; r >= 0; r--) {
+        int32_t p = g->rank_rep[r], w = g->rank_weight[p];
+        if (w <= 1)
+            continue;
+        if (r != p) {
+            blame_ns[r] = blame_ns[p] / w;
+            if (last_count)
+                last_count[r] = last_count[p] / w;
+        } else {
+            blame_ns[p] /= w;
+            if (last_count)
+                last_count[p] -= (w - 1) * (last_count[p] / w);
+        }
+    }
+}
+
 void
 sim_stragglers(const dfg *g, sim_timeline tl, int64_t t0, int64_t t1, double *blame_ns,
                int32_t *last_count)
@@ -232,14 +256,14 @@ sim_stragglers(const dfg *g, sim_timeline tl, int64_t t0, int64_t t1, double *bl
             last_count[r] = 0;
     }
     for (int32_t q = 0; q < g->n_groups; q++) {
-        int32_t last = -1, members = 0;
-        int64_t arr = -1;
+        int32_t last = -1;
+        int64_t arr = -1, members = 0;
         if (g->grp_op[q] == DPRO_COLL_SEND || g->grp_op[q] == DPRO_COLL_RECV)
             continue; /* send/recv: a pipeline's structural waits, not a straggler */
         for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p]) {
             if (tl.start[p] < 0)
                 continue;
-            members++;
+            members += dfg_rank_weight(g, dfg_rank(g, p)); /* a class arrives as one */
             if (tl.start[p] > arr) {
                 arr = tl.start[p];
                 last = p;
@@ -247,13 +271,16 @@ sim_stragglers(const dfg *g, sim_timeline tl, int64_t t0, int64_t t1, double *bl
         }
         if (last < 0 || members < 2 || arr < t0 || arr >= t1)
             continue;
+        /* the last one's own class (weight w) waits (w - 1) x 0 */
         double wait = 0;
         for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p])
             if (p != last && tl.start[p] >= 0)
-                wait += (double)(arr - tl.start[p]);
+                wait += (double)dfg_rank_weight(g, dfg_rank(g, p)) * (double)(arr - tl.start[p]);
         int32_t rk = dfg_rank(g, last);
-        blame_ns[rk] += wait / (members - 1);
+        blame_ns[rk] += wait / (double)(members - 1);
         if (last_count)
             last_count[rk]++;
     }
+    if (g->rank_rep)
+        spread_over_classes(g, blame_ns, last_count);
 }

@@ -35,7 +35,7 @@ usage(FILE *f)
                "  -j, --json             machine-readable output (keys: ranks, iterations,\n"
                "                         measured_iter_us, simulated_iter_us, error_pct,\n"
                "                         breakdown, critical_path, per_rank, p2p,\n"
-               "                         typical_replay, ...)\n"
+               "                         typical_replay, rank_classes, ...)\n"
                "  -c, --chrome FILE      also write the simulated timeline as a Chrome trace\n"
                "                         (a new file; never an input trace or a symbolic link)\n"
                "  -f, --force            let --chrome write over an existing file\n"
@@ -46,6 +46,8 @@ usage(FILE *f)
                "      --job ID           replay only the traces of job ID\n"
                "      --jobs N           threads reading the rank traces (default: the CPUs,\n"
                "                         at most 16; the answer is the same for any N)\n"
+               "      --no-fold          simulate every rank (default: alike ranks fold into\n"
+               "                         classes simulated once, --json key rank_classes)\n"
                "      --measured-collectives  collectives and send/recv exchanges take their\n"
                "                         measured transfer time instead of the fitted cost\n"
                "                         model's\n"
@@ -142,6 +144,7 @@ parse_args(int argc, char **argv, args *a)
         {"perturb", required_argument, NULL, 'X'},
         {"force", no_argument, NULL, 'f'},
         {"partial", no_argument, NULL, 'P'},
+        {"no-fold", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -149,6 +152,7 @@ parse_args(int argc, char **argv, args *a)
     int c;
     memset(a, 0, sizeof *a);
     a->ro.warmup = -1;
+    a->ro.fold = 1;
     a->top = 10;
     while ((c = getopt_long(argc, argv, "n:jc:fpt:w:hV", longopts, NULL)) != -1) {
         char *end;
@@ -174,6 +178,9 @@ parse_args(int argc, char **argv, args *a)
             break;
         case 'P':
             a->partial = 1;
+            break;
+        case 'F':
+            a->ro.fold = 0;
             break;
         case 't':
             a->top = (int)strtol(optarg, &end, 10);
@@ -484,6 +491,32 @@ json_models(json_writer *j, const report *rep)
     json_end_array(j);
 }
 
+/* --json: rank_classes, each {ranks, representative, weight, apart}. */
+static void
+json_classes(json_writer *j, const replay *rp)
+{
+    const dfg *g = &rp->graph;
+    json_key(j, "rank_classes");
+    json_begin_array(j);
+    for (int32_t p = 0; p < g->n_ranks; p++) {
+        if ((p < rp->job.n_ranks && !rp->job.ranks[p].reader) || dfg_rank_rep(g, p) != p)
+            continue;
+        json_begin_object(j);
+        json_key(j, "ranks");
+        json_begin_array(j);
+        for (int32_t r = p; r < g->n_ranks; r++)
+            if (dfg_rank_rep(g, r) == p && (r >= rp->job.n_ranks || rp->job.ranks[r].reader))
+                json_int(j, r);
+        json_end_array(j);
+        json_kv_int(j, "representative", p);
+        json_kv_int(j, "weight", dfg_rank_weight(g, p));
+        json_kv_string(j, "apart",
+                       g->rank_apart ? replay_apart_name(g->rank_apart[p]) : "not folded");
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
 static void
 print_json(const report *rep)
 {
@@ -503,9 +536,13 @@ print_json(const report *rep)
     json_kv_double(j, "simulated_iter_us", s->simulated_us);
     json_kv_double(j, "error_pct", s->error_pct);
     json_fidelity(j, rep);
-    json_kv_int(j, "nodes", dfg_live_nodes(g));
-    json_kv_int(j, "edges", (int64_t)g->n_edges);
-    json_kv_int(j, "collectives", g->n_groups);
+    int64_t nodes, edges;
+    int32_t groups;
+    dfg_job_sizes(g, &nodes, &edges, &groups);
+    json_kv_int(j, "nodes", nodes);
+    json_kv_int(j, "edges", edges);
+    json_kv_int(j, "collectives", groups);
+    json_classes(j, rp);
     json_key(j, "p2p");
     json_begin_object(j);
     json_kv_int(j, "ends", rp->p2p.ends);
@@ -551,9 +588,19 @@ print_text(const report *rep)
     const dfg *g = &rp->graph;
     const int have_whatif = rep->have_whatif, show_cp = rep->a->show_cp, top = rep->a->top;
     const double kscale = rep->a->kscale;
-    printf("job %s: %d of %d ranks, %d nodes, %lld edges, %d collectives\n",
+    int64_t nodes, edges;
+    int32_t groups, classes = 0;
+    dfg_job_sizes(g, &nodes, &edges, &groups);
+    printf("job %s: %d of %d ranks, %lld nodes, %lld edges, %d collectives\n",
            rp->job.job_id && *rp->job.job_id ? rp->job.job_id : "(no id)", rp->job.n_present,
-           rp->job.n_ranks, dfg_live_nodes(g), (long long)g->n_edges, g->n_groups);
+           rp->job.n_ranks, (long long)nodes, (long long)edges, groups);
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        classes += dfg_rank_rep(g, r) == r && dfg_rank_weight(g, r) > 0 &&
+                   (r >= rp->job.n_ranks || rp->job.ranks[r].reader);
+    if (g->rank_rep && classes < rp->job.n_present)
+        printf("rank classes: %d (alike ranks simulated once: %d nodes; --no-fold: every "
+               "rank)\n",
+               classes, g->n_nodes);
     printf("iterations compared: %d (from iteration %d; warm-up skipped)\n", s->iterations,
            s->first_iteration);
     if (rp->p2p.ends > 0 || rp->p2p.no_peer > 0)

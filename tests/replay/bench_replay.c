@@ -62,6 +62,10 @@ run_case(const char *label, synth_params *p, int reps)
             best = b;
     }
     int32_t live = dfg_live_nodes(&g);
+    double nbytes = 0, ebytes = 0;
+    dfg_memory(&g, &nbytes, &ebytes);
+    printf("%-34s graph memory %.1f bytes/node, %.1f bytes/edge (%lld edges)\n", label, nbytes,
+           ebytes, (long long)g.n_edges);
     double it = sim_iteration_time(&g, sim_timeline_of(&r), 0, 0, p->iterations - 1);
     printf("%-34s ranks %5d (simulated %5d) nodes %9d  build %6.2f s  sim %6.3f s "
            "(first %6.3f s, incl. finalize)  %6.1f M nodes/s  iteration %.1f us  total %5.2f s  "

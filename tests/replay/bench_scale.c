@@ -396,15 +396,19 @@ bench_case(const char *label, const char *dir, const job_shape *s, int procs, co
            label, s->ranks, events, s->iters, (double)bytes / 1e6,
            (double)bytes / ((double)events * s->ranks), tw, procs);
     int rc = 0;
-    for (int pass = 0; pass < 1 + whole && rc == 0; pass++) {
-        char *argv_win[] = {(char *)replay, (char *)dir, "--json", "-n", "2", "-w", "3", NULL};
-        char *argv_all[] = {(char *)replay, (char *)dir, "--json", NULL};
-        char *const *argv = pass == 0 ? argv_win : argv_all;
+    /* each replay folded (the default: alike ranks simulated once) and explicit */
+    for (int pass = 0; pass < 2 * (1 + whole) && rc == 0; pass++) {
+        char *fold = pass % 2 ? "--no-fold" : NULL;
+        char *argv_win[] = {(char *)replay, (char *)dir, "--json", "-n", "2",
+                            "-w",           "3",         fold,     NULL};
+        char *argv_all[] = {(char *)replay, (char *)dir, "--json", fold, NULL};
+        char *const *argv = pass < 2 ? argv_win : argv_all;
         double wall = 0;
         long rss = 0;
         int st = run_measured(argv, &wall, &rss);
-        printf("  %s %s%s: %.1f s, peak RSS %.1f MiB (status %d)\n", replay, dir,
-               pass == 0 ? " --json -n 2 -w 3" : " --json", wall, (double)rss / 1024.0, st);
+        printf("  %s %s%s%s: %.1f s, peak RSS %.1f MiB (status %d)\n", replay, dir,
+               pass < 2 ? " --json -n 2 -w 3" : " --json", fold ? " --no-fold" : "", wall,
+               (double)rss / 1024.0, st);
         fflush(stdout);
         rc = st != 0;
     }

@@ -37,6 +37,9 @@ tests_replay_test_replay_window_SOURCES = tests/replay/test_replay_window.c test
 tests_replay_test_replay_window_LDADD = replay/libdproreplay.la
 TESTS += tests/replay/test_replay_window.py
 dist_check_SCRIPTS += tests/replay/test_replay_window.py
+# rank folding: folded and explicit (--no-fold) replays agree
+TESTS += tests/replay/test_replay_fold.py
+dist_check_SCRIPTS += tests/replay/test_replay_fold.py
 
 TESTS += tests/replay/test_replay_align tests/replay/test_replay_sim \
 	tests/replay/test_replay_build tests/replay/test_replay_models tests/replay/test_fidelity_unit \

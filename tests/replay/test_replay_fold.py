@@ -1,0 +1,143 @@
+"""test_replay_fold: alike ranks fold into weighted classes without changing the answer.
+
+Each job is replayed by dpro-replay --json folded (the default) and with --no-fold; the
+folded replay must make fewer classes where the ranks are alike, give the explicit
+iteration time within 0.5 %, and print the same JSON otherwise: the same keys
+everywhere (rank_classes aside), every string and boolean equal, every number within
+0.5 % (or 1 us). Two figures are the class's, not the rank's, by design: in the explicit
+job whichever of the alike ranks arrives last is charged, folded the class shares it.
+others_waited_us_per_iter is compared summed over each class; arrived_last is not
+compared (who arrives last among ranks within the fold tolerance of each other is a
+tie broken by microseconds: 21 vs 7 explicit, 0 vs 28 folded on the straggler job, with
+the same waiting time).
+
+The jobs: tests/replay/gen_traces (8 alike ranks with clock skew; one with a straggler,
+which must stay a class of its own and be named the straggler as in the explicit
+replay; iterations from the kernel period, no markers; a rank whose trace ends early,
+a class of its own), tests/replay/bench_scale's generator (16 ranks whose host calls jitter per rank,
+a straggler among them) and the multi-rank Kineto traces of ../shared imported (skipped
+without them).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay_testlib import BUILD, IMPORT, KINETO, REPLAY, check, exit_status  # noqa: E402
+
+GEN = os.path.join(BUILD, "tests", "replay", "gen_traces")
+BENCH_SCALE = os.path.join(BUILD, "tests", "replay", "bench_scale")
+CLASS_KEYS = {"others_waited_us_per_iter", "arrived_last"}
+
+
+def replay(d, *extra):
+    out = subprocess.run([REPLAY, d, "--json", "--perturb", "3"] + list(extra),
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True)
+    return json.loads(out.stdout)
+
+
+def diff(a, b, path, out):
+    """Appends to out where a and b differ (numbers beyond 0.5 % or 1 unit)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            out.append("%s: keys %s vs %s" % (path, sorted(set(a) ^ set(b)), ""))
+        for k in a:
+            if k in b and k not in CLASS_KEYS:
+                diff(a[k], b[k], path + "." + k, out)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.append("%s: %d vs %d entries" % (path, len(a), len(b)))
+        for i, (x, y) in enumerate(zip(a, b)):
+            diff(x, y, "%s[%d]" % (path, i), out)
+    elif isinstance(a, bool) or isinstance(b, bool) or isinstance(a, str) or isinstance(b, str):
+        if a != b:
+            out.append("%s: %r vs %r" % (path, a, b))
+    elif isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if abs(a - b) > max(1.0, 0.005 * max(abs(a), abs(b))):
+            out.append("%s: %r vs %r" % (path, a, b))
+    elif a != b:
+        out.append("%s: %r vs %r" % (path, a, b))
+
+
+def class_sums(js, classes, key):
+    by_rank = {p["rank"]: p[key] for p in js["per_rank"]}
+    return [sum(by_rank[r] for r in c["ranks"]) for c in classes]
+
+
+def compare(name, d, expect_classes=None, straggler=None):
+    folded, explicit = replay(d), replay(d, "--no-fold")
+    classes = folded["rank_classes"]
+    print("%s: %d ranks, classes %s" % (name, folded["ranks"],
+                                       [(c["ranks"], c["apart"]) for c in classes]))
+    check(sum(c["weight"] for c in classes) == folded["ranks"]
+          and sorted(r for c in classes for r in c["ranks"]) == [p["rank"] for p in
+                                                                 explicit["per_rank"]],
+          "%s: the classes' weights and ranks cover every rank once" % name)
+    check(len(explicit["rank_classes"]) == explicit["ranks"]
+          and all(c["weight"] == 1 for c in explicit["rank_classes"]),
+          "%s: --no-fold keeps every rank a class of its own" % name)
+    if expect_classes is not None:
+        check(len(classes) == expect_classes,
+              "%s: %d classes (expected %d)" % (name, len(classes), expect_classes))
+    f, e = folded["simulated_iter_us"], explicit["simulated_iter_us"]
+    check(e > 0 and abs(f - e) <= 0.005 * e,
+          "%s: folded iteration %.3f us within 0.5 %% of the explicit %.3f us" % (name, f, e))
+    rest_f = {k: v for k, v in folded.items() if k != "rank_classes"}
+    rest_e = {k: v for k, v in explicit.items() if k != "rank_classes"}
+    out = []
+    diff(rest_f, rest_e, name, out)
+    for line in out[:10]:
+        print("  differs: " + line)
+    check(not out, "%s: the other JSON keys agree (%d differences)" % (name, len(out)))
+    for key in ["others_waited_us_per_iter"]:
+        sf, se = class_sums(folded, classes, key), class_sums(explicit, classes, key)
+        check(all(abs(x - y) <= max(1.0, 0.005 * max(abs(x), abs(y))) for x, y in zip(sf, se)),
+              "%s: %s summed over each class agrees (%s vs %s)" % (name, key, sf, se))
+    if straggler is not None:
+        alone = [c for c in classes if straggler in c["ranks"]]
+        check(alone and alone[0]["ranks"] == [straggler] and alone[0]["apart"] in
+              ("straggler", "timing", "structure"),
+              "%s: straggler rank %d stays a class of its own" % (name, straggler))
+        check([s["rank"] for s in folded["stragglers"]] == [straggler]
+              and [s["rank"] for s in explicit["stragglers"]] == [straggler],
+              "%s: rank %d is the straggler, folded and explicit" % (name, straggler))
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="dpro-fold-") as tmp:
+        d = os.path.join(tmp, "alike")
+        subprocess.run([GEN, d, "--ranks", "8", "--iters", "6", "--skew", "3:200",
+                        "--skew", "6:-90"], check=True, stdout=subprocess.DEVNULL)
+        compare("alike", d, expect_classes=1)
+        d = os.path.join(tmp, "straggler")
+        subprocess.run([GEN, d, "--ranks", "6", "--iters", "8", "--straggler", "2:1.3",
+                        "--skew", "4:120"], check=True, stdout=subprocess.DEVNULL)
+        compare("straggler", d, expect_classes=2, straggler=2)
+        d = os.path.join(tmp, "no-markers")
+        subprocess.run([GEN, d, "--ranks", "3", "--iters", "8", "--no-markers"], check=True,
+                       stdout=subprocess.DEVNULL)
+        compare("no-markers", d, expect_classes=1)
+        d = os.path.join(tmp, "cut")
+        subprocess.run([GEN, d, "--ranks", "4", "--iters", "20", "--cut", "1:0.6", "--skew",
+                        "2:40"], check=True, stdout=subprocess.DEVNULL)
+        compare("cut", d, expect_classes=2)
+        d = os.path.join(tmp, "jitter")
+        subprocess.run([BENCH_SCALE, "gen", d, "16", "4000", "10"], check=True,
+                       stdout=subprocess.DEVNULL)
+        compare("jitter", d, expect_classes=2, straggler=1)
+        if os.path.isdir(KINETO):
+            two = sorted(f for f in os.listdir(KINETO) if f.startswith("128rank-sampled"))
+            if two:
+                d = os.path.join(tmp, "kineto-128rank")
+                subprocess.run([IMPORT, "kineto"] + [os.path.join(KINETO, f) for f in two]
+                               + ["-o", d, "-q"], check=True)
+                compare("kineto-128rank", d)
+        else:
+            print("skip (part): %s is missing" % KINETO)
+    return exit_status()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
