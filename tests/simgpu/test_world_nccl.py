@@ -28,7 +28,7 @@ EXPORT = os.path.join(os.path.dirname(REPLAY), "dpro-export")
 WARMUP, ITERATIONS = 1, 3
 JOB = ["--preset", "resnet50", "--layers", "2", "--bucket-mb", "1", "--first-bucket-mb", "1",
        "--warmup", str(WARMUP), "--iterations", str(ITERATIONS)]
-TICK_US = 0.002  # the export's resolution (1 ns) and rounding of two timestamps
+TICK_US = 0.01  # the export's resolution (1 ns) and the offsets' (1 ns), on two timestamps
 
 
 def record(tmp, n, physics):
