@@ -27,11 +27,14 @@ The changes (KINDS, drawn in turn so that each is covered alike):
 
 Iteration times are ddp-sim's own (iter_us: host time between the per-iteration
 synchronisations), the mean over ranks of the median over the measured iterations, as in
-tests/optimizer/closed_loop.py. They are not deterministic: the device runs in real time
+tests/optimizer/closed_loop.py. Each pair is run in FIDELITY_ATTEMPTS (3) attempts
+(record, predict, change, measure) and each figure of its row is the median over them (the
+change fixed at the first attempt). They are not deterministic: the device runs in real time
 on this machine's cores, so host time (launches, the framework's per-operator time, the
 wake-ups between threads) and with it the arrival at collectives and what overlaps what
 (the world's contention) depend on the machine's load; only each kernel's base duration
-and noise are fixed by the world's seed. The table gives the load average.
+and noise are fixed by the world's seed. The table gives the load average and the spread
+of the realised runs.
 
 Per pair: error = (realised - predicted) / predicted; predicted speedup = dpro's own
 baseline (the replay of the recorded run) / predicted; realised speedup = the recorded
@@ -45,8 +48,8 @@ fidelity.tsv and fidelity.md) and, last, the line
   fidelity: N pairs, mean |error| X %, max Y %, worst realised/predicted speedup Z %,
   slower advice K
 Environment: top_builddir (default .), DPRO_FIDELITY_SEED, FIDELITY_PAIRS (default 40),
-FIDELITY_ITERATIONS (measured iterations per run, default 20), FIDELITY_KEEP=dir keeps
-the traces. Exit 0 with the line printed, 1 when a pair could not be run, 77 without the
+FIDELITY_ITERATIONS (measured iterations per run, default 20), FIDELITY_ATTEMPTS (3),
+FIDELITY_OUT, FIDELITY_KEEP=dir keeps the traces (of each pair's last attempt). Exit 0 with the line printed, 1 when a pair could not be run, 77 without the
 simulated device. `make fidelity` runs it (tests/fidelity/local.mk).
 """
 import json
@@ -183,48 +186,57 @@ def change(pair, base_row, base_peak):
     raise ValueError(kind)
 
 
-def one_pair(pair, work, iterations, repeats):
-    """Records, predicts, changes and measures (repeats times) one pair; returns its table
-    row (dict)."""
-    tag = "%02d-%s" % (pair["pair"], pair["kind"])
-    base_dir, new_dir = os.path.join(work, tag + "-base"), os.path.join(work, tag + "-new")
-    args = base_args(pair)
-    base_us, base_peak, base_row = run_job(pair, args, base_dir, iterations)
+def predict(pair, base_dir, base_peak, added, slowdown):
+    """dpro's prediction of the change from the recording in base_dir: (its replay of the
+    recording, predicted iteration us, predicted peak bytes or None, the ddp-sim options
+    added, the memory budget or None). added None: the pair's advice is asked for."""
     opt = [OPTIMIZE, base_dir, "--json", "--quiet", "--warmup", str(WARMUP), "--batch",
            str(pair["batch"])]
-    pred_peak, budget = None, None
-    if pair["kind"].startswith("advice"):
+    budget = int(0.6 * base_peak) if pair["kind"] == "advice-memory" else None
+    if slowdown is not None:
+        j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP),
+                       "--what-if-scale-kernels", repr(slowdown)])
+        if "what_if" not in j:
+            raise PairError("dpro-replay gave no what_if: %s" % j.get("diagnostics"))
+        return j["simulated_iter_us"], j["what_if"]["predicted_iter_us"], None, added, None
+    if added is None:
         extra = ["--seed", "1", "--budget-s", "3"]
-        if pair["kind"] == "advice-memory":
-            budget = int(0.6 * base_peak)
+        if budget is not None:
             extra += ["--memory-budget", str(budget)]
         j = dpro_json(opt + extra)
         if not j["strategies"]:
-            raise PairError("dpro-optimize recommended nothing for %s" % " ".join(args))
-        top = j["strategies"][0]
-        added, slowdown = top["knobs"]["ddp_sim_args"].split(), None
-        replayed, pred_us, pred_peak = j["baseline_iter_us"], top["predicted_iter_us"], \
-            top["peak_memory_bytes"]
+            raise PairError("dpro-optimize recommended nothing for %s" % base_dir)
+        added = j["strategies"][0]["knobs"]["ddp_sim_args"].split()
     else:
-        added, slowdown = change(pair, base_row, base_peak)
-        if slowdown is None:
-            j = dpro_json(opt + ["--what-if", " ".join(added)])
-            top = j["strategies"][0]
-            replayed, pred_us, pred_peak = j["baseline_iter_us"], top["predicted_iter_us"], \
-                top["peak_memory_bytes"]
-        else:
-            j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP),
-                           "--what-if-scale-kernels", repr(slowdown)])
-            if "what_if" not in j:
-                raise PairError("dpro-replay gave no what_if: %s" % j.get("diagnostics"))
-            replayed, pred_us = j["simulated_iter_us"], j["what_if"]["predicted_iter_us"]
-    runs = []
-    for k in range(repeats):
-        shutil.rmtree(new_dir, ignore_errors=True)
-        runs.append(run_job(pair, args + added, new_dir, iterations, slowdown))
-    new_us = sum(r[0] for r in runs) / len(runs)
-    new_peak = max(r[1] for r in runs)
-    spread = 100.0 * (max(r[0] for r in runs) - min(r[0] for r in runs)) / new_us
+        j = dpro_json(opt + ["--what-if", " ".join(added)])
+    top = j["strategies"][0]
+    return j["baseline_iter_us"], top["predicted_iter_us"], top["peak_memory_bytes"], added, budget
+
+
+def one_pair(pair, work, iterations, attempts):
+    """Records, predicts, changes and measures one pair `attempts` times; returns its table
+    row (dict): the medians over the attempts of the recorded run's iteration, dpro's
+    replay of it, the prediction and the realised iteration (closed_loop.py's rule: the
+    median of each side keeps a bias of the prediction whole and leaves out a run another
+    job slowed down). The change is fixed at the first attempt (an advice: the first
+    attempt's recommendation, predicted from each attempt's own recording after that)."""
+    tag = "%02d-%s" % (pair["pair"], pair["kind"])
+    base_dir, new_dir = os.path.join(work, tag + "-base"), os.path.join(work, tag + "-new")
+    args = base_args(pair)
+    added, slowdown, got = None, None, []
+    for k in range(attempts):
+        for d in (base_dir, new_dir):
+            shutil.rmtree(d, ignore_errors=True)
+        base_us, base_peak, base_row = run_job(pair, args, base_dir, iterations)
+        if k == 0 and not pair["kind"].startswith("advice"):
+            added, slowdown = change(pair, base_row, base_peak)
+        replayed, pred_us, pred_peak, added, budget = predict(pair, base_dir, base_peak, added,
+                                                              slowdown)
+        new_us, new_peak, _ = run_job(pair, args + added, new_dir, iterations, slowdown)
+        got.append((base_us, replayed, pred_us, new_us, pred_peak, new_peak, budget))
+    base_us, replayed, pred_us, new_us = (median([g[i] for g in got]) for i in range(4))
+    pred_peak, new_peak, budget = got[0][4], max(g[5] for g in got), got[0][6]
+    spread = 100.0 * (max(g[3] for g in got) - min(g[3] for g in got)) / new_us
     pred_x, real_x = replayed / pred_us, base_us / new_us
     what = " ".join(added) if slowdown is None else "SIMGPU_SLOWDOWN=%g" % slowdown
     mib = lambda b: None if b is None or b < 0 else b / 1048576.0
@@ -298,7 +310,7 @@ def write_tables(out_dir, rows, header):
                 summary(rows) + "\n")
 
 
-def run_suite(seed, n, iterations, repeats, work, kinds=None, log=print):
+def run_suite(seed, n, iterations, attempts, work, kinds=None, log=print):
     """Runs the n pairs of seed (only those of kinds, when given); returns (rows,
     failures)."""
     rows, failures = [], []
@@ -306,7 +318,7 @@ def run_suite(seed, n, iterations, repeats, work, kinds=None, log=print):
         if kinds and pair["kind"] not in kinds:
             continue
         try:
-            r = one_pair(pair, work, iterations, repeats)
+            r = one_pair(pair, work, iterations, attempts)
         except (PairError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
             failures.append("pair %d (%s, world %d %s): %s" % (
                 pair["pair"], pair["kind"], pair["world_seed"], pair["profile"], e))
@@ -333,7 +345,7 @@ def main():
         seed = int(os.environ.get("DPRO_FIDELITY_SEED", DEFAULT_SEED))
         n = int(os.environ.get("FIDELITY_PAIRS", "40"))
         iterations = int(os.environ.get("FIDELITY_ITERATIONS", "20"))
-        repeats = int(os.environ.get("FIDELITY_REPEATS", "2"))
+        attempts = int(os.environ.get("FIDELITY_ATTEMPTS", "3"))
     except ValueError as e:
         print("fidelity: DPRO_FIDELITY_SEED, FIDELITY_PAIRS, FIDELITY_ITERATIONS want "
               "integers: %s" % e, file=sys.stderr)
@@ -343,10 +355,10 @@ def main():
     work = keep or tempfile.mkdtemp(prefix="dpro-fidelity-")
     load = os.getloadavg()
     print("fidelity: DPRO_FIDELITY_SEED=%d, %d pairs, %d ranks, %d measured iterations per "
-          "run, changed job run %d times (load average %.1f %.1f %.1f)"
-          % ((seed, n, RANKS, iterations, repeats) + load))
+          "run, %d attempts per pair (load average %.1f %.1f %.1f)"
+          % ((seed, n, RANKS, iterations, attempts) + load))
     try:
-        rows, failures = run_suite(seed, n, iterations, repeats, work)
+        rows, failures = run_suite(seed, n, iterations, attempts, work)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -356,10 +368,10 @@ def main():
         print("fidelity: no pair ran")
         return 1
     end = os.getloadavg()
-    header = ("DPRO_FIDELITY_SEED=%d, %d ranks, %d measured iterations per run, the changed "
-              "job run %d times (realised: their mean; spread: max - min over the mean), load "
-              "average %.1f at the start, %.1f at the end"
-              % (seed, RANKS, iterations, repeats, load[0], end[0]))
+    header = ("DPRO_FIDELITY_SEED=%d, %d ranks, %d measured iterations per run, %d attempts "
+              "per pair (each figure: the median over the attempts; spread: the realised "
+              "runs' max - min over their median), load average %.1f at the start, %.1f at "
+              "the end" % (seed, RANKS, iterations, attempts, load[0], end[0]))
     write_tables(out_dir, rows, header)
     print("\n".join(per_kind(rows)))
     print(memory_line(rows))
