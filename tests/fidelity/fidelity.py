@@ -40,8 +40,8 @@ Per pair: error = (realised - predicted) / predicted; predicted speedup = dpro's
 baseline (the replay of the recorded run) / predicted; realised speedup = the recorded
 run's measured iteration / the changed run's; their ratio; and dpro's predicted peak memory
 against ddp-sim's (caching allocator) where dpro predicts one. "Slower advice" counts the
-pairs where dpro predicted a speedup (> 1) and the change made the job slower
-(realised speedup < 1).
+advice pairs (dpro-optimize's recommendation) where dpro predicted a speedup (> 1) and the
+job got slower (realised speedup < 1); the table also counts such changes of every kind.
 
 Output: the per-pair table (FIDELITY_OUT, default fidelity/ in the build directory:
 fidelity.tsv and fidelity.md) and, last, the line
@@ -252,10 +252,15 @@ def one_pair(pair, work, iterations, attempts):
             if mib(pred_peak) is not None else None, "budget_mib": mib(budget)}
 
 
+def slower_than_said(r):
+    """A change dpro predicted faster (speedup > 1) that made the job slower."""
+    return r["predicted_speedup"] > 1.0 and r["realised_speedup"] < 1.0
+
+
 def summary(rows):
     """The suite's closing line over rows."""
     errs = [abs(r["error_pct"]) for r in rows]
-    slower = sum(1 for r in rows if r["predicted_speedup"] > 1.0 and r["realised_speedup"] < 1.0)
+    slower = sum(1 for r in rows if r["kind"].startswith("advice") and slower_than_said(r))
     return ("fidelity: %d pairs, mean |error| %.1f %%, max %.1f %%, worst realised/predicted "
             "speedup %.0f %%, slower advice %d"
             % (len(rows), sum(errs) / len(errs), max(errs),
@@ -291,9 +296,12 @@ def memory_line(rows):
     m = [abs(r["peak_error_pct"]) for r in rows if r["peak_error_pct"] is not None]
     b = [r for r in rows if r["budget_mib"] is not None]
     over = sum(1 for r in b if r["realised_peak_mib"] > r["budget_mib"])
+    slower = [str(r["pair"]) for r in rows if slower_than_said(r)]
     return ("peak memory: %d pairs predicted, mean |error| %.1f %%, max %.1f %%; realised peak "
-            "over the budget in %d of %d budgeted pairs"
-            % (len(m), sum(m) / len(m) if m else 0, max(m) if m else 0, over, len(b)))
+            "over the budget in %d of %d budgeted pairs. Changes of any kind predicted faster "
+            "that made the job slower: %d (pairs %s)"
+            % (len(m), sum(m) / len(m) if m else 0, max(m) if m else 0, over, len(b),
+               len(slower), ", ".join(slower) or "none"))
 
 
 def write_tables(out_dir, rows, header):
