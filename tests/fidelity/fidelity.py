@@ -354,9 +354,12 @@ def main():
         n = int(os.environ.get("FIDELITY_PAIRS", "40"))
         iterations = int(os.environ.get("FIDELITY_ITERATIONS", "20"))
         attempts = int(os.environ.get("FIDELITY_ATTEMPTS", "3"))
+        if min(n, iterations, attempts) < 1:
+            raise ValueError("FIDELITY_PAIRS, FIDELITY_ITERATIONS and FIDELITY_ATTEMPTS must "
+                             "be at least 1")
     except ValueError as e:
-        print("fidelity: DPRO_FIDELITY_SEED, FIDELITY_PAIRS, FIDELITY_ITERATIONS want "
-              "integers: %s" % e, file=sys.stderr)
+        print("fidelity: DPRO_FIDELITY_SEED, FIDELITY_PAIRS, FIDELITY_ITERATIONS, "
+              "FIDELITY_ATTEMPTS want integers (the last three >= 1): %s" % e, file=sys.stderr)
         return 2
     out_dir = os.environ.get("FIDELITY_OUT", os.path.join(BUILD, "fidelity"))
     keep = os.environ.get("FIDELITY_KEEP")
