@@ -49,7 +49,8 @@ fidelity.tsv and fidelity.md) and, last, the line
   slower advice K
 Environment: top_builddir (default .), DPRO_FIDELITY_SEED, FIDELITY_PAIRS (default 40),
 FIDELITY_ITERATIONS (measured iterations per run, default 20), FIDELITY_ATTEMPTS (3),
-FIDELITY_OUT, FIDELITY_KEEP=dir keeps the traces (of each pair's last attempt). Exit 0 with the line printed, 1 when a pair could not be run, 77 without the
+FIDELITY_OUT, FIDELITY_KEEP=dir keeps the traces (of each pair's last attempt). Exit 0
+with the line printed, 1 when a pair could not be run, 2 for a bad setting, 77 without the
 simulated device. `make fidelity` runs it (tests/fidelity/local.mk).
 """
 import json

@@ -31,8 +31,8 @@ import math
 import os
 import re
 import sys
-import tempfile
 import shutil
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fidelity  # noqa: E402
@@ -109,12 +109,13 @@ def main():
             nums = [r[k] for k in ("base_us", "replayed_us", "predicted_us", "realised_us",
                                    "predicted_speedup", "realised_speedup")]
             check(all(isinstance(v, float) and math.isfinite(v) and v > 0 for v in nums),
-                  "pair %d %s: times and speedups finite and positive %s" % (r["pair"], r["kind"], nums))
-            print("      pair %d %s %s %s: predicted %.1f us, realised %.1f us (%+.1f %%), speedup "
-                  "%.3f predicted, %.3f realised" % (r["pair"], r["kind"], r["profile"], r["change"],
-                                                     r["predicted_us"], r["realised_us"],
-                                                     r["error_pct"], r["predicted_speedup"],
-                                                     r["realised_speedup"]))
+                  "pair %d %s: times and speedups finite and positive %s"
+                  % (r["pair"], r["kind"], nums))
+            print("      pair %d %s %s %s: predicted %.1f us, realised %.1f us (%+.1f %%), "
+                  "speedup %.3f predicted, %.3f realised"
+                  % (r["pair"], r["kind"], r["profile"], r["change"], r["predicted_us"],
+                     r["realised_us"], r["error_pct"], r["predicted_speedup"],
+                     r["realised_speedup"]))
             if r["peak_error_pct"] is not None:
                 check(abs(r["peak_error_pct"]) <= 25, "pair %d %s: peak memory predicted %.0f MiB, "
                       "realised %.0f MiB (within 25 %%)" % (r["pair"], r["kind"],
