@@ -97,3 +97,10 @@ TESTS += tests/simgpu/test_collective.py tests/simgpu/test_ddp.py tests/simgpu/t
 	tests/simgpu/test_world.py
 endif
 endif
+# the world physics' NCCL across processes: counts, synchronisation, staggered exits
+if HAVE_CUDA
+if HAVE_PYTHON3
+dist_check_SCRIPTS += tests/simgpu/test_world_nccl.py
+TESTS += tests/simgpu/test_world_nccl.py
+endif
+endif

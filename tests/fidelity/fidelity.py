@@ -1,0 +1,396 @@
+#!/usr/bin/env python3
+"""fidelity: dpro's predictions against the simulated device's hidden physics.
+
+Each (world, what-if) pair is drawn from one base seed (DPRO_FIDELITY_SEED, default
+DEFAULT_SEED; printed): a world (SIMGPU_WORLD_SEED, SIMGPU_PROFILE; tests/simgpu/README.md),
+a ddp-sim job and one change to it. For each pair: the job is recorded under the collector
+(2 ranks under simrun, tools/dpro-run) in that world; dpro predicts the changed job's
+iteration time (dpro-optimize --what-if for the job's own options, dpro-replay
+--what-if-scale-kernels for a device twice as fast or twice as slow, the search of
+dpro-optimize for its own advice); the changed job is run in the same world and measured.
+The world's settings go to the job's environment only: dpro-replay and dpro-optimize run
+with every SIMGPU_ variable removed from theirs (and test_world.py checks that dpro's
+sources name none of them).
+
+The changes (KINDS, drawn in turn so that each is covered alike):
+  bucket-down     one all-reduce bucket of 100-256 MiB split into 0.5-2 MiB buckets
+                  (tensor partition)
+  bucket-up       the default 25 MiB buckets (1 MiB first) merged into 100-512 MiB ones
+  fusion          --fuse-small (consecutive small kernels fused)
+  cuda-graph      --cuda-graph (the step captured after warm-up)
+  recompute       --recompute 0-K (the forward of the first layers recomputed)
+  accumulation    --accum-steps 2 or 4 at the same samples per step
+  kernels-x0.5    every kernel twice as fast (SIMGPU_SLOWDOWN=0.5 in the run)
+  kernels-x2      every kernel twice as slow (SIMGPU_SLOWDOWN=2)
+  advice          dpro-optimize's top recommendation, applied as it says
+  advice-memory   the same under a memory budget of 0.6 x the measured peak
+
+Iteration times are ddp-sim's own (iter_us: host time between the per-iteration
+synchronisations), the mean over ranks of the median over the measured iterations, as in
+tests/optimizer/closed_loop.py. Each pair is run in FIDELITY_ATTEMPTS (3) attempts
+(record, predict, change, measure) and each figure of its row is the median over them (the
+change fixed at the first attempt). They are not deterministic: the device runs in real time
+on this machine's cores, so host time (launches, the framework's per-operator time, the
+wake-ups between threads) and with it the arrival at collectives and what overlaps what
+(the world's contention) depend on the machine's load; only each kernel's base duration
+and noise are fixed by the world's seed. The table gives the load average and the spread
+of the realised runs.
+
+Per pair: error = (realised - predicted) / predicted; predicted speedup = dpro's own
+baseline (the replay of the recorded run) / predicted; realised speedup = the recorded
+run's measured iteration / the changed run's; their ratio; and dpro's predicted peak memory
+against ddp-sim's (caching allocator) where dpro predicts one. "Slower advice" counts the
+advice pairs (dpro-optimize's recommendation) where dpro predicted a speedup (> 1) and the
+job got slower (realised speedup < 1); the table also counts such changes of every kind.
+
+Output: the per-pair table (FIDELITY_OUT, default fidelity/ in the build directory:
+fidelity.tsv and fidelity.md) and, last, the line
+  fidelity: N pairs, mean |error| X %, max Y %, worst realised/predicted speedup Z %,
+  slower advice K
+Environment: top_builddir (default .), DPRO_FIDELITY_SEED, FIDELITY_PAIRS (default 40),
+FIDELITY_ITERATIONS (measured iterations per run, default 20), FIDELITY_ATTEMPTS (3),
+FIDELITY_OUT, FIDELITY_KEEP=dir keeps the traces (of each pair's last attempt). Exit 0
+with the line printed, 1 when a pair could not be run, 2 for a bad setting, 77 without the
+simulated device. `make fidelity` runs it (tests/fidelity/local.mk).
+"""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "replay"))
+from replay_testlib import traced_env  # noqa: E402
+
+BUILD = os.environ.get("top_builddir", os.getcwd())
+SIMRUN = os.path.join(BUILD, "tests", "simgpu", "simrun")
+DDP_SIM = os.path.join(BUILD, "tests", "simgpu", "ddp-sim")
+LIBDIR = os.path.join(BUILD, "tests", "simgpu", ".libs")
+DPRO_RUN = os.path.join(BUILD, "tools", "dpro-run")
+REPLAY = os.path.join(BUILD, "tools", "dpro-replay")
+OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
+
+DEFAULT_SEED = 20261202
+KINDS = ["bucket-down", "bucket-up", "fusion", "cuda-graph", "recompute", "accumulation",
+         "kernels-x0.5", "kernels-x2", "advice", "advice-memory"]
+PROFILES = ["a100", "h100", "h200"]
+RANKS = 2
+WARMUP = 3
+COLUMNS = ["pair", "kind", "world_seed", "profile", "job", "change", "base_us", "replayed_us",
+           "predicted_us", "realised_us", "error_pct", "predicted_speedup", "realised_speedup",
+           "speedup_ratio_pct", "realised_spread_pct", "predicted_peak_mib", "realised_peak_mib",
+           "peak_error_pct", "budget_mib"]
+
+
+class PairError(Exception):
+    """A step of a pair failed (the job, or dpro)."""
+
+
+def draw_pairs(seed, n):
+    """The n pairs of base seed `seed`: dicts of kind, world seed, profile, the job's
+    ddp-sim options (preset, layers, batch, dtype), its batch."""
+    rng = random.Random(seed)
+    pairs = []
+    for i in range(n):
+        kind = KINDS[i % len(KINDS)]
+        preset = rng.choice(["resnet50", "resnet50", "gpt", "bert-large"])
+        if preset == "resnet50":
+            layers, batch = rng.choice([3, 4]), rng.choice([16, 32, 64, 128])
+        else:
+            layers, batch = rng.choice([2, 3, 4]), rng.choice([4, 8, 16])
+        job = ["--preset", preset, "--layers", str(layers), "--batch", str(batch),
+               "--dtype", rng.choice(["fp32", "fp32", "tf32", "bf16"])]
+        pairs.append({"pair": i + 1, "kind": kind, "world_seed": rng.randrange(1, 1 << 31),
+                      "profile": rng.choice(PROFILES), "job": job, "batch": batch,
+                      "rng": random.Random(rng.randrange(1 << 62))})
+    return pairs
+
+
+def world_env(pair, slowdown=None):
+    """The environment of the pair's job: its world, nothing else of ours (in a sanitizer
+    build with the sanitizer's runtime preloaded, as the collector's tests run jobs)."""
+    env = traced_env({k: v for k, v in os.environ.items() if not k.startswith("SIMGPU_")})
+    env.update(SIMGPU_PHYSICS="world", SIMGPU_WORLD_SEED=str(pair["world_seed"]),
+               SIMGPU_PROFILE=pair["profile"], SIMRUN_SIMGPU_LIBDIR=LIBDIR)
+    if slowdown is not None:
+        env["SIMGPU_SLOWDOWN"] = repr(slowdown)
+    return env
+
+
+def dpro_env():
+    """The environment of dpro's analysis: no SIMGPU_ setting at all."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("SIMGPU_", "SIMRUN_"))}
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def run_job(pair, args, trace_dir, iterations, slowdown=None):
+    """Runs ddp-sim with args on RANKS ranks in the pair's world under the collector.
+    Returns (iteration us: the mean over ranks of their median, peak bytes, rank 0's
+    JSON line)."""
+    cmd = [SIMRUN, "-n", str(RANKS), "--timeout", "150", "--", DPRO_RUN, "-o", trace_dir, "--",
+           DDP_SIM, "--iterations", str(iterations), "--warmup", str(WARMUP)] + args
+    p = subprocess.run(cmd, env=world_env(pair, slowdown), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
+    rows = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+    if p.returncode != 0 or len(rows) != RANKS:
+        raise PairError("job failed (status %d, %d JSON lines): %s\n%s"
+                        % (p.returncode, len(rows), " ".join(cmd), p.stderr[-1500:]))
+    rows.sort(key=lambda r: r["rank"])
+    us = sum(median(r["iter_us"]) for r in rows) / len(rows)
+    return us, max(r["peak_memory_bytes"] for r in rows), rows[0]
+
+
+def dpro_json(cmd):
+    p = subprocess.run(cmd, env=dpro_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=300)
+    if p.returncode != 0:
+        raise PairError("%s failed (status %d): %s" % (" ".join(cmd), p.returncode,
+                                                        p.stderr[-800:]))
+    return json.loads(p.stdout)
+
+
+def base_args(pair):
+    """The recorded job's options (what the change starts from)."""
+    if pair["kind"] == "bucket-down":
+        mb = pair["rng"].choice(["100", "256"])
+        return pair["job"] + ["--bucket-mb", mb, "--first-bucket-mb", mb]
+    return list(pair["job"])
+
+
+def change(pair, base_row, base_peak):
+    """The change of a what-if pair: (ddp-sim options added, SIMGPU_SLOWDOWN or None)."""
+    rng, kind = pair["rng"], pair["kind"]
+    if kind == "bucket-down":
+        mb = rng.choice(["0.5", "1", "2"])
+        return ["--bucket-mb", mb, "--first-bucket-mb", mb], None
+    if kind == "bucket-up":
+        mb = rng.choice(["100", "256", "512"])
+        return ["--bucket-mb", mb, "--first-bucket-mb", mb], None
+    if kind == "fusion":
+        return ["--fuse-small"], None
+    if kind == "cuda-graph":
+        return ["--cuda-graph"], None
+    if kind == "recompute":
+        return ["--recompute", "0-%d" % rng.randint(1, max(1, base_row["layers"] - 2))], None
+    if kind == "accumulation":
+        k = rng.choice([2, 4]) if pair["batch"] % 4 == 0 else 2
+        return ["--accum-steps", str(k), "--batch", str(pair["batch"] // k)], None
+    if kind.startswith("kernels-x"):
+        return [], float(kind[len("kernels-x"):])
+    raise ValueError(kind)
+
+
+def predict(pair, base_dir, base_peak, added, slowdown):
+    """dpro's prediction of the change from the recording in base_dir: (its replay of the
+    recording, predicted iteration us, predicted peak bytes or None, the ddp-sim options
+    added, the memory budget or None). added None: the pair's advice is asked for."""
+    opt = [OPTIMIZE, base_dir, "--json", "--quiet", "--warmup", str(WARMUP), "--batch",
+           str(pair["batch"])]
+    budget = int(0.6 * base_peak) if pair["kind"] == "advice-memory" else None
+    if slowdown is not None:
+        j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP),
+                       "--what-if-scale-kernels", repr(slowdown)])
+        if "what_if" not in j:
+            raise PairError("dpro-replay gave no what_if: %s" % j.get("diagnostics"))
+        return j["simulated_iter_us"], j["what_if"]["predicted_iter_us"], None, added, None
+    if added is None:
+        extra = ["--seed", "1", "--budget-s", "3"]
+        if budget is not None:
+            extra += ["--memory-budget", str(budget)]
+        j = dpro_json(opt + extra)
+        if not j["strategies"]:
+            raise PairError("dpro-optimize recommended nothing for %s" % base_dir)
+        added = j["strategies"][0]["knobs"]["ddp_sim_args"].split()
+    else:
+        j = dpro_json(opt + ["--what-if", " ".join(added)])
+    top = j["strategies"][0]
+    return j["baseline_iter_us"], top["predicted_iter_us"], top["peak_memory_bytes"], added, budget
+
+
+def one_pair(pair, work, iterations, attempts):
+    """Records, predicts, changes and measures one pair `attempts` times; returns its table
+    row (dict): the medians over the attempts of the recorded run's iteration, dpro's
+    replay of it, the prediction and the realised iteration (closed_loop.py's rule: the
+    median of each side keeps a bias of the prediction whole and leaves out a run another
+    job slowed down). The change is fixed at the first attempt (an advice: the first
+    attempt's recommendation, predicted from each attempt's own recording after that)."""
+    tag = "%02d-%s" % (pair["pair"], pair["kind"])
+    base_dir, new_dir = os.path.join(work, tag + "-base"), os.path.join(work, tag + "-new")
+    args = base_args(pair)
+    added, slowdown, got = None, None, []
+    for k in range(attempts):
+        for d in (base_dir, new_dir):
+            shutil.rmtree(d, ignore_errors=True)
+        base_us, base_peak, base_row = run_job(pair, args, base_dir, iterations)
+        if k == 0 and not pair["kind"].startswith("advice"):
+            added, slowdown = change(pair, base_row, base_peak)
+        replayed, pred_us, pred_peak, added, budget = predict(pair, base_dir, base_peak, added,
+                                                              slowdown)
+        new_us, new_peak, _ = run_job(pair, args + added, new_dir, iterations, slowdown)
+        got.append((base_us, replayed, pred_us, new_us, pred_peak, new_peak, budget))
+    base_us, replayed, pred_us, new_us = (median([g[i] for g in got]) for i in range(4))
+    pred_peak, new_peak, budget = got[0][4], max(g[5] for g in got), got[0][6]
+    spread = 100.0 * (max(g[3] for g in got) - min(g[3] for g in got)) / new_us
+    pred_x, real_x = replayed / pred_us, base_us / new_us
+    what = " ".join(added) if slowdown is None else "SIMGPU_SLOWDOWN=%g" % slowdown
+    mib = lambda b: None if b is None or b < 0 else b / 1048576.0
+    return {"pair": pair["pair"], "kind": pair["kind"], "world_seed": pair["world_seed"],
+            "profile": pair["profile"], "job": " ".join(args), "change": what,
+            "base_us": base_us, "replayed_us": replayed, "predicted_us": pred_us,
+            "realised_us": new_us, "error_pct": 100.0 * (new_us - pred_us) / pred_us,
+            "predicted_speedup": pred_x, "realised_speedup": real_x,
+            "speedup_ratio_pct": 100.0 * real_x / pred_x, "realised_spread_pct": spread,
+            "predicted_peak_mib": mib(pred_peak),
+            "realised_peak_mib": mib(new_peak) if mib(pred_peak) is not None else None,
+            "peak_error_pct": 100.0 * (new_peak - pred_peak) / pred_peak
+            if mib(pred_peak) is not None else None, "budget_mib": mib(budget)}
+
+
+def slower_than_said(r):
+    """A change dpro predicted faster (speedup > 1) that made the job slower."""
+    return r["predicted_speedup"] > 1.0 and r["realised_speedup"] < 1.0
+
+
+def summary(rows):
+    """The suite's closing line over rows."""
+    errs = [abs(r["error_pct"]) for r in rows]
+    slower = sum(1 for r in rows if r["kind"].startswith("advice") and slower_than_said(r))
+    return ("fidelity: %d pairs, mean |error| %.1f %%, max %.1f %%, worst realised/predicted "
+            "speedup %.0f %%, slower advice %d"
+            % (len(rows), sum(errs) / len(errs), max(errs),
+               min(r["speedup_ratio_pct"] for r in rows), slower))
+
+
+def cell(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return "%.1f" % v if abs(v) >= 100 else "%.3g" % v if abs(v) < 10 else "%.2f" % v
+    return str(v)
+
+
+def per_kind(rows):
+    """Markdown lines: mean and max |error| and the worst speedup ratio per kind."""
+    out = ["| kind | pairs | mean abs error % | max abs error % | worst realised/predicted "
+           "speedup % | max realised spread % | max abs peak memory error % |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    for k in KINDS:
+        rs = [r for r in rows if r["kind"] == k]
+        if rs:
+            e = [abs(r["error_pct"]) for r in rs]
+            m = [abs(r["peak_error_pct"]) for r in rs if r["peak_error_pct"] is not None]
+            out.append("| %s | %d | %.1f | %.1f | %.0f | %.1f | %s |" % (
+                k, len(rs), sum(e) / len(e), max(e), min(r["speedup_ratio_pct"] for r in rs),
+                max(r["realised_spread_pct"] for r in rs), "%.1f" % max(m) if m else "-"))
+    return out
+
+
+def memory_line(rows):
+    """The peak memory figures over rows: predicted against realised, and the budgets."""
+    m = [abs(r["peak_error_pct"]) for r in rows if r["peak_error_pct"] is not None]
+    b = [r for r in rows if r["budget_mib"] is not None]
+    over = sum(1 for r in b if r["realised_peak_mib"] > r["budget_mib"])
+    slower = [str(r["pair"]) for r in rows if slower_than_said(r)]
+    return ("peak memory: %d pairs predicted, mean |error| %.1f %%, max %.1f %%; realised peak "
+            "over the budget in %d of %d budgeted pairs. Changes of any kind predicted faster "
+            "that made the job slower: %d (pairs %s)"
+            % (len(m), sum(m) / len(m) if m else 0, max(m) if m else 0, over, len(b),
+               len(slower), ", ".join(slower) or "none"))
+
+
+def write_tables(out_dir, rows, header):
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "fidelity.tsv"), "w") as f:
+        f.write("\t".join(COLUMNS) + "\n")
+        for r in rows:
+            f.write("\t".join("" if r[c] is None else str(r[c]) for c in COLUMNS) + "\n")
+    with open(os.path.join(out_dir, "fidelity.md"), "w") as f:
+        f.write(header + "\n\n| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n")
+        for r in rows:
+            f.write("| " + " | ".join(cell(r[c]) for c in COLUMNS) + " |\n")
+        f.write("\n" + "\n".join(per_kind(rows)) + "\n\n" + memory_line(rows) + "\n\n" +
+                summary(rows) + "\n")
+
+
+def run_suite(seed, n, iterations, attempts, work, kinds=None, log=print):
+    """Runs the n pairs of seed (only those of kinds, when given); returns (rows,
+    failures)."""
+    rows, failures = [], []
+    for pair in draw_pairs(seed, n):
+        if kinds and pair["kind"] not in kinds:
+            continue
+        try:
+            r = one_pair(pair, work, iterations, attempts)
+        except (PairError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
+            failures.append("pair %d (%s, world %d %s): %s" % (
+                pair["pair"], pair["kind"], pair["world_seed"], pair["profile"], e))
+            log("pair %d: FAILED: %s" % (pair["pair"], failures[-1]))
+            continue
+        rows.append(r)
+        log("pair %2d %-13s %s seed %-10d %-45s %-40s pred %9.1f real %9.1f err %+6.1f%% "
+            "speedup %.3f/%.3f" % (r["pair"], r["kind"], r["profile"], r["world_seed"],
+                                   r["job"][:45], r["change"][:40], r["predicted_us"],
+                                   r["realised_us"], r["error_pct"], r["realised_speedup"],
+                                   r["predicted_speedup"]))
+    return rows, failures
+
+
+def missing_programs():
+    return [p for p in (SIMRUN, DDP_SIM, DPRO_RUN, REPLAY, OPTIMIZE) if not os.access(p, os.X_OK)]
+
+
+def main():
+    if missing_programs():
+        print("fidelity: skipped (%s not built: no simulated device)" % missing_programs()[0])
+        return 77
+    try:
+        seed = int(os.environ.get("DPRO_FIDELITY_SEED", DEFAULT_SEED))
+        n = int(os.environ.get("FIDELITY_PAIRS", "40"))
+        iterations = int(os.environ.get("FIDELITY_ITERATIONS", "20"))
+        attempts = int(os.environ.get("FIDELITY_ATTEMPTS", "3"))
+        if min(n, iterations, attempts) < 1:
+            raise ValueError("FIDELITY_PAIRS, FIDELITY_ITERATIONS and FIDELITY_ATTEMPTS must "
+                             "be at least 1")
+    except ValueError as e:
+        print("fidelity: DPRO_FIDELITY_SEED, FIDELITY_PAIRS, FIDELITY_ITERATIONS, "
+              "FIDELITY_ATTEMPTS want integers (the last three >= 1): %s" % e, file=sys.stderr)
+        return 2
+    out_dir = os.environ.get("FIDELITY_OUT", os.path.join(BUILD, "fidelity"))
+    keep = os.environ.get("FIDELITY_KEEP")
+    work = keep or tempfile.mkdtemp(prefix="dpro-fidelity-")
+    load = os.getloadavg()
+    print("fidelity: DPRO_FIDELITY_SEED=%d, %d pairs, %d ranks, %d measured iterations per "
+          "run, %d attempts per pair (load average %.1f %.1f %.1f)"
+          % ((seed, n, RANKS, iterations, attempts) + load))
+    try:
+        rows, failures = run_suite(seed, n, iterations, attempts, work)
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    for f in failures:
+        print("FAIL:", f)
+    if not rows:
+        print("fidelity: no pair ran")
+        return 1
+    end = os.getloadavg()
+    header = ("DPRO_FIDELITY_SEED=%d, %d ranks, %d measured iterations per run, %d attempts "
+              "per pair (each figure: the median over the attempts; spread: the realised "
+              "runs' max - min over their median), load average %.1f at the start, %.1f at "
+              "the end" % (seed, RANKS, iterations, attempts, load[0], end[0]))
+    write_tables(out_dir, rows, header)
+    print("\n".join(per_kind(rows)))
+    print(memory_line(rows))
+    print("table: %s" % os.path.join(out_dir, "fidelity.md"))
+    print(summary(rows))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
