@@ -445,6 +445,26 @@ test_copy_without_wal(void)
     CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
     CHECK(r && !dpro_reader_ended_early(r) && !*dpro_reader_warnings(r));
     dpro_reader_close(r);
+
+    /* a killed writer's -wal stays as it was after a read (a closing reader folds only a
+     * trace marked complete), so every later reader still names it */
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(write_events(path, 2000, 1000, 0, &w) == DPRO_OK ? 0 : 1); /* never closed */
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(exists(path, "-wal"));
+    for (int i = 0; i < 2; i++) {
+        CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+        CHECK(r && dpro_reader_ended_early(r) && strstr(dpro_reader_warnings(r), "-wal"));
+        dpro_reader_close(r);
+        CHECK(exists(path, "-wal"));
+    }
+    char side[600];
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
     unlink(path);
     unlink(copy);
 }
