@@ -24,7 +24,8 @@ comparison is between runs far apart in time:
   in the order AB BA AB BA AB, so that a load that rises or falls across the pairs
   weighs on both sides alike; the realised speedup is the median over the pairs of A/B
   (each ratio of two runs next to each other in time), the realised iteration time the
-  median of the B runs.
+  median of the B runs. The baseline's drift from the profiles to the pairs is printed
+  (a load that changed between the two phases shows there, not as a model error unseen).
 Rule, for each configuration: the median realised iteration time within 5 % of the
 median predicted one; the median realised speedup at least 0.9 of the median predicted
 one, and over 1 where the advice predicts a speedup (accumulation under a memory budget
@@ -170,7 +171,7 @@ def one_config(work, name, args, env, opt_args):
     if "--memory-budget" in opt_args:
         budget = parse_size(opt_args[opt_args.index("--memory-budget") + 1])
 
-    extra, ratios, applied_us = advice.split(), [], []
+    extra, ratios, applied_us, base_us = advice.split(), [], [], []
     for j in range(1, PAIRS + 1):
         order = (False, True) if j % 2 else (True, False)  # AB BA AB ...
         got = {}
@@ -179,6 +180,7 @@ def one_config(work, name, args, env, opt_args):
         (a_us, _), (b_us, b_peak) = got[False], got[True]
         ratios.append(a_us / b_us)
         applied_us.append(b_us)
+        base_us.append(a_us)
         over = budget is not None and b_peak > budget
         print("%s: pair %d (%s): baseline %.1f us, applied %.1f us, x%.3f, peak %.0f MiB%s"
               % (name, j, "AB" if j % 2 else "BA", a_us, b_us, a_us / b_us, b_peak / 1048576.0,
@@ -189,10 +191,14 @@ def one_config(work, name, args, env, opt_args):
     real_us, real_x = median(applied_us), median(ratios)
     err = 100.0 * (real_us - pred_us) / pred_us
     ratio = real_x / pred_x
+    # the machine's drift between the profiles and the pairs, told (not judged): the
+    # pairs' median baseline against the profiled runs' median
+    drift = 100.0 * (median(base_us) / median([p["base_us"] for p in profiles]) - 1)
     print("%s: median predicted %.1f us, median realised %.1f us, error %+.1f%% (bound %g%%); "
-          "median realised speedup %.3f, predicted %.3f, ratio %.3f (bound %g)"
+          "median realised speedup %.3f, predicted %.3f, ratio %.3f (bound %g); baseline "
+          "%+.1f%% from the profiles to the pairs"
           % (name, pred_us, real_us, err, MAX_ERROR_PCT, real_x, pred_x, ratio,
-             MIN_SPEEDUP_RATIO))
+             MIN_SPEEDUP_RATIO, drift))
     if abs(err) > MAX_ERROR_PCT:
         why.append("%s: median realised %.1f us against median predicted %.1f us: error "
                    "%+.1f%% over %g%%" % (name, real_us, pred_us, err, MAX_ERROR_PCT))
