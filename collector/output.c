@@ -37,12 +37,7 @@ static const char *const coll_local_rank_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORL
                                                    "SLURM_LOCALID", "MPI_LOCALRANKID", NULL};
 static const char *const coll_world_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
                                               "SLURM_NTASKS", NULL};
-static const char *const coll_job_vars[] = {"TORCHELASTIC_RUN_ID",
-                                            "SLURM_JOB_ID",
-                                            "PBS_JOBID",
-                                            "LSB_JOBID",
-                                            "OMPI_MCA_ess_base_jobid",
-                                            NULL};
+static const char *const coll_batch_job_vars[] = {"PBS_JOBID", "LSB_JOBID", NULL};
 
 /* Keeps [A-Za-z0-9._-] of src in dst (others become '_'). */
 static void
@@ -97,6 +92,69 @@ coll_command_line(char *buf, size_t size)
     buf[n] = '\0';
 }
 
+/* The start time of process pid in clock ticks after boot (/proc/PID/stat, field 22: the
+ * same across exec); 0 when it cannot be read. */
+static unsigned long long
+coll_proc_start(pid_t pid)
+{
+    char path[64], buf[1024];
+    unsigned long long ticks = 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* fields after the command name, which may hold spaces and ')': the last ')' ends it */
+    char *p = strrchr(buf, ')');
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    if (p)
+        ticks = strtoull(p + 1, NULL, 10);
+    return ticks;
+}
+
+/* Writes the job id into out: what every rank of one job shares and the next job launched
+ * with the same configuration does not. In order: DPRO_JOB_ID (the user's); the launcher's
+ * run id (torchrun's TORCHELASTIC_RUN_ID, except its default "none"; mpirun's job id);
+ * for ranks all on this host (LOCAL_WORLD_SIZE = WORLD_SIZE: a single-node torchrun) the
+ * launcher process, their parent: host, pid and start time; the batch scheduler's job and
+ * step (srun makes a step per launch); the rendezvous (MASTER_ADDR, MASTER_PORT) of a
+ * multi-node job that has none of these (two such jobs on one port share it: DPRO_JOB_ID
+ * tells them apart); a process that is not one rank of several: itself (host, pid, start
+ * time). Empty when none applies (ranks with no launcher id). */
+static void
+coll_job_id(char *out, size_t n, const char *host)
+{
+    const char *v, *world = coll_env_first(coll_world_vars), *step = getenv("SLURM_STEP_ID");
+    const char *local = getenv("LOCAL_WORLD_SIZE");
+    const char *addr = getenv("MASTER_ADDR"), *port = getenv("MASTER_PORT");
+    int ranked = coll_env_first(coll_rank_vars) != NULL;
+
+    if (step && !*step)
+        step = NULL;
+    out[0] = '\0';
+    if ((v = getenv("DPRO_JOB_ID")) && *v)
+        snprintf(out, n, "%s", v);
+    else if ((v = getenv("TORCHELASTIC_RUN_ID")) && *v && strcmp(v, "none") != 0)
+        snprintf(out, n, "%s", v);
+    else if ((v = getenv("OMPI_MCA_ess_base_jobid")) && *v)
+        snprintf(out, n, "%s", v);
+    else if (ranked && world && local && atol(world) > 1 && atol(local) == atol(world))
+        snprintf(out, n, "local-%s-%d-%llu", host, (int)getppid(), coll_proc_start(getppid()));
+    else if ((v = getenv("SLURM_JOB_ID")) && *v)
+        snprintf(out, n, "%s%s%s", v, step ? "." : "", step ? step : "");
+    else if ((v = coll_env_first(coll_batch_job_vars)))
+        snprintf(out, n, "%s", v);
+    else if (ranked && addr && *addr && port && *port)
+        snprintf(out, n, "rdzv-%s-%s", addr, port);
+    else if (!ranked || (world && atol(world) <= 1))
+        snprintf(out, n, "proc-%s-%d-%llu", host, (int)getpid(), coll_proc_start(getpid()));
+}
+
 uint64_t coll_anchor_realtime_ns, coll_anchor_monotonic_ns;
 
 /* Takes a (CLOCK_REALTIME, CLOCK_MONOTONIC) pair. */
@@ -141,8 +199,9 @@ coll_write_meta(dpro_writer *w, const char *host)
         dpro_writer_set_meta(w, DPRO_META_LOCAL_RANK, v);
     if ((v = coll_env_first(coll_world_vars)))
         dpro_writer_set_meta(w, DPRO_META_WORLD_SIZE, v);
-    if ((v = coll_env_first(coll_job_vars)))
-        dpro_writer_set_meta(w, DPRO_META_JOB_ID, v);
+    coll_job_id(buf, sizeof buf, host);
+    if (buf[0])
+        dpro_writer_set_meta(w, DPRO_META_JOB_ID, buf);
     coll_command_line(buf, sizeof buf);
     dpro_writer_set_meta(w, "command", buf);
     dpro_writer_set_meta(w, "clock", "CLOCK_MONOTONIC");

@@ -40,9 +40,21 @@ DPROTRACE_LINK = schemas/libdprotrace-pic.la
 BUILT_SOURCES += schemas/trace.pb-c.c schemas/trace.pb-c.h schemas/trace_sql.c
 CLEANFILES += schemas/trace.pb-c.c schemas/trace.pb-c.h schemas/trace_sql.c
 
-schemas/trace.pb-c.c schemas/trace.pb-c.h: schemas/trace.proto
+# One protoc-c run makes both files: the header is the product of the .c's rule (a rule
+# with two targets would run twice side by side under make -j, the second rewriting the
+# header while the first's users compile), remade through it when only the .c is there
+# (the Multiple Outputs idiom of the automake manual).
+schemas/trace.pb-c.c: schemas/trace.proto
 	$(AM_V_GEN)$(MKDIR_P) schemas && \
 	$(PROTOC_C) --proto_path=$(srcdir)/schemas --c_out=schemas $(srcdir)/schemas/trace.proto
+schemas/trace.pb-c.h: schemas/trace.pb-c.c
+	@test -f $@ || { rm -f schemas/trace.pb-c.c && $(MAKE) $(AM_MAKEFLAGS) schemas/trace.pb-c.c; }
+# Every object of both libraries waits for the generated files: BUILT_SOURCES orders them
+# first only for `make`, `make check` and `make install`, so a named target (`make
+# schemas/libdprotrace-pic.la`, `make tools/dpro-info`) compiled codec.c before
+# trace.pb-c.h existed, or while it was being written, as make -j ordered the jobs.
+$(schemas_libdprotrace_la_OBJECTS) $(schemas_libdprotrace_pic_la_OBJECTS): \
+	schemas/trace.pb-c.h schemas/trace.pb-c.c
 
 schemas/trace_sql.c: schemas/trace.sql
 	$(AM_V_GEN)$(MKDIR_P) schemas && { \

@@ -654,12 +654,87 @@ dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errle
     return rc;
 }
 
+/* How long a closing reader tries to take a finished trace out of WAL mode while another
+ * connection (the writer finishing its close, another reader) holds it, and how often. */
+#define FOLD_WAIT_MS 20
+#define FOLD_POLL_MS 2
+
+/* Whether the trace db has open is now marked complete (a read of its latest commit). */
+static int
+complete_now(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    int complete =
+        sqlite3_prepare_v2(db, "SELECT 1 FROM meta WHERE key = ?", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_bind_text(st, 1, DPRO_META_COMPLETE, -1, SQLITE_STATIC) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return complete;
+}
+
+/* Folds the -wal of a trace its writer has closed back into the file and takes the file out
+ * of WAL mode (name and vfs as SQLite opened it). A writer's close does that only when no
+ * reader holds the trace: SQLite removes a -wal and -shm only in the last connection to
+ * close, and only in one that may write; a read-only reader closing last leaves them. So a
+ * reader that read a trace through its -wal does it at its close, in a connection of its
+ * own, once the trace is marked complete (never for a trace a writer may still add to, or
+ * one whose writer was killed). A connection still holding the trace makes it fail; then
+ * that one, closing later, does it. Failures (read-only media, a directory the reader cannot write)
+ * are harmless: the trace reads as before. */
+static void
+fold_finished_wal(const char *name, const char *vfs)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int complete = 0;
+
+    if (sqlite3_open_v2(name, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, vfs) ==
+        SQLITE_OK) {
+        sqlite3_busy_timeout(db, FOLD_WAIT_MS);
+        complete = complete_now(db); /* still the trace the reader read */
+    }
+    /* the switch to DELETE checkpoints and removes the -wal, but needs the only lock on the
+     * file: SQLite's busy handler does not wait for it, so this loop does */
+    for (int waited = 0; complete && waited < FOLD_WAIT_MS; waited += FOLD_POLL_MS) {
+        int done =
+            sqlite3_prepare_v2(db, "PRAGMA journal_mode = DELETE", -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW &&
+            !sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "delete");
+        sqlite3_finalize(st);
+        if (done)
+            break;
+        struct timespec ts = {0, FOLD_POLL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    /* the last connection to close removes a -wal and -shm still there: only for a trace
+     * marked complete (a killed writer's -wal stays, as it was, for its readers to name) */
+    if (db && !complete)
+        sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+    sqlite3_close(db);
+}
+
 void
 dpro_reader_close(dpro_reader *r)
 {
+    char *fold = NULL, *fold_vfs = NULL;
+    sqlite3_vfs *vfs = NULL;
+
     if (!r)
         return;
+    /* read through a -wal: the trace may need folding once this connection is gone (the
+     * writer may mark it complete and fail to fold it while this one still holds it) */
+    if (r->db && !r->immutable) {
+        const char *name = sqlite3_db_filename(r->db, "main");
+        fold = name ? strdup(name) : NULL;
+        if (sqlite3_file_control(r->db, "main", SQLITE_FCNTL_VFS_POINTER, &vfs) == SQLITE_OK &&
+            vfs && vfs->zName)
+            fold_vfs = strdup(vfs->zName);
+    }
     sqlite3_close(r->db);
+    if (fold && side_exists(fold, "-wal"))
+        fold_finished_wal(fold, fold_vfs);
+    free(fold);
+    free(fold_vfs);
     if (r->dirfd >= 0)
         close(r->dirfd);
     free(r->warnings);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_BATCH_EVENTS 16384u
@@ -28,6 +29,11 @@
 
 /* In trace.sql, the tables after this line are created on first use (create_table). */
 #define ON_FIRST_USE_MARK "-- @on-first-use"
+
+/* How long dpro_writer_close retries leaving WAL mode while a reader holds the file, and
+ * how often (longer than a closing reader's own tries: reader.c FOLD_WAIT_MS). */
+#define CLOSE_WAIT_MS 60
+#define CLOSE_POLL_MS 2
 
 /* The tables created on first use, as bits of dpro_writer.tables_made. */
 enum {
@@ -697,12 +703,26 @@ dpro_writer_close(dpro_writer *w)
     sqlite3_finalize(w->ins_meta);
     if (w->db) {
         /* one self-contained file: everything into it, and out of WAL mode so that readers
-         * need no -wal or -shm (this fails, harmlessly, while a reader has it open: the
-         * close then still checkpoints and removes the -wal) */
+         * need no -wal or -shm. The switch needs the only lock on the file: while a reader
+         * holds it, it is retried for a while (SQLite's busy handler does not wait for
+         * it), then left to that reader, whose close does it for a trace marked complete
+         * (dpro_reader_close); the two also never give up together, the writer waiting
+         * longer than a reader's close does */
         int ck = sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
         if (ck != SQLITE_OK && ck != SQLITE_BUSY && ck != SQLITE_LOCKED && rc == DPRO_OK)
             rc = writer_fail(w, DPRO_ERR_IO, "moving the -wal into the file");
-        sqlite3_exec(w->db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
+        for (int waited = 0; waited < CLOSE_WAIT_MS; waited += CLOSE_POLL_MS) {
+            sqlite3_stmt *st = NULL;
+            int done = sqlite3_prepare_v2(w->db, "PRAGMA journal_mode = DELETE", -1, &st, NULL) ==
+                           SQLITE_OK &&
+                       sqlite3_step(st) == SQLITE_ROW &&
+                       !sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "delete");
+            sqlite3_finalize(st);
+            if (done)
+                break;
+            struct timespec ts = {0, CLOSE_POLL_MS * 1000000L};
+            nanosleep(&ts, NULL);
+        }
         if (sqlite3_close(w->db) != SQLITE_OK && rc == DPRO_OK)
             rc = DPRO_ERR_IO;
     }

@@ -87,7 +87,8 @@ tests_collector_libslowctor_la_LDFLAGS = -shared -avoid-version -rpath /nowhere 
 COLLECTOR_TESTS = tests/collector/test-real-cudart.py tests/collector/test-awkward.py \
 	tests/collector/test-dpro-run.py tests/collector/test-e2e-simgpu.py \
 	tests/collector/test-python-dlopen.py tests/collector/test-hardening.py \
-	tests/collector/test-fork-storm.py tests/collector/test-symlink-output.py
+	tests/collector/test-fork-storm.py tests/collector/test-symlink-output.py \
+	tests/collector/test-job-id.py
 if HAVE_PYTHON3
 TESTS += $(COLLECTOR_TESTS)
 endif
