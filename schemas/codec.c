@@ -47,13 +47,32 @@
     X(redop, uint32_t, redop, 27)                                                                  \
     X(peer, int32_t, peer, 28)                                                                     \
     X(stack, uint32_t, stack, 29)                                                                  \
-    X(value, int64_t, value, 30)
+    X(value, int64_t, value, 30)                                                                   \
+    X(has, uint32_t, has, 37)                                                                      \
+    X(fwd_thread, uint32_t, fwd_thread, 38)                                                        \
+    X(shapes, uint32_t, shapes, 43)                                                                \
+    X(dtypes, uint32_t, dtypes, 44)                                                                \
+    X(args, uint32_t, args, 45)
+
+/* Delta columns of schema minor 2: X(proto field, dpro_event member, dpro_has bit). An
+ * event whose has bit is set stores its value as the zig-zag difference from the value of
+ * the previous such event of the group (ids that mostly count up); one without it stores 0
+ * and reads as 0. */
+#define DELTA_COLUMNS(X)                                                                           \
+    X(external_id_delta, external_id, DPRO_HAS_EXTERNAL_ID)                                        \
+    X(record_id_delta, record_id, DPRO_HAS_RECORD_ID)                                              \
+    X(seq_nr_delta, seq_nr, DPRO_HAS_SEQ_NR)                                                       \
+    X(ev_idx_delta, ev_idx, DPRO_HAS_EV_IDX)                                                       \
+    X(total_allocated_delta, total_allocated, DPRO_HAS_TOTALS)                                     \
+    X(total_reserved_delta, total_reserved, DPRO_HAS_TOTALS)
 
 #define NCOLUMNS_TIMES 5 /* start_hi, duration_hi, correlation, seq, both low-byte columns */
 #define COUNT_COL(field, type, member, num) +1
 #define NPLAIN (0 PLAIN_COLUMNS(COUNT_COL))
 /* scratch per event: time columns, plain columns; plus two constant lists per group */
-#define NCOLUMNS (NCOLUMNS_TIMES + NPLAIN)
+#define COUNT_DELTA(field, member, bit) +1
+#define NDELTA (0 DELTA_COLUMNS(COUNT_DELTA))
+#define NCOLUMNS (NCOLUMNS_TIMES + NDELTA + NPLAIN)
 
 #define NKIND_SLOTS (DPRO_KIND_MAX_KNOWN + 1)
 #define MAX_UNKNOWN_KINDS 64 /* distinct kinds from newer producers in one batch */
@@ -364,6 +383,29 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
         g->n_seq_delta = n;
         g->seq_delta = seq;
     }
+    /* the delta columns of minor 2, each left out when all its values are zero */
+#define ENCODE_DELTA(field, member, bit)                                                           \
+    {                                                                                              \
+        int64_t *col = (int64_t *)p;                                                               \
+        uint64_t prev = 0;                                                                         \
+        int any = 0;                                                                               \
+        p += n * sizeof(int64_t);                                                                  \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            const dpro_event *e = &events[idx[i]];                                                 \
+            col[i] = 0;                                                                            \
+            if (!(e->has & (bit)))                                                                 \
+                continue;                                                                          \
+            col[i] = (int64_t)(e->member - prev);                                                  \
+            any |= col[i] != 0;                                                                    \
+            prev = e->member;                                                                      \
+        }                                                                                          \
+        if (any) {                                                                                 \
+            g->n_##field = n;                                                                      \
+            g->field = col;                                                                        \
+        }                                                                                          \
+    }
+    DELTA_COLUMNS(ENCODE_DELTA)
+#undef ENCODE_DELTA
 
     /* the constant lists follow the plain columns' space (NPLAIN uint64 slots each); the
      * name-relative list takes the unused upper half of const_field's */
@@ -719,6 +761,9 @@ group_columns_valid(const Dpro__Group *g)
     CHECK_LEN(duration_hi)
     CHECK_LEN(correlation_delta)
     CHECK_LEN(seq_delta)
+#define CHECK_DELTA(field, member, bit) CHECK_LEN(field)
+    DELTA_COLUMNS(CHECK_DELTA)
+#undef CHECK_DELTA
     if (g->n_const_field != g->n_const_value)
         return 0;
 #define CHECK_PLAIN(field, type, member, num) CHECK_LEN(field)
@@ -887,6 +932,18 @@ dpro_codec_decode(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen,
                 seq += (uint64_t)g->seq_delta[i];
             e->seq = seq;
         }
+#define DECODE_DELTA(field, member, bit)                                                           \
+    if (g->n_##field) {                                                                            \
+        uint64_t acc = 0;                                                                          \
+        for (size_t i = 0; i < g->count; i++) {                                                    \
+            if (!(ev[i].has & (bit)))                                                              \
+                continue;                                                                          \
+            acc += (uint64_t)g->field[i];                                                          \
+            ev[i].member = acc;                                                                    \
+        }                                                                                          \
+    }
+        DELTA_COLUMNS(DECODE_DELTA)
+#undef DECODE_DELTA
         pos += g->count;
     }
     if (batch)

@@ -26,7 +26,9 @@
 static const char trace[] =
     "{\"schemaVersion\": 1, \"traceEvents\": [\n"
     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":100,\"tid\":101,"
-    "\"ts\":1000.5,\"dur\":50,\"args\":{\"External id\":1}},\n"
+    "\"ts\":1000.5,\"dur\":50,\"args\":{\"External id\":1,\"Input Dims\":[[2, 3], []],"
+    "\"Sequence number\":0,\"Input type\":[\"float\",\"\"],\"Fwd thread id\":1,"
+    "\"Record function id\":9,\"Nested\":{\"a\":[1,{\"b\":\"x\\\"y\"}],\"c\":true,\"d\":null}}},\n"
     "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#7\",\"pid\":100,"
     "\"tid\":101,\"ts\":999,\"dur\":1000},\n"
     "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":1010.25,"
@@ -68,7 +70,7 @@ static const char trace[] =
     "\"name\":\"fwdbwd\",\"bp\":\"e\"},\n"
     "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\","
     "\"pid\":100,\"tid\":101,\"ts\":1002,\"args\":{\"Device Type\":1,\"Device Id\":0,"
-    "\"Addr\":4096,\"Bytes\":-512}},\n"
+    "\"Addr\":4096,\"Bytes\":-512,\"Total Allocated\":100,\"Total Reserved\":2048}},\n"
     "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":100,\"tid\":101,"
     "\"args\":{\"name\":\"thread 101 (python)\"}},\n"
     "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":20,"
@@ -223,7 +225,6 @@ test_roundtrip(const char *dir, size_t chunk, int inline_writer)
     CHECK(strcmp(dpro_reader_meta(r, "host"), "node7") == 0);
     CHECK(strcmp(dpro_reader_meta(r, "clock"), "kineto-us") == 0);
     CHECK(dpro_reader_meta(r, "job_id") != NULL);
-    CHECK_EQ_U(dpro_reader_meta_int(r, "import.unmapped.flow_fwdbwd", -1), 1);
     CHECK_EQ_U(dpro_reader_meta_int(r, "import.unmapped.profiler_span", -1), 1);
     CHECK_EQ_U(dpro_reader_meta_int(r, "import.flows.ac2g", -1), 2);
     CHECK_EQ_U(dpro_reader_meta_int(r, "import.partial", -1), 0);
@@ -235,7 +236,7 @@ test_roundtrip(const char *dir, size_t chunk, int inline_writer)
     while (n < 64 && dpro_iter_next(it, &ev[n]) == 1)
         n++;
     dpro_iter_close(it);
-    CHECK_EQ_U(n, 15);
+    CHECK_EQ_U(n, 18);
 
     const dpro_event *k11 = find(ev, n, DPRO_KIND_KERNEL, 11);
     const dpro_event *a11 = find(ev, n, DPRO_KIND_API, 11);
@@ -294,6 +295,39 @@ test_roundtrip(const char *dir, size_t chunk, int inline_writer)
           sync->value == 16 && sync->peer == 7 && sync->stream == 20 && sync->correlation == 17);
     const dpro_event *mem = find_kind(ev, n, DPRO_KIND_MEMORY, 0);
     CHECK(mem && mem->subkind == DPRO_MEM_FREE && mem->bytes == 512 && mem->address == 4096);
+    CHECK(mem && mem->has == DPRO_HAS_TOTALS && mem->total_allocated == 100 &&
+          mem->total_reserved == 2048 && mem->args == 0);
+    /* op arguments: ids in their fields, shapes and dtypes as JSON text, the rest as one
+     * object; the arguments a field holds are not repeated in it */
+    const dpro_event *op = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].kind == DPRO_KIND_MARKER && ev[i].subkind == DPRO_MARK_CPU_OP)
+            op = &ev[i];
+    CHECK(op != NULL);
+    if (op) {
+        CHECK_EQ_U(op->has, DPRO_HAS_EXTERNAL_ID | DPRO_HAS_SEQ_NR | DPRO_HAS_FWD_THREAD |
+                                DPRO_HAS_RECORD_ID);
+        CHECK(op->external_id == 1 && op->seq_nr == 0 && op->fwd_thread == 1 && op->record_id == 9);
+        CHECK(strcmp(dpro_reader_string(r, op->shapes), "[[2,3],[]]") == 0);
+        CHECK(strcmp(dpro_reader_string(r, op->dtypes), "[\"float\",\"\"]") == 0);
+        CHECK(strcmp(dpro_reader_string(r, op->args),
+                     "{\"Nested\":{\"a\":[1,{\"b\":\"x\\\"y\"}],\"c\":true,\"d\":null}}") == 0);
+    }
+    if (k11 && a11) {
+        CHECK(strcmp(dpro_reader_string(r, k11->args), "{\"blocks per SM\":0.5}") == 0);
+        CHECK(strcmp(dpro_reader_string(r, a11->args), "{\"cbid\":211}") == 0);
+    }
+    int flows = 0, fwdbwd = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].kind != DPRO_KIND_FLOW)
+            continue;
+        flows++;
+        if (strcmp(dpro_reader_string(r, ev[i].name2), "fwdbwd") == 0)
+            fwdbwd += ev[i].correlation == 5 && ev[i].subkind == DPRO_FLOW_FINISH &&
+                      ev[i].has == DPRO_HAS_BP_ENCLOSING && ev[i].value == 100 &&
+                      ev[i].thread == 101 && ev[i].start_ns == 1001000;
+    }
+    CHECK(flows == 3 && fwdbwd == 1);
     int iters = 0, cpu_ops = 0;
     for (size_t i = 0; i < n; i++) {
         if (ev[i].kind != DPRO_KIND_MARKER)
@@ -610,12 +644,12 @@ test_errors(void)
     snprintf(deep + n, sizeof(deep) - n, ",\"traceEvents\":[]}");
     char err[256];
     CHECK(kineto_import_buffer(NULL, deep, strlen(deep), 0, NULL, err, sizeof(err)) == DPRO_OK);
-    /* every prefix of a good trace: an error or a success, never a crash */
+    /* every prefix of a good trace short of its closing brace is an error, never a crash */
     size_t len = sizeof(trace) - 1;
-    int errors = 0;
-    for (size_t cut = 0; cut < len; cut += 7)
+    int errors = 0, cuts = 0;
+    for (size_t cut = 0; cut + 2 < len; cut += 7, cuts++)
         errors += kineto_import_buffer(NULL, trace, cut, 3, NULL, err, sizeof(err)) != DPRO_OK;
-    CHECK(errors == (int)((len + 6) / 7));
+    CHECK(errors == cuts);
 }
 
 /* Imports text (fed in pieces of chunk bytes, 0: at once) without a writer at a squeeze
