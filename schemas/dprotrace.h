@@ -156,6 +156,8 @@ enum dpro_has {
     DPRO_HAS_EV_IDX = 1u << 4,
     DPRO_HAS_TOTALS = 1u << 5,       /* total_allocated and total_reserved */
     DPRO_HAS_BP_ENCLOSING = 1u << 6, /* a flow end bound to its enclosing slice ("bp": "e") */
+    DPRO_HAS_ROW = 1u << 7,          /* SYNC: the trace viewer's row (Chrome tid), which is
+                                        not its stream, is in `address` */
 };
 
 /* Marker kinds (subkind of DPRO_KIND_MARKER). */

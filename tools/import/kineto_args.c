@@ -147,6 +147,27 @@ kin_cap_close(kineto_importer *k)
     cap_put(e, e->cap_nest < KIN_CAP_DEPTH && e->cap_array[e->cap_nest] ? "]" : "}", 1);
 }
 
+/* See kineto_int.h. */
+int
+kin_args_double(const kin_event *e, int key, double *v)
+{
+    for (int i = 0; i < e->nseg && !e->rest_bad; i++) {
+        if (e->seg[i].key != key)
+            continue;
+        uint32_t end = i + 1 < e->nseg ? e->seg[i + 1].start : (uint32_t)e->rest_len;
+        char num[64];
+        size_t len = end - e->seg[i].vstart;
+        if (len == 0 || len >= sizeof num)
+            return -1;
+        memcpy(num, e->rest + e->seg[i].vstart, len);
+        num[len] = '\0';
+        char *stop;
+        *v = strtod(num, &stop);
+        return *stop ? -1 : 0;
+    }
+    return -1;
+}
+
 /* Interns text[0..len) (len > 0) into *id. */
 static int
 intern_text(kineto_importer *k, const char *text, size_t len, uint32_t *id)

@@ -459,6 +459,10 @@ void kin_cap_close(kineto_importer *k);
  * (KIN_KEYBIT). */
 #define KIN_KEYBIT(key) (UINT64_C(1) << (key))
 
+/* The number under key in e's args (a member kept in e->rest): 0 with *v set, -1 when
+ * there is none or it is not a plain number. */
+int kin_args_double(const kin_event *e, int key, double *v);
+
 /* Fills ev's minor-2 fields from e: the ids (has bits), shapes and dtypes (interned JSON
  * text of "Input Dims" and "Input type"), and args: the members whose key is not in
  * taken, as one interned JSON object text (0 if none). Returns DPRO_OK or fails. */

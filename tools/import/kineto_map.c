@@ -118,6 +118,10 @@ kin_thread_of(const kin_event *e)
 {
     if ((e->have & H_TID) && e->tid > 0 && e->tid <= UINT32_MAX)
         return (uint32_t)e->tid;
+    /* a thread id Kineto wrote as a negative 32-bit number: its two's complement (Linux
+     * thread ids stay below 2^22, so export knows to write it back negative) */
+    if ((e->have & H_TID) && e->tid < 0 && e->tid >= INT32_MIN)
+        return (uint32_t)(int32_t)e->tid;
     return 0;
 }
 
@@ -267,8 +271,8 @@ kin_map_device_op(kineto_importer *k, kin_event *e)
     if (s && s->state == IMP_SLOT_LAUNCH && ev.kind != DPRO_KIND_KERNEL && ev.bytes == 0 &&
         s->bytes <= KIN_MAX_BYTES)
         ev.bytes = s->bytes; /* a copy or set whose record lacks its size: its call's */
-    /* the arguments the fields hold; the bandwidth of a copy or set is its bytes over its
-     * duration, which export computes again */
+    /* the arguments the fields hold; the bandwidth of a copy or set, when it is its bytes
+     * over its duration (newer Kinetos), is computed again by export */
     uint64_t taken = 0;
     if (ev.correlation)
         taken |= KIN_KEYBIT(A_CORRELATION);
@@ -281,7 +285,10 @@ kin_map_device_op(kineto_importer *k, kin_event *e)
         if ((e->have & H_SHARED_MEM) && (uint64_t)e->shared_mem == ev.shared_mem)
             taken |= KIN_KEYBIT(A_SHARED_MEM);
     } else {
-        taken |= KIN_KEYBIT(A_BANDWIDTH);
+        double bw;
+        if (kin_args_double(e, A_BANDWIDTH, &bw) == 0 && ev.end_ns > ev.start_ns &&
+            bw == (double)ev.bytes / (double)(ev.end_ns - ev.start_ns))
+            taken |= KIN_KEYBIT(A_BANDWIDTH);
         if ((e->have & H_BYTES) && e->bytes >= 0 && (uint64_t)e->bytes == ev.bytes)
             taken |= KIN_KEYBIT(A_BYTES);
     }
@@ -340,6 +347,10 @@ kin_map_sync(kineto_importer *k, kin_event *e)
         kin_count(k, "approx.sync_kind", 1);
     ev.device = kin_device_of(e);
     ev.stream = (e->have & H_STREAM) && e->stream >= 0 ? (uint64_t)e->stream : 0;
+    if (!(e->have & H_STREAM) && (e->have & H_TID) && e->tid >= 0) {
+        ev.has |= DPRO_HAS_ROW; /* no stream said: the row it was drawn on */
+        ev.address = (uint64_t)e->tid;
+    }
     if ((e->have & H_CORRELATION) && e->correlation > 0)
         ev.correlation = (uint64_t)e->correlation;
     if ((e->have & H_WAIT_EVENT) && e->wait_event >= 0)
