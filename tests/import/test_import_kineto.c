@@ -28,7 +28,8 @@ static const char trace[] =
     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":100,\"tid\":101,"
     "\"ts\":1000.5,\"dur\":50,\"args\":{\"External id\":1,\"Input Dims\":[[2, 3], []],"
     "\"Sequence number\":0,\"Input type\":[\"float\",\"\"],\"Fwd thread id\":1,"
-    "\"Record function id\":9,\"Nested\":{\"a\":[1,{\"b\":\"x\\\"y\"}],\"c\":true,\"d\":null}}},\n"
+    "\"Record function id\":9,\"Nested\":{\"a\":[1,{\"b\":\"x\\\"y\"}],\"c\":true,\"d\":null},"
+    "\"correlation\":7,\"stream\":\"0x10\"}},\n"
     "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#7\",\"pid\":100,"
     "\"tid\":101,\"ts\":999,\"dur\":1000},\n"
     "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":1010.25,"
@@ -311,7 +312,8 @@ test_roundtrip(const char *dir, size_t chunk, int inline_writer)
         CHECK(strcmp(dpro_reader_string(r, op->shapes), "[[2,3],[]]") == 0);
         CHECK(strcmp(dpro_reader_string(r, op->dtypes), "[\"float\",\"\"]") == 0);
         CHECK(strcmp(dpro_reader_string(r, op->args),
-                     "{\"Nested\":{\"a\":[1,{\"b\":\"x\\\"y\"}],\"c\":true,\"d\":null}}") == 0);
+                     "{\"Nested\":{\"a\":[1,{\"b\":\"x\\\"y\"}],\"c\":true,\"d\":null},"
+                     "\"correlation\":7,\"stream\":\"0x10\"}") == 0);
     }
     if (k11 && a11) {
         CHECK(strcmp(dpro_reader_string(r, k11->args), "{\"blocks per SM\":0.5}") == 0);

@@ -54,6 +54,62 @@ cap_string(kin_event *e, const char *s, size_t l)
     cap_put(e, "\"", 1);
 }
 
+/* The one spelling of an integer argument whose text need not be kept (its value is read
+ * into a kin_event field, and written from there when no dpro_event field takes it), or
+ * NULL. Most arguments of most events are such: not copying them keeps the import fast. */
+static const char *
+synth_name(int key)
+{
+    switch (key) {
+    case A_EXTERNAL_ID:
+        return "External id";
+    case A_CORRELATION:
+        return "correlation";
+    case A_DEVICE:
+        return "device";
+    case A_STREAM:
+        return "stream";
+    case A_SHARED_MEM:
+        return "shared memory";
+    case A_RECORD_ID:
+        return "Record function id";
+    case A_SEQ_NR:
+        return "Sequence number";
+    case A_FWD_THREAD:
+        return "Fwd thread id";
+    case A_EV_IDX:
+        return "Ev Idx";
+    case A_DEVICE_TYPE:
+        return "Device Type";
+    case A_DEVICE_ID:
+        return "Device Id";
+    case A_ADDR:
+        return "Addr";
+    case A_MEM_BYTES:
+        return "Bytes";
+    case A_TOTAL_ALLOC:
+        return "Total Allocated";
+    case A_TOTAL_RESV:
+        return "Total Reserved";
+    default:
+        return NULL;
+    }
+}
+
+/* A synthesised member gets its text after all (its value is not a plain number). */
+static void
+unsynth(kin_event *e)
+{
+    kin_seg *g = &e->seg[e->nseg - 1];
+    if (!g->synth)
+        return;
+    g->synth = 0;
+    const char *name = synth_name(g->key);
+    cap_string(e, name, strlen(name));
+    cap_put(e, ":", 1);
+    g->vstart = (uint32_t)e->rest_len;
+}
+
 /* Whether the parser stands at the args object itself (not inside one of its values). */
 static int
 at_args(const kineto_importer *k)
@@ -97,8 +153,11 @@ kin_cap_key(kineto_importer *k, const unsigned char *s, size_t l, int key)
     kin_seg *g = &e->seg[e->nseg++];
     g->key = key;
     g->start = (uint32_t)e->rest_len;
-    cap_string(e, (const char *)s, l);
-    cap_put(e, ":", 1);
+    g->synth = synth_name(key) != NULL;
+    if (!g->synth) {
+        cap_string(e, (const char *)s, l);
+        cap_put(e, ":", 1);
+    }
     g->vstart = (uint32_t)e->rest_len;
 }
 
@@ -107,10 +166,15 @@ void
 kin_cap_scalar(kineto_importer *k, const char *text, size_t l, int is_string)
 {
     kin_event *e = &k->ev;
-    if (e->cap_nest > 0)
+    if (e->cap_nest > 0) {
         cap_before_value(e);
-    else if (!at_args(k) || e->nseg == 0)
+    } else if (!at_args(k) || e->nseg == 0) {
         return;
+    } else if (e->seg[e->nseg - 1].synth) {
+        if (!is_string && l && (text[0] == '-' || (text[0] >= '0' && text[0] <= '9')))
+            return; /* an integer (or refused as none by the parser) */
+        unsynth(e);
+    }
     if (is_string)
         cap_string(e, text, l);
     else
@@ -126,6 +190,8 @@ kin_cap_open(kineto_importer *k, int array)
         cap_before_value(e);
     else if (!at_args(k) || e->nseg == 0)
         return;
+    else
+        unsynth(e);
     cap_put(e, array ? "[" : "{", 1);
     if (e->cap_nest < KIN_CAP_DEPTH) {
         e->cap_array[e->cap_nest] = (uint8_t)array;
@@ -233,6 +299,20 @@ kin_args_fill(kineto_importer *k, kin_event *e, dpro_event *ev, uint64_t taken)
     for (int i = 0; i < e->nseg && rc == DPRO_OK; i++) {
         const kin_seg *g = &e->seg[i];
         uint32_t end = i + 1 < e->nseg ? e->seg[i + 1].start : (uint32_t)e->rest_len;
+        if (g->synth) {
+            int64_t *dst = NULL;
+            uint32_t bit = 0;
+            const char *what = NULL;
+            if ((taken & KIN_KEYBIT(g->key)) || kin_int_slot(e, g->key, &dst, &bit, &what) < 0 ||
+                !(e->have & bit))
+                continue;
+            char num[96];
+            int nl = snprintf(num, sizeof num, "%s\"%s\":%lld", n++ ? "," : "{", synth_name(g->key),
+                              (long long)*dst);
+            memcpy(e->rest + out, num, (size_t)nl);
+            out += (size_t)nl;
+            continue;
+        }
         if (g->vstart >= end) /* a key without a value: a cut event */
             continue;
         if (g->key == A_INPUT_DIMS || g->key == A_INPUT_TYPE) {

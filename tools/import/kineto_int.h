@@ -209,6 +209,8 @@ enum kin_have {
 typedef struct kin_seg {
     int key; /* enum kin_key, K_NONE for a key we do not read */
     uint32_t start, vstart;
+    int synth; /* an integer argument read into its kin_event field: no text kept, it is
+                  written from the field if no dpro_event field takes it */
 } kin_seg;
 
 typedef struct kin_str {
@@ -501,6 +503,10 @@ int kin_note_comm_range(kineto_importer *k, const kin_event *e, const dpro_event
 int kin_flush_collectives(kineto_importer *k);
 
 /* ---- kineto_parse.c ------------------------------------------------------------------- */
+
+/* Where an integer argument of e goes: *dst, its kin_have bit, its key's text. Returns 0,
+ * or -1 for a key that is not an integer argument. */
+int kin_int_slot(kin_event *e, int key, int64_t **dst, uint32_t *bit, const char **what);
 
 /* The yajl callbacks; their context is the importer. */
 extern const yajl_callbacks kin_callbacks;

@@ -80,9 +80,8 @@ kin_int_arg(kineto_importer *k, const char *s, size_t l, int64_t *dst, uint32_t 
     return 1;
 }
 
-/* Where an integer argument of the current event goes: *dst, its kin_have bit, its key's
- * text. Returns 0, or -1 for a key that is not an integer argument. */
-static int
+/* See kineto_int.h. */
+int
 kin_int_slot(kin_event *e, int key, int64_t **dst, uint32_t *bit, const char **what)
 {
     static const struct {
