@@ -15,7 +15,8 @@ schemas_libdprotrace_la_SOURCES = $(DPROTRACE_SOURCES)
 nodist_schemas_libdprotrace_la_SOURCES = $(nodist_DPROTRACE_SOURCES)
 schemas_libdprotrace_la_CFLAGS = $(DPROTRACE_CFLAGS)
 schemas_libdprotrace_la_LIBADD = $(DPROTRACE_LIBS)
-schemas_libdprotrace_la_LDFLAGS = -version-info 3:0:0 $(AM_LDFLAGS)
+# 4:0:1: format 2.2 grew dpro_event (sized: callers of 3:0:0 keep working), soname stays .3
+schemas_libdprotrace_la_LDFLAGS = -version-info 4:0:1 $(AM_LDFLAGS)
 if HAVE_LD_VERSION_SCRIPT
 schemas_libdprotrace_la_LDFLAGS += -Wl,--version-script=$(srcdir)/schemas/libdprotrace.map
 EXTRA_schemas_libdprotrace_la_DEPENDENCIES = schemas/libdprotrace.map
