@@ -861,6 +861,46 @@ test_grouped(const char *dir)
     unlink(path);
 }
 
+/* An argument nested deeper than the importer writes back: the event keeps its ids and no
+ * args text, counted as import.approx.args_dropped; the next event is not affected. */
+static void
+test_args_too_deep(const char *dir)
+{
+    char json[4096], path[512], err[512];
+    size_t n =
+        (size_t)snprintf(json, sizeof json,
+                         "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\","
+                         "\"pid\":1,\"tid\":2,\"ts\":10,\"dur\":5,\"args\":{\"External id\":3,"
+                         "\"x\":");
+    for (int i = 0; i < 40; i++)
+        json[n++] = '[';
+    for (int i = 0; i < 40; i++)
+        json[n++] = ']';
+    snprintf(json + n, sizeof json - n,
+             "}},{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"b\",\"pid\":1,\"tid\":2,"
+             "\"ts\":20,\"dur\":5,\"args\":{\"External id\":4,\"y\":[1]}}]}");
+    snprintf(path, sizeof path, "%s/deep.dpro", dir);
+    dpro_writer *w;
+    REQUIRE(dpro_writer_open(path, NULL, &w, err, sizeof(err)) == DPRO_OK);
+    CHECK(kineto_import_buffer(w, json, strlen(json), 0, NULL, err, sizeof err) == DPRO_OK);
+    CHECK(dpro_writer_close(w) == DPRO_OK);
+    dpro_reader *r;
+    REQUIRE(dpro_reader_open(path, &r, err, sizeof(err)) == DPRO_OK);
+    CHECK_EQ_U(dpro_reader_meta_int(r, "import.approx.args_dropped", -1), 1);
+    dpro_iter *it;
+    dpro_event ev[4];
+    size_t m = 0;
+    REQUIRE(dpro_iter_open(r, &it) == DPRO_OK);
+    while (m < 4 && dpro_iter_next(it, &ev[m]) == 1)
+        m++;
+    dpro_iter_close(it);
+    CHECK(m == 2 && ev[0].external_id == 3 && ev[0].has == DPRO_HAS_EXTERNAL_ID && ev[0].args == 0);
+    CHECK(m == 2 && ev[1].external_id == 4 &&
+          strcmp(dpro_reader_string(r, ev[1].args), "{\"y\":[1]}") == 0);
+    dpro_reader_close(r);
+    unlink(path);
+}
+
 /* The batch codec on what imports make (format 2.2): random launches, device operations
  * and flows that share correlations (a graph launch's kernel and copy share one), flows on
  * the device op's row, on the launch's or on neither, the op-argument columns, memory
@@ -964,6 +1004,7 @@ main(void)
     test_grouped(dir);
     test_squeeze();
     test_flow_codec();
+    test_args_too_deep(dir);
     rmdir(dir);
     return tests_done();
 }

@@ -288,15 +288,12 @@ kin_args_fill(kineto_importer *k, kin_event *e, dpro_event *ev, uint64_t taken)
             break;
         }
     }
-    if (e->rest_bad) {
-        if (e->nseg)
-            kin_count(k, "approx.args_dropped", 1);
-        return rc;
-    }
+    if (e->rest_bad && e->nseg) /* cut or nested too deep: the ids alone are kept */
+        kin_count(k, "approx.args_dropped", 1);
     /* the members no field holds, joined into one object; shapes and dtypes apart */
     size_t out = e->rest_len; /* the object is built after the members, in the same buffer */
     int n = 0;
-    for (int i = 0; i < e->nseg && rc == DPRO_OK; i++) {
+    for (int i = 0; i < e->nseg && rc == DPRO_OK && !e->rest_bad; i++) {
         const kin_seg *g = &e->seg[i];
         uint32_t end = i + 1 < e->nseg ? e->seg[i + 1].start : (uint32_t)e->rest_len;
         if (g->synth) {
