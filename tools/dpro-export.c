@@ -494,6 +494,15 @@ main(int argc, char **argv)
     }
     const char *dir = argv[optind];
     int to_stdout = strcmp(out, "-") == 0, status = 1;
+    if (kineto && (co.simulated || co.iter_first >= 0 || ro.job_id)) {
+        pr_err("--kineto writes a trace as it was recorded: not with --simulated, "
+               "--iterations or --job");
+        return 2;
+    }
+    if (!kineto && rank >= 0) {
+        pr_err("--rank goes with --kineto");
+        return 2;
+    }
     if (kineto) {
         char *src = kineto_source(dir, rank);
         if (!src || (!to_stdout && inputs_check_output(dir, out, force) != 0)) {
