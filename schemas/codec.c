@@ -483,14 +483,18 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
         g->n_seq_delta = n;
         g->seq_delta = seq;
     }
-    /* the delta columns of minor 2, each left out when all its values are zero */
+    /* the delta columns of minor 2, each left out when all its values are zero (and not
+     * looked at when no event of the group has its bit: most groups have none) */
+    uint32_t group_has = 0;
+    for (size_t i = 0; i < n; i++)
+        group_has |= events[idx[i]].has;
 #define ENCODE_DELTA(field, member, bit)                                                           \
     {                                                                                              \
         int64_t *col = (int64_t *)p;                                                               \
         uint64_t prev = 0;                                                                         \
         int any = 0;                                                                               \
         p += n * sizeof(int64_t);                                                                  \
-        for (size_t i = 0; i < n; i++) {                                                           \
+        for (size_t i = 0; i < n && (group_has & (bit)); i++) {                                    \
             const dpro_event *e = &events[idx[i]];                                                 \
             col[i] = 0;                                                                            \
             if (!(e->has & (bit)))                                                                 \
