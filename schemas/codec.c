@@ -47,13 +47,32 @@
     X(redop, uint32_t, redop, 27)                                                                  \
     X(peer, int32_t, peer, 28)                                                                     \
     X(stack, uint32_t, stack, 29)                                                                  \
-    X(value, int64_t, value, 30)
+    X(value, int64_t, value, 30)                                                                   \
+    X(has, uint32_t, has, 37)                                                                      \
+    X(fwd_thread, uint32_t, fwd_thread, 38)                                                        \
+    X(shapes, uint32_t, shapes, 43)                                                                \
+    X(dtypes, uint32_t, dtypes, 44)                                                                \
+    X(args, uint32_t, args, 45)
+
+/* Delta columns of schema minor 2: X(proto field, dpro_event member, dpro_has bit). An
+ * event whose has bit is set stores its value as the zig-zag difference from the value of
+ * the previous such event of the group (ids that mostly count up); one without it stores 0
+ * and reads as 0. */
+#define DELTA_COLUMNS(X)                                                                           \
+    X(external_id_delta, external_id, DPRO_HAS_EXTERNAL_ID)                                        \
+    X(record_id_delta, record_id, DPRO_HAS_RECORD_ID)                                              \
+    X(seq_nr_delta, seq_nr, DPRO_HAS_SEQ_NR)                                                       \
+    X(ev_idx_delta, ev_idx, DPRO_HAS_EV_IDX)                                                       \
+    X(total_allocated_delta, total_allocated, DPRO_HAS_TOTALS)                                     \
+    X(total_reserved_delta, total_reserved, DPRO_HAS_TOTALS)
 
 #define NCOLUMNS_TIMES 5 /* start_hi, duration_hi, correlation, seq, both low-byte columns */
 #define COUNT_COL(field, type, member, num) +1
 #define NPLAIN (0 PLAIN_COLUMNS(COUNT_COL))
 /* scratch per event: time columns, plain columns; plus two constant lists per group */
-#define NCOLUMNS (NCOLUMNS_TIMES + NPLAIN)
+#define COUNT_DELTA(field, member, bit) +1
+#define NDELTA (0 DELTA_COLUMNS(COUNT_DELTA))
+#define NCOLUMNS (NCOLUMNS_TIMES + NDELTA + NPLAIN)
 
 #define NKIND_SLOTS (DPRO_KIND_MAX_KNOWN + 1)
 #define MAX_UNKNOWN_KINDS 64 /* distinct kinds from newer producers in one batch */
@@ -197,6 +216,101 @@ lane_start_decode(uint64_t code, uint64_t last_start, uint64_t last_end, uint64_
     return start;
 }
 
+/* ---- launch starts: for each correlation of a batch, the start of its first API event
+ * and of its first device operation (kernel, copy, set) with their stream and device, which
+ * flow events of the same correlation are stored against (trace.proto start_from_launch).
+ * Encoder and decoder build the same table from the batch's events in the same order. */
+typedef struct launch_slot {
+    uint64_t corr; /* 0: free */
+    uint64_t api_start, dev_start, dev_stream;
+    uint32_t dev_device;
+    uint8_t has_api, has_dev;
+} launch_slot;
+
+typedef struct launch_table {
+    launch_slot *slot;
+    size_t cap; /* a power of two, or 0: no table */
+} launch_table;
+
+static int
+launch_kind(uint32_t kind)
+{
+    return kind == DPRO_KIND_API || kind == DPRO_KIND_KERNEL || kind == DPRO_KIND_MEMCPY ||
+           kind == DPRO_KIND_MEMSET;
+}
+
+/* The slot of corr in t (claimed if free). */
+static launch_slot *
+launch_slot_of(launch_table *t, uint64_t corr)
+{
+    size_t h = (size_t)(corr * 0x9E3779B97F4A7C15ull) & (t->cap - 1);
+    while (t->slot[h].corr && t->slot[h].corr != corr)
+        h = (h + 1) & (t->cap - 1);
+    t->slot[h].corr = corr;
+    return &t->slot[h];
+}
+
+/* Builds t from n events of ev, in the order of the groups of a batch: ev[idx[i]] (idx
+ * lists them by group, as the encoder groups them), or ev[i] with idx NULL (the decoder's
+ * array is in that order). Returns DPRO_OK or DPRO_ERR_NOMEM. */
+static int
+launch_table_build(launch_table *t, const dpro_event *ev, const uint32_t *idx, size_t n)
+{
+    size_t nl = 0, cap = 16;
+    for (size_t i = 0; i < n; i++)
+        nl += launch_kind(ev[idx ? idx[i] : i].kind) && ev[idx ? idx[i] : i].correlation;
+    while (cap < 2 * nl)
+        cap *= 2;
+    if (cap > t->cap) {
+        free(t->slot);
+        t->slot = malloc(cap * sizeof *t->slot);
+        t->cap = t->slot ? cap : 0;
+        if (!t->cap)
+            return DPRO_ERR_NOMEM;
+    }
+    memset(t->slot, 0, t->cap * sizeof *t->slot);
+    for (size_t i = 0; i < n; i++) {
+        const dpro_event *e = &ev[idx ? idx[i] : i];
+        if (!launch_kind(e->kind) || !e->correlation)
+            continue;
+        launch_slot *s = launch_slot_of(t, e->correlation);
+        if (e->kind == DPRO_KIND_API && !s->has_api) {
+            s->has_api = 1;
+            s->api_start = e->start_ns;
+        } else if (e->kind != DPRO_KIND_API && !s->has_dev) {
+            s->has_dev = 1;
+            s->dev_start = e->start_ns;
+            s->dev_stream = e->stream;
+            s->dev_device = e->device;
+        }
+    }
+    return DPRO_OK;
+}
+
+/* The start a flow event f is stored against: its device operation's when f lies on that
+ * operation's row (thread = stream, value = device), else its launch's. 1 with *start
+ * set, or 0 for none. */
+static int
+launch_table_find(const launch_table *t, const dpro_event *f, uint64_t corr, uint64_t *start)
+{
+    if (!t->cap || !corr)
+        return 0;
+    size_t h = (size_t)(corr * 0x9E3779B97F4A7C15ull) & (t->cap - 1);
+    while (t->slot[h].corr) {
+        const launch_slot *s = &t->slot[h];
+        if (s->corr == corr) {
+            if (s->has_dev && f->thread == s->dev_stream && f->value == (int64_t)s->dev_device) {
+                *start = s->dev_start;
+                return 1;
+            }
+            *start = s->api_start;
+            return s->has_api;
+        }
+        h = (h + 1) & (t->cap - 1);
+    }
+    return 0;
+}
+
 /* ---- name-relative columns: launch-configuration values coded against the previous event
  * of the group with the same kernel name (trace.proto name_relative_field). The table of
  * previous values is reset per group by bumping its epoch: a slot is in use when its epoch
@@ -287,7 +401,8 @@ reserve(uint8_t **buf, size_t *cap, size_t need)
  * column arrays carved from mem (ncols * n * 8 bytes). */
 static void
 encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t kind,
-             uint64_t base_ns, Dpro__Group *g, uint8_t *mem, lane_table *lanes, name_table *names)
+             uint64_t base_ns, Dpro__Group *g, uint8_t *mem, lane_table *lanes, name_table *names,
+             const launch_table *launches)
 {
     uint8_t *p = mem;
     dpro__group__init(g);
@@ -307,13 +422,16 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
     p += n * sizeof(uint64_t);
     uint64_t prev_start = base_ns, prev_corr = 0, prev_seq = 0;
     int any_dur = 0, any_start_hi = 0, any_dur_hi = 0, any_corr = 0, any_seq = 0;
-    uint64_t unit = group_time_unit(events, idx, n, base_ns);
+    int from_launch = kind == DPRO_KIND_FLOW && launches && launches->cap;
+    uint64_t unit = from_launch ? 1 : group_time_unit(events, idx, n, base_ns);
     memset(lanes, 0, sizeof *lanes);
     for (size_t i = 0; i < n; i++) {
         const dpro_event *e = &events[idx[i]];
         int slot = lane_slot(lanes, lane_key(e));
-        uint64_t d = e->end_ns - e->start_ns, zz;
-        if (slot >= 0 && lanes->last_end[slot])
+        uint64_t d = e->end_ns - e->start_ns, zz, ls;
+        if (from_launch && launch_table_find(launches, e, e->correlation, &ls))
+            zz = zigzag((int64_t)(e->start_ns - ls));
+        else if (slot >= 0 && lanes->last_end[slot])
             zz = lane_start_code(e->start_ns, lanes->last_start[slot], lanes->last_end[slot], unit);
         else if (unit != 1)
             zz = zigzag((int64_t)(e->start_ns - prev_start) / (int64_t)unit);
@@ -342,6 +460,7 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
     }
     if (unit != 1)
         g->time_unit = unit;
+    g->start_from_launch = from_launch;
     g->start_lo.len = n;
     g->start_lo.data = start_lo;
     if (any_start_hi) {
@@ -364,6 +483,33 @@ encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
         g->n_seq_delta = n;
         g->seq_delta = seq;
     }
+    /* the delta columns of minor 2, each left out when all its values are zero (and not
+     * looked at when no event of the group has its bit: most groups have none) */
+    uint32_t group_has = 0;
+    for (size_t i = 0; i < n; i++)
+        group_has |= events[idx[i]].has;
+#define ENCODE_DELTA(field, member, bit)                                                           \
+    {                                                                                              \
+        int64_t *col = (int64_t *)p;                                                               \
+        uint64_t prev = 0;                                                                         \
+        int any = 0;                                                                               \
+        p += n * sizeof(int64_t);                                                                  \
+        for (size_t i = 0; i < n && (group_has & (bit)); i++) {                                    \
+            const dpro_event *e = &events[idx[i]];                                                 \
+            col[i] = 0;                                                                            \
+            if (!(e->has & (bit)))                                                                 \
+                continue;                                                                          \
+            col[i] = (int64_t)(e->member - prev);                                                  \
+            any |= col[i] != 0;                                                                    \
+            prev = e->member;                                                                      \
+        }                                                                                          \
+        if (any) {                                                                                 \
+            g->n_##field = n;                                                                      \
+            g->field = col;                                                                        \
+        }                                                                                          \
+    }
+    DELTA_COLUMNS(ENCODE_DELTA)
+#undef ENCODE_DELTA
 
     /* the constant lists follow the plain columns' space (NPLAIN uint64 slots each); the
      * name-relative list takes the unused upper half of const_field's */
@@ -439,6 +585,7 @@ struct dpro_codec {
     size_t idx_cap;
     lane_table lanes;
     name_table names;
+    launch_table launches;
     dpro_deflater *dz; /* made on first encode */
 #ifdef HAVE_LIBDEFLATE
     struct libdeflate_decompressor *ld; /* made on first decode */
@@ -466,6 +613,7 @@ dpro_codec_free(dpro_codec *c)
     if (c->iz_ready)
         inflateEnd(&c->iz);
 #endif
+    free(c->launches.slot);
     free(c->arena);
     free(c->raw);
     free(c->idx);
@@ -538,6 +686,14 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
                 c->idx[fill[k]++] = (uint32_t)i;
         }
     }
+    /* flows are stored against the launches of the batch with their id */
+    const launch_table *launches = NULL;
+    if (counts[DPRO_KIND_FLOW]) {
+        rc = launch_table_build(&c->launches, events, c->idx, n);
+        if (rc != DPRO_OK)
+            return rc;
+        launches = &c->launches;
+    }
     {
         size_t pos = 0;
         for (size_t u = 0; u < n_unknown; u++) {
@@ -546,7 +702,7 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
                 run++;
             encode_group(events, c->idx + pos, run, unknown_kinds[u], base_ns, &groups[ngroups],
                          c->arena + (pos * NCOLUMNS + ngroups * 2 * NPLAIN) * sizeof(uint64_t),
-                         &c->lanes, &c->names);
+                         &c->lanes, &c->names, NULL);
             group_ptrs[ngroups] = &groups[ngroups];
             ngroups++;
             pos += run;
@@ -558,7 +714,7 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
         encode_group(events, c->idx + slot_start[k], counts[k], k, base_ns, &groups[ngroups],
                      c->arena +
                          (slot_start[k] * NCOLUMNS + ngroups * 2 * NPLAIN) * sizeof(uint64_t),
-                     &c->lanes, &c->names);
+                     &c->lanes, &c->names, launches);
         group_ptrs[ngroups] = &groups[ngroups];
         ngroups++;
     }
@@ -719,6 +875,9 @@ group_columns_valid(const Dpro__Group *g)
     CHECK_LEN(duration_hi)
     CHECK_LEN(correlation_delta)
     CHECK_LEN(seq_delta)
+#define CHECK_DELTA(field, member, bit) CHECK_LEN(field)
+    DELTA_COLUMNS(CHECK_DELTA)
+#undef CHECK_DELTA
     if (g->n_const_field != g->n_const_value)
         return 0;
 #define CHECK_PLAIN(field, type, member, num) CHECK_LEN(field)
@@ -859,15 +1018,28 @@ dpro_codec_decode(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen,
         /* major 1 had neither time units nor the nested-start code */
         int nested_rule = batch->schema_major >= 2;
         uint64_t unit = g->time_unit && nested_rule ? g->time_unit : 1;
+        /* flows against the launches decoded before them (kind 1 groups come first) */
+        int from_launch = g->start_from_launch && g->kind == DPRO_KIND_FLOW;
+        if (from_launch) {
+            unit = 1;
+            rc = launch_table_build(&c->launches, *events, NULL, pos);
+            if (rc != DPRO_OK)
+                break;
+        }
         memset(&c->lanes, 0, sizeof c->lanes);
         for (size_t i = 0; i < g->count; i++) {
             dpro_event *e = &ev[i];
             int slot = lane_slot(&c->lanes, lane_key(e));
             uint64_t zz = g->start_lo.data[i] | (g->n_start_hi ? g->start_hi[i] << 8 : 0);
-            uint64_t d = g->duration_lo.len ? g->duration_lo.data[i] : 0;
+            uint64_t d = g->duration_lo.len ? g->duration_lo.data[i] : 0, ls;
             if (g->n_duration_hi)
                 d |= g->duration_hi[i] << 8;
-            if (slot >= 0 && c->lanes.last_end[slot] && !nested_rule)
+            if (g->n_correlation_delta)
+                corr += (uint64_t)g->correlation_delta[i];
+            e->correlation = corr;
+            if (from_launch && launch_table_find(&c->launches, e, corr, &ls))
+                e->start_ns = ls + (uint64_t)unzigzag(zz);
+            else if (slot >= 0 && c->lanes.last_end[slot] && !nested_rule)
                 e->start_ns = c->lanes.last_end[slot] + (uint64_t)unzigzag(zz); /* major 1 */
             else if (slot >= 0 && c->lanes.last_end[slot])
                 e->start_ns =
@@ -880,13 +1052,22 @@ dpro_codec_decode(dpro_codec *c, const uint8_t *data, size_t len, size_t rawlen,
                 c->lanes.last_end[slot] = e->end_ns ? e->end_ns : 1;
                 c->lanes.last_start[slot] = e->start_ns;
             }
-            if (g->n_correlation_delta)
-                corr += (uint64_t)g->correlation_delta[i];
-            e->correlation = corr;
             if (g->n_seq_delta)
                 seq += (uint64_t)g->seq_delta[i];
             e->seq = seq;
         }
+#define DECODE_DELTA(field, member, bit)                                                           \
+    if (g->n_##field) {                                                                            \
+        uint64_t acc = 0;                                                                          \
+        for (size_t i = 0; i < g->count; i++) {                                                    \
+            if (!(ev[i].has & (bit)))                                                              \
+                continue;                                                                          \
+            acc += (uint64_t)g->field[i];                                                          \
+            ev[i].member = acc;                                                                    \
+        }                                                                                          \
+    }
+        DELTA_COLUMNS(DECODE_DELTA)
+#undef DECODE_DELTA
         pos += g->count;
     }
     if (batch)

@@ -37,13 +37,17 @@ extern "C" {
 /* Schema version. A reader refuses a file whose major version is newer than its own; a
  * newer minor version only adds columns, tables or event kinds, which old readers skip. */
 #define DPRO_SCHEMA_MAJOR 2
-#define DPRO_SCHEMA_MINOR 1
+#define DPRO_SCHEMA_MINOR 2
 /* Major versions: 1: first format. 2: batches may store times in a unit (trace.proto
  * time_unit), code the start of an event nested in the previous one of its lane from that
  * event's start, and code launch configurations against the previous launch of the same
  * kernel (name_relative_field); tables with no rows may be absent. This library reads 1
  * and 2. Minor versions of 2: 1: the writer sets meta `complete` when it closes the trace
- * and leaves it in rollback-journal mode (one self-contained file). */
+ * and leaves it in rollback-journal mode (one self-contained file). 2: events carry the
+ * profiler's op arguments (dpro_event.has and the fields after it: external, record
+ * function, sequence and event ids, forward thread, shapes, dtypes, other arguments,
+ * memory totals) and flows (DPRO_KIND_FLOW); traces of earlier minors read with these
+ * fields zero. */
 
 /* Bytes of an error buffer that always holds a whole message: a path of PATH_MAX (4096 on
  * Linux) bytes and the reason. */
@@ -77,7 +81,8 @@ typedef enum dpro_kind {
     DPRO_KIND_COLLECTIVE = 6, /* host call of an NCCL collective or send/recv */
     DPRO_KIND_MEMORY = 7,     /* allocation or free */
     DPRO_KIND_MARKER = 8,     /* NVTX range or mark, iteration marker, framework op */
-    DPRO_KIND_MAX_KNOWN = 8,
+    DPRO_KIND_FLOW = 9,       /* one end of a trace viewer's flow arrow (imported traces) */
+    DPRO_KIND_MAX_KNOWN = 9,
 } dpro_kind;
 
 /* Which API a DPRO_KIND_API event came from (dpro_event.subkind). */
@@ -131,6 +136,28 @@ enum dpro_mem_space {
     DPRO_MEMSPACE_HOST_PINNED = 1,
     DPRO_MEMSPACE_MANAGED = 2,
     DPRO_MEMSPACE_ASYNC_POOL = 3,
+    DPRO_MEMSPACE_HOST = 4, /* host memory of the framework's allocator (imported traces) */
+};
+
+/* Flow phases (subkind of DPRO_KIND_FLOW): Chrome trace "ph" s, f, t. */
+enum dpro_flow_phase {
+    DPRO_FLOW_START = 1,
+    DPRO_FLOW_FINISH = 2,
+    DPRO_FLOW_STEP = 3,
+};
+
+/* Bits of dpro_event.has: which of the optional ids an event carries (an id of 0 is a
+ * value like any other). */
+enum dpro_has {
+    DPRO_HAS_EXTERNAL_ID = 1u << 0,
+    DPRO_HAS_RECORD_ID = 1u << 1,
+    DPRO_HAS_SEQ_NR = 1u << 2,
+    DPRO_HAS_FWD_THREAD = 1u << 3,
+    DPRO_HAS_EV_IDX = 1u << 4,
+    DPRO_HAS_TOTALS = 1u << 5,       /* total_allocated and total_reserved */
+    DPRO_HAS_BP_ENCLOSING = 1u << 6, /* a flow end bound to its enclosing slice ("bp": "e") */
+    DPRO_HAS_ROW = 1u << 7,          /* SYNC: the trace viewer's row (Chrome tid), which is
+                                        not its stream, is in `address` */
 };
 
 /* Marker kinds (subkind of DPRO_KIND_MARKER). */
@@ -166,6 +193,26 @@ enum dpro_marker_kind {
  *   value        -              -                DPRO_COLL_TIMING_* memory space   iteration
  *   stack        call stack id  -                call stack id     -               -
  *
+ * FLOW events (imported Chrome/Kineto flows: "ph" s, f, t): thread = tid, name = the
+ * flow's name, name2 = its category, correlation = its id (ac2g flows: the launch's
+ * correlation, so ids count up as correlations do), subkind = dpro_flow_phase, value =
+ * its pid (the host pid or a device index), end = start.
+ *
+ * Fields of schema minor 2 (zero in older traces), set by importers of profiler traces:
+ *   has          DPRO_HAS_* bits saying which ids below are present: an id (and the
+ *                totals) is stored only with its bit, and reads as 0 without it
+ *   external_id  Kineto "External id" (links an op to its launches and kernels)
+ *   record_id    "Record function id"
+ *   seq_nr       "Sequence number" (autograd: links a backward op to its forward op)
+ *   fwd_thread   "Fwd thread id"
+ *   ev_idx       "Ev Idx"
+ *   shapes       string id: "Input Dims" as JSON text (e.g. [[32, 3, 224, 224], []])
+ *   dtypes       string id: "Input type" as JSON text (e.g. ["float", ""])
+ *   args         string id: the event's other arguments as one JSON object text, those
+ *                not carried by a field (collective arguments, cbid, occupancy, ...);
+ *                interned, so repeated argument sets cost one id
+ *   total_allocated, total_reserved   MEMORY events: the allocator's totals after it
+ *
  * Notes: memcpy API calls carry the cudaMemcpyKind in `value`; event calls (record, wait,
  * synchronize) carry the event handle in `object`. DPRO_KIND_SYNC events from imported
  * traces carry the CUDA event id in `object`, the correlation of the matching event record
@@ -197,6 +244,19 @@ typedef struct dpro_event {
     int32_t peer;
     uint32_t stack;
     int64_t value;
+    /* schema minor 2 */
+    uint32_t has;
+    uint32_t fwd_thread;
+    uint64_t external_id;
+    uint64_t record_id;
+    uint64_t seq_nr;
+    uint64_t ev_idx;
+    uint32_t shapes;
+    uint32_t dtypes;
+    uint32_t args;
+    uint32_t reserved0; /* zero */
+    uint64_t total_allocated;
+    uint64_t total_reserved;
 } dpro_event;
 
 /* Collective timing (dpro_event.value of DPRO_KIND_COLLECTIVE): whose times the event

@@ -256,9 +256,13 @@ check_batch(const dpro_reader *r, const batch_ref *ref, const open_batch *b, cha
             first = e->start_ns;
         if (e->end_ns > last_end)
             last_end = e->end_ns;
-        if (e->name > r->nstrings || e->name2 > r->nstrings) {
-            snprintf(err, errlen, "event %zu names string %u; the file has %u", i,
-                     e->name > r->nstrings ? e->name : e->name2, r->nstrings);
+        uint32_t top = e->name > e->name2 ? e->name : e->name2;
+        top = e->shapes > top ? e->shapes : top;
+        top = e->dtypes > top ? e->dtypes : top;
+        top = e->args > top ? e->args : top;
+        if (top > r->nstrings) {
+            snprintf(err, errlen, "event %zu names string %u; the file has %u", i, top,
+                     r->nstrings);
             rc = DPRO_ERR_CORRUPT;
             break;
         }

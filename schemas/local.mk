@@ -1,6 +1,7 @@
 # schemas/: the trace format (trace.proto, trace.sql) and libdprotrace.
 DPROTRACE_SOURCES = schemas/codec.c schemas/deflate.c schemas/names.c schemas/writer.c \
-	schemas/reader.c schemas/classify.c schemas/iter.c schemas/path.c schemas/reader_internal.h \
+	schemas/reader.c schemas/reader_open.c schemas/reader_tables.c \
+	schemas/classify.c schemas/iter.c schemas/path.c schemas/reader_internal.h \
 	schemas/trace_internal.h schemas/dprotrace.h
 nodist_DPROTRACE_SOURCES = schemas/trace.pb-c.c schemas/trace.pb-c.h schemas/trace_sql.c
 DPROTRACE_LIBS = $(SQLITE_LIBS) $(PROTOBUF_C_LIBS) $(LIBDEFLATE_LIBS) $(ZLIB_LIBS)
@@ -14,7 +15,8 @@ schemas_libdprotrace_la_SOURCES = $(DPROTRACE_SOURCES)
 nodist_schemas_libdprotrace_la_SOURCES = $(nodist_DPROTRACE_SOURCES)
 schemas_libdprotrace_la_CFLAGS = $(DPROTRACE_CFLAGS)
 schemas_libdprotrace_la_LIBADD = $(DPROTRACE_LIBS)
-schemas_libdprotrace_la_LDFLAGS = -version-info 3:0:0 $(AM_LDFLAGS)
+# 4:0:1: format 2.2 grew dpro_event (sized: callers of 3:0:0 keep working), soname stays .3
+schemas_libdprotrace_la_LDFLAGS = -version-info 4:0:1 $(AM_LDFLAGS)
 if HAVE_LD_VERSION_SCRIPT
 schemas_libdprotrace_la_LDFLAGS += -Wl,--version-script=$(srcdir)/schemas/libdprotrace.map
 EXTRA_schemas_libdprotrace_la_DEPENDENCIES = schemas/libdprotrace.map

@@ -40,7 +40,7 @@ const char *
 dpro_kind_name(uint32_t kind)
 {
     static const char *const names[] = {"unknown", "api",        "kernel", "memcpy", "memset",
-                                        "sync",    "collective", "memory", "marker"};
+                                        "sync",    "collective", "memory", "marker", "flow"};
     return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }
 

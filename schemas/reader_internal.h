@@ -1,4 +1,5 @@
-/* reader_internal.h: the reader's state, shared by reader.c and iter.c (not installed). */
+/* reader_internal.h: the reader's state, shared by reader.c, reader_open.c, reader_tables.c
+ * and iter.c (not installed). */
 #ifndef DPRO_READER_INTERNAL_H
 #define DPRO_READER_INTERNAL_H
 
@@ -55,5 +56,15 @@ int dpro_reader_fail(dpro_reader *r, int rc, const char *fmt, const char *detail
 
 /* Adds a line "PATH: " and the printf'd text to r's warnings (nothing if out of memory). */
 void dpro_reader_warn(dpro_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* reader_tables.c: each loads its part of the file into r inside the open's read
+ * transaction; DPRO_OK or an error whose message r keeps (naming the table). */
+int reader_load_meta(dpro_reader *r);
+int reader_load_strings(dpro_reader *r);
+int reader_load_tables(dpro_reader *r);
+
+/* Parses a schema version number: decimal digits only, at most 9 of them. Returns -1 for
+ * anything else (a sign, blanks, letters, an empty text, an overflow). */
+long reader_parse_version(const char *s);
 
 #endif

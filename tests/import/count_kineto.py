@@ -16,6 +16,9 @@ kernel is a send/recv), or from the host range its launch lies in (record_param_
 a "Collective name", or nccl:all_reduce, c10d::alltoall_base_ and the like, on the launching
 thread; the innermost one). The kernels whose operation a range names are one collective
 per range (the transfers of a grouped call).
+
+Every flow end (ph s, f, t of any category: ac2g, fwdbwd) is a flow event; a [memory]
+instant of the host (Device Type 0) or a GPU (1) is a memory event.
 """
 import gzip
 import json
@@ -66,7 +69,8 @@ def expected_counts(path):
         doc = json.load(f)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
     kinds = dict.fromkeys(
-        ("api", "kernel", "memcpy", "memset", "sync", "collective", "memory", "marker"), 0)
+        ("api", "kernel", "memcpy", "memset", "sync", "collective", "memory", "marker",
+         "flow"), 0)
     launches = {}
     for e in events:
         if e.get("ph") == "X" and ALIASES.get(e.get("cat"), e.get("cat")) in (
@@ -113,10 +117,12 @@ def expected_counts(path):
                 kinds["marker"] += 1
         elif ph in ("i", "I"):
             if e.get("name") == "[memory]":
-                if args.get("Device Type") == 1:
+                if args.get("Device Type") in (0, 1):
                     kinds["memory"] += 1
             else:
                 kinds["marker"] += 1
+        elif ph in ("s", "f", "t"):
+            kinds["flow"] += 1
     kinds["collective"] += len(grouped)
     return kinds
 

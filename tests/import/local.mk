@@ -28,6 +28,16 @@ dist_check_SCRIPTS += tests/import/test_import_real.sh tests/import/test_import_
 	tests/import/test_import_export.sh tests/import/test_import_jobid.sh tests/import/count_kineto.py tests/import/run-fuzz.sh \
 	tests/import/test_import_generations.sh tests/import/gen_kineto.py \
 	tests/import/test_import_steps.sh
+# test_import_roundtrip: import, then dpro-export --kineto, keeps every event's arguments,
+# the flows and the memory events (roundtrip_kineto.py compares the two JSON files).
+TESTS += tests/import/test_import_roundtrip.sh
+dist_check_SCRIPTS += tests/import/test_import_roundtrip.sh tests/import/roundtrip_kineto.py
+# test_import_oldformat: a trace of format 2.1 (fixtures/) reads as the build that wrote it
+# read it.
+TESTS += tests/import/test_import_oldformat.sh
+dist_check_SCRIPTS += tests/import/test_import_oldformat.sh
+EXTRA_DIST += tests/import/fixtures/README.md tests/import/fixtures/v2.1-gen2x.dpro \
+	tests/import/fixtures/v2.1-gen2x.info.json tests/import/fixtures/v2.1-gen2x.chrome.json
 EXTRA_DIST += tests/fuzz/fuzz_import_kineto.c tests/import/fuzz/kineto.dict \
 	tests/import/fuzz/seed-full.json tests/import/fuzz/seed-array.json \
 	tests/import/fuzz/seed-min.json

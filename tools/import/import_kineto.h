@@ -49,24 +49,32 @@
  *                              was recorded on (-1: none). These three are import-only uses
  *                              of fields the header leaves free for device operations.
  *   cpu_op (1.8: Operator)     DPRO_KIND_MARKER, DPRO_MARK_CPU_OP, name = op, name2 =
- *                              "cpu_op" (1.8's ProfilerStep#N: as user_annotation's). (Kineto's
- * "External id" is not kept: it costs a fifth of the trace and ops enclose their calls in time.)
+ *                              "cpu_op" (1.8's ProfilerStep#N: as user_annotation's).
  *   user_annotation            "ProfilerStep#N": DPRO_MARK_ITERATION, value = N; others
  *                              DPRO_MARK_RANGE; name2 = "user_annotation".
  *   gpu_user_annotation        DPRO_MARK_RANGE with name2 = "gpu_user_annotation", device
  *   python_function            and stream set (thread 0); python_function: host RANGE.
- *   ph "i" (instant)           "[memory]": DPRO_KIND_MEMORY (CUDA memory only: alloc when
- *                              Bytes > 0, free when < 0; address, device, bytes); any other
- *                              instant: DPRO_MARK_INSTANT, name2 = "instant".
- *   ac2g flows (ph s/f/t)      not events: their id is the correlation id, which both the
- *                              launch and the device op carry; counted (import.flows.ac2g).
+ *   ph "i" (instant)           "[memory]": DPRO_KIND_MEMORY (alloc when Bytes > 0, free
+ *                              when < 0; address, device, bytes; value = DPRO_MEMSPACE_DEVICE
+ *                              for Device Type 1, DPRO_MEMSPACE_HOST for 0, other device
+ *                              types unmapped; total_allocated, total_reserved); any
+ *                              other instant: DPRO_MARK_INSTANT, name2 = "instant".
+ *   flows (ph s/f/t)           DPRO_KIND_FLOW (ac2g, fwdbwd, every other category), as the
+ *                              header describes: correlation = id, name2 = category;
+ *                              ac2g ones are also counted (import.flows.ac2g).
+ * Arguments (kineto_args.c), on every event above: "External id", "Record function id",
+ * "Sequence number", "Fwd thread id", "Ev Idx" in their fields (has bits); "Input Dims" and
+ * "Input type" as interned JSON text (shapes, dtypes); every other argument that no field
+ * holds (collective arguments, cbid, occupancy, context, a stream of -1, a copy's
+ * bandwidth when it is not bytes over duration, ...) in one interned JSON object text
+ * (args), strings escaped anew, numbers as written. dpro-export --kineto writes them back.
  *   ph "M"                     thread_name of a host tid -> threads table; "stream N ..."
  *                              names of GPU tids -> streams table (a bare "stream N" is
  *                              left out: the id says it); process_name -> meta.
  *   distributedInfo            meta rank, world_size, nccl_version; deviceProperties ->
  *                              devices table.
- * Everything else (fwdbwd flows, the profiler's own "Trace" span, counters, unknown
- * categories and phases, host memory events) is counted per reason and lands in meta as
+ * Everything else (the profiler's own "Trace" span, counters, unknown categories and
+ * phases, memory events of other device types) is counted per reason and lands in meta as
  * import.unmapped.<reason> = N; kineto_importer_unknown_categories names the categories
  * not known (another device's), and kineto_result.device_ops says whether any device
  * operation was found.

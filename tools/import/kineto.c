@@ -136,6 +136,7 @@ kineto_importer_new(dpro_writer *w, const kineto_options *opts, kineto_importer 
         k->opt.file_count = 1;
     k->first_ts_ns = UINT64_MAX;
     k->ev.pg_ranks = malloc(KIN_RANKS_STR);
+    k->ev.rest = malloc(2 * (size_t)KIN_MAX_ARGS_TEXT + 64); /* the members, then their join */
     k->ev.name = "";
     k->squeeze = k->opt.squeeze;
     k->squeeze_fn = imp_squeeze_pick(&k->squeeze);
@@ -144,7 +145,7 @@ kineto_importer_new(dpro_writer *w, const kineto_options *opts, kineto_importer 
         k->sqbuf = malloc(KIN_PIECE + IMP_PIECE_SLACK);
     k->sqbuf_cap = KIN_PIECE;
     k->yh = yajl_alloc(&kin_callbacks, NULL, k);
-    int ok = imp_join_init(&k->join) == DPRO_OK && k->ev.pg_ranks && k->yh &&
+    int ok = imp_join_init(&k->join) == DPRO_OK && k->ev.pg_ranks && k->ev.rest && k->yh &&
              (k->sqbuf || !k->squeeze_fn);
     ok = ok && imp_out_init(&k->out, w, !k->opt.inline_writer) == DPRO_OK;
     if (!ok) {
@@ -560,6 +561,7 @@ kineto_importer_free(kineto_importer *k)
     free(k->cranges);
     free(k->ev.name_buf);
     free(k->ev.pg_ranks);
+    free(k->ev.rest);
     free(k->sqbuf);
     free(k->carry);
     free(k);

@@ -41,9 +41,12 @@
 #define KIN_MAX_REASONS 128        /* distinct unmapped reasons counted */
 #define KIN_MAX_STREAMS 65536
 #define KIN_MAX_COMMS 4096
-#define KIN_CHUNK (256u << 10)   /* bytes read from the file at a time */
-#define KIN_PIECE (64u << 10)    /* bytes squeezed, then given to yajl_parse, at a time */
-#define KIN_CARRY_MAX (4u << 20) /* the largest piece gathered in a long token */
+#define KIN_CHUNK (256u << 10)       /* bytes read from the file at a time */
+#define KIN_PIECE (64u << 10)        /* bytes squeezed, then given to yajl_parse, at a time */
+#define KIN_CARRY_MAX (4u << 20)     /* the largest piece gathered in a long token */
+#define KIN_MAX_ARGS_TEXT (1u << 20) /* JSON text of one event's args kept (kin_event.rest) */
+#define KIN_MAX_SEGS 64              /* args members tracked one by one; the rest are kept */
+#define KIN_CAP_DEPTH 32             /* containers nested in an argument value */
 /* Text in which no token ends (a string or number that long) is refused once this much of
  * it has been parsed: at most KIN_CARRY_MAX past it is read. */
 #define KIN_MAX_TOKEN (16u << 20)
@@ -92,6 +95,7 @@ enum kin_key {
     K_TS,
     K_DUR,
     K_ID,
+    K_BP,
     K_ARGS,
     /* args */
     A_EXTERNAL_ID,
@@ -120,6 +124,15 @@ enum kin_key {
     A_DEVICE_ID,
     A_ADDR,
     A_MEM_BYTES,
+    A_RECORD_ID,
+    A_SEQ_NR,
+    A_FWD_THREAD,
+    A_EV_IDX,
+    A_INPUT_DIMS,
+    A_INPUT_TYPE,
+    A_TOTAL_ALLOC,
+    A_TOTAL_RESV,
+    A_BANDWIDTH,
     /* distributedInfo */
     D_RANK,
     D_WORLD_SIZE,
@@ -181,7 +194,24 @@ enum kin_have {
     H_PG = 1u << 21,
     H_SHARED_MEM = 1u << 22,
     H_PH = 1u << 23,
+    H_RECORD_ID = 1u << 24,
+    H_SEQ_NR = 1u << 25,
+    H_FWD_THREAD = 1u << 26,
+    H_EV_IDX = 1u << 27,
+    H_TOTAL_ALLOC = 1u << 28,
+    H_TOTAL_RESV = 1u << 29,
+    H_FLOW_ID = 1u << 30,
+    H_BP_E = 1u << 31,
 };
+
+/* One member of an event's args as kept in kin_event.rest: "key":value, from start to
+ * the next member's start (or the end of rest); the value from vstart. */
+typedef struct kin_seg {
+    int key; /* enum kin_key, K_NONE for a key we do not read */
+    uint32_t start, vstart;
+    int synth; /* an integer argument read into its kin_event field: no text kept, it is
+                  written from the field if no dpro_event field takes it */
+} kin_seg;
 
 typedef struct kin_str {
     char buf[KIN_SMALL_STR];
@@ -207,6 +237,7 @@ typedef struct kin_event {
     int64_t in_nelems, out_nelems, group_size, seq;
     int64_t wait_stream, wait_record, wait_event;
     int64_t device_type, device_id, addr, mem_bytes;
+    int64_t record_id, seq_nr, fwd_thread, ev_idx, total_alloc, total_resv, flow_id;
     uint32_t grid[3], block[3];
     int arr_key, arr_idx; /* which of grid/block is open, next index */
     kin_str coll_name, dtype, pg, sync_kind, mname;
@@ -214,6 +245,16 @@ typedef struct kin_event {
     size_t pg_ranks_len;
     int pg_ranks_cut;
     int dur_negative;
+    /* Every member of args as JSON text, so that what no field holds is kept (see
+     * kin_args_fill): members back to back, no separators; strings escaped anew. */
+    char *rest; /* k-owned, KIN_MAX_ARGS_TEXT + 64 */
+    size_t rest_len;
+    kin_seg seg[KIN_MAX_SEGS];
+    int nseg;
+    int rest_bad;                     /* cut or too deep: no args text for this event */
+    int cap_nest;                     /* containers open inside the current argument value */
+    uint8_t cap_array[KIN_CAP_DEPTH]; /* each an array (else an object) */
+    uint8_t cap_first[KIN_CAP_DEPTH]; /* nothing written in it yet */
 } kin_event;
 
 /* A slot of the correlation join window. */
@@ -407,6 +448,28 @@ kin_intern_name(kineto_importer *k, kin_event *e, uint32_t *id)
     return rc;
 }
 
+/* ---- kineto_args.c: the args text of an event ----------------------------------------- */
+
+/* Capture hooks, called by every yajl callback before anything else (kineto_parse.c):
+ * they write the token into k->ev.rest when it belongs to an argument value. */
+void kin_cap_key(kineto_importer *k, const unsigned char *s, size_t l, int key);
+void kin_cap_scalar(kineto_importer *k, const char *text, size_t l, int is_string);
+void kin_cap_open(kineto_importer *k, int array);
+void kin_cap_close(kineto_importer *k);
+
+/* Keys of k->ev's args that ev's fields hold, as a mask over enum kin_key values below 64
+ * (KIN_KEYBIT). */
+#define KIN_KEYBIT(key) (UINT64_C(1) << (key))
+
+/* The number under key in e's args (a member kept in e->rest): 0 with *v set, -1 when
+ * there is none or it is not a plain number. */
+int kin_args_double(const kin_event *e, int key, double *v);
+
+/* Fills ev's minor-2 fields from e: the ids (has bits), shapes and dtypes (interned JSON
+ * text of "Input Dims" and "Input type"), and args: the members whose key is not in
+ * taken, as one interned JSON object text (0 if none). Returns DPRO_OK or fails. */
+int kin_args_fill(kineto_importer *k, kin_event *e, dpro_event *ev, uint64_t taken);
+
 /* ---- kineto_map.c --------------------------------------------------------------------- */
 
 /* Maps the event whose object just closed (k->ev). Returns 0 or -1 (k->status says why). */
@@ -440,6 +503,10 @@ int kin_note_comm_range(kineto_importer *k, const kin_event *e, const dpro_event
 int kin_flush_collectives(kineto_importer *k);
 
 /* ---- kineto_parse.c ------------------------------------------------------------------- */
+
+/* Where an integer argument of e goes: *dst, its kin_have bit, its key's text. Returns 0,
+ * or -1 for a key that is not an integer argument. */
+int kin_int_slot(kin_event *e, int key, int64_t **dst, uint32_t *bit, const char **what);
 
 /* The yajl callbacks; their context is the importer. */
 extern const yajl_callbacks kin_callbacks;

@@ -65,6 +65,8 @@ kin_event_key(const unsigned char *s, size_t l)
         return K_TS;
     case KIN_KEY4('i', 'd', 0, 0, 2):
         return K_ID;
+    case KIN_KEY4('b', 'p', 0, 0, 2):
+        return K_BP;
     case KIN_KEY4('c', 'a', 't', 0, 3):
         return K_CAT;
     case KIN_KEY4('p', 'i', 'd', 0, 3):
@@ -110,6 +112,8 @@ kin_arg_key(const unsigned char *s, size_t l)
             return A_MEM_BYTES;
         return K_NONE;
     case 6:
+        if (kin_eq(s, l, "Ev Idx"))
+            return A_EV_IDX;
         if (kin_eq(s, l, "device"))
             return A_DEVICE;
         if (kin_eq(s, l, "stream"))
@@ -118,6 +122,10 @@ kin_arg_key(const unsigned char *s, size_t l)
     case 9:
         return kin_eq(s, l, "Device Id") ? A_DEVICE_ID : K_NONE;
     case 10:
+        if (kin_eq(s, l, "Input Dims"))
+            return A_INPUT_DIMS;
+        if (kin_eq(s, l, "Input type"))
+            return A_INPUT_TYPE;
         return kin_eq(s, l, "Group size") ? A_GROUP_SIZE : K_NONE;
     case 11:
         if (kin_eq(s, l, "External id"))
@@ -132,6 +140,8 @@ kin_arg_key(const unsigned char *s, size_t l)
             return A_SHARED_MEM;
         if (kin_eq(s, l, "In msg nelems"))
             return A_IN_NELEMS;
+        if (kin_eq(s, l, "Fwd thread id"))
+            return A_FWD_THREAD;
         return K_NONE;
     case 14:
         if (kin_eq(s, l, "cuda_sync_kind"))
@@ -140,16 +150,24 @@ kin_arg_key(const unsigned char *s, size_t l)
             return A_OUT_NELEMS;
         if (kin_eq(s, l, "wait_on_stream"))
             return A_WAIT_STREAM;
+        if (kin_eq(s, l, "Total Reserved"))
+            return A_TOTAL_RESV;
         return K_NONE;
     case 15:
         if (kin_eq(s, l, "Collective name"))
             return A_COLL_NAME;
+        if (kin_eq(s, l, "Sequence number"))
+            return A_SEQ_NR;
+        if (kin_eq(s, l, "Total Allocated"))
+            return A_TOTAL_ALLOC;
         return K_NONE;
     case 16:
         return kin_eq(s, l, "Process Group ID") ? A_PG_ID : K_NONE;
     case 18:
         if (kin_eq(s, l, "Process Group Name"))
             return A_PG_NAME;
+        if (kin_eq(s, l, "Record function id"))
+            return A_RECORD_ID;
         return K_NONE;
     case 19:
         if (kin_eq(s, l, "Process Group Ranks"))
@@ -157,6 +175,8 @@ kin_arg_key(const unsigned char *s, size_t l)
         return K_NONE;
     case 21:
         return kin_eq(s, l, "wait_on_cuda_event_id") ? A_WAIT_EVENT_ID : K_NONE;
+    case 23:
+        return kin_eq(s, l, "memory bandwidth (GB/s)") ? A_BANDWIDTH : K_NONE;
     case 33:
         return kin_eq(s, l, "wait_on_cuda_event_record_corr_id") ? A_WAIT_RECORD_CORR : K_NONE;
     default:

@@ -118,6 +118,10 @@ kin_thread_of(const kin_event *e)
 {
     if ((e->have & H_TID) && e->tid > 0 && e->tid <= UINT32_MAX)
         return (uint32_t)e->tid;
+    /* a thread id Kineto wrote as a negative 32-bit number: its two's complement (Linux
+     * thread ids stay below 2^22, so export knows to write it back negative) */
+    if ((e->have & H_TID) && e->tid < 0 && e->tid >= INT32_MIN)
+        return (uint32_t)(int32_t)e->tid;
     return 0;
 }
 
@@ -167,7 +171,10 @@ kin_map_api(kineto_importer *k, kin_event *e)
     ev.thread = kin_thread_of(e);
     if (kin_intern_name(k, e, &ev.name) != DPRO_OK)
         return -1;
-    if (!(e->have & H_CORRELATION) || e->correlation <= 0)
+    int has_corr = (e->have & H_CORRELATION) && e->correlation > 0;
+    if (kin_args_fill(k, e, &ev, has_corr ? KIN_KEYBIT(A_CORRELATION) : 0) != DPRO_OK)
+        return -1;
+    if (!has_corr)
         return kin_emit(k, &ev) == DPRO_OK ? 0 : -1;
     ev.correlation = (uint64_t)e->correlation;
     imp_slot *s = imp_join_find(&k->join, ev.correlation);
@@ -264,6 +271,29 @@ kin_map_device_op(kineto_importer *k, kin_event *e)
     if (s && s->state == IMP_SLOT_LAUNCH && ev.kind != DPRO_KIND_KERNEL && ev.bytes == 0 &&
         s->bytes <= KIN_MAX_BYTES)
         ev.bytes = s->bytes; /* a copy or set whose record lacks its size: its call's */
+    /* the arguments the fields hold; the bandwidth of a copy or set, when it is its bytes
+     * over its duration (newer Kinetos), is computed again by export */
+    uint64_t taken = 0;
+    if (ev.correlation)
+        taken |= KIN_KEYBIT(A_CORRELATION);
+    if ((e->have & H_DEVICE) && e->device >= 0 && (uint64_t)e->device == ev.device)
+        taken |= KIN_KEYBIT(A_DEVICE);
+    if ((e->have & H_STREAM) && e->stream >= 0)
+        taken |= KIN_KEYBIT(A_STREAM);
+    if (ev.kind == DPRO_KIND_KERNEL) {
+        taken |= KIN_KEYBIT(A_GRID) | KIN_KEYBIT(A_BLOCK);
+        if ((e->have & H_SHARED_MEM) && (uint64_t)e->shared_mem == ev.shared_mem)
+            taken |= KIN_KEYBIT(A_SHARED_MEM);
+    } else {
+        double bw;
+        if (kin_args_double(e, A_BANDWIDTH, &bw) == 0 && ev.end_ns > ev.start_ns &&
+            bw == (double)ev.bytes / (double)(ev.end_ns - ev.start_ns))
+            taken |= KIN_KEYBIT(A_BANDWIDTH);
+        if ((e->have & H_BYTES) && e->bytes >= 0 && (uint64_t)e->bytes == ev.bytes)
+            taken |= KIN_KEYBIT(A_BYTES);
+    }
+    if (kin_args_fill(k, e, &ev, taken) != DPRO_OK)
+        return -1;
     if (kin_emit(k, &ev) != DPRO_OK)
         return -1;
     k->device_ops++;
@@ -317,6 +347,10 @@ kin_map_sync(kineto_importer *k, kin_event *e)
         kin_count(k, "approx.sync_kind", 1);
     ev.device = kin_device_of(e);
     ev.stream = (e->have & H_STREAM) && e->stream >= 0 ? (uint64_t)e->stream : 0;
+    if (!(e->have & H_STREAM) && (e->have & H_TID) && e->tid >= 0) {
+        ev.has |= DPRO_HAS_ROW; /* no stream said: the row it was drawn on */
+        ev.address = (uint64_t)e->tid;
+    }
     if ((e->have & H_CORRELATION) && e->correlation > 0)
         ev.correlation = (uint64_t)e->correlation;
     if ((e->have & H_WAIT_EVENT) && e->wait_event >= 0)
@@ -327,6 +361,21 @@ kin_map_sync(kineto_importer *k, kin_event *e)
                   ? (int32_t)e->wait_stream
                   : -1;
     if (kin_intern_name(k, e, &ev.name) != DPRO_OK)
+        return -1;
+    uint64_t taken = 0;
+    if (ev.correlation)
+        taken |= KIN_KEYBIT(A_CORRELATION);
+    if ((e->have & H_DEVICE) && e->device >= 0 && (uint64_t)e->device == ev.device)
+        taken |= KIN_KEYBIT(A_DEVICE);
+    if ((e->have & H_STREAM) && e->stream >= 0)
+        taken |= KIN_KEYBIT(A_STREAM);
+    if ((e->have & H_WAIT_EVENT) && e->wait_event >= 0)
+        taken |= KIN_KEYBIT(A_WAIT_EVENT_ID);
+    if ((e->have & H_WAIT_RECORD) && e->wait_record > 0)
+        taken |= KIN_KEYBIT(A_WAIT_RECORD_CORR);
+    if (ev.peer >= 0)
+        taken |= KIN_KEYBIT(A_WAIT_STREAM);
+    if (kin_args_fill(k, e, &ev, taken) != DPRO_OK)
         return -1;
     if (ev.stream && !kin_stream_get(k, ev.stream, ev.device) && k->status != DPRO_OK)
         return -1;
@@ -382,6 +431,8 @@ kin_map_marker(kineto_importer *k, kin_event *e)
     if (e->cat != CAT_GPU_USER_ANN && e->cat != CAT_PYTHON &&
         kin_note_comm_range(k, e, &ev) != DPRO_OK)
         return -1;
+    if (kin_args_fill(k, e, &ev, 0) != DPRO_OK)
+        return -1;
     return kin_emit(k, &ev) == DPRO_OK ? 0 : -1;
 }
 
@@ -393,15 +444,27 @@ kin_map_instant(kineto_importer *k, kin_event *e)
         return -1;
     ev.end_ns = ev.start_ns;
     if (e->name_len == 8 && memcmp(e->name, "[memory]", 8) == 0) {
-        /* Device Type: c10 DeviceType, 0 = CPU, 1 = CUDA */
-        if (!(e->have & H_DEVICE_TYPE) || e->device_type != 1) {
-            kin_unmapped(k, "memory_", "host", 4);
+        /* Device Type: c10 DeviceType, 0 = CPU, 1 = CUDA (ROCm's too) */
+        if (!(e->have & H_DEVICE_TYPE) || (e->device_type != 1 && e->device_type != 0)) {
+            kin_unmapped(k, "memory_", "device_type", 11);
             return 0;
         }
         ev.kind = DPRO_KIND_MEMORY;
         ev.thread = kin_thread_of(e);
         ev.device = (e->have & H_DEVICE_ID) && e->device_id >= 0 ? (uint32_t)e->device_id : 0;
-        ev.value = DPRO_MEMSPACE_DEVICE;
+        ev.value = e->device_type == 1 ? DPRO_MEMSPACE_DEVICE : DPRO_MEMSPACE_HOST;
+        uint64_t taken = KIN_KEYBIT(A_DEVICE_TYPE) | KIN_KEYBIT(A_ADDR) | KIN_KEYBIT(A_MEM_BYTES);
+        if ((e->have & H_DEVICE_ID) && e->device_id >= 0)
+            taken |= KIN_KEYBIT(A_DEVICE_ID);
+        if ((e->have & H_TOTAL_ALLOC) && (e->have & H_TOTAL_RESV) && e->total_alloc >= 0 &&
+            e->total_resv >= 0) {
+            ev.has |= DPRO_HAS_TOTALS;
+            ev.total_allocated = (uint64_t)e->total_alloc;
+            ev.total_reserved = (uint64_t)e->total_resv;
+            taken |= KIN_KEYBIT(A_TOTAL_ALLOC) | KIN_KEYBIT(A_TOTAL_RESV);
+        }
+        if (kin_args_fill(k, e, &ev, taken) != DPRO_OK)
+            return -1;
         ev.address = (e->have & H_ADDR) ? (uint64_t)e->addr : 0;
         int64_t b = (e->have & H_MEM_BYTES) ? e->mem_bytes : 0;
         ev.subkind = b < 0 ? DPRO_MEM_FREE : DPRO_MEM_ALLOC;
@@ -417,6 +480,35 @@ kin_map_instant(kineto_importer *k, kin_event *e)
     ev.thread = kin_thread_of(e);
     ev.name2 = k->s_instant;
     if (kin_intern_name(k, e, &ev.name) != DPRO_OK)
+        return -1;
+    if (kin_args_fill(k, e, &ev, 0) != DPRO_OK)
+        return -1;
+    return kin_emit(k, &ev) == DPRO_OK ? 0 : -1;
+}
+
+/* ph s, f, t: one end of a flow arrow (ac2g: launch -> kernel, fwdbwd: forward op ->
+ * backward op), kept as it was drawn. */
+static int
+kin_map_flow(kineto_importer *k, kin_event *e)
+{
+    dpro_event ev = kin_no_event;
+    if (kin_times(k, e, &ev, 0) < 0)
+        return -1;
+    ev.end_ns = ev.start_ns;
+    ev.kind = DPRO_KIND_FLOW;
+    ev.subkind = e->ph == 's' ? DPRO_FLOW_START : e->ph == 'f' ? DPRO_FLOW_FINISH : DPRO_FLOW_STEP;
+    ev.thread = kin_thread_of(e);
+    ev.value = (e->have & H_PID) ? e->pid : 0;
+    ev.correlation = (e->have & H_FLOW_ID) ? (uint64_t)e->flow_id : 0;
+    if (e->have & H_BP_E)
+        ev.has |= DPRO_HAS_BP_ENCLOSING;
+    const char *cat = e->cat == CAT_OTHER ? e->cat_text.buf : kin_cat_names[e->cat];
+    size_t clen = e->cat == CAT_OTHER ? e->cat_text.len : strlen(cat);
+    if (clen && kin_intern_h(k, cat, clen, imp_str_hash(cat, clen), &ev.name2) != DPRO_OK)
+        return -1;
+    if (kin_intern_name(k, e, &ev.name) != DPRO_OK)
+        return -1;
+    if (kin_args_fill(k, e, &ev, 0) != DPRO_OK)
         return -1;
     return kin_emit(k, &ev) == DPRO_OK ? 0 : -1;
 }
@@ -503,16 +595,9 @@ kin_map_event(kineto_importer *k)
     case 's':
     case 'f':
     case 't':
-        if (e->cat == CAT_AC2G) {
-            /* the flow's id is the correlation id both of its ends carry */
-            kin_count(k, "flows.ac2g", 1);
-            return 0;
-        }
-        if (e->cat == CAT_OTHER)
-            kin_unmapped(k, "flow_", e->cat_text.buf, e->cat_text.len);
-        else
-            kin_unmapped(k, "flow_", kin_cat_names[e->cat], strlen(kin_cat_names[e->cat]));
-        return 0;
+        if (e->cat == CAT_AC2G)
+            kin_count(k, "flows.ac2g", 1); /* the id is the correlation both ends carry */
+        return kin_map_flow(k, e);
     case 'M':
         k->events_in--; /* metadata, not an event */
         return kin_map_metadata(k, e);

@@ -31,6 +31,10 @@ kin_event_reset(kin_event *e)
     e->mname.buf[0] = 0;
     e->pg_ranks_len = 0;
     e->pg_ranks_cut = 0;
+    e->rest_len = 0;
+    e->nseg = 0;
+    e->rest_bad = 0;
+    e->cap_nest = 0;
 }
 
 static int
@@ -76,9 +80,8 @@ kin_int_arg(kineto_importer *k, const char *s, size_t l, int64_t *dst, uint32_t 
     return 1;
 }
 
-/* Where an integer argument of the current event goes: *dst, its kin_have bit, its key's
- * text. Returns 0, or -1 for a key that is not an integer argument. */
-static int
+/* See kineto_int.h. */
+int
 kin_int_slot(kin_event *e, int key, int64_t **dst, uint32_t *bit, const char **what)
 {
     static const struct {
@@ -105,6 +108,12 @@ kin_int_slot(kin_event *e, int key, int64_t **dst, uint32_t *bit, const char **w
         {A_DEVICE_ID, offsetof(kin_event, device_id), H_DEVICE_ID, "Device Id"},
         {A_ADDR, offsetof(kin_event, addr), H_ADDR, "Addr"},
         {A_MEM_BYTES, offsetof(kin_event, mem_bytes), H_MEM_BYTES, "Bytes"},
+        {A_RECORD_ID, offsetof(kin_event, record_id), H_RECORD_ID, "Record function id"},
+        {A_SEQ_NR, offsetof(kin_event, seq_nr), H_SEQ_NR, "Sequence number"},
+        {A_FWD_THREAD, offsetof(kin_event, fwd_thread), H_FWD_THREAD, "Fwd thread id"},
+        {A_EV_IDX, offsetof(kin_event, ev_idx), H_EV_IDX, "Ev Idx"},
+        {A_TOTAL_ALLOC, offsetof(kin_event, total_alloc), H_TOTAL_ALLOC, "Total Allocated"},
+        {A_TOTAL_RESV, offsetof(kin_event, total_resv), H_TOTAL_RESV, "Total Reserved"},
     };
     for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
         if (slots[i].key == key) {
@@ -240,6 +249,7 @@ kin_cb_number(void *ctx, const char *s, size_t l)
 {
     kineto_importer *k = ctx;
     k->ncb++;
+    kin_cap_scalar(k, s, l, 0);
     if (k->skip)
         return 1;
     kin_event *e = &k->ev;
@@ -315,6 +325,22 @@ kin_cb_number(void *ctx, const char *s, size_t l)
         return kin_int_arg(k, s, l, &e->addr, H_ADDR, "Addr");
     case A_MEM_BYTES:
         return kin_int_arg(k, s, l, &e->mem_bytes, H_MEM_BYTES, "Bytes");
+    case A_RECORD_ID:
+    case A_SEQ_NR:
+    case A_FWD_THREAD:
+    case A_EV_IDX:
+    case A_TOTAL_ALLOC:
+    case A_TOTAL_RESV: {
+        int64_t *dst = NULL;
+        uint32_t bit = 0;
+        const char *what = "value";
+        kin_int_slot(e, key, &dst, &bit, &what); /* every key of these cases has a slot */
+        return kin_int_arg(k, s, l, dst, bit, what);
+    }
+    case K_ID:
+        if (imp_parse_i64(s, l, &e->flow_id) == 0)
+            e->have |= H_FLOW_ID;
+        return 1;
     case A_PG_ID:
         if (imp_parse_i64(s, l, &v) < 0)
             return kin_fail(k, DPRO_ERR_LIMIT, "\"Process Group ID\": not an integer");
@@ -405,6 +431,7 @@ kin_cb_string(void *ctx, const unsigned char *s, size_t l)
 {
     kineto_importer *k = ctx;
     k->ncb++;
+    kin_cap_scalar(k, (const char *)s, l, 1);
     if (k->skip)
         return 1;
     kin_event *e = &k->ev;
@@ -434,6 +461,14 @@ kin_cb_string(void *ctx, const unsigned char *s, size_t l)
             return kin_wrong_type(k, kin_key_text(key), "a number");
         case K_ARGS:
             return kin_wrong_type(k, "args", "an object");
+        case K_ID:
+            if (imp_parse_int_text((const char *)s, l, &e->flow_id) == 0)
+                e->have |= H_FLOW_ID;
+            return 1;
+        case K_BP:
+            if (l == 1 && s[0] == 'e')
+                e->have |= H_BP_E;
+            return 1;
         default:
             return 1;
         }
@@ -516,6 +551,7 @@ static int
 kin_cb_scalar(kineto_importer *k, const char *what)
 {
     k->ncb++;
+    kin_cap_scalar(k, what, strlen(what), 0);
     if (k->skip)
         return 1;
     int key = kin_curkey(k);
@@ -562,8 +598,10 @@ kin_cb_map_key(void *ctx, const unsigned char *s, size_t l)
 {
     kineto_importer *k = ctx;
     k->ncb++;
-    if (k->skip)
+    if (k->skip) {
+        kin_cap_key(k, s, l, K_NONE);
         return 1;
+    }
     int key = K_NONE, where = kin_cur(k);
     /* the two contexts of nearly every key first, without a jump table */
     if (where == CTX_EVENT)
@@ -585,6 +623,7 @@ kin_cb_map_key(void *ctx, const unsigned char *s, size_t l)
             break;
         }
     k->key[k->depth] = key;
+    kin_cap_key(k, s, l, key);
     return 1;
 }
 
@@ -593,6 +632,7 @@ kin_cb_start_map(void *ctx)
 {
     kineto_importer *k = ctx;
     k->ncb++;
+    kin_cap_open(k, 0);
     if (k->skip) {
         k->skip++;
         return 1;
@@ -639,6 +679,7 @@ kin_cb_start_array(void *ctx)
 {
     kineto_importer *k = ctx;
     k->ncb++;
+    kin_cap_open(k, 1);
     if (k->skip) {
         k->skip++;
         return 1;
@@ -704,6 +745,7 @@ kin_cb_end(void *ctx)
 {
     kineto_importer *k = ctx;
     k->ncb++;
+    kin_cap_close(k);
     if (k->skip) {
         k->skip--;
         return 1;

@@ -12,7 +12,8 @@ tools_libdproimport_la_SOURCES = \
 	tools/import/handoff.c tools/import/handoff.h \
 	tools/import/import_kineto.h tools/import/kineto_int.h \
 	tools/import/kineto.c tools/import/kineto_parse.c tools/import/kineto_keys.c \
-	tools/import/kineto_keys.h tools/import/kineto_map.c tools/import/kineto_coll.c
+	tools/import/kineto_keys.h tools/import/kineto_map.c tools/import/kineto_coll.c \
+	tools/import/kineto_args.c
 tools_libdproimport_la_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(ZLIB_CFLAGS)
 tools_libdproimport_la_LIBADD = $(DPROTRACE_LINK) $(YAJL_LIBS) $(ZLIB_LIBS) \
 	$(PTHREAD_LIBS)
