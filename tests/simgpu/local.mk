@@ -97,3 +97,10 @@ TESTS += tests/simgpu/test_collective.py tests/simgpu/test_ddp.py tests/simgpu/t
 	tests/simgpu/test_world.py
 endif
 endif
+
+# nvcc programs on the simulated device (issue 14, torch1): fat-binary registration,
+# <<<>>> launches, modules/libraries, attributes and occupancy.  See tests/simgpu/cu/.
+if HAVE_CUDA
+tests_simgpu_libsimgpu_la_SOURCES += tests/simgpu/core_module.c
+tests_simgpu_libcudart_la_SOURCES += tests/simgpu/cudart_module.c
+endif
