@@ -314,6 +314,10 @@ elf_kernel_info(const struct elf_view *v, int arch, const char *name, uint32_t s
     i = sec_find(v, ".nv.shared.", name);
     if (i >= 0)
         info->shared_bytes = (int)v->sh[i].sh_size;
+    /* sm_90 cubins (with a .nv.shared.reserved.0 section) count the 1 KiB the device
+     * reserves per block in each kernel's section; the figure is the kernel's own */
+    if (sec_find(v, ".nv.shared.reserved.0", "") >= 0 && info->shared_bytes >= 1024)
+        info->shared_bytes -= 1024;
     i = sec_find(v, ".nv.constant3", "");
     if (i >= 0)
         info->const_bytes = (int)v->sh[i].sh_size;
@@ -699,6 +703,21 @@ simgpu_kernel_of_stub(const void *stub)
     return found;
 }
 
+int
+simgpu_kernel_stale(const void *func)
+{
+    int stale = 0;
+    if (!func)
+        return 0;
+    pthread_mutex_lock(&g_mlock);
+    for (struct simgpu_kernel *k = g_by_handle[hbucket(func)]; k && !stale; k = k->next_handle)
+        stale = k == func && k->dead;
+    for (struct simgpu_kernel *k = g_by_stub[hbucket(func)]; k && !stale; k = k->next_stub)
+        stale = k->stub == func && k->dead;
+    pthread_mutex_unlock(&g_mlock);
+    return stale;
+}
+
 struct simgpu_kernel *
 simgpu_kernel_resolve(const void *func)
 {
@@ -721,4 +740,32 @@ simgpu_kernel_info(struct simgpu_kernel *k, struct simgpu_kernel_info *info)
     }
     *info = k->info;
     pthread_mutex_unlock(&g_mlock);
+}
+
+int
+simgpu_kernel_max_dyn_shmem(const struct simgpu_kernel *k, const struct simgpu_kernel_info *info)
+{
+    if (k->max_dyn_shmem >= 0)
+        return k->max_dyn_shmem;
+    return 49152 > info->shared_bytes ? 49152 - info->shared_bytes : 0;
+}
+
+void
+simgpu_kernel_attrs(struct simgpu_kernel *k, struct cudaFuncAttributes *attr)
+{
+    struct simgpu_kernel_info info;
+    simgpu_kernel_info(k, &info);
+    memset(attr, 0, sizeof(*attr));
+    attr->sharedSizeBytes = (size_t)info.shared_bytes;
+    attr->constSizeBytes = (size_t)info.const_bytes;
+    attr->localSizeBytes = (size_t)info.local_bytes;
+    attr->maxThreadsPerBlock = info.max_threads;
+    attr->numRegs = info.num_regs;
+    attr->ptxVersion = info.arch;
+    attr->binaryVersion = info.arch;
+    attr->cacheModeCA = 0;
+    attr->maxDynamicSharedSizeBytes = simgpu_kernel_max_dyn_shmem(k, &info);
+    attr->preferredShmemCarveout = k->carveout;
+    attr->clusterSchedulingPolicyPreference = k->cluster_pref;
+    attr->nonPortableClusterSizeAllowed = k->nonportable_cluster;
 }

@@ -150,8 +150,8 @@ cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int fl
 
 /* ---- kernels ------------------------------------------------------------------------------ */
 cudaError_t
-rt_launch(const char *name, uint64_t dur, dim3 grid, dim3 block, size_t shmem, cudaStream_t h,
-          int ptds)
+rt_launch(const void *func, const char *name, uint64_t dur, dim3 grid, dim3 block, size_t shmem,
+          cudaStream_t h, int ptds)
 {
     struct simgpu_stream *s;
     struct simgpu_op *op;
@@ -161,6 +161,9 @@ rt_launch(const char *name, uint64_t dur, dim3 grid, dim3 block, size_t shmem, c
     if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z ||
         (uint64_t)block.x * block.y * block.z > 1024)
         return cudaErrorInvalidConfiguration;
+    rc = rt_kernel_fits(func, block, shmem);
+    if (rc != cudaSuccess)
+        return rc;
     rc = simgpu_stream_resolve(h, ptds, &s);
     if (rc != cudaSuccess)
         return rc;
@@ -187,7 +190,7 @@ cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, siz
     if (func)
         rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchKernel, v7000, name, func, gridDim, blockDim, args, sharedMem, stream);
-    RT_EXIT(func ? rt_launch(name, dur, gridDim, blockDim, sharedMem, stream, 0)
+    RT_EXIT(func ? rt_launch(func, name, dur, gridDim, blockDim, sharedMem, stream, 0)
                  : cudaErrorInvalidDeviceFunction);
 }
 
@@ -202,18 +205,19 @@ cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args
         rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchKernel_ptsz, v7000, name, func, gridDim, blockDim, args, sharedMem,
                  stream);
-    RT_EXIT(func ? rt_launch(name, dur, gridDim, blockDim, sharedMem, stream, 1)
+    RT_EXIT(func ? rt_launch(func, name, dur, gridDim, blockDim, sharedMem, stream, 1)
                  : cudaErrorInvalidDeviceFunction);
 }
 
 static cudaError_t
-launch_ex_impl(const cudaLaunchConfig_t *config, const char *name, uint64_t dur, int ptds)
+launch_ex_impl(const cudaLaunchConfig_t *config, const void *func, const char *name, uint64_t dur,
+               int ptds)
 {
     if (!config)
         return cudaErrorInvalidValue;
     if (!name)
         return cudaErrorInvalidDeviceFunction;
-    return rt_launch(name, dur, config->gridDim, config->blockDim, config->dynamicSmemBytes,
+    return rt_launch(func, name, dur, config->gridDim, config->blockDim, config->dynamicSmemBytes,
                      config->stream, ptds);
 }
 
@@ -226,7 +230,7 @@ cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **a
     if (func)
         rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchKernelExC, v11060, name, config, func, args);
-    RT_EXIT(launch_ex_impl(config, name, dur, 0));
+    RT_EXIT(launch_ex_impl(config, func, name, dur, 0));
 }
 
 cudaError_t CUDARTAPI
@@ -238,7 +242,7 @@ cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, voi
     if (func)
         rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchKernelExC_ptsz, v11060, name, config, func, args);
-    RT_EXIT(launch_ex_impl(config, name, dur, 1));
+    RT_EXIT(launch_ex_impl(config, func, name, dur, 1));
 }
 
 cudaError_t CUDARTAPI

@@ -306,13 +306,28 @@ cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr)
     RT_EXIT(get_kernel_impl(kernelPtr, entryFuncAddr));
 }
 
+cudaError_t
+rt_kernel_fits(const void *func, dim3 block, size_t shmem)
+{
+    struct simgpu_kernel *k = func ? simgpu_kernel_resolve(func) : NULL;
+    struct simgpu_kernel_info info;
+    if (!k)
+        return simgpu_kernel_stale(func) ? cudaErrorInvalidResourceHandle : cudaSuccess;
+    simgpu_kernel_info(k, &info);
+    if ((uint64_t)block.x * block.y * block.z > (uint64_t)info.max_threads)
+        return cudaErrorLaunchOutOfResources;
+    if (shmem > (size_t)simgpu_kernel_max_dyn_shmem(k, &info))
+        return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
 static cudaError_t
 klaunch_impl(struct simgpu_kernel *k, const char *name, uint64_t dur, dim3 grid, dim3 block,
              size_t shmem, cudaStream_t stream, int ptds)
 {
     if (!k)
         return cudaErrorInvalidResourceHandle;
-    return rt_launch(name, dur, grid, block, shmem, stream, ptds);
+    return rt_launch(k, name, dur, grid, block, shmem, stream, ptds);
 }
 
 cudaError_t CUDARTAPI
@@ -484,37 +499,16 @@ kernel_with_info(const void *func, struct simgpu_kernel_info *info)
     return k;
 }
 
-/* The dynamic shared memory a kernel may use per block without or with the opt-in. */
-static int
-max_dyn_shmem(const struct simgpu_kernel *k, const struct simgpu_kernel_info *info)
-{
-    if (k->max_dyn_shmem >= 0)
-        return k->max_dyn_shmem;
-    return 49152 > info->shared_bytes ? 49152 - info->shared_bytes : 0;
-}
-
 static cudaError_t
 func_attrs_impl(struct cudaFuncAttributes *attr, const void *func)
 {
-    struct simgpu_kernel_info info;
     struct simgpu_kernel *k;
     if (!attr)
         return cudaErrorInvalidValue;
-    k = kernel_with_info(func, &info);
+    k = func ? simgpu_kernel_resolve(func) : NULL;
     if (!k)
         return cudaErrorInvalidDeviceFunction;
-    memset(attr, 0, sizeof(*attr));
-    attr->sharedSizeBytes = (size_t)info.shared_bytes;
-    attr->constSizeBytes = (size_t)info.const_bytes;
-    attr->localSizeBytes = (size_t)info.local_bytes;
-    attr->maxThreadsPerBlock = info.max_threads;
-    attr->numRegs = info.num_regs;
-    attr->ptxVersion = info.arch;
-    attr->binaryVersion = info.arch;
-    attr->maxDynamicSharedSizeBytes = max_dyn_shmem(k, &info);
-    attr->preferredShmemCarveout = k->carveout;
-    attr->clusterSchedulingPolicyPreference = k->cluster_pref;
-    attr->nonPortableClusterSizeAllowed = k->nonportable_cluster;
+    simgpu_kernel_attrs(k, attr);
     return cudaSuccess;
 }
 
@@ -681,7 +675,7 @@ avail_smem_impl(size_t *dyn, const void *func, int numBlocks, int blockSize)
     per_block = p.sharedMemPerMultiprocessor / (size_t)numBlocks / SHMEM_GRANULE * SHMEM_GRANULE;
     if (per_block > SHMEM_RESERVED_PER_BLOCK + (size_t)info.shared_bytes)
         *dyn = per_block - SHMEM_RESERVED_PER_BLOCK - (size_t)info.shared_bytes;
-    lim = (size_t)max_dyn_shmem(k, &info);
+    lim = (size_t)simgpu_kernel_max_dyn_shmem(k, &info);
     if (*dyn > lim)
         *dyn = lim;
     return cudaSuccess;

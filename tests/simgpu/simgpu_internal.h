@@ -318,9 +318,17 @@ struct simgpu_kernel *simgpu_kernel_handle(const void *h);
 struct simgpu_kernel *simgpu_kernel_of_stub(const void *stub);
 /* Fills *info for k (read from its module's image the first time). */
 void simgpu_kernel_info(struct simgpu_kernel *k, struct simgpu_kernel_info *info);
+/* The dynamic shared memory a block of k may use: what cudaFuncSetAttribute set, else
+ * 48 KiB less its static shared memory. */
+int simgpu_kernel_max_dyn_shmem(const struct simgpu_kernel *k,
+                                const struct simgpu_kernel_info *info);
+/* What cudaFuncGetAttributes reports for k. */
+void simgpu_kernel_attrs(struct simgpu_kernel *k, struct cudaFuncAttributes *attr);
 /* Resolves what a runtime call names as a kernel (a host stub, a cudaKernel_t or a
  * registered function pointer) to a handle, else NULL. */
 struct simgpu_kernel *simgpu_kernel_resolve(const void *func);
+/* 1 when func is the handle or host stub of a kernel whose module was unloaded. */
+int simgpu_kernel_stale(const void *func);
 /* Tells stderr once per call name that `call` is not supported by the simulated device
  * (the call then returns an error). */
 void simgpu_say_unsupported(const char *call);
@@ -598,8 +606,14 @@ SIMGPU_HIDDEN cudaError_t rt_exit(struct simgpu_api *a, cudaError_t rc);
 
 /* Enqueues a kernel launch named `name` running `dur` ns (cudart_launch.c): checks the
  * configuration and the stream, pays the launch's host cost. */
-SIMGPU_HIDDEN cudaError_t rt_launch(const char *name, uint64_t dur, dim3 grid, dim3 block,
-                                    size_t shmem, cudaStream_t h, int ptds);
+SIMGPU_HIDDEN cudaError_t rt_launch(const void *func, const char *name, uint64_t dur, dim3 grid,
+                                    dim3 block, size_t shmem, cudaStream_t h, int ptds);
+/* Whether a block of `block` threads with `shmem` bytes of dynamic shared memory fits the
+ * kernel func names (cudart_module.c): cudaErrorLaunchOutOfResources past its threads per
+ * block (registers, __launch_bounds__), cudaErrorInvalidValue past its dynamic shared
+ * memory limit, cudaErrorInvalidResourceHandle for the kernel of an unloaded module;
+ * cudaSuccess for what is no known kernel. */
+SIMGPU_HIDDEN cudaError_t rt_kernel_fits(const void *func, dim3 block, size_t shmem);
 /* Name and duration of what a runtime launch names (cudart_module.c): a registered host
  * stub or a cudaKernel_t by their kernel's name, any other pointer as the kernel registry
  * says (simgpu_kernel_lookup). */
