@@ -43,6 +43,34 @@ def args(prog):
     return [os.path.join(CU, prog)] + ([PTX] if prog == "module" else [])
 
 
+def dynsyms(path, undefined):
+    """{name: version} of a binary's dynamic symbols (undefined or defined ones)."""
+    out = subprocess.run(["nm", "-D", "--undefined-only" if undefined else "--defined-only",
+                          path], capture_output=True, text=True).stdout
+    syms = {}
+    for line in out.split("\n"):
+        name = line.split()[-1] if line.split() else ""
+        if "@" in name:
+            base, _, ver = name.partition("@")
+            syms[base] = ver.lstrip("@")
+    return syms
+
+
+# What nvcc's programs import from libcudart.so.13, the stand-in exports with that version.
+exported = dynsyms(os.path.join(st.LIBDIR, "libcudart.so.13"), False)
+for prog in PROGS:
+    imports = {n: v for n, v in dynsyms(os.path.join(CU, prog), True).items()
+               if v == "libcudart.so.13"}
+    want = ["__cudaRegisterFatBinary", "__cudaRegisterFunction"] if prog != "module" else []
+    want += ["__cudaPushCallConfiguration", "__cudaGetKernel", "__cudaLaunchKernel"] \
+        if prog != "module" else ["__cudaRegisterFatBinary"]
+    st.check(all(n in imports for n in want),
+             "%s imports nvcc's registration and launch calls %s (%s)"
+             % (prog, want, sorted(imports)))
+    missing = sorted(n for n in imports if exported.get(n) != "libcudart.so.13")
+    st.check(not missing, "%s: imports the stand-in lacks at libcudart.so.13: %s"
+             % (prog, missing))
+
 env = sanitizer_env()
 for prog in PROGS:
     # the stand-ins, not the toolkit's libcudart: the RUNPATH and simrun's libdir agree
