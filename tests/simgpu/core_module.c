@@ -58,7 +58,17 @@ struct simgpu_module {
 
 static pthread_mutex_t g_mlock = PTHREAD_MUTEX_INITIALIZER;
 static struct simgpu_module *g_modules;
-static struct simgpu_kernel *g_by_handle[HBUCKETS], *g_by_stub[HBUCKETS];
+static struct simgpu_kernel *g_by_handle[HBUCKETS], *g_by_stub[HBUCKETS], *g_by_name[HBUCKETS];
+
+/* The bucket of kernel `name` of module m in g_by_name. */
+static unsigned
+nbucket(const struct simgpu_module *m, const char *name)
+{
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)(uintptr_t)m;
+    while (*name)
+        h = (h ^ (unsigned char)*name++) * 1099511628211ULL;
+    return (unsigned)(h % HBUCKETS);
+}
 
 static unsigned
 hbucket(const void *p)
@@ -479,8 +489,8 @@ image_kernels(const unsigned char *p, size_t bytes, kernel_fn fn, void *ctx, int
 static struct simgpu_kernel *
 mod_find_locked(const struct simgpu_module *m, const char *name)
 {
-    for (struct simgpu_kernel *k = m->kernels; k; k = k->next_in_mod)
-        if (!strcmp(k->name, name))
+    for (struct simgpu_kernel *k = g_by_name[nbucket(m, name)]; k; k = k->next_name)
+        if (k->mod == m && !strcmp(k->name, name))
             return k;
     return NULL;
 }
@@ -512,6 +522,9 @@ mod_add_locked(struct simgpu_module *m, const char *name)
     b = hbucket(k);
     k->next_handle = g_by_handle[b];
     g_by_handle[b] = k;
+    b = nbucket(m, name);
+    k->next_name = g_by_name[b];
+    g_by_name[b] = k;
     return k;
 }
 

@@ -343,7 +343,7 @@ drv_kernel_lookup(CUfunction f, const char **name, uint64_t *dur)
     struct simgpu_kernel *k = simgpu_kernel_handle(f);
     if (k)
         simgpu_kernel_lookup(k->stub ? k->stub : (const void *)k, k->name, name, dur);
-    else
+    else if (!simgpu_kernel_stale(f)) /* an unloaded kernel gets no name: its launch fails */
         simgpu_kernel_lookup(f, func_name(f), name, dur);
 }
 
@@ -362,24 +362,45 @@ cuFuncGetName(const char **name, CUfunction hfunc)
     if (!name || !hfunc)
         DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
     *name = func_name(hfunc);
-    if (!*name)
+    if (!*name && !simgpu_kernel_stale(hfunc))
         *name = simgpu_kernel_name(hfunc);
     DRV_EXIT(*name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE);
 }
 
+/* Whether a block fits kernel f (threads per block, dynamic shared memory), as the runtime
+ * checks its launches (rt_kernel_fits); any other handle fits. */
 static CUresult
-launch_impl(const char *name, uint64_t dur, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-            unsigned by, unsigned bz, unsigned shmem, CUstream h, int ptds)
+kernel_fits(CUfunction f, uint64_t threads, unsigned shmem)
+{
+    struct simgpu_kernel *k = simgpu_kernel_handle(f);
+    struct simgpu_kernel_info info;
+    if (!k)
+        return simgpu_kernel_stale(f) ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+    simgpu_kernel_info(k, &info);
+    if (threads > (uint64_t)info.max_threads)
+        return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    if (shmem > (unsigned)simgpu_kernel_max_dyn_shmem(k, &info))
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+static CUresult
+launch_impl(CUfunction f, const char *name, uint64_t dur, unsigned gx, unsigned gy, unsigned gz,
+            unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream h, int ptds)
 {
     struct simgpu_stream *s;
     struct simgpu_op *op;
     cudaError_t rc = simgpu_sticky_error();
+    CUresult fit;
     if (!g_inited)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (rc != cudaSuccess)
         return to_cu(rc);
     if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
         return CUDA_ERROR_INVALID_VALUE;
+    fit = kernel_fits(f, (uint64_t)bx * by * bz, shmem);
+    if (fit != CUDA_SUCCESS)
+        return fit;
     rc = simgpu_stream_resolve((cudaStream_t)h, ptds, &s);
     if (rc != cudaSuccess)
         return to_cu(rc);
@@ -412,7 +433,7 @@ cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsig
         drv_kernel_lookup(f, &name, &dur);
     DRV_ENTER_SYM(cuLaunchKernel, name, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                   blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
-    DRV_EXIT(f ? launch_impl(name, dur, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+    DRV_EXIT(f ? launch_impl(f, name, dur, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                              blockDimZ, sharedMemBytes, hStream, 0)
                : CUDA_ERROR_INVALID_HANDLE);
 }
@@ -430,20 +451,20 @@ cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
         drv_kernel_lookup(f, &name, &dur);
     DRV_ENTER_SYM(cuLaunchKernel_ptsz, name, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                   blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
-    DRV_EXIT(f ? launch_impl(name, dur, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+    DRV_EXIT(f ? launch_impl(f, name, dur, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                              blockDimZ, sharedMemBytes, hStream, 1)
                : CUDA_ERROR_INVALID_HANDLE);
 }
 
 static CUresult
-launch_ex_impl(const CUlaunchConfig *c, const char *name, uint64_t dur, int ptds)
+launch_ex_impl(const CUlaunchConfig *c, CUfunction f, const char *name, uint64_t dur, int ptds)
 {
     if (!c)
         return CUDA_ERROR_INVALID_VALUE;
     if (!name)
         return CUDA_ERROR_INVALID_HANDLE;
-    return launch_impl(name, dur, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
-                       c->blockDimZ, c->sharedMemBytes, c->hStream, ptds);
+    return launch_impl(f, name, dur, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+                       c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream, ptds);
 }
 
 CUresult CUDAAPI
@@ -455,7 +476,7 @@ cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams
     if (f)
         drv_kernel_lookup(f, &name, &dur);
     DRV_ENTER_SYM(cuLaunchKernelEx, name, config, f, kernelParams, extra);
-    DRV_EXIT(launch_ex_impl(config, name, dur, 0));
+    DRV_EXIT(launch_ex_impl(config, f, name, dur, 0));
 }
 
 CUresult CUDAAPI
@@ -467,7 +488,7 @@ cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelP
     if (f)
         drv_kernel_lookup(f, &name, &dur);
     DRV_ENTER_SYM(cuLaunchKernelEx_ptsz, name, config, f, kernelParams, extra);
-    DRV_EXIT(launch_ex_impl(config, name, dur, 1));
+    DRV_EXIT(launch_ex_impl(config, f, name, dur, 1));
 }
 
 /* ---- modules and libraries --------------------------------------------------------- */
@@ -791,6 +812,8 @@ static const struct cu_err g_cu_errs[] = {
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
     {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+     "too many resources requested for launch"},
     {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
     {CUDA_ERROR_FILE_NOT_FOUND, "CUDA_ERROR_FILE_NOT_FOUND", "file not found"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},

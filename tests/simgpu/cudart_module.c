@@ -127,6 +127,8 @@ void
 rt_kernel_lookup(const void *func, const char **name, uint64_t *dur)
 {
     struct simgpu_kernel *k = simgpu_kernel_resolve(func);
+    if (!k && simgpu_kernel_stale(func))
+        return; /* an unloaded kernel gets no name: its launch fails */
     if (!k)
         simgpu_kernel_lookup(func, NULL, name, dur);
     else if (k->stub)

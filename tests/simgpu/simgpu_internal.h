@@ -285,7 +285,7 @@ struct simgpu_kernel {
     int max_dyn_shmem, carveout, cache_config, nonportable_cluster, cluster_pref;
     struct simgpu_kernel_info info;
     int info_read;
-    struct simgpu_kernel *next_in_mod, *next_stub, *next_handle;
+    struct simgpu_kernel *next_in_mod, *next_stub, *next_handle, *next_name;
 };
 
 /* Loads the image at `image` (a fat binary, its __fatDeviceText wrapper, an ELF cubin

@@ -74,8 +74,13 @@ main(int argc, char **argv)
     CU_CHECK(v == 256 * (int)sizeof(double));
     CU_DRV(cuLaunchKernel(fa, 1, 1, 1, 256, 1, 1, 0, NULL, args_a, NULL));
     CU_DRV(cuLaunchKernel(fb, 1, 1, 1, 256, 1, 1, 0, NULL, args_b, NULL));
+    /* more dynamic shared memory than the 48 KiB less kern_b's static 2 KiB: refused */
+    CU_CHECK(cuLaunchKernel(fb, 1, 1, 1, 256, 1, 1, 47 * 1024, NULL, args_b, NULL) ==
+             CUDA_ERROR_INVALID_VALUE);
     CU_DRV(cuCtxSynchronize());
     CU_DRV(cuModuleUnload(mod));
+    CU_CHECK(cuLaunchKernel(fa, 1, 1, 1, 256, 1, 1, 0, NULL, args_a, NULL) ==
+             CUDA_ERROR_INVALID_HANDLE);
     CU_CHECK(cuFuncGetName(&name, fa) == CUDA_ERROR_INVALID_HANDLE);
     CU_CHECK(cuModuleLoadData(&mod, junk) == CUDA_ERROR_INVALID_IMAGE);
 
