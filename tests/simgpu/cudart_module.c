@@ -198,11 +198,16 @@ void CUDARTAPI
 __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress, const char *deviceName,
                   int ext, size_t size, int constant, int global)
 {
+    cudaError_t rc;
     RT_ENTER(__cudaRegisterVar, v13000, fatCubinHandle, hostVar, deviceAddress, deviceName, ext,
              size, constant, global);
-    /* nothing to keep: the device runs no code, and the symbol calls are not simulated */
-    rt_exit(&api__,
-            simgpu_module_lookup(fatCubinHandle) ? cudaSuccess : cudaErrorInvalidResourceHandle);
+    if (!simgpu_module_lookup(fatCubinHandle))
+        rc = cudaErrorInvalidResourceHandle;
+    else if (!hostVar)
+        rc = cudaErrorInvalidValue;
+    else
+        rc = rt_symbol_add(hostVar, deviceName ? deviceName : deviceAddress, size, NULL);
+    rt_exit(&api__, rc);
 }
 
 void CUDARTAPI
@@ -218,6 +223,8 @@ __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *
         rc = cudaErrorInvalidValue;
     else if (!(*hostVarPtrAddress = calloc(1, size ? size : 1)))
         rc = cudaErrorMemoryAllocation;
+    else /* host code names the variable by the memory itself (*hostVarPtrAddress) */
+        rc = rt_symbol_add(*hostVarPtrAddress, deviceName, size, *hostVarPtrAddress);
     /* host code reaches the variable through *hostVarPtrAddress: zeroed memory (the
      * image's initial value is not read) */
     rt_exit(&api__, rc);
@@ -637,6 +644,12 @@ occupancy_impl(int *numBlocks, const void *func, int blockSize, size_t dyn, unsi
         return cudaErrorInvalidDeviceFunction;
     *numBlocks = occupancy(&info, blockSize, dyn);
     return cudaSuccess;
+}
+
+cudaError_t
+rt_occupancy(int *numBlocks, const void *func, int blockSize, size_t dyn)
+{
+    return occupancy_impl(numBlocks, func, blockSize, dyn, 0);
 }
 
 cudaError_t CUDARTAPI

@@ -102,7 +102,7 @@ endif
 # <<<>>> launches, modules/libraries, attributes and occupancy.  See tests/simgpu/cu/.
 if HAVE_CUDA
 tests_simgpu_libsimgpu_la_SOURCES += tests/simgpu/core_module.c
-tests_simgpu_libcudart_la_SOURCES += tests/simgpu/cudart_module.c
+tests_simgpu_libcudart_la_SOURCES += tests/simgpu/cudart_module.c tests/simgpu/cudart_symbol.c
 endif
 
 # The CUDA programs, built by the toolkit's nvcc against the stand-ins (-cudart shared

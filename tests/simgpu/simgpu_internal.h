@@ -614,6 +614,16 @@ SIMGPU_HIDDEN cudaError_t rt_launch(const void *func, const char *name, uint64_t
  * memory limit, cudaErrorInvalidResourceHandle for the kernel of an unloaded module;
  * cudaSuccess for what is no known kernel. */
 SIMGPU_HIDDEN cudaError_t rt_kernel_fits(const void *func, dim3 block, size_t shmem);
+/* A copy as cudaMemcpy[Async] makes it (cudart.c): direction checked, the host cost paid,
+ * enqueued on h (synchronised unless async). */
+SIMGPU_HIDDEN cudaError_t rt_memcpy(void *dst, const void *src, size_t count,
+                                    enum cudaMemcpyKind kind, cudaStream_t h, int ptds, int async);
+/* cudaOccupancyMaxActiveBlocksPerMultiprocessor without its API scope (cudart_module.c). */
+SIMGPU_HIDDEN cudaError_t rt_occupancy(int *numBlocks, const void *func, int blockSize, size_t dyn);
+/* Records a module variable nvcc's host code registers (cudart_symbol.c): host shadow
+ * `host`, device name, size; `managed` holds the memory of a __managed__ one. */
+SIMGPU_HIDDEN cudaError_t rt_symbol_add(const void *host, const char *name, size_t size,
+                                        void *managed);
 /* Name and duration of what a runtime launch names (cudart_module.c): a registered host
  * stub or a cudaKernel_t by their kernel's name, any other pointer as the kernel registry
  * says (simgpu_kernel_lookup). */

@@ -92,7 +92,7 @@ WANT = {
     "vecadd": {"_Z6vecAddPKfS0_Pfi": 3},
     "streams": {"_Z5scaleIfEvPT_S0_i": 5, "_Z5scaleIdEvPT_S0_i": 1},
     "module": {"kern_a": 3, "_Z6kern_bPd": 3},
-    "attrs": {"_Z7boundedPf": 1, "_Z7dynamicPf": 1},
+    "attrs": {"_Z7boundedPf": 1, "_Z7dynamicPf": 1, "_Z5smallPf": 1},
 }
 FILL_SUFFIX = "fillEPii"  # streams' internal-linkage kernel: _ZN..._GLOBAL__N_<id>4fillEPii
 for prog in PROGS:

@@ -107,6 +107,16 @@ main(void)
                                cudaFuncAttributePreferredSharedMemoryCarveout, 50));
     CU_OK(cudaFuncGetAttributes(&a, (const void *)dynamic));
     CU_CHECK(a.preferredShmemCarveout == 50);
+    /* a cooperative grid must be resident at once: 8 blocks of 256 threads per SM */
+    {
+        float *x = NULL;
+        void *args[] = {&x};
+        CU_OK(
+            cudaLaunchCooperativeKernel((const void *)small, dim3(8 * sms), dim3(256), args, 0, 0));
+        CU_CHECK(cudaLaunchCooperativeKernel((const void *)small, dim3(8 * sms + 1), dim3(256),
+                                             args, 0, 0) == cudaErrorCooperativeLaunchTooLarge);
+        (void)cudaGetLastError();
+    }
     CU_OK(cudaFuncSetCacheConfig((const void *)small, cudaFuncCachePreferShared));
     CU_CHECK(cudaFuncSetCacheConfig((const void *)not_a_kernel, cudaFuncCachePreferShared) ==
              cudaErrorInvalidDeviceFunction);
