@@ -746,10 +746,14 @@ simgpu_kernel_info(struct simgpu_kernel *k, struct simgpu_kernel_info *info)
     if (m && m->registered && !m->info_read) {
         struct load_ctx c = {m, 0, 1};
         int unknown;
+        static int said;
         m->info_read = 1;
         if (image_kernels(m->image, 0, load_kernel_cb, &c, &unknown) != 0)
             fprintf(stderr, "simgpu: a registered fat binary could not be read; kernel "
                             "attributes are defaults\n");
+        else if (unknown && !said++)
+            fprintf(stderr, "simgpu: registered fat binaries with compressed code only: their "
+                            "kernels' attributes are defaults (32 registers, 1024 threads)\n");
     }
     *info = k->info;
     pthread_mutex_unlock(&g_mlock);
