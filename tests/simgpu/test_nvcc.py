@@ -16,12 +16,13 @@ PROGS = ["vecadd", "streams", "module", "attrs"]
 PTX = os.path.join(CU, "kmod.ptx")
 DPRO_RUN = os.path.join(st.BUILD, "tools", "dpro-run")
 DPRO_INFO = os.path.join(st.BUILD, "tools", "dpro-info")
+TRACE_DUMP = os.path.join(st.BUILD, "tests", "collector", "trace-dump")
 
 if not all(os.path.exists(os.path.join(CU, p)) for p in PROGS):
     print("SKIP: the nvcc programs of tests/simgpu/cu were not built (configure found no "
           "nvcc/bin2c under --with-cuda or on PATH)")
     sys.exit(77)
-st.skip_unless_built(st.SIMRUN, DPRO_RUN, DPRO_INFO)
+st.skip_unless_built(st.SIMRUN, DPRO_RUN, DPRO_INFO, TRACE_DUMP)
 
 
 def sanitizer_env():
@@ -114,6 +115,24 @@ for prog in PROGS:
                  "streams: the internal-linkage kernel by its device name (%s)" % seen)
         want[fill[0]] = 1
     st.check(seen == want, "%s: kernels by name in the trace %s, want %s" % (prog, seen, want))
+    # every kernel links to the host launch call that made it, which names it alike
+    dump = subprocess.run([TRACE_DUMP, out], capture_output=True, text=True, timeout=30)
+    st.check(dump.returncode == 0, "trace-dump on %s's trace: %s" % (prog, dump.stderr))
+    ev = json.loads(dump.stdout.splitlines()[0])["events"]
+    launches = {e["corr"]: e for e in ev if e["kind"] == "api" and "Launch" in e["name"]}
+    for k in (e for e in ev if e["kind"] == "kernel"):
+        call = launches.get(k["corr"])
+        if prog == "module" and call and call["name"] == "cudaLaunchKernel" and \
+                call["name2"].startswith("kernel@"):
+            # The collector names a runtime launch when it writes the trace; module.cu has
+            # unloaded the library by then, so cudaFuncGetName no longer knows the handle
+            # (a collector limitation, said here rather than hidden).
+            print("module: %s's runtime launch unnamed on the host side (library unloaded "
+                  "before the trace was written)" % k["name"])
+            continue
+        st.check(call is not None and call["name2"] == k["name"],
+                 "%s: kernel %s comes from a launch call naming it (%s)"
+                 % (prog, k["name"], call and (call["name"], call["name2"])))
     print("%s: the collector saw %s" % (prog, seen))
     subprocess.run(["rm", "-rf", out])
 print("PASS")
