@@ -435,7 +435,7 @@ image_kernels(const unsigned char *p, size_t bytes, kernel_fn fn, void *ctx, int
     *names_unknown = 0;
     if (bytes && bytes < 4)
         return -1;
-    if (rd32(p) == FATTEXT_MAGIC) {
+    if (rd32(p) == FATTEXT_MAGIC && !bytes) { /* a pointer: never inside a sized buffer */
         const unsigned char *data;
         memcpy(&data, p + 8, sizeof(data));
         return data ? image_kernels(data, 0, fn, ctx, names_unknown) : -1;

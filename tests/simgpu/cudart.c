@@ -188,6 +188,14 @@ static const struct err_text g_errs[] = {
     {cudaErrorStreamCaptureIsolation, "cudaErrorStreamCaptureIsolation",
      "operation would make the legacy stream depend on a capturing blocking stream"},
     {cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found"},
+    {cudaErrorMissingConfiguration, "cudaErrorMissingConfiguration",
+     "__global__ function call is not configured"},
+    {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources",
+     "too many resources requested for launch"},
+    {cudaErrorCooperativeLaunchTooLarge, "cudaErrorCooperativeLaunchTooLarge",
+     "too many blocks in cooperative launch"},
+    {cudaErrorInvalidKernelImage, "cudaErrorInvalidKernelImage", "device kernel image is invalid"},
+    {cudaErrorFileNotFound, "cudaErrorFileNotFound", "file not found"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 

@@ -146,3 +146,14 @@ $(SIMGPU_CU)/module: $(srcdir)/$(SIMGPU_CU)/module.cu $(SIMGPU_CU)/kmod_fatbin.h
 tests/simgpu/test_nvcc.log: $(SIMGPU_CU_PROGS) $(SIMGPU_CU)/kmod.ptx
 endif
 endif
+
+# Device images without nvcc: a fat binary and cubin built by the test itself.
+if HAVE_CUDA
+check_PROGRAMS += tests/simgpu/test_module
+tests_simgpu_test_module_SOURCES = tests/simgpu/test_module.c tests/simgpu/simgpu_check.h
+tests_simgpu_test_module_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_module_LDFLAGS = -no-install
+tests_simgpu_test_module_LDADD = tests/simgpu/libcudart.la tests/simgpu/libsimgpu.la \
+	$(PTHREAD_LIBS)
+TESTS += tests/simgpu/test_module
+endif
