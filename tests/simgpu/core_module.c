@@ -159,7 +159,7 @@ info_default(struct simgpu_kernel_info *info, int arch)
 static int
 threads_for_regs(int regs)
 {
-    int per_warp = ((regs > 0 ? regs : 1) * 32 + 255) / 256 * 256;
+    int per_warp = ((regs > 0 ? regs : 1) * 32 + 255) / 256 * 256; /* regs <= 255 */
     int threads = 65536 / per_warp * 32;
     return threads < 1024 ? threads : 1024;
 }
@@ -290,6 +290,13 @@ sec_find(const struct elf_view *v, const char *prefix, const char *name)
     return -1;
 }
 
+/* An image's figure as an int: at most `max` (a corrupted image may say anything). */
+static int
+clamp(uint64_t v, int max)
+{
+    return v > (uint64_t)max ? max : (int)v;
+}
+
 /* The figures of kernel `name` (symbol index symi) of an opened cubin. */
 static void
 elf_kernel_info(const struct elf_view *v, int arch, const char *name, uint32_t symi,
@@ -305,16 +312,16 @@ elf_kernel_info(const struct elf_view *v, int arch, const char *name, uint32_t s
     off = 0;
     while (i >= 0 && eiattr_next(v->e + v->sh[i].sh_offset, v->sh[i].sh_size, &off, &a) > 0) {
         if (a.fmt == EIFMT_SVAL && a.a == symi && a.attr == EIATTR_REGCOUNT)
-            info->num_regs = (int)a.b;
+            info->num_regs = clamp(a.b, 255); /* the architectures' limit */
         else if (a.fmt == EIFMT_SVAL && a.a == symi && a.attr == EIATTR_FRAME_SIZE)
-            info->local_bytes = (int)a.b;
+            info->local_bytes = clamp(a.b, 1 << 30);
     }
     info->max_threads = threads_for_regs(info->num_regs);
     i = sec_find(v, ".nv.info.", name);
     off = 0;
     while (i >= 0 && eiattr_next(v->e + v->sh[i].sh_offset, v->sh[i].sh_size, &off, &a) > 0) {
         if (a.attr == EIATTR_CBANK_PARAM_SIZE)
-            info->param_bytes = (int)a.a;
+            info->param_bytes = clamp(a.a, 1 << 30);
         else if (a.attr == EIATTR_MAX_THREADS && a.fmt == EIFMT_SVAL && a.a) {
             uint64_t t = (uint64_t)a.a * (a.b ? a.b : 1) * (a.c ? a.c : 1);
             if (t < (uint64_t)info->max_threads)
@@ -323,14 +330,14 @@ elf_kernel_info(const struct elf_view *v, int arch, const char *name, uint32_t s
     }
     i = sec_find(v, ".nv.shared.", name);
     if (i >= 0)
-        info->shared_bytes = (int)v->sh[i].sh_size;
+        info->shared_bytes = clamp(v->sh[i].sh_size, 1 << 30);
     /* sm_90 cubins (with a .nv.shared.reserved.0 section) count the 1 KiB the device
      * reserves per block in each kernel's section; the figure is the kernel's own */
     if (sec_find(v, ".nv.shared.reserved.0", "") >= 0 && info->shared_bytes >= 1024)
         info->shared_bytes -= 1024;
     i = sec_find(v, ".nv.constant3", "");
     if (i >= 0)
-        info->const_bytes = (int)v->sh[i].sh_size;
+        info->const_bytes = clamp(v->sh[i].sh_size, 1 << 30);
 }
 
 /* Calls fn for every entry function of an ELF cubin.  Returns 0, or -1 when malformed. */
