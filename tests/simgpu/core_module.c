@@ -43,6 +43,9 @@
 #define EIFMT_HVAL 3
 #define EIFMT_SVAL 4
 #define MAX_ENTRIES 64
+#define MAX_BLOCKS_PER_SM 32 /* sm_80 and sm_90 */
+#define SHMEM_RESERVED_PER_BLOCK 1024
+#define SHMEM_GRANULE 128
 #define HBUCKETS 16384
 
 struct simgpu_module {
@@ -792,4 +795,35 @@ simgpu_kernel_attrs(struct simgpu_kernel *k, struct cudaFuncAttributes *attr)
     attr->preferredShmemCarveout = k->carveout;
     attr->clusterSchedulingPolicyPreference = k->cluster_pref;
     attr->nonPortableClusterSizeAllowed = k->nonportable_cluster;
+}
+
+/* Resident blocks of `block` threads per SM: the least of the limits by blocks, warps,
+ * registers (allocated per warp in units of 256) and shared memory (static + dynamic + the
+ * 1 KiB the device reserves per block, in units of 128 bytes). */
+int
+simgpu_kernel_occupancy(const struct simgpu_kernel_info *info, int block, size_t dyn)
+{
+    struct cudaDeviceProp p;
+    int warps, by_warps, by_regs, by_smem, n, regs_per_warp;
+    size_t smem;
+    simgpu_device_props(&p, simgpu_current_device());
+    if (block <= 0 || block > info->max_threads)
+        return 0;
+    warps = (block + 31) / 32;
+    by_warps = p.maxThreadsPerMultiProcessor / 32 / warps;
+    regs_per_warp = ((info->num_regs > 0 ? info->num_regs : 1) * 32 + 255) / 256 * 256;
+    by_regs = p.regsPerMultiprocessor / regs_per_warp / warps;
+    smem = (size_t)info->shared_bytes + dyn;
+    if (smem > p.sharedMemPerBlockOptin)
+        return 0;
+    smem = (smem + SHMEM_RESERVED_PER_BLOCK + SHMEM_GRANULE - 1) / SHMEM_GRANULE * SHMEM_GRANULE;
+    by_smem = (int)(p.sharedMemPerMultiprocessor / smem);
+    n = MAX_BLOCKS_PER_SM;
+    if (by_warps < n)
+        n = by_warps;
+    if (by_regs < n)
+        n = by_regs;
+    if (by_smem < n)
+        n = by_smem;
+    return n;
 }

@@ -796,6 +796,58 @@ cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
     DRV_EXIT(CUDA_ERROR_NOT_SUPPORTED);
 }
 
+CUresult CUDAAPI
+cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
+{
+    struct simgpu_kernel *k;
+    DRV_ENTER(cuFuncSetCacheConfig, hfunc, config);
+    NEED_INIT();
+    k = simgpu_kernel_handle(hfunc);
+    if (!k)
+        DRV_EXIT(CUDA_ERROR_INVALID_HANDLE);
+    if ((int)config < (int)CU_FUNC_CACHE_PREFER_NONE ||
+        (int)config > (int)CU_FUNC_CACHE_PREFER_EQUAL)
+        DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
+    k->cache_config = (int)config;
+    DRV_EXIT(CUDA_SUCCESS);
+}
+
+static CUresult
+occupancy_impl(int *numBlocks, CUfunction func, int blockSize, size_t dyn, unsigned flags)
+{
+    struct simgpu_kernel *k;
+    struct simgpu_kernel_info info;
+    if (!numBlocks || blockSize <= 0 ||
+        (flags != CU_OCCUPANCY_DEFAULT && flags != CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE))
+        return CUDA_ERROR_INVALID_VALUE;
+    k = simgpu_kernel_handle(func);
+    if (!k)
+        return CUDA_ERROR_INVALID_HANDLE;
+    simgpu_kernel_info(k, &info);
+    *numBlocks = simgpu_kernel_occupancy(&info, blockSize, dyn);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI
+cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+                                            size_t dynamicSMemSize)
+{
+    DRV_ENTER(cuOccupancyMaxActiveBlocksPerMultiprocessor, numBlocks, func, blockSize,
+              dynamicSMemSize);
+    NEED_INIT();
+    DRV_EXIT(occupancy_impl(numBlocks, func, blockSize, dynamicSMemSize, 0));
+}
+
+CUresult CUDAAPI
+cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize,
+                                                     size_t dynamicSMemSize, unsigned int flags)
+{
+    DRV_ENTER(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, numBlocks, func, blockSize,
+              dynamicSMemSize, flags);
+    NEED_INIT();
+    DRV_EXIT(occupancy_impl(numBlocks, func, blockSize, dynamicSMemSize, flags));
+}
+
 /* ---- errors ------------------------------------------------------------------------ */
 struct cu_err {
     CUresult code;

@@ -119,7 +119,6 @@ cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3
 cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
                                               void **args, size_t sharedMem, cudaStream_t stream);
 
-#define MAX_BLOCKS_PER_SM 32 /* sm_80 and sm_90 */
 #define SHMEM_RESERVED_PER_BLOCK 1024
 #define SHMEM_GRANULE 128
 
@@ -602,37 +601,6 @@ cudaFuncSetCacheConfig(const void *func, enum cudaFuncCache cacheConfig)
     RT_EXIT(cudaSuccess);
 }
 
-/* Resident blocks of `block` threads per SM: the least of the limits by blocks, warps,
- * registers (allocated per warp in units of 256) and shared memory (static + dynamic + the
- * 1 KiB the device reserves per block, in units of 128 bytes). */
-static int
-occupancy(const struct simgpu_kernel_info *info, int block, size_t dyn)
-{
-    struct cudaDeviceProp p;
-    int warps, by_warps, by_regs, by_smem, n, regs_per_warp;
-    size_t smem;
-    simgpu_device_props(&p, simgpu_current_device());
-    if (block <= 0 || block > info->max_threads)
-        return 0;
-    warps = (block + 31) / 32;
-    by_warps = p.maxThreadsPerMultiProcessor / 32 / warps;
-    regs_per_warp = ((info->num_regs > 0 ? info->num_regs : 1) * 32 + 255) / 256 * 256;
-    by_regs = p.regsPerMultiprocessor / regs_per_warp / warps;
-    smem = (size_t)info->shared_bytes + dyn;
-    if (smem > p.sharedMemPerBlockOptin)
-        return 0;
-    smem = (smem + SHMEM_RESERVED_PER_BLOCK + SHMEM_GRANULE - 1) / SHMEM_GRANULE * SHMEM_GRANULE;
-    by_smem = (int)(p.sharedMemPerMultiprocessor / smem);
-    n = MAX_BLOCKS_PER_SM;
-    if (by_warps < n)
-        n = by_warps;
-    if (by_regs < n)
-        n = by_regs;
-    if (by_smem < n)
-        n = by_smem;
-    return n;
-}
-
 static cudaError_t
 occupancy_impl(int *numBlocks, const void *func, int blockSize, size_t dyn, unsigned flags)
 {
@@ -642,7 +610,7 @@ occupancy_impl(int *numBlocks, const void *func, int blockSize, size_t dyn, unsi
         return cudaErrorInvalidValue;
     if (!kernel_with_info(func, &info))
         return cudaErrorInvalidDeviceFunction;
-    *numBlocks = occupancy(&info, blockSize, dyn);
+    *numBlocks = simgpu_kernel_occupancy(&info, blockSize, dyn);
     return cudaSuccess;
 }
 
@@ -684,7 +652,7 @@ avail_smem_impl(size_t *dyn, const void *func, int numBlocks, int blockSize)
     if (!k)
         return cudaErrorInvalidDeviceFunction;
     *dyn = 0;
-    if (occupancy(&info, blockSize, 0) < numBlocks)
+    if (simgpu_kernel_occupancy(&info, blockSize, 0) < numBlocks)
         return cudaSuccess; /* not even without dynamic shared memory */
     simgpu_device_props(&p, simgpu_current_device());
     per_block = p.sharedMemPerMultiprocessor / (size_t)numBlocks / SHMEM_GRANULE * SHMEM_GRANULE;

@@ -322,6 +322,9 @@ void simgpu_kernel_info(struct simgpu_kernel *k, struct simgpu_kernel_info *info
  * 48 KiB less its static shared memory. */
 int simgpu_kernel_max_dyn_shmem(const struct simgpu_kernel *k,
                                 const struct simgpu_kernel_info *info);
+/* Resident blocks per SM of a kernel with figures `info` at `block` threads and `dyn` bytes
+ * of dynamic shared memory (cudaOccupancyMaxActiveBlocksPerMultiprocessor's answer). */
+int simgpu_kernel_occupancy(const struct simgpu_kernel_info *info, int block, size_t dyn);
 /* What cudaFuncGetAttributes reports for k. */
 void simgpu_kernel_attrs(struct simgpu_kernel *k, struct cudaFuncAttributes *attr);
 /* Resolves what a runtime call names as a kernel (a host stub, a cudaKernel_t or a

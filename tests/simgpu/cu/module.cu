@@ -72,6 +72,12 @@ main(int argc, char **argv)
     CU_CHECK(name && !strcmp(name, "kern_a"));
     CU_DRV(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fb));
     CU_CHECK(v == 256 * (int)sizeof(double));
+    /* 256 threads: 8 blocks by the SM's 2048 threads, as the runtime answers */
+    CU_DRV(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, fa, 256, 0));
+    CU_CHECK(v == 8);
+    CU_DRV(cuFuncSetCacheConfig(fa, CU_FUNC_CACHE_PREFER_L1));
+    CU_CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&v, fa, 256, 0, 9) ==
+             CUDA_ERROR_INVALID_VALUE);
     CU_DRV(cuLaunchKernel(fa, 1, 1, 1, 256, 1, 1, 0, NULL, args_a, NULL));
     CU_DRV(cuLaunchKernel(fb, 1, 1, 1, 256, 1, 1, 0, NULL, args_b, NULL));
     /* more dynamic shared memory than the 48 KiB less kern_b's static 2 KiB: refused */
