@@ -297,6 +297,17 @@ simgpu_register_kernel(const void *func, const char *name, uint64_t duration_ns)
     return e ? 0 : -1;
 }
 
+void
+simgpu_kernel_name_set(const void *func, const char *name)
+{
+    if (!func || !name)
+        return;
+    pthread_mutex_lock(&g_klock);
+    if (!kfind_ptr_locked(func))
+        kadd_ptr_locked(func, name, 0, 0);
+    pthread_mutex_unlock(&g_klock);
+}
+
 int
 simgpu_register_kernel_name(const char *name, uint64_t duration_ns)
 {

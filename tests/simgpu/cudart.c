@@ -188,6 +188,14 @@ static const struct err_text g_errs[] = {
     {cudaErrorStreamCaptureIsolation, "cudaErrorStreamCaptureIsolation",
      "operation would make the legacy stream depend on a capturing blocking stream"},
     {cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found"},
+    {cudaErrorMissingConfiguration, "cudaErrorMissingConfiguration",
+     "__global__ function call is not configured"},
+    {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources",
+     "too many resources requested for launch"},
+    {cudaErrorCooperativeLaunchTooLarge, "cudaErrorCooperativeLaunchTooLarge",
+     "too many blocks in cooperative launch"},
+    {cudaErrorInvalidKernelImage, "cudaErrorInvalidKernelImage", "device kernel image is invalid"},
+    {cudaErrorFileNotFound, "cudaErrorFileNotFound", "file not found"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 
@@ -336,9 +344,9 @@ cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *p
 }
 
 /* ---- copies and sets -------------------------------------------------------------------- */
-static cudaError_t
-memcpy_impl(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t h,
-            int ptds, int async)
+cudaError_t
+rt_memcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t h,
+          int ptds, int async)
 {
     struct simgpu_stream *s;
     struct simgpu_op *op;
@@ -364,14 +372,14 @@ cudaError_t CUDARTAPI
 cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
     RT_ENTER(cudaMemcpy, v3020, dst, src, count, kind);
-    RT_EXIT(memcpy_impl(dst, src, count, kind, NULL, 0, 0));
+    RT_EXIT(rt_memcpy(dst, src, count, kind, NULL, 0, 0));
 }
 
 cudaError_t CUDARTAPI
 cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
     RT_ENTER(cudaMemcpy_ptds, v7000, dst, src, count, kind);
-    RT_EXIT(memcpy_impl(dst, src, count, kind, NULL, 1, 0));
+    RT_EXIT(rt_memcpy(dst, src, count, kind, NULL, 1, 0));
 }
 
 cudaError_t CUDARTAPI
@@ -379,7 +387,7 @@ cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind ki
                 cudaStream_t stream)
 {
     RT_ENTER(cudaMemcpyAsync, v3020, dst, src, count, kind, stream);
-    RT_EXIT(memcpy_impl(dst, src, count, kind, stream, 0, 1));
+    RT_EXIT(rt_memcpy(dst, src, count, kind, stream, 0, 1));
 }
 
 cudaError_t CUDARTAPI
@@ -387,7 +395,7 @@ cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKi
                      cudaStream_t stream)
 {
     RT_ENTER(cudaMemcpyAsync_ptsz, v7000, dst, src, count, kind, stream);
-    RT_EXIT(memcpy_impl(dst, src, count, kind, stream, 1, 1));
+    RT_EXIT(rt_memcpy(dst, src, count, kind, stream, 1, 1));
 }
 
 static cudaError_t

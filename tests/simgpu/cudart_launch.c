@@ -149,9 +149,9 @@ cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int fl
 }
 
 /* ---- kernels ------------------------------------------------------------------------------ */
-static cudaError_t
-launch_impl(const char *name, uint64_t dur, dim3 grid, dim3 block, size_t shmem, cudaStream_t h,
-            int ptds)
+cudaError_t
+rt_launch(const void *func, const char *name, uint64_t dur, dim3 grid, dim3 block, size_t shmem,
+          cudaStream_t h, int ptds)
 {
     struct simgpu_stream *s;
     struct simgpu_op *op;
@@ -161,6 +161,9 @@ launch_impl(const char *name, uint64_t dur, dim3 grid, dim3 block, size_t shmem,
     if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z ||
         (uint64_t)block.x * block.y * block.z > 1024)
         return cudaErrorInvalidConfiguration;
+    rc = rt_kernel_fits(func, block, shmem);
+    if (rc != cudaSuccess)
+        return rc;
     rc = simgpu_stream_resolve(h, ptds, &s);
     if (rc != cudaSuccess)
         return rc;
@@ -185,9 +188,9 @@ cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, siz
     uint64_t dur = 0;
     simgpu_init();
     if (func)
-        simgpu_kernel_lookup(func, NULL, &name, &dur);
+        rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchKernel, v7000, name, func, gridDim, blockDim, args, sharedMem, stream);
-    RT_EXIT(func ? launch_impl(name, dur, gridDim, blockDim, sharedMem, stream, 0)
+    RT_EXIT(func ? rt_launch(func, name, dur, gridDim, blockDim, sharedMem, stream, 0)
                  : cudaErrorInvalidDeviceFunction);
 }
 
@@ -199,22 +202,23 @@ cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args
     uint64_t dur = 0;
     simgpu_init();
     if (func)
-        simgpu_kernel_lookup(func, NULL, &name, &dur);
+        rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchKernel_ptsz, v7000, name, func, gridDim, blockDim, args, sharedMem,
                  stream);
-    RT_EXIT(func ? launch_impl(name, dur, gridDim, blockDim, sharedMem, stream, 1)
+    RT_EXIT(func ? rt_launch(func, name, dur, gridDim, blockDim, sharedMem, stream, 1)
                  : cudaErrorInvalidDeviceFunction);
 }
 
 static cudaError_t
-launch_ex_impl(const cudaLaunchConfig_t *config, const char *name, uint64_t dur, int ptds)
+launch_ex_impl(const cudaLaunchConfig_t *config, const void *func, const char *name, uint64_t dur,
+               int ptds)
 {
     if (!config)
         return cudaErrorInvalidValue;
     if (!name)
         return cudaErrorInvalidDeviceFunction;
-    return launch_impl(name, dur, config->gridDim, config->blockDim, config->dynamicSmemBytes,
-                       config->stream, ptds);
+    return rt_launch(func, name, dur, config->gridDim, config->blockDim, config->dynamicSmemBytes,
+                     config->stream, ptds);
 }
 
 cudaError_t CUDARTAPI
@@ -224,9 +228,9 @@ cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **a
     uint64_t dur = 0;
     simgpu_init();
     if (func)
-        simgpu_kernel_lookup(func, NULL, &name, &dur);
+        rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchKernelExC, v11060, name, config, func, args);
-    RT_EXIT(launch_ex_impl(config, name, dur, 0));
+    RT_EXIT(launch_ex_impl(config, func, name, dur, 0));
 }
 
 cudaError_t CUDARTAPI
@@ -236,9 +240,9 @@ cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, voi
     uint64_t dur = 0;
     simgpu_init();
     if (func)
-        simgpu_kernel_lookup(func, NULL, &name, &dur);
+        rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchKernelExC_ptsz, v11060, name, config, func, args);
-    RT_EXIT(launch_ex_impl(config, name, dur, 1));
+    RT_EXIT(launch_ex_impl(config, func, name, dur, 1));
 }
 
 cudaError_t CUDARTAPI
@@ -247,7 +251,10 @@ cudaFuncGetName(const char **name, const void *func)
     RT_ENTER(cudaFuncGetName, v12030, name, func);
     if (!name || !func)
         RT_EXIT(cudaErrorInvalidValue);
-    *name = simgpu_kernel_name(func);
+    {
+        struct simgpu_kernel *k = simgpu_kernel_resolve(func);
+        *name = k ? k->name : simgpu_kernel_name(func);
+    }
     RT_EXIT(*name ? cudaSuccess : cudaErrorInvalidDeviceFunction);
 }
 

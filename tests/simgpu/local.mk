@@ -104,3 +104,63 @@ dist_check_SCRIPTS += tests/simgpu/test_world_nccl.py
 TESTS += tests/simgpu/test_world_nccl.py
 endif
 endif
+
+# nvcc programs on the simulated device (issue 14, torch1): fat-binary registration,
+# <<<>>> launches, modules/libraries, attributes and occupancy.  See tests/simgpu/cu/.
+if HAVE_CUDA
+tests_simgpu_libsimgpu_la_SOURCES += tests/simgpu/core_module.c
+tests_simgpu_libcudart_la_SOURCES += tests/simgpu/cudart_module.c tests/simgpu/cudart_symbol.c
+endif
+
+# The CUDA programs, built by the toolkit's nvcc against the stand-ins (-cudart shared
+# links libcudart.so.13 dynamically; the RUNPATH finds tests/simgpu/.libs), before
+# test_nvcc.py runs them.  Without nvcc the test skips and says so.
+EXTRA_DIST += tests/simgpu/cu/check.h tests/simgpu/cu/vecadd.cu tests/simgpu/cu/streams.cu \
+	tests/simgpu/cu/module.cu tests/simgpu/cu/kmod.cu tests/simgpu/cu/attrs.cu
+if HAVE_CUDA
+if HAVE_PYTHON3
+dist_check_SCRIPTS += tests/simgpu/test_nvcc.py
+TESTS += tests/simgpu/test_nvcc.py
+endif
+if HAVE_NVCC
+SIMGPU_CU = tests/simgpu/cu
+SIMGPU_CU_PROGS = $(SIMGPU_CU)/vecadd $(SIMGPU_CU)/streams $(SIMGPU_CU)/module $(SIMGPU_CU)/attrs
+SIMGPU_CU_DEPS = tests/simgpu/libcudart.la tests/simgpu/libcuda.la $(srcdir)/$(SIMGPU_CU)/check.h
+SIMGPU_NVCC = $(NVCC) -cudart shared -arch=sm_90 -I$(srcdir)/$(SIMGPU_CU) -I$(SIMGPU_CU) \
+	-Ltests/simgpu/.libs -Xlinker -rpath=$(abs_builddir)/tests/simgpu/.libs
+CLEANFILES += $(SIMGPU_CU_PROGS) $(SIMGPU_CU)/kmod.fatbin $(SIMGPU_CU)/kmod_fatbin.h \
+	$(SIMGPU_CU)/kmod.ptx
+$(SIMGPU_CU)/vecadd: $(srcdir)/$(SIMGPU_CU)/vecadd.cu $(SIMGPU_CU_DEPS)
+	@$(MKDIR_P) $(SIMGPU_CU)
+	$(AM_V_GEN)$(SIMGPU_NVCC) -o $@ $(srcdir)/$(SIMGPU_CU)/vecadd.cu
+$(SIMGPU_CU)/streams: $(srcdir)/$(SIMGPU_CU)/streams.cu $(SIMGPU_CU_DEPS)
+	@$(MKDIR_P) $(SIMGPU_CU)
+	$(AM_V_GEN)$(SIMGPU_NVCC) -o $@ $(srcdir)/$(SIMGPU_CU)/streams.cu
+$(SIMGPU_CU)/attrs: $(srcdir)/$(SIMGPU_CU)/attrs.cu $(SIMGPU_CU_DEPS)
+	@$(MKDIR_P) $(SIMGPU_CU)
+	$(AM_V_GEN)$(SIMGPU_NVCC) -o $@ $(srcdir)/$(SIMGPU_CU)/attrs.cu
+$(SIMGPU_CU)/kmod.fatbin: $(srcdir)/$(SIMGPU_CU)/kmod.cu
+	@$(MKDIR_P) $(SIMGPU_CU)
+	$(AM_V_GEN)$(NVCC) -fatbin -arch=sm_90 -o $@ $(srcdir)/$(SIMGPU_CU)/kmod.cu
+$(SIMGPU_CU)/kmod.ptx: $(srcdir)/$(SIMGPU_CU)/kmod.cu
+	@$(MKDIR_P) $(SIMGPU_CU)
+	$(AM_V_GEN)$(NVCC) -ptx -arch=sm_90 -o $@ $(srcdir)/$(SIMGPU_CU)/kmod.cu
+$(SIMGPU_CU)/kmod_fatbin.h: $(SIMGPU_CU)/kmod.fatbin
+	$(AM_V_GEN)$(BIN2C) -c -n kmod_fatbin $(SIMGPU_CU)/kmod.fatbin > $@.tmp && \
+	mv $@.tmp $@
+$(SIMGPU_CU)/module: $(srcdir)/$(SIMGPU_CU)/module.cu $(SIMGPU_CU)/kmod_fatbin.h $(SIMGPU_CU_DEPS)
+	$(AM_V_GEN)$(SIMGPU_NVCC) -o $@ $(srcdir)/$(SIMGPU_CU)/module.cu -lcuda
+tests/simgpu/test_nvcc.log: $(SIMGPU_CU_PROGS) $(SIMGPU_CU)/kmod.ptx
+endif
+endif
+
+# Device images without nvcc: a fat binary and cubin built by the test itself.
+if HAVE_CUDA
+check_PROGRAMS += tests/simgpu/test_module
+tests_simgpu_test_module_SOURCES = tests/simgpu/test_module.c tests/simgpu/simgpu_check.h
+tests_simgpu_test_module_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_module_LDFLAGS = -no-install
+tests_simgpu_test_module_LDADD = tests/simgpu/libcudart.la tests/simgpu/libsimgpu.la \
+	$(PTHREAD_LIBS)
+TESTS += tests/simgpu/test_module
+endif

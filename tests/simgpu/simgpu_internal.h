@@ -261,6 +261,81 @@ void simgpu_kernel_lookup(const void *func, const char *fallback_name, const cha
  * when there is none. */
 int simgpu_take_next_work(struct simgpu_work *w);
 
+/* ---- modules and kernel handles (core_module.c) ---------------------------------------
+ * A module is a device image: a program's fat binary registered by nvcc's host code
+ * (__cudaRegisterFatBinary) or one loaded by cuModuleLoadData / cuLibraryLoadData /
+ * cudaLibraryLoadData.  Its kernels are named from the image: the entry functions of its
+ * uncompressed ELF cubins (symbols with STO_CUDA_ENTRY), or `.entry` lines of plain PTX;
+ * a registered binary also names them through __cudaRegisterFunction.  A kernel handle
+ * (struct simgpu_kernel) is what cudaKernel_t, CUkernel and CUfunction point to. */
+struct simgpu_module;
+
+/* What cudaFuncGetAttributes reports, read from the cubin's .nv.info where present. */
+struct simgpu_kernel_info {
+    int num_regs, local_bytes, shared_bytes, const_bytes, param_bytes, max_threads, arch;
+    int from_image; /* 1 when the figures come from the image, 0 for defaults */
+};
+
+struct simgpu_kernel {
+    uint32_t magic;
+    const char *name; /* kept until the process exits (CUPTI records point at it) */
+    const void *stub; /* host stub of a registered kernel, else NULL */
+    struct simgpu_module *mod;
+    int dead; /* its module was unloaded */
+    int max_dyn_shmem, carveout, cache_config, nonportable_cluster, cluster_pref;
+    struct simgpu_kernel_info info;
+    int info_read;
+    struct simgpu_kernel *next_in_mod, *next_stub, *next_handle, *next_name;
+};
+
+/* Loads the image at `image` (a fat binary, its __fatDeviceText wrapper, an ELF cubin
+ * or NUL-terminated PTX; `bytes` bounds it when nonzero).  `registered` marks a program's
+ * own fat binary, whose kernels its host code registers.  Returns cudaSuccess,
+ * cudaErrorInvalidValue (NULL), cudaErrorInvalidKernelImage (not an image, or an image
+ * whose tables are cut short) or cudaErrorMemoryAllocation. */
+cudaError_t simgpu_module_load(const void *image, size_t bytes, int registered,
+                               struct simgpu_module **out);
+/* Unloads a module: its kernel handles become invalid (their memory is kept). */
+cudaError_t simgpu_module_unload(struct simgpu_module *m);
+/* The live module `h` points to, else NULL. */
+struct simgpu_module *simgpu_module_lookup(const void *h);
+/* The kernel `name` of module m: cudaSuccess, or cudaErrorSymbolNotFound.  A module whose
+ * kernel names could not be read (compressed entries only) makes a handle for any name,
+ * saying so once. */
+cudaError_t simgpu_module_kernel(struct simgpu_module *m, const char *name,
+                                 struct simgpu_kernel **out);
+/* Number of kernels of m, and the i-th (NULL past the end). */
+int simgpu_module_kernel_count(const struct simgpu_module *m);
+struct simgpu_kernel *simgpu_module_kernel_at(const struct simgpu_module *m, int i);
+/* Registers host stub `stub` as kernel `name` of the registered module m (nvcc's
+ * __cudaRegisterFunction); the name becomes the stub's name in the kernel registry. */
+cudaError_t simgpu_module_register_function(struct simgpu_module *m, const void *stub,
+                                            const char *name);
+/* The live kernel handle `h` is, else NULL (h may be any pointer: never dereferenced
+ * unless it is a handle). */
+struct simgpu_kernel *simgpu_kernel_handle(const void *h);
+/* The kernel registered for host stub `stub`, else NULL. */
+struct simgpu_kernel *simgpu_kernel_of_stub(const void *stub);
+/* Fills *info for k (read from its module's image the first time). */
+void simgpu_kernel_info(struct simgpu_kernel *k, struct simgpu_kernel_info *info);
+/* The dynamic shared memory a block of k may use: what cudaFuncSetAttribute set, else
+ * 48 KiB less its static shared memory. */
+int simgpu_kernel_max_dyn_shmem(const struct simgpu_kernel *k,
+                                const struct simgpu_kernel_info *info);
+/* Resident blocks per SM of a kernel with figures `info` at `block` threads and `dyn` bytes
+ * of dynamic shared memory (cudaOccupancyMaxActiveBlocksPerMultiprocessor's answer). */
+int simgpu_kernel_occupancy(const struct simgpu_kernel_info *info, int block, size_t dyn);
+/* What cudaFuncGetAttributes reports for k. */
+void simgpu_kernel_attrs(struct simgpu_kernel *k, struct cudaFuncAttributes *attr);
+/* Resolves what a runtime call names as a kernel (a host stub, a cudaKernel_t or a
+ * registered function pointer) to a handle, else NULL. */
+struct simgpu_kernel *simgpu_kernel_resolve(const void *func);
+/* 1 when func is the handle or host stub of a kernel whose module was unloaded. */
+int simgpu_kernel_stale(const void *func);
+/* Tells stderr once per call name that `call` is not supported by the simulated device
+ * (the call then returns an error). */
+void simgpu_say_unsupported(const char *call);
+
 /* ---- API tracing (CUPTI callbacks, API records, external correlation) ----------- */
 struct simgpu_api {
     CUpti_CallbackDomain domain;
@@ -417,6 +492,8 @@ extern __thread int t_dev SIMGPU_HIDDEN;            /* the thread's current devi
 /* Returns device `i`, initialised; caller holds g_lock. */
 SIMGPU_HIDDEN struct simgpu_device *device_locked(int i);
 SIMGPU_HIDDEN void op_free(struct simgpu_op *op);
+/* Names func in the kernel registry (no duration) unless the job registered it. */
+SIMGPU_HIDDEN void simgpu_kernel_name_set(const void *func, const char *name);
 /* Adds a dependency on (s, seq) to op; returns 0 or -1 when out of memory. */
 SIMGPU_HIDDEN int op_add_dep(struct simgpu_op *op, struct simgpu_stream *s, uint64_t seq);
 SIMGPU_HIDDEN void event_maybe_free_locked(struct simgpu_event *ev);
@@ -529,6 +606,31 @@ SIMGPU_HIDDEN cudaError_t rt_exit(struct simgpu_api *a, cudaError_t rc);
     simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##fn##_##ver,   \
                      #fn, NULL, NULL)
 #define RT_EXIT(rc) return rt_exit(&api__, (rc))
+
+/* Enqueues a kernel launch named `name` running `dur` ns (cudart_launch.c): checks the
+ * configuration and the stream, pays the launch's host cost. */
+SIMGPU_HIDDEN cudaError_t rt_launch(const void *func, const char *name, uint64_t dur, dim3 grid,
+                                    dim3 block, size_t shmem, cudaStream_t h, int ptds);
+/* Whether a block of `block` threads with `shmem` bytes of dynamic shared memory fits the
+ * kernel func names (cudart_module.c): cudaErrorLaunchOutOfResources past its threads per
+ * block (registers, __launch_bounds__), cudaErrorInvalidValue past its dynamic shared
+ * memory limit, cudaErrorInvalidResourceHandle for the kernel of an unloaded module;
+ * cudaSuccess for what is no known kernel. */
+SIMGPU_HIDDEN cudaError_t rt_kernel_fits(const void *func, dim3 block, size_t shmem);
+/* A copy as cudaMemcpy[Async] makes it (cudart.c): direction checked, the host cost paid,
+ * enqueued on h (synchronised unless async). */
+SIMGPU_HIDDEN cudaError_t rt_memcpy(void *dst, const void *src, size_t count,
+                                    enum cudaMemcpyKind kind, cudaStream_t h, int ptds, int async);
+/* cudaOccupancyMaxActiveBlocksPerMultiprocessor without its API scope (cudart_module.c). */
+SIMGPU_HIDDEN cudaError_t rt_occupancy(int *numBlocks, const void *func, int blockSize, size_t dyn);
+/* Records a module variable nvcc's host code registers (cudart_symbol.c): host shadow
+ * `host`, device name, size; `managed` holds the memory of a __managed__ one. */
+SIMGPU_HIDDEN cudaError_t rt_symbol_add(const void *host, const char *name, size_t size,
+                                        void *managed);
+/* Name and duration of what a runtime launch names (cudart_module.c): a registered host
+ * stub or a cudaKernel_t by their kernel's name, any other pointer as the kernel registry
+ * says (simgpu_kernel_lookup). */
+SIMGPU_HIDDEN void rt_kernel_lookup(const void *func, const char **name, uint64_t *dur);
 #endif /* SIMGPU_CUDART_INTERNAL */
 
 #endif /* SIMGPU_INTERNAL_H */
