@@ -30,3 +30,4 @@ fuzz-batch: schemas/libdprotrace.la
 	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
 	$(SHELL) $(srcdir)/tests/fuzz/run-batch-fuzz.sh $(FUZZ_SECONDS)
 .PHONY: fuzz-batch
+include $(srcdir)/tests/torch/local.mk

@@ -1,0 +1,26 @@
+# tests/torch: real PyTorch on the simulated device.  `make venv` makes venv/ in the build
+# tree with torch from PyPI (DPRO_TORCH_SPEC, the CUDA 13 wheel), downloading through a pip
+# cache (DPRO_PIP_CACHE) so that a rerun or a second build tree costs no download; the
+# stamp makes a rerun a no-op (make clean keeps venv/: rm -rf venv removes it).  tools/quickstart runs it unless DPRO_TORCH=0; without
+# venv/ the torch tests skip and say so.
+DPRO_TORCH_SPEC = torch==2.15.0
+DPRO_PIP_CACHE = $${XDG_CACHE_HOME:-$$HOME/.cache}/pip
+TORCH_VENV_STAMP = venv/.dpro-torch-stamp
+
+venv: $(TORCH_VENV_STAMP)
+$(TORCH_VENV_STAMP):
+	@test "x$(PYTHON3)" != xno || { echo "make venv: python3 not found by configure" >&2; exit 1; }
+	$(PYTHON3) -m venv venv
+	venv/bin/pip install --disable-pip-version-check -q --cache-dir "$(DPRO_PIP_CACHE)" \
+		'$(DPRO_TORCH_SPEC)'
+	venv/bin/python -c 'import torch; print("make venv: torch", torch.__version__)'
+	touch $@
+.PHONY: venv
+
+EXTRA_DIST += tests/torch/census.py
+if HAVE_PYTHON3
+# What torch's libraries import from the six CUDA libraries against what the stand-ins
+# export (tests/torch/census.py), enforced for the libraries the stand-ins complete.
+dist_check_SCRIPTS += tests/torch/test_census.py
+TESTS += tests/torch/test_census.py
+endif
