@@ -97,3 +97,36 @@ TESTS += tests/simgpu/test_collective.py tests/simgpu/test_ddp.py tests/simgpu/t
 	tests/simgpu/test_world.py
 endif
 endif
+
+# cuBLAS and cuBLASLt stand-ins (torch's GEMMs): libcublas.so.13 and libcublasLt.so.13 with
+# the real version nodes; each GEMM is a kernel timed by the device's physics.
+EXTRA_DIST += tests/simgpu/cublas.map tests/simgpu/cublaslt.map
+if HAVE_CUDA
+noinst_LTLIBRARIES += tests/simgpu/libcublasLt.la tests/simgpu/libcublas.la
+tests_simgpu_libcublasLt_la_SOURCES = tests/simgpu/cublaslt.c tests/simgpu/simblas.c \
+	tests/simgpu/simblas.h
+tests_simgpu_libcublasLt_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_libcublasLt_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 13:0:0
+tests_simgpu_libcublasLt_la_LIBADD = tests/simgpu/libcudart.la tests/simgpu/libsimgpu.la \
+	$(PTHREAD_LIBS) $(LIBM)
+EXTRA_tests_simgpu_libcublasLt_la_DEPENDENCIES = $(srcdir)/tests/simgpu/cublaslt.map
+tests_simgpu_libcublas_la_SOURCES = tests/simgpu/cublas.c tests/simgpu/cublas_unsupported.c \
+	tests/simgpu/simblas.c tests/simgpu/simblas.h
+tests_simgpu_libcublas_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_libcublas_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 13:0:0
+tests_simgpu_libcublas_la_LIBADD = tests/simgpu/libcublasLt.la tests/simgpu/libcudart.la \
+	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) $(LIBM)
+EXTRA_tests_simgpu_libcublas_la_DEPENDENCIES = $(srcdir)/tests/simgpu/cublas.map
+if HAVE_LD_VERSION_SCRIPT
+tests_simgpu_libcublasLt_la_LDFLAGS += -Wl,--version-script=$(srcdir)/tests/simgpu/cublaslt.map
+tests_simgpu_libcublas_la_LDFLAGS += -Wl,--version-script=$(srcdir)/tests/simgpu/cublas.map
+endif
+
+check_PROGRAMS += tests/simgpu/test_cublas
+tests_simgpu_test_cublas_SOURCES = tests/simgpu/test_cublas.c tests/simgpu/simgpu_check.h
+tests_simgpu_test_cublas_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_cublas_LDFLAGS = -no-install
+tests_simgpu_test_cublas_LDADD = tests/simgpu/libcublas.la tests/simgpu/libcublasLt.la \
+	tests/simgpu/libcudart.la tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
+TESTS += tests/simgpu/test_cublas
+endif
