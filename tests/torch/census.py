@@ -14,9 +14,10 @@ wheel's; libcuda.so.1: the toolkit's stub) defines it.  It counts as present whe
 stand-in (--stand-ins, default tests/simgpu/.libs of the build tree) defines the name
 with the same version node (an unversioned import: any default definition).
 
-libcuda.so.1 also gets the driver functions torch looks up by name at run time
-(cudaGetDriverEntryPoint / cuGetProcAddress; strings of libc10_cuda.so and
-libtorch_cuda.so that name a function of the driver stub): counted apart, not enforced.
+libcuda.so.1 also gets the driver functions torch looks up by name at run time (c10's
+driver API table: dlsym on the dlopened libcuda.so.1, all at torch.cuda's first use;
+cudaGetDriverEntryPoint): the strings of libc10_cuda.so and libtorch_cuda.so that name a
+function of the driver stub, counted apart, not enforced.
 
 Prints one table line per library (imports, present, missing) and, with --missing, the
 missing names.  Exit status: 0; 1 when a library named in --enforce misses an import;
@@ -193,7 +194,7 @@ def main():
                   f"{' '.join(missing[:20])}{' ...' if len(missing) > 20 else ''}",
                   file=sys.stderr)
     n, have, miss = by_name
-    print(f"{'libcuda.so.1 by name':<20} {n:>8} {have:>8} {len(miss):>8}  (cudaGetDriverEntryPoint)")
+    print(f"{'libcuda.so.1 by name':<20} {n:>8} {have:>8} {len(miss):>8}  (looked up by name)")
     if a.missing:
         for lib, _, _, missing, _ in rows:
             for m in missing:

@@ -21,6 +21,6 @@ EXTRA_DIST += tests/torch/census.py
 if HAVE_PYTHON3
 # What torch's libraries import from the six CUDA libraries against what the stand-ins
 # export (tests/torch/census.py), enforced for the libraries the stand-ins complete.
-dist_check_SCRIPTS += tests/torch/test_census.py
-TESTS += tests/torch/test_census.py
+dist_check_SCRIPTS += tests/torch/test_census.py tests/torch/test_torch_env.py
+TESTS += tests/torch/test_census.py tests/torch/test_torch_env.py
 endif
