@@ -163,7 +163,7 @@ test_handle(void)
                       CUBLAS_DIAG_NON_UNIT, 4, 4, &one, ws, 4, ws,
                       4) == CUBLAS_STATUS_NOT_SUPPORTED);
     CHECK_BLAS(cublasDestroy(h));
-    CHECK(cublasSetStream(h, s) == CUBLAS_STATUS_NOT_INITIALIZED);
+    CHECK(cublasSetStream(NULL, s) == CUBLAS_STATUS_NOT_INITIALIZED);
     CHECK_CUDA(cudaFree(ws));
 }
 
@@ -205,7 +205,7 @@ test_lt_descriptors(void)
     CHECK_BLAS(cublasLtMatrixLayoutDestroy(l));
     CHECK_BLAS(cublasLtMatmulDescDestroy(d));
     CHECK_BLAS(cublasLtDestroy(lt));
-    CHECK(cublasLtDestroy(lt) == CUBLAS_STATUS_NOT_INITIALIZED);
+    CHECK(cublasLtDestroy(NULL) == CUBLAS_STATUS_NOT_INITIALIZED);
 }
 
 /* Simple physics: 3 us + FLOPs / 19.5 TFLOP/s for every way of calling the GEMM. */

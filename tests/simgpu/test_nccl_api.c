@@ -60,9 +60,9 @@ main(void)
     CHECK(ncclCommRevoke(comm, 0) == ncclInvalidUsage);
 
     CHECK_NCCL(ncclMemFree(mem));
+    CHECK(ncclCommDeregister(comm, win) == ncclInvalidArgument); /* a window, not a buffer */
     CHECK_NCCL(ncclCommWindowDeregister(comm, win));
     CHECK_NCCL(ncclCommDeregister(comm, reg));
-    CHECK(ncclCommDeregister(comm, reg) == ncclInvalidArgument);
     CHECK_NCCL(ncclCommDestroy(comm));
     printf("rank %d: test_nccl_api ok\n", rank);
     return 0;
