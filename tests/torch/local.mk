@@ -1,17 +1,21 @@
 # tests/torch: real PyTorch on the simulated device.  `make venv` makes venv/ in the build
-# tree with torch from PyPI (DPRO_TORCH_SPEC, the CUDA 13 wheel), downloading through a pip
-# cache (DPRO_PIP_CACHE) so that a rerun or a second build tree costs no download; the
-# stamp makes a rerun a no-op (make clean keeps venv/: rm -rf venv removes it).  tools/quickstart runs it unless DPRO_TORCH=0; without
+# tree with torch from PyPI (DPRO_TORCH_SPEC, the CUDA 13 wheel).  The wheels are kept in
+# DPRO_WHEELS (pip download skips those already there) and installed from there, so that
+# a rerun or a second build tree downloads nothing (pip's own HTTP cache keeps nothing
+# when the index answers no-store); the stamp makes a rerun a no-op (make clean keeps
+# venv/: rm -rf venv removes it).  tools/quickstart runs it unless DPRO_TORCH=0; without
 # venv/ the torch tests skip and say so.
 DPRO_TORCH_SPEC = torch==2.15.0
-DPRO_PIP_CACHE = $${XDG_CACHE_HOME:-$$HOME/.cache}/pip
+DPRO_WHEELS = $${XDG_CACHE_HOME:-$$HOME/.cache}/dpro-wheels
 TORCH_VENV_STAMP = venv/.dpro-torch-stamp
 
 venv: $(TORCH_VENV_STAMP)
 $(TORCH_VENV_STAMP):
 	@test "x$(PYTHON3)" != xno || { echo "make venv: python3 not found by configure" >&2; exit 1; }
 	$(PYTHON3) -m venv venv
-	venv/bin/pip install --disable-pip-version-check -q --cache-dir "$(DPRO_PIP_CACHE)" \
+	$(MKDIR_P) "$(DPRO_WHEELS)"
+	venv/bin/pip download --disable-pip-version-check -q -d "$(DPRO_WHEELS)" '$(DPRO_TORCH_SPEC)'
+	venv/bin/pip install --disable-pip-version-check -q --no-index --find-links "$(DPRO_WHEELS)" \
 		'$(DPRO_TORCH_SPEC)'
 	venv/bin/python -c 'import torch; print("make venv: torch", torch.__version__)'
 	touch $@
