@@ -1,11 +1,10 @@
 /* cublas.c: the libcublas.so.13 stand-in of the simulated device.  Handles (stream,
  * workspace, math, pointer and atomics modes, emulation settings), the GEMM family
- * (S/D/C/Z gemm, strided-batched, batched, GemmEx, GemmStridedBatchedEx,
+ * (S/D/C/Z/H gemm, strided-batched, batched, GemmEx, GemmStridedBatchedEx,
  * GemmBatchedEx, SgemmEx, 32- and 64-bit sizes), gemv, gemv strided-batched and geam:
  * each call is one kernel on the handle's stream whose time the device's physics takes
  * from the operation's shape, dtype and math (simblas.c).  Nothing is computed.  The
- * other entry points torch imports are in cublas_unsupported.c.  (cublasHgemm is declared
- * for C++ only: torch's half GEMMs go through cublasGemmEx.)
+ * other entry points torch imports are in cublas_unsupported.c.
  *
  * Contract of every exported cublas* function: the cuBLAS documentation; errors as
  * cuBLAS gives them (CUBLAS_STATUS_NOT_INITIALIZED for a bad handle,
@@ -456,6 +455,56 @@ GEMM_FAMILY(S, float, CUDA_R_32F, tf32_allowed(handle))
 GEMM_FAMILY(D, double, CUDA_R_64F, 0)
 GEMM_FAMILY(C, cuComplex, CUDA_C_32F, tf32_allowed(handle))
 GEMM_FAMILY(Z, cuDoubleComplex, CUDA_C_64F, 0)
+
+/* The half GEMMs: cublas_api.h declares them for C++ only (with __half, which C lacks);
+ * their prototypes here take __half_raw, the same 2-byte struct behind the same pointers. */
+cublasStatus_t CUBLASWINAPI cublasHgemm(cublasHandle_t handle, cublasOperation_t transa,
+                                        cublasOperation_t transb, int m, int n, int k,
+                                        const __half_raw *alpha, const __half_raw *A, int lda,
+                                        const __half_raw *B, int ldb, const __half_raw *beta,
+                                        __half_raw *C, int ldc);
+cublasStatus_t CUBLASWINAPI cublasHgemmStridedBatched(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
+    const __half_raw *alpha, const __half_raw *A, int lda, long long int strideA,
+    const __half_raw *B, int ldb, long long int strideB, const __half_raw *beta, __half_raw *C,
+    int ldc, long long int strideC, int batchCount);
+cublasStatus_t CUBLASWINAPI cublasHgemmBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                               cublasOperation_t transb, int m, int n, int k,
+                                               const __half_raw *alpha,
+                                               const __half_raw *const Aarray[], int lda,
+                                               const __half_raw *const Barray[], int ldb,
+                                               const __half_raw *beta, __half_raw *const Carray[],
+                                               int ldc, int batchCount);
+
+cublasStatus_t CUBLASWINAPI
+cublasHgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+            int k, const __half_raw *alpha, const __half_raw *A, int lda, const __half_raw *B,
+            int ldb, const __half_raw *beta, __half_raw *C, int ldc)
+{
+    return gemm(handle, transa, transb, m, n, k, lda, ldb, ldc, 1, CUDA_R_16F, CUDA_R_16F,
+                CUDA_R_16F, 1, beta, sizeof(*beta));
+}
+
+cublasStatus_t CUBLASWINAPI
+cublasHgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                          int m, int n, int k, const __half_raw *alpha, const __half_raw *A,
+                          int lda, long long int strideA, const __half_raw *B, int ldb,
+                          long long int strideB, const __half_raw *beta, __half_raw *C, int ldc,
+                          long long int strideC, int batchCount)
+{
+    return gemm(handle, transa, transb, m, n, k, lda, ldb, ldc, batchCount, CUDA_R_16F, CUDA_R_16F,
+                CUDA_R_16F, 1, beta, sizeof(*beta));
+}
+
+cublasStatus_t CUBLASWINAPI
+cublasHgemmBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+                   int n, int k, const __half_raw *alpha, const __half_raw *const Aarray[], int lda,
+                   const __half_raw *const Barray[], int ldb, const __half_raw *beta,
+                   __half_raw *const Carray[], int ldc, int batchCount)
+{
+    return gemm(handle, transa, transb, m, n, k, lda, ldb, ldc, batchCount, CUDA_R_16F, CUDA_R_16F,
+                CUDA_R_16F, 1, beta, sizeof(*beta));
+}
 
 cublasStatus_t CUBLASWINAPI
 cublasSgemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,

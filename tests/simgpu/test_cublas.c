@@ -32,6 +32,13 @@
         }                                                                                          \
     } while (0)
 
+/* cublas_api.h declares the half GEMM for C++ only (see cublas.c). */
+cublasStatus_t CUBLASWINAPI cublasHgemm(cublasHandle_t handle, cublasOperation_t transa,
+                                        cublasOperation_t transb, int m, int n, int k,
+                                        const __half_raw *alpha, const __half_raw *A, int lda,
+                                        const __half_raw *B, int ldb, const __half_raw *beta,
+                                        __half_raw *C, int ldc);
+
 static char k_block; /* a long kernel that keeps the stream busy while the work is queued */
 
 /* Device time in us of what `enqueue` puts on s: s is first blocked for 200 ms so that the
@@ -61,7 +68,8 @@ struct gemm_args {
     cublasLtHandle_t lt;
     int m, n, k, batch;
     void *A, *B, *C;
-    int how; /* 0 Sgemm, 1 GemmEx fp32, 2 GemmEx fp16, 3 strided-batched, 4 cublasLtMatmul */
+    int how; /* 0 Sgemm, 1 GemmEx fp32, 2 GemmEx fp16, 3 strided-batched, 4 cublasLtMatmul,
+              * 5 Hgemm */
 };
 
 static void
@@ -92,6 +100,12 @@ enqueue_gemm(cudaStream_t s, void *p)
                                               g->C, CUDA_R_32F, g->m, (long long)g->m * g->n,
                                               g->batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         break;
+    case 5: {
+        __half_raw h1 = {0x3c00}, h0 = {0};
+        CHECK_BLAS(cublasHgemm(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->m, g->n, g->k, &h1, g->A, g->m,
+                               g->B, g->k, &h0, g->C, g->m));
+        break;
+    }
     default: {
         cublasLtMatmulDesc_t d;
         cublasLtMatrixLayout_t la, lb, lc;
@@ -227,7 +241,7 @@ test_simple_times(void)
     CHECK_CUDA(cudaMalloc(&g.B, (size_t)8 << 20));
     CHECK_CUDA(cudaMalloc(&g.C, (size_t)8 << 20));
     want = 3.0 + 2.0 * g.m * g.n * g.k / 19.5e12 * 1e6;
-    for (how = 0; how <= 4; how++) {
+    for (how = 0; how <= 5; how++) {
         g.how = how;
         t = device_us(s, enqueue_gemm, &g);
         printf("simple physics, call %d: %.2f us (want %.2f)\n", how, t, want);
