@@ -41,3 +41,4 @@ fuzz-batch: schemas/libdprotrace.la
 	$(SHELL) $(srcdir)/tests/fuzz/run-batch-fuzz.sh $(FUZZ_SECONDS)
 .PHONY: fuzz-batch
 include $(srcdir)/tests/fidelity/local.mk
+include $(srcdir)/tests/torch/local.mk

@@ -32,7 +32,7 @@ cuptiGetTimestamp(uint64_t *timestamp)
 {
     if (!timestamp)
         return CUPTI_ERROR_INVALID_PARAMETER;
-    *timestamp = simgpu_now_ns();
+    *timestamp = simgpu_cupti_ts(simgpu_now_ns()); /* the client's clock when it gave one */
     return CUPTI_SUCCESS;
 }
 

@@ -53,6 +53,16 @@ static uint64_t g_period_ms;
 static pthread_mutex_t g_deliver_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int g_torn_down; /* the runtime's exit teardown ran: records are gone */
 
+/* Per-API activity record switches (cuptiActivityEnableRuntimeApi/DriverApi): 0 follows
+ * the kind, 1 on, 2 off; [0] runtime, [1] driver. */
+#define MAX_CBID 1024
+static _Atomic unsigned char g_api_on[2][MAX_CBID];
+/* cuptiActivityRegisterTimestampCallback: record times are the client's clock, mapped
+ * linearly from CLOCK_MONOTONIC by two samples taken at registration. */
+static CUpti_TimestampCallbackFunc _Atomic g_ts_cb; /* set after the samples below */
+static uint64_t g_ts_n0, g_ts_u0;
+static double g_ts_rate = 1.0;
+
 static __thread uint32_t t_corr;
 static __thread uint64_t t_ext[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE][EXT_DEPTH];
 static __thread int t_ext_depth[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE];
@@ -63,6 +73,57 @@ thread_id(void)
     if (atomic_load(&g_tid_system))
         return (uint32_t)syscall(SYS_gettid);
     return (uint32_t)(uintptr_t)pthread_self();
+}
+
+uint64_t
+simgpu_cupti_ts(uint64_t ns)
+{
+    uint64_t rc = ns;
+    if (atomic_load_explicit(&g_ts_cb, memory_order_acquire) && ns)
+        rc = (uint64_t)((double)g_ts_u0 + ((double)ns - (double)g_ts_n0) * g_ts_rate);
+    return rc;
+}
+
+CUptiResult
+simgpu_cupti_timestamp_callback(CUpti_TimestampCallbackFunc cb)
+{
+    uint64_t n0, u0, n1, u1;
+    if (!cb) {
+        atomic_store(&g_ts_cb, NULL);
+        return CUPTI_SUCCESS;
+    }
+    n0 = simgpu_now_ns();
+    u0 = cb();
+    simgpu_sleep_until(n0 + 2000000); /* 2 ms between the samples: the clock's rate */
+    n1 = simgpu_now_ns();
+    u1 = cb();
+    g_ts_rate = u1 > u0 && n1 > n0 ? (double)(u1 - u0) / (double)(n1 - n0) : 1.0;
+    g_ts_n0 = n1;
+    g_ts_u0 = u1;
+    atomic_store_explicit(&g_ts_cb, cb, memory_order_release);
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult
+simgpu_cupti_api_enable(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, int on)
+{
+    int d = domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 0;
+    if ((domain != CUPTI_CB_DOMAIN_DRIVER_API && domain != CUPTI_CB_DOMAIN_RUNTIME_API) ||
+        cbid == 0 || cbid >= MAX_CBID ||
+        cbid >= (d ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE))
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    atomic_store(&g_api_on[d][cbid], on ? 1 : 2);
+    return CUPTI_SUCCESS;
+}
+
+/* Whether an API record of kind (RUNTIME or DRIVER) and cbid is collected. */
+static int
+api_record_on(CUpti_ActivityKind kind, CUpti_CallbackId cbid)
+{
+    int d = kind == CUPTI_ACTIVITY_KIND_DRIVER ? 1 : 0;
+    unsigned char st =
+        cbid < MAX_CBID ? atomic_load_explicit(&g_api_on[d][cbid], memory_order_relaxed) : 0;
+    return st == 1 || (st == 0 && simgpu_cupti_enabled(kind));
 }
 
 uint32_t
@@ -515,13 +576,13 @@ simgpu_api_exit(struct simgpu_api *a, int *ret)
     CUpti_ActivityKind kind = a->domain == CUPTI_CB_DOMAIN_DRIVER_API ? CUPTI_ACTIVITY_KIND_DRIVER
                                                                       : CUPTI_ACTIVITY_KIND_RUNTIME;
     api_callback(a, CUPTI_API_EXIT, ret);
-    if (simgpu_cupti_enabled(kind)) {
+    if (api_record_on(kind, a->cbid)) {
         CUpti_ActivityAPI r;
         memset(&r, 0, sizeof(r));
         r.kind = kind;
         r.cbid = a->cbid;
-        r.start = a->start_ns;
-        r.end = simgpu_now_ns();
+        r.start = simgpu_cupti_ts(a->start_ns);
+        r.end = simgpu_cupti_ts(simgpu_now_ns());
         r.processId = (uint32_t)getpid();
         r.threadId = thread_id();
         r.correlationId = a->corr;
@@ -564,9 +625,9 @@ simgpu_cupti_op_done(const struct simgpu_op *op, const struct simgpu_stream *s, 
         memset(&r, 0, sizeof(r));
         r.kind = kind;
         r.registersPerThread = 32;
-        r.start = start_ns;
-        r.end = end_ns;
-        r.completed = end_ns;
+        r.start = simgpu_cupti_ts(start_ns);
+        r.end = simgpu_cupti_ts(end_ns);
+        r.completed = simgpu_cupti_ts(end_ns);
         r.deviceId = dev;
         r.contextId = dev + 1;
         r.streamId = simgpu_stream_id(s);
@@ -589,8 +650,8 @@ simgpu_cupti_op_done(const struct simgpu_op *op, const struct simgpu_stream *s, 
         r.correlationId = op->corr;
         r.gridId = (int64_t)atomic_fetch_add(&g_grid_next, 1);
         if (simgpu_cupti_latency_on()) {
-            r.queued = op->enqueue_ns;
-            r.submitted = op->enqueue_ns;
+            r.queued = simgpu_cupti_ts(op->enqueue_ns);
+            r.submitted = simgpu_cupti_ts(op->enqueue_ns);
         }
         r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
         r.graphNodeId = op->graph_id ? op->graph_node_id : 0;
@@ -610,8 +671,8 @@ simgpu_cupti_op_done(const struct simgpu_op *op, const struct simgpu_stream *s, 
         r.dstKind = (uint8_t)op->u.memcpy.dst_kind;
         r.flags = op->u.memcpy.async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
         r.bytes = op->u.memcpy.bytes;
-        r.start = start_ns;
-        r.end = end_ns;
+        r.start = simgpu_cupti_ts(start_ns);
+        r.end = simgpu_cupti_ts(end_ns);
         r.deviceId = dev;
         r.contextId = dev + 1;
         r.streamId = simgpu_stream_id(s);
@@ -630,8 +691,8 @@ simgpu_cupti_op_done(const struct simgpu_op *op, const struct simgpu_stream *s, 
         r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
         r.value = (uint32_t)op->u.memset.value;
         r.bytes = op->u.memset.bytes;
-        r.start = start_ns;
-        r.end = end_ns;
+        r.start = simgpu_cupti_ts(start_ns);
+        r.end = simgpu_cupti_ts(end_ns);
         r.deviceId = dev;
         r.contextId = dev + 1;
         r.streamId = simgpu_stream_id(s);
@@ -658,8 +719,8 @@ simgpu_cupti_sync(CUpti_ActivitySynchronizationType type, uint64_t start_ns, uin
     memset(&r, 0, sizeof(r));
     r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
     r.type = type;
-    r.start = start_ns;
-    r.end = end_ns;
+    r.start = simgpu_cupti_ts(start_ns);
+    r.end = simgpu_cupti_ts(end_ns);
     r.correlationId = t_corr;
     r.contextId = (uint32_t)simgpu_current_device() + 1;
     r.streamId = s ? simgpu_stream_id(s) : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
@@ -684,7 +745,7 @@ simgpu_cupti_memory(int alloc, const void *p, size_t bytes, int memkind,
     r.correlationId = t_corr;
     r.address = (uint64_t)(uintptr_t)p;
     r.bytes = bytes;
-    r.timestamp = simgpu_now_ns();
+    r.timestamp = simgpu_cupti_ts(simgpu_now_ns());
     r.processId = (uint32_t)getpid();
     r.deviceId = (uint32_t)simgpu_current_device();
     r.contextId = r.deviceId + 1;

@@ -408,6 +408,13 @@ CUptiResult simgpu_cupti_pop_external(CUpti_ExternalCorrelationKind kind, uint64
 CUptiResult simgpu_cupti_latency_timestamps(int on);
 int simgpu_cupti_latency_on(void);
 CUptiResult simgpu_cupti_thread_id_type(int set, CUpti_ActivityThreadIdType *type);
+/* cuptiActivityEnableRuntimeApi / cuptiActivityEnableDriverApi: API records of one cbid on
+ * or off whatever the kind's switch says. */
+CUptiResult simgpu_cupti_api_enable(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, int on);
+/* cuptiActivityRegisterTimestampCallback (NULL: CLOCK_MONOTONIC again); simgpu_cupti_ts maps
+ * a CLOCK_MONOTONIC time onto the client's clock for the records. */
+CUptiResult simgpu_cupti_timestamp_callback(CUpti_TimestampCallbackFunc cb);
+uint64_t simgpu_cupti_ts(uint64_t ns);
 
 /* The fake CUcontext of device `dev` (NULL when out of range). */
 CUcontext simgpu_context(int dev);

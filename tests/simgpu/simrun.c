@@ -7,8 +7,15 @@
  * ROLE_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RUN_ID, and SIMRUN_RDZV_FILE
  * (a file in a private temporary directory where rank 0 publishes its NCCL
  * unique id; see simrun_rdzv.h).  A straggler rank gets SIMGPU_SLOWDOWN=FACTOR.
- * With --simgpu-libdir (or SIMRUN_SIMGPU_LIBDIR) the directory is put first on
- * LD_LIBRARY_PATH so the stand-in libraries are found.  simrun waits for every
+ * With --simgpu-libdir (or SIMRUN_SIMGPU_LIBDIR; default: .libs beside simrun, where the
+ * build puts them) the directory is put first on LD_LIBRARY_PATH, and the stand-ins found
+ * there (libcudart.so.13, libcuda.so.1, libnccl.so.2, libcupti.so.13, libcublasLt.so.13,
+ * libcublas.so.13) are appended to LD_PRELOAD (after what is there, so a tool preloaded
+ * before simrun still interposes): programs whose DT_RPATH names other copies, such as
+ * torch's libraries pointing at the nvidia wheels, then bind to the stand-ins, which are
+ * already loaded under those sonames (tests/simgpu/README.md).  SIMRUN_NO_PRELOAD=1 leaves
+ * LD_PRELOAD alone.  Under ASan, ASAN_OPTIONS gets verify_asan_link_order=0, as the
+ * preloaded stand-ins come before the sanitizer's runtime.  simrun waits for every
  * rank and exits with the worst status (a signal counts as 128+signal); with
  * --kill-on-failure it terminates the others when one fails (torchrun's
  * behaviour); with --timeout it kills all ranks after SECONDS and exits 124. */
@@ -34,6 +41,44 @@ struct straggler {
 
 static pid_t g_pids[SIMRUN_MAX_RANKS];
 static int g_n;
+
+/* Appends to environment variable `name` the string `add`, separated by `sep`. */
+static int
+env_append(const char *name, const char *sep, const char *add)
+{
+    const char *old = getenv(name);
+    size_t n = strlen(add) + (old ? strlen(old) : 0) + strlen(sep) + 1;
+    char *v = malloc(n);
+    if (!v)
+        return -1;
+    snprintf(v, n, "%s%s%s", old && *old ? old : "", old && *old ? sep : "", add);
+    setenv(name, v, 1);
+    free(v);
+    return 0;
+}
+
+/* The stand-ins of libdir that exist, appended to LD_PRELOAD (see the header). */
+static int
+preload_stand_ins(const char *libdir)
+{
+    static const char *libs[] = {"libcudart.so.13", "libcuda.so.1",      "libnccl.so.2",
+                                 "libcupti.so.13",  "libcublasLt.so.13", "libcublas.so.13"};
+    char path[4096];
+    int rc = 0, any = 0;
+    const char *no = getenv("SIMRUN_NO_PRELOAD");
+    if (no && strcmp(no, "1") == 0)
+        return 0;
+    for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]) && rc == 0; i++) {
+        int k = snprintf(path, sizeof(path), "%s/%s", libdir, libs[i]);
+        if (k > 0 && (size_t)k < sizeof(path) && access(path, R_OK) == 0) {
+            rc = env_append("LD_PRELOAD", " ", path);
+            any = 1;
+        }
+    }
+    if (rc == 0 && any)
+        rc = env_append("ASAN_OPTIONS", ":", "verify_asan_link_order=0");
+    return rc;
+}
 
 static void
 usage(FILE *f)
@@ -127,6 +172,18 @@ main(int argc, char **argv)
     snprintf(rdzv, sizeof(rdzv), "%s/nccl-id", dir);
     snprintf(port, sizeof(port), "%d", 20000 + (int)(getpid() % 20000));
     snprintf(runid, sizeof(runid), "simrun-%d", (int)getpid());
+    if (!libdir || !*libdir) {
+        static char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 8);
+        char *slash = n > 0 ? memrchr(self, '/', (size_t)n) : NULL;
+        if (slash) {
+            strcpy(slash, "/.libs");
+            if (access(self, X_OK) == 0)
+                libdir = self;
+        }
+    }
+    if (libdir && *libdir && preload_stand_ins(libdir) != 0)
+        return 1;
     if (libdir && *libdir) {
         const char *old = getenv("LD_LIBRARY_PATH");
         size_t n = strlen(libdir) + (old ? strlen(old) : 0) + 2;

@@ -1,0 +1,30 @@
+# tests/torch: real PyTorch on the simulated device.  `make venv` makes venv/ in the build
+# tree with torch from PyPI (DPRO_TORCH_SPEC, the CUDA 13 wheel).  The wheels are kept in
+# DPRO_WHEELS (pip download skips those already there) and installed from there, so that
+# a rerun or a second build tree downloads nothing (pip's own HTTP cache keeps nothing
+# when the index answers no-store); the stamp makes a rerun a no-op (make clean keeps
+# venv/: rm -rf venv removes it).  tools/quickstart runs it unless DPRO_TORCH=0; without
+# venv/ the torch tests skip and say so.
+DPRO_TORCH_SPEC = torch==2.15.0
+DPRO_WHEELS = $${XDG_CACHE_HOME:-$$HOME/.cache}/dpro-wheels
+TORCH_VENV_STAMP = venv/.dpro-torch-stamp
+
+venv: $(TORCH_VENV_STAMP)
+$(TORCH_VENV_STAMP):
+	@test "x$(PYTHON3)" != xno || { echo "make venv: python3 not found by configure" >&2; exit 1; }
+	$(PYTHON3) -m venv venv
+	$(MKDIR_P) "$(DPRO_WHEELS)"
+	venv/bin/pip download --disable-pip-version-check -q -d "$(DPRO_WHEELS)" '$(DPRO_TORCH_SPEC)'
+	venv/bin/pip install --disable-pip-version-check -q --no-index --find-links "$(DPRO_WHEELS)" \
+		'$(DPRO_TORCH_SPEC)'
+	venv/bin/python -c 'import torch; print("make venv: torch", torch.__version__)'
+	touch $@
+.PHONY: venv
+
+EXTRA_DIST += tests/torch/census.py
+if HAVE_PYTHON3
+# What torch's libraries import from the six CUDA libraries against what the stand-ins
+# export (tests/torch/census.py), enforced for the libraries the stand-ins complete.
+dist_check_SCRIPTS += tests/torch/test_census.py tests/torch/test_torch_env.py
+TESTS += tests/torch/test_census.py tests/torch/test_torch_env.py
+endif
