@@ -163,6 +163,7 @@ tests_simgpu_test_module_LDFLAGS = -no-install
 tests_simgpu_test_module_LDADD = tests/simgpu/libcudart.la tests/simgpu/libsimgpu.la \
 	$(PTHREAD_LIBS)
 TESTS += tests/simgpu/test_module
+endif
 
 # cuBLAS and cuBLASLt stand-ins (torch's GEMMs): libcublas.so.13 and libcublasLt.so.13 with
 # the real version nodes; each GEMM is a kernel timed by the device's physics.
