@@ -57,11 +57,13 @@ static atomic_int g_torn_down; /* the runtime's exit teardown ran: records are g
  * the kind, 1 on, 2 off; [0] runtime, [1] driver. */
 #define MAX_CBID 1024
 static _Atomic unsigned char g_api_on[2][MAX_CBID];
-/* cuptiActivityRegisterTimestampCallback: record times are the client's clock, mapped
- * linearly from CLOCK_MONOTONIC by two samples taken at registration. */
-static CUpti_TimestampCallbackFunc _Atomic g_ts_cb; /* set after the samples below */
-static uint64_t g_ts_n0, g_ts_u0;
-static double g_ts_rate = 1.0;
+/* cuptiActivityRegisterTimestampCallback: record times are the client's clock, which
+ * counts nanoseconds (CUPTI's contract for the callback), so the mapping from
+ * CLOCK_MONOTONIC is an offset, measured at registration from the closest of a few
+ * bracketed samples. A rate fitted over a short interval would be extrapolated over the
+ * whole run: 10 ns of jitter over 2 ms is 5 us per second of run. */
+static CUpti_TimestampCallbackFunc _Atomic g_ts_cb; /* set after the offset below */
+static int64_t g_ts_offset;                         /* client ns - CLOCK_MONOTONIC ns */
 
 static __thread uint32_t t_corr;
 static __thread uint64_t t_ext[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE][EXT_DEPTH];
@@ -80,26 +82,25 @@ simgpu_cupti_ts(uint64_t ns)
 {
     uint64_t rc = ns;
     if (atomic_load_explicit(&g_ts_cb, memory_order_acquire) && ns)
-        rc = (uint64_t)((double)g_ts_u0 + ((double)ns - (double)g_ts_n0) * g_ts_rate);
+        rc = (uint64_t)((int64_t)ns + g_ts_offset);
     return rc;
 }
 
 CUptiResult
 simgpu_cupti_timestamp_callback(CUpti_TimestampCallbackFunc cb)
 {
-    uint64_t n0, u0, n1, u1;
+    uint64_t best_gap = UINT64_MAX;
     if (!cb) {
         atomic_store(&g_ts_cb, NULL);
         return CUPTI_SUCCESS;
     }
-    n0 = simgpu_now_ns();
-    u0 = cb();
-    simgpu_sleep_until(n0 + 2000000); /* 2 ms between the samples: the clock's rate */
-    n1 = simgpu_now_ns();
-    u1 = cb();
-    g_ts_rate = u1 > u0 && n1 > n0 ? (double)(u1 - u0) / (double)(n1 - n0) : 1.0;
-    g_ts_n0 = n1;
-    g_ts_u0 = u1;
+    for (int i = 0; i < 8; i++) {
+        uint64_t n0 = simgpu_now_ns(), u = cb(), n1 = simgpu_now_ns();
+        if (n1 - n0 < best_gap) {
+            best_gap = n1 - n0;
+            g_ts_offset = (int64_t)u - (int64_t)(n0 + (n1 - n0) / 2);
+        }
+    }
     atomic_store_explicit(&g_ts_cb, cb, memory_order_release);
     return CUPTI_SUCCESS;
 }
