@@ -15,14 +15,11 @@ tests_replay_libdprosynth_la_LIBADD = replay/libdproreplay.la
 # the replay's pure parts: what it reads off measured times (align), the simulator and
 # the graph (sim), the builder's timing inference and send/recv matching (build)
 check_PROGRAMS += tests/replay/test_replay_align tests/replay/test_replay_sim \
-	tests/replay/test_replay_build tests/replay/test_replay_models tests/replay/gen_traces \
-	tests/replay/test_fidelity_unit
+	tests/replay/test_replay_build tests/replay/gen_traces tests/replay/test_fidelity_unit
 tests_replay_test_replay_align_SOURCES = tests/replay/test_replay_align.c
 tests_replay_test_replay_align_LDADD = replay/libdproreplay.la $(LIBM)
 tests_replay_test_replay_sim_SOURCES = tests/replay/test_replay_sim.c
 tests_replay_test_replay_sim_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la $(LIBM)
-tests_replay_test_replay_models_SOURCES = tests/replay/test_replay_models.c
-tests_replay_test_replay_models_LDADD = replay/libdproreplay.la $(LIBM)
 tests_replay_test_replay_build_SOURCES = tests/replay/test_replay_build.c
 tests_replay_test_replay_build_LDADD = replay/libdproreplay.la
 tests_replay_test_fidelity_unit_SOURCES = tests/replay/test_fidelity_unit.c
@@ -42,7 +39,7 @@ TESTS += tests/replay/test_replay_fold.py
 dist_check_SCRIPTS += tests/replay/test_replay_fold.py
 
 TESTS += tests/replay/test_replay_align tests/replay/test_replay_sim \
-	tests/replay/test_replay_build tests/replay/test_replay_models tests/replay/test_fidelity_unit \
+	tests/replay/test_replay_build tests/replay/test_fidelity_unit \
 	tests/replay/test_replay_traces.py \
 	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
 	tests/replay/test_replay_kineto_whatif.py tests/replay/test_replay_p2p.py \

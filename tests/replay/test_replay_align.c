@@ -1,7 +1,9 @@
 /*
  * test_replay_align: unit tests of what the replay reads off measured times: clock
  * alignment with injected offsets, through collectives and through a pipeline's
- * send/recv; the collective cost-model fit; iteration detection.
+ * send/recv; the collective cost-model fit (one line, and per size range against a known
+ * piecewise truth); the contention factor on a synthetic job with known factors;
+ * iteration detection.
  */
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +13,9 @@
 #include "dprotrace.h"
 #include "replay/align.h"
 #include "replay/build.h"
+#include "replay/contention.h"
 #include "replay/costmodel.h"
+#include "replay/dfg.h"
 #include "replay/iter.h"
 #include "tests/unit/testutil.h"
 
@@ -96,6 +100,187 @@ test_costmodel(void)
     CHECK(dpro_nccl_dtype_size(7) == 4 && dpro_nccl_dtype_size(9) == 2);
 }
 
+/* The known piecewise truth of test_costmodel_piecewise: three regimes (a latency-bound
+ * protocol, a middle one, a bandwidth-bound one) of an all-reduce on 2 ranks (factor 1). */
+static double
+pw_truth(double x)
+{
+    if (x < 65536)
+        return 10000 + x / 2.0;
+    if (x < (1 << 20))
+        return 30000 + x / 20.0;
+    return 60000 + x / 150.0;
+}
+
+static void
+test_costmodel_piecewise(void)
+{
+    costmodel_sample s[512];
+    size_t n = 0;
+    /* sizes 4 KiB .. 64 MiB at powers of 2 and 1.5 x those, 8 samples each, 1 % noise */
+    for (int e = 12; e <= 26; e++)
+        for (int h = 0; h < 2; h++)
+            for (int r = 0; r < 8; r++) {
+                int64_t bytes = h ? (int64_t)3 << (e - 1) : (int64_t)1 << e;
+                double t = pw_truth((double)bytes);
+                s[n++] = (costmodel_sample){DPRO_COLL_ALLREDUCE, 2, bytes,
+                                            (int64_t)(t * (1 + (double)noise(1000) / 1e5))};
+            }
+    costmodel m;
+    CHECK(costmodel_fit_samples(&m, s, n) == 0);
+    const costmodel_fit *f = &m.op[DPRO_COLL_ALLREDUCE];
+    CHECK(m.piecewise && f->n_sizes == 30);
+    /* the regime changes are found where they are */
+    CHECK_EQ(f->n_segs, 3);
+    CHECK(f->seg[0].hi < 65536 && f->seg[1].lo >= 65536);
+    CHECK(f->seg[1].hi < (1 << 20) && f->seg[2].lo >= (1 << 20));
+    CHECK(fabs(f->seg[2].beta_bpns - 150) < 5 && fabs(f->seg[0].alpha_ns - 10000) < 500);
+    /* sizes never seen (inside the regimes, and past the largest): within 3 %; the single
+     * alpha-beta line misses some of them by far more */
+    double worst_pw = 0, worst_ab = 0;
+    const int64_t held[] = {5000,   20000,   50000,    100000,   300000,
+                            700000, 2000000, 10000000, 100000000};
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) {
+        double want = pw_truth((double)held[i]);
+        m.piecewise = 1;
+        double e1 = fabs((double)costmodel_predict(&m, DPRO_COLL_ALLREDUCE, 2, held[i]) - want);
+        m.piecewise = 0;
+        double e0 = fabs((double)costmodel_predict(&m, DPRO_COLL_ALLREDUCE, 2, held[i]) - want);
+        worst_pw = fmax(worst_pw, e1 / want);
+        worst_ab = fmax(worst_ab, e0 / want);
+    }
+    CHECK(worst_pw < 0.03);
+    CHECK(worst_ab > 0.2);
+    /* between two segments: on the straight line joining their ends */
+    m.piecewise = 1;
+    double lo = costmodel_piecewise_at(f, f->seg[0].hi),
+           hi = costmodel_piecewise_at(f, f->seg[1].lo);
+    double mid = costmodel_piecewise_at(f, (f->seg[0].hi + f->seg[1].lo) / 2);
+    CHECK(fabs(mid - (lo + hi) / 2) < 1);
+
+    /* thin data: one line (no regime is invented from noise) over 3 sizes of one regime */
+    n = 0;
+    for (int r = 0; r < 30; r++) {
+        int64_t bytes = (int64_t)(2 + r % 3) << 20;
+        s[n++] = (costmodel_sample){
+            DPRO_COLL_ALLREDUCE, 2, bytes,
+            (int64_t)(pw_truth((double)bytes) * (1 + (double)noise(2000) / 1e5))};
+    }
+    CHECK(costmodel_fit_samples(&m, s, n) == 0);
+    CHECK_EQ(m.op[DPRO_COLL_ALLREDUCE].n_segs, 1);
+    CHECK(fabs((double)costmodel_predict(&m, DPRO_COLL_ALLREDUCE, 2, 8 << 20) - pw_truth(8 << 20)) /
+              pw_truth(8 << 20) <
+          0.03);
+    /* one size: through that point; an op without samples: the global fit */
+    n = 0;
+    for (int r = 0; r < 5; r++)
+        s[n++] = (costmodel_sample){DPRO_COLL_BROADCAST, 2, 1 << 20, 50000};
+    CHECK(costmodel_fit_samples(&m, s, n) == 0);
+    CHECK_EQ(m.op[DPRO_COLL_BROADCAST].n_segs, 1);
+    CHECK_EQ(costmodel_predict(&m, DPRO_COLL_BROADCAST, 2, 1 << 20), 50000);
+    CHECK_EQ(costmodel_predict(&m, DPRO_COLL_BROADCAST, 2, 2 << 20), 100000);
+    CHECK(m.op[DPRO_COLL_ALLGATHER].n_segs == 0 &&
+          costmodel_predict(&m, DPRO_COLL_ALLGATHER, 2, 2 << 20) == 50000);
+}
+
+/* Overlap of [a, b] with [c, e], as a fraction of b - a. */
+static double
+olap_frac(double a, double b, double c, double e)
+{
+    double x = a > c ? a : c, y = b < e ? b : e;
+    return y > x && b > a ? (y - x) / (b - a) : 0;
+}
+
+/* A job of `iters` iterations on one rank: 10 compute kernels per iteration at fixed
+ * starts (each place its own length), and one collective whose transfer starts at a time
+ * that moves between iterations; compute kernels are stretched by 1 + kp f (f: their
+ * overlap with the transfer) and the transfer by 1 + kc f (its overlap with compute). */
+static int
+build_contention_job(dfg *g, int iters, double kp, double kc)
+{
+    if (dfg_init(g, 1) != 0)
+        return -1;
+    int32_t th = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, dfg_intern(g, "main"));
+    int32_t cs = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, dfg_intern(g, "stream 7"));
+    int32_t ms = dfg_add_resource(g, DFG_RES_STREAM, 0, 8, dfg_intern(g, "stream 8"));
+    int32_t nm_h = dfg_intern(g, "cudaStreamSynchronize"), nm_k = dfg_intern(g, "gemm");
+    int32_t nm_c = dfg_intern(g, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+    int32_t bounds[64];
+    for (int it = 0; it <= iters && it < 63; it++) {
+        double T = it * 1e6;
+        int32_t h = dfg_add_node(g, DFG_HOST, th, nm_h);
+        g->mstart[h] = (int64_t)T;
+        g->mend[h] = (int64_t)T + 1000;
+        bounds[it] = h;
+        if (it == iters)
+            break;
+        double c0 = T + 100e3 + (double)((it * 37) % 23) * 20e3, c1 = c0 + 150e3;
+        double ks[10], ke[10];
+        for (int k = 0; k < 10; k++) {
+            ks[k] = T + 20e3 + k * 80e3;
+            ke[k] = ks[k] + 40e3 + 2e3 * k;
+        }
+        for (int round = 0; round < 4; round++) { /* the stretches see each other */
+            double fc = 0;
+            for (int k = 0; k < 10; k++)
+                fc += olap_frac(c0, c1, ks[k], ke[k]);
+            double ne[10];
+            for (int k = 0; k < 10; k++)
+                ne[k] = ks[k] + (40e3 + 2e3 * k) * (1 + kp * olap_frac(ks[k], ke[k], c0, c1));
+            c1 = c0 + 150e3 * (1 + kc * fc);
+            memcpy(ke, ne, sizeof ke);
+        }
+        for (int k = 0; k < 10; k++) {
+            int32_t d = dfg_add_node(g, DFG_KERNEL, cs, nm_k);
+            g->mstart[d] = (int64_t)ks[k];
+            g->mend[d] = (int64_t)ke[k];
+        }
+        int32_t q =
+            dfg_add_group(g, DPRO_COLL_ALLREDUCE, 1, 1 << 20, 5, (uint64_t)it, (int64_t)(c1 - c0));
+        int32_t c = dfg_add_node(g, DFG_KERNEL, ms, nm_c);
+        if (q < 0 || c < 0)
+            return -1;
+        dfg_set_group(g, c, q);
+        g->mstart[c] = (int64_t)c0;
+        g->mend[c] = (int64_t)c1;
+    }
+    return dfg_set_iterations(g, 0, bounds, iters + 1) == 0 ? dfg_finalize(g) : -1;
+}
+
+static void
+test_contention(void)
+{
+    dfg g;
+    contention c;
+    REQUIRE(build_contention_job(&g, 60, 0.3, 0.2) == 0);
+    CHECK(contention_measure(&g, &c) == 0);
+    CHECK(c.comp.fitted && c.comm.fitted);
+    CHECK(c.comp.informative >= CONTENTION_MIN_SAMPLES);
+    CHECK(fabs(c.comp.k - 0.3) < 0.05);
+    CHECK(fabs(c.comm.k - 0.2) < 0.05);
+    /* the overlaps of a schedule: kernel 0 of iteration 1 starts before any transfer */
+    double *fn = malloc(sizeof *fn * (size_t)g.n_nodes),
+           *fg = malloc(sizeof *fg * (size_t)g.n_groups);
+    REQUIRE(fn && fg);
+    CHECK(contention_overlaps(&g, g.mstart, g.mend, NULL, fn, fg) == 0);
+    CHECK(fn[0] < 0);       /* a host call */
+    CHECK(fn[12 + 1] == 0); /* iteration 1's first kernel, before its transfer */
+    CHECK(fg[0] > 0 && fg[0] <= 1);
+    free(fn);
+    free(fg);
+    dfg_free(&g);
+    /* no contention in the data: none measured */
+    REQUIRE(build_contention_job(&g, 60, 0, 0) == 0);
+    CHECK(contention_measure(&g, &c) == 0);
+    CHECK(c.comp.fitted && c.comp.k < 0.01 && c.comm.k < 0.01);
+    dfg_free(&g);
+    /* thin data (2 iterations): not fitted, no factor */
+    REQUIRE(build_contention_job(&g, 2, 0.3, 0.2) == 0);
+    CHECK(contention_measure(&g, &c) == 0);
+    CHECK(!c.comp.fitted && c.comp.k == 0 && !c.comm.fitted);
+    dfg_free(&g);
+}
+
 static void
 test_iter(void)
 {
@@ -171,6 +356,8 @@ main(void)
 {
     test_align();
     test_costmodel();
+    test_costmodel_piecewise();
+    test_contention();
     test_iter();
     test_align_p2p();
     return tests_done();
