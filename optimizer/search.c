@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fnv1a.h"
 #include "optimizer/search.h"
 
 typedef struct rng {
@@ -49,13 +50,7 @@ typedef struct plan_cache {
 static uint64_t
 plan_hash(const strategy_plan *p)
 {
-    const unsigned char *b = (const unsigned char *)p;
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < sizeof *p; i++) {
-        h ^= b[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
+    return dpro_fnv1a(p, sizeof *p, DPRO_FNV1A_INIT);
 }
 
 static int
