@@ -60,7 +60,8 @@ realised_cpu_ms_per_iter are the CPU time (user and system) the recorded and the
 job's processes took per iteration (warm-up and start included), cores_at_predicted the
 changed job's over the predicted iteration: the cores it needs to run at the predicted
 speed; above the machine's free cores, the realised figure is the machine's limit, not the
-world's.
+world's. Before the closing line the suite names the pairs whose changed run lagged by more
+than LAG_SHARE (10 %) of its iteration, with the others' mean |error|.
 
 Environment: top_builddir (default .), DPRO_FIDELITY_SEED, FIDELITY_PAIRS (default 40),
 FIDELITY_ITERATIONS (measured iterations per run, default 20), FIDELITY_ATTEMPTS (3),
@@ -401,6 +402,22 @@ def memory_line(rows):
                len(slower), ", ".join(slower) or "none"))
 
 
+LAG_SHARE = 0.10  # a changed run whose device ran this share of its iteration behind
+
+
+def lag_line(rows):
+    """The pairs whose changed run's simulated device fell behind the host's clock by more
+    than LAG_SHARE of the iteration (sync_lag): their realised time is the machine's."""
+    lagged = [r for r in rows if r["realised_lag_us"] is not None and
+              r["realised_lag_us"] > LAG_SHARE * r["realised_us"]]
+    e = [abs(r["error_pct"]) for r in rows if r not in lagged]
+    return ("device behind the host's clock by more than %d %% of the changed iteration: %d "
+            "of %d pairs (%s); mean |error| of the others %s"
+            % (100 * LAG_SHARE, len(lagged), len(rows),
+               ", ".join("%d %s" % (r["pair"], r["kind"]) for r in lagged) or "none",
+               "%.1f %%" % (sum(e) / len(e)) if e else "-"))
+
+
 def write_tables(out_dir, rows, header):
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "fidelity.tsv"), "w") as f:
@@ -412,7 +429,7 @@ def write_tables(out_dir, rows, header):
         for r in rows:
             f.write("| " + " | ".join(cell(r[c]) for c in COLUMNS) + " |\n")
         f.write("\n" + "\n".join(per_kind(rows)) + "\n\n" + memory_line(rows) + "\n\n" +
-                summary(rows) + "\n")
+                lag_line(rows) + "\n\n" + summary(rows) + "\n")
 
 
 def run_suite(seed, n, iterations, attempts, work, kinds=None, log=print):
@@ -499,6 +516,7 @@ def main():
     write_tables(out_dir, rows, header)
     print("\n".join(per_kind(rows)))
     print(memory_line(rows))
+    print(lag_line(rows))
     print("table: %s" % os.path.join(out_dir, "fidelity.md"))
     print(summary(rows))
     return 1 if failures else 0

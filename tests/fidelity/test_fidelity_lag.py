@@ -7,7 +7,8 @@ that must not count as device work.
 Rank 0: iterations end 100 us (then 40 us) after their last device record; rank 1: 20 us
 (then 60 us). Expected: lag = mean over ranks of the medians over the measured iterations
 = ((100 + 40) / 2 + (20 + 60) / 2) / 2 = 55 us; device span likewise. A timeline without
-iteration ranges gives (None, None)."""
+iteration ranges gives (None, None). lag_line names the pairs whose changed run lagged by
+more than LAG_SHARE of its iteration."""
 import os
 import sys
 
@@ -58,6 +59,15 @@ def main():
           % (lag, span))
     t["traceEvents"] = [e for e in t["traceEvents"] if not e["name"].startswith("iteration")]
     check(fidelity.lag_of_timeline(t) == (None, None), "no iteration ranges: (None, None)")
+    rows = [{"pair": 1, "kind": "fusion", "realised_us": 1000.0, "realised_lag_us": 50.0,
+             "error_pct": -4.0},
+            {"pair": 2, "kind": "accumulation", "realised_us": 1000.0, "realised_lag_us": 150.0,
+             "error_pct": 60.0},
+            {"pair": 3, "kind": "kernels-x2", "realised_us": 1000.0, "realised_lag_us": None,
+             "error_pct": 2.0}]
+    line = fidelity.lag_line(rows)
+    check("1 of 3 pairs (2 accumulation)" in line and "others 3.0 %" in line,
+          "lag_line: the lagging pair named, the others' mean |error| (%s)" % line)
     print("test_fidelity_lag: %d failures" % len(failures))
     return 1 if failures else 0
 
