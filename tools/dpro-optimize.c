@@ -43,7 +43,9 @@ usage(FILE *f)
                "  -j, --json                machine-readable output (keys: baseline_iter_us,\n"
                "                            strategies[kind, description, knobs,\n"
                "                            predicted_iter_us, predicted_speedup,\n"
-               "                            peak_memory_bytes], ...)\n"
+               "                            peak_memory_bytes, with accumulation\n"
+               "                            micro_batch_device_us, micro_batch_host_us],\n"
+               "                            ...)\n"
                "  -c, --chrome FILE         simulated timeline of the best strategy (a new\n"
                "                            file; never an input trace or a symbolic link)\n"
                "  -f, --force               let --chrome write over an existing file\n"
@@ -584,6 +586,11 @@ print_json(const args *a, const state *st)
             json_int(&jw, sc->eval.peak_bytes);
         else
             json_null(&jw);
+        if (sc->plan.accum_k > 1) {
+            /* the k - 1 micro-batches without the all-reduces: what each one costs */
+            json_kv_double(&jw, "micro_batch_device_us", sc->eval.micro_device_ns / 1000.0);
+            json_kv_double(&jw, "micro_batch_host_us", sc->eval.micro_host_ns / 1000.0);
+        }
         json_end_object(&jw);
     }
     json_end_array(&jw);

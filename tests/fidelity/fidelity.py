@@ -47,15 +47,33 @@ Output: the per-pair table (FIDELITY_OUT, default fidelity/ in the build directo
 fidelity.tsv and fidelity.md) and, last, the line
   fidelity: N pairs, mean |error| X %, max Y %, worst realised/predicted speedup Z %,
   slower advice K
+The simulated device runs in real time on this machine's cores, one thread per stream
+sleeping until each operation's end: when the cores cannot keep up (a shared machine, or
+many short operations: each costs the simulator host time), its records stay on the
+device's own schedule while the host sees the work done later. The columns base_lag_us and
+realised_lag_us give that lag for the recorded and the changed run (sync_lag: the end of
+the last device record to the end of the iteration, median over iterations, mean over
+ranks), realised_device_us the changed run's iteration up to its last device record, and
+device_error_pct the prediction's error against that (not the suite's figure: a lag also
+delays the other rank's arrival at the collectives). base_cpu_ms_per_iter and
+realised_cpu_ms_per_iter are the CPU time (user and system) the recorded and the changed
+job's processes took per iteration (warm-up and start included), cores_at_predicted the
+changed job's over the predicted iteration: the cores it needs to run at the predicted
+speed; above the machine's free cores, the realised figure is the machine's limit, not the
+world's. Before the closing line the suite names the pairs whose changed run lagged by more
+than LAG_SHARE (10 %) of its iteration, with the others' mean |error|.
+
 Environment: top_builddir (default .), DPRO_FIDELITY_SEED, FIDELITY_PAIRS (default 40),
 FIDELITY_ITERATIONS (measured iterations per run, default 20), FIDELITY_ATTEMPTS (3),
-FIDELITY_OUT, FIDELITY_KEEP=dir keeps the traces (of each pair's last attempt). Exit 0
+FIDELITY_OUT, FIDELITY_KEEP=dir keeps the traces (of each pair's last attempt),
+FIDELITY_KINDS=kind,kind runs only the pairs of those kinds (of the same draw). Exit 0
 with the line printed, 1 when a pair could not be run, 2 for a bad setting, 77 without the
 simulated device. `make fidelity` runs it (tests/fidelity/local.mk).
 """
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -71,6 +89,7 @@ LIBDIR = os.path.join(BUILD, "tests", "simgpu", ".libs")
 DPRO_RUN = os.path.join(BUILD, "tools", "dpro-run")
 REPLAY = os.path.join(BUILD, "tools", "dpro-replay")
 OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
+EXPORT = os.path.join(BUILD, "tools", "dpro-export")
 
 DEFAULT_SEED = 20261202
 KINDS = ["bucket-down", "bucket-up", "fusion", "cuda-graph", "recompute", "accumulation",
@@ -81,7 +100,9 @@ WARMUP = 3
 COLUMNS = ["pair", "kind", "world_seed", "profile", "job", "change", "base_us", "replayed_us",
            "predicted_us", "realised_us", "error_pct", "predicted_speedup", "realised_speedup",
            "speedup_ratio_pct", "realised_spread_pct", "predicted_peak_mib", "realised_peak_mib",
-           "peak_error_pct", "budget_mib"]
+           "peak_error_pct", "budget_mib", "base_lag_us", "realised_lag_us",
+           "realised_device_us", "device_error_pct", "base_cpu_ms_per_iter", "realised_cpu_ms_per_iter",
+           "cores_at_predicted"]
 
 
 class PairError(Exception):
@@ -133,18 +154,21 @@ def median(xs):
 def run_job(pair, args, trace_dir, iterations, slowdown=None):
     """Runs ddp-sim with args on RANKS ranks in the pair's world under the collector.
     Returns (iteration us: the mean over ranks of their median, peak bytes, rank 0's
-    JSON line)."""
+    JSON line, CPU ms the job's processes used per iteration, warm-up included)."""
     cmd = [SIMRUN, "-n", str(RANKS), "--timeout", "150", "--", DPRO_RUN, "-o", trace_dir, "--",
            DDP_SIM, "--iterations", str(iterations), "--warmup", str(WARMUP)] + args
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, env=world_env(pair, slowdown), stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_ms = 1e3 * (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) / (iterations + WARMUP)
     rows = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
     if p.returncode != 0 or len(rows) != RANKS:
         raise PairError("job failed (status %d, %d JSON lines): %s\n%s"
                         % (p.returncode, len(rows), " ".join(cmd), p.stderr[-1500:]))
     rows.sort(key=lambda r: r["rank"])
     us = sum(median(r["iter_us"]) for r in rows) / len(rows)
-    return us, max(r["peak_memory_bytes"] for r in rows), rows[0]
+    return us, max(r["peak_memory_bytes"] for r in rows), rows[0], cpu_ms
 
 
 def dpro_json(cmd):
@@ -154,6 +178,67 @@ def dpro_json(cmd):
         raise PairError("%s failed (status %d): %s" % (" ".join(cmd), p.returncode,
                                                         p.stderr[-800:]))
     return json.loads(p.stdout)
+
+
+def sync_lag(trace_dir):
+    """How far the simulated device ran behind the host's clock in the recording of
+    trace_dir: per measured iteration (the first WARMUP left out) the time from the end of
+    the rank's last device record to the end of the iteration (ddp-sim's NVTX range, which
+    ends when loss.item()'s synchronisation returns), and the iteration without it (its
+    start to the last device record). The device records are on the device's own schedule
+    (each operation starts when its stream and dependencies let it); when the machine's
+    cores cannot run the simulated device in real time, the host sees the work done that
+    much later. Returns (lag us, device span us): the mean over ranks of their medians,
+    or (None, None) when the trace has no iteration ranges. Reads dpro-export's timeline."""
+    fd, path = tempfile.mkstemp(prefix="dpro-fidelity-", suffix=".json")
+    os.close(fd)
+    try:
+        p = subprocess.run([EXPORT, trace_dir, "--chrome", path, "-f"], env=dpro_env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=300)
+        if p.returncode != 0:
+            raise PairError("dpro-export %s failed (status %d): %s"
+                            % (trace_dir, p.returncode, p.stderr[-800:]))
+        with open(path) as f:
+            return lag_of_timeline(json.load(f))
+    finally:
+        os.unlink(path)
+
+
+def lag_of_timeline(chrome):
+    """sync_lag's figures from a Chrome trace object as dpro-export writes it (one process
+    per rank, tracks named "stream N" for the device, "iteration N" ranges on the
+    iterations track)."""
+    ev = chrome.get("traceEvents", [])
+    streams, iters = set(), {}
+    for e in ev:
+        if e.get("ph") == "M" and e.get("name") == "thread_name":
+            name = e.get("args", {}).get("name", "")
+            if name.startswith("stream "):
+                streams.add((e["pid"], e["tid"]))
+            elif name == "iterations":
+                iters[e["pid"]] = e["tid"]
+    lags, spans = [], []
+    for pid, tid in iters.items():
+        its = sorted((e for e in ev if e.get("ph") == "X" and e["pid"] == pid and
+                      e["tid"] == tid and e["name"].startswith("iteration")),
+                     key=lambda e: e["ts"])[WARMUP:]
+        dev = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev
+                     if e.get("ph") == "X" and e["pid"] == pid and (pid, e["tid"]) in streams)
+        lag, span = [], []
+        for it in its:
+            a, b = it["ts"], it["ts"] + it["dur"]
+            ends = [end for start, end in dev if a <= start < b]
+            if ends:
+                last = min(max(ends), b)
+                lag.append(b - last)
+                span.append(last - a)
+        if lag:
+            lags.append(median(lag))
+            spans.append(median(span))
+    if not lags:
+        return None, None
+    return sum(lags) / len(lags), sum(spans) / len(spans)
 
 
 def base_args(pair):
@@ -228,14 +313,20 @@ def one_pair(pair, work, iterations, attempts):
     for k in range(attempts):
         for d in (base_dir, new_dir):
             shutil.rmtree(d, ignore_errors=True)
-        base_us, base_peak, base_row = run_job(pair, args, base_dir, iterations)
+        base_us, base_peak, base_row, base_cpu = run_job(pair, args, base_dir, iterations)
         if k == 0 and not pair["kind"].startswith("advice"):
             added, slowdown = change(pair, base_row, base_peak)
         replayed, pred_us, pred_peak, added, budget = predict(pair, base_dir, base_peak, added,
                                                               slowdown)
-        new_us, new_peak, _ = run_job(pair, args + added, new_dir, iterations, slowdown)
-        got.append((base_us, replayed, pred_us, new_us, pred_peak, new_peak, budget))
+        new_us, new_peak, _, new_cpu = run_job(pair, args + added, new_dir, iterations,
+                                               slowdown)
+        base_lag = sync_lag(base_dir)[0]
+        new_lag, new_span = sync_lag(new_dir)
+        got.append((base_us, replayed, pred_us, new_us, pred_peak, new_peak, budget, base_lag,
+                    new_lag, new_span, new_cpu, base_cpu))
     base_us, replayed, pred_us, new_us = (median([g[i] for g in got]) for i in range(4))
+    lag = [median([g[i] for g in got]) if all(g[i] is not None for g in got) else None
+           for i in (7, 8, 9)]
     pred_peak, new_peak, budget = got[0][4], max(g[5] for g in got), got[0][6]
     spread = 100.0 * (max(g[3] for g in got) - min(g[3] for g in got)) / new_us
     pred_x, real_x = replayed / pred_us, base_us / new_us
@@ -250,7 +341,13 @@ def one_pair(pair, work, iterations, attempts):
             "predicted_peak_mib": mib(pred_peak),
             "realised_peak_mib": mib(new_peak) if mib(pred_peak) is not None else None,
             "peak_error_pct": 100.0 * (new_peak - pred_peak) / pred_peak
-            if mib(pred_peak) is not None else None, "budget_mib": mib(budget)}
+            if mib(pred_peak) is not None else None, "budget_mib": mib(budget),
+            "base_lag_us": lag[0], "realised_lag_us": lag[1], "realised_device_us": lag[2],
+            "device_error_pct": 100.0 * (lag[2] - pred_us) / pred_us
+            if lag[2] is not None else None,
+            "base_cpu_ms_per_iter": median([g[11] for g in got]),
+            "realised_cpu_ms_per_iter": median([g[10] for g in got]),
+            "cores_at_predicted": median([g[10] for g in got]) * 1e3 / pred_us}
 
 
 def slower_than_said(r):
@@ -305,6 +402,22 @@ def memory_line(rows):
                len(slower), ", ".join(slower) or "none"))
 
 
+LAG_SHARE = 0.10  # a changed run whose device ran this share of its iteration behind
+
+
+def lag_line(rows):
+    """The pairs whose changed run's simulated device fell behind the host's clock by more
+    than LAG_SHARE of the iteration (sync_lag): their realised time is the machine's."""
+    lagged = [r for r in rows if r["realised_lag_us"] is not None and
+              r["realised_lag_us"] > LAG_SHARE * r["realised_us"]]
+    e = [abs(r["error_pct"]) for r in rows if r not in lagged]
+    return ("device behind the host's clock by more than %d %% of the changed iteration: %d "
+            "of %d pairs (%s); mean |error| of the others %s"
+            % (100 * LAG_SHARE, len(lagged), len(rows),
+               ", ".join("%d %s" % (r["pair"], r["kind"]) for r in lagged) or "none",
+               "%.1f %%" % (sum(e) / len(e)) if e else "-"))
+
+
 def write_tables(out_dir, rows, header):
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "fidelity.tsv"), "w") as f:
@@ -316,7 +429,7 @@ def write_tables(out_dir, rows, header):
         for r in rows:
             f.write("| " + " | ".join(cell(r[c]) for c in COLUMNS) + " |\n")
         f.write("\n" + "\n".join(per_kind(rows)) + "\n\n" + memory_line(rows) + "\n\n" +
-                summary(rows) + "\n")
+                lag_line(rows) + "\n\n" + summary(rows) + "\n")
 
 
 def run_suite(seed, n, iterations, attempts, work, kinds=None, log=print):
@@ -339,11 +452,21 @@ def run_suite(seed, n, iterations, attempts, work, kinds=None, log=print):
                                    r["job"][:45], r["change"][:40], r["predicted_us"],
                                    r["realised_us"], r["error_pct"], r["realised_speedup"],
                                    r["predicted_speedup"]))
+        if r["realised_lag_us"] is not None:
+            log("        device behind the host's clock: recorded run %.1f us, changed run "
+                "%.1f us; changed run's device span %.1f us (error against it %+.1f %%)"
+                % (r["base_lag_us"] or 0, r["realised_lag_us"], r["realised_device_us"],
+                   r["device_error_pct"]))
+        log("        CPU per iteration: recorded job %.1f ms, changed job %.1f ms: %.2f cores at "
+            "the predicted iteration (this machine: %d)"
+            % (r["base_cpu_ms_per_iter"], r["realised_cpu_ms_per_iter"], r["cores_at_predicted"],
+               os.cpu_count() or 0))
     return rows, failures
 
 
 def missing_programs():
-    return [p for p in (SIMRUN, DDP_SIM, DPRO_RUN, REPLAY, OPTIMIZE) if not os.access(p, os.X_OK)]
+    return [p for p in (SIMRUN, DDP_SIM, DPRO_RUN, REPLAY, OPTIMIZE, EXPORT)
+            if not os.access(p, os.X_OK)]
 
 
 def main():
@@ -355,6 +478,12 @@ def main():
         n = int(os.environ.get("FIDELITY_PAIRS", "40"))
         iterations = int(os.environ.get("FIDELITY_ITERATIONS", "20"))
         attempts = int(os.environ.get("FIDELITY_ATTEMPTS", "3"))
+        kinds = [k for k in os.environ.get("FIDELITY_KINDS", "").split(",") if k]
+        bad = [k for k in kinds if k not in KINDS]
+        if bad:
+            print("fidelity: FIDELITY_KINDS: unknown kind %s (kinds: %s)"
+                  % (", ".join(bad), ",".join(KINDS)), file=sys.stderr)
+            return 2
         if min(n, iterations, attempts) < 1:
             raise ValueError("FIDELITY_PAIRS, FIDELITY_ITERATIONS and FIDELITY_ATTEMPTS must "
                              "be at least 1")
@@ -370,7 +499,7 @@ def main():
           "run, %d attempts per pair (load average %.1f %.1f %.1f)"
           % ((seed, n, RANKS, iterations, attempts) + load))
     try:
-        rows, failures = run_suite(seed, n, iterations, attempts, work)
+        rows, failures = run_suite(seed, n, iterations, attempts, work, kinds)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -387,6 +516,7 @@ def main():
     write_tables(out_dir, rows, header)
     print("\n".join(per_kind(rows)))
     print(memory_line(rows))
+    print(lag_line(rows))
     print("table: %s" % os.path.join(out_dir, "fidelity.md"))
     print(summary(rows))
     return 1 if failures else 0

@@ -13,3 +13,7 @@ if HAVE_PYTHON3
 dist_check_SCRIPTS += tests/fidelity/test_fidelity_sample.py
 TESTS += tests/fidelity/test_fidelity_sample.py
 endif
+if HAVE_PYTHON3
+dist_check_SCRIPTS += tests/fidelity/test_fidelity_lag.py
+TESTS += tests/fidelity/test_fidelity_lag.py
+endif

@@ -4,7 +4,8 @@ a100-2rank Kineto trace of ../shared, imported). The lists below are README's: t
 dpro-replay section ("`--json` keys ... are a stable contract", the `p2p` key) and the
 dpro-optimize section (`baseline_iter_us`, `strategies` and their keys, `knobs` with
 `bucket_cap_mb`, `first_bucket_cap_mb`, `ddp_sim_args`; `models.kernel_fixed_source`,
-`models.kernel_fixed_capped`). Keep them in step with README. Also: dpro-optimize's
+`models.kernel_fixed_capped`; an accumulation plan's `micro_batch_device_us` and
+`micro_batch_host_us`). Keep them in step with README. Also: dpro-optimize's
 baseline is dpro-replay's simulated iteration time, and two runs with one --seed give one
 answer.
 
@@ -30,6 +31,7 @@ OPTIMIZE_KEYS = ["baseline_iter_us", "strategies"]
 STRATEGY_KEYS = ["kind", "description", "knobs", "predicted_iter_us", "predicted_speedup",
                  "peak_memory_bytes"]
 BUCKET_KNOBS = ["bucket_cap_mb", "first_bucket_cap_mb", "ddp_sim_args"]
+ACCUM_KEYS = ["micro_batch_device_us", "micro_batch_host_us"]
 MODEL_KEYS = ["kernel_fixed_source", "kernel_fixed_capped"]
 
 
@@ -81,6 +83,13 @@ def main():
         knobs = w["strategies"][0]["knobs"] if w and w.get("strategies") else {}
         for k in BUCKET_KNOBS:
             check(k in knobs, "dpro-optimize --json: knobs.%s (%s)" % (k, sorted(knobs)))
+        # an accumulation plan: what each micro-batch before the last costs
+        w = run_json([OPTIMIZE, d, "--json", "--seed", "1", "--max-evals", "10",
+                      "--what-if", "--accum-steps 2"])
+        top = w["strategies"][0] if w and w.get("strategies") else {}
+        for k in ACCUM_KEYS:
+            check(isinstance(top.get(k), float) and top[k] >= 0,
+                  "dpro-optimize --json: accumulation: key %s (%s)" % (k, sorted(top)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return exit_status()
