@@ -1,5 +1,9 @@
-/* dfg.c: storage and transformations of the global dataflow graph (see dfg.h). */
+/* dfg.c: storage of the global dataflow graph (see dfg.h): the string table, the node,
+ * edge, resource and group arrays, their construction, and finalize (the compact edge
+ * list and the successor and launched lists). Transformations are in dfg_edit.c, rank
+ * folding and the memory accounting in dfg_fold.c. */
 #include "dfg.h"
+#include "dfg_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +60,8 @@ strtab_init(dfg_strtab *t)
     return 0;
 }
 
-static void
-strtab_free(dfg_strtab *t)
+void
+dfg_strtab_free(dfg_strtab *t)
 {
     free(t->pool);
     free(t->offset);
@@ -65,8 +69,8 @@ strtab_free(dfg_strtab *t)
     memset(t, 0, sizeof *t);
 }
 
-static int
-strtab_clone(dfg_strtab *d, const dfg_strtab *s)
+int
+dfg_strtab_clone(dfg_strtab *d, const dfg_strtab *s)
 {
     memset(d, 0, sizeof *d);
     d->pool = malloc(s->pool_cap);
@@ -223,7 +227,7 @@ dfg_free(dfg *g)
     free(g->rank_rep);
     free(g->rank_weight);
     free(g->rank_apart);
-    strtab_free(&g->strings);
+    dfg_strtab_free(&g->strings);
     memset(g, 0, sizeof *g);
 }
 
@@ -299,7 +303,7 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(rank_apart, s->n_ranks, s->n_ranks);
 #undef DUP
     if (rc == 0)
-        rc = strtab_clone(&d->strings, &s->strings);
+        rc = dfg_strtab_clone(&d->strings, &s->strings);
     if (rc != 0) {
         dfg_free(d);
         return -1;
@@ -342,8 +346,8 @@ reserve_nodes(dfg *g, int64_t need)
 }
 
 /* Room for `need` resources. Returns 0 or -1. */
-static int
-reserve_res(dfg *g, int64_t need)
+int
+dfg_reserve_res(dfg *g, int64_t need)
 {
     if (need <= g->cap_res)
         return 0;
@@ -364,8 +368,8 @@ reserve_res(dfg *g, int64_t need)
 }
 
 /* Room for `need` collective groups. Returns 0 or -1. */
-static int
-reserve_groups(dfg *g, int64_t need)
+int
+dfg_reserve_groups(dfg *g, int64_t need)
 {
     if (need <= g->cap_groups)
         return 0;
@@ -407,7 +411,7 @@ dfg_reserve(dfg *g, int64_t nodes, int64_t edges)
 int32_t
 dfg_add_resource(dfg *g, int kind, int32_t rank, uint64_t id, int32_t label)
 {
-    if (reserve_res(g, (int64_t)g->n_res + 1) != 0)
+    if (dfg_reserve_res(g, (int64_t)g->n_res + 1) != 0)
         return -1;
     int32_t r = g->n_res++;
     g->res_kind[r] = (uint8_t)kind;
@@ -509,8 +513,8 @@ dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur)
 
 /* A zero-length WAKEUP node before host node h on its thread, which takes over h's
  * gap; h's gap becomes 0. Returns its id, or -1 when out of memory. */
-static int32_t
-wake_handoff(dfg *g, int32_t h)
+int32_t
+dfg_wake_handoff(dfg *g, int32_t h)
 {
     int32_t name = dfg_intern(g, "(wake-up)");
     if (name < 0)
@@ -532,7 +536,7 @@ dfg_add_wakeup(dfg *g, int32_t waker, int32_t h, int64_t latency)
     if (latency < 0)
         latency = 0;
     if (g->flags[h] & DFG_F_END_EDGES) {
-        int32_t w = wake_handoff(g, h);
+        int32_t w = dfg_wake_handoff(g, h);
         if (w < 0)
             return -1;
         g->gap[w] = latency;
@@ -566,7 +570,7 @@ int32_t
 dfg_add_group(dfg *g, int op, int32_t nranks, int64_t bytes, uint64_t comm, uint64_t seq,
               int64_t measured_dur)
 {
-    if (reserve_groups(g, (int64_t)g->n_groups + 1) != 0)
+    if (dfg_reserve_groups(g, (int64_t)g->n_groups + 1) != 0)
         return -1;
     int32_t k = g->n_groups++;
     g->grp_op[k] = (uint8_t)op;
@@ -647,163 +651,6 @@ dfg_iterations(const dfg *g, int32_t r, const int32_t **nodes)
     r = dfg_rank_rep(g, r);
     *nodes = g->iter_node + g->iter_off[r];
     return g->iter_off[r + 1] - g->iter_off[r];
-}
-
-/* ---- transformations ----------------------------------------------------------------- */
-
-int
-dfg_remove_node(dfg *g, int32_t n)
-{
-    if (n < 0 || n >= g->n_nodes || (g->flags[n] & DFG_F_REMOVED))
-        return -1;
-    /* bypass edges: every (p -> n) x (n -> s) becomes p -> s, and n's end implied the
-     * end of the previous node on its resource: prev -> s */
-    int32_t prev = g->prev_on_res[n], next = g->next_on_res[n];
-    int64_t ne = g->n_edges;
-    for (int64_t i = 0; i < ne; i++) {
-        if (g->edst[i] != n)
-            continue;
-        int32_t p = g->esrc[i];
-        for (int64_t j = 0; j < ne; j++)
-            if (g->esrc[j] == n && dfg_add_edge(g, p, g->edst[j]) != 0)
-                return -1;
-    }
-    for (int64_t j = 0; prev >= 0 && j < ne; j++)
-        if (g->esrc[j] == n && dfg_add_edge(g, prev, g->edst[j]) != 0)
-            return -1;
-    /* a wake-up passes to the next call on the thread (a BLOCKING or QUEUED one gets a
-     * wake-up node before it, which then follows n and takes its gap below) */
-    if (g->kind[n] == DFG_HOST && (g->flags[n] & DFG_F_WAKEUP) && next >= 0) {
-        int32_t to = next;
-        if (g->flags[next] & DFG_F_END_EDGES) {
-            int64_t keep = g->gap[next];
-            to = wake_handoff(g, next);
-            if (to < 0)
-                return -1;
-            g->gap[next] = keep;
-            g->gap[to] = 0; /* n's gap is added below */
-            next = to;
-        }
-        g->flags[to] |= DFG_F_WAKEUP;
-        for (int64_t i = 0; i < ne; i++)
-            if (g->edst[i] == n && g->esrc[i] >= 0 && dfg_add_edge(g, g->esrc[i], to) != 0)
-                return -1;
-    }
-    for (int64_t i = 0; i < g->n_edges; i++)
-        if (g->esrc[i] == n || g->edst[i] == n)
-            g->esrc[i] = g->edst[i] = -1;
-
-    /* devices launched by n move to the previous host call on the thread */
-    if (g->kind[n] == DFG_HOST) {
-        for (int32_t i = 0; i < g->n_nodes; i++)
-            if (g->launch[i] == n)
-                g->launch[i] = prev;
-    }
-    if (next >= 0)
-        g->gap[next] += g->gap[n];
-    if (prev >= 0)
-        g->next_on_res[prev] = next;
-    else
-        g->res_first[g->res[n]] = next;
-    if (next >= 0)
-        g->prev_on_res[next] = prev;
-    else
-        g->res_last[g->res[n]] = prev;
-    g->prev_on_res[n] = g->next_on_res[n] = -1;
-
-    if (g->group[n] >= 0) {
-        int32_t grp = g->group[n];
-        int32_t *pp = &g->grp_first[grp];
-        while (*pp >= 0 && *pp != n)
-            pp = &g->next_in_group[*pp];
-        if (*pp == n)
-            *pp = g->next_in_group[n];
-        g->group[n] = -1;
-    }
-    for (int32_t i = 0; i < g->n_iter_nodes; i++)
-        if (g->iter_node[i] == n)
-            g->iter_node[i] = prev >= 0 ? prev : next;
-    g->flags[n] |= DFG_F_REMOVED;
-    g->finalized = 0;
-    return 0;
-}
-
-int
-dfg_merge_nodes(dfg *g, int32_t a, int32_t b)
-{
-    if (a < 0 || b < 0 || a >= g->n_nodes || b >= g->n_nodes || a == b || g->res[a] != g->res[b] ||
-        ((g->flags[a] | g->flags[b]) & DFG_F_REMOVED))
-        return -1;
-    if ((g->flags[a] & DFG_F_WAKEUP) && (g->flags[b] & DFG_F_END_EDGES)) {
-        /* a's wake-up must keep delaying a start, b's waits the end: split them */
-        int32_t w = wake_handoff(g, a);
-        if (w < 0)
-            return -1;
-        int64_t na = g->n_edges;
-        for (int64_t i = 0; i < na; i++)
-            if (g->edst[i] == a && g->esrc[i] >= 0) {
-                if (dfg_add_edge(g, g->esrc[i], w) != 0)
-                    return -1;
-                g->esrc[i] = g->edst[i] = -1;
-            }
-        g->flags[a] &= (uint8_t)~DFG_F_WAKEUP;
-    }
-    int64_t ne = g->n_edges;
-    for (int64_t i = 0; i < ne; i++) {
-        if (g->esrc[i] == b && g->edst[i] != a && dfg_add_edge(g, a, g->edst[i]) != 0)
-            return -1;
-        if (g->edst[i] == b && g->esrc[i] != a && dfg_add_edge(g, g->esrc[i], a) != 0)
-            return -1;
-    }
-    for (int64_t i = 0; i < g->n_edges; i++)
-        if (g->esrc[i] == b || g->edst[i] == b)
-            g->esrc[i] = g->edst[i] = -1;
-    if (g->kind[b] == DFG_HOST)
-        for (int32_t i = 0; i < g->n_nodes; i++)
-            if (g->launch[i] == b)
-                g->launch[i] = a;
-    g->dur[a] += g->dur[b];
-    g->bytes[a] += g->bytes[b];
-    if (g->mend[b] > g->mend[a])
-        g->mend[a] = g->mend[b];
-    g->flags[a] |= g->flags[b] & DFG_F_END_EDGES;
-    /* b's gap moves to the node after b (dfg_remove_node), where the time was spent */
-    return dfg_remove_node(g, b);
-}
-
-int
-dfg_merge_groups(dfg *g, int32_t a, int32_t b)
-{
-    if (a < 0 || b < 0 || a >= g->n_groups || b >= g->n_groups || a == b)
-        return -1;
-    int32_t nb = g->grp_first[b];
-    while (nb >= 0) {
-        int32_t next = g->next_in_group[nb];
-        int32_t rank = dfg_rank(g, nb);
-        int32_t na = g->grp_first[a];
-        while (na >= 0 && dfg_rank(g, na) != rank)
-            na = g->next_in_group[na];
-        if (na >= 0 && g->res[na] == g->res[nb]) {
-            if (dfg_merge_nodes(g, na, nb) != 0)
-                return -1;
-        } else {
-            /* no partner on this rank: move the participant over */
-            int32_t *pp = &g->grp_first[b];
-            while (*pp >= 0 && *pp != nb)
-                pp = &g->next_in_group[*pp];
-            if (*pp == nb)
-                *pp = g->next_in_group[nb];
-            g->grp_members[b]--;
-            dfg_set_group(g, nb, a);
-        }
-        nb = next;
-    }
-    g->grp_first[b] = -1;
-    g->grp_members[b] = 0;
-    g->grp_bytes[a] += g->grp_bytes[b];
-    g->grp_bytes[b] = 0;
-    g->finalized = 0;
-    return 0;
 }
 
 /* ---- finalize ------------------------------------------------------------------------ */
@@ -951,211 +798,4 @@ dfg_live_nodes(const dfg *g)
     for (int32_t i = 0; i < g->n_nodes; i++)
         c += !(g->flags[i] & DFG_F_REMOVED);
     return c;
-}
-
-/* ---- rank classes -------------------------------------------------------------------- */
-
-/* Maps of a fold: old id -> new id, -1 dropped. */
-typedef struct fold_maps {
-    int32_t *node, *res, *grp;
-} fold_maps;
-
-/* Copies the kept resources and nodes of s into d (sized by the caller). */
-static void
-fold_nodes(dfg *d, const dfg *s, const fold_maps *m)
-{
-    for (int32_t q = 0; q < s->n_res; q++) {
-        int32_t x = m->res[q];
-        if (x < 0)
-            continue;
-        d->res_kind[x] = s->res_kind[q];
-        d->res_rank[x] = s->res_rank[q];
-        d->res_id[x] = s->res_id[q];
-        d->res_label[x] = s->res_label[q];
-        d->res_first[x] = s->res_first[q] >= 0 ? m->node[s->res_first[q]] : -1;
-        d->res_last[x] = s->res_last[q] >= 0 ? m->node[s->res_last[q]] : -1;
-    }
-#define MAPN(v) ((v) >= 0 ? m->node[(v)] : -1)
-    for (int32_t n = 0; n < s->n_nodes; n++) {
-        int32_t x = m->node[n];
-        if (x < 0)
-            continue;
-        d->kind[x] = s->kind[n];
-        d->flags[x] = s->flags[n];
-        d->res[x] = m->res[s->res[n]];
-        d->name[x] = s->name[n];
-        d->dur[x] = s->dur[n];
-        d->gap[x] = s->gap[n];
-        d->lat[x] = s->lat[n];
-        d->launch[x] = MAPN(s->launch[n]);
-        d->group[x] = s->group[n] >= 0 ? m->grp[s->group[n]] : -1;
-        d->next_in_group[x] = -1;
-        d->prev_on_res[x] = MAPN(s->prev_on_res[n]);
-        d->next_on_res[x] = MAPN(s->next_on_res[n]);
-        d->bytes[x] = s->bytes[n];
-        d->mstart[x] = s->mstart[n];
-        d->mend[x] = s->mend[n];
-    }
-#undef MAPN
-}
-
-/* Copies the groups with a kept participant, each participant chain in its order. */
-static void
-fold_groups(dfg *d, const dfg *s, const fold_maps *m)
-{
-    for (int32_t q = 0; q < s->n_groups; q++) {
-        int32_t k = m->grp[q];
-        if (k < 0)
-            continue;
-        d->grp_op[k] = s->grp_op[q];
-        d->grp_nranks[k] = s->grp_nranks[q];
-        d->grp_bytes[k] = s->grp_bytes[q];
-        d->grp_dur[k] = s->grp_dur[q];
-        d->grp_mdur[k] = s->grp_mdur[q];
-        d->grp_comm[k] = s->grp_comm[q];
-        d->grp_seq[k] = s->grp_seq[q];
-        d->grp_first[k] = -1;
-        d->grp_members[k] = 0;
-        int32_t tail = -1;
-        for (int32_t p = s->grp_first[q]; p >= 0; p = s->next_in_group[p]) {
-            int32_t x = m->node[p];
-            if (x < 0)
-                continue;
-            if (tail < 0)
-                d->grp_first[k] = x;
-            else
-                d->next_in_group[tail] = x;
-            tail = x;
-            d->grp_members[k]++;
-        }
-    }
-}
-
-/* Copies the kept ranks' iteration boundaries and the edges between kept nodes. Returns
- * 0 or -1. */
-static int
-fold_links(dfg *d, const dfg *s, const fold_maps *m, const int32_t *rep)
-{
-    int64_t k = 0;
-    for (int64_t i = 0; i < s->n_edges; i++) {
-        int32_t a = s->esrc[i], b = s->edst[i];
-        if (a < 0 || b < 0 || m->node[a] < 0 || m->node[b] < 0)
-            continue;
-        d->esrc[k] = m->node[a];
-        d->edst[k++] = m->node[b];
-    }
-    d->n_edges = k;
-    int32_t total = 0;
-    for (int32_t r = 0; r < s->n_ranks; r++)
-        if (rep[r] == r)
-            total += s->iter_off[r + 1] - s->iter_off[r];
-    d->iter_node = malloc((size_t)(total > 0 ? total : 1) * sizeof *d->iter_node);
-    if (!d->iter_node)
-        return -1;
-    int32_t off = 0;
-    for (int32_t r = 0; r < s->n_ranks; r++) {
-        d->iter_off[r] = off;
-        if (rep[r] != r)
-            continue;
-        for (int32_t i = s->iter_off[r]; i < s->iter_off[r + 1]; i++)
-            d->iter_node[off++] = s->iter_node[i] >= 0 ? m->node[s->iter_node[i]] : -1;
-    }
-    d->iter_off[s->n_ranks] = off;
-    d->n_iter_nodes = off;
-    return 0;
-}
-
-int
-dfg_fold(dfg *d, const dfg *s, const int32_t *rep, const int32_t *weight, const uint8_t *apart)
-{
-    int rc = dfg_init(d, s->n_ranks);
-    fold_maps m = {malloc((size_t)(s->n_nodes > 0 ? s->n_nodes : 1) * sizeof *m.node),
-                   malloc((size_t)(s->n_res > 0 ? s->n_res : 1) * sizeof *m.res),
-                   malloc((size_t)(s->n_groups > 0 ? s->n_groups : 1) * sizeof *m.grp)};
-    int32_t nn = 0, nr = 0, ng = 0;
-    if (rc != 0 || !m.node || !m.res || !m.grp)
-        rc = -1;
-    for (int32_t q = 0; rc == 0 && q < s->n_res; q++) {
-        int32_t r = s->res_rank[q];
-        m.res[q] = r >= 0 && r < s->n_ranks && rep[r] == r ? nr++ : -1;
-    }
-    for (int32_t n = 0; rc == 0 && n < s->n_nodes; n++)
-        m.node[n] = !(s->flags[n] & DFG_F_REMOVED) && m.res[s->res[n]] >= 0 ? nn++ : -1;
-    for (int32_t q = 0; rc == 0 && q < s->n_groups; q++) {
-        m.grp[q] = -1;
-        for (int32_t p = s->grp_first[q]; p >= 0 && m.grp[q] < 0; p = s->next_in_group[p])
-            if (m.node[p] >= 0)
-                m.grp[q] = ng++;
-    }
-    if (rc == 0 && (dfg_reserve(d, nn > 0 ? nn : 1, s->n_edges > 0 ? s->n_edges : 1) != 0 ||
-                    reserve_groups(d, ng) != 0 || reserve_res(d, nr) != 0))
-        rc = -1;
-    if (rc == 0) {
-        d->n_nodes = nn;
-        d->n_res = nr;
-        d->n_groups = ng;
-        fold_nodes(d, s, &m);
-        fold_groups(d, s, &m);
-        rc = fold_links(d, s, &m, rep);
-    }
-    if (rc == 0) {
-        strtab_free(&d->strings);
-        rc = strtab_clone(&d->strings, &s->strings);
-    }
-    if (rc == 0) {
-        size_t nrk = (size_t)(s->n_ranks > 0 ? s->n_ranks : 1);
-        d->rank_rep = malloc(nrk * sizeof *d->rank_rep);
-        d->rank_weight = malloc(nrk * sizeof *d->rank_weight);
-        d->rank_apart = calloc(nrk, sizeof *d->rank_apart);
-        if (!d->rank_rep || !d->rank_weight || !d->rank_apart)
-            rc = -1;
-    }
-    if (rc == 0) {
-        memcpy(d->rank_rep, rep, (size_t)s->n_ranks * sizeof *rep);
-        memcpy(d->rank_weight, weight, (size_t)s->n_ranks * sizeof *weight);
-        if (apart)
-            memcpy(d->rank_apart, apart, (size_t)s->n_ranks);
-        dfg_job_sizes(s, &d->job_nodes, &d->job_edges, &d->job_groups);
-    }
-    free(m.node);
-    free(m.res);
-    free(m.grp);
-    if (rc != 0)
-        dfg_free(d);
-    return rc;
-}
-
-void
-dfg_job_sizes(const dfg *g, int64_t *nodes, int64_t *edges, int32_t *groups)
-{
-    if (g->rank_rep && g->job_nodes > 0) {
-        *nodes = g->job_nodes;
-        *edges = g->job_edges;
-        *groups = g->job_groups;
-        return;
-    }
-    *nodes = dfg_live_nodes(g);
-    *edges = g->n_edges;
-    *groups = g->n_groups;
-}
-
-void
-dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
-{
-    size_t per_node = sizeof *g->kind + sizeof *g->flags + sizeof *g->res + sizeof *g->name +
-                      sizeof *g->dur + sizeof *g->gap + sizeof *g->lat + sizeof *g->launch +
-                      sizeof *g->group + sizeof *g->next_in_group + sizeof *g->prev_on_res +
-                      sizeof *g->next_on_res + sizeof *g->bytes + sizeof *g->mstart +
-                      sizeof *g->mend;
-    double nb = (double)per_node * (double)g->cap_nodes;
-    double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;
-    if (g->finalized) {
-        nb += (double)(sizeof *g->succ_off + sizeof *g->launched_off) * ((double)g->n_nodes + 1) +
-              (double)sizeof *g->launched * (double)g->launched_off[g->n_nodes];
-        eb += (double)sizeof *g->succ * (double)g->n_edges;
-    }
-    if (node_bytes)
-        *node_bytes = g->n_nodes > 0 ? nb / g->n_nodes : 0;
-    if (edge_bytes)
-        *edge_bytes = g->n_edges > 0 ? eb / (double)g->n_edges : 0;
 }

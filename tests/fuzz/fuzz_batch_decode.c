@@ -1,6 +1,6 @@
 /*
- * fuzz_batch_decode.c: libFuzzer target for the batch decoder (schemas/codec.c), the
- * parser of what a trace file's batches hold.
+ * fuzz_batch_decode.c: libFuzzer target for the batch decoder (schemas/codec_decode.c),
+ * the parser of what a trace file's batches hold.
  *
  * Input byte 0 picks the path: odd, the rest is a raw protobuf batch that the target
  * compresses itself (so the fuzzer explores protobuf and column validation directly);

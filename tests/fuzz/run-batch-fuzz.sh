@@ -26,8 +26,8 @@ grep -q '^#define HAVE_LIBDEFLATE 1' "$b/config.h" 2>/dev/null &&
     deflate_libs=$(pkg-config --libs libdeflate 2>/dev/null || echo -ldeflate)
 "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I"$b" -I"$s/schemas" -I"$b/schemas" $(pkg-config --cflags libprotobuf-c) \
-    "$s/tests/fuzz/fuzz_batch_decode.c" "$s/schemas/codec.c" "$s/schemas/names.c" \
-    "$s/schemas/deflate.c" "$b/schemas/trace.pb-c.c" \
+    "$s/tests/fuzz/fuzz_batch_decode.c" "$s/schemas/codec.c" "$s/schemas/codec_decode.c" \
+    "$s/schemas/names.c" "$s/schemas/deflate.c" "$b/schemas/trace.pb-c.c" \
     -o "$out/fuzz_batch_decode" $(pkg-config --libs libprotobuf-c) $deflate_libs -lz || exit 1
 "$out/fuzz_batch_decode" "$out/corpus" -max_total_time="$secs" -max_len=4096 -timeout=10 \
     -rss_limit_mb=1024 -artifact_prefix="$out/" -print_final_stats=1 2> "$out/fuzz.log"

@@ -3,10 +3,20 @@
 # the fuzz target's bounded run (`make fuzz-import`, not part of `make check`).
 if HAVE_YAJL
 check_PROGRAMS += tests/import/test_import_kineto
-tests_import_test_import_kineto_SOURCES = tests/import/test_import_kineto.c
+tests_import_test_import_kineto_SOURCES = tests/import/test_import_kineto.c \
+	tests/import/kineto_sample.h
 tests_import_test_import_kineto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/import
 tests_import_test_import_kineto_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
 	$(PTHREAD_LIBS)
+# test_import_pipeline: the writer hand-off (writer thread against inline, a writer error
+# on its thread, an importer freed early) and the whitespace pre-pass.
+check_PROGRAMS += tests/import/test_import_pipeline
+tests_import_test_import_pipeline_SOURCES = tests/import/test_import_pipeline.c \
+	tests/import/kineto_sample.h
+tests_import_test_import_pipeline_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/import
+tests_import_test_import_pipeline_LDADD = tools/libdproimport.la $(DPROTRACE_LINK) \
+	$(PTHREAD_LIBS)
+TESTS += tests/import/test_import_pipeline
 # test_import_limits: long strings cost linear work and are refused while read; values
 # that would overflow downstream arithmetic are refused or clamped.
 check_PROGRAMS += tests/import/test_import_limits

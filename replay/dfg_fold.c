@@ -1,0 +1,214 @@
+/* dfg_fold.c: the graph of a job's rank classes (dfg_fold: one representative rank per
+ * class of alike ranks), the job's sizes and the memory accounting (see dfg.h). */
+#include "dfg.h"
+#include "dfg_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- rank classes -------------------------------------------------------------------- */
+
+/* Maps of a fold: old id -> new id, -1 dropped. */
+typedef struct fold_maps {
+    int32_t *node, *res, *grp;
+} fold_maps;
+
+/* Copies the kept resources and nodes of s into d (sized by the caller). */
+static void
+fold_nodes(dfg *d, const dfg *s, const fold_maps *m)
+{
+    for (int32_t q = 0; q < s->n_res; q++) {
+        int32_t x = m->res[q];
+        if (x < 0)
+            continue;
+        d->res_kind[x] = s->res_kind[q];
+        d->res_rank[x] = s->res_rank[q];
+        d->res_id[x] = s->res_id[q];
+        d->res_label[x] = s->res_label[q];
+        d->res_first[x] = s->res_first[q] >= 0 ? m->node[s->res_first[q]] : -1;
+        d->res_last[x] = s->res_last[q] >= 0 ? m->node[s->res_last[q]] : -1;
+    }
+#define MAPN(v) ((v) >= 0 ? m->node[(v)] : -1)
+    for (int32_t n = 0; n < s->n_nodes; n++) {
+        int32_t x = m->node[n];
+        if (x < 0)
+            continue;
+        d->kind[x] = s->kind[n];
+        d->flags[x] = s->flags[n];
+        d->res[x] = m->res[s->res[n]];
+        d->name[x] = s->name[n];
+        d->dur[x] = s->dur[n];
+        d->gap[x] = s->gap[n];
+        d->lat[x] = s->lat[n];
+        d->launch[x] = MAPN(s->launch[n]);
+        d->group[x] = s->group[n] >= 0 ? m->grp[s->group[n]] : -1;
+        d->next_in_group[x] = -1;
+        d->prev_on_res[x] = MAPN(s->prev_on_res[n]);
+        d->next_on_res[x] = MAPN(s->next_on_res[n]);
+        d->bytes[x] = s->bytes[n];
+        d->mstart[x] = s->mstart[n];
+        d->mend[x] = s->mend[n];
+    }
+#undef MAPN
+}
+
+/* Copies the groups with a kept participant, each participant chain in its order. */
+static void
+fold_groups(dfg *d, const dfg *s, const fold_maps *m)
+{
+    for (int32_t q = 0; q < s->n_groups; q++) {
+        int32_t k = m->grp[q];
+        if (k < 0)
+            continue;
+        d->grp_op[k] = s->grp_op[q];
+        d->grp_nranks[k] = s->grp_nranks[q];
+        d->grp_bytes[k] = s->grp_bytes[q];
+        d->grp_dur[k] = s->grp_dur[q];
+        d->grp_mdur[k] = s->grp_mdur[q];
+        d->grp_comm[k] = s->grp_comm[q];
+        d->grp_seq[k] = s->grp_seq[q];
+        d->grp_first[k] = -1;
+        d->grp_members[k] = 0;
+        int32_t tail = -1;
+        for (int32_t p = s->grp_first[q]; p >= 0; p = s->next_in_group[p]) {
+            int32_t x = m->node[p];
+            if (x < 0)
+                continue;
+            if (tail < 0)
+                d->grp_first[k] = x;
+            else
+                d->next_in_group[tail] = x;
+            tail = x;
+            d->grp_members[k]++;
+        }
+    }
+}
+
+/* Copies the kept ranks' iteration boundaries and the edges between kept nodes. Returns
+ * 0 or -1. */
+static int
+fold_links(dfg *d, const dfg *s, const fold_maps *m, const int32_t *rep)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < s->n_edges; i++) {
+        int32_t a = s->esrc[i], b = s->edst[i];
+        if (a < 0 || b < 0 || m->node[a] < 0 || m->node[b] < 0)
+            continue;
+        d->esrc[k] = m->node[a];
+        d->edst[k++] = m->node[b];
+    }
+    d->n_edges = k;
+    int32_t total = 0;
+    for (int32_t r = 0; r < s->n_ranks; r++)
+        if (rep[r] == r)
+            total += s->iter_off[r + 1] - s->iter_off[r];
+    d->iter_node = malloc((size_t)(total > 0 ? total : 1) * sizeof *d->iter_node);
+    if (!d->iter_node)
+        return -1;
+    int32_t off = 0;
+    for (int32_t r = 0; r < s->n_ranks; r++) {
+        d->iter_off[r] = off;
+        if (rep[r] != r)
+            continue;
+        for (int32_t i = s->iter_off[r]; i < s->iter_off[r + 1]; i++)
+            d->iter_node[off++] = s->iter_node[i] >= 0 ? m->node[s->iter_node[i]] : -1;
+    }
+    d->iter_off[s->n_ranks] = off;
+    d->n_iter_nodes = off;
+    return 0;
+}
+
+int
+dfg_fold(dfg *d, const dfg *s, const int32_t *rep, const int32_t *weight, const uint8_t *apart)
+{
+    int rc = dfg_init(d, s->n_ranks);
+    fold_maps m = {malloc((size_t)(s->n_nodes > 0 ? s->n_nodes : 1) * sizeof *m.node),
+                   malloc((size_t)(s->n_res > 0 ? s->n_res : 1) * sizeof *m.res),
+                   malloc((size_t)(s->n_groups > 0 ? s->n_groups : 1) * sizeof *m.grp)};
+    int32_t nn = 0, nr = 0, ng = 0;
+    if (rc != 0 || !m.node || !m.res || !m.grp)
+        rc = -1;
+    for (int32_t q = 0; rc == 0 && q < s->n_res; q++) {
+        int32_t r = s->res_rank[q];
+        m.res[q] = r >= 0 && r < s->n_ranks && rep[r] == r ? nr++ : -1;
+    }
+    for (int32_t n = 0; rc == 0 && n < s->n_nodes; n++)
+        m.node[n] = !(s->flags[n] & DFG_F_REMOVED) && m.res[s->res[n]] >= 0 ? nn++ : -1;
+    for (int32_t q = 0; rc == 0 && q < s->n_groups; q++) {
+        m.grp[q] = -1;
+        for (int32_t p = s->grp_first[q]; p >= 0 && m.grp[q] < 0; p = s->next_in_group[p])
+            if (m.node[p] >= 0)
+                m.grp[q] = ng++;
+    }
+    if (rc == 0 && (dfg_reserve(d, nn > 0 ? nn : 1, s->n_edges > 0 ? s->n_edges : 1) != 0 ||
+                    dfg_reserve_groups(d, ng) != 0 || dfg_reserve_res(d, nr) != 0))
+        rc = -1;
+    if (rc == 0) {
+        d->n_nodes = nn;
+        d->n_res = nr;
+        d->n_groups = ng;
+        fold_nodes(d, s, &m);
+        fold_groups(d, s, &m);
+        rc = fold_links(d, s, &m, rep);
+    }
+    if (rc == 0) {
+        dfg_strtab_free(&d->strings);
+        rc = dfg_strtab_clone(&d->strings, &s->strings);
+    }
+    if (rc == 0) {
+        size_t nrk = (size_t)(s->n_ranks > 0 ? s->n_ranks : 1);
+        d->rank_rep = malloc(nrk * sizeof *d->rank_rep);
+        d->rank_weight = malloc(nrk * sizeof *d->rank_weight);
+        d->rank_apart = calloc(nrk, sizeof *d->rank_apart);
+        if (!d->rank_rep || !d->rank_weight || !d->rank_apart)
+            rc = -1;
+    }
+    if (rc == 0) {
+        memcpy(d->rank_rep, rep, (size_t)s->n_ranks * sizeof *rep);
+        memcpy(d->rank_weight, weight, (size_t)s->n_ranks * sizeof *weight);
+        if (apart)
+            memcpy(d->rank_apart, apart, (size_t)s->n_ranks);
+        dfg_job_sizes(s, &d->job_nodes, &d->job_edges, &d->job_groups);
+    }
+    free(m.node);
+    free(m.res);
+    free(m.grp);
+    if (rc != 0)
+        dfg_free(d);
+    return rc;
+}
+
+void
+dfg_job_sizes(const dfg *g, int64_t *nodes, int64_t *edges, int32_t *groups)
+{
+    if (g->rank_rep && g->job_nodes > 0) {
+        *nodes = g->job_nodes;
+        *edges = g->job_edges;
+        *groups = g->job_groups;
+        return;
+    }
+    *nodes = dfg_live_nodes(g);
+    *edges = g->n_edges;
+    *groups = g->n_groups;
+}
+
+void
+dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
+{
+    size_t per_node = sizeof *g->kind + sizeof *g->flags + sizeof *g->res + sizeof *g->name +
+                      sizeof *g->dur + sizeof *g->gap + sizeof *g->lat + sizeof *g->launch +
+                      sizeof *g->group + sizeof *g->next_in_group + sizeof *g->prev_on_res +
+                      sizeof *g->next_on_res + sizeof *g->bytes + sizeof *g->mstart +
+                      sizeof *g->mend;
+    double nb = (double)per_node * (double)g->cap_nodes;
+    double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;
+    if (g->finalized) {
+        nb += (double)(sizeof *g->succ_off + sizeof *g->launched_off) * ((double)g->n_nodes + 1) +
+              (double)sizeof *g->launched * (double)g->launched_off[g->n_nodes];
+        eb += (double)sizeof *g->succ * (double)g->n_edges;
+    }
+    if (node_bytes)
+        *node_bytes = g->n_nodes > 0 ? nb / g->n_nodes : 0;
+    if (edge_bytes)
+        *edge_bytes = g->n_edges > 0 ? eb / (double)g->n_edges : 0;
+}
