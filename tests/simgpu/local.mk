@@ -109,7 +109,9 @@ endif
 # <<<>>> launches, modules/libraries, attributes and occupancy.  See tests/simgpu/cu/.
 if HAVE_CUDA
 tests_simgpu_libsimgpu_la_SOURCES += tests/simgpu/core_module.c
-tests_simgpu_libcudart_la_SOURCES += tests/simgpu/cudart_module.c tests/simgpu/cudart_symbol.c
+tests_simgpu_libcudart_la_SOURCES += tests/simgpu/cudart_module.c tests/simgpu/cudart_symbol.c \
+	tests/simgpu/cudart_torch.c
+tests_simgpu_libcuda_la_SOURCES += tests/simgpu/cuda_driver_torch.c
 endif
 
 # The CUDA programs, built by the toolkit's nvcc against the stand-ins (-cudart shared
