@@ -31,7 +31,7 @@ endif
 
 if HAVE_PYTHON3
 # Stock torch on the simulated device: start, zeros, a cuBLAS GEMM, synchronise; plain and
-# under the collector (the trace's kernels, their launches, grids).
-dist_check_SCRIPTS += tests/torch/test_torch_basic.py
-TESTS += tests/torch/test_torch_basic.py
+# under the collector (the trace's kernels, their launches, grids); a 2-rank NCCL all_reduce.
+dist_check_SCRIPTS += tests/torch/test_torch_basic.py tests/torch/test_torch_allreduce.py
+TESTS += tests/torch/test_torch_basic.py tests/torch/test_torch_allreduce.py
 endif
