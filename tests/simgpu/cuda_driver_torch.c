@@ -32,6 +32,12 @@ drv_exit(struct simgpu_api *a, CUresult rc)
     simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##fn, #fn, &p__,  \
                      NULL)
 #define DRV_EXIT(rc) return drv_exit(&api__, (rc))
+/* cuInit, or the runtime's first call, initialises the driver. */
+#define NEED_INIT()                                                                                \
+    do {                                                                                           \
+        if (!simgpu_driver_is_init())                                                              \
+            DRV_EXIT(CUDA_ERROR_NOT_INITIALIZED);                                                  \
+    } while (0)
 
 static CUresult
 unsupported(const char *call)
@@ -54,6 +60,7 @@ cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
     CUresult rc = CUDA_SUCCESS;
     DRV_ENTER(cuDevicePrimaryCtxGetState, dev, flags, active);
+    NEED_INIT();
     if (!flags || !active)
         rc = CUDA_ERROR_INVALID_VALUE;
     else if (!valid_device(dev))
@@ -85,6 +92,7 @@ cuCtxPushCurrent(CUcontext ctx)
     int d;
     CUresult rc = CUDA_SUCCESS;
     DRV_ENTER(cuCtxPushCurrent_v2, ctx);
+    NEED_INIT();
     simgpu_init();
     d = ctx ? ctx_device(ctx) : -1;
     if (d < 0)
@@ -103,6 +111,7 @@ cuCtxPopCurrent(CUcontext *pctx)
 {
     CUresult rc = CUDA_SUCCESS;
     DRV_ENTER(cuCtxPopCurrent_v2, pctx);
+    NEED_INIT();
     simgpu_init();
     if (!t_ctx_depth)
         rc = CUDA_ERROR_INVALID_CONTEXT;
@@ -120,6 +129,7 @@ cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
     struct simgpu_stream *s;
     CUresult rc = CUDA_SUCCESS;
     DRV_ENTER(cuStreamGetCtx, hStream, pctx);
+    NEED_INIT();
     if (!pctx)
         rc = CUDA_ERROR_INVALID_VALUE;
     else if (simgpu_stream_resolve((cudaStream_t)hStream, 0, &s) != cudaSuccess)
@@ -135,6 +145,7 @@ cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
     struct cudaDeviceProp p;
     CUresult rc = CUDA_SUCCESS;
     DRV_ENTER(cuDeviceGetUuid_v2, uuid, dev);
+    NEED_INIT();
     if (!uuid)
         rc = CUDA_ERROR_INVALID_VALUE;
     else if (!valid_device(dev))
@@ -203,6 +214,7 @@ cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
     int dev;
     CUresult rc = CUDA_SUCCESS;
     DRV_ENTER(cuMemGetAddressRange_v2, pbase, psize, dptr);
+    NEED_INIT();
     if (simgpu_memory_range((void *)(uintptr_t)dptr, &base, &bytes, &dev) !=
         CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
         rc = CUDA_ERROR_NOT_FOUND;
@@ -223,6 +235,7 @@ cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr
     int dev = 0, kind;
     CUresult rc = CUDA_SUCCESS;
     DRV_ENTER(cuPointerGetAttribute, data, attribute, ptr);
+    NEED_INIT();
     if (!data)
         DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
     kind = simgpu_memory_range((void *)(uintptr_t)ptr, &base, &bytes, &dev);

@@ -244,3 +244,15 @@ tests_simgpu_test_nccl_api_LDADD = tests/simgpu/libcudart.la tests/simgpu/libncc
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 TESTS += tests/simgpu/test_cupti_api tests/simgpu/test_nccl_api.sh
 endif
+
+# The libcudart and libcuda calls torch makes beyond the other tests' (cudart_torch.c,
+# cuda_driver_torch.c).
+if HAVE_CUDA
+check_PROGRAMS += tests/simgpu/test_torch_api
+tests_simgpu_test_torch_api_SOURCES = tests/simgpu/test_torch_api.c tests/simgpu/simgpu_check.h
+tests_simgpu_test_torch_api_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_torch_api_LDFLAGS = -no-install
+tests_simgpu_test_torch_api_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcuda.la \
+	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
+TESTS += tests/simgpu/test_torch_api
+endif
