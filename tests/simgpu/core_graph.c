@@ -111,6 +111,16 @@ simgpu_capture_graph(struct simgpu_stream *s)
     return g;
 }
 
+int
+simgpu_graph_node_count(struct simgpu_graph *g)
+{
+    int n;
+    pthread_mutex_lock(&g_lock);
+    n = g->nops;
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
 struct simgpu_graph *
 simgpu_graph_lookup(void *h)
 {

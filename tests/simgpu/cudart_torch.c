@@ -516,7 +516,7 @@ cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
     RT_EXIT(unsupported("cudaStreamBeginCaptureToGraph"));
 }
 
-/* ---- graphs: instantiation with flags; node-level calls are not supported -------------- */
+/* ---- graphs: instantiation with flags, the node count; node handles are not supported ---- */
 cudaError_t CUDARTAPI
 cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
                               unsigned long long flags)
@@ -544,8 +544,18 @@ cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
 cudaError_t CUDARTAPI
 cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes)
 {
+    struct simgpu_graph *g;
     RT_ENTER(cudaGraphGetNodes, v10000, graph, nodes, numNodes);
-    RT_EXIT(unsupported("cudaGraphGetNodes"));
+    g = simgpu_graph_lookup(graph);
+    if (!numNodes)
+        RT_EXIT(cudaErrorInvalidValue);
+    if (!g)
+        RT_EXIT(cudaErrorInvalidResourceHandle);
+    /* The count (what PyTorch asks after a capture); the graph has no node handles. */
+    if (nodes)
+        RT_EXIT(unsupported("cudaGraphGetNodes(node handles)"));
+    *numNodes = (size_t)simgpu_graph_node_count(g);
+    RT_EXIT(cudaSuccess);
 }
 
 cudaError_t CUDARTAPI

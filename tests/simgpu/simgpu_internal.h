@@ -225,6 +225,8 @@ cudaError_t simgpu_capture_end(struct simgpu_stream *s, struct simgpu_graph **ou
 int simgpu_capture_status(struct simgpu_stream *s);
 /* The graph `s` is being captured into (also the capture's id), or NULL. */
 struct simgpu_graph *simgpu_capture_graph(struct simgpu_stream *s);
+/* The operations (nodes) captured into g so far. */
+int simgpu_graph_node_count(struct simgpu_graph *g);
 /* Makes an executable graph: internal streams for the branches, internal events. */
 cudaError_t simgpu_graph_instantiate(struct simgpu_graph_exec **out, struct simgpu_graph *g);
 /* Enqueues the captured work on s (branches on internal streams, joined back). */

@@ -129,7 +129,12 @@ main(void)
     CHECK_CUDA(cudaGraphLaunch(x, s));
     CHECK_CUDA(cudaStreamSynchronize(s));
     CHECK_CUDA(cudaGraphExecDestroy(x));
-    CHECK(cudaGraphGetNodes(g, NULL, &nd) == cudaErrorNotSupported);
+    CHECK_CUDA(cudaGraphGetNodes(g, NULL, &nd));
+    CHECK(nd == 1);
+    {
+        cudaGraphNode_t nodes[2];
+        CHECK(cudaGraphGetNodes(g, nodes, &nd) == cudaErrorNotSupported);
+    }
     CHECK_CUDA(cudaGraphDestroy(g));
     CHECK_CUDA(cudaThreadExchangeStreamCaptureMode(&mode));
     CHECK(mode == cudaStreamCaptureModeGlobal);

@@ -6,7 +6,10 @@ same script runs under dpro-run and the trace must hold the memset, the two rand
 kernels and the one GEMM (named as cuBLAS names it on the device, on a grid of 128x128
 tiles: 4 blocks), each kernel linked to the launch call that made it with the grid and
 block that call gave (nvcc's __cudaPushCallConfiguration / __cudaPopCallConfiguration for
-torch's own kernels).  Skips (77) without venv/ (make venv) or with DPRO_TORCH=0."""
+torch's own kernels).  Then a small MLP trains 3 SGD steps (nn.Linear's addmm on cuBLASLt,
+autograd, the caching allocator), is captured into a CUDA graph (torch.cuda.graph: capture
+info, capture mode, instantiation, the node count) and replayed, and runs under bf16
+autocast.  Skips (77) without venv/ (make venv) or with DPRO_TORCH=0."""
 import json
 import os
 import shutil
@@ -39,6 +42,34 @@ SCRIPT = ("import torch; print(torch.cuda.is_available(), torch.cuda.device_coun
           "x = torch.zeros(4, device='cuda'); "
           "y = torch.randn(256, 256, device='cuda') @ torch.randn(256, 256, device='cuda'); "
           "torch.cuda.synchronize(); print('ok')")
+
+TRAIN = r"""
+import torch
+m = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)).cuda()
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+x = torch.randn(32, 64, device="cuda")
+for i in range(3):
+    m(x).float().pow(2).mean().backward()
+    opt.step()
+    opt.zero_grad()
+torch.cuda.synchronize()
+print("train", torch.cuda.max_memory_allocated(), torch.cuda.memory_reserved())
+g = torch.cuda.CUDAGraph()
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    y = m(x)
+torch.cuda.current_stream().wait_stream(s)
+with torch.cuda.graph(g):
+    y = m(x)
+g.replay()
+torch.cuda.synchronize()
+print("graph")
+with torch.autocast("cuda", dtype=torch.bfloat16):
+    z = m(x)
+torch.cuda.synchronize()
+print("autocast", z.dtype)
+"""
 
 failures = 0
 
@@ -121,6 +152,19 @@ try:
         print("the collector saw %d kernels, %d launches" % (len(kernels), len(launches)))
 finally:
     shutil.rmtree(out, ignore_errors=True)
+
+# 3. training steps, a CUDA graph, autocast
+r = subprocess.run([simrun, "-n", "1", "--timeout", "60", "--", venv_py, "-c", TRAIN], env=env,
+                   capture_output=True, text=True, timeout=120)
+got = r.stdout.split()
+if check(r.returncode == 0 and got[:1] == ["train"] and len(got) >= 3,
+         "training steps (rc %d): %r %s" % (r.returncode, r.stdout, r.stderr[-3000:])):
+    peak, reserved = int(got[1]), int(got[2])
+    # the caching allocator: 2 MiB segments for small tensors, all of them held
+    check(0 < peak <= reserved and reserved % (2 << 20) == 0,
+          "max_memory_allocated %d, memory_reserved %d" % (peak, reserved))
+check("graph" in got, "CUDA graph capture and replay: %r %s" % (r.stdout, r.stderr[-2000:]))
+check("torch.bfloat16" in got, "bf16 autocast: %r" % r.stdout)
 
 if failures:
     sys.exit(1)
