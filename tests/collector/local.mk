@@ -52,7 +52,8 @@ tests_collector_fake_torch_ext_la_LIBADD = tests/simgpu/libcudart.la tests/simgp
 # libcudart built once more under that name.
 check_LTLIBRARIES += tests/collector/libcudart-5f1c2a9e.la tests/collector/fake-torch-ext-bundled.la
 tests_collector_libcudart_5f1c2a9e_la_SOURCES = tests/simgpu/cudart.c tests/simgpu/cudart_launch.c \
-	tests/simgpu/cudart_module.c tests/simgpu/cudart_symbol.c
+	tests/simgpu/cudart_module.c tests/simgpu/cudart_symbol.c \
+	tests/simgpu/cudart_torch.c
 tests_collector_libcudart_5f1c2a9e_la_CPPFLAGS = $(COLLTEST_CPPFLAGS) -I$(top_srcdir)/tests/simgpu
 tests_collector_libcudart_5f1c2a9e_la_LDFLAGS = -rpath /nowhere -no-undefined -version-info 13:0:0 \
 	$(AM_LDFLAGS)

@@ -92,6 +92,20 @@ simgpu_init(void)
     pthread_once(&g_once, init_once);
 }
 
+static int g_driver_inited;
+
+void
+simgpu_driver_mark_init(void)
+{
+    __atomic_store_n(&g_driver_inited, 1, __ATOMIC_RELEASE);
+}
+
+int
+simgpu_driver_is_init(void)
+{
+    return __atomic_load_n(&g_driver_inited, __ATOMIC_ACQUIRE);
+}
+
 uint64_t
 simgpu_now_ns(void)
 {

@@ -102,6 +102,26 @@ simgpu_capture_status(struct simgpu_stream *s)
 }
 
 struct simgpu_graph *
+simgpu_capture_graph(struct simgpu_stream *s)
+{
+    struct simgpu_graph *g;
+    pthread_mutex_lock(&g_lock);
+    g = s->capture;
+    pthread_mutex_unlock(&g_lock);
+    return g;
+}
+
+int
+simgpu_graph_node_count(struct simgpu_graph *g)
+{
+    int n;
+    pthread_mutex_lock(&g_lock);
+    n = g->nops;
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
+struct simgpu_graph *
 simgpu_graph_lookup(void *h)
 {
     struct simgpu_graph *g = h;

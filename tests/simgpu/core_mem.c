@@ -167,6 +167,23 @@ simgpu_memory_kind(const void *p)
     return kind;
 }
 
+int
+simgpu_memory_range(const void *p, void **base, size_t *bytes, int *dev)
+{
+    struct simgpu_alloc *e;
+    int kind = -1;
+    pthread_mutex_lock(&g_lock);
+    e = alloc_find_locked(p, 0);
+    if (e) {
+        kind = e->kind;
+        *base = (void *)e->base;
+        *bytes = e->bytes;
+        *dev = e->dev;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return kind;
+}
+
 void
 simgpu_memory_usage(size_t *in_use, size_t *peak)
 {

@@ -22,7 +22,7 @@
 
 #include "simblas.h"
 
-#define HANDLE_MAGIC 0x43424c53U /* "CBLS" */
+#define HANDLE_MAGIC SIMBLAS_HANDLE_MAGIC
 
 struct cublasContext {
     uint32_t magic;

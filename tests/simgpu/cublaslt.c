@@ -128,10 +128,11 @@ attr_get(const struct attrs *a, uint32_t magic, unsigned id, void *buf, size_t s
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* A cuBLASLt handle, or a cuBLAS one used as such (what PyTorch does). */
 static int
 lt_ok(cublasLtHandle_t h)
 {
-    return h && h->magic == LT_MAGIC;
+    return h && (h->magic == LT_MAGIC || h->magic == SIMBLAS_HANDLE_MAGIC);
 }
 
 static struct attrs *
@@ -160,7 +161,7 @@ cublasLtCreate(cublasLtHandle_t *lightHandle)
 cublasStatus_t CUBLASWINAPI
 cublasLtDestroy(cublasLtHandle_t lightHandle)
 {
-    if (!lt_ok(lightHandle))
+    if (!lightHandle || lightHandle->magic != LT_MAGIC)
         return CUBLAS_STATUS_NOT_INITIALIZED;
     lightHandle->magic = 0;
     free(lightHandle);

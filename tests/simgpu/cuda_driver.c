@@ -89,7 +89,7 @@ drv_exit(struct simgpu_api *a, CUresult rc)
 #define DRV_EXIT(rc) return drv_exit(&api__, (rc))
 #define NEED_INIT()                                                                                \
     do {                                                                                           \
-        if (!g_inited)                                                                             \
+        if (!g_inited && !simgpu_driver_is_init())                                                 \
             DRV_EXIT(CUDA_ERROR_NOT_INITIALIZED);                                                  \
     } while (0)
 
@@ -101,6 +101,7 @@ cuInit(unsigned int Flags)
     if (Flags)
         DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
     g_inited = 1;
+    simgpu_driver_mark_init();
     DRV_EXIT(CUDA_SUCCESS);
 }
 
@@ -453,6 +454,26 @@ cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                   blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
     DRV_EXIT(f ? launch_impl(f, name, dur, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                              blockDimZ, sharedMemBytes, hStream, 1)
+               : CUDA_ERROR_INVALID_HANDLE);
+}
+
+/* A cooperative launch is a launch here: like the other driver launches, the grid's
+ * residency is not checked. */
+CUresult CUDAAPI
+cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                          unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                          unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                          void **kernelParams)
+{
+    const char *name = NULL;
+    uint64_t dur = 0;
+    simgpu_init();
+    if (f)
+        drv_kernel_lookup(f, &name, &dur);
+    DRV_ENTER_SYM(cuLaunchCooperativeKernel, name, f, gridDimX, gridDimY, gridDimZ, blockDimX,
+                  blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
+    DRV_EXIT(f ? launch_impl(f, name, dur, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                             blockDimZ, sharedMemBytes, hStream, 0)
                : CUDA_ERROR_INVALID_HANDLE);
 }
 

@@ -42,6 +42,7 @@ cudaError_t
 rt_exit(struct simgpu_api *a, cudaError_t rc)
 {
     int r = (int)rc;
+    simgpu_driver_mark_init();
     simgpu_api_exit(a, &r);
     return set_last(rc);
 }

@@ -109,7 +109,9 @@ endif
 # <<<>>> launches, modules/libraries, attributes and occupancy.  See tests/simgpu/cu/.
 if HAVE_CUDA
 tests_simgpu_libsimgpu_la_SOURCES += tests/simgpu/core_module.c
-tests_simgpu_libcudart_la_SOURCES += tests/simgpu/cudart_module.c tests/simgpu/cudart_symbol.c
+tests_simgpu_libcudart_la_SOURCES += tests/simgpu/cudart_module.c tests/simgpu/cudart_symbol.c \
+	tests/simgpu/cudart_torch.c
+tests_simgpu_libcuda_la_SOURCES += tests/simgpu/cuda_driver_torch.c
 endif
 
 # The CUDA programs, built by the toolkit's nvcc against the stand-ins (-cudart shared
@@ -241,4 +243,16 @@ tests_simgpu_test_nccl_api_LDFLAGS = -no-install
 tests_simgpu_test_nccl_api_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 TESTS += tests/simgpu/test_cupti_api tests/simgpu/test_nccl_api.sh
+endif
+
+# The libcudart and libcuda calls torch makes beyond the other tests' (cudart_torch.c,
+# cuda_driver_torch.c).
+if HAVE_CUDA
+check_PROGRAMS += tests/simgpu/test_torch_api
+tests_simgpu_test_torch_api_SOURCES = tests/simgpu/test_torch_api.c tests/simgpu/simgpu_check.h
+tests_simgpu_test_torch_api_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_torch_api_LDFLAGS = -no-install
+tests_simgpu_test_torch_api_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcuda.la \
+	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
+TESTS += tests/simgpu/test_torch_api
 endif

@@ -13,6 +13,10 @@
 
 #define SIMBLAS_HIDDEN __attribute__((visibility("hidden")))
 
+/* The magic number of a cublasHandle_t (cublas.c).  A cuBLAS handle is also a cuBLASLt
+ * handle: PyTorch's getCurrentCUDABlasLtHandle() casts its cuBLAS handle to one. */
+#define SIMBLAS_HANDLE_MAGIC 0x43424c53U /* "CBLS" */
+
 /* One BLAS operation: D (m x n) = op(A) (m x k) op(B) (k x n) [+ C], `batch` times.  `a`,
  * `b`, `c` are the element types of A, B and C/D, `tensor` is nonzero when the math runs
  * on tensor cores (fp16/bf16 inputs, or fp32 with TF32 allowed), `level` 3 for a GEMM, 2

@@ -49,6 +49,10 @@ extern struct simgpu_config simgpu_cfg;
 
 /* Reads the environment once (thread-safe, idempotent). */
 void simgpu_init(void);
+/* The driver is initialised by cuInit and, as the real runtime calls cuInit, by the first
+ * runtime call; the driver's calls answer CUDA_ERROR_NOT_INITIALIZED before. */
+void simgpu_driver_mark_init(void);
+int simgpu_driver_is_init(void);
 
 /* Sleeps until CLOCK_MONOTONIC reaches `deadline_ns` (returns at once if past). */
 void simgpu_sleep_until(uint64_t deadline_ns);
@@ -219,6 +223,10 @@ cudaError_t simgpu_capture_begin(struct simgpu_stream *s, int mode);
 cudaError_t simgpu_capture_end(struct simgpu_stream *s, struct simgpu_graph **out);
 /* 1 when `s` is being captured, else 0. */
 int simgpu_capture_status(struct simgpu_stream *s);
+/* The graph `s` is being captured into (also the capture's id), or NULL. */
+struct simgpu_graph *simgpu_capture_graph(struct simgpu_stream *s);
+/* The operations (nodes) captured into g so far. */
+int simgpu_graph_node_count(struct simgpu_graph *g);
 /* Makes an executable graph: internal streams for the branches, internal events. */
 cudaError_t simgpu_graph_instantiate(struct simgpu_graph_exec **out, struct simgpu_graph *g);
 /* Enqueues the captured work on s (branches on internal streams, joined back). */
@@ -242,6 +250,9 @@ cudaError_t simgpu_host_free(void *p);
 /* Kind of memory `p` points into: CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, _PINNED or
  * _PAGEABLE. */
 int simgpu_memory_kind(const void *p);
+/* The allocation `p` points into: its base, size and device; returns its CUPTI memory kind,
+ * or -1 (nothing set) when p is in no allocation of the device. */
+int simgpu_memory_range(const void *p, void **base, size_t *bytes, int *dev);
 /* Bytes of device memory in use and the peak, for the current device. */
 void simgpu_memory_usage(size_t *in_use, size_t *peak);
 

@@ -122,6 +122,14 @@ enqueue_gemm(cudaStream_t s, void *p)
         CHECK_BLAS(cublasLtMatmulPreferenceCreate(&pref));
         CHECK_BLAS(cublasLtMatmulPreferenceSetAttribute(
             pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+        if (g->h) {
+            /* A cuBLAS handle serves as a cuBLASLt one (PyTorch casts one to the other),
+             * but is not destroyed as one. */
+            CHECK_BLAS(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)g->h, d, la, lb, lc, lc,
+                                                      pref, 1, &res, &n));
+            CHECK(n == 1);
+            CHECK(cublasLtDestroy((cublasLtHandle_t)g->h) == CUBLAS_STATUS_NOT_INITIALIZED);
+        }
         CHECK_BLAS(cublasLtMatmulAlgoGetHeuristic(g->lt, d, la, lb, lc, lc, pref, 1, &res, &n));
         CHECK(n == 1 && res.state == CUBLAS_STATUS_SUCCESS && res.workspaceSize <= ws);
         CHECK(res.wavesCount > 0);

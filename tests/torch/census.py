@@ -17,7 +17,7 @@ with the same version node (an unversioned import: any default definition).
 libcuda.so.1 also gets the driver functions torch looks up by name at run time (c10's
 driver API table: dlsym on the dlopened libcuda.so.1, all at torch.cuda's first use;
 cudaGetDriverEntryPoint): the strings of libc10_cuda.so and libtorch_cuda.so that name a
-function of the driver stub, counted apart, not enforced.
+function of the driver stub, counted apart, enforced with libcuda.so.1.
 
 Prints one table line per library (imports, present, missing) and, with --missing, the
 missing names.  Exit status: 0; 1 when a library named in --enforce misses an import;
@@ -195,6 +195,11 @@ def main():
                   file=sys.stderr)
     n, have, miss = by_name
     print(f"{'libcuda.so.1 by name':<20} {n:>8} {have:>8} {len(miss):>8}  (looked up by name)")
+    if "libcuda.so.1" in enforce and miss:
+        rc = 1
+        print(f"census: libcuda.so.1: {len(miss)} functions torch looks up by name are missing "
+              f"from the stand-in: {' '.join(miss[:20])}{' ...' if len(miss) > 20 else ''}",
+              file=sys.stderr)
     if a.missing:
         for lib, _, _, missing, _ in rows:
             for m in missing:

@@ -28,3 +28,10 @@ if HAVE_PYTHON3
 dist_check_SCRIPTS += tests/torch/test_census.py tests/torch/test_torch_env.py
 TESTS += tests/torch/test_census.py tests/torch/test_torch_env.py
 endif
+
+if HAVE_PYTHON3
+# Stock torch on the simulated device: start, zeros, a cuBLAS GEMM, synchronise; plain and
+# under the collector (the trace's kernels, their launches, grids); a 2-rank NCCL all_reduce.
+dist_check_SCRIPTS += tests/torch/test_torch_basic.py tests/torch/test_torch_allreduce.py
+TESTS += tests/torch/test_torch_basic.py tests/torch/test_torch_allreduce.py
+endif

@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 # The stand-ins that export everything torch imports; grows as they are completed.
-ENFORCE = ["libnccl.so.2", "libcupti.so.13", "libcublas.so.13", "libcublasLt.so.13"]
+ENFORCE = ["libcudart.so.13", "libcuda.so.1", "libnccl.so.2", "libcupti.so.13", "libcublas.so.13",
+           "libcublasLt.so.13"]
 
 src = os.environ.get("top_srcdir", os.path.join(os.path.dirname(__file__), "..", ".."))
 build = os.environ.get("top_builddir", os.getcwd())
