@@ -412,8 +412,19 @@ kineto_source(const char *dir, long rank)
     return out;
 }
 
-int
-main(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct export_args {
+    const char *dir, *out;
+    chrome_options co;
+    replay_options ro;
+    int force, partial, kineto;
+    long rank;
+} export_args;
+
+/* Parses argv into a. Returns -1 to go on, or the exit status (0 after --help or
+ * --version, 2 on a usage error, said on stderr). */
+static int
+parse_args(int argc, char **argv, export_args *a)
 {
     static const struct option longopts[] = {
         {"chrome", required_argument, NULL, 'o'},
@@ -428,131 +439,156 @@ main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    const char *out = NULL;
-    chrome_options co = {0, -1, -1};
-    replay_options ro = {0};
-    ro.warmup = -1;
-    int force = 0, partial = 0, kineto = 0, c;
-    long rank = -1;
-    dpro_log_set_program(argv[0]);
-    while ((c = getopt_long(argc, argv, "o:ski:r:fhV", longopts, NULL)) != -1) {
+    int rc = -1, c;
+    while (rc < 0 && (c = getopt_long(argc, argv, "o:ski:r:fhV", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'o':
-            out = optarg;
+            a->out = optarg;
             break;
         case 's':
-            co.simulated = 1;
+            a->co.simulated = 1;
             break;
         case 'k':
-            kineto = 1;
+            a->kineto = 1;
             break;
-        case 'r': {
-            char *rend;
-            rank = strtol(optarg, &rend, 10);
-            if (*rend || rend == optarg || rank < 0) {
+        case 'r':
+            a->rank = strtol(optarg, &end, 10);
+            if (*end || end == optarg || a->rank < 0) {
                 pr_err("--rank wants a rank number, not '%s'", optarg);
-                return 2;
+                rc = 2;
             }
             break;
-        }
         case 'i': {
-            long a = strtol(optarg, &end, 10), b = a;
+            long first = strtol(optarg, &end, 10), last = first;
             if (*end == '-')
-                b = strtol(end + 1, &end, 10);
-            if (*end || a < 0 || b < a || end == optarg) {
+                last = strtol(end + 1, &end, 10);
+            if (*end || first < 0 || last < first || end == optarg) {
                 pr_err("--iterations wants A-B (e.g. 3-5), not '%s'", optarg);
-                return 2;
+                rc = 2;
             }
-            co.iter_first = (int32_t)a;
-            co.iter_last = (int32_t)b;
+            a->co.iter_first = (int32_t)first;
+            a->co.iter_last = (int32_t)last;
             break;
         }
         case 'J':
-            ro.job_id = optarg;
+            a->ro.job_id = optarg;
             break;
         case 'f':
-            force = 1;
+            a->force = 1;
             break;
         case 'P':
-            partial = 1;
+            a->partial = 1;
             break;
         case 'h':
             usage(stdout);
-            return 0;
+            rc = 0;
+            break;
         case 'V':
             printf("dpro-export (dpro) %s\n", PACKAGE_VERSION);
-            return 0;
+            rc = 0;
+            break;
         default:
             usage(stderr);
-            return 2;
+            rc = 2;
         }
     }
-    if (optind + 1 != argc || !out) {
+    if (rc < 0 && (optind + 1 != argc || !a->out)) {
         usage(stderr);
-        return 2;
+        rc = 2;
     }
-    const char *dir = argv[optind];
-    int to_stdout = strcmp(out, "-") == 0, status = 1;
-    if (kineto && (co.simulated || co.iter_first >= 0 || ro.job_id)) {
+    if (rc < 0)
+        a->dir = argv[optind];
+    if (rc < 0 && a->kineto && (a->co.simulated || a->co.iter_first >= 0 || a->ro.job_id)) {
         pr_err("--kineto writes a trace as it was recorded: not with --simulated, "
                "--iterations or --job");
-        return 2;
+        rc = 2;
     }
-    if (!kineto && rank >= 0) {
+    if (rc < 0 && !a->kineto && a->rank >= 0) {
         pr_err("--rank goes with --kineto");
-        return 2;
+        rc = 2;
     }
-    if (kineto) {
-        char *src = kineto_source(dir, rank);
-        if (!src || (!to_stdout && inputs_check_output(dir, out, force) != 0)) {
-            free(src);
-            return 1;
-        }
-        FILE *f = to_stdout ? stdout : inputs_open_output(dir, out, force);
+    return rc;
+}
+
+/* --kineto: one rank's trace written back as Kineto JSON. Returns the exit status. */
+static int
+run_kineto(const export_args *a)
+{
+    int to_stdout = strcmp(a->out, "-") == 0, status = 1;
+    char *src = kineto_source(a->dir, a->rank);
+    if (src && (to_stdout || inputs_check_output(a->dir, a->out, a->force) == 0)) {
+        FILE *f = to_stdout ? stdout : inputs_open_output(a->dir, a->out, a->force);
         if (f) {
             status = export_kineto(src, f);
             if (f != stdout && fclose(f) != 0)
                 status = 1;
             if (status)
-                pr_err("writing %s failed", out);
+                pr_err("writing %s failed", a->out);
         }
-        free(src);
-        return status;
     }
+    free(src);
+    return status;
+}
+
+/* Whether the Chrome trace's estimated size allows writing it (over WARN_BYTES: only with
+ * --force, said either way). */
+static int
+size_allowed(replay *rp, const export_args *a)
+{
+    uint64_t est = chrome_estimate_bytes(rp, &rp->graph, &rp->sim, &a->co);
+    if (est <= WARN_BYTES)
+        return 1;
+    int32_t nit = rp->iters && rp->job.n_ranks > 0 ? rp->iters[0].n - 1 : 0;
+    dpro_log(a->force ? DPRO_LOG_WARN : DPRO_LOG_ERROR, PR_FMT,
+             "the trace would be about %llu MB, too large for a browser to "
+             "open comfortably; choose a window, e.g. --iterations %d-%d (of %d)%s",
+             (unsigned long long)(est >> 20), rp->iter_first, rp->iter_first + 1, nit,
+             a->force ? "; writing anyway (--force)" : ", or pass --force");
+    return a->force;
+}
+
+/* The Chrome trace of the job (measured, or simulated). Returns the exit status. */
+static int
+run_chrome(export_args *a)
+{
+    int to_stdout = strcmp(a->out, "-") == 0, status = 1;
     replay rp;
     char err[2048];
-    if (replay_open(dir, &ro, &rp, err, sizeof err) != 0) {
+    if (replay_open(a->dir, &a->ro, &rp, err, sizeof err) != 0) {
         pr_err("%s", err);
         return 1;
     }
-    if (inputs_check_read(&rp, dir, partial) != 0 || check_window(&rp, &co) != 0 ||
-        (!to_stdout && inputs_check_output(dir, out, force) != 0))
+    if (inputs_check_read(&rp, a->dir, a->partial) != 0 || check_window(&rp, &a->co) != 0 ||
+        (!to_stdout && inputs_check_output(a->dir, a->out, a->force) != 0))
         goto out;
-    if (co.simulated && replay_simulate(&rp) != 0) {
+    if (a->co.simulated && replay_simulate(&rp) != 0) {
         pr_err("out of memory simulating");
         goto out;
     }
-    uint64_t est = chrome_estimate_bytes(&rp, &rp.graph, &rp.sim, &co);
-    if (est > WARN_BYTES) {
-        int32_t nit = rp.iters && rp.job.n_ranks > 0 ? rp.iters[0].n - 1 : 0;
-        dpro_log(force ? DPRO_LOG_WARN : DPRO_LOG_ERROR, PR_FMT,
-                 "the trace would be about %llu MB, too large for a browser to "
-                 "open comfortably; choose a window, e.g. --iterations %d-%d (of %d)%s",
-                 (unsigned long long)(est >> 20), rp.iter_first, rp.iter_first + 1, nit,
-                 force ? "; writing anyway (--force)" : ", or pass --force");
-        if (!force)
-            goto out;
-    }
-    FILE *f = to_stdout ? stdout : inputs_open_output(dir, out, force);
+    if (!size_allowed(&rp, a))
+        goto out;
+    FILE *f = to_stdout ? stdout : inputs_open_output(a->dir, a->out, a->force);
     if (f) {
-        status = chrome_export(&rp, &rp.graph, co.simulated ? &rp.sim : NULL, &co, f) != 0;
+        status = chrome_export(&rp, &rp.graph, a->co.simulated ? &rp.sim : NULL, &a->co, f) != 0;
         if (f != stdout && fclose(f) != 0)
             status = 1;
         if (status)
-            pr_err("writing %s failed", out);
+            pr_err("writing %s failed", a->out);
     }
 out:
     replay_close(&rp);
     return status;
+}
+
+int
+main(int argc, char **argv)
+{
+    export_args a = {.co = {0, -1, -1}, .rank = -1};
+    a.ro.warmup = -1;
+    dpro_log_set_program(argv[0]);
+    int rc = parse_args(argc, argv, &a);
+    if (rc < 0)
+        rc = a.kineto ? run_kineto(&a) : run_chrome(&a);
+    return rc;
 }
