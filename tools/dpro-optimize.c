@@ -216,6 +216,209 @@ bad_value(const char *opt, const char *arg)
     return 2;
 }
 
+/* What an option handler returns besides an exit status: go on, or the option is not its. */
+enum { OPT_NEXT = -1, OPT_NOT_MINE = -2 };
+
+/* The search's options (-m -s -k -b, --seed, --max-evals, --batch, --memory-margin).
+ * Returns OPT_NEXT, OPT_NOT_MINE or the exit status. */
+static int
+parse_search_option(int c, const char *arg, search_options *so)
+{
+    long lv;
+    int rc = OPT_NEXT;
+
+    switch (c) {
+    case 'm':
+        if (parse_size(arg, &so->memory_budget) != 0 || so->memory_budget <= 0)
+            rc = bad_value("memory-budget", arg);
+        break;
+    case 's':
+        if (parse_families(arg, &so->families) != 0) {
+            pr_err("--strategies takes fusion,tensor,memory");
+            rc = 2;
+        }
+        break;
+    case 'k':
+        if (parse_long(arg, 1, &lv) != 0 || lv > 100)
+            rc = bad_value("top", arg);
+        else
+            so->top_k = (int32_t)lv;
+        break;
+    case 1:
+        if (parse_long(arg, 0, &lv) != 0)
+            rc = bad_value("seed", arg);
+        else
+            so->seed = (uint64_t)lv;
+        break;
+    case 'b':
+        if (parse_double(arg, 0.001, &so->budget_s) != 0)
+            rc = bad_value("budget-s", arg);
+        break;
+    case 2:
+        if (parse_long(arg, 1, &lv) != 0)
+            rc = bad_value("max-evals", arg);
+        else
+            so->max_evals = lv;
+        break;
+    case 3:
+        if (parse_long(arg, 1, &lv) != 0 || lv > 1 << 30)
+            rc = bad_value("batch", arg);
+        else
+            so->batch = (int32_t)lv;
+        break;
+    case 9:
+        if (parse_double(arg, 0, &so->memory_margin) != 0 || so->memory_margin >= 1)
+            rc = bad_value("memory-margin", arg);
+        break;
+    default:
+        rc = OPT_NOT_MINE;
+        break;
+    }
+    return rc;
+}
+
+/* The replay's options (-n -w, --job, --jobs, --collective-model).
+ * Returns OPT_NEXT, OPT_NOT_MINE or the exit status. */
+static int
+parse_replay_option(int c, const char *arg, replay_options *ro)
+{
+    long lv;
+    int rc = OPT_NEXT;
+
+    switch (c) {
+    case 'n':
+        if (parse_long(arg, 1, &lv) != 0 || lv > 1 << 30)
+            rc = bad_value("iterations", arg);
+        else
+            ro->iterations = (int32_t)lv;
+        break;
+    case 'w':
+        if (parse_long(arg, 0, &lv) != 0 || lv > 1 << 30)
+            rc = bad_value("warmup", arg);
+        else
+            ro->warmup = (int32_t)lv;
+        break;
+    case 4:
+        ro->job_id = arg;
+        break;
+    case 11:
+        if (parse_long(arg, 1, &lv) != 0 || lv > 1 << 20)
+            rc = bad_value("jobs", arg);
+        else
+            ro->jobs = (int)lv;
+        break;
+    case 12:
+        if (strcmp(arg, "piecewise") != 0 && strcmp(arg, "alpha-beta") != 0)
+            rc = bad_value("collective-model", arg);
+        else
+            ro->coll_ab = strcmp(arg, "alpha-beta") == 0;
+        break;
+    default:
+        rc = OPT_NOT_MINE;
+        break;
+    }
+    return rc;
+}
+
+/* The workload models' options (--short-kernel-us, --kernel-fixed-us, --recompute-keep,
+ * --fusion-model, --contention). Returns OPT_NEXT, OPT_NOT_MINE or the exit status. */
+static int
+parse_workload_option(int c, const char *arg, workload_options *wo)
+{
+    int rc = OPT_NEXT;
+
+    switch (c) {
+    case 5:
+        if (parse_double(arg, 0, &wo->short_kernel_us) != 0)
+            rc = bad_value("short-kernel-us", arg);
+        break;
+    case 6:
+        if (parse_double(arg, 0, &wo->kernel_fixed_us) != 0)
+            rc = bad_value("kernel-fixed-us", arg);
+        break;
+    case 7:
+        if (parse_double(arg, 0.001, &wo->recompute_keep) != 0 || wo->recompute_keep > 1)
+            rc = bad_value("recompute-keep", arg);
+        break;
+    case 13:
+        if (strcmp(arg, "hinge") != 0 && strcmp(arg, "fixed") != 0)
+            rc = bad_value("fusion-model", arg);
+        else
+            wo->fusion_fixed = strcmp(arg, "fixed") == 0;
+        break;
+    case 14:
+        if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0)
+            rc = bad_value("contention", arg);
+        else
+            wo->no_contention = strcmp(arg, "off") == 0;
+        break;
+    default:
+        rc = OPT_NOT_MINE;
+        break;
+    }
+    return rc;
+}
+
+/* The output and command options (-j -c -q -f -h -V, --what-if, --partial); an unknown
+ * option prints the usage. Returns OPT_NEXT or the exit status. */
+static int
+parse_command_option(int c, const char *arg, args *a)
+{
+    int rc = OPT_NEXT;
+
+    switch (c) {
+    case 'j':
+        a->json = 1;
+        break;
+    case 'c':
+        a->chrome = arg;
+        break;
+    case 8:
+        a->what_if = arg;
+        break;
+    case 'q':
+        a->quiet = 1;
+        break;
+    case 'f':
+        a->force = 1;
+        break;
+    case 10:
+        a->partial = 1;
+        break;
+    case 'h':
+        usage(stdout);
+        rc = 0;
+        break;
+    case 'V':
+        printf("dpro-optimize %s\n", PACKAGE_VERSION);
+        rc = 0;
+        break;
+    default:
+        usage(stderr);
+        rc = 2;
+        break;
+    }
+    return rc;
+}
+
+/* Sets *a to the command's defaults. */
+static void
+default_args(args *a)
+{
+    search_options *so = &a->so;
+
+    memset(a, 0, sizeof *a);
+    so->seed = 1;
+    so->budget_s = 10;
+    so->top_k = 5;
+    so->families = STRATEGY_ALL;
+    so->memory_margin = 0.05;
+    workload_default_options(&a->wo);
+    a->ro.warmup = -1;
+    a->ro.full_load = 1; /* the workload analyses read the first iteration and every
+                          * allocation, not only the compared iterations */
+}
+
 /* Parses the command line into *a. Returns -1 to go on, or the exit status. */
 static int
 parse_args(int argc, char **argv, args *a)
@@ -249,142 +452,29 @@ parse_args(int argc, char **argv, args *a)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    search_options *so = &a->so;
-    workload_options *wo = &a->wo;
-    long lv;
+    int rc = OPT_NEXT;
     int c;
 
-    memset(a, 0, sizeof *a);
-    so->seed = 1;
-    so->budget_s = 10;
-    so->top_k = 5;
-    so->families = STRATEGY_ALL;
-    so->memory_margin = 0.05;
-    workload_default_options(wo);
-    a->ro.warmup = -1;
-    a->ro.full_load = 1; /* the workload analyses read the first iteration and every
-                          * allocation, not only the compared iterations */
-    while ((c = getopt_long(argc, argv, "m:s:k:jc:fb:n:w:qhV", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'm':
-            if (parse_size(optarg, &so->memory_budget) != 0 || so->memory_budget <= 0)
-                return bad_value("memory-budget", optarg);
-            break;
-        case 's':
-            if (parse_families(optarg, &so->families) != 0) {
-                pr_err("--strategies takes fusion,tensor,memory");
-                return 2;
-            }
-            break;
-        case 'k':
-            if (parse_long(optarg, 1, &lv) != 0 || lv > 100)
-                return bad_value("top", optarg);
-            so->top_k = (int32_t)lv;
-            break;
-        case 'j':
-            a->json = 1;
-            break;
-        case 'c':
-            a->chrome = optarg;
-            break;
-        case 1:
-            if (parse_long(optarg, 0, &lv) != 0)
-                return bad_value("seed", optarg);
-            so->seed = (uint64_t)lv;
-            break;
-        case 'b':
-            if (parse_double(optarg, 0.001, &so->budget_s) != 0)
-                return bad_value("budget-s", optarg);
-            break;
-        case 2:
-            if (parse_long(optarg, 1, &lv) != 0)
-                return bad_value("max-evals", optarg);
-            so->max_evals = lv;
-            break;
-        case 3:
-            if (parse_long(optarg, 1, &lv) != 0 || lv > 1 << 30)
-                return bad_value("batch", optarg);
-            so->batch = (int32_t)lv;
-            break;
-        case 'n':
-            if (parse_long(optarg, 1, &lv) != 0 || lv > 1 << 30)
-                return bad_value("iterations", optarg);
-            a->ro.iterations = (int32_t)lv;
-            break;
-        case 'w':
-            if (parse_long(optarg, 0, &lv) != 0 || lv > 1 << 30)
-                return bad_value("warmup", optarg);
-            a->ro.warmup = (int32_t)lv;
-            break;
-        case 8:
-            a->what_if = optarg;
-            break;
-        case 9:
-            if (parse_double(optarg, 0, &so->memory_margin) != 0 || so->memory_margin >= 1)
-                return bad_value("memory-margin", optarg);
-            break;
-        case 4:
-            a->ro.job_id = optarg;
-            break;
-        case 5:
-            if (parse_double(optarg, 0, &wo->short_kernel_us) != 0)
-                return bad_value("short-kernel-us", optarg);
-            break;
-        case 6:
-            if (parse_double(optarg, 0, &wo->kernel_fixed_us) != 0)
-                return bad_value("kernel-fixed-us", optarg);
-            break;
-        case 7:
-            if (parse_double(optarg, 0.001, &wo->recompute_keep) != 0 || wo->recompute_keep > 1)
-                return bad_value("recompute-keep", optarg);
-            break;
-        case 'q':
-            a->quiet = 1;
-            break;
-        case 'f':
-            a->force = 1;
-            break;
-        case 10:
-            a->partial = 1;
-            break;
-        case 11:
-            if (parse_long(optarg, 1, &lv) != 0 || lv > 1 << 20)
-                return bad_value("jobs", optarg);
-            a->ro.jobs = (int)lv;
-            break;
-        case 12:
-            if (strcmp(optarg, "piecewise") != 0 && strcmp(optarg, "alpha-beta") != 0)
-                return bad_value("collective-model", optarg);
-            a->ro.coll_ab = strcmp(optarg, "alpha-beta") == 0;
-            break;
-        case 13:
-            if (strcmp(optarg, "hinge") != 0 && strcmp(optarg, "fixed") != 0)
-                return bad_value("fusion-model", optarg);
-            wo->fusion_fixed = strcmp(optarg, "fixed") == 0;
-            break;
-        case 14:
-            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
-                return bad_value("contention", optarg);
-            wo->no_contention = strcmp(optarg, "off") == 0;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        case 'V':
-            printf("dpro-optimize %s\n", PACKAGE_VERSION);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
+    default_args(a);
+    while (rc == OPT_NEXT &&
+           (c = getopt_long(argc, argv, "m:s:k:jc:fb:n:w:qhV", longopts, NULL)) != -1) {
+        rc = parse_search_option(c, optarg, &a->so);
+        if (rc == OPT_NOT_MINE)
+            rc = parse_replay_option(c, optarg, &a->ro);
+        if (rc == OPT_NOT_MINE)
+            rc = parse_workload_option(c, optarg, &a->wo);
+        if (rc == OPT_NOT_MINE)
+            rc = parse_command_option(c, optarg, a);
     }
-    if (optind + 1 != argc) {
+    if (rc == OPT_NEXT && optind + 1 != argc) {
         usage(stderr);
-        return 2;
+        rc = 2;
     }
-    so->progress = !a->quiet && isatty(2);
-    a->dir = argv[optind];
-    return -1;
+    if (rc == OPT_NEXT) {
+        a->so.progress = !a->quiet && isatty(2);
+        a->dir = argv[optind];
+    }
+    return rc;
 }
 
 /* Builds the workload of st->rp: memory estimate, kernel samples, the analysis of the

@@ -2,9 +2,16 @@
 # closed loop on tests/simgpu (profile ddp-sim, optimize, apply, measure; skipped
 # without CUDA headers), and the search benchmark (make bench).
 check_PROGRAMS += tests/optimizer/test_optimizer
-tests_optimizer_test_optimizer_SOURCES = tests/optimizer/test_optimizer.c
+tests_optimizer_test_optimizer_SOURCES = tests/optimizer/test_optimizer.c tests/optimizer/optjobs.c \
+	tests/optimizer/optjobs.h
 tests_optimizer_test_optimizer_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
 TESTS += tests/optimizer/test_optimizer
+# the learnt models: the fixed cost, the hinge, the contention correction
+check_PROGRAMS += tests/optimizer/test_optimizer_models
+tests_optimizer_test_optimizer_models_SOURCES = tests/optimizer/test_optimizer_models.c \
+	tests/optimizer/optjobs.c tests/optimizer/optjobs.h
+tests_optimizer_test_optimizer_models_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
+TESTS += tests/optimizer/test_optimizer_models
 if HAVE_PYTHON3
 # the documented --json keys of dpro-replay and dpro-optimize on a real (imported) trace
 dist_check_SCRIPTS += tests/optimizer/test_json_keys.py

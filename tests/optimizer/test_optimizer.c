@@ -11,6 +11,8 @@
  *     captured launch calls are not held by the launch queue (the capture copy), while
  *     plans that do not capture keep the queue;
  *   - the search is deterministic under a seed.
+ * The learnt models' tests (fixed cost, hinge, contention correction) are in
+ * test_optimizer_models.c.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -22,10 +24,9 @@
 #include "optimizer/search.h"
 #include "optimizer/strategy.h"
 #include "optimizer/workload.h"
+#include "tests/optimizer/optjobs.h"
 #include "tests/replay/synth.h"
 #include "tests/unit/testutil.h"
-
-#define US 1000
 
 static void
 test_memest(void)
@@ -82,48 +83,6 @@ test_memest(void)
     CHECK(memest_round_block(1) == 512);
     CHECK(memest_round_block((1 << 20) + 1) == (2 << 20));
     memest_free(&m);
-}
-
-/* One host thread launching, per iteration: G, s, s, s, G, s (G 100 us, s 10 us) on a
- * stream, launches of 5 us each, then a synchronisation; `iters` iterations. */
-static int
-build_fusion_job(dfg *g, int iters)
-{
-    if (dfg_init(g, 1) != 0)
-        return -1;
-    int32_t th = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, dfg_intern(g, "main"));
-    int32_t st = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, dfg_intern(g, "stream 7"));
-    int32_t nm_launch = dfg_intern(g, "cudaLaunchKernel");
-    int32_t nm_sync = dfg_intern(g, "cudaStreamSynchronize");
-    int32_t nm_g = dfg_intern(g, "gemm"), nm_s = dfg_intern(g, "elementwise");
-    int32_t *bounds = malloc(sizeof *bounds * (size_t)(iters + 1));
-    int32_t last = -1;
-    static const int pattern[] = {1, 0, 0, 0, 1, 0};
-    for (int it = 0; it <= iters; it++) {
-        for (int k = 0; k < 6; k++) {
-            int32_t h = dfg_add_node(g, DFG_HOST, th, nm_launch);
-            g->dur[h] = 5 * US;
-            if (k == 0)
-                bounds[it] = h;
-            if (it == iters)
-                break;
-            int32_t d = dfg_add_node(g, DFG_KERNEL, st, pattern[k] ? nm_g : nm_s);
-            g->dur[d] = pattern[k] ? 100 * US : 10 * US;
-            g->launch[d] = h;
-            g->lat[d] = 2 * US;
-            last = d;
-        }
-        if (it == iters)
-            break;
-        int32_t s = dfg_add_node(g, DFG_HOST, th, nm_sync);
-        g->flags[s] |= DFG_F_BLOCKING;
-        g->dur[s] = 1 * US;
-        if (dfg_add_edge(g, last, s) != 0)
-            return -1;
-    }
-    int rc = dfg_set_iterations(g, 0, bounds, iters + 1);
-    free(bounds);
-    return rc == 0 ? dfg_finalize(g) : -1;
 }
 
 static void
@@ -427,34 +386,6 @@ test_capture_queue(void)
     dfg_free(&g);
 }
 
-static int
-synth_job(dfg *g, int32_t ops, int32_t buckets)
-{
-    synth_params sp;
-    synth_defaults(&sp);
-    sp.ranks = 4;
-    sp.classes = 1;
-    sp.iterations = 3;
-    sp.ops_per_iter = ops;
-    sp.buckets = buckets;
-    sp.bucket_bytes = 4 << 20;
-    sp.coll_alpha_ns = 200 * US;
-    sp.coll_beta_bpns = 10;
-    return synth_dfg(&sp, g);
-}
-
-static void
-fit_model(costmodel *m)
-{
-    costmodel_sample s[] = {
-        {1, 4, 1 << 20, 200 * US + (1 << 20) / 10},
-        {1, 4, 4 << 20, 200 * US + (4 << 20) / 10},
-        {1, 4, 16 << 20, 200 * US + (16 << 20) / 10},
-    };
-    memset(m, 0, sizeof *m);
-    costmodel_fit_samples(m, s, 3);
-}
-
 static void
 test_tensor(void)
 {
@@ -503,53 +434,6 @@ test_tensor(void)
     CHECK(!strcmp(args, "--bucket-mb 25 --first-bucket-mb 1 --recompute 1-3,5 "
                         "--accum-steps 2 --batch 16"));
     CHECK(framework_ddp_sim.parse_args("--bogus", &q) != 0);
-    workload_free(&w);
-    sim_result_free(&res);
-    dfg_free(&g);
-}
-
-/* The contention correction (strategy.h): with a compute factor, a plan's kernels that
- * overlap transfers in its simulated schedule more than measured get longer, those that
- * overlap less get shorter; off (the default) or without a fitted factor, nothing moves. */
-static void
-test_contention_correction(void)
-{
-    dfg g;
-    costmodel m;
-    fit_model(&m);
-    REQUIRE(synth_job(&g, 200, 8) == 0);
-    workload w;
-    sim_result res;
-    memset(&res, 0, sizeof res);
-    REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
-    CHECK(w.opt.no_contention == 1);
-    strategy_plan p;
-    strategy_plan_baseline(&p);
-    p.bucket_cap = p.first_cap = 4; /* every unit alone */
-    strategy_eval plain, more, less, off;
-    CHECK(strategy_evaluate(&w, &p, &res, &plain) == 0);
-    int32_t kernels = 0;
-    for (int32_t d = 0; d < g.n_nodes; d++) /* the synthetic job has no measured times */
-        if (g.kind[d] == DFG_KERNEL) {
-            w.f_meas[d] = 0; /* as if no kernel overlapped a transfer in the trace */
-            kernels++;
-        }
-    CHECK(kernels > 0);
-    w.contention.comp.fitted = 1;
-    w.contention.comp.k = 0.5;
-    CHECK(strategy_evaluate(&w, &p, &res, &off) == 0); /* still off */
-    CHECK(off.iter_ns == plain.iter_ns);
-    w.opt.no_contention = 0;
-    CHECK(strategy_evaluate(&w, &p, &res, &more) == 0);
-    CHECK(more.iter_ns > plain.iter_ns);
-    for (int32_t d = 0; d < g.n_nodes; d++)
-        if (w.f_meas[d] >= 0)
-            w.f_meas[d] = 1; /* as if every kernel overlapped one */
-    CHECK(strategy_evaluate(&w, &p, &res, &less) == 0);
-    CHECK(less.iter_ns < plain.iter_ns);
-    w.contention.comp.fitted = 0; /* thin data: no factor */
-    CHECK(strategy_evaluate(&w, &p, &res, &off) == 0);
-    CHECK(off.iter_ns == plain.iter_ns);
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
@@ -730,166 +614,6 @@ test_search_deterministic(void)
     CHECK(a.evaluations <= 150);
     search_result_free(&a);
     search_result_free(&b);
-}
-
-/* The per-name hinge (workload_fit_hinges): a known truth flat below 65536 threads (a grid
- * that does not fill the device) and linear above is recovered, with its knee; a fusion
- * chain of three kernels in the flat part fuses into one kernel of the same time (the
- * fixed-cost formula would keep 3 t - 2 c0), and workload_analyze and strategy_evaluate use
- * it for the chains whose kernels have a hinge. */
-static double
-hinge_truth(double threads)
-{
-    return 4000 + 0.002 * (threads > 65536 ? threads : 65536);
-}
-
-static void
-test_hinge_fit(void)
-{
-    static const double threads[6] = {1024, 4096, 16384, 65536, 262144, 1048576};
-    workload_kernel_sample s[200];
-    size_t n = 0;
-    uint64_t rs = 99;
-    for (int rep = 0; rep < 9; rep++)
-        for (int k = 0; k < 6; k++) {
-            rs = rs * 6364136223846793005ULL + 1442695040888963407ULL;
-            double jitter = ((double)(rs >> 40) / (double)(1 << 24) - 0.5) * 0.02;
-            s[n++] = (workload_kernel_sample){
-                7, threads[k], (int64_t)(hinge_truth(threads[k]) * (1 + jitter)), 0, -1};
-        }
-    for (int rep = 0; rep < 5; rep++) /* one launch size: no hinge */
-        s[n++] = (workload_kernel_sample){8, 27648, 100000 + rep, 0, -1};
-    workload_hinge *h = NULL;
-    CHECK_EQ_U(workload_fit_hinges(s, n, &h), 1);
-    REQUIRE(h != NULL);
-    CHECK(h[0].key == 7 && h[0].sizes == 6);
-    CHECK_EQ_U((int64_t)h[0].ts, 65536);
-    CHECK(fabs(h[0].c0 - 4000) < 0.03 * 4000);
-    CHECK(fabs(h[0].c1 - 0.002) < 0.05 * 0.002);
-    for (int k = 0; k < 6; k++)
-        CHECK(fabs(workload_hinge_at(&h[0], threads[k]) - hinge_truth(threads[k])) <
-              0.02 * hinge_truth(threads[k]));
-    /* beyond the sizes seen: the line */
-    CHECK(fabs(workload_hinge_at(&h[0], 4194304) - hinge_truth(4194304)) <
-          0.03 * hinge_truth(4194304));
-    free(h);
-
-    /* in the optimizer: the fusion job's short kernels (10 us, 4096 threads each) get name
-     * 7's hinge; their chains of three fuse into one kernel of 10 us (flat part) */
-    dfg g;
-    REQUIRE(build_fusion_job(&g, 4) == 0);
-    int32_t nm_s = dfg_intern(&g, "elementwise");
-    size_t m = n;
-    for (int32_t d = 0; d < g.n_nodes; d++) {
-        g.mstart[d] = 1000 * (int64_t)d;
-        if (g.kind[d] == DFG_KERNEL && g.name[d] == nm_s && m < sizeof s / sizeof s[0])
-            s[m++] = (workload_kernel_sample){7, 4096, g.dur[d], 0, g.mstart[d]};
-    }
-    for (int fixed = 0; fixed <= 1; fixed++) {
-        workload_kernel_sample copy[200];
-        memcpy(copy, s, m * sizeof *s);
-        workload_options o;
-        workload_default_options(&o);
-        o.fusion_fixed = fixed;
-        o.kernel_samples = copy;
-        o.n_kernel_samples = m;
-        workload w;
-        sim_result res;
-        memset(&res, 0, sizeof res);
-        REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
-        CHECK_EQ_U(w.fusion.n_hinges, 1);
-        CHECK_EQ_U(w.fusion.chains_by_hinge, fixed ? 0 : w.fusion.n_chains);
-        strategy_plan p;
-        strategy_plan_baseline(&p);
-        p.fuse = 1;
-        strategy_eval e;
-        CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
-        double saved = w.base_iter_ns - e.iter_ns;
-        if (fixed)
-            CHECK(fabs(saved - 2 * w.fusion.kernel_fixed_ns) < 0.5 * US);
-        else
-            CHECK(fabs(saved - 20 * US) < 0.5 * US);
-        double chain_ns, fused_ns;
-        strategy_fusion_summary(&w, &chain_ns, &fused_ns);
-        CHECK(fabs(chain_ns - 30 * US) < 1);
-        if (!fixed)
-            CHECK(fabs(fused_ns - 10 * US) < 1);
-        workload_free(&w);
-        sim_result_free(&res);
-    }
-    dfg_free(&g);
-}
-
-/* The per-kernel fixed cost fitted on launch sizes: two kernel names whose durations
- * are c0 + c1 * threads (c0 = 3 us, different slopes), with +-2 % jitter and a few slow
- * outliers, recover c0 within a few percent; a name with one launch size, one with too
- * little spread and one whose time falls with size do not take part; without such names
- * the prior is used; the fit feeds operator fusion. */
-static void
-test_fixed_cost_fit(void)
-{
-    workload_kernel_sample s[2000];
-    size_t n = 0;
-    uint64_t rs = 12345;
-    static const double threads[5] = {1 << 10, 1 << 13, 1 << 15, 1 << 17, 1 << 18};
-    for (int rep = 0; rep < 40; rep++)
-        for (int k = 0; k < 5; k++)
-            for (uint64_t name = 1; name <= 2; name++) {
-                rs = rs * 6364136223846793005ULL + 1442695040888963407ULL;
-                double jitter = ((double)(rs >> 40) / (double)(1 << 24) - 0.5) * 0.04;
-                double t = 3000 + threads[k] * (name == 1 ? 0.05 : 0.2);
-                if (rep % 17 == 3)
-                    jitter = 0.5; /* an outlier: the median of its size ignores it */
-                s[n++] =
-                    (workload_kernel_sample){name, threads[k], (int64_t)(t * (1 + jitter)), 0, -1};
-            }
-    for (int rep = 0; rep < 20; rep++) { /* GEMMs: one launch size */
-        s[n++] = (workload_kernel_sample){3, 27648, 100000 + rep, 0, -1};
-        /* too little spread: sizes within a factor of 2 */
-        s[n++] = (workload_kernel_sample){4, 1000 + 100 * (rep % 5), 20000 + 10 * (rep % 5), 0, -1};
-        /* time falls with size */
-        s[n++] = (workload_kernel_sample){5, 1000 << (rep % 4), 90000 - 1000 * (rep % 4), 0, -1};
-    }
-    workload_fixed_fit fit;
-    CHECK_EQ_U(workload_fit_fixed_cost(s, n, &fit), 2);
-    CHECK(fabs(fit.c0_ns - 3000) < 0.05 * 3000);
-    CHECK(fit.slope_ns > 0.04 && fit.slope_ns < 0.21);
-    CHECK_EQ_U(workload_fit_fixed_cost(s + n - 60, 60, &fit), 0);
-    CHECK_EQ_U(workload_fit_fixed_cost(NULL, 0, &fit), 0);
-
-    /* in workload_analyze: the fit replaces the prior (the fusion job's shortest kernel
-     * is 10 us, above it) and fusion saves it per fused kernel */
-    dfg g;
-    REQUIRE(build_fusion_job(&g, 4) == 0);
-    workload_options o;
-    workload_default_options(&o);
-    o.kernel_fixed_us = 1;
-    o.fusion_fixed = 1; /* the fixed-cost formula (the hinge: test_hinge_fit) */
-    o.kernel_samples = s;
-    o.n_kernel_samples = n;
-    workload w;
-    sim_result res;
-    memset(&res, 0, sizeof res);
-    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
-    CHECK_EQ_U(w.fusion.fixed_fit.names, 2);
-    CHECK(fabs(w.fusion.kernel_fixed_ns - 3000) < 0.05 * 3000);
-    CHECK(w.opt.kernel_samples == NULL);
-    strategy_plan p;
-    strategy_plan_baseline(&p);
-    p.fuse = 1;
-    strategy_eval e;
-    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
-    CHECK(fabs((w.base_iter_ns - e.iter_ns) - 2 * w.fusion.kernel_fixed_ns) < 0.5 * US);
-    workload_free(&w);
-    /* nothing to fit: the prior */
-    o.n_kernel_samples = 60;
-    o.kernel_samples = s + n - 60;
-    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
-    CHECK_EQ_U(w.fusion.fixed_fit.names, 0);
-    CHECK(fabs(w.fusion.kernel_fixed_ns - 1 * US) < 1);
-    workload_free(&w);
-    sim_result_free(&res);
-    dfg_free(&g);
 }
 
 /* Gradient sizes per layer from the static allocations: parameters of 4 layers, then a
@@ -1111,9 +835,6 @@ main(void)
     test_tensor();
     test_partition();
     test_search_deterministic();
-    test_fixed_cost_fit();
-    test_hinge_fit();
-    test_contention_correction();
     test_match_gradients();
     test_partition_gradients();
     return tests_done();

@@ -109,8 +109,18 @@ set_int_env(const char *name, int v)
     setenv(name, buf, 1);
 }
 
-int
-main(int argc, char **argv)
+/* What the command line asked. */
+struct simrun_opts {
+    struct straggler strag[SIMRUN_MAX_RANKS];
+    int nstrag, kill_on_failure;
+    double timeout;
+    const char *libdir;
+};
+
+/* Parses the options into *o and g_n; optind is then the program's index.
+ * Returns -1 to go on, or the exit status. */
+static int
+parse_cmdline(int argc, char **argv, struct simrun_opts *o)
 {
     static const struct option longopts[] = {
         {"nproc", required_argument, NULL, 'n'},
@@ -121,59 +131,62 @@ main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct straggler strag[SIMRUN_MAX_RANKS];
-    int nstrag = 0, kill_on_failure = 0, worst = 0, alive, timed_out = 0, c;
-    double timeout = 0;
-    const char *libdir = getenv("SIMRUN_SIMGPU_LIBDIR");
-    char dir[] = "/tmp/simrun-XXXXXX", rdzv[64], port[16], runid[64];
-    struct timespec t0, now, nap = {0, 2000000};
+    int rc = -1, c;
 
-    while ((c = getopt_long(argc, argv, "+n:h", longopts, NULL)) != -1) {
+    while (rc == -1 && (c = getopt_long(argc, argv, "+n:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'n':
             g_n = atoi(optarg);
             break;
         case 's': {
             const char *colon = strchr(optarg, ':');
-            if (!colon || nstrag >= SIMRUN_MAX_RANKS || atof(colon + 1) <= 0) {
+            if (!colon || o->nstrag >= SIMRUN_MAX_RANKS || atof(colon + 1) <= 0) {
                 fprintf(stderr, "simrun: --straggler wants RANK:FACTOR, got '%s'\n", optarg);
-                return 2;
+                rc = 2;
+                break;
             }
-            strag[nstrag].rank = atoi(optarg);
-            snprintf(strag[nstrag].factor, sizeof(strag[nstrag].factor), "%s", colon + 1);
-            nstrag++;
+            o->strag[o->nstrag].rank = atoi(optarg);
+            snprintf(o->strag[o->nstrag].factor, sizeof(o->strag[o->nstrag].factor), "%s",
+                     colon + 1);
+            o->nstrag++;
             break;
         }
         case 'L':
-            libdir = optarg;
+            o->libdir = optarg;
             break;
         case 't':
-            timeout = atof(optarg);
+            o->timeout = atof(optarg);
             break;
         case 'k':
-            kill_on_failure = 1;
+            o->kill_on_failure = 1;
             break;
         case 'h':
             usage(stdout);
-            return 0;
+            rc = 0;
+            break;
         default:
             usage(stderr);
-            return 2;
+            rc = 2;
+            break;
         }
     }
-    if (g_n < 1 || g_n > SIMRUN_MAX_RANKS || optind >= argc) {
+    if (rc == -1 && (g_n < 1 || g_n > SIMRUN_MAX_RANKS || optind >= argc)) {
         usage(stderr);
-        return 2;
+        rc = 2;
     }
-    if (!mkdtemp(dir)) {
-        perror("simrun: mkdtemp");
-        return 1;
-    }
-    snprintf(rdzv, sizeof(rdzv), "%s/nccl-id", dir);
-    snprintf(port, sizeof(port), "%d", 20000 + (int)(getpid() % 20000));
-    snprintf(runid, sizeof(runid), "simrun-%d", (int)getpid());
+    return rc;
+}
+
+/* Finds the stand-ins' directory (libdir, else .libs beside simrun) and puts it in the
+ * environment: its stand-ins on LD_PRELOAD, itself first on LD_LIBRARY_PATH.
+ * Returns 0, or 1 out of memory. */
+static int
+setup_env(const char *libdir)
+{
+    static char self[4096];
+    int rc = 0;
+
     if (!libdir || !*libdir) {
-        static char self[4096];
         ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 8);
         char *slash = n > 0 ? memrchr(self, '/', (size_t)n) : NULL;
         if (slash) {
@@ -183,84 +196,152 @@ main(int argc, char **argv)
         }
     }
     if (libdir && *libdir && preload_stand_ins(libdir) != 0)
-        return 1;
-    if (libdir && *libdir) {
+        rc = 1;
+    if (rc == 0 && libdir && *libdir) {
         const char *old = getenv("LD_LIBRARY_PATH");
         size_t n = strlen(libdir) + (old ? strlen(old) : 0) + 2;
         char *v = malloc(n);
-        if (!v)
-            return 1;
-        snprintf(v, n, "%s%s%s", libdir, old && *old ? ":" : "", old && *old ? old : "");
-        setenv("LD_LIBRARY_PATH", v, 1);
-        free(v);
+        if (v) {
+            snprintf(v, n, "%s%s%s", libdir, old && *old ? ":" : "", old && *old ? old : "");
+            setenv("LD_LIBRARY_PATH", v, 1);
+            free(v);
+        } else {
+            rc = 1;
+        }
     }
+    return rc;
+}
+
+/* In the child of rank r: sets torchrun's variables and runs the program; does not return. */
+static void
+exec_rank(int r, const struct simrun_opts *o, char **prog, const char *rdzv, const char *port,
+          const char *runid)
+{
+    set_int_env("RANK", r);
+    set_int_env("LOCAL_RANK", r);
+    set_int_env("WORLD_SIZE", g_n);
+    set_int_env("LOCAL_WORLD_SIZE", g_n);
+    set_int_env("GROUP_RANK", 0);
+    set_int_env("ROLE_RANK", r);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", port, 1);
+    setenv("TORCHELASTIC_RUN_ID", runid, 1);
+    setenv("SIMRUN_RDZV_FILE", rdzv, 1);
+    for (int i = 0; i < o->nstrag; i++)
+        if (o->strag[i].rank == r)
+            setenv("SIMGPU_SLOWDOWN", o->strag[i].factor, 1);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    execvp(prog[0], prog);
+    fprintf(stderr, "simrun: cannot run %s: %s\n", prog[0], strerror(errno));
+    _exit(127);
+}
+
+/* Forks the g_n ranks of prog, rendezvous file rdzv. Returns 0, or 1 when a fork failed
+ * (the ranks started are killed). */
+static int
+spawn_ranks(const struct simrun_opts *o, char **prog, const char *rdzv)
+{
+    char port[16], runid[64];
+    int rc = 0;
+
+    snprintf(port, sizeof(port), "%d", 20000 + (int)(getpid() % 20000));
+    snprintf(runid, sizeof(runid), "simrun-%d", (int)getpid());
     signal(SIGINT, forward_signal);
     signal(SIGTERM, forward_signal);
     fflush(NULL);
-    for (int r = 0; r < g_n; r++) {
+    for (int r = 0; r < g_n && rc == 0; r++) {
         pid_t pid = fork();
         if (pid < 0) {
             perror("simrun: fork");
             kill_all(SIGKILL);
-            return 1;
+            rc = 1;
+        } else if (pid == 0) {
+            exec_rank(r, o, prog, rdzv, port, runid);
+        } else {
+            g_pids[r] = pid;
         }
-        if (pid == 0) {
-            set_int_env("RANK", r);
-            set_int_env("LOCAL_RANK", r);
-            set_int_env("WORLD_SIZE", g_n);
-            set_int_env("LOCAL_WORLD_SIZE", g_n);
-            set_int_env("GROUP_RANK", 0);
-            set_int_env("ROLE_RANK", r);
-            setenv("MASTER_ADDR", "127.0.0.1", 1);
-            setenv("MASTER_PORT", port, 1);
-            setenv("TORCHELASTIC_RUN_ID", runid, 1);
-            setenv("SIMRUN_RDZV_FILE", rdzv, 1);
-            for (int i = 0; i < nstrag; i++)
-                if (strag[i].rank == r)
-                    setenv("SIMGPU_SLOWDOWN", strag[i].factor, 1);
-            signal(SIGINT, SIG_DFL);
-            signal(SIGTERM, SIG_DFL);
-            execvp(argv[optind], argv + optind);
-            fprintf(stderr, "simrun: cannot run %s: %s\n", argv[optind], strerror(errno));
-            _exit(127);
-        }
-        g_pids[r] = pid;
     }
+    return rc;
+}
+
+/* Notes the exit of child pid with wait status st; with --kill-on-failure a failure
+ * terminates the others. Returns how many ranks it was (0 or 1). */
+static int
+reap_rank(const struct simrun_opts *o, pid_t pid, int st, int *worst)
+{
+    int found = 0;
+
+    for (int r = 0; r < g_n; r++) {
+        int code;
+        if (g_pids[r] != pid)
+            continue;
+        code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        g_pids[r] = 0;
+        found++;
+        if (code > *worst)
+            *worst = code;
+        if (code != 0) {
+            fprintf(stderr, "simrun: rank %d exited with status %d\n", r, code);
+            if (o->kill_on_failure)
+                kill_all(SIGTERM);
+        }
+    }
+    return found;
+}
+
+/* Waits for every rank, killing all after --timeout. Returns the worst status, or 124
+ * when timed out. */
+static int
+wait_ranks(const struct simrun_opts *o)
+{
+    struct timespec t0, now, nap = {0, 2000000};
+    int worst = 0, alive = g_n, timed_out = 0;
+
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    alive = g_n;
     while (alive > 0) {
         int st;
         pid_t pid = waitpid(-1, &st, WNOHANG);
         if (pid > 0) {
-            for (int r = 0; r < g_n; r++) {
-                int code;
-                if (g_pids[r] != pid)
-                    continue;
-                code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-                g_pids[r] = 0;
-                alive--;
-                if (code > worst)
-                    worst = code;
-                if (code != 0) {
-                    fprintf(stderr, "simrun: rank %d exited with status %d\n", r, code);
-                    if (kill_on_failure)
-                        kill_all(SIGTERM);
-                }
-            }
+            alive -= reap_rank(o, pid, st, &worst);
             continue;
         }
         if (pid < 0 && errno != EINTR)
             break;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (timeout > 0 && !timed_out &&
-            (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 > timeout) {
-            fprintf(stderr, "simrun: timeout after %.1f s, killing the ranks\n", timeout);
+        if (o->timeout > 0 && !timed_out &&
+            (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 >
+                o->timeout) {
+            fprintf(stderr, "simrun: timeout after %.1f s, killing the ranks\n", o->timeout);
             kill_all(SIGKILL);
             timed_out = 1;
         }
         nanosleep(&nap, NULL);
     }
-    unlink(rdzv);
-    rmdir(dir);
     return timed_out ? 124 : worst;
+}
+
+int
+main(int argc, char **argv)
+{
+    static struct simrun_opts o;
+    char dir[] = "/tmp/simrun-XXXXXX", rdzv[64];
+    int rc;
+
+    o.libdir = getenv("SIMRUN_SIMGPU_LIBDIR");
+    rc = parse_cmdline(argc, argv, &o);
+    if (rc == -1 && !mkdtemp(dir)) {
+        perror("simrun: mkdtemp");
+        rc = 1;
+    } else if (rc == -1) {
+        snprintf(rdzv, sizeof(rdzv), "%s/nccl-id", dir);
+        rc = setup_env(o.libdir);
+        if (rc == 0)
+            rc = spawn_ranks(&o, argv + optind, rdzv);
+        if (rc == 0)
+            rc = wait_ranks(&o);
+        unlink(rdzv);
+        rmdir(dir);
+    }
+    return rc;
 }
