@@ -21,7 +21,7 @@ $(TORCH_VENV_STAMP):
 	touch $@
 .PHONY: venv
 
-EXTRA_DIST += tests/torch/census.py
+EXTRA_DIST += tests/torch/census.py tests/torch/torchlib.py
 if HAVE_PYTHON3
 # What torch's libraries import from the six CUDA libraries against what the stand-ins
 # export (tests/torch/census.py), enforced for the libraries the stand-ins complete.

@@ -13,25 +13,12 @@ import subprocess
 import sys
 import tempfile
 
-build = os.environ.get("top_builddir", os.getcwd())
-venv_py = os.path.join(build, "venv", "bin", "python")
-simrun = os.path.join(build, "tests", "simgpu", "simrun")
-libdir = os.path.join(build, "tests", "simgpu", ".libs")
-dpro_run = os.path.join(build, "tools", "dpro-run")
-trace_dump = os.path.join(build, "tests", "collector", "trace-dump")
-if os.environ.get("HAVE_CUDA", "1") == "0":
-    print("SKIP: configured without the CUDA headers: no stand-ins")
-    sys.exit(77)
-if os.environ.get("DPRO_TORCH") == "0":
-    print("SKIP: DPRO_TORCH=0: the torch tests are off")
-    sys.exit(77)
-if not os.path.exists(os.path.join(build, "venv", ".dpro-torch-stamp")):
-    print("SKIP: no venv with torch in the build tree (make venv; DPRO_TORCH=0 skips it)")
-    sys.exit(77)
-for p in (simrun, dpro_run, trace_dump):
-    if not os.path.exists(p):
-        print("FAIL: %s is not built" % p)
-        sys.exit(1)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torchlib import (DPRO_RUN as dpro_run, LIBDIR as libdir,  # noqa: E402
+                      SIMRUN as simrun, TRACE_DUMP as trace_dump, VENV_PY as venv_py,
+                      require_torch)
+
+require_torch(simrun, dpro_run, trace_dump)
 
 SCRIPT = r"""
 import os, torch, torch.distributed as dist

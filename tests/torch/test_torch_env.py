@@ -10,16 +10,12 @@ import os
 import subprocess
 import sys
 
-build = os.environ.get("top_builddir", os.getcwd())
-venv_py = os.path.join(build, "venv", "bin", "python")
-simrun = os.path.join(build, "tests", "simgpu", "simrun")
-libdir = os.path.realpath(os.path.join(build, "tests", "simgpu", ".libs"))
-if os.environ.get("HAVE_CUDA", "1") == "0":
-    print("SKIP: configured without the CUDA headers: no stand-ins")
-    sys.exit(77)
-if not os.path.exists(os.path.join(build, "venv", ".dpro-torch-stamp")):
-    print("SKIP: no venv with torch in the build tree (make venv; DPRO_TORCH=0 skips it)")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torchlib import BUILD as build, LIBDIR, SIMRUN as simrun, VENV_PY as venv_py  # noqa: E402
+from torchlib import require_torch  # noqa: E402
+
+libdir = os.path.realpath(LIBDIR)
+require_torch()
 
 RANK = r"""
 import ctypes, glob, os, sys

@@ -1,0 +1,32 @@
+"""torchlib: what the torch tests share: the build tree's paths, and the rule for when
+they run. A torch test skips (77) when the build has no CUDA headers (no stand-ins), when
+DPRO_TORCH=0 turns the torch tests off, or when the build tree has no venv with torch
+(make venv); a program it needs that is not built fails it."""
+import os
+import sys
+
+BUILD = os.environ.get("top_builddir", os.getcwd())
+VENV_PY = os.path.join(BUILD, "venv", "bin", "python")
+SIMRUN = os.path.join(BUILD, "tests", "simgpu", "simrun")
+LIBDIR = os.path.join(BUILD, "tests", "simgpu", ".libs")
+DPRO_RUN = os.path.join(BUILD, "tools", "dpro-run")
+DPRO_INFO = os.path.join(BUILD, "tools", "dpro-info")
+TRACE_DUMP = os.path.join(BUILD, "tests", "collector", "trace-dump")
+
+
+def require_torch(*programs):
+    """Exits 77 (skip, saying why) unless torch can run here, 1 if one of programs is not
+    built; returns otherwise."""
+    if os.environ.get("HAVE_CUDA", "1") == "0":
+        print("SKIP: configured without the CUDA headers: no stand-ins")
+        sys.exit(77)
+    if os.environ.get("DPRO_TORCH") == "0":
+        print("SKIP: DPRO_TORCH=0: the torch tests are off")
+        sys.exit(77)
+    if not os.path.exists(os.path.join(BUILD, "venv", ".dpro-torch-stamp")):
+        print("SKIP: no venv with torch in the build tree (make venv; DPRO_TORCH=0 skips it)")
+        sys.exit(77)
+    for p in programs:
+        if not os.path.exists(p):
+            print("FAIL: %s is not built" % p)
+            sys.exit(1)
