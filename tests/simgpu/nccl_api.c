@@ -156,34 +156,12 @@ pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
     return set_err(comm, rc, rc == ncclSuccess ? NULL : "not a live PreMulSum op of comm");
 }
 
-/* Bytes of one element (the collectives' own table is private to nccl_coll.c). */
-static size_t
-elem_size(ncclDataType_t t)
-{
-    switch (t) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-        return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-        return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-        return 4;
-    default:
-        return 8;
-    }
-}
-
 ncclResult_t
 pncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
               ncclComm_t comm, cudaStream_t stream)
 {
     ncclResult_t rc, rc2;
-    size_t es = elem_size(datatype);
+    size_t es = type_size(datatype);
     if (!comm_ok(comm) || (unsigned)datatype >= ncclNumTypes)
         return ncclInvalidArgument;
     nvtx_push("ncclAlltoAll");
@@ -208,7 +186,7 @@ pncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t d
             ncclComm_t comm, cudaStream_t stream)
 {
     ncclResult_t rc, rc2;
-    size_t es = elem_size(datatype);
+    size_t es = type_size(datatype);
     if (!comm_ok(comm) || (unsigned)datatype >= ncclNumTypes || root < 0 || root >= comm->nranks)
         return ncclInvalidArgument;
     nvtx_push("ncclGather");

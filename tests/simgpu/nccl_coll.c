@@ -270,7 +270,7 @@ op_name(ncclRedOp_t op)
     return (unsigned)op < 5 ? n[op] : "PreMulSum";
 }
 
-static size_t
+size_t
 type_size(ncclDataType_t t)
 {
     switch (t) {

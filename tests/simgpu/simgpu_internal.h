@@ -599,6 +599,8 @@ SIMGPU_HIDDEN int wait_tick(struct shm_hdr *h, uint64_t deadline);
 SIMGPU_HIDDEN ncclResult_t set_err(struct ncclComm *c, ncclResult_t rc, const char *why);
 /* Nonzero when c is a live communicator. */
 SIMGPU_HIDDEN int comm_ok(const struct ncclComm *c);
+/* Bytes of one element of type t. */
+SIMGPU_HIDDEN size_t type_size(ncclDataType_t t);
 
 /* Weak aliases, as in the real library: a tool may interpose nccl* and call pnccl*. */
 #define NCCL_ALIAS(name) __typeof__(p##name) name __attribute__((weak, alias("p" #name)))
