@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fnv1a.h"
+
 #ifdef HAVE_LIBUNWIND
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -83,11 +85,7 @@ stk_intern(dpro_writer *w, const uintptr_t *frames, uint32_t nframes)
 {
     if (nframes == 0)
         return 0;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (uint32_t i = 0; i < nframes; i++) {
-        h ^= frames[i];
-        h *= 0x100000001b3ull;
-    }
+    uint64_t h = dpro_fnv1a(frames, (size_t)nframes * sizeof *frames, DPRO_FNV1A_INIT);
     uint64_t *slot = coll_umap_find(&stk_by_hash, h, 1);
     if (slot && *slot)
         return (uint32_t)*slot;

@@ -7,15 +7,18 @@
 #include <string.h>
 
 #include "dpro_log.h"
+#include "fnv1a.h"
 #include "hmap.h"
 
 uint64_t
 build_p2p_channel(uint64_t comm, int32_t src, int32_t dst)
 {
-    uint64_t h = comm ^ 0x70327020636e6c21ULL; /* "p2p chan!" salt */
-    h = (h ^ (uint32_t)src) * 0x100000001b3ULL;
-    h = (h ^ ((uint64_t)(uint32_t)dst << 17)) * 0x9e3779b97f4a7c15ULL;
-    return h ^ (h >> 29);
+    /* salted, so that a channel's key is not one of the communicators' hashes it sits with */
+    const struct {
+        uint64_t comm;
+        int32_t src, dst;
+    } key = {comm, src, dst};
+    return dpro_fnv1a(&key, sizeof key, dpro_fnv1a("p2p-channel", 11, DPRO_FNV1A_INIT));
 }
 
 void

@@ -4,6 +4,7 @@
  * folding and the memory accounting in dfg_fold.c. */
 #include "dfg.h"
 #include "dfg_int.h"
+#include "fnv1a.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,13 +33,11 @@ next_cap(int64_t cap, int64_t need)
 
 /* ---- strings ------------------------------------------------------------------------- */
 
+/* The table slot bits of text: FNV-1a (common/fnv1a.h), masked by the caller. */
 static uint32_t
 str_hash(const char *s)
 {
-    uint32_t h = 2166136261u;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
+    return (uint32_t)dpro_fnv1a(s, strlen(s), DPRO_FNV1A_INIT);
 }
 
 static int

@@ -20,6 +20,9 @@ tests_unit_test_classify_LDADD = schemas/libdprotrace.la
 tests_unit_test_json_SOURCES = tests/unit/test_json.c tests/unit/testutil.h
 tests_unit_test_json_LDADD = common/libdprocommon.la $(LIBM)
 EXTRA_DIST += tests/unit/test_dpro_info.sh
+# one meaning in one place: no second copy of the FNV-1a constants or the NCCL size table
+TESTS += tests/unit/test_one_meaning.sh
+dist_check_SCRIPTS += tests/unit/test_one_meaning.sh
 # .ci/run's ThreadSanitizer stage reads it (TSAN_OPTIONS=suppressions=...)
 EXTRA_DIST += tests/tsan.supp
 if HAVE_PYTHON3
