@@ -13,6 +13,9 @@
  * or another device's, whose categories are named in a warning) is refused unless
  * --allow-empty.
  *
+ * DIR may be, or lie under, a symbolic link to a directory. A symbolic link at a trace's own
+ * name in DIR is refused (exit 1), never replaced; a regular file there is replaced.
+ *
  * Exit status: 0 all files imported, 1 an input could not be imported (bad input, I/O, no
  * device operation), 2 usage.
  */
@@ -45,7 +48,9 @@ usage(FILE *f)
                "Every Kineto since PyTorch 1.8 is read, CUDA and ROCm; events of categories\n"
                "dpro does not know (another device's) are counted and named in a warning.\n"
                "\n"
-               "  -o, --output DIR     directory of the dpro traces (created if missing)\n"
+               "  -o, --output DIR     directory of the dpro traces (created if missing; a\n"
+               "                       trace of the same name is replaced, a symbolic link\n"
+               "                       at that name refused)\n"
                "  -k, --keep-partial   keep the events read before damaged input\n"
                "  -q, --quiet          no summary on stderr\n"
                "  -j, --job-id ID      job_id of the traces (default: one made of what the\n"
@@ -174,6 +179,18 @@ import_one(const char *file, const char *dir, int index, int count, const char *
             kineto_importer_free(k);
             return EXIT_BAD_INPUT;
         }
+    }
+    /* rename would replace a link at final, not follow it, but a link there is someone's
+     * on purpose: refuse it rather than drop it silently (a regular file is replaced: a
+     * re-import of the same rank) */
+    struct stat st;
+    if (lstat(final, &st) == 0 && S_ISLNK(st.st_mode)) {
+        pr_err("%s: %s is a symbolic link: not replaced (remove it, or import into another "
+               "directory)",
+               file, final);
+        remove_trace(tmp);
+        kineto_importer_free(k);
+        return EXIT_BAD_INPUT;
     }
     if (rename(tmp, final) != 0) {
         pr_err("%s: cannot rename %s to %s: %s", file, tmp, final, strerror(errno));

@@ -33,11 +33,11 @@ TESTS += tests/import/test_import_limits
 TESTS += tests/import/test_import_kineto tests/import/test_import_real.sh \
 	tests/import/test_import_malformed.sh tests/import/test_import_export.sh \
 	tests/import/test_import_jobid.sh tests/import/test_import_generations.sh \
-	tests/import/test_import_steps.sh
+	tests/import/test_import_steps.sh tests/import/test_import_symlink.sh
 dist_check_SCRIPTS += tests/import/test_import_real.sh tests/import/test_import_malformed.sh \
 	tests/import/test_import_export.sh tests/import/test_import_jobid.sh tests/import/count_kineto.py tests/import/run-fuzz.sh \
 	tests/import/test_import_generations.sh tests/import/gen_kineto.py \
-	tests/import/test_import_steps.sh
+	tests/import/test_import_steps.sh tests/import/test_import_symlink.sh
 # test_import_roundtrip: import, then dpro-export --kineto, keeps every event's arguments,
 # the flows and the memory events (roundtrip_kineto.py compares the two JSON files).
 TESTS += tests/import/test_import_roundtrip.sh
