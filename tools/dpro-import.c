@@ -53,10 +53,10 @@ usage(FILE *f)
                "                       at that name refused)\n"
                "  -k, --keep-partial   keep the events read before damaged input\n"
                "  -q, --quiet          no summary on stderr\n"
-               "  -j, --job-id ID      job_id of the traces (default: one made of what the\n"
-               "                       ranks of a job share: world size, backend, NCCL\n"
-               "                       version, Kineto's base time and the hour the trace\n"
-               "                       began in; give one --job-id where that is not enough)\n"
+               "  -j, --job-id ID      job_id of the traces (default: a hash of the world\n"
+               "                       size and the contents of the files imported together,\n"
+               "                       so one per world size and import; ranks of one job\n"
+               "                       imported one by one need one --job-id)\n"
                "  -e, --allow-empty    import a trace without any device operation (kernel,\n"
                "                       copy, set) too: a CPU-only trace, or another device's\n"
                "                       whose categories dpro does not know (default: refused)\n"
@@ -99,6 +99,7 @@ sanitize(char *s)
 /* The options that shape each file's import. */
 typedef struct import_flags {
     int keep_partial, quiet, single_thread, allow_empty;
+    uint64_t files_id; /* kineto_files_identity of all the inputs (the default job id's) */
 } import_flags;
 
 /* Imports one file into dir, the index-th of count. *out_path receives the final name
@@ -125,7 +126,8 @@ import_one(const char *file, const char *dir, int index, int count, const char *
                          .file_index = index,
                          .file_count = count,
                          .job_id = job_id,
-                         .inline_writer = fl->single_thread};
+                         .inline_writer = fl->single_thread,
+                         .files_id = fl->files_id};
     kineto_importer *k = NULL;
     rc = kineto_importer_new(w, &ko, &k);
     if (rc != DPRO_OK) {
@@ -281,6 +283,8 @@ main(int argc, char **argv)
         return EXIT_BAD_INPUT;
     }
     int nfiles = argc - optind, status = EXIT_OK;
+    if (!job_id)
+        fl.files_id = kineto_files_identity((const char *const *)argv + optind, (size_t)nfiles);
     char **written = calloc((size_t)nfiles, sizeof(*written));
     if (!written) {
         pr_err("out of memory");

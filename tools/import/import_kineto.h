@@ -80,12 +80,11 @@
  * operation was found.
  *
  * Job id (meta job_id, unless kineto_options.job_id): "kineto-" and a 64-bit FNV-1a hash of
- * what the ranks of one job share: the world size, distributedInfo's backend and
- * nccl_version, baseTimeNanoseconds, and the hour (UTC) of the file's earliest event
- * (base time + ts); for a job of one rank also the file's trace id, host, pid and earliest
- * time. The ranks of a job so agree however they are imported (together or one by one)
- * unless an hour boundary falls between their first events; unrelated jobs differ unless
- * they have the same world size, backend and NCCL version and began in the same hour.
+ * the world size and kineto_options.files_id, the identity (content hash) of the files
+ * imported together. The files of one world size imported together so share one id, those
+ * of another world size get another, and two jobs imported separately get two, even of one
+ * configuration, profiled in the same hour, under the same file names. The ranks of a job
+ * imported one by one get one id each: give them one --job-id (kineto_options.job_id).
  *
  * Collectives: comm = FNV-1a 64 hash (common/fnv1a.h) of "kineto-pg:" + "Process Group Name" (or
  * "Process Group ID"; "default" when neither is present), subkind from "Collective name" or from
@@ -155,7 +154,15 @@ typedef struct kineto_options {
                               * writer thread); the output is the same */
     int squeeze;             /* KINETO_SQUEEZE_*: how the whitespace is taken out of the
                               * text before yajl lexes it; 0 (AUTO) is right but for tests */
+    uint64_t files_id;       /* identity of the files imported together
+                              * (kineto_files_identity), the job id's seed; 0: none known */
 } kineto_options;
+
+/* The identity of the files imported together: a 64-bit FNV-1a hash of each file's bytes
+ * (as stored: a .gz file's compressed bytes), the n hashes sorted (the order they are named
+ * in does not matter) and hashed together. A file that cannot be read counts by its name
+ * (its import will fail and say why). Never 0. */
+uint64_t kineto_files_identity(const char *const *paths, size_t n);
 
 /* The whitespace pre-pass. Pretty-printed Kineto JSON is about a quarter whitespace, which
  * yajl's lexer steps over a byte at a time; the importer first copies the text without

@@ -311,13 +311,9 @@ kin_world_size(const kineto_importer *k)
     return k->opt.file_count;
 }
 
-/* The job id: the caller's, else "kineto-" and a hash of what the ranks of one job share
- * and unrelated jobs do not: the world size, distributedInfo's backend and NCCL version,
- * the base time (Kineto's, a quarter-year boundary) and the hour (UTC) the profiled window
- * began in (the earliest event: base time + ts). Ranks of a job profile the same steps,
- * seconds apart at most, so they agree unless an hour boundary falls between their first
- * events. A job of one rank adds the file's own trace id, host, pid and first time, which
- * tell two runs of the same configuration apart within the hour. */
+/* The job id: the caller's, else "kineto-" and a hash of the world size and the identity
+ * of the files imported together (kineto_options.files_id: two jobs of one configuration
+ * imported separately differ; files of other world sizes imported with them differ too). */
 static void
 kin_job_id(const kineto_importer *k, char *out, size_t n)
 {
@@ -325,20 +321,58 @@ kin_job_id(const kineto_importer *k, char *out, size_t n)
         snprintf(out, n, "%s", k->opt.job_id);
         return;
     }
-    int64_t ws = kin_world_size(k);
-    uint64_t first = k->first_ts_ns == UINT64_MAX ? 0 : k->first_ts_ns;
-    uint64_t abs =
-        first + (k->have_base_time && k->base_time_ns > 0 ? (uint64_t)k->base_time_ns : 0);
-    char sig[512];
-    int l = snprintf(sig, sizeof(sig), "world_size=%lld;backend=%s;nccl=%s;base=%lld;hour=%llu",
-                     (long long)ws, k->backend.buf, k->nccl_version.buf,
-                     (long long)(k->have_base_time ? k->base_time_ns : 0),
-                     (unsigned long long)(abs / (UINT64_C(3600) * 1000000000)));
-    if (ws <= 1 && l > 0 && (size_t)l < sizeof(sig))
-        l += snprintf(sig + l, sizeof(sig) - (size_t)l, ";trace_id=%s;host=%s;pid=%lld;first=%llu",
-                      k->trace_id.buf, k->host.buf, (long long)k->pid, (unsigned long long)abs);
+    char sig[64];
+    int l = snprintf(sig, sizeof(sig), "world_size=%lld;files=%016llx",
+                     (long long)kin_world_size(k), (unsigned long long)k->opt.files_id);
     size_t len = l < 0 ? 0 : (size_t)l < sizeof(sig) ? (size_t)l : sizeof(sig) - 1;
     snprintf(out, n, "kineto-%016llx", (unsigned long long)dpro_fnv1a(sig, len, DPRO_FNV1A_INIT));
+}
+
+static int
+cmp_u64(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return a < b ? -1 : a > b;
+}
+
+/* FNV-1a of the bytes of the file at path, or of the path where it cannot be read. */
+static uint64_t
+file_identity(const char *path)
+{
+    uint64_t h = DPRO_FNV1A_INIT;
+    unsigned char buf[1 << 16];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd < 0 ? -1 : 0;
+    while (fd >= 0 && (got = read(fd, buf, sizeof buf)) != 0) {
+        if (got > 0)
+            h = dpro_fnv1a(buf, (size_t)got, h);
+        else if (errno != EINTR)
+            break;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (got < 0)
+        h = dpro_fnv1a(path, strlen(path), dpro_fnv1a("unreadable:", 11, DPRO_FNV1A_INIT));
+    return h;
+}
+
+uint64_t
+kineto_files_identity(const char *const *paths, size_t n)
+{
+    uint64_t *each = calloc(n ? n : 1, sizeof *each), h = DPRO_FNV1A_INIT;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t f = file_identity(paths[i]);
+        if (each)
+            each[i] = f;
+        else
+            h ^= f; /* out of memory: still independent of the order */
+    }
+    if (each) {
+        qsort(each, n, sizeof *each, cmp_u64);
+        h = dpro_fnv1a(each, n * sizeof *each, h);
+        free(each);
+    }
+    return h ? h : 1;
 }
 
 /* Writes the side tables and the meta keys. */
