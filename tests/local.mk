@@ -23,6 +23,12 @@ EXTRA_DIST += tests/unit/test_dpro_info.sh
 # one meaning in one place: no second copy of the FNV-1a constants or the NCCL size table
 TESTS += tests/unit/test_one_meaning.sh
 dist_check_SCRIPTS += tests/unit/test_one_meaning.sh
+# the harness must be able to fail: REQUIRE stops a test (require_driver fails on purpose,
+# run only by test_require.sh)
+check_PROGRAMS += tests/unit/require_driver
+tests_unit_require_driver_SOURCES = tests/unit/require_driver.c tests/unit/testutil.h
+TESTS += tests/unit/test_require.sh
+dist_check_SCRIPTS += tests/unit/test_require.sh
 # .ci/run's ThreadSanitizer stage reads it (TSAN_OPTIONS=suppressions=...)
 EXTRA_DIST += tests/tsan.supp
 if HAVE_PYTHON3

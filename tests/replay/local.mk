@@ -43,8 +43,9 @@ TESTS += tests/replay/test_replay_align tests/replay/test_replay_sim \
 	tests/replay/test_replay_traces.py \
 	tests/replay/test_replay_simgpu.py tests/replay/test_replay_whatif.py \
 	tests/replay/test_replay_kineto_whatif.py tests/replay/test_replay_p2p.py \
-	tests/replay/test_replay_bad_input.py tests/replay/test_perturbation.py
-dist_check_SCRIPTS += tests/replay/replay_testlib.py tests/replay/test_replay_traces.py tests/replay/test_replay_simgpu.py \
+	tests/replay/test_replay_bad_input.py tests/replay/test_perturbation.py \
+	tests/replay/test_replay_testlib.py
+dist_check_SCRIPTS += tests/replay/test_replay_testlib.py tests/replay/replay_testlib.py tests/replay/test_replay_traces.py tests/replay/test_replay_simgpu.py \
 	tests/replay/test_replay_whatif.py tests/replay/test_replay_kineto_whatif.py \
 	tests/replay/test_replay_p2p.py tests/replay/test_replay_bad_input.py \
 	tests/replay/test_perturbation.py
