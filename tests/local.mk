@@ -29,6 +29,9 @@ check_PROGRAMS += tests/unit/require_driver
 tests_unit_require_driver_SOURCES = tests/unit/require_driver.c tests/unit/testutil.h
 TESTS += tests/unit/test_require.sh
 dist_check_SCRIPTS += tests/unit/test_require.sh
+# test_trace under valgrind (no leak in the test or its forked writer)
+TESTS += tests/unit/test_trace_leaks.sh
+dist_check_SCRIPTS += tests/unit/test_trace_leaks.sh
 # .ci/run's ThreadSanitizer stage reads it (TSAN_OPTIONS=suppressions=...)
 EXTRA_DIST += tests/tsan.supp
 if HAVE_PYTHON3

@@ -374,19 +374,32 @@ test_damaged_batches(void)
     free(ev);
 }
 
-/* Readers open, iterate and close while another process appends and flushes. */
+/* Readers open, iterate and close while another process appends and flushes. The writer
+ * is the child's own, opened after the fork (an open SQLite connection must not cross a
+ * fork, and a copy in the parent would be one the parent can neither close nor free); the
+ * child says through a pipe when its first flush has made the file readable. */
 static void
 test_concurrent_readers(void)
 {
     char path[512], err[512];
-    dpro_writer *w;
+    int ready[2];
     pid_t pid;
     path_in_tmp(path, sizeof path, "concurrent.dpro");
-    REQUIRE(dpro_writer_open(path, NULL, &w, err, sizeof err) == DPRO_OK);
-    CHECK(dpro_writer_flush(w) == DPRO_OK);
+    REQUIRE(pipe(ready) == 0);
     pid = fork();
+    REQUIRE(pid >= 0);
     if (pid == 0) {
         uint64_t seed = 5, clock = 0;
+        dpro_writer *w = NULL;
+        char opened;
+        close(ready[0]);
+        opened = dpro_writer_open(path, NULL, &w, err, sizeof err) == DPRO_OK &&
+                 dpro_writer_flush(w) == DPRO_OK;
+        if (!opened)
+            fprintf(stderr, "concurrent writer: %s\n", w ? dpro_writer_errmsg(w) : err);
+        if (write(ready[1], &opened, 1) != 1 || !opened)
+            _exit(2);
+        close(ready[1]);
         for (int b = 0; b < 200; b++) {
             for (int i = 0; i < 200; i++) {
                 dpro_event e;
@@ -400,6 +413,10 @@ test_concurrent_readers(void)
         }
         _exit(dpro_writer_close(w) == DPRO_OK ? 0 : 1);
     }
+    char opened = 0;
+    close(ready[1]);
+    CHECK(read(ready[0], &opened, 1) == 1 && opened == 1);
+    close(ready[0]);
     int reads = 0, consistent = 0, status;
     uint64_t last_count = 0;
     for (;;) {
@@ -431,8 +448,6 @@ test_concurrent_readers(void)
     CHECK(reads > 1);
     CHECK_EQ_U(consistent, reads);
     CHECK_EQ_U(last_count, 40000);
-    /* the parent's copy of the writer: free it without touching the file */
-    dpro_writer_close(NULL);
 }
 
 int
