@@ -137,8 +137,8 @@ charge(cp_ctx *c, int cls, int32_t m, const char *op, int64_t ns)
     replay_summary *out = c->out;
     if (ns <= 0)
         return 0;
-    if (dfg_rank(g, m) != c->cp_rank)
-        cls = REPLAY_CP_WAIT_RANK;
+    if (dfg_rank(g, m) != c->cp_rank && cls != REPLAY_CP_COLLECTIVE)
+        cls = REPLAY_CP_WAIT_RANK; /* a transfer is every participant's */
     out->cp_class_ns[cls] += ns;
     out->cp_length_ns += ns;
     int host_range_entry = cls == REPLAY_CP_CPU_OP || cls == REPLAY_CP_ANNOTATION ||

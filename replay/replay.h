@@ -264,8 +264,9 @@ enum replay_cp_class {
     REPLAY_CP_MEMCPY = 7,
     REPLAY_CP_MEMSET = 8,
     REPLAY_CP_COLLECTIVE = 9, /* a collective's transfer (after its last participant came) */
-    REPLAY_CP_WAIT_RANK = 10, /* anything on a rank other than the one the path ends on: the
-                               * time that rank waited for another */
+    REPLAY_CP_WAIT_RANK = 10, /* anything on a rank other than the one the path ends on (but
+                               * a collective's transfer, which all participants share):
+                               * the time that rank waited for another */
     REPLAY_CP_NCLASSES = 11,
 };
 
@@ -317,7 +318,7 @@ void replay_summary_free(replay_summary *s);
  * MARKER events, Kineto's python_function excepted); a device op's segment to its launch
  * call (while the call ran), then the launch delay (or the stream gap when its stream or
  * another stream released it), then the op itself by kind. Everything on a rank other
- * than cp_rank is REPLAY_CP_WAIT_RANK. Returns 0 or -1 (out of memory). */
+ * than cp_rank but a collective's transfer is REPLAY_CP_WAIT_RANK. Returns 0 or -1 (out of memory). */
 int replay_cp_compose(const replay *rp, const dfg *g, const sim_result *res, int32_t cp_rank,
                       int32_t to, int64_t from_ns, replay_summary *out);
 
