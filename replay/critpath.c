@@ -38,7 +38,7 @@ typedef struct cp_ctx {
     int64_t *pts; /* scratch: their boundaries */
     size_t cpts;
     hmap by_node, by_text; /* entry keys -> index in out->cp */
-    int32_t cap_cp;
+    int32_t cap_cp, cap_pieces;
     replay_summary *out;
 } cp_ctx;
 
@@ -128,10 +128,28 @@ collect_ranges(cp_ctx *c, const replay *rp)
     return 0;
 }
 
-/* Adds ns to the composition and to the entry of (cls, node name or op text). Time on a
- * rank other than the path's own is the wait on that rank. Returns 0 or -1. */
+/* Appends the piece [at, at + ns) of the path to out->cp_pieces. Returns 0 or -1. */
 static int
-charge(cp_ctx *c, int cls, int32_t m, const char *op, int64_t ns)
+add_piece(cp_ctx *c, int cls, int32_t m, const char *op, int64_t at, int64_t ns)
+{
+    replay_summary *out = c->out;
+    if (out->n_cp_pieces == c->cap_pieces) {
+        int32_t nc = c->cap_pieces ? c->cap_pieces * 2 : 256;
+        replay_cp_piece *x = realloc(out->cp_pieces, (size_t)nc * sizeof *x);
+        if (!x)
+            return -1;
+        out->cp_pieces = x;
+        c->cap_pieces = nc;
+    }
+    out->cp_pieces[out->n_cp_pieces++] = (replay_cp_piece){at, ns, m, cls, op};
+    return 0;
+}
+
+/* Adds the piece [at, at + ns) to the composition, to the entry of (cls, node name or op
+ * text) and to the pieces. Time on a rank other than the path's own is the wait on that
+ * rank. Returns 0 or -1. */
+static int
+charge(cp_ctx *c, int cls, int32_t m, const char *op, int64_t at, int64_t ns)
 {
     const dfg *g = c->g;
     replay_summary *out = c->out;
@@ -146,6 +164,8 @@ charge(cp_ctx *c, int cls, int32_t m, const char *op, int64_t ns)
     int kind = host_range_entry ? DFG_HOST : g->kind[m];
     int32_t name = host_range_entry ? 0 : g->name[m];
     const char *text = host_range_entry ? (op ? op : "") : NULL;
+    if (add_piece(c, cls, m, text, at, ns) != 0)
+        return -1;
     hmap *h = text ? &c->by_text : &c->by_node;
     uint64_t key = text ? dpro_fnv1a(text, strlen(text), DPRO_FNV1A_INIT ^ (uint64_t)cls)
                         : ((uint64_t)cls << 40) | ((uint64_t)kind << 32) | (uint32_t)name;
@@ -192,7 +212,7 @@ innermost(const cp_ctx *c, int64_t p, int64_t q)
  * that length that ends where m measurably started, split among the innermost cpu_op or
  * annotation over each part of it (host_other where none was recorded). Returns 0 or -1. */
 static int
-charge_host_gap(cp_ctx *c, int32_t m, int64_t len)
+charge_host_gap(cp_ctx *c, int32_t m, int64_t at, int64_t len)
 {
     const dfg *g = c->g;
     if (len <= 0)
@@ -235,7 +255,7 @@ charge_host_gap(cp_ctx *c, int32_t m, int64_t len)
             c->pts[npts++] = h->t1;
     }
     if (!c->ncov)
-        return charge(c, REPLAY_CP_HOST_OTHER, m, NULL, len);
+        return charge(c, REPLAY_CP_HOST_OTHER, m, NULL, at, len);
     c->pts[npts++] = ws;
     c->pts[npts++] = we;
     qsort(c->pts, npts, sizeof *c->pts, cmp_i64);
@@ -246,7 +266,7 @@ charge_host_gap(cp_ctx *c, int32_t m, int64_t len)
             continue;
         const host_range *h = innermost(c, p, q);
         int cls = !h ? REPLAY_CP_HOST_OTHER : h->cpu_op ? REPLAY_CP_CPU_OP : REPLAY_CP_ANNOTATION;
-        rc = charge(c, cls, m, h ? h->name : NULL, q - p);
+        rc = charge(c, cls, m, h ? h->name : NULL, at + (p - ws), q - p);
     }
     return rc;
 }
@@ -270,8 +290,8 @@ charge_segment(cp_ctx *c, int32_t m, int64_t a, int64_t z)
     int64_t s = res->start[m];
     if (g->kind[m] == DFG_HOST) {
         int64_t gz = clamp64(s, a, z);
-        int rc = charge_host_gap(c, m, gz - a);
-        return rc == 0 ? charge(c, REPLAY_CP_API, m, NULL, z - gz) : rc;
+        int rc = charge_host_gap(c, m, a, gz - a);
+        return rc == 0 ? charge(c, REPLAY_CP_API, m, NULL, gz, z - gz) : rc;
     }
     int rc = 0;
     int64_t dev = clamp64(s, a, z);
@@ -279,17 +299,17 @@ charge_segment(cp_ctx *c, int32_t m, int64_t a, int64_t z)
     if (res->why[m] == SIM_CAUSE_LAUNCH && h >= 0) {
         int64_t he = res->end[h] < s ? res->end[h] : s;
         int64_t api_end = clamp64(he, a, dev);
-        rc = charge(c, REPLAY_CP_API, h, NULL, api_end - a);
+        rc = charge(c, REPLAY_CP_API, h, NULL, a, api_end - a);
         if (rc == 0)
-            rc = charge(c, REPLAY_CP_LAUNCH_DELAY, m, NULL, dev - api_end);
+            rc = charge(c, REPLAY_CP_LAUNCH_DELAY, m, NULL, api_end, dev - api_end);
     } else {
-        rc = charge(c, REPLAY_CP_STREAM_GAP, m, NULL, dev - a);
+        rc = charge(c, REPLAY_CP_STREAM_GAP, m, NULL, a, dev - a);
     }
     int cls = g->kind[m] == DFG_MEMCPY   ? REPLAY_CP_MEMCPY
               : g->kind[m] == DFG_MEMSET ? REPLAY_CP_MEMSET
               : g->kind[m] == DFG_COLL   ? REPLAY_CP_COLLECTIVE
                                          : REPLAY_CP_KERNEL;
-    return rc == 0 ? charge(c, cls, m, NULL, z - dev) : rc;
+    return rc == 0 ? charge(c, cls, m, NULL, dev, z - dev) : rc;
 }
 
 int

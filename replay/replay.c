@@ -635,6 +635,7 @@ replay_summary_free(replay_summary *s)
 {
     free(s->rank);
     free(s->cp);
+    free(s->cp_pieces);
     memset(s, 0, sizeof *s);
 }
 

@@ -283,6 +283,14 @@ typedef struct replay_cp_entry {
                        * host_other, NULL for node entries */
 } replay_cp_entry;
 
+/* One piece of the critical path: an interval of it charged to one class and entry. */
+typedef struct replay_cp_piece {
+    int64_t start_ns, dur_ns; /* on the timeline the path was taken from */
+    int32_t node;             /* the node charged (a launch call for its api piece) */
+    int cls;                  /* enum replay_cp_class */
+    const char *op;           /* as replay_cp_entry.op */
+} replay_cp_piece;
+
 typedef struct replay_summary {
     int32_t n_ranks;
     int32_t iterations;      /* compared per rank */
@@ -296,8 +304,10 @@ typedef struct replay_summary {
     int32_t n_cp;
     int64_t cp_length_ns;
     int64_t cp_class_ns[REPLAY_CP_NCLASSES]; /* its composition (sums to cp_length_ns) */
-    int32_t cp_rank;                         /* rank whose iteration end the path leads to */
-    int32_t unfinished;                      /* nodes the simulation could not run */
+    replay_cp_piece *cp_pieces;              /* the path piece by piece, in time order */
+    int32_t n_cp_pieces;
+    int32_t cp_rank;    /* rank whose iteration end the path leads to */
+    int32_t unfinished; /* nodes the simulation could not run */
 } replay_summary;
 
 /* Summarises simulation res of graph g (rp->graph or a copy). Returns 0 or -1. */
@@ -307,10 +317,10 @@ void replay_summary_free(replay_summary *s);
 
 /* Critical path of res (simulation of g) ending at node `to` (< 0: res->last_node) and
  * walked back to time from_ns (sim_critical_path), composed into out->cp, n_cp,
- * cp_length_ns, cp_class_ns and cp_rank = cp_rank (out's other fields are left alone;
- * out->cp must be NULL and the sums 0). Each segment of the path (the time it spends in
- * a node: from the node's release to the release of the next, inside [from_ns, end))
- * is charged to what ran in it on the node's resource: a host call's segment to the
+ * cp_length_ns, cp_class_ns, cp_pieces, n_cp_pieces and cp_rank = cp_rank (out's other fields are
+ * left alone; out->cp and out->cp_pieces must be NULL and the sums 0). Each segment of the path
+ * (the time it spends in a node: from the node's release to the release of the next, inside
+ * [from_ns, end)) is charged to what ran in it on the node's resource: a host call's segment to the
  * host time before the call started, then the call (REPLAY_CP_API); the host time, in
  * the measured window of that length ending at the call's measured start, to the
  * innermost cpu_op, else annotation, on the call's thread over each part of it
@@ -318,7 +328,8 @@ void replay_summary_free(replay_summary *s);
  * MARKER events, Kineto's python_function excepted); a device op's segment to its launch
  * call (while the call ran), then the launch delay (or the stream gap when its stream or
  * another stream released it), then the op itself by kind. Everything on a rank other
- * than cp_rank but a collective's transfer is REPLAY_CP_WAIT_RANK. Returns 0 or -1 (out of memory). */
+ * than cp_rank but a collective's transfer is REPLAY_CP_WAIT_RANK. Returns 0 or -1 (out of memory).
+ */
 int replay_cp_compose(const replay *rp, const dfg *g, const sim_result *res, int32_t cp_rank,
                       int32_t to, int64_t from_ns, replay_summary *out);
 

@@ -37,7 +37,8 @@ usage(FILE *f)
                "                         breakdown, critical_path, per_rank, p2p,\n"
                "                         typical_replay, rank_classes, ...)\n"
                "  -c, --chrome FILE      also write the simulated timeline as a Chrome trace\n"
-               "                         (a new file; never an input trace or a symbolic link)\n"
+               "                         (a new file; never an input trace or a symbolic link),\n"
+               "                         the critical path overlaid as a track of its rank\n"
                "  -f, --force            let --chrome write over an existing file\n"
                "  -p, --critical-path    the critical path's composition by what ran (cpu_op,\n"
                "                         annotation, host_other, api, launch_delay,\n"
@@ -715,15 +716,16 @@ print_text(const report *rep)
     }
 }
 
-/* Writes the simulated timeline to path (a file that inputs_open_output allows).
- * Returns 0, or 1 when it could not. */
+/* Writes the simulated timeline to path (a file that inputs_open_output allows), with the
+ * critical path of s (the summary of that simulation) overlaid. Returns 0, or 1 when it
+ * could not. */
 static int
-write_chrome(replay *rp, const args *a)
+write_chrome(replay *rp, const replay_summary *s, const args *a)
 {
     const char *path = a->chrome;
     int status = 0;
     FILE *f = inputs_open_output(a->dir, path, a->force);
-    chrome_options co = {1, -1, -1};
+    chrome_options co = {1, -1, -1, s};
     if (!f)
         status = 1;
     else if (chrome_export(rp, &rp->graph, &rp->sim, &co, f) != 0) {
@@ -795,7 +797,7 @@ main(int argc, char **argv)
         print_json(&rep);
     else
         print_text(&rep);
-    status = a.chrome ? write_chrome(&rp, &a) : 0;
+    status = a.chrome ? write_chrome(&rp, &s, &a) : 0;
 out:
     replay_perturbation_free(&pt);
     replay_summary_free(&ws);

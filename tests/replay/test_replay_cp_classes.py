@@ -48,8 +48,9 @@ def synthetic_trace(steps):
             "baseTimeNanoseconds": BASE_NS}
 
 
-def replay_json(trace_dir):
-    p = subprocess.run([T.REPLAY, trace_dir, "--json", "--top", "1000"],
+def replay_json(trace_dir, chrome=None):
+    extra = ["--chrome", chrome] if chrome else []
+    p = subprocess.run([T.REPLAY, trace_dir, "--json", "--top", "1000"] + extra,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     T.check(p.returncode == 0, "dpro-replay %s exits 0 (%s)" % (trace_dir, p.stderr[-300:]))
     return json.loads(p.stdout)["critical_path"] if p.returncode == 0 else None
@@ -69,6 +70,25 @@ def check_sums(cp, what):
         "wait_rank_us"}, "%s: the documented composition keys" % what)
 
 
+def check_chrome(path, cp):
+    """The --chrome overlay: the path's pieces, back to back, summing to its length, each
+    piece's class that of the composition."""
+    with open(path) as f:
+        pieces = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "critical_path"]
+    pieces.sort(key=lambda e: e["ts"])
+    T.check(pieces and all(e["tid"] == pieces[0]["tid"] and e["pid"] == cp["rank"]
+                           for e in pieces), "--chrome: a critical-path track on its rank")
+    gaps = sum(1 for x, y in zip(pieces, pieces[1:]) if abs(x["ts"] + x["dur"] - y["ts"]) > 0.01)
+    T.check(gaps == 0, "--chrome: the pieces follow each other (%d gaps)" % gaps)
+    by = {}
+    for e in pieces:
+        by[e["args"]["class"] + "_us"] = by.get(e["args"]["class"] + "_us", 0) + e["dur"]
+    T.check(all(abs(by.get(k, 0) - v) < 0.01 for k, v in cp["composition"].items()),
+            "--chrome: the pieces by class are the composition (%s)" % by)
+    T.check(any(e["name"] == "aten::slow_op" and e["args"]["class"] == "cpu_op" for e in pieces),
+            "--chrome: aten::slow_op is a cpu_op piece")
+
+
 def synthetic(tmp):
     src = os.path.join(tmp, "synth.json")
     with open(src, "w") as f:
@@ -77,9 +97,11 @@ def synthetic(tmp):
     p = subprocess.run([T.IMPORT, "kineto", "--quiet", src, "-o", out],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     T.check(p.returncode == 0, "the synthetic trace imports (%s)" % p.stderr[-300:])
-    cp = replay_json(out)
+    chrome = os.path.join(tmp, "synth.chrome.json")
+    cp = replay_json(out, chrome)
     if cp is None:
         return
+    check_chrome(chrome, cp)
     comp = cp["composition"]
     print("synthetic: length %.1f us, composition %s" % (cp["length_us"], comp))
     check_sums(cp, "synthetic")
