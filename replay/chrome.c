@@ -8,6 +8,7 @@
 #include "json_writer.h"
 
 #define TID_ITER 1
+#define TID_CP 2         /* the critical path's track */
 #define TID_BASE 10      /* resource q has tid TID_BASE + q */
 #define TID_NVTX 1000000 /* NVTX track of resource q: TID_NVTX + q */
 
@@ -270,6 +271,38 @@ export_iterations(const dfg *g, sim_timeline tl, const window *w, json_writer *j
     }
 }
 
+/* The critical path of s (on tl's timeline), a slice per piece, on its rank's process. */
+static void
+export_critical_path(const dfg *g, const replay_summary *s, const window *w, json_writer *j)
+{
+    int32_t r = s->cp_rank;
+    if (r < 0 || !s->n_cp_pieces)
+        return;
+    meta_event(j, "thread_name", r, TID_CP, "name", "critical path", 0, 0);
+    meta_event(j, "thread_sort_index", r, TID_CP, "sort_index", NULL, 1, 1);
+    for (int32_t i = 0; i < s->n_cp_pieces; i++) {
+        const replay_cp_piece *p = &s->cp_pieces[i];
+        if (!in_window(w, r, p->start_ns))
+            continue;
+        json_begin_object(j);
+        json_kv_string(j, "ph", "X");
+        json_kv_string(j, "cat", "critical_path");
+        json_kv_string(j, "name",
+                       p->op ? (*p->op ? p->op : "(no op recorded)")
+                             : dfg_name(g, g->name[p->node]));
+        json_kv_int(j, "pid", r);
+        json_kv_int(j, "tid", TID_CP);
+        json_kv_double(j, "ts", us(p->start_ns));
+        json_kv_double(j, "dur", us(p->dur_ns));
+        json_key(j, "args");
+        json_begin_object(j);
+        json_kv_string(j, "class", replay_cp_class_name(p->cls));
+        json_kv_int(j, "node", p->node);
+        json_end_object(j);
+        json_end_object(j);
+    }
+}
+
 /* One slice per node (collectives with their wait and transfer), and a flow from each
  * device op's launch call to it. */
 static void
@@ -384,6 +417,8 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
         export_nodes(g, tl, &w, j);
         export_group_flows(g, tl, &w, j);
         export_wakeups(g, tl, &w, j);
+        if (simulated && opt->cp)
+            export_critical_path(g, opt->cp, &w, j);
         if (!simulated)
             export_markers(rp, g, &w, j);
         json_end_array(j);

@@ -7,10 +7,11 @@
  * events for every node, launch -> device flows (ph s / f, bp "e"), each collective's
  * participants linked across ranks by flows (category "collective"; send/recv exchanges
  * "p2p", from the sender), wake-ups between host threads (dfg.h) as
- * flows from the waker's end to the woken call's start, an "iterations" track, and for measured
- * timelines the NVTX ranges (their own track per thread) and a "C" counter of device
- * memory in use. Names go through the JSON writer's escaping. Simulated and measured
- * timelines are written the same way, so the two files compare side by side.
+ * flows from the waker's end to the woken call's start, an "iterations" track, the critical path's
+ * pieces by class when asked (chrome_options.cp), and for measured timelines the NVTX ranges (their
+ * own track per thread) and a "C" counter of device memory in use. Names go through the JSON
+ * writer's escaping. Simulated and measured timelines are written the same way, so the two files
+ * compare side by side.
  */
 #ifndef DPRO_REPLAY_CHROME_H
 #define DPRO_REPLAY_CHROME_H
@@ -25,6 +26,11 @@ typedef struct chrome_options {
     int32_t iter_first; /* window of iterations (inclusive; iteration N ends at the end
                          * of boundary N, e.g. marker "iteration N"), -1: everything */
     int32_t iter_last;
+    const replay_summary *cp; /* with a simulated timeline: the summary of that simulation
+                               * (replay_summarize of the same g and sim), whose critical
+                               * path is overlaid as a "critical path" track of its rank, a
+                               * slice per piece (cat "critical_path", name the cpu_op,
+                               * annotation or node, args class and node); NULL: none */
 } chrome_options;
 
 /* Estimated size in bytes of the export with these options. */

@@ -15,9 +15,9 @@ replay_libdproreplay_la_SOURCES = \
 	replay/build.c replay/build.h replay/build_int.h replay/build_p2p.c \
 	replay/build_queue.c replay/build_timing.c replay/build_wakeup.c replay/build_repair.c \
 	replay/launch_queue.c replay/launch_queue.h \
-	replay/replay.c replay/replay.h replay/fidelity.c replay/fold.c \
+	replay/replay.c replay/replay.h replay/critpath.c replay/fidelity.c replay/fold.c \
 	replay/chrome.c replay/chrome.h \
-	replay/kernels.c replay/kernels.h \
+	replay/kernels.c replay/kernels.h replay/diff.c replay/diff.h \
 	replay/analyses/analyses.h replay/analyses/ana_int.h replay/analyses/collect.c \
 	replay/analyses/launch.c replay/analyses/idle.c replay/analyses/memcpy.c \
 	replay/analyses/ops.c replay/analyses/queue.c replay/analyses/sequences.c \

@@ -635,6 +635,7 @@ replay_summary_free(replay_summary *s)
 {
     free(s->rank);
     free(s->cp);
+    free(s->cp_pieces);
     memset(s, 0, sizeof *s);
 }
 
@@ -647,13 +648,6 @@ bd_add(sim_breakdown *a, const sim_breakdown *b, double scale)
     a->overlap += (int64_t)((double)b->overlap * scale);
     a->wait_ranks += (int64_t)((double)b->wait_ranks * scale);
     a->host_idle += (int64_t)((double)b->host_idle * scale);
-}
-
-static int
-cmp_cp(const void *pa, const void *pb)
-{
-    const replay_cp_entry *a = pa, *b = pb;
-    return (a->total_ns < b->total_ns) - (a->total_ns > b->total_ns);
 }
 
 int
@@ -739,52 +733,8 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
             to = b[rp->iter_last + 1];
             from = res->end[b[rp->iter_last]];
         }
-        int32_t *path = NULL, np = 0;
-        if (sim_critical_path(g, res, to, from, &path, &np) != 0)
+        if (replay_cp_compose(rp, g, res, cp_rank, to, from, out) != 0)
             goto oom;
-        hmap idx;
-        if (hmap_init(&idx, 64) != 0) {
-            free(path);
-            goto oom;
-        }
-        out->cp = malloc((size_t)(np > 0 ? np : 1) * sizeof *out->cp);
-        if (!out->cp) {
-            free(path);
-            hmap_free(&idx);
-            goto oom;
-        }
-        for (int32_t i = 0; i < np; i++) {
-            int32_t m = path[i];
-            int64_t c = sim_path_contribution(g, res, path, np, i);
-            if (i == 0) {
-                /* the first node may have been released before the iteration began:
-                 * only its part inside the iteration counts */
-                int64_t rel = sim_release_time(g, res, m);
-                if (rel >= 0 && rel < from)
-                    c -= from - rel;
-            }
-            if (i == np - 1 && m == to)
-                c = 0; /* the next iteration's first node: the iteration ends as it starts */
-            if (c <= 0)
-                continue;
-            uint64_t key = ((uint64_t)g->kind[m] << 32) | (uint32_t)g->name[m];
-            int32_t e = hmap_get(&idx, key, -1);
-            if (e < 0) {
-                e = out->n_cp++;
-                hmap_put(&idx, key, e);
-                out->cp[e].name = g->name[m];
-                out->cp[e].kind = g->kind[m];
-                out->cp[e].total_ns = 0;
-                out->cp[e].count = 0;
-            }
-            out->cp[e].total_ns += c;
-            out->cp[e].count++;
-            out->cp_length_ns += c;
-        }
-        hmap_free(&idx);
-        free(path);
-        qsort(out->cp, (size_t)out->n_cp, sizeof *out->cp, cmp_cp);
-        out->cp_rank = cp_rank;
     }
     free(garr);
     free(blame);

@@ -249,12 +249,47 @@ typedef struct replay_rank_summary {
     int clock_aligned;
 } replay_rank_summary;
 
+/* What the critical path spends its time in (replay_cp_compose), each segment of the path
+ * charged to what ran then on the resource the path was on. */
+enum replay_cp_class {
+    REPLAY_CP_CPU_OP = 0,       /* host time between API calls inside a cpu_op (the innermost
+                                 * one on the thread) */
+    REPLAY_CP_ANNOTATION = 1,   /* ... inside a user annotation (no cpu_op around it) */
+    REPLAY_CP_HOST_OTHER = 2,   /* ... with no cpu_op or annotation recorded */
+    REPLAY_CP_API = 3,          /* inside a host API call (launch, copy, sync, ...) */
+    REPLAY_CP_LAUNCH_DELAY = 4, /* from the launch call's end to its device op's start */
+    REPLAY_CP_STREAM_GAP = 5,   /* a device op released by the op before it on its stream or
+                                 * on another stream, before it started */
+    REPLAY_CP_KERNEL = 6,
+    REPLAY_CP_MEMCPY = 7,
+    REPLAY_CP_MEMSET = 8,
+    REPLAY_CP_COLLECTIVE = 9, /* a collective's transfer (after its last participant came) */
+    REPLAY_CP_WAIT_RANK = 10, /* anything on a rank other than the one the path ends on (but
+                               * a collective's transfer, which all participants share):
+                               * the time that rank waited for another */
+    REPLAY_CP_NCLASSES = 11,
+};
+
+/* Name of an enum replay_cp_class ("cpu_op", "launch_delay", ...), or "unknown". */
+const char *replay_cp_class_name(int cls);
+
 typedef struct replay_cp_entry {
-    int32_t name;     /* string id in the graph */
-    int kind;         /* enum dfg_node_kind */
+    int32_t name;     /* string id in the graph of the node charged (0 for host-range classes) */
+    int kind;         /* enum dfg_node_kind (DFG_HOST for host-range classes) */
     int64_t total_ns; /* time on the critical path */
-    int32_t count;
+    int32_t count;    /* path segments charged */
+    int cls;          /* enum replay_cp_class */
+    const char *op;   /* cpu_op or annotation name (a rank reader's string), "" for
+                       * host_other, NULL for node entries */
 } replay_cp_entry;
+
+/* One piece of the critical path: an interval of it charged to one class and entry. */
+typedef struct replay_cp_piece {
+    int64_t start_ns, dur_ns; /* on the timeline the path was taken from */
+    int32_t node;             /* the node charged (a launch call for its api piece) */
+    int cls;                  /* enum replay_cp_class */
+    const char *op;           /* as replay_cp_entry.op */
+} replay_cp_piece;
 
 typedef struct replay_summary {
     int32_t n_ranks;
@@ -264,9 +299,13 @@ typedef struct replay_summary {
     double measured_us, simulated_us, error_pct;
     replay_rank_summary *rank;
     sim_breakdown measured_bd, simulated_bd; /* summed over ranks, per iteration */
-    replay_cp_entry *cp; /* critical path of the last compared iteration, by time */
+    replay_cp_entry *cp; /* critical path of the last compared iteration, by time; one
+                          * entry per (class, node name or op name) */
     int32_t n_cp;
     int64_t cp_length_ns;
+    int64_t cp_class_ns[REPLAY_CP_NCLASSES]; /* its composition (sums to cp_length_ns) */
+    replay_cp_piece *cp_pieces;              /* the path piece by piece, in time order */
+    int32_t n_cp_pieces;
     int32_t cp_rank;    /* rank whose iteration end the path leads to */
     int32_t unfinished; /* nodes the simulation could not run */
 } replay_summary;
@@ -275,6 +314,24 @@ typedef struct replay_summary {
 int replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_summary *out);
 
 void replay_summary_free(replay_summary *s);
+
+/* Critical path of res (simulation of g) ending at node `to` (< 0: res->last_node) and
+ * walked back to time from_ns (sim_critical_path), composed into out->cp, n_cp,
+ * cp_length_ns, cp_class_ns, cp_pieces, n_cp_pieces and cp_rank = cp_rank (out's other fields are
+ * left alone; out->cp and out->cp_pieces must be NULL and the sums 0). Each segment of the path
+ * (the time it spends in a node: from the node's release to the release of the next, inside
+ * [from_ns, end)) is charged to what ran in it on the node's resource: a host call's segment to the
+ * host time before the call started, then the call (REPLAY_CP_API); the host time, in
+ * the measured window of that length ending at the call's measured start, to the
+ * innermost cpu_op, else annotation, on the call's thread over each part of it
+ * (host_other where none was recorded; cpu_ops and annotations come from the ranks'
+ * MARKER events, Kineto's python_function excepted); a device op's segment to its launch
+ * call (while the call ran), then the launch delay (or the stream gap when its stream or
+ * another stream released it), then the op itself by kind. Everything on a rank other
+ * than cp_rank but a collective's transfer is REPLAY_CP_WAIT_RANK. Returns 0 or -1 (out of memory).
+ */
+int replay_cp_compose(const replay *rp, const dfg *g, const sim_result *res, int32_t cp_rank,
+                      int32_t to, int64_t from_ns, replay_summary *out);
 
 void replay_close(replay *rp);
 

@@ -561,7 +561,7 @@ write_chrome(state *st, const args *a)
     }
     FILE *f = inputs_open_output(a->dir, path, a->force);
     int opened = f != NULL;
-    chrome_options co = {1, -1, -1};
+    chrome_options co = {1, -1, -1, NULL};
     int bad = !f || sim_run(tl, &st->best_sim) != 0 ||
               chrome_export(&st->rp, tl, &st->best_sim, &co, f) != 0;
     if (tl == &part)

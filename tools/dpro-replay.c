@@ -37,9 +37,15 @@ usage(FILE *f)
                "                         breakdown, critical_path, per_rank, p2p,\n"
                "                         typical_replay, rank_classes, ...)\n"
                "  -c, --chrome FILE      also write the simulated timeline as a Chrome trace\n"
-               "                         (a new file; never an input trace or a symbolic link)\n"
+               "                         (a new file; never an input trace or a symbolic link),\n"
+               "                         the critical path overlaid as a track of its rank\n"
                "  -f, --force            let --chrome write over an existing file\n"
-               "  -p, --critical-path    list the operations on the critical path\n"
+               "  -p, --critical-path    the critical path's composition by what ran (cpu_op,\n"
+               "                         annotation, host_other, api, launch_delay,\n"
+               "                         stream_gap, kernel, memcpy, memset, collective,\n"
+               "                         wait_rank) and its top entries; --json key\n"
+               "                         critical_path{rank, length_us, composition{CLASS_us},\n"
+               "                         top[{name, kind, class, time_us, count}]}\n"
                "  -t, --top K            how many critical-path entries (default 10)\n"
                "  -w, --warmup N         skip the iterations before iteration N (iteration k\n"
                "                         ends at the end of marker k; default: detected)\n"
@@ -563,12 +569,21 @@ print_json(const report *rep)
     json_begin_object(j);
     json_kv_int(j, "rank", s->cp_rank);
     json_kv_double(j, "length_us", (double)s->cp_length_ns / 1000.0);
+    json_key(j, "composition");
+    json_begin_object(j);
+    for (int c = 0; c < REPLAY_CP_NCLASSES; c++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s_us", replay_cp_class_name(c));
+        json_kv_double(j, key, (double)s->cp_class_ns[c] / 1000.0);
+    }
+    json_end_object(j);
     json_key(j, "top");
     json_begin_array(j);
     for (int32_t i = 0; i < s->n_cp && i < top; i++) {
         json_begin_object(j);
-        json_kv_string(j, "name", dfg_name(g, s->cp[i].name));
+        json_kv_string(j, "name", s->cp[i].op ? s->cp[i].op : dfg_name(g, s->cp[i].name));
         json_kv_string(j, "kind", kind_name(s->cp[i].kind));
+        json_kv_string(j, "class", replay_cp_class_name(s->cp[i].cls));
         json_kv_double(j, "time_us", (double)s->cp[i].total_ns / 1000.0);
         json_kv_int(j, "count", s->cp[i].count);
         json_end_object(j);
@@ -682,22 +697,35 @@ print_text(const report *rep)
     if (show_cp) {
         printf("\ncritical path of the last compared iteration (ends on rank %d, %.1f us):\n",
                s->cp_rank, s->cp_length_ns / 1e3);
-        for (int32_t i = 0; i < s->n_cp && i < top; i++)
-            printf("  %10.1f us %5.1f%%  %-10s x%-5d %s\n", s->cp[i].total_ns / 1e3,
-                   s->cp_length_ns ? 100.0 * s->cp[i].total_ns / s->cp_length_ns : 0,
-                   kind_name(s->cp[i].kind), s->cp[i].count, dfg_name(g, s->cp[i].name));
+        printf("  composition:");
+        for (int c = 0, k = 0; c < REPLAY_CP_NCLASSES; c++) {
+            if (!s->cp_class_ns[c])
+                continue;
+            printf("%s %s %.1f us (%.1f%%)", k++ ? "," : "", replay_cp_class_name(c),
+                   s->cp_class_ns[c] / 1e3,
+                   s->cp_length_ns ? 100.0 * s->cp_class_ns[c] / s->cp_length_ns : 0);
+        }
+        printf("\n");
+        for (int32_t i = 0; i < s->n_cp && i < top; i++) {
+            const replay_cp_entry *e = &s->cp[i];
+            const char *nm = e->op ? (*e->op ? e->op : "(no op recorded)") : dfg_name(g, e->name);
+            printf("  %10.1f us %5.1f%%  %-12s x%-5d %s\n", e->total_ns / 1e3,
+                   s->cp_length_ns ? 100.0 * e->total_ns / s->cp_length_ns : 0,
+                   replay_cp_class_name(e->cls), e->count, nm);
+        }
     }
 }
 
-/* Writes the simulated timeline to path (a file that inputs_open_output allows).
- * Returns 0, or 1 when it could not. */
+/* Writes the simulated timeline to path (a file that inputs_open_output allows), with the
+ * critical path of s (the summary of that simulation) overlaid. Returns 0, or 1 when it
+ * could not. */
 static int
-write_chrome(replay *rp, const args *a)
+write_chrome(replay *rp, const replay_summary *s, const args *a)
 {
     const char *path = a->chrome;
     int status = 0;
     FILE *f = inputs_open_output(a->dir, path, a->force);
-    chrome_options co = {1, -1, -1};
+    chrome_options co = {1, -1, -1, s};
     if (!f)
         status = 1;
     else if (chrome_export(rp, &rp->graph, &rp->sim, &co, f) != 0) {
@@ -769,7 +797,7 @@ main(int argc, char **argv)
         print_json(&rep);
     else
         print_text(&rep);
-    status = a.chrome ? write_chrome(&rp, &a) : 0;
+    status = a.chrome ? write_chrome(&rp, &s, &a) : 0;
 out:
     replay_perturbation_free(&pt);
     replay_summary_free(&ws);

@@ -27,6 +27,10 @@ tools_dpro_replay_LDADD = replay/libdproreplay.la
 tools_dpro_export_SOURCES = tools/dpro-export.c
 tools_dpro_export_LDADD = replay/libdproreplay.la
 
+bin_PROGRAMS += tools/dpro-diff
+tools_dpro_diff_SOURCES = tools/dpro-diff.c
+tools_dpro_diff_LDADD = replay/libdproreplay.la
+
 bin_PROGRAMS += tools/dpro-optimize
 tools_dpro_optimize_SOURCES = tools/dpro-optimize.c
 tools_dpro_optimize_LDADD = optimizer/libdproopt.la

@@ -34,6 +34,12 @@ tests_replay_test_replay_window_SOURCES = tests/replay/test_replay_window.c test
 tests_replay_test_replay_window_LDADD = replay/libdproreplay.la
 TESTS += tests/replay/test_replay_window.py
 dist_check_SCRIPTS += tests/replay/test_replay_window.py
+# dpro-diff: known differences of synthetic traces, real traces against themselves
+TESTS += tests/replay/test_dpro_diff.py
+dist_check_SCRIPTS += tests/replay/test_dpro_diff.py
+# the critical path's composition by what ran (cpu_op, api, launch delay, kernel, ...)
+TESTS += tests/replay/test_replay_cp_classes.py
+dist_check_SCRIPTS += tests/replay/test_replay_cp_classes.py
 # rank folding: folded and explicit (--no-fold) replays agree
 TESTS += tests/replay/test_replay_fold.py
 dist_check_SCRIPTS += tests/replay/test_replay_fold.py

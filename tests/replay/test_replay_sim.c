@@ -1,7 +1,8 @@
 /*
  * test_replay_sim: unit tests of the simulator on tiny hand-made graphs with known answers
  * (wake-ups between threads included), the critical path, the breakdown, graph
- * transformations (clone, remove, merge) and the synthetic generator.
+ * transformations (clone, remove, merge) and the synthetic generator; the critical
+ * path's composition across ranks (replay_cp_compose).
  */
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "dprotrace.h"
 #include "replay/dfg.h"
+#include "replay/replay.h"
 #include "replay/sim.h"
 #include "tests/replay/synth.h"
 #include "tests/unit/testutil.h"
@@ -286,6 +288,18 @@ test_sim_collective(void)
         through |= path[i] == k[1];
     CHECK(through);
     free(path);
+    /* its composition: rank 1's kernel is rank 0's wait, the transfer is the collective's
+     * (after[0], where the path ends, closes it and counts nothing) */
+    replay rp;
+    replay_summary s;
+    memset(&rp, 0, sizeof rp);
+    memset(&s, 0, sizeof s);
+    CHECK(replay_cp_compose(&rp, &g, &r, 0, after[0], 0, &s) == 0);
+    CHECK_EQ(s.cp_class_ns[REPLAY_CP_WAIT_RANK], 150000);
+    CHECK_EQ(s.cp_class_ns[REPLAY_CP_COLLECTIVE], 30000);
+    CHECK_EQ(s.cp_length_ns, 180000);
+    CHECK(s.n_cp == 2 && s.cp[0].cls == REPLAY_CP_WAIT_RANK && s.cp[0].name == g.name[k[1]]);
+    replay_summary_free(&s);
     /* a cycle is reported, not hung on */
     CHECK(dfg_add_edge(&g, after[0], k[0]) == 0);
     CHECK(sim_run(&g, &r) == 0);

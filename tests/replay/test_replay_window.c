@@ -139,7 +139,12 @@ check_window(const char *dir, const replay_options *ro, int expect)
     CHECK_EQ(sw.n_cp, sf.n_cp);
     CHECK_EQ(sw.cp_length_ns, sf.cp_length_ns);
     CHECK_EQ(sw.cp_rank, sf.cp_rank);
+    for (int c = 0; c < REPLAY_CP_NCLASSES; c++)
+        CHECK_EQ(sw.cp_class_ns[c], sf.cp_class_ns[c]);
     for (int32_t i = 0; i < sw.n_cp && i < sf.n_cp; i++) {
+        CHECK_EQ(sw.cp[i].cls, sf.cp[i].cls);
+        CHECK(!sw.cp[i].op == !sf.cp[i].op &&
+              (!sw.cp[i].op || strcmp(sw.cp[i].op, sf.cp[i].op) == 0));
         CHECK(strcmp(dfg_name(&w.graph, sw.cp[i].name), dfg_name(&f.graph, sf.cp[i].name)) == 0);
         CHECK_EQ(sw.cp[i].kind, sf.cp[i].kind);
         CHECK_EQ(sw.cp[i].total_ns, sf.cp[i].total_ns);
