@@ -22,7 +22,6 @@
 struct simgpu_config simgpu_cfg;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 struct simgpu_device g_dev[SIMGPU_MAX_DEVICES];
 struct simgpu_event *g_events;
 
@@ -84,6 +83,7 @@ init_once(void)
     simgpu_cfg.cupti_busy = (int)env_double("SIMGPU_CUPTI_BUSY", 0);
     simgpu_cfg.cupti_limit_bytes = (uint64_t)(env_double("SIMGPU_CUPTI_LIMIT_MB", 64) * 1048576);
     simgpu_cfg.cupti_deliver_ms = (uint64_t)env_double("SIMGPU_CUPTI_DELIVER_MS", 200);
+    simgpu_cfg.teardown_at_exit = getenv("SIMGPU_TEARDOWN_AT_EXIT") != NULL;
 }
 
 void
@@ -118,6 +118,10 @@ void
 simgpu_sleep_until(uint64_t deadline_ns)
 {
     struct timespec ts;
+    /* A deadline already past costs no system call (clock_gettime is the vDSO's): on a
+     * virtual machine, clock_nanosleep arms a timer even then, some 20 us a call. */
+    if (simgpu_now_ns() >= deadline_ns)
+        return;
     ts.tv_sec = (time_t)(deadline_ns / 1000000000ULL);
     ts.tv_nsec = (long)(deadline_ns % 1000000000ULL);
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -144,8 +148,12 @@ stream_alloc(struct simgpu_device *d, unsigned flags, int prio)
     s->flags = flags;
     s->priority = prio;
     s->id = d->next_stream_id++;
+    s->wake_seq = UINT64_MAX;
+    pthread_cond_init(&s->work_cv, NULL);
+    pthread_cond_init(&s->done_cv, NULL);
     s->next_all = d->streams;
-    d->streams = s;
+    /* Published last: simgpu_stream_resolve walks the list without g_lock. */
+    __atomic_store_n(&d->streams, s, __ATOMIC_RELEASE);
     return s;
 }
 
@@ -155,13 +163,12 @@ device_locked(int i)
 {
     struct simgpu_device *d = &g_dev[i];
     static int teardown_registered;
-    if (!teardown_registered && getenv("SIMGPU_TEARDOWN_AT_EXIT")) {
+    if (!teardown_registered && simgpu_cfg.teardown_at_exit) {
         teardown_registered = 1;
         atexit(simgpu_cupti_teardown);
     }
     if (!d->inited) {
         d->index = i;
-        d->inited = 1;
         /* CUPTI's stream ids are unique in a process: device i's are offset by 1000 i
          * (device 0: legacy 7, others from 13). */
         d->next_stream_id = SIMGPU_LEGACY_STREAM_ID + 1000u * (uint32_t)i;
@@ -169,6 +176,9 @@ device_locked(int i)
         if (d->legacy)
             d->legacy->is_legacy = 1;
         d->next_stream_id = 13 + 1000u * (uint32_t)i;
+        /* Last: the lock-free readers (simgpu_stream_resolve, simgpu_sticky_error) see
+         * the legacy stream once they see the device initialised. */
+        __atomic_store_n(&d->inited, 1, __ATOMIC_RELEASE);
     }
     return d;
 }
@@ -193,8 +203,14 @@ simgpu_set_device(int dev)
 cudaError_t
 simgpu_sticky_error(void)
 {
+    struct simgpu_device *d;
     cudaError_t rc;
     simgpu_init();
+    d = &g_dev[t_dev];
+    /* Launch fast path: an initialised device's sticky error is read without g_lock (it
+     * is only ever set, and the enqueue checks it again under the lock). */
+    if (__atomic_load_n(&d->inited, __ATOMIC_ACQUIRE))
+        return __atomic_load_n(&d->sticky, __ATOMIC_ACQUIRE);
     pthread_mutex_lock(&g_lock);
     rc = device_locked(t_dev)->sticky;
     pthread_mutex_unlock(&g_lock);
@@ -379,22 +395,22 @@ op_add_dep(struct simgpu_op *op, struct simgpu_stream *s, uint64_t seq)
     return 0;
 }
 
-/* Returns 1 when every dependency of op has run, with the latest end in *end;
- * caller holds g_lock. */
+/* Returns -1 when every dependency of op has run, with the latest end in *end, else
+ * the index of a dependency that has not; caller holds g_lock. */
 static int
-deps_ready(const struct simgpu_op *op, uint64_t *end)
+dep_pending(const struct simgpu_op *op, uint64_t *end)
 {
     uint64_t e = 0;
     for (int i = 0; i < op->ndeps; i++) {
         const struct simgpu_stream *t = op->deps[i].stream;
         uint64_t seq = op->deps[i].seq;
         if (t->done_seq < seq)
-            return 0;
+            return i;
         if (t->done_seq - seq < SIMGPU_END_RING && t->done_end[seq % SIMGPU_END_RING] > e)
             e = t->done_end[seq % SIMGPU_END_RING];
     }
     *end = e;
-    return 1;
+    return -1;
 }
 
 static uint64_t
@@ -478,6 +494,35 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
     return failed;
 }
 
+/* Marks op (the head of s, just run from `start` to `end`) done and wakes whoever waits
+ * for it; caller holds g_lock. */
+static void
+op_complete_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, uint64_t end,
+                   int failed)
+{
+    struct simgpu_device *d = s->dev;
+    if (op->kind == SIMGPU_OP_EVENT_RECORD && op->u.event.ev) {
+        struct simgpu_event *ev = op->u.event.ev;
+        if (ev->stream == s && ev->seq == op->seq)
+            ev->time_ns = start;
+        ev->pending--;
+        event_maybe_free_locked(ev);
+    }
+    if (failed && d->sticky == cudaSuccess)
+        __atomic_store_n(&d->sticky, cudaErrorLaunchFailure, __ATOMIC_RELEASE);
+    s->last_end = u64max(s->last_end, end);
+    s->done_end[op->seq % SIMGPU_END_RING] = end;
+    s->done_seq = op->seq;
+    s->head = op->next;
+    if (!s->head)
+        s->tail = NULL;
+    /* Only the threads waiting for this stream, and only once one's target is reached. */
+    if (s->done_seq >= s->wake_seq) {
+        s->wake_seq = UINT64_MAX;
+        pthread_cond_broadcast(&s->done_cv);
+    }
+}
+
 static void *
 stream_worker(void *arg)
 {
@@ -489,14 +534,15 @@ stream_worker(void *arg)
     for (;;) {
         struct simgpu_op *op;
         uint64_t dep_end = 0, start, end;
-        int failed = 0, skip;
+        int failed = 0, skip, pending;
         while (!s->head && !s->destroyed)
-            pthread_cond_wait(&g_cv, &g_lock);
+            pthread_cond_wait(&s->work_cv, &g_lock);
         if (!s->head)
             break;
         op = s->head;
-        while (!deps_ready(op, &dep_end))
-            pthread_cond_wait(&g_cv, &g_lock);
+        /* A dependency's stream wakes this worker when it reaches the op waited for. */
+        while ((pending = dep_pending(op, &dep_end)) >= 0)
+            wait_done_locked(op->deps[pending].stream, op->deps[pending].seq);
         start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
         skip = d->sticky != cudaSuccess && op->kind != SIMGPU_OP_EVENT_RECORD &&
                op->kind != SIMGPU_OP_EVENT_WAIT;
@@ -507,39 +553,23 @@ stream_worker(void *arg)
             simgpu_cupti_op_done(op, s, start, end);
         }
         pthread_mutex_lock(&g_lock);
-        if (op->kind == SIMGPU_OP_EVENT_RECORD && op->u.event.ev) {
-            struct simgpu_event *ev = op->u.event.ev;
-            if (ev->stream == s && ev->seq == op->seq)
-                ev->time_ns = start;
-            ev->pending--;
-            event_maybe_free_locked(ev);
-        }
-        if (failed && d->sticky == cudaSuccess)
-            d->sticky = cudaErrorLaunchFailure;
-        s->last_end = u64max(s->last_end, end);
-        s->done_end[op->seq % SIMGPU_END_RING] = end;
-        s->done_seq = op->seq;
-        s->head = op->next;
-        if (!s->head)
-            s->tail = NULL;
-        pthread_cond_broadcast(&g_cv);
-        pthread_mutex_unlock(&g_lock);
-        op_free(op);
-        pthread_mutex_lock(&g_lock);
+        op_complete_locked(s, op, start, end, failed);
+        op_free(op); /* free() only: kept under the lock, which the loop takes again */
     }
     s->worker_started = 0;
     pthread_mutex_unlock(&g_lock);
     return NULL;
 }
 
-/* Appends op to s as enqueued at host time now (starting the worker if needed),
- * without waking anyone: the caller broadcasts g_cv once it has enqueued all it
- * means to.  Caller holds g_lock and checked capture and the sticky error.  On
- * failure op is not enqueued and still the caller's. */
-cudaError_t
-enqueue_at_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t now)
+/* Appends op to s as enqueued at host time now (starting the worker if needed); sets
+ * *wake when the worker waits for work and must be signalled (s->work_cv), which the
+ * caller does, before or after releasing g_lock.  Caller holds g_lock and checked
+ * capture and the sticky error.  On failure op is not enqueued and still the caller's. */
+static cudaError_t
+enqueue_nowake_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t now, int *wake)
 {
     struct simgpu_device *d = s->dev;
+    *wake = 0;
     if (s->is_legacy) {
         for (struct simgpu_stream *t = d->streams; t; t = t->next_all)
             if (t != s && !(t->flags & cudaStreamNonBlocking) && t->tail_seq > t->done_seq &&
@@ -566,28 +596,42 @@ enqueue_at_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t now)
     op->enqueue_ns = now;
     op->seq = ++s->tail_seq;
     op->next = NULL;
-    if (s->tail)
-        s->tail->next = op;
-    else
+    if (s->tail) {
+        s->tail->next = op; /* the worker has a head op: it is not waiting for work */
+    } else {
         s->head = op;
+        *wake = 1;
+    }
     s->tail = op;
     return cudaSuccess;
+}
+
+/* Appends op to s as enqueued at host time now (starting the worker if needed) and
+ * signals the stream's worker, which runs it once the caller releases g_lock.  Caller
+ * holds g_lock and checked capture and the sticky error.  On failure op is not enqueued
+ * and still the caller's. */
+cudaError_t
+enqueue_at_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t now)
+{
+    int wake;
+    cudaError_t rc = enqueue_nowake_locked(s, op, now, &wake);
+    if (wake)
+        pthread_cond_signal(&s->work_cv);
+    return rc;
 }
 
 /* Appends op to s and wakes the worker; caller holds g_lock and checked capture. */
 cudaError_t
 enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op)
 {
-    cudaError_t rc = enqueue_at_locked(s, op, simgpu_now_ns());
-    if (rc == cudaSuccess)
-        pthread_cond_broadcast(&g_cv);
-    return rc;
+    return enqueue_at_locked(s, op, simgpu_now_ns());
 }
 
 cudaError_t
 simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
 {
     cudaError_t rc;
+    int wake = 0;
     pthread_mutex_lock(&g_lock);
     if (s->capture) {
         graph_append_locked(s->capture, op, s->capture_slot);
@@ -596,21 +640,28 @@ simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
     }
     rc = s->dev->sticky;
     if (rc == cudaSuccess)
-        rc = enqueue_locked(s, op);
+        rc = enqueue_nowake_locked(s, op, simgpu_now_ns(), &wake);
     pthread_mutex_unlock(&g_lock);
+    /* After the unlock, so that the worker does not wake into a held lock (the stream
+     * outlives its handle: the signal cannot reach freed memory). */
+    if (wake)
+        pthread_cond_signal(&s->work_cv);
     if (rc != cudaSuccess)
         op_free(op);
     return rc;
 }
 
 /* ---- streams ------------------------------------------------------------------------ */
+/* 1 when s is a live stream of some device.  Needs no lock: streams are only ever added
+ * (published at the head of their device's list) and never freed. */
 static int
-stream_live_locked(const struct simgpu_stream *s)
+stream_live(const struct simgpu_stream *s)
 {
     for (int i = 0; i < simgpu_cfg.device_count; i++)
-        for (struct simgpu_stream *t = g_dev[i].streams; t; t = t->next_all)
+        for (struct simgpu_stream *t = __atomic_load_n(&g_dev[i].streams, __ATOMIC_ACQUIRE); t;
+             t = t->next_all)
             if (t == s)
-                return !t->destroyed;
+                return !__atomic_load_n(&t->destroyed, __ATOMIC_ACQUIRE);
     return 0;
 }
 
@@ -619,10 +670,25 @@ simgpu_stream_resolve(cudaStream_t h, int ptds, struct simgpu_stream **out)
 {
     struct simgpu_device *d;
     cudaError_t rc = cudaSuccess;
+    int per_thread = h == cudaStreamPerThread || (ptds && (h == NULL));
     simgpu_init();
+    d = &g_dev[t_dev];
+    /* Launch fast path, without g_lock: an initialised device's legacy stream, the
+     * thread's own per-thread stream once made, and the lock-free stream_live. */
+    if (__atomic_load_n(&d->inited, __ATOMIC_ACQUIRE) && (!per_thread || t_ptds[t_dev])) {
+        if (per_thread)
+            *out = t_ptds[t_dev];
+        else if (h == NULL || h == cudaStreamLegacy)
+            *out = d->legacy;
+        else if (stream_live((struct simgpu_stream *)h))
+            *out = (struct simgpu_stream *)h;
+        else
+            rc = cudaErrorInvalidResourceHandle;
+        return rc;
+    }
     pthread_mutex_lock(&g_lock);
     d = device_locked(t_dev);
-    if (h == cudaStreamPerThread || (ptds && (h == NULL))) {
+    if (per_thread) {
         if (!t_ptds[t_dev])
             t_ptds[t_dev] = stream_alloc(d, 0, 0);
         *out = t_ptds[t_dev];
@@ -630,7 +696,7 @@ simgpu_stream_resolve(cudaStream_t h, int ptds, struct simgpu_stream **out)
             rc = cudaErrorMemoryAllocation;
     } else if (h == NULL || h == cudaStreamLegacy) {
         *out = d->legacy;
-    } else if (stream_live_locked((struct simgpu_stream *)h)) {
+    } else if (stream_live((struct simgpu_stream *)h)) {
         *out = (struct simgpu_stream *)h;
     } else {
         rc = cudaErrorInvalidResourceHandle;
@@ -663,23 +729,28 @@ cudaError_t
 simgpu_stream_destroy(struct simgpu_stream *s)
 {
     pthread_mutex_lock(&g_lock);
-    if (!stream_live_locked(s) || s->is_legacy) {
+    if (!stream_live(s) || s->is_legacy) {
         pthread_mutex_unlock(&g_lock);
         return cudaErrorInvalidResourceHandle;
     }
     /* The struct stays allocated: pending ops of other streams may depend on it. */
-    s->destroyed = 1;
-    pthread_cond_broadcast(&g_cv);
+    __atomic_store_n(&s->destroyed, 1, __ATOMIC_RELEASE);
+    pthread_cond_signal(&s->work_cv);
     pthread_mutex_unlock(&g_lock);
     return cudaSuccess;
 }
 
-/* Waits until s->done_seq >= target; caller holds g_lock. */
+/* Waits until s->done_seq >= target; caller holds g_lock.  The waiter leaves its target
+ * in s->wake_seq (the smallest of all waiters'), so that s's worker wakes the stream's
+ * waiters once, when the first target is reached, and not at every op. */
 void
 wait_done_locked(struct simgpu_stream *s, uint64_t target)
 {
-    while (s->done_seq < target)
-        pthread_cond_wait(&g_cv, &g_lock);
+    while (s->done_seq < target) {
+        if (target < s->wake_seq)
+            s->wake_seq = target;
+        pthread_cond_wait(&s->done_cv, &g_lock);
+    }
 }
 
 cudaError_t
@@ -758,14 +829,16 @@ simgpu_device_sync(void)
     simgpu_init();
     pthread_mutex_lock(&g_lock);
     d = device_locked(t_dev);
+    /* Until every stream is idle at one instant: waits for a busy one's last op, then
+     * looks at all again. */
     for (;;) {
-        int busy = 0;
-        for (struct simgpu_stream *s = d->streams; s; s = s->next_all)
+        struct simgpu_stream *busy = NULL;
+        for (struct simgpu_stream *s = d->streams; s && !busy; s = s->next_all)
             if (s->done_seq < s->tail_seq)
-                busy = 1;
+                busy = s;
         if (!busy)
             break;
-        pthread_cond_wait(&g_cv, &g_lock);
+        wait_done_locked(busy, busy->tail_seq);
     }
     rc = d->sticky;
     pthread_mutex_unlock(&g_lock);

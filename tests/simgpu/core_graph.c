@@ -301,9 +301,9 @@ graph_steps_build(struct simgpu_graph_exec *x, struct simgpu_stream *s, struct l
     return cudaSuccess;
 }
 
-/* Enqueues one step at host time now without waking anyone, as simgpu_enqueue,
- * simgpu_event_record and simgpu_stream_wait_event would outside a capture; sets
- * st->op to NULL when the op was enqueued.  Caller holds g_lock. */
+/* Enqueues one step at host time now, as simgpu_enqueue, simgpu_event_record and
+ * simgpu_stream_wait_event would outside a capture (its worker runs it once g_lock is
+ * released); sets st->op to NULL when the op was enqueued.  Caller holds g_lock. */
 static cudaError_t
 step_enqueue_locked(struct launch_step *st, uint64_t now)
 {
@@ -335,10 +335,10 @@ step_enqueue_locked(struct launch_step *st, uint64_t now)
 /* Launches x on s like one CUDA graph submission: every op is built first, then
  * all are enqueued under one g_lock acquisition, stamped with the host time the
  * launch began (so nodes follow each other on the device with no per-node launch
- * gap, and the first may start as soon as the launch is submitted), and the
- * workers are woken once.  Device order and the fork/join dependencies are those
- * of the per-op replay; no SYNCHRONIZATION records are made for the graph's
- * internal event waits (no cudaStreamWaitEvent is called).  A launch into a
+ * gap, and the first may start as soon as the launch is submitted); each stream's
+ * worker is signalled as its first op is enqueued and runs once the lock is released.  Device order
+ * and the fork/join dependencies are those of the per-op replay; no SYNCHRONIZATION records are
+ * made for the graph's internal event waits (no cudaStreamWaitEvent is called).  A launch into a
  * stream being captured is replayed op by op into that capture. */
 cudaError_t
 simgpu_graph_launch(struct simgpu_graph_exec *x, struct simgpu_stream *s)
@@ -357,7 +357,6 @@ simgpu_graph_launch(struct simgpu_graph_exec *x, struct simgpu_stream *s)
         if (!capturing) {
             while (rc == cudaSuccess && i < n)
                 rc = step_enqueue_locked(&st[i++], now);
-            pthread_cond_broadcast(&g_cv);
         }
         pthread_mutex_unlock(&g_lock);
     }

@@ -90,6 +90,15 @@ tests_simgpu_test_coll_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 
 TESTS += tests/simgpu/test_streams tests/simgpu/test_cupti tests/simgpu/test_physics
+
+# bench_simgpu: the simulated device's host cost per device operation (make bench).
+BENCHMARKS += tests/bench/bench_simgpu
+noinst_PROGRAMS += tests/bench/bench_simgpu
+tests_bench_bench_simgpu_SOURCES = tests/bench/bench_simgpu.c
+tests_bench_bench_simgpu_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_bench_bench_simgpu_LDFLAGS = -no-install
+tests_bench_bench_simgpu_LDADD = tests/simgpu/libcudart.la tests/simgpu/libsimgpu.la \
+	$(PTHREAD_LIBS)
 if HAVE_PYTHON3
 dist_check_SCRIPTS += tests/simgpu/test_collective.py tests/simgpu/test_ddp.py \
 	tests/simgpu/test_dying_rank.py tests/simgpu/test_world.py

@@ -8,8 +8,10 @@
  * the host time it was enqueued, the ends of the operations it depends on) and
  * ends after its modelled duration; the worker sleeps until that absolute
  * deadline (clock_nanosleep TIMER_ABSTIME), so late wake-ups never accumulate into
- * device time.  One global mutex guards all device state; one condition variable
- * announces every enqueue and completion.
+ * device time.  One global mutex guards all device state.  Each stream has two
+ * condition variables: its worker waits on work_cv for an op, and the threads waiting for
+ * the stream's ops (host synchronisation, workers of streams that depend on it) wait on
+ * done_cv, woken only when the smallest of their targets (wake_seq) is reached.
  */
 #ifndef SIMGPU_INTERNAL_H
 #define SIMGPU_INTERNAL_H
@@ -42,6 +44,7 @@ struct simgpu_config {
     int cupti_busy;             /* SIMGPU_CUPTI_BUSY: another tool holds CUPTI */
     uint64_t cupti_limit_bytes; /* SIMGPU_CUPTI_LIMIT_MB (64): staged records before drops */
     uint64_t cupti_deliver_ms;  /* SIMGPU_CUPTI_DELIVER_MS (200): delivery period */
+    int teardown_at_exit;       /* SIMGPU_TEARDOWN_AT_EXIT set: CUPTI torn down at exit */
 };
 
 /* The configuration; valid after simgpu_init(). */
@@ -449,8 +452,11 @@ struct simgpu_stream {
     unsigned flags;
     int priority;
     int is_legacy;
-    int destroyed;
+    int destroyed; /* written atomically: stream_live reads it without g_lock */
     int worker_started;
+    pthread_cond_t work_cv; /* the worker waits here for an op (or the destruction) */
+    pthread_cond_t done_cv; /* waiters for done_seq >= their target */
+    uint64_t wake_seq;      /* smallest target of done_cv's waiters; UINT64_MAX: none */
     struct simgpu_op *head, *tail;
     uint64_t tail_seq; /* last op enqueued */
     uint64_t done_seq; /* last op completed */
@@ -477,8 +483,8 @@ struct simgpu_event {
 
 struct simgpu_device {
     int index;
-    int inited;
-    cudaError_t sticky;
+    int inited;         /* set (release) last: lock-free readers then see legacy */
+    cudaError_t sticky; /* only ever set (atomically); read without g_lock at launch */
     struct simgpu_stream *legacy;
     struct simgpu_stream *streams; /* all, including the legacy stream */
     uint32_t next_stream_id;
@@ -499,10 +505,8 @@ struct simgpu_graph {
     struct simgpu_stream *origin;
 };
 
-/* One global mutex guards all device state; one condition variable announces every
- * enqueue and completion. */
+/* One global mutex guards all device state (stream wake-ups: struct simgpu_stream). */
 extern pthread_mutex_t g_lock SIMGPU_HIDDEN;
-extern pthread_cond_t g_cv SIMGPU_HIDDEN;
 extern struct simgpu_device g_dev[SIMGPU_MAX_DEVICES] SIMGPU_HIDDEN;
 extern struct simgpu_event *g_events SIMGPU_HIDDEN; /* all events */
 extern __thread int t_dev SIMGPU_HIDDEN;            /* the thread's current device */
@@ -515,8 +519,8 @@ SIMGPU_HIDDEN void simgpu_kernel_name_set(const void *func, const char *name);
 /* Adds a dependency on (s, seq) to op; returns 0 or -1 when out of memory. */
 SIMGPU_HIDDEN int op_add_dep(struct simgpu_op *op, struct simgpu_stream *s, uint64_t seq);
 SIMGPU_HIDDEN void event_maybe_free_locked(struct simgpu_event *ev);
-/* Appends op to s at host time now without waking anyone (see core.c); caller holds
- * g_lock. */
+/* Appends op to s at host time now and signals its worker, which runs it once the caller
+ * releases g_lock (see core.c); caller holds g_lock. */
 SIMGPU_HIDDEN cudaError_t enqueue_at_locked(struct simgpu_stream *s, struct simgpu_op *op,
                                             uint64_t now);
 /* Appends op to s and wakes the worker; caller holds g_lock and checked capture. */
