@@ -268,7 +268,7 @@ comm_attach(struct ncclComm *c, const char **why)
     if (h->data_off + data_bytes(c->nranks, &stage, &chunk) != bytes || h->stage != stage ||
         h->chunk != chunk) {
         munmap(h, bytes);
-        *why = "ranks disagree on SIMGPU_NCCL_STAGE_KB";
+        *why = "ranks disagree on SIMGPU_NCCL_STAGE_KB or SIMGPU_NCCL_DATA";
         return ncclInvalidUsage;
     }
     c->shm = h;

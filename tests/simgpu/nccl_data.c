@@ -8,7 +8,11 @@
  * chunk, a barrier, each rank reads what it needs and writes its output, a barrier.  A
  * (sender, receiver) pair has a channel whose buffer one send/receive pair at a time fills
  * and drains, chunk by chunk; the parts of a group progress together, so any order of
- * sends and receives inside a group completes, as in NCCL.
+ * sends and receives inside a group completes, as in NCCL.  SIMGPU_NCCL_DATA=0 (which
+ * ddp-sim sets for itself: its buffers hold nothing) moves no data: timing only.  The
+ * copying takes host time inside the modelled duration of the operation; where it takes
+ * longer (large buffers), the stream's work behind it starts that much later in real
+ * time.
  *
  * Results: reductions fold the ranks' inputs in rank order (0, 1, ..., n-1), each step
  * rounded once to the element type, round to nearest even (fp16, bf16, fp8 are computed
@@ -44,9 +48,13 @@ chan_area(uint64_t n)
 size_t
 data_bytes(int nranks, uint64_t *stage, uint64_t *chunk)
 {
-    const char *v = getenv("SIMGPU_NCCL_STAGE_KB");
+    const char *v = getenv("SIMGPU_NCCL_STAGE_KB"), *on = getenv("SIMGPU_NCCL_DATA");
     uint64_t n = nranks > 0 ? (uint64_t)nranks : 1;
     uint64_t s = (v && atoll(v) > 0 ? (uint64_t)atoll(v) : 1024) * 1024, c;
+    if (on && strcmp(on, "0") == 0) { /* no data areas: the operations move nothing */
+        *stage = *chunk = 0;
+        return 0;
+    }
     if (s > (256ULL << 20) / n)
         s = (256ULL << 20) / n;
     s &= ~(uint64_t)4095;
@@ -662,6 +670,8 @@ data_run(struct shm_hdr *h, int rank, struct part *parts, int n, uint64_t deadli
 {
     int rc = 0, others = 0;
     *why = NULL;
+    if (h->stage == 0)
+        return 0; /* SIMGPU_NCCL_DATA=0 */
     for (int i = 0; i < n && rc == 0; i++) {
         if (parts[i].kind == PART_COLL)
             rc = coll_data(h, rank, &parts[i], deadline, why);

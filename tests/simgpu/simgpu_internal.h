@@ -642,7 +642,8 @@ struct part {
 };
 
 /* Bytes of the data areas of a segment for nranks (staging regions and channels), and
- * sets the stage and chunk sizes in *stage and *chunk (SIMGPU_NCCL_STAGE_KB). */
+ * sets the stage and chunk sizes in *stage and *chunk (SIMGPU_NCCL_STAGE_KB); 0 and no
+ * areas under SIMGPU_NCCL_DATA=0. */
 SIMGPU_HIDDEN size_t data_bytes(int nranks, uint64_t *stage, uint64_t *chunk);
 /* Moves the data of parts [0, n) of a launch of `rank` over segment h, after their
  * rendezvous: collectives in order through the lane, then the point-to-point parts and
