@@ -640,6 +640,10 @@ main(int argc, char **argv)
     char label[32];
 
     parse(argc, argv);
+    /* ddp-sim's buffers hold nothing: the NCCL stand-in need not move their data (copying
+     * gigabytes of gradients in real time would slow the simulated job down).  The user's
+     * SIMGPU_NCCL_DATA wins; every rank of a communicator must agree. */
+    setenv("SIMGPU_NCCL_DATA", "0", 0);
     g.rank = env_int("RANK", 0);
     g.world = env_int("WORLD_SIZE", 1);
     if (ddp_model_preset(g.o.preset, g.o.layers, &g.m)) {

@@ -31,10 +31,11 @@ tests_simgpu_libcuda_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_libcuda_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 1:0:0
 tests_simgpu_libcuda_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 
-tests_simgpu_libnccl_la_SOURCES = tests/simgpu/nccl.c tests/simgpu/nccl_coll.c
+tests_simgpu_libnccl_la_SOURCES = tests/simgpu/nccl.c tests/simgpu/nccl_coll.c \
+	tests/simgpu/nccl_data.c
 tests_simgpu_libnccl_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_libnccl_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 2:0:0
-tests_simgpu_libnccl_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) -lrt -ldl
+tests_simgpu_libnccl_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) $(LIBM) -lrt -ldl
 
 tests_simgpu_libcupti_la_SOURCES = tests/simgpu/cupti.c
 tests_simgpu_libcupti_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
@@ -252,6 +253,18 @@ tests_simgpu_test_nccl_api_LDFLAGS = -no-install
 tests_simgpu_test_nccl_api_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 TESTS += tests/simgpu/test_cupti_api tests/simgpu/test_nccl_api.sh
+
+# The data the NCCL stand-in moves between ranks (nccl_data.c): exact results of every
+# operation on 2 and 4 ranks.
+EXTRA_DIST += tests/simgpu/test_nccl_data.sh
+check_PROGRAMS += tests/simgpu/test_nccl_data
+tests_simgpu_test_nccl_data_SOURCES = tests/simgpu/test_nccl_data.c tests/simgpu/simgpu_check.h \
+	tests/simgpu/simrun_rdzv.h
+tests_simgpu_test_nccl_data_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_nccl_data_LDFLAGS = -no-install
+tests_simgpu_test_nccl_data_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
+	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) $(LIBM)
+TESTS += tests/simgpu/test_nccl_data.sh
 endif
 
 # The libcudart and libcuda calls torch makes beyond the other tests' (cudart_torch.c,

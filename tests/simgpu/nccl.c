@@ -17,10 +17,13 @@
  *
  * Every collective is also a kernel on the device ("ncclDevKernel_..."), launched
  * as real NCCL does through cuLaunchKernelEx: a driver-API callback and record
- * with its own correlation id, and a CUPTI kernel record.  Data are not reduced:
- * only timing is modelled.  Real NCCL exports pnccl* strongly and nccl* as weak
+ * with its own correlation id, and a CUPTI kernel record.  Once every rank arrived, the
+ * data move through the segment (device memory is host memory of each process: each rank
+ * copies in and out; nccl_data.c), then the collective ends at its modelled time, which
+ * the copying does not change.  Real NCCL exports pnccl* strongly and nccl* as weak
  * aliases; so does this library.  Model options: SIMGPU_NCCL_LAT_US (default 10),
- * SIMGPU_NCCL_BW_GBPS (default 20), SIMGPU_NCCL_TIMEOUT_S (default 120).
+ * SIMGPU_NCCL_BW_GBPS (default 20), SIMGPU_NCCL_TIMEOUT_S (default 120); the staging size
+ * SIMGPU_NCCL_STAGE_KB (nccl_data.c).
  *
  * Contract of every exported (p)nccl* function: the NCCL documentation.
  *
@@ -113,11 +116,20 @@ nvtx_pop(void)
 }
 
 /* ---- shared memory and liveness ------------------------------------------------------ */
+/* Offset of the data areas (the channels' states first) in the segment of nranks. */
+static size_t
+shm_data_off(int nranks)
+{
+    size_t off = sizeof(struct shm_hdr) +
+                 (size_t)nranks * (size_t)nranks * P2P_SLOTS * sizeof(struct rdv_slot);
+    return (off + 63) & ~(size_t)63;
+}
+
 static size_t
 shm_size(int nranks)
 {
-    return sizeof(struct shm_hdr) +
-           (size_t)nranks * (size_t)nranks * P2P_SLOTS * sizeof(struct rdv_slot);
+    uint64_t stage, chunk;
+    return shm_data_off(nranks) + data_bytes(nranks, &stage, &chunk);
 }
 
 static void
@@ -184,6 +196,8 @@ init_shm_sync(struct shm_hdr *h, int nranks)
         return -1;
     pthread_condattr_destroy(&ca);
     h->nranks = (uint32_t)nranks;
+    data_bytes(nranks, &h->stage, &h->chunk);
+    h->data_off = shm_data_off(nranks);
     h->magic = NCCL_SHM_MAGIC;
     atomic_store(&h->ready, 1);
     return 0;
@@ -196,7 +210,7 @@ comm_attach(struct ncclComm *c, const char **why)
 {
     char name[64];
     size_t bytes = shm_size(c->nranks);
-    uint64_t deadline;
+    uint64_t deadline, stage, chunk;
     struct shm_hdr *h;
     int fd, creator = 1;
     struct stat st;
@@ -249,6 +263,12 @@ comm_attach(struct ncclComm *c, const char **why)
     if (h->nranks != (uint32_t)c->nranks) {
         munmap(h, bytes);
         *why = "ranks disagree on the communicator size";
+        return ncclInvalidUsage;
+    }
+    if (h->data_off + data_bytes(c->nranks, &stage, &chunk) != bytes || h->stage != stage ||
+        h->chunk != chunk) {
+        munmap(h, bytes);
+        *why = "ranks disagree on SIMGPU_NCCL_STAGE_KB or SIMGPU_NCCL_DATA";
         return ncclInvalidUsage;
     }
     c->shm = h;

@@ -1,8 +1,8 @@
 /* nccl_api.c: the rest of libnccl.so.2's API that ProcessGroupNCCL uses: the scalable
  * init, buffer and window registration, ncclMemAlloc/ncclMemFree, PreMulSum reduction
  * ops, and all-to-all and gather (grouped point-to-point, as NCCL builds them).
- * Registration keeps a handle and changes nothing in the timing (the device moves no
- * data).  The entry points the device does not do are in nccl_unsupported.c.
+ * Registration keeps a handle and changes nothing in the timing or the data.  The entry points the
+ * device does not do are in nccl_unsupported.c.
  *
  * Contract of every exported (p)nccl* function: the NCCL documentation.
  */
@@ -11,6 +11,7 @@
 #endif
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
@@ -32,8 +33,16 @@ struct reg {
     size_t size;
 };
 
+/* A live PreMulSum op: its communicator, type and scalar (a value, or where it lies). */
+struct user_op {
+    struct ncclComm *comm;
+    ncclDataType_t dtype;
+    const void *scalar_dev;
+    unsigned char scalar[8];
+};
+
 static pthread_mutex_t g_ops_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct ncclComm *g_ops[MAX_USER_OPS]; /* live PreMulSum ops: their communicator */
+static struct user_op g_ops[MAX_USER_OPS];
 
 ncclResult_t
 pncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
@@ -130,8 +139,13 @@ pncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype
         return ncclInvalidArgument;
     pthread_mutex_lock(&g_ops_mu);
     for (int i = 0; i < MAX_USER_OPS; i++)
-        if (!g_ops[i]) {
-            g_ops[i] = comm;
+        if (!g_ops[i].comm) {
+            g_ops[i].comm = comm;
+            g_ops[i].dtype = datatype;
+            g_ops[i].scalar_dev = residence == ncclScalarDevice ? scalar : NULL;
+            memset(g_ops[i].scalar, 0, sizeof(g_ops[i].scalar));
+            if (residence == ncclScalarHostImmediate)
+                memcpy(g_ops[i].scalar, scalar, type_size(datatype));
             *op = (ncclRedOp_t)(ncclNumOps + i);
             rc = ncclSuccess;
             break;
@@ -148,12 +162,27 @@ pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
     if (!comm_ok(comm))
         return ncclInvalidArgument;
     pthread_mutex_lock(&g_ops_mu);
-    if (i >= 0 && i < MAX_USER_OPS && g_ops[i] == comm) {
-        g_ops[i] = NULL;
+    if (i >= 0 && i < MAX_USER_OPS && g_ops[i].comm == comm) {
+        g_ops[i].comm = NULL;
         rc = ncclSuccess;
     }
     pthread_mutex_unlock(&g_ops_mu);
     return set_err(comm, rc, rc == ncclSuccess ? NULL : "not a live PreMulSum op of comm");
+}
+
+int
+premul_lookup(ncclRedOp_t op, const struct ncclComm *c, struct part_data *d)
+{
+    int i = (int)op - (int)ncclNumOps, rc = -1;
+    pthread_mutex_lock(&g_ops_mu);
+    if (i >= 0 && i < MAX_USER_OPS && g_ops[i].comm == c && g_ops[i].dtype == d->dtype) {
+        d->premul = 1;
+        d->scalar_dev = g_ops[i].scalar_dev;
+        memcpy(d->scalar, g_ops[i].scalar, sizeof(d->scalar));
+        rc = 0;
+    }
+    pthread_mutex_unlock(&g_ops_mu);
+    return rc;
 }
 
 ncclResult_t
@@ -168,8 +197,12 @@ pncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t
     rc = pncclGroupStart();
     /* every peer but this rank itself: its own block is a local copy, no traffic */
     for (int r = 0; rc == ncclSuccess && r < comm->nranks; r++) {
-        if (r == comm->rank)
+        if (r == comm->rank) {
+            rc = local_copy((const char *)sendbuff + (size_t)r * count * es,
+                            (char *)recvbuff + (size_t)r * count * es, count, datatype, comm,
+                            stream);
             continue;
+        }
         rc = pncclSend((const char *)sendbuff + (size_t)r * count * es, count, datatype, r, comm,
                        stream);
         if (rc == ncclSuccess)
@@ -192,6 +225,8 @@ pncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t d
     nvtx_push("ncclGather");
     rc = pncclGroupStart();
     if (comm->rank == root) {
+        rc = local_copy(sendbuff, (char *)recvbuff + (size_t)root * count * es, count, datatype,
+                        comm, stream);
         for (int r = 0; rc == ncclSuccess && r < comm->nranks; r++)
             if (r != root)
                 rc = pncclRecv((char *)recvbuff + (size_t)r * count * es, count, datatype, r, comm,

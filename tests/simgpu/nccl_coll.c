@@ -24,16 +24,8 @@
 #include "simgpu_internal.h"
 
 /* ---- collectives on the device ------------------------------------------------------- */
-enum part_kind { PART_COLL, PART_SEND, PART_RECV };
-
-struct part {
-    enum part_kind kind;
-    int coll;      /* enum simgpu_coll (world physics) */
-    double factor; /* ring factor of the collective (simple physics) */
-    uint64_t bytes;
-    uint64_t seq; /* collective seq or p2p seq (set at enqueue) */
-    int peer;
-};
+/* struct part: simgpu_internal.h.  A copy part (the own block of an all-to-all or gather)
+ * meets no peer and takes no time: only its data move. */
 
 struct coll_inst {
     struct ncclComm *comm;
@@ -55,6 +47,12 @@ part_slot(struct coll_inst *x, const struct part *p)
     dst = p->kind == PART_SEND ? p->peer : x->rank;
     return &h->p2p[((size_t)src * (size_t)x->nranks + (size_t)dst) * P2P_SLOTS +
                    p->seq % P2P_SLOTS];
+}
+
+static int
+part_meets(const struct part *p)
+{
+    return p->kind != PART_COPY;
 }
 
 static uint32_t
@@ -99,9 +97,13 @@ world_end(struct coll_inst *x, uint64_t start_ns)
     double early = 0;
     for (int i = 0; i < x->nparts; i++) {
         struct part *p = &x->parts[i];
-        struct rdv_slot *s = part_slot(x, p);
-        double noise = simgpu_lognormal(
-            w->nccl_sigma, simgpu_hash4(w->seed, x->comm->token, (uint64_t)p->kind, p->seq));
+        struct rdv_slot *s;
+        double noise;
+        if (!part_meets(p))
+            continue;
+        s = part_slot(x, p);
+        noise = simgpu_lognormal(w->nccl_sigma,
+                                 simgpu_hash4(w->seed, x->comm->token, (uint64_t)p->kind, p->seq));
         if (s->max_arrival > t)
             t = s->max_arrival;
         if (!first)
@@ -128,11 +130,16 @@ coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
     uint64_t deadline = simgpu_now_ns() + (uint64_t)g_timeout_ns, t = start_ns;
     int failed = 0, done, world = simgpu_physics() == SIMGPU_PHYSICS_WORLD;
     uint32_t stretch[8] = {0};
+    const char *why = "peer dead, comm aborted or timeout";
     for (int i = 0; i < x->nparts && world && i < 8; i++)
-        stretch[i] = part_stretch_ppm(x, &x->parts[i], start_ns);
+        if (part_meets(&x->parts[i]))
+            stretch[i] = part_stretch_ppm(x, &x->parts[i], start_ns);
     shm_lock(h);
     for (int i = 0; i < x->nparts; i++) {
-        struct rdv_slot *s = part_slot(x, &x->parts[i]);
+        struct rdv_slot *s;
+        if (!part_meets(&x->parts[i]))
+            continue;
+        s = part_slot(x, &x->parts[i]);
         if (s->seq != x->parts[i].seq + 1) {
             s->seq = x->parts[i].seq + 1;
             s->arrived = 0;
@@ -152,7 +159,8 @@ coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
     for (;;) {
         done = 1;
         for (int i = 0; i < x->nparts && done; i++)
-            if (part_slot(x, &x->parts[i])->arrived < part_needed(x, &x->parts[i]))
+            if (part_meets(&x->parts[i]) &&
+                part_slot(x, &x->parts[i])->arrived < part_needed(x, &x->parts[i]))
                 done = 0;
         if (done || wait_tick(h, deadline))
             break;
@@ -165,20 +173,25 @@ coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
         t = world_end(x, start_ns);
     } else {
         for (int i = 0; i < x->nparts; i++) {
-            struct rdv_slot *s = part_slot(x, &x->parts[i]);
+            struct rdv_slot *s;
+            if (!part_meets(&x->parts[i]))
+                continue;
+            s = part_slot(x, &x->parts[i]);
             if (s->max_arrival > t)
                 t = s->max_arrival;
             t += (uint64_t)g_lat_ns + (uint64_t)((double)s->bytes * x->parts[i].factor / g_bw_gbps);
         }
     }
     pthread_mutex_unlock(&h->mu);
+    /* Every peer arrived: the data move (the modelled end stays what it is). */
+    if (!failed && data_run(h, x->rank, x->parts, x->nparts, deadline, &why) != 0)
+        failed = 1;
     if (failed) {
         if (comm_ok(x->comm)) {
             atomic_store(&x->comm->async_err, ncclRemoteError);
-            set_err(x->comm, ncclRemoteError, "a peer died or aborted during a collective");
+            set_err(x->comm, ncclRemoteError, why);
         }
-        fprintf(stderr, "simgpu nccl: rank %d: %s failed: peer dead, comm aborted or timeout\n",
-                x->rank, x->name);
+        fprintf(stderr, "simgpu nccl: rank %d: %s failed: %s\n", x->rank, x->name, why);
         *end_ns = simgpu_now_ns();
         return 1;
     }
@@ -198,7 +211,7 @@ coll_assign(struct coll_inst *x)
             p->seq = c->coll_seq++;
         else if (p->kind == PART_SEND)
             p->seq = c->send_seq[p->peer]++;
-        else
+        else if (p->kind == PART_RECV)
             p->seq = c->recv_seq[p->peer]++;
     }
 }
@@ -409,7 +422,7 @@ submit(struct ncclComm *c, cudaStream_t stream, const char *name, struct part p)
 
 static ncclResult_t
 coll(const char *api, const char *kname, int kind, struct ncclComm *c, uint64_t bytes,
-     double factor, cudaStream_t stream)
+     double factor, cudaStream_t stream, const struct part_data *d)
 {
     struct part p;
     ncclResult_t rc;
@@ -419,10 +432,39 @@ coll(const char *api, const char *kname, int kind, struct ncclComm *c, uint64_t 
     p.coll = kind;
     p.bytes = bytes;
     p.factor = factor;
+    p.d = *d;
     nvtx_push(api);
     rc = submit(c, stream, kname, p);
     nvtx_pop();
     return rc;
+}
+
+#define NEED_SEND 1 /* coll_args: the send buffer must not be NULL */
+#define NEED_RECV 2 /* the receive buffer must not be NULL */
+
+/* The data of a collective: checks the type, the operation (resolving a PreMulSum op of
+ * c), the root (root < 0: none) and the buffers `need` names (when count > 0).  Returns
+ * ncclSuccess or ncclInvalidArgument. */
+static ncclResult_t
+coll_args(struct part_data *d, const struct ncclComm *c, const void *sbuf, void *rbuf, size_t count,
+          ncclDataType_t t, ncclRedOp_t op, int root, int need)
+{
+    memset(d, 0, sizeof(*d));
+    d->sbuf = sbuf;
+    d->rbuf = rbuf;
+    d->count = count;
+    d->dtype = t;
+    d->op = op;
+    d->root = root < 0 ? 0 : root;
+    if (!comm_ok(c))
+        return ncclInvalidArgument;
+    if ((unsigned)t >= ncclNumTypes || (root >= 0 && root >= c->nranks))
+        return set_err((struct ncclComm *)c, ncclInvalidArgument, "bad datatype or root");
+    if ((unsigned)op >= ncclNumOps && premul_lookup(op, c, d) != 0)
+        return set_err((struct ncclComm *)c, ncclInvalidArgument, "not a reduction op of comm");
+    if (count && (((need & NEED_SEND) && !sbuf) || ((need & NEED_RECV) && !rbuf)))
+        return set_err((struct ncclComm *)c, ncclInvalidArgument, "NULL buffer");
+    return ncclSuccess;
 }
 
 static double
@@ -444,25 +486,41 @@ ncclResult_t
 pncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
+    struct part_data d;
+    ncclResult_t rc =
+        coll_args(&d, comm, sendbuff, recvbuff, count, datatype, op, -1, NEED_SEND | NEED_RECV);
+    if (rc != ncclSuccess)
+        return rc;
     return coll("ncclAllReduce", kname3("AllReduce", op, datatype), SIMGPU_COLL_ALLREDUCE, comm,
-                count * type_size(datatype), ring(comm, 2), stream);
+                count * type_size(datatype), ring(comm, 2), stream, &d);
 }
 
 ncclResult_t
 pncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
             ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
 {
+    struct part_data d;
+    ncclResult_t rc =
+        coll_args(&d, comm, sendbuff, recvbuff, count, datatype, op, root < 0 ? INT32_MAX : root,
+                  comm_ok(comm) && comm->rank == root ? NEED_SEND | NEED_RECV : NEED_SEND);
+    if (rc != ncclSuccess)
+        return rc;
     return coll("ncclReduce", kname3("Reduce", op, datatype), SIMGPU_COLL_REDUCE, comm,
-                count * type_size(datatype), comm_ok(comm) && comm->nranks > 1 ? 1 : 0, stream);
+                count * type_size(datatype), comm->nranks > 1 ? 1 : 0, stream, &d);
 }
 
 ncclResult_t
 pncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                int root, ncclComm_t comm, cudaStream_t stream)
 {
+    struct part_data d;
+    ncclResult_t rc = coll_args(
+        &d, comm, sendbuff, recvbuff, count, datatype, ncclSum, root < 0 ? INT32_MAX : root,
+        comm_ok(comm) && comm->rank == root ? NEED_SEND | NEED_RECV : NEED_RECV);
+    if (rc != ncclSuccess)
+        return rc;
     return coll("ncclBroadcast", intern("ncclDevKernel_Broadcast_RING_LL"), SIMGPU_COLL_BROADCAST,
-                comm, count * type_size(datatype), comm_ok(comm) && comm->nranks > 1 ? 1 : 0,
-                stream);
+                comm, count * type_size(datatype), comm->nranks > 1 ? 1 : 0, stream, &d);
 }
 
 ncclResult_t
@@ -476,33 +534,51 @@ ncclResult_t
 pncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
                ncclComm_t comm, cudaStream_t stream)
 {
-    uint64_t total = comm_ok(comm) ? sendcount * type_size(datatype) * (uint64_t)comm->nranks : 0;
+    struct part_data d;
+    ncclResult_t rc = coll_args(&d, comm, sendbuff, recvbuff, sendcount, datatype, ncclSum, -1,
+                                NEED_SEND | NEED_RECV);
+    if (rc != ncclSuccess)
+        return rc;
     return coll("ncclAllGather", intern("ncclDevKernel_AllGather_RING_LL"), SIMGPU_COLL_ALLGATHER,
-                comm, total, ring(comm, 1), stream);
+                comm, sendcount * type_size(datatype) * (uint64_t)comm->nranks, ring(comm, 1),
+                stream, &d);
 }
 
 ncclResult_t
 pncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
-    uint64_t total = comm_ok(comm) ? recvcount * type_size(datatype) * (uint64_t)comm->nranks : 0;
-    return coll("ncclReduceScatter", kname3("ReduceScatter", op, datatype),
-                SIMGPU_COLL_REDUCESCATTER, comm, total, ring(comm, 1), stream);
+    struct part_data d;
+    ncclResult_t rc =
+        coll_args(&d, comm, sendbuff, recvbuff, recvcount, datatype, op, -1, NEED_SEND | NEED_RECV);
+    if (rc != ncclSuccess)
+        return rc;
+    return coll(
+        "ncclReduceScatter", kname3("ReduceScatter", op, datatype), SIMGPU_COLL_REDUCESCATTER, comm,
+        recvcount * type_size(datatype) * (uint64_t)comm->nranks, ring(comm, 1), stream, &d);
 }
 
 static ncclResult_t
-p2p(const char *api, enum part_kind kind, size_t bytes, int peer, ncclComm_t comm,
-    cudaStream_t stream)
+p2p(const char *api, enum part_kind kind, const void *sbuf, void *rbuf, size_t count,
+    ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t stream)
 {
     struct part p;
     ncclResult_t rc;
     opts();
+    if (!comm_ok(comm))
+        return ncclInvalidArgument;
+    if ((unsigned)t >= ncclNumTypes || (count && !sbuf && !rbuf))
+        return set_err(comm, ncclInvalidArgument, "bad datatype or NULL buffer");
     memset(&p, 0, sizeof(p));
     p.kind = kind;
     p.coll = SIMGPU_COLL_P2P;
-    p.bytes = bytes;
+    p.bytes = count * type_size(t);
     p.factor = 1;
     p.peer = peer;
+    p.d.sbuf = sbuf;
+    p.d.rbuf = rbuf;
+    p.d.count = count;
+    p.d.dtype = t;
     nvtx_push(api);
     rc = submit(comm, stream, intern("ncclDevKernel_SendRecv"), p);
     nvtx_pop();
@@ -513,14 +589,32 @@ ncclResult_t
 pncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
           cudaStream_t stream)
 {
-    return p2p("ncclSend", PART_SEND, count * type_size(datatype), peer, comm, stream);
+    return p2p("ncclSend", PART_SEND, sendbuff, NULL, count, datatype, peer, comm, stream);
 }
 
 ncclResult_t
 pncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
           cudaStream_t stream)
 {
-    return p2p("ncclRecv", PART_RECV, count * type_size(datatype), peer, comm, stream);
+    return p2p("ncclRecv", PART_RECV, NULL, recvbuff, count, datatype, peer, comm, stream);
+}
+
+ncclResult_t
+local_copy(const void *sbuf, void *rbuf, size_t count, ncclDataType_t t, ncclComm_t comm,
+           cudaStream_t stream)
+{
+    struct part p;
+    if (!comm_ok(comm))
+        return ncclInvalidArgument;
+    memset(&p, 0, sizeof(p));
+    p.kind = PART_COPY;
+    p.coll = SIMGPU_COLL_P2P;
+    p.peer = comm->rank;
+    p.d.sbuf = sbuf;
+    p.d.rbuf = rbuf;
+    p.d.count = count;
+    p.d.dtype = t;
+    return submit(comm, stream, intern("ncclDevKernel_SendRecv"), p);
 }
 
 /* nccl.h declares the group calls without a prototype; give them one. */

@@ -554,11 +554,43 @@ struct host_slot {
     int64_t payload[MAX_RANKS][2];
 };
 
+/* Data movement (nccl_data.c).  A collective moves its data through the lane: each rank
+ * has a staging region of `stage` bytes in the segment; a collective runs in rounds (each
+ * rank stages its chunk, barrier, each rank reads what it needs, barrier).  The lane serves
+ * one collective at a time, in sequence order.  A (sender, receiver) pair has a channel of
+ * `chunk` bytes that one send/receive pair at a time fills and drains.  Lane and channels
+ * are taken by whichever operation comes first when they are free (not strictly in
+ * sequence order: a collective captured into a graph takes a sequence number that only its
+ * replays use) and matched by sequence number. */
+struct lane_meta {
+    uint64_t count;
+    int32_t coll, dtype, op, root;
+};
+
+struct data_lane {
+    uint64_t busy;  /* seq + 1 of the collective using the lane, 0 when free */
+    uint64_t gen;   /* barrier generation */
+    uint32_t count; /* ranks in the current barrier */
+    uint32_t pad;
+    struct lane_meta meta[MAX_RANKS];
+};
+
+struct p2p_chan {
+    uint64_t tag;   /* seq + 1 of the transfer using the channel, 0 when free */
+    uint64_t total; /* its bytes, as the sender says */
+    uint32_t full;  /* a chunk waits for the receiver */
+    uint32_t len;   /* its bytes */
+};
+
 struct shm_hdr {
     uint32_t magic;
     atomic_int ready;
     uint32_t nranks;
-    int32_t broken; /* a rank aborted or died */
+    int32_t broken;    /* a rank aborted or died */
+    uint64_t stage;    /* bytes of a rank's staging region */
+    uint64_t chunk;    /* bytes of a channel's buffer */
+    uint64_t data_off; /* offset of the channels' states; stages and buffers follow */
+    struct data_lane lane;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint32_t joined;
@@ -586,6 +618,51 @@ struct ncclComm {
     _Atomic int async_err;
     char last_error[160];
 };
+
+/* The data of one part of a launch: what nccl_data.c moves. */
+enum part_kind { PART_COLL, PART_SEND, PART_RECV, PART_COPY };
+
+struct part_data {
+    const void *sbuf;
+    void *rbuf;
+    size_t count; /* elements: of the send buffer (all-gather: sendcount, reduce-scatter:
+                     recvcount, send/recv/copy: the message) */
+    ncclDataType_t dtype;
+    ncclRedOp_t op; /* ncclSum..ncclAvg, or a PreMulSum op (resolved at enqueue) */
+    int root;
+    int premul;              /* 1: multiply each input by scalar (PreMulSum) */
+    const void *scalar_dev;  /* a device-resident scalar, read when the collective runs */
+    unsigned char scalar[8]; /* a host-immediate scalar, of dtype */
+};
+
+struct part {
+    enum part_kind kind;
+    int coll;      /* enum simgpu_coll (world physics) */
+    double factor; /* ring factor of the collective (simple physics) */
+    uint64_t bytes;
+    uint64_t seq; /* collective seq or p2p seq (set at enqueue) */
+    int peer;
+    struct part_data d;
+};
+
+/* Bytes of the data areas of a segment for nranks (staging regions and channels), and
+ * sets the stage and chunk sizes in *stage and *chunk (SIMGPU_NCCL_STAGE_KB); 0 and no
+ * areas under SIMGPU_NCCL_DATA=0. */
+SIMGPU_HIDDEN size_t data_bytes(int nranks, uint64_t *stage, uint64_t *chunk);
+/* Moves the data of parts [0, n) of a launch of `rank` over segment h, after their
+ * rendezvous: collectives in order through the lane, then the point-to-point parts and
+ * copies together.  Returns 0, or -1 with *why set (a peer died, the comm was broken,
+ * ranks disagree on a collective, the deadline passed). */
+SIMGPU_HIDDEN int data_run(struct shm_hdr *h, int rank, struct part *parts, int n,
+                           uint64_t deadline, const char **why);
+/* Adds to the thread's pending operations (or launches, outside a group) a copy of count
+ * elements of t from sbuf to rbuf on stream, as part of an operation of comm that meets no
+ * peer and takes no time (the own block of an all-to-all or gather; nccl_coll.c). */
+SIMGPU_HIDDEN ncclResult_t local_copy(const void *sbuf, void *rbuf, size_t count, ncclDataType_t t,
+                                      ncclComm_t comm, cudaStream_t stream);
+/* The PreMulSum op `op` of c: fills d's premul, scalar and scalar_dev.  Returns 0, or -1
+ * when op is not a live PreMulSum op of c (nccl_api.c). */
+SIMGPU_HIDDEN int premul_lookup(ncclRedOp_t op, const struct ncclComm *c, struct part_data *d);
 
 /* The model options (SIMGPU_NCCL_LAT_US, _BW_GBPS, _TIMEOUT_S); valid after opts(). */
 extern double g_lat_ns SIMGPU_HIDDEN, g_bw_gbps SIMGPU_HIDDEN, g_timeout_ns SIMGPU_HIDDEN;

@@ -21,7 +21,8 @@ $(TORCH_VENV_STAMP):
 	touch $@
 .PHONY: venv
 
-EXTRA_DIST += tests/torch/census.py tests/torch/torchlib.py
+EXTRA_DIST += tests/torch/census.py tests/torch/torchlib.py tests/torch/ddp_train.py \
+	tests/torch/fsdp_train.py
 if HAVE_PYTHON3
 # What torch's libraries import from the six CUDA libraries against what the stand-ins
 # export (tests/torch/census.py), enforced for the libraries the stand-ins complete.
@@ -34,4 +35,13 @@ if HAVE_PYTHON3
 # under the collector (the trace's kernels, their launches, grids); a 2-rank NCCL all_reduce.
 dist_check_SCRIPTS += tests/torch/test_torch_basic.py tests/torch/test_torch_allreduce.py
 TESTS += tests/torch/test_torch_basic.py tests/torch/test_torch_allreduce.py
+endif
+
+if HAVE_PYTHON3
+# torch DDP (ddp_train.py) on 2 ranks: bucket sizes, gradient_as_bucket_view, static_graph,
+# no_sync accumulation, checkpointing, the fp16 hook; parameters and gradients agree across
+# the ranks; under the collector: kernels, matched collectives, replay.  FSDP2 (fsdp_train.py):
+# resharding and prefetch settings, the gathered parameters agree across the ranks.
+dist_check_SCRIPTS += tests/torch/test_torch_ddp.py tests/torch/test_torch_fsdp.py
+TESTS += tests/torch/test_torch_ddp.py tests/torch/test_torch_fsdp.py
 endif

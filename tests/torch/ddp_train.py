@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""ddp_train.py: a small transformer stack and a small conv net trained with
+torch.nn.parallel.DistributedDataParallel (backend nccl), one process per rank (under
+simrun or torchrun).  The knobs real users turn are flags: --bucket-cap-mb,
+--grad-as-bucket-view, --static-graph, --accum N (gradient accumulation: no_sync() on the
+first N-1 micro-batches), --checkpoint (torch.utils.checkpoint on every other block),
+--comm-hook fp16 (DDP's fp16 compression hook).  --runs "MODEL:KNOB,KNOB;..." trains
+several configurations one after the other in one process (knobs: bucket=MB, view, static,
+accum=N, ckpt, fp16), each a fresh model and DDP.
+
+Convolutions run with torch.backends.cudnn.enabled = False (the simulated device has no
+cuDNN stand-in: torch's own im2col + cuBLAS kernels run instead).
+
+After the steps each rank writes OUT/rank<R>.json: per run a checksum of its parameters'
+bytes and of its gradients' bytes (CPU arithmetic on copies, so it means the same on a real
+GPU and on the simulated one, whose kernels compute nothing).  Before the model is built
+each rank fills the caching allocator's memory with bytes of its own, so that memory no
+collective overwrote differs between ranks."""
+import argparse
+import contextlib
+import json
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.utils.checkpoint as ckpt
+
+
+class Block(nn.Module):
+    """A pre-norm transformer block: attention and an MLP."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.n1 = nn.LayerNorm(dim)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.n2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        h = self.n1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.n2(x))
+
+
+class Transformer(nn.Module):
+    def __init__(self, dim, layers, heads, checkpoint):
+        super().__init__()
+        self.inp = nn.Linear(dim, dim)
+        self.blocks = nn.ModuleList(Block(dim, heads) for _ in range(layers))
+        self.out = nn.Linear(dim, 16)
+        self.checkpoint = checkpoint
+
+    def forward(self, x):
+        x = self.inp(x)
+        for i, b in enumerate(self.blocks):
+            if self.checkpoint and i % 2 == 0:
+                x = ckpt.checkpoint(b, x, use_reentrant=False)
+            else:
+                x = b(x)
+        return self.out(x.mean(dim=1))
+
+
+class ConvNet(nn.Module):
+    def __init__(self, width, layers, checkpoint):
+        super().__init__()
+        self.stem = nn.Conv2d(3, width, 3, padding=1)
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.Conv2d(width, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU())
+            for _ in range(layers))
+        self.head = nn.Linear(width, 10)
+        self.checkpoint = checkpoint
+
+    def forward(self, x):
+        x = self.stem(x)
+        for i, b in enumerate(self.blocks):
+            if self.checkpoint and i % 2 == 0:
+                x = ckpt.checkpoint(b, x, use_reentrant=False)
+            else:
+                x = b(x)
+        return self.head(x.mean(dim=(2, 3)))
+
+
+def checksum(tensors):
+    """A checksum of the tensors' bytes, computed on CPU copies."""
+    total = 0
+    for t in tensors:
+        if t is None:
+            continue
+        b = t.detach().cpu().contiguous().view(-1).view(torch.uint8).to(torch.int64)
+        w = torch.arange(1, b.numel() + 1, dtype=torch.int64) % 65521
+        total = (total * 1000003 + int((b * w).sum())) % (1 << 61)
+    return total
+
+
+def fill_allocator(rank, mib):
+    """Fills mib MiB of the caching allocator's memory, small and large blocks, with bytes
+    of this rank's own (copied from the host), then gives it back to the allocator."""
+    g = torch.Generator().manual_seed(1000 + rank)
+    held = []
+    for size in [256 << 10] * 16 + [(mib << 20) // 4] * 4:
+        held.append(torch.randint(0, 256, (size,), dtype=torch.uint8, generator=g).cuda())
+    torch.cuda.synchronize()
+    del held
+
+
+def parse_runs(args):
+    """The configurations: --runs, else one from the flags."""
+    if not args.runs:
+        return [dict(model=args.model, bucket=args.bucket_cap_mb, view=args.grad_as_bucket_view,
+                     static=args.static_graph, accum=args.accum, ckpt=args.checkpoint,
+                     hook=args.comm_hook)]
+    runs = []
+    for spec in args.runs.split(";"):
+        model, _, knobs = spec.partition(":")
+        r = dict(model=model, bucket=args.bucket_cap_mb, view=False, static=False, accum=1,
+                 ckpt=False, hook="none")
+        for k in filter(None, knobs.split(",")):
+            key, _, val = k.partition("=")
+            if key == "bucket":
+                r["bucket"] = float(val)
+            elif key == "accum":
+                r["accum"] = int(val)
+            elif key in ("view", "static", "ckpt"):
+                r[key] = True
+            elif key == "fp16":
+                r["hook"] = "fp16"
+            else:
+                raise SystemExit("ddp_train.py: --runs %r: unknown knob %r" % (spec, k))
+        if model not in ("transformer", "conv"):
+            raise SystemExit("ddp_train.py: --runs %r: unknown model %r" % (spec, model))
+        runs.append(r)
+    return runs
+
+
+def train(run, args, rank, dev):
+    torch.manual_seed(rank)  # different initial weights: DDP must broadcast rank 0's
+    if run["model"] == "transformer":
+        model = Transformer(args.dim, args.layers, 4, run["ckpt"]).to(dev)
+        make = lambda: torch.randn(args.batch, args.seq, args.dim)  # noqa: E731
+    else:
+        model = ConvNet(args.width, args.layers, run["ckpt"]).to(dev)
+        make = lambda: torch.randn(args.batch, 3, args.image, args.image)  # noqa: E731
+    ddp = nn.parallel.DistributedDataParallel(
+        model, device_ids=[dev], bucket_cap_mb=run["bucket"],
+        gradient_as_bucket_view=run["view"], static_graph=run["static"])
+    if run["hook"] == "fp16":
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
+    grads = 0
+    t0 = time.monotonic()
+    for step in range(args.steps):
+        opt.zero_grad(set_to_none=False)
+        for micro in range(run["accum"]):
+            last = micro == run["accum"] - 1
+            with contextlib.nullcontext() if last else ddp.no_sync():
+                x = make().to(dev)
+                ddp(x).float().pow(2).mean().backward()
+        torch.cuda.synchronize()
+        grads = checksum(p.grad for p in model.parameters())
+        opt.step()
+    torch.cuda.synchronize()
+    return dict(run, params=checksum(model.parameters()), grads=grads,
+                seconds=round(time.monotonic() - t0, 3))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", choices=["transformer", "conv"], default="transformer")
+    ap.add_argument("--bucket-cap-mb", type=float, default=25.0)
+    ap.add_argument("--grad-as-bucket-view", action="store_true")
+    ap.add_argument("--static-graph", action="store_true")
+    ap.add_argument("--accum", type=int, default=1, help="micro-batches per step (no_sync)")
+    ap.add_argument("--checkpoint", action="store_true", help="checkpoint every other block")
+    ap.add_argument("--comm-hook", choices=["none", "fp16"], default="none")
+    ap.add_argument("--runs", default="", help='"MODEL:KNOB,...;..." (see the docstring)')
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--dim", type=int, default=64)
+    ap.add_argument("--seq", type=int, default=16)
+    ap.add_argument("--width", type=int, default=16)
+    ap.add_argument("--image", type=int, default=16)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--fill-mib", type=int, default=64)
+    ap.add_argument("--out", default="", help="folder for rank<R>.json")
+    args = ap.parse_args()
+    runs = parse_runs(args)
+
+    torch.backends.cudnn.enabled = False
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local % torch.cuda.device_count())
+    dev = torch.cuda.current_device()
+    dist.init_process_group("nccl", device_id=torch.device("cuda", dev))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    fill_allocator(rank, args.fill_mib)
+    results = [train(r, args, rank, dev) for r in runs]
+    dist.barrier()
+    dist.destroy_process_group()
+    rec = dict(rank=rank, world=world, runs=results)
+    if args.out:
+        with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
+            json.dump(rec, f)
+    print(json.dumps(rec), flush=True)
+
+
+if __name__ == "__main__":
+    main()

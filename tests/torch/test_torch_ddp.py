@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""test_torch_ddp.py: torch DistributedDataParallel (backend nccl) on the simulated
+device, 2 ranks under simrun (tests/torch/ddp_train.py).
+
+1. Five configurations in one job: the transformer plain; with 10 KiB buckets,
+   gradient_as_bucket_view and static_graph; with 2 micro-batches under no_sync() and
+   torch.utils.checkpoint; the conv net plain; with the fp16 compression hook and 50 KiB
+   buckets.  Each rank starts from weights of its own seed and fills the caching
+   allocator with bytes of its own, so only data that NCCL really moved agree: after the
+   steps the checksums of the parameters (DDP's broadcast from rank 0) and of the
+   gradients (its all-reduced buckets) must be equal on both ranks.
+2. The transformer once under dpro-run: dpro-info shows the NCCL and compute kernels of
+   both ranks, both traces hold the same collectives (communicator, sequence number,
+   operation, bytes), and dpro-replay replays the trace.
+
+Skips (77) without venv/ (make venv) or with DPRO_TORCH=0."""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from torchlib import (BUILD, DPRO_INFO as dpro_info, DPRO_RUN as dpro_run,  # noqa: E402
+                      SIMRUN as simrun, TRACE_DUMP as trace_dump, VENV_PY as venv_py,
+                      require_torch)
+
+dpro_replay = os.path.join(BUILD, "tools", "dpro-replay")
+require_torch(simrun, dpro_run, dpro_info, dpro_replay, trace_dump)
+TRAIN = os.path.join(HERE, "ddp_train.py")
+RUNS = ("transformer:;transformer:bucket=0.01,view,static;transformer:accum=2,ckpt;"
+        "conv:;conv:fp16,bucket=0.05")
+
+failures = 0
+
+
+def check(cond, msg):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL: " + msg)
+    return cond
+
+
+env = dict(os.environ)
+env["SIMGPU_PHYSICS"] = "simple"
+env["SIMGPU_NCCL_TIMEOUT_S"] = "60"
+
+
+def job(out, runs, steps):
+    return [simrun, "-n", "2", "--timeout", "150", "--", venv_py, TRAIN, "--runs", runs,
+            "--steps", str(steps), "--out", out]
+
+
+tmp = tempfile.mkdtemp(prefix="dpro-torch-ddp-")
+try:
+    # 1. the knobs: parameters and gradients agree across the ranks
+    out = os.path.join(tmp, "knobs")
+    os.mkdir(out)
+    r = subprocess.run(job(out, RUNS, 3), env=env, capture_output=True, text=True, timeout=200)
+    check(r.returncode == 0, "5 DDP configurations on 2 ranks (rc %d): %s"
+          % (r.returncode, r.stderr[-4000:]))
+    recs = []
+    for rank in range(2):
+        path = os.path.join(out, "rank%d.json" % rank)
+        if check(os.path.exists(path), "rank %d wrote %s" % (rank, path)):
+            with open(path) as f:
+                recs.append(json.load(f))
+    if len(recs) == 2:
+        a, b = recs[0]["runs"], recs[1]["runs"]
+        check(len(a) == 5 and len(b) == 5, "5 runs on each rank: %d, %d" % (len(a), len(b)))
+        for x, y in zip(a, b):
+            name = "%s %s" % (x["model"], {k: x[k] for k in ("bucket", "view", "static",
+                                                              "accum", "ckpt", "hook")})
+            check(x["params"] != 0, "%s: parameters hold data (checksum 0)" % name)
+            check(x["params"] == y["params"],
+                  "%s: parameters differ across ranks: %d vs %d" % (name, x["params"], y["params"]))
+            check(x["grads"] == y["grads"],
+                  "%s: gradients differ across ranks: %d vs %d" % (name, x["grads"], y["grads"]))
+            print("%s: %.2f s, parameters and gradients agree" % (name, x["seconds"]))
+
+    # 2. under the collector: kernels, matched collectives, replay
+    trace = os.path.join(tmp, "trace")
+    out = os.path.join(tmp, "traced")
+    os.mkdir(out)
+    r = subprocess.run([dpro_run, "-o", trace, "--"] + job(out, "transformer:bucket=0.05", 3),
+                       env=env, capture_output=True, text=True, timeout=200)
+    check(r.returncode == 0, "DDP under dpro-run (rc %d): %s" % (r.returncode, r.stderr[-4000:]))
+    files = sorted(glob.glob(os.path.join(trace, "rank*.dpro")))
+    check(len(files) == 2, "one trace per rank: %s" % files)
+    info = subprocess.run([dpro_info, "--json", "--kernels=50", trace], capture_output=True,
+                          text=True, timeout=60)
+    if check(info.returncode == 0, "dpro-info: %s" % info.stderr):
+        per_rank = json.loads(info.stdout)["kernels"]["per_rank"]
+        check(len(per_rank) == 2, "dpro-info: kernels of 2 ranks: %d" % len(per_rank))
+        for k in per_rank:
+            cat = k["categories"]
+            names = [t["name"] for t in k["top_kernels"]]
+            check(cat["communication"]["count"] > 0 and cat["compute"]["count"] > 0,
+                  "rank %d: communication and compute kernels: %s" % (k["rank"], cat))
+            check(any(n.startswith("ncclDevKernel_AllReduce") for n in names),
+                  "rank %d: an NCCL all-reduce kernel among %s" % (k["rank"], names[:10]))
+    colls = []
+    for f in files:
+        d = subprocess.run([trace_dump, f], capture_output=True, text=True, timeout=60)
+        if check(d.returncode == 0 and d.stdout, "trace-dump %s: %s" % (f, d.stderr)):
+            ev = json.loads(d.stdout.splitlines()[0])["events"]
+            colls.append(sorted((e["comm"], e["seq"], e["name"], e["bytes"])
+                                for e in ev if e["kind"] == "collective"))
+    if len(colls) == 2:
+        ar = [c for c in colls[0] if c[2] == "ncclAllReduce"]
+        check(len(ar) >= 3, "rank 0: an all-reduce per step at least: %d" % len(ar))
+        check(colls[0] == colls[1], "both ranks' collectives match (comm, seq, op, bytes): "
+              "%d vs %d, first difference %s" % (len(colls[0]), len(colls[1]),
+                                                 [p for p in zip(colls[0], colls[1])
+                                                  if p[0] != p[1]][:1]))
+        print("traced: %d collectives per rank, %d all-reduces, matched" % (len(colls[0]), len(ar)))
+    rp = subprocess.run([dpro_replay, trace, "--json"], capture_output=True, text=True,
+                        timeout=120)
+    if check(rp.returncode == 0, "dpro-replay (rc %d): %s" % (rp.returncode, rp.stderr[-2000:])):
+        j = json.loads(rp.stdout)
+        check(j["ranks"] == 2 and j["collectives"] > 0 and j["simulated_iter_us"] > 0,
+              "dpro-replay: 2 ranks, collectives, a simulated iteration: %s"
+              % {k: j.get(k) for k in ("ranks", "collectives", "simulated_iter_us")})
+        print("replay: measured %.0f us, simulated %.0f us, %d collectives"
+              % (j["measured_iter_us"], j["simulated_iter_us"], j["collectives"]))
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
+if failures:
+    sys.exit(1)
+print("PASS")
