@@ -10,6 +10,7 @@ tools_libdproimport_la_SOURCES = \
 	tools/import/json_num.c tools/import/json_num.h \
 	tools/import/join.c tools/import/join.h \
 	tools/import/handoff.c tools/import/handoff.h \
+	tools/import/coll_names.c tools/import/coll_names.h \
 	tools/import/import_kineto.h tools/import/kineto_int.h \
 	tools/import/kineto.c tools/import/kineto_parse.c tools/import/kineto_keys.c \
 	tools/import/kineto_keys.h tools/import/kineto_map.c tools/import/kineto_coll.c \
