@@ -338,7 +338,8 @@ typedef struct dpro_comm_info {
 /* ---- meta keys ----------------------------------------------------------------------------
  * Table meta holds key/value text. Keys every producer should set where it knows them:
  *   schema_major, schema_minor   set by the writer
- *   source                       "collector" or "kineto-import" (+ the input file: source_file)
+ *   source                       "collector", "kineto-import" or "nsys-import" (+ the input
+ *                                file: source_file)
  *   host, pid, rank, local_rank, world_size
  *   job_id                       tells jobs apart (SLURM_JOB_ID, TORCHELASTIC_RUN_ID, ...)
  *   command                      the traced command line

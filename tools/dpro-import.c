@@ -3,11 +3,16 @@
  *
  *   dpro-import kineto FILE... -o DIR [--keep-partial] [--quiet] [--job-id ID]
  *                                     [--single-thread] [--allow-empty]
+ *   dpro-import nsys FILE.sqlite... -o DIR [--quiet] [--job-id ID] [--allow-empty]
  *
  * One dpro trace per input file (PyTorch profiler / Kineto Chrome-trace JSON, plain or
  * gzip), named like the collector names its files: rank<R>-<host>-<pid>.dpro. Each file is
  * written under a hidden temporary name and renamed once its rank, host and pid are known
  * (they may come after the events in the JSON). The mapping is import_kineto.h's.
+ *
+ * nsys: Nsight Systems SQLite exports (nsys export --type sqlite); every process of every
+ * file is one rank (rank<R>-<host>-<pid>.dpro, ranks numbered in file order, then in the
+ * export's process order). The mapping is import_nsys.h's.
  *
  * A file none of whose events is a device operation (kernel, copy, set: a CPU-only trace,
  * or another device's, whose categories are named in a warning) is refused unless
@@ -34,7 +39,9 @@
 #include "dpro_log.h"
 #include "dprotrace.h"
 #include "fs.h"
+#include "handoff.h"
 #include "import_kineto.h"
+#include "import_nsys.h"
 
 enum { EXIT_OK = 0, EXIT_BAD_INPUT = 1, EXIT_USAGE = 2 };
 
@@ -42,11 +49,15 @@ static void
 usage(FILE *f)
 {
     fprintf(f, "usage: dpro-import kineto FILE... -o DIR [options]\n"
+               "       dpro-import nsys FILE.sqlite... -o DIR [options]\n"
                "\n"
                "Imports PyTorch profiler (Kineto) Chrome-trace JSON files (plain or .gz), one\n"
                "per rank, into dpro traces DIR/rank<R>-<host>-<pid>" DPRO_TRACE_SUFFIX ".\n"
                "Every Kineto since PyTorch 1.8 is read, CUDA and ROCm; events of categories\n"
                "dpro does not know (another device's) are counted and named in a warning.\n"
+               "nsys: Nsight Systems SQLite exports (nsys export --type sqlite), every process\n"
+               "in them one rank: kernels, copies, sets, runtime and driver calls, NVTX\n"
+               "ranges and NCCL collectives (--keep-partial and --single-thread: kineto only).\n"
                "\n"
                "  -o, --output DIR     directory of the dpro traces (created if missing; a\n"
                "                       trace of the same name is replaced, a symbolic link\n"
@@ -94,6 +105,39 @@ sanitize(char *s)
               c == '.' || c == '-' || c == '_'))
             *s = '_';
     }
+}
+
+/* Renames the finished trace tmp to final unless one of earlier[0..n) (entries may be
+ * NULL) has that name; removes tmp on failure. Returns EXIT_OK or EXIT_BAD_INPUT. */
+static int
+place_trace(const char *file, const char *tmp, const char *final, char *const *earlier, int n)
+{
+    for (int j = 0; j < n; j++) {
+        if (earlier[j] && strcmp(earlier[j], final) == 0) {
+            pr_err("%s: its trace name %s is taken by an earlier input (same rank, host and "
+                   "pid)",
+                   file, final);
+            remove_trace(tmp);
+            return EXIT_BAD_INPUT;
+        }
+    }
+    /* rename would replace a link at final, not follow it, but a link there is someone's
+     * on purpose: refuse it rather than drop it silently (a regular file is replaced: a
+     * re-import of the same rank) */
+    struct stat st;
+    if (lstat(final, &st) == 0 && S_ISLNK(st.st_mode)) {
+        pr_err("%s: %s is a symbolic link: not replaced (remove it, or import into another "
+               "directory)",
+               file, final);
+        remove_trace(tmp);
+        return EXIT_BAD_INPUT;
+    }
+    if (rename(tmp, final) != 0) {
+        pr_err("%s: cannot rename %s to %s: %s", file, tmp, final, strerror(errno));
+        remove_trace(tmp);
+        return EXIT_BAD_INPUT;
+    }
+    return EXIT_OK;
 }
 
 /* The options that shape each file's import. */
@@ -172,31 +216,7 @@ import_one(const char *file, const char *dir, int index, int count, const char *
     sanitize(host);
     snprintf(final, sizeof(final), "%s/rank%lld-%s-%lld" DPRO_TRACE_SUFFIX, dir,
              (long long)res.rank, host, (long long)res.pid);
-    for (int j = 0; j < index; j++) {
-        if (earlier[j] && strcmp(earlier[j], final) == 0) {
-            pr_err("%s: its trace name %s is taken by an earlier input (same rank, host and "
-                   "pid)",
-                   file, final);
-            remove_trace(tmp);
-            kineto_importer_free(k);
-            return EXIT_BAD_INPUT;
-        }
-    }
-    /* rename would replace a link at final, not follow it, but a link there is someone's
-     * on purpose: refuse it rather than drop it silently (a regular file is replaced: a
-     * re-import of the same rank) */
-    struct stat st;
-    if (lstat(final, &st) == 0 && S_ISLNK(st.st_mode)) {
-        pr_err("%s: %s is a symbolic link: not replaced (remove it, or import into another "
-               "directory)",
-               file, final);
-        remove_trace(tmp);
-        kineto_importer_free(k);
-        return EXIT_BAD_INPUT;
-    }
-    if (rename(tmp, final) != 0) {
-        pr_err("%s: cannot rename %s to %s: %s", file, tmp, final, strerror(errno));
-        remove_trace(tmp);
+    if (place_trace(file, tmp, final, earlier, index) != EXIT_OK) {
         kineto_importer_free(k);
         return EXIT_BAD_INPUT;
     }
@@ -212,6 +232,116 @@ import_one(const char *file, const char *dir, int index, int count, const char *
     kineto_importer_free(k);
     *out_path = strdup(final);
     return failed ? EXIT_BAD_INPUT : EXIT_OK;
+}
+
+/* Imports process i of the opened export x (of file) as rank `rank` of `world` into dir.
+ * written[0..nwritten) are the trace names written before; the new one is stored at
+ * written[nwritten] on success. Returns EXIT_OK or EXIT_BAD_INPUT. */
+static int
+nsys_one_process(nsys_export *x, const char *file, size_t i, const char *dir, int64_t rank,
+                 int64_t world, const char *job_id, const import_flags *fl, char **written,
+                 int nwritten)
+{
+    char tmp[4096], final[4096], errbuf[512];
+    snprintf(tmp, sizeof(tmp), "%s/.dpro-import-%ld-%d.tmp", dir, (long)getpid(), nwritten);
+    remove_trace(tmp);
+    dpro_writer_options wo;
+    imp_writer_options(&wo);
+    dpro_writer *w = NULL;
+    if (dpro_writer_open(tmp, &wo, &w, errbuf, sizeof(errbuf)) != DPRO_OK) {
+        pr_err("%s: cannot create %s: %s", file, tmp, errbuf);
+        return EXIT_BAD_INPUT;
+    }
+    nsys_result res;
+    int irc = nsys_import_process(x, i, w, rank, world, job_id, &res);
+    int crc = dpro_writer_close(w);
+    if (irc != DPRO_OK || crc != DPRO_OK) {
+        if (irc != DPRO_OK)
+            pr_err("%s", nsys_errmsg(x));
+        else
+            pr_err("%s: closing the trace: %s", file, dpro_status_str(crc));
+        remove_trace(tmp);
+        pr_err("%s: process %lld not imported", file, (long long)res.pid);
+        return EXIT_BAD_INPUT;
+    }
+    if (res.device_ops == 0 && !fl->allow_empty) {
+        pr_err("%s: process %lld: no device operation (kernel, memory copy or set) among its "
+               "%llu events: not imported (--allow-empty imports it)",
+               file, (long long)res.pid, (unsigned long long)res.events_out);
+        remove_trace(tmp);
+        return EXIT_BAD_INPUT;
+    }
+    char host[256];
+    snprintf(host, sizeof(host), "%s", nsys_host(x) ? nsys_host(x) : "import");
+    sanitize(host);
+    snprintf(final, sizeof(final), "%s/rank%lld-%s-%lld" DPRO_TRACE_SUFFIX, dir, (long long)rank,
+             host, (long long)res.pid);
+    if (place_trace(file, tmp, final, written, nwritten) != EXIT_OK)
+        return EXIT_BAD_INPUT;
+    if (!fl->quiet)
+        fprintf(stderr,
+                "%s (pid %lld) -> %s\n  rank %lld of %lld: %llu device operations, %llu API "
+                "calls, %llu NVTX events, %llu collectives, %llu rows not mapped\n",
+                file, (long long)res.pid, final, (long long)rank, (long long)world,
+                (unsigned long long)res.device_ops, (unsigned long long)res.api_calls,
+                (unsigned long long)res.markers, (unsigned long long)res.collectives,
+                (unsigned long long)res.unmapped);
+    written[nwritten] = strdup(final);
+    return EXIT_OK;
+}
+
+/* dpro-import nsys: every process of every export is a rank, numbered in file order, then
+ * in the export's process order. Returns EXIT_OK or EXIT_BAD_INPUT. */
+static int
+import_nsys(char **files, int nfiles, const char *dir, const char *job_id, const import_flags *fl)
+{
+    nsys_export **x = calloc((size_t)nfiles, sizeof(*x));
+    int status = x ? EXIT_OK : EXIT_BAD_INPUT;
+    if (!x)
+        pr_err("out of memory");
+    int64_t world = 0;
+    for (int f = 0; x && f < nfiles; f++) {
+        char errbuf[DPRO_ERRBUF_SIZE];
+        if (nsys_open(files[f], fl->allow_empty, &x[f], errbuf, sizeof(errbuf)) != DPRO_OK) {
+            pr_err("%s", errbuf);
+            status = EXIT_BAD_INPUT;
+            continue;
+        }
+        char pids[256];
+        size_t nskip = nsys_skipped(x[f], pids, sizeof(pids));
+        if (nskip)
+            pr_warn("%s: %zu processes made CUDA API calls but ran no device operation, not "
+                    "imported (--allow-empty imports them): pid %s",
+                    files[f], nskip, pids);
+        if (nsys_process_count(x[f]) == 0) {
+            pr_err("%s: no process ran a device operation (kernel, memory copy or set): not "
+                   "imported%s",
+                   files[f], fl->allow_empty ? "" : " (--allow-empty imports API-only ones)");
+            status = EXIT_BAD_INPUT;
+        }
+        world += x[f] ? (int64_t)nsys_process_count(x[f]) : 0;
+    }
+    char **written = world > 0 ? calloc((size_t)world, sizeof(*written)) : NULL;
+    if (world > 0 && !written)
+        status = EXIT_BAD_INPUT;
+    int nwritten = 0;
+    int64_t rank = 0;
+    for (int f = 0; written && f < nfiles; f++) {
+        for (size_t i = 0; x[f] && i < nsys_process_count(x[f]); i++, rank++) {
+            if (nsys_one_process(x[f], files[f], i, dir, rank, world, job_id, fl, written,
+                                 nwritten) != EXIT_OK)
+                status = EXIT_BAD_INPUT;
+            else
+                nwritten++;
+        }
+    }
+    for (int i = 0; i < nwritten; i++)
+        free(written[i]);
+    free(written);
+    for (int f = 0; x && f < nfiles; f++)
+        nsys_close(x[f]);
+    free(x);
+    return status;
 }
 
 int
@@ -264,12 +394,13 @@ main(int argc, char **argv)
         }
     }
     if (optind >= argc) {
-        pr_err("which format? (kineto)");
+        pr_err("which format? (kineto, nsys)");
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (strcmp(argv[optind], "kineto") != 0) {
-        pr_err("unknown format '%s' (known: kineto)", argv[optind]);
+    int nsys = strcmp(argv[optind], "nsys") == 0;
+    if (!nsys && strcmp(argv[optind], "kineto") != 0) {
+        pr_err("unknown format '%s' (known: kineto, nsys)", argv[optind]);
         return EXIT_USAGE;
     }
     optind++;
@@ -285,6 +416,8 @@ main(int argc, char **argv)
     int nfiles = argc - optind, status = EXIT_OK;
     if (!job_id)
         fl.files_id = kineto_files_identity((const char *const *)argv + optind, (size_t)nfiles);
+    if (nsys)
+        return import_nsys(argv + optind, nfiles, dir, job_id, &fl);
     char **written = calloc((size_t)nfiles, sizeof(*written));
     if (!written) {
         pr_err("out of memory");

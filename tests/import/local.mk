@@ -42,6 +42,11 @@ dist_check_SCRIPTS += tests/import/test_import_real.sh tests/import/test_import_
 # the flows and the memory events (roundtrip_kineto.py compares the two JSON files).
 TESTS += tests/import/test_import_roundtrip.sh
 dist_check_SCRIPTS += tests/import/test_import_roundtrip.sh tests/import/roundtrip_kineto.py
+# test_import_nsys: Nsight Systems SQLite exports (gen_nsys.py: the documented schema, two
+# ranks, one export per rank and both in one) against an independent reading of the SQLite;
+# bad input (not SQLite, no nsys tables, truncated) refused with the file named.
+TESTS += tests/import/test_import_nsys.sh
+dist_check_SCRIPTS += tests/import/test_import_nsys.sh tests/import/gen_nsys.py
 # test_import_oldformat: a trace of format 2.1 (fixtures/) reads as the build that wrote it
 # read it.
 TESTS += tests/import/test_import_oldformat.sh

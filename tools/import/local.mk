@@ -10,12 +10,16 @@ tools_libdproimport_la_SOURCES = \
 	tools/import/json_num.c tools/import/json_num.h \
 	tools/import/join.c tools/import/join.h \
 	tools/import/handoff.c tools/import/handoff.h \
+	tools/import/coll_names.c tools/import/coll_names.h \
 	tools/import/import_kineto.h tools/import/kineto_int.h \
 	tools/import/kineto.c tools/import/kineto_parse.c tools/import/kineto_keys.c \
 	tools/import/kineto_keys.h tools/import/kineto_map.c tools/import/kineto_coll.c \
 	tools/import/kineto_args.c
-tools_libdproimport_la_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(ZLIB_CFLAGS)
+# The Nsight Systems importer (import_nsys.h): reads the export with SQLite.
+tools_libdproimport_la_SOURCES += tools/import/import_nsys.h tools/import/nsys_int.h \
+	tools/import/nsys.c tools/import/nsys_map.c
+tools_libdproimport_la_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(ZLIB_CFLAGS) $(SQLITE_CFLAGS)
 tools_libdproimport_la_LIBADD = $(DPROTRACE_LINK) $(YAJL_LIBS) $(ZLIB_LIBS) \
-	$(PTHREAD_LIBS)
+	$(PTHREAD_LIBS) $(SQLITE_LIBS)
 
 endif
