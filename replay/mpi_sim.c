@@ -83,11 +83,11 @@ part_free(part *p)
     memset(p, 0, sizeof *p);
 }
 
-/* The process that simulates rank r of n: contiguous shares. */
+/* The process that simulates the k-th of n simulated ranks: contiguous shares. */
 static int
-owner_of(int32_t r, int32_t n, int nprocs)
+owner_of(int32_t k, int32_t n, int nprocs)
 {
-    return (int)((int64_t)r * nprocs / (n > 0 ? n : 1));
+    return (int)((int64_t)k * nprocs / (n > 0 ? n : 1));
 }
 
 /* Sets up p for g (finalized) on this process. Returns 0 or -1 (out of memory). */
@@ -109,11 +109,20 @@ part_init(part *p, const dfg *g, mpisim_stats *st)
     if (!p->own || !p->grp_local || !p->remote_out || !p->grp_ready || !p->sent || !p->tally ||
         !p->garr || !p->glast || !p->out || !p->counts || !p->displs)
         return -1;
+    /* the ranks with nodes (a folded graph's representatives) are shared out */
+    uint8_t *has = p->own;
+    for (int32_t q = 0; q < g->n_res; q++)
+        if (g->res_first[q] >= 0)
+            has[g->res_rank[q]] = 1;
+    int32_t n_sim = 0, k = 0;
     for (int32_t r = 0; r < g->n_ranks; r++)
-        if (owner_of(r, g->n_ranks, p->nprocs) == p->me) {
-            p->own[r] = 1;
-            st->ranks_here++;
-        }
+        n_sim += has[r];
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        if (!has[r])
+            continue;
+        has[r] = owner_of(k++, n_sim, p->nprocs) == p->me;
+        st->ranks_here += has[r];
+    }
     for (int32_t q = 0; q < g->n_groups; q++) {
         p->garr[q] = -1;
         p->glast[q] = -1;
@@ -283,8 +292,7 @@ mpisim_run(dfg *g, sim_result *res, mpisim_stats *st)
     if (rc == 0) {
         gather(g, res, p.me);
         sim_tally(g, res); /* on the other processes: over their own nodes */
-        MPI_Allreduce(MPI_IN_PLACE, &local.local_groups, 1, MPI_INT64_T, MPI_SUM,
-                      MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, &local.local_groups, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     }
     part_free(&p);
     if (st)

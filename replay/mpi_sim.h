@@ -2,9 +2,10 @@
  * mpi_sim.h: the replay's simulation as an MPI job (prefix mpisim_), for
  * `mpirun -n P dpro-replay --mpi DIR`.
  *
- * Process p of P simulates the ranks r with r * P / n_ranks == p (contiguous shares,
- * uneven when P does not divide the ranks). The simulation is conservative: each process
- * runs its ranks' nodes as far as their dependencies allow (sim_int.h), which stops at
+ * The ranks the graph holds nodes of (every rank, or a folded graph's representatives)
+ * are shared out in contiguous shares: process p of P simulates the k-th of n such ranks
+ * when k * P / n == p (uneven when P does not divide n). The simulation is conservative: each
+ * process runs its ranks' nodes as far as their dependencies allow (sim_int.h), which stops at
  * collectives with participants on other processes and at edges from other processes'
  * nodes. Then every process hands out, in one MPI_Allgatherv, the groups whose
  * participants it holds have all arrived (their count, the latest arrival and its node)
@@ -29,7 +30,7 @@
 /* What a distributed simulation did. */
 typedef struct mpisim_stats {
     int32_t processes;
-    int32_t ranks_here;   /* ranks this process simulated */
+    int32_t ranks_here;   /* ranks with nodes this process simulated */
     int64_t nodes_here;   /* their live nodes */
     int64_t rounds;       /* exchanges (MPI_Allgatherv) */
     int64_t group_msgs;   /* group arrivals handed out, over all processes */
