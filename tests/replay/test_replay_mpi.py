@@ -13,8 +13,10 @@ equal, numbers equal within 1e-9 relative. Each run must also have been distribu
 its processes' log lines (DPRO_LOG=info) name P processes whose ranks add up to the
 job's, and exchanges between them.
 
-Skips only when configure found no MPI (the build has no --mpi); with MPI built, a
-missing mpirun is a failure. Runs as root with OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM).
+Skips only when MPI is really unavailable: configure found none and there is no mpicc
+on PATH, or configure was told --without-mpi. MPI installed (mpicc on PATH) but not
+built is a failure (configure missed it), and so is a missing mpirun with MPI built.
+Runs as root with OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM).
 """
 import json
 import os
@@ -39,6 +41,15 @@ STATS = re.compile(r"simulated by (\d+) MPI processes: (\d+) ranks and \d+ nodes
 def mpi_built():
     with open(os.path.join(BUILD, "config.h")) as f:
         return re.search(r"^#define HAVE_MPI 1$", f.read(), re.M) is not None
+
+
+def configured_without_mpi():
+    """Whether configure was run with --without-mpi (or --with-mpi=no)."""
+    with open(os.path.join(BUILD, "config.log")) as f:
+        for line in f:
+            if line.startswith("  $ "):
+                return re.search(r"--with(out-mpi|-mpi=no)\b", line) is not None
+    return False
 
 
 def mpirun(n, *cmd):
@@ -103,9 +114,17 @@ def compare(name, d, nprocs, extra):
 def main():
     global MPIRUN
     if not mpi_built():
-        print("skip: configure found no MPI (install libopenmpi-dev and openmpi-bin, "
-              "configure again): dpro-replay has no --mpi")
-        return SKIP
+        if configured_without_mpi():
+            print("skip: configured --without-mpi: dpro-replay has no --mpi")
+            return SKIP
+        mpicc = shutil.which("mpicc")
+        if mpicc is None:
+            print("skip: no MPI on this machine (no mpicc; install libopenmpi-dev and "
+                  "openmpi-bin, configure again): dpro-replay has no --mpi")
+            return SKIP
+        check(False, "MPI is installed (%s) but configure did not build dpro-replay --mpi "
+              "(see MPI in config.log)" % mpicc)
+        return exit_status()
     MPIRUN = shutil.which("mpirun")
     check(MPIRUN is not None, "mpirun is on PATH (MPI was built)")
     if MPIRUN is None:
