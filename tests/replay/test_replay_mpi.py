@@ -5,7 +5,10 @@ First the distributed simulation itself, node for node (test_mpi_sim under mpiru
 arrival, on graphs with ties between ranks, a straggler, fewer ranks than the job and
 edges between ranks). Then whole replays: multi-rank traces written by
 tests/replay/gen_traces (clock skew; a straggler; no iteration markers) and by
-tests/replay/bench_scale's generator (16 ranks whose host calls jitter) are replayed by
+tests/replay/bench_scale's generator (16 ranks whose host calls jitter), and pipeline
+jobs of pipe-sim on the simulated device (send/recv pairs between stages, plain and
+grouped, as synchronisation points across processes; skipped without tests/simgpu) are
+replayed by
 `mpirun --oversubscribe -n P dpro-replay --mpi DIR --json` with P = 2 and 3 (and 4: shares
 of 2, 1, 2, 1 ranks on 6), folded (the default) and --no-fold, and the JSON must be
 the single-process dpro-replay's field by field: the same keys, strings and booleans
@@ -27,11 +30,13 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from replay_testlib import BUILD, REPLAY, SKIP, check, exit_status  # noqa: E402
+from replay_testlib import (BUILD, COLLECTOR, DPRO_RUN, LIBDIR, REPLAY, SIMRUN,  # noqa: E402
+                            SKIP, check, exit_status, traced_env)
 
 GEN = os.path.join(BUILD, "tests", "replay", "gen_traces")
 BENCH_SCALE = os.path.join(BUILD, "tests", "replay", "bench_scale")
 MPI_SIM = os.path.join(BUILD, "tests", "replay", "test_mpi_sim")
+PIPE_SIM = os.path.join(BUILD, "tests", "replay", "pipe-sim")
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_rmaps_base_oversubscribe="1", DPRO_LOG="info")
 STATS = re.compile(r"simulated by (\d+) MPI processes: (\d+) ranks and \d+ nodes here, "
@@ -153,6 +158,21 @@ def main():
                        stdout=subprocess.DEVNULL)
         compare("jitter", d, 3, [])
         compare("jitter", d, 3, ["--no-fold"])
+        if all(os.path.exists(x) for x in (COLLECTOR, DPRO_RUN, SIMRUN, PIPE_SIM)):
+            env = traced_env(SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple")
+            env.pop("DPRO_TEST_CLOCK_OFFSET_NS", None)
+            for name, ranks, extra in [("pipeline", 4, []), ("pipeline-grouped", 3, ["--grouped"])]:
+                d = os.path.join(tmp, name)
+                p = subprocess.run([DPRO_RUN, "-o", d, "--", SIMRUN, "-n", str(ranks), "--",
+                                    PIPE_SIM, "--warmup", "1", "--iterations", "4", "--micro",
+                                    "4"] + extra, env=env, capture_output=True, text=True,
+                                   timeout=180)
+                check(p.returncode == 0, "%s: pipe-sim ran (%d)" % (name, p.returncode))
+                if p.returncode == 0:
+                    for n in (2, 3):
+                        compare(name, d, n, [])
+        else:
+            print("skip (part): no tests/simgpu (CUDA headers): no pipeline jobs")
     return exit_status()
 
 
