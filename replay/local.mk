@@ -5,7 +5,7 @@
 noinst_LTLIBRARIES += replay/libdproreplay.la
 replay_libdproreplay_la_SOURCES = \
 	replay/dfg.c replay/dfg.h replay/dfg_int.h replay/dfg_edit.c replay/dfg_fold.c \
-	replay/sim.c replay/sim.h replay/sim_analysis.c \
+	replay/sim.c replay/sim.h replay/sim_int.h replay/sim_analysis.c \
 	replay/align.c replay/align.h \
 	replay/iter.c replay/iter.h \
 	replay/costmodel.c replay/costmodel.h \
@@ -24,3 +24,12 @@ replay_libdproreplay_la_SOURCES = \
 	replay/inputs.c replay/inputs.h
 replay_libdproreplay_la_CFLAGS = $(AM_CFLAGS) -O2
 replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(LIBM) $(PTHREAD_LIBS)
+
+# The simulation as an MPI job (dpro-replay --mpi; mpi_sim.h), only with MPI (configure
+# --with-mpi).
+if HAVE_MPI
+noinst_LTLIBRARIES += replay/libdprompi.la
+replay_libdprompi_la_SOURCES = replay/mpi_sim.c replay/mpi_sim.h
+replay_libdprompi_la_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) -O2
+replay_libdprompi_la_LIBADD = replay/libdproreplay.la $(MPI_LIBS)
+endif

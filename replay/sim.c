@@ -2,6 +2,7 @@
 #include "sim.h"
 
 #include "dprotrace.h"
+#include "sim_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,22 +19,24 @@ ensure(void **p, size_t elem, int64_t n)
     return 0;
 }
 
-typedef struct sim_state {
-    dfg *g;
-    sim_result *r;
-    int32_t *stack;
-    int32_t top;
-} sim_state;
-
 /* The loop's functions, inlined into it. */
 #define SIM_INLINE static inline __attribute__((always_inline))
+
+/* Whether node n is simulated by this run (a partition's, or the whole graph's). */
+SIM_INLINE int
+owned(const sim_state *s, int32_t n)
+{
+    return !s->own || s->own[s->g->res_rank[s->g->res[n]]];
+}
 
 /* A dependency of m is met at time t, released by node `from` for reason `why`. */
 SIM_INLINE void
 satisfy(sim_state *s, int32_t m, int64_t t, int32_t from, uint8_t why)
 {
     sim_result *r = s->r;
-    if (t > r->ready[m] || (t == r->ready[m] && r->crit[m] < 0)) {
+    /* on a tie the lowest node binds (sim_int.h: any partition gives the same causes) */
+    if (t > r->ready[m] ||
+        (t == r->ready[m] && (r->crit[m] < 0 || (from >= 0 && from < r->crit[m])))) {
         r->ready[m] = t;
         r->crit[m] = from;
         r->why[m] = why;
@@ -71,11 +74,7 @@ finish(sim_state *s, int32_t n, int64_t t)
 {
     const dfg *g = s->g;
     sim_result *r = s->r;
-    r->end[n] = t;
-    if (t > r->makespan || r->last_node < 0) {
-        r->makespan = t;
-        r->last_node = n;
-    }
+    r->end[n] = t; /* makespan and last_node: sim_tally */
     int32_t nx = g->next_on_res[n];
     if (nx >= 0) {
         if (g->kind[nx] == DFG_HOST)
@@ -85,9 +84,13 @@ finish(sim_state *s, int32_t n, int64_t t)
     }
     for (int64_t i = g->succ_off[n]; i < g->succ_off[n + 1]; i++) {
         int32_t m = g->succ[i];
+        if (!owned(s, m))
+            continue; /* released there (sent) */
         /* a woken call starts its wake-up latency after its waker */
         satisfy(s, m, (g->flags[m] & DFG_F_WAKEUP) ? t + g->gap[m] : t, n, SIM_CAUSE_EDGE);
     }
+    if (s->remote_out && s->remote_out[n])
+        s->sent[s->n_sent++] = n;
 }
 
 /* Sizes res for g's nodes and groups. Returns 0 or -1. */
@@ -130,10 +133,11 @@ initial_count(const dfg *g, int32_t i)
     return (g->prev_on_res[i] >= 0) + (g->launch[i] >= 0);
 }
 
-/* The simulation proper, on a finalized g and a sized r. */
-static void
-run(dfg *g, sim_result *r)
+void
+sim_begin(sim_state *s)
 {
+    dfg *g = s->g;
+    sim_result *r = s->r;
     int32_t n = g->n_nodes;
     r->makespan = 0;
     r->last_node = -1;
@@ -142,8 +146,10 @@ run(dfg *g, sim_result *r)
         r->grp_last[q] = -1;
         r->arrived[q] = 0;
     }
-
-    sim_state s = {.g = g, .r = r, .stack = r->stack, .top = 0};
+    s->stack = r->stack;
+    s->top = 0;
+    s->n_grp_ready = 0;
+    s->n_sent = 0;
     for (int32_t i = 0; i < n; i++) {
         r->start[i] = -1;
         r->end[i] = -1;
@@ -159,63 +165,128 @@ run(dfg *g, sim_result *r)
     for (int64_t k = 0; k < g->n_edges; k++)
         r->cnt[g->succ[k]]++;
     for (int32_t i = 0; i < n; i++)
-        if (r->cnt[i] == 0)
-            s.stack[s.top++] = i;
+        if (r->cnt[i] == 0 && owned(s, i))
+            s->stack[s->top++] = i;
     /* first calls of every host thread start at their gap from time 0 */
     for (int32_t q = 0; q < g->n_res; q++) {
         int32_t f = g->res_first[q];
-        if (f >= 0 && g->kind[f] == DFG_HOST)
-            host_start(&s, f, g->gap[f], -1);
+        if (f >= 0 && g->kind[f] == DFG_HOST && owned(s, f))
+            host_start(s, f, g->gap[f], -1);
     }
+}
 
-    while (s.top > 0) {
-        int32_t m = s.stack[--s.top];
+/* The group's transfer starts at its last arrival: its participants here end. */
+SIM_INLINE void
+group_transfer(sim_state *s, int32_t q)
+{
+    const dfg *g = s->g;
+    sim_result *r = s->r;
+    int64_t tend = r->grp_arrival[q] + g->grp_dur[q];
+    int32_t last = r->grp_last[q];
+    for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p]) {
+        if (!owned(s, p))
+            continue;
+        if (p != last) {
+            r->crit[p] = last;
+            r->why[p] = SIM_CAUSE_GROUP;
+        }
+        finish(s, p, tend);
+    }
+}
+
+void
+sim_drain(sim_state *s)
+{
+    dfg *g = s->g;
+    sim_result *r = s->r;
+    while (s->top > 0) {
+        int32_t m = s->stack[--s->top];
         if (g->kind[m] == DFG_HOST) {
             if (g->flags[m] & DFG_F_WAKEUP)
-                host_launch(&s, m, r->ready[m]); /* all conditions of its start are met */
-            finish(&s, m, r->ready[m] + g->dur[m]);
+                host_launch(s, m, r->ready[m]); /* all conditions of its start are met */
+            finish(s, m, r->ready[m] + g->dur[m]);
             continue;
         }
         int64_t t = r->ready[m];
         r->start[m] = t;
         int32_t q = g->group[m];
         if (q < 0) {
-            finish(&s, m, t + g->dur[m]);
+            finish(s, m, t + g->dur[m]);
             continue;
         }
-        if (t > r->grp_arrival[q] || r->grp_last[q] < 0) {
+        if (t > r->grp_arrival[q] || r->grp_last[q] < 0 ||
+            (t == r->grp_arrival[q] && m < r->grp_last[q])) {
             r->grp_arrival[q] = t;
             r->grp_last[q] = m;
         }
-        if (++r->arrived[q] < g->grp_members[q])
+        ++r->arrived[q];
+        if (s->grp_local) {
+            if (r->arrived[q] == s->grp_local[q])
+                s->grp_ready[s->n_grp_ready++] = q; /* the other partitions decide */
             continue;
-        int64_t tend = r->grp_arrival[q] + g->grp_dur[q];
-        int32_t last = r->grp_last[q];
-        for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p]) {
-            if (p != last) {
-                r->crit[p] = last;
-                r->why[p] = SIM_CAUSE_GROUP;
-            }
-            finish(&s, p, tend);
         }
+        if (r->arrived[q] == g->grp_members[q])
+            group_transfer(s, q);
     }
+}
+
+void
+sim_release_group(sim_state *s, int32_t q, int64_t arrival, int32_t last)
+{
+    s->r->grp_arrival[q] = arrival;
+    s->r->grp_last[q] = last;
+    group_transfer(s, q);
+}
+
+void
+sim_release_edge(sim_state *s, int32_t n, int64_t t)
+{
+    const dfg *g = s->g;
+    for (int64_t i = g->succ_off[n]; i < g->succ_off[n + 1]; i++) {
+        int32_t m = g->succ[i];
+        if (owned(s, m))
+            satisfy(s, m, (g->flags[m] & DFG_F_WAKEUP) ? t + g->gap[m] : t, n, SIM_CAUSE_EDGE);
+    }
+}
+
+void
+sim_tally(const dfg *g, sim_result *r)
+{
+    r->makespan = 0;
+    r->last_node = -1;
     r->first_unfinished = -1;
     r->n_unfinished = 0;
-    for (int32_t i = 0; i < n; i++) {
-        if ((g->flags[i] & DFG_F_REMOVED) || r->end[i] >= 0)
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (g->flags[i] & DFG_F_REMOVED)
             continue;
-        if (r->first_unfinished < 0)
-            r->first_unfinished = i;
-        r->n_unfinished++;
+        if (r->end[i] < 0) {
+            if (r->first_unfinished < 0)
+                r->first_unfinished = i;
+            r->n_unfinished++;
+        } else if (r->end[i] > r->makespan || r->last_node < 0) {
+            r->makespan = r->end[i];
+            r->last_node = i;
+        }
     }
+}
+
+int
+sim_prepare(dfg *g, sim_result *r)
+{
+    if (dfg_finalize(g) != 0 || result_reserve(r, g) != 0)
+        return -1;
+    return 0;
 }
 
 int
 sim_run(dfg *g, sim_result *r)
 {
-    if (dfg_finalize(g) != 0 || result_reserve(r, g) != 0)
+    if (sim_prepare(g, r) != 0)
         return -1;
-    run(g, r);
+    sim_state s = {.g = g, .r = r};
+    sim_begin(&s);
+    sim_drain(&s);
+    sim_tally(g, r);
     return 0;
 }
 

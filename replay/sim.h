@@ -8,6 +8,9 @@
  * is ready. Because each resource's order is fixed, the loop needs no priority queue:
  * a node's times are fixed as soon as its last dependency is, so one pass over the
  * nodes in dependency order (O(nodes + edges)) is the whole simulation.
+ * Ties are broken by node id, not by the order the loop meets nodes in (a group's last
+ * participant, a node's binding dependency, the last node), so the distributed
+ * simulation (mpi_sim.h), which meets them in another order, gives the same answer.
  *
  * Timelines: a sim_result holds start/end of every node; the measured timeline is the
  * graph's own mstart/mend. Analysis functions take a sim_timeline view so both are

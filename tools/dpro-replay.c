@@ -23,6 +23,7 @@
 #include "replay/contention.h"
 #include "replay/inputs.h"
 #include "replay/kernels.h"
+#include "replay/mpi_sim.h"
 #include "replay/replay.h"
 
 static void
@@ -69,7 +70,11 @@ usage(FILE *f)
                "      --perturb N        the perturbation check: shorten each of the N kernel\n"
                "                         names with the most time, one at a time, to half,\n"
                "                         and report the prediction, the bounds the\n"
-               "                         dependencies set and the stale waits\n" INPUTS_HELP_PARTIAL
+               "                         dependencies set and the stale waits\n"
+               "      --mpi              run as an MPI job (mpirun -n P dpro-replay --mpi DIR):\n"
+               "                         P processes simulate shares of the ranks, synchronised\n"
+               "                         at collectives; process 0 prints the report, the\n"
+               "                         same as without --mpi\n" INPUTS_HELP_PARTIAL
                "  -h, --help             this help\n"
                "  -V, --version          version\n\n" INPUTS_HELP_EXIT);
 }
@@ -110,6 +115,7 @@ print_bd(const char *label, const sim_breakdown *b)
 typedef struct args {
     replay_options ro;
     int as_json, show_cp, top, force, partial;
+    int mpi; /* --mpi */
     const char *chrome;
     double kscale;       /* --what-if-scale-kernels, 0: none */
     const char *kclass;  /* --what-if-class, NULL: every kernel */
@@ -151,6 +157,7 @@ parse_args(int argc, char **argv, args *a)
         {"force", no_argument, NULL, 'f'},
         {"partial", no_argument, NULL, 'P'},
         {"no-fold", no_argument, NULL, 'F'},
+        {"mpi", no_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -187,6 +194,14 @@ parse_args(int argc, char **argv, args *a)
             break;
         case 'F':
             a->ro.fold = 0;
+            break;
+        case 'm':
+            if (!mpisim_built()) {
+                pr_err("--mpi: this dpro-replay was built without MPI (install libopenmpi-dev "
+                       "and openmpi-bin, then configure and build again)");
+                return 2;
+            }
+            a->mpi = 1;
             break;
         case 't':
             a->top = (int)strtol(optarg, &end, 10);
@@ -737,6 +752,31 @@ write_chrome(replay *rp, const replay_summary *s, const args *a)
     return status;
 }
 
+/* Simulates rp->graph into rp->sim: in this process, or with --mpi over every process of
+ * the MPI job (mpi_sim.h; process 0 then holds the whole timeline). Returns 0, or -1
+ * (out of memory, said; with --mpi on every process). */
+static int
+simulate(replay *rp, const args *a)
+{
+    if (!a->mpi) {
+        if (replay_simulate(rp) == 0)
+            return 0;
+        pr_err("out of memory simulating");
+        return -1;
+    }
+    mpisim_stats st;
+    if (mpisim_run(&rp->graph, &rp->sim, &st) != 0) {
+        pr_err("out of memory simulating");
+        return -1;
+    }
+    rp->simulated = 1;
+    pr_info("simulated by %d MPI processes: %d ranks and %lld nodes here, %lld exchanges, "
+            "%lld group arrivals and %lld edge ends exchanged, %lld groups on one process",
+            st.processes, st.ranks_here, (long long)st.nodes_here, (long long)st.rounds,
+            (long long)st.group_msgs, (long long)st.edge_msgs, (long long)st.local_groups);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -752,18 +792,25 @@ main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
-    if (replay_open(a.dir, &a.ro, &rp, err, sizeof err) != 0) {
-        pr_err("%s", err);
+    int me = 0, nprocs = 1;
+    if (a.mpi && mpisim_init(&argc, &argv, &me, &nprocs) != 0)
         return 1;
-    }
     memset(&s, 0, sizeof s);
     memset(&ws, 0, sizeof ws);
     memset(&pt, 0, sizeof pt);
-    if (inputs_check_read(&rp, a.dir, a.partial) != 0 ||
-        (a.chrome && inputs_check_output(a.dir, a.chrome, a.force) != 0))
+    memset(&rp, 0, sizeof rp);
+    int ok = replay_open(a.dir, &a.ro, &rp, err, sizeof err) == 0;
+    if (!ok)
+        pr_err("%s", err);
+    else if (me == 0)
+        ok = inputs_check_read(&rp, a.dir, a.partial) == 0 &&
+             (!a.chrome || inputs_check_output(a.dir, a.chrome, a.force) == 0);
+    if (a.mpi && !mpisim_agree(ok))
+        ok = 0; /* every process stops when one cannot go on */
+    if (!ok)
         goto out;
-    if (replay_simulate(&rp) != 0) {
-        pr_err("out of memory simulating");
+    if (simulate(&rp, &a) != 0 || me != 0) {
+        status = me != 0 ? 0 : 1;
         goto out;
     }
     if (replay_summarize(&rp, &rp.graph, &rp.sim, &s) != 0) {
@@ -803,5 +850,7 @@ out:
     replay_summary_free(&ws);
     replay_summary_free(&s);
     replay_close(&rp);
+    if (a.mpi)
+        mpisim_finalize();
     return status;
 }

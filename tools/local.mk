@@ -24,6 +24,9 @@ tools_dpro_info_LDADD = replay/libdproreplay.la
 bin_PROGRAMS += tools/dpro-replay tools/dpro-export
 tools_dpro_replay_SOURCES = tools/dpro-replay.c
 tools_dpro_replay_LDADD = replay/libdproreplay.la
+if HAVE_MPI
+tools_dpro_replay_LDADD += replay/libdprompi.la
+endif
 tools_dpro_export_SOURCES = tools/dpro-export.c
 tools_dpro_export_LDADD = replay/libdproreplay.la
 

@@ -83,3 +83,17 @@ BENCHMARKS += tests/replay/bench_scale
 noinst_PROGRAMS += tests/replay/bench_scale
 tests_replay_bench_scale_SOURCES = tests/replay/bench_scale.c
 tests_replay_bench_scale_LDADD = $(DPROTRACE_LINK)
+
+# dpro-replay --mpi: the distributed simulation node for node against the single one
+# (test_mpi_sim, under mpirun) and the report of mpirun -n 2 and 3 against the
+# single-process one (test_replay_mpi.py drives both; it skips when configure found no
+# MPI).
+if HAVE_MPI
+check_PROGRAMS += tests/replay/test_mpi_sim
+tests_replay_test_mpi_sim_SOURCES = tests/replay/test_mpi_sim.c
+tests_replay_test_mpi_sim_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
+tests_replay_test_mpi_sim_LDADD = tests/replay/libdprosynth.la replay/libdprompi.la \
+	replay/libdproreplay.la $(MPI_LIBS)
+endif
+TESTS += tests/replay/test_replay_mpi.py
+dist_check_SCRIPTS += tests/replay/test_replay_mpi.py

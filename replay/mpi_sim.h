@@ -1,0 +1,109 @@
+/*
+ * mpi_sim.h: the replay's simulation as an MPI job (prefix mpisim_), for
+ * `mpirun -n P dpro-replay --mpi DIR`.
+ *
+ * The ranks the graph holds nodes of (every rank, or a folded graph's representatives)
+ * are shared out in contiguous shares: process p of P simulates the k-th of n such ranks
+ * when k * P / n == p (uneven when P does not divide n). The simulation is conservative: each
+ * process runs its ranks' nodes as far as their dependencies allow (sim_int.h), which stops at
+ * collectives with participants on other processes and at edges from other processes'
+ * nodes. Then every process hands out, in one MPI_Allgatherv, the groups whose
+ * participants it holds have all arrived (their count, the latest arrival and its node)
+ * and the ends of its nodes that other processes' nodes wait for; a group starts when the
+ * counts over every process reach its members, at the latest arrival (ties: the lowest
+ * node), wherever that participant is simulated. Rounds repeat until a round hands out
+ * nothing. The answer is the single-process simulation's, node for node (sim.h: ties
+ * never depend on processing order); process 0 receives the whole timeline at the end
+ * (MPI_Reduce), the others keep their own nodes' times.
+ *
+ * Built with MPI only (configure --with-mpi, HAVE_MPI); without it the functions below
+ * are stubs that say MPI is not built, so callers carry no #ifdef.
+ */
+#ifndef DPRO_REPLAY_MPI_SIM_H
+#define DPRO_REPLAY_MPI_SIM_H
+
+#include <stdint.h>
+
+#include "dfg.h"
+#include "sim.h"
+
+/* What a distributed simulation did. */
+typedef struct mpisim_stats {
+    int32_t processes;
+    int32_t ranks_here;   /* ranks with nodes this process simulated */
+    int64_t nodes_here;   /* their live nodes */
+    int64_t rounds;       /* exchanges (MPI_Allgatherv) */
+    int64_t group_msgs;   /* group arrivals handed out, over all processes */
+    int64_t edge_msgs;    /* cross-process edge ends handed out, over all processes */
+    int64_t local_groups; /* groups started without an exchange (all participants on one
+                           * process), over all processes */
+} mpisim_stats;
+
+#ifdef HAVE_MPI
+
+/* 1: --mpi is built. */
+static inline int
+mpisim_built(void)
+{
+    return 1;
+}
+
+/* Starts MPI (MPI_Init with the command line) and gives this process's number and the
+ * process count. Returns 0, or -1 when MPI cannot start (it then says why). */
+int mpisim_init(int *argc, char ***argv, int *me, int *nprocs);
+
+/* Ends MPI (MPI_Finalize). */
+void mpisim_finalize(void);
+
+/* The smallest value of ok over every process (MPI_Allreduce MIN): processes that
+ * loaded the job agree on going on, or all stop. */
+int mpisim_agree(int ok);
+
+/* Simulates g (the same graph on every process, finalized here) into res (zeroed before
+ * first use, sim_result_free), distributed as the top of this file says; every process
+ * must call it. On process 0 res then holds the whole run as sim_run would give it; on
+ * the others only their own nodes' times. st (may be NULL) receives the counts.
+ * Returns 0, or -1 when out of memory on any process (all return -1). */
+int mpisim_run(dfg *g, sim_result *res, mpisim_stats *st);
+
+#else
+
+static inline int
+mpisim_built(void)
+{
+    return 0;
+}
+
+static inline int
+mpisim_init(int *argc, char ***argv, int *me, int *nprocs)
+{
+    (void)argc;
+    (void)argv;
+    *me = 0;
+    *nprocs = 1;
+    return -1;
+}
+
+static inline void
+mpisim_finalize(void)
+{
+}
+
+static inline int
+mpisim_agree(int ok)
+{
+    return ok;
+}
+
+static inline int
+mpisim_run(dfg *g, sim_result *res, mpisim_stats *st)
+{
+    (void)g;
+    (void)res;
+    (void)st;
+    return -1;
+}
+
+#endif
+
+#endif

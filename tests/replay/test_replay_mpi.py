@@ -1,0 +1,180 @@
+"""test_replay_mpi: dpro-replay --mpi under mpirun gives the single-process report.
+
+First the distributed simulation itself, node for node (test_mpi_sim under mpirun with
+1 to 4 processes: every node's times and binding dependency, every group's last
+arrival, on graphs with ties between ranks, a straggler, fewer ranks than the job and
+edges between ranks). Then whole replays: multi-rank traces written by
+tests/replay/gen_traces (clock skew; a straggler; no iteration markers) and by
+tests/replay/bench_scale's generator (16 ranks whose host calls jitter), and pipeline
+jobs of pipe-sim on the simulated device (send/recv pairs between stages, plain and
+grouped, as synchronisation points across processes; skipped without tests/simgpu) are
+replayed by
+`mpirun --oversubscribe -n P dpro-replay --mpi DIR --json` with P = 2 and 3 (and 4: shares
+of 2, 1, 2, 1 ranks on 6), folded (the default) and --no-fold, and the JSON must be
+the single-process dpro-replay's field by field: the same keys, strings and booleans
+equal, numbers equal within 1e-9 relative. Each run must also have been distributed:
+its processes' log lines (DPRO_LOG=info) name P processes whose ranks add up to the
+job's, and exchanges between them.
+
+Skips only when MPI is really unavailable: configure found none and there is no mpicc
+on PATH, or configure was told --without-mpi. MPI installed (mpicc on PATH) but not
+built is a failure (configure missed it), and so is a missing mpirun with MPI built.
+Runs as root with OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay_testlib import (BUILD, COLLECTOR, DPRO_RUN, LIBDIR, REPLAY, SIMRUN,  # noqa: E402
+                            SKIP, check, exit_status, traced_env)
+
+GEN = os.path.join(BUILD, "tests", "replay", "gen_traces")
+BENCH_SCALE = os.path.join(BUILD, "tests", "replay", "bench_scale")
+MPI_SIM = os.path.join(BUILD, "tests", "replay", "test_mpi_sim")
+PIPE_SIM = os.path.join(BUILD, "tests", "replay", "pipe-sim")
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1", DPRO_LOG="info")
+STATS = re.compile(r"simulated by (\d+) MPI processes: (\d+) ranks and \d+ nodes here, "
+                   r"(\d+) exchanges")
+
+
+def mpi_built():
+    with open(os.path.join(BUILD, "config.h")) as f:
+        return re.search(r"^#define HAVE_MPI 1$", f.read(), re.M) is not None
+
+
+def configured_without_mpi():
+    """Whether configure was run with --without-mpi (or --with-mpi=no)."""
+    with open(os.path.join(BUILD, "config.log")) as f:
+        for line in f:
+            if line.startswith("  $ "):
+                return re.search(r"--with(out-mpi|-mpi=no)\b", line) is not None
+    return False
+
+
+def mpirun(n, *cmd):
+    return subprocess.run([MPIRUN, "--oversubscribe", "-n", str(n)] + list(cmd), env=ENV,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+
+
+def diff(a, b, path, out):
+    """Appends to out where a and b differ (numbers beyond 1e-9 relative)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            out.append("%s: keys differ: %s" % (path, sorted(set(a) ^ set(b))))
+        for k in a:
+            if k in b:
+                diff(a[k], b[k], path + "." + k, out)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.append("%s: %d vs %d entries" % (path, len(a), len(b)))
+        for i, (x, y) in enumerate(zip(a, b)):
+            diff(x, y, "%s[%d]" % (path, i), out)
+    elif isinstance(a, (bool, str)) or isinstance(b, (bool, str)) or a is None or b is None:
+        if a != b:
+            out.append("%s: %r vs %r" % (path, a, b))
+    elif isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if abs(a - b) > 1e-9 * max(abs(a), abs(b)):
+            out.append("%s: %r vs %r" % (path, a, b))
+    else:
+        out.append("%s: %r vs %r" % (path, a, b))
+
+
+def compare(name, d, nprocs, extra):
+    args = [d, "--json", "--perturb", "3"] + extra
+    one = subprocess.run([REPLAY] + args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         check=True)
+    single = json.loads(one.stdout)
+    label = "%s %s-n %d" % (name, " ".join(extra) + " " if extra else "", nprocs)
+    r = mpirun(nprocs, REPLAY, "--mpi", *args)
+    check(r.returncode == 0, "%s: mpirun dpro-replay --mpi exits 0 (%d)" % (label, r.returncode))
+    if r.returncode != 0:
+        print(r.stderr.decode(errors="replace")[-2000:])
+        return
+    many = json.loads(r.stdout)
+    out = []
+    diff(single, many, name, out)
+    for line in out[:10]:
+        print("  differs: " + line)
+    check(not out and single["simulated_iter_us"] > 0,
+          "%s: the JSON is the single-process one field by field (%d differences; "
+          "iteration %.6f us vs %.6f us)" % (label, len(out), single["simulated_iter_us"],
+                                             many["simulated_iter_us"]))
+    stats = [tuple(int(x) for x in m.groups()) for m in STATS.finditer(r.stderr.decode())]
+    ranks = len(single["rank_classes"])  # the ranks simulated: every rank, or the classes
+    busy = sum(1 for s in stats if s[1] > 0)
+    check(len(stats) == nprocs and all(s[0] == nprocs for s in stats)
+          and sum(s[1] for s in stats) == ranks and busy == min(nprocs, ranks)
+          and all((s[2] > 0) == (busy > 1) for s in stats),
+          "%s: %d processes simulated shares %s of the %d simulated ranks, exchanging %s "
+          "times" % (label, nprocs, [s[1] for s in stats], ranks,
+                     stats[0][2] if stats else "no"))
+
+
+def main():
+    global MPIRUN
+    if not mpi_built():
+        if configured_without_mpi():
+            print("skip: configured --without-mpi: dpro-replay has no --mpi")
+            return SKIP
+        mpicc = shutil.which("mpicc")
+        if mpicc is None:
+            print("skip: no MPI on this machine (no mpicc; install libopenmpi-dev and "
+                  "openmpi-bin, configure again): dpro-replay has no --mpi")
+            return SKIP
+        check(False, "MPI is installed (%s) but configure did not build dpro-replay --mpi "
+              "(see MPI in config.log)" % mpicc)
+        return exit_status()
+    MPIRUN = shutil.which("mpirun")
+    check(MPIRUN is not None, "mpirun is on PATH (MPI was built)")
+    if MPIRUN is None:
+        return exit_status()
+    for n in (1, 2, 3, 4):
+        r = mpirun(n, MPI_SIM)
+        sys.stdout.write(r.stdout.decode(errors="replace"))
+        check(r.returncode == 0, "test_mpi_sim with %d processes: the distributed simulation "
+              "is the single one node for node" % n)
+        if r.returncode != 0:
+            print(r.stderr.decode(errors="replace")[-2000:])
+    with tempfile.TemporaryDirectory(prefix="dpro-mpi-") as tmp:
+        jobs = [("skew", [GEN, "--ranks", "4", "--iters", "6", "--skew", "1:200", "--skew",
+                          "3:-90"], (2, 3)),
+                ("straggler", [GEN, "--ranks", "6", "--iters", "8", "--straggler", "2:1.3",
+                               "--skew", "4:120"], (2, 4)),
+                ("no-markers", [GEN, "--ranks", "3", "--iters", "8", "--no-markers"], (2, 3))]
+        for name, gen, procs in jobs:
+            d = os.path.join(tmp, name)
+            subprocess.run([gen[0], d] + gen[1:], check=True, stdout=subprocess.DEVNULL)
+            for n in procs:
+                compare(name, d, n, [])
+                compare(name, d, n, ["--no-fold"])
+        d = os.path.join(tmp, "jitter")
+        subprocess.run([BENCH_SCALE, "gen", d, "16", "2000", "8"], check=True,
+                       stdout=subprocess.DEVNULL)
+        compare("jitter", d, 3, [])
+        compare("jitter", d, 3, ["--no-fold"])
+        if all(os.path.exists(x) for x in (COLLECTOR, DPRO_RUN, SIMRUN, PIPE_SIM)):
+            env = traced_env(SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple")
+            env.pop("DPRO_TEST_CLOCK_OFFSET_NS", None)
+            for name, ranks, extra in [("pipeline", 4, []), ("pipeline-grouped", 3, ["--grouped"])]:
+                d = os.path.join(tmp, name)
+                p = subprocess.run([DPRO_RUN, "-o", d, "--", SIMRUN, "-n", str(ranks), "--",
+                                    PIPE_SIM, "--warmup", "1", "--iterations", "4", "--micro",
+                                    "4"] + extra, env=env, capture_output=True, text=True,
+                                   timeout=180)
+                check(p.returncode == 0, "%s: pipe-sim ran (%d)" % (name, p.returncode))
+                if p.returncode == 0:
+                    for n in (2, 3):
+                        compare(name, d, n, [])
+        else:
+            print("skip (part): no tests/simgpu (CUDA headers): no pipeline jobs")
+    return exit_status()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
