@@ -76,3 +76,9 @@ BENCHMARKS += tests/replay/bench_scale
 noinst_PROGRAMS += tests/replay/bench_scale
 tests_replay_bench_scale_SOURCES = tests/replay/bench_scale.c
 tests_replay_bench_scale_LDADD = $(DPROTRACE_LINK)
+# test_bench_scale: its generator writes the events it promises, and the benchmark runs
+# (folded, --no-fold, 5x longer) at 4 ranks x 2,000 events
+if HAVE_PYTHON3
+TESTS += tests/replay/test_bench_scale.py
+dist_check_SCRIPTS += tests/replay/test_bench_scale.py
+endif
