@@ -61,6 +61,12 @@ tests_replay_pipe_sim_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la 
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 endif
 
+# test_dfg_memory: bytes per graph node and edge (dfg_memory) within docs/models.md's figures
+check_PROGRAMS += tests/replay/test_dfg_memory
+tests_replay_test_dfg_memory_SOURCES = tests/replay/test_dfg_memory.c
+tests_replay_test_dfg_memory_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la
+TESTS += tests/replay/test_dfg_memory
+
 BENCHMARKS += tests/replay/bench_replay
 noinst_PROGRAMS += tests/replay/bench_replay
 tests_replay_bench_replay_SOURCES = tests/replay/bench_replay.c
