@@ -15,6 +15,9 @@
 #ifndef DPRO_LOG_H
 #define DPRO_LOG_H
 
+#include <stdarg.h>
+#include <stdio.h>
+
 enum dpro_log_level {
     DPRO_LOG_ERROR = 0,
     DPRO_LOG_WARN = 1,
@@ -34,6 +37,13 @@ void dpro_log_set_program(const char *argv0);
  * prefix is the program's name when dpro_log_set_program was called. */
 void dpro_log(int level, const char *prefix, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The same line written to f instead of stderr (a buffer a command prints later, so that
+ * the messages of tasks run in parallel come out in the order of their inputs). */
+void dpro_log_to(FILE *f, int level, const char *prefix, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void dpro_vlog_to(FILE *f, int level, const char *prefix, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 #ifndef PR_FMT
 #define PR_FMT "dpro"

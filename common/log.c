@@ -39,18 +39,32 @@ dpro_log_set_program(const char *argv0)
 }
 
 void
-dpro_log(int level, const char *prefix, const char *fmt, ...)
+dpro_vlog_to(FILE *f, int level, const char *prefix, const char *fmt, va_list ap)
 {
-    va_list ap;
-
     if (level > dpro_log_level())
         return;
     /* one locked sequence, so that lines of several threads do not interleave */
-    flockfile(stderr);
-    fprintf(stderr, "%s: %s: ", program ? program : prefix, level_names[level & 3]);
+    flockfile(f);
+    fprintf(f, "%s: %s: ", program ? program : prefix, level_names[level & 3]);
+    vfprintf(f, fmt, ap);
+    fputc('\n', f);
+    funlockfile(f);
+}
+
+void
+dpro_log_to(FILE *f, int level, const char *prefix, const char *fmt, ...)
+{
+    va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    dpro_vlog_to(f, level, prefix, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    funlockfile(stderr);
+}
+
+void
+dpro_log(int level, const char *prefix, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dpro_vlog_to(stderr, level, prefix, fmt, ap);
+    va_end(ap);
 }

@@ -2,7 +2,7 @@
  * dpro-import: turn traces of other tools into dpro traces.
  *
  *   dpro-import kineto FILE... -o DIR [--keep-partial] [--quiet] [--job-id ID]
- *                                     [--single-thread] [--allow-empty]
+ *                                     [--single-thread] [--allow-empty] [--jobs N]
  *   dpro-import nsys FILE.sqlite... -o DIR [--quiet] [--job-id ID] [--allow-empty]
  *
  * One dpro trace per input file (PyTorch profiler / Kineto Chrome-trace JSON, plain or
@@ -13,6 +13,11 @@
  * nsys: Nsight Systems SQLite exports (nsys export --type sqlite); every process of every
  * file is one rank (rank<R>-<host>-<pid>.dpro, ranks numbered in file order, then in the
  * export's process order). The mapping is import_nsys.h's.
+ *
+ * Files are imported in parallel (--jobs N threads, default the CPUs, at most the number of
+ * files), each by one thread into its own trace; the traces are renamed, and the messages
+ * printed, in the order of the inputs, so that the traces, the names and stderr are those
+ * of --jobs 1.
  *
  * A file none of whose events is a device operation (kernel, copy, set: a CPU-only trace,
  * or another device's, whose categories are named in a warning) is refused unless
@@ -30,6 +35,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +48,7 @@
 #include "handoff.h"
 #include "import_kineto.h"
 #include "import_nsys.h"
+#include "pool.h"
 
 enum { EXIT_OK = 0, EXIT_BAD_INPUT = 1, EXIT_USAGE = 2 };
 
@@ -71,9 +78,12 @@ usage(FILE *f)
                "  -e, --allow-empty    import a trace without any device operation (kernel,\n"
                "                       copy, set) too: a CPU-only trace, or another device's\n"
                "                       whose categories dpro does not know (default: refused)\n"
-               "  -s, --single-thread  parse and write on one thread: less JSON per second\n"
-               "                       than with a writer thread, but more per CPU-second\n"
-               "                       (to import many files at once, one process per core)\n"
+               "      --jobs N         files imported at once, one thread each (default: the\n"
+               "                       CPUs, at most the number of files; the traces are the\n"
+               "                       same for any N)\n"
+               "  -s, --single-thread  parse and write each file on one thread: less JSON per\n"
+               "                       second than with a writer thread, but more per\n"
+               "                       CPU-second (the default when --jobs fills the CPUs)\n"
                "  -h, --help           this help\n"
                "  -V, --version        version\n"
                "\n"
@@ -107,6 +117,21 @@ sanitize(char *s)
     }
 }
 
+/* Whether final is a symbolic link (said on stderr for file). rename would replace a link
+ * at final, not follow it, but a link there is someone's on purpose: it is refused rather
+ * than dropped silently (a regular file is replaced: a re-import of the same rank). */
+static int
+final_is_link(const char *file, const char *final)
+{
+    struct stat st;
+    int link = lstat(final, &st) == 0 && S_ISLNK(st.st_mode);
+    if (link)
+        pr_err("%s: %s is a symbolic link: not replaced (remove it, or import into another "
+               "directory)",
+               file, final);
+    return link;
+}
+
 /* Renames the finished trace tmp to final unless one of earlier[0..n) (entries may be
  * NULL) has that name; removes tmp on failure. Returns EXIT_OK or EXIT_BAD_INPUT. */
 static int
@@ -121,14 +146,7 @@ place_trace(const char *file, const char *tmp, const char *final, char *const *e
             return EXIT_BAD_INPUT;
         }
     }
-    /* rename would replace a link at final, not follow it, but a link there is someone's
-     * on purpose: refuse it rather than drop it silently (a regular file is replaced: a
-     * re-import of the same rank) */
-    struct stat st;
-    if (lstat(final, &st) == 0 && S_ISLNK(st.st_mode)) {
-        pr_err("%s: %s is a symbolic link: not replaced (remove it, or import into another "
-               "directory)",
-               file, final);
+    if (final_is_link(file, final)) {
         remove_trace(tmp);
         return EXIT_BAD_INPUT;
     }
@@ -146,92 +164,181 @@ typedef struct import_flags {
     uint64_t files_id; /* kineto_files_identity of all the inputs (the default job id's) */
 } import_flags;
 
-/* Imports one file into dir, the index-th of count. *out_path receives the final name
- * (caller frees) on success, or on a kept partial import. earlier[0..index) are the names written
- * before (entries may be NULL): a file that would take one of them is refused. Returns EXIT_OK or
- * EXIT_BAD_INPUT. */
-static int
-import_one(const char *file, const char *dir, int index, int count, const char *job_id,
-           const import_flags *fl, char *const *earlier, char **out_path)
+/* One input file: imported to its temporary name by a worker (import_to_tmp), then
+ * renamed and reported in input order (finish_one). */
+typedef struct file_task {
+    const char *file;
+    int index;
+    int status;   /* EXIT_OK or EXIT_BAD_INPUT once imported */
+    int keep;     /* tmp holds a trace to rename to final */
+    int partial;  /* ... read only up to damaged input (--keep-partial) */
+    int imported; /* import_to_tmp has returned */
+    char tmp[4096], final[4096];
+    char *log, *summary; /* messages, and the summary printed once renamed */
+    size_t log_len, summary_len;
+    FILE *logf, *summaryf; /* open on log and summary while importing */
+} file_task;
+
+/* What the workers share. */
+typedef struct import_run {
+    file_task *t;
+    int n;
+    const char *dir, *job_id;
+    const import_flags *fl;
+    int inline_writer;    /* no writer thread per file (the workers fill the CPUs) */
+    pthread_mutex_t lock; /* guards next_finish and the tasks' imported flags */
+    int next_finish;      /* the first task not yet renamed and reported */
+} import_run;
+
+#define task_err(t, ...) dpro_log_to((t)->logf, DPRO_LOG_ERROR, PR_FMT, __VA_ARGS__)
+#define task_warn(t, ...) dpro_log_to((t)->logf, DPRO_LOG_WARN, PR_FMT, __VA_ARGS__)
+
+/* Imports t->file into t->tmp and fills t (status, keep, partial, final; its messages in
+ * t->logf, its summary in t->summaryf). */
+static void
+import_to_tmp(file_task *t, const import_run *r)
 {
-    char tmp[4096], final[4096], errbuf[512];
-    *out_path = NULL;
-    snprintf(tmp, sizeof(tmp), "%s/.dpro-import-%ld-%d.tmp", dir, (long)getpid(), index);
-    remove_trace(tmp);
+    const import_flags *fl = r->fl;
+    char errbuf[512];
+    snprintf(t->tmp, sizeof(t->tmp), "%s/.dpro-import-%ld-%d.tmp", r->dir, (long)getpid(),
+             t->index);
+    remove_trace(t->tmp);
+    t->status = EXIT_BAD_INPUT;
     dpro_writer_options wo;
     kineto_writer_options(&wo);
     dpro_writer *w = NULL;
-    int rc = dpro_writer_open(tmp, &wo, &w, errbuf, sizeof(errbuf));
+    int rc = dpro_writer_open(t->tmp, &wo, &w, errbuf, sizeof(errbuf));
     if (rc != DPRO_OK) {
-        pr_err("%s: cannot create %s: %s", file, tmp, errbuf);
-        return EXIT_BAD_INPUT;
+        task_err(t, "%s: cannot create %s: %s", t->file, t->tmp, errbuf);
+        return;
     }
-    kineto_options ko = {.source_file = file,
-                         .file_index = index,
-                         .file_count = count,
-                         .job_id = job_id,
-                         .inline_writer = fl->single_thread,
+    kineto_options ko = {.source_file = t->file,
+                         .file_index = t->index,
+                         .file_count = r->n,
+                         .job_id = r->job_id,
+                         .inline_writer = fl->single_thread || r->inline_writer,
                          .files_id = fl->files_id};
     kineto_importer *k = NULL;
     rc = kineto_importer_new(w, &ko, &k);
     if (rc != DPRO_OK) {
-        pr_err("%s: %s", file, dpro_status_str(rc));
+        task_err(t, "%s: %s", t->file, dpro_status_str(rc));
         dpro_writer_close(w);
-        remove_trace(tmp);
-        return EXIT_BAD_INPUT;
+        remove_trace(t->tmp);
+        return;
     }
-    int irc = kineto_import_path(k, file);
+    int irc = kineto_import_path(k, t->file);
     kineto_result res;
     kineto_importer_result(k, &res);
     uint64_t written = dpro_writer_events(w);
     int crc = dpro_writer_close(w);
     int failed = irc != DPRO_OK || crc != DPRO_OK;
     if (irc != DPRO_OK)
-        pr_err("%s", kineto_importer_errmsg(k));
+        task_err(t, "%s", kineto_importer_errmsg(k));
     if (crc != DPRO_OK)
-        pr_err("%s: closing the trace: %s", file, dpro_status_str(crc));
+        task_err(t, "%s: closing the trace: %s", t->file, dpro_status_str(crc));
     char cats[512];
     uint64_t cat_events = 0;
     if (kineto_importer_unknown_categories(k, cats, sizeof(cats), &cat_events) > 0)
-        pr_warn("%s: %llu events of categories dpro does not know, not imported: %s", file,
-                (unsigned long long)cat_events, cats);
+        task_warn(t, "%s: %llu events of categories dpro does not know, not imported: %s", t->file,
+                  (unsigned long long)cat_events, cats);
     if (failed && (!fl->keep_partial || crc != DPRO_OK)) {
-        remove_trace(tmp);
+        remove_trace(t->tmp);
         if (!fl->quiet)
-            pr_err("%s: not imported%s", file,
-                   fl->keep_partial ? "" : " (--keep-partial keeps the events before the damage)");
-        kineto_importer_free(k);
-        return EXIT_BAD_INPUT;
-    }
-    if (!failed && res.device_ops == 0 && !fl->allow_empty) {
-        pr_err("%s: no device operation (kernel, memory copy or set) among its %llu events: "
-               "not imported (--allow-empty imports it)",
-               file, (unsigned long long)res.events_in);
-        remove_trace(tmp);
-        kineto_importer_free(k);
-        return EXIT_BAD_INPUT;
-    }
-    char host[256];
-    snprintf(host, sizeof(host), "%s", res.host ? res.host : "import");
-    sanitize(host);
-    snprintf(final, sizeof(final), "%s/rank%lld-%s-%lld" DPRO_TRACE_SUFFIX, dir,
-             (long long)res.rank, host, (long long)res.pid);
-    if (place_trace(file, tmp, final, earlier, index) != EXIT_OK) {
-        kineto_importer_free(k);
-        return EXIT_BAD_INPUT;
-    }
-    if (!fl->quiet) {
-        fprintf(stderr,
-                "%s -> %s%s\n  rank %lld of %lld, %llu trace events read, %llu dpro events "
-                "written, %llu not mapped\n",
-                file, final, failed ? " (partial)" : "", (long long)res.rank,
-                (long long)res.world_size, (unsigned long long)res.events_in,
-                (unsigned long long)written, (unsigned long long)res.unmapped);
-        kineto_importer_print_unmapped(k, stderr);
+            task_err(t, "%s: not imported%s", t->file,
+                     fl->keep_partial ? ""
+                                      : " (--keep-partial keeps the events before the damage)");
+    } else if (!failed && res.device_ops == 0 && !fl->allow_empty) {
+        task_err(t,
+                 "%s: no device operation (kernel, memory copy or set) among its %llu events: "
+                 "not imported (--allow-empty imports it)",
+                 t->file, (unsigned long long)res.events_in);
+        remove_trace(t->tmp);
+    } else {
+        char host[256];
+        snprintf(host, sizeof(host), "%s", res.host ? res.host : "import");
+        sanitize(host);
+        snprintf(t->final, sizeof(t->final), "%s/rank%lld-%s-%lld" DPRO_TRACE_SUFFIX, r->dir,
+                 (long long)res.rank, host, (long long)res.pid);
+        t->keep = 1;
+        t->partial = failed;
+        t->status = failed ? EXIT_BAD_INPUT : EXIT_OK;
+        if (!fl->quiet) {
+            fprintf(t->summaryf,
+                    "  rank %lld of %lld, %llu trace events read, %llu dpro events "
+                    "written, %llu not mapped\n",
+                    (long long)res.rank, (long long)res.world_size,
+                    (unsigned long long)res.events_in, (unsigned long long)written,
+                    (unsigned long long)res.unmapped);
+            kineto_importer_print_unmapped(k, t->summaryf);
+        }
     }
     kineto_importer_free(k);
-    *out_path = strdup(final);
-    return failed ? EXIT_BAD_INPUT : EXIT_OK;
+}
+
+/* Closes a task's message buffer (log or summary), prints it on stderr if print, frees it. */
+static void
+flush_buffer(FILE **f, char **buf, const size_t *len, int print)
+{
+    if (*f && *f != stderr)
+        fclose(*f);
+    *f = NULL;
+    if (print && *buf && *len)
+        fwrite(*buf, 1, *len, stderr);
+    free(*buf);
+    *buf = NULL;
+}
+
+/* Renames the i-th imported file to its final name unless an earlier input took that
+ * name (same rank, host and pid: refused), and prints its messages. Runs in input order. */
+static void
+finish_one(import_run *r, int i)
+{
+    file_task *t = &r->t[i];
+    flush_buffer(&t->logf, &t->log, &t->log_len, 1);
+    if (t->keep) {
+        for (int j = 0; j < i && t->keep; j++) {
+            if (r->t[j].keep && strcmp(r->t[j].final, t->final) == 0) {
+                pr_err("%s: its trace name %s is taken by an earlier input (same rank, host "
+                       "and pid)",
+                       t->file, t->final);
+                t->keep = 0;
+            }
+        }
+        if (t->keep && final_is_link(t->file, t->final))
+            t->keep = 0;
+        if (t->keep && rename(t->tmp, t->final) != 0) {
+            pr_err("%s: cannot rename %s to %s: %s", t->file, t->tmp, t->final, strerror(errno));
+            t->keep = 0;
+        }
+        if (!t->keep) {
+            remove_trace(t->tmp);
+            t->status = EXIT_BAD_INPUT;
+        }
+    }
+    if (t->keep && !r->fl->quiet)
+        fprintf(stderr, "%s -> %s%s\n", t->file, t->final, t->partial ? " (partial)" : "");
+    flush_buffer(&t->summaryf, &t->summary, &t->summary_len, t->keep);
+}
+
+/* A worker's task: imports file i, then renames and reports every file up to the first
+ * one still being imported, so that names and messages follow the input order. */
+static void
+import_task(void *ctx, int i)
+{
+    import_run *r = ctx;
+    file_task *t = &r->t[i];
+    t->logf = open_memstream(&t->log, &t->log_len);
+    t->summaryf = open_memstream(&t->summary, &t->summary_len);
+    if (!t->logf)
+        t->logf = stderr; /* unordered, but not lost */
+    if (!t->summaryf)
+        t->summaryf = stderr;
+    import_to_tmp(t, r);
+    pthread_mutex_lock(&r->lock);
+    t->imported = 1;
+    while (r->next_finish < r->n && r->t[r->next_finish].imported)
+        finish_one(r, r->next_finish++);
+    pthread_mutex_unlock(&r->lock);
 }
 
 /* Imports process i of the opened export x (of file) as rank `rank` of `world` into dir.
@@ -348,20 +455,16 @@ int
 main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"keep-partial", no_argument, NULL, 'k'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"job-id", required_argument, NULL, 'j'},
-        {"single-thread", no_argument, NULL, 's'},
-        {"allow-empty", no_argument, NULL, 'e'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        {"output", required_argument, NULL, 'o'},  {"keep-partial", no_argument, NULL, 'k'},
+        {"quiet", no_argument, NULL, 'q'},         {"job-id", required_argument, NULL, 'j'},
+        {"single-thread", no_argument, NULL, 's'}, {"allow-empty", no_argument, NULL, 'e'},
+        {"jobs", required_argument, NULL, 'T'},    {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
     };
     dpro_log_set_program(argv[0]);
     const char *dir = NULL, *job_id = NULL;
     import_flags fl = {0};
-    int c;
+    int c, jobs = 0;
     while ((c = getopt_long(argc, argv, "o:kqj:sehV", opts, NULL)) != -1) {
         switch (c) {
         case 'o':
@@ -382,6 +485,18 @@ main(int argc, char **argv)
         case 'j':
             job_id = optarg;
             break;
+        case 'T': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || errno || v <= 0 || v > DPRO_POOL_MAX_THREADS) {
+                pr_err("--jobs wants a number from 1 to %d, not '%s'", DPRO_POOL_MAX_THREADS,
+                       optarg);
+                return EXIT_USAGE;
+            }
+            jobs = (int)v;
+            break;
+        }
         case 'h':
             usage(stdout);
             return EXIT_OK;
@@ -418,20 +533,26 @@ main(int argc, char **argv)
         fl.files_id = kineto_files_identity((const char *const *)argv + optind, (size_t)nfiles);
     if (nsys)
         return import_nsys(argv + optind, nfiles, dir, job_id, &fl);
-    char **written = calloc((size_t)nfiles, sizeof(*written));
-    if (!written) {
+    import_run r = {.n = nfiles, .dir = dir, .job_id = job_id, .fl = &fl};
+    r.t = calloc((size_t)nfiles, sizeof(*r.t));
+    if (!r.t) {
         pr_err("out of memory");
         return EXIT_BAD_INPUT;
     }
     for (int i = 0; i < nfiles; i++) {
-        char *path = NULL;
-        int rc = import_one(argv[optind + i], dir, i, nfiles, job_id, &fl, written, &path);
-        written[i] = path;
-        if (rc != EXIT_OK)
-            status = EXIT_BAD_INPUT;
+        r.t[i].file = argv[optind + i];
+        r.t[i].index = i;
     }
+    int threads = dpro_pool_threads(jobs, nfiles);
+    /* a writer thread per file helps while CPUs are left over */
+    r.inline_writer = threads > 1 && 2 * threads > dpro_pool_cpus();
+    (void)dpro_log_level(); /* read DPRO_LOG before the threads start */
+    pthread_mutex_init(&r.lock, NULL);
+    dpro_pool_run(nfiles, threads, import_task, &r);
+    pthread_mutex_destroy(&r.lock);
     for (int i = 0; i < nfiles; i++)
-        free(written[i]);
-    free(written);
+        if (r.t[i].status != EXIT_OK)
+            status = EXIT_BAD_INPUT;
+    free(r.t);
     return status;
 }

@@ -38,6 +38,10 @@ dist_check_SCRIPTS += tests/import/test_import_real.sh tests/import/test_import_
 	tests/import/test_import_export.sh tests/import/test_import_jobid.sh tests/import/count_kineto.py tests/import/run-fuzz.sh \
 	tests/import/test_import_generations.sh tests/import/gen_kineto.py \
 	tests/import/test_import_steps.sh tests/import/test_import_symlink.sh
+# test_import_jobs: --jobs N imports files in parallel and writes what --jobs 1 writes
+# (names, traces byte for byte, messages in input order), real and synthetic traces.
+TESTS += tests/import/test_import_jobs.sh
+dist_check_SCRIPTS += tests/import/test_import_jobs.sh
 # test_import_roundtrip: import, then dpro-export --kineto, keeps every event's arguments,
 # the flows and the memory events (roundtrip_kineto.py compares the two JSON files).
 TESTS += tests/import/test_import_roundtrip.sh

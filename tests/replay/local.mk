@@ -68,6 +68,12 @@ tests_replay_pipe_sim_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la 
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 endif
 
+# test_dfg_memory: bytes per graph node and edge (dfg_memory) within docs/models.md's figures
+check_PROGRAMS += tests/replay/test_dfg_memory
+tests_replay_test_dfg_memory_SOURCES = tests/replay/test_dfg_memory.c
+tests_replay_test_dfg_memory_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la
+TESTS += tests/replay/test_dfg_memory
+
 BENCHMARKS += tests/replay/bench_replay
 noinst_PROGRAMS += tests/replay/bench_replay
 tests_replay_bench_replay_SOURCES = tests/replay/bench_replay.c
@@ -97,3 +103,9 @@ tests_replay_test_mpi_sim_LDADD = tests/replay/libdprosynth.la replay/libdprompi
 endif
 TESTS += tests/replay/test_replay_mpi.py
 dist_check_SCRIPTS += tests/replay/test_replay_mpi.py
+# test_bench_scale: its generator writes the events it promises, and the benchmark runs
+# (folded, --no-fold, 5x longer) at 4 ranks x 2,000 events
+if HAVE_PYTHON3
+TESTS += tests/replay/test_bench_scale.py
+dist_check_SCRIPTS += tests/replay/test_bench_scale.py
+endif

@@ -12,7 +12,8 @@ import subprocess
 import sys
 
 B = os.environ.get("top_builddir", ".")
-COMMANDS = ("dpro-info", "dpro-diff", "dpro-replay", "dpro-export", "dpro-optimize", "dpro-run")
+COMMANDS = ("dpro-info", "dpro-diff", "dpro-replay", "dpro-export", "dpro-optimize", "dpro-run",
+            "dpro-import")
 # "  -t, --top K   ...", "      --partial   ...", "  --kernels[=K]  ...", "  --help, --version"
 OPTION = re.compile(r"^\s+(?:-\w, )?--([a-z][a-z0-9-]*)(\[=[A-Z]+\])?( [A-Z][A-Z-]*)?(?:,|\s|$)")
 PARSER_ERRORS = ("unrecognized option", "requires an argument", "doesn't allow an argument")
