@@ -33,8 +33,22 @@ static cudaStream_t g_s;
 static size_t
 esize(ncclDataType_t t)
 {
-    static const size_t sz[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-    return sz[t];
+    switch (t) {
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+        return sizeof(uint8_t);
+    case ncclFloat16:
+    case ncclBfloat16:
+        return sizeof(uint16_t);
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+        return sizeof(uint32_t);
+    default: /* ncclInt64, ncclUint64, ncclFloat64 */
+        return sizeof(uint64_t);
+    }
 }
 
 static int
