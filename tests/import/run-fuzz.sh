@@ -32,12 +32,14 @@ rm -f "$probe" "$out/probe"
 
 yajl_cflags=$(pkg-config --cflags yajl 2>/dev/null)
 yajl_libs=$(pkg-config --libs yajl 2>/dev/null || echo -lyajl)
+# the nsys importer, built with the rest of tools/import, reads SQLite
+sqlite_libs=$(pkg-config --libs sqlite3 2>/dev/null || echo -lsqlite3)
 "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I"$s/schemas" -I"$s/common" -I"$s/tools/import" $yajl_cflags \
     "$s/tests/fuzz/fuzz_import_kineto.c" "$s"/tools/import/*.c \
     -o "$out/fuzz_import_kineto" \
     -L"$b/schemas/.libs" -Wl,-rpath,"$(cd "$b/schemas/.libs" && pwd)" -ldprotrace \
-    $yajl_libs -lz -pthread || exit 1
+    $yajl_libs $sqlite_libs -lz -pthread || exit 1
 
 cp "$s"/tests/import/fuzz/*.json "$out/corpus/" 2>/dev/null
 "$out/fuzz_import_kineto" "$out/corpus" -dict="$s/tests/import/fuzz/kineto.dict" \
