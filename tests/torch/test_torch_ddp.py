@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from torchlib import (BUILD, DPRO_INFO as dpro_info, DPRO_RUN as dpro_run,  # noqa: E402
                       SIMRUN as simrun, TRACE_DUMP as trace_dump, VENV_PY as venv_py,
-                      require_torch)
+                      require_torch, sanitizer_env)
 
 dpro_replay = os.path.join(BUILD, "tools", "dpro-replay")
 require_torch(simrun, dpro_run, dpro_info, dpro_replay, trace_dump)
@@ -48,6 +48,7 @@ def check(cond, msg):
 env = dict(os.environ)
 env["SIMGPU_PHYSICS"] = "simple"
 env["SIMGPU_NCCL_TIMEOUT_S"] = "60"
+env = sanitizer_env(env)
 
 
 def job(out, runs, steps):

@@ -14,6 +14,21 @@ DPRO_INFO = os.path.join(BUILD, "tools", "dpro-info")
 TRACE_DUMP = os.path.join(BUILD, "tests", "collector", "trace-dump")
 
 
+def sanitizer_env(env):
+    """Returns env for an uninstrumented python that loads instrumented stand-ins and
+    collector (the sanitizer builds): their ASan runtime preloaded first."""
+    import subprocess
+    env = dict(env)
+    out = subprocess.run(["ldd", os.path.join(LIBDIR, "libcudart.so.13")],
+                         capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].startswith("libasan.so"):
+            env["LD_PRELOAD"] = parts[2]
+            env["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
+    return env
+
+
 def require_torch(*programs):
     """Exits 77 (skip, saying why) unless torch can run here, 1 if one of programs is not
     built; returns otherwise."""

@@ -652,7 +652,8 @@ nsys_coll_count(nsys_ctx *k, dpro_event *ev)
 static int
 nsys_resolve_colls(nsys_ctx *k)
 {
-    qsort(k->launches, k->nlaunches, sizeof(*k->launches), nsys_launch_cmp);
+    if (k->nlaunches) /* a process without launches has no array (qsort wants one) */
+        qsort(k->launches, k->nlaunches, sizeof(*k->launches), nsys_launch_cmp);
     for (size_t i = 0; i < k->nlaunches; i++)
         k->devs[k->launches[i].dev].launch = i + 1;
     size_t nvtx_colls = k->ncolls;
@@ -722,7 +723,8 @@ nsys_coll_cmp(const void *a, const void *b)
 static int
 nsys_flush_colls(nsys_ctx *k)
 {
-    qsort(k->colls, k->ncolls, sizeof(*k->colls), nsys_coll_cmp);
+    if (k->ncolls)
+        qsort(k->colls, k->ncolls, sizeof(*k->colls), nsys_coll_cmp);
     struct {
         uint64_t comm, next;
     } *seq = NULL;
