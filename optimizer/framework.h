@@ -5,9 +5,17 @@
  * A plan (strategy.h) is framework-neutral: bucket caps, fusion, CUDA-graph capture,
  * recomputed layers, accumulation steps. How those become advice the user applies (the
  * options of a training script, their names and values, how they are parsed back for
- * --what-if) is the framework's. ddp-sim (tests/simgpu), a DDP-like job, is the one
- * profile; a PyTorch profile would map the same plan onto DDP bucket_cap_mb,
- * torch.compile, CUDA graphs and activation checkpointing.
+ * --what-if), which of them the framework can express at all, and which region a
+ * capture covers are the framework's. framework_detect recognises the framework from
+ * what the trace shows; the profiles:
+ *   ddp-sim       tests/simgpu/ddp-sim, a DDP-like job: its command-line flags;
+ *   pytorch-ddp   torch.nn.parallel.DistributedDataParallel: DDP(bucket_cap_mb=...),
+ *                 torch.compile, torch.compile(mode="reduce-overhead") (CUDA graphs of
+ *                 the compiled forward and backward), torch.utils.checkpoint, no_sync();
+ *   pytorch-fsdp  FullyShardedDataParallel / fully_shard: what FSDP can express (no
+ *                 bucket cap, no capture of the step), saying what it cannot;
+ *   pytorch       PyTorch without a DDP or FSDP wrapper in the trace;
+ *   unknown       no knob: the kernels and collectives concerned and the kind of change.
  */
 #ifndef DPRO_OPTIMIZER_FRAMEWORK_H
 #define DPRO_OPTIMIZER_FRAMEWORK_H
@@ -15,20 +23,39 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "json_writer.h"
+
 struct strategy_plan;
+struct workload;
+struct job;
 
 typedef struct framework_profile {
-    const char *name;         /* the framework's name in the text output ("ddp-sim") */
-    const char *args_key;     /* JSON key of the advice as options ("ddp_sim_args") */
-    double default_bucket_mb; /* the framework's bucket cap when options set only the first */
+    const char *name;  /* the framework's name in the output ("ddp-sim", "pytorch-ddp") */
+    const char *title; /* how the advice lines name it ("PyTorch DDP") */
+    const char *args_key; /* JSON key of the advice as options ("ddp_sim_args",
+                           * "torch_args"); NULL: the framework has no options to give */
+    double default_bucket_mb;     /* the framework's bucket cap when options set only the first */
+    double fixed_first_bucket_mb; /* > 0: the framework has no knob for the first bucket,
+                                   * which stays this size; 0: it is set with the others */
+    unsigned families;            /* strategy families it can express (enum strategy_family) */
+    int can_capture;              /* 1: it can capture (a region of) the step in a CUDA graph */
+    int capture_scope;            /* what its capture covers (enum workload_capture_scope) */
+    const char *cannot; /* what it cannot express, for the output (NULL: nothing) */
     /* Writes the options that apply plan p into buf (len bytes; empty for the baseline).
      * batch (> 0: the per-rank batch of the profiled run) lets accumulation state the
-     * micro-batch. */
+     * micro-batch. NULL when args_key is. */
     void (*format_args)(const struct strategy_plan *p, int32_t batch, char *buf, size_t len);
     /* Parses options written like format_args's into *p (a bucket cap takes the nearest
      * cap of strategy_bucket_caps_mb). Returns 0, or -1 on an unknown option or a bad
-     * value. */
+     * value. NULL when args_key is. */
     int (*parse_args)(const char *args, struct strategy_plan *p);
+    /* Writes the advice for p into buf: one line per change ("\n" between them), what the
+     * user does in the framework's terms. batch as format_args. */
+    void (*advise)(const struct workload *w, const struct strategy_plan *p, int32_t batch,
+                   char *buf, size_t len);
+    /* Adds the framework's own knobs of p to the open JSON object jw (may be NULL). */
+    void (*write_knobs)(const struct workload *w, const struct strategy_plan *p, int32_t batch,
+                        json_writer *jw);
 } framework_profile;
 
 /* ddp-sim (tests/simgpu/ddp-sim): --bucket-mb MB --first-bucket-mb MB --fuse-small
@@ -36,7 +63,37 @@ typedef struct framework_profile {
  * parsed). */
 extern const framework_profile framework_ddp_sim;
 
-/* The profile dpro-optimize advises for (ddp-sim). */
-const framework_profile *framework_default(void);
+/* PyTorch (framework_torch.c). The options ("torch_args"), one token each, in PyTorch's
+ * names: bucket_cap_mb=MB (DDP only), torch.compile (operator fusion),
+ * mode=reduce-overhead (capture; torch.cuda.graph is read as the same), checkpoint=0-3,7
+ * (layers by index), no_sync=K (K micro-batches per optimizer step), micro_batch=B
+ * (ignored when parsed). */
+extern const framework_profile framework_torch_ddp, framework_torch_fsdp, framework_torch;
+
+/* No framework recognised: no options; the advice names kernels and collectives. */
+extern const framework_profile framework_unknown;
+
+/* The profile named name ("ddp-sim", "pytorch-ddp", "pytorch-fsdp", "pytorch",
+ * "unknown"), or NULL. */
+const framework_profile *framework_by_name(const char *name);
+
+/* What framework_detect found. */
+typedef struct framework_detection {
+    const framework_profile *fw; /* never NULL: framework_unknown when nothing decides */
+    char evidence[512];          /* what in the trace decided it, for the output */
+} framework_detection;
+
+/* Recognises the framework that ran job j (loaded, events kept) from what its traces
+ * show, never from the simulated device's settings: ddp-sim by the traced command
+ * (meta "command": the program ddp-sim); PyTorch by its operator markers (aten::,
+ * ProfilerStep#) or its kernels (at::native); DDP by DDP's markers
+ * (DistributedDataParallel.forward, the reducer's ops) or, without markers, by gradient
+ * all-reduces and no reduce-scatter; FSDP by FSDP's markers (FullyShardedDataParallel.*,
+ * FSDP::*) or, without markers, by all-gathers and reduce-scatters and no all-reduce.
+ * Fills *out. Returns 0, or -1 when out of memory. */
+int framework_detect(const struct job *j, framework_detection *out);
+
+/* The nearest cap of strategy_bucket_caps_mb (an index) to mb (> 0), on a log scale. */
+int framework_nearest_cap(double mb);
 
 #endif

@@ -38,17 +38,6 @@ ddp_sim_format_args(const strategy_plan *p, int32_t batch, char *buf, size_t len
 }
 
 static int
-nearest_cap(double mb)
-{
-    int best = 0;
-    for (int i = 1; i < strategy_n_bucket_caps; i++)
-        if (fabs(log(strategy_bucket_caps_mb[i] / mb)) <
-            fabs(log(strategy_bucket_caps_mb[best] / mb)))
-            best = i;
-    return best;
-}
-
-static int
 ddp_sim_parse_args(const char *args, strategy_plan *p)
 {
     char buf[1024], *save = NULL;
@@ -70,13 +59,13 @@ ddp_sim_parse_args(const char *args, strategy_plan *p)
             if (mb <= 0)
                 return -1;
             if (t[2] == 'b') {
-                p->bucket_cap = (int8_t)nearest_cap(mb);
+                p->bucket_cap = (int8_t)framework_nearest_cap(mb);
                 if (p->first_cap < 0)
                     p->first_cap = p->bucket_cap;
             } else {
-                p->first_cap = (int8_t)nearest_cap(mb);
+                p->first_cap = (int8_t)framework_nearest_cap(mb);
                 if (p->bucket_cap < 0)
-                    p->bucket_cap = (int8_t)nearest_cap(DDP_SIM_BUCKET_MB);
+                    p->bucket_cap = (int8_t)framework_nearest_cap(DDP_SIM_BUCKET_MB);
             }
         } else if (!strcmp(t, "--accum-steps")) {
             int k = atoi(v);
@@ -84,33 +73,33 @@ ddp_sim_parse_args(const char *args, strategy_plan *p)
                 return -1;
             p->accum_k = (uint8_t)k;
         } else if (!strcmp(t, "--recompute")) {
-            char *s2 = NULL;
-            for (char *r = strtok_r(v, ",", &s2); r; r = strtok_r(NULL, ",", &s2)) {
-                int a, b;
-                if (sscanf(r, "%d-%d", &a, &b) != 2) {
-                    if (sscanf(r, "%d", &a) != 1)
-                        return -1;
-                    b = a;
-                }
-                for (int l = a; l <= b; l++)
-                    strategy_set_recompute(p, l, 1);
-            }
+            if (strategy_parse_layer_list(v, p) != 0)
+                return -1;
         } else if (strcmp(t, "--batch") != 0)
             return -1;
     }
     return 0;
 }
 
+/* ddp-sim's advice is its options. */
+static void
+ddp_sim_advise(const workload *w, const strategy_plan *p, int32_t batch, char *buf, size_t len)
+{
+    char args[1024];
+    (void)w;
+    ddp_sim_format_args(p, batch, args, sizeof args);
+    snprintf(buf, len, "run ddp-sim with %s", args);
+}
+
 const framework_profile framework_ddp_sim = {
     .name = "ddp-sim",
+    .title = "ddp-sim",
     .args_key = "ddp_sim_args",
     .default_bucket_mb = DDP_SIM_BUCKET_MB,
+    .families = STRATEGY_ALL,
+    .can_capture = 1,
+    .capture_scope = WL_CAPTURE_STEP, /* --cuda-graph captures the step with its all-reduces */
     .format_args = ddp_sim_format_args,
     .parse_args = ddp_sim_parse_args,
+    .advise = ddp_sim_advise,
 };
-
-const framework_profile *
-framework_default(void)
-{
-    return &framework_ddp_sim;
-}

@@ -7,7 +7,8 @@ optimizer_libdproopt_la_SOURCES = \
 	optimizer/workload_fit.c optimizer/workload_fusion.c optimizer/workload_buckets.c \
 	optimizer/workload_layers.c optimizer/workload_capture.c \
 	optimizer/strategy.c optimizer/strategy.h \
-	optimizer/framework.h optimizer/framework_ddp_sim.c \
+	optimizer/framework.h optimizer/framework_ddp_sim.c optimizer/framework_torch.c \
+	optimizer/framework_detect.c \
 	optimizer/partition.c optimizer/partition.h \
 	optimizer/search.c optimizer/search.h \
 	optimizer/profile.c optimizer/profile.h

@@ -121,6 +121,7 @@ typedef struct searcher {
     int64_t max_evals;
     uint8_t accum_ok[8]; /* indices of strategy_accum_steps allowed */
     int n_accum_ok;
+    int first_cap;       /* the first bucket's cap the framework keeps, -1: searched */
     double *layer_value; /* memory freed per ns recomputed, per layer */
     int stop;
 } searcher;
@@ -167,8 +168,12 @@ progress(searcher *s, int final)
 /* Evaluates p (or finds it in the cache). Returns the candidate, or NULL when out of
  * memory or when the search must stop. */
 static const search_candidate *
-evaluate(searcher *s, const strategy_plan *p)
+evaluate(searcher *s, const strategy_plan *plan)
 {
+    strategy_plan fixed = *plan; /* the plan with the first bucket the framework keeps */
+    const strategy_plan *p = &fixed;
+    if (s->first_cap >= 0 && fixed.bucket_cap >= 0)
+        fixed.first_cap = (int8_t)s->first_cap;
     s->out->proposals++;
     search_candidate *hit = cache_find(&s->cache, p);
     if (hit)
@@ -309,7 +314,7 @@ seeds(searcher *s)
         p.fuse = 1;
         evaluate(s, &p);
     }
-    if ((fam & STRATEGY_FUSION) && !w->capture.graph_captured) {
+    if ((fam & STRATEGY_FUSION) && !w->capture.graph_captured && !s->o->no_capture) {
         strategy_plan_baseline(&p);
         p.cuda_graph = 1;
         evaluate(s, &p);
@@ -357,7 +362,7 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
     double wt[6] = {0};
     if ((fam & STRATEGY_FUSION) && w->fusion.n_chains > 0)
         wt[0] = 0.05 + s->out->cp_short_kernels + s->out->cp_host / 2;
-    if ((fam & STRATEGY_FUSION) && !w->capture.graph_captured)
+    if ((fam & STRATEGY_FUSION) && !w->capture.graph_captured && !s->o->no_capture)
         wt[1] = 0.05 + s->out->cp_host;
     if ((fam & STRATEGY_TENSOR) && strategy_tensor_available(w)) {
         wt[2] = 0.2 + s->out->cp_collectives;
@@ -538,6 +543,9 @@ search_run(workload *w, const search_options *o, search_result *out)
     memset(&s, 0, sizeof s);
     if (!opts.families)
         opts.families = STRATEGY_ALL;
+    if (opts.fw_families)
+        opts.families &= opts.fw_families;
+    s.first_cap = opts.first_bucket_mb > 0 ? framework_nearest_cap(opts.first_bucket_mb) : -1;
     s.w = w;
     s.o = &opts;
     s.out = out;

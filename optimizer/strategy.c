@@ -249,7 +249,8 @@ apply_buckets(dfg *g, const workload_buckets *bu, const strategy_plan *p)
  * working graph has one (the launch-queue edges of the step's calls left out: one graph
  * launch submits the step, so no per-kernel launch call waits for room in the queue). */
 static void
-apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const uint8_t *phase)
+apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const uint8_t *phase,
+                 int scope)
 {
     /* A blocking call that stays (the step's closing synchronisation) takes its thread's
      * idle-host wake-up latency (ca->idle_wake_dur, the lower quartile over the trace)
@@ -258,7 +259,7 @@ apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const 
     for (int32_t h = 0; h < g->n_nodes; h++) {
         if (ca->step_call[h])
             zero_host(g, h);
-        else if (ca->idle_wake_dur[h] >= 0)
+        else if (scope == WL_CAPTURE_STEP && ca->idle_wake_dur[h] >= 0)
             g->dur[h] = ca->idle_wake_dur[h];
     }
     /* Wake-ups (DFG_F_WAKEUP: the gap is the wake-up latency after the waker, a call of
@@ -267,15 +268,22 @@ apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const 
      * a call of the step therefore costs nothing: the woken call still follows its
      * waker's end (a call of the step: zeroed as well), without latency. A wake-up by a
      * call that stays (a blocking synchronisation, a thread outside the step) keeps its
-     * latency, unless the woken call is itself a call of the step (zeroed above). */
-    for (int64_t i = 0; i < g->n_edges; i++) {
+     * latency, unless the woken call is itself a call of the step (zeroed above). A
+     * capture of the compute only (WL_CAPTURE_COMPUTE) leaves the threads' hand-overs and
+     * the blocking calls as measured: the rest of the step still runs on the host. */
+    for (int64_t i = 0; scope == WL_CAPTURE_STEP && i < g->n_edges; i++) {
         int32_t s = g->esrc[i], d = g->edst[i];
         if (g->kind[d] == DFG_HOST && (g->flags[d] & DFG_F_WAKEUP) && iter[d] >= 0 &&
             ca->step_call[s])
             g->gap[d] = 0;
     }
+    /* the captured device work follows itself without launch latency or idle gaps: the
+     * whole step's, or (WL_CAPTURE_COMPUTE) the forward and backward kernels' */
     for (int32_t d = 0; d < g->n_nodes; d++) {
         if (g->kind[d] == DFG_HOST || iter[d] < 0 || phase[d] == WL_OTHER)
+            continue;
+        if (scope == WL_CAPTURE_COMPUTE &&
+            (g->kind[d] != DFG_KERNEL || (phase[d] != WL_FORWARD && phase[d] != WL_BACKWARD)))
             continue;
         g->lat[d] = 0;
         g->gap[d] = 0;
@@ -296,7 +304,7 @@ strategy_apply(workload *w, const strategy_plan *p)
     if (p->bucket_cap >= 0 && strategy_tensor_available(w) && !partition_splits(&w->buckets, p))
         apply_buckets(w->g, &w->buckets, p); /* a splitting plan: partition_build, on a copy */
     if (p->cuda_graph)
-        apply_cuda_graph(w->g, &w->capture, w->iter, w->phase);
+        apply_cuda_graph(w->g, &w->capture, w->iter, w->phase, w->opt.capture_scope);
 }
 
 void
@@ -350,7 +358,7 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
         if (h >= 0)
             host += (double)(g->dur[h] + g->gap[h]);
     }
-    if (cuda_graph)
+    if (cuda_graph && w->opt.capture_scope == WL_CAPTURE_STEP)
         host = 0;
     if (n_iter <= 0)
         return 0;
@@ -524,8 +532,21 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
             "each: %lld fewer launches in the trace",
             o ? "; " : "", w->fusion.n_chains, names, (long long)per_iter);
     }
-    if (p->cuda_graph)
-        PUT("%scapture the training step in a CUDA graph (no host launch cost)", o ? "; " : "");
+    if (p->cuda_graph) {
+        double calls, host_ns, thread_ns;
+        workload_capture_removed(w, &calls, &host_ns, &thread_ns);
+        PUT("%scapture %s in a CUDA graph: %.0f host calls and %.3f ms of host time (the calls "
+            "and the framework's CPU time before each) per iteration and rank leave the host, "
+            "of %.3f ms on its threads",
+            o ? "; " : "",
+            w->opt.capture_scope == WL_CAPTURE_COMPUTE
+                ? "the forward and backward compute (the calls that launch only forward or "
+                  "backward kernels; collectives, the optimizer step and the host work outside "
+                  "those launches stay)"
+                : "the training step (every kernel and collective launch, the event calls, "
+                  "the backward thread)",
+            calls, host_ns / 1e6, thread_ns / 1e6);
+    }
     if (strategy_n_recomputed(p) > 0) {
         char list[512];
         strategy_layer_list(p, list, sizeof list);
@@ -582,7 +603,33 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
         else
             json_kv_string(jw, "batch", "divide the per-rank batch by accum_steps");
     }
-    fw->format_args(p, batch, buf, sizeof buf);
-    json_kv_string(jw, fw->args_key, buf);
+    if (fw->args_key) {
+        fw->format_args(p, batch, buf, sizeof buf);
+        json_kv_string(jw, fw->args_key, buf);
+    }
+    if (fw->write_knobs)
+        fw->write_knobs(w, p, batch, jw);
     json_end_object(jw);
+}
+
+int
+strategy_parse_layer_list(const char *list, strategy_plan *p)
+{
+    char buf[1024], *save = NULL;
+    int rc = 0;
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *r = strtok_r(buf, ",", &save); r && rc == 0; r = strtok_r(NULL, ",", &save)) {
+        int a, b, n = 0;
+        if (sscanf(r, "%d-%d%n", &a, &b, &n) != 2 || r[n]) {
+            n = 0;
+            if (sscanf(r, "%d%n", &a, &n) != 1 || r[n])
+                rc = -1;
+            b = a;
+        }
+        if (rc == 0 && (a < 0 || b < a || b >= STRATEGY_MAX_LAYERS))
+            rc = -1;
+        for (int l = a; rc == 0 && l <= b; l++)
+            strategy_set_recompute(p, l, 1);
+    }
+    return rc;
 }

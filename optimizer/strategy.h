@@ -25,7 +25,9 @@
  *                     h(sum threads) x sum(t_i) / sum h(threads_i), at least max t_i;
  *                     the device idle gaps inside the chain
  *                     and the m-1 host launch calls (their cost and gaps) disappear;
- *   CUDA graph        (the limit case of fusion) every host call that launches the step's
+ *   CUDA graph        (the limit case of fusion) the region the framework's capture covers
+ *                     (workload.h: opt.capture_scope). The whole step: every host call
+ *                     that launches the step's
  *                     kernels or collectives, records or waits for events, or runs on the
  *                     backward thread costs nothing (workload_step_call); kernels of the
  *                     step follow each other without launch latency or idle gaps; those
@@ -35,7 +37,11 @@
  *                     blocking calls, copies and the call that opens an iteration (which
  *                     becomes the graph launch) keep their cost, a blocking call with its
  *                     thread's idle-host wake-up latency (workload.h: idle_wake_dur) rather
- *                     than the one measured in its iteration;
+ *                     than the one measured in its iteration. The forward and backward
+ *                     compute only: the calls that launch only forward or backward kernels
+ *                     cost nothing, those kernels follow each other without launch latency
+ *                     or idle gaps; every other call, hand-over and wake-up stays as
+ *                     measured;
  *   buckets           units (the trace's all-reduces in backward order) are packed as DDP
  *                     packs parameters: a bucket closes once its bytes reach the cap
  *                     (first_bucket_mb for the first bucket, bucket_cap_mb after); a bucket
@@ -162,13 +168,19 @@ void strategy_describe(const workload *w, const strategy_plan *p, char *buf, siz
  * be NULL, then bucket plans are "tensor_fusion"). */
 void strategy_kind(const workload *w, const strategy_plan *p, char *buf, size_t len);
 
-/* Writes the knobs object of p: the knobs' names to values, and under fw->args_key the
- * same as the framework's options (framework.h). batch (> 0: the per-rank batch of the
- * profiled run) lets accumulation state the micro-batch. */
+/* Writes the knobs object of p: the knobs' names to values, under fw->args_key (when the
+ * framework has options) the same as the framework's options, and the framework's own
+ * knobs (framework.h). batch (> 0: the per-rank batch of the profiled run) lets
+ * accumulation state the micro-batch. */
 void strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
                           const framework_profile *fw, json_writer *jw);
 
 /* The recomputed layers of p as a list of ranges ("0-3,7") into buf. */
 void strategy_layer_list(const strategy_plan *p, char *buf, size_t len);
+
+/* Sets the layers of a list written as strategy_layer_list writes it ("0-3,7") to be
+ * recomputed in *p. Returns 0, or -1 on a malformed list or a layer outside
+ * [0, STRATEGY_MAX_LAYERS). */
+int strategy_parse_layer_list(const char *list, strategy_plan *p);
 
 #endif

@@ -20,6 +20,7 @@ workload_default_options(workload_options *o)
     o->fusion_fixed = 0;
     o->no_contention = 1;
     o->recompute_keep = 0.125;
+    o->capture_scope = WL_CAPTURE_STEP;
     o->kernel_samples = NULL;
     o->n_kernel_samples = 0;
 }

@@ -65,6 +65,18 @@ enum workload_phase {
     WL_COMM = 4,
 };
 
+/* What a CUDA-graph capture covers (workload_options.capture_scope; the framework's
+ * capture decides, framework.h). */
+enum workload_capture_scope {
+    WL_CAPTURE_STEP = 0,    /* the whole step: every launch of a kernel or a collective, the
+                             * event calls and the backward thread's calls (a step captured
+                             * with its collectives, as ddp-sim --cuda-graph does) */
+    WL_CAPTURE_COMPUTE = 1, /* the forward and backward compute only: the calls that launch
+                             * forward or backward kernels and nothing else (CUDA graphs of
+                             * a compiled forward and backward; the collectives, the
+                             * optimizer step and the other calls stay on the host) */
+};
+
 /* One kernel execution of the trace, for the fit of the per-kernel fixed cost. */
 typedef struct workload_kernel_sample {
     uint64_t key;   /* one value per kernel name (and rank: names of different ranks may
@@ -83,6 +95,7 @@ typedef struct workload_options {
     double kernel_fixed_us; /* prior of the per-kernel fixed cost (3), used when the
                                kernel samples cannot be fitted (workload_fit_fixed_cost) */
     double recompute_keep;  /* share of a recomputed layer's activations kept (0.125) */
+    int capture_scope;      /* enum workload_capture_scope (WL_CAPTURE_STEP) */
     /* kernel executions of the trace with their launch dims (may be NULL: the prior is
        used); read during workload_analyze only, reordered by it */
     workload_kernel_sample *kernel_samples;
@@ -276,10 +289,19 @@ int workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, meme
 
 /* 1 when host call h is part of the training step that a CUDA graph capture replaces
  * (strategy.h): a call of an iteration that is not the one opening it (which becomes
- * the graph launch) and not blocking, and that runs on the backward thread, records or
- * waits for an event, or launches a kernel or a collective. Valid after
- * workload_analyze's annotation. */
+ * the graph launch) and not blocking, and that, with opt.capture_scope WL_CAPTURE_STEP,
+ * runs on the backward thread, records or waits for an event, or launches a kernel or
+ * a collective; with WL_CAPTURE_COMPUTE, launches forward or backward kernels and
+ * nothing else. Valid after workload_analyze's annotation. */
 int workload_step_call(const workload *w, int32_t h);
+
+/* What capturing takes off the host, per iteration and rank over the compared
+ * iterations: the step calls (workload_step_call) in *calls and their measured host time
+ * (their durations and the gaps before them: the framework's CPU time between launches)
+ * in *host_ns; the compared iterations' mean measured host-thread time in *thread_ns
+ * (every call's duration and gap) for scale. */
+void workload_capture_removed(const workload *w, double *calls, double *host_ns,
+                              double *thread_ns);
 
 /* Restores the baseline durations, gaps, latencies and group durations in w->g. */
 void workload_reset(workload *w);

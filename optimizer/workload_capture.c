@@ -77,6 +77,17 @@ workload_step_call_of(const workload *w, int32_t h)
     int32_t nb = dfg_iterations(g, r, &bn);
     if (w->iter[h] < nb && bn[w->iter[h]] == h)
         return 0; /* opens the iteration: the graph launch */
+    if (w->opt.capture_scope == WL_CAPTURE_COMPUTE) {
+        int32_t k = 0;
+        for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
+            int32_t d = g->launched[i];
+            if (g->kind[d] != DFG_KERNEL ||
+                (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
+                return 0;
+            k++;
+        }
+        return k > 0;
+    }
     dpro_api_class cls = api_class(g, h);
     if (g->res[h] == w->bwd_thread[r] || cls == DPRO_API_CLASS_EVENT_RECORD ||
         cls == DPRO_API_CLASS_STREAM_WAIT || cls == DPRO_API_CLASS_EVENT_SYNC)
@@ -138,4 +149,25 @@ workload_build_capture(workload *w)
     w->capture.g = c;
     w->capture.unqueued = drop;
     return 0;
+}
+
+void
+workload_capture_removed(const workload *w, double *calls, double *host_ns, double *thread_ns)
+{
+    const dfg *g = w->work;
+    double n = 0, t = 0, all = 0;
+    int64_t n_iter = (int64_t)(w->iter_last - w->iter_first + 1) * (g->n_ranks > 0 ? g->n_ranks : 1);
+    for (int32_t h = 0; h < g->n_nodes; h++) {
+        if (g->kind[h] != DFG_HOST || w->iter[h] < w->iter_first || w->iter[h] > w->iter_last)
+            continue;
+        double cost = (double)(w->base_dur[h] + w->base_gap[h]);
+        all += cost;
+        if (workload_step_call(w, h)) {
+            n += 1;
+            t += cost;
+        }
+    }
+    *calls = n_iter > 0 ? n / (double)n_iter : 0;
+    *host_ns = n_iter > 0 ? t / (double)n_iter : 0;
+    *thread_ns = n_iter > 0 ? all / (double)n_iter : 0;
 }

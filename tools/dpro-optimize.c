@@ -18,6 +18,7 @@
 #include "dpro_log.h"
 #include "dprotrace.h"
 #include "json_writer.h"
+#include "optimizer/framework.h"
 #include "optimizer/memest.h"
 #include "optimizer/partition.h"
 #include "optimizer/profile.h"
@@ -70,9 +71,13 @@ usage(FILE *f)
                "                            launch sizes) or fixed (one fixed cost per kernel)\n"
                "      --recompute-keep F    share of a recomputed layer's activations kept\n"
                "                            (0.125)\n"
-               "      --what-if ARGS        evaluate one plan given as ddp-sim options\n"
-               "                            (\"--bucket-mb 25 --fuse-small --recompute 0-3\")\n"
-               "                            instead of searching\n"
+               "      --framework NAME      advise for NAME instead of the framework the\n"
+               "                            trace shows: pytorch-ddp, pytorch-fsdp, pytorch,\n"
+               "                            ddp-sim or unknown\n"
+               "      --what-if ARGS        evaluate one plan given as the framework's options\n"
+               "                            instead of searching (ddp-sim: \"--bucket-mb 25\n"
+               "                            --fuse-small --recompute 0-3\"; PyTorch:\n"
+               "                            \"bucket_cap_mb=25 torch.compile checkpoint=0-3\")\n"
                "  -q, --quiet               no progress line\n" INPUTS_HELP_PARTIAL
                "  -h, --help                this help\n"
                "  -V, --version             version\n\n" INPUTS_HELP_EXIT);
@@ -193,6 +198,7 @@ typedef struct args {
     replay_options ro;
     int json, quiet, force, partial;
     const char *chrome, *what_if, *dir;
+    const framework_profile *framework; /* --framework, else NULL: the trace's */
 } args;
 
 /* The analysis of one job, from the replay to the strategies found. */
@@ -206,6 +212,8 @@ typedef struct state {
     memest mem;
     int32_t mem_rank;
     double chain_ns, fused_ns; /* strategy_fusion_summary */
+    framework_detection det;   /* the framework the trace shows */
+    const framework_profile *fw; /* the one advised for (det's or --framework) */
 } state;
 
 /* Reports a bad option value; returns the usage exit status. */
@@ -359,8 +367,8 @@ parse_workload_option(int c, const char *arg, workload_options *wo)
     return rc;
 }
 
-/* The output and command options (-j -c -q -f -h -V, --what-if, --partial); an unknown
- * option prints the usage. Returns OPT_NEXT or the exit status. */
+/* The output and command options (-j -c -q -f -h -V, --what-if, --partial, --framework);
+ * an unknown option prints the usage. Returns OPT_NEXT or the exit status. */
 static int
 parse_command_option(int c, const char *arg, args *a)
 {
@@ -384,6 +392,11 @@ parse_command_option(int c, const char *arg, args *a)
         break;
     case 10:
         a->partial = 1;
+        break;
+    case 15:
+        a->framework = framework_by_name(arg);
+        if (!a->framework)
+            rc = bad_value("framework", arg);
         break;
     case 'h':
         usage(stdout);
@@ -448,6 +461,7 @@ parse_args(int argc, char **argv, args *a)
         {"collective-model", required_argument, NULL, 12},
         {"fusion-model", required_argument, NULL, 13},
         {"contention", required_argument, NULL, 14},
+        {"framework", required_argument, NULL, 15},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -475,6 +489,22 @@ parse_args(int argc, char **argv, args *a)
         a->dir = argv[optind];
     }
     return rc;
+}
+
+/* Recognises the framework of st->rp's traces and sets what the search and the models take
+ * from the one advised for (--framework, else the trace's). Returns 0 or -1 out of
+ * memory. */
+static int
+choose_framework(args *a, state *st)
+{
+    if (framework_detect(&st->rp.job, &st->det) != 0)
+        return -1;
+    st->fw = a->framework ? a->framework : st->det.fw;
+    a->wo.capture_scope = st->fw->capture_scope;
+    a->so.fw_families = st->fw->families;
+    a->so.no_capture = !st->fw->can_capture;
+    a->so.first_bucket_mb = st->fw->fixed_first_bucket_mb;
+    return 0;
 }
 
 /* Builds the workload of st->rp: memory estimate, kernel samples, the analysis of the
@@ -521,8 +551,21 @@ evaluate_what_if(args *a, state *st)
     search_result *sr = &st->sr;
     strategy_plan wp;
 
-    if (framework_default()->parse_args(a->what_if, &wp) != 0) {
-        pr_err("bad --what-if '%s'", a->what_if);
+    const framework_profile *fw = st->fw;
+
+    if (!fw->parse_args) {
+        pr_err("--what-if takes a framework's options, and %s is not one: name one with "
+               "--framework",
+               fw->name);
+        return 2;
+    }
+    if (fw->parse_args(a->what_if, &wp) != 0) {
+        pr_err("bad --what-if '%s' for %s", a->what_if, fw->name);
+        return 2;
+    }
+    if ((strategy_plan_families(&wp) & ~fw->families) || (wp.cuda_graph && !fw->can_capture)) {
+        pr_err("--what-if '%s': %s cannot express %s", a->what_if, fw->name,
+               fw->cannot ? fw->cannot : "this plan");
         return 2;
     }
     so->max_evals = 1;
@@ -586,6 +629,21 @@ print_json(const args *a, const state *st)
     json_init(&jw, stdout, 0);
     json_begin_object(&jw);
     json_kv_double(&jw, "baseline_iter_us", base_us);
+    json_key(&jw, "framework");
+    json_begin_object(&jw);
+    json_kv_string(&jw, "name", st->fw->name);
+    json_kv_string(&jw, "detected", st->det.fw->name);
+    json_kv_string(&jw, "evidence", st->det.evidence);
+    json_kv_string(&jw, "capture_scope",
+                   !st->fw->can_capture                            ? "none"
+                   : st->fw->capture_scope == WL_CAPTURE_COMPUTE ? "forward_backward_compute"
+                                                                   : "step");
+    json_key(&jw, "cannot_express");
+    if (st->fw->cannot)
+        json_string(&jw, st->fw->cannot);
+    else
+        json_null(&jw);
+    json_end_object(&jw);
     json_kv_double(&jw, "replayed_iter_us", w->measured_iter_ns / 1000.0);
     json_key(&jw, "baseline_peak_memory_bytes");
     if (sr->baseline.eval.peak_bytes >= 0)
@@ -668,7 +726,9 @@ print_json(const args *a, const state *st)
         strategy_describe(w, &sc->plan, buf, sizeof buf);
         json_kv_string(&jw, "description", buf);
         json_key(&jw, "knobs");
-        strategy_write_knobs(w, &sc->plan, a->so.batch, framework_default(), &jw);
+        strategy_write_knobs(w, &sc->plan, a->so.batch, st->fw, &jw);
+        st->fw->advise(w, &sc->plan, a->so.batch, buf, sizeof buf);
+        json_kv_string(&jw, "advice", buf);
         json_kv_double(&jw, "predicted_iter_us", sc->eval.iter_ns / 1000.0);
         json_kv_double(&jw, "predicted_speedup", sr->baseline.eval.iter_ns / sc->eval.iter_ns);
         json_key(&jw, "peak_memory_bytes");
@@ -688,6 +748,33 @@ print_json(const args *a, const state *st)
     fputc('\n', stdout);
 }
 
+/* The advice for plan p, one line per change, under the framework's title. */
+static void
+print_advice(const state *st, const strategy_plan *p, int32_t batch)
+{
+    char buf[4096];
+    st->fw->advise(&st->w, p, batch, buf, sizeof buf);
+    for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        printf("   %s: %s\n", st->fw->title, l);
+    if (st->fw->args_key && st->fw != &framework_ddp_sim) {
+        st->fw->format_args(p, batch, buf, sizeof buf);
+        printf("   %s: %s\n", st->fw->args_key, buf);
+    }
+}
+
+/* The framework advised for and why, and what it cannot express. */
+static void
+print_framework(const state *st)
+{
+    if (st->fw == st->det.fw)
+        printf("framework: %s, recognised from the trace: %s\n", st->fw->name, st->det.evidence);
+    else
+        printf("framework: %s (--framework; the trace shows %s: %s)\n", st->fw->name,
+               st->det.fw->name, st->det.evidence);
+    if (st->fw->cannot)
+        printf("%s cannot express: %s\n", st->fw->name, st->fw->cannot);
+}
+
 static void
 print_text(const args *a, const state *st)
 {
@@ -700,6 +787,7 @@ print_text(const args *a, const state *st)
     printf("job %s: %d ranks, %d iterations compared; replayed %.1f us per iteration\n",
            rp->job.job_id ? rp->job.job_id : "?", rp->graph.n_ranks,
            rp->iter_last - rp->iter_first + 1, w->measured_iter_ns / 1000.0);
+    print_framework(st);
     printf("baseline: %.1f us per iteration, peak memory ", base_us);
     print_bytes(stdout, sr->baseline.eval.peak_bytes);
     if (a->so.memory_budget > 0) {
@@ -749,8 +837,7 @@ print_text(const args *a, const state *st)
         if (sc->plan.accum_k > 1)
             printf("   each extra micro-batch: device %.1f us, host %.1f us\n",
                    sc->eval.micro_device_ns / 1000.0, sc->eval.micro_host_ns / 1000.0);
-        framework_default()->format_args(&sc->plan, a->so.batch, buf, sizeof buf);
-        printf("   %s: %s\n", framework_default()->name, buf);
+        print_advice(st, &sc->plan, a->so.batch);
     }
 }
 
@@ -773,6 +860,8 @@ main(int argc, char **argv)
         return 1;
     }
     rc = inputs_check_read(&st.rp, a.dir, a.partial);
+    if (rc == 0)
+        rc = choose_framework(&a, &st);
     if (rc == 0 && a.chrome)
         rc = inputs_check_output(a.dir, a.chrome, a.force);
     if (rc == 0)

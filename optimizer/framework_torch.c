@@ -1,0 +1,261 @@
+/* framework_torch.c: the PyTorch profiles, DDP, FSDP and no wrapper (see framework.h). */
+#include "optimizer/framework.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimizer/strategy.h"
+
+#define TORCH_DDP_BUCKET_MB 25 /* DDP's bucket_cap_mb default */
+#define TORCH_DDP_FIRST_MB 1   /* DDP's first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES) */
+
+/* Which wrapper a profile stands for. */
+enum { TORCH_PLAIN = 0, TORCH_DDP = 1, TORCH_FSDP = 2 };
+
+static int
+torch_wrapper(const framework_profile *fw)
+{
+    return fw == &framework_torch_ddp ? TORCH_DDP : fw == &framework_torch_fsdp ? TORCH_FSDP
+                                                                                 : TORCH_PLAIN;
+}
+
+static void
+torch_format_args(const strategy_plan *p, int32_t batch, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+#define PUT(...) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__)
+    if (p->bucket_cap >= 0)
+        PUT("%sbucket_cap_mb=%g", o ? " " : "", strategy_bucket_caps_mb[p->bucket_cap]);
+    if (p->fuse)
+        PUT("%storch.compile", o ? " " : "");
+    if (p->cuda_graph)
+        PUT("%smode=reduce-overhead", o ? " " : "");
+    if (strategy_n_recomputed(p) > 0) {
+        char list[512];
+        strategy_layer_list(p, list, sizeof list);
+        PUT("%scheckpoint=%s", o ? " " : "", list);
+    }
+    if (p->accum_k > 1) {
+        PUT("%sno_sync=%d", o ? " " : "", p->accum_k);
+        if (batch > 0)
+            PUT(" micro_batch=%d", batch / p->accum_k);
+    }
+#undef PUT
+}
+
+/* The options of torch_format_args, the bucket cap taking DDP's first bucket. */
+static int
+torch_parse_args(const char *args, strategy_plan *p)
+{
+    char buf[1024], *save = NULL;
+    int rc = 0;
+    strategy_plan_baseline(p);
+    snprintf(buf, sizeof buf, "%s", args);
+    for (char *t = strtok_r(buf, " ", &save); t && rc == 0; t = strtok_r(NULL, " ", &save)) {
+        char *v = strchr(t, '=');
+        char *end = NULL;
+        if (v)
+            *v++ = 0;
+        if (!strcmp(t, "torch.compile") && !v)
+            p->fuse = 1;
+        else if ((!strcmp(t, "mode") && v && !strcmp(v, "reduce-overhead")) ||
+                 (!strcmp(t, "torch.cuda.graph") && !v))
+            p->cuda_graph = 1;
+        else if (!strcmp(t, "bucket_cap_mb") && v) {
+            double mb = strtod(v, &end);
+            if (*end || !(mb > 0))
+                rc = -1;
+            else {
+                p->bucket_cap = (int8_t)framework_nearest_cap(mb);
+                p->first_cap = (int8_t)framework_nearest_cap(TORCH_DDP_FIRST_MB);
+            }
+        } else if (!strcmp(t, "checkpoint") && v)
+            rc = strategy_parse_layer_list(v, p);
+        else if (!strcmp(t, "no_sync") && v) {
+            long k = strtol(v, &end, 10);
+            if (*end || k < 1 || k > 255)
+                rc = -1;
+            else
+                p->accum_k = (uint8_t)k;
+        } else if (strcmp(t, "micro_batch") != 0 || !v)
+            rc = -1;
+    }
+    return rc;
+}
+
+/* The advice, one line per change, in PyTorch's terms. */
+static void
+torch_advise_as(const framework_profile *fw, const workload *w, const strategy_plan *p,
+                int32_t batch, char *buf, size_t len)
+{
+    int wrap = torch_wrapper(fw);
+    size_t o = 0;
+    buf[0] = 0;
+#define PUT(...) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__)
+    if (p->bucket_cap >= 0)
+        PUT("%sDDP(model, bucket_cap_mb=%g): gradients all-reduced in %d buckets instead of "
+            "%d (the first bucket stays DDP's built-in %g MiB: DDP has no public knob for it)",
+            o ? "\n" : "", strategy_bucket_caps_mb[p->bucket_cap], strategy_bucket_count(w, p),
+            w->buckets.n_units, (double)TORCH_DDP_FIRST_MB);
+    if (p->fuse || p->cuda_graph)
+        PUT("%smodel = torch.compile(model%s): %s", o ? "\n" : "",
+            p->cuda_graph ? ", mode=\"reduce-overhead\"" : "",
+            p->cuda_graph ? "the compiled forward and backward run as CUDA graphs (or capture "
+                            "them with torch.cuda.graph); the host calls that launch them and "
+                            "the Python between those launches are gone, the collectives, the "
+                            "optimizer step and the rest of the loop stay"
+                          : "Inductor fuses the chains of short kernels into one kernel each; "
+                            "the launches it saves are the prediction's");
+    if (strategy_n_recomputed(p) > 0) {
+        char list[512];
+        strategy_layer_list(p, list, sizeof list);
+        PUT("%s%s around the modules of layers %s, in forward order (the trace names no "
+            "modules: layers are told apart by their activation allocations)",
+            o ? "\n" : "",
+            wrap == TORCH_FSDP ? "apply_activation_checkpointing (or torch.utils.checkpoint)"
+                               : "torch.utils.checkpoint.checkpoint",
+            list);
+    }
+    if (p->accum_k > 1) {
+        char mb[64];
+        if (batch > 0)
+            snprintf(mb, sizeof mb, "%d", batch / p->accum_k);
+        else
+            snprintf(mb, sizeof mb, "1/%d of the batch", p->accum_k);
+        if (wrap == TORCH_PLAIN)
+            PUT("%s%d micro-batches of %s per optimizer.step()", o ? "\n" : "", p->accum_k, mb);
+        else
+            PUT("%s%d micro-batches of %s per optimizer.step(), the first %d under %s: only "
+                "the last one's backward %s the gradients",
+                o ? "\n" : "", p->accum_k, mb, p->accum_k - 1,
+                wrap == TORCH_FSDP ? "model.no_sync() (fully_shard: "
+                                     "model.set_requires_gradient_sync(False))"
+                                   : "with model.no_sync()",
+                wrap == TORCH_FSDP ? "reduce-scatters" : "all-reduces");
+    }
+#undef PUT
+}
+
+/* The knobs by their PyTorch names. */
+static void
+torch_knobs_as(const framework_profile *fw, const workload *w, const strategy_plan *p,
+               int32_t batch, json_writer *jw)
+{
+    (void)w;
+    if (p->bucket_cap >= 0) {
+        json_key(jw, "DistributedDataParallel");
+        json_begin_object(jw);
+        json_kv_double(jw, "bucket_cap_mb", strategy_bucket_caps_mb[p->bucket_cap]);
+        json_kv_string(jw, "first_bucket", "no public knob: DDP's built-in 1 MiB");
+        json_end_object(jw);
+    }
+    if (p->fuse || p->cuda_graph) {
+        json_key(jw, "torch.compile");
+        json_begin_object(jw);
+        json_kv_string(jw, "mode", p->cuda_graph ? "reduce-overhead" : "default");
+        if (p->cuda_graph)
+            json_kv_string(jw, "captured", "the compiled forward and backward");
+        json_end_object(jw);
+    }
+    if (strategy_n_recomputed(p) > 0) {
+        char list[512];
+        strategy_layer_list(p, list, sizeof list);
+        json_key(jw, "torch.utils.checkpoint");
+        json_begin_object(jw);
+        json_kv_string(jw, "layers", list);
+        json_kv_string(jw, "modules", "by layer index: the trace names no modules");
+        json_end_object(jw);
+    }
+    if (p->accum_k > 1) {
+        json_key(jw, torch_wrapper(fw) == TORCH_PLAIN ? "accumulation" : "no_sync");
+        json_begin_object(jw);
+        json_kv_int(jw, "micro_batches", p->accum_k);
+        if (batch > 0)
+            json_kv_int(jw, "micro_batch", batch / p->accum_k);
+        json_end_object(jw);
+    }
+}
+
+static void
+ddp_advise(const workload *w, const strategy_plan *p, int32_t batch, char *buf, size_t len)
+{
+    torch_advise_as(&framework_torch_ddp, w, p, batch, buf, len);
+}
+
+static void
+fsdp_advise(const workload *w, const strategy_plan *p, int32_t batch, char *buf, size_t len)
+{
+    torch_advise_as(&framework_torch_fsdp, w, p, batch, buf, len);
+}
+
+static void
+plain_advise(const workload *w, const strategy_plan *p, int32_t batch, char *buf, size_t len)
+{
+    torch_advise_as(&framework_torch, w, p, batch, buf, len);
+}
+
+static void
+ddp_knobs(const workload *w, const strategy_plan *p, int32_t batch, json_writer *jw)
+{
+    torch_knobs_as(&framework_torch_ddp, w, p, batch, jw);
+}
+
+static void
+fsdp_knobs(const workload *w, const strategy_plan *p, int32_t batch, json_writer *jw)
+{
+    torch_knobs_as(&framework_torch_fsdp, w, p, batch, jw);
+}
+
+static void
+plain_knobs(const workload *w, const strategy_plan *p, int32_t batch, json_writer *jw)
+{
+    torch_knobs_as(&framework_torch, w, p, batch, jw);
+}
+
+const framework_profile framework_torch_ddp = {
+    .name = "pytorch-ddp",
+    .title = "PyTorch DDP",
+    .args_key = "torch_args",
+    .default_bucket_mb = TORCH_DDP_BUCKET_MB,
+    .fixed_first_bucket_mb = TORCH_DDP_FIRST_MB,
+    .families = STRATEGY_ALL,
+    .can_capture = 1,
+    .capture_scope = WL_CAPTURE_COMPUTE,
+    .cannot = "the first bucket's size (DDP has no public knob: it stays 1 MiB)",
+    .format_args = torch_format_args,
+    .parse_args = torch_parse_args,
+    .advise = ddp_advise,
+    .write_knobs = ddp_knobs,
+};
+
+const framework_profile framework_torch_fsdp = {
+    .name = "pytorch-fsdp",
+    .title = "PyTorch FSDP",
+    .args_key = "torch_args",
+    .families = STRATEGY_FUSION | STRATEGY_MEMORY,
+    .can_capture = 0,
+    .capture_scope = WL_CAPTURE_COMPUTE,
+    .cannot = "bucket caps (FSDP's all-gathers and reduce-scatters follow its wrapping, "
+              "auto_wrap_policy, not a bucket size) and CUDA-graph capture (FSDP issues its "
+              "collectives and frees its parameters from hooks between the kernels)",
+    .format_args = torch_format_args,
+    .parse_args = torch_parse_args,
+    .advise = fsdp_advise,
+    .write_knobs = fsdp_knobs,
+};
+
+const framework_profile framework_torch = {
+    .name = "pytorch",
+    .title = "PyTorch",
+    .args_key = "torch_args",
+    .families = STRATEGY_FUSION | STRATEGY_MEMORY,
+    .can_capture = 1,
+    .capture_scope = WL_CAPTURE_COMPUTE,
+    .cannot = "bucket caps (no DDP in the trace)",
+    .format_args = torch_format_args,
+    .parse_args = torch_parse_args,
+    .advise = plain_advise,
+    .write_knobs = plain_knobs,
+};
