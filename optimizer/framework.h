@@ -86,10 +86,11 @@ typedef struct framework_detection {
 /* Recognises the framework that ran job j (loaded, events kept) from what its traces
  * show, never from the simulated device's settings: ddp-sim by the traced command
  * (meta "command": the program ddp-sim); PyTorch by its operator markers (aten::,
- * ProfilerStep#) or its kernels (at::native); DDP by DDP's markers
- * (DistributedDataParallel.forward, the reducer's ops) or, without markers, by gradient
+ * ProfilerStep#) or its kernels (at::native, demangled or not); DDP by DDP's markers
+ * (DistributedDataParallel.forward, the reducer's ops) or, without markers, by
  * all-reduces and no reduce-scatter; FSDP by FSDP's markers (FullyShardedDataParallel.*,
- * FSDP::*) or, without markers, by all-gathers and reduce-scatters and no all-reduce.
+ * FSDP::*) or, without markers, by all-gathers and more reduce-scatters than
+ * all-reduces; markers of FSDP win over DDP's.
  * Fills *out. Returns 0, or -1 when out of memory. */
 int framework_detect(const struct job *j, framework_detection *out);
 

@@ -85,10 +85,8 @@ ddp_sim_parse_args(const char *args, strategy_plan *p)
 static void
 ddp_sim_advise(const workload *w, const strategy_plan *p, int32_t batch, char *buf, size_t len)
 {
-    char args[1024];
     (void)w;
-    ddp_sim_format_args(p, batch, args, sizeof args);
-    snprintf(buf, len, "run ddp-sim with %s", args);
+    ddp_sim_format_args(p, batch, buf, len);
 }
 
 const framework_profile framework_ddp_sim = {

@@ -95,7 +95,7 @@ enum {
     S_DDP = 1,    /* a DDP marker: DistributedDataParallel.*, the reducer's ops */
     S_FSDP = 2,   /* an FSDP marker: FullyShardedDataParallel.*, FSDP::* */
     S_TORCH = 4,  /* a PyTorch operator or step marker: aten::*, ProfilerStep#* */
-    S_NATIVE = 8, /* a PyTorch kernel: at::native:: in its name */
+    S_NATIVE = 8, /* a PyTorch kernel: at::native:: in its name, demangled or not */
 };
 
 static unsigned
@@ -109,7 +109,7 @@ classify(const char *s)
         c |= S_FSDP;
     if (!strncmp(s, "aten::", 6) || !strncmp(s, "ProfilerStep#", 13))
         c |= S_TORCH;
-    if (strstr(s, "at::native::"))
+    if (strstr(s, "at::native::") || strstr(s, "_ZN2at6native")) /* demangled or not */
         c |= S_NATIVE;
     return c;
 }
@@ -216,10 +216,10 @@ decide(const evidence *ev, framework_detection *out)
     } else if (ev->ddp > 0) {
         out->fw = &framework_torch_ddp;
         PUT("%lld DDP markers (%s)", (long long)ev->ddp, ev->ddp_ex);
-    } else if (torch && ag > 0 && rs > 0 && ar == 0) {
+    } else if (torch && ag > 0 && rs > ar) {
         out->fw = &framework_torch_fsdp;
-        PUT("PyTorch with all-gathers and reduce-scatters and no all-reduce (FSDP's pattern; "
-            "no FSDP markers in the trace)");
+        PUT("PyTorch with all-gathers, and reduce-scatters more than all-reduces (FSDP's "
+            "pattern; no FSDP markers in the trace)");
     } else if (torch && ar > 0 && rs == 0) {
         out->fw = &framework_torch_ddp;
         PUT("PyTorch with all-reduces and no reduce-scatter (DDP's pattern; no DDP markers in "

@@ -787,7 +787,6 @@ print_text(const args *a, const state *st)
     printf("job %s: %d ranks, %d iterations compared; replayed %.1f us per iteration\n",
            rp->job.job_id ? rp->job.job_id : "?", rp->graph.n_ranks,
            rp->iter_last - rp->iter_first + 1, w->measured_iter_ns / 1000.0);
-    print_framework(st);
     printf("baseline: %.1f us per iteration, peak memory ", base_us);
     print_bytes(stdout, sr->baseline.eval.peak_bytes);
     if (a->so.memory_budget > 0) {
@@ -862,6 +861,8 @@ main(int argc, char **argv)
     rc = inputs_check_read(&st.rp, a.dir, a.partial);
     if (rc == 0)
         rc = choose_framework(&a, &st);
+    if (rc == 0 && !a.json)
+        print_framework(&st); /* first: said even when the trace cannot be analysed */
     if (rc == 0 && a.chrome)
         rc = inputs_check_output(a.dir, a.chrome, a.force);
     if (rc == 0)
