@@ -17,6 +17,8 @@ if HAVE_PYTHON3
 dist_check_SCRIPTS += tests/optimizer/test_json_keys.py
 TESTS += tests/optimizer/test_json_keys.py
 # more than 512 layers (the plan's recompute flags): deterministic under --seed, ASan-clean
+dist_check_SCRIPTS += tests/optimizer/test_framework.py
+TESTS += tests/optimizer/test_framework.py
 dist_check_SCRIPTS += tests/optimizer/test_many_layers.py
 TESTS += tests/optimizer/test_many_layers.py
 dist_check_SCRIPTS += tests/optimizer/closed_loop.py

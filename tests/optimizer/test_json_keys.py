@@ -3,7 +3,9 @@ dpro-optimize is there, under its documented name, in the output of a real run (
 a100-2rank Kineto trace of ../shared, imported). The lists below are README's: the
 dpro-replay section ("`--json` keys ... are a stable contract", the `p2p` key) and the
 dpro-optimize section (`baseline_iter_us`, `strategies` and their keys, `knobs` with
-`bucket_cap_mb`, `first_bucket_cap_mb`, `ddp_sim_args`; `models.kernel_fixed_source`,
+`bucket_cap_mb`, `first_bucket_cap_mb`, and `torch_args` for this PyTorch DDP trace or
+`ddp_sim_args` under --framework ddp-sim; `framework`; a strategy's `advice`;
+`models.kernel_fixed_source`,
 `models.kernel_fixed_capped`; an accumulation plan's `micro_batch_device_us` and
 `micro_batch_host_us`). Keep them in step with README. Also: dpro-optimize's
 baseline is dpro-replay's simulated iteration time, and two runs with one --seed give one
@@ -27,10 +29,11 @@ OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 
 REPLAY_KEYS = ["ranks", "iterations", "measured_iter_us", "simulated_iter_us", "error_pct",
                "typical_replay", "breakdown", "critical_path", "per_rank", "p2p"]
-OPTIMIZE_KEYS = ["baseline_iter_us", "strategies"]
-STRATEGY_KEYS = ["kind", "description", "knobs", "predicted_iter_us", "predicted_speedup",
-                 "peak_memory_bytes"]
-BUCKET_KNOBS = ["bucket_cap_mb", "first_bucket_cap_mb", "ddp_sim_args"]
+OPTIMIZE_KEYS = ["baseline_iter_us", "strategies", "framework"]
+STRATEGY_KEYS = ["kind", "description", "knobs", "advice", "predicted_iter_us",
+                 "predicted_speedup", "peak_memory_bytes"]
+BUCKET_KNOBS = ["bucket_cap_mb", "first_bucket_cap_mb", "torch_args"]
+DDP_SIM_KNOBS = ["bucket_cap_mb", "first_bucket_cap_mb", "ddp_sim_args"]
 ACCUM_KEYS = ["micro_batch_device_us", "micro_batch_host_us"]
 MODEL_KEYS = ["kernel_fixed_source", "kernel_fixed_capped"]
 
@@ -79,13 +82,19 @@ def main():
             check(o == o2, "dpro-optimize --seed 1 twice: the same JSON")
         # a bucket plan: its knobs under their documented names
         w = run_json([OPTIMIZE, d, "--json", "--seed", "1", "--max-evals", "10",
-                      "--what-if", "--bucket-mb 25 --first-bucket-mb 1"])
+                      "--what-if", "bucket_cap_mb=25"])
         knobs = w["strategies"][0]["knobs"] if w and w.get("strategies") else {}
         for k in BUCKET_KNOBS:
             check(k in knobs, "dpro-optimize --json: knobs.%s (%s)" % (k, sorted(knobs)))
+        w = run_json([OPTIMIZE, d, "--json", "--seed", "1", "--max-evals", "10",
+                      "--framework", "ddp-sim", "--what-if", "--bucket-mb 25 --first-bucket-mb 1"])
+        knobs = w["strategies"][0]["knobs"] if w and w.get("strategies") else {}
+        for k in DDP_SIM_KNOBS:
+            check(k in knobs, "dpro-optimize --json --framework ddp-sim: knobs.%s (%s)"
+                  % (k, sorted(knobs)))
         # an accumulation plan: what each micro-batch before the last costs
         w = run_json([OPTIMIZE, d, "--json", "--seed", "1", "--max-evals", "10",
-                      "--what-if", "--accum-steps 2"])
+                      "--what-if", "no_sync=2"])
         top = w["strategies"][0] if w and w.get("strategies") else {}
         for k in ACCUM_KEYS:
             check(isinstance(top.get(k), float) and top[k] >= 0,
