@@ -434,6 +434,25 @@ test_tensor(void)
     CHECK(!strcmp(args, "--bucket-mb 25 --first-bucket-mb 1 --recompute 1-3,5 "
                         "--accum-steps 2 --batch 16"));
     CHECK(framework_ddp_sim.parse_args("--bogus", &q) != 0);
+    /* PyTorch's options: bucket_cap_mb with DDP's fixed 1 MiB first bucket, the capture as
+     * torch.compile's mode, checkpoint by layer, no_sync over K micro-batches */
+    CHECK(framework_torch_ddp.parse_args("bucket_cap_mb=4 torch.compile mode=reduce-overhead "
+                                         "checkpoint=1-3,5 no_sync=2 micro_batch=16",
+                                         &q) == 0);
+    CHECK(strategy_bucket_caps_mb[q.bucket_cap] == 4 && strategy_bucket_caps_mb[q.first_cap] == 1);
+    CHECK(q.fuse && q.cuda_graph && q.accum_k == 2 && strategy_n_recomputed(&q) == 4);
+    framework_torch_ddp.format_args(&q, 32, args, sizeof args);
+    CHECK(!strcmp(args, "bucket_cap_mb=4 torch.compile mode=reduce-overhead checkpoint=1-3,5 "
+                        "no_sync=2 micro_batch=16"));
+    CHECK(framework_torch_ddp.parse_args("torch.cuda.graph", &q) == 0 && q.cuda_graph);
+    CHECK(framework_torch_ddp.parse_args("bucket_cap_mb=0", &q) != 0);
+    CHECK(framework_torch_ddp.parse_args("checkpoint=2-", &q) != 0);
+    CHECK(framework_torch_ddp.parse_args("no_sync=x", &q) != 0);
+    CHECK(framework_torch_ddp.parse_args("--bucket-mb 25", &q) != 0);
+    CHECK(framework_by_name("pytorch-fsdp") == &framework_torch_fsdp &&
+          framework_by_name("unknown") == &framework_unknown && !framework_by_name("jax"));
+    CHECK(!framework_torch_fsdp.can_capture && !(framework_torch_fsdp.families & STRATEGY_TENSOR));
+    CHECK(!framework_unknown.args_key && !framework_unknown.parse_args);
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
