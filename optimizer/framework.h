@@ -30,17 +30,17 @@ struct workload;
 struct job;
 
 typedef struct framework_profile {
-    const char *name;  /* the framework's name in the output ("ddp-sim", "pytorch-ddp") */
-    const char *title; /* how the advice lines name it ("PyTorch DDP") */
-    const char *args_key; /* JSON key of the advice as options ("ddp_sim_args",
-                           * "torch_args"); NULL: the framework has no options to give */
-    double default_bucket_mb;     /* the framework's bucket cap when options set only the first */
+    const char *name;         /* the framework's name in the output ("ddp-sim", "pytorch-ddp") */
+    const char *title;        /* how the advice lines name it ("PyTorch DDP") */
+    const char *args_key;     /* JSON key of the advice as options ("ddp_sim_args",
+                               * "torch_args"); NULL: the framework has no options to give */
+    double default_bucket_mb; /* the framework's bucket cap when options set only the first */
     double fixed_first_bucket_mb; /* > 0: the framework has no knob for the first bucket,
                                    * which stays this size; 0: it is set with the others */
     unsigned families;            /* strategy families it can express (enum strategy_family) */
     int can_capture;              /* 1: it can capture (a region of) the step in a CUDA graph */
     int capture_scope;            /* what its capture covers (enum workload_capture_scope) */
-    const char *cannot; /* what it cannot express, for the output (NULL: nothing) */
+    const char *cannot;           /* what it cannot express, for the output (NULL: nothing) */
     /* Writes the options that apply plan p into buf (len bytes; empty for the baseline).
      * batch (> 0: the per-rank batch of the profiled run) lets accumulation state the
      * micro-batch. NULL when args_key is. */

@@ -38,7 +38,7 @@ unknown_advise(const workload *w, const strategy_plan *p, int32_t batch, char *b
             "grouped into buckets of %g MiB",
             o ? "\n" : "", w->buckets.n_units,
             w->buckets.coll_op < DPRO_COLL_OP_COUNT ? dpro_coll_op_name(w->buckets.coll_op)
-                                                     : "collective",
+                                                    : "collective",
             strategy_bucket_caps_mb[p->bucket_cap]);
     if (p->fuse)
         PUT("%sa fused kernel (a compiler, or one hand-written kernel) for each chain of short "
@@ -74,8 +74,8 @@ const framework_profile framework_unknown = {
 };
 
 static const framework_profile *const profiles[] = {
-    &framework_ddp_sim, &framework_torch_ddp, &framework_torch_fsdp, &framework_torch,
-    &framework_unknown,
+    &framework_ddp_sim, &framework_torch_ddp, &framework_torch_fsdp,
+    &framework_torch,   &framework_unknown,
 };
 
 const framework_profile *

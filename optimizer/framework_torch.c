@@ -16,8 +16,9 @@ enum { TORCH_PLAIN = 0, TORCH_DDP = 1, TORCH_FSDP = 2 };
 static int
 torch_wrapper(const framework_profile *fw)
 {
-    return fw == &framework_torch_ddp ? TORCH_DDP : fw == &framework_torch_fsdp ? TORCH_FSDP
-                                                                                 : TORCH_PLAIN;
+    return fw == &framework_torch_ddp    ? TORCH_DDP
+           : fw == &framework_torch_fsdp ? TORCH_FSDP
+                                         : TORCH_PLAIN;
 }
 
 static void

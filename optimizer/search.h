@@ -39,8 +39,8 @@ typedef struct search_options {
     int32_t top_k;         /* winners kept (default 5 when 0) */
     /* what the user's framework can express (framework.h), so that no winner needs a knob
      * it lacks: */
-    unsigned fw_families;  /* families it expresses (0: all) */
-    int no_capture;        /* 1: no plan captures the step in a CUDA graph */
+    unsigned fw_families;   /* families it expresses (0: all) */
+    int no_capture;         /* 1: no plan captures the step in a CUDA graph */
     double first_bucket_mb; /* > 0: the first bucket stays this size (no knob for it) */
 } search_options;
 

@@ -300,8 +300,7 @@ int workload_step_call(const workload *w, int32_t h);
  * (their durations and the gaps before them: the framework's CPU time between launches)
  * in *host_ns; the compared iterations' mean measured host-thread time in *thread_ns
  * (every call's duration and gap) for scale. */
-void workload_capture_removed(const workload *w, double *calls, double *host_ns,
-                              double *thread_ns);
+void workload_capture_removed(const workload *w, double *calls, double *host_ns, double *thread_ns);
 
 /* Restores the baseline durations, gaps, latencies and group durations in w->g. */
 void workload_reset(workload *w);

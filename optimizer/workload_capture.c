@@ -156,7 +156,8 @@ workload_capture_removed(const workload *w, double *calls, double *host_ns, doub
 {
     const dfg *g = w->work;
     double n = 0, t = 0, all = 0;
-    int64_t n_iter = (int64_t)(w->iter_last - w->iter_first + 1) * (g->n_ranks > 0 ? g->n_ranks : 1);
+    int64_t n_iter =
+        (int64_t)(w->iter_last - w->iter_first + 1) * (g->n_ranks > 0 ? g->n_ranks : 1);
     for (int32_t h = 0; h < g->n_nodes; h++) {
         if (g->kind[h] != DFG_HOST || w->iter[h] < w->iter_first || w->iter[h] > w->iter_last)
             continue;

@@ -211,8 +211,8 @@ typedef struct state {
     search_result sr;
     memest mem;
     int32_t mem_rank;
-    double chain_ns, fused_ns; /* strategy_fusion_summary */
-    framework_detection det;   /* the framework the trace shows */
+    double chain_ns, fused_ns;   /* strategy_fusion_summary */
+    framework_detection det;     /* the framework the trace shows */
     const framework_profile *fw; /* the one advised for (det's or --framework) */
 } state;
 
@@ -635,9 +635,9 @@ print_json(const args *a, const state *st)
     json_kv_string(&jw, "detected", st->det.fw->name);
     json_kv_string(&jw, "evidence", st->det.evidence);
     json_kv_string(&jw, "capture_scope",
-                   !st->fw->can_capture                            ? "none"
+                   !st->fw->can_capture                          ? "none"
                    : st->fw->capture_scope == WL_CAPTURE_COMPUTE ? "forward_backward_compute"
-                                                                   : "step");
+                                                                 : "step");
     json_key(&jw, "cannot_express");
     if (st->fw->cannot)
         json_string(&jw, st->fw->cannot);
