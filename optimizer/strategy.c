@@ -554,8 +554,9 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
             o ? "; " : "", list);
     }
     if (p->accum_k > 1)
-        PUT("%saccumulate gradients over %d micro-batches of 1/%d of the batch", o ? "; " : "",
-            p->accum_k, p->accum_k);
+        PUT("%saccumulate gradients over %d micro-batches of 1/%d of the batch: the gradient "
+            "all-reduces, and the waits on other ranks at them, once per %d micro-batches",
+            o ? "; " : "", p->accum_k, p->accum_k, p->accum_k);
 #undef PUT
     if (!o)
         snprintf(buf, len, "baseline: change nothing");

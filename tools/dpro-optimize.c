@@ -42,7 +42,8 @@ usage(FILE *f)
                "  -s, --strategies LIST     fusion,tensor,memory (default: all)\n"
                "  -k, --top K               strategies listed (default 5)\n"
                "  -j, --json                machine-readable output (keys: baseline_iter_us,\n"
-               "                            strategies[kind, description, knobs,\n"
+               "                            framework, strategies[kind, description,\n"
+               "                            advice, knobs,\n"
                "                            predicted_iter_us, predicted_speedup,\n"
                "                            peak_memory_bytes, with accumulation\n"
                "                            micro_batch_device_us, micro_batch_host_us],\n"
@@ -75,9 +76,9 @@ usage(FILE *f)
                "                            trace shows: pytorch-ddp, pytorch-fsdp, pytorch,\n"
                "                            ddp-sim or unknown\n"
                "      --what-if ARGS        evaluate one plan given as the framework's options\n"
-               "                            instead of searching (ddp-sim: \"--bucket-mb 25\n"
-               "                            --fuse-small --recompute 0-3\"; PyTorch:\n"
-               "                            \"bucket_cap_mb=25 torch.compile checkpoint=0-3\")\n"
+               "                            instead of searching (PyTorch: \"bucket_cap_mb=25\n"
+               "                            torch.compile checkpoint=0-3\"; ddp-sim:\n"
+               "                            \"--bucket-mb 25 --fuse-small --recompute 0-3\")\n"
                "  -q, --quiet               no progress line\n" INPUTS_HELP_PARTIAL
                "  -h, --help                this help\n"
                "  -V, --version             version\n\n" INPUTS_HELP_EXIT);
