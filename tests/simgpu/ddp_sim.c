@@ -630,16 +630,15 @@ now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-int
-main(int argc, char **argv)
+/* Sets up the job once the options are parsed: the model, the device, the communicator
+ * (with DDP's broadcast of the parameters from rank 0), the buffers and the backward
+ * thread.  Returns 0, or the process's exit status. */
+static int
+setup(void)
 {
     ncclUniqueId id;
-    int ndev = 0, total_iters;
-    double *iter_us, t_prev, sum = 0;
-    cudaGraphExec_t gexec = NULL;
-    char label[32];
+    int ndev = 0;
 
-    parse(argc, argv);
     /* ddp-sim's buffers hold nothing: the NCCL stand-in need not move their data (copying
      * gigabytes of gradients in real time would slow the simulated job down).  The user's
      * SIMGPU_NCCL_DATA wins; every rank of a communicator must agree. */
@@ -656,8 +655,7 @@ main(int argc, char **argv)
     small_cost_init();
     g.recompute = calloc((size_t)g.m.nlayers, 1);
     g.act = calloc((size_t)g.m.nlayers, sizeof(*g.act));
-    iter_us = calloc((size_t)g.o.iterations, sizeof(*iter_us));
-    if (!g.recompute || !g.act || !iter_us || parse_recompute(g.o.recompute)) {
+    if (!g.recompute || !g.act || parse_recompute(g.o.recompute)) {
         fprintf(stderr, "ddp-sim: bad --recompute list or no memory\n");
         return 2;
     }
@@ -716,6 +714,19 @@ main(int argc, char **argv)
         fprintf(stderr, "ddp-sim: cannot start the backward thread\n");
         return 1;
     }
+    return 0;
+}
+
+/* Runs the warm-up and measured iterations (each under an NVTX range, the step captured
+ * in a CUDA graph after the warm-up with --cuda-graph); iter_us gets each measured
+ * iteration's wall time.  Returns the graph executable, or NULL. */
+static cudaGraphExec_t
+run_iterations(double *iter_us)
+{
+    int total_iters;
+    double t_prev;
+    cudaGraphExec_t gexec = NULL;
+    char label[32];
 
     total_iters = g.o.warmup + g.o.iterations;
     t_prev = now_us();
@@ -746,14 +757,19 @@ main(int argc, char **argv)
         nvtxRangePop();
         {
             double t = now_us();
-            if (measured >= 0) {
+            if (measured >= 0)
                 iter_us[measured] = t - t_prev;
-                sum += t - t_prev;
-            }
             t_prev = t;
         }
     }
 
+    return gexec;
+}
+
+/* Stops the backward thread, releases the graph and the communicator. */
+static void
+teardown(cudaGraphExec_t gexec)
+{
     pthread_mutex_lock(&g.mu);
     g.bwd_quit = 1;
     pthread_cond_broadcast(&g.cv);
@@ -763,7 +779,16 @@ main(int argc, char **argv)
         CK(cudaGraphExecDestroy(gexec));
     CK(cudaDeviceSynchronize());
     NK(ncclCommDestroy(g.nccl));
+}
 
+/* Prints the job's one JSON line: its settings, what an iteration did and took. */
+static void
+report(const double *iter_us)
+{
+    int total_iters = g.o.warmup + g.o.iterations;
+    double sum = 0;
+    for (int i = 0; i < g.o.iterations; i++)
+        sum += iter_us[i];
     printf("{\"rank\":%d,\"world\":%d,\"preset\":\"%s\",\"layers\":%d,\"batch\":%d,"
            "\"accum_steps\":%d,\"bucket_mb\":%g,\"first_bucket_mb\":%g,\"fuse_small\":%d,"
            "\"cuda_graph\":%d,\"recompute\":\"%s\",\"buckets\":%d,\"param_bytes\":%llu,"
@@ -781,6 +806,25 @@ main(int argc, char **argv)
            (double)g.o.batch * g.o.accum_steps * g.world / (sum / g.o.iterations / 1e6), A.peak,
            A.reserved);
     fflush(stdout);
+}
+
+int
+main(int argc, char **argv)
+{
+    double *iter_us;
+    int rc;
+
+    parse(argc, argv);
+    iter_us = calloc((size_t)g.o.iterations, sizeof(*iter_us));
+    if (!iter_us) {
+        fprintf(stderr, "ddp-sim: out of host memory\n");
+        return 2;
+    }
+    if ((rc = setup()) != 0)
+        return rc;
+    teardown(run_iterations(iter_us));
+    report(iter_us);
     ddp_model_free(&g.m);
+    free(iter_us);
     return 0;
 }
