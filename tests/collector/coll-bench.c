@@ -9,15 +9,25 @@
  *  2. drops at 1 million launches per second for one second: coll-job rate under the
  *     collector, then trace-dump: events written, dropped, bytes per event;
  *  3. iteration-time overhead on ddp-sim (2 ranks through simrun), with and without the
- *     collector, when tests/simgpu is built.
+ *     collector, when tests/simgpu is built;
+ *  4. what one rank costs, the figures that decide a job of thousands of ranks: the time
+ *     the collector adds to a process's start and exit (its trace file created, the
+ *     clock anchors, the settings and device rows; the flush and close), alone and with
+ *     64 processes creating their files in one directory at once; the bytes of a trace
+ *     with (almost) nothing in it; the bytes a ddp-sim rank adds per iteration (the
+ *     difference of a 30- and a 10-iteration run); and what those add up to at 16,384
+ *     ranks.
  *
  * Paths come from the build tree (COLL_BENCH_BUILDDIR).
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef COLL_BENCH_BUILDDIR
@@ -91,6 +101,149 @@ bench_median(const char *cmd, const char *key, int runs, double *out)
             }
     *out = v[n / 2];
     return 0;
+}
+
+/* Wall-clock seconds of system(cmd); a negative value when the command failed. */
+static double
+bench_wall(const char *cmd)
+{
+    struct timespec a, b;
+    int rc;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    rc = system(cmd);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    if (rc != 0)
+        return -1;
+    return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+}
+
+/* Bytes and count of the trace files (*.dpro) in dir. */
+static double
+bench_trace_bytes(const char *dir, int *files)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    double bytes = 0;
+    *files = 0;
+    while (d && (e = readdir(d)) != NULL) {
+        char path[4096];
+        struct stat st;
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 5, ".dpro") != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (stat(path, &st) == 0) {
+            bytes += (double)st.st_size;
+            (*files)++;
+        }
+    }
+    if (d)
+        closedir(d);
+    return bytes;
+}
+
+#define BENCH_RANK_RUNS 15  /* interleaved plain/traced runs of one small process */
+#define BENCH_CONCURRENT 64 /* processes started at once into one directory */
+
+/* 4a. The collector's cost per process, start and exit: BENCH_RANK_RUNS interleaved runs of
+ * `coll-job launches 10` without and with it (medians), then BENCH_CONCURRENT of them at
+ * once into one directory, without and with. Stores the median added seconds per process in
+ * *per_proc and the bytes of one such trace in *tiny_bytes. */
+static void
+bench_rank_start(const char *dir, const char *coll, const char *job, double *per_proc,
+                 double *tiny_bytes)
+{
+    char cmd[8192], out[1024];
+    double plain[BENCH_RANK_RUNS], traced[BENCH_RANK_RUNS], conc[2];
+    int n = 0, files = 0;
+    *per_proc = *tiny_bytes = 0;
+    for (int r = 0; r < BENCH_RANK_RUNS; r++) {
+        snprintf(cmd, sizeof cmd, "%s launches 10 >/dev/null 2>&1", job);
+        plain[n] = bench_wall(cmd);
+        snprintf(out, sizeof out, "%.900s/start-%d", dir, r);
+        snprintf(cmd, sizeof cmd,
+                 "DPRO_OUTPUT=%s LD_PRELOAD=%.2000s %.2000s launches 10 >/dev/null 2>&1", out, coll,
+                 job);
+        traced[n] = bench_wall(cmd);
+        if (plain[n] >= 0 && traced[n] >= 0)
+            n++;
+    }
+    if (n == 0) {
+        printf("per rank: coll-job did not run\n");
+        return;
+    }
+    qsort(plain, (size_t)n, sizeof plain[0], bench_cmp_double);
+    qsort(traced, (size_t)n, sizeof traced[0], bench_cmp_double);
+    *per_proc = traced[n / 2] - plain[n / 2];
+    snprintf(out, sizeof out, "%.900s/start-0", dir);
+    *tiny_bytes = bench_trace_bytes(out, &files);
+    printf("per rank, start and exit: %.2f ms a process without, %.2f ms with the collector: "
+           "+%.2f ms (medians of %d interleaved runs of `coll-job launches 10`); its trace: "
+           "%.0f bytes in %d file\n",
+           plain[n / 2] * 1e3, traced[n / 2] * 1e3, *per_proc * 1e3, n, *tiny_bytes, files);
+    snprintf(out, sizeof out, "%s/together", dir);
+    for (int t = 0; t < 2; t++) {
+        char env[2048] = "";
+        if (t)
+            snprintf(env, sizeof env, "DPRO_OUTPUT=%.900s LD_PRELOAD=%.900s", out, coll);
+        snprintf(cmd, sizeof cmd,
+                 "for i in $(seq %d); do %s %.1500s launches 10 >/dev/null 2>&1 & done; wait",
+                 BENCH_CONCURRENT, env, job);
+        conc[t] = bench_wall(cmd);
+    }
+    bench_trace_bytes(out, &files);
+    printf("per rank, %d processes started at once, one directory: %.0f ms without, %.0f ms "
+           "with the collector, %d of %d trace files written (+%.2f ms per process on the "
+           "machine's %ld cores)\n",
+           BENCH_CONCURRENT, conc[0] * 1e3, conc[1] * 1e3, files, BENCH_CONCURRENT,
+           (conc[1] - conc[0]) * 1e3 / BENCH_CONCURRENT, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+/* 4b. Bytes a ddp-sim rank adds to its trace per iteration: two traced runs (10 and 30
+ * iterations, 2 ranks, simple physics), the difference over 20 iterations and 2 ranks.
+ * Returns them, or 0 when ddp-sim did not run. */
+static double
+bench_rank_iteration_bytes(const char *dir, const char *coll, const char *simrun, const char *ddp)
+{
+    char cmd[8192], out[2][1024];
+    const int iters[2] = {10, 30};
+    double bytes[2];
+    int files[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(out[i], sizeof out[i], "%.900s/iter-%d", dir, iters[i]);
+        snprintf(cmd, sizeof cmd,
+                 "SIMGPU_PHYSICS=simple DPRO_OUTPUT=%s LD_PRELOAD=%.2000s %.2000s -n 2 -- "
+                 "%.2000s --iterations %d >/dev/null 2>&1",
+                 out[i], coll, simrun, ddp, iters[i]);
+        if (bench_wall(cmd) < 0)
+            return 0;
+        bytes[i] = bench_trace_bytes(out[i], &files[i]);
+    }
+    if (files[0] != 2 || files[1] != 2)
+        return 0;
+    return (bytes[1] - bytes[0]) / 20 / 2;
+}
+
+/* 4. What a rank costs and what it adds up to at 16,384 ranks. */
+static void
+bench_per_rank(const char *dir, const char *coll, const char *job, const char *simrun,
+               const char *ddp)
+{
+    double per_proc, tiny, per_iter = 0;
+    const double ranks = 16384;
+    bench_rank_start(dir, coll, job, &per_proc, &tiny);
+    if (access(simrun, X_OK) == 0 && access(ddp, X_OK) == 0)
+        per_iter = bench_rank_iteration_bytes(dir, coll, simrun, ddp);
+    if (per_iter > 0)
+        printf("per rank, per iteration: %.0f bytes of trace (ddp-sim resnet50, 2 ranks, 30 "
+               "minus 10 iterations)\n",
+               per_iter);
+    printf("at %.0f ranks: %.0f files in the output directory (one a rank, no shared file "
+           "or lock), %.1f MiB of traces with nothing recorded, %.1f MiB per iteration of a "
+           "ddp-sim-like job, %.1f s of collector start and exit summed over the ranks "
+           "(%.2f ms each, in parallel across nodes)\n",
+           ranks, ranks, ranks * tiny / 1048576.0, ranks * per_iter / 1048576.0, ranks * per_proc,
+           per_proc * 1e3);
 }
 
 int
@@ -176,6 +329,9 @@ main(void)
     } else {
         printf("ddp-sim: not built, skipped\n");
     }
+
+    /* 4. per rank, at scale */
+    bench_per_rank(dir, coll, job, simrun, ddp);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "coll-bench: could not remove %s\n", dir);
