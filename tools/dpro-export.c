@@ -151,6 +151,13 @@ put_common_args(FILE *f, const dpro_reader *r, const dpro_event *e, int n)
         fprintf(f, "%s\"Input type\":%s", n++ ? "," : "", dpro_reader_string(r, e->dtypes));
     if (e->args)
         put_args_text(f, dpro_reader_string(r, e->args), &n);
+    /* the execution trace's host graph (dpro-import et) */
+    if (e->has & DPRO_HAS_ET_ID)
+        ARG_U("ET id", e->et_id);
+    if (e->has & DPRO_HAS_ET_PARENT)
+        ARG_U("ET parent", e->et_parent);
+    if (e->et_deps)
+        fprintf(f, "%s\"ET deps\":%s", n++ ? "," : "", dpro_reader_string(r, e->et_deps));
     return n;
 }
 
@@ -238,7 +245,7 @@ put_event(FILE *f, const dpro_reader *r, const dpro_event *e, int64_t pid, int *
             put_head(f, first, 'i', *name2 && strcmp(name2, "instant") ? name2 : "instant", name,
                      pid, e->thread, e->start_ns);
             fputs(",\"s\":\"t\"", f);
-            if (e->has || e->args || e->shapes || e->dtypes) {
+            if (e->has || e->args || e->shapes || e->dtypes || e->et_deps) {
                 fputs(",\"args\":{", f);
                 put_common_args(f, r, e, 0);
                 fputc('}', f);
