@@ -3,8 +3,6 @@
  * ids, parents, RecordFunction handles, input shapes and types, and data dependencies
  * (import_et.h).
  */
-#include "config.h"
-
 #include "import_et.h"
 
 #include <errno.h>
@@ -448,10 +446,8 @@ json_error_place(const char *text, size_t len, size_t *offset, uint64_t *line)
     yajl_handle h = yajl_alloc(NULL, NULL, NULL);
     *offset = len;
     if (h) {
-        yajl_status st = yajl_parse(h, (const unsigned char *)text, len);
-        if (st == yajl_status_ok)
-            st = yajl_complete_parse(h);
-        if (st != yajl_status_ok)
+        /* a premature end is found by the completion, at the end of the text */
+        if (yajl_parse(h, (const unsigned char *)text, len) != yajl_status_ok)
             *offset = yajl_get_bytes_consumed(h);
         yajl_free(h);
     }
