@@ -58,6 +58,9 @@ dist_check_SCRIPTS += tests/import/test_import_nsys.sh tests/import/gen_nsys.py
 TESTS += tests/import/test_import_et.sh
 dist_check_SCRIPTS += tests/import/test_import_et.sh tests/import/et/check_et.py \
 	tests/import/et/make_et_fixture.py
+# compare_hta.py: dpro against Holistic Trace Analysis, time and memory (docs/figures.md;
+# not run by make check: it needs HTA in a virtual environment of its own).
+EXTRA_DIST += tests/import/compare_hta.py
 EXTRA_DIST += tests/import/fixtures/et-mlp.et.json.gz tests/import/fixtures/et-mlp.kineto.json.gz
 # test_import_oldformat: a trace of format 2.1 (fixtures/) reads as the build that wrote it
 # read it.
