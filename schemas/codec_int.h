@@ -53,10 +53,10 @@
     X(args, uint32_t, args, 45)                                                                    \
     X(et_deps, uint32_t, et_deps, 51)
 
-/* Delta columns of schema minor 2 (and 3: the execution-trace ids): X(proto field, dpro_event member, dpro_has bit). An
- * event whose has bit is set stores its value as the zig-zag difference from the value of
- * the previous such event of the group (ids that mostly count up); one without it stores 0
- * and reads as 0. */
+/* Delta columns of schema minor 2 (and 3: the execution-trace ids): X(proto field,
+ * dpro_event member, dpro_has bit). An event whose has bit is set stores its value as the
+ * zig-zag difference from the value of the previous such event of the group (ids that
+ * mostly count up); one without it stores 0 and reads as 0. */
 #define DELTA_COLUMNS(X)                                                                           \
     X(external_id_delta, external_id, DPRO_HAS_EXTERNAL_ID)                                        \
     X(record_id_delta, record_id, DPRO_HAS_RECORD_ID)                                              \
