@@ -76,6 +76,8 @@ d['nodes'][3]['attrs'][0]['value'] = -4
 json.dump(d, open(sys.argv[1], 'w'))" "$tmp/rf.json"
 ok refused 1 "$tmp/rf.json: nodes\[3\] (id [0-9]*): attrs\[0\] rf_id is not an integer" \
     et "$tmp/rf.json" --kineto "$kin"
+# an execution trace given to dpro-import kineto: named as one
+ok refused 1 "a PyTorch execution trace, which dpro-import et imports" kineto "$et"
 printf '\037\213garbage' > "$tmp/gz.json.gz"
 ok refused 1 "$tmp/gz.json.gz" et "$tmp/gz.json.gz" --kineto "$kin"
 
