@@ -31,6 +31,22 @@ ok test $? -eq 0
 ok test $? -eq 0
 ok python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['events_by_kind']['kernel'] == 45, d" "$tmp/info.json"
 
+# a Kineto trace recorded without shapes: the joined ops take the execution trace's
+gzip -dc "$kin" | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+for e in d['traceEvents']:
+    for k in ('Input Dims', 'Input type', 'Input Strides', 'Concrete Inputs'):
+        e.get('args', {}).pop(k, None)
+json.dump(d, open(sys.argv[1], 'w'))" "$tmp/noshapes.json"
+"$imp" -q et "$et" --kineto "$tmp/noshapes.json" -o "$tmp/noshapes"
+ok test $? -eq 0
+"$b/tools/dpro-export" "$tmp/noshapes" --kineto -o "$tmp/noshapes-export.json"
+ok test $? -eq 0
+python3 "$s/tests/import/et/check_et.py" "$et" "$tmp/noshapes.json" \
+    "$tmp/noshapes-export.json" --shapes-from-et
+ok test $? -eq 0
+
 # refused(STATUS PATTERN ARGS...): dpro-import ARGS exits STATUS, says PATTERN, writes no trace
 refused() {
     want=$1 pat=$2

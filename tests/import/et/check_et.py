@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_et.py ET.json[.gz] KINETO.json[.gz] EXPORT.json: checks what `dpro-import et`
+"""check_et.py ET.json[.gz] KINETO.json[.gz] EXPORT.json [--shapes-from-et]: checks what `dpro-import et`
 made of the pair (EXPORT: `dpro-export --kineto` of the trace) against an independent
 reading of the two JSON files.
 
@@ -11,7 +11,9 @@ its own (they were entered before it: not a descendant) and that list the tensor
 their outputs, the one written last; the dependency is the distance of the ids. Every
 Kineto event whose "Record function id" is a node's rf_id must come back with "ET id",
 "ET parent" and "ET deps" (absent: none) equal to those, every other event without them,
-the events' other arguments unchanged. Exit 0 when all hold; prints what differs."""
+the events' other arguments unchanged. --shapes-from-et (KINETO recorded no shapes): a
+joined event's "Input Dims" and "Input type" are the node's input shapes and types (absent
+when the node has none). Exit 0 when all hold; prints what differs."""
 import gzip
 import json
 import sys
@@ -46,7 +48,9 @@ def expected(et):
                     deps.add(n["id"] - nodes[p]["id"])
                     break
         if rf:
-            want.setdefault(rf, (n["id"], n["ctrl_deps"], sorted(deps)))
+            ins = n.get("inputs", {})
+            want.setdefault(rf, (n["id"], n["ctrl_deps"], sorted(deps),
+                                 ins.get("shapes") or None, ins.get("types") or None))
     return want
 
 
@@ -57,6 +61,7 @@ def key(e):
 
 def main():
     et, kineto, export = load(sys.argv[1]), load(sys.argv[2]), load(sys.argv[3])
+    shapes_from_et = "--shapes-from-et" in sys.argv[4:]
     want = expected(et)
     bad = 0
     ops = [e for e in kineto["traceEvents"] if e.get("ph") == "X"
@@ -76,16 +81,23 @@ def main():
         a = g[0]["args"]
         if rf in want:
             joined += 1
-            eid, parent, deps = want[rf]
+            eid, parent, deps, shapes, types = want[rf]
             have = (a.get("ET id"), a.get("ET parent"), a.get("ET deps", []))
             if have != (eid, parent, deps):
                 print("rf %d (%s): ET id/parent/deps %s, expected %s"
                       % (rf, e["name"], have, (eid, parent, deps)))
                 bad += 1
+            if shapes_from_et and (a.get("Input Dims"), a.get("Input type")) != (shapes, types):
+                print("rf %d (%s): Input Dims/type %s, expected the node's %s"
+                      % (rf, e["name"], (a.get("Input Dims"), a.get("Input type")),
+                         (shapes, types)))
+                bad += 1
         elif any(k in a for k in ("ET id", "ET parent", "ET deps")):
             print("rf %d (%s) is no node's but carries ET arguments" % (rf, e["name"]))
             bad += 1
         rest = {k: v for k, v in a.items() if not k.startswith("ET ")}
+        if shapes_from_et and rf in want:
+            rest = {k: v for k, v in rest.items() if k not in ("Input Dims", "Input type")}
         if rest != e["args"]:
             print("rf %d (%s): arguments changed: %s -> %s" % (rf, e["name"], e["args"], rest))
             bad += 1
