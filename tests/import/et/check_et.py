@@ -11,7 +11,8 @@ its own (they were entered before it: not a descendant) and that list the tensor
 their outputs, the one written last; the dependency is the distance of the ids. Every
 Kineto event whose "Record function id" is a node's rf_id must come back with "ET id",
 "ET parent" and "ET deps" (absent: none) equal to those, every other event without them,
-the events' other arguments unchanged. --shapes-from-et (KINETO recorded no shapes): a
+the events' other arguments unchanged, and one flow (category et_data) from the producer's
+slice to the op's for each dependency whose producer is in the Kineto trace. --shapes-from-et (KINETO recorded no shapes): a
 joined event's "Input Dims" and "Input type" are the node's input shapes and types (absent
 when the node has none). Exit 0 when all hold; prints what differs."""
 import gzip
@@ -59,6 +60,28 @@ def key(e):
             e.get("args", {}).get("Record function id"), e.get("args", {}).get("External id"))
 
 
+def check_flows(export, want):
+    """The et_data flows of the export against the dependencies of the joined ops."""
+    where = {}  # ET id -> (ts, tid) of its op in the export
+    for e in export["traceEvents"]:
+        if e.get("ph") == "X" and "ET id" in e.get("args", {}):
+            where[e["args"]["ET id"]] = (e["ts"], e["tid"])
+    expect = []
+    for eid, _, deps, _, _ in want.values():
+        if eid in where:
+            expect += [where[eid - d] + where[eid] for d in deps if eid - d in where]
+    starts, ends = {}, {}
+    for e in export["traceEvents"]:
+        if e.get("cat") == "et_data":
+            (starts if e["ph"] == "s" else ends)[e["id"]] = (e["ts"], e["tid"])
+    got = [starts[i] + ends[i] for i in starts if i in ends]
+    if sorted(got) != sorted(expect) or len(starts) != len(ends):
+        print("et_data flows: %d, %d ends; expected %d" % (len(starts), len(ends), len(expect)))
+        return 1
+    print("%d et_data flows, as expected" % len(got))
+    return 0
+
+
 def main():
     et, kineto, export = load(sys.argv[1]), load(sys.argv[2]), load(sys.argv[3])
     shapes_from_et = "--shapes-from-et" in sys.argv[4:]
@@ -101,6 +124,7 @@ def main():
         if rest != e["args"]:
             print("rf %d (%s): arguments changed: %s -> %s" % (rf, e["name"], e["args"], rest))
             bad += 1
+    bad += check_flows(export, want)
     ndeps = sum(len(w[2]) for w in want.values())
     print("%d ops with a Record function id, %d joined, %d nodes with an rf_id, "
           "%d data dependencies among them" % (len(ops), joined, len(want), ndeps))
