@@ -50,19 +50,22 @@
     X(fwd_thread, uint32_t, fwd_thread, 38)                                                        \
     X(shapes, uint32_t, shapes, 43)                                                                \
     X(dtypes, uint32_t, dtypes, 44)                                                                \
-    X(args, uint32_t, args, 45)
+    X(args, uint32_t, args, 45)                                                                    \
+    X(et_deps, uint32_t, et_deps, 51)
 
-/* Delta columns of schema minor 2: X(proto field, dpro_event member, dpro_has bit). An
- * event whose has bit is set stores its value as the zig-zag difference from the value of
- * the previous such event of the group (ids that mostly count up); one without it stores 0
- * and reads as 0. */
+/* Delta columns of schema minor 2 (and 3: the execution-trace ids): X(proto field,
+ * dpro_event member, dpro_has bit). An event whose has bit is set stores its value as the
+ * zig-zag difference from the value of the previous such event of the group (ids that
+ * mostly count up); one without it stores 0 and reads as 0. */
 #define DELTA_COLUMNS(X)                                                                           \
     X(external_id_delta, external_id, DPRO_HAS_EXTERNAL_ID)                                        \
     X(record_id_delta, record_id, DPRO_HAS_RECORD_ID)                                              \
     X(seq_nr_delta, seq_nr, DPRO_HAS_SEQ_NR)                                                       \
     X(ev_idx_delta, ev_idx, DPRO_HAS_EV_IDX)                                                       \
     X(total_allocated_delta, total_allocated, DPRO_HAS_TOTALS)                                     \
-    X(total_reserved_delta, total_reserved, DPRO_HAS_TOTALS)
+    X(total_reserved_delta, total_reserved, DPRO_HAS_TOTALS)                                       \
+    X(et_id_delta, et_id, DPRO_HAS_ET_ID)                                                          \
+    X(et_parent_delta, et_parent, DPRO_HAS_ET_PARENT)
 
 #define NCOLUMNS_TIMES 5 /* start_hi, duration_hi, correlation, seq, both low-byte columns */
 #define COUNT_COL(field, type, member, num) +1

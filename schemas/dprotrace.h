@@ -37,7 +37,7 @@ extern "C" {
 /* Schema version. A reader refuses a file whose major version is newer than its own; a
  * newer minor version only adds columns, tables or event kinds, which old readers skip. */
 #define DPRO_SCHEMA_MAJOR 2
-#define DPRO_SCHEMA_MINOR 2
+#define DPRO_SCHEMA_MINOR 3
 /* Major versions: 1: first format. 2: batches may store times in a unit (trace.proto
  * time_unit), code the start of an event nested in the previous one of its lane from that
  * event's start, and code launch configurations against the previous launch of the same
@@ -47,7 +47,8 @@ extern "C" {
  * profiler's op arguments (dpro_event.has and the fields after it: external, record
  * function, sequence and event ids, forward thread, shapes, dtypes, other arguments,
  * memory totals) and flows (DPRO_KIND_FLOW); traces of earlier minors read with these
- * fields zero. */
+ * fields zero. 3: CPU ops joined to a PyTorch execution trace carry its host graph (et_id,
+ * et_parent, et_deps); earlier traces read with them zero. */
 
 /* Bytes of an error buffer that always holds a whole message: a path of PATH_MAX (4096 on
  * Linux) bytes and the reason. */
@@ -158,6 +159,8 @@ enum dpro_has {
     DPRO_HAS_BP_ENCLOSING = 1u << 6, /* a flow end bound to its enclosing slice ("bp": "e") */
     DPRO_HAS_ROW = 1u << 7,          /* SYNC: the trace viewer's row (Chrome tid), which is
                                         not its stream, is in `address` */
+    DPRO_HAS_ET_ID = 1u << 8,        /* et_id (minor 3) */
+    DPRO_HAS_ET_PARENT = 1u << 9,    /* et_parent (minor 3) */
 };
 
 /* Marker kinds (subkind of DPRO_KIND_MARKER). */
@@ -213,6 +216,15 @@ enum dpro_marker_kind {
  *                interned, so repeated argument sets cost one id
  *   total_allocated, total_reserved   MEMORY events: the allocator's totals after it
  *
+ * Fields of schema minor 3, set on a CPU op joined to the PyTorch execution trace (Chakra
+ * ET JSON) node of the same Record function id (dpro-import et):
+ *   et_id        the node's id in the execution trace (DPRO_HAS_ET_ID)
+ *   et_parent    its parent node's id, "ctrl_deps" (DPRO_HAS_ET_PARENT)
+ *   et_deps      string id: its data dependencies as JSON text, an array of the distances
+ *                et_id - producer id of the ops that last wrote a tensor it reads, in
+ *                ascending order (e.g. [2,7]); the same op of every step has the same
+ *                text, so it is interned once. 0: none.
+ *
  * Notes: memcpy API calls carry the cudaMemcpyKind in `value`; event calls (record, wait,
  * synchronize) carry the event handle in `object`. DPRO_KIND_SYNC events from imported
  * traces carry the CUDA event id in `object`, the correlation of the matching event record
@@ -254,9 +266,12 @@ typedef struct dpro_event {
     uint32_t shapes;
     uint32_t dtypes;
     uint32_t args;
-    uint32_t reserved0; /* zero */
+    uint32_t et_deps; /* schema minor 3 (was reserved, zero) */
     uint64_t total_allocated;
     uint64_t total_reserved;
+    /* schema minor 3 */
+    uint64_t et_id;
+    uint64_t et_parent;
 } dpro_event;
 
 /* Collective timing (dpro_event.value of DPRO_KIND_COLLECTIVE): whose times the event

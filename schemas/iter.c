@@ -260,6 +260,7 @@ check_batch(const dpro_reader *r, const batch_ref *ref, const open_batch *b, cha
         top = e->shapes > top ? e->shapes : top;
         top = e->dtypes > top ? e->dtypes : top;
         top = e->args > top ? e->args : top;
+        top = e->et_deps > top ? e->et_deps : top;
         if (top > r->nstrings) {
             snprintf(err, errlen, "event %zu names string %u; the file has %u", i, top,
                      r->nstrings);

@@ -151,6 +151,13 @@ put_common_args(FILE *f, const dpro_reader *r, const dpro_event *e, int n)
         fprintf(f, "%s\"Input type\":%s", n++ ? "," : "", dpro_reader_string(r, e->dtypes));
     if (e->args)
         put_args_text(f, dpro_reader_string(r, e->args), &n);
+    /* the execution trace's host graph (dpro-import et) */
+    if (e->has & DPRO_HAS_ET_ID)
+        ARG_U("ET id", e->et_id);
+    if (e->has & DPRO_HAS_ET_PARENT)
+        ARG_U("ET parent", e->et_parent);
+    if (e->et_deps)
+        fprintf(f, "%s\"ET deps\":%s", n++ ? "," : "", dpro_reader_string(r, e->et_deps));
     return n;
 }
 
@@ -238,7 +245,7 @@ put_event(FILE *f, const dpro_reader *r, const dpro_event *e, int64_t pid, int *
             put_head(f, first, 'i', *name2 && strcmp(name2, "instant") ? name2 : "instant", name,
                      pid, e->thread, e->start_ns);
             fputs(",\"s\":\"t\"", f);
-            if (e->has || e->args || e->shapes || e->dtypes) {
+            if (e->has || e->args || e->shapes || e->dtypes || e->et_deps) {
                 fputs(",\"args\":{", f);
                 put_common_args(f, r, e, 0);
                 fputc('}', f);
@@ -314,6 +321,90 @@ put_event(FILE *f, const dpro_reader *r, const dpro_event *e, int64_t pid, int *
     fputs("}}", f);
 }
 
+/* An op joined to an execution trace (dpro-import et): its node id and where it starts. */
+typedef struct et_op {
+    uint64_t id, start_ns;
+    uint32_t thread;
+} et_op;
+
+static int
+cmp_et_op(const void *a, const void *b)
+{
+    uint64_t x = ((const et_op *)a)->id, y = ((const et_op *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* The ops of r with an execution-trace id, sorted by it, in *ops (malloc'd; *n of them).
+ * Returns 0, or 1 with an error printed. */
+static int
+et_ops_collect(dpro_reader *r, et_op **ops, size_t *n)
+{
+    dpro_iter *it = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    *ops = NULL;
+    *n = 0;
+    if (dpro_iter_open(r, &it) != DPRO_OK) {
+        pr_err("%s", dpro_reader_errmsg(r));
+        return 1;
+    }
+    for (;;) {
+        dpro_event e;
+        int got = dpro_iter_next(it, &e);
+        if (got <= 0) {
+            if (got < 0) {
+                pr_err("%s", dpro_reader_errmsg(r));
+                rc = 1;
+            }
+            break;
+        }
+        if (!(e.has & DPRO_HAS_ET_ID))
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            et_op *x = realloc(*ops, cap * sizeof(*x));
+            if (!x) {
+                pr_err("out of memory");
+                rc = 1;
+                break;
+            }
+            *ops = x;
+        }
+        (*ops)[(*n)++] = (et_op){.id = e.et_id, .start_ns = e.start_ns, .thread = e.thread};
+    }
+    dpro_iter_close(it);
+    if (*n)
+        qsort(*ops, *n, sizeof(**ops), cmp_et_op);
+    return rc;
+}
+
+/* Writes a flow of category et_data from the op that produced each of e's data
+ * dependencies (et_deps: distances of node ids) to e; ids from *next_id. */
+static void
+put_et_flows(FILE *f, const dpro_reader *r, const dpro_event *e, const et_op *ops, size_t nops,
+             int64_t pid, int *first, uint64_t *next_id)
+{
+    const char *p = dpro_reader_string(r, e->et_deps);
+    while (*p) {
+        if (*p < '0' || *p > '9') {
+            p++;
+            continue;
+        }
+        char *end;
+        uint64_t d = strtoull(p, &end, 10);
+        p = end;
+        et_op key = {.id = e->et_id - d};
+        const et_op *from =
+            d <= e->et_id ? bsearch(&key, ops, nops, sizeof(*ops), cmp_et_op) : NULL;
+        if (!from)
+            continue; /* a producer outside the Kineto trace's window */
+        put_head(f, first, 's', "et_data", "data dependency", pid, from->thread, from->start_ns);
+        fprintf(f, ",\"id\":%" PRIu64 "}", *next_id);
+        put_head(f, first, 'f', "et_data", "data dependency", pid, e->thread, e->start_ns);
+        fprintf(f, ",\"id\":%" PRIu64 ",\"bp\":\"e\"}", (*next_id)++);
+    }
+}
+
 /* Writes the trace at path as Kineto JSON to f. Returns 0, or 1 with an error printed. */
 static int
 export_kineto(const char *path, FILE *f)
@@ -355,7 +446,13 @@ export_kineto(const char *path, FILE *f)
         fputs("}}", f);
         first = 0;
     }
-    if (dpro_iter_open(r, &it) != DPRO_OK) {
+    /* the execution trace's data dependencies become flows between the ops' slices; their
+     * ids lie above any Kineto flow's */
+    et_op *ops = NULL;
+    size_t nops = 0;
+    uint64_t flow_id = 1ull << 48;
+    rc = et_ops_collect(r, &ops, &nops);
+    if (rc == 0 && dpro_iter_open(r, &it) != DPRO_OK) {
         pr_err("%s", dpro_reader_errmsg(r));
         rc = 1;
     }
@@ -370,8 +467,11 @@ export_kineto(const char *path, FILE *f)
             break;
         }
         put_event(f, r, &e, pid, &first);
+        if (e.et_deps && (e.has & DPRO_HAS_ET_ID))
+            put_et_flows(f, r, &e, ops, nops, pid, &first, &flow_id);
     }
     fputs("\n]}\n", f);
+    free(ops);
     dpro_iter_close(it);
     dpro_reader_close(r);
     return rc;

@@ -4,11 +4,17 @@
  *   dpro-import kineto FILE... -o DIR [--keep-partial] [--quiet] [--job-id ID]
  *                                     [--single-thread] [--allow-empty] [--jobs N]
  *   dpro-import nsys FILE.sqlite... -o DIR [--quiet] [--job-id ID] [--allow-empty]
+ *   dpro-import et ET.json... --kineto FILE... -o DIR [the kineto options]
  *
  * One dpro trace per input file (PyTorch profiler / Kineto Chrome-trace JSON, plain or
  * gzip), named like the collector names its files: rank<R>-<host>-<pid>.dpro. Each file is
  * written under a hidden temporary name and renamed once its rank, host and pid are known
  * (they may come after the events in the JSON). The mapping is import_kineto.h's.
+ *
+ * et: PyTorch execution traces (ExecutionTraceObserver's JSON, plain or gzip), the i-th
+ * joined to the i-th --kineto trace, of the same process and steps: the Kineto trace is
+ * imported as by `kineto`, its ops gaining the execution trace's host graph (import_et.h,
+ * import_kineto.h). An execution trace has no times, so it is not imported alone.
  *
  * nsys: Nsight Systems SQLite exports (nsys export --type sqlite); every process of every
  * file is one rank (rank<R>-<host>-<pid>.dpro, ranks numbered in file order, then in the
@@ -46,6 +52,7 @@
 #include "dprotrace.h"
 #include "fs.h"
 #include "handoff.h"
+#include "import_et.h"
 #include "import_kineto.h"
 #include "import_nsys.h"
 #include "pool.h"
@@ -57,6 +64,7 @@ usage(FILE *f)
 {
     fprintf(f, "usage: dpro-import kineto FILE... -o DIR [options]\n"
                "       dpro-import nsys FILE.sqlite... -o DIR [options]\n"
+               "       dpro-import et ET.json... --kineto FILE... -o DIR [options]\n"
                "\n"
                "Imports PyTorch profiler (Kineto) Chrome-trace JSON files (plain or .gz), one\n"
                "per rank, into dpro traces DIR/rank<R>-<host>-<pid>" DPRO_TRACE_SUFFIX ".\n"
@@ -65,6 +73,10 @@ usage(FILE *f)
                "nsys: Nsight Systems SQLite exports (nsys export --type sqlite), every process\n"
                "in them one rank: kernels, copies, sets, runtime and driver calls, NVTX\n"
                "ranges and NCCL collectives (--keep-partial and --single-thread: kineto only).\n"
+               "et: PyTorch execution traces (ExecutionTraceObserver JSON, plain or .gz), each\n"
+               "joined to the Kineto trace of the same process and steps (the i-th --kineto):\n"
+               "the Kineto trace is imported, its ops gaining the execution trace's node id,\n"
+               "parent, data dependencies, input shapes and types.\n"
                "\n"
                "  -o, --output DIR     directory of the dpro traces (created if missing; a\n"
                "                       trace of the same name is replaced, a symbolic link\n"
@@ -84,6 +96,8 @@ usage(FILE *f)
                "  -s, --single-thread  parse and write each file on one thread: less JSON per\n"
                "                       second than with a writer thread, but more per\n"
                "                       CPU-second (the default when --jobs fills the CPUs)\n"
+               "  -K, --kineto FILE    et: the Kineto trace of the i-th execution trace (one\n"
+               "                       --kineto per execution trace, in the same order)\n"
                "  -h, --help           this help\n"
                "  -V, --version        version\n"
                "\n"
@@ -168,6 +182,7 @@ typedef struct import_flags {
  * renamed and reported in input order (finish_one). */
 typedef struct file_task {
     const char *file;
+    const char *et; /* its execution trace (dpro-import et), or NULL */
     int index;
     int status;   /* EXIT_OK or EXIT_BAD_INPUT once imported */
     int keep;     /* tmp holds a trace to rename to final */
@@ -193,6 +208,25 @@ typedef struct import_run {
 #define task_err(t, ...) dpro_log_to((t)->logf, DPRO_LOG_ERROR, PR_FMT, __VA_ARGS__)
 #define task_warn(t, ...) dpro_log_to((t)->logf, DPRO_LOG_WARN, PR_FMT, __VA_ARGS__)
 
+/* Says how much of t's execution trace et was joined to its Kineto trace. */
+static void
+print_et_join(file_task *t, et_graph *et)
+{
+    size_t n = et_graph_count(et), rf = 0, joined = 0;
+    for (size_t i = 0; i < n; i++) {
+        const et_node *x = et_graph_node(et, i);
+        rf += x->has_rf != 0;
+        joined += x->joined != 0;
+    }
+    fprintf(t->summaryf,
+            "  execution trace %s (schema %s): %zu nodes, %zu with a Record function id, %zu of "
+            "them joined to Kineto ops, %llu data dependencies\n",
+            t->et, et_graph_schema(et), n, rf, joined, (unsigned long long)et_graph_deps(et));
+    if (joined == 0)
+        task_warn(t, "%s: no node of %s joined: not the same process, or not the same steps?",
+                  t->file, t->et);
+}
+
 /* Imports t->file into t->tmp and fills t (status, keep, partial, final; its messages in
  * t->logf, its summary in t->summaryf). */
 static void
@@ -204,15 +238,23 @@ import_to_tmp(file_task *t, const import_run *r)
              t->index);
     remove_trace(t->tmp);
     t->status = EXIT_BAD_INPUT;
+    et_graph *et = NULL;
+    if (t->et && et_graph_load_path(t->et, &et, errbuf, sizeof(errbuf)) != DPRO_OK) {
+        task_err(t, "%s", errbuf);
+        task_err(t, "%s: not imported", t->file);
+        return;
+    }
     dpro_writer_options wo;
     kineto_writer_options(&wo);
     dpro_writer *w = NULL;
     int rc = dpro_writer_open(t->tmp, &wo, &w, errbuf, sizeof(errbuf));
     if (rc != DPRO_OK) {
         task_err(t, "%s: cannot create %s: %s", t->file, t->tmp, errbuf);
+        et_graph_free(et);
         return;
     }
-    kineto_options ko = {.source_file = t->file,
+    kineto_options ko = {.et = et,
+                         .source_file = t->file,
                          .file_index = t->index,
                          .file_count = r->n,
                          .job_id = r->job_id,
@@ -224,6 +266,7 @@ import_to_tmp(file_task *t, const import_run *r)
         task_err(t, "%s: %s", t->file, dpro_status_str(rc));
         dpro_writer_close(w);
         remove_trace(t->tmp);
+        et_graph_free(et);
         return;
     }
     int irc = kineto_import_path(k, t->file);
@@ -270,9 +313,12 @@ import_to_tmp(file_task *t, const import_run *r)
                     (unsigned long long)res.events_in, (unsigned long long)written,
                     (unsigned long long)res.unmapped);
             kineto_importer_print_unmapped(k, t->summaryf);
+            if (et)
+                print_et_join(t, et);
         }
     }
     kineto_importer_free(k);
+    et_graph_free(et);
 }
 
 /* Closes a task's message buffer (log or summary), prints it on stderr if print, frees it. */
@@ -451,22 +497,76 @@ import_nsys(char **files, int nfiles, const char *dir, const char *job_id, const
     return status;
 }
 
+/* Checks the format word at argv[optind], the inputs after it, -o DIR (and creates it) and
+ * the --kineto files (et only, one per execution trace). Returns EXIT_OK or the exit
+ * status, said on stderr. */
+static int
+check_inputs(int argc, char **argv, const char *dir, int nkineto)
+{
+    if (optind >= argc) {
+        pr_err("which format? (kineto, nsys, et)");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *fmt = argv[optind];
+    int et = strcmp(fmt, "et") == 0;
+    if (!et && strcmp(fmt, "nsys") != 0 && strcmp(fmt, "kineto") != 0) {
+        pr_err("unknown format '%s' (known: kineto, nsys, et)", fmt);
+        return EXIT_USAGE;
+    }
+    int nfiles = argc - optind - 1;
+    if (nfiles <= 0 || !dir) {
+        pr_err("%s", !dir ? "-o DIR is required" : "no input file");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (!et && nkineto) {
+        pr_err("--kineto is for dpro-import et (the Kineto trace of an execution trace)");
+        return EXIT_USAGE;
+    }
+    if (et && nkineto != nfiles) {
+        pr_err("%d execution trace(s) and %d --kineto trace(s): give each execution trace the "
+               "Kineto trace of the same process and steps (an execution trace has no times)",
+               nfiles, nkineto);
+        return EXIT_USAGE;
+    }
+    if (dpro_mkdir_p(dir, 0755) != 0) {
+        pr_err("cannot create %s: %s", dir, strerror(errno));
+        return EXIT_BAD_INPUT;
+    }
+    return EXIT_OK;
+}
+
 int
 main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'},  {"keep-partial", no_argument, NULL, 'k'},
-        {"quiet", no_argument, NULL, 'q'},         {"job-id", required_argument, NULL, 'j'},
-        {"single-thread", no_argument, NULL, 's'}, {"allow-empty", no_argument, NULL, 'e'},
-        {"jobs", required_argument, NULL, 'T'},    {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
+        {"output", required_argument, NULL, 'o'},
+        {"keep-partial", no_argument, NULL, 'k'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"job-id", required_argument, NULL, 'j'},
+        {"single-thread", no_argument, NULL, 's'},
+        {"allow-empty", no_argument, NULL, 'e'},
+        {"jobs", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"kineto", required_argument, NULL, 'K'},
+        {NULL, 0, NULL, 0},
     };
     dpro_log_set_program(argv[0]);
     const char *dir = NULL, *job_id = NULL;
     import_flags fl = {0};
-    int c, jobs = 0;
-    while ((c = getopt_long(argc, argv, "o:kqj:sehV", opts, NULL)) != -1) {
+    int c, jobs = 0, nkineto = 0;
+    char **kineto = calloc((size_t)argc, sizeof(*kineto)); /* the --kineto files */
+    if (!kineto) {
+        pr_err("out of memory");
+        return EXIT_BAD_INPUT;
+    }
+    while ((c = getopt_long(argc, argv, "o:kqj:sehVK:", opts, NULL)) != -1) {
         switch (c) {
+        case 'K':
+            kineto[nkineto++] = optarg;
+            break;
         case 'o':
             dir = optarg;
             break;
@@ -492,6 +592,7 @@ main(int argc, char **argv)
             if (end == optarg || *end || errno || v <= 0 || v > DPRO_POOL_MAX_THREADS) {
                 pr_err("--jobs wants a number from 1 to %d, not '%s'", DPRO_POOL_MAX_THREADS,
                        optarg);
+                free(kineto);
                 return EXIT_USAGE;
             }
             jobs = (int)v;
@@ -499,48 +600,44 @@ main(int argc, char **argv)
         }
         case 'h':
             usage(stdout);
+            free(kineto);
             return EXIT_OK;
         case 'V':
             printf("dpro-import %s\n", PACKAGE_VERSION);
+            free(kineto);
             return EXIT_OK;
         default:
             usage(stderr);
+            free(kineto);
             return EXIT_USAGE;
         }
     }
-    if (optind >= argc) {
-        pr_err("which format? (kineto, nsys)");
-        usage(stderr);
-        return EXIT_USAGE;
+    int status = check_inputs(argc, argv, dir, nkineto);
+    if (status != EXIT_OK) {
+        free(kineto);
+        return status;
     }
-    int nsys = strcmp(argv[optind], "nsys") == 0;
-    if (!nsys && strcmp(argv[optind], "kineto") != 0) {
-        pr_err("unknown format '%s' (known: kineto, nsys)", argv[optind]);
-        return EXIT_USAGE;
-    }
+    int nsys = strcmp(argv[optind], "nsys") == 0, et = strcmp(argv[optind], "et") == 0;
     optind++;
-    if (optind >= argc || !dir) {
-        pr_err("%s", !dir ? "-o DIR is required" : "no input file");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
-    if (dpro_mkdir_p(dir, 0755) != 0) {
-        pr_err("cannot create %s: %s", dir, strerror(errno));
-        return EXIT_BAD_INPUT;
-    }
-    int nfiles = argc - optind, status = EXIT_OK;
+    int nfiles = argc - optind;
+    /* et: the Kineto files are the inputs, each with its execution trace */
+    char **files = et ? kineto : argv + optind;
     if (!job_id)
-        fl.files_id = kineto_files_identity((const char *const *)argv + optind, (size_t)nfiles);
-    if (nsys)
-        return import_nsys(argv + optind, nfiles, dir, job_id, &fl);
+        fl.files_id = kineto_files_identity((const char *const *)files, (size_t)nfiles);
+    if (nsys) {
+        free(kineto);
+        return import_nsys(files, nfiles, dir, job_id, &fl);
+    }
     import_run r = {.n = nfiles, .dir = dir, .job_id = job_id, .fl = &fl};
     r.t = calloc((size_t)nfiles, sizeof(*r.t));
     if (!r.t) {
         pr_err("out of memory");
+        free(kineto);
         return EXIT_BAD_INPUT;
     }
     for (int i = 0; i < nfiles; i++) {
-        r.t[i].file = argv[optind + i];
+        r.t[i].file = files[i];
+        r.t[i].et = et ? argv[optind + i] : NULL;
         r.t[i].index = i;
     }
     int threads = dpro_pool_threads(jobs, nfiles);
@@ -554,5 +651,6 @@ main(int argc, char **argv)
         if (r.t[i].status != EXIT_OK)
             status = EXIT_BAD_INPUT;
     free(r.t);
+    free(kineto);
     return status;
 }

@@ -51,6 +51,17 @@ dist_check_SCRIPTS += tests/import/test_import_roundtrip.sh tests/import/roundtr
 # bad input (not SQLite, no nsys tables, truncated) refused with the file named.
 TESTS += tests/import/test_import_nsys.sh
 dist_check_SCRIPTS += tests/import/test_import_nsys.sh tests/import/gen_nsys.py
+# test_import_et: dpro-import et, a PyTorch execution trace joined to the Kineto trace of
+# the same steps (fixtures/et-mlp.*, made by et/make_et_fixture.py with real torch on the
+# simulated device), against an independent reading of the two files (et/check_et.py);
+# bad input refused with the place named.
+TESTS += tests/import/test_import_et.sh
+dist_check_SCRIPTS += tests/import/test_import_et.sh tests/import/et/check_et.py \
+	tests/import/et/make_et_fixture.py
+# compare_hta.py: dpro against Holistic Trace Analysis, time and memory (docs/figures.md;
+# not run by make check: it needs HTA in a virtual environment of its own).
+EXTRA_DIST += tests/import/compare_hta.py
+EXTRA_DIST += tests/import/fixtures/et-mlp.et.json.gz tests/import/fixtures/et-mlp.kineto.json.gz
 # test_import_oldformat: a trace of format 2.1 (fixtures/) reads as the build that wrote it
 # read it.
 TESTS += tests/import/test_import_oldformat.sh
@@ -59,7 +70,7 @@ EXTRA_DIST += tests/import/fixtures/README.md tests/import/fixtures/v2.1-gen2x.d
 	tests/import/fixtures/v2.1-gen2x.info.json tests/import/fixtures/v2.1-gen2x.chrome.json
 EXTRA_DIST += tests/fuzz/fuzz_import_kineto.c tests/import/fuzz/kineto.dict \
 	tests/import/fuzz/seed-full.json tests/import/fuzz/seed-array.json \
-	tests/import/fuzz/seed-min.json
+	tests/import/fuzz/seed-min.json tests/fuzz/fuzz_import_et.c tests/import/fuzz/et-seed.json
 
 # bench_import_kineto: MB/s of JSON per core on the biggest shared trace, and bytes of
 # the dpro traces against the gzip'd JSON.

@@ -1,7 +1,9 @@
 #!/bin/sh
-# run-fuzz.sh [SECONDS]: builds tests/fuzz/fuzz_import_kineto with clang
-# -fsanitize=fuzzer,address and runs it for SECONDS (default 60, or $FUZZ_SECONDS) on a
-# corpus seeded from tests/import/fuzz/. Exit 0: no crash; 1: a crash (the reproducer is
+# run-fuzz.sh [SECONDS]: builds the importers' fuzz targets, tests/fuzz/fuzz_import_kineto
+# (the Kineto parser) and tests/fuzz/fuzz_import_et (the execution-trace reader and its
+# join), with clang -fsanitize=fuzzer,address and runs each for SECONDS (default 60, or
+# $FUZZ_SECONDS) on a corpus of its own seeded from tests/import/fuzz/ (et-*.json: the
+# execution-trace seeds). Exit 0: no crash; 1: a crash (the reproducer is
 # left in $FUZZ_OUT, default ${TMPDIR:-/tmp}/dpro-fuzz-import); 77: clang or libFuzzer missing, or the
 # tree is not built (it links the built schemas/.libs/libdprotrace.so).
 # `make fuzz-import` runs it.
@@ -21,7 +23,7 @@ if [ ! -f "$lib" ]; then
     echo "run-fuzz: $lib not built (run make first): skipped"
     exit 77
 fi
-mkdir -p "$out/corpus" || exit 99
+mkdir -p "$out" || exit 99
 probe="$out/probe.c"
 echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }' > "$probe"
 if ! "$CLANG" -fsanitize=fuzzer "$probe" -o "$out/probe" 2>/dev/null; then
@@ -34,22 +36,32 @@ yajl_cflags=$(pkg-config --cflags yajl 2>/dev/null)
 yajl_libs=$(pkg-config --libs yajl 2>/dev/null || echo -lyajl)
 # the nsys importer, built with the rest of tools/import, reads SQLite
 sqlite_libs=$(pkg-config --libs sqlite3 2>/dev/null || echo -lsqlite3)
-"$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$s/schemas" -I"$s/common" -I"$s/tools/import" $yajl_cflags \
-    "$s/tests/fuzz/fuzz_import_kineto.c" "$s"/tools/import/*.c \
-    -o "$out/fuzz_import_kineto" \
-    -L"$b/schemas/.libs" -Wl,-rpath,"$(cd "$b/schemas/.libs" && pwd)" -ldprotrace \
-    $yajl_libs $sqlite_libs -lz -pthread || exit 1
+# fuzz TARGET CORPUS_GLOB DICT_ARGS: builds tests/fuzz/TARGET.c and runs it; 0 no crash
+fuzz() {
+    t=$1
+    "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+        -I"$s/schemas" -I"$s/common" -I"$s/tools/import" $yajl_cflags \
+        "$s/tests/fuzz/$t.c" "$s"/tools/import/*.c \
+        -o "$out/$t" \
+        -L"$b/schemas/.libs" -Wl,-rpath,"$(cd "$b/schemas/.libs" && pwd)" -ldprotrace \
+        $yajl_libs $sqlite_libs -lz -pthread || return 1
+    mkdir -p "$out/corpus-$t" || return 1
+    cp $2 "$out/corpus-$t/" 2>/dev/null
+    "$out/$t" "$out/corpus-$t" $3 \
+        -max_total_time="$secs" -max_len=8192 -timeout=10 -rss_limit_mb=1024 \
+        -artifact_prefix="$out/$t-" -print_final_stats=1 2> "$out/$t.log"
+    r=$?
+    tail -n 15 "$out/$t.log"
+    if [ $r -ne 0 ]; then
+        echo "run-fuzz: the fuzzer found a problem in $t: see $out/$t.log and $out/$t-crash-*"
+        return 1
+    fi
+    echo "run-fuzz: $t: no crash in ${secs}s"
+    return 0
+}
 
-cp "$s"/tests/import/fuzz/*.json "$out/corpus/" 2>/dev/null
-"$out/fuzz_import_kineto" "$out/corpus" -dict="$s/tests/import/fuzz/kineto.dict" \
-    -max_total_time="$secs" -max_len=8192 -timeout=10 -rss_limit_mb=1024 \
-    -artifact_prefix="$out/" -print_final_stats=1 2> "$out/fuzz.log"
-rc=$?
-tail -n 15 "$out/fuzz.log"
-if [ $rc -ne 0 ]; then
-    echo "run-fuzz: the fuzzer found a problem: see $out/fuzz.log and $out/crash-*"
-    exit 1
-fi
-echo "run-fuzz: no crash in ${secs}s"
-exit 0
+rc=0
+fuzz fuzz_import_kineto "$(ls "$s"/tests/import/fuzz/seed-*.json)" \
+    "-dict=$s/tests/import/fuzz/kineto.dict" || rc=1
+fuzz fuzz_import_et "$(ls "$s"/tests/import/fuzz/et-*.json)" "" || rc=1
+exit $rc

@@ -49,6 +49,32 @@ random_event(uint64_t *seed, dpro_event *e, uint64_t *clock, int allow_unknown)
     e->value = (int64_t)test_rand(seed);
 }
 
+/* Random profiler arguments (schema minor 2) and execution-trace fields (minor 3) on e: each
+ * id with its has bit (or zero without it), string ids for shapes, dtypes, args, et_deps. */
+static inline void
+random_op_args(uint64_t *seed, dpro_event *e)
+{
+    static const uint32_t bits[] = {DPRO_HAS_EXTERNAL_ID, DPRO_HAS_RECORD_ID, DPRO_HAS_SEQ_NR,
+                                    DPRO_HAS_FWD_THREAD,  DPRO_HAS_EV_IDX,    DPRO_HAS_TOTALS,
+                                    DPRO_HAS_ET_ID,       DPRO_HAS_ET_PARENT};
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
+        if (test_rand(seed) % 3 == 0)
+            e->has |= bits[i];
+    e->external_id = e->has & DPRO_HAS_EXTERNAL_ID ? test_rand(seed) % 100000 : 0;
+    e->record_id = e->has & DPRO_HAS_RECORD_ID ? test_rand(seed) : 0;
+    e->seq_nr = e->has & DPRO_HAS_SEQ_NR ? test_rand(seed) % 1000 : 0;
+    e->fwd_thread = e->has & DPRO_HAS_FWD_THREAD ? (uint32_t)test_rand(seed) : 0;
+    e->ev_idx = e->has & DPRO_HAS_EV_IDX ? test_rand(seed) % 5000 : 0;
+    e->total_allocated = e->has & DPRO_HAS_TOTALS ? test_rand(seed) >> 20 : 0;
+    e->total_reserved = e->has & DPRO_HAS_TOTALS ? test_rand(seed) >> 20 : 0;
+    e->et_id = e->has & DPRO_HAS_ET_ID ? test_rand(seed) % 100000 : 0;
+    e->et_parent = e->has & DPRO_HAS_ET_PARENT ? test_rand(seed) : 0;
+    e->shapes = (uint32_t)(test_rand(seed) % 4);
+    e->dtypes = (uint32_t)(test_rand(seed) % 4);
+    e->args = (uint32_t)(test_rand(seed) % 4);
+    e->et_deps = (uint32_t)(test_rand(seed) % 4);
+}
+
 static inline int
 event_equal(const dpro_event *a, const dpro_event *b)
 {

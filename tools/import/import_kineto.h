@@ -114,6 +114,12 @@
  * Timestamps: microseconds in the file (integers or decimals, parsed from the text, no
  * floating point), nanoseconds in the trace.
  *
+ * Execution trace (kineto_options.et): an event with a "Record function id" that is the
+ * rf_id of a node of the execution trace gets the node's id (et_id), its parent's
+ * (et_parent) and its data dependencies (et_deps), and, where Kineto has none, the node's
+ * input shapes and types (shapes, dtypes: in the execution trace's spelling, e.g.
+ * "Tensor(float)"). Counted as import.et.joined; the node's joined count is raised.
+ *
  * Bounds: what the importer writes leaves the readers' int64 arithmetic room. An event
  * whose ts or ts + dur is past 2^62 ns (the year 2116 in Unix time), copy, set or memory
  * bytes over 2^50, or a collective of more than 2^50 elements or bytes ("In msg nelems"
@@ -156,6 +162,10 @@ typedef struct kineto_options {
                               * text before yajl lexes it; 0 (AUTO) is right but for tests */
     uint64_t files_id;       /* identity of the files imported together
                               * (kineto_files_identity), the job id's seed; 0: none known */
+    struct et_graph *et;     /* the execution trace of the same process (import_et.h), or
+                              * NULL: its nodes are joined to the ops of the same Record
+                              * function id (see "Execution trace" above); not owned, and
+                              * its nodes' joined counts are set */
 } kineto_options;
 
 /* The identity of the files imported together: a 64-bit FNV-1a hash of each file's bytes

@@ -487,7 +487,10 @@ kineto_importer_finish(kineto_importer *k, int complete)
             if (k->ctx[0] != CTX_DONE)
                 kin_fail(k, DPRO_ERR_NOT_TRACE, "not a trace: no JSON value");
             else if (!k->saw_events)
-                kin_fail(k, DPRO_ERR_NOT_TRACE, "not a trace: no \"traceEvents\" array");
+                kin_fail(k, DPRO_ERR_NOT_TRACE, "not a trace: no \"traceEvents\" array%s",
+                         k->saw_nodes ? " (a \"nodes\" array: a PyTorch execution trace, which "
+                                        "dpro-import et imports with its Kineto trace)"
+                                      : "");
         }
     }
     int first = k->status;

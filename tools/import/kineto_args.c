@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "import_et.h"
 #include "kineto_keys.h"
 
 _Static_assert(A_BANDWIDTH < 64, "args keys must fit the KIN_KEYBIT mask");
@@ -241,6 +242,29 @@ intern_text(kineto_importer *k, const char *text, size_t len, uint32_t *id)
     return kin_intern_h(k, text, len, imp_str_hash(text, len), id);
 }
 
+/* Joins ev to the execution-trace node of its Record function id, if there is one: ids,
+ * data dependencies, and the node's input shapes and types where ev has none. */
+static int
+et_join(kineto_importer *k, dpro_event *ev)
+{
+    int rc = DPRO_OK;
+    et_node *n = et_graph_find_rf(k->opt.et, ev->record_id);
+    if (!n)
+        return rc;
+    n->joined++;
+    kin_count(k, "et.joined", 1);
+    ev->has |= DPRO_HAS_ET_ID | DPRO_HAS_ET_PARENT;
+    ev->et_id = n->id;
+    ev->et_parent = n->parent;
+    if (n->deps)
+        rc = intern_text(k, n->deps, strlen(n->deps), &ev->et_deps);
+    if (rc == DPRO_OK && n->shapes && !ev->shapes)
+        rc = intern_text(k, n->shapes, strlen(n->shapes), &ev->shapes);
+    if (rc == DPRO_OK && n->types && !ev->dtypes)
+        rc = intern_text(k, n->types, strlen(n->types), &ev->dtypes);
+    return rc;
+}
+
 /* See kineto_int.h. */
 int
 kin_args_fill(kineto_importer *k, kin_event *e, dpro_event *ev, uint64_t taken)
@@ -327,5 +351,7 @@ kin_args_fill(kineto_importer *k, kin_event *e, dpro_event *ev, uint64_t taken)
         e->rest[out++] = '}';
         rc = intern_text(k, e->rest + e->rest_len, out - e->rest_len, &ev->args);
     }
+    if (rc == DPRO_OK && k->opt.et && (ev->has & DPRO_HAS_RECORD_ID))
+        rc = et_join(k, ev);
     return rc;
 }

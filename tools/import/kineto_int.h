@@ -339,6 +339,7 @@ struct kineto_importer {
     int depth;      /* ctx[depth] is the innermost tracked container */
     uint64_t skip;  /* depth of skipped containers below it */
     int saw_events; /* traceEvents met */
+    int saw_nodes;  /* a top-level "nodes" key met (a PyTorch execution trace) */
     kin_event ev;
 
     /* device being read from deviceProperties */

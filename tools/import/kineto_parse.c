@@ -612,6 +612,7 @@ kin_cb_map_key(void *ctx, const unsigned char *s, size_t l)
         switch (where) {
         case CTX_TOP:
             key = kin_top_key(s, l);
+            k->saw_nodes |= l == 5 && memcmp(s, "nodes", 5) == 0; /* an execution trace's */
             break;
         case CTX_DIST:
             key = kin_dist_key(s, l);

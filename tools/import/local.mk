@@ -15,6 +15,8 @@ tools_libdproimport_la_SOURCES = \
 	tools/import/kineto.c tools/import/kineto_parse.c tools/import/kineto_keys.c \
 	tools/import/kineto_keys.h tools/import/kineto_map.c tools/import/kineto_coll.c \
 	tools/import/kineto_args.c
+# The PyTorch execution trace reader (import_et.h), joined to a Kineto import.
+tools_libdproimport_la_SOURCES += tools/import/import_et.h tools/import/et.c
 # The Nsight Systems importer (import_nsys.h): reads the export with SQLite.
 tools_libdproimport_la_SOURCES += tools/import/import_nsys.h tools/import/nsys_int.h \
 	tools/import/nsys.c tools/import/nsys_map.c
