@@ -166,6 +166,45 @@ parse_rank_factor(const char *s, int32_t *rank, double *factor)
     return rc;
 }
 
+/* Parses the what-if option c (getopt_long's value) and its argument into *a. Returns 0,
+ * or -1 when the argument is bad (said). */
+static int
+parse_what_if(int c, const char *optarg, args *a)
+{
+    char *end;
+    int rc = 0;
+    switch (c) {
+    case 'K':
+        a->kscale = strtod(optarg, &end);
+        if (*end || !(a->kscale > 0) || a->kscale > 1e6) {
+            pr_err("--what-if-scale-kernels wants a factor > 0, not '%s'", optarg);
+            rc = -1;
+        }
+        break;
+    case 'C':
+        a->kclass = optarg;
+        break;
+    case 'S':
+    case 'H':
+        if (parse_rank_factor(optarg, c == 'S' ? &a->slow_gpu_rank : &a->slow_host_rank,
+                              c == 'S' ? &a->slow_gpu : &a->slow_host) != 0) {
+            pr_err("--what-if-slow-%s wants RANK:FACTOR (a rank >= 0, a factor > 0), not '%s'",
+                   c == 'S' ? "rank" : "host", optarg);
+            rc = -1;
+        }
+        a->ro.fold = 0; /* the slowed rank must stand for itself */
+        break;
+    default: /* 'R' */
+        a->ranks_to = (int32_t)strtol(optarg, &end, 10);
+        if (*end || a->ranks_to < 2 || a->ranks_to > 1 << 20) {
+            pr_err("--what-if-ranks wants a rank count from 2 to 1048576, not '%s'", optarg);
+            rc = -1;
+        }
+        break;
+    }
+    return rc;
+}
+
 /* Parses the command line into *a. Returns -1 to go on, or the exit status. */
 static int
 parse_args(int argc, char **argv, args *a)
@@ -273,32 +312,12 @@ parse_args(int argc, char **argv, args *a)
             }
             break;
         case 'K':
-            a->kscale = strtod(optarg, &end);
-            if (*end || !(a->kscale > 0) || a->kscale > 1e6) {
-                pr_err("--what-if-scale-kernels wants a factor > 0, not '%s'", optarg);
-                return 2;
-            }
-            break;
         case 'C':
-            a->kclass = optarg;
-            break;
         case 'S':
         case 'H':
-            if (parse_rank_factor(optarg, c == 'S' ? &a->slow_gpu_rank : &a->slow_host_rank,
-                                  c == 'S' ? &a->slow_gpu : &a->slow_host) != 0) {
-                pr_err("--what-if-slow-%s wants RANK:FACTOR (a rank >= 0, a factor > 0), not "
-                       "'%s'",
-                       c == 'S' ? "rank" : "host", optarg);
-                return 2;
-            }
-            a->ro.fold = 0; /* the slowed rank must stand for itself */
-            break;
         case 'R':
-            a->ranks_to = (int32_t)strtol(optarg, &end, 10);
-            if (*end || a->ranks_to < 2 || a->ranks_to > 1 << 20) {
-                pr_err("--what-if-ranks wants a rank count from 2 to 1048576, not '%s'", optarg);
+            if (parse_what_if(c, optarg, a) != 0)
                 return 2;
-            }
             break;
         case 'X':
             a->perturb_top = (int32_t)strtol(optarg, &end, 10);
