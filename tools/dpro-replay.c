@@ -3,8 +3,9 @@
  * measured one; breakdown, critical path, stragglers, clock offsets.
  *
  * Exit status: 0 ok, 1 bad input (no traces, two jobs, a trace file not read whole unless
- * --partial, --chrome FILE refused or not written, --what-if-class naming no kernel), 2
- * usage.
+ * --partial, --chrome FILE refused or not written, --what-if-class naming no kernel,
+ * --what-if-slow-rank/-host naming a rank without operations, --what-if-ranks on a job of one
+ * rank), 2 usage.
  *
  * TEST ONLY: DPRO_TEST_DROP_EDGES=F in the environment drops the fraction F (0 < F <= 1)
  * of the graph's dependency edges before the timing fit (replay_drop_edges), for the test
