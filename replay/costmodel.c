@@ -428,3 +428,23 @@ costmodel_predict(const costmodel *m, int op, int32_t nranks, int64_t bytes)
         t += costmodel_factor(op, nranks) * (double)bytes / f->beta_bpns;
     return t > 0 ? (int64_t)llround(t) : 0;
 }
+
+int64_t
+costmodel_extrapolate_ranks(const costmodel *m, int op, int32_t n_from, int32_t n_to, int64_t bytes,
+                            int64_t t_ns)
+{
+    const costmodel_fit *f =
+        op >= 0 && op < COSTMODEL_OPS && m->op[op].fitted ? &m->op[op] : &m->all;
+    double beta = f->fitted ? f->beta_bpns : 0;
+    if (f->fitted && m->piecewise && f->n_segs > 0) {
+        double x = costmodel_factor(op, n_from) * (double)bytes;
+        int32_t k = 0;
+        while (k + 1 < f->n_segs && x >= f->seg[k + 1].lo)
+            k++;
+        beta = f->seg[k].beta_bpns;
+    }
+    double t = (double)t_ns;
+    if (beta > 0)
+        t += (costmodel_factor(op, n_to) - costmodel_factor(op, n_from)) * (double)bytes / beta;
+    return t > 0 ? (int64_t)llround(t) : 0;
+}

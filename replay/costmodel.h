@@ -93,4 +93,17 @@ int64_t costmodel_predict(const costmodel *m, int op, int32_t nranks, int64_t by
 /* The piecewise model's time at x = factor x bytes for fit f (f->n_segs > 0), ns. */
 double costmodel_piecewise_at(const costmodel_fit *f, double x);
 
+/* The transfer time t_ns of a collective of op on n_from ranks (measured or modelled),
+ * extrapolated to n_to ranks with the same payload bytes (the what-if of another rank
+ * count): the latency part kept, the bandwidth part scaled by the traffic factor,
+ *   t_ns + (factor(op, n_to) - factor(op, n_from)) x bytes / beta,
+ * beta being the bandwidth of the line the model prices this message with on n_from ranks
+ * (piecewise, when m->piecewise and op has segments: the segment whose range holds
+ * x = factor(op, n_from) x bytes, between two segments the lower one, below the first the
+ * first, above the last the last; else op's alpha-beta fit, or that of all operations). The
+ * size regime (protocol, algorithm) is the one measured at n_from. Returns ns >= 0: t_ns
+ * itself when nothing is fitted or the bandwidth there is infinite. */
+int64_t costmodel_extrapolate_ranks(const costmodel *m, int op, int32_t n_from, int32_t n_to,
+                                    int64_t bytes, int64_t t_ns);
+
 #endif

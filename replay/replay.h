@@ -122,6 +122,27 @@ double replay_predict(const replay *rp, dfg *g, sim_result *res);
  * factor is not > 0. Simulate the result with replay_predict. */
 int64_t replay_scale_kernels(dfg *g, double factor);
 
+/* What-if "rank `rank` is slower" (whatif.c): multiplies the duration of each of its
+ * kernels (DFG_KERNEL: a slower GPU) by kernel_factor and the duration and the gap before
+ * each of its host calls (DFG_HOST on any of its threads: a slower host, the framework's
+ * time between calls included) by host_factor; 1 leaves that side as measured. Launch
+ * latencies, copies, memsets and collective transfers are left alone: the other ranks
+ * then wait for it at the collectives, which is the prediction. rank must stand for
+ * itself alone (not folded into a class, nor a class's representative of weight > 1: open
+ * the replay without folding). Returns the number of nodes changed (0: the rank has none),
+ * -1 when a factor is not > 0 or rank is outside g, -2 when rank is folded. */
+int64_t replay_slow_rank(dfg *g, int32_t rank, double kernel_factor, double host_factor);
+
+/* What-if "the job on n_to ranks" (whatif.c), data parallel with the same work per rank
+ * (weak scaling): every collective group of a communicator of n_from ranks (the job's
+ * world; smaller communicators, model-parallel groups, keep their size) is repriced for
+ * n_to ranks with the same payload, costmodel_extrapolate_ranks from its current
+ * transfer time, and its grp_nranks becomes n_to. Nothing else changes: each rank of g
+ * stands for n_to / n_from ranks of the larger job, which arrive at the collectives as
+ * the ranks of g do. Returns the number of groups repriced, or -1 when n_from or n_to is
+ * below 2. */
+int32_t replay_scale_ranks(const costmodel *m, dfg *g, int32_t n_from, int32_t n_to);
+
 /* Window [*t0, *t1) of rank r on timeline tl: its compared iterations, or (without
  * iterations) the span of the rank's nodes. Returns the number of iterations it holds (0:
  * none; the span counts as 1). */

@@ -3,8 +3,9 @@
  * measured one; breakdown, critical path, stragglers, clock offsets.
  *
  * Exit status: 0 ok, 1 bad input (no traces, two jobs, a trace file not read whole unless
- * --partial, --chrome FILE refused or not written, --what-if-class naming no kernel), 2
- * usage.
+ * --partial, --chrome FILE refused or not written, --what-if-class naming no kernel,
+ * --what-if-slow-rank/-host naming a rank without operations, --what-if-ranks on a job of one
+ * rank), 2 usage.
  *
  * TEST ONLY: DPRO_TEST_DROP_EDGES=F in the environment drops the fraction F (0 < F <= 1)
  * of the graph's dependency edges before the timing fit (replay_drop_edges), for the test
@@ -67,6 +68,17 @@ usage(FILE *f)
                "unchanged)\n"
                "      --what-if-class NAME  scale only the kernels named NAME (the full name,\n"
                "                         as dpro-info --kernels lists it)\n"
+               "      --what-if-slow-rank R:F  also predict the iteration if rank R's GPU were\n"
+               "                         F times as slow (its kernels x F; every rank is then\n"
+               "                         simulated, no folding); the others wait for it\n"
+               "      --what-if-slow-host R:F  the same for rank R's host: its API calls and\n"
+               "                         the time between them x F\n"
+               "      --what-if-ranks N  also predict the iteration on N ranks, the same work\n"
+               "                         per rank (data parallel, weak scaling): collectives\n"
+               "                         over all ranks repriced at N (latency kept, bandwidth\n"
+               "                         term x the ring traffic factor), every measured rank\n"
+               "                         standing for N/ranks of them (docs/models.md)\n"
+               "                         The what-ifs given combine into one prediction.\n"
                "      --perturb N        the perturbation check: shorten each of the N kernel\n"
                "                         names with the most time, one at a time, to half,\n"
                "                         and report the prediction, the bounds the\n"
@@ -117,9 +129,12 @@ typedef struct args {
     int as_json, show_cp, top, force, partial;
     int mpi; /* --mpi */
     const char *chrome;
-    double kscale;       /* --what-if-scale-kernels, 0: none */
-    const char *kclass;  /* --what-if-class, NULL: every kernel */
-    int32_t perturb_top; /* --perturb, 0: no check */
+    double kscale;                         /* --what-if-scale-kernels, 0: none */
+    const char *kclass;                    /* --what-if-class, NULL: every kernel */
+    int32_t slow_gpu_rank, slow_host_rank; /* --what-if-slow-rank/-host, -1: none */
+    double slow_gpu, slow_host;            /* their factors (1: none) */
+    int32_t ranks_to;                      /* --what-if-ranks, 0: none */
+    int32_t perturb_top;                   /* --perturb, 0: no check */
     const char *dir;
 } args;
 
@@ -135,6 +150,61 @@ typedef struct report {
     int have_perturb;
     const args *a;
 } report;
+
+/* Parses "RANK:FACTOR" (simrun --straggler's form) into *rank and *factor. Returns 0, or
+ * -1 when s is not that. */
+static int
+parse_rank_factor(const char *s, int32_t *rank, double *factor)
+{
+    char *end;
+    long r = strtol(s, &end, 10);
+    int rc = end != s && *end == ':' && r >= 0 && r < INT32_MAX ? 0 : -1;
+    if (rc == 0) {
+        *rank = (int32_t)r;
+        *factor = strtod(end + 1, &end);
+        rc = *end || !(*factor > 0) || *factor > 1e6 ? -1 : 0;
+    }
+    return rc;
+}
+
+/* Parses the what-if option c (getopt_long's value) and its argument into *a. Returns 0,
+ * or -1 when the argument is bad (said). */
+static int
+parse_what_if(int c, const char *optarg, args *a)
+{
+    char *end;
+    int rc = 0;
+    switch (c) {
+    case 'K':
+        a->kscale = strtod(optarg, &end);
+        if (*end || !(a->kscale > 0) || a->kscale > 1e6) {
+            pr_err("--what-if-scale-kernels wants a factor > 0, not '%s'", optarg);
+            rc = -1;
+        }
+        break;
+    case 'C':
+        a->kclass = optarg;
+        break;
+    case 'S':
+    case 'H':
+        if (parse_rank_factor(optarg, c == 'S' ? &a->slow_gpu_rank : &a->slow_host_rank,
+                              c == 'S' ? &a->slow_gpu : &a->slow_host) != 0) {
+            pr_err("--what-if-slow-%s wants RANK:FACTOR (a rank >= 0, a factor > 0), not '%s'",
+                   c == 'S' ? "rank" : "host", optarg);
+            rc = -1;
+        }
+        a->ro.fold = 0; /* the slowed rank must stand for itself */
+        break;
+    default: /* 'R' */
+        a->ranks_to = (int32_t)strtol(optarg, &end, 10);
+        if (*end || a->ranks_to < 2 || a->ranks_to > 1 << 20) {
+            pr_err("--what-if-ranks wants a rank count from 2 to 1048576, not '%s'", optarg);
+            rc = -1;
+        }
+        break;
+    }
+    return rc;
+}
 
 /* Parses the command line into *a. Returns -1 to go on, or the exit status. */
 static int
@@ -153,6 +223,9 @@ parse_args(int argc, char **argv, args *a)
         {"warmup", required_argument, NULL, 'w'},
         {"what-if-scale-kernels", required_argument, NULL, 'K'},
         {"what-if-class", required_argument, NULL, 'C'},
+        {"what-if-slow-rank", required_argument, NULL, 'S'},
+        {"what-if-slow-host", required_argument, NULL, 'H'},
+        {"what-if-ranks", required_argument, NULL, 'R'},
         {"perturb", required_argument, NULL, 'X'},
         {"force", no_argument, NULL, 'f'},
         {"partial", no_argument, NULL, 'P'},
@@ -167,6 +240,8 @@ parse_args(int argc, char **argv, args *a)
     a->ro.warmup = -1;
     a->ro.fold = 1;
     a->top = 10;
+    a->slow_gpu_rank = a->slow_host_rank = -1;
+    a->slow_gpu = a->slow_host = 1;
     while ((c = getopt_long(argc, argv, "n:jc:fpt:w:hV", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
@@ -238,14 +313,12 @@ parse_args(int argc, char **argv, args *a)
             }
             break;
         case 'K':
-            a->kscale = strtod(optarg, &end);
-            if (*end || !(a->kscale > 0) || a->kscale > 1e6) {
-                pr_err("--what-if-scale-kernels wants a factor > 0, not '%s'", optarg);
-                return 2;
-            }
-            break;
         case 'C':
-            a->kclass = optarg;
+        case 'S':
+        case 'H':
+        case 'R':
+            if (parse_what_if(c, optarg, a) != 0)
+                return 2;
             break;
         case 'X':
             a->perturb_top = (int32_t)strtol(optarg, &end, 10);
@@ -286,35 +359,59 @@ parse_args(int argc, char **argv, args *a)
     return -1;
 }
 
-/* The what-if of --what-if-scale-kernels: every kernel (or those named kclass) scaled,
- * simulated over the same iterations, into *ws. Returns 1 when *ws holds it, 0 when it
- * does not cover them, -1 out of memory, -2 when no kernel is named kclass. */
+/* The what-ifs asked (--what-if-scale-kernels, --what-if-slow-rank/-host, --what-if-ranks),
+ * applied together to a copy of the graph and simulated over the same iterations into
+ * *ws. Returns 1 when *ws holds it, 0 when it does not cover them, -1 out of memory, -2
+ * when no kernel is named a->kclass, -3 when a slowed rank has no operations in the
+ * graph, -4 when the job has one rank (no collective to extrapolate from). */
 static int
-scale_kernels(replay *rp, double kscale, const char *kclass, replay_summary *ws)
+what_if(replay *rp, const args *a, replay_summary *ws)
 {
     dfg copy;
     sim_result wres;
-    int have = 0;
+    int rc = 0;
     memset(&wres, 0, sizeof wres);
     if (dfg_clone(&copy, &rp->graph) != 0)
         return -1;
-    if (!kclass) {
-        replay_scale_kernels(&copy, kscale);
-    } else {
-        int32_t name = dfg_intern(&copy, kclass);
-        if (name < 0 || replay_scale_class(&copy, name, kscale) <= 0) {
-            dfg_free(&copy);
-            return name < 0 ? -1 : -2;
-        }
+    if (a->kscale > 0 && !a->kclass) {
+        replay_scale_kernels(&copy, a->kscale);
+    } else if (a->kscale > 0) {
+        int32_t name = dfg_intern(&copy, a->kclass);
+        rc = name < 0 ? -1 : replay_scale_class(&copy, name, a->kscale) <= 0 ? -2 : 0;
     }
-    if (replay_predict(rp, &copy, &wres) < 0 || replay_summarize(rp, &copy, &wres, ws) != 0)
+    if (rc == 0 && a->slow_gpu_rank >= 0 &&
+        replay_slow_rank(&copy, a->slow_gpu_rank, a->slow_gpu, 1) <= 0)
+        rc = -3;
+    if (rc == 0 && a->slow_host_rank >= 0 &&
+        replay_slow_rank(&copy, a->slow_host_rank, 1, a->slow_host) <= 0)
+        rc = -3;
+    if (rc == 0 && a->ranks_to > 0 &&
+        replay_scale_ranks(&rp->model, &copy, rp->job.n_ranks, a->ranks_to) < 0)
+        rc = -4;
+    if (rc == 0 &&
+        (replay_predict(rp, &copy, &wres) < 0 || replay_summarize(rp, &copy, &wres, ws) != 0))
         job_warn(&rp->job, "the what-if simulation does not cover the compared iterations");
-    else
-        have = 1;
+    else if (rc == 0)
+        rc = 1;
     sim_result_free(&wres);
     dfg_free(&copy);
-    return have;
+    return rc;
 }
+
+/* What --what-if-ranks assumes and cannot know, one sentence each (NULL ends them). */
+static const char *const ranks_assumed[] = {
+    "each measured rank stands for N/ranks ranks of the larger job, with the same work (data "
+    "parallel, the same batch per rank and the same model: the same payload per collective) "
+    "and arriving at the collectives as it did",
+    "collectives over all ranks: the fitted model's latency kept, its bandwidth term scaled "
+    "by the ring traffic factor (all-reduce 2(N-1)/N, all-gather and reduce-scatter (N-1)/N), "
+    "in the size regime measured; smaller communicators keep their size",
+    "not known from the trace: the node layout at N ranks (slower links between nodes), "
+    "NCCL's algorithm at N (tree, latency growing with the ranks), stragglers among more "
+    "ranks; with one message size the latency cannot be told from the bandwidth and is "
+    "scaled with it",
+    NULL,
+};
 
 /* --json: typical_replay and, with --perturb, perturbation. */
 static void
@@ -486,9 +583,28 @@ json_models(json_writer *j, const report *rep)
     if (have_whatif) {
         json_key(j, "what_if");
         json_begin_object(j);
-        json_kv_double(j, "kernel_scale", kscale);
-        if (rep->a->kclass)
-            json_kv_string(j, "kernel_class", rep->a->kclass);
+        const args *a = rep->a;
+        if (kscale > 0)
+            json_kv_double(j, "kernel_scale", kscale);
+        if (a->kclass)
+            json_kv_string(j, "kernel_class", a->kclass);
+        for (int k = 0; k < 2; k++) {
+            if ((k ? a->slow_host_rank : a->slow_gpu_rank) < 0)
+                continue;
+            json_key(j, k ? "slow_host" : "slow_rank");
+            json_begin_object(j);
+            json_kv_int(j, "rank", k ? a->slow_host_rank : a->slow_gpu_rank);
+            json_kv_double(j, k ? "host_scale" : "kernel_scale", k ? a->slow_host : a->slow_gpu);
+            json_end_object(j);
+        }
+        if (a->ranks_to > 0) {
+            json_kv_int(j, "ranks", a->ranks_to);
+            json_key(j, "assumed");
+            json_begin_array(j);
+            for (int k = 0; ranks_assumed[k]; k++)
+                json_string(j, ranks_assumed[k]);
+            json_end_array(j);
+        }
         json_kv_double(j, "predicted_iter_us", ws->simulated_us);
         json_kv_double(j, "speedup", ws->simulated_us > 0 ? s->simulated_us / ws->simulated_us : 0);
         json_key(j, "per_rank");
@@ -685,15 +801,25 @@ print_text(const report *rep)
         printf("\nstragglers: none (no rank makes the others wait more than 2%%)\n");
     if (have_whatif) {
         char buf[KERNELS_SHORT_NAME_MAX + 8];
-        if (rep->a->kclass)
-            printf("\nwhat-if, the kernels named %s x %g:",
-                   kernels_short_name(rep->a->kclass, 1, buf, sizeof buf), kscale);
-        else
-            printf("\nwhat-if, every kernel x %g:", kscale);
+        const args *a = rep->a;
+        printf("\nwhat-if,");
+        if (a->kclass)
+            printf(" the kernels named %s x %g;", kernels_short_name(a->kclass, 1, buf, sizeof buf),
+                   kscale);
+        else if (kscale > 0)
+            printf(" every kernel x %g;", kscale);
+        if (a->slow_gpu_rank >= 0)
+            printf(" rank %d's kernels x %g;", a->slow_gpu_rank, a->slow_gpu);
+        if (a->slow_host_rank >= 0)
+            printf(" rank %d's host time x %g;", a->slow_host_rank, a->slow_host);
+        if (a->ranks_to > 0)
+            printf(" %d ranks instead of %d;", a->ranks_to, rp->job.n_ranks);
         printf(" iteration %.1f us (simulated as measured %.1f us, speedup %.3f)\n",
                ws->simulated_us, s->simulated_us,
                ws->simulated_us > 0 ? s->simulated_us / ws->simulated_us : 0);
         print_bd("predicted", &ws->simulated_bd);
+        for (int k = 0; a->ranks_to > 0 && ranks_assumed[k]; k++)
+            printf("  assumed: %s\n", ranks_assumed[k]);
     }
     if (rep->have_perturb) {
         const replay_perturbation *p = rep->pt;
@@ -823,9 +949,18 @@ main(int argc, char **argv)
                  "'%s'); the simulated times are partial",
                  rp.sim.n_unfinished, dfg_name(&rp.graph, rp.graph.name[rp.sim.first_unfinished]));
     report rep = {&rp, &s, &ws, 0, &typ, 0, &pt, 0, &a};
-    if (a.kscale > 0 && (rep.have_whatif = scale_kernels(&rp, a.kscale, a.kclass, &ws)) < 0) {
+    if ((a.kscale > 0 || a.slow_gpu_rank >= 0 || a.slow_host_rank >= 0 || a.ranks_to > 0) &&
+        (rep.have_whatif = what_if(&rp, &a, &ws)) < 0) {
         if (rep.have_whatif == -2)
             pr_err("%s: no kernel is named '%s' (--what-if-class)", a.dir, a.kclass);
+        else if (rep.have_whatif == -4)
+            pr_err("%s: --what-if-ranks wants a job of at least 2 ranks (this one has %d)", a.dir,
+                   rp.job.n_ranks);
+        else if (rep.have_whatif == -3)
+            pr_err("%s: rank %d has no operations in the trace (--what-if-slow-%s; ranks 0 to "
+                   "%d)",
+                   a.dir, a.slow_gpu_rank >= 0 ? a.slow_gpu_rank : a.slow_host_rank,
+                   a.slow_gpu_rank >= 0 ? "rank" : "host", rp.job.n_ranks - 1);
         else
             pr_err("out of memory");
         goto out;

@@ -6,8 +6,9 @@ DEFAULT_SEED; printed): a world (SIMGPU_WORLD_SEED, SIMGPU_PROFILE; tests/simgpu
 a ddp-sim job and one change to it. For each pair: the job is recorded under the collector
 (2 ranks under simrun, tools/dpro-run) in that world; dpro predicts the changed job's
 iteration time (dpro-optimize --what-if for the job's own options, dpro-replay
---what-if-scale-kernels for a device twice as fast or twice as slow, the search of
-dpro-optimize for its own advice); the changed job is run in the same world and measured.
+--what-if-scale-kernels for a device twice as fast or twice as slow, --what-if-slow-rank
+for one slower GPU, --what-if-ranks for more ranks, the search of dpro-optimize for its own
+advice); the changed job is run in the same world and measured.
 The world's settings go to the job's environment only: dpro-replay and dpro-optimize run
 with every SIMGPU_ variable removed from theirs (and test_world.py checks that dpro's
 sources name none of them).
@@ -24,6 +25,12 @@ The changes (KINDS, drawn in turn so that each is covered alike):
   kernels-x2      every kernel twice as slow (SIMGPU_SLOWDOWN=2)
   advice          dpro-optimize's top recommendation, applied as it says
   advice-memory   the same under a memory budget of 0.6 x the measured peak
+  straggler       one rank's GPU 1.25-2 times as slow (simrun --straggler RANK:F, which
+                  sets SIMGPU_SLOWDOWN for that rank only: its kernels take F times as long)
+  more-ranks      the same job on FIDELITY_MORE_RANKS ranks (default 4; weak scaling: the
+                  same batch per rank). The device runs in real time on this machine's
+                  cores: 8 ranks of it on 2 shared cores would measure the machine (their
+                  host threads waiting for a CPU), not dpro, hence a setting
 
 Iteration times are ddp-sim's own (iter_us: host time between the per-iteration
 synchronisations), the mean over ranks of the median over the measured iterations, as in
@@ -66,7 +73,8 @@ than LAG_SHARE (10 %) of its iteration, with the others' mean |error|.
 Environment: top_builddir (default .), DPRO_FIDELITY_SEED, FIDELITY_PAIRS (default 40),
 FIDELITY_ITERATIONS (measured iterations per run, default 20), FIDELITY_ATTEMPTS (3),
 FIDELITY_OUT, FIDELITY_KEEP=dir keeps the traces (of each pair's last attempt),
-FIDELITY_KINDS=kind,kind runs only the pairs of those kinds (of the same draw). Exit 0
+FIDELITY_KINDS=kind,kind runs only the pairs of those kinds (of the same draw),
+FIDELITY_MORE_RANKS (4: the ranks of the more-ranks kind's changed job). Exit 0
 with the line printed, 1 when a pair could not be run, 2 for a bad setting, 77 without the
 simulated device. `make fidelity` runs it (tests/fidelity/local.mk).
 """
@@ -93,9 +101,10 @@ EXPORT = os.path.join(BUILD, "tools", "dpro-export")
 
 DEFAULT_SEED = 20261202
 KINDS = ["bucket-down", "bucket-up", "fusion", "cuda-graph", "recompute", "accumulation",
-         "kernels-x0.5", "kernels-x2", "advice", "advice-memory"]
+         "kernels-x0.5", "kernels-x2", "advice", "advice-memory", "straggler", "more-ranks"]
 PROFILES = ["a100", "h100", "h200"]
 RANKS = 2
+MORE_RANKS = 4  # FIDELITY_MORE_RANKS, read by main()
 WARMUP = 3
 COLUMNS = ["pair", "kind", "world_seed", "profile", "job", "change", "base_us", "replayed_us",
            "predicted_us", "realised_us", "error_pct", "predicted_speedup", "realised_speedup",
@@ -151,19 +160,22 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
-def run_job(pair, args, trace_dir, iterations, slowdown=None):
-    """Runs ddp-sim with args on RANKS ranks in the pair's world under the collector.
-    Returns (iteration us: the mean over ranks of their median, peak bytes, rank 0's
-    JSON line, CPU ms the job's processes used per iteration, warm-up included)."""
-    cmd = [SIMRUN, "-n", str(RANKS), "--timeout", "150", "--", DPRO_RUN, "-o", trace_dir, "--",
-           DDP_SIM, "--iterations", str(iterations), "--warmup", str(WARMUP)] + args
+def run_job(pair, args, trace_dir, iterations, slowdown=None, ranks=RANKS, straggler=None):
+    """Runs ddp-sim with args on `ranks` ranks in the pair's world under the collector
+    (straggler: "RANK:F", that rank's kernels F times as long). Returns (iteration us: the
+    mean over ranks of their median, peak bytes, rank 0's JSON line, CPU ms the job's
+    processes used per iteration, warm-up included)."""
+    cmd = [SIMRUN, "-n", str(ranks), "--timeout", "150"]
+    cmd += ["--straggler", straggler] if straggler else []
+    cmd += ["--", DPRO_RUN, "-o", trace_dir, "--", DDP_SIM, "--iterations", str(iterations),
+            "--warmup", str(WARMUP)] + args
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, env=world_env(pair, slowdown), stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_ms = 1e3 * (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) / (iterations + WARMUP)
     rows = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
-    if p.returncode != 0 or len(rows) != RANKS:
+    if p.returncode != 0 or len(rows) != ranks:
         raise PairError("job failed (status %d, %d JSON lines): %s\n%s"
                         % (p.returncode, len(rows), " ".join(cmd), p.stderr[-1500:]))
     rows.sort(key=lambda r: r["rank"])
@@ -250,8 +262,13 @@ def base_args(pair):
 
 
 def change(pair, base_row, base_peak):
-    """The change of a what-if pair: (ddp-sim options added, SIMGPU_SLOWDOWN or None)."""
+    """The change of a what-if pair: (ddp-sim options added, SIMGPU_SLOWDOWN or None), or
+    for the kinds about ranks ([], {"straggler": "RANK:F"} or {"ranks": N})."""
     rng, kind = pair["rng"], pair["kind"]
+    if kind == "straggler":
+        return [], {"straggler": "%d:%g" % (rng.randrange(RANKS), rng.choice([1.25, 1.5, 2.0]))}
+    if kind == "more-ranks":
+        return [], {"ranks": MORE_RANKS}
     if kind == "bucket-down":
         mb = rng.choice(["0.5", "1", "2"])
         return ["--bucket-mb", mb, "--first-bucket-mb", mb], None
@@ -272,6 +289,17 @@ def change(pair, base_row, base_peak):
     raise ValueError(kind)
 
 
+def change_text(added, slowdown):
+    """The change column: what change() gave, as a user would set it."""
+    if slowdown is None:
+        return " ".join(added)
+    if not isinstance(slowdown, dict):
+        return "SIMGPU_SLOWDOWN=%g" % slowdown
+    if "straggler" in slowdown:
+        return "simrun --straggler %s" % slowdown["straggler"]
+    return "%d ranks" % slowdown["ranks"]
+
+
 def predict(pair, base_dir, base_peak, added, slowdown):
     """dpro's prediction of the change from the recording in base_dir: (its replay of the
     recording, predicted iteration us, predicted peak bytes or None, the ddp-sim options
@@ -280,8 +308,12 @@ def predict(pair, base_dir, base_peak, added, slowdown):
            str(pair["batch"])]
     budget = int(0.6 * base_peak) if pair["kind"] == "advice-memory" else None
     if slowdown is not None:
-        j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP),
-                       "--what-if-scale-kernels", repr(slowdown)])
+        if isinstance(slowdown, dict):
+            what = (["--what-if-slow-rank", slowdown["straggler"]] if "straggler" in slowdown
+                    else ["--what-if-ranks", str(slowdown["ranks"])])
+        else:
+            what = ["--what-if-scale-kernels", repr(slowdown)]
+        j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP)] + what)
         if "what_if" not in j:
             raise PairError("dpro-replay gave no what_if: %s" % j.get("diagnostics"))
         return j["simulated_iter_us"], j["what_if"]["predicted_iter_us"], None, added, None
@@ -318,8 +350,13 @@ def one_pair(pair, work, iterations, attempts):
             added, slowdown = change(pair, base_row, base_peak)
         replayed, pred_us, pred_peak, added, budget = predict(pair, base_dir, base_peak, added,
                                                               slowdown)
-        new_us, new_peak, _, new_cpu = run_job(pair, args + added, new_dir, iterations,
-                                               slowdown)
+        if isinstance(slowdown, dict):  # the kinds about ranks
+            new_us, new_peak, _, new_cpu = run_job(pair, args, new_dir, iterations,
+                                                   ranks=slowdown.get("ranks", RANKS),
+                                                   straggler=slowdown.get("straggler"))
+        else:
+            new_us, new_peak, _, new_cpu = run_job(pair, args + added, new_dir, iterations,
+                                                   slowdown)
         base_lag = sync_lag(base_dir)[0]
         new_lag, new_span = sync_lag(new_dir)
         got.append((base_us, replayed, pred_us, new_us, pred_peak, new_peak, budget, base_lag,
@@ -330,7 +367,7 @@ def one_pair(pair, work, iterations, attempts):
     pred_peak, new_peak, budget = got[0][4], max(g[5] for g in got), got[0][6]
     spread = 100.0 * (max(g[3] for g in got) - min(g[3] for g in got)) / new_us
     pred_x, real_x = replayed / pred_us, base_us / new_us
-    what = " ".join(added) if slowdown is None else "SIMGPU_SLOWDOWN=%g" % slowdown
+    what = change_text(added, slowdown)
     mib = lambda b: None if b is None or b < 0 else b / 1048576.0
     return {"pair": pair["pair"], "kind": pair["kind"], "world_seed": pair["world_seed"],
             "profile": pair["profile"], "job": " ".join(args), "change": what,
@@ -479,17 +516,19 @@ def main():
         iterations = int(os.environ.get("FIDELITY_ITERATIONS", "20"))
         attempts = int(os.environ.get("FIDELITY_ATTEMPTS", "3"))
         kinds = [k for k in os.environ.get("FIDELITY_KINDS", "").split(",") if k]
+        global MORE_RANKS
+        MORE_RANKS = int(os.environ.get("FIDELITY_MORE_RANKS", str(MORE_RANKS)))
         bad = [k for k in kinds if k not in KINDS]
         if bad:
             print("fidelity: FIDELITY_KINDS: unknown kind %s (kinds: %s)"
                   % (", ".join(bad), ",".join(KINDS)), file=sys.stderr)
             return 2
-        if min(n, iterations, attempts) < 1:
+        if min(n, iterations, attempts) < 1 or not 2 <= MORE_RANKS <= 64:
             raise ValueError("FIDELITY_PAIRS, FIDELITY_ITERATIONS and FIDELITY_ATTEMPTS must "
-                             "be at least 1")
+                             "be at least 1, FIDELITY_MORE_RANKS from 2 to 64")
     except ValueError as e:
         print("fidelity: DPRO_FIDELITY_SEED, FIDELITY_PAIRS, FIDELITY_ITERATIONS, "
-              "FIDELITY_ATTEMPTS want integers (the last three >= 1): %s" % e, file=sys.stderr)
+              "FIDELITY_ATTEMPTS, FIDELITY_MORE_RANKS want integers: %s" % e, file=sys.stderr)
         return 2
     out_dir = os.environ.get("FIDELITY_OUT", os.path.join(BUILD, "fidelity"))
     keep = os.environ.get("FIDELITY_KEEP")

@@ -24,6 +24,13 @@ tests_replay_test_replay_build_SOURCES = tests/replay/test_replay_build.c
 tests_replay_test_replay_build_LDADD = replay/libdproreplay.la
 tests_replay_test_fidelity_unit_SOURCES = tests/replay/test_fidelity_unit.c
 tests_replay_test_fidelity_unit_LDADD = replay/libdproreplay.la $(LIBM)
+# the what-ifs about ranks: one rank slower, more ranks (replay/whatif.c)
+check_PROGRAMS += tests/replay/test_replay_whatif_ranks
+tests_replay_test_replay_whatif_ranks_SOURCES = tests/replay/test_replay_whatif_ranks.c
+tests_replay_test_replay_whatif_ranks_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la $(LIBM)
+TESTS += tests/replay/test_replay_whatif_ranks
+TESTS += tests/replay/test_replay_whatif_jobs.py
+dist_check_SCRIPTS += tests/replay/test_replay_whatif_jobs.py
 tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
 tests_replay_gen_traces_LDADD = $(DPROTRACE_LINK)
 

@@ -1,0 +1,201 @@
+/*
+ * test_replay_whatif_ranks: unit tests of the what-ifs about ranks (replay/whatif.c) and
+ * of the cost model's extrapolation in rank count (costmodel_extrapolate_ranks):
+ *   - one rank slower: replay_slow_rank on a synthetic job gives the kernel durations
+ *     and the simulated iteration of the same job built with that rank slow (synth's
+ *     straggler), the other rank waiting for it; the host form changes only the rank's
+ *     host calls and gaps; refusals (factor, rank outside, folded rank);
+ *   - more ranks: replay_scale_ranks with a model fitted on 2 ranks prices each
+ *     all-reduce as the 8-rank job has it (latency kept, bandwidth term x the ring
+ *     factor) and simulates the iteration of the 8-rank job; a piecewise model keeps the
+ *     size regime measured; communicators of another size stay as they are.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dprotrace.h"
+#include "replay/costmodel.h"
+#include "replay/dfg.h"
+#include "replay/replay.h"
+#include "replay/sim.h"
+#include "tests/replay/synth.h"
+#include "tests/unit/testutil.h"
+
+/* Mean simulated iteration of rank r of g over iterations 1 .. 2 (the first is warm-up). */
+static double
+iter_of(dfg *g, int32_t r)
+{
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    double t = sim_run(g, &res) == 0 && res.n_unfinished == 0
+                   ? sim_iteration_time(g, sim_timeline_of(&res), r, 1, 2)
+                   : -1;
+    sim_result_free(&res);
+    return t;
+}
+
+static void
+test_slow_rank(void)
+{
+    synth_params p;
+    synth_defaults(&p);
+    p.ranks = 2;
+    dfg g, want, h;
+    REQUIRE(synth_dfg(&p, &g) == 0);
+    REQUIRE(dfg_clone(&h, &g) == 0);
+    double base = iter_of(&g, 1);
+    p.straggler_factor = 1.5; /* synth slows rank 0's kernels */
+    REQUIRE(synth_dfg(&p, &want) == 0);
+    int64_t kernels = 0, hosts = 0;
+    for (int32_t n = 0; n < g.n_nodes; n++)
+        if (dfg_rank(&g, n) == 0) {
+            kernels += g.kind[n] == DFG_KERNEL;
+            hosts += g.kind[n] == DFG_HOST;
+        }
+    CHECK_EQ(replay_slow_rank(&g, 0, 1.5, 1.0), kernels + hosts);
+    int64_t worst = 0;
+    for (int32_t n = 0; n < g.n_nodes; n++) {
+        int64_t d = llabs(g.dur[n] - want.dur[n]);
+        worst = d > worst ? d : worst;
+    }
+    CHECK(worst <= 1); /* rounding only */
+    double slow0 = iter_of(&g, 0), slow1 = iter_of(&g, 1), built = iter_of(&want, 1);
+    printf("slow rank: base %.0f ns, rank 0's kernels x 1.5: %.0f / %.0f ns, built so %.0f ns\n",
+           base, slow0, slow1, built);
+    CHECK(base > 0 && fabs(slow1 - built) < 1e-4 * built);
+    CHECK(slow1 > 1.3 * base);                 /* the other rank waits for the slow one */
+    CHECK(fabs(slow0 - slow1) < 0.01 * slow1); /* at every all-reduce and the sync */
+
+    /* the host form: rank 1's host calls and gaps doubled, nothing else */
+    dfg h0;
+    REQUIRE(dfg_clone(&h0, &h) == 0);
+    CHECK(replay_slow_rank(&h, 1, 1.0, 2.0) > 0);
+    int ok = 1;
+    for (int32_t n = 0; n < h.n_nodes; n++) {
+        int host1 = h.kind[n] == DFG_HOST && dfg_rank(&h, n) == 1;
+        ok &= h.dur[n] == (host1 ? 2 * h0.dur[n] : h0.dur[n]);
+        ok &= h.gap[n] == (host1 ? 2 * h0.gap[n] : h0.gap[n]);
+    }
+    CHECK(ok);
+    CHECK(iter_of(&h, 0) > base);
+
+    /* refusals */
+    CHECK_EQ(replay_slow_rank(&h0, 0, 0.0, 1.0), -1);
+    CHECK_EQ(replay_slow_rank(&h0, 0, 1.0, -2.0), -1);
+    CHECK_EQ(replay_slow_rank(&h0, 2, 1.5, 1.0), -1);
+    CHECK_EQ(replay_slow_rank(&h0, -1, 1.5, 1.0), -1);
+    h0.rank_rep = calloc(2, sizeof *h0.rank_rep); /* rank 0 stands for both */
+    h0.rank_weight = calloc(2, sizeof *h0.rank_weight);
+    REQUIRE(h0.rank_rep && h0.rank_weight);
+    h0.rank_weight[0] = 2;
+    CHECK_EQ(replay_slow_rank(&h0, 0, 1.5, 1.0), -2);
+    CHECK_EQ(replay_slow_rank(&h0, 1, 1.5, 1.0), -2);
+    dfg_free(&g);
+    dfg_free(&want);
+    dfg_free(&h);
+    dfg_free(&h0);
+}
+
+/* A model of all-reduces on 2 ranks: alpha + factor x bytes / beta at sizes 1-64 MiB. */
+static void
+fit_2_ranks(costmodel *m, double alpha, double beta)
+{
+    costmodel_sample s[64];
+    size_t n = 0;
+    for (int i = 0; i < 7; i++)
+        for (int k = 0; k < 4; k++) {
+            int64_t bytes = (int64_t)1 << (20 + i);
+            double t = alpha + costmodel_factor(DPRO_COLL_ALLREDUCE, 2) * (double)bytes / beta;
+            s[n++] = (costmodel_sample){DPRO_COLL_ALLREDUCE, 2, bytes, (int64_t)t};
+        }
+    REQUIRE(costmodel_fit_samples(m, s, n) == 0);
+}
+
+static void
+test_scale_ranks(void)
+{
+    synth_params p;
+    synth_defaults(&p);
+    p.ranks = 2;
+    costmodel m;
+    fit_2_ranks(&m, (double)p.coll_alpha_ns, p.coll_beta_bpns);
+    dfg g, want;
+    REQUIRE(synth_dfg(&p, &g) == 0);
+    double base = iter_of(&g, 0);
+    CHECK_EQ(replay_scale_ranks(&m, &g, 4, 8), 0); /* no communicator of 4 ranks */
+    CHECK_EQ(replay_scale_ranks(&m, &g, 2, 1), -1);
+    CHECK_EQ(replay_scale_ranks(&m, &g, 2, 8), g.n_groups);
+    p.ranks = 8; /* the 8-rank job, two of its ranks in the graph */
+    p.classes = 2;
+    REQUIRE(synth_dfg(&p, &want) == 0);
+    int ok = 1;
+    for (int32_t q = 0; q < g.n_groups; q++)
+        ok &= g.grp_nranks[q] == 8 && llabs(g.grp_dur[q] - want.grp_dur[q]) <= 2;
+    CHECK(ok);
+    double got = iter_of(&g, 0), built = iter_of(&want, 0);
+    printf("more ranks: 2 ranks %.0f ns; predicted at 8 %.0f ns, built at 8 %.0f ns\n", base, got,
+           built);
+    CHECK(got > base && fabs(got - built) < 1e-4 * built);
+    dfg_free(&g);
+    dfg_free(&want);
+}
+
+/* Two regimes, as NCCL switches protocol: below 1 MiB 10 us + x / 5 B/ns, from 1 MiB on
+ * 60 us + x / 100 B/ns (x = factor x bytes; 2 ranks: factor 1). */
+static double
+regime(double x)
+{
+    return x < (1 << 20) ? 10000 + x / 5.0 : 60000 + x / 100.0;
+}
+
+static void
+test_extrapolate_regimes(void)
+{
+    costmodel_sample s[256];
+    size_t n = 0;
+    for (int e = 14; e <= 26; e++)
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 4; k++) {
+                int64_t bytes = h ? (int64_t)3 << (e - 1) : (int64_t)1 << e;
+                s[n++] = (costmodel_sample){DPRO_COLL_ALLREDUCE, 2, bytes,
+                                            (int64_t)regime((double)bytes)};
+            }
+    costmodel m;
+    REQUIRE(costmodel_fit_samples(&m, s, n) == 0);
+    CHECK(m.op[DPRO_COLL_ALLREDUCE].n_segs >= 2);
+    int64_t sizes[2] = {(int64_t)3 << 15, (int64_t)3 << 23};
+    for (int i = 0; i < 2; i++) {
+        int64_t b = sizes[i];
+        int64_t t2 = costmodel_predict(&m, DPRO_COLL_ALLREDUCE, 2, b);
+        int64_t t4 = costmodel_extrapolate_ranks(&m, DPRO_COLL_ALLREDUCE, 2, 4, b, t2);
+        double want = regime((double)b) + 0.5 * (double)b / (i ? 100.0 : 5.0);
+        printf("extrapolated %lld bytes: %lld ns on 2 ranks, %lld ns on 4 (truth %.0f)\n",
+               (long long)b, (long long)t2, (long long)t4, want);
+        CHECK(fabs((double)t4 - want) < 0.02 * want);
+        /* fewer ranks go the other way; one rank is a factor of 1, not 0 */
+        CHECK(costmodel_extrapolate_ranks(&m, DPRO_COLL_ALLREDUCE, 4, 2, b, t4) - t2 <= 1);
+    }
+    /* the alpha-beta model: its one bandwidth; a broadcast's traffic does not grow */
+    m.piecewise = 0;
+    int64_t b = (int64_t)3 << 23, t2 = costmodel_predict(&m, DPRO_COLL_ALLREDUCE, 2, b);
+    double beta = m.op[DPRO_COLL_ALLREDUCE].beta_bpns;
+    CHECK(beta > 0);
+    CHECK(llabs(costmodel_extrapolate_ranks(&m, DPRO_COLL_ALLREDUCE, 2, 8, b, t2) -
+                (t2 + llround(0.75 * (double)b / beta))) <= 1);
+    CHECK_EQ(costmodel_extrapolate_ranks(&m, DPRO_COLL_BROADCAST, 2, 8, b, 12345), 12345);
+    /* nothing fitted: the time as it was */
+    costmodel empty;
+    memset(&empty, 0, sizeof empty);
+    CHECK_EQ(costmodel_extrapolate_ranks(&empty, DPRO_COLL_ALLREDUCE, 2, 8, b, 777), 777);
+}
+
+int
+main(void)
+{
+    test_slow_rank();
+    test_scale_ranks();
+    test_extrapolate_regimes();
+    return tests_done();
+}
