@@ -751,6 +751,12 @@ write_chrome(replay *rp, const replay_summary *s, const args *a)
         pr_err("cannot write %s", path);
         status = 1;
     }
+    int32_t folded = chrome_folded_ranks(rp, &rp->graph);
+    if (status == 0 && folded > 0)
+        pr_warn("%s: %d of %d ranks are folded into alike ranks' classes and have no tracks "
+                "of their own (their timeline is their representative's); --no-fold writes "
+                "every rank",
+                path, folded, rp->job.n_present);
     if (f && fclose(f) != 0)
         status = 1;
     return status;

@@ -1,5 +1,8 @@
 """test_replay_fold: alike ranks fold into weighted classes without changing the answer.
 
+--chrome of the folded alike job names its folded ranks (no tracks of their own), counts
+them in otherData.folded_ranks and says so on stderr; --no-fold writes every rank.
+
 Each job is replayed by dpro-replay --json folded (the default) and with --no-fold; the
 folded replay must make fewer classes where the ranks are alike, give the explicit
 iteration time within 0.5 %, and print the same JSON otherwise: the same keys
@@ -133,12 +136,39 @@ def compare(name, d, expect_classes=None, straggler=None, read_folded=None):
               "%s: rank %d is the straggler, folded and explicit" % (name, straggler))
 
 
+def chrome_check(name, d, tmp):
+    """--chrome of a folded replay names the folded ranks (only their iterations track: no
+    node of their own) and says so; --no-fold none."""
+    for extra, folded in (([], True), (["--no-fold"], False)):
+        path = os.path.join(tmp, "%s%s.json" % (name, "".join(extra)))
+        r = subprocess.run([REPLAY, d, "--chrome", path] + extra, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        check(r.returncode == 0, "%s %s: --chrome exits 0" % (name, extra))
+        with open(path) as f:
+            tr = json.load(f)
+        names = {e["pid"]: e["args"]["name"] for e in tr["traceEvents"]
+                 if e.get("ph") == "M" and e.get("name") == "process_name"}
+        tracked = {e["pid"] for e in tr["traceEvents"]
+                   if e.get("ph") == "X" and e.get("cat") != "iteration"}
+        marked = sorted(p for p, n in names.items() if "[folded: as rank" in n)
+        n_fold = tr["otherData"]["folded_ranks"]
+        if folded:
+            check(n_fold > 0 and marked == sorted(set(names) - tracked) and len(marked) == n_fold
+                  and "--no-fold writes every rank" in r.stderr,
+                  "%s: the folded Chrome trace names its %d folded ranks %s, the ranks "
+                  "without tracks, and says so" % (name, n_fold, marked))
+        else:
+            check(n_fold == 0 and not marked and tracked == set(names),
+                  "%s --no-fold: the Chrome trace has tracks for every rank" % name)
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="dpro-fold-") as tmp:
         d = os.path.join(tmp, "alike")
         subprocess.run([GEN, d, "--ranks", "8", "--iters", "6", "--skew", "3:200",
                         "--skew", "6:-90"], check=True, stdout=subprocess.DEVNULL)
         compare("alike", d, expect_classes=1, read_folded=True)
+        chrome_check("alike", d, tmp)
         d = os.path.join(tmp, "straggler")
         subprocess.run([GEN, d, "--ranks", "6", "--iters", "8", "--straggler", "2:1.3",
                         "--skew", "4:120"], check=True, stdout=subprocess.DEVNULL)
