@@ -118,13 +118,6 @@ rank_hash(fold_ctx *c, int32_t r)
     return h;
 }
 
-static int
-within(int64_t a, int64_t b, double tol)
-{
-    double d = (double)a - (double)b;
-    return d <= tol && -d <= tol;
-}
-
 /* Whether rank r is alike representative p. Returns 1, 0 (*why: DFG_APART_STRUCTURE or
  * DFG_APART_TIMING). */
 static int
@@ -164,10 +157,11 @@ alike(const fold_ctx *c, int32_t r, int32_t p, int *why)
             continue; /* the structure is still compared: the reason is the timing; before
                        * the window only the structure counts (processes start apart, the
                        * first collectives even it out, warm-up calls vary) */
-        timing = within(g->dur[x], g->dur[y], tol) && within(g->lat[x], g->lat[y], tol) &&
-                 within(g->gap[x], g->gap[y], tol) &&
-                 within(g->mstart[x] - c->t0[r], g->mstart[y] - c->t0[p], tol) &&
-                 within(g->mend[x] - c->t0[r], g->mend[y] - c->t0[p], tol);
+        timing = job_fold_within(g->dur[x], g->dur[y], tol) &&
+                 job_fold_within(g->lat[x], g->lat[y], tol) &&
+                 job_fold_within(g->gap[x], g->gap[y], tol) &&
+                 job_fold_within(g->mstart[x] - c->t0[r], g->mstart[y] - c->t0[p], tol) &&
+                 job_fold_within(g->mend[x] - c->t0[r], g->mend[y] - c->t0[p], tol);
     }
     *why = DFG_APART_TIMING;
     return timing;

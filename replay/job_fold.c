@@ -4,16 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "build_int.h"
 #include "fnv1a.h"
 #include "hmap.h"
 #include "iter.h"
 #include "replay.h"
-
-static int
-device_kind(uint32_t k)
-{
-    return k == DPRO_KIND_KERNEL || k == DPRO_KIND_MEMCPY || k == DPRO_KIND_MEMSET;
-}
 
 static uint64_t
 mix(uint64_t h, uint64_t v)
@@ -93,8 +88,8 @@ canonical_order(const job_rank *jr, size_t *order, int32_t *res)
     int32_t n_res = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const dpro_event *e = &jr->events[i];
-        hmap *m = device_kind(e->kind) ? &streams : &threads;
-        uint64_t key = device_kind(e->kind) ? e->stream : e->thread;
+        hmap *m = is_device_kind(e->kind) ? &streams : &threads;
+        uint64_t key = is_device_kind(e->kind) ? e->stream : e->thread;
         int32_t q = hmap_get(m, key, -1);
         if (q < 0 && hmap_put(m, key, q = n_res++) != 0)
             rc = -1;
@@ -172,8 +167,8 @@ job_fold_signature(const job_rank *jr, uint64_t t0, uint64_t t1, int32_t ni, job
     return rc;
 }
 
-static int
-within(int64_t a, int64_t b, double tol)
+int
+job_fold_within(int64_t a, int64_t b, double tol)
 {
     double d = (double)a - (double)b;
     return d <= tol && -d <= tol;
@@ -188,8 +183,9 @@ job_fold_alike(const job_fold_sig *r, const job_fold_sig *p)
     for (size_t i = 0; ok && i < r->n; i++) {
         ok = r->h[i] == p->h[i];
         if (ok && r->rs[i] >= 0) /* before the window only the structure counts */
-            ok = within(r->rs[i], p->rs[i], p->tol) && within(r->re[i], p->re[i], p->tol) &&
-                 within(r->re[i] - r->rs[i], p->re[i] - p->rs[i], p->tol);
+            ok = job_fold_within(r->rs[i], p->rs[i], p->tol) &&
+                 job_fold_within(r->re[i], p->re[i], p->tol) &&
+                 job_fold_within(r->re[i] - r->rs[i], p->re[i] - p->rs[i], p->tol);
     }
     return ok;
 }
@@ -236,8 +232,8 @@ mark_kept(const job_rank *jr, uint8_t *keep, hmap *corr)
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const dpro_event *e = &jr->events[i];
         int key = 0;
-        if (!first &&
-            (e->kind == DPRO_KIND_API || e->kind == DPRO_KIND_COLLECTIVE || device_kind(e->kind)))
+        if (!first && (e->kind == DPRO_KIND_API || e->kind == DPRO_KIND_COLLECTIVE ||
+                       is_device_kind(e->kind)))
             keep[i] = first = 1; /* the job's time origin */
         if (e->kind == DPRO_KIND_COLLECTIVE) {
             keep[i] = 1;
@@ -282,7 +278,7 @@ job_fold_reduce(job_rank *jr)
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const dpro_event *e = &jr->events[i];
         if (keep[i] ||
-            (device_kind(e->kind) && e->correlation && hmap_get(&corr, e->correlation, 0)))
+            (is_device_kind(e->kind) && e->correlation && hmap_get(&corr, e->correlation, 0)))
             jr->events[k++] = *e;
     }
     if (rc == 0) {

@@ -49,6 +49,9 @@ int job_fold_alike(const job_fold_sig *r, const job_fold_sig *p);
 
 void job_fold_sig_free(job_fold_sig *s);
 
+/* Whether a and b differ by at most tol (both ways). Returns 1 or 0. */
+int job_fold_within(int64_t a, int64_t b, double tol);
+
 /* Reduces jr, alike a representative, to what the replay still needs of it: its
  * iteration markers and the host call that closes each iteration (the iteration
  * boundaries and the rank's window), its collectives and the device operations of their
