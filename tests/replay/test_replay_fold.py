@@ -1,6 +1,7 @@
 """test_replay_fold: alike ranks fold into weighted classes without changing the answer.
 
---chrome of the folded alike job names its folded ranks (no tracks of their own), counts
+The folded replay of the straggler job is the same with --jobs 1, 2 and 4 (the waves
+of ranks read at once differ). --chrome of the folded alike job names its folded ranks (no tracks of their own), counts
 them in otherData.folded_ranks and says so on stderr; --no-fold writes every rank.
 
 Each job is replayed by dpro-replay --json folded (the default) and with --no-fold; the
@@ -173,6 +174,10 @@ def main():
         subprocess.run([GEN, d, "--ranks", "6", "--iters", "8", "--straggler", "2:1.3",
                         "--skew", "4:120"], check=True, stdout=subprocess.DEVNULL)
         compare("straggler", d, expect_classes=2, straggler=2)
+        by_jobs = [replay(d, "--jobs", str(n)) for n in (1, 2, 4)]
+        check(by_jobs[0] == by_jobs[1] == by_jobs[2],
+              "straggler: the folded --json is the same with --jobs 1, 2 and 4 (ranks folded "
+              "while read wave by wave)")
         d = os.path.join(tmp, "no-markers")
         subprocess.run([GEN, d, "--ranks", "3", "--iters", "8", "--no-markers"], check=True,
                        stdout=subprocess.DEVNULL)
