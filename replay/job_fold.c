@@ -22,7 +22,7 @@ typedef struct sig_ctx {
     const job_rank *jr;
     uint64_t *str; /* per string id: its text's hash, 0: not yet */
     uint32_t n_str;
-    hmap streams, corrs, objects;
+    hmap streams, corrs, objects, devices, comms;
 } sig_ctx;
 
 static uint64_t
@@ -54,27 +54,37 @@ event_hash(sig_ctx *c, const dpro_event *e, int32_t res)
     int64_t s = number(&c->streams, e->stream);
     int64_t k = e->correlation ? number(&c->corrs, e->correlation) : -2;
     int64_t o = e->object ? number(&c->objects, e->object) : -2;
-    if (s < 0 || k == -1 || o == -1)
+    int64_t d = number(&c->devices, e->device);
+    int64_t m = e->comm ? number(&c->comms, e->comm) : -2;
+    if (s < 0 || k == -1 || o == -1 || d < 0 || m == -1)
         return 0;
     uint64_t h = mix(DPRO_FNV1A_INIT, ((uint64_t)e->kind << 32) | e->subkind);
     h = mix(h, text_hash(c, e->name));
     h = mix(h, text_hash(c, e->name2));
     h = mix(h, ((uint64_t)(uint32_t)res << 32) | (uint32_t)s);
     h = mix(h, ((uint64_t)k << 32) ^ (uint64_t)o);
-    h = mix(h, ((uint64_t)e->device << 32) | (uint32_t)e->result);
+    h = mix(h, ((uint64_t)d << 32) | (uint32_t)e->result);
     h = mix(h, e->bytes);
     h = mix(h, ((uint64_t)e->grid[0] << 32) ^ ((uint64_t)e->grid[1] << 16) ^ e->grid[2]);
     h = mix(h, ((uint64_t)e->block[0] << 32) ^ ((uint64_t)e->block[1] << 16) ^ e->block[2]);
     h = mix(h, e->shared_mem);
     h = mix(h, (uint64_t)e->value);
     if (e->kind == DPRO_KIND_COLLECTIVE || e->kind == DPRO_KIND_MARKER) {
-        h = mix(h, e->comm);
+        h = mix(h, (uint64_t)m);
         h = mix(h, e->seq);
         h = mix(h, e->count);
         h = mix(h, ((uint64_t)e->dtype << 32) | e->redop);
         h = mix(h, (uint64_t)(int64_t)e->peer);
     }
     return h ? h : 1;
+}
+
+/* Whether events of kind k become nodes of the graph (build.h), whose times the fold
+ * rule compares; markers, device synchronisation, allocations and flows do not. */
+static int
+graph_kind(uint32_t k)
+{
+    return k == DPRO_KIND_API || k == DPRO_KIND_COLLECTIVE || is_device_kind(k);
 }
 
 /* The canonical order of jr's events (job_fold.h) into order[] and each one's resource
@@ -128,6 +138,8 @@ job_fold_signature(const job_rank *jr, uint64_t t0, uint64_t t1, int32_t ni, job
     memset(&c.streams, 0, sizeof c.streams);
     memset(&c.corrs, 0, sizeof c.corrs);
     memset(&c.objects, 0, sizeof c.objects);
+    memset(&c.devices, 0, sizeof c.devices);
+    memset(&c.comms, 0, sizeof c.comms);
     size_t *order = malloc(cap * sizeof *order);
     int32_t *res = malloc(cap * sizeof *res);
     c.str = calloc(c.n_str, sizeof *c.str);
@@ -137,7 +149,8 @@ job_fold_signature(const job_rank *jr, uint64_t t0, uint64_t t1, int32_t ni, job
     s->re = malloc(cap * sizeof *s->re);
     int rc = order && res && c.str && s->h && s->rs && s->re ? 0 : -1;
     if (rc == 0 && (hmap_init(&c.streams, 16) != 0 || hmap_init(&c.corrs, 1024) != 0 ||
-                    hmap_init(&c.objects, 64) != 0))
+                    hmap_init(&c.objects, 64) != 0 || hmap_init(&c.devices, 4) != 0 ||
+                    hmap_init(&c.comms, 8) != 0))
         rc = -1;
     if (rc == 0)
         rc = canonical_order(jr, order, res);
@@ -152,6 +165,8 @@ job_fold_signature(const job_rank *jr, uint64_t t0, uint64_t t1, int32_t ni, job
         s->h[k] = event_hash(&c, e, res[order[k]]);
         s->rs[k] = (int64_t)(e->start_ns - t0);
         s->re[k] = (int64_t)(e->end_ns - t0);
+        if (!graph_kind(e->kind))
+            s->rs[k] = -1; /* not a node of the graph: only its structure counts */
         s->hash = mix(s->hash, s->h[k]);
         if (!s->h[k])
             rc = -1;
@@ -159,6 +174,8 @@ job_fold_signature(const job_rank *jr, uint64_t t0, uint64_t t1, int32_t ni, job
     hmap_free(&c.streams);
     hmap_free(&c.corrs);
     hmap_free(&c.objects);
+    hmap_free(&c.devices);
+    hmap_free(&c.comms);
     free(c.str);
     free(order);
     free(res);

@@ -8,13 +8,16 @@
  * anything else by its thread; resources numbered as they first appear), each resource's
  * in trace order, so that ranks whose threads and streams interleave a little
  * differently still line up. The structure: kind, subkind, the text of its names, its
- * resource's number, the numbers of the stream, correlation id and object (an event
- * handle) it names (each numbered as it first appears in the canonical order: handles
- * and ids differ from process to process), device, bytes, launch shape, result, and
- * for collectives and markers the communicator, sequence, count, type, reduction, peer
- * and value. Two ranks are alike when their structures are equal event for event and
- * every event that starts at or after the compared window's start starts and ends,
- * relative to it, and lasts within JOB_FOLD_TOLERANCE of the representative's mean
+ * resource's number, the numbers of the stream, correlation id, object (an event
+ * handle), device and communicator it names (each numbered as it first appears in the
+ * canonical order: handles, ids and devices differ from process to process, and the
+ * collectives' groups are kept exactly, so ranks of different communicators may fold as
+ * replay_fold allows), bytes, launch shape, result, value, and for collectives and
+ * markers the sequence, count, type, reduction and peer. Two ranks are alike when their
+ * structures are equal event for event and every event that becomes a node of the graph
+ * (a host call, collective or device operation: not a marker, device synchronisation,
+ * allocation or flow) and starts at or after the compared window's start starts and
+ * ends, relative to it, and lasts within JOB_FOLD_TOLERANCE of the representative's mean
  * iteration: the rule replay_fold applies to the built graph, taken on the events.
  */
 #ifndef DPRO_REPLAY_JOB_FOLD_H
