@@ -772,8 +772,10 @@ fold_wave(job *j, rank_task *t, int32_t n, job_fold_sig *reps, int32_t *rep_rank
         job_fold_sig s;
         if (t[i].rc != 0 || (t[i].windowed && !t[i].window_ok))
             continue; /* told, or every event is read anew */
-        if (job_fold_signature(jr, t[i].cmp_t0, t[i].cmp_t1, t[i].cmp_ni, &s) != 0)
-            return DPRO_ERR_NOMEM;
+        if (job_fold_signature(jr, t[i].cmp_t0, t[i].cmp_t1, t[i].cmp_ni, &s) != 0) {
+            rc = DPRO_ERR_NOMEM;
+            break;
+        }
         int32_t into = -1;
         for (int32_t k = 0; into < 0 && k < *n_reps; k++)
             if (job_fold_alike(&s, &reps[k]))
