@@ -209,7 +209,8 @@ job_fold_alike(const job_fold_sig *r, const job_fold_sig *p)
 
 /* Marks in keep[] the host call that closes the iteration at marker mi as the builder
  * finds it (the last host call within the marker on its thread, else on any thread when
- * the thread makes no calls) and the calls it is nested in. */
+ * the thread makes no calls: the last API call found here, or a collective, all of which
+ * are kept) and the calls it is nested in. */
 static void
 keep_bound_call(const job_rank *jr, size_t mi, const uint8_t *host_thread, const hmap *threads,
                 uint8_t *keep)
@@ -219,18 +220,15 @@ keep_bound_call(const job_rank *jr, size_t mi, const uint8_t *host_thread, const
     size_t cand = jr->n_events;
     for (size_t x = mi; x < jr->n_events && jr->events[x].start_ns <= m->end_ns; x++) {
         const dpro_event *e = &jr->events[x];
-        if ((e->kind == DPRO_KIND_API || e->kind == DPRO_KIND_COLLECTIVE) &&
-            e->start_ns >= m->start_ns && e->end_ns <= m->end_ns &&
+        if (e->kind == DPRO_KIND_API && e->start_ns >= m->start_ns && e->end_ns <= m->end_ns &&
             (!own || e->thread == m->thread))
             cand = x;
     }
-    if (cand == jr->n_events)
-        return;
-    keep[cand] = 1;
-    const dpro_event *c = &jr->events[cand];
-    for (size_t x = cand; x-- > mi;) {
+    for (size_t x = cand + 1; cand < jr->n_events && x-- > mi;) {
         const dpro_event *e = &jr->events[x];
-        if (e->kind == DPRO_KIND_API && e->thread == c->thread && e->end_ns >= c->end_ns)
+        const dpro_event *c = &jr->events[cand];
+        if (x == cand ||
+            (e->kind == DPRO_KIND_API && e->thread == c->thread && e->end_ns >= c->end_ns))
             keep[x] = 1;
     }
 }
