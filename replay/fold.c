@@ -237,6 +237,11 @@ make_classes(fold_ctx *c, int32_t *rep, int32_t *weight, uint8_t *apart)
             continue; /* missing: no class */
         if (r < rp->job.n_ranks && rp->job.ranks[r].folded) {
             int32_t into = rep[rp->job.ranks[r].fold_rep]; /* folded while read (job.h) */
+            if (c->alone[r] == DFG_APART_STRAGGLER)
+                pr_warn("rank %d, folded while read into rank %d's class, is a straggler: "
+                        "the report names its class's representative (--no-fold: every "
+                        "straggler)",
+                        r, into);
             rep[r] = into;
             weight[into]++;
             continue;
