@@ -1,5 +1,6 @@
 /*
- * build_int.h: what the builder's files (build*.c) share and nobody else uses.
+ * build_int.h: what the builder's files (build*.c) share, and job_fold.c (which keeps of a
+ * folded rank what the builder needs).
  */
 #ifndef DPRO_REPLAY_BUILD_INT_H
 #define DPRO_REPLAY_BUILD_INT_H

@@ -221,10 +221,12 @@ export_metadata(const replay *rp, const dfg *g, int simulated, json_writer *j)
     for (int32_t r = 0; r < g->n_ranks; r++) {
         if (r < rp->job.n_ranks && !rp->job.ranks[r].reader)
             continue;
-        char pname[160];
+        char pname[200], folded[64] = "";
         const char *host = r < rp->job.n_ranks ? rp->job.ranks[r].host : NULL;
-        snprintf(pname, sizeof pname, "rank %d%s%s%s%s", r, host ? " (" : "", host ? host : "",
-                 host ? ")" : "", simulated ? " [simulated]" : "");
+        if (dfg_rank_rep(g, r) != r) /* no tracks of its own: its class's are its own */
+            snprintf(folded, sizeof folded, " [folded: as rank %d]", dfg_rank_rep(g, r));
+        snprintf(pname, sizeof pname, "rank %d%s%s%s%s%s", r, host ? " (" : "", host ? host : "",
+                 host ? ")" : "", simulated ? " [simulated]" : "", folded);
         meta_event(j, "process_name", r, 0, "name", pname, 0, 0);
         meta_event(j, "process_sort_index", r, 0, "sort_index", NULL, r, 1);
         meta_event(j, "thread_name", r, TID_ITER, "name", "iterations", 0, 0);
@@ -388,6 +390,15 @@ export_wakeups(const dfg *g, sim_timeline tl, const window *w, json_writer *j)
     }
 }
 
+int32_t
+chrome_folded_ranks(const replay *rp, const dfg *g)
+{
+    int32_t n = 0;
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        n += (r >= rp->job.n_ranks || rp->job.ranks[r].reader) && dfg_rank_rep(g, r) != r;
+    return n;
+}
+
 int
 chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrome_options *opt,
               FILE *out)
@@ -409,6 +420,7 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
         json_kv_string(j, "producer", "dpro-export");
         json_kv_string(j, "timeline", simulated ? "simulated" : "measured");
         json_kv_string(j, "job_id", rp->job.job_id ? rp->job.job_id : "");
+        json_kv_int(j, "folded_ranks", chrome_folded_ranks(rp, g));
         json_end_object(j);
         json_key(j, "traceEvents");
         json_begin_array(j);

@@ -9,7 +9,9 @@
  * "p2p", from the sender), wake-ups between host threads (dfg.h) as
  * flows from the waker's end to the woken call's start, an "iterations" track, the critical path's
  * pieces by class when asked (chrome_options.cp), and for measured timelines the NVTX ranges (their
- * own track per thread) and a "C" counter of device memory in use. Names go through the JSON
+ * own track per thread) and a "C" counter of device memory in use. A folded graph (replay_fold)
+ * holds only its classes' representatives: a folded rank gets a named process and its
+ * iterations track (its representative's), no tracks of nodes. Names go through the JSON
  * writer's escaping. Simulated and measured timelines are written the same way, so the two files
  * compare side by side.
  */
@@ -32,6 +34,11 @@ typedef struct chrome_options {
                                * slice per piece (cat "critical_path", name the cpu_op,
                                * annotation or node, args class and node); NULL: none */
 } chrome_options;
+
+/* Ranks of g folded into another rank's class (replay_fold): the export writes no tracks
+ * of their own (their timeline is their representative's); their process is named
+ * "rank N (host) [folded: as rank P]" and otherData.folded_ranks counts them. */
+int32_t chrome_folded_ranks(const replay *rp, const dfg *g);
 
 /* Estimated size in bytes of the export with these options. */
 uint64_t chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dpro_log.h"
+#include "job_fold.h"
 
 /* One present rank's nodes in canonical order: its resources in index order, each in
  * resource order; pos[n] is node n's place in its rank's list. */
@@ -72,8 +73,8 @@ typedef struct fold_ctx {
 /* The fold tolerance: two ranks are alike when, from the start of the compared window
  * on, every operation's duration, gap and launch latency, and its start and end relative
  * to the start of the window, differ by at most this fraction of the representative's
- * mean measured iteration. */
-#define FOLD_TOLERANCE 0.002
+ * mean measured iteration (the rule job_fold.h applies to the events of a rank read). */
+#define FOLD_TOLERANCE JOB_FOLD_TOLERANCE
 
 static uint64_t
 mix64(uint64_t h, uint64_t v)
@@ -117,13 +118,6 @@ rank_hash(fold_ctx *c, int32_t r)
     return h;
 }
 
-static int
-within(int64_t a, int64_t b, double tol)
-{
-    double d = (double)a - (double)b;
-    return d <= tol && -d <= tol;
-}
-
 /* Whether rank r is alike representative p. Returns 1, 0 (*why: DFG_APART_STRUCTURE or
  * DFG_APART_TIMING). */
 static int
@@ -163,10 +157,11 @@ alike(const fold_ctx *c, int32_t r, int32_t p, int *why)
             continue; /* the structure is still compared: the reason is the timing; before
                        * the window only the structure counts (processes start apart, the
                        * first collectives even it out, warm-up calls vary) */
-        timing = within(g->dur[x], g->dur[y], tol) && within(g->lat[x], g->lat[y], tol) &&
-                 within(g->gap[x], g->gap[y], tol) &&
-                 within(g->mstart[x] - c->t0[r], g->mstart[y] - c->t0[p], tol) &&
-                 within(g->mend[x] - c->t0[r], g->mend[y] - c->t0[p], tol);
+        timing = job_fold_within(g->dur[x], g->dur[y], tol) &&
+                 job_fold_within(g->lat[x], g->lat[y], tol) &&
+                 job_fold_within(g->gap[x], g->gap[y], tol) &&
+                 job_fold_within(g->mstart[x] - c->t0[r], g->mstart[y] - c->t0[p], tol) &&
+                 job_fold_within(g->mend[x] - c->t0[r], g->mend[y] - c->t0[p], tol);
     }
     *why = DFG_APART_TIMING;
     return timing;
@@ -240,6 +235,17 @@ make_classes(fold_ctx *c, int32_t *rep, int32_t *weight, uint8_t *apart)
         apart[r] = DFG_APART_FIRST;
         if (r < rp->job.n_ranks && !rp->job.ranks[r].reader)
             continue; /* missing: no class */
+        if (r < rp->job.n_ranks && rp->job.ranks[r].folded) {
+            int32_t into = rep[rp->job.ranks[r].fold_rep]; /* folded while read (job.h) */
+            if (c->alone[r] == DFG_APART_STRAGGLER)
+                pr_warn("rank %d, folded while read into rank %d's class, is a straggler: "
+                        "the report names its class's representative (--no-fold: every "
+                        "straggler)",
+                        r, into);
+            rep[r] = into;
+            weight[into]++;
+            continue;
+        }
         hash[r] = rank_hash(c, r);
         int why = n_cls ? DFG_APART_STRUCTURE : DFG_APART_FIRST, best = why;
         int32_t into = -1;
@@ -264,6 +270,33 @@ make_classes(fold_ctx *c, int32_t *rep, int32_t *weight, uint8_t *apart)
     free(hash);
     free(reps);
     return n_cls;
+}
+
+/* The job's sizes as the explicit build would have them: a rank folded while read
+ * (job.h) was reduced, and counts the nodes and edges of the rank it is alike. */
+static void
+explicit_sizes(const fold_ctx *c, int64_t *nodes, int64_t *edges)
+{
+    const dfg *g = c->g;
+    const job *j = &c->rp->job;
+    int64_t *per = calloc((size_t)g->n_ranks + 1, sizeof *per);
+    *nodes = dfg_live_nodes(g);
+    *edges = g->n_edges;
+    if (!per || !j->n_folded) {
+        free(per);
+        return;
+    }
+    for (int64_t e = 0; e < g->n_edges; e++)
+        if (g->esrc[e] >= 0)
+            per[dfg_rank(g, g->esrc[e])]++;
+    for (int32_t r = 0; r < g->n_ranks && r < j->n_ranks; r++) {
+        if (!j->ranks[r].folded)
+            continue;
+        int32_t p = j->ranks[r].fold_rep;
+        *nodes += (c->rn.off[p + 1] - c->rn.off[p]) - (c->rn.off[r + 1] - c->rn.off[r]);
+        *edges += per[p] - per[r];
+    }
+    free(per);
 }
 
 int
@@ -297,6 +330,7 @@ replay_fold(replay *rp)
         rep = weight = NULL;
         apart = NULL;
     } else if (rc == 0 && (rc = dfg_fold(&folded, g, rep, weight, apart)) == 0) {
+        explicit_sizes(&c, &folded.job_nodes, &folded.job_edges);
         dfg_free(g);
         *g = folded;
         rc = dfg_finalize(g);

@@ -15,6 +15,7 @@
 
 #include "dpro_log.h"
 #include "iter.h"
+#include "job_fold.h"
 #include "replay.h" /* replay_detect_iterations: the window's iterations are the replay's */
 
 void
@@ -69,6 +70,7 @@ typedef struct rank_task {
     char **msg; /* warnings, in the order met */
     size_t n_msg;
     uint64_t in_file; /* events the trace holds (its summary) */
+    uint64_t loaded;  /* events read (before a fold's reduction) */
     /* the window's first pass: the iteration boundaries of the whole trace */
     int method;       /* enum iter_method */
     int32_t nb;       /* boundaries */
@@ -79,7 +81,10 @@ typedef struct rank_task {
     int windowed;
     uint64_t t0, t1;
     int32_t b_first, b_count;
-    int window_ok;    /* the loaded events show those boundaries */
+    int window_ok; /* the loaded events show those boundaries */
+    /* the compared iterations in the trace's clock (cmp_ni > 0: known), for folding */
+    uint64_t cmp_t0, cmp_t1;
+    int32_t cmp_ni;
     int quiet_damage; /* damaged batches were already counted and told (first pass) */
 } rank_task;
 
@@ -563,6 +568,7 @@ static int
 read_rank(rank_task *t, const job_options *o)
 {
     int rc = read_events(t, o ? o->max_events : 0);
+    t->loaded = t->jr->n_events;
     if (rc == 0 && t->windowed) {
         int ok = window_holds_bounds(t);
         if (ok < 0)
@@ -643,32 +649,55 @@ detect_warmup(const rank_task *t, int32_t n)
     return warm;
 }
 
-/* Chooses the window from the first pass (see job.h): the compared iterations as the
- * replay chooses them, and one iteration before them. Sets each task's window and
- * j->iter_skipped, j->window_warmup, and span[0..1] to the first and last compared
- * iteration, numbered as replay_summary.first_iteration. Returns 1 when a window is taken, 0 when
- * every event is to be loaded, -1 when out of memory. */
+/* The compared iterations as the replay chooses them, from the first pass: warm-up given
+ * or detected, then o->iterations of them (0: all), as boundary indices *first (the
+ * boundary that opens them) to *last + 1, and each task's cmp_t0, cmp_t1, cmp_ni.
+ * Returns 1 when every task's iterations come from markers and some are compared, 0
+ * when not, -1 when out of memory. */
 static int
-choose_window(job *j, rank_task *t, int32_t n, const job_options *o, int32_t *span)
+compared_span(rank_task *t, int32_t n, const job_options *o, int32_t *first, int32_t *last,
+              int32_t *n_common)
 {
-    int32_t n_common = -1;
+    *n_common = -1;
     for (int32_t i = 0; i < n; i++) {
         if ((t[i].method != ITER_MARKER && t[i].method != ITER_RANGE) || t[i].nb < 2)
             return 0;
-        if (n_common < 0 || t[i].nb < n_common)
-            n_common = t[i].nb;
+        if (*n_common < 0 || t[i].nb < *n_common)
+            *n_common = t[i].nb;
     }
-    int32_t first = o->warmup >= 0 ? (o->warmup > 0 ? o->warmup - 1 : 0) : detect_warmup(t, n);
-    if (n < 1 || first < 0)
+    *first = o->warmup >= 0 ? (o->warmup > 0 ? o->warmup - 1 : 0) : detect_warmup(t, n);
+    if (n < 1 || *first < 0)
         return n < 1 ? 0 : -1;
-    int32_t last = n_common - 2;
-    if (last < first)
-        first = 0; /* everything looked like warm-up: the replay compares all */
-    if (last - first + 1 > o->iterations)
-        last = first + o->iterations - 1;
+    *last = *n_common - 2;
+    if (*last < *first)
+        *first = 0; /* everything looked like warm-up: the replay compares all */
+    if (o->iterations > 0 && *last - *first + 1 > o->iterations)
+        *last = *first + o->iterations - 1;
+    if (*last < *first)
+        return 0;
+    for (int32_t i = 0; i < n; i++) {
+        t[i].cmp_t0 = t[i].bend[*first];
+        t[i].cmp_t1 = t[i].bend[*last + 1];
+        t[i].cmp_ni = *last - *first + 1;
+    }
+    return 1;
+}
+
+/* Chooses the window from the first pass (see job.h): the compared iterations
+ * (compared_span) and one iteration before them. Sets each task's window and
+ * j->iter_skipped, j->window_warmup, and span[0..1] to the first and last compared
+ * iteration, numbered as replay_summary.first_iteration. Returns 1 when a window is taken,
+ * 0 when every event is to be loaded, -1 when out of memory. */
+static int
+choose_window(job *j, rank_task *t, int32_t n, const job_options *o, int32_t *span)
+{
+    int32_t first = 0, last = -1, n_common = 0;
+    int rc = compared_span(t, n, o, &first, &last, &n_common);
+    if (rc <= 0 || o->iterations <= 0 || o->full || o->max_events)
+        return rc < 0 ? -1 : 0;
     int32_t from = first > 0 ? first - 1 : 0;
-    if (last < first || (from == 0 && last + 2 >= n_common))
-        return 0; /* nothing to compare, or the window is everything */
+    if (from == 0 && last + 2 >= n_common)
+        return 0; /* the window is everything */
     for (int32_t i = 0; i < n; i++) {
         t[i].windowed = 1;
         t[i].t0 = t[i].bstart[from];
@@ -721,20 +750,83 @@ drop_window(job *j, rank_task *t, int32_t n, size_t *n_msg)
         free(t[i].jr->events);
         t[i].jr->events = NULL;
         t[i].jr->n_events = 0;
+        t[i].jr->folded = 0;
         t[i].windowed = 0;
         while (t[i].n_msg > n_msg[i])
             free(t[i].msg[--t[i].n_msg]);
     }
     j->iter_skipped = 0;
     j->window_warmup = -1;
+    j->n_folded = 0;
+}
+
+/* Classifies the tasks read in one wave, in rank order (see job.h): a rank alike a
+ * representative in reps[0..*n_reps) is folded into it and reduced, another becomes one
+ * (its signature kept). Returns 0 or DPRO_ERR_NOMEM. */
+static int
+fold_wave(job *j, rank_task *t, int32_t n, job_fold_sig *reps, int32_t *rep_rank, int32_t *n_reps)
+{
+    int rc = 0;
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        job_rank *jr = t[i].jr;
+        job_fold_sig s;
+        if (t[i].rc != 0 || (t[i].windowed && !t[i].window_ok))
+            continue; /* told, or every event is read anew */
+        if (job_fold_signature(jr, t[i].cmp_t0, t[i].cmp_t1, t[i].cmp_ni, &s) != 0) {
+            rc = DPRO_ERR_NOMEM;
+            break;
+        }
+        int32_t into = -1;
+        for (int32_t k = 0; into < 0 && k < *n_reps; k++)
+            if (job_fold_alike(&s, &reps[k]))
+                into = k;
+        if (into >= 0) {
+            job_fold_sig_free(&s);
+            if (job_fold_reduce(jr) != 0)
+                rc = DPRO_ERR_NOMEM;
+            jr->folded = rc == 0;
+            jr->fold_rep = rep_rank[into];
+            j->n_folded += rc == 0;
+        } else {
+            reps[*n_reps] = s;
+            rep_rank[(*n_reps)++] = jr->rank;
+        }
+    }
+    return rc;
+}
+
+/* The second pass when folding while reading: waves of `jobs` ranks, each classified
+ * (fold_wave) before the next is read. Returns 0 or a dpro_status (a failed read is the
+ * task's, told by report_tasks). */
+static int
+read_folding(job *j, rank_task *t, int32_t n, int jobs, const job_options *opts)
+{
+    job_fold_sig *reps = calloc((size_t)n + 1, sizeof *reps);
+    int32_t *rep_rank = calloc((size_t)n + 1, sizeof *rep_rank);
+    int32_t n_reps = 0;
+    int rc = reps && rep_rank ? 0 : DPRO_ERR_NOMEM;
+    for (int32_t w = 0; rc == 0 && w < n; w += jobs) {
+        int32_t m = n - w < jobs ? n - w : jobs;
+        pool_run(t + w, m, jobs, read_rank, opts);
+        rc = fold_wave(j, t + w, m, reps, rep_rank, &n_reps);
+#ifdef __GLIBC__
+        malloc_trim(0); /* the folded ranks' events, freed in every thread's arena */
+#endif
+    }
+    for (int32_t k = 0; k < n_reps; k++)
+        job_fold_sig_free(&reps[k]);
+    free(reps);
+    free(rep_rank);
+    return rc;
 }
 
 /* Reads the events of every present rank, in parallel, the window only where one is
- * asked for and fits (see job.h). Returns 0 or a dpro_status. */
+ * asked for and fits, folding alike ranks where asked (see job.h). Returns 0 or a
+ * dpro_status. */
 static int
 read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
 {
-    int rc = 0, jobs = job_threads(opts), windowed = 0, reported = 0;
+    int rc = 0, jobs = job_threads(opts), windowed = 0, reported = 0, fold = 0;
     int32_t n = 0, span[2] = {0, 0};
     rank_task *t = calloc((size_t)j->n_present + 1, sizeof *t);
     size_t *n_msg = calloc((size_t)j->n_present + 1, sizeof *n_msg);
@@ -744,7 +836,8 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
         if (j->ranks[r].reader)
             t[n++].jr = &j->ranks[r];
     int want_window = opts && opts->iterations > 0 && !opts->full && !opts->max_events;
-    if (rc == 0 && want_window) {
+    int want_fold = opts && opts->fold && !opts->max_events && n > 1;
+    if (rc == 0 && (want_window || want_fold)) {
         pool_run(t, n, jobs, scan_bounds, opts);
         if (first_failure(t, n) != 0) {
             rc = report_tasks(j, t, n, 0, errbuf, errlen);
@@ -752,13 +845,16 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
         } else if ((windowed = choose_window(j, t, n, opts, span)) < 0) {
             rc = DPRO_ERR_NOMEM;
         }
+        fold = rc == 0 && want_fold && t[0].cmp_ni > 0;
         for (int32_t i = 0; i < n; i++)
             n_msg[i] = t[i].n_msg;
 #ifdef __GLIBC__
         malloc_trim(0); /* the first pass's buffers, freed in every thread's arena */
 #endif
     }
-    if (rc == 0)
+    if (rc == 0 && fold)
+        rc = read_folding(j, t, n, jobs, opts);
+    else if (rc == 0)
         pool_run(t, n, jobs, read_rank, opts);
     int fits = 1;
     for (int32_t i = 0; rc == 0 && windowed && i < n; i++)
@@ -772,13 +868,17 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
     }
     for (int32_t i = 0; rc == 0 && i < n; i++) {
         j->events_in_files += t[i].in_file;
-        j->events_loaded += t[i].jr->n_events;
+        j->events_loaded += t[i].loaded;
+        j->events_kept += t[i].jr->n_events;
     }
     if (rc == 0 && windowed && first_failure(t, n) == 0)
         pr_info("read the window of iterations %d to %d and the one before them: %llu of %llu "
                 "events",
                 span[0], span[1], (unsigned long long)j->events_loaded,
                 (unsigned long long)j->events_in_files);
+    if (rc == 0 && j->n_folded)
+        pr_info("%d of %d ranks folded while read: %llu of %llu events read kept", j->n_folded, n,
+                (unsigned long long)j->events_kept, (unsigned long long)j->events_loaded);
     if (rc == 0)
         rc = report_tasks(j, t, n, 1, errbuf, errlen);
     else if (!reported)

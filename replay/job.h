@@ -24,6 +24,17 @@
  * leaves something out, and the boundaries found again in the loaded events are the
  * same ones; otherwise every event is loaded. j->iter_skipped and j->window_warmup tell
  * the caller how the window's iterations map onto the whole trace's.
+ *
+ * Folding while reading (job_options.fold, without max_events): the first pass is made
+ * (with or without a window) so that the compared iterations are known, and the ranks
+ * are read in waves of `jobs`; after each wave, in rank order, every rank read is
+ * compared with the representatives so far (job_fold.h: its events' structure and, over
+ * the compared iterations, timing); a rank alike one becomes folded into it (folded,
+ * fold_rep) and keeps only what the replay needs of it (job_fold_reduce), the others
+ * become representatives. Peak memory is then the representatives' events and one
+ * wave's, not every rank's. Nothing is folded when the iterations do not come from
+ * markers on every rank, or when a window does not fit (every event is then read anew).
+ * The classes depend on rank order only, not on the number of threads.
  */
 #ifndef DPRO_REPLAY_JOB_H
 #define DPRO_REPLAY_JOB_H
@@ -44,6 +55,8 @@ typedef struct job_rank {
     int32_t world_size;
     uint64_t bad_batches;
     uint64_t dropped;
+    int folded;       /* 1: alike rank fold_rep, reduced while read (see below) */
+    int32_t fold_rep; /* with folded: the representative rank */
 } job_rank;
 
 typedef struct job {
@@ -61,6 +74,8 @@ typedef struct job {
                                * traces were loaded whole */
     uint64_t events_in_files; /* events the present ranks' traces hold */
     uint64_t events_loaded;   /* of those, the events loaded */
+    int32_t n_folded;         /* ranks folded while read (job_rank.folded) */
+    uint64_t events_kept;     /* events kept after the folded ranks' reduction */
 } job;
 
 /* Most threads job_load starts (the default is the number of CPUs, up to this). */
@@ -76,6 +91,7 @@ typedef struct job_options {
                          * window is loaded (see above). 0: every event */
     int32_t warmup;     /* with iterations > 0: replay_options.warmup (-1: detected) */
     int full;           /* non-zero: every event, even with iterations > 0 */
+    int fold;           /* non-zero: fold alike ranks while reading (see above) */
 } job_options;
 
 /* Loads the traces under path (a directory or one file). opts may be NULL (every event,

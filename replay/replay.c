@@ -435,7 +435,8 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
                       .jobs = rp->opts.jobs,
                       .iterations = rp->opts.iterations,
                       .warmup = rp->opts.warmup,
-                      .full = rp->opts.full_load};
+                      .full = rp->opts.full_load,
+                      .fold = rp->opts.fold};
     int rc = job_load(path, &jo, &rp->job, errbuf, errlen);
     if (rc != 0)
         return rc;

@@ -55,7 +55,9 @@ usage(FILE *f)
                "      --jobs N           threads reading the rank traces (default: the CPUs,\n"
                "                         at most 16; the answer is the same for any N)\n"
                "      --no-fold          simulate every rank (default: alike ranks fold into\n"
-               "                         classes simulated once, --json key rank_classes)\n"
+               "                         classes simulated once, as they are read when the\n"
+               "                         iterations come from markers; --json key\n"
+               "                         rank_classes)\n"
                "      --measured-collectives  collectives and send/recv exchanges take their\n"
                "                         measured transfer time instead of the fitted cost\n"
                "                         model's\n"
@@ -628,7 +630,7 @@ json_models(json_writer *j, const report *rep)
     json_end_array(j);
 }
 
-/* --json: rank_classes, each {ranks, representative, weight, apart}. */
+/* --json: rank_classes, each {ranks, representative, weight, apart, read_folded}. */
 static void
 json_classes(json_writer *j, const replay *rp)
 {
@@ -638,17 +640,21 @@ json_classes(json_writer *j, const replay *rp)
     for (int32_t p = 0; p < g->n_ranks; p++) {
         if ((p < rp->job.n_ranks && !rp->job.ranks[p].reader) || dfg_rank_rep(g, p) != p)
             continue;
+        int32_t read_folded = 0;
         json_begin_object(j);
         json_key(j, "ranks");
         json_begin_array(j);
         for (int32_t r = p; r < g->n_ranks; r++)
-            if (dfg_rank_rep(g, r) == p && (r >= rp->job.n_ranks || rp->job.ranks[r].reader))
+            if (dfg_rank_rep(g, r) == p && (r >= rp->job.n_ranks || rp->job.ranks[r].reader)) {
                 json_int(j, r);
+                read_folded += r < rp->job.n_ranks && rp->job.ranks[r].folded;
+            }
         json_end_array(j);
         json_kv_int(j, "representative", p);
         json_kv_int(j, "weight", dfg_rank_weight(g, p));
         json_kv_string(j, "apart",
                        g->rank_apart ? replay_apart_name(g->rank_apart[p]) : "not folded");
+        json_kv_int(j, "read_folded", read_folded);
         json_end_object(j);
     }
     json_end_array(j);
@@ -744,9 +750,9 @@ print_text(const report *rep)
         classes += dfg_rank_rep(g, r) == r && dfg_rank_weight(g, r) > 0 &&
                    (r >= rp->job.n_ranks || rp->job.ranks[r].reader);
     if (g->rank_rep && classes < rp->job.n_present)
-        printf("rank classes: %d (alike ranks simulated once: %d nodes; --no-fold: every "
-               "rank)\n",
-               classes, g->n_nodes);
+        printf("rank classes: %d (alike ranks simulated once: %d nodes; %d ranks folded while "
+               "read; --no-fold: every rank)\n",
+               classes, g->n_nodes, rp->job.n_folded);
     printf("iterations compared: %d (from iteration %d; warm-up skipped)\n", s->iterations,
            s->first_iteration);
     if (rp->p2p.ends > 0 || rp->p2p.no_peer > 0)
@@ -873,6 +879,12 @@ write_chrome(replay *rp, const replay_summary *s, const args *a)
         pr_err("cannot write %s", path);
         status = 1;
     }
+    int32_t folded = chrome_folded_ranks(rp, &rp->graph);
+    if (status == 0 && folded > 0)
+        pr_warn("%s: %d of %d ranks are folded into alike ranks' classes and have no tracks "
+                "of their own (their timeline is their representative's); --no-fold writes "
+                "every rank",
+                path, folded, rp->job.n_present);
     if (f && fclose(f) != 0)
         status = 1;
     return status;

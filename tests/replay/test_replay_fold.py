@@ -1,5 +1,9 @@
 """test_replay_fold: alike ranks fold into weighted classes without changing the answer.
 
+The folded replay of the straggler job is the same with --jobs 1, 2 and 4 (the waves
+of ranks read at once differ). --chrome of the folded alike job names its folded ranks (no tracks of their own), counts
+them in otherData.folded_ranks and says so on stderr; --no-fold writes every rank.
+
 Each job is replayed by dpro-replay --json folded (the default) and with --no-fold; the
 folded replay must make fewer classes where the ranks are alike, give the explicit
 iteration time within 0.5 %, and print the same JSON otherwise: the same keys
@@ -18,6 +22,14 @@ replay; iterations from the kernel period, no markers; a rank whose trace ends e
 a class of its own), tests/replay/bench_scale's generator (16 ranks whose host calls jitter per rank,
 a straggler among them) and the multi-rank Kineto traces of ../shared imported (skipped
 without them).
+
+Ranks are folded while read (job.h) where the iterations come from markers: a class's
+read_folded counts its ranks reduced as they were read; on the jobs with markers every
+rank but the representative of the alike ranks' class must be. Memory then follows the
+classes: on a 64-rank job of bench_scale (4,000 events a rank, 10 iterations), the
+folded replay's peak RSS (the child's ru_maxrss from wait4) must stay under half the
+explicit one's (19 and 126 MiB when written; 92 MiB folded when the full graph was built
+before folding).
 """
 import json
 import os
@@ -38,6 +50,15 @@ def replay(d, *extra):
     out = subprocess.run([REPLAY, d, "--json", "--perturb", "3"] + list(extra),
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True)
     return json.loads(out.stdout)
+
+
+def peak_kib(cmd):
+    """Runs cmd (output discarded) and returns its peak RSS in KiB (ru_maxrss of wait4)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    check(p.returncode == 0, "%s exits 0 (%d)" % (" ".join(cmd), p.returncode))
+    return ru.ru_maxrss
 
 
 def diff(a, b, path, out):
@@ -69,7 +90,7 @@ def class_sums(js, classes, key):
     return [sum(by_rank[r] for r in c["ranks"]) for c in classes]
 
 
-def compare(name, d, expect_classes=None, straggler=None):
+def compare(name, d, expect_classes=None, straggler=None, read_folded=None):
     folded, explicit = replay(d), replay(d, "--no-fold")
     classes = folded["rank_classes"]
     print("%s: %d ranks, classes %s" % (name, folded["ranks"],
@@ -98,6 +119,14 @@ def compare(name, d, expect_classes=None, straggler=None):
         sf, se = class_sums(folded, classes, key), class_sums(explicit, classes, key)
         check(all(abs(x - y) <= max(1.0, 0.005 * max(abs(x), abs(y))) for x, y in zip(sf, se)),
               "%s: %s summed over each class agrees (%s vs %s)" % (name, key, sf, se))
+    if read_folded is not None:
+        got = [c["read_folded"] for c in classes]
+        want = [c["weight"] - 1 if c["weight"] > 1 else 0 for c in classes]
+        check((got == want) if read_folded else not any(got),
+              "%s: ranks folded while read per class %s (expected %s)"
+              % (name, got, want if read_folded else "none"))
+        check(not any(c["read_folded"] for c in explicit["rank_classes"]),
+              "%s: --no-fold folds nothing while reading" % name)
     if straggler is not None:
         alone = [c for c in classes if straggler in c["ranks"]]
         check(alone and alone[0]["ranks"] == [straggler] and alone[0]["apart"] in
@@ -108,20 +137,51 @@ def compare(name, d, expect_classes=None, straggler=None):
               "%s: rank %d is the straggler, folded and explicit" % (name, straggler))
 
 
+def chrome_check(name, d, tmp):
+    """--chrome of a folded replay names the folded ranks (only their iterations track: no
+    node of their own) and says so; --no-fold none."""
+    for extra, folded in (([], True), (["--no-fold"], False)):
+        path = os.path.join(tmp, "%s%s.json" % (name, "".join(extra)))
+        r = subprocess.run([REPLAY, d, "--chrome", path] + extra, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        check(r.returncode == 0, "%s %s: --chrome exits 0" % (name, extra))
+        with open(path) as f:
+            tr = json.load(f)
+        names = {e["pid"]: e["args"]["name"] for e in tr["traceEvents"]
+                 if e.get("ph") == "M" and e.get("name") == "process_name"}
+        tracked = {e["pid"] for e in tr["traceEvents"]
+                   if e.get("ph") == "X" and e.get("cat") != "iteration"}
+        marked = sorted(p for p, n in names.items() if "[folded: as rank" in n)
+        n_fold = tr["otherData"]["folded_ranks"]
+        if folded:
+            check(n_fold > 0 and marked == sorted(set(names) - tracked) and len(marked) == n_fold
+                  and "--no-fold writes every rank" in r.stderr,
+                  "%s: the folded Chrome trace names its %d folded ranks %s, the ranks "
+                  "without tracks, and says so" % (name, n_fold, marked))
+        else:
+            check(n_fold == 0 and not marked and tracked == set(names),
+                  "%s --no-fold: the Chrome trace has tracks for every rank" % name)
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="dpro-fold-") as tmp:
         d = os.path.join(tmp, "alike")
         subprocess.run([GEN, d, "--ranks", "8", "--iters", "6", "--skew", "3:200",
                         "--skew", "6:-90"], check=True, stdout=subprocess.DEVNULL)
-        compare("alike", d, expect_classes=1)
+        compare("alike", d, expect_classes=1, read_folded=True)
+        chrome_check("alike", d, tmp)
         d = os.path.join(tmp, "straggler")
         subprocess.run([GEN, d, "--ranks", "6", "--iters", "8", "--straggler", "2:1.3",
                         "--skew", "4:120"], check=True, stdout=subprocess.DEVNULL)
         compare("straggler", d, expect_classes=2, straggler=2)
+        by_jobs = [replay(d, "--jobs", str(n)) for n in (1, 2, 4)]
+        check(by_jobs[0] == by_jobs[1] == by_jobs[2],
+              "straggler: the folded --json is the same with --jobs 1, 2 and 4 (ranks folded "
+              "while read wave by wave)")
         d = os.path.join(tmp, "no-markers")
         subprocess.run([GEN, d, "--ranks", "3", "--iters", "8", "--no-markers"], check=True,
                        stdout=subprocess.DEVNULL)
-        compare("no-markers", d, expect_classes=1)
+        compare("no-markers", d, expect_classes=1, read_folded=False)
         d = os.path.join(tmp, "cut")
         subprocess.run([GEN, d, "--ranks", "4", "--iters", "20", "--cut", "1:0.6", "--skew",
                         "2:40"], check=True, stdout=subprocess.DEVNULL)
@@ -129,7 +189,17 @@ def main():
         d = os.path.join(tmp, "jitter")
         subprocess.run([BENCH_SCALE, "gen", d, "16", "4000", "10"], check=True,
                        stdout=subprocess.DEVNULL)
-        compare("jitter", d, expect_classes=2, straggler=1)
+        compare("jitter", d, expect_classes=2, straggler=1, read_folded=True)
+        d = os.path.join(tmp, "memory")
+        subprocess.run([BENCH_SCALE, "gen", d, "64", "4000", "10"], check=True,
+                       stdout=subprocess.DEVNULL)
+        folded = peak_kib([REPLAY, d, "--json"])
+        explicit = peak_kib([REPLAY, d, "--json", "--no-fold"])
+        print("memory: 64 ranks, peak RSS folded %.1f MiB, explicit %.1f MiB"
+              % (folded / 1024.0, explicit / 1024.0))
+        check(folded < 0.5 * explicit,
+              "memory: the folded replay's peak (%d KiB) under half the explicit one's (%d KiB)"
+              % (folded, explicit))
         if os.path.isdir(KINETO):
             two = sorted(f for f in os.listdir(KINETO) if f.startswith("128rank-sampled"))
             if two:
