@@ -22,7 +22,7 @@ tools_dpro_info_SOURCES = tools/dpro-info.c
 tools_dpro_info_LDADD = replay/libdproreplay.la
 
 bin_PROGRAMS += tools/dpro-replay tools/dpro-export
-tools_dpro_replay_SOURCES = tools/dpro-replay.c
+tools_dpro_replay_SOURCES = tools/dpro-replay.c tools/dpro-replay-json.c tools/dpro-replay.h
 tools_dpro_replay_LDADD = replay/libdproreplay.la
 if HAVE_MPI
 tools_dpro_replay_LDADD += replay/libdprompi.la

@@ -1,0 +1,361 @@
+/* dpro-replay-json.c: dpro-replay's --json report (the keys are documented in
+ * docs/commands.md). */
+#include <stdio.h>
+
+#include "json_writer.h"
+#include "replay/contention.h"
+#include "replay/kernels.h"
+#include "tools/dpro-replay.h"
+
+static void
+bd_json(json_writer *j, const char *key, const sim_breakdown *b, double scale)
+{
+    json_key(j, key);
+    json_begin_object(j);
+    json_kv_double(j, "window_us", (double)b->window * scale / 1000.0);
+    json_kv_double(j, "compute_us", (double)b->compute * scale / 1000.0);
+    json_kv_double(j, "communication_us", (double)b->communication * scale / 1000.0);
+    json_kv_double(j, "overlap_us", (double)b->overlap * scale / 1000.0);
+    json_kv_double(j, "wait_other_ranks_us", (double)b->wait_ranks * scale / 1000.0);
+    json_kv_double(j, "host_bound_idle_us", (double)b->host_idle * scale / 1000.0);
+    json_end_object(j);
+}
+
+const char *
+replay_cmd_kind_name(int k)
+{
+    static const char *names[] = {"?", "api", "kernel", "memcpy", "memset", "collective"};
+    return k >= 0 && k <= 5 ? names[k] : "?";
+}
+
+/* What --what-if-ranks assumes and cannot know, one sentence each (NULL ends them). */
+const char *const replay_cmd_ranks_assumed[] = {
+    "each measured rank stands for N/ranks ranks of the larger job, with the same work (data "
+    "parallel, the same batch per rank and the same model: the same payload per collective) "
+    "and arriving at the collectives as it did",
+    "collectives over all ranks: the fitted model's latency kept, its bandwidth term scaled "
+    "by the ring traffic factor (all-reduce 2(N-1)/N, all-gather and reduce-scatter (N-1)/N), "
+    "in the size regime measured; smaller communicators keep their size",
+    "not known from the trace: the node layout at N ranks (slower links between nodes), "
+    "NCCL's algorithm at N (tree, latency growing with the ranks), stragglers among more "
+    "ranks; with one message size the latency cannot be told from the bandwidth and is "
+    "scaled with it",
+    NULL,
+};
+
+/* --json: typical_replay and, with --perturb, perturbation. */
+static void
+json_fidelity(json_writer *j, const report *rep)
+{
+    if (rep->have_typical) {
+        const replay_typical *t = rep->typ;
+        json_key(j, "typical_replay");
+        json_begin_object(j);
+        json_kv_int(j, "iterations", t->iterations);
+        json_kv_int(j, "operations", t->nodes);
+        json_kv_int(j, "operations_matched", t->matched);
+        json_kv_double(j, "measured_iter_us", t->measured_us);
+        json_kv_double(j, "predicted_iter_us", t->predicted_us);
+        json_kv_double(j, "error_pct", t->error_pct);
+        json_kv_double(j, "mean_predicted_iter_us", t->mean_predicted_us);
+        json_kv_double(j, "mean_error_pct", t->mean_error_pct);
+        json_end_object(j);
+    }
+    if (rep->have_perturb) {
+        const replay_perturbation *p = rep->pt;
+        const dfg *g = &rep->rp->graph;
+        json_key(j, "perturbation");
+        json_begin_object(j);
+        json_kv_double(j, "scale", p->scale);
+        json_kv_double(j, "baseline_iter_us", p->baseline_us);
+        json_kv_double(j, "baseline_stale_wait_us", p->baseline_stale_us);
+        json_key(j, "classes");
+        json_begin_array(j);
+        for (int32_t k = 0; k < p->n; k++) {
+            const replay_perturb_class *c = &p->cls[k];
+            json_begin_object(j);
+            json_kv_string(j, "name", dfg_name(g, c->name));
+            json_kv_int(j, "count", c->count);
+            json_kv_double(j, "total_us", c->total_us);
+            json_kv_double(j, "predicted_iter_us", c->predicted_us);
+            json_kv_double(j, "saving_us", p->baseline_us - c->predicted_us);
+            json_kv_double(j, "max_saving_us", (1 - p->scale) * c->total_us);
+            json_kv_double(j, "without_class_iter_us", c->without_us);
+            json_kv_double(j, "stale_wait_us", c->stale_wait_us);
+            json_end_object(j);
+        }
+        json_end_array(j);
+        json_end_object(j);
+    }
+}
+
+/* --json: per_rank and stragglers. */
+static void
+json_ranks(json_writer *j, const report *rep)
+{
+    const replay *rp = rep->rp;
+    const replay_summary *s = rep->s;
+    json_key(j, "per_rank");
+    json_begin_array(j);
+    for (int32_t r = 0; r < s->n_ranks; r++) {
+        replay_rank_summary *q = &s->rank[r];
+        if (!q->present)
+            continue;
+        json_begin_object(j);
+        json_kv_int(j, "rank", r);
+        json_kv_double(j, "measured_iter_us", q->measured_us);
+        json_kv_double(j, "simulated_iter_us", q->simulated_us);
+        json_kv_double(j, "error_pct", q->error_pct);
+        json_kv_double(j, "clock_offset_us", q->clock_offset_us);
+        json_kv_double(j, "clock_residual_us", q->clock_residual_us);
+        json_kv_bool(j, "clock_aligned", q->clock_aligned);
+        json_kv_double(j, "others_waited_us_per_iter", q->straggler_blame_us);
+        json_kv_int(j, "arrived_last", q->last_arrivals);
+        json_kv_string(
+            j, "iteration_method",
+            (const char *[]){"none", "marker", "range", "kernel-period"}[rp->iters[r].method & 3]);
+        json_kv_int(j, "warm_up_iterations", rp->iters[r].warm_up);
+        json_key(j, "breakdown");
+        json_begin_object(j);
+        bd_json(j, "measured", &q->measured_bd,
+                q->measured_bd.window > 0 && s->iterations ? 1.0 / s->iterations : 1.0);
+        bd_json(j, "simulated", &q->simulated_bd,
+                q->simulated_bd.window > 0 && s->iterations ? 1.0 / s->iterations : 1.0);
+        json_end_object(j);
+        json_end_object(j);
+    }
+    json_end_array(j);
+    json_key(j, "stragglers");
+    json_begin_array(j);
+    for (int32_t r = 0; r < s->n_ranks; r++) {
+        replay_rank_summary *q = &s->rank[r];
+        if (q->present && q->straggler_blame_us > 0.02 * s->measured_us &&
+            q->straggler_blame_us > 5) {
+            json_begin_object(j);
+            json_kv_int(j, "rank", r);
+            json_kv_double(j, "others_waited_us_per_iter", q->straggler_blame_us);
+            json_end_object(j);
+        }
+    }
+    json_end_array(j);
+}
+
+/* --json: clock, collective_model, what_if, diagnostics. */
+static void
+json_models(json_writer *j, const report *rep)
+{
+    const replay *rp = rep->rp;
+    const replay_summary *ws = rep->ws;
+    const int have_whatif = rep->have_whatif;
+    const double kscale = rep->a->kscale;
+    const replay_summary *s = rep->s;
+    json_key(j, "clock");
+    json_begin_object(j);
+    json_kv_string(j, "source",
+                   rp->align_source == 1   ? "collective device ends"
+                   : rp->align_source == 2 ? "collective host call ends"
+                                           : "none");
+    json_kv_double(j, "residual_median_us", rp->align.residual_median_us);
+    json_kv_double(j, "residual_max_us", rp->align.residual_max_us);
+    json_kv_int(j, "unaligned_ranks", rp->align.n_unaligned);
+    json_end_object(j);
+    contention ct;
+    if (contention_measure(&rp->graph, &ct) == 0) {
+        const contention_fit *cf[2] = {&ct.comp, &ct.comm};
+        const char *ck[2] = {"compute_by_communication", "communication_by_compute"};
+        json_key(j, "contention");
+        json_begin_object(j);
+        for (int i = 0; i < 2; i++) {
+            json_key(j, ck[i]);
+            json_begin_object(j);
+            json_kv_bool(j, "fitted", cf[i]->fitted);
+            json_kv_double(j, "factor", cf[i]->k);
+            json_kv_int(j, "samples", cf[i]->samples);
+            json_kv_int(j, "informative", cf[i]->informative);
+            json_kv_double(j, "mean_overlap", cf[i]->mean_f);
+            json_end_object(j);
+        }
+        json_end_object(j);
+    }
+    json_key(j, "collective_model");
+    json_begin_array(j);
+    for (int op = 1; op < COSTMODEL_OPS; op++) {
+        const costmodel_fit *f = &rp->model.op[op];
+        if (!f->fitted)
+            continue;
+        json_begin_object(j);
+        json_kv_string(j, "op", dpro_coll_op_name((uint32_t)op));
+        json_kv_double(j, "alpha_us", f->alpha_ns / 1000.0);
+        json_kv_double(j, "bandwidth_GBps", f->beta_bpns);
+        json_kv_int(j, "samples", f->n_samples);
+        json_kv_double(j, "mape_pct", f->mape);
+        json_kv_string(j, "used",
+                       rp->model.piecewise && f->n_segs > 0 ? "piecewise" : "alpha-beta");
+        json_kv_int(j, "sizes", f->n_sizes);
+        json_kv_double(j, "piecewise_mape_pct", f->pw_mape);
+        json_kv_double(j, "size_noise_pct", 100.0 * f->noise_rel);
+        json_key(j, "segments");
+        json_begin_array(j);
+        for (int32_t k = 0; k < f->n_segs; k++) {
+            const costmodel_segment *sg = &f->seg[k];
+            json_begin_object(j);
+            json_kv_double(j, "from_bytes", sg->lo);
+            json_kv_double(j, "to_bytes", sg->hi);
+            json_kv_double(j, "alpha_us", sg->alpha_ns / 1000.0);
+            json_kv_double(j, "bandwidth_GBps", sg->beta_bpns);
+            json_kv_int(j, "sizes", sg->sizes);
+            json_end_object(j);
+        }
+        json_end_array(j);
+        json_end_object(j);
+    }
+    json_end_array(j);
+    if (have_whatif) {
+        json_key(j, "what_if");
+        json_begin_object(j);
+        const args *a = rep->a;
+        if (kscale > 0)
+            json_kv_double(j, "kernel_scale", kscale);
+        if (a->kclass)
+            json_kv_string(j, "kernel_class", a->kclass);
+        for (int k = 0; k < 2; k++) {
+            if ((k ? a->slow_host_rank : a->slow_gpu_rank) < 0)
+                continue;
+            json_key(j, k ? "slow_host" : "slow_rank");
+            json_begin_object(j);
+            json_kv_int(j, "rank", k ? a->slow_host_rank : a->slow_gpu_rank);
+            json_kv_double(j, k ? "host_scale" : "kernel_scale", k ? a->slow_host : a->slow_gpu);
+            json_end_object(j);
+        }
+        if (a->ranks_to > 0) {
+            json_kv_int(j, "ranks", a->ranks_to);
+            json_key(j, "assumed");
+            json_begin_array(j);
+            for (int k = 0; replay_cmd_ranks_assumed[k]; k++)
+                json_string(j, replay_cmd_ranks_assumed[k]);
+            json_end_array(j);
+        }
+        json_kv_double(j, "predicted_iter_us", ws->simulated_us);
+        json_kv_double(j, "speedup", ws->simulated_us > 0 ? s->simulated_us / ws->simulated_us : 0);
+        json_key(j, "per_rank");
+        json_begin_array(j);
+        for (int32_t r = 0; r < ws->n_ranks; r++) {
+            if (!ws->rank[r].present)
+                continue;
+            json_begin_object(j);
+            json_kv_int(j, "rank", r);
+            json_kv_double(j, "predicted_iter_us", ws->rank[r].simulated_us);
+            json_end_object(j);
+        }
+        json_end_array(j);
+        bd_json(j, "breakdown", &ws->simulated_bd, 1.0);
+        json_end_object(j);
+    }
+    json_key(j, "diagnostics");
+    json_begin_array(j);
+    for (size_t i = 0; i < rp->job.n_diag; i++)
+        json_string(j, rp->job.diag[i]);
+    json_end_array(j);
+}
+
+/* --json: rank_classes, each {ranks, representative, weight, apart, read_folded}. */
+static void
+json_classes(json_writer *j, const replay *rp)
+{
+    const dfg *g = &rp->graph;
+    json_key(j, "rank_classes");
+    json_begin_array(j);
+    for (int32_t p = 0; p < g->n_ranks; p++) {
+        if ((p < rp->job.n_ranks && !rp->job.ranks[p].reader) || dfg_rank_rep(g, p) != p)
+            continue;
+        int32_t read_folded = 0;
+        json_begin_object(j);
+        json_key(j, "ranks");
+        json_begin_array(j);
+        for (int32_t r = p; r < g->n_ranks; r++)
+            if (dfg_rank_rep(g, r) == p && (r >= rp->job.n_ranks || rp->job.ranks[r].reader)) {
+                json_int(j, r);
+                read_folded += r < rp->job.n_ranks && rp->job.ranks[r].folded;
+            }
+        json_end_array(j);
+        json_kv_int(j, "representative", p);
+        json_kv_int(j, "weight", dfg_rank_weight(g, p));
+        json_kv_string(j, "apart",
+                       g->rank_apart ? replay_apart_name(g->rank_apart[p]) : "not folded");
+        json_kv_int(j, "read_folded", read_folded);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
+void
+replay_cmd_print_json(const report *rep)
+{
+    const replay *rp = rep->rp;
+    const replay_summary *s = rep->s;
+    const dfg *g = &rp->graph;
+    const int top = rep->a->top;
+    json_writer jw, *j = &jw;
+    json_init(j, stdout, 1);
+    json_begin_object(j);
+    json_kv_int(j, "ranks", rp->job.n_present);
+    json_kv_int(j, "world_size", rp->job.n_ranks);
+    json_kv_string(j, "job_id", rp->job.job_id ? rp->job.job_id : "");
+    json_kv_int(j, "iterations", s->iterations);
+    json_kv_int(j, "first_iteration", s->first_iteration);
+    json_kv_double(j, "measured_iter_us", s->measured_us);
+    json_kv_double(j, "simulated_iter_us", s->simulated_us);
+    json_kv_double(j, "error_pct", s->error_pct);
+    json_fidelity(j, rep);
+    int64_t nodes, edges;
+    int32_t groups;
+    dfg_job_sizes(g, &nodes, &edges, &groups);
+    json_kv_int(j, "nodes", nodes);
+    json_kv_int(j, "edges", edges);
+    json_kv_int(j, "collectives", groups);
+    json_classes(j, rp);
+    json_key(j, "p2p");
+    json_begin_object(j);
+    json_kv_int(j, "ends", rp->p2p.ends);
+    json_kv_int(j, "matched", rp->p2p.matched);
+    json_kv_int(j, "unmatched", rp->p2p.unmatched);
+    json_kv_int(j, "no_peer", rp->p2p.no_peer);
+    json_kv_int(j, "exchanges", rp->p2p.groups);
+    json_kv_int(j, "wide_exchanges", rp->p2p.wide_groups);
+    json_kv_int(j, "unmodelled_pairs", rp->p2p.conflicts + rp->p2p.no_device);
+    json_end_object(j);
+    json_kv_int(j, "unsimulated_nodes", rp->sim.n_unfinished);
+    json_key(j, "breakdown");
+    json_begin_object(j);
+    bd_json(j, "measured", &s->measured_bd, 1.0);
+    bd_json(j, "simulated", &s->simulated_bd, 1.0);
+    json_end_object(j);
+    json_key(j, "critical_path");
+    json_begin_object(j);
+    json_kv_int(j, "rank", s->cp_rank);
+    json_kv_double(j, "length_us", (double)s->cp_length_ns / 1000.0);
+    json_key(j, "composition");
+    json_begin_object(j);
+    for (int c = 0; c < REPLAY_CP_NCLASSES; c++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s_us", replay_cp_class_name(c));
+        json_kv_double(j, key, (double)s->cp_class_ns[c] / 1000.0);
+    }
+    json_end_object(j);
+    json_key(j, "top");
+    json_begin_array(j);
+    for (int32_t i = 0; i < s->n_cp && i < top; i++) {
+        json_begin_object(j);
+        json_kv_string(j, "name", s->cp[i].op ? s->cp[i].op : dfg_name(g, s->cp[i].name));
+        json_kv_string(j, "kind", replay_cmd_kind_name(s->cp[i].kind));
+        json_kv_string(j, "class", replay_cp_class_name(s->cp[i].cls));
+        json_kv_double(j, "time_us", (double)s->cp[i].total_ns / 1000.0);
+        json_kv_int(j, "count", s->cp[i].count);
+        json_end_object(j);
+    }
+    json_end_array(j);
+    json_end_object(j);
+    json_ranks(j, rep);
+    json_models(j, rep);
+    json_end_object(j);
+}

@@ -1,0 +1,49 @@
+/*
+ * dpro-replay.h: what dpro-replay's option parsing and its printers share (the command is
+ * dpro-replay.c; its --json writer is dpro-replay-json.c).
+ */
+#ifndef DPRO_TOOLS_DPRO_REPLAY_H
+#define DPRO_TOOLS_DPRO_REPLAY_H
+
+#include <stdint.h>
+
+#include "replay/replay.h"
+
+/* What the command was asked. */
+typedef struct args {
+    replay_options ro;
+    int as_json, show_cp, top, force, partial;
+    int mpi; /* --mpi */
+    const char *chrome;
+    double kscale;                         /* --what-if-scale-kernels, 0: none */
+    const char *kclass;                    /* --what-if-class, NULL: every kernel */
+    int32_t slow_gpu_rank, slow_host_rank; /* --what-if-slow-rank/-host, -1: none */
+    double slow_gpu, slow_host;            /* their factors (1: none) */
+    int32_t ranks_to;                      /* --what-if-ranks, 0: none */
+    int32_t perturb_top;                   /* --perturb, 0: no check */
+    const char *dir;
+} args;
+
+/* One replay's figures, as the printers take them. */
+typedef struct report {
+    const replay *rp;
+    const replay_summary *s;
+    const replay_summary *ws; /* the what-if's, when have_whatif */
+    int have_whatif;
+    const replay_typical *typ; /* the typical-duration replay, when have_typical */
+    int have_typical;
+    const replay_perturbation *pt; /* --perturb, when have_perturb */
+    int have_perturb;
+    const args *a;
+} report;
+
+/* The name of a critical-path entry's kind (api, kernel, memcpy, memset, collective). */
+const char *replay_cmd_kind_name(int k);
+
+/* What --what-if-ranks assumes and cannot know, one sentence each (NULL ends them). */
+extern const char *const replay_cmd_ranks_assumed[];
+
+/* Writes the --json report of rep on stdout. */
+void replay_cmd_print_json(const report *rep);
+
+#endif
