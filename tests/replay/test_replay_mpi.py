@@ -3,7 +3,7 @@
 First the distributed simulation itself, node for node (test_mpi_sim under mpirun with
 1 to 4 processes: every node's times and binding dependency, every group's last
 arrival, on graphs with ties between ranks, a straggler, fewer ranks than the job and
-edges between ranks). Then whole replays: multi-rank traces written by
+edges between ranks; and the graph process 0 hands to the others arrives whole). Then whole replays: multi-rank traces written by
 tests/replay/gen_traces (clock skew; a straggler; no iteration markers) and by
 tests/replay/bench_scale's generator (16 ranks whose host calls jitter), and pipeline
 jobs of pipe-sim on the simulated device (send/recv pairs between stages, plain and
