@@ -30,7 +30,7 @@ replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(LIB
 # --with-mpi).
 if HAVE_MPI
 noinst_LTLIBRARIES += replay/libdprompi.la
-replay_libdprompi_la_SOURCES = replay/mpi_sim.c replay/mpi_sim.h
+replay_libdprompi_la_SOURCES = replay/mpi_sim.c replay/mpi_graph.c replay/mpi_sim.h
 replay_libdprompi_la_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) -O2
 replay_libdprompi_la_LIBADD = replay/libdproreplay.la $(MPI_LIBS)
 endif

@@ -16,6 +16,13 @@
  * never depend on processing order); process 0 receives the whole timeline at the end
  * (MPI_Reduce), the others keep their own nodes' times.
  *
+ * Only process 0 reads the traces (load, clock alignment, iterations, graph, cost model,
+ * folding: replay_open); it hands the built graph to the others (mpisim_share_graph), so
+ * that the trace files are read once, not once a process, and the other processes hold
+ * the graph alone. Reading a share of the files on each process is not done: the clock
+ * alignment, the iteration bounds and the graph's numbering of nodes and collectives are
+ * taken over every rank at once.
+ *
  * Built with MPI only (configure --with-mpi, HAVE_MPI); without it the functions below
  * are stubs that say MPI is not built, so callers carry no #ifdef.
  */
@@ -59,6 +66,14 @@ void mpisim_finalize(void);
  * loaded the job agree on going on, or all stop. */
 int mpisim_agree(int ok);
 
+/* Hands the graph from process 0 to the others (MPI_Bcast of its arrays and names), so
+ * that process 0 alone reads the traces and builds it: on process 0 g is the built graph
+ * (left as it is), on the others an empty (zeroed) graph that becomes its copy, not
+ * finalized. *bytes (may be NULL) receives the bytes handed to each process. Every process
+ * must call it. Returns 0, or -1 when out of memory on any process (all return -1; the
+ * others' copies are then freed). */
+int mpisim_share_graph(dfg *g, int64_t *bytes);
+
 /* Simulates g (the same graph on every process, finalized here) into res (zeroed before
  * first use, sim_result_free), distributed as the top of this file says; every process
  * must call it. On process 0 res then holds the whole run as sim_run would give it; on
@@ -93,6 +108,14 @@ static inline int
 mpisim_agree(int ok)
 {
     return ok;
+}
+
+static inline int
+mpisim_share_graph(dfg *g, int64_t *bytes)
+{
+    (void)g;
+    (void)bytes;
+    return -1;
 }
 
 static inline int

@@ -510,6 +510,23 @@ write_chrome(replay *rp, const replay_summary *s, const args *a)
     return status;
 }
 
+/* With --mpi: hands rp->graph from process 0 to the others (mpisim_share_graph; they
+ * read no trace). Returns 0, or -1 (out of memory, said on every process). */
+static int
+share_graph(replay *rp, int me)
+{
+    int64_t bytes;
+    if (mpisim_share_graph(&rp->graph, &bytes) != 0) {
+        pr_err("out of memory sharing the graph");
+        return -1;
+    }
+    if (me != 0)
+        pr_info("graph received from process 0: %d nodes, %lld edges, %lld bytes (no trace "
+                "read here)",
+                rp->graph.n_nodes, (long long)rp->graph.n_edges, (long long)bytes);
+    return 0;
+}
+
 /* Simulates rp->graph into rp->sim: in this process, or with --mpi over every process of
  * the MPI job (mpi_sim.h; process 0 then holds the whole timeline). Returns 0, or -1
  * (out of memory, said; with --mpi on every process). */
@@ -557,15 +574,15 @@ main(int argc, char **argv)
     memset(&ws, 0, sizeof ws);
     memset(&pt, 0, sizeof pt);
     memset(&rp, 0, sizeof rp);
-    int ok = replay_open(a.dir, &a.ro, &rp, err, sizeof err) == 0;
-    if (!ok)
+    int ok = 1; /* with --mpi, process 0 alone reads the traces and hands out the graph */
+    if (me == 0 && !(ok = replay_open(a.dir, &a.ro, &rp, err, sizeof err) == 0))
         pr_err("%s", err);
     else if (me == 0)
         ok = inputs_check_read(&rp, a.dir, a.partial) == 0 &&
              (!a.chrome || inputs_check_output(a.dir, a.chrome, a.force) == 0);
     if (a.mpi && !mpisim_agree(ok))
-        ok = 0; /* every process stops when one cannot go on */
-    if (!ok)
+        ok = 0; /* every process stops when process 0 cannot go on */
+    if (!ok || (a.mpi && share_graph(&rp, me) != 0))
         goto out;
     if (simulate(&rp, &a) != 0 || me != 0) {
         status = me != 0 ? 0 : 1;

@@ -8,7 +8,9 @@
  * and wake-ups between ranks, which cross processes (the edge ends a round hands out).
  * On process 0 every node's start, end, binding dependency and cause, every group's last
  * arrival and its participant, the makespan, the last node and the unfinished count must
- * be the single simulation's; on the others the nodes they simulated.
+ * be the single simulation's; on the others the nodes they simulated. And the graph
+ * handed from process 0 to the others (mpisim_share_graph) must arrive whole: its sizes,
+ * arrays and names, and it must simulate as the original does.
  */
 #include "config.h"
 
@@ -111,6 +113,55 @@ compare(const char *name, dfg *g)
     dfg_free(&copy);
 }
 
+/* Whether the n elements of size sz at a and b are equal (both NULL: equal). */
+static int
+same(const void *a, const void *b, size_t sz, int64_t n)
+{
+    return n <= 0 || (a && b && memcmp(a, b, sz * (size_t)n) == 0);
+}
+
+/* Hands g from process 0 to the others (mpisim_share_graph: every process built the same
+ * g here, the others receive into an empty graph) and checks that what they received is
+ * g, array for array and name for name; then the received graph, simulated alone and
+ * distributed, must give g's single simulation (compare). */
+static void
+share(const char *name, dfg *g)
+{
+    dfg got;
+    int64_t bytes = -1;
+    if (me == 0)
+        REQUIRE(dfg_clone(&got, g) == 0);
+    else
+        memset(&got, 0, sizeof got);
+    REQUIRE(mpisim_share_graph(&got, &bytes) == 0);
+    CHECK(bytes > (int64_t)g->n_nodes * 8);
+    CHECK(got.n_nodes == g->n_nodes && got.n_edges == g->n_edges && got.n_res == g->n_res &&
+          got.n_groups == g->n_groups && got.n_ranks == g->n_ranks &&
+          got.n_iter_nodes == g->n_iter_nodes && !got.rank_rep == !g->rank_rep);
+    int32_t nn = g->n_nodes, ng = g->n_groups;
+    CHECK(same(got.kind, g->kind, 1, nn) && same(got.flags, g->flags, 1, nn) &&
+          same(got.dur, g->dur, 8, nn) && same(got.gap, g->gap, 8, nn) &&
+          same(got.lat, g->lat, 4, nn) && same(got.launch, g->launch, 4, nn) &&
+          same(got.group, g->group, 4, nn) && same(got.mstart, g->mstart, 8, nn) &&
+          same(got.mend, g->mend, 8, nn) && same(got.next_on_res, g->next_on_res, 4, nn));
+    CHECK(same(got.esrc, g->esrc, 4, g->n_edges) && same(got.edst, g->edst, 4, g->n_edges) &&
+          same(got.res_rank, g->res_rank, 4, g->n_res) &&
+          same(got.res_first, g->res_first, 4, g->n_res) && same(got.grp_dur, g->grp_dur, 8, ng) &&
+          same(got.grp_nranks, g->grp_nranks, 4, ng) &&
+          same(got.iter_off, g->iter_off, 4, g->n_ranks + 1) &&
+          same(got.iter_node, g->iter_node, 4, g->n_iter_nodes) &&
+          same(got.rank_weight, g->rank_weight, 4, g->rank_rep ? g->n_ranks : 0));
+    int64_t names = 0;
+    for (int32_t n = 0; n < nn; n++)
+        names += strcmp(dfg_name(&got, got.name[n]), dfg_name(g, g->name[n])) != 0;
+    CHECK_EQ(names, 0);
+    CHECK_EQ(dfg_intern(&got, dfg_name(g, g->name[0])), g->name[0]); /* the hash travels too */
+    if (me == 0)
+        printf("%s: graph shared, %lld bytes to each process\n", name, (long long)bytes);
+    compare(name, &got);
+    dfg_free(&got);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -138,6 +189,16 @@ main(int argc, char **argv)
     p.classes = 5;
     REQUIRE(synth_dfg(&p, &g) == 0);
     compare("classes", &g);
+    dfg_free(&g);
+    REQUIRE(synth_dfg(&p, &g) == 0);
+    share("classes, shared", &g);
+    dfg_free(&g);
+
+    synth_defaults(&p);
+    p.ranks = 8;
+    p.straggler_factor = 1.4;
+    REQUIRE(synth_dfg(&p, &g) == 0);
+    share("straggler, shared", &g);
     dfg_free(&g);
 
     synth_defaults(&p);

@@ -3,7 +3,7 @@
 First the distributed simulation itself, node for node (test_mpi_sim under mpirun with
 1 to 4 processes: every node's times and binding dependency, every group's last
 arrival, on graphs with ties between ranks, a straggler, fewer ranks than the job and
-edges between ranks). Then whole replays: multi-rank traces written by
+edges between ranks; and the graph process 0 hands to the others arrives whole). Then whole replays: multi-rank traces written by
 tests/replay/gen_traces (clock skew; a straggler; no iteration markers) and by
 tests/replay/bench_scale's generator (16 ranks whose host calls jitter), and pipeline
 jobs of pipe-sim on the simulated device (send/recv pairs between stages, plain and
@@ -14,7 +14,10 @@ of 2, 1, 2, 1 ranks on 6), folded (the default) and --no-fold, and the JSON must
 the single-process dpro-replay's field by field: the same keys, strings and booleans
 equal, numbers equal within 1e-9 relative. Each run must also have been distributed:
 its processes' log lines (DPRO_LOG=info) name P processes whose ranks add up to the
-job's, and exchanges between them.
+job's, and exchanges between them; and process 0 alone must have read the traces: the
+other P - 1 say they received the same graph from it (nodes, edges, bytes) and read no
+trace, and the log reports ranks folded while read as often as the single process does
+(once when folding while reading happened, not once a process).
 
 Skips only when MPI is really unavailable: configure found none and there is no mpicc
 on PATH, or configure was told --without-mpi. MPI installed (mpicc on PATH) but not
@@ -41,6 +44,9 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
            OMPI_MCA_rmaps_base_oversubscribe="1", DPRO_LOG="info")
 STATS = re.compile(r"simulated by (\d+) MPI processes: (\d+) ranks and \d+ nodes here, "
                    r"(\d+) exchanges")
+GRAPH = re.compile(r"graph received from process 0: (\d+) nodes, (\d+) edges, (\d+) bytes "
+                   r"\(no trace read here\)")
+READ = re.compile(r"\d+ of \d+ ranks folded while read")
 
 
 def mpi_built():
@@ -87,8 +93,8 @@ def diff(a, b, path, out):
 
 def compare(name, d, nprocs, extra):
     args = [d, "--json", "--perturb", "3"] + extra
-    one = subprocess.run([REPLAY] + args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         check=True)
+    one = subprocess.run([REPLAY] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         check=True, env=ENV)
     single = json.loads(one.stdout)
     label = "%s %s-n %d" % (name, " ".join(extra) + " " if extra else "", nprocs)
     r = mpirun(nprocs, REPLAY, "--mpi", *args)
@@ -114,6 +120,16 @@ def compare(name, d, nprocs, extra):
           "%s: %d processes simulated shares %s of the %d simulated ranks, exchanging %s "
           "times" % (label, nprocs, [s[1] for s in stats], ranks,
                      stats[0][2] if stats else "no"))
+    err = r.stderr.decode(errors="replace")
+    graphs = [tuple(int(x) for x in m.groups()) for m in GRAPH.finditer(err)]
+    reads = len(READ.findall(err))
+    check(len(graphs) == nprocs - 1 and len(set(graphs)) <= 1
+          and all(g[0] > 0 and g[2] > 0 for g in graphs)
+          and reads == len(READ.findall(one.stderr.decode(errors="replace"))),
+          "%s: process 0 alone read the traces (%d folding reports, the single process's "
+          "%d) and handed the graph to the %d others: %s" %
+          (label, reads, len(READ.findall(one.stderr.decode(errors="replace"))), nprocs - 1,
+           graphs[:1]))
 
 
 def main():
