@@ -36,7 +36,8 @@ push_index(replay_rank_iters *it, size_t *cap, size_t idx)
     return 0;
 }
 
-/* Iterations from the kernel sequence of the busiest stream. */
+/* Iterations from the kernel sequence of the busiest stream: its periodic stretch
+ * (iter_find_period) cut where the device idles longest. */
 static int
 detect_by_period(const job_rank *jr, replay_rank_iters *it)
 {
@@ -77,16 +78,16 @@ detect_by_period(const job_rank *jr, replay_rank_iters *it)
             idx[n++] = i;
         }
     }
-    size_t p = 0;
-    double match = 0;
+    size_t p = 0, lo = 0, hi = 0;
     int rc = 0;
-    if (iter_find_period(names, n, &p, &match) == 0) {
-        /* phase: the position of the period after the longest idle time, summed */
+    if (iter_find_period(names, n, &p, &lo, &hi, NULL) == 0) {
+        /* phase: the position of the period after the longest idle time, summed over the
+         * periodic stretch [lo, hi) */
         size_t phase = 0;
         double best_idle = -1;
         for (size_t ph = 0; ph < p; ph++) {
             double idle = 0;
-            for (size_t k = ph; k < n; k += p) {
+            for (size_t k = lo + ph; k < hi; k += p) {
                 if (k == 0)
                     continue;
                 int64_t gap =
@@ -98,11 +99,11 @@ detect_by_period(const job_rank *jr, replay_rank_iters *it)
                 phase = ph;
             }
         }
-        /* a boundary before every repetition that starts at the phase, and after the
-         * last one when it is complete (k == n: the sequence ends with a whole period,
-         * e.g. a benchmark's warm-up pass then one measured pass) */
+        /* a boundary before every repetition in the stretch that starts at the phase, and
+         * after the last one when it is complete (k == hi: e.g. the sequence ends with a
+         * whole period, a benchmark's warm-up pass then one measured pass) */
         size_t cap = 0;
-        for (size_t k = phase; k <= n && rc == 0; k += p)
+        for (size_t k = lo + phase; k <= hi && rc == 0; k += p)
             if (k > 0)
                 rc = push_index(it, &cap, idx[k - 1]);
         it->method = ITER_PERIOD;
