@@ -12,8 +12,9 @@ Convolutions run with torch.backends.cudnn.enabled = False (the simulated device
 cuDNN stand-in: torch's own im2col + cuBLAS kernels run instead).
 
 After the steps each rank writes OUT/rank<R>.json: per run a checksum of its parameters'
-bytes and of its gradients' bytes (CPU arithmetic on copies, so it means the same on a real
-GPU and on the simulated one, whose kernels compute nothing).  Before the model is built
+bytes and of its gradients' bytes after the last backward (CPU arithmetic on copies, so it
+means the same on a real GPU and on the simulated one, whose kernels compute nothing; the
+steps before synchronise only, as a loop that logs its loss does).  Before the model is built
 each rank fills the caching allocator's memory with bytes of its own, so that memory no
 collective overwrote differs between ranks."""
 import argparse
@@ -159,7 +160,8 @@ def train(run, args, rank, dev):
                 x = make().to(dev)
                 ddp(x).float().pow(2).mean().backward()
         torch.cuda.synchronize()
-        grads = checksum(p.grad for p in model.parameters())
+        if step == args.steps - 1:
+            grads = checksum(p.grad for p in model.parameters())
         opt.step()
     torch.cuda.synchronize()
     return dict(run, params=checksum(model.parameters()), grads=grads,
