@@ -75,17 +75,20 @@ class TorchDdpJob:
         env = dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60")
         env.update(env_extra)
         env = sanitizer_env(env)
+        out = trace_dir + "-out"  # the ranks' results (their stdout lines may interleave)
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
         cmd = ([SIMRUN, "-n", str(RANKS), "--timeout", "150", "--", DPRO_RUN, "-o", trace_dir,
-                "--", VENV_PY, TRAIN] + COMMON + args)
+                "--", VENV_PY, TRAIN] + COMMON + args + ["--out", out])
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True, timeout=200)
         if p.returncode != 0:
             raise RuntimeError("job failed (%d): %s\n%s" % (p.returncode, " ".join(cmd),
                                                            p.stderr[-2000:]))
-        runs = [json.loads(l)["runs"][0] for l in p.stdout.splitlines() if l.startswith("{")]
-        if len(runs) != RANKS:
-            raise RuntimeError("expected %d JSON lines from ddp_train.py, got %d"
-                               % (RANKS, len(runs)))
+        runs = []
+        for r in range(RANKS):
+            with open(os.path.join(out, "rank%d.json" % r)) as f:
+                runs.append(json.load(f)["runs"][0])
         iter_us = sum(median(r["iter_us"][WARM_STEPS:]) for r in runs) / RANKS
         return iter_us, max(r["max_memory_reserved"] for r in runs)
 
