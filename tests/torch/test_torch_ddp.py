@@ -9,10 +9,11 @@ device, 2 ranks under simrun (tests/torch/ddp_train.py).
    allocator with bytes of its own, so only data that NCCL really moved agree: after the
    steps the checksums of the parameters (DDP's broadcast from rank 0) and of the
    gradients (its all-reduced buckets) must be equal on both ranks.
-2. The transformer once under dpro-run (6 steps, no markers): dpro-info shows the NCCL and
+2. The transformer once under dpro-run (8 steps, no markers): dpro-info shows the NCCL and
    compute kernels of both ranks, both traces hold the same collectives (communicator,
    sequence number, operation, bytes), dpro-replay finds the steady steps from the kernel
-   sequence's period and replays them, and dpro-optimize advises DDP's bucket_cap_mb.
+   sequence's period and replays them, and dpro-optimize advises DDP's bucket_cap_mb and
+   estimates the peak memory within 10 % of torch.cuda.max_memory_reserved().
 
 Skips (77) without venv/ (make venv) or with DPRO_TORCH=0."""
 import glob
@@ -37,7 +38,7 @@ RUNS = ("transformer:;transformer:bucket=0.01,view,static;transformer:accum=2,ck
         "conv:;conv:fp16,bucket=0.05")
 
 failures = 0
-STEPS = 6  # of the traced run
+STEPS = 8  # of the traced run
 
 
 def run_records(out):
@@ -167,6 +168,15 @@ try:
         print("optimize: %s: %.0f us predicted (x%.3f)"
               % (knobs.get("torch_args"), top.get("predicted_iter_us", 0),
                  top.get("predicted_speedup", 0)))
+        # the peak-memory estimate (from the allocator's segments in the trace) against
+        # what the job's allocator reports: within 10 % of max_memory_reserved
+        reserved = max((r.get("max_memory_reserved", 0) for r in run_records(out)), default=0)
+        est = j["baseline_peak_memory_bytes"]
+        check(reserved > 0 and abs(est - reserved) <= 0.10 * reserved,
+              "peak memory estimated %d bytes, torch.cuda.max_memory_reserved() %d: not within "
+              "10 %%" % (est, reserved))
+        print("peak memory: estimated %.1f MiB, max_memory_reserved %.1f MiB"
+              % (est / 1048576.0, reserved / 1048576.0))
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
