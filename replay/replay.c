@@ -152,16 +152,23 @@ detect_by_period(const job_rank *jr, replay_rank_iters *it)
     return rc;
 }
 
-/* The rotation o of b's period that is a's: b[(j + o) % p] == a[j] for every j; -1 if
+/* The rotation o of b's period that is a's: b[(j + o) % p] names the same kernel as a[j]
+ * for every j (names are ids of each rank's own string table: compared as text); -1 if
  * none. */
 static ptrdiff_t
-period_rotation(const uint32_t *a, const uint32_t *b, size_t p)
+period_rotation(const job_rank *ra, const uint32_t *a, const job_rank *rb, const uint32_t *b,
+                size_t p)
 {
     ptrdiff_t rot = -1;
     for (size_t o = 0; o < p && rot < 0; o++) {
         size_t j = 0;
-        while (j < p && b[(j + o) % p] == a[j])
+        while (j < p) {
+            const char *x = dpro_reader_string(ra->reader, a[j]);
+            const char *y = dpro_reader_string(rb->reader, b[(j + o) % p]);
+            if (x != y && (!x || !y || strcmp(x, y) != 0))
+                break;
             j++;
+        }
         if (j == p)
             rot = (ptrdiff_t)o;
     }
@@ -195,7 +202,8 @@ match_period_phases(job *j, replay_rank_iters *iters)
             rc = idle ? 0 : -1;
         }
         if (rc == 0 && ps[r].p == ps[ref].p)
-            rot[r] = period_rotation(ps[ref].names + ps[ref].lo, ps[r].names + ps[r].lo, ps[r].p);
+            rot[r] = period_rotation(&j->ranks[ref], ps[ref].names + ps[ref].lo, &j->ranks[r],
+                                     ps[r].names + ps[r].lo, ps[r].p);
         for (size_t k = 0; rc == 0 && rot[r] >= 0 && k < ps[r].p; k++)
             idle[k] += ps[r].idle[(k + (size_t)rot[r]) % ps[r].p];
         joined += rot[r] >= 0;
