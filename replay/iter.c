@@ -288,6 +288,26 @@ iter_find_period(const uint32_t *names, size_t n, size_t *period, size_t *start,
     return rc;
 }
 
+int
+iter_period_rotation(const char *const *a, const char *const *b, size_t p, size_t *rot)
+{
+    int rc = -1;
+    for (size_t o = 0; o < p && rc != 0; o++) {
+        size_t j = 0;
+        while (j < p) {
+            const char *x = a[j], *y = b[(j + o) % p];
+            if (x != y && (!x || !y || strcmp(x, y) != 0))
+                break;
+            j++;
+        }
+        if (j == p) {
+            *rot = o;
+            rc = 0;
+        }
+    }
+    return rc;
+}
+
 static int
 cmp_i64(const void *pa, const void *pb)
 {

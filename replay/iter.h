@@ -43,6 +43,12 @@ int iter_text_is_iteration(const char *text, int *key);
 int iter_find_period(const uint32_t *names, size_t n, size_t *period, size_t *start, size_t *end,
                      double *match);
 
+/* The rotation of one period b[0..p) that is a[0..p), kernel names as text (NULL for a
+ * name not in the trace): stores in *rot the smallest o with b[(j + o) % p] equal to a[j]
+ * for every j and returns 0, or returns -1 if b is no rotation of a. Ranks of one
+ * data-parallel job repeat one period from different starting points. */
+int iter_period_rotation(const char *const *a, const char *const *b, size_t p, size_t *rot);
+
 /* The steps every rank measures, from iteration markers numbered by their step
  * (ProfilerStep#N): steps[r][0..n[r]) are the step numbers of rank r's boundaries in
  * order, each the step the boundary closes (a boundary opening the rank's first step N

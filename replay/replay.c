@@ -152,27 +152,16 @@ detect_by_period(const job_rank *jr, replay_rank_iters *it)
     return rc;
 }
 
-/* The rotation o of b's period that is a's: b[(j + o) % p] names the same kernel as a[j]
- * for every j (names are ids of each rank's own string table: compared as text); -1 if
- * none. */
-static ptrdiff_t
-period_rotation(const job_rank *ra, const uint32_t *a, const job_rank *rb, const uint32_t *b,
-                size_t p)
+/* The kernel names of one period of ps (rank jr), as text: each trace interns its own
+ * string ids, so ranks compare names by text. Returns the array (the caller frees it) or
+ * NULL (out of memory). */
+static const char **
+period_word(const job_rank *jr, const period_scan *ps)
 {
-    ptrdiff_t rot = -1;
-    for (size_t o = 0; o < p && rot < 0; o++) {
-        size_t j = 0;
-        while (j < p) {
-            const char *x = dpro_reader_string(ra->reader, a[j]);
-            const char *y = dpro_reader_string(rb->reader, b[(j + o) % p]);
-            if (x != y && (!x || !y || strcmp(x, y) != 0))
-                break;
-            j++;
-        }
-        if (j == p)
-            rot = (ptrdiff_t)o;
-    }
-    return rot;
+    const char **w = malloc((ps->p + 1) * sizeof *w);
+    for (size_t k = 0; w && k < ps->p; k++)
+        w[k] = dpro_reader_string(jr->reader, ps->names[ps->lo + k]);
+    return w;
 }
 
 /* Ranks whose iterations come from the kernel period, with one periodic sequence (data
@@ -201,9 +190,16 @@ match_period_phases(job *j, replay_rank_iters *iters)
             idle = calloc(ps[r].p, sizeof *idle);
             rc = idle ? 0 : -1;
         }
-        if (rc == 0 && ps[r].p == ps[ref].p)
-            rot[r] = period_rotation(&j->ranks[ref], ps[ref].names + ps[ref].lo, &j->ranks[r],
-                                     ps[r].names + ps[r].lo, ps[r].p);
+        if (rc == 0 && ps[r].p == ps[ref].p) {
+            const char **wa = period_word(&j->ranks[ref], &ps[ref]);
+            const char **wb = period_word(&j->ranks[r], &ps[r]);
+            size_t o = 0;
+            rc = wa && wb ? 0 : -1;
+            if (rc == 0 && iter_period_rotation(wa, wb, ps[r].p, &o) == 0)
+                rot[r] = (ptrdiff_t)o;
+            free(wa);
+            free(wb);
+        }
         for (size_t k = 0; rc == 0 && rot[r] >= 0 && k < ps[r].p; k++)
             idle[k] += ps[r].idle[(k + (size_t)rot[r]) % ps[r].p];
         joined += rot[r] >= 0;

@@ -342,6 +342,22 @@ test_iter(void)
         torch_like[k] = (uint32_t)(100 + k);
     CHECK(iter_find_period(torch_like, m, &p, &s, &e, &match) != 0);
 
+    /* Two ranks' periods, compared by text (the same name at other addresses, as two
+     * traces' string tables give it): rank b's starts 2 kernels later. */
+    char buf_b[5][8];
+    const char *wa[5] = {"gemm", "add", "gemm", "relu", "sgd"};
+    const char *wb[5];
+    for (int k = 0; k < 5; k++) {
+        snprintf(buf_b[k], sizeof buf_b[k], "%s", wa[(k + 2) % 5]);
+        wb[k] = buf_b[k];
+    }
+    size_t rot = 99;
+    CHECK(iter_period_rotation(wa, wb, 5, &rot) == 0);
+    CHECK_EQ(rot, 3); /* wb[(j + 3) % 5] == wa[(j + 5) % 5] == wa[j] */
+    CHECK(iter_period_rotation(wa, wa, 5, &rot) == 0 && rot == 0);
+    snprintf(buf_b[4], sizeof buf_b[4], "copy");
+    CHECK(iter_period_rotation(wa, wb, 5, &rot) != 0);
+
     int64_t starts[8] = {0, 3000, 5000, 6000, 7000, 8000, 9000, 10000};
     uint8_t wu[8];
     CHECK_EQ(iter_mark_warmup(starts, 8, 0.10, wu), 2);
