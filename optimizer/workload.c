@@ -42,6 +42,45 @@ iteration_of(const int64_t *bt, int32_t nb, int64_t t)
     return lo;
 }
 
+/* The host thread (resource) of rank r that launched the rank's first device op, -1 if
+ * none: a program starts on its main thread (the autograd engine's thread only appears
+ * with the first backward). */
+static int32_t
+first_launcher(const dfg *g, const sim_result *base, int32_t r)
+{
+    int32_t best = -1;
+    int64_t t = INT64_MAX;
+    for (int32_t d = 0; d < g->n_nodes; d++) {
+        if (!alive(g, d) || g->kind[d] == DFG_HOST || g->launch[d] < 0 || dfg_rank(g, d) != r)
+            continue;
+        int32_t h = g->launch[d];
+        if (base->start[h] >= 0 && base->start[h] < t) {
+            t = base->start[h];
+            best = g->res[h];
+        }
+    }
+    return best;
+}
+
+/* When iteration boundary b starts, for the host calls: a marker's start; after a device
+ * op (iterations cut from the kernel period), the start of the call that launched the
+ * next op on its stream, the first of the next iteration there (the last calls of a step,
+ * such as the final bucket's all-reduce launched after the last backward kernel, belong
+ * to it even when the device runs behind). */
+static int64_t
+boundary_start(const dfg *g, const sim_result *base, int32_t b)
+{
+    int64_t t = base->start[b];
+    if (g->kind[b] != DFG_HOST) {
+        int32_t m = g->next_on_res[b];
+        while (m >= 0 && (!alive(g, m) || g->launch[m] < 0))
+            m = g->next_on_res[m];
+        if (m >= 0 && base->start[g->launch[m]] >= 0)
+            t = base->start[g->launch[m]];
+    }
+    return t;
+}
+
 static int
 find_threads_and_iterations(workload *w, const sim_result *base, rank_info *ri)
 {
@@ -63,13 +102,13 @@ find_threads_and_iterations(workload *w, const sim_result *base, rank_info *ri)
         rank_info *k = &ri[r];
         k->main_thread = k->bwd_thread = k->compute_stream = -1;
         k->n_iters = nb;
-        if (nb > 0) {
-            int32_t b0 = bn[0];
-            if (g->kind[b0] != DFG_HOST && g->launch[b0] >= 0)
-                b0 = g->launch[b0];
-            if (g->kind[b0] == DFG_HOST)
-                k->main_thread = g->res[b0];
-        }
+        /* the thread of the iteration markers; iterations cut from the kernel period
+         * (boundaries are device ops, launched by whichever thread ends a step): the
+         * thread that launched first */
+        if (nb > 0 && g->kind[bn[0]] == DFG_HOST)
+            k->main_thread = g->res[bn[0]];
+        else if (nb > 0)
+            k->main_thread = first_launcher(g, base, r);
         int64_t best = 0;
         for (int32_t q = 0; q < g->n_res; q++)
             if (g->res_rank[q] == r && g->res_kind[q] == DFG_RES_THREAD && q != k->main_thread &&
@@ -96,7 +135,7 @@ find_threads_and_iterations(workload *w, const sim_result *base, rank_info *ri)
             return -1;
         }
         for (int32_t j = 0; j < nb; j++) {
-            bt[j] = base->start[bn[j]];
+            bt[j] = boundary_start(g, base, bn[j]);
             k->first_bwd[j] = -1;
         }
         /* iterations of host nodes, then of the device nodes they launched */

@@ -7,9 +7,11 @@
  * first of several opening them (a profiler's first step is not a steady one), a marker
  * alone being one iteration; the ranks' are matched by step number (iter_common_steps).
  * Without markers, from the period of the sequence of kernel names: the smallest exact
- * period of its steady part (prefix hashes, O(1) per candidate), else the shift that
- * makes the sequence match itself best (at least 90 % of positions; the shortest of the
- * near-best shifts); the caller cuts iterations where the device idled longest.
+ * period of its steady part (prefix hashes, O(1) per candidate), else the longest stretch
+ * that repeats exactly (a stock PyTorch job's first step and its end differ from the
+ * steady steps), else the shift that makes the sequence match itself best (at least 90 %
+ * of positions; the shortest of the near-best shifts); the caller cuts the periodic
+ * stretch into iterations where the device idled longest.
  * Warm-up iterations are the leading ones that are clearly slower than the steady
  * median.
  */
@@ -30,10 +32,22 @@ enum iter_method {
  * number telling the naming patterns apart (so one pattern is chosen per trace). */
 int iter_text_is_iteration(const char *text, int *key);
 
-/* Period of a sequence of name ids: stores the period in *period and the fraction of
- * matching positions in *match and returns 0, or returns -1 if the sequence does not
- * repeat at least twice. */
-int iter_find_period(const uint32_t *names, size_t n, size_t *period, double *match);
+/* Period of a sequence of name ids (a rank's kernels in launch order): stores the period
+ * in *period, the stretch names[*start..*end) that repeats with it, and the fraction of
+ * matching positions in *match (1 for an exact period), and returns 0; returns -1 if the
+ * sequence does not repeat at least twice (or out of memory). start, end and match may be
+ * NULL. An exact period is looked for first in the steady tail, then in the longest
+ * stretch that repeats exactly (at least half the sequence: a first step and a job's end
+ * that launch other kernels lie outside it), else an approximate one over the whole
+ * sequence (start 0, end n). */
+int iter_find_period(const uint32_t *names, size_t n, size_t *period, size_t *start, size_t *end,
+                     double *match);
+
+/* The rotation of one period b[0..p) that is a[0..p), kernel names as text (NULL for a
+ * name not in the trace): stores in *rot the smallest o with b[(j + o) % p] equal to a[j]
+ * for every j and returns 0, or returns -1 if b is no rotation of a. Ranks of one
+ * data-parallel job repeat one period from different starting points. */
+int iter_period_rotation(const char *const *a, const char *const *b, size_t p, size_t *rot);
 
 /* The steps every rank measures, from iteration markers numbered by their step
  * (ProfilerStep#N): steps[r][0..n[r]) are the step numbers of rank r's boundaries in

@@ -125,12 +125,22 @@ def parse_size(s):
     return int(float(s[:-1]) * mul[s[-1]]) if s[-1] in mul else int(s)
 
 
-def profile(work, name, args, env, opt_args, k):
+class DdpSimJob:
+    """What the loop needs of a job: run(args, env_extra, trace_dir) -> (iteration us,
+    peak memory bytes), traced; the advice's key in the strategy's knobs, and
+    apply(advice) -> the arguments that apply it, raising ValueError for advice the
+    job cannot take. tests/torch/closed_loop_torch.py gives one for PyTorch DDP."""
+    args_key = "ddp_sim_args"
+    run = staticmethod(run_job)
+    apply = staticmethod(lambda advice: advice.split())
+
+
+def profile(work, name, args, env, opt_args, k, job=DdpSimJob):
     """One profiled run of the baseline and its optimisation. Returns (a dict of the run and
     the top advice, or None; list of failures)."""
     trace = os.path.join(work, "%s-profile%d" % (name.replace(" ", "_"), k))
     shutil.rmtree(trace, ignore_errors=True)
-    base_us, _ = run_job(args, env, trace)
+    base_us, _ = job.run(args, env, trace)
     p = subprocess.run([OPTIMIZE, trace, "--json", "--quiet", "--seed", "1",
                         "--budget-s", "10"] + opt_args,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -142,24 +152,24 @@ def profile(work, name, args, env, opt_args, k):
         return None, ["%s: no strategy recommended" % name]
     top = rep["strategies"][0]
     return {"base_us": base_us, "replay_us": rep["baseline_iter_us"],
-            "advice": top["knobs"]["ddp_sim_args"], "pred_us": top["predicted_iter_us"],
+            "advice": top["knobs"][job.args_key], "pred_us": top["predicted_iter_us"],
             "pred_x": top["predicted_speedup"], "pred_peak": top["peak_memory_bytes"]}, []
 
 
-def measure(work, name, args, env, extra, j, applied):
+def measure(work, name, args, env, extra, j, applied, job=DdpSimJob):
     """One traced run of the baseline (applied False) or of the advice; returns (iter us,
     peak memory)."""
     trace = os.path.join(work, "%s-%s%d" % (name.replace(" ", "_"), "B" if applied else "A", j))
     shutil.rmtree(trace, ignore_errors=True)
-    return run_job(args + (extra if applied else []), env, trace)
+    return job.run(args + (extra if applied else []), env, trace)
 
 
-def one_config(work, name, args, env, opt_args):
-    """The design of the module's docstring for one configuration: prints every run and
-    returns the list of failures."""
+def one_config(work, name, args, env, opt_args, job=DdpSimJob):
+    """The design of the module's docstring for one configuration (of job: DdpSimJob):
+    prints every run and returns the list of failures."""
     why, profiles = [], []
     for k in range(1, PROFILES + 1):
-        prof, w = profile(work, name, args, env, opt_args, k)
+        prof, w = profile(work, name, args, env, opt_args, k, job)
         why.extend(w)
         if prof:
             profiles.append(prof)
@@ -181,12 +191,17 @@ def one_config(work, name, args, env, opt_args):
     if "--memory-budget" in opt_args:
         budget = parse_size(opt_args[opt_args.index("--memory-budget") + 1])
 
-    extra, ratios, applied_us, base_us = advice.split(), [], [], []
+    try:
+        extra = job.apply(advice)
+    except ValueError as e:
+        return why + ["%s: the advice '%s' cannot be applied: %s" % (name, advice, e)]
+    print("%s: applied as %s" % (name, " ".join(extra)))
+    ratios, applied_us, base_us = [], [], []
     for j in range(1, PAIRS + 1):
         order = (False, True) if j % 2 else (True, False)  # AB BA AB ...
         got = {}
         for applied in order:
-            got[applied] = measure(work, name, args, env, extra, j, applied)
+            got[applied] = measure(work, name, args, env, extra, j, applied, job)
         (a_us, _), (b_us, b_peak) = got[False], got[True]
         ratios.append(a_us / b_us)
         applied_us.append(b_us)

@@ -303,21 +303,60 @@ test_iter(void)
             names[n++] = k < 36 ? (uint32_t)(1 + k % 3) : (uint32_t)(10 + k);
     size_t p = 0;
     double match = 0;
-    CHECK(iter_find_period(names, n, &p, &match) == 0);
+    CHECK(iter_find_period(names, n, &p, NULL, NULL, &match) == 0);
     CHECK_EQ(p, 40);
     /* cut in the middle of an iteration: still 40 */
-    CHECK(iter_find_period(names, n - 17, &p, &match) == 0);
+    CHECK(iter_find_period(names, n - 17, &p, NULL, NULL, &match) == 0);
     CHECK_EQ(p, 40);
     /* approximate: one kernel differs in every iteration's middle */
     for (int it = 0; it < 6; it++)
         names[2 + it * 40 + 5 + it] = 77;
-    CHECK(iter_find_period(names, n, &p, &match) == 0);
+    CHECK(iter_find_period(names, n, &p, NULL, NULL, &match) == 0);
     CHECK_EQ(p, 40);
     /* no repetition */
     uint32_t none[50];
     for (int i = 0; i < 50; i++)
         none[i] = (uint32_t)i;
-    CHECK(iter_find_period(none, 50, &p, &match) != 0);
+    CHECK(iter_find_period(none, 50, &p, NULL, NULL, &match) != 0);
+
+    /* A stock PyTorch job without markers: a first step that launches other kernels
+     * (gradients created, not accumulated; the optimizer's state created), 3 steady steps
+     * of 30 kernels (2 repeated layers inside), then a barrier's all-reduce at the end.
+     * The steady tail has no exact period (the last kernel is unique) and the whole
+     * sequence none at 90 %: the periodic stretch holds the steady steps only. */
+    uint32_t torch_like[30 * 4 + 1];
+    size_t m = 0, s = 0, e = 0;
+    for (int k = 0; k < 30; k++)
+        torch_like[m++] = k < 20 ? (uint32_t)(1 + k % 10) : (uint32_t)(40 + k);
+    for (int it = 0; it < 3; it++)
+        for (int k = 0; k < 30; k++)
+            torch_like[m++] = k < 20 ? (uint32_t)(1 + k % 10) : (uint32_t)(20 + k);
+    torch_like[m++] = 90;
+    CHECK(iter_find_period(torch_like, m, &p, &s, &e, &match) == 0);
+    CHECK_EQ(p, 30);
+    CHECK_EQ(s, 30); /* the first step's forward matches, but its end does not */
+    CHECK_EQ(e, m - 1);
+    CHECK(match == 1.0);
+    /* 2 steady steps of 30 after 60 others: the stretch is not half of the sequence */
+    for (int k = 0; k < 60; k++)
+        torch_like[k] = (uint32_t)(100 + k);
+    CHECK(iter_find_period(torch_like, m, &p, &s, &e, &match) != 0);
+
+    /* Two ranks' periods, compared by text (the same name at other addresses, as two
+     * traces' string tables give it): rank b's starts 2 kernels later. */
+    char buf_b[5][8];
+    const char *wa[5] = {"gemm", "add", "gemm", "relu", "sgd"};
+    const char *wb[5];
+    for (int k = 0; k < 5; k++) {
+        snprintf(buf_b[k], sizeof buf_b[k], "%s", wa[(k + 2) % 5]);
+        wb[k] = buf_b[k];
+    }
+    size_t rot = 99;
+    CHECK(iter_period_rotation(wa, wb, 5, &rot) == 0);
+    CHECK_EQ(rot, 3); /* wb[(j + 3) % 5] == wa[(j + 5) % 5] == wa[j] */
+    CHECK(iter_period_rotation(wa, wa, 5, &rot) == 0 && rot == 0);
+    snprintf(buf_b[4], sizeof buf_b[4], "copy");
+    CHECK(iter_period_rotation(wa, wb, 5, &rot) != 0);
 
     int64_t starts[8] = {0, 3000, 5000, 6000, 7000, 8000, 9000, 10000};
     uint8_t wu[8];

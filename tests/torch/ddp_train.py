@@ -12,8 +12,11 @@ Convolutions run with torch.backends.cudnn.enabled = False (the simulated device
 cuDNN stand-in: torch's own im2col + cuBLAS kernels run instead).
 
 After the steps each rank writes OUT/rank<R>.json: per run a checksum of its parameters'
-bytes and of its gradients' bytes (CPU arithmetic on copies, so it means the same on a real
-GPU and on the simulated one, whose kernels compute nothing).  Before the model is built
+bytes and of its gradients' bytes after the last backward (CPU arithmetic on copies, so it
+means the same on a real GPU and on the simulated one, whose kernels compute nothing; the
+steps before synchronise only, as a loop that logs its loss does), the wall-clock time of
+every step but the first (iter_us: from one synchronisation after the backward to the
+next) and torch.cuda.max_memory_reserved() / max_memory_allocated() over the run.  Before the model is built
 each rank fills the caching allocator's memory with bytes of its own, so that memory no
 collective overwrote differs between ranks."""
 import argparse
@@ -150,7 +153,9 @@ def train(run, args, rank, dev):
         ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
     grads = 0
+    torch.cuda.reset_peak_memory_stats()
     t0 = time.monotonic()
+    syncs = []
     for step in range(args.steps):
         opt.zero_grad(set_to_none=False)
         for micro in range(run["accum"]):
@@ -159,11 +164,16 @@ def train(run, args, rank, dev):
                 x = make().to(dev)
                 ddp(x).float().pow(2).mean().backward()
         torch.cuda.synchronize()
-        grads = checksum(p.grad for p in model.parameters())
+        syncs.append(time.monotonic())
+        if step == args.steps - 1:
+            grads = checksum(p.grad for p in model.parameters())
         opt.step()
     torch.cuda.synchronize()
     return dict(run, params=checksum(model.parameters()), grads=grads,
-                seconds=round(time.monotonic() - t0, 3))
+                seconds=round(time.monotonic() - t0, 3),
+                iter_us=[round((b - a) * 1e6, 1) for a, b in zip(syncs, syncs[1:])],
+                max_memory_reserved=torch.cuda.max_memory_reserved(),
+                max_memory_allocated=torch.cuda.max_memory_allocated())
 
 
 def main():

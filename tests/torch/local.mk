@@ -22,7 +22,7 @@ $(TORCH_VENV_STAMP):
 .PHONY: venv
 
 EXTRA_DIST += tests/torch/census.py tests/torch/torchlib.py tests/torch/ddp_train.py \
-	tests/torch/fsdp_train.py
+	tests/torch/fsdp_train.py tests/torch/closed_loop_torch.py
 if HAVE_PYTHON3
 # What torch's libraries import from the six CUDA libraries against what the stand-ins
 # export (tests/torch/census.py), enforced for the libraries the stand-ins complete.
@@ -45,3 +45,14 @@ if HAVE_PYTHON3
 dist_check_SCRIPTS += tests/torch/test_torch_ddp.py tests/torch/test_torch_fsdp.py
 TESTS += tests/torch/test_torch_ddp.py tests/torch/test_torch_fsdp.py
 endif
+
+# The closed loop on real PyTorch DDP (tests/torch/closed_loop_torch.py): profile, advise,
+# apply the advice through ddp_train.py's options, measure.  A timed run of about 13 traced
+# jobs per configuration, too long for make check: its own target.  Without the venv it
+# skips (and the target succeeds); a missed goal fails it.
+closed-loop-torch: all
+	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
+	HAVE_CUDA='$(HAVE_CUDA_VALUE)' DPRO_SANITIZERS='$(SANITIZERS_VALUE)' \
+	PYTHONDONTWRITEBYTECODE=1 $(PYTHON3) $(srcdir)/tests/torch/closed_loop_torch.py || \
+	test $$? -eq 77
+.PHONY: closed-loop-torch

@@ -9,9 +9,11 @@ device, 2 ranks under simrun (tests/torch/ddp_train.py).
    allocator with bytes of its own, so only data that NCCL really moved agree: after the
    steps the checksums of the parameters (DDP's broadcast from rank 0) and of the
    gradients (its all-reduced buckets) must be equal on both ranks.
-2. The transformer once under dpro-run: dpro-info shows the NCCL and compute kernels of
-   both ranks, both traces hold the same collectives (communicator, sequence number,
-   operation, bytes), and dpro-replay replays the trace.
+2. The transformer once under dpro-run (8 steps, no markers): dpro-info shows the NCCL and
+   compute kernels of both ranks, both traces hold the same collectives (communicator,
+   sequence number, operation, bytes), dpro-replay finds the steady steps from the kernel
+   sequence's period and replays them, and dpro-optimize advises DDP's bucket_cap_mb and
+   estimates the peak memory within 10 % of torch.cuda.max_memory_reserved().
 
 Skips (77) without venv/ (make venv) or with DPRO_TORCH=0."""
 import glob
@@ -29,12 +31,23 @@ from torchlib import (BUILD, DPRO_INFO as dpro_info, DPRO_RUN as dpro_run,  # no
                       require_torch, sanitizer_env)
 
 dpro_replay = os.path.join(BUILD, "tools", "dpro-replay")
-require_torch(simrun, dpro_run, dpro_info, dpro_replay, trace_dump)
+dpro_optimize = os.path.join(BUILD, "tools", "dpro-optimize")
+require_torch(simrun, dpro_run, dpro_info, dpro_replay, dpro_optimize, trace_dump)
 TRAIN = os.path.join(HERE, "ddp_train.py")
 RUNS = ("transformer:;transformer:bucket=0.01,view,static;transformer:accum=2,ckpt;"
         "conv:;conv:fp16,bucket=0.05")
 
 failures = 0
+STEPS = 8  # of the traced run
+
+
+def run_records(out):
+    """The runs rank 0 wrote to OUT/rank0.json (empty if none)."""
+    path = os.path.join(out, "rank0.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return json.load(f)["runs"]
 
 
 def check(cond, msg):
@@ -87,7 +100,7 @@ try:
     trace = os.path.join(tmp, "trace")
     out = os.path.join(tmp, "traced")
     os.mkdir(out)
-    r = subprocess.run([dpro_run, "-o", trace, "--"] + job(out, "transformer:bucket=0.05", 3),
+    r = subprocess.run([dpro_run, "-o", trace, "--"] + job(out, "transformer:bucket=0.05", STEPS),
                        env=env, capture_output=True, text=True, timeout=200)
     check(r.returncode == 0, "DDP under dpro-run (rc %d): %s" % (r.returncode, r.stderr[-4000:]))
     files = sorted(glob.glob(os.path.join(trace, "rank*.dpro")))
@@ -126,8 +139,44 @@ try:
         check(j["ranks"] == 2 and j["collectives"] > 0 and j["simulated_iter_us"] > 0,
               "dpro-replay: 2 ranks, collectives, a simulated iteration: %s"
               % {k: j.get(k) for k in ("ranks", "collectives", "simulated_iter_us")})
-        print("replay: measured %.0f us, simulated %.0f us, %d collectives"
-              % (j["measured_iter_us"], j["simulated_iter_us"], j["collectives"]))
+        # no markers: the steps come from the kernel sequence's period, the first step
+        # (other kernels: gradients and optimizer state created) and the closing barrier
+        # left out; an iteration is a step, a fraction of the traced run
+        methods = [q["iteration_method"] for q in j["per_rank"]]
+        check(methods == ["kernel-period"] * 2, "iterations from the kernel period: %s" % methods)
+        check(j["iterations"] >= 2, "at least 2 steady iterations of %d steps compared: %d"
+              % (STEPS, j["iterations"]))
+        check("no iterations found" not in rp.stderr, "dpro-replay: %s" % rp.stderr[-500:])
+        span_us = max(r["seconds"] for r in run_records(out)) * 1e6
+        check(0 < j["measured_iter_us"] < span_us / (STEPS - 2),
+              "an iteration (%.0f us) is a step of the %d-step run (%.0f us)"
+              % (j["measured_iter_us"], STEPS, span_us))
+        print("replay: %d iterations (kernel period), measured %.0f us, simulated %.0f us, "
+              "%d collectives" % (j["iterations"], j["measured_iter_us"], j["simulated_iter_us"],
+                                  j["collectives"]))
+    # advice in PyTorch's terms, bucket sizes first (the 50 KiB buckets of the trace)
+    op = subprocess.run([dpro_optimize, trace, "--json", "--quiet", "--strategies", "tensor"],
+                        capture_output=True, text=True, timeout=120)
+    if check(op.returncode == 0, "dpro-optimize (rc %d): %s" % (op.returncode, op.stderr[-2000:])):
+        j = json.loads(op.stdout)
+        check(j["framework"]["name"] == "pytorch-ddp", "framework: %s" % j["framework"])
+        top = j["strategies"][0] if j["strategies"] else {}
+        knobs = top.get("knobs", {})
+        check(top.get("kind") == "tensor_fusion" and "bucket_cap_mb" in knobs.get("torch_args", "")
+              and "DDP(model, bucket_cap_mb=" in top.get("advice", ""),
+              "a DDP bucket_cap_mb advice: %s" % top)
+        print("optimize: %s: %.0f us predicted (x%.3f)"
+              % (knobs.get("torch_args"), top.get("predicted_iter_us", 0),
+                 top.get("predicted_speedup", 0)))
+        # the peak-memory estimate (from the allocator's segments in the trace) against
+        # what the job's allocator reports: within 10 % of max_memory_reserved
+        reserved = max((r.get("max_memory_reserved", 0) for r in run_records(out)), default=0)
+        est = j["baseline_peak_memory_bytes"]
+        check(reserved > 0 and abs(est - reserved) <= 0.10 * reserved,
+              "peak memory estimated %d bytes, torch.cuda.max_memory_reserved() %d: not within "
+              "10 %%" % (est, reserved))
+        print("peak memory: estimated %.1f MiB, max_memory_reserved %.1f MiB"
+              % (est / 1048576.0, reserved / 1048576.0))
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 

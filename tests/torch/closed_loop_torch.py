@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Closed loop of the optimizer on real PyTorch DDP (tests/torch/ddp_train.py, stock torch
+on the simulated device, 2 ranks under simrun, the collector through tools/dpro-run).
+
+For each poor configuration: profile it, run dpro-optimize --json, map the top
+recommendation's torch_args onto ddp_train.py's options (bucket_cap_mb=X: --bucket-cap-mb
+X; no_sync=K micro_batch=M: --accum K --batch M), run both again under the same conditions
+(the collector on), and compare the realised iteration time with the predicted one and
+the realised speedup with the predicted one, and the peak memory
+(torch.cuda.max_memory_reserved) with the budget when one was given. Advice that
+ddp_train.py cannot take (torch.compile: the simulated device runs no Triton kernels;
+checkpointing of chosen layers) fails the configuration, saying so.
+
+The measurement design and the rule are tests/optimizer/closed_loop.py's (its
+one_config): 3 profiled runs, the advice most of them recommend, 5 interleaved AB/BA pairs
+of baseline and applied runs, medians; the median realised iteration time within 5 % of
+the median predicted one, the median realised speedup at least 0.9 of the median
+predicted one (and over 1 where a speedup is predicted), every applied run's peak memory
+under the budget. A run's iteration time is the mean over the ranks of the median of its
+steps' wall-clock times (ddp_train.py's iter_us: from one synchronisation after the
+backward to the next), the first two left out (DDP rebuilds its buckets after the first
+step).
+
+Configurations (SIMGPU_PHYSICS=simple, as closed_loop.py):
+- tiny buckets: 10 KiB buckets on a network with 1 ms latency per collective;
+- huge buckets: one 200 MB bucket (every gradient all-reduced after the backward) of a
+  wider model on a 0.25 GB/s network: only smaller buckets overlap it with the backward.
+
+Not in make check (about 13 traced runs of 5-10 s per configuration on a loaded 2-core
+machine): `make closed-loop-torch`. Skips (77) without the venv, as the torch tests do.
+Environment: CLOSED_LOOP_ONLY=name, CLOSED_LOOP_KEEP=dir, CLOSED_LOOP_PROFILES=N and
+CLOSED_LOOP_PAIRS=N as closed_loop.py."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "optimizer"))
+from torchlib import (BUILD, DPRO_RUN, SIMRUN, VENV_PY, require_torch,  # noqa: E402
+                      sanitizer_env)
+import closed_loop  # noqa: E402
+
+TRAIN = os.path.join(HERE, "ddp_train.py")
+OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
+RANKS = 2
+STEPS = 20
+WARM_STEPS = 2  # step times left out: DDP rebuilds its buckets after the first step
+COMMON = ["--steps", str(STEPS), "--fill-mib", "0"]
+
+# name, ddp_train.py arguments, environment, dpro-optimize arguments
+CONFIGS = [
+    ("ddp tiny buckets", ["--bucket-cap-mb", "0.01"], {"SIMGPU_NCCL_LAT_US": "1000"},
+     ["--strategies", "tensor"]),
+    ("ddp huge buckets", ["--bucket-cap-mb", "200", "--dim", "256"], {"SIMGPU_NCCL_BW_GBPS": "0.25"},
+     ["--strategies", "tensor"]),
+]
+
+
+def median(xs):
+    return closed_loop.median(xs)
+
+
+class TorchDdpJob:
+    """ddp_train.py as closed_loop.one_config runs it (closed_loop.DdpSimJob)."""
+    args_key = "torch_args"
+
+    @staticmethod
+    def run(args, env_extra, trace_dir):
+        """Runs ddp_train.py on RANKS ranks under the collector; returns (iter us: the mean
+        over ranks of their median step, peak memory: the largest max_memory_reserved)."""
+        env = dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60")
+        env.update(env_extra)
+        env = sanitizer_env(env)
+        out = trace_dir + "-out"  # the ranks' results (their stdout lines may interleave)
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        cmd = ([SIMRUN, "-n", str(RANKS), "--timeout", "150", "--", DPRO_RUN, "-o", trace_dir,
+                "--", VENV_PY, TRAIN] + COMMON + args + ["--out", out])
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=200)
+        if p.returncode != 0:
+            raise RuntimeError("job failed (%d): %s\n%s" % (p.returncode, " ".join(cmd),
+                                                           p.stderr[-2000:]))
+        runs = []
+        for r in range(RANKS):
+            with open(os.path.join(out, "rank%d.json" % r)) as f:
+                runs.append(json.load(f)["runs"][0])
+        iter_us = sum(median(r["iter_us"][WARM_STEPS:]) for r in runs) / RANKS
+        return iter_us, max(r["max_memory_reserved"] for r in runs)
+
+    @staticmethod
+    def apply(advice):
+        """ddp_train.py's options for torch_args; ValueError for what it cannot take."""
+        opts = {"bucket_cap_mb": "--bucket-cap-mb", "no_sync": "--accum",
+                "micro_batch": "--batch"}
+        out = []
+        for tok in advice.split():
+            key, _, val = tok.partition("=")
+            if key not in opts or not val:
+                raise ValueError("ddp_train.py has no option for '%s'" % tok)
+            out += [opts[key], val]
+        return out
+
+
+def main():
+    require_torch(SIMRUN, DPRO_RUN, OPTIMIZE)
+    if os.environ.get("DPRO_SANITIZERS") == "1":
+        print("closed loop: skipped (sanitizer build: a timed test)")
+        return 77
+    only = os.environ.get("CLOSED_LOOP_ONLY")
+    keep = os.environ.get("CLOSED_LOOP_KEEP")
+    work = keep or tempfile.mkdtemp(prefix="dpro-closed-loop-torch-")
+    failures = []
+    print("load average at the start: %.2f %.2f %.2f" % os.getloadavg())
+    try:
+        for name, args, env, opt_args in CONFIGS:
+            if only and only != name:
+                continue
+            failures.extend(closed_loop.one_config(work, name, args, env, opt_args,
+                                                   TorchDdpJob))
+            print("load average after %s: %.2f %.2f %.2f" % ((name,) + os.getloadavg()))
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
