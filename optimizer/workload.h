@@ -310,6 +310,10 @@ void workload_reset(workload *w);
  * those ranks; -1 when none does. */
 double workload_iteration_ns(const workload *w, const sim_result *res);
 
+/* The same with each rank's median iteration (sim_iteration_median): the typical
+ * iteration, which a rare stall of the trace does not move. */
+double workload_iteration_median_ns(const workload *w, const sim_result *res);
+
 void workload_free(workload *w);
 
 #endif

@@ -35,7 +35,8 @@ usage(FILE *f)
                "simulated iteration time with the measured one.\n\n"
                "  -n, --iterations N     compare N steady iterations (default: all steady)\n"
                "  -j, --json             machine-readable output (keys: ranks, iterations,\n"
-               "                         measured_iter_us, simulated_iter_us, error_pct,\n"
+               "                         measured_iter_us, simulated_iter_us,\n"
+               "                         simulated_median_iter_us, error_pct,\n"
                "                         breakdown, critical_path, per_rank, p2p,\n"
                "                         typical_replay, rank_classes, ...)\n"
                "  -c, --chrome FILE      also write the simulated timeline as a Chrome trace\n"
@@ -606,6 +607,7 @@ json_models(json_writer *j, const report *rep)
             json_end_array(j);
         }
         json_kv_double(j, "predicted_iter_us", ws->simulated_us);
+        json_kv_double(j, "predicted_median_iter_us", ws->simulated_median_us);
         json_kv_double(j, "speedup", ws->simulated_us > 0 ? s->simulated_us / ws->simulated_us : 0);
         json_key(j, "per_rank");
         json_begin_array(j);
@@ -671,6 +673,7 @@ print_json(const report *rep)
     json_kv_int(j, "first_iteration", s->first_iteration);
     json_kv_double(j, "measured_iter_us", s->measured_us);
     json_kv_double(j, "simulated_iter_us", s->simulated_us);
+    json_kv_double(j, "simulated_median_iter_us", s->simulated_median_us);
     json_kv_double(j, "error_pct", s->error_pct);
     json_fidelity(j, rep);
     int64_t nodes, edges;
