@@ -76,8 +76,9 @@ usage(FILE *f)
                "                         the time between them x F\n"
                "      --what-if-ranks N  also predict the iteration on N ranks, the same work\n"
                "                         per rank (data parallel, weak scaling): collectives\n"
-               "                         over all ranks repriced at N (latency kept, bandwidth\n"
-               "                         term x the ring traffic factor), every measured rank\n"
+               "                         over all ranks repriced at N (latency grown as NCCL's\n"
+               "                         ring latency, bandwidth term x the ring traffic\n"
+               "                         factor), every measured rank\n"
                "                         standing for N/ranks of them (docs/models.md)\n"
                "                         The what-ifs given combine into one prediction.\n"
                "      --perturb N        the perturbation check: shorten each of the N kernel\n"
@@ -404,13 +405,14 @@ static const char *const ranks_assumed[] = {
     "each measured rank stands for N/ranks ranks of the larger job, with the same work (data "
     "parallel, the same batch per rank and the same model: the same payload per collective) "
     "and arriving at the collectives as it did",
-    "collectives over all ranks: the fitted model's latency kept, its bandwidth term scaled "
-    "by the ring traffic factor (all-reduce 2(N-1)/N, all-gather and reduce-scatter (N-1)/N), "
-    "in the size regime measured; smaller communicators keep their size",
+    "collectives over all ranks: the fitted model's bandwidth term scaled by the ring traffic "
+    "factor (all-reduce 2(N-1)/N, all-gather and reduce-scatter (N-1)/N), its latency grown "
+    "as NCCL's ring latency, base + steps x hop, with the tuner's NVLink constants of LL "
+    "below 1 MiB and Simple above, in the size regime measured; smaller communicators keep "
+    "their size",
     "not known from the trace: the node layout at N ranks (slower links between nodes), "
-    "NCCL's algorithm at N (tree, latency growing with the ranks), stragglers among more "
-    "ranks; with one message size the latency cannot be told from the bandwidth and is "
-    "scaled with it",
+    "NCCL's algorithm and protocol at N, stragglers among more ranks; with one message size "
+    "the latency cannot be told from the bandwidth and is scaled with it",
     NULL,
 };
 
