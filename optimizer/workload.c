@@ -522,6 +522,8 @@ workload_free(workload *w)
     free(w->buckets.group_unit);
     free(w->buckets.group_hosts);
     free(w->buckets.group_hosts_off);
+    free(w->buckets.host_dur);
+    free(w->buckets.host_gap);
     free(w->layers.site_layer);
     free(w->layers.site_anchor);
     free(w->layers.site_off);

@@ -181,6 +181,10 @@ typedef struct workload_buckets {
     int32_t *group_hosts; /* per group: up to 3 host nodes per participant to drop when
                              the group is folded into a later one (CSR by group_hosts_off) */
     int32_t *group_hosts_off;
+    int64_t *host_dur, *host_gap; /* per group_hosts slot: the typical cost of such a call,
+                                     the median duration and gap of the calls of its name
+                                     on its thread (the copies a new bucket makes of them:
+                                     partition.h); -1 for an empty slot */
     int coll_op;
     int32_t coll_nranks;
     char why[160]; /* empty when tensor fusion is available */

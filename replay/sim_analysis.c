@@ -63,6 +63,15 @@ cmp_i64(const void *pa, const void *pb)
 }
 
 double
+sim_median_i64(int64_t *v, int32_t n)
+{
+    if (n < 1)
+        return -1;
+    qsort(v, (size_t)n, sizeof *v, cmp_i64);
+    return n % 2 ? (double)v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + (double)v[n / 2]);
+}
+
+double
 sim_iteration_median(const dfg *g, sim_timeline tl, int32_t r, int32_t first, int32_t last)
 {
     const int32_t *b;
@@ -80,10 +89,8 @@ sim_iteration_median(const dfg *g, sim_timeline tl, int32_t r, int32_t first, in
         }
         d[i] = tl.end[z] - tl.end[a];
     }
-    if (d) {
-        qsort(d, (size_t)n, sizeof *d, cmp_i64);
-        med = n % 2 ? (double)d[n / 2] : 0.5 * ((double)d[n / 2 - 1] + (double)d[n / 2]);
-    }
+    if (d)
+        med = sim_median_i64(d, n);
     free(d);
     return med;
 }
