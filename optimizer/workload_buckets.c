@@ -49,9 +49,8 @@ typical_hook_costs(const dfg *g, workload_buckets *bu)
         bu->host_dur[i] = bu->host_gap[i] = -1;
         if (h < 0)
             continue;
-        while (j < n_seen &&
-               (g->res[bu->group_hosts[seen[j]]] != g->res[h] ||
-                g->name[bu->group_hosts[seen[j]]] != g->name[h]))
+        while (j < n_seen && (g->res[bu->group_hosts[seen[j]]] != g->res[h] ||
+                              g->name[bu->group_hosts[seen[j]]] != g->name[h]))
             j++;
         if (j < n_seen) {
             bu->host_dur[i] = bu->host_dur[seen[j]];
