@@ -35,30 +35,34 @@ typical_call(const dfg *g, int32_t h, int64_t *dur, int64_t *gap)
 }
 
 /* Fills bu->host_dur and bu->host_gap (workload.h) for the bu->group_hosts of g, one
- * median per (thread, name) reused across the slots. Returns 0, -1 when out of memory. */
+ * median per (thread, name) reused across the slots (up to 3 names a thread: the record,
+ * the wait and the collective call). Returns 0, -1 when out of memory. */
 static int
 typical_hook_costs(const dfg *g, workload_buckets *bu)
 {
-    int32_t total = bu->group_hosts_off[g->n_groups], n_seen = 0;
+    int32_t total = bu->group_hosts_off[g->n_groups];
     bu->host_dur = malloc(sizeof *bu->host_dur * (size_t)(total + 1));
     bu->host_gap = malloc(sizeof *bu->host_gap * (size_t)(total + 1));
-    int32_t *seen = malloc(sizeof *seen * (size_t)(total + 1));
+    int32_t *seen = malloc(sizeof *seen * 3 * (size_t)(g->n_res + 1));
     int rc = bu->host_dur && bu->host_gap && seen ? 0 : -1;
+    for (int32_t i = 0; rc == 0 && i < 3 * g->n_res; i++)
+        seen[i] = -1;
     for (int32_t i = 0; rc == 0 && i < total; i++) {
         int32_t h = bu->group_hosts[i], j = 0;
         bu->host_dur[i] = bu->host_gap[i] = -1;
         if (h < 0)
             continue;
-        while (j < n_seen && (g->res[bu->group_hosts[seen[j]]] != g->res[h] ||
-                              g->name[bu->group_hosts[seen[j]]] != g->name[h]))
+        int32_t *at = &seen[3 * g->res[h]];
+        while (j < 3 && at[j] >= 0 && g->name[bu->group_hosts[at[j]]] != g->name[h])
             j++;
-        if (j < n_seen) {
-            bu->host_dur[i] = bu->host_dur[seen[j]];
-            bu->host_gap[i] = bu->host_gap[seen[j]];
-        } else {
-            rc = typical_call(g, h, &bu->host_dur[i], &bu->host_gap[i]);
-            seen[n_seen++] = i;
+        if (j < 3 && at[j] >= 0) {
+            bu->host_dur[i] = bu->host_dur[at[j]];
+            bu->host_gap[i] = bu->host_gap[at[j]];
+            continue;
         }
+        rc = typical_call(g, h, &bu->host_dur[i], &bu->host_gap[i]);
+        if (j < 3)
+            at[j] = i;
     }
     free(seen);
     return rc;
