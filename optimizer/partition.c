@@ -370,9 +370,10 @@ partition_bucket_count(const partition_input *in, const strategy_plan *p)
 /* ---- the transformed copy ------------------------------------------------------------------ */
 
 /* The (record, wait, collective call) host nodes of participant c of group q, in call
- * order, into h[3] (-1 where absent). */
+ * order, into h[3] (-1 where absent), and their slots in in->bu->group_hosts into
+ * slot[3]. */
 static void
-unit_hosts(const partition_input *in, int32_t q, int32_t c, int32_t h[3])
+unit_hosts(const partition_input *in, int32_t q, int32_t c, int32_t h[3], int32_t slot[3])
 {
     const dfg *g = in->g;
     h[0] = h[1] = h[2] = -1;
@@ -380,6 +381,9 @@ unit_hosts(const partition_input *in, int32_t q, int32_t c, int32_t h[3])
         int32_t call = in->bu->group_hosts[i];
         if (call < 0 || call != g->launch[c])
             continue;
+        slot[0] = i + 2;
+        slot[1] = i + 1;
+        slot[2] = i;
         h[0] = in->bu->group_hosts[i + 2];
         h[1] = in->bu->group_hosts[i + 1];
         h[2] = call;
@@ -406,8 +410,8 @@ split_participant(const partition_input *in, layout *L, const buckets *B, int32_
 {
     const dfg *g = in->g;
     int32_t len = span_of(in, L, c, u);
-    int32_t hosts[3];
-    unit_hosts(in, q, c, hosts);
+    int32_t hosts[3], slot[3];
+    unit_hosts(in, q, c, hosts, slot);
     int32_t prev_k = -1, ins = -1;
     int64_t b = in->bu->unit_bytes[u];
     for (int32_t m = B->mid_off[u]; m < B->mid_off[u + 1]; m++) {
@@ -433,10 +437,15 @@ split_participant(const partition_input *in, layout *L, const buckets *B, int32_
             int32_t h = hosts[i];
             if (h < 0)
                 continue;
-            int32_t nh = dfg_insert_after(out, ins, DFG_HOST, g->name[h], g->dur[h]);
+            /* a copy costs what such a call typically costs on its thread, or what the
+             * plan left of the unit's own call when that is less (a captured step's 0):
+             * the unit's call may have waited (a full launch queue, a stalled host) */
+            int64_t td = in->bu->host_dur[slot[i]], tg = in->bu->host_gap[slot[i]];
+            int32_t nh = dfg_insert_after(out, ins, DFG_HOST, g->name[h],
+                                          td >= 0 && td < g->dur[h] ? td : g->dur[h]);
             if (nh < 0)
                 return -1;
-            out->gap[nh] = g->gap[h];
+            out->gap[nh] = tg >= 0 && tg < g->gap[h] ? tg : g->gap[h];
             ins = nh;
             if (i == 2)
                 out->launch[n] = nh;

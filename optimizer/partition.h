@@ -38,8 +38,10 @@
  *             the unit's own participant, in bucket order, with an edge from the kernel
  *             at which its bytes are ready (DDP's event record on the compute stream and
  *             wait on the communication stream); the unit's event record, stream wait
- *             and collective calls are copied (durations and gaps) right after that
- *             kernel's launch call, and the last copy launches the participant. The unit's
+ *             and collective calls are copied right after that kernel's launch call,
+ *             each costing what a call of its name typically costs on its thread (the
+ *             median duration and gap, workload.h: host_dur, host_gap; at most the
+ *             unit's own call's), and the last copy launches the participant. The unit's
  *             own all-reduce carries the bucket that closes at its end, or takes no time
  *             and loses its host calls when none does (it stays as a zero-length
  *             synchronisation point, as a folded unit of the regrouping);

@@ -401,7 +401,7 @@ correct_contention(const workload *w, dfg *g, sim_result *res)
 int
 strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out)
 {
-    out->iter_ns = -1;
+    out->iter_ns = out->median_ns = -1;
     out->peak_bytes = -1;
     out->micro_device_ns = out->micro_host_ns = 0;
     strategy_apply(w, p);
@@ -424,12 +424,16 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
         if (sim_run(w->g, res) != 0 || correct_contention(w, w->g, res) < 0)
             return -1;
     }
-    double t = workload_iteration_ns(w, res);
-    if (t < 0)
+    double t = workload_iteration_ns(w, res), med = workload_iteration_median_ns(w, res);
+    if (t < 0 || med < 0)
         return -1;
-    if (p->accum_k > 1)
-        t += (double)(p->accum_k - 1) * micro_batch_ns(w, p->cuda_graph, out);
+    if (p->accum_k > 1) {
+        double micro = (double)(p->accum_k - 1) * micro_batch_ns(w, p->cuda_graph, out);
+        t += micro;
+        med += micro;
+    }
     out->iter_ns = t;
+    out->median_ns = med;
     if (w->layers.have_memory) {
         uint8_t rc[STRATEGY_MAX_LAYERS];
         int32_t L = w->layers.mem.n_layers < STRATEGY_MAX_LAYERS ? w->layers.mem.n_layers

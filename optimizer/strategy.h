@@ -126,6 +126,9 @@ unsigned strategy_plan_families(const strategy_plan *p);
 /* Result of one evaluation. */
 typedef struct strategy_eval {
     double iter_ns;     /* predicted iteration (optimizer step) time, -1 on failure */
+    double median_ns;   /* the typical one: the ranks' median iteration instead of their
+                           mean (workload_iteration_median_ns), the same micro-batches
+                           added; -1 on failure */
     int64_t peak_bytes; /* predicted peak memory, -1 unknown */
     int32_t n_buckets;  /* buckets per iteration (0: as measured / none) */
     double micro_device_ns, micro_host_ns; /* accumulation: one micro-batch without

@@ -507,8 +507,10 @@ workload_reset(workload *w)
         memcpy(g->grp_dur, w->base_grp_dur, (size_t)w->n_groups * sizeof *g->grp_dur);
 }
 
-double
-workload_iteration_ns(const workload *w, const sim_result *res)
+/* The mean (median: 0) or median (1) iteration of each rank that covers the compared
+ * iterations, averaged over those ranks; -1 when none does. */
+static double
+iteration_stat(const workload *w, const sim_result *res, int median)
 {
     sim_timeline tl = sim_timeline_of(res);
     double sum = 0;
@@ -516,13 +518,26 @@ workload_iteration_ns(const workload *w, const sim_result *res)
     if (w->iter_last < w->iter_first)
         return -1;
     for (int32_t r = 0; r < w->g->n_ranks; r++) {
-        double mean = sim_iteration_time(w->g, tl, r, w->iter_first, w->iter_last);
-        if (mean < 0)
+        double t = median ? sim_iteration_median(w->g, tl, r, w->iter_first, w->iter_last)
+                          : sim_iteration_time(w->g, tl, r, w->iter_first, w->iter_last);
+        if (t < 0)
             continue; /* the rank did not finish the compared iterations */
-        sum += mean;
+        sum += t;
         k++;
     }
     return k ? sum / k : -1;
+}
+
+double
+workload_iteration_ns(const workload *w, const sim_result *res)
+{
+    return iteration_stat(w, res, 0);
+}
+
+double
+workload_iteration_median_ns(const workload *w, const sim_result *res)
+{
+    return iteration_stat(w, res, 1);
 }
 
 void
@@ -546,6 +561,8 @@ workload_free(workload *w)
     free(w->buckets.group_unit);
     free(w->buckets.group_hosts);
     free(w->buckets.group_hosts_off);
+    free(w->buckets.host_dur);
+    free(w->buckets.host_gap);
     free(w->layers.site_layer);
     free(w->layers.site_anchor);
     free(w->layers.site_off);

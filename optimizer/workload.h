@@ -181,6 +181,10 @@ typedef struct workload_buckets {
     int32_t *group_hosts; /* per group: up to 3 host nodes per participant to drop when
                              the group is folded into a later one (CSR by group_hosts_off) */
     int32_t *group_hosts_off;
+    int64_t *host_dur, *host_gap; /* per group_hosts slot: the typical cost of such a call,
+                                     the median duration and gap of the calls of its name
+                                     on its thread (the copies a new bucket makes of them:
+                                     partition.h); -1 for an empty slot */
     int coll_op;
     int32_t coll_nranks;
     char why[160]; /* empty when tensor fusion is available */
@@ -309,6 +313,10 @@ void workload_reset(workload *w);
  * their mean time (sim_iteration_time, the statistic dpro-replay reports), averaged over
  * those ranks; -1 when none does. */
 double workload_iteration_ns(const workload *w, const sim_result *res);
+
+/* The same with each rank's median iteration (sim_iteration_median): the typical
+ * iteration, which a rare stall of the trace does not move. */
+double workload_iteration_median_ns(const workload *w, const sim_result *res);
 
 void workload_free(workload *w);
 

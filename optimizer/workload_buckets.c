@@ -10,6 +10,64 @@
 
 #include "dprotrace.h"
 
+/* The median duration and gap of the live host calls named like h on h's thread, into
+ * *dur and *gap; returns 0, -1 when out of memory. */
+static int
+typical_call(const dfg *g, int32_t h, int64_t *dur, int64_t *gap)
+{
+    int32_t n = 0, k = 0;
+    for (int32_t m = g->res_first[g->res[h]]; m >= 0; m = g->next_on_res[m])
+        n += alive(g, m) && g->name[m] == g->name[h];
+    int64_t *d = malloc(sizeof *d * (size_t)(n + 1)), *p = malloc(sizeof *p * (size_t)(n + 1));
+    int rc = d && p ? 0 : -1;
+    for (int32_t m = g->res_first[g->res[h]]; rc == 0 && m >= 0; m = g->next_on_res[m])
+        if (alive(g, m) && g->name[m] == g->name[h]) {
+            d[k] = g->dur[m];
+            p[k++] = g->gap[m];
+        }
+    if (rc == 0) {
+        *dur = (int64_t)sim_median_i64(d, k);
+        *gap = (int64_t)sim_median_i64(p, k);
+    }
+    free(d);
+    free(p);
+    return rc;
+}
+
+/* Fills bu->host_dur and bu->host_gap (workload.h) for the bu->group_hosts of g, one
+ * median per (thread, name) reused across the slots (up to 3 names a thread: the record,
+ * the wait and the collective call). Returns 0, -1 when out of memory. */
+static int
+typical_hook_costs(const dfg *g, workload_buckets *bu)
+{
+    int32_t total = bu->group_hosts_off[g->n_groups];
+    bu->host_dur = malloc(sizeof *bu->host_dur * (size_t)(total + 1));
+    bu->host_gap = malloc(sizeof *bu->host_gap * (size_t)(total + 1));
+    int32_t *seen = malloc(sizeof *seen * 3 * (size_t)(g->n_res + 1));
+    int rc = bu->host_dur && bu->host_gap && seen ? 0 : -1;
+    for (int32_t i = 0; rc == 0 && i < 3 * g->n_res; i++)
+        seen[i] = -1;
+    for (int32_t i = 0; rc == 0 && i < total; i++) {
+        int32_t h = bu->group_hosts[i], j = 0;
+        bu->host_dur[i] = bu->host_gap[i] = -1;
+        if (h < 0)
+            continue;
+        int32_t *at = &seen[3 * g->res[h]];
+        while (j < 3 && at[j] >= 0 && g->name[bu->group_hosts[at[j]]] != g->name[h])
+            j++;
+        if (j < 3 && at[j] >= 0) {
+            bu->host_dur[i] = bu->host_dur[at[j]];
+            bu->host_gap[i] = bu->host_gap[at[j]];
+            continue;
+        }
+        rc = typical_call(g, h, &bu->host_dur[i], &bu->host_gap[i]);
+        if (j < 3)
+            at[j] = i;
+    }
+    free(seen);
+    return rc;
+}
+
 /* Collectives launched by the backward thread of rank r in iteration it, in launch
  * order, into out (returns the count). */
 static int32_t
@@ -138,6 +196,8 @@ workload_find_units(workload *w, rank_info *ri)
     }
     free(fill);
     free(seq);
+    if (typical_hook_costs(g, &w->buckets) != 0)
+        return -1;
     return 0;
 }
 

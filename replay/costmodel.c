@@ -429,22 +429,56 @@ costmodel_predict(const costmodel *m, int op, int32_t nranks, int64_t bytes)
     return t > 0 ? (int64_t)llround(t) : 0;
 }
 
+/* Ring steps of op on n ranks in NCCL's latency model (src/graph/tuning.cc): all-reduce
+ * 2(n-1), all-gather and reduce-scatter n-1, broadcast and reduce n; 0 for the others
+ * (all-to-all, send, receive: point to point, no ring). */
+static int32_t
+ring_steps(int op, int32_t n)
+{
+    switch (op) {
+    case DPRO_COLL_ALLREDUCE:
+        return 2 * (n - 1);
+    case DPRO_COLL_ALLGATHER:
+    case DPRO_COLL_REDUCESCATTER:
+        return n - 1;
+    case DPRO_COLL_BROADCAST:
+    case DPRO_COLL_REDUCE:
+        return n;
+    default:
+        return 0;
+    }
+}
+
+double
+costmodel_latency_growth(int op, int32_t n_from, int32_t n_to, int64_t bytes)
+{
+    /* NCCL's tuner defaults for a ring over NVLink, us: base latency and per-step hop of
+     * LL (small messages) and Simple (large ones) */
+    int ll = bytes < COSTMODEL_LL_MAX_BYTES;
+    double base = ll ? 6.6 : 8.4, hop = ll ? 0.6 : 3.4;
+    int32_t a = ring_steps(op, n_from), b = ring_steps(op, n_to);
+    return a > 0 && b > 0 ? (base + b * hop) / (base + a * hop) : 1.0;
+}
+
 int64_t
 costmodel_extrapolate_ranks(const costmodel *m, int op, int32_t n_from, int32_t n_to, int64_t bytes,
                             int64_t t_ns)
 {
     const costmodel_fit *f =
         op >= 0 && op < COSTMODEL_OPS && m->op[op].fitted ? &m->op[op] : &m->all;
-    double beta = f->fitted ? f->beta_bpns : 0;
+    double beta = f->fitted ? f->beta_bpns : 0, alpha = f->fitted ? f->alpha_ns : 0;
     if (f->fitted && m->piecewise && f->n_segs > 0) {
         double x = costmodel_factor(op, n_from) * (double)bytes;
         int32_t k = 0;
         while (k + 1 < f->n_segs && x >= f->seg[k + 1].lo)
             k++;
         beta = f->seg[k].beta_bpns;
+        alpha = f->seg[k].alpha_ns;
     }
     double t = (double)t_ns;
     if (beta > 0)
         t += (costmodel_factor(op, n_to) - costmodel_factor(op, n_from)) * (double)bytes / beta;
+    if (alpha > 0)
+        t += alpha * (costmodel_latency_growth(op, n_from, n_to, bytes) - 1.0);
     return t > 0 ? (int64_t)llround(t) : 0;
 }

@@ -93,16 +93,35 @@ int64_t costmodel_predict(const costmodel *m, int op, int32_t nranks, int64_t by
 /* The piecewise model's time at x = factor x bytes for fit f (f->n_segs > 0), ns. */
 double costmodel_piecewise_at(const costmodel_fit *f, double x);
 
+/* Messages below this many bytes are taken to run NCCL's LL protocol, the others Simple
+ * (costmodel_latency_growth): NCCL's tuner, with its default constants for a ring over
+ * NVLink, moves from LL to Simple between about 1 and 3 MB on 2 to 8 ranks of an A100 or
+ * H100 node; LL128, in between, has a growth between theirs. */
+#define COSTMODEL_LL_MAX_BYTES (1 << 20)
+
+/* How much a collective's latency grows from n_from to n_to ranks, as NCCL's latency
+ * model says (src/graph/tuning.cc): latency = base + steps(op, n) x hop, steps the ring's
+ * (all-reduce 2(n-1), all-gather and reduce-scatter n-1, broadcast and reduce n), base
+ * and hop the tuner's defaults for a ring over NVLink of the protocol the message size
+ * implies (COSTMODEL_LL_MAX_BYTES): LL 6.6 and 0.6 us (from 2 to 4 ranks x1.31), Simple
+ * 8.4 and 3.4 us (x1.89). Returns (base + steps(n_to) hop) / (base + steps(n_from) hop),
+ * 1 for operations without ring steps (all-to-all, send, receive). Inside one node NCCL's
+ * tree is a chain with the same 2(n-1) hops, so the ring's growth stands for it too. */
+double costmodel_latency_growth(int op, int32_t n_from, int32_t n_to, int64_t bytes);
+
 /* The transfer time t_ns of a collective of op on n_from ranks (measured or modelled),
  * extrapolated to n_to ranks with the same payload bytes (the what-if of another rank
- * count): the latency part kept, the bandwidth part scaled by the traffic factor,
- *   t_ns + (factor(op, n_to) - factor(op, n_from)) x bytes / beta,
- * beta being the bandwidth of the line the model prices this message with on n_from ranks
- * (piecewise, when m->piecewise and op has segments: the segment whose range holds
- * x = factor(op, n_from) x bytes, between two segments the lower one, below the first the
- * first, above the last the last; else op's alpha-beta fit, or that of all operations). The
- * size regime (protocol, algorithm) is the one measured at n_from. Returns ns >= 0: t_ns
- * itself when nothing is fitted or the bandwidth there is infinite. */
+ * count): the bandwidth part scaled by the traffic factor and the latency part by NCCL's
+ * latency growth,
+ *   t_ns + (factor(op, n_to) - factor(op, n_from)) x bytes / beta
+ *        + alpha x (costmodel_latency_growth(op, n_from, n_to, bytes) - 1),
+ * alpha and beta being the latency and bandwidth of the line the model prices this
+ * message with on n_from ranks (piecewise, when m->piecewise and op has segments: the
+ * segment whose range holds x = factor(op, n_from) x bytes, between two segments the lower
+ * one, below the first the first, above the last the last; else op's alpha-beta fit, or
+ * that of all operations). The size regime (protocol, algorithm) is the one measured at
+ * n_from. Returns ns >= 0: t_ns itself when nothing is fitted. With one message size the
+ * fitted latency is 0 (above): the time is then all bandwidth term. */
 int64_t costmodel_extrapolate_ranks(const costmodel *m, int op, int32_t n_from, int32_t n_to,
                                     int64_t bytes, int64_t t_ns);
 

@@ -774,7 +774,7 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
     sim_timeline st = sim_timeline_of(res);
     out->first_iteration = rp->iter_first + 1 + j->iter_skipped;
     out->unfinished = res->n_unfinished;
-    double msum = 0, ssum = 0;
+    double msum = 0, ssum = 0, medsum = 0;
     int32_t k = 0;
     int64_t gt0 = INT64_MAX, gt1 = INT64_MIN;
     int32_t cp_rank = -1, iters = 0;
@@ -807,6 +807,8 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
         bd_add(&out->simulated_bd, &rs->simulated_bd, 1.0 / ns);
         msum += rs->measured_us;
         ssum += rs->simulated_us;
+        double med = sim_iteration_median(g, st, r, rp->iter_first, rp->iter_last);
+        medsum += med > 0 ? med / 1000.0 : rs->simulated_us;
         k++;
         gt0 = m0 < gt0 ? m0 : gt0;
         gt1 = m1 > gt1 ? m1 : gt1;
@@ -819,6 +821,7 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
     if (k > 0) {
         out->measured_us = msum / k;
         out->simulated_us = ssum / k;
+        out->simulated_median_us = medsum / k;
         out->error_pct = out->measured_us > 0
                              ? 100.0 * (out->simulated_us - out->measured_us) / out->measured_us
                              : 0;

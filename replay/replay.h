@@ -318,6 +318,9 @@ typedef struct replay_summary {
     int32_t first_iteration; /* number of the first compared iteration (its closing
                               * boundary; with markers "iteration N", N) */
     double measured_us, simulated_us, error_pct;
+    double simulated_median_us; /* the ranks' median simulated iteration, averaged over
+                                 * the ranks (sim_iteration_median; a rank without
+                                 * iteration boundaries counts with its mean) */
     replay_rank_summary *rank;
     sim_breakdown measured_bd, simulated_bd; /* summed over ranks, per iteration */
     replay_cp_entry *cp; /* critical path of the last compared iteration, by time; one

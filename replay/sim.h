@@ -80,6 +80,17 @@ sim_timeline sim_timeline_measured(const dfg *g, int64_t *grp_arrival_buf);
  * own time per step (total time over iterations, stalls included). */
 double sim_iteration_time(const dfg *g, sim_timeline tl, int32_t r, int32_t first, int32_t last);
 
+/* The median of v[0..n-1] (sorts v in place; the mean of the two middle values when n is
+ * even), or -1 when n < 1. */
+double sim_median_i64(int64_t *v, int32_t n);
+
+/* Median iteration time of rank r over iterations [first, last] (as sim_iteration_time),
+ * in ns, or -1 if the range is not covered. The typical iteration, as a job that reports
+ * its median step (ddp-sim, torch.utils.benchmark) measures it: a rare stall (a host
+ * hiccup, a preempted thread) moves the mean by its length over the iterations and the
+ * median not at all, so a what-if compared with a median run is compared by this. */
+double sim_iteration_median(const dfg *g, sim_timeline tl, int32_t r, int32_t first, int32_t last);
+
 /* Time window [*t0, *t1) of iterations [first, last] of rank r; returns 0, or -1 if
  * not covered. */
 int sim_iteration_window(const dfg *g, sim_timeline tl, int32_t r, int32_t first, int32_t last,

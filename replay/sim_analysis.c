@@ -55,6 +55,46 @@ sim_iteration_time(const dfg *g, sim_timeline tl, int32_t r, int32_t first, int3
     return (double)(t1 - t0) / (double)(last - first + 1);
 }
 
+static int
+cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+double
+sim_median_i64(int64_t *v, int32_t n)
+{
+    if (n < 1)
+        return -1;
+    qsort(v, (size_t)n, sizeof *v, cmp_i64);
+    return n % 2 ? (double)v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + (double)v[n / 2]);
+}
+
+double
+sim_iteration_median(const dfg *g, sim_timeline tl, int32_t r, int32_t first, int32_t last)
+{
+    const int32_t *b;
+    int32_t nb = dfg_iterations(g, r, &b), n = last - first + 1;
+    double med = -1;
+    int64_t *d = NULL;
+    if (first >= 0 && n > 0 && last + 1 < nb)
+        d = malloc(sizeof *d * (size_t)n);
+    for (int32_t i = 0; d && i < n; i++) {
+        int32_t a = b[first + i], z = b[first + i + 1];
+        if (a < 0 || z < 0 || tl.end[a] < 0 || tl.end[z] < 0) {
+            free(d);
+            d = NULL;
+            break;
+        }
+        d[i] = tl.end[z] - tl.end[a];
+    }
+    if (d)
+        med = sim_median_i64(d, n);
+    free(d);
+    return med;
+}
+
 /* ---- critical path -------------------------------------------------------------------- */
 
 /* Time at which node n's binding dependency released it. */

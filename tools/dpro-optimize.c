@@ -42,9 +42,10 @@ usage(FILE *f)
                "  -s, --strategies LIST     fusion,tensor,memory (default: all)\n"
                "  -k, --top K               strategies listed (default 5)\n"
                "  -j, --json                machine-readable output (keys: baseline_iter_us,\n"
-               "                            framework, strategies[kind, description,\n"
-               "                            advice, knobs,\n"
-               "                            predicted_iter_us, predicted_speedup,\n"
+               "                            baseline_median_iter_us, framework,\n"
+               "                            strategies[kind, description, advice, knobs,\n"
+               "                            predicted_iter_us, predicted_median_iter_us,\n"
+               "                            predicted_speedup,\n"
                "                            peak_memory_bytes, with accumulation\n"
                "                            micro_batch_device_us, micro_batch_host_us],\n"
                "                            ...)\n"
@@ -630,6 +631,7 @@ print_json(const args *a, const state *st)
     json_init(&jw, stdout, 0);
     json_begin_object(&jw);
     json_kv_double(&jw, "baseline_iter_us", base_us);
+    json_kv_double(&jw, "baseline_median_iter_us", sr->baseline.eval.median_ns / 1000.0);
     json_key(&jw, "framework");
     json_begin_object(&jw);
     json_kv_string(&jw, "name", st->fw->name);
@@ -731,6 +733,7 @@ print_json(const args *a, const state *st)
         st->fw->advise(w, &sc->plan, a->so.batch, buf, sizeof buf);
         json_kv_string(&jw, "advice", buf);
         json_kv_double(&jw, "predicted_iter_us", sc->eval.iter_ns / 1000.0);
+        json_kv_double(&jw, "predicted_median_iter_us", sc->eval.median_ns / 1000.0);
         json_kv_double(&jw, "predicted_speedup", sr->baseline.eval.iter_ns / sc->eval.iter_ns);
         json_key(&jw, "peak_memory_bytes");
         if (sc->eval.peak_bytes >= 0)

@@ -33,13 +33,14 @@ const char *const replay_cmd_ranks_assumed[] = {
     "each measured rank stands for N/ranks ranks of the larger job, with the same work (data "
     "parallel, the same batch per rank and the same model: the same payload per collective) "
     "and arriving at the collectives as it did",
-    "collectives over all ranks: the fitted model's latency kept, its bandwidth term scaled "
-    "by the ring traffic factor (all-reduce 2(N-1)/N, all-gather and reduce-scatter (N-1)/N), "
-    "in the size regime measured; smaller communicators keep their size",
+    "collectives over all ranks: the fitted model's bandwidth term scaled by the ring traffic "
+    "factor (all-reduce 2(N-1)/N, all-gather and reduce-scatter (N-1)/N), its latency grown "
+    "as NCCL's ring latency, base + steps x hop, with the tuner's NVLink constants of LL "
+    "below 1 MiB and Simple above, in the size regime measured; smaller communicators keep "
+    "their size",
     "not known from the trace: the node layout at N ranks (slower links between nodes), "
-    "NCCL's algorithm at N (tree, latency growing with the ranks), stragglers among more "
-    "ranks; with one message size the latency cannot be told from the bandwidth and is "
-    "scaled with it",
+    "NCCL's algorithm and protocol at N, stragglers among more ranks; with one message size "
+    "the latency cannot be told from the bandwidth and is scaled with it",
     NULL,
 };
 
@@ -236,6 +237,7 @@ json_models(json_writer *j, const report *rep)
             json_end_array(j);
         }
         json_kv_double(j, "predicted_iter_us", ws->simulated_us);
+        json_kv_double(j, "predicted_median_iter_us", ws->simulated_median_us);
         json_kv_double(j, "speedup", ws->simulated_us > 0 ? s->simulated_us / ws->simulated_us : 0);
         json_key(j, "per_rank");
         json_begin_array(j);
@@ -305,6 +307,7 @@ replay_cmd_print_json(const report *rep)
     json_kv_int(j, "first_iteration", s->first_iteration);
     json_kv_double(j, "measured_iter_us", s->measured_us);
     json_kv_double(j, "simulated_iter_us", s->simulated_us);
+    json_kv_double(j, "simulated_median_iter_us", s->simulated_median_us);
     json_kv_double(j, "error_pct", s->error_pct);
     json_fidelity(j, rep);
     int64_t nodes, edges;

@@ -43,10 +43,15 @@ wake-ups between threads) and with it the arrival at collectives and what overla
 and noise are fixed by the world's seed. The table gives the load average and the spread
 of the realised runs.
 
-Per pair: error = (realised - predicted) / predicted; predicted speedup = dpro's own
-baseline (the replay of the recorded run) / predicted; realised speedup = the recorded
-run's measured iteration / the changed run's; their ratio; and dpro's predicted peak memory
-against ddp-sim's (caching allocator) where dpro predicts one. "Slower advice" counts the
+Per pair: error = (realised - predicted) / predicted, predicted being dpro's median
+iteration of the changed job (baseline_median_iter_us and predicted_median_iter_us of
+dpro-optimize, simulated_median_iter_us and what_if.predicted_median_iter_us of
+dpro-replay), the statistic of the realised figure; predicted speedup = dpro's own
+baseline (the replay of the recorded run, its median iteration) / predicted; realised
+speedup = the recorded run's measured iteration / the changed run's; their ratio; and
+dpro's predicted peak memory against ddp-sim's (caching allocator) where dpro predicts one.
+mean_predicted_us and mean_error_pct: dpro's mean iteration (predicted_iter_us) against
+the same realised median, the suite's figure before 6 December 2026. "Slower advice" counts the
 advice pairs (dpro-optimize's recommendation) where dpro predicted a speedup (> 1) and the
 job got slower (realised speedup < 1); the table also counts such changes of every kind.
 
@@ -111,7 +116,7 @@ COLUMNS = ["pair", "kind", "world_seed", "profile", "job", "change", "base_us", 
            "speedup_ratio_pct", "realised_spread_pct", "predicted_peak_mib", "realised_peak_mib",
            "peak_error_pct", "budget_mib", "base_lag_us", "realised_lag_us",
            "realised_device_us", "device_error_pct", "base_cpu_ms_per_iter", "realised_cpu_ms_per_iter",
-           "cores_at_predicted"]
+           "cores_at_predicted", "mean_predicted_us", "mean_error_pct"]
 
 
 class PairError(Exception):
@@ -303,7 +308,13 @@ def change_text(added, slowdown):
 def predict(pair, base_dir, base_peak, added, slowdown):
     """dpro's prediction of the change from the recording in base_dir: (its replay of the
     recording, predicted iteration us, predicted peak bytes or None, the ddp-sim options
-    added, the memory budget or None). added None: the pair's advice is asked for."""
+    added, the memory budget or None, the predicted mean iteration us). added None: the
+    pair's advice is asked for. The replay and the prediction are dpro's median iterations
+    (its typical iteration), the statistic of the realised figure (ddp-sim's median): a
+    rare stall of the recording (a host hiccup of the world, a thread the machine
+    preempted) moves dpro's mean iteration, the one dpro reports first, by its length over
+    the iterations, in the recording's replay and in the prediction alike, and the realised
+    median not at all."""
     opt = [OPTIMIZE, base_dir, "--json", "--quiet", "--warmup", str(WARMUP), "--batch",
            str(pair["batch"])]
     budget = int(0.6 * base_peak) if pair["kind"] == "advice-memory" else None
@@ -316,7 +327,8 @@ def predict(pair, base_dir, base_peak, added, slowdown):
         j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP)] + what)
         if "what_if" not in j:
             raise PairError("dpro-replay gave no what_if: %s" % j.get("diagnostics"))
-        return j["simulated_iter_us"], j["what_if"]["predicted_iter_us"], None, added, None
+        return (j["simulated_median_iter_us"], j["what_if"]["predicted_median_iter_us"], None,
+                added, None, j["what_if"]["predicted_iter_us"])
     if added is None:
         extra = ["--seed", "1", "--budget-s", "3"]
         if budget is not None:
@@ -328,7 +340,8 @@ def predict(pair, base_dir, base_peak, added, slowdown):
     else:
         j = dpro_json(opt + ["--what-if", " ".join(added)])
     top = j["strategies"][0]
-    return j["baseline_iter_us"], top["predicted_iter_us"], top["peak_memory_bytes"], added, budget
+    return (j["baseline_median_iter_us"], top["predicted_median_iter_us"],
+            top["peak_memory_bytes"], added, budget, top["predicted_iter_us"])
 
 
 def one_pair(pair, work, iterations, attempts):
@@ -348,8 +361,8 @@ def one_pair(pair, work, iterations, attempts):
         base_us, base_peak, base_row, base_cpu = run_job(pair, args, base_dir, iterations)
         if k == 0 and not pair["kind"].startswith("advice"):
             added, slowdown = change(pair, base_row, base_peak)
-        replayed, pred_us, pred_peak, added, budget = predict(pair, base_dir, base_peak, added,
-                                                              slowdown)
+        replayed, pred_us, pred_peak, added, budget, pred_mean = predict(
+            pair, base_dir, base_peak, added, slowdown)
         if isinstance(slowdown, dict):  # the kinds about ranks
             new_us, new_peak, _, new_cpu = run_job(pair, args, new_dir, iterations,
                                                    ranks=slowdown.get("ranks", RANKS),
@@ -360,8 +373,9 @@ def one_pair(pair, work, iterations, attempts):
         base_lag = sync_lag(base_dir)[0]
         new_lag, new_span = sync_lag(new_dir)
         got.append((base_us, replayed, pred_us, new_us, pred_peak, new_peak, budget, base_lag,
-                    new_lag, new_span, new_cpu, base_cpu))
+                    new_lag, new_span, new_cpu, base_cpu, pred_mean))
     base_us, replayed, pred_us, new_us = (median([g[i] for g in got]) for i in range(4))
+    pred_mean = median([g[12] for g in got])
     lag = [median([g[i] for g in got]) if all(g[i] is not None for g in got) else None
            for i in (7, 8, 9)]
     pred_peak, new_peak, budget = got[0][4], max(g[5] for g in got), got[0][6]
@@ -384,7 +398,9 @@ def one_pair(pair, work, iterations, attempts):
             if lag[2] is not None else None,
             "base_cpu_ms_per_iter": median([g[11] for g in got]),
             "realised_cpu_ms_per_iter": median([g[10] for g in got]),
-            "cores_at_predicted": median([g[10] for g in got]) * 1e3 / pred_us}
+            "cores_at_predicted": median([g[10] for g in got]) * 1e3 / pred_us,
+            "mean_predicted_us": pred_mean,
+            "mean_error_pct": 100.0 * (new_us - pred_mean) / pred_mean}
 
 
 def slower_than_said(r):

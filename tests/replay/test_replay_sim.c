@@ -367,9 +367,40 @@ test_breakdown_comm_kernels(void)
     dfg_free(&g);
 }
 
+/* Iteration statistics over 4 and then 5 iterations of one thread, 100 us each but the
+ * third, 910 us longer (a stall): the mean carries it (327.5 us), the median does not
+ * (100 us, and 100 us over 5 with an odd count); a range past the boundaries is -1. */
+static void
+test_iteration_median(void)
+{
+    dfg g;
+    REQUIRE(dfg_init(&g, 1) == 0);
+    int32_t T = dfg_add_resource(&g, DFG_RES_THREAD, 0, 1, dfg_intern(&g, "main"));
+    int32_t b[6];
+    for (int i = 0; i < 6; i++) {
+        b[i] = dfg_add_node(&g, DFG_HOST, T, dfg_intern(&g, "step"));
+        g.gap[b[i]] = i == 3 ? 1000000 : 90000; /* the gap before closing iteration 2 */
+        g.dur[b[i]] = 10000;
+    }
+    CHECK(dfg_set_iterations(&g, 0, b, 6) == 0);
+    sim_result r;
+    memset(&r, 0, sizeof r);
+    CHECK(sim_run(&g, &r) == 0);
+    sim_timeline tl = sim_timeline_of(&r);
+    CHECK(fabs(sim_iteration_time(&g, tl, 0, 0, 3) - 327500.0) < 1);
+    CHECK(fabs(sim_iteration_median(&g, tl, 0, 0, 3) - 100000.0) < 1);
+    CHECK(fabs(sim_iteration_median(&g, tl, 0, 0, 4) - 100000.0) < 1);
+    CHECK(fabs(sim_iteration_median(&g, tl, 0, 2, 3) - 555000.0) < 1); /* (1010 + 100) / 2 */
+    CHECK(sim_iteration_median(&g, tl, 0, 0, 5) == -1);
+    CHECK(sim_iteration_median(&g, tl, 0, 3, 2) == -1);
+    sim_result_free(&r);
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
+    test_iteration_median();
     test_sim_tiny();
     test_sim_wakeup();
     test_sim_collective();
