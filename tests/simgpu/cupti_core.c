@@ -51,6 +51,16 @@ static CUpti_BuffersCallbackCompleteFunc g_done;
 static int g_deliver_started;
 static uint64_t g_period_ms;
 static pthread_mutex_t g_deliver_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The client buffer CUPTI holds while records accumulate: real CUPTI asks for a buffer
+ * when a record needs room, fills it and completes it when full or flushed, so a client
+ * that has seen records always has a buffer out, and Kineto relies on that: at stop it
+ * calls cuptiActivityFlushAll only while it has handed out a buffer (with none out it
+ * reports no GPU activity).  Our delivery completes buffers every period, so the next
+ * one is requested at once (hold_buffer), and a delivery fills the held one first. */
+static pthread_mutex_t g_held_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *g_held_buf;
+static size_t g_held_size;
+static atomic_int g_held_set;
 static atomic_int g_torn_down; /* the runtime's exit teardown ran: records are gone */
 
 /* Per-API activity record switches (cuptiActivityEnableRuntimeApi/DriverApi): 0 follows
@@ -172,10 +182,48 @@ simgpu_cupti_record_size(CUpti_ActivityKind kind)
 }
 
 /* ---- staging and delivery ---------------------------------------------------------- */
+/* Asks the registered client for the buffer the next delivery fills first, unless one is
+ * held already.  Runs the client's callback without g_stage_lock held. */
+static void
+hold_buffer(void)
+{
+    CUpti_BuffersCallbackRequestFunc req;
+    pthread_mutex_lock(&g_held_lock);
+    pthread_mutex_lock(&g_stage_lock);
+    req = g_req;
+    pthread_mutex_unlock(&g_stage_lock);
+    if (!atomic_load(&g_held_set) && req && !atomic_load(&g_torn_down)) {
+        uint8_t *buf = NULL;
+        size_t size = 0, maxrec = 0;
+        req(&buf, &size, &maxrec);
+        if (buf && size) {
+            g_held_buf = buf;
+            g_held_size = size;
+            atomic_store(&g_held_set, 1);
+        }
+    }
+    pthread_mutex_unlock(&g_held_lock);
+}
+
+/* Takes the held client buffer (NULL when none); the caller fills and completes it. */
+static uint8_t *
+take_held_buffer(size_t *size)
+{
+    uint8_t *buf;
+    pthread_mutex_lock(&g_held_lock);
+    buf = g_held_buf;
+    *size = g_held_size;
+    g_held_buf = NULL;
+    g_held_size = 0;
+    atomic_store(&g_held_set, 0);
+    pthread_mutex_unlock(&g_held_lock);
+    return buf;
+}
+
 void
 simgpu_cupti_emit(const void *record, size_t size)
 {
-    int wake = 0;
+    int wake = 0, stored = 0;
     size = (size + 7) & ~(size_t)7;
     pthread_mutex_lock(&g_stage_lock);
     if (g_staged_bytes + size > simgpu_cfg.cupti_limit_bytes) {
@@ -201,10 +249,13 @@ simgpu_cupti_emit(const void *record, size_t size)
         memcpy(g_stage_tail->data + g_stage_tail->used, record, size);
         g_stage_tail->used += size;
         g_staged_bytes += size;
+        stored = g_req != NULL;
     }
     if (wake)
         pthread_cond_signal(&g_stage_cv);
     pthread_mutex_unlock(&g_stage_lock);
+    if (stored && !atomic_load_explicit(&g_held_set, memory_order_relaxed))
+        hold_buffer();
 }
 
 /* Moves every staged record into client buffers and completes them.  Serialised
@@ -249,10 +300,13 @@ deliver(void)
                 done(NULL, 0, buf, bufsize, used);
                 buf = NULL;
             }
-            if (!buf && req) {
-                bufsize = 0;
-                maxrec = 0;
-                req(&buf, &bufsize, &maxrec);
+            if (!buf) {
+                buf = take_held_buffer(&bufsize);
+                if (!buf && req) {
+                    bufsize = 0;
+                    maxrec = 0;
+                    req(&buf, &bufsize, &maxrec);
+                }
                 used = 0;
                 if (buf && ((uintptr_t)buf & 7)) {
                     /* CUPTI wants 8-byte aligned buffers; skip to alignment. */
@@ -276,6 +330,10 @@ deliver(void)
     if (buf && done)
         done(NULL, 0, buf, bufsize, used);
     pthread_mutex_unlock(&g_deliver_lock);
+    /* As real CUPTI, which completes a buffer when it is full or flushed and then holds
+     * the next one, the client holds a buffer again once records have flowed. */
+    if (buf)
+        hold_buffer();
 }
 
 static void *
@@ -306,9 +364,20 @@ deliver_thread(void *arg)
 CUptiResult
 simgpu_cupti_register(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done)
 {
+    CUpti_BuffersCallbackCompleteFunc old_done;
+    uint8_t *old_buf;
+    size_t old_size = 0;
     simgpu_init();
     if (!req || !done)
         return CUPTI_ERROR_INVALID_PARAMETER;
+    /* A buffer held for the previous client goes back to it, empty. */
+    pthread_mutex_lock(&g_deliver_lock);
+    pthread_mutex_lock(&g_stage_lock);
+    old_done = g_done;
+    pthread_mutex_unlock(&g_stage_lock);
+    old_buf = take_held_buffer(&old_size);
+    if (old_buf && old_done)
+        old_done(NULL, 0, old_buf, old_size, 0);
     pthread_mutex_lock(&g_stage_lock);
     g_req = req;
     g_done = done;
@@ -327,6 +396,7 @@ simgpu_cupti_register(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbac
         pthread_attr_destroy(&at);
     }
     pthread_mutex_unlock(&g_stage_lock);
+    pthread_mutex_unlock(&g_deliver_lock);
     return CUPTI_SUCCESS;
 }
 
