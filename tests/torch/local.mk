@@ -22,7 +22,7 @@ $(TORCH_VENV_STAMP):
 .PHONY: venv
 
 EXTRA_DIST += tests/torch/census.py tests/torch/torchlib.py tests/torch/ddp_train.py \
-	tests/torch/fsdp_train.py
+	tests/torch/fsdp_train.py tests/torch/traced_train.py
 if HAVE_PYTHON3
 # What torch's libraries import from the six CUDA libraries against what the stand-ins
 # export (tests/torch/census.py), enforced for the libraries the stand-ins complete.
@@ -44,4 +44,13 @@ if HAVE_PYTHON3
 # resharding and prefetch settings, the gathered parameters agree across the ranks.
 dist_check_SCRIPTS += tests/torch/test_torch_ddp.py tests/torch/test_torch_fsdp.py
 TESTS += tests/torch/test_torch_ddp.py tests/torch/test_torch_fsdp.py
+endif
+
+if HAVE_PYTHON3
+# The collector inside torch DDP (traced_train.py, 2 ranks, under dpro-run): every device
+# operation linked to its launch, NVTX of torch.cuda.nvtx / record_function / emit_nvtx,
+# the autograd threads, the caching allocator's segments, collectives and kernel counts
+# matched across ranks.
+dist_check_SCRIPTS += tests/torch/test_torch_collector.py
+TESTS += tests/torch/test_torch_collector.py
 endif
