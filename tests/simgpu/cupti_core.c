@@ -60,6 +60,7 @@ static pthread_mutex_t g_deliver_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_held_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *g_held_buf;
 static size_t g_held_size;
+static CUpti_BuffersCallbackCompleteFunc g_held_done; /* the client it came from */
 static atomic_int g_held_set;
 static atomic_int g_torn_down; /* the runtime's exit teardown ran: records are gone */
 
@@ -188,9 +189,11 @@ static void
 hold_buffer(void)
 {
     CUpti_BuffersCallbackRequestFunc req;
+    CUpti_BuffersCallbackCompleteFunc done;
     pthread_mutex_lock(&g_held_lock);
     pthread_mutex_lock(&g_stage_lock);
     req = g_req;
+    done = g_done;
     pthread_mutex_unlock(&g_stage_lock);
     if (!atomic_load(&g_held_set) && req && !atomic_load(&g_torn_down)) {
         uint8_t *buf = NULL;
@@ -199,22 +202,26 @@ hold_buffer(void)
         if (buf && size) {
             g_held_buf = buf;
             g_held_size = size;
+            g_held_done = done;
             atomic_store(&g_held_set, 1);
         }
     }
     pthread_mutex_unlock(&g_held_lock);
 }
 
-/* Takes the held client buffer (NULL when none); the caller fills and completes it. */
+/* Takes the held client buffer (NULL when none) and the completion callback of the client
+ * it came from; the caller fills and completes it. */
 static uint8_t *
-take_held_buffer(size_t *size)
+take_held_buffer(size_t *size, CUpti_BuffersCallbackCompleteFunc *owner)
 {
     uint8_t *buf;
     pthread_mutex_lock(&g_held_lock);
     buf = g_held_buf;
     *size = g_held_size;
+    *owner = g_held_done;
     g_held_buf = NULL;
     g_held_size = 0;
+    g_held_done = NULL;
     atomic_store(&g_held_set, 0);
     pthread_mutex_unlock(&g_held_lock);
     return buf;
@@ -301,7 +308,14 @@ deliver(void)
                 buf = NULL;
             }
             if (!buf) {
-                buf = take_held_buffer(&bufsize);
+                CUpti_BuffersCallbackCompleteFunc owner;
+                buf = take_held_buffer(&bufsize, &owner);
+                if (buf && owner != done) {
+                    /* held for a client that has registered other callbacks since */
+                    if (owner)
+                        owner(NULL, 0, buf, bufsize, 0);
+                    buf = NULL;
+                }
                 if (!buf && req) {
                     bufsize = 0;
                     maxrec = 0;
@@ -372,10 +386,7 @@ simgpu_cupti_register(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbac
         return CUPTI_ERROR_INVALID_PARAMETER;
     /* A buffer held for the previous client goes back to it, empty. */
     pthread_mutex_lock(&g_deliver_lock);
-    pthread_mutex_lock(&g_stage_lock);
-    old_done = g_done;
-    pthread_mutex_unlock(&g_stage_lock);
-    old_buf = take_held_buffer(&old_size);
+    old_buf = take_held_buffer(&old_size, &old_done);
     if (old_buf && old_done)
         old_done(NULL, 0, old_buf, old_size, 0);
     pthread_mutex_lock(&g_stage_lock);

@@ -53,4 +53,8 @@ if HAVE_PYTHON3
 # matched across ranks.
 dist_check_SCRIPTS += tests/torch/test_torch_collector.py
 TESTS += tests/torch/test_torch_collector.py
+# The same DDP run traced by the collector and by torch.profiler at once: Kineto's trace
+# (dpro-import) against the collector's, launch by launch through correlation ids.
+dist_check_SCRIPTS += tests/torch/test_torch_profiler.py
+TESTS += tests/torch/test_torch_profiler.py
 endif

@@ -6,8 +6,8 @@ the tests that trace it (tests/torch/test_torch_collector.py, test_torch_profile
 Each step is an NVTX range "dpro_step_<i>" (torch.cuda.nvtx.range_push/pop) and its
 forward a torch.autograd.profiler.record_function("dpro_forward"), which emit_nvtx() turns
 into NVTX ranges as it does every operator's.  --profile FILE runs the steps under
-torch.profiler (CPU and CUDA activity, one ProfilerStep per step) and exports its Kineto
-trace of this rank to FILE with "%d" replaced by the rank.
+torch.profiler instead of emit_nvtx (CPU and CUDA activity, one ProfilerStep per step) and
+exports its Kineto trace of this rank to FILE with "%d" replaced by the rank.
 
 Each rank writes OUT/rank<R>.json: the caching allocator's segment count
 (torch.cuda.memory_stats: cudaMalloc calls made and freed), the names of the process's
@@ -66,7 +66,8 @@ def main():
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
         prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
-    with prof as p, emit_nvtx():
+    # emit_nvtx and torch.profiler both drive the autograd profiler: one at a time
+    with prof as p, (contextlib.nullcontext() if args.profile else emit_nvtx()):
         for step in range(args.steps):
             torch.cuda.nvtx.range_push("dpro_step_%d" % step)
             opt.zero_grad(set_to_none=False)
