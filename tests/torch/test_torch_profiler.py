@@ -7,6 +7,8 @@ CUPTI has one activity client: the collector registers first (at load), Kineto r
 its buffers at the profiler's start and from then on CUPTI's device records go to Kineto,
 while the collector keeps its callback subscription, so its host-side record of every
 launch keeps the correlation id CUPTI gives the device records.  So, per rank:
+0. The collector says once that CUPTI was taken, its trace says cupti=taken and when
+   (cupti_taken_ns), and it holds no device record from after that.
 1. torch.profiler records GPU activity although the script does not sleep before the
    profiler stops (the simulated CUPTI holds a client buffer, as real CUPTI does, so
    Kineto's flush at stop delivers): more than 100 kernels.
@@ -72,6 +74,14 @@ def demangle(names):
 
 def compare(rank, coll, kin):
     ce, ke = coll["events"], kin["events"]
+    meta = coll["meta"]
+    taken = int(meta.get("cupti_taken_ns", 0))
+    check(meta.get("cupti") == "taken" and taken > 0,
+          "rank %d: the collector's trace says CUPTI was taken: %s"
+          % (rank, {k: v for k, v in meta.items() if k.startswith("cupti")}))
+    late = [e for e in ce if e["kind"] in ("kernel", "memcpy", "memset") and e["t0"] > taken]
+    check(not late, "rank %d: the collector has %d device records after CUPTI was taken"
+          % (rank, len(late)))
     kernels = [e for e in ke if e["kind"] == "kernel"]
     check(len(kernels) > 100, "rank %d: torch.profiler recorded %d kernels (GPU activity "
           "without sleeping before the stop)" % (rank, len(kernels)))
@@ -130,6 +140,8 @@ try:
                        env=env, capture_output=True, text=True, timeout=200)
     check(r.returncode == 0, "DDP under dpro-run and torch.profiler (rc %d): %s"
           % (r.returncode, r.stderr[-4000:]))
+    said = r.stderr.count("CUPTI's device records are taken by another tool")
+    check(said == 2, "the collector says once per rank that CUPTI was taken: %d times" % said)
     imported = os.path.join(tmp, "imported")
     i = subprocess.run([dpro_import, "kineto", kineto % 0, kineto % 1, "-o", imported, "-q"],
                        capture_output=True, text=True, timeout=120)
