@@ -22,7 +22,7 @@ $(TORCH_VENV_STAMP):
 .PHONY: venv
 
 EXTRA_DIST += tests/torch/census.py tests/torch/torchlib.py tests/torch/ddp_train.py \
-	tests/torch/fsdp_train.py tests/torch/traced_train.py
+	tests/torch/fsdp_train.py tests/torch/traced_train.py tests/torch/bench_torch_overhead.py
 if HAVE_PYTHON3
 # What torch's libraries import from the six CUDA libraries against what the stand-ins
 # export (tests/torch/census.py), enforced for the libraries the stand-ins complete.
@@ -57,4 +57,10 @@ TESTS += tests/torch/test_torch_collector.py
 # (dpro-import) against the collector's, launch by launch through correlation ids.
 dist_check_SCRIPTS += tests/torch/test_torch_profiler.py
 TESTS += tests/torch/test_torch_profiler.py
+endif
+
+if HAVE_PYTHON3
+# make bench: the collector's overhead on a torch DDP iteration (plain and traced runs
+# interleaved; says so and does nothing without venv/).
+BENCHMARKS += tests/torch/bench_torch_overhead.py
 endif

@@ -11,13 +11,15 @@ exports its Kineto trace of this rank to FILE with "%d" replaced by the rank.
 
 Each rank writes OUT/rank<R>.json: the caching allocator's segment count
 (torch.cuda.memory_stats: cudaMalloc calls made and freed), the names of the process's
-threads (/proc/self/task/*/comm), and the steps run."""
+threads (/proc/self/task/*/comm), the steps run and each step's time (host, from its start
+to the synchronisation at its end)."""
 import argparse
 import contextlib
 import glob
 import json
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -67,8 +69,10 @@ def main():
         from torch.profiler import ProfilerActivity, profile
         prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     # emit_nvtx and torch.profiler both drive the autograd profiler: one at a time
+    step_s = []
     with prof as p, (contextlib.nullcontext() if args.profile else emit_nvtx()):
         for step in range(args.steps):
+            t0 = time.monotonic()
             torch.cuda.nvtx.range_push("dpro_step_%d" % step)
             opt.zero_grad(set_to_none=False)
             x = torch.randn(args.batch, args.seq, args.dim).to(dev)
@@ -78,6 +82,7 @@ def main():
             opt.step()
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_pop()
+            step_s.append(time.monotonic() - t0)
             if args.profile:
                 p.step()
     if args.profile:
@@ -87,7 +92,8 @@ def main():
     dist.barrier()
     dist.destroy_process_group()
     rec = dict(rank=rank, steps=args.steps, segments=stats["segment.all.allocated"],
-               segments_freed=stats["segment.all.freed"], threads=threads)
+               segments_freed=stats["segment.all.freed"], threads=threads,
+               step_s=[round(t, 6) for t in step_s])
     if args.out:
         with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
             json.dump(rec, f)
