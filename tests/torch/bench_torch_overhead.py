@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """bench_torch_overhead.py (make bench): the collector's overhead on a torch DDP
-iteration.  tests/torch/traced_train.py (2 ranks, simple physics, NVTX per step) runs
-PAIRS times plain and PAIRS times under dpro-run, interleaved AB BA ... so that a load
-drifting across the benchmark weighs on both; per run, the median step time of rank 0
-over the steps after WARMUP.  Prints each run, the median of each pair's ratio (traced /
-plain) and the load average, and exits 0: a figure to read, not a test (the machine's
-load moves it).  Skips (exit 0, saying so) without venv/."""
+iteration.  tests/torch/traced_train.py (2 ranks, simple physics, one NVTX range per step,
+no operator ranges) runs PAIRS times plain and PAIRS times under dpro-run, interleaved
+AB BA ... so that a load drifting across the benchmark weighs on both; per run, the
+medians over rank 0's steps after WARMUP of the step's wall time and of the process's CPU
+time in it (all threads: the collector's writer thread counts; the CPU time moves less
+with other jobs' load than the wall time does).  Prints each run, the median of each
+pair's ratio (traced / plain) of both, and the load average, and exits 0: a figure to
+read, not a test.  Skips (exit 0, saying so) without venv/."""
 import json
 import os
 import statistics
@@ -27,7 +29,8 @@ def run(traced, tmp, n):
     out = os.path.join(tmp, "run%d" % n)
     os.mkdir(out)
     cmd = [simrun, "-n", "2", "--timeout", "300", "--", venv_py,
-           os.path.join(HERE, "traced_train.py"), "--steps", str(STEPS), "--out", out]
+           os.path.join(HERE, "traced_train.py"), "--steps", str(STEPS), "--no-emit-nvtx",
+           "--out", out]
     if traced:
         cmd = [dpro_run, "-o", os.path.join(tmp, "trace%d" % n), "--"] + cmd
     env = dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="120")
@@ -35,15 +38,16 @@ def run(traced, tmp, n):
     if r.returncode != 0:
         sys.exit("bench_torch_overhead: run failed (rc %d): %s" % (r.returncode, r.stderr[-2000:]))
     with open(os.path.join(out, "rank0.json")) as f:
-        steps = json.load(f)["step_s"][WARMUP:]
-    return statistics.median(steps)
+        rec = json.load(f)
+    return (statistics.median(rec["step_s"][WARMUP:]),
+            statistics.median(rec["step_cpu_s"][WARMUP:]))
 
 
 def main():
     if not os.path.exists(os.path.join(BUILD, "venv", ".dpro-torch-stamp")):
         print("bench_torch_overhead: skipped: no venv with torch in the build tree (make venv)")
         return
-    ratios = []
+    ratios, cpu_ratios = [], []
     with tempfile.TemporaryDirectory(prefix="dpro-bench-torch-") as tmp:
         n = 0
         for pair in range(PAIRS):
@@ -52,14 +56,18 @@ def main():
             for traced in order:
                 t[traced] = run(traced, tmp, n)
                 n += 1
-                print("pair %d %-6s median step %.3f ms" % (pair, "traced" if traced else "plain",
-                                                              t[traced] * 1e3), flush=True)
-            ratios.append(t[True] / t[False])
+                print("pair %d %-6s median step %.3f ms, CPU %.3f ms"
+                      % (pair, "traced" if traced else "plain", t[traced][0] * 1e3,
+                         t[traced][1] * 1e3), flush=True)
+            ratios.append(t[True][0] / t[False][0])
+            cpu_ratios.append(t[True][1] / t[False][1])
     load = os.getloadavg()
-    print("torch DDP (2 ranks, %d steps, %d measured), collector overhead per iteration: "
-          "median %+.1f %% (pairs: %s), load average %.1f %.1f %.1f"
-          % (STEPS, STEPS - WARMUP, (statistics.median(ratios) - 1) * 100,
-             ", ".join("%+.1f %%" % ((r - 1) * 100) for r in ratios), *load))
+    for what, rs in (("wall time", ratios), ("CPU time", cpu_ratios)):
+        print("torch DDP (2 ranks, %d steps, %d measured), collector overhead per iteration, "
+              "%s: median %+.1f %% (pairs: %s)"
+              % (STEPS, STEPS - WARMUP, what, (statistics.median(rs) - 1) * 100,
+                 ", ".join("%+.1f %%" % ((r - 1) * 100) for r in rs)))
+    print("load average %.1f %.1f %.1f" % load)
 
 
 if __name__ == "__main__":

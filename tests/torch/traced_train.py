@@ -12,7 +12,7 @@ exports its Kineto trace of this rank to FILE with "%d" replaced by the rank.
 Each rank writes OUT/rank<R>.json: the caching allocator's segment count
 (torch.cuda.memory_stats: cudaMalloc calls made and freed), the names of the process's
 threads (/proc/self/task/*/comm), the steps run and each step's time (host, from its start
-to the synchronisation at its end)."""
+to the synchronisation at its end: wall clock, and the process's CPU time, all threads)."""
 import argparse
 import contextlib
 import glob
@@ -50,6 +50,8 @@ def main():
     ap.add_argument("--seq", type=int, default=16)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--bucket-cap-mb", type=float, default=0.05)
+    ap.add_argument("--no-emit-nvtx", action="store_true",
+                    help="no operator NVTX ranges (emit_nvtx) around the steps")
     ap.add_argument("--profile", default="", help="Kineto trace file (%%d: the rank)")
     ap.add_argument("--out", default="", help="folder for rank<R>.json")
     args = ap.parse_args()
@@ -69,10 +71,11 @@ def main():
         from torch.profiler import ProfilerActivity, profile
         prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     # emit_nvtx and torch.profiler both drive the autograd profiler: one at a time
-    step_s = []
-    with prof as p, (contextlib.nullcontext() if args.profile else emit_nvtx()):
+    step_s, step_cpu_s = [], []
+    nvtx = contextlib.nullcontext() if args.profile or args.no_emit_nvtx else emit_nvtx()
+    with prof as p, nvtx:
         for step in range(args.steps):
-            t0 = time.monotonic()
+            t0, c0 = time.monotonic(), time.process_time()
             torch.cuda.nvtx.range_push("dpro_step_%d" % step)
             opt.zero_grad(set_to_none=False)
             x = torch.randn(args.batch, args.seq, args.dim).to(dev)
@@ -83,6 +86,7 @@ def main():
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_pop()
             step_s.append(time.monotonic() - t0)
+            step_cpu_s.append(time.process_time() - c0)
             if args.profile:
                 p.step()
     if args.profile:
@@ -93,7 +97,8 @@ def main():
     dist.destroy_process_group()
     rec = dict(rank=rank, steps=args.steps, segments=stats["segment.all.allocated"],
                segments_freed=stats["segment.all.freed"], threads=threads,
-               step_s=[round(t, 6) for t in step_s])
+               step_s=[round(t, 6) for t in step_s],
+               step_cpu_s=[round(t, 6) for t in step_cpu_s])
     if args.out:
         with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
             json.dump(rec, f)
