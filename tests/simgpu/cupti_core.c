@@ -68,13 +68,22 @@ static atomic_int g_torn_down; /* the runtime's exit teardown ran: records are g
  * the kind, 1 on, 2 off; [0] runtime, [1] driver. */
 #define MAX_CBID 1024
 static _Atomic unsigned char g_api_on[2][MAX_CBID];
-/* cuptiActivityRegisterTimestampCallback: record times are the client's clock, which
- * counts nanoseconds (CUPTI's contract for the callback), so the mapping from
- * CLOCK_MONOTONIC is an offset, measured at registration from the closest of a few
- * bracketed samples. A rate fitted over a short interval would be extrapolated over the
- * whole run: 10 ns of jitter over 2 ms is 5 us per second of run. */
-static CUpti_TimestampCallbackFunc _Atomic g_ts_cb; /* set after the offset below */
+/* cuptiActivityRegisterTimestampCallback: record times are the client's clock, in its
+ * units, as real CUPTI gives them (it interpolates the GPU's stamps into the callback's
+ * clock): Kineto registers the TSC (getApproximateTime, ticks) and converts the records'
+ * times itself. A clock that counts nanoseconds (CUPTI's contract for the callback; rate
+ * within 1e-3 of 1) is mapped from CLOCK_MONOTONIC by an offset, measured at registration
+ * from the closest of a few bracketed samples: a rate fitted over a short interval would be
+ * extrapolated over the whole run (10 ns of jitter over 2 ms is 5 us per second of run).
+ * Another clock gets a rate too, fitted over 2 ms at registration and refitted from the
+ * registration's sample to a fresh one every 50 ms or more (its error shrinks as the run
+ * goes on). */
+static CUpti_TimestampCallbackFunc _Atomic g_ts_cb; /* set after the mapping below */
 static int64_t g_ts_offset;                         /* client ns - CLOCK_MONOTONIC ns */
+static uint64_t g_ts_n0, g_ts_u0;                   /* registration: CLOCK_MONOTONIC, client */
+static _Atomic double g_ts_rate;                    /* client units per ns; 0: nanoseconds */
+static _Atomic uint64_t g_ts_refit_ns;              /* CLOCK_MONOTONIC of the last refit */
+static pthread_mutex_t g_ts_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static __thread uint32_t t_corr;
 static __thread uint64_t t_ext[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE][EXT_DEPTH];
@@ -88,30 +97,75 @@ thread_id(void)
     return (uint32_t)(uintptr_t)pthread_self();
 }
 
+/* One bracketed sample of cb: *n the CLOCK_MONOTONIC middle, *u the client's value;
+ * returns the bracket's width. */
+static uint64_t
+ts_sample(CUpti_TimestampCallbackFunc cb, uint64_t *n, uint64_t *u)
+{
+    uint64_t n0 = simgpu_now_ns(), v = cb(), n1 = simgpu_now_ns();
+    *n = n0 + (n1 - n0) / 2;
+    *u = v;
+    return n1 - n0;
+}
+
+/* Refits the rate of a clock that is not nanoseconds from the registration's sample to a
+ * fresh one, at most every 50 ms; the caller passes CLOCK_MONOTONIC now. */
+static void
+ts_refit(CUpti_TimestampCallbackFunc cb, uint64_t now)
+{
+    uint64_t n, u;
+    if (now - atomic_load(&g_ts_refit_ns) < 50000000u || pthread_mutex_trylock(&g_ts_lock))
+        return;
+    if (now - atomic_load(&g_ts_refit_ns) >= 50000000u) {
+        ts_sample(cb, &n, &u);
+        if (n > g_ts_n0 && u > g_ts_u0)
+            atomic_store(&g_ts_rate, (double)(u - g_ts_u0) / (double)(n - g_ts_n0));
+        atomic_store(&g_ts_refit_ns, now);
+    }
+    pthread_mutex_unlock(&g_ts_lock);
+}
+
 uint64_t
 simgpu_cupti_ts(uint64_t ns)
 {
     uint64_t rc = ns;
-    if (atomic_load_explicit(&g_ts_cb, memory_order_acquire) && ns)
-        rc = (uint64_t)((int64_t)ns + g_ts_offset);
-    return rc;
+    CUpti_TimestampCallbackFunc cb = atomic_load_explicit(&g_ts_cb, memory_order_acquire);
+    double rate;
+    if (!cb || !ns)
+        return rc;
+    rate = atomic_load_explicit(&g_ts_rate, memory_order_relaxed);
+    if (rate == 0.0)
+        return (uint64_t)((int64_t)ns + g_ts_offset);
+    ts_refit(cb, simgpu_now_ns());
+    rate = atomic_load_explicit(&g_ts_rate, memory_order_relaxed);
+    return (uint64_t)((double)g_ts_u0 + ((double)(int64_t)(ns - g_ts_n0)) * rate);
 }
 
 CUptiResult
 simgpu_cupti_timestamp_callback(CUpti_TimestampCallbackFunc cb)
 {
-    uint64_t best_gap = UINT64_MAX;
+    uint64_t best_gap = UINT64_MAX, n, u, n1, u1;
+    double rate;
     if (!cb) {
         atomic_store(&g_ts_cb, NULL);
         return CUPTI_SUCCESS;
     }
+    atomic_store(&g_ts_cb, NULL);
     for (int i = 0; i < 8; i++) {
-        uint64_t n0 = simgpu_now_ns(), u = cb(), n1 = simgpu_now_ns();
-        if (n1 - n0 < best_gap) {
-            best_gap = n1 - n0;
-            g_ts_offset = (int64_t)u - (int64_t)(n0 + (n1 - n0) / 2);
+        uint64_t gap = ts_sample(cb, &n, &u);
+        if (gap < best_gap) {
+            best_gap = gap;
+            g_ts_offset = (int64_t)u - (int64_t)n;
+            g_ts_n0 = n;
+            g_ts_u0 = u;
         }
     }
+    do /* 2 ms for a first rate */
+        ts_sample(cb, &n1, &u1);
+    while (n1 - g_ts_n0 < 2000000u);
+    rate = u1 > g_ts_u0 ? (double)(u1 - g_ts_u0) / (double)(n1 - g_ts_n0) : 1.0;
+    atomic_store(&g_ts_rate, rate > 0.999 && rate < 1.001 ? 0.0 : rate);
+    atomic_store(&g_ts_refit_ns, n1);
     atomic_store_explicit(&g_ts_cb, cb, memory_order_release);
     return CUPTI_SUCCESS;
 }

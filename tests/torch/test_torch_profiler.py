@@ -18,13 +18,20 @@ launch keeps the correlation id CUPTI gives the device records.  So, per rank:
    has its kernel in the Kineto trace: the kernel counts are equal.
 3. The same iterations: one record_function("dpro_forward") per step in the Kineto
    trace, one NVTX range dpro_step_<i> per step in the collector's.
-Kernel durations are not compared: in one run only Kineto has the device records of the
-profiled window (the collector's device timings stop when Kineto takes the buffers).
+4. Per-kernel durations: in one run only Kineto has the device records of the profiled
+   window (the collector's stop when Kineto takes the buffers), so the same job runs once
+   more under the collector alone, and per kernel (by name, demangled) the median
+   duration in Kineto's trace is within 1 % of the collector's. The simple physics has no
+   noise (a kernel's time is a function of its work), so two runs give the same times,
+   but for NCCL's kernels, whose time holds the wait for the other rank; this checks both
+   tools' timestamps, Kineto's TSC timestamp callback among them.
 
 Skips (77) without venv/ (make venv) or with DPRO_TORCH=0."""
+import collections
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -128,6 +135,32 @@ def compare(rank, coll, kin):
           % (rank, len(kernels), len(coll_launches), len(launched) - n_launch_kernels))
 
 
+def median_durations(events, rename=None):
+    """Median kernel duration (ns) by kernel name."""
+    by = collections.defaultdict(list)
+    for e in events:
+        if e["kind"] == "kernel":
+            by[e["name"]].append(e["t1"] - e["t0"])
+    if rename:
+        names = list(by)
+        by = dict(zip(rename(names), (by[n] for n in names)))
+    return {n: statistics.median(v) for n, v in by.items()}
+
+
+def compare_durations(rank, coll, kin):
+    c = median_durations(coll["events"], demangle)
+    k = median_durations(kin["events"])
+    common = [n for n in c if n in k and c[n] > 0 and not n.startswith("ncclDevKernel")]
+    ratios = sorted((k[n] / c[n], n) for n in common)
+    off = [(round(q, 4), n[:60]) for q, n in ratios if abs(q - 1) > 0.01]
+    check(len(common) >= 10 and not off,
+          "rank %d: %d kernels in both, median duration Kineto / collector off by > 1 %%: %s"
+          % (rank, len(common), off[:5]))
+    if ratios:
+        print("rank %d: %d kernels, median duration Kineto / collector from %.4f to %.4f"
+              % (rank, len(common), ratios[0][0], ratios[-1][0]))
+
+
 env = sanitizer_env(dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60"))
 tmp = tempfile.mkdtemp(prefix="dpro-torch-prof-")
 try:
@@ -151,6 +184,18 @@ try:
           "traces of ranks 0 and 1: collector %s, Kineto %s" % (sorted(coll), sorted(kin)))
     for rank in sorted(set(coll) & set(kin)):
         compare(rank, coll[rank], kin[rank])
+    # 4. durations: the collector alone, per kernel name against Kineto's
+    alone = os.path.join(tmp, "alone")
+    out2 = os.path.join(tmp, "out2")
+    os.mkdir(out2)
+    r = subprocess.run([dpro_run, "-o", alone, "--", simrun, "-n", "2", "--timeout", "150", "--",
+                        venv_py, TRAIN, "--steps", str(STEPS), "--out", out2],
+                       env=env, capture_output=True, text=True, timeout=200)
+    check(r.returncode == 0, "DDP under dpro-run alone (rc %d): %s"
+          % (r.returncode, r.stderr[-4000:]))
+    coll2 = dump(alone)
+    for rank in sorted(set(coll2) & set(kin)):
+        compare_durations(rank, coll2[rank], kin[rank])
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
