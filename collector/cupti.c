@@ -71,7 +71,7 @@ static struct {
     CUptiResult (*result_string)(CUptiResult, const char **);
 } cupti_api;
 
-static const char *cupti_status = "off"; /* enabled, busy, taken, missing, off */
+static const char *cupti_status = "off"; /* enabled, busy, missing, off; taken at the end */
 static char cupti_error[160];
 static int cupti_active;         /* activity is on: flush and drain */
 static int cupti_clock_callback; /* CUPTI stamps with our clock */
@@ -488,8 +488,7 @@ cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferReques
         atomic_compare_exchange_strong(&cupti_taken_ns, &expected, coll_now())) {
         coll_warn("CUPTI's device records are taken by another tool (torch.profiler?) from "
                   "now on: recording host-side events only");
-        cupti_status = "taken";
-    }
+    } /* cupti=taken goes into the trace at the end (cupti_write_meta) */
     errno = saved;
     return rc;
 }

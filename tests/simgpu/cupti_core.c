@@ -72,10 +72,10 @@ static _Atomic unsigned char g_api_on[2][MAX_CBID];
  * units, as real CUPTI gives them (it interpolates the GPU's stamps into the callback's
  * clock): Kineto registers the TSC (getApproximateTime, ticks) and converts the records'
  * times itself. A clock that counts nanoseconds (CUPTI's contract for the callback; rate
- * within 1e-3 of 1) is mapped from CLOCK_MONOTONIC by an offset, measured at registration
- * from the closest of a few bracketed samples: a rate fitted over a short interval would be
- * extrapolated over the whole run (10 ns of jitter over 2 ms is 5 us per second of run).
- * Another clock gets a rate too, fitted over 2 ms at registration and refitted from the
+ * within 2 % of 1) is mapped from CLOCK_MONOTONIC by an offset, measured at registration
+ * from the tightest of a few bracketed samples: a rate fitted over a short interval would
+ * be extrapolated over the whole run (10 ns of jitter over 2 ms is 5 us per second of run).
+ * Another clock gets a rate too, fitted over 20 ms at registration and refitted from the
  * registration's sample to a fresh one every 50 ms or more (its error shrinks as the run
  * goes on). */
 static CUpti_TimestampCallbackFunc _Atomic g_ts_cb; /* set after the mapping below */
@@ -97,15 +97,21 @@ thread_id(void)
     return (uint32_t)(uintptr_t)pthread_self();
 }
 
-/* One bracketed sample of cb: *n the CLOCK_MONOTONIC middle, *u the client's value;
- * returns the bracket's width. */
-static uint64_t
+/* The tightest of 8 bracketed samples of cb: *n the CLOCK_MONOTONIC middle, *u the
+ * client's value (a preempted sample has a wide bracket). */
+static void
 ts_sample(CUpti_TimestampCallbackFunc cb, uint64_t *n, uint64_t *u)
 {
-    uint64_t n0 = simgpu_now_ns(), v = cb(), n1 = simgpu_now_ns();
-    *n = n0 + (n1 - n0) / 2;
-    *u = v;
-    return n1 - n0;
+    uint64_t best = UINT64_MAX;
+    *n = *u = 0;
+    for (int i = 0; i < 8; i++) {
+        uint64_t n0 = simgpu_now_ns(), v = cb(), n1 = simgpu_now_ns();
+        if (n1 - n0 < best) {
+            best = n1 - n0;
+            *n = n0 + (n1 - n0) / 2;
+            *u = v;
+        }
+    }
 }
 
 /* Refits the rate of a clock that is not nanoseconds from the registration's sample to a
@@ -113,7 +119,7 @@ ts_sample(CUpti_TimestampCallbackFunc cb, uint64_t *n, uint64_t *u)
 static void
 ts_refit(CUpti_TimestampCallbackFunc cb, uint64_t now)
 {
-    uint64_t n, u;
+    uint64_t n = 0, u = 0;
     if (now - atomic_load(&g_ts_refit_ns) < 50000000u || pthread_mutex_trylock(&g_ts_lock))
         return;
     if (now - atomic_load(&g_ts_refit_ns) >= 50000000u) {
@@ -144,27 +150,22 @@ simgpu_cupti_ts(uint64_t ns)
 CUptiResult
 simgpu_cupti_timestamp_callback(CUpti_TimestampCallbackFunc cb)
 {
-    uint64_t best_gap = UINT64_MAX, n, u, n1, u1;
+    uint64_t n = 0, u = 0, n1 = 0, u1 = 0;
     double rate;
     if (!cb) {
         atomic_store(&g_ts_cb, NULL);
         return CUPTI_SUCCESS;
     }
     atomic_store(&g_ts_cb, NULL);
-    for (int i = 0; i < 8; i++) {
-        uint64_t gap = ts_sample(cb, &n, &u);
-        if (gap < best_gap) {
-            best_gap = gap;
-            g_ts_offset = (int64_t)u - (int64_t)n;
-            g_ts_n0 = n;
-            g_ts_u0 = u;
-        }
-    }
-    do /* 2 ms for a first rate */
+    ts_sample(cb, &n, &u);
+    g_ts_offset = (int64_t)u - (int64_t)n;
+    g_ts_n0 = n;
+    g_ts_u0 = u;
+    do /* 20 ms for a first rate */
         ts_sample(cb, &n1, &u1);
-    while (n1 - g_ts_n0 < 2000000u);
+    while (n1 - g_ts_n0 < 20000000u);
     rate = u1 > g_ts_u0 ? (double)(u1 - g_ts_u0) / (double)(n1 - g_ts_n0) : 1.0;
-    atomic_store(&g_ts_rate, rate > 0.999 && rate < 1.001 ? 0.0 : rate);
+    atomic_store(&g_ts_rate, rate > 0.98 && rate < 1.02 ? 0.0 : rate);
     atomic_store(&g_ts_refit_ns, n1);
     atomic_store_explicit(&g_ts_cb, cb, memory_order_release);
     return CUPTI_SUCCESS;
