@@ -22,7 +22,12 @@
  *
  * A subscriber also tells whether another tool (nsys, torch.profiler) holds CUPTI:
  * cuptiSubscribe then fails with CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED; we say so
- * once, write cupti=busy into the trace and keep the host-side record.
+ * once, write cupti=busy into the trace and keep the host-side record. A tool that starts
+ * after us (torch.profiler: Kineto registers its activity buffers at the profiler's start)
+ * takes the device records instead, as CUPTI has one activity client: we interpose
+ * cuptiActivityRegisterCallbacks, pass the call on, say so once, write cupti=taken and the
+ * time into the trace and keep the host-side record, whose correlation ids are the ones
+ * the other tool's device records carry (our callback subscription stays).
  *
  * Clock. If CUPTI accepts a timestamp callback we hand it CLOCK_MONOTONIC, so device
  * stamps are on the host clock as they come. Otherwise the offset between cuptiGetTimestamp
@@ -38,6 +43,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -65,7 +71,7 @@ static struct {
     CUptiResult (*result_string)(CUptiResult, const char **);
 } cupti_api;
 
-static const char *cupti_status = "off"; /* enabled, busy, missing, off */
+static const char *cupti_status = "off"; /* enabled, busy, missing, off; taken at the end */
 static char cupti_error[160];
 static int cupti_active;         /* activity is on: flush and drain */
 static int cupti_clock_callback; /* CUPTI stamps with our clock */
@@ -454,6 +460,39 @@ cupti_start(void)
     cupti_status = "enabled";
 }
 
+/* cupti=taken: when, on CLOCK_MONOTONIC (0: not taken). */
+static _Atomic uint64_t cupti_taken_ns;
+
+COLL_EXPORT CUptiResult CUPTIAPI
+cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
+                               CUpti_BuffersCallbackCompleteFunc funcBufferCompleted);
+COLL_EXPORT CUptiResult CUPTIAPI
+cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
+                               CUpti_BuffersCallbackCompleteFunc funcBufferCompleted)
+{
+    typedef CUptiResult (*real_fn)(CUpti_BuffersCallbackRequestFunc,
+                                   CUpti_BuffersCallbackCompleteFunc);
+    static real_fn next;
+    real_fn real = cupti_api.register_callbacks;
+    if (real == NULL) {
+        if (next == NULL)
+            next = (real_fn)dlsym(RTLD_NEXT, "cuptiActivityRegisterCallbacks");
+        real = next;
+    }
+    if (real == NULL)
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    CUptiResult rc = real(funcBufferRequested, funcBufferCompleted);
+    int saved = errno;
+    uint64_t expected = 0;
+    if (rc == CUPTI_SUCCESS && cupti_active && funcBufferRequested != cupti_buffer_requested &&
+        atomic_compare_exchange_strong(&cupti_taken_ns, &expected, coll_now())) {
+        coll_warn("CUPTI's device records are taken by another tool (torch.profiler?) from "
+                  "now on: recording host-side events only");
+    } /* cupti=taken goes into the trace at the end (cupti_write_meta) */
+    errno = saved;
+    return rc;
+}
+
 void
 cupti_flush(int forced)
 {
@@ -476,6 +515,11 @@ void
 cupti_write_meta(dpro_writer *w, int at_end)
 {
     if (at_end) {
+        uint64_t taken = atomic_load(&cupti_taken_ns);
+        if (taken) {
+            dpro_writer_set_meta(w, "cupti", "taken");
+            dpro_writer_set_meta_int(w, "cupti_taken_ns", (int64_t)taken);
+        }
         if (cupti_active && !cupti_clock_callback) {
             cupti_offset_end = cupti_measure_offset();
             dpro_writer_set_meta_int(w, "cupti_clock_offset_end_ns", cupti_offset_end);

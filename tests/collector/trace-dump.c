@@ -3,7 +3,8 @@
  * collector's test drivers (tests/collector/test-*.py). Reads through libdprotrace's reader.
  *
  *   trace-dump FILE|DIR...   {"file":..., "meta":{...}, "summary":{...}, "comms":[...],
- *                             "threads":N, "streams":N, "devices":N, "events":[{...}, ...]}
+ *                             "threads":N, "streams":N, "devices":N,
+ *                             "thread_names":{"TID":"NAME",...}, "events":[{...}, ...]}
  *   trace-dump --sanitized   prints 1 when built with AddressSanitizer, else 0
  *
  * Exit status: 0, 1 when a file cannot be read, 2 on a usage error.
@@ -40,6 +41,7 @@ static const char *const dump_meta_keys[] = {"source",
                                              "writer_errors",
                                              "cupti_version",
                                              "cupti_error",
+                                             "cupti_taken_ns",
                                              "cupti_clock",
                                              "cupti_clock_offset_start_ns",
                                              "cupti_clock_offset_end_ns",
@@ -113,9 +115,14 @@ dump_file(const char *path)
     const dpro_thread_info *threads;
     const dpro_stream_info *streams;
     const dpro_device_info *devices;
-    printf("],\"threads\":%zu,\"streams\":%zu,\"devices\":%zu,\"events\":[",
-           dpro_reader_threads(r, &threads), dpro_reader_streams(r, &streams),
-           dpro_reader_devices(r, &devices));
+    size_t nthreads = dpro_reader_threads(r, &threads);
+    printf("],\"threads\":%zu,\"streams\":%zu,\"devices\":%zu,\"thread_names\":{", nthreads,
+           dpro_reader_streams(r, &streams), dpro_reader_devices(r, &devices));
+    for (size_t i = 0; i < nthreads; i++) {
+        printf("%s\"%u\":", i ? "," : "", threads[i].tid);
+        dump_string(threads[i].name);
+    }
+    printf("},\"events\":[");
     dpro_iter *it = NULL;
     int rc = dpro_iter_open(r, &it);
     dpro_event ev;

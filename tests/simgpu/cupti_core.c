@@ -51,19 +51,39 @@ static CUpti_BuffersCallbackCompleteFunc g_done;
 static int g_deliver_started;
 static uint64_t g_period_ms;
 static pthread_mutex_t g_deliver_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The client buffer CUPTI holds while records accumulate: real CUPTI asks for a buffer
+ * when a record needs room, fills it and completes it when full or flushed, so a client
+ * that has seen records always has a buffer out, and Kineto relies on that: at stop it
+ * calls cuptiActivityFlushAll only while it has handed out a buffer (with none out it
+ * reports no GPU activity).  Our delivery completes buffers every period, so the next
+ * one is requested at once (hold_buffer), and a delivery fills the held one first. */
+static pthread_mutex_t g_held_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *g_held_buf;
+static size_t g_held_size;
+static CUpti_BuffersCallbackCompleteFunc g_held_done; /* the client it came from */
+static atomic_int g_held_set;
 static atomic_int g_torn_down; /* the runtime's exit teardown ran: records are gone */
 
 /* Per-API activity record switches (cuptiActivityEnableRuntimeApi/DriverApi): 0 follows
  * the kind, 1 on, 2 off; [0] runtime, [1] driver. */
 #define MAX_CBID 1024
 static _Atomic unsigned char g_api_on[2][MAX_CBID];
-/* cuptiActivityRegisterTimestampCallback: record times are the client's clock, which
- * counts nanoseconds (CUPTI's contract for the callback), so the mapping from
- * CLOCK_MONOTONIC is an offset, measured at registration from the closest of a few
- * bracketed samples. A rate fitted over a short interval would be extrapolated over the
- * whole run: 10 ns of jitter over 2 ms is 5 us per second of run. */
-static CUpti_TimestampCallbackFunc _Atomic g_ts_cb; /* set after the offset below */
+/* cuptiActivityRegisterTimestampCallback: record times are the client's clock, in its
+ * units, as real CUPTI gives them (it interpolates the GPU's stamps into the callback's
+ * clock): Kineto registers the TSC (getApproximateTime, ticks) and converts the records'
+ * times itself. A clock that counts nanoseconds (CUPTI's contract for the callback; rate
+ * within 2 % of 1) is mapped from CLOCK_MONOTONIC by an offset, measured at registration
+ * from the tightest of a few bracketed samples: a rate fitted over a short interval would
+ * be extrapolated over the whole run (10 ns of jitter over 2 ms is 5 us per second of run).
+ * Another clock gets a rate too, fitted over 20 ms at registration and refitted from the
+ * registration's sample to a fresh one every 50 ms or more (its error shrinks as the run
+ * goes on). */
+static CUpti_TimestampCallbackFunc _Atomic g_ts_cb; /* set after the mapping below */
 static int64_t g_ts_offset;                         /* client ns - CLOCK_MONOTONIC ns */
+static uint64_t g_ts_n0, g_ts_u0;                   /* registration: CLOCK_MONOTONIC, client */
+static _Atomic double g_ts_rate;                    /* client units per ns; 0: nanoseconds */
+static _Atomic uint64_t g_ts_refit_ns;              /* CLOCK_MONOTONIC of the last refit */
+static pthread_mutex_t g_ts_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static __thread uint32_t t_corr;
 static __thread uint64_t t_ext[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE][EXT_DEPTH];
@@ -77,30 +97,76 @@ thread_id(void)
     return (uint32_t)(uintptr_t)pthread_self();
 }
 
+/* The tightest of 8 bracketed samples of cb: *n the CLOCK_MONOTONIC middle, *u the
+ * client's value (a preempted sample has a wide bracket). */
+static void
+ts_sample(CUpti_TimestampCallbackFunc cb, uint64_t *n, uint64_t *u)
+{
+    uint64_t best = UINT64_MAX;
+    *n = *u = 0;
+    for (int i = 0; i < 8; i++) {
+        uint64_t n0 = simgpu_now_ns(), v = cb(), n1 = simgpu_now_ns();
+        if (n1 - n0 < best) {
+            best = n1 - n0;
+            *n = n0 + (n1 - n0) / 2;
+            *u = v;
+        }
+    }
+}
+
+/* Refits the rate of a clock that is not nanoseconds from the registration's sample to a
+ * fresh one, at most every 50 ms; the caller passes CLOCK_MONOTONIC now. */
+static void
+ts_refit(CUpti_TimestampCallbackFunc cb, uint64_t now)
+{
+    uint64_t n = 0, u = 0;
+    if (now - atomic_load(&g_ts_refit_ns) < 50000000u || pthread_mutex_trylock(&g_ts_lock))
+        return;
+    if (now - atomic_load(&g_ts_refit_ns) >= 50000000u) {
+        ts_sample(cb, &n, &u);
+        if (n > g_ts_n0 && u > g_ts_u0)
+            atomic_store(&g_ts_rate, (double)(u - g_ts_u0) / (double)(n - g_ts_n0));
+        atomic_store(&g_ts_refit_ns, now);
+    }
+    pthread_mutex_unlock(&g_ts_lock);
+}
+
 uint64_t
 simgpu_cupti_ts(uint64_t ns)
 {
     uint64_t rc = ns;
-    if (atomic_load_explicit(&g_ts_cb, memory_order_acquire) && ns)
-        rc = (uint64_t)((int64_t)ns + g_ts_offset);
-    return rc;
+    CUpti_TimestampCallbackFunc cb = atomic_load_explicit(&g_ts_cb, memory_order_acquire);
+    double rate;
+    if (!cb || !ns)
+        return rc;
+    rate = atomic_load_explicit(&g_ts_rate, memory_order_relaxed);
+    if (rate == 0.0)
+        return (uint64_t)((int64_t)ns + g_ts_offset);
+    ts_refit(cb, simgpu_now_ns());
+    rate = atomic_load_explicit(&g_ts_rate, memory_order_relaxed);
+    return (uint64_t)((double)g_ts_u0 + ((double)(int64_t)(ns - g_ts_n0)) * rate);
 }
 
 CUptiResult
 simgpu_cupti_timestamp_callback(CUpti_TimestampCallbackFunc cb)
 {
-    uint64_t best_gap = UINT64_MAX;
+    uint64_t n = 0, u = 0, n1 = 0, u1 = 0;
+    double rate;
     if (!cb) {
         atomic_store(&g_ts_cb, NULL);
         return CUPTI_SUCCESS;
     }
-    for (int i = 0; i < 8; i++) {
-        uint64_t n0 = simgpu_now_ns(), u = cb(), n1 = simgpu_now_ns();
-        if (n1 - n0 < best_gap) {
-            best_gap = n1 - n0;
-            g_ts_offset = (int64_t)u - (int64_t)(n0 + (n1 - n0) / 2);
-        }
-    }
+    atomic_store(&g_ts_cb, NULL);
+    ts_sample(cb, &n, &u);
+    g_ts_offset = (int64_t)u - (int64_t)n;
+    g_ts_n0 = n;
+    g_ts_u0 = u;
+    do /* 20 ms for a first rate */
+        ts_sample(cb, &n1, &u1);
+    while (n1 - g_ts_n0 < 20000000u);
+    rate = u1 > g_ts_u0 ? (double)(u1 - g_ts_u0) / (double)(n1 - g_ts_n0) : 1.0;
+    atomic_store(&g_ts_rate, rate > 0.98 && rate < 1.02 ? 0.0 : rate);
+    atomic_store(&g_ts_refit_ns, n1);
     atomic_store_explicit(&g_ts_cb, cb, memory_order_release);
     return CUPTI_SUCCESS;
 }
@@ -172,10 +238,54 @@ simgpu_cupti_record_size(CUpti_ActivityKind kind)
 }
 
 /* ---- staging and delivery ---------------------------------------------------------- */
+/* Asks the registered client for the buffer the next delivery fills first, unless one is
+ * held already.  Runs the client's callback without g_stage_lock held. */
+static void
+hold_buffer(void)
+{
+    CUpti_BuffersCallbackRequestFunc req;
+    CUpti_BuffersCallbackCompleteFunc done;
+    pthread_mutex_lock(&g_held_lock);
+    pthread_mutex_lock(&g_stage_lock);
+    req = g_req;
+    done = g_done;
+    pthread_mutex_unlock(&g_stage_lock);
+    if (!atomic_load(&g_held_set) && req && !atomic_load(&g_torn_down)) {
+        uint8_t *buf = NULL;
+        size_t size = 0, maxrec = 0;
+        req(&buf, &size, &maxrec);
+        if (buf && size) {
+            g_held_buf = buf;
+            g_held_size = size;
+            g_held_done = done;
+            atomic_store(&g_held_set, 1);
+        }
+    }
+    pthread_mutex_unlock(&g_held_lock);
+}
+
+/* Takes the held client buffer (NULL when none) and the completion callback of the client
+ * it came from; the caller fills and completes it. */
+static uint8_t *
+take_held_buffer(size_t *size, CUpti_BuffersCallbackCompleteFunc *owner)
+{
+    uint8_t *buf;
+    pthread_mutex_lock(&g_held_lock);
+    buf = g_held_buf;
+    *size = g_held_size;
+    *owner = g_held_done;
+    g_held_buf = NULL;
+    g_held_size = 0;
+    g_held_done = NULL;
+    atomic_store(&g_held_set, 0);
+    pthread_mutex_unlock(&g_held_lock);
+    return buf;
+}
+
 void
 simgpu_cupti_emit(const void *record, size_t size)
 {
-    int wake = 0;
+    int wake = 0, stored = 0;
     size = (size + 7) & ~(size_t)7;
     pthread_mutex_lock(&g_stage_lock);
     if (g_staged_bytes + size > simgpu_cfg.cupti_limit_bytes) {
@@ -201,10 +311,13 @@ simgpu_cupti_emit(const void *record, size_t size)
         memcpy(g_stage_tail->data + g_stage_tail->used, record, size);
         g_stage_tail->used += size;
         g_staged_bytes += size;
+        stored = g_req != NULL;
     }
     if (wake)
         pthread_cond_signal(&g_stage_cv);
     pthread_mutex_unlock(&g_stage_lock);
+    if (stored && !atomic_load_explicit(&g_held_set, memory_order_relaxed))
+        hold_buffer();
 }
 
 /* Moves every staged record into client buffers and completes them.  Serialised
@@ -249,10 +362,20 @@ deliver(void)
                 done(NULL, 0, buf, bufsize, used);
                 buf = NULL;
             }
-            if (!buf && req) {
-                bufsize = 0;
-                maxrec = 0;
-                req(&buf, &bufsize, &maxrec);
+            if (!buf) {
+                CUpti_BuffersCallbackCompleteFunc owner;
+                buf = take_held_buffer(&bufsize, &owner);
+                if (buf && owner != done) {
+                    /* held for a client that has registered other callbacks since */
+                    if (owner)
+                        owner(NULL, 0, buf, bufsize, 0);
+                    buf = NULL;
+                }
+                if (!buf && req) {
+                    bufsize = 0;
+                    maxrec = 0;
+                    req(&buf, &bufsize, &maxrec);
+                }
                 used = 0;
                 if (buf && ((uintptr_t)buf & 7)) {
                     /* CUPTI wants 8-byte aligned buffers; skip to alignment. */
@@ -276,6 +399,10 @@ deliver(void)
     if (buf && done)
         done(NULL, 0, buf, bufsize, used);
     pthread_mutex_unlock(&g_deliver_lock);
+    /* As real CUPTI, which completes a buffer when it is full or flushed and then holds
+     * the next one, the client holds a buffer again once records have flowed. */
+    if (buf)
+        hold_buffer();
 }
 
 static void *
@@ -306,9 +433,17 @@ deliver_thread(void *arg)
 CUptiResult
 simgpu_cupti_register(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done)
 {
+    CUpti_BuffersCallbackCompleteFunc old_done;
+    uint8_t *old_buf;
+    size_t old_size = 0;
     simgpu_init();
     if (!req || !done)
         return CUPTI_ERROR_INVALID_PARAMETER;
+    /* A buffer held for the previous client goes back to it, empty. */
+    pthread_mutex_lock(&g_deliver_lock);
+    old_buf = take_held_buffer(&old_size, &old_done);
+    if (old_buf && old_done)
+        old_done(NULL, 0, old_buf, old_size, 0);
     pthread_mutex_lock(&g_stage_lock);
     g_req = req;
     g_done = done;
@@ -327,6 +462,7 @@ simgpu_cupti_register(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbac
         pthread_attr_destroy(&at);
     }
     pthread_mutex_unlock(&g_stage_lock);
+    pthread_mutex_unlock(&g_deliver_lock);
     return CUPTI_SUCCESS;
 }
 

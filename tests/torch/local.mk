@@ -22,7 +22,8 @@ $(TORCH_VENV_STAMP):
 .PHONY: venv
 
 EXTRA_DIST += tests/torch/census.py tests/torch/torchlib.py tests/torch/ddp_train.py \
-	tests/torch/fsdp_train.py tests/torch/closed_loop_torch.py
+	tests/torch/fsdp_train.py tests/torch/closed_loop_torch.py tests/torch/traced_train.py \
+	tests/torch/bench_torch_overhead.py
 if HAVE_PYTHON3
 # What torch's libraries import from the six CUDA libraries against what the stand-ins
 # export (tests/torch/census.py), enforced for the libraries the stand-ins complete.
@@ -56,3 +57,22 @@ closed-loop-torch: all
 	PYTHONDONTWRITEBYTECODE=1 $(PYTHON3) $(srcdir)/tests/torch/closed_loop_torch.py || \
 	test $$? -eq 77
 .PHONY: closed-loop-torch
+
+if HAVE_PYTHON3
+# The collector inside torch DDP (traced_train.py, 2 ranks, under dpro-run): every device
+# operation linked to its launch, NVTX of torch.cuda.nvtx / record_function / emit_nvtx,
+# the autograd threads, the caching allocator's segments, collectives and kernel counts
+# matched across ranks.
+dist_check_SCRIPTS += tests/torch/test_torch_collector.py
+TESTS += tests/torch/test_torch_collector.py
+# The same DDP run traced by the collector and by torch.profiler at once: Kineto's trace
+# (dpro-import) against the collector's, launch by launch through correlation ids.
+dist_check_SCRIPTS += tests/torch/test_torch_profiler.py
+TESTS += tests/torch/test_torch_profiler.py
+endif
+
+if HAVE_PYTHON3
+# make bench: the collector's overhead on a torch DDP iteration (plain and traced runs
+# interleaved; says so and does nothing without venv/).
+BENCHMARKS += tests/torch/bench_torch_overhead.py
+endif

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""traced_train.py: the transformer of ddp_train.py trained with DistributedDataParallel
+(backend nccl), one process per rank, marked the way users mark their training loops, for
+the tests that trace it (tests/torch/test_torch_collector.py, test_torch_profiler.py).
+
+Each step is an NVTX range "dpro_step_<i>" (torch.cuda.nvtx.range_push/pop) and its
+forward a torch.autograd.profiler.record_function("dpro_forward"), which emit_nvtx() turns
+into NVTX ranges as it does every operator's.  --profile FILE runs the steps under
+torch.profiler instead of emit_nvtx (CPU and CUDA activity, one ProfilerStep per step) and
+exports its Kineto trace of this rank to FILE with "%d" replaced by the rank.
+
+Each rank writes OUT/rank<R>.json: the caching allocator's segment count
+(torch.cuda.memory_stats: cudaMalloc calls made and freed), the names of the process's
+threads (/proc/self/task/*/comm), the steps run and each step's time (host, from its start
+to the synchronisation at its end: wall clock, and the process's CPU time, all threads)."""
+import argparse
+import contextlib
+import glob
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.autograd.profiler import emit_nvtx, record_function
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ddp_train import Transformer  # noqa: E402
+
+
+def thread_names():
+    """The names of this process's threads."""
+    names = []
+    for path in glob.glob("/proc/self/task/*/comm"):
+        try:
+            with open(path) as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass  # the thread exited meanwhile
+    return sorted(names)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--dim", type=int, default=64)
+    ap.add_argument("--seq", type=int, default=16)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--bucket-cap-mb", type=float, default=0.05)
+    ap.add_argument("--no-emit-nvtx", action="store_true",
+                    help="no operator NVTX ranges (emit_nvtx) around the steps")
+    ap.add_argument("--profile", default="", help="Kineto trace file (%%d: the rank)")
+    ap.add_argument("--out", default="", help="folder for rank<R>.json")
+    args = ap.parse_args()
+
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local % torch.cuda.device_count())
+    dev = torch.cuda.current_device()
+    dist.init_process_group("nccl", device_id=torch.device("cuda", dev))
+    rank = dist.get_rank()
+    torch.manual_seed(rank)
+    model = Transformer(args.dim, args.layers, 4, False).to(dev)
+    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[dev],
+                                              bucket_cap_mb=args.bucket_cap_mb)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
+    prof = contextlib.nullcontext()
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    # emit_nvtx and torch.profiler both drive the autograd profiler: one at a time
+    step_s, step_cpu_s = [], []
+    nvtx = contextlib.nullcontext() if args.profile or args.no_emit_nvtx else emit_nvtx()
+    with prof as p, nvtx:
+        for step in range(args.steps):
+            t0, c0 = time.monotonic(), time.process_time()
+            torch.cuda.nvtx.range_push("dpro_step_%d" % step)
+            opt.zero_grad(set_to_none=False)
+            x = torch.randn(args.batch, args.seq, args.dim).to(dev)
+            with record_function("dpro_forward"):
+                y = ddp(x)
+            y.float().pow(2).mean().backward()
+            opt.step()
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_pop()
+            step_s.append(time.monotonic() - t0)
+            step_cpu_s.append(time.process_time() - c0)
+            if args.profile:
+                p.step()
+    if args.profile:
+        p.export_chrome_trace(args.profile.replace("%d", str(rank)))
+    stats = torch.cuda.memory_stats()
+    threads = thread_names()
+    dist.barrier()
+    dist.destroy_process_group()
+    rec = dict(rank=rank, steps=args.steps, segments=stats["segment.all.allocated"],
+               segments_freed=stats["segment.all.freed"], threads=threads,
+               step_s=[round(t, 6) for t in step_s],
+               step_cpu_s=[round(t, 6) for t in step_cpu_s])
+    if args.out:
+        with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
+            json.dump(rec, f)
+    print(json.dumps(rec), flush=True)
+
+
+if __name__ == "__main__":
+    main()
