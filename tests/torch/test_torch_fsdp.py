@@ -18,7 +18,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from torchlib import (BUILD, DPRO_RUN as dpro_run, SIMRUN as simrun,  # noqa: E402
-                      VENV_PY as venv_py, require_torch)
+                      VENV_PY as venv_py, require_torch, sanitizer_env)
 
 dpro_replay = os.path.join(BUILD, "tools", "dpro-replay")
 dpro_optimize = os.path.join(BUILD, "tools", "dpro-optimize")
@@ -64,7 +64,7 @@ try:
     trace = os.path.join(tmp, "trace")
     r = subprocess.run([dpro_run, "-o", trace, "--", simrun, "-n", "2", "--timeout", "150",
                         "--", venv_py, os.path.join(HERE, "fsdp_train.py"), "--steps", "6"],
-                       env=env, capture_output=True, text=True, timeout=200)
+                       env=sanitizer_env(env), capture_output=True, text=True, timeout=200)
     check(r.returncode == 0, "FSDP2 under dpro-run (rc %d): %s" % (r.returncode, r.stderr[-4000:]))
     rp = subprocess.run([dpro_replay, trace, "--json"], capture_output=True, text=True,
                         timeout=120)
