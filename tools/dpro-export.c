@@ -321,11 +321,19 @@ put_event(FILE *f, const dpro_reader *r, const dpro_event *e, int64_t pid, int *
     fputs("}}", f);
 }
 
-/* An op joined to an execution trace (dpro-import et): its node id and where it starts. */
+/* An op joined to an execution trace (dpro-import et): its node id, where it starts, and
+ * its data dependencies (et_deps' string id, 0: none). */
 typedef struct et_op {
     uint64_t id, start_ns;
-    uint32_t thread;
+    uint32_t thread, deps;
 } et_op;
+
+/* The ops of one export with an execution-trace id, in trace order, gathered during the
+ * export's one pass; their flows are written after it. */
+typedef struct et_ops {
+    et_op *op;
+    size_t n, cap;
+} et_ops;
 
 static int
 cmp_et_op(const void *a, const void *b)
@@ -334,57 +342,36 @@ cmp_et_op(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The ops of r with an execution-trace id, sorted by it, in *ops (malloc'd; *n of them).
- * Returns 0, or 1 with an error printed. */
+/* Keeps e in *ops when it carries an execution-trace id. Returns 0, or 1 with an error
+ * printed. */
 static int
-et_ops_collect(dpro_reader *r, et_op **ops, size_t *n)
+et_ops_add(et_ops *ops, const dpro_event *e)
 {
-    dpro_iter *it = NULL;
-    size_t cap = 0;
-    int rc = 0;
-    *ops = NULL;
-    *n = 0;
-    if (dpro_iter_open(r, &it) != DPRO_OK) {
-        pr_err("%s", dpro_reader_errmsg(r));
-        return 1;
-    }
-    for (;;) {
-        dpro_event e;
-        int got = dpro_iter_next(it, &e);
-        if (got <= 0) {
-            if (got < 0) {
-                pr_err("%s", dpro_reader_errmsg(r));
-                rc = 1;
-            }
-            break;
+    if (!(e->has & DPRO_HAS_ET_ID))
+        return 0;
+    if (ops->n == ops->cap) {
+        size_t cap = ops->cap ? 2 * ops->cap : 1024;
+        et_op *x = realloc(ops->op, cap * sizeof(*x));
+        if (!x) {
+            pr_err("out of memory");
+            return 1;
         }
-        if (!(e.has & DPRO_HAS_ET_ID))
-            continue;
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 1024;
-            et_op *x = realloc(*ops, cap * sizeof(*x));
-            if (!x) {
-                pr_err("out of memory");
-                rc = 1;
-                break;
-            }
-            *ops = x;
-        }
-        (*ops)[(*n)++] = (et_op){.id = e.et_id, .start_ns = e.start_ns, .thread = e.thread};
+        ops->op = x;
+        ops->cap = cap;
     }
-    dpro_iter_close(it);
-    if (*n)
-        qsort(*ops, *n, sizeof(**ops), cmp_et_op);
-    return rc;
+    ops->op[ops->n++] =
+        (et_op){.id = e->et_id, .start_ns = e->start_ns, .thread = e->thread, .deps = e->et_deps};
+    return 0;
 }
 
 /* Writes a flow of category et_data from the op that produced each of e's data
- * dependencies (et_deps: distances of node ids) to e; ids from *next_id. */
+ * dependencies (et_deps: distances of node ids) to e; sorted holds every op by id; ids
+ * from *next_id. */
 static void
-put_et_flows(FILE *f, const dpro_reader *r, const dpro_event *e, const et_op *ops, size_t nops,
+put_et_flows(FILE *f, const dpro_reader *r, const et_op *e, const et_op *sorted, size_t n,
              int64_t pid, int *first, uint64_t *next_id)
 {
-    const char *p = dpro_reader_string(r, e->et_deps);
+    const char *p = dpro_reader_string(r, e->deps);
     while (*p) {
         if (*p < '0' || *p > '9') {
             p++;
@@ -393,9 +380,9 @@ put_et_flows(FILE *f, const dpro_reader *r, const dpro_event *e, const et_op *op
         char *end;
         uint64_t d = strtoull(p, &end, 10);
         p = end;
-        et_op key = {.id = e->et_id - d};
+        et_op key = {.id = e->id - d};
         const et_op *from =
-            d <= e->et_id ? bsearch(&key, ops, nops, sizeof(*ops), cmp_et_op) : NULL;
+            d <= e->id ? bsearch(&key, sorted, n, sizeof(*sorted), cmp_et_op) : NULL;
         if (!from)
             continue; /* a producer outside the Kineto trace's window */
         put_head(f, first, 's', "et_data", "data dependency", pid, from->thread, from->start_ns);
@@ -403,6 +390,29 @@ put_et_flows(FILE *f, const dpro_reader *r, const dpro_event *e, const et_op *op
         put_head(f, first, 'f', "et_data", "data dependency", pid, e->thread, e->start_ns);
         fprintf(f, ",\"id\":%" PRIu64 ",\"bp\":\"e\"}", (*next_id)++);
     }
+}
+
+/* Writes the flows of the execution trace's data dependencies of ops (in trace order),
+ * with ids above any Kineto flow's. Returns 0, or 1 with an error printed. */
+static int
+put_et_all_flows(FILE *f, const dpro_reader *r, const et_ops *ops, int64_t pid, int *first)
+{
+    uint64_t flow_id = 1ull << 48;
+    et_op *sorted;
+    if (ops->n == 0)
+        return 0;
+    sorted = malloc(ops->n * sizeof(*sorted));
+    if (!sorted) {
+        pr_err("out of memory");
+        return 1;
+    }
+    memcpy(sorted, ops->op, ops->n * sizeof(*sorted));
+    qsort(sorted, ops->n, sizeof(*sorted), cmp_et_op);
+    for (size_t i = 0; i < ops->n; i++)
+        if (ops->op[i].deps)
+            put_et_flows(f, r, &ops->op[i], sorted, ops->n, pid, first, &flow_id);
+    free(sorted);
+    return 0;
 }
 
 /* Writes the trace at path as Kineto JSON to f. Returns 0, or 1 with an error printed. */
@@ -446,13 +456,10 @@ export_kineto(const char *path, FILE *f)
         fputs("}}", f);
         first = 0;
     }
-    /* the execution trace's data dependencies become flows between the ops' slices; their
-     * ids lie above any Kineto flow's */
-    et_op *ops = NULL;
-    size_t nops = 0;
-    uint64_t flow_id = 1ull << 48;
-    rc = et_ops_collect(r, &ops, &nops);
-    if (rc == 0 && dpro_iter_open(r, &it) != DPRO_OK) {
+    /* the execution trace's data dependencies become flows between the ops' slices,
+     * written after the events */
+    et_ops ops = {0};
+    if (dpro_iter_open(r, &it) != DPRO_OK) {
         pr_err("%s", dpro_reader_errmsg(r));
         rc = 1;
     }
@@ -467,11 +474,12 @@ export_kineto(const char *path, FILE *f)
             break;
         }
         put_event(f, r, &e, pid, &first);
-        if (e.et_deps && (e.has & DPRO_HAS_ET_ID))
-            put_et_flows(f, r, &e, ops, nops, pid, &first, &flow_id);
+        rc = et_ops_add(&ops, &e);
     }
+    if (rc == 0)
+        rc = put_et_all_flows(f, r, &ops, pid, &first);
     fputs("\n]}\n", f);
-    free(ops);
+    free(ops.op);
     dpro_iter_close(it);
     dpro_reader_close(r);
     return rc;
