@@ -420,8 +420,9 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
         json_kv_string(j, "producer", "dpro-export");
         json_kv_string(j, "timeline", simulated ? "simulated" : "measured");
         json_kv_string(j, "job_id", rp->job.job_id ? rp->job.job_id : "");
-        if (chrome_folded_ranks(rp, g) > 0) /* unfolded exports stay as they were */
-            json_kv_int(j, "folded_ranks", chrome_folded_ranks(rp, g));
+        int32_t folded = chrome_folded_ranks(rp, g);
+        if (folded > 0) /* unfolded exports stay as they were */
+            json_kv_int(j, "folded_ranks", folded);
         json_end_object(j);
         json_key(j, "traceEvents");
         json_begin_array(j);
