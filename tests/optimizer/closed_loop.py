@@ -244,6 +244,30 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
+def run_configs(configs, prefix, job=DdpSimJob, after=None):
+    """Runs one_config for each (name, args, env, opt_args) of configs (only
+    CLOSED_LOOP_ONLY's, when set) in a work folder (CLOSED_LOOP_KEEP, kept; else a temporary
+    one named prefix...), calling after(name) after each; prints the failures and returns
+    the exit status."""
+    only = os.environ.get("CLOSED_LOOP_ONLY")
+    keep = os.environ.get("CLOSED_LOOP_KEEP")
+    work = keep or tempfile.mkdtemp(prefix=prefix)
+    failures = []
+    try:
+        for name, args, env, opt_args in configs:
+            if only and only != name:
+                continue
+            failures.extend(one_config(work, name, args, env, opt_args, job))
+            if after:
+                after(name)
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
 def main():
     if os.environ.get("HAVE_CUDA", "1") == "0":
         print("closed loop: skipped (built without CUDA headers: no simulated device)")
@@ -257,21 +281,7 @@ def main():
         if not os.access(exe, os.X_OK):
             print("closed loop: skipped (%s not built)" % exe)
             return 77
-    only = os.environ.get("CLOSED_LOOP_ONLY")
-    keep = os.environ.get("CLOSED_LOOP_KEEP")
-    work = keep or tempfile.mkdtemp(prefix="dpro-closed-loop-")
-    failures = []
-    try:
-        for name, args, env, opt_args in CONFIGS:
-            if only and only != name:
-                continue
-            failures.extend(one_config(work, name, args, env, opt_args))
-    finally:
-        if not keep:
-            shutil.rmtree(work, ignore_errors=True)
-    for f in failures:
-        print("FAIL:", f)
-    return 1 if failures else 0
+    return run_configs(CONFIGS, "dpro-closed-loop-")
 
 
 if __name__ == "__main__":

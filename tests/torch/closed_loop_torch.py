@@ -35,7 +35,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -111,24 +110,11 @@ def main():
     if os.environ.get("DPRO_SANITIZERS") == "1":
         print("closed loop: skipped (sanitizer build: a timed test)")
         return 77
-    only = os.environ.get("CLOSED_LOOP_ONLY")
-    keep = os.environ.get("CLOSED_LOOP_KEEP")
-    work = keep or tempfile.mkdtemp(prefix="dpro-closed-loop-torch-")
-    failures = []
     print("load average at the start: %.2f %.2f %.2f" % os.getloadavg())
-    try:
-        for name, args, env, opt_args in CONFIGS:
-            if only and only != name:
-                continue
-            failures.extend(closed_loop.one_config(work, name, args, env, opt_args,
-                                                   TorchDdpJob))
-            print("load average after %s: %.2f %.2f %.2f" % ((name,) + os.getloadavg()))
-    finally:
-        if not keep:
-            shutil.rmtree(work, ignore_errors=True)
-    for f in failures:
-        print("FAIL:", f)
-    return 1 if failures else 0
+    return closed_loop.run_configs(
+        CONFIGS, "dpro-closed-loop-torch-", TorchDdpJob,
+        after=lambda name: print("load average after %s: %.2f %.2f %.2f"
+                                 % ((name,) + os.getloadavg())))
 
 
 if __name__ == "__main__":
