@@ -16,7 +16,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torchlib import (DPRO_RUN as dpro_run, LIBDIR as libdir,  # noqa: E402
                       SIMRUN as simrun, TRACE_DUMP as trace_dump, VENV_PY as venv_py,
-                      require_torch)
+                      check, finish, require_torch)
 
 require_torch(simrun, dpro_run, trace_dump)
 
@@ -32,15 +32,6 @@ dist.destroy_process_group()
 os.write(1, ("done %d %d\n" % (r, w)).encode())
 """
 
-failures = 0
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL: " + msg)
-    return cond
 
 
 env = dict(os.environ)
@@ -90,6 +81,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
-if failures:
-    sys.exit(1)
-print("PASS")
+finish()

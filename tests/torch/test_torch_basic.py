@@ -20,7 +20,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torchlib import (DPRO_INFO as dpro_info, DPRO_RUN as dpro_run,  # noqa: E402
                       LIBDIR as libdir, SIMRUN as simrun, TRACE_DUMP as trace_dump,
-                      VENV_PY as venv_py, require_torch)
+                      VENV_PY as venv_py, check, finish, require_torch)
 
 require_torch(simrun, dpro_run, dpro_info, trace_dump)
 
@@ -57,15 +57,6 @@ torch.cuda.synchronize()
 print("autocast", z.dtype)
 """
 
-failures = 0
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL: " + msg)
-    return cond
 
 
 def environment():
@@ -152,6 +143,4 @@ if check(r.returncode == 0 and got[:1] == ["train"] and len(got) >= 3,
 check("graph" in got, "CUDA graph capture and replay: %r %s" % (r.stdout, r.stderr[-2000:]))
 check("torch.bfloat16" in got, "bf16 autocast: %r" % r.stdout)
 
-if failures:
-    sys.exit(1)
-print("PASS")
+finish()

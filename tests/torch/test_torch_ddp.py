@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from torchlib import (BUILD, DPRO_INFO as dpro_info, DPRO_RUN as dpro_run,  # noqa: E402
                       SIMRUN as simrun, TRACE_DUMP as trace_dump, VENV_PY as venv_py,
-                      require_torch, sanitizer_env)
+                      check, finish, require_torch, sanitizer_env)
 
 dpro_replay = os.path.join(BUILD, "tools", "dpro-replay")
 dpro_optimize = os.path.join(BUILD, "tools", "dpro-optimize")
@@ -37,7 +37,6 @@ TRAIN = os.path.join(HERE, "ddp_train.py")
 RUNS = ("transformer:;transformer:bucket=0.01,view,static;transformer:accum=2,ckpt;"
         "conv:;conv:fp16,bucket=0.05")
 
-failures = 0
 STEPS = 8  # of the traced run
 
 
@@ -48,14 +47,6 @@ def run_records(out):
         return []
     with open(path) as f:
         return json.load(f)["runs"]
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL: " + msg)
-    return cond
 
 
 env = dict(os.environ)
@@ -180,6 +171,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
-if failures:
-    sys.exit(1)
-print("PASS")
+finish()

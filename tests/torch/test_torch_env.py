@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torchlib import BUILD as build, LIBDIR, SIMRUN as simrun, VENV_PY as venv_py  # noqa: E402
-from torchlib import require_torch  # noqa: E402
+from torchlib import check as check_, finish, require_torch  # noqa: E402
 
 libdir = os.path.realpath(LIBDIR)
 require_torch()
@@ -32,7 +32,6 @@ line = "%s %s %s\n" % (os.environ["RANK"], seen.get("libcudart.so.13"), seen.get
 os.write(1, line.encode())  # one write: the ranks share the pipe
 """
 
-failures = 0
 
 
 def run(env_extra):
@@ -51,9 +50,8 @@ def run(env_extra):
 
 
 def check(cond, msg):
-    global failures
-    print(("ok:   " if cond else "FAIL: ") + msg)
-    failures += not cond
+    """torchlib.check, saying each passed check too."""
+    return check_(cond, msg, say_ok=True)
 
 
 for rank, cudart, nccl in run({}):
@@ -62,4 +60,4 @@ for rank, cudart, nccl in run({}):
 for rank, cudart, nccl in run({"SIMRUN_NO_PRELOAD": "1"}):
     check("/site-packages/nvidia/" in cudart,
           f"rank {rank}, no preload: torch's RPATH finds the wheel's libcudart.so.13 ({cudart})")
-sys.exit(1 if failures else 0)
+finish()

@@ -18,20 +18,12 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from torchlib import (BUILD, DPRO_RUN as dpro_run, SIMRUN as simrun,  # noqa: E402
-                      VENV_PY as venv_py, require_torch, sanitizer_env)
+                      VENV_PY as venv_py, check, finish, require_torch,
+                      sanitizer_env)
 
 dpro_replay = os.path.join(BUILD, "tools", "dpro-replay")
 dpro_optimize = os.path.join(BUILD, "tools", "dpro-optimize")
 require_torch(simrun, dpro_run, dpro_replay, dpro_optimize)
-failures = 0
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL: " + msg)
-    return cond
 
 
 env = dict(os.environ)
@@ -90,6 +82,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
-if failures:
-    sys.exit(1)
-print("PASS")
+finish()

@@ -14,6 +14,28 @@ DPRO_RUN = os.path.join(BUILD, "tools", "dpro-run")
 DPRO_INFO = os.path.join(BUILD, "tools", "dpro-info")
 TRACE_DUMP = os.path.join(BUILD, "tests", "collector", "trace-dump")
 
+failures = 0  # the checks failed so far (check); finish() exits by it
+
+
+def check(cond, msg, say_ok=False):
+    """Counts a failed check and prints it (FAIL: msg); with say_ok, a passed one too
+    (ok: msg). Returns cond."""
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL: " + msg)
+    elif say_ok:
+        print("ok:   " + msg)
+    return cond
+
+
+def finish():
+    """Ends the test: exit 1 if a check failed, PASS and 0 otherwise."""
+    if failures:
+        sys.exit(1)
+    print("PASS")
+    sys.exit(0)
+
 
 def sanitizer_env(env):
     """Returns env for an uninstrumented python that loads instrumented stand-ins and
