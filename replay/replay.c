@@ -10,6 +10,7 @@
 #include "build.h"
 #include "dpro_log.h"
 #include "hmap.h"
+#include "ncclname.h"
 
 /* ---- iterations ------------------------------------------------------------------------ */
 
@@ -495,6 +496,18 @@ replay_close(replay *rp)
     memset(rp, 0, sizeof *rp);
 }
 
+/* The algorithm the kernel of group q's first participant names (ncclname.h), when it
+ * names q's operation; else 0. */
+static int
+group_algo(const dfg *g, int32_t q)
+{
+    ncclname nn;
+    int32_t n = g->grp_first[q];
+    if (n < 0 || ncclname_parse(dfg_name(g, g->name[n]), &nn) != 1 || nn.op != g->grp_op[q])
+        return 0;
+    return nn.algo;
+}
+
 /* Fits the collective model on the groups every rank joined (send/recv exchanges: op
  * DPRO_COLL_SEND, latency + bytes / bandwidth) and applies it. */
 static int
@@ -514,6 +527,7 @@ fit_model(replay *rp)
         s[n].nranks = g->grp_nranks[q];
         s[n].bytes = g->grp_bytes[q];
         s[n].transfer_ns = g->grp_mdur[q];
+        s[n].algo = group_algo(g, q);
         n++;
     }
     int rc = costmodel_fit_samples(&rp->model, s, n);
