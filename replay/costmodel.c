@@ -564,6 +564,15 @@ costmodel_algo_at(const costmodel *m, int op, int32_t nranks, int64_t bytes)
     return algo;
 }
 
+double
+costmodel_ll_max_bpns(int cc_major, int nnodes)
+{
+    static const double cap[4][3] = {
+        {39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
+    int a = cc_major >= 10 ? 3 : cc_major - 7, i = nnodes <= 1 ? 0 : nnodes == 2 ? 1 : 2;
+    return a >= 0 && a <= 3 ? cap[a][i] : 0;
+}
+
 int
 costmodel_proto_at(const costmodel *m, int op, int algo, int32_t nranks, int64_t bytes)
 {
@@ -576,7 +585,10 @@ costmodel_proto_at(const costmodel *m, int op, int algo, int32_t nranks, int64_t
         int a = algo == NCCLNAME_ALGO_TREE && op == DPRO_COLL_ALLREDUCE ? 0 : 1;
         double x = costmodel_factor(op, nranks) * (double)bytes, best = INFINITY;
         for (int p = COSTMODEL_PROTO_LL; p <= COSTMODEL_PROTO_SIMPLE; p++) {
-            double t = tuner_latency_us(op, algo, p, nranks) * 1000 + x / (beta * k_proto_bw[a][p]);
+            double bw = beta * k_proto_bw[a][p];
+            if (p == COSTMODEL_PROTO_LL && m->ll_max_bpns > 0 && bw > m->ll_max_bpns)
+                bw = m->ll_max_bpns;
+            double t = tuner_latency_us(op, algo, p, nranks) * 1000 + x / bw;
             if (t < best) {
                 best = t;
                 proto = p;

@@ -91,6 +91,9 @@ typedef struct costmodel {
     costmodel_fit all;
     int piecewise; /* 1 (costmodel_fit_samples' default): predict with the segments */
     int32_t named; /* samples whose kernel named NCCL's algorithm */
+    /* NCCL's cap on LL's bus bandwidth for the trace's GPUs, bytes per ns (set by the
+     * caller: costmodel_ll_max_bpns); 0: unknown, no cap */
+    double ll_max_bpns;
 } costmodel;
 
 /* Algorithm traffic factor of an operation on n ranks (see above). */
@@ -126,12 +129,19 @@ enum costmodel_proto {
  * else of the nearest run (by the ratio of sizes); 0 when op's samples named none. */
 int costmodel_algo_at(const costmodel *m, int op, int32_t nranks, int64_t bytes);
 
+/* NCCL's tuner cap on LL's bus bandwidth (src/graph/tuning.cc llMaxBws), GB/s (== bytes per
+ * ns), for GPUs of compute capability cc_major (7 Volta, 8 Ampere, 9 Hopper, 10 and later
+ * Blackwell) on nnodes nodes (1, 2, more): Ampere 87.7 / 22.5 / 19.0, Hopper 141 / 45 /
+ * 35, Volta 39 / 39 / 20.4, Blackwell twice Hopper's; 0 for older GPUs or cc_major 0. */
+double costmodel_ll_max_bpns(int cc_major, int nnodes);
+
 /* The protocol (enum costmodel_proto) inferred for a message of bytes of op on nranks ranks
  * run with algo (costmodel_algo_at): with an algorithm, NCCL's tuner choice (the lowest
  * latency + x / bandwidth among LL, LL128 and Simple; src/graph/tuning.cc), the latencies
  * the tuner's defaults (costmodel_latency_growth), the bandwidths Simple's = the model's at
  * op's largest measured size (the last segment's, or the alpha-beta fit's) and the tuner's
- * fractions of it: ring LL 0.5, LL128 0.92, tree LL 1/3.8, LL128 0.94. Without an algorithm
+ * fractions of it: ring LL 0.5, LL128 0.92, tree LL 1/3.8, LL128 0.94, LL's at most
+ * m->ll_max_bpns when known. Without an algorithm
  * (no names) or a bandwidth, the size rule COSTMODEL_LL_MAX_BYTES. */
 int costmodel_proto_at(const costmodel *m, int op, int algo, int32_t nranks, int64_t bytes);
 

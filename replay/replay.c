@@ -508,6 +508,30 @@ group_algo(const dfg *g, int32_t q)
     return nn.algo;
 }
 
+/* NCCL's LL bandwidth cap for the job's GPUs (costmodel_ll_max_bpns): the first present
+ * rank's first device, the nodes the ranks' distinct hosts (at most 3 counted); 0 when
+ * the traces hold no device. */
+static double
+ll_cap(const job *j)
+{
+    int cc = 0, nodes = 0;
+    const char *hosts[3] = {NULL, NULL, NULL};
+    for (int32_t r = 0; r < j->n_ranks; r++) {
+        const job_rank *jr = &j->ranks[r];
+        const dpro_device_info *dev = NULL;
+        if (!jr->reader)
+            continue;
+        if (!cc && dpro_reader_devices(jr->reader, &dev) > 0)
+            cc = (int)dev[0].cc_major;
+        int seen = 0;
+        for (int k = 0; k < nodes && !seen; k++)
+            seen = jr->host && hosts[k] && strcmp(hosts[k], jr->host) == 0;
+        if (!seen && nodes < 3)
+            hosts[nodes++] = jr->host;
+    }
+    return costmodel_ll_max_bpns(cc, nodes);
+}
+
 /* Fits the collective model on the groups every rank joined (send/recv exchanges: op
  * DPRO_COLL_SEND, latency + bytes / bandwidth) and applies it. */
 static int
@@ -534,6 +558,7 @@ fit_model(replay *rp)
     free(s);
     if (rc != 0)
         return -1;
+    rp->model.ll_max_bpns = ll_cap(&rp->job);
     rp->model.piecewise = !rp->opts.coll_ab;
     if (rp->opts.coll_duration == REPLAY_COLL_MODEL)
         for (int32_t q = 0; q < g->n_groups; q++)

@@ -93,7 +93,8 @@ tests_replay_bench_replay_LDADD = tests/replay/libdprosynth.la replay/libdprorep
 
 # the typical-duration replay's figures (docs/figures.md): run by hand, not a test
 EXTRA_DIST += tests/replay/fig_typical_replay.py
-EXTRA_DIST += tests/replay/measure_coll_model.py tests/replay/measure_contention.py
+EXTRA_DIST += tests/replay/measure_coll_model.py tests/replay/measure_contention.py \
+	tests/replay/measure_more_ranks.py
 
 # bench_scale: a large job written as real trace files, replayed by dpro-replay: time and
 # peak memory, and the same job traced 5x longer (make bench; sizes in the program)
