@@ -255,6 +255,34 @@ algo_runs(const pw_point *p, int32_t m, int32_t minsz, int32_t kmax, costmodel_f
     return f->n_runs > 1 && shortest >= minsz && f->n_runs <= kmax;
 }
 
+/* One point per message size of the sorted samples v[0..n) into p (sizes within 1 % of
+ * each other are one size): median x and time, relative noise, count; tmp has room for n.
+ * Returns the points written. */
+static int32_t
+size_points(const xy *v, size_t n, double *tmp, pw_point *p)
+{
+    int32_t m = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && v[j].x <= v[i].x * 1.01 + 1e-9)
+            j++;
+        size_t c = j - i;
+        for (size_t k = 0; k < c; k++)
+            tmp[k] = v[i + k].x;
+        double mx = median_of(tmp, c);
+        for (size_t k = 0; k < c; k++)
+            tmp[k] = v[i + k].y;
+        double my = median_of(tmp, c);
+        for (size_t k = 0; k < c; k++)
+            tmp[k] = fabs(v[i + k].y - my);
+        double mad = median_of(tmp, c);
+        if (my > 0)
+            p[m++] = (pw_point){mx, my, 1.4826 * mad / my, (int32_t)c, v[i].algo};
+        i = j;
+    }
+    return m;
+}
+
 /* Fits the piecewise model to the points (x[i], y[i]), i < n, into f (see costmodel.h);
  * algo[i] (NULL: none named) the algorithm of each. Returns 0 or -1 (out of memory). */
 static int
@@ -278,25 +306,7 @@ fit_piecewise(const double *x, const double *y, const int *algo, size_t n, costm
     for (size_t i = 0; i < n; i++)
         v[i] = (xy){x[i], y[i], algo ? algo[i] : 0};
     qsort(v, n, sizeof *v, cmp_xy);
-    /* one point per size */
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && v[j].x <= v[i].x * 1.01 + 1e-9)
-            j++;
-        size_t c = j - i;
-        for (size_t k = 0; k < c; k++)
-            tmp[k] = v[i + k].x;
-        double mx = median_of(tmp, c);
-        for (size_t k = 0; k < c; k++)
-            tmp[k] = v[i + k].y;
-        double my = median_of(tmp, c);
-        for (size_t k = 0; k < c; k++)
-            tmp[k] = fabs(v[i + k].y - my);
-        double mad = median_of(tmp, c);
-        if (my > 0)
-            p[m++] = (pw_point){mx, my, 1.4826 * mad / my, (int32_t)c, v[i].algo};
-        i = j;
-    }
+    m = size_points(v, n, tmp, p);
     f->n_sizes = m;
     if (m == 0)
         goto out;

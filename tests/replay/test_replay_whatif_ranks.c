@@ -215,14 +215,15 @@ test_extrapolate_regimes(void)
 }
 
 /* Kernel names (costmodel_sample.algo): an all-reduce on 2 ranks that NCCL runs as a tree
- * below 256 KiB (20 us + x / 10 B/ns) and as a ring above (12 us + x / 100 B/ns). The
- * algorithm runs are those of the names, no segment spans both, a size takes the nearest
- * run's algorithm; the protocol is NCCL's tuner choice with the model's bandwidth; the
- * latency grows as the named algorithm's. */
+ * below 256 KiB and as a ring above, both at 12 us + x / 100 B/ns, so only the names tell
+ * the two apart. The algorithm runs are those of the names, no segment spans both (one
+ * line would fit all sizes), a size takes the nearest run's algorithm; the protocol is
+ * NCCL's tuner choice with the model's bandwidth; the latency grows as the named
+ * algorithm's. */
 static double
 named(double x)
 {
-    return x < (256 << 10) ? 20000 + x / 10.0 : 12000 + x / 100.0;
+    return 12000 + x / 100.0;
 }
 
 static void
