@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dprotrace.h"
+#include "ncclname.h"
 
 double
 costmodel_factor(int op, int32_t nranks)
@@ -135,10 +136,12 @@ fit_points(const double *x, const double *y, size_t n, costmodel_fit *f)
 typedef struct pw_point {
     double x, y, noise;
     int32_t count;
+    int algo; /* the algorithm its kernels named (the first sample's), 0 none */
 } pw_point;
 
 typedef struct xy {
     double x, y;
+    int algo;
 } xy;
 
 static int
@@ -226,10 +229,64 @@ costmodel_piecewise_at(const costmodel_fit *f, double x)
     return t > 0 ? t : 0;
 }
 
-/* Fits the piecewise model to the points (x[i], y[i]), i < n, into f (see costmodel.h).
- * Returns 0 or -1 (out of memory). */
+/* The runs of one algorithm among the sizes p[0..m) into f->run; returns 1 when the
+ * segmentation must keep to them (more than one run, each of at least minsz sizes, no
+ * more than kmax), else 0. */
 static int
-fit_piecewise(const double *x, const double *y, size_t n, costmodel_fit *f)
+algo_runs(const pw_point *p, int32_t m, int32_t minsz, int32_t kmax, costmodel_fit *f)
+{
+    int32_t nr = 0, shortest = m;
+    f->n_runs = 0;
+    for (int32_t i = 0; i < m;) {
+        int32_t j = i;
+        while (j < m && p[j].algo == p[i].algo)
+            j++;
+        if (p[i].algo && nr < COSTMODEL_MAX_RUNS)
+            f->run[nr] = (costmodel_algo_run){p[i].x, p[j - 1].x, p[i].algo};
+        nr++;
+        shortest = j - i < shortest ? j - i : shortest;
+        i = j;
+    }
+    /* unnamed sizes among named ones, or too many alternations: no runs */
+    for (int32_t k = 0; k < nr && k < COSTMODEL_MAX_RUNS; k++)
+        if (!f->run[k].algo)
+            nr = COSTMODEL_MAX_RUNS + 1;
+    f->n_runs = nr <= COSTMODEL_MAX_RUNS ? nr : 0;
+    return f->n_runs > 1 && shortest >= minsz && f->n_runs <= kmax;
+}
+
+/* One point per message size of the sorted samples v[0..n) into p (sizes within 1 % of
+ * each other are one size): median x and time, relative noise, count; tmp has room for n.
+ * Returns the points written. */
+static int32_t
+size_points(const xy *v, size_t n, double *tmp, pw_point *p)
+{
+    int32_t m = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && v[j].x <= v[i].x * 1.01 + 1e-9)
+            j++;
+        size_t c = j - i;
+        for (size_t k = 0; k < c; k++)
+            tmp[k] = v[i + k].x;
+        double mx = median_of(tmp, c);
+        for (size_t k = 0; k < c; k++)
+            tmp[k] = v[i + k].y;
+        double my = median_of(tmp, c);
+        for (size_t k = 0; k < c; k++)
+            tmp[k] = fabs(v[i + k].y - my);
+        double mad = median_of(tmp, c);
+        if (my > 0)
+            p[m++] = (pw_point){mx, my, 1.4826 * mad / my, (int32_t)c, v[i].algo};
+        i = j;
+    }
+    return m;
+}
+
+/* Fits the piecewise model to the points (x[i], y[i]), i < n, into f (see costmodel.h);
+ * algo[i] (NULL: none named) the algorithm of each. Returns 0 or -1 (out of memory). */
+static int
+fit_piecewise(const double *x, const double *y, const int *algo, size_t n, costmodel_fit *f)
 {
     f->n_segs = 0;
     f->n_sizes = 0;
@@ -247,27 +304,9 @@ fit_piecewise(const double *x, const double *y, size_t n, costmodel_fit *f)
         goto out;
     }
     for (size_t i = 0; i < n; i++)
-        v[i] = (xy){x[i], y[i]};
+        v[i] = (xy){x[i], y[i], algo ? algo[i] : 0};
     qsort(v, n, sizeof *v, cmp_xy);
-    /* one point per size */
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && v[j].x <= v[i].x * 1.01 + 1e-9)
-            j++;
-        size_t c = j - i;
-        for (size_t k = 0; k < c; k++)
-            tmp[k] = v[i + k].x;
-        double mx = median_of(tmp, c);
-        for (size_t k = 0; k < c; k++)
-            tmp[k] = v[i + k].y;
-        double my = median_of(tmp, c);
-        for (size_t k = 0; k < c; k++)
-            tmp[k] = fabs(v[i + k].y - my);
-        double mad = median_of(tmp, c);
-        if (my > 0)
-            p[m++] = (pw_point){mx, my, 1.4826 * mad / my, (int32_t)c};
-        i = j;
-    }
+    m = size_points(v, n, tmp, p);
     f->n_sizes = m;
     if (m == 0)
         goto out;
@@ -284,7 +323,7 @@ fit_piecewise(const double *x, const double *y, size_t n, costmodel_fit *f)
                 sn += p[j].count * p[j].noise;
                 j++;
             }
-            p[q++] = (pw_point){sx / w, sy / w, sn / w, (int32_t)w};
+            p[q++] = (pw_point){sx / w, sy / w, sn / w, (int32_t)w, p[i].algo};
             i = j;
         }
         m = q;
@@ -311,18 +350,28 @@ fit_piecewise(const double *x, const double *y, size_t n, costmodel_fit *f)
         goto out;
     }
     int32_t minsz = m >= 2 ? 2 : 1;
+    /* keep to the algorithms' runs: bnd[j], the algorithm changes among p[0..j] */
+    int keep = algo_runs(p, m, minsz, kmax, f);
+    int32_t *bnd = malloc(sizeof *bnd * (size_t)m);
+    if (!bnd) {
+        rc = -1;
+        goto out;
+    }
+    for (int32_t i = 0; i < m; i++)
+        bnd[i] = i ? bnd[i - 1] + (p[i].algo != p[i - 1].algo) : 0;
+#define PURE(i0, i1) (!keep || bnd[(i1)-1] == bnd[i0])
     for (int32_t k = 0; k < kmax; k++)
         for (int32_t j = 0; j <= m; j++) {
             double best = INFINITY;
             int32_t bi = -1;
             double a, b;
             if (k == 0) {
-                if (j >= minsz)
+                if (j >= minsz && PURE(0, j))
                     best = seg_fit(p, 0, j, &a, &b), bi = 0;
             } else {
                 for (int32_t i = (k)*minsz; i + minsz <= j; i++) {
                     double prev = cost[(size_t)(k - 1) * (size_t)(m + 1) + (size_t)i];
-                    if (!isfinite(prev))
+                    if (!isfinite(prev) || !PURE(i, j))
                         continue;
                     double c = prev + seg_fit(p, i, j, &a, &b);
                     if (c < best) {
@@ -334,6 +383,8 @@ fit_piecewise(const double *x, const double *y, size_t n, costmodel_fit *f)
             cost[(size_t)k * (size_t)(m + 1) + (size_t)j] = best;
             from[(size_t)k * (size_t)(m + 1) + (size_t)j] = bi;
         }
+#undef PURE
+    free(bnd);
     int32_t kk = 0;
     for (kk = 0; kk < kmax - 1; kk++) {
         double c = cost[(size_t)kk * (size_t)(m + 1) + (size_t)m];
@@ -376,9 +427,11 @@ costmodel_fit_samples(costmodel *m, const costmodel_sample *s, size_t n)
     memset(m, 0, sizeof *m);
     double *x = malloc((n ? n : 1) * sizeof *x);
     double *y = malloc((n ? n : 1) * sizeof *y);
-    if (!x || !y) {
+    int *algo = malloc((n ? n : 1) * sizeof *algo);
+    if (!x || !y || !algo) {
         free(x);
         free(y);
+        free(algo);
         return -1;
     }
     int rc = 0;
@@ -389,11 +442,13 @@ costmodel_fit_samples(costmodel *m, const costmodel_sample *s, size_t n)
                 continue;
             x[k] = costmodel_factor(op, s[i].nranks) * (double)s[i].bytes;
             y[k] = (double)s[i].transfer_ns;
+            algo[k] = s[i].algo;
+            m->named += s[i].algo != 0;
             k++;
         }
         rc = fit_points(x, y, k, &m->op[op]);
         if (rc == 0)
-            rc = fit_piecewise(x, y, k, &m->op[op]);
+            rc = fit_piecewise(x, y, algo, k, &m->op[op]);
     }
     if (rc == 0) {
         size_t k = 0;
@@ -409,6 +464,7 @@ costmodel_fit_samples(costmodel *m, const costmodel_sample *s, size_t n)
     m->piecewise = 1;
     free(x);
     free(y);
+    free(algo);
     return rc;
 }
 
@@ -449,23 +505,114 @@ ring_steps(int op, int32_t n)
     }
 }
 
-double
-costmodel_latency_growth(int op, int32_t n_from, int32_t n_to, int64_t bytes)
+/* NCCL's tuner defaults (src/graph/tuning.cc, ncclTunerConstantsDefaults), us:
+ * [tree, ring][LL, LL128, Simple] base latency, hop over NVLink and over the network. */
+static const double k_base_us[2][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}};
+static const double k_hop_nvlink_us[2][3] = {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}};
+static const double k_hop_net_us[2][3] = {{5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}};
+/* the tuner's bus bandwidth of each protocol as a fraction of Simple's: [tree, ring] */
+static const double k_proto_bw[2][3] = {{1.0 / 3.8, 120.0 / 128.0, 1.0}, {0.5, 0.92, 1.0}};
+
+static int
+log2_floor(int32_t n)
 {
-    /* NCCL's tuner defaults for a ring over NVLink, us: base latency and per-step hop of
-     * LL (small messages) and Simple (large ones) */
-    int ll = bytes < COSTMODEL_LL_MAX_BYTES;
-    double base = ll ? 6.6 : 8.4, hop = ll ? 0.6 : 3.4;
-    int32_t a = ring_steps(op, n_from), b = ring_steps(op, n_to);
-    return a > 0 && b > 0 ? (base + b * hop) / (base + a * hop) : 1.0;
+    int l = 0;
+    while (n > 1) {
+        n >>= 1;
+        l++;
+    }
+    return l;
+}
+
+/* The tuner's latency of op on n ranks with algo and proto, us (costmodel.h); 0 for the
+ * operations without steps. */
+static double
+tuner_latency_us(int op, int algo, int proto, int32_t n)
+{
+    int p = proto >= COSTMODEL_PROTO_LL && proto <= COSTMODEL_PROTO_SIMPLE ? proto
+                                                                           : COSTMODEL_PROTO_SIMPLE;
+    int32_t steps = ring_steps(op, n);
+    if (steps <= 0)
+        return 0;
+    if (algo == NCCLNAME_ALGO_TREE && op == DPRO_COLL_ALLREDUCE)
+        return k_base_us[0][p] + 2.0 * log2_floor(n) * k_hop_net_us[0][p];
+    return k_base_us[1][p] + steps * k_hop_nvlink_us[1][p];
+}
+
+double
+costmodel_latency_growth(int op, int algo, int proto, int32_t n_from, int32_t n_to)
+{
+    double a = tuner_latency_us(op, algo, proto, n_from),
+           b = tuner_latency_us(op, algo, proto, n_to);
+    return a > 0 && b > 0 ? b / a : 1.0;
+}
+
+/* The fit that prices op (its own, else that of all operations). */
+static const costmodel_fit *
+fit_of(const costmodel *m, int op)
+{
+    return op >= 0 && op < COSTMODEL_OPS && m->op[op].fitted ? &m->op[op] : &m->all;
+}
+
+int
+costmodel_algo_at(const costmodel *m, int op, int32_t nranks, int64_t bytes)
+{
+    int algo = 0;
+    double x = costmodel_factor(op, nranks) * (double)bytes, best = INFINITY;
+    const costmodel_fit *f = op >= 0 && op < COSTMODEL_OPS ? &m->op[op] : NULL;
+    for (int32_t k = 0; f && k < f->n_runs; k++) {
+        const costmodel_algo_run *r = &f->run[k];
+        /* distance in log size: 0 inside the run */
+        double d = x < r->lo   ? log((r->lo + 1) / (x + 1))
+                   : x > r->hi ? log((x + 1) / (r->hi + 1))
+                               : 0;
+        if (d < best) {
+            best = d;
+            algo = r->algo;
+        }
+    }
+    return algo;
+}
+
+double
+costmodel_ll_max_bpns(int cc_major, int nnodes)
+{
+    static const double cap[4][3] = {
+        {39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
+    int a = cc_major >= 10 ? 3 : cc_major - 7, i = nnodes <= 1 ? 0 : nnodes == 2 ? 1 : 2;
+    return a >= 0 && a <= 3 ? cap[a][i] : 0;
+}
+
+int
+costmodel_proto_at(const costmodel *m, int op, int algo, int32_t nranks, int64_t bytes)
+{
+    const costmodel_fit *f = fit_of(m, op);
+    double beta = f->fitted ? f->beta_bpns : 0; /* bytes per ns, Simple's */
+    if (f->fitted && f->n_segs > 0)
+        beta = f->seg[f->n_segs - 1].beta_bpns;
+    int proto = bytes < COSTMODEL_LL_MAX_BYTES ? COSTMODEL_PROTO_LL : COSTMODEL_PROTO_SIMPLE;
+    if (algo && beta > 0 && ring_steps(op, nranks) > 0) {
+        int a = algo == NCCLNAME_ALGO_TREE && op == DPRO_COLL_ALLREDUCE ? 0 : 1;
+        double x = costmodel_factor(op, nranks) * (double)bytes, best = INFINITY;
+        for (int p = COSTMODEL_PROTO_LL; p <= COSTMODEL_PROTO_SIMPLE; p++) {
+            double bw = beta * k_proto_bw[a][p];
+            if (p == COSTMODEL_PROTO_LL && m->ll_max_bpns > 0 && bw > m->ll_max_bpns)
+                bw = m->ll_max_bpns;
+            double t = tuner_latency_us(op, algo, p, nranks) * 1000 + x / bw;
+            if (t < best) {
+                best = t;
+                proto = p;
+            }
+        }
+    }
+    return proto;
 }
 
 int64_t
 costmodel_extrapolate_ranks(const costmodel *m, int op, int32_t n_from, int32_t n_to, int64_t bytes,
                             int64_t t_ns)
 {
-    const costmodel_fit *f =
-        op >= 0 && op < COSTMODEL_OPS && m->op[op].fitted ? &m->op[op] : &m->all;
+    const costmodel_fit *f = fit_of(m, op);
     double beta = f->fitted ? f->beta_bpns : 0, alpha = f->fitted ? f->alpha_ns : 0;
     if (f->fitted && m->piecewise && f->n_segs > 0) {
         double x = costmodel_factor(op, n_from) * (double)bytes;
@@ -478,7 +625,10 @@ costmodel_extrapolate_ranks(const costmodel *m, int op, int32_t n_from, int32_t 
     double t = (double)t_ns;
     if (beta > 0)
         t += (costmodel_factor(op, n_to) - costmodel_factor(op, n_from)) * (double)bytes / beta;
-    if (alpha > 0)
-        t += alpha * (costmodel_latency_growth(op, n_from, n_to, bytes) - 1.0);
+    if (alpha > 0) {
+        int algo = costmodel_algo_at(m, op, n_from, bytes);
+        int proto = costmodel_proto_at(m, op, algo, n_from, bytes);
+        t += alpha * (costmodel_latency_growth(op, algo, proto, n_from, n_to) - 1.0);
+    }
     return t > 0 ? (int64_t)llround(t) : 0;
 }

@@ -46,9 +46,18 @@ typedef struct costmodel_sample {
     int32_t nranks; /* ranks of the communicator */
     int64_t bytes;  /* payload bytes (see above) */
     int64_t transfer_ns;
+    int algo; /* enum ncclname_algo its kernel's name tells; 0 (unknown): none */
 } costmodel_sample;
 
 #define COSTMODEL_MAX_SEGS 6
+#define COSTMODEL_MAX_RUNS 8 /* algorithm runs kept per operation */
+
+/* A run of consecutive message sizes (x in [lo, hi], x as below) whose kernels named one
+ * algorithm. */
+typedef struct costmodel_algo_run {
+    double lo, hi;
+    int algo; /* enum ncclname_algo */
+} costmodel_algo_run;
 
 /* One segment of the piecewise model: time = alpha_ns + x / beta_bpns over x in [lo, hi]
  * (x = factor x bytes, the range of its sizes). */
@@ -71,12 +80,20 @@ typedef struct costmodel_fit {
     double pw_mape;   /* its mean absolute percentage error on the samples */
     double noise_rel; /* median relative noise of a size's transfer times */
     costmodel_segment seg[COSTMODEL_MAX_SEGS];
+    /* the algorithm by message size, from the kernels' names (n_runs == 0: no names); the
+     * piecewise segments never span two runs */
+    int32_t n_runs;
+    costmodel_algo_run run[COSTMODEL_MAX_RUNS];
 } costmodel_fit;
 
 typedef struct costmodel {
     costmodel_fit op[COSTMODEL_OPS];
     costmodel_fit all;
     int piecewise; /* 1 (costmodel_fit_samples' default): predict with the segments */
+    int32_t named; /* samples whose kernel named NCCL's algorithm */
+    /* NCCL's cap on LL's bus bandwidth for the trace's GPUs, bytes per ns (set by the
+     * caller: costmodel_ll_max_bpns); 0: unknown, no cap */
+    double ll_max_bpns;
 } costmodel;
 
 /* Algorithm traffic factor of an operation on n ranks (see above). */
@@ -93,35 +110,68 @@ int64_t costmodel_predict(const costmodel *m, int op, int32_t nranks, int64_t by
 /* The piecewise model's time at x = factor x bytes for fit f (f->n_segs > 0), ns. */
 double costmodel_piecewise_at(const costmodel_fit *f, double x);
 
-/* Messages below this many bytes are taken to run NCCL's LL protocol, the others Simple
- * (costmodel_latency_growth): NCCL's tuner, with its default constants for a ring over
- * NVLink, moves from LL to Simple between about 1 and 3 MB on 2 to 8 ranks of an A100 or
- * H100 node; LL128, in between, has a growth between theirs. */
+/* NCCL's protocols (the order of its tuner's tables). */
+enum costmodel_proto {
+    COSTMODEL_PROTO_LL = 0,
+    COSTMODEL_PROTO_LL128 = 1,
+    COSTMODEL_PROTO_SIMPLE = 2
+};
+
+/* Without the algorithm from kernel names, messages below this many bytes are taken to run
+ * NCCL's LL protocol, the others Simple (costmodel_proto_at): NCCL's tuner, with its
+ * default constants for a ring over NVLink, moves from LL to Simple between about 1 and 3
+ * MB on 2 to 8 ranks of an A100 or H100 node; LL128, in between, has a growth between
+ * theirs. */
 #define COSTMODEL_LL_MAX_BYTES (1 << 20)
 
-/* How much a collective's latency grows from n_from to n_to ranks, as NCCL's latency
- * model says (src/graph/tuning.cc): latency = base + steps(op, n) x hop, steps the ring's
- * (all-reduce 2(n-1), all-gather and reduce-scatter n-1, broadcast and reduce n), base
- * and hop the tuner's defaults for a ring over NVLink of the protocol the message size
- * implies (COSTMODEL_LL_MAX_BYTES): LL 6.6 and 0.6 us (from 2 to 4 ranks x1.31), Simple
- * 8.4 and 3.4 us (x1.89). Returns (base + steps(n_to) hop) / (base + steps(n_from) hop),
- * 1 for operations without ring steps (all-to-all, send, receive). Inside one node NCCL's
- * tree is a chain with the same 2(n-1) hops, so the ring's growth stands for it too. */
-double costmodel_latency_growth(int op, int32_t n_from, int32_t n_to, int64_t bytes);
+/* The algorithm (enum ncclname_algo) the trace's kernel names show for a message of bytes
+ * of op on nranks ranks: that of the run of sizes holding x = factor(op, nranks) x bytes,
+ * else of the nearest run (by the ratio of sizes); 0 when op's samples named none. */
+int costmodel_algo_at(const costmodel *m, int op, int32_t nranks, int64_t bytes);
+
+/* NCCL's tuner cap on LL's bus bandwidth (src/graph/tuning.cc llMaxBws), GB/s (== bytes per
+ * ns), for GPUs of compute capability cc_major (7 Volta, 8 Ampere, 9 Hopper, 10 and later
+ * Blackwell) on nnodes nodes (1, 2, more): Ampere 87.7 / 22.5 / 19.0, Hopper 141 / 45 /
+ * 35, Volta 39 / 39 / 20.4, Blackwell twice Hopper's; 0 for older GPUs or cc_major 0. */
+double costmodel_ll_max_bpns(int cc_major, int nnodes);
+
+/* The protocol (enum costmodel_proto) inferred for a message of bytes of op on nranks ranks
+ * run with algo (costmodel_algo_at): with an algorithm, NCCL's tuner choice (the lowest
+ * latency + x / bandwidth among LL, LL128 and Simple; src/graph/tuning.cc), the latencies
+ * the tuner's defaults (costmodel_latency_growth), the bandwidths Simple's = the model's at
+ * op's largest measured size (the last segment's, or the alpha-beta fit's) and the tuner's
+ * fractions of it: ring LL 0.5, LL128 0.92, tree LL 1/3.8, LL128 0.94, LL's at most
+ * m->ll_max_bpns when known. Without an algorithm
+ * (no names) or a bandwidth, the size rule COSTMODEL_LL_MAX_BYTES. */
+int costmodel_proto_at(const costmodel *m, int op, int algo, int32_t nranks, int64_t bytes);
+
+/* How much a collective's latency grows from n_from to n_to ranks, as NCCL's latency model
+ * says (src/graph/tuning.cc) for algo (enum ncclname_algo; 0 or an algorithm other than the
+ * tree: the ring) and proto (enum costmodel_proto), with the tuner's default constants:
+ *   ring: base + steps(op, n) x hop, steps all-reduce 2(n-1), all-gather and
+ *     reduce-scatter n-1, broadcast and reduce n; base and hop over NVLink, LL 6.6 and
+ *     0.6 us (from 2 to 4 ranks x1.31), LL128 14 and 1.9, Simple 8.4 and 3.4 (x1.89);
+ *   tree (all-reduce): base + 2 log2(n) x hop, one rank per node (a trace that shows NCCL
+ *     choosing the tree spans nodes; the ranks per node are not in it), hop the network's,
+ *     LL 6.8 and 5.0 us (x1.60), LL128 14 and 8.5, Simple 8.4 and 14.
+ * Returns (latency at n_to) / (latency at n_from), 1 for operations without steps
+ * (all-to-all, send, receive). */
+double costmodel_latency_growth(int op, int algo, int proto, int32_t n_from, int32_t n_to);
 
 /* The transfer time t_ns of a collective of op on n_from ranks (measured or modelled),
  * extrapolated to n_to ranks with the same payload bytes (the what-if of another rank
  * count): the bandwidth part scaled by the traffic factor and the latency part by NCCL's
  * latency growth,
  *   t_ns + (factor(op, n_to) - factor(op, n_from)) x bytes / beta
- *        + alpha x (costmodel_latency_growth(op, n_from, n_to, bytes) - 1),
+ *        + alpha x (costmodel_latency_growth(op, algo, proto, n_from, n_to) - 1),
  * alpha and beta being the latency and bandwidth of the line the model prices this
  * message with on n_from ranks (piecewise, when m->piecewise and op has segments: the
  * segment whose range holds x = factor(op, n_from) x bytes, between two segments the lower
  * one, below the first the first, above the last the last; else op's alpha-beta fit, or
- * that of all operations). The size regime (protocol, algorithm) is the one measured at
- * n_from. Returns ns >= 0: t_ns itself when nothing is fitted. With one message size the
- * fitted latency is 0 (above): the time is then all bandwidth term. */
+ * that of all operations), algo and proto those inferred for the message at n_from
+ * (costmodel_algo_at, costmodel_proto_at). The size regime (protocol, algorithm) is the one
+ * measured at n_from. Returns ns >= 0: t_ns itself when nothing is fitted. With one message size
+ * the fitted latency is 0 (above): the time is then all bandwidth term. */
 int64_t costmodel_extrapolate_ranks(const costmodel *m, int op, int32_t n_from, int32_t n_to,
                                     int64_t bytes, int64_t t_ns);
 

@@ -8,7 +8,7 @@ replay_libdproreplay_la_SOURCES = \
 	replay/sim.c replay/sim.h replay/sim_int.h replay/sim_analysis.c \
 	replay/align.c replay/align.h \
 	replay/iter.c replay/iter.h \
-	replay/costmodel.c replay/costmodel.h \
+	replay/costmodel.c replay/costmodel.h replay/ncclname.c replay/ncclname.h \
 	replay/contention.c replay/contention.h \
 	replay/hmap.c replay/hmap.h \
 	replay/job.c replay/job.h replay/job_fold.c replay/job_fold.h \

@@ -10,6 +10,7 @@
 #include "build.h"
 #include "dpro_log.h"
 #include "hmap.h"
+#include "ncclname.h"
 
 /* ---- iterations ------------------------------------------------------------------------ */
 
@@ -495,6 +496,42 @@ replay_close(replay *rp)
     memset(rp, 0, sizeof *rp);
 }
 
+/* The algorithm the kernel of group q's first participant names (ncclname.h), when it
+ * names q's operation; else 0. */
+static int
+group_algo(const dfg *g, int32_t q)
+{
+    ncclname nn;
+    int32_t n = g->grp_first[q];
+    if (n < 0 || ncclname_parse(dfg_name(g, g->name[n]), &nn) != 1 || nn.op != g->grp_op[q])
+        return 0;
+    return nn.algo;
+}
+
+/* NCCL's LL bandwidth cap for the job's GPUs (costmodel_ll_max_bpns): the first present
+ * rank's first device, the nodes the ranks' distinct hosts (at most 3 counted); 0 when
+ * the traces hold no device. */
+static double
+ll_cap(const job *j)
+{
+    int cc = 0, nodes = 0;
+    const char *hosts[3] = {NULL, NULL, NULL};
+    for (int32_t r = 0; r < j->n_ranks; r++) {
+        const job_rank *jr = &j->ranks[r];
+        const dpro_device_info *dev = NULL;
+        if (!jr->reader)
+            continue;
+        if (!cc && dpro_reader_devices(jr->reader, &dev) > 0)
+            cc = (int)dev[0].cc_major;
+        int seen = 0;
+        for (int k = 0; k < nodes && !seen; k++)
+            seen = jr->host && hosts[k] && strcmp(hosts[k], jr->host) == 0;
+        if (!seen && nodes < 3)
+            hosts[nodes++] = jr->host;
+    }
+    return costmodel_ll_max_bpns(cc, nodes);
+}
+
 /* Fits the collective model on the groups every rank joined (send/recv exchanges: op
  * DPRO_COLL_SEND, latency + bytes / bandwidth) and applies it. */
 static int
@@ -514,12 +551,14 @@ fit_model(replay *rp)
         s[n].nranks = g->grp_nranks[q];
         s[n].bytes = g->grp_bytes[q];
         s[n].transfer_ns = g->grp_mdur[q];
+        s[n].algo = group_algo(g, q);
         n++;
     }
     int rc = costmodel_fit_samples(&rp->model, s, n);
     free(s);
     if (rc != 0)
         return -1;
+    rp->model.ll_max_bpns = ll_cap(&rp->job);
     rp->model.piecewise = !rp->opts.coll_ab;
     if (rp->opts.coll_duration == REPLAY_COLL_MODEL)
         for (int32_t q = 0; q < g->n_groups; q++)

@@ -5,6 +5,7 @@
 #include "json_writer.h"
 #include "replay/contention.h"
 #include "replay/kernels.h"
+#include "replay/ncclname.h"
 #include "tools/dpro-replay.h"
 
 static void
@@ -28,21 +29,51 @@ replay_cmd_kind_name(int k)
     return k >= 0 && k <= 5 ? names[k] : "?";
 }
 
-/* What --what-if-ranks assumes and cannot know, one sentence each (NULL ends them). */
-const char *const replay_cmd_ranks_assumed[] = {
-    "each measured rank stands for N/ranks ranks of the larger job, with the same work (data "
-    "parallel, the same batch per rank and the same model: the same payload per collective) "
-    "and arriving at the collectives as it did",
-    "collectives over all ranks: the fitted model's bandwidth term scaled by the ring traffic "
-    "factor (all-reduce 2(N-1)/N, all-gather and reduce-scatter (N-1)/N), its latency grown "
-    "as NCCL's ring latency, base + steps x hop, with the tuner's NVLink constants of LL "
-    "below 1 MiB and Simple above, in the size regime measured; smaller communicators keep "
-    "their size",
-    "not known from the trace: the node layout at N ranks (slower links between nodes), "
-    "NCCL's algorithm and protocol at N, stragglers among more ranks; with one message size "
-    "the latency cannot be told from the bandwidth and is scaled with it",
-    NULL,
-};
+const char *
+replay_cmd_coll_algorithm(const costmodel *m)
+{
+    return m->named ? "from the kernel names (NCCL's algorithm by message size)"
+                    : "assumed the ring: no NCCL kernel names in the trace";
+}
+
+const char *
+replay_cmd_coll_protocol(const costmodel *m)
+{
+    return m->named ? "inferred: NCCL's tuner choice for the named algorithm at the model's "
+                      "bandwidth (kernel names never tell the protocol)"
+                    : "assumed by size: LL below 1 MiB, Simple from 1 MiB";
+}
+
+const char *
+replay_cmd_ranks_assumed(const costmodel *m, int k)
+{
+    static const char *const s[] = {
+        "each measured rank stands for N/ranks ranks of the larger job, with the same work "
+        "(data parallel, the same batch per rank and the same model: the same payload per "
+        "collective) and arriving at the collectives as it did",
+        NULL, /* the model's: below */
+        "not known from the trace: the node layout at N ranks (slower links between nodes), "
+        "NCCL's algorithm and protocol at N, stragglers among more ranks; with one message "
+        "size the latency cannot be told from the bandwidth and is scaled with it",
+    };
+    if (k == 1)
+        return m->named
+                   ? "collectives over all ranks: the fitted model's bandwidth term scaled by the "
+                     "ring traffic factor (all-reduce 2(N-1)/N, all-gather and reduce-scatter "
+                     "(N-1)/N), its latency grown as NCCL's tuner models it for the algorithm "
+                     "the kernel names show at that size (ring: base + steps x hop over NVLink; "
+                     "tree: base + 2 log2(ranks) x hop over the network, one rank per node) and "
+                     "the protocol the tuner would pick at the trace's bandwidth (names never "
+                     "tell it), in the size regime measured; smaller communicators keep their "
+                     "size"
+                   : "collectives over all ranks: the fitted model's bandwidth term scaled by the "
+                     "ring traffic factor (all-reduce 2(N-1)/N, all-gather and reduce-scatter "
+                     "(N-1)/N), its latency grown as NCCL's ring latency, base + steps x hop, "
+                     "with the tuner's NVLink constants of LL below 1 MiB and Simple above (no "
+                     "NCCL kernel names in the trace: algorithm and protocol assumed), in the "
+                     "size regime measured; smaller communicators keep their size";
+    return k >= 0 && k < 3 ? s[k] : NULL;
+}
 
 /* --json: typical_replay and, with --perturb, perturbation. */
 static void
@@ -178,6 +209,8 @@ json_models(json_writer *j, const report *rep)
         }
         json_end_object(j);
     }
+    json_kv_string(j, "collective_algorithm", replay_cmd_coll_algorithm(&rp->model));
+    json_kv_string(j, "collective_protocol", replay_cmd_coll_protocol(&rp->model));
     json_key(j, "collective_model");
     json_begin_array(j);
     for (int op = 1; op < COSTMODEL_OPS; op++) {
@@ -208,6 +241,16 @@ json_models(json_writer *j, const report *rep)
             json_end_object(j);
         }
         json_end_array(j);
+        json_key(j, "algorithms"); /* runs of sizes whose kernels named one algorithm */
+        json_begin_array(j);
+        for (int32_t k = 0; k < f->n_runs; k++) {
+            json_begin_object(j);
+            json_kv_double(j, "from_bytes", f->run[k].lo);
+            json_kv_double(j, "to_bytes", f->run[k].hi);
+            json_kv_string(j, "algorithm", ncclname_algo_name(f->run[k].algo));
+            json_end_object(j);
+        }
+        json_end_array(j);
         json_end_object(j);
     }
     json_end_array(j);
@@ -232,8 +275,8 @@ json_models(json_writer *j, const report *rep)
             json_kv_int(j, "ranks", a->ranks_to);
             json_key(j, "assumed");
             json_begin_array(j);
-            for (int k = 0; replay_cmd_ranks_assumed[k]; k++)
-                json_string(j, replay_cmd_ranks_assumed[k]);
+            for (int k = 0; replay_cmd_ranks_assumed(&rp->model, k); k++)
+                json_string(j, replay_cmd_ranks_assumed(&rp->model, k));
             json_end_array(j);
         }
         json_kv_double(j, "predicted_iter_us", ws->simulated_us);

@@ -446,8 +446,8 @@ print_text(const report *rep)
                ws->simulated_us, s->simulated_us,
                ws->simulated_us > 0 ? s->simulated_us / ws->simulated_us : 0);
         print_bd("predicted", &ws->simulated_bd);
-        for (int k = 0; a->ranks_to > 0 && replay_cmd_ranks_assumed[k]; k++)
-            printf("  assumed: %s\n", replay_cmd_ranks_assumed[k]);
+        for (int k = 0; a->ranks_to > 0 && replay_cmd_ranks_assumed(&rp->model, k); k++)
+            printf("  assumed: %s\n", replay_cmd_ranks_assumed(&rp->model, k));
     }
     if (rep->have_perturb) {
         const replay_perturbation *p = rep->pt;

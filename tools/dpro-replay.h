@@ -40,8 +40,13 @@ typedef struct report {
 /* The name of a critical-path entry's kind (api, kernel, memcpy, memset, collective). */
 const char *replay_cmd_kind_name(int k);
 
-/* What --what-if-ranks assumes and cannot know, one sentence each (NULL ends them). */
-extern const char *const replay_cmd_ranks_assumed[];
+/* What --what-if-ranks assumes and cannot know with model m, sentence k (from 0; NULL after
+ * the last). */
+const char *replay_cmd_ranks_assumed(const costmodel *m, int k);
+
+/* How the collective model m knows NCCL's algorithm and protocol: names (1) or assumed. */
+const char *replay_cmd_coll_algorithm(const costmodel *m);
+const char *replay_cmd_coll_protocol(const costmodel *m);
 
 /* Writes the --json report of rep on stdout. */
 void replay_cmd_print_json(const report *rep);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # run-batch-fuzz.sh [SECONDS]: builds tests/fuzz/fuzz_batch_decode with clang
 # -fsanitize=fuzzer,address,undefined over the codec sources and runs it for SECONDS
-# (default 60, or $FUZZ_SECONDS). Exit 0: no crash; 1: a crash (reproducer left in
+# (default 60, or $FUZZ_SECONDS), then tests/fuzz/fuzz_ncclname (the NCCL kernel-name
+# parser, replay/ncclname.c) for SECONDS / 4. Exit 0: no crash; 1: a crash (reproducer left in
 # $FUZZ_OUT, default ${TMPDIR:-/tmp}/dpro-fuzz-batch); 77: clang/libFuzzer missing or the
 # tree not built (the generated trace.pb-c.c comes from the build). `make fuzz-batch`.
 set -u
@@ -35,6 +36,22 @@ rc=$?
 tail -n 12 "$out/fuzz.log"
 if [ $rc -ne 0 ]; then
     echo "run-batch-fuzz: the fuzzer found a problem: see $out/fuzz.log and $out/crash-*"
+    exit 1
+fi
+"$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -I"$s/replay" -I"$s/schemas" "$s/tests/fuzz/fuzz_ncclname.c" "$s/replay/ncclname.c" \
+    -o "$out/fuzz_ncclname" || exit 1
+mkdir -p "$out/corpus-ncclname" || exit 99
+printf 'ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)' \
+    > "$out/corpus-ncclname/old"
+printf '_Z39ncclDevKernel_AllReduce_Sum_f32_TREE_LL19ncclDevKernelArgs4K' \
+    > "$out/corpus-ncclname/new"
+"$out/fuzz_ncclname" "$out/corpus-ncclname" -max_total_time=$((secs / 4 + 1)) -max_len=256 \
+    -timeout=10 -artifact_prefix="$out/" -print_final_stats=1 2> "$out/fuzz-ncclname.log"
+rc=$?
+tail -n 4 "$out/fuzz-ncclname.log"
+if [ $rc -ne 0 ]; then
+    echo "run-batch-fuzz: the name fuzzer found a problem: see $out/fuzz-ncclname.log"
     exit 1
 fi
 echo "run-batch-fuzz: no crash in ${secs}s"

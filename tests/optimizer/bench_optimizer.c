@@ -80,8 +80,8 @@ main(int argc, char **argv)
     }
     costmodel m;
     memset(&m, 0, sizeof m);
-    costmodel_sample s[] = {{1, 8, 1 << 20, 50000 + (1 << 20) / 20},
-                            {1, 8, 8 << 20, 50000 + (8 << 20) / 20}};
+    costmodel_sample s[] = {{1, 8, 1 << 20, 50000 + (1 << 20) / 20, 0},
+                            {1, 8, 8 << 20, 50000 + (8 << 20) / 20, 0}};
     costmodel_fit_samples(&m, s, 2);
     workload w;
     sim_result res;

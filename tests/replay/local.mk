@@ -24,6 +24,11 @@ tests_replay_test_replay_build_SOURCES = tests/replay/test_replay_build.c
 tests_replay_test_replay_build_LDADD = replay/libdproreplay.la
 tests_replay_test_fidelity_unit_SOURCES = tests/replay/test_fidelity_unit.c
 tests_replay_test_fidelity_unit_LDADD = replay/libdproreplay.la $(LIBM)
+# NCCL kernel names (replay/ncclname.c) on the real traces' names
+check_PROGRAMS += tests/replay/test_ncclname
+tests_replay_test_ncclname_SOURCES = tests/replay/test_ncclname.c tests/unit/testutil.h
+tests_replay_test_ncclname_LDADD = replay/libdproreplay.la
+TESTS += tests/replay/test_ncclname
 # the what-ifs about ranks: one rank slower, more ranks (replay/whatif.c)
 check_PROGRAMS += tests/replay/test_replay_whatif_ranks
 tests_replay_test_replay_whatif_ranks_SOURCES = tests/replay/test_replay_whatif_ranks.c
@@ -88,7 +93,8 @@ tests_replay_bench_replay_LDADD = tests/replay/libdprosynth.la replay/libdprorep
 
 # the typical-duration replay's figures (docs/figures.md): run by hand, not a test
 EXTRA_DIST += tests/replay/fig_typical_replay.py
-EXTRA_DIST += tests/replay/measure_coll_model.py tests/replay/measure_contention.py
+EXTRA_DIST += tests/replay/measure_coll_model.py tests/replay/measure_contention.py \
+	tests/replay/measure_more_ranks.py
 
 # bench_scale: a large job written as real trace files, replayed by dpro-replay: time and
 # peak memory, and the same job traced 5x longer (make bench; sizes in the program)

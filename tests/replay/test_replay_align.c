@@ -78,11 +78,11 @@ test_costmodel(void)
     for (int i = 0; i < 40; i++) {
         int64_t bytes = (int64_t)(1 + i % 10) << 20;
         double t = 15000 + costmodel_factor(DPRO_COLL_ALLREDUCE, 8) * (double)bytes / 12.0;
-        s[n++] = (costmodel_sample){DPRO_COLL_ALLREDUCE, 8, bytes, (int64_t)t + noise(300)};
+        s[n++] = (costmodel_sample){DPRO_COLL_ALLREDUCE, 8, bytes, (int64_t)t + noise(300), 0};
     }
     s[0].transfer_ns *= 3; /* outliers */
     s[7].transfer_ns *= 4;
-    s[n++] = (costmodel_sample){DPRO_COLL_BROADCAST, 8, 1 << 20, 50000};
+    s[n++] = (costmodel_sample){DPRO_COLL_BROADCAST, 8, 1 << 20, 50000, 0};
     costmodel m;
     CHECK(costmodel_fit_samples(&m, s, n) == 0);
     const costmodel_fit *f = &m.op[DPRO_COLL_ALLREDUCE];
@@ -124,7 +124,7 @@ test_costmodel_piecewise(void)
                 int64_t bytes = h ? (int64_t)3 << (e - 1) : (int64_t)1 << e;
                 double t = pw_truth((double)bytes);
                 s[n++] = (costmodel_sample){DPRO_COLL_ALLREDUCE, 2, bytes,
-                                            (int64_t)(t * (1 + (double)noise(1000) / 1e5))};
+                                            (int64_t)(t * (1 + (double)noise(1000) / 1e5)), 0};
             }
     costmodel m;
     CHECK(costmodel_fit_samples(&m, s, n) == 0);
@@ -164,7 +164,7 @@ test_costmodel_piecewise(void)
         int64_t bytes = (int64_t)(2 + r % 3) << 20;
         s[n++] = (costmodel_sample){
             DPRO_COLL_ALLREDUCE, 2, bytes,
-            (int64_t)(pw_truth((double)bytes) * (1 + (double)noise(2000) / 1e5))};
+            (int64_t)(pw_truth((double)bytes) * (1 + (double)noise(2000) / 1e5)), 0};
     }
     CHECK(costmodel_fit_samples(&m, s, n) == 0);
     CHECK_EQ(m.op[DPRO_COLL_ALLREDUCE].n_segs, 1);
@@ -174,7 +174,7 @@ test_costmodel_piecewise(void)
     /* one size: through that point; an op without samples: the global fit */
     n = 0;
     for (int r = 0; r < 5; r++)
-        s[n++] = (costmodel_sample){DPRO_COLL_BROADCAST, 2, 1 << 20, 50000};
+        s[n++] = (costmodel_sample){DPRO_COLL_BROADCAST, 2, 1 << 20, 50000, 0};
     CHECK(costmodel_fit_samples(&m, s, n) == 0);
     CHECK_EQ(m.op[DPRO_COLL_BROADCAST].n_segs, 1);
     CHECK_EQ(costmodel_predict(&m, DPRO_COLL_BROADCAST, 2, 1 << 20), 50000);

@@ -17,6 +17,7 @@
 
 #include "dprotrace.h"
 #include "replay/costmodel.h"
+#include "replay/ncclname.h"
 #include "replay/dfg.h"
 #include "replay/replay.h"
 #include "replay/sim.h"
@@ -108,7 +109,7 @@ fit_2_ranks(costmodel *m, double alpha, double beta)
         for (int k = 0; k < 4; k++) {
             int64_t bytes = (int64_t)1 << (20 + i);
             double t = alpha + costmodel_factor(DPRO_COLL_ALLREDUCE, 2) * (double)bytes / beta;
-            s[n++] = (costmodel_sample){DPRO_COLL_ALLREDUCE, 2, bytes, (int64_t)t};
+            s[n++] = (costmodel_sample){DPRO_COLL_ALLREDUCE, 2, bytes, (int64_t)t, 0};
         }
     REQUIRE(costmodel_fit_samples(m, s, n) == 0);
 }
@@ -130,7 +131,9 @@ test_scale_ranks(void)
     /* the 8-rank job, two of its ranks in the graph, its all-reduce latency grown as
      * NCCL's ring Simple latency from 2 to 8 ranks (25 MiB buckets): (8.4 + 14 x 3.4) /
      * (8.4 + 2 x 3.4) */
-    double growth = costmodel_latency_growth(DPRO_COLL_ALLREDUCE, 2, 8, p.bucket_bytes);
+    CHECK_EQ(costmodel_proto_at(&m, DPRO_COLL_ALLREDUCE, 0, 2, p.bucket_bytes),
+             COSTMODEL_PROTO_SIMPLE);
+    double growth = costmodel_latency_growth(DPRO_COLL_ALLREDUCE, 0, COSTMODEL_PROTO_SIMPLE, 2, 8);
     CHECK(fabs(growth - (8.4 + 14 * 3.4) / (8.4 + 2 * 3.4)) < 1e-9);
     p.ranks = 8;
     p.classes = 2;
@@ -168,7 +171,7 @@ test_extrapolate_regimes(void)
             for (int k = 0; k < 4; k++) {
                 int64_t bytes = h ? (int64_t)3 << (e - 1) : (int64_t)1 << e;
                 s[n++] = (costmodel_sample){DPRO_COLL_ALLREDUCE, 2, bytes,
-                                            (int64_t)regime((double)bytes)};
+                                            (int64_t)regime((double)bytes), 0};
             }
     costmodel m;
     REQUIRE(costmodel_fit_samples(&m, s, n) == 0);
@@ -186,7 +189,8 @@ test_extrapolate_regimes(void)
         CHECK(fabs((double)t4 - want) < 0.02 * want);
         /* fewer ranks go the other way, the latency shrinking by 1/growth of the line's
          * (the model's, fitted on 2 ranks): back to t2 but for alpha (g + 1/g - 2) */
-        double g = costmodel_latency_growth(DPRO_COLL_ALLREDUCE, 2, 4, b);
+        double g = costmodel_latency_growth(
+            DPRO_COLL_ALLREDUCE, 0, costmodel_proto_at(&m, DPRO_COLL_ALLREDUCE, 0, 2, b), 2, 4);
         double back = (double)t2 + (i ? 60000 : 10000) * (g + 1 / g - 2);
         CHECK(fabs((double)costmodel_extrapolate_ranks(&m, DPRO_COLL_ALLREDUCE, 4, 2, b, t4) -
                    back) < 0.01 * back);
@@ -197,17 +201,87 @@ test_extrapolate_regimes(void)
     int64_t b = (int64_t)3 << 23, t2 = costmodel_predict(&m, DPRO_COLL_ALLREDUCE, 2, b);
     double beta = m.op[DPRO_COLL_ALLREDUCE].beta_bpns, alpha = m.op[DPRO_COLL_ALLREDUCE].alpha_ns;
     CHECK(beta > 0 && alpha > 0);
-    double g28 = costmodel_latency_growth(DPRO_COLL_ALLREDUCE, 2, 8, b);
+    double g28 = costmodel_latency_growth(DPRO_COLL_ALLREDUCE, 0, COSTMODEL_PROTO_SIMPLE, 2, 8);
     CHECK(llabs(costmodel_extrapolate_ranks(&m, DPRO_COLL_ALLREDUCE, 2, 8, b, t2) -
                 llround((double)t2 + 0.75 * (double)b / beta + alpha * (g28 - 1))) <= 1);
-    CHECK(fabs(costmodel_latency_growth(DPRO_COLL_BROADCAST, 2, 8, b) -
+    CHECK(fabs(costmodel_latency_growth(DPRO_COLL_BROADCAST, 0, COSTMODEL_PROTO_SIMPLE, 2, 8) -
                (8.4 + 8 * 3.4) / (8.4 + 2 * 3.4)) < 1e-9);
     CHECK(costmodel_extrapolate_ranks(&m, DPRO_COLL_BROADCAST, 2, 8, b, 12345) > 12345);
-    CHECK_EQ(costmodel_latency_growth(DPRO_COLL_ALLTOALL, 2, 8, b), 1.0);
+    CHECK_EQ(costmodel_latency_growth(DPRO_COLL_ALLTOALL, 0, COSTMODEL_PROTO_SIMPLE, 2, 8), 1.0);
     /* nothing fitted: the time as it was */
     costmodel empty;
     memset(&empty, 0, sizeof empty);
     CHECK_EQ(costmodel_extrapolate_ranks(&empty, DPRO_COLL_ALLREDUCE, 2, 8, b, 777), 777);
+}
+
+/* Kernel names (costmodel_sample.algo): an all-reduce on 2 ranks that NCCL runs as a tree
+ * below 256 KiB and as a ring above, both at 12 us + x / 100 B/ns, so only the names tell
+ * the two apart. The algorithm runs are those of the names, no segment spans both (one
+ * line would fit all sizes), a size takes the nearest run's algorithm; the protocol is
+ * NCCL's tuner choice with the model's bandwidth; the latency grows as the named
+ * algorithm's. */
+static double
+named(double x)
+{
+    return 12000 + x / 100.0;
+}
+
+static void
+test_named_algorithms(void)
+{
+    costmodel_sample s[256];
+    size_t n = 0;
+    for (int e = 12; e <= 26; e++)
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 3; k++) {
+                int64_t bytes = h ? (int64_t)3 << (e - 1) : (int64_t)1 << e;
+                s[n++] = (costmodel_sample){
+                    DPRO_COLL_ALLREDUCE, 2, bytes, (int64_t)named((double)bytes),
+                    bytes < (256 << 10) ? NCCLNAME_ALGO_TREE : NCCLNAME_ALGO_RING};
+            }
+    costmodel m;
+    REQUIRE(costmodel_fit_samples(&m, s, n) == 0);
+    const costmodel_fit *f = &m.op[DPRO_COLL_ALLREDUCE];
+    CHECK_EQ(m.named, (int32_t)n);
+    CHECK_EQ(f->n_runs, 2);
+    CHECK(f->run[0].algo == NCCLNAME_ALGO_TREE && f->run[1].algo == NCCLNAME_ALGO_RING);
+    CHECK(f->run[0].hi < (256 << 10) && f->run[1].lo >= (256 << 10));
+    for (int32_t k = 0; k < f->n_segs; k++)
+        CHECK(f->seg[k].hi <= f->run[0].hi || f->seg[k].lo >= f->run[1].lo);
+    CHECK(f->pw_mape < 1.0);
+    CHECK_EQ(costmodel_algo_at(&m, DPRO_COLL_ALLREDUCE, 2, 8 << 10), NCCLNAME_ALGO_TREE);
+    CHECK_EQ(costmodel_algo_at(&m, DPRO_COLL_ALLREDUCE, 2, 1 << 30), NCCLNAME_ALGO_RING);
+    CHECK_EQ(costmodel_algo_at(&m, DPRO_COLL_ALLREDUCE, 2, 64), NCCLNAME_ALGO_TREE);
+    CHECK_EQ(costmodel_algo_at(&m, DPRO_COLL_BROADCAST, 2, 64), 0);
+    /* the protocol, Simple's bandwidth 100 B/ns (the last segment's). Ring on 2 ranks: LL
+     * (7.8 us, 50 B/ns) against Simple (15.2 us, 100 B/ns): LL below x = 7.4 us x 100 B/ns;
+     * LL128 (17.8 us, 92 B/ns) never. On 8 ranks (x = 1.75 bytes): LL (15 us) up to x = 25.6 us
+     * / (1/50 - 1/92) = 2.80 MB, LL128 (40.6 us) up to 15.4 us / (1/92 - 1/100) = 17.7 MB. */
+    int ar = DPRO_COLL_ALLREDUCE, ring = NCCLNAME_ALGO_RING;
+    CHECK_EQ(costmodel_proto_at(&m, ar, ring, 2, 700000), COSTMODEL_PROTO_LL);
+    CHECK_EQ(costmodel_proto_at(&m, ar, ring, 2, 780000), COSTMODEL_PROTO_SIMPLE);
+    CHECK_EQ(costmodel_proto_at(&m, ar, ring, 8, 1 << 20), COSTMODEL_PROTO_LL);
+    CHECK_EQ(costmodel_proto_at(&m, ar, ring, 8, 4 << 20), COSTMODEL_PROTO_LL128);
+    CHECK_EQ(costmodel_proto_at(&m, ar, ring, 8, 64 << 20), COSTMODEL_PROTO_SIMPLE);
+    /* without names: the size rule */
+    CHECK_EQ(costmodel_proto_at(&m, ar, 0, 8, 4 << 20), COSTMODEL_PROTO_SIMPLE);
+    CHECK_EQ(costmodel_proto_at(&m, ar, 0, 8, 512 << 10), COSTMODEL_PROTO_LL);
+    /* the tree's latency grows with log2 of the ranks (over the network), the ring's with
+     * its steps */
+    CHECK(fabs(costmodel_latency_growth(ar, NCCLNAME_ALGO_TREE, COSTMODEL_PROTO_LL, 2, 8) -
+               (6.8 + 2 * 3 * 5.0) / (6.8 + 2 * 1 * 5.0)) < 1e-9);
+    CHECK(fabs(costmodel_latency_growth(ar, ring, COSTMODEL_PROTO_LL128, 2, 8) -
+               (14.0 + 14 * 1.9) / (14.0 + 2 * 1.9)) < 1e-9);
+    /* a tree message extrapolated to 4 ranks: its segment's latency x the tree's growth of
+     * the protocol inferred (LL: 16 KiB) */
+    int64_t b = 16 << 10, t2 = costmodel_predict(&m, ar, 2, b);
+    int32_t k = 0;
+    while (k + 1 < f->n_segs && (double)b >= f->seg[k + 1].lo)
+        k++;
+    CHECK_EQ(costmodel_proto_at(&m, ar, NCCLNAME_ALGO_TREE, 2, b), COSTMODEL_PROTO_LL);
+    double g = (6.8 + 2 * 2 * 5.0) / (6.8 + 2 * 1 * 5.0);
+    double want = (double)t2 + 0.5 * (double)b / f->seg[k].beta_bpns + f->seg[k].alpha_ns * (g - 1);
+    CHECK(fabs((double)costmodel_extrapolate_ranks(&m, ar, 2, 4, b, t2) - want) < 2);
 }
 
 int
@@ -216,5 +290,6 @@ main(void)
     test_slow_rank();
     test_scale_ranks();
     test_extrapolate_regimes();
+    test_named_algorithms();
     return tests_done();
 }

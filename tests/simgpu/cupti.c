@@ -1,7 +1,7 @@
 /* cupti.c: libcupti.so.13 of the simulated device, a thin front end over
  * cupti_core.c.  Supported: activity enable/disable for KERNEL,
  * CONCURRENT_KERNEL, MEMCPY, MEMSET, RUNTIME, DRIVER, SYNCHRONIZATION, MEMORY2,
- * EXTERNAL_CORRELATION (other kinds answer CUPTI_ERROR_NOT_COMPATIBLE); buffer
+ * EXTERNAL_CORRELATION, DEVICE (other kinds answer CUPTI_ERROR_NOT_COMPATIBLE); buffer
  * callbacks, flush, dropped counts, timestamps (CLOCK_MONOTONIC ns), external
  * correlation, one subscriber with runtime/driver API callbacks.  With
  * SIMGPU_CUPTI_BUSY=1 subscribe and activity enable fail with

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -232,6 +233,8 @@ simgpu_cupti_record_size(CUpti_ActivityKind kind)
         return sizeof(CUpti_ActivityMemory4);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
         return sizeof(CUpti_ActivityExternalCorrelation);
+    case CUPTI_ACTIVITY_KIND_DEVICE:
+        return sizeof(CUpti_ActivityDevice5);
     default:
         return 0;
     }
@@ -496,6 +499,35 @@ simgpu_cupti_dropped_take(void)
     return n;
 }
 
+/* One DEVICE record per device, as CUPTI gives them when the kind is enabled: the
+ * properties cudaGetDeviceProperties reports (the name lives as long as the process). */
+static void
+emit_devices(void)
+{
+    static char names[16][256];
+    for (int dev = 0; dev < simgpu_cfg.device_count && dev < 16; dev++) {
+        struct cudaDeviceProp p;
+        CUpti_ActivityDevice5 r;
+        simgpu_device_props(&p, dev);
+        memset(&r, 0, sizeof(r));
+        snprintf(names[dev], sizeof(names[dev]), "%s", p.name);
+        r.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+        r.globalMemorySize = p.totalGlobalMem;
+        r.l2CacheSize = (uint32_t)p.l2CacheSize;
+        r.numThreadsPerWarp = (uint32_t)p.warpSize;
+        r.numMemcpyEngines = (uint32_t)p.asyncEngineCount;
+        r.numMultiprocessors = (uint32_t)p.multiProcessorCount;
+        r.maxThreadsPerBlock = (uint32_t)p.maxThreadsPerBlock;
+        r.computeCapabilityMajor = (uint32_t)p.major;
+        r.computeCapabilityMinor = (uint32_t)p.minor;
+        r.id = (uint32_t)dev;
+        memcpy(r.uuid.bytes, p.uuid.bytes, sizeof(r.uuid.bytes));
+        r.name = names[dev];
+        r.isCudaVisible = 1;
+        simgpu_cupti_emit(&r, sizeof(r));
+    }
+}
+
 CUptiResult
 simgpu_cupti_activity_enable(CUpti_ActivityKind kind, int on)
 {
@@ -507,6 +539,8 @@ simgpu_cupti_activity_enable(CUpti_ActivityKind kind, int on)
     if (on && !simgpu_cupti_record_size(kind))
         return CUPTI_ERROR_NOT_COMPATIBLE;
     atomic_store(&g_kind_on[kind], on);
+    if (on && kind == CUPTI_ACTIVITY_KIND_DEVICE)
+        emit_devices();
     return CUPTI_SUCCESS;
 }
 

@@ -276,13 +276,6 @@ type_name(ncclDataType_t t)
     return (unsigned)t < sizeof(n) / sizeof(n[0]) ? n[t] : "u8";
 }
 
-static const char *
-op_name(ncclRedOp_t op)
-{
-    static const char *n[] = {"Sum", "Prod", "MaxOp", "MinOp", "Avg"};
-    return (unsigned)op < 5 ? n[op] : "PreMulSum";
-}
-
 size_t
 type_size(ncclDataType_t t)
 {
@@ -337,10 +330,17 @@ launch_parts(struct pending *pv, int from, int to)
     x->shm = x->comm->shm;
     x->rank = x->comm->rank;
     x->nranks = x->comm->nranks;
-    x->name = pv[from].name;
     x->nparts = to - from;
-    for (int i = from; i < to; i++)
+    /* NCCL's plan launches the kernel of its first part with a specialised kernel, else
+     * of its last (src/enqueue.cc: kernelFn is replaced until kernelSpecialized) */
+    x->name = NULL;
+    for (int i = from, spec = 0; i < to; i++) {
         x->parts[i - from] = pv[i].part;
+        if (!spec) {
+            x->name = pv[i].name;
+            spec = pv[i].part.specialized;
+        }
+    }
 
     memset(&cfg, 0, sizeof(cfg));
     cfg.gridDimX = 2;
@@ -420,9 +420,52 @@ submit(struct ncclComm *c, cudaStream_t stream, const char *name, struct part p)
     return rc;
 }
 
+/* ---- kernel names, as NCCL 2.19 and later name the kernel they launch ------------------- */
+/* (src/device/generate.py best_kernel, src/enqueue.cc; tests/simgpu/README.md "NCCL's
+ * kernel names").  Only kernels specialised for LL exist: a reduction's kernel is
+ * <Coll>_Sum_<type>_<TREE|RING>_LL whatever its operation (signed integers named as
+ * unsigned), TREE only for a tree all-reduce; AllGather and Broadcast have one RING_LL
+ * kernel.  The kernel runs the chosen (algorithm, protocol) from a table when it is not its
+ * own: its name tells the algorithm, never the protocol. */
+
+/* The plan NCCL's tuner makes for a collective part (simple physics: a ring, LL). */
+static void
+name_plan(const struct ncclComm *c, const struct part *p, int *algo, int *proto)
+{
+    struct simgpu_nccl_plan pl;
+    *algo = SIMGPU_ALGO_RING;
+    *proto = SIMGPU_PROTO_LL;
+    if (simgpu_physics() != SIMGPU_PHYSICS_WORLD || p->kind != PART_COLL || !comm_ok(c))
+        return;
+    simgpu_nccl_plan(simgpu_world(), p->coll, p->bytes, c->nranks, 1, &pl);
+    *algo = pl.algo;
+    *proto = pl.proto;
+}
+
+/* The kernel part p launches and whether it is specialised for p's function (NCCL's
+ * ncclDevKernelForFuncIsSpecialized): Sum (any type), the kernel's algorithm, LL. */
+static const char *
+part_kernel(const struct ncclComm *c, const char *coll_name, int reduction, struct part *p)
+{
+    static const char *uns[] = {"u8", "u8", "u32", "u32", "u64", "u64"};
+    char buf[128];
+    int algo, proto;
+    ncclDataType_t t = p->d.dtype;
+    name_plan(c, p, &algo, &proto);
+    p->specialized = proto == SIMGPU_PROTO_LL && (!reduction || p->d.op == ncclSum) &&
+                     (reduction || algo == SIMGPU_ALGO_RING);
+    if (reduction)
+        snprintf(buf, sizeof(buf), "ncclDevKernel_%s_Sum_%s_%s_LL", coll_name,
+                 (unsigned)t < 6 ? uns[t] : type_name(t),
+                 algo == SIMGPU_ALGO_TREE ? "TREE" : "RING");
+    else
+        snprintf(buf, sizeof(buf), "ncclDevKernel_%s_RING_LL", coll_name);
+    return intern(buf);
+}
+
 static ncclResult_t
-coll(const char *api, const char *kname, int kind, struct ncclComm *c, uint64_t bytes,
-     double factor, cudaStream_t stream, const struct part_data *d)
+coll(const char *api, const char *coll_name, int reduction, int kind, struct ncclComm *c,
+     uint64_t bytes, double factor, cudaStream_t stream, const struct part_data *d)
 {
     struct part p;
     ncclResult_t rc;
@@ -434,7 +477,7 @@ coll(const char *api, const char *kname, int kind, struct ncclComm *c, uint64_t 
     p.factor = factor;
     p.d = *d;
     nvtx_push(api);
-    rc = submit(c, stream, kname, p);
+    rc = submit(c, stream, part_kernel(c, coll_name, reduction, &p), p);
     nvtx_pop();
     return rc;
 }
@@ -473,15 +516,6 @@ ring(const struct ncclComm *c, double num)
     return comm_ok(c) && c->nranks > 1 ? num * (c->nranks - 1) / c->nranks : 0;
 }
 
-static const char *
-kname3(const char *coll_name, ncclRedOp_t op, ncclDataType_t t)
-{
-    char buf[128];
-    snprintf(buf, sizeof(buf), "ncclDevKernel_%s_%s_%s_RING_LL", coll_name, op_name(op),
-             type_name(t));
-    return intern(buf);
-}
-
 ncclResult_t
 pncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
@@ -491,7 +525,7 @@ pncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_
         coll_args(&d, comm, sendbuff, recvbuff, count, datatype, op, -1, NEED_SEND | NEED_RECV);
     if (rc != ncclSuccess)
         return rc;
-    return coll("ncclAllReduce", kname3("AllReduce", op, datatype), SIMGPU_COLL_ALLREDUCE, comm,
+    return coll("ncclAllReduce", "AllReduce", 1, SIMGPU_COLL_ALLREDUCE, comm,
                 count * type_size(datatype), ring(comm, 2), stream, &d);
 }
 
@@ -505,8 +539,8 @@ pncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t d
                   comm_ok(comm) && comm->rank == root ? NEED_SEND | NEED_RECV : NEED_SEND);
     if (rc != ncclSuccess)
         return rc;
-    return coll("ncclReduce", kname3("Reduce", op, datatype), SIMGPU_COLL_REDUCE, comm,
-                count * type_size(datatype), comm->nranks > 1 ? 1 : 0, stream, &d);
+    return coll("ncclReduce", "Reduce", 1, SIMGPU_COLL_REDUCE, comm, count * type_size(datatype),
+                comm->nranks > 1 ? 1 : 0, stream, &d);
 }
 
 ncclResult_t
@@ -519,8 +553,8 @@ pncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_
         comm_ok(comm) && comm->rank == root ? NEED_SEND | NEED_RECV : NEED_RECV);
     if (rc != ncclSuccess)
         return rc;
-    return coll("ncclBroadcast", intern("ncclDevKernel_Broadcast_RING_LL"), SIMGPU_COLL_BROADCAST,
-                comm, count * type_size(datatype), comm->nranks > 1 ? 1 : 0, stream, &d);
+    return coll("ncclBroadcast", "Broadcast", 0, SIMGPU_COLL_BROADCAST, comm,
+                count * type_size(datatype), comm->nranks > 1 ? 1 : 0, stream, &d);
 }
 
 ncclResult_t
@@ -539,9 +573,9 @@ pncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataT
                                 NEED_SEND | NEED_RECV);
     if (rc != ncclSuccess)
         return rc;
-    return coll("ncclAllGather", intern("ncclDevKernel_AllGather_RING_LL"), SIMGPU_COLL_ALLGATHER,
-                comm, sendcount * type_size(datatype) * (uint64_t)comm->nranks, ring(comm, 1),
-                stream, &d);
+    return coll("ncclAllGather", "AllGather", 0, SIMGPU_COLL_ALLGATHER, comm,
+                sendcount * type_size(datatype) * (uint64_t)comm->nranks, ring(comm, 1), stream,
+                &d);
 }
 
 ncclResult_t
@@ -553,9 +587,9 @@ pncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclD
         coll_args(&d, comm, sendbuff, recvbuff, recvcount, datatype, op, -1, NEED_SEND | NEED_RECV);
     if (rc != ncclSuccess)
         return rc;
-    return coll(
-        "ncclReduceScatter", kname3("ReduceScatter", op, datatype), SIMGPU_COLL_REDUCESCATTER, comm,
-        recvcount * type_size(datatype) * (uint64_t)comm->nranks, ring(comm, 1), stream, &d);
+    return coll("ncclReduceScatter", "ReduceScatter", 1, SIMGPU_COLL_REDUCESCATTER, comm,
+                recvcount * type_size(datatype) * (uint64_t)comm->nranks, ring(comm, 1), stream,
+                &d);
 }
 
 static ncclResult_t
@@ -575,6 +609,7 @@ p2p(const char *api, enum part_kind kind, const void *sbuf, void *rbuf, size_t c
     p.bytes = count * type_size(t);
     p.factor = 1;
     p.peer = peer;
+    p.specialized = 1; /* the SendRecv kernel is its own */
     p.d.sbuf = sbuf;
     p.d.rbuf = rbuf;
     p.d.count = count;
@@ -609,6 +644,7 @@ local_copy(const void *sbuf, void *rbuf, size_t count, ncclDataType_t t, ncclCom
     memset(&p, 0, sizeof(p));
     p.kind = PART_COPY;
     p.coll = SIMGPU_COLL_P2P;
+    p.specialized = 1;
     p.peer = comm->rank;
     p.d.sbuf = sbuf;
     p.d.rbuf = rbuf;

@@ -642,6 +642,7 @@ struct part {
     uint64_t bytes;
     uint64_t seq; /* collective seq or p2p seq (set at enqueue) */
     int peer;
+    int specialized; /* its kernel is specialised for it (nccl_coll.c part_kernel) */
     struct part_data d;
 };
 

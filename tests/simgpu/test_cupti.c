@@ -78,6 +78,11 @@ buf_done(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid
             CUpti_ActivityExternalCorrelation *e = (CUpti_ActivityExternalCorrelation *)r;
             o->corr = e->correlationId;
             o->ext = e->externalId;
+        } else if (r->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
+            CUpti_ActivityDevice5 *v = (CUpti_ActivityDevice5 *)r;
+            snprintf(o->name, sizeof(o->name), "%s", v->name ? v->name : "");
+            o->corr = v->computeCapabilityMajor; /* the device's, checked below */
+            o->stream = v->numMultiprocessors;
         }
     }
     free(buf);
@@ -119,7 +124,7 @@ main(int argc, char **argv)
     cudaStream_t s;
     dim3 g1 = {4, 1, 1}, b1 = {128, 1, 1};
     uint64_t t0, t1, ext = 0;
-    int nk = 0, nmemcpy = 0, nrt = 0, next = 0, matched = 0, status;
+    int nk = 0, nmemcpy = 0, nrt = 0, next = 0, ndev = 0, matched = 0, status;
     char *d;
     CUfunction f;
     ncclComm_t comm;
@@ -144,6 +149,7 @@ main(int argc, char **argv)
     CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS);
     CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) == CUPTI_SUCCESS);
     CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) == CUPTI_SUCCESS);
+    CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE) == CUPTI_SUCCESS);
 
     CHECK(cuptiGetTimestamp(&t0) == CUPTI_SUCCESS);
     CHECK_CUDA(cudaStreamCreate(&s));
@@ -198,8 +204,16 @@ main(int argc, char **argv)
         } else if (r->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
             next++;
             CHECK(r->ext == 4242);
+        } else if (r->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
+            /* one per device at the enable, cudaGetDeviceProperties' figures */
+            struct cudaDeviceProp p;
+            CHECK_CUDA(cudaGetDeviceProperties(&p, 0));
+            ndev++;
+            CHECK(!strncmp(r->name, p.name, sizeof(r->name) - 1));
+            CHECK(r->corr == (uint32_t)p.major && r->stream == (uint32_t)p.multiProcessorCount);
         }
     }
+    CHECK(ndev == 1);
     CHECK(nk == NLAUNCH * 2 + 2);
     CHECK(matched == NLAUNCH * 2);
     CHECK(nmemcpy == 1);
