@@ -291,6 +291,7 @@ open_all(job *j, listing *l, char *errbuf, size_t errlen)
         o->job_id = dpro_reader_meta(o->r, DPRO_META_JOB_ID);
         if (!o->job_id)
             o->job_id = "";
+        dpro_reader_detach(o->r); /* no open file a trace: each pass opens it anew */
         l->n_ok++;
     }
     if (rc == 0 && l->n_ok == 0) {
@@ -467,9 +468,9 @@ warn_missing(job *j)
                  j->n_ranks, n_miss, miss, ml + 16 >= sizeof miss ? ", ..." : "", j->n_present);
 }
 
-/* Opens the rank's trace anew, so that the pages the first pass read leave memory with
- * the old reader's cache (SQLite keeps up to its cache size of each file): what stays
- * is the window's. Returns 0 or a dpro_status. */
+/* Opens the rank's trace anew for a pass over its events (the reader kept between passes
+ * is detached: no open file, no page cache, so that a job of more ranks than open files
+ * loads, and what a pass read leaves memory with it). Returns 0 or a dpro_status. */
 static int
 reopen(rank_task *t)
 {
@@ -513,11 +514,16 @@ scan_bounds(rank_task *t, const job_options *o)
 {
     (void)o;
     job_rank *jr = t->jr;
-    job_rank sub = {.rank = jr->rank, .path = jr->path, .reader = jr->reader};
+    job_rank sub = {.rank = jr->rank, .path = jr->path};
     replay_rank_iters ri = {0};
     keep_markers km = {.sub = &sub};
-    int rc = each_event(t, 0, 0, keep_marker, &km);
+    int rc = reopen(t);
+    if (rc == 0) {
+        sub.reader = jr->reader;
+        rc = each_event(t, 0, 0, keep_marker, &km);
+    }
     if (rc != 0) {
+        dpro_reader_detach(jr->reader);
         free(sub.events);
         return rc;
     }
@@ -540,8 +546,7 @@ scan_bounds(rank_task *t, const job_options *o)
     t->quiet_damage = 1;
     if (rc != 0)
         rc = task_fail(t, rc, "out of memory reading %s", jr->path);
-    if (rc == 0)
-        rc = reopen(t);
+    dpro_reader_detach(jr->reader);
     return rc;
 }
 
@@ -567,7 +572,10 @@ window_holds_bounds(const rank_task *t)
 static int
 read_rank(rank_task *t, const job_options *o)
 {
-    int rc = read_events(t, o ? o->max_events : 0);
+    int rc = reopen(t);
+    if (rc == 0)
+        rc = read_events(t, o ? o->max_events : 0);
+    dpro_reader_detach(t->jr->reader);
     t->loaded = t->jr->n_events;
     if (rc == 0 && t->windowed) {
         int ok = window_holds_bounds(t);

@@ -10,6 +10,9 @@
  *
  * Ranks are read in parallel (job_options.jobs threads, one rank at a time each); what
  * is loaded and every warning, in rank order, are the same for any number of threads.
+ * A trace's file is open only while a pass reads it (at most `jobs` at a time): the
+ * loaded ranks keep detached readers, so a job may have more ranks than the process may
+ * open files.
  *
  * The window: a caller that compares a bounded number of iterations (job_options.
  * iterations > 0) needs only their time span. job_load then reads each rank twice: a
@@ -47,7 +50,8 @@
 typedef struct job_rank {
     int32_t rank;
     char *path;
-    dpro_reader *reader; /* kept open: strings and tables live in it */
+    dpro_reader *reader; /* detached (dpro_reader_detach: no open file): the rank's meta,
+                          * strings and tables live in it */
     dpro_event *events;  /* all events, in start-time order */
     size_t n_events;
     const char *host;
