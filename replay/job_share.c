@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dpro_log.h"
 #include "dprotrace.h"
 #include "job_int.h"
 
@@ -283,7 +284,10 @@ classify_received(job *j, rank_task *t, fold_reps *reps, const job_options *o)
             j->n_folded++;
             return 0;
         }
-        free(t->jr->events); /* alike none here: its events are needed whole */
+        pr_info("rank %d, folded while read on its process, is alike no class here: read "
+                "again",
+                t->jr->rank);
+        free(t->jr->events); /* its events are needed whole */
         t->jr->events = NULL;
         t->jr->n_events = 0;
         rc = t->rc = job_read_rank(t, o);
