@@ -737,6 +737,10 @@ drop_window(job *j, rank_task *t, int32_t n, size_t *n_msg)
         t[i].jr->n_events = 0;
         t[i].jr->folded = 0;
         t[i].windowed = 0;
+        if (t[i].sig)
+            job_fold_sig_free(t[i].sig);
+        free(t[i].sig);
+        t[i].sig = NULL;
         while (t[i].n_msg > n_msg[i])
             free(t[i].msg[--t[i].n_msg]);
     }
