@@ -23,22 +23,18 @@ typedef struct bytes {
 static void
 put(bytes *b, const void *v, size_t len)
 {
-    if (b->fail || len == 0)
-        return;
-    if (b->n + len > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + len)
-            cap *= 2;
-        unsigned char *p = realloc(b->p, cap);
-        if (!p) {
-            b->fail = 1;
-            return;
-        }
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + len)
+        cap *= 2;
+    unsigned char *p = b->fail || len == 0 || cap == b->cap ? b->p : realloc(b->p, cap);
+    if (!p) {
+        b->fail = 1;
+    } else if (!b->fail && len > 0) {
         b->p = p;
         b->cap = cap;
+        memcpy(b->p + b->n, v, len);
+        b->n += len;
     }
-    memcpy(b->p + b->n, v, len);
-    b->n += len;
 }
 
 static void
@@ -81,15 +77,13 @@ static char *
 get_str(bytes *b)
 {
     int64_t len = get_i64(b);
-    if (len <= 0 || (uint64_t)len - 1 > b->n - b->at || b->fail)
-        return NULL;
-    char *s = malloc((size_t)len);
-    if (!s) {
+    char *s = NULL;
+    if (len > 0 && !b->fail && (uint64_t)len - 1 <= b->n - b->at && !(s = malloc((size_t)len)))
         b->fail = 1;
-        return NULL;
+    if (s) {
+        get(b, s, (size_t)len - 1);
+        s[len - 1] = 0;
     }
-    get(b, s, (size_t)len - 1);
-    s[len - 1] = 0;
     return s;
 }
 
@@ -244,20 +238,18 @@ get_rank(bytes *b, rank_task *t)
     jr->events = ne > 0 ? get_array(b, (size_t)ne, sizeof *jr->events) : NULL;
     if (jr->events)
         jr->n_events = (size_t)ne;
-    if (!get_i64(b) || b->fail)
-        return;
-    job_fold_sig *s = t->sig = calloc(1, sizeof *t->sig);
-    if (!s) {
+    job_fold_sig *s = NULL;
+    if (get_i64(b) && !b->fail && !(s = t->sig = calloc(1, sizeof *t->sig)))
         b->fail = 1;
-        return;
+    if (s) {
+        s->n = (size_t)get_i64(b);
+        s->hash = (uint64_t)get_i64(b);
+        get(b, &s->tol, sizeof s->tol);
+        s->unfoldable = (int)get_i64(b);
+        s->h = get_array(b, s->n, sizeof *s->h);
+        s->rs = get_array(b, s->n, sizeof *s->rs);
+        s->re = get_array(b, s->n, sizeof *s->re);
     }
-    s->n = (size_t)get_i64(b);
-    s->hash = (uint64_t)get_i64(b);
-    get(b, &s->tol, sizeof s->tol);
-    s->unfoldable = (int)get_i64(b);
-    s->h = get_array(b, s->n, sizeof *s->h);
-    s->rs = get_array(b, s->n, sizeof *s->rs);
-    s->re = get_array(b, s->n, sizeof *s->re);
 }
 
 /* Classifies on process 0 a rank another process read (see job.h): its signature
@@ -266,15 +258,11 @@ get_rank(bytes *b, rank_task *t)
 static int
 classify_received(job *j, rank_task *t, fold_reps *reps, const job_options *o)
 {
-    int rc = 0;
+    int rc = 0, whole = 1;
     job_fold_sig s;
-    if (t->rc != 0 || (t->windowed && !t->window_ok))
-        return 0; /* told, or every event is read anew */
-    if (t->sig) {
-        int32_t into = -1;
-        for (int32_t k = 0; into < 0 && k < reps->n; k++)
-            if (job_fold_alike(t->sig, &reps->sig[k]))
-                into = k;
+    int skip = t->rc != 0 || (t->windowed && !t->window_ok); /* told, or read anew */
+    if (!skip && t->sig) {
+        int32_t into = job_fold_find(reps, t->sig);
         job_fold_sig_free(t->sig);
         free(t->sig);
         t->sig = NULL;
@@ -282,24 +270,25 @@ classify_received(job *j, rank_task *t, fold_reps *reps, const job_options *o)
             t->jr->folded = 1;
             t->jr->fold_rep = reps->rank[into];
             j->n_folded++;
-            return 0;
+            whole = 0;
+        } else {
+            pr_info("rank %d, folded while read on its process, is alike no class here: read "
+                    "again",
+                    t->jr->rank);
+            free(t->jr->events); /* its events are needed whole */
+            t->jr->events = NULL;
+            t->jr->n_events = 0;
+            t->rc = job_read_rank(t, o); /* a failure is the task's, told later */
         }
-        pr_info("rank %d, folded while read on its process, is alike no class here: read "
-                "again",
-                t->jr->rank);
-        free(t->jr->events); /* its events are needed whole */
-        t->jr->events = NULL;
-        t->jr->n_events = 0;
-        rc = t->rc = job_read_rank(t, o);
     }
-    t->jr->folded = 0;
-    if (rc == 0 && t->rc == 0) {
+    if (!skip && whole && t->rc == 0) {
+        t->jr->folded = 0;
         if (job_fold_signature(t->jr, t->cmp_t0, t->cmp_t1, t->cmp_ni, &s) != 0)
             rc = DPRO_ERR_NOMEM;
         else
             rc = job_fold_classify(j, t, &s, reps, 0);
     }
-    return rc == 0 || rc == t->rc ? 0 : rc; /* a failed read is the task's, told later */
+    return rc;
 }
 
 int
