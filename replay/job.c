@@ -16,6 +16,7 @@
 #include "dpro_log.h"
 #include "iter.h"
 #include "job_fold.h"
+#include "job_int.h"
 #include "replay.h" /* replay_detect_iterations: the window's iterations are the replay's */
 
 void
@@ -26,7 +27,8 @@ job_warn(job *j, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    pr_warn("%s", buf);
+    if (!j->quiet)
+        pr_warn("%s", buf);
     char **d = realloc(j->diag, (j->n_diag + 1) * sizeof *d);
     if (!d)
         return;
@@ -59,34 +61,6 @@ typedef struct opened {
     const char *job_id;
     int taken;
 } opened;
-
-/* One rank's load, done on a worker thread. Its warnings wait in msg until the phase is
- * over and are then recorded in rank order, so that they come out the same for any
- * number of threads. */
-typedef struct rank_task {
-    job_rank *jr;
-    int rc;     /* 0 or a dpro_status */
-    char *err;  /* what failed (malloc'd), with rc < 0 */
-    char **msg; /* warnings, in the order met */
-    size_t n_msg;
-    uint64_t in_file; /* events the trace holds (its summary) */
-    uint64_t loaded;  /* events read (before a fold's reduction) */
-    /* the window's first pass: the iteration boundaries of the whole trace */
-    int method;       /* enum iter_method */
-    int32_t nb;       /* boundaries */
-    uint64_t *bstart; /* start and end of each boundary's event */
-    uint64_t *bend;
-    /* the window chosen (windowed != 0): events overlapping [t0, t1] are loaded, and
-     * the boundaries b_first .. b_first + b_count - 1 must be found in them again */
-    int windowed;
-    uint64_t t0, t1;
-    int32_t b_first, b_count;
-    int window_ok; /* the loaded events show those boundaries */
-    /* the compared iterations in the trace's clock (cmp_ni > 0: known), for folding */
-    uint64_t cmp_t0, cmp_t1;
-    int32_t cmp_ni;
-    int quiet_damage; /* damaged batches were already counted and told (first pass) */
-} rank_task;
 
 /* Records a warning of the task (printed later, with job_warn). */
 static void task_warn(rank_task *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -132,6 +106,9 @@ task_free(rank_task *t)
     free(t->err);
     free(t->bstart);
     free(t->bend);
+    if (t->sig)
+        job_fold_sig_free(t->sig);
+    free(t->sig);
 }
 
 /* Appends ev to the growing array *ev (*n of *cap). Returns 0 or -1. */
@@ -291,6 +268,7 @@ open_all(job *j, listing *l, char *errbuf, size_t errlen)
         o->job_id = dpro_reader_meta(o->r, DPRO_META_JOB_ID);
         if (!o->job_id)
             o->job_id = "";
+        dpro_reader_detach(o->r); /* no open file a trace: each pass opens it anew */
         l->n_ok++;
     }
     if (rc == 0 && l->n_ok == 0) {
@@ -467,9 +445,9 @@ warn_missing(job *j)
                  j->n_ranks, n_miss, miss, ml + 16 >= sizeof miss ? ", ..." : "", j->n_present);
 }
 
-/* Opens the rank's trace anew, so that the pages the first pass read leave memory with
- * the old reader's cache (SQLite keeps up to its cache size of each file): what stays
- * is the window's. Returns 0 or a dpro_status. */
+/* Opens the rank's trace anew for a pass over its events (the reader kept between passes
+ * is detached: no open file, no page cache, so that a job of more ranks than open files
+ * loads, and what a pass read leaves memory with it). Returns 0 or a dpro_status. */
 static int
 reopen(rank_task *t)
 {
@@ -513,11 +491,16 @@ scan_bounds(rank_task *t, const job_options *o)
 {
     (void)o;
     job_rank *jr = t->jr;
-    job_rank sub = {.rank = jr->rank, .path = jr->path, .reader = jr->reader};
+    job_rank sub = {.rank = jr->rank, .path = jr->path};
     replay_rank_iters ri = {0};
     keep_markers km = {.sub = &sub};
-    int rc = each_event(t, 0, 0, keep_marker, &km);
+    int rc = reopen(t);
+    if (rc == 0) {
+        sub.reader = jr->reader;
+        rc = each_event(t, 0, 0, keep_marker, &km);
+    }
     if (rc != 0) {
+        dpro_reader_detach(jr->reader);
         free(sub.events);
         return rc;
     }
@@ -540,8 +523,7 @@ scan_bounds(rank_task *t, const job_options *o)
     t->quiet_damage = 1;
     if (rc != 0)
         rc = task_fail(t, rc, "out of memory reading %s", jr->path);
-    if (rc == 0)
-        rc = reopen(t);
+    dpro_reader_detach(jr->reader);
     return rc;
 }
 
@@ -564,10 +546,13 @@ window_holds_bounds(const rank_task *t)
 
 /* The second pass (or the only one): reads the rank's events, checks a window. Returns 0
  * or a dpro_status. */
-static int
-read_rank(rank_task *t, const job_options *o)
+int
+job_read_rank(rank_task *t, const job_options *o)
 {
-    int rc = read_events(t, o ? o->max_events : 0);
+    int rc = reopen(t);
+    if (rc == 0)
+        rc = read_events(t, o ? o->max_events : 0);
+    dpro_reader_detach(t->jr->reader);
     t->loaded = t->jr->n_events;
     if (rc == 0 && t->windowed) {
         int ok = window_holds_bounds(t);
@@ -752,6 +737,10 @@ drop_window(job *j, rank_task *t, int32_t n, size_t *n_msg)
         t[i].jr->n_events = 0;
         t[i].jr->folded = 0;
         t[i].windowed = 0;
+        if (t[i].sig)
+            job_fold_sig_free(t[i].sig);
+        free(t[i].sig);
+        t[i].sig = NULL;
         while (t[i].n_msg > n_msg[i])
             free(t[i].msg[--t[i].n_msg]);
     }
@@ -760,89 +749,143 @@ drop_window(job *j, rank_task *t, int32_t n, size_t *n_msg)
     j->n_folded = 0;
 }
 
+int32_t
+job_fold_find(const fold_reps *reps, const job_fold_sig *s)
+{
+    int32_t into = -1;
+    for (int32_t k = 0; into < 0 && k < reps->n; k++)
+        if (job_fold_alike(s, &reps->sig[k]))
+            into = k;
+    return into;
+}
+
+int
+job_fold_classify(job *j, rank_task *t, job_fold_sig *s, fold_reps *reps, int keep)
+{
+    int rc = 0;
+    job_rank *jr = t->jr;
+    int32_t into = job_fold_find(reps, s);
+    if (into < 0) {
+        reps->sig[reps->n] = *s;
+        reps->rank[reps->n++] = jr->rank;
+    } else {
+        if (keep && !t->sig && !(t->sig = malloc(sizeof *t->sig)))
+            rc = DPRO_ERR_NOMEM;
+        if (rc == 0 && job_fold_reduce(jr) != 0)
+            rc = DPRO_ERR_NOMEM;
+        if (rc == 0 && keep)
+            *t->sig = *s;
+        else
+            job_fold_sig_free(s);
+        jr->folded = rc == 0;
+        jr->fold_rep = reps->rank[into];
+        j->n_folded += rc == 0;
+    }
+    return rc;
+}
+
 /* Classifies the tasks read in one wave, in rank order (see job.h): a rank alike a
- * representative in reps[0..*n_reps) is folded into it and reduced, another becomes one
- * (its signature kept). Returns 0 or DPRO_ERR_NOMEM. */
+ * representative in reps is folded into it and reduced, another becomes one (its
+ * signature kept). With keep, folded ranks keep their signatures (t->sig). Returns 0 or
+ * DPRO_ERR_NOMEM. */
 static int
-fold_wave(job *j, rank_task *t, int32_t n, job_fold_sig *reps, int32_t *rep_rank, int32_t *n_reps)
+fold_wave(job *j, rank_task *t, int32_t n, fold_reps *reps, int keep)
 {
     int rc = 0;
     for (int32_t i = 0; rc == 0 && i < n; i++) {
-        job_rank *jr = t[i].jr;
         job_fold_sig s;
         if (t[i].rc != 0 || (t[i].windowed && !t[i].window_ok))
             continue; /* told, or every event is read anew */
-        if (job_fold_signature(jr, t[i].cmp_t0, t[i].cmp_t1, t[i].cmp_ni, &s) != 0) {
+        if (job_fold_signature(t[i].jr, t[i].cmp_t0, t[i].cmp_t1, t[i].cmp_ni, &s) != 0)
             rc = DPRO_ERR_NOMEM;
-            break;
-        }
-        int32_t into = -1;
-        for (int32_t k = 0; into < 0 && k < *n_reps; k++)
-            if (job_fold_alike(&s, &reps[k]))
-                into = k;
-        if (into >= 0) {
-            job_fold_sig_free(&s);
-            if (job_fold_reduce(jr) != 0)
-                rc = DPRO_ERR_NOMEM;
-            jr->folded = rc == 0;
-            jr->fold_rep = rep_rank[into];
-            j->n_folded += rc == 0;
-        } else {
-            reps[*n_reps] = s;
-            rep_rank[(*n_reps)++] = jr->rank;
-        }
+        else
+            rc = job_fold_classify(j, &t[i], &s, reps, keep);
     }
     return rc;
 }
 
 /* The second pass when folding while reading: waves of `jobs` ranks, each classified
- * (fold_wave) before the next is read. Returns 0 or a dpro_status (a failed read is the
+ * (fold_wave) against reps (the caller's, grown here) before the next is read; in shared
+ * reading folded ranks keep their signatures. Returns 0 or a dpro_status (a failed read is the
  * task's, told by report_tasks). */
 static int
-read_folding(job *j, rank_task *t, int32_t n, int jobs, const job_options *opts)
+read_folding(job *j, rank_task *t, int32_t n, int jobs, const job_options *opts, fold_reps *reps)
 {
-    job_fold_sig *reps = calloc((size_t)n + 1, sizeof *reps);
-    int32_t *rep_rank = calloc((size_t)n + 1, sizeof *rep_rank);
-    int32_t n_reps = 0;
-    int rc = reps && rep_rank ? 0 : DPRO_ERR_NOMEM;
+    int rc = 0;
     for (int32_t w = 0; rc == 0 && w < n; w += jobs) {
         int32_t m = n - w < jobs ? n - w : jobs;
-        pool_run(t + w, m, jobs, read_rank, opts);
-        rc = fold_wave(j, t + w, m, reps, rep_rank, &n_reps);
+        pool_run(t + w, m, jobs, job_read_rank, opts);
+        rc = fold_wave(j, t + w, m, reps, opts->share && opts->share->me != 0);
 #ifdef __GLIBC__
         malloc_trim(0); /* the folded ranks' events, freed in every thread's arena */
 #endif
     }
-    for (int32_t k = 0; k < n_reps; k++)
-        job_fold_sig_free(&reps[k]);
-    free(reps);
-    free(rep_rank);
     return rc;
 }
 
-/* Reads the events of every present rank, in parallel, the window only where one is
- * asked for and fits, folding alike ranks where asked (see job.h). Returns 0 or a
- * dpro_status. */
+/* After the second pass: 0 when a read failed, 1 when none did but a rank's window does
+ * not show its iterations (every event is to be read anew), 2 otherwise; in shared
+ * reading the smallest over every process. Returns it, or -1 (the transport failed). */
+static int
+reads_state(const job_options *opts, const rank_task *t, int32_t lo, int32_t hi)
+{
+    const job_share *sh = opts ? opts->share : NULL;
+    int v = first_failure(t + lo, hi - lo) != 0 ? 0 : 2;
+    for (int32_t i = lo; v == 2 && i < hi; i++)
+        if (t[i].windowed && !t[i].window_ok)
+            v = 1;
+    if (sh && sh->min(sh->ctx, v, &v) != 0)
+        v = -1;
+    return v;
+}
+
+/* Tells what the load read (process 0 of a shared reading: for every process). */
+static void
+tell_read(const job *j, int windowed, const int32_t *span, int32_t n)
+{
+    if (windowed)
+        pr_info("read the window of iterations %d to %d and the one before them: %llu of %llu "
+                "events",
+                span[0], span[1], (unsigned long long)j->events_loaded,
+                (unsigned long long)j->events_in_files);
+    if (j->n_folded)
+        pr_info("%d of %d ranks folded while read: %llu of %llu events read kept", j->n_folded, n,
+                (unsigned long long)j->events_kept, (unsigned long long)j->events_loaded);
+}
+
+/* Reads the events of every present rank (in shared reading: of this process's share,
+ * then gathered on process 0), in parallel, the window only where one is asked for and
+ * fits, folding alike ranks where asked (see job.h). Returns 0 or a dpro_status. */
 static int
 read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
 {
     int rc = 0, jobs = job_threads(opts), windowed = 0, reported = 0, fold = 0;
-    int32_t n = 0, span[2] = {0, 0};
+    int32_t n = 0, lo = 0, hi = 0, span[2] = {0, 0};
+    const job_share *sh = opts ? opts->share : NULL;
     rank_task *t = calloc((size_t)j->n_present + 1, sizeof *t);
     size_t *n_msg = calloc((size_t)j->n_present + 1, sizeof *n_msg);
-    if (!t || !n_msg)
+    fold_reps reps = {calloc((size_t)j->n_present + 1, sizeof *reps.sig),
+                      calloc((size_t)j->n_present + 1, sizeof *reps.rank), 0};
+    if (!t || !n_msg || !reps.sig || !reps.rank)
         rc = DPRO_ERR_NOMEM;
     for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++)
         if (j->ranks[r].reader)
             t[n++].jr = &j->ranks[r];
+    hi = n;
+    if (sh)
+        job_share_range(sh, n, &lo, &hi);
+    j->share_lo = lo;
+    j->share_hi = hi;
     int want_window = opts && opts->iterations > 0 && !opts->full && !opts->max_events;
     int want_fold = opts && opts->fold && !opts->max_events && n > 1;
     if (rc == 0 && (want_window || want_fold)) {
-        pool_run(t, n, jobs, scan_bounds, opts);
-        if (first_failure(t, n) != 0) {
+        pool_run(t + lo, hi - lo, jobs, scan_bounds, opts);
+        if (sh)
+            rc = job_share_bounds(sh, t, n, lo, hi);
+        if (rc == 0 && first_failure(t, n) != 0) {
             rc = report_tasks(j, t, n, 0, errbuf, errlen);
             reported = 1;
-        } else if ((windowed = choose_window(j, t, n, opts, span)) < 0) {
+        } else if (rc == 0 && (windowed = choose_window(j, t, n, opts, span)) < 0) {
             rc = DPRO_ERR_NOMEM;
         }
         fold = rc == 0 && want_fold && t[0].cmp_ni > 0;
@@ -853,38 +896,40 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
 #endif
     }
     if (rc == 0 && fold)
-        rc = read_folding(j, t, n, jobs, opts);
+        rc = read_folding(j, t + lo, hi - lo, jobs, opts, &reps);
     else if (rc == 0)
-        pool_run(t, n, jobs, read_rank, opts);
-    int fits = 1;
-    for (int32_t i = 0; rc == 0 && windowed && i < n; i++)
-        fits &= t[i].window_ok;
-    if (rc == 0 && windowed && first_failure(t, n) == 0 && !fits) {
-        pr_info("the compared iterations' window does not show the iterations found in the "
-                "whole traces: every event is loaded");
-        drop_window(j, t, n, n_msg);
-        windowed = 0;
-        pool_run(t, n, jobs, read_rank, opts);
+        pool_run(t + lo, hi - lo, jobs, job_read_rank, opts);
+    int state = rc == 0 ? reads_state(opts, t, lo, hi) : 0;
+    if (state < 0)
+        rc = DPRO_ERR_NOMEM;
+    if (rc == 0 && windowed && state == 1) {
+        if (!j->quiet)
+            pr_info("the compared iterations' window does not show the iterations found in "
+                    "the whole traces: every event is loaded");
+        drop_window(j, t + lo, hi - lo, n_msg + lo);
+        windowed = fold = 0;
+        pool_run(t + lo, hi - lo, jobs, job_read_rank, opts);
     }
-    for (int32_t i = 0; rc == 0 && i < n; i++) {
+    if (rc == 0 && sh)
+        rc = job_share_collect(j, sh, t, n, lo, hi, fold ? &reps : NULL, opts);
+    int told = rc == 0 && sh && sh->me != 0; /* process 0 tells, for every process */
+    for (int32_t i = 0; rc == 0 && !told && i < n; i++) {
         j->events_in_files += t[i].in_file;
         j->events_loaded += t[i].loaded;
         j->events_kept += t[i].jr->n_events;
     }
-    if (rc == 0 && windowed && first_failure(t, n) == 0)
-        pr_info("read the window of iterations %d to %d and the one before them: %llu of %llu "
-                "events",
-                span[0], span[1], (unsigned long long)j->events_loaded,
-                (unsigned long long)j->events_in_files);
-    if (rc == 0 && j->n_folded)
-        pr_info("%d of %d ranks folded while read: %llu of %llu events read kept", j->n_folded, n,
-                (unsigned long long)j->events_kept, (unsigned long long)j->events_loaded);
-    if (rc == 0)
+    if (rc == 0 && !told)
+        tell_read(j, windowed && first_failure(t, n) == 0, span, n);
+    if (rc == 0 && !told)
         rc = report_tasks(j, t, n, 1, errbuf, errlen);
-    else if (!reported)
+    else if (rc != 0 && !reported)
         snprintf(errbuf, errlen, "out of memory");
     for (int32_t i = 0; t && i < n; i++)
         task_free(&t[i]);
+    for (int32_t k = 0; k < reps.n; k++)
+        job_fold_sig_free(&reps.sig[k]);
+    free(reps.sig);
+    free(reps.rank);
     free(t);
     free(n_msg);
     return rc;
@@ -895,6 +940,7 @@ job_load(const char *path, const job_options *opts, job *j, char *errbuf, size_t
 {
     memset(j, 0, sizeof *j);
     j->window_warmup = -1;
+    j->quiet = opts && opts->share && opts->share->me != 0;
     listing l = {.path = path};
     int64_t world = 0;
     const char *paths[1] = {path};

@@ -10,6 +10,9 @@
  *
  * Ranks are read in parallel (job_options.jobs threads, one rank at a time each); what
  * is loaded and every warning, in rank order, are the same for any number of threads.
+ * A trace's file is open only while a pass reads it (at most `jobs` at a time): the
+ * loaded ranks keep detached readers, so a job may have more ranks than the process may
+ * open files.
  *
  * The window: a caller that compares a bounded number of iterations (job_options.
  * iterations > 0) needs only their time span. job_load then reads each rank twice: a
@@ -35,6 +38,23 @@
  * wave's, not every rank's. Nothing is folded when the iterations do not come from
  * markers on every rank, or when a window does not fit (every event is then read anew).
  * The classes depend on rank order only, not on the number of threads.
+ *
+ * Shared reading (job_options.share, `dpro-replay --mpi`): P processes call job_load
+ * alike; each lists and opens every trace (meta, strings and tables: the placement and
+ * the warnings are the same everywhere) but reads the events of its share only, the
+ * present ranks k (in rank order, n of them) with k * P / n == p. The first pass's
+ * boundaries are handed to every process (share->gather), so that each chooses the same
+ * window and compared iterations; each folds its share while reading against its own
+ * representatives, keeping a folded rank's signature; whether every window fits is
+ * agreed (share->min). Then each process sends its ranks, one message a rank in rank
+ * order (the events, reduced or whole, what the read said, the signature), to process
+ * 0, which takes them in rank order and classifies each again against the
+ * representatives so far, by the same rule and in the same order as the single process:
+ * a rank folded on its process and alike none of them is read again there (alike is
+ * not transitive: rare). Process 0 then holds what the single process's job_load holds
+ * and reports the same warnings (the others record theirs silently: job.quiet); on
+ * the others job_load returns 0 with their ranks' events handed over (the job holds
+ * the readers alone).
  */
 #ifndef DPRO_REPLAY_JOB_H
 #define DPRO_REPLAY_JOB_H
@@ -47,7 +67,8 @@
 typedef struct job_rank {
     int32_t rank;
     char *path;
-    dpro_reader *reader; /* kept open: strings and tables live in it */
+    dpro_reader *reader; /* detached (dpro_reader_detach: no open file): the rank's meta,
+                          * strings and tables live in it */
     dpro_event *events;  /* all events, in start-time order */
     size_t n_events;
     const char *host;
@@ -66,32 +87,54 @@ typedef struct job {
     char *job_id;
     char **diag; /* warnings, in order (also printed with pr_warn) */
     size_t n_diag;
-    int32_t iter_skipped;     /* iteration boundaries of the whole traces before the loaded
-                               * window (0 when loaded whole) */
-    int32_t window_warmup;    /* when a window was loaded: the warm-up, in
-                               * replay_options.warmup's meaning, that makes the window's
-                               * compared iterations those of the whole traces; -1: the
-                               * traces were loaded whole */
-    uint64_t events_in_files; /* events the present ranks' traces hold */
-    uint64_t events_loaded;   /* of those, the events loaded */
-    int32_t n_folded;         /* ranks folded while read (job_rank.folded) */
-    uint64_t events_kept;     /* events kept after the folded ranks' reduction */
+    int32_t iter_skipped;       /* iteration boundaries of the whole traces before the loaded
+                                 * window (0 when loaded whole) */
+    int32_t window_warmup;      /* when a window was loaded: the warm-up, in
+                                 * replay_options.warmup's meaning, that makes the window's
+                                 * compared iterations those of the whole traces; -1: the
+                                 * traces were loaded whole */
+    uint64_t events_in_files;   /* events the present ranks' traces hold */
+    uint64_t events_loaded;     /* of those, the events loaded */
+    int32_t n_folded;           /* ranks folded while read (job_rank.folded) */
+    uint64_t events_kept;       /* events kept after the folded ranks' reduction */
+    int quiet;                  /* job_warn records without printing (shared reading: a
+                                 * process other than 0) */
+    int32_t share_lo, share_hi; /* shared reading: the present ranks this process read
+                                 * (indices in rank order, [lo, hi)) */
 } job;
+
+/* How the processes of a shared reading talk (see above; mpi_sim.h gives MPI's). Each
+ * function returns 0, or -1 when out of memory or the transport fails. */
+typedef struct job_share {
+    int me, nprocs; /* this process, the process count */
+    void *ctx;
+    /* Every process's buf (len bytes), concatenated in process order, into *all
+     * (malloc'd, *all_len bytes); every process calls it. */
+    int (*gather)(void *ctx, const void *buf, size_t len, void **all, size_t *all_len);
+    /* The smallest v over every process, into *out; every process calls it. */
+    int (*min)(void *ctx, int v, int *out);
+    /* On a process other than 0: hands buf to process 0 (blocks until taken). */
+    int (*send0)(void *ctx, const void *buf, size_t len);
+    /* On process 0: the next buffer process `from` sent, into *buf (malloc'd). */
+    int (*recv)(void *ctx, int from, void **buf, size_t *len);
+} job_share;
 
 /* Most threads job_load starts (the default is the number of CPUs, up to this). */
 #define JOB_MAX_JOBS 16
 
 typedef struct job_options {
-    const char *job_id; /* load only traces of this job (NULL: the directory must hold one) */
-    size_t max_events;  /* per rank, 0: no limit (events past it are dropped with a warning;
-                         * no window is taken then) */
-    int jobs;           /* threads reading ranks; 0: the number of CPUs, at most
-                         * JOB_MAX_JOBS */
-    int32_t iterations; /* > 0: the caller compares this many steady iterations; only their
-                         * window is loaded (see above). 0: every event */
-    int32_t warmup;     /* with iterations > 0: replay_options.warmup (-1: detected) */
-    int full;           /* non-zero: every event, even with iterations > 0 */
-    int fold;           /* non-zero: fold alike ranks while reading (see above) */
+    const char *job_id;     /* load only traces of this job (NULL: the directory must hold one) */
+    size_t max_events;      /* per rank, 0: no limit (events past it are dropped with a warning;
+                             * no window is taken then) */
+    int jobs;               /* threads reading ranks; 0: the number of CPUs, at most
+                             * JOB_MAX_JOBS */
+    int32_t iterations;     /* > 0: the caller compares this many steady iterations; only their
+                             * window is loaded (see above). 0: every event */
+    int32_t warmup;         /* with iterations > 0: replay_options.warmup (-1: detected) */
+    int full;               /* non-zero: every event, even with iterations > 0 */
+    int fold;               /* non-zero: fold alike ranks while reading (see above) */
+    const job_share *share; /* NULL: this process reads every rank; else shared reading
+                             * (see above) */
 } job_options;
 
 /* Loads the traces under path (a directory or one file). opts may be NULL (every event,

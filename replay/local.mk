@@ -11,7 +11,8 @@ replay_libdproreplay_la_SOURCES = \
 	replay/costmodel.c replay/costmodel.h replay/ncclname.c replay/ncclname.h \
 	replay/contention.c replay/contention.h \
 	replay/hmap.c replay/hmap.h \
-	replay/job.c replay/job.h replay/job_fold.c replay/job_fold.h \
+	replay/job.c replay/job.h replay/job_int.h replay/job_share.c replay/job_fold.c \
+	replay/job_fold.h \
 	replay/build.c replay/build.h replay/build_int.h replay/build_p2p.c \
 	replay/build_queue.c replay/build_timing.c replay/build_wakeup.c replay/build_repair.c \
 	replay/launch_queue.c replay/launch_queue.h \
@@ -30,7 +31,8 @@ replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(LIB
 # --with-mpi).
 if HAVE_MPI
 noinst_LTLIBRARIES += replay/libdprompi.la
-replay_libdprompi_la_SOURCES = replay/mpi_sim.c replay/mpi_graph.c replay/mpi_sim.h
+replay_libdprompi_la_SOURCES = replay/mpi_sim.c replay/mpi_graph.c replay/mpi_share.c \
+	replay/mpi_sim.h
 replay_libdprompi_la_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) -O2
 replay_libdprompi_la_LIBADD = replay/libdproreplay.la $(MPI_LIBS)
 endif

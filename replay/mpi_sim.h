@@ -16,12 +16,13 @@
  * never depend on processing order); process 0 receives the whole timeline at the end
  * (MPI_Reduce), the others keep their own nodes' times.
  *
- * Only process 0 reads the traces (load, clock alignment, iterations, graph, cost model,
- * folding: replay_open); it hands the built graph to the others (mpisim_share_graph), so
- * that the trace files are read once, not once a process, and the other processes hold
- * the graph alone. Reading a share of the files on each process is not done: the clock
- * alignment, the iteration bounds and the graph's numbering of nodes and collectives are
- * taken over every rank at once.
+ * The trace files are read in shares (job.h, job_options.share; mpisim_job_share is the
+ * transport): each process reads the events of its share of the ranks (the same
+ * shares as the simulation's, over the present ranks) and folds them while reading;
+ * process 0 gathers them, one message a rank, and classifies them as the single
+ * process does, then prepares the replay alone (clock alignment, iterations, graph, cost
+ * model: they are taken over every rank at once) and hands the built graph to the
+ * others (mpisim_share_graph), which hold the graph alone.
  *
  * Built with MPI only (configure --with-mpi, HAVE_MPI); without it the functions below
  * are stubs that say MPI is not built, so callers carry no #ifdef.
@@ -32,6 +33,7 @@
 #include <stdint.h>
 
 #include "dfg.h"
+#include "job.h"
 #include "sim.h"
 
 /* What a distributed simulation did. */
@@ -73,6 +75,10 @@ int mpisim_agree(int ok);
  * must call it. Returns 0, or -1 when out of memory on any process (all return -1; the
  * others' copies are then freed). */
 int mpisim_share_graph(dfg *g, int64_t *bytes);
+
+/* Fills sh with MPI's transport for shared reading (job.h, job_share: the trace files
+ * read in shares, gathered on process 0), for process me of nprocs of MPI_COMM_WORLD. */
+void mpisim_job_share(job_share *sh, int me, int nprocs);
 
 /* Simulates g (the same graph on every process, finalized here) into res (zeroed before
  * first use, sim_result_free), distributed as the top of this file says; every process
@@ -116,6 +122,12 @@ mpisim_share_graph(dfg *g, int64_t *bytes)
     (void)g;
     (void)bytes;
     return -1;
+}
+
+static inline void
+mpisim_job_share(job_share *sh, int me, int nprocs)
+{
+    *sh = (job_share){.me = me, .nprocs = nprocs};
 }
 
 static inline int

@@ -568,20 +568,45 @@ fit_model(replay *rp)
     return 0;
 }
 
+/* The load's options for the replay's. */
+static job_options
+load_options(const replay_options *o)
+{
+    return (job_options){.job_id = o->job_id,
+                         .max_events = o->max_events,
+                         .jobs = o->jobs,
+                         .iterations = o->iterations,
+                         .warmup = o->warmup,
+                         .full = o->full_load,
+                         .fold = o->fold,
+                         .share = o->share};
+}
+
+int
+replay_read_share(const char *path, const replay_options *opts, char *errbuf, size_t errlen)
+{
+    job j;
+    job_options jo = load_options(opts);
+    int rc = job_load(path, &jo, &j, errbuf, errlen);
+    if (rc == 0) {
+        pr_info("read the events of %d of the %d present ranks here, handed to process 0",
+                j.share_hi - j.share_lo, j.n_present);
+        job_free(&j);
+    }
+    return rc;
+}
+
 int
 replay_open(const char *path, const replay_options *opts, replay *rp, char *errbuf, size_t errlen)
 {
     memset(rp, 0, sizeof *rp);
     if (opts)
         rp->opts = *opts;
-    job_options jo = {.job_id = rp->opts.job_id,
-                      .max_events = rp->opts.max_events,
-                      .jobs = rp->opts.jobs,
-                      .iterations = rp->opts.iterations,
-                      .warmup = rp->opts.warmup,
-                      .full = rp->opts.full_load,
-                      .fold = rp->opts.fold};
+    job_options jo = load_options(&rp->opts);
     int rc = job_load(path, &jo, &rp->job, errbuf, errlen);
+    if (rc == 0 && jo.share)
+        pr_info("read the events of %d of the %d present ranks here, the others' gathered",
+                rp->job.share_hi - rp->job.share_lo, rp->job.n_present);
     if (rc != 0)
         return rc;
     if (rp->job.window_warmup >= 0) /* a window (job.h): it says which are compared */

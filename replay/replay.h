@@ -35,21 +35,24 @@ enum replay_coll_duration {
 };
 
 typedef struct replay_options {
-    const char *job_id; /* see job_options */
-    int32_t iterations; /* steady iterations to compare (0: all steady ones) */
-    int32_t warmup;     /* iterations to skip, numbered as the markers are (iteration
-                         * k closes at boundary k; 0 is not measurable), -1: detect */
-    int coll_duration;  /* enum replay_coll_duration */
-    size_t max_events;  /* per rank, 0: no limit */
-    double drop_edges;  /* TEST ONLY (replay_drop_edges): the fraction of dependency edges
-                         * dropped before the timing is fitted; 0 (the default): none */
-    int jobs;           /* threads loading ranks (job_options.jobs; 0: the CPUs) */
-    int full_load;      /* load every event even when only `iterations` are compared
-                         * (job_options.full) */
-    int coll_ab;        /* 1: price collectives with the one-line alpha-beta fit, not the
-                         * piecewise model (costmodel.h) */
-    int fold;           /* fold alike ranks into weighted classes (replay_fold); 0: every
-                         * rank explicit */
+    const char *job_id;     /* see job_options */
+    int32_t iterations;     /* steady iterations to compare (0: all steady ones) */
+    int32_t warmup;         /* iterations to skip, numbered as the markers are (iteration
+                             * k closes at boundary k; 0 is not measurable), -1: detect */
+    int coll_duration;      /* enum replay_coll_duration */
+    size_t max_events;      /* per rank, 0: no limit */
+    double drop_edges;      /* TEST ONLY (replay_drop_edges): the fraction of dependency edges
+                             * dropped before the timing is fitted; 0 (the default): none */
+    int jobs;               /* threads loading ranks (job_options.jobs; 0: the CPUs) */
+    int full_load;          /* load every event even when only `iterations` are compared
+                             * (job_options.full) */
+    int coll_ab;            /* 1: price collectives with the one-line alpha-beta fit, not the
+                             * piecewise model (costmodel.h) */
+    int fold;               /* fold alike ranks into weighted classes (replay_fold); 0: every
+                             * rank explicit */
+    const job_share *share; /* NULL, or the trace files are read in shares by several
+                             * processes (job_options.share): replay_open on process 0,
+                             * replay_read_share on the others */
 } replay_options;
 
 /* Iterations found on one rank. */
@@ -83,6 +86,13 @@ typedef struct replay {
  * < 0 and errbuf says why (rp is then freed); warnings are in rp->job.diag. */
 int replay_open(const char *path, const replay_options *opts, replay *rp, char *errbuf,
                 size_t errlen);
+
+/* On a process other than 0 of a shared reading (opts->share): reads this process's
+ * share of the job under path and hands it to process 0 (which calls replay_open with
+ * the same options at the same time); keeps nothing. Returns 0, or a dpro_status < 0 with
+ * errbuf saying why (process 0 reports the job's problems, this one records them
+ * silently). */
+int replay_read_share(const char *path, const replay_options *opts, char *errbuf, size_t errlen);
 
 /* Rank folding (fold.c; replay_open does it when opts.fold is set, after the cost model
  * is fitted). Ranks whose graphs are alike form a class that one representative, the

@@ -111,6 +111,8 @@ dpro_iter_open_range(dpro_reader *r, uint64_t t0_ns, uint64_t t1_ns, dpro_iter *
     *out = NULL;
     if (!r || t0_ns > t1_ns)
         return DPRO_ERR_ARG;
+    if (!r->db)
+        return dpro_reader_fail(r, DPRO_ERR_ARG, "%s", "detached: the file is closed");
     it = calloc(1, sizeof *it);
     if (!it)
         return DPRO_ERR_NOMEM;

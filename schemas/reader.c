@@ -225,6 +225,8 @@ dpro_reader_summary_sized(dpro_reader *r, dpro_trace_summary *user_s, size_t s_s
 
     if (!r || !user_s || s_size < SUMMARY_SIZE_MIN)
         return DPRO_ERR_ARG;
+    if (!r->db)
+        return dpro_reader_fail(r, DPRO_ERR_ARG, "%s", "detached: the file is closed");
     memset(s, 0, sizeof *s);
     rc = check_batch_rows(r);
     if (rc == DPRO_OK &&

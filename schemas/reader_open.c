@@ -412,14 +412,14 @@ fold_finished_wal(const char *name, const char *vfs)
     sqlite3_close(db);
 }
 
-void
-dpro_reader_close(dpro_reader *r)
+/* Closes r's file: the SQLite connection (folding a finished trace's -wal, as a close
+ * does) and the directory descriptor; the tables read at the open stay. */
+static void
+close_file(dpro_reader *r)
 {
     char *fold = NULL, *fold_vfs = NULL;
     sqlite3_vfs *vfs = NULL;
 
-    if (!r)
-        return;
     /* read through a -wal: the trace may need folding once this connection is gone (the
      * writer may mark it complete and fail to fold it while this one still holds it) */
     if (r->db && !r->immutable) {
@@ -434,8 +434,25 @@ dpro_reader_close(dpro_reader *r)
         fold_finished_wal(fold, fold_vfs);
     free(fold);
     free(fold_vfs);
+    r->db = NULL;
     if (r->dirfd >= 0)
         close(r->dirfd);
+    r->dirfd = -1;
+}
+
+void
+dpro_reader_detach(dpro_reader *r)
+{
+    if (r)
+        close_file(r);
+}
+
+void
+dpro_reader_close(dpro_reader *r)
+{
+    if (!r)
+        return;
+    close_file(r);
     free(r->warnings);
     free(r->api_class);
     for (size_t i = 0; i < r->nmeta; i++) {

@@ -512,8 +512,8 @@ write_chrome(replay *rp, const replay_summary *s, const args *a)
     return status;
 }
 
-/* With --mpi: hands rp->graph from process 0 to the others (mpisim_share_graph; they
- * read no trace). Returns 0, or -1 (out of memory, said on every process). */
+/* With --mpi: hands rp->graph from process 0 to the others (mpisim_share_graph). Returns 0, or -1
+ * (out of memory, said on every process). */
 static int
 share_graph(replay *rp, int me)
 {
@@ -523,8 +523,7 @@ share_graph(replay *rp, int me)
         return -1;
     }
     if (me != 0)
-        pr_info("graph received from process 0: %d nodes, %lld edges, %lld bytes (no trace "
-                "read here)",
+        pr_info("graph received from process 0: %d nodes, %lld edges, %lld bytes",
                 rp->graph.n_nodes, (long long)rp->graph.n_edges, (long long)bytes);
     return 0;
 }
@@ -576,8 +575,16 @@ main(int argc, char **argv)
     memset(&ws, 0, sizeof ws);
     memset(&pt, 0, sizeof pt);
     memset(&rp, 0, sizeof rp);
-    int ok = 1; /* with --mpi, process 0 alone reads the traces and hands out the graph */
-    if (me == 0 && !(ok = replay_open(a.dir, &a.ro, &rp, err, sizeof err) == 0))
+    /* with --mpi, every process reads its share of the traces, process 0 gathers them,
+     * builds the graph and hands it out */
+    job_share sh;
+    mpisim_job_share(&sh, me, nprocs);
+    if (a.mpi)
+        a.ro.share = &sh;
+    int ok = 1;
+    if (me != 0)
+        ok = replay_read_share(a.dir, &a.ro, err, sizeof err) == 0;
+    else if (!(ok = replay_open(a.dir, &a.ro, &rp, err, sizeof err) == 0))
         pr_err("%s", err);
     else if (me == 0)
         ok = inputs_check_read(&rp, a.dir, a.partial) == 0 &&

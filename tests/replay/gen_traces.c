@@ -10,7 +10,7 @@
  * cudaStreamSynchronize(stream 13). An NVTX range "iteration N" covers each iteration.
  *
  * usage: gen_traces DIR [--ranks N] [--iters K] [--ops M] [--buckets B]
- *        [--skew R:US]... [--straggler R:F] [--skip R:SEQ] [--cut R:FRACTION]
+ *        [--skew R:US]... [--straggler R:F]... [--skip R:SEQ] [--cut R:FRACTION]
  *        [--missing R] [--job-id ID] [--world W] [--no-markers] [--prefix P]
  *        [--spelling SUFFIX] [--device-collectives] [--extreme R:nelems|R:time]
  *
@@ -38,8 +38,7 @@
 typedef struct gen {
     int ranks, iters, ops, buckets, world;
     int64_t skew_ns[MAXR];
-    int straggler;
-    double factor;
+    double factor[MAXR]; /* --straggler: each rank's kernel time factor (0: 1) */
     int skip_rank;
     long skip_seq;
     int cut_rank;
@@ -83,7 +82,7 @@ static int64_t
 kernel_ns(int k, int rank, const gen *g)
 {
     int64_t base = 15000 + (k % 7) * 3000;
-    return rank == g->straggler ? (int64_t)(base * g->factor) : base;
+    return rank < MAXR && g->factor[rank] > 0 ? (int64_t)(base * g->factor[rank]) : base;
 }
 
 /* The job's fixed costs, in ns (beta in bytes per ns), and its one communicator. */
@@ -156,7 +155,8 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
                 g->skew_ns[r] = (int64_t)(v * 1000);
             break;
         case 'S':
-            sscanf(optarg, "%d:%lf", &g->straggler, &g->factor);
+            if (sscanf(optarg, "%d:%lf", &r, &v) == 2 && r >= 0 && r < MAXR)
+                g->factor[r] = v;
             break;
         case 'k':
             sscanf(optarg, "%d:%ld", &g->skip_rank, &g->skip_seq);
@@ -510,8 +510,6 @@ main(int argc, char **argv)
              .ops = 40,
              .buckets = 4,
              .world = 0,
-             .straggler = -1,
-             .factor = 1,
              .skip_rank = -1,
              .cut_rank = -1,
              .missing = -1,

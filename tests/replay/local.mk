@@ -121,4 +121,7 @@ dist_check_SCRIPTS += tests/replay/test_replay_mpi.py
 if HAVE_PYTHON3
 TESTS += tests/replay/test_bench_scale.py
 dist_check_SCRIPTS += tests/replay/test_bench_scale.py
+# test_replay_open_files: 150 ranks replay with 64 open files allowed (detached readers)
+TESTS += tests/replay/test_replay_open_files.py
+dist_check_SCRIPTS += tests/replay/test_replay_open_files.py
 endif

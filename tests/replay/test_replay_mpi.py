@@ -10,14 +10,18 @@ jobs of pipe-sim on the simulated device (send/recv pairs between stages, plain 
 grouped, as synchronisation points across processes; skipped without tests/simgpu) are
 replayed by
 `mpirun --oversubscribe -n P dpro-replay --mpi DIR --json` with P = 2 and 3 (and 4: shares
-of 2, 1, 2, 1 ranks on 6), folded (the default) and --no-fold, and the JSON must be
-the single-process dpro-replay's field by field: the same keys, strings and booleans
-equal, numbers equal within 1e-9 relative. Each run must also have been distributed:
+of 2, 1, 2, 1 ranks on 6, and more processes than the 3 ranks of no-markers: one reads
+nothing), folded (the default) and --no-fold (and a window, -n 2, on the 16 jittering
+ranks), and the JSON must be the single-process dpro-replay's byte for byte (and,
+to say where it differs, field by field). Each run must also have been distributed:
 its processes' log lines (DPRO_LOG=info) name P processes whose ranks add up to the
-job's, and exchanges between them; and process 0 alone must have read the traces: the
-other P - 1 say they received the same graph from it (nodes, edges, bytes) and read no
-trace, and the log reports ranks folded while read as often as the single process does
-(once when folding while reading happened, not once a process).
+job's, and exchanges between them; every process read the events of its share of the
+present ranks, k * P / n == p (the shares add up to the job's ranks), process 0
+gathered them and handed the graph to the P - 1 others (the same nodes, edges, bytes
+on each), and the log reports ranks folded while read as often as the single process
+does (once when folding while reading happened, not once a process). A job of ranks
+alike in a chain (0 ~ 2 ~ 3, 0 !~ 3) checks process 0's classification of a rank folded
+on another process into a representative that is not one on process 0.
 
 Skips only when MPI is really unavailable: configure found none and there is no mpicc
 on PATH, or configure was told --without-mpi. MPI installed (mpicc on PATH) but not
@@ -44,8 +48,9 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
            OMPI_MCA_rmaps_base_oversubscribe="1", DPRO_LOG="info")
 STATS = re.compile(r"simulated by (\d+) MPI processes: (\d+) ranks and \d+ nodes here, "
                    r"(\d+) exchanges")
-GRAPH = re.compile(r"graph received from process 0: (\d+) nodes, (\d+) edges, (\d+) bytes "
-                   r"\(no trace read here\)")
+GRAPH = re.compile(r"graph received from process 0: (\d+) nodes, (\d+) edges, (\d+) bytes")
+SHARE = re.compile(r"read the events of (\d+) of the (\d+) present ranks here, "
+                   r"(handed to process 0|the others' gathered)")
 READ = re.compile(r"\d+ of \d+ ranks folded while read")
 
 
@@ -101,7 +106,8 @@ def compare(name, d, nprocs, extra):
     check(r.returncode == 0, "%s: mpirun dpro-replay --mpi exits 0 (%d)" % (label, r.returncode))
     if r.returncode != 0:
         print(r.stderr.decode(errors="replace")[-2000:])
-        return
+        return ""
+    check(r.stdout == one.stdout, "%s: the JSON is the single-process one byte for byte" % label)
     many = json.loads(r.stdout)
     out = []
     diff(single, many, name, out)
@@ -126,10 +132,19 @@ def compare(name, d, nprocs, extra):
     check(len(graphs) == nprocs - 1 and len(set(graphs)) <= 1
           and all(g[0] > 0 and g[2] > 0 for g in graphs)
           and reads == len(READ.findall(one.stderr.decode(errors="replace"))),
-          "%s: process 0 alone read the traces (%d folding reports, the single process's "
-          "%d) and handed the graph to the %d others: %s" %
-          (label, reads, len(READ.findall(one.stderr.decode(errors="replace"))), nprocs - 1,
-           graphs[:1]))
+          "%s: process 0 handed the graph to the %d others (%s) and reported folding while "
+          "read %d times (the single process: %d)" %
+          (label, nprocs - 1, graphs[:1], reads,
+           len(READ.findall(one.stderr.decode(errors="replace")))))
+    shares = [m.groups() for m in SHARE.finditer(err)]
+    n = single["ranks"]
+    want = sorted(sum(1 for k in range(n) if k * nprocs // n == p) for p in range(nprocs))
+    check(len(shares) == nprocs and all(int(x[1]) == n for x in shares)
+          and sorted(int(x[0]) for x in shares) == want
+          and sum(1 for x in shares if x[2] == "the others' gathered") == 1,
+          "%s: each process read the events of its share of the %d ranks (%s; k * P / n == p: "
+          "%s), one gathered them" % (label, n, sorted(int(x[0]) for x in shares), want))
+    return err
 
 
 def main():
@@ -162,7 +177,7 @@ def main():
                           "3:-90"], (2, 3)),
                 ("straggler", [GEN, "--ranks", "6", "--iters", "8", "--straggler", "2:1.3",
                                "--skew", "4:120"], (2, 4)),
-                ("no-markers", [GEN, "--ranks", "3", "--iters", "8", "--no-markers"], (2, 3))]
+                ("no-markers", [GEN, "--ranks", "3", "--iters", "8", "--no-markers"], (2, 3, 4))]
         for name, gen, procs in jobs:
             d = os.path.join(tmp, name)
             subprocess.run([gen[0], d] + gen[1:], check=True, stdout=subprocess.DEVNULL)
@@ -174,6 +189,18 @@ def main():
                        stdout=subprocess.DEVNULL)
         compare("jitter", d, 3, [])
         compare("jitter", d, 3, ["--no-fold"])
+        compare("jitter", d, 4, ["-n", "2"])
+        # alike is not transitive: ranks 2 and 3 run 0.2 % and 0.4 % slower; on process 1
+        # rank 3 folds into rank 2, which process 0 folds into rank 0's class, where rank 3
+        # is not alike: process 0 reads rank 3 again and makes it a class, as the single
+        # process does
+        d = os.path.join(tmp, "chain")
+        subprocess.run([GEN, d, "--ranks", "4", "--iters", "8", "--straggler", "2:1.002",
+                        "--straggler", "3:1.004"], check=True, stdout=subprocess.DEVNULL)
+        err = compare("chain", d, 2, [])
+        check("rank 3, folded while read on its process, is alike no class here: read again"
+              in err, "chain -n 2: process 0 read rank 3 again (folded on process 1 into "
+              "rank 2, alike rank 0's class, where rank 3 is not)")
         if all(os.path.exists(x) for x in (COLLECTOR, DPRO_RUN, SIMRUN, PIPE_SIM)):
             env = traced_env(SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple")
             env.pop("DPRO_TEST_CLOCK_OFFSET_NS", None)

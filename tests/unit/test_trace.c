@@ -1,5 +1,6 @@
 /*
- * test_trace.c: unit tests of libdprotrace's files: writer/reader round trip, batches merged
+ * test_trace.c: unit tests of libdprotrace's files: writer/reader round trip (and a reader
+ * detached: its file closed, its tables kept), batches merged
  * in time order, string interning, the page size and tables left out, every corruption
  * case, schema-version refusal, files that are not traces, and readers running while a
  * writer appends. The codec's own tests are test_trace_codec.c and test_trace_launch.c.
@@ -8,6 +9,7 @@
 #include "testutil.h"
 #include "trace_testlib.h"
 
+#include <dirent.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +63,20 @@ write_trace(const char *path, dpro_event *ev, size_t n, uint32_t batch_events)
     for (size_t i = 0; i < n; i++)
         CHECK(dpro_writer_append(w, &ev[i]) == DPRO_OK);
     CHECK(dpro_writer_close(w) == DPRO_OK);
+}
+
+/* The number of this process's open file descriptors (-1 if unknown). */
+static int
+open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
 }
 
 static void
@@ -122,6 +138,21 @@ test_file_roundtrip(void)
     CHECK(ordered);
     CHECK(equal > n * 99 / 100); /* same-start events of different kinds may swap */
     dpro_iter_close(it);
+    /* detached: no open file, the tables stay, reading events is refused */
+    int open_before = open_fds();
+    dpro_reader_detach(r);
+    CHECK(open_fds() < open_before);
+    CHECK(!strcmp(dpro_reader_meta(r, DPRO_META_HOST), "node-a"));
+    CHECK(!strcmp(dpro_reader_string(r, 4), "void kernel_4<float, 4>(\"x\")"));
+    CHECK(dpro_reader_devices(r, &d) == 1 && !strcmp(d[0].name, "SimGPU H200"));
+    CHECK(dpro_reader_threads(r, &t) == 1 && !strcmp(t[0].name, "main"));
+    CHECK(dpro_reader_stack(r, 5, &frames) == 3 && frames[2] == 3);
+    it = NULL;
+    CHECK(dpro_iter_open(r, &it) == DPRO_ERR_ARG && it == NULL);
+    CHECK(strstr(dpro_reader_errmsg(r), "detached") != NULL);
+    CHECK(dpro_reader_summary(r, &sum) == DPRO_ERR_ARG);
+    dpro_reader_detach(r); /* twice is fine */
+    dpro_reader_detach(NULL);
     dpro_reader_close(r);
     free(ev);
 }

@@ -1,0 +1,328 @@
+/* job_share.c: shared reading, the processes' exchanges (see job.h, job_options.share).
+ *
+ * Two messages: the first pass's results, every rank's to every process (share->gather),
+ * and each rank's read, one message a rank to process 0 (share->send0, share->recv).
+ * Both are flat bytes in this process's layout (dpro_event as it is in memory): the
+ * processes of one job run the same build on the same architecture. */
+#define PR_FMT "replay"
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpro_log.h"
+#include "dprotrace.h"
+#include "job_int.h"
+
+/* A growing buffer being written (fail: out of memory met), or one being read (at: the
+ * position; fail: it ended early). */
+typedef struct bytes {
+    unsigned char *p;
+    size_t n, cap, at;
+    int fail;
+} bytes;
+
+static void
+put(bytes *b, const void *v, size_t len)
+{
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + len)
+        cap *= 2;
+    unsigned char *p = b->fail || len == 0 || cap == b->cap ? b->p : realloc(b->p, cap);
+    if (!p) {
+        b->fail = 1;
+    } else if (!b->fail && len > 0) {
+        b->p = p;
+        b->cap = cap;
+        memcpy(b->p + b->n, v, len);
+        b->n += len;
+    }
+}
+
+static void
+get(bytes *b, void *v, size_t len)
+{
+    if (b->fail || len > b->n - b->at) {
+        b->fail = 1;
+        memset(v, 0, len);
+        return;
+    }
+    memcpy(v, b->p + b->at, len);
+    b->at += len;
+}
+
+static void
+put_i64(bytes *b, int64_t v)
+{
+    put(b, &v, sizeof v);
+}
+
+static int64_t
+get_i64(bytes *b)
+{
+    int64_t v;
+    get(b, &v, sizeof v);
+    return v;
+}
+
+/* A text or NULL: its length + 1 (0 for NULL), then its bytes. */
+static void
+put_str(bytes *b, const char *s)
+{
+    size_t len = s ? strlen(s) : 0;
+    put_i64(b, s ? (int64_t)len + 1 : 0);
+    put(b, s, len);
+}
+
+/* A malloc'd copy of the text put_str wrote, or NULL (also when it does not fit). */
+static char *
+get_str(bytes *b)
+{
+    int64_t len = get_i64(b);
+    char *s = NULL;
+    if (len > 0 && !b->fail && (uint64_t)len - 1 <= b->n - b->at && !(s = malloc((size_t)len)))
+        b->fail = 1;
+    if (s) {
+        get(b, s, (size_t)len - 1);
+        s[len - 1] = 0;
+    }
+    return s;
+}
+
+/* An array of n elements of sz bytes, malloc'd (NULL for none or when it does not fit). */
+static void *
+get_array(bytes *b, size_t n, size_t sz)
+{
+    if (b->fail || n == 0)
+        return NULL;
+    void *a = n <= (b->n - b->at) / sz ? malloc(n * sz) : NULL;
+    if (!a)
+        b->fail = 1;
+    else
+        get(b, a, n * sz);
+    return a;
+}
+
+/* What failed and what was told: the status, its text, the warnings in order. */
+static void
+put_outcome(bytes *b, const rank_task *t)
+{
+    put_i64(b, t->rc);
+    put_str(b, t->err);
+    put_i64(b, (int64_t)t->n_msg);
+    for (size_t k = 0; k < t->n_msg; k++)
+        put_str(b, t->msg[k]);
+    put_i64(b, (int64_t)t->jr->bad_batches);
+}
+
+/* Replaces t's outcome with the one put_outcome wrote. */
+static void
+get_outcome(bytes *b, rank_task *t)
+{
+    for (size_t k = 0; k < t->n_msg; k++)
+        free(t->msg[k]);
+    free(t->msg);
+    free(t->err);
+    t->rc = (int)get_i64(b);
+    t->err = get_str(b);
+    int64_t m = get_i64(b);
+    t->n_msg = 0;
+    t->msg = m > 0 && (uint64_t)m <= b->n - b->at ? calloc((size_t)m, sizeof *t->msg) : NULL;
+    if (m > 0 && !t->msg)
+        b->fail = 1;
+    for (int64_t k = 0; !b->fail && k < m; k++)
+        if ((t->msg[t->n_msg] = get_str(b)))
+            t->n_msg++;
+    t->jr->bad_batches = (uint64_t)get_i64(b);
+}
+
+void
+job_share_range(const job_share *sh, int32_t n, int32_t *lo, int32_t *hi)
+{
+    int64_t p = sh->me, np = sh->nprocs;
+    /* k * np / n == p: from ceil(p * n / np) to ceil((p + 1) * n / np) */
+    *lo = (int32_t)((p * n + np - 1) / np);
+    *hi = (int32_t)(((p + 1) * n + np - 1) / np);
+}
+
+int
+job_share_bounds(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi)
+{
+    bytes out = {0}, in = {0};
+    void *all = NULL;
+    size_t all_len = 0;
+    for (int32_t i = lo; i < hi; i++) {
+        put_outcome(&out, &t[i]);
+        put_i64(&out, t[i].method);
+        put_i64(&out, t[i].nb);
+        put(&out, t[i].bstart, (size_t)(t[i].nb > 0 ? t[i].nb : 0) * sizeof *t[i].bstart);
+        put(&out, t[i].bend, (size_t)(t[i].nb > 0 ? t[i].nb : 0) * sizeof *t[i].bend);
+        put_i64(&out, t[i].quiet_damage);
+    }
+    /* every process takes part even when out of memory here (an empty share), and fails
+     * afterwards on reading what it lacks */
+    int rc = sh->gather(sh->ctx, out.p, out.fail ? 0 : out.n, &all, &all_len) != 0 || out.fail
+                 ? DPRO_ERR_NOMEM
+                 : 0;
+    in.p = all;
+    in.n = all_len;
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        rank_task x = {.jr = t[i].jr}, *d = i >= lo && i < hi ? &x : &t[i];
+        job_rank keep = *t[i].jr; /* this process's own ranks keep their reads */
+        get_outcome(&in, d);
+        d->method = (int)get_i64(&in);
+        d->nb = (int32_t)get_i64(&in);
+        if (d->nb < 0 || (uint64_t)d->nb > in.n)
+            in.fail = 1;
+        free(d->bstart);
+        free(d->bend);
+        d->bstart = get_array(&in, in.fail ? 0 : (size_t)d->nb, sizeof *d->bstart);
+        d->bend = get_array(&in, in.fail ? 0 : (size_t)d->nb, sizeof *d->bend);
+        d->quiet_damage = (int)get_i64(&in);
+        if (d == &x) {
+            *t[i].jr = keep;
+            x.jr = NULL;
+            for (size_t k = 0; k < x.n_msg; k++)
+                free(x.msg[k]);
+            free(x.msg);
+            free(x.err);
+            free(x.bstart);
+            free(x.bend);
+        }
+        if (in.fail)
+            rc = DPRO_ERR_NOMEM;
+    }
+    free(out.p);
+    free(all);
+    return rc;
+}
+
+/* One rank's read, as the owner sends it to process 0. */
+static void
+put_rank(bytes *b, const rank_task *t)
+{
+    const job_rank *jr = t->jr;
+    put_outcome(b, t);
+    put_i64(b, (int64_t)t->in_file);
+    put_i64(b, (int64_t)t->loaded);
+    put_i64(b, t->windowed);
+    put_i64(b, t->window_ok);
+    put_i64(b, (int64_t)jr->dropped);
+    put_i64(b, (int64_t)jr->n_events);
+    put(b, jr->events, jr->n_events * sizeof *jr->events);
+    const job_fold_sig *s = t->sig;
+    put_i64(b, s != NULL);
+    if (s) {
+        put_i64(b, (int64_t)s->n);
+        put_i64(b, (int64_t)s->hash);
+        put(b, &s->tol, sizeof s->tol);
+        put_i64(b, s->unfoldable);
+        put(b, s->h, s->n * sizeof *s->h);
+        put(b, s->rs, s->n * sizeof *s->rs);
+        put(b, s->re, s->n * sizeof *s->re);
+    }
+}
+
+/* Takes one rank's read from b into t (what process 0 knew of it replaced). */
+static void
+get_rank(bytes *b, rank_task *t)
+{
+    job_rank *jr = t->jr;
+    get_outcome(b, t);
+    t->in_file = (uint64_t)get_i64(b);
+    t->loaded = (uint64_t)get_i64(b);
+    t->windowed = (int)get_i64(b);
+    t->window_ok = (int)get_i64(b);
+    jr->dropped = (uint64_t)get_i64(b);
+    int64_t ne = get_i64(b);
+    free(jr->events);
+    jr->n_events = 0;
+    jr->events = ne > 0 ? get_array(b, (size_t)ne, sizeof *jr->events) : NULL;
+    if (jr->events)
+        jr->n_events = (size_t)ne;
+    job_fold_sig *s = NULL;
+    if (get_i64(b) && !b->fail && !(s = t->sig = calloc(1, sizeof *t->sig)))
+        b->fail = 1;
+    if (s) {
+        s->n = (size_t)get_i64(b);
+        s->hash = (uint64_t)get_i64(b);
+        get(b, &s->tol, sizeof s->tol);
+        s->unfoldable = (int)get_i64(b);
+        s->h = get_array(b, s->n, sizeof *s->h);
+        s->rs = get_array(b, s->n, sizeof *s->rs);
+        s->re = get_array(b, s->n, sizeof *s->re);
+    }
+}
+
+/* Classifies on process 0 a rank another process read (see job.h): its signature
+ * against reps, exactly as the single process does; a rank folded there and alike none
+ * of them is read again here. Returns 0 or a dpro_status. */
+static int
+classify_received(job *j, rank_task *t, fold_reps *reps, const job_options *o)
+{
+    int rc = 0, whole = 1;
+    job_fold_sig s;
+    int skip = t->rc != 0 || (t->windowed && !t->window_ok); /* told, or read anew */
+    if (!skip && t->sig) {
+        int32_t into = job_fold_find(reps, t->sig);
+        job_fold_sig_free(t->sig);
+        free(t->sig);
+        t->sig = NULL;
+        if (into >= 0) {
+            t->jr->folded = 1;
+            t->jr->fold_rep = reps->rank[into];
+            j->n_folded++;
+            whole = 0;
+        } else {
+            pr_info("rank %d, folded while read on its process, is alike no class here: read "
+                    "again",
+                    t->jr->rank);
+            free(t->jr->events); /* its events are needed whole */
+            t->jr->events = NULL;
+            t->jr->n_events = 0;
+            t->rc = job_read_rank(t, o); /* a failure is the task's, told later */
+        }
+    }
+    if (!skip && whole && t->rc == 0) {
+        t->jr->folded = 0;
+        if (job_fold_signature(t->jr, t->cmp_t0, t->cmp_t1, t->cmp_ni, &s) != 0)
+            rc = DPRO_ERR_NOMEM;
+        else
+            rc = job_fold_classify(j, t, &s, reps, 0);
+    }
+    return rc;
+}
+
+int
+job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi,
+                  fold_reps *reps, const job_options *o)
+{
+    int rc = 0;
+    for (int32_t i = lo; sh->me != 0 && rc == 0 && i < hi; i++) {
+        bytes b = {0};
+        put_rank(&b, &t[i]);
+        if (b.fail || b.n > (size_t)INT32_MAX || sh->send0(sh->ctx, b.p, b.n) != 0)
+            rc = DPRO_ERR_NOMEM;
+        free(b.p);
+        free(t[i].jr->events); /* handed over */
+        t[i].jr->events = NULL;
+        t[i].jr->n_events = 0;
+    }
+    for (int p = 1; sh->me == 0 && rc == 0 && p < sh->nprocs; p++) {
+        int32_t plo, phi;
+        job_share_range(&(job_share){.me = p, .nprocs = sh->nprocs}, n, &plo, &phi);
+        for (int32_t i = plo; rc == 0 && i < phi; i++) {
+            bytes b = {0};
+            void *buf = NULL;
+            if (sh->recv(sh->ctx, p, &buf, &b.n) != 0)
+                rc = DPRO_ERR_NOMEM;
+            b.p = buf;
+            if (rc == 0)
+                get_rank(&b, &t[i]);
+            if (rc == 0 && b.fail)
+                rc = DPRO_ERR_NOMEM;
+            free(buf);
+            if (rc == 0 && reps)
+                rc = classify_received(j, &t[i], reps, o);
+        }
+    }
+    return rc;
+}
