@@ -748,7 +748,7 @@ warn_short_groups(job *j, const dfg *g)
 }
 
 int
-build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, dfg *g,
+build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int release, dfg *g,
           build_p2p_stats *p2p_stats)
 {
     if (p2p_stats)
@@ -777,6 +777,8 @@ build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, dfg *g,
         c.p2p = &p2p[r];
         rc = build_rank(&c, &gm, bounds ? &bounds[r] : NULL);
         rank_ctx_free(&c);
+        if (release)
+            job_rank_keep_ranges(&j->ranks[r]);
     }
     hmap_free(&gm.h);
     free(gm.next);

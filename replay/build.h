@@ -233,8 +233,11 @@ int64_t build_repair_event_edges(dfg *g);
  * may be NULL). Times in g are relative to the earliest aligned event. Problems that
  * leave a partial graph (collectives with missing or disagreeing participants, send/recv
  * without their peer) are recorded with job_warn; p2p (may be NULL) receives what
- * point-to-point matching did. Returns 0, or -1 when out of memory (g freed). */
-int build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, dfg *g,
+ * point-to-point matching did. With release non-zero each rank's events are reduced to
+ * its markers and memory events (job_rank_keep_ranges) as soon as its nodes are built,
+ * so that the events and the graph do not both peak. Returns 0, or -1 when out of memory
+ * (g freed). */
+int build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int release, dfg *g,
               build_p2p_stats *p2p);
 
 #endif

@@ -245,6 +245,36 @@ dup_array(void **dst, const void *src, size_t elem, int64_t cap, int64_t n)
 }
 
 int
+dfg_timing_view(dfg *view, const dfg *src)
+{
+    int rc = src->finalized ? 0 : -1;
+    memset(view, 0, sizeof *view);
+    if (rc == 0) {
+        *view = *src;
+        view->dur = view->gap = view->grp_dur = NULL;
+        view->lat = NULL;
+        rc |= dup_array((void **)&view->dur, src->dur, sizeof *src->dur, src->n_nodes, src->n_nodes);
+        rc |= dup_array((void **)&view->gap, src->gap, sizeof *src->gap, src->n_nodes, src->n_nodes);
+        rc |= dup_array((void **)&view->lat, src->lat, sizeof *src->lat, src->n_nodes, src->n_nodes);
+        rc |= dup_array((void **)&view->grp_dur, src->grp_dur, sizeof *src->grp_dur,
+                        src->n_groups, src->n_groups);
+        if (rc != 0)
+            dfg_timing_view_free(view);
+    }
+    return rc;
+}
+
+void
+dfg_timing_view_free(dfg *view)
+{
+    free(view->dur);
+    free(view->gap);
+    free(view->lat);
+    free(view->grp_dur);
+    memset(view, 0, sizeof *view);
+}
+
+int
 dfg_clone(dfg *d, const dfg *s)
 {
     int rc = 0;

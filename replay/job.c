@@ -52,6 +52,24 @@ job_free(job *j)
     memset(j, 0, sizeof *j);
 }
 
+void
+job_rank_keep_ranges(job_rank *jr)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < jr->n_events; i++)
+        if (jr->events[i].kind == DPRO_KIND_MARKER || jr->events[i].kind == DPRO_KIND_MEMORY)
+            jr->events[k++] = jr->events[i];
+    dpro_event *x = k > 0 && k < jr->n_events ? malloc(k * sizeof *x) : NULL;
+    if (x || k == 0) { /* a new array rather than a shrinking realloc: the whole old one goes */
+        if (x)
+            memcpy(x, jr->events, k * sizeof *x);
+        free(jr->events);
+        jr->events = x;
+    }
+    jr->n_events = k;
+    malloc_trim(0); /* the heap's free pages back to the system, for the graph to come */
+}
+
 typedef struct opened {
     dpro_reader *r;
     const char *path;

@@ -101,6 +101,13 @@ int job_load(const char *path, const job_options *opts, job *j, char *errbuf, si
 
 void job_free(job *j);
 
+/* Keeps of rank jr's loaded events only the markers (iteration markers, host ranges) and
+ * the memory events, in order, and gives the others' memory back. For a caller that has
+ * built its graph and reads the events no further but for those (the critical path's host
+ * ranges, the Chrome export's ranges and memory counters: replay_options.release_events).
+ * Event indexes taken before it no longer hold. Cannot fail. */
+void job_rank_keep_ranges(job_rank *jr);
+
 /* Records a warning in j->diag and prints it. */
 void job_warn(job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

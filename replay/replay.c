@@ -572,7 +572,8 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
         replay_close(rp);
         return DPRO_ERR_CORRUPT;
     }
-    if (build_dfg(j, rp->align.offset_ns, bb, &rp->graph, &rp->p2p) != 0)
+    rp->time_origin = build_time_origin(j, rp->align.offset_ns); /* before a release */
+    if (build_dfg(j, rp->align.offset_ns, bb, rp->opts.release_events, &rp->graph, &rp->p2p) != 0)
         goto oom;
     if ((rp->repaired_edges = build_repair_event_edges(&rp->graph)) < 0)
         goto oom;
@@ -589,7 +590,6 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
                 (long long)rp->repaired_edges);
     free(bb);
     bb = NULL;
-    rp->time_origin = build_time_origin(j, rp->align.offset_ns);
 
     /* boundary times, warm-up, and the iterations compared */
     int32_t n_common = -1, warm = 0, any = 0;

@@ -195,6 +195,7 @@ parse_args(int argc, char **argv, args *a)
     memset(a, 0, sizeof *a);
     a->ro.warmup = -1;
     a->ro.fold = 1;
+    a->ro.release_events = 1; /* dpro-replay reads no event once the graph is built */
     a->top = 10;
     a->slow_gpu_rank = a->slow_host_rank = -1;
     a->slow_gpu = a->slow_host = 1;
