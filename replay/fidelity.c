@@ -212,6 +212,7 @@ typical_one(const replay *rp, int stat, replay_typical *info, double *measured, 
     int rc = replay_make_typical(rp, &copy, stat, info);
     if (rc == 0 && sim_run(&copy, &res) != 0)
         rc = -1;
+    sim_result_trim(&res); /* what replay_summarize allocates comes on top */
     if (rc == 0 && replay_iteration_of(rp, &copy, &res) < 0)
         rc = 1;
     if (rc == 0)

@@ -664,6 +664,7 @@ replay_simulate(replay *rp)
 {
     if (sim_run(&rp->graph, &rp->sim) != 0)
         return -1;
+    sim_result_trim(&rp->sim); /* kept to the end: the scratch is not */
     rp->simulated = 1;
     return 0;
 }
