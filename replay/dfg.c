@@ -251,13 +251,13 @@ dfg_timing_view(dfg *view, const dfg *src)
     memset(view, 0, sizeof *view);
     if (rc == 0) {
         *view = *src;
-        view->dur = view->gap = view->grp_dur = NULL;
-        view->lat = NULL;
-        rc |= dup_array((void **)&view->dur, src->dur, sizeof *src->dur, src->n_nodes, src->n_nodes);
-        rc |= dup_array((void **)&view->gap, src->gap, sizeof *src->gap, src->n_nodes, src->n_nodes);
-        rc |= dup_array((void **)&view->lat, src->lat, sizeof *src->lat, src->n_nodes, src->n_nodes);
-        rc |= dup_array((void **)&view->grp_dur, src->grp_dur, sizeof *src->grp_dur,
-                        src->n_groups, src->n_groups);
+/* every OWN runs, so no field is left pointing into src when one fails */
+#define OWN(f, n) rc |= dup_array((void **)&view->f, src->f, sizeof *src->f, n, n)
+        OWN(dur, src->n_nodes);
+        OWN(gap, src->n_nodes);
+        OWN(lat, src->n_nodes);
+        OWN(grp_dur, src->n_groups);
+#undef OWN
         if (rc != 0)
             dfg_timing_view_free(view);
     }

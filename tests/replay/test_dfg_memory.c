@@ -37,9 +37,8 @@ check_timing_view(dfg *g)
         fprintf(stderr, "FAIL: dfg_timing_view or dfg_clone\n");
         return 1;
     }
-    int fail = !(v.dur != g->dur && v.gap != g->gap && v.lat != g->lat &&
-                 v.grp_dur != g->grp_dur && v.res == g->res && v.succ == g->succ &&
-                 v.mend == g->mend && v.finalized);
+    int fail = !(v.dur != g->dur && v.gap != g->gap && v.lat != g->lat && v.grp_dur != g->grp_dur &&
+                 v.res == g->res && v.succ == g->succ && v.mend == g->mend && v.finalized);
     int64_t before = g->dur[0];
     for (int32_t n = 0; n < g->n_nodes; n++)
         v.dur[n] = c.dur[n] = 2 * g->dur[n];

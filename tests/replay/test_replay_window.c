@@ -132,7 +132,8 @@ check_same_summary(const replay *w, const replay_summary *sw, const replay *f,
         CHECK_EQ(sw->cp[i].cls, sf->cp[i].cls);
         CHECK(!sw->cp[i].op == !sf->cp[i].op &&
               (!sw->cp[i].op || strcmp(sw->cp[i].op, sf->cp[i].op) == 0));
-        CHECK(strcmp(dfg_name(&w->graph, sw->cp[i].name), dfg_name(&f->graph, sf->cp[i].name)) == 0);
+        CHECK(strcmp(dfg_name(&w->graph, sw->cp[i].name), dfg_name(&f->graph, sf->cp[i].name)) ==
+              0);
         CHECK_EQ(sw->cp[i].kind, sf->cp[i].kind);
         CHECK_EQ(sw->cp[i].total_ns, sf->cp[i].total_ns);
         CHECK_EQ(sw->cp[i].count, sf->cp[i].count);
@@ -232,7 +233,6 @@ check_release(const char *dir, const replay_options *ro)
     replay_close(&r);
     replay_close(&k);
 }
-
 
 int
 main(int argc, char **argv)
