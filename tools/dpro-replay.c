@@ -195,7 +195,6 @@ parse_args(int argc, char **argv, args *a)
     memset(a, 0, sizeof *a);
     a->ro.warmup = -1;
     a->ro.fold = 1;
-    a->ro.release_events = 1; /* dpro-replay reads no event once the graph is built */
     a->top = 10;
     a->slow_gpu_rank = a->slow_host_rank = -1;
     a->slow_gpu = a->slow_host = 1;
@@ -577,6 +576,7 @@ main(int argc, char **argv)
     memset(&ws, 0, sizeof ws);
     memset(&pt, 0, sizeof pt);
     memset(&rp, 0, sizeof rp);
+    a.ro.release_events = 1; /* nothing below reads an event once the graph is built */
     int ok = 1; /* with --mpi, process 0 alone reads the traces and hands out the graph */
     if (me == 0 && !(ok = replay_open(a.dir, &a.ro, &rp, err, sizeof err) == 0))
         pr_err("%s", err);
