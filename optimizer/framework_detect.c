@@ -161,7 +161,7 @@ scan_rank(const job_rank *jr, evidence *ev)
         cls[i] = s ? (uint8_t)classify(s) : 0;
     }
     for (size_t i = 0; i < jr->n_events; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         unsigned c = e->name < ns ? cls[e->name] : 0;
         const char *s = c ? dpro_reader_string(jr->reader, e->name) : NULL;
         if (e->kind == DPRO_KIND_MARKER && (c & S_DDP))

@@ -19,7 +19,7 @@ profile_first_iteration_window(const job_rank *jr, int64_t off, int64_t origin, 
     *t1 = INT64_MAX;
     int key0 = -1;
     for (size_t i = 0; i < jr->n_events; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         if (e->kind != DPRO_KIND_MARKER ||
             (e->subkind != DPRO_MARK_RANGE && e->subkind != DPRO_MARK_ITERATION))
             continue;
@@ -69,7 +69,7 @@ profile_estimate_memory(const replay *rp, memest *best, int32_t *mem_rank)
             return -1;
         size_t k = 0;
         for (size_t i = 0; i < jr->n_events; i++) {
-            const dpro_event *e = &jr->events[i];
+            const job_event *e = &jr->events[i];
             if (e->kind != DPRO_KIND_MEMORY ||
                 (e->value != DPRO_MEMSPACE_DEVICE && e->value != DPRO_MEMSPACE_ASYNC_POOL))
                 continue;
@@ -119,7 +119,7 @@ profile_kernel_samples(const replay *rp, workload_kernel_sample **out)
         const job_rank *jr = &rp->job.ranks[r];
         int64_t off = rp->align.offset_ns && r < rp->align.n_ranks ? rp->align.offset_ns[r] : 0;
         for (size_t i = 0; i < jr->n_events; i++) {
-            const dpro_event *e = &jr->events[i];
+            const job_event *e = &jr->events[i];
             double threads = (double)e->grid[0] * e->grid[1] * e->grid[2] * e->block[0] *
                              e->block[1] * e->block[2];
             if (e->kind != DPRO_KIND_KERNEL || threads <= 0 || e->end_ns < e->start_ns)

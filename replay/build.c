@@ -12,7 +12,7 @@
 #include "hmap.h"
 
 int64_t
-build_collective_bytes(const dpro_event *ev, int32_t nranks)
+build_collective_bytes(const job_event *ev, int32_t nranks)
 {
     /* count x element size x ranks in checked arithmetic: an input may claim any
      * count (saturates at INT64_MAX; build_check_input refuses such events first) */
@@ -46,7 +46,7 @@ build_check_input(const job *j, const int64_t *offset_ns, char *errbuf, size_t e
         const job_rank *jr = &j->ranks[r];
         int64_t off = offset_ns ? offset_ns[r] : 0;
         for (size_t i = 0; i < jr->n_events && rc == 0; i++) {
-            const dpro_event *e = &jr->events[i];
+            const job_event *e = &jr->events[i];
             if (e->kind != DPRO_KIND_API && e->kind != DPRO_KIND_COLLECTIVE &&
                 e->kind != DPRO_KIND_MARKER && !is_device_kind(e->kind))
                 continue;
@@ -300,7 +300,7 @@ rank_collectives(rank_ctx *c)
     size_t ne = jr->n_events;
     int rc = 0, legacy = legacy_import(jr);
     for (size_t i = 0; i < ne && rc == 0; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         c->node_of_event[i] = -1;
         if (e->kind == DPRO_KIND_COLLECTIVE && e->correlation &&
             hmap_put(&c->coll_meta, e->correlation, (int32_t)i) != 0)
@@ -309,7 +309,7 @@ rank_collectives(rank_ctx *c)
             c->coll_is_host[i] = legacy ? e->thread != 0 : e->value != DPRO_COLL_TIMING_DEVICE;
     }
     for (size_t i = 0; i < ne && rc == 0 && legacy; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         if (!is_device_kind(e->kind) || !e->correlation)
             continue;
         int32_t ci = hmap_get(&c->coll_meta, e->correlation, -1);
@@ -330,7 +330,7 @@ rank_host_nodes(rank_ctx *c)
     hmap last_on_thread; /* tid -> last host node */
     int rc = hmap_init(&last_on_thread, 16);
     for (size_t i = 0; i < ne && rc == 0; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         int host =
             e->kind == DPRO_KIND_API || (e->kind == DPRO_KIND_COLLECTIVE && c->coll_is_host[i]);
         if (!host)
@@ -377,10 +377,10 @@ rank_host_nodes(rank_ctx *c)
  * a participant of the collective's group, found or made in gm (linked into the group by
  * rank_link_groups). Returns 0 or -1. */
 static int
-rank_join_collective(rank_ctx *c, group_map *gm, const dpro_event *e, int32_t n, int32_t ci)
+rank_join_collective(rank_ctx *c, group_map *gm, const job_event *e, int32_t n, int32_t ci)
 {
     dfg *g = c->g;
-    const dpro_event *ce = &c->jr->events[ci];
+    const job_event *ce = &c->jr->events[ci];
     /* only the first device op of a collective call takes part */
     if (hmap_put(&c->coll_meta, e->correlation, -2 - ci) != 0)
         return -1;
@@ -437,7 +437,7 @@ rank_device_nodes(rank_ctx *c, group_map *gm)
     for (int32_t i = 0; i < n_host; i++)
         c->first_dev[i] = -1;
     for (size_t i = 0; i < ne && rc == 0; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         if (!is_device_kind(e->kind))
             continue;
         int32_t res = stream_resource(c, e->stream);
@@ -496,7 +496,7 @@ rank_device_nodes(rank_ctx *c, group_map *gm)
 /* The edges API call e (event index i, host node h) of class cls adds (see build.h).
  * last_record: thread -> its last event record. Returns 0 or -1. */
 static int
-rank_call_edges(rank_ctx *c, hmap *last_record, const dpro_event *e, size_t i, int32_t h, int cls)
+rank_call_edges(rank_ctx *c, hmap *last_record, const job_event *e, size_t i, int32_t h, int cls)
 {
     dfg *g = c->g;
     int32_t n_res_rank = g->n_res - c->first_res;
@@ -580,7 +580,7 @@ rank_dependencies(rank_ctx *c)
     hmap last_record;
     int rc = hmap_init(&last_record, 16);
     for (size_t i = 0; i < ne && rc == 0; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         int32_t h = c->node_of_event[i];
         if (h < 0 || g->kind[h] != DFG_HOST)
             continue;
@@ -625,7 +625,7 @@ bound_node(rank_ctx *c, size_t ei)
 {
     job_rank *jr = c->jr;
     dfg *g = c->g;
-    const dpro_event *e = &jr->events[ei];
+    const job_event *e = &jr->events[ei];
     int32_t node = -1;
     if (is_device_kind(e->kind) || e->kind == DPRO_KIND_API || e->kind == DPRO_KIND_COLLECTIVE) {
         node = c->node_of_event[ei];
@@ -748,7 +748,7 @@ warn_short_groups(job *j, const dfg *g)
 }
 
 int
-build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, dfg *g,
+build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int release, dfg *g,
           build_p2p_stats *p2p_stats)
 {
     if (p2p_stats)
@@ -777,6 +777,8 @@ build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, dfg *g,
         c.p2p = &p2p[r];
         rc = build_rank(&c, &gm, bounds ? &bounds[r] : NULL);
         rank_ctx_free(&c);
+        if (release)
+            job_rank_keep_ranges(&j->ranks[r]);
     }
     hmap_free(&gm.h);
     free(gm.next);

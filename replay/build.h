@@ -128,7 +128,7 @@ int64_t build_time_origin(const job *j, const int64_t *offset_ns);
 
 /* Payload bytes of a collective event as the cost model takes them (count x element size,
  * x nranks for gathers and scatters; else its byte count); saturates at INT64_MAX. */
-int64_t build_collective_bytes(const dpro_event *ev, int32_t nranks);
+int64_t build_collective_bytes(const job_event *ev, int32_t nranks);
 
 /* Bounds of what the builder takes: times (local, and local plus the rank's clock
  * offset) within +-2^62 ns (146 years: sums of a few of them stay in 64 bits), a
@@ -179,7 +179,7 @@ void build_p2p_free(build_p2p *p);
  * the number of that rank's send/recv calls (p, with a peer) on the communicator that
  * came before it (seq < e->seq). Equal on every rank for the same collective even when
  * the ranks made different send/recv calls, as pipeline-parallel jobs do. */
-uint64_t build_coll_seq(const build_p2p *p, const dpro_event *e);
+uint64_t build_coll_seq(const build_p2p *p, const job_event *e);
 
 /* A 64-bit name of the channel (comm, src, dst) that never equals a communicator hash in
  * practice: clock alignment matches point-to-point ends by (channel, ordinal) the way it
@@ -233,8 +233,11 @@ int64_t build_repair_event_edges(dfg *g);
  * may be NULL). Times in g are relative to the earliest aligned event. Problems that
  * leave a partial graph (collectives with missing or disagreeing participants, send/recv
  * without their peer) are recorded with job_warn; p2p (may be NULL) receives what
- * point-to-point matching did. Returns 0, or -1 when out of memory (g freed). */
-int build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, dfg *g,
+ * point-to-point matching did. With release non-zero each rank's events are reduced to
+ * its markers and memory events (job_rank_keep_ranges) as soon as its nodes are built,
+ * so that the events and the graph do not both peak. Returns 0, or -1 when out of memory
+ * (g freed). */
+int build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int release, dfg *g,
               build_p2p_stats *p2p);
 
 #endif

@@ -55,7 +55,7 @@ key_lower_bound(const uint64_t *keys, size_t n, uint64_t comm, uint64_t seq)
 }
 
 uint64_t
-build_coll_seq(const build_p2p *p, const dpro_event *e)
+build_coll_seq(const build_p2p *p, const job_event *e)
 {
     if (!p || p->n_key == 0)
         return e->seq;
@@ -77,7 +77,7 @@ build_p2p_scan(const job_rank *jr, int32_t rank, build_p2p *p)
     memset(p, 0, sizeof *p);
     size_t ne = jr->n_events, np = 0;
     for (size_t i = 0; i < ne; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         if (e->kind == DPRO_KIND_COLLECTIVE && is_p2p_op(e->subkind)) {
             if (e->peer < 0)
                 p->no_peer++;
@@ -98,14 +98,14 @@ build_p2p_scan(const job_rank *jr, int32_t rank, build_p2p *p)
     ok = ok && dev_ok && ord_ok;
     /* correlation -> its first device op */
     for (size_t i = 0; ok && i < ne; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         if (is_device_kind(e->kind) && e->correlation && hmap_get(&dev, e->correlation, -1) < 0 &&
             hmap_put(&dev, e->correlation, (int32_t)i) != 0)
             ok = 0;
     }
     size_t npend = 0;
     for (size_t i = 0; ok && i < ne; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         if (e->kind == DPRO_KIND_API && e->correlation && npend > 0) {
             /* a launch from a thread with grouped calls waiting: it carries those of its
              * stream; the others found no op of theirs */

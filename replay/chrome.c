@@ -155,7 +155,7 @@ export_markers(const replay *rp, const dfg *g, const window *w, json_writer *j)
         int32_t n_sizes = 0, cap_sizes = 0;
         int64_t in_use = 0;
         for (size_t i = 0; i < jr->n_events; i++) {
-            const dpro_event *e = &jr->events[i];
+            const job_event *e = &jr->events[i];
             int64_t ts = (int64_t)e->start_ns + shift;
             if (e->kind == DPRO_KIND_MARKER && e->subkind == DPRO_MARK_RANGE) {
                 int32_t q = hmap_get(&thread_res, e->thread, -1);

@@ -95,7 +95,7 @@ collect_ranges(cp_ctx *c, const replay *rp)
         uint32_t id_python = reader_string_id(jr->reader, "python_function");
         int64_t shift = (rp->align.offset_ns ? rp->align.offset_ns[r] : 0) - rp->time_origin;
         for (size_t i = 0; i < jr->n_events; i++) {
-            const dpro_event *e = &jr->events[i];
+            const job_event *e = &jr->events[i];
             if (e->kind != DPRO_KIND_MARKER || e->thread == 0 ||
                 (e->subkind != DPRO_MARK_CPU_OP &&
                  (e->subkind != DPRO_MARK_RANGE || (id_python && e->name2 == id_python))))

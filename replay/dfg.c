@@ -245,6 +245,36 @@ dup_array(void **dst, const void *src, size_t elem, int64_t cap, int64_t n)
 }
 
 int
+dfg_timing_view(dfg *view, const dfg *src)
+{
+    int rc = src->finalized ? 0 : -1;
+    memset(view, 0, sizeof *view);
+    if (rc == 0) {
+        *view = *src;
+/* every OWN runs, so no field is left pointing into src when one fails */
+#define OWN(f, n) rc |= dup_array((void **)&view->f, src->f, sizeof *src->f, n, n)
+        OWN(dur, src->n_nodes);
+        OWN(gap, src->n_nodes);
+        OWN(lat, src->n_nodes);
+        OWN(grp_dur, src->n_groups);
+#undef OWN
+        if (rc != 0)
+            dfg_timing_view_free(view);
+    }
+    return rc;
+}
+
+void
+dfg_timing_view_free(dfg *view)
+{
+    free(view->dur);
+    free(view->gap);
+    free(view->lat);
+    free(view->grp_dur);
+    memset(view, 0, sizeof *view);
+}
+
+int
 dfg_clone(dfg *d, const dfg *s)
 {
     int rc = 0;

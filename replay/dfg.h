@@ -173,6 +173,18 @@ void dfg_free(dfg *g);
  * src. */
 int dfg_clone(dfg *dst, const dfg *src);
 
+/* Makes *view a graph that shares finalized src's structure, names and measured times and
+ * owns copies of its timings dur, gap, lat and grp_dur: a replay of src with other
+ * timings (the typical-duration replay) at 20 bytes a node instead of a whole dfg_clone.
+ * Only those four arrays may be written through view, nothing may change it structurally
+ * (sim_run reads it as it is, finalized), src must stay unchanged while view lives, and
+ * view is freed with dfg_timing_view_free, never dfg_free. Returns 0, or -1 (out of memory,
+ * or src not finalized; view is then empty). */
+int dfg_timing_view(dfg *view, const dfg *src);
+
+/* Frees the timings view owns (dfg_timing_view) and empties it; src is untouched. */
+void dfg_timing_view_free(dfg *view);
+
 /* Interns text and returns its string id (>= 1), or -1 when out of memory. */
 int32_t dfg_intern(dfg *g, const char *text);
 

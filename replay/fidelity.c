@@ -192,10 +192,11 @@ replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
     return rc;
 }
 
-/* Replays a copy of rp->graph with typical values of statistic stat into *us (its
- * iteration) and *err (its error against the measured mean, %); *measured receives that
- * mean and *info the counts. Returns 0, 1 when the compared iterations are not covered,
- * -1 out of memory. */
+/* Replays rp->graph with typical values of statistic stat into *us (its iteration) and
+ * *err (its error against the measured mean, %), through a view of its timings
+ * (dfg_timing_view; a whole copy when the graph is not finalized); *measured receives
+ * that mean and *info the counts. Returns 0, 1 when the compared iterations are not
+ * covered, -1 out of memory. */
 static int
 typical_one(const replay *rp, int stat, replay_typical *info, double *measured, double *us,
             double *err)
@@ -205,11 +206,13 @@ typical_one(const replay *rp, int stat, replay_typical *info, double *measured, 
     replay_summary s;
     memset(&res, 0, sizeof res);
     memset(&s, 0, sizeof s);
-    if (dfg_clone(&copy, &rp->graph) != 0)
+    int view = rp->graph.finalized;
+    if ((view ? dfg_timing_view(&copy, &rp->graph) : dfg_clone(&copy, &rp->graph)) != 0)
         return -1;
     int rc = replay_make_typical(rp, &copy, stat, info);
     if (rc == 0 && sim_run(&copy, &res) != 0)
         rc = -1;
+    sim_result_trim(&res); /* what replay_summarize allocates comes on top */
     if (rc == 0 && replay_iteration_of(rp, &copy, &res) < 0)
         rc = 1;
     if (rc == 0)
@@ -221,7 +224,10 @@ typical_one(const replay *rp, int stat, replay_typical *info, double *measured, 
     }
     replay_summary_free(&s);
     sim_result_free(&res);
-    dfg_free(&copy);
+    if (view)
+        dfg_timing_view_free(&copy);
+    else
+        dfg_free(&copy);
     return rc;
 }
 

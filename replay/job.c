@@ -54,6 +54,24 @@ job_free(job *j)
     memset(j, 0, sizeof *j);
 }
 
+void
+job_rank_keep_ranges(job_rank *jr)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < jr->n_events; i++)
+        if (jr->events[i].kind == DPRO_KIND_MARKER || jr->events[i].kind == DPRO_KIND_MEMORY)
+            jr->events[k++] = jr->events[i];
+    job_event *x = k > 0 && k < jr->n_events ? malloc(k * sizeof *x) : NULL;
+    if (x || k == 0) { /* a new array rather than a shrinking realloc: the whole old one goes */
+        if (x)
+            memcpy(x, jr->events, k * sizeof *x);
+        free(jr->events);
+        jr->events = x;
+    }
+    jr->n_events = k;
+    malloc_trim(0); /* the heap's free pages back to the system, for the graph to come */
+}
+
 typedef struct opened {
     dpro_reader *r;
     const char *path;
@@ -111,19 +129,49 @@ task_free(rank_task *t)
     free(t->sig);
 }
 
-/* Appends ev to the growing array *ev (*n of *cap). Returns 0 or -1. */
+/* The loaded event of a read one: the fields job_event keeps. */
+static void
+job_event_of(job_event *d, const dpro_event *e)
+{
+    *d = (job_event){.start_ns = e->start_ns,
+                     .end_ns = e->end_ns,
+                     .correlation = e->correlation,
+                     .stream = e->stream,
+                     .object = e->object,
+                     .bytes = e->bytes,
+                     .address = e->address,
+                     .comm = e->comm,
+                     .seq = e->seq,
+                     .count = e->count,
+                     .value = e->value,
+                     .kind = e->kind,
+                     .subkind = e->subkind,
+                     .thread = e->thread,
+                     .name = e->name,
+                     .name2 = e->name2,
+                     .device = e->device,
+                     .result = e->result,
+                     .shared_mem = e->shared_mem,
+                     .dtype = e->dtype,
+                     .redop = e->redop,
+                     .peer = e->peer};
+    memcpy(d->grid, e->grid, sizeof d->grid);
+    memcpy(d->block, e->block, sizeof d->block);
+}
+
+/* Appends ev, as a job_event, to the growing array *ev (*n of *cap). Returns 0 or -1. */
 static int
-push_event(dpro_event **ev, size_t *n, size_t *cap, const dpro_event *e)
+push_event(job_event **ev, size_t *n, size_t *cap, const dpro_event *e)
 {
     if (*n == *cap) {
         size_t c = *cap ? *cap * 2 : 4096;
-        dpro_event *x = realloc(*ev, c * sizeof *x);
+        job_event *x = realloc(*ev, c * sizeof *x);
         if (!x)
             return -1;
         *ev = x;
         *cap = c;
     }
-    (*ev)[(*n)++] = *e;
+    job_event_of(&(*ev)[(*n)++], e);
     return 0;
 }
 
@@ -201,7 +249,7 @@ read_events(rank_task *t, size_t max_events)
     size_t cap = k.cap;
     int truncated = k.truncated;
     if (jr->n_events > 0 && jr->n_events < cap) { /* the doubling's slack back */
-        dpro_event *x = realloc(jr->events, jr->n_events * sizeof *x);
+        job_event *x = realloc(jr->events, jr->n_events * sizeof *x);
         if (x)
             jr->events = x;
     }
@@ -537,7 +585,7 @@ window_holds_bounds(const rank_task *t)
         return -1;
     int ok = ri.method == t->method && ri.n >= t->b_count;
     for (int32_t k = 0; ok && k < t->b_count; k++) {
-        const dpro_event *e = &t->jr->events[ri.event_index[k]];
+        const job_event *e = &t->jr->events[ri.event_index[k]];
         ok = e->start_ns == t->bstart[t->b_first + k] && e->end_ns == t->bend[t->b_first + k];
     }
     replay_rank_iters_free(&ri);

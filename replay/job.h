@@ -64,12 +64,37 @@
 
 #include "dprotrace.h"
 
+/* A loaded event: the fields of dpro_event (schemas/dprotrace.h; same names, types and
+ * meanings) that the replay, the folding, the analyses and the optimizer's profile read,
+ * 160 bytes against dpro_event's 248: the loaded events are the largest part of an
+ * explicit replay's peak (docs/models.md, "Memory per node"). A field added to the
+ * format is read by the replay only once it is added here (job_event_of, job.c). */
+typedef struct job_event {
+    uint64_t start_ns, end_ns;
+    uint64_t correlation;
+    uint64_t stream;
+    uint64_t object;
+    uint64_t bytes;
+    uint64_t address;
+    uint64_t comm, seq, count;
+    int64_t value;
+    uint32_t kind, subkind;
+    uint32_t thread;
+    uint32_t name, name2;
+    uint32_t device;
+    int32_t result;
+    uint32_t shared_mem;
+    uint32_t grid[3], block[3];
+    uint32_t dtype, redop;
+    int32_t peer;
+} job_event;
+
 typedef struct job_rank {
     int32_t rank;
     char *path;
     dpro_reader *reader; /* detached (dpro_reader_detach: no open file): the rank's meta,
                           * strings and tables live in it */
-    dpro_event *events;  /* all events, in start-time order */
+    job_event *events;   /* all events, in start-time order */
     size_t n_events;
     const char *host;
     const char *job_id;
@@ -143,6 +168,13 @@ typedef struct job_options {
 int job_load(const char *path, const job_options *opts, job *j, char *errbuf, size_t errlen);
 
 void job_free(job *j);
+
+/* Keeps of rank jr's loaded events only the markers (iteration markers, host ranges) and
+ * the memory events, in order, and gives the others' memory back. For a caller that has
+ * built its graph and reads the events no further but for those (the critical path's host
+ * ranges, the Chrome export's ranges and memory counters: replay_options.release_events).
+ * Event indexes taken before it no longer hold. Cannot fail. */
+void job_rank_keep_ranges(job_rank *jr);
 
 /* Records a warning in j->diag and prints it. */
 void job_warn(job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

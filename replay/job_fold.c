@@ -49,7 +49,7 @@ number(hmap *m, uint64_t v)
 
 /* The structure hash of event e on resource number res, or 0 when out of memory. */
 static uint64_t
-event_hash(sig_ctx *c, const dpro_event *e, int32_t res)
+event_hash(sig_ctx *c, const job_event *e, int32_t res)
 {
     int64_t s = number(&c->streams, e->stream);
     int64_t k = e->correlation ? number(&c->corrs, e->correlation) : -2;
@@ -97,7 +97,7 @@ canonical_order(const job_rank *jr, size_t *order, int32_t *res)
     int rc = hmap_init(&threads, 16) == 0 && hmap_init(&streams, 16) == 0 ? 0 : -1;
     int32_t n_res = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         hmap *m = is_device_kind(e->kind) ? &streams : &threads;
         uint64_t key = is_device_kind(e->kind) ? e->stream : e->thread;
         int32_t q = hmap_get(m, key, -1);
@@ -158,7 +158,7 @@ job_fold_signature(const job_rank *jr, uint64_t t0, uint64_t t1, int32_t ni, job
     s->unfoldable = ni <= 0 || t1 <= t0;
     s->tol = s->unfoldable ? 0 : JOB_FOLD_TOLERANCE * (double)(t1 - t0) / ni;
     for (size_t k = 0; rc == 0 && k < n; k++) {
-        const dpro_event *e = &jr->events[order[k]];
+        const job_event *e = &jr->events[order[k]];
         if (e->kind == DPRO_KIND_COLLECTIVE &&
             (e->subkind == DPRO_COLL_SEND || e->subkind == DPRO_COLL_RECV))
             s->unfoldable = 1; /* a transfer ties it to another rank's nodes */
@@ -215,18 +215,18 @@ static void
 keep_bound_call(const job_rank *jr, size_t mi, const uint8_t *host_thread, const hmap *threads,
                 uint8_t *keep)
 {
-    const dpro_event *m = &jr->events[mi];
+    const job_event *m = &jr->events[mi];
     int own = hmap_get(threads, m->thread, -1) >= 0 && host_thread[hmap_get(threads, m->thread, 0)];
     size_t cand = jr->n_events;
     for (size_t x = mi; x < jr->n_events && jr->events[x].start_ns <= m->end_ns; x++) {
-        const dpro_event *e = &jr->events[x];
+        const job_event *e = &jr->events[x];
         if (e->kind == DPRO_KIND_API && e->start_ns >= m->start_ns && e->end_ns <= m->end_ns &&
             (!own || e->thread == m->thread))
             cand = x;
     }
     for (size_t x = cand + 1; cand < jr->n_events && x-- > mi;) {
-        const dpro_event *e = &jr->events[x];
-        const dpro_event *c = &jr->events[cand];
+        const job_event *e = &jr->events[x];
+        const job_event *c = &jr->events[cand];
         if (x == cand ||
             (e->kind == DPRO_KIND_API && e->thread == c->thread && e->end_ns >= c->end_ns))
             keep[x] = 1;
@@ -245,7 +245,7 @@ mark_kept(const job_rank *jr, uint8_t *keep, hmap *corr)
     int rc = host_thread && hmap_init(&threads, 16) == 0 ? 0 : -1;
     int first = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         int key = 0;
         if (!first && (e->kind == DPRO_KIND_API || e->kind == DPRO_KIND_COLLECTIVE ||
                        is_device_kind(e->kind)))
@@ -291,13 +291,13 @@ job_fold_reduce(job_rank *jr)
         rc = mark_kept(jr, keep, &corr);
     size_t k = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         if (keep[i] ||
             (is_device_kind(e->kind) && e->correlation && hmap_get(&corr, e->correlation, 0)))
             jr->events[k++] = *e;
     }
     if (rc == 0) {
-        dpro_event *x = realloc(jr->events, (k > 0 ? k : 1) * sizeof *x);
+        job_event *x = realloc(jr->events, (k > 0 ? k : 1) * sizeof *x);
         if (x)
             jr->events = x;
         jr->n_events = k;

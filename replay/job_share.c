@@ -2,7 +2,7 @@
  *
  * Two messages: the first pass's results, every rank's to every process (share->gather),
  * and each rank's read, one message a rank to process 0 (share->send0, share->recv).
- * Both are flat bytes in this process's layout (dpro_event as it is in memory): the
+ * Both are flat bytes in this process's layout (job_event as it is in memory): the
  * processes of one job run the same build on the same architecture. */
 #define PR_FMT "replay"
 #include <stdlib.h>

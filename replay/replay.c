@@ -69,7 +69,7 @@ period_scan_rank(const job_rank *jr, period_scan *ps)
     int32_t best = 0;
     int rc = 0;
     for (size_t i = 0; i < jr->n_events && rc == 0; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         if (e->kind != DPRO_KIND_KERNEL)
             continue;
         int32_t c = hmap_get(&cnt, e->stream, 0) + 1;
@@ -87,7 +87,7 @@ period_scan_rank(const job_rank *jr, period_scan *ps)
     if (!ps->names || !ps->idx)
         rc = -1;
     for (size_t i = 0; i < jr->n_events && rc == 0; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         if (e->kind == DPRO_KIND_KERNEL && e->stream == best_stream) {
             ps->names[ps->n] = e->name;
             ps->idx[ps->n++] = i;
@@ -228,10 +228,10 @@ match_period_phases(job *j, replay_rank_iters *iters)
 static int
 open_first_step(const job_rank *jr, replay_rank_iters *it, uint32_t thread)
 {
-    const dpro_event *m = &jr->events[it->event_index[0]];
+    const job_event *m = &jr->events[it->event_index[0]];
     size_t open = jr->n_events;
     for (size_t i = 0; it->n == 1 && i < jr->n_events; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         if (e->kind == DPRO_KIND_API && e->thread == thread && e->start_ns >= m->start_ns &&
             e->end_ns <= m->end_ns &&
             (open == jr->n_events || e->start_ns < jr->events[open].start_ns))
@@ -294,7 +294,7 @@ replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
     size_t n_iter_markers = 0;
     int32_t key_count[8] = {0};
     for (size_t i = 0; i < jr->n_events; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         if (e->kind != DPRO_KIND_MARKER)
             continue;
         if (e->subkind == DPRO_MARK_ITERATION) {
@@ -319,7 +319,7 @@ replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
         uint32_t best_thread = 0;
         int32_t best = 0;
         for (size_t i = 0; i < jr->n_events; i++) {
-            const dpro_event *e = &jr->events[i];
+            const job_event *e = &jr->events[i];
             int key = 0;
             int take =
                 e->kind == DPRO_KIND_MARKER &&
@@ -340,7 +340,7 @@ replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
         hmap_free(&cnt);
         uint64_t last_start = 0;
         for (size_t i = 0; i < jr->n_events; i++) {
-            const dpro_event *e = &jr->events[i];
+            const job_event *e = &jr->events[i];
             int key = 0;
             int take =
                 e->kind == DPRO_KIND_MARKER && e->thread == best_thread &&
@@ -426,14 +426,14 @@ align_job(replay *rp)
             goto oom;
         }
         for (size_t i = 0; i < jr->n_events; i++) {
-            const dpro_event *e = &jr->events[i];
+            const job_event *e = &jr->events[i];
             if ((e->kind == DPRO_KIND_KERNEL || e->kind == DPRO_KIND_MEMCPY ||
                  e->kind == DPRO_KIND_MEMSET) &&
                 e->correlation && hmap_get(&dev_end, e->correlation, -1) < 0)
                 hmap_put(&dev_end, e->correlation, (int32_t)i);
         }
         for (size_t i = 0; i < jr->n_events; i++) {
-            const dpro_event *e = &jr->events[i];
+            const job_event *e = &jr->events[i];
             if (e->kind != DPRO_KIND_COLLECTIVE || e->subkind == DPRO_COLL_SEND ||
                 e->subkind == DPRO_COLL_RECV)
                 continue;
@@ -636,7 +636,8 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
         replay_close(rp);
         return DPRO_ERR_CORRUPT;
     }
-    if (build_dfg(j, rp->align.offset_ns, bb, &rp->graph, &rp->p2p) != 0)
+    rp->time_origin = build_time_origin(j, rp->align.offset_ns); /* before a release */
+    if (build_dfg(j, rp->align.offset_ns, bb, rp->opts.release_events, &rp->graph, &rp->p2p) != 0)
         goto oom;
     if ((rp->repaired_edges = build_repair_event_edges(&rp->graph)) < 0)
         goto oom;
@@ -653,7 +654,6 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
                 (long long)rp->repaired_edges);
     free(bb);
     bb = NULL;
-    rp->time_origin = build_time_origin(j, rp->align.offset_ns);
 
     /* boundary times, warm-up, and the iterations compared */
     int32_t n_common = -1, warm = 0, any = 0;
@@ -728,6 +728,7 @@ replay_simulate(replay *rp)
 {
     if (sim_run(&rp->graph, &rp->sim) != 0)
         return -1;
+    sim_result_trim(&rp->sim); /* kept to the end: the scratch is not */
     rp->simulated = 1;
     return 0;
 }

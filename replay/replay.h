@@ -50,6 +50,11 @@ typedef struct replay_options {
                              * piecewise model (costmodel.h) */
     int fold;               /* fold alike ranks into weighted classes (replay_fold); 0: every
                              * rank explicit */
+    int release_events;     /* 1: once a rank's graph is built keep only its markers and
+                             * memory events (job_rank_keep_ranges), all that
+                             * replay_summarize and chrome_export read of them; 0: every
+                             * loaded event stays in rp->job (dpro-optimize's profile reads
+                             * them all) */
     const job_share *share; /* NULL, or the trace files are read in shares by several
                              * processes (job_options.share): replay_open on process 0,
                              * replay_read_share on the others */

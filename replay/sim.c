@@ -98,7 +98,7 @@ static int
 result_reserve(sim_result *r, const dfg *g)
 {
     int32_t n = g->n_nodes;
-    if (n > r->cap_nodes) {
+    if (n > r->cap_nodes || !r->cnt) { /* !cnt: the scratch was trimmed (sim_result_trim) */
         if (ensure((void **)&r->start, sizeof *r->start, n) ||
             ensure((void **)&r->end, sizeof *r->end, n) ||
             ensure((void **)&r->crit, sizeof *r->crit, n) ||
@@ -107,14 +107,16 @@ result_reserve(sim_result *r, const dfg *g)
             ensure((void **)&r->ready, sizeof *r->ready, n) ||
             ensure((void **)&r->stack, sizeof *r->stack, n))
             return -1;
-        r->cap_nodes = n;
+        if (n > r->cap_nodes)
+            r->cap_nodes = n;
     }
-    if (g->n_groups > r->cap_groups) {
+    if (g->n_groups > r->cap_groups || !r->arrived) {
         if (ensure((void **)&r->grp_arrival, sizeof *r->grp_arrival, g->n_groups) ||
             ensure((void **)&r->grp_last, sizeof *r->grp_last, g->n_groups) ||
             ensure((void **)&r->arrived, sizeof *r->arrived, g->n_groups))
             return -1;
-        r->cap_groups = g->n_groups;
+        if (g->n_groups > r->cap_groups)
+            r->cap_groups = g->n_groups;
     }
     r->n_nodes = n;
     r->n_groups = g->n_groups;
@@ -288,6 +290,17 @@ sim_run(dfg *g, sim_result *r)
     sim_drain(&s);
     sim_tally(g, r);
     return 0;
+}
+
+void
+sim_result_trim(sim_result *r)
+{
+    free(r->cnt);
+    free(r->ready);
+    free(r->stack);
+    free(r->arrived);
+    r->cnt = r->stack = r->arrived = NULL;
+    r->ready = NULL;
 }
 
 void

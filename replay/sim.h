@@ -60,6 +60,12 @@ int sim_run(dfg *g, sim_result *res);
 /* Frees the arrays of res and zeroes it. */
 void sim_result_free(sim_result *res);
 
+/* Frees res's scratch (cnt, ready, stack, arrived: 16 bytes a node that only a run uses)
+ * and keeps the result readable; a later sim_run on res allocates the scratch again. For
+ * a result kept while other simulations run (dpro-replay's exact replay during the
+ * typical-duration one). */
+void sim_result_trim(sim_result *res);
+
 /* A timeline: start/end per node and, per group, the time of the last arrival. */
 typedef struct sim_timeline {
     const int64_t *start, *end;

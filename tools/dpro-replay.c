@@ -575,6 +575,7 @@ main(int argc, char **argv)
     memset(&ws, 0, sizeof ws);
     memset(&pt, 0, sizeof pt);
     memset(&rp, 0, sizeof rp);
+    a.ro.release_events = 1; /* nothing below reads an event once the graph is built */
     /* with --mpi, every process reads its share of the traces, process 0 gathers them,
      * builds the graph and hands it out */
     job_share sh;

@@ -431,7 +431,7 @@ test_p2p_scan(void)
      * the kernel ncclGroupEnd launched, a second all-reduce, and an imported SendRecv
      * without a peer */
     enum { C = 0xabc, T = 7, S = 5 };
-    dpro_event ev[10];
+    job_event ev[10];
     memset(ev, 0, sizeof ev);
     for (int i = 0; i < 10; i++) {
         ev[i].start_ns = (uint64_t)(1000 * i);
@@ -477,7 +477,7 @@ test_p2p_scan(void)
     /* collectives numbered without the send/recv calls */
     CHECK_EQ(build_coll_seq(&p, &ev[0]), 0);
     CHECK_EQ(build_coll_seq(&p, &ev[8]), 1);
-    dpro_event other = ev[8];
+    job_event other = ev[8];
     other.comm = C + 1;
     CHECK_EQ(build_coll_seq(&p, &other), 4);
     build_p2p_free(&p);

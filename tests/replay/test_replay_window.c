@@ -9,7 +9,10 @@
  *      bit for bit: iterations compared and their numbers, measured and simulated
  *      iteration times, breakdowns, stragglers, clock offsets, the critical path;
  *      and the window was taken (EXPECT 1: fewer events loaded than the files hold) or
- *      not (EXPECT 0: every event).
+ *      not (EXPECT 0: every event);
+ *   3. the release: the events reduced to markers and memory events once the graph is
+ *      built (replay_options.release_events, as dpro-replay does) give the same figures,
+ *      critical path, typical replay and Chrome export as every event kept.
  *
  * usage: test_replay_window DIR ITERATIONS WARMUP EXPECT
  */
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "replay/chrome.h"
 #include "replay/job.h"
 #include "replay/replay.h"
 #include "tests/unit/testutil.h"
@@ -73,7 +77,7 @@ check_bd(const sim_breakdown *a, const sim_breakdown *b)
     do {                                                                                           \
         double x_ = (a), y_ = (b);                                                                 \
         if (x_ != y_)                                                                              \
-            fprintf(stderr, "%s: %.17g (window) != %.17g (every event)\n", #a, x_, y_);            \
+            fprintf(stderr, "%s: %.17g != %.17g\n", #a, x_, y_);                                   \
         CHECK(x_ == y_);                                                                           \
     } while (0)
 
@@ -91,6 +95,49 @@ replay_summary_of(const char *dir, const replay_options *opts, replay *rp, repla
         return -1;
     }
     return 0;
+}
+
+/* The figures of two replays of one job (w, sw and f, sf) are the same. */
+static void
+check_same_summary(const replay *w, const replay_summary *sw, const replay *f,
+                   const replay_summary *sf)
+{
+    CHECK_EQ(sw->n_ranks, sf->n_ranks);
+    CHECK_EQ(sw->iterations, sf->iterations);
+    CHECK_EQ(sw->first_iteration, sf->first_iteration);
+    CHECK_SAME(sw->measured_us, sf->measured_us);
+    CHECK_SAME(sw->simulated_us, sf->simulated_us);
+    CHECK_SAME(sw->error_pct, sf->error_pct);
+    check_bd(&sw->measured_bd, &sf->measured_bd);
+    check_bd(&sw->simulated_bd, &sf->simulated_bd);
+    CHECK_EQ(sw->unfinished, sf->unfinished);
+    for (int32_t r = 0; r < sw->n_ranks && r < sf->n_ranks; r++) {
+        const replay_rank_summary *a = &sw->rank[r], *b = &sf->rank[r];
+        CHECK_EQ(a->present, b->present);
+        CHECK_SAME(a->measured_us, b->measured_us);
+        CHECK_SAME(a->simulated_us, b->simulated_us);
+        CHECK_SAME(a->straggler_blame_us, b->straggler_blame_us);
+        CHECK_EQ(a->last_arrivals, b->last_arrivals);
+        CHECK_SAME(a->clock_offset_us, b->clock_offset_us);
+        CHECK_EQ(a->clock_aligned, b->clock_aligned);
+        check_bd(&a->measured_bd, &b->measured_bd);
+        check_bd(&a->simulated_bd, &b->simulated_bd);
+    }
+    CHECK_EQ(sw->n_cp, sf->n_cp);
+    CHECK_EQ(sw->cp_length_ns, sf->cp_length_ns);
+    CHECK_EQ(sw->cp_rank, sf->cp_rank);
+    for (int c = 0; c < REPLAY_CP_NCLASSES; c++)
+        CHECK_EQ(sw->cp_class_ns[c], sf->cp_class_ns[c]);
+    for (int32_t i = 0; i < sw->n_cp && i < sf->n_cp; i++) {
+        CHECK_EQ(sw->cp[i].cls, sf->cp[i].cls);
+        CHECK(!sw->cp[i].op == !sf->cp[i].op &&
+              (!sw->cp[i].op || strcmp(sw->cp[i].op, sf->cp[i].op) == 0));
+        CHECK(strcmp(dfg_name(&w->graph, sw->cp[i].name), dfg_name(&f->graph, sf->cp[i].name)) ==
+              0);
+        CHECK_EQ(sw->cp[i].kind, sf->cp[i].kind);
+        CHECK_EQ(sw->cp[i].total_ns, sf->cp[i].total_ns);
+        CHECK_EQ(sw->cp[i].count, sf->cp[i].count);
+    }
 }
 
 /* Part 2: the window's figures against every event's. */
@@ -115,45 +162,76 @@ check_window(const char *dir, const replay_options *ro, int expect)
     CHECK_EQ(windowed, expect);
     CHECK_EQ(w.job.window_warmup >= 0, expect);
     CHECK_EQ_U(f.job.events_loaded, f.job.events_in_files);
-    CHECK_EQ(sw.n_ranks, sf.n_ranks);
-    CHECK_EQ(sw.iterations, sf.iterations);
-    CHECK_EQ(sw.first_iteration, sf.first_iteration);
-    CHECK_SAME(sw.measured_us, sf.measured_us);
-    CHECK_SAME(sw.simulated_us, sf.simulated_us);
-    CHECK_SAME(sw.error_pct, sf.error_pct);
-    check_bd(&sw.measured_bd, &sf.measured_bd);
-    check_bd(&sw.simulated_bd, &sf.simulated_bd);
-    CHECK_EQ(sw.unfinished, sf.unfinished);
-    for (int32_t r = 0; r < sw.n_ranks && r < sf.n_ranks; r++) {
-        const replay_rank_summary *a = &sw.rank[r], *b = &sf.rank[r];
-        CHECK_EQ(a->present, b->present);
-        CHECK_SAME(a->measured_us, b->measured_us);
-        CHECK_SAME(a->simulated_us, b->simulated_us);
-        CHECK_SAME(a->straggler_blame_us, b->straggler_blame_us);
-        CHECK_EQ(a->last_arrivals, b->last_arrivals);
-        CHECK_SAME(a->clock_offset_us, b->clock_offset_us);
-        CHECK_EQ(a->clock_aligned, b->clock_aligned);
-        check_bd(&a->measured_bd, &b->measured_bd);
-        check_bd(&a->simulated_bd, &b->simulated_bd);
-    }
-    CHECK_EQ(sw.n_cp, sf.n_cp);
-    CHECK_EQ(sw.cp_length_ns, sf.cp_length_ns);
-    CHECK_EQ(sw.cp_rank, sf.cp_rank);
-    for (int c = 0; c < REPLAY_CP_NCLASSES; c++)
-        CHECK_EQ(sw.cp_class_ns[c], sf.cp_class_ns[c]);
-    for (int32_t i = 0; i < sw.n_cp && i < sf.n_cp; i++) {
-        CHECK_EQ(sw.cp[i].cls, sf.cp[i].cls);
-        CHECK(!sw.cp[i].op == !sf.cp[i].op &&
-              (!sw.cp[i].op || strcmp(sw.cp[i].op, sf.cp[i].op) == 0));
-        CHECK(strcmp(dfg_name(&w.graph, sw.cp[i].name), dfg_name(&f.graph, sf.cp[i].name)) == 0);
-        CHECK_EQ(sw.cp[i].kind, sf.cp[i].kind);
-        CHECK_EQ(sw.cp[i].total_ns, sf.cp[i].total_ns);
-        CHECK_EQ(sw.cp[i].count, sf.cp[i].count);
-    }
+    check_same_summary(&w, &sw, &f, &sf);
     replay_summary_free(&sw);
     replay_summary_free(&sf);
     replay_close(&w);
     replay_close(&f);
+}
+
+/* The Chrome export of rp's simulated timeline (summary s), in a malloc'd string
+ * (*len bytes), or NULL. */
+static char *
+chrome_text(const replay *rp, const replay_summary *s, size_t *len)
+{
+    char *text = NULL;
+    FILE *f = open_memstream(&text, len);
+    if (!f)
+        return NULL;
+    chrome_options co = {1, -1, -1, s};
+    int rc = chrome_export(rp, &rp->graph, &rp->sim, &co, f);
+    fclose(f);
+    if (rc != 0) {
+        free(text);
+        text = NULL;
+    }
+    return text;
+}
+
+/* Part 3: the events released once the graph is built (replay_options.release_events)
+ * change nothing that is read afterwards: the summary with its critical path, the typical
+ * replay, the Chrome export; the released ranks keep only markers and memory events. */
+static void
+check_release(const char *dir, const replay_options *ro)
+{
+    replay r, k;
+    replay_summary sr, sk;
+    replay_options rel = *ro, keep = *ro;
+    rel.release_events = 1;
+    keep.release_events = 0;
+    int rr = replay_summary_of(dir, &rel, &r, &sr);
+    int rk = replay_summary_of(dir, &keep, &k, &sk);
+    CHECK_EQ(rr, 0);
+    CHECK_EQ(rk, 0);
+    if (rr != 0 || rk != 0)
+        return;
+    size_t kept = 0, all = 0;
+    for (int32_t q = 0; q < r.job.n_ranks; q++) {
+        for (size_t i = 0; i < r.job.ranks[q].n_events; i++) {
+            uint32_t kind = r.job.ranks[q].events[i].kind;
+            CHECK(kind == DPRO_KIND_MARKER || kind == DPRO_KIND_MEMORY);
+        }
+        kept += r.job.ranks[q].n_events;
+        all += k.job.ranks[q].n_events;
+    }
+    CHECK(kept < all);
+    check_same_summary(&r, &sr, &k, &sk);
+    replay_typical tr, tk;
+    CHECK_EQ(replay_typical_replay(&r, &tr), 0);
+    CHECK_EQ(replay_typical_replay(&k, &tk), 0);
+    CHECK_EQ(tr.nodes, tk.nodes);
+    CHECK_EQ(tr.matched, tk.matched);
+    CHECK_SAME(tr.predicted_us, tk.predicted_us);
+    CHECK_SAME(tr.mean_predicted_us, tk.mean_predicted_us);
+    size_t lr = 0, lk = 0;
+    char *cr = chrome_text(&r, &sr, &lr), *ck = chrome_text(&k, &sk, &lk);
+    CHECK(cr && ck && lr == lk && memcmp(cr, ck, lr) == 0);
+    free(cr);
+    free(ck);
+    replay_summary_free(&sr);
+    replay_summary_free(&sk);
+    replay_close(&r);
+    replay_close(&k);
 }
 
 int
@@ -172,6 +250,7 @@ main(int argc, char **argv)
     check_threads(dir, whole);
     check_threads(dir, window);
     check_window(dir, &ro, expect);
+    check_release(dir, &ro);
     printf("%s -n %d -w %d: %d passed, %d failed\n", dir, ro.iterations, ro.warmup, tests_passed,
            tests_failed);
     return tests_failed ? 1 : 0;
