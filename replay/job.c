@@ -797,41 +797,6 @@ drop_window(job *j, rank_task *t, int32_t n, size_t *n_msg)
     j->n_folded = 0;
 }
 
-int32_t
-job_fold_find(const fold_reps *reps, const job_fold_sig *s)
-{
-    int32_t into = -1;
-    for (int32_t k = 0; into < 0 && k < reps->n; k++)
-        if (job_fold_alike(s, &reps->sig[k]))
-            into = k;
-    return into;
-}
-
-int
-job_fold_classify(job *j, rank_task *t, job_fold_sig *s, fold_reps *reps, int keep)
-{
-    int rc = 0;
-    job_rank *jr = t->jr;
-    int32_t into = job_fold_find(reps, s);
-    if (into < 0) {
-        reps->sig[reps->n] = *s;
-        reps->rank[reps->n++] = jr->rank;
-    } else {
-        if (keep && !t->sig && !(t->sig = malloc(sizeof *t->sig)))
-            rc = DPRO_ERR_NOMEM;
-        if (rc == 0 && job_fold_reduce(jr) != 0)
-            rc = DPRO_ERR_NOMEM;
-        if (rc == 0 && keep)
-            *t->sig = *s;
-        else
-            job_fold_sig_free(s);
-        jr->folded = rc == 0;
-        jr->fold_rep = reps->rank[into];
-        j->n_folded += rc == 0;
-    }
-    return rc;
-}
-
 /* Classifies the tasks read in one wave, in rank order (see job.h): a rank alike a
  * representative in reps is folded into it and reduced, another becomes one (its
  * signature kept). With keep, folded ranks keep their signatures (t->sig). Returns 0 or

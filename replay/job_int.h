@@ -49,10 +49,10 @@ typedef struct fold_reps {
  * detached again). Returns 0 or a dpro_status. */
 int job_read_rank(rank_task *t, const job_options *o);
 
-/* job.c: the first of reps alike s (job_fold_alike), or -1. */
+/* job_fold.c: the first of reps alike s (job_fold_alike), or -1. */
 int32_t job_fold_find(const fold_reps *reps, const job_fold_sig *s);
 
-/* job.c: classifies t's rank, read whole, by its signature *s (taken: kept as a
+/* job_fold.c: classifies t's rank, read whole, by its signature *s (taken: kept as a
  * representative's or freed): folded into the first of reps alike it (reduced), or a
  * representative. With keep, a folded rank's signature goes to t->sig. Returns 0 or
  * DPRO_ERR_NOMEM. */
