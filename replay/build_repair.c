@@ -92,6 +92,10 @@ build_repair_event_edges(dfg *g)
                 dst = coll;
             } else {
                 dst = launched_of_kind(g, nx, DFG_KERNEL);
+                if (dst < 0) /* the gradients copied back out of the bucket */
+                    dst = launched_of_kind(g, nx, DFG_MEMCPY);
+                if (dst < 0)
+                    dst = launched_of_kind(g, nx, DFG_MEMSET);
                 int64_t best = -1;
                 int32_t r = g->res_rank[q];
                 for (int32_t d = 0; d < g->n_nodes; d++) {
