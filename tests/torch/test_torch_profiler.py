@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""test_torch_profiler.py: one torch DDP run (tests/torch/traced_train.py, 2 ranks)
-traced at once by the collector (dpro-run) and by torch.profiler (Kineto), the latter's
-trace imported with dpro-import, compared launch by launch through CUPTI's correlation ids.
+"""test_torch_profiler.py: one torch DDP run (tests/torch/traced_train.py, 2 ranks, 15
+steps, the last 4 profiled) traced at once by the collector (dpro-run) and by
+torch.profiler (Kineto), the latter's trace imported with dpro-import, compared launch by
+launch through CUPTI's correlation ids; then the same job under the collector alone,
+whose trace dpro must read as it reads the Kineto trace of the same steps.
 
 CUPTI has one activity client: the collector registers first (at load), Kineto registers
 its buffers at the profiler's start and from then on CUPTI's device records go to Kineto,
@@ -14,10 +16,10 @@ launch keeps the correlation id CUPTI gives the device records.  So, per rank:
    Kineto's flush at stop delivers): more than 100 kernels.
 2. Every kernel of the Kineto trace has the collector's launch with the same correlation
    id and the same kernel name; every launch the collector saw between the first and the
-   last of those, and every launch inside its NVTX ranges of the steps (all profiled),
-   has its kernel in the Kineto trace: the kernel counts are equal.
-3. The same iterations: one record_function("dpro_forward") per step in the Kineto
-   trace, one NVTX range dpro_step_<i> per step in the collector's.
+   last of those, and every launch inside its NVTX ranges of the profiled steps, has its
+   kernel in the Kineto trace: the kernel counts are equal.
+3. One record_function("dpro_forward") per profiled step in the Kineto trace, one NVTX
+   range dpro_step_<i> per step in the collector's.
 4. Per-kernel durations: in one run only Kineto has the device records of the profiled
    window (the collector's stop when Kineto takes the buffers), so the same job runs once
    more under the collector alone, and per kernel (by name, demangled) the median
@@ -25,6 +27,36 @@ launch keeps the correlation id CUPTI gives the device records.  So, per rank:
    noise (a kernel's time is a function of its work), so two runs give the same times,
    but for NCCL's kernels, whose time holds the wait for the other rank; this checks both
    tools' timestamps, Kineto's TSC timestamp callback among them.
+5. The same iterations, as dpro-replay finds them (here from the period of the kernel
+   sequence: the collector's NVTX ranges and Kineto's record_function ones are not named
+   like iterations): each compared iteration (--json per_rank.iteration_times) is mapped
+   to the steps whose launches open and close it, and dpro-replay is given the window of
+   steps both traces hold (shared_window: -w/-n, from the second step each trace marks
+   on); the same steps on every rank, per iteration within ITER_TOL of each other.
+6. The same replay answer: simulated_iter_us and simulated_median_iter_us within
+   REPLAY_TOL of each other and of the measured iteration in each; the collectives'
+   time on the critical path within CP_TOL; dpro-optimize (the bucket strategies alone,
+   then all) advising the same (no plan in both, or the same top plan and knobs, its
+   prediction within OPT_TOL).
+
+Which runs: the collector's trace of the profiled run lacks the device records of the
+profiled steps, and nothing in dpro joins the Kineto device records to that trace's host
+calls, so 5 and 6 compare the profiled run's Kineto trace with the collector-alone run:
+two runs. They are made alike: simple physics, kernels SLOWDOWN times their cost so the
+device paces the job, --async-steps (no host wait in a step) and the profiled steps after
+DDP's first 10 iterations (its logger waits for the device in each of those): from then
+on the host runs ahead and its time, the profiler's included, never reaches the device,
+whose iteration is a function of the work (in practice equal to the ns). Per iteration
+1 % therefore bounds everything else: launch order, the collectives' waits on the other
+rank. NCCL_LAT_US makes each all-reduce cost 2 ms, so fewer buckets save time and the
+optimizer has advice to give (tensor fusion: 7 all-reduces a step become 1).
+What cannot be compared: the host side. Kineto's host events are ATen ops and runtime
+calls without streams or events (this torch's Kineto enables no CUPTI CUDA_EVENT records,
+so its waits name no record), the collector's are the CUDA calls with their handles and
+the allocator and NCCL calls; the replay rebuilds Kineto's event dependencies from call
+order (replay/build.h, build_repair_event_edges). The typical-duration replay has no
+operation to average in these windows (an operation belongs to the iteration its host
+call starts in, and the host is steps ahead), so only the exact replay is compared.
 
 Skips (77) without venv/ (make venv) or with DPRO_TORCH=0."""
 import collections
@@ -50,7 +82,7 @@ TRAIN = os.path.join(HERE, "traced_train.py")
 STEPS = 15
 PROFILED = 11  # the first step profiled: DDP's logger waits for the device in iterations 1-10
 SLOWDOWN = "100"  # kernels 100 times the simple physics' time: the device, not the host, paces
-NCCL_GBPS = "0.03"  # the all-reduces 3 % of the iteration
+NCCL_LAT_US = "2000"  # each all-reduce 2 ms: fewer buckets save time
 ITER_TOL = 0.01  # per iteration, collector against Kineto
 REPLAY_TOL = 0.01  # the replay's answers
 OPT_TOL = 0.03  # dpro-optimize's top strategy, when there is one
@@ -330,7 +362,7 @@ def compare_advice(coll_dir, cw, kin_dir, kw):
 
 
 env = sanitizer_env(dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60",
-                         SIMGPU_SLOWDOWN=SLOWDOWN, SIMGPU_NCCL_BW_GBPS=NCCL_GBPS))
+                         SIMGPU_SLOWDOWN=SLOWDOWN, SIMGPU_NCCL_LAT_US=NCCL_LAT_US))
 tmp = tempfile.mkdtemp(prefix="dpro-torch-prof-")
 try:
     trace = os.path.join(tmp, "trace")
@@ -369,8 +401,7 @@ try:
     # 5. and 6. iterations, replay and advice: the collector's run against Kineto's
     compare_replays(alone, coll2, imported, kin)
 finally:
-    if os.environ.get("KEEP"): print("kept", tmp)
-    else: shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 if failures:
     sys.exit(1)
