@@ -5,14 +5,19 @@ the tests that trace it (tests/torch/test_torch_collector.py, test_torch_profile
 
 Each step is an NVTX range "dpro_step_<i>" (torch.cuda.nvtx.range_push/pop) and its
 forward a torch.autograd.profiler.record_function("dpro_forward"), which emit_nvtx() turns
-into NVTX ranges as it does every operator's.  --profile FILE runs the steps under
-torch.profiler instead of emit_nvtx (CPU and CUDA activity, one ProfilerStep per step) and
-exports its Kineto trace of this rank to FILE with "%d" replaced by the rank.
+into NVTX ranges as it does every operator's.  --profile FILE runs the steps from
+--profile-from on under torch.profiler instead of emit_nvtx (CPU and CUDA activity, no
+schedule, so no ProfilerStep range: each step is a record_function "dpro_step_<i>" too)
+and exports its Kineto trace of this rank to FILE with "%d" replaced by the rank.
+--async-steps keeps the host from waiting for the device inside the steps (the input is
+drawn on the device, no synchronisation at a step's end), so that past DDP's first 10
+iterations, whose logger waits for the device, a busy device paces the job.
 
 Each rank writes OUT/rank<R>.json: the caching allocator's segment count
 (torch.cuda.memory_stats: cudaMalloc calls made and freed), the names of the process's
 threads (/proc/self/task/*/comm), the steps run and each step's time (host, from its start
-to the synchronisation at its end: wall clock, and the process's CPU time, all threads)."""
+to the synchronisation at its end, or to its last call with --async-steps: wall clock, and
+the process's CPU time, all threads)."""
 import argparse
 import contextlib
 import glob
