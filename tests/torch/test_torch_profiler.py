@@ -16,8 +16,9 @@ launch keeps the correlation id CUPTI gives the device records.  So, per rank:
    Kineto's flush at stop delivers): more than 100 kernels.
 2. Every kernel of the Kineto trace has the collector's launch with the same correlation
    id and the same kernel name; every launch the collector saw between the first and the
-   last of those, and every launch inside its NVTX ranges of the profiled steps, has its
-   kernel in the Kineto trace: the kernel counts are equal.
+   last of those (runtime and driver launches, and NCCL's collectives), and every launch
+   inside its NVTX ranges of the profiled steps, has its kernel in the Kineto trace: the
+   kernel counts are equal.
 3. One record_function("dpro_forward") per profiled step in the Kineto trace, one NVTX
    range dpro_step_<i> per step in the collector's.
 4. Per-kernel durations: in one run only Kineto has the device records of the profiled
@@ -162,6 +163,12 @@ def compare(rank, coll, kin):
     check(in_steps and not lost, "rank %d: %d of the collector's %d launches inside the profiled "
           "steps have no Kineto kernel (last: %s)"
           % (rank, len(lost), len(in_steps), [(e["corr"], e["name2"][:40]) for e in lost]))
+    colls = [e for e in ce if e["kind"] == "collective" and e["corr"] and
+             lo <= e["corr"] <= hi]
+    unseen = [e for e in colls if e["corr"] not in seen]
+    check(colls and not unseen, "rank %d: %d of the collector's %d collectives in the profiled "
+          "window have no Kineto kernel (first: %s)"
+          % (rank, len(unseen), len(colls), unseen[:1]))
     n_launch_kernels = sum(1 for k, h in launched if h["name"] in LAUNCHES)
     check(n_launch_kernels == len(coll_launches),
           "rank %d: kernel counts: Kineto %d, collector launches %d"
