@@ -473,6 +473,13 @@ anneal(searcher *s)
     }
 }
 
+/* Number of changes plan p makes (its families, fusion and capture). */
+static int
+plan_changes(const strategy_plan *p)
+{
+    return __builtin_popcount(strategy_plan_families(p)) + p->fuse + p->cuda_graph;
+}
+
 static int
 cmp_candidate(const void *pa, const void *pb)
 {
@@ -485,18 +492,32 @@ cmp_candidate(const void *pa, const void *pb)
         return (a->eval.peak_bytes > b->eval.peak_bytes) -
                (a->eval.peak_bytes < b->eval.peak_bytes);
     /* ties: fewer changes first */
-    int fa =
-        __builtin_popcount(strategy_plan_families(&a->plan)) + a->plan.fuse + a->plan.cuda_graph;
-    int fb =
-        __builtin_popcount(strategy_plan_families(&b->plan)) + b->plan.fuse + b->plan.cuda_graph;
+    int fa = plan_changes(&a->plan), fb = plan_changes(&b->plan);
     if (fa != fb)
         return fa - fb;
     return memcmp(&a->plan, &b->plan, sizeof a->plan);
 }
 
+/* True if a plan with fewer changes than c is within 0.1 % of c's time with no more
+ * memory: what c adds gains less than the 0.1 % a plan must gain to be listed at all. */
+static int
+simpler_as_good(const search_candidate *all, int64_t n, const search_candidate *c)
+{
+    int found = 0;
+    for (int64_t j = 0; j < n && !found; j++) {
+        const search_candidate *d = &all[j];
+        found = d->feasible && d->eval.iter_ns > 0 && strategy_plan_families(&d->plan) &&
+                plan_changes(&d->plan) < plan_changes(&c->plan) &&
+                d->eval.iter_ns <= c->eval.iter_ns * 1.001 &&
+                (c->eval.peak_bytes < 0 || d->eval.peak_bytes <= c->eval.peak_bytes);
+    }
+    return found;
+}
+
 /* Picks the winners: feasible plans better than the baseline (or any feasible plan when
  * the baseline is not), best first, each one smaller in memory than every faster one
- * listed before it (the time / memory Pareto front). */
+ * listed before it (the time / memory Pareto front), leaving out a plan that a plan with
+ * fewer changes matches within 0.1 % (simpler_as_good). */
 static int
 pick_top(searcher *s)
 {
@@ -518,6 +539,8 @@ pick_top(searcher *s)
         if (!strategy_plan_families(&c->plan))
             continue;
         if (out->baseline.feasible && c->eval.iter_ns >= base * 0.999)
+            continue;
+        if (simpler_as_good(all, s->cache.n, c))
             continue;
         /* only plans no listed plan dominates (as fast and as small) */
         int dominated = 0;

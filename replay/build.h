@@ -215,11 +215,13 @@ int build_match_p2p(dfg *g, build_p2p_part *parts, size_t n, build_p2p_stats *st
  * Kineto import's runtime calls carry no stream or event, and without cudaStreamGetId
  * the collector records the legacy default stream as handle 0, which no device op has):
  * with event records in the trace but no device-to-device edge at all, the DDP pattern is
- * rebuilt from call order on each thread:
+ * rebuilt from call order on each thread (calls that order nothing on the device, such as
+ * cudaStreamIsCapturing and cudaEventQuery, may come between the record and the wait):
  *   record; wait; collective   the collective waits for the last kernel launched on
  *                              that thread before the record (a gradient bucket);
- *   record; wait; kernel       the kernel waits for the last collective of the rank
- *                              launched before the record (the optimizer waits for the
+ *   record; wait; kernel       the kernel (or copy, or memset) waits for the last
+ *                              collective of the rank launched before the record (the
+ *                              optimizer, or the copy out of the bucket, waits for the
  *                              gradients).
  * The idle time the restored dependency explains is taken out of the waiting op's
  * measured stream gap, and its launch latency (which also held the wait) becomes the

@@ -22,6 +22,15 @@ launched_of_kind(const dfg *g, int32_t h, int kind)
     return -1;
 }
 
+/* True if host node n's call orders nothing on the device: it launches no op and is no
+ * event record, wait or synchronisation (cudaStreamIsCapturing, cudaEventQuery,
+ * cudaGetDevice: what PyTorch calls between an event's record and the wait on it). */
+static int
+neutral(const dfg *g, int32_t n)
+{
+    return g->launched_off[n + 1] == g->launched_off[n] && api_class(g, n) == DPRO_API_CLASS_OTHER;
+}
+
 /* See build.h. */
 int64_t
 build_repair_event_edges(dfg *g)
@@ -66,6 +75,8 @@ build_repair_event_edges(dfg *g)
             if (api_class(g, h) != DPRO_API_CLASS_STREAM_WAIT)
                 continue;
             int32_t rec = g->prev_on_res[h];
+            while (rec >= 0 && neutral(g, rec))
+                rec = g->prev_on_res[rec];
             if (rec < 0 || api_class(g, rec) != DPRO_API_CLASS_EVENT_RECORD)
                 continue;
             int32_t nx = g->next_on_res[h];
@@ -81,6 +92,10 @@ build_repair_event_edges(dfg *g)
                 dst = coll;
             } else {
                 dst = launched_of_kind(g, nx, DFG_KERNEL);
+                if (dst < 0) /* the gradients copied back out of the bucket */
+                    dst = launched_of_kind(g, nx, DFG_MEMCPY);
+                if (dst < 0)
+                    dst = launched_of_kind(g, nx, DFG_MEMSET);
                 int64_t best = -1;
                 int32_t r = g->res_rank[q];
                 for (int32_t d = 0; d < g->n_nodes; d++) {

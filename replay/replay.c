@@ -759,6 +759,28 @@ replay_rank_window(const replay *rp, const dfg *g, sim_timeline tl, int32_t r, i
     return 1;
 }
 
+int
+replay_iteration_times(const replay *rp, int32_t r, int32_t k, int64_t *trace_t0, int64_t *trace_t1,
+                       int64_t *measured_ns, int64_t *simulated_ns)
+{
+    int rc = -1;
+    const dfg *g = &rp->graph;
+    const int32_t *b;
+    int32_t rep = dfg_rank_rep(g, r);
+    int32_t nb = dfg_iterations(g, r, &b);
+    if (rp->simulated && k >= rp->iter_first && k <= rp->iter_last && k + 1 < nb && b[k] >= 0 &&
+        b[k + 1] >= 0 && rp->sim.end[b[k]] >= 0 && rp->sim.end[b[k + 1]] >= 0) {
+        /* graph time = trace time + offset - time origin (build.c) */
+        int64_t off = rp->align.offset_ns && rep < rp->align.n_ranks ? rp->align.offset_ns[rep] : 0;
+        *trace_t0 = g->mend[b[k]] - off + rp->time_origin;
+        *trace_t1 = g->mend[b[k + 1]] - off + rp->time_origin;
+        *measured_ns = g->mend[b[k + 1]] - g->mend[b[k]];
+        *simulated_ns = rp->sim.end[b[k + 1]] - rp->sim.end[b[k]];
+        rc = 0;
+    }
+    return rc;
+}
+
 double
 replay_predict(const replay *rp, dfg *g, sim_result *res)
 {

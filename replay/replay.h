@@ -158,6 +158,15 @@ int64_t replay_slow_rank(dfg *g, int32_t rank, double kernel_factor, double host
  * below 2. */
 int32_t replay_scale_ranks(const costmodel *m, dfg *g, int32_t n_from, int32_t n_to);
 
+/* Compared iteration k (rp->iter_first <= k <= rp->iter_last) of rank r, measured and
+ * simulated (rp simulated): stores in *trace_t0 and *trace_t1 where it starts and ends on
+ * the rank's own trace clock (the ends of its boundary operations as the trace has them,
+ * so a reader finds those events; a folded rank's are its representative's), and its
+ * measured and simulated durations in ns. Returns 0, or -1 if k is not compared or a
+ * boundary did not run. */
+int replay_iteration_times(const replay *rp, int32_t r, int32_t k, int64_t *trace_t0,
+                           int64_t *trace_t1, int64_t *measured_ns, int64_t *simulated_ns);
+
 /* Window [*t0, *t1) of rank r on timeline tl: its compared iterations, or (without
  * iterations) the span of the rank's nodes. Returns the number of iterations it holds (0:
  * none; the span counts as 1). */

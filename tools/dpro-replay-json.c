@@ -147,6 +147,20 @@ json_ranks(json_writer *j, const report *rep)
             j, "iteration_method",
             (const char *[]){"none", "marker", "range", "kernel-period"}[rp->iters[r].method & 3]);
         json_kv_int(j, "warm_up_iterations", rp->iters[r].warm_up);
+        json_key(j, "iteration_times");
+        json_begin_array(j);
+        for (int32_t k = rp->iter_first; k <= rp->iter_last; k++) {
+            int64_t t0, t1, m, sim;
+            if (replay_iteration_times(rp, r, k, &t0, &t1, &m, &sim) != 0)
+                continue;
+            json_begin_object(j);
+            json_kv_int(j, "trace_start_ns", t0);
+            json_kv_int(j, "trace_end_ns", t1);
+            json_kv_double(j, "measured_us", (double)m / 1000.0);
+            json_kv_double(j, "simulated_us", (double)sim / 1000.0);
+            json_end_object(j);
+        }
+        json_end_array(j);
         json_key(j, "breakdown");
         json_begin_object(j);
         bd_json(j, "measured", &q->measured_bd,

@@ -3,7 +3,8 @@
  * graphs (launch-queue backpressure, pure submission latency), checked by what-if
  * predictions against a reference model of the device; send/recv pairing by channel and
  * ordinal, grouped calls, refused pairs, and the events scan (grouped calls carried by
- * ncclGroupEnd's kernel, collective ordinals without send/recv).
+ * ncclGroupEnd's kernel, collective ordinals without send/recv); event dependencies
+ * rebuilt from call order (build_repair_event_edges).
  */
 #include <math.h>
 #include <stdio.h>
@@ -491,6 +492,84 @@ test_p2p_scan(void)
     CHECK(build_p2p_channel(C, 0, 1) != C);
 }
 
+/* ---- event dependencies rebuilt from call order --------------------------------------- */
+
+/* Appends host call `name` on thread T at *t (1 us long, 1 us apart). */
+static int32_t
+host_call(dfg *g, int32_t T, const char *name, int64_t *t)
+{
+    int32_t h = dfg_add_node(g, DFG_HOST, T, dfg_intern(g, name));
+    g->mstart[h] = *t;
+    g->mend[h] = *t + 1000;
+    *t += 2000;
+    return h;
+}
+
+/* Appends device op `name` of kind `kind` on stream S, launched by h, at t0 (10 us). */
+static int32_t
+device_op(dfg *g, int kind, int32_t S, const char *name, int32_t h, int64_t t0)
+{
+    int32_t d = dfg_add_node(g, kind, S, dfg_intern(g, name));
+    g->mstart[d] = t0;
+    g->mend[d] = t0 + 10000;
+    g->launch[d] = h;
+    return d;
+}
+
+static int
+has_edge(const dfg *g, int32_t a, int32_t b)
+{
+    int found = 0;
+    for (int64_t i = 0; i < g->n_edges && !found; i++)
+        found = g->esrc[i] == a && g->edst[i] == b;
+    return found;
+}
+
+/* A Kineto import of PyTorch DDP (runtime calls without streams or events, no
+ * device-to-device edge): a gradient bucket's all-reduce, the NCCL stream's wait for the
+ * compute stream and the compute stream's wait for the all-reduce separated from their
+ * event records by calls that order nothing on the device, as torch 2.15 calls them; the
+ * all-reduce waits for the bucket's last kernel, the copy out of the bucket for the
+ * all-reduce. A wait whose last ordering call is a launch, not a record, gets no edge. */
+static void
+test_repair_event_edges(void)
+{
+    dfg g;
+    REQUIRE(dfg_init(&g, 1) == 0);
+    int32_t T = dfg_add_resource(&g, DFG_RES_THREAD, 0, 1, 0);
+    int32_t S = dfg_add_resource(&g, DFG_RES_STREAM, 0, 7, 0);
+    int32_t N = dfg_add_resource(&g, DFG_RES_STREAM, 0, 13, 0);
+    int64_t t = 0;
+    int32_t h = host_call(&g, T, "cudaLaunchKernel", &t);
+    int32_t k0 = device_op(&g, DFG_KERNEL, S, "bwd", h, 100000);
+    host_call(&g, T, "cudaEventRecordWithFlags", &t);
+    host_call(&g, T, "cudaStreamIsCapturing", &t);
+    host_call(&g, T, "cudaStreamWaitEvent", &t);
+    host_call(&g, T, "cudaStreamIsCapturing", &t);
+    host_call(&g, T, "cudaEventRecordWithFlags", &t);
+    h = host_call(&g, T, "cuLaunchKernelEx", &t);
+    int32_t c = device_op(&g, DFG_KERNEL, N, "ncclDevKernel_AllReduce", h, 120000);
+    dfg_set_group(&g, c, dfg_add_group(&g, DPRO_COLL_ALLREDUCE, 1, 4096, 1, 0, 10000));
+    host_call(&g, T, "cudaStreamIsCapturing", &t);
+    host_call(&g, T, "cudaEventRecordWithFlags", &t);
+    host_call(&g, T, "cudaEventQuery", &t);
+    host_call(&g, T, "cudaStreamIsCapturing", &t);
+    host_call(&g, T, "cudaStreamWaitEvent", &t);
+    host_call(&g, T, "cudaEventRecord", &t);
+    h = host_call(&g, T, "cudaMemcpyAsync", &t);
+    int32_t m = device_op(&g, DFG_MEMCPY, S, "copy", h, 140000);
+    h = host_call(&g, T, "cudaLaunchKernel", &t);
+    device_op(&g, DFG_KERNEL, S, "opt", h, 160000);
+    host_call(&g, T, "cudaStreamIsCapturing", &t);
+    host_call(&g, T, "cudaStreamWaitEvent", &t);
+    h = host_call(&g, T, "cudaLaunchKernel", &t);
+    device_op(&g, DFG_KERNEL, S, "opt", h, 180000);
+    CHECK(build_repair_event_edges(&g) == 2);
+    CHECK(has_edge(&g, k0, c));
+    CHECK(has_edge(&g, c, m));
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
@@ -498,5 +577,6 @@ main(void)
     test_submission_latency();
     test_p2p_match();
     test_p2p_scan();
+    test_repair_event_edges();
     return tests_done();
 }

@@ -45,6 +45,22 @@ def replay_json(d, *args):
     return json.loads(out.stdout), out
 
 
+def check_iteration_times(label, j):
+    """Each rank lists its compared iterations, contiguous, averaging to its measured
+    iteration."""
+    for r in j["per_rank"]:
+        its = r["iteration_times"]
+        check(len(its) == j["iterations"], "%s: rank %d lists %d iterations of %d"
+              % (label, r["rank"], len(its), j["iterations"]))
+        check(all(a["trace_end_ns"] == b["trace_start_ns"] for a, b in zip(its, its[1:])) and
+              all(abs(i["trace_end_ns"] - i["trace_start_ns"] - 1000 * i["measured_us"]) < 1
+                  for i in its), "%s: rank %d: iteration times not contiguous: %s"
+              % (label, r["rank"], its))
+        mean = sum(i["measured_us"] for i in its) / len(its) if its else 0
+        check(abs(mean - r["measured_iter_us"]) < 0.01, "%s: rank %d: iterations' mean %.3f, "
+              "measured %.3f" % (label, r["rank"], mean, r["measured_iter_us"]))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="dpro-replay-test-")
     try:
@@ -62,6 +78,7 @@ def main():
                   "base: measured %.1f vs truth %.1f" % (j["measured_iter_us"], truth["iter_us"]))
             check(len(j["critical_path"]["top"]) > 0, "base: critical path listed")
             check(j["stragglers"] == [], "base: no stragglers")
+            check_iteration_times("base", j)
         # 2. clock skew: offsets recovered within 20 us
         d, truth = gen(tmp, "skew", "--skew", "1:5000", "--skew", "2:-3000.5", "--skew", "3:250")
         j, _ = replay_json(d)
@@ -71,6 +88,16 @@ def main():
                 check(abs(r["clock_offset_us"] - want) < 20,
                       "skew: rank %d offset %.1f want %.1f" % (r["rank"], r["clock_offset_us"], want))
             check(abs(j["error_pct"]) < 1.0, "skew: error %.3f%%" % j["error_pct"])
+            check_iteration_times("skew", j)
+        # the same boundary seen on each rank's own clock (not folded: a folded rank's
+        # times are its representative's), apart by the skew
+        j, _ = replay_json(d, "--no-fold")
+        if j:
+            t0 = {r["rank"]: r["iteration_times"][0]["trace_end_ns"] for r in j["per_rank"]}
+            for r in j["per_rank"]:
+                apart = (t0[r["rank"]] - t0[0]) / 1000.0 + r["clock_offset_us"]
+                check(abs(apart) < 20, "skew: rank %d: its iteration's end "
+                      "%.1f us off rank 0's on the aligned clock" % (r["rank"], apart))
         # 3. straggler: found, and the replay still matches
         d, truth = gen(tmp, "strag", "--straggler", "2:1.5")
         j, _ = replay_json(d)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""test_torch_profiler.py: one torch DDP run (tests/torch/traced_train.py, 2 ranks)
-traced at once by the collector (dpro-run) and by torch.profiler (Kineto), the latter's
-trace imported with dpro-import, compared launch by launch through CUPTI's correlation ids.
+"""test_torch_profiler.py: one torch DDP run (tests/torch/traced_train.py, 2 ranks, 15
+steps, the last 4 profiled) traced at once by the collector (dpro-run) and by
+torch.profiler (Kineto), the latter's trace imported with dpro-import, compared launch by
+launch through CUPTI's correlation ids; then the same job under the collector alone,
+whose trace dpro must read as it reads the Kineto trace of the same steps.
 
 CUPTI has one activity client: the collector registers first (at load), Kineto registers
 its buffers at the profiler's start and from then on CUPTI's device records go to Kineto,
@@ -14,10 +16,11 @@ launch keeps the correlation id CUPTI gives the device records.  So, per rank:
    Kineto's flush at stop delivers): more than 100 kernels.
 2. Every kernel of the Kineto trace has the collector's launch with the same correlation
    id and the same kernel name; every launch the collector saw between the first and the
-   last of those, and every launch inside its NVTX ranges of the steps (all profiled),
-   has its kernel in the Kineto trace: the kernel counts are equal.
-3. The same iterations: one record_function("dpro_forward") per step in the Kineto
-   trace, one NVTX range dpro_step_<i> per step in the collector's.
+   last of those (runtime and driver launches, and NCCL's collectives), and every launch
+   inside its NVTX ranges of the profiled steps, has its kernel in the Kineto trace: the
+   kernel counts are equal.
+3. One record_function("dpro_forward") per profiled step in the Kineto trace, one NVTX
+   range dpro_step_<i> per step in the collector's.
 4. Per-kernel durations: in one run only Kineto has the device records of the profiled
    window (the collector's stop when Kineto takes the buffers), so the same job runs once
    more under the collector alone, and per kernel (by name, demangled) the median
@@ -25,6 +28,36 @@ launch keeps the correlation id CUPTI gives the device records.  So, per rank:
    noise (a kernel's time is a function of its work), so two runs give the same times,
    but for NCCL's kernels, whose time holds the wait for the other rank; this checks both
    tools' timestamps, Kineto's TSC timestamp callback among them.
+5. The same iterations, as dpro-replay finds them (here from the period of the kernel
+   sequence: the collector's NVTX ranges and Kineto's record_function ones are not named
+   like iterations): each compared iteration (--json per_rank.iteration_times) is mapped
+   to the steps whose launches open and close it, and dpro-replay is given the window of
+   steps both traces hold (shared_window: -w/-n, from the second step each trace marks
+   on); the same steps on every rank, per iteration within ITER_TOL of each other.
+6. The same replay answer: simulated_iter_us and simulated_median_iter_us within
+   REPLAY_TOL of each other and of the measured iteration in each; the collectives'
+   time on the critical path within CP_TOL; dpro-optimize (the bucket strategies alone,
+   then all) advising the same (no plan in both, or the same top plan and knobs, its
+   prediction within OPT_TOL).
+
+Which runs: the collector's trace of the profiled run lacks the device records of the
+profiled steps, and nothing in dpro joins the Kineto device records to that trace's host
+calls, so 5 and 6 compare the profiled run's Kineto trace with the collector-alone run:
+two runs. They are made alike: simple physics, kernels SLOWDOWN times their cost so the
+device paces the job, --async-steps (no host wait in a step) and the profiled steps after
+DDP's first 10 iterations (its logger waits for the device in each of those): from then
+on the host runs ahead and its time, the profiler's included, never reaches the device,
+whose iteration is a function of the work (in practice equal to the ns). Per iteration
+1 % therefore bounds everything else: launch order, the collectives' waits on the other
+rank. NCCL_LAT_US makes each all-reduce cost 2 ms, so fewer buckets save time and the
+optimizer has advice to give (tensor fusion: 7 all-reduces a step become 1).
+What cannot be compared: the host side. Kineto's host events are ATen ops and runtime
+calls without streams or events (this torch's Kineto enables no CUPTI CUDA_EVENT records,
+so its waits name no record), the collector's are the CUDA calls with their handles and
+the allocator and NCCL calls; the replay rebuilds Kineto's event dependencies from call
+order (replay/build.h, build_repair_event_edges). The typical-duration replay has no
+operation to average in these windows (an operation belongs to the iteration its host
+call starts in, and the host is steps ahead), so only the exact replay is compared.
 
 Skips (77) without venv/ (make venv) or with DPRO_TORCH=0."""
 import collections
@@ -43,9 +76,18 @@ from torchlib import (BUILD, DPRO_RUN as dpro_run, SIMRUN as simrun,  # noqa: E4
                       sanitizer_env)
 
 dpro_import = os.path.join(BUILD, "tools", "dpro-import")
-require_torch(simrun, dpro_run, dpro_import, trace_dump)
+dpro_replay = os.path.join(BUILD, "tools", "dpro-replay")
+dpro_optimize = os.path.join(BUILD, "tools", "dpro-optimize")
+require_torch(simrun, dpro_run, dpro_import, trace_dump, dpro_replay, dpro_optimize)
 TRAIN = os.path.join(HERE, "traced_train.py")
-STEPS = 4
+STEPS = 15
+PROFILED = 11  # the first step profiled: DDP's logger waits for the device in iterations 1-10
+SLOWDOWN = "100"  # kernels 100 times the simple physics' time: the device, not the host, paces
+NCCL_LAT_US = "2000"  # each all-reduce 2 ms: fewer buckets save time
+ITER_TOL = 0.01  # per iteration, collector against Kineto
+REPLAY_TOL = 0.01  # the replay's answers
+OPT_TOL = 0.03  # dpro-optimize's top strategy, when there is one
+CP_TOL = 0.10  # the collectives' time on the critical path
 LAUNCHES = ("cudaLaunchKernel", "__cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
             "cuLaunchKernelEx")
 
@@ -113,13 +155,20 @@ def compare(rank, coll, kin):
     check(not missing, "rank %d: %d of the collector's %d launches in the profiled window have "
           "no Kineto kernel (first: %s)" % (rank, len(missing), len(coll_launches), missing[:1]))
     steps = [(e["t0"], e["t1"]) for e in ce
-             if e["kind"] == "marker" and e["name"].startswith("dpro_step_")]
+             if e["kind"] == "marker" and e["name"].startswith("dpro_step_") and
+             int(e["name"][len("dpro_step_"):]) >= PROFILED]
     in_steps = [e for e in ce if e["kind"] == "api" and e["name"] in LAUNCHES and
                 any(t0 <= e["t0"] <= t1 for t0, t1 in steps)]
     lost = [e for e in in_steps if e["corr"] not in seen]
-    check(in_steps and not lost, "rank %d: %d of the collector's %d launches inside the steps "
-          "(all profiled) have no Kineto kernel (last: %s)"
+    check(in_steps and not lost, "rank %d: %d of the collector's %d launches inside the profiled "
+          "steps have no Kineto kernel (last: %s)"
           % (rank, len(lost), len(in_steps), [(e["corr"], e["name2"][:40]) for e in lost]))
+    colls = [e for e in ce if e["kind"] == "collective" and e["corr"] and
+             lo <= e["corr"] <= hi]
+    unseen = [e for e in colls if e["corr"] not in seen]
+    check(colls and not unseen, "rank %d: %d of the collector's %d collectives in the profiled "
+          "window have no Kineto kernel (first: %s)"
+          % (rank, len(unseen), len(colls), unseen[:1]))
     n_launch_kernels = sum(1 for k, h in launched if h["name"] in LAUNCHES)
     check(n_launch_kernels == len(coll_launches),
           "rank %d: kernel counts: Kineto %d, collector launches %d"
@@ -128,8 +177,9 @@ def compare(rank, coll, kin):
     # the same iterations: as many in both
     kfwd = sum(1 for e in ke if e["kind"] == "marker" and e["name"] == "dpro_forward")
     csteps = sum(1 for e in ce if e["kind"] == "marker" and e["name"].startswith("dpro_step_"))
-    check(kfwd == STEPS and csteps == STEPS, "rank %d: %d forwards in Kineto, %d steps in the "
-          "collector's NVTX, %d run" % (rank, kfwd, csteps, STEPS))
+    check(kfwd == STEPS - PROFILED and csteps == STEPS, "rank %d: %d forwards in Kineto, %d "
+          "steps in the collector's NVTX, %d run, %d profiled"
+          % (rank, kfwd, csteps, STEPS, STEPS - PROFILED))
     print("rank %d: %d Kineto kernels, all with the collector's launch (%d runtime/driver "
           "launches in the window, %d collectives' kernels)"
           % (rank, len(kernels), len(coll_launches), len(launched) - n_launch_kernels))
@@ -161,7 +211,165 @@ def compare_durations(rank, coll, kin):
               % (rank, len(common), ratios[0][0], ratios[-1][0]))
 
 
-env = sanitizer_env(dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60"))
+def tool_json(argv):
+    """The --json document a dpro command prints for argv, or None (a failure counted)."""
+    r = subprocess.run(argv + ["--json"], capture_output=True, text=True, timeout=300)
+    if not check(r.returncode == 0, "%s (rc %d): %s" % (" ".join(argv), r.returncode,
+                                                       r.stderr[-2000:])):
+        return None
+    return json.loads(r.stdout)
+
+
+def step_of(doc, t):
+    """The step (from its dpro_step_<i> range) whose launch made the event of doc that ends
+    at t (an iteration boundary on the trace's clock): a device op's launch, a host call
+    itself; None if no event ends at t or its launch lies in no step."""
+    ev = [e for e in doc["events"] if e["t1"] == t and e["kind"] not in ("marker", "flow")]
+    if not ev:
+        return None
+    e = ev[0]
+    if e["kind"] in ("kernel", "memcpy", "memset"):
+        host = [h for h in doc["events"] if h["kind"] in ("api", "collective") and
+                h["corr"] == e["corr"]]
+        if not host:
+            return None
+        e = host[0]
+    for m in doc["events"]:
+        if m["kind"] == "marker" and m["name"].startswith("dpro_step_") and \
+                m["name2"] != "gpu_user_annotation" and m["t0"] <= e["t0"] <= m["t1"]:
+            return int(m["name"][len("dpro_step_"):])  # the host's range, not Kineto's
+            # gpu_user_annotation, its span over the device's work
+    return None
+
+
+def iterations(label, rep, docs, strict=True):
+    """Per rank, the compared iterations of dpro-replay's report rep as (first step, last
+    step, measured us): the steps whose launches open and close each (None for a launch
+    before the first step the trace marks: a failure when strict)."""
+    out = {}
+    for q in rep["per_rank"]:
+        its = []
+        for it in q["iteration_times"]:
+            a = step_of(docs[q["rank"]], it["trace_start_ns"])
+            b = step_of(docs[q["rank"]], it["trace_end_ns"])
+            check(not strict or (a is not None and b is not None), "%s rank %d: iteration "
+                  "%s: its boundaries in no step (%s, %s)" % (label, q["rank"], it, a, b))
+            its.append((a, b, it["measured_us"]))
+        out[q["rank"]] = its
+        print("%s rank %d: %s, %d iterations (steps, us): %s"
+              % (label, q["rank"], q["iteration_method"], len(its), its))
+    return out
+
+
+def near(a, b, tol):
+    return a > 0 and b > 0 and abs(a - b) <= tol * max(a, b)
+
+
+def shared_window(coll_dir, coll, kin_dir, kin):
+    """The options (-w, -n) that make dpro-replay compare the same steps in both traces.
+    The iterations dpro finds by itself (replayed once, nothing skipped as warm-up) are
+    mapped to the steps that open and close them; on every rank of both traces an
+    iteration opening in the first step the trace marks, or before it, is left out (what
+    came before shapes it: the job's start, and in the Kineto trace, which begins where
+    the profiler started, work launched before); the window starts at the latest first
+    step left, as many iterations as both traces have from there."""
+    found, first = {}, 0
+    for label, d, docs in (("collector", coll_dir, coll), ("Kineto", kin_dir, kin)):
+        rep = tool_json([dpro_replay, d, "-w", "1"])
+        if not rep:
+            return None
+        its = iterations(label, rep, docs, strict=False)
+        found[label] = (rep["first_iteration"], its)
+        for rank, r in its.items():
+            marked = min(int(m["name"][len("dpro_step_"):]) for m in docs[rank]["events"]
+                         if m["kind"] == "marker" and m["name"].startswith("dpro_step_"))
+            steady = [a for a, _, _ in r if a is not None and a > marked]
+            if not check(steady, "%s: no steady iteration: %s" % (label, r)):
+                return None
+            first = max(first, steady[0])
+    opts = {}
+    for label, (number, its) in found.items():
+        idx = {r: [i for i, x in enumerate(v) if x[0] == first] for r, v in its.items()}
+        if not check(all(idx.values()) and len({i[0] for i in idx.values()}) == 1,
+                     "%s: the iterations opening in step %d, the first both traces have, are "
+                     "not at one place on every rank: %s" % (label, first, its)):
+            return None
+        k = min(idx.values())[0]
+        opts[label] = (number + k, min(len(v) for v in its.values()) - k)
+    n = min(k for _, k in opts.values())
+    return {label: ["-w", str(w), "-n", str(n)] for label, (w, _) in opts.items()}
+
+
+def compare_replays(coll_dir, coll, kin_dir, kin):
+    """The same iterations, the same replay answer and the same advice from both traces."""
+    window = shared_window(coll_dir, coll, kin_dir, kin)
+    if not window:
+        return
+    print("the steps both compare: collector %s, Kineto %s"
+          % (" ".join(window["collector"]), " ".join(window["Kineto"])))
+    rc = tool_json([dpro_replay, coll_dir] + window["collector"])
+    rk = tool_json([dpro_replay, kin_dir] + window["Kineto"])
+    if not rc or not rk:
+        return
+    ic, ik = iterations("collector", rc, coll), iterations("Kineto", rk, kin)
+    check(rc["iterations"] >= 2 and rc["iterations"] == rk["iterations"],
+          "iterations compared: collector %d, Kineto %d" % (rc["iterations"], rk["iterations"]))
+    for rank in sorted(set(ic) | set(ik)):
+        a, b = ic.get(rank, []), ik.get(rank, [])
+        check([x[:2] for x in a] == [x[:2] for x in b],
+              "rank %d: the iterations span other steps: collector %s, Kineto %s"
+              % (rank, a, b))
+        off = [(x[2], y[2]) for x, y in zip(a, b) if not near(x[2], y[2], ITER_TOL)]
+        check(len(a) == len(b) and not off, "rank %d: iterations (collector, Kineto us) "
+              "more than %g %% apart: %s" % (rank, 100 * ITER_TOL, off))
+    for key in ("simulated_iter_us", "simulated_median_iter_us", "measured_iter_us"):
+        check(near(rc[key], rk[key], REPLAY_TOL), "%s: collector %.1f, Kineto %.1f (> %g %%)"
+              % (key, rc[key], rk[key], 100 * REPLAY_TOL))
+    for label, r in (("collector", rc), ("Kineto", rk)):
+        check(near(r["simulated_iter_us"], r["measured_iter_us"], REPLAY_TOL) and
+              near(r["simulated_median_iter_us"], r["measured_iter_us"], REPLAY_TOL),
+              "%s: simulated %.1f, median %.1f us against measured %.1f (> %g %%)"
+              % (label, r["simulated_iter_us"], r["simulated_median_iter_us"],
+                 r["measured_iter_us"], 100 * REPLAY_TOL))
+        print("%s: measured %.1f us, simulated %.1f (median %.1f); typical-duration %.1f "
+              "(%d operations matched)" % (label, r["measured_iter_us"], r["simulated_iter_us"],
+                                            r["simulated_median_iter_us"],
+                                            r["typical_replay"]["predicted_iter_us"],
+                                            r["typical_replay"]["operations_matched"]))
+    cc, ck = (r["critical_path"]["composition"]["collective_us"] for r in (rc, rk))
+    print("critical path: collectives %.1f us (collector), %.1f us (Kineto)" % (cc, ck))
+    check(near(cc, ck, CP_TOL), "the collectives on the critical path: collector %.1f, "
+          "Kineto %.1f us (> %g %%)" % (cc, ck, 100 * CP_TOL))
+    compare_advice(coll_dir, window["collector"], kin_dir, window["Kineto"])
+
+
+def compare_advice(coll_dir, cw, kin_dir, kw):
+    """dpro-optimize on both traces' shared steps: the same baseline, and the same advice
+    (none in both, or the same top strategy predicting within OPT_TOL), for the bucket
+    strategies alone and for all."""
+    for strategies in ("tensor", "fusion,tensor,memory"):
+        oc = tool_json([dpro_optimize, coll_dir, "--strategies", strategies] + cw)
+        ok = tool_json([dpro_optimize, kin_dir, "--strategies", strategies] + kw)
+        if not oc or not ok:
+            return
+        check(near(oc["baseline_iter_us"], ok["baseline_iter_us"], REPLAY_TOL),
+              "dpro-optimize's baseline: collector %.1f, Kineto %.1f us"
+              % (oc["baseline_iter_us"], ok["baseline_iter_us"]))
+        a, b = oc["strategies"][:1], ok["strategies"][:1]
+        say = ["%s %s -> %.1f us" % (x[0]["kind"], x[0]["knobs"].get("torch_args"),
+                                     x[0]["predicted_iter_us"]) if x else "no strategy"
+               for x in (a, b)]
+        print("dpro-optimize --strategies %s: collector %s, Kineto %s"
+              % (strategies, say[0], say[1]))
+        check(bool(a) == bool(b) and (not a or (
+            a[0]["kind"] == b[0]["kind"] and a[0]["knobs"] == b[0]["knobs"] and
+            near(a[0]["predicted_iter_us"], b[0]["predicted_iter_us"], OPT_TOL))),
+            "dpro-optimize --strategies %s advises otherwise: collector %s, Kineto %s"
+            % (strategies, say[0], say[1]))
+
+
+env = sanitizer_env(dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60",
+                         SIMGPU_SLOWDOWN=SLOWDOWN, SIMGPU_NCCL_LAT_US=NCCL_LAT_US))
 tmp = tempfile.mkdtemp(prefix="dpro-torch-prof-")
 try:
     trace = os.path.join(tmp, "trace")
@@ -169,7 +377,8 @@ try:
     os.mkdir(out)
     kineto = os.path.join(out, "kineto%d.json")
     r = subprocess.run([dpro_run, "-o", trace, "--", simrun, "-n", "2", "--timeout", "150", "--",
-                        venv_py, TRAIN, "--steps", str(STEPS), "--out", out, "--profile", kineto],
+                        venv_py, TRAIN, "--steps", str(STEPS), "--async-steps", "--out", out,
+                        "--profile", kineto, "--profile-from", str(PROFILED)],
                        env=env, capture_output=True, text=True, timeout=200)
     check(r.returncode == 0, "DDP under dpro-run and torch.profiler (rc %d): %s"
           % (r.returncode, r.stderr[-4000:]))
@@ -189,13 +398,15 @@ try:
     out2 = os.path.join(tmp, "out2")
     os.mkdir(out2)
     r = subprocess.run([dpro_run, "-o", alone, "--", simrun, "-n", "2", "--timeout", "150", "--",
-                        venv_py, TRAIN, "--steps", str(STEPS), "--out", out2],
+                        venv_py, TRAIN, "--steps", str(STEPS), "--async-steps", "--out", out2],
                        env=env, capture_output=True, text=True, timeout=200)
     check(r.returncode == 0, "DDP under dpro-run alone (rc %d): %s"
           % (r.returncode, r.stderr[-4000:]))
     coll2 = dump(alone)
     for rank in sorted(set(coll2) & set(kin)):
         compare_durations(rank, coll2[rank], kin[rank])
+    # 5. and 6. iterations, replay and advice: the collector's run against Kineto's
+    compare_replays(alone, coll2, imported, kin)
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -5,14 +5,19 @@ the tests that trace it (tests/torch/test_torch_collector.py, test_torch_profile
 
 Each step is an NVTX range "dpro_step_<i>" (torch.cuda.nvtx.range_push/pop) and its
 forward a torch.autograd.profiler.record_function("dpro_forward"), which emit_nvtx() turns
-into NVTX ranges as it does every operator's.  --profile FILE runs the steps under
-torch.profiler instead of emit_nvtx (CPU and CUDA activity, one ProfilerStep per step) and
-exports its Kineto trace of this rank to FILE with "%d" replaced by the rank.
+into NVTX ranges as it does every operator's.  --profile FILE runs the steps from
+--profile-from on under torch.profiler instead of emit_nvtx (CPU and CUDA activity, no
+schedule, so no ProfilerStep range: each step is a record_function "dpro_step_<i>" too)
+and exports its Kineto trace of this rank to FILE with "%d" replaced by the rank.
+--async-steps keeps the host from waiting for the device inside the steps (the input is
+drawn on the device, no synchronisation at a step's end), so that past DDP's first 10
+iterations, whose logger waits for the device, a busy device paces the job.
 
 Each rank writes OUT/rank<R>.json: the caching allocator's segment count
 (torch.cuda.memory_stats: cudaMalloc calls made and freed), the names of the process's
 threads (/proc/self/task/*/comm), the steps run and each step's time (host, from its start
-to the synchronisation at its end: wall clock, and the process's CPU time, all threads)."""
+to the synchronisation at its end, or to its last call with --async-steps: wall clock, and
+the process's CPU time, all threads)."""
 import argparse
 import contextlib
 import glob
@@ -52,7 +57,14 @@ def main():
     ap.add_argument("--bucket-cap-mb", type=float, default=0.05)
     ap.add_argument("--no-emit-nvtx", action="store_true",
                     help="no operator NVTX ranges (emit_nvtx) around the steps")
+    ap.add_argument("--async-steps", action="store_true",
+                    help="the steps never wait for the device (the input drawn on it, no "
+                    "torch.cuda.synchronize() at a step's end): the host runs ahead of a busy "
+                    "device, its time (a profiler's) hidden")
     ap.add_argument("--profile", default="", help="Kineto trace file (%%d: the rank)")
+    ap.add_argument("--profile-from", type=int, default=0,
+                    help="with --profile: the first step profiled (DDP's logger synchronises "
+                    "with the device in each of the first 10 iterations)")
     ap.add_argument("--out", default="", help="folder for rank<R>.json")
     args = ap.parse_args()
 
@@ -66,30 +78,39 @@ def main():
     ddp = nn.parallel.DistributedDataParallel(model, device_ids=[dev],
                                               bucket_cap_mb=args.bucket_cap_mb)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
-    prof = contextlib.nullcontext()
+    p = None
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
-        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        p = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     # emit_nvtx and torch.profiler both drive the autograd profiler: one at a time
     step_s, step_cpu_s = [], []
     nvtx = contextlib.nullcontext() if args.profile or args.no_emit_nvtx else emit_nvtx()
-    with prof as p, nvtx:
+    with nvtx:
         for step in range(args.steps):
+            if p and step == args.profile_from:
+                p.start()
             t0, c0 = time.monotonic(), time.process_time()
             torch.cuda.nvtx.range_push("dpro_step_%d" % step)
-            opt.zero_grad(set_to_none=False)
-            x = torch.randn(args.batch, args.seq, args.dim).to(dev)
-            with record_function("dpro_forward"):
-                y = ddp(x)
-            y.float().pow(2).mean().backward()
-            opt.step()
-            torch.cuda.synchronize()
+            # under the profiler the step is a record_function too (Kineto has no NVTX)
+            with record_function("dpro_step_%d" % step) if p else contextlib.nullcontext():
+                opt.zero_grad(set_to_none=False)
+                if args.async_steps:
+                    x = torch.randn(args.batch, args.seq, args.dim, device=dev)
+                else:  # a copy from pageable memory: the host waits for the device
+                    x = torch.randn(args.batch, args.seq, args.dim).to(dev)
+                with record_function("dpro_forward"):
+                    y = ddp(x)
+                y.float().pow(2).mean().backward()
+                opt.step()
+                if not args.async_steps:
+                    torch.cuda.synchronize()
             torch.cuda.nvtx.range_pop()
             step_s.append(time.monotonic() - t0)
             step_cpu_s.append(time.process_time() - c0)
-            if args.profile:
+            if p and step >= args.profile_from:
                 p.step()
-    if args.profile:
+    if p:
+        p.stop()
         p.export_chrome_trace(args.profile.replace("%d", str(rank)))
     stats = torch.cuda.memory_stats()
     threads = thread_names()
