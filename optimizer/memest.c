@@ -25,6 +25,11 @@ cmp_event_time(const void *pa, const void *pb)
 static int
 classify(const memest_phases *ph, int64_t t, uint64_t th)
 {
+    if (ph->first_step) {
+        if (t < ph->step_start)
+            return CLS_STATIC;
+        return th == ph->fwd_thread && t < ph->step_bwd ? CLS_ACT : CLS_OTHER;
+    }
     if (t < ph->iter_start)
         return CLS_STATIC;
     if (t >= ph->iter_end)
@@ -34,6 +39,26 @@ classify(const memest_phases *ph, int64_t t, uint64_t th)
     if (th == ph->fwd_thread)
         return t < ph->bwd_start ? CLS_ACT : CLS_OPT;
     return CLS_OTHER;
+}
+
+/* With phases.first_step (memest.h): the first activation allocation of the size of the
+ * backward thread's first allocation in the step is the forward's workspace: it becomes
+ * CLS_OTHER and its size m->workspace_bytes. order is in time order, cls its classes. */
+static void
+take_workspace(const memest_event **order, int8_t *cls, size_t n, const memest_phases *ph,
+               memest *m)
+{
+    int64_t ws = 0;
+    m->segments = 1;
+    for (size_t i = 0; i < n && ws == 0; i++)
+        if (cls[i] >= 0 && order[i]->thread == ph->bwd_thread && order[i]->t_ns >= ph->step_bwd)
+            ws = order[i]->bytes;
+    for (size_t i = 0; i < n && ws > 0; i++)
+        if (cls[i] == CLS_ACT && order[i]->bytes == ws) {
+            cls[i] = CLS_OTHER;
+            m->workspace_bytes = ws;
+            break;
+        }
 }
 
 int
@@ -79,6 +104,8 @@ memest_build(const memest_event *ev, size_t n, const memest_phases *ph, memest *
             }
         }
     }
+    if (ph->first_step)
+        take_workspace(order, cls, n, ph, m);
     /* What is live at the end of the first iteration (or of the trace) makes the
      * estimate; activations are counted even when the trace frees them. */
     for (size_t i = 0; i < n; i++) {

@@ -39,6 +39,12 @@ workload_find_layers(workload *w, rank_info *ri, int32_t mem_rank)
                  "the trace has no activation allocations to tell layers apart");
         return 0;
     }
+    if (w->layers.mem.segments) {
+        snprintf(w->layers.why, sizeof w->layers.why,
+                 "the activations are the allocator's segments of the first step, not one "
+                 "allocation per layer");
+        return 0;
+    }
     if (mem_rank < 0 || mem_rank >= g->n_ranks || ri[mem_rank].bwd_thread < 0) {
         snprintf(w->layers.why, sizeof w->layers.why,
                  "no separate backward thread: forward and backward cannot be told apart");

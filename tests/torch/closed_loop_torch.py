@@ -56,6 +56,8 @@ CONFIGS = [
      ["--strategies", "tensor"]),
     ("ddp huge buckets", ["--bucket-cap-mb", "200", "--dim", "256"], {"SIMGPU_NCCL_BW_GBPS": "0.25"},
      ["--strategies", "tensor"]),
+    ("ddp memory budget", ["--batch", "16", "--seq", "128", "--dim", "256"], {},
+     ["--strategies", "memory", "--memory-budget", "140M", "--batch", "16"]),
 ]
 
 
