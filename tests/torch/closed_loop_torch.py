@@ -24,7 +24,12 @@ step).
 Configurations (SIMGPU_PHYSICS=simple, as closed_loop.py):
 - tiny buckets: 10 KiB buckets on a network with 1 ms latency per collective;
 - huge buckets: one 200 MB bucket (every gradient all-reduced after the backward) of a
-  wider model on a 0.25 GB/s network: only smaller buckets overlap it with the backward.
+  wider model on a 0.25 GB/s network: only smaller buckets overlap it with the backward;
+- ddp memory budget: a transformer of --seq 128 --dim 256 at batch 16 (158 MiB reserved)
+  under a 140 MiB budget (--strategies memory --batch 16): the peak-memory estimate takes
+  the activations from the caching allocator's segments of the first step
+  (optimizer/memest.h), and the advice, no_sync=K micro_batch=B, is applied as
+  --accum K --batch B.
 
 Not in make check (about 13 traced runs of 5-10 s per configuration on a loaded 2-core
 machine): `make closed-loop-torch`. Skips (77) without the venv, as the torch tests do.
