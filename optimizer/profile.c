@@ -53,9 +53,7 @@ profile_first_step(const job_rank *jr, int64_t off, int64_t origin, memest_phase
     int64_t first[2] = {INT64_MAX, INT64_MAX}; /* first launch of fwd_thread, bwd_thread */
     int64_t start = INT64_MIN;
     uint64_t fwd = ph->fwd_thread, bwd = ph->bwd_thread;
-    if (bwd == fwd)
-        return;
-    for (size_t i = 0; i < jr->n_events; i++) {
+    for (size_t i = 0; i < jr->n_events && bwd != fwd; i++) {
         const dpro_event *e = &jr->events[i];
         int64_t t = (int64_t)e->start_ns + off - origin;
         int th = e->thread == fwd ? 0 : e->thread == bwd ? 1 : -1;

@@ -22,8 +22,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from torchlib import (BUILD, DPRO_RUN, SIMRUN, VENV_PY, require_torch,  # noqa: E402
-                      sanitizer_env)
+from torchlib import (BUILD, DPRO_RUN, SIMRUN, VENV_PY, Checks,  # noqa: E402
+                      require_torch, sanitizer_env)
 
 OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 require_torch(SIMRUN, DPRO_RUN, OPTIMIZE)
@@ -35,15 +35,7 @@ MAX_ERR_PCT = 10.0
 SIZES = [(16, [2, 4]), (32, [2])]
 
 env = sanitizer_env(dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60"))
-failures = 0
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL: " + msg)
-    return cond
+check = Checks()
 
 
 def run(out, args, steps, trace=None):
@@ -108,5 +100,4 @@ try:
                     predicted(trace, "no_sync=%d" % k), real_k)
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
-print("FAILED: %d checks" % failures if failures else "PASS")
-sys.exit(1 if failures else 0)
+check.finish()
