@@ -28,7 +28,10 @@ classify(const memest_phases *ph, int64_t t, uint64_t th)
     if (ph->first_step) {
         if (t < ph->step_start)
             return CLS_STATIC;
-        return th == ph->fwd_thread && t < ph->step_bwd ? CLS_ACT : CLS_OTHER;
+        if (th == ph->fwd_thread)
+            return t < ph->step_bwd ? CLS_ACT : CLS_OTHER;
+        return th == ph->bwd_thread && t >= ph->step_bwd && t < ph->iter_start ? CLS_ACT
+                                                                               : CLS_OTHER;
     }
     if (t < ph->iter_start)
         return CLS_STATIC;
@@ -41,9 +44,10 @@ classify(const memest_phases *ph, int64_t t, uint64_t th)
     return CLS_OTHER;
 }
 
-/* With phases.first_step (memest.h): the first activation allocation of the size of the
- * backward thread's first allocation in the step is the forward's workspace: it becomes
- * CLS_OTHER and its size m->workspace_bytes. order is in time order, cls its classes. */
+/* With phases.first_step (memest.h): the backward thread's first allocation in the step
+ * is its workspace, and the forward's first activation allocation of that size is the
+ * forward's: both become CLS_OTHER, and the size m->workspace_bytes when the forward has
+ * one. order is in time order, cls its classes. */
 static void
 take_workspace(const memest_event **order, int8_t *cls, size_t n, const memest_phases *ph,
                memest *m)
@@ -51,10 +55,12 @@ take_workspace(const memest_event **order, int8_t *cls, size_t n, const memest_p
     int64_t ws = 0;
     m->segments = 1;
     for (size_t i = 0; i < n && ws == 0; i++)
-        if (cls[i] >= 0 && order[i]->thread == ph->bwd_thread && order[i]->t_ns >= ph->step_bwd)
+        if (cls[i] == CLS_ACT && order[i]->thread == ph->bwd_thread) {
             ws = order[i]->bytes;
+            cls[i] = CLS_OTHER;
+        }
     for (size_t i = 0; i < n && ws > 0; i++)
-        if (cls[i] == CLS_ACT && order[i]->bytes == ws) {
+        if (cls[i] == CLS_ACT && order[i]->thread == ph->fwd_thread && order[i]->bytes == ws) {
             cls[i] = CLS_OTHER;
             m->workspace_bytes = ws;
             break;

@@ -19,25 +19,18 @@
  * collector sees its segments, cudaMalloc of 2 MiB, 20 MiB or 2 MiB multiples, never
  * freed) shows no allocation in a replayed iteration when the replay leaves that step out
  * (no step markers: the iterations come from the kernel period, past the warm-up). Then
- * (phases.first_step) the activations are the forward thread's segments of the first
- * step: after the forward thread's last collective before the backward thread's first
- * launch (DDP's broadcast of the parameters and buffers ends its construction) and before
- * that launch; the rest still live (parameters, DDP's buckets, the backward's gradients
- * and transients, the optimizer state, the backward thread's workspace) is "other". One
- * activation segment the size of the backward thread's first segment is a per-thread
- * library workspace (cuBLAS's, which PyTorch takes from its allocator for each handle and
- * stream on first use, 32 MiB on Hopper), not an activation: "other" too. Such segments
- * are not layers: the trace cannot place recomputation (memest.segments).
- *
- * Prediction (memest_predict), for a caching allocator in steady state, whose blocks
- * stay reserved once allocated:
- *   peak = static + optimizer + other
- *        + max( sum_l keep_l,  max over recomputed l of (sum_{j<=l} keep_j + act_l/k) )
- * where keep_l = act_l / k, times keep_fraction for a recomputed layer (it keeps only a
- * checkpoint of its input and rebuilds the rest during its backward, while the layers
- * after it have already been freed), and every size is rounded as PyTorch's caching
- * allocator rounds blocks (512 B up to 1 MiB, 2 MiB above). Gradient accumulation over
- * k micro-batches divides the activations by k; the rest does not change.
+ * (phases.first_step) the activations are the segments of the first step: the forward
+ * thread's after its last collective before the backward thread's first launch (DDP's
+ * broadcast of the parameters and buffers ends its construction; where all-gathers lead
+ * to that launch, FSDP's of each block's parameters, from the first of them) and before
+ * that launch, and the backward thread's from that launch to the first replayed
+ * iteration (the gradients of the activations, which scale with the micro-batch, beside
+ * the parameters' gradients, which do not: a few segments the estimate scales too). The
+ * backward thread's first segment is its library workspace (cuBLAS's, which PyTorch takes
+ * from its allocator for each handle and stream on first use, 32 MiB on Hopper), and one
+ * forward segment of that size the forward's: both "other", with the rest still live
+ * (parameters, DDP's buckets, optimizer state). Such segments are not layers: the trace
+ * cannot place recomputation (memest.segments).
  */
 #ifndef DPRO_OPTIMIZER_MEMEST_H
 #define DPRO_OPTIMIZER_MEMEST_H

@@ -43,7 +43,10 @@ profile_first_iteration_window(const job_rank *jr, int64_t off, int64_t origin, 
 
 /* Sets ph->first_step, step_start and step_bwd (memest.h) from rank jr's events when the
  * backward thread launched before ph->iter_start and the forward thread issued a
- * collective before that launch; leaves ph as it was otherwise. The forward thread is
+ * collective before that launch; leaves ph as it was otherwise. The step starts at the
+ * forward thread's last collective before the backward's first launch (DDP's broadcast),
+ * or, when all-gathers lead to that launch (FSDP gathers each block's parameters in the
+ * forward), at the first of them. The forward thread is
  * the one of the two that launched first (the main thread builds the model): the phases
  * take theirs from the first replayed iteration, whose boundary may lie on the backward
  * thread, and are swapped then. */
@@ -66,12 +69,28 @@ profile_first_step(const job_rank *jr, int64_t off, int64_t origin, memest_phase
         bwd = ph->fwd_thread;
         first[1] = first[0];
     }
+    /* the last collective before the backward; when the forward's all-gathers (FSDP's)
+     * lead to it, the first of them after the last other collective */
+    int64_t other = INT64_MIN, gather = INT64_MAX;
     for (size_t i = 0; i < jr->n_events; i++) {
         const dpro_event *e = &jr->events[i];
         int64_t t = (int64_t)e->start_ns + off - origin;
-        if (e->kind == DPRO_KIND_COLLECTIVE && e->thread == fwd && t < first[1] && t > start)
+        if (e->kind != DPRO_KIND_COLLECTIVE || e->thread != fwd || t >= first[1])
+            continue;
+        if (t > start)
             start = t;
+        if (e->subkind != DPRO_COLL_ALLGATHER && t > other)
+            other = t;
     }
+    for (size_t i = 0; i < jr->n_events && start > other; i++) {
+        const dpro_event *e = &jr->events[i];
+        int64_t t = (int64_t)e->start_ns + off - origin;
+        if (e->kind == DPRO_KIND_COLLECTIVE && e->thread == fwd && t < first[1] && t > other &&
+            t < gather)
+            gather = t;
+    }
+    if (start > other)
+        start = gather;
     if (first[1] < ph->iter_start && start > INT64_MIN) {
         ph->first_step = 1;
         ph->fwd_thread = fwd;

@@ -100,7 +100,7 @@ test_memest_first_step(void)
         {200, 1, 32 << 20, 0x4000, 1}, /* the forward's cuBLAS workspace */
         {300, 1, 32 << 20, 0x5000, 1}, /* activations */
         {510, 1, 32 << 20, 0x6000, 2}, /* the backward's workspace */
-        {520, 1, 2 << 20, 0x7000, 2},  /* gradients */
+        {520, 1, 2 << 20, 0x7000, 2},  /* the backward's gradients: scaled */
         {900, 1, 2 << 20, 0x8000, 1},  /* optimizer state */
     };
     memest_phases ph = {2000, 2500, 2700, 3000, 1, 2};
@@ -112,14 +112,15 @@ test_memest_first_step(void)
     CHECK(m.segments);
     CHECK_EQ_U(m.workspace_bytes, 32 << 20);
     CHECK_EQ_U(m.static_bytes, 22 << 20);
-    CHECK_EQ_U(m.n_layers, 2);
+    CHECK_EQ_U(m.n_layers, 3);
     CHECK_EQ_U(m.act_bytes[0], 20 << 20);
     CHECK_EQ_U(m.act_bytes[1], 32 << 20);
-    CHECK_EQ_U(m.other_bytes, (32 + 32 + 2 + 2) << 20);
+    CHECK_EQ_U(m.act_bytes[2], 2 << 20);
+    CHECK_EQ_U(m.other_bytes, (32 + 32 + 2) << 20);
     CHECK_EQ_U(m.peak_bytes, 142 << 20);
     CHECK_EQ_U(memest_predict(&m, NULL, 0, 0.125, 1), 142 << 20);
-    /* no_sync over 2: the activations halved, the workspaces kept */
-    CHECK_EQ_U(memest_predict(&m, NULL, 0, 0.125, 2), (142 - 26) << 20);
+    /* no_sync over 2: the step's segments halved, the workspaces kept */
+    CHECK_EQ_U(memest_predict(&m, NULL, 0, 0.125, 2), (142 - 27) << 20);
     memest_free(&m);
     /* the same events seen from the replayed iteration alone: everything is static */
     ph.first_step = 0;
