@@ -55,8 +55,8 @@ dist_check_SCRIPTS += tests/torch/test_torch_memest.py
 TESTS += tests/torch/test_torch_memest.py
 endif
 
-# The closed loop on real PyTorch DDP (tests/torch/closed_loop_torch.py): profile, advise,
-# apply the advice through ddp_train.py's options, measure.  A timed run of about 13 traced
+# The closed loop on real PyTorch DDP and FSDP2 (tests/torch/closed_loop_torch.py): profile, advise,
+# apply the advice through ddp_train.py's and fsdp_train.py's options, measure.  A timed run of about 13 traced
 # jobs per configuration, too long for make check: its own target.  Without the venv it
 # skips (and the target succeeds); a missed goal fails it.
 closed-loop-torch: all
