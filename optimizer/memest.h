@@ -15,6 +15,16 @@
  *   other       anything else still live (later iterations, other threads).
  * The measured peak is the peak of live bytes over the whole trace.
  *
+ * Prediction (memest_predict), for a caching allocator in steady state, whose blocks
+ * stay reserved once allocated:
+ *   peak = static + optimizer + other
+ *        + max( sum_l keep_l,  max over recomputed l of (sum_{j<=l} keep_j + act_l/k) )
+ * where keep_l = act_l / k, times keep_fraction for a recomputed layer (it keeps only a
+ * checkpoint of its input and rebuilds the rest during its backward, while the layers
+ * after it have already been freed), and every size is rounded as PyTorch's caching
+ * allocator rounds blocks (512 B up to 1 MiB, 2 MiB above). Gradient accumulation over
+ * k micro-batches divides the activations by k; the rest does not change.
+ *
  * A caching allocator that grows only during the job's first step (PyTorch's: the
  * collector sees its segments, cudaMalloc of 2 MiB, 20 MiB or 2 MiB multiples, never
  * freed) shows no allocation in a replayed iteration when the replay leaves that step out
@@ -56,8 +66,8 @@ typedef struct memest_phases {
     uint64_t fwd_thread, bwd_thread;
     int first_step;     /* 1: iter_start lies after the backward thread's first launch:
                            the activations are taken from the job's first step (above) */
-    int64_t step_start; /* with first_step: the forward thread's last collective before */
-    int64_t step_bwd;   /* the backward thread's first launch */
+    int64_t step_start; /* with first_step: where the first step's forward starts */
+    int64_t step_bwd;   /* with first_step: the backward thread's first launch */
 } memest_phases;
 
 typedef struct memest {

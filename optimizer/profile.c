@@ -46,10 +46,10 @@ profile_first_iteration_window(const job_rank *jr, int64_t off, int64_t origin, 
  * collective before that launch; leaves ph as it was otherwise. The step starts at the
  * forward thread's last collective before the backward's first launch (DDP's broadcast),
  * or, when all-gathers lead to that launch (FSDP gathers each block's parameters in the
- * forward), at the first of them. The forward thread is
- * the one of the two that launched first (the main thread builds the model): the phases
- * take theirs from the first replayed iteration, whose boundary may lie on the backward
- * thread, and are swapped then. */
+ * forward), at the first of them. The forward thread is the one of the two that launched
+ * first (the main thread builds the model): the phases take theirs from the first
+ * replayed iteration, whose boundary may lie on the backward thread, and are swapped
+ * then. */
 static void
 profile_first_step(const job_rank *jr, int64_t off, int64_t origin, memest_phases *ph)
 {
