@@ -43,7 +43,12 @@ test_memest(void)
         {650, 2, 0, 0x6000, 2},        /* freed */
         {900, 1, 8 << 20, 0x7000, 1},  /* optimizer state, after the backward */
     };
-    memest_phases ph = {100, 500, 700, 1000, 1, 2};
+    memest_phases ph = {.iter_start = 100,
+                        .bwd_start = 500,
+                        .bwd_end = 700,
+                        .iter_end = 1000,
+                        .fwd_thread = 1,
+                        .bwd_thread = 2};
     memest m;
     REQUIRE(memest_build(ev, sizeof ev / sizeof ev[0], &ph, &m) == 0);
     CHECK_EQ_U(m.static_bytes, 8 << 20);
@@ -103,10 +108,15 @@ test_memest_first_step(void)
         {520, 1, 2 << 20, 0x7000, 2},  /* the backward's gradients: scaled */
         {900, 1, 2 << 20, 0x8000, 1},  /* optimizer state */
     };
-    memest_phases ph = {2000, 2500, 2700, 3000, 1, 2};
-    ph.first_step = 1;
-    ph.step_start = 100;
-    ph.step_bwd = 500;
+    memest_phases ph = {.iter_start = 2000,
+                        .bwd_start = 2500,
+                        .bwd_end = 2700,
+                        .iter_end = 3000,
+                        .fwd_thread = 1,
+                        .bwd_thread = 2,
+                        .first_step = 1,
+                        .step_start = 100,
+                        .step_bwd = 500};
     memest m;
     REQUIRE(memest_build(ev, sizeof ev / sizeof ev[0], &ph, &m) == 0);
     CHECK(m.segments);
