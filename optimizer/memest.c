@@ -25,6 +25,14 @@ cmp_event_time(const void *pa, const void *pb)
 static int
 classify(const memest_phases *ph, int64_t t, uint64_t th)
 {
+    if (ph->first_step) {
+        if (t < ph->step_start)
+            return CLS_STATIC;
+        if (th == ph->fwd_thread)
+            return t < ph->step_bwd ? CLS_ACT : CLS_OTHER;
+        return th == ph->bwd_thread && t >= ph->step_bwd && t < ph->iter_start ? CLS_ACT
+                                                                               : CLS_OTHER;
+    }
     if (t < ph->iter_start)
         return CLS_STATIC;
     if (t >= ph->iter_end)
@@ -34,6 +42,29 @@ classify(const memest_phases *ph, int64_t t, uint64_t th)
     if (th == ph->fwd_thread)
         return t < ph->bwd_start ? CLS_ACT : CLS_OPT;
     return CLS_OTHER;
+}
+
+/* With phases.first_step (memest.h): the backward thread's first allocation in the step
+ * is its workspace, and the forward's first activation allocation of that size is the
+ * forward's: both become CLS_OTHER, and the size m->workspace_bytes when the forward has
+ * one. order is in time order, cls its classes. */
+static void
+take_workspace(const memest_event **order, int8_t *cls, size_t n, const memest_phases *ph,
+               memest *m)
+{
+    int64_t ws = 0;
+    m->segments = 1;
+    for (size_t i = 0; i < n && ws == 0; i++)
+        if (cls[i] == CLS_ACT && order[i]->thread == ph->bwd_thread) {
+            ws = order[i]->bytes;
+            cls[i] = CLS_OTHER;
+        }
+    for (size_t i = 0; i < n && ws > 0; i++)
+        if (cls[i] == CLS_ACT && order[i]->thread == ph->fwd_thread && order[i]->bytes == ws) {
+            cls[i] = CLS_OTHER;
+            m->workspace_bytes = ws;
+            break;
+        }
 }
 
 int
@@ -79,6 +110,8 @@ memest_build(const memest_event *ev, size_t n, const memest_phases *ph, memest *
             }
         }
     }
+    if (ph->first_step)
+        take_workspace(order, cls, n, ph, m);
     /* What is live at the end of the first iteration (or of the trace) makes the
      * estimate; activations are counted even when the trace frees them. */
     for (size_t i = 0; i < n; i++) {

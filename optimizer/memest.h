@@ -24,6 +24,23 @@
  * after it have already been freed), and every size is rounded as PyTorch's caching
  * allocator rounds blocks (512 B up to 1 MiB, 2 MiB above). Gradient accumulation over
  * k micro-batches divides the activations by k; the rest does not change.
+ *
+ * A caching allocator that grows only during the job's first step (PyTorch's: the
+ * collector sees its segments, cudaMalloc of 2 MiB, 20 MiB or 2 MiB multiples, never
+ * freed) shows no allocation in a replayed iteration when the replay leaves that step out
+ * (no step markers: the iterations come from the kernel period, past the warm-up). Then
+ * (phases.first_step) the activations are the segments of the first step: the forward
+ * thread's after its last collective before the backward thread's first launch (DDP's
+ * broadcast of the parameters and buffers ends its construction; where all-gathers lead
+ * to that launch, FSDP's of each block's parameters, from the first of them) and before
+ * that launch, and the backward thread's from that launch to the first replayed
+ * iteration (the gradients of the activations, which scale with the micro-batch, beside
+ * the parameters' gradients, which do not: a few segments the estimate scales too). The
+ * backward thread's first segment is its library workspace (cuBLAS's, which PyTorch takes
+ * from its allocator for each handle and stream on first use, 32 MiB on Hopper), and one
+ * forward segment of that size the forward's: both "other", with the rest still live
+ * (parameters, DDP's buckets, optimizer state). Such segments are not layers: the trace
+ * cannot place recomputation (memest.segments).
  */
 #ifndef DPRO_OPTIMIZER_MEMEST_H
 #define DPRO_OPTIMIZER_MEMEST_H
@@ -47,6 +64,10 @@ typedef struct memest_phases {
     int64_t bwd_end;    /* last backward launch of that iteration */
     int64_t iter_end;   /* start of the next iteration (INT64_MAX: none) */
     uint64_t fwd_thread, bwd_thread;
+    int first_step;     /* 1: iter_start lies after the backward thread's first launch:
+                           the activations are taken from the job's first step (above) */
+    int64_t step_start; /* with first_step: where the first step's forward starts */
+    int64_t step_bwd;   /* with first_step: the backward thread's first launch */
 } memest_phases;
 
 typedef struct memest {
@@ -55,13 +76,16 @@ typedef struct memest {
     int64_t optimizer_bytes;
     int64_t backward_bytes;
     int64_t other_bytes;
-    int32_t n_layers;     /* activation allocations found */
-    int64_t *act_bytes;   /* per layer, forward order */
-    int64_t *act_time;    /* graph time of each activation allocation */
-    int32_t n_static;     /* static allocations still live, in time order (a framework
-                             allocates the parameters one tensor at a time, in forward
-                             order: the per-layer gradient sizes, workload.h) */
-    int64_t *static_each; /* their sizes */
+    int32_t n_layers;        /* activation allocations found */
+    int64_t *act_bytes;      /* per layer, forward order */
+    int64_t *act_time;       /* graph time of each activation allocation */
+    int32_t n_static;        /* static allocations still live, in time order (a framework
+                                allocates the parameters one tensor at a time, in forward
+                                order: the per-layer gradient sizes, workload.h) */
+    int64_t *static_each;    /* their sizes */
+    int segments;            /* 1: activations from the first step (phases.first_step): the
+                                allocator's segments, not one allocation per layer */
+    int64_t workspace_bytes; /* with segments: the forward's workspace segment (0: none) */
 } memest;
 
 /* Builds the estimate of one rank from n events (any order). Returns 0, or -1 when out

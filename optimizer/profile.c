@@ -41,6 +41,65 @@ profile_first_iteration_window(const job_rank *jr, int64_t off, int64_t origin, 
     }
 }
 
+/* Sets ph->first_step, step_start and step_bwd (memest.h) from rank jr's events when the
+ * backward thread launched before ph->iter_start and the forward thread issued a
+ * collective before that launch; leaves ph as it was otherwise. The step starts at the
+ * forward thread's last collective before the backward's first launch (DDP's broadcast),
+ * or, when all-gathers lead to that launch (FSDP gathers each block's parameters in the
+ * forward), at the first of them. The forward thread is the one of the two that launched
+ * first (the main thread builds the model): the phases take theirs from the first
+ * replayed iteration, whose boundary may lie on the backward thread, and are swapped
+ * then. */
+static void
+profile_first_step(const job_rank *jr, int64_t off, int64_t origin, memest_phases *ph)
+{
+    int64_t first[2] = {INT64_MAX, INT64_MAX}; /* first launch of fwd_thread, bwd_thread */
+    int64_t start = INT64_MIN;
+    uint64_t fwd = ph->fwd_thread, bwd = ph->bwd_thread;
+    for (size_t i = 0; i < jr->n_events && bwd != fwd; i++) {
+        const dpro_event *e = &jr->events[i];
+        int64_t t = (int64_t)e->start_ns + off - origin;
+        int th = e->thread == fwd ? 0 : e->thread == bwd ? 1 : -1;
+        if (th >= 0 && t < first[th] &&
+            ((e->kind == DPRO_KIND_API && e->correlation != 0) || e->kind == DPRO_KIND_COLLECTIVE))
+            first[th] = t;
+    }
+    if (first[1] < first[0]) {
+        fwd = ph->bwd_thread;
+        bwd = ph->fwd_thread;
+        first[1] = first[0];
+    }
+    /* the last collective before the backward; when the forward's all-gathers (FSDP's)
+     * lead to it, the first of them after the last other collective */
+    int64_t other = INT64_MIN, gather = INT64_MAX;
+    for (size_t i = 0; i < jr->n_events; i++) {
+        const dpro_event *e = &jr->events[i];
+        int64_t t = (int64_t)e->start_ns + off - origin;
+        if (e->kind != DPRO_KIND_COLLECTIVE || e->thread != fwd || t >= first[1])
+            continue;
+        if (t > start)
+            start = t;
+        if (e->subkind != DPRO_COLL_ALLGATHER && t > other)
+            other = t;
+    }
+    for (size_t i = 0; i < jr->n_events && start > other; i++) {
+        const dpro_event *e = &jr->events[i];
+        int64_t t = (int64_t)e->start_ns + off - origin;
+        if (e->kind == DPRO_KIND_COLLECTIVE && e->thread == fwd && t < first[1] && t > other &&
+            t < gather)
+            gather = t;
+    }
+    if (start > other)
+        start = gather;
+    if (first[1] < ph->iter_start && start > INT64_MIN) {
+        ph->first_step = 1;
+        ph->fwd_thread = fwd;
+        ph->bwd_thread = bwd;
+        ph->step_start = start;
+        ph->step_bwd = first[1];
+    }
+}
+
 /* Memory estimate of the rank with the largest measured peak; *mem_rank receives it.
  * Returns 1 when one was built, 0 when no rank has allocation events, -1 when out of
  * memory. */
@@ -59,6 +118,7 @@ profile_estimate_memory(const replay *rp, memest *best, int32_t *mem_rank)
         profile_first_iteration_window(jr, off, rp->time_origin, &t0, &t1);
         if (workload_memory_phases(&rp->graph, r, t0, t1, &ph) != 0)
             continue;
+        profile_first_step(jr, off, rp->time_origin, &ph);
         size_t n = 0;
         for (size_t i = 0; i < jr->n_events; i++)
             n += jr->events[i].kind == DPRO_KIND_MEMORY;
@@ -86,10 +146,12 @@ profile_estimate_memory(const replay *rp, memest *best, int32_t *mem_rank)
         if (rc != 0)
             return -1;
         pr_dbg("rank %d: %zu allocation events, first iteration [%lld, %lld), backward "
-               "[%lld, %lld]: peak %lld, static %lld, optimizer %lld, other %lld, %d activations",
+               "[%lld, %lld]: peak %lld, static %lld, optimizer %lld, other %lld, %d activations%s "
+               "(workspace %lld)",
                r, k, (long long)ph.iter_start, (long long)ph.iter_end, (long long)ph.bwd_start,
                (long long)ph.bwd_end, (long long)m.peak_bytes, (long long)m.static_bytes,
-               (long long)m.optimizer_bytes, (long long)m.other_bytes, m.n_layers);
+               (long long)m.optimizer_bytes, (long long)m.other_bytes, m.n_layers,
+               m.segments ? " of the first step" : "", (long long)m.workspace_bytes);
         if (m.peak_bytes > best->peak_bytes) {
             memest_free(best);
             *best = m;

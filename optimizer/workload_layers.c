@@ -30,18 +30,27 @@ phase_kernels(const workload *w, const rank_info *k, int32_t it, int ph, int32_t
     return c;
 }
 
+/* Why the layers of rank mem_rank cannot be told apart, or NULL when they can. */
+static const char *
+layers_missing(const workload *w, const rank_info *ri, int32_t mem_rank)
+{
+    if (!w->layers.have_memory || w->layers.mem.n_layers == 0)
+        return "the trace has no activation allocations to tell layers apart";
+    if (w->layers.mem.segments)
+        return "the activations are the allocator's segments of the first step, not one "
+               "allocation per layer";
+    if (mem_rank < 0 || mem_rank >= w->g->n_ranks || ri[mem_rank].bwd_thread < 0)
+        return "no separate backward thread: forward and backward cannot be told apart";
+    return NULL;
+}
+
 int
 workload_find_layers(workload *w, rank_info *ri, int32_t mem_rank)
 {
     dfg *g = w->g;
-    if (!w->layers.have_memory || w->layers.mem.n_layers == 0) {
-        snprintf(w->layers.why, sizeof w->layers.why,
-                 "the trace has no activation allocations to tell layers apart");
-        return 0;
-    }
-    if (mem_rank < 0 || mem_rank >= g->n_ranks || ri[mem_rank].bwd_thread < 0) {
-        snprintf(w->layers.why, sizeof w->layers.why,
-                 "no separate backward thread: forward and backward cannot be told apart");
+    const char *why = layers_missing(w, ri, mem_rank);
+    if (why) {
+        snprintf(w->layers.why, sizeof w->layers.why, "%s", why);
         return 0;
     }
     int32_t L = w->layers.mem.n_layers;

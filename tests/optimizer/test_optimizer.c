@@ -1,6 +1,7 @@
 /*
  * test_optimizer: unit tests of libdproopt on hand-made and synthetic graphs.
- *   - memory estimator on a synthetic allocation trace (classes, peak, predictions);
+ *   - memory estimator on a synthetic allocation trace (classes, peak, predictions), and
+ *     on a caching allocator's segments reserved in the first step only;
  *   - operator fusion on a hand-made job: fewer launches, the modelled time;
  *   - tensor fusion on the synthetic generator's job: bucket counts per cap;
  *   - tensor partition of one all-reduce per iteration: chunk count, bytes conserved,
@@ -42,7 +43,12 @@ test_memest(void)
         {650, 2, 0, 0x6000, 2},        /* freed */
         {900, 1, 8 << 20, 0x7000, 1},  /* optimizer state, after the backward */
     };
-    memest_phases ph = {100, 500, 700, 1000, 1, 2};
+    memest_phases ph = {.iter_start = 100,
+                        .bwd_start = 500,
+                        .bwd_end = 700,
+                        .iter_end = 1000,
+                        .fwd_thread = 1,
+                        .bwd_thread = 2};
     memest m;
     REQUIRE(memest_build(ev, sizeof ev / sizeof ev[0], &ph, &m) == 0);
     CHECK_EQ_U(m.static_bytes, 8 << 20);
@@ -82,6 +88,56 @@ test_memest(void)
     memest_free(&many);
     CHECK(memest_round_block(1) == 512);
     CHECK(memest_round_block((1 << 20) + 1) == (2 << 20));
+    memest_free(&m);
+}
+
+/* The first-step estimate (memest.h): PyTorch's caching allocator reserves its segments in
+ * the job's first step, before the first replayed iteration. Thread 1 forward, thread 2
+ * backward; the first step from the forward's last collective (100) to the backward's
+ * first launch (500); the replayed iteration from 2000. */
+static void
+test_memest_first_step(void)
+{
+    memest_event ev[] = {
+        {10, 1, 2 << 20, 0x1000, 1},   /* parameters: static */
+        {50, 1, 20 << 20, 0x2000, 1},  /* DDP's bucket: static */
+        {150, 1, 20 << 20, 0x3000, 1}, /* activations */
+        {200, 1, 32 << 20, 0x4000, 1}, /* the forward's cuBLAS workspace */
+        {300, 1, 32 << 20, 0x5000, 1}, /* activations */
+        {510, 1, 32 << 20, 0x6000, 2}, /* the backward's workspace */
+        {520, 1, 2 << 20, 0x7000, 2},  /* the backward's gradients: scaled */
+        {900, 1, 2 << 20, 0x8000, 1},  /* optimizer state */
+    };
+    memest_phases ph = {.iter_start = 2000,
+                        .bwd_start = 2500,
+                        .bwd_end = 2700,
+                        .iter_end = 3000,
+                        .fwd_thread = 1,
+                        .bwd_thread = 2,
+                        .first_step = 1,
+                        .step_start = 100,
+                        .step_bwd = 500};
+    memest m;
+    REQUIRE(memest_build(ev, sizeof ev / sizeof ev[0], &ph, &m) == 0);
+    CHECK(m.segments);
+    CHECK_EQ_U(m.workspace_bytes, 32 << 20);
+    CHECK_EQ_U(m.static_bytes, 22 << 20);
+    CHECK_EQ_U(m.n_layers, 3);
+    CHECK_EQ_U(m.act_bytes[0], 20 << 20);
+    CHECK_EQ_U(m.act_bytes[1], 32 << 20);
+    CHECK_EQ_U(m.act_bytes[2], 2 << 20);
+    CHECK_EQ_U(m.other_bytes, (32 + 32 + 2) << 20);
+    CHECK_EQ_U(m.peak_bytes, 142 << 20);
+    CHECK_EQ_U(memest_predict(&m, NULL, 0, 0.125, 1), 142 << 20);
+    /* no_sync over 2: the step's segments halved, the workspaces kept */
+    CHECK_EQ_U(memest_predict(&m, NULL, 0, 0.125, 2), (142 - 27) << 20);
+    memest_free(&m);
+    /* the same events seen from the replayed iteration alone: everything is static */
+    ph.first_step = 0;
+    REQUIRE(memest_build(ev, sizeof ev / sizeof ev[0], &ph, &m) == 0);
+    CHECK(!m.segments);
+    CHECK_EQ_U(m.n_layers, 0);
+    CHECK_EQ_U(memest_predict(&m, NULL, 0, 0.125, 2), 142 << 20);
     memest_free(&m);
 }
 
@@ -862,6 +918,7 @@ int
 main(void)
 {
     test_memest();
+    test_memest_first_step();
     test_fusion();
     test_capture_wakeups();
     test_capture_stall();

@@ -371,12 +371,36 @@ static void
 graph_free(struct simgpu_graph *g)
 {
     struct simgpu_op *op = g->head;
+    struct simgpu_graph_hold *h = g->holds;
     while (op) {
         struct simgpu_op *next = op->next;
         op_free(op);
         op = next;
     }
+    while (h) {
+        struct simgpu_graph_hold *next = h->next;
+        h->release(h->obj, h->count);
+        free(h);
+        h = next;
+    }
     free(g);
+}
+
+cudaError_t
+simgpu_graph_hold(struct simgpu_graph *g, void (*release)(void *, unsigned), void *obj,
+                  unsigned count)
+{
+    struct simgpu_graph_hold *h = calloc(1, sizeof(*h));
+    if (!h)
+        return cudaErrorMemoryAllocation;
+    h->release = release;
+    h->obj = obj;
+    h->count = count;
+    pthread_mutex_lock(&g_lock);
+    h->next = g->holds;
+    g->holds = h;
+    pthread_mutex_unlock(&g_lock);
+    return cudaSuccess;
 }
 
 cudaError_t

@@ -614,15 +614,13 @@ cudaUserObjectCreate(cudaUserObject_t *object_out, void *ptr, cudaHostFn_t destr
     RT_EXIT(cudaSuccess);
 }
 
-cudaError_t CUDARTAPI
-cudaUserObjectRelease(cudaUserObject_t object, unsigned int count)
+/* Drops count references of o (a live user object, count > 0); the destructor runs at
+ * zero. Returns cudaErrorInvalidValue when o holds fewer. */
+static cudaError_t
+uobj_release(struct sim_uobj *o, unsigned count)
 {
-    struct sim_uobj *o = (struct sim_uobj *)object;
     int dead = 0;
     cudaError_t rc = cudaSuccess;
-    RT_ENTER(cudaUserObjectRelease, v11030, object, count);
-    if (!o || o->magic != UOBJ_MAGIC || !count)
-        RT_EXIT(cudaErrorInvalidValue);
     pthread_mutex_lock(&g_uobj_lock);
     if (count > o->refs)
         rc = cudaErrorInvalidValue;
@@ -637,15 +635,47 @@ cudaUserObjectRelease(cudaUserObject_t object, unsigned int count)
         o->destroy(o->ptr);
         free(o);
     }
-    RT_EXIT(rc);
+    return rc;
 }
 
+/* The release a graph holding a user object runs when it is freed. */
+static void
+uobj_graph_release(void *obj, unsigned count)
+{
+    uobj_release(obj, count);
+}
+
+cudaError_t CUDARTAPI
+cudaUserObjectRelease(cudaUserObject_t object, unsigned int count)
+{
+    struct sim_uobj *o = (struct sim_uobj *)object;
+    RT_ENTER(cudaUserObjectRelease, v11030, object, count);
+    if (!o || o->magic != UOBJ_MAGIC || !count)
+        RT_EXIT(cudaErrorInvalidValue);
+    RT_EXIT(uobj_release(o, count));
+}
+
+/* The graph takes count references (cudaGraphUserObjectMove: the caller's, else new ones)
+ * and drops them when it is freed. */
 cudaError_t CUDARTAPI
 cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count,
                           unsigned int flags)
 {
+    struct sim_uobj *o = (struct sim_uobj *)object;
+    struct simgpu_graph *g = simgpu_graph_lookup(graph);
+    cudaError_t rc;
     RT_ENTER(cudaGraphRetainUserObject, v11030, graph, object, count, flags);
-    RT_EXIT(unsupported("cudaGraphRetainUserObject"));
+    if (!g || !o || o->magic != UOBJ_MAGIC || !count || (flags & ~cudaGraphUserObjectMove))
+        RT_EXIT(cudaErrorInvalidValue);
+    if (!(flags & cudaGraphUserObjectMove)) {
+        pthread_mutex_lock(&g_uobj_lock);
+        o->refs += count;
+        pthread_mutex_unlock(&g_uobj_lock);
+    }
+    rc = simgpu_graph_hold(g, uobj_graph_release, o, count);
+    if (rc != cudaSuccess && !(flags & cudaGraphUserObjectMove))
+        uobj_release(o, count);
+    RT_EXIT(rc);
 }
 
 /* ---- the profiler switches: no profiler attaches to the simulated device ----------------- */

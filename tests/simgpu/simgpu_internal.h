@@ -236,6 +236,10 @@ cudaError_t simgpu_graph_instantiate(struct simgpu_graph_exec **out, struct simg
 cudaError_t simgpu_graph_launch(struct simgpu_graph_exec *x, struct simgpu_stream *s);
 /* Destroys a graph; its executables stay valid (the graph is freed after them). */
 cudaError_t simgpu_graph_destroy(struct simgpu_graph *g);
+/* Makes g hold count references to obj, given back by release(obj, count) when g is freed
+ * (after cudaGraphDestroy and the last executable graph made from it). */
+cudaError_t simgpu_graph_hold(struct simgpu_graph *g, void (*release)(void *, unsigned), void *obj,
+                              unsigned count);
 /* Destroys an executable graph; launched work still runs. */
 cudaError_t simgpu_graph_exec_destroy(struct simgpu_graph_exec *x);
 /* Validate user handles (magic number); NULL when not a live graph / exec. */
@@ -503,6 +507,16 @@ struct simgpu_graph {
     int execs; /* instantiations alive: the graph outlives cudaGraphDestroy */
     int destroyed;
     struct simgpu_stream *origin;
+    struct simgpu_graph_hold *holds; /* references the graph holds (user objects) */
+};
+
+/* A reference a graph holds until it is freed (cudaGraphRetainUserObject): release(obj,
+ * count) runs then. */
+struct simgpu_graph_hold {
+    void (*release)(void *obj, unsigned count);
+    void *obj;
+    unsigned count;
+    struct simgpu_graph_hold *next;
 };
 
 /* One global mutex guards all device state (stream wake-ups: struct simgpu_stream). */

@@ -2,9 +2,9 @@
  * other tests' (cudart_torch.c, cuda_driver_torch.c): peer access on a lone device, host
  * registration, the default pool's attributes, stream callbacks in stream order with host
  * functions, capture info outside and inside a capture, the capture mode exchange, user
- * objects, managed memory, 2D copies, the driver's primary context state before cuInit,
- * the context stack, pointer attributes, 32-bit stream writes and sets, log callbacks, and
- * the calls the device cannot do answering an error. */
+ * objects and the graphs that retain them, managed memory, 2D copies, the driver's primary context
+ * state before cuInit, the context stack, pointer attributes, 32-bit stream writes and sets, log
+ * callbacks, and the calls the device cannot do answering an error. */
 #include <stdint.h>
 #include <string.h>
 
@@ -180,6 +180,40 @@ test_user_objects_ipc(char *d)
     CHECK(cudaIpcGetMemHandle(&ih, d) == cudaErrorNotSupported);
 }
 
+/* A graph retains user objects (NCCL does inside a capture): the references it takes, new
+ * or moved from the caller, are dropped when the graph is freed, after cudaGraphDestroy
+ * and its last executable graph. */
+static void
+test_graph_user_objects(cudaStream_t s, char *d)
+{
+    cudaUserObject_t a, b;
+    cudaGraph_t cg, g;
+    cudaGraphExec_t x;
+    enum cudaStreamCaptureStatus st;
+
+    g_destroyed = 0;
+    CHECK_CUDA(
+        cudaUserObjectCreate(&a, (void *)1, uobj_destroy, 1, cudaUserObjectNoDestructorSync));
+    CHECK_CUDA(
+        cudaUserObjectCreate(&b, (void *)10, uobj_destroy, 1, cudaUserObjectNoDestructorSync));
+    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    CHECK_CUDA(cudaMemsetAsync(d, 1, 16, s));
+    CHECK_CUDA(cudaStreamGetCaptureInfo(s, &st, NULL, &cg, NULL, NULL, NULL));
+    CHECK_CUDA(cudaGraphRetainUserObject(cg, a, 1, cudaGraphUserObjectMove));
+    CHECK_CUDA(cudaGraphRetainUserObject(cg, b, 2, 0));
+    CHECK(cudaGraphRetainUserObject(cg, b, 1, 2) == cudaErrorInvalidValue);
+    CHECK_CUDA(cudaStreamEndCapture(s, &g));
+    CHECK_CUDA(cudaUserObjectRelease(b, 1)); /* the caller's: the graph still holds 2 */
+    CHECK(g_destroyed == 0);
+    CHECK_CUDA(cudaGraphInstantiateWithFlags(&x, g, 0));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    CHECK(g_destroyed == 0); /* the executable graph keeps it */
+    CHECK_CUDA(cudaGraphLaunch(x, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK_CUDA(cudaGraphExecDestroy(x));
+    CHECK(g_destroyed == 11);
+}
+
 /* Managed memory is host-addressable; a 2D copy moves each row. */
 static void
 test_managed_2d(cudaStream_t s)
@@ -262,6 +296,7 @@ main(void)
     test_stream_order(&s);
     test_capture(s, d);
     test_user_objects_ipc(d);
+    test_graph_user_objects(s, d);
     test_managed_2d(s);
     test_driver_after_init(s, d);
     test_driver_stream_logs_vmm(s, d);

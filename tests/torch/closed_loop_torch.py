@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Closed loop of the optimizer on real PyTorch DDP (tests/torch/ddp_train.py, stock torch
-on the simulated device, 2 ranks under simrun, the collector through tools/dpro-run).
+"""Closed loop of the optimizer on real PyTorch DDP and FSDP2 (tests/torch/ddp_train.py,
+fsdp_train.py; stock torch on the simulated device, 2 ranks under simrun, the collector
+through tools/dpro-run).
 
 For each poor configuration: profile it, run dpro-optimize --json, map the top
 recommendation's torch_args onto ddp_train.py's options (bucket_cap_mb=X: --bucket-cap-mb
@@ -24,7 +25,17 @@ step).
 Configurations (SIMGPU_PHYSICS=simple, as closed_loop.py):
 - tiny buckets: 10 KiB buckets on a network with 1 ms latency per collective;
 - huge buckets: one 200 MB bucket (every gradient all-reduced after the backward) of a
-  wider model on a 0.25 GB/s network: only smaller buckets overlap it with the backward.
+  wider model on a 0.25 GB/s network: only smaller buckets overlap it with the backward;
+- ddp memory budget: a transformer of --seq 128 --dim 256 at batch 16 (158 MiB reserved)
+  under a 140 MiB budget (--strategies memory --batch 16): the peak-memory estimate takes
+  the activations from the caching allocator's segments of the first step
+  (optimizer/memest.h), and the advice, no_sync=K micro_batch=B, is applied as
+  --accum K --batch B;
+- fsdp memory budget: fsdp_train.py's MLP at --dim 256, batch 4096, without resharding
+  after the forward (162 MiB reserved) under a 140 MiB budget: the same advice, applied
+  as --accum K --batch B (set_requires_gradient_sync(False) on all micro-batches but the
+  last). FSDP's own knobs (reshard_after_forward, prefetch) are not strategies of the
+  optimizer: it cannot advise them.
 
 Not in make check (about 13 traced runs of 5-10 s per configuration on a loaded 2-core
 machine): `make closed-loop-torch`. Skips (77) without the venv, as the torch tests do.
@@ -43,12 +54,10 @@ from torchlib import (BUILD, DPRO_RUN, SIMRUN, VENV_PY, require_torch,  # noqa: 
                       sanitizer_env)
 import closed_loop  # noqa: E402
 
-TRAIN = os.path.join(HERE, "ddp_train.py")
 OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 RANKS = 2
 STEPS = 20
 WARM_STEPS = 2  # step times left out: DDP rebuilds its buckets after the first step
-COMMON = ["--steps", str(STEPS), "--fill-mib", "0"]
 
 # name, ddp_train.py arguments, environment, dpro-optimize arguments
 CONFIGS = [
@@ -56,6 +65,13 @@ CONFIGS = [
      ["--strategies", "tensor"]),
     ("ddp huge buckets", ["--bucket-cap-mb", "200", "--dim", "256"], {"SIMGPU_NCCL_BW_GBPS": "0.25"},
      ["--strategies", "tensor"]),
+    ("ddp memory budget", ["--batch", "16", "--seq", "128", "--dim", "256"], {},
+     ["--strategies", "memory", "--memory-budget", "140M", "--batch", "16"]),
+]
+# name, fsdp_train.py arguments, environment, dpro-optimize arguments
+FSDP_CONFIGS = [
+    ("fsdp memory budget", ["--batch", "4096", "--dim", "256", "--reshard-after-forward", "0"],
+     {}, ["--strategies", "memory", "--memory-budget", "140M", "--batch", "4096"]),
 ]
 
 
@@ -66,9 +82,13 @@ def median(xs):
 class TorchDdpJob:
     """ddp_train.py as closed_loop.one_config runs it (closed_loop.DdpSimJob)."""
     args_key = "torch_args"
+    train = os.path.join(HERE, "ddp_train.py")
+    common = ["--steps", str(STEPS), "--fill-mib", "0"]
+    # the advice's options and the script's
+    opts = {"bucket_cap_mb": "--bucket-cap-mb", "no_sync": "--accum", "micro_batch": "--batch"}
 
-    @staticmethod
-    def run(args, env_extra, trace_dir):
+    @classmethod
+    def run(cls, args, env_extra, trace_dir):
         """Runs ddp_train.py on RANKS ranks under the collector; returns (iter us: the mean
         over ranks of their median step, peak memory: the largest max_memory_reserved)."""
         env = dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60")
@@ -78,7 +98,7 @@ class TorchDdpJob:
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
         cmd = ([SIMRUN, "-n", str(RANKS), "--timeout", "150", "--", DPRO_RUN, "-o", trace_dir,
-                "--", VENV_PY, TRAIN] + COMMON + args + ["--out", out])
+                "--", VENV_PY, cls.train] + cls.common + args + ["--out", out])
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True, timeout=200)
         if p.returncode != 0:
@@ -91,18 +111,23 @@ class TorchDdpJob:
         iter_us = sum(median(r["iter_us"][WARM_STEPS:]) for r in runs) / RANKS
         return iter_us, max(r["max_memory_reserved"] for r in runs)
 
-    @staticmethod
-    def apply(advice):
-        """ddp_train.py's options for torch_args; ValueError for what it cannot take."""
-        opts = {"bucket_cap_mb": "--bucket-cap-mb", "no_sync": "--accum",
-                "micro_batch": "--batch"}
+    @classmethod
+    def apply(cls, advice):
+        """The script's options for torch_args; ValueError for what it cannot take."""
         out = []
         for tok in advice.split():
             key, _, val = tok.partition("=")
-            if key not in opts or not val:
-                raise ValueError("ddp_train.py has no option for '%s'" % tok)
-            out += [opts[key], val]
+            if key not in cls.opts or not val:
+                raise ValueError("%s has no option for '%s'" % (os.path.basename(cls.train), tok))
+            out += [cls.opts[key], val]
         return out
+
+
+class TorchFsdpJob(TorchDdpJob):
+    """fsdp_train.py (FSDP2): accumulation through set_requires_gradient_sync(False)."""
+    train = os.path.join(HERE, "fsdp_train.py")
+    common = ["--steps", str(STEPS)]
+    opts = {"no_sync": "--accum", "micro_batch": "--batch"}
 
 
 def main():
@@ -111,10 +136,12 @@ def main():
         print("closed loop: skipped (sanitizer build: a timed test)")
         return 77
     print("load average at the start: %.2f %.2f %.2f" % os.getloadavg())
-    return closed_loop.run_configs(
-        CONFIGS, "dpro-closed-loop-torch-", TorchDdpJob,
-        after=lambda name: print("load average after %s: %.2f %.2f %.2f"
-                                 % ((name,) + os.getloadavg())))
+    after = lambda name: print("load average after %s: %.2f %.2f %.2f"  # noqa: E731
+                               % ((name,) + os.getloadavg()))
+    rc = closed_loop.run_configs(CONFIGS, "dpro-closed-loop-torch-", TorchDdpJob, after=after)
+    rc_fsdp = closed_loop.run_configs(FSDP_CONFIGS, "dpro-closed-loop-fsdp-", TorchFsdpJob,
+                                      after=after)
+    return rc or rc_fsdp
 
 
 if __name__ == "__main__":

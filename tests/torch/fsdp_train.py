@@ -2,16 +2,22 @@
 """fsdp_train.py: a small MLP stack trained with FSDP2 (torch.distributed.fsdp.fully_shard,
 backend nccl), one process per rank (under simrun or torchrun): every block is sharded,
 then the root.  Flags: --reshard-after-forward 0|1, --prefetch N (explicit forward and
-backward prefetch of the next / previous N blocks), --runs "R:P;..." (several
-(reshard, prefetch) configurations one after the other in one process).
+backward prefetch of the next / previous N blocks), --accum K (gradient accumulation: K
+micro-batches of --batch per optimizer step, the gradients reduce-scattered only in the
+last one's backward: set_requires_gradient_sync(False) before the others), --runs
+"R:P;..." (several (reshard, prefetch) configurations one after the other in one process).
 
 Each rank builds the model from a seed of its own, so the parameters FSDP2 shards differ
 between the ranks; after the steps each rank gathers the full parameters (full_tensor:
 an all-gather) and writes OUT/rank<R>.json with a checksum of their bytes (CPU arithmetic
-on copies), which agrees across the ranks only when the all-gathers moved the shards."""
+on copies), which agrees across the ranks only when the all-gathers moved the shards,
+the wall-clock time of every step but the first (iter_us: from one synchronisation after
+the backward to the next) and torch.cuda.max_memory_reserved() / max_memory_allocated()
+over the run."""
 import argparse
 import json
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -43,22 +49,32 @@ def train(rank, dev, reshard, prefetch, args):
             b.set_modules_to_forward_prefetch(blocks[i + 1:i + 1 + prefetch])
             b.set_modules_to_backward_prefetch(blocks[max(0, i - prefetch):i][::-1])
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    torch.cuda.reset_peak_memory_stats()
+    syncs = []
     for _ in range(args.steps):
-        x = torch.randn(args.batch, args.dim).to(dev)
-        model(x).float().pow(2).mean().backward()
+        for micro in range(args.accum):
+            model.set_requires_gradient_sync(micro == args.accum - 1)
+            x = torch.randn(args.batch, args.dim).to(dev)
+            model(x).float().pow(2).mean().backward()
+        torch.cuda.synchronize()
+        syncs.append(time.monotonic())
         opt.step()
         opt.zero_grad()
     torch.cuda.synchronize()
+    memory = dict(max_memory_reserved=torch.cuda.max_memory_reserved(),
+                  max_memory_allocated=torch.cuda.max_memory_allocated())
     full = [p.full_tensor() for p in model.parameters()]
     torch.cuda.synchronize()
-    return dict(reshard=reshard, prefetch=prefetch, params=checksum(full),
-                shards=checksum(p.to_local() for p in model.parameters()))
+    return dict(reshard=reshard, prefetch=prefetch, accum=args.accum, params=checksum(full),
+                shards=checksum(p.to_local() for p in model.parameters()),
+                iter_us=[round((b - a) * 1e6, 1) for a, b in zip(syncs, syncs[1:])], **memory)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reshard-after-forward", type=int, default=1)
     ap.add_argument("--prefetch", type=int, default=0)
+    ap.add_argument("--accum", type=int, default=1, help="micro-batches per step")
     ap.add_argument("--runs", default="", help='"RESHARD:PREFETCH;..."')
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--layers", type=int, default=4)

@@ -47,10 +47,19 @@ dist_check_SCRIPTS += tests/torch/test_torch_ddp.py tests/torch/test_torch_fsdp.
 TESTS += tests/torch/test_torch_ddp.py tests/torch/test_torch_fsdp.py
 endif
 
-# The closed loop on real PyTorch DDP (tests/torch/closed_loop_torch.py): profile, advise,
-# apply the advice through ddp_train.py's options, measure.  A timed run of about 13 traced
-# jobs per configuration, too long for make check: its own target.  Without the venv it
-# skips (and the target succeeds); a missed goal fails it.
+if HAVE_PYTHON3
+# dpro-optimize's peak-memory estimate of torch DDP and FSDP2 (the caching allocator's
+# segments of the first step) against torch.cuda.max_memory_reserved(), with and without
+# accumulation, on three jobs: within 10 %.
+dist_check_SCRIPTS += tests/torch/test_torch_memest.py
+TESTS += tests/torch/test_torch_memest.py
+endif
+
+# The closed loop on real PyTorch DDP and FSDP2 (tests/torch/closed_loop_torch.py):
+# profile, advise, apply the advice through ddp_train.py's and fsdp_train.py's options,
+# measure.  A timed run of about 13 traced jobs per configuration, too long for make
+# check: its own target.  Without the venv it skips (and the target succeeds); a missed
+# goal fails it.
 closed-loop-torch: all
 	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
 	HAVE_CUDA='$(HAVE_CUDA_VALUE)' DPRO_SANITIZERS='$(SANITIZERS_VALUE)' \
