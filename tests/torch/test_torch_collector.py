@@ -26,23 +26,14 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from torchlib import (DPRO_RUN as dpro_run, SIMRUN as simrun,  # noqa: E402
-                      TRACE_DUMP as trace_dump, VENV_PY as venv_py, require_torch,
-                      sanitizer_env)
+                      TRACE_DUMP as trace_dump, VENV_PY as venv_py, check, finish,
+                      require_torch, sanitizer_env)
 
 require_torch(simrun, dpro_run, trace_dump)
 TRAIN = os.path.join(HERE, "traced_train.py")
 STEPS = 4
 SEGMENT = 2 << 20  # the caching allocator's segments are multiples of 2 MiB
 
-failures = 0
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL: " + msg)
-    return cond
 
 
 def check_rank(doc, rec):
@@ -150,6 +141,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
-if failures:
-    sys.exit(1)
-print("PASS")
+finish()

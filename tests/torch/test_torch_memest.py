@@ -24,7 +24,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from torchlib import (BUILD, DPRO_RUN, SIMRUN, VENV_PY, Checks,  # noqa: E402
+from torchlib import (BUILD, DPRO_RUN, SIMRUN, VENV_PY, check, finish,  # noqa: E402
                       require_torch, sanitizer_env)
 
 OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
@@ -37,7 +37,6 @@ MAX_ERR_PCT = 10.0
 SIZES = [("ddp", DDP, 16, [2, 4]), ("ddp", DDP, 32, [2]), ("fsdp", FSDP, 4096, [2, 4])]
 
 env = sanitizer_env(dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60"))
-check = Checks()
 
 
 def run(job, out, args, steps, trace=None):
@@ -104,4 +103,4 @@ try:
                     predicted(trace, "no_sync=%d" % k), real_k)
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
-check.finish()
+finish()

@@ -72,8 +72,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from torchlib import (BUILD, DPRO_RUN as dpro_run, SIMRUN as simrun,  # noqa: E402
-                      TRACE_DUMP as trace_dump, VENV_PY as venv_py, require_torch,
-                      sanitizer_env)
+                      TRACE_DUMP as trace_dump, VENV_PY as venv_py, check, finish,
+                      require_torch, sanitizer_env)
 
 dpro_import = os.path.join(BUILD, "tools", "dpro-import")
 dpro_replay = os.path.join(BUILD, "tools", "dpro-replay")
@@ -91,15 +91,6 @@ CP_TOL = 0.10  # the collectives' time on the critical path
 LAUNCHES = ("cudaLaunchKernel", "__cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
             "cuLaunchKernelEx")
 
-failures = 0
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL: " + msg)
-    return cond
 
 
 def dump(path):
@@ -410,6 +401,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
-if failures:
-    sys.exit(1)
-print("PASS")
+finish()

@@ -72,22 +72,3 @@ def require_torch(*programs):
         if not os.path.exists(p):
             print("FAIL: %s is not built" % p)
             sys.exit(1)
-
-
-class Checks:
-    """A test's checks: check(cond, msg) prints "FAIL: msg" and counts it when cond is
-    false, and returns cond; finish() prints the verdict and exits 1 on any failure, 0
-    otherwise."""
-
-    def __init__(self):
-        self.failures = 0
-
-    def __call__(self, cond, msg):
-        if not cond:
-            self.failures += 1
-            print("FAIL: " + msg)
-        return cond
-
-    def finish(self):
-        print("FAILED: %d checks" % self.failures if self.failures else "PASS")
-        sys.exit(1 if self.failures else 0)
