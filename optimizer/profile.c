@@ -57,7 +57,7 @@ profile_first_step(const job_rank *jr, int64_t off, int64_t origin, memest_phase
     int64_t start = INT64_MIN;
     uint64_t fwd = ph->fwd_thread, bwd = ph->bwd_thread;
     for (size_t i = 0; i < jr->n_events && bwd != fwd; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         int64_t t = (int64_t)e->start_ns + off - origin;
         int th = e->thread == fwd ? 0 : e->thread == bwd ? 1 : -1;
         if (th >= 0 && t < first[th] &&
@@ -73,7 +73,7 @@ profile_first_step(const job_rank *jr, int64_t off, int64_t origin, memest_phase
      * lead to it, the first of them after the last other collective */
     int64_t other = INT64_MIN, gather = INT64_MAX;
     for (size_t i = 0; i < jr->n_events; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         int64_t t = (int64_t)e->start_ns + off - origin;
         if (e->kind != DPRO_KIND_COLLECTIVE || e->thread != fwd || t >= first[1])
             continue;
@@ -83,7 +83,7 @@ profile_first_step(const job_rank *jr, int64_t off, int64_t origin, memest_phase
             other = t;
     }
     for (size_t i = 0; i < jr->n_events && start > other; i++) {
-        const dpro_event *e = &jr->events[i];
+        const job_event *e = &jr->events[i];
         int64_t t = (int64_t)e->start_ns + off - origin;
         if (e->kind == DPRO_KIND_COLLECTIVE && e->thread == fwd && t < first[1] && t > other &&
             t < gather)
