@@ -421,7 +421,8 @@ split_participant(const partition_input *in, layout *L, const buckets *B, int32_
         if (n < 0)
             return -1;
         dfg_set_group(out, n, gbase + (m - B->mid_off[u]));
-        out->bytes[n] = B->mid_bytes[m];
+        if (dfg_set_bytes(out, n, B->mid_bytes[m]) != 0)
+            return -1;
         out->lat[n] = g->lat[c];
         if (k >= 0 ? dfg_add_edge(out, k, n) != 0 : copy_preds(g, out, c, n) != 0)
             return -1;

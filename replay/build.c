@@ -362,9 +362,9 @@ rank_host_nodes(rank_ctx *c)
         }
         g->mstart[n] = ts;
         g->mend[n] = te;
-        g->bytes[n] = (int64_t)e->bytes;
         c->node_of_event[i] = n;
-        if ((e->correlation && hmap_put(&c->corr_host, e->correlation, n) != 0) ||
+        if (dfg_set_bytes(g, n, (int64_t)e->bytes) != 0 ||
+            (e->correlation && hmap_put(&c->corr_host, e->correlation, n) != 0) ||
             hmap_put(&last_on_thread, e->thread, n) != 0)
             rc = -1;
     }
@@ -412,8 +412,9 @@ rank_join_collective(rank_ctx *c, group_map *gm, const job_event *e, int32_t n, 
     }
     if (rc == 0 && hmap_put(&c->joined, (uint64_t)q, 1) != 0)
         rc = -1;
+    if (rc == 0)
+        rc = dfg_set_bytes(g, n, g->grp_bytes[q]);
     if (rc == 0) {
-        g->bytes[n] = g->grp_bytes[q];
         /* keep the launch chain: the participant's next_in_group is reused below */
         g->group[n] = q; /* linked into the group after the launch chains are used */
     }
@@ -466,7 +467,10 @@ rank_device_nodes(rank_ctx *c, group_map *gm)
         g->mstart[n] = ts;
         g->mend[n] = te < ts ? ts : te;
         g->dur[n] = g->mend[n] - ts;
-        g->bytes[n] = (int64_t)e->bytes;
+        if (dfg_set_bytes(g, n, (int64_t)e->bytes) != 0) {
+            rc = -1;
+            break;
+        }
         c->node_of_event[i] = n;
         int32_t h = e->correlation ? hmap_get(&c->corr_host, e->correlation, -1) : -1;
         if (h >= 0) {

@@ -326,8 +326,9 @@ export_nodes(const dfg *g, sim_timeline tl, const window *w, json_writer *j)
         json_kv_double(j, "dur", us(tl.end[n] > tl.start[n] ? tl.end[n] - tl.start[n] : 0));
         json_key(j, "args");
         json_begin_object(j);
-        if (g->bytes[n])
-            json_kv_int(j, "bytes", g->bytes[n]);
+        int64_t moved = dfg_bytes(g, n);
+        if (moved)
+            json_kv_int(j, "bytes", moved);
         if (g->group[n] >= 0) {
             int32_t q = g->group[n];
             char hex[32];

@@ -200,7 +200,8 @@ dfg_free(dfg *g)
     free(g->next_in_group);
     free(g->prev_on_res);
     free(g->next_on_res);
-    free(g->bytes);
+    free(g->bytes_node);
+    free(g->bytes_val);
     free(g->mstart);
     free(g->mend);
     free(g->esrc);
@@ -280,6 +281,8 @@ dfg_clone(dfg *d, const dfg *s)
     int rc = 0;
     memset(d, 0, sizeof *d);
     d->n_nodes = s->n_nodes;
+    d->n_bytes = s->n_bytes;
+    d->cap_bytes = s->cap_bytes;
     d->cap_nodes = s->cap_nodes;
     d->n_edges = s->n_edges;
     d->cap_edges = s->cap_edges;
@@ -305,7 +308,8 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(next_in_group, s->cap_nodes, s->n_nodes);
     DUP(prev_on_res, s->cap_nodes, s->n_nodes);
     DUP(next_on_res, s->cap_nodes, s->n_nodes);
-    DUP(bytes, s->cap_nodes, s->n_nodes);
+    DUP(bytes_node, s->cap_bytes, s->n_bytes);
+    DUP(bytes_val, s->cap_bytes, s->n_bytes);
     DUP(mstart, s->cap_nodes, s->n_nodes);
     DUP(mend, s->cap_nodes, s->n_nodes);
     DUP(esrc, s->cap_edges, s->n_edges);
@@ -364,7 +368,6 @@ reserve_nodes(dfg *g, int64_t need)
     G(next_in_group);
     G(prev_on_res);
     G(next_on_res);
-    G(bytes);
     G(mstart);
     G(mend);
 #undef G
@@ -437,6 +440,59 @@ dfg_reserve(dfg *g, int64_t nodes, int64_t edges)
     return 0;
 }
 
+/* Index of node n in the bytes table, or -(insertion point) - 1 when n has no entry. */
+static int32_t
+bytes_find(const dfg *g, int32_t n)
+{
+    int32_t lo = 0, hi = g->n_bytes;
+    if (hi > 0 && g->bytes_node[hi - 1] < n)
+        lo = hi; /* the common case: n above every entry */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (g->bytes_node[mid] < n)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < g->n_bytes && g->bytes_node[lo] == n ? lo : -lo - 1;
+}
+
+int64_t
+dfg_bytes(const dfg *g, int32_t n)
+{
+    int32_t i = bytes_find(g, n);
+    return i >= 0 ? g->bytes_val[i] : 0;
+}
+
+int
+dfg_set_bytes(dfg *g, int32_t n, int64_t bytes)
+{
+    int rc = 0;
+    int32_t i = bytes_find(g, n);
+    if (i >= 0) {
+        g->bytes_val[i] = bytes;
+    } else if (bytes != 0) {
+        i = -i - 1;
+        if (g->n_bytes == g->cap_bytes) {
+            int64_t c = next_cap(g->cap_bytes, (int64_t)g->n_bytes + 1);
+            if (c > INT32_MAX || grow((void **)&g->bytes_node, sizeof *g->bytes_node, c) != 0 ||
+                grow((void **)&g->bytes_val, sizeof *g->bytes_val, c) != 0)
+                rc = -1; /* a first grow that held keeps its larger block: harmless */
+            else
+                g->cap_bytes = (int32_t)c;
+        }
+        if (rc == 0) {
+            size_t after = (size_t)(g->n_bytes - i);
+            memmove(g->bytes_node + i + 1, g->bytes_node + i, after * sizeof *g->bytes_node);
+            memmove(g->bytes_val + i + 1, g->bytes_val + i, after * sizeof *g->bytes_val);
+            g->bytes_node[i] = n;
+            g->bytes_val[i] = bytes;
+            g->n_bytes++;
+        }
+    }
+    return rc;
+}
+
 int32_t
 dfg_add_resource(dfg *g, int kind, int32_t rank, uint64_t id, int32_t label)
 {
@@ -468,7 +524,6 @@ dfg_add_node(dfg *g, int kind, int32_t res, int32_t name)
     g->launch[n] = -1;
     g->group[n] = -1;
     g->next_in_group[n] = -1;
-    g->bytes[n] = 0;
     g->mstart[n] = 0;
     g->mend[n] = 0;
     g->next_on_res[n] = -1;
@@ -705,11 +760,15 @@ shrink_to_fit(dfg *g)
         G(next_in_group);
         G(prev_on_res);
         G(next_on_res);
-        G(bytes);
         G(mstart);
         G(mend);
 #undef G
         g->cap_nodes = (int32_t)n;
+    }
+    if (g->cap_bytes > g->n_bytes && g->n_bytes > 0) {
+        (void)grow((void **)&g->bytes_node, sizeof *g->bytes_node, g->n_bytes);
+        (void)grow((void **)&g->bytes_val, sizeof *g->bytes_val, g->n_bytes);
+        g->cap_bytes = g->n_bytes;
     }
     if (g->cap_edges > e) {
         (void)grow((void **)&g->esrc, sizeof *g->esrc, e);

@@ -98,8 +98,13 @@ typedef struct dfg {
     int32_t *group;         /* collective group, or -1 */
     int32_t *next_in_group; /* chain of a group's participants, -1 ends it */
     int32_t *prev_on_res, *next_on_res;
-    int64_t *bytes;         /* bytes moved or touched (copies, collectives), else 0 */
     int64_t *mstart, *mend; /* measured, aligned, ns */
+
+    /* ---- bytes moved or touched (copies, collectives): a side table of the nodes that
+     * move data, node ids ascending (dfg_bytes, dfg_set_bytes); other nodes move 0 ---- */
+    int32_t n_bytes, cap_bytes;
+    int32_t *bytes_node;
+    int64_t *bytes_val;
 
     /* ---- dependency edges (src finishes before dst; see above) ---- */
     int64_t n_edges, cap_edges;
@@ -194,6 +199,15 @@ const char *dfg_name(const dfg *g, int32_t id);
 /* Reserves room for `nodes` nodes and `edges` edges in total (avoids regrowth when the
  * size is known). Returns 0 or -1. */
 int dfg_reserve(dfg *g, int64_t nodes, int64_t edges);
+
+/* Bytes node n moves or touches (a copy, a memset, a collective), 0 for a node that moves
+ * none. O(log of the nodes that move data). */
+int64_t dfg_bytes(const dfg *g, int32_t n);
+
+/* Sets the bytes node n moves. Appending in ascending node order costs O(1), a node below
+ * the table's last one O(log + the entries after it). Returns 0, or -1 when out of memory
+ * (n keeps its bytes). */
+int dfg_set_bytes(dfg *g, int32_t n, int64_t bytes);
 
 /* Adds a resource (host thread or stream) of a rank; label is a string id (0: none).
  * Returns its index, or -1 when out of memory. */

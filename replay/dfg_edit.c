@@ -117,7 +117,8 @@ dfg_merge_nodes(dfg *g, int32_t a, int32_t b)
             if (g->launch[i] == b)
                 g->launch[i] = a;
     g->dur[a] += g->dur[b];
-    g->bytes[a] += g->bytes[b];
+    if (dfg_set_bytes(g, a, dfg_bytes(g, a) + dfg_bytes(g, b)) != 0)
+        return -1;
     if (g->mend[b] > g->mend[a])
         g->mend[a] = g->mend[b];
     g->flags[a] |= g->flags[b] & DFG_F_END_EDGES;

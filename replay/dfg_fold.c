@@ -45,7 +45,6 @@ fold_nodes(dfg *d, const dfg *s, const fold_maps *m)
         d->next_in_group[x] = -1;
         d->prev_on_res[x] = MAPN(s->prev_on_res[n]);
         d->next_on_res[x] = MAPN(s->next_on_res[n]);
-        d->bytes[x] = s->bytes[n];
         d->mstart[x] = s->mstart[n];
         d->mend[x] = s->mend[n];
     }
@@ -151,6 +150,9 @@ dfg_fold(dfg *d, const dfg *s, const int32_t *rep, const int32_t *weight, const 
         fold_groups(d, s, &m);
         rc = fold_links(d, s, &m, rep);
     }
+    for (int32_t i = 0; rc == 0 && i < s->n_bytes; i++) /* node order kept: appends */
+        if (m.node[s->bytes_node[i]] >= 0)
+            rc = dfg_set_bytes(d, m.node[s->bytes_node[i]], s->bytes_val[i]);
     if (rc == 0) {
         dfg_strtab_free(&d->strings);
         rc = dfg_strtab_clone(&d->strings, &s->strings);
@@ -198,9 +200,9 @@ dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
     size_t per_node = sizeof *g->kind + sizeof *g->flags + sizeof *g->res + sizeof *g->name +
                       sizeof *g->dur + sizeof *g->gap + sizeof *g->lat + sizeof *g->launch +
                       sizeof *g->group + sizeof *g->next_in_group + sizeof *g->prev_on_res +
-                      sizeof *g->next_on_res + sizeof *g->bytes + sizeof *g->mstart +
-                      sizeof *g->mend;
-    double nb = (double)per_node * (double)g->cap_nodes;
+                      sizeof *g->next_on_res + sizeof *g->mstart + sizeof *g->mend;
+    double nb = (double)per_node * (double)g->cap_nodes +
+                (double)(sizeof *g->bytes_node + sizeof *g->bytes_val) * (double)g->cap_bytes;
     double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;
     if (g->finalized) {
         nb += (double)(sizeof *g->succ_off + sizeof *g->launched_off) * ((double)g->n_nodes + 1) +

@@ -94,7 +94,7 @@ rank_hash(fold_ctx *c, int32_t r)
         h = mix64(h, ((uint64_t)g->kind[n] << 40) | ((uint64_t)g->flags[n] << 32) |
                          (uint32_t)g->name[n]);
         h = mix64(h, ((uint64_t)c->rn.ord[g->res[n]] << 32) | g->res_kind[g->res[n]]);
-        h = mix64(h, (uint64_t)g->bytes[n]);
+        h = mix64(h, (uint64_t)dfg_bytes(g, n));
         if (g->group[n] >= 0) {
             int32_t q = g->group[n];
             h = mix64(h, ((uint64_t)g->grp_op[q] << 32) | (uint32_t)g->grp_nranks[q]);
@@ -141,7 +141,7 @@ alike(const fold_ctx *c, int32_t r, int32_t p, int *why)
         int32_t x = c->rn.node[c->rn.off[r] + i], y = c->rn.node[c->rn.off[p] + i];
         int32_t lx = g->launch[x], ly = g->launch[y];
         if (g->kind[x] != g->kind[y] || g->flags[x] != g->flags[y] || g->name[x] != g->name[y] ||
-            c->rn.ord[g->res[x]] != c->rn.ord[g->res[y]] || g->bytes[x] != g->bytes[y] ||
+            c->rn.ord[g->res[x]] != c->rn.ord[g->res[y]] || dfg_bytes(g, x) != dfg_bytes(g, y) ||
             (lx >= 0 ? c->rn.pos[lx] : -1) != (ly >= 0 ? c->rn.pos[ly] : -1) ||
             (g->group[x] < 0) != (g->group[y] < 0) ||
             g->succ_off[x + 1] - g->succ_off[x] != g->succ_off[y + 1] - g->succ_off[y])

@@ -743,7 +743,7 @@ build_layer_job(dfg *g, int iters, const int64_t *grad, int32_t nl, int64_t *t_f
             g->dur[call] = 5 * US;
             g->launch[c] = call;
             g->lat[c] = 2 * US;
-            g->bytes[c] = total;
+            dfg_set_bytes(g, c, total);
             dfg_set_group(g, c, it);
             int32_t s = dfg_add_node(g, DFG_HOST, mt, nm_sync);
             g->dur[s] = 2 * US;
