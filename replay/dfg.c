@@ -198,7 +198,6 @@ dfg_free(dfg *g)
     free(g->launch);
     free(g->group);
     free(g->next_in_group);
-    free(g->prev_on_res);
     free(g->next_on_res);
     free(g->bytes_node);
     free(g->bytes_val);
@@ -306,7 +305,6 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(launch, s->cap_nodes, s->n_nodes);
     DUP(group, s->cap_nodes, s->n_nodes);
     DUP(next_in_group, s->cap_nodes, s->n_nodes);
-    DUP(prev_on_res, s->cap_nodes, s->n_nodes);
     DUP(next_on_res, s->cap_nodes, s->n_nodes);
     DUP(bytes_node, s->cap_bytes, s->n_bytes);
     DUP(bytes_val, s->cap_bytes, s->n_bytes);
@@ -366,7 +364,6 @@ reserve_nodes(dfg *g, int64_t need)
     G(launch);
     G(group);
     G(next_in_group);
-    G(prev_on_res);
     G(next_on_res);
     G(mstart);
     G(mend);
@@ -438,6 +435,33 @@ dfg_reserve(dfg *g, int64_t nodes, int64_t edges)
         g->cap_edges = edges;
     }
     return 0;
+}
+
+int32_t
+dfg_prev_on_res(const dfg *g, int32_t n)
+{
+    int32_t p = -1;
+    if (n >= 0 && n < g->n_nodes && dfg_has_prev(g, n)) {
+        p = g->res_first[g->res[n]];
+        while (p >= 0 && g->next_on_res[p] != n)
+            p = g->next_on_res[p];
+    }
+    return p;
+}
+
+int32_t *
+dfg_prev_table(const dfg *g)
+{
+    int32_t *prev = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *prev);
+    if (prev) {
+        for (int32_t i = 0; i < g->n_nodes; i++)
+            prev[i] = -1;
+        for (int32_t q = 0; q < g->n_res; q++)
+            for (int32_t p = g->res_first[q]; p >= 0 && g->next_on_res[p] >= 0;
+                 p = g->next_on_res[p])
+                prev[g->next_on_res[p]] = p;
+    }
+    return prev;
 }
 
 /* Index of node n in the bytes table, or -(insertion point) - 1 when n has no entry. */
@@ -527,7 +551,6 @@ dfg_add_node(dfg *g, int kind, int32_t res, int32_t name)
     g->mstart[n] = 0;
     g->mend[n] = 0;
     g->next_on_res[n] = -1;
-    g->prev_on_res[n] = g->res_last[res];
     if (g->res_last[res] >= 0)
         g->next_on_res[g->res_last[res]] = n;
     else
@@ -540,22 +563,18 @@ dfg_add_node(dfg *g, int kind, int32_t res, int32_t name)
 int32_t
 dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t dur)
 {
-    int32_t res = g->res[after];
+    int32_t res = g->res[after], last_prev = g->res_last[res];
     int32_t n = dfg_add_node(g, kind, res, name);
     if (n < 0)
         return -1;
     /* dfg_add_node appended n at the end; unlink and relink after `after`. */
-    int32_t last_prev = g->prev_on_res[n];
     if (last_prev != after) {
         g->next_on_res[last_prev] = -1;
         g->res_last[res] = last_prev;
         int32_t nx = g->next_on_res[after];
-        g->prev_on_res[n] = after;
         g->next_on_res[n] = nx;
         g->next_on_res[after] = n;
-        if (nx >= 0)
-            g->prev_on_res[nx] = n;
-        else
+        if (nx < 0)
             g->res_last[res] = n;
     }
     g->flags[n] = DFG_F_SYNTHETIC;
@@ -568,8 +587,8 @@ dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t dur)
 int32_t
 dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur)
 {
-    int32_t res = g->res[before];
-    int32_t prev = g->prev_on_res[before];
+    int32_t res = g->res[before], last_prev = g->res_last[res];
+    int32_t prev = dfg_prev_on_res(g, before);
     int32_t n;
     if (prev >= 0) {
         n = dfg_insert_after(g, prev, kind, name, dur);
@@ -580,12 +599,9 @@ dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur)
         if (n < 0)
             return -1;
         /* appended at the end (after `before` at least): unlink, relink as the first */
-        int32_t last_prev = g->prev_on_res[n];
         g->next_on_res[last_prev] = -1;
         g->res_last[res] = last_prev;
-        g->prev_on_res[n] = -1;
         g->next_on_res[n] = before;
-        g->prev_on_res[before] = n;
         g->res_first[res] = n;
         g->flags[n] = DFG_F_SYNTHETIC;
         g->dur[n] = dur;
@@ -758,7 +774,6 @@ shrink_to_fit(dfg *g)
         G(launch);
         G(group);
         G(next_in_group);
-        G(prev_on_res);
         G(next_on_res);
         G(mstart);
         G(mend);

@@ -97,7 +97,7 @@ typedef struct dfg {
     int32_t *launch;        /* device: launching host node, or -1 */
     int32_t *group;         /* collective group, or -1 */
     int32_t *next_in_group; /* chain of a group's participants, -1 ends it */
-    int32_t *prev_on_res, *next_on_res;
+    int32_t *next_on_res;   /* the resource's order (the previous node: dfg_prev_on_res) */
     int64_t *mstart, *mend; /* measured, aligned, ns */
 
     /* ---- bytes moved or touched (copies, collectives): a side table of the nodes that
@@ -199,6 +199,16 @@ const char *dfg_name(const dfg *g, int32_t id);
 /* Reserves room for `nodes` nodes and `edges` edges in total (avoids regrowth when the
  * size is known). Returns 0 or -1. */
 int dfg_reserve(dfg *g, int64_t nodes, int64_t edges);
+
+/* The node before n on its resource, -1 when n is the first or removed. Walks the
+ * resource's chain from its first node: O(nodes before n); a pass over many nodes takes
+ * dfg_prev_table instead. */
+int32_t dfg_prev_on_res(const dfg *g, int32_t n);
+
+/* Every node's previous node on its resource (dfg_prev_on_res), n_nodes entries (at least
+ * one), in an array the caller frees; NULL when out of memory. O(nodes + resources). It
+ * holds until the next structural change of g. */
+int32_t *dfg_prev_table(const dfg *g);
 
 /* Bytes node n moves or touches (a copy, a memset, a collective), 0 for a node that moves
  * none. O(log of the nodes that move data). */
@@ -318,6 +328,14 @@ static inline int32_t
 dfg_rank_weight(const dfg *g, int32_t r)
 {
     return g->rank_weight && r >= 0 && r < g->n_ranks ? g->rank_weight[r] : 1;
+}
+
+/* 1 when node n follows another node on its resource (dfg_prev_on_res(g, n) >= 0), in
+ * O(1). */
+static inline int
+dfg_has_prev(const dfg *g, int32_t n)
+{
+    return !(g->flags[n] & DFG_F_REMOVED) && g->res_first[g->res[n]] != n;
 }
 
 /* Rank of a node (through its resource). */

@@ -43,7 +43,6 @@ fold_nodes(dfg *d, const dfg *s, const fold_maps *m)
         d->launch[x] = MAPN(s->launch[n]);
         d->group[x] = s->group[n] >= 0 ? m->grp[s->group[n]] : -1;
         d->next_in_group[x] = -1;
-        d->prev_on_res[x] = MAPN(s->prev_on_res[n]);
         d->next_on_res[x] = MAPN(s->next_on_res[n]);
         d->mstart[x] = s->mstart[n];
         d->mend[x] = s->mend[n];
@@ -199,8 +198,8 @@ dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
 {
     size_t per_node = sizeof *g->kind + sizeof *g->flags + sizeof *g->res + sizeof *g->name +
                       sizeof *g->dur + sizeof *g->gap + sizeof *g->lat + sizeof *g->launch +
-                      sizeof *g->group + sizeof *g->next_in_group + sizeof *g->prev_on_res +
-                      sizeof *g->next_on_res + sizeof *g->mstart + sizeof *g->mend;
+                      sizeof *g->group + sizeof *g->next_in_group + sizeof *g->next_on_res +
+                      sizeof *g->mstart + sizeof *g->mend;
     double nb = (double)per_node * (double)g->cap_nodes +
                 (double)(sizeof *g->bytes_node + sizeof *g->bytes_val) * (double)g->cap_bytes;
     double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;

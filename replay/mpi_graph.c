@@ -54,7 +54,6 @@ list_arrays(dfg *g, const int64_t *h, garray *a)
     A(launch, h[H_NODES]);
     A(group, h[H_NODES]);
     A(next_in_group, h[H_NODES]);
-    A(prev_on_res, h[H_NODES]);
     A(next_on_res, h[H_NODES]);
     A(mstart, h[H_NODES]);
     A(mend, h[H_NODES]);
