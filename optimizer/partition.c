@@ -173,7 +173,7 @@ layout_build(const partition_input *in, layout *L)
             continue;
         if (g->kind[s] != DFG_KERNEL || !in->on_compute[s] || dfg_rank(g, s) != dfg_rank(g, d))
             continue;
-        if (L->gate[d] < 0 || g->mend[s] > g->mend[L->gate[d]])
+        if (L->gate[d] < 0 || dfg_mend(g, s) > dfg_mend(g, L->gate[d]))
             L->gate[d] = s;
     }
     return 0;

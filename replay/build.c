@@ -339,7 +339,7 @@ rank_host_nodes(rank_ctx *c)
         int64_t ts = (int64_t)e->start_ns + c->shift, te = (int64_t)e->end_ns + c->shift;
         if (te < ts)
             te = ts;
-        if (prev >= 0 && ts < g->mend[prev]) {
+        if (prev >= 0 && ts < dfg_mend(g, prev)) {
             /* nested in prev: its launches belong to prev */
             if (e->correlation && hmap_put(&c->corr_host, e->correlation, prev) != 0)
                 rc = -1;
@@ -361,9 +361,8 @@ rank_host_nodes(rank_ctx *c)
             break;
         }
         g->mstart[n] = ts;
-        g->mend[n] = te;
         c->node_of_event[i] = n;
-        if (dfg_set_bytes(g, n, (int64_t)e->bytes) != 0 ||
+        if (dfg_set_mend(g, n, te) != 0 || dfg_set_bytes(g, n, (int64_t)e->bytes) != 0 ||
             (e->correlation && hmap_put(&c->corr_host, e->correlation, n) != 0) ||
             hmap_put(&last_on_thread, e->thread, n) != 0)
             rc = -1;
@@ -465,9 +464,9 @@ rank_device_nodes(rank_ctx *c, group_map *gm)
         }
         int64_t ts = (int64_t)e->start_ns + c->shift, te = (int64_t)e->end_ns + c->shift;
         g->mstart[n] = ts;
-        g->mend[n] = te < ts ? ts : te;
-        g->dur[n] = g->mend[n] - ts;
-        if (dfg_set_bytes(g, n, (int64_t)e->bytes) != 0) {
+        g->dur[n] = (te < ts ? ts : te) - ts;
+        if (dfg_set_mend(g, n, ts + g->dur[n]) != 0 ||
+            dfg_set_bytes(g, n, (int64_t)e->bytes) != 0) {
             rc = -1;
             break;
         }
@@ -641,7 +640,7 @@ bound_node(rank_ctx *c, size_t ei)
             if ((int64_t)jr->events[x].start_ns + c->shift > te)
                 break;
             int32_t m = c->node_of_event[x];
-            if (m >= 0 && g->kind[m] == DFG_HOST && g->mstart[m] >= ts && g->mend[m] <= te &&
+            if (m >= 0 && g->kind[m] == DFG_HOST && g->mstart[m] >= ts && dfg_mend(g, m) <= te &&
                 (q < 0 || g->res[m] == q))
                 node = m;
         }
@@ -663,7 +662,7 @@ rank_iterations(rank_ctx *c, const build_bounds *bounds)
     for (int32_t k = 0; k < bounds->n; k++) {
         size_t ei = bounds->event_index[k];
         int32_t node = ei < c->jr->n_events ? bound_node(c, ei) : -1;
-        if (node >= 0 && (nb == 0 || g->mend[node] > g->mend[bn[nb - 1]]))
+        if (node >= 0 && (nb == 0 || dfg_mend(g, node) > dfg_mend(g, bn[nb - 1])))
             bn[nb++] = node;
     }
     int rc = dfg_set_iterations(g, c->rank, bn, nb);

@@ -107,10 +107,10 @@ build_repair_event_edges(dfg *g)
                 g->lat[dst] = med[g->res_rank[q]];
             /* the idle time before dst that the dependency now explains was measured
              * as a gap on its stream: keep only what remains */
-            int64_t ready = g->mend[src];
+            int64_t ready = dfg_mend(g, src);
             int32_t pv = prev[dst];
-            if (pv >= 0 && g->mend[pv] > ready)
-                ready = g->mend[pv];
+            if (pv >= 0 && dfg_mend(g, pv) > ready)
+                ready = dfg_mend(g, pv);
             if (pv >= 0) {
                 int64_t left = g->mstart[dst] - ready;
                 if (left < g->gap[dst])

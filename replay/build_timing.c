@@ -49,7 +49,7 @@ submission_latencies(const dfg *g, const int64_t *predmax, int64_t *lats, int64_
                 int64_t lt = g->mstart[d] - g->mstart[l];
                 if (lt < least)
                     least = lt;
-                if ((p < 0 || g->mend[p] <= g->mstart[l]) &&
+                if ((p < 0 || dfg_mend(g, p) <= g->mstart[l]) &&
                     (predmax[d] == INT64_MIN || predmax[d] <= g->mstart[l]))
                     lats[k++] = lt;
             }
@@ -71,8 +71,8 @@ edge_predmax(const dfg *g, int64_t *predmax)
         predmax[i] = INT64_MIN;
     for (int64_t e = 0; e < g->n_edges; e++) {
         int32_t s = g->esrc[e], d = g->edst[e];
-        if (s >= 0 && d >= 0 && !(g->flags[s] & DFG_F_REMOVED) && g->mend[s] > predmax[d])
-            predmax[d] = g->mend[s];
+        if (s >= 0 && d >= 0 && !(g->flags[s] & DFG_F_REMOVED) && dfg_mend(g, s) > predmax[d])
+            predmax[d] = dfg_mend(g, s);
     }
 }
 
@@ -105,14 +105,14 @@ derive_node_timing(dfg *g, const int64_t *predmax, const int64_t *lat_sub, const
     int32_t n = g->n_nodes;
     for (int32_t i = 0; i < n; i++) {
         int32_t p = prev[i];
-        int64_t prev_end = p >= 0 ? g->mend[p] : 0;
+        int64_t prev_end = p >= 0 ? dfg_mend(g, p) : 0;
         if (g->kind[i] == DFG_HOST) {
             int64_t gap = g->mstart[i] - prev_end;
             g->gap[i] = gap > 0 ? gap : 0;
             int64_t from = g->mstart[i];
             if (predmax[i] > from && predmax[i] != INT64_MIN)
                 from = predmax[i];
-            int64_t d = g->mend[i] - from;
+            int64_t d = dfg_mend(g, i) - from;
             g->dur[i] = d > 0 ? d : 0;
             continue;
         }
@@ -148,7 +148,7 @@ derive_node_timing(dfg *g, const int64_t *predmax, const int64_t *lat_sub, const
         }
         if (p < 0 && l < 0)
             g->gap[i] = t > 0 ? t : 0;
-        g->dur[i] = g->mend[i] - t;
+        g->dur[i] = dfg_mend(g, i) - t;
     }
 }
 
@@ -163,8 +163,8 @@ derive_group_timing(dfg *g)
             m++;
             if (g->mstart[p] > arr)
                 arr = g->mstart[p];
-            if (g->mend[p] > end)
-                end = g->mend[p];
+            if (dfg_mend(g, p) > end)
+                end = dfg_mend(g, p);
         }
         g->grp_members[q] = m;
         if (m > 0) {

@@ -59,10 +59,10 @@ build_infer_wakeups(dfg *g)
             threads++;
             size_t k = 0;
             for (int32_t h = g->res_first[q]; h >= 0; h = g->next_on_res[h]) {
-                byend[nh].end = g->mend[h];
+                byend[nh].end = dfg_mend(g, h);
                 byend[nh++].node = h;
                 if (prev[h] >= 0)
-                    gaps[k++] = g->mstart[h] - g->mend[prev[h]];
+                    gaps[k++] = g->mstart[h] - dfg_mend(g, prev[h]);
             }
             if (k > 0) {
                 qsort(gaps, k, sizeof *gaps, cmp_i64);
@@ -77,7 +77,7 @@ build_infer_wakeups(dfg *g)
         for (size_t x = 0; x < nh; x++) {
             int32_t h = byend[x].node;
             int32_t q = g->res[h], p = prev[h];
-            int64_t prev_end = p >= 0 ? g->mend[p] : 0;
+            int64_t prev_end = p >= 0 ? dfg_mend(g, p) : 0;
             int64_t gap = g->mstart[h] - prev_end;
             if (gap < WAKE_MIN_GAP_NS || gap < WAKE_GAP_FACTOR * med[q])
                 continue;
@@ -102,7 +102,7 @@ build_infer_wakeups(dfg *g)
             }
             if (waker < 0)
                 continue;
-            int64_t lag = g->mstart[h] - g->mend[waker];
+            int64_t lag = g->mstart[h] - dfg_mend(g, waker);
             int64_t max_lag = gap / WAKE_LAG_DEN * WAKE_LAG_NUM;
             if (max_lag < WAKE_MAX_LAG_NS)
                 max_lag = WAKE_MAX_LAG_NS;

@@ -11,9 +11,8 @@
 
 /* ---- small helpers ------------------------------------------------------------------- */
 
-/* Reallocates *p to new_cap elements of elem bytes. Returns 0 or -1 (*p unchanged). */
-static int
-grow(void **p, size_t elem, int64_t new_cap)
+int
+dfg_grow(void **p, size_t elem, int64_t new_cap)
 {
     void *q = realloc(*p, (size_t)new_cap * elem);
     if (!q)
@@ -22,8 +21,8 @@ grow(void **p, size_t elem, int64_t new_cap)
     return 0;
 }
 
-static int64_t
-next_cap(int64_t cap, int64_t need)
+int64_t
+dfg_next_cap(int64_t cap, int64_t need)
 {
     int64_t c = cap ? cap : 64;
     while (c < need)
@@ -199,10 +198,10 @@ dfg_free(dfg *g)
     free(g->group);
     free(g->next_in_group);
     free(g->next_on_res);
-    free(g->bytes_node);
-    free(g->bytes_val);
+    dfg_sparse_free(&g->bytes);
+    dfg_sparse_free(&g->mend_wide);
     free(g->mstart);
-    free(g->mend);
+    free(g->mlen);
     free(g->esrc);
     free(g->edst);
     free_derived(g);
@@ -280,8 +279,6 @@ dfg_clone(dfg *d, const dfg *s)
     int rc = 0;
     memset(d, 0, sizeof *d);
     d->n_nodes = s->n_nodes;
-    d->n_bytes = s->n_bytes;
-    d->cap_bytes = s->cap_bytes;
     d->cap_nodes = s->cap_nodes;
     d->n_edges = s->n_edges;
     d->cap_edges = s->cap_edges;
@@ -306,10 +303,8 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(group, s->cap_nodes, s->n_nodes);
     DUP(next_in_group, s->cap_nodes, s->n_nodes);
     DUP(next_on_res, s->cap_nodes, s->n_nodes);
-    DUP(bytes_node, s->cap_bytes, s->n_bytes);
-    DUP(bytes_val, s->cap_bytes, s->n_bytes);
     DUP(mstart, s->cap_nodes, s->n_nodes);
-    DUP(mend, s->cap_nodes, s->n_nodes);
+    DUP(mlen, s->cap_nodes, s->n_nodes);
     DUP(esrc, s->cap_edges, s->n_edges);
     DUP(edst, s->cap_edges, s->n_edges);
     DUP(res_kind, s->cap_res, s->n_res);
@@ -334,6 +329,10 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(rank_apart, s->n_ranks, s->n_ranks);
 #undef DUP
     if (rc == 0)
+        rc = dfg_sparse_clone(&d->bytes, &s->bytes);
+    if (rc == 0)
+        rc = dfg_sparse_clone(&d->mend_wide, &s->mend_wide);
+    if (rc == 0)
         rc = dfg_strtab_clone(&d->strings, &s->strings);
     if (rc != 0) {
         dfg_free(d);
@@ -349,11 +348,11 @@ reserve_nodes(dfg *g, int64_t need)
 {
     if (need <= g->cap_nodes)
         return 0;
-    int64_t c = next_cap(g->cap_nodes, need);
+    int64_t c = dfg_next_cap(g->cap_nodes, need);
     if (c > INT32_MAX)
         c = INT32_MAX;
     int rc = 0;
-#define G(f) rc |= grow((void **)&g->f, sizeof *g->f, c)
+#define G(f) rc |= dfg_grow((void **)&g->f, sizeof *g->f, c)
     G(kind);
     G(flags);
     G(res);
@@ -366,7 +365,7 @@ reserve_nodes(dfg *g, int64_t need)
     G(next_in_group);
     G(next_on_res);
     G(mstart);
-    G(mend);
+    G(mlen);
 #undef G
     if (rc != 0)
         return -1;
@@ -380,9 +379,9 @@ dfg_reserve_res(dfg *g, int64_t need)
 {
     if (need <= g->cap_res)
         return 0;
-    int64_t c = next_cap(g->cap_res, need);
+    int64_t c = dfg_next_cap(g->cap_res, need);
     int rc = 0;
-#define G(f) rc |= grow((void **)&g->f, sizeof *g->f, c)
+#define G(f) rc |= dfg_grow((void **)&g->f, sizeof *g->f, c)
     G(res_kind);
     G(res_rank);
     G(res_id);
@@ -402,9 +401,9 @@ dfg_reserve_groups(dfg *g, int64_t need)
 {
     if (need <= g->cap_groups)
         return 0;
-    int64_t c = next_cap(g->cap_groups, need);
+    int64_t c = dfg_next_cap(g->cap_groups, need);
     int rc = 0;
-#define G(f) rc |= grow((void **)&g->f, sizeof *g->f, c)
+#define G(f) rc |= dfg_grow((void **)&g->f, sizeof *g->f, c)
     G(grp_op);
     G(grp_nranks);
     G(grp_members);
@@ -429,8 +428,8 @@ dfg_reserve(dfg *g, int64_t nodes, int64_t edges)
     if (reserve_nodes(g, nodes) != 0)
         return -1;
     if (edges > g->cap_edges) {
-        if (grow((void **)&g->esrc, sizeof *g->esrc, edges) != 0 ||
-            grow((void **)&g->edst, sizeof *g->edst, edges) != 0)
+        if (dfg_grow((void **)&g->esrc, sizeof *g->esrc, edges) != 0 ||
+            dfg_grow((void **)&g->edst, sizeof *g->edst, edges) != 0)
             return -1;
         g->cap_edges = edges;
     }
@@ -462,59 +461,6 @@ dfg_prev_table(const dfg *g)
                 prev[g->next_on_res[p]] = p;
     }
     return prev;
-}
-
-/* Index of node n in the bytes table, or -(insertion point) - 1 when n has no entry. */
-static int32_t
-bytes_find(const dfg *g, int32_t n)
-{
-    int32_t lo = 0, hi = g->n_bytes;
-    if (hi > 0 && g->bytes_node[hi - 1] < n)
-        lo = hi; /* the common case: n above every entry */
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (g->bytes_node[mid] < n)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < g->n_bytes && g->bytes_node[lo] == n ? lo : -lo - 1;
-}
-
-int64_t
-dfg_bytes(const dfg *g, int32_t n)
-{
-    int32_t i = bytes_find(g, n);
-    return i >= 0 ? g->bytes_val[i] : 0;
-}
-
-int
-dfg_set_bytes(dfg *g, int32_t n, int64_t bytes)
-{
-    int rc = 0;
-    int32_t i = bytes_find(g, n);
-    if (i >= 0) {
-        g->bytes_val[i] = bytes;
-    } else if (bytes != 0) {
-        i = -i - 1;
-        if (g->n_bytes == g->cap_bytes) {
-            int64_t c = next_cap(g->cap_bytes, (int64_t)g->n_bytes + 1);
-            if (c > INT32_MAX || grow((void **)&g->bytes_node, sizeof *g->bytes_node, c) != 0 ||
-                grow((void **)&g->bytes_val, sizeof *g->bytes_val, c) != 0)
-                rc = -1; /* a first grow that held keeps its larger block: harmless */
-            else
-                g->cap_bytes = (int32_t)c;
-        }
-        if (rc == 0) {
-            size_t after = (size_t)(g->n_bytes - i);
-            memmove(g->bytes_node + i + 1, g->bytes_node + i, after * sizeof *g->bytes_node);
-            memmove(g->bytes_val + i + 1, g->bytes_val + i, after * sizeof *g->bytes_val);
-            g->bytes_node[i] = n;
-            g->bytes_val[i] = bytes;
-            g->n_bytes++;
-        }
-    }
-    return rc;
 }
 
 int32_t
@@ -549,7 +495,7 @@ dfg_add_node(dfg *g, int kind, int32_t res, int32_t name)
     g->group[n] = -1;
     g->next_in_group[n] = -1;
     g->mstart[n] = 0;
-    g->mend[n] = 0;
+    g->mlen[n] = 0;
     g->next_on_res[n] = -1;
     if (g->res_last[res] >= 0)
         g->next_on_res[g->res_last[res]] = n;
@@ -579,8 +525,8 @@ dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t dur)
     }
     g->flags[n] = DFG_F_SYNTHETIC;
     g->dur[n] = dur;
-    g->mstart[n] = g->mend[after];
-    g->mend[n] = g->mend[after];
+    g->mstart[n] = dfg_mend(g, after);
+    g->mlen[n] = 0;
     return n;
 }
 
@@ -607,7 +553,7 @@ dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur)
         g->dur[n] = dur;
     }
     g->mstart[n] = g->mstart[before];
-    g->mend[n] = g->mstart[before];
+    g->mlen[n] = 0;
     return n;
 }
 
@@ -653,9 +599,9 @@ dfg_add_edge(dfg *g, int32_t src, int32_t dst)
     if (src < 0 || dst < 0 || src == dst)
         return 0;
     if (g->n_edges == g->cap_edges) {
-        int64_t c = next_cap(g->cap_edges, g->n_edges + 1);
-        if (grow((void **)&g->esrc, sizeof *g->esrc, c) != 0 ||
-            grow((void **)&g->edst, sizeof *g->edst, c) != 0)
+        int64_t c = dfg_next_cap(g->cap_edges, g->n_edges + 1);
+        if (dfg_grow((void **)&g->esrc, sizeof *g->esrc, c) != 0 ||
+            dfg_grow((void **)&g->edst, sizeof *g->edst, c) != 0)
             return -1;
         g->cap_edges = c;
     }
@@ -763,7 +709,7 @@ shrink_to_fit(dfg *g)
 {
     int64_t n = g->n_nodes > 0 ? g->n_nodes : 1, e = g->n_edges > 0 ? g->n_edges : 1;
     if (g->cap_nodes > n) {
-#define G(f) (void)grow((void **)&g->f, sizeof *g->f, n)
+#define G(f) (void)dfg_grow((void **)&g->f, sizeof *g->f, n)
         G(kind);
         G(flags);
         G(res);
@@ -776,18 +722,15 @@ shrink_to_fit(dfg *g)
         G(next_in_group);
         G(next_on_res);
         G(mstart);
-        G(mend);
+        G(mlen);
 #undef G
         g->cap_nodes = (int32_t)n;
     }
-    if (g->cap_bytes > g->n_bytes && g->n_bytes > 0) {
-        (void)grow((void **)&g->bytes_node, sizeof *g->bytes_node, g->n_bytes);
-        (void)grow((void **)&g->bytes_val, sizeof *g->bytes_val, g->n_bytes);
-        g->cap_bytes = g->n_bytes;
-    }
+    dfg_sparse_shrink(&g->bytes);
+    dfg_sparse_shrink(&g->mend_wide);
     if (g->cap_edges > e) {
-        (void)grow((void **)&g->esrc, sizeof *g->esrc, e);
-        (void)grow((void **)&g->edst, sizeof *g->edst, e);
+        (void)dfg_grow((void **)&g->esrc, sizeof *g->esrc, e);
+        (void)dfg_grow((void **)&g->edst, sizeof *g->edst, e);
         g->cap_edges = e;
     }
 }

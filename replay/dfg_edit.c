@@ -117,8 +117,8 @@ dfg_merge_nodes(dfg *g, int32_t a, int32_t b)
     g->dur[a] += g->dur[b];
     if (dfg_set_bytes(g, a, dfg_bytes(g, a) + dfg_bytes(g, b)) != 0)
         return -1;
-    if (g->mend[b] > g->mend[a])
-        g->mend[a] = g->mend[b];
+    if (dfg_mend(g, b) > dfg_mend(g, a) && dfg_set_mend(g, a, dfg_mend(g, b)) != 0)
+        return -1;
     g->flags[a] |= g->flags[b] & DFG_F_END_EDGES;
     /* b's gap moves to the node after b (dfg_remove_node), where the time was spent */
     return dfg_remove_node(g, b);

@@ -161,7 +161,7 @@ alike(const fold_ctx *c, int32_t r, int32_t p, int *why)
                  job_fold_within(g->lat[x], g->lat[y], tol) &&
                  job_fold_within(g->gap[x], g->gap[y], tol) &&
                  job_fold_within(g->mstart[x] - c->t0[r], g->mstart[y] - c->t0[p], tol) &&
-                 job_fold_within(g->mend[x] - c->t0[r], g->mend[y] - c->t0[p], tol);
+                 job_fold_within(dfg_mend(g, x) - c->t0[r], dfg_mend(g, y) - c->t0[p], tol);
     }
     *why = DFG_APART_TIMING;
     return timing;
@@ -178,12 +178,14 @@ rank_figures(fold_ctx *c)
     const dfg *g = c->g;
     int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
     double *blame = calloc((size_t)g->n_ranks + 1, sizeof *blame);
-    if (!garr || !blame) {
+    int64_t *mend = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *mend);
+    if (!garr || !blame || !mend) {
         free(garr);
         free(blame);
+        free(mend);
         return -1;
     }
-    sim_timeline mt = sim_timeline_measured(g, garr);
+    sim_timeline mt = sim_timeline_measured(g, garr, mend);
     int64_t gt0 = INT64_MAX, gt1 = INT64_MIN;
     double msum = 0;
     int32_t k = 0, iters = 1;
@@ -215,6 +217,7 @@ rank_figures(fold_ctx *c)
     }
     free(garr);
     free(blame);
+    free(mend);
     return 0;
 }
 

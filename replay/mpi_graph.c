@@ -28,6 +28,7 @@ enum {
     H_STRINGS,
     H_SLOTS,
     H_BYTES,
+    H_MEND_WIDE,
     H_COUNT
 };
 
@@ -56,9 +57,11 @@ list_arrays(dfg *g, const int64_t *h, garray *a)
     A(next_in_group, h[H_NODES]);
     A(next_on_res, h[H_NODES]);
     A(mstart, h[H_NODES]);
-    A(mend, h[H_NODES]);
-    A(bytes_node, h[H_BYTES]);
-    A(bytes_val, h[H_BYTES]);
+    A(mlen, h[H_NODES]);
+    A(bytes.node, h[H_BYTES]);
+    A(bytes.val, h[H_BYTES]);
+    A(mend_wide.node, h[H_MEND_WIDE]);
+    A(mend_wide.val, h[H_MEND_WIDE]);
     A(esrc, h[H_EDGES]);
     A(edst, h[H_EDGES]);
     A(res_kind, h[H_RES]);
@@ -108,7 +111,8 @@ receive_setup(dfg *g, const int64_t *h, garray *a, int n)
     int rc = 0;
     g->n_nodes = g->cap_nodes = (int32_t)h[H_NODES];
     g->n_edges = g->cap_edges = h[H_EDGES];
-    g->n_bytes = g->cap_bytes = (int32_t)h[H_BYTES];
+    g->bytes.n = g->bytes.cap = (int32_t)h[H_BYTES];
+    g->mend_wide.n = g->mend_wide.cap = (int32_t)h[H_MEND_WIDE];
     g->n_res = g->cap_res = (int32_t)h[H_RES];
     g->n_groups = g->cap_groups = (int32_t)h[H_GROUPS];
     g->n_ranks = (int32_t)h[H_RANKS];
@@ -148,7 +152,8 @@ mpisim_share_graph(dfg *g, int64_t *bytes)
         h[H_POOL] = (int64_t)g->strings.pool_len;
         h[H_STRINGS] = g->strings.n;
         h[H_SLOTS] = g->strings.n_slots;
-        h[H_BYTES] = g->n_bytes;
+        h[H_BYTES] = g->bytes.n;
+        h[H_MEND_WIDE] = g->mend_wide.n;
     }
     MPI_Bcast(h, H_COUNT, MPI_INT64_T, 0, MPI_COMM_WORLD);
     int n = list_arrays(g, h, a);

@@ -767,7 +767,7 @@ build_layer_job(dfg *g, int iters, const int64_t *grad, int32_t nl, int64_t *t_f
         return -1;
     for (int32_t n = 0; n < g->n_nodes; n++) {
         g->mstart[n] = res.start[n];
-        g->mend[n] = res.start[n] + g->dur[n];
+        dfg_set_mend(g, n, res.start[n] + g->dur[n]);
     }
     for (int32_t l = 0; l < nl; l++)
         t_fwd[l] = g->mstart[fwd0[l]];

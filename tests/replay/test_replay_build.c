@@ -72,17 +72,17 @@ ref_graph(const refjob *j, dfg *g, int32_t *host, int32_t *dev, int32_t *sync)
     for (int k = 0; k < j->n; k++) {
         int32_t h = dfg_add_node(g, DFG_HOST, T, nl);
         g->mstart[h] = j->ls[k];
-        g->mend[h] = j->le[k];
+        dfg_set_mend(g, h, j->le[k]);
         int32_t d = dfg_add_node(g, DFG_KERNEL, S, nk);
         g->mstart[d] = j->ds[k];
-        g->mend[d] = j->de[k];
+        dfg_set_mend(g, d, j->de[k]);
         g->launch[d] = h;
         host[k] = h;
         dev[k] = d;
         if (j->sync_every > 0 && (k + 1) % j->sync_every == 0) {
             int32_t y = dfg_add_node(g, DFG_HOST, T, ny);
             g->mstart[y] = j->ss[ns];
-            g->mend[y] = j->se[ns];
+            dfg_set_mend(g, y, j->se[ns]);
             CHECK(dfg_add_edge(g, d, y) == 0);
             g->flags[y] |= DFG_F_BLOCKING;
             sync[ns++] = y;
@@ -301,7 +301,7 @@ p2p_op(dfg *g, int32_t res, int64_t t0, int64_t t1)
 {
     int32_t n = dfg_add_node(g, DFG_KERNEL, res, dfg_intern(g, "ncclDevKernel_SendRecv"));
     g->mstart[n] = t0;
-    g->mend[n] = t1;
+    dfg_set_mend(g, n, t1);
     g->dur[n] = t1 - t0;
     return n;
 }
