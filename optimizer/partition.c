@@ -98,6 +98,7 @@ typedef struct layout {
     int32_t *gate; /* per node: a participant's gating kernel, -1 */
     int32_t *span; /* scratch: kernels of one span */
     double *cum;   /* scratch: cumulative baseline duration over the span */
+    int32_t *prev; /* per node: the previous node on its resource (dfg_prev_table) */
 } layout;
 
 static void
@@ -107,6 +108,7 @@ layout_free(layout *L)
     free(L->gate);
     free(L->span);
     free(L->cum);
+    free(L->prev);
     memset(L, 0, sizeof *L);
 }
 
@@ -142,7 +144,8 @@ layout_build(const partition_input *in, layout *L)
     L->gate = malloc(sizeof *L->gate * ((size_t)g->n_nodes + 1));
     L->span = malloc(sizeof *L->span * ((size_t)g->n_nodes + 1));
     L->cum = malloc(sizeof *L->cum * ((size_t)g->n_nodes + 1));
-    if (!L->part || !L->gate || !L->span || !L->cum) {
+    L->prev = dfg_prev_table(g);
+    if (!L->part || !L->gate || !L->span || !L->cum || !L->prev) {
         layout_free(L);
         return -1;
     }
@@ -170,7 +173,7 @@ layout_build(const partition_input *in, layout *L)
             continue;
         if (g->kind[s] != DFG_KERNEL || !in->on_compute[s] || dfg_rank(g, s) != dfg_rank(g, d))
             continue;
-        if (L->gate[d] < 0 || g->mend[s] > g->mend[L->gate[d]])
+        if (L->gate[d] < 0 || dfg_mend(g, s) > dfg_mend(g, L->gate[d]))
             L->gate[d] = s;
     }
     return 0;
@@ -223,7 +226,7 @@ span_of(const partition_input *in, layout *L, int32_t c, int32_t u)
     int32_t stop = prev >= 0 ? L->gate[prev] : -1;
     int bwd = in->phase[k] == WL_BACKWARD;
     int32_t n = 0;
-    for (int32_t m = k; m >= 0 && m != stop; m = g->prev_on_res[m]) {
+    for (int32_t m = k; m >= 0 && m != stop; m = L->prev[m]) {
         if (m >= in->n_nodes || !alive(g, m) || g->kind[m] != DFG_KERNEL)
             continue;
         if (in->iter[m] != it || (bwd && in->phase[m] != WL_BACKWARD))
@@ -421,7 +424,8 @@ split_participant(const partition_input *in, layout *L, const buckets *B, int32_
         if (n < 0)
             return -1;
         dfg_set_group(out, n, gbase + (m - B->mid_off[u]));
-        out->bytes[n] = B->mid_bytes[m];
+        if (dfg_set_bytes(out, n, B->mid_bytes[m]) != 0)
+            return -1;
         out->lat[n] = g->lat[c];
         if (k >= 0 ? dfg_add_edge(out, k, n) != 0 : copy_preds(g, out, c, n) != 0)
             return -1;

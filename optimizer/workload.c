@@ -336,8 +336,13 @@ measure_contention(workload *w, const dfg *g)
 {
     w->f_meas = malloc(sizeof *w->f_meas * ((size_t)g->n_nodes + 1));
     w->f_grp_meas = malloc(sizeof *w->f_grp_meas * ((size_t)g->n_groups + 1));
-    if (!w->f_meas || !w->f_grp_meas || contention_measure(g, &w->contention) != 0 ||
-        contention_overlaps(g, g->mstart, g->mend, NULL, w->f_meas, w->f_grp_meas) != 0)
+    int64_t *mend = dfg_mend_array(g);
+    int rc = w->f_meas && w->f_grp_meas && mend && contention_measure(g, &w->contention) == 0 &&
+                     contention_overlaps(g, g->mstart, mend, NULL, w->f_meas, w->f_grp_meas) == 0
+                 ? 0
+                 : -1;
+    free(mend);
+    if (rc != 0)
         return -1;
     double s = 0;
     for (int32_t q = 0; q < g->n_groups; q++)
@@ -490,8 +495,8 @@ workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, memest_p
                 continue;
             if (g->mstart[h] < ph->bwd_start)
                 ph->bwd_start = g->mstart[h];
-            if (g->mend[h] > ph->bwd_end)
-                ph->bwd_end = g->mend[h];
+            if (dfg_mend(g, h) > ph->bwd_end)
+                ph->bwd_end = dfg_mend(g, h);
         }
     return 0;
 }

@@ -172,8 +172,10 @@ workload_find_units(workload *w, rank_info *ri)
     total = w->buckets.group_hosts_off[g->n_groups];
     w->buckets.group_hosts = malloc(sizeof *w->buckets.group_hosts * (size_t)(total + 1));
     int32_t *fill = calloc((size_t)g->n_groups + 1, sizeof *fill);
-    if (!w->buckets.group_hosts || !fill) {
+    int32_t *prev = dfg_prev_table(g);
+    if (!w->buckets.group_hosts || !fill || !prev) {
         free(fill);
+        free(prev);
         free(seq);
         return -1;
     }
@@ -185,8 +187,8 @@ workload_find_units(workload *w, rank_info *ri)
         int32_t *slot = &w->buckets.group_hosts[w->buckets.group_hosts_off[q] + fill[q]];
         slot[0] = h;
         slot[1] = slot[2] = -1;
-        int32_t p = g->prev_on_res[h];
-        for (int k = 1; k < 3 && p >= 0; k++, p = g->prev_on_res[p])
+        int32_t p = prev[h];
+        for (int k = 1; k < 3 && p >= 0; k++, p = prev[p])
             if (api_class(g, p) == DPRO_API_CLASS_EVENT_RECORD ||
                 api_class(g, p) == DPRO_API_CLASS_STREAM_WAIT)
                 slot[k] = p;
@@ -195,6 +197,7 @@ workload_find_units(workload *w, rank_info *ri)
         fill[q] += 3;
     }
     free(fill);
+    free(prev);
     free(seq);
     if (typical_hook_costs(g, &w->buckets) != 0)
         return -1;

@@ -339,7 +339,7 @@ rank_host_nodes(rank_ctx *c)
         int64_t ts = (int64_t)e->start_ns + c->shift, te = (int64_t)e->end_ns + c->shift;
         if (te < ts)
             te = ts;
-        if (prev >= 0 && ts < g->mend[prev]) {
+        if (prev >= 0 && ts < dfg_mend(g, prev)) {
             /* nested in prev: its launches belong to prev */
             if (e->correlation && hmap_put(&c->corr_host, e->correlation, prev) != 0)
                 rc = -1;
@@ -361,10 +361,9 @@ rank_host_nodes(rank_ctx *c)
             break;
         }
         g->mstart[n] = ts;
-        g->mend[n] = te;
-        g->bytes[n] = (int64_t)e->bytes;
         c->node_of_event[i] = n;
-        if ((e->correlation && hmap_put(&c->corr_host, e->correlation, n) != 0) ||
+        if (dfg_set_mend(g, n, te) != 0 || dfg_set_bytes(g, n, (int64_t)e->bytes) != 0 ||
+            (e->correlation && hmap_put(&c->corr_host, e->correlation, n) != 0) ||
             hmap_put(&last_on_thread, e->thread, n) != 0)
             rc = -1;
     }
@@ -412,8 +411,9 @@ rank_join_collective(rank_ctx *c, group_map *gm, const job_event *e, int32_t n, 
     }
     if (rc == 0 && hmap_put(&c->joined, (uint64_t)q, 1) != 0)
         rc = -1;
+    if (rc == 0)
+        rc = dfg_set_bytes(g, n, g->grp_bytes[q]);
     if (rc == 0) {
-        g->bytes[n] = g->grp_bytes[q];
         /* keep the launch chain: the participant's next_in_group is reused below */
         g->group[n] = q; /* linked into the group after the launch chains are used */
     }
@@ -464,9 +464,12 @@ rank_device_nodes(rank_ctx *c, group_map *gm)
         }
         int64_t ts = (int64_t)e->start_ns + c->shift, te = (int64_t)e->end_ns + c->shift;
         g->mstart[n] = ts;
-        g->mend[n] = te < ts ? ts : te;
-        g->dur[n] = g->mend[n] - ts;
-        g->bytes[n] = (int64_t)e->bytes;
+        g->dur[n] = (te < ts ? ts : te) - ts;
+        if (dfg_set_mend(g, n, ts + g->dur[n]) != 0 ||
+            dfg_set_bytes(g, n, (int64_t)e->bytes) != 0) {
+            rc = -1;
+            break;
+        }
         c->node_of_event[i] = n;
         int32_t h = e->correlation ? hmap_get(&c->corr_host, e->correlation, -1) : -1;
         if (h >= 0) {
@@ -637,7 +640,7 @@ bound_node(rank_ctx *c, size_t ei)
             if ((int64_t)jr->events[x].start_ns + c->shift > te)
                 break;
             int32_t m = c->node_of_event[x];
-            if (m >= 0 && g->kind[m] == DFG_HOST && g->mstart[m] >= ts && g->mend[m] <= te &&
+            if (m >= 0 && g->kind[m] == DFG_HOST && g->mstart[m] >= ts && dfg_mend(g, m) <= te &&
                 (q < 0 || g->res[m] == q))
                 node = m;
         }
@@ -659,7 +662,7 @@ rank_iterations(rank_ctx *c, const build_bounds *bounds)
     for (int32_t k = 0; k < bounds->n; k++) {
         size_t ei = bounds->event_index[k];
         int32_t node = ei < c->jr->n_events ? bound_node(c, ei) : -1;
-        if (node >= 0 && (nb == 0 || g->mend[node] > g->mend[bn[nb - 1]]))
+        if (node >= 0 && (nb == 0 || dfg_mend(g, node) > dfg_mend(g, bn[nb - 1])))
             bn[nb++] = node;
     }
     int rc = dfg_set_iterations(g, c->rank, bn, nb);

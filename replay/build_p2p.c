@@ -327,10 +327,12 @@ build_match_p2p(dfg *g, build_p2p_part *parts, size_t n, build_p2p_stats *st)
         for (int32_t m = r; m >= 0; m = u.next[m])
             if (m != u.lead[r]) {
                 dfg_set_group(g, m, q);
-                g->bytes[m] = moved[m];
+                if (dfg_set_bytes(g, m, moved[m]) != 0)
+                    goto out;
             }
         dfg_set_group(g, u.lead[r], q); /* prepended: the first participant */
-        g->bytes[u.lead[r]] = moved[u.lead[r]];
+        if (dfg_set_bytes(g, u.lead[r], moved[u.lead[r]]) != 0)
+            goto out;
         s.groups++;
         s.wide_groups += u.size[r] > 2;
         u.size[r] = -1;

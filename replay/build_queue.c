@@ -33,8 +33,8 @@ build_launch_queue(dfg *g, int32_t r, build_queue_info *info)
                 if (l < 0 || (g->flags[d] & DFG_F_REMOVED))
                     continue;
                 ops[k++] = (launch_queue_op){g->mstart[l],
-                                             g->mend[l],
-                                             g->mend[d],
+                                             dfg_mend(g, l),
+                                             dfg_mend(g, d),
                                              l,
                                              q,
                                              d,

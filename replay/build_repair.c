@@ -50,9 +50,11 @@ build_repair_event_edges(dfg *g)
      * measured latency also holds the wait */
     int32_t *med = calloc((size_t)g->n_ranks + 1, sizeof *med);
     int32_t *lats = malloc(sizeof *lats * (size_t)(g->n_nodes + 1));
-    if (!med || !lats) {
+    int32_t *prev = dfg_prev_table(g); /* edges added below leave the resources' order */
+    if (!med || !lats || !prev) {
         free(med);
         free(lats);
+        free(prev);
         return -1;
     }
     for (int32_t r = 0; r < g->n_ranks; r++) {
@@ -74,9 +76,9 @@ build_repair_event_edges(dfg *g)
         for (int32_t h = g->res_first[q]; h >= 0; h = g->next_on_res[h]) {
             if (api_class(g, h) != DPRO_API_CLASS_STREAM_WAIT)
                 continue;
-            int32_t rec = g->prev_on_res[h];
+            int32_t rec = prev[h];
             while (rec >= 0 && neutral(g, rec))
-                rec = g->prev_on_res[rec];
+                rec = prev[rec];
             if (rec < 0 || api_class(g, rec) != DPRO_API_CLASS_EVENT_RECORD)
                 continue;
             int32_t nx = g->next_on_res[h];
@@ -87,7 +89,7 @@ build_repair_event_edges(dfg *g)
             int32_t coll = launched_of_kind(g, nx, DFG_COLL);
             int32_t src = -1, dst = -1;
             if (coll >= 0) {
-                for (int32_t p = g->prev_on_res[rec]; p >= 0 && src < 0; p = g->prev_on_res[p])
+                for (int32_t p = prev[rec]; p >= 0 && src < 0; p = prev[p])
                     src = launched_of_kind(g, p, DFG_KERNEL);
                 dst = coll;
             } else {
@@ -113,16 +115,17 @@ build_repair_event_edges(dfg *g)
                 continue;
             if (dfg_add_edge(g, src, dst) != 0) {
                 free(med);
+                free(prev);
                 return -1;
             }
             if (g->lat[dst] > med[g->res_rank[q]])
                 g->lat[dst] = med[g->res_rank[q]];
             /* the idle time before dst that the dependency now explains was measured
              * as a gap on its stream: keep only what remains */
-            int64_t ready = g->mend[src];
-            int32_t pv = g->prev_on_res[dst];
-            if (pv >= 0 && g->mend[pv] > ready)
-                ready = g->mend[pv];
+            int64_t ready = dfg_mend(g, src);
+            int32_t pv = prev[dst];
+            if (pv >= 0 && dfg_mend(g, pv) > ready)
+                ready = dfg_mend(g, pv);
             if (pv >= 0) {
                 int64_t left = g->mstart[dst] - ready;
                 if (left < g->gap[dst])
@@ -132,5 +135,6 @@ build_repair_event_edges(dfg *g)
         }
     }
     free(med);
+    free(prev);
     return added;
 }

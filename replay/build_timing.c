@@ -42,15 +42,14 @@ submission_latencies(const dfg *g, const int64_t *predmax, int64_t *lats, int64_
         for (int32_t q = 0; q < g->n_res; q++) {
             if (g->res_rank[q] != r || g->res_kind[q] != DFG_RES_STREAM)
                 continue;
-            for (int32_t d = g->res_first[q]; d >= 0; d = g->next_on_res[d]) {
+            for (int32_t d = g->res_first[q], p = -1; d >= 0; p = d, d = g->next_on_res[d]) {
                 int32_t l = g->launch[d];
                 if (l < 0 || (g->flags[d] & DFG_F_REMOVED) || g->mstart[d] < g->mstart[l])
                     continue;
                 int64_t lt = g->mstart[d] - g->mstart[l];
                 if (lt < least)
                     least = lt;
-                int32_t p = g->prev_on_res[d];
-                if ((p < 0 || g->mend[p] <= g->mstart[l]) &&
+                if ((p < 0 || dfg_mend(g, p) <= g->mstart[l]) &&
                     (predmax[d] == INT64_MIN || predmax[d] <= g->mstart[l]))
                     lats[k++] = lt;
             }
@@ -72,8 +71,8 @@ edge_predmax(const dfg *g, int64_t *predmax)
         predmax[i] = INT64_MIN;
     for (int64_t e = 0; e < g->n_edges; e++) {
         int32_t s = g->esrc[e], d = g->edst[e];
-        if (s >= 0 && d >= 0 && !(g->flags[s] & DFG_F_REMOVED) && g->mend[s] > predmax[d])
-            predmax[d] = g->mend[s];
+        if (s >= 0 && d >= 0 && !(g->flags[s] & DFG_F_REMOVED) && dfg_mend(g, s) > predmax[d])
+            predmax[d] = dfg_mend(g, s);
     }
 }
 
@@ -99,21 +98,21 @@ build_submission_latency(const dfg *g, int32_t r)
 }
 
 /* gap, lat and dur of every node from the measured times (predmax: see edge_predmax;
- * lat_sub: each rank's submission latency). */
+ * lat_sub: each rank's submission latency; prev: dfg_prev_table). */
 static void
-derive_node_timing(dfg *g, const int64_t *predmax, const int64_t *lat_sub)
+derive_node_timing(dfg *g, const int64_t *predmax, const int64_t *lat_sub, const int32_t *prev)
 {
     int32_t n = g->n_nodes;
     for (int32_t i = 0; i < n; i++) {
-        int32_t p = g->prev_on_res[i];
-        int64_t prev_end = p >= 0 ? g->mend[p] : 0;
+        int32_t p = prev[i];
+        int64_t prev_end = p >= 0 ? dfg_mend(g, p) : 0;
         if (g->kind[i] == DFG_HOST) {
             int64_t gap = g->mstart[i] - prev_end;
             g->gap[i] = gap > 0 ? gap : 0;
             int64_t from = g->mstart[i];
             if (predmax[i] > from && predmax[i] != INT64_MIN)
                 from = predmax[i];
-            int64_t d = g->mend[i] - from;
+            int64_t d = dfg_mend(g, i) - from;
             g->dur[i] = d > 0 ? d : 0;
             continue;
         }
@@ -149,7 +148,7 @@ derive_node_timing(dfg *g, const int64_t *predmax, const int64_t *lat_sub)
         }
         if (p < 0 && l < 0)
             g->gap[i] = t > 0 ? t : 0;
-        g->dur[i] = g->mend[i] - t;
+        g->dur[i] = dfg_mend(g, i) - t;
     }
 }
 
@@ -164,8 +163,8 @@ derive_group_timing(dfg *g)
             m++;
             if (g->mstart[p] > arr)
                 arr = g->mstart[p];
-            if (g->mend[p] > end)
-                end = g->mend[p];
+            if (dfg_mend(g, p) > end)
+                end = dfg_mend(g, p);
         }
         g->grp_members[q] = m;
         if (m > 0) {
@@ -184,18 +183,20 @@ build_derive_timing(dfg *g)
     int64_t *predmax = malloc((size_t)(n > 0 ? n : 1) * sizeof *predmax);
     int64_t *lats = malloc((size_t)(n > 0 ? n : 1) * sizeof *lats);
     int64_t *lat_sub = malloc((size_t)(g->n_ranks > 0 ? g->n_ranks : 1) * sizeof *lat_sub);
-    int rc = predmax && lats && lat_sub ? 0 : -1;
+    int32_t *prev = dfg_prev_table(g);
+    int rc = predmax && lats && lat_sub && prev ? 0 : -1;
     if (rc == 0) {
         edge_predmax(g, predmax);
         submission_latencies(g, predmax, lats, lat_sub, -1);
         for (int32_t r = 0; r < g->n_ranks; r++)
             if (lat_sub[r] > 0)
                 pr_dbg("rank %d: submission latency %.1f us", r, (double)lat_sub[r] / 1000.0);
-        derive_node_timing(g, predmax, lat_sub);
+        derive_node_timing(g, predmax, lat_sub, prev);
         derive_group_timing(g);
     }
     free(predmax);
     free(lats);
     free(lat_sub);
+    free(prev);
     return rc;
 }

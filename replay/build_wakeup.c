@@ -44,8 +44,11 @@ build_infer_wakeups(dfg *g)
     end_ref *byend = malloc((size_t)(n0 > 0 ? n0 : 1) * sizeof *byend);
     int64_t *gaps = malloc((size_t)(n0 > 0 ? n0 : 1) * sizeof *gaps);
     int64_t *med = malloc((size_t)(g->n_res > 0 ? g->n_res : 1) * sizeof *med);
+    /* the calls' previous calls as measured: a wake-up node added before a call below
+     * changes only that call's, which is read before */
+    int32_t *prev = dfg_prev_table(g);
     int rc = -1;
-    if (!byend || !gaps || !med)
+    if (!byend || !gaps || !med || !prev)
         goto out;
     for (int32_t r = 0; r < g->n_ranks; r++) {
         size_t nh = 0;
@@ -56,10 +59,10 @@ build_infer_wakeups(dfg *g)
             threads++;
             size_t k = 0;
             for (int32_t h = g->res_first[q]; h >= 0; h = g->next_on_res[h]) {
-                byend[nh].end = g->mend[h];
+                byend[nh].end = dfg_mend(g, h);
                 byend[nh++].node = h;
-                if (g->prev_on_res[h] >= 0)
-                    gaps[k++] = g->mstart[h] - g->mend[g->prev_on_res[h]];
+                if (prev[h] >= 0)
+                    gaps[k++] = g->mstart[h] - dfg_mend(g, prev[h]);
             }
             if (k > 0) {
                 qsort(gaps, k, sizeof *gaps, cmp_i64);
@@ -73,8 +76,8 @@ build_infer_wakeups(dfg *g)
         qsort(byend, nh, sizeof *byend, cmp_end_ref);
         for (size_t x = 0; x < nh; x++) {
             int32_t h = byend[x].node;
-            int32_t q = g->res[h], p = g->prev_on_res[h];
-            int64_t prev_end = p >= 0 ? g->mend[p] : 0;
+            int32_t q = g->res[h], p = prev[h];
+            int64_t prev_end = p >= 0 ? dfg_mend(g, p) : 0;
             int64_t gap = g->mstart[h] - prev_end;
             if (gap < WAKE_MIN_GAP_NS || gap < WAKE_GAP_FACTOR * med[q])
                 continue;
@@ -99,7 +102,7 @@ build_infer_wakeups(dfg *g)
             }
             if (waker < 0)
                 continue;
-            int64_t lag = g->mstart[h] - g->mend[waker];
+            int64_t lag = g->mstart[h] - dfg_mend(g, waker);
             int64_t max_lag = gap / WAKE_LAG_DEN * WAKE_LAG_NUM;
             if (max_lag < WAKE_MAX_LAG_NS)
                 max_lag = WAKE_MAX_LAG_NS;
@@ -114,5 +117,6 @@ out:
     free(byend);
     free(gaps);
     free(med);
+    free(prev);
     return rc;
 }

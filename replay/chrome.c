@@ -53,10 +53,11 @@ chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,
     int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
     window w = {malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t)),
                 malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t))};
+    int64_t *mend = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *mend);
     uint64_t bytes = 0;
-    if (garr && w.t0 && w.t1) {
+    if (garr && w.t0 && w.t1 && mend) {
         sim_timeline tl =
-            opt->simulated && sim ? sim_timeline_of(sim) : sim_timeline_measured(g, garr);
+            opt->simulated && sim ? sim_timeline_of(sim) : sim_timeline_measured(g, garr, mend);
         window_of(rp, g, tl, opt, &w);
         for (int32_t n = 0; n < g->n_nodes; n++) {
             if ((g->flags[n] & DFG_F_REMOVED) || tl.start[n] < 0)
@@ -71,6 +72,7 @@ chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,
         }
     }
     free(garr);
+    free(mend);
     free(w.t0);
     free(w.t1);
     return bytes;
@@ -326,8 +328,9 @@ export_nodes(const dfg *g, sim_timeline tl, const window *w, json_writer *j)
         json_kv_double(j, "dur", us(tl.end[n] > tl.start[n] ? tl.end[n] - tl.start[n] : 0));
         json_key(j, "args");
         json_begin_object(j);
-        if (g->bytes[n])
-            json_kv_int(j, "bytes", g->bytes[n]);
+        int64_t moved = dfg_bytes(g, n);
+        if (moved)
+            json_kv_int(j, "bytes", moved);
         if (g->group[n] >= 0) {
             int32_t q = g->group[n];
             char hex[32];
@@ -407,9 +410,10 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
     int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
     window w = {malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t)),
                 malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t))};
-    if (garr && w.t0 && w.t1) {
+    int64_t *mend = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *mend);
+    if (garr && w.t0 && w.t1 && mend) {
         int simulated = opt->simulated && sim;
-        sim_timeline tl = simulated ? sim_timeline_of(sim) : sim_timeline_measured(g, garr);
+        sim_timeline tl = simulated ? sim_timeline_of(sim) : sim_timeline_measured(g, garr, mend);
         window_of(rp, g, tl, opt, &w);
         json_writer jw, *j = &jw;
         json_init(j, out, 0);
@@ -441,6 +445,7 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
         rc = ferror(out) ? -1 : 0;
     }
     free(garr);
+    free(mend);
     free(w.t0);
     free(w.t1);
     return rc;

@@ -264,9 +264,10 @@ contention_measure(const dfg *g, contention *c)
     double *f_node = malloc(sizeof *f_node * nn), *f_grp = malloc(sizeof *f_grp * ng);
     int32_t *pos = malloc(sizeof *pos * nn);
     sample *sc = malloc(sizeof *sc * nn), *sg = malloc(sizeof *sg * ng);
+    int64_t *mend = dfg_mend_array(g);
     size_t ncs = 0, ngs = 0;
-    if (!f_node || !f_grp || !pos || !sc || !sg ||
-        contention_overlaps(g, g->mstart, g->mend, NULL, f_node, f_grp) != 0) {
+    if (!f_node || !f_grp || !pos || !sc || !sg || !mend ||
+        contention_overlaps(g, g->mstart, mend, NULL, f_node, f_grp) != 0) {
         rc = -1;
         goto out;
     }
@@ -282,7 +283,7 @@ contention_measure(const dfg *g, contention *c)
             if (g->flags[n] & DFG_F_REMOVED)
                 continue;
             int32_t before = it;
-            while (it < nb && g->mend[b[it]] <= g->mstart[n])
+            while (it < nb && dfg_mend(g, b[it]) <= g->mstart[n])
                 it++;
             if (it != before)
                 k = 0;
@@ -294,7 +295,7 @@ contention_measure(const dfg *g, contention *c)
         if (f_node[n] < 0 || pos[n] < 0)
             continue;
         sc[ncs++] = (sample){g->res[n], pos[n] & 0xfffff, g->name[n],
-                             (double)(g->mend[n] - g->mstart[n]), f_node[n]};
+                             (double)(dfg_mend(g, n) - g->mstart[n]), f_node[n]};
     }
     for (int32_t q = 0; q < g->n_groups; q++) {
         int32_t p = g->grp_first[q];
@@ -312,5 +313,6 @@ out:
     free(pos);
     free(sc);
     free(sg);
+    free(mend);
     return rc;
 }

@@ -11,9 +11,8 @@
 
 /* ---- small helpers ------------------------------------------------------------------- */
 
-/* Reallocates *p to new_cap elements of elem bytes. Returns 0 or -1 (*p unchanged). */
-static int
-grow(void **p, size_t elem, int64_t new_cap)
+int
+dfg_grow(void **p, size_t elem, int64_t new_cap)
 {
     void *q = realloc(*p, (size_t)new_cap * elem);
     if (!q)
@@ -22,8 +21,8 @@ grow(void **p, size_t elem, int64_t new_cap)
     return 0;
 }
 
-static int64_t
-next_cap(int64_t cap, int64_t need)
+int64_t
+dfg_next_cap(int64_t cap, int64_t need)
 {
     int64_t c = cap ? cap : 64;
     while (c < need)
@@ -198,11 +197,11 @@ dfg_free(dfg *g)
     free(g->launch);
     free(g->group);
     free(g->next_in_group);
-    free(g->prev_on_res);
     free(g->next_on_res);
-    free(g->bytes);
+    dfg_sparse_free(&g->bytes);
+    dfg_sparse_free(&g->mend_wide);
     free(g->mstart);
-    free(g->mend);
+    free(g->mlen);
     free(g->esrc);
     free(g->edst);
     free_derived(g);
@@ -303,11 +302,9 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(launch, s->cap_nodes, s->n_nodes);
     DUP(group, s->cap_nodes, s->n_nodes);
     DUP(next_in_group, s->cap_nodes, s->n_nodes);
-    DUP(prev_on_res, s->cap_nodes, s->n_nodes);
     DUP(next_on_res, s->cap_nodes, s->n_nodes);
-    DUP(bytes, s->cap_nodes, s->n_nodes);
     DUP(mstart, s->cap_nodes, s->n_nodes);
-    DUP(mend, s->cap_nodes, s->n_nodes);
+    DUP(mlen, s->cap_nodes, s->n_nodes);
     DUP(esrc, s->cap_edges, s->n_edges);
     DUP(edst, s->cap_edges, s->n_edges);
     DUP(res_kind, s->cap_res, s->n_res);
@@ -332,6 +329,10 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(rank_apart, s->n_ranks, s->n_ranks);
 #undef DUP
     if (rc == 0)
+        rc = dfg_sparse_clone(&d->bytes, &s->bytes);
+    if (rc == 0)
+        rc = dfg_sparse_clone(&d->mend_wide, &s->mend_wide);
+    if (rc == 0)
         rc = dfg_strtab_clone(&d->strings, &s->strings);
     if (rc != 0) {
         dfg_free(d);
@@ -347,11 +348,11 @@ reserve_nodes(dfg *g, int64_t need)
 {
     if (need <= g->cap_nodes)
         return 0;
-    int64_t c = next_cap(g->cap_nodes, need);
+    int64_t c = dfg_next_cap(g->cap_nodes, need);
     if (c > INT32_MAX)
         c = INT32_MAX;
     int rc = 0;
-#define G(f) rc |= grow((void **)&g->f, sizeof *g->f, c)
+#define G(f) rc |= dfg_grow((void **)&g->f, sizeof *g->f, c)
     G(kind);
     G(flags);
     G(res);
@@ -362,11 +363,9 @@ reserve_nodes(dfg *g, int64_t need)
     G(launch);
     G(group);
     G(next_in_group);
-    G(prev_on_res);
     G(next_on_res);
-    G(bytes);
     G(mstart);
-    G(mend);
+    G(mlen);
 #undef G
     if (rc != 0)
         return -1;
@@ -380,9 +379,9 @@ dfg_reserve_res(dfg *g, int64_t need)
 {
     if (need <= g->cap_res)
         return 0;
-    int64_t c = next_cap(g->cap_res, need);
+    int64_t c = dfg_next_cap(g->cap_res, need);
     int rc = 0;
-#define G(f) rc |= grow((void **)&g->f, sizeof *g->f, c)
+#define G(f) rc |= dfg_grow((void **)&g->f, sizeof *g->f, c)
     G(res_kind);
     G(res_rank);
     G(res_id);
@@ -402,9 +401,9 @@ dfg_reserve_groups(dfg *g, int64_t need)
 {
     if (need <= g->cap_groups)
         return 0;
-    int64_t c = next_cap(g->cap_groups, need);
+    int64_t c = dfg_next_cap(g->cap_groups, need);
     int rc = 0;
-#define G(f) rc |= grow((void **)&g->f, sizeof *g->f, c)
+#define G(f) rc |= dfg_grow((void **)&g->f, sizeof *g->f, c)
     G(grp_op);
     G(grp_nranks);
     G(grp_members);
@@ -429,12 +428,39 @@ dfg_reserve(dfg *g, int64_t nodes, int64_t edges)
     if (reserve_nodes(g, nodes) != 0)
         return -1;
     if (edges > g->cap_edges) {
-        if (grow((void **)&g->esrc, sizeof *g->esrc, edges) != 0 ||
-            grow((void **)&g->edst, sizeof *g->edst, edges) != 0)
+        if (dfg_grow((void **)&g->esrc, sizeof *g->esrc, edges) != 0 ||
+            dfg_grow((void **)&g->edst, sizeof *g->edst, edges) != 0)
             return -1;
         g->cap_edges = edges;
     }
     return 0;
+}
+
+int32_t
+dfg_prev_on_res(const dfg *g, int32_t n)
+{
+    int32_t p = -1;
+    if (n >= 0 && n < g->n_nodes && dfg_has_prev(g, n)) {
+        p = g->res_first[g->res[n]];
+        while (p >= 0 && g->next_on_res[p] != n)
+            p = g->next_on_res[p];
+    }
+    return p;
+}
+
+int32_t *
+dfg_prev_table(const dfg *g)
+{
+    int32_t *prev = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *prev);
+    if (prev) {
+        for (int32_t i = 0; i < g->n_nodes; i++)
+            prev[i] = -1;
+        for (int32_t q = 0; q < g->n_res; q++)
+            for (int32_t p = g->res_first[q]; p >= 0 && g->next_on_res[p] >= 0;
+                 p = g->next_on_res[p])
+                prev[g->next_on_res[p]] = p;
+    }
+    return prev;
 }
 
 int32_t
@@ -468,11 +494,9 @@ dfg_add_node(dfg *g, int kind, int32_t res, int32_t name)
     g->launch[n] = -1;
     g->group[n] = -1;
     g->next_in_group[n] = -1;
-    g->bytes[n] = 0;
     g->mstart[n] = 0;
-    g->mend[n] = 0;
+    g->mlen[n] = 0;
     g->next_on_res[n] = -1;
-    g->prev_on_res[n] = g->res_last[res];
     if (g->res_last[res] >= 0)
         g->next_on_res[g->res_last[res]] = n;
     else
@@ -485,36 +509,32 @@ dfg_add_node(dfg *g, int kind, int32_t res, int32_t name)
 int32_t
 dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t dur)
 {
-    int32_t res = g->res[after];
+    int32_t res = g->res[after], last_prev = g->res_last[res];
     int32_t n = dfg_add_node(g, kind, res, name);
     if (n < 0)
         return -1;
     /* dfg_add_node appended n at the end; unlink and relink after `after`. */
-    int32_t last_prev = g->prev_on_res[n];
     if (last_prev != after) {
         g->next_on_res[last_prev] = -1;
         g->res_last[res] = last_prev;
         int32_t nx = g->next_on_res[after];
-        g->prev_on_res[n] = after;
         g->next_on_res[n] = nx;
         g->next_on_res[after] = n;
-        if (nx >= 0)
-            g->prev_on_res[nx] = n;
-        else
+        if (nx < 0)
             g->res_last[res] = n;
     }
     g->flags[n] = DFG_F_SYNTHETIC;
     g->dur[n] = dur;
-    g->mstart[n] = g->mend[after];
-    g->mend[n] = g->mend[after];
+    g->mstart[n] = dfg_mend(g, after);
+    g->mlen[n] = 0;
     return n;
 }
 
 int32_t
 dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur)
 {
-    int32_t res = g->res[before];
-    int32_t prev = g->prev_on_res[before];
+    int32_t res = g->res[before], last_prev = g->res_last[res];
+    int32_t prev = dfg_prev_on_res(g, before);
     int32_t n;
     if (prev >= 0) {
         n = dfg_insert_after(g, prev, kind, name, dur);
@@ -525,18 +545,15 @@ dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur)
         if (n < 0)
             return -1;
         /* appended at the end (after `before` at least): unlink, relink as the first */
-        int32_t last_prev = g->prev_on_res[n];
         g->next_on_res[last_prev] = -1;
         g->res_last[res] = last_prev;
-        g->prev_on_res[n] = -1;
         g->next_on_res[n] = before;
-        g->prev_on_res[before] = n;
         g->res_first[res] = n;
         g->flags[n] = DFG_F_SYNTHETIC;
         g->dur[n] = dur;
     }
     g->mstart[n] = g->mstart[before];
-    g->mend[n] = g->mstart[before];
+    g->mlen[n] = 0;
     return n;
 }
 
@@ -582,9 +599,9 @@ dfg_add_edge(dfg *g, int32_t src, int32_t dst)
     if (src < 0 || dst < 0 || src == dst)
         return 0;
     if (g->n_edges == g->cap_edges) {
-        int64_t c = next_cap(g->cap_edges, g->n_edges + 1);
-        if (grow((void **)&g->esrc, sizeof *g->esrc, c) != 0 ||
-            grow((void **)&g->edst, sizeof *g->edst, c) != 0)
+        int64_t c = dfg_next_cap(g->cap_edges, g->n_edges + 1);
+        if (dfg_grow((void **)&g->esrc, sizeof *g->esrc, c) != 0 ||
+            dfg_grow((void **)&g->edst, sizeof *g->edst, c) != 0)
             return -1;
         g->cap_edges = c;
     }
@@ -692,7 +709,7 @@ shrink_to_fit(dfg *g)
 {
     int64_t n = g->n_nodes > 0 ? g->n_nodes : 1, e = g->n_edges > 0 ? g->n_edges : 1;
     if (g->cap_nodes > n) {
-#define G(f) (void)grow((void **)&g->f, sizeof *g->f, n)
+#define G(f) (void)dfg_grow((void **)&g->f, sizeof *g->f, n)
         G(kind);
         G(flags);
         G(res);
@@ -703,17 +720,17 @@ shrink_to_fit(dfg *g)
         G(launch);
         G(group);
         G(next_in_group);
-        G(prev_on_res);
         G(next_on_res);
-        G(bytes);
         G(mstart);
-        G(mend);
+        G(mlen);
 #undef G
         g->cap_nodes = (int32_t)n;
     }
+    dfg_sparse_shrink(&g->bytes);
+    dfg_sparse_shrink(&g->mend_wide);
     if (g->cap_edges > e) {
-        (void)grow((void **)&g->esrc, sizeof *g->esrc, e);
-        (void)grow((void **)&g->edst, sizeof *g->edst, e);
+        (void)dfg_grow((void **)&g->esrc, sizeof *g->esrc, e);
+        (void)dfg_grow((void **)&g->edst, sizeof *g->edst, e);
         g->cap_edges = e;
     }
 }

@@ -36,7 +36,9 @@
  * after what it waited for had finished.
  *
  * Times mstart/mend are the measured ones, aligned across ranks, in ns relative to the
- * job's earliest event (0 for nodes a transformation created).
+ * job's earliest event (0 for nodes a transformation created). The end is stored as a
+ * 32-bit length from the start, and as a 64-bit time in a side table where the length
+ * does not fit (dfg_mend, dfg_set_mend): set mstart first, then the end.
  *
  * Mutation (for the optimizer): dfg_clone, dfg_remove_node, dfg_merge_nodes,
  * dfg_insert_after, dfg_add_edge, dfg_merge_groups, plain stores into dur/gap/lat and
@@ -84,6 +86,17 @@ typedef struct dfg_strtab {
     uint32_t n_slots;
 } dfg_strtab;
 
+/* A sparse per-node table of 64-bit values: the nodes that have one, ids ascending. */
+typedef struct dfg_sparse {
+    int32_t n, cap;
+    int32_t *node;
+    int64_t *val;
+} dfg_sparse;
+
+/* dfg.mlen of a node whose measured end is in dfg.mend_wide: before its start, or 2^32 - 1
+ * ns (4.29 s) or more after it. */
+#define DFG_MLEN_WIDE UINT32_MAX
+
 typedef struct dfg {
     /* ---- nodes ---- */
     int32_t n_nodes, cap_nodes;
@@ -97,9 +110,12 @@ typedef struct dfg {
     int32_t *launch;        /* device: launching host node, or -1 */
     int32_t *group;         /* collective group, or -1 */
     int32_t *next_in_group; /* chain of a group's participants, -1 ends it */
-    int32_t *prev_on_res, *next_on_res;
-    int64_t *bytes;         /* bytes moved or touched (copies, collectives), else 0 */
-    int64_t *mstart, *mend; /* measured, aligned, ns */
+    int32_t *next_on_res;   /* the resource's order (the previous node: dfg_prev_on_res) */
+    int64_t *mstart;        /* measured start, aligned, ns */
+    uint32_t *mlen;         /* measured end - mstart, ns, or DFG_MLEN_WIDE (dfg_mend) */
+    dfg_sparse mend_wide;   /* the measured ends of the nodes whose mlen is DFG_MLEN_WIDE */
+    dfg_sparse bytes;       /* bytes moved or touched (copies, collectives), of the nodes
+                             * that move data (dfg_bytes, dfg_set_bytes) */
 
     /* ---- dependency edges (src finishes before dst; see above) ---- */
     int64_t n_edges, cap_edges;
@@ -194,6 +210,38 @@ const char *dfg_name(const dfg *g, int32_t id);
 /* Reserves room for `nodes` nodes and `edges` edges in total (avoids regrowth when the
  * size is known). Returns 0 or -1. */
 int dfg_reserve(dfg *g, int64_t nodes, int64_t edges);
+
+/* The node before n on its resource, -1 when n is the first or removed. Walks the
+ * resource's chain from its first node: O(nodes before n); a pass over many nodes takes
+ * dfg_prev_table instead. */
+int32_t dfg_prev_on_res(const dfg *g, int32_t n);
+
+/* Every node's previous node on its resource (dfg_prev_on_res), n_nodes entries (at least
+ * one), in an array the caller frees; NULL when out of memory. O(nodes + resources). It
+ * holds until the next structural change of g. */
+int32_t *dfg_prev_table(const dfg *g);
+
+/* The end of node n in a side table (dfg_mend when mlen[n] is DFG_MLEN_WIDE). */
+int64_t dfg_mend_wide(const dfg *g, int32_t n);
+
+/* Sets node n's measured end (after its measured start: mstart[n] must hold its final
+ * value), as a 32-bit length when it is at most 4.29 s after the start, else in a side
+ * table. Returns 0, or -1 when out of memory (the end is then unchanged). */
+int dfg_set_mend(dfg *g, int32_t n, int64_t end);
+
+/* Every node's measured end (dfg_mend), n_nodes entries (at least one), in an array the
+ * caller frees; NULL when out of memory. For the passes that take the measured times as
+ * arrays (sim_timeline_measured, contention_overlaps). */
+int64_t *dfg_mend_array(const dfg *g);
+
+/* Bytes node n moves or touches (a copy, a memset, a collective), 0 for a node that moves
+ * none. O(log of the nodes that move data). */
+int64_t dfg_bytes(const dfg *g, int32_t n);
+
+/* Sets the bytes node n moves. Appending in ascending node order costs O(1), a node below
+ * the table's last one O(log + the entries after it). Returns 0, or -1 when out of memory
+ * (n keeps its bytes). */
+int dfg_set_bytes(dfg *g, int32_t n, int64_t bytes);
 
 /* Adds a resource (host thread or stream) of a rank; label is a string id (0: none).
  * Returns its index, or -1 when out of memory. */
@@ -304,6 +352,21 @@ static inline int32_t
 dfg_rank_weight(const dfg *g, int32_t r)
 {
     return g->rank_weight && r >= 0 && r < g->n_ranks ? g->rank_weight[r] : 1;
+}
+
+/* 1 when node n follows another node on its resource (dfg_prev_on_res(g, n) >= 0), in
+ * O(1). */
+static inline int
+dfg_has_prev(const dfg *g, int32_t n)
+{
+    return !(g->flags[n] & DFG_F_REMOVED) && g->res_first[g->res[n]] != n;
+}
+
+/* Node n's measured end, ns (see dfg_set_mend). */
+static inline int64_t
+dfg_mend(const dfg *g, int32_t n)
+{
+    return g->mlen[n] != DFG_MLEN_WIDE ? g->mstart[n] + (int64_t)g->mlen[n] : dfg_mend_wide(g, n);
 }
 
 /* Rank of a node (through its resource). */

@@ -12,7 +12,7 @@ dfg_remove_node(dfg *g, int32_t n)
         return -1;
     /* bypass edges: every (p -> n) x (n -> s) becomes p -> s, and n's end implied the
      * end of the previous node on its resource: prev -> s */
-    int32_t prev = g->prev_on_res[n], next = g->next_on_res[n];
+    int32_t prev = dfg_prev_on_res(g, n), next = g->next_on_res[n];
     int64_t ne = g->n_edges;
     for (int64_t i = 0; i < ne; i++) {
         if (g->edst[i] != n)
@@ -59,11 +59,9 @@ dfg_remove_node(dfg *g, int32_t n)
         g->next_on_res[prev] = next;
     else
         g->res_first[g->res[n]] = next;
-    if (next >= 0)
-        g->prev_on_res[next] = prev;
-    else
+    if (next < 0)
         g->res_last[g->res[n]] = prev;
-    g->prev_on_res[n] = g->next_on_res[n] = -1;
+    g->next_on_res[n] = -1;
 
     if (g->group[n] >= 0) {
         int32_t grp = g->group[n];
@@ -117,9 +115,10 @@ dfg_merge_nodes(dfg *g, int32_t a, int32_t b)
             if (g->launch[i] == b)
                 g->launch[i] = a;
     g->dur[a] += g->dur[b];
-    g->bytes[a] += g->bytes[b];
-    if (g->mend[b] > g->mend[a])
-        g->mend[a] = g->mend[b];
+    if (dfg_set_bytes(g, a, dfg_bytes(g, a) + dfg_bytes(g, b)) != 0)
+        return -1;
+    if (dfg_mend(g, b) > dfg_mend(g, a) && dfg_set_mend(g, a, dfg_mend(g, b)) != 0)
+        return -1;
     g->flags[a] |= g->flags[b] & DFG_F_END_EDGES;
     /* b's gap moves to the node after b (dfg_remove_node), where the time was spent */
     return dfg_remove_node(g, b);

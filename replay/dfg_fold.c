@@ -43,11 +43,9 @@ fold_nodes(dfg *d, const dfg *s, const fold_maps *m)
         d->launch[x] = MAPN(s->launch[n]);
         d->group[x] = s->group[n] >= 0 ? m->grp[s->group[n]] : -1;
         d->next_in_group[x] = -1;
-        d->prev_on_res[x] = MAPN(s->prev_on_res[n]);
         d->next_on_res[x] = MAPN(s->next_on_res[n]);
-        d->bytes[x] = s->bytes[n];
         d->mstart[x] = s->mstart[n];
-        d->mend[x] = s->mend[n];
+        d->mlen[x] = s->mlen[n];
     }
 #undef MAPN
 }
@@ -151,6 +149,10 @@ dfg_fold(dfg *d, const dfg *s, const int32_t *rep, const int32_t *weight, const 
         fold_groups(d, s, &m);
         rc = fold_links(d, s, &m, rep);
     }
+    /* node order kept: the side tables append */
+    if (rc == 0 && (dfg_sparse_fold(&d->bytes, &s->bytes, m.node) != 0 ||
+                    dfg_sparse_fold(&d->mend_wide, &s->mend_wide, m.node) != 0))
+        rc = -1;
     if (rc == 0) {
         dfg_strtab_free(&d->strings);
         rc = dfg_strtab_clone(&d->strings, &s->strings);
@@ -197,10 +199,11 @@ dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
 {
     size_t per_node = sizeof *g->kind + sizeof *g->flags + sizeof *g->res + sizeof *g->name +
                       sizeof *g->dur + sizeof *g->gap + sizeof *g->lat + sizeof *g->launch +
-                      sizeof *g->group + sizeof *g->next_in_group + sizeof *g->prev_on_res +
-                      sizeof *g->next_on_res + sizeof *g->bytes + sizeof *g->mstart +
-                      sizeof *g->mend;
-    double nb = (double)per_node * (double)g->cap_nodes;
+                      sizeof *g->group + sizeof *g->next_in_group + sizeof *g->next_on_res +
+                      sizeof *g->mstart + sizeof *g->mlen;
+    double nb = (double)per_node * (double)g->cap_nodes +
+                (double)(sizeof *g->bytes.node + sizeof *g->bytes.val) *
+                    ((double)g->bytes.cap + (double)g->mend_wide.cap);
     double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;
     if (g->finalized) {
         nb += (double)(sizeof *g->succ_off + sizeof *g->launched_off) * ((double)g->n_nodes + 1) +

@@ -4,6 +4,7 @@
 #ifndef DPRO_REPLAY_DFG_INT_H
 #define DPRO_REPLAY_DFG_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dfg.h"
@@ -14,6 +15,32 @@ void dfg_strtab_free(dfg_strtab *t);
 /* Makes *d a copy of s (*d's previous arrays are not freed). Returns 0, or -1 when out of
  * memory (*d then holds what was allocated: free it with dfg_strtab_free). */
 int dfg_strtab_clone(dfg_strtab *d, const dfg_strtab *s);
+
+/* Reallocates *p to new_cap elements of elem bytes. Returns 0 or -1 (*p unchanged). */
+int dfg_grow(void **p, size_t elem, int64_t new_cap);
+
+/* A capacity of at least need: cap doubled from 64 (or from cap). */
+int64_t dfg_next_cap(int64_t cap, int64_t need);
+
+/* The value of node n in t, or none. O(log t->n). */
+int64_t dfg_sparse_get(const dfg_sparse *t, int32_t n, int64_t none);
+
+/* Sets the value of node n in t: O(1) above t's last node, else O(log + the entries
+ * after it). Returns 0, or -1 when out of memory (t unchanged). */
+int dfg_sparse_set(dfg_sparse *t, int32_t n, int64_t v);
+
+/* Frees t's arrays and zeroes it. */
+void dfg_sparse_free(dfg_sparse *t);
+
+/* Makes *d (uninitialised) a copy of s. Returns 0, or -1 when out of memory (d empty). */
+int dfg_sparse_clone(dfg_sparse *d, const dfg_sparse *s);
+
+/* Gives t's unused capacity back (a failed shrink keeps the larger block). */
+void dfg_sparse_shrink(dfg_sparse *t);
+
+/* Sets in d the values of s under the node map (old id -> new id, -1 dropped), which must
+ * keep the nodes' order for O(1) appends. Returns 0 or -1 (out of memory). */
+int dfg_sparse_fold(dfg_sparse *d, const dfg_sparse *s, const int32_t *map);
 
 /* Room for `need` resources. Returns 0 or -1. */
 int dfg_reserve_res(dfg *g, int64_t need);

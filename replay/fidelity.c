@@ -51,7 +51,7 @@ assign_iterations(const replay *rp, const dfg *g, int32_t *iter_of)
         if (!(bend[r] = malloc((size_t)nb * sizeof **bend)))
             rc = -1;
         for (int32_t k = 0; k < nb && rc == 0; k++)
-            bend[r][k] = g->mend[b[k]];
+            bend[r][k] = dfg_mend(g, b[k]);
     }
     /* host calls by their start, then device operations by their launch */
     for (int pass = 0; pass < 2 && rc == 0; pass++)
@@ -439,15 +439,17 @@ own_costs(const dfg *g, int64_t *own, int64_t *pend)
     size_t n = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
     rkv *host = malloc(n * sizeof *host);
     devq q = {malloc(n * sizeof *q.sub), malloc(n * sizeof *q.end), 0};
+    int64_t *mend = dfg_mend_array(g);
     hmap q10 = {0}, cls = {0};
-    int rc = host && q.sub && q.end && hmap_init(&q10, n / 8 + 16) == 0 && hmap_init(&cls, 64) == 0
+    int rc = host && q.sub && q.end && mend && hmap_init(&q10, n / 8 + 16) == 0 &&
+                     hmap_init(&cls, 64) == 0
                  ? 0
                  : -1;
     size_t nh = 0;
     for (int32_t m = 0; m < g->n_nodes && rc == 0; m++) {
         pend[m] = -1;
         if (!(g->flags[m] & DFG_F_REMOVED) && g->kind[m] == DFG_HOST)
-            host[nh++] = (rkv){dfg_rank(g, m), g->name[m], g->mend[m] - g->mstart[m]};
+            host[nh++] = (rkv){dfg_rank(g, m), g->name[m], dfg_mend(g, m) - g->mstart[m]};
     }
     if (rc == 0)
         qsort(host, nh, sizeof *host, cmp_rkv);
@@ -459,7 +461,7 @@ own_costs(const dfg *g, int64_t *own, int64_t *pend)
                       (int32_t)(a + (z - a) / 10));
     }
     for (int32_t r = 0; r < g->n_ranks && rc == 0; r++) {
-        devq_fill(g, r, g->mstart, g->mend, &q);
+        devq_fill(g, r, g->mstart, mend, &q);
         int64_t most = devq_max_pending(&q);
         for (int32_t x = 0; x < g->n_res && rc == 0; x++) {
             if (g->res_rank[x] != r || g->res_kind[x] != DFG_RES_THREAD)
@@ -467,7 +469,7 @@ own_costs(const dfg *g, int64_t *own, int64_t *pend)
             for (int32_t m = g->res_first[x]; m >= 0; m = g->next_on_res[m]) {
                 if (g->flags[m] & DFG_F_REMOVED)
                     continue;
-                int64_t d = g->mend[m] - g->mstart[m];
+                int64_t d = dfg_mend(g, m) - g->mstart[m];
                 own[m] = d;
                 int32_t w = hmap_get(&cls, (uint32_t)g->name[m], -1);
                 if (w < 0) {
@@ -475,7 +477,7 @@ own_costs(const dfg *g, int64_t *own, int64_t *pend)
                     if ((rc = hmap_put(&cls, (uint32_t)g->name[m], w)) != 0)
                         break;
                 }
-                size_t e = count_le(q.end, q.n, g->mend[m]);
+                size_t e = count_le(q.end, q.n, dfg_mend(g, m));
                 if (!w || e == 0 || q.end[e - 1] < g->mstart[m])
                     continue;
                 int32_t k =
@@ -491,7 +493,7 @@ own_costs(const dfg *g, int64_t *own, int64_t *pend)
                      (p < QUEUE_MIN || p * QUEUE_FULL_DEN < most * QUEUE_FULL_NUM)))
                     continue; /* work left pending: it did not wait for it */
                 pend[m] = w == WAIT_LAUNCH ? p - (p + QUEUE_SLACK - 1) / QUEUE_SLACK : p;
-                int64_t after = g->mend[m] - last;
+                int64_t after = dfg_mend(g, m) - last;
                 own[m] = after > floor ? after : floor;
                 if (own[m] > d)
                     own[m] = d;
@@ -501,6 +503,7 @@ own_costs(const dfg *g, int64_t *own, int64_t *pend)
     hmap_free(&q10);
     hmap_free(&cls);
     free(host);
+    free(mend);
     free(q.sub);
     free(q.end);
     return rc;

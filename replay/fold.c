@@ -94,7 +94,7 @@ rank_hash(fold_ctx *c, int32_t r)
         h = mix64(h, ((uint64_t)g->kind[n] << 40) | ((uint64_t)g->flags[n] << 32) |
                          (uint32_t)g->name[n]);
         h = mix64(h, ((uint64_t)c->rn.ord[g->res[n]] << 32) | g->res_kind[g->res[n]]);
-        h = mix64(h, (uint64_t)g->bytes[n]);
+        h = mix64(h, (uint64_t)dfg_bytes(g, n));
         if (g->group[n] >= 0) {
             int32_t q = g->group[n];
             h = mix64(h, ((uint64_t)g->grp_op[q] << 32) | (uint32_t)g->grp_nranks[q]);
@@ -141,7 +141,7 @@ alike(const fold_ctx *c, int32_t r, int32_t p, int *why)
         int32_t x = c->rn.node[c->rn.off[r] + i], y = c->rn.node[c->rn.off[p] + i];
         int32_t lx = g->launch[x], ly = g->launch[y];
         if (g->kind[x] != g->kind[y] || g->flags[x] != g->flags[y] || g->name[x] != g->name[y] ||
-            c->rn.ord[g->res[x]] != c->rn.ord[g->res[y]] || g->bytes[x] != g->bytes[y] ||
+            c->rn.ord[g->res[x]] != c->rn.ord[g->res[y]] || dfg_bytes(g, x) != dfg_bytes(g, y) ||
             (lx >= 0 ? c->rn.pos[lx] : -1) != (ly >= 0 ? c->rn.pos[ly] : -1) ||
             (g->group[x] < 0) != (g->group[y] < 0) ||
             g->succ_off[x + 1] - g->succ_off[x] != g->succ_off[y + 1] - g->succ_off[y])
@@ -161,7 +161,7 @@ alike(const fold_ctx *c, int32_t r, int32_t p, int *why)
                  job_fold_within(g->lat[x], g->lat[y], tol) &&
                  job_fold_within(g->gap[x], g->gap[y], tol) &&
                  job_fold_within(g->mstart[x] - c->t0[r], g->mstart[y] - c->t0[p], tol) &&
-                 job_fold_within(g->mend[x] - c->t0[r], g->mend[y] - c->t0[p], tol);
+                 job_fold_within(dfg_mend(g, x) - c->t0[r], dfg_mend(g, y) - c->t0[p], tol);
     }
     *why = DFG_APART_TIMING;
     return timing;
@@ -178,12 +178,14 @@ rank_figures(fold_ctx *c)
     const dfg *g = c->g;
     int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
     double *blame = calloc((size_t)g->n_ranks + 1, sizeof *blame);
-    if (!garr || !blame) {
+    int64_t *mend = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *mend);
+    if (!garr || !blame || !mend) {
         free(garr);
         free(blame);
+        free(mend);
         return -1;
     }
-    sim_timeline mt = sim_timeline_measured(g, garr);
+    sim_timeline mt = sim_timeline_measured(g, garr, mend);
     int64_t gt0 = INT64_MAX, gt1 = INT64_MIN;
     double msum = 0;
     int32_t k = 0, iters = 1;
@@ -215,6 +217,7 @@ rank_figures(fold_ctx *c)
     }
     free(garr);
     free(blame);
+    free(mend);
     return 0;
 }
 

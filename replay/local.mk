@@ -4,7 +4,7 @@
 # the tests.
 noinst_LTLIBRARIES += replay/libdproreplay.la
 replay_libdproreplay_la_SOURCES = \
-	replay/dfg.c replay/dfg.h replay/dfg_int.h replay/dfg_edit.c replay/dfg_fold.c \
+	replay/dfg.c replay/dfg.h replay/dfg_int.h replay/dfg_edit.c replay/dfg_fold.c replay/dfg_sparse.c \
 	replay/sim.c replay/sim.h replay/sim_int.h replay/sim_analysis.c \
 	replay/align.c replay/align.h \
 	replay/iter.c replay/iter.h \

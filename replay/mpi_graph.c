@@ -27,6 +27,8 @@ enum {
     H_POOL,
     H_STRINGS,
     H_SLOTS,
+    H_BYTES,
+    H_MEND_WIDE,
     H_COUNT
 };
 
@@ -53,11 +55,13 @@ list_arrays(dfg *g, const int64_t *h, garray *a)
     A(launch, h[H_NODES]);
     A(group, h[H_NODES]);
     A(next_in_group, h[H_NODES]);
-    A(prev_on_res, h[H_NODES]);
     A(next_on_res, h[H_NODES]);
-    A(bytes, h[H_NODES]);
     A(mstart, h[H_NODES]);
-    A(mend, h[H_NODES]);
+    A(mlen, h[H_NODES]);
+    A(bytes.node, h[H_BYTES]);
+    A(bytes.val, h[H_BYTES]);
+    A(mend_wide.node, h[H_MEND_WIDE]);
+    A(mend_wide.val, h[H_MEND_WIDE]);
     A(esrc, h[H_EDGES]);
     A(edst, h[H_EDGES]);
     A(res_kind, h[H_RES]);
@@ -107,6 +111,8 @@ receive_setup(dfg *g, const int64_t *h, garray *a, int n)
     int rc = 0;
     g->n_nodes = g->cap_nodes = (int32_t)h[H_NODES];
     g->n_edges = g->cap_edges = h[H_EDGES];
+    g->bytes.n = g->bytes.cap = (int32_t)h[H_BYTES];
+    g->mend_wide.n = g->mend_wide.cap = (int32_t)h[H_MEND_WIDE];
     g->n_res = g->cap_res = (int32_t)h[H_RES];
     g->n_groups = g->cap_groups = (int32_t)h[H_GROUPS];
     g->n_ranks = (int32_t)h[H_RANKS];
@@ -146,6 +152,8 @@ mpisim_share_graph(dfg *g, int64_t *bytes)
         h[H_POOL] = (int64_t)g->strings.pool_len;
         h[H_STRINGS] = g->strings.n;
         h[H_SLOTS] = g->strings.n_slots;
+        h[H_BYTES] = g->bytes.n;
+        h[H_MEND_WIDE] = g->mend_wide.n;
     }
     MPI_Bcast(h, H_COUNT, MPI_INT64_T, 0, MPI_COMM_WORLD);
     int n = list_arrays(g, h, a);

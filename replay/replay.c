@@ -672,7 +672,7 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
             goto oom;
         }
         for (int32_t k = 0; k < nb; k++)
-            it->start_ns[k] = rp->graph.mend[b[k]];
+            it->start_ns[k] = dfg_mend(&rp->graph, b[k]);
         it->warm_up = (int32_t)iter_mark_warmup(it->start_ns, (size_t)nb, 0.10, wu);
         free(wu);
         if (it->warm_up > warm)
@@ -772,9 +772,10 @@ replay_iteration_times(const replay *rp, int32_t r, int32_t k, int64_t *trace_t0
         b[k + 1] >= 0 && rp->sim.end[b[k]] >= 0 && rp->sim.end[b[k + 1]] >= 0) {
         /* graph time = trace time + offset - time origin (build.c) */
         int64_t off = rp->align.offset_ns && rep < rp->align.n_ranks ? rp->align.offset_ns[rep] : 0;
-        *trace_t0 = g->mend[b[k]] - off + rp->time_origin;
-        *trace_t1 = g->mend[b[k + 1]] - off + rp->time_origin;
-        *measured_ns = g->mend[b[k + 1]] - g->mend[b[k]];
+        int64_t e0 = dfg_mend(g, b[k]), e1 = dfg_mend(g, b[k + 1]);
+        *trace_t0 = e0 - off + rp->time_origin;
+        *trace_t1 = e1 - off + rp->time_origin;
+        *measured_ns = e1 - e0;
         *simulated_ns = rp->sim.end[b[k + 1]] - rp->sim.end[b[k]];
         rc = 0;
     }
@@ -855,9 +856,10 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
     int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
     double *blame = calloc((size_t)g->n_ranks + 1, sizeof *blame);
     int32_t *lastc = calloc((size_t)g->n_ranks + 1, sizeof *lastc);
-    if (!out->rank || !garr || !blame || !lastc)
+    int64_t *mend = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *mend);
+    if (!out->rank || !garr || !blame || !lastc || !mend)
         goto oom;
-    sim_timeline mt = sim_timeline_measured(g, garr);
+    sim_timeline mt = sim_timeline_measured(g, garr, mend);
     sim_timeline st = sim_timeline_of(res);
     out->first_iteration = rp->iter_first + 1 + j->iter_skipped;
     out->unfinished = res->n_unfinished;
@@ -937,11 +939,13 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
     free(garr);
     free(blame);
     free(lastc);
+    free(mend);
     return 0;
 oom:
     free(garr);
     free(blame);
     free(lastc);
+    free(mend);
     replay_summary_free(out);
     return -1;
 }

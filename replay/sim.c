@@ -132,7 +132,7 @@ initial_count(const dfg *g, int32_t i)
         return -1;
     if (g->kind[i] == DFG_HOST)
         return 1; /* its start */
-    return (g->prev_on_res[i] >= 0) + (g->launch[i] >= 0);
+    return dfg_has_prev(g, i) + (g->launch[i] >= 0);
 }
 
 void
@@ -161,7 +161,7 @@ sim_begin(sim_state *s)
         if (g->kind[i] == DFG_HOST)
             r->ready[i] = 0;
         else
-            r->ready[i] = g->prev_on_res[i] >= 0 ? 0 : g->gap[i];
+            r->ready[i] = dfg_has_prev(g, i) ? 0 : g->gap[i];
     }
     /* edge predecessors (finalize kept only edges between live nodes) */
     for (int64_t k = 0; k < g->n_edges; k++)

@@ -75,9 +75,10 @@ typedef struct sim_timeline {
 /* View of a simulation result. */
 sim_timeline sim_timeline_of(const sim_result *res);
 
-/* The measured timeline of g: mstart/mend, and group arrivals computed into
- * grp_arrival_buf (g->n_groups entries, caller-owned). g must be finalized. */
-sim_timeline sim_timeline_measured(const dfg *g, int64_t *grp_arrival_buf);
+/* The measured timeline of g: mstart, the ends (dfg_mend) written into end_buf (g->n_nodes
+ * entries, caller-owned) and group arrivals computed into grp_arrival_buf (g->n_groups
+ * entries, caller-owned). g must be finalized. */
+sim_timeline sim_timeline_measured(const dfg *g, int64_t *grp_arrival_buf, int64_t *end_buf);
 
 /* Mean iteration time of rank r over iterations [first, last] (indices into the rank's
  * iteration boundaries; iteration i runs from the end of boundary node i to the end of

@@ -17,8 +17,10 @@ sim_timeline_of(const sim_result *res)
 }
 
 sim_timeline
-sim_timeline_measured(const dfg *g, int64_t *grp_arrival_buf)
+sim_timeline_measured(const dfg *g, int64_t *grp_arrival_buf, int64_t *end_buf)
 {
+    for (int32_t n = 0; n < g->n_nodes; n++)
+        end_buf[n] = dfg_mend(g, n);
     for (int32_t q = 0; q < g->n_groups; q++) {
         int64_t a = -1;
         for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p])
@@ -26,7 +28,7 @@ sim_timeline_measured(const dfg *g, int64_t *grp_arrival_buf)
                 a = g->mstart[p];
         grp_arrival_buf[q] = a;
     }
-    sim_timeline tl = {g->mstart, g->mend, grp_arrival_buf};
+    sim_timeline tl = {g->mstart, end_buf, grp_arrival_buf};
     return tl;
 }
 

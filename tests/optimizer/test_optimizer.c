@@ -626,8 +626,8 @@ test_partition(void)
                 int32_t h = part.launch[n];
                 CHECK(h >= g.n_nodes && part.name[h] == nm_call);
                 CHECK_EQ_U(part.dur[h], call_ns);
-                CHECK(part.name[part.prev_on_res[h]] == nm_rec);
-                CHECK(part.prev_on_res[part.prev_on_res[h]] == g.launch[gate]);
+                CHECK(part.name[dfg_prev_on_res(&part, h)] == nm_rec);
+                CHECK(dfg_prev_on_res(&part, dfg_prev_on_res(&part, h)) == g.launch[gate]);
             }
             CHECK_EQ_U(members, 2);
         }
@@ -637,7 +637,7 @@ test_partition(void)
     /* on the communication stream, the chunks come before the unit's all-reduce */
     int32_t c0 = g.grp_first[0];
     for (int i = 0; i < 3; i++) {
-        c0 = part.prev_on_res[c0];
+        c0 = dfg_prev_on_res(&part, c0);
         CHECK(c0 >= g.n_nodes && part.kind[c0] == DFG_COLL);
     }
     sim_result ps;
@@ -799,7 +799,7 @@ build_layer_job(dfg *g, int iters, const int64_t *grad, int32_t nl, int64_t *t_f
             g->dur[call] = 5 * US;
             g->launch[c] = call;
             g->lat[c] = 2 * US;
-            g->bytes[c] = total;
+            dfg_set_bytes(g, c, total);
             dfg_set_group(g, c, it);
             int32_t s = dfg_add_node(g, DFG_HOST, mt, nm_sync);
             g->dur[s] = 2 * US;
@@ -823,7 +823,7 @@ build_layer_job(dfg *g, int iters, const int64_t *grad, int32_t nl, int64_t *t_f
         return -1;
     for (int32_t n = 0; n < g->n_nodes; n++) {
         g->mstart[n] = res.start[n];
-        g->mend[n] = res.start[n] + g->dur[n];
+        dfg_set_mend(g, n, res.start[n] + g->dur[n]);
     }
     for (int32_t l = 0; l < nl; l++)
         t_fwd[l] = g->mstart[fwd0[l]];
@@ -894,7 +894,7 @@ test_partition_gradients(void)
         }
         CHECK(gate >= 0);
         int32_t idx = 0;
-        for (int32_t n = part.prev_on_res[gate]; n >= 0; n = part.prev_on_res[n])
+        for (int32_t n = dfg_prev_on_res(&part, gate); n >= 0; n = dfg_prev_on_res(&part, n))
             idx += part.kind[n] == DFG_KERNEL && w.phase[n] == WL_BACKWARD && w.iter[n] == 1;
         /* with the sizes: layer 3's two kernels (index 1); by time: 2/7.5 of 8 (index 2),
          * and the 6 MiB ready bucket by bucket up to 80 % of the span */

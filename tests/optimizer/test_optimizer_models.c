@@ -137,7 +137,9 @@ test_hinge_fit(void)
     int32_t nm_s = dfg_intern(&g, "elementwise");
     size_t m = n;
     for (int32_t d = 0; d < g.n_nodes; d++) {
+        int64_t end = dfg_mend(&g, d); /* kept where it was */
         g.mstart[d] = 1000 * (int64_t)d;
+        REQUIRE(dfg_set_mend(&g, d, end) == 0);
         if (g.kind[d] == DFG_KERNEL && g.name[d] == nm_s && m < sizeof s / sizeof s[0])
             s[m++] = (workload_kernel_sample){7, 4096, g.dur[d], 0, g.mstart[d]};
     }

@@ -115,8 +115,8 @@ synth_dfg(const synth_params *p, dfg *g)
                     g->gap[call] = 0;
                     g->launch[c] = call;
                     g->lat[c] = 2000;
-                    g->bytes[c] = p->bucket_bytes;
-                    if (dfg_add_edge(g, last_kernel, c) != 0)
+                    if (dfg_set_bytes(g, c, p->bucket_bytes) != 0 ||
+                        dfg_add_edge(g, last_kernel, c) != 0)
                         goto fail_b;
                     dfg_set_group(g, c, it * buckets + b);
                     last_coll = c;

@@ -43,16 +43,16 @@ make_graph(dfg *g)
         int32_t x = dfg_add_node(g, DFG_KERNEL, st, nk);
         REQUIRE(l >= 0 && y >= 0 && x >= 0);
         g->mstart[l] = t + 10 * US;
-        g->mend[l] = g->mstart[l] + 5 * US;
+        dfg_set_mend(g, l, g->mstart[l] + 5 * US);
         g->launch[x] = l;
         g->mstart[x] = g->mstart[l] + 3 * US;
-        g->mend[x] = g->mstart[x] + d[k];
-        g->mstart[y] = g->mend[l] + 2 * US;
-        g->mend[y] = g->mend[x] + 1 * US;
+        dfg_set_mend(g, x, g->mstart[x] + d[k]);
+        g->mstart[y] = dfg_mend(g, l) + 2 * US;
+        dfg_set_mend(g, y, dfg_mend(g, x) + 1 * US);
         g->flags[y] |= DFG_F_BLOCKING;
         REQUIRE(dfg_add_edge(g, x, y) == 0);
         sync[k] = y;
-        t = g->mend[y];
+        t = dfg_mend(g, y);
     }
     REQUIRE(dfg_set_iterations(g, 0, sync, STEPS) == 0);
     REQUIRE(build_derive_timing(g) == 0);

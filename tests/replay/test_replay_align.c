@@ -210,7 +210,7 @@ build_contention_job(dfg *g, int iters, double kp, double kc)
         double T = it * 1e6;
         int32_t h = dfg_add_node(g, DFG_HOST, th, nm_h);
         g->mstart[h] = (int64_t)T;
-        g->mend[h] = (int64_t)T + 1000;
+        dfg_set_mend(g, h, (int64_t)T + 1000);
         bounds[it] = h;
         if (it == iters)
             break;
@@ -233,7 +233,7 @@ build_contention_job(dfg *g, int iters, double kp, double kc)
         for (int k = 0; k < 10; k++) {
             int32_t d = dfg_add_node(g, DFG_KERNEL, cs, nm_k);
             g->mstart[d] = (int64_t)ks[k];
-            g->mend[d] = (int64_t)ke[k];
+            dfg_set_mend(g, d, (int64_t)ke[k]);
         }
         int32_t q =
             dfg_add_group(g, DPRO_COLL_ALLREDUCE, 1, 1 << 20, 5, (uint64_t)it, (int64_t)(c1 - c0));
@@ -242,7 +242,7 @@ build_contention_job(dfg *g, int iters, double kp, double kc)
             return -1;
         dfg_set_group(g, c, q);
         g->mstart[c] = (int64_t)c0;
-        g->mend[c] = (int64_t)c1;
+        dfg_set_mend(g, c, (int64_t)c1);
     }
     return dfg_set_iterations(g, 0, bounds, iters + 1) == 0 ? dfg_finalize(g) : -1;
 }
@@ -262,7 +262,9 @@ test_contention(void)
     double *fn = malloc(sizeof *fn * (size_t)g.n_nodes),
            *fg = malloc(sizeof *fg * (size_t)g.n_groups);
     REQUIRE(fn && fg);
-    CHECK(contention_overlaps(&g, g.mstart, g.mend, NULL, fn, fg) == 0);
+    int64_t *mend = dfg_mend_array(&g);
+    CHECK(mend && contention_overlaps(&g, g.mstart, mend, NULL, fn, fg) == 0);
+    free(mend);
     CHECK(fn[0] < 0);       /* a host call */
     CHECK(fn[12 + 1] == 0); /* iteration 1's first kernel, before its transfer */
     CHECK(fg[0] > 0 && fg[0] <= 1);

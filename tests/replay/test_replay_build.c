@@ -73,17 +73,17 @@ ref_graph(const refjob *j, dfg *g, int32_t *host, int32_t *dev, int32_t *sync)
     for (int k = 0; k < j->n; k++) {
         int32_t h = dfg_add_node(g, DFG_HOST, T, nl);
         g->mstart[h] = j->ls[k];
-        g->mend[h] = j->le[k];
+        dfg_set_mend(g, h, j->le[k]);
         int32_t d = dfg_add_node(g, DFG_KERNEL, S, nk);
         g->mstart[d] = j->ds[k];
-        g->mend[d] = j->de[k];
+        dfg_set_mend(g, d, j->de[k]);
         g->launch[d] = h;
         host[k] = h;
         dev[k] = d;
         if (j->sync_every > 0 && (k + 1) % j->sync_every == 0) {
             int32_t y = dfg_add_node(g, DFG_HOST, T, ny);
             g->mstart[y] = j->ss[ns];
-            g->mend[y] = j->se[ns];
+            dfg_set_mend(g, y, j->se[ns]);
             CHECK(dfg_add_edge(g, d, y) == 0);
             g->flags[y] |= DFG_F_BLOCKING;
             sync[ns++] = y;
@@ -302,7 +302,7 @@ p2p_op(dfg *g, int32_t res, int64_t t0, int64_t t1)
 {
     int32_t n = dfg_add_node(g, DFG_KERNEL, res, dfg_intern(g, "ncclDevKernel_SendRecv"));
     g->mstart[n] = t0;
-    g->mend[n] = t1;
+    dfg_set_mend(g, n, t1);
     g->dur[n] = t1 - t0;
     return n;
 }
@@ -500,7 +500,7 @@ host_call(dfg *g, int32_t T, const char *name, int64_t *t)
 {
     int32_t h = dfg_add_node(g, DFG_HOST, T, dfg_intern(g, name));
     g->mstart[h] = *t;
-    g->mend[h] = *t + 1000;
+    dfg_set_mend(g, h, *t + 1000);
     *t += 2000;
     return h;
 }
@@ -511,7 +511,7 @@ device_op(dfg *g, int kind, int32_t S, const char *name, int32_t h, int64_t t0)
 {
     int32_t d = dfg_add_node(g, kind, S, dfg_intern(g, name));
     g->mstart[d] = t0;
-    g->mend[d] = t0 + 10000;
+    dfg_set_mend(g, d, t0 + 10000);
     g->launch[d] = h;
     return d;
 }

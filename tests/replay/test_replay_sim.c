@@ -149,11 +149,11 @@ test_sim_wakeup(void)
     int32_t before = g.n_nodes;
     CHECK(dfg_add_wakeup(&g, b2, m3, 300) == 0); /* blocking: a wake-up node before it */
     CHECK_EQ(g.n_nodes, before + 1);
-    int32_t w = g.prev_on_res[m3];
+    int32_t w = dfg_prev_on_res(&g, m3);
     CHECK(w >= before && (g.flags[w] & DFG_F_WAKEUP) && !(g.flags[m3] & DFG_F_WAKEUP));
     CHECK_EQ(g.gap[w], 300);
     CHECK_EQ(g.gap[m3], 0);
-    CHECK_EQ(g.prev_on_res[w], m2);
+    CHECK_EQ(dfg_prev_on_res(&g, w), m2);
 
     sim_result r;
     memset(&r, 0, sizeof r);
@@ -199,7 +199,7 @@ test_sim_wakeup(void)
     /* removing the woken call: the blocking call after it gets a wake-up node */
     REQUIRE(dfg_clone(&c, &g) == 0);
     CHECK(dfg_remove_node(&c, b1) == 0);
-    int32_t w2 = c.prev_on_res[b2];
+    int32_t w2 = dfg_prev_on_res(&c, b2);
     CHECK(w2 >= 0 && w2 != b0 && (c.flags[w2] & DFG_F_WAKEUP));
     CHECK(sim_run(&c, &r) == 0);
     CHECK_EQ(r.n_unfinished, 0);
@@ -231,7 +231,8 @@ test_sim_wakeup(void)
     c.flags[c0] |= DFG_F_BLOCKING;
     CHECK(dfg_add_wakeup(&c, a0, c0, 50) == 0);
     int32_t w3 = c.res_first[C];
-    CHECK(w3 != c0 && c.next_on_res[w3] == c0 && c.prev_on_res[c0] == w3 && c.res_last[C] == c0);
+    CHECK(w3 != c0 && c.next_on_res[w3] == c0 && dfg_prev_on_res(&c, c0) == w3 &&
+          c.res_last[C] == c0);
     CHECK(sim_run(&c, &r) == 0);
     CHECK_EQ(r.n_unfinished, 0);
     CHECK_EQ(r.start[c0], 3050);

@@ -1,0 +1,156 @@
+/* dfg_sparse.c: the graph's sparse per-node tables (dfg_sparse, see dfg.h): the bytes of
+ * the nodes that move data, and the measured ends a 32-bit length from the start does not
+ * reach. */
+#include "dfg.h"
+#include "dfg_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Index of node n in t, or -(insertion point) - 1 when n has no entry. */
+static int32_t
+sparse_find(const dfg_sparse *t, int32_t n)
+{
+    int32_t lo = 0, hi = t->n;
+    if (hi > 0 && t->node[hi - 1] < n)
+        lo = hi; /* the common case: n above every entry */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (t->node[mid] < n)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < t->n && t->node[lo] == n ? lo : -lo - 1;
+}
+
+int64_t
+dfg_sparse_get(const dfg_sparse *t, int32_t n, int64_t none)
+{
+    int32_t i = sparse_find(t, n);
+    return i >= 0 ? t->val[i] : none;
+}
+
+int
+dfg_sparse_set(dfg_sparse *t, int32_t n, int64_t v)
+{
+    int rc = 0;
+    int32_t i = sparse_find(t, n);
+    if (i >= 0) {
+        t->val[i] = v;
+    } else {
+        i = -i - 1;
+        if (t->n == t->cap) {
+            int64_t c = dfg_next_cap(t->cap, (int64_t)t->n + 1);
+            if (c > INT32_MAX || dfg_grow((void **)&t->node, sizeof *t->node, c) != 0 ||
+                dfg_grow((void **)&t->val, sizeof *t->val, c) != 0)
+                rc = -1; /* a first grow that held keeps its larger block: harmless */
+            else
+                t->cap = (int32_t)c;
+        }
+        if (rc == 0) {
+            size_t after = (size_t)(t->n - i);
+            memmove(t->node + i + 1, t->node + i, after * sizeof *t->node);
+            memmove(t->val + i + 1, t->val + i, after * sizeof *t->val);
+            t->node[i] = n;
+            t->val[i] = v;
+            t->n++;
+        }
+    }
+    return rc;
+}
+
+void
+dfg_sparse_free(dfg_sparse *t)
+{
+    free(t->node);
+    free(t->val);
+    memset(t, 0, sizeof *t);
+}
+
+int
+dfg_sparse_clone(dfg_sparse *d, const dfg_sparse *s)
+{
+    int rc = 0;
+    size_t cap = (size_t)(s->n > 0 ? s->n : 1);
+    memset(d, 0, sizeof *d);
+    if (s->n > 0) {
+        d->node = malloc(cap * sizeof *d->node);
+        d->val = malloc(cap * sizeof *d->val);
+        if (!d->node || !d->val) {
+            dfg_sparse_free(d);
+            rc = -1;
+        } else {
+            memcpy(d->node, s->node, (size_t)s->n * sizeof *d->node);
+            memcpy(d->val, s->val, (size_t)s->n * sizeof *d->val);
+            d->n = d->cap = s->n;
+        }
+    }
+    return rc;
+}
+
+void
+dfg_sparse_shrink(dfg_sparse *t)
+{
+    if (t->cap > t->n && t->n > 0) {
+        (void)dfg_grow((void **)&t->node, sizeof *t->node, t->n);
+        (void)dfg_grow((void **)&t->val, sizeof *t->val, t->n);
+        t->cap = t->n;
+    }
+}
+
+int
+dfg_sparse_fold(dfg_sparse *d, const dfg_sparse *s, const int32_t *map)
+{
+    int rc = 0;
+    for (int32_t i = 0; rc == 0 && i < s->n; i++)
+        if (map[s->node[i]] >= 0)
+            rc = dfg_sparse_set(d, map[s->node[i]], s->val[i]);
+    return rc;
+}
+
+int64_t
+dfg_bytes(const dfg *g, int32_t n)
+{
+    return dfg_sparse_get(&g->bytes, n, 0);
+}
+
+int
+dfg_set_bytes(dfg *g, int32_t n, int64_t bytes)
+{
+    int rc = 0;
+    if (bytes != 0 || dfg_sparse_get(&g->bytes, n, 0) != 0)
+        rc = dfg_sparse_set(&g->bytes, n, bytes);
+    return rc;
+}
+
+int64_t
+dfg_mend_wide(const dfg *g, int32_t n)
+{
+    return dfg_sparse_get(&g->mend_wide, n, 0);
+}
+
+int64_t *
+dfg_mend_array(const dfg *g)
+{
+    int64_t *end = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *end);
+    if (end)
+        for (int32_t n = 0; n < g->n_nodes; n++)
+            end[n] = dfg_mend(g, n);
+    return end;
+}
+
+int
+dfg_set_mend(dfg *g, int32_t n, int64_t end)
+{
+    int rc = 0;
+    uint64_t len = (uint64_t)end - (uint64_t)g->mstart[n]; /* no overflow: unsigned */
+    if (end >= g->mstart[n] && len < DFG_MLEN_WIDE) {
+        g->mlen[n] = (uint32_t)len;
+    } else {
+        rc = dfg_sparse_set(&g->mend_wide, n, end);
+        if (rc == 0)
+            g->mlen[n] = DFG_MLEN_WIDE;
+    }
+    return rc;
+}
