@@ -866,6 +866,22 @@ tell_read(const job *j, int windowed, const int32_t *span, int32_t n)
                 (unsigned long long)j->events_kept, (unsigned long long)j->events_loaded);
 }
 
+/* On a process other than 0 of a shared reading, closes the readers of the ranks outside
+ * its share [lo, hi): their meta served the placement and the warnings, their events are
+ * read by their own process and told by process 0; a detached reader keeps every trace's
+ * strings and tables, memory that grows with the rank count on every process. */
+static void
+close_others(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi)
+{
+    for (int32_t i = 0; sh && sh->me != 0 && i < n; i++) {
+        if (i >= lo && i < hi)
+            continue;
+        dpro_reader_close(t[i].jr->reader);
+        t[i].jr->reader = NULL;
+        t[i].jr->host = NULL; /* was the reader's meta */
+    }
+}
+
 /* Reads the events of every present rank (in shared reading: of this process's share,
  * then gathered on process 0), in parallel, the window only where one is asked for and
  * fits, folding alike ranks where asked (see job.h). Returns 0 or a dpro_status. */
@@ -889,6 +905,7 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
         job_share_range(sh, n, &lo, &hi);
     j->share_lo = lo;
     j->share_hi = hi;
+    close_others(sh, t, n, lo, hi);
     int want_window = opts && opts->iterations > 0 && !opts->full && !opts->max_events;
     int want_fold = opts && opts->fold && !opts->max_events && n > 1;
     if (rc == 0 && (want_window || want_fold)) {
