@@ -127,6 +127,7 @@ task_free(rank_task *t)
     if (t->sig)
         job_fold_sig_free(t->sig);
     free(t->sig);
+    free(t->packed);
 }
 
 /* The loaded event of a read one: the fields job_event keeps. */
@@ -789,6 +790,8 @@ drop_window(job *j, rank_task *t, int32_t n, size_t *n_msg)
             job_fold_sig_free(t[i].sig);
         free(t[i].sig);
         t[i].sig = NULL;
+        free(t[i].packed); /* the read it held is read again */
+        t[i].packed = NULL;
         while (t[i].n_msg > n_msg[i])
             free(t[i].msg[--t[i].n_msg]);
     }
@@ -819,8 +822,9 @@ fold_wave(job *j, rank_task *t, int32_t n, fold_reps *reps, int keep)
 
 /* The second pass when folding while reading: waves of `jobs` ranks, each classified
  * (fold_wave) against reps (the caller's, grown here) before the next is read; in shared
- * reading folded ranks keep their signatures. Returns 0 or a dpro_status (a failed read is the
- * task's, told by report_tasks). */
+ * reading folded ranks keep their signatures, and a process other than 0 packs each rank
+ * read (job_share_pack). Returns 0 or a dpro_status (a failed read is the task's, told
+ * by report_tasks). */
 static int
 read_folding(job *j, rank_task *t, int32_t n, int jobs, const job_options *opts, fold_reps *reps)
 {
@@ -829,6 +833,8 @@ read_folding(job *j, rank_task *t, int32_t n, int jobs, const job_options *opts,
         int32_t m = n - w < jobs ? n - w : jobs;
         pool_run(t + w, m, jobs, job_read_rank, opts);
         rc = fold_wave(j, t + w, m, reps, opts->share && opts->share->me != 0);
+        for (int32_t i = w; rc == 0 && opts->share && opts->share->me != 0 && i < w + m; i++)
+            rc = job_share_pack(&t[i]); /* held compressed until sent to process 0 */
 #ifdef __GLIBC__
         malloc_trim(0); /* the folded ranks' events, freed in every thread's arena */
 #endif
@@ -866,22 +872,6 @@ tell_read(const job *j, int windowed, const int32_t *span, int32_t n)
                 (unsigned long long)j->events_kept, (unsigned long long)j->events_loaded);
 }
 
-/* On a process other than 0 of a shared reading, closes the readers of the ranks outside
- * its share [lo, hi): their meta served the placement and the warnings, their events are
- * read by their own process and told by process 0; a detached reader keeps every trace's
- * strings and tables, memory that grows with the rank count on every process. */
-static void
-close_others(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi)
-{
-    for (int32_t i = 0; sh && sh->me != 0 && i < n; i++) {
-        if (i >= lo && i < hi)
-            continue;
-        dpro_reader_close(t[i].jr->reader);
-        t[i].jr->reader = NULL;
-        t[i].jr->host = NULL; /* was the reader's meta */
-    }
-}
-
 /* Reads the events of every present rank (in shared reading: of this process's share,
  * then gathered on process 0), in parallel, the window only where one is asked for and
  * fits, folding alike ranks where asked (see job.h). Returns 0 or a dpro_status. */
@@ -905,7 +895,7 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
         job_share_range(sh, n, &lo, &hi);
     j->share_lo = lo;
     j->share_hi = hi;
-    close_others(sh, t, n, lo, hi);
+    job_share_close_others(sh, t, n, lo, hi);
     int want_window = opts && opts->iterations > 0 && !opts->full && !opts->max_events;
     int want_fold = opts && opts->fold && !opts->max_events && n > 1;
     if (rc == 0 && (want_window || want_fold)) {

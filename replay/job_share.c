@@ -3,10 +3,14 @@
  * Two messages: the first pass's results, every rank's to every process (share->gather),
  * and each rank's read, one message a rank to process 0 (share->send0, share->recv).
  * Both are flat bytes in this process's layout (job_event as it is in memory): the
- * processes of one job run the same build on the same architecture. */
+ * processes of one job run the same build on the same architecture. A rank's read is
+ * zlib-compressed (its length first) as soon as its wave is classified, and held so
+ * until sent: a process holds its share's reads, folded ranks' signatures included,
+ * until process 0 takes them at the end of the reading. */
 #define PR_FMT "replay"
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "dpro_log.h"
 #include "dprotrace.h"
@@ -252,6 +256,75 @@ get_rank(bytes *b, rank_task *t)
     }
 }
 
+void
+job_share_close_others(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi)
+{
+    for (int32_t i = 0; sh && sh->me != 0 && i < n; i++) {
+        if (i >= lo && i < hi)
+            continue;
+        dpro_reader_close(t[i].jr->reader);
+        t[i].jr->reader = NULL;
+        t[i].jr->host = NULL; /* was the reader's meta */
+    }
+}
+
+/* The zlib level of packed reads: the fastest; the signatures' repeated structure and
+ * small times shrink most at any level. */
+#define PACK_LEVEL 1
+
+int
+job_share_pack(rank_task *t)
+{
+    bytes b = {0};
+    put_rank(&b, t);
+    uLongf zlen = b.fail ? 0 : compressBound((uLong)b.n);
+    uint64_t raw = b.n;
+    unsigned char *z = b.fail || b.n > (size_t)UINT32_MAX ? NULL : malloc(sizeof raw + zlen);
+    int rc = z ? 0 : DPRO_ERR_NOMEM;
+    if (rc == 0 && compress2(z + sizeof raw, &zlen, b.p, (uLong)b.n, PACK_LEVEL) != Z_OK)
+        rc = DPRO_ERR_NOMEM; /* the bound was given: only memory can fail */
+    if (rc == 0) {
+        memcpy(z, &raw, sizeof raw);
+        unsigned char *shrunk = realloc(z, sizeof raw + zlen);
+        free(t->packed);
+        t->packed = shrunk ? shrunk : z;
+        t->packed_len = sizeof raw + zlen;
+        free(t->jr->events); /* packed */
+        t->jr->events = NULL;
+        t->jr->n_events = 0;
+        if (t->sig)
+            job_fold_sig_free(t->sig);
+        free(t->sig);
+        t->sig = NULL;
+    } else {
+        free(z);
+    }
+    free(b.p);
+    return rc;
+}
+
+/* Unpacks into *out a read job_share_pack packed (buf, len). Returns 0, or -1 (out of
+ * memory, or not what it packed). */
+static int
+unpack(const unsigned char *buf, size_t len, bytes *out)
+{
+    uint64_t raw = 0;
+    *out = (bytes){0};
+    if (len < sizeof raw)
+        return -1;
+    memcpy(&raw, buf, sizeof raw);
+    uLongf got = (uLongf)raw;
+    out->p = raw <= (uint64_t)UINT32_MAX ? malloc(raw > 0 ? (size_t)raw : 1) : NULL;
+    if (!out->p || uncompress(out->p, &got, buf + sizeof raw, (uLong)(len - sizeof raw)) != Z_OK ||
+        got != raw) {
+        free(out->p);
+        out->p = NULL;
+        return -1;
+    }
+    out->n = (size_t)raw;
+    return 0;
+}
+
 /* Classifies on process 0 a rank another process read (see job.h): its signature
  * against reps, exactly as the single process does; a rank folded there and alike none
  * of them is read again here. Returns 0 or a dpro_status. */
@@ -297,14 +370,13 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
 {
     int rc = 0;
     for (int32_t i = lo; sh->me != 0 && rc == 0 && i < hi; i++) {
-        bytes b = {0};
-        put_rank(&b, &t[i]);
-        if (b.fail || b.n > (size_t)INT32_MAX || sh->send0(sh->ctx, b.p, b.n) != 0)
+        if (!t[i].packed)
+            rc = job_share_pack(&t[i]);
+        if (rc == 0 && (t[i].packed_len > (size_t)INT32_MAX ||
+                        sh->send0(sh->ctx, t[i].packed, t[i].packed_len) != 0))
             rc = DPRO_ERR_NOMEM;
-        free(b.p);
-        free(t[i].jr->events); /* handed over */
-        t[i].jr->events = NULL;
-        t[i].jr->n_events = 0;
+        free(t[i].packed); /* handed over */
+        t[i].packed = NULL;
     }
     for (int p = 1; sh->me == 0 && rc == 0 && p < sh->nprocs; p++) {
         int32_t plo, phi;
@@ -312,14 +384,15 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
         for (int32_t i = plo; rc == 0 && i < phi; i++) {
             bytes b = {0};
             void *buf = NULL;
-            if (sh->recv(sh->ctx, p, &buf, &b.n) != 0)
+            size_t len = 0;
+            if (sh->recv(sh->ctx, p, &buf, &len) != 0 || unpack(buf, len, &b) != 0)
                 rc = DPRO_ERR_NOMEM;
-            b.p = buf;
+            free(buf);
             if (rc == 0)
                 get_rank(&b, &t[i]);
             if (rc == 0 && b.fail)
                 rc = DPRO_ERR_NOMEM;
-            free(buf);
+            free(b.p);
             if (rc == 0 && reps)
                 rc = classify_received(j, &t[i], reps, o);
         }
