@@ -3,10 +3,11 @@
  * Two messages: the first pass's results, every rank's to every process (share->gather),
  * and each rank's read, one message a rank to process 0 (share->send0, share->recv).
  * Both are flat bytes in this process's layout (job_event as it is in memory): the
- * processes of one job run the same build on the same architecture. A rank's read is
- * zlib-compressed (its length first) as soon as its wave is classified, and held so
- * until sent: a process holds its share's reads, folded ranks' signatures included,
- * until process 0 takes them at the end of the reading. */
+ * processes of one job run the same build on the same architecture. A process other
+ * than 0 holds its share's reads (folded ranks' signatures included) until process 0
+ * takes them at the end of the reading: zlib-compressed from its wave's classification
+ * (job_share_pack), unpacked just before it is sent, so that process 0, whose work is
+ * serial, receives and reads them as they are. */
 #define PR_FMT "replay"
 #include <stdlib.h>
 #include <string.h>
@@ -370,13 +371,19 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
 {
     int rc = 0;
     for (int32_t i = lo; sh->me != 0 && rc == 0 && i < hi; i++) {
-        if (!t[i].packed)
-            rc = job_share_pack(&t[i]);
-        if (rc == 0 && (t[i].packed_len > (size_t)INT32_MAX ||
-                        sh->send0(sh->ctx, t[i].packed, t[i].packed_len) != 0))
+        bytes b = {0};
+        if (t[i].packed && unpack(t[i].packed, t[i].packed_len, &b) != 0)
+            b.fail = 1; /* unpacked here, on a process that waits for process 0 anyway */
+        else if (!t[i].packed)
+            put_rank(&b, &t[i]);
+        if (b.fail || b.n > (size_t)INT32_MAX || sh->send0(sh->ctx, b.p, b.n) != 0)
             rc = DPRO_ERR_NOMEM;
+        free(b.p);
         free(t[i].packed); /* handed over */
         t[i].packed = NULL;
+        free(t[i].jr->events);
+        t[i].jr->events = NULL;
+        t[i].jr->n_events = 0;
     }
     for (int p = 1; sh->me == 0 && rc == 0 && p < sh->nprocs; p++) {
         int32_t plo, phi;
@@ -384,15 +391,14 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
         for (int32_t i = plo; rc == 0 && i < phi; i++) {
             bytes b = {0};
             void *buf = NULL;
-            size_t len = 0;
-            if (sh->recv(sh->ctx, p, &buf, &len) != 0 || unpack(buf, len, &b) != 0)
+            if (sh->recv(sh->ctx, p, &buf, &b.n) != 0)
                 rc = DPRO_ERR_NOMEM;
-            free(buf);
+            b.p = buf;
             if (rc == 0)
                 get_rank(&b, &t[i]);
             if (rc == 0 && b.fail)
                 rc = DPRO_ERR_NOMEM;
-            free(b.p);
+            free(buf);
             if (rc == 0 && reps)
                 rc = classify_received(j, &t[i], reps, o);
         }
