@@ -54,8 +54,25 @@ job_free(job *j)
     memset(j, 0, sizeof *j);
 }
 
+/* Bytes freed between two trims: malloc_trim walks the whole heap, so a trim after every
+ * rank or wave costs in proportion to ranks x heap (docs/figures.md, "Scale with MPI");
+ * one each 16 MiB freed bounds what waits for the next. */
+#define TRIM_EVERY ((size_t)16 << 20)
+
 void
-job_rank_keep_ranges(job_rank *jr)
+job_trim(job *j, size_t freed)
+{
+    j->untrimmed += freed;
+    if (j->untrimmed >= TRIM_EVERY) {
+#ifdef __GLIBC__
+        malloc_trim(0); /* the heap's free pages back to the system, in every thread's arena */
+#endif
+        j->untrimmed = 0;
+    }
+}
+
+void
+job_rank_keep_ranges(job *j, job_rank *jr)
 {
     size_t k = 0;
     for (size_t i = 0; i < jr->n_events; i++)
@@ -68,8 +85,8 @@ job_rank_keep_ranges(job_rank *jr)
         free(jr->events);
         jr->events = x;
     }
+    job_trim(j, (jr->n_events - k) * sizeof *x); /* for the graph to come */
     jr->n_events = k;
-    malloc_trim(0); /* the heap's free pages back to the system, for the graph to come */
 }
 
 typedef struct opened {
@@ -834,10 +851,10 @@ read_folding(job *j, rank_task *t, int32_t n, int jobs, const job_options *opts,
         pool_run(t + w, m, jobs, job_read_rank, opts);
         rc = fold_wave(j, t + w, m, reps, opts->share && opts->share->me != 0);
         for (int32_t i = w; rc == 0 && opts->share && opts->share->me != 0 && i < w + m; i++)
-            rc = job_share_pack(&t[i]); /* held compressed until sent to process 0 */
-#ifdef __GLIBC__
-        malloc_trim(0); /* the folded ranks' events, freed in every thread's arena */
-#endif
+            rc = job_share_pack(j, &t[i]);  /* held compressed until sent to process 0 */
+        for (int32_t i = w; i < w + m; i++) /* the folded ranks' events and signatures */
+            job_trim(j, (size_t)(t[i].loaded - t[i].jr->n_events) *
+                            (sizeof(job_event) + 3 * sizeof(int64_t)));
     }
     return rc;
 }

@@ -70,9 +70,9 @@ void job_share_range(const job_share *sh, int32_t n, int32_t *lo, int32_t *hi);
 void job_share_close_others(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi);
 
 /* job_share.c: packs t's read as it goes to process 0 (events, outcome, signature),
- * zlib-compressed, into t->packed, and frees t's events and signature. Returns 0 or
- * DPRO_ERR_NOMEM (t unchanged). */
-int job_share_pack(rank_task *t);
+ * zlib-compressed, into t->packed, frees t's events and signature and counts the bytes
+ * in j->share_packed and j->share_unpacked. Returns 0 or DPRO_ERR_NOMEM (t unchanged). */
+int job_share_pack(job *j, rank_task *t);
 
 /* job_share.c: hands every process's first-pass results (t[lo, hi)) to every process,
  * into t[0, n). Returns 0 or DPRO_ERR_NOMEM (on every process where the transport

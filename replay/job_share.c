@@ -274,7 +274,7 @@ job_share_close_others(const job_share *sh, rank_task *t, int32_t n, int32_t lo,
 #define PACK_LEVEL 1
 
 int
-job_share_pack(rank_task *t)
+job_share_pack(job *j, rank_task *t)
 {
     bytes b = {0};
     put_rank(&b, t);
@@ -290,6 +290,8 @@ job_share_pack(rank_task *t)
         free(t->packed);
         t->packed = shrunk ? shrunk : z;
         t->packed_len = sizeof raw + zlen;
+        j->share_packed += t->packed_len;
+        j->share_unpacked += raw;
         free(t->jr->events); /* packed */
         t->jr->events = NULL;
         t->jr->n_events = 0;
