@@ -313,19 +313,20 @@ unpack(const unsigned char *buf, size_t len, bytes *out)
 {
     uint64_t raw = 0;
     *out = (bytes){0};
-    if (len < sizeof raw)
-        return -1;
-    memcpy(&raw, buf, sizeof raw);
+    if (len >= sizeof raw)
+        memcpy(&raw, buf, sizeof raw);
     uLongf got = (uLongf)raw;
-    out->p = raw <= (uint64_t)UINT32_MAX ? malloc(raw > 0 ? (size_t)raw : 1) : NULL;
-    if (!out->p || uncompress(out->p, &got, buf + sizeof raw, (uLong)(len - sizeof raw)) != Z_OK ||
-        got != raw) {
+    int ok = len >= sizeof raw && raw <= (uint64_t)UINT32_MAX &&
+             (out->p = malloc(raw > 0 ? (size_t)raw : 1)) != NULL &&
+             uncompress(out->p, &got, buf + sizeof raw, (uLong)(len - sizeof raw)) == Z_OK &&
+             got == raw;
+    if (ok) {
+        out->n = (size_t)raw;
+    } else {
         free(out->p);
         out->p = NULL;
-        return -1;
     }
-    out->n = (size_t)raw;
-    return 0;
+    return ok ? 0 : -1;
 }
 
 /* Classifies on process 0 a rank another process read (see job.h): its signature
