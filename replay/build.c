@@ -781,7 +781,7 @@ build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int rele
         rc = build_rank(&c, &gm, bounds ? &bounds[r] : NULL);
         rank_ctx_free(&c);
         if (release)
-            job_rank_keep_ranges(&j->ranks[r]);
+            job_rank_keep_ranges(j, &j->ranks[r]);
     }
     hmap_free(&gm.h);
     free(gm.next);

@@ -54,24 +54,6 @@ job_free(job *j)
     memset(j, 0, sizeof *j);
 }
 
-void
-job_rank_keep_ranges(job_rank *jr)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < jr->n_events; i++)
-        if (jr->events[i].kind == DPRO_KIND_MARKER || jr->events[i].kind == DPRO_KIND_MEMORY)
-            jr->events[k++] = jr->events[i];
-    job_event *x = k > 0 && k < jr->n_events ? malloc(k * sizeof *x) : NULL;
-    if (x || k == 0) { /* a new array rather than a shrinking realloc: the whole old one goes */
-        if (x)
-            memcpy(x, jr->events, k * sizeof *x);
-        free(jr->events);
-        jr->events = x;
-    }
-    jr->n_events = k;
-    malloc_trim(0); /* the heap's free pages back to the system, for the graph to come */
-}
-
 typedef struct opened {
     dpro_reader *r;
     const char *path;
@@ -127,6 +109,7 @@ task_free(rank_task *t)
     if (t->sig)
         job_fold_sig_free(t->sig);
     free(t->sig);
+    free(t->packed);
 }
 
 /* The loaded event of a read one: the fields job_event keeps. */
@@ -789,6 +772,8 @@ drop_window(job *j, rank_task *t, int32_t n, size_t *n_msg)
             job_fold_sig_free(t[i].sig);
         free(t[i].sig);
         t[i].sig = NULL;
+        free(t[i].packed); /* the read it held is read again */
+        t[i].packed = NULL;
         while (t[i].n_msg > n_msg[i])
             free(t[i].msg[--t[i].n_msg]);
     }
@@ -819,8 +804,9 @@ fold_wave(job *j, rank_task *t, int32_t n, fold_reps *reps, int keep)
 
 /* The second pass when folding while reading: waves of `jobs` ranks, each classified
  * (fold_wave) against reps (the caller's, grown here) before the next is read; in shared
- * reading folded ranks keep their signatures. Returns 0 or a dpro_status (a failed read is the
- * task's, told by report_tasks). */
+ * reading folded ranks keep their signatures, and a process other than 0 packs each rank
+ * read (job_share_pack). Returns 0 or a dpro_status (a failed read is the task's, told
+ * by report_tasks). */
 static int
 read_folding(job *j, rank_task *t, int32_t n, int jobs, const job_options *opts, fold_reps *reps)
 {
@@ -829,9 +815,11 @@ read_folding(job *j, rank_task *t, int32_t n, int jobs, const job_options *opts,
         int32_t m = n - w < jobs ? n - w : jobs;
         pool_run(t + w, m, jobs, job_read_rank, opts);
         rc = fold_wave(j, t + w, m, reps, opts->share && opts->share->me != 0);
-#ifdef __GLIBC__
-        malloc_trim(0); /* the folded ranks' events, freed in every thread's arena */
-#endif
+        for (int32_t i = w; rc == 0 && opts->share && opts->share->me != 0 && i < w + m; i++)
+            rc = job_share_pack(j, &t[i]);  /* held compressed until sent to process 0 */
+        for (int32_t i = w; i < w + m; i++) /* the folded ranks' events and signatures */
+            job_trim(j, (size_t)(t[i].loaded - t[i].jr->n_events) *
+                            (sizeof(job_event) + 3 * sizeof(int64_t)));
     }
     return rc;
 }
@@ -889,6 +877,7 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
         job_share_range(sh, n, &lo, &hi);
     j->share_lo = lo;
     j->share_hi = hi;
+    job_share_close_others(sh, t, n, lo, hi);
     int want_window = opts && opts->iterations > 0 && !opts->full && !opts->max_events;
     int want_fold = opts && opts->fold && !opts->max_events && n > 1;
     if (rc == 0 && (want_window || want_fold)) {

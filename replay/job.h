@@ -126,6 +126,10 @@ typedef struct job {
                                  * process other than 0) */
     int32_t share_lo, share_hi; /* shared reading: the present ranks this process read
                                  * (indices in rank order, [lo, hi)) */
+    uint64_t share_packed;      /* shared reading, a process other than 0: bytes of its
+                                 * reads held compressed until sent (folding while read) */
+    uint64_t share_unpacked;    /* and their size unpacked */
+    size_t untrimmed;           /* bytes freed since the heap was last trimmed (job_trim) */
 } job;
 
 /* How the processes of a shared reading talk (see above; mpi_sim.h gives MPI's). Each
@@ -170,11 +174,17 @@ int job_load(const char *path, const job_options *opts, job *j, char *errbuf, si
 void job_free(job *j);
 
 /* Keeps of rank jr's loaded events only the markers (iteration markers, host ranges) and
- * the memory events, in order, and gives the others' memory back. For a caller that has
- * built its graph and reads the events no further but for those (the critical path's host
- * ranges, the Chrome export's ranges and memory counters: replay_options.release_events).
- * Event indexes taken before it no longer hold. Cannot fail. */
-void job_rank_keep_ranges(job_rank *jr);
+ * the memory events, in order, and gives the others' memory back (job_trim on j). For a
+ * caller that has built its graph and reads the events no further but for those (the
+ * critical path's host ranges, the Chrome export's ranges and memory counters:
+ * replay_options.release_events). Event indexes taken before it no longer hold. Cannot
+ * fail. */
+void job_rank_keep_ranges(job *j, job_rank *jr);
+
+/* Counts freed bytes in j and, once 16 MiB of them await it, gives the heap's free pages
+ * back to the system (malloc_trim, where glibc has it): memory freed in the reading
+ * threads' arenas is not reused by the main thread's allocations. Cannot fail. */
+void job_trim(job *j, size_t freed);
 
 /* Records a warning in j->diag and prints it. */
 void job_warn(job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,6 +1,10 @@
-/* job_fold.c: rank signatures and the reduction of a folded rank (see job_fold.h). */
+/* job_fold.c: rank signatures and the reduction of a folded rank (see job_fold.h), and a
+ * built rank's reduction to its ranges with the heap's trim that follows (see job.h). */
 #include "job_fold.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,4 +345,39 @@ job_fold_classify(job *j, rank_task *t, job_fold_sig *s, fold_reps *reps, int ke
         j->n_folded += rc == 0;
     }
     return rc;
+}
+
+/* Bytes freed between two trims: malloc_trim walks the whole heap, so a trim after every
+ * rank or wave costs in proportion to ranks x heap (docs/figures.md, "Scale with MPI");
+ * one each 16 MiB freed bounds what waits for the next. */
+#define TRIM_EVERY ((size_t)16 << 20)
+
+void
+job_trim(job *j, size_t freed)
+{
+    j->untrimmed += freed;
+    if (j->untrimmed >= TRIM_EVERY) {
+#ifdef __GLIBC__
+        malloc_trim(0); /* the heap's free pages back to the system, in every thread's arena */
+#endif
+        j->untrimmed = 0;
+    }
+}
+
+void
+job_rank_keep_ranges(job *j, job_rank *jr)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < jr->n_events; i++)
+        if (jr->events[i].kind == DPRO_KIND_MARKER || jr->events[i].kind == DPRO_KIND_MEMORY)
+            jr->events[k++] = jr->events[i];
+    job_event *x = k > 0 && k < jr->n_events ? malloc(k * sizeof *x) : NULL;
+    if (x || k == 0) { /* a new array rather than a shrinking realloc: the whole old one goes */
+        if (x)
+            memcpy(x, jr->events, k * sizeof *x);
+        free(jr->events);
+        jr->events = x;
+    }
+    job_trim(j, (jr->n_events - k) * sizeof *x); /* for the graph to come */
+    jr->n_events = k;
 }

@@ -33,9 +33,12 @@ typedef struct rank_task {
     /* the compared iterations in the trace's clock (cmp_ni > 0: known), for folding */
     uint64_t cmp_t0, cmp_t1;
     int32_t cmp_ni;
-    int quiet_damage;  /* damaged batches were already counted and told (first pass) */
-    job_fold_sig *sig; /* shared reading: a rank folded on its process keeps its signature
-                        * (malloc'd) for process 0's classification */
+    int quiet_damage;      /* damaged batches were already counted and told (first pass) */
+    job_fold_sig *sig;     /* shared reading: a rank folded on its process keeps its signature
+                            * (malloc'd) for process 0's classification */
+    unsigned char *packed; /* shared reading, a process other than 0: the rank's read as it
+                            * goes to process 0, compressed (job_share_pack) */
+    size_t packed_len;
 } rank_task;
 
 /* The representatives of the classes so far: their signatures and ranks. */
@@ -60,6 +63,16 @@ int job_fold_classify(job *j, rank_task *t, job_fold_sig *s, fold_reps *reps, in
 
 /* job_share.c: the ranks sh's process reads of n, [*lo, *hi). */
 void job_share_range(const job_share *sh, int32_t n, int32_t *lo, int32_t *hi);
+
+/* job_share.c: on a process other than 0 of a shared reading, closes the readers of the
+ * ranks of t[0, n) outside its share [lo, hi): their meta served the placement and the
+ * warnings; their events are read by their own process and told by process 0. */
+void job_share_close_others(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi);
+
+/* job_share.c: packs t's read as it goes to process 0 (events, outcome, signature),
+ * zlib-compressed, into t->packed, frees t's events and signature and counts the bytes
+ * in j->share_packed and j->share_unpacked. Returns 0 or DPRO_ERR_NOMEM (t unchanged). */
+int job_share_pack(job *j, rank_task *t);
 
 /* job_share.c: hands every process's first-pass results (t[lo, hi)) to every process,
  * into t[0, n). Returns 0 or DPRO_ERR_NOMEM (on every process where the transport

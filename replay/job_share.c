@@ -3,10 +3,15 @@
  * Two messages: the first pass's results, every rank's to every process (share->gather),
  * and each rank's read, one message a rank to process 0 (share->send0, share->recv).
  * Both are flat bytes in this process's layout (job_event as it is in memory): the
- * processes of one job run the same build on the same architecture. */
+ * processes of one job run the same build on the same architecture. A process other
+ * than 0 holds its share's reads (folded ranks' signatures included) until process 0
+ * takes them at the end of the reading: zlib-compressed from its wave's classification
+ * (job_share_pack), unpacked just before it is sent, so that process 0, whose work is
+ * serial, receives and reads them as they are. */
 #define PR_FMT "replay"
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "dpro_log.h"
 #include "dprotrace.h"
@@ -252,6 +257,78 @@ get_rank(bytes *b, rank_task *t)
     }
 }
 
+void
+job_share_close_others(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi)
+{
+    for (int32_t i = 0; sh && sh->me != 0 && i < n; i++) {
+        if (i >= lo && i < hi)
+            continue;
+        dpro_reader_close(t[i].jr->reader);
+        t[i].jr->reader = NULL;
+        t[i].jr->host = NULL; /* was the reader's meta */
+    }
+}
+
+/* The zlib level of packed reads: the fastest; the signatures' repeated structure and
+ * small times shrink most at any level. */
+#define PACK_LEVEL 1
+
+int
+job_share_pack(job *j, rank_task *t)
+{
+    bytes b = {0};
+    put_rank(&b, t);
+    uLongf zlen = b.fail ? 0 : compressBound((uLong)b.n);
+    uint64_t raw = b.n;
+    unsigned char *z = b.fail || b.n > (size_t)UINT32_MAX ? NULL : malloc(sizeof raw + zlen);
+    int rc = z ? 0 : DPRO_ERR_NOMEM;
+    if (rc == 0 && compress2(z + sizeof raw, &zlen, b.p, (uLong)b.n, PACK_LEVEL) != Z_OK)
+        rc = DPRO_ERR_NOMEM; /* the bound was given: only memory can fail */
+    if (rc == 0) {
+        memcpy(z, &raw, sizeof raw);
+        unsigned char *shrunk = realloc(z, sizeof raw + zlen);
+        free(t->packed);
+        t->packed = shrunk ? shrunk : z;
+        t->packed_len = sizeof raw + zlen;
+        j->share_packed += t->packed_len;
+        j->share_unpacked += raw;
+        free(t->jr->events); /* packed */
+        t->jr->events = NULL;
+        t->jr->n_events = 0;
+        if (t->sig)
+            job_fold_sig_free(t->sig);
+        free(t->sig);
+        t->sig = NULL;
+    } else {
+        free(z);
+    }
+    free(b.p);
+    return rc;
+}
+
+/* Unpacks into *out a read job_share_pack packed (buf, len). Returns 0, or -1 (out of
+ * memory, or not what it packed). */
+static int
+unpack(const unsigned char *buf, size_t len, bytes *out)
+{
+    uint64_t raw = 0;
+    *out = (bytes){0};
+    if (len >= sizeof raw)
+        memcpy(&raw, buf, sizeof raw);
+    uLongf got = (uLongf)raw;
+    int ok = len >= sizeof raw && raw <= (uint64_t)UINT32_MAX &&
+             (out->p = malloc(raw > 0 ? (size_t)raw : 1)) != NULL &&
+             uncompress(out->p, &got, buf + sizeof raw, (uLong)(len - sizeof raw)) == Z_OK &&
+             got == raw;
+    if (ok) {
+        out->n = (size_t)raw;
+    } else {
+        free(out->p);
+        out->p = NULL;
+    }
+    return ok ? 0 : -1;
+}
+
 /* Classifies on process 0 a rank another process read (see job.h): its signature
  * against reps, exactly as the single process does; a rank folded there and alike none
  * of them is read again here. Returns 0 or a dpro_status. */
@@ -298,11 +375,16 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
     int rc = 0;
     for (int32_t i = lo; sh->me != 0 && rc == 0 && i < hi; i++) {
         bytes b = {0};
-        put_rank(&b, &t[i]);
+        if (t[i].packed && unpack(t[i].packed, t[i].packed_len, &b) != 0)
+            b.fail = 1; /* unpacked here, on a process that waits for process 0 anyway */
+        else if (!t[i].packed)
+            put_rank(&b, &t[i]);
         if (b.fail || b.n > (size_t)INT32_MAX || sh->send0(sh->ctx, b.p, b.n) != 0)
             rc = DPRO_ERR_NOMEM;
         free(b.p);
-        free(t[i].jr->events); /* handed over */
+        free(t[i].packed); /* handed over */
+        t[i].packed = NULL;
+        free(t[i].jr->events);
         t[i].jr->events = NULL;
         t[i].jr->n_events = 0;
     }

@@ -24,8 +24,9 @@ replay_libdproreplay_la_SOURCES = \
 	replay/analyses/launch.c replay/analyses/idle.c replay/analyses/memcpy.c \
 	replay/analyses/ops.c replay/analyses/queue.c replay/analyses/sequences.c \
 	replay/inputs.c replay/inputs.h
-replay_libdproreplay_la_CFLAGS = $(AM_CFLAGS) -O2
-replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(LIBM) $(PTHREAD_LIBS)
+replay_libdproreplay_la_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS) -O2
+replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(ZLIB_LIBS) $(LIBM) \
+	$(PTHREAD_LIBS)
 
 # The simulation as an MPI job (dpro-replay --mpi; mpi_sim.h), only with MPI (configure
 # --with-mpi).

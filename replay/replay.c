@@ -589,8 +589,11 @@ replay_read_share(const char *path, const replay_options *opts, char *errbuf, si
     job_options jo = load_options(opts);
     int rc = job_load(path, &jo, &j, errbuf, errlen);
     if (rc == 0) {
-        pr_info("read the events of %d of the %d present ranks here, handed to process 0",
-                j.share_hi - j.share_lo, j.n_present);
+        pr_info("read the events of %d of the %d present ranks here, handed to process 0 "
+                "(held compressed from their classification until sent: %llu bytes, %llu "
+                "unpacked)",
+                j.share_hi - j.share_lo, j.n_present, (unsigned long long)j.share_packed,
+                (unsigned long long)j.share_unpacked);
         job_free(&j);
     }
     return rc;

@@ -52,6 +52,9 @@ GRAPH = re.compile(r"graph received from process 0: (\d+) nodes, (\d+) edges, (\
 SHARE = re.compile(r"read the events of (\d+) of the (\d+) present ranks here, "
                    r"(handed to process 0|the others' gathered)")
 READ = re.compile(r"\d+ of \d+ ranks folded while read")
+PACKED = re.compile(r"read the events of (\d+) of the \d+ present ranks here, handed to process 0 "
+                    r"\(held compressed from their classification until sent: (\d+) bytes, "
+                    r"(\d+) unpacked\)")
 
 
 def mpi_built():
@@ -144,6 +147,11 @@ def compare(name, d, nprocs, extra):
           and sum(1 for x in shares if x[2] == "the others' gathered") == 1,
           "%s: each process read the events of its share of the %d ranks (%s; k * P / n == p: "
           "%s), one gathered them" % (label, n, sorted(int(x[0]) for x in shares), want))
+    packed = [tuple(int(x) for x in m.groups()) for m in PACKED.finditer(err)]
+    if reads > 0:  # folded while read: the other processes held their reads compressed
+        check(len(packed) == nprocs - 1 and all(0 < p[1] < p[2] for p in packed if p[0] > 0),
+              "%s: the processes other than 0 held their reads compressed until sent "
+              "(bytes held, unpacked: %s)" % (label, [p[1:] for p in packed]))
     return err
 
 
