@@ -153,7 +153,8 @@ torch_advise_as(const framework_profile *fw, const workload *w, const strategy_p
             o ? "\n" : "", w->fsdp.n_bwd, (double)w->fsdp.gathered_bytes / 1048576.0);
     if (p->prefetch)
         PUT("%sblocks[i].set_modules_to_forward_prefetch([blocks[i + 1]]) and "
-            "blocks[i].set_modules_to_backward_prefetch([blocks[i - 1]]) (FSDP1: forward_prefetch=True, "
+            "blocks[i].set_modules_to_backward_prefetch([blocks[i - 1]]) (FSDP1: "
+            "forward_prefetch=True, "
             "backward_prefetch=BackwardPrefetch.BACKWARD_PRE): each block's all-gather is issued "
             "while the block before it computes",
             o ? "\n" : "");

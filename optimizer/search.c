@@ -351,8 +351,7 @@ seeds(searcher *s)
         }
     }
     /* FSDP: keep unsharded (when the backward re-gathers), prefetch, both */
-    for (int k = 1; (fam & STRATEGY_FSDP) && strategy_fsdp_available(w) && k < 4 && !s->stop;
-         k++) {
+    for (int k = 1; (fam & STRATEGY_FSDP) && strategy_fsdp_available(w) && k < 4 && !s->stop; k++) {
         if ((k & 1) && w->fsdp.n_bwd < 1)
             continue;
         strategy_plan_baseline(&p);

@@ -120,8 +120,7 @@ workload_find_fsdp(workload *w, const rank_info *ri)
             snprintf(f->why, sizeof f->why,
                      "no all-gathers in the forward: not FSDP's parameter sharding");
         else if (f->n_rs < 1)
-            snprintf(f->why, sizeof f->why,
-                     "no reduce-scatters: not FSDP's gradient sharding");
+            snprintf(f->why, sizeof f->why, "no reduce-scatters: not FSDP's gradient sharding");
         rc = 0;
     }
     return rc;
