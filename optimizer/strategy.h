@@ -65,8 +65,10 @@
  *                     their launches);
  *   keep unsharded    (reshard_after_forward=False) the backward's all-gathers are gone:
  *                     their transfer, the device ops of their unshard off the compute
- *                     stream (copy-in) and the host calls that launch those (their cost
- *                     and the CPU time before them) cost nothing; the peak memory grows
+ *                     stream (copy-in), the host calls that launch those and the calls
+ *                     next to the all-gather's launch that launch nothing on the compute
+ *                     stream (FSDP's events and queries; workload.h: fsdp.gather_ops)
+ *                     cost nothing, with the CPU time before them; the peak memory grows
  *                     by the parameters the forward gathers but the largest unit's
  *                     (workload_fsdp.gathered_bytes);
  *   prefetch          the device ops of each unit's unshard (copy-in, all-gather) but the

@@ -233,9 +233,11 @@ typedef struct workload_fsdp {
     int32_t n_fwd, n_bwd;   /* all-gathers per compared iteration and rank (the mean, rounded) */
     int32_t n_rs;           /* reduce-scatters likewise */
     uint8_t *grp_role;      /* per group: WL_FSDP_* */
-    int32_t *gather_ops;    /* per node: the group of the all-gather whose unshard the device
-                               op belongs to (the ops of the all-gather's stream after the
-                               previous all-gather, up to it), -1 none */
+    int32_t *gather_ops;    /* per node: the group of the all-gather whose unshard the node
+                               belongs to (workload_fsdp.c: the device ops off the compute
+                               stream launched after the previous all-gather's launch, up to
+                               its own; the host calls around its launch that launch nothing
+                               on the compute stream), -1 none */
     int32_t *prefetch_ns;   /* per node: how much earlier prefetch issues it (its launch's
                                measured start less that of the previous all-gather of its
                                phase on its stream), 0 none */

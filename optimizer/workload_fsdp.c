@@ -35,10 +35,30 @@ launched_gather(const workload *w, const rank_info *ri, int32_t h)
     return -1;
 }
 
+/* 1 when host call x of rank r may be a call of an unshard (FSDP's events, queries and
+ * copy-in launches around an all-gather): neither blocking nor woken, launching nothing
+ * on the compute stream and no collective but an all-gather. */
+static int
+unshard_call(const workload *w, const rank_info *ri, int32_t r, int32_t x)
+{
+    const dfg *g = w->work;
+    if (!alive(g, x) || (g->flags[x] & (DFG_F_BLOCKING | DFG_F_WAKEUP)))
+        return 0;
+    for (int32_t i = g->launched_off[x]; i < g->launched_off[x + 1]; i++) {
+        int32_t d = g->launched[i];
+        if (g->res[d] == ri[r].compute_stream ||
+            (g->group[d] >= 0 && g->grp_op[g->group[d]] != DPRO_COLL_ALLGATHER))
+            return 0;
+    }
+    return 1;
+}
+
 /* Walks thread t of rank r in program order: the device ops off the compute stream that
  * the calls after one all-gather's launch and up to the next one's launch start (the
  * unshard: copy-in, all-gather) belong to the second all-gather; prefetch issues them
- * as early as the first one's launch (same iteration). Adds the forward gathers of each
+ * as early as the first one's launch (same iteration). So do the host calls of its
+ * unshard: the run of unshard_call calls around its launch, up to the nearest call that
+ * is not one (or another all-gather's launch). Adds the forward gathers of each
  * compared iteration to *sum and keeps the largest sum-less-its-largest in
  * w->fsdp.gathered_bytes. */
 static void
@@ -46,13 +66,22 @@ walk_thread(workload *w, const rank_info *ri, int32_t r, int32_t t)
 {
     const dfg *g = w->work;
     workload_fsdp *f = &w->fsdp;
-    int32_t seg = g->res_first[t], prev = -1, cur_iter = -1;
+    int32_t seg = g->res_first[t], prev = -1, cur_iter = -1, run = -1, tail = -1;
     int64_t sum = 0, big = 0;
     for (int32_t h = g->res_first[t]; h >= 0; h = g->next_on_res[h]) {
         int32_t c = alive(g, h) ? launched_gather(w, ri, h) : -1;
+        int un = unshard_call(w, ri, r, h);
+        run = !un ? -1 : run < 0 ? h : run;
+        tail = un && c < 0 ? tail : -1;
+        if (tail >= 0)
+            f->gather_ops[h] = tail;
         if (c < 0)
             continue;
         int32_t q = g->group[c];
+        for (int32_t x = run; x >= 0 && x != h; x = g->next_on_res[x])
+            f->gather_ops[x] = q;
+        run = -1;
+        tail = q;
         if (prev >= 0 && w->iter[prev] != w->iter[h])
             prev = -1; /* prefetch stays within an iteration */
         for (int32_t x = seg; x >= 0; x = g->next_on_res[x]) {
