@@ -146,13 +146,15 @@ torch_advise_as(const framework_profile *fw, const workload *w, const strategy_p
                 wrap == TORCH_FSDP ? "reduce-scatters" : "all-reduces");
     }
     if (p->fsdp_keep)
-        PUT("%sfully_shard(block, reshard_after_forward=False) for every block (FSDP1: "
+        PUT("%storch.distributed.fsdp.fully_shard(block, reshard_after_forward=False) for every "
+            "block (FSDP1: "
             "sharding_strategy=ShardingStrategy.SHARD_GRAD_OP): the parameters stay gathered "
             "from the forward to the backward, whose %d all-gathers per iteration go; the peak "
             "memory grows by about %.1f MiB",
             o ? "\n" : "", w->fsdp.n_bwd, (double)w->fsdp.gathered_bytes / 1048576.0);
     if (p->prefetch)
-        PUT("%sblocks[i].set_modules_to_forward_prefetch([blocks[i + 1]]) and "
+        PUT("%son the torch.distributed.fsdp.FSDPModule blocks, "
+            "blocks[i].set_modules_to_forward_prefetch([blocks[i + 1]]) and "
             "blocks[i].set_modules_to_backward_prefetch([blocks[i - 1]]) (FSDP1: "
             "forward_prefetch=True, "
             "backward_prefetch=BackwardPrefetch.BACKWARD_PRE): each block's all-gather is issued "
