@@ -13,7 +13,9 @@
  *                 torch.compile, torch.compile(mode="reduce-overhead") (CUDA graphs of
  *                 the compiled forward and backward), torch.utils.checkpoint, no_sync();
  *   pytorch-fsdp  FullyShardedDataParallel / fully_shard: what FSDP can express (no
- *                 bucket cap, no capture of the step), saying what it cannot;
+ *                 bucket cap, no capture of the step), saying what it cannot, and FSDP's
+ *                 own knobs: fully_shard(reshard_after_forward=False) and
+ *                 set_modules_to_forward_prefetch / set_modules_to_backward_prefetch;
  *   pytorch       PyTorch without a DDP or FSDP wrapper in the trace;
  *   unknown       no knob: the kernels and collectives concerned and the kind of change.
  */
@@ -67,7 +69,7 @@ extern const framework_profile framework_ddp_sim;
  * names: bucket_cap_mb=MB (DDP only), torch.compile (operator fusion),
  * mode=reduce-overhead (capture; torch.cuda.graph is read as the same), checkpoint=0-3,7
  * (layers by index), no_sync=K (K micro-batches per optimizer step), micro_batch=B
- * (ignored when parsed). */
+ * (ignored when parsed), reshard_after_forward=False|True and prefetch=0|1 (FSDP). */
 extern const framework_profile framework_torch_ddp, framework_torch_fsdp, framework_torch;
 
 /* No framework recognised: no options; the advice names kernels and collectives. */

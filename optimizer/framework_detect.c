@@ -65,7 +65,7 @@ unknown_advise(const workload *w, const strategy_plan *p, int32_t batch, char *b
 const framework_profile framework_unknown = {
     .name = "unknown",
     .title = "any framework (none recognised)",
-    .families = STRATEGY_ALL,
+    .families = STRATEGY_FUSION | STRATEGY_TENSOR | STRATEGY_MEMORY,
     .can_capture = 1,
     .capture_scope = WL_CAPTURE_COMPUTE,
     .cannot = "framework options: none recognised, so the advice says what kind of change "

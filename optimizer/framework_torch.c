@@ -43,6 +43,10 @@ torch_format_args(const strategy_plan *p, int32_t batch, char *buf, size_t len)
         if (batch > 0)
             PUT(" micro_batch=%d", batch / p->accum_k);
     }
+    if (p->fsdp_keep)
+        PUT("%sreshard_after_forward=False", o ? " " : "");
+    if (p->prefetch)
+        PUT("%sprefetch=1", o ? " " : "");
 #undef PUT
 }
 
@@ -80,7 +84,12 @@ torch_parse_args(const char *args, strategy_plan *p)
                 rc = -1;
             else
                 p->accum_k = (uint8_t)k;
-        } else if (strcmp(t, "micro_batch") != 0 || !v)
+        } else if (!strcmp(t, "reshard_after_forward") && v &&
+                   (!strcmp(v, "False") || !strcmp(v, "True")))
+            p->fsdp_keep = !strcmp(v, "False");
+        else if (!strcmp(t, "prefetch") && v && (!strcmp(v, "0") || !strcmp(v, "1")))
+            p->prefetch = (uint8_t)(v[0] == '1');
+        else if (strcmp(t, "micro_batch") != 0 || !v)
             rc = -1;
     }
     return rc;
@@ -136,6 +145,21 @@ torch_advise_as(const framework_profile *fw, const workload *w, const strategy_p
                                    : "with model.no_sync()",
                 wrap == TORCH_FSDP ? "reduce-scatters" : "all-reduces");
     }
+    if (p->fsdp_keep)
+        PUT("%storch.distributed.fsdp.fully_shard(block, reshard_after_forward=False) for every "
+            "block (FSDP1: "
+            "sharding_strategy=ShardingStrategy.SHARD_GRAD_OP): the parameters stay gathered "
+            "from the forward to the backward, whose %d all-gathers per iteration go; the peak "
+            "memory grows by about %.1f MiB",
+            o ? "\n" : "", w->fsdp.n_bwd, (double)w->fsdp.gathered_bytes / 1048576.0);
+    if (p->prefetch)
+        PUT("%son the torch.distributed.fsdp.FSDPModule blocks, "
+            "blocks[i].set_modules_to_forward_prefetch([blocks[i + 1]]) and "
+            "blocks[i].set_modules_to_backward_prefetch([blocks[i - 1]]) (FSDP1: "
+            "forward_prefetch=True, "
+            "backward_prefetch=BackwardPrefetch.BACKWARD_PRE): each block's all-gather is issued "
+            "while the block before it computes",
+            o ? "\n" : "");
 #undef PUT
 }
 
@@ -175,6 +199,17 @@ torch_knobs_as(const framework_profile *fw, const workload *w, const strategy_pl
         json_kv_int(jw, "micro_batches", p->accum_k);
         if (batch > 0)
             json_kv_int(jw, "micro_batch", batch / p->accum_k);
+        json_end_object(jw);
+    }
+    if (p->fsdp_keep || p->prefetch) {
+        json_key(jw, "fully_shard");
+        json_begin_object(jw);
+        if (p->fsdp_keep)
+            json_kv_bool(jw, "reshard_after_forward", 0);
+        if (p->prefetch) {
+            json_kv_string(jw, "set_modules_to_forward_prefetch", "[blocks[i + 1]]");
+            json_kv_string(jw, "set_modules_to_backward_prefetch", "[blocks[i - 1]]");
+        }
         json_end_object(jw);
     }
 }
@@ -221,7 +256,7 @@ const framework_profile framework_torch_ddp = {
     .args_key = "torch_args",
     .default_bucket_mb = TORCH_DDP_BUCKET_MB,
     .fixed_first_bucket_mb = TORCH_DDP_FIRST_MB,
-    .families = STRATEGY_ALL,
+    .families = STRATEGY_FUSION | STRATEGY_TENSOR | STRATEGY_MEMORY,
     .can_capture = 1,
     .capture_scope = WL_CAPTURE_COMPUTE,
     .cannot = "the first bucket's size (DDP has no public knob: it stays 1 MiB)",
@@ -235,7 +270,7 @@ const framework_profile framework_torch_fsdp = {
     .name = "pytorch-fsdp",
     .title = "PyTorch FSDP",
     .args_key = "torch_args",
-    .families = STRATEGY_FUSION | STRATEGY_MEMORY,
+    .families = STRATEGY_FUSION | STRATEGY_MEMORY | STRATEGY_FSDP,
     .can_capture = 0,
     .capture_scope = WL_CAPTURE_COMPUTE,
     .cannot = "bucket caps (FSDP's all-gathers and reduce-scatters follow its wrapping, "

@@ -350,6 +350,15 @@ seeds(searcher *s)
             seed_recompute(s, p);
         }
     }
+    /* FSDP: keep unsharded (when the backward re-gathers), prefetch, both */
+    for (int k = 1; (fam & STRATEGY_FSDP) && strategy_fsdp_available(w) && k < 4 && !s->stop; k++) {
+        if ((k & 1) && w->fsdp.n_bwd < 1)
+            continue;
+        strategy_plan_baseline(&p);
+        p.fsdp_keep = (uint8_t)(k & 1);
+        p.prefetch = (uint8_t)((k & 2) != 0);
+        evaluate(s, &p);
+    }
 }
 
 /* One random move from p (the knob chosen by the critical-path weights). */
@@ -359,7 +368,7 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
     workload *w = s->w;
     unsigned fam = s->o->families;
     strategy_plan p = *cur;
-    double wt[6] = {0};
+    double wt[8] = {0};
     if ((fam & STRATEGY_FUSION) && w->fusion.n_chains > 0)
         wt[0] = 0.05 + s->out->cp_short_kernels + s->out->cp_host / 2;
     if ((fam & STRATEGY_FUSION) && !w->capture.graph_captured && !s->o->no_capture)
@@ -372,14 +381,18 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
         wt[4] = over_budget ? 1.0 : (strategy_n_recomputed(cur) > 0 ? 0.3 : 0.05);
     if ((fam & STRATEGY_MEMORY) && s->n_accum_ok > 1)
         wt[5] = over_budget ? 0.5 : 0.1;
+    if ((fam & STRATEGY_FSDP) && strategy_fsdp_available(w)) {
+        wt[6] = w->fsdp.n_bwd > 0 ? 0.1 + s->out->cp_collectives / 2 : 0;
+        wt[7] = 0.1 + s->out->cp_collectives / 2;
+    }
     double tot = 0;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 8; i++)
         tot += wt[i];
     if (tot <= 0)
         return p;
     double x = rng_unit(&s->rng) * tot;
     int move = 0;
-    while (move < 5 && x >= wt[move]) {
+    while (move < 7 && x >= wt[move]) {
         x -= wt[move];
         move++;
     }
@@ -427,6 +440,12 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
         strategy_set_recompute(&p, l, !strategy_recomputes(&p, l));
         break;
     }
+    case 6:
+        p.fsdp_keep ^= 1;
+        break;
+    case 7:
+        p.prefetch ^= 1;
+        break;
     default: {
         int i = 0;
         while (i < s->n_accum_ok && strategy_accum_steps[s->accum_ok[i]] != p.accum_k)

@@ -60,6 +60,8 @@ strategy_plan_families(const strategy_plan *p)
         f |= STRATEGY_TENSOR;
     if (p->accum_k > 1 || strategy_n_recomputed(p) > 0)
         f |= STRATEGY_MEMORY;
+    if (p->fsdp_keep || p->prefetch)
+        f |= STRATEGY_FSDP;
     return f;
 }
 
@@ -89,6 +91,12 @@ int
 strategy_tensor_available(const workload *w)
 {
     return w->buckets.n_units >= 1 && w->buckets.model && !w->buckets.why[0];
+}
+
+int
+strategy_fsdp_available(const workload *w)
+{
+    return w->fsdp.grp_role && !w->fsdp.why[0];
 }
 
 void
@@ -245,6 +253,28 @@ apply_buckets(dfg *g, const workload_buckets *bu, const strategy_plan *p)
     free(bytes);
 }
 
+/* FSDP's unsharding (see strategy.h): the backward's all-gathers gone (keep), the
+ * unshards issued one unit ahead (prefetch). */
+static void
+apply_fsdp(dfg *g, const workload_fsdp *f, const strategy_plan *p)
+{
+    for (int32_t d = 0; d < g->n_nodes; d++) {
+        int32_t q = f->gather_ops[d];
+        if (q < 0)
+            continue;
+        if (p->fsdp_keep && f->grp_role[q] == WL_FSDP_BWD) {
+            g->dur[d] = 0;
+            g->gap[d] = 0;
+            g->lat[d] = 0;
+            zero_host(g, g->launch[d]);
+        } else if (p->prefetch)
+            g->lat[d] -= f->prefetch_ns[d];
+    }
+    for (int32_t q = 0; p->fsdp_keep && q < g->n_groups; q++)
+        if (f->grp_role[q] == WL_FSDP_BWD)
+            g->grp_dur[q] = 0;
+}
+
 /* The step captured in a CUDA graph (see strategy.h), written into w->capture.g when the
  * working graph has one (the launch-queue edges of the step's calls left out: one graph
  * launch submits the step, so no per-kernel launch call waits for room in the queue). */
@@ -303,6 +333,8 @@ strategy_apply(workload *w, const strategy_plan *p)
         apply_recompute(w->g, &w->layers, p);
     if (p->bucket_cap >= 0 && strategy_tensor_available(w) && !partition_splits(&w->buckets, p))
         apply_buckets(w->g, &w->buckets, p); /* a splitting plan: partition_build, on a copy */
+    if ((p->fsdp_keep || p->prefetch) && strategy_fsdp_available(w))
+        apply_fsdp(w->g, &w->fsdp, p);
     if (p->cuda_graph)
         apply_cuda_graph(w->g, &w->capture, w->iter, w->phase, w->opt.capture_scope);
 }
@@ -442,6 +474,8 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
             rc[l] = (uint8_t)strategy_recomputes(p, l);
         out->peak_bytes =
             memest_predict(&w->layers.mem, L > 0 ? rc : NULL, L, w->opt.recompute_keep, p->accum_k);
+        if (out->peak_bytes >= 0 && p->fsdp_keep && strategy_fsdp_available(w))
+            out->peak_bytes += w->fsdp.gathered_bytes;
     }
     return 0;
 }
@@ -482,6 +516,10 @@ strategy_kind(const workload *w, const strategy_plan *p, char *buf, size_t len)
         ADD("recompute");
     if (p->accum_k > 1)
         ADD("grad_accumulation");
+    if (p->fsdp_keep)
+        ADD("fsdp_no_reshard");
+    if (p->prefetch)
+        ADD("fsdp_prefetch");
 #undef ADD
     if (!o)
         snprintf(buf, len, "baseline");
@@ -561,6 +599,14 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
         PUT("%saccumulate gradients over %d micro-batches of 1/%d of the batch: the gradient "
             "all-reduces, and the waits on other ranks at them, once per %d micro-batches",
             o ? "; " : "", p->accum_k, p->accum_k, p->accum_k);
+    if (p->fsdp_keep)
+        PUT("%skeep the parameters unsharded from the forward to the backward: the backward's "
+            "%d all-gathers per iteration are gone, the peak memory grows by %.1f MiB",
+            o ? "; " : "", w->fsdp.n_bwd, (double)w->fsdp.gathered_bytes / MIB);
+    if (p->prefetch)
+        PUT("%sissue each unit's all-gather one unit ahead, while the previous unit computes "
+            "(%d in the forward, %d in the backward per iteration)",
+            o ? "; " : "", w->fsdp.n_fwd, p->fsdp_keep ? 0 : w->fsdp.n_bwd);
 #undef PUT
     if (!o)
         snprintf(buf, len, "baseline: change nothing");
@@ -608,6 +654,10 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
         else
             json_kv_string(jw, "batch", "divide the per-rank batch by accum_steps");
     }
+    if (p->fsdp_keep)
+        json_kv_bool(jw, "reshard_after_forward", 0);
+    if (p->prefetch)
+        json_kv_int(jw, "prefetch", 1);
     if (fw->args_key) {
         fw->format_args(p, batch, buf, sizeof buf);
         json_kv_string(jw, fw->args_key, buf);

@@ -8,7 +8,10 @@
  *   tensor fusion     gradient all-reduces regrouped into buckets of another cap;
  *   recomputation     chosen layers keep a checkpoint and rebuild their activations
  *                     during their backward;
- *   accumulation      k micro-batches of 1/k of the batch per optimizer step.
+ *   accumulation      k micro-batches of 1/k of the batch per optimizer step;
+ *   FSDP unsharding   (FSDP traces: workload.h, workload_fsdp) parameters kept unsharded
+ *                     from the forward to the backward (reshard_after_forward=False), and
+ *                     each unit's all-gather issued one unit ahead (prefetch).
  * strategy_apply writes the plan into the working graph as new durations, gaps and
  * latencies (no structural change), so every candidate is one re-simulation; a plan
  * that captures the step is written into the working graph's copy without the step's
@@ -60,6 +63,21 @@
  *                     optimizer) plus k-1 micro-batches without them, each taking
  *                     max(device time of its forward and backward kernels, host time of
  *                     their launches);
+ *   keep unsharded    (reshard_after_forward=False) the backward's all-gathers are gone:
+ *                     their transfer, the device ops of their unshard off the compute
+ *                     stream (copy-in), the host calls that launch those and the calls
+ *                     next to the all-gather's launch that launch nothing on the compute
+ *                     stream (FSDP's events and queries; workload.h: fsdp.gather_ops)
+ *                     cost nothing, with the CPU time before them; the peak memory grows
+ *                     by the parameters the forward gathers but the largest unit's
+ *                     (workload_fsdp.gathered_bytes);
+ *   prefetch          the device ops of each unit's unshard (copy-in, all-gather) but the
+ *                     first of a phase become ready as early, relative to their launch,
+ *                     as their launch came after the previous unit's all-gather's launch
+ *                     in the trace: issued with the previous unit's, on their own
+ *                     stream, while the previous unit computes (the dependency moved one
+ *                     unit ahead: a negative launch latency; the compute stream's wait
+ *                     for the all-gather stays);
  *   memory            memest_predict (memest.h);
  *   contention        with opt.no_contention clear, each simulated plan is corrected for
  *                     the compute/communication overlap it changes (replay/contention.h:
@@ -84,7 +102,8 @@ enum strategy_family {
     STRATEGY_FUSION = 1, /* operator fusion and CUDA graph capture */
     STRATEGY_TENSOR = 2, /* gradient bucket sizes */
     STRATEGY_MEMORY = 4, /* recomputation and gradient accumulation */
-    STRATEGY_ALL = 7,
+    STRATEGY_FSDP = 8,   /* FSDP's reshard_after_forward and prefetch */
+    STRATEGY_ALL = 15,
 };
 
 typedef struct strategy_plan {
@@ -93,6 +112,8 @@ typedef struct strategy_plan {
     int8_t bucket_cap;  /* -1: as measured; else an index into strategy_bucket_caps_mb */
     int8_t first_cap;   /* index of the first bucket's cap (when bucket_cap >= 0) */
     uint8_t accum_k;    /* micro-batches per step (1: none) */
+    uint8_t fsdp_keep;  /* FSDP: parameters kept unsharded after the forward */
+    uint8_t prefetch;   /* FSDP: all-gathers issued one unit ahead */
     uint64_t recompute[STRATEGY_MAX_LAYERS / 64]; /* layers recomputed */
 } strategy_plan;
 
@@ -153,6 +174,10 @@ int strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, stra
 /* 1 when tensor fusion and partition are available for w: gradient all-reduces found
  * alike on every rank and iteration, and a collective cost model. */
 int strategy_tensor_available(const workload *w);
+
+/* 1 when the FSDP strategies are available for w: all-gathers in the forward and
+ * reduce-scatters (workload.h: fsdp.why says why not). */
+int strategy_fsdp_available(const workload *w);
 
 /* Number of buckets per iteration plan p makes (0 when it keeps the measured ones). */
 int32_t strategy_bucket_count(const workload *w, const strategy_plan *p);

@@ -224,6 +224,29 @@ typedef struct workload_capture {
     int graph_captured;     /* most kernels come from CUDA graph launches already */
 } workload_capture;
 
+/* FSDP's parameter all-gathers (strategy.h: reshard_after_forward and prefetch). An
+ * all-gather of an iteration launched by the rank's main thread is the forward's (an
+ * FSDP unit's unshard before its forward), one launched by the backward thread the
+ * backward's (the re-gather of a unit resharded after its forward). */
+enum { WL_FSDP_NONE = 0, WL_FSDP_FWD = 1, WL_FSDP_BWD = 2 };
+typedef struct workload_fsdp {
+    int32_t n_fwd, n_bwd;   /* all-gathers per compared iteration and rank (the mean, rounded) */
+    int32_t n_rs;           /* reduce-scatters likewise */
+    uint8_t *grp_role;      /* per group: WL_FSDP_* */
+    int32_t *gather_ops;    /* per node: the group of the all-gather whose unshard the node
+                               belongs to (workload_fsdp.c: the device ops off the compute
+                               stream launched after the previous all-gather's launch, up to
+                               its own; the host calls around its launch that launch nothing
+                               on the compute stream), -1 none */
+    int32_t *prefetch_ns;   /* per node: how much earlier prefetch issues it (its launch's
+                               measured start less that of the previous all-gather of its
+                               phase on its stream), 0 none */
+    int64_t gathered_bytes; /* the parameters the forward gathers per iteration and rank but
+                               the largest unit's: what reshard_after_forward=False keeps
+                               unsharded at the backward's start, on top of the measured peak */
+    char why[160];          /* empty when the trace shows FSDP's all-gathers */
+} workload_fsdp;
+
 typedef struct workload {
     dfg *g;    /* the graph strategies are written into: `work`, or `capture.g` while a
                   plan that captures the step is applied (strategy_apply chooses) */
@@ -250,6 +273,7 @@ typedef struct workload {
     workload_buckets buckets;
     workload_layers layers;
     workload_capture capture;
+    workload_fsdp fsdp;
 
     /* contention (replay/contention.h), measured on the trace; f_meas: each compute
      * kernel's measured overlap with transfers (-1 other nodes), f_grp_meas each group's

@@ -69,6 +69,9 @@ int workload_idle_wake_latency(workload *w);
 /* workload_step_call's answer, worked out. */
 int workload_step_call_of(const workload *w, int32_t h);
 
+/* FSDP's all-gathers (workload_fsdp.c). */
+int workload_find_fsdp(workload *w, const rank_info *ri);
+
 /* w->capture.g, when a step call has launch-queue edges. */
 int workload_build_capture(workload *w);
 

@@ -39,7 +39,7 @@ usage(FILE *f)
                "  -m, --memory-budget SIZE  peak memory allowed per rank (e.g. 800M, 16G)\n"
                "      --memory-margin F     share of the budget kept free for allocator\n"
                "                            fragmentation the estimate does not see (0.05)\n"
-               "  -s, --strategies LIST     fusion,tensor,memory (default: all)\n"
+               "  -s, --strategies LIST     fusion,tensor,memory,fsdp (default: all)\n"
                "  -k, --top K               strategies listed (default 5)\n"
                "  -j, --json                machine-readable output (keys: baseline_iter_us,\n"
                "                            baseline_median_iter_us, framework,\n"
@@ -142,6 +142,8 @@ parse_families(const char *s, unsigned *out)
             *out |= STRATEGY_TENSOR;
         else if (!strcmp(t, "memory"))
             *out |= STRATEGY_MEMORY;
+        else if (!strcmp(t, "fsdp"))
+            *out |= STRATEGY_FSDP;
         else if (!strcmp(t, "all"))
             *out |= STRATEGY_ALL;
         else
@@ -244,7 +246,7 @@ parse_search_option(int c, const char *arg, search_options *so)
         break;
     case 's':
         if (parse_families(arg, &so->families) != 0) {
-            pr_err("--strategies takes fusion,tensor,memory");
+            pr_err("--strategies takes fusion,tensor,memory,fsdp");
             rc = 2;
         }
         break;
@@ -718,6 +720,8 @@ print_json(const args *a, const state *st)
         json_kv_string(&jw, "tensor", w->buckets.why);
     if (w->layers.why[0])
         json_kv_string(&jw, "memory", w->layers.why);
+    if (w->fsdp.why[0])
+        json_kv_string(&jw, "fsdp", w->fsdp.why);
     json_end_object(&jw);
     json_key(&jw, "strategies");
     json_begin_array(&jw);

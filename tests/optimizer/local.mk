@@ -12,6 +12,12 @@ tests_optimizer_test_optimizer_models_SOURCES = tests/optimizer/test_optimizer_m
 	tests/optimizer/optjobs.c tests/optimizer/optjobs.h
 tests_optimizer_test_optimizer_models_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
 TESTS += tests/optimizer/test_optimizer_models
+# the FSDP strategies (keep unsharded, prefetch) and their absence on DDP jobs
+check_PROGRAMS += tests/optimizer/test_optimizer_fsdp
+tests_optimizer_test_optimizer_fsdp_SOURCES = tests/optimizer/test_optimizer_fsdp.c \
+	tests/optimizer/optjobs.c tests/optimizer/optjobs.h
+tests_optimizer_test_optimizer_fsdp_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
+TESTS += tests/optimizer/test_optimizer_fsdp
 if HAVE_PYTHON3
 # the documented --json keys of dpro-replay and dpro-optimize on a real (imported) trace
 dist_check_SCRIPTS += tests/optimizer/test_json_keys.py

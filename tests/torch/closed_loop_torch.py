@@ -34,8 +34,11 @@ Configurations (SIMGPU_PHYSICS=simple, as closed_loop.py):
 - fsdp memory budget: fsdp_train.py's MLP at --dim 256, batch 4096, without resharding
   after the forward (162 MiB reserved) under a 140 MiB budget: the same advice, applied
   as --accum K --batch B (set_requires_gradient_sync(False) on all micro-batches but the
-  last). FSDP's own knobs (reshard_after_forward, prefetch) are not strategies of the
-  optimizer: it cannot advise them.
+  last);
+- fsdp poor prefetch: fsdp_train.py's MLP at --dim 256, batch 1024, resharding after the
+  forward and without explicit prefetch, on a network with 2 ms latency per collective
+  (--strategies fsdp: FSDP's own knobs only); the advice, reshard_after_forward=False
+  and/or prefetch=1, is applied as --reshard-after-forward 0 / --prefetch 1.
 
 Not in make check (about 13 traced runs of 5-10 s per configuration on a loaded 2-core
 machine): `make closed-loop-torch`. Skips (77) without the venv, as the torch tests do.
@@ -72,6 +75,9 @@ CONFIGS = [
 FSDP_CONFIGS = [
     ("fsdp memory budget", ["--batch", "4096", "--dim", "256", "--reshard-after-forward", "0"],
      {}, ["--strategies", "memory", "--memory-budget", "140M", "--batch", "4096"]),
+    ("fsdp poor prefetch", ["--batch", "1024", "--dim", "256", "--reshard-after-forward", "1",
+                            "--prefetch", "0"],
+     {"SIMGPU_NCCL_LAT_US": "2000"}, ["--strategies", "fsdp"]),
 ]
 
 
@@ -86,6 +92,7 @@ class TorchDdpJob:
     common = ["--steps", str(STEPS), "--fill-mib", "0"]
     # the advice's options and the script's
     opts = {"bucket_cap_mb": "--bucket-cap-mb", "no_sync": "--accum", "micro_batch": "--batch"}
+    values = {}  # the advice's values the script spells otherwise
 
     @classmethod
     def run(cls, args, env_extra, trace_dir):
@@ -119,7 +126,7 @@ class TorchDdpJob:
             key, _, val = tok.partition("=")
             if key not in cls.opts or not val:
                 raise ValueError("%s has no option for '%s'" % (os.path.basename(cls.train), tok))
-            out += [cls.opts[key], val]
+            out += [cls.opts[key], cls.values.get(val, val)]
         return out
 
 
@@ -127,7 +134,9 @@ class TorchFsdpJob(TorchDdpJob):
     """fsdp_train.py (FSDP2): accumulation through set_requires_gradient_sync(False)."""
     train = os.path.join(HERE, "fsdp_train.py")
     common = ["--steps", str(STEPS)]
-    opts = {"no_sync": "--accum", "micro_batch": "--batch"}
+    opts = {"no_sync": "--accum", "micro_batch": "--batch",
+            "reshard_after_forward": "--reshard-after-forward", "prefetch": "--prefetch"}
+    values = {"False": "0", "True": "1"}
 
 
 def main():

@@ -6,7 +6,8 @@ Each rank builds its model from a seed of its own: its local shards must differ 
 other rank's, and the full parameters it gathers (full_tensor) must agree with the other
 rank's, which they do only when the all-gathers moved the shards.  Then 6 steps under
 dpro-run: dpro-replay finds the steady steps from the kernel sequence's period and
-dpro-optimize recognises FSDP and advises in its terms.  Skips (77) without
+dpro-optimize recognises FSDP and advises in its terms, offering to keep the parameters
+unsharded (reshard_after_forward=False: the backward re-gathers).  Skips (77) without
 venv/ (make venv) or with DPRO_TORCH=0."""
 import json
 import os
@@ -78,6 +79,13 @@ try:
         top = j["strategies"][0] if j["strategies"] else {}
         check(top.get("knobs", {}).get("torch_args") and "torch" in top.get("advice", ""),
               "advice in PyTorch's terms: %s" % top)
+        # FSDP's own knobs: the backward re-gathers (reshard_after_forward=True), so
+        # keeping the parameters unsharded is offered, in fully_shard's terms
+        check("fsdp" not in j["unavailable"], "FSDP strategies: %s" % j["unavailable"])
+        keep = [s for s in j["strategies"] if "fsdp_no_reshard" in s["kind"]]
+        check(keep and "reshard_after_forward=False" in keep[0]["knobs"]["torch_args"] and
+              "fully_shard" in keep[0]["advice"], "keep unsharded offered: %s"
+              % [s["kind"] for s in j["strategies"]])
         print("optimize: %s: %s" % (top.get("kind"), top.get("knobs", {}).get("torch_args")))
 finally:
     shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,244 @@
+/*
+ * test_optimizer_fsdp: the FSDP strategies (strategy.h: keep unsharded, prefetch) on a
+ * hand-made FSDP job, and their absence on a DDP-like one.
+ *   - the job: per iteration the main thread launches, for each of 3 blocks, the block's
+ *     all-gather (its own stream) and its forward kernel (the compute stream, waiting for
+ *     the all-gather); the backward thread re-gathers each block in reverse, runs its
+ *     backward kernel and reduce-scatters its gradient; the host takes 300 us between
+ *     the launches (host-bound, as a Python loop), so the forward's all-gathers wait for
+ *     their launch;
+ *   - recognition: 3 all-gathers in the forward and 3 in the backward, 3 reduce-scatters,
+ *     the gathered bytes (1 + 2 + 3 MiB less the largest);
+ *   - keep unsharded: the backward's all-gathers and their launches cost nothing, the
+ *     forward's stay, the iteration is shorter;
+ *   - prefetch: the forward's all-gathers but the first are ready as early, relative to
+ *     their launch, as their launch came after the previous one's; the iteration is
+ *     shorter; the search offers it on the FSDP job;
+ *   - a DDP-like job (all-reduces only) has no FSDP strategy: it is unavailable and the
+ *     search's plans never use it; PyTorch DDP's and ddp-sim's profiles do not express it.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dprotrace.h"
+#include "optimizer/framework.h"
+#include "optimizer/search.h"
+#include "optimizer/strategy.h"
+#include "optimizer/workload.h"
+#include "tests/optimizer/optjobs.h"
+#include "tests/unit/testutil.h"
+
+#define BLOCKS 3
+#define ITERS 4
+#define MIB_B (1 << 20)
+
+typedef struct fsdp_job_ids {
+    int32_t fwd_ag[ITERS][BLOCKS], bwd_ag[ITERS][BLOCKS]; /* participants */
+} fsdp_job_ids;
+
+/* A host call on thread t taking 5 us, 300 us after the previous one. */
+static int32_t
+call(dfg *g, int32_t t, int32_t name)
+{
+    int32_t h = dfg_add_node(g, DFG_HOST, t, name);
+    g->dur[h] = 5 * US;
+    g->gap[h] = 300 * US;
+    return h;
+}
+
+/* A device op on stream s launched by h (2 us launch latency). */
+static int32_t
+device(dfg *g, int32_t s, int32_t h, int kind, int32_t name, int64_t dur)
+{
+    int32_t d = dfg_add_node(g, kind, s, name);
+    g->dur[d] = dur;
+    g->launch[d] = h;
+    g->lat[d] = 2 * US;
+    return d;
+}
+
+/* A collective of op on stream s launched by a new call on thread t. */
+static int32_t
+collective(dfg *g, int32_t t, int32_t s, int op, int64_t bytes, uint64_t seq, int64_t dur)
+{
+    int32_t h = call(
+        g, t, dfg_intern(g, op == DPRO_COLL_ALLGATHER ? "ncclAllGather" : "ncclReduceScatter"));
+    int32_t c = device(g, s, h, DFG_KERNEL, dfg_intern(g, "ncclDevKernel"), 0);
+    dfg_set_group(g, c, dfg_add_group(g, op, 2, bytes, 7, seq, dur));
+    return c;
+}
+
+/* The job of the file's comment into *g (finalized), with measured starts from its own
+ * simulation; the all-gathers' participants into *ids. Returns 0 or -1. */
+static int
+build_fsdp_job(dfg *g, fsdp_job_ids *ids)
+{
+    if (dfg_init(g, 1) != 0)
+        return -1;
+    int32_t mt = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, dfg_intern(g, "main"));
+    int32_t bt = dfg_add_resource(g, DFG_RES_THREAD, 0, 2, dfg_intern(g, "autograd"));
+    int32_t cs = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, dfg_intern(g, "stream 7"));
+    int32_t as = dfg_add_resource(g, DFG_RES_STREAM, 0, 8, dfg_intern(g, "stream 8"));
+    int32_t rs = dfg_add_resource(g, DFG_RES_STREAM, 0, 9, dfg_intern(g, "stream 9"));
+    int32_t nm_launch = dfg_intern(g, "cudaLaunchKernel"), nm_k = dfg_intern(g, "gemm");
+    int32_t nm_sync = dfg_intern(g, "cudaDeviceSynchronize");
+    int32_t bounds[ITERS + 1], last = -1;
+    uint64_t seq = 0;
+    int rc = 0;
+    for (int it = 0; it <= ITERS && rc == 0; it++) {
+        bounds[it] = call(g, mt, nm_sync);
+        g->flags[bounds[it]] |= DFG_F_BLOCKING;
+        if (last >= 0)
+            rc |= dfg_add_edge(g, last, bounds[it]);
+        if (it == ITERS)
+            break;
+        int32_t k = -1;
+        for (int b = 0; b < BLOCKS; b++) {
+            int32_t ag = collective(g, mt, as, DPRO_COLL_ALLGATHER, (int64_t)(b + 1) * MIB_B, seq++,
+                                    400 * US);
+            k = device(g, cs, call(g, mt, nm_launch), DFG_KERNEL, nm_k, 100 * US);
+            rc |= dfg_add_edge(g, ag, k);
+            ids->fwd_ag[it][b] = ag;
+        }
+        int32_t first_bwd = -1;
+        for (int b = BLOCKS - 1; b >= 0; b--) {
+            int32_t ag = collective(g, bt, as, DPRO_COLL_ALLGATHER, (int64_t)(b + 1) * MIB_B, seq++,
+                                    400 * US);
+            first_bwd = first_bwd < 0 ? g->launch[ag] : first_bwd;
+            int32_t kb = device(g, cs, call(g, bt, nm_launch), DFG_KERNEL, nm_k, 200 * US);
+            rc |= dfg_add_edge(g, ag, kb);
+            last = collective(g, bt, rs, DPRO_COLL_REDUCESCATTER, (int64_t)(b + 1) * MIB_B, seq++,
+                              300 * US);
+            rc |= dfg_add_edge(g, kb, last);
+            ids->bwd_ag[it][b] = ag;
+        }
+        rc |= dfg_add_wakeup(g, g->launch[k], first_bwd, 20 * US);
+    }
+    if (rc == 0)
+        rc = dfg_set_iterations(g, 0, bounds, ITERS + 1);
+    if (rc == 0)
+        rc = dfg_finalize(g);
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    if (rc == 0)
+        rc = sim_run(g, &res);
+    for (int32_t n = 0; rc == 0 && n < g->n_nodes; n++) {
+        g->mstart[n] = res.start[n];
+        g->mlen[n] = (uint32_t)(res.end[n] - res.start[n]);
+    }
+    sim_result_free(&res);
+    return rc;
+}
+
+static void
+test_fsdp_strategies(void)
+{
+    dfg g;
+    fsdp_job_ids ids;
+    REQUIRE(build_fsdp_job(&g, &ids) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    CHECK(strategy_fsdp_available(&w));
+    CHECK_EQ_U(w.fsdp.n_fwd, BLOCKS);
+    CHECK_EQ_U(w.fsdp.n_bwd, BLOCKS);
+    CHECK_EQ_U(w.fsdp.n_rs, BLOCKS);
+    CHECK_EQ_U(w.fsdp.gathered_bytes, 3 * MIB_B); /* 1 + 2 + 3 MiB, less the largest */
+    double base = w.base_iter_ns;
+    CHECK(base > 0);
+
+    strategy_plan p;
+    strategy_eval e;
+    strategy_plan_baseline(&p);
+    p.fsdp_keep = 1;
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    for (int b = 0; b < BLOCKS; b++) {
+        int32_t fa = ids.fwd_ag[1][b], ba = ids.bwd_ag[1][b];
+        CHECK(g.grp_dur[g.group[ba]] == 0 && g.dur[g.launch[ba]] == 0);
+        CHECK(g.grp_dur[g.group[fa]] == 400 * US && g.dur[g.launch[fa]] == 5 * US);
+    }
+    /* the backward's three 400 us all-gathers, and their launches, leave the critical path */
+    CHECK(e.iter_ns < base - 1000 * US);
+    char buf[1024];
+    strategy_kind(&w, &p, buf, sizeof buf);
+    CHECK(!strcmp(buf, "fsdp_no_reshard"));
+    framework_torch_fsdp.format_args(&p, 0, buf, sizeof buf);
+    CHECK(!strcmp(buf, "reshard_after_forward=False"));
+    strategy_plan q;
+    CHECK(framework_torch_fsdp.parse_args("reshard_after_forward=False prefetch=1", &q) == 0);
+    CHECK(q.fsdp_keep == 1 && q.prefetch == 1);
+
+    strategy_plan_baseline(&p);
+    p.prefetch = 1;
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    for (int b = 0; b < BLOCKS; b++) {
+        int32_t fa = ids.fwd_ag[1][b];
+        int64_t early =
+            b == 0 ? 0 : g.mstart[g.launch[fa]] - g.mstart[g.launch[ids.fwd_ag[1][b - 1]]];
+        CHECK(early >= 0 && (b == 0 || early >= 600 * US));
+        CHECK(g.lat[fa] == 2 * US - early);
+        CHECK(g.grp_dur[g.group[fa]] == 400 * US);
+    }
+    CHECK(e.iter_ns < base - 100 * US);
+
+    search_options so;
+    search_result sr;
+    memset(&so, 0, sizeof so);
+    so.seed = 1;
+    so.max_evals = 40;
+    so.families = STRATEGY_FSDP;
+    REQUIRE(search_run(&w, &so, &sr) == 0);
+    CHECK(sr.n_top >= 1 && (sr.top[0].plan.fsdp_keep || sr.top[0].plan.prefetch));
+    search_result_free(&sr);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+/* A DDP-like job: all-reduces, no all-gather. */
+static void
+test_not_for_ddp(void)
+{
+    dfg g;
+    REQUIRE(synth_job(&g, 40, 4) == 0);
+    costmodel m;
+    fit_model(&m);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    CHECK(!strategy_fsdp_available(&w));
+    CHECK(w.fsdp.why[0] != 0);
+    strategy_plan p;
+    strategy_eval e, b;
+    strategy_plan_baseline(&p);
+    CHECK(strategy_evaluate(&w, &p, &res, &b) == 0);
+    p.fsdp_keep = p.prefetch = 1; /* asked anyway: changes nothing */
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    CHECK(fabs(e.iter_ns - b.iter_ns) < 1);
+    search_options so;
+    search_result sr;
+    memset(&so, 0, sizeof so);
+    so.seed = 1;
+    so.max_evals = 60;
+    REQUIRE(search_run(&w, &so, &sr) == 0);
+    for (int32_t i = 0; i < sr.n_top; i++)
+        CHECK(!sr.top[i].plan.fsdp_keep && !sr.top[i].plan.prefetch);
+    search_result_free(&sr);
+    CHECK(!(framework_torch_ddp.families & STRATEGY_FSDP));
+    CHECK(!(framework_ddp_sim.families & STRATEGY_FSDP));
+    CHECK(framework_torch_fsdp.families & STRATEGY_FSDP);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+int
+main(void)
+{
+    test_fsdp_strategies();
+    test_not_for_ddp();
+    return tests_done();
+}
