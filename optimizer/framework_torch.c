@@ -24,8 +24,8 @@ torch_wrapper(const framework_profile *fw)
 /* The plan as PyTorch options: the capture is torch.cuda.graph (the whole step) under DDP,
  * torch.compile's mode=reduce-overhead (the compiled forward and backward) elsewhere. */
 static void
-torch_format_args_as(const framework_profile *fw, const strategy_plan *p, int32_t batch,
-                     char *buf, size_t len)
+torch_format_args_as(const framework_profile *fw, const strategy_plan *p, int32_t batch, char *buf,
+                     size_t len)
 {
     size_t o = 0;
     buf[0] = 0;
