@@ -108,15 +108,16 @@ torch_advise_as(const framework_profile *fw, const workload *w, const strategy_p
             "%d (the first bucket stays DDP's built-in %g MiB: DDP has no public knob for it)",
             o ? "\n" : "", strategy_bucket_caps_mb[p->bucket_cap], strategy_bucket_count(w, p),
             w->buckets.n_units, (double)TORCH_DDP_FIRST_MB);
-    if (p->fuse || (p->cuda_graph && wrap != TORCH_DDP))
+    int compiled_graph = p->cuda_graph && wrap != TORCH_DDP; /* mode="reduce-overhead" */
+    if (p->fuse || compiled_graph)
         PUT("%smodel = torch.compile(model%s): %s", o ? "\n" : "",
-            p->cuda_graph ? ", mode=\"reduce-overhead\"" : "",
-            p->cuda_graph ? "the compiled forward and backward run as CUDA graphs (or capture "
-                            "them with torch.cuda.graph); the host calls that launch them and "
-                            "the Python between those launches are gone, the collectives, the "
-                            "optimizer step and the rest of the loop stay"
-                          : "Inductor fuses the chains of short kernels into one kernel each; "
-                            "the launches it saves are the prediction's");
+            compiled_graph ? ", mode=\"reduce-overhead\"" : "",
+            compiled_graph ? "the compiled forward and backward run as CUDA graphs (or capture "
+                             "them with torch.cuda.graph); the host calls that launch them and "
+                             "the Python between those launches are gone, the collectives, the "
+                             "optimizer step and the rest of the loop stay"
+                           : "Inductor fuses the chains of short kernels into one kernel each; "
+                             "the launches it saves are the prediction's");
     if (p->cuda_graph && wrap == TORCH_DDP)
         PUT("%swith torch.cuda.graph(g): the whole step (forward, backward with DDP's "
             "all-reduces, optimizer.step()) captured once and replayed each step (PyTorch's "

@@ -67,6 +67,8 @@ CONFIGS = [
      ["--strategies", "tensor"]),
     ("ddp memory budget", ["--batch", "16", "--seq", "128", "--dim", "256"], {},
      ["--strategies", "memory", "--memory-budget", "140M", "--batch", "16"]),
+    ("ddp host-bound", ["--layers", "8", "--batch", "2"], {},
+     ["--strategies", "capture", "--batch", "2"]),
 ]
 # name, fsdp_train.py arguments, environment, dpro-optimize arguments
 FSDP_CONFIGS = [
@@ -86,6 +88,7 @@ class TorchDdpJob:
     common = ["--steps", str(STEPS), "--fill-mib", "0"]
     # the advice's options and the script's
     opts = {"bucket_cap_mb": "--bucket-cap-mb", "no_sync": "--accum", "micro_batch": "--batch"}
+    flags = {"torch.cuda.graph": "--cuda-graph"}  # the advice's options without a value
 
     @classmethod
     def run(cls, args, env_extra, trace_dir):
@@ -116,6 +119,9 @@ class TorchDdpJob:
         """The script's options for torch_args; ValueError for what it cannot take."""
         out = []
         for tok in advice.split():
+            if tok in cls.flags:
+                out.append(cls.flags[tok])
+                continue
             key, _, val = tok.partition("=")
             if key not in cls.opts or not val:
                 raise ValueError("%s has no option for '%s'" % (os.path.basename(cls.train), tok))
@@ -128,6 +134,7 @@ class TorchFsdpJob(TorchDdpJob):
     train = os.path.join(HERE, "fsdp_train.py")
     common = ["--steps", str(STEPS)]
     opts = {"no_sync": "--accum", "micro_batch": "--batch"}
+    flags = {}
 
 
 def main():

@@ -13,9 +13,10 @@ graph), each a fresh model and DDP.
 "Usage with DistributedDataParallel", NCCL >= 2.9.6: full-backward capture): the process
 group starts with TORCH_NCCL_ASYNC_ERROR_HANDLING=0 (DDP's asynchronous error handling
 off), DDP is built on a side stream, 11 eager DDP steps warm up on that stream (not timed,
-not among --steps), then one step is captured with torch.cuda.graph: the forward, the
-backward with DDP's bucket all-reduces (issued from its autograd hooks into the capture)
-and optimizer.step().  Each of the --steps steps copies a fresh batch into the captured
+not among --steps), then one step is captured with torch.cuda.graph: what an eager step
+launches but the batch's copy (optimizer.zero_grad(set_to_none=False) on the gradients
+the warm-up made, the forward, the backward with DDP's bucket all-reduces, issued from
+its autograd hooks into the capture, and optimizer.step()).  Each of the --steps steps copies a fresh batch into the captured
 input and replays the graph: one cudaGraphLaunch instead of the step's kernel and NCCL
 launches.  torch.autograd.graph.set_override_stale_capture_stream(True): the
 AccumulateGrad nodes that DDP keeps from its construction refer to a stream that is not
@@ -174,8 +175,8 @@ def eager_step(ddp, opt, make, dev, accum):
 
 def capture_step(ddp, opt, make, dev, side):
     """--cuda-graph: GRAPH_WARMUP eager steps on the side stream DDP was built on, then one
-    step (forward, backward with DDP's all-reduces, opt.step()) captured. Returns (the
-    graph, its static input)."""
+    step (zero_grad, forward, backward with DDP's all-reduces, opt.step()) captured.
+    Returns (the graph, its static input)."""
     with torch.cuda.stream(side):
         for _ in range(GRAPH_WARMUP):
             eager_step(ddp, opt, make, dev, 1)
@@ -183,9 +184,9 @@ def capture_step(ddp, opt, make, dev, side):
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     static_x = make().to(dev)
-    opt.zero_grad(set_to_none=True)  # the captured backward allocates the gradients
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph):  # the eager step's work: its zero_grad() on the warm
+        opt.zero_grad(set_to_none=False)  # gradients included, the batch's copy not
         ddp(static_x).float().pow(2).mean().backward()
         opt.step()
     torch.cuda.synchronize()
