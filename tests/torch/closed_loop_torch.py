@@ -5,7 +5,7 @@ through tools/dpro-run).
 
 For each poor configuration: profile it, run dpro-optimize --json, map the top
 recommendation's torch_args onto ddp_train.py's options (bucket_cap_mb=X: --bucket-cap-mb
-X; no_sync=K micro_batch=M: --accum K --batch M), run both again under the same conditions
+X; no_sync=K micro_batch=M: --accum K --batch M; torch.cuda.graph: --cuda-graph), run both again under the same conditions
 (the collector on), and compare the realised iteration time with the predicted one and
 the realised speedup with the predicted one, and the peak memory
 (torch.cuda.max_memory_reserved) with the budget when one was given. Advice that
@@ -31,6 +31,12 @@ Configurations (SIMGPU_PHYSICS=simple, as closed_loop.py):
   the activations from the caching allocator's segments of the first step
   (optimizer/memest.h), and the advice, no_sync=K micro_batch=B, is applied as
   --accum K --batch B;
+- ddp host-bound: 8 transformer blocks of width 64 at batch 2 (about 880 device ops a step,
+  each a few microseconds: the host's launches and Python set the step time); dpro-optimize
+  --strategies capture (the capture alone: torch.compile cannot run here) advises
+  torch.cuda.graph of the whole step, predicted over that region (optimizer/workload.h:
+  WL_CAPTURE_STEP), applied as --cuda-graph (the step with zero_grad and DDP's all-reduces
+  captured after 11 eager steps, then replayed);
 - fsdp memory budget: fsdp_train.py's MLP at --dim 256, batch 4096, without resharding
   after the forward (162 MiB reserved) under a 140 MiB budget: the same advice, applied
   as --accum K --batch B (set_requires_gradient_sync(False) on all micro-batches but the
