@@ -13,7 +13,8 @@ terms (optimizer/framework.h).
    - capture: under DDP torch.cuda.graph covers the whole step (DDP's all-reduces inside),
      names it, and predicts what ddp-sim's --cuda-graph (the whole step) predicts on the
      same trace; mode=reduce-overhead (plain PyTorch's capture) covers the forward and
-     backward compute only and predicts less; under DDP it is refused;
+     backward compute only and predicts less; under DDP it is refused; --strategies
+     capture advises the capture alone;
    - --framework pytorch-fsdp: no bucket or capture plan is searched, and such a
      --what-if is refused (status 2); --framework unknown: no options, the advice names
      the all-reduces, --what-if refused;
@@ -151,6 +152,11 @@ def torch_knobs(d):
               "captured (torch.cuda.graph) %.0f us (%.2fx)"
               % (torch_cg["baseline_iter_us"], c["predicted_iter_us"], c["predicted_speedup"],
                  a["predicted_iter_us"], a["predicted_speedup"]))
+    # --strategies capture: the capture alone, no operator fusion
+    cap = optimize_json(d, "--strategies", "capture")
+    if cap:
+        kinds = [x["kind"] for x in cap["strategies"]]
+        check(kinds == ["cuda_graph"], "a100: --strategies capture: the capture alone: %s" % kinds)
 
 
 def overrides(d):
