@@ -21,8 +21,11 @@ torch_wrapper(const framework_profile *fw)
                                          : TORCH_PLAIN;
 }
 
+/* The plan as PyTorch options: the capture is torch.cuda.graph (the whole step) under DDP,
+ * torch.compile's mode=reduce-overhead (the compiled forward and backward) elsewhere. */
 static void
-torch_format_args(const strategy_plan *p, int32_t batch, char *buf, size_t len)
+torch_format_args_as(const framework_profile *fw, const strategy_plan *p, int32_t batch, char *buf,
+                     size_t len)
 {
     size_t o = 0;
     buf[0] = 0;
@@ -32,7 +35,8 @@ torch_format_args(const strategy_plan *p, int32_t batch, char *buf, size_t len)
     if (p->fuse)
         PUT("%storch.compile", o ? " " : "");
     if (p->cuda_graph)
-        PUT("%smode=reduce-overhead", o ? " " : "");
+        PUT("%s%s", o ? " " : "",
+            torch_wrapper(fw) == TORCH_DDP ? "torch.cuda.graph" : "mode=reduce-overhead");
     if (strategy_n_recomputed(p) > 0) {
         char list[512];
         strategy_layer_list(p, list, sizeof list);
@@ -50,9 +54,12 @@ torch_format_args(const strategy_plan *p, int32_t batch, char *buf, size_t len)
 #undef PUT
 }
 
-/* The options of torch_format_args, the bucket cap taking DDP's first bucket. */
+/* The options of torch_format_args_as, the bucket cap taking DDP's first bucket. Under DDP
+ * the capture is torch.cuda.graph only: mode=reduce-overhead captures another region (the
+ * compiled forward and backward, not DDP's all-reduces), which DDP's capture plan does not
+ * predict. */
 static int
-torch_parse_args(const char *args, strategy_plan *p)
+torch_parse_args_as(const framework_profile *fw, const char *args, strategy_plan *p)
 {
     char buf[1024], *save = NULL;
     int rc = 0;
@@ -65,8 +72,9 @@ torch_parse_args(const char *args, strategy_plan *p)
             *v++ = 0;
         if (!strcmp(t, "torch.compile") && !v)
             p->fuse = 1;
-        else if ((!strcmp(t, "mode") && v && !strcmp(v, "reduce-overhead")) ||
-                 (!strcmp(t, "torch.cuda.graph") && !v))
+        else if (!strcmp(t, "mode") && v && !strcmp(v, "reduce-overhead"))
+            rc = torch_wrapper(fw) == TORCH_DDP ? -1 : (p->cuda_graph = 1, 0);
+        else if (!strcmp(t, "torch.cuda.graph") && !v)
             p->cuda_graph = 1;
         else if (!strcmp(t, "bucket_cap_mb") && v) {
             double mb = strtod(v, &end);
@@ -109,15 +117,25 @@ torch_advise_as(const framework_profile *fw, const workload *w, const strategy_p
             "%d (the first bucket stays DDP's built-in %g MiB: DDP has no public knob for it)",
             o ? "\n" : "", strategy_bucket_caps_mb[p->bucket_cap], strategy_bucket_count(w, p),
             w->buckets.n_units, (double)TORCH_DDP_FIRST_MB);
-    if (p->fuse || p->cuda_graph)
+    int compiled_graph = p->cuda_graph && wrap != TORCH_DDP; /* mode="reduce-overhead" */
+    if (p->fuse || compiled_graph)
         PUT("%smodel = torch.compile(model%s): %s", o ? "\n" : "",
-            p->cuda_graph ? ", mode=\"reduce-overhead\"" : "",
-            p->cuda_graph ? "the compiled forward and backward run as CUDA graphs (or capture "
-                            "them with torch.cuda.graph); the host calls that launch them and "
-                            "the Python between those launches are gone, the collectives, the "
-                            "optimizer step and the rest of the loop stay"
-                          : "Inductor fuses the chains of short kernels into one kernel each; "
-                            "the launches it saves are the prediction's");
+            compiled_graph ? ", mode=\"reduce-overhead\"" : "",
+            compiled_graph ? "the compiled forward and backward run as CUDA graphs (or capture "
+                             "them with torch.cuda.graph); the host calls that launch them and "
+                             "the Python between those launches are gone, the collectives, the "
+                             "optimizer step and the rest of the loop stay"
+                           : "Inductor fuses the chains of short kernels into one kernel each; "
+                             "the launches it saves are the prediction's");
+    if (p->cuda_graph && wrap == TORCH_DDP)
+        PUT("%swith torch.cuda.graph(g): the whole step (forward, backward with DDP's "
+            "all-reduces, optimizer.step()) captured once and replayed each step (PyTorch's "
+            "whole-network capture with DDP: TORCH_NCCL_ASYNC_ERROR_HANDLING=0 before "
+            "init_process_group, DDP built on a side stream, 11 eager steps before the "
+            "capture); its kernel and NCCL launches, the backward thread's work and the Python "
+            "between them leave the host, the copy of each batch into the captured input and "
+            "the synchronisation after the replay stay",
+            o ? "\n" : "");
     if (strategy_n_recomputed(p) > 0) {
         char list[512];
         strategy_layer_list(p, list, sizeof list);
@@ -176,12 +194,21 @@ torch_knobs_as(const framework_profile *fw, const workload *w, const strategy_pl
         json_kv_string(jw, "first_bucket", "no public knob: DDP's built-in 1 MiB");
         json_end_object(jw);
     }
-    if (p->fuse || p->cuda_graph) {
+    int ddp_graph = p->cuda_graph && torch_wrapper(fw) == TORCH_DDP;
+    if (p->fuse || (p->cuda_graph && !ddp_graph)) {
         json_key(jw, "torch.compile");
         json_begin_object(jw);
-        json_kv_string(jw, "mode", p->cuda_graph ? "reduce-overhead" : "default");
-        if (p->cuda_graph)
+        json_kv_string(jw, "mode", p->cuda_graph && !ddp_graph ? "reduce-overhead" : "default");
+        if (p->cuda_graph && !ddp_graph)
             json_kv_string(jw, "captured", "the compiled forward and backward");
+        json_end_object(jw);
+    }
+    if (ddp_graph) {
+        json_key(jw, "torch.cuda.graph");
+        json_begin_object(jw);
+        json_kv_string(jw, "captured",
+                       "the whole step: forward, backward with DDP's all-reduces, "
+                       "optimizer.step()");
         json_end_object(jw);
     }
     if (strategy_n_recomputed(p) > 0) {
@@ -212,6 +239,30 @@ torch_knobs_as(const framework_profile *fw, const workload *w, const strategy_pl
         }
         json_end_object(jw);
     }
+}
+
+static void
+ddp_format(const strategy_plan *p, int32_t batch, char *buf, size_t len)
+{
+    torch_format_args_as(&framework_torch_ddp, p, batch, buf, len);
+}
+
+static void
+torch_format(const strategy_plan *p, int32_t batch, char *buf, size_t len)
+{
+    torch_format_args_as(&framework_torch, p, batch, buf, len);
+}
+
+static int
+ddp_parse(const char *args, strategy_plan *p)
+{
+    return torch_parse_args_as(&framework_torch_ddp, args, p);
+}
+
+static int
+torch_parse(const char *args, strategy_plan *p)
+{
+    return torch_parse_args_as(&framework_torch, args, p);
 }
 
 static void
@@ -258,10 +309,12 @@ const framework_profile framework_torch_ddp = {
     .fixed_first_bucket_mb = TORCH_DDP_FIRST_MB,
     .families = STRATEGY_FUSION | STRATEGY_TENSOR | STRATEGY_MEMORY,
     .can_capture = 1,
-    .capture_scope = WL_CAPTURE_COMPUTE,
-    .cannot = "the first bucket's size (DDP has no public knob: it stays 1 MiB)",
-    .format_args = torch_format_args,
-    .parse_args = torch_parse_args,
+    .capture_scope = WL_CAPTURE_STEP, /* torch.cuda.graph of the step, DDP's all-reduces in */
+    .cannot = "the first bucket's size (DDP has no public knob: it stays 1 MiB) and "
+              "torch.compile's mode=reduce-overhead (its graphs leave DDP's all-reduces out: "
+              "the capture advised is the whole step's, torch.cuda.graph)",
+    .format_args = ddp_format,
+    .parse_args = ddp_parse,
     .advise = ddp_advise,
     .write_knobs = ddp_knobs,
 };
@@ -276,8 +329,8 @@ const framework_profile framework_torch_fsdp = {
     .cannot = "bucket caps (FSDP's all-gathers and reduce-scatters follow its wrapping, "
               "auto_wrap_policy, not a bucket size) and CUDA-graph capture (FSDP issues its "
               "collectives and frees its parameters from hooks between the kernels)",
-    .format_args = torch_format_args,
-    .parse_args = torch_parse_args,
+    .format_args = torch_format,
+    .parse_args = torch_parse,
     .advise = fsdp_advise,
     .write_knobs = fsdp_knobs,
 };
@@ -290,8 +343,8 @@ const framework_profile framework_torch = {
     .can_capture = 1,
     .capture_scope = WL_CAPTURE_COMPUTE,
     .cannot = "bucket caps (no DDP in the trace)",
-    .format_args = torch_format_args,
-    .parse_args = torch_parse_args,
+    .format_args = torch_format,
+    .parse_args = torch_parse,
     .advise = plain_advise,
     .write_knobs = plain_knobs,
 };

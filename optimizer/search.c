@@ -309,7 +309,7 @@ seeds(searcher *s)
     workload *w = s->w;
     unsigned fam = s->o->families;
     strategy_plan p;
-    if ((fam & STRATEGY_FUSION) && w->fusion.n_chains > 0) {
+    if ((fam & STRATEGY_FUSION) && w->fusion.n_chains > 0 && !s->o->no_fuse) {
         strategy_plan_baseline(&p);
         p.fuse = 1;
         evaluate(s, &p);
@@ -369,7 +369,7 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
     unsigned fam = s->o->families;
     strategy_plan p = *cur;
     double wt[8] = {0};
-    if ((fam & STRATEGY_FUSION) && w->fusion.n_chains > 0)
+    if ((fam & STRATEGY_FUSION) && w->fusion.n_chains > 0 && !s->o->no_fuse)
         wt[0] = 0.05 + s->out->cp_short_kernels + s->out->cp_host / 2;
     if ((fam & STRATEGY_FUSION) && !w->capture.graph_captured && !s->o->no_capture)
         wt[1] = 0.05 + s->out->cp_host;

@@ -34,6 +34,7 @@ typedef struct search_options {
                               not see (allocator fragmentation); feasible means
                               peak <= budget * (1 - margin) */
     unsigned families;     /* enum strategy_family mask (0: all) */
+    int no_fuse;           /* 1: of the fusion family, capture only (--strategies capture) */
     int32_t batch;         /* per-rank batch (accumulation steps must divide it), 0 unknown */
     int progress;          /* progress line on stderr */
     int32_t top_k;         /* winners kept (default 5 when 0) */

@@ -68,9 +68,11 @@ enum workload_phase {
 /* What a CUDA-graph capture covers (workload_options.capture_scope; the framework's
  * capture decides, framework.h). */
 enum workload_capture_scope {
-    WL_CAPTURE_STEP = 0,    /* the whole step: every launch of a kernel or a collective, the
-                             * event calls and the backward thread's calls (a step captured
-                             * with its collectives, as ddp-sim --cuda-graph does) */
+    WL_CAPTURE_STEP = 0,    /* the whole step: every launch of a kernel, a collective, a
+                             * memset or a device-to-device copy, the event calls and the
+                             * backward thread's calls (a step captured with its collectives,
+                             * as ddp-sim --cuda-graph and torch.cuda.graph of a DDP step do;
+                             * copies from or to host memory stay outside) */
     WL_CAPTURE_COMPUTE = 1, /* the forward and backward compute only: the calls that launch
                              * forward or backward kernels and nothing else (CUDA graphs of
                              * a compiled forward and backward; the collectives, the
@@ -318,8 +320,9 @@ int workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, meme
 /* 1 when host call h is part of the training step that a CUDA graph capture replaces
  * (strategy.h): a call of an iteration that is not the one opening it (which becomes
  * the graph launch) and not blocking, and that, with opt.capture_scope WL_CAPTURE_STEP,
- * runs on the backward thread, records or waits for an event, or launches a kernel or
- * a collective; with WL_CAPTURE_COMPUTE, launches forward or backward kernels and
+ * runs on the backward thread, records or waits for an event, or launches a kernel, a
+ * collective, a memset or a device-to-device copy (replay/build.c names it "memcpy
+ * DtoD"); with WL_CAPTURE_COMPUTE, launches forward or backward kernels and
  * nothing else. Valid after workload_analyze's annotation. */
 int workload_step_call(const workload *w, int32_t h);
 

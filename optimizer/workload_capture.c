@@ -94,7 +94,8 @@ workload_step_call_of(const workload *w, int32_t h)
         return 1;
     for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
         int32_t d = g->launched[i];
-        if (g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL)
+        if (g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL || g->kind[d] == DFG_MEMSET ||
+            (g->kind[d] == DFG_MEMCPY && !strcmp(dfg_name(g, g->name[d]), "memcpy DtoD")))
             return 1;
     }
     return 0;

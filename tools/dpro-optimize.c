@@ -39,7 +39,8 @@ usage(FILE *f)
                "  -m, --memory-budget SIZE  peak memory allowed per rank (e.g. 800M, 16G)\n"
                "      --memory-margin F     share of the budget kept free for allocator\n"
                "                            fragmentation the estimate does not see (0.05)\n"
-               "  -s, --strategies LIST     fusion,tensor,memory,fsdp (default: all)\n"
+               "  -s, --strategies LIST     fusion,tensor,memory,fsdp (default: all); capture:\n"
+               "                            of fusion, the CUDA-graph capture alone\n"
                "  -k, --top K               strategies listed (default 5)\n"
                "  -j, --json                machine-readable output (keys: baseline_iter_us,\n"
                "                            baseline_median_iter_us, framework,\n"
@@ -129,14 +130,21 @@ parse_size(const char *s, int64_t *out)
     return 0;
 }
 
+/* --strategies: the families in *out; *no_fuse 1 when the fusion family is asked for only
+ * as "capture" (CUDA-graph capture without operator fusion). */
 static int
-parse_families(const char *s, unsigned *out)
+parse_families(const char *s, unsigned *out, int *no_fuse)
 {
     char buf[256];
+    int fuse = 0, capture = 0;
     snprintf(buf, sizeof buf, "%s", s);
     *out = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(t, "fusion"))
+        if (!strcmp(t, "fusion") || !strcmp(t, "all"))
+            fuse = 1;
+        if (!strcmp(t, "capture"))
+            capture = 1;
+        if (!strcmp(t, "fusion") || !strcmp(t, "capture"))
             *out |= STRATEGY_FUSION;
         else if (!strcmp(t, "tensor"))
             *out |= STRATEGY_TENSOR;
@@ -149,6 +157,7 @@ parse_families(const char *s, unsigned *out)
         else
             return -1;
     }
+    *no_fuse = capture && !fuse;
     return *out ? 0 : -1;
 }
 
@@ -245,8 +254,8 @@ parse_search_option(int c, const char *arg, search_options *so)
             rc = bad_value("memory-budget", arg);
         break;
     case 's':
-        if (parse_families(arg, &so->families) != 0) {
-            pr_err("--strategies takes fusion,tensor,memory,fsdp");
+        if (parse_families(arg, &so->families, &so->no_fuse) != 0) {
+            pr_err("--strategies takes fusion,capture,tensor,memory,fsdp");
             rc = 2;
         }
         break;

@@ -10,8 +10,11 @@ terms (optimizer/framework.h).
      DDP(model, bucket_cap_mb=...) and says DDP has no first-bucket knob;
    - --what-if round trip: every winner's torch_args, evaluated with --what-if, gives
      the same kind and predicted time;
-   - capture: mode=reduce-overhead covers the forward and backward compute only and
-     predicts less than ddp-sim's --cuda-graph (the whole step) on the same trace;
+   - capture: under DDP torch.cuda.graph covers the whole step (DDP's all-reduces inside),
+     names it, and predicts what ddp-sim's --cuda-graph (the whole step) predicts on the
+     same trace; mode=reduce-overhead (plain PyTorch's capture) covers the forward and
+     backward compute only and predicts less; under DDP it is refused; --strategies
+     capture advises the capture alone;
    - --framework pytorch-fsdp: no bucket or capture plan is searched, and such a
      --what-if is refused (status 2); --framework unknown: no options, the advice names
      the all-reduces, --what-if refused;
@@ -91,7 +94,7 @@ def torch_knobs(d):
     f = o.get("framework", {})
     check(f.get("name") == "pytorch-ddp" and f.get("detected") == "pytorch-ddp"
           and "DistributedDataParallel" in f.get("evidence", "")
-          and f.get("capture_scope") == "forward_backward_compute",
+          and f.get("capture_scope") == "step",
           "a100: framework key %s" % f)
     check(len(o["strategies"]) > 0, "a100: strategies")
     for s in o["strategies"]:
@@ -122,21 +125,38 @@ def torch_knobs(d):
     check("DDP(model, bucket_cap_mb=4)" in adv and "no public knob" in adv
           and "torch.compile(model)" in adv and "no_sync()" in adv,
           "a100: advice in PyTorch's terms: %s" % adv.replace("\n", " / "))
-    # capture: the compiled forward and backward only, less than the whole step
-    torch_cg = optimize_json(d, "--what-if", "mode=reduce-overhead")
+    # capture: under DDP the whole step (torch.cuda.graph, DDP's all-reduces inside): the
+    # region ddp-sim's --cuda-graph captures, the same prediction; the compiled forward and
+    # backward only (mode=reduce-overhead, plain PyTorch's capture) predict less
+    torch_cg = optimize_json(d, "--what-if", "torch.cuda.graph")
     sim_cg = optimize_json(d, "--framework", "ddp-sim", "--what-if", "--cuda-graph")
-    if torch_cg and sim_cg:
-        a, b = torch_cg["strategies"][0], sim_cg["strategies"][0]
-        check("forward and backward compute" in a["description"]
-              and "torch.compile(model, mode=\"reduce-overhead\")" in a["advice"],
-              "a100: the capture names its region: %s / %s" % (a["description"], a["advice"]))
-        check(a["predicted_iter_us"] > b["predicted_iter_us"],
-              "a100: capturing the compute (%.0f us) predicts less than the whole step "
-              "(%.0f us)" % (a["predicted_iter_us"], b["predicted_iter_us"]))
+    comp_cg = optimize_json(d, "--framework", "pytorch", "--what-if", "mode=reduce-overhead")
+    if torch_cg and sim_cg and comp_cg:
+        a, b, c = (x["strategies"][0] for x in (torch_cg, sim_cg, comp_cg))
+        check("the training step" in a["description"]
+              and "with torch.cuda.graph(g): the whole step" in a["advice"]
+              and "DDP's all-reduces" in a["advice"]
+              and a["knobs"].get("torch.cuda.graph", {}).get("captured", "").startswith(
+                  "the whole step") and a["knobs"].get("torch_args") == "torch.cuda.graph",
+              "a100: the capture names its region: %s / %s / %s"
+              % (a["description"], a["advice"], a["knobs"]))
+        check(abs(a["predicted_iter_us"] - b["predicted_iter_us"]) < 1e-6 * b["predicted_iter_us"],
+              "a100: torch.cuda.graph under DDP (%.3f us) predicts the whole step as ddp-sim's "
+              "--cuda-graph (%.3f us)" % (a["predicted_iter_us"], b["predicted_iter_us"]))
+        check("forward and backward compute" in c["description"]
+              and "torch.compile(model, mode=\"reduce-overhead\")" in c["advice"]
+              and c["predicted_iter_us"] > a["predicted_iter_us"],
+              "a100: capturing the compute (%.0f us: %s) predicts less than the whole step "
+              "(%.0f us)" % (c["predicted_iter_us"], c["description"], a["predicted_iter_us"]))
         print("a100: baseline %.0f us; mode=reduce-overhead %.0f us (%.2fx); whole step "
-              "captured %.0f us (%.2fx)"
-              % (torch_cg["baseline_iter_us"], a["predicted_iter_us"], a["predicted_speedup"],
-                 b["predicted_iter_us"], b["predicted_speedup"]))
+              "captured (torch.cuda.graph) %.0f us (%.2fx)"
+              % (torch_cg["baseline_iter_us"], c["predicted_iter_us"], c["predicted_speedup"],
+                 a["predicted_iter_us"], a["predicted_speedup"]))
+    # --strategies capture: the capture alone, no operator fusion
+    cap = optimize_json(d, "--strategies", "capture")
+    if cap:
+        kinds = [x["kind"] for x in cap["strategies"]]
+        check(kinds == ["cuda_graph"], "a100: --strategies capture: the capture alone: %s" % kinds)
 
 
 def overrides(d):
@@ -150,7 +170,7 @@ def overrides(d):
               "pytorch-fsdp: no bucket or capture plan (%s)" % kinds)
     for fw, args in (("pytorch-fsdp", "bucket_cap_mb=25"), ("pytorch-fsdp", "mode=reduce-overhead"),
                      ("unknown", "bucket_cap_mb=25"), ("pytorch-ddp", "--bucket-mb 25"),
-                     ("pytorch-ddp", "checkpoint=3-1")):
+                     ("pytorch-ddp", "checkpoint=3-1"), ("pytorch-ddp", "mode=reduce-overhead")):
         p = run([OPTIMIZE, d, "-q", "--framework", fw, "--what-if", args])
         check(p.returncode == 2, "--framework %s --what-if '%s' refused: status %d"
               % (fw, args, p.returncode))

@@ -496,15 +496,23 @@ test_tensor(void)
                         "--accum-steps 2 --batch 16"));
     CHECK(framework_ddp_sim.parse_args("--bogus", &q) != 0);
     /* PyTorch's options: bucket_cap_mb with DDP's fixed 1 MiB first bucket, the capture as
-     * torch.compile's mode, checkpoint by layer, no_sync over K micro-batches */
-    CHECK(framework_torch_ddp.parse_args("bucket_cap_mb=4 torch.compile mode=reduce-overhead "
+     * torch.cuda.graph of the whole step under DDP (mode=reduce-overhead, which leaves DDP's
+     * all-reduces out, refused) and as torch.compile's mode without DDP, checkpoint by
+     * layer, no_sync over K micro-batches */
+    CHECK(framework_torch_ddp.parse_args("bucket_cap_mb=4 torch.compile torch.cuda.graph "
                                          "checkpoint=1-3,5 no_sync=2 micro_batch=16",
                                          &q) == 0);
     CHECK(strategy_bucket_caps_mb[q.bucket_cap] == 4 && strategy_bucket_caps_mb[q.first_cap] == 1);
     CHECK(q.fuse && q.cuda_graph && q.accum_k == 2 && strategy_n_recomputed(&q) == 4);
     framework_torch_ddp.format_args(&q, 32, args, sizeof args);
-    CHECK(!strcmp(args, "bucket_cap_mb=4 torch.compile mode=reduce-overhead checkpoint=1-3,5 "
+    CHECK(!strcmp(args, "bucket_cap_mb=4 torch.compile torch.cuda.graph checkpoint=1-3,5 "
                         "no_sync=2 micro_batch=16"));
+    CHECK(framework_torch_ddp.capture_scope == WL_CAPTURE_STEP);
+    CHECK(framework_torch_ddp.parse_args("mode=reduce-overhead", &q) != 0);
+    CHECK(framework_torch.parse_args("mode=reduce-overhead", &q) == 0 && q.cuda_graph);
+    framework_torch.format_args(&q, 0, args, sizeof args);
+    CHECK(!strcmp(args, "mode=reduce-overhead") &&
+          framework_torch.capture_scope == WL_CAPTURE_COMPUTE);
     CHECK(framework_torch_ddp.parse_args("torch.cuda.graph", &q) == 0 && q.cuda_graph);
     CHECK(framework_torch_ddp.parse_args("bucket_cap_mb=0", &q) != 0);
     CHECK(framework_torch_ddp.parse_args("checkpoint=2-", &q) != 0);

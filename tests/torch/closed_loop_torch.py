@@ -5,7 +5,7 @@ through tools/dpro-run).
 
 For each poor configuration: profile it, run dpro-optimize --json, map the top
 recommendation's torch_args onto ddp_train.py's options (bucket_cap_mb=X: --bucket-cap-mb
-X; no_sync=K micro_batch=M: --accum K --batch M), run both again under the same conditions
+X; no_sync=K micro_batch=M: --accum K --batch M; torch.cuda.graph: --cuda-graph), run both again under the same conditions
 (the collector on), and compare the realised iteration time with the predicted one and
 the realised speedup with the predicted one, and the peak memory
 (torch.cuda.max_memory_reserved) with the budget when one was given. Advice that
@@ -31,6 +31,12 @@ Configurations (SIMGPU_PHYSICS=simple, as closed_loop.py):
   the activations from the caching allocator's segments of the first step
   (optimizer/memest.h), and the advice, no_sync=K micro_batch=B, is applied as
   --accum K --batch B;
+- ddp host-bound: 8 transformer blocks of width 64 at batch 2 (about 880 device ops a step,
+  each a few microseconds: the host's launches and Python set the step time); dpro-optimize
+  --strategies capture (the capture alone: torch.compile cannot run here) advises
+  torch.cuda.graph of the whole step, predicted over that region (optimizer/workload.h:
+  WL_CAPTURE_STEP), applied as --cuda-graph (the step with zero_grad and DDP's all-reduces
+  captured after 11 eager steps, then replayed);
 - fsdp memory budget: fsdp_train.py's MLP at --dim 256, batch 4096, without resharding
   after the forward (162 MiB reserved) under a 140 MiB budget: the same advice, applied
   as --accum K --batch B (set_requires_gradient_sync(False) on all micro-batches but the
@@ -70,6 +76,8 @@ CONFIGS = [
      ["--strategies", "tensor"]),
     ("ddp memory budget", ["--batch", "16", "--seq", "128", "--dim", "256"], {},
      ["--strategies", "memory", "--memory-budget", "140M", "--batch", "16"]),
+    ("ddp host-bound", ["--layers", "8", "--batch", "2"], {},
+     ["--strategies", "capture", "--batch", "2"]),
 ]
 # name, fsdp_train.py arguments, environment, dpro-optimize arguments
 FSDP_CONFIGS = [
@@ -93,6 +101,7 @@ class TorchDdpJob:
     # the advice's options and the script's
     opts = {"bucket_cap_mb": "--bucket-cap-mb", "no_sync": "--accum", "micro_batch": "--batch"}
     values = {}  # the advice's values the script spells otherwise
+    flags = {"torch.cuda.graph": "--cuda-graph"}  # the advice's options without a value
 
     @classmethod
     def run(cls, args, env_extra, trace_dir):
@@ -123,6 +132,9 @@ class TorchDdpJob:
         """The script's options for torch_args; ValueError for what it cannot take."""
         out = []
         for tok in advice.split():
+            if tok in cls.flags:
+                out.append(cls.flags[tok])
+                continue
             key, _, val = tok.partition("=")
             if key not in cls.opts or not val:
                 raise ValueError("%s has no option for '%s'" % (os.path.basename(cls.train), tok))
@@ -137,6 +149,7 @@ class TorchFsdpJob(TorchDdpJob):
     opts = {"no_sync": "--accum", "micro_batch": "--batch",
             "reshard_after_forward": "--reshard-after-forward", "prefetch": "--prefetch"}
     values = {"False": "0", "True": "1"}
+    flags = {}
 
 
 def main():

@@ -4,9 +4,24 @@ torch.nn.parallel.DistributedDataParallel (backend nccl), one process per rank (
 simrun or torchrun).  The knobs real users turn are flags: --bucket-cap-mb,
 --grad-as-bucket-view, --static-graph, --accum N (gradient accumulation: no_sync() on the
 first N-1 micro-batches), --checkpoint (torch.utils.checkpoint on every other block),
---comm-hook fp16 (DDP's fp16 compression hook).  --runs "MODEL:KNOB,KNOB;..." trains
-several configurations one after the other in one process (knobs: bucket=MB, view, static,
-accum=N, ckpt, fp16), each a fresh model and DDP.
+--comm-hook fp16 (DDP's fp16 compression hook), --cuda-graph (the whole step captured in
+one CUDA graph, below).  --runs "MODEL:KNOB,KNOB;..." trains several configurations one
+after the other in one process (knobs: bucket=MB, view, static, accum=N, ckpt, fp16,
+graph), each a fresh model and DDP.
+
+--cuda-graph follows PyTorch's whole-network capture with DDP (CUDA semantics notes,
+"Usage with DistributedDataParallel", NCCL >= 2.9.6: full-backward capture): the process
+group starts with TORCH_NCCL_ASYNC_ERROR_HANDLING=0 (DDP's asynchronous error handling
+off), DDP is built on a side stream, 11 eager DDP steps warm up on that stream (not timed,
+not among --steps), then one step is captured with torch.cuda.graph: what an eager step
+launches but the batch's copy (optimizer.zero_grad(set_to_none=False) on the gradients
+the warm-up made, the forward, the backward with DDP's bucket all-reduces, issued from
+its autograd hooks into the capture, and optimizer.step()).  Each of the --steps steps copies a fresh batch into the captured
+input and replays the graph: one cudaGraphLaunch instead of the step's kernel and NCCL
+launches.  torch.autograd.graph.set_override_stale_capture_stream(True): the
+AccumulateGrad nodes that DDP keeps from its construction refer to a stream that is not
+the capture's; the override puts their work on the capturing stream.  Not with --accum
+(the micro-batches under no_sync() are another graph each) nor --checkpoint.
 
 Convolutions run with torch.backends.cudnn.enabled = False (the simulated device has no
 cuDNN stand-in: torch's own im2col + cuBLAS kernels run instead).
@@ -113,19 +128,19 @@ def parse_runs(args):
     if not args.runs:
         return [dict(model=args.model, bucket=args.bucket_cap_mb, view=args.grad_as_bucket_view,
                      static=args.static_graph, accum=args.accum, ckpt=args.checkpoint,
-                     hook=args.comm_hook)]
+                     hook=args.comm_hook, graph=args.cuda_graph)]
     runs = []
     for spec in args.runs.split(";"):
         model, _, knobs = spec.partition(":")
         r = dict(model=model, bucket=args.bucket_cap_mb, view=False, static=False, accum=1,
-                 ckpt=False, hook="none")
+                 ckpt=False, hook="none", graph=False)
         for k in filter(None, knobs.split(",")):
             key, _, val = k.partition("=")
             if key == "bucket":
                 r["bucket"] = float(val)
             elif key == "accum":
                 r["accum"] = int(val)
-            elif key in ("view", "static", "ckpt"):
+            elif key in ("view", "static", "ckpt", "graph"):
                 r[key] = True
             elif key == "fp16":
                 r["hook"] = "fp16"
@@ -134,7 +149,48 @@ def parse_runs(args):
         if model not in ("transformer", "conv"):
             raise SystemExit("ddp_train.py: --runs %r: unknown model %r" % (spec, model))
         runs.append(r)
+    for r in runs:
+        if r["graph"] and (r["accum"] > 1 or r["ckpt"]):
+            raise SystemExit("ddp_train.py: --cuda-graph captures one step of one batch: not "
+                             "with --accum or --checkpoint")
     return runs
+
+
+GRAPH_WARMUP = 11  # eager DDP steps before a capture (PyTorch's DDP capture recipe)
+
+
+def eager_step(ddp, opt, make, dev, accum):
+    """One step without capture: accum micro-batches, the first accum-1 under no_sync();
+    synchronises after the backward. Returns the time of that synchronisation; the caller
+    runs opt.step()."""
+    opt.zero_grad(set_to_none=False)
+    for micro in range(accum):
+        last = micro == accum - 1
+        with contextlib.nullcontext() if last else ddp.no_sync():
+            x = make().to(dev)
+            ddp(x).float().pow(2).mean().backward()
+    torch.cuda.synchronize()
+    return time.monotonic()
+
+
+def capture_step(ddp, opt, make, dev, side):
+    """--cuda-graph: GRAPH_WARMUP eager steps on the side stream DDP was built on, then one
+    step (zero_grad, forward, backward with DDP's all-reduces, opt.step()) captured.
+    Returns (the graph, its static input)."""
+    with torch.cuda.stream(side):
+        for _ in range(GRAPH_WARMUP):
+            eager_step(ddp, opt, make, dev, 1)
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    static_x = make().to(dev)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):  # the eager step's work: its zero_grad() on the warm
+        opt.zero_grad(set_to_none=False)  # gradients included, the batch's copy not
+        ddp(static_x).float().pow(2).mean().backward()
+        opt.step()
+    torch.cuda.synchronize()
+    return graph, static_x
 
 
 def train(run, args, rank, dev):
@@ -145,29 +201,36 @@ def train(run, args, rank, dev):
     else:
         model = ConvNet(args.width, args.layers, run["ckpt"]).to(dev)
         make = lambda: torch.randn(args.batch, 3, args.image, args.image)  # noqa: E731
-    ddp = nn.parallel.DistributedDataParallel(
-        model, device_ids=[dev], bucket_cap_mb=run["bucket"],
-        gradient_as_bucket_view=run["view"], static_graph=run["static"])
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    # a capture needs DDP built on a side stream; without one, the current stream
+    with torch.cuda.stream(side) if run["graph"] else contextlib.nullcontext():
+        ddp = nn.parallel.DistributedDataParallel(
+            model, device_ids=[dev], bucket_cap_mb=run["bucket"],
+            gradient_as_bucket_view=run["view"], static_graph=run["static"])
     if run["hook"] == "fp16":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
+    graph = None
+    if run["graph"]:
+        graph, static_x = capture_step(ddp, opt, make, dev, side)
     grads = 0
     torch.cuda.reset_peak_memory_stats()
     t0 = time.monotonic()
     syncs = []
     for step in range(args.steps):
-        opt.zero_grad(set_to_none=False)
-        for micro in range(run["accum"]):
-            last = micro == run["accum"] - 1
-            with contextlib.nullcontext() if last else ddp.no_sync():
-                x = make().to(dev)
-                ddp(x).float().pow(2).mean().backward()
-        torch.cuda.synchronize()
-        syncs.append(time.monotonic())
+        if graph is None:
+            syncs.append(eager_step(ddp, opt, make, dev, run["accum"]))
+        else:
+            static_x.copy_(make())
+            graph.replay()
+            torch.cuda.synchronize()
+            syncs.append(time.monotonic())
         if step == args.steps - 1:
             grads = checksum(p.grad for p in model.parameters())
-        opt.step()
+        if graph is None:
+            opt.step()
     torch.cuda.synchronize()
     return dict(run, params=checksum(model.parameters()), grads=grads,
                 seconds=round(time.monotonic() - t0, 3),
@@ -185,6 +248,8 @@ def main():
     ap.add_argument("--accum", type=int, default=1, help="micro-batches per step (no_sync)")
     ap.add_argument("--checkpoint", action="store_true", help="checkpoint every other block")
     ap.add_argument("--comm-hook", choices=["none", "fp16"], default="none")
+    ap.add_argument("--cuda-graph", action="store_true",
+                    help="capture the whole step in a CUDA graph (see the docstring)")
     ap.add_argument("--runs", default="", help='"MODEL:KNOB,...;..." (see the docstring)')
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--layers", type=int, default=2)
@@ -197,6 +262,10 @@ def main():
     ap.add_argument("--out", default="", help="folder for rank<R>.json")
     args = ap.parse_args()
     runs = parse_runs(args)
+    if any(r["graph"] for r in runs):
+        # PyTorch's DDP capture recipe: before the process group starts
+        os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "0"
+        torch.autograd.graph.set_override_stale_capture_stream(True)
 
     torch.backends.cudnn.enabled = False
     local = int(os.environ.get("LOCAL_RANK", "0"))

@@ -14,6 +14,11 @@ device, 2 ranks under simrun (tests/torch/ddp_train.py).
    sequence number, operation, bytes), dpro-replay finds the steady steps from the kernel
    sequence's period and replays them, and dpro-optimize advises DDP's bucket_cap_mb and
    estimates the peak memory within 10 % of torch.cuda.max_memory_reserved().
+3. The transformer with --cuda-graph (the whole step captured with torch.cuda.graph, DDP's
+   all-reduces inside) under dpro-run: parameters and gradients agree across the ranks
+   (only the replayed all-reduces make them agree), each rank's trace holds one
+   cudaGraphLaunch per step and an NCCL all-reduce kernel per replay (the captured
+   ncclAllReduce call launches nothing itself).
 
 Skips (77) without venv/ (make venv) or with DPRO_TORCH=0."""
 import glob
@@ -38,6 +43,7 @@ RUNS = ("transformer:;transformer:bucket=0.01,view,static;transformer:accum=2,ck
         "conv:;conv:fp16,bucket=0.05")
 
 STEPS = 8  # of the traced run
+GRAPH_STEPS = 4  # replays of the captured step
 
 
 def run_records(out):
@@ -168,6 +174,47 @@ try:
               "10 %%" % (est, reserved))
         print("peak memory: estimated %.1f MiB, max_memory_reserved %.1f MiB"
               % (est / 1048576.0, reserved / 1048576.0))
+
+    # 3. the whole step captured: agreement across ranks, graph launches in the trace
+    trace = os.path.join(tmp, "graph-trace")
+    out = os.path.join(tmp, "graph")
+    os.mkdir(out)
+    r = subprocess.run([dpro_run, "-o", trace, "--"] + job(out, "transformer:graph", GRAPH_STEPS),
+                       env=env, capture_output=True, text=True, timeout=200)
+    check(r.returncode == 0, "captured DDP step under dpro-run (rc %d): %s"
+          % (r.returncode, r.stderr[-4000:]))
+    recs = []
+    for rank in range(2):
+        path = os.path.join(out, "rank%d.json" % rank)
+        if check(os.path.exists(path), "captured: rank %d wrote %s" % (rank, path)):
+            with open(path) as f:
+                recs.append(json.load(f)["runs"][0])
+    if len(recs) == 2:
+        x, y = recs
+        check(x["graph"] and len(x["iter_us"]) == GRAPH_STEPS - 1,
+              "the captured run: %d step times" % len(x["iter_us"]))
+        check(x["params"] != 0 and x["params"] == y["params"] and x["grads"] == y["grads"],
+              "captured step: parameters (%d, %d) and gradients (%d, %d) agree across ranks"
+              % (x["params"], y["params"], x["grads"], y["grads"]))
+    files = sorted(glob.glob(os.path.join(trace, "rank*.dpro")))
+    check(len(files) == 2, "captured: one trace per rank: %s" % files)
+    for f in files:
+        d = subprocess.run([trace_dump, f], capture_output=True, text=True, timeout=60)
+        if not check(d.returncode == 0 and d.stdout, "trace-dump %s: %s" % (f, d.stderr)):
+            continue
+        ev = json.loads(d.stdout.splitlines()[0])["events"]
+        launches = sum(1 for e in ev if e["kind"] == "api" and e["name"] == "cudaGraphLaunch")
+        calls = sum(1 for e in ev if e["kind"] == "collective" and e["name"] == "ncclAllReduce")
+        kernels = sum(1 for e in ev if e["kind"] == "kernel"
+                      and e["name"].startswith("ncclDevKernel_AllReduce"))
+        check(launches == GRAPH_STEPS, "%s: one cudaGraphLaunch per step: %d of %d steps"
+              % (os.path.basename(f), launches, GRAPH_STEPS))
+        # the captured call launches its kernel in the replays only
+        check(kernels == calls - 1 + GRAPH_STEPS,
+              "%s: the replays' all-reduce kernels: %d kernels, %d ncclAllReduce calls (one "
+              "captured), %d replays" % (os.path.basename(f), kernels, calls, GRAPH_STEPS))
+        print("captured: %s: %d graph launches, %d all-reduce kernels for %d ncclAllReduce calls"
+              % (os.path.basename(f), launches, kernels, calls))
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
