@@ -11,7 +11,11 @@ when one was given. Prints every run, and one line per configuration.
 Iteration times are ddp-sim's own (iter_us, the wall-clock time between its per-
 iteration synchronisations), as a mean over ranks of the median over the measured
 iterations (20; 40 for the host-bound one): a one-off stall (a rank descheduled for
-milliseconds on shared cores) is not the configuration's iteration time.
+milliseconds on shared cores) is not the configuration's iteration time. dpro's figures
+are compared as the same statistic: the median of its simulated iterations
+(dpro-optimize's baseline_median_iter_us and the plan's predicted_median_iter_us; the
+predicted speedup is their ratio), not their mean, which carries a stall recorded in the
+profile into every prediction made from it (tests/fidelity/fidelity.py does the same).
 
 Measurement design. The machines are shared and noisy (several ranks and engineers on two
 cores), and the load drifts over a run of the test, so no figure rests on one run and no
@@ -151,9 +155,10 @@ def profile(work, name, args, env, opt_args, k, job=DdpSimJob):
     if not rep["strategies"]:
         return None, ["%s: no strategy recommended" % name]
     top = rep["strategies"][0]
-    return {"base_us": base_us, "replay_us": rep["baseline_iter_us"],
-            "advice": top["knobs"][job.args_key], "pred_us": top["predicted_iter_us"],
-            "pred_x": top["predicted_speedup"], "pred_peak": top["peak_memory_bytes"]}, []
+    base_med, pred_med = rep["baseline_median_iter_us"], top["predicted_median_iter_us"]
+    return {"base_us": base_us, "replay_us": base_med, "advice": top["knobs"][job.args_key],
+            "pred_us": pred_med, "pred_x": base_med / pred_med if pred_med > 0 else 0.0,
+            "pred_peak": top["peak_memory_bytes"]}, []
 
 
 def measure(work, name, args, env, extra, j, applied, job=DdpSimJob):
@@ -173,7 +178,8 @@ def one_config(work, name, args, env, opt_args, job=DdpSimJob):
         why.extend(w)
         if prof:
             profiles.append(prof)
-            print("%s: profile %d: %.1f us (replay %.1f us); advice '%s': predicted %.1f us, "
+            print("%s: profile %d: %.1f us (replay, median %.1f us); advice '%s': predicted "
+                  "(median) %.1f us, "
                   "x%.3f, peak %.0f MiB" % (name, k, prof["base_us"], prof["replay_us"],
                                            prof["advice"], prof["pred_us"], prof["pred_x"],
                                            prof["pred_peak"] / 1048576.0))
