@@ -43,6 +43,7 @@ job_free(job *j)
 {
     for (int32_t r = 0; r < j->n_ranks; r++) {
         free(j->ranks[r].events);
+        free(j->ranks[r].bounds);
         free(j->ranks[r].path);
         dpro_reader_close(j->ranks[r].reader);
     }
@@ -69,6 +70,9 @@ job_rank_keep_ranges(job_rank *jr)
         jr->events = x;
     }
     jr->n_events = k;
+    free(jr->bounds); /* indices into the events gone */
+    jr->bounds = NULL;
+    jr->n_bounds = 0;
     malloc_trim(0); /* the heap's free pages back to the system, for the graph to come */
 }
 
@@ -124,6 +128,8 @@ task_free(rank_task *t)
     free(t->err);
     free(t->bstart);
     free(t->bend);
+    free(t->bpos);
+    period_scan_free(&t->period);
     if (t->sig)
         job_fold_sig_free(t->sig);
     free(t->sig);
@@ -513,27 +519,82 @@ reopen(rank_task *t)
     return 0;
 }
 
-/* scan_bounds' collector: the markers. */
+/* scan_bounds' collector: the markers, and with kernels the kernels as the period scan
+ * reads them. */
 typedef struct keep_markers {
     job_rank *sub;
     size_t cap;
+    int kernels;
+    period_kernel *k;
+    size_t nk, kcap;
+    int32_t key_count[8]; /* ranges named like iterations, by naming pattern (iter.h) */
 } keep_markers;
+
+/* Stops collecting kernels once marker e decides that the iterations come from markers
+ * (replay_detect_iterations: an iteration marker, or two ranges of one naming pattern):
+ * the period is not looked for then. */
+static void
+markers_decide(keep_markers *k, const dpro_event *e)
+{
+    int key = -1, yes = e->subkind == DPRO_MARK_ITERATION;
+    if (!yes && (e->subkind == DPRO_MARK_RANGE || e->subkind == DPRO_MARK_CPU_OP) &&
+        iter_text_is_iteration(dpro_reader_string(k->sub->reader, e->name), &key) && key >= 0 &&
+        key < 8)
+        yes = ++k->key_count[key] >= 2;
+    if (yes) {
+        free(k->k);
+        k->k = NULL;
+        k->nk = k->kcap = 0;
+        k->kernels = 0;
+    }
+}
 
 static int
 keep_marker(void *arg, const dpro_event *e)
 {
     keep_markers *k = arg;
+    if (e->kind == DPRO_KIND_MARKER && k->kernels)
+        markers_decide(k, e);
+    if (e->kind == DPRO_KIND_KERNEL && k->kernels) {
+        if (k->nk == k->kcap) {
+            size_t c = k->kcap ? k->kcap * 2 : 4096;
+            period_kernel *x = realloc(k->k, c * sizeof *x);
+            if (!x)
+                return DPRO_ERR_NOMEM;
+            k->k = x;
+            k->kcap = c;
+        }
+        k->k[k->nk++] = (period_kernel){e->start_ns, e->end_ns, e->stream, e->name};
+    }
     if (e->kind != DPRO_KIND_MARKER)
         return 0;
     return push_event(&k->sub->events, &k->sub->n_events, &k->cap, e) ? DPRO_ERR_NOMEM : 0;
 }
 
-/* The window's first pass over one rank: every event is read, the markers are kept and
- * the boundaries found in them as the replay finds them. Markers are all that the
- * replay's detection looks at when it finds iterations from markers (the only case a
- * window is taken for); without them it falls back to the kernel period, here to
- * ITER_NONE, and every event is loaded. Damaged batches are counted and told here.
- * Returns 0 or a dpro_status. */
+/* Without markers (ri->method ITER_NONE) and with t->scan_period: the period of the
+ * kernels km collected (kept trimmed in t->period; t->method ITER_PERIOD when found,
+ * its boundaries waiting for the ranks' cut). Returns 0 or DPRO_ERR_NOMEM. */
+static int
+scan_period(rank_task *t, const replay_rank_iters *ri, const keep_markers *km)
+{
+    int rc = 0;
+    if (ri->method == ITER_NONE && t->scan_period &&
+        period_scan_kernels(km->k, km->nk, NULL, &t->period) != 0)
+        rc = DPRO_ERR_NOMEM;
+    if (rc == 0 && t->period.p > 0) {
+        period_scan_trim(&t->period);
+        t->method = ITER_PERIOD;
+    }
+    return rc;
+}
+
+/* The first pass over one rank: every event is read, the markers are kept and the
+ * boundaries found in them as the replay finds them. Markers are all that the replay's
+ * detection looks at when it finds iterations from markers (the only case a window is
+ * taken for); without them it falls back to the kernel period: with t->scan_period the
+ * kernels are scanned here as the replay scans them (period.h), the cut waiting for the
+ * other ranks' (agree_period_cut), else the method stays ITER_NONE and nothing is
+ * folded. Damaged batches are counted and told here. Returns 0 or a dpro_status. */
 static int
 scan_bounds(rank_task *t, const job_options *o)
 {
@@ -541,7 +602,7 @@ scan_bounds(rank_task *t, const job_options *o)
     job_rank *jr = t->jr;
     job_rank sub = {.rank = jr->rank, .path = jr->path};
     replay_rank_iters ri = {0};
-    keep_markers km = {.sub = &sub};
+    keep_markers km = {.sub = &sub, .kernels = t->scan_period};
     int rc = reopen(t);
     if (rc == 0) {
         sub.reader = jr->reader;
@@ -550,6 +611,7 @@ scan_bounds(rank_task *t, const job_options *o)
     if (rc != 0) {
         dpro_reader_detach(jr->reader);
         free(sub.events);
+        free(km.k);
         return rc;
     }
     if (replay_detect_iterations(&sub, &ri) != 0)
@@ -566,6 +628,9 @@ scan_bounds(rank_task *t, const job_options *o)
         t->bstart[k] = sub.events[ri.event_index[k]].start_ns;
         t->bend[k] = sub.events[ri.event_index[k]].end_ns;
     }
+    if (rc == 0)
+        rc = scan_period(t, &ri, &km);
+    free(km.k);
     replay_rank_iters_free(&ri);
     free(sub.events);
     t->quiet_damage = 1;
@@ -592,8 +657,47 @@ window_holds_bounds(const rank_task *t)
     return ok;
 }
 
-/* The second pass (or the only one): reads the rank's events, checks a window. Returns 0
- * or a dpro_status. */
+/* The boundaries cut from the first pass (t->bpos: kernel positions on stream t->bstream)
+ * as indices of the events read, into jr->bounds. Returns 0, or a dpro_status when out
+ * of memory or when the events read do not show them (the trace changed between the
+ * passes). */
+static int
+place_bounds(rank_task *t)
+{
+    job_rank *jr = t->jr;
+    size_t *b = malloc((size_t)(t->nb > 0 ? t->nb : 1) * sizeof *b);
+    size_t pos = 0;
+    int32_t k = 0;
+    for (size_t i = 0; b && i < jr->n_events && k < t->nb; i++) {
+        const job_event *e = &jr->events[i];
+        if (e->kind != DPRO_KIND_KERNEL || e->stream != t->bstream)
+            continue;
+        if (pos++ != t->bpos[k])
+            continue;
+        if (e->end_ns != t->bend[k])
+            break;
+        b[k++] = i;
+    }
+    int rc = 0;
+    if (!b)
+        rc = task_fail(t, DPRO_ERR_NOMEM, "out of memory reading %s", jr->path);
+    else if (k < t->nb)
+        rc = task_fail(t, DPRO_ERR_CORRUPT,
+                       "%s: the second read does not show the iterations the first found "
+                       "(kernel %zu of stream %llu: the trace changed while read?)",
+                       jr->path, t->bpos[k], (unsigned long long)t->bstream);
+    if (rc == 0) {
+        jr->bounds = b;
+        jr->n_bounds = t->nb;
+        jr->period = t->bperiod;
+    } else {
+        free(b);
+    }
+    return rc;
+}
+
+/* The second pass (or the only one): reads the rank's events, checks a window, places
+ * the boundaries cut from the first pass. Returns 0 or a dpro_status. */
 int
 job_read_rank(rank_task *t, const job_options *o)
 {
@@ -602,6 +706,8 @@ job_read_rank(rank_task *t, const job_options *o)
         rc = read_events(t, o ? o->max_events : 0);
     dpro_reader_detach(t->jr->reader);
     t->loaded = t->jr->n_events;
+    if (rc == 0 && t->bpos)
+        rc = place_bounds(t);
     if (rc == 0 && t->windowed) {
         int ok = window_holds_bounds(t);
         if (ok < 0)
@@ -685,15 +791,18 @@ detect_warmup(const rank_task *t, int32_t n)
 /* The compared iterations as the replay chooses them, from the first pass: warm-up given
  * or detected, then o->iterations of them (0: all), as boundary indices *first (the
  * boundary that opens them) to *last + 1, and each task's cmp_t0, cmp_t1, cmp_ni.
- * Returns 1 when every task's iterations come from markers and some are compared, 0
- * when not, -1 when out of memory. */
+ * Returns 1 when every task's iterations come from markers or from the kernel period's
+ * cut agreed in the first pass and some are compared, 0 when not, -1 when out of
+ * memory. */
 static int
 compared_span(rank_task *t, int32_t n, const job_options *o, int32_t *first, int32_t *last,
               int32_t *n_common)
 {
     *n_common = -1;
     for (int32_t i = 0; i < n; i++) {
-        if ((t[i].method != ITER_MARKER && t[i].method != ITER_RANGE) || t[i].nb < 2)
+        if ((t[i].method != ITER_MARKER && t[i].method != ITER_RANGE &&
+             !(t[i].method == ITER_PERIOD && t[i].bpos)) ||
+            t[i].nb < 2)
             return 0;
         if (*n_common < 0 || t[i].nb < *n_common)
             *n_common = t[i].nb;
@@ -726,7 +835,10 @@ choose_window(job *j, rank_task *t, int32_t n, const job_options *o, int32_t *sp
 {
     int32_t first = 0, last = -1, n_common = 0;
     int rc = compared_span(t, n, o, &first, &last, &n_common);
-    if (rc <= 0 || o->iterations <= 0 || o->full || o->max_events)
+    int period = 0; /* the kernel period needs the whole trace */
+    for (int32_t i = 0; i < n; i++)
+        period |= t[i].method == ITER_PERIOD;
+    if (rc <= 0 || o->iterations <= 0 || o->full || o->max_events || period)
         return rc < 0 ? -1 : 0;
     int32_t from = first > 0 ? first - 1 : 0;
     if (from == 0 && last + 2 >= n_common)
@@ -743,6 +855,55 @@ choose_window(job *j, rank_task *t, int32_t n, const job_options *o, int32_t *sp
     span[0] = first + 1; /* numbered as the replay numbers them */
     span[1] = last + 1;
     return 1;
+}
+
+/* The cut of the ranks whose iterations come from the kernel period, agreed from their
+ * first-pass scans as the replay agrees it over every rank's events (period_match): each
+ * such task gets its boundaries (bpos, bend, nb) and its scan is freed. Returns 0 or
+ * DPRO_ERR_NOMEM. */
+static int
+agree_period_cut(job *j, rank_task *t, int32_t n)
+{
+    period_scan *ps = calloc((size_t)j->n_ranks + 1, sizeof *ps); /* shallow copies */
+    replay_rank_iters *it = calloc((size_t)j->n_ranks + 1, sizeof *it);
+    int rc = ps && it ? 0 : DPRO_ERR_NOMEM;
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        int32_t r = t[i].jr->rank;
+        if (t[i].period.p == 0)
+            continue;
+        ps[r] = t[i].period;
+        if (period_cut(&ps[r], period_own_phase(&ps[r]), &it[r]) != 0)
+            rc = DPRO_ERR_NOMEM;
+    }
+    if (rc == 0 && period_match(j, ps, it) != 0)
+        rc = DPRO_ERR_NOMEM;
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        rank_task *x = &t[i];
+        replay_rank_iters *ri = &it[x->jr->rank];
+        if (x->period.p == 0)
+            continue;
+        free(x->bstart);
+        free(x->bend);
+        x->bstart = NULL;
+        x->bend = malloc((size_t)(ri->n > 0 ? ri->n : 1) * sizeof *x->bend);
+        if (!x->bend) {
+            rc = DPRO_ERR_NOMEM;
+            break;
+        }
+        for (int32_t k = 0; k < ri->n; k++)
+            x->bend[k] = period_end_at(&x->period, ri->event_index[k]);
+        x->nb = ri->n;
+        x->bpos = ri->event_index;
+        ri->event_index = NULL;
+        x->bstream = x->period.stream;
+        x->bperiod = x->period.p;
+        period_scan_free(&x->period);
+    }
+    for (int32_t r = 0; it && r < j->n_ranks; r++)
+        replay_rank_iters_free(&it[r]);
+    free(it);
+    free(ps);
+    return rc;
 }
 
 /* Hands the tasks' warnings to job_warn in rank order (with_empty: and that a rank has
@@ -891,10 +1052,14 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
     j->share_hi = hi;
     int want_window = opts && opts->iterations > 0 && !opts->full && !opts->max_events;
     int want_fold = opts && opts->fold && !opts->max_events && n > 1;
+    for (int32_t i = lo; rc == 0 && !sh && i < hi; i++)
+        t[i].scan_period = want_fold; /* shared reading agrees no period cut */
     if (rc == 0 && (want_window || want_fold)) {
         pool_run(t + lo, hi - lo, jobs, scan_bounds, opts);
         if (sh)
             rc = job_share_bounds(sh, t, n, lo, hi);
+        if (rc == 0 && !sh && first_failure(t, n) == 0)
+            rc = agree_period_cut(j, t, n);
         if (rc == 0 && first_failure(t, n) != 0) {
             rc = report_tasks(j, t, n, 0, errbuf, errlen);
             reported = 1;

@@ -103,6 +103,10 @@ typedef struct job_rank {
     uint64_t dropped;
     int folded;       /* 1: alike rank fold_rep, reduced while read (see below) */
     int32_t fold_rep; /* with folded: the representative rank */
+    size_t *bounds;   /* iterations from the kernel period, cut while loading (see below):
+                       * the event closing each, n_bounds of them; NULL: not cut */
+    int32_t n_bounds;
+    size_t period; /* with bounds: kernels per iteration */
 } job_rank;
 
 typedef struct job {

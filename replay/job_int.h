@@ -7,6 +7,7 @@
 
 #include "job.h"
 #include "job_fold.h"
+#include "period.h"
 
 /* One rank's load, done on a worker thread. Its warnings wait in msg until the phase is
  * over and are then recorded in rank order, so that they come out the same for any
@@ -33,6 +34,15 @@ typedef struct rank_task {
     /* the compared iterations in the trace's clock (cmp_ni > 0: known), for folding */
     uint64_t cmp_t0, cmp_t1;
     int32_t cmp_ni;
+    /* iterations from the kernel period (no markers), with scan_period: the first pass
+     * scans the busiest stream (period), kept trimmed until the ranks' cut is agreed;
+     * then nb boundaries as kernel positions (bpos) on stream bstream, their ends in
+     * bend (no bstart: no window is taken), the period's length in bperiod */
+    int scan_period;
+    period_scan period;
+    size_t *bpos;
+    uint64_t bstream;
+    size_t bperiod;
     int quiet_damage;  /* damaged batches were already counted and told (first pass) */
     job_fold_sig *sig; /* shared reading: a rank folded on its process keeps its signature
                         * (malloc'd) for process 0's classification */

@@ -7,7 +7,7 @@ replay_libdproreplay_la_SOURCES = \
 	replay/dfg.c replay/dfg.h replay/dfg_int.h replay/dfg_edit.c replay/dfg_fold.c replay/dfg_sparse.c \
 	replay/sim.c replay/sim.h replay/sim_int.h replay/sim_analysis.c \
 	replay/align.c replay/align.h \
-	replay/iter.c replay/iter.h \
+	replay/iter.c replay/iter.h replay/period.c replay/period.h \
 	replay/costmodel.c replay/costmodel.h replay/ncclname.c replay/ncclname.h \
 	replay/contention.c replay/contention.h \
 	replay/hmap.c replay/hmap.h \

@@ -181,7 +181,7 @@ def main():
         d = os.path.join(tmp, "no-markers")
         subprocess.run([GEN, d, "--ranks", "3", "--iters", "8", "--no-markers"], check=True,
                        stdout=subprocess.DEVNULL)
-        compare("no-markers", d, expect_classes=1, read_folded=False)
+        compare("no-markers", d, expect_classes=1, read_folded=True)
         d = os.path.join(tmp, "cut")
         subprocess.run([GEN, d, "--ranks", "4", "--iters", "20", "--cut", "1:0.6", "--skew",
                         "2:40"], check=True, stdout=subprocess.DEVNULL)
