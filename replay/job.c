@@ -519,73 +519,22 @@ reopen(rank_task *t)
     return 0;
 }
 
-/* scan_bounds' collector: the markers, and with kernels the kernels as the period scan
- * reads them. */
+/* scan_bounds' collector: the markers, and the kernels for the period scan. */
 typedef struct keep_markers {
     job_rank *sub;
     size_t cap;
-    int kernels;
-    period_kernel *k;
-    size_t nk, kcap;
-    int32_t key_count[8]; /* ranges named like iterations, by naming pattern (iter.h) */
+    period_collect kernels;
 } keep_markers;
-
-/* Stops collecting kernels once marker e decides that the iterations come from markers
- * (replay_detect_iterations: an iteration marker, or two ranges of one naming pattern):
- * the period is not looked for then. */
-static void
-markers_decide(keep_markers *k, const dpro_event *e)
-{
-    int key = -1, yes = e->subkind == DPRO_MARK_ITERATION;
-    if (!yes && (e->subkind == DPRO_MARK_RANGE || e->subkind == DPRO_MARK_CPU_OP) &&
-        iter_text_is_iteration(dpro_reader_string(k->sub->reader, e->name), &key) && key >= 0 &&
-        key < 8)
-        yes = ++k->key_count[key] >= 2;
-    if (yes) {
-        free(k->k);
-        k->k = NULL;
-        k->nk = k->kcap = 0;
-        k->kernels = 0;
-    }
-}
 
 static int
 keep_marker(void *arg, const dpro_event *e)
 {
     keep_markers *k = arg;
-    if (e->kind == DPRO_KIND_MARKER && k->kernels)
-        markers_decide(k, e);
-    if (e->kind == DPRO_KIND_KERNEL && k->kernels) {
-        if (k->nk == k->kcap) {
-            size_t c = k->kcap ? k->kcap * 2 : 4096;
-            period_kernel *x = realloc(k->k, c * sizeof *x);
-            if (!x)
-                return DPRO_ERR_NOMEM;
-            k->k = x;
-            k->kcap = c;
-        }
-        k->k[k->nk++] = (period_kernel){e->start_ns, e->end_ns, e->stream, e->name};
-    }
+    if (job_period_collect(&k->kernels, k->sub->reader, e) != 0)
+        return DPRO_ERR_NOMEM;
     if (e->kind != DPRO_KIND_MARKER)
         return 0;
     return push_event(&k->sub->events, &k->sub->n_events, &k->cap, e) ? DPRO_ERR_NOMEM : 0;
-}
-
-/* Without markers (ri->method ITER_NONE) and with t->scan_period: the period of the
- * kernels km collected (kept trimmed in t->period; t->method ITER_PERIOD when found,
- * its boundaries waiting for the ranks' cut). Returns 0 or DPRO_ERR_NOMEM. */
-static int
-scan_period(rank_task *t, const replay_rank_iters *ri, const keep_markers *km)
-{
-    int rc = 0;
-    if (ri->method == ITER_NONE && t->scan_period &&
-        period_scan_kernels(km->k, km->nk, NULL, &t->period) != 0)
-        rc = DPRO_ERR_NOMEM;
-    if (rc == 0 && t->period.p > 0) {
-        period_scan_trim(&t->period);
-        t->method = ITER_PERIOD;
-    }
-    return rc;
 }
 
 /* The first pass over one rank: every event is read, the markers are kept and the
@@ -593,7 +542,7 @@ scan_period(rank_task *t, const replay_rank_iters *ri, const keep_markers *km)
  * detection looks at when it finds iterations from markers (the only case a window is
  * taken for); without them it falls back to the kernel period: with t->scan_period the
  * kernels are scanned here as the replay scans them (period.h), the cut waiting for the
- * other ranks' (agree_period_cut), else the method stays ITER_NONE and nothing is
+ * other ranks' (job_period_agree), else the method stays ITER_NONE and nothing is
  * folded. Damaged batches are counted and told here. Returns 0 or a dpro_status. */
 static int
 scan_bounds(rank_task *t, const job_options *o)
@@ -602,7 +551,7 @@ scan_bounds(rank_task *t, const job_options *o)
     job_rank *jr = t->jr;
     job_rank sub = {.rank = jr->rank, .path = jr->path};
     replay_rank_iters ri = {0};
-    keep_markers km = {.sub = &sub, .kernels = t->scan_period};
+    keep_markers km = {.sub = &sub, .kernels = {.on = t->scan_period}};
     int rc = reopen(t);
     if (rc == 0) {
         sub.reader = jr->reader;
@@ -611,7 +560,7 @@ scan_bounds(rank_task *t, const job_options *o)
     if (rc != 0) {
         dpro_reader_detach(jr->reader);
         free(sub.events);
-        free(km.k);
+        free(km.kernels.k);
         return rc;
     }
     if (replay_detect_iterations(&sub, &ri) != 0)
@@ -628,9 +577,9 @@ scan_bounds(rank_task *t, const job_options *o)
         t->bstart[k] = sub.events[ri.event_index[k]].start_ns;
         t->bend[k] = sub.events[ri.event_index[k]].end_ns;
     }
-    if (rc == 0)
-        rc = scan_period(t, &ri, &km);
-    free(km.k);
+    if (rc == 0 && ri.method == ITER_NONE)
+        rc = job_period_scan(t, &km.kernels);
+    free(km.kernels.k);
     replay_rank_iters_free(&ri);
     free(sub.events);
     t->quiet_damage = 1;
@@ -657,45 +606,6 @@ window_holds_bounds(const rank_task *t)
     return ok;
 }
 
-/* The boundaries cut from the first pass (t->bpos: kernel positions on stream t->bstream)
- * as indices of the events read, into jr->bounds. Returns 0, or a dpro_status when out
- * of memory or when the events read do not show them (the trace changed between the
- * passes). */
-static int
-place_bounds(rank_task *t)
-{
-    job_rank *jr = t->jr;
-    size_t *b = malloc((size_t)(t->nb > 0 ? t->nb : 1) * sizeof *b);
-    size_t pos = 0;
-    int32_t k = 0;
-    for (size_t i = 0; b && i < jr->n_events && k < t->nb; i++) {
-        const job_event *e = &jr->events[i];
-        if (e->kind != DPRO_KIND_KERNEL || e->stream != t->bstream)
-            continue;
-        if (pos++ != t->bpos[k])
-            continue;
-        if (e->end_ns != t->bend[k])
-            break;
-        b[k++] = i;
-    }
-    int rc = 0;
-    if (!b)
-        rc = task_fail(t, DPRO_ERR_NOMEM, "out of memory reading %s", jr->path);
-    else if (k < t->nb)
-        rc = task_fail(t, DPRO_ERR_CORRUPT,
-                       "%s: the second read does not show the iterations the first found "
-                       "(kernel %zu of stream %llu: the trace changed while read?)",
-                       jr->path, t->bpos[k], (unsigned long long)t->bstream);
-    if (rc == 0) {
-        jr->bounds = b;
-        jr->n_bounds = t->nb;
-        jr->period = t->bperiod;
-    } else {
-        free(b);
-    }
-    return rc;
-}
-
 /* The second pass (or the only one): reads the rank's events, checks a window, places
  * the boundaries cut from the first pass. Returns 0 or a dpro_status. */
 int
@@ -706,8 +616,14 @@ job_read_rank(rank_task *t, const job_options *o)
         rc = read_events(t, o ? o->max_events : 0);
     dpro_reader_detach(t->jr->reader);
     t->loaded = t->jr->n_events;
-    if (rc == 0 && t->bpos)
-        rc = place_bounds(t);
+    size_t miss = 0;
+    if (rc == 0 && t->bpos && (rc = job_period_place(t, &miss)) == DPRO_ERR_NOMEM)
+        rc = task_fail(t, rc, "out of memory reading %s", t->jr->path);
+    else if (rc != 0 && t->bpos)
+        rc = task_fail(t, rc,
+                       "%s: the second read does not show the iterations the first found "
+                       "(kernel %zu of stream %llu: the trace changed while read?)",
+                       t->jr->path, miss, (unsigned long long)t->bstream);
     if (rc == 0 && t->windowed) {
         int ok = window_holds_bounds(t);
         if (ok < 0)
@@ -762,148 +678,6 @@ job_threads(const job_options *opts)
     if (n < 1)
         n = 1;
     return n > JOB_MAX_JOBS ? JOB_MAX_JOBS : (int)n;
-}
-
-/* The warm-up the replay would detect: the most leading slow iterations of any rank,
- * from the ends of the boundary events (the replay takes the ends of the boundary nodes,
- * the last host call within each marker). Returns it, or -1 (out of memory). */
-static int32_t
-detect_warmup(const rank_task *t, int32_t n)
-{
-    int32_t warm = 0;
-    for (int32_t i = 0; i < n && warm >= 0; i++) {
-        int64_t *st = malloc((size_t)t[i].nb * sizeof *st);
-        uint8_t *wu = malloc((size_t)t[i].nb);
-        if (!st || !wu) {
-            warm = -1;
-        } else {
-            for (int32_t k = 0; k < t[i].nb; k++)
-                st[k] = (int64_t)t[i].bend[k];
-            int32_t w = (int32_t)iter_mark_warmup(st, (size_t)t[i].nb, 0.10, wu);
-            warm = w > warm ? w : warm;
-        }
-        free(st);
-        free(wu);
-    }
-    return warm;
-}
-
-/* The compared iterations as the replay chooses them, from the first pass: warm-up given
- * or detected, then o->iterations of them (0: all), as boundary indices *first (the
- * boundary that opens them) to *last + 1, and each task's cmp_t0, cmp_t1, cmp_ni.
- * Returns 1 when every task's iterations come from markers or from the kernel period's
- * cut agreed in the first pass and some are compared, 0 when not, -1 when out of
- * memory. */
-static int
-compared_span(rank_task *t, int32_t n, const job_options *o, int32_t *first, int32_t *last,
-              int32_t *n_common)
-{
-    *n_common = -1;
-    for (int32_t i = 0; i < n; i++) {
-        if ((t[i].method != ITER_MARKER && t[i].method != ITER_RANGE &&
-             !(t[i].method == ITER_PERIOD && t[i].bpos)) ||
-            t[i].nb < 2)
-            return 0;
-        if (*n_common < 0 || t[i].nb < *n_common)
-            *n_common = t[i].nb;
-    }
-    *first = o->warmup >= 0 ? (o->warmup > 0 ? o->warmup - 1 : 0) : detect_warmup(t, n);
-    if (n < 1 || *first < 0)
-        return n < 1 ? 0 : -1;
-    *last = *n_common - 2;
-    if (*last < *first)
-        *first = 0; /* everything looked like warm-up: the replay compares all */
-    if (o->iterations > 0 && *last - *first + 1 > o->iterations)
-        *last = *first + o->iterations - 1;
-    if (*last < *first)
-        return 0;
-    for (int32_t i = 0; i < n; i++) {
-        t[i].cmp_t0 = t[i].bend[*first];
-        t[i].cmp_t1 = t[i].bend[*last + 1];
-        t[i].cmp_ni = *last - *first + 1;
-    }
-    return 1;
-}
-
-/* Chooses the window from the first pass (see job.h): the compared iterations
- * (compared_span) and one iteration before them. Sets each task's window and
- * j->iter_skipped, j->window_warmup, and span[0..1] to the first and last compared
- * iteration, numbered as replay_summary.first_iteration. Returns 1 when a window is taken,
- * 0 when every event is to be loaded, -1 when out of memory. */
-static int
-choose_window(job *j, rank_task *t, int32_t n, const job_options *o, int32_t *span)
-{
-    int32_t first = 0, last = -1, n_common = 0;
-    int rc = compared_span(t, n, o, &first, &last, &n_common);
-    int period = 0; /* the kernel period needs the whole trace */
-    for (int32_t i = 0; i < n; i++)
-        period |= t[i].method == ITER_PERIOD;
-    if (rc <= 0 || o->iterations <= 0 || o->full || o->max_events || period)
-        return rc < 0 ? -1 : 0;
-    int32_t from = first > 0 ? first - 1 : 0;
-    if (from == 0 && last + 2 >= n_common)
-        return 0; /* the window is everything */
-    for (int32_t i = 0; i < n; i++) {
-        t[i].windowed = 1;
-        t[i].t0 = t[i].bstart[from];
-        t[i].t1 = t[i].bend[last + 1];
-        t[i].b_first = from;
-        t[i].b_count = last + 2 - from;
-    }
-    j->iter_skipped = from;
-    j->window_warmup = first - from + 1;
-    span[0] = first + 1; /* numbered as the replay numbers them */
-    span[1] = last + 1;
-    return 1;
-}
-
-/* The cut of the ranks whose iterations come from the kernel period, agreed from their
- * first-pass scans as the replay agrees it over every rank's events (period_match): each
- * such task gets its boundaries (bpos, bend, nb) and its scan is freed. Returns 0 or
- * DPRO_ERR_NOMEM. */
-static int
-agree_period_cut(job *j, rank_task *t, int32_t n)
-{
-    period_scan *ps = calloc((size_t)j->n_ranks + 1, sizeof *ps); /* shallow copies */
-    replay_rank_iters *it = calloc((size_t)j->n_ranks + 1, sizeof *it);
-    int rc = ps && it ? 0 : DPRO_ERR_NOMEM;
-    for (int32_t i = 0; rc == 0 && i < n; i++) {
-        int32_t r = t[i].jr->rank;
-        if (t[i].period.p == 0)
-            continue;
-        ps[r] = t[i].period;
-        if (period_cut(&ps[r], period_own_phase(&ps[r]), &it[r]) != 0)
-            rc = DPRO_ERR_NOMEM;
-    }
-    if (rc == 0 && period_match(j, ps, it) != 0)
-        rc = DPRO_ERR_NOMEM;
-    for (int32_t i = 0; rc == 0 && i < n; i++) {
-        rank_task *x = &t[i];
-        replay_rank_iters *ri = &it[x->jr->rank];
-        if (x->period.p == 0)
-            continue;
-        free(x->bstart);
-        free(x->bend);
-        x->bstart = NULL;
-        x->bend = malloc((size_t)(ri->n > 0 ? ri->n : 1) * sizeof *x->bend);
-        if (!x->bend) {
-            rc = DPRO_ERR_NOMEM;
-            break;
-        }
-        for (int32_t k = 0; k < ri->n; k++)
-            x->bend[k] = period_end_at(&x->period, ri->event_index[k]);
-        x->nb = ri->n;
-        x->bpos = ri->event_index;
-        ri->event_index = NULL;
-        x->bstream = x->period.stream;
-        x->bperiod = x->period.p;
-        period_scan_free(&x->period);
-    }
-    for (int32_t r = 0; it && r < j->n_ranks; r++)
-        replay_rank_iters_free(&it[r]);
-    free(it);
-    free(ps);
-    return rc;
 }
 
 /* Hands the tasks' warnings to job_warn in rank order (with_empty: and that a rank has
@@ -1059,11 +833,11 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
         if (sh)
             rc = job_share_bounds(sh, t, n, lo, hi);
         if (rc == 0 && !sh && first_failure(t, n) == 0)
-            rc = agree_period_cut(j, t, n);
+            rc = job_period_agree(j, t, n);
         if (rc == 0 && first_failure(t, n) != 0) {
             rc = report_tasks(j, t, n, 0, errbuf, errlen);
             reported = 1;
-        } else if (rc == 0 && (windowed = choose_window(j, t, n, opts, span)) < 0) {
+        } else if (rc == 0 && (windowed = job_choose_window(j, t, n, opts, span)) < 0) {
             rc = DPRO_ERR_NOMEM;
         }
         fold = rc == 0 && want_fold && t[0].cmp_ni > 0;

@@ -55,6 +55,46 @@ typedef struct fold_reps {
     int32_t n;
 } fold_reps;
 
+/* The kernels a first pass collects for the period scan (job_period_collect). */
+typedef struct period_collect {
+    int on; /* collecting: no markers that decide the iterations met so far */
+    period_kernel *k;
+    size_t n, cap;
+    int32_t key_count[8]; /* ranges named like iterations, by naming pattern (iter.h) */
+} period_collect;
+
+/* job_iters.c: collects event e (of the trace read by r) into c while c->on: its kernels,
+ * until a marker decides that the iterations come from markers (an iteration marker, or
+ * two ranges of one naming pattern, as replay_detect_iterations decides), when what was
+ * collected is freed and c->on cleared. Returns 0 or -1 (out of memory). */
+int job_period_collect(period_collect *c, const dpro_reader *r, const dpro_event *e);
+
+/* job_iters.c: the period of the kernels c collected from t's rank (found without
+ * markers), scanned as the replay scans them (period.h) and kept trimmed in t->period,
+ * t->method ITER_PERIOD when there is one (its cut waits for job_period_agree). Returns
+ * 0 or DPRO_ERR_NOMEM. */
+int job_period_scan(rank_task *t, const period_collect *c);
+
+/* job_iters.c: the cut of the ranks whose iterations come from the kernel period, agreed
+ * from the n tasks' first-pass scans as the replay agrees it from every rank's events
+ * (period_match): each such task gets its boundaries (bpos, bend, nb) and its scan is
+ * freed. Returns 0 or DPRO_ERR_NOMEM. */
+int job_period_agree(job *j, rank_task *t, int32_t n);
+
+/* job_iters.c: the boundaries cut from the first pass (t->bpos: kernel positions on stream
+ * t->bstream) as indices of the events the second pass read, into jr->bounds. Returns 0,
+ * DPRO_ERR_NOMEM, or DPRO_ERR_CORRUPT when the events do not show them (the trace changed
+ * between the passes: *missing is the first position not found). */
+int job_period_place(rank_task *t, size_t *missing);
+
+/* job_iters.c: chooses the window from the first pass (see job.h): the compared
+ * iterations (compared_span, which also sets each task's cmp_t0, cmp_t1 and cmp_ni) and
+ * one iteration before them; none when a rank's iterations come from the kernel period.
+ * Sets each task's window and j->iter_skipped, j->window_warmup, and span[0..1] to the
+ * first and last compared iteration, numbered as replay_summary.first_iteration. Returns
+ * 1 when a window is taken, 0 when every event is to be loaded, -1 when out of memory. */
+int job_choose_window(job *j, rank_task *t, int32_t n, const job_options *o, int32_t *span);
+
 /* job.c: the second pass (or the only one) over one rank (its trace opened anew and
  * detached again). Returns 0 or a dpro_status. */
 int job_read_rank(rank_task *t, const job_options *o);
