@@ -66,17 +66,18 @@ period_scan_kernels(const period_kernel *k, size_t n, const size_t *idx, period_
     if (rc != 0 || best < 4)
         return rc;
     ps->names = malloc(best * sizeof *ps->names);
-    ps->end = malloc(best * sizeof *ps->end);
+    ps->end = idx ? NULL : malloc(best * sizeof *ps->end);
     ps->idx = idx ? malloc(best * sizeof *ps->idx) : NULL;
-    if (!ps->names || !ps->end || (idx && !ps->idx))
+    if (!ps->names || (!idx && !ps->end) || (idx && !ps->idx))
         rc = -1;
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (k[i].stream != ps->stream)
             continue;
         ps->names[ps->n] = k[i].name;
-        ps->end[ps->n] = k[i].end_ns;
         if (idx)
             ps->idx[ps->n] = idx[i];
+        else
+            ps->end[ps->n] = k[i].end_ns;
         ps->n++;
     }
     if (rc == 0 && iter_find_period(ps->names, ps->n, &ps->p, &ps->lo, &ps->hi, NULL) != 0)
@@ -131,13 +132,15 @@ keep_range(void **a, size_t sz, size_t from, size_t m)
 int
 period_scan_trim(period_scan *ps)
 {
-    if (ps->p == 0 || ps->base > 0)
+    if (ps->p == 0 || ps->trimmed)
         return 0;
     size_t from = ps->lo > 0 ? ps->lo - 1 : 0, m = ps->hi - from;
-    keep_range((void **)&ps->names, sizeof *ps->names, from, m);
+    keep_range((void **)&ps->names, sizeof *ps->names, ps->lo, ps->p);
     keep_range((void **)&ps->end, sizeof *ps->end, from, m);
     keep_range((void **)&ps->idx, sizeof *ps->idx, from, m);
+    ps->nbase = ps->lo;
     ps->base = from;
+    ps->trimmed = 1;
     return 0;
 }
 
@@ -193,7 +196,7 @@ period_word(const job_rank *jr, const period_scan *ps)
 {
     const char **w = malloc((ps->p + 1) * sizeof *w);
     for (size_t k = 0; w && k < ps->p; k++)
-        w[k] = dpro_reader_string(jr->reader, ps->names[ps->lo + k - ps->base]);
+        w[k] = dpro_reader_string(jr->reader, ps->names[ps->lo + k - ps->nbase]);
     return w;
 }
 

@@ -37,10 +37,12 @@ typedef struct period_scan {
     uint64_t stream;  /* the busiest stream */
     size_t n;         /* its kernels */
     size_t p, lo, hi; /* period and periodic stretch [lo, hi) of positions; p == 0: none */
-    size_t base;      /* the first position the arrays below hold (period_scan_trim) */
-    uint32_t *names;  /* per position from base: the kernel's name */
-    uint64_t *end;    /* its end */
-    size_t *idx;      /* its event index, or NULL: boundaries are positions */
+    int trimmed;      /* period_scan_trim: only what a cut reads is kept */
+    size_t nbase;     /* the first position names holds (trimmed: lo, one period) */
+    uint32_t *names;  /* per position from nbase: the kernel's name */
+    size_t base;      /* the first position idx and end hold */
+    size_t *idx;      /* its event index, or NULL: boundaries are positions, and then */
+    uint64_t *end;    /* its end (with idx, NULL: the events say) */
     double *idle;     /* idle[ph]: device idle time before the kernels at phase ph, summed */
 } period_scan;
 
@@ -52,8 +54,9 @@ int period_scan_kernels(const period_kernel *k, size_t n, const size_t *idx, per
  * 0 or -1 (out of memory). */
 int period_scan_rank(const job_rank *jr, period_scan *ps);
 
-/* Keeps of ps only what a cut reads: the positions from the one before the stretch to
- * its end. Returns 0 (a failed shrink keeps the larger arrays). */
+/* Keeps of ps only what a cut and period_match read: the names of the stretch's first
+ * period, the event indices or ends from the position before the stretch to its end.
+ * Returns 0 (a failed shrink keeps the larger arrays). */
 int period_scan_trim(period_scan *ps);
 
 void period_scan_free(period_scan *ps);
@@ -67,7 +70,8 @@ size_t period_own_phase(const period_scan *ps);
  * memory). */
 int period_cut(const period_scan *ps, size_t phase, replay_rank_iters *it);
 
-/* The end of the kernel at position pos of ps (within the kept positions). */
+/* The end of the kernel at position pos of ps (within the kept positions; ps scanned
+ * without event indices). */
 uint64_t period_end_at(const period_scan *ps, size_t pos);
 
 /* Rank jr's iterations from its own kernel period and idlest phase (it->method stays

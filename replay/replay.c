@@ -52,7 +52,7 @@ match_period_phases(job *j, replay_rank_iters *iters)
     int rc = ps ? 0 : -1;
     for (int32_t r = 0; r < n && rc == 0; r++)
         if (j->ranks[r].reader && iters[r].method == ITER_PERIOD && !j->ranks[r].bounds)
-            rc = period_scan_rank(&j->ranks[r], &ps[r]);
+            rc = period_scan_rank(&j->ranks[r], &ps[r]) == 0 ? period_scan_trim(&ps[r]) : -1;
     if (rc == 0)
         rc = period_match(j, ps, iters);
     for (int32_t r = 0; ps && r < n; r++)
