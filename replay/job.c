@@ -826,14 +826,16 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
     j->share_hi = hi;
     int want_window = opts && opts->iterations > 0 && !opts->full && !opts->max_events;
     int want_fold = opts && opts->fold && !opts->max_events && n > 1;
-    for (int32_t i = lo; rc == 0 && !sh && i < hi; i++)
-        t[i].scan_period = want_fold; /* shared reading agrees no period cut */
+    for (int32_t i = lo; rc == 0 && i < hi; i++)
+        t[i].scan_period = want_fold;
     if (rc == 0 && (want_window || want_fold)) {
         pool_run(t + lo, hi - lo, jobs, scan_bounds, opts);
-        if (sh)
-            rc = job_share_bounds(sh, t, n, lo, hi);
-        if (rc == 0 && !sh && first_failure(t, n) == 0)
+        if (sh && want_fold)
+            rc = job_period_share(sh, t, n, lo, hi);
+        if (rc == 0)
             rc = job_period_agree(j, t, n);
+        if (rc == 0 && sh)
+            rc = job_share_bounds(sh, t, n, lo, hi);
         if (rc == 0 && first_failure(t, n) != 0) {
             rc = report_tasks(j, t, n, 0, errbuf, errlen);
             reported = 1;
@@ -864,6 +866,13 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
     }
     if (rc == 0 && sh)
         rc = job_share_collect(j, sh, t, n, lo, hi, fold ? &reps : NULL, opts);
+    for (int32_t i = 0; rc == 0 && sh && sh->me == 0 && i < n; i++)
+        if ((i < lo || i >= hi) && t[i].bpos && !t[i].jr->bounds && t[i].rc == 0 &&
+            (t[i].rc = job_period_place_ends(&t[i])) != 0)
+            task_fail(&t[i], t[i].rc,
+                      "%s: the events sent by its process do not show the "
+                      "iterations found in it",
+                      t[i].jr->path);
     int told = rc == 0 && sh && sh->me != 0; /* process 0 tells, for every process */
     for (int32_t i = 0; rc == 0 && !told && i < n; i++) {
         j->events_in_files += t[i].in_file;

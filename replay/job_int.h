@@ -77,9 +77,23 @@ int job_period_scan(rank_task *t, const period_collect *c);
 
 /* job_iters.c: the cut of the ranks whose iterations come from the kernel period, agreed
  * from the n tasks' first-pass scans as the replay agrees it from every rank's events
- * (period_match): each such task gets its boundaries (bpos, bend, nb) and its scan is
+ * (period_match): each such task gets its boundaries (bpos, nb; bend and bstart, both
+ * the boundaries' ends, where its scan holds the ends: a rank read here) and its scan is
  * freed. Returns 0 or DPRO_ERR_NOMEM. */
 int job_period_agree(job *j, rank_task *t, int32_t n);
+
+/* job_iters.c: shared reading: hands what the cut needs of every process's first-pass
+ * scans (t[lo, hi): stream, stretch, one period's names and idle times, not the ends) to
+ * every process, into t[0, n)'s period, so that each agrees the same cut
+ * (job_period_agree; the ends of the boundaries then travel with job_share_bounds).
+ * Returns 0 or DPRO_ERR_NOMEM (on every process where the transport says so). */
+int job_period_share(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi);
+
+/* job_iters.c: shared reading, process 0: the boundaries of a rank another process read
+ * (its events whole, or reduced around them), found by their ends (t->bend) among the
+ * kernels of stream t->bstream, into jr->bounds. Returns 0, DPRO_ERR_NOMEM, or
+ * DPRO_ERR_CORRUPT when the events do not show them. */
+int job_period_place_ends(rank_task *t);
 
 /* job_iters.c: the boundaries cut from the first pass (t->bpos: kernel positions on stream
  * t->bstream) as indices of the events the second pass read, into jr->bounds. Returns 0,

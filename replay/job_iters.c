@@ -52,25 +52,150 @@ job_period_scan(rank_task *t, const period_collect *c)
     return rc;
 }
 
-/* Gives task x, scanned, the boundaries of its cut ri (taken). Returns 0 or -1. */
+/* Gives task x, scanned, the boundaries of its cut ri (taken): their positions, and
+ * where its scan holds the kernels' ends (the rank read here) their ends, as bend and as
+ * bstart (no window is taken on a period's boundaries: bstart only travels in shared
+ * reading). Returns 0 or -1. */
 static int
 take_cut(rank_task *x, replay_rank_iters *ri)
 {
-    free(x->bstart);
-    free(x->bend);
-    x->bstart = NULL;
-    x->bend = malloc((size_t)(ri->n > 0 ? ri->n : 1) * sizeof *x->bend);
-    if (!x->bend)
-        return -1;
-    for (int32_t k = 0; k < ri->n; k++)
-        x->bend[k] = period_end_at(&x->period, ri->event_index[k]);
-    x->nb = ri->n;
-    x->bpos = ri->event_index;
-    ri->event_index = NULL;
-    x->bstream = x->period.stream;
-    x->bperiod = x->period.p;
-    period_scan_free(&x->period);
+    int rc = 0;
+    if (x->period.end) {
+        free(x->bstart);
+        free(x->bend);
+        x->bstart = malloc((size_t)(ri->n > 0 ? ri->n : 1) * sizeof *x->bstart);
+        x->bend = malloc((size_t)(ri->n > 0 ? ri->n : 1) * sizeof *x->bend);
+        rc = x->bstart && x->bend ? 0 : -1;
+    }
+    for (int32_t k = 0; rc == 0 && x->period.end && k < ri->n; k++)
+        x->bstart[k] = x->bend[k] = period_end_at(&x->period, ri->event_index[k]);
+    if (rc == 0) {
+        x->nb = ri->n;
+        x->bpos = ri->event_index;
+        ri->event_index = NULL;
+        x->bstream = x->period.stream;
+        x->bperiod = x->period.p;
+        period_scan_free(&x->period);
+    }
+    return rc;
+}
+
+/* What job_period_share hands over of one scan: these, then idle[p] and names[p]. */
+typedef struct scan_head {
+    uint64_t stream;
+    uint64_t n, p, lo, hi;
+} scan_head;
+
+/* Appends task t's scan head and period to buf (*len bytes of *cap). Returns 0 or -1. */
+static int
+put_scan(const rank_task *t, unsigned char **buf, size_t *len, size_t *cap)
+{
+    const period_scan *ps = &t->period;
+    scan_head h = {ps->stream, ps->n, ps->p, ps->lo, ps->hi};
+    size_t need = sizeof h + ps->p * (sizeof *ps->idle + sizeof *ps->names);
+    if (*len + need > *cap) {
+        size_t c = 2 * (*len + need);
+        unsigned char *x = realloc(*buf, c);
+        if (!x)
+            return -1;
+        *buf = x;
+        *cap = c;
+    }
+    memcpy(*buf + *len, &h, sizeof h);
+    *len += sizeof h;
+    if (ps->p > 0) {
+        memcpy(*buf + *len, ps->idle, ps->p * sizeof *ps->idle);
+        *len += ps->p * sizeof *ps->idle;
+        memcpy(*buf + *len, ps->names + (ps->lo - ps->nbase), ps->p * sizeof *ps->names);
+        *len += ps->p * sizeof *ps->names;
+    }
     return 0;
+}
+
+/* Takes one scan from buf at *at (len bytes) into ps (trimmed, without ends). Returns 0
+ * or -1 (out of memory, or the bytes end early). */
+static int
+get_scan(const unsigned char *buf, size_t len, size_t *at, period_scan *ps)
+{
+    scan_head h;
+    memset(ps, 0, sizeof *ps);
+    if (len - *at < sizeof h)
+        return -1;
+    memcpy(&h, buf + *at, sizeof h);
+    *at += sizeof h;
+    if (h.p == 0)
+        return 0;
+    if (h.p > (len - *at) / (sizeof *ps->idle + sizeof *ps->names) || h.lo + h.p > h.hi)
+        return -1;
+    *ps = (period_scan){.stream = h.stream,
+                        .n = h.n,
+                        .p = h.p,
+                        .lo = h.lo,
+                        .hi = h.hi,
+                        .trimmed = 1,
+                        .nbase = h.lo,
+                        .base = h.lo > 0 ? h.lo - 1 : 0};
+    ps->idle = malloc(h.p * sizeof *ps->idle);
+    ps->names = malloc(h.p * sizeof *ps->names);
+    if (!ps->idle || !ps->names) {
+        period_scan_free(ps);
+        return -1;
+    }
+    memcpy(ps->idle, buf + *at, h.p * sizeof *ps->idle);
+    *at += h.p * sizeof *ps->idle;
+    memcpy(ps->names, buf + *at, h.p * sizeof *ps->names);
+    *at += h.p * sizeof *ps->names;
+    return 0;
+}
+
+int
+job_period_share(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi)
+{
+    unsigned char *out = NULL;
+    size_t len = 0, cap = 0, all_len = 0, at = 0;
+    void *all = NULL;
+    int rc = 0;
+    for (int32_t i = lo; rc == 0 && i < hi; i++)
+        rc = put_scan(&t[i], &out, &len, &cap);
+    /* every process takes part even when out of memory here (an empty share), and fails
+     * afterwards on reading what it lacks */
+    if (sh->gather(sh->ctx, out, rc == 0 ? len : 0, &all, &all_len) != 0)
+        rc = -1;
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        period_scan ps;
+        rc = get_scan(all, all_len, &at, &ps);
+        if (rc == 0 && (i < lo || i >= hi)) {
+            period_scan_free(&t[i].period);
+            t[i].period = ps;
+        } else if (rc == 0) {
+            period_scan_free(&ps); /* its own, with the ends */
+        }
+    }
+    free(out);
+    free(all);
+    return rc == 0 ? 0 : DPRO_ERR_NOMEM;
+}
+
+int
+job_period_place_ends(rank_task *t)
+{
+    job_rank *jr = t->jr;
+    size_t *b = malloc((size_t)(t->nb > 0 ? t->nb : 1) * sizeof *b);
+    int32_t k = 0;
+    for (size_t i = 0; b && i < jr->n_events && k < t->nb; i++) {
+        const job_event *e = &jr->events[i];
+        if (e->kind == DPRO_KIND_KERNEL && e->stream == t->bstream && e->end_ns == t->bend[k])
+            b[k++] = i;
+    }
+    int rc = !b ? DPRO_ERR_NOMEM : k < t->nb ? DPRO_ERR_CORRUPT : 0;
+    if (rc == 0) {
+        jr->bounds = b;
+        jr->n_bounds = t->nb;
+        jr->period = t->bperiod;
+    } else {
+        free(b);
+    }
+    return rc;
 }
 
 int
