@@ -1,7 +1,8 @@
 """test_replay_fold: alike ranks fold into weighted classes without changing the answer.
 
 The folded replay of the straggler job is the same with --jobs 1, 2 and 4 (the waves
-of ranks read at once differ). --chrome of the folded alike job names its folded ranks (no tracks of their own), counts
+of ranks read at once differ). --chrome of the folded alike job, and of the job without
+markers, names its folded ranks (no tracks of their own), counts
 them in otherData.folded_ranks and says so on stderr; --no-fold writes every rank.
 
 Each job is replayed by dpro-replay --json folded (the default) and with --no-fold; the
@@ -207,6 +208,7 @@ def main():
         subprocess.run([GEN, d, "--ranks", "3", "--iters", "8", "--no-markers"], check=True,
                        stdout=subprocess.DEVNULL)
         compare("no-markers", d, expect_classes=1, read_folded=True)
+        chrome_check("no-markers", d, tmp)
         d = os.path.join(tmp, "no-markers-straggler")
         subprocess.run([GEN, d, "--ranks", "6", "--iters", "8", "--no-markers", "--straggler",
                         "2:1.3", "--skew", "4:120"], check=True, stdout=subprocess.DEVNULL)
