@@ -45,10 +45,10 @@ job_period_scan(rank_task *t, const period_collect *c)
     int rc = 0;
     if (c->on && period_scan_kernels(c->k, c->n, NULL, &t->period) != 0)
         rc = DPRO_ERR_NOMEM;
-    if (rc == 0 && t->period.p > 0) {
-        period_scan_trim(&t->period);
+    if (rc == 0 && t->period.p > 0 && period_scan_trim(&t->period) != 0)
+        rc = DPRO_ERR_NOMEM;
+    if (rc == 0 && t->period.p > 0)
         t->method = ITER_PERIOD;
-    }
     return rc;
 }
 
@@ -60,15 +60,17 @@ static int
 take_cut(rank_task *x, replay_rank_iters *ri)
 {
     int rc = 0;
-    if (x->period.end) {
+    if (x->period.dend) {
         free(x->bstart);
         free(x->bend);
         x->bstart = malloc((size_t)(ri->n > 0 ? ri->n : 1) * sizeof *x->bstart);
         x->bend = malloc((size_t)(ri->n > 0 ? ri->n : 1) * sizeof *x->bend);
         rc = x->bstart && x->bend ? 0 : -1;
     }
-    for (int32_t k = 0; rc == 0 && x->period.end && k < ri->n; k++)
-        x->bstart[k] = x->bend[k] = period_end_at(&x->period, ri->event_index[k]);
+    if (rc == 0 && x->period.dend) {
+        period_ends(&x->period, ri->event_index, (size_t)ri->n, x->bend);
+        memcpy(x->bstart, x->bend, (size_t)ri->n * sizeof *x->bstart);
+    }
     if (rc == 0) {
         x->nb = ri->n;
         x->bpos = ri->event_index;

@@ -12,6 +12,8 @@ period_scan_free(period_scan *ps)
 {
     free(ps->names);
     free(ps->end);
+    free(ps->dend);
+    free(ps->far);
     free(ps->idx);
     free(ps->idle);
     memset(ps, 0, sizeof *ps);
@@ -129,6 +131,33 @@ keep_range(void **a, size_t sz, size_t from, size_t m)
         *a = x;
 }
 
+/* Replaces ps->end (positions from ps->base, m of them) by their differences (dend) and
+ * the ends that differ by none that fits (far). Returns 0 or -1 (out of memory). */
+static int
+delta_ends(period_scan *ps, size_t m)
+{
+    size_t nf = 0;
+    uint64_t prev = 0;
+    for (size_t j = 0; j < m; prev = ps->end[j++])
+        nf += ps->end[j] < prev || ps->end[j] - prev >= UINT32_MAX;
+    ps->dend = malloc((m > 0 ? m : 1) * sizeof *ps->dend);
+    ps->far = malloc((nf > 0 ? nf : 1) * sizeof *ps->far);
+    int rc = ps->dend && ps->far ? 0 : -1;
+    prev = 0;
+    nf = 0;
+    for (size_t j = 0; rc == 0 && j < m; prev = ps->end[j++]) {
+        int fits = ps->end[j] >= prev && ps->end[j] - prev < UINT32_MAX;
+        ps->dend[j] = fits ? (uint32_t)(ps->end[j] - prev) : UINT32_MAX;
+        if (!fits)
+            ps->far[nf++] = ps->end[j];
+    }
+    if (rc == 0) {
+        free(ps->end);
+        ps->end = NULL;
+    }
+    return rc;
+}
+
 int
 period_scan_trim(period_scan *ps)
 {
@@ -141,7 +170,7 @@ period_scan_trim(period_scan *ps)
     ps->nbase = ps->lo;
     ps->base = from;
     ps->trimmed = 1;
-    return 0;
+    return ps->end ? delta_ends(ps, m) : 0;
 }
 
 size_t
@@ -154,10 +183,16 @@ period_own_phase(const period_scan *ps)
     return best;
 }
 
-uint64_t
-period_end_at(const period_scan *ps, size_t pos)
+void
+period_ends(const period_scan *ps, const size_t *pos, size_t m, uint64_t *out)
 {
-    return ps->end[pos - ps->base];
+    uint64_t end = 0;
+    size_t k = 0, nf = 0;
+    for (size_t j = 0; k < m && ps->base + j < ps->hi; j++) {
+        end = ps->dend[j] == UINT32_MAX ? ps->far[nf++] : end + ps->dend[j];
+        while (k < m && pos[k] == ps->base + j)
+            out[k++] = end;
+    }
 }
 
 int

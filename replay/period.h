@@ -42,7 +42,9 @@ typedef struct period_scan {
     uint32_t *names;  /* per position from nbase: the kernel's name */
     size_t base;      /* the first position idx and end hold */
     size_t *idx;      /* its event index, or NULL: boundaries are positions, and then */
-    uint64_t *end;    /* its end (with idx, NULL: the events say) */
+    uint64_t *end;    /* its end (with idx, NULL: the events say); once trimmed NULL, */
+    uint32_t *dend;   /* and the ends held as each one less the one before it, */
+    uint64_t *far;    /* UINT32_MAX: the next of these (the difference does not fit) */
     double *idle;     /* idle[ph]: device idle time before the kernels at phase ph, summed */
 } period_scan;
 
@@ -55,8 +57,9 @@ int period_scan_kernels(const period_kernel *k, size_t n, const size_t *idx, per
 int period_scan_rank(const job_rank *jr, period_scan *ps);
 
 /* Keeps of ps only what a cut and period_match read: the names of the stretch's first
- * period, the event indices or ends from the position before the stretch to its end.
- * Returns 0 (a failed shrink keeps the larger arrays). */
+ * period, the event indices or ends (4 bytes a kernel, dend) from the position before
+ * the stretch to its end. Returns 0 or -1 (out of memory; a failed shrink keeps the
+ * larger arrays). */
 int period_scan_trim(period_scan *ps);
 
 void period_scan_free(period_scan *ps);
@@ -70,9 +73,9 @@ size_t period_own_phase(const period_scan *ps);
  * memory). */
 int period_cut(const period_scan *ps, size_t phase, replay_rank_iters *it);
 
-/* The end of the kernel at position pos of ps (within the kept positions; ps scanned
- * without event indices). */
-uint64_t period_end_at(const period_scan *ps, size_t pos);
+/* The ends of the kernels at the m ascending positions pos (within those kept) of ps,
+ * scanned without event indices and trimmed, into out. */
+void period_ends(const period_scan *ps, const size_t *pos, size_t m, uint64_t *out);
 
 /* Rank jr's iterations from its own kernel period and idlest phase (it->method stays
  * ITER_NONE when there is no period). Returns 0 or -1 (out of memory). */
