@@ -617,10 +617,11 @@ job_read_rank(rank_task *t, const job_options *o)
     dpro_reader_detach(t->jr->reader);
     t->loaded = t->jr->n_events;
     size_t miss = 0;
-    if (rc == 0 && t->bpos && (rc = job_period_place(t, &miss)) == DPRO_ERR_NOMEM)
-        rc = task_fail(t, rc, "out of memory reading %s", t->jr->path);
-    else if (rc != 0 && t->bpos)
-        rc = task_fail(t, rc,
+    int placed = rc == 0 && t->bpos ? job_period_place(t, &miss) : 0;
+    if (placed == DPRO_ERR_NOMEM)
+        rc = task_fail(t, placed, "out of memory reading %s", t->jr->path);
+    else if (placed != 0)
+        rc = task_fail(t, placed,
                        "%s: the second read does not show the iterations the first found "
                        "(kernel %zu of stream %llu: the trace changed while read?)",
                        t->jr->path, miss, (unsigned long long)t->bstream);
