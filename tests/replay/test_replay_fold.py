@@ -1,7 +1,7 @@
 """test_replay_fold: alike ranks fold into weighted classes without changing the answer.
 
-The folded replay of the straggler job is the same with --jobs 1, 2 and 4 (the waves
-of ranks read at once differ). --chrome of the folded alike job, and of the job without
+The folded replay of the straggler job, and of bench_scale's job without markers, is
+the same with --jobs 1, 2 and 4 (the waves of ranks read at once differ). --chrome of the folded alike job, and of the job without
 markers, names its folded ranks (no tracks of their own), counts
 them in otherData.folded_ranks and says so on stderr; --no-fold writes every rank.
 
@@ -225,6 +225,10 @@ def main():
         subprocess.run([BENCH_SCALE, "gen", d, "16", "4000", "10", "--no-markers"], check=True,
                        stdout=subprocess.DEVNULL)
         compare("jitter-no-markers", d, expect_classes=2, straggler=1, read_folded=True)
+        by_jobs = [replay(d, "--jobs", str(n)) for n in (1, 2, 4)]
+        check(by_jobs[0] == by_jobs[1] == by_jobs[2],
+              "jitter-no-markers: the folded --json is the same with --jobs 1, 2 and 4 (the "
+              "period's cut agreed from every rank's scan, whatever the threads)")
         for extra in ([], ["--no-markers"]):
             memory(tmp, extra)
         if os.path.isdir(KINETO):
