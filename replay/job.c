@@ -43,6 +43,7 @@ job_free(job *j)
 {
     for (int32_t r = 0; r < j->n_ranks; r++) {
         free(j->ranks[r].events);
+        free(j->ranks[r].bounds);
         free(j->ranks[r].path);
         dpro_reader_close(j->ranks[r].reader);
     }
@@ -106,6 +107,8 @@ task_free(rank_task *t)
     free(t->err);
     free(t->bstart);
     free(t->bend);
+    free(t->bpos);
+    period_scan_free(&t->period);
     if (t->sig)
         job_fold_sig_free(t->sig);
     free(t->sig);
@@ -496,27 +499,31 @@ reopen(rank_task *t)
     return 0;
 }
 
-/* scan_bounds' collector: the markers. */
+/* scan_bounds' collector: the markers, and the kernels for the period scan. */
 typedef struct keep_markers {
     job_rank *sub;
     size_t cap;
+    period_collect kernels;
 } keep_markers;
 
 static int
 keep_marker(void *arg, const dpro_event *e)
 {
     keep_markers *k = arg;
+    if (job_period_collect(&k->kernels, k->sub->reader, e) != 0)
+        return DPRO_ERR_NOMEM;
     if (e->kind != DPRO_KIND_MARKER)
         return 0;
     return push_event(&k->sub->events, &k->sub->n_events, &k->cap, e) ? DPRO_ERR_NOMEM : 0;
 }
 
-/* The window's first pass over one rank: every event is read, the markers are kept and
- * the boundaries found in them as the replay finds them. Markers are all that the
- * replay's detection looks at when it finds iterations from markers (the only case a
- * window is taken for); without them it falls back to the kernel period, here to
- * ITER_NONE, and every event is loaded. Damaged batches are counted and told here.
- * Returns 0 or a dpro_status. */
+/* The first pass over one rank: every event is read, the markers are kept and the
+ * boundaries found in them as the replay finds them. Markers are all that the replay's
+ * detection looks at when it finds iterations from markers (the only case a window is
+ * taken for); without them it falls back to the kernel period: with t->scan_period the
+ * kernels are scanned here as the replay scans them (period.h), the cut waiting for the
+ * other ranks' (job_period_agree), else the method stays ITER_NONE and nothing is
+ * folded. Damaged batches are counted and told here. Returns 0 or a dpro_status. */
 static int
 scan_bounds(rank_task *t, const job_options *o)
 {
@@ -524,7 +531,7 @@ scan_bounds(rank_task *t, const job_options *o)
     job_rank *jr = t->jr;
     job_rank sub = {.rank = jr->rank, .path = jr->path};
     replay_rank_iters ri = {0};
-    keep_markers km = {.sub = &sub};
+    keep_markers km = {.sub = &sub, .kernels = {.on = t->scan_period}};
     int rc = reopen(t);
     if (rc == 0) {
         sub.reader = jr->reader;
@@ -533,6 +540,7 @@ scan_bounds(rank_task *t, const job_options *o)
     if (rc != 0) {
         dpro_reader_detach(jr->reader);
         free(sub.events);
+        free(km.kernels.k);
         return rc;
     }
     if (replay_detect_iterations(&sub, &ri) != 0)
@@ -549,6 +557,9 @@ scan_bounds(rank_task *t, const job_options *o)
         t->bstart[k] = sub.events[ri.event_index[k]].start_ns;
         t->bend[k] = sub.events[ri.event_index[k]].end_ns;
     }
+    if (rc == 0 && ri.method == ITER_NONE)
+        rc = job_period_scan(t, &km.kernels);
+    free(km.kernels.k);
     replay_rank_iters_free(&ri);
     free(sub.events);
     t->quiet_damage = 1;
@@ -575,8 +586,8 @@ window_holds_bounds(const rank_task *t)
     return ok;
 }
 
-/* The second pass (or the only one): reads the rank's events, checks a window. Returns 0
- * or a dpro_status. */
+/* The second pass (or the only one): reads the rank's events, checks a window, places
+ * the boundaries cut from the first pass. Returns 0 or a dpro_status. */
 int
 job_read_rank(rank_task *t, const job_options *o)
 {
@@ -585,6 +596,15 @@ job_read_rank(rank_task *t, const job_options *o)
         rc = read_events(t, o ? o->max_events : 0);
     dpro_reader_detach(t->jr->reader);
     t->loaded = t->jr->n_events;
+    size_t miss = 0;
+    int placed = rc == 0 && t->bpos ? job_period_place(t, &miss) : 0;
+    if (placed == DPRO_ERR_NOMEM)
+        rc = task_fail(t, placed, "out of memory reading %s", t->jr->path);
+    else if (placed != 0)
+        rc = task_fail(t, placed,
+                       "%s: the second read does not show the iterations the first found "
+                       "(kernel %zu of stream %llu: the trace changed while read?)",
+                       t->jr->path, miss, (unsigned long long)t->bstream);
     if (rc == 0 && t->windowed) {
         int ok = window_holds_bounds(t);
         if (ok < 0)
@@ -639,93 +659,6 @@ job_threads(const job_options *opts)
     if (n < 1)
         n = 1;
     return n > JOB_MAX_JOBS ? JOB_MAX_JOBS : (int)n;
-}
-
-/* The warm-up the replay would detect: the most leading slow iterations of any rank,
- * from the ends of the boundary events (the replay takes the ends of the boundary nodes,
- * the last host call within each marker). Returns it, or -1 (out of memory). */
-static int32_t
-detect_warmup(const rank_task *t, int32_t n)
-{
-    int32_t warm = 0;
-    for (int32_t i = 0; i < n && warm >= 0; i++) {
-        int64_t *st = malloc((size_t)t[i].nb * sizeof *st);
-        uint8_t *wu = malloc((size_t)t[i].nb);
-        if (!st || !wu) {
-            warm = -1;
-        } else {
-            for (int32_t k = 0; k < t[i].nb; k++)
-                st[k] = (int64_t)t[i].bend[k];
-            int32_t w = (int32_t)iter_mark_warmup(st, (size_t)t[i].nb, 0.10, wu);
-            warm = w > warm ? w : warm;
-        }
-        free(st);
-        free(wu);
-    }
-    return warm;
-}
-
-/* The compared iterations as the replay chooses them, from the first pass: warm-up given
- * or detected, then o->iterations of them (0: all), as boundary indices *first (the
- * boundary that opens them) to *last + 1, and each task's cmp_t0, cmp_t1, cmp_ni.
- * Returns 1 when every task's iterations come from markers and some are compared, 0
- * when not, -1 when out of memory. */
-static int
-compared_span(rank_task *t, int32_t n, const job_options *o, int32_t *first, int32_t *last,
-              int32_t *n_common)
-{
-    *n_common = -1;
-    for (int32_t i = 0; i < n; i++) {
-        if ((t[i].method != ITER_MARKER && t[i].method != ITER_RANGE) || t[i].nb < 2)
-            return 0;
-        if (*n_common < 0 || t[i].nb < *n_common)
-            *n_common = t[i].nb;
-    }
-    *first = o->warmup >= 0 ? (o->warmup > 0 ? o->warmup - 1 : 0) : detect_warmup(t, n);
-    if (n < 1 || *first < 0)
-        return n < 1 ? 0 : -1;
-    *last = *n_common - 2;
-    if (*last < *first)
-        *first = 0; /* everything looked like warm-up: the replay compares all */
-    if (o->iterations > 0 && *last - *first + 1 > o->iterations)
-        *last = *first + o->iterations - 1;
-    if (*last < *first)
-        return 0;
-    for (int32_t i = 0; i < n; i++) {
-        t[i].cmp_t0 = t[i].bend[*first];
-        t[i].cmp_t1 = t[i].bend[*last + 1];
-        t[i].cmp_ni = *last - *first + 1;
-    }
-    return 1;
-}
-
-/* Chooses the window from the first pass (see job.h): the compared iterations
- * (compared_span) and one iteration before them. Sets each task's window and
- * j->iter_skipped, j->window_warmup, and span[0..1] to the first and last compared
- * iteration, numbered as replay_summary.first_iteration. Returns 1 when a window is taken,
- * 0 when every event is to be loaded, -1 when out of memory. */
-static int
-choose_window(job *j, rank_task *t, int32_t n, const job_options *o, int32_t *span)
-{
-    int32_t first = 0, last = -1, n_common = 0;
-    int rc = compared_span(t, n, o, &first, &last, &n_common);
-    if (rc <= 0 || o->iterations <= 0 || o->full || o->max_events)
-        return rc < 0 ? -1 : 0;
-    int32_t from = first > 0 ? first - 1 : 0;
-    if (from == 0 && last + 2 >= n_common)
-        return 0; /* the window is everything */
-    for (int32_t i = 0; i < n; i++) {
-        t[i].windowed = 1;
-        t[i].t0 = t[i].bstart[from];
-        t[i].t1 = t[i].bend[last + 1];
-        t[i].b_first = from;
-        t[i].b_count = last + 2 - from;
-    }
-    j->iter_skipped = from;
-    j->window_warmup = first - from + 1;
-    span[0] = first + 1; /* numbered as the replay numbers them */
-    span[1] = last + 1;
-    return 1;
 }
 
 /* Hands the tasks' warnings to job_warn in rank order (with_empty: and that a rank has
@@ -877,17 +810,22 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
         job_share_range(sh, n, &lo, &hi);
     j->share_lo = lo;
     j->share_hi = hi;
-    job_share_close_others(sh, t, n, lo, hi);
     int want_window = opts && opts->iterations > 0 && !opts->full && !opts->max_events;
     int want_fold = opts && opts->fold && !opts->max_events && n > 1;
+    for (int32_t i = lo; rc == 0 && i < hi; i++)
+        t[i].scan_period = want_fold;
     if (rc == 0 && (want_window || want_fold)) {
         pool_run(t + lo, hi - lo, jobs, scan_bounds, opts);
-        if (sh)
+        if (sh && want_fold)
+            rc = job_period_share(sh, t, n, lo, hi);
+        if (rc == 0)
+            rc = job_period_agree(j, t, n);
+        if (rc == 0 && sh)
             rc = job_share_bounds(sh, t, n, lo, hi);
         if (rc == 0 && first_failure(t, n) != 0) {
             rc = report_tasks(j, t, n, 0, errbuf, errlen);
             reported = 1;
-        } else if (rc == 0 && (windowed = choose_window(j, t, n, opts, span)) < 0) {
+        } else if (rc == 0 && (windowed = job_choose_window(j, t, n, opts, span)) < 0) {
             rc = DPRO_ERR_NOMEM;
         }
         fold = rc == 0 && want_fold && t[0].cmp_ni > 0;
@@ -897,6 +835,9 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
         malloc_trim(0); /* the first pass's buffers, freed in every thread's arena */
 #endif
     }
+    /* the other shares' readers served the placement and the periods' names (read by
+     * their ids in job_period_agree); the second pass needs only this share's */
+    job_share_close_others(sh, t, n, lo, hi);
     if (rc == 0 && fold)
         rc = read_folding(j, t + lo, hi - lo, jobs, opts, &reps);
     else if (rc == 0)
@@ -914,6 +855,13 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
     }
     if (rc == 0 && sh)
         rc = job_share_collect(j, sh, t, n, lo, hi, fold ? &reps : NULL, opts);
+    for (int32_t i = 0; rc == 0 && sh && sh->me == 0 && i < n; i++)
+        if ((i < lo || i >= hi) && t[i].bpos && !t[i].jr->bounds && t[i].rc == 0 &&
+            (t[i].rc = job_period_place_ends(&t[i])) != 0)
+            task_fail(&t[i], t[i].rc,
+                      "%s: the events sent by its process do not show the "
+                      "iterations found in it",
+                      t[i].jr->path);
     int told = rc == 0 && sh && sh->me != 0; /* process 0 tells, for every process */
     for (int32_t i = 0; rc == 0 && !told && i < n; i++) {
         j->events_in_files += t[i].in_file;

@@ -35,16 +35,21 @@
  * the compared iterations, timing); a rank alike one becomes folded into it (folded,
  * fold_rep) and keeps only what the replay needs of it (job_fold_reduce), the others
  * become representatives. Peak memory is then the representatives' events and one
- * wave's, not every rank's. Nothing is folded when the iterations do not come from
- * markers on every rank, or when a window does not fit (every event is then read anew).
+ * wave's, not every rank's. Without markers the first pass scans the kernel period too
+ * (period.h) and the cut shared across ranks is agreed from the per-rank scans before the
+ * second pass (job_period_agree), each rank's boundaries then placed in its events
+ * (job_rank.bounds) and kept by the reduction; no window is taken then. Nothing is folded
+ * when a rank's iterations come from neither (no markers, no period), or when a window
+ * does not fit (every event is then read anew).
  * The classes depend on rank order only, not on the number of threads.
  *
  * Shared reading (job_options.share, `dpro-replay --mpi`): P processes call job_load
  * alike; each lists and opens every trace (meta, strings and tables: the placement and
  * the warnings are the same everywhere) but reads the events of its share only, the
  * present ranks k (in rank order, n of them) with k * P / n == p. The first pass's
- * boundaries are handed to every process (share->gather), so that each chooses the same
- * window and compared iterations; each folds its share while reading against its own
+ * kernel periods (without markers: job_period_share) and then its boundaries are handed
+ * to every process (share->gather), so that each agrees the same cut and chooses the
+ * same window and compared iterations; each folds its share while reading against its own
  * representatives, keeping a folded rank's signature; whether every window fits is
  * agreed (share->min). Then each process sends its ranks, one message a rank in rank
  * order (the events, reduced or whole, what the read said, the signature), to process
@@ -103,6 +108,10 @@ typedef struct job_rank {
     uint64_t dropped;
     int folded;       /* 1: alike rank fold_rep, reduced while read (see below) */
     int32_t fold_rep; /* with folded: the representative rank */
+    size_t *bounds;   /* iterations from the kernel period, cut while loading (see below):
+                       * the event closing each, n_bounds of them; NULL: not cut */
+    int32_t n_bounds;
+    size_t period; /* with bounds: kernels per iteration */
 } job_rank;
 
 typedef struct job {

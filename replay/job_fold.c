@@ -271,7 +271,7 @@ mark_kept(const job_rank *jr, uint8_t *keep, hmap *corr)
         if (rc == 0 && (e->kind == DPRO_KIND_API || e->kind == DPRO_KIND_COLLECTIVE))
             host_thread[q] = 1;
     }
-    if (rc == 0 && replay_detect_iterations(jr, &it) != 0)
+    if (rc == 0 && replay_rank_iterations(jr, &it) != 0)
         rc = -1;
     for (int32_t k = 0; rc == 0 && k < it.n; k++) {
         size_t b = it.event_index[k];
@@ -294,12 +294,15 @@ job_fold_reduce(job_rank *jr)
     int rc = keep && hmap_init(&corr, 256) == 0 ? 0 : -1;
     if (rc == 0)
         rc = mark_kept(jr, keep, &corr);
-    size_t k = 0;
+    size_t k = 0, b = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const job_event *e = &jr->events[i];
-        if (keep[i] ||
-            (is_device_kind(e->kind) && e->correlation && hmap_get(&corr, e->correlation, 0)))
-            jr->events[k++] = *e;
+        if (!keep[i] &&
+            !(is_device_kind(e->kind) && e->correlation && hmap_get(&corr, e->correlation, 0)))
+            continue;
+        while (jr->bounds && b < (size_t)jr->n_bounds && jr->bounds[b] == i)
+            jr->bounds[b++] = k; /* the boundaries (kept, ascending) to the new indices */
+        jr->events[k++] = *e;
     }
     if (rc == 0) {
         job_event *x = realloc(jr->events, (k > 0 ? k : 1) * sizeof *x);
@@ -380,4 +383,7 @@ job_rank_keep_ranges(job *j, job_rank *jr)
     }
     job_trim(j, (jr->n_events - k) * sizeof *x); /* for the graph to come */
     jr->n_events = k;
+    free(jr->bounds); /* indices into the events gone */
+    jr->bounds = NULL;
+    jr->n_bounds = 0;
 }

@@ -56,8 +56,9 @@ void job_fold_sig_free(job_fold_sig *s);
 int job_fold_within(int64_t a, int64_t b, double tol);
 
 /* Reduces jr, alike a representative, to what the replay still needs of it: its
- * iteration markers and the host call that closes each iteration (the iteration
- * boundaries and the rank's window), its collectives and the device operations of their
+ * iteration markers and the host call that closes each iteration, or the kernel closing
+ * each with jr->bounds (the iteration boundaries and the rank's window; jr->bounds are
+ * renumbered to the kept events), its collectives and the device operations of their
  * correlations (clock alignment, the collectives' arrivals and measured transfers, the
  * stragglers), and its first timed event (the job's time origin). The other events are
  * freed. Returns 0 or -1 (out of memory; jr is then unchanged). */

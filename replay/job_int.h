@@ -7,6 +7,7 @@
 
 #include "job.h"
 #include "job_fold.h"
+#include "period.h"
 
 /* One rank's load, done on a worker thread. Its warnings wait in msg until the phase is
  * over and are then recorded in rank order, so that they come out the same for any
@@ -33,6 +34,15 @@ typedef struct rank_task {
     /* the compared iterations in the trace's clock (cmp_ni > 0: known), for folding */
     uint64_t cmp_t0, cmp_t1;
     int32_t cmp_ni;
+    /* iterations from the kernel period (no markers), with scan_period: the first pass
+     * scans the busiest stream (period), kept trimmed until the ranks' cut is agreed;
+     * then nb boundaries as kernel positions (bpos) on stream bstream, their ends in
+     * bend (no bstart: no window is taken), the period's length in bperiod */
+    int scan_period;
+    period_scan period;
+    size_t *bpos;
+    uint64_t bstream;
+    size_t bperiod;
     int quiet_damage;      /* damaged batches were already counted and told (first pass) */
     job_fold_sig *sig;     /* shared reading: a rank folded on its process keeps its signature
                             * (malloc'd) for process 0's classification */
@@ -47,6 +57,60 @@ typedef struct fold_reps {
     int32_t *rank;
     int32_t n;
 } fold_reps;
+
+/* The kernels a first pass collects for the period scan (job_period_collect). */
+typedef struct period_collect {
+    int on; /* collecting: no markers that decide the iterations met so far */
+    period_kernel *k;
+    size_t n, cap;
+    int32_t key_count[8]; /* ranges named like iterations, by naming pattern (iter.h) */
+} period_collect;
+
+/* job_iters.c: collects event e (of the trace read by r) into c while c->on: its kernels,
+ * until a marker decides that the iterations come from markers (an iteration marker, or
+ * two ranges of one naming pattern, as replay_detect_iterations decides), when what was
+ * collected is freed and c->on cleared. Returns 0 or -1 (out of memory). */
+int job_period_collect(period_collect *c, const dpro_reader *r, const dpro_event *e);
+
+/* job_iters.c: the period of the kernels c collected from t's rank (found without
+ * markers), scanned as the replay scans them (period.h) and kept trimmed in t->period,
+ * t->method ITER_PERIOD when there is one (its cut waits for job_period_agree). Returns
+ * 0 or DPRO_ERR_NOMEM. */
+int job_period_scan(rank_task *t, const period_collect *c);
+
+/* job_iters.c: the cut of the ranks whose iterations come from the kernel period, agreed
+ * from the n tasks' first-pass scans as the replay agrees it from every rank's events
+ * (period_match): each such task gets its boundaries (bpos, nb; bend and bstart, both
+ * the boundaries' ends, where its scan holds the ends: a rank read here) and its scan is
+ * freed. Returns 0 or DPRO_ERR_NOMEM. */
+int job_period_agree(job *j, rank_task *t, int32_t n);
+
+/* job_iters.c: shared reading: hands what the cut needs of every process's first-pass
+ * scans (t[lo, hi): stream, stretch, one period's names and idle times, not the ends) to
+ * every process, into t[0, n)'s period, so that each agrees the same cut
+ * (job_period_agree; the ends of the boundaries then travel with job_share_bounds).
+ * Returns 0 or DPRO_ERR_NOMEM (on every process where the transport says so). */
+int job_period_share(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi);
+
+/* job_iters.c: shared reading, process 0: the boundaries of a rank another process read
+ * (its events whole, or reduced around them), found by their ends (t->bend) among the
+ * kernels of stream t->bstream, into jr->bounds. Returns 0, DPRO_ERR_NOMEM, or
+ * DPRO_ERR_CORRUPT when the events do not show them. */
+int job_period_place_ends(rank_task *t);
+
+/* job_iters.c: the boundaries cut from the first pass (t->bpos: kernel positions on stream
+ * t->bstream) as indices of the events the second pass read, into jr->bounds. Returns 0,
+ * DPRO_ERR_NOMEM, or DPRO_ERR_CORRUPT when the events do not show them (the trace changed
+ * between the passes: *missing is the first position not found). */
+int job_period_place(rank_task *t, size_t *missing);
+
+/* job_iters.c: chooses the window from the first pass (see job.h): the compared
+ * iterations (compared_span, which also sets each task's cmp_t0, cmp_t1 and cmp_ni) and
+ * one iteration before them; none when a rank's iterations come from the kernel period.
+ * Sets each task's window and j->iter_skipped, j->window_warmup, and span[0..1] to the
+ * first and last compared iteration, numbered as replay_summary.first_iteration. Returns
+ * 1 when a window is taken, 0 when every event is to be loaded, -1 when out of memory. */
+int job_choose_window(job *j, rank_task *t, int32_t n, const job_options *o, int32_t *span);
 
 /* job.c: the second pass (or the only one) over one rank (its trace opened anew and
  * detached again). Returns 0 or a dpro_status. */
@@ -66,7 +130,9 @@ void job_share_range(const job_share *sh, int32_t n, int32_t *lo, int32_t *hi);
 
 /* job_share.c: on a process other than 0 of a shared reading, closes the readers of the
  * ranks of t[0, n) outside its share [lo, hi): their meta served the placement and the
- * warnings; their events are read by their own process and told by process 0. */
+ * warnings, their strings the agreement of the kernel periods (job_period_agree), so
+ * it comes after the first pass; their events are read by their own process and told
+ * by process 0. */
 void job_share_close_others(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi);
 
 /* job_share.c: packs t's read as it goes to process 0 (events, outcome, signature),

@@ -11,6 +11,7 @@
 #include "dpro_log.h"
 #include "hmap.h"
 #include "ncclname.h"
+#include "period.h"
 
 /* ---- iterations ------------------------------------------------------------------------ */
 
@@ -38,184 +39,25 @@ push_index(replay_rank_iters *it, size_t *cap, size_t idx)
     return 0;
 }
 
-/* The kernel sequence of one rank's busiest stream and its period (iter_find_period). */
-typedef struct {
-    uint32_t *names; /* kernel names in launch order */
-    size_t *idx;     /* their events */
-    size_t n;
-    size_t p, lo, hi; /* period and periodic stretch [lo, hi); p == 0: none */
-    double *idle;     /* idle[ph]: device idle time before the kernels at phase ph, summed */
-} period_scan;
-
-static void
-period_scan_free(period_scan *ps)
-{
-    free(ps->names);
-    free(ps->idx);
-    free(ps->idle);
-    memset(ps, 0, sizeof *ps);
-}
-
-/* Scans rank jr's busiest stream into ps (ps->p == 0 when no period). Returns 0, or -1
- * (out of memory). */
-static int
-period_scan_rank(const job_rank *jr, period_scan *ps)
-{
-    memset(ps, 0, sizeof *ps);
-    hmap cnt;
-    if (hmap_init(&cnt, 16) != 0)
-        return -1;
-    uint64_t best_stream = 0;
-    int32_t best = 0;
-    int rc = 0;
-    for (size_t i = 0; i < jr->n_events && rc == 0; i++) {
-        const job_event *e = &jr->events[i];
-        if (e->kind != DPRO_KIND_KERNEL)
-            continue;
-        int32_t c = hmap_get(&cnt, e->stream, 0) + 1;
-        rc = hmap_put(&cnt, e->stream, c);
-        if (c > best) {
-            best = c;
-            best_stream = e->stream;
-        }
-    }
-    hmap_free(&cnt);
-    if (rc != 0 || best < 4)
-        return rc;
-    ps->names = malloc((size_t)best * sizeof *ps->names);
-    ps->idx = malloc((size_t)best * sizeof *ps->idx);
-    if (!ps->names || !ps->idx)
-        rc = -1;
-    for (size_t i = 0; i < jr->n_events && rc == 0; i++) {
-        const job_event *e = &jr->events[i];
-        if (e->kind == DPRO_KIND_KERNEL && e->stream == best_stream) {
-            ps->names[ps->n] = e->name;
-            ps->idx[ps->n++] = i;
-        }
-    }
-    if (rc == 0 && iter_find_period(ps->names, ps->n, &ps->p, &ps->lo, &ps->hi, NULL) != 0)
-        ps->p = 0;
-    if (rc == 0 && ps->p > 0 && !(ps->idle = calloc(ps->p, sizeof *ps->idle)))
-        rc = -1;
-    for (size_t k = ps->lo; rc == 0 && ps->p > 0 && k < ps->hi; k++) {
-        if (k == 0)
-            continue;
-        int64_t gap =
-            (int64_t)jr->events[ps->idx[k]].start_ns - (int64_t)jr->events[ps->idx[k - 1]].end_ns;
-        ps->idle[(k - ps->lo) % ps->p] += gap > 0 ? (double)gap : 0;
-    }
-    if (rc != 0)
-        period_scan_free(ps);
-    return rc;
-}
-
-/* Cuts the periodic stretch of ps into iterations, a boundary (it->event_index) before
- * every repetition that starts at phase (relative to the stretch's start), and after the
- * last one when it is complete (k == hi: e.g. the sequence ends with a whole period, a
- * benchmark's warm-up pass then one measured pass). Returns 0 or -1 (out of memory). */
-static int
-period_cut(const period_scan *ps, size_t phase, replay_rank_iters *it)
-{
-    free(it->event_index);
-    it->event_index = NULL;
-    it->n = 0;
-    size_t cap = 0;
-    int rc = 0;
-    for (size_t k = ps->lo + phase; k <= ps->hi && rc == 0; k += ps->p)
-        if (k > 0)
-            rc = push_index(it, &cap, ps->idx[k - 1]);
-    it->method = ITER_PERIOD;
-    it->period = ps->p;
-    return rc;
-}
-
-/* The phase with the most idle time before it. */
-static size_t
-idlest_phase(const double *idle, size_t p)
-{
-    size_t best = 0;
-    for (size_t ph = 1; ph < p; ph++)
-        if (idle[ph] > idle[best])
-            best = ph;
-    return best;
-}
-
-/* Iterations from the kernel sequence of the busiest stream: its periodic stretch cut
- * where the device idles longest. */
-static int
-detect_by_period(const job_rank *jr, replay_rank_iters *it)
-{
-    period_scan ps;
-    int rc = period_scan_rank(jr, &ps);
-    if (rc == 0 && ps.p > 0)
-        rc = period_cut(&ps, idlest_phase(ps.idle, ps.p), it);
-    period_scan_free(&ps);
-    return rc;
-}
-
-/* The kernel names of one period of ps (rank jr), as text: each trace interns its own
- * string ids, so ranks compare names by text. Returns the array (the caller frees it) or
- * NULL (out of memory). */
-static const char **
-period_word(const job_rank *jr, const period_scan *ps)
-{
-    const char **w = malloc((ps->p + 1) * sizeof *w);
-    for (size_t k = 0; w && k < ps->p; k++)
-        w[k] = dpro_reader_string(jr->reader, ps->names[ps->lo + k]);
-    return w;
-}
-
-/* Ranks whose iterations come from the kernel period, with one periodic sequence (data
- * parallel ranks launch the same kernels), are cut at one phase, where the device idles
- * longest summed over them: each rank's own idlest phase may differ (a rank that waits
- * for the others idles elsewhere), and then iteration k would not be the same work on
- * every rank. Returns 0 or -1 (out of memory). */
+/* Ranks whose iterations come from the kernel period are cut at one phase where they
+ * launch one periodic sequence (period_match): each rank's own idlest phase may differ
+ * (a rank that waits for the others idles elsewhere), and then iteration k would not be
+ * the same work on every rank. Ranks whose boundaries the load found (job_rank.bounds:
+ * the same cut, agreed while reading) are cut already. Returns 0 or -1 (out of memory). */
 static int
 match_period_phases(job *j, replay_rank_iters *iters)
 {
     int32_t n = j->n_ranks;
     period_scan *ps = calloc((size_t)n + 1, sizeof *ps);
-    ptrdiff_t *rot = calloc((size_t)n + 1, sizeof *rot);
-    double *idle = NULL;
-    int rc = ps && rot ? 0 : -1;
-    int32_t ref = -1, joined = 0;
-    for (int32_t r = 0; r < n && rc == 0; r++) {
-        rot[r] = -1;
-        if (!j->ranks[r].reader || iters[r].method != ITER_PERIOD)
-            continue;
-        rc = period_scan_rank(&j->ranks[r], &ps[r]);
-        if (rc != 0 || ps[r].p == 0)
-            continue;
-        if (ref < 0) {
-            ref = r;
-            idle = calloc(ps[r].p, sizeof *idle);
-            rc = idle ? 0 : -1;
-        }
-        if (rc == 0 && ps[r].p == ps[ref].p) {
-            const char **wa = period_word(&j->ranks[ref], &ps[ref]);
-            const char **wb = period_word(&j->ranks[r], &ps[r]);
-            size_t o = 0;
-            rc = wa && wb ? 0 : -1;
-            if (rc == 0 && iter_period_rotation(wa, wb, ps[r].p, &o) == 0)
-                rot[r] = (ptrdiff_t)o;
-            free(wa);
-            free(wb);
-        }
-        for (size_t k = 0; rc == 0 && rot[r] >= 0 && k < ps[r].p; k++)
-            idle[k] += ps[r].idle[(k + (size_t)rot[r]) % ps[r].p];
-        joined += rot[r] >= 0;
-    }
-    if (rc == 0 && joined > 1) {
-        size_t ph = idlest_phase(idle, ps[ref].p);
-        for (int32_t r = 0; r < n && rc == 0; r++)
-            if (rot[r] >= 0)
-                rc = period_cut(&ps[r], (ph + (size_t)rot[r]) % ps[r].p, &iters[r]);
-    }
+    int rc = ps ? 0 : -1;
+    for (int32_t r = 0; r < n && rc == 0; r++)
+        if (j->ranks[r].reader && iters[r].method == ITER_PERIOD && !j->ranks[r].bounds)
+            rc = period_scan_rank(&j->ranks[r], &ps[r]) == 0 ? period_scan_trim(&ps[r]) : -1;
+    if (rc == 0)
+        rc = period_match(j, ps, iters);
     for (int32_t r = 0; ps && r < n; r++)
         period_scan_free(&ps[r]);
     free(ps);
-    free(rot);
-    free(idle);
     return rc;
 }
 
@@ -358,10 +200,31 @@ replay_detect_iterations(const job_rank *jr, replay_rank_iters *it)
         it->method = n_iter_markers >= 1 ? ITER_MARKER : ITER_RANGE;
         if (it->method == ITER_MARKER && it->n > 0 && open_first_step(jr, it, best_thread) != 0)
             return -1;
-    } else if (detect_by_period(jr, it) != 0) {
+    } else if (period_detect(jr, it) != 0) {
         return -1;
     }
     return 0;
+}
+
+int
+replay_rank_iterations(const job_rank *jr, replay_rank_iters *it)
+{
+    int rc = 0;
+    if (!jr->bounds)
+        return replay_detect_iterations(jr, it);
+    memset(it, 0, sizeof *it);
+    it->event_index =
+        malloc((size_t)(jr->n_bounds > 0 ? jr->n_bounds : 1) * sizeof *it->event_index);
+    if (!it->event_index)
+        rc = -1;
+    for (int32_t k = 0; rc == 0 && k < jr->n_bounds; k++)
+        it->event_index[k] = jr->bounds[k];
+    if (rc == 0) {
+        it->n = jr->n_bounds;
+        it->method = ITER_PERIOD;
+        it->period = jr->period;
+    }
+    return rc;
 }
 
 /* ---- alignment --------------------------------------------------------------------------- */
@@ -622,7 +485,7 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
     for (int32_t r = 0; r < j->n_ranks; r++) {
         if (!j->ranks[r].reader)
             continue;
-        if (replay_detect_iterations(&j->ranks[r], &rp->iters[r]) != 0)
+        if (replay_rank_iterations(&j->ranks[r], &rp->iters[r]) != 0)
             goto oom;
     }
     match_steps(j, rp->iters);

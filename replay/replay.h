@@ -387,6 +387,11 @@ void replay_close(replay *rp);
  * replay_rank_iters_free). Returns 0 or -1 (out of memory). */
 int replay_detect_iterations(const job_rank *jr, replay_rank_iters *it);
 
+/* The iterations of one rank: those the load cut (job_rank.bounds), else detected
+ * (replay_detect_iterations). Fills *it (free with replay_rank_iters_free). Returns 0 or
+ * -1 (out of memory). */
+int replay_rank_iterations(const job_rank *jr, replay_rank_iters *it);
+
 void replay_rank_iters_free(replay_rank_iters *it);
 
 #endif

@@ -22,10 +22,12 @@
  * for it and calls ncclAllReduce of 4 MiB there, whose kernel waits for every rank; the
  * iteration ends with cudaStreamSynchronize(stream 13); an NVTX range "iteration N"
  * covers it. Rank 1 computes 20 % slower (a straggler the others wait for); every rank's
- * clock is off by up to +-1 ms.
+ * clock is off by up to +-1 ms. Without markers (--no-markers, DPRO_BENCH_NO_MARKERS=1) no
+ * NVTX range is written and each iteration's first kernel has a name of its own, so that
+ * the replay finds the iterations from the kernel period (one iteration long).
  *
  * usage: bench_scale                          the cases above
- *        bench_scale gen DIR RANKS EVENTS ITERS   only write the traces
+ *        bench_scale gen DIR RANKS EVENTS ITERS [--no-markers]   only write the traces
  */
 #include <dirent.h>
 #include <errno.h>
@@ -46,7 +48,8 @@
 
 typedef struct job_shape {
     int ranks, iters;
-    int kernels; /* per iteration */
+    int kernels;    /* per iteration */
+    int no_markers; /* no NVTX range; the iteration's first kernel named apart */
 } job_shape;
 
 static double
@@ -171,6 +174,8 @@ rank_iteration(const job_shape *s, int r, int it, int slow, const class_iter *ci
         a.end_ns = (uint64_t)(t + LAUNCH_NS) - mix(*corr * 1031 + (uint64_t)r) % 1500;
         a.correlation = (*corr)++;
         dpro_event d = {.kind = DPRO_KIND_KERNEL, .name = 10 + (uint32_t)(k % 7), .stream = 7};
+        if (s->no_markers && k == 0)
+            d.name = 17;
         d.correlation = a.correlation;
         int64_t ks = t + LAT_NS > kfree ? t + LAT_NS : kfree;
         d.start_ns = (uint64_t)ks;
@@ -228,7 +233,7 @@ rank_iteration(const job_shape *s, int r, int it, int slow, const class_iter *ci
                     .name = 20 + (uint32_t)it};
     m.start_ns = (uint64_t)ci->start;
     m.end_ns = y.end_ns + 20000;
-    return rc || push(b, &y) || push(b, &m);
+    return rc || push(b, &y) || (!s->no_markers && push(b, &m));
 }
 
 /* Writes rank r's trace into dir. Returns 0 or 1 (with a message). */
@@ -255,6 +260,8 @@ write_rank(const char *dir, const job_shape *s, int r)
         else if (i >= 10 && i < 17)
             snprintf(txt, sizeof txt, "void at::native::kernel_%d<float>(float const*, float*)",
                      i - 10);
+        else if (i == 17 && s->no_markers)
+            snprintf(txt, sizeof txt, "void at::native::zero_grad<float>(float*)");
         else if (i >= 20)
             snprintf(txt, sizeof txt, "iteration %d", i - 20);
         else
@@ -419,9 +426,11 @@ bench_case(const char *label, const char *dir, const job_shape *s, int procs, co
 int
 main(int argc, char **argv)
 {
-    job_shape s = {1024, 20, 0};
+    job_shape s = {1024, 20, 0, 0};
     long events = 100000;
-    if (argc == 6 && strcmp(argv[1], "gen") == 0) {
+    if ((argc == 6 || (argc == 7 && strcmp(argv[6], "--no-markers") == 0)) &&
+        strcmp(argv[1], "gen") == 0) {
+        s.no_markers = argc == 7;
         s.ranks = atoi(argv[3]);
         events = atol(argv[4]);
         s.iters = atoi(argv[5]);
@@ -431,7 +440,8 @@ main(int argc, char **argv)
         return write_job(argv[2], &s, 1);
     }
     if (argc != 1) {
-        fprintf(stderr, "usage: bench_scale | bench_scale gen DIR RANKS EVENTS ITERS\n");
+        fprintf(stderr,
+                "usage: bench_scale | bench_scale gen DIR RANKS EVENTS ITERS [--no-markers]\n");
         return 2;
     }
     const char *e = getenv("DPRO_BENCH_SCALE");
@@ -448,6 +458,7 @@ main(int argc, char **argv)
     const char *replay = getenv("DPRO_REPLAY") ? getenv("DPRO_REPLAY") : "./tools/dpro-replay";
     int procs = getenv("DPRO_BENCH_JOBS") ? atoi(getenv("DPRO_BENCH_JOBS")) : 2;
     int whole = getenv("DPRO_BENCH_WHOLE") && atoi(getenv("DPRO_BENCH_WHOLE"));
+    s.no_markers = getenv("DPRO_BENCH_NO_MARKERS") && atoi(getenv("DPRO_BENCH_NO_MARKERS"));
     procs = procs < 1 ? 1 : procs;
     int rc = bench_case("job", dir, &s, procs, replay, whole);
     job_shape longer = s;

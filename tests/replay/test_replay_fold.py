@@ -1,7 +1,8 @@
 """test_replay_fold: alike ranks fold into weighted classes without changing the answer.
 
-The folded replay of the straggler job is the same with --jobs 1, 2 and 4 (the waves
-of ranks read at once differ). --chrome of the folded alike job names its folded ranks (no tracks of their own), counts
+The folded replay of the straggler job, and of bench_scale's job without markers, is
+the same with --jobs 1, 2 and 4 (the waves of ranks read at once differ). --chrome of the folded alike job, and of the job without
+markers, names its folded ranks (no tracks of their own), counts
 them in otherData.folded_ranks and says so on stderr; --no-fold writes every rank.
 
 Each job is replayed by dpro-replay --json folded (the default) and with --no-fold; the
@@ -23,13 +24,16 @@ a class of its own), tests/replay/bench_scale's generator (16 ranks whose host c
 a straggler among them) and the multi-rank Kineto traces of ../shared imported (skipped
 without them).
 
-Ranks are folded while read (job.h) where the iterations come from markers: a class's
-read_folded counts its ranks reduced as they were read; on the jobs with markers every
-rank but the representative of the alike ranks' class must be. Memory then follows the
-classes: on a 64-rank job of bench_scale (4,000 events a rank, 10 iterations), the
-folded replay's peak RSS (the child's ru_maxrss from wait4) must stay under half the
-explicit one's (19 and 126 MiB when written; 92 MiB folded when the full graph was built
-before folding).
+Ranks are folded while read (job.h) where the iterations come from markers or from the
+kernel period (the cut shared across ranks agreed from the first pass): a class's
+read_folded counts its ranks reduced as they were read; on the jobs marked so (with
+markers, and without: gen_traces --no-markers, bench_scale --no-markers) every rank but
+the representative of the alike ranks' class must be. Memory then follows the classes:
+on a 64-rank job of bench_scale (4,000 events a rank, 10 iterations), with markers and
+without, the folded replay's peak RSS (the child's ru_maxrss from wait4) must stay under
+half the explicit one's (with markers 19 and 126 MiB when written, 92 MiB folded when the
+full graph was built before folding; without markers 14.3 and 49.4 MiB by /usr/bin/time
+when added, 49.4 MiB folded before the kernel period's cut was agreed while reading).
 """
 import json
 import os
@@ -163,6 +167,28 @@ def chrome_check(name, d, tmp):
                   "%s --no-fold: the Chrome trace has tracks for every rank" % name)
 
 
+def memory(tmp, extra):
+    """The folded replay's peak RSS under half the explicit one's on a 64-rank job of
+    bench_scale (extra: its generator's options)."""
+    name = "memory" + "".join(extra)
+    d = os.path.join(tmp, name)
+    subprocess.run([BENCH_SCALE, "gen", d, "64", "4000", "10"] + extra, check=True,
+                   stdout=subprocess.DEVNULL)
+    folded = peak_kib([REPLAY, d, "--json"])
+    explicit = peak_kib([REPLAY, d, "--json", "--no-fold"])
+    print("%s: 64 ranks, peak RSS folded %.1f MiB, explicit %.1f MiB"
+          % (name, folded / 1024.0, explicit / 1024.0))
+    if os.environ.get("DPRO_SANITIZERS") == "1":
+        # ASan's shadow memory and its quarantine of freed blocks (which keeps what the
+        # folding frees) are in the RSS: the ratio says nothing there.
+        print("%s: not compared in a sanitizer build (ASan's shadow and quarantine are in "
+              "the peak RSS)" % name)
+    else:
+        check(folded < 0.5 * explicit,
+              "%s: the folded replay's peak (%d KiB) under half the explicit one's (%d KiB)"
+              % (name, folded, explicit))
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="dpro-fold-") as tmp:
         d = os.path.join(tmp, "alike")
@@ -181,7 +207,12 @@ def main():
         d = os.path.join(tmp, "no-markers")
         subprocess.run([GEN, d, "--ranks", "3", "--iters", "8", "--no-markers"], check=True,
                        stdout=subprocess.DEVNULL)
-        compare("no-markers", d, expect_classes=1, read_folded=False)
+        compare("no-markers", d, expect_classes=1, read_folded=True)
+        chrome_check("no-markers", d, tmp)
+        d = os.path.join(tmp, "no-markers-straggler")
+        subprocess.run([GEN, d, "--ranks", "6", "--iters", "8", "--no-markers", "--straggler",
+                        "2:1.3", "--skew", "4:120"], check=True, stdout=subprocess.DEVNULL)
+        compare("no-markers-straggler", d, straggler=2, read_folded=True)
         d = os.path.join(tmp, "cut")
         subprocess.run([GEN, d, "--ranks", "4", "--iters", "20", "--cut", "1:0.6", "--skew",
                         "2:40"], check=True, stdout=subprocess.DEVNULL)
@@ -190,22 +221,16 @@ def main():
         subprocess.run([BENCH_SCALE, "gen", d, "16", "4000", "10"], check=True,
                        stdout=subprocess.DEVNULL)
         compare("jitter", d, expect_classes=2, straggler=1, read_folded=True)
-        d = os.path.join(tmp, "memory")
-        subprocess.run([BENCH_SCALE, "gen", d, "64", "4000", "10"], check=True,
+        d = os.path.join(tmp, "jitter-no-markers")
+        subprocess.run([BENCH_SCALE, "gen", d, "16", "4000", "10", "--no-markers"], check=True,
                        stdout=subprocess.DEVNULL)
-        folded = peak_kib([REPLAY, d, "--json"])
-        explicit = peak_kib([REPLAY, d, "--json", "--no-fold"])
-        print("memory: 64 ranks, peak RSS folded %.1f MiB, explicit %.1f MiB"
-              % (folded / 1024.0, explicit / 1024.0))
-        if os.environ.get("DPRO_SANITIZERS") == "1":
-            # ASan's shadow memory and its quarantine of freed blocks (which keeps what the
-            # folding frees) are in the RSS: the ratio says nothing there.
-            print("memory: not compared in a sanitizer build (ASan's shadow and quarantine "
-                  "are in the peak RSS)")
-        else:
-            check(folded < 0.5 * explicit,
-                  "memory: the folded replay's peak (%d KiB) under half the explicit one's "
-                  "(%d KiB)" % (folded, explicit))
+        compare("jitter-no-markers", d, expect_classes=2, straggler=1, read_folded=True)
+        by_jobs = [replay(d, "--jobs", str(n)) for n in (1, 2, 4)]
+        check(by_jobs[0] == by_jobs[1] == by_jobs[2],
+              "jitter-no-markers: the folded --json is the same with --jobs 1, 2 and 4 (the "
+              "period's cut agreed from every rank's scan, whatever the threads)")
+        for extra in ([], ["--no-markers"]):
+            memory(tmp, extra)
         if os.path.isdir(KINETO):
             two = sorted(f for f in os.listdir(KINETO) if f.startswith("128rank-sampled"))
             if two:
