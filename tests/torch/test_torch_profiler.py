@@ -258,6 +258,9 @@ def near(a, b, tol):
 
 def shared_window(coll_dir, coll, kin_dir, kin):
     """The options (-w, -n) that make dpro-replay compare the same steps in both traces.
+    dpro-replay runs with --no-fold here and below: each rank's iterations are mapped to
+    its own steps through its own launches, and a folded rank's iteration_times are its
+    representative's (the two ranks of a Kineto trace, alike, fold while read).
     The iterations dpro finds by itself (replayed once, nothing skipped as warm-up) are
     mapped to the steps that open and close them; on every rank of both traces an
     iteration opening in the first step the trace marks, or before it, is left out (what
@@ -266,7 +269,7 @@ def shared_window(coll_dir, coll, kin_dir, kin):
     step left, as many iterations as both traces have from there."""
     found, first = {}, 0
     for label, d, docs in (("collector", coll_dir, coll), ("Kineto", kin_dir, kin)):
-        rep = tool_json([dpro_replay, d, "-w", "1"])
+        rep = tool_json([dpro_replay, d, "--no-fold", "-w", "1"])
         if not rep:
             return None
         its = iterations(label, rep, docs, strict=False)
@@ -298,8 +301,8 @@ def compare_replays(coll_dir, coll, kin_dir, kin):
         return
     print("the steps both compare: collector %s, Kineto %s"
           % (" ".join(window["collector"]), " ".join(window["Kineto"])))
-    rc = tool_json([dpro_replay, coll_dir] + window["collector"])
-    rk = tool_json([dpro_replay, kin_dir] + window["Kineto"])
+    rc = tool_json([dpro_replay, coll_dir, "--no-fold"] + window["collector"])
+    rk = tool_json([dpro_replay, kin_dir, "--no-fold"] + window["Kineto"])
     if not rc or not rk:
         return
     ic, ik = iterations("collector", rc, coll), iterations("Kineto", rk, kin)
