@@ -430,7 +430,10 @@ close_file(dpro_reader *r)
             fold_vfs = strdup(vfs->zName);
     }
     sqlite3_close(r->db);
-    if (fold && side_exists(fold, "-wal"))
+    /* twice: a writer that marks the trace complete and closes while the first attempt's
+     * connection holds the trace (which found it not yet complete, and so leaves the -wal)
+     * is not the last to close, and leaves the -wal to that attempt */
+    for (int k = 0; fold && k < 2 && side_exists(fold, "-wal"); k++)
         fold_finished_wal(fold, fold_vfs);
     free(fold);
     free(fold_vfs);
