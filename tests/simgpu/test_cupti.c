@@ -173,6 +173,10 @@ main(int argc, char **argv)
     CHECK(ncclCommInitRank(&comm, 1, id, 0) == ncclSuccess);
     CHECK(ncclAllReduce(d, d, 1024, ncclFloat32, ncclSum, comm, s) == ncclSuccess);
     CHECK_CUDA(cudaDeviceSynchronize());
+    /* before the flush: a runtime call after it would stage a record that the delivery
+     * thread hands over while the checks below read the records */
+    struct cudaDeviceProp p;
+    CHECK_CUDA(cudaGetDeviceProperties(&p, 0));
     CHECK(cuptiGetTimestamp(&t1) == CUPTI_SUCCESS);
     CHECK(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
     CHECK(ncclCommDestroy(comm) == ncclSuccess);
@@ -206,8 +210,6 @@ main(int argc, char **argv)
             CHECK(r->ext == 4242);
         } else if (r->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
             /* one per device at the enable, cudaGetDeviceProperties' figures */
-            struct cudaDeviceProp p;
-            CHECK_CUDA(cudaGetDeviceProperties(&p, 0));
             ndev++;
             CHECK(!strncmp(r->name, p.name, sizeof(r->name) - 1));
             CHECK(r->corr == (uint32_t)p.major && r->stream == (uint32_t)p.multiProcessorCount);
