@@ -178,6 +178,22 @@ job_period_share(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32
     return rc == 0 ? 0 : DPRO_ERR_NOMEM;
 }
 
+/* Gives t's rank the k boundary positions b found of t->nb (b taken). Returns 0,
+ * DPRO_ERR_NOMEM (b NULL) or DPRO_ERR_CORRUPT (fewer than t->nb found; b freed). */
+static int
+take_bounds(rank_task *t, size_t *b, int32_t k)
+{
+    int rc = !b ? DPRO_ERR_NOMEM : k < t->nb ? DPRO_ERR_CORRUPT : 0;
+    if (rc == 0) {
+        t->jr->bounds = b;
+        t->jr->n_bounds = t->nb;
+        t->jr->period = t->bperiod;
+    } else {
+        free(b);
+    }
+    return rc;
+}
+
 int
 job_period_place_ends(rank_task *t)
 {
@@ -189,15 +205,7 @@ job_period_place_ends(rank_task *t)
         if (e->kind == DPRO_KIND_KERNEL && e->stream == t->bstream && e->end_ns == t->bend[k])
             b[k++] = i;
     }
-    int rc = !b ? DPRO_ERR_NOMEM : k < t->nb ? DPRO_ERR_CORRUPT : 0;
-    if (rc == 0) {
-        jr->bounds = b;
-        jr->n_bounds = t->nb;
-        jr->period = t->bperiod;
-    } else {
-        free(b);
-    }
-    return rc;
+    return take_bounds(t, b, k);
 }
 
 int
@@ -240,15 +248,9 @@ job_period_place(rank_task *t, size_t *missing)
             break;
         b[k++] = i;
     }
-    int rc = !b ? DPRO_ERR_NOMEM : k < t->nb ? DPRO_ERR_CORRUPT : 0;
-    if (rc == 0) {
-        jr->bounds = b;
-        jr->n_bounds = t->nb;
-        jr->period = t->bperiod;
-    } else {
+    int rc = take_bounds(t, b, k);
+    if (rc != 0)
         *missing = k < t->nb ? t->bpos[k] : 0;
-        free(b);
-    }
     return rc;
 }
 
