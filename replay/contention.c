@@ -60,11 +60,19 @@ covered(const span *u, size_t n, int64_t a, int64_t b)
     return (double)c / (double)(b - a);
 }
 
+/* Whether node n is a compute kernel; name_comm[id] caches dpro_kernel_is_comm of each
+ * string id (0: not asked yet, 1: compute, 2: communication), asked of every node thrice. */
 static int
-is_compute(const dfg *g, int32_t n)
+is_compute(const dfg *g, int32_t n, uint8_t *name_comm)
 {
-    return !(g->flags[n] & DFG_F_REMOVED) && g->kind[n] == DFG_KERNEL &&
-           !dpro_kernel_is_comm(dfg_name(g, g->name[n]));
+    if ((g->flags[n] & DFG_F_REMOVED) || g->kind[n] != DFG_KERNEL)
+        return 0;
+    int32_t id = g->name[n];
+    if (id < 0 || (uint32_t)id >= g->strings.n)
+        return !dpro_kernel_is_comm(dfg_name(g, id));
+    if (!name_comm[id])
+        name_comm[id] = dpro_kernel_is_comm(dfg_name(g, id)) ? 2 : 1;
+    return name_comm[id] == 1;
 }
 
 /* Transfer start of group q: grp_arrival, or the latest start of its participants. */
@@ -90,7 +98,8 @@ contention_overlaps(const dfg *g, const int64_t *start, const int64_t *end,
            *ncomp = calloc((size_t)R + 1, sizeof *ncomp);
     span **comm = calloc((size_t)R, sizeof *comm), **comp = calloc((size_t)R, sizeof *comp);
     int64_t *arr = malloc(sizeof *arr * (size_t)(g->n_groups > 0 ? g->n_groups : 1));
-    if (!ncomm || !ncomp || !comm || !comp || !arr) {
+    uint8_t *name_comm = calloc((size_t)g->strings.n + 1, 1);
+    if (!ncomm || !ncomp || !comm || !comp || !arr || !name_comm) {
         rc = -1;
         goto out;
     }
@@ -104,7 +113,7 @@ contention_overlaps(const dfg *g, const int64_t *start, const int64_t *end,
             continue;
         if (g->kind[n] == DFG_COLL && g->group[n] >= 0)
             ncomm[r]++;
-        else if (is_compute(g, n))
+        else if (is_compute(g, n, name_comm))
             ncomp[r]++;
     }
     for (int32_t r = 0; r < R; r++) {
@@ -125,7 +134,7 @@ contention_overlaps(const dfg *g, const int64_t *start, const int64_t *end,
         if (g->kind[n] == DFG_COLL && g->group[n] >= 0) {
             int64_t a = arr[g->group[n]] > start[n] ? arr[g->group[n]] : start[n];
             comm[r][ncomm[r]++] = (span){a, end[n]};
-        } else if (is_compute(g, n)) {
+        } else if (is_compute(g, n, name_comm)) {
             comp[r][ncomp[r]++] = (span){start[n], end[n]};
         }
     }
@@ -136,7 +145,7 @@ contention_overlaps(const dfg *g, const int64_t *start, const int64_t *end,
     for (int32_t n = 0; n < g->n_nodes; n++) {
         f_node[n] = -1;
         int32_t r = dfg_rank(g, n);
-        if (r >= 0 && r < R && is_compute(g, n) && start[n] >= 0 && end[n] > start[n])
+        if (r >= 0 && r < R && is_compute(g, n, name_comm) && start[n] >= 0 && end[n] > start[n])
             f_node[n] = covered(comm[r], ncomm[r], start[n], end[n]);
     }
     for (int32_t q = 0; q < g->n_groups; q++) {
@@ -161,6 +170,7 @@ out:
     free(ncomm);
     free(ncomp);
     free(arr);
+    free(name_comm);
     return rc;
 }
 
