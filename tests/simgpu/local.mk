@@ -107,11 +107,12 @@ TESTS += tests/simgpu/test_collective.py tests/simgpu/test_ddp.py tests/simgpu/t
 	tests/simgpu/test_world.py
 endif
 endif
-# the world physics' NCCL across processes: counts, synchronisation, staggered exits
+# the world physics' NCCL across processes: counts, synchronisation, staggered exits;
+# simulated nodes (simrun --gpus-per-node) and what the replay learns of them
 if HAVE_CUDA
 if HAVE_PYTHON3
-dist_check_SCRIPTS += tests/simgpu/test_world_nccl.py
-TESTS += tests/simgpu/test_world_nccl.py
+dist_check_SCRIPTS += tests/simgpu/test_world_nccl.py tests/simgpu/test_nodes.py
+TESTS += tests/simgpu/test_world_nccl.py tests/simgpu/test_nodes.py
 endif
 endif
 

@@ -1,12 +1,18 @@
 /* simrun: start N ranks of a program on the simulated device, as torchrun would.
  *
- *   simrun -n N [--straggler RANK:FACTOR]... [--simgpu-libdir DIR]
+ *   simrun -n N [--gpus-per-node K] [--straggler RANK:FACTOR]... [--simgpu-libdir DIR]
  *          [--timeout SECONDS] [--kill-on-failure] -- PROGRAM ARGS...
  *
  * Each rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,
  * ROLE_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RUN_ID, and SIMRUN_RDZV_FILE
  * (a file in a private temporary directory where rank 0 publishes its NCCL
  * unique id; see simrun_rdzv.h).  A straggler rank gets SIMGPU_SLOWDOWN=FACTOR.
+ * With --gpus-per-node K the ranks are laid out on simulated nodes of K GPUs, rank r on
+ * node r / K, as torchrun --nnodes would place them: LOCAL_RANK, LOCAL_WORLD_SIZE and
+ * GROUP_RANK follow the node, SIMGPU_GPUS_PER_NODE=K gives the device's NCCL the same
+ * layout, and each rank runs in a UTS namespace of its own whose host name is
+ * "simnodeN", so what records the host (the collector) sees one host per node.  A rank
+ * that cannot get the namespace (unshare needs CAP_SYS_ADMIN) fails, saying so.
  * With --simgpu-libdir (or SIMRUN_SIMGPU_LIBDIR; default: .libs beside simrun, where the
  * build puts them) the directory is put first on LD_LIBRARY_PATH, and the stand-ins found
  * there (libcudart.so.13, libcuda.so.1, libnccl.so.2, libcupti.so.13, libcublasLt.so.13,
@@ -24,6 +30,7 @@
 #endif
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +90,8 @@ preload_stand_ins(const char *libdir)
 static void
 usage(FILE *f)
 {
-    fprintf(f, "usage: simrun -n N [--straggler RANK:FACTOR]... [--simgpu-libdir DIR]\n"
+    fprintf(f, "usage: simrun -n N [--gpus-per-node K] [--straggler RANK:FACTOR]...\n"
+               "              [--simgpu-libdir DIR]\n"
                "              [--timeout SECONDS] [--kill-on-failure] -- PROGRAM ARGS...\n");
 }
 
@@ -113,6 +121,7 @@ set_int_env(const char *name, int v)
 struct simrun_opts {
     struct straggler strag[SIMRUN_MAX_RANKS];
     int nstrag, kill_on_failure;
+    int gpus_per_node; /* 0: every rank on one node */
     double timeout;
     const char *libdir;
 };
@@ -125,6 +134,7 @@ parse_cmdline(int argc, char **argv, struct simrun_opts *o)
     static const struct option longopts[] = {
         {"nproc", required_argument, NULL, 'n'},
         {"straggler", required_argument, NULL, 's'},
+        {"gpus-per-node", required_argument, NULL, 'g'},
         {"simgpu-libdir", required_argument, NULL, 'L'},
         {"timeout", required_argument, NULL, 't'},
         {"kill-on-failure", no_argument, NULL, 'k'},
@@ -151,6 +161,13 @@ parse_cmdline(int argc, char **argv, struct simrun_opts *o)
             o->nstrag++;
             break;
         }
+        case 'g':
+            o->gpus_per_node = atoi(optarg);
+            if (o->gpus_per_node < 1) {
+                fprintf(stderr, "simrun: --gpus-per-node wants a count >= 1, got '%s'\n", optarg);
+                rc = 2;
+            }
+            break;
         case 'L':
             o->libdir = optarg;
             break;
@@ -217,11 +234,25 @@ static void
 exec_rank(int r, const struct simrun_opts *o, char **prog, const char *rdzv, const char *port,
           const char *runid)
 {
+    int k = o->gpus_per_node > 0 ? o->gpus_per_node : g_n, node = r / k;
+    int local_world = g_n - node * k < k ? g_n - node * k : k;
+    if (o->gpus_per_node > 0) {
+        char host[64];
+        snprintf(host, sizeof(host), "simnode%d", node);
+        if (unshare(CLONE_NEWUTS) != 0 || sethostname(host, strlen(host)) != 0) {
+            fprintf(stderr,
+                    "simrun: --gpus-per-node: rank %d cannot have its node's host name %s "
+                    "(a UTS namespace: %s; needs root or CAP_SYS_ADMIN)\n",
+                    r, host, strerror(errno));
+            _exit(126);
+        }
+        set_int_env("SIMGPU_GPUS_PER_NODE", k);
+    }
     set_int_env("RANK", r);
-    set_int_env("LOCAL_RANK", r);
+    set_int_env("LOCAL_RANK", r % k);
     set_int_env("WORLD_SIZE", g_n);
-    set_int_env("LOCAL_WORLD_SIZE", g_n);
-    set_int_env("GROUP_RANK", 0);
+    set_int_env("LOCAL_WORLD_SIZE", local_world);
+    set_int_env("GROUP_RANK", node);
     set_int_env("ROLE_RANK", r);
     setenv("MASTER_ADDR", "127.0.0.1", 1);
     setenv("MASTER_PORT", port, 1);
