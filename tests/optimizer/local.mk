@@ -27,6 +27,9 @@ dist_check_SCRIPTS += tests/optimizer/test_framework.py
 TESTS += tests/optimizer/test_framework.py
 dist_check_SCRIPTS += tests/optimizer/test_many_layers.py
 TESTS += tests/optimizer/test_many_layers.py
+# the peak memory of recomputation through ddp-sim's caching allocator (memest.h)
+dist_check_SCRIPTS += tests/optimizer/test_memest_reuse.py
+TESTS += tests/optimizer/test_memest_reuse.py
 dist_check_SCRIPTS += tests/optimizer/closed_loop.py
 TESTS += tests/optimizer/closed_loop.py
 endif
