@@ -226,16 +226,22 @@ pool_put(block_pool *p, int64_t bytes)
     p->n++;
 }
 
+/* Micro-batches of a step run through the cache: each repeats the same requests, and once
+ * one makes no new block the pool is what it was before it and the next ones repeat it. */
+enum { REUSE_MICRO_BATCHES = 4 };
+
 /* Peak bytes of the blocks in use when the plan's activation requests run through a
  * caching allocator that never splits a block (memest.h): two steps of accum_k
- * micro-batches, keep[l] allocated in forward order, in the backward rebuild[l] (0: none)
- * allocated and freed before keep[l] is freed; after the first step a block of each
- * remade size is served from the cache (or made) and stays. Returns -1 when out of
- * memory. */
+ * micro-batches (at most REUSE_MICRO_BATCHES), keep[l] allocated in forward order, in the
+ * backward rebuild[l] (0: none) allocated and freed before keep[l] is freed; after the
+ * first step a block of each remade size is served from the cache (or made) and stays.
+ * Returns -1 when out of memory. */
 static int64_t
 reuse_peak(const memest *m, const int64_t *keep, const int64_t *rebuild, int32_t accum_k)
 {
     int32_t L = m->n_layers;
+    if (accum_k > REUSE_MICRO_BATCHES)
+        accum_k = REUSE_MICRO_BATCHES;
     /* every request may make a block: 2 steps x k micro-batches x 2 L, and the held ones */
     size_t cap = (size_t)4 * (size_t)accum_k * (size_t)L + (size_t)m->n_held + 1;
     block_pool pool = {malloc(cap * sizeof(int64_t)), 0};
