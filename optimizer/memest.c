@@ -67,6 +67,18 @@ take_workspace(const memest_event **order, int8_t *cls, size_t n, const memest_p
         }
 }
 
+/* 1 when e, a live allocation past the first iteration, is a block the forward thread
+ * made anew at the size of one of the activation allocations found so far (memest.h). */
+static int
+remade(const memest *m, const memest_phases *ph, const memest_event *e)
+{
+    int found = 0;
+    if (!m->segments && e->thread == ph->fwd_thread && e->t_ns >= ph->iter_end)
+        for (int32_t l = 0; l < m->n_layers && !found; l++)
+            found = memest_round_block(m->act_bytes[l]) == memest_round_block(e->bytes);
+    return found;
+}
+
 int
 memest_build(const memest_event *ev, size_t n, const memest_phases *ph, memest *m)
 {
@@ -77,7 +89,9 @@ memest_build(const memest_event *ev, size_t n, const memest_phases *ph, memest *
     m->act_bytes = malloc((n ? n : 1) * sizeof *m->act_bytes);
     m->act_time = malloc((n ? n : 1) * sizeof *m->act_time);
     m->static_each = malloc((n ? n : 1) * sizeof *m->static_each);
-    if (!order || !cls || !live || !m->act_bytes || !m->act_time || !m->static_each) {
+    m->held_bytes = malloc((n ? n : 1) * sizeof *m->held_bytes);
+    if (!order || !cls || !live || !m->act_bytes || !m->act_time || !m->static_each ||
+        !m->held_bytes) {
         free(order);
         free(cls);
         free(live);
@@ -138,7 +152,9 @@ memest_build(const memest_event *ev, size_t n, const memest_phases *ph, memest *
             m->backward_bytes += b;
             break;
         default:
-            if (live[i])
+            if (live[i] && remade(m, ph, order[i]))
+                m->held_bytes[m->n_held++] = b;
+            else if (live[i])
                 m->other_bytes += b;
             break;
         }
@@ -155,6 +171,7 @@ memest_free(memest *m)
     free(m->act_bytes);
     free(m->act_time);
     free(m->static_each);
+    free(m->held_bytes);
     memset(m, 0, sizeof *m);
 }
 
@@ -168,6 +185,98 @@ memest_round_block(int64_t bytes)
     return (bytes + (2 << 20) - 1) & ~(int64_t)((2 << 20) - 1);
 }
 
+/* The free blocks of a caching allocator, sorted by size. */
+typedef struct block_pool {
+    int64_t *size;
+    int32_t n;
+} block_pool;
+
+/* Takes the smallest free block of at least bytes and at most twice that out of p and
+ * returns its size, or bytes when none is free (a new block). */
+static int64_t
+pool_take(block_pool *p, int64_t bytes)
+{
+    int32_t lo = 0, hi = p->n;
+    int64_t got = bytes;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (p->size[mid] < bytes)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < p->n && p->size[lo] <= 2 * bytes) {
+        got = p->size[lo];
+        memmove(p->size + lo, p->size + lo + 1, (size_t)(p->n - lo - 1) * sizeof *p->size);
+        p->n--;
+    }
+    return got;
+}
+
+/* Returns a block of `bytes` to p (which has room for it). */
+static void
+pool_put(block_pool *p, int64_t bytes)
+{
+    int32_t i = p->n;
+    while (i > 0 && p->size[i - 1] > bytes) {
+        p->size[i] = p->size[i - 1];
+        i--;
+    }
+    p->size[i] = bytes;
+    p->n++;
+}
+
+/* Micro-batches of a step run through the cache: each repeats the same requests, and once
+ * one makes no new block the pool is what it was before it and the next ones repeat it. */
+enum { REUSE_MICRO_BATCHES = 4 };
+
+/* Peak bytes of the blocks in use when the plan's activation requests run through a
+ * caching allocator that never splits a block (memest.h): two steps of accum_k
+ * micro-batches (at most REUSE_MICRO_BATCHES), keep[l] allocated in forward order, in the
+ * backward rebuild[l] (0: none) allocated and freed before keep[l] is freed; after the
+ * first step a block of each remade size is served from the cache (or made) and stays.
+ * Returns -1 when out of memory. */
+static int64_t
+reuse_peak(const memest *m, const int64_t *keep, const int64_t *rebuild, int32_t accum_k)
+{
+    int32_t L = m->n_layers;
+    if (accum_k > REUSE_MICRO_BATCHES)
+        accum_k = REUSE_MICRO_BATCHES;
+    /* every request may make a block: 2 steps x k micro-batches x 2 L, and the held ones */
+    size_t cap = (size_t)4 * (size_t)accum_k * (size_t)L + (size_t)m->n_held + 1;
+    block_pool pool = {malloc(cap * sizeof(int64_t)), 0};
+    int64_t *got = malloc((size_t)(L > 0 ? L : 1) * sizeof *got);
+    int64_t peak = -1, in_use = 0;
+    if (pool.size && got) {
+        peak = 0;
+        for (int step = 0; step < 2; step++) {
+            for (int32_t k = 0; k < accum_k; k++) {
+                for (int32_t l = 0; l < L; l++) {
+                    got[l] = pool_take(&pool, keep[l]);
+                    in_use += got[l];
+                    peak = in_use > peak ? in_use : peak;
+                }
+                for (int32_t l = L; l-- > 0;) {
+                    if (rebuild[l] > 0) {
+                        int64_t b = pool_take(&pool, rebuild[l]);
+                        peak = in_use + b > peak ? in_use + b : peak;
+                        pool_put(&pool, b);
+                    }
+                    pool_put(&pool, got[l]);
+                    in_use -= got[l];
+                }
+            }
+            for (int32_t r = 0; step == 0 && r < m->n_held; r++) {
+                in_use += pool_take(&pool, memest_round_block(m->held_bytes[r]));
+                peak = in_use > peak ? in_use : peak;
+            }
+        }
+    }
+    free(pool.size);
+    free(got);
+    return peak;
+}
+
 int64_t
 memest_predict(const memest *m, const uint8_t *recompute, int32_t n_recompute, double keep_fraction,
                int32_t accum_k)
@@ -177,21 +286,31 @@ memest_predict(const memest *m, const uint8_t *recompute, int32_t n_recompute, d
     if (keep_fraction <= 0 || keep_fraction > 1)
         keep_fraction = 1;
     int64_t base = m->static_bytes + m->optimizer_bytes + m->other_bytes;
-    int64_t kept = 0, worst = 0;
-    for (int32_t l = 0; l < m->n_layers; l++) {
+    int64_t kept = 0, worst = 0, result = -1;
+    size_t n = (size_t)(m->n_layers > 0 ? m->n_layers : 1);
+    int64_t *keep = malloc(n * sizeof *keep), *rebuild = malloc(n * sizeof *rebuild);
+    for (int32_t l = 0; keep && rebuild && l < m->n_layers; l++) {
         int64_t act = m->act_bytes[l] / accum_k;
         int rc = recompute && l < n_recompute && recompute[l];
-        int64_t keep = memest_round_block(rc ? (int64_t)((double)act * keep_fraction) : act);
-        kept += keep;
-        if (rc) {
-            /* during l's backward: layers <= l still hold their share, plus the
-             * rebuilt activations of l */
-            int64_t during = kept + memest_round_block(act);
-            if (during > worst)
-                worst = during;
-        }
+        keep[l] = memest_round_block(rc ? (int64_t)((double)act * keep_fraction) : act);
+        rebuild[l] = rc ? memest_round_block(act) : 0;
+        kept += keep[l];
+        /* during l's backward: layers <= l still hold their share, plus the rebuilt
+         * activations of l */
+        if (rc && kept + rebuild[l] > worst)
+            worst = kept + rebuild[l];
     }
-    if (accum_k == 1 && (!recompute || n_recompute <= 0) && m->n_layers == 0)
-        return m->peak_bytes;
-    return base + (kept > worst ? kept : worst);
+    if (!keep || !rebuild) {
+        result = -1;
+    } else if (accum_k == 1 && (!recompute || n_recompute <= 0) && m->n_layers == 0) {
+        result = m->peak_bytes;
+    } else if (!m->segments && m->n_layers > 0) {
+        int64_t peak = reuse_peak(m, keep, rebuild, accum_k);
+        result = peak < 0 ? -1 : base + peak;
+    } else {
+        result = base + (kept > worst ? kept : worst); /* segments: nothing remade */
+    }
+    free(keep);
+    free(rebuild);
+    return result;
 }

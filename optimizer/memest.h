@@ -13,17 +13,33 @@
  *               state, created lazily by the first step);
  *   backward    allocated on the backward thread (transients of the backward);
  *   other       anything else still live (later iterations, other threads).
- * The measured peak is the peak of live bytes over the whole trace.
+ * The measured peak is the peak of live bytes over the whole trace. One more kind is kept
+ * apart from "other": a block the forward thread allocates after the first iteration at
+ * the size of one of its activation allocations (remade): something allocated after the
+ * first backward (the optimizer's state) took a cached activation block, and the next
+ * forward made one anew.
  *
- * Prediction (memest_predict), for a caching allocator in steady state, whose blocks
- * stay reserved once allocated:
- *   peak = static + optimizer + other
+ * Prediction (memest_predict), for a caching allocator whose blocks stay reserved once
+ * allocated. The bytes the plan's requests need at once are
+ *   static + optimizer + other
  *        + max( sum_l keep_l,  max over recomputed l of (sum_{j<=l} keep_j + act_l/k) )
  * where keep_l = act_l / k, times keep_fraction for a recomputed layer (it keeps only a
  * checkpoint of its input and rebuilds the rest during its backward, while the layers
  * after it have already been freed), and every size is rounded as PyTorch's caching
  * allocator rounds blocks (512 B up to 1 MiB, 2 MiB above). Gradient accumulation over
- * k micro-batches divides the activations by k; the rest does not change.
+ * k micro-batches divides the activations by k; the rest does not change. Where the
+ * activations are one allocation each (not segments), the trace's allocator hands out a
+ * block per request and never splits one, so a cached block serves a smaller request
+ * whole: the plan's requests (each micro-batch's keeps in forward order, each rebuild
+ * allocated and freed before its layer's keep is freed) are run through such an
+ * allocator (the smallest free cached block of at least the request and at most twice
+ * it, as ddp-sim's allocator reuses blocks, else a new block) for two steps, a block of
+ * each remade size served from the cache after the first step and held (the request that
+ * took the block in the trace is not seen: its size stands for it), and the peak of the
+ * blocks in use replaces the activations' and remade blocks' share above. With
+ * recomputation a rebuild's block is free during the next forward, and a layer whose own
+ * block was taken gets it whole (fidelity pair 34: 26 MiB of activations in a 50 MiB
+ * block, +16 MiB over the bytes).
  *
  * A caching allocator that grows only during the job's first step (PyTorch's: the
  * collector sees its segments, cudaMalloc of 2 MiB, 20 MiB or 2 MiB multiples, never
@@ -86,6 +102,8 @@ typedef struct memest {
     int segments;            /* 1: activations from the first step (phases.first_step): the
                                 allocator's segments, not one allocation per layer */
     int64_t workspace_bytes; /* with segments: the forward's workspace segment (0: none) */
+    int32_t n_held;          /* blocks the forward remade after the first iteration */
+    int64_t *held_bytes;     /* their sizes (not in other_bytes) */
 } memest;
 
 /* Builds the estimate of one rank from n events (any order). Returns 0, or -1 when out
@@ -101,7 +119,8 @@ int64_t memest_round_block(int64_t bytes);
 /* Predicted steady peak in bytes (see above). recompute: n_recompute flags, for layers
  * 0 .. n_recompute-1 (may be NULL: none); layers past them are not recomputed (a plan
  * names at most STRATEGY_MAX_LAYERS layers, a trace may have more). keep_fraction (0..1]
- * of a recomputed layer's activations kept, accum_k >= 1 micro-batches per step. */
+ * of a recomputed layer's activations kept, accum_k >= 1 micro-batches per step.
+ * Returns -1 when out of memory. */
 int64_t memest_predict(const memest *m, const uint8_t *recompute, int32_t n_recompute,
                        double keep_fraction, int32_t accum_k);
 

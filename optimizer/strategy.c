@@ -474,7 +474,9 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
             rc[l] = (uint8_t)strategy_recomputes(p, l);
         out->peak_bytes =
             memest_predict(&w->layers.mem, L > 0 ? rc : NULL, L, w->opt.recompute_keep, p->accum_k);
-        if (out->peak_bytes >= 0 && p->fsdp_keep && strategy_fsdp_available(w))
+        if (out->peak_bytes < 0)
+            return -1; /* out of memory (a negative peak reads "no estimate": feasible) */
+        if (p->fsdp_keep && strategy_fsdp_available(w))
             out->peak_bytes += w->fsdp.gathered_bytes;
     }
     return 0;

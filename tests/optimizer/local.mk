@@ -27,6 +27,9 @@ dist_check_SCRIPTS += tests/optimizer/test_framework.py
 TESTS += tests/optimizer/test_framework.py
 dist_check_SCRIPTS += tests/optimizer/test_many_layers.py
 TESTS += tests/optimizer/test_many_layers.py
+# the peak memory of recomputation through ddp-sim's caching allocator (memest.h)
+dist_check_SCRIPTS += tests/optimizer/test_memest_reuse.py
+TESTS += tests/optimizer/test_memest_reuse.py
 dist_check_SCRIPTS += tests/optimizer/closed_loop.py
 TESTS += tests/optimizer/closed_loop.py
 endif
@@ -35,4 +38,4 @@ BENCHMARKS += tests/optimizer/bench_optimizer
 noinst_PROGRAMS += tests/optimizer/bench_optimizer
 tests_optimizer_bench_optimizer_SOURCES = tests/optimizer/bench_optimizer.c
 tests_optimizer_bench_optimizer_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
-EXTRA_DIST += tests/optimizer/measure_fusion_model.py
+EXTRA_DIST += tests/optimizer/measure_fusion_model.py tests/optimizer/measure_memest_pairs.py
