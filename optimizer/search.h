@@ -43,6 +43,7 @@ typedef struct search_options {
     unsigned fw_families;   /* families it expresses (0: all) */
     int no_capture;         /* 1: no plan captures the step in a CUDA graph */
     double first_bucket_mb; /* > 0: the first bucket stays this size (no knob for it) */
+    int first_bucket_follows; /* 1: the first bucket takes the plan's cap (one knob for both) */
 } search_options;
 
 typedef struct search_candidate {
