@@ -510,6 +510,12 @@ partition_build(const partition_input *in, const strategy_plan *p, dfg *out, int
                 out->gap[h] = 0;
             }
         }
+        for (int32_t i = in->bu->group_block_off[q]; i < in->bu->group_block_off[q + 1]; i++) {
+            int32_t h = in->bu->group_block[i];
+            out->dur[h] = 0;
+            if (!in->bu->block_first[i])
+                out->gap[h] = 0;
+        }
     }
     if (n_buckets)
         *n_buckets = B.count;

@@ -248,6 +248,12 @@ apply_buckets(dfg *g, const workload_buckets *bu, const strategy_plan *p)
         g->grp_dur[q] = 0;
         for (int32_t i = bu->group_hosts_off[q]; i < bu->group_hosts_off[q + 1]; i++)
             zero_host(g, bu->group_hosts[i]);
+        for (int32_t i = bu->group_block_off[q]; i < bu->group_block_off[q + 1]; i++) {
+            int32_t h = bu->group_block[i];
+            g->dur[h] = 0;
+            if (!bu->block_first[i])
+                g->gap[h] = 0;
+        }
     }
     free(close);
     free(bytes);

@@ -68,6 +68,82 @@ typical_hook_costs(const dfg *g, workload_buckets *bu)
     return rc;
 }
 
+/* Whether host node m can be in a collective call's hook block (workload.h: group_block):
+ * a live call, woken by no other thread, that launches nothing and neither blocks nor
+ * copies. */
+static int
+hook_call(const dfg *g, int32_t m)
+{
+    if (m < 0 || !alive(g, m) || g->kind[m] != DFG_HOST || (g->flags[m] & DFG_F_WAKEUP) ||
+        g->launched_off[m] != g->launched_off[m + 1])
+        return 0;
+    dpro_api_class c = api_class(g, m);
+    return c == DPRO_API_CLASS_EVENT_RECORD || c == DPRO_API_CLASS_STREAM_WAIT ||
+           c == DPRO_API_CLASS_OTHER;
+}
+
+/* The hook block of collective call h (workload.h): its first call into *first and its
+ * last into *last (h itself when the run is empty on that side). prev: dfg_prev_table. */
+static void
+hook_block(const dfg *g, const int32_t *prev, int32_t h, int32_t *first, int32_t *last)
+{
+    int32_t a = h, b = h;
+    while (hook_call(g, prev[a]))
+        a = prev[a];
+    while (hook_call(g, g->next_on_res[b]))
+        b = g->next_on_res[b];
+    /* a run that ends at the next collective call is that call's */
+    int32_t after = g->next_on_res[b];
+    if (after >= 0 && alive(g, after) && g->kind[after] == DFG_HOST)
+        for (int32_t i = g->launched_off[after]; i < g->launched_off[after + 1]; i++)
+            if (g->kind[g->launched[i]] == DFG_COLL)
+                b = h;
+    *first = a;
+    *last = b;
+}
+
+/* Fills the hook blocks (workload.h: group_block, group_block_off, block_first) of the
+ * participants whose calls are in bu->group_hosts, less those calls. prev:
+ * dfg_prev_table. Returns 0, -1 when out of memory. */
+static int
+find_hook_blocks(const dfg *g, const int32_t *prev, workload_buckets *bu)
+{
+    bu->group_block_off = calloc((size_t)g->n_groups + 1, sizeof *bu->group_block_off);
+    int rc = bu->group_block_off ? 0 : -1;
+    for (int pass = 0; rc == 0 && pass < 2; pass++) {
+        int32_t *fill = pass ? calloc((size_t)g->n_groups + 1, sizeof *fill) : NULL;
+        if (pass && (!fill || !bu->group_block || !bu->block_first))
+            rc = -1;
+        for (int32_t q = 0; rc == 0 && q < g->n_groups; q++)
+            for (int32_t i = bu->group_hosts_off[q]; i < bu->group_hosts_off[q + 1]; i += 3) {
+                const int32_t *slot = &bu->group_hosts[i];
+                int32_t a, b;
+                hook_block(g, prev, slot[0], &a, &b);
+                for (int32_t m = a;; m = g->next_on_res[m]) {
+                    if (m != slot[0] && m != slot[1] && m != slot[2]) {
+                        if (pass) {
+                            int32_t at = bu->group_block_off[q] + fill[q]++;
+                            bu->group_block[at] = m;
+                            bu->block_first[at] = m == a;
+                        } else
+                            bu->group_block_off[q + 1]++;
+                    }
+                    if (m == b)
+                        break;
+                }
+            }
+        if (rc == 0 && !pass) {
+            for (int32_t q = 0; q < g->n_groups; q++)
+                bu->group_block_off[q + 1] += bu->group_block_off[q];
+            size_t n = (size_t)bu->group_block_off[g->n_groups] + 1;
+            bu->group_block = malloc(sizeof *bu->group_block * n);
+            bu->block_first = malloc(n);
+        }
+        free(fill);
+    }
+    return rc;
+}
+
 /* Collectives launched by the backward thread of rank r in iteration it, in launch
  * order, into out (returns the count). */
 static int32_t
@@ -196,12 +272,13 @@ workload_find_units(workload *w, rank_info *ri)
                 break;
         fill[q] += 3;
     }
+    int rc = find_hook_blocks(g, prev, &w->buckets);
     free(fill);
     free(prev);
     free(seq);
-    if (typical_hook_costs(g, &w->buckets) != 0)
-        return -1;
-    return 0;
+    if (rc == 0)
+        rc = typical_hook_costs(g, &w->buckets);
+    return rc;
 }
 
 /* Rounding an allocator may have added to a request to make a block of b bytes
