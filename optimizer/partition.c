@@ -503,19 +503,7 @@ partition_build(const partition_input *in, const strategy_plan *p, dfg *out, int
             continue;
         }
         out->grp_dur[q] = 0;
-        for (int32_t i = in->bu->group_hosts_off[q]; i < in->bu->group_hosts_off[q + 1]; i++) {
-            int32_t h = in->bu->group_hosts[i];
-            if (h >= 0) {
-                out->dur[h] = 0;
-                out->gap[h] = 0;
-            }
-        }
-        for (int32_t i = in->bu->group_block_off[q]; i < in->bu->group_block_off[q + 1]; i++) {
-            int32_t h = in->bu->group_block[i];
-            out->dur[h] = 0;
-            if (!in->bu->block_first[i])
-                out->gap[h] = 0;
-        }
+        workload_drop_bucket_hosts(out, in->bu, q);
     }
     if (n_buckets)
         *n_buckets = B.count;

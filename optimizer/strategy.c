@@ -246,14 +246,7 @@ apply_buckets(dfg *g, const workload_buckets *bu, const strategy_plan *p)
             continue;
         }
         g->grp_dur[q] = 0;
-        for (int32_t i = bu->group_hosts_off[q]; i < bu->group_hosts_off[q + 1]; i++)
-            zero_host(g, bu->group_hosts[i]);
-        for (int32_t i = bu->group_block_off[q]; i < bu->group_block_off[q + 1]; i++) {
-            int32_t h = bu->group_block[i];
-            g->dur[h] = 0;
-            if (!bu->block_first[i])
-                g->gap[h] = 0;
-        }
+        workload_drop_bucket_hosts(g, bu, q);
     }
     free(close);
     free(bytes);

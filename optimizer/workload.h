@@ -311,6 +311,11 @@ typedef struct workload {
 int32_t workload_match_gradients(const int64_t *alloc, int32_t n_alloc, const int64_t *unit_bytes,
                                  int32_t n_units, int32_t n_layers, int32_t *unit_lo);
 
+/* Drops from g the host calls of group q's bucket that go away when it is folded into
+ * another (bu->group_hosts and bu->group_block of g's node ids): each takes no time and
+ * no gap, but a block's first call keeps its gap (workload_buckets: block_first). */
+void workload_drop_bucket_hosts(dfg *g, const workload_buckets *bu, int32_t q);
+
 /* Analyzes g (the caller's working copy: repaired event edges are added to it; the
  * capture copy, when one is needed, is made from it) for iterations
  * [iter_first, iter_last]. base (zeroed or reused) receives the baseline

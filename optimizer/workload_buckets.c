@@ -281,6 +281,24 @@ workload_find_units(workload *w, rank_info *ri)
     return rc;
 }
 
+void
+workload_drop_bucket_hosts(dfg *g, const workload_buckets *bu, int32_t q)
+{
+    for (int32_t i = bu->group_hosts_off[q]; i < bu->group_hosts_off[q + 1]; i++) {
+        int32_t h = bu->group_hosts[i];
+        if (h >= 0) {
+            g->dur[h] = 0;
+            g->gap[h] = 0;
+        }
+    }
+    for (int32_t i = bu->group_block_off[q]; i < bu->group_block_off[q + 1]; i++) {
+        int32_t h = bu->group_block[i];
+        g->dur[h] = 0;
+        if (!bu->block_first[i])
+            g->gap[h] = 0;
+    }
+}
+
 /* Rounding an allocator may have added to a request to make a block of b bytes
  * (workload.h): up to 2 MiB for a block of a multiple of 2 MiB above 1 MiB, else 512 B. */
 static int64_t
