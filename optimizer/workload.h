@@ -199,6 +199,7 @@ typedef struct workload_buckets {
      * layout does) stays. */
     int32_t *group_block, *group_block_off;
     uint8_t *block_first;
+    int64_t *block_dur, *block_gap; /* per group_block slot: its typical cost, as host_dur */
     int coll_op;
     int32_t coll_nranks;
     char why[160]; /* empty when tensor fusion is available */

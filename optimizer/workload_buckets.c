@@ -34,37 +34,52 @@ typical_call(const dfg *g, int32_t h, int64_t *dur, int64_t *gap)
     return rc;
 }
 
-/* Fills bu->host_dur and bu->host_gap (workload.h) for the bu->group_hosts of g, one
- * median per (thread, name) reused across the slots (up to 3 names a thread: the record,
- * the wait and the collective call). Returns 0, -1 when out of memory. */
+/* Typical costs of the total host nodes calls[] of g (-1: an empty slot) into *dur and
+ * *gap (allocated here; -1 for an empty slot): one median per (thread, name), reused
+ * across the slots for up to k names a thread (more names are each computed). Returns 0,
+ * -1 when out of memory. */
 static int
-typical_hook_costs(const dfg *g, workload_buckets *bu)
+typical_costs(const dfg *g, const int32_t *calls, int32_t total, int k, int64_t **dur,
+              int64_t **gap)
 {
-    int32_t total = bu->group_hosts_off[g->n_groups];
-    bu->host_dur = malloc(sizeof *bu->host_dur * (size_t)(total + 1));
-    bu->host_gap = malloc(sizeof *bu->host_gap * (size_t)(total + 1));
-    int32_t *seen = malloc(sizeof *seen * 3 * (size_t)(g->n_res + 1));
-    int rc = bu->host_dur && bu->host_gap && seen ? 0 : -1;
-    for (int32_t i = 0; rc == 0 && i < 3 * g->n_res; i++)
+    int64_t *d = *dur = malloc(sizeof *d * (size_t)(total + 1));
+    int64_t *p = *gap = malloc(sizeof *p * (size_t)(total + 1));
+    int32_t *seen = malloc(sizeof *seen * (size_t)k * (size_t)(g->n_res + 1));
+    int rc = d && p && seen ? 0 : -1;
+    for (int32_t i = 0; rc == 0 && i < k * g->n_res; i++)
         seen[i] = -1;
     for (int32_t i = 0; rc == 0 && i < total; i++) {
-        int32_t h = bu->group_hosts[i], j = 0;
-        bu->host_dur[i] = bu->host_gap[i] = -1;
+        int32_t h = calls[i], j = 0;
+        d[i] = p[i] = -1;
         if (h < 0)
             continue;
-        int32_t *at = &seen[3 * g->res[h]];
-        while (j < 3 && at[j] >= 0 && g->name[bu->group_hosts[at[j]]] != g->name[h])
+        int32_t *at = &seen[k * g->res[h]];
+        while (j < k && at[j] >= 0 && g->name[calls[at[j]]] != g->name[h])
             j++;
-        if (j < 3 && at[j] >= 0) {
-            bu->host_dur[i] = bu->host_dur[at[j]];
-            bu->host_gap[i] = bu->host_gap[at[j]];
+        if (j < k && at[j] >= 0) {
+            d[i] = d[at[j]];
+            p[i] = p[at[j]];
             continue;
         }
-        rc = typical_call(g, h, &bu->host_dur[i], &bu->host_gap[i]);
-        if (j < 3)
+        rc = typical_call(g, h, &d[i], &p[i]);
+        if (j < k)
             at[j] = i;
     }
     free(seen);
+    return rc;
+}
+
+/* Fills bu->host_dur and bu->host_gap (workload.h) for the bu->group_hosts of g (3
+ * names a thread: the record, the wait and the collective call), block_dur and
+ * block_gap for the bu->group_block. Returns 0, -1 when out of memory. */
+static int
+typical_hook_costs(const dfg *g, workload_buckets *bu)
+{
+    int rc = typical_costs(g, bu->group_hosts, bu->group_hosts_off[g->n_groups], 3, &bu->host_dur,
+                           &bu->host_gap);
+    if (rc == 0)
+        rc = typical_costs(g, bu->group_block, bu->group_block_off[g->n_groups], 8, &bu->block_dur,
+                           &bu->block_gap);
     return rc;
 }
 
