@@ -78,7 +78,7 @@ typical_hook_costs(const dfg *g, workload_buckets *bu)
     int rc = typical_costs(g, bu->group_hosts, bu->group_hosts_off[g->n_groups], 3, &bu->host_dur,
                            &bu->host_gap);
     if (rc == 0)
-        rc = typical_costs(g, bu->group_block, bu->group_block_off[g->n_groups], 8, &bu->block_dur,
+        rc = typical_costs(g, bu->group_block, bu->group_block_off[g->n_groups], 16, &bu->block_dur,
                            &bu->block_gap);
     return rc;
 }
