@@ -39,6 +39,8 @@ typedef struct framework_profile {
     double default_bucket_mb; /* the framework's bucket cap when options set only the first */
     double fixed_first_bucket_mb; /* > 0: the framework has no knob for the first bucket,
                                    * which stays this size; 0: it is set with the others */
+    int first_bucket_follows;     /* 1: the knob of the buckets' cap caps the first bucket
+                                   * too (DDP's bucket_cap_mb): no other first cap */
     unsigned families;            /* strategy families it can express (enum strategy_family) */
     int can_capture;              /* 1: it can capture (a region of) the step in a CUDA graph */
     int capture_scope;            /* what its capture covers (enum workload_capture_scope) */

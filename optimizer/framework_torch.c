@@ -7,8 +7,10 @@
 
 #include "optimizer/strategy.h"
 
-#define TORCH_DDP_BUCKET_MB 25 /* DDP's bucket_cap_mb default */
-#define TORCH_DDP_FIRST_MB 1   /* DDP's first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES) */
+/* DDP's bucket_cap_mb default. Its first bucket is 1 MiB (dist._DEFAULT_FIRST_BUCKET_BYTES)
+ * only when bucket_cap_mb is left out; given, bucket_cap_mb caps the first bucket too
+ * (torch/nn/parallel/distributed.py: first_bucket_bytes_cap; every plan sets it). */
+#define TORCH_DDP_BUCKET_MB 25
 
 /* Which wrapper a profile stands for. */
 enum { TORCH_PLAIN = 0, TORCH_DDP = 1, TORCH_FSDP = 2 };
@@ -54,7 +56,7 @@ torch_format_args_as(const framework_profile *fw, const strategy_plan *p, int32_
 #undef PUT
 }
 
-/* The options of torch_format_args_as, the bucket cap taking DDP's first bucket. Under DDP
+/* The options of torch_format_args_as, the bucket cap capping DDP's first bucket too. Under DDP
  * the capture is torch.cuda.graph only: mode=reduce-overhead captures another region (the
  * compiled forward and backward, not DDP's all-reduces), which DDP's capture plan does not
  * predict. */
@@ -82,7 +84,7 @@ torch_parse_args_as(const framework_profile *fw, const char *args, strategy_plan
                 rc = -1;
             else {
                 p->bucket_cap = (int8_t)framework_nearest_cap(mb);
-                p->first_cap = (int8_t)framework_nearest_cap(TORCH_DDP_FIRST_MB);
+                p->first_cap = p->bucket_cap;
             }
         } else if (!strcmp(t, "checkpoint") && v)
             rc = strategy_parse_layer_list(v, p);
@@ -114,9 +116,10 @@ torch_advise_as(const framework_profile *fw, const workload *w, const strategy_p
 #define PUT(...) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__)
     if (p->bucket_cap >= 0)
         PUT("%sDDP(model, bucket_cap_mb=%g): gradients all-reduced in %d buckets instead of "
-            "%d (the first bucket stays DDP's built-in %g MiB: DDP has no public knob for it)",
+            "%d (the first bucket too takes the cap: DDP keeps its 1 MiB first bucket only "
+            "when bucket_cap_mb is left out)",
             o ? "\n" : "", strategy_bucket_caps_mb[p->bucket_cap], strategy_bucket_count(w, p),
-            w->buckets.n_units, (double)TORCH_DDP_FIRST_MB);
+            w->buckets.n_units);
     int compiled_graph = p->cuda_graph && wrap != TORCH_DDP; /* mode="reduce-overhead" */
     if (p->fuse || compiled_graph)
         PUT("%smodel = torch.compile(model%s): %s", o ? "\n" : "",
@@ -191,7 +194,7 @@ torch_knobs_as(const framework_profile *fw, const workload *w, const strategy_pl
         json_key(jw, "DistributedDataParallel");
         json_begin_object(jw);
         json_kv_double(jw, "bucket_cap_mb", strategy_bucket_caps_mb[p->bucket_cap]);
-        json_kv_string(jw, "first_bucket", "no public knob: DDP's built-in 1 MiB");
+        json_kv_string(jw, "first_bucket", "bucket_cap_mb (DDP's 1 MiB only without it)");
         json_end_object(jw);
     }
     int ddp_graph = p->cuda_graph && torch_wrapper(fw) == TORCH_DDP;
@@ -306,11 +309,11 @@ const framework_profile framework_torch_ddp = {
     .title = "PyTorch DDP",
     .args_key = "torch_args",
     .default_bucket_mb = TORCH_DDP_BUCKET_MB,
-    .fixed_first_bucket_mb = TORCH_DDP_FIRST_MB,
+    .first_bucket_follows = 1,
     .families = STRATEGY_FUSION | STRATEGY_TENSOR | STRATEGY_MEMORY,
     .can_capture = 1,
     .capture_scope = WL_CAPTURE_STEP, /* torch.cuda.graph of the step, DDP's all-reduces in */
-    .cannot = "the first bucket's size (DDP has no public knob: it stays 1 MiB) and "
+    .cannot = "a first bucket of another size than the others (bucket_cap_mb caps both) and "
               "torch.compile's mode=reduce-overhead (its graphs leave DDP's all-reduces out: "
               "the capture advised is the whole step's, torch.cuda.graph)",
     .format_args = ddp_format,

@@ -405,6 +405,32 @@ copy_preds(const dfg *src, dfg *out, int32_t c, int32_t n)
     return 0;
 }
 
+/* Inserts after *ins (updated) copies of the other calls of the hook block (workload.h:
+ * group_block) of group q's collective call `call`, each at its typical cost on its
+ * thread (at most the call's own), in the block's order. */
+static int
+copy_block(const partition_input *in, int32_t q, int32_t call, dfg *out, int32_t *ins)
+{
+    const dfg *g = in->g;
+    const workload_buckets *bu = in->bu;
+    int rc = 0;
+    for (int32_t i = bu->group_block_off[q]; rc == 0 && i < bu->group_block_off[q + 1]; i++) {
+        int32_t h = bu->group_block[i];
+        if (g->res[h] != g->res[call])
+            continue;
+        int64_t td = bu->block_dur[i], tg = bu->block_gap[i];
+        int32_t nh = dfg_insert_after(out, *ins, DFG_HOST, g->name[h],
+                                      td >= 0 && td < g->dur[h] ? td : g->dur[h]);
+        if (nh < 0)
+            rc = -1;
+        else {
+            out->gap[nh] = tg >= 0 && tg < g->gap[h] ? tg : g->gap[h];
+            *ins = nh;
+        }
+    }
+    return rc;
+}
+
 /* Inserts the buckets of unit u that close inside its span for participant c (group q,
  * new groups gbase..) into out. */
 static int
@@ -454,6 +480,8 @@ split_participant(const partition_input *in, layout *L, const buckets *B, int32_
             if (i == 2)
                 out->launch[n] = nh;
         }
+        if (hosts[2] >= 0 && copy_block(in, q, hosts[2], out, &ins) != 0)
+            return -1;
     }
     return 0;
 }
@@ -503,13 +531,7 @@ partition_build(const partition_input *in, const strategy_plan *p, dfg *out, int
             continue;
         }
         out->grp_dur[q] = 0;
-        for (int32_t i = in->bu->group_hosts_off[q]; i < in->bu->group_hosts_off[q + 1]; i++) {
-            int32_t h = in->bu->group_hosts[i];
-            if (h >= 0) {
-                out->dur[h] = 0;
-                out->gap[h] = 0;
-            }
-        }
+        workload_drop_bucket_hosts(out, in->bu, q);
     }
     if (n_buckets)
         *n_buckets = B.count;

@@ -38,7 +38,8 @@
  *             the unit's own participant, in bucket order, with an edge from the kernel
  *             at which its bytes are ready (DDP's event record on the compute stream and
  *             wait on the communication stream); the unit's event record, stream wait
- *             and collective calls are copied right after that kernel's launch call,
+ *             and collective calls, then the other calls of its hook block (workload.h:
+ *             group_block), are copied right after that kernel's launch call,
  *             each costing what a call of its name typically costs on its thread (the
  *             median duration and gap, workload.h: host_dur, host_gap; at most the
  *             unit's own call's), and the last copy launches the participant. The unit's

@@ -121,7 +121,8 @@ typedef struct searcher {
     int64_t max_evals;
     uint8_t accum_ok[8]; /* indices of strategy_accum_steps allowed */
     int n_accum_ok;
-    int first_cap;       /* the first bucket's cap the framework keeps, -1: searched */
+    int first_cap;       /* the first bucket's cap the framework keeps, -1: searched or the
+                          * plan's cap (search_options: first_bucket_follows) */
     double *layer_value; /* memory freed per ns recomputed, per layer */
     int stop;
 } searcher;
@@ -174,6 +175,8 @@ evaluate(searcher *s, const strategy_plan *plan)
     const strategy_plan *p = &fixed;
     if (s->first_cap >= 0 && fixed.bucket_cap >= 0)
         fixed.first_cap = (int8_t)s->first_cap;
+    else if (s->o->first_bucket_follows && fixed.bucket_cap >= 0)
+        fixed.first_cap = fixed.bucket_cap;
     s->out->proposals++;
     search_candidate *hit = cache_find(&s->cache, p);
     if (hit)

@@ -40,9 +40,10 @@ typedef struct search_options {
     int32_t top_k;         /* winners kept (default 5 when 0) */
     /* what the user's framework can express (framework.h), so that no winner needs a knob
      * it lacks: */
-    unsigned fw_families;   /* families it expresses (0: all) */
-    int no_capture;         /* 1: no plan captures the step in a CUDA graph */
-    double first_bucket_mb; /* > 0: the first bucket stays this size (no knob for it) */
+    unsigned fw_families;     /* families it expresses (0: all) */
+    int no_capture;           /* 1: no plan captures the step in a CUDA graph */
+    double first_bucket_mb;   /* > 0: the first bucket stays this size (no knob for it) */
+    int first_bucket_follows; /* 1: the first bucket takes the plan's cap (one knob for both) */
 } search_options;
 
 typedef struct search_candidate {

@@ -246,8 +246,7 @@ apply_buckets(dfg *g, const workload_buckets *bu, const strategy_plan *p)
             continue;
         }
         g->grp_dur[q] = 0;
-        for (int32_t i = bu->group_hosts_off[q]; i < bu->group_hosts_off[q + 1]; i++)
-            zero_host(g, bu->group_hosts[i]);
+        workload_drop_bucket_hosts(g, bu, q);
     }
     free(close);
     free(bytes);

@@ -567,6 +567,11 @@ workload_free(workload *w)
     free(w->buckets.group_unit);
     free(w->buckets.group_hosts);
     free(w->buckets.group_hosts_off);
+    free(w->buckets.group_block);
+    free(w->buckets.group_block_off);
+    free(w->buckets.block_first);
+    free(w->buckets.block_dur);
+    free(w->buckets.block_gap);
     free(w->buckets.host_dur);
     free(w->buckets.host_gap);
     free(w->layers.site_layer);

@@ -187,6 +187,19 @@ typedef struct workload_buckets {
                                      the median duration and gap of the calls of its name
                                      on its thread (the copies a new bucket makes of them:
                                      partition.h); -1 for an empty slot */
+    /* per group: the other calls of each participant's hook block, dropped with the
+     * group_hosts when the group is folded (CSR by group_block_off). The block is the
+     * run of calls around the collective call on its thread that launch nothing and
+     * neither block nor copy (event records, stream waits, event queries, creations and
+     * destructions: PyTorch's ProcessGroupNCCL issues about 11 per bucket, where ddp-sim
+     * issues the record, the wait and the call), from the call after the previous
+     * launch, copy or blocking call to the call before the next one; calls between two
+     * collective calls belong to the later one's block. block_first[i] is 1 for the
+     * block's first call, whose gap (the work before the hook, which every bucket
+     * layout does) stays. */
+    int32_t *group_block, *group_block_off;
+    uint8_t *block_first;
+    int64_t *block_dur, *block_gap; /* per group_block slot: its typical cost, as host_dur */
     int coll_op;
     int32_t coll_nranks;
     char why[160]; /* empty when tensor fusion is available */
@@ -298,6 +311,11 @@ typedef struct workload {
  * no run matches. */
 int32_t workload_match_gradients(const int64_t *alloc, int32_t n_alloc, const int64_t *unit_bytes,
                                  int32_t n_units, int32_t n_layers, int32_t *unit_lo);
+
+/* Drops from g the host calls of group q's bucket that go away when it is folded into
+ * another (bu->group_hosts and bu->group_block of g's node ids): each takes no time and
+ * no gap, but a block's first call keeps its gap (workload_buckets: block_first). */
+void workload_drop_bucket_hosts(dfg *g, const workload_buckets *bu, int32_t q);
 
 /* Analyzes g (the caller's working copy: repaired event edges are added to it; the
  * capture copy, when one is needed, is made from it) for iterations

@@ -34,37 +34,128 @@ typical_call(const dfg *g, int32_t h, int64_t *dur, int64_t *gap)
     return rc;
 }
 
-/* Fills bu->host_dur and bu->host_gap (workload.h) for the bu->group_hosts of g, one
- * median per (thread, name) reused across the slots (up to 3 names a thread: the record,
- * the wait and the collective call). Returns 0, -1 when out of memory. */
+/* Typical costs of the total host nodes calls[] of g (-1: an empty slot) into *dur and
+ * *gap (allocated here; -1 for an empty slot): one median per (thread, name), reused
+ * across the slots for up to k names a thread (more names are each computed). Returns 0,
+ * -1 when out of memory. */
 static int
-typical_hook_costs(const dfg *g, workload_buckets *bu)
+typical_costs(const dfg *g, const int32_t *calls, int32_t total, int k, int64_t **dur,
+              int64_t **gap)
 {
-    int32_t total = bu->group_hosts_off[g->n_groups];
-    bu->host_dur = malloc(sizeof *bu->host_dur * (size_t)(total + 1));
-    bu->host_gap = malloc(sizeof *bu->host_gap * (size_t)(total + 1));
-    int32_t *seen = malloc(sizeof *seen * 3 * (size_t)(g->n_res + 1));
-    int rc = bu->host_dur && bu->host_gap && seen ? 0 : -1;
-    for (int32_t i = 0; rc == 0 && i < 3 * g->n_res; i++)
+    int64_t *d = *dur = malloc(sizeof *d * (size_t)(total + 1));
+    int64_t *p = *gap = malloc(sizeof *p * (size_t)(total + 1));
+    int32_t *seen = malloc(sizeof *seen * (size_t)k * (size_t)(g->n_res + 1));
+    int rc = d && p && seen ? 0 : -1;
+    for (int32_t i = 0; rc == 0 && i < k * g->n_res; i++)
         seen[i] = -1;
     for (int32_t i = 0; rc == 0 && i < total; i++) {
-        int32_t h = bu->group_hosts[i], j = 0;
-        bu->host_dur[i] = bu->host_gap[i] = -1;
+        int32_t h = calls[i], j = 0;
+        d[i] = p[i] = -1;
         if (h < 0)
             continue;
-        int32_t *at = &seen[3 * g->res[h]];
-        while (j < 3 && at[j] >= 0 && g->name[bu->group_hosts[at[j]]] != g->name[h])
+        int32_t *at = &seen[k * g->res[h]];
+        while (j < k && at[j] >= 0 && g->name[calls[at[j]]] != g->name[h])
             j++;
-        if (j < 3 && at[j] >= 0) {
-            bu->host_dur[i] = bu->host_dur[at[j]];
-            bu->host_gap[i] = bu->host_gap[at[j]];
+        if (j < k && at[j] >= 0) {
+            d[i] = d[at[j]];
+            p[i] = p[at[j]];
             continue;
         }
-        rc = typical_call(g, h, &bu->host_dur[i], &bu->host_gap[i]);
-        if (j < 3)
+        rc = typical_call(g, h, &d[i], &p[i]);
+        if (j < k)
             at[j] = i;
     }
     free(seen);
+    return rc;
+}
+
+/* Fills bu->host_dur and bu->host_gap (workload.h) for the bu->group_hosts of g (3
+ * names a thread: the record, the wait and the collective call), block_dur and
+ * block_gap for the bu->group_block. Returns 0, -1 when out of memory. */
+static int
+typical_hook_costs(const dfg *g, workload_buckets *bu)
+{
+    int rc = typical_costs(g, bu->group_hosts, bu->group_hosts_off[g->n_groups], 3, &bu->host_dur,
+                           &bu->host_gap);
+    if (rc == 0)
+        rc = typical_costs(g, bu->group_block, bu->group_block_off[g->n_groups], 16, &bu->block_dur,
+                           &bu->block_gap);
+    return rc;
+}
+
+/* Whether host node m can be in a collective call's hook block (workload.h: group_block):
+ * a live call, woken by no other thread, that launches nothing and neither blocks nor
+ * copies. */
+static int
+hook_call(const dfg *g, int32_t m)
+{
+    if (m < 0 || !alive(g, m) || g->kind[m] != DFG_HOST || (g->flags[m] & DFG_F_WAKEUP) ||
+        g->launched_off[m] != g->launched_off[m + 1])
+        return 0;
+    dpro_api_class c = api_class(g, m);
+    return c == DPRO_API_CLASS_EVENT_RECORD || c == DPRO_API_CLASS_STREAM_WAIT ||
+           c == DPRO_API_CLASS_OTHER;
+}
+
+/* The hook block of collective call h (workload.h): its first call into *first and its
+ * last into *last (h itself when the run is empty on that side). prev: dfg_prev_table. */
+static void
+hook_block(const dfg *g, const int32_t *prev, int32_t h, int32_t *first, int32_t *last)
+{
+    int32_t a = h, b = h;
+    while (hook_call(g, prev[a]))
+        a = prev[a];
+    while (hook_call(g, g->next_on_res[b]))
+        b = g->next_on_res[b];
+    /* a run that ends at the next collective call is that call's */
+    int32_t after = g->next_on_res[b];
+    if (after >= 0 && alive(g, after) && g->kind[after] == DFG_HOST)
+        for (int32_t i = g->launched_off[after]; i < g->launched_off[after + 1]; i++)
+            if (g->kind[g->launched[i]] == DFG_COLL)
+                b = h;
+    *first = a;
+    *last = b;
+}
+
+/* Fills the hook blocks (workload.h: group_block, group_block_off, block_first) of the
+ * participants whose calls are in bu->group_hosts, less those calls. prev:
+ * dfg_prev_table. Returns 0, -1 when out of memory. */
+static int
+find_hook_blocks(const dfg *g, const int32_t *prev, workload_buckets *bu)
+{
+    bu->group_block_off = calloc((size_t)g->n_groups + 1, sizeof *bu->group_block_off);
+    int rc = bu->group_block_off ? 0 : -1;
+    for (int pass = 0; rc == 0 && pass < 2; pass++) {
+        int32_t *fill = pass ? calloc((size_t)g->n_groups + 1, sizeof *fill) : NULL;
+        if (pass && (!fill || !bu->group_block || !bu->block_first))
+            rc = -1;
+        for (int32_t q = 0; rc == 0 && q < g->n_groups; q++)
+            for (int32_t i = bu->group_hosts_off[q]; i < bu->group_hosts_off[q + 1]; i += 3) {
+                const int32_t *slot = &bu->group_hosts[i];
+                int32_t a, b;
+                hook_block(g, prev, slot[0], &a, &b);
+                for (int32_t m = a;; m = g->next_on_res[m]) {
+                    if (m != slot[0] && m != slot[1] && m != slot[2]) {
+                        if (pass) {
+                            int32_t at = bu->group_block_off[q] + fill[q]++;
+                            bu->group_block[at] = m;
+                            bu->block_first[at] = m == a;
+                        } else
+                            bu->group_block_off[q + 1]++;
+                    }
+                    if (m == b)
+                        break;
+                }
+            }
+        if (rc == 0 && !pass) {
+            for (int32_t q = 0; q < g->n_groups; q++)
+                bu->group_block_off[q + 1] += bu->group_block_off[q];
+            size_t n = (size_t)bu->group_block_off[g->n_groups] + 1;
+            bu->group_block = malloc(sizeof *bu->group_block * n);
+            bu->block_first = malloc(n);
+        }
+        free(fill);
+    }
     return rc;
 }
 
@@ -196,12 +287,31 @@ workload_find_units(workload *w, rank_info *ri)
                 break;
         fill[q] += 3;
     }
+    int rc = find_hook_blocks(g, prev, &w->buckets);
     free(fill);
     free(prev);
     free(seq);
-    if (typical_hook_costs(g, &w->buckets) != 0)
-        return -1;
-    return 0;
+    if (rc == 0)
+        rc = typical_hook_costs(g, &w->buckets);
+    return rc;
+}
+
+void
+workload_drop_bucket_hosts(dfg *g, const workload_buckets *bu, int32_t q)
+{
+    for (int32_t i = bu->group_hosts_off[q]; i < bu->group_hosts_off[q + 1]; i++) {
+        int32_t h = bu->group_hosts[i];
+        if (h >= 0) {
+            g->dur[h] = 0;
+            g->gap[h] = 0;
+        }
+    }
+    for (int32_t i = bu->group_block_off[q]; i < bu->group_block_off[q + 1]; i++) {
+        int32_t h = bu->group_block[i];
+        g->dur[h] = 0;
+        if (!bu->block_first[i])
+            g->gap[h] = 0;
+    }
 }
 
 /* Rounding an allocator may have added to a request to make a block of b bytes

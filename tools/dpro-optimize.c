@@ -517,6 +517,7 @@ choose_framework(args *a, state *st)
     a->so.fw_families = st->fw->families;
     a->so.no_capture = !st->fw->can_capture;
     a->so.first_bucket_mb = st->fw->fixed_first_bucket_mb;
+    a->so.first_bucket_follows = st->fw->first_bucket_follows;
     return 0;
 }
 

@@ -122,7 +122,8 @@ def torch_knobs(d):
           and k.get("torch_args") == "bucket_cap_mb=4 torch.compile no_sync=2 micro_batch=16",
           "a100: knobs by PyTorch's names: %s" % k)
     adv = top.get("advice", "")
-    check("DDP(model, bucket_cap_mb=4)" in adv and "no public knob" in adv
+    check("DDP(model, bucket_cap_mb=4)" in adv and "the first bucket too takes the cap" in adv
+          and k.get("first_bucket_cap_mb") == 4
           and "torch.compile(model)" in adv and "no_sync()" in adv,
           "a100: advice in PyTorch's terms: %s" % adv.replace("\n", " / "))
     # capture: under DDP the whole step (torch.cuda.graph, DDP's all-reduces inside): the

@@ -531,14 +531,17 @@ test_tensor(void)
     CHECK(!strcmp(args, "--bucket-mb 25 --first-bucket-mb 1 --recompute 1-3,5 "
                         "--accum-steps 2 --batch 16"));
     CHECK(framework_ddp_sim.parse_args("--bogus", &q) != 0);
-    /* PyTorch's options: bucket_cap_mb with DDP's fixed 1 MiB first bucket, the capture as
+    /* PyTorch's options: bucket_cap_mb capping DDP's first bucket too (its 1 MiB first
+     * bucket is only bucket_cap_mb's default's: a plan of 0.25 MiB has 2 buckets of the
+     * closed loop's 411 KiB of gradients, not 1), the capture as
      * torch.cuda.graph of the whole step under DDP (mode=reduce-overhead, which leaves DDP's
      * all-reduces out, refused) and as torch.compile's mode without DDP, checkpoint by
      * layer, no_sync over K micro-batches */
     CHECK(framework_torch_ddp.parse_args("bucket_cap_mb=4 torch.compile torch.cuda.graph "
                                          "checkpoint=1-3,5 no_sync=2 micro_batch=16",
                                          &q) == 0);
-    CHECK(strategy_bucket_caps_mb[q.bucket_cap] == 4 && strategy_bucket_caps_mb[q.first_cap] == 1);
+    CHECK(strategy_bucket_caps_mb[q.bucket_cap] == 4 && q.first_cap == q.bucket_cap);
+    CHECK(framework_torch_ddp.first_bucket_follows && !framework_torch_ddp.fixed_first_bucket_mb);
     CHECK(q.fuse && q.cuda_graph && q.accum_k == 2 && strategy_n_recomputed(&q) == 4);
     framework_torch_ddp.format_args(&q, 32, args, sizeof args);
     CHECK(!strcmp(args, "bucket_cap_mb=4 torch.compile torch.cuda.graph checkpoint=1-3,5 "
@@ -711,8 +714,10 @@ test_partition(void)
     dfg_free(&g);
 }
 
+/* The search of seed on the synthetic job into out; follows: search_options's
+ * first_bucket_follows. */
 static void
-run_search(uint64_t seed, search_result *out)
+run_search(uint64_t seed, int follows, search_result *out)
 {
     dfg g;
     costmodel m;
@@ -727,6 +732,7 @@ run_search(uint64_t seed, search_result *out)
     o.seed = seed;
     o.max_evals = 150;
     o.top_k = 3;
+    o.first_bucket_follows = follows;
     CHECK(search_run(&w, &o, out) == 0);
     workload_free(&w);
     sim_result_free(&res);
@@ -737,8 +743,8 @@ static void
 test_search_deterministic(void)
 {
     search_result a, b;
-    run_search(7, &a);
-    run_search(7, &b);
+    run_search(7, 0, &a);
+    run_search(7, 0, &b);
     CHECK(a.evaluations == b.evaluations);
     CHECK(a.n_top == b.n_top);
     for (int32_t i = 0; i < a.n_top && i < b.n_top; i++) {
@@ -749,6 +755,16 @@ test_search_deterministic(void)
     CHECK(a.evaluations <= 150);
     search_result_free(&a);
     search_result_free(&b);
+    /* a framework whose bucket cap caps the first bucket too (PyTorch DDP): no winner has
+     * a first bucket of its own size */
+    run_search(7, 1, &a);
+    int with_buckets = 0;
+    for (int32_t i = 0; i < a.n_top; i++) {
+        with_buckets += a.top[i].plan.bucket_cap >= 0;
+        CHECK(a.top[i].plan.bucket_cap < 0 || a.top[i].plan.first_cap == a.top[i].plan.bucket_cap);
+    }
+    CHECK(with_buckets > 0);
+    search_result_free(&a);
 }
 
 /* Gradient sizes per layer from the static allocations: parameters of 4 layers, then a

@@ -3,10 +3,12 @@
  * synthetic jobs.
  *   - the per-kernel fixed cost fitted on launch sizes (workload_fit_fixed_cost);
  *   - the per-name hinge, flat then linear in the threads, and its knee;
- *   - the contention correction of a plan's kernels by their simulated overlap.
+ *   - the contention correction of a plan's kernels by their simulated overlap;
+ *   - the hook calls around a bucket's collective call, gone with a folded bucket.
  * The other optimizer tests are in test_optimizer.c.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +16,7 @@
 #include "optimizer/strategy.h"
 #include "optimizer/workload.h"
 #include "tests/optimizer/optjobs.h"
+#include "tests/replay/synth.h"
 #include "tests/unit/testutil.h"
 
 /* The per-kernel fixed cost fitted on launch sizes: two kernel names whose durations
@@ -225,11 +228,75 @@ test_contention_correction(void)
     dfg_free(&g);
 }
 
+/* The iteration time predicted for buckets of cap `cap` (an index of
+ * strategy_bucket_caps_mb) on a host-bound synthetic job (2000 kernels of 2 us, 6 us of
+ * host per launch) of 8 buckets of 1 MiB, each all-reduce call followed by `hook` event queries
+ * (1 us, 2 us gap each); into *blocks the hook-block calls found, into *n_buckets the
+ * plan's buckets. */
+static int64_t
+plan_iteration(int32_t hook, int cap, int32_t *blocks, int32_t *n_buckets)
+{
+    synth_params sp;
+    synth_defaults(&sp);
+    sp.ranks = 2;
+    sp.ops_per_iter = 2000; /* 12 ms of host: over the 32 buckets' 7 ms of all-reduces */
+    sp.buckets = 8;
+    sp.bucket_bytes = 1 << 20;
+    sp.kernel_ns = 2000;
+    sp.hook_calls = hook;
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    REQUIRE(synth_dfg(&sp, &g) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    *blocks = w.buckets.group_block_off ? w.buckets.group_block_off[g.n_groups] : -1;
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.bucket_cap = p.first_cap = (int8_t)cap;
+    strategy_eval e;
+    memset(&e, 0, sizeof e);
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    *n_buckets = e.n_buckets;
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+    return e.iter_ns;
+}
+
+/* A folded bucket loses its whole hook block (workload.h: group_block), not only the
+ * collective call and the record before it: 4 queries after each of 8 calls (every
+ * iteration of the 2 ranks: 3 x 8 x 2 x 4 = 192 block calls) leave in the plan of one
+ * bucket only the last bucket's 4, 12 us of host time, where the 7 folded buckets' 28
+ * would keep 84 us. A bucket that tensor partition adds copies the block: at 0.25 MiB
+ * the 24 added buckets' 96 queries cost 288 us more than the 8 units' 32 (96 us). */
+static void
+test_hook_block(void)
+{
+    int32_t blocks0, blocks4, nb0, nb4;
+    int last = strategy_n_bucket_caps - 1;
+    int64_t t0 = plan_iteration(0, last, &blocks0, &nb0);
+    int64_t t4 = plan_iteration(4, last, &blocks4, &nb4);
+    CHECK_EQ_U(blocks0, 0);
+    CHECK_EQ_U(blocks4, 192);
+    CHECK(nb0 == 1 && nb4 == 1);
+    CHECK(t4 >= t0 && t4 - t0 <= 20 * US);
+    int64_t s0 = plan_iteration(0, 0, &blocks0, &nb0), s4 = plan_iteration(4, 0, &blocks4, &nb4);
+    CHECK(nb0 == 32 && nb4 == 32);
+    CHECK(s4 - s0 >= 300 * US && s4 - s0 <= 450 * US);
+    if (t4 - t0 > 20 * US || s4 - s0 < 300 * US || s4 - s0 > 450 * US)
+        fprintf(stderr, "one bucket: %lld ns with hook calls, %lld without; 32: %lld, %lld\n",
+                (long long)t4, (long long)t0, (long long)s4, (long long)s0);
+}
+
 int
 main(void)
 {
     test_fixed_cost_fit();
     test_hinge_fit();
     test_contention_correction();
+    test_hook_block();
     return tests_done();
 }

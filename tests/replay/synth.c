@@ -43,8 +43,9 @@ synth_dfg(const synth_params *p, dfg *g)
         return -1;
     int32_t buckets = p->buckets > 0 ? p->buckets : 1;
     int32_t per_bucket = p->ops_per_iter / buckets > 0 ? p->ops_per_iter / buckets : 1;
-    int64_t nodes =
-        (int64_t)nr * p->iterations * (2LL * p->ops_per_iter + 3LL * buckets + 1) + 2LL * nr;
+    int64_t nodes = (int64_t)nr * p->iterations *
+                        (2LL * p->ops_per_iter + (3LL + p->hook_calls) * buckets + 1) +
+                    2LL * nr;
     if (dfg_reserve(g, nodes, (int64_t)nr * p->iterations * (2LL * buckets + 2)) != 0)
         goto fail;
     int32_t n_names = 64;
@@ -57,6 +58,7 @@ synth_dfg(const synth_params *p, dfg *g)
     int32_t nm_launch = dfg_intern(g, "cudaLaunchKernel");
     int32_t nm_record = dfg_intern(g, "cudaEventRecord");
     int32_t nm_coll = dfg_intern(g, "ncclAllReduce");
+    int32_t nm_query = dfg_intern(g, "cudaEventQuery");
     int32_t nm_kcoll = dfg_intern(g, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
     int32_t nm_sync = dfg_intern(g, "cudaStreamSynchronize");
     int32_t groups_total = p->iterations * buckets;
@@ -120,6 +122,13 @@ synth_dfg(const synth_params *p, dfg *g)
                         goto fail_b;
                     dfg_set_group(g, c, it * buckets + b);
                     last_coll = c;
+                    for (int32_t k = 0; k < p->hook_calls; k++) {
+                        int32_t qn = dfg_add_node(g, DFG_HOST, th, nm_query);
+                        if (qn < 0)
+                            goto fail_b;
+                        g->dur[qn] = 1000;
+                        g->gap[qn] = p->gap_ns;
+                    }
                 }
             }
             int32_t s = dfg_add_node(g, DFG_HOST, th, nm_sync);

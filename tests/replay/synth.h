@@ -6,7 +6,8 @@
  * stream (launch cost launch_ns, framework gap gap_ns between calls); after every
  * ops_per_iter / buckets kernels an event record and an all-reduce of bucket_bytes on a
  * communication stream that waits for that event; at the end of the iteration a stream
- * synchronize on the communication stream. With `classes` < ranks the graph holds only
+ * synchronize on the communication stream (hook_calls: event queries after each
+ * all-reduce call). With `classes` < ranks the graph holds only
  * `classes` ranks (ranks that behave alike stand in for the others; nothing in the graph
  * says how many each stands for), while collectives keep the real rank count for their
  * cost. Rank 0's class can be made a straggler (kernels straggler_factor
@@ -32,6 +33,9 @@ typedef struct synth_params {
     int64_t coll_alpha_ns;   /* all-reduce latency */
     double coll_beta_bpns;   /* bytes per ns */
     double straggler_factor; /* > 1: rank 0's kernels are that much slower */
+    int32_t hook_calls;      /* cudaEventQuery calls (1 us, gap_ns before each) right after
+                              * each all-reduce call, as PyTorch's ProcessGroupNCCL issues
+                              * event calls around its collective (0: none) */
     uint64_t seed;
 } synth_params;
 
