@@ -139,6 +139,75 @@ get_outcome(bytes *b, rank_task *t)
     t->jr->bad_batches = (uint64_t)get_i64(b);
 }
 
+/* What opening file o gave, as job_share_opened hands it over. */
+static void
+put_opened(bytes *b, const opened *o)
+{
+    put_i64(b, o->ok);
+    put_i64(b, o->newer);
+    put_str(b, o->why);
+    put_i64(b, o->ended_early);
+    put_str(b, o->warnings);
+    put_i64(b, o->rank);
+    put_i64(b, o->world);
+    put_str(b, o->job_id);
+}
+
+/* Replaces o's outcome (o not opened here) with the one put_opened wrote. */
+static void
+get_opened(bytes *b, opened *o)
+{
+    job_opened_free(o);
+    o->ok = (int)get_i64(b);
+    o->newer = (int)get_i64(b);
+    o->why = get_str(b);
+    o->ended_early = (int)get_i64(b);
+    o->warnings = get_str(b);
+    o->rank = get_i64(b);
+    o->world = get_i64(b);
+    o->job_id = get_str(b);
+    if ((o->ok && !o->job_id) || (!o->ok && !o->why))
+        b->fail = 1; /* what put_opened writes always has them */
+}
+
+void
+job_opened_free(opened *o)
+{
+    dpro_reader_close(o->r);
+    free(o->why);
+    free(o->warnings);
+    free(o->job_id);
+    *o = (opened){0};
+}
+
+int
+job_share_opened(const job_share *sh, opened *o, int32_t n, int32_t lo, int32_t hi)
+{
+    bytes out = {0}, in = {0};
+    void *all = NULL;
+    size_t all_len = 0;
+    for (int32_t i = lo; n > 0 && i < hi; i++)
+        put_opened(&out, &o[i]);
+    /* every process takes part even when out of memory here (an empty share), and fails
+     * afterwards on reading what it lacks */
+    int rc = sh->gather(sh->ctx, out.p, out.fail || n == 0 ? 0 : out.n, &all, &all_len) != 0 ||
+                     out.fail || n == 0
+                 ? DPRO_ERR_NOMEM
+                 : 0;
+    in.p = all;
+    in.n = all_len;
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        opened x = {0};
+        get_opened(&in, i >= lo && i < hi ? &x : &o[i]); /* this process's own: kept */
+        job_opened_free(&x);
+        if (in.fail)
+            rc = DPRO_ERR_NOMEM;
+    }
+    free(out.p);
+    free(all);
+    return rc;
+}
+
 void
 job_share_range(const job_share *sh, int32_t n, int32_t *lo, int32_t *hi)
 {
