@@ -273,27 +273,29 @@ open_one(listing *l, size_t i)
     return rc;
 }
 
-/* Opens every listed file (in shared reading: this process's share of them, the others'
- * outcomes gathered, job_share_opened), notes its rank, world size and job id, and warns,
- * in file order, about files that cannot be opened, end early or carry reader warnings.
- * Returns 0, or a dpro_status (a newer schema refuses the whole load; no readable file
- * at all; out of memory). */
+/* Opens every listed file (in shared reading: this process's share of them in
+ * job_share_file_order's order, the others' outcomes gathered, job_share_opened), notes its rank,
+ * world size and job id, and warns, in file order, about files that cannot be opened, end early or
+ * carry reader warnings. Returns 0, or a dpro_status (a newer schema refuses the whole load; no
+ * readable file at all; out of memory). */
 static int
 open_all(job *j, listing *l, const job_share *sh, char *errbuf, size_t errlen)
 {
     int rc = 0;
     int32_t lo = 0, hi = (int32_t)l->nfiles;
+    size_t *order = sh ? job_share_file_order(l->files, l->nfiles) : NULL;
     l->o = calloc(l->nfiles + 1, sizeof *l->o);
-    if (!l->o || l->nfiles > INT32_MAX)
+    if (!l->o || l->nfiles > INT32_MAX || (sh && !order))
         rc = DPRO_ERR_NOMEM;
     if (sh)
         job_share_range(sh, hi, &lo, &hi);
-    for (int32_t i = lo; rc == 0 && i < hi; i++)
-        rc = open_one(l, (size_t)i);
+    for (int32_t k = lo; rc == 0 && k < hi; k++)
+        rc = open_one(l, order ? order[k] : (size_t)k);
     j->files_opened = hi - lo;
     /* every process takes part even when out of memory here, and fails on reading */
-    if (sh && job_share_opened(sh, l->o, rc == 0 ? (int32_t)l->nfiles : 0, lo, hi) != 0)
+    if (sh && job_share_opened(sh, l->o, order, rc == 0 ? (int32_t)l->nfiles : 0, lo, hi) != 0)
         rc = DPRO_ERR_NOMEM;
+    free(order);
     if (rc != 0)
         snprintf(errbuf, errlen, "out of memory");
     for (size_t i = 0; rc == 0 && i < l->nfiles; i++) {

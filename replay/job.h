@@ -44,8 +44,9 @@
  * The classes depend on rank order only, not on the number of threads.
  *
  * Shared reading (job_options.share, `dpro-replay --mpi`): P processes call job_load
- * alike; each lists the traces and opens its share of the files (file k of m, in the
- * listing's order, with k * P / m == p) for their meta; what opening each gave (rank,
+ * alike; each lists the traces and opens its share of the files (file k of m with
+ * k * P / m == p, the names ordered with their numbers compared as numbers, so that
+ * rank<R>-... files are shared as their ranks are) for their meta; what opening each gave (rank,
  * world size, job id, an early end, the reader's warnings, or why it did not open)
  * is handed to every process (share->gather), so that the placement and the warnings
  * are the same everywhere. Process 0, which builds the graph from every rank's meta,

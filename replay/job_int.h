@@ -80,12 +80,20 @@ typedef struct listing {
 /* job_share.c: closes o's reader and frees what it holds. */
 void job_opened_free(opened *o);
 
-/* job_share.c: shared reading: hands this process's outcomes of opening the files o[lo,
- * hi) (job_share_range over n) to every process, into o[0, n) (the others' without a
- * reader). n 0: out of memory here (every process then fails). Returns 0 or
- * DPRO_ERR_NOMEM (on every process where the transport says so, or what arrived does
- * not hold). */
-int job_share_opened(const job_share *sh, opened *o, int32_t n, int32_t lo, int32_t hi);
+/* job_share.c: the order in which the n listed files are shared out (shared reading):
+ * their names with runs of digits compared as numbers (ties: the listing's order), so
+ * that where the names carry the ranks (rank<R>-host-pid.dpro) a process's share of
+ * the files is its share of the ranks. Returns the listing's indices in that order
+ * (malloc'd, the caller frees), or NULL (out of memory). */
+size_t *job_share_file_order(char *const *files, size_t n);
+
+/* job_share.c: shared reading: hands this process's outcomes of opening the files
+ * o[order[k]], k in [lo, hi) (job_share_range over n), to every process, into o[0, n)
+ * (the others' without a reader). n 0: out of memory here (every process then fails).
+ * Returns 0 or DPRO_ERR_NOMEM (on every process where the transport says so, or what
+ * arrived does not hold). */
+int job_share_opened(const job_share *sh, opened *o, const size_t *order, int32_t n, int32_t lo,
+                     int32_t hi);
 
 /* The representatives of the classes so far: their signatures and ranks. */
 typedef struct fold_reps {

@@ -117,10 +117,13 @@ def share_of(k, n, nprocs):
 
 
 def opened_check(label, d, nprocs, err):
-    """Each process opened only its share of the trace files, the files of the ranks whose
-    events it read, and process 0 every present rank's (the job's files are its present
-    ranks, named rankN...)."""
-    files = sorted(f for f in os.listdir(d) if f.endswith(".dpro"))
+    """Each process opened only its share of the trace files (their names' numbers compared
+    as numbers), the files of the ranks whose events it read, and process 0 every present
+    rank's (the job's files are its present ranks, named rankN...): the two shares are one
+    where the names carry the ranks."""
+    def natural(f):
+        return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"(\d+)", f)]
+    files = sorted((f for f in os.listdir(d) if f.endswith(".dpro")), key=natural)
     ranks = [re.match(r"rank(\d+)", f) for f in files]
     if not all(ranks):
         return
