@@ -7,6 +7,7 @@
 #endif
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,14 +55,6 @@ job_free(job *j)
     free(j->job_id);
     memset(j, 0, sizeof *j);
 }
-
-typedef struct opened {
-    dpro_reader *r;
-    const char *path;
-    int64_t rank, world;
-    const char *job_id;
-    int taken;
-} opened;
 
 /* Records a warning of the task (printed later, with job_warn). */
 static void task_warn(rank_task *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -253,56 +246,77 @@ read_events(rank_task *t, size_t max_events)
     return 0;
 }
 
-/* The trace files a load looks at: the listing and one entry per file. */
-typedef struct listing {
-    const char *path; /* what the caller named */
-    char **files;
-    size_t nfiles;
-    opened *o;          /* one per file; o[i].r == NULL: not opened, or taken by a rank */
-    size_t n_ok;        /* files opened */
-    const char *want;   /* job_id of the job loaded */
-    int64_t want_world; /* its world_size (-1: not said) */
-} listing;
-
-/* Opens every listed file, notes its rank, world size and job id, and warns about files
- * that cannot be opened, end early or carry reader warnings. Returns 0, or a dpro_status
- * (a newer schema refuses the whole load; no readable file at all). */
+/* Opens listed file i into l->o[i] (see opened). Returns 0 or DPRO_ERR_NOMEM. */
 static int
-open_all(job *j, listing *l, char *errbuf, size_t errlen)
+open_one(listing *l, size_t i)
+{
+    opened *o = &l->o[i];
+    char eb[DPRO_ERRBUF_SIZE];
+    int orc = dpro_reader_open(l->files[i], &o->r, eb, sizeof eb), rc = 0;
+    if (orc != DPRO_OK) {
+        o->r = NULL;
+        o->newer = orc == DPRO_ERR_VERSION;
+        o->why = strdup(eb);
+        rc = o->why ? 0 : DPRO_ERR_NOMEM;
+    } else {
+        const char *id = dpro_reader_meta(o->r, DPRO_META_JOB_ID);
+        const char *w = dpro_reader_warnings(o->r);
+        o->ok = 1;
+        o->ended_early = dpro_reader_ended_early(o->r);
+        o->rank = dpro_reader_meta_int(o->r, DPRO_META_RANK, -1);
+        o->world = dpro_reader_meta_int(o->r, DPRO_META_WORLD_SIZE, -1);
+        o->job_id = strdup(id ? id : "");
+        o->warnings = *w ? strdup(w) : NULL;
+        dpro_reader_detach(o->r); /* no open file a trace: each pass opens it anew */
+        rc = o->job_id && (!*w || o->warnings) ? 0 : DPRO_ERR_NOMEM;
+    }
+    return rc;
+}
+
+/* Opens every listed file (in shared reading: this process's share of them in
+ * job_share_file_order's order, the others' outcomes gathered, job_share_opened), notes its rank,
+ * world size and job id, and warns, in file order, about files that cannot be opened, end early or
+ * carry reader warnings. Returns 0, or a dpro_status (a newer schema refuses the whole load; no
+ * readable file at all; out of memory). */
+static int
+open_all(job *j, listing *l, const job_share *sh, char *errbuf, size_t errlen)
 {
     int rc = 0;
-    l->o = calloc(l->nfiles, sizeof *l->o);
-    if (!l->o) {
+    int32_t lo = 0, hi = (int32_t)l->nfiles;
+    size_t *order = sh ? job_share_file_order(l->files, l->nfiles) : NULL;
+    l->o = calloc(l->nfiles + 1, sizeof *l->o);
+    if (!l->o || l->nfiles > INT32_MAX || (sh && !order))
         rc = DPRO_ERR_NOMEM;
+    if (sh)
+        job_share_range(sh, hi, &lo, &hi);
+    for (int32_t k = lo; rc == 0 && k < hi; k++)
+        rc = open_one(l, order ? order[k] : (size_t)k);
+    j->files_opened = hi - lo;
+    /* every process takes part even when out of memory here, and fails on reading */
+    if (sh && job_share_opened(sh, l->o, order, rc == 0 ? (int32_t)l->nfiles : 0, lo, hi) != 0)
+        rc = DPRO_ERR_NOMEM;
+    free(order);
+    if (rc != 0)
         snprintf(errbuf, errlen, "out of memory");
-    }
     for (size_t i = 0; rc == 0 && i < l->nfiles; i++) {
         opened *o = &l->o[i];
-        char eb[DPRO_ERRBUF_SIZE];
-        int orc = dpro_reader_open(l->files[i], &o->r, eb, sizeof eb);
-        if (orc != DPRO_OK) {
-            if (orc == DPRO_ERR_VERSION) {
-                snprintf(errbuf, errlen, "%s", eb);
-                rc = orc;
-            } else {
-                job_warn(j, "%s: skipped: %s", l->files[i], eb);
-            }
+        if (o->newer) {
+            snprintf(errbuf, errlen, "%s", o->why);
+            rc = DPRO_ERR_VERSION;
+            continue;
+        }
+        if (!o->ok) {
+            job_warn(j, "%s: skipped: %s", l->files[i], o->why);
             continue;
         }
         o->path = l->files[i];
-        if (dpro_reader_ended_early(o->r))
+        if (o->ended_early)
             job_warn(j,
                      "%s: the trace ends early (cut short, or its process did not close it); "
                      "what it holds is replayed",
                      l->files[i]);
-        if (*dpro_reader_warnings(o->r))
-            job_warn(j, "%s", dpro_reader_warnings(o->r));
-        o->rank = dpro_reader_meta_int(o->r, DPRO_META_RANK, -1);
-        o->world = dpro_reader_meta_int(o->r, DPRO_META_WORLD_SIZE, -1);
-        o->job_id = dpro_reader_meta(o->r, DPRO_META_JOB_ID);
-        if (!o->job_id)
-            o->job_id = "";
-        dpro_reader_detach(o->r); /* no open file a trace: each pass opens it anew */
+        if (o->warnings)
+            job_warn(j, "%s", o->warnings);
         l->n_ok++;
     }
     if (rc == 0 && l->n_ok == 0) {
@@ -321,13 +335,13 @@ describe_jobs(const listing *l, char *desc, size_t len)
     desc[0] = 0;
     for (size_t i = 0; i < l->nfiles && dl + 200 < len; i++) {
         const opened *oi = &l->o[i];
-        if (!oi->r)
+        if (!oi->ok)
             continue;
         int dup = 0;
         size_t cnt = 0;
         for (size_t k = 0; k < l->nfiles; k++) {
             const opened *ok = &l->o[k];
-            int same = ok->r && strcmp(ok->job_id, oi->job_id) == 0 && ok->world == oi->world;
+            int same = ok->ok && strcmp(ok->job_id, oi->job_id) == 0 && ok->world == oi->world;
             dup |= same && k < i;
             cnt += (size_t)same;
         }
@@ -349,7 +363,7 @@ choose_job(listing *l, const char *job_id, char *errbuf, size_t errlen)
     l->want = job_id;
     l->want_world = -2;
     for (size_t i = 0; i < l->nfiles; i++) {
-        if (!l->o[i].r || (l->want && strcmp(l->o[i].job_id, l->want) != 0))
+        if (!l->o[i].ok || (l->want && strcmp(l->o[i].job_id, l->want) != 0))
             continue;
         if (!l->want)
             l->want = l->o[i].job_id;
@@ -362,7 +376,7 @@ choose_job(listing *l, const char *job_id, char *errbuf, size_t errlen)
     }
     int mixed = 0;
     for (size_t i = 0; rc == 0 && i < l->nfiles; i++) {
-        if (!l->o[i].r)
+        if (!l->o[i].ok)
             continue;
         int same = strcmp(l->o[i].job_id, l->want) == 0 && l->o[i].world == l->want_world;
         if (!same && !(job_id && strcmp(l->o[i].job_id, job_id) != 0))
@@ -392,7 +406,7 @@ job_world(listing *l, int64_t *world, char *errbuf, size_t errlen)
     int64_t max_rank = -1;
     int no_rank = 0;
     for (size_t i = 0; i < l->nfiles; i++) {
-        if (!l->o[i].r || strcmp(l->o[i].job_id, l->want) != 0)
+        if (!l->o[i].ok || strcmp(l->o[i].job_id, l->want) != 0)
             continue;
         if (l->o[i].rank < 0)
             no_rank++;
@@ -401,7 +415,7 @@ job_world(listing *l, int64_t *world, char *errbuf, size_t errlen)
     }
     if (no_rank && l->n_ok == 1 && no_rank == 1) {
         for (size_t i = 0; i < l->nfiles; i++)
-            if (l->o[i].r)
+            if (l->o[i].ok)
                 l->o[i].rank = 0;
         max_rank = 0;
     } else if (no_rank) {
@@ -422,8 +436,9 @@ job_world(listing *l, int64_t *world, char *errbuf, size_t errlen)
     return rc;
 }
 
-/* Gives every trace of the chosen job its place in j->ranks (world entries), taking its
- * reader from l. Returns 0, DPRO_ERR_NOMEM, or DPRO_ERR_ARG for a rank found twice. */
+/* Gives every trace of the chosen job its place in j->ranks (world entries; a present
+ * rank has a path), taking its reader from l where this process opened it. Returns 0,
+ * DPRO_ERR_NOMEM, or DPRO_ERR_ARG for a rank found twice. */
 static int
 place_ranks(job *j, listing *l, int64_t world, char *errbuf, size_t errlen)
 {
@@ -437,10 +452,10 @@ place_ranks(job *j, listing *l, int64_t world, char *errbuf, size_t errlen)
     }
     for (size_t i = 0; rc == 0 && i < l->nfiles; i++) {
         opened *o = &l->o[i];
-        if (!o->r || strcmp(o->job_id, l->want) != 0)
+        if (!o->ok || strcmp(o->job_id, l->want) != 0)
             continue;
         job_rank *jr = &j->ranks[o->rank];
-        if (jr->reader) {
+        if (jr->path) {
             snprintf(errbuf, errlen, "%s: rank %lld appears twice (%s and %s)", l->path,
                      (long long)o->rank, jr->path, o->path);
             rc = DPRO_ERR_ARG;
@@ -449,11 +464,38 @@ place_ranks(job *j, listing *l, int64_t world, char *errbuf, size_t errlen)
         jr->rank = (int32_t)o->rank;
         jr->reader = o->r;
         o->r = NULL;
-        jr->path = strdup(o->path);
-        jr->host = dpro_reader_meta(jr->reader, DPRO_META_HOST);
+        if (!(jr->path = strdup(o->path))) {
+            snprintf(errbuf, errlen, "out of memory");
+            rc = DPRO_ERR_NOMEM;
+        }
+        jr->host = jr->reader ? dpro_reader_meta(jr->reader, DPRO_META_HOST) : NULL;
         jr->job_id = j->job_id;
         jr->world_size = (int32_t)world;
         j->n_present++;
+    }
+    return rc;
+}
+
+/* Process 0 of a shared reading: opens (detached) the present ranks' traces that another
+ * process opened first, for the meta, strings and tables the graph is built from.
+ * Returns 0 or the reader's dpro_status (errbuf names the file). */
+static int
+open_rest(job *j, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++) {
+        job_rank *jr = &j->ranks[r];
+        char eb[DPRO_ERRBUF_SIZE];
+        if (!jr->path || jr->reader)
+            continue;
+        if ((rc = dpro_reader_open(jr->path, &jr->reader, eb, sizeof eb)) != DPRO_OK) {
+            jr->reader = NULL;
+            snprintf(errbuf, errlen, "%s", eb);
+        } else {
+            dpro_reader_detach(jr->reader);
+            jr->host = dpro_reader_meta(jr->reader, DPRO_META_HOST);
+            j->files_opened++;
+        }
     }
     return rc;
 }
@@ -466,7 +508,7 @@ warn_missing(job *j)
     size_t ml = 0;
     int32_t n_miss = 0;
     for (int32_t r = 0; r < j->n_ranks; r++) {
-        if (j->ranks[r].reader)
+        if (j->ranks[r].path)
             continue;
         n_miss++;
         if (ml + 16 < sizeof miss)
@@ -796,6 +838,7 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
     int rc = 0, jobs = job_threads(opts), windowed = 0, reported = 0, fold = 0;
     int32_t n = 0, lo = 0, hi = 0, span[2] = {0, 0};
     const job_share *sh = opts ? opts->share : NULL;
+    period_words words = {0};
     rank_task *t = calloc((size_t)j->n_present + 1, sizeof *t);
     size_t *n_msg = calloc((size_t)j->n_present + 1, sizeof *n_msg);
     fold_reps reps = {calloc((size_t)j->n_present + 1, sizeof *reps.sig),
@@ -803,13 +846,16 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
     if (!t || !n_msg || !reps.sig || !reps.rank)
         rc = DPRO_ERR_NOMEM;
     for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++)
-        if (j->ranks[r].reader)
+        if (j->ranks[r].path)
             t[n++].jr = &j->ranks[r];
     hi = n;
     if (sh)
         job_share_range(sh, n, &lo, &hi);
     j->share_lo = lo;
     j->share_hi = hi;
+    job_share_close_others(sh, t, n, lo, hi);
+    for (int32_t i = lo; sh && sh->me != 0 && i < hi; i++)
+        j->files_opened += !t[i].jr->reader; /* not in its share of the files */
     int want_window = opts && opts->iterations > 0 && !opts->full && !opts->max_events;
     int want_fold = opts && opts->fold && !opts->max_events && n > 1;
     for (int32_t i = lo; rc == 0 && i < hi; i++)
@@ -817,9 +863,10 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
     if (rc == 0 && (want_window || want_fold)) {
         pool_run(t + lo, hi - lo, jobs, scan_bounds, opts);
         if (sh && want_fold)
-            rc = job_period_share(sh, t, n, lo, hi);
+            rc = job_period_share(sh, t, n, lo, hi, &words);
         if (rc == 0)
             rc = job_period_agree(j, t, n);
+        job_period_words_free(&words); /* the scans that named their kernels there are cut */
         if (rc == 0 && sh)
             rc = job_share_bounds(sh, t, n, lo, hi);
         if (rc == 0 && first_failure(t, n) != 0) {
@@ -835,9 +882,6 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
         malloc_trim(0); /* the first pass's buffers, freed in every thread's arena */
 #endif
     }
-    /* the other shares' readers served the placement and the periods' names (read by
-     * their ids in job_period_agree); the second pass needs only this share's */
-    job_share_close_others(sh, t, n, lo, hi);
     if (rc == 0 && fold)
         rc = read_folding(j, t + lo, hi - lo, jobs, opts, &reps);
     else if (rc == 0)
@@ -894,21 +938,26 @@ job_load(const char *path, const job_options *opts, job *j, char *errbuf, size_t
     listing l = {.path = path};
     int64_t world = 0;
     const char *paths[1] = {path};
+    const job_share *sh = opts ? opts->share : NULL;
     int rc = dpro_list_traces(paths, 1, &l.files, &l.nfiles, errbuf, errlen);
     if (rc == DPRO_OK)
-        rc = open_all(j, &l, errbuf, errlen);
+        rc = open_all(j, &l, sh, errbuf, errlen);
     if (rc == 0)
         rc = choose_job(&l, opts ? opts->job_id : NULL, errbuf, errlen);
     if (rc == 0)
         rc = job_world(&l, &world, errbuf, errlen);
     if (rc == 0)
         rc = place_ranks(j, &l, world, errbuf, errlen);
+    if (rc == 0 && sh && sh->me == 0)
+        rc = open_rest(j, errbuf, errlen);
     if (rc == 0) {
         warn_missing(j);
         rc = read_ranks(j, opts, errbuf, errlen);
     }
+    if (rc == 0 && sh)
+        pr_info("opened %d of the %zu trace files here", j->files_opened, l.nfiles);
     for (size_t i = 0; l.o && i < l.nfiles; i++)
-        dpro_reader_close(l.o[i].r);
+        job_opened_free(&l.o[i]);
     free(l.o);
     dpro_free_paths(l.files, l.nfiles);
     if (rc != 0)

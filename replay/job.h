@@ -44,10 +44,17 @@
  * The classes depend on rank order only, not on the number of threads.
  *
  * Shared reading (job_options.share, `dpro-replay --mpi`): P processes call job_load
- * alike; each lists and opens every trace (meta, strings and tables: the placement and
- * the warnings are the same everywhere) but reads the events of its share only, the
- * present ranks k (in rank order, n of them) with k * P / n == p. The first pass's
- * kernel periods (without markers: job_period_share) and then its boundaries are handed
+ * alike; each lists the traces and opens its share of the files (file k of m with
+ * k * P / m == p, the names ordered with their numbers compared as numbers, so that
+ * rank<R>-... files are shared as their ranks are) for their meta; what opening each gave (rank,
+ * world size, job id, an early end, the reader's warnings, or why it did not open)
+ * is handed to every process (share->gather), so that the placement and the warnings
+ * are the same everywhere. Process 0, which builds the graph from every rank's meta,
+ * strings and tables, then opens the present ranks' files the others opened; a process
+ * other than 0 holds no other file than its share's. Each reads the events of its
+ * share only, the present ranks k (in rank order, n of them) with k * P / n == p. The
+ * first pass's kernel periods (without markers: job_period_share, their kernel names as
+ * text) and then its boundaries are handed
  * to every process (share->gather), so that each agrees the same cut and chooses the
  * same window and compared iterations; each folds its share while reading against its own
  * representatives, keeping a folded rank's signature; whether every window fits is
@@ -138,6 +145,9 @@ typedef struct job {
     uint64_t share_packed;      /* shared reading, a process other than 0: bytes of its
                                  * reads held compressed until sent (folding while read) */
     uint64_t share_unpacked;    /* and their size unpacked */
+    int32_t files_opened;       /* shared reading: the trace files this process opened (its
+                                 * share of the listing's, the ranks' it reads, and on
+                                 * process 0 every present rank's) */
     size_t untrimmed;           /* bytes freed since the heap was last trimmed (job_trim) */
 } job;
 

@@ -51,6 +51,50 @@ typedef struct rank_task {
     size_t packed_len;
 } rank_task;
 
+/* A listed trace file as the load found it: opened by this process (r), or in shared
+ * reading by another (its outcome gathered, job_share_opened; r NULL). */
+typedef struct opened {
+    dpro_reader *r;   /* this process's reader (detached), or NULL: not opened here, not
+                       * opened at all, or taken by a rank */
+    const char *path; /* ok: the file (the listing's) */
+    int ok;           /* it opened: rank, world and job_id below */
+    int newer;        /* it did not, for a newer schema (refuses the load); else skipped */
+    char *why;        /* not ok: what the reader said (malloc'd) */
+    int ended_early;  /* ok: the trace ends early */
+    char *warnings;   /* ok: the reader's warnings (malloc'd), or NULL */
+    int64_t rank, world;
+    char *job_id; /* ok: its job id (malloc'd; "" when the meta has none) */
+} opened;
+
+/* The trace files a load looks at: the listing and one entry per file. */
+typedef struct listing {
+    const char *path; /* what the caller named */
+    char **files;
+    size_t nfiles;
+    opened *o;          /* one per file */
+    size_t n_ok;        /* files opened */
+    const char *want;   /* job_id of the job loaded */
+    int64_t want_world; /* its world_size (-1: not said) */
+} listing;
+
+/* job_share.c: closes o's reader and frees what it holds. */
+void job_opened_free(opened *o);
+
+/* job_share.c: the order in which the n listed files are shared out (shared reading):
+ * their names with runs of digits compared as numbers (ties: the listing's order), so
+ * that where the names carry the ranks (rank<R>-host-pid.dpro) a process's share of
+ * the files is its share of the ranks. Returns the listing's indices in that order
+ * (malloc'd, the caller frees), or NULL (out of memory). */
+size_t *job_share_file_order(char *const *files, size_t n);
+
+/* job_share.c: shared reading: hands this process's outcomes of opening the files
+ * o[order[k]], k in [lo, hi) (job_share_range over n), to every process, into o[0, n)
+ * (the others' without a reader). n 0: out of memory here (every process then fails).
+ * Returns 0 or DPRO_ERR_NOMEM (on every process where the transport says so, or what
+ * arrived does not hold). */
+int job_share_opened(const job_share *sh, opened *o, const size_t *order, int32_t n, int32_t lo,
+                     int32_t hi);
+
 /* The representatives of the classes so far: their signatures and ranks. */
 typedef struct fold_reps {
     job_fold_sig *sig;
@@ -85,12 +129,27 @@ int job_period_scan(rank_task *t, const period_collect *c);
  * freed. Returns 0 or DPRO_ERR_NOMEM. */
 int job_period_agree(job *j, rank_task *t, int32_t n);
 
+/* The texts of the kernel names in other processes' scans (job_period_share): pointers
+ * (w) into the gathered bytes (buf), both owned. */
+typedef struct period_words {
+    void *buf;
+    const char **w;
+} period_words;
+
 /* job_iters.c: shared reading: hands what the cut needs of every process's first-pass
- * scans (t[lo, hi): stream, stretch, one period's names and idle times, not the ends) to
- * every process, into t[0, n)'s period, so that each agrees the same cut
- * (job_period_agree; the ends of the boundaries then travel with job_share_bounds).
+ * scans (t[lo, hi): stream, stretch, one period's names as text and idle times, not the
+ * ends) to every process, into t[0, n)'s period, so that each agrees the same cut
+ * (job_period_agree) without the other ranks' readers; the ends of the boundaries then
+ * travel with job_share_bounds. The other processes' scans name their kernels through
+ * pw (zeroed before; freed with job_period_words_free, even on failure, once
+ * job_period_agree has read them: the scans it leaves are not read again). Each
+ * process's texts travel once however many of its ranks name them.
  * Returns 0 or DPRO_ERR_NOMEM (on every process where the transport says so). */
-int job_period_share(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi);
+int job_period_share(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi,
+                     period_words *pw);
+
+/* job_iters.c: frees what job_period_share left in pw. */
+void job_period_words_free(period_words *pw);
 
 /* job_iters.c: shared reading, process 0: the boundaries of a rank another process read
  * (its events whole, or reduced around them), found by their ends (t->bend) among the
@@ -128,11 +187,10 @@ int job_fold_classify(job *j, rank_task *t, job_fold_sig *s, fold_reps *reps, in
 /* job_share.c: the ranks sh's process reads of n, [*lo, *hi). */
 void job_share_range(const job_share *sh, int32_t n, int32_t *lo, int32_t *hi);
 
-/* job_share.c: on a process other than 0 of a shared reading, closes the readers of the
- * ranks of t[0, n) outside its share [lo, hi): their meta served the placement and the
- * warnings, their strings the agreement of the kernel periods (job_period_agree), so
- * it comes after the first pass; their events are read by their own process and told
- * by process 0. */
+/* job_share.c: on a process other than 0 of a shared reading, closes the readers it
+ * opened of the ranks of t[0, n) outside its share [lo, hi) (their files were in its
+ * share of the files: their meta went to every process); their events are read by their
+ * own process and told by process 0. */
 void job_share_close_others(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi);
 
 /* job_share.c: packs t's read as it goes to process 0 (events, outcome, signature),

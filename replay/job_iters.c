@@ -1,9 +1,12 @@
 /* job_iters.c: the iterations a load finds before its second pass (see job.h): the kernel
  * period's cut agreed across ranks from the first pass, the compared iterations and the
  * window. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fnv1a.h"
+#include "hmap.h"
 #include "iter.h"
 #include "job_int.h"
 #include "period.h"
@@ -82,99 +85,228 @@ take_cut(rank_task *x, replay_rank_iters *ri)
     return rc;
 }
 
-/* What job_period_share hands over of one scan: these, then idle[p] and names[p]. */
+/* What job_period_share hands over of one scan: these, then idle[p] and p names as
+ * indexes into its process's texts. */
 typedef struct scan_head {
     uint64_t stream;
     uint64_t n, p, lo, hi;
 } scan_head;
 
-/* Appends task t's scan head and period to buf (*len bytes of *cap). Returns 0 or -1. */
+/* One process's message in job_period_share: its kernel names' texts, each once,
+ * NUL-terminated (text: len bytes of cap; at: FNV-1a of a text -> its index, off: each
+ * text's offset), then its scans (scans: slen bytes of scap). */
+typedef struct scan_msg {
+    unsigned char *text, *scans;
+    size_t len, cap, slen, scap;
+    uint64_t n_text;
+    size_t *off;
+    hmap at;
+} scan_msg;
+
+/* Appends n bytes at v to *buf (*len of *cap). Returns 0 or -1 (out of memory). */
 static int
-put_scan(const rank_task *t, unsigned char **buf, size_t *len, size_t *cap)
+append(unsigned char **buf, size_t *len, size_t *cap, const void *v, size_t n)
+{
+    int rc = 0;
+    if (*len + n > *cap) {
+        size_t c = 2 * (*len + n);
+        unsigned char *x = realloc(*buf, c);
+        if (x) {
+            *buf = x;
+            *cap = c;
+        } else {
+            rc = -1;
+        }
+    }
+    if (rc == 0 && n > 0)
+        memcpy(*buf + *len, v, n);
+    if (rc == 0)
+        *len += n;
+    return rc;
+}
+
+/* The index of text s in m's texts (added when new; a text whose hash another holds is
+ * added again: a copy is harmless), into *id. Returns 0 or -1 (out of memory). */
+static int
+text_index(scan_msg *m, const char *s, uint32_t *id)
+{
+    size_t len = strlen(s);
+    uint64_t h = dpro_fnv1a(s, len, DPRO_FNV1A_INIT);
+    int32_t k = hmap_get(&m->at, h, -1);
+    int rc = 0;
+    if (k >= 0 && strcmp((const char *)m->text + m->off[k], s) == 0) {
+        *id = (uint32_t)k;
+    } else {
+        size_t *off = m->n_text < INT32_MAX ? realloc(m->off, (m->n_text + 1) * sizeof *off) : NULL;
+        if (off) {
+            m->off = off;
+            off[m->n_text] = m->len;
+        }
+        rc = off && append(&m->text, &m->len, &m->cap, s, len + 1) == 0 &&
+                     (k >= 0 || hmap_put(&m->at, h, (int32_t)m->n_text) == 0)
+                 ? 0
+                 : -1;
+        if (rc == 0)
+            *id = (uint32_t)m->n_text++;
+    }
+    return rc;
+}
+
+/* Appends task t's scan head, period and names (as text indexes) to m. Returns 0 or -1. */
+static int
+put_scan(const rank_task *t, scan_msg *m)
 {
     const period_scan *ps = &t->period;
     scan_head h = {ps->stream, ps->n, ps->p, ps->lo, ps->hi};
-    size_t need = sizeof h + ps->p * (sizeof *ps->idle + sizeof *ps->names);
-    if (*len + need > *cap) {
-        size_t c = 2 * (*len + need);
-        unsigned char *x = realloc(*buf, c);
-        if (!x)
-            return -1;
-        *buf = x;
-        *cap = c;
+    int rc = append(&m->scans, &m->slen, &m->scap, &h, sizeof h);
+    if (rc == 0 && ps->p > 0)
+        rc = append(&m->scans, &m->slen, &m->scap, ps->idle, ps->p * sizeof *ps->idle);
+    for (size_t k = 0; rc == 0 && k < ps->p; k++) {
+        uint32_t id = 0;
+        rc = text_index(m, dpro_reader_string(t->jr->reader, ps->names[ps->lo + k - ps->nbase]),
+                        &id);
+        if (rc == 0)
+            rc = append(&m->scans, &m->slen, &m->scap, &id, sizeof id);
     }
-    memcpy(*buf + *len, &h, sizeof h);
-    *len += sizeof h;
-    if (ps->p > 0) {
-        memcpy(*buf + *len, ps->idle, ps->p * sizeof *ps->idle);
-        *len += ps->p * sizeof *ps->idle;
-        memcpy(*buf + *len, ps->names + (ps->lo - ps->nbase), ps->p * sizeof *ps->names);
-        *len += ps->p * sizeof *ps->names;
-    }
-    return 0;
+    return rc;
 }
 
-/* Takes one scan from buf at *at (len bytes) into ps (trimmed, without ends). Returns 0
- * or -1 (out of memory, or the bytes end early). */
+/* Takes one scan from buf at *at (len bytes) into ps (trimmed, without ends), its names
+ * indexes into words (set again once every text is read: the array grows), the first of
+ * its process's texts there at base (of n_words).
+ * Returns 0 or -1 (out of memory, or the bytes end early or do not hold). */
 static int
-get_scan(const unsigned char *buf, size_t len, size_t *at, period_scan *ps)
+get_scan(const unsigned char *buf, size_t len, size_t *at, const char *const *words, uint64_t base,
+         uint64_t n_words, period_scan *ps)
 {
-    scan_head h;
+    scan_head h = {0};
+    int rc = len - *at >= sizeof h ? 0 : -1;
     memset(ps, 0, sizeof *ps);
-    if (len - *at < sizeof h)
-        return -1;
-    memcpy(&h, buf + *at, sizeof h);
-    *at += sizeof h;
-    if (h.p == 0)
-        return 0;
-    if (h.p > (len - *at) / (sizeof *ps->idle + sizeof *ps->names) || h.lo + h.p > h.hi)
-        return -1;
-    *ps = (period_scan){.stream = h.stream,
-                        .n = h.n,
-                        .p = h.p,
-                        .lo = h.lo,
-                        .hi = h.hi,
-                        .trimmed = 1,
-                        .nbase = h.lo,
-                        .base = h.lo > 0 ? h.lo - 1 : 0};
-    ps->idle = malloc(h.p * sizeof *ps->idle);
-    ps->names = malloc(h.p * sizeof *ps->names);
-    if (!ps->idle || !ps->names) {
-        period_scan_free(ps);
-        return -1;
+    if (rc == 0) {
+        memcpy(&h, buf + *at, sizeof h);
+        *at += sizeof h;
     }
-    memcpy(ps->idle, buf + *at, h.p * sizeof *ps->idle);
-    *at += h.p * sizeof *ps->idle;
-    memcpy(ps->names, buf + *at, h.p * sizeof *ps->names);
-    *at += h.p * sizeof *ps->names;
-    return 0;
+    if (rc == 0 && h.p > 0 &&
+        (h.p > (len - *at) / (sizeof *ps->idle + sizeof *ps->names) || h.lo + h.p > h.hi))
+        rc = -1;
+    if (rc == 0 && h.p > 0) {
+        *ps = (period_scan){.stream = h.stream,
+                            .n = h.n,
+                            .p = h.p,
+                            .lo = h.lo,
+                            .hi = h.hi,
+                            .trimmed = 1,
+                            .nbase = h.lo,
+                            .base = h.lo > 0 ? h.lo - 1 : 0,
+                            .words = words};
+        ps->idle = malloc(h.p * sizeof *ps->idle);
+        ps->names = malloc(h.p * sizeof *ps->names);
+        rc = ps->idle && ps->names ? 0 : -1;
+    }
+    if (rc == 0 && h.p > 0) {
+        memcpy(ps->idle, buf + *at, h.p * sizeof *ps->idle);
+        *at += h.p * sizeof *ps->idle;
+        memcpy(ps->names, buf + *at, h.p * sizeof *ps->names);
+        *at += h.p * sizeof *ps->names;
+    }
+    for (size_t k = 0; rc == 0 && k < h.p; k++) {
+        rc = ps->names[k] < n_words - base ? 0 : -1;
+        ps->names[k] += (uint32_t)base;
+    }
+    if (rc != 0)
+        period_scan_free(ps);
+    return rc;
+}
+
+/* Reads the texts that open one process's part of the gathered bytes (buf, len, from *at)
+ * into pw->w from *n_words on (grown). Returns 0 or -1 (out of memory, or they do not
+ * hold). */
+static int
+get_texts(unsigned char *buf, size_t len, size_t *at, period_words *pw, uint64_t *n_words)
+{
+    uint64_t head[2] = {0, 0}; /* texts, their bytes */
+    int rc = len - *at >= sizeof head ? 0 : -1;
+    if (rc == 0) {
+        memcpy(head, buf + *at, sizeof head);
+        *at += sizeof head;
+        rc = head[1] <= len - *at && head[0] <= head[1] && *n_words + head[0] < UINT32_MAX &&
+                     (head[1] == 0 || buf[*at + head[1] - 1] == 0)
+                 ? 0
+                 : -1;
+    }
+    const char **w = rc == 0 ? realloc(pw->w, (*n_words + head[0] + 1) * sizeof *w) : NULL;
+    if (rc == 0 && !w)
+        rc = -1;
+    else if (rc == 0)
+        pw->w = w;
+    size_t o = *at, end = rc == 0 ? *at + head[1] : 0;
+    for (uint64_t k = 0; rc == 0 && k < head[0]; k++) {
+        rc = o < end ? 0 : -1;
+        w[(*n_words)++] = (const char *)buf + o;
+        o += strlen((const char *)buf + o) + 1;
+    }
+    if (rc == 0)
+        *at = end;
+    return rc;
+}
+
+void
+job_period_words_free(period_words *pw)
+{
+    free(pw->buf);
+    free(pw->w);
+    pw->buf = NULL;
+    pw->w = NULL;
 }
 
 int
-job_period_share(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi)
+job_period_share(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi,
+                 period_words *pw)
 {
+    scan_msg m = {0};
     unsigned char *out = NULL;
     size_t len = 0, cap = 0, all_len = 0, at = 0;
     void *all = NULL;
-    int rc = 0;
+    uint64_t n_words = 0;
+    int rc = hmap_init(&m.at, 64);
     for (int32_t i = lo; rc == 0 && i < hi; i++)
-        rc = put_scan(&t[i], &out, &len, &cap);
+        rc = put_scan(&t[i], &m);
+    uint64_t head[2] = {m.n_text, m.len};
+    if (rc == 0)
+        rc = append(&out, &len, &cap, head, sizeof head);
+    if (rc == 0)
+        rc = append(&out, &len, &cap, m.text, m.len);
+    if (rc == 0)
+        rc = append(&out, &len, &cap, m.scans, m.slen);
     /* every process takes part even when out of memory here (an empty share), and fails
      * afterwards on reading what it lacks */
     if (sh->gather(sh->ctx, out, rc == 0 ? len : 0, &all, &all_len) != 0)
         rc = -1;
-    for (int32_t i = 0; rc == 0 && i < n; i++) {
-        period_scan ps;
-        rc = get_scan(all, all_len, &at, &ps);
-        if (rc == 0 && (i < lo || i >= hi)) {
-            period_scan_free(&t[i].period);
-            t[i].period = ps;
-        } else if (rc == 0) {
-            period_scan_free(&ps); /* its own, with the ends */
+    pw->buf = all;
+    for (int p = 0; rc == 0 && p < sh->nprocs; p++) {
+        int32_t plo, phi;
+        uint64_t base = n_words;
+        job_share_range(&(job_share){.me = p, .nprocs = sh->nprocs}, n, &plo, &phi);
+        rc = get_texts(all, all_len, &at, pw, &n_words);
+        for (int32_t i = plo; rc == 0 && i < phi; i++) {
+            period_scan ps;
+            rc = get_scan(all, all_len, &at, pw->w, base, n_words, &ps);
+            if (rc == 0 && p != sh->me) {
+                period_scan_free(&t[i].period);
+                t[i].period = ps;
+            } else if (rc == 0) {
+                period_scan_free(&ps); /* its own, with the ends */
+            }
         }
     }
+    for (int32_t i = 0; i < n; i++) /* pw->w moved as it grew */
+        if (t[i].period.words)
+            t[i].period.words = pw->w;
+    hmap_free(&m.at);
+    free(m.text);
+    free(m.scans);
+    free(m.off);
     free(out);
-    free(all);
     return rc == 0 ? 0 : DPRO_ERR_NOMEM;
 }
 

@@ -9,6 +9,7 @@
  * (job_share_pack), unpacked just before it is sent, so that process 0, whose work is
  * serial, receives and reads them as they are. */
 #define PR_FMT "replay"
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -137,6 +138,137 @@ get_outcome(bytes *b, rank_task *t)
         if ((t->msg[t->n_msg] = get_str(b)))
             t->n_msg++;
     t->jr->bad_batches = (uint64_t)get_i64(b);
+}
+
+/* What opening file o gave, as job_share_opened hands it over. */
+static void
+put_opened(bytes *b, const opened *o)
+{
+    put_i64(b, o->ok);
+    put_i64(b, o->newer);
+    put_str(b, o->why);
+    put_i64(b, o->ended_early);
+    put_str(b, o->warnings);
+    put_i64(b, o->rank);
+    put_i64(b, o->world);
+    put_str(b, o->job_id);
+}
+
+/* Replaces o's outcome (o not opened here) with the one put_opened wrote. */
+static void
+get_opened(bytes *b, opened *o)
+{
+    job_opened_free(o);
+    o->ok = (int)get_i64(b);
+    o->newer = (int)get_i64(b);
+    o->why = get_str(b);
+    o->ended_early = (int)get_i64(b);
+    o->warnings = get_str(b);
+    o->rank = get_i64(b);
+    o->world = get_i64(b);
+    o->job_id = get_str(b);
+    if ((o->ok && !o->job_id) || (!o->ok && !o->why))
+        b->fail = 1; /* what put_opened writes always has them */
+}
+
+void
+job_opened_free(opened *o)
+{
+    dpro_reader_close(o->r);
+    free(o->why);
+    free(o->warnings);
+    free(o->job_id);
+    *o = (opened){0};
+}
+
+/* Compares two names with their runs of digits as numbers (rank2 before rank10). */
+static int
+natural_cmp(const char *a, const char *b)
+{
+    int rc = 0;
+    while (rc == 0 && *a && *b) {
+        if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+            size_t na = 0, nb = 0;
+            while (*a == '0' && isdigit((unsigned char)a[1]))
+                a++;
+            while (*b == '0' && isdigit((unsigned char)b[1]))
+                b++;
+            while (isdigit((unsigned char)a[na]))
+                na++;
+            while (isdigit((unsigned char)b[nb]))
+                nb++;
+            rc = na != nb ? (na < nb ? -1 : 1) : strncmp(a, b, na);
+            a += na;
+            b += nb;
+        } else {
+            rc = (unsigned char)*a - (unsigned char)*b;
+            a++;
+            b++;
+        }
+    }
+    return rc != 0 ? rc : (unsigned char)*a - (unsigned char)*b;
+}
+
+/* A file name and its place in the listing, as job_share_file_order sorts them. */
+typedef struct named {
+    const char *name;
+    size_t i;
+} named;
+
+static int
+named_cmp(const void *x, const void *y)
+{
+    const named *a = x, *b = y;
+    int rc = natural_cmp(a->name, b->name);
+    return rc != 0 ? rc : (a->i > b->i) - (a->i < b->i);
+}
+
+size_t *
+job_share_file_order(char *const *files, size_t n)
+{
+    named *v = malloc((n + 1) * sizeof *v);
+    size_t *order = malloc((n + 1) * sizeof *order);
+    for (size_t i = 0; v && order && i < n; i++)
+        v[i] = (named){files[i], i};
+    if (v && order)
+        qsort(v, n, sizeof *v, named_cmp);
+    for (size_t k = 0; v && order && k < n; k++)
+        order[k] = v[k].i;
+    if (!v) {
+        free(order);
+        order = NULL;
+    }
+    free(v);
+    return order;
+}
+
+int
+job_share_opened(const job_share *sh, opened *o, const size_t *order, int32_t n, int32_t lo,
+                 int32_t hi)
+{
+    bytes out = {0}, in = {0};
+    void *all = NULL;
+    size_t all_len = 0;
+    for (int32_t k = lo; n > 0 && k < hi; k++)
+        put_opened(&out, &o[order[k]]);
+    /* every process takes part even when out of memory here (an empty share), and fails
+     * afterwards on reading what it lacks */
+    int rc = sh->gather(sh->ctx, out.p, out.fail || n == 0 ? 0 : out.n, &all, &all_len) != 0 ||
+                     out.fail || n == 0
+                 ? DPRO_ERR_NOMEM
+                 : 0;
+    in.p = all;
+    in.n = all_len;
+    for (int32_t k = 0; rc == 0 && k < n; k++) {
+        opened x = {0};
+        get_opened(&in, k >= lo && k < hi ? &x : &o[order[k]]); /* this process's own: kept */
+        job_opened_free(&x);
+        if (in.fail)
+            rc = DPRO_ERR_NOMEM;
+    }
+    free(out.p);
+    free(all);
+    return rc;
 }
 
 void

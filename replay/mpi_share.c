@@ -56,11 +56,23 @@ share_min(void *ctx, int v, int *out)
     return MPI_Allreduce(&v, out, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
 }
 
+/* Whether this process's hand-over is to fail as out of memory would: the fault that
+ * tests drive (DPRO_TEST_MPI_SEND_FAIL=P, P this process's number), since no input
+ * makes one process alone run out of memory on demand. */
+static int
+send_fault(void)
+{
+    const char *v = getenv("DPRO_TEST_MPI_SEND_FAIL");
+    int me = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    return v && *v && atoi(v) == me;
+}
+
 static int
 share_send0(void *ctx, const void *buf, size_t len)
 {
     (void)ctx;
-    if (len > INT_MAX)
+    if (len > INT_MAX || send_fault())
         return -1;
     return MPI_Send(buf, (int)len, MPI_BYTE, 0, TAG_RANK, MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
 }

@@ -57,6 +57,13 @@ mpisim_finalize(void)
     MPI_Finalize();
 }
 
+void
+mpisim_abort(int status)
+{
+    MPI_Abort(MPI_COMM_WORLD, status);
+    exit(status); /* MPI_Abort returns only where it cannot end the job */
+}
+
 int
 mpisim_agree(int ok)
 {

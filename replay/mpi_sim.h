@@ -22,7 +22,9 @@
  * process 0 gathers them, one message a rank, and classifies them as the single
  * process does, then prepares the replay alone (clock alignment, iterations, graph, cost
  * model: they are taken over every rank at once) and hands the built graph to the
- * others (mpisim_share_graph), which hold the graph alone.
+ * others (mpisim_share_graph), which hold the graph alone. The trace files are opened in
+ * shares too (their meta gathered): a process other than 0 opens only its share's
+ * files; process 0, which builds the graph, opens every present rank's.
  *
  * Built with MPI only (configure --with-mpi, HAVE_MPI); without it the functions below
  * are stubs that say MPI is not built, so callers carry no #ifdef.
@@ -31,6 +33,7 @@
 #define DPRO_REPLAY_MPI_SIM_H
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "dfg.h"
 #include "job.h"
@@ -67,6 +70,12 @@ void mpisim_finalize(void);
 /* The smallest value of ok over every process (MPI_Allreduce MIN): processes that
  * loaded the job agree on going on, or all stop. */
 int mpisim_agree(int ok);
+
+/* Ends every process of the MPI job with status (MPI_Abort), for a failure the others
+ * may be waiting on in a collective or a message (shared reading: a process that cannot
+ * go on leaves the others no way to learn it): the caller has said what failed. Does not
+ * return. */
+void mpisim_abort(int status) __attribute__((noreturn));
 
 /* Hands the graph from process 0 to the others (MPI_Bcast of its arrays and names), so
  * that process 0 alone reads the traces and builds it: on process 0 g is the built graph
@@ -114,6 +123,11 @@ static inline int
 mpisim_agree(int ok)
 {
     return ok;
+}
+
+static inline void __attribute__((noreturn)) mpisim_abort(int status)
+{
+    exit(status);
 }
 
 static inline int

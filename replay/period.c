@@ -230,8 +230,10 @@ static const char **
 period_word(const job_rank *jr, const period_scan *ps)
 {
     const char **w = malloc((ps->p + 1) * sizeof *w);
-    for (size_t k = 0; w && k < ps->p; k++)
-        w[k] = dpro_reader_string(jr->reader, ps->names[ps->lo + k - ps->nbase]);
+    for (size_t k = 0; w && k < ps->p; k++) {
+        uint32_t id = ps->names[ps->lo + k - ps->nbase];
+        w[k] = ps->words ? ps->words[id] : dpro_reader_string(jr->reader, id);
+    }
     return w;
 }
 

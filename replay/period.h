@@ -46,6 +46,10 @@ typedef struct period_scan {
     uint32_t *dend;   /* and the ends held as each one less the one before it, */
     uint64_t *far;    /* UINT32_MAX: the next of these (the difference does not fit) */
     double *idle;     /* idle[ph]: device idle time before the kernels at phase ph, summed */
+
+    /* NULL: names are string ids of the rank's reader; else names index these texts (not
+     * owned: shared reading hands another process's scan over with its names' texts) */
+    const char *const *words;
 } period_scan;
 
 /* Scans the n kernels k (in trace order; idx[i]: kernel i's event index, or NULL) into
@@ -83,9 +87,9 @@ int period_detect(const job_rank *jr, replay_rank_iters *it);
 
 /* The cut shared across ranks: of the ranks r < j->n_ranks with ps[r].p > 0, those whose
  * period has the first one's length and is a rotation of its names (compared as text,
- * each through its rank's reader) are cut anew into iters[r] at the phase where the
- * device idles longest summed over them, when there are at least two; iters of the
- * others are left as they are. Returns 0 or -1 (out of memory). */
+ * through its rank's reader or its scan's words) are cut anew into iters[r] at the
+ * phase where the device idles longest summed over them, when there are at least two;
+ * iters of the others are left as they are. Returns 0 or -1 (out of memory). */
 int period_match(const job *j, const period_scan *ps, replay_rank_iters *iters);
 
 #endif

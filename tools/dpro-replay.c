@@ -512,6 +512,14 @@ write_chrome(replay *rp, const replay_summary *s, const args *a)
     return status;
 }
 
+/* With --mpi and other processes: says what failed here and ends every process
+ * (mpisim_abort): the others may be waiting for this one in a collective or a message. */
+static void __attribute__((noreturn)) fail_all(int me, int nprocs, const char *err)
+{
+    pr_err("process %d of %d: %s", me, nprocs, err);
+    mpisim_abort(1);
+}
+
 /* With --mpi: hands rp->graph from process 0 to the others (mpisim_share_graph). Returns 0, or -1
  * (out of memory, said on every process). */
 static int
@@ -585,7 +593,11 @@ main(int argc, char **argv)
     int ok = 1;
     if (me != 0)
         ok = replay_read_share(a.dir, &a.ro, err, sizeof err) == 0;
-    else if (!(ok = replay_open(a.dir, &a.ro, &rp, err, sizeof err) == 0))
+    else
+        ok = replay_open(a.dir, &a.ro, &rp, err, sizeof err) == 0;
+    if (!ok && nprocs > 1)
+        fail_all(me, nprocs, err);
+    else if (!ok)
         pr_err("%s", err);
     else if (me == 0)
         ok = inputs_check_read(&rp, a.dir, a.partial) == 0 &&

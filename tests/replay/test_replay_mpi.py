@@ -19,9 +19,19 @@ job's, and exchanges between them; every process read the events of its share of
 present ranks, k * P / n == p (the shares add up to the job's ranks), process 0
 gathered them and handed the graph to the P - 1 others (the same nodes, edges, bytes
 on each), and the log reports ranks folded while read as often as the single process
-does (once when folding while reading happened, not once a process). A job of ranks
+does (once when folding while reading happened, not once a process). Each process
+opened only its share of the trace files (file k of m with k * P / m == p, for their
+meta, handed to every process) and the files of the ranks whose events it read; process
+0, which builds the graph, every one (its log line). A job of ranks
 alike in a chain (0 ~ 2 ~ 3, 0 !~ 3) checks process 0's classification of a rank folded
 on another process into a representative that is not one on process 0.
+
+Failures: a file that is no trace, opened by one process only, is skipped with the
+single process's warning and the same JSON (folded and --no-fold); a trace of a newer
+schema there refuses the load on every process with the single process's message; and a
+process whose hand-over to process 0 fails (DPRO_TEST_MPI_SEND_FAIL=P, as out of memory
+would) while process 0 waits for it ends every process (MPI_Abort) after saying which
+and why: non-zero, within 120 s, never a hang.
 
 Skips only when MPI is really unavailable: configure found none and there is no mpicc
 on PATH, or configure was told --without-mpi. MPI installed (mpicc on PATH) but not
@@ -32,6 +42,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -52,6 +63,7 @@ GRAPH = re.compile(r"graph received from process 0: (\d+) nodes, (\d+) edges, (\
 SHARE = re.compile(r"read the events of (\d+) of the (\d+) present ranks here, "
                    r"(handed to process 0|the others' gathered)")
 READ = re.compile(r"\d+ of \d+ ranks folded while read")
+OPENED = re.compile(r"opened (\d+) of the (\d+) trace files here")
 PACKED = re.compile(r"read the events of (\d+) of the \d+ present ranks here, handed to process 0 "
                     r"\(held compressed from their classification until sent: (\d+) bytes, "
                     r"(\d+) unpacked\)")
@@ -99,7 +111,36 @@ def diff(a, b, path, out):
         out.append("%s: %r vs %r" % (path, a, b))
 
 
-def compare(name, d, nprocs, extra):
+def share_of(k, n, nprocs):
+    """The process of the k-th of n in shares (k * P / n == p)."""
+    return k * nprocs // n
+
+
+def opened_check(label, d, nprocs, err):
+    """Each process opened only its share of the trace files (their names' numbers compared
+    as numbers), the files of the ranks whose events it read, and process 0 every present
+    rank's (the job's files are its present ranks, named rankN...): the two shares are one
+    where the names carry the ranks."""
+    def natural(f):
+        return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"(\d+)", f)]
+    files = sorted((f for f in os.listdir(d) if f.endswith(".dpro")), key=natural)
+    ranks = [re.match(r"rank(\d+)", f) for f in files]
+    if not all(ranks):
+        return
+    m = len(files)
+    order = sorted(range(m), key=lambda i: int(ranks[i].group(1)))  # rank order
+    want = [m]
+    for p in range(1, nprocs):
+        mine = {i for i in range(m) if share_of(i, m, nprocs) == p}
+        mine |= {order[k] for k in range(m) if share_of(k, m, nprocs) == p}
+        want.append(len(mine))
+    got = [tuple(int(x) for x in g.groups()) for g in OPENED.finditer(err)]
+    check(sorted(got) == sorted((w, m) for w in want),
+          "%s: each process opened only its shares' trace files, process 0 every one "
+          "(opened, of: %s; want %s)" % (label, sorted(got), sorted(want)))
+
+
+def compare(name, d, nprocs, extra, opened=True):
     args = [d, "--json", "--perturb", "3"] + extra
     one = subprocess.run([REPLAY] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          check=True, env=ENV)
@@ -147,12 +188,80 @@ def compare(name, d, nprocs, extra):
           and sum(1 for x in shares if x[2] == "the others' gathered") == 1,
           "%s: each process read the events of its share of the %d ranks (%s; k * P / n == p: "
           "%s), one gathered them" % (label, n, sorted(int(x[0]) for x in shares), want))
+    if opened:
+        opened_check(label, d, nprocs, err)
     packed = [tuple(int(x) for x in m.groups()) for m in PACKED.finditer(err)]
     if reads > 0:  # folded while read: the other processes held their reads compressed
         check(len(packed) == nprocs - 1 and all(0 < p[1] < p[2] for p in packed if p[0] > 0),
               "%s: the processes other than 0 held their reads compressed until sent "
               "(bytes held, unpacked: %s)" % (label, [p[1:] for p in packed]))
     return err
+
+
+def mpirun_ends(n, env, *cmd):
+    """mpirun as mpirun() with env added, or None when it had not ended in 120 s (a hang)."""
+    try:
+        return subprocess.run([MPIRUN, "--oversubscribe", "-n", str(n)] + list(cmd),
+                              env=dict(ENV, **env), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=120)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def failures(tmp):
+    """A damaged trace in one process's share of the files, and a failure on one process:
+    the single process's answer, or its error on every process, never a hang."""
+    # a file that is no trace, opened by the last process alone (the last of 5 files; of
+    # 6 with 3 processes): refused without --partial as the single process refuses it,
+    # skipped with --partial with the single process's warnings (the JSON's diagnostics)
+    for name, ranks, nprocs, extra in [("garbage", 5, 2, []), ("garbage-nofold", 6, 3,
+                                                               ["--no-fold"])]:
+        d = os.path.join(tmp, name)
+        subprocess.run([GEN, d, "--ranks", str(ranks), "--iters", "6"], check=True,
+                       stdout=subprocess.DEVNULL)
+        last = sorted(f for f in os.listdir(d) if f.endswith(".dpro"))[-1]
+        with open(os.path.join(d, last), "wb") as f:
+            f.write(b"not a trace\n" * 512)
+        why = "could not be read whole: %s" % os.path.join(d, last)
+        r = mpirun_ends(nprocs, {}, REPLAY, "--mpi", d, "--json", *extra)
+        err = r.stderr.decode(errors="replace") if r else ""
+        check(r is not None and r.returncode == 1 and why in err and not r.stdout,
+              "%s -n %d without --partial: refused, status 1 (%s), as the single process "
+              "(%s)" % (name, nprocs, r.returncode if r else "a hang", err[-300:]))
+        compare(name, d, nprocs, extra + ["--partial"], opened=False)
+    # a newer schema in the last process's share of the files: the load is refused, with
+    # the single process's message, on every process
+    d = os.path.join(tmp, "newer")
+    subprocess.run([GEN, d, "--ranks", "4", "--iters", "6"], check=True,
+                   stdout=subprocess.DEVNULL)
+    last = os.path.join(d, sorted(f for f in os.listdir(d) if f.endswith(".dpro"))[-1])
+    db = sqlite3.connect(last)
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_major'")
+    db.commit()
+    db.close()
+    one = subprocess.run([REPLAY, d, "--json"], capture_output=True, text=True, env=ENV)
+    why = "written with trace schema 99.x"
+    check(one.returncode == 1 and why in one.stderr,
+          "newer: the single process refuses the load (%d: %s)" % (one.returncode,
+                                                                 one.stderr[-300:]))
+    for nprocs in (2, 3):
+        r = mpirun_ends(nprocs, {}, REPLAY, "--mpi", d, "--json")
+        err = r.stderr.decode(errors="replace") if r else ""
+        check(r is not None and r.returncode != 0 and why in err and not r.stdout,
+              "newer -n %d: every process ends, non-zero (%s), saying why (%s)" %
+              (nprocs, r.returncode if r else "a hang", err[-300:]))
+    # process 1 fails handing its reads to process 0 (as out of memory would), while
+    # process 0 waits for them: every process ends, the failure said, no hang
+    d = os.path.join(tmp, "skew")
+    for extra in ([], ["--no-fold"]):
+        r = mpirun_ends(3, {"DPRO_TEST_MPI_SEND_FAIL": "1"}, REPLAY, "--mpi", d, "--json",
+                        *extra)
+        err = r.stderr.decode(errors="replace") if r else ""
+        check(r is not None and r.returncode != 0 and "process 1 of 3: out of memory" in err
+              and not r.stdout,
+              "send failure on process 1 %s-n 3: every process ends, non-zero (%s), saying "
+              "which and why (%s)" % (" ".join(extra) + " " if extra else "",
+                                      r.returncode if r else "a hang", err[-300:]))
 
 
 def main():
@@ -192,6 +301,7 @@ def main():
             for n in procs:
                 compare(name, d, n, [])
                 compare(name, d, n, ["--no-fold"])
+        failures(tmp)
         d = os.path.join(tmp, "jitter")
         subprocess.run([BENCH_SCALE, "gen", d, "16", "2000", "8"], check=True,
                        stdout=subprocess.DEVNULL)
