@@ -491,6 +491,9 @@ COLL_HIDDEN void cupti_write_meta(dpro_writer *w, int at_end);
 /* Forgets CUPTI state in a forked child (CUPTI does not survive fork). */
 COLL_HIDDEN void cupti_forget_after_fork(void);
 
+/* Frees the kernel names cupti_drain keeps by address (background thread, at the end). */
+COLL_HIDDEN void cupti_names_free(void);
+
 /* ---- background thread helpers used by converters (convert.c) -------------------------- */
 
 /* A growable open-addressing map uint64 -> uint64, for the background thread only. */

@@ -570,6 +570,52 @@ cupti_ts(uint64_t t)
     return t ? (uint64_t)((int64_t)t + cupti_offset_start) : 0;
 }
 
+/* A kernel name a CUPTI record pointed to: our copy of its text and its string id. */
+struct cupti_kname {
+    uint32_t id;
+    char text[];
+};
+
+/* Returns the string id of a kernel record's name (0 when none). CUPTI shares one string
+ * among the records of a kernel, so the id is kept by the string's address and the text
+ * compared with our copy (a string freed with its module may come back at that address
+ * with another name): a compare, instead of interning (strlen, FNV-1a byte by byte over a
+ * C++ name of some 200 bytes, then a compare) for each of the thousands of kernels a
+ * second. */
+static uint32_t
+cupti_kernel_name(dpro_writer *w, const char *name)
+{
+    if (name == NULL || *name == '\0')
+        return 0;
+    uint64_t *v = coll_umap_find(&coll_bg.knames, (uint64_t)(uintptr_t)name, 1);
+    struct cupti_kname *k = v ? (struct cupti_kname *)(uintptr_t)*v : NULL;
+    if (k && strcmp(k->text, name) == 0)
+        return k->id;
+    uint32_t id = coll_intern(w, name);
+    if (v == NULL || id == 0)
+        return id;
+    size_t len = strlen(name);
+    struct cupti_kname *n = realloc(k, sizeof *n + len + 1);
+    if (n == NULL) {
+        free(k);
+        *v = 0;
+        return id;
+    }
+    n->id = id;
+    memcpy(n->text, name, len + 1);
+    *v = (uint64_t)(uintptr_t)n;
+    return id;
+}
+
+void
+cupti_names_free(void)
+{
+    for (size_t i = 0; i < coll_bg.knames.cap; i++)
+        if (coll_bg.knames.keys[i])
+            free((void *)(uintptr_t)coll_bg.knames.vals[i]);
+    coll_umap_free(&coll_bg.knames);
+}
+
 /* Converts one activity record. */
 static void
 cupti_convert(dpro_writer *w, const CUpti_Activity *a)
@@ -583,7 +629,7 @@ cupti_convert(dpro_writer *w, const CUpti_Activity *a)
         ev.kind = DPRO_KIND_KERNEL;
         ev.start_ns = cupti_ts(k->start);
         ev.end_ns = cupti_ts(k->end);
-        ev.name = coll_intern(w, k->name);
+        ev.name = cupti_kernel_name(w, k->name);
         ev.device = k->deviceId;
         ev.stream = k->streamId;
         ev.correlation = k->correlationId;

@@ -108,6 +108,7 @@ struct coll_bg_state {
     int failed;              /* the output failed: nothing more is written */
     struct coll_umap names;  /* function pointer (+flag bits) -> string id */
     struct coll_umap allocs; /* live allocation address -> size (sizes of frees) */
+    struct coll_umap knames; /* CUPTI kernel name address -> struct cupti_kname * (cupti.c) */
     uint32_t api_names[COLL_API_COUNT];
 };
 COLL_HIDDEN extern struct coll_bg_state coll_bg;

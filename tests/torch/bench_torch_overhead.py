@@ -7,7 +7,9 @@ medians over rank 0's steps after WARMUP of the step's wall time and of the proc
 time in it (all threads: the collector's writer thread counts; the CPU time moves less
 with other jobs' load than the wall time does).  Prints each run, the median of each
 pair's ratio (traced / plain) of both, and the load average, and exits 0: a figure to
-read, not a test.  Skips (exit 0, saying so) without venv/."""
+read, not a test.  Skips (exit 0, saying so) without venv/.  To compare two collectors
+(before and after a change), run it once with each: DPRO_COLLECTOR=/path/libdpro-collector.so
+picks the one dpro-run preloads (docs/figures.md, the collector's overhead)."""
 import json
 import os
 import statistics
