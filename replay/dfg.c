@@ -200,6 +200,7 @@ dfg_free(dfg *g)
     free(g->next_on_res);
     dfg_sparse_free(&g->bytes);
     dfg_sparse_free(&g->mend_wide);
+    dfg_sparse_free(&g->dur_wide);
     free(g->mstart);
     free(g->mlen);
     free(g->esrc);
@@ -257,6 +258,7 @@ dfg_timing_view(dfg *view, const dfg *src)
         OWN(lat, src->n_nodes);
         OWN(grp_dur, src->n_groups);
 #undef OWN
+        rc |= dfg_sparse_clone(&view->dur_wide, &src->dur_wide);
         if (rc != 0)
             dfg_timing_view_free(view);
     }
@@ -267,6 +269,7 @@ void
 dfg_timing_view_free(dfg *view)
 {
     free(view->dur);
+    dfg_sparse_free(&view->dur_wide);
     free(view->gap);
     free(view->lat);
     free(view->grp_dur);
@@ -332,6 +335,8 @@ dfg_clone(dfg *d, const dfg *s)
         rc = dfg_sparse_clone(&d->bytes, &s->bytes);
     if (rc == 0)
         rc = dfg_sparse_clone(&d->mend_wide, &s->mend_wide);
+    if (rc == 0)
+        rc = dfg_sparse_clone(&d->dur_wide, &s->dur_wide);
     if (rc == 0)
         rc = dfg_strtab_clone(&d->strings, &s->strings);
     if (rc != 0) {
@@ -524,10 +529,9 @@ dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t dur)
             g->res_last[res] = n;
     }
     g->flags[n] = DFG_F_SYNTHETIC;
-    g->dur[n] = dur;
     g->mstart[n] = dfg_mend(g, after);
     g->mlen[n] = 0;
-    return n;
+    return dfg_set_dur(g, n, dur) == 0 ? n : -1;
 }
 
 int32_t
@@ -550,7 +554,8 @@ dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur)
         g->next_on_res[n] = before;
         g->res_first[res] = n;
         g->flags[n] = DFG_F_SYNTHETIC;
-        g->dur[n] = dur;
+        if (dfg_set_dur(g, n, dur) != 0)
+            return -1;
     }
     g->mstart[n] = g->mstart[before];
     g->mlen[n] = 0;
@@ -728,6 +733,7 @@ shrink_to_fit(dfg *g)
     }
     dfg_sparse_shrink(&g->bytes);
     dfg_sparse_shrink(&g->mend_wide);
+    dfg_sparse_shrink(&g->dur_wide);
     if (g->cap_edges > e) {
         (void)dfg_grow((void **)&g->esrc, sizeof *g->esrc, e);
         (void)dfg_grow((void **)&g->edst, sizeof *g->edst, e);

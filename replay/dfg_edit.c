@@ -114,7 +114,8 @@ dfg_merge_nodes(dfg *g, int32_t a, int32_t b)
         for (int32_t i = 0; i < g->n_nodes; i++)
             if (g->launch[i] == b)
                 g->launch[i] = a;
-    g->dur[a] += g->dur[b];
+    if (dfg_set_dur(g, a, dfg_dur(g, a) + dfg_dur(g, b)) != 0)
+        return -1;
     if (dfg_set_bytes(g, a, dfg_bytes(g, a) + dfg_bytes(g, b)) != 0)
         return -1;
     if (dfg_mend(g, b) > dfg_mend(g, a) && dfg_set_mend(g, a, dfg_mend(g, b)) != 0)

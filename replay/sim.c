@@ -206,14 +206,14 @@ sim_drain(sim_state *s)
         if (g->kind[m] == DFG_HOST) {
             if (g->flags[m] & DFG_F_WAKEUP)
                 host_launch(s, m, r->ready[m]); /* all conditions of its start are met */
-            finish(s, m, r->ready[m] + g->dur[m]);
+            finish(s, m, r->ready[m] + dfg_dur(g, m));
             continue;
         }
         int64_t t = r->ready[m];
         r->start[m] = t;
         int32_t q = g->group[m];
         if (q < 0) {
-            finish(s, m, t + g->dur[m]);
+            finish(s, m, t + dfg_dur(g, m));
             continue;
         }
         if (t > r->grp_arrival[q] || r->grp_last[q] < 0 ||
