@@ -224,7 +224,7 @@ apply_recompute(dfg *g, const workload_layers *la, const strategy_plan *p)
             int32_t f = la->site_fwd[i];
             dev += dfg_dur(g, f);
             if (g->launch[f] >= 0)
-                host += dfg_dur(g, g->launch[f]) + g->gap[g->launch[f]];
+                host += dfg_dur(g, g->launch[f]) + dfg_gap(g, g->launch[f]);
         }
         int32_t a = la->site_anchor[s];
         rc |= dfg_set_dur(g, a, dfg_dur(g, a) + dev);
@@ -400,10 +400,10 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
         if (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD)
             continue;
         if (w->on_compute[d])
-            dev += (double)(dfg_dur(g, d) + g->gap[d]);
+            dev += (double)(dfg_dur(g, d) + dfg_gap(g, d));
         int32_t h = g->launch[d];
         if (h >= 0)
-            host += (double)(dfg_dur(g, h) + g->gap[h]);
+            host += (double)(dfg_dur(g, h) + dfg_gap(g, h));
     }
     if (cuda_graph && w->opt.capture_scope == WL_CAPTURE_STEP)
         host = 0;

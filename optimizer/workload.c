@@ -253,9 +253,10 @@ alloc_node_arrays(workload *w)
     if (!w->base_dur || !w->base_gap || !w->base_lat || !w->base_grp_dur || !w->iter || !w->phase ||
         !w->layer || !w->on_compute)
         return -1;
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; i < n; i++) {
         w->base_dur[i] = dfg_dur(g, i);
-    memcpy(w->base_gap, g->gap, (size_t)n * sizeof *g->gap);
+        w->base_gap[i] = dfg_gap(g, i);
+    }
     memcpy(w->base_lat, g->lat, (size_t)n * sizeof *g->lat);
     if (g->n_groups > 0) /* a graph without collectives has no grp_dur array */
         memcpy(w->base_grp_dur, g->grp_dur, (size_t)g->n_groups * sizeof *g->grp_dur);
@@ -509,8 +510,7 @@ workload_reset(workload *w)
     dfg *g = w->g;
     int rc = 0;
     for (int32_t i = 0; i < w->n_nodes; i++)
-        rc |= dfg_set_dur(g, i, w->base_dur[i]);
-    memcpy(g->gap, w->base_gap, (size_t)w->n_nodes * sizeof *g->gap);
+        rc |= dfg_set_dur(g, i, w->base_dur[i]) | dfg_set_gap(g, i, w->base_gap[i]);
     memcpy(g->lat, w->base_lat, (size_t)w->n_nodes * sizeof *g->lat);
     if (w->n_groups > 0)
         memcpy(g->grp_dur, w->base_grp_dur, (size_t)w->n_groups * sizeof *g->grp_dur);

@@ -1,6 +1,6 @@
 /* dfg_sparse.c: the graph's sparse per-node tables (dfg_sparse, see dfg.h): the bytes of
  * the nodes that move data, the measured ends a 32-bit length from the start does not
- * reach, and the durations 32 bits do not hold. */
+ * reach, and the durations and gaps 32 bits do not hold. */
 #include "dfg.h"
 #include "dfg_int.h"
 
@@ -166,6 +166,6 @@ dfg_wide_set(uint32_t *field, dfg_sparse *t, int32_t n, int64_t v)
 {
     int rc = dfg_sparse_set(t, n, v);
     if (rc == 0)
-        field[n] = UINT32_MAX;
+        field[n] = DFG_FIELD_WIDE;
     return rc;
 }

@@ -113,7 +113,7 @@ typical_i64(int64_t *v, size_t n, int stat)
 }
 
 /* Sets the typical values of one place's nodes pl[0..m) (m >= 2; v: scratch of m).
- * Returns 0, or -1 when out of memory (dfg_set_dur). */
+ * Returns 0, or -1 when out of memory (dfg_set_dur, dfg_set_gap). */
 static int
 set_typical(dfg *g, const place *pl, size_t m, int64_t *v, int stat)
 {
@@ -122,7 +122,7 @@ set_typical(dfg *g, const place *pl, size_t m, int64_t *v, int stat)
         v[i] = dfg_dur(g, pl[i].node);
     int64_t dur = typical_i64(v, m, stat);
     for (size_t i = 0; i < m; i++)
-        v[i] = g->gap[pl[i].node];
+        v[i] = dfg_gap(g, pl[i].node);
     int64_t gap = typical_i64(v, m, stat);
     for (size_t i = 0; i < m; i++)
         v[i] = g->lat[pl[i].node];
@@ -136,8 +136,7 @@ set_typical(dfg *g, const place *pl, size_t m, int64_t *v, int stat)
     int64_t gdur = ng >= 2 ? typical_i64(v, ng, stat) : -1;
     for (size_t i = 0; i < m; i++) {
         int32_t n = pl[i].node;
-        rc |= dfg_set_dur(g, n, dur);
-        g->gap[n] = gap;
+        rc |= dfg_set_dur(g, n, dur) | dfg_set_gap(g, n, gap);
         g->lat[n] = (int32_t)lat;
         int32_t q = g->group[n];
         if (gdur >= 0 && q >= 0 && g->grp_first[q] == n)

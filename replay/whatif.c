@@ -19,10 +19,11 @@ replay_slow_rank(dfg *g, int32_t rank, double kernel_factor, double host_factor)
                      ? rc + 1
                      : -1;
         } else if (g->kind[n] == DFG_HOST) {
-            rc = dfg_set_dur(g, n, (int64_t)((double)dfg_dur(g, n) * host_factor + 0.5)) == 0
-                     ? rc + 1
-                     : -1;
-            g->gap[n] = (int64_t)((double)g->gap[n] * host_factor + 0.5);
+            rc =
+                dfg_set_dur(g, n, (int64_t)((double)dfg_dur(g, n) * host_factor + 0.5)) == 0 &&
+                        dfg_set_gap(g, n, (int64_t)((double)dfg_gap(g, n) * host_factor + 0.5)) == 0
+                    ? rc + 1
+                    : -1;
         }
     }
     return rc;

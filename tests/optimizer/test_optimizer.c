@@ -266,7 +266,7 @@ test_capture_wakeups(void)
     CHECK(fabs(e.iter_ns - 111 * US) < 2 * US);
     int zero_wakeups = 0;
     for (int32_t n = 0; n < g.n_nodes; n++)
-        zero_wakeups += (g.flags[n] & DFG_F_WAKEUP) && w.iter[n] == 1 && g.gap[n] == 0;
+        zero_wakeups += (g.flags[n] & DFG_F_WAKEUP) && w.iter[n] == 1 && dfg_gap(&g, n) == 0;
     CHECK_EQ_U(zero_wakeups, 2);
     strategy_plan_baseline(&p);
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);

@@ -250,7 +250,7 @@ test_submission_latency(void)
     CHECK(build_derive_timing(&g) == 0);
     CHECK_EQ(build_submission_latency(&g, 0), 7000);
     CHECK_EQ(g.lat[dev[N - 1]], 7000);
-    CHECK_EQ(g.gap[dev[N - 1]], 2000);
+    CHECK_EQ(dfg_gap(&g, dev[N - 1]), 2000);
     sim_result r;
     memset(&r, 0, sizeof r);
     CHECK(sim_run(&g, &r) == 0);

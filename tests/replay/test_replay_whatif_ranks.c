@@ -77,7 +77,7 @@ test_slow_rank(void)
     for (int32_t n = 0; n < h.n_nodes; n++) {
         int host1 = h.kind[n] == DFG_HOST && dfg_rank(&h, n) == 1;
         ok &= dfg_dur(&h, n) == (host1 ? 2 * dfg_dur(&h0, n) : dfg_dur(&h0, n));
-        ok &= h.gap[n] == (host1 ? 2 * h0.gap[n] : h0.gap[n]);
+        ok &= dfg_gap(&h, n) == (host1 ? 2 * dfg_gap(&h0, n) : dfg_gap(&h0, n));
     }
     CHECK(ok);
     CHECK(iter_of(&h, 0) > base);
