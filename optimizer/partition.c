@@ -472,10 +472,10 @@ split_participant(const partition_input *in, layout *L, const buckets *B, int32_
              * the unit's call may have waited (a full launch queue, a stalled host) */
             int64_t td = in->bu->host_dur[slot[i]], tg = in->bu->host_gap[slot[i]];
             int32_t nh = dfg_insert_after(out, ins, DFG_HOST, g->name[h],
-                                          td >= 0 && td < g->dur[h] ? td : g->dur[h]);
-            if (nh < 0)
+                                          td >= 0 && td < dfg_dur(g, h) ? td : dfg_dur(g, h));
+            if (nh < 0 ||
+                dfg_set_gap(out, nh, tg >= 0 && tg < dfg_gap(g, h) ? tg : dfg_gap(g, h)) != 0)
                 return -1;
-            out->gap[nh] = tg >= 0 && tg < g->gap[h] ? tg : g->gap[h];
             ins = nh;
             if (i == 2)
                 out->launch[n] = nh;

@@ -628,7 +628,7 @@ out:
     sim_result_free(&s.res);
     /* leave the working graph on the best plan (for a timeline export) */
     if (rc == 0)
-        strategy_apply(w, out->n_top > 0 ? &out->top[0].plan : &base);
+        rc = strategy_apply(w, out->n_top > 0 ? &out->top[0].plan : &base);
     return rc;
 }
 

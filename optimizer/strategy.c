@@ -141,17 +141,21 @@ zero_host(dfg *g, int32_t h)
     }
 }
 
-static void
+/* Returns 0, or -1 when out of memory (dfg_set_dur), as the other apply_ that set
+ * durations. */
+static int
 apply_accumulation(dfg *g, const uint8_t *phase, const workload_fusion *fu, int32_t k)
 {
+    int rc = 0;
     double c0 = fu->kernel_fixed_ns;
     for (int32_t d = 0; d < g->n_nodes; d++) {
         if (g->kind[d] != DFG_KERNEL || (phase[d] != WL_FORWARD && phase[d] != WL_BACKWARD))
             continue;
-        double t = (double)g->dur[d];
+        double t = (double)dfg_dur(g, d);
         double f = t < c0 ? t : c0;
-        g->dur[d] = (int64_t)llround(f + (t - f) / k);
+        rc |= dfg_set_dur(g, d, (int64_t)llround(f + (t - f) / k));
     }
+    return rc;
 }
 
 /* The fused kernel of chain c by its name's hinge (workload.h): h(sum of the threads) x
@@ -172,9 +176,9 @@ hinge_fused(const dfg *g, const workload_fusion *fu, int32_t c)
         if (fu->node_hinge[m] != hi || fu->node_threads[m] <= 0)
             return -1;
         threads += fu->node_threads[m];
-        dur += (double)g->dur[m];
+        dur += (double)dfg_dur(g, m);
         model += workload_hinge_at(h, fu->node_threads[m]);
-        longest = (double)g->dur[m] > longest ? (double)g->dur[m] : longest;
+        longest = (double)dfg_dur(g, m) > longest ? (double)dfg_dur(g, m) : longest;
     }
     if (model <= 0)
         return -1;
@@ -182,18 +186,19 @@ hinge_fused(const dfg *g, const workload_fusion *fu, int32_t c)
     return t > longest ? t : longest;
 }
 
-static void
+static int
 apply_fusion(dfg *g, const workload_fusion *fu, int fixed_only)
 {
+    int rc = 0;
     double c0 = fu->kernel_fixed_ns;
     for (int32_t c = 0; c < fu->n_chains; c++) {
         int32_t a = fu->chain_off[c], b = fu->chain_off[c + 1];
         int32_t first = fu->chain_node[a];
         double by_hinge = fixed_only ? -1 : hinge_fused(g, fu, c);
-        double fused = (double)g->dur[first];
+        double fused = (double)dfg_dur(g, first);
         for (int32_t i = a + 1; i < b; i++) {
             int32_t m = fu->chain_node[i];
-            double t = (double)g->dur[m];
+            double t = (double)dfg_dur(g, m);
             fused += t - (t < c0 ? t : c0);
             int32_t h = g->launch[m], hp = g->launch[fu->chain_node[i - 1]];
             g->dur[m] = 0;
@@ -202,28 +207,31 @@ apply_fusion(dfg *g, const workload_fusion *fu, int fixed_only)
             if (h != hp)
                 zero_host(g, h); /* not when a graph launch runs the whole chain */
         }
-        g->dur[first] = (int64_t)llround(by_hinge >= 0 ? by_hinge : fused);
+        rc |= dfg_set_dur(g, first, (int64_t)llround(by_hinge >= 0 ? by_hinge : fused));
     }
+    return rc;
 }
 
-static void
+static int
 apply_recompute(dfg *g, const workload_layers *la, const strategy_plan *p)
 {
+    int rc = 0;
     for (int32_t s = 0; s < la->n_sites; s++) {
         if (!strategy_recomputes(p, la->site_layer[s]))
             continue;
         int64_t dev = 0, host = 0;
         for (int32_t i = la->site_off[s]; i < la->site_off[s + 1]; i++) {
             int32_t f = la->site_fwd[i];
-            dev += g->dur[f];
+            dev += dfg_dur(g, f);
             if (g->launch[f] >= 0)
-                host += g->dur[g->launch[f]] + g->gap[g->launch[f]];
+                host += dfg_dur(g, g->launch[f]) + dfg_gap(g, g->launch[f]);
         }
         int32_t a = la->site_anchor[s];
-        g->dur[a] += dev;
+        rc |= dfg_set_dur(g, a, dfg_dur(g, a) + dev);
         if (g->launch[a] >= 0)
-            g->dur[g->launch[a]] += host;
+            rc |= dfg_set_dur(g, g->launch[a], dfg_dur(g, g->launch[a]) + host);
     }
+    return rc;
 }
 
 static void
@@ -277,10 +285,11 @@ apply_fsdp(dfg *g, const workload_fsdp *f, const strategy_plan *p)
 /* The step captured in a CUDA graph (see strategy.h), written into w->capture.g when the
  * working graph has one (the launch-queue edges of the step's calls left out: one graph
  * launch submits the step, so no per-kernel launch call waits for room in the queue). */
-static void
+static int
 apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const uint8_t *phase,
                  int scope)
 {
+    int rc = 0;
     /* A blocking call that stays (the step's closing synchronisation) takes its thread's
      * idle-host wake-up latency (ca->idle_wake_dur, the lower quartile over the trace)
      * instead of the one it measured: with the step captured no launch thread of the job
@@ -289,7 +298,7 @@ apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const 
         if (ca->step_call[h])
             zero_host(g, h);
         else if (scope == WL_CAPTURE_STEP && ca->idle_wake_dur[h] >= 0)
-            g->dur[h] = ca->idle_wake_dur[h];
+            rc |= dfg_set_dur(g, h, ca->idle_wake_dur[h]);
     }
     /* Wake-ups (DFG_F_WAKEUP: the gap is the wake-up latency after the waker, a call of
      * another thread). In the captured step no thread hands work to another: the graph
@@ -317,55 +326,61 @@ apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const 
         g->lat[d] = 0;
         g->gap[d] = 0;
     }
+    return rc;
 }
 
-void
+int
 strategy_apply(workload *w, const strategy_plan *p)
 {
     w->g = p->cuda_graph && w->capture.g ? w->capture.g : w->work;
-    workload_reset(w);
-    if (p->accum_k > 1)
-        apply_accumulation(w->g, w->phase, &w->fusion, p->accum_k);
-    if (p->fuse && w->fusion.n_chains > 0)
-        apply_fusion(w->g, &w->fusion, w->opt.fusion_fixed);
-    if (strategy_n_recomputed(p) > 0 && w->layers.n_sites > 0)
-        apply_recompute(w->g, &w->layers, p);
+    int rc = workload_reset(w);
+    if (rc == 0 && p->accum_k > 1)
+        rc = apply_accumulation(w->g, w->phase, &w->fusion, p->accum_k);
+    if (rc == 0 && p->fuse && w->fusion.n_chains > 0)
+        rc = apply_fusion(w->g, &w->fusion, w->opt.fusion_fixed);
+    if (rc == 0 && strategy_n_recomputed(p) > 0 && w->layers.n_sites > 0)
+        rc = apply_recompute(w->g, &w->layers, p);
     if (p->bucket_cap >= 0 && strategy_tensor_available(w) && !partition_splits(&w->buckets, p))
         apply_buckets(w->g, &w->buckets, p); /* a splitting plan: partition_build, on a copy */
     if ((p->fsdp_keep || p->prefetch) && strategy_fsdp_available(w))
         apply_fsdp(w->g, &w->fsdp, p);
-    if (p->cuda_graph)
-        apply_cuda_graph(w->g, &w->capture, w->iter, w->phase, w->opt.capture_scope);
+    if (rc == 0 && p->cuda_graph)
+        rc = apply_cuda_graph(w->g, &w->capture, w->iter, w->phase, w->opt.capture_scope);
+    return rc;
 }
 
-void
+int
 strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
 {
+    int rc;
     strategy_plan p;
     const workload_fusion *fu = &w->fusion;
     double before = 0, after = 0;
     int64_t n_iter =
         (int64_t)(w->iter_last - w->iter_first + 1) * (w->work->n_ranks > 0 ? w->work->n_ranks : 1);
     strategy_plan_baseline(&p);
-    strategy_apply(w, &p);
-    for (int32_t c = 0; c < fu->n_chains; c++) {
+    rc = strategy_apply(w, &p);
+    for (int32_t c = 0; rc == 0 && c < fu->n_chains; c++) {
         int32_t first = fu->chain_node[fu->chain_off[c]];
         if (w->iter[first] < w->iter_first || w->iter[first] > w->iter_last)
             continue;
         for (int32_t i = fu->chain_off[c]; i < fu->chain_off[c + 1]; i++)
-            before += (double)w->g->dur[fu->chain_node[i]];
+            before += (double)dfg_dur(w->g, fu->chain_node[i]);
     }
     p.fuse = 1;
-    strategy_apply(w, &p);
-    for (int32_t c = 0; c < fu->n_chains; c++) {
+    if (rc == 0)
+        rc = strategy_apply(w, &p);
+    for (int32_t c = 0; rc == 0 && c < fu->n_chains; c++) {
         int32_t first = fu->chain_node[fu->chain_off[c]];
         if (w->iter[first] >= w->iter_first && w->iter[first] <= w->iter_last)
-            after += (double)w->g->dur[first];
+            after += (double)dfg_dur(w->g, first);
     }
     p.fuse = 0;
-    strategy_apply(w, &p);
+    if (rc == 0)
+        rc = strategy_apply(w, &p);
     *chain_ns = n_iter > 0 ? before / (double)n_iter : 0;
     *fused_ns = n_iter > 0 ? after / (double)n_iter : 0;
+    return rc;
 }
 
 /* Per micro-batch without synchronisation: max(device time of the forward and backward
@@ -384,10 +399,10 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
         if (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD)
             continue;
         if (w->on_compute[d])
-            dev += (double)(g->dur[d] + g->gap[d]);
+            dev += (double)(dfg_dur(g, d) + dfg_gap(g, d));
         int32_t h = g->launch[d];
         if (h >= 0)
-            host += (double)(g->dur[h] + g->gap[h]);
+            host += (double)(dfg_dur(g, h) + dfg_gap(g, h));
     }
     if (cuda_graph && w->opt.capture_scope == WL_CAPTURE_STEP)
         host = 0;
@@ -416,8 +431,9 @@ correct_contention(const workload *w, dfg *g, sim_result *res)
     int rc = fn && fg ? contention_overlaps(g, res->start, res->end, res->grp_arrival, fn, fg) : -1;
     for (int32_t d = 0; rc == 0 && kp > 0 && d < g->n_nodes && d < w->n_nodes; d++)
         if (fn[d] >= 0 && w->f_meas[d] >= 0)
-            g->dur[d] =
-                (int64_t)llround((double)g->dur[d] * (1 + kp * fn[d]) / (1 + kp * w->f_meas[d]));
+            rc = dfg_set_dur(g, d,
+                             (int64_t)llround((double)dfg_dur(g, d) * (1 + kp * fn[d]) /
+                                              (1 + kp * w->f_meas[d])));
     for (int32_t q = 0; rc == 0 && kc > 0 && q < g->n_groups; q++) {
         double fm = q < w->n_groups ? w->f_grp_meas[q] : w->f_grp_mean;
         g->grp_dur[q] = (int64_t)llround((double)g->grp_dur[q] * (1 + kc * fg[q]) / (1 + kc * fm));
@@ -435,7 +451,8 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
     out->iter_ns = out->median_ns = -1;
     out->peak_bytes = -1;
     out->micro_device_ns = out->micro_host_ns = 0;
-    strategy_apply(w, p);
+    if (strategy_apply(w, p) != 0)
+        return -1;
     if (partition_splits(&w->buckets, p)) {
         /* buckets smaller than a unit: simulated on a transformed copy (the node ids of
          * the working graph stay valid in it) */

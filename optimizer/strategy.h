@@ -158,14 +158,15 @@ typedef struct strategy_eval {
 
 /* Points w->g at the graph plan p is simulated on (w->capture.g when p captures the step
  * and there is one, else w->work), resets it to the baseline and writes p into it (see
- * the models above). */
-void strategy_apply(workload *w, const strategy_plan *p);
+ * the models above). Returns 0, or -1 when out of memory (a duration of 4.29 s or more the
+ * graph's side table could not take: dfg_set_dur). */
+int strategy_apply(workload *w, const strategy_plan *p);
 
 /* The fusion chains' kernels of the compared iterations, per iteration and rank: their
  * measured device time (*chain_ns) and that of the kernels operator fusion makes of them
  * (*fused_ns, with the model in force: workload.h opt.fusion_fixed). Leaves w->g on the
- * baseline. */
-void strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns);
+ * baseline. Returns 0, or -1 as strategy_apply (the figures are then partial). */
+int strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns);
 
 /* Applies p, simulates into res (zeroed before first use, reusable) and fills *out.
  * Returns 0, or -1 when out of memory or the iterations are not covered. */

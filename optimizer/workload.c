@@ -253,8 +253,10 @@ alloc_node_arrays(workload *w)
     if (!w->base_dur || !w->base_gap || !w->base_lat || !w->base_grp_dur || !w->iter || !w->phase ||
         !w->layer || !w->on_compute)
         return -1;
-    memcpy(w->base_dur, g->dur, (size_t)n * sizeof *g->dur);
-    memcpy(w->base_gap, g->gap, (size_t)n * sizeof *g->gap);
+    for (int32_t i = 0; i < n; i++) {
+        w->base_dur[i] = dfg_dur(g, i);
+        w->base_gap[i] = dfg_gap(g, i);
+    }
     memcpy(w->base_lat, g->lat, (size_t)n * sizeof *g->lat);
     if (g->n_groups > 0) /* a graph without collectives has no grp_dur array */
         memcpy(w->base_grp_dur, g->grp_dur, (size_t)g->n_groups * sizeof *g->grp_dur);
@@ -386,9 +388,9 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
      * most the shortest kernel of the job */
     double shortest = -1;
     for (int32_t d = 0; d < g->n_nodes; d++)
-        if (alive(g, d) && g->kind[d] == DFG_KERNEL && g->dur[d] > 0 &&
-            (shortest < 0 || (double)g->dur[d] < shortest))
-            shortest = (double)g->dur[d];
+        if (alive(g, d) && g->kind[d] == DFG_KERNEL && dfg_dur(g, d) > 0 &&
+            (shortest < 0 || (double)dfg_dur(g, d) < shortest))
+            shortest = (double)dfg_dur(g, d);
     if (workload_fit_fixed_cost(w->opt.kernel_samples, w->opt.n_kernel_samples,
                                 &w->fusion.fixed_fit) > 0)
         w->fusion.kernel_fixed_ns = w->fusion.fixed_fit.c0_ns;
@@ -502,15 +504,17 @@ workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, memest_p
     return 0;
 }
 
-void
+int
 workload_reset(workload *w)
 {
     dfg *g = w->g;
-    memcpy(g->dur, w->base_dur, (size_t)w->n_nodes * sizeof *g->dur);
-    memcpy(g->gap, w->base_gap, (size_t)w->n_nodes * sizeof *g->gap);
+    int rc = 0;
+    for (int32_t i = 0; i < w->n_nodes; i++)
+        rc |= dfg_set_dur(g, i, w->base_dur[i]) | dfg_set_gap(g, i, w->base_gap[i]);
     memcpy(g->lat, w->base_lat, (size_t)w->n_nodes * sizeof *g->lat);
     if (w->n_groups > 0)
         memcpy(g->grp_dur, w->base_grp_dur, (size_t)w->n_groups * sizeof *g->grp_dur);
+    return rc;
 }
 
 /* The mean (median: 0) or median (1) iteration of each rank that covers the compared

@@ -351,8 +351,9 @@ int workload_step_call(const workload *w, int32_t h);
  * (every call's duration and gap) for scale. */
 void workload_capture_removed(const workload *w, double *calls, double *host_ns, double *thread_ns);
 
-/* Restores the baseline durations, gaps, latencies and group durations in w->g. */
-void workload_reset(workload *w);
+/* Restores the baseline durations, gaps, latencies and group durations in w->g. Returns
+ * 0, or -1 when out of memory (a duration or gap of 4.29 s or more: dfg_set_dur). */
+int workload_reset(workload *w);
 
 /* Simulated iteration time (ns) of res: on each rank that covers the compared iterations
  * their mean time (sim_iteration_time, the statistic dpro-replay reports), averaged over

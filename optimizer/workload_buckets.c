@@ -22,8 +22,8 @@ typical_call(const dfg *g, int32_t h, int64_t *dur, int64_t *gap)
     int rc = d && p ? 0 : -1;
     for (int32_t m = g->res_first[g->res[h]]; rc == 0 && m >= 0; m = g->next_on_res[m])
         if (alive(g, m) && g->name[m] == g->name[h]) {
-            d[k] = g->dur[m];
-            p[k++] = g->gap[m];
+            d[k] = dfg_dur(g, m);
+            p[k++] = dfg_gap(g, m);
         }
     if (rc == 0) {
         *dur = (int64_t)sim_median_i64(d, k);

@@ -50,7 +50,7 @@ workload_idle_wake_latency(workload *w)
         w->capture.idle_wake_dur[h] = -1;
         if (g->kind[h] == DFG_HOST && alive(g, h) && (g->flags[h] & DFG_F_BLOCKING) &&
             w->iter[h] >= 0)
-            c[k++] = (blocking_call){g->res[h], g->name[h], h, g->dur[h]};
+            c[k++] = (blocking_call){g->res[h], g->name[h], h, dfg_dur(g, h)};
     }
     qsort(c, (size_t)k, sizeof *c, cmp_blocking);
     for (int32_t a = 0, b; a < k; a = b) {

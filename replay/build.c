@@ -464,8 +464,8 @@ rank_device_nodes(rank_ctx *c, group_map *gm)
         }
         int64_t ts = (int64_t)e->start_ns + c->shift, te = (int64_t)e->end_ns + c->shift;
         g->mstart[n] = ts;
-        g->dur[n] = (te < ts ? ts : te) - ts;
-        if (dfg_set_mend(g, n, ts + g->dur[n]) != 0 ||
+        int64_t dur = (te < ts ? ts : te) - ts;
+        if (dfg_set_dur(g, n, dur) != 0 || dfg_set_mend(g, n, ts + dur) != 0 ||
             dfg_set_bytes(g, n, (int64_t)e->bytes) != 0) {
             rc = -1;
             break;

@@ -128,8 +128,11 @@ build_repair_event_edges(dfg *g)
                 ready = dfg_mend(g, pv);
             if (pv >= 0) {
                 int64_t left = g->mstart[dst] - ready;
-                if (left < g->gap[dst])
-                    g->gap[dst] = left > 0 ? left : 0;
+                if (left < dfg_gap(g, dst) && dfg_set_gap(g, dst, left > 0 ? left : 0) != 0) {
+                    free(med);
+                    free(prev);
+                    return -1;
+                }
             }
             added++;
         }

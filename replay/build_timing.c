@@ -98,22 +98,24 @@ build_submission_latency(const dfg *g, int32_t r)
 }
 
 /* gap, lat and dur of every node from the measured times (predmax: see edge_predmax;
- * lat_sub: each rank's submission latency; prev: dfg_prev_table). */
-static void
+ * lat_sub: each rank's submission latency; prev: dfg_prev_table). Returns 0, or -1 when
+ * out of memory (a duration or gap of 4.29 s or more the side table could not take). */
+static int
 derive_node_timing(dfg *g, const int64_t *predmax, const int64_t *lat_sub, const int32_t *prev)
 {
+    int rc = 0;
     int32_t n = g->n_nodes;
     for (int32_t i = 0; i < n; i++) {
         int32_t p = prev[i];
         int64_t prev_end = p >= 0 ? dfg_mend(g, p) : 0;
         if (g->kind[i] == DFG_HOST) {
             int64_t gap = g->mstart[i] - prev_end;
-            g->gap[i] = gap > 0 ? gap : 0;
+            rc |= dfg_set_gap(g, i, gap > 0 ? gap : 0);
             int64_t from = g->mstart[i];
             if (predmax[i] > from && predmax[i] != INT64_MIN)
                 from = predmax[i];
             int64_t d = dfg_mend(g, i) - from;
-            g->dur[i] = d > 0 ? d : 0;
+            rc |= dfg_set_dur(g, i, d > 0 ? d : 0);
             continue;
         }
         int32_t r = dfg_rank(g, i);
@@ -124,14 +126,14 @@ derive_node_timing(dfg *g, const int64_t *predmax, const int64_t *lat_sub, const
             int64_t gap = t - (p >= 0 ? prev_end : 0);
             if (predmax[i] != INT64_MIN && p >= 0 && predmax[i] > prev_end)
                 gap = 0;
-            g->gap[i] = gap > 0 ? gap : 0;
+            rc |= dfg_set_gap(g, i, gap > 0 ? gap : 0);
             g->lat[i] = 0;
         } else {
             int64_t launch_ready = g->mstart[l] + lm;
             if (p >= 0 && prev_end >= launch_ready && prev_end >= predmax[i]) {
                 /* bound by its stream */
                 int64_t gap = t - prev_end;
-                g->gap[i] = gap > 0 ? gap : 0;
+                rc |= dfg_set_gap(g, i, gap > 0 ? gap : 0);
                 g->lat[i] = (int32_t)(lm < INT32_MAX ? lm : INT32_MAX);
             } else if (predmax[i] == INT64_MIN || g->mstart[l] + lm >= predmax[i]) {
                 /* bound by its launch */
@@ -147,9 +149,10 @@ derive_node_timing(dfg *g, const int64_t *predmax, const int64_t *lat_sub, const
             }
         }
         if (p < 0 && l < 0)
-            g->gap[i] = t > 0 ? t : 0;
-        g->dur[i] = dfg_mend(g, i) - t;
+            rc |= dfg_set_gap(g, i, t > 0 ? t : 0);
+        rc |= dfg_set_dur(g, i, dfg_mend(g, i) - t);
     }
+    return rc;
 }
 
 /* Each group's members and measured transfer (end - last arrival). */
@@ -191,7 +194,7 @@ build_derive_timing(dfg *g)
         for (int32_t r = 0; r < g->n_ranks; r++)
             if (lat_sub[r] > 0)
                 pr_dbg("rank %d: submission latency %.1f us", r, (double)lat_sub[r] / 1000.0);
-        derive_node_timing(g, predmax, lat_sub, prev);
+        rc = derive_node_timing(g, predmax, lat_sub, prev);
         derive_group_timing(g);
     }
     free(predmax);

@@ -200,6 +200,8 @@ dfg_free(dfg *g)
     free(g->next_on_res);
     dfg_sparse_free(&g->bytes);
     dfg_sparse_free(&g->mend_wide);
+    dfg_sparse_free(&g->dur_wide);
+    dfg_sparse_free(&g->gap_wide);
     free(g->mstart);
     free(g->mlen);
     free(g->esrc);
@@ -257,6 +259,8 @@ dfg_timing_view(dfg *view, const dfg *src)
         OWN(lat, src->n_nodes);
         OWN(grp_dur, src->n_groups);
 #undef OWN
+        rc |= dfg_sparse_clone(&view->dur_wide, &src->dur_wide);
+        rc |= dfg_sparse_clone(&view->gap_wide, &src->gap_wide);
         if (rc != 0)
             dfg_timing_view_free(view);
     }
@@ -267,6 +271,8 @@ void
 dfg_timing_view_free(dfg *view)
 {
     free(view->dur);
+    dfg_sparse_free(&view->dur_wide);
+    dfg_sparse_free(&view->gap_wide);
     free(view->gap);
     free(view->lat);
     free(view->grp_dur);
@@ -332,6 +338,10 @@ dfg_clone(dfg *d, const dfg *s)
         rc = dfg_sparse_clone(&d->bytes, &s->bytes);
     if (rc == 0)
         rc = dfg_sparse_clone(&d->mend_wide, &s->mend_wide);
+    if (rc == 0)
+        rc = dfg_sparse_clone(&d->dur_wide, &s->dur_wide);
+    if (rc == 0)
+        rc = dfg_sparse_clone(&d->gap_wide, &s->gap_wide);
     if (rc == 0)
         rc = dfg_strtab_clone(&d->strings, &s->strings);
     if (rc != 0) {
@@ -524,10 +534,9 @@ dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t dur)
             g->res_last[res] = n;
     }
     g->flags[n] = DFG_F_SYNTHETIC;
-    g->dur[n] = dur;
     g->mstart[n] = dfg_mend(g, after);
     g->mlen[n] = 0;
-    return n;
+    return dfg_set_dur(g, n, dur) == 0 ? n : -1;
 }
 
 int32_t
@@ -550,7 +559,8 @@ dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur)
         g->next_on_res[n] = before;
         g->res_first[res] = n;
         g->flags[n] = DFG_F_SYNTHETIC;
-        g->dur[n] = dur;
+        if (dfg_set_dur(g, n, dur) != 0)
+            return -1;
     }
     g->mstart[n] = g->mstart[before];
     g->mlen[n] = 0;
@@ -569,7 +579,8 @@ dfg_wake_handoff(dfg *g, int32_t h)
     if (w < 0)
         return -1;
     g->flags[w] |= DFG_F_WAKEUP;
-    g->gap[w] = g->gap[h];
+    if (dfg_set_gap(g, w, dfg_gap(g, h)) != 0)
+        return -1;
     g->gap[h] = 0;
     return w;
 }
@@ -585,11 +596,13 @@ dfg_add_wakeup(dfg *g, int32_t waker, int32_t h, int64_t latency)
         int32_t w = dfg_wake_handoff(g, h);
         if (w < 0)
             return -1;
-        g->gap[w] = latency;
+        if (dfg_set_gap(g, w, latency) != 0)
+            return -1;
         return dfg_add_edge(g, waker, w);
     }
     g->flags[h] |= DFG_F_WAKEUP;
-    g->gap[h] = latency;
+    if (dfg_set_gap(g, h, latency) != 0)
+        return -1;
     return dfg_add_edge(g, waker, h);
 }
 
@@ -728,6 +741,8 @@ shrink_to_fit(dfg *g)
     }
     dfg_sparse_shrink(&g->bytes);
     dfg_sparse_shrink(&g->mend_wide);
+    dfg_sparse_shrink(&g->dur_wide);
+    dfg_sparse_shrink(&g->gap_wide);
     if (g->cap_edges > e) {
         (void)dfg_grow((void **)&g->esrc, sizeof *g->esrc, e);
         (void)dfg_grow((void **)&g->edst, sizeof *g->edst, e);

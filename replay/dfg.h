@@ -9,8 +9,8 @@
  * Dependencies, and how the simulator (sim.h) reads them:
  *   - resource order: every resource runs its nodes in the order of the chain
  *     res_first -> next_on_res -> ...; a node follows the previous one on its resource
- *     after gap[n] ns (host: measured framework time between calls; stream: the
- *     measured idle time between back-to-back device operations);
+ *     after its gap (dfg_gap) in ns (host: measured framework time between calls; stream:
+ *     the measured idle time between back-to-back device operations);
  *   - launch: a device node whose launch[n] >= 0 starts no earlier than lat[n] ns after
  *     its launching host node STARTED (a blocking call may wait for its own work);
  *   - edges (dfg_add_edge, CSR after dfg_finalize): finish-to-start. For a host node a
@@ -32,8 +32,10 @@
  *     the group starts its transfer when the last participant is ready and every
  *     participant ends grp_dur[g] ns later.
  *
- * A node's duration dur[n] is intrinsic: for a blocking host call, the time it took
- * after what it waited for had finished.
+ * A node's duration (dfg_dur) is intrinsic: for a blocking host call, the time it took
+ * after what it waited for had finished. The duration and the gap are stored as 32 bits,
+ * and as a 64-bit value in a side table where they do not fit (under 0, or 4.29 s or
+ * more): read them with dfg_dur and dfg_gap, write them with dfg_set_dur and dfg_set_gap.
  *
  * Times mstart/mend are the measured ones, aligned across ranks, in ns relative to the
  * job's earliest event (0 for nodes a transformation created). The end is stored as a
@@ -41,8 +43,8 @@
  * does not fit (dfg_mend, dfg_set_mend): set mstart first, then the end.
  *
  * Mutation (for the optimizer): dfg_clone, dfg_remove_node, dfg_merge_nodes,
- * dfg_insert_after, dfg_add_edge, dfg_merge_groups, plain stores into dur/gap/lat and
- * the grp_* arrays. Any structural change marks the graph unfinalized; sim_run
+ * dfg_insert_after, dfg_add_edge, dfg_merge_groups, dfg_set_dur, dfg_set_gap, plain
+ * stores into lat and the grp_* arrays. Any structural change marks the graph unfinalized; sim_run
  * finalizes it again (O(nodes + edges)).
  */
 #ifndef DPRO_REPLAY_DFG_H
@@ -97,6 +99,10 @@ typedef struct dfg_sparse {
  * ns (4.29 s) or more after it. */
 #define DFG_MLEN_WIDE UINT32_MAX
 
+/* dfg.dur (dfg.gap) of a node whose duration (gap) is in dfg.dur_wide (dfg.gap_wide):
+ * negative, or 2^32 - 1 ns (4.29 s) or more (dfg_field_get). */
+#define DFG_FIELD_WIDE UINT32_MAX
+
 typedef struct dfg {
     /* ---- nodes ---- */
     int32_t n_nodes, cap_nodes;
@@ -104,8 +110,9 @@ typedef struct dfg {
     uint8_t *flags;
     int32_t *res;           /* resource of the node */
     int32_t *name;          /* string id (dfg_name) */
-    int64_t *dur;           /* intrinsic duration, ns */
-    int64_t *gap;           /* ns after the previous node on the resource (or after 0) */
+    uint32_t *dur;          /* intrinsic duration, ns, or DFG_FIELD_WIDE (dfg_dur, dfg_set_dur) */
+    uint32_t *gap;          /* ns after the previous node on the resource (or after 0), or
+                             * DFG_FIELD_WIDE (dfg_gap, dfg_set_gap) */
     int32_t *lat;           /* device: ns after its launch node started */
     int32_t *launch;        /* device: launching host node, or -1 */
     int32_t *group;         /* collective group, or -1 */
@@ -114,6 +121,8 @@ typedef struct dfg {
     int64_t *mstart;        /* measured start, aligned, ns */
     uint32_t *mlen;         /* measured end - mstart, ns, or DFG_MLEN_WIDE (dfg_mend) */
     dfg_sparse mend_wide;   /* the measured ends of the nodes whose mlen is DFG_MLEN_WIDE */
+    dfg_sparse dur_wide;    /* the durations of the nodes whose dur is DFG_FIELD_WIDE */
+    dfg_sparse gap_wide;    /* the gaps of the nodes whose gap is DFG_FIELD_WIDE */
     dfg_sparse bytes;       /* bytes moved or touched (copies, collectives), of the nodes
                              * that move data (dfg_bytes, dfg_set_bytes) */
 
@@ -190,12 +199,13 @@ void dfg_free(dfg *g);
 int dfg_clone(dfg *dst, const dfg *src);
 
 /* Makes *view a graph that shares finalized src's structure, names and measured times and
- * owns copies of its timings dur, gap, lat and grp_dur: a replay of src with other
- * timings (the typical-duration replay) at 20 bytes a node instead of a whole dfg_clone.
- * Only those four arrays may be written through view, nothing may change it structurally
- * (sim_run reads it as it is, finalized), src must stay unchanged while view lives, and
- * view is freed with dfg_timing_view_free, never dfg_free. Returns 0, or -1 (out of memory,
- * or src not finalized; view is then empty). */
+ * owns copies of its timings dur and gap (with their side tables), lat and grp_dur: a
+ * replay of src with other timings (the typical-duration replay) at 12 bytes a node
+ * instead of a whole dfg_clone. Only those timings may be written through view (dur and
+ * gap with dfg_set_dur and dfg_set_gap), nothing may
+ * change it structurally (sim_run reads it as it is, finalized), src must stay unchanged while view
+ * lives, and view is freed with dfg_timing_view_free, never dfg_free. Returns 0, or -1 (out of
+ * memory, or src not finalized; view is then empty). */
 int dfg_timing_view(dfg *view, const dfg *src);
 
 /* Frees the timings view owns (dfg_timing_view) and empties it; src is untouched. */
@@ -229,6 +239,15 @@ int64_t dfg_mend_wide(const dfg *g, int32_t n);
  * table. Returns 0, or -1 when out of memory (the end is then unchanged). */
 int dfg_set_mend(dfg *g, int32_t n, int64_t end);
 
+/* The value of node n in side table t, 0 when it has none: the wide half of a 32-bit node
+ * field (dfg_dur, dfg_gap). O(log of t's entries). */
+int64_t dfg_wide_get(const dfg_sparse *t, int32_t n);
+
+/* Sets the value of node n in side table t to v and field[n] to the field's mark of a wide
+ * value, DFG_FIELD_WIDE (dfg_field_set). Returns 0, or -1 when out of memory (both
+ * unchanged). */
+int dfg_wide_set(uint32_t *field, dfg_sparse *t, int32_t n, int64_t v);
+
 /* Every node's measured end (dfg_mend), n_nodes entries (at least one), in an array the
  * caller frees; NULL when out of memory. For the passes that take the measured times as
  * arrays (sim_timeline_measured, contention_overlaps). */
@@ -253,11 +272,13 @@ int32_t dfg_add_resource(dfg *g, int kind, int32_t rank, uint64_t id, int32_t la
 int32_t dfg_add_node(dfg *g, int kind, int32_t res, int32_t name);
 
 /* Inserts a new node right after node `after` on after's resource (flag SYNTHETIC,
- * measured times copied from `after`'s end). Returns its id, or -1. */
+ * measured times copied from `after`'s end). Returns its id, or -1 when out of memory (a
+ * node whose duration the side table could not take then stays, with duration 0). */
 int32_t dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t dur);
 
 /* Inserts a new node right before node `before` on its resource (flag SYNTHETIC,
- * measured start and end at before's measured start). Returns its id, or -1. */
+ * measured start and end at before's measured start). Returns its id, or -1 as
+ * dfg_insert_after. */
 int32_t dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur);
 
 /* Makes host node h wait for the end of node waker (another thread's call) before it
@@ -288,7 +309,7 @@ void dfg_set_group(dfg *g, int32_t n, int32_t grp);
  * Returns 0, or -1 when out of memory. */
 int dfg_remove_node(dfg *g, int32_t n);
 
-/* Merges node b into node a (same resource): a's duration becomes dur[a] + dur[b]
+/* Merges node b into node a (same resource): a's duration becomes the sum of both
  * (callers then set the fused cost they model), b's edges and launched devices are
  * moved to a, and b is removed (a takes b's BLOCKING and QUEUED flags). When a is
  * WAKEUP and b BLOCKING or QUEUED, a's wake-up first moves to a "(wake-up)" node before
@@ -367,6 +388,56 @@ static inline int64_t
 dfg_mend(const dfg *g, int32_t n)
 {
     return g->mlen[n] != DFG_MLEN_WIDE ? g->mstart[n] + (int64_t)g->mlen[n] : dfg_mend_wide(g, n);
+}
+
+/* Node n's value of a 32-bit field with a side table t for the wide values (dur, gap). */
+static inline int64_t
+dfg_field_get(const uint32_t *field, const dfg_sparse *t, int32_t n)
+{
+    return field[n] != DFG_FIELD_WIDE ? (int64_t)field[n] : dfg_wide_get(t, n);
+}
+
+/* Sets node n's value v of such a field: as 32 bits when it is 0 to 2^32 - 2 (4.29 s in ns),
+ * else in t (an entry left in t for n is then no longer read). A value in the 32-bit range
+ * may also be stored into field[n] directly. Returns 0, or -1 when out of memory (the value
+ * is then unchanged). */
+static inline int
+dfg_field_set(uint32_t *field, dfg_sparse *t, int32_t n, int64_t v)
+{
+    int rc = 0;
+    if (v >= 0 && v < (int64_t)DFG_FIELD_WIDE)
+        field[n] = (uint32_t)v;
+    else
+        rc = dfg_wide_set(field, t, n, v);
+    return rc;
+}
+
+/* Node n's intrinsic duration, ns. */
+static inline int64_t
+dfg_dur(const dfg *g, int32_t n)
+{
+    return dfg_field_get(g->dur, &g->dur_wide, n);
+}
+
+/* Sets node n's duration (dfg_field_set). Returns 0, or -1 when out of memory. */
+static inline int
+dfg_set_dur(dfg *g, int32_t n, int64_t dur)
+{
+    return dfg_field_set(g->dur, &g->dur_wide, n, dur);
+}
+
+/* Node n's gap after the previous node on its resource, ns. */
+static inline int64_t
+dfg_gap(const dfg *g, int32_t n)
+{
+    return dfg_field_get(g->gap, &g->gap_wide, n);
+}
+
+/* Sets node n's gap (dfg_field_set). Returns 0, or -1 when out of memory. */
+static inline int
+dfg_set_gap(dfg *g, int32_t n, int64_t gap)
+{
+    return dfg_field_set(g->gap, &g->gap_wide, n, gap);
 }
 
 /* Rank of a node (through its resource). */

@@ -30,11 +30,10 @@ dfg_remove_node(dfg *g, int32_t n)
     if (g->kind[n] == DFG_HOST && (g->flags[n] & DFG_F_WAKEUP) && next >= 0) {
         int32_t to = next;
         if (g->flags[next] & DFG_F_END_EDGES) {
-            int64_t keep = g->gap[next];
+            int64_t keep = dfg_gap(g, next);
             to = dfg_wake_handoff(g, next);
-            if (to < 0)
+            if (to < 0 || dfg_set_gap(g, next, keep) != 0)
                 return -1;
-            g->gap[next] = keep;
             g->gap[to] = 0; /* n's gap is added below */
             next = to;
         }
@@ -53,8 +52,8 @@ dfg_remove_node(dfg *g, int32_t n)
             if (g->launch[i] == n)
                 g->launch[i] = prev;
     }
-    if (next >= 0)
-        g->gap[next] += g->gap[n];
+    if (next >= 0 && dfg_set_gap(g, next, dfg_gap(g, next) + dfg_gap(g, n)) != 0)
+        return -1;
     if (prev >= 0)
         g->next_on_res[prev] = next;
     else
@@ -114,7 +113,8 @@ dfg_merge_nodes(dfg *g, int32_t a, int32_t b)
         for (int32_t i = 0; i < g->n_nodes; i++)
             if (g->launch[i] == b)
                 g->launch[i] = a;
-    g->dur[a] += g->dur[b];
+    if (dfg_set_dur(g, a, dfg_dur(g, a) + dfg_dur(g, b)) != 0)
+        return -1;
     if (dfg_set_bytes(g, a, dfg_bytes(g, a) + dfg_bytes(g, b)) != 0)
         return -1;
     if (dfg_mend(g, b) > dfg_mend(g, a) && dfg_set_mend(g, a, dfg_mend(g, b)) != 0)

@@ -151,7 +151,9 @@ dfg_fold(dfg *d, const dfg *s, const int32_t *rep, const int32_t *weight, const 
     }
     /* node order kept: the side tables append */
     if (rc == 0 && (dfg_sparse_fold(&d->bytes, &s->bytes, m.node) != 0 ||
-                    dfg_sparse_fold(&d->mend_wide, &s->mend_wide, m.node) != 0))
+                    dfg_sparse_fold(&d->mend_wide, &s->mend_wide, m.node) != 0 ||
+                    dfg_sparse_fold(&d->dur_wide, &s->dur_wide, m.node) != 0 ||
+                    dfg_sparse_fold(&d->gap_wide, &s->gap_wide, m.node) != 0))
         rc = -1;
     if (rc == 0) {
         dfg_strtab_free(&d->strings);
@@ -203,7 +205,8 @@ dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
                       sizeof *g->mstart + sizeof *g->mlen;
     double nb = (double)per_node * (double)g->cap_nodes +
                 (double)(sizeof *g->bytes.node + sizeof *g->bytes.val) *
-                    ((double)g->bytes.cap + (double)g->mend_wide.cap);
+                    ((double)g->bytes.cap + (double)g->mend_wide.cap + (double)g->dur_wide.cap +
+                     (double)g->gap_wide.cap);
     double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;
     if (g->finalized) {
         nb += (double)(sizeof *g->succ_off + sizeof *g->launched_off) * ((double)g->n_nodes + 1) +

@@ -1,6 +1,6 @@
 /* dfg_sparse.c: the graph's sparse per-node tables (dfg_sparse, see dfg.h): the bytes of
- * the nodes that move data, and the measured ends a 32-bit length from the start does not
- * reach. */
+ * the nodes that move data, the measured ends a 32-bit length from the start does not
+ * reach, and the durations and gaps 32 bits do not hold. */
 #include "dfg.h"
 #include "dfg_int.h"
 
@@ -152,5 +152,20 @@ dfg_set_mend(dfg *g, int32_t n, int64_t end)
         if (rc == 0)
             g->mlen[n] = DFG_MLEN_WIDE;
     }
+    return rc;
+}
+
+int64_t
+dfg_wide_get(const dfg_sparse *t, int32_t n)
+{
+    return dfg_sparse_get(t, n, 0);
+}
+
+int
+dfg_wide_set(uint32_t *field, dfg_sparse *t, int32_t n, int64_t v)
+{
+    int rc = dfg_sparse_set(t, n, v);
+    if (rc == 0)
+        field[n] = DFG_FIELD_WIDE;
     return rc;
 }

@@ -112,15 +112,17 @@ typical_i64(int64_t *v, size_t n, int stat)
     return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
-/* Sets the typical values of one place's nodes pl[0..m) (m >= 2; v: scratch of m). */
-static void
+/* Sets the typical values of one place's nodes pl[0..m) (m >= 2; v: scratch of m).
+ * Returns 0, or -1 when out of memory (dfg_set_dur, dfg_set_gap). */
+static int
 set_typical(dfg *g, const place *pl, size_t m, int64_t *v, int stat)
 {
+    int rc = 0;
     for (size_t i = 0; i < m; i++)
-        v[i] = g->dur[pl[i].node];
+        v[i] = dfg_dur(g, pl[i].node);
     int64_t dur = typical_i64(v, m, stat);
     for (size_t i = 0; i < m; i++)
-        v[i] = g->gap[pl[i].node];
+        v[i] = dfg_gap(g, pl[i].node);
     int64_t gap = typical_i64(v, m, stat);
     for (size_t i = 0; i < m; i++)
         v[i] = g->lat[pl[i].node];
@@ -134,13 +136,13 @@ set_typical(dfg *g, const place *pl, size_t m, int64_t *v, int stat)
     int64_t gdur = ng >= 2 ? typical_i64(v, ng, stat) : -1;
     for (size_t i = 0; i < m; i++) {
         int32_t n = pl[i].node;
-        g->dur[n] = dur;
-        g->gap[n] = gap;
+        rc |= dfg_set_dur(g, n, dur) | dfg_set_gap(g, n, gap);
         g->lat[n] = (int32_t)lat;
         int32_t q = g->group[n];
         if (gdur >= 0 && q >= 0 && g->grp_first[q] == n)
             g->grp_dur[q] = gdur;
     }
+    return rc;
 }
 
 int
@@ -175,7 +177,7 @@ replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
                  z++)
                 ;
             if (z - a >= 2)
-                set_typical(g, pl + a, z - a, v, stat);
+                rc |= set_typical(g, pl + a, z - a, v, stat);
             if ((int32_t)(z - a) == ni)
                 matched += (int64_t)(z - a) * dfg_rank_weight(g, dfg_rank(g, pl[a].node));
         }
@@ -253,11 +255,10 @@ replay_scale_class(dfg *g, int32_t name, double factor)
     if (!(factor >= 0))
         return -1;
     int64_t k = 0;
-    for (int32_t n = 0; n < g->n_nodes; n++) {
+    for (int32_t n = 0; k >= 0 && n < g->n_nodes; n++) {
         if (g->kind[n] != DFG_KERNEL || g->name[n] != name || (g->flags[n] & DFG_F_REMOVED))
             continue;
-        g->dur[n] = (int64_t)((double)g->dur[n] * factor + 0.5);
-        k++;
+        k = dfg_set_dur(g, n, (int64_t)((double)dfg_dur(g, n) * factor + 0.5)) == 0 ? k + 1 : -1;
     }
     return k;
 }
@@ -606,7 +607,7 @@ collect_classes(const replay *rp, const dfg *g, replay_perturbation *p)
         }
         int32_t w = dfg_rank_weight(g, dfg_rank(g, n)); /* the ranks it stands for */
         p->cls[k].count += w;
-        p->cls[k].total_us += (double)w * (double)g->dur[n] / 1000.0 / ni;
+        p->cls[k].total_us += (double)w * (double)dfg_dur(g, n) / 1000.0 / ni;
     }
     if (rc == 0 && p->n > 0)
         qsort(p->cls, (size_t)p->n, sizeof *p->cls, cmp_class);
@@ -627,6 +628,17 @@ predict_us(const replay *rp, dfg *g, sim_result *res, double *us)
     return t < 0 ? 1 : 0;
 }
 
+/* Sets every node's duration from dur (n_nodes entries). Returns 0 or -1 (out of
+ * memory). */
+static int
+set_durations(dfg *g, const int64_t *dur)
+{
+    int rc = 0;
+    for (int32_t n = 0; n < g->n_nodes; n++)
+        rc |= dfg_set_dur(g, n, dur[n]);
+    return rc;
+}
+
 int
 replay_perturb(const replay *rp, int32_t top, double scale, replay_perturbation *out)
 {
@@ -645,7 +657,8 @@ replay_perturb(const replay *rp, int32_t top, double scale, replay_perturbation 
     if (rc == 0)
         rc = own_costs(&copy, own, pend);
     if (rc == 0) {
-        memcpy(dur, copy.dur, (size_t)copy.n_nodes * sizeof *dur);
+        for (int32_t n = 0; n < copy.n_nodes; n++)
+            dur[n] = dfg_dur(&copy, n);
         rc = predict_us(rp, &copy, &res, &out->baseline_us);
     }
     if (rc == 0)
@@ -658,16 +671,20 @@ replay_perturb(const replay *rp, int32_t top, double scale, replay_perturbation 
     out->baseline_stale_us = st / 1000.0;
     for (int32_t k = 0; k < out->n && rc == 0; k++) {
         replay_perturb_class *c = &out->cls[k];
-        replay_scale_class(&copy, c->name, scale);
-        rc = predict_us(rp, &copy, &res, &c->predicted_us);
+        rc = replay_scale_class(&copy, c->name, scale) < 0 ? -1 : 0;
+        if (rc == 0)
+            rc = predict_us(rp, &copy, &res, &c->predicted_us);
         if (rc == 0 && (st = stale_waits(rp, &copy, &res, own, pend)) < 0)
             rc = -1;
         c->stale_wait_us = st / 1000.0;
-        memcpy(copy.dur, dur, (size_t)copy.n_nodes * sizeof *dur);
-        replay_scale_class(&copy, c->name, 0);
+        if (rc == 0)
+            rc = set_durations(&copy, dur);
+        if (rc == 0 && replay_scale_class(&copy, c->name, 0) < 0)
+            rc = -1;
         if (rc == 0)
             rc = predict_us(rp, &copy, &res, &c->without_us);
-        memcpy(copy.dur, dur, (size_t)copy.n_nodes * sizeof *dur);
+        if (rc == 0)
+            rc = set_durations(&copy, dur);
     }
     if (rc != 0)
         replay_perturbation_free(out);

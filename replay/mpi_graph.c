@@ -29,6 +29,8 @@ enum {
     H_SLOTS,
     H_BYTES,
     H_MEND_WIDE,
+    H_DUR_WIDE,
+    H_GAP_WIDE,
     H_COUNT
 };
 
@@ -62,6 +64,10 @@ list_arrays(dfg *g, const int64_t *h, garray *a)
     A(bytes.val, h[H_BYTES]);
     A(mend_wide.node, h[H_MEND_WIDE]);
     A(mend_wide.val, h[H_MEND_WIDE]);
+    A(dur_wide.node, h[H_DUR_WIDE]);
+    A(dur_wide.val, h[H_DUR_WIDE]);
+    A(gap_wide.node, h[H_GAP_WIDE]);
+    A(gap_wide.val, h[H_GAP_WIDE]);
     A(esrc, h[H_EDGES]);
     A(edst, h[H_EDGES]);
     A(res_kind, h[H_RES]);
@@ -113,6 +119,8 @@ receive_setup(dfg *g, const int64_t *h, garray *a, int n)
     g->n_edges = g->cap_edges = h[H_EDGES];
     g->bytes.n = g->bytes.cap = (int32_t)h[H_BYTES];
     g->mend_wide.n = g->mend_wide.cap = (int32_t)h[H_MEND_WIDE];
+    g->dur_wide.n = g->dur_wide.cap = (int32_t)h[H_DUR_WIDE];
+    g->gap_wide.n = g->gap_wide.cap = (int32_t)h[H_GAP_WIDE];
     g->n_res = g->cap_res = (int32_t)h[H_RES];
     g->n_groups = g->cap_groups = (int32_t)h[H_GROUPS];
     g->n_ranks = (int32_t)h[H_RANKS];
@@ -154,6 +162,8 @@ mpisim_share_graph(dfg *g, int64_t *bytes)
         h[H_SLOTS] = g->strings.n_slots;
         h[H_BYTES] = g->bytes.n;
         h[H_MEND_WIDE] = g->mend_wide.n;
+        h[H_DUR_WIDE] = g->dur_wide.n;
+        h[H_GAP_WIDE] = g->gap_wide.n;
     }
     MPI_Bcast(h, H_COUNT, MPI_INT64_T, 0, MPI_COMM_WORLD);
     int n = list_arrays(g, h, a);

@@ -681,11 +681,10 @@ replay_scale_kernels(dfg *g, double factor)
     if (!(factor > 0))
         return -1;
     int64_t k = 0;
-    for (int32_t n = 0; n < g->n_nodes; n++) {
+    for (int32_t n = 0; k >= 0 && n < g->n_nodes; n++) {
         if (g->kind[n] != DFG_KERNEL || (g->flags[n] & DFG_F_REMOVED))
             continue;
-        g->dur[n] = (int64_t)((double)g->dur[n] * factor + 0.5);
-        k++;
+        k = dfg_set_dur(g, n, (int64_t)((double)dfg_dur(g, n) * factor + 0.5)) == 0 ? k + 1 : -1;
     }
     return k;
 }

@@ -134,7 +134,7 @@ double replay_predict(const replay *rp, dfg *g, sim_result *res);
  * duration of every kernel of g (DFG_KERNEL; not collectives, copies or memsets, which
  * the interconnect and the memory bus bound) by factor > 0. Host calls, launch latencies
  * and stream gaps are left as measured. Returns the number of kernels scaled, or -1 when
- * factor is not > 0. Simulate the result with replay_predict. */
+ * factor is not > 0 or out of memory. Simulate the result with replay_predict. */
 int64_t replay_scale_kernels(dfg *g, double factor);
 
 /* What-if "rank `rank` is slower" (whatif.c): multiplies the duration of each of its
@@ -145,7 +145,8 @@ int64_t replay_scale_kernels(dfg *g, double factor);
  * then wait for it at the collectives, which is the prediction. rank must stand for
  * itself alone (not folded into a class, nor a class's representative of weight > 1: open
  * the replay without folding). Returns the number of nodes changed (0: the rank has none),
- * -1 when a factor is not > 0 or rank is outside g, -2 when rank is folded. */
+ * -1 when a factor is not > 0, rank is outside g or out of memory, -2 when rank is
+ * folded. */
 int64_t replay_slow_rank(dfg *g, int32_t rank, double kernel_factor, double host_factor);
 
 /* What-if "the job on n_to ranks" (whatif.c), data parallel with the same work per rank
@@ -222,7 +223,8 @@ int replay_typical_replay(const replay *rp, replay_typical *out);
 
 /* What-if "kernels named `name` (a string id of g) take F times as long" (F = 0 removes
  * their time): multiplies the duration of every live DFG_KERNEL node of that name by
- * factor >= 0. Returns the number of kernels scaled, or -1 when factor < 0. */
+ * factor >= 0. Returns the number of kernels scaled, or -1 when factor < 0 or out of
+ * memory. */
 int64_t replay_scale_class(dfg *g, int32_t name, double factor);
 
 /* TEST ONLY: drops each dependency edge of g whose hash (of its index) falls in the

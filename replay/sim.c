@@ -78,16 +78,16 @@ finish(sim_state *s, int32_t n, int64_t t)
     int32_t nx = g->next_on_res[n];
     if (nx >= 0) {
         if (g->kind[nx] == DFG_HOST)
-            host_start(s, nx, t + g->gap[nx], n);
+            host_start(s, nx, t + dfg_gap(g, nx), n);
         else
-            satisfy(s, nx, t + g->gap[nx], n, SIM_CAUSE_RESOURCE);
+            satisfy(s, nx, t + dfg_gap(g, nx), n, SIM_CAUSE_RESOURCE);
     }
     for (int64_t i = g->succ_off[n]; i < g->succ_off[n + 1]; i++) {
         int32_t m = g->succ[i];
         if (!owned(s, m))
             continue; /* released there (sent) */
         /* a woken call starts its wake-up latency after its waker */
-        satisfy(s, m, (g->flags[m] & DFG_F_WAKEUP) ? t + g->gap[m] : t, n, SIM_CAUSE_EDGE);
+        satisfy(s, m, (g->flags[m] & DFG_F_WAKEUP) ? t + dfg_gap(g, m) : t, n, SIM_CAUSE_EDGE);
     }
     if (s->remote_out && s->remote_out[n])
         s->sent[s->n_sent++] = n;
@@ -161,7 +161,7 @@ sim_begin(sim_state *s)
         if (g->kind[i] == DFG_HOST)
             r->ready[i] = 0;
         else
-            r->ready[i] = dfg_has_prev(g, i) ? 0 : g->gap[i];
+            r->ready[i] = dfg_has_prev(g, i) ? 0 : dfg_gap(g, i);
     }
     /* edge predecessors (finalize kept only edges between live nodes) */
     for (int64_t k = 0; k < g->n_edges; k++)
@@ -173,7 +173,7 @@ sim_begin(sim_state *s)
     for (int32_t q = 0; q < g->n_res; q++) {
         int32_t f = g->res_first[q];
         if (f >= 0 && g->kind[f] == DFG_HOST && owned(s, f))
-            host_start(s, f, g->gap[f], -1);
+            host_start(s, f, dfg_gap(g, f), -1);
     }
 }
 
@@ -206,14 +206,14 @@ sim_drain(sim_state *s)
         if (g->kind[m] == DFG_HOST) {
             if (g->flags[m] & DFG_F_WAKEUP)
                 host_launch(s, m, r->ready[m]); /* all conditions of its start are met */
-            finish(s, m, r->ready[m] + g->dur[m]);
+            finish(s, m, r->ready[m] + dfg_dur(g, m));
             continue;
         }
         int64_t t = r->ready[m];
         r->start[m] = t;
         int32_t q = g->group[m];
         if (q < 0) {
-            finish(s, m, t + g->dur[m]);
+            finish(s, m, t + dfg_dur(g, m));
             continue;
         }
         if (t > r->grp_arrival[q] || r->grp_last[q] < 0 ||
@@ -247,7 +247,7 @@ sim_release_edge(sim_state *s, int32_t n, int64_t t)
     for (int64_t i = g->succ_off[n]; i < g->succ_off[n + 1]; i++) {
         int32_t m = g->succ[i];
         if (owned(s, m))
-            satisfy(s, m, (g->flags[m] & DFG_F_WAKEUP) ? t + g->gap[m] : t, n, SIM_CAUSE_EDGE);
+            satisfy(s, m, (g->flags[m] & DFG_F_WAKEUP) ? t + dfg_gap(g, m) : t, n, SIM_CAUSE_EDGE);
     }
 }
 

@@ -15,12 +15,15 @@ replay_slow_rank(dfg *g, int32_t rank, double kernel_factor, double host_factor)
         if ((g->flags[n] & DFG_F_REMOVED) || dfg_rank(g, n) != rank)
             continue;
         if (g->kind[n] == DFG_KERNEL) {
-            g->dur[n] = (int64_t)((double)g->dur[n] * kernel_factor + 0.5);
-            rc++;
+            rc = dfg_set_dur(g, n, (int64_t)((double)dfg_dur(g, n) * kernel_factor + 0.5)) == 0
+                     ? rc + 1
+                     : -1;
         } else if (g->kind[n] == DFG_HOST) {
-            g->dur[n] = (int64_t)((double)g->dur[n] * host_factor + 0.5);
-            g->gap[n] = (int64_t)((double)g->gap[n] * host_factor + 0.5);
-            rc++;
+            rc =
+                dfg_set_dur(g, n, (int64_t)((double)dfg_dur(g, n) * host_factor + 0.5)) == 0 &&
+                        dfg_set_gap(g, n, (int64_t)((double)dfg_gap(g, n) * host_factor + 0.5)) == 0
+                    ? rc + 1
+                    : -1;
         }
     }
     return rc;

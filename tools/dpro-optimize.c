@@ -552,8 +552,7 @@ analyze(args *a, state *st)
         pr_err("the compared iterations cannot be simulated");
         return 1;
     }
-    strategy_fusion_summary(&st->w, &st->chain_ns, &st->fused_ns);
-    return 0;
+    return strategy_fusion_summary(&st->w, &st->chain_ns, &st->fused_ns) == 0 ? 0 : -1;
 }
 
 /* --what-if: the baseline and the one plan given, through the same reporting as a

@@ -204,7 +204,7 @@ test_fusion(void)
     /* two launches per iteration cost nothing any more */
     int zero_launches = 0;
     for (int32_t n = 0; n < g.n_nodes; n++)
-        zero_launches += g.kind[n] == DFG_HOST && g.dur[n] == 0 && w.iter[n] == 1 &&
+        zero_launches += g.kind[n] == DFG_HOST && dfg_dur(&g, n) == 0 && w.iter[n] == 1 &&
                          !strcmp(dfg_name(&g, g.name[n]), "cudaLaunchKernel");
     CHECK_EQ_U(zero_launches, 2);
     /* the baseline comes back */
@@ -302,7 +302,7 @@ test_capture_wakeups(void)
     CHECK(fabs(e.iter_ns - 111 * US) < 2 * US);
     int zero_wakeups = 0;
     for (int32_t n = 0; n < g.n_nodes; n++)
-        zero_wakeups += (g.flags[n] & DFG_F_WAKEUP) && w.iter[n] == 1 && g.gap[n] == 0;
+        zero_wakeups += (g.flags[n] & DFG_F_WAKEUP) && w.iter[n] == 1 && dfg_gap(&g, n) == 0;
     CHECK_EQ_U(zero_wakeups, 2);
     strategy_plan_baseline(&p);
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
@@ -384,10 +384,10 @@ test_capture_stall(void)
     strategy_eval e;
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
     CHECK(fabs(e.iter_ns - 111 * US) < 2 * US);
-    CHECK(g.dur[stalled] == 1 * US);
+    CHECK(dfg_dur(&g, stalled) == 1 * US);
     strategy_plan_baseline(&p);
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
-    CHECK(g.dur[stalled] == 1000 * US); /* the baseline keeps what was measured */
+    CHECK(dfg_dur(&g, stalled) == 1000 * US); /* the baseline keeps what was measured */
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
@@ -607,7 +607,7 @@ test_partition(void)
         if (dfg_rank(&g, o) == 0)
             stalled = g.launch[o];
     REQUIRE(stalled >= 0);
-    int64_t call_ns = g.dur[stalled];
+    int64_t call_ns = dfg_dur(&g, stalled);
     g.dur[stalled] = 2000 * US;
     costmodel m;
     fit_model(&m);
@@ -672,7 +672,7 @@ test_partition(void)
                 CHECK(gate >= 0 && gate == expected_gate(&w, dfg_rank(&g, c), w.iter[c], f));
                 int32_t h = part.launch[n];
                 CHECK(h >= g.n_nodes && part.name[h] == nm_call);
-                CHECK_EQ_U(part.dur[h], call_ns);
+                CHECK_EQ_U(dfg_dur(&part, h), call_ns);
                 CHECK(part.name[dfg_prev_on_res(&part, h)] == nm_rec);
                 CHECK(dfg_prev_on_res(&part, dfg_prev_on_res(&part, h)) == g.launch[gate]);
             }
@@ -691,7 +691,7 @@ test_partition(void)
     memset(&ps, 0, sizeof ps);
     CHECK(sim_run(&part, &ps) == 0);
     CHECK_EQ_U(ps.n_unfinished, 0);
-    CHECK_EQ_U(part.dur[stalled], 2000 * US);
+    CHECK_EQ_U(dfg_dur(&part, stalled), 2000 * US);
     sim_result_free(&ps);
     dfg_free(&part);
 
@@ -883,7 +883,7 @@ build_layer_job(dfg *g, int iters, const int64_t *grad, int32_t nl, int64_t *t_f
         return -1;
     for (int32_t n = 0; n < g->n_nodes; n++) {
         g->mstart[n] = res.start[n];
-        dfg_set_mend(g, n, res.start[n] + g->dur[n]);
+        dfg_set_mend(g, n, res.start[n] + dfg_dur(g, n));
     }
     for (int32_t l = 0; l < nl; l++)
         t_fwd[l] = g->mstart[fwd0[l]];

@@ -156,8 +156,8 @@ test_fsdp_strategies(void)
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
     for (int b = 0; b < BLOCKS; b++) {
         int32_t fa = ids.fwd_ag[1][b], ba = ids.bwd_ag[1][b];
-        CHECK(g.grp_dur[g.group[ba]] == 0 && g.dur[g.launch[ba]] == 0);
-        CHECK(g.grp_dur[g.group[fa]] == 400 * US && g.dur[g.launch[fa]] == 5 * US);
+        CHECK(g.grp_dur[g.group[ba]] == 0 && dfg_dur(&g, g.launch[ba]) == 0);
+        CHECK(g.grp_dur[g.group[fa]] == 400 * US && dfg_dur(&g, g.launch[fa]) == 5 * US);
     }
     /* the backward's three 400 us all-gathers, and their launches, leave the critical path */
     CHECK(e.iter_ns < base - 1000 * US);

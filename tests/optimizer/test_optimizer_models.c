@@ -144,7 +144,7 @@ test_hinge_fit(void)
         g.mstart[d] = 1000 * (int64_t)d;
         REQUIRE(dfg_set_mend(&g, d, end) == 0);
         if (g.kind[d] == DFG_KERNEL && g.name[d] == nm_s && m < sizeof s / sizeof s[0])
-            s[m++] = (workload_kernel_sample){7, 4096, g.dur[d], 0, g.mstart[d]};
+            s[m++] = (workload_kernel_sample){7, 4096, dfg_dur(&g, d), 0, g.mstart[d]};
     }
     for (int fixed = 0; fixed <= 1; fixed++) {
         workload_kernel_sample copy[200];

@@ -13,6 +13,7 @@
  *        [--skew R:US]... [--straggler R:F]... [--skip R:SEQ] [--cut R:FRACTION]
  *        [--missing R] [--job-id ID] [--world W] [--no-markers] [--prefix P]
  *        [--spelling SUFFIX] [--device-collectives] [--extreme R:nelems|R:time]
+ *        [--pause IT:SECONDS]
  *
  * --spelling writes the CUDA runtime calls with a suffix, as the collector records the
  * per-thread default stream entry points (cudaEventRecord_ptsz, ...): the same job under
@@ -21,7 +22,9 @@
  * kernel's times rounded to the microsecond as a profiler's export rounds them) instead of
  * the host call an interposer records. --extreme writes numbers a trace can hold but a
  * replay cannot compute with, on rank R: nelems, a first collective of 2^63-1 elements;
- * time, a last event that ends 2^63 - 1 us after the epoch.
+ * time, a last event that ends 2^63 - 1 us after the epoch. --pause makes every rank's
+ * host thread idle SECONDS before iteration IT (a checkpoint, an evaluation): a gap longer
+ * than 32 bits of nanoseconds hold from 4.3 s on.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -50,6 +53,8 @@ typedef struct gen {
     int device_colls;     /* collectives as device-timed records */
     int extreme_rank;     /* rank given --extreme numbers (-1 none) */
     int extreme_time;     /* 1: an extreme time; 0: an extreme element count */
+    int pause_iter;       /* --pause: the iteration the host threads idle before (-1 none) */
+    int64_t pause_ns;
 } gen;
 
 typedef struct evbuf {
@@ -115,23 +120,12 @@ static int
 parse_options(int argc, char **argv, gen *g, const char **dir)
 {
     static const struct option lo[] = {
-        {"ranks", 1, 0, 'r'},
-        {"iters", 1, 0, 'i'},
-        {"ops", 1, 0, 'o'},
-        {"buckets", 1, 0, 'b'},
-        {"skew", 1, 0, 's'},
-        {"straggler", 1, 0, 'S'},
-        {"skip", 1, 0, 'k'},
-        {"cut", 1, 0, 'c'},
-        {"missing", 1, 0, 'm'},
-        {"job-id", 1, 0, 'j'},
-        {"world", 1, 0, 'w'},
-        {"no-markers", 0, 0, 'n'},
-        {"prefix", 1, 0, 'p'},
-        {"spelling", 1, 0, 'P'},
-        {"device-collectives", 0, 0, 'D'},
-        {"extreme", 1, 0, 'x'},
-        {0, 0, 0, 0},
+        {"ranks", 1, 0, 'r'},   {"iters", 1, 0, 'i'},    {"ops", 1, 0, 'o'},
+        {"buckets", 1, 0, 'b'}, {"skew", 1, 0, 's'},     {"straggler", 1, 0, 'S'},
+        {"skip", 1, 0, 'k'},    {"cut", 1, 0, 'c'},      {"missing", 1, 0, 'm'},
+        {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'},    {"no-markers", 0, 0, 'n'},
+        {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {"device-collectives", 0, 0, 'D'},
+        {"extreme", 1, 0, 'x'}, {"pause", 1, 0, 'z'},    {0, 0, 0, 0},
     };
     int rc = 0, c;
     while (rc == 0 && (c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -193,6 +187,11 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
             g->extreme_time = strcmp(what, "time") == 0;
             break;
         }
+        case 'z':
+            if (sscanf(optarg, "%d:%lf", &g->pause_iter, &v) != 2 || g->pause_iter < 0 || !(v >= 0))
+                rc = 2;
+            g->pause_ns = (int64_t)(v * 1e9);
+            break;
         default:
             rc = 2;
         }
@@ -372,6 +371,8 @@ simulate(job *j)
     }
     for (int it = 0; it < g->iters; it++) {
         for (int r = 0; r < j->n; r++) {
+            if (it == g->pause_iter)
+                j->host_t[r] += g->pause_ns;
             j->iter_start[it][r] = j->host_t[r];
             launch_rank(j, r);
         }
@@ -517,7 +518,8 @@ main(int argc, char **argv)
              .job_id = "gen-1",
              .prefix = "rank",
              .spelling = "",
-             .extreme_rank = -1};
+             .extreme_rank = -1,
+             .pause_iter = -1};
     static job j;
     const char *dir = NULL;
     int rc = parse_options(argc, argv, &g, &dir);

@@ -8,9 +8,11 @@
  * of issue 16 is 48 bytes a node). Two more figures of the explicit replay's peak: a loaded
  * event (job_event) takes at most EVENT_BYTES, and the typical replay's view of the graph
  * (dfg_timing_view) owns only the timings, shares the rest, and simulates as a whole copy
- * with the same timings does. And what the compact node moved out of its arrays reads
- * back exactly: measured ends past a 32-bit length from the start (4.29 s, or before the
- * start) from their side table, through a clone and a merge; bytes set out of node order;
+ * with the same timings does, a duration and a gap past 32 bits included. And what the
+ * compact node moved out of its arrays reads back exactly: measured ends past a 32-bit
+ * length from the start (4.29 s, or before the start), durations and gaps past 32 bits
+ * (4.29 s, or negative) from their side tables, through a clone, a merge and a removal;
+ * bytes set out of node order;
  * the previous node on a resource after an insertion and a removal.
  */
 #include <stdio.h>
@@ -21,14 +23,15 @@
 #include "replay/sim.h"
 #include "tests/replay/synth.h"
 
-#define NODE_STORED 58 /* bytes a node holds in the per-node arrays */
-#define NODE_BYTES 68.5
+#define NODE_STORED 50 /* bytes a node holds in the per-node arrays */
+#define NODE_BYTES 60.5
 #define EDGE_BYTES 12.0
 #define EVENT_BYTES 160 /* sizeof(job_event) */
 
-/* The timing view of g against a whole copy, both with every duration doubled: its own
- * arrays are the four timings, src's stay as they were, and the two simulations agree
- * node for node. Returns 0, or 1 with the failure told. */
+/* The timing view of g against a whole copy, both with every duration doubled and node 0's
+ * duration and node 1's gap made 5 s longer (past 32 bits): its own arrays are the four timings,
+ * src's stay as they were, and the two simulations agree node for node. Returns 0, or 1 with the
+ * failure told. */
 static int
 check_timing_view(dfg *g)
 {
@@ -42,10 +45,16 @@ check_timing_view(dfg *g)
     }
     int fail = !(v.dur != g->dur && v.gap != g->gap && v.lat != g->lat && v.grp_dur != g->grp_dur &&
                  v.res == g->res && v.succ == g->succ && v.mlen == g->mlen && v.finalized);
-    int64_t before = g->dur[0];
-    for (int32_t n = 0; n < g->n_nodes; n++)
-        v.dur[n] = c.dur[n] = 2 * g->dur[n];
-    fail |= g->dur[0] != before;
+    int64_t before = dfg_dur(g, 0);
+    for (int32_t n = 0; n < g->n_nodes; n++) {
+        int64_t d = 2 * dfg_dur(g, n) + (n == 0 ? 5000000000LL : 0);
+        fail |= dfg_set_dur(&v, n, d) != 0 || dfg_set_dur(&c, n, d) != 0;
+    }
+    int64_t gap1 = dfg_gap(g, 1) + 5000000000LL;
+    fail |= dfg_set_gap(&v, 1, gap1) != 0 || dfg_set_gap(&c, 1, gap1) != 0;
+    fail |= dfg_dur(g, 0) != before || g->dur_wide.n != 0 || v.dur_wide.n != 1 ||
+            dfg_dur(&v, 0) != 2 * before + 5000000000LL || g->gap_wide.n != 0 ||
+            v.gap_wide.n != 1 || dfg_gap(&v, 1) != gap1;
     if (sim_run(&v, &rv) != 0 || sim_run(&c, &rc) != 0)
         fail = 1;
     for (int32_t n = 0; !fail && n < g->n_nodes; n++)
@@ -73,17 +82,25 @@ check_side_tables(void)
     for (int k = 0; k < 5 && !fail; k++) {
         n[k] = dfg_add_node(&g, DFG_KERNEL, res, 0);
         g.mstart[n[k]] = 1000 + k;
-        fail = n[k] < 0 || dfg_set_mend(&g, n[k], 1000 + k + lens[k]) != 0;
+        fail = n[k] < 0 || dfg_set_mend(&g, n[k], 1000 + k + lens[k]) != 0 ||
+               dfg_set_dur(&g, n[k], lens[k]) != 0 || dfg_set_gap(&g, n[k], lens[k]) != 0;
     }
     fail |= dfg_set_bytes(&g, n[3], 30) != 0 || dfg_set_bytes(&g, n[1], 10) != 0 ||
             dfg_set_bytes(&g, n[2], 0) != 0;
-    fail |= g.mend_wide.n != 3 || g.bytes.n != 2 || g.mlen[n[1]] != UINT32_MAX - 1;
+    fail |= g.mend_wide.n != 3 || g.bytes.n != 2 || g.mlen[n[1]] != UINT32_MAX - 1 ||
+            g.dur_wide.n != 3 || g.dur[n[1]] != UINT32_MAX - 1 || g.gap_wide.n != 3 ||
+            g.gap[n[1]] != UINT32_MAX - 1;
     fail |= dfg_clone(&c, &g) != 0;
     for (int k = 0; k < 5 && !fail; k++)
-        fail = dfg_mend(&g, n[k]) != 1000 + k + lens[k] || dfg_mend(&c, n[k]) != dfg_mend(&g, n[k]);
+        fail = dfg_mend(&g, n[k]) != 1000 + k + lens[k] ||
+               dfg_mend(&c, n[k]) != dfg_mend(&g, n[k]) || dfg_dur(&g, n[k]) != lens[k] ||
+               dfg_dur(&c, n[k]) != lens[k] || dfg_gap(&g, n[k]) != lens[k] ||
+               dfg_gap(&c, n[k]) != lens[k];
     fail |= dfg_bytes(&c, n[1]) != 10 || dfg_bytes(&c, n[3]) != 30 || dfg_bytes(&c, n[0]) != 0;
-    /* n[4] ends where it starts: merged with n[0], it takes n[0]'s wide end */
-    fail |= dfg_merge_nodes(&c, n[4], n[0]) != 0 || dfg_mend(&c, n[4]) != 1000 + lens[0];
+    /* n[4] ends where it starts: merged with n[0], it takes n[0]'s wide end and duration;
+     * n[0]'s gap passes to n[1], past 32 bits with n[1]'s own */
+    fail |= dfg_merge_nodes(&c, n[4], n[0]) != 0 || dfg_mend(&c, n[4]) != 1000 + lens[0] ||
+            dfg_dur(&c, n[4]) != lens[0] || dfg_gap(&c, n[1]) != lens[0] + lens[1];
     int32_t x = dfg_insert_before(&c, n[2], DFG_KERNEL, 0, 5);
     fail |= x < 0 || dfg_prev_on_res(&c, n[2]) != x || dfg_prev_on_res(&c, x) != n[1] ||
             dfg_prev_on_res(&c, n[1]) != -1 || dfg_remove_node(&c, x) != 0 ||

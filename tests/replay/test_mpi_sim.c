@@ -140,10 +140,14 @@ share(const char *name, dfg *g)
           got.n_iter_nodes == g->n_iter_nodes && !got.rank_rep == !g->rank_rep);
     int32_t nn = g->n_nodes, ng = g->n_groups;
     CHECK(same(got.kind, g->kind, 1, nn) && same(got.flags, g->flags, 1, nn) &&
-          same(got.dur, g->dur, 8, nn) && same(got.gap, g->gap, 8, nn) &&
+          same(got.dur, g->dur, 4, nn) && same(got.gap, g->gap, 4, nn) &&
           same(got.lat, g->lat, 4, nn) && same(got.launch, g->launch, 4, nn) &&
           same(got.group, g->group, 4, nn) && same(got.mstart, g->mstart, 8, nn) &&
-          same(got.mlen, g->mlen, 4, nn) && same(got.next_on_res, g->next_on_res, 4, nn));
+          same(got.mlen, g->mlen, 4, nn) && same(got.next_on_res, g->next_on_res, 4, nn) &&
+          got.dur_wide.n == g->dur_wide.n &&
+          same(got.dur_wide.val, g->dur_wide.val, 8, g->dur_wide.n) &&
+          got.gap_wide.n == g->gap_wide.n &&
+          same(got.gap_wide.val, g->gap_wide.val, 8, g->gap_wide.n));
     CHECK(same(got.esrc, g->esrc, 4, g->n_edges) && same(got.edst, g->edst, 4, g->n_edges) &&
           same(got.res_rank, g->res_rank, 4, g->n_res) &&
           same(got.res_first, g->res_first, 4, g->n_res) && same(got.grp_dur, g->grp_dur, 8, ng) &&

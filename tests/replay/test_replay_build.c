@@ -156,7 +156,7 @@ test_launch_queue(void)
     CHECK(qi.long_calls > 0 && qi.explained == qi.long_calls);
     CHECK_EQ(qi.edges, N - Q);
     CHECK(build_derive_timing(&g) == 0);
-    CHECK_EQ(g.dur[host[N - 1]], 5000); /* its normal cost, not the wait */
+    CHECK_EQ(dfg_dur(&g, host[N - 1]), 5000); /* its normal cost, not the wait */
     CHECK((g.flags[host[N - 1]] & DFG_F_QUEUED) && !(g.flags[host[N - 1]] & DFG_F_BLOCKING));
     CHECK_EQ(build_submission_latency(&g, 0), 7000);
     sim_result r;
@@ -250,7 +250,7 @@ test_submission_latency(void)
     CHECK(build_derive_timing(&g) == 0);
     CHECK_EQ(build_submission_latency(&g, 0), 7000);
     CHECK_EQ(g.lat[dev[N - 1]], 7000);
-    CHECK_EQ(g.gap[dev[N - 1]], 2000);
+    CHECK_EQ(dfg_gap(&g, dev[N - 1]), 2000);
     sim_result r;
     memset(&r, 0, sizeof r);
     CHECK(sim_run(&g, &r) == 0);

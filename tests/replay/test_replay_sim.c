@@ -145,14 +145,14 @@ test_sim_wakeup(void)
     g.flags[m3] |= DFG_F_BLOCKING;
     CHECK(dfg_add_wakeup(&g, m2, b1, 500) == 0);
     CHECK(g.flags[b1] & DFG_F_WAKEUP);
-    CHECK_EQ(g.gap[b1], 500);
+    CHECK_EQ(dfg_gap(&g, b1), 500);
     int32_t before = g.n_nodes;
     CHECK(dfg_add_wakeup(&g, b2, m3, 300) == 0); /* blocking: a wake-up node before it */
     CHECK_EQ(g.n_nodes, before + 1);
     int32_t w = dfg_prev_on_res(&g, m3);
     CHECK(w >= before && (g.flags[w] & DFG_F_WAKEUP) && !(g.flags[m3] & DFG_F_WAKEUP));
-    CHECK_EQ(g.gap[w], 300);
-    CHECK_EQ(g.gap[m3], 0);
+    CHECK_EQ(dfg_gap(&g, w), 300);
+    CHECK_EQ(dfg_gap(&g, m3), 0);
     CHECK_EQ(dfg_prev_on_res(&g, w), m2);
 
     sim_result r;

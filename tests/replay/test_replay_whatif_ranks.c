@@ -58,7 +58,7 @@ test_slow_rank(void)
     CHECK_EQ(replay_slow_rank(&g, 0, 1.5, 1.0), kernels + hosts);
     int64_t worst = 0;
     for (int32_t n = 0; n < g.n_nodes; n++) {
-        int64_t d = llabs(g.dur[n] - want.dur[n]);
+        int64_t d = llabs(dfg_dur(&g, n) - dfg_dur(&want, n));
         worst = d > worst ? d : worst;
     }
     CHECK(worst <= 1); /* rounding only */
@@ -76,8 +76,8 @@ test_slow_rank(void)
     int ok = 1;
     for (int32_t n = 0; n < h.n_nodes; n++) {
         int host1 = h.kind[n] == DFG_HOST && dfg_rank(&h, n) == 1;
-        ok &= h.dur[n] == (host1 ? 2 * h0.dur[n] : h0.dur[n]);
-        ok &= h.gap[n] == (host1 ? 2 * h0.gap[n] : h0.gap[n]);
+        ok &= dfg_dur(&h, n) == (host1 ? 2 * dfg_dur(&h0, n) : dfg_dur(&h0, n));
+        ok &= dfg_gap(&h, n) == (host1 ? 2 * dfg_gap(&h0, n) : dfg_gap(&h0, n));
     }
     CHECK(ok);
     CHECK(iter_of(&h, 0) > base);
