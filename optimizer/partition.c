@@ -420,8 +420,8 @@ copy_block(const partition_input *in, int32_t q, int32_t call, dfg *out, int32_t
             continue;
         int64_t td = bu->block_dur[i], tg = bu->block_gap[i];
         int64_t dur = dfg_dur(g, h), gap = dfg_gap(g, h);
-        int32_t nh = dfg_insert_after(out, *ins, DFG_HOST, g->name[h],
-                                      td >= 0 && td < dur ? td : dur);
+        int32_t nh =
+            dfg_insert_after(out, *ins, DFG_HOST, g->name[h], td >= 0 && td < dur ? td : dur);
         if (nh < 0 || dfg_set_gap(out, nh, tg >= 0 && tg < gap ? tg : gap) != 0)
             rc = -1;
         else
