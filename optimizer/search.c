@@ -124,7 +124,27 @@ typedef struct searcher {
     int first_cap;       /* the first bucket's cap the framework keeps, -1: searched */
     double *layer_value; /* memory freed per ns recomputed, per layer */
     int stop;
+    int failed; /* shared: a gather failed, or out of memory here (the processes' walks
+                   would part: the caller must end them all) */
+    /* shared search (search.h): the results of rounds not yet asked for, the guesses
+     * of the round being made (guess[0] the plan asked for), the gathered results */
+    plan_cache spec;
+    int collect; /* 1: seeds() only lists the plans it would evaluate into guess */
+    int alone;   /* 1: evaluate without a round (the baseline, on every process) */
+    int walking; /* 1: the annealing walks from walk_cur (energy walk_e) */
+    int64_t walk_cur;
+    double walk_e;
+    strategy_plan *guess;
+    int n_guess;
+    struct round_rec *recs;
 } searcher;
+
+/* One process's part of a round, as gathered. */
+typedef struct round_rec {
+    search_candidate c;
+    int32_t has;     /* c holds a simulated plan */
+    int32_t time_up; /* process 0: the time budget is spent */
+} round_rec;
 
 static int
 feasible(const searcher *s, const strategy_eval *e)
@@ -165,15 +185,130 @@ progress(searcher *s, int final)
     fflush(stderr);
 }
 
-/* Evaluates p (or finds it in the cache). Returns the candidate, or NULL when out of
- * memory or when the search must stop. */
+/* The plan p as evaluated: with the first bucket the framework keeps. */
+static strategy_plan
+fixed_plan(const searcher *s, const strategy_plan *p)
+{
+    strategy_plan f = *p;
+    if (s->first_cap >= 0 && f.bucket_cap >= 0)
+        f.first_cap = (int8_t)s->first_cap;
+    return f;
+}
+
+/* Simulates plan p into *c (iter_ns -1 when it cannot be simulated). */
+static void
+simulate_plan(searcher *s, const strategy_plan *p, search_candidate *c)
+{
+    memset(c, 0, sizeof *c);
+    c->plan = *p;
+    if (strategy_evaluate(s->w, p, &s->res, &c->eval) != 0)
+        c->eval.iter_ns = -1;
+    c->feasible = feasible(s, &c->eval);
+    s->out->simulated_here++;
+}
+
+static int
+time_up(const searcher *s)
+{
+    return s->o->budget_s > 0 && now_s() - s->t0 > s->o->budget_s;
+}
+
+static int
+guessed(const searcher *s, const strategy_plan *p)
+{
+    int found = 0;
+    for (int i = 0; i < s->n_guess && !found; i++)
+        found = !memcmp(&s->guess[i], p, sizeof *p);
+    return found;
+}
+
+/* Collect mode (seeds() listing its plans): p joins the guesses when it is known nowhere
+ * and there is room. Returns what is known of p (a cached or gathered result) or NULL. */
+static const search_candidate *
+collect(searcher *s, const strategy_plan *p)
+{
+    const search_candidate *known = cache_find(&s->cache, p);
+    if (!known)
+        known = cache_find(&s->spec, p);
+    if (!known && s->n_guess < s->o->par->nprocs && !guessed(s, p))
+        s->guess[s->n_guess++] = *p;
+    return known;
+}
+
+static void seeds(searcher *s);
+static strategy_plan propose(searcher *s, rng *r, const strategy_plan *cur, int over_budget);
+
+/* The walk's next plans if every proposal from walk_cur were rejected (the plan being
+ * asked for included), into the guesses: a proposal already evaluated that the walk
+ * would take ends the guess. */
+static void
+walk_guesses(searcher *s)
+{
+    rng r = s->rng;
+    const search_candidate *cur = &s->cache.items[s->walk_cur];
+    strategy_plan cur_plan = cur->plan;
+    int over = !cur->feasible, W = s->o->par->nprocs;
+    rng_unit(&r); /* the draw that rejects the plan asked for */
+    for (int tries = 0; tries < 64 * W && s->n_guess < W; tries++) {
+        strategy_plan q = propose(s, &r, &cur_plan, over);
+        q = fixed_plan(s, &q);
+        const search_candidate *hit = cache_find(&s->cache, &q);
+        if (hit && energy(s, hit) <= s->walk_e)
+            break;
+        rng_unit(&r);
+        if (!hit && !cache_find(&s->spec, &q) && !guessed(s, &q))
+            s->guess[s->n_guess++] = q;
+    }
+}
+
+/* A round (search.h) for plan p: the guesses, this process's simulation, the gather; the
+ * results join s->spec. Returns 0, or -1 when the search must stop: the time budget
+ * (cut_by_budget set; every process returns the same) or a failure (s->failed set). */
+static int
+round_for(searcher *s, const strategy_plan *p)
+{
+    const search_par *par = s->o->par;
+    round_rec mine;
+    int rc = 0;
+    s->guess[0] = *p;
+    s->n_guess = 1;
+    if (s->walking) {
+        walk_guesses(s);
+    } else {
+        s->collect = 1;
+        seeds(s);
+        s->collect = 0;
+    }
+    memset(&mine, 0, sizeof mine);
+    mine.time_up = par->me == 0 && time_up(s);
+    if (par->me < s->n_guess && !mine.time_up) {
+        simulate_plan(s, &s->guess[par->me], &mine.c);
+        mine.has = 1;
+    }
+    s->out->rounds++;
+    if (par->allgather(par->ctx, &mine, sizeof mine, s->recs) != 0)
+        rc = s->failed = -1;
+    if (rc == 0 && s->recs[0].time_up) {
+        s->out->cut_by_budget = 1;
+        rc = -1;
+    }
+    for (int q = 0; rc == 0 && q < par->nprocs; q++)
+        if (s->recs[q].has && !cache_add(&s->spec, &s->recs[q].c))
+            rc = s->failed = -1;
+    if (rc != 0)
+        s->stop = 1;
+    return rc;
+}
+
+/* Evaluates p (or finds it in the cache; shared, takes its result from a round).
+ * Returns the candidate, or NULL when out of memory or when the search must stop. */
 static const search_candidate *
 evaluate(searcher *s, const strategy_plan *plan)
 {
-    strategy_plan fixed = *plan; /* the plan with the first bucket the framework keeps */
+    strategy_plan fixed = fixed_plan(s, plan);
     const strategy_plan *p = &fixed;
-    if (s->first_cap >= 0 && fixed.bucket_cap >= 0)
-        fixed.first_cap = (int8_t)s->first_cap;
+    if (s->collect)
+        return collect(s, p);
     s->out->proposals++;
     search_candidate *hit = cache_find(&s->cache, p);
     if (hit)
@@ -182,20 +317,31 @@ evaluate(searcher *s, const strategy_plan *plan)
         s->stop = 1;
         return NULL;
     }
-    if (s->o->budget_s > 0 && now_s() - s->t0 > s->o->budget_s) {
+    const search_candidate *got = NULL;
+    search_candidate c;
+    int shared = s->o->par && s->o->par->nprocs > 1 && !s->alone;
+    if (shared) {
+        got = cache_find(&s->spec, p);
+        if (!got && round_for(s, p) == 0)
+            got = cache_find(&s->spec, p);
+        if (!got) {
+            s->stop = 1;
+            return NULL;
+        }
+        c = *got;
+    } else if (time_up(s)) {
         s->stop = 1;
         s->out->cut_by_budget = 1;
         return NULL;
+    } else {
+        simulate_plan(s, p, &c);
     }
-    search_candidate c;
-    memset(&c, 0, sizeof c);
-    c.plan = *p;
-    if (strategy_evaluate(s->w, p, &s->res, &c.eval) != 0)
-        c.eval.iter_ns = -1;
-    c.feasible = feasible(s, &c.eval);
     s->out->evaluations++;
     progress(s, 0);
-    return cache_add(&s->cache, &c);
+    const search_candidate *added = cache_add(&s->cache, &c);
+    if (!added && shared)
+        s->failed = s->stop = 1;
+    return added;
 }
 
 /* Critical-path shares of the baseline (res holds its simulation). */
@@ -297,8 +443,8 @@ seed_recompute(searcher *s, strategy_plan p)
         used[best] = 1;
         strategy_set_recompute(&p, best, 1);
         const search_candidate *c = evaluate(s, &p);
-        if (!c || c->feasible)
-            break;
+        if ((!c && !s->collect) || (c && c->feasible))
+            break; /* listing (collect), an unknown step goes on as if over the budget */
     }
     free(used);
 }
@@ -361,9 +507,9 @@ seeds(searcher *s)
     }
 }
 
-/* One random move from p (the knob chosen by the critical-path weights). */
+/* One random move from cur (the knob chosen by the critical-path weights), drawn from r. */
 static strategy_plan
-propose(searcher *s, const strategy_plan *cur, int over_budget)
+propose(searcher *s, rng *r, const strategy_plan *cur, int over_budget)
 {
     workload *w = s->w;
     unsigned fam = s->o->families;
@@ -390,7 +536,7 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
         tot += wt[i];
     if (tot <= 0)
         return p;
-    double x = rng_unit(&s->rng) * tot;
+    double x = rng_unit(r) * tot;
     int move = 0;
     while (move < 7 && x >= wt[move]) {
         x -= wt[move];
@@ -404,7 +550,7 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
         p.cuda_graph ^= 1;
         break;
     case 2: {
-        int step = (int)(rng_next(&s->rng) % 5) - 2; /* -2..2 */
+        int step = (int)(rng_next(r) % 5) - 2; /* -2..2 */
         int c = (p.bucket_cap < 0 ? strategy_n_bucket_caps / 2 : p.bucket_cap) + step;
         if (c < -1)
             c = -1;
@@ -419,7 +565,7 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
     }
     case 3:
         if (p.bucket_cap >= 0) {
-            int f = p.first_cap + ((rng_next(&s->rng) & 1) ? 1 : -1);
+            int f = p.first_cap + ((rng_next(r) & 1) ? 1 : -1);
             if (f >= 0 && f < strategy_n_bucket_caps)
                 p.first_cap = (int8_t)f;
         }
@@ -430,10 +576,10 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
             w->layers.n_layers < STRATEGY_MAX_LAYERS ? w->layers.n_layers : STRATEGY_MAX_LAYERS;
         if (L <= 0)
             break;
-        int32_t l = (int32_t)(rng_next(&s->rng) % (uint64_t)L);
+        int32_t l = (int32_t)(rng_next(r) % (uint64_t)L);
         if (!strategy_recomputes(&p, l)) {
             /* two draws, keep the more valuable one */
-            int32_t l2 = (int32_t)(rng_next(&s->rng) % (uint64_t)L);
+            int32_t l2 = (int32_t)(rng_next(r) % (uint64_t)L);
             if (!strategy_recomputes(&p, l2) && s->layer_value[l2] > s->layer_value[l])
                 l = l2;
         }
@@ -450,7 +596,7 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
         int i = 0;
         while (i < s->n_accum_ok && strategy_accum_steps[s->accum_ok[i]] != p.accum_k)
             i++;
-        i += (rng_next(&s->rng) & 1) ? 1 : -1;
+        i += (rng_next(r) & 1) ? 1 : -1;
         if (i >= 0 && i < s->n_accum_ok)
             p.accum_k = strategy_accum_steps[s->accum_ok[i]];
         break;
@@ -477,7 +623,10 @@ anneal(searcher *s)
         double progress_frac = (double)s->out->evaluations / (double)budget;
         double temp = t_start * (1.0 - progress_frac) + 1e-9;
         strategy_plan cur_plan = s->cache.items[cur].plan;
-        strategy_plan p = propose(s, &cur_plan, !s->cache.items[cur].feasible);
+        strategy_plan p = propose(s, &s->rng, &cur_plan, !s->cache.items[cur].feasible);
+        s->walking = 1;
+        s->walk_cur = cur;
+        s->walk_e = cur_e;
         int64_t before = s->out->evaluations;
         const search_candidate *c = evaluate(s, &p);
         if (!c)
@@ -604,7 +753,15 @@ search_run(workload *w, const search_options *o, search_result *out)
     int rc = -1;
     strategy_plan base;
     strategy_plan_baseline(&base);
+    int np = opts.par ? opts.par->nprocs : 1;
+    s.guess = calloc((size_t)np, sizeof *s.guess);
+    s.recs = calloc((size_t)np, sizeof *s.recs);
+    if (!s.guess || !s.recs)
+        goto out;
+    /* the baseline on every process: its simulation gives the critical-path shares */
+    s.alone = 1;
     const search_candidate *b = evaluate(&s, &base);
+    s.alone = 0;
     if (!b || b->eval.iter_ns <= 0)
         goto out;
     out->baseline = *b;
@@ -614,13 +771,17 @@ search_run(workload *w, const search_options *o, search_result *out)
     seeds(&s);
     anneal(&s);
     progress(&s, 1);
-    if (pick_top(&s) != 0)
+    if (s.failed || pick_top(&s) != 0)
         goto out;
     rc = 0;
 out:
     out->elapsed_s = now_s() - s.t0;
     free(s.cache.items);
     free(s.cache.slots);
+    free(s.spec.items);
+    free(s.spec.slots);
+    free(s.guess);
+    free(s.recs);
     free(s.layer_value);
     sim_result_free(&s.res);
     /* leave the working graph on the best plan (for a timeline export) */
