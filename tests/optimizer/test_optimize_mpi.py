@@ -6,8 +6,9 @@ jitter) are optimized by `mpirun --oversubscribe -n P dpro-optimize --mpi DIR --
 --seed S --max-evals N` with P = 2, 3 and 4 (N and the rounds' plans not multiples of
 P), and the JSON must be the single-process dpro-optimize's field by field, the search's
 two timing keys (search_s, evaluations_per_s) aside; the strategies list byte for byte.
-A --memory-budget run (the budget below the baseline's predicted peak, where the job has
-an allocation trace; else 1 GiB) is compared the same way. Each run must also
+A --memory-budget run on ddp-sim (3 ranks on tests/simgpu under the collector: an
+allocation trace; the baseline's peak over the budget) is compared the same way
+(skipped without tests/simgpu, saying so). Each run must also
 have been shared: every process logs (DPRO_LOG=info) its simulations and the rounds, the
 rounds are fewer than the evaluations, and every process simulated some; every process
 read its share of the traces and received the graph.
@@ -27,7 +28,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "replay"))
-from replay_testlib import BUILD, SKIP, check, exit_status  # noqa: E402
+from replay_testlib import (BUILD, COLLECTOR, DDP_SIM, DPRO_RUN, LIBDIR, SIMRUN, SKIP,  # noqa: E402
+                            check, collector_records, exit_status, missing, traced_env)
 from test_replay_mpi import ENV, configured_without_mpi, diff, mpi_built  # noqa: E402
 
 OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
@@ -94,7 +96,7 @@ def bad_share(tmp):
     d = os.path.join(tmp, "bad")
     subprocess.run([GEN, d, "--ranks", "4", "--iters", "6"], check=True,
                    stdout=subprocess.DEVNULL)
-    files = sorted(f for f in os.listdir(d) if f.endswith(".sqlite") or f.endswith(".db"))
+    files = sorted(f for f in os.listdir(d) if f.endswith(".dpro"))
     check(len(files) == 4, "bad: gen_traces wrote 4 rank files (%s)" % files)
     if len(files) != 4:
         return
@@ -115,6 +117,27 @@ def bad_share(tmp):
           "with a message naming %s" % (one.returncode, r.returncode, files[-1]))
     if files[-1] not in err:
         print(err[-1500:])
+
+
+def memory_budget(tmp):
+    """ddp-sim with an allocation trace (3 ranks on the simulated device), under a memory
+    budget only recomputation and accumulation meet."""
+    if missing((COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM)):
+        print("skip (part): no tests/simgpu (CUDA headers): no --memory-budget job")
+        return
+    d = os.path.join(tmp, "memory")
+    collector_records(d, [SIMRUN, "-n", "3", "--", DDP_SIM, "--preset", "resnet50", "--layers",
+                          "4", "--batch", "32", "--iterations", "6", "--warmup", "1"],
+                      traced_env(SIMRUN_SIMGPU_LIBDIR=LIBDIR))
+    for n in (2, 3):
+        one = compare("memory", d, n, ["--max-evals", "37", "--memory-budget", "500M",
+                                       "--strategies", "memory", "--batch", "32"])
+        if one is not None:
+            check(one["baseline_peak_memory_bytes"] and not one["baseline_fits_budget"]
+                  and one["strategies"] and one["strategies"][0]["peak_memory_bytes"] <= 500 << 20,
+                  "memory -n %d: the baseline's peak (%s B) is over the budget and the best plan "
+                  "fits it (%s)" % (n, one["baseline_peak_memory_bytes"],
+                                    [x["kind"] for x in one["strategies"]]))
 
 
 def main():
@@ -146,11 +169,8 @@ def main():
         d = os.path.join(tmp, "jitter")
         subprocess.run([BENCH_SCALE, "gen", d, "16", "2000", "8"], check=True,
                        stdout=subprocess.DEVNULL)
-        base = compare("jitter", d, 3, ["--max-evals", "40"])
-        if base is not None:
-            peak = base.get("baseline_peak_memory_bytes")
-            budget = str(int(peak * 0.9)) if peak else "1G"
-            compare("jitter", d, 4, ["--max-evals", "40", "--memory-budget", budget])
+        compare("jitter", d, 3, ["--max-evals", "40"])
+        memory_budget(tmp)
         bad_share(tmp)
     return exit_status()
 
