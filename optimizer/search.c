@@ -238,25 +238,47 @@ collect(searcher *s, const strategy_plan *p)
 static void seeds(searcher *s);
 static strategy_plan propose(searcher *s, rng *r, const strategy_plan *cur, int over_budget);
 
-/* The walk's next plans if every proposal from walk_cur were rejected (the plan being
- * asked for included), into the guesses: a proposal already evaluated that the walk
- * would take ends the guess. */
+/* The annealing's temperature after evals evaluations: falling from 2 % of the baseline
+ * to none at the last evaluation allowed. */
+static double
+walk_temp(const searcher *s, int64_t evals)
+{
+    double t_start = 0.02 * s->out->baseline.eval.iter_ns;
+    return t_start * (1.0 - (double)evals / (double)s->max_evals) + 1e-9;
+}
+
+/* The walk's next plans not yet evaluated, into the guesses: the walk from walk_cur
+ * replayed on a copy of the random state, each plan not yet evaluated (the one asked for
+ * first) taken as rejected, every plan whose result is known (cached, or gathered in a
+ * round) accepted or rejected as the walk will. */
 static void
 walk_guesses(searcher *s)
 {
     rng r = s->rng;
     const search_candidate *cur = &s->cache.items[s->walk_cur];
-    strategy_plan cur_plan = cur->plan;
-    int over = !cur->feasible, W = s->o->par->nprocs;
+    double cur_e = s->walk_e;
+    int64_t evals = s->out->evaluations + 1; /* the plan asked for */
+    int W = s->o->par->nprocs;
     rng_unit(&r); /* the draw that rejects the plan asked for */
-    for (int tries = 0; tries < 64 * W && s->n_guess < W; tries++) {
-        strategy_plan q = propose(s, &r, &cur_plan, over);
+    for (int tries = 0; tries < 1024 * W && s->n_guess < W; tries++) {
+        double temp = walk_temp(s, evals);
+        strategy_plan from = cur->plan;
+        strategy_plan q = propose(s, &r, &from, !cur->feasible);
         q = fixed_plan(s, &q);
-        const search_candidate *hit = cache_find(&s->cache, &q);
-        if (hit && energy(s, hit) <= s->walk_e)
-            break;
+        const search_candidate *known = cache_find(&s->cache, &q);
+        if (!known && (known = cache_find(&s->spec, &q)) != NULL)
+            evals++; /* the walk will count it when it takes it */
+        if (known) {
+            double e = energy(s, known);
+            if (e <= cur_e || rng_unit(&r) < exp(-(e - cur_e) / temp)) {
+                cur = known;
+                cur_e = e;
+            }
+            continue;
+        }
         rng_unit(&r);
-        if (!hit && !cache_find(&s->spec, &q) && !guessed(s, &q))
+        evals++;
+        if (!guessed(s, &q))
             s->guess[s->n_guess++] = q;
     }
 }
@@ -616,12 +638,10 @@ anneal(searcher *s)
     if (cur < 0)
         return;
     double cur_e = energy(s, &s->cache.items[cur]);
-    double t_start = 0.02 * s->out->baseline.eval.iter_ns;
     int64_t budget = s->max_evals;
     int64_t misses = 0;
     while (!s->stop && misses < 50 * budget) {
-        double progress_frac = (double)s->out->evaluations / (double)budget;
-        double temp = t_start * (1.0 - progress_frac) + 1e-9;
+        double temp = walk_temp(s, s->out->evaluations);
         strategy_plan cur_plan = s->cache.items[cur].plan;
         strategy_plan p = propose(s, &s->rng, &cur_plan, !s->cache.items[cur].feasible);
         s->walking = 1;

@@ -20,11 +20,12 @@
  * Shared over P processes (search_options.par; search_mpi.h gives MPI's transport), every
  * process runs the same walk, and the simulations are dealt out in rounds: a plan not yet
  * evaluated opens a round holding it and up to P - 1 guesses of the next plans the walk
- * will ask for (the seeds not yet evaluated; during the annealing, the proposals that
- * follow if each one is rejected, the usual fate of a move once the temperature is
- * low), process p simulates the round's p-th plan, and one gather hands every result to
- * every process. The walk takes a result when it asks for that plan (a guess it never asks
- * for is never counted or listed), so the plans, their order and the winners are the single
+ * will ask for (the seeds not yet evaluated; during the annealing, the walk replayed
+ * on a copy of its random state, each plan not yet evaluated taken as rejected, the usual
+ * fate of a move once the temperature is low, each plan already evaluated accepted or
+ * rejected as the walk will), process p simulates the round's p-th plan, and one gather hands every
+ * result to every process. The walk takes a result when it asks for that plan (a guess it never
+ * asks for is never counted or listed), so the plans, their order and the winners are the single
  * process's for any P (strategy_evaluate depends on the plan alone); only the time budget
  * cuts differently: process 0's clock is read once a round, and a round is finished
  * whole.
