@@ -14,8 +14,9 @@ rounds are at most 1.5 x evaluations / P + 2 (the guesses of the next plans most
 right), and every process simulated some; every process
 read its share of the traces and received the graph.
 
-A trace that cannot be read in the share of the last process ends every process with a
-message naming the file and a non-zero status, within the test's timeout (no hang).
+A trace whose events cannot be read (its batches damaged, its header whole), in the share
+of the last process, ends every process with a message naming the file and a non-zero
+status, within the test's timeout (no hang).
 
 Skips only when MPI is really unavailable (as test_replay_mpi.py: configure found none
 and there is no mpicc, or configure was told --without-mpi).
@@ -24,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -95,7 +97,8 @@ def compare(name, d, nprocs, extra):
 
 
 def bad_share(tmp):
-    """A rank file in the last process's share that is not a trace: every process ends."""
+    """A rank file in the last process's share whose events cannot be read: every process
+    ends."""
     d = os.path.join(tmp, "bad")
     subprocess.run([GEN, d, "--ranks", "4", "--iters", "6"], check=True,
                    stdout=subprocess.DEVNULL)
@@ -103,10 +106,12 @@ def bad_share(tmp):
     check(len(files) == 4, "bad: gen_traces wrote 4 rank files (%s)" % files)
     if len(files) != 4:
         return
-    victim = os.path.join(d, files[-1])
-    with open(victim, "r+b") as f:
-        f.seek(0)
-        f.write(b"this is not a trace" * 8)
+    # its events damaged, its header and tables whole: every process opens it, only the
+    # process whose share holds rank 3 reads the events and meets the damage
+    con = sqlite3.connect(os.path.join(d, files[-1]))
+    con.execute("UPDATE batches SET data = randomblob(length(data))")
+    con.commit()
+    con.close()
     one = subprocess.run([OPTIMIZE, d, "--json", "--max-evals", "20"], capture_output=True,
                          env=ENV, timeout=300)
     try:
