@@ -15,3 +15,10 @@ optimizer_libdproopt_la_SOURCES = \
 optimizer_libdproopt_la_CFLAGS = $(AM_CFLAGS) -O2
 optimizer_libdproopt_la_LIBADD = replay/libdproreplay.la $(DPROTRACE_LINK) \
 	common/libdprocommon.la $(LIBM)
+# The search shared over an MPI job (dpro-optimize --mpi; search_mpi.h), only with MPI.
+if HAVE_MPI
+noinst_LTLIBRARIES += optimizer/libdproptmpi.la
+optimizer_libdproptmpi_la_SOURCES = optimizer/search_mpi.c optimizer/search_mpi.h
+optimizer_libdproptmpi_la_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) -O2
+optimizer_libdproptmpi_la_LIBADD = optimizer/libdproopt.la replay/libdprompi.la $(MPI_LIBS)
+endif

@@ -125,7 +125,27 @@ typedef struct searcher {
                           * plan's cap (search_options: first_bucket_follows) */
     double *layer_value; /* memory freed per ns recomputed, per layer */
     int stop;
+    int failed; /* shared: a gather failed, or out of memory here (the processes' walks
+                   would part: the caller must end them all) */
+    /* shared search (search.h): the results of rounds not yet asked for, the guesses
+     * of the round being made (guess[0] the plan asked for), the gathered results */
+    plan_cache spec;
+    int collect; /* 1: seeds() only lists the plans it would evaluate into guess */
+    int alone;   /* 1: evaluate without a round (the baseline, on every process) */
+    int walking; /* 1: the annealing walks from walk_cur (energy walk_e) */
+    int64_t walk_cur;
+    double walk_e;
+    strategy_plan *guess;
+    int n_guess;
+    struct round_rec *recs;
 } searcher;
+
+/* One process's part of a round, as gathered. */
+typedef struct round_rec {
+    search_candidate c;
+    int32_t has;     /* c holds a simulated plan */
+    int32_t time_up; /* process 0: the time budget is spent */
+} round_rec;
 
 static int
 feasible(const searcher *s, const strategy_eval *e)
@@ -166,17 +186,155 @@ progress(searcher *s, int final)
     fflush(stderr);
 }
 
-/* Evaluates p (or finds it in the cache). Returns the candidate, or NULL when out of
- * memory or when the search must stop. */
+/* The plan p as evaluated: with the first bucket the framework keeps, or the plan's cap
+ * when the framework's one knob sets both (search_options: first_bucket_follows). */
+static strategy_plan
+fixed_plan(const searcher *s, const strategy_plan *p)
+{
+    strategy_plan f = *p;
+    if (s->first_cap >= 0 && f.bucket_cap >= 0)
+        f.first_cap = (int8_t)s->first_cap;
+    else if (s->o->first_bucket_follows && f.bucket_cap >= 0)
+        f.first_cap = f.bucket_cap;
+    return f;
+}
+
+/* Simulates plan p into *c (iter_ns -1 when it cannot be simulated). */
+static void
+simulate_plan(searcher *s, const strategy_plan *p, search_candidate *c)
+{
+    memset(c, 0, sizeof *c);
+    c->plan = *p;
+    if (strategy_evaluate(s->w, p, &s->res, &c->eval) != 0)
+        c->eval.iter_ns = -1;
+    c->feasible = feasible(s, &c->eval);
+    s->out->simulated_here++;
+}
+
+static int
+time_up(const searcher *s)
+{
+    return s->o->budget_s > 0 && now_s() - s->t0 > s->o->budget_s;
+}
+
+static int
+guessed(const searcher *s, const strategy_plan *p)
+{
+    int found = 0;
+    for (int i = 0; i < s->n_guess && !found; i++)
+        found = !memcmp(&s->guess[i], p, sizeof *p);
+    return found;
+}
+
+/* Collect mode (seeds() listing its plans): p joins the guesses when it is known nowhere
+ * and there is room. Returns what is known of p (a cached or gathered result) or NULL. */
+static const search_candidate *
+collect(searcher *s, const strategy_plan *p)
+{
+    const search_candidate *known = cache_find(&s->cache, p);
+    if (!known)
+        known = cache_find(&s->spec, p);
+    if (!known && s->n_guess < s->o->par->nprocs && !guessed(s, p))
+        s->guess[s->n_guess++] = *p;
+    return known;
+}
+
+static void seeds(searcher *s);
+static strategy_plan propose(searcher *s, rng *r, const strategy_plan *cur, int over_budget);
+
+/* The annealing's temperature after evals evaluations: falling from 2 % of the baseline
+ * to none at the last evaluation allowed. */
+static double
+walk_temp(const searcher *s, int64_t evals)
+{
+    double t_start = 0.02 * s->out->baseline.eval.iter_ns;
+    return t_start * (1.0 - (double)evals / (double)s->max_evals) + 1e-9;
+}
+
+/* The walk's next plans not yet evaluated, into the guesses: the walk from walk_cur
+ * replayed on a copy of the random state, each plan not yet evaluated (the one asked for
+ * first) taken as rejected, every plan whose result is known (cached, or gathered in a
+ * round) accepted or rejected as the walk will. */
+static void
+walk_guesses(searcher *s)
+{
+    rng r = s->rng;
+    const search_candidate *cur = &s->cache.items[s->walk_cur];
+    double cur_e = s->walk_e;
+    int64_t evals = s->out->evaluations + 1; /* the plan asked for */
+    int W = s->o->par->nprocs;
+    rng_unit(&r); /* the draw that rejects the plan asked for */
+    for (int tries = 0; tries < 1024 * W && s->n_guess < W; tries++) {
+        double temp = walk_temp(s, evals);
+        strategy_plan from = cur->plan;
+        strategy_plan q = propose(s, &r, &from, !cur->feasible);
+        q = fixed_plan(s, &q);
+        const search_candidate *known = cache_find(&s->cache, &q);
+        if (!known && (known = cache_find(&s->spec, &q)) != NULL)
+            evals++; /* the walk will count it when it takes it */
+        if (known) {
+            double e = energy(s, known);
+            if (e <= cur_e || rng_unit(&r) < exp(-(e - cur_e) / temp)) {
+                cur = known;
+                cur_e = e;
+            }
+            continue;
+        }
+        rng_unit(&r);
+        evals++;
+        if (!guessed(s, &q))
+            s->guess[s->n_guess++] = q;
+    }
+}
+
+/* A round (search.h) for plan p: the guesses, this process's simulation, the gather; the
+ * results join s->spec. Returns 0, or -1 when the search must stop: the time budget
+ * (cut_by_budget set; every process returns the same) or a failure (s->failed set). */
+static int
+round_for(searcher *s, const strategy_plan *p)
+{
+    const search_par *par = s->o->par;
+    round_rec mine;
+    int rc = 0;
+    s->guess[0] = *p;
+    s->n_guess = 1;
+    if (s->walking) {
+        walk_guesses(s);
+    } else {
+        s->collect = 1;
+        seeds(s);
+        s->collect = 0;
+    }
+    memset(&mine, 0, sizeof mine);
+    mine.time_up = par->me == 0 && time_up(s);
+    if (par->me < s->n_guess && !mine.time_up) {
+        simulate_plan(s, &s->guess[par->me], &mine.c);
+        mine.has = 1;
+    }
+    s->out->rounds++;
+    if (par->allgather(par->ctx, &mine, sizeof mine, s->recs) != 0)
+        rc = s->failed = -1;
+    if (rc == 0 && s->recs[0].time_up) {
+        s->out->cut_by_budget = 1;
+        rc = -1;
+    }
+    for (int q = 0; rc == 0 && q < par->nprocs; q++)
+        if (s->recs[q].has && !cache_add(&s->spec, &s->recs[q].c))
+            rc = s->failed = -1;
+    if (rc != 0)
+        s->stop = 1;
+    return rc;
+}
+
+/* Evaluates p (or finds it in the cache; shared, takes its result from a round).
+ * Returns the candidate, or NULL when out of memory or when the search must stop. */
 static const search_candidate *
 evaluate(searcher *s, const strategy_plan *plan)
 {
-    strategy_plan fixed = *plan; /* the plan with the first bucket the framework keeps */
+    strategy_plan fixed = fixed_plan(s, plan);
     const strategy_plan *p = &fixed;
-    if (s->first_cap >= 0 && fixed.bucket_cap >= 0)
-        fixed.first_cap = (int8_t)s->first_cap;
-    else if (s->o->first_bucket_follows && fixed.bucket_cap >= 0)
-        fixed.first_cap = fixed.bucket_cap;
+    if (s->collect)
+        return collect(s, p);
     s->out->proposals++;
     search_candidate *hit = cache_find(&s->cache, p);
     if (hit)
@@ -185,20 +343,31 @@ evaluate(searcher *s, const strategy_plan *plan)
         s->stop = 1;
         return NULL;
     }
-    if (s->o->budget_s > 0 && now_s() - s->t0 > s->o->budget_s) {
+    const search_candidate *got = NULL;
+    search_candidate c;
+    int shared = s->o->par && s->o->par->nprocs > 1 && !s->alone;
+    if (shared) {
+        got = cache_find(&s->spec, p);
+        if (!got && round_for(s, p) == 0)
+            got = cache_find(&s->spec, p);
+        if (!got) {
+            s->stop = 1;
+            return NULL;
+        }
+        c = *got;
+    } else if (time_up(s)) {
         s->stop = 1;
         s->out->cut_by_budget = 1;
         return NULL;
+    } else {
+        simulate_plan(s, p, &c);
     }
-    search_candidate c;
-    memset(&c, 0, sizeof c);
-    c.plan = *p;
-    if (strategy_evaluate(s->w, p, &s->res, &c.eval) != 0)
-        c.eval.iter_ns = -1;
-    c.feasible = feasible(s, &c.eval);
     s->out->evaluations++;
     progress(s, 0);
-    return cache_add(&s->cache, &c);
+    const search_candidate *added = cache_add(&s->cache, &c);
+    if (!added && shared)
+        s->failed = s->stop = 1;
+    return added;
 }
 
 /* Critical-path shares of the baseline (res holds its simulation). */
@@ -300,8 +469,8 @@ seed_recompute(searcher *s, strategy_plan p)
         used[best] = 1;
         strategy_set_recompute(&p, best, 1);
         const search_candidate *c = evaluate(s, &p);
-        if (!c || c->feasible)
-            break;
+        if ((!c && !s->collect) || (c && c->feasible))
+            break; /* listing (collect), an unknown step goes on as if over the budget */
     }
     free(used);
 }
@@ -364,9 +533,9 @@ seeds(searcher *s)
     }
 }
 
-/* One random move from p (the knob chosen by the critical-path weights). */
+/* One random move from cur (the knob chosen by the critical-path weights), drawn from r. */
 static strategy_plan
-propose(searcher *s, const strategy_plan *cur, int over_budget)
+propose(searcher *s, rng *r, const strategy_plan *cur, int over_budget)
 {
     workload *w = s->w;
     unsigned fam = s->o->families;
@@ -393,7 +562,7 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
         tot += wt[i];
     if (tot <= 0)
         return p;
-    double x = rng_unit(&s->rng) * tot;
+    double x = rng_unit(r) * tot;
     int move = 0;
     while (move < 7 && x >= wt[move]) {
         x -= wt[move];
@@ -407,7 +576,7 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
         p.cuda_graph ^= 1;
         break;
     case 2: {
-        int step = (int)(rng_next(&s->rng) % 5) - 2; /* -2..2 */
+        int step = (int)(rng_next(r) % 5) - 2; /* -2..2 */
         int c = (p.bucket_cap < 0 ? strategy_n_bucket_caps / 2 : p.bucket_cap) + step;
         if (c < -1)
             c = -1;
@@ -422,7 +591,7 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
     }
     case 3:
         if (p.bucket_cap >= 0) {
-            int f = p.first_cap + ((rng_next(&s->rng) & 1) ? 1 : -1);
+            int f = p.first_cap + ((rng_next(r) & 1) ? 1 : -1);
             if (f >= 0 && f < strategy_n_bucket_caps)
                 p.first_cap = (int8_t)f;
         }
@@ -433,10 +602,10 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
             w->layers.n_layers < STRATEGY_MAX_LAYERS ? w->layers.n_layers : STRATEGY_MAX_LAYERS;
         if (L <= 0)
             break;
-        int32_t l = (int32_t)(rng_next(&s->rng) % (uint64_t)L);
+        int32_t l = (int32_t)(rng_next(r) % (uint64_t)L);
         if (!strategy_recomputes(&p, l)) {
             /* two draws, keep the more valuable one */
-            int32_t l2 = (int32_t)(rng_next(&s->rng) % (uint64_t)L);
+            int32_t l2 = (int32_t)(rng_next(r) % (uint64_t)L);
             if (!strategy_recomputes(&p, l2) && s->layer_value[l2] > s->layer_value[l])
                 l = l2;
         }
@@ -453,7 +622,7 @@ propose(searcher *s, const strategy_plan *cur, int over_budget)
         int i = 0;
         while (i < s->n_accum_ok && strategy_accum_steps[s->accum_ok[i]] != p.accum_k)
             i++;
-        i += (rng_next(&s->rng) & 1) ? 1 : -1;
+        i += (rng_next(r) & 1) ? 1 : -1;
         if (i >= 0 && i < s->n_accum_ok)
             p.accum_k = strategy_accum_steps[s->accum_ok[i]];
         break;
@@ -473,14 +642,15 @@ anneal(searcher *s)
     if (cur < 0)
         return;
     double cur_e = energy(s, &s->cache.items[cur]);
-    double t_start = 0.02 * s->out->baseline.eval.iter_ns;
     int64_t budget = s->max_evals;
     int64_t misses = 0;
     while (!s->stop && misses < 50 * budget) {
-        double progress_frac = (double)s->out->evaluations / (double)budget;
-        double temp = t_start * (1.0 - progress_frac) + 1e-9;
+        double temp = walk_temp(s, s->out->evaluations);
         strategy_plan cur_plan = s->cache.items[cur].plan;
-        strategy_plan p = propose(s, &cur_plan, !s->cache.items[cur].feasible);
+        strategy_plan p = propose(s, &s->rng, &cur_plan, !s->cache.items[cur].feasible);
+        s->walking = 1;
+        s->walk_cur = cur;
+        s->walk_e = cur_e;
         int64_t before = s->out->evaluations;
         const search_candidate *c = evaluate(s, &p);
         if (!c)
@@ -607,7 +777,15 @@ search_run(workload *w, const search_options *o, search_result *out)
     int rc = -1;
     strategy_plan base;
     strategy_plan_baseline(&base);
+    int np = opts.par ? opts.par->nprocs : 1;
+    s.guess = calloc((size_t)np, sizeof *s.guess);
+    s.recs = calloc((size_t)np, sizeof *s.recs);
+    if (!s.guess || !s.recs)
+        goto out;
+    /* the baseline on every process: its simulation gives the critical-path shares */
+    s.alone = 1;
     const search_candidate *b = evaluate(&s, &base);
+    s.alone = 0;
     if (!b || b->eval.iter_ns <= 0)
         goto out;
     out->baseline = *b;
@@ -617,13 +795,17 @@ search_run(workload *w, const search_options *o, search_result *out)
     seeds(&s);
     anneal(&s);
     progress(&s, 1);
-    if (pick_top(&s) != 0)
+    if (s.failed || pick_top(&s) != 0)
         goto out;
     rc = 0;
 out:
     out->elapsed_s = now_s() - s.t0;
     free(s.cache.items);
     free(s.cache.slots);
+    free(s.spec.items);
+    free(s.spec.slots);
+    free(s.guess);
+    free(s.recs);
     free(s.layer_value);
     sim_result_free(&s.res);
     /* leave the working graph on the best plan (for a timeline export) */

@@ -16,14 +16,37 @@
  * exceeds the budget is penalised in the walk and never reported as a winner.
  * Deterministic for a given seed as long as the time budget does not cut the walk short
  * (the result says when it did).
+ *
+ * Shared over P processes (search_options.par; search_mpi.h gives MPI's transport), every
+ * process runs the same walk, and the simulations are dealt out in rounds: a plan not yet
+ * evaluated opens a round holding it and up to P - 1 guesses of the next plans the walk
+ * will ask for (the seeds not yet evaluated; during the annealing, the walk replayed
+ * on a copy of its random state, each plan not yet evaluated taken as rejected, the usual
+ * fate of a move once the temperature is low, each plan already evaluated accepted or
+ * rejected as the walk will), process p simulates the round's p-th plan, and one gather hands every
+ * result to every process. The walk takes a result when it asks for that plan (a guess it never
+ * asks for is never counted or listed), so the plans, their order and the winners are the single
+ * process's for any P (strategy_evaluate depends on the plan alone); only the time budget
+ * cuts differently: process 0's clock is read once a round, and a round is finished
+ * whole.
  */
 #ifndef DPRO_OPTIMIZER_SEARCH_H
 #define DPRO_OPTIMIZER_SEARCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "optimizer/strategy.h"
 #include "optimizer/workload.h"
+
+/* How the processes of a shared search talk (see above; search_mpi.h gives MPI's). */
+typedef struct search_par {
+    int me, nprocs; /* this process and how many share the search */
+    void *ctx;
+    /* Every process gives n bytes of mine; all (nprocs x n bytes) receives process p's at
+     * p x n, the same on every process (MPI_Allgather). Returns 0 or -1. */
+    int (*allgather)(void *ctx, const void *mine, size_t n, void *all);
+} search_par;
 
 typedef struct search_options {
     uint64_t seed;
@@ -44,6 +67,9 @@ typedef struct search_options {
     int no_capture;           /* 1: no plan captures the step in a CUDA graph */
     double first_bucket_mb;   /* > 0: the first bucket stays this size (no knob for it) */
     int first_bucket_follows; /* 1: the first bucket takes the plan's cap (one knob for both) */
+    const search_par *par;    /* NULL: this process searches alone; else shared (see above);
+                                 every process of par must call search_run with the same w
+                                 and options */
 } search_options;
 
 typedef struct search_candidate {
@@ -59,7 +85,10 @@ typedef struct search_result {
     int64_t evaluations; /* simulations run */
     int64_t proposals;   /* plans looked at, cache hits included */
     double elapsed_s;
-    int cut_by_budget; /* the time budget ended the walk */
+    int cut_by_budget;      /* the time budget ended the walk */
+    int64_t simulated_here; /* simulations this process ran (shared: its part of every
+                               round, guesses never asked for included) */
+    int64_t rounds;         /* shared: rounds of simulations (gathers) */
     /* baseline critical path shares (fractions of its length) */
     double cp_host, cp_short_kernels, cp_collectives, cp_other;
 } search_result;

@@ -114,6 +114,9 @@ typedef struct strategy_plan {
     uint8_t accum_k;    /* micro-batches per step (1: none) */
     uint8_t fsdp_keep;  /* FSDP: parameters kept unsharded after the forward */
     uint8_t prefetch;   /* FSDP: all-gathers issued one unit ahead */
+    uint8_t zero;       /* always 0: the byte before recompute, named so that no padding
+                           is left undefined (plans are hashed and compared as bytes, and
+                           handed between processes, search.h) */
     uint64_t recompute[STRATEGY_MAX_LAYERS / 64]; /* layers recomputed */
 } strategy_plan;
 

@@ -33,7 +33,7 @@ replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(ZLI
 if HAVE_MPI
 noinst_LTLIBRARIES += replay/libdprompi.la
 replay_libdprompi_la_SOURCES = replay/mpi_sim.c replay/mpi_graph.c replay/mpi_share.c \
-	replay/mpi_sim.h
+	replay/mpi_sim.h replay/mpi_open.c replay/mpi_open.h
 replay_libdprompi_la_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) -O2
 replay_libdprompi_la_LIBADD = replay/libdproreplay.la $(MPI_LIBS)
 endif

@@ -4,6 +4,11 @@
  *
  * Exit status: 0 ok, 1 bad input (no traces, a trace file not read whole unless --partial,
  * nothing to simulate, --chrome FILE refused or not written), 2 usage.
+ *
+ * With --mpi (mpirun -n P dpro-optimize --mpi DIR): every process reads its share of the
+ * traces and holds the graph process 0 prepares (replay/mpi_open.h), the workload's
+ * other inputs come from process 0 (optimizer/search_mpi.h), the search's simulations
+ * are dealt out in rounds (search.h); process 0 prints the report, the others nothing.
  */
 #define PR_FMT "dpro-optimize"
 #include <errno.h>
@@ -23,11 +28,15 @@
 #include "optimizer/partition.h"
 #include "optimizer/profile.h"
 #include "optimizer/search.h"
+#include "optimizer/search_mpi.h"
 #include "optimizer/strategy.h"
 #include "optimizer/workload.h"
 #include "replay/chrome.h"
 #include "replay/inputs.h"
+#include "replay/mpi_open.h"
+#include "replay/mpi_sim.h"
 #include "replay/replay.h"
+#include "tools/dpro-optimize.h"
 
 static void
 usage(FILE *f)
@@ -81,6 +90,11 @@ usage(FILE *f)
                "                            instead of searching (PyTorch: \"bucket_cap_mb=25\n"
                "                            torch.compile checkpoint=0-3\"; ddp-sim:\n"
                "                            \"--bucket-mb 25 --fuse-small --recompute 0-3\")\n"
+               "      --mpi                 run as an MPI job (mpirun -n P dpro-optimize --mpi\n"
+               "                            DIR): P processes read shares of the traces and\n"
+               "                            share the search's simulations; process 0 prints\n"
+               "                            the report, the same as without --mpi (with\n"
+               "                            --budget-s the search is cut at other points)\n"
                "  -q, --quiet               no progress line\n" INPUTS_HELP_PARTIAL
                "  -h, --help                this help\n"
                "  -V, --version             version\n\n" INPUTS_HELP_EXIT);
@@ -185,16 +199,6 @@ parse_double(const char *s, double lo, double *out)
     return 0;
 }
 
-/* Whether the per-kernel fixed cost in use is the shortest kernel's duration rather than
- * the fitted value or the prior, which were longer (workload.c caps it). */
-static int
-fixed_capped(const workload *w, const workload_options *wo)
-{
-    double want =
-        w->fusion.fixed_fit.names > 0 ? w->fusion.fixed_fit.c0_ns : wo->kernel_fixed_us * 1000.0;
-    return w->fusion.kernel_fixed_ns < want - 0.5;
-}
-
 static void
 print_bytes(FILE *f, int64_t b)
 {
@@ -203,31 +207,6 @@ print_bytes(FILE *f, int64_t b)
     else
         fprintf(f, "%9.1f MiB", (double)b / 1048576.0);
 }
-
-/* What the command was asked. */
-typedef struct args {
-    search_options so;
-    workload_options wo;
-    replay_options ro;
-    int json, quiet, force, partial;
-    const char *chrome, *what_if, *dir;
-    const framework_profile *framework; /* --framework, else NULL: the trace's */
-} args;
-
-/* The analysis of one job, from the replay to the strategies found. */
-typedef struct state {
-    replay rp;
-    dfg work;
-    int have_work;
-    workload w;
-    sim_result base, best_sim;
-    search_result sr;
-    memest mem;
-    int32_t mem_rank;
-    double chain_ns, fused_ns;   /* strategy_fusion_summary */
-    framework_detection det;     /* the framework the trace shows */
-    const framework_profile *fw; /* the one advised for (det's or --framework) */
-} state;
 
 /* Reports a bad option value; returns the usage exit status. */
 static int
@@ -380,7 +359,8 @@ parse_workload_option(int c, const char *arg, workload_options *wo)
     return rc;
 }
 
-/* The output and command options (-j -c -q -f -h -V, --what-if, --partial, --framework);
+/* The output and command options (-j -c -q -f -h -V, --what-if, --partial, --framework,
+ * --mpi);
  * an unknown option prints the usage. Returns OPT_NEXT or the exit status. */
 static int
 parse_command_option(int c, const char *arg, args *a)
@@ -410,6 +390,14 @@ parse_command_option(int c, const char *arg, args *a)
         a->framework = framework_by_name(arg);
         if (!a->framework)
             rc = bad_value("framework", arg);
+        break;
+    case 16:
+        if (!mpisim_built()) {
+            pr_err("--mpi: this dpro-optimize was built without MPI (install libopenmpi-dev "
+                   "and openmpi-bin, then configure and build again)");
+            rc = 2;
+        }
+        a->mpi = 1;
         break;
     case 'h':
         usage(stdout);
@@ -475,6 +463,7 @@ parse_args(int argc, char **argv, args *a)
         {"fusion-model", required_argument, NULL, 13},
         {"contention", required_argument, NULL, 14},
         {"framework", required_argument, NULL, 15},
+        {"mpi", no_argument, NULL, 16},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -504,27 +493,34 @@ parse_args(int argc, char **argv, args *a)
     return rc;
 }
 
-/* Recognises the framework of st->rp's traces and sets what the search and the models take
- * from the one advised for (--framework, else the trace's). Returns 0 or -1 out of
- * memory. */
+/* Sets what the search and the models take from the framework advised for, st->fw. */
+static void
+use_framework(args *a, const state *st)
+{
+    a->wo.capture_scope = st->fw->capture_scope;
+    a->so.fw_families = st->fw->families;
+    a->so.no_capture = !st->fw->can_capture;
+    a->so.first_bucket_mb = st->fw->fixed_first_bucket_mb;
+    a->so.first_bucket_follows = st->fw->first_bucket_follows;
+}
+
+/* Recognises the framework of st->rp's traces and advises for it, or for --framework.
+ * Returns 0 or -1 out of memory. */
 static int
 choose_framework(args *a, state *st)
 {
     if (framework_detect(&st->rp.job, &st->det) != 0)
         return -1;
     st->fw = a->framework ? a->framework : st->det.fw;
-    a->wo.capture_scope = st->fw->capture_scope;
-    a->so.fw_families = st->fw->families;
-    a->so.no_capture = !st->fw->can_capture;
-    a->so.first_bucket_mb = st->fw->fixed_first_bucket_mb;
-    a->so.first_bucket_follows = st->fw->first_bucket_follows;
+    use_framework(a, st);
     return 0;
 }
 
-/* Builds the workload of st->rp: memory estimate, kernel samples, the analysis of the
- * working graph. Returns 0, 1 (the message is printed) or -1 out of memory. */
+/* What the workload takes from the replay besides the graph, on the process that holds
+ * the replay: the graph finalized, the memory estimate, the kernel samples. Returns 0, 1
+ * (the message is printed) or -1 out of memory. */
 static int
-analyze(args *a, state *st)
+prepare(args *a, state *st)
 {
     replay *rp = &st->rp;
     workload_options *wo = &a->wo;
@@ -535,13 +531,53 @@ analyze(args *a, state *st)
     }
     if (dfg_finalize(&rp->graph) != 0 || profile_estimate_memory(rp, &st->mem, &st->mem_rank) < 0)
         return -1;
-    if (dfg_clone(&st->work, &rp->graph) != 0)
-        return -1;
-    st->have_work = 1;
     ssize_t nks = profile_kernel_samples(rp, &wo->kernel_samples);
     if (nks < 0)
         return -1;
     wo->n_kernel_samples = (size_t)nks;
+    return 0;
+}
+
+/* With --mpi: prepare on process 0, agreed, and its results handed to the others, which
+ * take the framework process 0 advises for. Returns 0, 1 (said where it failed) or -1
+ * out of memory. */
+static int
+prepare_shared(args *a, state *st, int me)
+{
+    char fw[SEARCHMPI_NAME_MAX] = "";
+    int rc = me == 0 ? prepare(a, st) : 0;
+    if (rc < 0)
+        pr_err("out of memory");
+    if (!mpisim_agree(rc == 0))
+        return 1;
+    if (me == 0)
+        snprintf(fw, sizeof fw, "%s", st->fw->name);
+    if (searchmpi_share_analysis(&st->rp, &st->mem, &st->mem_rank, &a->wo, fw) != 0)
+        return -1;
+    if (st->mem_rank < 0)
+        memest_free(&st->mem);
+    if (me != 0) {
+        st->fw = framework_by_name(fw);
+        if (!st->fw)
+            return -1; /* process 0 named a profile it has: never */
+        use_framework(a, st);
+        if (dfg_finalize(&st->rp.graph) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Builds the workload of st->rp (prepared): the analysis of the working graph. Returns
+ * 0, 1 (the message is printed) or -1 out of memory. */
+static int
+analyze(args *a, state *st)
+{
+    replay *rp = &st->rp;
+    workload_options *wo = &a->wo;
+
+    if (dfg_clone(&st->work, &rp->graph) != 0)
+        return -1;
+    st->have_work = 1;
     int wrc = workload_analyze(&st->w, &st->work, &st->base, rp->iter_first, rp->iter_last,
                                &rp->model, st->mem_rank >= 0 ? &st->mem : NULL, st->mem_rank, wo);
     free(wo->kernel_samples);
@@ -629,142 +665,6 @@ write_chrome(state *st, const args *a)
     return bad;
 }
 
-static void
-print_json(const args *a, const state *st)
-{
-    const search_result *sr = &st->sr;
-    const workload *w = &st->w;
-    const replay *rp = &st->rp;
-    double base_us = sr->baseline.eval.iter_ns / 1000.0;
-    double evals_per_s = sr->elapsed_s > 0 ? (double)sr->evaluations / sr->elapsed_s : 0;
-    json_writer jw;
-    char buf[2048];
-    json_init(&jw, stdout, 0);
-    json_begin_object(&jw);
-    json_kv_double(&jw, "baseline_iter_us", base_us);
-    json_kv_double(&jw, "baseline_median_iter_us", sr->baseline.eval.median_ns / 1000.0);
-    json_key(&jw, "framework");
-    json_begin_object(&jw);
-    json_kv_string(&jw, "name", st->fw->name);
-    json_kv_string(&jw, "detected", st->det.fw->name);
-    json_kv_string(&jw, "evidence", st->det.evidence);
-    json_kv_string(&jw, "capture_scope",
-                   !st->fw->can_capture                          ? "none"
-                   : st->fw->capture_scope == WL_CAPTURE_COMPUTE ? "forward_backward_compute"
-                                                                 : "step");
-    json_key(&jw, "cannot_express");
-    if (st->fw->cannot)
-        json_string(&jw, st->fw->cannot);
-    else
-        json_null(&jw);
-    json_end_object(&jw);
-    json_kv_double(&jw, "replayed_iter_us", w->measured_iter_ns / 1000.0);
-    json_key(&jw, "baseline_peak_memory_bytes");
-    if (sr->baseline.eval.peak_bytes >= 0)
-        json_int(&jw, sr->baseline.eval.peak_bytes);
-    else
-        json_null(&jw);
-    json_key(&jw, "memory_budget_bytes");
-    if (a->so.memory_budget > 0)
-        json_int(&jw, a->so.memory_budget);
-    else
-        json_null(&jw);
-    json_kv_bool(&jw, "baseline_fits_budget", sr->baseline.feasible);
-    json_kv_int(&jw, "ranks", rp->graph.n_ranks);
-    json_kv_int(&jw, "iterations", rp->iter_last - rp->iter_first + 1);
-    json_kv_int(&jw, "evaluations", sr->evaluations);
-    json_kv_int(&jw, "proposals", sr->proposals);
-    json_kv_double(&jw, "search_s", sr->elapsed_s);
-    json_kv_double(&jw, "evaluations_per_s", evals_per_s);
-    json_kv_bool(&jw, "cut_by_budget", sr->cut_by_budget);
-    json_kv_int(&jw, "seed", (int64_t)a->so.seed);
-    json_key(&jw, "critical_path_share");
-    json_begin_object(&jw);
-    json_kv_double(&jw, "host", sr->cp_host);
-    json_kv_double(&jw, "short_kernels", sr->cp_short_kernels);
-    json_kv_double(&jw, "collectives", sr->cp_collectives);
-    json_kv_double(&jw, "other", sr->cp_other);
-    json_end_object(&jw);
-    json_key(&jw, "models");
-    json_begin_object(&jw);
-    json_kv_double(&jw, "kernel_fixed_us", w->fusion.kernel_fixed_ns / 1000.0);
-    json_kv_string(&jw, "kernel_fixed_source", w->fusion.fixed_fit.names > 0 ? "fit" : "prior");
-    json_kv_int(&jw, "kernel_fixed_names", w->fusion.fixed_fit.names);
-    json_kv_bool(&jw, "kernel_fixed_capped", fixed_capped(w, &a->wo));
-    json_kv_string(&jw, "partition_bytes",
-                   w->buckets.layer_grad ? "gradient_sizes" : "backward_time");
-    json_kv_int(&jw, "fusion_chains", w->fusion.n_chains);
-    json_kv_string(&jw, "fusion_model", w->opt.fusion_fixed ? "fixed" : "hinge");
-    json_kv_int(&jw, "kernel_hinge_names", w->fusion.n_hinges);
-    json_kv_int(&jw, "fusion_chains_hinge", w->fusion.chains_by_hinge);
-    json_kv_string(&jw, "contention_correction", w->opt.no_contention ? "off" : "on");
-    json_kv_double(&jw, "contention_compute_factor",
-                   w->contention.comp.fitted ? w->contention.comp.k : 0);
-    json_kv_double(&jw, "contention_communication_factor",
-                   w->contention.comm.fitted ? w->contention.comm.k : 0);
-    json_kv_double(&jw, "fusion_chain_kernels_us", st->chain_ns / 1000.0);
-    json_kv_double(&jw, "fusion_fused_kernels_us", st->fused_ns / 1000.0);
-    json_kv_int(&jw, "bucket_units", w->buckets.n_units);
-    json_kv_int(&jw, "layers", w->layers.n_layers);
-    json_kv_int(&jw, "recompute_sites", w->layers.n_sites);
-    json_kv_int(&jw, "repaired_event_edges", rp->repaired_edges);
-    json_kv_int(&jw, "capture_unqueued_edges", w->capture.unqueued);
-    if (w->buckets.n_units > 0 && w->buckets.coll_op < COSTMODEL_OPS) {
-        const costmodel_fit *fit = rp->model.op[w->buckets.coll_op].fitted
-                                       ? &rp->model.op[w->buckets.coll_op]
-                                       : &rp->model.all;
-        json_kv_double(&jw, "collective_alpha_us", fit->alpha_ns / 1000.0);
-        json_kv_double(&jw, "collective_beta_gbps", fit->beta_bpns);
-        json_kv_string(&jw, "collective_model",
-                       rp->model.piecewise && fit->n_segs > 0 ? "piecewise" : "alpha-beta");
-        json_kv_int(&jw, "collective_segments", fit->n_segs);
-        json_kv_int(&jw, "collective_sizes", fit->n_sizes);
-    }
-    json_end_object(&jw);
-    json_key(&jw, "unavailable");
-    json_begin_object(&jw);
-    if (w->fusion.why[0])
-        json_kv_string(&jw, "fusion", w->fusion.why);
-    if (w->buckets.why[0])
-        json_kv_string(&jw, "tensor", w->buckets.why);
-    if (w->layers.why[0])
-        json_kv_string(&jw, "memory", w->layers.why);
-    if (w->fsdp.why[0])
-        json_kv_string(&jw, "fsdp", w->fsdp.why);
-    json_end_object(&jw);
-    json_key(&jw, "strategies");
-    json_begin_array(&jw);
-    for (int32_t i = 0; i < sr->n_top; i++) {
-        const search_candidate *sc = &sr->top[i];
-        json_begin_object(&jw);
-        strategy_kind(w, &sc->plan, buf, sizeof buf);
-        json_kv_string(&jw, "kind", buf);
-        strategy_describe(w, &sc->plan, buf, sizeof buf);
-        json_kv_string(&jw, "description", buf);
-        json_key(&jw, "knobs");
-        strategy_write_knobs(w, &sc->plan, a->so.batch, st->fw, &jw);
-        st->fw->advise(w, &sc->plan, a->so.batch, buf, sizeof buf);
-        json_kv_string(&jw, "advice", buf);
-        json_kv_double(&jw, "predicted_iter_us", sc->eval.iter_ns / 1000.0);
-        json_kv_double(&jw, "predicted_median_iter_us", sc->eval.median_ns / 1000.0);
-        json_kv_double(&jw, "predicted_speedup", sr->baseline.eval.iter_ns / sc->eval.iter_ns);
-        json_key(&jw, "peak_memory_bytes");
-        if (sc->eval.peak_bytes >= 0)
-            json_int(&jw, sc->eval.peak_bytes);
-        else
-            json_null(&jw);
-        if (sc->plan.accum_k > 1) {
-            /* the k - 1 micro-batches without the all-reduces: what each one costs */
-            json_kv_double(&jw, "micro_batch_device_us", sc->eval.micro_device_ns / 1000.0);
-            json_kv_double(&jw, "micro_batch_host_us", sc->eval.micro_host_ns / 1000.0);
-        }
-        json_end_object(&jw);
-    }
-    json_end_array(&jw);
-    json_end_object(&jw);
-    fputc('\n', stdout);
-}
-
 /* The advice for plan p, one line per change, under the framework's title. */
 static void
 print_advice(const state *st, const strategy_plan *p, int32_t batch)
@@ -821,12 +721,12 @@ print_text(const args *a, const state *st)
         printf("per-kernel fixed cost: %.2f us, fitted on the launch sizes of %d (rank, "
                "kernel name) pairs%s\n",
                w->fusion.kernel_fixed_ns / 1000.0, w->fusion.fixed_fit.names,
-               fixed_capped(w, &a->wo) ? " (capped at the shortest kernel)" : "");
+               optimize_cmd_fixed_capped(w, &a->wo) ? " (capped at the shortest kernel)" : "");
     else
         printf("per-kernel fixed cost: %.2f us, the prior (--kernel-fixed-us; no kernel "
                "name with %d launch sizes to fit)%s\n",
                w->fusion.kernel_fixed_ns / 1000.0, WORKLOAD_FIT_MIN_SIZES,
-               fixed_capped(w, &a->wo) ? ", capped at the shortest kernel" : "");
+               optimize_cmd_fixed_capped(w, &a->wo) ? ", capped at the shortest kernel" : "");
     if (w->buckets.why[0])
         printf("tensor fusion unavailable: %s\n", w->buckets.why);
     else if (w->buckets.n_units > 0 && w->buckets.layer_grad)
@@ -857,44 +757,110 @@ print_text(const args *a, const state *st)
     }
 }
 
+/* The command's state for the checks of the job (check_job). */
+typedef struct checks {
+    args *a;
+    state *st;
+} checks;
+
+/* The checks of the job on the process that holds the replay (mpisim_check_fn; ctx: a
+ * checks): the traces read whole unless --partial, the framework chosen (and said, first:
+ * said even when the trace cannot be analysed), --chrome's file allowed. Returns 0 or 1
+ * (said). */
+static int
+check_job(void *ctx, replay *rp)
+{
+    checks *c = ctx;
+    int rc = inputs_check_read(rp, c->a->dir, c->a->partial);
+    if (rc == 0)
+        rc = choose_framework(c->a, c->st);
+    if (rc == 0 && !c->a->json)
+        print_framework(c->st);
+    if (rc == 0 && c->a->chrome)
+        rc = inputs_check_output(c->a->dir, c->a->chrome, c->a->force);
+    if (rc < 0)
+        pr_err("out of memory");
+    return rc ? 1 : 0;
+}
+
+/* Opens the job into st->rp (with --mpi as process me of nprocs, sh the transport of
+ * the shared reading) and prepares what the workload takes from it. Returns 0, 1 (said)
+ * or -1 out of memory. */
+static int
+open_job(args *a, state *st, int me, int nprocs, job_share *sh)
+{
+    char err[DPRO_ERRBUF_SIZE];
+    checks c = {a, st};
+    if (a->mpi)
+        return mpisim_open(a->dir, &a->ro, sh, me, nprocs, &st->rp, check_job, &c) == 0
+                   ? prepare_shared(a, st, me)
+                   : 1;
+    if (replay_open(a->dir, &a->ro, &st->rp, err, sizeof err) < 0) {
+        pr_err("%s", err);
+        return 1;
+    }
+    int rc = check_job(&c, &st->rp);
+    return rc == 0 ? prepare(a, st) : rc;
+}
+
+/* The search, with --mpi shared by the nprocs processes. Returns 0 or 1 (said); with
+ * --mpi a failure ends every process (the others may wait for this one). */
+static int
+search(args *a, state *st, int me, int nprocs)
+{
+    search_par par;
+    if (a->mpi) {
+        searchmpi_par(&par, me, nprocs);
+        a->so.par = &par;
+    }
+    int rc = search_run(&st->w, &a->so, &st->sr);
+    a->so.par = NULL;
+    if (rc != 0) {
+        pr_err("the search failed (out of memory, or the baseline cannot be simulated)");
+        if (a->mpi)
+            mpisim_abort(1);
+        return 1;
+    }
+    if (a->mpi)
+        pr_info("search shared by %d MPI processes: %lld simulations here in %lld rounds, "
+                "%lld evaluations in the search",
+                nprocs, (long long)st->sr.simulated_here, (long long)st->sr.rounds,
+                (long long)st->sr.evaluations);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
     args a;
     state st;
-    char err[DPRO_ERRBUF_SIZE];
-    int rc;
+    job_share sh;
+    int rc, me = 0, nprocs = 1;
 
     dpro_log_set_program(argv[0]);
     rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
+    if (a.mpi && mpisim_init(&argc, &argv, &me, &nprocs) != 0)
+        return 1;
+    if (me != 0)
+        a.so.progress = 0;
     memset(&st, 0, sizeof st);
     st.mem_rank = -1;
-    if (replay_open(a.dir, &a.ro, &st.rp, err, sizeof err) < 0) {
-        pr_err("%s", err);
-        return 1;
-    }
-    rc = inputs_check_read(&st.rp, a.dir, a.partial);
-    if (rc == 0)
-        rc = choose_framework(&a, &st);
-    if (rc == 0 && !a.json)
-        print_framework(&st); /* first: said even when the trace cannot be analysed */
-    if (rc == 0 && a.chrome)
-        rc = inputs_check_output(a.dir, a.chrome, a.force);
+    rc = open_job(&a, &st, me, nprocs, &sh);
     if (rc == 0)
         rc = analyze(&a, &st);
+    if (a.mpi && !mpisim_agree(rc == 0) && rc == 0)
+        rc = 1; /* another process failed (it said why) */
     if (rc == 0 && a.what_if)
         rc = evaluate_what_if(&a, &st);
-    else if (rc == 0 && search_run(&st.w, &a.so, &st.sr) != 0) {
-        pr_err("the search failed (out of memory, or the baseline cannot be simulated)");
-        rc = 1;
-    }
-    if (rc == 0 && a.chrome)
+    else if (rc == 0)
+        rc = search(&a, &st, me, nprocs);
+    if (rc == 0 && a.chrome && me == 0)
         rc = write_chrome(&st, &a);
-    if (rc == 0) {
+    if (rc == 0 && me == 0) {
         if (a.json)
-            print_json(&a, &st);
+            optimize_cmd_print_json(&a, &st);
         else
             print_text(&a, &st);
     }
@@ -907,5 +873,7 @@ main(int argc, char **argv)
     if (st.have_work)
         dfg_free(&st.work);
     replay_close(&st.rp);
+    if (a.mpi)
+        mpisim_finalize();
     return rc < 0 ? 1 : rc;
 }

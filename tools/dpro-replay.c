@@ -24,6 +24,7 @@
 #include "replay/contention.h"
 #include "replay/inputs.h"
 #include "replay/kernels.h"
+#include "replay/mpi_open.h"
 #include "replay/mpi_sim.h"
 #include "replay/replay.h"
 #include "tools/dpro-replay.h"
@@ -512,28 +513,16 @@ write_chrome(replay *rp, const replay_summary *s, const args *a)
     return status;
 }
 
-/* With --mpi and other processes: says what failed here and ends every process
- * (mpisim_abort): the others may be waiting for this one in a collective or a message. */
-static void __attribute__((noreturn)) fail_all(int me, int nprocs, const char *err)
-{
-    pr_err("process %d of %d: %s", me, nprocs, err);
-    mpisim_abort(1);
-}
-
-/* With --mpi: hands rp->graph from process 0 to the others (mpisim_share_graph). Returns 0, or -1
- * (out of memory, said on every process). */
+/* The checks of the replay before it is simulated (mpisim_check_fn; ctx: the args): the
+ * traces read whole unless --partial, --chrome's file allowed. Returns 0, or 1 (said). */
 static int
-share_graph(replay *rp, int me)
+check_replay(void *ctx, replay *rp)
 {
-    int64_t bytes;
-    if (mpisim_share_graph(&rp->graph, &bytes) != 0) {
-        pr_err("out of memory sharing the graph");
-        return -1;
-    }
-    if (me != 0)
-        pr_info("graph received from process 0: %d nodes, %lld edges, %lld bytes",
-                rp->graph.n_nodes, (long long)rp->graph.n_edges, (long long)bytes);
-    return 0;
+    const args *a = ctx;
+    return inputs_check_read(rp, a->dir, a->partial) == 0 &&
+                   (!a->chrome || inputs_check_output(a->dir, a->chrome, a->force) == 0)
+               ? 0
+               : 1;
 }
 
 /* Simulates rp->graph into rp->sim: in this process, or with --mpi over every process of
@@ -587,24 +576,14 @@ main(int argc, char **argv)
     /* with --mpi, every process reads its share of the traces, process 0 gathers them,
      * builds the graph and hands it out */
     job_share sh;
-    mpisim_job_share(&sh, me, nprocs);
+    int ok;
     if (a.mpi)
-        a.ro.share = &sh;
-    int ok = 1;
-    if (me != 0)
-        ok = replay_read_share(a.dir, &a.ro, err, sizeof err) == 0;
-    else
-        ok = replay_open(a.dir, &a.ro, &rp, err, sizeof err) == 0;
-    if (!ok && nprocs > 1)
-        fail_all(me, nprocs, err);
-    else if (!ok)
+        ok = mpisim_open(a.dir, &a.ro, &sh, me, nprocs, &rp, check_replay, &a) == 0;
+    else if (!(ok = replay_open(a.dir, &a.ro, &rp, err, sizeof err) == 0))
         pr_err("%s", err);
-    else if (me == 0)
-        ok = inputs_check_read(&rp, a.dir, a.partial) == 0 &&
-             (!a.chrome || inputs_check_output(a.dir, a.chrome, a.force) == 0);
-    if (a.mpi && !mpisim_agree(ok))
-        ok = 0; /* every process stops when process 0 cannot go on */
-    if (!ok || (a.mpi && share_graph(&rp, me) != 0))
+    else
+        ok = check_replay(&a, &rp) == 0;
+    if (!ok)
         goto out;
     if (simulate(&rp, &a) != 0 || me != 0) {
         status = me != 0 ? 0 : 1;

@@ -35,8 +35,12 @@ tools_dpro_diff_SOURCES = tools/dpro-diff.c
 tools_dpro_diff_LDADD = replay/libdproreplay.la
 
 bin_PROGRAMS += tools/dpro-optimize
-tools_dpro_optimize_SOURCES = tools/dpro-optimize.c
+tools_dpro_optimize_SOURCES = tools/dpro-optimize.c tools/dpro-optimize-json.c \
+	tools/dpro-optimize.h
 tools_dpro_optimize_LDADD = optimizer/libdproopt.la
+if HAVE_MPI
+tools_dpro_optimize_LDADD += optimizer/libdproptmpi.la
+endif
 
 # The rules the commands share (--chrome FILE, --iterations windows, --partial), on
 # synthetic traces from tests/replay/gen_traces; every long option --help lists is parsed.

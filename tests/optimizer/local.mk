@@ -32,6 +32,10 @@ dist_check_SCRIPTS += tests/optimizer/test_memest_reuse.py
 TESTS += tests/optimizer/test_memest_reuse.py
 dist_check_SCRIPTS += tests/optimizer/closed_loop.py
 TESTS += tests/optimizer/closed_loop.py
+# dpro-optimize --mpi: the JSON of mpirun -n 2 to 4 against the single process's (it skips
+# when configure found no MPI)
+dist_check_SCRIPTS += tests/optimizer/test_optimize_mpi.py
+TESTS += tests/optimizer/test_optimize_mpi.py
 endif
 
 BENCHMARKS += tests/optimizer/bench_optimizer

@@ -1,0 +1,48 @@
+/*
+ * dpro-optimize.h: what dpro-optimize's command and its --json writer share (the command is
+ * dpro-optimize.c; the writer dpro-optimize-json.c).
+ */
+#ifndef DPRO_TOOLS_DPRO_OPTIMIZE_H
+#define DPRO_TOOLS_DPRO_OPTIMIZE_H
+
+#include <stdint.h>
+
+#include "optimizer/framework.h"
+#include "optimizer/memest.h"
+#include "optimizer/search.h"
+#include "optimizer/workload.h"
+#include "replay/replay.h"
+
+/* What the command was asked. */
+typedef struct args {
+    search_options so;
+    workload_options wo;
+    replay_options ro;
+    int json, quiet, force, partial, mpi;
+    const char *chrome, *what_if, *dir;
+    const framework_profile *framework; /* --framework, else NULL: the trace's */
+} args;
+
+/* The analysis of one job, from the replay to the strategies found. */
+typedef struct state {
+    replay rp;
+    dfg work;
+    int have_work;
+    workload w;
+    sim_result base, best_sim;
+    search_result sr;
+    memest mem;
+    int32_t mem_rank;
+    double chain_ns, fused_ns;   /* strategy_fusion_summary */
+    framework_detection det;     /* the framework the trace shows */
+    const framework_profile *fw; /* the one advised for (det's or --framework) */
+} state;
+
+/* Whether the per-kernel fixed cost in use is the shortest kernel's duration rather than
+ * the fitted value or the prior, which were longer (workload.c caps it). */
+int optimize_cmd_fixed_capped(const workload *w, const workload_options *wo);
+
+/* Prints the report as JSON on stdout (the keys usage() lists). */
+void optimize_cmd_print_json(const args *a, const state *st);
+
+#endif
