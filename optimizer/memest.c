@@ -165,6 +165,79 @@ memest_build(const memest_event *ev, size_t n, const memest_phases *ph, memest *
     return 0;
 }
 
+/* The arrays of a memest, with their lengths, in the order they are packed. */
+static int
+memest_arrays(memest *m, int64_t ***arr, int32_t **len)
+{
+    static const int n = 4;
+    arr[0] = &m->act_bytes;
+    len[0] = &m->n_layers;
+    arr[1] = &m->act_time;
+    len[1] = &m->n_layers;
+    arr[2] = &m->static_each;
+    len[2] = &m->n_static;
+    arr[3] = &m->held_bytes;
+    len[3] = &m->n_held;
+    return n;
+}
+
+int
+memest_pack(const memest *m, void **buf, size_t *len)
+{
+    int64_t **arr[4];
+    int32_t *cnt[4];
+    memest c = *m;
+    int n = memest_arrays(&c, arr, cnt), rc = 0;
+    size_t total = sizeof c;
+    for (int i = 0; i < n; i++)
+        total += (size_t)(*cnt[i] > 0 ? *cnt[i] : 0) * sizeof(int64_t);
+    char *p = malloc(total);
+    if (!p) {
+        rc = -1;
+    } else {
+        size_t at = sizeof c;
+        for (int i = 0; i < n; i++) {
+            size_t k = (size_t)(*cnt[i] > 0 ? *cnt[i] : 0) * sizeof(int64_t);
+            if (k)
+                memcpy(p + at, *arr[i], k);
+            at += k;
+            *arr[i] = NULL; /* the receiver's pointers are its own */
+        }
+        memcpy(p, &c, sizeof c);
+        *buf = p;
+        *len = total;
+    }
+    return rc;
+}
+
+int
+memest_unpack(memest *m, const void *buf, size_t len)
+{
+    int64_t **arr[4];
+    int32_t *cnt[4];
+    int rc = 0;
+    memset(m, 0, sizeof *m);
+    if (len < sizeof *m)
+        return -1;
+    memcpy(m, buf, sizeof *m);
+    int n = memest_arrays(m, arr, cnt);
+    size_t at = sizeof *m;
+    for (int i = 0; i < n; i++)
+        *arr[i] = NULL;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        size_t k = (size_t)(*cnt[i] > 0 ? *cnt[i] : 0) * sizeof(int64_t);
+        *arr[i] = malloc(k + sizeof(int64_t));
+        if (!*arr[i] || k > len - at)
+            rc = -1;
+        else
+            memcpy(*arr[i], (const char *)buf + at, k);
+        at += k;
+    }
+    if (rc != 0)
+        memest_free(m);
+    return rc;
+}
+
 void
 memest_free(memest *m)
 {

@@ -113,6 +113,15 @@ int memest_build(const memest_event *ev, size_t n, const memest_phases *ph, meme
 /* Frees what memest_build allocated and zeroes *m. */
 void memest_free(memest *m);
 
+/* The estimate as bytes, for another process (the scalars, then each array): *buf (free
+ * it) receives *len bytes. Returns 0, or -1 out of memory. */
+int memest_pack(const memest *m, void **buf, size_t *len);
+
+/* The estimate packed by memest_pack (len bytes at buf) into *m (zeroed first; free it
+ * with memest_free). Returns 0, or -1 when out of memory or when the bytes are not a
+ * packed estimate (*m then empty). */
+int memest_unpack(memest *m, const void *buf, size_t len);
+
 /* Rounds a request as PyTorch's caching allocator rounds a block. */
 int64_t memest_round_block(int64_t bytes);
 

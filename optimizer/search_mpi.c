@@ -43,24 +43,11 @@ bcast(void *p, size_t n)
 
 /* The sizes that travel first. */
 typedef struct sizes {
-    int32_t iter_first, iter_last, mem_rank, n_layers, n_static, n_held;
+    int32_t iter_first, iter_last, mem_rank, pad;
+    uint64_t mem_bytes; /* the packed memory estimate (memest_pack), 0: none */
     uint64_t n_samples;
     char framework[SEARCHMPI_NAME_MAX];
 } sizes;
-
-/* On a process other than 0: room for what h says is coming. Returns 1 or 0. */
-static int
-make_room(const sizes *h, memest *mem, workload_options *wo)
-{
-    size_t L = (size_t)h->n_layers + 1, S = (size_t)h->n_static + 1;
-    mem->act_bytes = malloc(L * sizeof *mem->act_bytes);
-    mem->act_time = malloc(L * sizeof *mem->act_time);
-    mem->static_each = malloc(S * sizeof *mem->static_each);
-    mem->held_bytes = malloc(((size_t)h->n_held + 1) * sizeof *mem->held_bytes);
-    wo->kernel_samples = malloc(((size_t)h->n_samples + 1) * sizeof *wo->kernel_samples);
-    return mem->act_bytes && mem->act_time && mem->static_each && mem->held_bytes &&
-           wo->kernel_samples;
-}
 
 int
 searchmpi_share_analysis(replay *rp, memest *mem, int32_t *mem_rank, workload_options *wo,
@@ -68,15 +55,16 @@ searchmpi_share_analysis(replay *rp, memest *mem, int32_t *mem_rank, workload_op
 {
     int me = 0, ok = 1;
     sizes h;
+    void *packed = NULL;
+    size_t packed_len = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     memset(&h, 0, sizeof h);
     if (me == 0) {
         h.iter_first = rp->iter_first;
         h.iter_last = rp->iter_last;
         h.mem_rank = *mem_rank;
-        h.n_layers = *mem_rank >= 0 ? mem->n_layers : 0;
-        h.n_static = *mem_rank >= 0 ? mem->n_static : 0;
-        h.n_held = *mem_rank >= 0 ? mem->n_held : 0;
+        ok = *mem_rank < 0 || memest_pack(mem, &packed, &packed_len) == 0;
+        h.mem_bytes = ok && *mem_rank >= 0 ? packed_len : 0;
         h.n_samples = wo->n_kernel_samples;
         snprintf(h.framework, sizeof h.framework, "%s", framework);
     }
@@ -86,31 +74,27 @@ searchmpi_share_analysis(replay *rp, memest *mem, int32_t *mem_rank, workload_op
         rp->iter_last = h.iter_last;
         *mem_rank = h.mem_rank;
         memset(mem, 0, sizeof *mem);
-        ok = make_room(&h, mem, wo);
+        packed = malloc(h.mem_bytes + 1);
+        wo->kernel_samples = malloc(((size_t)h.n_samples + 1) * sizeof *wo->kernel_samples);
+        ok = packed && wo->kernel_samples;
         memcpy(framework, h.framework, sizeof h.framework);
     }
     int rc = mpisim_agree(ok) ? 0 : -1;
     if (rc == 0) {
-        memest keep = *mem; /* the arrays stay this process's own */
         bcast(&rp->model, sizeof rp->model);
-        bcast(mem, sizeof *mem);
-        if (me != 0) {
-            mem->act_bytes = keep.act_bytes;
-            mem->act_time = keep.act_time;
-            mem->static_each = keep.static_each;
-            mem->held_bytes = keep.held_bytes;
-            wo->n_kernel_samples = (size_t)h.n_samples;
-        }
-        bcast(mem->act_bytes, (size_t)h.n_layers * sizeof *mem->act_bytes);
-        bcast(mem->act_time, (size_t)h.n_layers * sizeof *mem->act_time);
-        bcast(mem->static_each, (size_t)h.n_static * sizeof *mem->static_each);
-        bcast(mem->held_bytes, (size_t)h.n_held * sizeof *mem->held_bytes);
+        bcast(packed, h.mem_bytes);
         bcast(wo->kernel_samples, (size_t)h.n_samples * sizeof *wo->kernel_samples);
+        if (me != 0) {
+            wo->n_kernel_samples = (size_t)h.n_samples;
+            ok = h.mem_bytes == 0 || memest_unpack(mem, packed, h.mem_bytes) == 0;
+        }
+        rc = mpisim_agree(ok) ? 0 : -1;
     }
     if (rc != 0 && me != 0) {
         memest_free(mem);
         free(wo->kernel_samples);
         wo->kernel_samples = NULL;
     }
+    free(packed);
     return rc;
 }

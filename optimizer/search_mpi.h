@@ -35,7 +35,8 @@ void searchmpi_par(search_par *par, int me, int nprocs);
 
 /* Hands from process 0 to the others what the workload analysis takes from the replay
  * besides the graph: rp->iter_first, rp->iter_last and rp->model; *mem and *mem_rank (the
- * memory estimate, profile_estimate_memory; none when *mem_rank < 0); wo->kernel_samples
+ * memory estimate, profile_estimate_memory, as memest_pack packs it; none when
+ * *mem_rank < 0); wo->kernel_samples
  * and wo->n_kernel_samples; framework (the name of the framework advised for, at most
  * SEARCHMPI_NAME_MAX bytes with its NUL). On process 0 they are read, on the others
  * written (mem's arrays and the samples malloc'd: memest_free, free). Every process must

@@ -124,6 +124,22 @@ test_memest_remade(void)
      * max(8 + 14 + 26, 8 + 50) = 58 MiB, the blocks in use 8 + 14 + 50 = 72 MiB */
     uint8_t rc[3] = {1, 0, 0};
     CHECK_EQ_U(memest_predict(&m, rc, 3, 0.125, 1), (20 + 26 + 72) << 20);
+
+    /* packed for another process (dpro-optimize --mpi) and back: the same predictions;
+     * cut bytes are refused */
+    void *buf = NULL;
+    size_t len = 0;
+    memest u;
+    REQUIRE(memest_pack(&m, &buf, &len) == 0);
+    REQUIRE(memest_unpack(&u, buf, len) == 0);
+    CHECK_EQ_U(u.n_layers, m.n_layers);
+    CHECK_EQ_U(u.n_held, 1);
+    CHECK(u.act_bytes != m.act_bytes && u.held_bytes != m.held_bytes);
+    CHECK_EQ_U(memest_predict(&u, NULL, 0, 0.125, 1), (20 + 26 + 90) << 20);
+    CHECK_EQ_U(memest_predict(&u, rc, 3, 0.125, 1), (20 + 26 + 72) << 20);
+    memest_free(&u);
+    CHECK(memest_unpack(&u, buf, len - 8) != 0 && u.act_bytes == NULL);
+    free(buf);
     memest_free(&m);
 }
 
