@@ -91,58 +91,6 @@ test_memest(void)
     memest_free(&m);
 }
 
-/* A block remade after the first iteration (memest.h): the optimizer's state took layer 2's
- * cached 26 MiB block after the first backward (no cudaMalloc: the cache served it), and
- * the next forward made a 26 MiB block anew. With layer 0 recomputed, its 50 MiB rebuild
- * block is free during the next forward and layer 2's request takes it whole, as the
- * allocator of the trace (one block per request, never split) does: 8 + 14 + 50 MiB of
- * blocks for 48 MiB of activations, beside the held 26 and the 20 static (the shape of
- * fidelity pair 34, whose realised peak was 16 MiB over the bytes the plan needs). */
-static void
-test_memest_remade(void)
-{
-    memest_event ev[] = {
-        {10, 1, 20 << 20, 0x1000, 1},   /* weights and buckets: static */
-        {150, 1, 50 << 20, 0x2000, 1},  /* layer 0 activations */
-        {200, 1, 14 << 20, 0x3000, 1},  /* layer 1 */
-        {250, 1, 26 << 20, 0x4000, 1},  /* layer 2 */
-        {1100, 1, 26 << 20, 0x5000, 1}, /* the next forward's layer 2, made anew */
-    };
-    memest_phases ph = {.iter_start = 100,
-                        .bwd_start = 500,
-                        .bwd_end = 700,
-                        .iter_end = 1000,
-                        .fwd_thread = 1,
-                        .bwd_thread = 2};
-    memest m;
-    REQUIRE(memest_build(ev, sizeof ev / sizeof ev[0], &ph, &m) == 0);
-    CHECK_EQ_U(m.n_held, 1);
-    CHECK_EQ_U(m.other_bytes, 0);
-    /* the recorded job: the held block and a new one for layer 2, as measured */
-    CHECK_EQ_U(memest_predict(&m, NULL, 0, 0.125, 1), (20 + 26 + 90) << 20);
-    /* layer 0 recomputed: 50 / 8 -> 8 MiB kept; the bytes needed at once are
-     * max(8 + 14 + 26, 8 + 50) = 58 MiB, the blocks in use 8 + 14 + 50 = 72 MiB */
-    uint8_t rc[3] = {1, 0, 0};
-    CHECK_EQ_U(memest_predict(&m, rc, 3, 0.125, 1), (20 + 26 + 72) << 20);
-
-    /* packed for another process (dpro-optimize --mpi) and back: the same predictions;
-     * cut bytes are refused */
-    void *buf = NULL;
-    size_t len = 0;
-    memest u;
-    REQUIRE(memest_pack(&m, &buf, &len) == 0);
-    REQUIRE(memest_unpack(&u, buf, len) == 0);
-    CHECK_EQ_U(u.n_layers, m.n_layers);
-    CHECK_EQ_U(u.n_held, 1);
-    CHECK(u.act_bytes != m.act_bytes && u.held_bytes != m.held_bytes);
-    CHECK_EQ_U(memest_predict(&u, NULL, 0, 0.125, 1), (20 + 26 + 90) << 20);
-    CHECK_EQ_U(memest_predict(&u, rc, 3, 0.125, 1), (20 + 26 + 72) << 20);
-    memest_free(&u);
-    CHECK(memest_unpack(&u, buf, len - 8) != 0 && u.act_bytes == NULL);
-    free(buf);
-    memest_free(&m);
-}
-
 /* The first-step estimate (memest.h): PyTorch's caching allocator reserves its segments in
  * the job's first step, before the first replayed iteration. Thread 1 forward, thread 2
  * backward; the first step from the forward's last collective (100) to the backward's
@@ -994,7 +942,6 @@ int
 main(void)
 {
     test_memest();
-    test_memest_remade();
     test_memest_first_step();
     test_fusion();
     test_capture_wakeups();
