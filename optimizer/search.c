@@ -251,6 +251,15 @@ walk_temp(const searcher *s, int64_t evals)
     return t_start * (1.0 - (double)evals / (double)s->max_evals) + 1e-9;
 }
 
+/* The annealing's rule: a plan of energy e replaces the current one (energy cur_e) when
+ * it is no worse, else with probability exp(-(e - cur_e) / temp), drawn from r only then.
+ * The walk and its guesses (walk_guesses) must decide alike. */
+static int
+accepts(rng *r, double e, double cur_e, double temp)
+{
+    return e <= cur_e || rng_unit(r) < exp(-(e - cur_e) / temp);
+}
+
 /* The walk's next plans not yet evaluated, into the guesses: the walk from walk_cur
  * replayed on a copy of the random state, each plan not yet evaluated (the one asked for
  * first) taken as rejected, every plan whose result is known (cached, or gathered in a
@@ -274,7 +283,7 @@ walk_guesses(searcher *s)
             evals++; /* the walk will count it when it takes it */
         if (known) {
             double e = energy(s, known);
-            if (e <= cur_e || rng_unit(&r) < exp(-(e - cur_e) / temp)) {
+            if (accepts(&r, e, cur_e, temp)) {
                 cur = known;
                 cur_e = e;
             }
@@ -658,7 +667,7 @@ anneal(searcher *s)
         if (s->out->evaluations == before)
             misses++;
         double e = energy(s, c);
-        if (e <= cur_e || rng_unit(&s->rng) < exp(-(e - cur_e) / temp)) {
+        if (accepts(&s->rng, e, cur_e, temp)) {
             cur = c - s->cache.items;
             cur_e = e;
         }
