@@ -9,7 +9,8 @@
  * (job_share_pack), unpacked just before it is sent, so that process 0, whose work is
  * serial, receives and reads them as they are. */
 #define PR_FMT "replay"
-#include <ctype.h>
+#include "config.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -181,34 +182,6 @@ job_opened_free(opened *o)
     *o = (opened){0};
 }
 
-/* Compares two names with their runs of digits as numbers (rank2 before rank10). */
-static int
-natural_cmp(const char *a, const char *b)
-{
-    int rc = 0;
-    while (rc == 0 && *a && *b) {
-        if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
-            size_t na = 0, nb = 0;
-            while (*a == '0' && isdigit((unsigned char)a[1]))
-                a++;
-            while (*b == '0' && isdigit((unsigned char)b[1]))
-                b++;
-            while (isdigit((unsigned char)a[na]))
-                na++;
-            while (isdigit((unsigned char)b[nb]))
-                nb++;
-            rc = na != nb ? (na < nb ? -1 : 1) : strncmp(a, b, na);
-            a += na;
-            b += nb;
-        } else {
-            rc = (unsigned char)*a - (unsigned char)*b;
-            a++;
-            b++;
-        }
-    }
-    return rc != 0 ? rc : (unsigned char)*a - (unsigned char)*b;
-}
-
 /* A file name and its place in the listing, as job_share_file_order sorts them. */
 typedef struct named {
     const char *name;
@@ -219,7 +192,7 @@ static int
 named_cmp(const void *x, const void *y)
 {
     const named *a = x, *b = y;
-    int rc = natural_cmp(a->name, b->name);
+    int rc = strverscmp(a->name, b->name); /* digits as numbers: rank2 before rank10 */
     return rc != 0 ? rc : (a->i > b->i) - (a->i < b->i);
 }
 
