@@ -528,6 +528,10 @@ stream_worker(void *arg)
 {
     struct simgpu_stream *s = arg;
     struct simgpu_device *d = s->dev;
+    char name[16];
+    /* Named for tests/simgpu/thread_cpu.py, which splits a job's CPU by thread. */
+    snprintf(name, sizeof(name), "simgpu-s%u", (unsigned)s->id);
+    pthread_setname_np(pthread_self(), name);
     /* Default timer slack (50 us) would make every deadline late by that much. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     pthread_mutex_lock(&g_lock);

@@ -412,6 +412,7 @@ static void *
 deliver_thread(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), "simgpu-cupti"); /* tests/simgpu/thread_cpu.py */
     for (;;) {
         struct timespec ts;
         uint64_t ms;

@@ -384,6 +384,7 @@ static void *
 bwd_main(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), "ddp-bwd"); /* tests/simgpu/thread_cpu.py */
     CK(cudaSetDevice(g.dev));
     pthread_mutex_lock(&g.mu);
     for (;;) {
