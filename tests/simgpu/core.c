@@ -141,6 +141,7 @@ static struct simgpu_stream *
 stream_alloc(struct simgpu_device *d, unsigned flags, int prio)
 {
     struct simgpu_stream *s = calloc(1, sizeof(*s));
+    pthread_condattr_t ca;
     if (!s)
         return NULL;
     s->magic = STREAM_MAGIC;
@@ -149,7 +150,10 @@ stream_alloc(struct simgpu_device *d, unsigned flags, int prio)
     s->priority = prio;
     s->id = d->next_stream_id++;
     s->wake_seq = UINT64_MAX;
-    pthread_cond_init(&s->work_cv, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the worker's timed waits */
+    pthread_cond_init(&s->work_cv, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_cond_init(&s->done_cv, NULL);
     s->next_all = d->streams;
     /* Published last: simgpu_stream_resolve walks the list without g_lock. */
@@ -443,8 +447,17 @@ event_maybe_free_locked(struct simgpu_event *ev)
         free(ev);
 }
 
-/* Executes op (stream lock not held); returns the end time in *end and nonzero
- * when the op failed. */
+/* 1 for the ops whose worker sleeps until their end (the others end when they start). */
+static int
+op_timed(const struct simgpu_op *op)
+{
+    return op->kind == SIMGPU_OP_KERNEL || op->kind == SIMGPU_OP_MEMCPY ||
+           op->kind == SIMGPU_OP_MEMSET || op->kind == SIMGPU_OP_CUSTOM;
+}
+
+/* Executes op (g_lock not held) up to its end, which it returns in *end without
+ * waiting for it (the caller sleeps until it, or leaves the op in flight); returns
+ * nonzero when the op failed. */
 static int
 op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64_t *end)
 {
@@ -452,13 +465,18 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
     int failed = 0;
     *end = start;
     switch (op->kind) {
-    case SIMGPU_OP_KERNEL: {
-        int running = atomic_fetch_add(&d->running_kernels, 1);
-        *end = start + kernel_ns(op, s, start, running);
-        simgpu_sleep_until(*end);
-        atomic_fetch_sub(&d->running_kernels, 1);
+    case SIMGPU_OP_KERNEL:
+        if (simgpu_cfg.contention > 0) {
+            /* Simple physics' contention counts the kernels running now: this one runs
+             * until its end. */
+            int running = atomic_fetch_add(&d->running_kernels, 1);
+            *end = start + kernel_ns(op, s, start, running);
+            simgpu_sleep_until(*end);
+            atomic_fetch_sub(&d->running_kernels, 1);
+        } else {
+            *end = start + kernel_ns(op, s, start, 0);
+        }
         break;
-    }
     case SIMGPU_OP_MEMCPY:
         simgpu_sleep_until(start);
         /* Timed when it starts (copies running at once see each other), then done. */
@@ -467,14 +485,12 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
                                       ((uint64_t)s->id << 40) ^ op->seq, start);
         if (op->u.memcpy.bytes && op->u.memcpy.dst != op->u.memcpy.src)
             memmove(op->u.memcpy.dst, op->u.memcpy.src, op->u.memcpy.bytes);
-        simgpu_sleep_until(*end);
         break;
     case SIMGPU_OP_MEMSET:
         simgpu_sleep_until(start);
         if (op->u.memset.bytes)
             memset(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
         *end = start + simgpu_memset_ns(op->u.memset.bytes);
-        simgpu_sleep_until(*end);
         break;
     case SIMGPU_OP_HOST_FN:
         simgpu_sleep_until(start);
@@ -485,7 +501,6 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
         failed = op->u.custom.ops->run(op->u.custom.inst, start, end);
         if (*end < start)
             *end = start;
-        simgpu_sleep_until(*end);
         break;
     case SIMGPU_OP_EVENT_RECORD:
     case SIMGPU_OP_EVENT_WAIT:
@@ -494,11 +509,11 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
     return failed;
 }
 
-/* Marks op (the head of s, just run from `start` to `end`) done and wakes whoever waits
- * for it; caller holds g_lock. */
+/* Marks op (run on s from `start` to `end`) done and wakes whoever waits for it; caller
+ * holds g_lock. */
 static void
-op_complete_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, uint64_t end,
-                   int failed)
+op_done_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, uint64_t end,
+               int failed)
 {
     struct simgpu_device *d = s->dev;
     if (op->kind == SIMGPU_OP_EVENT_RECORD && op->u.event.ev) {
@@ -513,14 +528,73 @@ op_complete_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start
     s->last_end = u64max(s->last_end, end);
     s->done_end[op->seq % SIMGPU_END_RING] = end;
     s->done_seq = op->seq;
-    s->head = op->next;
-    if (!s->head)
-        s->tail = NULL;
     /* Only the threads waiting for this stream, and only once one's target is reached. */
     if (s->done_seq >= s->wake_seq) {
         s->wake_seq = UINT64_MAX;
         pthread_cond_broadcast(&s->done_cv);
     }
+}
+
+/* Completes s's op in flight if its end is reached at `now`; returns 1 when an op is
+ * still in flight (its end later than now), else 0.  Caller holds g_lock. */
+static int
+stream_settle_locked(struct simgpu_stream *s, uint64_t now)
+{
+    struct simgpu_op *op = s->inflight;
+    if (!op)
+        return 0;
+    if (s->staging || now < s->inflight_end)
+        return 1;
+    s->inflight = NULL;
+    op_done_locked(s, op, s->inflight_start, s->inflight_end, 0);
+    op_free(op);
+    return 0;
+}
+
+/* 1 when op, the head of s just run to `end`, may be left in flight: nothing is queued
+ * behind it, nobody waits for it, it ends later than now (the simple physics'
+ * contention, which counts the kernels running, excluded).  Caller holds g_lock. */
+static int
+may_fly_locked(const struct simgpu_stream *s, const struct simgpu_op *op, uint64_t end)
+{
+    return op_timed(op) && !op->next && s->wake_seq > op->seq && !s->destroyed &&
+           simgpu_cfg.contention <= 0 && end > simgpu_now_ns();
+}
+
+/* Finishes op, the head of s, run (unless `skip`) from `start` to `end`: leaves it in
+ * flight when nobody would look before its end (may_fly_locked), else sleeps until its
+ * end and completes it.  Its CUPTI record is staged without g_lock (before the op is
+ * published in flight, where another thread may complete and free it).  Caller holds
+ * g_lock, which is released and taken again. */
+static void
+op_finish_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, uint64_t end,
+                 int failed, int skip)
+{
+    int staged = 0;
+    if (!skip && !failed && may_fly_locked(s, op, end)) {
+        pthread_mutex_unlock(&g_lock);
+        simgpu_cupti_op_done(op, s, start, end);
+        staged = 1;
+        pthread_mutex_lock(&g_lock);
+        if (may_fly_locked(s, op, end)) {
+            s->head = s->tail = NULL;
+            s->inflight = op;
+            s->inflight_start = start;
+            s->inflight_end = end;
+            return;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (!skip && op_timed(op))
+        simgpu_sleep_until(end);
+    if (!skip && !staged)
+        simgpu_cupti_op_done(op, s, start, end);
+    pthread_mutex_lock(&g_lock);
+    s->head = op->next;
+    if (!s->head)
+        s->tail = NULL;
+    op_done_locked(s, op, start, end, failed);
+    op_free(op); /* free() only: kept under the lock */
 }
 
 static void *
@@ -539,10 +613,34 @@ stream_worker(void *arg)
         struct simgpu_op *op;
         uint64_t dep_end = 0, start, end;
         int failed = 0, skip, pending;
-        while (!s->head && !s->destroyed)
-            pthread_cond_wait(&s->work_cv, &g_lock);
-        if (!s->head)
-            break;
+        while (s->staging ||
+               (!s->head && !s->destroyed && !(s->inflight && s->wake_seq <= s->inflight->seq))) {
+            if (s->inflight && !s->staging && s->device_bound) {
+                struct timespec ts;
+                if (simgpu_now_ns() >= s->inflight_end)
+                    break;
+                ts.tv_sec = (time_t)(s->inflight_end / 1000000000ULL);
+                ts.tv_nsec = (long)(s->inflight_end % 1000000000ULL);
+                s->worker_timed = 1;
+                pthread_cond_timedwait(&s->work_cv, &g_lock, &ts);
+                s->worker_timed = 0;
+            } else {
+                pthread_cond_wait(&s->work_cv, &g_lock);
+            }
+        }
+        /* The op in flight ends before anything after it starts (and wakes its waiters). */
+        if (stream_settle_locked(s, simgpu_now_ns())) {
+            uint64_t e = s->inflight_end;
+            pthread_mutex_unlock(&g_lock);
+            simgpu_sleep_until(e);
+            pthread_mutex_lock(&g_lock);
+            continue;
+        }
+        if (!s->head) {
+            if (s->destroyed)
+                break;
+            continue;
+        }
         op = s->head;
         /* A dependency's stream wakes this worker when it reaches the op waited for. */
         while ((pending = dep_pending(op, &dep_end)) >= 0)
@@ -552,13 +650,10 @@ stream_worker(void *arg)
                op->kind != SIMGPU_OP_EVENT_WAIT;
         pthread_mutex_unlock(&g_lock);
         end = start;
-        if (!skip) {
+        if (!skip)
             failed = op_execute(op, s, start, &end);
-            simgpu_cupti_op_done(op, s, start, end);
-        }
         pthread_mutex_lock(&g_lock);
-        op_complete_locked(s, op, start, end, failed);
-        op_free(op); /* free() only: kept under the lock, which the loop takes again */
+        op_finish_locked(s, op, start, end, failed, skip);
     }
     s->worker_started = 0;
     pthread_mutex_unlock(&g_lock);
@@ -576,11 +671,12 @@ enqueue_nowake_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t no
     *wake = 0;
     if (s->is_legacy) {
         for (struct simgpu_stream *t = d->streams; t; t = t->next_all)
-            if (t != s && !(t->flags & cudaStreamNonBlocking) && t->tail_seq > t->done_seq &&
+            if (t != s && !(t->flags & cudaStreamNonBlocking) &&
+                (stream_settle_locked(t, now), t->tail_seq > t->done_seq) &&
                 op_add_dep(op, t, t->tail_seq))
                 return cudaErrorMemoryAllocation;
     } else if (!(s->flags & cudaStreamNonBlocking) && d->legacy &&
-               d->legacy->tail_seq > d->legacy->done_seq) {
+               (stream_settle_locked(d->legacy, now), d->legacy->tail_seq > d->legacy->done_seq)) {
         if (op_add_dep(op, d->legacy, d->legacy->tail_seq))
             return cudaErrorMemoryAllocation;
     }
@@ -604,7 +700,9 @@ enqueue_nowake_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t no
         s->tail->next = op; /* the worker has a head op: it is not waiting for work */
     } else {
         s->head = op;
-        *wake = 1;
+        s->device_bound = s->inflight && (s->staging || now < s->inflight_end);
+        /* A worker in a timed wait wakes at the in-flight op's end by itself. */
+        *wake = !s->worker_timed;
     }
     s->tail = op;
     return cudaSuccess;
@@ -631,6 +729,34 @@ enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op)
     return enqueue_at_locked(s, op, simgpu_now_ns());
 }
 
+/* Runs kernel op, just enqueued at the head of idle s, on the calling thread instead of
+ * s's worker, which then need not wake: when nothing of s is in flight and no dependency
+ * is pending, the kernel starts now (as the worker would compute it, at its start) and
+ * is left in flight.  Returns 1 when it did (g_lock released and taken again while its
+ * CUPTI record is staged), 0 when the worker must run it.  Caller holds g_lock. */
+static int
+run_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
+{
+    uint64_t dep_end = 0, start, end;
+    if (op->kind != SIMGPU_OP_KERNEL || simgpu_cfg.contention > 0 || s->head != op || op->next ||
+        s->destroyed || stream_settle_locked(s, simgpu_now_ns()) || dep_pending(op, &dep_end) >= 0)
+        return 0;
+    start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
+    end = start + kernel_ns(op, s, start, 0);
+    s->head = s->tail = NULL;
+    s->inflight = op;
+    s->inflight_start = start;
+    s->inflight_end = end;
+    s->staging = 1; /* nobody completes (and frees) it meanwhile */
+    pthread_mutex_unlock(&g_lock);
+    simgpu_cupti_op_done(op, s, start, end);
+    pthread_mutex_lock(&g_lock);
+    s->staging = 0;
+    if (s->head || s->destroyed || s->wake_seq <= op->seq)
+        pthread_cond_signal(&s->work_cv);
+    return 1;
+}
+
 cudaError_t
 simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
 {
@@ -645,6 +771,8 @@ simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
     rc = s->dev->sticky;
     if (rc == cudaSuccess)
         rc = enqueue_nowake_locked(s, op, simgpu_now_ns(), &wake);
+    if (wake && run_inline_locked(s, op))
+        wake = 0;
     pthread_mutex_unlock(&g_lock);
     /* After the unlock, so that the worker does not wake into a held lock (the stream
      * outlives its handle: the signal cannot reach freed memory). */
@@ -750,9 +878,16 @@ simgpu_stream_destroy(struct simgpu_stream *s)
 void
 wait_done_locked(struct simgpu_stream *s, uint64_t target)
 {
-    while (s->done_seq < target) {
+    for (;;) {
+        /* An op in flight: completed here once its end has passed, else by its worker,
+         * which waits for work and is woken for it. */
+        int flying = stream_settle_locked(s, simgpu_now_ns());
+        if (s->done_seq >= target)
+            break;
         if (target < s->wake_seq)
             s->wake_seq = target;
+        if (flying && !s->worker_timed)
+            pthread_cond_signal(&s->work_cv);
         pthread_cond_wait(&s->done_cv, &g_lock);
     }
 }
@@ -793,6 +928,7 @@ simgpu_stream_query(struct simgpu_stream *s)
 {
     cudaError_t rc;
     pthread_mutex_lock(&g_lock);
+    stream_settle_locked(s, simgpu_now_ns());
     rc = s->dev->sticky;
     if (rc == cudaSuccess && s->done_seq < s->tail_seq)
         rc = cudaErrorNotReady;

@@ -8,7 +8,13 @@
  * the host time it was enqueued, the ends of the operations it depends on) and
  * ends after its modelled duration; the worker sleeps until that absolute
  * deadline (clock_nanosleep TIMER_ABSTIME), so late wake-ups never accumulate into
- * device time.  One global mutex guards all device state.  Each stream has two
+ * device time.  When nothing is queued behind an operation and nobody waits for it,
+ * the worker does not wake at its end: the operation stays in flight (its times fixed)
+ * and is completed by whoever looks next (the worker at its next op, a waiter, a query),
+ * so an operation costs the host one wake-up, not two; and a kernel launched on an idle
+ * stream is timed by the launching thread itself, at its start, and left in flight,
+ * so that it wakes no worker at all.  One global mutex guards all
+ * device state.  Each stream has two
  * condition variables: its worker waits on work_cv for an op, and the threads waiting for
  * the stream's ops (host synchronisation, workers of streams that depend on it) wait on
  * done_cv, woken only when the smallest of their targets (wake_seq) is reached.
@@ -466,6 +472,19 @@ struct simgpu_stream {
     uint64_t done_seq; /* last op completed */
     uint64_t last_end; /* device end time of the last completed op */
     uint64_t done_end[SIMGPU_END_RING];
+    /* The op run last when nothing was queued behind it and nobody waited for it: its
+     * times are computed (and its CUPTI record staged), its completion is not applied
+     * yet, so that the worker need not wake at its end (stream_settle_locked applies it
+     * once the end is reached and someone looks: the worker at the next op, a waiter, a
+     * query).  NULL when none. */
+    struct simgpu_op *inflight;
+    uint64_t inflight_start, inflight_end;
+    int staging; /* the launching thread stages the in-flight op's record (g_lock released) */
+    /* The last op enqueued on an empty queue came while an op was in flight (the device
+     * behind the host): the worker then waits for work only until the in-flight op's
+     * end (worker_timed while it does), so that an op enqueued meanwhile needs no
+     * wake-up of its own; else it waits for a signal, and an op in flight wakes nobody. */
+    int device_bound, worker_timed;
     struct simgpu_graph *capture; /* graph being captured into, or NULL */
     int capture_slot;
     struct simgpu_stream *next_all;

@@ -4,8 +4,10 @@
 Usage: thread_cpu.py [--interval MS] [--json] -- COMMAND ARGS...
 
 Runs COMMAND and samples /proc/PID/task/TID/stat of it and every process below it
-every --interval ms (default 10), keeping each thread's last user + system time and
-its name (comm). At the end it prints the CPU of each kind of thread, summed over the
+every --interval ms (default 10), keeping each thread's last CPU time (schedstat's
+run time, in ns: stat's user and system ticks are 10 ms coarse), its voluntary and
+involuntary context switches (status: a wake-up after a wait; a preemption) and its
+name (comm). At the end it prints the CPU of each kind of thread, summed over the
 processes: the simulated device names its threads (simgpu-sN: the worker of stream N,
 simgpu-cupti: CUPTI's record delivery), ddp-sim its backward thread (ddp-bwd), the
 collector its writer (dpro-collector); a thread without a name of its own carries its
@@ -42,7 +44,7 @@ def children_of(pids):
 
 def sample(pids, seen):
     """Reads every thread of pids into seen[(pid, tid)] = [process name, thread name,
-    CPU ticks]."""
+    CPU ns, voluntary switches, involuntary switches]."""
     for pid in pids:
         try:
             tids = os.listdir("/proc/%d/task" % pid)
@@ -52,13 +54,17 @@ def sample(pids, seen):
             continue
         for tid in tids:
             try:
-                with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                    s = f.read()
-            except OSError:
+                with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                    name = f.read().strip()
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    ns = int(f.read().split()[0])
+                with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                    sw = dict(x.split(":\t") for x in f.read().splitlines() if ":\t" in x)
+                vol = int(sw["voluntary_ctxt_switches"])
+                invol = int(sw["nonvoluntary_ctxt_switches"])
+            except (OSError, ValueError, IndexError, KeyError):
                 continue
-            name = s[s.index("(") + 1:s.rindex(")")]
-            fields = s[s.rindex(")") + 2:].split()
-            seen[(pid, int(tid))] = [pname, name, int(fields[11]) + int(fields[12])]
+            seen[(pid, int(tid))] = [pname, name, ns, vol, invol]
 
 
 def kind(pname, tname):
@@ -85,7 +91,6 @@ def main(argv):
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    hz = os.sysconf("SC_CLK_TCK")
     seen = {}
     t0 = time.monotonic()
     p = subprocess.Popen(argv[1:])
@@ -99,22 +104,28 @@ def main(argv):
         time.sleep(interval)
     wall = time.monotonic() - t0
     by_kind = {}
-    for pname, tname, ticks in seen.values():
+    for pname, tname, ns, vol, invol in seen.values():
         k = kind(pname, tname)
-        c = by_kind.setdefault(k, [0.0, 0])
-        c[0] += ticks / hz
+        c = by_kind.setdefault(k, [0.0, 0, 0, 0])
+        c[0] += ns / 1e9
         c[1] += 1
+        c[2] += vol
+        c[3] += invol
     total = sum(c[0] for c in by_kind.values())
     if as_json:
         print(json.dumps({"wall_s": wall, "cpu_s": total,
-                          "kinds": {k: {"cpu_s": c[0], "threads": c[1]}
+                          "kinds": {k: {"cpu_s": c[0], "threads": c[1], "voluntary": c[2],
+                                        "involuntary": c[3]}
                                     for k, c in by_kind.items()}}))
     else:
         print("thread_cpu: wall %.2f s, CPU %.2f s (%.2f cores)" % (wall, total, total / wall),
               file=sys.stderr)
+        print("  %-30s %7s %8s %6s %9s %9s" % ("kind", "threads", "CPU s", "%", "wake-ups",
+                                               "preempted"), file=sys.stderr)
         for k, c in sorted(by_kind.items(), key=lambda kv: -kv[1][0]):
-            print("  %-32s %3d threads  %7.2f s  %5.1f %%"
-                  % (k, c[1], c[0], 100 * c[0] / total if total else 0), file=sys.stderr)
+            print("  %-30s %7d %8.3f %6.1f %9d %9d"
+                  % (k, c[1], c[0], 100 * c[0] / total if total else 0, c[2], c[3]),
+                  file=sys.stderr)
     return p.returncode
 
 
