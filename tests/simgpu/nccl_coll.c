@@ -128,7 +128,7 @@ coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
     struct coll_inst *x = inst;
     struct shm_hdr *h = x->shm;
     uint64_t deadline = simgpu_now_ns() + (uint64_t)g_timeout_ns, t = start_ns;
-    int failed = 0, done, world = simgpu_physics() == SIMGPU_PHYSICS_WORLD;
+    int failed = 0, done, complete = 0, world = simgpu_physics() == SIMGPU_PHYSICS_WORLD;
     uint32_t stretch[8] = {0};
     const char *why = "peer dead, comm aborted or timeout";
     for (int i = 0; i < x->nparts && world && i < 8; i++)
@@ -148,6 +148,8 @@ coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
             s->stretch_ppm = 0;
         }
         s->arrived++;
+        if (s->arrived >= part_needed(x, &x->parts[i]))
+            complete = 1;
         if (start_ns > s->max_arrival)
             s->max_arrival = start_ns;
         if (x->parts[i].bytes > s->bytes)
@@ -155,7 +157,10 @@ coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
         if (i < 8 && stretch[i] > s->stretch_ppm)
             s->stretch_ppm = stretch[i];
     }
-    pthread_cond_broadcast(&h->cv);
+    /* The waiting peers wait for complete slots only: an arrival that completes none
+     * wakes nobody. */
+    if (complete)
+        pthread_cond_broadcast(&h->cv);
     for (;;) {
         done = 1;
         for (int i = 0; i < x->nparts && done; i++)

@@ -1,7 +1,8 @@
 /* test_streams: consistency of the simulated device under its simple physics
  * (SIMGPU_PHYSICS=simple: kernels take exactly their registered durations): stream order,
  * events across streams, the legacy default stream, the per-thread stream, graphs and
- * CUDA-like errors, and that work on one stream leaves the other streams' workers asleep. */
+ * CUDA-like errors, that work on one stream leaves the other streams' workers asleep, and
+ * that kernels launched on an idle stream wake no worker. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 #include "simgpu.h"
 #include "simgpu_check.h"
 
-static char k_long, k_short, k_tiny;
+static char k_long, k_short, k_tiny, k_5us;
 
 static void
 launch(const void *k, cudaStream_t s)
@@ -249,6 +250,50 @@ test_idle_streams_stay_asleep(void)
         CHECK_CUDA(cudaStreamDestroy(s[i]));
 }
 
+/* A kernel launched on an idle stream is timed by the launching thread and left in
+ * flight (simgpu_internal.h): the stream's worker does not wake for it, and whoever looks
+ * later completes it.  200 kernels of 5 us, each launched after 200 us of host work,
+ * cost the process under 0.25 voluntary context switches per kernel (0 here; 1-2 when the
+ * worker woke for each kernel and again at its end).  A query after the end sees it
+ * done with nothing else run, and the legacy stream still waits for it. */
+static void
+test_host_bound_kernels_wake_no_worker(void)
+{
+    enum { N = 200 };
+    cudaStream_t s;
+    long before, n;
+    double t0;
+    CHECK_CUDA(cudaStreamCreate(&s));
+    launch(&k_tiny, s); /* starts its worker */
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    before = voluntary_switches();
+    for (int i = 0; i < N; i++) {
+        double until = ms() + 0.2;
+        while (ms() < until)
+            ;
+        launch(&k_5us, s);
+    }
+    n = voluntary_switches() - before;
+    printf("test_streams: %ld voluntary context switches for %d host-bound kernels\n", n, N);
+    CHECK(n < N / 4);
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    /* Left in flight, completed by the query once its end has passed. */
+    t0 = ms();
+    launch(&k_short, s);
+    CHECK(cudaStreamQuery(s) == cudaErrorNotReady);
+    while (ms() - t0 < 8)
+        ;
+    CHECK(cudaStreamQuery(s) == cudaSuccess);
+    /* The legacy stream waits for a blocking stream's kernel in flight. */
+    t0 = ms();
+    launch(&k_short, s);
+    launch(&k_tiny, 0);
+    CHECK_CUDA(cudaStreamSynchronize(0));
+    CHECK(ms() - t0 >= 4.9);
+    CHECK(cudaStreamQuery(s) == cudaSuccess);
+    CHECK_CUDA(cudaStreamDestroy(s));
+}
+
 int
 main(void)
 {
@@ -259,6 +304,7 @@ main(void)
     CHECK(simgpu_register_kernel(&k_long, "long_kernel", 40000000) == 0);
     CHECK(simgpu_register_kernel(&k_short, "short_kernel", 5000000) == 0);
     CHECK(simgpu_register_kernel(&k_tiny, "tiny_kernel", 0) == 0);
+    CHECK(simgpu_register_kernel(&k_5us, "kernel_5us", 5000) == 0);
     CHECK_CUDA(cudaGetDeviceCount(&n));
     CHECK(n >= 1);
     CHECK_CUDA(cudaSetDevice(0));
@@ -274,6 +320,7 @@ main(void)
     test_graph();
     test_errors();
     test_idle_streams_stay_asleep();
+    test_host_bound_kernels_wake_no_worker();
     printf("test_streams: ok\n");
     return 0;
 }
