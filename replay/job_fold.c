@@ -309,6 +309,8 @@ job_fold_reduce(job_rank *jr)
         if (x)
             jr->events = x;
         jr->n_events = k;
+        job_align_part_free(jr->align); /* taken from the events reduced here */
+        jr->align = NULL;
     }
     hmap_free(&corr);
     free(keep);

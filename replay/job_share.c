@@ -18,6 +18,7 @@
 #include "dpro_log.h"
 #include "dprotrace.h"
 #include "job_int.h"
+#include "replay.h" /* replay_rank_align_samples: taken where the rank's events are */
 
 /* A growing buffer being written (fail: out of memory met), or one being read (at: the
  * position; fail: it ended early). */
@@ -305,7 +306,8 @@ job_share_bounds(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32
     return rc;
 }
 
-/* One rank's read, as the owner sends it to process 0. */
+/* One rank's read, as the owner sends it to process 0, with its clock alignment samples
+ * taken here from the events sent (replay_rank_align_samples). */
 static void
 put_rank(bytes *b, const rank_task *t)
 {
@@ -329,6 +331,14 @@ put_rank(bytes *b, const rank_task *t)
         put(b, s->rs, s->n * sizeof *s->rs);
         put(b, s->re, s->n * sizeof *s->re);
     }
+    job_align_part a;
+    if (replay_rank_align_samples(jr, jr->rank, &a) != 0)
+        b->fail = 1;
+    put_i64(b, (int64_t)a.n);
+    put_i64(b, a.from_dev);
+    put_i64(b, a.from_host);
+    put(b, a.s, a.n * sizeof *a.s);
+    free(a.s);
 }
 
 /* Takes one rank's read from b into t (what process 0 knew of it replaced). */
@@ -359,6 +369,19 @@ get_rank(bytes *b, rank_task *t)
         s->h = get_array(b, s->n, sizeof *s->h);
         s->rs = get_array(b, s->n, sizeof *s->rs);
         s->re = get_array(b, s->n, sizeof *s->re);
+    }
+    job_align_part_free(jr->align);
+    if (!b->fail && !(jr->align = calloc(1, sizeof *jr->align)))
+        b->fail = 1;
+    if (jr->align) {
+        int64_t na = get_i64(b);
+        jr->align->from_dev = (int32_t)get_i64(b);
+        jr->align->from_host = (int32_t)get_i64(b);
+        if (na < 0 || (uint64_t)na > b->n)
+            b->fail = 1;
+        jr->align->s = get_array(b, b->fail ? 0 : (size_t)na, sizeof *jr->align->s);
+        if (jr->align->s)
+            jr->align->n = (size_t)na;
     }
 }
 

@@ -244,12 +244,74 @@ push_sample(align_sample **s, size_t *n, size_t *cap, align_sample v)
     return 0;
 }
 
-/* Clock alignment samples: the device end of every collective, keyed by (communicator,
- * collective ordinal: build_coll_seq), and of every send/recv whose device op carries
- * that one transfer (a grouped op ends with the last of its transfers, not with this
- * one), keyed by (channel, ordinal on the channel): both ends of a transfer finish
- * together, as the participants of a collective do. A collective without a device record
- * contributes its host call's end (approximate). */
+int
+replay_rank_align_samples(const job_rank *jr, int32_t r, job_align_part *out)
+{
+    size_t cap = 64;
+    build_p2p p2p = {0};
+    hmap dev_end;
+    int have_p2p = 0, have_map = 0;
+    *out = (job_align_part){.s = malloc(cap * sizeof *out->s)};
+    int rc = out->s ? 0 : -1;
+    if (rc == 0 && (rc = build_p2p_scan(jr, r, &p2p)) == 0)
+        have_p2p = 1;
+    for (size_t k = 0; rc == 0 && k < p2p.n; k++) {
+        const build_p2p_part *x = &p2p.part[k];
+        if (x->device < 0 || x->n_sharing != 1 || x->src == x->dst)
+            continue;
+        align_sample v = {build_p2p_channel(x->comm, x->src, x->dst), x->ordinal, r,
+                          (int64_t)jr->events[x->device].end_ns};
+        rc = push_sample(&out->s, &out->n, &cap, v);
+        out->from_dev++;
+    }
+    if (rc == 0 && (rc = hmap_init(&dev_end, jr->n_events / 4 + 16)) == 0)
+        have_map = 1;
+    for (size_t i = 0; rc == 0 && i < jr->n_events; i++) {
+        const job_event *e = &jr->events[i];
+        if ((e->kind == DPRO_KIND_KERNEL || e->kind == DPRO_KIND_MEMCPY ||
+             e->kind == DPRO_KIND_MEMSET) &&
+            e->correlation && hmap_get(&dev_end, e->correlation, -1) < 0)
+            hmap_put(&dev_end, e->correlation, (int32_t)i);
+    }
+    for (size_t i = 0; rc == 0 && i < jr->n_events; i++) {
+        const job_event *e = &jr->events[i];
+        if (e->kind != DPRO_KIND_COLLECTIVE || e->subkind == DPRO_COLL_SEND ||
+            e->subkind == DPRO_COLL_RECV)
+            continue;
+        int32_t d = e->correlation ? hmap_get(&dev_end, e->correlation, -1) : -1;
+        align_sample v = {e->comm, build_coll_seq(&p2p, e), r,
+                          d >= 0 ? (int64_t)jr->events[d].end_ns : (int64_t)e->end_ns};
+        rc = push_sample(&out->s, &out->n, &cap, v);
+        out->from_dev += d >= 0;
+        out->from_host += d < 0;
+    }
+    if (have_map)
+        hmap_free(&dev_end);
+    if (have_p2p)
+        build_p2p_free(&p2p);
+    if (rc != 0) {
+        free(out->s);
+        *out = (job_align_part){0};
+    }
+    return rc;
+}
+
+/* Appends part's samples to (s, n, cap) and its counts to dev and host. Returns 0 or -1. */
+static int
+append_part(align_sample **s, size_t *n, size_t *cap, const job_align_part *part, int *dev,
+            int *host)
+{
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < part->n; k++)
+        rc = push_sample(s, n, cap, part->s[k]);
+    *dev += part->from_dev;
+    *host += part->from_host;
+    return rc;
+}
+
+/* Clock alignment (align.h) from every present rank's samples in rank order: those
+ * another process took where the rank was read (job_rank.align, freed once used), or
+ * taken here from the rank's events (replay_rank_align_samples). */
 static int
 align_job(replay *rp)
 {
@@ -257,69 +319,31 @@ align_job(replay *rp)
     size_t cap = 1024, n = 0;
     align_sample *s = malloc(cap * sizeof *s);
     uint8_t *present = calloc((size_t)j->n_ranks + 1, 1);
-    if (!s || !present) {
-        free(s);
-        free(present);
-        return -1;
-    }
-    int from_host = 0, from_dev = 0;
-    for (int32_t r = 0; r < j->n_ranks; r++) {
+    int rc = s && present ? 0 : -1, from_host = 0, from_dev = 0, received = 0;
+    for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++) {
         job_rank *jr = &j->ranks[r];
+        job_align_part here = {0};
         if (!jr->reader)
             continue;
         present[r] = 1;
-        build_p2p p2p;
-        if (build_p2p_scan(jr, r, &p2p) != 0)
-            goto oom;
-        for (size_t k = 0; k < p2p.n; k++) {
-            const build_p2p_part *x = &p2p.part[k];
-            if (x->device < 0 || x->n_sharing != 1 || x->src == x->dst)
-                continue;
-            align_sample v = {build_p2p_channel(x->comm, x->src, x->dst), x->ordinal, r,
-                              (int64_t)jr->events[x->device].end_ns};
-            if (push_sample(&s, &n, &cap, v) != 0) {
-                build_p2p_free(&p2p);
-                goto oom;
-            }
-            from_dev++;
-        }
-        hmap dev_end;
-        if (hmap_init(&dev_end, jr->n_events / 4 + 16) != 0) {
-            build_p2p_free(&p2p);
-            goto oom;
-        }
-        for (size_t i = 0; i < jr->n_events; i++) {
-            const job_event *e = &jr->events[i];
-            if ((e->kind == DPRO_KIND_KERNEL || e->kind == DPRO_KIND_MEMCPY ||
-                 e->kind == DPRO_KIND_MEMSET) &&
-                e->correlation && hmap_get(&dev_end, e->correlation, -1) < 0)
-                hmap_put(&dev_end, e->correlation, (int32_t)i);
-        }
-        for (size_t i = 0; i < jr->n_events; i++) {
-            const job_event *e = &jr->events[i];
-            if (e->kind != DPRO_KIND_COLLECTIVE || e->subkind == DPRO_COLL_SEND ||
-                e->subkind == DPRO_COLL_RECV)
-                continue;
-            int32_t d = e->correlation ? hmap_get(&dev_end, e->correlation, -1) : -1;
-            align_sample v = {e->comm, build_coll_seq(&p2p, e), r,
-                              d >= 0 ? (int64_t)jr->events[d].end_ns : (int64_t)e->end_ns};
-            if (push_sample(&s, &n, &cap, v) != 0) {
-                hmap_free(&dev_end);
-                build_p2p_free(&p2p);
-                goto oom;
-            }
-            if (d >= 0)
-                from_dev++;
-            else
-                from_host++;
-        }
-        hmap_free(&dev_end);
-        build_p2p_free(&p2p);
+        if (!jr->align && replay_rank_align_samples(jr, r, &here) != 0)
+            rc = -1;
+        else if (append_part(&s, &n, &cap, jr->align ? jr->align : &here, &from_dev, &from_host) !=
+                 0)
+            rc = -1;
+        received += jr->align != NULL;
+        job_align_part_free(jr->align);
+        jr->align = NULL;
+        free(here.s);
     }
+    if (rc == 0 && received > 0)
+        pr_info("clock alignment: the samples of %d of the %d present ranks taken where they "
+                "were read (%zu samples in all)",
+                received, j->n_present, n);
     rp->align_source = n == 0 ? 0 : from_host > from_dev ? 2 : 1;
-    if (align_clocks_from_collectives(s, n, j->n_ranks, present, &rp->align) != 0)
-        goto oom;
-    if (j->n_present > 1) {
+    if (rc == 0 && align_clocks_from_collectives(s, n, j->n_ranks, present, &rp->align) != 0)
+        rc = -1;
+    if (rc == 0 && j->n_present > 1) {
         if (n == 0)
             job_warn(j, "no collectives or send/recv in the traces: clocks cannot be aligned "
                         "across ranks; they are taken as they are (right only for ranks on "
@@ -336,11 +360,7 @@ align_job(replay *rp)
     }
     free(s);
     free(present);
-    return 0;
-oom:
-    free(s);
-    free(present);
-    return -1;
+    return rc;
 }
 
 /* ---- open / close ------------------------------------------------------------------------- */
