@@ -128,11 +128,13 @@ typedef struct job_rank {
     size_t *bounds;   /* iterations from the kernel period, cut while loading (see below):
                        * the event closing each, n_bounds of them; NULL: not cut */
     int32_t n_bounds;
-    size_t period;         /* with bounds: kernels per iteration */
-    job_align_part *align; /* shared reading, process 0: the alignment samples of a rank
-                            * another process read, taken there from the events it sent
-                            * (malloc'd); NULL: taken here from the events. Dropped when
-                            * the rank is read again (job_align_part_free). */
+    size_t period; /* with bounds: kernels per iteration */
+    /* shared reading, process 0, a rank another process read: what was taken there from
+     * the events it sent, so that process 0 need not take it from them (malloc'd; NULL:
+     * taken here). Dropped when the rank's events change here (job_rank_forget). */
+    job_align_part *align;           /* its clock alignment samples */
+    struct replay_rank_iters *iters; /* its iterations (replay_rank_iterations), sent
+                                      * only when no load's cut (bounds) placed them */
 } job_rank;
 
 typedef struct job {
@@ -208,6 +210,10 @@ void job_free(job *j);
 
 /* Frees what *a holds and a itself (a may be NULL). Cannot fail. */
 void job_align_part_free(job_align_part *a);
+
+/* Drops what another process took from jr's events (jr->align, jr->iters): for a caller
+ * that replaces or reduces them. Cannot fail. */
+void job_rank_forget(job_rank *jr);
 
 /* Keeps of rank jr's loaded events only the markers (iteration markers, host ranges) and
  * the memory events, in order, and gives the others' memory back (job_trim on j). For a

@@ -309,8 +309,7 @@ job_fold_reduce(job_rank *jr)
         if (x)
             jr->events = x;
         jr->n_events = k;
-        job_align_part_free(jr->align); /* taken from the events reduced here */
-        jr->align = NULL;
+        job_rank_forget(jr); /* taken from the events reduced here */
     }
     hmap_free(&corr);
     free(keep);

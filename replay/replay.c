@@ -227,6 +227,33 @@ replay_rank_iterations(const job_rank *jr, replay_rank_iters *it)
     return rc;
 }
 
+/* Every present rank's iterations into iters: those another process took where the
+ * rank was read (job_rank.iters, taken over) when no load's cut placed them here, else
+ * taken here from its events (replay_rank_iterations). Returns 0 or -1 (out of memory). */
+static int
+take_iterations(job *j, replay_rank_iters *iters)
+{
+    int rc = 0;
+    int32_t received = 0;
+    for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++) {
+        job_rank *jr = &j->ranks[r];
+        if (!jr->reader)
+            continue;
+        if (jr->iters && !jr->bounds) {
+            iters[r] = *jr->iters;
+            free(jr->iters);
+            jr->iters = NULL;
+            received++;
+        } else if (replay_rank_iterations(jr, &iters[r]) != 0) {
+            rc = -1;
+        }
+    }
+    if (rc == 0 && received > 0)
+        pr_info("iterations: those of %d of the %d present ranks found where they were read",
+                received, j->n_present);
+    return rc;
+}
+
 /* ---- alignment --------------------------------------------------------------------------- */
 
 /* Grows the sample array to hold one more. Returns 0 or -1. */
@@ -502,12 +529,8 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
     build_bounds *bb = calloc((size_t)j->n_ranks + 1, sizeof *bb);
     if (!rp->iters || !bb)
         goto oom;
-    for (int32_t r = 0; r < j->n_ranks; r++) {
-        if (!j->ranks[r].reader)
-            continue;
-        if (replay_rank_iterations(&j->ranks[r], &rp->iters[r]) != 0)
-            goto oom;
-    }
+    if (take_iterations(j, rp->iters) != 0)
+        goto oom;
     match_steps(j, rp->iters);
     if (match_period_phases(j, rp->iters) != 0)
         goto oom;
