@@ -323,53 +323,48 @@ replay_rank_align_samples(const job_rank *jr, int32_t r, job_align_part *out)
     return rc;
 }
 
-/* Appends part's samples to (s, n, cap) and its counts to dev and host. Returns 0 or -1. */
-static int
-append_part(align_sample **s, size_t *n, size_t *cap, const job_align_part *part, int *dev,
-            int *host)
-{
-    int rc = 0;
-    for (size_t k = 0; rc == 0 && k < part->n; k++)
-        rc = push_sample(s, n, cap, part->s[k]);
-    *dev += part->from_dev;
-    *host += part->from_host;
-    return rc;
-}
-
 /* Clock alignment (align.h) from every present rank's samples in rank order: those
- * another process took where the rank was read (job_rank.align, freed once used), or
- * taken here from the rank's events (replay_rank_align_samples). */
+ * another process took where the rank was read (job_rank.align), or taken here from the
+ * rank's events (replay_rank_align_samples, held in job_rank.align until aligned), each
+ * freed once the offsets are known. */
 static int
 align_job(replay *rp)
 {
     job *j = &rp->job;
-    size_t cap = 1024, n = 0;
-    align_sample *s = malloc(cap * sizeof *s);
+    size_t n = 0;
+    const align_sample **parts = calloc((size_t)j->n_ranks + 1, sizeof *parts);
+    size_t *counts = calloc((size_t)j->n_ranks + 1, sizeof *counts);
     uint8_t *present = calloc((size_t)j->n_ranks + 1, 1);
-    int rc = s && present ? 0 : -1, from_host = 0, from_dev = 0, received = 0;
+    int rc = parts && counts && present ? 0 : -1, from_host = 0, from_dev = 0, received = 0;
     for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++) {
         job_rank *jr = &j->ranks[r];
-        job_align_part here = {0};
         if (!jr->reader)
             continue;
         present[r] = 1;
-        if (!jr->align && replay_rank_align_samples(jr, r, &here) != 0)
-            rc = -1;
-        else if (append_part(&s, &n, &cap, jr->align ? jr->align : &here, &from_dev, &from_host) !=
-                 0)
-            rc = -1;
         received += jr->align != NULL;
-        job_align_part_free(jr->align);
-        jr->align = NULL;
-        free(here.s);
+        if (!jr->align && (!(jr->align = calloc(1, sizeof *jr->align)) ||
+                           replay_rank_align_samples(jr, r, jr->align) != 0))
+            rc = -1;
+        if (rc == 0) {
+            parts[r] = jr->align->s;
+            counts[r] = jr->align->n;
+            n += jr->align->n;
+            from_dev += jr->align->from_dev;
+            from_host += jr->align->from_host;
+        }
     }
     if (rc == 0 && received > 0)
         pr_info("clock alignment: the samples of %d of the %d present ranks taken where they "
                 "were read (%zu samples in all)",
                 received, j->n_present, n);
     rp->align_source = n == 0 ? 0 : from_host > from_dev ? 2 : 1;
-    if (rc == 0 && align_clocks_from_collectives(s, n, j->n_ranks, present, &rp->align) != 0)
+    if (rc == 0 && align_clocks_from_parts(parts, counts, (size_t)j->n_ranks, j->n_ranks, present,
+                                           &rp->align) != 0)
         rc = -1;
+    for (int32_t r = 0; r < j->n_ranks; r++) {
+        job_align_part_free(j->ranks[r].align);
+        j->ranks[r].align = NULL;
+    }
     if (rc == 0 && j->n_present > 1) {
         if (n == 0)
             job_warn(j, "no collectives or send/recv in the traces: clocks cannot be aligned "
@@ -385,7 +380,8 @@ align_job(replay *rp)
                          "its clock offset is unknown and left at 0",
                          r);
     }
-    free(s);
+    free(parts);
+    free(counts);
     free(present);
     return rc;
 }
