@@ -1,8 +1,9 @@
 /* job_share.c: shared reading, the processes' exchanges (see job.h, job_options.share).
  *
  * Two messages: the first pass's results, every rank's to every process (share->gather),
- * and each rank's read, one message a rank to process 0 (share->send0, share->recv).
- * Both are flat bytes in this process's layout (job_event as it is in memory): the
+ * and each rank's read, one message a rank to process 0 (share->send0, share->recv), with
+ * what process 0 would otherwise take from its events, taken where they were read (its
+ * clock alignment samples and iterations: put_taken). Both are flat bytes in this process's layout (job_event as it is in memory): the
  * processes of one job run the same build on the same architecture. A process other
  * than 0 holds its share's reads (folded ranks' signatures included) until process 0
  * takes them at the end of the reading: zlib-compressed from its wave's classification
