@@ -3,12 +3,13 @@
  * Two messages: the first pass's results, every rank's to every process (share->gather),
  * and each rank's read, one message a rank to process 0 (share->send0, share->recv), with
  * what process 0 would otherwise take from its events, taken where they were read (its
- * clock alignment samples and iterations: put_taken). Both are flat bytes in this process's layout (job_event as it is in memory): the
- * processes of one job run the same build on the same architecture. A process other
- * than 0 holds its share's reads (folded ranks' signatures included) until process 0
- * takes them at the end of the reading: zlib-compressed from its wave's classification
- * (job_share_pack), unpacked just before it is sent, so that process 0, whose work is
- * serial, receives and reads them as they are. */
+ * clock alignment samples and iterations: put_taken). Both are flat bytes in this
+ * process's layout (job_event as it is in memory): the processes of one job run the same
+ * build on the same architecture. A process other than 0 holds its share's reads (folded
+ * ranks' signatures included) until process 0 takes them at the end of the reading:
+ * zlib-compressed from its wave's classification (job_share_pack), unpacked just before
+ * it is sent, so that process 0, whose work is serial, receives and reads them as they
+ * are. */
 #define PR_FMT "replay"
 #include "config.h"
 
