@@ -103,18 +103,20 @@ align_work_alloc(align_work *w, size_t n, int32_t n_ranks)
                : -1;
 }
 
-/* Keeps the samples of present ranks, sorted by (comm, seq, rank), groups them by
- * collective and lists each rank's collectives. */
+/* Keeps the samples of present ranks (parts[p][0 .. counts[p]), p < nparts), sorted by
+ * (comm, seq, rank), groups them by collective and lists each rank's collectives. */
 static void
-group_collectives(align_work *w, const align_sample *samples, size_t n, int32_t n_ranks,
-                  const uint8_t *present)
+group_collectives(align_work *w, const align_sample *const *parts, const size_t *counts,
+                  size_t nparts, int32_t n_ranks, const uint8_t *present)
 {
     align_sample *s = w->s;
     size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (samples[i].rank >= 0 && samples[i].rank < n_ranks &&
-            (!present || present[samples[i].rank]))
-            s[m++] = samples[i];
+    for (size_t p = 0; p < nparts; p++)
+        for (size_t i = 0; i < counts[p]; i++) {
+            const align_sample *x = &parts[p][i];
+            if (x->rank >= 0 && x->rank < n_ranks && (!present || present[x->rank]))
+                s[m++] = *x;
+        }
     qsort(s, m, sizeof *s, cmp_sample);
     size_t nc = 0;
     for (size_t i = 0; i < m; i++)
@@ -261,8 +263,18 @@ int
 align_clocks_from_collectives(const align_sample *samples, size_t n, int32_t n_ranks,
                               const uint8_t *present, align_result *res)
 {
+    return align_clocks_from_parts(&samples, &n, 1, n_ranks, present, res);
+}
+
+int
+align_clocks_from_parts(const align_sample *const *parts, const size_t *counts, size_t nparts,
+                        int32_t n_ranks, const uint8_t *present, align_result *res)
+{
     align_work w;
     int rc = -1;
+    size_t n = 0;
+    for (size_t p = 0; p < nparts; p++)
+        n += counts[p];
     memset(res, 0, sizeof *res);
     res->n_ranks = n_ranks;
     res->reference = -1;
@@ -272,7 +284,7 @@ align_clocks_from_collectives(const align_sample *samples, size_t n, int32_t n_r
     res->residual_us = calloc((size_t)n_ranks + 1, sizeof *res->residual_us);
     if (align_work_alloc(&w, n, n_ranks) == 0 && res->offset_ns && res->aligned && res->shared &&
         res->residual_us) {
-        group_collectives(&w, samples, n, n_ranks, present);
+        group_collectives(&w, parts, counts, nparts, n_ranks, present);
         for (int32_t r = 0; r < n_ranks && res->reference < 0; r++)
             if (!present || present[r])
                 res->reference = r;

@@ -44,6 +44,12 @@ typedef struct align_result {
 int align_clocks_from_collectives(const align_sample *samples, size_t n, int32_t n_ranks,
                                   const uint8_t *present, align_result *res);
 
+/* The same from samples in nparts parts, parts[p][0 .. counts[p]) (NULL where counts[p]
+ * is 0), taken as their concatenation in part order, so that a caller holding them per
+ * rank need not copy them into one array. Returns 0, or -1 when out of memory. */
+int align_clocks_from_parts(const align_sample *const *parts, const size_t *counts, size_t nparts,
+                            int32_t n_ranks, const uint8_t *present, align_result *res);
+
 void align_result_free(align_result *res);
 
 #endif

@@ -45,6 +45,7 @@ job_free(job *j)
     for (int32_t r = 0; r < j->n_ranks; r++) {
         free(j->ranks[r].events);
         free(j->ranks[r].bounds);
+        job_rank_forget(&j->ranks[r]);
         free(j->ranks[r].path);
         dpro_reader_close(j->ranks[r].reader);
     }
@@ -54,6 +55,25 @@ job_free(job *j)
     free(j->diag);
     free(j->job_id);
     memset(j, 0, sizeof *j);
+}
+
+void
+job_align_part_free(job_align_part *a)
+{
+    if (a)
+        free(a->s);
+    free(a);
+}
+
+void
+job_rank_forget(job_rank *jr)
+{
+    job_align_part_free(jr->align);
+    jr->align = NULL;
+    if (jr->iters)
+        replay_rank_iters_free(jr->iters);
+    free(jr->iters);
+    jr->iters = NULL;
 }
 
 /* Records a warning of the task (printed later, with job_warn). */
@@ -634,6 +654,7 @@ int
 job_read_rank(rank_task *t, const job_options *o)
 {
     int rc = reopen(t);
+    job_rank_forget(t->jr); /* taken from the events replaced here */
     if (rc == 0)
         rc = read_events(t, o ? o->max_events : 0);
     dpro_reader_detach(t->jr->reader);

@@ -74,6 +74,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "align.h"
 #include "dprotrace.h"
 
 /* A loaded event: the fields of dpro_event (schemas/dprotrace.h; same names, types and
@@ -101,6 +102,15 @@ typedef struct job_event {
     int32_t peer;
 } job_event;
 
+/* One rank's clock alignment samples (align.h), as the replay takes them from its events
+ * (replay_rank_align_samples): every collective's and single send/recv's device end,
+ * and how many came from device records and from host calls. */
+typedef struct job_align_part {
+    align_sample *s; /* malloc'd, n of them */
+    size_t n;
+    int32_t from_dev, from_host;
+} job_align_part;
+
 typedef struct job_rank {
     int32_t rank;
     char *path;
@@ -119,6 +129,12 @@ typedef struct job_rank {
                        * the event closing each, n_bounds of them; NULL: not cut */
     int32_t n_bounds;
     size_t period; /* with bounds: kernels per iteration */
+    /* shared reading, process 0, a rank another process read: what was taken there from
+     * the events it sent, so that process 0 need not take it from them (malloc'd; NULL:
+     * taken here). Dropped when the rank's events change here (job_rank_forget). */
+    job_align_part *align;           /* its clock alignment samples */
+    struct replay_rank_iters *iters; /* its iterations (replay_rank_iterations), sent
+                                      * only when no load's cut (bounds) placed them */
 } job_rank;
 
 typedef struct job {
@@ -191,6 +207,13 @@ typedef struct job_options {
 int job_load(const char *path, const job_options *opts, job *j, char *errbuf, size_t errlen);
 
 void job_free(job *j);
+
+/* Frees what *a holds and a itself (a may be NULL). Cannot fail. */
+void job_align_part_free(job_align_part *a);
+
+/* Drops what another process took from jr's events (jr->align, jr->iters): for a caller
+ * that replaces or reduces them. Cannot fail. */
+void job_rank_forget(job_rank *jr);
 
 /* Keeps of rank jr's loaded events only the markers (iteration markers, host ranges) and
  * the memory events, in order, and gives the others' memory back (job_trim on j). For a

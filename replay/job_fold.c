@@ -309,6 +309,7 @@ job_fold_reduce(job_rank *jr)
         if (x)
             jr->events = x;
         jr->n_events = k;
+        job_rank_forget(jr); /* taken from the events reduced here */
     }
     hmap_free(&corr);
     free(keep);

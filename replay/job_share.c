@@ -1,13 +1,15 @@
 /* job_share.c: shared reading, the processes' exchanges (see job.h, job_options.share).
  *
  * Two messages: the first pass's results, every rank's to every process (share->gather),
- * and each rank's read, one message a rank to process 0 (share->send0, share->recv).
- * Both are flat bytes in this process's layout (job_event as it is in memory): the
- * processes of one job run the same build on the same architecture. A process other
- * than 0 holds its share's reads (folded ranks' signatures included) until process 0
- * takes them at the end of the reading: zlib-compressed from its wave's classification
- * (job_share_pack), unpacked just before it is sent, so that process 0, whose work is
- * serial, receives and reads them as they are. */
+ * and each rank's read, one message a rank to process 0 (share->send0, share->recv), with
+ * what process 0 would otherwise take from its events, taken where they were read (its
+ * clock alignment samples and iterations: put_taken). Both are flat bytes in this
+ * process's layout (job_event as it is in memory): the processes of one job run the same
+ * build on the same architecture. A process other than 0 holds its share's reads (folded
+ * ranks' signatures included) until process 0 takes them at the end of the reading:
+ * zlib-compressed from its wave's classification (job_share_pack), unpacked just before
+ * it is sent, so that process 0, whose work is serial, receives and reads them as they
+ * are. */
 #define PR_FMT "replay"
 #include "config.h"
 
@@ -18,6 +20,7 @@
 #include "dpro_log.h"
 #include "dprotrace.h"
 #include "job_int.h"
+#include "replay.h" /* replay_rank_align_samples: taken where the rank's events are */
 
 /* A growing buffer being written (fail: out of memory met), or one being read (at: the
  * position; fail: it ended early). */
@@ -305,7 +308,71 @@ job_share_bounds(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32
     return rc;
 }
 
-/* One rank's read, as the owner sends it to process 0. */
+/* What process 0 would take from jr's events, taken here from those sent: the clock
+ * alignment samples, and the iterations where no load's cut placed them (job_rank.align,
+ * job_rank.iters). */
+static void
+put_taken(bytes *b, const job_rank *jr)
+{
+    job_align_part a;
+    replay_rank_iters it = {0};
+    int with_iters = !jr->bounds;
+    if (replay_rank_align_samples(jr, jr->rank, &a) != 0 ||
+        (with_iters && replay_rank_iterations(jr, &it) != 0))
+        b->fail = 1;
+    put_i64(b, (int64_t)a.n);
+    put_i64(b, a.from_dev);
+    put_i64(b, a.from_host);
+    put(b, a.s, a.n * sizeof *a.s);
+    put_i64(b, with_iters);
+    if (with_iters) {
+        put_i64(b, it.method);
+        put_i64(b, it.n);
+        put_i64(b, (int64_t)it.period);
+        put_i64(b, it.step != NULL);
+        put(b, it.event_index, (size_t)it.n * sizeof *it.event_index);
+        put(b, it.step, it.step ? (size_t)it.n * sizeof *it.step : 0);
+    }
+    free(a.s);
+    replay_rank_iters_free(&it);
+}
+
+/* Takes into jr what put_taken wrote (what jr held of it replaced). */
+static void
+get_taken(bytes *b, job_rank *jr)
+{
+    job_rank_forget(jr);
+    job_align_part *a = b->fail ? NULL : calloc(1, sizeof *a);
+    int64_t na = get_i64(b);
+    if (!a || na < 0 || (uint64_t)na > b->n)
+        b->fail = 1;
+    if (a) {
+        a->from_dev = (int32_t)get_i64(b);
+        a->from_host = (int32_t)get_i64(b);
+        a->s = get_array(b, b->fail ? 0 : (size_t)na, sizeof *a->s);
+        a->n = a->s ? (size_t)na : 0;
+        jr->align = a;
+    }
+    int with_iters = get_i64(b) != 0;
+    replay_rank_iters *it = with_iters && !b->fail ? calloc(1, sizeof *it) : NULL;
+    if (with_iters && !it)
+        b->fail = 1;
+    if (it) {
+        it->method = (int)get_i64(b);
+        int64_t ni = get_i64(b);
+        it->period = (size_t)get_i64(b);
+        int with_step = get_i64(b) != 0;
+        if (ni < 0 || (uint64_t)ni > b->n)
+            b->fail = 1;
+        it->event_index = get_array(b, b->fail ? 0 : (size_t)ni, sizeof *it->event_index);
+        it->step = with_step ? get_array(b, b->fail ? 0 : (size_t)ni, sizeof *it->step) : NULL;
+        it->n = it->event_index && (!with_step || it->step) ? (int32_t)ni : 0;
+        jr->iters = it;
+    }
+}
+
+/* One rank's read, as the owner sends it to process 0, with what was taken here from the
+ * events sent (put_taken). */
 static void
 put_rank(bytes *b, const rank_task *t)
 {
@@ -329,6 +396,7 @@ put_rank(bytes *b, const rank_task *t)
         put(b, s->rs, s->n * sizeof *s->rs);
         put(b, s->re, s->n * sizeof *s->re);
     }
+    put_taken(b, jr);
 }
 
 /* Takes one rank's read from b into t (what process 0 knew of it replaced). */
@@ -360,6 +428,7 @@ get_rank(bytes *b, rank_task *t)
         s->rs = get_array(b, s->n, sizeof *s->rs);
         s->re = get_array(b, s->n, sizeof *s->re);
     }
+    get_taken(b, jr);
 }
 
 void

@@ -21,7 +21,9 @@
  * shares as the simulation's, over the present ranks) and folds them while reading;
  * process 0 gathers them, one message a rank, and classifies them as the single
  * process does, then prepares the replay alone (clock alignment, iterations, graph, cost
- * model: they are taken over every rank at once) and hands the built graph to the
+ * model: they are taken over every rank at once; the alignment's samples, one a
+ * collective or send/recv, and the rank's iterations come with each rank's read, taken
+ * where its events were read, job_rank.align and .iters) and hands the built graph to the
  * others (mpisim_share_graph), which hold the graph alone. The trace files are opened in
  * shares too (their meta gathered): a process other than 0 opens only its share's
  * files; process 0, which builds the graph, opens every present rank's.

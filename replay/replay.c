@@ -227,6 +227,33 @@ replay_rank_iterations(const job_rank *jr, replay_rank_iters *it)
     return rc;
 }
 
+/* Every present rank's iterations into iters: those another process took where the
+ * rank was read (job_rank.iters, taken over) when no load's cut placed them here, else
+ * taken here from its events (replay_rank_iterations). Returns 0 or -1 (out of memory). */
+static int
+take_iterations(job *j, replay_rank_iters *iters)
+{
+    int rc = 0;
+    int32_t received = 0;
+    for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++) {
+        job_rank *jr = &j->ranks[r];
+        if (!jr->reader)
+            continue;
+        if (jr->iters && !jr->bounds) {
+            iters[r] = *jr->iters;
+            free(jr->iters);
+            jr->iters = NULL;
+            received++;
+        } else if (replay_rank_iterations(jr, &iters[r]) != 0) {
+            rc = -1;
+        }
+    }
+    if (rc == 0 && received > 0)
+        pr_info("iterations: those of %d of the %d present ranks found where they were read",
+                received, j->n_present);
+    return rc;
+}
+
 /* ---- alignment --------------------------------------------------------------------------- */
 
 /* Grows the sample array to hold one more. Returns 0 or -1. */
@@ -244,82 +271,101 @@ push_sample(align_sample **s, size_t *n, size_t *cap, align_sample v)
     return 0;
 }
 
-/* Clock alignment samples: the device end of every collective, keyed by (communicator,
- * collective ordinal: build_coll_seq), and of every send/recv whose device op carries
- * that one transfer (a grouped op ends with the last of its transfers, not with this
- * one), keyed by (channel, ordinal on the channel): both ends of a transfer finish
- * together, as the participants of a collective do. A collective without a device record
- * contributes its host call's end (approximate). */
+int
+replay_rank_align_samples(const job_rank *jr, int32_t r, job_align_part *out)
+{
+    size_t cap = 64;
+    build_p2p p2p = {0};
+    hmap dev_end;
+    int have_p2p = 0, have_map = 0;
+    *out = (job_align_part){.s = malloc(cap * sizeof *out->s)};
+    int rc = out->s ? 0 : -1;
+    if (rc == 0 && (rc = build_p2p_scan(jr, r, &p2p)) == 0)
+        have_p2p = 1;
+    for (size_t k = 0; rc == 0 && k < p2p.n; k++) {
+        const build_p2p_part *x = &p2p.part[k];
+        if (x->device < 0 || x->n_sharing != 1 || x->src == x->dst)
+            continue;
+        align_sample v = {build_p2p_channel(x->comm, x->src, x->dst), x->ordinal, r,
+                          (int64_t)jr->events[x->device].end_ns};
+        rc = push_sample(&out->s, &out->n, &cap, v);
+        out->from_dev++;
+    }
+    if (rc == 0 && (rc = hmap_init(&dev_end, jr->n_events / 4 + 16)) == 0)
+        have_map = 1;
+    for (size_t i = 0; rc == 0 && i < jr->n_events; i++) {
+        const job_event *e = &jr->events[i];
+        if ((e->kind == DPRO_KIND_KERNEL || e->kind == DPRO_KIND_MEMCPY ||
+             e->kind == DPRO_KIND_MEMSET) &&
+            e->correlation && hmap_get(&dev_end, e->correlation, -1) < 0)
+            hmap_put(&dev_end, e->correlation, (int32_t)i);
+    }
+    for (size_t i = 0; rc == 0 && i < jr->n_events; i++) {
+        const job_event *e = &jr->events[i];
+        if (e->kind != DPRO_KIND_COLLECTIVE || e->subkind == DPRO_COLL_SEND ||
+            e->subkind == DPRO_COLL_RECV)
+            continue;
+        int32_t d = e->correlation ? hmap_get(&dev_end, e->correlation, -1) : -1;
+        align_sample v = {e->comm, build_coll_seq(&p2p, e), r,
+                          d >= 0 ? (int64_t)jr->events[d].end_ns : (int64_t)e->end_ns};
+        rc = push_sample(&out->s, &out->n, &cap, v);
+        out->from_dev += d >= 0;
+        out->from_host += d < 0;
+    }
+    if (have_map)
+        hmap_free(&dev_end);
+    if (have_p2p)
+        build_p2p_free(&p2p);
+    if (rc != 0) {
+        free(out->s);
+        *out = (job_align_part){0};
+    }
+    return rc;
+}
+
+/* Clock alignment (align.h) from every present rank's samples in rank order: those
+ * another process took where the rank was read (job_rank.align), or taken here from the
+ * rank's events (replay_rank_align_samples, held in job_rank.align until aligned), each
+ * freed once the offsets are known. */
 static int
 align_job(replay *rp)
 {
     job *j = &rp->job;
-    size_t cap = 1024, n = 0;
-    align_sample *s = malloc(cap * sizeof *s);
+    size_t n = 0;
+    const align_sample **parts = calloc((size_t)j->n_ranks + 1, sizeof *parts);
+    size_t *counts = calloc((size_t)j->n_ranks + 1, sizeof *counts);
     uint8_t *present = calloc((size_t)j->n_ranks + 1, 1);
-    if (!s || !present) {
-        free(s);
-        free(present);
-        return -1;
-    }
-    int from_host = 0, from_dev = 0;
-    for (int32_t r = 0; r < j->n_ranks; r++) {
+    int rc = parts && counts && present ? 0 : -1, from_host = 0, from_dev = 0, received = 0;
+    for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++) {
         job_rank *jr = &j->ranks[r];
         if (!jr->reader)
             continue;
         present[r] = 1;
-        build_p2p p2p;
-        if (build_p2p_scan(jr, r, &p2p) != 0)
-            goto oom;
-        for (size_t k = 0; k < p2p.n; k++) {
-            const build_p2p_part *x = &p2p.part[k];
-            if (x->device < 0 || x->n_sharing != 1 || x->src == x->dst)
-                continue;
-            align_sample v = {build_p2p_channel(x->comm, x->src, x->dst), x->ordinal, r,
-                              (int64_t)jr->events[x->device].end_ns};
-            if (push_sample(&s, &n, &cap, v) != 0) {
-                build_p2p_free(&p2p);
-                goto oom;
-            }
-            from_dev++;
+        received += jr->align != NULL;
+        if (!jr->align && (!(jr->align = calloc(1, sizeof *jr->align)) ||
+                           replay_rank_align_samples(jr, r, jr->align) != 0))
+            rc = -1;
+        if (rc == 0) {
+            parts[r] = jr->align->s;
+            counts[r] = jr->align->n;
+            n += jr->align->n;
+            from_dev += jr->align->from_dev;
+            from_host += jr->align->from_host;
         }
-        hmap dev_end;
-        if (hmap_init(&dev_end, jr->n_events / 4 + 16) != 0) {
-            build_p2p_free(&p2p);
-            goto oom;
-        }
-        for (size_t i = 0; i < jr->n_events; i++) {
-            const job_event *e = &jr->events[i];
-            if ((e->kind == DPRO_KIND_KERNEL || e->kind == DPRO_KIND_MEMCPY ||
-                 e->kind == DPRO_KIND_MEMSET) &&
-                e->correlation && hmap_get(&dev_end, e->correlation, -1) < 0)
-                hmap_put(&dev_end, e->correlation, (int32_t)i);
-        }
-        for (size_t i = 0; i < jr->n_events; i++) {
-            const job_event *e = &jr->events[i];
-            if (e->kind != DPRO_KIND_COLLECTIVE || e->subkind == DPRO_COLL_SEND ||
-                e->subkind == DPRO_COLL_RECV)
-                continue;
-            int32_t d = e->correlation ? hmap_get(&dev_end, e->correlation, -1) : -1;
-            align_sample v = {e->comm, build_coll_seq(&p2p, e), r,
-                              d >= 0 ? (int64_t)jr->events[d].end_ns : (int64_t)e->end_ns};
-            if (push_sample(&s, &n, &cap, v) != 0) {
-                hmap_free(&dev_end);
-                build_p2p_free(&p2p);
-                goto oom;
-            }
-            if (d >= 0)
-                from_dev++;
-            else
-                from_host++;
-        }
-        hmap_free(&dev_end);
-        build_p2p_free(&p2p);
     }
+    if (rc == 0 && received > 0)
+        pr_info("clock alignment: the samples of %d of the %d present ranks taken where they "
+                "were read (%zu samples in all)",
+                received, j->n_present, n);
     rp->align_source = n == 0 ? 0 : from_host > from_dev ? 2 : 1;
-    if (align_clocks_from_collectives(s, n, j->n_ranks, present, &rp->align) != 0)
-        goto oom;
-    if (j->n_present > 1) {
+    if (rc == 0 && align_clocks_from_parts(parts, counts, (size_t)j->n_ranks, j->n_ranks, present,
+                                           &rp->align) != 0)
+        rc = -1;
+    for (int32_t r = 0; r < j->n_ranks; r++) {
+        job_align_part_free(j->ranks[r].align);
+        j->ranks[r].align = NULL;
+    }
+    if (rc == 0 && j->n_present > 1) {
         if (n == 0)
             job_warn(j, "no collectives or send/recv in the traces: clocks cannot be aligned "
                         "across ranks; they are taken as they are (right only for ranks on "
@@ -334,13 +380,10 @@ align_job(replay *rp)
                          "its clock offset is unknown and left at 0",
                          r);
     }
-    free(s);
+    free(parts);
+    free(counts);
     free(present);
-    return 0;
-oom:
-    free(s);
-    free(present);
-    return -1;
+    return rc;
 }
 
 /* ---- open / close ------------------------------------------------------------------------- */
@@ -482,12 +525,8 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
     build_bounds *bb = calloc((size_t)j->n_ranks + 1, sizeof *bb);
     if (!rp->iters || !bb)
         goto oom;
-    for (int32_t r = 0; r < j->n_ranks; r++) {
-        if (!j->ranks[r].reader)
-            continue;
-        if (replay_rank_iterations(&j->ranks[r], &rp->iters[r]) != 0)
-            goto oom;
-    }
+    if (take_iterations(j, rp->iters) != 0)
+        goto oom;
     match_steps(j, rp->iters);
     if (match_period_phases(j, rp->iters) != 0)
         goto oom;

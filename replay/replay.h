@@ -396,4 +396,13 @@ int replay_rank_iterations(const job_rank *jr, replay_rank_iters *it);
 
 void replay_rank_iters_free(replay_rank_iters *it);
 
+/* The clock alignment samples of rank r (jr: its events and its reader's communicator
+ * table), in the order the replay's alignment takes them: each send/recv whose device op
+ * carries that one transfer, keyed by (channel, ordinal on the channel: both ends of a
+ * transfer finish together), then each collective's device end (its host call's end when
+ * it has no device record: approximate), keyed by (communicator, build_coll_seq). Shared
+ * reading takes them where the rank was read (job_rank.align). Fills *out (free out->s).
+ * Returns 0 or -1 (out of memory; *out empty). */
+int replay_rank_align_samples(const job_rank *jr, int32_t r, job_align_part *out);
+
 #endif

@@ -62,6 +62,31 @@ test_align(void)
     CHECK_EQ(a.n_unaligned, 1);
     CHECK(a.residual_median_us < 5.0);
     CHECK(a.residual_max_us >= 400.0); /* the outlier shows */
+    /* the same samples in parts (uneven, one empty, as ranks' parts come): the same result */
+    const align_sample *parts[4] = {s, NULL, s + 7, s + 400};
+    size_t counts[4] = {7, 0, 393, n - 400};
+    align_result b;
+    CHECK(align_clocks_from_parts(parts, counts, 4, R, present, &b) == 0);
+    CHECK_EQ(b.reference, a.reference);
+    CHECK_EQ(b.n_unaligned, a.n_unaligned);
+    for (int r = 0; r < R; r++) {
+        CHECK_EQ(b.offset_ns[r], a.offset_ns[r]);
+        CHECK_EQ(b.aligned[r], a.aligned[r]);
+        CHECK_EQ(b.shared[r], a.shared[r]);
+        CHECK(b.residual_us[r] == a.residual_us[r]);
+    }
+    CHECK(b.residual_median_us == a.residual_median_us && b.residual_max_us == a.residual_max_us);
+    align_result_free(&b);
+    /* a part of a rank that is not present is left out, as in one array */
+    uint8_t some[R] = {1, 1, 1, 0, 1, 1};
+    align_result c, d;
+    CHECK(align_clocks_from_collectives(s, n, R, some, &c) == 0);
+    CHECK(align_clocks_from_parts(parts, counts, 4, R, some, &d) == 0);
+    for (int r = 0; r < R; r++)
+        CHECK(c.offset_ns[r] == d.offset_ns[r] && c.aligned[r] == d.aligned[r]);
+    CHECK(!d.aligned[4]); /* linked to the others only through rank 3 */
+    align_result_free(&c);
+    align_result_free(&d);
     align_result_free(&a);
     /* nothing at all: only the reference is aligned */
     CHECK(align_clocks_from_collectives(NULL, 0, 2, NULL, &a) == 0);

@@ -22,7 +22,10 @@ on each), and the log reports ranks folded while read as often as the single pro
 does (once when folding while reading happened, not once a process). Each process
 opened only its share of the trace files (file k of m with k * P / m == p, for their
 meta, handed to every process) and the files of the ranks whose events it read; process
-0, which builds the graph, every one (its log line). A job of ranks
+0, which builds the graph, every one (its log line). Process 0 aligned the clocks with
+the samples taken where each rank was read, and took the ranks' iterations found there
+(--no-fold: every rank read elsewhere; folded: at most those, since a rank process 0
+reduces anew, or whose iterations the load's cut placed, has them taken there). A job of ranks
 alike in a chain (0 ~ 2 ~ 3, 0 !~ 3) checks process 0's classification of a rank folded
 on another process into a representative that is not one on process 0.
 
@@ -64,6 +67,10 @@ SHARE = re.compile(r"read the events of (\d+) of the (\d+) present ranks here, "
                    r"(handed to process 0|the others' gathered)")
 READ = re.compile(r"\d+ of \d+ ranks folded while read")
 OPENED = re.compile(r"opened (\d+) of the (\d+) trace files here")
+ALIGNED = re.compile(r"clock alignment: the samples of (\d+) of the (\d+) present ranks taken where "
+                     r"they were read")
+ITERS = re.compile(r"iterations: those of (\d+) of the (\d+) present ranks found where they were "
+                   r"read")
 PACKED = re.compile(r"read the events of (\d+) of the \d+ present ranks here, handed to process 0 "
                     r"\(held compressed from their classification until sent: (\d+) bytes, "
                     r"(\d+) unpacked\)")
@@ -190,6 +197,18 @@ def compare(name, d, nprocs, extra, opened=True):
           "%s), one gathered them" % (label, n, sorted(int(x[0]) for x in shares), want))
     if opened:
         opened_check(label, d, nprocs, err)
+    elsewhere = n - sum(int(x[0]) for x in shares if x[2] == "the others' gathered")
+    for what, pattern in (("the clock alignment's samples", ALIGNED),
+                          ("the iterations", ITERS)):
+        # the ranks read elsewhere came with what was taken from their events there;
+        # folding on process 0 reduces some of them anew, and the load's cut places some
+        # ranks' iterations (both then taken there), --no-fold neither
+        found = [tuple(int(x) for x in m.groups()) for m in pattern.finditer(err)]
+        got = found[0][0] if found else 0
+        check(len(found) <= 1 and all(a[1] == n for a in found)
+              and (got == elsewhere if "--no-fold" in extra else got <= elsewhere),
+              "%s: process 0 took %s of the %d ranks read elsewhere from there (%d; log "
+              "lines %d)" % (label, what, elsewhere, got, len(found)))
     packed = [tuple(int(x) for x in m.groups()) for m in PACKED.finditer(err)]
     if reads > 0:  # folded while read: the other processes held their reads compressed
         check(len(packed) == nprocs - 1 and all(0 < p[1] < p[2] for p in packed if p[0] > 0),
