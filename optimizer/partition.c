@@ -451,7 +451,7 @@ split_participant(const partition_input *in, layout *L, const buckets *B, int32_
         dfg_set_group(out, n, gbase + (m - B->mid_off[u]));
         if (dfg_set_bytes(out, n, B->mid_bytes[m]) != 0)
             return -1;
-        out->lat[n] = g->lat[c];
+        dfg_set_lat(out, n, dfg_lat(g, c));
         if (k >= 0 ? dfg_add_edge(out, k, n) != 0 : copy_preds(g, out, c, n) != 0)
             return -1;
         /* the hook's calls, right after the launch of the kernel that made the bytes */

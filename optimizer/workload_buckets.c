@@ -90,7 +90,7 @@ static int
 hook_call(const dfg *g, int32_t m)
 {
     if (m < 0 || !alive(g, m) || g->kind[m] != DFG_HOST || (g->flags[m] & DFG_F_WAKEUP) ||
-        g->launched_off[m] != g->launched_off[m + 1])
+        dfg_launched_first(g, m) >= 0)
         return 0;
     dpro_api_class c = api_class(g, m);
     return c == DPRO_API_CLASS_EVENT_RECORD || c == DPRO_API_CLASS_STREAM_WAIT ||
@@ -110,7 +110,7 @@ hook_block(const dfg *g, const int32_t *prev, int32_t h, int32_t *first, int32_t
     /* a run that ends at the next collective call is that call's */
     int32_t after = g->next_on_res[b];
     if (after >= 0 && alive(g, after) && g->kind[after] == DFG_HOST)
-        for (int32_t i = g->launched_off[after]; i < g->launched_off[after + 1]; i++)
+        for (int32_t i = dfg_launched_first(g, after); i >= 0; i = dfg_launched_next(g, after, i))
             if (g->kind[g->launched[i]] == DFG_COLL)
                 b = h;
     *first = a;
@@ -172,7 +172,7 @@ iteration_collectives(const workload *w, const rank_info *k, int32_t it, int32_t
     for (int32_t h = g->res_first[thread]; h >= 0; h = g->next_on_res[h]) {
         if (w->iter[h] != it)
             continue;
-        for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
+        for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
             int32_t d = g->launched[i];
             /* gradient all-reduces only: point-to-point exchanges (pipeline stages) are
              * groups too, but no bucket knob moves them */

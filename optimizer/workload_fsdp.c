@@ -29,7 +29,7 @@ static int32_t
 launched_gather(const workload *w, const rank_info *ri, int32_t h)
 {
     const dfg *g = w->work;
-    for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++)
+    for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i))
         if (gather_role(w, ri, g->launched[i]) != WL_FSDP_NONE)
             return g->launched[i];
     return -1;
@@ -44,7 +44,7 @@ unshard_call(const workload *w, const rank_info *ri, int32_t r, int32_t x)
     const dfg *g = w->work;
     if (!alive(g, x) || (g->flags[x] & (DFG_F_BLOCKING | DFG_F_WAKEUP)))
         return 0;
-    for (int32_t i = g->launched_off[x]; i < g->launched_off[x + 1]; i++) {
+    for (int32_t i = dfg_launched_first(g, x); i >= 0; i = dfg_launched_next(g, x, i)) {
         int32_t d = g->launched[i];
         if (g->res[d] == ri[r].compute_stream ||
             (g->group[d] >= 0 && g->grp_op[g->group[d]] != DPRO_COLL_ALLGATHER))
@@ -85,7 +85,7 @@ walk_thread(workload *w, const rank_info *ri, int32_t r, int32_t t)
         if (prev >= 0 && w->iter[prev] != w->iter[h])
             prev = -1; /* prefetch stays within an iteration */
         for (int32_t x = seg; x >= 0; x = g->next_on_res[x]) {
-            for (int32_t i = g->launched_off[x]; i < g->launched_off[x + 1]; i++) {
+            for (int32_t i = dfg_launched_first(g, x); i >= 0; i = dfg_launched_next(g, x, i)) {
                 int32_t d = g->launched[i];
                 if (g->res[d] == ri[r].compute_stream)
                     continue;

@@ -175,12 +175,11 @@ static void
 free_derived(dfg *g)
 {
     free(g->succ_off); /* succ is edst's */
-    free(g->launched_off);
     free(g->launched);
     g->succ_off = NULL;
     g->succ = NULL;
-    g->launched_off = NULL;
     g->launched = NULL;
+    g->n_launched = 0;
     g->finalized = 0;
 }
 
@@ -500,7 +499,7 @@ dfg_add_node(dfg *g, int kind, int32_t res, int32_t name)
     g->name[n] = name;
     g->dur[n] = 0;
     g->gap[n] = 0;
-    g->lat[n] = 0;
+    g->lat[n] = kind == DFG_HOST ? -1 : 0; /* a host's: no launched list */
     g->launch[n] = -1;
     g->group[n] = -1;
     g->next_in_group[n] = -1;
@@ -757,6 +756,54 @@ cmp_edge(const void *pa, const void *pb)
     return (*a > *b) - (*a < *b);
 }
 
+/* Builds g->launched, each host's launches in a row in node order, and points every host
+ * node's lat slot at its row (-1: none); drops launches from removed or non-host nodes.
+ * Returns 0 or -1 (out of memory). */
+static int
+launched_lists(dfg *g)
+{
+    int32_t n = g->n_nodes, nl = 0;
+    int32_t *off = calloc((size_t)n + 1, sizeof *off);
+    int rc = off ? 0 : -1;
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        int32_t l = g->launch[i];
+        if (l >= 0 && !(g->flags[i] & DFG_F_REMOVED)) {
+            if ((g->flags[l] & DFG_F_REMOVED) || g->kind[l] != DFG_HOST) {
+                g->launch[i] = -1;
+                continue;
+            }
+            off[l + 1]++;
+            nl++;
+        }
+    }
+    if (rc == 0) {
+        for (int32_t i = 0; i < n; i++) {
+            if (g->kind[i] == DFG_HOST)
+                g->lat[i] = off[i + 1] > 0 ? off[i] : -1;
+            off[i + 1] += off[i];
+        }
+        g->launched = malloc((size_t)(nl > 0 ? nl : 1) * sizeof *g->launched);
+        rc = g->launched ? 0 : -1;
+    }
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        int32_t l = g->launch[i];
+        if (l >= 0 && !(g->flags[i] & DFG_F_REMOVED))
+            g->launched[off[l]++] = i;
+    }
+    g->n_launched = rc == 0 ? nl : 0;
+    free(off);
+    return rc;
+}
+
+int32_t
+dfg_launched_count(const dfg *g, int32_t h)
+{
+    int32_t c = 0;
+    for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i))
+        c++;
+    return c;
+}
+
 int
 dfg_finalize(dfg *g)
 {
@@ -765,8 +812,7 @@ dfg_finalize(dfg *g)
     free_derived(g);
     int32_t n = g->n_nodes;
     g->succ_off = calloc((size_t)n + 1, sizeof *g->succ_off);
-    g->launched_off = calloc((size_t)n + 1, sizeof *g->launched_off);
-    if (!g->succ_off || !g->launched_off)
+    if (!g->succ_off)
         goto fail;
 
     /* compact the edge list: drop dead edges, sort by (src,dst), drop duplicates */
@@ -810,33 +856,8 @@ dfg_finalize(dfg *g)
     for (int32_t i = 0; i < n; i++)
         g->succ_off[i + 1] += g->succ_off[i];
 
-    /* launched lists */
-    int32_t nl = 0;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t l = g->launch[i];
-        if (l >= 0 && !(g->flags[i] & DFG_F_REMOVED)) {
-            if ((g->flags[l] & DFG_F_REMOVED) || g->kind[l] != DFG_HOST) {
-                g->launch[i] = -1;
-                continue;
-            }
-            g->launched_off[l + 1]++;
-            nl++;
-        }
-    }
-    for (int32_t i = 0; i < n; i++)
-        g->launched_off[i + 1] += g->launched_off[i];
-    g->launched = malloc((size_t)(nl > 0 ? nl : 1) * sizeof *g->launched);
-    int32_t *fill = calloc((size_t)n + 1, sizeof *fill);
-    if (!g->launched || !fill) {
-        free(fill);
+    if (launched_lists(g) != 0)
         goto fail;
-    }
-    for (int32_t i = 0; i < n; i++) {
-        int32_t l = g->launch[i];
-        if (l >= 0 && !(g->flags[i] & DFG_F_REMOVED))
-            g->launched[g->launched_off[l] + fill[l]++] = i;
-    }
-    free(fill);
 
     /* group member counts */
     for (int32_t q = 0; q < g->n_groups; q++) {

@@ -42,9 +42,14 @@
  * 32-bit length from the start, and as a 64-bit time in a side table where the length
  * does not fit (dfg_mend, dfg_set_mend): set mstart first, then the end.
  *
+ * A host node has no launch latency: its lat slot holds where its launched devices begin
+ * in the finalized launched list (a device needs no such slot), so read and write the
+ * latency with dfg_lat and dfg_set_lat, and walk a host's launches with
+ * dfg_launched_first and dfg_launched_next.
+ *
  * Mutation (for the optimizer): dfg_clone, dfg_remove_node, dfg_merge_nodes,
- * dfg_insert_after, dfg_add_edge, dfg_merge_groups, dfg_set_dur, dfg_set_gap, plain
- * stores into lat and the grp_* arrays. Any structural change marks the graph unfinalized; sim_run
+ * dfg_insert_after, dfg_add_edge, dfg_merge_groups, dfg_set_dur, dfg_set_gap, dfg_set_lat,
+ * plain stores into the grp_* arrays. Any structural change marks the graph unfinalized; sim_run
  * finalizes it again (O(nodes + edges)).
  */
 #ifndef DPRO_REPLAY_DFG_H
@@ -113,7 +118,8 @@ typedef struct dfg {
     uint32_t *dur;          /* intrinsic duration, ns, or DFG_FIELD_WIDE (dfg_dur, dfg_set_dur) */
     uint32_t *gap;          /* ns after the previous node on the resource (or after 0), or
                              * DFG_FIELD_WIDE (dfg_gap, dfg_set_gap) */
-    int32_t *lat;           /* device: ns after its launch node started */
+    int32_t *lat;           /* device: ns after its launch node started (dfg_lat); host: its
+                             * launched list's first index, or -1 (dfg_launched_first) */
     int32_t *launch;        /* device: launching host node, or -1 */
     int32_t *group;         /* collective group, or -1 */
     int32_t *next_in_group; /* chain of a group's participants, -1 ends it */
@@ -132,10 +138,11 @@ typedef struct dfg {
 
     /* ---- built by dfg_finalize ---- */
     int finalized;
-    int32_t *succ_off;     /* n_nodes + 1 (the edges must fit in int32) */
-    int32_t *succ;         /* edst itself: the sorted edge list is the CSR's column array */
-    int32_t *launched_off; /* n_nodes + 1: device nodes each host node launched */
-    int32_t *launched;
+    int32_t *succ_off; /* n_nodes + 1 (the edges must fit in int32) */
+    int32_t *succ;     /* edst itself: the sorted edge list is the CSR's column array */
+    int32_t *launched; /* the device nodes the host nodes launched, by host node: each
+                        * host's in a row (dfg_launched_first, dfg_launched_next) */
+    int32_t n_launched;
 
     /* ---- resources ---- */
     int32_t n_res, cap_res;
@@ -332,6 +339,9 @@ int dfg_set_iterations(dfg *g, int32_t r, const int32_t *nodes, int32_t n);
  * representative when r is folded: dfg_rank_rep). */
 int32_t dfg_iterations(const dfg *g, int32_t r, const int32_t **nodes);
 
+/* Device nodes host node h launched (dfg_launched_first); g must be finalized. */
+int32_t dfg_launched_count(const dfg *g, int32_t h);
+
 /* Builds the CSR successor lists, launched lists and group member counts; drops edges touching
  * removed nodes and duplicate edges, and gives the node and edge arrays' unused capacity back.
  * Idempotent. Returns 0 or -1 (out of memory, or more than INT32_MAX edges). */
@@ -438,6 +448,38 @@ static inline int
 dfg_set_gap(dfg *g, int32_t n, int64_t gap)
 {
     return dfg_field_set(g->gap, &g->gap_wide, n, gap);
+}
+
+/* Device node n's latency after its launch node started, ns; 0 for a host node. */
+static inline int32_t
+dfg_lat(const dfg *g, int32_t n)
+{
+    return g->kind[n] != DFG_HOST ? g->lat[n] : 0;
+}
+
+/* Sets device node n's latency after its launch node started (a host node has none: its
+ * slot is its launched list's, and the call leaves it). */
+static inline void
+dfg_set_lat(dfg *g, int32_t n, int32_t lat)
+{
+    if (g->kind[n] != DFG_HOST)
+        g->lat[n] = lat;
+}
+
+/* Index in g->launched of the first device node that node h launched, -1 when it launched
+ * none (or is not a host node). g must be finalized. */
+static inline int32_t
+dfg_launched_first(const dfg *g, int32_t h)
+{
+    return g->kind[h] == DFG_HOST ? g->lat[h] : -1;
+}
+
+/* The index after i (from dfg_launched_first or this) in host node h's launched list, -1
+ * at its end: the list holds h's launches in a row, in node order. */
+static inline int32_t
+dfg_launched_next(const dfg *g, int32_t h, int32_t i)
+{
+    return i + 1 < g->n_launched && g->launch[g->launched[i + 1]] == h ? i + 1 : -1;
 }
 
 /* Rank of a node (through its resource). */

@@ -39,7 +39,7 @@ fold_nodes(dfg *d, const dfg *s, const fold_maps *m)
         d->name[x] = s->name[n];
         d->dur[x] = s->dur[n];
         d->gap[x] = s->gap[n];
-        d->lat[x] = s->lat[n];
+        d->lat[x] = s->kind[n] == DFG_HOST ? -1 : s->lat[n]; /* a host's: dfg_finalize */
         d->launch[x] = MAPN(s->launch[n]);
         d->group[x] = s->group[n] >= 0 ? m->grp[s->group[n]] : -1;
         d->next_in_group[x] = -1;
@@ -209,8 +209,8 @@ dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
                      (double)g->gap_wide.cap);
     double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;
     if (g->finalized) {
-        nb += (double)(sizeof *g->succ_off + sizeof *g->launched_off) * ((double)g->n_nodes + 1) +
-              (double)sizeof *g->launched * (double)g->launched_off[g->n_nodes];
+        nb += (double)sizeof *g->succ_off * ((double)g->n_nodes + 1) +
+              (double)sizeof *g->launched * (double)g->n_launched;
         eb += (double)sizeof *g->succ * (double)g->n_edges;
     }
     if (node_bytes)

@@ -158,7 +158,7 @@ alike(const fold_ctx *c, int32_t r, int32_t p, int *why)
                        * the window only the structure counts (processes start apart, the
                        * first collectives even it out, warm-up calls vary) */
         timing = job_fold_within(dfg_dur(g, x), dfg_dur(g, y), tol) &&
-                 job_fold_within(g->lat[x], g->lat[y], tol) &&
+                 job_fold_within(dfg_lat(g, x), dfg_lat(g, y), tol) &&
                  job_fold_within(dfg_gap(g, x), dfg_gap(g, y), tol) &&
                  job_fold_within(g->mstart[x] - c->t0[r], g->mstart[y] - c->t0[p], tol) &&
                  job_fold_within(dfg_mend(g, x) - c->t0[r], dfg_mend(g, y) - c->t0[p], tol);

@@ -51,9 +51,9 @@ host_launch(sim_state *s, int32_t h, int64_t t)
 {
     const dfg *g = s->g;
     s->r->start[h] = t;
-    for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
+    for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
         int32_t d = g->launched[i];
-        satisfy(s, d, t + g->lat[d], h, SIM_CAUSE_LAUNCH);
+        satisfy(s, d, t + dfg_lat(g, d), h, SIM_CAUSE_LAUNCH);
     }
 }
 

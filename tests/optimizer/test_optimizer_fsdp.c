@@ -54,7 +54,7 @@ device(dfg *g, int32_t s, int32_t h, int kind, int32_t name, int64_t dur)
     int32_t d = dfg_add_node(g, kind, s, name);
     g->dur[d] = dur;
     g->launch[d] = h;
-    g->lat[d] = 2 * US;
+    dfg_set_lat(g, d, 2 * US);
     return d;
 }
 
@@ -178,7 +178,7 @@ test_fsdp_strategies(void)
         int64_t early =
             b == 0 ? 0 : g.mstart[g.launch[fa]] - g.mstart[g.launch[ids.fwd_ag[1][b - 1]]];
         CHECK(early >= 0 && (b == 0 || early >= 600 * US));
-        CHECK(g.lat[fa] == 2 * US - early);
+        CHECK(dfg_lat(&g, fa) == 2 * US - early);
         CHECK(g.grp_dur[g.group[fa]] == 400 * US);
     }
     CHECK(e.iter_ns < base - 100 * US);

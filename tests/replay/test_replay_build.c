@@ -249,7 +249,7 @@ test_submission_latency(void)
     CHECK_EQ(qi.depth, 0);
     CHECK(build_derive_timing(&g) == 0);
     CHECK_EQ(build_submission_latency(&g, 0), 7000);
-    CHECK_EQ(g.lat[dev[N - 1]], 7000);
+    CHECK_EQ(dfg_lat(&g, dev[N - 1]), 7000);
     CHECK_EQ(dfg_gap(&g, dev[N - 1]), 2000);
     sim_result r;
     memset(&r, 0, sizeof r);
