@@ -162,7 +162,7 @@ derive_group_timing(dfg *g)
     for (int32_t q = 0; q < g->n_groups; q++) {
         int64_t arr = INT64_MIN, end = INT64_MIN;
         int32_t m = 0;
-        for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p]) {
+        for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p)) {
             m++;
             if (g->mstart[p] > arr)
                 arr = g->mstart[p];

@@ -195,8 +195,8 @@ dfg_free(dfg *g)
     free(g->lat);
     free(g->launch);
     free(g->group);
-    free(g->next_in_group);
     free(g->next_on_res);
+    dfg_sparse_free(&g->grp_next);
     dfg_sparse_free(&g->bytes);
     dfg_sparse_free(&g->mend_wide);
     dfg_sparse_free(&g->dur_wide);
@@ -306,7 +306,6 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(lat, s->cap_nodes, s->n_nodes);
     DUP(launch, s->cap_nodes, s->n_nodes);
     DUP(group, s->cap_nodes, s->n_nodes);
-    DUP(next_in_group, s->cap_nodes, s->n_nodes);
     DUP(next_on_res, s->cap_nodes, s->n_nodes);
     DUP(mstart, s->cap_nodes, s->n_nodes);
     DUP(mlen, s->cap_nodes, s->n_nodes);
@@ -333,6 +332,8 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(rank_weight, s->n_ranks, s->n_ranks);
     DUP(rank_apart, s->n_ranks, s->n_ranks);
 #undef DUP
+    if (rc == 0)
+        rc = dfg_sparse_clone(&d->grp_next, &s->grp_next);
     if (rc == 0)
         rc = dfg_sparse_clone(&d->bytes, &s->bytes);
     if (rc == 0)
@@ -371,7 +372,6 @@ reserve_nodes(dfg *g, int64_t need)
     G(lat);
     G(launch);
     G(group);
-    G(next_in_group);
     G(next_on_res);
     G(mstart);
     G(mlen);
@@ -502,7 +502,6 @@ dfg_add_node(dfg *g, int kind, int32_t res, int32_t name)
     g->lat[n] = kind == DFG_HOST ? -1 : 0; /* a host's: no launched list */
     g->launch[n] = -1;
     g->group[n] = -1;
-    g->next_in_group[n] = -1;
     g->mstart[n] = 0;
     g->mlen[n] = 0;
     g->next_on_res[n] = -1;
@@ -644,15 +643,26 @@ dfg_add_group(dfg *g, int op, int32_t nranks, int64_t bytes, uint64_t comm, uint
     return k;
 }
 
-void
+int
+dfg_group_reserve(dfg *g, int32_t n)
+{
+    return dfg_sparse_get(&g->grp_next, n, INT64_MIN) == INT64_MIN
+               ? dfg_sparse_set(&g->grp_next, n, -1)
+               : 0;
+}
+
+int
 dfg_set_group(dfg *g, int32_t n, int32_t grp)
 {
-    g->kind[n] = DFG_COLL;
-    g->group[n] = grp;
-    g->next_in_group[n] = g->grp_first[grp];
-    g->grp_first[grp] = n;
-    g->grp_members[grp]++;
-    g->finalized = 0;
+    int rc = dfg_sparse_set(&g->grp_next, n, g->grp_first[grp]);
+    if (rc == 0) {
+        g->kind[n] = DFG_COLL;
+        g->group[n] = grp;
+        g->grp_first[grp] = n;
+        g->grp_members[grp]++;
+        g->finalized = 0;
+    }
+    return rc;
 }
 
 int
@@ -731,13 +741,13 @@ shrink_to_fit(dfg *g)
         G(lat);
         G(launch);
         G(group);
-        G(next_in_group);
         G(next_on_res);
         G(mstart);
         G(mlen);
 #undef G
         g->cap_nodes = (int32_t)n;
     }
+    dfg_sparse_shrink(&g->grp_next);
     dfg_sparse_shrink(&g->bytes);
     dfg_sparse_shrink(&g->mend_wide);
     dfg_sparse_shrink(&g->dur_wide);
@@ -862,7 +872,7 @@ dfg_finalize(dfg *g)
     /* group member counts */
     for (int32_t q = 0; q < g->n_groups; q++) {
         int32_t c = 0;
-        for (int32_t m = g->grp_first[q]; m >= 0; m = g->next_in_group[m])
+        for (int32_t m = g->grp_first[q]; m >= 0; m = dfg_next_in_group(g, m))
             c++;
         g->grp_members[q] = c;
     }

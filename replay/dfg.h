@@ -49,8 +49,8 @@
  *
  * Mutation (for the optimizer): dfg_clone, dfg_remove_node, dfg_merge_nodes,
  * dfg_insert_after, dfg_add_edge, dfg_merge_groups, dfg_set_dur, dfg_set_gap, dfg_set_lat,
- * plain stores into the grp_* arrays. Any structural change marks the graph unfinalized; sim_run
- * finalizes it again (O(nodes + edges)).
+ * plain stores into the grp_* arrays but grp_first (dfg_set_group, dfg_merge_groups). Any
+ * structural change marks the graph unfinalized; sim_run finalizes it again (O(nodes + edges)).
  */
 #ifndef DPRO_REPLAY_DFG_H
 #define DPRO_REPLAY_DFG_H
@@ -113,24 +113,26 @@ typedef struct dfg {
     int32_t n_nodes, cap_nodes;
     uint8_t *kind;
     uint8_t *flags;
-    int32_t *res;           /* resource of the node */
-    int32_t *name;          /* string id (dfg_name) */
-    uint32_t *dur;          /* intrinsic duration, ns, or DFG_FIELD_WIDE (dfg_dur, dfg_set_dur) */
-    uint32_t *gap;          /* ns after the previous node on the resource (or after 0), or
-                             * DFG_FIELD_WIDE (dfg_gap, dfg_set_gap) */
-    int32_t *lat;           /* device: ns after its launch node started (dfg_lat); host: its
-                             * launched list's first index, or -1 (dfg_launched_first) */
-    int32_t *launch;        /* device: launching host node, or -1 */
-    int32_t *group;         /* collective group, or -1 */
-    int32_t *next_in_group; /* chain of a group's participants, -1 ends it */
-    int32_t *next_on_res;   /* the resource's order (the previous node: dfg_prev_on_res) */
-    int64_t *mstart;        /* measured start, aligned, ns */
-    uint32_t *mlen;         /* measured end - mstart, ns, or DFG_MLEN_WIDE (dfg_mend) */
-    dfg_sparse mend_wide;   /* the measured ends of the nodes whose mlen is DFG_MLEN_WIDE */
-    dfg_sparse dur_wide;    /* the durations of the nodes whose dur is DFG_FIELD_WIDE */
-    dfg_sparse gap_wide;    /* the gaps of the nodes whose gap is DFG_FIELD_WIDE */
-    dfg_sparse bytes;       /* bytes moved or touched (copies, collectives), of the nodes
-                             * that move data (dfg_bytes, dfg_set_bytes) */
+    int32_t *res;         /* resource of the node */
+    int32_t *name;        /* string id (dfg_name) */
+    uint32_t *dur;        /* intrinsic duration, ns, or DFG_FIELD_WIDE (dfg_dur, dfg_set_dur) */
+    uint32_t *gap;        /* ns after the previous node on the resource (or after 0), or
+                           * DFG_FIELD_WIDE (dfg_gap, dfg_set_gap) */
+    int32_t *lat;         /* device: ns after its launch node started (dfg_lat); host: its
+                           * launched list's first index, or -1 (dfg_launched_first) */
+    int32_t *launch;      /* device: launching host node, or -1 */
+    int32_t *group;       /* collective group, or -1 */
+    int32_t *next_on_res; /* the resource's order (the previous node: dfg_prev_on_res) */
+    int64_t *mstart;      /* measured start, aligned, ns */
+    uint32_t *mlen;       /* measured end - mstart, ns, or DFG_MLEN_WIDE (dfg_mend) */
+    dfg_sparse mend_wide; /* the measured ends of the nodes whose mlen is DFG_MLEN_WIDE */
+    dfg_sparse dur_wide;  /* the durations of the nodes whose dur is DFG_FIELD_WIDE */
+    dfg_sparse gap_wide;  /* the gaps of the nodes whose gap is DFG_FIELD_WIDE */
+    dfg_sparse grp_next;  /* each collective participant's next one in its group's list,
+                           * -1 ending it (dfg_next_in_group): a list through the
+                           * participants only, which the other nodes pay nothing for */
+    dfg_sparse bytes;     /* bytes moved or touched (copies, collectives), of the nodes
+                           * that move data (dfg_bytes, dfg_set_bytes) */
 
     /* ---- dependency edges (src finishes before dst; see above) ---- */
     int64_t n_edges, cap_edges;
@@ -303,8 +305,18 @@ int dfg_add_edge(dfg *g, int32_t src, int32_t dst);
 int32_t dfg_add_group(dfg *g, int op, int32_t nranks, int64_t bytes, uint64_t comm, uint64_t seq,
                       int64_t measured_dur);
 
-/* Makes device node n a participant of group grp (kind becomes DFG_COLL). */
-void dfg_set_group(dfg *g, int32_t n, int32_t grp);
+/* Makes device node n a participant of group grp (kind becomes DFG_COLL), first in its list.
+ * Returns 0, or -1 when out of memory (n is then unchanged). */
+int dfg_set_group(dfg *g, int32_t n, int32_t grp);
+
+/* Makes device node n ready to join a group later (dfg_set_group) at O(log) cost and without
+ * allocating, as the nodes built in order are: a group formed after the graph (a matched
+ * point-to-point transfer) joins nodes out of order. Returns 0 or -1 (out of memory). */
+int dfg_group_reserve(dfg *g, int32_t n);
+
+/* The participant after p in its group's list (from grp_first), -1 at its end. O(log of the
+ * participants in the graph). */
+int32_t dfg_next_in_group(const dfg *g, int32_t p);
 
 /* Removes node n: its edge predecessors become predecessors of its edge successors, and
  * so does the previous node on its resource (n's end implied that one's), devices it

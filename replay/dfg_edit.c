@@ -5,6 +5,21 @@
 
 /* ---- transformations ----------------------------------------------------------------- */
 
+/* Takes participant n out of group grp's list (dfg_next_in_group); n keeps its entry. */
+static void
+group_unlink(dfg *g, int32_t grp, int32_t n)
+{
+    int32_t prev = -1, p = g->grp_first[grp];
+    while (p >= 0 && p != n) {
+        prev = p;
+        p = dfg_next_in_group(g, p);
+    }
+    if (p == n && prev < 0)
+        g->grp_first[grp] = dfg_next_in_group(g, n);
+    else if (p == n) /* prev has its entry: setting it allocates nothing, cannot fail */
+        (void)dfg_sparse_set(&g->grp_next, prev, dfg_next_in_group(g, n));
+}
+
 int
 dfg_remove_node(dfg *g, int32_t n)
 {
@@ -63,12 +78,7 @@ dfg_remove_node(dfg *g, int32_t n)
     g->next_on_res[n] = -1;
 
     if (g->group[n] >= 0) {
-        int32_t grp = g->group[n];
-        int32_t *pp = &g->grp_first[grp];
-        while (*pp >= 0 && *pp != n)
-            pp = &g->next_in_group[*pp];
-        if (*pp == n)
-            *pp = g->next_in_group[n];
+        group_unlink(g, g->group[n], n);
         g->group[n] = -1;
     }
     for (int32_t i = 0; i < g->n_iter_nodes; i++)
@@ -131,23 +141,20 @@ dfg_merge_groups(dfg *g, int32_t a, int32_t b)
         return -1;
     int32_t nb = g->grp_first[b];
     while (nb >= 0) {
-        int32_t next = g->next_in_group[nb];
+        int32_t next = dfg_next_in_group(g, nb);
         int32_t rank = dfg_rank(g, nb);
         int32_t na = g->grp_first[a];
         while (na >= 0 && dfg_rank(g, na) != rank)
-            na = g->next_in_group[na];
+            na = dfg_next_in_group(g, na);
         if (na >= 0 && g->res[na] == g->res[nb]) {
             if (dfg_merge_nodes(g, na, nb) != 0)
                 return -1;
         } else {
             /* no partner on this rank: move the participant over */
-            int32_t *pp = &g->grp_first[b];
-            while (*pp >= 0 && *pp != nb)
-                pp = &g->next_in_group[*pp];
-            if (*pp == nb)
-                *pp = g->next_in_group[nb];
+            group_unlink(g, b, nb);
             g->grp_members[b]--;
-            dfg_set_group(g, nb, a);
+            if (dfg_set_group(g, nb, a) != 0) /* nb has its entry: no allocation */
+                return -1;
         }
         nb = next;
     }

@@ -1,6 +1,6 @@
-/* dfg_sparse.c: the graph's sparse per-node tables (dfg_sparse, see dfg.h): the bytes of
- * the nodes that move data, the measured ends a 32-bit length from the start does not
- * reach, and the durations and gaps 32 bits do not hold. */
+/* dfg_sparse.c: the graph's sparse per-node tables (dfg_sparse, see dfg.h): the lists of the
+ * collective groups' participants, the bytes of the nodes that move data, the measured ends a
+ * 32-bit length from the start does not reach, and the durations and gaps 32 bits do not hold. */
 #include "dfg.h"
 #include "dfg_int.h"
 
@@ -122,6 +122,12 @@ dfg_set_bytes(dfg *g, int32_t n, int64_t bytes)
     if (bytes != 0 || dfg_sparse_get(&g->bytes, n, 0) != 0)
         rc = dfg_sparse_set(&g->bytes, n, bytes);
     return rc;
+}
+
+int32_t
+dfg_next_in_group(const dfg *g, int32_t p)
+{
+    return (int32_t)dfg_sparse_get(&g->grp_next, p, -1);
 }
 
 int64_t

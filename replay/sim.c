@@ -185,7 +185,7 @@ group_transfer(sim_state *s, int32_t q)
     sim_result *r = s->r;
     int64_t tend = r->grp_arrival[q] + g->grp_dur[q];
     int32_t last = r->grp_last[q];
-    for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p]) {
+    for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p)) {
         if (!owned(s, p))
             continue;
         if (p != last) {

@@ -567,7 +567,7 @@ test_partition(void)
     /* the first all-reduce call of rank 0 stalled for 2 ms (a loaded host): the unit keeps
      * it, the copies the new buckets make of it cost what the call typically costs */
     int32_t stalled = -1;
-    for (int32_t o = g.grp_first[0]; o >= 0 && stalled < 0; o = g.next_in_group[o])
+    for (int32_t o = g.grp_first[0]; o >= 0 && stalled < 0; o = dfg_next_in_group(&g, o))
         if (dfg_rank(&g, o) == 0)
             stalled = g.launch[o];
     REQUIRE(stalled >= 0);
@@ -617,10 +617,10 @@ test_partition(void)
             /* the chunk's participants: one per rank, each gated by the kernel at which
              * its bytes are ready, launched by a copy of the hook's calls */
             int32_t members = 0;
-            for (int32_t n = part.grp_first[k]; n >= 0; n = part.next_in_group[n]) {
+            for (int32_t n = part.grp_first[k]; n >= 0; n = dfg_next_in_group(&part, n)) {
                 members++;
                 int32_t c = -1; /* the unit's participant on that rank */
-                for (int32_t o = g.grp_first[q]; o >= 0; o = g.next_in_group[o])
+                for (int32_t o = g.grp_first[q]; o >= 0; o = dfg_next_in_group(&g, o))
                     if (dfg_rank(&g, o) == dfg_rank(&part, n))
                         c = o;
                 CHECK(c >= 0 && part.res[n] == part.res[c]);
@@ -911,7 +911,7 @@ test_partition_gradients(void)
         for (int32_t k = g.n_groups; k < part.n_groups && gate < 0; k++) {
             if (part.grp_seq[k] != 1)
                 continue;
-            for (int32_t n = part.grp_first[k]; n >= 0; n = part.next_in_group[n])
+            for (int32_t n = part.grp_first[k]; n >= 0; n = dfg_next_in_group(&part, n))
                 for (int64_t e = 0; e < part.n_edges; e++)
                     if (part.edst[e] == n && dfg_rank(&part, n) == 0)
                         gate = part.esrc[e];
