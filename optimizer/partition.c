@@ -169,7 +169,8 @@ layout_build(const partition_input *in, layout *L)
         int32_t s = g->esrc[e], d = g->edst[e];
         if (d >= in->n_nodes || s >= in->n_nodes || !alive(g, s) || !alive(g, d))
             continue;
-        if (g->kind[d] != DFG_COLL || g->group[d] < 0 || in->bu->group_unit[g->group[d]] < 0)
+        if (g->kind[d] != DFG_COLL || dfg_group(g, d) < 0 ||
+            in->bu->group_unit[dfg_group(g, d)] < 0)
             continue;
         if (g->kind[s] != DFG_KERNEL || !in->on_compute[s] || dfg_rank(g, s) != dfg_rank(g, d))
             continue;

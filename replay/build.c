@@ -150,6 +150,7 @@ typedef struct rank_ctx {
     int32_t first_node, n_host_end; /* the rank's first node, and one past its host nodes */
     int32_t *first_dev, *next_dev;  /* device ops of each host node (by node - first), each
                                      * op's next one (by node - n_host_end) */
+    int32_t *dev_group;             /* each op's collective group, -1 none (as next_dev) */
     int32_t *last_launched;         /* per resource (by res - first_res) */
     int32_t *pend_head;             /* pending stream waits per resource */
     int32_t *pend_node, *pend_next;
@@ -415,7 +416,7 @@ rank_join_collective(rank_ctx *c, group_map *gm, const job_event *e, int32_t n, 
     if (rc == 0)
         rc = dfg_set_bytes(g, n, g->grp_bytes[q]);
     if (rc == 0) {
-        g->group[n] = q; /* linked into the group by rank_link_groups */
+        c->dev_group[n - c->n_host_end] = q; /* linked into the group by rank_link_groups */
     }
     return rc;
 }
@@ -432,8 +433,10 @@ rank_device_nodes(rank_ctx *c, group_map *gm)
     int32_t n_host = c->n_host_end - c->first_node;
     int rc = 0;
     c->first_dev = malloc((size_t)(n_host > 0 ? n_host : 1) * sizeof *c->first_dev);
-    c->next_dev = malloc((ne > 0 ? ne : 1) * sizeof *c->next_dev); /* an op an event at most */
-    if (!c->first_dev || !c->next_dev)
+    /* an op an event at most */
+    c->next_dev = malloc((ne > 0 ? ne : 1) * sizeof *c->next_dev);
+    c->dev_group = malloc((ne > 0 ? ne : 1) * sizeof *c->dev_group);
+    if (!c->first_dev || !c->next_dev || !c->dev_group)
         return -1;
     for (int32_t i = 0; i < n_host; i++)
         c->first_dev[i] = -1;
@@ -472,6 +475,7 @@ rank_device_nodes(rank_ctx *c, group_map *gm)
             break;
         }
         c->node_of_event[i] = n;
+        c->dev_group[n - c->n_host_end] = -1;
         int32_t h = e->correlation ? hmap_get(&c->corr_host, e->correlation, -1) : -1;
         if (h >= 0) {
             g->launch[n] = h;
@@ -615,13 +619,9 @@ rank_link_groups(rank_ctx *c)
 {
     dfg *g = c->g;
     int rc = 0;
-    for (int32_t n = c->n_host_end; n < g->n_nodes && rc == 0; n++) {
-        if (g->group[n] >= 0) {
-            int32_t q = g->group[n];
-            g->group[n] = -1;
-            rc = dfg_set_group(g, n, q);
-        }
-    }
+    for (int32_t n = c->n_host_end; n < g->n_nodes && rc == 0; n++)
+        if (c->dev_group[n - c->n_host_end] >= 0)
+            rc = dfg_set_group(g, n, c->dev_group[n - c->n_host_end]);
     return rc;
 }
 
@@ -707,6 +707,7 @@ rank_ctx_free(rank_ctx *c)
     free(c->coll_is_host);
     free(c->first_dev);
     free(c->next_dev);
+    free(c->dev_group);
     free(c->last_launched);
     free(c->pend_head);
     free(c->pend_node);

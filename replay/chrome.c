@@ -331,8 +331,8 @@ export_nodes(const dfg *g, sim_timeline tl, const window *w, json_writer *j)
         int64_t moved = dfg_bytes(g, n);
         if (moved)
             json_kv_int(j, "bytes", moved);
-        if (g->group[n] >= 0) {
-            int32_t q = g->group[n];
+        if (dfg_group(g, n) >= 0) {
+            int32_t q = dfg_group(g, n);
             char hex[32];
             snprintf(hex, sizeof hex, "%016llx", (unsigned long long)g->grp_comm[q]);
             json_kv_string(j, "comm", hex);

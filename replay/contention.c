@@ -111,7 +111,7 @@ contention_overlaps(const dfg *g, const int64_t *start, const int64_t *end,
         int32_t r = dfg_rank(g, n);
         if (r < 0 || r >= R)
             continue;
-        if (g->kind[n] == DFG_COLL && g->group[n] >= 0)
+        if (g->kind[n] == DFG_COLL && dfg_group(g, n) >= 0)
             ncomm[r]++;
         else if (is_compute(g, n, name_comm))
             ncomp[r]++;
@@ -131,8 +131,8 @@ contention_overlaps(const dfg *g, const int64_t *start, const int64_t *end,
         int32_t r = dfg_rank(g, n);
         if (r < 0 || r >= R || start[n] < 0 || end[n] < start[n])
             continue;
-        if (g->kind[n] == DFG_COLL && g->group[n] >= 0) {
-            int64_t a = arr[g->group[n]] > start[n] ? arr[g->group[n]] : start[n];
+        if (g->kind[n] == DFG_COLL && dfg_group(g, n) >= 0) {
+            int64_t a = arr[dfg_group(g, n)] > start[n] ? arr[dfg_group(g, n)] : start[n];
             comm[r][ncomm[r]++] = (span){a, end[n]};
         } else if (is_compute(g, n, name_comm)) {
             comp[r][ncomp[r]++] = (span){start[n], end[n]};

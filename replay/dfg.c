@@ -194,9 +194,8 @@ dfg_free(dfg *g)
     free(g->gap);
     free(g->lat);
     free(g->launch);
-    free(g->group);
     free(g->next_on_res);
-    dfg_sparse_free(&g->grp_next);
+    dfg_sparse_free(&g->grp_part);
     dfg_sparse_free(&g->bytes);
     dfg_sparse_free(&g->mend_wide);
     dfg_sparse_free(&g->dur_wide);
@@ -305,7 +304,6 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(gap, s->cap_nodes, s->n_nodes);
     DUP(lat, s->cap_nodes, s->n_nodes);
     DUP(launch, s->cap_nodes, s->n_nodes);
-    DUP(group, s->cap_nodes, s->n_nodes);
     DUP(next_on_res, s->cap_nodes, s->n_nodes);
     DUP(mstart, s->cap_nodes, s->n_nodes);
     DUP(mlen, s->cap_nodes, s->n_nodes);
@@ -333,7 +331,7 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(rank_apart, s->n_ranks, s->n_ranks);
 #undef DUP
     if (rc == 0)
-        rc = dfg_sparse_clone(&d->grp_next, &s->grp_next);
+        rc = dfg_sparse_clone(&d->grp_part, &s->grp_part);
     if (rc == 0)
         rc = dfg_sparse_clone(&d->bytes, &s->bytes);
     if (rc == 0)
@@ -371,7 +369,6 @@ reserve_nodes(dfg *g, int64_t need)
     G(gap);
     G(lat);
     G(launch);
-    G(group);
     G(next_on_res);
     G(mstart);
     G(mlen);
@@ -501,7 +498,6 @@ dfg_add_node(dfg *g, int kind, int32_t res, int32_t name)
     g->gap[n] = 0;
     g->lat[n] = kind == DFG_HOST ? -1 : 0; /* a host's: no launched list */
     g->launch[n] = -1;
-    g->group[n] = -1;
     g->mstart[n] = 0;
     g->mlen[n] = 0;
     g->next_on_res[n] = -1;
@@ -646,18 +642,15 @@ dfg_add_group(dfg *g, int op, int32_t nranks, int64_t bytes, uint64_t comm, uint
 int
 dfg_group_reserve(dfg *g, int32_t n)
 {
-    return dfg_sparse_get(&g->grp_next, n, INT64_MIN) == INT64_MIN
-               ? dfg_sparse_set(&g->grp_next, n, -1)
-               : 0;
+    return dfg_sparse_get(&g->grp_part, n, INT64_MIN) == INT64_MIN ? dfg_part_set(g, n, -1, -1) : 0;
 }
 
 int
 dfg_set_group(dfg *g, int32_t n, int32_t grp)
 {
-    int rc = dfg_sparse_set(&g->grp_next, n, g->grp_first[grp]);
+    int rc = dfg_part_set(g, n, grp, g->grp_first[grp]);
     if (rc == 0) {
         g->kind[n] = DFG_COLL;
-        g->group[n] = grp;
         g->grp_first[grp] = n;
         g->grp_members[grp]++;
         g->finalized = 0;
@@ -740,14 +733,13 @@ shrink_to_fit(dfg *g)
         G(gap);
         G(lat);
         G(launch);
-        G(group);
         G(next_on_res);
         G(mstart);
         G(mlen);
 #undef G
         g->cap_nodes = (int32_t)n;
     }
-    dfg_sparse_shrink(&g->grp_next);
+    dfg_sparse_shrink(&g->grp_part);
     dfg_sparse_shrink(&g->bytes);
     dfg_sparse_shrink(&g->mend_wide);
     dfg_sparse_shrink(&g->dur_wide);

@@ -121,16 +121,15 @@ typedef struct dfg {
     int32_t *lat;         /* device: ns after its launch node started (dfg_lat); host: its
                            * launched list's first index, or -1 (dfg_launched_first) */
     int32_t *launch;      /* device: launching host node, or -1 */
-    int32_t *group;       /* collective group, or -1 */
     int32_t *next_on_res; /* the resource's order (the previous node: dfg_prev_on_res) */
     int64_t *mstart;      /* measured start, aligned, ns */
     uint32_t *mlen;       /* measured end - mstart, ns, or DFG_MLEN_WIDE (dfg_mend) */
     dfg_sparse mend_wide; /* the measured ends of the nodes whose mlen is DFG_MLEN_WIDE */
     dfg_sparse dur_wide;  /* the durations of the nodes whose dur is DFG_FIELD_WIDE */
     dfg_sparse gap_wide;  /* the gaps of the nodes whose gap is DFG_FIELD_WIDE */
-    dfg_sparse grp_next;  /* each collective participant's next one in its group's list,
-                           * -1 ending it (dfg_next_in_group): a list through the
-                           * participants only, which the other nodes pay nothing for */
+    dfg_sparse grp_part;  /* each collective participant's group (high 32 bits, dfg_group)
+                           * and next participant in its group's list (low 32 bits, -1
+                           * ending it: dfg_next_in_group): the other nodes pay nothing */
     dfg_sparse bytes;     /* bytes moved or touched (copies, collectives), of the nodes
                            * that move data (dfg_bytes, dfg_set_bytes) */
 
@@ -313,6 +312,10 @@ int dfg_set_group(dfg *g, int32_t n, int32_t grp);
  * allocating, as the nodes built in order are: a group formed after the graph (a matched
  * point-to-point transfer) joins nodes out of order. Returns 0 or -1 (out of memory). */
 int dfg_group_reserve(dfg *g, int32_t n);
+
+/* Node n's collective group, -1 for a node that takes part in none. O(log of the
+ * participants in the graph) for a DFG_COLL node, O(1) for another. */
+int32_t dfg_group(const dfg *g, int32_t n);
 
 /* The participant after p in its group's list (from grp_first), -1 at its end. O(log of the
  * participants in the graph). */

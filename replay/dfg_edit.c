@@ -5,8 +5,9 @@
 
 /* ---- transformations ----------------------------------------------------------------- */
 
-/* Takes participant n out of group grp's list (dfg_next_in_group); n keeps its entry. */
-static void
+/* Takes participant n out of group grp's list (dfg_next_in_group) and returns the one after
+ * it (-1 none); n's entry is left as it was. */
+static int32_t
 group_unlink(dfg *g, int32_t grp, int32_t n)
 {
     int32_t prev = -1, p = g->grp_first[grp];
@@ -14,10 +15,12 @@ group_unlink(dfg *g, int32_t grp, int32_t n)
         prev = p;
         p = dfg_next_in_group(g, p);
     }
+    int32_t next = dfg_next_in_group(g, n);
     if (p == n && prev < 0)
-        g->grp_first[grp] = dfg_next_in_group(g, n);
+        g->grp_first[grp] = next;
     else if (p == n) /* prev has its entry: setting it allocates nothing, cannot fail */
-        (void)dfg_sparse_set(&g->grp_next, prev, dfg_next_in_group(g, n));
+        (void)dfg_part_set(g, prev, grp, next);
+    return next;
 }
 
 int
@@ -77,10 +80,8 @@ dfg_remove_node(dfg *g, int32_t n)
         g->res_last[g->res[n]] = prev;
     g->next_on_res[n] = -1;
 
-    if (g->group[n] >= 0) {
-        group_unlink(g, g->group[n], n);
-        g->group[n] = -1;
-    }
+    if (dfg_group(g, n) >= 0) /* n has its entry: setting it cannot fail */
+        (void)dfg_part_set(g, n, -1, group_unlink(g, dfg_group(g, n), n));
     for (int32_t i = 0; i < g->n_iter_nodes; i++)
         if (g->iter_node[i] == n)
             g->iter_node[i] = prev >= 0 ? prev : next;
@@ -151,7 +152,7 @@ dfg_merge_groups(dfg *g, int32_t a, int32_t b)
                 return -1;
         } else {
             /* no partner on this rank: move the participant over */
-            group_unlink(g, b, nb);
+            (void)group_unlink(g, b, nb);
             g->grp_members[b]--;
             if (dfg_set_group(g, nb, a) != 0) /* nb has its entry: no allocation */
                 return -1;

@@ -41,7 +41,6 @@ fold_nodes(dfg *d, const dfg *s, const fold_maps *m)
         d->gap[x] = s->gap[n];
         d->lat[x] = s->kind[n] == DFG_HOST ? -1 : s->lat[n]; /* a host's: dfg_finalize */
         d->launch[x] = MAPN(s->launch[n]);
-        d->group[x] = s->group[n] >= 0 ? m->grp[s->group[n]] : -1;
         d->next_on_res[x] = MAPN(s->next_on_res[n]);
         d->mstart[x] = s->mstart[n];
         d->mlen[x] = s->mlen[n];
@@ -76,14 +75,13 @@ fold_groups(dfg *d, const dfg *s, const fold_maps *m)
     }
     /* each kept participant's next kept one, in node order: the side table appends */
     int rc = 0;
-    for (int32_t i = 0; rc == 0 && i < s->grp_next.n; i++) {
-        int32_t p = s->grp_next.node[i], nx = (int32_t)s->grp_next.val[i];
-        if (m->node[p] < 0 || s->group[p] < 0)
-            continue; /* not kept, or an entry left by a participant taken out of its group */
+    for (int32_t i = 0; rc == 0 && i < s->grp_part.n; i++) {
+        int32_t p = s->grp_part.node[i], q = dfg_group(s, p), nx = dfg_next_in_group(s, p);
+        if (m->node[p] < 0 || q < 0)
+            continue; /* not kept, or an entry of a node in no group */
         while (nx >= 0 && m->node[nx] < 0)
             nx = dfg_next_in_group(s, nx);
-        if (nx >= 0)
-            rc = dfg_sparse_set(&d->grp_next, m->node[p], m->node[nx]);
+        rc = dfg_part_set(d, m->node[p], m->grp[q], nx >= 0 ? m->node[nx] : -1);
     }
     return rc;
 }
@@ -209,11 +207,10 @@ dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
 {
     size_t per_node = sizeof *g->kind + sizeof *g->flags + sizeof *g->res + sizeof *g->name +
                       sizeof *g->dur + sizeof *g->gap + sizeof *g->lat + sizeof *g->launch +
-                      sizeof *g->group + sizeof *g->next_on_res + sizeof *g->mstart +
-                      sizeof *g->mlen;
+                      sizeof *g->next_on_res + sizeof *g->mstart + sizeof *g->mlen;
     double nb = (double)per_node * (double)g->cap_nodes +
                 (double)(sizeof *g->bytes.node + sizeof *g->bytes.val) *
-                    ((double)g->grp_next.cap + (double)g->bytes.cap + (double)g->mend_wide.cap +
+                    ((double)g->grp_part.cap + (double)g->bytes.cap + (double)g->mend_wide.cap +
                      (double)g->dur_wide.cap + (double)g->gap_wide.cap);
     double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;
     if (g->finalized) {

@@ -124,10 +124,27 @@ dfg_set_bytes(dfg *g, int32_t n, int64_t bytes)
     return rc;
 }
 
+/* An entry of grp_part: the group in the high 32 bits, the next participant in the low. */
+#define PART(grp, next) ((int64_t)(((uint64_t)(uint32_t)(grp) << 32) | (uint32_t)(next)))
+
+int32_t
+dfg_group(const dfg *g, int32_t n)
+{
+    int64_t e =
+        g->kind[n] == DFG_COLL ? dfg_sparse_get(&g->grp_part, n, PART(-1, -1)) : PART(-1, -1);
+    return (int32_t)(uint32_t)((uint64_t)e >> 32);
+}
+
 int32_t
 dfg_next_in_group(const dfg *g, int32_t p)
 {
-    return (int32_t)dfg_sparse_get(&g->grp_next, p, -1);
+    return (int32_t)(uint32_t)dfg_sparse_get(&g->grp_part, p, PART(-1, -1));
+}
+
+int
+dfg_part_set(dfg *g, int32_t n, int32_t grp, int32_t next)
+{
+    return dfg_sparse_set(&g->grp_part, n, PART(grp, next));
 }
 
 int64_t

@@ -138,8 +138,8 @@ part_init(part *p, const dfg *g, mpisim_stats *st)
         if ((g->flags[n] & DFG_F_REMOVED) || !p->own[dfg_rank(g, n)])
             continue;
         st->nodes_here++;
-        if (g->group[n] >= 0)
-            p->grp_local[g->group[n]]++;
+        if (dfg_group(g, n) >= 0)
+            p->grp_local[dfg_group(g, n)]++;
         for (int32_t i = g->succ_off[n]; i < g->succ_off[n + 1]; i++)
             if (!p->own[dfg_rank(g, g->succ[i])])
                 p->remote_out[n] = 1;

@@ -211,7 +211,7 @@ sim_drain(sim_state *s)
         }
         int64_t t = r->ready[m];
         r->start[m] = t;
-        int32_t q = g->group[m];
+        int32_t q = dfg_group(g, m);
         if (q < 0) {
             finish(s, m, t + dfg_dur(g, m));
             continue;

@@ -215,7 +215,7 @@ sim_breakdown_rank(const dfg *g, sim_timeline tl, int32_t r, int64_t t0, int64_t
                 cap *= 2;
             }
             if (g->kind[m] == DFG_COLL) {
-                int64_t a = tl.grp_arrival ? tl.grp_arrival[g->group[m]] : s;
+                int64_t a = tl.grp_arrival ? tl.grp_arrival[dfg_group(g, m)] : s;
                 if (a < s)
                     a = s;
                 if (a > e)

@@ -129,7 +129,7 @@ main(void)
     }
     size_t stored = sizeof *g.kind + sizeof *g.flags + sizeof *g.res + sizeof *g.name +
                     sizeof *g.dur + sizeof *g.gap + sizeof *g.lat + sizeof *g.launch +
-                    sizeof *g.group + sizeof *g.next_on_res + sizeof *g.mstart + sizeof *g.mlen;
+                    sizeof *g.next_on_res + sizeof *g.mstart + sizeof *g.mlen;
     double nb = 0, eb = 0;
     dfg_memory(&g, &nb, &eb);
     printf("%d nodes, %lld edges: %zu bytes stored a node, %.1f bytes a node, %.1f an edge\n",
