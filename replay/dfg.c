@@ -174,9 +174,9 @@ fail:
 static void
 free_derived(dfg *g)
 {
-    free(g->succ_off); /* succ is edst's */
+    free(g->succ_blk); /* succ is edst's */
     free(g->launched);
-    g->succ_off = NULL;
+    g->succ_blk = NULL;
     g->succ = NULL;
     g->launched = NULL;
     g->n_launched = 0;
@@ -813,8 +813,9 @@ dfg_finalize(dfg *g)
         return 0;
     free_derived(g);
     int32_t n = g->n_nodes;
-    g->succ_off = calloc((size_t)n + 1, sizeof *g->succ_off);
-    if (!g->succ_off)
+    int32_t nblk = (n >> DFG_SUCC_SHIFT) + 2;
+    g->succ_blk = calloc((size_t)nblk, sizeof *g->succ_blk);
+    if (!g->succ_blk)
         goto fail;
 
     /* compact the edge list: drop dead edges, sort by (src,dst), drop duplicates */
@@ -854,9 +855,9 @@ dfg_finalize(dfg *g)
     shrink_to_fit(g);
     g->succ = g->edst; /* sorted by source: the successors of each node in a row */
     for (int64_t i = 0; i < g->n_edges; i++)
-        g->succ_off[g->esrc[i] + 1]++;
-    for (int32_t i = 0; i < n; i++)
-        g->succ_off[i + 1] += g->succ_off[i];
+        g->succ_blk[(g->esrc[i] >> DFG_SUCC_SHIFT) + 1]++;
+    for (int32_t b = 0; b + 1 < nblk; b++)
+        g->succ_blk[b + 1] += g->succ_blk[b];
 
     if (launched_lists(g) != 0)
         goto fail;

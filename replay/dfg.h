@@ -100,6 +100,9 @@ typedef struct dfg_sparse {
     int64_t *val;
 } dfg_sparse;
 
+/* log2 of the nodes a block of dfg.succ_blk indexes the edges of. */
+#define DFG_SUCC_SHIFT 6
+
 /* dfg.mlen of a node whose measured end is in dfg.mend_wide: before its start, or 2^32 - 1
  * ns (4.29 s) or more after it. */
 #define DFG_MLEN_WIDE UINT32_MAX
@@ -139,8 +142,11 @@ typedef struct dfg {
 
     /* ---- built by dfg_finalize ---- */
     int finalized;
-    int32_t *succ_off; /* n_nodes + 1 (the edges must fit in int32) */
-    int32_t *succ;     /* edst itself: the sorted edge list is the CSR's column array */
+    int32_t *succ_blk; /* (n_nodes >> DFG_SUCC_SHIFT) + 2: index of the first edge from each
+                        * block of nodes, the edges sorted by source (dfg_succ_first; they
+                        * must fit in int32) */
+    int32_t *succ;     /* edst itself: the sorted edge list holds each node's successors in a
+                        * row */
     int32_t *launched; /* the device nodes the host nodes launched, by host node: each
                         * host's in a row (dfg_launched_first, dfg_launched_next) */
     int32_t n_launched;
@@ -495,6 +501,29 @@ static inline int32_t
 dfg_launched_next(const dfg *g, int32_t h, int32_t i)
 {
     return i + 1 < g->n_launched && g->launch[g->launched[i + 1]] == h ? i + 1 : -1;
+}
+
+/* Index in g->succ of node n's first successor (g finalized): n's successors are succ[i] for
+ * i from there while dfg_succ_more(g, n, i). O(log of the edges from n's block of nodes). */
+static inline int64_t
+dfg_succ_first(const dfg *g, int32_t n)
+{
+    int64_t lo = g->succ_blk[n >> DFG_SUCC_SHIFT], hi = g->succ_blk[(n >> DFG_SUCC_SHIFT) + 1];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (g->esrc[mid] < n)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Whether g->succ[i] is still a successor of node n (see dfg_succ_first). */
+static inline int
+dfg_succ_more(const dfg *g, int32_t n, int64_t i)
+{
+    return i < g->n_edges && g->esrc[i] == n;
 }
 
 /* Rank of a node (through its resource). */

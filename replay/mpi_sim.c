@@ -140,7 +140,7 @@ part_init(part *p, const dfg *g, mpisim_stats *st)
         st->nodes_here++;
         if (dfg_group(g, n) >= 0)
             p->grp_local[dfg_group(g, n)]++;
-        for (int32_t i = g->succ_off[n]; i < g->succ_off[n + 1]; i++)
+        for (int64_t i = dfg_succ_first(g, n); dfg_succ_more(g, n, i); i++)
             if (!p->own[dfg_rank(g, g->succ[i])])
                 p->remote_out[n] = 1;
     }

@@ -82,7 +82,7 @@ finish(sim_state *s, int32_t n, int64_t t)
         else
             satisfy(s, nx, t + dfg_gap(g, nx), n, SIM_CAUSE_RESOURCE);
     }
-    for (int64_t i = g->succ_off[n]; i < g->succ_off[n + 1]; i++) {
+    for (int64_t i = dfg_succ_first(g, n); dfg_succ_more(g, n, i); i++) {
         int32_t m = g->succ[i];
         if (!owned(s, m))
             continue; /* released there (sent) */
@@ -244,7 +244,7 @@ void
 sim_release_edge(sim_state *s, int32_t n, int64_t t)
 {
     const dfg *g = s->g;
-    for (int64_t i = g->succ_off[n]; i < g->succ_off[n + 1]; i++) {
+    for (int64_t i = dfg_succ_first(g, n); dfg_succ_more(g, n, i); i++) {
         int32_t m = g->succ[i];
         if (owned(s, m))
             satisfy(s, m, (g->flags[m] & DFG_F_WAKEUP) ? t + dfg_gap(g, m) : t, n, SIM_CAUSE_EDGE);
