@@ -79,6 +79,7 @@ check_lists(const dfg *g)
 {
     int fail = 0;
     int32_t seen = 0, launches = 0;
+    int64_t succs = 0;
     for (int32_t q = 0; q < g->n_groups; q++) {
         int32_t c = 0;
         for (int32_t p = g->grp_first[q]; p >= 0 && !fail; p = dfg_next_in_group(g, p), c++)
@@ -97,14 +98,47 @@ check_lists(const dfg *g)
         launches += c;
         int64_t e = dfg_succ_first(g, n);
         fail |= e > 0 && e <= g->n_edges && g->esrc[e - 1] >= n;
-        for (; dfg_succ_more(g, n, e); e++)
+        for (; dfg_succ_more(g, n, e); e++, succs++)
             fail |= g->succ[e] != g->edst[e];
     }
     for (int32_t n = 0; n < g->n_nodes; n++)
         launches -= g->launch[n] >= 0;
-    fail |= seen != 0 || launches != 0 || g->n_groups == 0 || g->n_launched == 0;
+    fail |= seen != 0 || launches != 0 || succs != g->n_edges || g->n_groups == 0 ||
+            g->n_launched == 0 || g->n_edges == 0;
     if (fail)
         fprintf(stderr, "FAIL: a group, launch or successor list reads otherwise\n");
+    return fail;
+}
+
+/* Two hosts launching three kernels and one, interleaved: each host's list holds its own, in
+ * node order, and a host's latency reads 0. Returns 0, or 1 with the failure told. */
+static int
+check_launch_lists(void)
+{
+    dfg g;
+    int fail = dfg_init(&g, 1) != 0;
+    int32_t th = dfg_add_resource(&g, DFG_RES_THREAD, 0, 1, 0);
+    int32_t st = dfg_add_resource(&g, DFG_RES_STREAM, 0, 7, 0);
+    int32_t h[2] = {dfg_add_node(&g, DFG_HOST, th, 0), dfg_add_node(&g, DFG_HOST, th, 0)}, k[4];
+    for (int i = 0; i < 4 && !fail; i++) {
+        k[i] = dfg_add_node(&g, DFG_KERNEL, st, 0);
+        fail = k[i] < 0;
+        if (!fail) {
+            g.launch[k[i]] = h[i == 2];
+            dfg_set_lat(&g, k[i], 100 + i);
+        }
+    }
+    fail |= dfg_finalize(&g) != 0 || dfg_launched_count(&g, h[0]) != 3 ||
+            dfg_launched_count(&g, h[1]) != 1 || dfg_launched_count(&g, k[0]) != 0;
+    int32_t want[3] = {k[0], k[1], k[3]}, c = 0;
+    for (int32_t i = dfg_launched_first(&g, h[0]); !fail && i >= 0;
+         i = dfg_launched_next(&g, h[0], i))
+        fail = c > 2 || g.launched[i] != want[c++];
+    fail |= dfg_lat(&g, h[0]) != 0 || dfg_lat(&g, k[3]) != 103 ||
+            g.launched[dfg_launched_first(&g, h[1])] != k[2];
+    if (fail)
+        fprintf(stderr, "FAIL: a host's launched list reads otherwise\n");
+    dfg_free(&g);
     return fail;
 }
 
@@ -193,6 +227,7 @@ main(void)
         fail = 1;
     }
     fail |= check_lists(&g);
+    fail |= check_launch_lists();
     fail |= check_timing_view(&g);
     fail |= check_side_tables();
     dfg_free(&g);
