@@ -280,9 +280,9 @@ int dfg_set_bytes(dfg *g, int32_t n, int64_t bytes);
  * Returns its index, or -1 when out of memory. */
 int32_t dfg_add_resource(dfg *g, int kind, int32_t rank, uint64_t id, int32_t label);
 
-/* Appends a node at the end of resource res's order. All timing fields are zero,
- * launch and group -1; set them directly. Returns the node id, or -1 when out of
- * memory. */
+/* Appends a node at the end of resource res's order. All timing fields are zero, launch
+ * and group -1; set launch directly, the others with their setters (dfg_set_dur,
+ * dfg_set_lat, dfg_set_group, ...). Returns the node id, or -1 when out of memory. */
 int32_t dfg_add_node(dfg *g, int kind, int32_t res, int32_t name);
 
 /* Inserts a new node right after node `after` on after's resource (flag SYNTHETIC,
