@@ -157,7 +157,7 @@ layout_build(const partition_input *in, layout *L)
         int32_t u = in->bu->group_unit[q];
         if (u < 0)
             continue;
-        for (int32_t c = g->grp_first[q]; c >= 0; c = g->next_in_group[c]) {
+        for (int32_t c = g->grp_first[q]; c >= 0; c = dfg_next_in_group(g, c)) {
             int32_t it = c < in->n_nodes ? in->iter[c] : -1;
             if (alive(g, c) && it >= 0 && it < L->n_it)
                 L->part[((int64_t)dfg_rank(g, c) * L->n_it + it) * L->n_units + u] = c;
@@ -169,7 +169,8 @@ layout_build(const partition_input *in, layout *L)
         int32_t s = g->esrc[e], d = g->edst[e];
         if (d >= in->n_nodes || s >= in->n_nodes || !alive(g, s) || !alive(g, d))
             continue;
-        if (g->kind[d] != DFG_COLL || g->group[d] < 0 || in->bu->group_unit[g->group[d]] < 0)
+        if (g->kind[d] != DFG_COLL || dfg_group(g, d) < 0 ||
+            in->bu->group_unit[dfg_group(g, d)] < 0)
             continue;
         if (g->kind[s] != DFG_KERNEL || !in->on_compute[s] || dfg_rank(g, s) != dfg_rank(g, d))
             continue;
@@ -448,10 +449,10 @@ split_participant(const partition_input *in, layout *L, const buckets *B, int32_
         int32_t n = dfg_insert_before(out, c, DFG_COLL, g->name[c], 0);
         if (n < 0)
             return -1;
-        dfg_set_group(out, n, gbase + (m - B->mid_off[u]));
-        if (dfg_set_bytes(out, n, B->mid_bytes[m]) != 0)
+        if (dfg_set_group(out, n, gbase + (m - B->mid_off[u])) != 0 ||
+            dfg_set_bytes(out, n, B->mid_bytes[m]) != 0)
             return -1;
-        out->lat[n] = g->lat[c];
+        dfg_set_lat(out, n, dfg_lat(g, c));
         if (k >= 0 ? dfg_add_edge(out, k, n) != 0 : copy_preds(g, out, c, n) != 0)
             return -1;
         /* the hook's calls, right after the launch of the kernel that made the bytes */
@@ -518,7 +519,7 @@ partition_build(const partition_input *in, const strategy_plan *p, dfg *out, int
                 out->grp_dur[k] = costmodel_predict(in->bu->model, in->bu->coll_op,
                                                     in->bu->coll_nranks, B.mid_bytes[m]);
         }
-        for (int32_t c = g->grp_first[q]; c >= 0 && rc == 0; c = g->next_in_group[c])
+        for (int32_t c = g->grp_first[q]; c >= 0 && rc == 0; c = dfg_next_in_group(g, c))
             if (alive(g, c) && c < in->n_nodes)
                 rc = split_participant(in, &L, &B, q, u, c, gbase, out);
         if (rc != 0)

@@ -203,7 +203,7 @@ apply_fusion(dfg *g, const workload_fusion *fu, int fixed_only)
             int32_t h = g->launch[m], hp = g->launch[fu->chain_node[i - 1]];
             g->dur[m] = 0;
             g->gap[m] = 0;
-            g->lat[m] = 0;
+            dfg_set_lat(g, m, 0);
             if (h != hp)
                 zero_host(g, h); /* not when a graph launch runs the whole chain */
         }
@@ -272,10 +272,10 @@ apply_fsdp(dfg *g, const workload_fsdp *f, const strategy_plan *p)
         if (p->fsdp_keep && f->grp_role[q] == WL_FSDP_BWD) {
             g->dur[d] = 0;
             g->gap[d] = 0;
-            g->lat[d] = 0;
+            dfg_set_lat(g, d, 0);
             zero_host(g, g->launch[d]);
         } else if (p->prefetch)
-            g->lat[d] -= f->prefetch_ns[d];
+            dfg_set_lat(g, d, (int32_t)(dfg_lat(g, d) - f->prefetch_ns[d]));
     }
     for (int32_t q = 0; p->fsdp_keep && q < g->n_groups; q++)
         if (f->grp_role[q] == WL_FSDP_BWD)
@@ -323,7 +323,7 @@ apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const 
         if (scope == WL_CAPTURE_COMPUTE &&
             (g->kind[d] != DFG_KERNEL || (phase[d] != WL_FORWARD && phase[d] != WL_BACKWARD)))
             continue;
-        g->lat[d] = 0;
+        dfg_set_lat(g, d, 0);
         g->gap[d] = 0;
     }
     return rc;

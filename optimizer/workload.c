@@ -170,7 +170,7 @@ assign_phases(workload *w, const sim_result *base, rank_info *ri)
         int32_t it = w->iter[h];
         if (g->res[h] != k->bwd_thread || it < 0 || it >= k->n_iters)
             continue;
-        if (g->launched_off[h + 1] == g->launched_off[h])
+        if (dfg_launched_first(g, h) < 0)
             continue;
         if (k->first_bwd[it] < 0 || base->start[h] < k->first_bwd[it])
             k->first_bwd[it] = base->start[h];
@@ -425,7 +425,7 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
             continue;
         int32_t h = g->launch[d];
         kernels++;
-        from_graphs += g->launched_off[h + 1] - g->launched_off[h] > 4;
+        from_graphs += dfg_launched_count(g, h) > 4;
     }
     w->capture.graph_captured = kernels > 0 && 2 * from_graphs > kernels;
     if (!w->layers.why[0]) {
@@ -479,7 +479,7 @@ workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, memest_p
             continue;
         int64_t c = 0;
         for (int32_t h = g->res_first[q]; h >= 0; h = g->next_on_res[h])
-            c += g->launched_off[h + 1] - g->launched_off[h];
+            c += dfg_launched_count(g, h);
         if (c > best) {
             best = c;
             bwd_res = q;
@@ -494,7 +494,7 @@ workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, memest_p
     if (bwd_res >= 0)
         for (int32_t h = g->res_first[bwd_res]; h >= 0; h = g->next_on_res[h]) {
             if (g->mstart[h] < ph->iter_start || g->mstart[h] >= ph->iter_end ||
-                g->launched_off[h + 1] == g->launched_off[h])
+                dfg_launched_first(g, h) < 0)
                 continue;
             if (g->mstart[h] < ph->bwd_start)
                 ph->bwd_start = g->mstart[h];

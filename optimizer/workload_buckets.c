@@ -90,7 +90,7 @@ static int
 hook_call(const dfg *g, int32_t m)
 {
     if (m < 0 || !alive(g, m) || g->kind[m] != DFG_HOST || (g->flags[m] & DFG_F_WAKEUP) ||
-        g->launched_off[m] != g->launched_off[m + 1])
+        dfg_launched_first(g, m) >= 0)
         return 0;
     dpro_api_class c = api_class(g, m);
     return c == DPRO_API_CLASS_EVENT_RECORD || c == DPRO_API_CLASS_STREAM_WAIT ||
@@ -110,7 +110,7 @@ hook_block(const dfg *g, const int32_t *prev, int32_t h, int32_t *first, int32_t
     /* a run that ends at the next collective call is that call's */
     int32_t after = g->next_on_res[b];
     if (after >= 0 && alive(g, after) && g->kind[after] == DFG_HOST)
-        for (int32_t i = g->launched_off[after]; i < g->launched_off[after + 1]; i++)
+        for (int32_t i = dfg_launched_first(g, after); i >= 0; i = dfg_launched_next(g, after, i))
             if (g->kind[g->launched[i]] == DFG_COLL)
                 b = h;
     *first = a;
@@ -172,13 +172,13 @@ iteration_collectives(const workload *w, const rank_info *k, int32_t it, int32_t
     for (int32_t h = g->res_first[thread]; h >= 0; h = g->next_on_res[h]) {
         if (w->iter[h] != it)
             continue;
-        for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
+        for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
             int32_t d = g->launched[i];
             /* gradient all-reduces only: point-to-point exchanges (pipeline stages) are
              * groups too, but no bucket knob moves them */
-            if (g->kind[d] == DFG_COLL && g->group[d] >= 0 &&
-                g->grp_op[g->group[d]] != DPRO_COLL_SEND &&
-                g->grp_op[g->group[d]] != DPRO_COLL_RECV)
+            if (g->kind[d] == DFG_COLL && dfg_group(g, d) >= 0 &&
+                g->grp_op[dfg_group(g, d)] != DPRO_COLL_SEND &&
+                g->grp_op[dfg_group(g, d)] != DPRO_COLL_RECV)
                 out[c++] = d;
         }
     }
@@ -213,9 +213,9 @@ workload_find_units(workload *w, rank_info *ri)
             }
             w->buckets.n_units = ref_n;
             for (int32_t u = 0; u < ref_n; u++)
-                w->buckets.unit_bytes[u] = g->grp_bytes[g->group[seq[u]]];
-            w->buckets.coll_op = g->grp_op[g->group[seq[0]]];
-            w->buckets.coll_nranks = g->grp_nranks[g->group[seq[0]]];
+                w->buckets.unit_bytes[u] = g->grp_bytes[dfg_group(g, seq[u])];
+            w->buckets.coll_op = g->grp_op[dfg_group(g, seq[0])];
+            w->buckets.coll_nranks = g->grp_nranks[dfg_group(g, seq[0])];
         }
     }
     if (w->buckets.n_units < 1) { /* one unit: tensor partition can still split it */
@@ -230,15 +230,15 @@ workload_find_units(workload *w, rank_info *ri)
             int32_t c = iteration_collectives(w, &ri[r], it, seq);
             int ok = c == w->buckets.n_units;
             for (int32_t u = 0; ok && u < c; u++)
-                ok = g->grp_bytes[g->group[seq[u]]] == w->buckets.unit_bytes[u] &&
-                     g->grp_op[g->group[seq[u]]] == w->buckets.coll_op;
+                ok = g->grp_bytes[dfg_group(g, seq[u])] == w->buckets.unit_bytes[u] &&
+                     g->grp_op[dfg_group(g, seq[u])] == w->buckets.coll_op;
             if (!ok) {
                 if (c > 0 && it >= w->iter_first && it <= w->iter_last)
                     mismatch = 1;
                 continue;
             }
             for (int32_t u = 0; u < c; u++)
-                w->buckets.group_unit[g->group[seq[u]]] = u;
+                w->buckets.group_unit[dfg_group(g, seq[u])] = u;
         }
     }
     if (mismatch) {
@@ -254,9 +254,9 @@ workload_find_units(workload *w, rank_info *ri)
      * record / stream wait right before it */
     int32_t total = 0;
     for (int32_t d = 0; d < g->n_nodes; d++)
-        if (alive(g, d) && g->kind[d] == DFG_COLL && g->group[d] >= 0 &&
-            w->buckets.group_unit[g->group[d]] >= 0 && g->launch[d] >= 0)
-            w->buckets.group_hosts_off[g->group[d] + 1] += 3;
+        if (alive(g, d) && g->kind[d] == DFG_COLL && dfg_group(g, d) >= 0 &&
+            w->buckets.group_unit[dfg_group(g, d)] >= 0 && g->launch[d] >= 0)
+            w->buckets.group_hosts_off[dfg_group(g, d) + 1] += 3;
     for (int32_t q = 0; q < g->n_groups; q++) {
         w->buckets.group_hosts_off[q + 1] += w->buckets.group_hosts_off[q];
     }
@@ -271,10 +271,10 @@ workload_find_units(workload *w, rank_info *ri)
         return -1;
     }
     for (int32_t d = 0; d < g->n_nodes; d++) {
-        if (!alive(g, d) || g->kind[d] != DFG_COLL || g->group[d] < 0 ||
-            w->buckets.group_unit[g->group[d]] < 0 || g->launch[d] < 0)
+        if (!alive(g, d) || g->kind[d] != DFG_COLL || dfg_group(g, d) < 0 ||
+            w->buckets.group_unit[dfg_group(g, d)] < 0 || g->launch[d] < 0)
             continue;
-        int32_t q = g->group[d], h = g->launch[d];
+        int32_t q = dfg_group(g, d), h = g->launch[d];
         int32_t *slot = &w->buckets.group_hosts[w->buckets.group_hosts_off[q] + fill[q]];
         slot[0] = h;
         slot[1] = slot[2] = -1;

@@ -79,7 +79,7 @@ workload_step_call_of(const workload *w, int32_t h)
         return 0; /* opens the iteration: the graph launch */
     if (w->opt.capture_scope == WL_CAPTURE_COMPUTE) {
         int32_t k = 0;
-        for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
+        for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
             int32_t d = g->launched[i];
             if (g->kind[d] != DFG_KERNEL ||
                 (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
@@ -92,7 +92,7 @@ workload_step_call_of(const workload *w, int32_t h)
     if (g->res[h] == w->bwd_thread[r] || cls == DPRO_API_CLASS_EVENT_RECORD ||
         cls == DPRO_API_CLASS_STREAM_WAIT || cls == DPRO_API_CLASS_EVENT_SYNC)
         return 1;
-    for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
+    for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
         int32_t d = g->launched[i];
         if (g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL || g->kind[d] == DFG_MEMSET ||
             (g->kind[d] == DFG_MEMCPY && !strcmp(dfg_name(g, g->name[d]), "memcpy DtoD")))

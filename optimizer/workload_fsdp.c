@@ -14,7 +14,7 @@ static int
 gather_role(const workload *w, const rank_info *ri, int32_t c)
 {
     const dfg *g = w->work;
-    int32_t q = g->group[c], h = g->launch[c];
+    int32_t q = dfg_group(g, c), h = g->launch[c];
     if (g->kind[c] != DFG_COLL || q < 0 || h < 0 || g->grp_op[q] != DPRO_COLL_ALLGATHER ||
         w->iter[c] < 0)
         return WL_FSDP_NONE;
@@ -29,7 +29,7 @@ static int32_t
 launched_gather(const workload *w, const rank_info *ri, int32_t h)
 {
     const dfg *g = w->work;
-    for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++)
+    for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i))
         if (gather_role(w, ri, g->launched[i]) != WL_FSDP_NONE)
             return g->launched[i];
     return -1;
@@ -44,10 +44,10 @@ unshard_call(const workload *w, const rank_info *ri, int32_t r, int32_t x)
     const dfg *g = w->work;
     if (!alive(g, x) || (g->flags[x] & (DFG_F_BLOCKING | DFG_F_WAKEUP)))
         return 0;
-    for (int32_t i = g->launched_off[x]; i < g->launched_off[x + 1]; i++) {
+    for (int32_t i = dfg_launched_first(g, x); i >= 0; i = dfg_launched_next(g, x, i)) {
         int32_t d = g->launched[i];
         if (g->res[d] == ri[r].compute_stream ||
-            (g->group[d] >= 0 && g->grp_op[g->group[d]] != DPRO_COLL_ALLGATHER))
+            (dfg_group(g, d) >= 0 && g->grp_op[dfg_group(g, d)] != DPRO_COLL_ALLGATHER))
             return 0;
     }
     return 1;
@@ -77,7 +77,7 @@ walk_thread(workload *w, const rank_info *ri, int32_t r, int32_t t)
             f->gather_ops[h] = tail;
         if (c < 0)
             continue;
-        int32_t q = g->group[c];
+        int32_t q = dfg_group(g, c);
         for (int32_t x = run; x >= 0 && x != h; x = g->next_on_res[x])
             f->gather_ops[x] = q;
         run = -1;
@@ -85,7 +85,7 @@ walk_thread(workload *w, const rank_info *ri, int32_t r, int32_t t)
         if (prev >= 0 && w->iter[prev] != w->iter[h])
             prev = -1; /* prefetch stays within an iteration */
         for (int32_t x = seg; x >= 0; x = g->next_on_res[x]) {
-            for (int32_t i = g->launched_off[x]; i < g->launched_off[x + 1]; i++) {
+            for (int32_t i = dfg_launched_first(g, x); i >= 0; i = dfg_launched_next(g, x, i)) {
                 int32_t d = g->launched[i];
                 if (g->res[d] == ri[r].compute_stream)
                     continue;
@@ -128,10 +128,10 @@ workload_find_fsdp(workload *w, const rank_info *ri)
             int role = alive(g, d) ? gather_role(w, ri, d) : WL_FSDP_NONE;
             int compared = w->iter[d] >= w->iter_first && w->iter[d] <= w->iter_last;
             if (role != WL_FSDP_NONE)
-                f->grp_role[g->group[d]] = (uint8_t)role;
+                f->grp_role[dfg_group(g, d)] = (uint8_t)role;
             n[role] += compared;
-            n_rs += compared && alive(g, d) && g->kind[d] == DFG_COLL && g->group[d] >= 0 &&
-                    g->grp_op[g->group[d]] == DPRO_COLL_REDUCESCATTER;
+            n_rs += compared && alive(g, d) && g->kind[d] == DFG_COLL && dfg_group(g, d) >= 0 &&
+                    g->grp_op[dfg_group(g, d)] == DPRO_COLL_REDUCESCATTER;
         }
         for (int32_t r = 0; r < g->n_ranks; r++) {
             ranks += ri[r].main_thread >= 0;

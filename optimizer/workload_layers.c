@@ -21,7 +21,7 @@ phase_kernels(const workload *w, const rank_info *k, int32_t it, int ph, int32_t
     for (int32_t h = g->res_first[thread]; h >= 0; h = g->next_on_res[h]) {
         if (w->iter[h] != it)
             continue;
-        for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
+        for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
             int32_t d = g->launched[i];
             if (g->kind[d] == DFG_KERNEL && w->phase[d] == ph && w->on_compute[d])
                 out[c++] = d;
@@ -65,7 +65,7 @@ workload_find_layers(workload *w, rank_info *ri, int32_t mem_rank)
     rank_info *mk = &ri[mem_rank];
     int64_t t_act = w->layers.mem.act_time[0], t_bwd = INT64_MAX;
     for (int32_t h = g->res_first[mk->bwd_thread]; h >= 0; h = g->next_on_res[h])
-        if (g->mstart[h] >= t_act && g->launched_off[h + 1] > g->launched_off[h]) {
+        if (g->mstart[h] >= t_act && dfg_launched_first(g, h) >= 0) {
             t_bwd = g->mstart[h];
             break;
         }
@@ -73,7 +73,7 @@ workload_find_layers(workload *w, rank_info *ri, int32_t mem_rank)
     for (int32_t h = g->res_first[mk->main_thread]; h >= 0; h = g->next_on_res[h]) {
         if (g->mstart[h] < t_act || g->mstart[h] >= t_bwd)
             continue;
-        for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
+        for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
             int32_t d = g->launched[i];
             if (g->kind[d] == DFG_KERNEL && w->on_compute[d])
                 fwd[K++] = d;

@@ -148,7 +148,9 @@ typedef struct rank_ctx {
     uint32_t n_strings;
     int32_t *node_of_event;
     int32_t first_node, n_host_end; /* the rank's first node, and one past its host nodes */
-    int32_t *first_dev, *next_dev;  /* device ops of each host node (by node - first) */
+    int32_t *first_dev, *next_dev;  /* device ops of each host node (by node - first), each
+                                     * op's next one (by node - n_host_end) */
+    int32_t *dev_group;             /* each op's collective group, -1 none (as next_dev) */
     int32_t *last_launched;         /* per resource (by res - first_res) */
     int32_t *pend_head;             /* pending stream waits per resource */
     int32_t *pend_node, *pend_next;
@@ -414,14 +416,13 @@ rank_join_collective(rank_ctx *c, group_map *gm, const job_event *e, int32_t n, 
     if (rc == 0)
         rc = dfg_set_bytes(g, n, g->grp_bytes[q]);
     if (rc == 0) {
-        /* keep the launch chain: the participant's next_in_group is reused below */
-        g->group[n] = q; /* linked into the group after the launch chains are used */
+        c->dev_group[n - c->n_host_end] = q; /* linked into the group by rank_link_groups */
     }
     return rc;
 }
 
 /* Phase 3: device nodes, in time order per stream; each linked to the host call that
- * launched it (a chain through next_in_group, free until groups are linked) and to its
+ * launched it (a chain from first_dev through next_dev) and to its
  * collective's group. Returns 0 or -1. */
 static int
 rank_device_nodes(rank_ctx *c, group_map *gm)
@@ -432,7 +433,10 @@ rank_device_nodes(rank_ctx *c, group_map *gm)
     int32_t n_host = c->n_host_end - c->first_node;
     int rc = 0;
     c->first_dev = malloc((size_t)(n_host > 0 ? n_host : 1) * sizeof *c->first_dev);
-    if (!c->first_dev)
+    /* an op an event at most */
+    c->next_dev = malloc((ne > 0 ? ne : 1) * sizeof *c->next_dev);
+    c->dev_group = malloc((ne > 0 ? ne : 1) * sizeof *c->dev_group);
+    if (!c->first_dev || !c->next_dev || !c->dev_group)
         return -1;
     for (int32_t i = 0; i < n_host; i++)
         c->first_dev[i] = -1;
@@ -471,19 +475,21 @@ rank_device_nodes(rank_ctx *c, group_map *gm)
             break;
         }
         c->node_of_event[i] = n;
+        c->dev_group[n - c->n_host_end] = -1;
         int32_t h = e->correlation ? hmap_get(&c->corr_host, e->correlation, -1) : -1;
         if (h >= 0) {
             g->launch[n] = h;
-            /* device ops of h, as a chain through next_in_group (free until groups) */
-            g->next_in_group[n] = -1;
+            c->next_dev[n - c->n_host_end] = -1;
             int32_t *pp = &c->first_dev[h - c->first_node];
             while (*pp >= 0)
-                pp = &g->next_in_group[*pp];
+                pp = &c->next_dev[*pp - c->n_host_end];
             *pp = n;
         }
         int32_t ci = e->correlation ? hmap_get(&c->coll_meta, e->correlation, -1) : -1;
-        if (ci >= 0 && is_p2p_op(jr->events[ci].subkind))
+        if (ci >= 0 && is_p2p_op(jr->events[ci].subkind)) {
             ci = -1; /* point-to-point: a plain op until build_match_p2p pairs it */
+            rc = dfg_group_reserve(g, n);
+        }
         if (ci >= 0)
             rc = rank_join_collective(c, gm, e, n, ci);
     }
@@ -551,7 +557,7 @@ rank_call_edges(rank_ctx *c, hmap *last_record, const job_event *e, size_t i, in
         break;
     case DPRO_API_CLASS_MEMCPY:
         for (int32_t d = c->first_dev[h - c->first_node]; d >= 0 && rc == 0;
-             d = g->next_in_group[d]) {
+             d = c->next_dev[d - c->n_host_end]) {
             rc = dfg_add_edge(g, d, h);
             g->flags[h] |= DFG_F_BLOCKING;
         }
@@ -591,7 +597,7 @@ rank_dependencies(rank_ctx *c)
         if ((e->kind == DPRO_KIND_API || e->kind == DPRO_KIND_COLLECTIVE) &&
             g->mstart[h] == (int64_t)e->start_ns + c->shift) {
             for (int32_t d = c->first_dev[h - c->first_node]; d >= 0 && rc == 0;
-                 d = g->next_in_group[d]) {
+                 d = c->next_dev[d - c->n_host_end]) {
                 int32_t rl = g->res[d] - c->first_res;
                 for (int32_t p = c->pend_head[rl]; p >= 0 && rc == 0; p = c->pend_next[p])
                     rc = dfg_add_edge(g, c->pend_node[p], d);
@@ -607,19 +613,16 @@ rank_dependencies(rank_ctx *c)
     return rc;
 }
 
-/* Phase 5: group membership (the launch chains are no longer needed). */
-static void
+/* Phase 5: group membership, in node order. Returns 0 or -1 (out of memory). */
+static int
 rank_link_groups(rank_ctx *c)
 {
     dfg *g = c->g;
-    for (int32_t n = c->n_host_end; n < g->n_nodes; n++) {
-        g->next_in_group[n] = -1;
-        if (g->group[n] >= 0) {
-            int32_t q = g->group[n];
-            g->group[n] = -1;
-            dfg_set_group(g, n, q);
-        }
-    }
+    int rc = 0;
+    for (int32_t n = c->n_host_end; n < g->n_nodes && rc == 0; n++)
+        if (c->dev_group[n - c->n_host_end] >= 0)
+            rc = dfg_set_group(g, n, c->dev_group[n - c->n_host_end]);
+    return rc;
 }
 
 /* The node that closes the iteration at event ei (see build_bounds), -1 none. */
@@ -683,10 +686,10 @@ build_rank(rank_ctx *c, group_map *gm, const build_bounds *bounds)
         rc = rank_device_nodes(c, gm);
     if (rc == 0)
         rc = rank_dependencies(c);
-    if (rc == 0) {
-        rank_link_groups(c);
+    if (rc == 0)
+        rc = rank_link_groups(c);
+    if (rc == 0)
         rc = rank_iterations(c, bounds);
-    }
     return rc;
 }
 
@@ -703,6 +706,8 @@ rank_ctx_free(rank_ctx *c)
     free(c->node_of_event);
     free(c->coll_is_host);
     free(c->first_dev);
+    free(c->next_dev);
+    free(c->dev_group);
     free(c->last_launched);
     free(c->pend_head);
     free(c->pend_node);
@@ -734,7 +739,7 @@ warn_short_groups(job *j, const dfg *g)
             if (!j->ranks[r].reader)
                 continue;
             int found = 0;
-            for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p])
+            for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p))
                 found |= dfg_rank(g, p) == r;
             if (!found && wl + 12 < sizeof who)
                 wl += (size_t)snprintf(who + wl, sizeof who - wl, "%s%d", wl ? "," : "", r);

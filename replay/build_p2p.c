@@ -326,12 +326,12 @@ build_match_p2p(dfg *g, build_p2p_part *parts, size_t n, build_p2p_stats *st)
             goto out;
         for (int32_t m = r; m >= 0; m = u.next[m])
             if (m != u.lead[r]) {
-                dfg_set_group(g, m, q);
-                if (dfg_set_bytes(g, m, moved[m]) != 0)
+                if (dfg_set_group(g, m, q) != 0 || dfg_set_bytes(g, m, moved[m]) != 0)
                     goto out;
             }
-        dfg_set_group(g, u.lead[r], q); /* prepended: the first participant */
-        if (dfg_set_bytes(g, u.lead[r], moved[u.lead[r]]) != 0)
+        /* prepended: the first participant */
+        if (dfg_set_group(g, u.lead[r], q) != 0 ||
+            dfg_set_bytes(g, u.lead[r], moved[u.lead[r]]) != 0)
             goto out;
         s.groups++;
         s.wide_groups += u.size[r] > 2;

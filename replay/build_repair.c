@@ -16,7 +16,7 @@ api_class(const dfg *g, int32_t n)
 static int32_t
 launched_of_kind(const dfg *g, int32_t h, int kind)
 {
-    for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++)
+    for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i))
         if (g->kind[g->launched[i]] == kind)
             return g->launched[i];
     return -1;
@@ -28,7 +28,7 @@ launched_of_kind(const dfg *g, int32_t h, int kind)
 static int
 neutral(const dfg *g, int32_t n)
 {
-    return g->launched_off[n + 1] == g->launched_off[n] && api_class(g, n) == DPRO_API_CLASS_OTHER;
+    return dfg_launched_first(g, n) < 0 && api_class(g, n) == DPRO_API_CLASS_OTHER;
 }
 
 /* See build.h. */
@@ -62,7 +62,7 @@ build_repair_event_edges(dfg *g)
         for (int32_t d = 0; d < g->n_nodes; d++)
             if (g->kind[d] == DFG_KERNEL && g->launch[d] >= 0 && dfg_rank(g, d) == r &&
                 !(g->flags[d] & DFG_F_REMOVED))
-                lats[k++] = g->lat[d];
+                lats[k++] = dfg_lat(g, d);
         if (k > 0) {
             qsort(lats, (size_t)k, sizeof *lats, cmp_int32);
             med[r] = lats[k / 2];
@@ -82,7 +82,7 @@ build_repair_event_edges(dfg *g)
             if (rec < 0 || api_class(g, rec) != DPRO_API_CLASS_EVENT_RECORD)
                 continue;
             int32_t nx = g->next_on_res[h];
-            while (nx >= 0 && g->launched_off[nx + 1] == g->launched_off[nx])
+            while (nx >= 0 && dfg_launched_first(g, nx) < 0)
                 nx = g->next_on_res[nx];
             if (nx < 0)
                 continue;
@@ -118,8 +118,8 @@ build_repair_event_edges(dfg *g)
                 free(prev);
                 return -1;
             }
-            if (g->lat[dst] > med[g->res_rank[q]])
-                g->lat[dst] = med[g->res_rank[q]];
+            if (dfg_lat(g, dst) > med[g->res_rank[q]])
+                dfg_set_lat(g, dst, med[g->res_rank[q]]);
             /* the idle time before dst that the dependency now explains was measured
              * as a gap on its stream: keep only what remains */
             int64_t ready = dfg_mend(g, src);

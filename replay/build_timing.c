@@ -127,24 +127,24 @@ derive_node_timing(dfg *g, const int64_t *predmax, const int64_t *lat_sub, const
             if (predmax[i] != INT64_MIN && p >= 0 && predmax[i] > prev_end)
                 gap = 0;
             rc |= dfg_set_gap(g, i, gap > 0 ? gap : 0);
-            g->lat[i] = 0;
+            dfg_set_lat(g, i, 0);
         } else {
             int64_t launch_ready = g->mstart[l] + lm;
             if (p >= 0 && prev_end >= launch_ready && prev_end >= predmax[i]) {
                 /* bound by its stream */
                 int64_t gap = t - prev_end;
                 rc |= dfg_set_gap(g, i, gap > 0 ? gap : 0);
-                g->lat[i] = (int32_t)(lm < INT32_MAX ? lm : INT32_MAX);
+                dfg_set_lat(g, i, (int32_t)(lm < INT32_MAX ? lm : INT32_MAX));
             } else if (predmax[i] == INT64_MIN || g->mstart[l] + lm >= predmax[i]) {
                 /* bound by its launch */
                 int64_t lt = t - g->mstart[l];
                 if (lt < 0)
                     lt = 0;
-                g->lat[i] = (int32_t)(lt < INT32_MAX ? lt : INT32_MAX);
+                dfg_set_lat(g, i, (int32_t)(lt < INT32_MAX ? lt : INT32_MAX));
                 g->gap[i] = 0;
             } else {
                 /* bound by an event wait */
-                g->lat[i] = (int32_t)(lm < INT32_MAX ? lm : INT32_MAX);
+                dfg_set_lat(g, i, (int32_t)(lm < INT32_MAX ? lm : INT32_MAX));
                 g->gap[i] = 0;
             }
         }
@@ -162,7 +162,7 @@ derive_group_timing(dfg *g)
     for (int32_t q = 0; q < g->n_groups; q++) {
         int64_t arr = INT64_MIN, end = INT64_MIN;
         int32_t m = 0;
-        for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p]) {
+        for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p)) {
             m++;
             if (g->mstart[p] > arr)
                 arr = g->mstart[p];

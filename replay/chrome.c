@@ -331,8 +331,8 @@ export_nodes(const dfg *g, sim_timeline tl, const window *w, json_writer *j)
         int64_t moved = dfg_bytes(g, n);
         if (moved)
             json_kv_int(j, "bytes", moved);
-        if (g->group[n] >= 0) {
-            int32_t q = g->group[n];
+        if (dfg_group(g, n) >= 0) {
+            int32_t q = dfg_group(g, n);
             char hex[32];
             snprintf(hex, sizeof hex, "%016llx", (unsigned long long)g->grp_comm[q]);
             json_kv_string(j, "comm", hex);
@@ -365,7 +365,7 @@ export_group_flows(const dfg *g, sim_timeline tl, const window *w, json_writer *
             continue;
         const char *cat = g->grp_op[q] == DPRO_COLL_SEND ? "p2p" : "collective";
         uint32_t k = 0;
-        for (int32_t p = g->next_in_group[f]; p >= 0; p = g->next_in_group[p]) {
+        for (int32_t p = dfg_next_in_group(g, f); p >= 0; p = dfg_next_in_group(g, p)) {
             if (tl.start[p] < 0)
                 continue;
             uint64_t id = (1ULL << 40) + ((uint64_t)q << 12) + (k++ & 0xfff);

@@ -82,7 +82,7 @@ arrival(const dfg *g, const int64_t *start, const int64_t *grp_arrival, int32_t 
     if (grp_arrival && grp_arrival[q] >= 0)
         return grp_arrival[q];
     int64_t arr = INT64_MIN;
-    for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p])
+    for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p))
         if (start[p] > arr)
             arr = start[p];
     return arr;
@@ -111,7 +111,7 @@ contention_overlaps(const dfg *g, const int64_t *start, const int64_t *end,
         int32_t r = dfg_rank(g, n);
         if (r < 0 || r >= R)
             continue;
-        if (g->kind[n] == DFG_COLL && g->group[n] >= 0)
+        if (g->kind[n] == DFG_COLL && dfg_group(g, n) >= 0)
             ncomm[r]++;
         else if (is_compute(g, n, name_comm))
             ncomp[r]++;
@@ -131,8 +131,8 @@ contention_overlaps(const dfg *g, const int64_t *start, const int64_t *end,
         int32_t r = dfg_rank(g, n);
         if (r < 0 || r >= R || start[n] < 0 || end[n] < start[n])
             continue;
-        if (g->kind[n] == DFG_COLL && g->group[n] >= 0) {
-            int64_t a = arr[g->group[n]] > start[n] ? arr[g->group[n]] : start[n];
+        if (g->kind[n] == DFG_COLL && dfg_group(g, n) >= 0) {
+            int64_t a = arr[dfg_group(g, n)] > start[n] ? arr[dfg_group(g, n)] : start[n];
             comm[r][ncomm[r]++] = (span){a, end[n]};
         } else if (is_compute(g, n, name_comm)) {
             comp[r][ncomp[r]++] = (span){start[n], end[n]};
@@ -151,7 +151,7 @@ contention_overlaps(const dfg *g, const int64_t *start, const int64_t *end,
     for (int32_t q = 0; q < g->n_groups; q++) {
         double s = 0;
         int32_t m = 0;
-        for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p]) {
+        for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p)) {
             int32_t r = dfg_rank(g, p);
             if (r < 0 || r >= R || end[p] < 0)
                 continue;

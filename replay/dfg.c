@@ -174,13 +174,12 @@ fail:
 static void
 free_derived(dfg *g)
 {
-    free(g->succ_off); /* succ is edst's */
-    free(g->launched_off);
+    free(g->succ_blk); /* succ is edst's */
     free(g->launched);
-    g->succ_off = NULL;
+    g->succ_blk = NULL;
     g->succ = NULL;
-    g->launched_off = NULL;
     g->launched = NULL;
+    g->n_launched = 0;
     g->finalized = 0;
 }
 
@@ -195,9 +194,8 @@ dfg_free(dfg *g)
     free(g->gap);
     free(g->lat);
     free(g->launch);
-    free(g->group);
-    free(g->next_in_group);
     free(g->next_on_res);
+    dfg_sparse_free(&g->grp_part);
     dfg_sparse_free(&g->bytes);
     dfg_sparse_free(&g->mend_wide);
     dfg_sparse_free(&g->dur_wide);
@@ -306,8 +304,6 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(gap, s->cap_nodes, s->n_nodes);
     DUP(lat, s->cap_nodes, s->n_nodes);
     DUP(launch, s->cap_nodes, s->n_nodes);
-    DUP(group, s->cap_nodes, s->n_nodes);
-    DUP(next_in_group, s->cap_nodes, s->n_nodes);
     DUP(next_on_res, s->cap_nodes, s->n_nodes);
     DUP(mstart, s->cap_nodes, s->n_nodes);
     DUP(mlen, s->cap_nodes, s->n_nodes);
@@ -334,6 +330,8 @@ dfg_clone(dfg *d, const dfg *s)
     DUP(rank_weight, s->n_ranks, s->n_ranks);
     DUP(rank_apart, s->n_ranks, s->n_ranks);
 #undef DUP
+    if (rc == 0)
+        rc = dfg_sparse_clone(&d->grp_part, &s->grp_part);
     if (rc == 0)
         rc = dfg_sparse_clone(&d->bytes, &s->bytes);
     if (rc == 0)
@@ -371,8 +369,6 @@ reserve_nodes(dfg *g, int64_t need)
     G(gap);
     G(lat);
     G(launch);
-    G(group);
-    G(next_in_group);
     G(next_on_res);
     G(mstart);
     G(mlen);
@@ -500,10 +496,8 @@ dfg_add_node(dfg *g, int kind, int32_t res, int32_t name)
     g->name[n] = name;
     g->dur[n] = 0;
     g->gap[n] = 0;
-    g->lat[n] = 0;
+    g->lat[n] = kind == DFG_HOST ? -1 : 0; /* a host's: no launched list */
     g->launch[n] = -1;
-    g->group[n] = -1;
-    g->next_in_group[n] = -1;
     g->mstart[n] = 0;
     g->mlen[n] = 0;
     g->next_on_res[n] = -1;
@@ -645,15 +639,23 @@ dfg_add_group(dfg *g, int op, int32_t nranks, int64_t bytes, uint64_t comm, uint
     return k;
 }
 
-void
+int
+dfg_group_reserve(dfg *g, int32_t n)
+{
+    return dfg_sparse_get(&g->grp_part, n, INT64_MIN) == INT64_MIN ? dfg_part_set(g, n, -1, -1) : 0;
+}
+
+int
 dfg_set_group(dfg *g, int32_t n, int32_t grp)
 {
-    g->kind[n] = DFG_COLL;
-    g->group[n] = grp;
-    g->next_in_group[n] = g->grp_first[grp];
-    g->grp_first[grp] = n;
-    g->grp_members[grp]++;
-    g->finalized = 0;
+    int rc = dfg_part_set(g, n, grp, g->grp_first[grp]);
+    if (rc == 0) {
+        g->kind[n] = DFG_COLL;
+        g->grp_first[grp] = n;
+        g->grp_members[grp]++;
+        g->finalized = 0;
+    }
+    return rc;
 }
 
 int
@@ -731,14 +733,13 @@ shrink_to_fit(dfg *g)
         G(gap);
         G(lat);
         G(launch);
-        G(group);
-        G(next_in_group);
         G(next_on_res);
         G(mstart);
         G(mlen);
 #undef G
         g->cap_nodes = (int32_t)n;
     }
+    dfg_sparse_shrink(&g->grp_part);
     dfg_sparse_shrink(&g->bytes);
     dfg_sparse_shrink(&g->mend_wide);
     dfg_sparse_shrink(&g->dur_wide);
@@ -757,6 +758,54 @@ cmp_edge(const void *pa, const void *pb)
     return (*a > *b) - (*a < *b);
 }
 
+/* Builds g->launched, each host's launches in a row in node order, and points every host
+ * node's lat slot at its row (-1: none); drops launches from removed or non-host nodes.
+ * Returns 0 or -1 (out of memory). */
+static int
+launched_lists(dfg *g)
+{
+    int32_t n = g->n_nodes, nl = 0;
+    int32_t *off = calloc((size_t)n + 1, sizeof *off);
+    int rc = off ? 0 : -1;
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        int32_t l = g->launch[i];
+        if (l >= 0 && !(g->flags[i] & DFG_F_REMOVED)) {
+            if ((g->flags[l] & DFG_F_REMOVED) || g->kind[l] != DFG_HOST) {
+                g->launch[i] = -1;
+                continue;
+            }
+            off[l + 1]++;
+            nl++;
+        }
+    }
+    if (rc == 0) {
+        for (int32_t i = 0; i < n; i++) {
+            if (g->kind[i] == DFG_HOST)
+                g->lat[i] = off[i + 1] > 0 ? off[i] : -1;
+            off[i + 1] += off[i];
+        }
+        g->launched = malloc((size_t)(nl > 0 ? nl : 1) * sizeof *g->launched);
+        rc = g->launched ? 0 : -1;
+    }
+    for (int32_t i = 0; rc == 0 && i < n; i++) {
+        int32_t l = g->launch[i];
+        if (l >= 0 && !(g->flags[i] & DFG_F_REMOVED))
+            g->launched[off[l]++] = i;
+    }
+    g->n_launched = rc == 0 ? nl : 0;
+    free(off);
+    return rc;
+}
+
+int32_t
+dfg_launched_count(const dfg *g, int32_t h)
+{
+    int32_t c = 0;
+    for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i))
+        c++;
+    return c;
+}
+
 int
 dfg_finalize(dfg *g)
 {
@@ -764,9 +813,9 @@ dfg_finalize(dfg *g)
         return 0;
     free_derived(g);
     int32_t n = g->n_nodes;
-    g->succ_off = calloc((size_t)n + 1, sizeof *g->succ_off);
-    g->launched_off = calloc((size_t)n + 1, sizeof *g->launched_off);
-    if (!g->succ_off || !g->launched_off)
+    int32_t nblk = (n >> DFG_SUCC_SHIFT) + 2;
+    g->succ_blk = calloc((size_t)nblk, sizeof *g->succ_blk);
+    if (!g->succ_blk)
         goto fail;
 
     /* compact the edge list: drop dead edges, sort by (src,dst), drop duplicates */
@@ -806,42 +855,17 @@ dfg_finalize(dfg *g)
     shrink_to_fit(g);
     g->succ = g->edst; /* sorted by source: the successors of each node in a row */
     for (int64_t i = 0; i < g->n_edges; i++)
-        g->succ_off[g->esrc[i] + 1]++;
-    for (int32_t i = 0; i < n; i++)
-        g->succ_off[i + 1] += g->succ_off[i];
+        g->succ_blk[(g->esrc[i] >> DFG_SUCC_SHIFT) + 1]++;
+    for (int32_t b = 0; b + 1 < nblk; b++)
+        g->succ_blk[b + 1] += g->succ_blk[b];
 
-    /* launched lists */
-    int32_t nl = 0;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t l = g->launch[i];
-        if (l >= 0 && !(g->flags[i] & DFG_F_REMOVED)) {
-            if ((g->flags[l] & DFG_F_REMOVED) || g->kind[l] != DFG_HOST) {
-                g->launch[i] = -1;
-                continue;
-            }
-            g->launched_off[l + 1]++;
-            nl++;
-        }
-    }
-    for (int32_t i = 0; i < n; i++)
-        g->launched_off[i + 1] += g->launched_off[i];
-    g->launched = malloc((size_t)(nl > 0 ? nl : 1) * sizeof *g->launched);
-    int32_t *fill = calloc((size_t)n + 1, sizeof *fill);
-    if (!g->launched || !fill) {
-        free(fill);
+    if (launched_lists(g) != 0)
         goto fail;
-    }
-    for (int32_t i = 0; i < n; i++) {
-        int32_t l = g->launch[i];
-        if (l >= 0 && !(g->flags[i] & DFG_F_REMOVED))
-            g->launched[g->launched_off[l] + fill[l]++] = i;
-    }
-    free(fill);
 
     /* group member counts */
     for (int32_t q = 0; q < g->n_groups; q++) {
         int32_t c = 0;
-        for (int32_t m = g->grp_first[q]; m >= 0; m = g->next_in_group[m])
+        for (int32_t m = g->grp_first[q]; m >= 0; m = dfg_next_in_group(g, m))
             c++;
         g->grp_members[q] = c;
     }

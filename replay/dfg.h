@@ -42,10 +42,15 @@
  * 32-bit length from the start, and as a 64-bit time in a side table where the length
  * does not fit (dfg_mend, dfg_set_mend): set mstart first, then the end.
  *
+ * A host node has no launch latency: its lat slot holds where its launched devices begin
+ * in the finalized launched list (a device needs no such slot), so read and write the
+ * latency with dfg_lat and dfg_set_lat, and walk a host's launches with
+ * dfg_launched_first and dfg_launched_next.
+ *
  * Mutation (for the optimizer): dfg_clone, dfg_remove_node, dfg_merge_nodes,
- * dfg_insert_after, dfg_add_edge, dfg_merge_groups, dfg_set_dur, dfg_set_gap, plain
- * stores into lat and the grp_* arrays. Any structural change marks the graph unfinalized; sim_run
- * finalizes it again (O(nodes + edges)).
+ * dfg_insert_after, dfg_add_edge, dfg_merge_groups, dfg_set_dur, dfg_set_gap, dfg_set_lat,
+ * plain stores into the grp_* arrays but grp_first (dfg_set_group, dfg_merge_groups). Any
+ * structural change marks the graph unfinalized; sim_run finalizes it again (O(nodes + edges)).
  */
 #ifndef DPRO_REPLAY_DFG_H
 #define DPRO_REPLAY_DFG_H
@@ -95,6 +100,9 @@ typedef struct dfg_sparse {
     int64_t *val;
 } dfg_sparse;
 
+/* log2 of the nodes a block of dfg.succ_blk indexes the edges of. */
+#define DFG_SUCC_SHIFT 6
+
 /* dfg.mlen of a node whose measured end is in dfg.mend_wide: before its start, or 2^32 - 1
  * ns (4.29 s) or more after it. */
 #define DFG_MLEN_WIDE UINT32_MAX
@@ -108,23 +116,25 @@ typedef struct dfg {
     int32_t n_nodes, cap_nodes;
     uint8_t *kind;
     uint8_t *flags;
-    int32_t *res;           /* resource of the node */
-    int32_t *name;          /* string id (dfg_name) */
-    uint32_t *dur;          /* intrinsic duration, ns, or DFG_FIELD_WIDE (dfg_dur, dfg_set_dur) */
-    uint32_t *gap;          /* ns after the previous node on the resource (or after 0), or
-                             * DFG_FIELD_WIDE (dfg_gap, dfg_set_gap) */
-    int32_t *lat;           /* device: ns after its launch node started */
-    int32_t *launch;        /* device: launching host node, or -1 */
-    int32_t *group;         /* collective group, or -1 */
-    int32_t *next_in_group; /* chain of a group's participants, -1 ends it */
-    int32_t *next_on_res;   /* the resource's order (the previous node: dfg_prev_on_res) */
-    int64_t *mstart;        /* measured start, aligned, ns */
-    uint32_t *mlen;         /* measured end - mstart, ns, or DFG_MLEN_WIDE (dfg_mend) */
-    dfg_sparse mend_wide;   /* the measured ends of the nodes whose mlen is DFG_MLEN_WIDE */
-    dfg_sparse dur_wide;    /* the durations of the nodes whose dur is DFG_FIELD_WIDE */
-    dfg_sparse gap_wide;    /* the gaps of the nodes whose gap is DFG_FIELD_WIDE */
-    dfg_sparse bytes;       /* bytes moved or touched (copies, collectives), of the nodes
-                             * that move data (dfg_bytes, dfg_set_bytes) */
+    int32_t *res;         /* resource of the node */
+    int32_t *name;        /* string id (dfg_name) */
+    uint32_t *dur;        /* intrinsic duration, ns, or DFG_FIELD_WIDE (dfg_dur, dfg_set_dur) */
+    uint32_t *gap;        /* ns after the previous node on the resource (or after 0), or
+                           * DFG_FIELD_WIDE (dfg_gap, dfg_set_gap) */
+    int32_t *lat;         /* device: ns after its launch node started (dfg_lat); host: its
+                           * launched list's first index, or -1 (dfg_launched_first) */
+    int32_t *launch;      /* device: launching host node, or -1 */
+    int32_t *next_on_res; /* the resource's order (the previous node: dfg_prev_on_res) */
+    int64_t *mstart;      /* measured start, aligned, ns */
+    uint32_t *mlen;       /* measured end - mstart, ns, or DFG_MLEN_WIDE (dfg_mend) */
+    dfg_sparse mend_wide; /* the measured ends of the nodes whose mlen is DFG_MLEN_WIDE */
+    dfg_sparse dur_wide;  /* the durations of the nodes whose dur is DFG_FIELD_WIDE */
+    dfg_sparse gap_wide;  /* the gaps of the nodes whose gap is DFG_FIELD_WIDE */
+    dfg_sparse grp_part;  /* each collective participant's group (high 32 bits, dfg_group)
+                           * and next participant in its group's list (low 32 bits, -1
+                           * ending it: dfg_next_in_group): the other nodes pay nothing */
+    dfg_sparse bytes;     /* bytes moved or touched (copies, collectives), of the nodes
+                           * that move data (dfg_bytes, dfg_set_bytes) */
 
     /* ---- dependency edges (src finishes before dst; see above) ---- */
     int64_t n_edges, cap_edges;
@@ -132,10 +142,14 @@ typedef struct dfg {
 
     /* ---- built by dfg_finalize ---- */
     int finalized;
-    int32_t *succ_off;     /* n_nodes + 1 (the edges must fit in int32) */
-    int32_t *succ;         /* edst itself: the sorted edge list is the CSR's column array */
-    int32_t *launched_off; /* n_nodes + 1: device nodes each host node launched */
-    int32_t *launched;
+    int32_t *succ_blk; /* (n_nodes >> DFG_SUCC_SHIFT) + 2: index of the first edge from each
+                        * block of nodes, the edges sorted by source (dfg_succ_first; they
+                        * must fit in int32) */
+    int32_t *succ;     /* edst itself: the sorted edge list holds each node's successors in a
+                        * row */
+    int32_t *launched; /* the device nodes the host nodes launched, by host node: each
+                        * host's in a row (dfg_launched_first, dfg_launched_next) */
+    int32_t n_launched;
 
     /* ---- resources ---- */
     int32_t n_res, cap_res;
@@ -266,9 +280,9 @@ int dfg_set_bytes(dfg *g, int32_t n, int64_t bytes);
  * Returns its index, or -1 when out of memory. */
 int32_t dfg_add_resource(dfg *g, int kind, int32_t rank, uint64_t id, int32_t label);
 
-/* Appends a node at the end of resource res's order. All timing fields are zero,
- * launch and group -1; set them directly. Returns the node id, or -1 when out of
- * memory. */
+/* Appends a node at the end of resource res's order. All timing fields are zero, launch
+ * and group -1; set launch directly, the others with their setters (dfg_set_dur,
+ * dfg_set_lat, dfg_set_group, ...). Returns the node id, or -1 when out of memory. */
 int32_t dfg_add_node(dfg *g, int kind, int32_t res, int32_t name);
 
 /* Inserts a new node right after node `after` on after's resource (flag SYNTHETIC,
@@ -296,8 +310,22 @@ int dfg_add_edge(dfg *g, int32_t src, int32_t dst);
 int32_t dfg_add_group(dfg *g, int op, int32_t nranks, int64_t bytes, uint64_t comm, uint64_t seq,
                       int64_t measured_dur);
 
-/* Makes device node n a participant of group grp (kind becomes DFG_COLL). */
-void dfg_set_group(dfg *g, int32_t n, int32_t grp);
+/* Makes device node n a participant of group grp (kind becomes DFG_COLL), first in its list.
+ * Returns 0, or -1 when out of memory (n is then unchanged). */
+int dfg_set_group(dfg *g, int32_t n, int32_t grp);
+
+/* Makes device node n ready to join a group later (dfg_set_group) at O(log) cost and without
+ * allocating, as the nodes built in order are: a group formed after the graph (a matched
+ * point-to-point transfer) joins nodes out of order. Returns 0 or -1 (out of memory). */
+int dfg_group_reserve(dfg *g, int32_t n);
+
+/* Node n's collective group, -1 for a node that takes part in none. O(log of the
+ * participants in the graph) for a DFG_COLL node, O(1) for another. */
+int32_t dfg_group(const dfg *g, int32_t n);
+
+/* The participant after p in its group's list (from grp_first), -1 at its end. O(log of the
+ * participants in the graph). */
+int32_t dfg_next_in_group(const dfg *g, int32_t p);
 
 /* Removes node n: its edge predecessors become predecessors of its edge successors, and
  * so does the previous node on its resource (n's end implied that one's), devices it
@@ -331,6 +359,9 @@ int dfg_set_iterations(dfg *g, int32_t r, const int32_t *nodes, int32_t n);
 /* Number of iteration boundaries of rank r and a pointer to them (those of its
  * representative when r is folded: dfg_rank_rep). */
 int32_t dfg_iterations(const dfg *g, int32_t r, const int32_t **nodes);
+
+/* Device nodes host node h launched (dfg_launched_first); g must be finalized. */
+int32_t dfg_launched_count(const dfg *g, int32_t h);
 
 /* Builds the CSR successor lists, launched lists and group member counts; drops edges touching
  * removed nodes and duplicate edges, and gives the node and edge arrays' unused capacity back.
@@ -438,6 +469,61 @@ static inline int
 dfg_set_gap(dfg *g, int32_t n, int64_t gap)
 {
     return dfg_field_set(g->gap, &g->gap_wide, n, gap);
+}
+
+/* Device node n's latency after its launch node started, ns; 0 for a host node. */
+static inline int32_t
+dfg_lat(const dfg *g, int32_t n)
+{
+    return g->kind[n] != DFG_HOST ? g->lat[n] : 0;
+}
+
+/* Sets device node n's latency after its launch node started (a host node has none: its
+ * slot is its launched list's, and the call leaves it). */
+static inline void
+dfg_set_lat(dfg *g, int32_t n, int32_t lat)
+{
+    if (g->kind[n] != DFG_HOST)
+        g->lat[n] = lat;
+}
+
+/* Index in g->launched of the first device node that node h launched, -1 when it launched
+ * none (or is not a host node). g must be finalized. */
+static inline int32_t
+dfg_launched_first(const dfg *g, int32_t h)
+{
+    return g->kind[h] == DFG_HOST ? g->lat[h] : -1;
+}
+
+/* The index after i (from dfg_launched_first or this) in host node h's launched list, -1
+ * at its end: the list holds h's launches in a row, in node order. */
+static inline int32_t
+dfg_launched_next(const dfg *g, int32_t h, int32_t i)
+{
+    return i + 1 < g->n_launched && g->launch[g->launched[i + 1]] == h ? i + 1 : -1;
+}
+
+/* Index in g->succ of node n's first successor (g finalized): n's successors are succ[i] for
+ * i from there while dfg_succ_more(g, n, i). O(log of the edges from n's block of nodes). */
+static inline int64_t
+dfg_succ_first(const dfg *g, int32_t n)
+{
+    int64_t lo = g->succ_blk[n >> DFG_SUCC_SHIFT], hi = g->succ_blk[(n >> DFG_SUCC_SHIFT) + 1];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (g->esrc[mid] < n)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Whether g->succ[i] is still a successor of node n (see dfg_succ_first). */
+static inline int
+dfg_succ_more(const dfg *g, int32_t n, int64_t i)
+{
+    return i < g->n_edges && g->esrc[i] == n;
 }
 
 /* Rank of a node (through its resource). */

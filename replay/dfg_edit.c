@@ -5,6 +5,24 @@
 
 /* ---- transformations ----------------------------------------------------------------- */
 
+/* Takes participant n out of group grp's list (dfg_next_in_group) and returns the one after
+ * it (-1 none); n's entry is left as it was. */
+static int32_t
+group_unlink(dfg *g, int32_t grp, int32_t n)
+{
+    int32_t prev = -1, p = g->grp_first[grp];
+    while (p >= 0 && p != n) {
+        prev = p;
+        p = dfg_next_in_group(g, p);
+    }
+    int32_t next = dfg_next_in_group(g, n);
+    if (p == n && prev < 0)
+        g->grp_first[grp] = next;
+    else if (p == n) /* prev has its entry: setting it allocates nothing, cannot fail */
+        (void)dfg_part_set(g, prev, grp, next);
+    return next;
+}
+
 int
 dfg_remove_node(dfg *g, int32_t n)
 {
@@ -62,15 +80,8 @@ dfg_remove_node(dfg *g, int32_t n)
         g->res_last[g->res[n]] = prev;
     g->next_on_res[n] = -1;
 
-    if (g->group[n] >= 0) {
-        int32_t grp = g->group[n];
-        int32_t *pp = &g->grp_first[grp];
-        while (*pp >= 0 && *pp != n)
-            pp = &g->next_in_group[*pp];
-        if (*pp == n)
-            *pp = g->next_in_group[n];
-        g->group[n] = -1;
-    }
+    if (dfg_group(g, n) >= 0) /* n has its entry: setting it cannot fail */
+        (void)dfg_part_set(g, n, -1, group_unlink(g, dfg_group(g, n), n));
     for (int32_t i = 0; i < g->n_iter_nodes; i++)
         if (g->iter_node[i] == n)
             g->iter_node[i] = prev >= 0 ? prev : next;
@@ -131,23 +142,20 @@ dfg_merge_groups(dfg *g, int32_t a, int32_t b)
         return -1;
     int32_t nb = g->grp_first[b];
     while (nb >= 0) {
-        int32_t next = g->next_in_group[nb];
+        int32_t next = dfg_next_in_group(g, nb);
         int32_t rank = dfg_rank(g, nb);
         int32_t na = g->grp_first[a];
         while (na >= 0 && dfg_rank(g, na) != rank)
-            na = g->next_in_group[na];
+            na = dfg_next_in_group(g, na);
         if (na >= 0 && g->res[na] == g->res[nb]) {
             if (dfg_merge_nodes(g, na, nb) != 0)
                 return -1;
         } else {
             /* no partner on this rank: move the participant over */
-            int32_t *pp = &g->grp_first[b];
-            while (*pp >= 0 && *pp != nb)
-                pp = &g->next_in_group[*pp];
-            if (*pp == nb)
-                *pp = g->next_in_group[nb];
+            (void)group_unlink(g, b, nb);
             g->grp_members[b]--;
-            dfg_set_group(g, nb, a);
+            if (dfg_set_group(g, nb, a) != 0) /* nb has its entry: no allocation */
+                return -1;
         }
         nb = next;
     }

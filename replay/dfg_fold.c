@@ -39,10 +39,8 @@ fold_nodes(dfg *d, const dfg *s, const fold_maps *m)
         d->name[x] = s->name[n];
         d->dur[x] = s->dur[n];
         d->gap[x] = s->gap[n];
-        d->lat[x] = s->lat[n];
+        d->lat[x] = s->kind[n] == DFG_HOST ? -1 : s->lat[n]; /* a host's: dfg_finalize */
         d->launch[x] = MAPN(s->launch[n]);
-        d->group[x] = s->group[n] >= 0 ? m->grp[s->group[n]] : -1;
-        d->next_in_group[x] = -1;
         d->next_on_res[x] = MAPN(s->next_on_res[n]);
         d->mstart[x] = s->mstart[n];
         d->mlen[x] = s->mlen[n];
@@ -50,8 +48,9 @@ fold_nodes(dfg *d, const dfg *s, const fold_maps *m)
 #undef MAPN
 }
 
-/* Copies the groups with a kept participant, each participant chain in its order. */
-static void
+/* Copies the groups with a kept participant, each participant list in its order. Returns 0
+ * or -1 (out of memory). */
+static int
 fold_groups(dfg *d, const dfg *s, const fold_maps *m)
 {
     for (int32_t q = 0; q < s->n_groups; q++) {
@@ -67,19 +66,24 @@ fold_groups(dfg *d, const dfg *s, const fold_maps *m)
         d->grp_seq[k] = s->grp_seq[q];
         d->grp_first[k] = -1;
         d->grp_members[k] = 0;
-        int32_t tail = -1;
-        for (int32_t p = s->grp_first[q]; p >= 0; p = s->next_in_group[p]) {
+        for (int32_t p = s->grp_first[q]; p >= 0; p = dfg_next_in_group(s, p)) {
             int32_t x = m->node[p];
-            if (x < 0)
-                continue;
-            if (tail < 0)
+            if (x >= 0 && d->grp_first[k] < 0)
                 d->grp_first[k] = x;
-            else
-                d->next_in_group[tail] = x;
-            tail = x;
-            d->grp_members[k]++;
+            d->grp_members[k] += x >= 0;
         }
     }
+    /* each kept participant's next kept one, in node order: the side table appends */
+    int rc = 0;
+    for (int32_t i = 0; rc == 0 && i < s->grp_part.n; i++) {
+        int32_t p = s->grp_part.node[i], q = dfg_group(s, p), nx = dfg_next_in_group(s, p);
+        if (m->node[p] < 0 || q < 0)
+            continue; /* not kept, or an entry of a node in no group */
+        while (nx >= 0 && m->node[nx] < 0)
+            nx = dfg_next_in_group(s, nx);
+        rc = dfg_part_set(d, m->node[p], m->grp[q], nx >= 0 ? m->node[nx] : -1);
+    }
+    return rc;
 }
 
 /* Copies the kept ranks' iteration boundaries and the edges between kept nodes. Returns
@@ -134,7 +138,7 @@ dfg_fold(dfg *d, const dfg *s, const int32_t *rep, const int32_t *weight, const 
         m.node[n] = !(s->flags[n] & DFG_F_REMOVED) && m.res[s->res[n]] >= 0 ? nn++ : -1;
     for (int32_t q = 0; rc == 0 && q < s->n_groups; q++) {
         m.grp[q] = -1;
-        for (int32_t p = s->grp_first[q]; p >= 0 && m.grp[q] < 0; p = s->next_in_group[p])
+        for (int32_t p = s->grp_first[q]; p >= 0 && m.grp[q] < 0; p = dfg_next_in_group(s, p))
             if (m.node[p] >= 0)
                 m.grp[q] = ng++;
     }
@@ -146,7 +150,9 @@ dfg_fold(dfg *d, const dfg *s, const int32_t *rep, const int32_t *weight, const 
         d->n_res = nr;
         d->n_groups = ng;
         fold_nodes(d, s, &m);
-        fold_groups(d, s, &m);
+        rc = fold_groups(d, s, &m);
+    }
+    if (rc == 0) {
         rc = fold_links(d, s, &m, rep);
     }
     /* node order kept: the side tables append */
@@ -201,16 +207,15 @@ dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
 {
     size_t per_node = sizeof *g->kind + sizeof *g->flags + sizeof *g->res + sizeof *g->name +
                       sizeof *g->dur + sizeof *g->gap + sizeof *g->lat + sizeof *g->launch +
-                      sizeof *g->group + sizeof *g->next_in_group + sizeof *g->next_on_res +
-                      sizeof *g->mstart + sizeof *g->mlen;
+                      sizeof *g->next_on_res + sizeof *g->mstart + sizeof *g->mlen;
     double nb = (double)per_node * (double)g->cap_nodes +
                 (double)(sizeof *g->bytes.node + sizeof *g->bytes.val) *
-                    ((double)g->bytes.cap + (double)g->mend_wide.cap + (double)g->dur_wide.cap +
-                     (double)g->gap_wide.cap);
+                    ((double)g->grp_part.cap + (double)g->bytes.cap + (double)g->mend_wide.cap +
+                     (double)g->dur_wide.cap + (double)g->gap_wide.cap);
     double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;
     if (g->finalized) {
-        nb += (double)(sizeof *g->succ_off + sizeof *g->launched_off) * ((double)g->n_nodes + 1) +
-              (double)sizeof *g->launched * (double)g->launched_off[g->n_nodes];
+        nb += (double)sizeof *g->succ_blk * (double)((g->n_nodes >> DFG_SUCC_SHIFT) + 2) +
+              (double)sizeof *g->launched * (double)g->n_launched;
         eb += (double)sizeof *g->succ * (double)g->n_edges;
     }
     if (node_bytes)

@@ -29,6 +29,10 @@ int64_t dfg_sparse_get(const dfg_sparse *t, int32_t n, int64_t none);
  * after it). Returns 0, or -1 when out of memory (t unchanged). */
 int dfg_sparse_set(dfg_sparse *t, int32_t n, int64_t v);
 
+/* Sets node n's group and next participant in g->grp_part. Returns 0, or -1 when out of
+ * memory (n had no entry; it is then unchanged). */
+int dfg_part_set(dfg *g, int32_t n, int32_t grp, int32_t next);
+
 /* Frees t's arrays and zeroes it. */
 void dfg_sparse_free(dfg_sparse *t);
 

@@ -1,6 +1,6 @@
-/* dfg_sparse.c: the graph's sparse per-node tables (dfg_sparse, see dfg.h): the bytes of
- * the nodes that move data, the measured ends a 32-bit length from the start does not
- * reach, and the durations and gaps 32 bits do not hold. */
+/* dfg_sparse.c: the graph's sparse per-node tables (dfg_sparse, see dfg.h): the lists of the
+ * collective groups' participants, the bytes of the nodes that move data, the measured ends a
+ * 32-bit length from the start does not reach, and the durations and gaps 32 bits do not hold. */
 #include "dfg.h"
 #include "dfg_int.h"
 
@@ -122,6 +122,29 @@ dfg_set_bytes(dfg *g, int32_t n, int64_t bytes)
     if (bytes != 0 || dfg_sparse_get(&g->bytes, n, 0) != 0)
         rc = dfg_sparse_set(&g->bytes, n, bytes);
     return rc;
+}
+
+/* An entry of grp_part: the group in the high 32 bits, the next participant in the low. */
+#define PART(grp, next) ((int64_t)(((uint64_t)(uint32_t)(grp) << 32) | (uint32_t)(next)))
+
+int32_t
+dfg_group(const dfg *g, int32_t n)
+{
+    int64_t e =
+        g->kind[n] == DFG_COLL ? dfg_sparse_get(&g->grp_part, n, PART(-1, -1)) : PART(-1, -1);
+    return (int32_t)(uint32_t)((uint64_t)e >> 32);
+}
+
+int32_t
+dfg_next_in_group(const dfg *g, int32_t p)
+{
+    return (int32_t)(uint32_t)dfg_sparse_get(&g->grp_part, p, PART(-1, -1));
+}
+
+int
+dfg_part_set(dfg *g, int32_t n, int32_t grp, int32_t next)
+{
+    return dfg_sparse_set(&g->grp_part, n, PART(grp, next));
 }
 
 int64_t

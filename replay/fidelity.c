@@ -125,11 +125,11 @@ set_typical(dfg *g, const place *pl, size_t m, int64_t *v, int stat)
         v[i] = dfg_gap(g, pl[i].node);
     int64_t gap = typical_i64(v, m, stat);
     for (size_t i = 0; i < m; i++)
-        v[i] = g->lat[pl[i].node];
+        v[i] = dfg_lat(g, pl[i].node);
     int64_t lat = typical_i64(v, m, stat);
     size_t ng = 0;
     for (size_t i = 0; i < m; i++) {
-        int32_t q = g->group[pl[i].node];
+        int32_t q = dfg_group(g, pl[i].node);
         if (q >= 0 && g->grp_first[q] == pl[i].node)
             v[ng++] = g->grp_dur[q];
     }
@@ -137,8 +137,8 @@ set_typical(dfg *g, const place *pl, size_t m, int64_t *v, int stat)
     for (size_t i = 0; i < m; i++) {
         int32_t n = pl[i].node;
         rc |= dfg_set_dur(g, n, dur) | dfg_set_gap(g, n, gap);
-        g->lat[n] = (int32_t)lat;
-        int32_t q = g->group[n];
+        dfg_set_lat(g, n, (int32_t)lat);
+        int32_t q = dfg_group(g, n);
         if (gdur >= 0 && q >= 0 && g->grp_first[q] == n)
             g->grp_dur[q] = gdur;
     }

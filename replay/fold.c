@@ -95,8 +95,8 @@ rank_hash(fold_ctx *c, int32_t r)
                          (uint32_t)g->name[n]);
         h = mix64(h, ((uint64_t)c->rn.ord[g->res[n]] << 32) | g->res_kind[g->res[n]]);
         h = mix64(h, (uint64_t)dfg_bytes(g, n));
-        if (g->group[n] >= 0) {
-            int32_t q = g->group[n];
+        if (dfg_group(g, n) >= 0) {
+            int32_t q = dfg_group(g, n);
             h = mix64(h, ((uint64_t)g->grp_op[q] << 32) | (uint32_t)g->grp_nranks[q]);
             h = mix64(h, (uint64_t)g->grp_bytes[q]);
         }
@@ -104,7 +104,7 @@ rank_hash(fold_ctx *c, int32_t r)
         if (l >= 0 && dfg_rank(g, l) != r)
             c->alone[r] = DFG_APART_UNFOLDABLE;
         h = mix64(h, l >= 0 ? (uint64_t)c->rn.pos[l] : ~0ULL);
-        for (int64_t e = g->succ_off[n]; e < g->succ_off[n + 1]; e++) {
+        for (int64_t e = dfg_succ_first(g, n); dfg_succ_more(g, n, e); e++) {
             int32_t m = g->succ[e];
             if (dfg_rank(g, m) != r)
                 c->alone[r] = DFG_APART_UNFOLDABLE;
@@ -143,22 +143,25 @@ alike(const fold_ctx *c, int32_t r, int32_t p, int *why)
         if (g->kind[x] != g->kind[y] || g->flags[x] != g->flags[y] || g->name[x] != g->name[y] ||
             c->rn.ord[g->res[x]] != c->rn.ord[g->res[y]] || dfg_bytes(g, x) != dfg_bytes(g, y) ||
             (lx >= 0 ? c->rn.pos[lx] : -1) != (ly >= 0 ? c->rn.pos[ly] : -1) ||
-            (g->group[x] < 0) != (g->group[y] < 0) ||
-            g->succ_off[x + 1] - g->succ_off[x] != g->succ_off[y + 1] - g->succ_off[y])
+            (dfg_group(g, x) < 0) != (dfg_group(g, y) < 0))
             return 0;
-        if (g->group[x] >= 0 && (g->grp_op[g->group[x]] != g->grp_op[g->group[y]] ||
-                                 g->grp_nranks[g->group[x]] != g->grp_nranks[g->group[y]] ||
-                                 g->grp_bytes[g->group[x]] != g->grp_bytes[g->group[y]]))
+        if (dfg_group(g, x) >= 0 &&
+            (g->grp_op[dfg_group(g, x)] != g->grp_op[dfg_group(g, y)] ||
+             g->grp_nranks[dfg_group(g, x)] != g->grp_nranks[dfg_group(g, y)] ||
+             g->grp_bytes[dfg_group(g, x)] != g->grp_bytes[dfg_group(g, y)]))
             return 0;
-        for (int64_t e = 0; e < g->succ_off[x + 1] - g->succ_off[x]; e++)
-            if (c->rn.pos[g->succ[g->succ_off[x] + e]] != c->rn.pos[g->succ[g->succ_off[y] + e]])
+        int64_t ex = dfg_succ_first(g, x), ey = dfg_succ_first(g, y);
+        for (; dfg_succ_more(g, x, ex) && dfg_succ_more(g, y, ey); ex++, ey++)
+            if (c->rn.pos[g->succ[ex]] != c->rn.pos[g->succ[ey]])
                 return 0;
+        if (dfg_succ_more(g, x, ex) || dfg_succ_more(g, y, ey))
+            return 0; /* more successors on one side */
         if (!timing || g->mstart[x] < c->t0[r])
             continue; /* the structure is still compared: the reason is the timing; before
                        * the window only the structure counts (processes start apart, the
                        * first collectives even it out, warm-up calls vary) */
         timing = job_fold_within(dfg_dur(g, x), dfg_dur(g, y), tol) &&
-                 job_fold_within(g->lat[x], g->lat[y], tol) &&
+                 job_fold_within(dfg_lat(g, x), dfg_lat(g, y), tol) &&
                  job_fold_within(dfg_gap(g, x), dfg_gap(g, y), tol) &&
                  job_fold_within(g->mstart[x] - c->t0[r], g->mstart[y] - c->t0[p], tol) &&
                  job_fold_within(dfg_mend(g, x) - c->t0[r], dfg_mend(g, y) - c->t0[p], tol);

@@ -31,6 +31,7 @@ enum {
     H_MEND_WIDE,
     H_DUR_WIDE,
     H_GAP_WIDE,
+    H_GRP_PART,
     H_COUNT
 };
 
@@ -55,8 +56,6 @@ list_arrays(dfg *g, const int64_t *h, garray *a)
     A(gap, h[H_NODES]);
     A(lat, h[H_NODES]);
     A(launch, h[H_NODES]);
-    A(group, h[H_NODES]);
-    A(next_in_group, h[H_NODES]);
     A(next_on_res, h[H_NODES]);
     A(mstart, h[H_NODES]);
     A(mlen, h[H_NODES]);
@@ -68,6 +67,8 @@ list_arrays(dfg *g, const int64_t *h, garray *a)
     A(dur_wide.val, h[H_DUR_WIDE]);
     A(gap_wide.node, h[H_GAP_WIDE]);
     A(gap_wide.val, h[H_GAP_WIDE]);
+    A(grp_part.node, h[H_GRP_PART]);
+    A(grp_part.val, h[H_GRP_PART]);
     A(esrc, h[H_EDGES]);
     A(edst, h[H_EDGES]);
     A(res_kind, h[H_RES]);
@@ -121,6 +122,7 @@ receive_setup(dfg *g, const int64_t *h, garray *a, int n)
     g->mend_wide.n = g->mend_wide.cap = (int32_t)h[H_MEND_WIDE];
     g->dur_wide.n = g->dur_wide.cap = (int32_t)h[H_DUR_WIDE];
     g->gap_wide.n = g->gap_wide.cap = (int32_t)h[H_GAP_WIDE];
+    g->grp_part.n = g->grp_part.cap = (int32_t)h[H_GRP_PART];
     g->n_res = g->cap_res = (int32_t)h[H_RES];
     g->n_groups = g->cap_groups = (int32_t)h[H_GROUPS];
     g->n_ranks = (int32_t)h[H_RANKS];
@@ -164,6 +166,7 @@ mpisim_share_graph(dfg *g, int64_t *bytes)
         h[H_MEND_WIDE] = g->mend_wide.n;
         h[H_DUR_WIDE] = g->dur_wide.n;
         h[H_GAP_WIDE] = g->gap_wide.n;
+        h[H_GRP_PART] = g->grp_part.n;
     }
     MPI_Bcast(h, H_COUNT, MPI_INT64_T, 0, MPI_COMM_WORLD);
     int n = list_arrays(g, h, a);

@@ -138,9 +138,9 @@ part_init(part *p, const dfg *g, mpisim_stats *st)
         if ((g->flags[n] & DFG_F_REMOVED) || !p->own[dfg_rank(g, n)])
             continue;
         st->nodes_here++;
-        if (g->group[n] >= 0)
-            p->grp_local[g->group[n]]++;
-        for (int32_t i = g->succ_off[n]; i < g->succ_off[n + 1]; i++)
+        if (dfg_group(g, n) >= 0)
+            p->grp_local[dfg_group(g, n)]++;
+        for (int64_t i = dfg_succ_first(g, n); dfg_succ_more(g, n, i); i++)
             if (!p->own[dfg_rank(g, g->succ[i])])
                 p->remote_out[n] = 1;
     }

@@ -51,9 +51,9 @@ host_launch(sim_state *s, int32_t h, int64_t t)
 {
     const dfg *g = s->g;
     s->r->start[h] = t;
-    for (int32_t i = g->launched_off[h]; i < g->launched_off[h + 1]; i++) {
+    for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
         int32_t d = g->launched[i];
-        satisfy(s, d, t + g->lat[d], h, SIM_CAUSE_LAUNCH);
+        satisfy(s, d, t + dfg_lat(g, d), h, SIM_CAUSE_LAUNCH);
     }
 }
 
@@ -82,7 +82,7 @@ finish(sim_state *s, int32_t n, int64_t t)
         else
             satisfy(s, nx, t + dfg_gap(g, nx), n, SIM_CAUSE_RESOURCE);
     }
-    for (int64_t i = g->succ_off[n]; i < g->succ_off[n + 1]; i++) {
+    for (int64_t i = dfg_succ_first(g, n); dfg_succ_more(g, n, i); i++) {
         int32_t m = g->succ[i];
         if (!owned(s, m))
             continue; /* released there (sent) */
@@ -185,7 +185,7 @@ group_transfer(sim_state *s, int32_t q)
     sim_result *r = s->r;
     int64_t tend = r->grp_arrival[q] + g->grp_dur[q];
     int32_t last = r->grp_last[q];
-    for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p]) {
+    for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p)) {
         if (!owned(s, p))
             continue;
         if (p != last) {
@@ -211,7 +211,7 @@ sim_drain(sim_state *s)
         }
         int64_t t = r->ready[m];
         r->start[m] = t;
-        int32_t q = g->group[m];
+        int32_t q = dfg_group(g, m);
         if (q < 0) {
             finish(s, m, t + dfg_dur(g, m));
             continue;
@@ -244,7 +244,7 @@ void
 sim_release_edge(sim_state *s, int32_t n, int64_t t)
 {
     const dfg *g = s->g;
-    for (int64_t i = g->succ_off[n]; i < g->succ_off[n + 1]; i++) {
+    for (int64_t i = dfg_succ_first(g, n); dfg_succ_more(g, n, i); i++) {
         int32_t m = g->succ[i];
         if (owned(s, m))
             satisfy(s, m, (g->flags[m] & DFG_F_WAKEUP) ? t + dfg_gap(g, m) : t, n, SIM_CAUSE_EDGE);

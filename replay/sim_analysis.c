@@ -23,7 +23,7 @@ sim_timeline_measured(const dfg *g, int64_t *grp_arrival_buf, int64_t *end_buf)
         end_buf[n] = dfg_mend(g, n);
     for (int32_t q = 0; q < g->n_groups; q++) {
         int64_t a = -1;
-        for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p])
+        for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p))
             if (g->mstart[p] > a)
                 a = g->mstart[p];
         grp_arrival_buf[q] = a;
@@ -215,7 +215,7 @@ sim_breakdown_rank(const dfg *g, sim_timeline tl, int32_t r, int64_t t0, int64_t
                 cap *= 2;
             }
             if (g->kind[m] == DFG_COLL) {
-                int64_t a = tl.grp_arrival ? tl.grp_arrival[g->group[m]] : s;
+                int64_t a = tl.grp_arrival ? tl.grp_arrival[dfg_group(g, m)] : s;
                 if (a < s)
                     a = s;
                 if (a > e)
@@ -302,7 +302,7 @@ sim_stragglers(const dfg *g, sim_timeline tl, int64_t t0, int64_t t1, double *bl
         int64_t arr = -1, members = 0;
         if (g->grp_op[q] == DPRO_COLL_SEND || g->grp_op[q] == DPRO_COLL_RECV)
             continue; /* send/recv: a pipeline's structural waits, not a straggler */
-        for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p]) {
+        for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p)) {
             if (tl.start[p] < 0)
                 continue;
             members += dfg_rank_weight(g, dfg_rank(g, p)); /* a class arrives as one */
@@ -315,7 +315,7 @@ sim_stragglers(const dfg *g, sim_timeline tl, int64_t t0, int64_t t1, double *bl
             continue;
         /* the last one's own class (weight w) waits (w - 1) x 0 */
         double wait = 0;
-        for (int32_t p = g->grp_first[q]; p >= 0; p = g->next_in_group[p])
+        for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p))
             if (p != last && tl.start[p] >= 0)
                 wait += (double)dfg_rank_weight(g, dfg_rank(g, p)) * (double)(arr - tl.start[p]);
         int32_t rk = dfg_rank(g, last);

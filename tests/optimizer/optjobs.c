@@ -29,7 +29,7 @@ build_fusion_job(dfg *g, int iters)
             int32_t d = dfg_add_node(g, DFG_KERNEL, st, pattern[k] ? nm_g : nm_s);
             g->dur[d] = pattern[k] ? 100 * US : 10 * US;
             g->launch[d] = h;
-            g->lat[d] = 2 * US;
+            dfg_set_lat(g, d, 2 * US);
             last = d;
         }
         if (it == iters)

@@ -224,7 +224,7 @@ build_wakeup_job(dfg *g, int iters, int64_t lat)
             kern[k][it] = dfg_add_node(g, DFG_KERNEL, st, nm_k);
             g->dur[kern[k][it]] = kdur[k];
             g->launch[kern[k][it]] = call[k][it];
-            g->lat[kern[k][it]] = 2 * US;
+            dfg_set_lat(g, kern[k][it], 2 * US);
         }
     }
     for (int it = 0; it < iters; it++)
@@ -395,14 +395,14 @@ build_queue_job(dfg *g, int iters)
             kern[k] = dfg_add_node(g, DFG_KERNEL, st, nm_k);
             g->dur[kern[k]] = 50 * US;
             g->launch[kern[k]] = h;
-            g->lat[kern[k]] = 2 * US;
+            dfg_set_lat(g, kern[k], 2 * US);
         }
         int32_t c = dfg_add_node(g, DFG_HOST, th, nm_copy);
         g->dur[c] = 5 * US;
         copy = dfg_add_node(g, DFG_MEMCPY, cs, nm_m);
         g->dur[copy] = 250 * US;
         g->launch[copy] = c;
-        g->lat[copy] = 2 * US;
+        dfg_set_lat(g, copy, 2 * US);
     }
     int rc = dfg_set_iterations(g, 0, bounds, iters + 1);
     free(bounds);
@@ -567,7 +567,7 @@ test_partition(void)
     /* the first all-reduce call of rank 0 stalled for 2 ms (a loaded host): the unit keeps
      * it, the copies the new buckets make of it cost what the call typically costs */
     int32_t stalled = -1;
-    for (int32_t o = g.grp_first[0]; o >= 0 && stalled < 0; o = g.next_in_group[o])
+    for (int32_t o = g.grp_first[0]; o >= 0 && stalled < 0; o = dfg_next_in_group(&g, o))
         if (dfg_rank(&g, o) == 0)
             stalled = g.launch[o];
     REQUIRE(stalled >= 0);
@@ -617,10 +617,10 @@ test_partition(void)
             /* the chunk's participants: one per rank, each gated by the kernel at which
              * its bytes are ready, launched by a copy of the hook's calls */
             int32_t members = 0;
-            for (int32_t n = part.grp_first[k]; n >= 0; n = part.next_in_group[n]) {
+            for (int32_t n = part.grp_first[k]; n >= 0; n = dfg_next_in_group(&part, n)) {
                 members++;
                 int32_t c = -1; /* the unit's participant on that rank */
-                for (int32_t o = g.grp_first[q]; o >= 0; o = g.next_in_group[o])
+                for (int32_t o = g.grp_first[q]; o >= 0; o = dfg_next_in_group(&g, o))
                     if (dfg_rank(&g, o) == dfg_rank(&part, n))
                         c = o;
                 CHECK(c >= 0 && part.res[n] == part.res[c]);
@@ -799,7 +799,7 @@ build_layer_job(dfg *g, int iters, const int64_t *grad, int32_t nl, int64_t *t_f
                 g->dur[h] = 5 * US;
                 g->dur[k] = 100 * US;
                 g->launch[k] = h;
-                g->lat[k] = 1 * US;
+                dfg_set_lat(g, k, 1 * US);
                 last_f = h;
                 if (r == 0 && it == 0)
                     fwd0[l] = h;
@@ -811,7 +811,7 @@ build_layer_job(dfg *g, int iters, const int64_t *grad, int32_t nl, int64_t *t_f
                     g->dur[h] = 5 * US;
                     g->dur[k] = 100 * US;
                     g->launch[k] = h;
-                    g->lat[k] = 1 * US;
+                    dfg_set_lat(g, k, 1 * US);
                     if (first_b < 0)
                         first_b = h;
                     last_k = k;
@@ -822,7 +822,7 @@ build_layer_job(dfg *g, int iters, const int64_t *grad, int32_t nl, int64_t *t_f
             g->dur[rec] = 1 * US;
             g->dur[call] = 5 * US;
             g->launch[c] = call;
-            g->lat[c] = 2 * US;
+            dfg_set_lat(g, c, 2 * US);
             dfg_set_bytes(g, c, total);
             dfg_set_group(g, c, it);
             int32_t s = dfg_add_node(g, DFG_HOST, mt, nm_sync);
@@ -911,7 +911,7 @@ test_partition_gradients(void)
         for (int32_t k = g.n_groups; k < part.n_groups && gate < 0; k++) {
             if (part.grp_seq[k] != 1)
                 continue;
-            for (int32_t n = part.grp_first[k]; n >= 0; n = part.next_in_group[n])
+            for (int32_t n = part.grp_first[k]; n >= 0; n = dfg_next_in_group(&part, n))
                 for (int64_t e = 0; e < part.n_edges; e++)
                     if (part.edst[e] == n && dfg_rank(&part, n) == 0)
                         gate = part.esrc[e];

@@ -54,7 +54,7 @@ device(dfg *g, int32_t s, int32_t h, int kind, int32_t name, int64_t dur)
     int32_t d = dfg_add_node(g, kind, s, name);
     g->dur[d] = dur;
     g->launch[d] = h;
-    g->lat[d] = 2 * US;
+    dfg_set_lat(g, d, 2 * US);
     return d;
 }
 
@@ -156,8 +156,8 @@ test_fsdp_strategies(void)
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
     for (int b = 0; b < BLOCKS; b++) {
         int32_t fa = ids.fwd_ag[1][b], ba = ids.bwd_ag[1][b];
-        CHECK(g.grp_dur[g.group[ba]] == 0 && dfg_dur(&g, g.launch[ba]) == 0);
-        CHECK(g.grp_dur[g.group[fa]] == 400 * US && dfg_dur(&g, g.launch[fa]) == 5 * US);
+        CHECK(g.grp_dur[dfg_group(&g, ba)] == 0 && dfg_dur(&g, g.launch[ba]) == 0);
+        CHECK(g.grp_dur[dfg_group(&g, fa)] == 400 * US && dfg_dur(&g, g.launch[fa]) == 5 * US);
     }
     /* the backward's three 400 us all-gathers, and their launches, leave the critical path */
     CHECK(e.iter_ns < base - 1000 * US);
@@ -178,8 +178,8 @@ test_fsdp_strategies(void)
         int64_t early =
             b == 0 ? 0 : g.mstart[g.launch[fa]] - g.mstart[g.launch[ids.fwd_ag[1][b - 1]]];
         CHECK(early >= 0 && (b == 0 || early >= 600 * US));
-        CHECK(g.lat[fa] == 2 * US - early);
-        CHECK(g.grp_dur[g.group[fa]] == 400 * US);
+        CHECK(dfg_lat(&g, fa) == 2 * US - early);
+        CHECK(g.grp_dur[dfg_group(&g, fa)] == 400 * US);
     }
     CHECK(e.iter_ns < base - 100 * US);
 

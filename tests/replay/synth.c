@@ -102,7 +102,7 @@ synth_dfg(const synth_params *p, dfg *g)
                 g->dur[d] =
                     (int64_t)((double)(p->kernel_ns + p->kernel_ns * jitter / 2000) * factor);
                 g->launch[d] = h;
-                g->lat[d] = 1000;
+                dfg_set_lat(g, d, 1000);
                 last_kernel = d;
                 if ((o + 1) % per_bucket == 0 && (o + 1) / per_bucket <= buckets) {
                     int32_t b = (o + 1) / per_bucket - 1;
@@ -116,7 +116,7 @@ synth_dfg(const synth_params *p, dfg *g)
                     g->dur[call] = 5000;
                     g->gap[call] = 0;
                     g->launch[c] = call;
-                    g->lat[c] = 2000;
+                    dfg_set_lat(g, c, 2000);
                     if (dfg_set_bytes(g, c, p->bucket_bytes) != 0 ||
                         dfg_add_edge(g, last_kernel, c) != 0)
                         goto fail_b;

@@ -142,9 +142,11 @@ share(const char *name, dfg *g)
     CHECK(same(got.kind, g->kind, 1, nn) && same(got.flags, g->flags, 1, nn) &&
           same(got.dur, g->dur, 4, nn) && same(got.gap, g->gap, 4, nn) &&
           same(got.lat, g->lat, 4, nn) && same(got.launch, g->launch, 4, nn) &&
-          same(got.group, g->group, 4, nn) && same(got.mstart, g->mstart, 8, nn) &&
-          same(got.mlen, g->mlen, 4, nn) && same(got.next_on_res, g->next_on_res, 4, nn) &&
-          got.dur_wide.n == g->dur_wide.n &&
+          got.grp_part.n == g->grp_part.n &&
+          same(got.grp_part.node, g->grp_part.node, 4, g->grp_part.n) &&
+          same(got.grp_part.val, g->grp_part.val, 8, g->grp_part.n) &&
+          same(got.mstart, g->mstart, 8, nn) && same(got.mlen, g->mlen, 4, nn) &&
+          same(got.next_on_res, g->next_on_res, 4, nn) && got.dur_wide.n == g->dur_wide.n &&
           same(got.dur_wide.val, g->dur_wide.val, 8, g->dur_wide.n) &&
           got.gap_wide.n == g->gap_wide.n &&
           same(got.gap_wide.val, g->gap_wide.val, 8, g->gap_wide.n));

@@ -249,7 +249,7 @@ test_submission_latency(void)
     CHECK_EQ(qi.depth, 0);
     CHECK(build_derive_timing(&g) == 0);
     CHECK_EQ(build_submission_latency(&g, 0), 7000);
-    CHECK_EQ(g.lat[dev[N - 1]], 7000);
+    CHECK_EQ(dfg_lat(&g, dev[N - 1]), 7000);
     CHECK_EQ(dfg_gap(&g, dev[N - 1]), 2000);
     sim_result r;
     memset(&r, 0, sizeof r);
@@ -338,12 +338,12 @@ test_p2p_match(void)
     CHECK_EQ(st.wide_groups, 0);
     CHECK_EQ(st.conflicts, 0);
     CHECK_EQ(g.n_groups, 3);
-    int32_t qa = g.group[k0a], qb = g.group[k0b], qc = g.group[s1a];
+    int32_t qa = dfg_group(&g, k0a), qb = dfg_group(&g, k0b), qc = dfg_group(&g, s1a);
     CHECK(qa >= 0 && qb >= 0 && qc >= 0 && qa != qb && qb != qc && qa != qc);
-    CHECK_EQ(g.group[r1a], qa);
-    CHECK_EQ(g.group[r1b], qb);
-    CHECK_EQ(g.group[r2], qc);
-    CHECK_EQ(g.group[u2], -1);
+    CHECK_EQ(dfg_group(&g, r1a), qa);
+    CHECK_EQ(dfg_group(&g, r1b), qb);
+    CHECK_EQ(dfg_group(&g, r2), qc);
+    CHECK_EQ(dfg_group(&g, u2), -1);
     CHECK_EQ(g.kind[u2], DFG_KERNEL);
     CHECK_EQ(g.kind[k0a], DFG_COLL);
     CHECK_EQ(g.grp_first[qa], k0a); /* the sender leads */
@@ -391,7 +391,7 @@ test_p2p_match(void)
     CHECK_EQ(st.matched, 4);
     CHECK_EQ(st.conflicts, 1);
     CHECK_EQ(st.groups, 1);
-    CHECK(g.group[a] >= 0 && g.group[a] == g.group[c] && g.group[b] < 0);
+    CHECK(dfg_group(&g, a) >= 0 && dfg_group(&g, a) == dfg_group(&g, c) && dfg_group(&g, b) < 0);
     CHECK(build_derive_timing(&g) == 0);
     CHECK(sim_run(&g, &r) == 0);
     CHECK_EQ(r.n_unfinished, 0);

@@ -37,10 +37,10 @@ test_sim_tiny(void)
     g.gap[sy] = 500;
     g.dur[sy] = 2000;
     g.launch[k1] = l1;
-    g.lat[k1] = 2000;
+    dfg_set_lat(&g, k1, 2000);
     g.dur[k1] = 10000;
     g.launch[k2] = l2;
-    g.lat[k2] = 2000;
+    dfg_set_lat(&g, k2, 2000);
     g.dur[k2] = 20000;
     CHECK(dfg_add_edge(&g, k2, sy) == 0);
     int32_t b[2] = {l1, sy};
@@ -137,7 +137,7 @@ test_sim_wakeup(void)
     g.gap[b2] = 100;
     g.dur[b2] = 1000;
     g.launch[kb] = b1;
-    g.lat[kb] = 1000;
+    dfg_set_lat(&g, kb, 1000);
     g.dur[kb] = 5000;
     CHECK(dfg_add_edge(&g, kb, b2) == 0);
     g.flags[b2] |= DFG_F_BLOCKING;
