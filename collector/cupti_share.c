@@ -482,6 +482,33 @@ share_hold(void)
     pthread_mutex_unlock(&share_out_lock);
 }
 
+/* Copies record rec, spanning span bytes in CUPTI's buffer, into the held buffer if Kineto
+ * asked for it; 1 copied, 0 not asked for, -1 no room. Under share_out_lock. */
+static int
+share_copy(CUpti_Activity *rec, size_t span, const struct share_map *map, CUcontext ctx,
+           uint32_t stream)
+{
+    uint64_t *times[5];
+    uint32_t *corr;
+    int n;
+    if ((unsigned)rec->kind >= SHARE_KINDS)
+        return 0;
+    /* the layout we know must fit in what CUPTI spaced the record by, which is what is
+     * copied (the size CUPTI's cuptiActivityGetNextRecord will step by in Kineto's buffer) */
+    size_t size = share_layout(rec, times, &n, &corr);
+    if (size == 0 || span < size || !share_wanted(rec->kind, corr))
+        return 0;
+    span = (span + 7) & ~(size_t)7;
+    if (!share_room(span, ctx, stream))
+        return -1;
+    CUpti_Activity *copy = (CUpti_Activity *)(share_out.buf + share_out.used);
+    memcpy(copy, rec, span);
+    share_layout(copy, times, &n, &corr);
+    share_convert(map, times, n);
+    share_out.used += span;
+    return 1;
+}
+
 void
 cupti_share_deliver(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t valid,
                     CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **))
@@ -491,27 +518,19 @@ cupti_share_deliver(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t vali
         return;
     struct share_map map = share_fit();
     uint64_t copied = 0, lost = 0;
-    CUpti_Activity *rec = NULL;
+    CUpti_Activity *rec = NULL, *prev = NULL;
     pthread_mutex_lock(&share_out_lock);
-    while (next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
-        uint64_t *times[5];
-        uint32_t *corr;
-        int n;
-        if ((unsigned)rec->kind >= SHARE_KINDS)
-            continue;
-        size_t size = share_layout(rec, times, &n, &corr);
-        if (size == 0 || !share_wanted(rec->kind, corr))
-            continue;
-        if (!share_room(size, ctx, stream)) {
-            lost++;
-            continue;
+    for (;;) {
+        int more = next_record(buffer, valid, &rec) == CUPTI_SUCCESS;
+        if (prev) { /* a record's span: to the next one, the last one's to the end */
+            uint8_t *end = more ? (uint8_t *)rec : buffer + valid;
+            int r = share_copy(prev, (size_t)(end - (uint8_t *)prev), &map, ctx, stream);
+            copied += r > 0;
+            lost += r < 0;
         }
-        CUpti_Activity *copy = (CUpti_Activity *)(share_out.buf + share_out.used);
-        memcpy(copy, rec, size);
-        share_layout(copy, times, &n, &corr);
-        share_convert(&map, times, n);
-        share_out.used += (size + 7) & ~(size_t)7;
-        copied++;
+        if (!more)
+            break;
+        prev = rec;
     }
     if (copied) { /* hand the copies over now, hold a new buffer */
         share_complete(ctx, stream);
