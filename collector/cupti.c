@@ -536,7 +536,7 @@ cupti_write_meta(dpro_writer *w, int at_end)
             dpro_writer_set_meta(w, "cupti", "taken");
             dpro_writer_set_meta_int(w, "cupti_taken_ns", (int64_t)taken);
         }
-        cupti_share_write_meta(w);
+        cupti_share_write_meta(w, 1);
         if (cupti_active && !cupti_clock_callback) {
             cupti_offset_end = cupti_measure_offset();
             dpro_writer_set_meta_int(w, "cupti_clock_offset_end_ns", cupti_offset_end);
@@ -544,6 +544,7 @@ cupti_write_meta(dpro_writer *w, int at_end)
         return;
     }
     dpro_writer_set_meta(w, "cupti", cupti_status);
+    cupti_share_write_meta(w, 0);
     if (cupti_version_value)
         dpro_writer_set_meta_int(w, "cupti_version", cupti_version_value);
     if (cupti_error[0])

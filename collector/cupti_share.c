@@ -547,8 +547,13 @@ cupti_share_deliver(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t vali
 }
 
 void
-cupti_share_write_meta(dpro_writer *w)
+cupti_share_write_meta(dpro_writer *w, int at_end)
 {
+    if (!at_end) {
+        dpro_writer_set_meta_int(w, "setting.DPRO_CUPTI_SHARE",
+                                 coll_env_bool("DPRO_CUPTI_SHARE", 1));
+        return;
+    }
     uint64_t since = atomic_load(&share.since);
     if (since == 0)
         return;

@@ -44,8 +44,9 @@ COLL_HIDDEN void cupti_share_deliver(CUcontext ctx, uint32_t stream, uint8_t *bu
                                      CUptiResult (*next_record)(uint8_t *, size_t,
                                                                 CUpti_Activity **));
 
-/* Writes the sharing's meta (cupti_shared*) into the trace, at the end, if it shared. */
-COLL_HIDDEN void cupti_share_write_meta(dpro_writer *w);
+/* Writes the sharing's meta into the trace: its setting (DPRO_CUPTI_SHARE) at the start;
+ * at the end (at_end), if it shared, cupti_shared*. */
+COLL_HIDDEN void cupti_share_write_meta(dpro_writer *w, int at_end);
 
 /* Forgets the sharing in a forked child. */
 COLL_HIDDEN void cupti_share_forget(void);
