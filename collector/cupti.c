@@ -24,7 +24,9 @@
  * cuptiSubscribe then fails with CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED; we say so
  * once, write cupti=busy into the trace and keep the host-side record. A tool that starts
  * after us (torch.profiler: Kineto registers its activity buffers at the profiler's start)
- * takes the device records instead, as CUPTI has one activity client: we interpose
+ * shares CUPTI with us (cupti_share.c): we stay CUPTI's one activity client and hand it
+ * copies of the records of the kinds it enabled, on its clock. With DPRO_CUPTI_SHARE=0 (or
+ * when sharing cannot start) it takes the device records instead: we interpose
  * cuptiActivityRegisterCallbacks, pass the call on, say so once, write cupti=taken and the
  * time into the trace and keep the host-side record, whose correlation ids are the ones
  * the other tool's device records carry (our callback subscription stays).
@@ -50,6 +52,7 @@
 
 #include <cupti.h> /* with generated_cuda_meta.h: the driver calls' parameter structs */
 
+#include "cupti_share.h"
 #include "internal.h"
 
 /* CUPTI entry points we use. */
@@ -165,6 +168,8 @@ cupti_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbi
     struct coll_thread *t = coll_tls;
     if (cb == NULL)
         return;
+    if (cb->callbackSite == CUPTI_API_ENTER)
+        cupti_share_saw(cb->correlationId);
     if (t && t->corr_armed) {
         /* A hook of ours is around this call: hand it the correlation id. */
         if (t->corr_cupti == 0 && cb->callbackSite == CUPTI_API_ENTER)
@@ -211,6 +216,7 @@ cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t s
     size_t dropped = 0;
     if (cupti_api.dropped && cupti_api.dropped(ctx, stream, &dropped) != CUPTI_SUCCESS)
         dropped = 0;
+    cupti_share_deliver(ctx, stream, buffer, valid, cupti_api.next_record);
     struct cupti_buffer *b = valid ? malloc(sizeof *b) : NULL;
     if (b == NULL) {
         free(buffer);
@@ -451,11 +457,15 @@ cupti_start(void)
                   cupti_strerror(rc));
         return;
     }
-    cupti_api.activity_enable(CUPTI_ACTIVITY_KIND_MEMCPY);
-    cupti_api.activity_enable(CUPTI_ACTIVITY_KIND_MEMSET);
-    cupti_api.activity_enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
-    cupti_api.activity_enable(CUPTI_ACTIVITY_KIND_DEVICE);
+    static const CUpti_ActivityKind kinds[] = {
+        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+        CUPTI_ACTIVITY_KIND_DEVICE};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (i == 0 || cupti_api.activity_enable(kinds[i]) == CUPTI_SUCCESS)
+            cupti_share_own(kinds[i]);
     cupti_offset_start = cupti_clock_callback ? 0 : cupti_measure_offset();
+    cupti_share_init(cupti_api.lib, cupti_clock_callback, cupti_offset_start);
     cupti_active = 1;
     cupti_status = "enabled";
 }
@@ -481,8 +491,13 @@ cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferReques
     }
     if (real == NULL)
         return CUPTI_ERROR_NOT_INITIALIZED;
-    CUptiResult rc = real(funcBufferRequested, funcBufferCompleted);
     int saved = errno;
+    if (cupti_active && funcBufferRequested != cupti_buffer_requested &&
+        cupti_share_register(funcBufferRequested, funcBufferCompleted) == CUPTI_SUCCESS) {
+        errno = saved;
+        return CUPTI_SUCCESS;
+    }
+    CUptiResult rc = real(funcBufferRequested, funcBufferCompleted);
     uint64_t expected = 0;
     if (rc == CUPTI_SUCCESS && cupti_active && funcBufferRequested != cupti_buffer_requested &&
         atomic_compare_exchange_strong(&cupti_taken_ns, &expected, coll_now())) {
@@ -507,6 +522,7 @@ cupti_forget_after_fork(void)
     cupti_queue_head = cupti_queue_tail = NULL;
     cupti_dropped_records = 0;
     cupti_active = 0;
+    cupti_share_forget();
     cupti_status = "off";
     snprintf(cupti_error, sizeof cupti_error, "not available after fork");
 }
@@ -520,6 +536,7 @@ cupti_write_meta(dpro_writer *w, int at_end)
             dpro_writer_set_meta(w, "cupti", "taken");
             dpro_writer_set_meta_int(w, "cupti_taken_ns", (int64_t)taken);
         }
+        cupti_share_write_meta(w, 1);
         if (cupti_active && !cupti_clock_callback) {
             cupti_offset_end = cupti_measure_offset();
             dpro_writer_set_meta_int(w, "cupti_clock_offset_end_ns", cupti_offset_end);
@@ -527,6 +544,7 @@ cupti_write_meta(dpro_writer *w, int at_end)
         return;
     }
     dpro_writer_set_meta(w, "cupti", cupti_status);
+    cupti_share_write_meta(w, 0);
     if (cupti_version_value)
         dpro_writer_set_meta_int(w, "cupti_version", cupti_version_value);
     if (cupti_error[0])

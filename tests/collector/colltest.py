@@ -25,6 +25,7 @@ DPRO_RUN = os.path.join(BUILD, "tools", "dpro-run")
 SIMRUN = os.path.join(BUILD, "tests", "simgpu", "simrun")
 DDP_SIM = os.path.join(BUILD, "tests", "simgpu", "ddp-sim")
 DRV_JOB = os.path.join(BUILD, "tests", "collector", "drv-job")
+SHARE_JOB = os.path.join(BUILD, "tests", "collector", "share-job")
 SIM_CUPTI = os.path.join(BUILD, "tests", "simgpu", ".libs", "libcupti.so.13")
 
 failures = []

@@ -37,6 +37,14 @@ tests_collector_drv_job_CPPFLAGS = $(COLLTEST_CPPFLAGS)
 tests_collector_drv_job_LDADD = tests/simgpu/libcuda.la -ldl
 tests_collector_drv_job_LDFLAGS = -no-install $(AM_LDFLAGS)
 
+# A CUPTI activity client that starts after the collector, as torch.profiler's Kineto does
+# (simgpu's libcuda and libcupti): the collector shares CUPTI with it.
+check_PROGRAMS += tests/collector/share-job
+tests_collector_share_job_SOURCES = tests/collector/share-job.c
+tests_collector_share_job_CPPFLAGS = $(COLLTEST_CPPFLAGS)
+tests_collector_share_job_LDADD = tests/simgpu/libcuda.la tests/simgpu/libcupti.la
+tests_collector_share_job_LDFLAGS = -no-install $(AM_LDFLAGS)
+
 # A Python extension module's stand-in (test-python-dlopen.py opens it RTLD_LOCAL, as Python
 # opens torch/_C.so): a module linked against simgpu's libcudart and libnccl.
 check_LTLIBRARIES += tests/collector/fake-torch-ext.la

@@ -2,7 +2,11 @@
 whose kernels, copies, collectives and markers match what the job did (counts and order);
 each collective carries the same (communicator hash, sequence number) on every rank;
 every device record links to the host call that caused it. Then CUPTI taken by another
-tool (SIMGPU_CUPTI_BUSY): said once, cupti=busy, host-side events still recorded."""
+tool (SIMGPU_CUPTI_BUSY): said once, cupti=busy, host-side events still recorded. Then a
+second CUPTI client starting after the collector (share-job, Kineto's calls without torch):
+CUPTI shared, the client gets exactly the kernels launched while it had them enabled, each
+the collector's record of the same correlation id, on the client's clock (2.5 ticks a ns,
+shifted); with DPRO_CUPTI_SHARE=0 it takes CUPTI instead (cupti=taken)."""
 import collections
 import json
 import os
@@ -104,6 +108,72 @@ if files:
     ct.check(doc["meta"].get("cupti") == "busy", "CUPTI busy: meta cupti=busy")
     ct.check(ct.events(doc, "kernel") == [] and len(ct.events(doc, "api", "cudaLaunchKernel")) > 0,
              "CUPTI busy: host-side launches recorded, no device records")
+
+
+def share_run(**extra):
+    """share-job under the collector: (its kernels {corr: (start, end) ns}, its records
+    count, stderr, the collector's trace document) or None."""
+    out = ct.tmpdir()
+    r = ct.run([ct.SHARE_JOB], env=ct.env_with(out, DPRO_CUPTI_LIB=ct.SIM_CUPTI, **extra))
+    files = ct.traces(out)
+    ran = r.returncode == 0 and len(files) == 1
+    ct.check(ran, "share-job %s: rc %d, %d traces: %s"
+             % (extra, r.returncode, len(files), r.stderr[-2000:]))
+    if not ran:
+        return None
+    got = {}
+    records = -1
+    for line in r.stdout.splitlines():
+        w = line.split()
+        if w[0] == "kernel":
+            got[int(w[1])] = (int(w[2]), int(w[3]))
+        elif w[0].startswith("records="):
+            records = int(w[0][len("records="):])
+    return got, records, r.stderr, ct.dump(files[0])[0]
+
+
+SHARED_SAID = "CUPTI is shared with another tool"
+TAKEN_SAID = "CUPTI's device records are taken by another tool"
+got = share_run()
+if got:
+    mine, records, err, doc = got
+    meta = doc["meta"]
+    ct.check(err.count(SHARED_SAID) == 1 and err.count(TAKEN_SAID) == 0,
+             "shared: said once that CUPTI is shared, never taken: %s" % err[-1000:])
+    ct.check(meta.get("cupti") == "enabled" and meta.get("cupti_shared") == "clock" and
+             meta.get("cupti_shared_records") == "20" and meta.get("cupti_shared_lost") == "0",
+             "shared: meta %s" % {k: v for k, v in meta.items() if k.startswith("cupti")})
+    kernels = {e["corr"]: e for e in ct.events(doc, "kernel")}
+    launches = sorted(e["corr"] for e in ct.events(doc, "api", "cuLaunchKernel"))
+    ct.check(len(kernels) == 30 and len(launches) == 30 and sorted(kernels) == launches,
+             "shared: the collector keeps its 30 kernels: %d, %d launches"
+             % (len(kernels), len(launches)))
+    ct.check(records == 20 and sorted(mine) == launches[5:25],
+             "shared: the client gets the 20 kernels launched while it had them enabled, "
+             "the 6th to the 25th launch: %d records, %s" % (records, sorted(mine)))
+    # the same record, converted to the client's ticks and back: the same times within a
+    # few ns (the anchors' reading), the same durations
+    off = [(c, s - kernels[c]["t0"], e - kernels[c]["t1"]) for c, (s, e) in mine.items()
+           if c in kernels and (abs(s - kernels[c]["t0"]) > 2000 or
+                                abs((e - s) - (kernels[c]["t1"] - kernels[c]["t0"])) >
+                                0.01 * (kernels[c]["t1"] - kernels[c]["t0"]))]
+    ct.check(mine and not off, "shared: the client's kernel times are the collector's, "
+             "converted (corr, start and end apart ns): %s" % off[:3])
+got = share_run(DPRO_CUPTI_SHARE="0")
+if got:
+    mine, records, err, doc = got
+    taken = int(doc["meta"].get("cupti_taken_ns", 0))
+    ct.check(err.count(TAKEN_SAID) == 1 and err.count(SHARED_SAID) == 0 and
+             doc["meta"].get("cupti") == "taken" and taken > 0,
+             "DPRO_CUPTI_SHARE=0: CUPTI taken, said once: %s %s" % (doc["meta"], err[-1000:]))
+    # (and the records CUPTI had not delivered yet when it was taken: it hands them to its
+    # new client)
+    launches = sorted(e["corr"] for e in ct.events(doc, "api", "cuLaunchKernel"))
+    ct.check(len(launches) == 30 and set(launches[5:25]) <= set(mine) and
+             not [e for e in ct.events(doc, "kernel") if e["t0"] > taken],
+             "DPRO_CUPTI_SHARE=0: the client gets its 20 kernels (of %d), the collector none "
+             "after CUPTI was taken" % len(mine))
+
 # driver launches: hooked (cuLaunchKernel) and not (a library's own pointer into libcuda)
 out = ct.tmpdir()
 r = ct.run([ct.DRV_JOB], env=ct.env_with(out, DPRO_CUPTI_LIB=ct.SIM_CUPTI))

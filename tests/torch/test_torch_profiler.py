@@ -1,33 +1,31 @@
 #!/usr/bin/env python3
 """test_torch_profiler.py: one torch DDP run (tests/torch/traced_train.py, 2 ranks, 15
 steps, the last 4 profiled) traced at once by the collector (dpro-run) and by
-torch.profiler (Kineto), the latter's trace imported with dpro-import, compared launch by
-launch through CUPTI's correlation ids; then the same job under the collector alone,
-whose trace dpro must read as it reads the Kineto trace of the same steps.
+torch.profiler (Kineto), the latter's trace imported with dpro-import, compared record by
+record through CUPTI's correlation ids; then the same job with DPRO_CUPTI_SHARE=0, where
+Kineto takes CUPTI from the collector.
 
-CUPTI has one activity client: the collector registers first (at load), Kineto registers
-its buffers at the profiler's start and from then on CUPTI's device records go to Kineto,
-while the collector keeps its callback subscription, so its host-side record of every
-launch keeps the correlation id CUPTI gives the device records.  So, per rank:
-0. The collector says once that CUPTI was taken, its trace says cupti=taken and when
-   (cupti_taken_ns), and it holds no device record from after that.
+CUPTI has one activity client. The collector registers first (at load) and stays that
+client: when Kineto registers its buffers, its clock and its kinds at the profiler's
+start, the collector hands it copies of the records of those kinds, on Kineto's clock
+(collector/cupti_share.c), and keeps all of its own. So, per rank of the shared run:
+0. The collector says once that CUPTI is shared and never that it was taken; its trace
+   says cupti=enabled, cupti_shared=clock (Kineto's TSC clock registered), with the
+   records handed over and none lost.
 1. torch.profiler records GPU activity although the script does not sleep before the
    profiler stops (the simulated CUPTI holds a client buffer, as real CUPTI does, so
    Kineto's flush at stop delivers): more than 100 kernels.
-2. Every kernel of the Kineto trace has the collector's launch with the same correlation
-   id and the same kernel name; every launch the collector saw between the first and the
-   last of those (runtime and driver launches, and NCCL's collectives), and every launch
-   inside its NVTX ranges of the profiled steps, has its kernel in the Kineto trace: the
-   kernel counts are equal.
+2. Every kernel of the Kineto trace is a kernel record of the collector's with the same
+   correlation id, under the collector's launch of the same kernel name; the collector's
+   kernels between the first and the last of Kineto's are as many (the same set), and
+   every launch the collector saw in that window (runtime and driver launches, and NCCL's
+   collectives) or inside its NVTX ranges of the profiled steps has its kernel in the
+   Kineto trace.
 3. One record_function("dpro_forward") per profiled step in the Kineto trace, one NVTX
    range dpro_step_<i> per step in the collector's.
-4. Per-kernel durations: in one run only Kineto has the device records of the profiled
-   window (the collector's stop when Kineto takes the buffers), so the same job runs once
-   more under the collector alone, and per kernel (by name, demangled) the median
-   duration in Kineto's trace is within 1 % of the collector's. The simple physics has no
-   noise (a kernel's time is a function of its work), so two runs give the same times,
-   but for NCCL's kernels, whose time holds the wait for the other rank; this checks both
-   tools' timestamps, Kineto's TSC timestamp callback among them.
+4. Per-kernel durations: each Kineto kernel's within 1 % of the collector's record of it
+   (the same record, converted to Kineto's clock and back by Kineto: equal up to that
+   conversion), NCCL's kernels included.
 5. The same iterations, as dpro-replay finds them (here from the period of the kernel
    sequence: the collector's NVTX ranges and Kineto's record_function ones are not named
    like iterations): each compared iteration (--json per_rank.iteration_times) is mapped
@@ -39,18 +37,11 @@ launch keeps the correlation id CUPTI gives the device records.  So, per rank:
    time on the critical path within CP_TOL; dpro-optimize (the bucket strategies alone,
    then all) advising the same (no plan in both, or the same top plan and knobs, its
    prediction within OPT_TOL).
-
-Which runs: the collector's trace of the profiled run lacks the device records of the
-profiled steps, and nothing in dpro joins the Kineto device records to that trace's host
-calls, so 5 and 6 compare the profiled run's Kineto trace with the collector-alone run:
-two runs. They are made alike: simple physics, kernels SLOWDOWN times their cost so the
-device paces the job, --async-steps (no host wait in a step) and the profiled steps after
-DDP's first 10 iterations (its logger waits for the device in each of those): from then
-on the host runs ahead and its time, the profiler's included, never reaches the device,
-whose iteration is a function of the work (in practice equal to the ns). Per iteration
-1 % therefore bounds everything else: launch order, the collectives' waits on the other
-rank. NCCL_LAT_US makes each all-reduce cost 2 ms, so fewer buckets save time and the
-optimizer has advice to give (tensor fusion: 7 all-reduces a step become 1).
+The job: simple physics, kernels SLOWDOWN times their cost so the device paces the job,
+--async-steps (no host wait in a step) and the profiled steps after DDP's first 10
+iterations (its logger waits for the device in each of those). NCCL_LAT_US makes each
+all-reduce cost 2 ms, so fewer buckets save time and the optimizer has advice to give
+(tensor fusion: 7 all-reduces a step become 1).
 What cannot be compared: the host side. Kineto's host events are ATen ops and runtime
 calls without streams or events (this torch's Kineto enables no CUPTI CUDA_EVENT records,
 so its waits name no record), the collector's are the CUDA calls with their handles and
@@ -59,12 +50,16 @@ order (replay/build.h, build_repair_event_edges). The typical-duration replay ha
 operation to average in these windows (an operation belongs to the iteration its host
 call starts in, and the host is steps ahead), so only the exact replay is compared.
 
+The fallback, DPRO_CUPTI_SHARE=0 (what a failure to share also falls back to): Kineto
+takes CUPTI's device records; the collector says so once per rank, its trace says
+cupti=taken and when (cupti_taken_ns) and holds no device record from after that, and
+every Kineto kernel (more than 100) has the collector's launch with its correlation id,
+as many as the collector's launches in the window (2, 3 above).
+
 Skips (77) without venv/ (make venv) or with DPRO_TORCH=0."""
-import collections
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -84,6 +79,7 @@ STEPS = 15
 PROFILED = 11  # the first step profiled: DDP's logger waits for the device in iterations 1-10
 SLOWDOWN = "100"  # kernels 100 times the simple physics' time: the device, not the host, paces
 NCCL_LAT_US = "2000"  # each all-reduce 2 ms: fewer buckets save time
+DUR_TOL = 0.01  # per kernel, collector against Kineto
 ITER_TOL = 0.01  # per iteration, collector against Kineto
 REPLAY_TOL = 0.01  # the replay's answers
 OPT_TOL = 0.03  # dpro-optimize's top strategy, when there is one
@@ -112,16 +108,59 @@ def demangle(names):
     return out if r.returncode == 0 and len(out) == len(names) else names
 
 
-def compare(rank, coll, kin):
-    ce, ke = coll["events"], kin["events"]
+def check_cupti_meta(rank, coll, shared):
+    """The collector's trace says CUPTI was shared (with records handed over, none lost) or
+    taken (and it holds no device record from after that)."""
     meta = coll["meta"]
+    said = {k: v for k, v in meta.items() if k.startswith("cupti")}
+    if shared:
+        check(meta.get("cupti") == "enabled" and meta.get("cupti_shared") == "clock" and
+              int(meta.get("cupti_shared_records", 0)) > 0 and
+              int(meta.get("cupti_shared_lost", -1)) == 0 and "cupti_taken_ns" not in meta,
+              "rank %d: the collector's trace says CUPTI was shared on Kineto's clock: %s"
+              % (rank, said))
+        return
     taken = int(meta.get("cupti_taken_ns", 0))
-    check(meta.get("cupti") == "taken" and taken > 0,
-          "rank %d: the collector's trace says CUPTI was taken: %s"
-          % (rank, {k: v for k, v in meta.items() if k.startswith("cupti")}))
-    late = [e for e in ce if e["kind"] in ("kernel", "memcpy", "memset") and e["t0"] > taken]
+    check(meta.get("cupti") == "taken" and taken > 0 and "cupti_shared" not in meta,
+          "rank %d: the collector's trace says CUPTI was taken: %s" % (rank, said))
+    late = [e for e in coll["events"] if e["kind"] in ("kernel", "memcpy", "memset") and
+            e["t0"] > taken]
     check(not late, "rank %d: the collector has %d device records after CUPTI was taken"
           % (rank, len(late)))
+
+
+def compare_kernels(rank, coll, kin):
+    """Shared run: each Kineto kernel is the collector's record of it (same correlation id,
+    same duration within DUR_TOL), and the collector has as many kernels in Kineto's
+    window of correlation ids."""
+    ck = {e["corr"]: e for e in coll["events"] if e["kind"] == "kernel" and e["corr"]}
+    kernels = [e for e in kin["events"] if e["kind"] == "kernel"]
+    if not kernels:
+        return
+    unmatched = [k for k in kernels if k["corr"] not in ck]
+    check(not unmatched, "rank %d: %d of %d Kineto kernels without the collector's kernel "
+          "record of that correlation id (first: %s)"
+          % (rank, len(unmatched), len(kernels), unmatched[:1]))
+    lo, hi = min(k["corr"] for k in kernels), max(k["corr"] for k in kernels)
+    window = [e for c, e in ck.items() if lo <= c <= hi]
+    check(len(window) == len(kernels), "rank %d: kernels with correlation ids %d to %d: "
+          "collector %d, Kineto %d" % (rank, lo, hi, len(window), len(kernels)))
+    ratios = sorted(((k["t1"] - k["t0"]) / (ck[k["corr"]]["t1"] - ck[k["corr"]]["t0"]),
+                     k["corr"]) for k in kernels
+                    if k["corr"] in ck and ck[k["corr"]]["t1"] > ck[k["corr"]]["t0"])
+    off = [(round(q, 4), c) for q, c in ratios if abs(q - 1) > DUR_TOL]
+    check(len(ratios) == len(kernels) and not off,
+          "rank %d: %d of %d kernels (with a duration) whose duration Kineto / collector is "
+          "off by > %g %% (ratio, corr): %s"
+          % (rank, len(off), len(ratios), 100 * DUR_TOL, off[:5]))
+    if ratios:
+        print("rank %d: %d kernels, the same in both; duration Kineto / collector from %.6f "
+              "to %.6f" % (rank, len(kernels), ratios[0][0], ratios[-1][0]))
+
+
+def compare(rank, coll, kin, shared):
+    ce, ke = coll["events"], kin["events"]
+    check_cupti_meta(rank, coll, shared)
     kernels = [e for e in ke if e["kind"] == "kernel"]
     check(len(kernels) > 100, "rank %d: torch.profiler recorded %d kernels (GPU activity "
           "without sleeping before the stop)" % (rank, len(kernels)))
@@ -174,32 +213,6 @@ def compare(rank, coll, kin):
     print("rank %d: %d Kineto kernels, all with the collector's launch (%d runtime/driver "
           "launches in the window, %d collectives' kernels)"
           % (rank, len(kernels), len(coll_launches), len(launched) - n_launch_kernels))
-
-
-def median_durations(events, rename=None):
-    """Median kernel duration (ns) by kernel name."""
-    by = collections.defaultdict(list)
-    for e in events:
-        if e["kind"] == "kernel":
-            by[e["name"]].append(e["t1"] - e["t0"])
-    if rename:
-        names = list(by)
-        by = dict(zip(rename(names), (by[n] for n in names)))
-    return {n: statistics.median(v) for n, v in by.items()}
-
-
-def compare_durations(rank, coll, kin):
-    c = median_durations(coll["events"], demangle)
-    k = median_durations(kin["events"])
-    common = [n for n in c if n in k and c[n] > 0 and not n.startswith("ncclDevKernel")]
-    ratios = sorted((k[n] / c[n], n) for n in common)
-    off = [(round(q, 4), n[:60]) for q, n in ratios if abs(q - 1) > 0.01]
-    check(len(common) >= 10 and not off,
-          "rank %d: %d kernels in both, median duration Kineto / collector off by > 1 %%: %s"
-          % (rank, len(common), off[:5]))
-    if ratios:
-        print("rank %d: %d kernels, median duration Kineto / collector from %.4f to %.4f"
-              % (rank, len(common), ratios[0][0], ratios[-1][0]))
 
 
 def tool_json(argv):
@@ -362,45 +375,59 @@ def compare_advice(coll_dir, cw, kin_dir, kw):
             % (strategies, say[0], say[1]))
 
 
-env = sanitizer_env(dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60",
-                         SIMGPU_SLOWDOWN=SLOWDOWN, SIMGPU_NCCL_LAT_US=NCCL_LAT_US))
-tmp = tempfile.mkdtemp(prefix="dpro-torch-prof-")
-try:
-    trace = os.path.join(tmp, "trace")
-    out = os.path.join(tmp, "out")
+def run(tmp, label, extra_env):
+    """The job under dpro-run and torch.profiler: (collector's trace dir, its documents,
+    imported Kineto trace dir, its documents, dpro-run's stderr), or None."""
+    trace = os.path.join(tmp, label)
+    out = os.path.join(tmp, label + "-out")
     os.mkdir(out)
     kineto = os.path.join(out, "kineto%d.json")
     r = subprocess.run([dpro_run, "-o", trace, "--", simrun, "-n", "2", "--timeout", "150", "--",
                         venv_py, TRAIN, "--steps", str(STEPS), "--async-steps", "--out", out,
                         "--profile", kineto, "--profile-from", str(PROFILED)],
-                       env=env, capture_output=True, text=True, timeout=200)
-    check(r.returncode == 0, "DDP under dpro-run and torch.profiler (rc %d): %s"
-          % (r.returncode, r.stderr[-4000:]))
-    said = r.stderr.count("CUPTI's device records are taken by another tool")
-    check(said == 2, "the collector says once per rank that CUPTI was taken: %d times" % said)
-    imported = os.path.join(tmp, "imported")
+                       env=dict(env, **extra_env), capture_output=True, text=True, timeout=200)
+    if not check(r.returncode == 0, "%s: DDP under dpro-run and torch.profiler (rc %d): %s"
+                 % (label, r.returncode, r.stderr[-4000:])):
+        return None
+    imported = os.path.join(tmp, label + "-imported")
     i = subprocess.run([dpro_import, "kineto", kineto % 0, kineto % 1, "-o", imported, "-q"],
                        capture_output=True, text=True, timeout=120)
-    check(i.returncode == 0, "dpro-import kineto (rc %d): %s" % (i.returncode, i.stderr))
+    if not check(i.returncode == 0, "%s: dpro-import kineto (rc %d): %s"
+                 % (label, i.returncode, i.stderr)):
+        return None
     coll, kin = dump(trace), dump(imported)
     check(sorted(coll) == [0, 1] and sorted(kin) == [0, 1],
-          "traces of ranks 0 and 1: collector %s, Kineto %s" % (sorted(coll), sorted(kin)))
-    for rank in sorted(set(coll) & set(kin)):
-        compare(rank, coll[rank], kin[rank])
-    # 4. durations: the collector alone, per kernel name against Kineto's
-    alone = os.path.join(tmp, "alone")
-    out2 = os.path.join(tmp, "out2")
-    os.mkdir(out2)
-    r = subprocess.run([dpro_run, "-o", alone, "--", simrun, "-n", "2", "--timeout", "150", "--",
-                        venv_py, TRAIN, "--steps", str(STEPS), "--async-steps", "--out", out2],
-                       env=env, capture_output=True, text=True, timeout=200)
-    check(r.returncode == 0, "DDP under dpro-run alone (rc %d): %s"
-          % (r.returncode, r.stderr[-4000:]))
-    coll2 = dump(alone)
-    for rank in sorted(set(coll2) & set(kin)):
-        compare_durations(rank, coll2[rank], kin[rank])
-    # 5. and 6. iterations, replay and advice: the collector's run against Kineto's
-    compare_replays(alone, coll2, imported, kin)
+          "%s: traces of ranks 0 and 1: collector %s, Kineto %s"
+          % (label, sorted(coll), sorted(kin)))
+    return trace, coll, imported, kin, r.stderr
+
+
+SHARED_SAID = "CUPTI is shared with another tool"
+TAKEN_SAID = "CUPTI's device records are taken by another tool"
+
+env = sanitizer_env(dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60",
+                         SIMGPU_SLOWDOWN=SLOWDOWN, SIMGPU_NCCL_LAT_US=NCCL_LAT_US))
+tmp = tempfile.mkdtemp(prefix="dpro-torch-prof-")
+try:
+    got = run(tmp, "shared", {})
+    if got:
+        trace, coll, imported, kin, said = got
+        check(said.count(SHARED_SAID) == 2 and said.count(TAKEN_SAID) == 0,
+              "the collector says once per rank that CUPTI is shared (%d times), never that "
+              "it was taken (%d times)" % (said.count(SHARED_SAID), said.count(TAKEN_SAID)))
+        for rank in sorted(set(coll) & set(kin)):
+            compare(rank, coll[rank], kin[rank], True)
+            compare_kernels(rank, coll[rank], kin[rank])
+        compare_replays(trace, coll, imported, kin)
+    got = run(tmp, "taken", {"DPRO_CUPTI_SHARE": "0"})
+    if got:
+        trace, coll, imported, kin, said = got
+        check(said.count(TAKEN_SAID) == 2 and said.count(SHARED_SAID) == 0,
+              "DPRO_CUPTI_SHARE=0: the collector says once per rank that CUPTI was taken (%d "
+              "times), never that it is shared (%d times)"
+              % (said.count(TAKEN_SAID), said.count(SHARED_SAID)))
+        for rank in sorted(set(coll) & set(kin)):
+            compare(rank, coll[rank], kin[rank], False)
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 

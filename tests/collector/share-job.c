@@ -1,0 +1,107 @@
+/*
+ * share-job: a CUPTI activity client that starts after the collector, as torch.profiler's
+ * Kineto does, without torch: PRE kernel launches, then its own clock registered
+ * (ticks = SHARE_RATE x CLOCK_MONOTONIC ns + SHARE_SHIFT, a TSC of its own), its buffer
+ * callbacks, CONCURRENT_KERNEL enabled; N launches, a device synchronisation, the kind
+ * disabled and a forced flush, as Kineto stops; then POST launches. Prints one line per
+ * kernel record it got ("kernel CORR START_NS END_NS", its ticks converted back to ns) and
+ * "records=N". Linked against simgpu's libcuda and libcupti.
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <cuda.h>
+#include <cupti.h>
+
+#define PRE 5
+#define N 20
+#define POST 5
+#define SHARE_RATE 2.5
+#define SHARE_SHIFT 1000000000000.0
+#define BUF_BYTES (64u << 10)
+
+static uint8_t *bufs[64];
+static size_t valids[64];
+static int nbufs, asked;
+
+static uint64_t CUPTIAPI
+ticks(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double ns = (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+    return (uint64_t)(ns * SHARE_RATE + SHARE_SHIFT);
+}
+
+static void CUPTIAPI
+requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    *buffer = asked < 64 ? aligned_alloc(8, BUF_BYTES) : NULL;
+    *size = *buffer ? BUF_BYTES : 0;
+    *max_records = 0;
+    asked++;
+}
+
+static void CUPTIAPI
+completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
+{
+    (void)ctx, (void)stream, (void)size;
+    if (nbufs < 64) {
+        bufs[nbufs] = buffer;
+        valids[nbufs++] = valid;
+    }
+}
+
+static int
+launch(CUfunction f, int n)
+{
+    int ok = 0;
+    for (int i = 0; i < n; i++)
+        ok += cuLaunchKernel(f, 64, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL) == CUDA_SUCCESS;
+    return ok;
+}
+
+int
+main(void)
+{
+    CUcontext ctx;
+    CUfunction f;
+    if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
+        cuCtxSetCurrent(ctx) != CUDA_SUCCESS ||
+        cuModuleGetFunction(&f, NULL, "share_job_kernel") != CUDA_SUCCESS) {
+        fprintf(stderr, "share-job: no driver\n");
+        return 1;
+    }
+    int ok = launch(f, PRE);
+    if (cuptiActivityRegisterTimestampCallback(ticks) != CUPTI_SUCCESS ||
+        cuptiActivityRegisterCallbacks(requested, completed) != CUPTI_SUCCESS ||
+        cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
+        fprintf(stderr, "share-job: CUPTI refused the client\n");
+        return 1;
+    }
+    ok += launch(f, N);
+    cuCtxSynchronize();
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    int records = 0;
+    for (int b = 0; b < nbufs; b++) {
+        CUpti_Activity *rec = NULL;
+        while (cuptiActivityGetNextRecord(bufs[b], valids[b], &rec) == CUPTI_SUCCESS) {
+            records++;
+            if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+                continue;
+            const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
+            printf("kernel %u %.0f %.0f\n", k->correlationId,
+                   ((double)k->start - SHARE_SHIFT) / SHARE_RATE,
+                   ((double)k->end - SHARE_SHIFT) / SHARE_RATE);
+        }
+    }
+    ok += launch(f, POST);
+    cuCtxSynchronize();
+    printf("records=%d\n", records);
+    return ok == PRE + N + POST ? 0 : 1;
+}
