@@ -447,10 +447,9 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
     batch.base_ns = base_ns;
     batch.n_groups = ngroups;
     batch.groups = group_ptrs;
-    *rawlen = dpro__batch__get_packed_size(&batch);
-    rc = reserve(&c->raw, &c->raw_cap, *rawlen ? *rawlen : 1);
+    rc = reserve(&c->raw, &c->raw_cap, codec_batch_pack_bound(&batch));
     if (rc == DPRO_OK) {
-        dpro__batch__pack(&batch, c->raw);
+        *rawlen = codec_batch_pack(&batch, c->raw);
         rc = dpro_deflate(&c->dz, DPRO_DEFLATE_BATCH, zlib_level, c->raw, *rawlen, out, outlen);
     }
     return rc;
