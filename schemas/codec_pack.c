@@ -117,29 +117,62 @@ close_len(uint8_t *p, size_t room, uint8_t *end)
     return p + lsize + len;
 }
 
+/* A value of a column as its varint: unsigned as is, signed zig-zag (sint32, sint64). */
+static inline uint64_t
+wire_r32(uint32_t v)
+{
+    return v;
+}
+
+static inline uint64_t
+wire_r64(uint64_t v)
+{
+    return v;
+}
+
+static inline uint64_t
+wire_rs32(int32_t v)
+{
+    return ((uint32_t)v << 1) ^ (uint32_t)(v >> 31);
+}
+
+static inline uint64_t
+wire_rs64(int64_t v)
+{
+    return zigzag(v);
+}
+
 /* Packed columns: the tag, the length, every value as a varint. Most values are under
- * 128 (deltas, ids, small counts): one byte, without the loop. */
-#define PUT_PACKED(name, type, code)                                                               \
-    static uint8_t *name(uint8_t *p, uint32_t num, const type *v, size_t n)                        \
+ * 128 (deltas, ids, small counts): four such at a time, one byte each, with one test. */
+#define PUT_PACKED(how, type)                                                                      \
+    static uint8_t *put_##how(uint8_t *p, uint32_t num, const type *v, size_t n)                   \
     {                                                                                              \
         if (!n)                                                                                    \
             return p;                                                                              \
         p = put_tag(p, num, WIRE_LEN);                                                             \
-        size_t room = varint_size((uint64_t)n * VARINT_MAX);                                       \
+        size_t room = varint_size((uint64_t)n * VARINT_MAX), i = 0;                                \
         uint8_t *q = p + room;                                                                     \
-        for (size_t i = 0; i < n; i++) {                                                           \
-            uint64_t c = code;                                                                     \
-            if (c < 0x80)                                                                          \
-                *q++ = (uint8_t)c;                                                                 \
-            else                                                                                   \
-                q = put_varint(q, c);                                                              \
+        for (; i + 4 <= n; i += 4) {                                                               \
+            uint64_t c0 = wire_##how(v[i]), c1 = wire_##how(v[i + 1]);                             \
+            uint64_t c2 = wire_##how(v[i + 2]), c3 = wire_##how(v[i + 3]);                         \
+            if ((c0 | c1 | c2 | c3) < 0x80) {                                                      \
+                q[0] = (uint8_t)c0;                                                                \
+                q[1] = (uint8_t)c1;                                                                \
+                q[2] = (uint8_t)c2;                                                                \
+                q[3] = (uint8_t)c3;                                                                \
+                q += 4;                                                                            \
+            } else {                                                                               \
+                q = put_varint(put_varint(put_varint(put_varint(q, c0), c1), c2), c3);             \
+            }                                                                                      \
         }                                                                                          \
+        for (; i < n; i++)                                                                         \
+            q = put_varint(q, wire_##how(v[i]));                                                   \
         return close_len(p, room, q);                                                              \
     }
-PUT_PACKED(put_r32, uint32_t, v[i])
-PUT_PACKED(put_r64, uint64_t, v[i])
-PUT_PACKED(put_rs32, int32_t, ((uint32_t)v[i] << 1) ^ (uint32_t)(v[i] >> 31))
-PUT_PACKED(put_rs64, int64_t, zigzag(v[i]))
+PUT_PACKED(r32, uint32_t)
+PUT_PACKED(r64, uint64_t)
+PUT_PACKED(rs32, int32_t)
+PUT_PACKED(rs64, int64_t)
 #undef PUT_PACKED
 
 static uint8_t *
