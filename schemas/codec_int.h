@@ -309,6 +309,16 @@ name_rel_decode(uint32_t code, uint32_t p)
     return code == 0 ? p : code <= p ? code - 1 : code;
 }
 
+/* ---- the batch in the wire format (codec_pack.c): the bytes protobuf-c's packer writes for
+ * the same message, in one pass. */
+
+/* Returns the most bytes codec_batch_pack can write for b. */
+__attribute__((visibility("hidden"))) size_t codec_batch_pack_bound(const Dpro__Batch *b);
+
+/* Writes b at out (room for codec_batch_pack_bound(b) bytes) as dpro__batch__pack would;
+ * returns the bytes written. */
+__attribute__((visibility("hidden"))) size_t codec_batch_pack(const Dpro__Batch *b, uint8_t *out);
+
 struct dpro_codec {
     uint8_t *arena, *raw;
     size_t arena_cap, raw_cap;

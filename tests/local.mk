@@ -15,6 +15,14 @@ tests_unit_test_trace_codec_LDADD = schemas/libdprotrace.la $(ZLIB_LIBS)
 tests_unit_test_trace_launch_SOURCES = tests/unit/test_trace_launch.c tests/unit/testutil.h \
 	tests/unit/trace_testlib.h
 tests_unit_test_trace_launch_LDADD = schemas/libdprotrace.la $(ZLIB_LIBS)
+# the codec's own packer writes protobuf-c's bytes (it links the static archive: the packer
+# is not exported)
+check_PROGRAMS += tests/unit/test_trace_pack
+TESTS += tests/unit/test_trace_pack
+tests_unit_test_trace_pack_SOURCES = tests/unit/test_trace_pack.c tests/unit/testutil.h \
+	tests/unit/trace_testlib.h
+tests_unit_test_trace_pack_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_unit_test_trace_pack_LDADD = schemas/libdprotrace-pic.la $(PROTOBUF_C_LIBS) $(ZLIB_LIBS)
 tests_unit_test_classify_SOURCES = tests/unit/test_classify.c tests/unit/testutil.h
 tests_unit_test_classify_LDADD = schemas/libdprotrace.la
 tests_unit_test_json_SOURCES = tests/unit/test_json.c tests/unit/testutil.h

@@ -28,6 +28,7 @@ grep -q '^#define HAVE_LIBDEFLATE 1' "$b/config.h" 2>/dev/null &&
 "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I"$b" -I"$s/schemas" -I"$b/schemas" $(pkg-config --cflags libprotobuf-c) \
     "$s/tests/fuzz/fuzz_batch_decode.c" "$s/schemas/codec.c" "$s/schemas/codec_decode.c" \
+    "$s/schemas/codec_pack.c" \
     "$s/schemas/names.c" "$s/schemas/deflate.c" "$b/schemas/trace.pb-c.c" \
     -o "$out/fuzz_batch_decode" $(pkg-config --libs libprotobuf-c) $deflate_libs -lz || exit 1
 "$out/fuzz_batch_decode" "$out/corpus" -max_total_time="$secs" -max_len=4096 -timeout=10 \
