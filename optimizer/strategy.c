@@ -640,6 +640,7 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
         json_kv_double(jw, "bucket_cap_mb", strategy_bucket_caps_mb[p->bucket_cap]);
         json_kv_double(jw, "first_bucket_cap_mb",
                        strategy_bucket_caps_mb[p->first_cap >= 0 ? p->first_cap : p->bucket_cap]);
+        json_kv_int(jw, "buckets", strategy_bucket_count(w, p));
     }
     if (p->fuse) {
         json_kv_bool(jw, "fuse_small", 1);

@@ -200,7 +200,8 @@ void strategy_describe(const workload *w, const strategy_plan *p, char *buf, siz
  * be NULL, then bucket plans are "tensor_fusion"). */
 void strategy_kind(const workload *w, const strategy_plan *p, char *buf, size_t len);
 
-/* Writes the knobs object of p: the knobs' names to values, under fw->args_key (when the
+/* Writes the knobs object of p: the knobs' names to values (a bucket cap with the
+ * buckets per iteration it makes, strategy_bucket_count), under fw->args_key (when the
  * framework has options) the same as the framework's options, and the framework's own
  * knobs (framework.h). batch (> 0: the per-rank batch of the profiled run) lets
  * accumulation state the micro-batch. */
