@@ -103,6 +103,12 @@ int partition_splits(const workload_buckets *bu, const strategy_plan *p);
  * buckets); -1 when out of memory. */
 int32_t partition_bucket_count(const partition_input *in, const strategy_plan *p);
 
+/* The bytes of the buckets of a splitting plan p, in backward order (the count's,
+ * partition_bucket_count), into out (at most max of them). Returns their number, 0 when p
+ * does not split, -1 when out of memory. */
+int32_t partition_bucket_bytes(const partition_input *in, const strategy_plan *p, int64_t *out,
+                               int32_t max);
+
 /* Builds into out (uninitialised on entry) a copy of in->g with p's buckets (see above).
  * in->g must hold the plan's other strategies (strategy_apply) and p must split
  * (partition_splits). *n_buckets (may be NULL) receives the buckets per iteration.
