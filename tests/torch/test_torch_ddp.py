@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from torchlib import (BUILD, DPRO_INFO as dpro_info, DPRO_RUN as dpro_run,  # noqa: E402
                       SIMRUN as simrun, TRACE_DUMP as trace_dump, VENV_PY as venv_py,
-                      check, finish, require_torch, sanitizer_env)
+                      check, finish, require_torch, sanitizer_env, step_allreduces)
 
 dpro_replay = os.path.join(BUILD, "tools", "dpro-replay")
 dpro_optimize = os.path.join(BUILD, "tools", "dpro-optimize")
@@ -63,25 +63,6 @@ env = dict(os.environ)
 env["SIMGPU_PHYSICS"] = "simple"
 env["SIMGPU_NCCL_TIMEOUT_S"] = "60"
 env = sanitizer_env(env)
-
-
-def step_allreduces(path):
-    """The bytes of the gradient all-reduces of the last step in the trace file path:
-    those of the autograd thread, from the end back to the gradients' total bytes (DDP's
-    first step all-reduces them in one bucket: its buckets are built after it)."""
-    d = subprocess.run([trace_dump, path], capture_output=True, text=True, timeout=60)
-    if not check(d.returncode == 0 and d.stdout, "trace-dump %s: %s" % (path, d.stderr)):
-        return []
-    t = json.loads(d.stdout.splitlines()[0])
-    bwd = {int(k) for k, v in t["thread_names"].items() if v.startswith("pt_autograd")}
-    ar = [e["bytes"] for e in sorted(t["events"], key=lambda e: e["t0"])
-          if e["kind"] == "collective" and e["name"] == "ncclAllReduce" and e["tid"] in bwd]
-    last = []
-    while ar and len(ar) > 1 and sum(last) < ar[0]:
-        last.insert(0, ar.pop())
-    check(ar and sum(last) == ar[0], "the last step's all-reduces add up to the first "
-          "step's one bucket: %s, %s" % (ar[:1], last))
-    return last
 
 
 def whole_parameter_buckets(tmp):
@@ -110,7 +91,10 @@ def whole_parameter_buckets(tmp):
           % j["models"].get("bucket_params"))
     knobs = j["strategies"][0]["knobs"] if j["strategies"] else {}
     predicted = knobs.get("bucket_bytes", [])
-    realised = step_allreduces(runs["whole-applied"][1][0]) if runs["whole-applied"][1] else []
+    realised = step_allreduces(runs["whole-applied"][1][0]) if runs["whole-applied"][1] else None
+    check(realised is not None, "the applied run's last step: all-reduces adding up to the "
+          "first step's one bucket")
+    realised = realised or []
     check(knobs.get("buckets") == len(realised) and predicted == realised,
           "bucket_cap_mb=0.5: the plan's all-reduces %s, the applied run's %s"
           % (predicted, realised))
