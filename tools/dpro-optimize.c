@@ -735,11 +735,13 @@ print_text(const args *a, const state *st)
     else if (w->buckets.n_units > 0)
         printf("tensor partition: bytes ready in proportion to backward kernel time (%s)\n",
                w->buckets.grad_why);
-    if (w->buckets.n_units > 0 && !w->buckets.why[0] && w->buckets.param_bytes)
+    int buckets =
+        w->buckets.n_units > 0 && !w->buckets.why[0] && (st->fw->families & STRATEGY_TENSOR);
+    if (buckets && w->buckets.param_bytes)
         printf("buckets: DDP's, of whole parameters (%d parameter sizes from the copies "
                "back into the gradients)\n",
                w->buckets.n_params);
-    else if (w->buckets.n_units > 0 && !w->buckets.why[0])
+    else if (buckets)
         printf("buckets: parameter sizes unknown, buckets cut at any byte (%s)\n",
                w->buckets.param_why);
     if (w->layers.why[0])
