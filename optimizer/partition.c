@@ -417,23 +417,23 @@ partition_bucket_bytes(const partition_input *in, const strategy_plan *p, int64_
 {
     layout L;
     buckets B;
-    if (!partition_splits(in->bu, p))
-        return 0;
-    if (layout_build(in, &L) != 0)
-        return -1;
-    int rc = buckets_build(in, p, &L, &B);
-    layout_free(&L);
-    if (rc != 0)
-        return -1;
     int32_t n = 0;
-    for (int32_t u = 0; u < in->bu->n_units; u++) {
-        for (int32_t m = B.mid_off[u]; m < B.mid_off[u + 1]; m++, n++)
-            if (n < max)
-                out[n] = B.mid_bytes[m];
-        if (B.end_bytes[u] > 0 && n++ < max)
-            out[n - 1] = B.end_bytes[u];
+    if (partition_splits(in->bu, p)) {
+        n = layout_build(in, &L) == 0 ? 0 : -1;
+        if (n == 0) {
+            n = buckets_build(in, p, &L, &B) == 0 ? 0 : -1;
+            layout_free(&L);
+        }
+        for (int32_t u = 0; n >= 0 && u < in->bu->n_units; u++) {
+            for (int32_t m = B.mid_off[u]; m < B.mid_off[u + 1]; m++, n++)
+                if (n < max)
+                    out[n] = B.mid_bytes[m];
+            if (B.end_bytes[u] > 0 && n++ < max)
+                out[n - 1] = B.end_bytes[u];
+        }
+        if (n >= 0)
+            buckets_free(&B);
     }
-    buckets_free(&B);
     return n;
 }
 

@@ -135,24 +135,24 @@ strategy_bucket_count(const workload *w, const strategy_plan *p)
 int32_t
 strategy_bucket_bytes(const workload *w, const strategy_plan *p, int64_t *out, int32_t max)
 {
-    if (p->bucket_cap < 0 || !strategy_tensor_available(w))
-        return 0;
-    if (partition_splits(&w->buckets, p)) {
+    const workload_buckets *bu = &w->buckets;
+    int32_t n = 0;
+    if (p->bucket_cap >= 0 && strategy_tensor_available(w) && partition_splits(bu, p)) {
         partition_input in;
         strategy_partition_input(w, &in);
-        return partition_bucket_bytes(&in, p, out, max);
+        n = partition_bucket_bytes(&in, p, out, max);
+    } else if (p->bucket_cap >= 0 && strategy_tensor_available(w)) {
+        uint8_t *close = malloc((size_t)bu->n_units);
+        int64_t *bytes = malloc(sizeof *bytes * (size_t)bu->n_units);
+        n = close && bytes ? 0 : -1;
+        if (n == 0)
+            group_units(bu, p, close, bytes);
+        for (int32_t u = 0; n >= 0 && u < bu->n_units; u++)
+            if (close[u] && n++ < max)
+                out[n - 1] = bytes[u];
+        free(close);
+        free(bytes);
     }
-    const workload_buckets *bu = &w->buckets;
-    uint8_t *close = malloc((size_t)bu->n_units);
-    int64_t *bytes = malloc(sizeof *bytes * (size_t)bu->n_units);
-    int32_t n = close && bytes ? 0 : -1;
-    if (n == 0)
-        group_units(bu, p, close, bytes);
-    for (int32_t u = 0; n >= 0 && u < bu->n_units; u++)
-        if (close[u] && n++ < max)
-            out[n - 1] = bytes[u];
-    free(close);
-    free(bytes);
     return n;
 }
 

@@ -429,10 +429,9 @@ workload_match_params(const int64_t *copies, int32_t n, const int64_t *unit_byte
     return ok && i == n;
 }
 
-/* The sizes of the device copies launched on rank k's backward thread after host call h
- * (the iteration's last gradient all-reduce call), up to the next kernel or collective
- * launch or until they add up to total bytes, into out (at most max). Returns the
- * count. */
+/* The sizes of the device copies launched on host call h's thread after it (h: an
+ * iteration's last gradient all-reduce call), up to the next kernel or collective launch
+ * or until they add up to total bytes, into out (at most max). Returns the count. */
 static int32_t
 copies_after(const dfg *g, int32_t h, int64_t total, int64_t *out, int32_t max)
 {
@@ -457,14 +456,14 @@ copies_after(const dfg *g, int32_t h, int64_t total, int64_t *out, int32_t max)
     return n;
 }
 
-/* The parameter sizes of DDP's buckets (workload.h: param_bytes). */
-int
-workload_find_params(workload *w, const rank_info *ri)
+/* workload_find_params where there are bucket units: the first compared iteration of
+ * a rank whose copies after its last all-reduce match the units. Returns 0, -1 when out
+ * of memory. */
+static int
+learn_params(workload *w, const rank_info *ri)
 {
     const dfg *g = w->g;
     workload_buckets *bu = &w->buckets;
-    if (bu->n_units <= 0 || bu->why[0])
-        return 0;
     int64_t total = 0;
     for (int32_t u = 0; u < bu->n_units; u++)
         total += bu->unit_bytes[u];
@@ -497,4 +496,12 @@ workload_find_params(workload *w, const rank_info *ri)
     free(seq);
     free(cp);
     return rc;
+}
+
+/* The parameter sizes of DDP's buckets (workload.h: param_bytes); nothing without bucket
+ * units (no bucket plans at all). */
+int
+workload_find_params(workload *w, const rank_info *ri)
+{
+    return w->buckets.n_units > 0 && !w->buckets.why[0] ? learn_params(w, ri) : 0;
 }
