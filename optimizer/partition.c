@@ -31,6 +31,34 @@ cap_bytes(int idx)
     return (int64_t)(strategy_bucket_caps_mb[idx] * MIB);
 }
 
+/* DDP's rule for one tensor of s bytes added to the open bucket (*cur bytes, capped at
+ * *cap): 1 when the bucket closes with it (it reaches its cap or passes it), *cur then
+ * back to 0 and *cap to next_cap; else 0. */
+static int
+ddp_add(int64_t *cur, int64_t *cap, int64_t next_cap, int64_t s)
+{
+    *cur += s;
+    if (*cur < *cap)
+        return 0;
+    *cur = 0;
+    *cap = next_cap;
+    return 1;
+}
+
+int32_t
+partition_ddp_buckets(const int64_t *sizes, int32_t n, int64_t first_cap, int64_t cap, int32_t *end)
+{
+    int64_t cur = 0, c = first_cap;
+    int32_t nb = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (ddp_add(&cur, &c, cap, sizes[i]) || i == n - 1) {
+            if (end)
+                end[nb] = i;
+            nb++;
+        }
+    return nb;
+}
+
 /* The packing of partition.h into out (NULL: count only). Returns the number of
  * buckets; *splits (may be NULL) receives 1 when a unit is split. */
 static int32_t
@@ -50,7 +78,19 @@ pack(const workload_buckets *bu, const strategy_plan *p, pchunk *out, int *split
         }                                                                                          \
         n++;                                                                                       \
     } while (0)
-    for (int32_t u = 0; u < bu->n_units; u++) {
+    for (int32_t u = 0; bu->param_bytes && u < bu->n_units; u++) {
+        /* DDP's buckets of whole parameters: each closes after the parameter that fills it */
+        int64_t pos = 0;
+        for (int32_t i = bu->unit_param_off[u]; i < bu->unit_param_off[u + 1]; i++) {
+            int64_t s = bu->param_bytes[i], bytes = cur + s;
+            pos += s;
+            if (ddp_add(&cur, &cap, next_cap, s) || i == bu->n_params - 1) {
+                EMIT(u, pos, bytes);
+                split |= pos < bu->unit_bytes[u];
+            }
+        }
+    }
+    for (int32_t u = 0; !bu->param_bytes && u < bu->n_units; u++) {
         int64_t b = bu->unit_bytes[u];
         int last = u == bu->n_units - 1;
         if (b <= cap) {
@@ -324,6 +364,8 @@ buckets_build(const partition_input *in, const strategy_plan *p, layout *L, buck
         return -1;
     }
     pack(in->bu, p, ch, NULL);
+    /* with the parameter sizes every bucket is DDP's: none merged with another */
+    int whole = in->bu->param_bytes != NULL;
     int32_t nm = 0, i = 0;
     for (int32_t u = 0; u < in->bu->n_units; u++) {
         B->mid_off[u] = nm;
@@ -334,9 +376,9 @@ buckets_build(const partition_input *in, const strategy_plan *p, layout *L, buck
         for (; i < n && ch[i].unit == u; i++) {
             int32_t j =
                 ch[i].pos >= b ? len - 1 : ready_index(L, len, (double)ch[i].pos / (double)b);
-            if (j < 0 || j == len - 1) {
+            if (ch[i].pos >= b || (!whole && (j < 0 || j == len - 1))) {
                 B->end_bytes[u] += ch[i].bytes;
-            } else if (j == last_idx) {
+            } else if (!whole && j == last_idx) {
                 B->mid_pos[nm - 1] = ch[i].pos;
                 B->mid_bytes[nm - 1] += ch[i].bytes;
             } else {
@@ -368,6 +410,31 @@ partition_bucket_count(const partition_input *in, const strategy_plan *p)
         return -1;
     int32_t n = B.count;
     buckets_free(&B);
+    return n;
+}
+
+int32_t
+partition_bucket_bytes(const partition_input *in, const strategy_plan *p, int64_t *out, int32_t max)
+{
+    layout L;
+    buckets B;
+    int32_t n = 0;
+    if (partition_splits(in->bu, p)) {
+        n = layout_build(in, &L) == 0 ? 0 : -1;
+        if (n == 0) {
+            n = buckets_build(in, p, &L, &B) == 0 ? 0 : -1;
+            layout_free(&L);
+        }
+        for (int32_t u = 0; n >= 0 && u < in->bu->n_units; u++) {
+            for (int32_t m = B.mid_off[u]; m < B.mid_off[u + 1]; m++, n++)
+                if (n < max)
+                    out[n] = B.mid_bytes[m];
+            if (B.end_bytes[u] > 0 && n++ < max)
+                out[n - 1] = B.end_bytes[u];
+        }
+        if (n >= 0)
+            buckets_free(&B);
+    }
     return n;
 }
 

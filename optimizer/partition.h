@@ -32,7 +32,12 @@
  *             at the end of the last unit). Buckets that become ready at the same kernel
  *             of the reference span (the first rank's first compared iteration) are one
  *             bucket (a parameter is never split), and a bucket ready at the last kernel
- *             of the span closes with the unit itself;
+ *             of the span closes with the unit itself. When the trace gives the
+ *             parameter sizes (workload.h: param_bytes) the buckets are DDP's instead
+ *             (partition_ddp_buckets over the parameters in backward order): whole
+ *             parameters, each bucket closing with the parameter that fills it, none
+ *             merged with another, so that their count and bytes are the applied run's;
+ *             a bucket that closes inside a unit splits it;
  *   graph     each bucket that closes inside a unit becomes a new collective group: on
  *             every rank its participant is inserted on the communication stream before
  *             the unit's own participant, in bucket order, with an edge from the kernel
@@ -78,6 +83,15 @@ typedef struct partition_input {
     int32_t iter_first;        /* the first compared iteration */
 } partition_input;
 
+/* DDP's bucket assignment (torch's _compute_bucket_assignment_by_size, as the reducer
+ * rebuilds its buckets after the first iteration): the n tensors of sizes[], in the
+ * order their gradients become ready, fill the buckets whole and in that order; a bucket
+ * closes with the tensor that brings it to its cap or past it (first_cap for the first
+ * bucket, cap for the others), the last bucket with the last tensor. Fills end[b] with
+ * bucket b's last tensor (end may be NULL) and returns the number of buckets. */
+int32_t partition_ddp_buckets(const int64_t *sizes, int32_t n, int64_t first_cap, int64_t cap,
+                              int32_t *end);
+
 /* 1 when plan p's buckets split at least one unit of bu (a unit larger than the cap in
  * effect when the packing reaches it): p is then applied by partition_build instead of
  * the in-place regrouping. 0 when tensor fusion is unavailable or p keeps the measured
@@ -85,8 +99,15 @@ typedef struct partition_input {
 int partition_splits(const workload_buckets *bu, const strategy_plan *p);
 
 /* Buckets per iteration of a splitting plan p (after merging the buckets that become
- * ready at one kernel of the reference span); -1 when out of memory. */
+ * ready at one kernel of the reference span, unless they are DDP's whole-parameter
+ * buckets); -1 when out of memory. */
 int32_t partition_bucket_count(const partition_input *in, const strategy_plan *p);
+
+/* The bytes of the buckets of a splitting plan p, in backward order (the count's,
+ * partition_bucket_count), into out (at most max of them). Returns their number, 0 when p
+ * does not split, -1 when out of memory. */
+int32_t partition_bucket_bytes(const partition_input *in, const strategy_plan *p, int64_t *out,
+                               int32_t max);
 
 /* Builds into out (uninitialised on entry) a copy of in->g with p's buckets (see above).
  * in->g must hold the plan's other strategies (strategy_apply) and p must split

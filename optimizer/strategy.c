@@ -132,6 +132,30 @@ strategy_bucket_count(const workload *w, const strategy_plan *p)
     return group_units(&w->buckets, p, close, bytes);
 }
 
+int32_t
+strategy_bucket_bytes(const workload *w, const strategy_plan *p, int64_t *out, int32_t max)
+{
+    const workload_buckets *bu = &w->buckets;
+    int32_t n = 0;
+    if (p->bucket_cap >= 0 && strategy_tensor_available(w) && partition_splits(bu, p)) {
+        partition_input in;
+        strategy_partition_input(w, &in);
+        n = partition_bucket_bytes(&in, p, out, max);
+    } else if (p->bucket_cap >= 0 && strategy_tensor_available(w)) {
+        uint8_t *close = malloc((size_t)bu->n_units);
+        int64_t *bytes = malloc(sizeof *bytes * (size_t)bu->n_units);
+        n = close && bytes ? 0 : -1;
+        if (n == 0)
+            group_units(bu, p, close, bytes);
+        for (int32_t u = 0; n >= 0 && u < bu->n_units; u++)
+            if (close[u] && n++ < max)
+                out[n - 1] = bytes[u];
+        free(close);
+        free(bytes);
+    }
+    return n;
+}
+
 static void
 zero_host(dfg *g, int32_t h)
 {
@@ -640,6 +664,14 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
         json_kv_double(jw, "bucket_cap_mb", strategy_bucket_caps_mb[p->bucket_cap]);
         json_kv_double(jw, "first_bucket_cap_mb",
                        strategy_bucket_caps_mb[p->first_cap >= 0 ? p->first_cap : p->bucket_cap]);
+        int64_t bytes[64];
+        int32_t nb = strategy_bucket_bytes(w, p, bytes, 64);
+        json_kv_int(jw, "buckets", nb);
+        json_key(jw, "bucket_bytes");
+        json_begin_array(jw);
+        for (int32_t b = 0; b < nb && b < 64; b++)
+            json_int(jw, bytes[b]);
+        json_end_array(jw);
     }
     if (p->fuse) {
         json_kv_bool(jw, "fuse_small", 1);

@@ -186,6 +186,11 @@ int strategy_fsdp_available(const workload *w);
 /* Number of buckets per iteration plan p makes (0 when it keeps the measured ones). */
 int32_t strategy_bucket_count(const workload *w, const strategy_plan *p);
 
+/* The bytes of the buckets plan p makes per iteration, in backward order, into out (at
+ * most max of them). Returns their number (strategy_bucket_count's), 0 when p keeps the
+ * measured ones, -1 when out of memory. */
+int32_t strategy_bucket_bytes(const workload *w, const strategy_plan *p, int64_t *out, int32_t max);
+
 struct partition_input;
 
 /* Fills *in with what tensor partition (partition.h) reads of w: w->g as strategy_apply
@@ -200,7 +205,9 @@ void strategy_describe(const workload *w, const strategy_plan *p, char *buf, siz
  * be NULL, then bucket plans are "tensor_fusion"). */
 void strategy_kind(const workload *w, const strategy_plan *p, char *buf, size_t len);
 
-/* Writes the knobs object of p: the knobs' names to values, under fw->args_key (when the
+/* Writes the knobs object of p: the knobs' names to values (a bucket cap with the
+ * buckets per iteration it makes and the first 64 buckets' bytes, strategy_bucket_bytes),
+ * under fw->args_key (when the
  * framework has options) the same as the framework's options, and the framework's own
  * knobs (framework.h). batch (> 0: the per-rank batch of the profiled run) lets
  * accumulation state the micro-batch. */

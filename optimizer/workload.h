@@ -211,6 +211,18 @@ typedef struct workload_buckets {
     int64_t *layer_grad;
     int32_t *unit_lo;
     char grad_why[160];
+    /* parameter sizes (DDP's buckets, partition.h: packing): when the backward thread
+     * copies each bucket back into the gradients after an iteration's last all-reduce
+     * (PyTorch DDP without gradient_as_bucket_view: one device-to-device copy per
+     * parameter, bucket by bucket, each bucket's parameters in the order their gradients
+     * became ready) and those copies add up, unit by unit, to the units' bytes
+     * (workload_match_params), param_bytes[i] is parameter i's gradient bytes in
+     * backward order and unit u holds parameters unit_param_off[u] ..
+     * unit_param_off[u+1] - 1; else both are NULL and param_why says why */
+    int32_t n_params;
+    int64_t *param_bytes;
+    int32_t *unit_param_off;
+    char param_why[160];
 } workload_buckets;
 
 /* Memory strategies: layers, recomputation sites and the memory estimate. */
@@ -311,6 +323,14 @@ typedef struct workload {
  * no run matches. */
 int32_t workload_match_gradients(const int64_t *alloc, int32_t n_alloc, const int64_t *unit_bytes,
                                  int32_t n_units, int32_t n_layers, int32_t *unit_lo);
+
+/* Whether the n copy sizes copies[] (in order) cut into the n_units units of
+ * unit_bytes[] at unit boundaries: their running sum reaches each unit's running sum
+ * exactly and ends at the total. Fills unit_param_off[0 .. n_units] (the first copy of
+ * each unit, then n) and returns 1, or returns 0 (unit_param_off undefined). Every unit
+ * holds at least one copy. */
+int workload_match_params(const int64_t *copies, int32_t n, const int64_t *unit_bytes,
+                          int32_t n_units, int32_t *unit_param_off);
 
 /* Drops from g the host calls of group q's bucket that go away when it is folded into
  * another (bu->group_hosts and bu->group_block of g's node ids): each takes no time and

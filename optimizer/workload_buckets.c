@@ -409,3 +409,99 @@ workload_find_gradients(workload *w)
         w->buckets.layer_grad[l] = w->layers.mem.static_each[first + l];
     return 0;
 }
+
+int
+workload_match_params(const int64_t *copies, int32_t n, const int64_t *unit_bytes, int32_t n_units,
+                      int32_t *unit_param_off)
+{
+    int64_t cum_c = 0, cum_u = 0;
+    int32_t i = 0;
+    int ok = n > 0 && n_units > 0;
+    for (int32_t u = 0; ok && u < n_units; u++) {
+        cum_u += unit_bytes[u];
+        unit_param_off[u] = i;
+        while (i < n && cum_c < cum_u)
+            cum_c += copies[i++];
+        ok = cum_c == cum_u && i > unit_param_off[u];
+    }
+    if (ok)
+        unit_param_off[n_units] = n;
+    return ok && i == n;
+}
+
+/* The sizes of the device copies launched on host call h's thread after it (h: an
+ * iteration's last gradient all-reduce call), up to the next kernel or collective launch
+ * or until they add up to total bytes, into out (at most max). Returns the count. */
+static int32_t
+copies_after(const dfg *g, int32_t h, int64_t total, int64_t *out, int32_t max)
+{
+    int32_t n = 0;
+    int64_t sum = 0;
+    for (int32_t m = g->next_on_res[h]; m >= 0 && sum < total && n < max; m = g->next_on_res[m]) {
+        if (!alive(g, m) || g->kind[m] != DFG_HOST)
+            continue;
+        int stop = 0;
+        for (int32_t i = g->launched_off[m]; i < g->launched_off[m + 1]; i++) {
+            int32_t d = g->launched[i];
+            if (g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL)
+                stop = 1;
+            else if (g->kind[d] == DFG_MEMCPY && n < max) {
+                out[n++] = dfg_bytes(g, d);
+                sum += out[n - 1];
+            }
+        }
+        if (stop)
+            break;
+    }
+    return n;
+}
+
+/* workload_find_params where there are bucket units: the first compared iteration of
+ * a rank whose copies after its last all-reduce match the units. Returns 0, -1 when out
+ * of memory. */
+static int
+learn_params(workload *w, const rank_info *ri)
+{
+    const dfg *g = w->g;
+    workload_buckets *bu = &w->buckets;
+    int64_t total = 0;
+    for (int32_t u = 0; u < bu->n_units; u++)
+        total += bu->unit_bytes[u];
+    /* a parameter holds at least 1 byte; every copy is one */
+    int32_t max = g->n_nodes < total ? g->n_nodes : (int32_t)total;
+    int32_t *seq = malloc(sizeof *seq * (size_t)(g->n_nodes + 1));
+    int64_t *cp = malloc(sizeof *cp * (size_t)(max + 1));
+    bu->unit_param_off = malloc(sizeof *bu->unit_param_off * (size_t)(bu->n_units + 1));
+    int rc = seq && cp && bu->unit_param_off ? 0 : -1;
+    int32_t n = 0, found = 0;
+    for (int32_t r = 0; rc == 0 && !found && r < g->n_ranks; r++)
+        for (int32_t it = w->iter_first; !found && it <= w->iter_last && it < ri[r].n_iters; it++) {
+            int32_t c = iteration_collectives(w, &ri[r], it, seq);
+            if (c != bu->n_units || g->launch[seq[c - 1]] < 0)
+                continue;
+            n = copies_after(g, g->launch[seq[c - 1]], total, cp, max);
+            found = workload_match_params(cp, n, bu->unit_bytes, bu->n_units, bu->unit_param_off);
+        }
+    if (rc == 0 && found) {
+        bu->n_params = n;
+        bu->param_bytes = cp;
+        cp = NULL;
+    } else {
+        free(bu->unit_param_off);
+        bu->unit_param_off = NULL;
+        snprintf(bu->param_why, sizeof bu->param_why,
+                 "no device copies after the last all-reduce add up to the buckets (DDP "
+                 "copies each bucket back into the gradients unless gradient_as_bucket_view)");
+    }
+    free(seq);
+    free(cp);
+    return rc;
+}
+
+/* The parameter sizes of DDP's buckets (workload.h: param_bytes); nothing without bucket
+ * units (no bucket plans at all). */
+int
+workload_find_params(workload *w, const rank_info *ri)
+{
+    return w->buckets.n_units > 0 && !w->buckets.why[0] ? learn_params(w, ri) : 0;
+}

@@ -63,6 +63,10 @@ int workload_find_layers(workload *w, rank_info *ri, int32_t mem_rank);
 /* Gradient bytes per layer, for tensor partition. */
 int workload_find_gradients(workload *w);
 
+/* Parameter sizes of DDP's buckets (workload.h: param_bytes), from the copies back into
+ * the gradients after the last all-reduce. */
+int workload_find_params(workload *w, const rank_info *ri);
+
 /* w->idle_wake_dur (workload_capture.c says how). */
 int workload_idle_wake_latency(workload *w);
 

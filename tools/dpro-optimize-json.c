@@ -77,6 +77,7 @@ optimize_cmd_print_json(const args *a, const state *st)
     json_kv_bool(&jw, "kernel_fixed_capped", optimize_cmd_fixed_capped(w, &a->wo));
     json_kv_string(&jw, "partition_bytes",
                    w->buckets.layer_grad ? "gradient_sizes" : "backward_time");
+    json_kv_int(&jw, "bucket_params", w->buckets.param_bytes ? w->buckets.n_params : 0);
     json_kv_int(&jw, "fusion_chains", w->fusion.n_chains);
     json_kv_string(&jw, "fusion_model", w->opt.fusion_fixed ? "fixed" : "hinge");
     json_kv_int(&jw, "kernel_hinge_names", w->fusion.n_hinges);

@@ -735,6 +735,15 @@ print_text(const args *a, const state *st)
     else if (w->buckets.n_units > 0)
         printf("tensor partition: bytes ready in proportion to backward kernel time (%s)\n",
                w->buckets.grad_why);
+    int buckets =
+        w->buckets.n_units > 0 && !w->buckets.why[0] && (st->fw->families & STRATEGY_TENSOR);
+    if (buckets && w->buckets.param_bytes)
+        printf("buckets: DDP's, of whole parameters (%d parameter sizes from the copies "
+               "back into the gradients)\n",
+               w->buckets.n_params);
+    else if (buckets)
+        printf("buckets: parameter sizes unknown, buckets cut at any byte (%s)\n",
+               w->buckets.param_why);
     if (w->layers.why[0])
         printf("recomputation unavailable: %s\n", w->layers.why);
     printf("search: %lld evaluations in %.2f s (%.0f/s)%s\n\n", (long long)sr->evaluations,

@@ -158,7 +158,7 @@ def profile(work, name, args, env, opt_args, k, job=DdpSimJob):
     base_med, pred_med = rep["baseline_median_iter_us"], top["predicted_median_iter_us"]
     return {"base_us": base_us, "replay_us": base_med, "advice": top["knobs"][job.args_key],
             "pred_us": pred_med, "pred_x": base_med / pred_med if pred_med > 0 else 0.0,
-            "pred_peak": top["peak_memory_bytes"]}, []
+            "pred_peak": top["peak_memory_bytes"], "knobs": top["knobs"]}, []
 
 
 def measure(work, name, args, env, extra, j, applied, job=DdpSimJob):
@@ -218,6 +218,13 @@ def one_config(work, name, args, env, opt_args, job=DdpSimJob):
                  " OVER THE BUDGET" if over else ""))
         if over:
             why.append("%s: pair %d: peak %d bytes over the budget %d" % (name, j, b_peak, budget))
+
+    # what the job can check of the applied run against the plan (the torch jobs: DDP's
+    # all-reduces a step), on the last applied run
+    check_plan = getattr(job, "check_plan", None)
+    if check_plan:
+        last = os.path.join(work, "%s-B%d" % (name.replace(" ", "_"), PAIRS))
+        why.extend(check_plan(name, chosen[0]["knobs"], last))
 
     max_err, min_ratio = ((HOST_BOUND_MAX_ERROR_PCT, HOST_BOUND_MIN_SPEEDUP_RATIO)
                           if name == HOST_BOUND else (MAX_ERROR_PCT, MIN_SPEEDUP_RATIO))

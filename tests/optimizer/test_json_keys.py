@@ -4,7 +4,7 @@ a100-2rank Kineto trace of ../shared, imported). The lists below are README's: t
 dpro-replay section ("`--json` keys ... are a stable contract", the `p2p` key) and the
 dpro-optimize section (`baseline_iter_us`, `baseline_median_iter_us`, `strategies` and
 their keys (with `predicted_median_iter_us`), `knobs` with
-`bucket_cap_mb`, `first_bucket_cap_mb`, and `torch_args` for this PyTorch DDP trace or
+`bucket_cap_mb`, `first_bucket_cap_mb`, `buckets`, `bucket_bytes`, and `torch_args` for this PyTorch DDP trace or
 `ddp_sim_args` under --framework ddp-sim; `framework`; a strategy's `advice`;
 `models.kernel_fixed_source`,
 `models.kernel_fixed_capped`; an accumulation plan's `micro_batch_device_us` and
@@ -33,8 +33,8 @@ REPLAY_KEYS = ["ranks", "iterations", "measured_iter_us", "simulated_iter_us",
 OPTIMIZE_KEYS = ["baseline_iter_us", "baseline_median_iter_us", "strategies", "framework"]
 STRATEGY_KEYS = ["kind", "description", "knobs", "advice", "predicted_iter_us",
                  "predicted_median_iter_us", "predicted_speedup", "peak_memory_bytes"]
-BUCKET_KNOBS = ["bucket_cap_mb", "first_bucket_cap_mb", "torch_args"]
-DDP_SIM_KNOBS = ["bucket_cap_mb", "first_bucket_cap_mb", "ddp_sim_args"]
+BUCKET_KNOBS = ["bucket_cap_mb", "first_bucket_cap_mb", "buckets", "bucket_bytes", "torch_args"]
+DDP_SIM_KNOBS = ["bucket_cap_mb", "first_bucket_cap_mb", "buckets", "bucket_bytes", "ddp_sim_args"]
 ACCUM_KEYS = ["micro_batch_device_us", "micro_batch_host_us"]
 MODEL_KEYS = ["kernel_fixed_source", "kernel_fixed_capped"]
 

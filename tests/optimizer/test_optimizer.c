@@ -525,6 +525,31 @@ test_tensor(void)
           framework_by_name("unknown") == &framework_unknown && !framework_by_name("jax"));
     CHECK(!framework_torch_fsdp.can_capture && !(framework_torch_fsdp.families & STRATEGY_TENSOR));
     CHECK(!framework_unknown.args_key && !framework_unknown.parse_args);
+    /* with the parameter sizes (4 per 4 MiB unit: 3, 0.5, 0.25, 0.25 MiB) the buckets are
+     * DDP's, of whole parameters and none merged: at 1 MiB the 3 MiB parameter alone, then
+     * the three others (2 a unit, where bytes cut at any byte made 4); at 0.25 MiB one
+     * a parameter; simulated with as many all-reduces */
+    w.buckets.n_params = 32;
+    w.buckets.param_bytes = malloc(sizeof *w.buckets.param_bytes * 32);
+    w.buckets.unit_param_off = malloc(sizeof *w.buckets.unit_param_off * 9);
+    REQUIRE(w.buckets.param_bytes && w.buckets.unit_param_off);
+    for (int32_t u = 0; u <= 8; u++)
+        w.buckets.unit_param_off[u] = 4 * u;
+    for (int32_t i = 0; i < 32; i++)
+        w.buckets.param_bytes[i] = i % 4 == 0 ? 3 << 20 : i % 4 == 1 ? 1 << 19 : 1 << 18;
+    p.bucket_cap = p.first_cap = 2; /* 1 MiB */
+    CHECK(partition_splits(&w.buckets, &p));
+    CHECK_EQ_U(strategy_bucket_count(&w, &p), 16);
+    CHECK(strategy_evaluate(&w, &p, &res, &e8) == 0);
+    CHECK_EQ_U(e8.n_buckets, 16);
+    p.bucket_cap = p.first_cap = 0; /* 0.25 MiB */
+    CHECK(strategy_evaluate(&w, &p, &res, &e8) == 0);
+    CHECK_EQ_U(e8.n_buckets, 32);
+    /* 5 MiB: 7 MiB closing with the second unit's first parameter, then 5 at the third
+     * unit's end, and so on: 7, 5, 7, 5, 7 and the last 1 */
+    p.bucket_cap = p.first_cap = 5;
+    CHECK(partition_splits(&w.buckets, &p));
+    CHECK_EQ_U(strategy_bucket_count(&w, &p), 6);
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);

@@ -4,7 +4,8 @@
  *   - the per-kernel fixed cost fitted on launch sizes (workload_fit_fixed_cost);
  *   - the per-name hinge, flat then linear in the threads, and its knee;
  *   - the contention correction of a plan's kernels by their simulated overlap;
- *   - the hook calls around a bucket's collective call, gone with a folded bucket.
+ *   - the hook calls around a bucket's collective call, gone with a folded bucket;
+ *   - DDP's buckets of whole parameters (partition_ddp_buckets, workload_match_params).
  * The other optimizer tests are in test_optimizer.c.
  */
 #include <math.h>
@@ -14,6 +15,7 @@
 
 #include "dprotrace.h"
 #include "optimizer/memest.h"
+#include "optimizer/partition.h"
 #include "optimizer/strategy.h"
 #include "optimizer/workload.h"
 #include "tests/optimizer/optjobs.h"
@@ -339,6 +341,76 @@ test_memest_remade(void)
     memest_free(&m);
 }
 
+/* DDP's buckets of whole parameters. The 28 gradient sizes that the closed loop's huge-bucket
+ * profile copies back after its one all-reduce (tests/torch/ddp_train.py --dim 256), packed
+ * at bucket_cap_mb=0.5, are the 7 all-reduces the applied run made (their bytes from its
+ * trace); a bucket closes with the tensor that reaches the cap, the first at its own cap;
+ * copies match units only where their running sums meet at every unit's end. */
+static void
+test_ddp_buckets(void)
+{
+    const int64_t MiB = 1 << 20;
+    const int64_t huge[28] = {64,     16384,   1024,   1048576, 4096,   1048576, 1024,
+                              1024,   1024,    262144, 3072,    786432, 1024,    1024,
+                              1024,   1048576, 4096,   1048576, 1024,   1024,    1024,
+                              262144, 3072,    786432, 1024,    1024,   1024,    262144};
+    const int64_t applied[7] = {1066048, 1052672, 1054720, 1051648, 1052672, 1054720, 265216};
+    int32_t end[28];
+    int32_t nb = partition_ddp_buckets(huge, 28, MiB / 2, MiB / 2, end);
+    CHECK_EQ_U(nb, 7);
+    for (int32_t b = 0, i = 0; b < nb && b < 7; b++) {
+        int64_t bytes = 0;
+        for (; i <= end[b]; i++)
+            bytes += huge[i];
+        CHECK_EQ_U(bytes, applied[b]);
+    }
+    CHECK_EQ_U(end[6], 27);
+    /* a bucket closes at its cap exactly; the first bucket at the first cap */
+    const int64_t five[5] = {100, 100, 100, 100, 100};
+    CHECK_EQ_U(partition_ddp_buckets(five, 5, 300, 300, end), 2);
+    CHECK(end[0] == 2 && end[1] == 4);
+    CHECK_EQ_U(partition_ddp_buckets(five, 5, 150, 300, end), 2);
+    CHECK(end[0] == 1 && end[1] == 4);
+    CHECK_EQ_U(partition_ddp_buckets(five, 5, 100, 100, NULL), 5);
+    CHECK_EQ_U(partition_ddp_buckets(five, 5, 1000, 1000, end), 1);
+    CHECK_EQ_U(end[0], 4);
+    /* the copies against the units */
+    int32_t off[4];
+    const int64_t one[1] = {6597696};
+    CHECK(workload_match_params(huge, 28, one, 1, off) && off[0] == 0 && off[1] == 28);
+    const int64_t two[2] = {300, 200};
+    CHECK(workload_match_params(five, 5, two, 2, off) && off[0] == 0 && off[1] == 3 && off[2] == 5);
+    const int64_t cut[2] = {250, 250}; /* a copy across the units' boundary */
+    CHECK(!workload_match_params(five, 5, cut, 2, off));
+    CHECK(!workload_match_params(five, 4, two, 2, off)); /* copies missing */
+    const int64_t less[1] = {400};                       /* copies left over */
+    CHECK(!workload_match_params(five, 5, less, 1, off));
+    CHECK(!workload_match_params(five, 0, two, 2, off));
+    /* a plan splits a unit where a whole-parameter bucket closes inside it: two units
+     * of 1.5 MiB fold into 2 MiB buckets at their ends, but DDP closes its first 2 MiB
+     * bucket at the fourth of the 0.5 MiB parameters, inside the second unit */
+    workload_buckets bu;
+    memset(&bu, 0, sizeof bu);
+    int64_t units[2] = {3 * MiB / 2, 3 * MiB / 2}, params[6];
+    int32_t poff[3] = {0, 3, 6};
+    for (int i = 0; i < 6; i++)
+        params[i] = MiB / 2;
+    bu.n_units = 2;
+    bu.unit_bytes = units;
+    bu.model = (const costmodel *)&bu; /* tensor fusion available; not read */
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.bucket_cap = p.first_cap = 3; /* 2 MiB */
+    CHECK(strategy_bucket_caps_mb[3] == 2);
+    CHECK(!partition_splits(&bu, &p));
+    bu.n_params = 6;
+    bu.param_bytes = params;
+    bu.unit_param_off = poff;
+    CHECK(partition_splits(&bu, &p));
+    p.bucket_cap = p.first_cap = 4; /* 4 MiB: one bucket, closing at the last parameter */
+    CHECK(!partition_splits(&bu, &p));
+}
+
 int
 main(void)
 {
@@ -347,5 +419,6 @@ main(void)
     test_contention_correction();
     test_hook_block();
     test_memest_remade();
+    test_ddp_buckets();
     return tests_done();
 }

@@ -17,7 +17,9 @@ one_config): 3 profiled runs, the advice most of them recommend, 5 interleaved A
 of baseline and applied runs, medians; the median realised iteration time within 5 % of
 the median predicted one, the median realised speedup at least 0.9 of the median
 predicted one (and over 1 where a speedup is predicted), every applied run's peak memory
-under the budget. A run's iteration time is the mean over the ranks of the median of its
+under the budget; for a bucket plan, the applied run's all-reduces a step (the last pair's
+trace, rank 0) are the plan's, their count and bytes (knobs buckets, bucket_bytes), which
+no load moves. A run's iteration time is the mean over the ranks of the median of its
 steps' wall-clock times (ddp_train.py's iter_us: from one synchronisation after the
 backward to the next), the first two left out (DDP rebuilds its buckets after the first
 step).
@@ -50,6 +52,7 @@ Not in make check (about 13 traced runs of 5-10 s per configuration on a loaded 
 machine): `make closed-loop-torch`. Skips (77) without the venv, as the torch tests do.
 Environment: CLOSED_LOOP_ONLY=name, CLOSED_LOOP_KEEP=dir, CLOSED_LOOP_PROFILES=N and
 CLOSED_LOOP_PAIRS=N as closed_loop.py."""
+import glob
 import json
 import os
 import shutil
@@ -60,7 +63,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "optimizer"))
 from torchlib import (BUILD, DPRO_RUN, SIMRUN, VENV_PY, require_torch,  # noqa: E402
-                      sanitizer_env)
+                      sanitizer_env, step_allreduces)
 import closed_loop  # noqa: E402
 
 OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
@@ -126,6 +129,23 @@ class TorchDdpJob:
                 runs.append(json.load(f)["runs"][0])
         iter_us = sum(median(r["iter_us"][WARM_STEPS:]) for r in runs) / RANKS
         return iter_us, max(r["max_memory_reserved"] for r in runs)
+
+    @classmethod
+    def check_plan(cls, name, knobs, trace_dir):
+        """A bucket plan's all-reduces a step (knobs buckets, bucket_bytes) against those of
+        the applied run traced in trace_dir (rank 0's last step); returns the failures."""
+        if "bucket_bytes" not in knobs:
+            return []
+        files = sorted(glob.glob(os.path.join(trace_dir, "rank0*.dpro")))
+        real = step_allreduces(files[0]) if files else None
+        pred = knobs["bucket_bytes"]
+        print("%s: all-reduces a step: predicted %d (%s), realised %s (%s)"
+              % (name, knobs["buckets"], pred, len(real) if real is not None else "?", real))
+        if real is None:
+            return ["%s: no steady step of all-reduces in %s" % (name, trace_dir)]
+        if knobs["buckets"] != len(real) or (knobs["buckets"] <= 64 and pred != real):
+            return ["%s: the plan's all-reduces %s, the applied run's %s" % (name, pred, real)]
+        return []
 
     @classmethod
     def apply(cls, advice):

@@ -13,7 +13,11 @@ device, 2 ranks under simrun (tests/torch/ddp_train.py).
    compute kernels of both ranks, both traces hold the same collectives (communicator,
    sequence number, operation, bytes), dpro-replay finds the steady steps from the kernel
    sequence's period and replays them, and dpro-optimize advises DDP's bucket_cap_mb and
-   estimates the peak memory within 10 % of torch.cuda.max_memory_reserved().
+   estimates the peak memory within 10 % of torch.cuda.max_memory_reserved(); from the
+   copies back into the gradients it learns the parameter sizes: on a wider model traced
+   with one bucket, the plan for bucket_cap_mb=0.5, applied (a traced run of 3 steps),
+   makes the all-reduces it predicts, their count and bytes (DDP's buckets of whole
+   parameters).
 3. The transformer with --cuda-graph (the whole step captured with torch.cuda.graph, DDP's
    all-reduces inside) under dpro-run: parameters and gradients agree across the ranks
    (only the replayed all-reduces make them agree), each rank's trace holds one
@@ -33,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from torchlib import (BUILD, DPRO_INFO as dpro_info, DPRO_RUN as dpro_run,  # noqa: E402
                       SIMRUN as simrun, TRACE_DUMP as trace_dump, VENV_PY as venv_py,
-                      check, finish, require_torch, sanitizer_env)
+                      check, finish, require_torch, sanitizer_env, step_allreduces)
 
 dpro_replay = os.path.join(BUILD, "tools", "dpro-replay")
 dpro_optimize = os.path.join(BUILD, "tools", "dpro-optimize")
@@ -61,9 +65,46 @@ env["SIMGPU_NCCL_TIMEOUT_S"] = "60"
 env = sanitizer_env(env)
 
 
-def job(out, runs, steps):
+def whole_parameter_buckets(tmp):
+    """DDP's buckets hold whole parameters: on a trace of one 6.3 MiB bucket (--dim 256,
+    bucket_cap_mb=200) dpro-optimize learns the 28 parameter sizes from DDP's copies back
+    into the gradients, and its plan for bucket_cap_mb=0.5, applied, makes the all-reduces
+    it predicts, byte for byte (cut at any byte the plan made 13 where DDP makes 7)."""
+    runs = {}
+    for name, cap, steps in (("whole", 200, STEPS), ("whole-applied", 0.5, 3)):
+        trace = os.path.join(tmp, name + "-trace")
+        out = os.path.join(tmp, name)
+        os.mkdir(out)
+        r = subprocess.run([dpro_run, "-o", trace, "--"]
+                           + job(out, "transformer:bucket=%g" % cap, steps, ["--dim", "256"]),
+                           env=env, capture_output=True, text=True, timeout=200)
+        check(r.returncode == 0, "bucket_cap_mb=%g under dpro-run (rc %d): %s"
+              % (cap, r.returncode, r.stderr[-4000:]))
+        runs[name] = (trace, sorted(glob.glob(os.path.join(trace, "rank*.dpro"))))
+    op = subprocess.run([dpro_optimize, runs["whole"][0], "--json", "--quiet", "--what-if",
+                         "bucket_cap_mb=0.5"], capture_output=True, text=True, timeout=120)
+    if not check(op.returncode == 0, "dpro-optimize --what-if (rc %d): %s"
+                 % (op.returncode, op.stderr[-2000:])):
+        return
+    j = json.loads(op.stdout)
+    check(j["models"]["bucket_params"] == 28, "28 parameter sizes learnt from DDP's copies: %s"
+          % j["models"].get("bucket_params"))
+    knobs = j["strategies"][0]["knobs"] if j["strategies"] else {}
+    predicted = knobs.get("bucket_bytes", [])
+    realised = step_allreduces(runs["whole-applied"][1][0]) if runs["whole-applied"][1] else None
+    check(realised is not None, "the applied run's last step: all-reduces adding up to the "
+          "first step's one bucket")
+    realised = realised or []
+    check(knobs.get("buckets") == len(realised) and predicted == realised,
+          "bucket_cap_mb=0.5: the plan's all-reduces %s, the applied run's %s"
+          % (predicted, realised))
+    print("bucket_cap_mb=0.5 on one 6.3 MiB bucket: %d all-reduces a step predicted, %d "
+          "realised, bytes equal: %s" % (len(predicted), len(realised), predicted == realised))
+
+
+def job(out, runs, steps, extra=()):
     return [simrun, "-n", "2", "--timeout", "150", "--", venv_py, TRAIN, "--runs", runs,
-            "--steps", str(steps), "--out", out]
+            "--steps", str(steps), "--out", out] + list(extra)
 
 
 tmp = tempfile.mkdtemp(prefix="dpro-torch-ddp-")
@@ -159,12 +200,17 @@ try:
         check(j["framework"]["name"] == "pytorch-ddp", "framework: %s" % j["framework"])
         top = j["strategies"][0] if j["strategies"] else {}
         knobs = top.get("knobs", {})
-        check(top.get("kind") == "tensor_fusion" and "bucket_cap_mb" in knobs.get("torch_args", "")
+        check(top.get("kind") in ("tensor_fusion", "tensor_partition")
+              and "bucket_cap_mb" in knobs.get("torch_args", "")
               and "DDP(model, bucket_cap_mb=" in top.get("advice", ""),
               "a DDP bucket_cap_mb advice: %s" % top)
-        print("optimize: %s: %.0f us predicted (x%.3f)"
+        print("optimize: %s: %.0f us predicted (x%.3f), %s buckets"
               % (knobs.get("torch_args"), top.get("predicted_iter_us", 0),
-                 top.get("predicted_speedup", 0)))
+                 top.get("predicted_speedup", 0), knobs.get("buckets")))
+        check(j["models"]["bucket_params"] > 0,
+              "the parameter sizes learnt from DDP's copies back into the gradients: %s"
+              % j["models"])
+        whole_parameter_buckets(tmp)
         # the peak-memory estimate (from the allocator's segments in the trace) against
         # what the job's allocator reports: within 10 % of max_memory_reserved
         reserved = max((r.get("max_memory_reserved", 0) for r in run_records(out)), default=0)

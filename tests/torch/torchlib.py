@@ -2,8 +2,10 @@
 they run. A torch test skips (77) when the build has no CUDA headers (no stand-ins), when
 DPRO_TORCH=0 turns the torch tests off, or when the build tree has no venv with torch
 (make venv), unless CI=true, where that fails it; a program it needs that is not built
-fails it."""
+fails it; and what they read from a trace."""
+import json
 import os
+import subprocess
 import sys
 
 BUILD = os.environ.get("top_builddir", os.getcwd())
@@ -72,3 +74,21 @@ def require_torch(*programs):
         if not os.path.exists(p):
             print("FAIL: %s is not built" % p)
             sys.exit(1)
+
+
+def step_allreduces(path):
+    """The bytes of DDP's gradient all-reduces in the last step of the trace file path (those
+    of the autograd thread, from the end back to the gradients' total: DDP's first step
+    all-reduces them all in one bucket, its buckets being built after it); None when the
+    trace cannot be read or does not add up so."""
+    d = subprocess.run([TRACE_DUMP, path], capture_output=True, text=True, timeout=60)
+    if d.returncode != 0 or not d.stdout:
+        return None
+    t = json.loads(d.stdout.splitlines()[0])
+    bwd = {int(k) for k, v in t["thread_names"].items() if v.startswith("pt_autograd")}
+    ar = [e["bytes"] for e in sorted(t["events"], key=lambda e: e["t0"])
+          if e["kind"] == "collective" and e["name"] == "ncclAllReduce" and e["tid"] in bwd]
+    last = []
+    while len(ar) > 1 and sum(last) < ar[0]:
+        last.insert(0, ar.pop())
+    return last if ar and sum(last) == ar[0] else None
