@@ -441,7 +441,7 @@ copies_after(const dfg *g, int32_t h, int64_t total, int64_t *out, int32_t max)
         if (!alive(g, m) || g->kind[m] != DFG_HOST)
             continue;
         int stop = 0;
-        for (int32_t i = g->launched_off[m]; i < g->launched_off[m + 1]; i++) {
+        for (int32_t i = dfg_launched_first(g, m); i >= 0; i = dfg_launched_next(g, m, i)) {
             int32_t d = g->launched[i];
             if (g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL)
                 stop = 1;
