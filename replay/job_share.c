@@ -21,6 +21,7 @@
 
 #include "dpro_log.h"
 #include "dprotrace.h"
+#include "hmap.h"
 #include "job_int.h"
 #include "replay.h" /* replay_rank_align_samples: taken where the rank's events are */
 
@@ -262,6 +263,67 @@ get_events(bytes *b, size_t *n)
         *n = (size_t)ne;
     }
     return ev;
+}
+
+/* A signature's rows (h, rs, re: s->n of them), compact: each row's structure as 0 and
+ * its 8 bytes when first met in the rank, else 1 + the number of the distinct structure
+ * met before (a rank repeats a few structures every iteration), then its start as its
+ * difference from the row before and its end from its start (zigzag varints). */
+static void
+put_sig_rows(bytes *b, const job_fold_sig *s)
+{
+    unsigned char buf[3 * 10 + 8];
+    hmap seen;
+    int32_t n_seen = 0;
+    int64_t prev = 0;
+    if (hmap_init(&seen, 64) != 0)
+        b->fail = 1;
+    for (size_t i = 0; i < s->n && !b->fail; i++) {
+        int32_t k = hmap_get(&seen, s->h[i], -1);
+        size_t len = varint_at(buf, (uint64_t)(k + 1));
+        if (k < 0) {
+            memcpy(buf + len, &s->h[i], 8);
+            len += 8;
+            if (hmap_put(&seen, s->h[i], n_seen++) != 0)
+                b->fail = 1;
+        }
+        len += varint_at(buf + len, zz((uint64_t)s->rs[i] - (uint64_t)prev));
+        len += varint_at(buf + len, zz((uint64_t)s->re[i] - (uint64_t)s->rs[i]));
+        put(b, buf, len);
+        prev = s->rs[i];
+    }
+    hmap_free(&seen);
+}
+
+/* Takes into s (s->n set) the rows put_sig_rows wrote (b->fail when they do not fit or
+ * memory ends). */
+static void
+get_sig_rows(bytes *b, job_fold_sig *s)
+{
+    int ok = !b->fail && s->n > 0 && s->n <= (b->n - b->at) / 3; /* 3 bytes a row at least */
+    s->h = ok ? malloc(s->n * sizeof *s->h) : NULL;
+    s->rs = ok ? malloc(s->n * sizeof *s->rs) : NULL;
+    s->re = ok ? malloc(s->n * sizeof *s->re) : NULL;
+    uint64_t *distinct = ok ? malloc(s->n * sizeof *distinct) : NULL;
+    size_t n_distinct = 0;
+    int64_t prev = 0;
+    if (s->n > 0 && (!s->h || !s->rs || !s->re || !distinct))
+        b->fail = 1;
+    for (size_t i = 0; i < s->n && !b->fail; i++) {
+        uint64_t k = get_varint(b);
+        if (k == 0 && n_distinct < s->n) {
+            get(b, &distinct[n_distinct], 8);
+            s->h[i] = distinct[n_distinct++];
+        } else if (k > 0 && k <= n_distinct) {
+            s->h[i] = distinct[k - 1];
+        } else {
+            b->fail = 1; /* not what put_sig_rows writes */
+        }
+        s->rs[i] = (int64_t)((uint64_t)prev + unzz(get_varint(b)));
+        s->re[i] = (int64_t)((uint64_t)s->rs[i] + unzz(get_varint(b)));
+        prev = s->rs[i];
+    }
+    free(distinct);
 }
 
 /* What failed and what was told: the status, its text, the warnings in order. */
@@ -544,9 +606,7 @@ put_rank(bytes *b, const rank_task *t)
         put_i64(b, (int64_t)s->hash);
         put(b, &s->tol, sizeof s->tol);
         put_i64(b, s->unfoldable);
-        put(b, s->h, s->n * sizeof *s->h);
-        put(b, s->rs, s->n * sizeof *s->rs);
-        put(b, s->re, s->n * sizeof *s->re);
+        put_sig_rows(b, s);
     }
     put_taken(b, jr);
 }
@@ -575,9 +635,7 @@ get_rank(bytes *b, rank_task *t, uint64_t *ev_bytes)
         s->hash = (uint64_t)get_i64(b);
         get(b, &s->tol, sizeof s->tol);
         s->unfoldable = (int)get_i64(b);
-        s->h = get_array(b, s->n, sizeof *s->h);
-        s->rs = get_array(b, s->n, sizeof *s->rs);
-        s->re = get_array(b, s->n, sizeof *s->re);
+        get_sig_rows(b, s);
     }
     get_taken(b, jr);
 }
