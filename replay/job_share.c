@@ -611,10 +611,16 @@ put_rank(bytes *b, const rank_task *t)
     put_taken(b, jr);
 }
 
-/* Takes one rank's read from b into t (what process 0 knew of it replaced), adding the
- * bytes of its events in b to *ev_bytes. */
+/* What process 0 received of the other processes' reads, for the log: the messages'
+ * bytes; the events and the bytes they took there; the signatures' rows and theirs. */
+typedef struct received {
+    uint64_t bytes, events, ev_bytes, sig_rows, sig_bytes;
+} received;
+
+/* Takes one rank's read from b into t (what process 0 knew of it replaced), counting it
+ * in *rv. */
 static void
-get_rank(bytes *b, rank_task *t, uint64_t *ev_bytes)
+get_rank(bytes *b, rank_task *t, received *rv)
 {
     job_rank *jr = t->jr;
     get_outcome(b, t);
@@ -626,7 +632,8 @@ get_rank(bytes *b, rank_task *t, uint64_t *ev_bytes)
     free(jr->events);
     size_t at = b->at;
     jr->events = get_events(b, &jr->n_events);
-    *ev_bytes += b->at - at;
+    rv->ev_bytes += b->at - at;
+    rv->events += jr->n_events;
     job_fold_sig *s = NULL;
     if (get_i64(b) && !b->fail && !(s = t->sig = calloc(1, sizeof *t->sig)))
         b->fail = 1;
@@ -635,7 +642,10 @@ get_rank(bytes *b, rank_task *t, uint64_t *ev_bytes)
         s->hash = (uint64_t)get_i64(b);
         get(b, &s->tol, sizeof s->tol);
         s->unfoldable = (int)get_i64(b);
+        at = b->at;
         get_sig_rows(b, s);
+        rv->sig_bytes += b->at - at;
+        rv->sig_rows += s->n;
     }
     get_taken(b, jr);
 }
@@ -771,7 +781,7 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
         t[i].jr->events = NULL;
         t[i].jr->n_events = 0;
     }
-    uint64_t got = 0, ev_bytes = 0, n_ev = 0;
+    received rv = {0};
     for (int p = 1; sh->me == 0 && rc == 0 && p < sh->nprocs; p++) {
         int32_t plo, phi;
         job_share_range(&(job_share){.me = p, .nprocs = sh->nprocs}, n, &plo, &phi);
@@ -781,10 +791,9 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
             if (sh->recv(sh->ctx, p, &buf, &b.n) != 0)
                 rc = DPRO_ERR_NOMEM;
             b.p = buf;
-            got += b.n;
+            rv.bytes += b.n;
             if (rc == 0)
-                get_rank(&b, &t[i], &ev_bytes);
-            n_ev += t[i].jr->n_events;
+                get_rank(&b, &t[i], &rv);
             if (rc == 0 && b.fail)
                 rc = DPRO_ERR_NOMEM;
             free(buf);
@@ -794,8 +803,11 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
     }
     if (sh->me == 0 && rc == 0 && sh->nprocs > 1)
         pr_info("received the other processes' reads: %llu bytes, their %llu events in %llu "
-                "(%llu as loaded)",
-                (unsigned long long)got, (unsigned long long)n_ev, (unsigned long long)ev_bytes,
-                (unsigned long long)(n_ev * sizeof(job_event)));
+                "(%llu as loaded), their signatures' %llu rows in %llu (%llu as held)",
+                (unsigned long long)rv.bytes, (unsigned long long)rv.events,
+                (unsigned long long)rv.ev_bytes,
+                (unsigned long long)(rv.events * sizeof(job_event)),
+                (unsigned long long)rv.sig_rows, (unsigned long long)rv.sig_bytes,
+                (unsigned long long)(rv.sig_rows * (sizeof(uint64_t) + 2 * sizeof(int64_t))));
     return rc;
 }

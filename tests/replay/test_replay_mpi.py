@@ -72,7 +72,8 @@ ALIGNED = re.compile(r"clock alignment: the samples of (\d+) of the (\d+) presen
 ITERS = re.compile(r"iterations: those of (\d+) of the (\d+) present ranks found where they were "
                    r"read")
 RECEIVED = re.compile(r"received the other processes' reads: (\d+) bytes, their (\d+) events in "
-                      r"(\d+) \((\d+) as loaded\)")
+                      r"(\d+) \((\d+) as loaded\), their signatures' (\d+) rows in (\d+) "
+                      r"\((\d+) as held\)")
 PACKED = re.compile(r"read the events of (\d+) of the \d+ present ranks here, handed to process 0 "
                     r"\(held compressed from their classification until sent: (\d+) bytes, "
                     r"(\d+) unpacked\)")
@@ -212,11 +213,15 @@ def compare(name, d, nprocs, extra, opened=True):
               "%s: process 0 took %s of the %d ranks read elsewhere from there (%d; log "
               "lines %d)" % (label, what, elsewhere, got, len(found)))
     got = [tuple(int(x) for x in m.groups()) for m in RECEIVED.finditer(err)]
-    # the ranks' events travel compact: what each event holds, not its 160 loaded bytes
-    check(len(got) == 1 and got[0][2] <= got[0][0]
-          and (got[0][1] == 0 or 0 < got[0][2] * 2 < got[0][3]),
+    # the ranks' events travel compact: what each event holds, not its 160 loaded bytes;
+    # a folded rank's signature rows too, each structure once a rank
+    check(len(got) == 1 and got[0][2] + got[0][5] <= got[0][0]
+          and (got[0][1] == 0 or 0 < got[0][2] * 2 < got[0][3])
+          and (got[0][4] == 0 or 0 < got[0][5] < got[0][6])
+          and ("--no-fold" not in extra or got[0][4] == 0),
           "%s: process 0 received the others' events compact, under half their loaded "
-          "size (bytes, events, their bytes, loaded: %s)" % (label, got))
+          "size, and the signatures' rows (when folding) under their size held (bytes; "
+          "events, their bytes, loaded; rows, their bytes, held: %s)" % (label, got))
     packed = [tuple(int(x) for x in m.groups()) for m in PACKED.finditer(err)]
     if reads > 0:  # folded while read: the other processes held their reads compressed
         check(len(packed) == nprocs - 1 and all(0 < p[1] < p[2] for p in packed if p[0] > 0),
