@@ -13,7 +13,9 @@ replayed by
 of 2, 1, 2, 1 ranks on 6, and more processes than the 3 ranks of no-markers: one reads
 nothing), folded (the default) and --no-fold (and a window, -n 2, on the 16 jittering
 ranks), and the JSON must be the single-process dpro-replay's byte for byte (and,
-to say where it differs, field by field). Each run must also have been distributed:
+to say where it differs, field by field). Process 0 logs what it received of the others'
+reads: the events under half their 160 loaded bytes (they travel compact) and, folded,
+the signatures' rows under their 24 bytes held. Each run must also have been distributed:
 its processes' log lines (DPRO_LOG=info) name P processes whose ranks add up to the
 job's, and exchanges between them; every process read the events of its share of the
 present ranks, k * P / n == p (the shares add up to the job's ranks), process 0
