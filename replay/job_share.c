@@ -129,14 +129,15 @@ typedef struct ev_field {
         offsetof(job_event, m), sizeof(((job_event *)0)->m)                                        \
     }
 
-/* The fields after the three coded as differences (start, end, correlation). */
+/* The fields after the three coded as differences (start, end, correlation), those a
+ * kernel or an API call holds first, so that their mask takes two bytes. */
 static const ev_field ev_fields[] = {
-    EV_FIELD(stream),   EV_FIELD(object),   EV_FIELD(bytes),   EV_FIELD(address),
-    EV_FIELD(comm),     EV_FIELD(seq),      EV_FIELD(count),   EV_FIELD(value),
-    EV_FIELD(kind),     EV_FIELD(subkind),  EV_FIELD(thread),  EV_FIELD(name),
-    EV_FIELD(name2),    EV_FIELD(device),   EV_FIELD(result),  EV_FIELD(shared_mem),
-    EV_FIELD(grid[0]),  EV_FIELD(grid[1]),  EV_FIELD(grid[2]), EV_FIELD(block[0]),
-    EV_FIELD(block[1]), EV_FIELD(block[2]), EV_FIELD(dtype),   EV_FIELD(redop),
+    EV_FIELD(kind),       EV_FIELD(name),     EV_FIELD(stream),   EV_FIELD(device),
+    EV_FIELD(thread),     EV_FIELD(grid[0]),  EV_FIELD(grid[1]),  EV_FIELD(grid[2]),
+    EV_FIELD(block[0]),   EV_FIELD(block[1]), EV_FIELD(block[2]), EV_FIELD(subkind),
+    EV_FIELD(shared_mem), EV_FIELD(bytes),    EV_FIELD(address),  EV_FIELD(object),
+    EV_FIELD(comm),       EV_FIELD(seq),      EV_FIELD(count),    EV_FIELD(value),
+    EV_FIELD(name2),      EV_FIELD(result),   EV_FIELD(dtype),    EV_FIELD(redop),
     EV_FIELD(peer)};
 
 #define EV_N_DIFF 3
@@ -172,17 +173,17 @@ static uint64_t
 get_varint(bytes *b)
 {
     uint64_t v = 0;
-    for (int s = 0; !b->fail; s += 7) {
+    int more = 1;
+    for (int s = 0; more && !b->fail; s += 7) {
         if (b->at >= b->n || s > 63) {
             b->fail = 1;
-            break;
+        } else {
+            unsigned char c = b->p[b->at++];
+            v |= (uint64_t)(c & 0x7f) << s;
+            more = c & 0x80;
         }
-        unsigned char c = b->p[b->at++];
-        v |= (uint64_t)(c & 0x7f) << s;
-        if (!(c & 0x80))
-            return v;
     }
-    return 0;
+    return b->fail ? 0 : v;
 }
 
 /* The n events ev, compact (see ev_field): their count, then each event. */
@@ -324,6 +325,85 @@ get_sig_rows(bytes *b, job_fold_sig *s)
         prev = s->rs[i];
     }
     free(distinct);
+}
+
+/* A folded rank's signature, or none (s NULL): whether there is one, then its header
+ * (SIG_HEAD bytes after that flag's 8) and its rows (put_sig_rows). */
+static void
+put_sig(bytes *b, const job_fold_sig *s)
+{
+    put_i64(b, s != NULL);
+    if (s) {
+        put_i64(b, (int64_t)s->n);
+        put_i64(b, (int64_t)s->hash);
+        put(b, &s->tol, sizeof s->tol);
+        put_i64(b, s->unfoldable);
+        put_sig_rows(b, s);
+    }
+}
+
+/* The bytes of put_sig's flag and header. */
+#define SIG_HEAD (4 * 8)
+
+/* The signature put_sig wrote, malloc'd (free with job_fold_sig_free, then free), or
+ * NULL: none, or b->fail. */
+static job_fold_sig *
+get_sig(bytes *b)
+{
+    job_fold_sig *s = NULL;
+    if (get_i64(b) && !b->fail && !(s = calloc(1, sizeof *s)))
+        b->fail = 1;
+    if (s) {
+        s->n = (size_t)get_i64(b);
+        s->hash = (uint64_t)get_i64(b);
+        get(b, &s->tol, sizeof s->tol);
+        s->unfoldable = (int)get_i64(b);
+        get_sig_rows(b, s);
+    }
+    if (s && b->fail) {
+        job_fold_sig_free(s);
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+int
+job_share_wire_pack(const job_event *ev, size_t n, const job_fold_sig *s, unsigned char **out,
+                    size_t *len)
+{
+    bytes b = {0};
+    put_events(&b, ev, n);
+    put_sig(&b, s);
+    int rc = b.fail ? DPRO_ERR_NOMEM : 0;
+    if (rc != 0) {
+        free(b.p);
+        b.p = NULL;
+        b.n = 0;
+    }
+    *out = b.p;
+    *len = b.n;
+    return rc;
+}
+
+int
+job_share_wire_unpack(const unsigned char *p, size_t len, job_event **ev, size_t *n,
+                      job_fold_sig **s)
+{
+    bytes b = {.p = (unsigned char *)p, .n = len};
+    *ev = get_events(&b, n);
+    *s = b.fail ? NULL : get_sig(&b);
+    int rc = b.fail || b.at != len ? DPRO_ERR_CORRUPT : 0;
+    if (rc != 0) {
+        free(*ev);
+        *ev = NULL;
+        *n = 0;
+        if (*s)
+            job_fold_sig_free(*s);
+        free(*s);
+        *s = NULL;
+    }
+    return rc;
 }
 
 /* What failed and what was told: the status, its text, the warnings in order. */
@@ -599,15 +679,7 @@ put_rank(bytes *b, const rank_task *t)
     put_i64(b, t->window_ok);
     put_i64(b, (int64_t)jr->dropped);
     put_events(b, jr->events, jr->n_events);
-    const job_fold_sig *s = t->sig;
-    put_i64(b, s != NULL);
-    if (s) {
-        put_i64(b, (int64_t)s->n);
-        put_i64(b, (int64_t)s->hash);
-        put(b, &s->tol, sizeof s->tol);
-        put_i64(b, s->unfoldable);
-        put_sig_rows(b, s);
-    }
+    put_sig(b, t->sig);
     put_taken(b, jr);
 }
 
@@ -634,19 +706,10 @@ get_rank(bytes *b, rank_task *t, received *rv)
     jr->events = get_events(b, &jr->n_events);
     rv->ev_bytes += b->at - at;
     rv->events += jr->n_events;
-    job_fold_sig *s = NULL;
-    if (get_i64(b) && !b->fail && !(s = t->sig = calloc(1, sizeof *t->sig)))
-        b->fail = 1;
-    if (s) {
-        s->n = (size_t)get_i64(b);
-        s->hash = (uint64_t)get_i64(b);
-        get(b, &s->tol, sizeof s->tol);
-        s->unfoldable = (int)get_i64(b);
-        at = b->at;
-        get_sig_rows(b, s);
-        rv->sig_bytes += b->at - at;
-        rv->sig_rows += s->n;
-    }
+    at = b->at;
+    t->sig = get_sig(b);
+    rv->sig_bytes += t->sig ? b->at - at - SIG_HEAD : 0;
+    rv->sig_rows += t->sig ? t->sig->n : 0;
     get_taken(b, jr);
 }
 
