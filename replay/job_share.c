@@ -328,7 +328,7 @@ get_sig_rows(bytes *b, job_fold_sig *s)
 }
 
 /* A folded rank's signature, or none (s NULL): whether there is one, then its header
- * (SIG_HEAD bytes after that flag's 8) and its rows (put_sig_rows). */
+ * (with that flag, SIG_HEAD bytes) and its rows (put_sig_rows). */
 static void
 put_sig(bytes *b, const job_fold_sig *s)
 {
@@ -342,8 +342,8 @@ put_sig(bytes *b, const job_fold_sig *s)
     }
 }
 
-/* The bytes of put_sig's flag and header. */
-#define SIG_HEAD (4 * 8)
+/* The bytes of put_sig's flag and header (n, hash, tol, unfoldable). */
+#define SIG_HEAD (5 * 8)
 
 /* The signature put_sig wrote, malloc'd (free with job_fold_sig_free, then free), or
  * NULL: none, or b->fail. */
