@@ -5,12 +5,12 @@
  * what process 0 would otherwise take from its events, taken where they were read (its
  * clock alignment samples and iterations: put_taken). Both are flat bytes in this
  * process's layout (the processes of one job run the same build on the same
- * architecture), but for a rank's events, which travel compact (put_events: what each
- * event holds, not its 160 bytes). A process other than 0 holds its share's reads (folded
- * ranks' signatures included) until process 0 takes them at the end of the reading:
- * zlib-compressed from its wave's classification (job_share_pack), unpacked just before
- * it is sent, so that process 0, whose work is serial, receives and reads them as they
- * are. */
+ * architecture), but for a rank's events and a folded rank's signature rows, which
+ * travel compact (put_events, put_sig_rows: what each holds, not its loaded bytes; a
+ * cheap decoding). A process other than 0 holds its share's reads (folded ranks'
+ * signatures included) until process 0 takes them at the end of the reading:
+ * zlib-compressed from its wave's classification (job_share_pack), inflated just before
+ * it is sent, so that process 0, whose work is serial, need not inflate them. */
 #define PR_FMT "replay"
 #include "config.h"
 
@@ -274,7 +274,7 @@ static void
 put_sig_rows(bytes *b, const job_fold_sig *s)
 {
     unsigned char buf[3 * 10 + 8];
-    hmap seen;
+    hmap seen = {0};
     int32_t n_seen = 0;
     int64_t prev = 0;
     if (hmap_init(&seen, 64) != 0)
