@@ -198,6 +198,20 @@ void job_share_close_others(const job_share *sh, rank_task *t, int32_t n, int32_
  * in j->share_packed and j->share_unpacked. Returns 0 or DPRO_ERR_NOMEM (t unchanged). */
 int job_share_pack(job *j, rank_task *t);
 
+/* job_share.c: the events of a rank's read and its signature (s NULL: none), alone, in
+ * the compact form its message to process 0 carries them (what each event and each
+ * signature row holds, not its loaded bytes), into *out (malloc'd, *len bytes). Returns
+ * 0 or DPRO_ERR_NOMEM (*out NULL). */
+int job_share_wire_pack(const job_event *ev, size_t n, const job_fold_sig *s, unsigned char **out,
+                        size_t *len);
+
+/* job_share.c: takes back what job_share_wire_pack wrote (p, len): the events into *ev
+ * (malloc'd, *n of them; NULL for none), the signature into *s (malloc'd, free with
+ * job_fold_sig_free then free; NULL for none). Returns 0 or DPRO_ERR_CORRUPT (not what it
+ * wrote: cut short or bytes left over; or out of memory); all NULL then. */
+int job_share_wire_unpack(const unsigned char *p, size_t len, job_event **ev, size_t *n,
+                          job_fold_sig **s);
+
 /* job_share.c: hands every process's first-pass results (t[lo, hi)) to every process,
  * into t[0, n). Returns 0 or DPRO_ERR_NOMEM (on every process where the transport
  * says so). */

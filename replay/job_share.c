@@ -4,21 +4,24 @@
  * and each rank's read, one message a rank to process 0 (share->send0, share->recv), with
  * what process 0 would otherwise take from its events, taken where they were read (its
  * clock alignment samples and iterations: put_taken). Both are flat bytes in this
- * process's layout (job_event as it is in memory): the processes of one job run the same
- * build on the same architecture. A process other than 0 holds its share's reads (folded
- * ranks' signatures included) until process 0 takes them at the end of the reading:
- * zlib-compressed from its wave's classification (job_share_pack), unpacked just before
- * it is sent, so that process 0, whose work is serial, receives and reads them as they
- * are. */
+ * process's layout (the processes of one job run the same build on the same
+ * architecture), but for a rank's events and a folded rank's signature rows, which
+ * travel compact (put_events, put_sig_rows: what each holds, not its loaded bytes; a
+ * cheap decoding). A process other than 0 holds its share's reads (folded ranks'
+ * signatures included) until process 0 takes them at the end of the reading:
+ * zlib-compressed from its wave's classification (job_share_pack), inflated just before
+ * it is sent, so that process 0, whose work is serial, need not inflate them. */
 #define PR_FMT "replay"
 #include "config.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
 #include "dpro_log.h"
 #include "dprotrace.h"
+#include "hmap.h"
 #include "job_int.h"
 #include "replay.h" /* replay_rank_align_samples: taken where the rank's events are */
 
@@ -109,6 +112,298 @@ get_array(bytes *b, size_t n, size_t sz)
     else
         get(b, a, n * sz);
     return a;
+}
+
+/* The events of a rank's read travel compact (put_events): each event a varint mask of
+ * its nonzero fields, then those fields as LEB128 varints, in ev_fields' order; the
+ * start as its difference from the event before, the end from its own start, the
+ * correlation from the one before (zigzag-coded), so that an event of the loaded 160
+ * bytes costs what it holds (most fields are zero for any one kind of event). */
+typedef struct ev_field {
+    uint16_t off;
+    uint8_t size; /* 4 or 8 */
+} ev_field;
+
+#define EV_FIELD(m)                                                                                \
+    {                                                                                              \
+        offsetof(job_event, m), sizeof(((job_event *)0)->m)                                        \
+    }
+
+/* The fields after the three coded as differences (start, end, correlation), those a
+ * kernel or an API call holds first, so that their mask takes two bytes. */
+static const ev_field ev_fields[] = {
+    EV_FIELD(kind),       EV_FIELD(name),     EV_FIELD(stream),   EV_FIELD(device),
+    EV_FIELD(thread),     EV_FIELD(grid[0]),  EV_FIELD(grid[1]),  EV_FIELD(grid[2]),
+    EV_FIELD(block[0]),   EV_FIELD(block[1]), EV_FIELD(block[2]), EV_FIELD(subkind),
+    EV_FIELD(shared_mem), EV_FIELD(bytes),    EV_FIELD(address),  EV_FIELD(object),
+    EV_FIELD(comm),       EV_FIELD(seq),      EV_FIELD(count),    EV_FIELD(value),
+    EV_FIELD(name2),      EV_FIELD(result),   EV_FIELD(dtype),    EV_FIELD(redop),
+    EV_FIELD(peer)};
+
+#define EV_N_DIFF 3
+#define EV_N (EV_N_DIFF + (int)(sizeof ev_fields / sizeof ev_fields[0]))
+
+static uint64_t
+zz(uint64_t diff)
+{
+    int64_t v = (int64_t)diff;
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static uint64_t
+unzz(uint64_t z)
+{
+    return (z >> 1) ^ (0 - (z & 1));
+}
+
+/* Writes v as a LEB128 varint at p; returns the bytes written (1 to 10). */
+static size_t
+varint_at(unsigned char *p, uint64_t v)
+{
+    size_t n = 0;
+    do {
+        p[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    return n;
+}
+
+/* The varint at b's position (0 and b->fail when it runs past the end or 64 bits). */
+static uint64_t
+get_varint(bytes *b)
+{
+    uint64_t v = 0;
+    int more = 1;
+    for (int s = 0; more && !b->fail; s += 7) {
+        if (b->at >= b->n || s > 63) {
+            b->fail = 1;
+        } else {
+            unsigned char c = b->p[b->at++];
+            v |= (uint64_t)(c & 0x7f) << s;
+            more = c & 0x80;
+        }
+    }
+    return b->fail ? 0 : v;
+}
+
+/* The n events ev, compact (see ev_field): their count, then each event. */
+static void
+put_events(bytes *b, const job_event *ev, size_t n)
+{
+    unsigned char buf[(EV_N + 1) * 10];
+    uint64_t prev_start = 0, prev_corr = 0;
+    put_i64(b, (int64_t)n);
+    for (size_t i = 0; i < n && !b->fail; i++) {
+        const job_event *e = &ev[i];
+        uint64_t v[EV_N], mask = 0;
+        v[0] = zz(e->start_ns - prev_start);
+        v[1] = zz(e->end_ns - e->start_ns);
+        v[2] = zz(e->correlation - prev_corr);
+        for (int k = EV_N_DIFF; k < EV_N; k++) {
+            const ev_field *f = &ev_fields[k - EV_N_DIFF];
+            uint32_t w;
+            if (f->size == 8) {
+                memcpy(&v[k], (const char *)e + f->off, 8);
+            } else {
+                memcpy(&w, (const char *)e + f->off, 4);
+                v[k] = w;
+            }
+        }
+        for (int k = 0; k < EV_N; k++)
+            mask |= (uint64_t)(v[k] != 0) << k;
+        size_t len = varint_at(buf, mask);
+        for (int k = 0; k < EV_N; k++)
+            if (v[k])
+                len += varint_at(buf + len, v[k]);
+        put(b, buf, len);
+        prev_start = e->start_ns;
+        prev_corr = e->correlation;
+    }
+}
+
+/* The events put_events wrote, malloc'd (NULL for none; b->fail when they do not fit
+ * or memory ends), their count in *n. */
+static job_event *
+get_events(bytes *b, size_t *n)
+{
+    int64_t ne = get_i64(b);
+    *n = 0;
+    /* an event is at least its mask's byte */
+    if (ne < 0 || (ne > 0 && (uint64_t)ne > b->n - b->at))
+        b->fail = 1;
+    job_event *ev = b->fail || ne == 0 ? NULL : calloc((size_t)ne, sizeof *ev);
+    uint64_t prev_start = 0, prev_corr = 0;
+    if (ne > 0 && !ev)
+        b->fail = 1;
+    for (int64_t i = 0; ev && i < ne && !b->fail; i++) {
+        job_event *e = &ev[i];
+        uint64_t v[EV_N] = {0}, mask = get_varint(b);
+        if (mask >> EV_N)
+            b->fail = 1; /* not what put_events writes */
+        for (int k = 0; k < EV_N; k++)
+            if (mask >> k & 1)
+                v[k] = get_varint(b);
+        e->start_ns = prev_start + unzz(v[0]);
+        e->end_ns = e->start_ns + unzz(v[1]);
+        e->correlation = prev_corr + unzz(v[2]);
+        for (int k = EV_N_DIFF; k < EV_N; k++) {
+            const ev_field *f = &ev_fields[k - EV_N_DIFF];
+            uint32_t w = (uint32_t)v[k];
+            if (f->size == 8)
+                memcpy((char *)e + f->off, &v[k], 8);
+            else
+                memcpy((char *)e + f->off, &w, 4);
+        }
+        prev_start = e->start_ns;
+        prev_corr = e->correlation;
+    }
+    if (b->fail) {
+        free(ev);
+        ev = NULL;
+    } else {
+        *n = (size_t)ne;
+    }
+    return ev;
+}
+
+/* A signature's rows (h, rs, re: s->n of them), compact: each row's structure as 0 and
+ * its 8 bytes when first met in the rank, else 1 + the number of the distinct structure
+ * met before (a rank repeats a few structures every iteration), then its start as its
+ * difference from the row before and its end from its start (zigzag varints). */
+static void
+put_sig_rows(bytes *b, const job_fold_sig *s)
+{
+    unsigned char buf[3 * 10 + 8];
+    hmap seen = {0};
+    int32_t n_seen = 0;
+    int64_t prev = 0;
+    if (hmap_init(&seen, 64) != 0)
+        b->fail = 1;
+    for (size_t i = 0; i < s->n && !b->fail; i++) {
+        int32_t k = hmap_get(&seen, s->h[i], -1);
+        size_t len = varint_at(buf, (uint64_t)(k + 1));
+        if (k < 0) {
+            memcpy(buf + len, &s->h[i], 8);
+            len += 8;
+            if (hmap_put(&seen, s->h[i], n_seen++) != 0)
+                b->fail = 1;
+        }
+        len += varint_at(buf + len, zz((uint64_t)s->rs[i] - (uint64_t)prev));
+        len += varint_at(buf + len, zz((uint64_t)s->re[i] - (uint64_t)s->rs[i]));
+        put(b, buf, len);
+        prev = s->rs[i];
+    }
+    hmap_free(&seen);
+}
+
+/* Takes into s (s->n set) the rows put_sig_rows wrote (b->fail when they do not fit or
+ * memory ends). */
+static void
+get_sig_rows(bytes *b, job_fold_sig *s)
+{
+    int ok = !b->fail && s->n > 0 && s->n <= (b->n - b->at) / 3; /* 3 bytes a row at least */
+    s->h = ok ? malloc(s->n * sizeof *s->h) : NULL;
+    s->rs = ok ? malloc(s->n * sizeof *s->rs) : NULL;
+    s->re = ok ? malloc(s->n * sizeof *s->re) : NULL;
+    uint64_t *distinct = ok ? malloc(s->n * sizeof *distinct) : NULL;
+    size_t n_distinct = 0;
+    int64_t prev = 0;
+    if (s->n > 0 && (!s->h || !s->rs || !s->re || !distinct))
+        b->fail = 1;
+    for (size_t i = 0; i < s->n && !b->fail; i++) {
+        uint64_t k = get_varint(b);
+        if (k == 0 && n_distinct < s->n) {
+            get(b, &distinct[n_distinct], 8);
+            s->h[i] = distinct[n_distinct++];
+        } else if (k > 0 && k <= n_distinct) {
+            s->h[i] = distinct[k - 1];
+        } else {
+            b->fail = 1; /* not what put_sig_rows writes */
+        }
+        s->rs[i] = (int64_t)((uint64_t)prev + unzz(get_varint(b)));
+        s->re[i] = (int64_t)((uint64_t)s->rs[i] + unzz(get_varint(b)));
+        prev = s->rs[i];
+    }
+    free(distinct);
+}
+
+/* A folded rank's signature, or none (s NULL): whether there is one, then its header
+ * (with that flag, SIG_HEAD bytes) and its rows (put_sig_rows). */
+static void
+put_sig(bytes *b, const job_fold_sig *s)
+{
+    put_i64(b, s != NULL);
+    if (s) {
+        put_i64(b, (int64_t)s->n);
+        put_i64(b, (int64_t)s->hash);
+        put(b, &s->tol, sizeof s->tol);
+        put_i64(b, s->unfoldable);
+        put_sig_rows(b, s);
+    }
+}
+
+/* The bytes of put_sig's flag and header (n, hash, tol, unfoldable). */
+#define SIG_HEAD (5 * 8)
+
+/* The signature put_sig wrote, malloc'd (free with job_fold_sig_free, then free), or
+ * NULL: none, or b->fail. */
+static job_fold_sig *
+get_sig(bytes *b)
+{
+    job_fold_sig *s = NULL;
+    if (get_i64(b) && !b->fail && !(s = calloc(1, sizeof *s)))
+        b->fail = 1;
+    if (s) {
+        s->n = (size_t)get_i64(b);
+        s->hash = (uint64_t)get_i64(b);
+        get(b, &s->tol, sizeof s->tol);
+        s->unfoldable = (int)get_i64(b);
+        get_sig_rows(b, s);
+    }
+    if (s && b->fail) {
+        job_fold_sig_free(s);
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+int
+job_share_wire_pack(const job_event *ev, size_t n, const job_fold_sig *s, unsigned char **out,
+                    size_t *len)
+{
+    bytes b = {0};
+    put_events(&b, ev, n);
+    put_sig(&b, s);
+    int rc = b.fail ? DPRO_ERR_NOMEM : 0;
+    if (rc != 0) {
+        free(b.p);
+        b.p = NULL;
+        b.n = 0;
+    }
+    *out = b.p;
+    *len = b.n;
+    return rc;
+}
+
+int
+job_share_wire_unpack(const unsigned char *p, size_t len, job_event **ev, size_t *n,
+                      job_fold_sig **s)
+{
+    bytes b = {.p = (unsigned char *)p, .n = len};
+    *ev = get_events(&b, n);
+    *s = b.fail ? NULL : get_sig(&b);
+    int rc = b.fail || b.at != len ? DPRO_ERR_CORRUPT : 0;
+    if (rc != 0) {
+        free(*ev);
+        *ev = NULL;
+        *n = 0;
+        if (*s)
+            job_fold_sig_free(*s);
+        free(*s);
+        *s = NULL;
+    }
+    return rc;
 }
 
 /* What failed and what was told: the status, its text, the warnings in order. */
@@ -383,25 +678,21 @@ put_rank(bytes *b, const rank_task *t)
     put_i64(b, t->windowed);
     put_i64(b, t->window_ok);
     put_i64(b, (int64_t)jr->dropped);
-    put_i64(b, (int64_t)jr->n_events);
-    put(b, jr->events, jr->n_events * sizeof *jr->events);
-    const job_fold_sig *s = t->sig;
-    put_i64(b, s != NULL);
-    if (s) {
-        put_i64(b, (int64_t)s->n);
-        put_i64(b, (int64_t)s->hash);
-        put(b, &s->tol, sizeof s->tol);
-        put_i64(b, s->unfoldable);
-        put(b, s->h, s->n * sizeof *s->h);
-        put(b, s->rs, s->n * sizeof *s->rs);
-        put(b, s->re, s->n * sizeof *s->re);
-    }
+    put_events(b, jr->events, jr->n_events);
+    put_sig(b, t->sig);
     put_taken(b, jr);
 }
 
-/* Takes one rank's read from b into t (what process 0 knew of it replaced). */
+/* What process 0 received of the other processes' reads, for the log: the messages'
+ * bytes; the events and the bytes they took there; the signatures' rows and theirs. */
+typedef struct received {
+    uint64_t bytes, events, ev_bytes, sig_rows, sig_bytes;
+} received;
+
+/* Takes one rank's read from b into t (what process 0 knew of it replaced), counting it
+ * in *rv. */
 static void
-get_rank(bytes *b, rank_task *t)
+get_rank(bytes *b, rank_task *t, received *rv)
 {
     job_rank *jr = t->jr;
     get_outcome(b, t);
@@ -410,24 +701,15 @@ get_rank(bytes *b, rank_task *t)
     t->windowed = (int)get_i64(b);
     t->window_ok = (int)get_i64(b);
     jr->dropped = (uint64_t)get_i64(b);
-    int64_t ne = get_i64(b);
     free(jr->events);
-    jr->n_events = 0;
-    jr->events = ne > 0 ? get_array(b, (size_t)ne, sizeof *jr->events) : NULL;
-    if (jr->events)
-        jr->n_events = (size_t)ne;
-    job_fold_sig *s = NULL;
-    if (get_i64(b) && !b->fail && !(s = t->sig = calloc(1, sizeof *t->sig)))
-        b->fail = 1;
-    if (s) {
-        s->n = (size_t)get_i64(b);
-        s->hash = (uint64_t)get_i64(b);
-        get(b, &s->tol, sizeof s->tol);
-        s->unfoldable = (int)get_i64(b);
-        s->h = get_array(b, s->n, sizeof *s->h);
-        s->rs = get_array(b, s->n, sizeof *s->rs);
-        s->re = get_array(b, s->n, sizeof *s->re);
-    }
+    size_t at = b->at;
+    jr->events = get_events(b, &jr->n_events);
+    rv->ev_bytes += b->at - at;
+    rv->events += jr->n_events;
+    at = b->at;
+    t->sig = get_sig(b);
+    rv->sig_bytes += t->sig ? b->at - at - SIG_HEAD : 0;
+    rv->sig_rows += t->sig ? t->sig->n : 0;
     get_taken(b, jr);
 }
 
@@ -562,6 +844,7 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
         t[i].jr->events = NULL;
         t[i].jr->n_events = 0;
     }
+    received rv = {0};
     for (int p = 1; sh->me == 0 && rc == 0 && p < sh->nprocs; p++) {
         int32_t plo, phi;
         job_share_range(&(job_share){.me = p, .nprocs = sh->nprocs}, n, &plo, &phi);
@@ -571,8 +854,9 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
             if (sh->recv(sh->ctx, p, &buf, &b.n) != 0)
                 rc = DPRO_ERR_NOMEM;
             b.p = buf;
+            rv.bytes += b.n;
             if (rc == 0)
-                get_rank(&b, &t[i]);
+                get_rank(&b, &t[i], &rv);
             if (rc == 0 && b.fail)
                 rc = DPRO_ERR_NOMEM;
             free(buf);
@@ -580,5 +864,13 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
                 rc = classify_received(j, &t[i], reps, o);
         }
     }
+    if (sh->me == 0 && rc == 0 && sh->nprocs > 1)
+        pr_info("received the other processes' reads: %llu bytes, their %llu events in %llu "
+                "(%llu as loaded), their signatures' %llu rows in %llu (%llu as held)",
+                (unsigned long long)rv.bytes, (unsigned long long)rv.events,
+                (unsigned long long)rv.ev_bytes,
+                (unsigned long long)(rv.events * sizeof(job_event)),
+                (unsigned long long)rv.sig_rows, (unsigned long long)rv.sig_bytes,
+                (unsigned long long)(rv.sig_rows * (sizeof(uint64_t) + 2 * sizeof(int64_t))));
     return rc;
 }

@@ -29,6 +29,11 @@ check_PROGRAMS += tests/replay/test_ncclname
 tests_replay_test_ncclname_SOURCES = tests/replay/test_ncclname.c tests/unit/testutil.h
 tests_replay_test_ncclname_LDADD = replay/libdproreplay.la
 TESTS += tests/replay/test_ncclname
+# the compact form of a rank's events and signature sent to process 0 (replay/job_share.c)
+check_PROGRAMS += tests/replay/test_job_wire
+tests_replay_test_job_wire_SOURCES = tests/replay/test_job_wire.c tests/unit/testutil.h
+tests_replay_test_job_wire_LDADD = replay/libdproreplay.la
+TESTS += tests/replay/test_job_wire
 # the what-ifs about ranks: one rank slower, more ranks (replay/whatif.c)
 check_PROGRAMS += tests/replay/test_replay_whatif_ranks
 tests_replay_test_replay_whatif_ranks_SOURCES = tests/replay/test_replay_whatif_ranks.c

@@ -13,7 +13,9 @@ replayed by
 of 2, 1, 2, 1 ranks on 6, and more processes than the 3 ranks of no-markers: one reads
 nothing), folded (the default) and --no-fold (and a window, -n 2, on the 16 jittering
 ranks), and the JSON must be the single-process dpro-replay's byte for byte (and,
-to say where it differs, field by field). Each run must also have been distributed:
+to say where it differs, field by field). Process 0 logs what it received of the others'
+reads: the events under half their 160 loaded bytes (they travel compact) and, folded,
+the signatures' rows under their 24 bytes held. Each run must also have been distributed:
 its processes' log lines (DPRO_LOG=info) name P processes whose ranks add up to the
 job's, and exchanges between them; every process read the events of its share of the
 present ranks, k * P / n == p (the shares add up to the job's ranks), process 0
@@ -71,6 +73,9 @@ ALIGNED = re.compile(r"clock alignment: the samples of (\d+) of the (\d+) presen
                      r"they were read")
 ITERS = re.compile(r"iterations: those of (\d+) of the (\d+) present ranks found where they were "
                    r"read")
+RECEIVED = re.compile(r"received the other processes' reads: (\d+) bytes, their (\d+) events in "
+                      r"(\d+) \((\d+) as loaded\), their signatures' (\d+) rows in (\d+) "
+                      r"\((\d+) as held\)")
 PACKED = re.compile(r"read the events of (\d+) of the \d+ present ranks here, handed to process 0 "
                     r"\(held compressed from their classification until sent: (\d+) bytes, "
                     r"(\d+) unpacked\)")
@@ -209,6 +214,16 @@ def compare(name, d, nprocs, extra, opened=True):
               and (got == elsewhere if "--no-fold" in extra else got <= elsewhere),
               "%s: process 0 took %s of the %d ranks read elsewhere from there (%d; log "
               "lines %d)" % (label, what, elsewhere, got, len(found)))
+    got = [tuple(int(x) for x in m.groups()) for m in RECEIVED.finditer(err)]
+    # the ranks' events travel compact: what each event holds, not its 160 loaded bytes;
+    # a folded rank's signature rows too, each structure once a rank
+    check(len(got) == 1 and got[0][2] + got[0][5] <= got[0][0]
+          and (got[0][1] == 0 or 0 < got[0][2] * 2 < got[0][3])
+          and (got[0][4] == 0 or 0 < got[0][5] < got[0][6])
+          and ("--no-fold" not in extra or got[0][4] == 0),
+          "%s: process 0 received the others' events compact, under half their loaded "
+          "size, and the signatures' rows (when folding) under their size held (bytes; "
+          "events, their bytes, loaded; rows, their bytes, held: %s)" % (label, got))
     packed = [tuple(int(x) for x in m.groups()) for m in PACKED.finditer(err)]
     if reads > 0:  # folded while read: the other processes held their reads compressed
         check(len(packed) == nprocs - 1 and all(0 < p[1] < p[2] for p in packed if p[0] > 0),

@@ -1,0 +1,146 @@
+/* test_job_wire: the compact form in which a rank's events and signature travel to
+ * process 0 under shared reading (replay/job_share.c, job_share_wire_pack and _unpack)
+ * gives back every field of every event and every signature row, bit for bit: random
+ * events (each field zero or not at random, small and full-width values, negative
+ * signed fields, starts out of order, ends before starts, correlations going back),
+ * random signature rows (structures repeated and new, negative and extreme times); what
+ * is cut short or has bytes left over is refused; and an event holding a few small
+ * fields costs a few bytes, not its 160. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dprotrace.h"
+#include "replay/job_int.h"
+#include "tests/unit/testutil.h"
+
+static uint64_t lcg = 88172645463325252ull;
+
+static uint64_t
+rnd(void)
+{
+    lcg ^= lcg << 13;
+    lcg ^= lcg >> 7;
+    lcg ^= lcg << 17;
+    return lcg;
+}
+
+/* Zero half the time; else a value of 1 to 64 random bits. */
+static uint64_t
+field(void)
+{
+    if (rnd() & 1)
+        return 0;
+    int bits = 1 + (int)(rnd() % 64);
+    return bits == 64 ? rnd() : rnd() & ((1ull << bits) - 1);
+}
+
+static void
+random_event(job_event *e)
+{
+    uint64_t *w64[] = {&e->start_ns, &e->end_ns,  &e->correlation, &e->stream, &e->object,
+                       &e->bytes,    &e->address, &e->comm,        &e->seq,    &e->count};
+    uint32_t *w32[] = {&e->kind,     &e->subkind,    &e->thread,   &e->name,    &e->name2,
+                       &e->device,   &e->shared_mem, &e->grid[0],  &e->grid[1], &e->grid[2],
+                       &e->block[0], &e->block[1],   &e->block[2], &e->dtype,   &e->redop};
+    for (size_t k = 0; k < sizeof w64 / sizeof w64[0]; k++)
+        *w64[k] = field();
+    for (size_t k = 0; k < sizeof w32 / sizeof w32[0]; k++)
+        *w32[k] = (uint32_t)field();
+    e->value = (int64_t)field();
+    e->result = (int32_t)field();
+    e->peer = rnd() & 1 ? -1 : (int32_t)field();
+}
+
+/* Packs (ev, n, s), unpacks, and checks that all came back bit for bit and that every
+ * shorter prefix (of the first 200 bytes) and one byte more are refused. */
+static void
+roundtrip(const job_event *ev, size_t n, const job_fold_sig *s)
+{
+    unsigned char *p = NULL;
+    size_t len = 0, got_n = 0;
+    job_event *got = NULL;
+    job_fold_sig *gs = NULL;
+    REQUIRE(job_share_wire_pack(ev, n, s, &p, &len) == 0 && p);
+    CHECK_EQ(job_share_wire_unpack(p, len, &got, &got_n, &gs), 0);
+    CHECK_EQ_U(got_n, n);
+    CHECK(n == 0 ? got == NULL : got && memcmp(got, ev, n * sizeof *ev) == 0);
+    CHECK((s == NULL) == (gs == NULL));
+    if (s && gs) {
+        CHECK(gs->n == s->n && gs->hash == s->hash && gs->tol == s->tol &&
+              gs->unfoldable == s->unfoldable);
+        CHECK(s->n == 0 || (memcmp(gs->h, s->h, s->n * sizeof *s->h) == 0 &&
+                            memcmp(gs->rs, s->rs, s->n * sizeof *s->rs) == 0 &&
+                            memcmp(gs->re, s->re, s->n * sizeof *s->re) == 0));
+        job_fold_sig_free(gs);
+    }
+    free(gs);
+    free(got);
+    int refused = 1;
+    for (size_t cut = 0; cut < len && cut < 200; cut++) {
+        gs = NULL;
+        got = NULL;
+        refused &= job_share_wire_unpack(p, cut, &got, &got_n, &gs) == DPRO_ERR_CORRUPT && !got &&
+                   !gs && got_n == 0;
+    }
+    CHECK(refused);
+    unsigned char *more = malloc(len + 1);
+    REQUIRE(more);
+    memcpy(more, p, len);
+    more[len] = 0;
+    CHECK_EQ(job_share_wire_unpack(more, len + 1, &got, &got_n, &gs), DPRO_ERR_CORRUPT);
+    free(more);
+    free(p);
+}
+
+int
+main(void)
+{
+    enum { N = 5000 };
+    job_event *ev = calloc(N, sizeof *ev); /* calloc: the padding compares equal */
+    REQUIRE(ev);
+    for (size_t i = 0; i < N; i++)
+        random_event(&ev[i]);
+    roundtrip(ev, N, NULL);
+    roundtrip(ev, 1, NULL);
+    roundtrip(NULL, 0, NULL);
+
+    job_fold_sig s = {.n = N, .hash = rnd(), .tol = 1234.5, .unfoldable = 1};
+    s.h = malloc(N * sizeof *s.h);
+    s.rs = malloc(N * sizeof *s.rs);
+    s.re = malloc(N * sizeof *s.re);
+    REQUIRE(s.h && s.rs && s.re);
+    uint64_t pool[7];
+    for (int k = 0; k < 7; k++)
+        pool[k] = rnd();
+    for (size_t i = 0; i < N; i++) {
+        s.h[i] = rnd() % 4 ? pool[rnd() % 7] : rnd();
+        s.rs[i] = (int64_t)field() * (rnd() & 1 ? -1 : 1);
+        s.re[i] = i % 100 == 0 ? INT64_MIN : (int64_t)field();
+    }
+    roundtrip(ev, N, &s);
+    job_fold_sig empty = {.hash = 7};
+    roundtrip(ev, 3, &empty);
+
+    /* a kernel's few small fields: a few bytes */
+    job_event k[100];
+    memset(k, 0, sizeof k);
+    for (int i = 0; i < 100; i++) {
+        k[i].kind = DPRO_KIND_KERNEL;
+        k[i].start_ns = 1000000000ull + 5000ull * (uint64_t)i;
+        k[i].end_ns = k[i].start_ns + 3000;
+        k[i].correlation = 100 + (uint64_t)i;
+        k[i].stream = 7;
+        k[i].name = 12;
+    }
+    unsigned char *p = NULL;
+    size_t len = 0;
+    REQUIRE(job_share_wire_pack(k, 100, NULL, &p, &len) == 0);
+    printf("100 kernels of 6 small fields: %zu bytes (%zu loaded)\n", len, sizeof k);
+    CHECK(len < 100 * 12);
+    free(p);
+    roundtrip(k, 100, NULL);
+    job_fold_sig_free(&s);
+    free(ev);
+    return tests_done();
+}
