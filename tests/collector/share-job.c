@@ -6,13 +6,22 @@
  * disabled and a forced flush, as Kineto stops; then POST launches. Prints one line per
  * kernel record it got ("kernel CORR START_NS END_NS", its ticks converted back to ns) and
  * "records=N". Linked against simgpu's libcuda and libcupti.
+ *
+ * A mode (argv[1]) varies the client as the sharing's hard cases: "coarse", a clock that
+ * steps every 64 us; "windows", the kind disabled after half the launches and enabled again
+ * at once, without a flush (a second profiler window); "reregister", the callbacks
+ * registered again from inside the first buffer-completed callback; "exit-on", the job
+ * exits with the kind still enabled and nothing flushed, the client's state gone at exit
+ * (as Kineto's static objects are destroyed): any callback after that says "late callback".
  */
 #include "config.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cuda.h>
 #include <cupti.h>
@@ -27,6 +36,8 @@
 static uint8_t *bufs[64];
 static size_t valids[64];
 static int nbufs, asked;
+static const char *mode = "";
+static volatile int gone; /* exit-on: the client's state is destroyed */
 
 static uint64_t CUPTIAPI
 ticks(void)
@@ -34,12 +45,32 @@ ticks(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     double ns = (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+    if (strcmp(mode, "coarse") == 0)
+        ns -= (double)((uint64_t)ns % 64000u);
     return (uint64_t)(ns * SHARE_RATE + SHARE_SHIFT);
 }
+
+static void
+late(void)
+{
+    static const char msg[] = "share-job: late callback\n";
+    if (gone && write(2, msg, sizeof msg - 1) < 0)
+        _exit(3);
+}
+
+static void
+destroy(void)
+{
+    gone = 1;
+}
+
+static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                               size_t valid);
 
 static void CUPTIAPI
 requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
+    late();
     *buffer = asked < 64 ? aligned_alloc(8, BUF_BYTES) : NULL;
     *size = *buffer ? BUF_BYTES : 0;
     *max_records = 0;
@@ -50,6 +81,10 @@ static void CUPTIAPI
 completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
 {
     (void)ctx, (void)stream, (void)size;
+    late();
+    if (strcmp(mode, "reregister") == 0 && nbufs == 0 &&
+        cuptiActivityRegisterCallbacks(requested, completed) != CUPTI_SUCCESS)
+        fprintf(stderr, "share-job: registering again failed\n");
     if (nbufs < 64) {
         bufs[nbufs] = buffer;
         valids[nbufs++] = valid;
@@ -66,7 +101,7 @@ launch(CUfunction f, int n)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
     CUcontext ctx;
     CUfunction f;
@@ -76,6 +111,7 @@ main(void)
         fprintf(stderr, "share-job: no driver\n");
         return 1;
     }
+    mode = argc > 1 ? argv[1] : "";
     int ok = launch(f, PRE);
     if (cuptiActivityRegisterTimestampCallback(ticks) != CUPTI_SUCCESS ||
         cuptiActivityRegisterCallbacks(requested, completed) != CUPTI_SUCCESS ||
@@ -83,7 +119,21 @@ main(void)
         fprintf(stderr, "share-job: CUPTI refused the client\n");
         return 1;
     }
-    ok += launch(f, N);
+    if (strcmp(mode, "exit-on") == 0) {
+        atexit(destroy);
+        ok += launch(f, N) + launch(f, POST);
+        printf("records=0\n");
+        return ok == PRE + N + POST ? 0 : 1;
+    }
+    if (strcmp(mode, "windows") == 0) {
+        ok += launch(f, N / 2);
+        if (cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS ||
+            cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
+            fprintf(stderr, "share-job: a second window refused\n");
+        ok += launch(f, N - N / 2);
+    } else {
+        ok += launch(f, N);
+    }
     cuCtxSynchronize();
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
