@@ -190,7 +190,14 @@ cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc funcTimestamp
     if (atomic_load(&share.mode) == SHARE_ON && funcTimestamp) {
         uint64_t m0 = 0, k0 = 0, m1 = 0, k1 = 0;
         share_anchor(funcTimestamp, &m0, &k0);
-        share_anchor(funcTimestamp, &m1, &k1);
+        /* a coarse clock (microseconds, a slow counter) may read the same twice in a row:
+         * wait for it to step, SHARE_FIT_NS at most, once */
+        for (int i = 0; i == 0 || (k1 <= k0 && m1 - m0 < SHARE_FIT_NS); i++) {
+            struct timespec step = {0, 20000};
+            if (i)
+                nanosleep(&step, NULL);
+            share_anchor(funcTimestamp, &m1, &k1);
+        }
         if (k1 > k0 && m1 > m0) {
             pthread_mutex_lock(&share.fit_lock);
             share.m0 = share.m1 = m1;
