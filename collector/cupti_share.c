@@ -603,7 +603,8 @@ cupti_share_deliver(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t vali
     if (lost) {
         atomic_fetch_add(&share.lost, lost);
         if (!atomic_flag_test_and_set(&share.said_lost))
-            coll_warn("CUPTI is shared: the other tool gave no buffer for %llu records",
+            coll_warn("CUPTI is shared: no room for %llu records in the other tool's buffers "
+                      "(none given, or too small): not copied, counted in cupti_shared_lost",
                       (unsigned long long)lost);
     }
 }

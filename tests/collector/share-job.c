@@ -12,7 +12,9 @@
  * at once, without a flush (a second profiler window); "reregister", the callbacks
  * registered again from inside the first buffer-completed callback; "exit-on", the job
  * exits with the kind still enabled and nothing flushed, the client's state gone at exit
- * (as Kineto's static objects are destroyed): any callback after that says "late callback".
+ * (as Kineto's static objects are destroyed): any callback after that says "late callback";
+ * "small", buffers of 128 bytes, too small for a kernel record; "odd", buffers 3 bytes
+ * past an 8-byte boundary.
  */
 #include "config.h"
 
@@ -71,8 +73,10 @@ static void CUPTIAPI
 requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
     late();
-    *buffer = asked < 64 ? aligned_alloc(8, BUF_BYTES) : NULL;
-    *size = *buffer ? BUF_BYTES : 0;
+    size_t skew = strcmp(mode, "odd") == 0 ? 3 : 0;
+    uint8_t *b = asked < 64 ? aligned_alloc(8, BUF_BYTES) : NULL;
+    *buffer = b ? b + skew : NULL;
+    *size = b ? (strcmp(mode, "small") == 0 ? 128 : BUF_BYTES - skew) : 0;
     *max_records = 0;
     asked++;
 }

@@ -4,7 +4,9 @@ its hard cases, each a mode of share-job on simgpu: a client clock that steps ev
 (still shared, the copies within a step of the collector's times); a second profiler window
 opened right after the first, nothing flushed between (the client gets the records of
 both); the client registering its callbacks again from inside its buffer-completed
-callback (no deadlock, nothing lost); the job exiting with the client's kind enabled and
+callback (no deadlock, nothing lost); buffers 3 bytes off alignment (the copies aligned in
+them); buffers too small for a record (each record counted lost, said once, nothing
+written past them); the job exiting with the client's kind enabled and
 its state destroyed at exit (no callback reaches it after that). In every case the
 collector keeps all of its own 30 kernels."""
 import os
@@ -25,11 +27,11 @@ TAKEN_SAID = "CUPTI's device records are taken by another tool"
 def shared(mode, records_want, tolerance_ns):
     """Runs mode; checks that CUPTI was shared, the collector kept its 30 kernels and the
     client got records_want records, the kernels launched while it had them enabled (the
-    6th to the 25th launch), each within tolerance_ns of the collector's times. Returns
-    stderr."""
+    6th to the 25th launch), each within tolerance_ns of the collector's times (records_want
+    None: not the client's records). Returns share_run's answer."""
     got = ct.share_run(mode, timeout=30)
     if not got:
-        return ""
+        return None
     mine, records, err, doc = got
     meta = doc["meta"]
     ct.check(err.count(SHARED_SAID) == 1 and TAKEN_SAID not in err,
@@ -40,7 +42,7 @@ def shared(mode, records_want, tolerance_ns):
              "%s: the collector keeps its 30 kernels: %d of %d launches"
              % (mode, len(kernels), len(launches)))
     if records_want is None:
-        return err
+        return got
     ct.check(records == records_want and sorted(mine) == launches[5:25] and
              meta.get("cupti_shared_records") == str(records_want) and
              meta.get("cupti_shared_lost") == "0",
@@ -52,7 +54,7 @@ def shared(mode, records_want, tolerance_ns):
                                 abs(e - kernels[c]["t1"]) > tolerance_ns)]
     ct.check(not off, "%s: the client's times are the collector's within %d ns (corr, "
              "start and end apart): %s" % (mode, tolerance_ns, off[:3]))
-    return err
+    return got
 
 
 # a clock of 64 us steps: two readings in a row are mostly equal; still a clock
@@ -62,9 +64,20 @@ shared("windows", 20, 2000)
 # registering again from inside the completed callback: CUPTI's thread calls it while
 # delivering; the collector holds no lock of its own across the client's callbacks
 shared("reregister", 20, 2000)
+# a misaligned buffer: the copies start at its first 8-byte boundary
+shared("odd", 20, 2000)
+# buffers too small for any record: none written, each counted, said once
+got = shared("small", None, 0)
+if got:
+    mine, records, err, doc = got
+    meta = doc["meta"]
+    ct.check(records == 0 and meta.get("cupti_shared_records") == "0" and
+             meta.get("cupti_shared_lost") == "20" and err.count("no room") == 1,
+             "small: the client's 20 records counted lost, said once: %d records, %s, %s"
+             % (records, {k: v for k, v in meta.items() if "shared" in k}, err[-1000:]))
 # exit with the kind on: the collector's last flush hands nothing to a client whose state
 # its exit handler destroyed
-err = shared("exit-on", None, 0)
-ct.check("late callback" not in err, "exit-on: no callback after the client's exit handler "
-         "ran: %s" % err[-1000:])
+got = shared("exit-on", None, 0)
+ct.check(got and "late callback" not in got[2], "exit-on: no callback after the client's "
+         "exit handler ran: %s" % (got[2][-1000:] if got else None))
 ct.finish()
