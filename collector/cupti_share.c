@@ -203,8 +203,8 @@ cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc funcTimestamp
             share.m0 = share.m1 = m1;
             share.k0 = share.k1 = k1;
             share.rate = (double)(k1 - k0) / (double)(m1 - m0); /* refitted at delivery */
-            pthread_mutex_unlock(&share.fit_lock);
             atomic_store(&share.clock, funcTimestamp);
+            pthread_mutex_unlock(&share.fit_lock);
             errno = saved;
             return CUPTI_SUCCESS;
         }
@@ -422,10 +422,11 @@ static struct share_map
 share_fit(void)
 {
     struct share_map map = {0};
-    CUpti_TimestampCallbackFunc clock = atomic_load(&share.clock);
-    if (clock == NULL)
+    if (atomic_load(&share.clock) == NULL)
         return map;
+    /* the clock and its anchors together: Kineto may register another clock meanwhile */
     pthread_mutex_lock(&share.fit_lock);
+    CUpti_TimestampCallbackFunc clock = atomic_load(&share.clock);
     uint64_t since = coll_now() - share.m0;
     if (since < SHARE_FIT_NS) {
         struct timespec ts = {0, (long)(SHARE_FIT_NS - since)};

@@ -14,7 +14,8 @@
  * exits with the kind still enabled and nothing flushed, the client's state gone at exit
  * (as Kineto's static objects are destroyed): any callback after that says "late callback";
  * "small", buffers of 128 bytes, too small for a kernel record; "odd", buffers 3 bytes
- * past an 8-byte boundary.
+ * past an 8-byte boundary; "replace", another clock (7 ticks a ns) registered first, then
+ * replaced by the one the records are read with.
  */
 #include "config.h"
 
@@ -50,6 +51,14 @@ ticks(void)
     if (strcmp(mode, "coarse") == 0)
         ns -= (double)((uint64_t)ns % 64000u);
     return (uint64_t)(ns * SHARE_RATE + SHARE_SHIFT);
+}
+
+static uint64_t CUPTIAPI
+other_ticks(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) * 7;
 }
 
 static void
@@ -117,6 +126,8 @@ main(int argc, char **argv)
     }
     mode = argc > 1 ? argv[1] : "";
     int ok = launch(f, PRE);
+    if (strcmp(mode, "replace") == 0 && cuptiActivityRegisterTimestampCallback(other_ticks))
+        fprintf(stderr, "share-job: the first clock refused\n");
     if (cuptiActivityRegisterTimestampCallback(ticks) != CUPTI_SUCCESS ||
         cuptiActivityRegisterCallbacks(requested, completed) != CUPTI_SUCCESS ||
         cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
@@ -126,6 +137,7 @@ main(int argc, char **argv)
     if (strcmp(mode, "exit-on") == 0) {
         atexit(destroy);
         ok += launch(f, N) + launch(f, POST);
+        cuCtxSynchronize(); /* the records pending in CUPTI, not on the device */
         printf("records=0\n");
         return ok == PRE + N + POST ? 0 : 1;
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """CUPTI shared with a second activity client (share-job, Kineto's calls without torch) in
 its hard cases, each a mode of share-job on simgpu: a client clock that steps every 64 us
-(still shared, the copies within a step of the collector's times); a second profiler window
+(still shared, the copies within a step of the collector's times); a clock replaced by
+another (the copies on the latest); a second profiler window
 opened right after the first, nothing flushed between (the client gets the records of
 both); the client registering its callbacks again from inside its buffer-completed
 callback (no deadlock, nothing lost); buffers 3 bytes off alignment (the copies aligned in
@@ -59,6 +60,8 @@ def shared(mode, records_want, tolerance_ns):
 
 # a clock of 64 us steps: two readings in a row are mostly equal; still a clock
 shared("coarse", 20, 2 * 64000 * 2.5)
+# a clock replaced by another before the buffers are registered: the latest one counts
+shared("replace", 20, 2000)
 # a second window at once: the first window's records, not yet delivered, still go to it
 shared("windows", 20, 2000)
 # registering again from inside the completed callback: CUPTI's thread calls it while
