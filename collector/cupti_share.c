@@ -14,7 +14,9 @@
  * pass on) completes our buffers in the flushing thread, so the copies reach Kineto before
  * its flush returns, as its own records would. Kinds Kineto enables and we do not record
  * are enabled in CUPTI for it and disabled when it disables them; kinds we record stay
- * enabled whatever Kineto does.
+ * enabled whatever Kineto does. Kineto's callbacks run with no lock of ours held (they may
+ * call CUPTI, which may deliver again in the same thread, or register again); once the
+ * process exits nothing more goes to Kineto (its objects are static, destroyed at exit).
  *
  * Clock. CUPTI keeps stamping with the collector's clock (CLOCK_MONOTONIC, the clock of
  * every host event of every rank in the trace); the copies are converted to Kineto's clock

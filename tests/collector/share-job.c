@@ -15,7 +15,10 @@
  * (as Kineto's static objects are destroyed): any callback after that says "late callback";
  * "small", buffers of 128 bytes, too small for a kernel record; "odd", buffers 3 bytes
  * past an 8-byte boundary; "replace", another clock (7 ticks a ns) registered first, then
- * replaced by the one the records are read with.
+ * replaced by the one the records are read with; "tight", buffers with room for 3 kernel
+ * records and a few bytes (the 4th record goes to the next buffer), and a kind the
+ * collector cannot copy (PC sampling) asked for twice: "share-job: unsupported=N" on
+ * stderr says how often it was refused.
  */
 #include "config.h"
 
@@ -85,7 +88,12 @@ requested(uint8_t **buffer, size_t *size, size_t *max_records)
     size_t skew = strcmp(mode, "odd") == 0 ? 3 : 0;
     uint8_t *b = asked < 64 ? aligned_alloc(8, BUF_BYTES) : NULL;
     *buffer = b ? b + skew : NULL;
-    *size = b ? (strcmp(mode, "small") == 0 ? 128 : BUF_BYTES - skew) : 0;
+    size_t bytes = BUF_BYTES - skew;
+    if (strcmp(mode, "small") == 0)
+        bytes = 128;
+    else if (strcmp(mode, "tight") == 0)
+        bytes = 3 * ((sizeof(CUpti_ActivityKernel10) + 7) & ~(size_t)7) + 5;
+    *size = b ? bytes : 0;
     *max_records = 0;
     asked++;
 }
@@ -133,6 +141,13 @@ main(int argc, char **argv)
         cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
         fprintf(stderr, "share-job: CUPTI refused the client\n");
         return 1;
+    }
+    if (strcmp(mode, "tight") == 0) {
+        int refused = 0;
+        for (int i = 0; i < 2; i++)
+            refused +=
+                cuptiActivityEnable(CUPTI_ACTIVITY_KIND_PC_SAMPLING) == CUPTI_ERROR_NOT_SUPPORTED;
+        fprintf(stderr, "share-job: unsupported=%d\n", refused);
     }
     if (strcmp(mode, "exit-on") == 0) {
         atexit(destroy);

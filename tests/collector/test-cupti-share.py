@@ -6,7 +6,8 @@ another (the copies on the latest); a second profiler window
 opened right after the first, nothing flushed between (the client gets the records of
 both); the client registering its callbacks again from inside its buffer-completed
 callback (no deadlock, nothing lost); buffers 3 bytes off alignment (the copies aligned in
-them); buffers too small for a record (each record counted lost, said once, nothing
+them); buffers of 3 records (the 4th in the next one) and a kind the collector cannot copy
+(refused, said once); buffers too small for a record (each record counted lost, said once, nothing
 written past them); the job exiting with the client's kind enabled and
 its state destroyed at exit (no callback reaches it after that). In every case the
 collector keeps all of its own 30 kernels."""
@@ -69,6 +70,13 @@ shared("windows", 20, 2000)
 shared("reregister", 20, 2000)
 # a misaligned buffer: the copies start at its first 8-byte boundary
 shared("odd", 20, 2000)
+# buffers of 3 records: a record larger than the room left goes to the next buffer; a kind
+# the collector cannot copy is refused, said once
+got = shared("tight", 20, 2000)
+if got:
+    ct.check(got[2].count("is not enabled for the other tool") == 1 and
+             "share-job: unsupported=2" in got[2],
+             "tight: PC sampling refused, said once: %s" % got[2][-1000:])
 # buffers too small for any record: none written, each counted, said once
 got = shared("small", None, 0)
 if got:
