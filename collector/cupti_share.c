@@ -105,6 +105,7 @@ static struct {
     CUpti_BuffersCallbackCompleteFunc owner; /* whose buffer it is (its completed callback) */
     uint8_t *buf;
     size_t size, start, used; /* start: the first record's offset (8-aligned) */
+    size_t max, count;        /* the most records Kineto wants in it (0: any), those in it */
 } share_out;
 
 void
@@ -482,6 +483,8 @@ share_convert(const struct share_map *map, uint64_t *times[5], int ntimes)
         if (t == (uint64_t)CUPTI_TIMESTAMP_UNKNOWN || t == UINT64_MAX || !map->convert)
             continue;
         double d = (double)((int64_t)share_ours(t) - (int64_t)map->m1) * map->rate;
+        if (d > 0x1p62 || d < -0x1p62) /* no time of this run: left as CUPTI gave it */
+            continue;
         *times[i] = (uint64_t)((int64_t)map->k1 + (int64_t)(d < 0 ? d - 0.5 : d + 0.5));
     }
 }
@@ -503,6 +506,15 @@ share_complete(CUcontext ctx, uint32_t stream)
     pthread_mutex_lock(&share_out_lock);
 }
 
+/* Is there a held buffer with room for a record of bytes more (0: any buffer)? Under
+ * share_out_lock. */
+static int
+share_fits(size_t bytes)
+{
+    return share_out.buf && share_out.used + bytes <= share_out.size &&
+           (bytes == 0 || share_out.max == 0 || share_out.count < share_out.max);
+}
+
 /* Makes room for bytes more in the held buffer (handing a full one over, taking a new one
  * from Kineto); 0 if Kineto gives none. Under share_out_lock, dropped around Kineto's
  * callbacks (share_complete). */
@@ -510,7 +522,7 @@ static int
 share_room(size_t bytes, CUcontext ctx, uint32_t stream)
 {
     CUpti_BuffersCallbackCompleteFunc done = atomic_load(&share.completed);
-    if (share_out.buf && share_out.owner == done && share_out.used + bytes <= share_out.size)
+    if (share_out.buf && share_out.owner == done && share_fits(bytes))
         return 1;
     if (share_out.buf && (share_out.owner != done || share_out.used > share_out.start))
         share_complete(ctx, stream);
@@ -525,6 +537,7 @@ share_room(size_t bytes, CUcontext ctx, uint32_t stream)
             share_out.owner = done;
             share_out.buf = b;
             share_out.size = size;
+            share_out.max = max_records;
             share_out.start = share_out.used = (8 - ((uintptr_t)b & 7)) & 7;
             if (share_out.start > size) /* too small to align: nothing fits */
                 share_out.start = share_out.used = size;
@@ -534,7 +547,7 @@ share_room(size_t bytes, CUcontext ctx, uint32_t stream)
             pthread_mutex_lock(&share_out_lock);
         }
     }
-    return share_out.buf && share_out.used + bytes <= share_out.size;
+    return share_fits(bytes);
 }
 
 /* Hands back a held buffer of a former registration's. */
@@ -571,6 +584,7 @@ share_copy(CUpti_Activity *rec, size_t span, const struct share_map *map, CUcont
     share_layout(copy, times, &n, &corr);
     share_convert(map, times, n);
     share_out.used += padded;
+    share_out.count++;
     return 1;
 }
 

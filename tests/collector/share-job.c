@@ -18,7 +18,8 @@
  * replaced by the one the records are read with; "tight", buffers with room for 3 kernel
  * records and a few bytes (the 4th record goes to the next buffer), and a kind the
  * collector cannot copy (PC sampling) asked for twice: "share-job: unsupported=N" on
- * stderr says how often it was refused.
+ * stderr says how often it was refused; "max2", buffers of at most 2 records
+ * (maxNumRecords): "share-job: N records in a buffer" on stderr for one holding more.
  */
 #include "config.h"
 
@@ -94,7 +95,7 @@ requested(uint8_t **buffer, size_t *size, size_t *max_records)
     else if (strcmp(mode, "tight") == 0)
         bytes = 3 * ((sizeof(CUpti_ActivityKernel10) + 7) & ~(size_t)7) + 5;
     *size = b ? bytes : 0;
-    *max_records = 0;
+    *max_records = strcmp(mode, "max2") == 0 ? 2 : 0;
     asked++;
 }
 
@@ -171,8 +172,11 @@ main(int argc, char **argv)
     int records = 0;
     for (int b = 0; b < nbufs; b++) {
         CUpti_Activity *rec = NULL;
+        int in_buffer = 0;
         while (cuptiActivityGetNextRecord(bufs[b], valids[b], &rec) == CUPTI_SUCCESS) {
             records++;
+            if (++in_buffer == 3 && strcmp(mode, "max2") == 0)
+                fprintf(stderr, "share-job: %d records in a buffer\n", in_buffer);
             if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
                 continue;
             const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;

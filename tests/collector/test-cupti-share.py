@@ -7,7 +7,7 @@ opened right after the first, nothing flushed between (the client gets the recor
 both); the client registering its callbacks again from inside its buffer-completed
 callback (no deadlock, nothing lost); buffers 3 bytes off alignment (the copies aligned in
 them); buffers of 3 records (the 4th in the next one) and a kind the collector cannot copy
-(refused, said once); buffers too small for a record (each record counted lost, said once, nothing
+(refused, said once); buffers of at most 2 records (maxNumRecords); buffers too small for a record (each record counted lost, said once, nothing
 written past them); the job exiting with the client's kind enabled and
 its state destroyed at exit (no callback reaches it after that). In every case the
 collector keeps all of its own 30 kernels."""
@@ -77,6 +77,10 @@ if got:
     ct.check(got[2].count("is not enabled for the other tool") == 1 and
              "share-job: unsupported=2" in got[2],
              "tight: PC sampling refused, said once: %s" % got[2][-1000:])
+# at most 2 records a buffer (maxNumRecords, CUPTI's contract): never more
+got = shared("max2", 20, 2000)
+ct.check(got and "records in a buffer" not in got[2],
+         "max2: no buffer holds more than 2 records: %s" % (got[2][-1000:] if got else None))
 # buffers too small for any record: none written, each counted, said once
 got = shared("small", None, 0)
 if got:
