@@ -19,7 +19,9 @@
  * records and a few bytes (the 4th record goes to the next buffer), and a kind the
  * collector cannot copy (PC sampling) asked for twice: "share-job: unsupported=N" on
  * stderr says how often it was refused; "max2", buffers of at most 2 records
- * (maxNumRecords): "share-job: N records in a buffer" on stderr for one holding more.
+ * (maxNumRecords): "share-job: N records in a buffer" on stderr for one holding more;
+ * "fork", the job forks after the launches, its child calling CUPTI as Kineto would
+ * (enable, register, flush) and leaving with _exit: "share-job: child N" says how it ended.
  */
 #include "config.h"
 
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -167,6 +170,19 @@ main(int argc, char **argv)
         ok += launch(f, N);
     }
     cuCtxSynchronize();
+    if (strcmp(mode, "fork") == 0) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            int rc = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS;
+            rc |= cuptiActivityRegisterCallbacks(requested, completed) != CUPTI_SUCCESS;
+            rc |= cuptiActivityFlushAll(0) != CUPTI_SUCCESS;
+            _exit(rc);
+        }
+        int status = -1;
+        if (pid > 0)
+            waitpid(pid, &status, 0);
+        fprintf(stderr, "share-job: child %d\n", status);
+    }
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     int records = 0;

@@ -7,7 +7,7 @@ opened right after the first, nothing flushed between (the client gets the recor
 both); the client registering its callbacks again from inside its buffer-completed
 callback (no deadlock, nothing lost); buffers 3 bytes off alignment (the copies aligned in
 them); buffers of 3 records (the 4th in the next one) and a kind the collector cannot copy
-(refused, said once); buffers of at most 2 records (maxNumRecords); buffers too small for a record (each record counted lost, said once, nothing
+(refused, said once); buffers of at most 2 records (maxNumRecords); a fork (the child calls CUPTI, the parent goes on sharing); buffers too small for a record (each record counted lost, said once, nothing
 written past them); the job exiting with the client's kind enabled and
 its state destroyed at exit (no callback reaches it after that). In every case the
 collector keeps all of its own 30 kernels."""
@@ -81,6 +81,11 @@ if got:
 got = shared("max2", 20, 2000)
 ct.check(got and "records in a buffer" not in got[2],
          "max2: no buffer holds more than 2 records: %s" % (got[2][-1000:] if got else None))
+# a fork after the client registered: the child calls CUPTI as the client would and ends;
+# the parent's sharing goes on
+got = shared("fork", 20, 2000)
+ct.check(got and "share-job: child 0" in got[2],
+         "fork: the child's CUPTI calls succeed: %s" % (got[2][-1000:] if got else None))
 # buffers too small for any record: none written, each counted, said once
 got = shared("small", None, 0)
 if got:
