@@ -14,7 +14,9 @@
  * pass on) completes our buffers in the flushing thread, so the copies reach Kineto before
  * its flush returns, as its own records would. Kinds Kineto enables and we do not record
  * are enabled in CUPTI for it and disabled when it disables them; kinds we record stay
- * enabled whatever Kineto does.
+ * enabled whatever Kineto does. Kineto's callbacks run with no lock of ours held (they may
+ * call CUPTI, which may deliver again in the same thread, or register again); once the
+ * process exits nothing more goes to Kineto (its objects are static, destroyed at exit).
  *
  * Clock. CUPTI keeps stamping with the collector's clock (CLOCK_MONOTONIC, the clock of
  * every host event of every rank in the trace); the copies are converted to Kineto's clock
@@ -54,6 +56,7 @@
 
 #define SHARE_FIT_NS 10000000 /* the shortest span the clock rate is fitted over */
 #define SHARE_KINDS 128       /* activity kinds tracked (CUPTI_ACTIVITY_KIND_COUNT is less) */
+#define SHARE_WINDOWS 8       /* Kineto's latest windows of a kind kept (profiler windows) */
 
 enum share_mode { SHARE_UNDECIDED, SHARE_ON, SHARE_OFF };
 
@@ -72,15 +75,20 @@ static struct {
     _Atomic(CUpti_BuffersCallbackRequestFunc) requested;
     _Atomic(CUpti_BuffersCallbackCompleteFunc) completed;
     _Atomic(CUpti_TimestampCallbackFunc) clock;
-    /* Kineto's window of a kind: the records of the calls made while it had the kind
+    /* Kineto's windows of a kind: the records of the calls made while it had the kind
      * enabled, by correlation id (the work of a call made before its disabling is
      * recorded, as CUPTI records it: the device runs behind the host). 1 + the last id
      * seen when it enabled the kind (0: never), 1 + the last id when it disabled it (0:
-     * enabled now). */
-    _Atomic uint64_t on[SHARE_KINDS], off[SHARE_KINDS];
+     * enabled now); the latest SHARE_WINDOWS windows, window[kind] the current one's slot,
+     * so that the records of a window closed just before the next one opens, delivered
+     * later, still go to Kineto. */
+    _Atomic uint64_t on[SHARE_KINDS][SHARE_WINDOWS], off[SHARE_KINDS][SHARE_WINDOWS];
+    _Atomic unsigned window[SHARE_KINDS];
     _Atomic unsigned char own[SHARE_KINDS]; /* the collector records the kind itself */
     _Atomic uint64_t since;                 /* when Kineto registered its buffers */
-    _Atomic uint64_t records, lost;         /* copies handed over, copies Kineto had no room for */
+    /* the process exits: Kineto's objects may be destroyed, nothing more goes to it */
+    _Atomic int exiting;
+    _Atomic uint64_t records, lost; /* copies handed over, copies Kineto had no room for */
     /* the clock fit, under fit_lock */
     pthread_mutex_t fit_lock;
     uint64_t m0, k0, m1, k1;
@@ -97,6 +105,7 @@ static struct {
     CUpti_BuffersCallbackCompleteFunc owner; /* whose buffer it is (its completed callback) */
     uint8_t *buf;
     size_t size, start, used; /* start: the first record's offset (8-aligned) */
+    size_t max, count;        /* the most records Kineto wants in it (0: any), those in it */
 } share_out;
 
 void
@@ -127,6 +136,7 @@ cupti_share_forget(void)
     atomic_store(&share.completed, NULL);
     atomic_store(&share.clock, NULL);
     atomic_store(&share.since, 0);
+    atomic_store(&share.exiting, 0);
     pthread_mutex_init(&share.fit_lock, NULL);
     pthread_mutex_init(&share_out_lock, NULL);
     memset(&share_out, 0, sizeof share_out);
@@ -183,14 +193,21 @@ cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc funcTimestamp
     if (atomic_load(&share.mode) == SHARE_ON && funcTimestamp) {
         uint64_t m0 = 0, k0 = 0, m1 = 0, k1 = 0;
         share_anchor(funcTimestamp, &m0, &k0);
-        share_anchor(funcTimestamp, &m1, &k1);
+        /* a coarse clock (microseconds, a slow counter) may read the same twice in a row:
+         * wait for it to step, SHARE_FIT_NS at most, once */
+        for (int i = 0; i == 0 || (k1 <= k0 && m1 - m0 < SHARE_FIT_NS); i++) {
+            struct timespec step = {0, 20000};
+            if (i)
+                nanosleep(&step, NULL);
+            share_anchor(funcTimestamp, &m1, &k1);
+        }
         if (k1 > k0 && m1 > m0) {
             pthread_mutex_lock(&share.fit_lock);
             share.m0 = share.m1 = m1;
             share.k0 = share.k1 = k1;
             share.rate = (double)(k1 - k0) / (double)(m1 - m0); /* refitted at delivery */
-            pthread_mutex_unlock(&share.fit_lock);
             atomic_store(&share.clock, funcTimestamp);
+            pthread_mutex_unlock(&share.fit_lock);
             errno = saved;
             return CUPTI_SUCCESS;
         }
@@ -213,6 +230,14 @@ static size_t share_layout(CUpti_Activity *a, uint64_t *times[5], int *ntimes, u
 /* Takes a buffer of the newly registered client's to hold (below). */
 static void share_hold(void);
 
+/* atexit, registered once Kineto has registered (after its static objects were built, so
+ * before they are destroyed): the collector's last flush, later, keeps Kineto's copies. */
+static void
+share_exit(void)
+{
+    atomic_store(&share.exiting, 1);
+}
+
 CUptiResult
 cupti_share_register(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done)
 {
@@ -222,11 +247,30 @@ cupti_share_register(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallback
     atomic_store(&share.completed, done);
     share_hold();
     uint64_t expected = 0;
+    static atomic_flag at_exit = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&at_exit))
+        atexit(share_exit);
     if (atomic_compare_exchange_strong(&share.since, &expected, coll_now()))
         coll_warn("CUPTI is shared with another tool (torch.profiler?) from now on: it gets "
                   "copies of the device records of the kinds it enables, the collector keeps "
                   "all of its own");
     return CUPTI_SUCCESS;
+}
+
+/* Opens a window of kind for Kineto (from the next call on); one open already stays. */
+static void
+share_window_open(int kind)
+{
+    unsigned w = atomic_load(&share.window[kind]);
+    if (atomic_load(&share.on[kind][w]) && !atomic_load(&share.off[kind][w]))
+        return;
+    /* the next slot, emptied before it opens: a delivery reading it meanwhile sees no window
+     * or the new one */
+    w = (w + 1) % SHARE_WINDOWS;
+    atomic_store(&share.on[kind][w], 0);
+    atomic_store(&share.off[kind][w], 0);
+    atomic_store(&share.on[kind][w], 1 + (uint64_t)atomic_load(&cupti_share_corr));
+    atomic_store(&share.window[kind], w);
 }
 
 COLL_EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind);
@@ -255,10 +299,8 @@ cuptiActivityEnable(CUpti_ActivityKind kind)
     } else {
         if (!atomic_load(&share.own[kind]))
             rc = share.enable(kind);
-        if (rc == CUPTI_SUCCESS) {
-            atomic_store(&share.off[kind], 0);
-            atomic_store(&share.on[kind], 1 + (uint64_t)atomic_load(&cupti_share_corr));
-        }
+        if (rc == CUPTI_SUCCESS)
+            share_window_open(kind);
     }
     errno = saved;
     return rc;
@@ -278,8 +320,9 @@ cuptiActivityDisable(CUpti_ActivityKind kind)
                 : (CUptiResult(*)(CUpti_ActivityKind))share_next(&next, "cuptiActivityDisable");
         rc = real ? real(kind) : CUPTI_ERROR_NOT_INITIALIZED;
     } else {
-        if (atomic_load(&share.on[kind]) && !atomic_load(&share.off[kind]))
-            atomic_store(&share.off[kind], 1 + (uint64_t)atomic_load(&cupti_share_corr));
+        unsigned w = atomic_load(&share.window[kind]);
+        if (atomic_load(&share.on[kind][w]) && !atomic_load(&share.off[kind][w]))
+            atomic_store(&share.off[kind][w], 1 + (uint64_t)atomic_load(&cupti_share_corr));
         if (!atomic_load(&share.own[kind]))
             rc = share.disable(kind);
     }
@@ -382,10 +425,11 @@ static struct share_map
 share_fit(void)
 {
     struct share_map map = {0};
-    CUpti_TimestampCallbackFunc clock = atomic_load(&share.clock);
-    if (clock == NULL)
+    if (atomic_load(&share.clock) == NULL)
         return map;
+    /* the clock and its anchors together: Kineto may register another clock meanwhile */
     pthread_mutex_lock(&share.fit_lock);
+    CUpti_TimestampCallbackFunc clock = atomic_load(&share.clock);
     uint64_t since = coll_now() - share.m0;
     if (since < SHARE_FIT_NS) {
         struct timespec ts = {0, (long)(SHARE_FIT_NS - since)};
@@ -417,12 +461,17 @@ share_ours(uint64_t t)
 static int
 share_wanted(int kind, const uint32_t *corr)
 {
-    uint64_t on = atomic_load(&share.on[kind]), off = atomic_load(&share.off[kind]);
-    if (on == 0)
-        return 0;
-    if (corr == NULL) /* no call to place it: while the kind is on */
-        return off == 0;
-    return *corr >= on && (off == 0 || *corr < off);
+    if (corr == NULL) { /* no call to place it: while the kind is on */
+        unsigned w = atomic_load(&share.window[kind]);
+        return !atomic_load(&share.off[kind][w]) && atomic_load(&share.on[kind][w]);
+    }
+    for (int w = 0; w < SHARE_WINDOWS; w++) {
+        /* off first: share_window_open empties on before off */
+        uint64_t off = atomic_load(&share.off[kind][w]), on = atomic_load(&share.on[kind][w]);
+        if (on && *corr >= on && (off == 0 || *corr < off))
+            return 1;
+    }
+    return 0;
 }
 
 /* Converts the copy's time fields to Kineto's clock. */
@@ -434,43 +483,71 @@ share_convert(const struct share_map *map, uint64_t *times[5], int ntimes)
         if (t == (uint64_t)CUPTI_TIMESTAMP_UNKNOWN || t == UINT64_MAX || !map->convert)
             continue;
         double d = (double)((int64_t)share_ours(t) - (int64_t)map->m1) * map->rate;
+        if (d > 0x1p62 || d < -0x1p62) /* no time of this run: left as CUPTI gave it */
+            continue;
         *times[i] = (uint64_t)((int64_t)map->k1 + (int64_t)(d < 0 ? d - 0.5 : d + 0.5));
     }
 }
 
-/* Hands the held buffer (if any) to its owner. Under share_out_lock. */
+/* Hands the held buffer (if any) to its owner. Under share_out_lock, which Kineto's
+ * callbacks run without (they may call CUPTI, which may deliver again in this thread), so
+ * that share_out may have changed when this returns. */
 static void
 share_complete(CUcontext ctx, uint32_t stream)
 {
-    if (share_out.buf)
-        share_out.owner(ctx, stream, share_out.buf, share_out.size,
-                        share_out.used > share_out.start ? share_out.used : 0);
-    share_out.buf = NULL;
-    share_out.size = share_out.start = share_out.used = 0;
+    if (share_out.buf == NULL)
+        return;
+    CUpti_BuffersCallbackCompleteFunc owner = share_out.owner;
+    uint8_t *buf = share_out.buf;
+    size_t size = share_out.size, valid = share_out.used > share_out.start ? share_out.used : 0;
+    memset(&share_out, 0, sizeof share_out);
+    pthread_mutex_unlock(&share_out_lock);
+    owner(ctx, stream, buf, size, valid);
+    pthread_mutex_lock(&share_out_lock);
+}
+
+/* Is there a held buffer with room for a record of bytes more (0: any buffer)? Under
+ * share_out_lock. */
+static int
+share_fits(size_t bytes)
+{
+    return share_out.buf && share_out.used + bytes <= share_out.size &&
+           (bytes == 0 || share_out.max == 0 || share_out.count < share_out.max);
 }
 
 /* Makes room for bytes more in the held buffer (handing a full one over, taking a new one
- * from Kineto); 0 if Kineto gives none. Under share_out_lock. */
+ * from Kineto); 0 if Kineto gives none. Under share_out_lock, dropped around Kineto's
+ * callbacks (share_complete). */
 static int
 share_room(size_t bytes, CUcontext ctx, uint32_t stream)
 {
     CUpti_BuffersCallbackCompleteFunc done = atomic_load(&share.completed);
-    if (share_out.buf && share_out.owner == done && share_out.used + bytes <= share_out.size)
+    if (share_out.buf && share_out.owner == done && share_fits(bytes))
         return 1;
     if (share_out.buf && (share_out.owner != done || share_out.used > share_out.start))
         share_complete(ctx, stream);
-    if (share_out.buf == NULL) {
+    if (share_out.buf == NULL && done && !atomic_load(&share.exiting)) {
+        CUpti_BuffersCallbackRequestFunc requested = atomic_load(&share.requested);
         uint8_t *b = NULL;
         size_t size = 0, max_records = 0;
-        atomic_load (&share.requested)(&b, &size, &max_records);
-        if (b == NULL)
-            return 0;
-        share_out.owner = done;
-        share_out.buf = b;
-        share_out.size = size;
-        share_out.start = share_out.used = (8 - ((uintptr_t)b & 7)) & 7;
+        pthread_mutex_unlock(&share_out_lock);
+        requested(&b, &size, &max_records);
+        pthread_mutex_lock(&share_out_lock);
+        if (b && share_out.buf == NULL) {
+            share_out.owner = done;
+            share_out.buf = b;
+            share_out.size = size;
+            share_out.max = max_records;
+            share_out.start = share_out.used = (8 - ((uintptr_t)b & 7)) & 7;
+            if (share_out.start > size) /* too small to align: nothing fits */
+                share_out.start = share_out.used = size;
+        } else if (b) { /* another thread took one meanwhile: this one goes back empty */
+            pthread_mutex_unlock(&share_out_lock);
+            done(ctx, stream, b, size, 0);
+            pthread_mutex_lock(&share_out_lock);
+        }
     }
-    return share_out.used + bytes <= share_out.size;
+    return share_fits(bytes);
 }
 
 /* Hands back a held buffer of a former registration's. */
@@ -498,14 +575,16 @@ share_copy(CUpti_Activity *rec, size_t span, const struct share_map *map, CUcont
     size_t size = share_layout(rec, times, &n, &corr);
     if (size == 0 || span < size || !share_wanted(rec->kind, corr))
         return 0;
-    span = (span + 7) & ~(size_t)7;
-    if (!share_room(span, ctx, stream))
+    size_t padded = (span + 7) & ~(size_t)7; /* the next copy 8-aligned */
+    if (!share_room(padded, ctx, stream))
         return -1;
     CUpti_Activity *copy = (CUpti_Activity *)(share_out.buf + share_out.used);
     memcpy(copy, rec, span);
+    memset((uint8_t *)copy + span, 0, padded - span);
     share_layout(copy, times, &n, &corr);
     share_convert(map, times, n);
-    share_out.used += span;
+    share_out.used += padded;
+    share_out.count++;
     return 1;
 }
 
@@ -514,7 +593,7 @@ cupti_share_deliver(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t vali
                     CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **))
 {
     if (atomic_load(&share.mode) != SHARE_ON || atomic_load(&share.requested) == NULL ||
-        buffer == NULL || valid == 0)
+        atomic_load(&share.exiting) || buffer == NULL || valid == 0)
         return;
     struct share_map map = share_fit();
     uint64_t copied = 0, lost = 0;
@@ -541,7 +620,8 @@ cupti_share_deliver(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t vali
     if (lost) {
         atomic_fetch_add(&share.lost, lost);
         if (!atomic_flag_test_and_set(&share.said_lost))
-            coll_warn("CUPTI is shared: the other tool gave no buffer for %llu records",
+            coll_warn("CUPTI is shared: no room for %llu records in the other tool's buffers "
+                      "(none given, or too small): not copied, counted in cupti_shared_lost",
                       (unsigned long long)lost);
     }
 }

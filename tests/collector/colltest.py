@@ -157,6 +157,35 @@ def events(doc, kind=None, name=None):
             if (kind is None or e["kind"] == kind) and (name is None or e["name"] == name)]
 
 
+def share_run(mode=None, timeout=60, **extra):
+    """share-job (in mode, argv[1]) under the collector: (its kernels {corr: (start, end)
+    ns}, its records count, stderr, the collector's trace document) or None, a failed check
+    saying why."""
+    out = tmpdir()
+    try:
+        r = run([SHARE_JOB] + ([mode] if mode else []),
+                env=env_with(out, DPRO_CUPTI_LIB=SIM_CUPTI, **extra), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        check(False, "share-job %s %s: still running after %d s (deadlock?)"
+              % (mode, extra, timeout))
+        return None
+    files = traces(out)
+    ran = r.returncode == 0 and len(files) == 1
+    check(ran, "share-job %s %s: rc %d, %d traces: %s"
+          % (mode, extra, r.returncode, len(files), r.stderr[-2000:]))
+    if not ran:
+        return None
+    got = {}
+    records = -1
+    for line in r.stdout.splitlines():
+        w = line.split()
+        if w[0] == "kernel":
+            got[int(w[1])] = (int(w[2]), int(w[3]))
+        elif w[0].startswith("records="):
+            records = int(w[0][len("records="):])
+    return got, records, r.stderr, dump(files[0])[0]
+
+
 def check(cond, what):
     """Records a failed check (the test goes on, and fails at the end)."""
     if cond:

@@ -110,31 +110,9 @@ if files:
              "CUPTI busy: host-side launches recorded, no device records")
 
 
-def share_run(**extra):
-    """share-job under the collector: (its kernels {corr: (start, end) ns}, its records
-    count, stderr, the collector's trace document) or None."""
-    out = ct.tmpdir()
-    r = ct.run([ct.SHARE_JOB], env=ct.env_with(out, DPRO_CUPTI_LIB=ct.SIM_CUPTI, **extra))
-    files = ct.traces(out)
-    ran = r.returncode == 0 and len(files) == 1
-    ct.check(ran, "share-job %s: rc %d, %d traces: %s"
-             % (extra, r.returncode, len(files), r.stderr[-2000:]))
-    if not ran:
-        return None
-    got = {}
-    records = -1
-    for line in r.stdout.splitlines():
-        w = line.split()
-        if w[0] == "kernel":
-            got[int(w[1])] = (int(w[2]), int(w[3]))
-        elif w[0].startswith("records="):
-            records = int(w[0][len("records="):])
-    return got, records, r.stderr, ct.dump(files[0])[0]
-
-
 SHARED_SAID = "CUPTI is shared with another tool"
 TAKEN_SAID = "CUPTI's device records are taken by another tool"
-got = share_run()
+got = ct.share_run()
 if got:
     mine, records, err, doc = got
     meta = doc["meta"]
@@ -159,7 +137,7 @@ if got:
                                 0.01 * (kernels[c]["t1"] - kernels[c]["t0"]))]
     ct.check(mine and not off, "shared: the client's kernel times are the collector's, "
              "converted (corr, start and end apart ns): %s" % off[:3])
-got = share_run(DPRO_CUPTI_SHARE="0")
+got = ct.share_run(DPRO_CUPTI_SHARE="0")
 if got:
     mine, records, err, doc = got
     taken = int(doc["meta"].get("cupti_taken_ns", 0))
