@@ -512,9 +512,6 @@ COLL_HIDDEN void coll_umap_free(struct coll_umap *m);
 /* Interns text into the trace (0 on failure). Background thread only. */
 COLL_HIDDEN uint32_t coll_intern(dpro_writer *w, const char *text);
 
-/* Appends an event; on a write error stops recording. Background thread only. */
-COLL_HIDDEN void coll_append(dpro_writer *w, const dpro_event *ev);
-
 /* NVTX conversion (nvtx.c): turns an NVTX record (with its text) into events. */
 COLL_HIDDEN void nvtxi_convert(dpro_writer *w, const struct coll_rec *rec, uint32_t tid,
                                const char *text, uint32_t len);

@@ -88,20 +88,13 @@ coll_output_failed(dpro_writer *w, const char *what)
     atomic_store(&coll_recording, 0);
 }
 
-void
-coll_append(dpro_writer *w, const dpro_event *ev)
+dpro_event coll_scratch_event;
+
+dpro_event *
+coll_event_scratch(void)
 {
-    if (w == NULL || coll_bg.failed)
-        return;
-    dpro_event skewed;
-    if (coll_test_clock_offset_ns != 0) {
-        skewed = *ev;
-        skewed.start_ns = (uint64_t)((int64_t)skewed.start_ns + coll_test_clock_offset_ns);
-        skewed.end_ns = (uint64_t)((int64_t)skewed.end_ns + coll_test_clock_offset_ns);
-        ev = &skewed;
-    }
-    if (dpro_writer_append(w, ev) != DPRO_OK)
-        coll_output_failed(w, "writing the trace");
+    memset(&coll_scratch_event, 0, sizeof coll_scratch_event);
+    return &coll_scratch_event;
 }
 
 typedef int (*coll_func_get_name_fn)(const char **name, const void *fn);
@@ -237,7 +230,7 @@ coll_convert_memory(dpro_writer *w, const struct coll_rec *r, dpro_event *ev)
     ev->value = r->u0;
     ev->device = r->u2;
     ev->correlation = 0;
-    coll_append(w, ev);
+    coll_event_keep(w, ev);
 }
 
 /* Fills and appends the event of a collective. */
@@ -255,7 +248,7 @@ coll_convert_collective(dpro_writer *w, const struct coll_rec *r, dpro_event *ev
     ev->peer = (int32_t)r->u2;
     ev->device = r->u3;
     ev->bytes = coll_nccl_bytes(r->a2, r->u0);
-    coll_append(w, ev);
+    coll_event_keep(w, ev);
 }
 
 /* Fills the fields of an NCCL API event (communicator calls, groups, gather/scatter) and
@@ -355,38 +348,37 @@ coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid, const unsig
         nvtxi_convert(w, r, tid, (const char *)cont, len);
         return;
     }
-    dpro_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.start_ns = coll_stamp_to_ns(r->start);
-    ev.end_ns = coll_stamp_to_ns(r->end);
-    ev.thread = tid;
-    ev.result = r->result;
-    ev.stream = r->stream;
-    ev.correlation = r->corr;
+    dpro_event *ev = coll_event_next(w);
+    ev->start_ns = coll_stamp_to_ns(r->start);
+    ev->end_ns = coll_stamp_to_ns(r->end);
+    ev->thread = tid;
+    ev->result = r->result;
+    ev->stream = r->stream;
+    ev->correlation = r->corr;
     if ((r->flags & COLL_REC_FRAMES) && r->a4 > 0) {
         uint32_t n = (uint32_t)r->a4;
         if (n * sizeof(uintptr_t) > cont_len)
             n = (uint32_t)(cont_len / sizeof(uintptr_t));
         uintptr_t frames[COLL_STACK_MAX];
         memcpy(frames, cont, n * sizeof(uintptr_t));
-        ev.stack = stk_intern(w, frames, n);
+        ev->stack = stk_intern(w, frames, n);
     }
     if (coll_bg.api_names[r->api] == 0)
         coll_bg.api_names[r->api] = coll_intern(w, info->name);
     uint32_t api_name = coll_bg.api_names[r->api];
 
     if (info->kind == DPRO_KIND_MEMORY && r->result == 0) {
-        coll_convert_memory(w, r, &ev);
+        coll_convert_memory(w, r, ev);
         return;
     }
     if (info->kind == DPRO_KIND_COLLECTIVE) {
-        ev.name = api_name;
-        coll_convert_collective(w, r, &ev);
+        ev->name = api_name;
+        coll_convert_collective(w, r, ev);
         return;
     }
-    ev.kind = DPRO_KIND_API;
-    ev.subkind = info->domain;
-    ev.name = api_name;
-    coll_convert_api_fields(w, r, cont, cont_len, &ev);
-    coll_append(w, &ev);
+    ev->kind = DPRO_KIND_API;
+    ev->subkind = info->domain;
+    ev->name = api_name;
+    coll_convert_api_fields(w, r, cont, cont_len, ev);
+    coll_event_keep(w, ev);
 }
