@@ -447,9 +447,9 @@ int dpro_writer_append_sized(dpro_writer *w, const dpro_event *ev, size_t ev_siz
 int dpro_writer_next_event(dpro_writer *w, dpro_event **ev);
 
 /* Appends the event that dpro_writer_next_event handed out, as the caller filled it.
- * DPRO_ERR_ARG when no event is handed out, or when its times pass INT64_MAX ns (the
- * event is not kept and dpro_writer_errmsg says which; the next dpro_writer_next_event
- * hands the slot out again zeroed). */
+ * DPRO_ERR_ARG when no event is handed out, or when its times pass INT64_MAX ns (then the
+ * event is not kept, is no longer handed out, and dpro_writer_errmsg says which; the next
+ * dpro_writer_next_event hands the slot out again zeroed). */
 int dpro_writer_keep_event(dpro_writer *w);
 
 /* Packs, compresses and writes the current batch (if any), commits, and copies the

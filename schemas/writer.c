@@ -599,8 +599,8 @@ dpro_writer_keep_event(dpro_writer *w)
     if (!w || !w->slot_out)
         return DPRO_ERR_ARG;
     rc = check_event_times(w, &w->events[w->nevents]);
+    w->slot_out = 0; /* kept, or refused for good */
     if (rc == DPRO_OK) {
-        w->slot_out = 0;
         w->nevents++;
         w->total_events++;
     }
@@ -663,6 +663,7 @@ writer_commit(dpro_writer *w, int checkpoint)
 
     if (!w)
         return DPRO_ERR_ARG;
+    w->slot_out = 0; /* a slot handed out and not kept is discarded */
     if (!w->nevents && w->first_unsaved_id > w->nstrings)
         return DPRO_OK;
     if (w->nevents) {
@@ -705,7 +706,6 @@ writer_commit(dpro_writer *w, int checkpoint)
             w->total_bytes += bloblen;
         }
         w->nevents = 0;
-        w->slot_out = 0;
     } else {
         sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
         /* The batch stays in memory: a later flush (e.g. once disk space is back) retries.
