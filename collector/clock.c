@@ -17,11 +17,7 @@
  * drain, so records (at most a drain interval old) are converted close to an anchor; the
  * slope is measured over a baseline of about a second (re-based every second), so NTP
  * slewing of CLOCK_MONOTONIC is followed and reading jitter weighs little. */
-static struct {
-    uint64_t tsc_a, ns_a; /* latest anchor */
-    uint64_t tsc_b, ns_b; /* baseline anchor (about 1 s older) */
-    double ns_per_tick;
-} coll_tsc;
+struct coll_tsc_map coll_tsc;
 
 /* Takes a (TSC, CLOCK_MONOTONIC) pair, the tightest of three. */
 static void
@@ -93,19 +89,16 @@ coll_tsc_anchor(void)
 }
 
 uint64_t
-coll_stamp_to_ns(uint64_t stamp)
+coll_stamp_to_ns_first(uint64_t stamp)
 {
-    if (!coll_use_tsc || stamp == 0)
-        return stamp;
-    if (coll_tsc.ns_per_tick == 0) {
-        /* No slope yet (less than 1 ms since start): measure one now. */
-        uint64_t t = coll_tsc.tsc_b, n = coll_tsc.ns_b;
-        struct timespec ms = {0, 2000000};
-        nanosleep(&ms, NULL);
-        coll_tsc_anchor();
-        if (coll_tsc.ns_per_tick == 0 && coll_tsc.tsc_a > t)
-            coll_tsc.ns_per_tick = (double)(coll_tsc.ns_a - n) / (double)(coll_tsc.tsc_a - t);
-    }
-    double d = ((double)(int64_t)(stamp - coll_tsc.tsc_a)) * coll_tsc.ns_per_tick;
-    return (uint64_t)((int64_t)coll_tsc.ns_a + (int64_t)d);
+    /* No slope yet (less than 1 ms since start): measure one now. */
+    uint64_t t = coll_tsc.tsc_b, n = coll_tsc.ns_b;
+    struct timespec ms = {0, 2000000};
+    nanosleep(&ms, NULL);
+    coll_tsc_anchor();
+    if (coll_tsc.ns_per_tick == 0 && coll_tsc.tsc_a > t)
+        coll_tsc.ns_per_tick = (double)(coll_tsc.ns_a - n) / (double)(coll_tsc.tsc_a - t);
+    if (coll_tsc.ns_per_tick == 0)
+        return coll_tsc.ns_a; /* still no slope: the map of slope 0 */
+    return coll_stamp_to_ns(stamp);
 }

@@ -308,8 +308,30 @@ coll_stamp(void)
     return coll_now();
 }
 
-/* Converts a record's stamp to CLOCK_MONOTONIC ns (background thread). */
-COLL_HIDDEN uint64_t coll_stamp_to_ns(uint64_t stamp);
+/* The map from TSC stamps to CLOCK_MONOTONIC ns (clock.c): mono(stamp) = ns_a +
+ * (stamp - tsc_a) * ns_per_tick. Background thread only. */
+struct coll_tsc_map {
+    uint64_t tsc_a, ns_a; /* latest anchor */
+    uint64_t tsc_b, ns_b; /* baseline anchor (about 1 s older) */
+    double ns_per_tick;   /* 0 until the first slope is measured */
+};
+COLL_HIDDEN extern struct coll_tsc_map coll_tsc;
+
+/* coll_stamp_to_ns before the first slope: measures one (sleeps 2 ms), then converts. */
+COLL_HIDDEN uint64_t coll_stamp_to_ns_first(uint64_t stamp);
+
+/* Converts a record's stamp to CLOCK_MONOTONIC ns (background thread). Inline: it runs
+ * twice for every record of the rings. */
+static inline uint64_t
+coll_stamp_to_ns(uint64_t stamp)
+{
+    if (!coll_use_tsc || stamp == 0)
+        return stamp;
+    if (coll_tsc.ns_per_tick == 0)
+        return coll_stamp_to_ns_first(stamp);
+    double d = ((double)(int64_t)(stamp - coll_tsc.tsc_a)) * coll_tsc.ns_per_tick;
+    return (uint64_t)((int64_t)coll_tsc.ns_a + (int64_t)d);
+}
 
 /* ---- hook helpers (real.c, ring.c, maps.c)
  * ----------------------------------------------------------- */
@@ -511,9 +533,6 @@ COLL_HIDDEN void coll_umap_free(struct coll_umap *m);
 
 /* Interns text into the trace (0 on failure). Background thread only. */
 COLL_HIDDEN uint32_t coll_intern(dpro_writer *w, const char *text);
-
-/* Appends an event; on a write error stops recording. Background thread only. */
-COLL_HIDDEN void coll_append(dpro_writer *w, const dpro_event *ev);
 
 /* NVTX conversion (nvtx.c): turns an NVTX record (with its text) into events. */
 COLL_HIDDEN void nvtxi_convert(dpro_writer *w, const struct coll_rec *rec, uint32_t tid,

@@ -13,36 +13,52 @@
 
 /* ---- background thread ----------------------------------------------------------------- */
 
+/* The first slot to probe for key k (0 already mapped to ~0) in a map of cap slots: one
+ * place for lookups and for re-placing the keys when the map grows. */
+static inline size_t
+coll_umap_start(uint64_t k, size_t cap)
+{
+    return (coll_map_hash(k) ^ (uint32_t)(k >> 32)) & (cap - 1);
+}
+
+/* Doubles the map's slots (1,024 at first); returns 0, or -1 when memory runs out. Out of
+ * line: coll_umap_find runs for most records, this a dozen times a run. */
+static __attribute__((noinline)) int
+coll_umap_grow(struct coll_umap *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 1024;
+    uint64_t *nk = calloc(ncap, sizeof *nk), *nv = calloc(ncap, sizeof *nv);
+    if (nk == NULL || nv == NULL) {
+        free(nk);
+        free(nv);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->keys[i] == 0)
+            continue;
+        size_t j = coll_umap_start(m->keys[i], ncap);
+        while (nk[j])
+            j = (j + 1) & (ncap - 1);
+        nk[j] = m->keys[i];
+        nv[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = nk;
+    m->vals = nv;
+    m->cap = ncap;
+    return 0;
+}
+
 uint64_t *
 coll_umap_find(struct coll_umap *m, uint64_t k, int insert)
 {
-    if (insert && (m->used + 1) * 2 > m->cap) {
-        size_t ncap = m->cap ? m->cap * 2 : 1024;
-        uint64_t *nk = calloc(ncap, sizeof *nk), *nv = calloc(ncap, sizeof *nv);
-        if (nk == NULL || nv == NULL) {
-            free(nk);
-            free(nv);
-            return NULL;
-        }
-        for (size_t i = 0; i < m->cap; i++) {
-            if (m->keys[i] == 0)
-                continue;
-            size_t j = coll_map_hash(m->keys[i]) & (ncap - 1);
-            while (nk[j])
-                j = (j + 1) & (ncap - 1);
-            nk[j] = m->keys[i];
-            nv[j] = m->vals[i];
-        }
-        free(m->keys);
-        free(m->vals);
-        m->keys = nk;
-        m->vals = nv;
-        m->cap = ncap;
-    }
+    if (insert && (m->used + 1) * 2 > m->cap && coll_umap_grow(m) != 0)
+        return NULL;
     if (m->cap == 0)
         return NULL;
     k = k ? k : ~0ull; /* 0 marks empty slots */
-    size_t j = (coll_map_hash(k) ^ (uint32_t)(k >> 32)) & (m->cap - 1);
+    size_t j = coll_umap_start(k, m->cap);
     while (m->keys[j]) {
         if (m->keys[j] == k)
             return &m->vals[j];
@@ -88,20 +104,13 @@ coll_output_failed(dpro_writer *w, const char *what)
     atomic_store(&coll_recording, 0);
 }
 
-void
-coll_append(dpro_writer *w, const dpro_event *ev)
+dpro_event coll_scratch_event;
+
+dpro_event *
+coll_event_scratch(void)
 {
-    if (w == NULL || coll_bg.failed)
-        return;
-    dpro_event skewed;
-    if (coll_test_clock_offset_ns != 0) {
-        skewed = *ev;
-        skewed.start_ns = (uint64_t)((int64_t)skewed.start_ns + coll_test_clock_offset_ns);
-        skewed.end_ns = (uint64_t)((int64_t)skewed.end_ns + coll_test_clock_offset_ns);
-        ev = &skewed;
-    }
-    if (dpro_writer_append(w, ev) != DPRO_OK)
-        coll_output_failed(w, "writing the trace");
+    memset(&coll_scratch_event, 0, sizeof coll_scratch_event);
+    return &coll_scratch_event;
 }
 
 typedef int (*coll_func_get_name_fn)(const char **name, const void *fn);
@@ -237,7 +246,7 @@ coll_convert_memory(dpro_writer *w, const struct coll_rec *r, dpro_event *ev)
     ev->value = r->u0;
     ev->device = r->u2;
     ev->correlation = 0;
-    coll_append(w, ev);
+    coll_event_keep(w, ev);
 }
 
 /* Fills and appends the event of a collective. */
@@ -255,7 +264,7 @@ coll_convert_collective(dpro_writer *w, const struct coll_rec *r, dpro_event *ev
     ev->peer = (int32_t)r->u2;
     ev->device = r->u3;
     ev->bytes = coll_nccl_bytes(r->a2, r->u0);
-    coll_append(w, ev);
+    coll_event_keep(w, ev);
 }
 
 /* Fills the fields of an NCCL API event (communicator calls, groups, gather/scatter) and
@@ -355,38 +364,37 @@ coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid, const unsig
         nvtxi_convert(w, r, tid, (const char *)cont, len);
         return;
     }
-    dpro_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.start_ns = coll_stamp_to_ns(r->start);
-    ev.end_ns = coll_stamp_to_ns(r->end);
-    ev.thread = tid;
-    ev.result = r->result;
-    ev.stream = r->stream;
-    ev.correlation = r->corr;
+    dpro_event *ev = coll_event_next(w);
+    ev->start_ns = coll_stamp_to_ns(r->start);
+    ev->end_ns = coll_stamp_to_ns(r->end);
+    ev->thread = tid;
+    ev->result = r->result;
+    ev->stream = r->stream;
+    ev->correlation = r->corr;
     if ((r->flags & COLL_REC_FRAMES) && r->a4 > 0) {
         uint32_t n = (uint32_t)r->a4;
         if (n * sizeof(uintptr_t) > cont_len)
             n = (uint32_t)(cont_len / sizeof(uintptr_t));
         uintptr_t frames[COLL_STACK_MAX];
         memcpy(frames, cont, n * sizeof(uintptr_t));
-        ev.stack = stk_intern(w, frames, n);
+        ev->stack = stk_intern(w, frames, n);
     }
     if (coll_bg.api_names[r->api] == 0)
         coll_bg.api_names[r->api] = coll_intern(w, info->name);
     uint32_t api_name = coll_bg.api_names[r->api];
 
     if (info->kind == DPRO_KIND_MEMORY && r->result == 0) {
-        coll_convert_memory(w, r, &ev);
+        coll_convert_memory(w, r, ev);
         return;
     }
     if (info->kind == DPRO_KIND_COLLECTIVE) {
-        ev.name = api_name;
-        coll_convert_collective(w, r, &ev);
+        ev->name = api_name;
+        coll_convert_collective(w, r, ev);
         return;
     }
-    ev.kind = DPRO_KIND_API;
-    ev.subkind = info->domain;
-    ev.name = api_name;
-    coll_convert_api_fields(w, r, cont, cont_len, &ev);
-    coll_append(w, &ev);
+    ev->kind = DPRO_KIND_API;
+    ev->subkind = info->domain;
+    ev->name = api_name;
+    coll_convert_api_fields(w, r, cont, cont_len, ev);
+    coll_event_keep(w, ev);
 }

@@ -634,86 +634,92 @@ cupti_names_free(void)
     coll_umap_free(&coll_bg.knames);
 }
 
+/* Writes the row of a device record. */
+static void
+cupti_add_device(dpro_writer *w, const CUpti_ActivityDevice5 *d)
+{
+    dpro_device_info info = {.id = d->id,
+                             .name = d->name,
+                             .sm_count = d->numMultiprocessors,
+                             .total_memory = d->globalMemorySize,
+                             .clock_khz = d->coreClockRate,
+                             .cc_major = d->computeCapabilityMajor,
+                             .cc_minor = d->computeCapabilityMinor};
+    dpro_writer_add_device(w, &info);
+}
+
 /* Converts one activity record. */
 static void
 cupti_convert(dpro_writer *w, const CUpti_Activity *a)
 {
-    dpro_event ev;
-    memset(&ev, 0, sizeof ev);
+    if (a->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
+        cupti_add_device(w, (const CUpti_ActivityDevice5 *)a);
+        return;
+    }
+    /* filled in place in the writer's batch; a kind not converted leaves it unkept */
+    dpro_event *ev = coll_event_next(w);
     switch (a->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)a;
-        ev.kind = DPRO_KIND_KERNEL;
-        ev.start_ns = cupti_ts(k->start);
-        ev.end_ns = cupti_ts(k->end);
-        ev.name = cupti_kernel_name(w, k->name);
-        ev.device = k->deviceId;
-        ev.stream = k->streamId;
-        ev.correlation = k->correlationId;
-        ev.grid[0] = (uint32_t)k->gridX;
-        ev.grid[1] = (uint32_t)k->gridY;
-        ev.grid[2] = (uint32_t)k->gridZ;
-        ev.block[0] = (uint32_t)k->blockX;
-        ev.block[1] = (uint32_t)k->blockY;
-        ev.block[2] = (uint32_t)k->blockZ;
-        ev.shared_mem = (uint32_t)(k->staticSharedMemory + k->dynamicSharedMemory);
-        ev.object = k->graphId;
+        ev->kind = DPRO_KIND_KERNEL;
+        ev->start_ns = cupti_ts(k->start);
+        ev->end_ns = cupti_ts(k->end);
+        ev->name = cupti_kernel_name(w, k->name);
+        ev->device = k->deviceId;
+        ev->stream = k->streamId;
+        ev->correlation = k->correlationId;
+        ev->grid[0] = (uint32_t)k->gridX;
+        ev->grid[1] = (uint32_t)k->gridY;
+        ev->grid[2] = (uint32_t)k->gridZ;
+        ev->block[0] = (uint32_t)k->blockX;
+        ev->block[1] = (uint32_t)k->blockY;
+        ev->block[2] = (uint32_t)k->blockZ;
+        ev->shared_mem = (uint32_t)(k->staticSharedMemory + k->dynamicSharedMemory);
+        ev->object = k->graphId;
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)a;
-        ev.kind = DPRO_KIND_MEMCPY;
-        ev.subkind = cupti_copy_kind(m->copyKind);
-        ev.start_ns = cupti_ts(m->start);
-        ev.end_ns = cupti_ts(m->end);
-        ev.device = m->deviceId;
-        ev.stream = m->streamId;
-        ev.correlation = m->correlationId;
-        ev.bytes = m->bytes;
-        ev.object = m->graphId;
+        ev->kind = DPRO_KIND_MEMCPY;
+        ev->subkind = cupti_copy_kind(m->copyKind);
+        ev->start_ns = cupti_ts(m->start);
+        ev->end_ns = cupti_ts(m->end);
+        ev->device = m->deviceId;
+        ev->stream = m->streamId;
+        ev->correlation = m->correlationId;
+        ev->bytes = m->bytes;
+        ev->object = m->graphId;
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)a;
-        ev.kind = DPRO_KIND_MEMSET;
-        ev.start_ns = cupti_ts(m->start);
-        ev.end_ns = cupti_ts(m->end);
-        ev.device = m->deviceId;
-        ev.stream = m->streamId;
-        ev.correlation = m->correlationId;
-        ev.bytes = m->bytes;
-        ev.object = m->graphId;
+        ev->kind = DPRO_KIND_MEMSET;
+        ev->start_ns = cupti_ts(m->start);
+        ev->end_ns = cupti_ts(m->end);
+        ev->device = m->deviceId;
+        ev->stream = m->streamId;
+        ev->correlation = m->correlationId;
+        ev->bytes = m->bytes;
+        ev->object = m->graphId;
         break;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
         const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)a;
-        ev.kind = DPRO_KIND_SYNC;
-        ev.subkind = (uint32_t)s->type;
-        ev.start_ns = cupti_ts(s->start);
-        ev.end_ns = cupti_ts(s->end);
-        ev.stream = s->streamId == (uint32_t)CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->streamId;
-        ev.correlation = s->correlationId;
-        ev.object =
+        ev->kind = DPRO_KIND_SYNC;
+        ev->subkind = (uint32_t)s->type;
+        ev->start_ns = cupti_ts(s->start);
+        ev->end_ns = cupti_ts(s->end);
+        ev->stream = s->streamId == (uint32_t)CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->streamId;
+        ev->correlation = s->correlationId;
+        ev->object =
             s->cudaEventId == (uint32_t)CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->cudaEventId;
         break;
-    }
-    case CUPTI_ACTIVITY_KIND_DEVICE: {
-        const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)a;
-        dpro_device_info info = {.id = d->id,
-                                 .name = d->name,
-                                 .sm_count = d->numMultiprocessors,
-                                 .total_memory = d->globalMemorySize,
-                                 .clock_khz = d->coreClockRate,
-                                 .cc_major = d->computeCapabilityMajor,
-                                 .cc_minor = d->computeCapabilityMinor};
-        dpro_writer_add_device(w, &info);
-        return;
     }
     default:
         return;
     }
-    coll_append(w, &ev);
+    coll_event_keep(w, ev);
 }
 
 void

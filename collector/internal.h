@@ -113,8 +113,44 @@ struct coll_bg_state {
 };
 COLL_HIDDEN extern struct coll_bg_state coll_bg;
 
+/* What coll_event_next hands out with no writer or after an output error: the conversion
+ * fills it as it would a slot of the batch, and coll_event_keep drops it. */
+COLL_HIDDEN extern dpro_event coll_scratch_event;
+
+/* Returns coll_scratch_event, zeroed. */
+COLL_HIDDEN dpro_event *coll_event_scratch(void);
+
 /* Stops recording after an output error (warned once). */
 COLL_HIDDEN void coll_output_failed(dpro_writer *w, const char *what);
+
+/* Returns the event to fill for the next append, zeroed: the writer's own next slot
+ * (dpro_writer_next_event: no copy), or coll_scratch_event with no writer or after an
+ * output error (a failed dpro_writer_next_event stops recording). Between this and
+ * coll_event_keep the caller may intern and add rows on w, nothing else. Inline, as is
+ * coll_event_keep: they run for every event. Background thread only. */
+static inline dpro_event *
+coll_event_next(dpro_writer *w)
+{
+    dpro_event *ev = NULL;
+    if (w != NULL && !coll_bg.failed && dpro_writer_next_event(w, &ev) != DPRO_OK)
+        coll_output_failed(w, "writing the trace");
+    return ev ? ev : coll_event_scratch();
+}
+
+/* Appends the event coll_event_next returned, as filled (shifted by the tests' clock
+ * offset); on a write error stops recording. */
+static inline void
+coll_event_keep(dpro_writer *w, dpro_event *ev)
+{
+    if (ev == &coll_scratch_event)
+        return;
+    if (coll_test_clock_offset_ns != 0) {
+        ev->start_ns = (uint64_t)((int64_t)ev->start_ns + coll_test_clock_offset_ns);
+        ev->end_ns = (uint64_t)((int64_t)ev->end_ns + coll_test_clock_offset_ns);
+    }
+    if (dpro_writer_keep_event(w) != DPRO_OK)
+        coll_output_failed(w, "writing the trace");
+}
 
 /* Turns one record (and its continuation bytes) into events. */
 COLL_HIDDEN void coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t tid,

@@ -23,7 +23,7 @@
 #define NVTX_NO_IMPL /* we are the tool: types and ids only */
 #include <nvtx3/nvToolsExt.h>
 
-#include "collector.h"
+#include "internal.h"
 
 /* What a domain or registered-string handle points to: our own copy of the name. */
 struct nvtxi_name {
@@ -406,18 +406,17 @@ static void
 nvtxi_event(dpro_writer *w, uint32_t subkind, uint64_t start, uint64_t end, uint32_t tid,
             uint32_t name, uint32_t name2, uint64_t id, int64_t value)
 {
-    dpro_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.kind = DPRO_KIND_MARKER;
-    ev.subkind = subkind;
-    ev.start_ns = start;
-    ev.end_ns = end;
-    ev.thread = tid;
-    ev.name = name;
-    ev.name2 = name2;
-    ev.object = id;
-    ev.value = value;
-    coll_append(w, &ev);
+    dpro_event *ev = coll_event_next(w);
+    ev->kind = DPRO_KIND_MARKER;
+    ev->subkind = subkind;
+    ev->start_ns = start;
+    ev->end_ns = end;
+    ev->thread = tid;
+    ev->name = name;
+    ev->name2 = name2;
+    ev->object = id;
+    ev->value = value;
+    coll_event_keep(w, ev);
 }
 
 void

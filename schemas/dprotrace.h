@@ -434,6 +434,24 @@ int dpro_writer_add_drops(dpro_writer *w, uint32_t thread, const char *reason, u
 int dpro_writer_append_sized(dpro_writer *w, const dpro_event *ev, size_t ev_size);
 #define dpro_writer_append(w, ev) dpro_writer_append_sized((w), (ev), sizeof(dpro_event))
 
+/* Hands out the next event of the current batch in *ev, zeroed, for the caller to fill in
+ * place: dpro_writer_append without its copy (a producer that builds every event, as the
+ * collector does, saves the 248-byte copy and its own clearing). dpro_writer_keep_event
+ * then appends it. Until then the caller may intern strings and add devices, streams,
+ * threads, communicators, stacks, drops and meta on w (they leave the batch alone); an
+ * append, a flush or a close first discards the slot, and so does the next call of this
+ * function, which hands it out again zeroed. When the batch is full it is committed first;
+ * if that commit fails, its error is returned, *ev is NULL and the batch stays in memory
+ * (as for dpro_writer_append). The slot is w's: it is valid until the next call on w other
+ * than those above. */
+int dpro_writer_next_event(dpro_writer *w, dpro_event **ev);
+
+/* Appends the event that dpro_writer_next_event handed out, as the caller filled it.
+ * DPRO_ERR_ARG when no event is handed out, or when its times pass INT64_MAX ns (then the
+ * event is not kept, is no longer handed out, and dpro_writer_errmsg says which; the next
+ * dpro_writer_next_event hands the slot out again zeroed). */
+int dpro_writer_keep_event(dpro_writer *w);
+
 /* Packs, compresses and writes the current batch (if any), commits, and copies the
  * commit from the write-ahead log into the file itself (a passive checkpoint), so the
  * .dpro file alone, copied without its -wal, holds every event up to the last call. The

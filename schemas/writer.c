@@ -61,6 +61,8 @@ struct dpro_writer {
     dpro_deflater *strings_z; /* compresses string blocks; made on the first one */
     dpro_event *events;
     uint32_t nevents, cap_events;
+    int slot_out;       /* dpro_writer_next_event handed out events[nevents], not kept yet */
+    size_t event_bytes; /* sizeof(dpro_event), read at run time: see dpro_writer_next_event */
     int zlib_level;
     unsigned tables_made; /* TABLE_* bits: tables of the on-first-use part created */
     char *lazy_sql;       /* the on-first-use part of the schema (sql_compact'ed) */
@@ -264,6 +266,7 @@ dpro_writer_open_sized(const char *path, const dpro_writer_options *user_opts, s
             w->cap_events = DPRO_BATCH_MAX_EVENTS;
         w->zlib_level = opts->zlib_level ? opts->zlib_level : DPRO_ZLIB_DEFAULT;
         w->events = malloc(w->cap_events * sizeof *w->events);
+        w->event_bytes = sizeof *w->events;
         w->nslots = 1024;
         w->slots = calloc(w->nslots, sizeof *w->slots);
         w->ids_cap = 512;
@@ -543,31 +546,85 @@ dpro_writer_add_drops(dpro_writer *w, uint32_t thread, const char *reason, uint6
 
 static int writer_commit(dpro_writer *w, int checkpoint);
 
-int
-dpro_writer_append_sized(dpro_writer *w, const dpro_event *ev, size_t ev_size)
+/* Refuses an event whose times pass INT64_MAX ns: the batches' time index holds SQLite
+ * integers, where a later time would read as negative. Returns a dpro_status. */
+static int
+check_event_times(dpro_writer *w, const dpro_event *ev)
 {
-    if (!w || !ev || ev_size < DPRO_EVENT_SIZE_MIN)
-        return DPRO_ERR_ARG;
-    if (ev->start_ns > INT64_MAX || ev->end_ns > INT64_MAX) {
-        /* the batches' time index holds SQLite integers: a later time would read as negative */
+    int rc = DPRO_OK;
+    if ((ev->start_ns | ev->end_ns) > INT64_MAX) { /* either has the top bit */
         snprintf(w->errmsg, sizeof w->errmsg,
                  "%s: an event's times (%llu .. %llu ns) pass 2^63-1 ns, the most a trace holds",
                  w->path, (unsigned long long)ev->start_ns, (unsigned long long)ev->end_ns);
+        rc = DPRO_ERR_ARG;
+    }
+    return rc;
+}
+
+/* Hands out events[nevents] (committing a full batch first), its content as it is.
+ * Returns a dpro_status. */
+static int
+take_slot(dpro_writer *w, dpro_event **ev)
+{
+    int rc = DPRO_OK;
+    w->slot_out = 0;
+    if (w->nevents == w->cap_events)
+        rc = writer_commit(w, 0); /* full: commit first (the caller's flushes checkpoint) */
+    if (rc == DPRO_OK) {
+        w->slot_out = 1;
+        *ev = &w->events[w->nevents];
+    }
+    return rc;
+}
+
+int
+dpro_writer_next_event(dpro_writer *w, dpro_event **ev)
+{
+    int rc = DPRO_OK;
+    if (!w || !ev)
         return DPRO_ERR_ARG;
+    *ev = NULL;
+    rc = take_slot(w, ev);
+    /* a size the compiler cannot see: libc's memset (vector stores) clears the slot, not
+     * an inline `rep stosq` of 31 steps, twice as many instructions */
+    if (rc == DPRO_OK)
+        memset(*ev, 0, w->event_bytes);
+    return rc;
+}
+
+int
+dpro_writer_keep_event(dpro_writer *w)
+{
+    int rc = DPRO_OK;
+    if (!w || !w->slot_out)
+        return DPRO_ERR_ARG;
+    rc = check_event_times(w, &w->events[w->nevents]);
+    w->slot_out = 0; /* kept, or refused for good */
+    if (rc == DPRO_OK) {
+        w->nevents++;
+        w->total_events++;
     }
-    if (w->nevents == w->cap_events) {
-        /* full: commit first (the caller's flushes checkpoint); if that fails the event is
-         * not kept */
-        int rc = writer_commit(w, 0);
-        if (rc != DPRO_OK)
-            return rc;
+    return rc;
+}
+
+int
+dpro_writer_append_sized(dpro_writer *w, const dpro_event *ev, size_t ev_size)
+{
+    int rc = DPRO_OK;
+    dpro_event *slot = NULL;
+    if (!w || !ev || ev_size < DPRO_EVENT_SIZE_MIN)
+        return DPRO_ERR_ARG;
+    rc = check_event_times(w, ev);
+    if (rc == DPRO_OK)
+        rc = take_slot(w, &slot); /* if its commit fails the event is not kept */
+    if (rc == DPRO_OK) {
+        if (ev_size == sizeof *ev)
+            *slot = *ev;
+        else
+            dpro_event_import(slot, ev, ev_size);
+        rc = dpro_writer_keep_event(w);
     }
-    if (ev_size == sizeof *ev)
-        w->events[w->nevents++] = *ev;
-    else
-        dpro_event_import(&w->events[w->nevents++], ev, ev_size);
-    w->total_events++;
-    return DPRO_OK;
+    return rc;
 }
 
 /* Writes the strings interned since the last flush as one compressed block. They lie
@@ -606,6 +663,7 @@ writer_commit(dpro_writer *w, int checkpoint)
 
     if (!w)
         return DPRO_ERR_ARG;
+    w->slot_out = 0; /* a slot handed out and not kept is discarded */
     if (!w->nevents && w->first_unsaved_id > w->nstrings)
         return DPRO_OK;
     if (w->nevents) {

@@ -2,8 +2,9 @@
  * test_trace.c: unit tests of libdprotrace's files: writer/reader round trip (and a reader
  * detached: its file closed, its tables kept), batches merged
  * in time order, string interning, the page size and tables left out, every corruption
- * case, schema-version refusal, files that are not traces, and readers running while a
- * writer appends. The codec's own tests are test_trace_codec.c and test_trace_launch.c.
+ * case, schema-version refusal, files that are not traces, readers running while a
+ * writer appends, and events filled in place (dpro_writer_next_event). The codec's own
+ * tests are test_trace_codec.c and test_trace_launch.c.
  */
 #include "dprotrace.h"
 #include "testutil.h"
@@ -481,6 +482,89 @@ test_concurrent_readers(void)
     CHECK_EQ_U(last_count, 40000);
 }
 
+/* Events filled in place (dpro_writer_next_event / dpro_writer_keep_event), mixed with
+ * copied appends, interning and rows: the slot comes zeroed even after a slot filled and
+ * not kept, batches fill and commit, a bad time is refused, and the file holds exactly
+ * the kept events in order. */
+static void
+test_next_event(void)
+{
+    char path[512], err[256];
+    uint64_t seed = 11, clock = 1000000;
+    enum { N = 50 };
+    dpro_event want[N], got, *slot = NULL, zero;
+    dpro_writer *w = NULL;
+    dpro_reader *r = NULL;
+    dpro_iter *it = NULL;
+    dpro_writer_options o = {.batch_events = 8, .replace = 1};
+    uint32_t id = 0;
+    int rc;
+    memset(&zero, 0, sizeof zero);
+    for (int i = 0; i < N; i++)
+        random_event(&seed, &want[i], &clock, 0);
+    path_in_tmp(path, sizeof path, "next_event.dpro");
+    REQUIRE(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_OK);
+    for (int i = 1; i <= 49; i++) { /* the names random events use */
+        char text[32];
+        snprintf(text, sizeof text, "kernel_%d", i);
+        CHECK(dpro_writer_intern(w, text, &id) == DPRO_OK);
+    }
+    CHECK(dpro_writer_next_event(NULL, &slot) == DPRO_ERR_ARG && slot == NULL);
+    CHECK(dpro_writer_next_event(w, NULL) == DPRO_ERR_ARG);
+    CHECK(dpro_writer_keep_event(NULL) == DPRO_ERR_ARG);
+    CHECK(dpro_writer_keep_event(w) == DPRO_ERR_ARG); /* nothing handed out */
+    for (int i = 0; i < N; i++) {
+        if (i % 5 == 4) { /* a copied append among them */
+            CHECK(dpro_writer_append(w, &want[i]) == DPRO_OK);
+            continue;
+        }
+        if (i % 7 == 3) { /* filled, not kept: the next slot is zero again */
+            REQUIRE(dpro_writer_next_event(w, &slot) == DPRO_OK && slot != NULL);
+            memset(slot, 0xa5, sizeof *slot);
+        }
+        if (i % 11 == 6) { /* a time past INT64_MAX: refused, not kept */
+            REQUIRE(dpro_writer_next_event(w, &slot) == DPRO_OK);
+            *slot = want[i];
+            slot->end_ns = (uint64_t)INT64_MAX + 1;
+            CHECK(dpro_writer_keep_event(w) == DPRO_ERR_ARG);
+            CHECK(strstr(dpro_writer_errmsg(w), "2^63-1") != NULL);
+            slot->end_ns = want[i].end_ns; /* mended too late: no longer handed out */
+            CHECK(dpro_writer_keep_event(w) == DPRO_ERR_ARG);
+        }
+        REQUIRE(dpro_writer_next_event(w, &slot) == DPRO_OK && slot != NULL);
+        CHECK(event_equal(slot, &zero));
+        /* rows and strings while the slot is out leave it alone */
+        CHECK(dpro_writer_intern(w, "kernel_7", &id) == DPRO_OK && id == 7);
+        CHECK(dpro_writer_add_thread(w, 1000 + (uint32_t)i, "t") == DPRO_OK);
+        *slot = want[i];
+        CHECK(dpro_writer_keep_event(w) == DPRO_OK);
+    }
+    /* a flush with a slot out discards the slot, with events to commit or none */
+    REQUIRE(dpro_writer_next_event(w, &slot) == DPRO_OK);
+    *slot = want[0];
+    CHECK(dpro_writer_flush(w) == DPRO_OK);
+    CHECK(dpro_writer_keep_event(w) == DPRO_ERR_ARG);
+    REQUIRE(dpro_writer_next_event(w, &slot) == DPRO_OK);
+    *slot = want[0];
+    CHECK(dpro_writer_flush(w) == DPRO_OK);
+    CHECK(dpro_writer_keep_event(w) == DPRO_ERR_ARG);
+    CHECK_EQ_U(dpro_writer_events(w), N);
+    CHECK(dpro_writer_close(w) == DPRO_OK);
+    REQUIRE(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    REQUIRE(dpro_iter_open(r, &it) == DPRO_OK);
+    size_t k = 0, equal = 0;
+    while ((rc = dpro_iter_next(it, &got)) == 1) {
+        if (k < N && event_equal(&got, &want[k]))
+            equal++;
+        k++;
+    }
+    CHECK(rc == 0);
+    CHECK_EQ_U(k, N);
+    CHECK_EQ_U(equal, N);
+    dpro_iter_close(it);
+    dpro_reader_close(r);
+}
+
 int
 main(void)
 {
@@ -497,6 +581,7 @@ main(void)
     test_bad_files();
     test_damaged_batches();
     test_concurrent_readers();
+    test_next_event();
     {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
