@@ -13,12 +13,13 @@
 
 /* ---- background thread ----------------------------------------------------------------- */
 
-/* The first slot to probe for key k (0 already mapped to ~0) in a map of cap slots: one
- * place for lookups and for re-placing the keys when the map grows. */
+/* The first slot to probe for key k (0 already mapped to ~0) in a map of cap slots (a
+ * power of 2, past COLL_MAP_SIZE too): one place for lookups and for re-placing the keys
+ * when the map grows. */
 static inline size_t
 coll_umap_start(uint64_t k, size_t cap)
 {
-    return (coll_map_hash(k) ^ (uint32_t)(k >> 32)) & (cap - 1);
+    return (size_t)(coll_mix64(k) & (cap - 1));
 }
 
 /* Doubles the map's slots (1,024 at first); returns 0, or -1 when memory runs out. Out of

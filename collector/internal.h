@@ -53,14 +53,23 @@ struct coll_map {
 
 COLL_HIDDEN extern struct coll_map coll_kernel_map; /* cudaKernel_t -> host function */
 
-/* Mixes a key into a slot index (murmur3 finaliser). */
-static inline uint32_t
-coll_map_hash(uint64_t k)
+/* Mixes a key's 64 bits into all 64 (murmur3's finaliser), for slot indices of any size. */
+static inline uint64_t
+coll_mix64(uint64_t k)
 {
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdull;
     k ^= k >> 33;
-    return (uint32_t)k & (COLL_MAP_SIZE - 1);
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    return k;
+}
+
+/* Mixes a key into a slot index of a COLL_MAP_SIZE map. */
+static inline uint32_t
+coll_map_hash(uint64_t k)
+{
+    return (uint32_t)coll_mix64(k) & (COLL_MAP_SIZE - 1);
 }
 
 /* Returns the value of key k (0 if unknown). */
