@@ -319,9 +319,10 @@ int dfg_set_group(dfg *g, int32_t n, int32_t grp);
  * point-to-point transfer) joins nodes out of order. Returns 0 or -1 (out of memory). */
 int dfg_group_reserve(dfg *g, int32_t n);
 
-/* Node n's collective group, -1 for a node that takes part in none. O(log of the
- * participants in the graph) for a DFG_COLL node, O(1) for another. */
-int32_t dfg_group(const dfg *g, int32_t n);
+/* The group of node n's entry in grp_part, -1 when it has none or is reserved
+ * (dfg_group_reserve). O(log of the participants in the graph); dfg_group reads it for the
+ * nodes that can be participants only. */
+int32_t dfg_part_group(const dfg *g, int32_t n);
 
 /* The participant after p in its group's list (from grp_first), -1 at its end. O(log of the
  * participants in the graph). */
@@ -524,6 +525,15 @@ static inline int
 dfg_succ_more(const dfg *g, int32_t n, int64_t i)
 {
     return i < g->n_edges && g->esrc[i] == n;
+}
+
+/* Node n's collective group, -1 for a node that takes part in none. O(log of the
+ * participants in the graph) for a DFG_COLL node (dfg_part_group), O(1) and inline for
+ * another: the simulator asks it of every device node. */
+static inline int32_t
+dfg_group(const dfg *g, int32_t n)
+{
+    return g->kind[n] == DFG_COLL ? dfg_part_group(g, n) : -1;
 }
 
 /* Rank of a node (through its resource). */

@@ -128,11 +128,9 @@ dfg_set_bytes(dfg *g, int32_t n, int64_t bytes)
 #define PART(grp, next) ((int64_t)(((uint64_t)(uint32_t)(grp) << 32) | (uint32_t)(next)))
 
 int32_t
-dfg_group(const dfg *g, int32_t n)
+dfg_part_group(const dfg *g, int32_t n)
 {
-    int64_t e =
-        g->kind[n] == DFG_COLL ? dfg_sparse_get(&g->grp_part, n, PART(-1, -1)) : PART(-1, -1);
-    return (int32_t)(uint32_t)((uint64_t)e >> 32);
+    return (int32_t)(uint32_t)((uint64_t)dfg_sparse_get(&g->grp_part, n, PART(-1, -1)) >> 32);
 }
 
 int32_t
