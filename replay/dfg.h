@@ -147,6 +147,9 @@ typedef struct dfg {
                         * must fit in int32) */
     int32_t *succ;     /* edst itself: the sorted edge list holds each node's successors in a
                         * row */
+    int32_t *part_blk; /* (n_nodes >> DFG_SUCC_SHIFT) + 2: index in grp_part of the first
+                        * entry of each block of nodes, so that a lookup (dfg_part_group,
+                        * dfg_next_in_group) searches its block's entries only */
     int32_t *launched; /* the device nodes the host nodes launched, by host node: each
                         * host's in a row (dfg_launched_first, dfg_launched_next) */
     int32_t n_launched;
