@@ -9,11 +9,11 @@
  * as the plain arrays would: each group's participants (dfg_next_in_group, dfg_group), each
  * host's launches (dfg_launched_first, whose host slot is the lat array's), each node's
  * successors (dfg_succ_first), and the participants' lists through the block index of
- * grp_part, also once an entry joins it below them. Two more figures of the explicit replay's peak:
- * a loaded event (job_event) takes at most EVENT_BYTES, and the typical replay's view of the graph
- * (dfg_timing_view) owns only the timings, shares the rest, and simulates as a whole copy
- * with the same timings does, a duration and a gap past 32 bits included. And what the
- * compact node moved out of its arrays reads back exactly: measured ends past a 32-bit
+ * grp_part, also once entries join it below them. Two more figures of the explicit replay's
+ * peak: a loaded event (job_event) takes at most EVENT_BYTES, and the typical replay's view
+ * of the graph (dfg_timing_view) owns only the timings, shares the rest, and simulates as a
+ * whole copy with the same timings does, a duration and a gap past 32 bits included. And
+ * what the compact node moved out of its arrays reads back exactly: measured ends past a 32-bit
  * length from the start (4.29 s, or before the start), durations and gaps past 32 bits
  * (4.29 s, or negative) from their side tables, through a clone, a merge and a removal;
  * bytes set out of node order;
