@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Index of node n in t's entries lo .. hi - 1, which must hold n's entry if t has one, or
- * -(insertion point) - 1 when n has no entry. */
+/* Index of node n in t, or -(insertion point) - 1 when n has no entry. */
 static int32_t
-sparse_find_in(const dfg_sparse *t, int32_t n, int32_t lo, int32_t hi)
+sparse_find(const dfg_sparse *t, int32_t n)
 {
-    if (hi > lo && t->node[hi - 1] < n)
+    int32_t lo = 0, hi = t->n;
+    if (hi > 0 && t->node[hi - 1] < n)
         lo = hi; /* the common case: n above every entry */
     while (lo < hi) {
         int32_t mid = lo + (hi - lo) / 2;
@@ -22,13 +22,6 @@ sparse_find_in(const dfg_sparse *t, int32_t n, int32_t lo, int32_t hi)
             hi = mid;
     }
     return lo < t->n && t->node[lo] == n ? lo : -lo - 1;
-}
-
-/* Index of node n in t, or -(insertion point) - 1 when n has no entry. */
-static int32_t
-sparse_find(const dfg_sparse *t, int32_t n)
-{
-    return sparse_find_in(t, n, 0, t->n);
 }
 
 int64_t
@@ -134,28 +127,10 @@ dfg_set_bytes(dfg *g, int32_t n, int64_t bytes)
 /* An entry of grp_part: the group in the high 32 bits, the next participant in the low. */
 #define PART(grp, next) ((int64_t)(((uint64_t)(uint32_t)(grp) << 32) | (uint32_t)(next)))
 
-/* Node n's entry in grp_part, PART(-1, -1) when it has none: a search of the entries of
- * n's block of nodes when g is finalized (part_blk), else of them all. */
-static int64_t
-part_get(const dfg *g, int32_t n)
+int64_t
+dfg_part_entry_all(const dfg *g, int32_t n)
 {
-    const dfg_sparse *t = &g->grp_part;
-    int32_t i = g->finalized ? sparse_find_in(t, n, g->part_blk[n >> DFG_SUCC_SHIFT],
-                                              g->part_blk[(n >> DFG_SUCC_SHIFT) + 1])
-                             : sparse_find(t, n);
-    return i >= 0 ? t->val[i] : PART(-1, -1);
-}
-
-int32_t
-dfg_part_group(const dfg *g, int32_t n)
-{
-    return (int32_t)(uint32_t)((uint64_t)part_get(g, n) >> 32);
-}
-
-int32_t
-dfg_next_in_group(const dfg *g, int32_t p)
-{
-    return (int32_t)(uint32_t)part_get(g, p);
+    return dfg_sparse_get(&g->grp_part, n, PART(-1, -1));
 }
 
 int
