@@ -175,8 +175,10 @@ static void
 free_derived(dfg *g)
 {
     free(g->succ_blk); /* succ is edst's */
+    free(g->part_blk);
     free(g->launched);
     g->succ_blk = NULL;
+    g->part_blk = NULL;
     g->succ = NULL;
     g->launched = NULL;
     g->n_launched = 0;
@@ -815,7 +817,8 @@ dfg_finalize(dfg *g)
     int32_t n = g->n_nodes;
     int32_t nblk = (n >> DFG_SUCC_SHIFT) + 2;
     g->succ_blk = calloc((size_t)nblk, sizeof *g->succ_blk);
-    if (!g->succ_blk)
+    g->part_blk = calloc((size_t)nblk, sizeof *g->part_blk);
+    if (!g->succ_blk || !g->part_blk)
         goto fail;
 
     /* compact the edge list: drop dead edges, sort by (src,dst), drop duplicates */
@@ -858,10 +861,15 @@ dfg_finalize(dfg *g)
         g->succ_blk[(g->esrc[i] >> DFG_SUCC_SHIFT) + 1]++;
     for (int32_t b = 0; b + 1 < nblk; b++)
         g->succ_blk[b + 1] += g->succ_blk[b];
+    for (int32_t i = 0; i < g->grp_part.n; i++)
+        g->part_blk[(g->grp_part.node[i] >> DFG_SUCC_SHIFT) + 1]++;
+    for (int32_t b = 0; b + 1 < nblk; b++)
+        g->part_blk[b + 1] += g->part_blk[b];
 
     if (launched_lists(g) != 0)
         goto fail;
 
+    g->finalized = 1; /* the lookups below may use part_blk */
     /* group member counts */
     for (int32_t q = 0; q < g->n_groups; q++) {
         int32_t c = 0;

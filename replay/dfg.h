@@ -147,6 +147,9 @@ typedef struct dfg {
                         * must fit in int32) */
     int32_t *succ;     /* edst itself: the sorted edge list holds each node's successors in a
                         * row */
+    int32_t *part_blk; /* (n_nodes >> DFG_SUCC_SHIFT) + 2: index in grp_part of the first
+                        * entry of each block of nodes, so that a lookup (dfg_part_group,
+                        * dfg_next_in_group) searches its block's entries only */
     int32_t *launched; /* the device nodes the host nodes launched, by host node: each
                         * host's in a row (dfg_launched_first, dfg_launched_next) */
     int32_t n_launched;
@@ -319,13 +322,9 @@ int dfg_set_group(dfg *g, int32_t n, int32_t grp);
  * point-to-point transfer) joins nodes out of order. Returns 0 or -1 (out of memory). */
 int dfg_group_reserve(dfg *g, int32_t n);
 
-/* Node n's collective group, -1 for a node that takes part in none. O(log of the
- * participants in the graph) for a DFG_COLL node, O(1) for another. */
-int32_t dfg_group(const dfg *g, int32_t n);
-
-/* The participant after p in its group's list (from grp_first), -1 at its end. O(log of the
- * participants in the graph). */
-int32_t dfg_next_in_group(const dfg *g, int32_t p);
+/* Node n's entry in grp_part (its group in the high 32 bits, its next participant in the
+ * low), -1 (both -1) when it has none: a search of every entry (dfg_part_entry). */
+int64_t dfg_part_entry_all(const dfg *g, int32_t n);
 
 /* Removes node n: its edge predecessors become predecessors of its edge successors, and
  * so does the previous node on its resource (n's end implied that one's), devices it
@@ -524,6 +523,61 @@ static inline int
 dfg_succ_more(const dfg *g, int32_t n, int64_t i)
 {
     return i < g->n_edges && g->esrc[i] == n;
+}
+
+/* Node n's entry in grp_part, -1 when it has none (dfg_part_entry_all). In a finalized graph,
+ * a search of the entries of n's block of nodes (part_blk) that can hold n's: the block's
+ * entries are distinct nodes in order, so n's is at most off entries after the block's first
+ * and at least 2^DFG_SUCC_SHIFT - off before its end, off being n's place in the block. Inline:
+ * the simulator looks up every participant it runs. */
+static inline int64_t
+dfg_part_entry(const dfg *g, int32_t n)
+{
+    int64_t e = -1;
+    if (g->finalized) {
+        int32_t b = n >> DFG_SUCC_SHIFT, off = n & ((1 << DFG_SUCC_SHIFT) - 1);
+        int32_t lo = g->part_blk[b], hi = g->part_blk[b + 1];
+        int32_t first = hi - (1 << DFG_SUCC_SHIFT) + off, last = lo + off + 1;
+        lo = first > lo ? first : lo;
+        hi = last < hi ? last : hi;
+        while (lo < hi) {
+            int32_t mid = lo + (hi - lo) / 2;
+            if (g->grp_part.node[mid] < n)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < g->grp_part.n && g->grp_part.node[lo] == n)
+            e = g->grp_part.val[lo];
+    } else {
+        e = dfg_part_entry_all(g, n);
+    }
+    return e;
+}
+
+/* The group of node n's entry in grp_part, -1 when it has none or is reserved
+ * (dfg_group_reserve); dfg_group reads it for the nodes that can be participants only. */
+static inline int32_t
+dfg_part_group(const dfg *g, int32_t n)
+{
+    return (int32_t)(uint32_t)((uint64_t)dfg_part_entry(g, n) >> 32);
+}
+
+/* The participant after p in its group's list (from grp_first), -1 at its end. O(log of the
+ * participants in p's block of nodes; of them all before finalize). */
+static inline int32_t
+dfg_next_in_group(const dfg *g, int32_t p)
+{
+    return (int32_t)(uint32_t)dfg_part_entry(g, p);
+}
+
+/* Node n's collective group, -1 for a node that takes part in none. O(log of the
+ * participants in n's block of nodes; of them all before finalize) for a DFG_COLL node, O(1)
+ * for another: the simulator asks it of every device node. */
+static inline int32_t
+dfg_group(const dfg *g, int32_t n)
+{
+    return g->kind[n] == DFG_COLL ? dfg_part_group(g, n) : -1;
 }
 
 /* Rank of a node (through its resource). */

@@ -214,7 +214,8 @@ dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
                      (double)g->dur_wide.cap + (double)g->gap_wide.cap);
     double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;
     if (g->finalized) {
-        nb += (double)sizeof *g->succ_blk * (double)((g->n_nodes >> DFG_SUCC_SHIFT) + 2) +
+        nb += (double)(sizeof *g->succ_blk + sizeof *g->part_blk) *
+                  (double)((g->n_nodes >> DFG_SUCC_SHIFT) + 2) +
               (double)sizeof *g->launched * (double)g->n_launched;
         eb += (double)sizeof *g->succ * (double)g->n_edges;
     }

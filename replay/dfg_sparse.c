@@ -127,24 +127,20 @@ dfg_set_bytes(dfg *g, int32_t n, int64_t bytes)
 /* An entry of grp_part: the group in the high 32 bits, the next participant in the low. */
 #define PART(grp, next) ((int64_t)(((uint64_t)(uint32_t)(grp) << 32) | (uint32_t)(next)))
 
-int32_t
-dfg_group(const dfg *g, int32_t n)
+int64_t
+dfg_part_entry_all(const dfg *g, int32_t n)
 {
-    int64_t e =
-        g->kind[n] == DFG_COLL ? dfg_sparse_get(&g->grp_part, n, PART(-1, -1)) : PART(-1, -1);
-    return (int32_t)(uint32_t)((uint64_t)e >> 32);
-}
-
-int32_t
-dfg_next_in_group(const dfg *g, int32_t p)
-{
-    return (int32_t)(uint32_t)dfg_sparse_get(&g->grp_part, p, PART(-1, -1));
+    return dfg_sparse_get(&g->grp_part, n, PART(-1, -1));
 }
 
 int
 dfg_part_set(dfg *g, int32_t n, int32_t grp, int32_t next)
 {
-    return dfg_sparse_set(&g->grp_part, n, PART(grp, next));
+    int32_t had = g->grp_part.n;
+    int rc = dfg_sparse_set(&g->grp_part, n, PART(grp, next));
+    if (g->grp_part.n != had)
+        g->finalized = 0; /* a new entry moves the ones after it: part_blk is stale */
+    return rc;
 }
 
 int64_t

@@ -82,7 +82,7 @@ finish(sim_state *s, int32_t n, int64_t t)
         else
             satisfy(s, nx, t + dfg_gap(g, nx), n, SIM_CAUSE_RESOURCE);
     }
-    for (int64_t i = dfg_succ_first(g, n); dfg_succ_more(g, n, i); i++) {
+    for (int64_t i = r->succ_at[n]; dfg_succ_more(g, n, i); i++) {
         int32_t m = g->succ[i];
         if (!owned(s, m))
             continue; /* released there (sent) */
@@ -105,7 +105,8 @@ result_reserve(sim_result *r, const dfg *g)
             ensure((void **)&r->why, sizeof *r->why, n) ||
             ensure((void **)&r->cnt, sizeof *r->cnt, n) ||
             ensure((void **)&r->ready, sizeof *r->ready, n) ||
-            ensure((void **)&r->stack, sizeof *r->stack, n))
+            ensure((void **)&r->stack, sizeof *r->stack, n) ||
+            ensure((void **)&r->succ_at, sizeof *r->succ_at, n))
             return -1;
         if (n > r->cap_nodes)
             r->cap_nodes = n;
@@ -158,14 +159,21 @@ sim_begin(sim_state *s)
         r->crit[i] = -1;
         r->why[i] = SIM_CAUSE_NONE;
         r->cnt[i] = initial_count(g, i);
+        r->succ_at[i] = (int32_t)g->n_edges; /* finalize: the edges fit in int32 */
         if (g->kind[i] == DFG_HOST)
             r->ready[i] = 0;
         else
             r->ready[i] = dfg_has_prev(g, i) ? 0 : dfg_gap(g, i);
     }
-    /* edge predecessors (finalize kept only edges between live nodes) */
-    for (int64_t k = 0; k < g->n_edges; k++)
+    /* edge predecessors (finalize kept only edges between live nodes), and where each
+     * node's successors begin in the edges sorted by source */
+    for (int64_t k = 0, src = -1; k < g->n_edges; k++) {
         r->cnt[g->succ[k]]++;
+        if (g->esrc[k] != src) {
+            src = g->esrc[k];
+            r->succ_at[src] = (int32_t)k;
+        }
+    }
     for (int32_t i = 0; i < n; i++)
         if (r->cnt[i] == 0 && owned(s, i))
             s->stack[s->top++] = i;
@@ -244,7 +252,7 @@ void
 sim_release_edge(sim_state *s, int32_t n, int64_t t)
 {
     const dfg *g = s->g;
-    for (int64_t i = dfg_succ_first(g, n); dfg_succ_more(g, n, i); i++) {
+    for (int64_t i = s->r->succ_at[n]; dfg_succ_more(g, n, i); i++) {
         int32_t m = g->succ[i];
         if (owned(s, m))
             satisfy(s, m, (g->flags[m] & DFG_F_WAKEUP) ? t + dfg_gap(g, m) : t, n, SIM_CAUSE_EDGE);
@@ -298,8 +306,9 @@ sim_result_trim(sim_result *r)
     free(r->cnt);
     free(r->ready);
     free(r->stack);
+    free(r->succ_at);
     free(r->arrived);
-    r->cnt = r->stack = r->arrived = NULL;
+    r->cnt = r->stack = r->succ_at = r->arrived = NULL;
     r->ready = NULL;
 }
 
@@ -315,6 +324,7 @@ sim_result_free(sim_result *r)
     free(r->cnt);
     free(r->ready);
     free(r->stack);
+    free(r->succ_at);
     free(r->arrived);
     memset(r, 0, sizeof *r);
 }

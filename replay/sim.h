@@ -49,6 +49,9 @@ typedef struct sim_result {
     int64_t *ready;
     int32_t *stack;
     int32_t *arrived;
+    int32_t *succ_at; /* each node's first successor's index in the graph's succ (its n_edges:
+                       * none), found once per run by sim_begin's pass over the edges instead
+                       * of a search of the node's block per finish (dfg_succ_first) */
 } sim_result;
 
 /* Simulates g (finalizing it first if needed) into res. res must be zeroed before its
@@ -60,7 +63,7 @@ int sim_run(dfg *g, sim_result *res);
 /* Frees the arrays of res and zeroes it. */
 void sim_result_free(sim_result *res);
 
-/* Frees res's scratch (cnt, ready, stack, arrived: 16 bytes a node that only a run uses)
+/* Frees res's scratch (cnt, ready, stack, succ_at, arrived: 20 bytes a node that only a run uses)
  * and keeps the result readable; a later sim_run on res allocates the scratch again. For
  * a result kept while other simulations run (dpro-replay's exact replay during the
  * typical-duration one). */

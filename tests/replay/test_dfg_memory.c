@@ -8,11 +8,12 @@
  * goal, 48 bytes a node, is met). The finalized graph's lists read through their accessors
  * as the plain arrays would: each group's participants (dfg_next_in_group, dfg_group), each
  * host's launches (dfg_launched_first, whose host slot is the lat array's), each node's
- * successors (dfg_succ_first). Two more figures of the explicit replay's peak: a loaded
- * event (job_event) takes at most EVENT_BYTES, and the typical replay's view of the graph
- * (dfg_timing_view) owns only the timings, shares the rest, and simulates as a whole copy
- * with the same timings does, a duration and a gap past 32 bits included. And what the
- * compact node moved out of its arrays reads back exactly: measured ends past a 32-bit
+ * successors (dfg_succ_first), and the participants' lists through the block index of
+ * grp_part, also once entries join it below them. Two more figures of the explicit replay's
+ * peak: a loaded event (job_event) takes at most EVENT_BYTES, and the typical replay's view
+ * of the graph (dfg_timing_view) owns only the timings, shares the rest, and simulates as a
+ * whole copy with the same timings does, a duration and a gap past 32 bits included. And
+ * what the compact node moved out of its arrays reads back exactly: measured ends past a 32-bit
  * length from the start (4.29 s, or before the start), durations and gaps past 32 bits
  * (4.29 s, or negative) from their side tables, through a clone, a merge and a removal;
  * bytes set out of node order;
@@ -185,6 +186,49 @@ check_side_tables(void)
     return fail;
 }
 
+/* Whether every participant of g's groups reads its own group and the lists hold
+ * grp_members nodes each. */
+static int
+groups_read_back(const dfg *g)
+{
+    int ok = 1;
+    for (int32_t q = 0; q < g->n_groups && ok; q++) {
+        int32_t c = 0;
+        for (int32_t p = g->grp_first[q]; p >= 0 && ok; p = dfg_next_in_group(g, p), c++)
+            ok = dfg_group(g, p) == q && c < g->n_nodes;
+        ok &= c == g->grp_members[q];
+    }
+    return ok;
+}
+
+/* Participants in several blocks of 64 nodes, some blocks sparse, one ending with them, one
+ * all of them (grp_part's block index, part_blk, and the bounds dfg_part_entry draws from a
+ * node's place in its block): their lists read back after finalize, and still after entries
+ * join the table below them (a reserved point-to-point op) in the finalized graph, which
+ * shifts the entries the index points at. Returns 0, or 1 with the failure told. */
+static int
+check_group_index(void)
+{
+    dfg g;
+    int fail = dfg_init(&g, 1) != 0;
+    int32_t st = dfg_add_resource(&g, DFG_RES_STREAM, 0, 7, 0);
+    int32_t q[2] = {dfg_add_group(&g, 0, 2, 8, 1, 1, 10), dfg_add_group(&g, 0, 2, 8, 1, 2, 10)};
+    /* sparse below node 300, every node from there (as a tensor partition appends them):
+     * block 4 ends with participants, block 5 holds nothing else */
+    for (int32_t i = 0; i < 384 && !fail; i++) {
+        int32_t n = dfg_add_node(&g, DFG_KERNEL, st, 0);
+        fail = n < 0 || ((i % 37 == 36 || i >= 300) && dfg_set_group(&g, n, q[i % 2]) != 0);
+    }
+    fail |= dfg_finalize(&g) != 0 || !groups_read_back(&g) || g.grp_part.n != 92;
+    fail |= dfg_group_reserve(&g, 3) != 0 || dfg_group_reserve(&g, 5) != 0 || g.grp_part.n != 94 ||
+            dfg_group(&g, 3) != -1 || !groups_read_back(&g);
+    fail |= dfg_finalize(&g) != 0 || !groups_read_back(&g);
+    if (fail)
+        fprintf(stderr, "FAIL: a group's list reads otherwise through the block index\n");
+    dfg_free(&g);
+    return fail;
+}
+
 int
 main(void)
 {
@@ -230,6 +274,7 @@ main(void)
     fail |= check_launch_lists();
     fail |= check_timing_view(&g);
     fail |= check_side_tables();
+    fail |= check_group_index();
     dfg_free(&g);
     return fail;
 }
