@@ -53,14 +53,13 @@ struct coll_map {
 
 COLL_HIDDEN extern struct coll_map coll_kernel_map; /* cudaKernel_t -> host function */
 
-/* Mixes a key's 64 bits into all 64 (murmur3's finaliser), for slot indices of any size. */
+/* Mixes a key's 64 bits for slot indices of any size: the first half of murmur3's
+ * finaliser, three operations, since the hooks' lookups run it. */
 static inline uint64_t
 coll_mix64(uint64_t k)
 {
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ull;
     k ^= k >> 33;
     return k;
 }

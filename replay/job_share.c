@@ -23,6 +23,7 @@
 #include "dprotrace.h"
 #include "hmap.h"
 #include "job_int.h"
+#include "varint.h"
 #include "replay.h" /* replay_rank_align_samples: taken where the rank's events are */
 
 /* A growing buffer being written (fail: out of memory met), or one being read (at: the
@@ -143,31 +144,6 @@ static const ev_field ev_fields[] = {
 #define EV_N_DIFF 3
 #define EV_N (EV_N_DIFF + (int)(sizeof ev_fields / sizeof ev_fields[0]))
 
-static uint64_t
-zz(uint64_t diff)
-{
-    int64_t v = (int64_t)diff;
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static uint64_t
-unzz(uint64_t z)
-{
-    return (z >> 1) ^ (0 - (z & 1));
-}
-
-/* Writes v as a LEB128 varint at p; returns the bytes written (1 to 10). */
-static size_t
-varint_at(unsigned char *p, uint64_t v)
-{
-    size_t n = 0;
-    do {
-        p[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    return n;
-}
-
 /* The varint at b's position (0 and b->fail when it runs past the end or 64 bits). */
 static uint64_t
 get_varint(bytes *b)
@@ -190,15 +166,15 @@ get_varint(bytes *b)
 static void
 put_events(bytes *b, const job_event *ev, size_t n)
 {
-    unsigned char buf[(EV_N + 1) * 10];
+    uint8_t buf[(EV_N + 1) * DPRO_VARINT_MAX];
     uint64_t prev_start = 0, prev_corr = 0;
     put_i64(b, (int64_t)n);
     for (size_t i = 0; i < n && !b->fail; i++) {
         const job_event *e = &ev[i];
         uint64_t v[EV_N], mask = 0;
-        v[0] = zz(e->start_ns - prev_start);
-        v[1] = zz(e->end_ns - e->start_ns);
-        v[2] = zz(e->correlation - prev_corr);
+        v[0] = zigzag((int64_t)(e->start_ns - prev_start));
+        v[1] = zigzag((int64_t)(e->end_ns - e->start_ns));
+        v[2] = zigzag((int64_t)(e->correlation - prev_corr));
         for (int k = EV_N_DIFF; k < EV_N; k++) {
             const ev_field *f = &ev_fields[k - EV_N_DIFF];
             uint32_t w;
@@ -211,11 +187,11 @@ put_events(bytes *b, const job_event *ev, size_t n)
         }
         for (int k = 0; k < EV_N; k++)
             mask |= (uint64_t)(v[k] != 0) << k;
-        size_t len = varint_at(buf, mask);
+        uint8_t *q = dpro_put_varint(buf, mask);
         for (int k = 0; k < EV_N; k++)
             if (v[k])
-                len += varint_at(buf + len, v[k]);
-        put(b, buf, len);
+                q = dpro_put_varint(q, v[k]);
+        put(b, buf, (size_t)(q - buf));
         prev_start = e->start_ns;
         prev_corr = e->correlation;
     }
@@ -243,9 +219,9 @@ get_events(bytes *b, size_t *n)
         for (int k = 0; k < EV_N; k++)
             if (mask >> k & 1)
                 v[k] = get_varint(b);
-        e->start_ns = prev_start + unzz(v[0]);
-        e->end_ns = e->start_ns + unzz(v[1]);
-        e->correlation = prev_corr + unzz(v[2]);
+        e->start_ns = prev_start + (uint64_t)unzigzag(v[0]);
+        e->end_ns = e->start_ns + (uint64_t)unzigzag(v[1]);
+        e->correlation = prev_corr + (uint64_t)unzigzag(v[2]);
         for (int k = EV_N_DIFF; k < EV_N; k++) {
             const ev_field *f = &ev_fields[k - EV_N_DIFF];
             uint32_t w = (uint32_t)v[k];
@@ -273,7 +249,7 @@ get_events(bytes *b, size_t *n)
 static void
 put_sig_rows(bytes *b, const job_fold_sig *s)
 {
-    unsigned char buf[3 * 10 + 8];
+    uint8_t buf[3 * DPRO_VARINT_MAX + 8];
     hmap seen = {0};
     int32_t n_seen = 0;
     int64_t prev = 0;
@@ -281,16 +257,16 @@ put_sig_rows(bytes *b, const job_fold_sig *s)
         b->fail = 1;
     for (size_t i = 0; i < s->n && !b->fail; i++) {
         int32_t k = hmap_get(&seen, s->h[i], -1);
-        size_t len = varint_at(buf, (uint64_t)(k + 1));
+        uint8_t *q = dpro_put_varint(buf, (uint64_t)(k + 1));
         if (k < 0) {
-            memcpy(buf + len, &s->h[i], 8);
-            len += 8;
+            memcpy(q, &s->h[i], 8);
+            q += 8;
             if (hmap_put(&seen, s->h[i], n_seen++) != 0)
                 b->fail = 1;
         }
-        len += varint_at(buf + len, zz((uint64_t)s->rs[i] - (uint64_t)prev));
-        len += varint_at(buf + len, zz((uint64_t)s->re[i] - (uint64_t)s->rs[i]));
-        put(b, buf, len);
+        q = dpro_put_varint(q, zigzag((int64_t)((uint64_t)s->rs[i] - (uint64_t)prev)));
+        q = dpro_put_varint(q, zigzag((int64_t)((uint64_t)s->re[i] - (uint64_t)s->rs[i])));
+        put(b, buf, (size_t)(q - buf));
         prev = s->rs[i];
     }
     hmap_free(&seen);
@@ -320,8 +296,8 @@ get_sig_rows(bytes *b, job_fold_sig *s)
         } else {
             b->fail = 1; /* not what put_sig_rows writes */
         }
-        s->rs[i] = (int64_t)((uint64_t)prev + unzz(get_varint(b)));
-        s->re[i] = (int64_t)((uint64_t)s->rs[i] + unzz(get_varint(b)));
+        s->rs[i] = (int64_t)((uint64_t)prev + (uint64_t)unzigzag(get_varint(b)));
+        s->re[i] = (int64_t)((uint64_t)s->rs[i] + (uint64_t)unzigzag(get_varint(b)));
         prev = s->rs[i];
     }
     free(distinct);

@@ -10,6 +10,7 @@
 #include "dprotrace.h"
 #include "trace_internal.h"
 #include "trace.pb-c.h"
+#include "varint.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -125,18 +126,6 @@ lane_slot(lane_table *t, uint64_t key)
             return (int)i;
     }
     return -1;
-}
-
-static inline uint64_t
-zigzag(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static inline int64_t
-unzigzag(uint64_t v)
-{
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
 /* Zig-zag within 63 bits: [-2^62, 2^62) <-> [0, 2^63). */

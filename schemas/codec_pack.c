@@ -73,34 +73,10 @@
 
 #define WIRE_VARINT 0
 #define WIRE_LEN 2
-#define VARINT_MAX 10 /* bytes of the longest varint (a 64-bit value) */
-
-static inline uint8_t *
-put_varint(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)v | 0x80;
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-static inline size_t
-varint_size(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
 static inline uint8_t *
 put_tag(uint8_t *p, uint32_t num, uint32_t wire)
 {
-    return put_varint(p, (uint64_t)num << 3 | wire);
+    return dpro_put_varint(p, (uint64_t)num << 3 | wire);
 }
 
 /* Finishes a length-delimited field whose body was written at p + room (room: the bytes
@@ -110,8 +86,8 @@ static uint8_t *
 close_len(uint8_t *p, size_t room, uint8_t *end)
 {
     uint8_t *body = p + room;
-    size_t len = (size_t)(end - body), lsize = varint_size(len);
-    put_varint(p, len);
+    size_t len = (size_t)(end - body), lsize = dpro_varint_size(len);
+    dpro_put_varint(p, len);
     if (lsize < room)
         memmove(p + lsize, body, len);
     return p + lsize + len;
@@ -150,7 +126,7 @@ wire_rs64(int64_t v)
         if (!n)                                                                                    \
             return p;                                                                              \
         p = put_tag(p, num, WIRE_LEN);                                                             \
-        size_t room = varint_size((uint64_t)n * VARINT_MAX), i = 0;                                \
+        size_t room = dpro_varint_size((uint64_t)n * DPRO_VARINT_MAX), i = 0;                      \
         uint8_t *q = p + room;                                                                     \
         for (; i + 4 <= n; i += 4) {                                                               \
             uint64_t c0 = wire_##how(v[i]), c1 = wire_##how(v[i + 1]);                             \
@@ -162,11 +138,12 @@ wire_rs64(int64_t v)
                 q[3] = (uint8_t)c3;                                                                \
                 q += 4;                                                                            \
             } else {                                                                               \
-                q = put_varint(put_varint(put_varint(put_varint(q, c0), c1), c2), c3);             \
+                q = dpro_put_varint(                                                               \
+                    dpro_put_varint(dpro_put_varint(dpro_put_varint(q, c0), c1), c2), c3);         \
             }                                                                                      \
         }                                                                                          \
         for (; i < n; i++)                                                                         \
-            q = put_varint(q, wire_##how(v[i]));                                                   \
+            q = dpro_put_varint(q, wire_##how(v[i]));                                              \
         return close_len(p, room, q);                                                              \
     }
 PUT_PACKED(r32, uint32_t)
@@ -180,7 +157,7 @@ put_u64(uint8_t *p, uint32_t num, uint64_t v)
 {
     if (!v)
         return p;
-    return put_varint(put_tag(p, num, WIRE_VARINT), v);
+    return dpro_put_varint(put_tag(p, num, WIRE_VARINT), v);
 }
 
 static uint8_t *
@@ -188,7 +165,7 @@ put_bytes(uint8_t *p, uint32_t num, const ProtobufCBinaryData *b)
 {
     if (!b->len)
         return p;
-    p = put_varint(put_tag(p, num, WIRE_LEN), b->len);
+    p = dpro_put_varint(put_tag(p, num, WIRE_LEN), b->len);
     memcpy(p, b->data, b->len);
     return p + b->len;
 }
@@ -198,11 +175,11 @@ static size_t
 group_bound(const Dpro__Group *g)
 {
     size_t b = 0;
-#define BOUND_u32(field) b += 2 + VARINT_MAX;
-#define BOUND_u64(field) b += 2 + VARINT_MAX;
+#define BOUND_u32(field) b += 2 + DPRO_VARINT_MAX;
+#define BOUND_u64(field) b += 2 + DPRO_VARINT_MAX;
 #define BOUND_boolean(field) b += 3;
-#define BOUND_bytes(field) b += 2 + VARINT_MAX + g->field.len;
-#define BOUND_rep(field) b += 2 + VARINT_MAX + g->n_##field * VARINT_MAX;
+#define BOUND_bytes(field) b += 2 + DPRO_VARINT_MAX + g->field.len;
+#define BOUND_rep(field) b += 2 + DPRO_VARINT_MAX + g->n_##field * DPRO_VARINT_MAX;
 #define BOUND_r32 BOUND_rep
 #define BOUND_r64 BOUND_rep
 #define BOUND_rs32 BOUND_rep
@@ -232,9 +209,9 @@ put_group_fields(uint8_t *p, const Dpro__Group *g)
 size_t
 codec_batch_pack_bound(const Dpro__Batch *b)
 {
-    size_t bound = 3 * (2 + VARINT_MAX);
+    size_t bound = 3 * (2 + DPRO_VARINT_MAX);
     for (size_t i = 0; i < b->n_groups; i++)
-        bound += 2 + VARINT_MAX + group_bound(b->groups[i]);
+        bound += 2 + DPRO_VARINT_MAX + group_bound(b->groups[i]);
     return bound;
 }
 
@@ -246,7 +223,7 @@ codec_batch_pack(const Dpro__Batch *b, uint8_t *out)
     p = put_u64(p, 2, b->base_ns);
     for (size_t i = 0; i < b->n_groups; i++) {
         p = put_tag(p, 3, WIRE_LEN);
-        size_t room = varint_size(group_bound(b->groups[i]));
+        size_t room = dpro_varint_size(group_bound(b->groups[i]));
         p = close_len(p, room, put_group_fields(p + room, b->groups[i]));
     }
     return (size_t)(p - out);

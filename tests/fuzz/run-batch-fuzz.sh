@@ -26,7 +26,7 @@ deflate_libs=
 grep -q '^#define HAVE_LIBDEFLATE 1' "$b/config.h" 2>/dev/null &&
     deflate_libs=$(pkg-config --libs libdeflate 2>/dev/null || echo -ldeflate)
 "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$b" -I"$s/schemas" -I"$b/schemas" $(pkg-config --cflags libprotobuf-c) \
+    -I"$b" -I"$s/schemas" -I"$b/schemas" -I"$s/common" $(pkg-config --cflags libprotobuf-c) \
     "$s/tests/fuzz/fuzz_batch_decode.c" "$s/schemas/codec.c" "$s/schemas/codec_decode.c" \
     "$s/schemas/codec_pack.c" \
     "$s/schemas/names.c" "$s/schemas/deflate.c" "$b/schemas/trace.pb-c.c" \
