@@ -11,6 +11,7 @@
  *   convert.c    records -> dpro events (writer thread)
  *   writer.c     the writer thread: drain, flush, finish; exit
  *   lifecycle.c  SIGTERM, fork, exec
+ *   cpuuse.c     the host's CPUs and the process's CPU time (meta rows at the finish)
  */
 #ifndef DPRO_COLLECTOR_INTERNAL_H
 #define DPRO_COLLECTOR_INTERNAL_H
@@ -107,6 +108,20 @@ COLL_HIDDEN void coll_anchor(uint64_t *realtime, uint64_t *monotonic);
 
 /* Opens this process's trace file; NULL (warned once) when it cannot. */
 COLL_HIDDEN dpro_writer *coll_open_output(void);
+
+/* ---- cpuuse.c ----------------------------------------------------------------------- */
+
+/* Forgets the samples (a new writer thread: the process's start, a forked child's) and
+ * takes the first. Writer thread only, as are the two below. */
+COLL_HIDDEN void coll_cpu_reset(void);
+
+/* Samples the process's CPU time against CLOCK_MONOTONIC; unless force, only when the
+ * last kept sample is old enough (the spacing grows as the samples fill up). */
+COLL_HIDDEN void coll_cpu_sample(int force);
+
+/* Writes the meta rows host_cpus (the CPUs the process may run on) and cpu_samples
+ * ("T:C,T:C,...": CLOCK_MONOTONIC us, the process's CPU time us), a last sample taken. */
+COLL_HIDDEN void coll_cpu_write_meta(dpro_writer *w);
 
 /* ---- convert.c / writer.c ----------------------------------------------------------- */
 

@@ -259,6 +259,7 @@ coll_bg_finish(void)
         dpro_writer_set_meta_int(w, "anchor_end_monotonic_ns",
                                  (int64_t)mono + coll_test_clock_offset_ns);
         cupti_write_meta(w, 1);
+        coll_cpu_write_meta(w);
         coll_write_errors(w, 1);
     }
     if (coll_bg.w) {
@@ -309,6 +310,7 @@ coll_bg_main(void *arg)
     coll_errors_warned = 0;
     stk_reset();
     nvtxi_reset();
+    coll_cpu_reset();
     atomic_store(&coll_bg_started, 1); /* from here on it allocates only under coll_work_lock */
     uint64_t next_flush = coll_now() + (uint64_t)coll_cfg.flush_ms * 1000000ull;
     uint32_t wait_ms = coll_cfg.drain_ms;
@@ -338,6 +340,7 @@ coll_bg_main(void *arg)
         }
         dpro_writer *w = coll_bg.failed ? NULL : coll_bg.w;
         wait_ms = coll_next_wait_ms(wait_ms, coll_drain_all(w));
+        coll_cpu_sample(0);
         uint64_t now = coll_now();
         int flush_due = now >= next_flush || asked != coll_flush_served;
         if (flush_due) {

@@ -17,7 +17,7 @@ replay_libdproreplay_la_SOURCES = \
 	replay/build_queue.c replay/build_timing.c replay/build_wakeup.c replay/build_repair.c \
 	replay/launch_queue.c replay/launch_queue.h \
 	replay/replay.c replay/replay.h replay/critpath.c replay/fidelity.c replay/fold.c \
-	replay/whatif.c \
+	replay/whatif.c replay/hostshare.c replay/hostshare.h \
 	replay/chrome.c replay/chrome.h \
 	replay/kernels.c replay/kernels.h replay/diff.c replay/diff.h \
 	replay/analyses/analyses.h replay/analyses/ana_int.h replay/analyses/collect.c \

@@ -149,6 +149,11 @@ int64_t replay_scale_kernels(dfg *g, double factor);
  * folded. */
 int64_t replay_slow_rank(dfg *g, int32_t rank, double kernel_factor, double host_factor);
 
+/* Scales host node n's duration (its own cost; a blocking call's after its wait) and its
+ * gap (the framework time before it, a wake-up's latency) by factor: its CPU part, as a
+ * slower or busier host stretches it. Returns 0, or -1 when a value overflows. */
+int replay_scale_host_node(dfg *g, int32_t n, double factor);
+
 /* What-if "the job on n_to ranks" (whatif.c), data parallel with the same work per rank
  * (weak scaling): every collective group of a communicator of n_from ranks (the job's
  * world; smaller communicators, model-parallel groups, keep their size) is repriced for

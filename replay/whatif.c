@@ -3,6 +3,15 @@
 
 #include "replay.h"
 
+int
+replay_scale_host_node(dfg *g, int32_t n, double factor)
+{
+    return dfg_set_dur(g, n, (int64_t)((double)dfg_dur(g, n) * factor + 0.5)) == 0 &&
+                   dfg_set_gap(g, n, (int64_t)((double)dfg_gap(g, n) * factor + 0.5)) == 0
+               ? 0
+               : -1;
+}
+
 int64_t
 replay_slow_rank(dfg *g, int32_t rank, double kernel_factor, double host_factor)
 {
@@ -19,11 +28,7 @@ replay_slow_rank(dfg *g, int32_t rank, double kernel_factor, double host_factor)
                      ? rc + 1
                      : -1;
         } else if (g->kind[n] == DFG_HOST) {
-            rc =
-                dfg_set_dur(g, n, (int64_t)((double)dfg_dur(g, n) * host_factor + 0.5)) == 0 &&
-                        dfg_set_gap(g, n, (int64_t)((double)dfg_gap(g, n) * host_factor + 0.5)) == 0
-                    ? rc + 1
-                    : -1;
+            rc = replay_scale_host_node(g, n, host_factor) == 0 ? rc + 1 : -1;
         }
     }
     return rc;

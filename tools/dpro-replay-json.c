@@ -186,6 +186,38 @@ json_ranks(json_writer *j, const report *rep)
     json_end_array(j);
 }
 
+void
+replay_cmd_host_share_line(const hostshare *hs, char *buf, size_t n)
+{
+    snprintf(buf, n,
+             "CPU demand %.2f per rank (traced mean), %d per host on %d host(s) (load %.2f); "
+             "%d per host: load %.2f, host time x %.3f at most",
+             hs->mean_demand, hs->per_host_traced, hs->n_hosts, hs->load_traced, hs->per_host_to,
+             hs->load_to, hs->factor_max);
+}
+
+/* --json: what_if.host_share {known, why | mean_demand, hosts, ranks_per_host_traced,
+ * load_traced, ranks_per_host, load, host_time_scale}. */
+static void
+json_host_share(json_writer *j, const hostshare *hs)
+{
+    json_key(j, "host_share");
+    json_begin_object(j);
+    json_kv_bool(j, "known", hs->known);
+    if (!hs->known) {
+        json_kv_string(j, "why", hs->why);
+    } else {
+        json_kv_double(j, "mean_demand", hs->mean_demand);
+        json_kv_int(j, "hosts", hs->n_hosts);
+        json_kv_int(j, "ranks_per_host_traced", hs->per_host_traced);
+        json_kv_double(j, "load_traced", hs->load_traced);
+        json_kv_int(j, "ranks_per_host", hs->per_host_to);
+        json_kv_double(j, "load", hs->load_to);
+        json_kv_double(j, "host_time_scale", hs->factor_max);
+    }
+    json_end_object(j);
+}
+
 /* --json: clock, collective_model, what_if, diagnostics. */
 static void
 json_models(json_writer *j, const report *rep)
@@ -292,6 +324,7 @@ json_models(json_writer *j, const report *rep)
             for (int k = 0; replay_cmd_ranks_assumed(&rp->model, k); k++)
                 json_string(j, replay_cmd_ranks_assumed(&rp->model, k));
             json_end_array(j);
+            json_host_share(j, rep->hs);
         }
         json_kv_double(j, "predicted_iter_us", ws->simulated_us);
         json_kv_double(j, "predicted_median_iter_us", ws->simulated_median_us);

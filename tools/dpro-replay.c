@@ -83,7 +83,11 @@ usage(FILE *f)
                "                         over all ranks repriced at N (latency grown as NCCL's\n"
                "                         ring latency, bandwidth term x the ring traffic\n"
                "                         factor), every measured rank\n"
-               "                         standing for N/ranks of them (docs/models.md)\n"
+               "                         standing for N/ranks of them (docs/models.md);\n"
+               "                         its host time scaled by the CPU its host's ranks\n"
+               "                         want over the cores the trace recorded\n"
+               "      --what-if-ranks-per-host K  K of the N ranks on each host (default:\n"
+               "                         as traced, each host keeping its ranks)\n"
                "                         The what-ifs given combine into one prediction.\n"
                "      --perturb N        the perturbation check: shorten each of the N kernel\n"
                "                         names with the most time, one at a time, to half,\n"
@@ -152,6 +156,14 @@ parse_what_if(int c, const char *optarg, args *a)
         }
         a->ro.fold = 0; /* the slowed rank must stand for itself */
         break;
+    case 'Q':
+        a->per_host = (int32_t)strtol(optarg, &end, 10);
+        if (*end || a->per_host < 1 || a->per_host > 1 << 20) {
+            pr_err("--what-if-ranks-per-host wants a rank count from 1 to 1048576, not '%s'",
+                   optarg);
+            rc = -1;
+        }
+        break;
     default: /* 'R' */
         a->ranks_to = (int32_t)strtol(optarg, &end, 10);
         if (*end || a->ranks_to < 2 || a->ranks_to > 1 << 20) {
@@ -183,6 +195,7 @@ parse_args(int argc, char **argv, args *a)
         {"what-if-slow-rank", required_argument, NULL, 'S'},
         {"what-if-slow-host", required_argument, NULL, 'H'},
         {"what-if-ranks", required_argument, NULL, 'R'},
+        {"what-if-ranks-per-host", required_argument, NULL, 'Q'},
         {"perturb", required_argument, NULL, 'X'},
         {"force", no_argument, NULL, 'f'},
         {"partial", no_argument, NULL, 'P'},
@@ -274,6 +287,7 @@ parse_args(int argc, char **argv, args *a)
         case 'S':
         case 'H':
         case 'R':
+        case 'Q':
             if (parse_what_if(c, optarg, a) != 0)
                 return 2;
             break;
@@ -299,6 +313,11 @@ parse_args(int argc, char **argv, args *a)
         usage(stderr);
         return 2;
     }
+    if (a->per_host > 0 && (a->ranks_to <= 0 || a->per_host > a->ranks_to)) {
+        pr_err("--what-if-ranks-per-host wants --what-if-ranks N too, and at most N ranks per "
+               "host");
+        return 2;
+    }
     if (a->kclass && !(a->kscale > 0)) {
         pr_err("--what-if-class wants --what-if-scale-kernels too");
         return 2;
@@ -316,13 +335,36 @@ parse_args(int argc, char **argv, args *a)
     return -1;
 }
 
+/* With --what-if-ranks: measures the host-share model into *hs and scales g's host time
+ * by it at a->ranks_to ranks (a->per_host on a host), or says once why there is none.
+ * Returns 0, -1 out of memory, -5 when a trace's CPU samples are malformed (said). */
+static int
+host_share(replay *rp, const args *a, hostshare *hs, dfg *g)
+{
+    int rc = hostshare_measure(rp, hs);
+    if (rc == -2) {
+        pr_err("%s", hs->why);
+        rc = -5;
+    } else if (rc == 0 && !hs->known) {
+        job_warn(&rp->job,
+                 "no host-share model at %d ranks (%s): each rank keeps its traced "
+                 "host time",
+                 a->ranks_to, hs->why);
+    } else if (rc == 0) {
+        rc =
+            hostshare_at(hs, a->per_host, a->ranks_to) == 0 && hostshare_apply(hs, g) >= 0 ? 0 : -1;
+    }
+    return rc;
+}
+
 /* The what-ifs asked (--what-if-scale-kernels, --what-if-slow-rank/-host, --what-if-ranks),
  * applied together to a copy of the graph and simulated over the same iterations into
- * *ws. Returns 1 when *ws holds it, 0 when it does not cover them, -1 out of memory, -2
- * when no kernel is named a->kclass, -3 when a slowed rank has no operations in the
- * graph, -4 when the job has one rank (no collective to extrapolate from). */
+ * *ws (*hs: the host-share model of --what-if-ranks). Returns 1 when *ws holds it, 0 when
+ * it does not cover them, -1 out of memory, -2 when no kernel is named a->kclass, -3 when
+ * a slowed rank has no operations in the graph, -4 when the job has one rank (no
+ * collective to extrapolate from), -5 when a trace's CPU samples are malformed (said). */
 static int
-what_if(replay *rp, const args *a, replay_summary *ws)
+what_if(replay *rp, const args *a, replay_summary *ws, hostshare *hs)
 {
     dfg copy;
     sim_result wres;
@@ -345,6 +387,8 @@ what_if(replay *rp, const args *a, replay_summary *ws)
     if (rc == 0 && a->ranks_to > 0 &&
         replay_scale_ranks(&rp->model, &copy, rp->job.n_ranks, a->ranks_to) < 0)
         rc = -4;
+    if (rc == 0 && a->ranks_to > 0)
+        rc = host_share(rp, a, hs, &copy);
     if (rc == 0 &&
         (replay_predict(rp, &copy, &wres) < 0 || replay_summarize(rp, &copy, &wres, ws) != 0))
         job_warn(&rp->job, "the what-if simulation does not cover the compared iterations");
@@ -449,6 +493,11 @@ print_text(const report *rep)
         print_bd("predicted", &ws->simulated_bd);
         for (int k = 0; a->ranks_to > 0 && replay_cmd_ranks_assumed(&rp->model, k); k++)
             printf("  assumed: %s\n", replay_cmd_ranks_assumed(&rp->model, k));
+        if (a->ranks_to > 0 && rep->hs->known) {
+            char line[512];
+            replay_cmd_host_share_line(rep->hs, line, sizeof line);
+            printf("  host share: %s\n", line);
+        }
     }
     if (rep->have_perturb) {
         const replay_perturbation *p = rep->pt;
@@ -558,6 +607,7 @@ main(int argc, char **argv)
     replay_summary s, ws;
     replay_typical typ;
     replay_perturbation pt;
+    hostshare hs;
     char err[2048];
     int status = 1;
 
@@ -571,6 +621,7 @@ main(int argc, char **argv)
     memset(&s, 0, sizeof s);
     memset(&ws, 0, sizeof ws);
     memset(&pt, 0, sizeof pt);
+    memset(&hs, 0, sizeof hs);
     memset(&rp, 0, sizeof rp);
     a.ro.release_events = 1; /* nothing below reads an event once the graph is built */
     /* with --mpi, every process reads its share of the traces, process 0 gathers them,
@@ -598,14 +649,16 @@ main(int argc, char **argv)
                  "%d operations could not be simulated (circular dependencies, e.g. around "
                  "'%s'); the simulated times are partial",
                  rp.sim.n_unfinished, dfg_name(&rp.graph, rp.graph.name[rp.sim.first_unfinished]));
-    report rep = {&rp, &s, &ws, 0, &typ, 0, &pt, 0, &a};
+    report rep = {&rp, &s, &ws, 0, &typ, 0, &pt, 0, &hs, &a};
     if ((a.kscale > 0 || a.slow_gpu_rank >= 0 || a.slow_host_rank >= 0 || a.ranks_to > 0) &&
-        (rep.have_whatif = what_if(&rp, &a, &ws)) < 0) {
+        (rep.have_whatif = what_if(&rp, &a, &ws, &hs)) < 0) {
         if (rep.have_whatif == -2)
             pr_err("%s: no kernel is named '%s' (--what-if-class)", a.dir, a.kclass);
         else if (rep.have_whatif == -4)
             pr_err("%s: --what-if-ranks wants a job of at least 2 ranks (this one has %d)", a.dir,
                    rp.job.n_ranks);
+        else if (rep.have_whatif == -5)
+            ; /* said */
         else if (rep.have_whatif == -3)
             pr_err("%s: rank %d has no operations in the trace (--what-if-slow-%s; ranks 0 to "
                    "%d)",
@@ -631,6 +684,7 @@ main(int argc, char **argv)
         print_text(&rep);
     status = a.chrome ? write_chrome(&rp, &s, &a) : 0;
 out:
+    hostshare_free(&hs);
     replay_perturbation_free(&pt);
     replay_summary_free(&ws);
     replay_summary_free(&s);

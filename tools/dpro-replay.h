@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "replay/hostshare.h"
 #include "replay/replay.h"
 
 /* What the command was asked. */
@@ -20,6 +21,7 @@ typedef struct args {
     int32_t slow_gpu_rank, slow_host_rank; /* --what-if-slow-rank/-host, -1: none */
     double slow_gpu, slow_host;            /* their factors (1: none) */
     int32_t ranks_to;                      /* --what-if-ranks, 0: none */
+    int32_t per_host;                      /* --what-if-ranks-per-host, 0: as traced */
     int32_t perturb_top;                   /* --perturb, 0: no check */
     const char *dir;
 } args;
@@ -34,6 +36,7 @@ typedef struct report {
     int have_typical;
     const replay_perturbation *pt; /* --perturb, when have_perturb */
     int have_perturb;
+    const hostshare *hs; /* --what-if-ranks: the host-share model (hs->known: applied) */
     const args *a;
 } report;
 
@@ -47,6 +50,9 @@ const char *replay_cmd_ranks_assumed(const costmodel *m, int k);
 /* How the collective model m knows NCCL's algorithm and protocol: names (1) or assumed. */
 const char *replay_cmd_coll_algorithm(const costmodel *m);
 const char *replay_cmd_coll_protocol(const costmodel *m);
+
+/* The text line of the host-share model hs of --what-if-ranks into buf (size n). */
+void replay_cmd_host_share_line(const hostshare *hs, char *buf, size_t n);
 
 /* Writes the --json report of rep on stdout. */
 void replay_cmd_print_json(const report *rep);

@@ -72,7 +72,11 @@ realised_cpu_ms_per_iter are the CPU time (user and system) the recorded and the
 job's processes took per iteration (warm-up and start included), cores_at_predicted the
 changed job's over the predicted iteration: the cores it needs to run at the predicted
 speed; above the machine's free cores, the realised figure is the machine's limit, not the
-world's. Before the closing line the suite names the pairs whose changed run lagged by more
+world's. The more-ranks kind is predicted with all its ranks on this one host, as simrun
+runs them (--what-if-ranks-per-host N: the host-share model scales the host time by the
+CPU the trace says the ranks want over the cores it recorded); no_share_predicted_us and
+no_share_error_pct are the prediction with the traced layout (no ranks added to a host,
+no host time scaled) and host_time_scale the scale applied. Before the closing line the suite names the pairs whose changed run lagged by more
 than LAG_SHARE (10 %) of its iteration, with the others' mean |error|.
 
 Environment: top_builddir (default .), DPRO_FIDELITY_SEED, FIDELITY_PAIRS (default 40),
@@ -116,7 +120,8 @@ COLUMNS = ["pair", "kind", "world_seed", "profile", "job", "change", "base_us", 
            "speedup_ratio_pct", "realised_spread_pct", "predicted_peak_mib", "realised_peak_mib",
            "peak_error_pct", "budget_mib", "base_lag_us", "realised_lag_us",
            "realised_device_us", "device_error_pct", "base_cpu_ms_per_iter", "realised_cpu_ms_per_iter",
-           "cores_at_predicted", "mean_predicted_us", "mean_error_pct"]
+           "cores_at_predicted", "mean_predicted_us", "mean_error_pct", "no_share_predicted_us",
+           "no_share_error_pct", "host_time_scale"]
 
 
 class PairError(Exception):
@@ -324,9 +329,19 @@ def predict(pair, base_dir, base_peak, added, slowdown):
                     else ["--what-if-ranks", str(slowdown["ranks"])])
         else:
             what = ["--what-if-scale-kernels", repr(slowdown)]
+        if "ranks" in slowdown:
+            # the changed job runs all its ranks on this host, as simrun does: the trace
+            # gives the host's cores and the ranks' CPU demand (the host-share model); the
+            # traced layout's prediction (no ranks added to a host) goes to a column
+            j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP)] + what)
+            pair.setdefault("no_share", []).append(j["what_if"]["predicted_median_iter_us"])
+            what += ["--what-if-ranks-per-host", str(slowdown["ranks"])]
         j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP)] + what)
         if "what_if" not in j:
             raise PairError("dpro-replay gave no what_if: %s" % j.get("diagnostics"))
+        if "ranks" in slowdown:
+            hs = j["what_if"].get("host_share", {})
+            pair.setdefault("host_scale", []).append(hs.get("host_time_scale", 1.0))
         return (j["simulated_median_iter_us"], j["what_if"]["predicted_median_iter_us"], None,
                 added, None, j["what_if"]["predicted_iter_us"])
     if added is None:
@@ -400,7 +415,11 @@ def one_pair(pair, work, iterations, attempts):
             "realised_cpu_ms_per_iter": median([g[10] for g in got]),
             "cores_at_predicted": median([g[10] for g in got]) * 1e3 / pred_us,
             "mean_predicted_us": pred_mean,
-            "mean_error_pct": 100.0 * (new_us - pred_mean) / pred_mean}
+            "mean_error_pct": 100.0 * (new_us - pred_mean) / pred_mean,
+            "no_share_predicted_us": median(pair["no_share"]) if "no_share" in pair else None,
+            "no_share_error_pct": 100.0 * (new_us - median(pair["no_share"]))
+            / median(pair["no_share"]) if "no_share" in pair else None,
+            "host_time_scale": median(pair["host_scale"]) if "host_scale" in pair else None}
 
 
 def slower_than_said(r):

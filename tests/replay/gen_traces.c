@@ -13,7 +13,7 @@
  *        [--skew R:US]... [--straggler R:F]... [--skip R:SEQ] [--cut R:FRACTION]
  *        [--missing R] [--job-id ID] [--world W] [--no-markers] [--prefix P]
  *        [--spelling SUFFIX] [--device-collectives] [--extreme R:nelems|R:time]
- *        [--pause IT:SECONDS]
+ *        [--pause IT:SECONDS] [--cpu CPUS:DEMAND[:HOSTS]] [--cpu-samples TEXT]
  *
  * --spelling writes the CUDA runtime calls with a suffix, as the collector records the
  * per-thread default stream entry points (cudaEventRecord_ptsz, ...): the same job under
@@ -24,7 +24,10 @@
  * replay cannot compute with, on rank R: nelems, a first collective of 2^63-1 elements;
  * time, a last event that ends 2^63 - 1 us after the epoch. --pause makes every rank's
  * host thread idle SECONDS before iteration IT (a checkpoint, an evaluation): a gap longer
- * than 32 bits of nanoseconds hold from 4.3 s on.
+ * than 32 bits of nanoseconds hold from 4.3 s on. --cpu writes what the collector records
+ * of a rank's host: host_cpus CPUS, cpu_samples of DEMAND CPU seconds per second, and the
+ * ranks spread over HOSTS hosts (default 1) in rank order; --cpu-samples replaces rank 0's
+ * samples with TEXT (a malformed one, for the reader's error).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -55,6 +58,10 @@ typedef struct gen {
     int extreme_time;     /* 1: an extreme time; 0: an extreme element count */
     int pause_iter;       /* --pause: the iteration the host threads idle before (-1 none) */
     int64_t pause_ns;
+    int cpus;            /* --cpu: meta host_cpus (0: no host_cpus, no cpu_samples) */
+    double demand;       /* --cpu: each rank's CPU seconds per second */
+    int hosts;           /* --cpu: the hosts the ranks are spread over, in rank order */
+    const char *samples; /* --cpu-samples: rank 0's cpu_samples text as given */
 } gen;
 
 typedef struct evbuf {
@@ -120,12 +127,26 @@ static int
 parse_options(int argc, char **argv, gen *g, const char **dir)
 {
     static const struct option lo[] = {
-        {"ranks", 1, 0, 'r'},   {"iters", 1, 0, 'i'},    {"ops", 1, 0, 'o'},
-        {"buckets", 1, 0, 'b'}, {"skew", 1, 0, 's'},     {"straggler", 1, 0, 'S'},
-        {"skip", 1, 0, 'k'},    {"cut", 1, 0, 'c'},      {"missing", 1, 0, 'm'},
-        {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'},    {"no-markers", 0, 0, 'n'},
-        {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {"device-collectives", 0, 0, 'D'},
-        {"extreme", 1, 0, 'x'}, {"pause", 1, 0, 'z'},    {0, 0, 0, 0},
+        {"ranks", 1, 0, 'r'},
+        {"iters", 1, 0, 'i'},
+        {"ops", 1, 0, 'o'},
+        {"buckets", 1, 0, 'b'},
+        {"skew", 1, 0, 's'},
+        {"straggler", 1, 0, 'S'},
+        {"skip", 1, 0, 'k'},
+        {"cut", 1, 0, 'c'},
+        {"missing", 1, 0, 'm'},
+        {"job-id", 1, 0, 'j'},
+        {"world", 1, 0, 'w'},
+        {"no-markers", 0, 0, 'n'},
+        {"prefix", 1, 0, 'p'},
+        {"spelling", 1, 0, 'P'},
+        {"device-collectives", 0, 0, 'D'},
+        {"extreme", 1, 0, 'x'},
+        {"pause", 1, 0, 'z'},
+        {"cpu", 1, 0, 'C'},
+        {"cpu-samples", 1, 0, 'Q'},
+        {0, 0, 0, 0},
     };
     int rc = 0, c;
     while (rc == 0 && (c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -187,6 +208,15 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
             g->extreme_time = strcmp(what, "time") == 0;
             break;
         }
+        case 'C':
+            g->hosts = 1;
+            if (sscanf(optarg, "%d:%lf:%d", &g->cpus, &g->demand, &g->hosts) < 2 || g->cpus < 1 ||
+                !(g->demand >= 0) || g->hosts < 1)
+                rc = 2;
+            break;
+        case 'Q':
+            g->samples = optarg;
+            break;
         case 'z':
             if (sscanf(optarg, "%d:%lf", &g->pause_iter, &v) != 2 || g->pause_iter < 0 || !(v >= 0))
                 rc = 2;
@@ -469,6 +499,33 @@ append_events(dpro_writer *w, job *j, int r)
     }
 }
 
+/* --cpu: writes rank r's host (genhostK, its share of the hosts in rank order), host_cpus
+ * and cpu_samples, a sample a millisecond over its events' span (its own clock) using
+ * g->demand of a CPU; --cpu-samples: rank 0's samples text as given. */
+static void
+write_cpu_meta(dpro_writer *w, const job *j, int r)
+{
+    const gen *g = j->g;
+    char host[32];
+    static char text[1 << 16];
+    size_t len = 0;
+    int64_t t0 = INT64_MAX, t1 = 0;
+    for (size_t i = 0; i < j->ev[r].n; i++) {
+        int64_t a = (int64_t)j->ev[r].e[i].start_ns - g->skew_ns[r];
+        int64_t b = (int64_t)j->ev[r].e[i].end_ns - g->skew_ns[r];
+        t0 = a < t0 ? a : t0;
+        t1 = b > t1 ? b : t1;
+    }
+    snprintf(host, sizeof host, "genhost%d", r * g->hosts / j->n);
+    dpro_writer_set_meta(w, DPRO_META_HOST, host);
+    dpro_writer_set_meta_int(w, "host_cpus", g->cpus);
+    for (int64_t t = t0 / 1000; t <= t1 / 1000 + 1000 && len + 64 < sizeof text; t += 1000)
+        len +=
+            (size_t)snprintf(text + len, sizeof text - len, "%s%lld:%lld", len ? "," : "",
+                             (long long)t, (long long)(5000 + g->demand * (double)(t - t0 / 1000)));
+    dpro_writer_set_meta(w, "cpu_samples", r == 0 && g->samples ? g->samples : text);
+}
+
 /* Writes rank r's trace DIR/PREFIXr.dpro (replacing one there): strings, meta, thread,
  * communicator, events. Returns 0, or 1 after saying on stderr what failed. */
 static int
@@ -491,6 +548,8 @@ write_rank(job *j, int r, const char *dir)
         dpro_writer_set_meta_int(w, DPRO_META_WORLD_SIZE, g->world ? g->world : j->n);
         dpro_writer_set_meta(w, DPRO_META_JOB_ID, g->job_id);
         dpro_writer_set_meta(w, DPRO_META_HOST, "genhost");
+        if (g->cpus > 0)
+            write_cpu_meta(w, j, r);
         dpro_writer_add_thread(w, 100, "main");
         dpro_comm_info ci = {.hash = comm_hash, .rank = r, .size = j->n, .handle = 0x1000};
         dpro_writer_add_comm(w, &ci);

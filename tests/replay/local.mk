@@ -57,6 +57,9 @@ dist_check_SCRIPTS += tests/replay/test_dpro_diff.py
 # the critical path's composition by what ran (cpu_op, api, launch delay, kernel, ...)
 TESTS += tests/replay/test_replay_cp_classes.py
 dist_check_SCRIPTS += tests/replay/test_replay_cp_classes.py
+# the host-share model of --what-if-ranks on synthetic traces; the collector's CPU rows
+TESTS += tests/replay/test_replay_hostshare.py
+dist_check_SCRIPTS += tests/replay/test_replay_hostshare.py
 # rank folding: folded and explicit (--no-fold) replays agree
 TESTS += tests/replay/test_replay_fold.py
 dist_check_SCRIPTS += tests/replay/test_replay_fold.py

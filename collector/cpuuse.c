@@ -1,0 +1,73 @@
+/*
+ * cpuuse.c: what the process's host had and used, for the replay's host-share model
+ * (docs/models.md, "Ranks sharing a host's CPUs"): the CPUs it may run on
+ * (sched_getaffinity) and samples of its CPU time (CLOCK_PROCESS_CPUTIME_ID: user and
+ * system, every thread) against CLOCK_MONOTONIC. Sampled by the writer thread after each
+ * drain (every DPRO_DRAIN_MS to 4 x that), never on a hook's path; written as two meta
+ * rows when the file is finished: host_cpus and cpu_samples.
+ */
+#include "config.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* At most this many samples are kept: when full, every other one is dropped and the
+ * spacing doubles, so a long job keeps samples over its whole run (some 24 bytes of meta
+ * text each). */
+#define COLL_CPU_SAMPLES 1024
+
+static struct {
+    int64_t t_us[COLL_CPU_SAMPLES];   /* CLOCK_MONOTONIC (the trace's clock), us */
+    int64_t cpu_us[COLL_CPU_SAMPLES]; /* the process's CPU time, us */
+    int n;
+    int64_t spacing_us; /* the least time between two kept samples */
+} coll_cpu;
+
+void
+coll_cpu_reset(void)
+{
+    memset(&coll_cpu, 0, sizeof coll_cpu);
+    coll_cpu_sample(1);
+}
+
+void
+coll_cpu_sample(int force)
+{
+    struct timespec c;
+    int64_t t = (int64_t)(coll_now() / 1000) + coll_test_clock_offset_ns / 1000;
+    if (!force && coll_cpu.n > 0 && t - coll_cpu.t_us[coll_cpu.n - 1] < coll_cpu.spacing_us)
+        return;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c) != 0)
+        return;
+    if (coll_cpu.n == COLL_CPU_SAMPLES) {
+        for (int i = 0; i < COLL_CPU_SAMPLES / 2; i++) {
+            coll_cpu.t_us[i] = coll_cpu.t_us[2 * i];
+            coll_cpu.cpu_us[i] = coll_cpu.cpu_us[2 * i];
+        }
+        coll_cpu.n = COLL_CPU_SAMPLES / 2;
+        coll_cpu.spacing_us = coll_cpu.spacing_us ? 2 * coll_cpu.spacing_us : 1000;
+    }
+    coll_cpu.t_us[coll_cpu.n] = t;
+    coll_cpu.cpu_us[coll_cpu.n] = (int64_t)c.tv_sec * 1000000 + c.tv_nsec / 1000;
+    coll_cpu.n++;
+}
+
+void
+coll_cpu_write_meta(dpro_writer *w)
+{
+    static char buf[COLL_CPU_SAMPLES * 28 + 1];
+    size_t len = 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        dpro_writer_set_meta_int(w, "host_cpus", CPU_COUNT(&set));
+    coll_cpu_sample(1);
+    for (int i = 0; i < coll_cpu.n && len + 28 < sizeof buf; i++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%lld:%lld", i ? "," : "",
+                                (long long)coll_cpu.t_us[i], (long long)coll_cpu.cpu_us[i]);
+    if (coll_cpu.n >= 2)
+        dpro_writer_set_meta(w, "cpu_samples", buf);
+}

@@ -1,0 +1,61 @@
+/*
+ * hostshare.h: ranks sharing a host's CPUs (prefix hostshare_), the host-share model of
+ * --what-if-ranks (docs/models.md, "Ranks sharing a host's CPUs").
+ *
+ * What the collector records of each rank's host (meta rows host_cpus, cpu_samples,
+ * host; docs/format.md) gives, per rank, its CPU demand: the CPU seconds its process
+ * used per second over the compared iterations (its host threads, the framework's, the
+ * driver's, the communication library's proxies); per host, its cores (the CPUs its
+ * ranks may run on) and its traced ranks. A host whose ranks want more CPU than it has
+ * (load = the sum of their demands / its cores, above 1) runs their host work that much
+ * slower. Putting K ranks on a host at N ranks makes its load K x its traced ranks' mean
+ * demand / its cores; each traced rank's host time (the host calls' own durations and
+ * the framework time between them) then scales by max(1, load at N) / max(1, traced load).
+ */
+#ifndef DPRO_REPLAY_HOSTSHARE_H
+#define DPRO_REPLAY_HOSTSHARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replay.h"
+
+typedef struct hostshare {
+    int known;               /* 1: every present rank's demand and host cores are known */
+    int32_t n_ranks;         /* entries of the arrays below (the job's world) */
+    double *demand;          /* per rank: CPU s per s over its window; < 0: unknown/absent */
+    double *cores;           /* per rank: its host's cores (the most any of its ranks has) */
+    int32_t *host;           /* per rank: its host's index (the host meta row), -1: absent */
+    double *factor;          /* per rank: its host time's scale (hostshare_at; 1 before) */
+    int32_t n_hosts;         /* hosts of the present ranks */
+    int32_t per_host_traced; /* the most traced ranks on one host */
+    int32_t per_host_to;     /* ranks per host at the what-if's rank count (hostshare_at) */
+    double mean_demand;      /* over the present ranks */
+    double load_traced;      /* the most loaded host's load in the trace */
+    double load_to;          /* ... at the what-if's rank count (hostshare_at) */
+    double factor_max;       /* the largest entry of factor */
+    char why[256];           /* when !known: what is missing, and where */
+} hostshare;
+
+/* Measures each present rank's CPU demand over its compared iterations (rp simulated:
+ * replay_iteration_times) from its trace's cpu_samples, and its host and cores. Returns
+ * 0 (hs->known 0 and hs->why saying what was missing when a present rank's trace lacks
+ * the rows or they do not cover half its window: a trace of an older collector), -1 out
+ * of memory, -2 when a trace's cpu_samples is malformed (hs->why names the file and the
+ * sample). hostshare_free frees hs in every case. */
+int hostshare_measure(const replay *rp, hostshare *hs);
+
+/* The factors at n_to ranks with per_host of them on each host (0: the traced layout,
+ * every host keeping its ranks), the hosts having their traced cores. Each factor is
+ * max(1, load at n_to) / max(1, traced load) of its rank's host. Returns 0, or -1 when
+ * per_host is below 0 or above n_to, or hs is not known. */
+int hostshare_at(hostshare *hs, int32_t per_host, int32_t n_to);
+
+/* Scales every host node's duration and gap in g by its rank's factor (g's ranks are
+ * rp's: a folded class by its representative's). Returns the nodes changed, or -1 when
+ * a duration overflows. */
+int64_t hostshare_apply(const hostshare *hs, dfg *g);
+
+void hostshare_free(hostshare *hs);
+
+#endif

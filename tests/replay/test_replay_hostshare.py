@@ -1,0 +1,146 @@
+"""test_replay_hostshare: the host-share model of `dpro-replay --what-if-ranks N
+--what-if-ranks-per-host K` (replay/hostshare.c, docs/models.md "Ranks sharing a host's
+CPUs") on synthetic traces whose CPU samples are known (gen_traces --cpu CPUS:DEMAND:HOSTS):
+
+  - the factor: 2 ranks of demand 0.6 on one host of 2 CPUs (load 0.6), 4 of them on it:
+    load 1.2, host time x 1.2; demand 1.5 (traced load 1.5): 4 on it, load 3.0, x 2.0;
+    demand 0.2: load 0.4 at 4, x 1 and the prediction is the traced layout's to the digit;
+    per host as traced (no --what-if-ranks-per-host): x 1 whatever the demand; one rank
+    per host traced (2 hosts of 1 CPU, demand 0.8), 2 per host: x 1.6;
+  - what it does to the prediction: the iteration with x 2.0 is longer than without;
+  - an old trace (no host_cpus, cpu_samples): no model, said once, the prediction the
+    traced layout's; malformed samples: exit 1 naming the file and the sample;
+    --what-if-ranks-per-host without --what-if-ranks or above N: exit 2;
+  - the collector's rows: a simulated-GPU job recorded under the collector has
+    host_cpus (this process's sched_getaffinity count) and cpu_samples, times increasing,
+    CPU times not decreasing, the CPU per second between the first and last sample
+    between 0 and host_cpus (skipped, said, without the simulated device).
+"""
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay_testlib import (  # noqa: E402
+    BUILD, REPLAY, DPRO_RUN, SIMRUN, DDP_SIM, LIBDIR, check, exit_status, traced_env)
+
+GEN = os.path.join(BUILD, "tests", "replay", "gen_traces")
+
+
+def gen(d, *opts):
+    shutil.rmtree(d, ignore_errors=True)
+    p = subprocess.run([GEN, d, "--ranks", "2", "--iters", "8"] + list(opts),
+                       capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        print("FAIL: gen_traces %s: %s" % (" ".join(opts), p.stderr))
+        sys.exit(1)
+
+
+def replay(d, *opts):
+    p = subprocess.run([REPLAY, d, "--json", "--warmup", "2"] + list(opts),
+                       capture_output=True, text=True, timeout=120)
+    return p.returncode, json.loads(p.stdout) if p.returncode == 0 else None, p.stderr
+
+
+def scale_of(d, ranks, per_host=None):
+    extra = ["--what-if-ranks-per-host", str(per_host)] if per_host else []
+    rc, j, err = replay(d, "--what-if-ranks", str(ranks), *extra)
+    check(rc == 0, "dpro-replay --what-if-ranks %d %s: status %d: %s" % (ranks, extra, rc, err))
+    return j["what_if"] if j else {}
+
+
+def test_factor(tmp):
+    d = os.path.join(tmp, "t")
+    for cpu, ranks, per_host, want in [("2:0.6:1", 4, 4, 1.2), ("2:1.5:1", 4, 4, 2.0),
+                                       ("2:0.2:1", 4, 4, 1.0), ("2:1.5:1", 4, None, 1.0),
+                                       ("1:0.8:2", 4, 2, 1.6)]:
+        gen(d, "--cpu", cpu)
+        w = scale_of(d, ranks, per_host)
+        hs = w.get("host_share", {})
+        got = hs.get("host_time_scale")
+        print("--cpu %s, %d ranks, %s per host: %s" % (cpu, ranks, per_host, json.dumps(hs)))
+        check(hs.get("known") is True and got is not None and abs(got - want) < 1e-3 * want,
+              "host time scale %s, want %.3f" % (got, want))
+        if want == 1.0 and per_host:
+            base = scale_of(d, ranks)
+            check(w.get("predicted_median_iter_us") == base.get("predicted_median_iter_us"),
+                  "x 1 predicts %s, the traced layout %s" % (
+                      w.get("predicted_median_iter_us"), base.get("predicted_median_iter_us")))
+        if want == 2.0:
+            base = scale_of(d, ranks)
+            check(w["predicted_median_iter_us"] > base["predicted_median_iter_us"],
+                  "host time x 2 predicts %.1f us, not above the traced layout's %.1f us" % (
+                      w["predicted_median_iter_us"], base["predicted_median_iter_us"]))
+
+
+def test_old_and_bad(tmp):
+    d = os.path.join(tmp, "old")
+    gen(d)
+    rc, j, err = replay(d, "--what-if-ranks", "4", "--what-if-ranks-per-host", "4")
+    hs = j["what_if"].get("host_share", {}) if j else {}
+    print("old trace: %s; stderr %r" % (json.dumps(hs), err))
+    check(rc == 0 and hs.get("known") is False and "no host_cpus" in hs.get("why", ""),
+          "an old trace gives no model: status %d, %s" % (rc, hs))
+    check(err.count("no host-share model") == 1, "said once: %r" % err)
+    base = scale_of(d, 4)
+    check(j is not None and j["what_if"]["predicted_median_iter_us"] ==
+          base.get("predicted_median_iter_us"), "an old trace predicts the traced layout")
+    gen(d, "--cpu", "2:0.5", "--cpu-samples", "10:5,20:x")
+    rc, j, err = replay(d, "--what-if-ranks", "4")
+    print("malformed: status %d, %r" % (rc, err))
+    check(rc == 1 and "rank0.dpro" in err and "sample 1" in err,
+          "malformed samples: exit 1 naming the file and sample")
+    for opts in (["--what-if-ranks-per-host", "2"],
+                 ["--what-if-ranks", "4", "--what-if-ranks-per-host", "5"]):
+        rc, _, err = replay(d, *opts)
+        check(rc == 2, "%s: status %d, want 2" % (opts, rc))
+
+
+def test_collector(tmp):
+    if not all(os.path.exists(p) for p in (SIMRUN, DDP_SIM, DPRO_RUN)):
+        print("skip the collector part: no simulated device in this build")
+        return
+    d = os.path.join(tmp, "rec")
+    p = subprocess.run([SIMRUN, "-n", "2", "--", DPRO_RUN, "-o", d, "--", DDP_SIM, "--preset",
+                        "resnet50", "--layers", "2", "--iterations", "20", "--warmup", "2"],
+                       env=traced_env(SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple"),
+                       capture_output=True, text=True, timeout=150)
+    check(p.returncode == 0, "recording: status %d: %s" % (p.returncode, p.stderr[-500:]))
+    traces = sorted(f for f in os.listdir(d) if f.endswith(".dpro")) if p.returncode == 0 else []
+    check(len(traces) == 2, "two traces, got %s" % traces)
+    for f in traces:
+        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(d, f), uri=True)
+        meta = dict(db.execute("SELECT key, value FROM meta"))
+        db.close()
+        cpus = int(meta.get("host_cpus", 0))
+        s = [tuple(int(x) for x in v.split(":")) for v in meta.get("cpu_samples", "").split(",")
+             if v]
+        ok = len(s) >= 2 and all(b[0] > a[0] and b[1] >= a[1] for a, b in zip(s, s[1:]))
+        rate = (s[-1][1] - s[0][1]) / (s[-1][0] - s[0][0]) if ok else -1
+        print("%s: host_cpus %d (affinity here %d), %d samples over %.3f s, %.2f CPUs" % (
+            f, cpus, len(os.sched_getaffinity(0)), len(s), (s[-1][0] - s[0][0]) / 1e6 if s else 0,
+            rate))
+        check(cpus == len(os.sched_getaffinity(0)), "host_cpus %d" % cpus)
+        check(ok and 0 < rate <= cpus, "samples increasing, CPU per second in (0, host_cpus]")
+
+
+def main():
+    if not os.path.exists(GEN):
+        print("FAIL: %s is not built" % GEN)
+        return 1
+    tmp = tempfile.mkdtemp(prefix="hostshare-")
+    try:
+        test_factor(tmp)
+        test_old_and_bad(tmp)
+        test_collector(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return exit_status()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
