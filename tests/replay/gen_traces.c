@@ -13,7 +13,7 @@
  *        [--skew R:US]... [--straggler R:F]... [--skip R:SEQ] [--cut R:FRACTION]
  *        [--missing R] [--job-id ID] [--world W] [--no-markers] [--prefix P]
  *        [--spelling SUFFIX] [--device-collectives] [--extreme R:nelems|R:time]
- *        [--pause IT:SECONDS] [--cpu CPUS:DEMAND[:HOSTS]] [--cpu-samples TEXT]
+ *        [--pause IT:SECONDS] [--cpu CPUS:DEMAND[:HOSTS]] [--samples TEXT]
  *
  * --spelling writes the CUDA runtime calls with a suffix, as the collector records the
  * per-thread default stream entry points (cudaEventRecord_ptsz, ...): the same job under
@@ -26,7 +26,7 @@
  * host thread idle SECONDS before iteration IT (a checkpoint, an evaluation): a gap longer
  * than 32 bits of nanoseconds hold from 4.3 s on. --cpu writes what the collector records
  * of a rank's host: host_cpus CPUS, cpu_samples of DEMAND CPU seconds per second, and the
- * ranks spread over HOSTS hosts (default 1) in rank order; --cpu-samples replaces rank 0's
+ * ranks spread over HOSTS hosts (default 1) in rank order; --samples replaces rank 0's
  * samples with TEXT (a malformed one, for the reader's error).
  */
 #include <getopt.h>
@@ -61,7 +61,7 @@ typedef struct gen {
     int cpus;            /* --cpu: meta host_cpus (0: no host_cpus, no cpu_samples) */
     double demand;       /* --cpu: each rank's CPU seconds per second */
     int hosts;           /* --cpu: the hosts the ranks are spread over, in rank order */
-    const char *samples; /* --cpu-samples: rank 0's cpu_samples text as given */
+    const char *samples; /* --samples: rank 0's cpu_samples text as given */
 } gen;
 
 typedef struct evbuf {
@@ -145,7 +145,7 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
         {"extreme", 1, 0, 'x'},
         {"pause", 1, 0, 'z'},
         {"cpu", 1, 0, 'C'},
-        {"cpu-samples", 1, 0, 'Q'},
+        {"samples", 1, 0, 'Q'},
         {0, 0, 0, 0},
     };
     int rc = 0, c;
@@ -501,7 +501,7 @@ append_events(dpro_writer *w, job *j, int r)
 
 /* --cpu: writes rank r's host (genhostK, its share of the hosts in rank order), host_cpus
  * and cpu_samples, a sample a millisecond over its events' span (its own clock) using
- * g->demand of a CPU; --cpu-samples: rank 0's samples text as given. */
+ * g->demand of a CPU; --samples: rank 0's samples text as given. */
 static void
 write_cpu_meta(dpro_writer *w, const job *j, int r)
 {

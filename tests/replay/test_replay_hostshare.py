@@ -89,7 +89,7 @@ def test_old_and_bad(tmp):
     base = scale_of(d, 4)
     check(j is not None and j["what_if"]["predicted_median_iter_us"] ==
           base.get("predicted_median_iter_us"), "an old trace predicts the traced layout")
-    gen(d, "--cpu", "2:0.5", "--cpu-samples", "10:5,20:x")
+    gen(d, "--cpu", "2:0.5", "--samples", "10:5,20:x")
     rc, j, err = replay(d, "--what-if-ranks", "4")
     print("malformed: status %d, %r" % (rc, err))
     check(rc == 1 and "rank0.dpro" in err and "sample 1" in err,
