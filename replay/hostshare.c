@@ -76,6 +76,77 @@ cpu_at(const cpu_sample *v, size_t n, double t)
     return v[lo].c + (span > 0 ? (v[hi].c - v[lo].c) * (t - v[lo].t) / span : 0);
 }
 
+/* An interval of host work, ns (graph time). */
+typedef struct span {
+    int64_t a, b;
+} span;
+
+static int
+cmp_span(const void *x, const void *y)
+{
+    const span *p = x, *q = y;
+    return (p->a > q->a) - (p->a < q->a);
+}
+
+/* The time within rank r's compared iterations during which at least one of its host
+ * threads works (the union over its threads of each host call's own duration, at its
+ * measured end, and the framework time before it), as a share of the window, in *busy.
+ * Returns 0, 1 when the rank has no compared iterations, -1 out of memory. */
+static int
+rank_busy(const replay *rp, int32_t r, double *busy)
+{
+    const dfg *g = &rp->graph;
+    const int32_t *bnd;
+    int32_t rep = dfg_rank_rep(g, r), nb = dfg_iterations(g, r, &bnd);
+    size_t n = 0, cap = 0;
+    span *v = NULL;
+    int rc = rp->iter_first >= 1 && rp->iter_last + 1 < nb && bnd[rp->iter_first] >= 0 &&
+                     bnd[rp->iter_last + 1] >= 0
+                 ? 0
+                 : 1;
+    int64_t w0 = rc == 0 ? dfg_mend(g, bnd[rp->iter_first]) : 0;
+    int64_t w1 = rc == 0 ? dfg_mend(g, bnd[rp->iter_last + 1]) : 0;
+    for (int32_t q = 0; rc == 0 && q < g->n_res; q++) {
+        if (g->res_rank[q] != rep || g->res_kind[q] != DFG_RES_THREAD)
+            continue;
+        for (int32_t m = g->res_first[q]; rc == 0 && m >= 0; m = g->next_on_res[m]) {
+            int64_t e = dfg_mend(g, m), d = dfg_dur(g, m), gap = dfg_gap(g, m);
+            if (g->flags[m] & DFG_F_REMOVED || e < w0 || g->mstart[m] - gap > w1)
+                continue;
+            if (n + 2 > cap) {
+                span *nv = realloc(v, (cap = cap ? 2 * cap : 1024) * sizeof *v);
+                if (!nv) {
+                    rc = -1;
+                    break;
+                }
+                v = nv;
+            }
+            v[n++] = (span){e - d, e};
+            if (!(g->flags[m] & DFG_F_WAKEUP))
+                v[n++] = (span){g->mstart[m] - gap, g->mstart[m]};
+        }
+    }
+    if (rc == 0 && n > 0)
+        qsort(v, n, sizeof *v, cmp_span);
+    int64_t total = 0, a = 0, b = -1;
+    for (size_t i = 0; rc == 0 && i <= n; i++) {
+        int64_t x0 = i < n ? (v[i].a > w0 ? v[i].a : w0) : INT64_MAX;
+        int64_t x1 = i < n ? (v[i].b < w1 ? v[i].b : w1) : INT64_MAX;
+        if (i < n && x1 <= x0)
+            continue;
+        if (i == n || x0 > b) {
+            total += b > a ? b - a : 0;
+            a = x0;
+            b = x1;
+        } else if (x1 > b) {
+            b = x1;
+        }
+    }
+    *busy = rc == 0 && w1 > w0 ? (double)total / (double)(w1 - w0) : 0;
+    free(v);
+    return rc;
+}
+
 /* Rank r's demand over its compared iterations, in *demand (CPU s per s); 0 when known,
  * 1 when its trace lacks what it needs or the samples cover under half the window
  * (hs->why said), -1 out of memory, -2 malformed samples (hs->why). */
@@ -145,6 +216,14 @@ index_hosts(const replay *rp, hostshare *hs)
     return rc;
 }
 
+/* Rank r's CPU demand while its host works: its demand over the share of the window its
+ * host threads work (all of it when that share is not known). */
+static double
+burst(const hostshare *hs, int32_t r)
+{
+    return hs->busy[r] > 0 ? hs->demand[r] / hs->busy[r] : hs->demand[r];
+}
+
 int
 hostshare_measure(const replay *rp, hostshare *hs)
 {
@@ -157,7 +236,8 @@ hostshare_measure(const replay *rp, hostshare *hs)
     hs->cores = calloc(nr, sizeof *hs->cores);
     hs->host = malloc(nr * sizeof *hs->host);
     hs->factor = malloc(nr * sizeof *hs->factor);
-    if (!hs->demand || !hs->cores || !hs->host || !hs->factor)
+    hs->busy = calloc(nr, sizeof *hs->busy);
+    if (!hs->demand || !hs->cores || !hs->host || !hs->factor || !hs->busy)
         rc = -1;
     for (int32_t r = 0; rc == 0 && r < hs->n_ranks; r++) {
         hs->demand[r] = -1;
@@ -166,8 +246,11 @@ hostshare_measure(const replay *rp, hostshare *hs)
         if (!rp->job.ranks[r].reader)
             continue;
         int k = known ? rank_demand(rp, r, hs, &hs->demand[r]) : 1;
+        if (k == 0 && rank_busy(rp, r, &hs->busy[r]) < 0)
+            k = -1;
         if (k < 0)
             rc = k;
+        hs->mean_busy += k == 0 ? hs->busy[r] : 0;
         known &= k == 0;
         present++;
         hs->mean_demand += k == 0 ? hs->demand[r] : 0;
@@ -176,6 +259,7 @@ hostshare_measure(const replay *rp, hostshare *hs)
         rc = index_hosts(rp, hs);
     hs->known = rc == 0 && known && present > 0;
     hs->mean_demand = hs->known ? hs->mean_demand / present : 0;
+    hs->mean_busy = hs->known ? hs->mean_busy / present : 0;
     if (hs->known) {
         int32_t *on = calloc((size_t)hs->n_hosts, sizeof *on);
         double *load = calloc((size_t)hs->n_hosts, sizeof *load);
@@ -184,7 +268,7 @@ hostshare_measure(const replay *rp, hostshare *hs)
             if (hs->host[r] < 0)
                 continue;
             on[hs->host[r]]++;
-            load[hs->host[r]] += hs->demand[r] / hs->cores[r];
+            load[hs->host[r]] += burst(hs, r) / hs->cores[r];
         }
         for (int32_t k = 0; rc == 0 && k < hs->n_hosts; k++) {
             hs->per_host_traced = on[k] > hs->per_host_traced ? on[k] : hs->per_host_traced;
@@ -208,7 +292,7 @@ hostshare_at(hostshare *hs, int32_t per_host, int32_t n_to)
     for (int32_t r = 0; rc == 0 && r < hs->n_ranks; r++) {
         if (hs->host[r] >= 0) {
             on[hs->host[r]]++;
-            sum[hs->host[r]] += hs->demand[r];
+            sum[hs->host[r]] += burst(hs, r);
         }
     }
     hs->per_host_to = per_host ? per_host : hs->per_host_traced;
@@ -251,5 +335,6 @@ hostshare_free(hostshare *hs)
     free(hs->cores);
     free(hs->host);
     free(hs->factor);
+    free(hs->busy);
     memset(hs, 0, sizeof *hs);
 }

@@ -5,12 +5,16 @@
  * What the collector records of each rank's host (meta rows host_cpus, cpu_samples,
  * host; docs/format.md) gives, per rank, its CPU demand: the CPU seconds its process
  * used per second over the compared iterations (its host threads, the framework's, the
- * driver's, the communication library's proxies); per host, its cores (the CPUs its
- * ranks may run on) and its traced ranks. A host whose ranks want more CPU than it has
- * (load = the sum of their demands / its cores, above 1) runs their host work that much
- * slower. Putting K ranks on a host at N ranks makes its load K x its traced ranks' mean
- * demand / its cores; each traced rank's host time (the host calls' own durations and
- * the framework time between them) then scales by max(1, load at N) / max(1, traced load).
+ * driver's, the communication library's proxies); the graph gives the share of that
+ * window during which its host threads work (the union of its host calls' own durations
+ * and the framework time before them). Data-parallel ranks work on the host at the same
+ * moments (they leave the same collective and run the same steps), so what a host must
+ * serve is their burst demand, demand / busy share, at once: a host's load is the sum of
+ * its ranks' burst demands over its cores (the CPUs its ranks may run on), and above 1 its
+ * ranks' host work runs that much slower. Putting K ranks on a host at N ranks makes its
+ * load K x its traced ranks' mean burst demand / its cores; each traced rank's host time
+ * (the host calls' own durations and the framework time between them) then scales by
+ * max(1, load at N) / max(1, traced load).
  */
 #ifndef DPRO_REPLAY_HOSTSHARE_H
 #define DPRO_REPLAY_HOSTSHARE_H
@@ -27,10 +31,13 @@ typedef struct hostshare {
     double *cores;           /* per rank: its host's cores (the most any of its ranks has) */
     int32_t *host;           /* per rank: its host's index (the host meta row), -1: absent */
     double *factor;          /* per rank: its host time's scale (hostshare_at; 1 before) */
+    double *busy;            /* per rank: the share of its window its host threads work
+                              * (0: unknown; its burst demand is then its demand) */
     int32_t n_hosts;         /* hosts of the present ranks */
     int32_t per_host_traced; /* the most traced ranks on one host */
     int32_t per_host_to;     /* ranks per host at the what-if's rank count (hostshare_at) */
     double mean_demand;      /* over the present ranks */
+    double mean_busy;        /* over the present ranks */
     double load_traced;      /* the most loaded host's load in the trace */
     double load_to;          /* ... at the what-if's rank count (hostshare_at) */
     double factor_max;       /* the largest entry of factor */

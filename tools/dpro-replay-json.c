@@ -208,6 +208,7 @@ json_host_share(json_writer *j, const hostshare *hs)
         json_kv_string(j, "why", hs->why);
     } else {
         json_kv_double(j, "mean_demand", hs->mean_demand);
+        json_kv_double(j, "mean_host_busy", hs->mean_busy);
         json_kv_int(j, "hosts", hs->n_hosts);
         json_kv_int(j, "ranks_per_host_traced", hs->per_host_traced);
         json_kv_double(j, "load_traced", hs->load_traced);
