@@ -175,6 +175,22 @@ parse_what_if(int c, const char *optarg, args *a)
     return rc;
 }
 
+/* The what-if options that need another: 0, or -1 when one lacks it (said). */
+static int
+check_what_ifs(const args *a)
+{
+    int rc = 0;
+    if (a->per_host > 0 && (a->ranks_to <= 0 || a->per_host > a->ranks_to)) {
+        pr_err("--what-if-ranks-per-host wants --what-if-ranks N too, and at most N ranks per "
+               "host");
+        rc = -1;
+    } else if (a->kclass && !(a->kscale > 0)) {
+        pr_err("--what-if-class wants --what-if-scale-kernels too");
+        rc = -1;
+    }
+    return rc;
+}
+
 /* Parses the command line into *a. Returns -1 to go on, or the exit status. */
 static int
 parse_args(int argc, char **argv, args *a)
@@ -313,15 +329,8 @@ parse_args(int argc, char **argv, args *a)
         usage(stderr);
         return 2;
     }
-    if (a->per_host > 0 && (a->ranks_to <= 0 || a->per_host > a->ranks_to)) {
-        pr_err("--what-if-ranks-per-host wants --what-if-ranks N too, and at most N ranks per "
-               "host");
+    if (check_what_ifs(a) != 0)
         return 2;
-    }
-    if (a->kclass && !(a->kscale > 0)) {
-        pr_err("--what-if-class wants --what-if-scale-kernels too");
-        return 2;
-    }
     const char *drop = getenv("DPRO_TEST_DROP_EDGES");
     if (drop && *drop) {
         char *end;
