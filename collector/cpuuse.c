@@ -15,16 +15,17 @@
 
 #include "internal.h"
 
-/* At most this many samples are kept: when full, every other one is dropped and the
- * spacing doubles, so a long job keeps samples over its whole run (some 24 bytes of meta
- * text each). */
+/* At most this many samples are kept: when full, every other one is dropped and new ones
+ * are kept only as far apart as the remaining ones, so a long job keeps evenly spaced
+ * samples over its whole run (some 24 bytes of meta text each). */
 #define COLL_CPU_SAMPLES 1024
 
 static struct {
     int64_t t_us[COLL_CPU_SAMPLES];   /* CLOCK_MONOTONIC (the trace's clock), us */
     int64_t cpu_us[COLL_CPU_SAMPLES]; /* the process's CPU time, us */
     int n;
-    int64_t spacing_us; /* the least time between two kept samples */
+    int64_t spacing_us; /* the least time between two kept samples (0 at first: a sample
+                         * at every drain) */
 } coll_cpu;
 
 void
@@ -49,7 +50,8 @@ coll_cpu_sample(int force)
             coll_cpu.cpu_us[i] = coll_cpu.cpu_us[2 * i];
         }
         coll_cpu.n = COLL_CPU_SAMPLES / 2;
-        coll_cpu.spacing_us = coll_cpu.spacing_us ? 2 * coll_cpu.spacing_us : 1000;
+        /* the kept samples' mean spacing: new ones come as far apart as the old */
+        coll_cpu.spacing_us = (coll_cpu.t_us[coll_cpu.n - 1] - coll_cpu.t_us[0]) / (coll_cpu.n - 1);
     }
     coll_cpu.t_us[coll_cpu.n] = t;
     coll_cpu.cpu_us[coll_cpu.n] = (int64_t)c.tv_sec * 1000000 + c.tv_nsec / 1000;
