@@ -28,7 +28,8 @@ The changes (KINDS, drawn in turn so that each is covered alike):
   straggler       one rank's GPU 1.25-2 times as slow (simrun --straggler RANK:F, which
                   sets SIMGPU_SLOWDOWN for that rank only: its kernels take F times as long)
   more-ranks      the same job on FIDELITY_MORE_RANKS ranks (default 4; weak scaling: the
-                  same batch per rank). The device runs in real time on this machine's
+                  same batch per rank), all on this host as the recording's 2 (predicted
+                  with --what-if-ranks-per-host N: the host-share model). The device runs in real time on this machine's
                   cores: 8 ranks of it on 2 shared cores would measure the machine (their
                   host threads waiting for a CPU), not dpro, hence a setting
 
