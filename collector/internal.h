@@ -9,6 +9,7 @@
  *   clock.c      TSC stamps and their conversion to CLOCK_MONOTONIC
  *   output.c     the trace file: its name, directory and meta rows
  *   convert.c    records -> dpro events (writer thread)
+ *   umap.c       the writer thread's growing maps (coll_umap)
  *   writer.c     the writer thread: drain, flush, finish; exit
  *   lifecycle.c  SIGTERM, fork, exec
  */
