@@ -13,7 +13,7 @@
  *        [--skew R:US]... [--straggler R:F]... [--skip R:SEQ] [--cut R:FRACTION]
  *        [--missing R] [--job-id ID] [--world W] [--no-markers] [--prefix P]
  *        [--spelling SUFFIX] [--device-collectives] [--extreme R:nelems|R:time]
- *        [--pause IT:SECONDS]
+ *        [--pause IT:SECONDS] [--stall R:IT:SECONDS]
  *
  * --spelling writes the CUDA runtime calls with a suffix, as the collector records the
  * per-thread default stream entry points (cudaEventRecord_ptsz, ...): the same job under
@@ -24,7 +24,9 @@
  * replay cannot compute with, on rank R: nelems, a first collective of 2^63-1 elements;
  * time, a last event that ends 2^63 - 1 us after the epoch. --pause makes every rank's
  * host thread idle SECONDS before iteration IT (a checkpoint, an evaluation): a gap longer
- * than 32 bits of nanoseconds hold from 4.3 s on.
+ * than 32 bits of nanoseconds hold from 4.3 s on. --stall makes rank R's first kernel of
+ * iteration IT start SECONDS later than its stream and launch allow (the device held by
+ * something the trace does not show; the kernels after it queue behind it).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -55,6 +57,8 @@ typedef struct gen {
     int extreme_time;     /* 1: an extreme time; 0: an extreme element count */
     int pause_iter;       /* --pause: the iteration the host threads idle before (-1 none) */
     int64_t pause_ns;
+    int stall_rank, stall_iter; /* --stall: the rank and iteration (-1 none) */
+    int64_t stall_ns;
 } gen;
 
 typedef struct evbuf {
@@ -108,6 +112,7 @@ typedef struct job {
     int64_t iter_start[MAXITERS][MAXR];
     int64_t comm_free[MAXR]; /* when the rank's communication stream is free */
     long seq;                /* the next collective's sequence number */
+    int iter;                /* the iteration being made */
     /* this iteration's collectives, per rank and bucket: when the call was made and when
      * the kernel it waits for ends; and per bucket when it ends on every rank */
     int64_t coll_launch[MAXR][MAXBUCKETS], coll_ready_kernel[MAXR][MAXBUCKETS];
@@ -125,7 +130,8 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
         {"skip", 1, 0, 'k'},    {"cut", 1, 0, 'c'},      {"missing", 1, 0, 'm'},
         {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'},    {"no-markers", 0, 0, 'n'},
         {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {"device-collectives", 0, 0, 'D'},
-        {"extreme", 1, 0, 'x'}, {"pause", 1, 0, 'z'},    {0, 0, 0, 0},
+        {"extreme", 1, 0, 'x'}, {"pause", 1, 0, 'z'},    {"stall", 1, 0, 'T'},
+        {0, 0, 0, 0},
     };
     int rc = 0, c;
     while (rc == 0 && (c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -192,6 +198,12 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
                 rc = 2;
             g->pause_ns = (int64_t)(v * 1e9);
             break;
+        case 'T':
+            if (sscanf(optarg, "%d:%d:%lf", &g->stall_rank, &g->stall_iter, &v) != 3 ||
+                g->stall_rank < 0 || g->stall_iter < 0 || !(v >= 0))
+                rc = 2;
+            g->stall_ns = (int64_t)(v * 1e9);
+            break;
         default:
             rc = 2;
         }
@@ -234,6 +246,8 @@ launch_rank(job *j, int r)
         d.correlation = a.correlation;
         d.stream = 7;
         int64_t ks = t + lat_ns > kfree ? t + lat_ns : kfree;
+        if (k == 0 && r == g->stall_rank && j->iter == g->stall_iter)
+            ks += g->stall_ns;
         d.start_ns = (uint64_t)ks;
         kfree = ks + kernel_ns(k, r, g);
         d.end_ns = (uint64_t)kfree;
@@ -370,6 +384,7 @@ simulate(job *j)
         j->comm_free[r] = 0;
     }
     for (int it = 0; it < g->iters; it++) {
+        j->iter = it;
         for (int r = 0; r < j->n; r++) {
             if (it == g->pause_iter)
                 j->host_t[r] += g->pause_ns;
@@ -519,7 +534,9 @@ main(int argc, char **argv)
              .prefix = "rank",
              .spelling = "",
              .extreme_rank = -1,
-             .pause_iter = -1};
+             .pause_iter = -1,
+             .stall_rank = -1,
+             .stall_iter = -1};
     static job j;
     const char *dir = NULL;
     int rc = parse_options(argc, argv, &g, &dir);
