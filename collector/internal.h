@@ -9,6 +9,7 @@
  *   clock.c      TSC stamps and their conversion to CLOCK_MONOTONIC
  *   output.c     the trace file: its name, directory and meta rows
  *   convert.c    records -> dpro events (writer thread)
+ *   umap.c       the writer thread's growing maps (coll_umap)
  *   writer.c     the writer thread: drain, flush, finish; exit
  *   lifecycle.c  SIGTERM, fork, exec
  *   cpuuse.c     the host's CPUs and the process's CPU time (meta rows at the finish)
@@ -183,6 +184,10 @@ COLL_HIDDEN void coll_convert(dpro_writer *w, const struct coll_rec *r, uint32_t
  * zlib, malloc), released while it sleeps: fork takes it so that the child is never born
  * with one of those libraries' locks held by a thread it does not have. */
 COLL_HIDDEN extern pthread_mutex_t coll_work_lock;
+/* Forks waiting for coll_work_lock (coll_fork_prepare): while any waits, the writer thread
+ * takes up no new piece of work, so that a loaded host's writer, which takes the lock again
+ * 1 ms after releasing it (DPRO_DRAIN_MS=1), cannot keep a fork from it past its 5 s. */
+COLL_HIDDEN extern _Atomic int coll_forks_waiting;
 
 /* Writer-thread synchronisation (writer.c). */
 COLL_HIDDEN extern pthread_mutex_t coll_bg_lock;

@@ -96,6 +96,7 @@ coll_fork_prepare(void)
     struct timespec until, pause = {0, 100000};
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 5;
+    atomic_fetch_add(&coll_forks_waiting, 1);
     for (;;) {
         while (!coll_writer_settled() && coll_before_deadline(&until))
             nanosleep(&pause, NULL);
@@ -114,6 +115,7 @@ coll_fork_prepare(void)
 void
 coll_fork_parent(void)
 {
+    atomic_fetch_sub(&coll_forks_waiting, 1);
     pthread_mutex_unlock(&coll_registry_lock);
     pthread_mutex_unlock(&coll_bg_lock);
     if (coll_fork_quiesced)
@@ -132,6 +134,10 @@ coll_fork_child(void)
     coll_wake_init();
     pthread_cond_init(&coll_bg_done, NULL);
     coll_pid = getpid();
+    atomic_store(&coll_forks_waiting, 0);
+    if (!coll_fork_quiesced)
+        coll_warn("forked while the writer thread was busy for 5 s: this child may hang in "
+                  "a lock that thread held, or lose its trace");
     /* The parent's rings: their data is the parent's; the memory is left as is. */
     coll_rings = NULL;
     coll_bg_running = 0;

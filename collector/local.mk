@@ -6,7 +6,7 @@ if HAVE_CUDA
 lib_LTLIBRARIES += collector/libdpro-collector.la
 collector_libdpro_collector_la_SOURCES = collector/collector.h collector/internal.h collector/core.c \
 	collector/real.c collector/maps.c collector/ring.c collector/clock.c collector/output.c \
-	collector/convert.c collector/writer.c collector/lifecycle.c \
+	collector/convert.c collector/umap.c collector/writer.c collector/lifecycle.c \
 	collector/hook_cudart.c collector/hook_driver.c collector/hook_nccl.c \
 	collector/cupti.c collector/cupti_share.h collector/cupti_share.c collector/nvtx.c \
 	collector/stacks.c collector/cpuuse.c

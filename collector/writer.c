@@ -22,6 +22,7 @@ static pthread_cond_t coll_bg_wake; /* on CLOCK_MONOTONIC: coll_wake_init */
 pthread_cond_t coll_bg_done = PTHREAD_COND_INITIALIZER;
 static pthread_t coll_bg_thread;
 pthread_mutex_t coll_work_lock = PTHREAD_MUTEX_INITIALIZER;
+_Atomic int coll_forks_waiting;
 int coll_bg_running;        /* under coll_bg_lock */
 uint64_t coll_flush_asked;  /* under coll_bg_lock: flush requests */
 uint64_t coll_flush_served; /* under coll_bg_lock */
@@ -330,6 +331,12 @@ coll_bg_main(void *arg)
         pthread_mutex_unlock(&coll_bg_lock);
         if (atomic_load(&coll_bg_stop) || atomic_load(&coll_sigterm_flag))
             break;
+        if (atomic_load(&coll_forks_waiting)) {
+            /* a fork takes the work lock first (a flush asked meanwhile waits for it) */
+            struct timespec pause = {0, 100000};
+            nanosleep(&pause, NULL);
+            continue;
+        }
         pthread_mutex_lock(&coll_work_lock);
         if (coll_bg.w == NULL && !coll_bg.failed && coll_rings_pending()) {
             coll_bg.w = coll_open_output();

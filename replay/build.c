@@ -715,6 +715,23 @@ rank_ctx_free(rank_ctx *c)
     memset(c, 0, sizeof *c);
 }
 
+/* Warns, once per rank, about device ops whose latency after their launch the graph holds
+ * at its cap (build_count_capped_lats). */
+static void
+warn_capped_lats(job *j, const dfg *g)
+{
+    for (int32_t r = 0; r < j->n_ranks; r++) {
+        int32_t n = j->ranks[r].reader ? build_count_capped_lats(g, r) : 0;
+        if (n > 0)
+            job_warn(j,
+                     "%s: rank %d: %d device op(s) started more than 2.1 s after their launch "
+                     "call with nothing in the trace holding them (a device held by another "
+                     "process, a wait not recorded); their latency is taken as 2.1 s, so the "
+                     "replay starts them earlier than measured",
+                     j->ranks[r].path ? j->ranks[r].path : "?", j->ranks[r].rank, n);
+    }
+}
+
 /* Warns about collectives that some present rank never joined. */
 static void
 warn_short_groups(job *j, const dfg *g)
@@ -811,6 +828,8 @@ build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int rele
     }
     if (rc == 0)
         rc = build_derive_timing(g);
+    if (rc == 0)
+        warn_capped_lats(j, g);
     if (rc == 0)
         rc = build_infer_wakeups(g);
     if (rc == 0)

@@ -97,6 +97,29 @@ build_submission_latency(const dfg *g, int32_t r)
     return lat;
 }
 
+/* The largest latency a device node holds (dfg.h: 32 bits of ns, 2.1 s); a longer one
+ * (an op that started long after its launch with nothing measured holding it: a device
+ * held by another process, a wait the trace lacks) is stored as this, and
+ * build_count_capped_lats counts the nodes that hold it. */
+#define LAT_CAP INT32_MAX
+
+/* lat capped to LAT_CAP. */
+static int32_t
+capped_lat(int64_t lat)
+{
+    return (int32_t)(lat < LAT_CAP ? lat : LAT_CAP);
+}
+
+int32_t
+build_count_capped_lats(const dfg *g, int32_t r)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        if (g->kind[i] != DFG_HOST && dfg_lat(g, i) == LAT_CAP && dfg_rank(g, i) == r)
+            n++;
+    return n;
+}
+
 /* gap, lat and dur of every node from the measured times (predmax: see edge_predmax;
  * lat_sub: each rank's submission latency; prev: dfg_prev_table). Returns 0, or -1 when
  * out of memory (a duration or gap of 4.29 s or more the side table could not take). */
@@ -134,17 +157,17 @@ derive_node_timing(dfg *g, const int64_t *predmax, const int64_t *lat_sub, const
                 /* bound by its stream */
                 int64_t gap = t - prev_end;
                 rc |= dfg_set_gap(g, i, gap > 0 ? gap : 0);
-                dfg_set_lat(g, i, (int32_t)(lm < INT32_MAX ? lm : INT32_MAX));
+                dfg_set_lat(g, i, capped_lat(lm));
             } else if (predmax[i] == INT64_MIN || g->mstart[l] + lm >= predmax[i]) {
                 /* bound by its launch */
                 int64_t lt = t - g->mstart[l];
                 if (lt < 0)
                     lt = 0;
-                dfg_set_lat(g, i, (int32_t)(lt < INT32_MAX ? lt : INT32_MAX));
+                dfg_set_lat(g, i, capped_lat(lt));
                 g->gap[i] = 0;
             } else {
                 /* bound by an event wait */
-                dfg_set_lat(g, i, (int32_t)(lm < INT32_MAX ? lm : INT32_MAX));
+                dfg_set_lat(g, i, capped_lat(lm));
                 g->gap[i] = 0;
             }
         }

@@ -77,3 +77,9 @@ TESTS += tests/unit/test_trace_robust
 tests_unit_test_trace_robust_SOURCES = tests/unit/test_trace_robust.c tests/unit/testutil.h
 tests_unit_test_trace_robust_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS)
 tests_unit_test_trace_robust_LDADD = schemas/libdprotrace.la $(SQLITE_LIBS)
+# A trace one file after its writer's close while a reader held it across that close
+# (links the static library: the hook it holds the reader's close with is not exported).
+check_PROGRAMS += tests/unit/test_trace_fold
+TESTS += tests/unit/test_trace_fold
+tests_unit_test_trace_fold_SOURCES = tests/unit/test_trace_fold.c tests/unit/testutil.h
+tests_unit_test_trace_fold_LDADD = $(DPROTRACE_LINK)

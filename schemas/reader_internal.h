@@ -48,6 +48,11 @@ struct dpro_reader {
     char errmsg[DPRO_ERRBUF_SIZE];
 };
 
+/* Testing only (tests/unit/test_trace_fold.c; NULL otherwise): called by a closing
+ * reader's fold of a trace it read through its -wal (reader_open.c) with the trace's name
+ * once it has looked whether the trace is marked complete, before it lets the trace go. */
+extern void (*dpro_fold_test_hook)(const char *name, int complete);
+
 /* Grows *arr (element size sz) so that index n fits. */
 int dpro_grow(void **arr, size_t *cap, size_t n, size_t sz);
 

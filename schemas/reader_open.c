@@ -354,9 +354,14 @@ dpro_reader_open(const char *path, dpro_reader **out, char *errbuf, size_t errle
 }
 
 /* How long a closing reader tries to take a finished trace out of WAL mode while another
- * connection (the writer finishing its close, another reader) holds it, and how often. */
+ * connection (the writer finishing its close, another reader) holds it, and how often; how
+ * often it tries again to take the write lock to look at the trace while a writer holds it
+ * (each try waits up to FOLD_WAIT_MS). */
 #define FOLD_WAIT_MS 20
 #define FOLD_POLL_MS 2
+#define FOLD_LOOKS 25
+
+void (*dpro_fold_test_hook)(const char *name, int complete);
 
 /* Whether the trace db has open is now marked complete (a read of its latest commit). */
 static int
@@ -377,21 +382,35 @@ complete_now(sqlite3 *db)
  * close, and only in one that may write; a read-only reader closing last leaves them. So a
  * reader that read a trace through its -wal does it at its close, in a connection of its
  * own, once the trace is marked complete (never for a trace a writer may still add to, or
- * one whose writer was killed). A connection still holding the trace makes it fail; then
- * that one, closing later, does it. Failures (read-only media, a directory the reader cannot write)
- * are harmless: the trace reads as before. */
-static void
+ * one whose writer was killed: that connection closes leaving the -wal as it is).
+ *
+ * It looks holding the write lock, until its close when the trace is not complete: a
+ * writer cannot mark the trace complete, and give up folding it because this connection
+ * holds it, between the look and the close (its commit waits for the lock, and folds once
+ * this connection is gone). A trace seen complete is folded here, or, when another
+ * connection holds it, by that connection's close (the writer's; a reader's, which does
+ * this in turn): the last connection that may write checkpoints and removes the -wal as it
+ * closes. Returns 1 when the write lock could not be had (a writer holds it: look again),
+ * else 0. Failures (read-only media, a directory the reader cannot write) are harmless:
+ * the trace reads as before. */
+static int
 fold_finished_wal(const char *name, const char *vfs)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
-    int complete = 0;
+    int complete = 0, busy = 0;
 
     if (sqlite3_open_v2(name, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, vfs) ==
         SQLITE_OK) {
         sqlite3_busy_timeout(db, FOLD_WAIT_MS);
-        complete = complete_now(db); /* still the trace the reader read */
+        int lk = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        busy = lk == SQLITE_BUSY;
+        complete = lk == SQLITE_OK && complete_now(db); /* still the trace the reader read */
     }
+    if (dpro_fold_test_hook && db)
+        dpro_fold_test_hook(name, complete);
+    if (complete)
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL); /* complete stays: the lock may go */
     /* the switch to DELETE checkpoints and removes the -wal, but needs the only lock on the
      * file: SQLite's busy handler does not wait for it, so this loop does */
     for (int waited = 0; complete && waited < FOLD_WAIT_MS; waited += FOLD_POLL_MS) {
@@ -406,10 +425,12 @@ fold_finished_wal(const char *name, const char *vfs)
         nanosleep(&ts, NULL);
     }
     /* the last connection to close removes a -wal and -shm still there: only for a trace
-     * marked complete (a killed writer's -wal stays, as it was, for its readers to name) */
+     * marked complete (a killed writer's -wal stays, as it was, for its readers to name);
+     * the close of one not complete ends its look and lets the write lock go */
     if (db && !complete)
         sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
     sqlite3_close(db);
+    return busy;
 }
 
 /* Closes r's file: the SQLite connection (folding a finished trace's -wal, as a close
@@ -430,11 +451,10 @@ close_file(dpro_reader *r)
             fold_vfs = strdup(vfs->zName);
     }
     sqlite3_close(r->db);
-    /* twice: a writer that marks the trace complete and closes while the first attempt's
-     * connection holds the trace (which found it not yet complete, and so leaves the -wal)
-     * is not the last to close, and leaves the -wal to that attempt */
-    for (int k = 0; fold && k < 2 && side_exists(fold, "-wal"); k++)
-        fold_finished_wal(fold, fold_vfs);
+    /* again while a writer holds the write lock (a look needs it) */
+    for (int k = 0; fold && k < FOLD_LOOKS && side_exists(fold, "-wal"); k++)
+        if (!fold_finished_wal(fold, fold_vfs))
+            break;
     free(fold);
     free(fold_vfs);
     r->db = NULL;

@@ -31,9 +31,14 @@
 #define ON_FIRST_USE_MARK "-- @on-first-use"
 
 /* How long dpro_writer_close retries leaving WAL mode while a reader holds the file, and
- * how often (longer than a closing reader's own tries: reader.c FOLD_WAIT_MS). */
+ * how often. */
 #define CLOSE_WAIT_MS 60
 #define CLOSE_POLL_MS 2
+
+/* How long a commit waits for the write lock: a closing reader holds it while it looks
+ * whether the trace is complete (reader_open.c fold_finished_wal), microseconds unless the
+ * reader is descheduled. */
+#define WRITE_LOCK_WAIT_MS 10000
 
 /* The tables created on first use, as bits of dpro_writer.tables_made. */
 enum {
@@ -286,6 +291,7 @@ dpro_writer_open_sized(const char *path, const dpro_writer_options *user_opts, s
         /* the database keeps its own file name: the directory's fd may go */
         w->dirfd = dbp.dirfd;
         dbp.dirfd = -1;
+        sqlite3_busy_timeout(w->db, WRITE_LOCK_WAIT_MS);
     }
     if (rc == DPRO_OK)
         rc = create_schema(w, page_size, &err);
@@ -764,8 +770,10 @@ dpro_writer_close(dpro_writer *w)
          * need no -wal or -shm. The switch needs the only lock on the file: while a reader
          * holds it, it is retried for a while (SQLite's busy handler does not wait for
          * it), then left to that reader, whose close does it for a trace marked complete
-         * (dpro_reader_close); the two also never give up together, the writer waiting
-         * longer than a reader's close does */
+         * (dpro_reader_close: the last connection that may write folds the -wal as it
+         * closes). The checkpoint does not wait for readers: a reader holds the trace as
+         * long as it likes */
+        sqlite3_busy_timeout(w->db, 0);
         int ck = sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
         if (ck != SQLITE_OK && ck != SQLITE_BUSY && ck != SQLITE_LOCKED && rc == DPRO_OK)
             rc = writer_fail(w, DPRO_ERR_IO, "moving the -wal into the file");

@@ -94,6 +94,14 @@ tests_collector_libsqlfail_la_LDFLAGS = -shared -avoid-version -rpath /nowhere $
 tests_collector_libslowctor_la_SOURCES = tests/collector/slowctor.c
 tests_collector_libslowctor_la_LDFLAGS = -shared -avoid-version -rpath /nowhere $(AM_LDFLAGS)
 
+# The writer thread's growing map (collector/umap.c, linked alone): every key found as it
+# grows past 512 and 4,096 entries, with removals.
+check_PROGRAMS += tests/collector/test_umap
+TESTS += tests/collector/test_umap
+tests_collector_test_umap_SOURCES = tests/collector/test_umap.c collector/umap.c \
+	tests/unit/testutil.h
+tests_collector_test_umap_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/collector
+
 COLLECTOR_TESTS = tests/collector/test-real-cudart.py tests/collector/test-awkward.py \
 	tests/collector/test-dpro-run.py tests/collector/test-e2e-simgpu.py \
 	tests/collector/test-python-dlopen.py tests/collector/test-hardening.py \

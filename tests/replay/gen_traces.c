@@ -13,7 +13,8 @@
  *        [--skew R:US]... [--straggler R:F]... [--skip R:SEQ] [--cut R:FRACTION]
  *        [--missing R] [--job-id ID] [--world W] [--no-markers] [--prefix P]
  *        [--spelling SUFFIX] [--device-collectives] [--extreme R:nelems|R:time]
- *        [--pause IT:SECONDS] [--cpu CPUS:DEMAND[:HOSTS]] [--samples TEXT]
+ *        [--pause IT:SECONDS] [--stall R:IT:SECONDS] [--cpu CPUS:DEMAND[:HOSTS]]
+ *        [--samples TEXT]
  *
  * --spelling writes the CUDA runtime calls with a suffix, as the collector records the
  * per-thread default stream entry points (cudaEventRecord_ptsz, ...): the same job under
@@ -27,7 +28,9 @@
  * than 32 bits of nanoseconds hold from 4.3 s on. --cpu writes what the collector records
  * of a rank's host: host_cpus CPUS, cpu_samples of DEMAND CPU seconds per second, and the
  * ranks spread over HOSTS hosts (default 1) in rank order; --samples replaces rank 0's
- * samples with TEXT (a malformed one, for the reader's error).
+ * samples with TEXT (a malformed one, for the reader's error). --stall makes rank R's
+ * first kernel of iteration IT start SECONDS later than its stream and launch allow (the
+ * device held by something the trace does not show; the kernels after it queue behind it).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -62,6 +65,8 @@ typedef struct gen {
     double demand;       /* --cpu: each rank's CPU seconds per second */
     int hosts;           /* --cpu: the hosts the ranks are spread over, in rank order */
     const char *samples; /* --samples: rank 0's cpu_samples text as given */
+    int stall_rank, stall_iter; /* --stall: the rank and iteration (-1 none) */
+    int64_t stall_ns;
 } gen;
 
 typedef struct evbuf {
@@ -115,6 +120,7 @@ typedef struct job {
     int64_t iter_start[MAXITERS][MAXR];
     int64_t comm_free[MAXR]; /* when the rank's communication stream is free */
     long seq;                /* the next collective's sequence number */
+    int iter;                /* the iteration being made */
     /* this iteration's collectives, per rank and bucket: when the call was made and when
      * the kernel it waits for ends; and per bucket when it ends on every rank */
     int64_t coll_launch[MAXR][MAXBUCKETS], coll_ready_kernel[MAXR][MAXBUCKETS];
@@ -146,6 +152,7 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
         {"pause", 1, 0, 'z'},
         {"cpu", 1, 0, 'C'},
         {"samples", 1, 0, 'Q'},
+        {"stall", 1, 0, 'T'},
         {0, 0, 0, 0},
     };
     int rc = 0, c;
@@ -222,6 +229,12 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
                 rc = 2;
             g->pause_ns = (int64_t)(v * 1e9);
             break;
+        case 'T':
+            if (sscanf(optarg, "%d:%d:%lf", &g->stall_rank, &g->stall_iter, &v) != 3 ||
+                g->stall_rank < 0 || g->stall_iter < 0 || !(v >= 0))
+                rc = 2;
+            g->stall_ns = (int64_t)(v * 1e9);
+            break;
         default:
             rc = 2;
         }
@@ -264,6 +277,8 @@ launch_rank(job *j, int r)
         d.correlation = a.correlation;
         d.stream = 7;
         int64_t ks = t + lat_ns > kfree ? t + lat_ns : kfree;
+        if (k == 0 && r == g->stall_rank && j->iter == g->stall_iter)
+            ks += g->stall_ns;
         d.start_ns = (uint64_t)ks;
         kfree = ks + kernel_ns(k, r, g);
         d.end_ns = (uint64_t)kfree;
@@ -400,6 +415,7 @@ simulate(job *j)
         j->comm_free[r] = 0;
     }
     for (int it = 0; it < g->iters; it++) {
+        j->iter = it;
         for (int r = 0; r < j->n; r++) {
             if (it == g->pause_iter)
                 j->host_t[r] += g->pause_ns;
@@ -578,7 +594,9 @@ main(int argc, char **argv)
              .prefix = "rank",
              .spelling = "",
              .extreme_rank = -1,
-             .pause_iter = -1};
+             .pause_iter = -1,
+             .stall_rank = -1,
+             .stall_iter = -1};
     static job j;
     const char *dir = NULL;
     int rc = parse_options(argc, argv, &g, &dir);

@@ -1,6 +1,7 @@
 """test_replay_traces: dpro-replay and dpro-export on synthetic multi-rank traces written
 with the trace writer (gen_traces), with known iteration time, injected clock skew,
-durations and gaps past 32 bits of nanoseconds, and faults: a missing rank, a skipped collective, a trace cut mid-iteration, two jobs in one
+durations and gaps past 32 bits of nanoseconds, an op's launch latency past them (a
+warning), and faults: a missing rank, a skipped collective, a trace cut mid-iteration, two jobs in one
 directory, no iteration markers, bad usage.
 """
 import json
@@ -125,6 +126,25 @@ def main():
                           "long-kernels: typical error %s, measured %.1f vs truth %.1f" % (
                               j["typical_replay"]["error_pct"], j["measured_iter_us"],
                               truth["iter_us"]))
+        # 3c. an op that starts long after its launch with nothing in the trace holding it
+        # (rank 1's first kernel of iteration 3, stalled): a latency of 1.5 s the graph
+        # holds and replays exactly; one of 90 s is past its 32 bits (2.1 s), and the
+        # replay says so once, naming the trace and the rank
+        for secs, capped in (("1.5", False), ("90", True)):
+            d, _ = gen(tmp, "stall" + secs, "--iters", "6", "--ops", "30", "--buckets", "3",
+                       "--stall", "1:3:" + secs)
+            j, out = replay_json(d)
+            warned = [l for l in out.stderr.splitlines() if "after their launch call" in l]
+            if capped:
+                check(len(warned) == 1 and os.path.join(d, "rank1.dpro") in warned[0] and
+                      "rank 1: 1 device op(s) started more than 2.1 s" in warned[0],
+                      "stall %s s: one warning naming rank 1's trace: %s" % (secs, out.stderr))
+            else:
+                check(not warned and j is not None and
+                      j["simulated_iter_us"] == j["measured_iter_us"],
+                      "stall %s s: no warning, replayed exactly: %s %s" % (
+                          secs, out.stderr, j and {k: j[k] for k in ("measured_iter_us",
+                                                                     "simulated_iter_us")}))
         # 4. no markers: iterations from the kernel sequence
         d, truth = gen(tmp, "nomark", "--no-markers", "--iters", "8")
         j, _ = replay_json(d)
