@@ -61,10 +61,10 @@ typedef struct gen {
     int extreme_time;     /* 1: an extreme time; 0: an extreme element count */
     int pause_iter;       /* --pause: the iteration the host threads idle before (-1 none) */
     int64_t pause_ns;
-    int cpus;            /* --cpu: meta host_cpus (0: no host_cpus, no cpu_samples) */
-    double demand;       /* --cpu: each rank's CPU seconds per second */
-    int hosts;           /* --cpu: the hosts the ranks are spread over, in rank order */
-    const char *samples; /* --samples: rank 0's cpu_samples text as given */
+    int cpus;                   /* --cpu: meta host_cpus (0: no host_cpus, no cpu_samples) */
+    double demand;              /* --cpu: each rank's CPU seconds per second */
+    int hosts;                  /* --cpu: the hosts the ranks are spread over, in rank order */
+    const char *samples;        /* --samples: rank 0's cpu_samples text as given */
     int stall_rank, stall_iter; /* --stall: the rank and iteration (-1 none) */
     int64_t stall_ns;
 } gen;
@@ -133,27 +133,13 @@ static int
 parse_options(int argc, char **argv, gen *g, const char **dir)
 {
     static const struct option lo[] = {
-        {"ranks", 1, 0, 'r'},
-        {"iters", 1, 0, 'i'},
-        {"ops", 1, 0, 'o'},
-        {"buckets", 1, 0, 'b'},
-        {"skew", 1, 0, 's'},
-        {"straggler", 1, 0, 'S'},
-        {"skip", 1, 0, 'k'},
-        {"cut", 1, 0, 'c'},
-        {"missing", 1, 0, 'm'},
-        {"job-id", 1, 0, 'j'},
-        {"world", 1, 0, 'w'},
-        {"no-markers", 0, 0, 'n'},
-        {"prefix", 1, 0, 'p'},
-        {"spelling", 1, 0, 'P'},
-        {"device-collectives", 0, 0, 'D'},
-        {"extreme", 1, 0, 'x'},
-        {"pause", 1, 0, 'z'},
-        {"cpu", 1, 0, 'C'},
-        {"samples", 1, 0, 'Q'},
-        {"stall", 1, 0, 'T'},
-        {0, 0, 0, 0},
+        {"ranks", 1, 0, 'r'},   {"iters", 1, 0, 'i'},    {"ops", 1, 0, 'o'},
+        {"buckets", 1, 0, 'b'}, {"skew", 1, 0, 's'},     {"straggler", 1, 0, 'S'},
+        {"skip", 1, 0, 'k'},    {"cut", 1, 0, 'c'},      {"missing", 1, 0, 'm'},
+        {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'},    {"no-markers", 0, 0, 'n'},
+        {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {"device-collectives", 0, 0, 'D'},
+        {"extreme", 1, 0, 'x'}, {"pause", 1, 0, 'z'},    {"cpu", 1, 0, 'C'},
+        {"samples", 1, 0, 'Q'}, {"stall", 1, 0, 'T'},    {0, 0, 0, 0},
     };
     int rc = 0, c;
     while (rc == 0 && (c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
