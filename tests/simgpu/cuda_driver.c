@@ -393,7 +393,7 @@ launch_impl(CUfunction f, const char *name, uint64_t dur, unsigned gx, unsigned 
     struct simgpu_op *op;
     cudaError_t rc = simgpu_sticky_error();
     CUresult fit;
-    if (!g_inited)
+    if (!g_inited && !simgpu_driver_is_init())
         return CUDA_ERROR_NOT_INITIALIZED;
     if (rc != cudaSuccess)
         return to_cu(rc);
@@ -418,6 +418,9 @@ launch_impl(CUfunction f, const char *name, uint64_t dur, unsigned gx, unsigned 
     op->u.kernel.block.z = bz;
     op->u.kernel.shmem = shmem;
     op->u.kernel.has_work = simgpu_take_next_work(&op->u.kernel.work);
+    if (!op->u.kernel.has_work)
+        op->u.kernel.has_work =
+            simgpu_triton_work(f, name, (uint64_t)gx * gy * gz * bx * by * bz, &op->u.kernel.work);
     simgpu_host_launch(1.0);
     return to_cu(simgpu_enqueue(s, op));
 }

@@ -122,7 +122,7 @@ if HAVE_CUDA
 tests_simgpu_libsimgpu_la_SOURCES += tests/simgpu/core_module.c
 tests_simgpu_libcudart_la_SOURCES += tests/simgpu/cudart_module.c tests/simgpu/cudart_symbol.c \
 	tests/simgpu/cudart_torch.c
-tests_simgpu_libcuda_la_SOURCES += tests/simgpu/cuda_driver_torch.c
+tests_simgpu_libcuda_la_SOURCES += tests/simgpu/cuda_driver_torch.c tests/simgpu/cuda_driver_triton.c
 endif
 
 # The CUDA programs, built by the toolkit's nvcc against the stand-ins (-cudart shared
