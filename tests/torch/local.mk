@@ -39,6 +39,13 @@ TESTS += tests/torch/test_torch_basic.py tests/torch/test_torch_allreduce.py
 endif
 
 if HAVE_PYTHON3
+# torch.compile (Inductor + Triton) on the device: one rank and DDP on two under the
+# collector; the Triton kernels, their driver launches and times in the traces.
+dist_check_SCRIPTS += tests/torch/test_torch_compile.py
+TESTS += tests/torch/test_torch_compile.py
+endif
+
+if HAVE_PYTHON3
 # torch DDP (ddp_train.py) on 2 ranks: bucket sizes, gradient_as_bucket_view, static_graph,
 # no_sync accumulation, checkpointing, the fp16 hook; parameters and gradients agree across
 # the ranks; under the collector: kernels, matched collectives, replay.  FSDP2 (fsdp_train.py):
