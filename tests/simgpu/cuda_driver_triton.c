@@ -14,30 +14,10 @@
 
 #include <cuda.h>
 
-#include "simgpu_internal.h"
+#include "cuda_driver_api.h"
 
 /* Declared by cuda.h only in per-thread mode. */
 CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus);
-
-static CUresult
-drv_exit(struct simgpu_api *a, CUresult rc)
-{
-    int r = (int)rc;
-    simgpu_api_exit(a, &r);
-    return rc;
-}
-
-#define DRV_ENTER(fn, ...)                                                                         \
-    fn##_params p__ = {__VA_ARGS__};                                                               \
-    struct simgpu_api api__;                                                                       \
-    simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##fn, #fn, &p__,  \
-                     NULL)
-#define DRV_EXIT(rc) return drv_exit(&api__, (rc))
-#define NEED_INIT()                                                                                \
-    do {                                                                                           \
-        if (!simgpu_driver_is_init())                                                              \
-            DRV_EXIT(CUDA_ERROR_NOT_INITIALIZED);                                                  \
-    } while (0)
 
 /* ---- context limits ------------------------------------------------------------------- */
 /* One table for the process (the primary context of each device shares it: the device

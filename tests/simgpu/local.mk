@@ -26,7 +26,7 @@ tests_simgpu_libcudart_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 13:0:0
 tests_simgpu_libcudart_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) -ldl
 EXTRA_tests_simgpu_libcudart_la_DEPENDENCIES = $(srcdir)/tests/simgpu/cudart.map
 
-tests_simgpu_libcuda_la_SOURCES = tests/simgpu/cuda_driver.c
+tests_simgpu_libcuda_la_SOURCES = tests/simgpu/cuda_driver.c tests/simgpu/cuda_driver_api.h
 tests_simgpu_libcuda_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_libcuda_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 1:0:0
 tests_simgpu_libcuda_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
