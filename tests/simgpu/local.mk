@@ -278,4 +278,14 @@ tests_simgpu_test_torch_api_LDFLAGS = -no-install
 tests_simgpu_test_torch_api_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcuda.la \
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 TESTS += tests/simgpu/test_torch_api
+
+# The libcuda calls Triton's launcher (torch.compile) makes beyond the others
+# (cuda_driver_triton.c), and the time of Triton kernels.
+check_PROGRAMS += tests/simgpu/test_triton_api
+tests_simgpu_test_triton_api_SOURCES = tests/simgpu/test_triton_api.c tests/simgpu/simgpu_check.h
+tests_simgpu_test_triton_api_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_triton_api_LDFLAGS = -no-install
+tests_simgpu_test_triton_api_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcuda.la \
+	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
+TESTS += tests/simgpu/test_triton_api
 endif
