@@ -24,7 +24,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torchlib import (BUILD, DPRO_INFO as dpro_info, DPRO_RUN as dpro_run,  # noqa: E402
-                      SIMRUN as simrun, TRACE_DUMP as trace_dump, VENV_PY as venv_py, check,
+                      LIBDIR, SIMRUN as simrun, TRACE_DUMP as trace_dump, VENV_PY as venv_py, check,
                       finish, require_torch, sanitizer_env)
 
 require_torch(simrun, dpro_run, dpro_info, trace_dump)
@@ -65,6 +65,8 @@ def checksum(tensors):
 
 
 print("ok", checksum(m.parameters()), checksum(p.grad for p in m.parameters()))
+from triton.backends.nvidia.driver import libcuda_dirs
+print("libcuda", libcuda_dirs()[0])
 if ddp:
     dist.destroy_process_group()
 """ % STEPS
@@ -139,6 +141,11 @@ try:
     if check(r.returncode == 0 and "ok" in r.stdout.split(),
              "torch.compile on one rank under dpro-run (rc %d): %s"
              % (r.returncode, r.stderr[-3000:]), say_ok=True):
+        dirs = [line.split(None, 1)[1] for line in r.stdout.splitlines()
+                if line.startswith("libcuda ")]
+        check(dirs == [os.path.realpath(LIBDIR)],
+              "Triton links against the stand-in libcuda (simrun's TRITON_LIBCUDA_PATH): %s"
+              % dirs)
         ev = trace_events(out)
         if ev is not None:
             names = check_triton_kernels(ev, "1 rank")
