@@ -7,9 +7,11 @@ cuModuleLoadData and launches through the driver.  The trace must hold Inductor'
 (triton_* names, read from the cubins' symbol tables), each at least once a step,
 each linked to the cuLaunchKernel call that made it with its grid and block, each timed by
 the device's rule for Triton kernels (memory class, 48 bytes per thread: 3 us + bytes /
-1.5 TB/s here).  Then two ranks train DistributedDataParallel over the compiled module: the
-gradients' all-reduces and the Triton kernels are in both traces, the parameters and
-gradients agree (their bytes: kernels compute nothing, copies and collectives move data).
+1.5 TB/s here); one of their cached cubins, loaded again, finds its kernel by the name in
+its symbol table (with the registers the cubin gives) and no other name.  Then two ranks
+train DistributedDataParallel over the compiled module: the gradients' all-reduces and the
+Triton kernels are in both traces, the parameters and gradients agree (their bytes: kernels
+compute nothing, copies and collectives move data).
 
 Inductor's and Triton's caches (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR) live in the build
 tree, tests/torch/compile-cache: the first run compiles (about a minute on a loaded
@@ -132,6 +134,41 @@ def check_triton_kernels(ev, what):
     return names
 
 
+# Loads a cubin Triton made through the stand-in driver: its kernel is found by the name
+# in its symbol table, with the registers the cubin says, and another name is not found.
+LOAD_CUBIN = r"""
+import ctypes, os, sys
+cu = ctypes.CDLL("libcuda.so.1")
+dev, ctx, mod, f, v = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_int()
+assert cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0
+assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cu.cuCtxSetCurrent(ctx) == 0
+name = os.path.basename(sys.argv[1])[:-len(".cubin")].encode()
+print("load", cu.cuModuleLoadData(ctypes.byref(mod), open(sys.argv[1], "rb").read()))
+print("get", cu.cuModuleGetFunction(ctypes.byref(f), mod, name))
+print("regs", cu.cuFuncGetAttribute(ctypes.byref(v), 4, f), v.value)
+print("other", cu.cuModuleGetFunction(ctypes.byref(f), mod, name + b"_not_there"))
+"""
+
+
+def check_cubin(env, names):
+    """Checks one cached cubin of the kernels `names` through the stand-in's module calls."""
+    cubins = []
+    for root, _, files in os.walk(env["TRITON_CACHE_DIR"]):
+        cubins += [os.path.join(root, f) for f in files
+                   if f.endswith(".cubin") and f[:-len(".cubin")] in names]
+    if not check(cubins, "a cached cubin of %s" % sorted(names)):
+        return
+    r = subprocess.run([simrun, "-n", "1", "--timeout", "120", "--", venv_py, "-c", LOAD_CUBIN,
+                        cubins[0]], env=env, capture_output=True, text=True, timeout=180)
+    got = dict(line.split(None, 1) for line in r.stdout.splitlines() if " " in line)
+    regs = got.get("regs", "-1 0").split()
+    check(r.returncode == 0 and got.get("load") == "0" and got.get("get") == "0"
+          and regs[0] == "0" and int(regs[1]) > 0 and got.get("other") == "500",
+          "%s: loaded, found by its name with its registers, another name "
+          "CUDA_ERROR_NOT_FOUND (500): %s %s" % (os.path.basename(cubins[0]), got,
+                                                   r.stderr[-500:]))
+
+
 env = environment()
 tmp = tempfile.mkdtemp(prefix="dpro-torch-compile-")
 try:
@@ -150,6 +187,7 @@ try:
         if ev is not None:
             names = check_triton_kernels(ev, "1 rank")
             print("1 rank: Triton kernels %s" % names)
+            check_cubin(env, names)
         info = subprocess.run([dpro_info, "--json", "--kernels=50", out], capture_output=True,
                               text=True, timeout=60)
         if check(info.returncode == 0, "dpro-info: %s" % info.stderr):
