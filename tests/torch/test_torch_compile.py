@@ -139,7 +139,8 @@ def check_triton_kernels(ev, what):
 LOAD_CUBIN = r"""
 import ctypes, os, sys
 cu = ctypes.CDLL("libcuda.so.1")
-dev, ctx, mod, f, v = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_int()
+dev, v = ctypes.c_int(), ctypes.c_int()
+ctx, mod, f = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
 assert cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0
 assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cu.cuCtxSetCurrent(ctx) == 0
 name = os.path.basename(sys.argv[1])[:-len(".cubin")].encode()
