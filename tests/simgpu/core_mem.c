@@ -374,6 +374,41 @@ simgpu_take_next_work(struct simgpu_work *w)
     return had;
 }
 
+/* Triton kernels (README.md, "Triton kernels"): a launch names its class, the grid and block
+ * its size, never its operands (their count, dtype and lengths are the kernel's arguments,
+ * which the device does not read).  Each thread of a memory-class kernel moves 4 fp32
+ * elements (one 16-byte vector access) three times (two loads, one store): 48 bytes; a
+ * template (triton_tem_, Inductor's GEMM) computes 32 outputs per thread over K = 256 at
+ * fp32 (2 FLOPs each) and moves the same 48 bytes. */
+#define TRITON_BYTES_PER_THREAD 48.0
+#define TRITON_TEM_FLOPS_PER_THREAD (2.0 * 32 * 256)
+
+int
+simgpu_triton_work(const void *func, const char *name, uint64_t threads, struct simgpu_work *w)
+{
+    struct kentry *e;
+    int registered;
+    if (!name || strncmp(name, "triton_", 7))
+        return 0;
+    pthread_mutex_lock(&g_klock);
+    e = kfind_ptr_locked(func);
+    registered = e && e->has_dur;
+    e = registered ? e : kfind_name_locked(name);
+    registered = e && e->has_dur;
+    pthread_mutex_unlock(&g_klock);
+    if (registered)
+        return 0;
+    memset(w, 0, sizeof(*w));
+    w->dtype = SIMGPU_FP32;
+    w->bytes = TRITON_BYTES_PER_THREAD * (double)threads;
+    w->kclass = SIMGPU_CLASS_MEMORY;
+    if (!strncmp(name, "triton_tem_", 11)) {
+        w->kclass = SIMGPU_CLASS_COMPUTE;
+        w->flops = TRITON_TEM_FLOPS_PER_THREAD * (double)threads;
+    }
+    return 1;
+}
+
 void
 simgpu_set_next_launch_duration(uint64_t duration_ns)
 {

@@ -16,7 +16,7 @@
 
 #include <cuda.h>
 
-#include "simgpu_internal.h"
+#include "cuda_driver_api.h"
 
 #define FUNC_MAGIC 0x46554e43U
 
@@ -29,7 +29,6 @@ struct CUfunc_st {
 
 static struct CUfunc_st *g_funcs;
 static pthread_mutex_t g_funcs_lock = PTHREAD_MUTEX_INITIALIZER;
-static int g_inited;
 
 /* Declared by cuda.h only in per-thread mode. */
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -72,27 +71,6 @@ to_cu(cudaError_t e)
     }
 }
 
-static CUresult
-drv_exit(struct simgpu_api *a, CUresult rc)
-{
-    int r = (int)rc;
-    simgpu_api_exit(a, &r);
-    return rc;
-}
-
-#define DRV_ENTER_SYM(fn, sym, ...)                                                                \
-    fn##_params p__ = {__VA_ARGS__};                                                               \
-    struct simgpu_api api__;                                                                       \
-    simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##fn, #fn, &p__,  \
-                     sym)
-#define DRV_ENTER(fn, ...) DRV_ENTER_SYM(fn, NULL, __VA_ARGS__)
-#define DRV_EXIT(rc) return drv_exit(&api__, (rc))
-#define NEED_INIT()                                                                                \
-    do {                                                                                           \
-        if (!g_inited && !simgpu_driver_is_init())                                                 \
-            DRV_EXIT(CUDA_ERROR_NOT_INITIALIZED);                                                  \
-    } while (0)
-
 CUresult CUDAAPI
 cuInit(unsigned int Flags)
 {
@@ -100,7 +78,6 @@ cuInit(unsigned int Flags)
     simgpu_init();
     if (Flags)
         DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
-    g_inited = 1;
     simgpu_driver_mark_init();
     DRV_EXIT(CUDA_SUCCESS);
 }
@@ -393,7 +370,7 @@ launch_impl(CUfunction f, const char *name, uint64_t dur, unsigned gx, unsigned 
     struct simgpu_op *op;
     cudaError_t rc = simgpu_sticky_error();
     CUresult fit;
-    if (!g_inited)
+    if (!simgpu_driver_is_init())
         return CUDA_ERROR_NOT_INITIALIZED;
     if (rc != cudaSuccess)
         return to_cu(rc);
@@ -418,6 +395,9 @@ launch_impl(CUfunction f, const char *name, uint64_t dur, unsigned gx, unsigned 
     op->u.kernel.block.z = bz;
     op->u.kernel.shmem = shmem;
     op->u.kernel.has_work = simgpu_take_next_work(&op->u.kernel.work);
+    if (!op->u.kernel.has_work)
+        op->u.kernel.has_work =
+            simgpu_triton_work(f, name, (uint64_t)gx * gy * gz * bx * by * bz, &op->u.kernel.work);
     simgpu_host_launch(1.0);
     return to_cu(simgpu_enqueue(s, op));
 }

@@ -16,28 +16,7 @@
 
 #include <cuda.h>
 
-#include "simgpu_internal.h"
-
-static CUresult
-drv_exit(struct simgpu_api *a, CUresult rc)
-{
-    int r = (int)rc;
-    simgpu_api_exit(a, &r);
-    return rc;
-}
-
-#define DRV_ENTER(fn, ...)                                                                         \
-    fn##_params p__ = {__VA_ARGS__};                                                               \
-    struct simgpu_api api__;                                                                       \
-    simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##fn, #fn, &p__,  \
-                     NULL)
-#define DRV_EXIT(rc) return drv_exit(&api__, (rc))
-/* cuInit, or the runtime's first call, initialises the driver. */
-#define NEED_INIT()                                                                                \
-    do {                                                                                           \
-        if (!simgpu_driver_is_init())                                                              \
-            DRV_EXIT(CUDA_ERROR_NOT_INITIALIZED);                                                  \
-    } while (0)
+#include "cuda_driver_api.h"
 
 static CUresult
 unsupported(const char *call)

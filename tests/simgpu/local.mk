@@ -26,7 +26,7 @@ tests_simgpu_libcudart_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 13:0:0
 tests_simgpu_libcudart_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) -ldl
 EXTRA_tests_simgpu_libcudart_la_DEPENDENCIES = $(srcdir)/tests/simgpu/cudart.map
 
-tests_simgpu_libcuda_la_SOURCES = tests/simgpu/cuda_driver.c
+tests_simgpu_libcuda_la_SOURCES = tests/simgpu/cuda_driver.c tests/simgpu/cuda_driver_api.h
 tests_simgpu_libcuda_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_libcuda_la_LDFLAGS = $(SIMGPU_LIBFLAGS) -version-info 1:0:0
 tests_simgpu_libcuda_la_LIBADD = tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
@@ -122,7 +122,7 @@ if HAVE_CUDA
 tests_simgpu_libsimgpu_la_SOURCES += tests/simgpu/core_module.c
 tests_simgpu_libcudart_la_SOURCES += tests/simgpu/cudart_module.c tests/simgpu/cudart_symbol.c \
 	tests/simgpu/cudart_torch.c
-tests_simgpu_libcuda_la_SOURCES += tests/simgpu/cuda_driver_torch.c
+tests_simgpu_libcuda_la_SOURCES += tests/simgpu/cuda_driver_torch.c tests/simgpu/cuda_driver_triton.c
 endif
 
 # The CUDA programs, built by the toolkit's nvcc against the stand-ins (-cudart shared
@@ -278,4 +278,14 @@ tests_simgpu_test_torch_api_LDFLAGS = -no-install
 tests_simgpu_test_torch_api_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcuda.la \
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 TESTS += tests/simgpu/test_torch_api
+
+# The libcuda calls Triton's launcher (torch.compile) makes beyond the others
+# (cuda_driver_triton.c), and the time of Triton kernels.
+check_PROGRAMS += tests/simgpu/test_triton_api
+tests_simgpu_test_triton_api_SOURCES = tests/simgpu/test_triton_api.c tests/simgpu/simgpu_check.h
+tests_simgpu_test_triton_api_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_triton_api_LDFLAGS = -no-install
+tests_simgpu_test_triton_api_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcuda.la \
+	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
+TESTS += tests/simgpu/test_triton_api
 endif

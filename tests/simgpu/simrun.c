@@ -20,9 +20,10 @@
  * before simrun still interposes): programs whose DT_RPATH names other copies, such as
  * torch's libraries pointing at the nvidia wheels, then bind to the stand-ins, which are
  * already loaded under those sonames (tests/simgpu/README.md).  SIMRUN_NO_PRELOAD=1 leaves
- * LD_PRELOAD alone.  Under ASan, ASAN_OPTIONS gets verify_asan_link_order=0, as the
- * preloaded stand-ins come before the sanitizer's runtime.  simrun waits for every
- * rank and exits with the worst status (a signal counts as 128+signal); with
+ * LD_PRELOAD alone.  TRITON_LIBCUDA_PATH, unless set, names the directory too, so that
+ * torch.compile's Triton links its launcher against the stand-in libcuda.  Under ASan, ASAN_OPTIONS
+ * gets verify_asan_link_order=0, as the preloaded stand-ins come before the sanitizer's runtime.
+ * simrun waits for every rank and exits with the worst status (a signal counts as 128+signal); with
  * --kill-on-failure it terminates the others when one fails (torchrun's
  * behaviour); with --timeout it kills all ranks after SECONDS and exits 124. */
 #ifndef _GNU_SOURCE
@@ -194,6 +195,26 @@ parse_cmdline(int argc, char **argv, struct simrun_opts *o)
     return rc;
 }
 
+/* Points Triton (torch.compile) at the stand-in libcuda.so.1 in libdir: it links its
+ * launcher against the directory TRITON_LIBCUDA_PATH names, before ldconfig's cache, which
+ * on a host with a driver names the real one.  A TRITON_LIBCUDA_PATH already set is kept.
+ * Returns 0, or 1 out of memory. */
+static int
+triton_libcuda(const char *libdir)
+{
+    char path[4096];
+    char *abs;
+    snprintf(path, sizeof(path), "%s/libcuda.so.1", libdir);
+    if (getenv("TRITON_LIBCUDA_PATH") || access(path, R_OK) != 0)
+        return 0;
+    abs = realpath(libdir, NULL);
+    if (!abs)
+        return errno == ENOMEM;
+    setenv("TRITON_LIBCUDA_PATH", abs, 1);
+    free(abs);
+    return 0;
+}
+
 /* Finds the stand-ins' directory (libdir, else .libs beside simrun) and puts it in the
  * environment: its stand-ins on LD_PRELOAD, itself first on LD_LIBRARY_PATH.
  * Returns 0, or 1 out of memory. */
@@ -226,6 +247,8 @@ setup_env(const char *libdir)
             rc = 1;
         }
     }
+    if (rc == 0 && libdir && *libdir)
+        rc = triton_libcuda(libdir);
     return rc;
 }
 

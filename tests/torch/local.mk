@@ -23,7 +23,7 @@ $(TORCH_VENV_STAMP):
 
 EXTRA_DIST += tests/torch/census.py tests/torch/torchlib.py tests/torch/ddp_train.py \
 	tests/torch/fsdp_train.py tests/torch/closed_loop_torch.py tests/torch/traced_train.py \
-	tests/torch/bench_torch_overhead.py tests/torch/measure_launch_idle.py
+	tests/torch/bench_torch_overhead.py tests/torch/measure_launch_idle.py tests/torch/compile_model.py
 if HAVE_PYTHON3
 # What torch's libraries import from the six CUDA libraries against what the stand-ins
 # export (tests/torch/census.py), enforced for the libraries the stand-ins complete.
@@ -36,6 +36,13 @@ if HAVE_PYTHON3
 # under the collector (the trace's kernels, their launches, grids); a 2-rank NCCL all_reduce.
 dist_check_SCRIPTS += tests/torch/test_torch_basic.py tests/torch/test_torch_allreduce.py
 TESTS += tests/torch/test_torch_basic.py tests/torch/test_torch_allreduce.py
+endif
+
+if HAVE_PYTHON3
+# torch.compile (Inductor + Triton) on the device: one rank and DDP on two under the
+# collector; the Triton kernels, their driver launches and times in the traces.
+dist_check_SCRIPTS += tests/torch/test_torch_compile.py
+TESTS += tests/torch/test_torch_compile.py
 endif
 
 if HAVE_PYTHON3
