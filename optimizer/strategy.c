@@ -384,8 +384,7 @@ strategy_apply(workload *w, const strategy_plan *p)
         rc = apply_recompute(w->g, &w->layers, p);
     if (p->bucket_cap >= 0 && strategy_tensor_available(w) && !partition_splits(&w->buckets, p))
         apply_buckets(w->g, &w->buckets, p); /* a splitting plan: partition_build, on a copy */
-    if (rc == 0 && (p->fsdp_keep || p->prefetch || p->fsdp_reshard) &&
-        strategy_fsdp_available(w))
+    if (rc == 0 && (p->fsdp_keep || p->prefetch || p->fsdp_reshard) && strategy_fsdp_available(w))
         rc = apply_fsdp(w->g, &w->fsdp, p, p->fsdp_reshard && strategy_fsdp_reshard_available(w));
     if (rc == 0 && p->cuda_graph)
         rc = apply_cuda_graph(w->g, &w->capture, w->iter, w->phase, w->opt.capture_scope);

@@ -117,13 +117,13 @@ enum strategy_family {
 };
 
 typedef struct strategy_plan {
-    uint8_t fuse;       /* operator fusion of every chain */
-    uint8_t cuda_graph; /* capture of the step */
-    int8_t bucket_cap;  /* -1: as measured; else an index into strategy_bucket_caps_mb */
-    int8_t first_cap;   /* index of the first bucket's cap (when bucket_cap >= 0) */
-    uint8_t accum_k;    /* micro-batches per step (1: none) */
-    uint8_t fsdp_keep;  /* FSDP: parameters kept unsharded after the forward */
-    uint8_t prefetch;   /* FSDP: all-gathers issued one unit ahead */
+    uint8_t fuse;         /* operator fusion of every chain */
+    uint8_t cuda_graph;   /* capture of the step */
+    int8_t bucket_cap;    /* -1: as measured; else an index into strategy_bucket_caps_mb */
+    int8_t first_cap;     /* index of the first bucket's cap (when bucket_cap >= 0) */
+    uint8_t accum_k;      /* micro-batches per step (1: none) */
+    uint8_t fsdp_keep;    /* FSDP: parameters kept unsharded after the forward */
+    uint8_t prefetch;     /* FSDP: all-gathers issued one unit ahead */
     uint8_t fsdp_reshard; /* FSDP: parameters resharded after the forward, on a trace that
                              keeps them (the last byte before recompute: no padding is left
                              undefined, plans are hashed and compared as bytes and handed

@@ -78,8 +78,11 @@ walk_thread(workload *w, const rank_info *ri, int32_t r, int32_t t, int64_t *per
         if (c < 0)
             continue;
         int32_t q = dfg_group(g, c);
-        for (int32_t x = run; x >= 0 && x != h; x = g->next_on_res[x])
+        for (int32_t x = run >= 0 ? run : h; x >= 0; x = g->next_on_res[x]) {
             f->gather_ops[x] = q;
+            if (x == h)
+                break;
+        }
         run = -1;
         tail = q;
         if (prev >= 0 && w->iter[prev] != w->iter[h])
@@ -159,7 +162,8 @@ unit_costs(const workload *w, const rank_info *ri, int64_t *cost)
         int32_t q = w->fsdp.gather_ops[x];
         if (q < 0 || w->fsdp.grp_role[q] != WL_FSDP_FWD)
             continue;
-        int32_t r = g->res_rank[g->res[x]], prev = g->kind[x] == DFG_HOST ? dfg_prev_on_res(g, x) : -1;
+        int32_t r = g->res_rank[g->res[x]],
+                prev = g->kind[x] == DFG_HOST ? dfg_prev_on_res(g, x) : -1;
         if (g->kind[x] == DFG_HOST)
             cost[3 * (int64_t)q] +=
                 dfg_dur(g, x) + (prev >= 0 && w->fsdp.gather_ops[prev] == q ? dfg_gap(g, x) : 0);
@@ -179,69 +183,77 @@ clamp_ns(int64_t v)
     return v <= 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int32_t)v;
 }
 
+/* Adds unit q's reshard costs to the span that starts with call first and launches its
+ * first compute kernel kern, hidden being the previous span's compute (regather_rank). */
+static void
+add_regather(workload *w, int32_t first, int32_t kern, int64_t hidden, const int64_t *cost,
+             int32_t q)
+{
+    int32_t *ns = w->fsdp.regather_ns;
+    int64_t t = cost[3 * (int64_t)q + 2];
+    if (first >= 0)
+        ns[first] = clamp_ns(ns[first] + cost[3 * (int64_t)q]);
+    if (kern >= 0)
+        ns[kern] = clamp_ns(ns[kern] + cost[3 * (int64_t)q + 1] + (t > hidden ? t - hidden : 0));
+}
+
 /* reshard_after_forward=True on a rank r that keeps its parameters (workload.h:
- * fsdp.regather_ns): the backward thread's calls of an iteration fall into spans, each
- * ending with the launch of a reduce-scatter (FSDP2 reduce-scatters the units in the
- * reverse of the forward's order, the root, gathered first, last). Unit j of the
- * forward's n (0 the root) is re-gathered in span n-1-j, the root in span 0 (its
+ * fsdp.regather_ns). A forward is the run of forward all-gathers the main thread launches
+ * (by their measured starts) before the backward thread's calls; those calls then fall
+ * into spans, each ending with the launch of a reduce-scatter (FSDP2 reduce-scatters the
+ * units in the reverse of the forward's order, the root, gathered first, last). Unit j of
+ * the forward's n (0 the root) is re-gathered in span n-1-j, the root in span 0 (its
  * parameters' backward runs first): its unshard's and copy-out's host time (cost) goes
  * before the span's first call, its copy-out's device time and the part of its transfer
  * and copy-in longer than the compute the previous span launched (FSDP2's implicit
- * backward prefetch issues it then) onto the span's first compute kernel. An iteration
- * whose reduce-scatters do not match its forward all-gathers one to one is left as
- * measured. Returns the units re-gathered in the rank's last such iteration. */
+ * backward prefetch issues it then) onto the span's first compute kernel. A backward
+ * whose reduce-scatters do not match its forward's all-gathers one to one (a micro-batch
+ * without gradient sync) is left as measured. Returns the units re-gathered in the rank's
+ * last matched backward. */
 static int32_t
 regather_rank(workload *w, const rank_info *ri, int32_t r, const int64_t *cost)
 {
     const dfg *g = w->work;
     enum { MAXU = 256 };
-    int32_t fwd[MAXU], n = 0, it = -1, done = 0;
+    int32_t fwd[MAXU], first[MAXU], kern[MAXU], n = 0, k = 0, started = 0, done = 0;
+    int64_t comp[MAXU];
     int32_t h = ri[r].main_thread >= 0 ? g->res_first[ri[r].main_thread] : -1;
     int32_t x = ri[r].bwd_thread >= 0 ? g->res_first[ri[r].bwd_thread] : -1;
-    while (x >= 0) {
-        while (x >= 0 && (!alive(g, x) || w->iter[x] < 0))
-            x = g->next_on_res[x];
-        if (x < 0)
-            break;
-        /* the forward's all-gathers of x's iteration */
-        it = w->iter[x];
-        n = 0;
-        for (; h >= 0 && (w->iter[h] < 0 || w->iter[h] <= it); h = g->next_on_res[h]) {
-            int32_t c = alive(g, h) && w->iter[h] == it ? launched_gather(w, ri, h) : -1;
-            if (c >= 0 && gather_role(w, ri, c) == WL_FSDP_FWD && n < MAXU)
+    for (; x >= 0; x = g->next_on_res[x]) {
+        if (!alive(g, x))
+            continue;
+        for (; h >= 0 && g->mstart[h] <= g->mstart[x]; h = g->next_on_res[h]) {
+            int32_t c = alive(g, h) ? launched_gather(w, ri, h) : -1;
+            if (c < 0 || gather_role(w, ri, c) != WL_FSDP_FWD)
+                continue;
+            if (started)
+                n = k = started = 0;
+            if (n < MAXU)
                 fwd[n++] = dfg_group(g, c);
         }
-        /* the iteration's spans on the backward thread */
-        int32_t first[MAXU], kern[MAXU], k = 0, y;
-        int64_t comp[MAXU];
-        first[0] = x, kern[0] = -1, comp[0] = 0;
-        for (y = x; y >= 0 && w->iter[y] == it && k < MAXU; y = g->next_on_res[y]) {
-            if (!alive(g, y))
-                continue;
-            int rs = 0;
-            for (int32_t i = dfg_launched_first(g, y); i >= 0; i = dfg_launched_next(g, y, i)) {
-                int32_t d = g->launched[i], q = dfg_group(g, d);
-                if (g->res[d] == ri[r].compute_stream && kern[k] < 0 && g->kind[d] == DFG_KERNEL)
-                    kern[k] = d;
-                comp[k] += g->res[d] == ri[r].compute_stream ? dfg_dur(g, d) : 0;
-                rs |= q >= 0 && g->grp_op[q] == DPRO_COLL_REDUCESCATTER;
-            }
-            if (rs && ++k < MAXU)
-                first[k] = g->next_on_res[y], kern[k] = -1, comp[k] = 0;
-        }
-        x = y;
-        if (k != n || n < 1)
+        if (n == 0 || k >= n)
             continue;
+        if (!started || first[k] < 0) {
+            first[k] = x, kern[k] = -1, comp[k] = 0;
+            started = 1;
+        }
+        int rs = 0;
+        for (int32_t i = dfg_launched_first(g, x); i >= 0; i = dfg_launched_next(g, x, i)) {
+            int32_t d = g->launched[i], q = dfg_group(g, d);
+            if (g->res[d] == ri[r].compute_stream && kern[k] < 0 && g->kind[d] == DFG_KERNEL)
+                kern[k] = d;
+            comp[k] += g->res[d] == ri[r].compute_stream ? dfg_dur(g, d) : 0;
+            rs |= q >= 0 && g->grp_op[q] == DPRO_COLL_REDUCESCATTER;
+        }
+        if (!rs)
+            continue;
+        if (++k < n) {
+            first[k] = -1;
+            continue;
+        }
         for (int32_t j = 0; j < n; j++) {
-            int32_t s = j == 0 ? 0 : n - 1 - j, q = fwd[j];
-            int64_t hidden = s > 0 ? comp[s - 1] : 0;
-            if (first[s] >= 0)
-                w->fsdp.regather_ns[first[s]] =
-                    clamp_ns(w->fsdp.regather_ns[first[s]] + cost[3 * (int64_t)q]);
-            if (kern[s] >= 0)
-                w->fsdp.regather_ns[kern[s]] = clamp_ns(
-                    w->fsdp.regather_ns[kern[s]] + cost[3 * (int64_t)q + 1] +
-                    (cost[3 * (int64_t)q + 2] > hidden ? cost[3 * (int64_t)q + 2] - hidden : 0));
+            int32_t s = j == 0 ? 0 : n - 1 - j;
+            add_regather(w, first[s], kern[s], s > 0 ? comp[s - 1] : 0, cost, fwd[j]);
         }
         done = n;
     }
