@@ -735,6 +735,10 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
     }
     if (p->fsdp_keep || p->fsdp_reshard)
         json_kv_bool(jw, "reshard_after_forward", p->fsdp_reshard);
+    if (p->fsdp_keep)
+        json_kv_double(jw, "backward_calls_removed", w->fsdp.keep_calls);
+    if (p->fsdp_reshard)
+        json_kv_double(jw, "backward_calls_added", w->fsdp.regather_calls);
     if (p->prefetch)
         json_kv_int(jw, "prefetch", 1);
     if (fw->args_key) {

@@ -260,44 +260,48 @@ regather_rank(workload *w, const rank_info *ri, int32_t r, const int64_t *cost)
     return done;
 }
 
-/* Marks the copy-outs, counts the unshards' calls (keep_calls, regather_calls) and, on a
- * trace that keeps the parameters, the reshard costs (regather_rank). Returns 0 or -1. */
+/* Marks the copy-outs, counts the unshards' calls (keep_calls, regather_calls: the
+ * medians over ranks and compared iterations, the last of which runs to the trace's end)
+ * and, on a trace that keeps the parameters, the reshard costs (regather_rank). Returns 0
+ * or -1. */
 static int
-find_copy_outs(workload *w, const rank_info *ri, double per)
+find_copy_outs(workload *w, const rank_info *ri)
 {
     const dfg *g = w->work;
     workload_fsdp *f = &w->fsdp;
-    int64_t keep = 0, again = 0;
-    int rc = 0;
-    for (int32_t c = 0; c < g->n_nodes; c++) {
+    int32_t iters = w->iter_last - w->iter_first + 1, n = g->n_ranks * (iters > 0 ? iters : 0);
+    int64_t *cnt = calloc(2 * (size_t)n + 1, sizeof *cnt);
+    int rc = cnt ? 0 : -1;
+    for (int32_t c = 0; rc == 0 && c < g->n_nodes; c++) {
         int role = alive(g, c) ? gather_role(w, ri, c) : WL_FSDP_NONE;
         if (role != WL_FSDP_NONE)
             mark_copy_out(w, ri, g->res_rank[g->res[c]], c, dfg_group(g, c));
     }
-    for (int32_t x = 0; x < g->n_nodes; x++) {
+    for (int32_t x = 0; rc == 0 && x < g->n_nodes; x++) {
         int32_t q = f->gather_ops[x];
         if (q < 0 || g->kind[x] != DFG_HOST || w->iter[x] < w->iter_first ||
             w->iter[x] > w->iter_last)
             continue;
-        keep += f->grp_role[q] == WL_FSDP_BWD;
-        again += f->grp_role[q] == WL_FSDP_FWD;
+        int64_t i = (int64_t)g->res_rank[g->res[x]] * iters + w->iter[x] - w->iter_first;
+        cnt[i] += f->grp_role[q] == WL_FSDP_BWD;
+        cnt[n + i] += f->grp_role[q] == WL_FSDP_FWD;
     }
-    f->keep_calls = (double)keep * per;
-    f->regather_calls = (double)again * per;
-    if (f->n_bwd > 0 || f->n_fwd < 1)
-        return 0;
-    int64_t *cost = calloc(3 * ((size_t)g->n_groups + 1), sizeof *cost);
-    f->regather_ns = calloc((size_t)g->n_nodes + 1, sizeof *f->regather_ns);
-    if (!cost || !f->regather_ns)
-        rc = -1;
-    else {
-        unit_costs(w, ri, cost);
-        for (int32_t r = 0; r < g->n_ranks; r++) {
-            int32_t n = regather_rank(w, ri, r, cost);
-            f->n_regather = n > f->n_regather ? n : f->n_regather;
+    f->keep_calls = rc == 0 && n > 0 ? sim_median_i64(cnt, n) : 0;
+    f->regather_calls = rc == 0 && n > 0 ? sim_median_i64(cnt + n, n) : 0;
+    free(cnt);
+    if (rc == 0 && f->n_bwd < 1 && f->n_fwd > 0) {
+        int64_t *cost = calloc(3 * ((size_t)g->n_groups + 1), sizeof *cost);
+        f->regather_ns = calloc((size_t)g->n_nodes + 1, sizeof *f->regather_ns);
+        if (!cost || !f->regather_ns)
+            rc = -1;
+        else
+            unit_costs(w, ri, cost);
+        for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
+            int32_t u = regather_rank(w, ri, r, cost);
+            f->n_regather = u > f->n_regather ? u : f->n_regather;
         }
+        free(cost);
     }
-    free(cost);
     return rc;
 }
 
@@ -339,7 +343,7 @@ workload_find_fsdp(workload *w, const rank_info *ri)
         f->n_fwd = (int32_t)((double)n[WL_FSDP_FWD] * per + 0.5);
         f->n_bwd = (int32_t)((double)n[WL_FSDP_BWD] * per + 0.5);
         f->n_rs = (int32_t)((double)n_rs * per + 0.5);
-        rc = find_copy_outs(w, ri, per);
+        rc = find_copy_outs(w, ri);
         f->why[0] = 0;
         if (f->n_fwd < 1)
             snprintf(f->why, sizeof f->why,
