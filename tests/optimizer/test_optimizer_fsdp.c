@@ -153,6 +153,17 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int regather)
     return rc;
 }
 
+/* Plan p's kind and its options in PyTorch FSDP's terms. */
+static void
+check_terms(const workload *w, const strategy_plan *p, const char *kind, const char *args)
+{
+    char buf[1024];
+    strategy_kind(w, p, buf, sizeof buf);
+    CHECK(!strcmp(buf, kind));
+    framework_torch_fsdp.format_args(p, 0, buf, sizeof buf);
+    CHECK(!strcmp(buf, args));
+}
+
 static void
 test_fsdp_strategies(void)
 {
@@ -193,11 +204,7 @@ test_fsdp_strategies(void)
     CHECK(!strategy_fsdp_reshard_available(&w));
     /* the backward's three 400 us all-gathers, and their launches, leave the critical path */
     CHECK(e.iter_ns < base - 1000 * US);
-    char buf[1024];
-    strategy_kind(&w, &p, buf, sizeof buf);
-    CHECK(!strcmp(buf, "fsdp_no_reshard"));
-    framework_torch_fsdp.format_args(&p, 0, buf, sizeof buf);
-    CHECK(!strcmp(buf, "reshard_after_forward=False"));
+    check_terms(&w, &p, "fsdp_no_reshard", "reshard_after_forward=False");
     strategy_plan q;
     CHECK(framework_torch_fsdp.parse_args("reshard_after_forward=False prefetch=1", &q) == 0);
     CHECK(q.fsdp_keep == 1 && q.prefetch == 1);
@@ -267,11 +274,7 @@ test_fsdp_reshard(void)
      * the last are re-gathered in the first span (nothing hidden), the middle one in the
      * second (the first span's 200 us backward kernel hidden) */
     CHECK_EQ_U(added, (int64_t)ITERS * (3 * 645 + 2 * 400 + 200) * US);
-    char buf[1024];
-    strategy_kind(&w, &p, buf, sizeof buf);
-    CHECK(!strcmp(buf, "fsdp_reshard"));
-    framework_torch_fsdp.format_args(&p, 0, buf, sizeof buf);
-    CHECK(!strcmp(buf, "reshard_after_forward=True"));
+    check_terms(&w, &p, "fsdp_reshard", "reshard_after_forward=True");
     strategy_plan q;
     CHECK(framework_torch_fsdp.parse_args("reshard_after_forward=True", &q) == 0);
     CHECK(q.fsdp_reshard == 1 && q.fsdp_keep == 0);
