@@ -14,8 +14,9 @@ checkpointing of chosen layers) fails the configuration, saying so.
 
 The measurement design and the rule are tests/optimizer/closed_loop.py's (its
 one_config): 3 profiled runs, the advice most of them recommend, 5 interleaved AB/BA pairs
-of baseline and applied runs, medians; the median realised iteration time within 5 % of
-the median predicted one, the median realised speedup at least 0.9 of the median
+of baseline and applied runs, each pair's baseline run optimised for that advice, medians;
+the median realised iteration time within 5 % of the median predicted one (from the
+pairs' baselines), the median realised speedup at least 0.9 of the median
 predicted one (and over 1 where a speedup is predicted), every applied run's peak memory
 under the budget; for a bucket plan, the applied run's all-reduces a step (the last pair's
 trace, rank 0) are the plan's, their count and bytes (knobs buckets, bucket_bytes), which
