@@ -49,8 +49,8 @@ torch_format_args_as(const framework_profile *fw, const strategy_plan *p, int32_
         if (batch > 0)
             PUT(" micro_batch=%d", batch / p->accum_k);
     }
-    if (p->fsdp_keep)
-        PUT("%sreshard_after_forward=False", o ? " " : "");
+    if (p->fsdp_keep || p->fsdp_reshard)
+        PUT("%sreshard_after_forward=%s", o ? " " : "", p->fsdp_reshard ? "True" : "False");
     if (p->prefetch)
         PUT("%sprefetch=1", o ? " " : "");
 #undef PUT
@@ -96,7 +96,7 @@ torch_parse_args_as(const framework_profile *fw, const char *args, strategy_plan
                 p->accum_k = (uint8_t)k;
         } else if (!strcmp(t, "reshard_after_forward") && v &&
                    (!strcmp(v, "False") || !strcmp(v, "True")))
-            p->fsdp_keep = !strcmp(v, "False");
+            p->fsdp_keep = !(p->fsdp_reshard = !strcmp(v, "True"));
         else if (!strcmp(t, "prefetch") && v && (!strcmp(v, "0") || !strcmp(v, "1")))
             p->prefetch = (uint8_t)(v[0] == '1');
         else if (strcmp(t, "micro_batch") != 0 || !v)
@@ -173,6 +173,12 @@ torch_advise_as(const framework_profile *fw, const workload *w, const strategy_p
             "from the forward to the backward, whose %d all-gathers per iteration go; the peak "
             "memory grows by about %.1f MiB",
             o ? "\n" : "", w->fsdp.n_bwd, (double)w->fsdp.gathered_bytes / 1048576.0);
+    if (p->fsdp_reshard)
+        PUT("%storch.distributed.fsdp.fully_shard(block, reshard_after_forward=True) for every "
+            "block (FSDP1: sharding_strategy=ShardingStrategy.FULL_SHARD): each block's "
+            "parameters are freed after its forward and gathered again in the backward (%d "
+            "more all-gathers per iteration); the peak memory drops by about %.1f MiB",
+            o ? "\n" : "", w->fsdp.n_regather, (double)w->fsdp.gathered_bytes / 1048576.0);
     if (p->prefetch)
         PUT("%son the torch.distributed.fsdp.FSDPModule blocks, "
             "blocks[i].set_modules_to_forward_prefetch([blocks[i + 1]]) and "
@@ -231,11 +237,11 @@ torch_knobs_as(const framework_profile *fw, const workload *w, const strategy_pl
             json_kv_int(jw, "micro_batch", batch / p->accum_k);
         json_end_object(jw);
     }
-    if (p->fsdp_keep || p->prefetch) {
+    if (p->fsdp_keep || p->prefetch || p->fsdp_reshard) {
         json_key(jw, "fully_shard");
         json_begin_object(jw);
-        if (p->fsdp_keep)
-            json_kv_bool(jw, "reshard_after_forward", 0);
+        if (p->fsdp_keep || p->fsdp_reshard)
+            json_kv_bool(jw, "reshard_after_forward", p->fsdp_reshard);
         if (p->prefetch) {
             json_kv_string(jw, "set_modules_to_forward_prefetch", "[blocks[i + 1]]");
             json_kv_string(jw, "set_modules_to_backward_prefetch", "[blocks[i - 1]]");

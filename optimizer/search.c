@@ -531,13 +531,22 @@ seeds(searcher *s)
             seed_recompute(s, p);
         }
     }
-    /* FSDP: keep unsharded (when the backward re-gathers), prefetch, both */
+    /* FSDP: keep unsharded (when the backward re-gathers) or reshard (when it does not),
+     * prefetch, both */
     for (int k = 1; (fam & STRATEGY_FSDP) && strategy_fsdp_available(w) && k < 4 && !s->stop; k++) {
-        if ((k & 1) && w->fsdp.n_bwd < 1)
+        if ((k & 1) && w->fsdp.n_bwd < 1 && !strategy_fsdp_reshard_available(w))
             continue;
         strategy_plan_baseline(&p);
-        p.fsdp_keep = (uint8_t)(k & 1);
+        p.fsdp_keep = (uint8_t)((k & 1) && w->fsdp.n_bwd > 0);
+        p.fsdp_reshard = (uint8_t)((k & 1) && w->fsdp.n_bwd < 1);
         p.prefetch = (uint8_t)((k & 2) != 0);
+        evaluate(s, &p);
+    }
+    /* resharding saves memory: a memory strategy too */
+    if ((fam & STRATEGY_MEMORY) && !(fam & STRATEGY_FSDP) && strategy_fsdp_reshard_available(w) &&
+        !s->stop) {
+        strategy_plan_baseline(&p);
+        p.fsdp_reshard = 1;
         evaluate(s, &p);
     }
 }
@@ -566,6 +575,8 @@ propose(searcher *s, rng *r, const strategy_plan *cur, int over_budget)
         wt[6] = w->fsdp.n_bwd > 0 ? 0.1 + s->out->cp_collectives / 2 : 0;
         wt[7] = 0.1 + s->out->cp_collectives / 2;
     }
+    if ((fam & (STRATEGY_FSDP | STRATEGY_MEMORY)) && strategy_fsdp_reshard_available(w))
+        wt[6] = over_budget ? 0.5 : 0.05;
     double tot = 0;
     for (int i = 0; i < 8; i++)
         tot += wt[i];
@@ -622,7 +633,10 @@ propose(searcher *s, rng *r, const strategy_plan *cur, int over_budget)
         break;
     }
     case 6:
-        p.fsdp_keep ^= 1;
+        if (w->fsdp.n_bwd > 0)
+            p.fsdp_keep ^= 1;
+        else
+            p.fsdp_reshard ^= 1;
         break;
     case 7:
         p.prefetch ^= 1;

@@ -60,7 +60,7 @@ strategy_plan_families(const strategy_plan *p)
         f |= STRATEGY_TENSOR;
     if (p->accum_k > 1 || strategy_n_recomputed(p) > 0)
         f |= STRATEGY_MEMORY;
-    if (p->fsdp_keep || p->prefetch)
+    if (p->fsdp_keep || p->prefetch || p->fsdp_reshard)
         f |= STRATEGY_FSDP;
     return f;
 }
@@ -97,6 +97,13 @@ int
 strategy_fsdp_available(const workload *w)
 {
     return w->fsdp.grp_role && !w->fsdp.why[0];
+}
+
+int
+strategy_fsdp_reshard_available(const workload *w)
+{
+    return strategy_fsdp_available(w) && w->fsdp.n_bwd < 1 && w->fsdp.n_regather > 0 &&
+           w->fsdp.regather_ns;
 }
 
 void
@@ -285,10 +292,20 @@ apply_buckets(dfg *g, const workload_buckets *bu, const strategy_plan *p)
 }
 
 /* FSDP's unsharding (see strategy.h): the backward's all-gathers gone (keep), the
- * unshards issued one unit ahead (prefetch). */
-static void
-apply_fsdp(dfg *g, const workload_fsdp *f, const strategy_plan *p)
+ * unshards issued one unit ahead (prefetch), the units gathered again in the backward
+ * (reshard, where available). */
+static int
+apply_fsdp(dfg *g, const workload_fsdp *f, const strategy_plan *p, int reshard)
 {
+    int rc = 0;
+    for (int32_t d = 0; reshard && d < g->n_nodes; d++) {
+        if (f->regather_ns[d] <= 0)
+            continue;
+        if (g->kind[d] == DFG_HOST)
+            rc |= dfg_set_gap(g, d, dfg_gap(g, d) + f->regather_ns[d]);
+        else
+            rc |= dfg_set_dur(g, d, dfg_dur(g, d) + f->regather_ns[d]);
+    }
     for (int32_t d = 0; d < g->n_nodes; d++) {
         int32_t q = f->gather_ops[d];
         if (q < 0)
@@ -304,6 +321,7 @@ apply_fsdp(dfg *g, const workload_fsdp *f, const strategy_plan *p)
     for (int32_t q = 0; p->fsdp_keep && q < g->n_groups; q++)
         if (f->grp_role[q] == WL_FSDP_BWD)
             g->grp_dur[q] = 0;
+    return rc;
 }
 
 /* The step captured in a CUDA graph (see strategy.h), written into w->capture.g when the
@@ -366,8 +384,8 @@ strategy_apply(workload *w, const strategy_plan *p)
         rc = apply_recompute(w->g, &w->layers, p);
     if (p->bucket_cap >= 0 && strategy_tensor_available(w) && !partition_splits(&w->buckets, p))
         apply_buckets(w->g, &w->buckets, p); /* a splitting plan: partition_build, on a copy */
-    if ((p->fsdp_keep || p->prefetch) && strategy_fsdp_available(w))
-        apply_fsdp(w->g, &w->fsdp, p);
+    if (rc == 0 && (p->fsdp_keep || p->prefetch || p->fsdp_reshard) && strategy_fsdp_available(w))
+        rc = apply_fsdp(w->g, &w->fsdp, p, p->fsdp_reshard && strategy_fsdp_reshard_available(w));
     if (rc == 0 && p->cuda_graph)
         rc = apply_cuda_graph(w->g, &w->capture, w->iter, w->phase, w->opt.capture_scope);
     return rc;
@@ -518,6 +536,8 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
             return -1; /* out of memory (a negative peak reads "no estimate": feasible) */
         if (p->fsdp_keep && strategy_fsdp_available(w))
             out->peak_bytes += w->fsdp.gathered_bytes;
+        if (p->fsdp_reshard && strategy_fsdp_reshard_available(w))
+            out->peak_bytes -= w->fsdp.gathered_bytes;
     }
     return 0;
 }
@@ -560,6 +580,8 @@ strategy_kind(const workload *w, const strategy_plan *p, char *buf, size_t len)
         ADD("grad_accumulation");
     if (p->fsdp_keep)
         ADD("fsdp_no_reshard");
+    if (p->fsdp_reshard)
+        ADD("fsdp_reshard");
     if (p->prefetch)
         ADD("fsdp_prefetch");
 #undef ADD
@@ -643,8 +665,15 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
             o ? "; " : "", p->accum_k, p->accum_k, p->accum_k);
     if (p->fsdp_keep)
         PUT("%skeep the parameters unsharded from the forward to the backward: the backward's "
-            "%d all-gathers per iteration are gone, the peak memory grows by %.1f MiB",
-            o ? "; " : "", w->fsdp.n_bwd, (double)w->fsdp.gathered_bytes / MIB);
+            "%d all-gathers per iteration are gone, with their copy-outs and %.0f host calls "
+            "of the backward thread, the peak memory grows by %.1f MiB",
+            o ? "; " : "", w->fsdp.n_bwd, w->fsdp.keep_calls, (double)w->fsdp.gathered_bytes / MIB);
+    if (p->fsdp_reshard)
+        PUT("%sreshard the parameters after the forward: the backward gathers the %d units "
+            "again, as the forward does (their transfers, copy-in, copy-out and %.0f host "
+            "calls per iteration), the peak memory drops by %.1f MiB",
+            o ? "; " : "", w->fsdp.n_regather, w->fsdp.regather_calls,
+            (double)w->fsdp.gathered_bytes / MIB);
     if (p->prefetch)
         PUT("%sissue each unit's all-gather one unit ahead, while the previous unit computes "
             "(%d in the forward, %d in the backward per iteration)",
@@ -704,8 +733,12 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
         else
             json_kv_string(jw, "batch", "divide the per-rank batch by accum_steps");
     }
+    if (p->fsdp_keep || p->fsdp_reshard)
+        json_kv_bool(jw, "reshard_after_forward", p->fsdp_reshard);
     if (p->fsdp_keep)
-        json_kv_bool(jw, "reshard_after_forward", 0);
+        json_kv_double(jw, "backward_calls_removed", w->fsdp.keep_calls);
+    if (p->fsdp_reshard)
+        json_kv_double(jw, "backward_calls_added", w->fsdp.regather_calls);
     if (p->prefetch)
         json_kv_int(jw, "prefetch", 1);
     if (fw->args_key) {

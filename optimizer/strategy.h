@@ -70,7 +70,17 @@
  *                     stream (FSDP's events and queries; workload.h: fsdp.gather_ops)
  *                     cost nothing, with the CPU time before them; the peak memory grows
  *                     by the parameters the forward gathers but the largest unit's
- *                     (workload_fsdp.gathered_bytes);
+ *                     (workload_fsdp.gathered_bytes); the copy-out of each backward
+ *                     unshard (the compute stream's copies and kernel that wait for the
+ *                     all-gather, their calls and the event calls after them) goes too;
+ *   reshard           (reshard_after_forward=True, on a trace that keeps the parameters)
+ *                     each unit is gathered again in the backward, as its forward gathered
+ *                     it: the CPU time of its unshard's and copy-out's calls is added to the
+ *                     backward thread before the unit's backward, its copy-out's device
+ *                     time and the part of its transfer and copy-in that the previous
+ *                     unit's backward compute does not hide (FSDP2's implicit backward
+ *                     prefetch) to the unit's first backward kernel (workload.h:
+ *                     fsdp.regather_ns); the peak memory drops by gathered_bytes;
  *   prefetch          the device ops of each unit's unshard (copy-in, all-gather) but the
  *                     first of a phase become ready as early, relative to their launch,
  *                     as their launch came after the previous unit's all-gather's launch
@@ -107,16 +117,17 @@ enum strategy_family {
 };
 
 typedef struct strategy_plan {
-    uint8_t fuse;       /* operator fusion of every chain */
-    uint8_t cuda_graph; /* capture of the step */
-    int8_t bucket_cap;  /* -1: as measured; else an index into strategy_bucket_caps_mb */
-    int8_t first_cap;   /* index of the first bucket's cap (when bucket_cap >= 0) */
-    uint8_t accum_k;    /* micro-batches per step (1: none) */
-    uint8_t fsdp_keep;  /* FSDP: parameters kept unsharded after the forward */
-    uint8_t prefetch;   /* FSDP: all-gathers issued one unit ahead */
-    uint8_t zero;       /* always 0: the byte before recompute, named so that no padding
-                           is left undefined (plans are hashed and compared as bytes, and
-                           handed between processes, search.h) */
+    uint8_t fuse;         /* operator fusion of every chain */
+    uint8_t cuda_graph;   /* capture of the step */
+    int8_t bucket_cap;    /* -1: as measured; else an index into strategy_bucket_caps_mb */
+    int8_t first_cap;     /* index of the first bucket's cap (when bucket_cap >= 0) */
+    uint8_t accum_k;      /* micro-batches per step (1: none) */
+    uint8_t fsdp_keep;    /* FSDP: parameters kept unsharded after the forward */
+    uint8_t prefetch;     /* FSDP: all-gathers issued one unit ahead */
+    uint8_t fsdp_reshard; /* FSDP: parameters resharded after the forward, on a trace that
+                             keeps them (the last byte before recompute: no padding is left
+                             undefined, plans are hashed and compared as bytes and handed
+                             between processes, search.h) */
     uint64_t recompute[STRATEGY_MAX_LAYERS / 64]; /* layers recomputed */
 } strategy_plan;
 
@@ -182,6 +193,11 @@ int strategy_tensor_available(const workload *w);
 /* 1 when the FSDP strategies are available for w: all-gathers in the forward and
  * reduce-scatters (workload.h: fsdp.why says why not). */
 int strategy_fsdp_available(const workload *w);
+
+/* 1 when resharding after the forward (fsdp_reshard) is available for w: an FSDP trace
+ * whose backward re-gathers nothing, with the units to re-gather found
+ * (workload.h: fsdp.n_regather). */
+int strategy_fsdp_reshard_available(const workload *w);
 
 /* Number of buckets per iteration plan p makes (0 when it keeps the measured ones). */
 int32_t strategy_bucket_count(const workload *w, const strategy_plan *p);

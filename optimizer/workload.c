@@ -590,6 +590,7 @@ workload_free(workload *w)
     free(w->fsdp.grp_role);
     free(w->fsdp.gather_ops);
     free(w->fsdp.prefetch_ns);
+    free(w->fsdp.regather_ns);
     memest_free(&w->layers.mem);
     memset(w, 0, sizeof *w);
 }

@@ -260,17 +260,31 @@ typedef struct workload_fsdp {
     int32_t n_fwd, n_bwd;   /* all-gathers per compared iteration and rank (the mean, rounded) */
     int32_t n_rs;           /* reduce-scatters likewise */
     uint8_t *grp_role;      /* per group: WL_FSDP_* */
-    int32_t *gather_ops;    /* per node: the group of the all-gather whose unshard the node
-                               belongs to (workload_fsdp.c: the device ops off the compute
-                               stream launched after the previous all-gather's launch, up to
-                               its own; the host calls around its launch that launch nothing
-                               on the compute stream), -1 none */
+    int32_t *gather_ops;    /* per node: the group of the all-gather whose unshard or
+                               copy-out the node belongs to (workload_fsdp.c: the device ops
+                               off the compute stream launched after the previous all-gather's
+                               launch, up to its own; the host calls around its launch that
+                               launch nothing on the compute stream; the copy-out: the compute
+                               stream's copies and kernel that wait for the all-gather, with
+                               their calls and the event calls after them), -1 none */
     int32_t *prefetch_ns;   /* per node: how much earlier prefetch issues it (its launch's
                                measured start less that of the previous all-gather of its
                                phase on its stream), 0 none */
+    int32_t *regather_ns;   /* per node, in a trace that keeps the parameters unsharded
+                               (n_bwd 0): the time reshard_after_forward=True adds to it
+                               (workload_fsdp.c: a backward-thread call's CPU time before it,
+                               a compute-stream kernel's duration), 0 none */
     int64_t gathered_bytes; /* the parameters the forward gathers per iteration and rank but
                                the largest unit's: what reshard_after_forward=False keeps
-                               unsharded at the backward's start, on top of the measured peak */
+                               unsharded at the backward's start, on top of the measured peak,
+                               and what reshard_after_forward=True frees */
+    double keep_calls;      /* backward-thread host calls per iteration and rank of the
+                               backward's unshards and copy-outs (what keeping removes) */
+    double regather_calls;  /* host calls per iteration and rank of the forward's unshards
+                               and copy-outs (what resharding repeats in the backward) */
+    int32_t n_regather;     /* units re-gathered per iteration under reshard_after_forward=True
+                               (the forward's all-gathers where the backward thread's reduce-
+                               scatters match them one to one), 0 none */
     char why[160];          /* empty when the trace shows FSDP's all-gathers */
 } workload_fsdp;
 

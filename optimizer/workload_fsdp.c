@@ -58,11 +58,11 @@ unshard_call(const workload *w, const rank_info *ri, int32_t r, int32_t x)
  * unshard: copy-in, all-gather) belong to the second all-gather; prefetch issues them
  * as early as the first one's launch (same iteration). So do the host calls of its
  * unshard: the run of unshard_call calls around its launch, up to the nearest call that
- * is not one (or another all-gather's launch). Adds the forward gathers of each
- * compared iteration to *sum and keeps the largest sum-less-its-largest in
- * w->fsdp.gathered_bytes. */
+ * is not one (or another all-gather's launch). Appends to per[*n] (at most cap) the
+ * forward gathers' bytes less the largest of each compared iteration. */
 static void
-walk_thread(workload *w, const rank_info *ri, int32_t r, int32_t t)
+walk_thread(workload *w, const rank_info *ri, int32_t r, int32_t t, int64_t *per, int32_t *n,
+            int32_t cap)
 {
     const dfg *g = w->work;
     workload_fsdp *f = &w->fsdp;
@@ -78,8 +78,11 @@ walk_thread(workload *w, const rank_info *ri, int32_t r, int32_t t)
         if (c < 0)
             continue;
         int32_t q = dfg_group(g, c);
-        for (int32_t x = run; x >= 0 && x != h; x = g->next_on_res[x])
+        for (int32_t x = run >= 0 ? run : h; x >= 0; x = g->next_on_res[x]) {
             f->gather_ops[x] = q;
+            if (x == h)
+                break;
+        }
         run = -1;
         tail = q;
         if (prev >= 0 && w->iter[prev] != w->iter[h])
@@ -101,14 +104,205 @@ walk_thread(workload *w, const rank_info *ri, int32_t r, int32_t t)
         if (gather_role(w, ri, c) != WL_FSDP_FWD || w->iter[h] < w->iter_first ||
             w->iter[h] > w->iter_last)
             continue;
+        if (w->iter[h] != cur_iter && *n >= cap)
+            break;
         if (w->iter[h] != cur_iter)
-            sum = big = 0;
+            sum = big = 0, (*n)++;
         cur_iter = w->iter[h];
         sum += g->grp_bytes[q];
         big = g->grp_bytes[q] > big ? g->grp_bytes[q] : big;
-        if (sum - big > f->gathered_bytes)
-            f->gathered_bytes = sum - big;
+        per[*n - 1] = sum - big;
     }
+}
+
+/* Marks in gather_ops the copy-out of all-gather participant c (group q) of rank r: the
+ * compute stream's ops that its wait for the all-gather lets start, from the first (a
+ * successor of c on the compute stream, a copy or a kernel) through the first kernel
+ * (FSDP2's host-to-device copy and split_with_sizes_copy), launched by consecutive calls
+ * of one thread that launch only such ops or nothing, and the event calls right after
+ * that kernel's launch. */
+static void
+mark_copy_out(workload *w, const rank_info *ri, int32_t r, int32_t c, int32_t q)
+{
+    const dfg *g = w->work;
+    int32_t d0 = -1;
+    for (int64_t i = dfg_succ_first(g, c); dfg_succ_more(g, c, i) && d0 < 0; i++) {
+        int32_t d = g->succ[i];
+        if (alive(g, d) && g->res[d] == ri[r].compute_stream && g->launch[d] >= 0 &&
+            (g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_MEMCPY))
+            d0 = d;
+    }
+    int kernel = 0;
+    for (int32_t x = d0 >= 0 ? g->launch[d0] : -1; x >= 0 && alive(g, x); x = g->next_on_res[x]) {
+        int ok = !(g->flags[x] & (DFG_F_BLOCKING | DFG_F_WAKEUP)), k = 0;
+        for (int32_t i = dfg_launched_first(g, x); i >= 0; i = dfg_launched_next(g, x, i)) {
+            int32_t d = g->launched[i];
+            ok &= !kernel && g->res[d] == ri[r].compute_stream &&
+                  (g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_MEMCPY);
+            k |= g->kind[d] == DFG_KERNEL;
+        }
+        if (!ok)
+            break;
+        w->fsdp.gather_ops[x] = q;
+        for (int32_t i = dfg_launched_first(g, x); i >= 0; i = dfg_launched_next(g, x, i))
+            w->fsdp.gather_ops[g->launched[i]] = q;
+        kernel |= k;
+    }
+}
+
+/* The reshard costs of one unit (a forward all-gather's group q): cost[3q] the CPU time of
+ * its unshard's and copy-out's host calls (their durations, and the gaps between calls of
+ * the unit: the CPU time before a run of them is the module's, paid either way), cost[3q+1]
+ * the copy-out's device time (compute stream), cost[3q+2] the transfer and copy-in. */
+static void
+unit_costs(const workload *w, const rank_info *ri, int64_t *cost)
+{
+    const dfg *g = w->work;
+    for (int32_t x = 0; x < g->n_nodes; x++) {
+        int32_t q = w->fsdp.gather_ops[x];
+        if (q < 0 || w->fsdp.grp_role[q] != WL_FSDP_FWD)
+            continue;
+        int32_t r = g->res_rank[g->res[x]],
+                prev = g->kind[x] == DFG_HOST ? dfg_prev_on_res(g, x) : -1;
+        if (g->kind[x] == DFG_HOST)
+            cost[3 * (int64_t)q] +=
+                dfg_dur(g, x) + (prev >= 0 && w->fsdp.gather_ops[prev] == q ? dfg_gap(g, x) : 0);
+        else if (g->res[x] == ri[r].compute_stream)
+            cost[3 * (int64_t)q + 1] += dfg_dur(g, x);
+        else if (g->kind[x] != DFG_COLL)
+            cost[3 * (int64_t)q + 2] += dfg_dur(g, x);
+    }
+    for (int32_t q = 0; q < g->n_groups; q++)
+        if (w->fsdp.grp_role[q] == WL_FSDP_FWD)
+            cost[3 * (int64_t)q + 2] += g->grp_dur[q];
+}
+
+static int32_t
+clamp_ns(int64_t v)
+{
+    return v <= 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int32_t)v;
+}
+
+/* Adds unit q's reshard costs to the span that starts with call first and launches its
+ * first compute kernel kern, hidden being the previous span's compute (regather_rank). */
+static void
+add_regather(workload *w, int32_t first, int32_t kern, int64_t hidden, const int64_t *cost,
+             int32_t q)
+{
+    int32_t *ns = w->fsdp.regather_ns;
+    int64_t t = cost[3 * (int64_t)q + 2];
+    if (first >= 0)
+        ns[first] = clamp_ns(ns[first] + cost[3 * (int64_t)q]);
+    if (kern >= 0)
+        ns[kern] = clamp_ns(ns[kern] + cost[3 * (int64_t)q + 1] + (t > hidden ? t - hidden : 0));
+}
+
+/* reshard_after_forward=True on a rank r that keeps its parameters (workload.h:
+ * fsdp.regather_ns). A forward is the run of forward all-gathers the main thread launches
+ * (by their measured starts) before the backward thread's calls; those calls then fall
+ * into spans, each ending with the launch of a reduce-scatter (FSDP2 reduce-scatters the
+ * units in the reverse of the forward's order, the root, gathered first, last). Unit j of
+ * the forward's n (0 the root) is re-gathered in span n-1-j, the root in span 0 (its
+ * parameters' backward runs first): its unshard's and copy-out's host time (cost) goes
+ * before the span's first call, its copy-out's device time and the part of its transfer
+ * and copy-in longer than the compute the previous span launched (FSDP2's implicit
+ * backward prefetch issues it then) onto the span's first compute kernel. A backward
+ * whose reduce-scatters do not match its forward's all-gathers one to one (a micro-batch
+ * without gradient sync) is left as measured. Returns the units re-gathered in the rank's
+ * last matched backward. */
+static int32_t
+regather_rank(workload *w, const rank_info *ri, int32_t r, const int64_t *cost)
+{
+    const dfg *g = w->work;
+    enum { MAXU = 256 };
+    int32_t fwd[MAXU], first[MAXU], kern[MAXU], n = 0, k = 0, started = 0, done = 0;
+    int64_t comp[MAXU];
+    int32_t h = ri[r].main_thread >= 0 ? g->res_first[ri[r].main_thread] : -1;
+    int32_t x = ri[r].bwd_thread >= 0 ? g->res_first[ri[r].bwd_thread] : -1;
+    for (; x >= 0; x = g->next_on_res[x]) {
+        if (!alive(g, x))
+            continue;
+        for (; h >= 0 && g->mstart[h] <= g->mstart[x]; h = g->next_on_res[h]) {
+            int32_t c = alive(g, h) ? launched_gather(w, ri, h) : -1;
+            if (c < 0 || gather_role(w, ri, c) != WL_FSDP_FWD)
+                continue;
+            if (started)
+                n = k = started = 0;
+            if (n < MAXU)
+                fwd[n++] = dfg_group(g, c);
+        }
+        if (n == 0 || k >= n)
+            continue;
+        if (!started || first[k] < 0) {
+            first[k] = x, kern[k] = -1, comp[k] = 0;
+            started = 1;
+        }
+        int rs = 0;
+        for (int32_t i = dfg_launched_first(g, x); i >= 0; i = dfg_launched_next(g, x, i)) {
+            int32_t d = g->launched[i], q = dfg_group(g, d);
+            if (g->res[d] == ri[r].compute_stream && kern[k] < 0 && g->kind[d] == DFG_KERNEL)
+                kern[k] = d;
+            comp[k] += g->res[d] == ri[r].compute_stream ? dfg_dur(g, d) : 0;
+            rs |= q >= 0 && g->grp_op[q] == DPRO_COLL_REDUCESCATTER;
+        }
+        if (!rs)
+            continue;
+        if (++k < n) {
+            first[k] = -1;
+            continue;
+        }
+        for (int32_t j = 0; j < n; j++) {
+            int32_t s = j == 0 ? 0 : n - 1 - j;
+            add_regather(w, first[s], kern[s], s > 0 ? comp[s - 1] : 0, cost, fwd[j]);
+        }
+        done = n;
+    }
+    return done;
+}
+
+/* Marks the copy-outs, counts the unshards' calls (keep_calls, regather_calls: the
+ * medians over ranks and compared iterations, the last of which runs to the trace's end)
+ * and, on a trace that keeps the parameters, the reshard costs (regather_rank). Returns 0
+ * or -1. */
+static int
+find_copy_outs(workload *w, const rank_info *ri)
+{
+    const dfg *g = w->work;
+    workload_fsdp *f = &w->fsdp;
+    int32_t iters = w->iter_last - w->iter_first + 1, n = g->n_ranks * (iters > 0 ? iters : 0);
+    int64_t *cnt = calloc(2 * (size_t)n + 1, sizeof *cnt);
+    int rc = cnt ? 0 : -1;
+    for (int32_t c = 0; rc == 0 && c < g->n_nodes; c++) {
+        int role = alive(g, c) ? gather_role(w, ri, c) : WL_FSDP_NONE;
+        if (role != WL_FSDP_NONE)
+            mark_copy_out(w, ri, g->res_rank[g->res[c]], c, dfg_group(g, c));
+    }
+    for (int32_t x = 0; rc == 0 && x < g->n_nodes; x++) {
+        int32_t q = f->gather_ops[x];
+        if (q < 0 || g->kind[x] != DFG_HOST || w->iter[x] < w->iter_first ||
+            w->iter[x] > w->iter_last)
+            continue;
+        int64_t i = (int64_t)g->res_rank[g->res[x]] * iters + w->iter[x] - w->iter_first;
+        cnt[i] += f->grp_role[q] == WL_FSDP_BWD;
+        cnt[n + i] += f->grp_role[q] == WL_FSDP_FWD;
+    }
+    f->keep_calls = rc == 0 && n > 0 ? sim_median_i64(cnt, n) : 0;
+    f->regather_calls = rc == 0 && n > 0 ? sim_median_i64(cnt + n, n) : 0;
+    free(cnt);
+    if (rc == 0 && f->n_bwd < 1 && f->n_fwd > 0) {
+        int64_t *cost = calloc(3 * ((size_t)g->n_groups + 1), sizeof *cost);
+        f->regather_ns = calloc((size_t)g->n_nodes + 1, sizeof *f->regather_ns);
+        if (!cost || !f->regather_ns)
+            rc = -1;
+        else
+            unit_costs(w, ri, cost);
+        for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
+            int32_t u = regather_rank(w, ri, r, cost);
+            f->n_regather = u > f->n_regather ? u : f->n_regather;
+        }
+        free(cost);
+    }
+    return rc;
 }
 
 int
@@ -117,12 +311,14 @@ workload_find_fsdp(workload *w, const rank_info *ri)
     const dfg *g = w->work;
     workload_fsdp *f = &w->fsdp;
     int64_t n[3] = {0, 0, 0}, n_rs = 0;
-    int32_t ranks = 0, iters = w->iter_last - w->iter_first + 1;
+    int32_t ranks = 0, iters = w->iter_last - w->iter_first + 1, n_per = 0;
+    int32_t cap = g->n_ranks * (iters > 0 ? iters : 0) * 2 + 1;
+    int64_t *per_iter = malloc(sizeof *per_iter * (size_t)cap);
     int rc = -1;
     f->grp_role = calloc((size_t)g->n_groups + 1, 1);
     f->gather_ops = malloc(sizeof *f->gather_ops * ((size_t)g->n_nodes + 1));
     f->prefetch_ns = calloc((size_t)g->n_nodes + 1, sizeof *f->prefetch_ns);
-    if (f->grp_role && f->gather_ops && f->prefetch_ns) {
+    if (f->grp_role && f->gather_ops && f->prefetch_ns && per_iter) {
         for (int32_t d = 0; d < g->n_nodes; d++) {
             f->gather_ops[d] = -1;
             int role = alive(g, d) ? gather_role(w, ri, d) : WL_FSDP_NONE;
@@ -136,21 +332,25 @@ workload_find_fsdp(workload *w, const rank_info *ri)
         for (int32_t r = 0; r < g->n_ranks; r++) {
             ranks += ri[r].main_thread >= 0;
             if (ri[r].main_thread >= 0)
-                walk_thread(w, ri, r, ri[r].main_thread);
+                walk_thread(w, ri, r, ri[r].main_thread, per_iter, &n_per, cap);
             if (ri[r].bwd_thread >= 0)
-                walk_thread(w, ri, r, ri[r].bwd_thread);
+                walk_thread(w, ri, r, ri[r].bwd_thread, per_iter, &n_per, cap);
         }
+        /* the median over ranks and iterations: the last iteration runs to the trace's
+         * end, where the job may gather more (fsdp_train.py's full_tensor) */
+        f->gathered_bytes = n_per > 0 ? (int64_t)sim_median_i64(per_iter, n_per) : 0;
         double per = ranks > 0 && iters > 0 ? 1.0 / ((double)ranks * iters) : 0;
         f->n_fwd = (int32_t)((double)n[WL_FSDP_FWD] * per + 0.5);
         f->n_bwd = (int32_t)((double)n[WL_FSDP_BWD] * per + 0.5);
         f->n_rs = (int32_t)((double)n_rs * per + 0.5);
+        rc = find_copy_outs(w, ri);
         f->why[0] = 0;
         if (f->n_fwd < 1)
             snprintf(f->why, sizeof f->why,
                      "no all-gathers in the forward: not FSDP's parameter sharding");
         else if (f->n_rs < 1)
             snprintf(f->why, sizeof f->why, "no reduce-scatters: not FSDP's gradient sharding");
-        rc = 0;
     }
+    free(per_iter);
     return rc;
 }

@@ -34,7 +34,8 @@
 #define MIB_B (1 << 20)
 
 typedef struct fsdp_job_ids {
-    int32_t fwd_ag[ITERS][BLOCKS], bwd_ag[ITERS][BLOCKS]; /* participants */
+    int32_t fwd_ag[ITERS][BLOCKS], bwd_ag[ITERS][BLOCKS];   /* participants */
+    int32_t fwd_out[ITERS][BLOCKS], bwd_out[ITERS][BLOCKS]; /* copy-outs' kernels */
 } fsdp_job_ids;
 
 /* A host call on thread t taking 5 us, 300 us after the previous one. */
@@ -69,10 +70,25 @@ collective(dfg *g, int32_t t, int32_t s, int op, int64_t bytes, uint64_t seq, in
     return c;
 }
 
+/* A unit's copy-out on thread t after all-gather participant ag: a copy and a kernel
+ * (10 and 20 us) on the compute stream cs, the copy waiting for the all-gather. Returns
+ * the kernel. */
+static int32_t
+copy_out(dfg *g, int32_t t, int32_t cs, int32_t ag)
+{
+    int32_t cp = device(g, cs, call(g, t, dfg_intern(g, "cudaMemcpyAsync")), DFG_MEMCPY,
+                        dfg_intern(g, "memcpy"), 10 * US);
+    if (dfg_add_edge(g, ag, cp) != 0)
+        return -1;
+    return device(g, cs, call(g, t, dfg_intern(g, "cudaLaunchKernel")), DFG_KERNEL,
+                  dfg_intern(g, "split_with_sizes_copy"), 20 * US);
+}
+
 /* The job of the file's comment into *g (finalized), with measured starts from its own
- * simulation; the all-gathers' participants into *ids. Returns 0 or -1. */
+ * simulation; the all-gathers' participants into *ids. regather 0: the backward gathers
+ * nothing (reshard_after_forward=False). Returns 0 or -1. */
 static int
-build_fsdp_job(dfg *g, fsdp_job_ids *ids)
+build_fsdp_job(dfg *g, fsdp_job_ids *ids, int regather)
 {
     if (dfg_init(g, 1) != 0)
         return -1;
@@ -97,17 +113,23 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids)
         for (int b = 0; b < BLOCKS; b++) {
             int32_t ag = collective(g, mt, as, DPRO_COLL_ALLGATHER, (int64_t)(b + 1) * MIB_B, seq++,
                                     400 * US);
+            ids->fwd_out[it][b] = copy_out(g, mt, cs, ag);
             k = device(g, cs, call(g, mt, nm_launch), DFG_KERNEL, nm_k, 100 * US);
-            rc |= dfg_add_edge(g, ag, k);
             ids->fwd_ag[it][b] = ag;
+            rc |= ids->fwd_out[it][b] < 0;
         }
         int32_t first_bwd = -1;
         for (int b = BLOCKS - 1; b >= 0; b--) {
-            int32_t ag = collective(g, bt, as, DPRO_COLL_ALLGATHER, (int64_t)(b + 1) * MIB_B, seq++,
-                                    400 * US);
-            first_bwd = first_bwd < 0 ? g->launch[ag] : first_bwd;
+            int32_t ag = -1;
+            if (regather) {
+                ag = collective(g, bt, as, DPRO_COLL_ALLGATHER, (int64_t)(b + 1) * MIB_B, seq++,
+                                400 * US);
+                first_bwd = first_bwd < 0 ? g->launch[ag] : first_bwd;
+                ids->bwd_out[it][b] = copy_out(g, bt, cs, ag);
+                rc |= ids->bwd_out[it][b] < 0;
+            }
             int32_t kb = device(g, cs, call(g, bt, nm_launch), DFG_KERNEL, nm_k, 200 * US);
-            rc |= dfg_add_edge(g, ag, kb);
+            first_bwd = first_bwd < 0 ? g->launch[kb] : first_bwd;
             last = collective(g, bt, rs, DPRO_COLL_REDUCESCATTER, (int64_t)(b + 1) * MIB_B, seq++,
                               300 * US);
             rc |= dfg_add_edge(g, kb, last);
@@ -131,12 +153,23 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids)
     return rc;
 }
 
+/* Plan p's kind and its options in PyTorch FSDP's terms. */
+static void
+check_terms(const workload *w, const strategy_plan *p, const char *kind, const char *args)
+{
+    char buf[1024];
+    strategy_kind(w, p, buf, sizeof buf);
+    CHECK(!strcmp(buf, kind));
+    framework_torch_fsdp.format_args(p, 0, buf, sizeof buf);
+    CHECK(!strcmp(buf, args));
+}
+
 static void
 test_fsdp_strategies(void)
 {
     dfg g;
     fsdp_job_ids ids;
-    REQUIRE(build_fsdp_job(&g, &ids) == 0);
+    REQUIRE(build_fsdp_job(&g, &ids, 1) == 0);
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
@@ -156,16 +189,22 @@ test_fsdp_strategies(void)
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
     for (int b = 0; b < BLOCKS; b++) {
         int32_t fa = ids.fwd_ag[1][b], ba = ids.bwd_ag[1][b];
+        int32_t fo = ids.fwd_out[1][b], bo = ids.bwd_out[1][b];
         CHECK(g.grp_dur[dfg_group(&g, ba)] == 0 && dfg_dur(&g, g.launch[ba]) == 0);
         CHECK(g.grp_dur[dfg_group(&g, fa)] == 400 * US && dfg_dur(&g, g.launch[fa]) == 5 * US);
+        /* the backward's copy-out goes with its all-gather (the copy and the kernel, their
+         * calls); the forward's stays */
+        CHECK(dfg_dur(&g, bo) == 0 && dfg_dur(&g, g.launch[bo]) == 0);
+        CHECK(dfg_dur(&g, dfg_prev_on_res(&g, bo)) == 0);
+        CHECK(dfg_dur(&g, fo) == 20 * US && dfg_dur(&g, g.launch[fo]) == 5 * US);
     }
+    /* per iteration and rank: each backward unshard's launch, the copy-out's two calls */
+    CHECK(fabs(w.fsdp.keep_calls - 3 * BLOCKS) < 1e-9);
+    /* resharding: offered only where the backward does not re-gather */
+    CHECK(!strategy_fsdp_reshard_available(&w));
     /* the backward's three 400 us all-gathers, and their launches, leave the critical path */
     CHECK(e.iter_ns < base - 1000 * US);
-    char buf[1024];
-    strategy_kind(&w, &p, buf, sizeof buf);
-    CHECK(!strcmp(buf, "fsdp_no_reshard"));
-    framework_torch_fsdp.format_args(&p, 0, buf, sizeof buf);
-    CHECK(!strcmp(buf, "reshard_after_forward=False"));
+    check_terms(&w, &p, "fsdp_no_reshard", "reshard_after_forward=False");
     strategy_plan q;
     CHECK(framework_torch_fsdp.parse_args("reshard_after_forward=False prefetch=1", &q) == 0);
     CHECK(q.fsdp_keep == 1 && q.prefetch == 1);
@@ -192,6 +231,53 @@ test_fsdp_strategies(void)
     REQUIRE(search_run(&w, &so, &sr) == 0);
     CHECK(sr.n_top >= 1 && (sr.top[0].plan.fsdp_keep || sr.top[0].plan.prefetch));
     search_result_free(&sr);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+/* The job without the backward's all-gathers (reshard_after_forward=False): resharding
+ * after the forward is offered, each unit gathered again before its backward as the
+ * forward gathers it. */
+static void
+test_fsdp_reshard(void)
+{
+    dfg g;
+    fsdp_job_ids ids;
+    REQUIRE(build_fsdp_job(&g, &ids, 0) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    CHECK(strategy_fsdp_available(&w) && strategy_fsdp_reshard_available(&w));
+    CHECK_EQ_U(w.fsdp.n_fwd, BLOCKS);
+    CHECK_EQ_U(w.fsdp.n_bwd, 0);
+    CHECK_EQ_U(w.fsdp.n_regather, BLOCKS);
+    CHECK_EQ_U(w.fsdp.gathered_bytes, 3 * MIB_B);
+    /* per unit: the all-gather's launch and the copy-out's two calls */
+    CHECK(fabs(w.fsdp.regather_calls - 3 * BLOCKS) < 1e-9);
+    double base = w.base_iter_ns;
+    strategy_plan p;
+    strategy_eval e;
+    strategy_plan_baseline(&p);
+    p.fsdp_reshard = 1;
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    /* each unit's calls (3 x 5 us, and the 300 us before each of the copy-out's two: the
+     * 300 us before the launch is the module's, paid either way) on the backward thread,
+     * which the host-bound backward pays in full: at least 3 x 615 us */
+    CHECK(e.iter_ns >= base + 3 * 615 * US - 1 && e.iter_ns < base + 3 * 615 * US + 1000 * US);
+    int64_t added = 0;
+    for (int32_t n = 0; n < g.n_nodes; n++)
+        added += w.fsdp.regather_ns[n];
+    /* all iterations, per unit: host 615 us, copy-out 30 us and the transfer (400 us) but
+     * what the previous span's compute hides: the first gathered unit (FSDP2's root) and
+     * the last are re-gathered in the first span (nothing hidden), the middle one in the
+     * second (the first span's 200 us backward kernel hidden) */
+    CHECK_EQ_U(added, (int64_t)ITERS * (3 * 645 + 2 * 400 + 200) * US);
+    check_terms(&w, &p, "fsdp_reshard", "reshard_after_forward=True");
+    strategy_plan q;
+    CHECK(framework_torch_fsdp.parse_args("reshard_after_forward=True", &q) == 0);
+    CHECK(q.fsdp_reshard == 1 && q.fsdp_keep == 0);
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
@@ -239,6 +325,7 @@ int
 main(void)
 {
     test_fsdp_strategies();
+    test_fsdp_reshard();
     test_not_for_ddp();
     return tests_done();
 }

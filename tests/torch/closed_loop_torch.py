@@ -14,8 +14,9 @@ checkpointing of chosen layers) fails the configuration, saying so.
 
 The measurement design and the rule are tests/optimizer/closed_loop.py's (its
 one_config): 3 profiled runs, the advice most of them recommend, 5 interleaved AB/BA pairs
-of baseline and applied runs, medians; the median realised iteration time within 5 % of
-the median predicted one, the median realised speedup at least 0.9 of the median
+of baseline and applied runs, each pair's baseline run optimised for that advice, medians;
+the median realised iteration time within 5 % of the median predicted one (from the
+pairs' baselines), the median realised speedup at least 0.9 of the median
 predicted one (and over 1 where a speedup is predicted), every applied run's peak memory
 under the budget; for a bucket plan, the applied run's all-reduces a step (the last pair's
 trace, rank 0) are the plan's, their count and bytes (knobs buckets, bucket_bytes), which
@@ -43,6 +44,10 @@ Configurations (SIMGPU_PHYSICS=simple, as closed_loop.py):
   after the forward (162 MiB reserved) under a 140 MiB budget: the same advice, applied
   as --accum K --batch B (set_requires_gradient_sync(False) on all micro-batches but the
   last);
+- fsdp reshard budget: fsdp_train.py's MLP at --dim 1024, batch 256, without resharding
+  (336 MiB reserved, 64 MiB of it the gathered parameters) under a 320 MiB budget:
+  resharding after the forward (reshard_after_forward=True, applied as
+  --reshard-after-forward 1) frees the gathered parameters, accumulation the activations;
 - fsdp poor prefetch: fsdp_train.py's MLP at --dim 256, batch 1024, resharding after the
   forward and without explicit prefetch, on a network with 2 ms latency per collective
   (--strategies fsdp: FSDP's own knobs only); the advice, reshard_after_forward=False
@@ -86,6 +91,8 @@ CONFIGS = [
 FSDP_CONFIGS = [
     ("fsdp memory budget", ["--batch", "4096", "--dim", "256", "--reshard-after-forward", "0"],
      {}, ["--strategies", "memory", "--memory-budget", "140M", "--batch", "4096"]),
+    ("fsdp reshard budget", ["--batch", "256", "--dim", "1024", "--reshard-after-forward", "0"],
+     {}, ["--strategies", "memory", "--memory-budget", "320M", "--batch", "256"]),
     ("fsdp poor prefetch", ["--batch", "1024", "--dim", "256", "--reshard-after-forward", "1",
                             "--prefetch", "0"],
      {"SIMGPU_NCCL_LAT_US": "2000"}, ["--strategies", "fsdp"]),

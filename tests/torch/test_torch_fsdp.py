@@ -19,12 +19,38 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from torchlib import (BUILD, DPRO_RUN as dpro_run, SIMRUN as simrun,  # noqa: E402
-                      VENV_PY as venv_py, check, finish, require_torch,
+                      TRACE_DUMP, VENV_PY as venv_py, check, finish, require_torch,
                       sanitizer_env)
 
 dpro_replay = os.path.join(BUILD, "tools", "dpro-replay")
 dpro_optimize = os.path.join(BUILD, "tools", "dpro-optimize")
 require_torch(simrun, dpro_run, dpro_replay, dpro_optimize)
+
+
+# the model's backward-thread calls against the traces' (FSDP2's event queries vary by a few
+# a step; the model counts the forward's unshards, whose calls differ from the backward's)
+CALLS_TOLERANCE = 0.25
+
+
+def backward_calls(trace_dir, steps=6):
+    """The median over steps of rank 0's backward-thread host calls a step (a step from one
+    forward's first all-gather, the root's, to the next one's; the first two left out, and
+    the all-gathers of full_tensor after the steps), or None."""
+    files = sorted(f for f in os.listdir(trace_dir) if f.startswith("rank0"))
+    d = subprocess.run([TRACE_DUMP, os.path.join(trace_dir, files[0])], capture_output=True,
+                       text=True, timeout=60) if files else None
+    if not d or d.returncode != 0:
+        return None
+    t = json.loads(d.stdout.splitlines()[0])
+    main = int(t["meta"]["pid"])
+    bwd = {int(k) for k, v in t["thread_names"].items() if v.startswith("pt_autograd")}
+    calls = sorted((e for e in t["events"] if e["kind"] in ("api", "collective")),
+                   key=lambda e: e["t0"])
+    ag = [e["t0"] for e in calls if e["tid"] == main and e["name"] == "ncclAllGather"]
+    starts = ag[0::5][:steps]  # fsdp_train.py's 5 units: 4 blocks and the root
+    per = sorted(sum(1 for e in calls if e["tid"] in bwd and a <= e["t0"] < b)
+                 for a, b in zip(starts[2:], starts[3:]))
+    return per[len(per) // 2] if per else None
 
 
 env = dict(os.environ)
@@ -71,6 +97,7 @@ try:
               "dpro-replay: %s" % rp.stderr[-500:])
         print("replay: %d iterations (kernel period), measured %.0f us, simulated %.0f us"
               % (j["iterations"], j["measured_iter_us"], j["simulated_iter_us"]))
+    removed = 0
     op = subprocess.run([dpro_optimize, trace, "--json", "--quiet"], capture_output=True,
                         text=True, timeout=120)
     if check(op.returncode == 0, "dpro-optimize (rc %d): %s" % (op.returncode, op.stderr[-2000:])):
@@ -87,6 +114,40 @@ try:
               "fully_shard" in keep[0]["advice"], "keep unsharded offered: %s"
               % [s["kind"] for s in j["strategies"]])
         print("optimize: %s: %s" % (top.get("kind"), top.get("knobs", {}).get("torch_args")))
+        if keep:
+            removed = keep[0]["knobs"].get("backward_calls_removed", 0)
+
+    # without resharding (reshard_after_forward=False): resharding is offered, freeing the
+    # gathered parameters; the calls its backward adds, and those keeping removes, against
+    # the two traces' backward threads (host calls a step: what load does not move)
+    trace0 = os.path.join(tmp, "trace0")
+    r = subprocess.run([dpro_run, "-o", trace0, "--", simrun, "-n", "2", "--timeout", "150",
+                        "--", venv_py, os.path.join(HERE, "fsdp_train.py"), "--steps", "6",
+                        "--reshard-after-forward", "0"],
+                       env=sanitizer_env(env), capture_output=True, text=True, timeout=200)
+    check(r.returncode == 0, "FSDP2 without resharding under dpro-run (rc %d): %s"
+          % (r.returncode, r.stderr[-4000:]))
+    op = subprocess.run([dpro_optimize, trace0, "--json", "--quiet", "--what-if",
+                         "reshard_after_forward=True"], capture_output=True, text=True,
+                        timeout=120)
+    if check(op.returncode == 0, "dpro-optimize (rc %d): %s" % (op.returncode, op.stderr[-2000:])):
+        j = json.loads(op.stdout)
+        top = j["strategies"][0] if j["strategies"] else {}
+        check(top.get("kind") == "fsdp_reshard" and
+              top["knobs"].get("torch_args") == "reshard_after_forward=True",
+              "resharding offered: %s" % top)
+        check(0 < top.get("peak_memory_bytes", 0) < j["baseline_peak_memory_bytes"],
+              "resharding frees memory: %s of %s" % (top.get("peak_memory_bytes"),
+                                                     j["baseline_peak_memory_bytes"]))
+        added = top.get("knobs", {}).get("backward_calls_added", 0)
+        real = [backward_calls(trace) for trace in (trace0, trace)]
+        if check(None not in real, "backward calls a step in the traces: %s" % real):
+            diff = real[1] - real[0]
+            for what, model in (("resharding adds", added), ("keeping removes", removed)):
+                print("%s %.0f backward calls a step; the traces differ by %.0f" % (what, model, diff))
+                check(abs(model - diff) <= CALLS_TOLERANCE * diff,
+                      "%s %.0f backward calls a step, the traces differ by %.0f (bound %d %%)"
+                      % (what, model, diff, 100 * CALLS_TOLERANCE))
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
