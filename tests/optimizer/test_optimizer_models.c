@@ -6,7 +6,8 @@
  *   - the contention correction of a plan's kernels by their simulated overlap;
  *   - the hook calls around a bucket's collective call, gone with a folded bucket;
  *   - DDP's buckets of whole parameters (partition_ddp_buckets, workload_match_params),
- *     ready at their last parameter's copy into the bucket.
+ *     ready at their last parameter's copy into the bucket, and the finalisation's
+ *     waits between buckets' copies back, gone with a folded bucket.
  * The other optimizer tests are in test_optimizer.c.
  */
 #include <math.h>
@@ -517,6 +518,57 @@ test_bucket_ready_copies(void)
     }
 }
 
+/* DDP's finalisation makes the compute stream wait once per bucket boundary among its
+ * copies back into the gradients (workload.h: final_wait): on 8 buckets of 1 MiB with
+ * the copies, the 7 waits of each rank's iteration are found (8 parameters of 1 MiB
+ * learnt from the copies); the plan of one bucket drops them all, as DDP makes one wait
+ * fewer per bucket folded, and the plan of every unit alone keeps them. */
+static void
+test_final_waits(void)
+{
+    synth_params sp;
+    synth_defaults(&sp);
+    sp.ranks = 2;
+    sp.iterations = 3;
+    sp.ops_per_iter = 400;
+    sp.buckets = 8;
+    sp.bucket_bytes = 1 << 20;
+    sp.hook_calls = 2;
+    sp.final_copies = 1;
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    REQUIRE(synth_dfg(&sp, &g) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    CHECK_EQ_U(w.buckets.n_params, 8);
+    REQUIRE(w.buckets.final_wait != NULL);
+    int32_t found = 0;
+    for (int32_t n = 0; n < g.n_nodes; n++)
+        if (w.buckets.final_wait[n] >= 0) {
+            found++;
+            CHECK(!strcmp(dfg_name(&g, g.name[w.buckets.final_wait[n]]), "cudaStreamWaitEvent"));
+        }
+    CHECK_EQ_U(found, 7 * 2 * 3);
+    CHECK(strategy_bucket_caps_mb[2] == 1);
+    for (int i = 0; i < 2; i++) { /* 1 MiB: every unit alone; then the largest cap */
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.bucket_cap = p.first_cap = (int8_t)(i ? strategy_n_bucket_caps - 1 : 2);
+        REQUIRE(!partition_splits(&w.buckets, &p) && strategy_apply(&w, &p) == 0);
+        int32_t dropped = 0;
+        for (int32_t n = 0; n < g.n_nodes; n++)
+            if (w.buckets.final_wait[n] >= 0)
+                dropped += dfg_dur(w.g, w.buckets.final_wait[n]) == 0;
+        CHECK_EQ_U(dropped, (i ? found : 0));
+    }
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
@@ -527,5 +579,6 @@ main(void)
     test_memest_remade();
     test_ddp_buckets();
     test_bucket_ready_copies();
+    test_final_waits();
     return tests_done();
 }
