@@ -12,7 +12,14 @@ core) and, per thread and call name (streams: per operation name), the median co
 calls of non-zero length a step (a plan's dropped calls take no time). Counts do not
 depend on the machine's load; spans and stalls do.
 
-Written for the tiny-bucket case of the closed loop (docs/figures.md). Not a test."""
+With --gates SUBSTRING first: per file, rank 0's last 3 steps, how many of the backward
+thread's launches of kernels whose name holds SUBSTRING precede each all-reduce call
+(`nccl:allreduce`; launches linked to their kernels by the timeline's flows): where in the
+backward each bucket's all-reduce starts, counted in DDP's copies into the buckets
+(SUBSTRING `AUnaryFunctor`), for a plan and the applied run alike.
+
+Written for the bucket cases of the closed loop (docs/figures.md, docs/models.md). Not a
+test."""
 import collections
 import json
 import statistics
@@ -49,7 +56,38 @@ def steps(path, pid):
     return out
 
 
+def gates(path, sub):
+    """Per step of rank 0 with all-reduces (the last 3): the launches of kernels named with
+    sub before each all-reduce call of the backward thread."""
+    with open(path) as f:
+        ev = json.load(f)["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in ev
+             if e.get("ph") == "M" and e["name"] == "thread_name" and e["pid"] == 0}
+    xs = [e for e in ev if e.get("ph") == "X" and e["pid"] == 0 and e.get("cat") != "iteration"]
+    bwd = [t for t, n in names.items() if n.startswith("pt_autograd")]
+    at = {(e["tid"], round(e["ts"], 2)): e for e in xs}
+    ends = {e["id"]: e for e in ev if e.get("ph") == "f" and e.get("pid") == 0}
+    launches = sorted(e["ts"] for e in ev if e.get("ph") == "s" and e.get("pid") == 0
+                      and e["tid"] in bwd and e["id"] in ends
+                      and sub in at.get((ends[e["id"]]["tid"], round(ends[e["id"]]["ts"], 2)),
+                                        {}).get("name", ""))
+    syncs = sorted(e["ts"] + e["dur"] for e in xs if e["name"] == "cudaDeviceSynchronize"
+                   and names.get(e["tid"], "").startswith("python"))
+    out = []
+    for a, b in zip(syncs, syncs[1:]):
+        calls = sorted(e["ts"] for e in xs if e["tid"] in bwd and e["name"] == "nccl:allreduce"
+                       and a <= e["ts"] < b)
+        if calls:
+            out.append([sum(1 for t in launches if a <= t < c) for c in calls])
+    return out[-3:]
+
+
 def main(paths):
+    if len(paths) > 2 and paths[0] == "--gates":
+        for path in paths[2:]:
+            print("%s: %s launches before each all-reduce call, last 3 steps: %s"
+                  % (path, paths[1], gates(path, paths[1])))
+        return
     if not paths:
         sys.exit(__doc__)
     for path in paths:
