@@ -253,10 +253,41 @@ span_by_gradients(const partition_input *in, layout *L, int32_t n, int32_t u)
     return 1;
 }
 
+/* The parameter-copy anchoring of a span of n kernels of unit u (partition.h: bytes):
+ * with the parameter sizes (workload.h: param_bytes) DDP copies each parameter's gradient
+ * into its bucket as the gradient becomes ready, and the gating kernel (the span's last)
+ * is the copy of the unit's last parameter. When the span holds at least as many kernels
+ * of the gating kernel's name as u has parameters (k), the last k of them are the
+ * copies, in the order of the parameters (earlier ones of that name, e.g. the loss's
+ * scaling at the backward's start, are not), and a parameter's bytes are ready at the
+ * end of its copy. Fills L->cum with the cumulative bytes and returns 1; returns 0
+ * (L->cum untouched) otherwise. */
+static int
+span_by_params(const partition_input *in, layout *L, int32_t n, int32_t u)
+{
+    const workload_buckets *bu = in->bu;
+    if (!bu->param_bytes || !bu->unit_param_off || n <= 0 || u < 0 || u >= bu->n_units)
+        return 0;
+    int32_t lo = bu->unit_param_off[u], k = bu->unit_param_off[u + 1] - lo;
+    int32_t name = in->g->name[L->span[n - 1]], first = n, found = 0;
+    while (found < k && first > 0)
+        found += in->g->name[L->span[--first]] == name;
+    if (k <= 0 || found < k)
+        return 0;
+    double c = 0;
+    for (int32_t i = 0, j = lo; i < n; i++) {
+        if (i >= first && in->g->name[L->span[i]] == name)
+            c += (double)bu->param_bytes[j++];
+        L->cum[i] = c;
+    }
+    return 1;
+}
+
 /* Fills L->span and L->cum with the span of participant c (partition.h); returns its
- * length (0: no gating kernel). */
+ * length (0: no gating kernel). *by_copies (may be NULL) receives 1 when the bytes are
+ * placed by the parameters' copies (span_by_params). */
 static int32_t
-span_of(const partition_input *in, layout *L, int32_t c, int32_t u)
+span_of(const partition_input *in, layout *L, int32_t c, int32_t u, int *by_copies)
 {
     const dfg *g = in->g;
     int32_t k = L->gate[c];
@@ -280,7 +311,10 @@ span_of(const partition_input *in, layout *L, int32_t c, int32_t u)
         L->span[i] = L->span[n - 1 - i];
         L->span[n - 1 - i] = t;
     }
-    if (n > 0 && bwd && span_by_gradients(in, L, n, u))
+    int copies = n > 0 && span_by_params(in, L, n, u);
+    if (by_copies)
+        *by_copies = copies;
+    if (copies || (n > 0 && bwd && span_by_gradients(in, L, n, u)))
         return n;
     double tot = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -370,7 +404,7 @@ buckets_build(const partition_input *in, const strategy_plan *p, layout *L, buck
     for (int32_t u = 0; u < in->bu->n_units; u++) {
         B->mid_off[u] = nm;
         int32_t ref = reference(in, L, u);
-        int32_t len = ref >= 0 ? span_of(in, L, ref, u) : 0;
+        int32_t len = ref >= 0 ? span_of(in, L, ref, u, NULL) : 0;
         int64_t b = in->bu->unit_bytes[u];
         int32_t last_idx = -1;
         for (; i < n && ch[i].unit == u; i++) {
@@ -410,6 +444,23 @@ partition_bucket_count(const partition_input *in, const strategy_plan *p)
         return -1;
     int32_t n = B.count;
     buckets_free(&B);
+    return n;
+}
+
+int32_t
+partition_units_by_copies(const partition_input *in)
+{
+    layout L;
+    if (layout_build(in, &L) != 0)
+        return -1;
+    int32_t n = 0;
+    for (int32_t u = 0; u < in->bu->n_units; u++) {
+        int32_t ref = reference(in, &L, u);
+        int copies = 0;
+        if (ref >= 0 && span_of(in, &L, ref, u, &copies) > 0)
+            n += copies;
+    }
+    layout_free(&L);
     return n;
 }
 
@@ -505,7 +556,7 @@ split_participant(const partition_input *in, layout *L, const buckets *B, int32_
                   int32_t c, int32_t gbase, dfg *out)
 {
     const dfg *g = in->g;
-    int32_t len = span_of(in, L, c, u);
+    int32_t len = span_of(in, L, c, u, NULL);
     int32_t hosts[3], slot[3];
     unit_hosts(in, q, c, hosts, slot);
     int32_t prev_k = -1, ins = -1;

@@ -18,10 +18,15 @@
  *             share of the span's kernels proportional to its forward kernels, and a
  *             layer's bytes (its share of the unit in proportion to the layers'
  *             allocations) are ready at the end of its last kernel. Otherwise bytes are
- *             spread in proportion to the kernels' cumulative baseline duration. Either
- *             way a byte at fraction f of the unit is ready at the end of the first
- *             kernel of the span where the cumulative weight reaches f of the span's
- *             total;
+ *             spread in proportion to the kernels' cumulative baseline duration. Before
+ *             both, when the parameter sizes are known (workload.h: param_bytes) and the
+ *             span holds at least as many kernels of its gating kernel's name as u has
+ *             parameters, k (DDP's copy of each gradient into its bucket, the last one
+ *             gating the all-reduce), the last k of them are the copies, in the
+ *             parameters' order, and a parameter's bytes are ready at the end of its
+ *             copy. Each way a byte at
+ *             fraction f of the unit is ready at the end of the first kernel of the
+ *             span where the cumulative weight reaches f of the span's total;
  *   packing   buckets are packed in backward order as DDP packs parameters, with the
  *             first cap (first_bucket_mb) for the first bucket and bucket_cap_mb after.
  *             A unit that fits into the cap in effect when it is reached stays whole
@@ -108,6 +113,12 @@ int32_t partition_bucket_count(const partition_input *in, const strategy_plan *p
  * does not split, -1 when out of memory. */
 int32_t partition_bucket_bytes(const partition_input *in, const strategy_plan *p, int64_t *out,
                                int32_t max);
+
+/* The units whose bytes the partition places by the parameters' copies into the buckets
+ * (see bytes above) on their reference span (the first rank's first compared iteration);
+ * the others are placed by the gradient sizes or the backward time. -1 when out of
+ * memory. */
+int32_t partition_units_by_copies(const partition_input *in);
 
 /* Builds into out (uninitialised on entry) a copy of in->g with p's buckets (see above).
  * in->g must hold the plan's other strategies (strategy_apply) and p must split

@@ -223,6 +223,11 @@ typedef struct workload_buckets {
     int64_t *param_bytes;
     int32_t *unit_param_off;
     char param_why[160];
+    /* with the parameter sizes, per node: for a gradient all-reduce participant of unit u
+     * (not the last), the stream wait of DDP's finalisation between unit u's copies back
+     * and unit u+1's (one wait per bucket boundary among the copies, outside the hook
+     * blocks), dropped with the group when it is folded; -1 elsewhere (NULL: none) */
+    int32_t *final_wait;
 } workload_buckets;
 
 /* Memory strategies: layers, recomputation sites and the memory estimate. */
@@ -347,8 +352,9 @@ int workload_match_params(const int64_t *copies, int32_t n, const int64_t *unit_
                           int32_t n_units, int32_t *unit_param_off);
 
 /* Drops from g the host calls of group q's bucket that go away when it is folded into
- * another (bu->group_hosts and bu->group_block of g's node ids): each takes no time and
- * no gap, but a block's first call keeps its gap (workload_buckets: block_first). */
+ * another (bu->group_hosts, bu->group_block and bu->final_wait of g's node ids): each
+ * takes no time and no gap, but a block's first call keeps its gap (workload_buckets:
+ * block_first). */
 void workload_drop_bucket_hosts(dfg *g, const workload_buckets *bu, int32_t q);
 
 /* Analyzes g (the caller's working copy: repaired event edges are added to it; the

@@ -312,6 +312,11 @@ workload_drop_bucket_hosts(dfg *g, const workload_buckets *bu, int32_t q)
         if (!bu->block_first[i])
             g->gap[h] = 0;
     }
+    for (int32_t c = bu->final_wait ? g->grp_first[q] : -1; c >= 0; c = dfg_next_in_group(g, c))
+        if (bu->final_wait[c] >= 0) {
+            g->dur[bu->final_wait[c]] = 0;
+            g->gap[bu->final_wait[c]] = 0;
+        }
 }
 
 /* Rounding an allocator may have added to a request to make a block of b bytes
@@ -498,10 +503,81 @@ learn_params(workload *w, const rank_info *ri)
     return rc;
 }
 
-/* The parameter sizes of DDP's buckets (workload.h: param_bytes); nothing without bucket
- * units (no bucket plans at all). */
+/* The finalisation's waits of one rank's iteration (workload.h: final_wait): seq[0 ..
+ * n_units-1] its gradient all-reduces in launch order; after the last one's call, the
+ * stream wait met when the copies back have reached unit u's first (u >= 1) is seq[u-1]'s. */
+static void
+final_waits(workload *w, const int32_t *seq)
+{
+    const dfg *g = w->g;
+    workload_buckets *bu = &w->buckets;
+    int32_t copies = 0, u = 1;
+    for (int32_t m = g->next_on_res[g->launch[seq[bu->n_units - 1]]]; m >= 0 && u < bu->n_units;
+         m = g->next_on_res[m]) {
+        if (!alive(g, m) || g->kind[m] != DFG_HOST)
+            continue;
+        int stop = 0;
+        for (int32_t i = dfg_launched_first(g, m); i >= 0; i = dfg_launched_next(g, m, i)) {
+            int32_t d = g->launched[i];
+            stop |= g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL;
+            copies += g->kind[d] == DFG_MEMCPY;
+        }
+        if (stop)
+            break;
+        while (u < bu->n_units && bu->unit_param_off[u] < copies)
+            u++;
+        if (u < bu->n_units && copies == bu->unit_param_off[u] &&
+            api_class(g, m) == DPRO_API_CLASS_STREAM_WAIT)
+            bu->final_wait[seq[u++ - 1]] = m;
+    }
+}
+
+/* workload.h: final_wait, on every iteration of every rank whose gradient all-reduces
+ * are the units. Returns 0, -1 when out of memory. */
+static int
+find_final_waits(workload *w, const rank_info *ri)
+{
+    const dfg *g = w->g;
+    workload_buckets *bu = &w->buckets;
+    bu->final_wait = malloc(sizeof *bu->final_wait * ((size_t)g->n_nodes + 1));
+    int32_t *seq = malloc(sizeof *seq * ((size_t)g->n_nodes + 1));
+    int rc = bu->final_wait && seq ? 0 : -1;
+    for (int32_t n = 0; rc == 0 && n < g->n_nodes; n++)
+        bu->final_wait[n] = -1;
+    for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
+        int32_t thread = ri[r].bwd_thread >= 0 ? ri[r].bwd_thread : ri[r].main_thread;
+        int32_t n = 0, it = -1;
+        /* one walk of the thread: an iteration's all-reduces, then its finalisation */
+        for (int32_t h = thread >= 0 ? g->res_first[thread] : -1;; h = g->next_on_res[h]) {
+            if (h < 0 || w->iter[h] != it) {
+                if (it >= 0 && n == bu->n_units && g->launch[seq[n - 1]] >= 0)
+                    final_waits(w, seq);
+                if (h < 0)
+                    break;
+                it = w->iter[h];
+                n = 0;
+            }
+            for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
+                int32_t d = g->launched[i];
+                if (g->kind[d] == DFG_COLL && dfg_group(g, d) >= 0 &&
+                    bu->group_unit[dfg_group(g, d)] >= 0)
+                    seq[n++] = d;
+            }
+        }
+    }
+    free(seq);
+    return rc;
+}
+
+/* The parameter sizes of DDP's buckets (workload.h: param_bytes) and the finalisation's
+ * waits (final_wait); nothing without bucket units (no bucket plans at all). */
 int
 workload_find_params(workload *w, const rank_info *ri)
 {
-    return w->buckets.n_units > 0 && !w->buckets.why[0] ? learn_params(w, ri) : 0;
+    if (w->buckets.n_units <= 0 || w->buckets.why[0])
+        return 0;
+    int rc = learn_params(w, ri);
+    if (rc == 0 && w->buckets.param_bytes)
+        rc = find_final_waits(w, ri);
+    return rc;
 }

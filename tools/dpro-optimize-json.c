@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "json_writer.h"
+#include "optimizer/partition.h"
 #include "optimizer/strategy.h"
 #include "tools/dpro-optimize.h"
 
@@ -11,6 +12,16 @@ optimize_cmd_fixed_capped(const workload *w, const workload_options *wo)
     double want =
         w->fusion.fixed_fit.names > 0 ? w->fusion.fixed_fit.c0_ns : wo->kernel_fixed_us * 1000.0;
     return w->fusion.kernel_fixed_ns < want - 0.5;
+}
+
+int32_t
+optimize_cmd_units_by_copies(const workload *w)
+{
+    if (!w->buckets.param_bytes || w->buckets.n_units <= 0 || w->buckets.why[0])
+        return 0;
+    partition_input in;
+    strategy_partition_input(w, &in);
+    return partition_units_by_copies(&in);
 }
 
 void
@@ -75,8 +86,12 @@ optimize_cmd_print_json(const args *a, const state *st)
     json_kv_string(&jw, "kernel_fixed_source", w->fusion.fixed_fit.names > 0 ? "fit" : "prior");
     json_kv_int(&jw, "kernel_fixed_names", w->fusion.fixed_fit.names);
     json_kv_bool(&jw, "kernel_fixed_capped", optimize_cmd_fixed_capped(w, &a->wo));
+    int32_t by_copies = optimize_cmd_units_by_copies(w);
     json_kv_string(&jw, "partition_bytes",
-                   w->buckets.layer_grad ? "gradient_sizes" : "backward_time");
+                   by_copies > 0 && by_copies == w->buckets.n_units ? "parameter_copies"
+                   : w->buckets.layer_grad                          ? "gradient_sizes"
+                                                                    : "backward_time");
+    json_kv_int(&jw, "partition_units_by_copies", by_copies > 0 ? by_copies : 0);
     json_kv_int(&jw, "bucket_params", w->buckets.param_bytes ? w->buckets.n_params : 0);
     json_kv_int(&jw, "fusion_chains", w->fusion.n_chains);
     json_kv_string(&jw, "fusion_model", w->opt.fusion_fixed ? "fixed" : "hinge");

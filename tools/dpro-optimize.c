@@ -739,8 +739,9 @@ print_text(const args *a, const state *st)
         w->buckets.n_units > 0 && !w->buckets.why[0] && (st->fw->families & STRATEGY_TENSOR);
     if (buckets && w->buckets.param_bytes)
         printf("buckets: DDP's, of whole parameters (%d parameter sizes from the copies "
-               "back into the gradients)\n",
-               w->buckets.n_params);
+               "back into the gradients; %d of %d all-reduces' bytes placed in the backward "
+               "by the copies into the buckets)\n",
+               w->buckets.n_params, optimize_cmd_units_by_copies(w), w->buckets.n_units);
     else if (buckets)
         printf("buckets: parameter sizes unknown, buckets cut at any byte (%s)\n",
                w->buckets.param_why);

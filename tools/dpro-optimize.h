@@ -42,6 +42,11 @@ typedef struct state {
  * the fitted value or the prior, which were longer (workload.c caps it). */
 int optimize_cmd_fixed_capped(const workload *w, const workload_options *wo);
 
+/* The bucket units whose bytes tensor partition places by DDP's copies of the
+ * parameters' gradients into the buckets (partition_units_by_copies); 0 without the
+ * parameter sizes, -1 when out of memory. */
+int32_t optimize_cmd_units_by_copies(const workload *w);
+
 /* Prints the report as JSON on stdout (the keys usage() lists). */
 void optimize_cmd_print_json(const args *a, const state *st);
 

@@ -5,7 +5,9 @@
  *   - the per-name hinge, flat then linear in the threads, and its knee;
  *   - the contention correction of a plan's kernels by their simulated overlap;
  *   - the hook calls around a bucket's collective call, gone with a folded bucket;
- *   - DDP's buckets of whole parameters (partition_ddp_buckets, workload_match_params).
+ *   - DDP's buckets of whole parameters (partition_ddp_buckets, workload_match_params),
+ *     ready at their last parameter's copy into the bucket, and the finalisation's
+ *     waits between buckets' copies back, gone with a folded bucket.
  * The other optimizer tests are in test_optimizer.c.
  */
 #include <math.h>
@@ -411,6 +413,162 @@ test_ddp_buckets(void)
     CHECK(!partition_splits(&bu, &p));
 }
 
+/* Rank r's k-th compute kernel back from kernel n (0: n itself) in g's resource order. */
+static int32_t
+kernel_back(const dfg *g, int32_t n, int32_t k)
+{
+    while (n >= 0 && k > 0) {
+        n = dfg_prev_on_res(g, n);
+        k -= n >= 0 && g->kind[n] == DFG_KERNEL;
+    }
+    return n;
+}
+
+/* The kernel gating participant c through an edge (-1: none, -2: several). */
+static int32_t
+gate_of(const dfg *g, int32_t c)
+{
+    int32_t gate = -1;
+    for (int64_t e = 0; e < g->n_edges; e++)
+        if (g->edst[e] == c && g->kind[g->esrc[e]] == DFG_KERNEL)
+            gate = gate < 0 ? g->esrc[e] : -2;
+    return gate;
+}
+
+/* A bucket of DDP's whole parameters is ready at its last parameter's copy into the
+ * bucket: one all-reduce of 4 MiB (4 parameters of 1 MiB) after 200 kernels, the copies
+ * the kernels of the gating kernel's name (the gate and 40, 80 and 120 kernels back; one
+ * more of that name 150 back, before the unit's first copy, is not one). At 1 MiB the
+ * three buckets inside the unit are gated by the copies of parameters 1, 2 and 3, where
+ * the byte share would place them by kernel time; with fewer kernels of that name than
+ * parameters (the copy 80 back and the kernel 150 back keep their names) the byte share is used
+ * (partition_units_by_copies 0), which gates none of the three at a copy. */
+static void
+test_bucket_ready_copies(void)
+{
+    for (int missing = 0; missing <= 1; missing++) {
+        synth_params sp;
+        synth_defaults(&sp);
+        sp.ranks = 2;
+        sp.iterations = 3;
+        sp.ops_per_iter = 200;
+        sp.buckets = 1;
+        sp.bucket_bytes = 4 << 20;
+        dfg g;
+        REQUIRE(synth_dfg(&sp, &g) == 0);
+        int32_t nm_copy = dfg_intern(&g, "ddp_copy_into_bucket");
+        static const int32_t back[5] = {0, 40, 80, 120, 150};
+        for (int32_t q = 0; q < g.n_groups; q++)
+            for (int32_t c = g.grp_first[q]; c >= 0; c = dfg_next_in_group(&g, c))
+                for (int i = 0; i < 5; i++) {
+                    int32_t k = kernel_back(&g, gate_of(&g, c), back[i]);
+                    REQUIRE(k >= 0);
+                    if (!(missing && (i == 2 || i == 4)))
+                        g.name[k] = nm_copy;
+                }
+        costmodel m;
+        fit_model(&m);
+        workload w;
+        sim_result res;
+        memset(&res, 0, sizeof res);
+        REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+        REQUIRE(w.buckets.n_units == 1 && strategy_tensor_available(&w));
+        w.buckets.n_params = 4;
+        w.buckets.param_bytes = malloc(sizeof *w.buckets.param_bytes * 4);
+        w.buckets.unit_param_off = malloc(sizeof *w.buckets.unit_param_off * 2);
+        REQUIRE(w.buckets.param_bytes && w.buckets.unit_param_off);
+        for (int i = 0; i < 4; i++)
+            w.buckets.param_bytes[i] = 1 << 20;
+        w.buckets.unit_param_off[0] = 0;
+        w.buckets.unit_param_off[1] = 4;
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.bucket_cap = p.first_cap = 2; /* 1 MiB: a bucket per parameter */
+        partition_input in;
+        strategy_partition_input(&w, &in);
+        CHECK_EQ_U(partition_units_by_copies(&in), (missing ? 0 : 1));
+        strategy_apply(&w, &p);
+        dfg part;
+        int32_t nb = 0;
+        strategy_partition_input(&w, &in);
+        REQUIRE(partition_build(&in, &p, &part, &nb) == 0);
+        CHECK_EQ_U(nb, 4);
+        int32_t at_copy = 0, added = 0;
+        for (int32_t q = 0; q < g.n_groups; q++)
+            for (int32_t k = g.n_groups; k < part.n_groups; k++) {
+                if (part.grp_seq[k] != g.grp_seq[q])
+                    continue;
+                int32_t i = (k - g.n_groups) % 3 + 1; /* the bucket of parameter i - 1 */
+                for (int32_t n = part.grp_first[k]; n >= 0; n = dfg_next_in_group(&part, n)) {
+                    int32_t c = -1;
+                    for (int32_t o = g.grp_first[q]; o >= 0; o = dfg_next_in_group(&g, o))
+                        if (dfg_rank(&g, o) == dfg_rank(&part, n))
+                            c = o;
+                    int32_t want = kernel_back(&g, gate_of(&g, c), back[4 - i]);
+                    at_copy += gate_of(&part, n) == want;
+                    added++;
+                }
+            }
+        CHECK_EQ_U(added, 3 * 2 * g.n_groups);
+        CHECK_EQ_U(at_copy, (missing ? 0 : added));
+        dfg_free(&part);
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&g);
+    }
+}
+
+/* DDP's finalisation makes the compute stream wait once per bucket boundary among its
+ * copies back into the gradients (workload.h: final_wait): on 8 buckets of 1 MiB with
+ * the copies, the 7 waits of each rank's iteration are found (8 parameters of 1 MiB
+ * learnt from the copies); the plan of one bucket drops them all, as DDP makes one wait
+ * fewer per bucket folded, and the plan of every unit alone keeps them. */
+static void
+test_final_waits(void)
+{
+    synth_params sp;
+    synth_defaults(&sp);
+    sp.ranks = 2;
+    sp.iterations = 3;
+    sp.ops_per_iter = 400;
+    sp.buckets = 8;
+    sp.bucket_bytes = 1 << 20;
+    sp.hook_calls = 2;
+    sp.final_copies = 1;
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    REQUIRE(synth_dfg(&sp, &g) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    CHECK_EQ_U(w.buckets.n_params, 8);
+    REQUIRE(w.buckets.final_wait != NULL);
+    int32_t found = 0;
+    for (int32_t n = 0; n < g.n_nodes; n++)
+        if (w.buckets.final_wait[n] >= 0) {
+            found++;
+            CHECK(!strcmp(dfg_name(&g, g.name[w.buckets.final_wait[n]]), "cudaStreamWaitEvent"));
+        }
+    CHECK_EQ_U(found, 7 * 2 * 3);
+    CHECK(strategy_bucket_caps_mb[2] == 1);
+    for (int i = 0; i < 2; i++) { /* 1 MiB: every unit alone; then the largest cap */
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.bucket_cap = p.first_cap = (int8_t)(i ? strategy_n_bucket_caps - 1 : 2);
+        REQUIRE(!partition_splits(&w.buckets, &p) && strategy_apply(&w, &p) == 0);
+        int32_t dropped = 0;
+        for (int32_t n = 0; n < g.n_nodes; n++)
+            if (w.buckets.final_wait[n] >= 0)
+                dropped += dfg_dur(w.g, w.buckets.final_wait[n]) == 0;
+        CHECK_EQ_U(dropped, (i ? found : 0));
+    }
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
@@ -420,5 +578,7 @@ main(void)
     test_hook_block();
     test_memest_remade();
     test_ddp_buckets();
+    test_bucket_ready_copies();
+    test_final_waits();
     return tests_done();
 }

@@ -44,7 +44,7 @@ synth_dfg(const synth_params *p, dfg *g)
     int32_t buckets = p->buckets > 0 ? p->buckets : 1;
     int32_t per_bucket = p->ops_per_iter / buckets > 0 ? p->ops_per_iter / buckets : 1;
     int64_t nodes = (int64_t)nr * p->iterations *
-                        (2LL * p->ops_per_iter + (3LL + p->hook_calls) * buckets + 1) +
+                        (2LL * p->ops_per_iter + (6LL + p->hook_calls) * buckets + 1) +
                     2LL * nr;
     if (dfg_reserve(g, nodes, (int64_t)nr * p->iterations * (2LL * buckets + 2)) != 0)
         goto fail;
@@ -61,6 +61,9 @@ synth_dfg(const synth_params *p, dfg *g)
     int32_t nm_query = dfg_intern(g, "cudaEventQuery");
     int32_t nm_kcoll = dfg_intern(g, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
     int32_t nm_sync = dfg_intern(g, "cudaStreamSynchronize");
+    int32_t nm_copy = dfg_intern(g, "cudaMemcpyAsync");
+    int32_t nm_wait = dfg_intern(g, "cudaStreamWaitEvent");
+    int32_t nm_dtod = dfg_intern(g, "memcpy DtoD");
     int32_t groups_total = p->iterations * buckets;
     int64_t coll_ns = p->coll_alpha_ns + (int64_t)(costmodel_factor(DPRO_COLL_ALLREDUCE, p->ranks) *
                                                    (double)p->bucket_bytes /
@@ -130,6 +133,22 @@ synth_dfg(const synth_params *p, dfg *g)
                         g->gap[qn] = p->gap_ns;
                     }
                 }
+            }
+            for (int32_t b = 0; p->final_copies && b < buckets; b++) {
+                int32_t wt = b > 0 ? dfg_add_node(g, DFG_HOST, th, nm_wait) : 0;
+                int32_t h = dfg_add_node(g, DFG_HOST, th, nm_copy);
+                int32_t d = dfg_add_node(g, DFG_MEMCPY, cs, nm_dtod);
+                if (wt < 0 || h < 0 || d < 0 || dfg_set_bytes(g, d, p->bucket_bytes) != 0)
+                    goto fail_b;
+                if (b > 0) {
+                    g->dur[wt] = 1000;
+                    g->gap[wt] = p->gap_ns;
+                }
+                g->dur[h] = 3000;
+                g->gap[h] = p->gap_ns;
+                g->dur[d] = 1000;
+                g->launch[d] = h;
+                dfg_set_lat(g, d, 1000);
             }
             int32_t s = dfg_add_node(g, DFG_HOST, th, nm_sync);
             if (s < 0)

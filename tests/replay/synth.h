@@ -36,6 +36,10 @@ typedef struct synth_params {
     int32_t hook_calls;      /* cudaEventQuery calls (1 us, gap_ns before each) right after
                               * each all-reduce call, as PyTorch's ProcessGroupNCCL issues
                               * event calls around its collective (0: none) */
+    int32_t final_copies;    /* 1: after the iteration's last all-reduce call, DDP's copies
+                              * back into the gradients: per bucket a cudaMemcpyAsync of its
+                              * bytes on the compute stream, a cudaStreamWaitEvent between
+                              * two buckets' copies (0: none) */
     uint64_t seed;
 } synth_params;
 

@@ -69,7 +69,8 @@ def whole_parameter_buckets(tmp):
     """DDP's buckets hold whole parameters: on a trace of one 6.3 MiB bucket (--dim 256,
     bucket_cap_mb=200) dpro-optimize learns the 28 parameter sizes from DDP's copies back
     into the gradients, and its plan for bucket_cap_mb=0.5, applied, makes the all-reduces
-    it predicts, byte for byte (cut at any byte the plan made 13 where DDP makes 7)."""
+    it predicts, byte for byte (cut at any byte the plan made 13 where DDP makes 7), each
+    bucket ready at its last parameter's copy into the bucket."""
     runs = {}
     for name, cap, steps in (("whole", 200, STEPS), ("whole-applied", 0.5, 3)):
         trace = os.path.join(tmp, name + "-trace")
@@ -89,6 +90,11 @@ def whole_parameter_buckets(tmp):
     j = json.loads(op.stdout)
     check(j["models"]["bucket_params"] == 28, "28 parameter sizes learnt from DDP's copies: %s"
           % j["models"].get("bucket_params"))
+    # each bucket ready at its last parameter's copy into the bucket (the kernels of the
+    # all-reduce's gating kernel's name), not at a byte share of the backward's time
+    check(j["models"].get("partition_bytes") == "parameter_copies"
+          and j["models"].get("partition_units_by_copies") == 1,
+          "the bucket's bytes placed by DDP's copies into it: %s" % j["models"])
     knobs = j["strategies"][0]["knobs"] if j["strategies"] else {}
     predicted = knobs.get("bucket_bytes", [])
     realised = step_allreduces(runs["whole-applied"][1][0]) if runs["whole-applied"][1] else None
