@@ -9,9 +9,10 @@ end.  docs/figures.md (the collector's overhead, measured) gives the rule and th
    simulated CUPTI's callbacks to it, libc's), which no load moves; then MIX_RUNS pairs
    of timed runs, plain and traced, interleaved: each prints the median over its batches
    of the calling thread's CPU ns per iteration (its own CPU clock).  Hook ns a call =
-   those instructions x the plain call's ns per instruction (low and high over the plain
-   runs); the timed pairs' differences, every pair printed, with their median and
-   sign-test interval, are the check (noisier: the simulated calls wake threads).
+   those instructions x the plain call's ns per instruction (the least disturbed plain
+   run's; high: the median run's); the timed pairs' differences, every pair printed, with
+   their median and sign-test interval, are the check (noisier: the simulated calls wake
+   threads and spin on their locks).
 2. The job: tests/torch/traced_train.py (2 ranks, simple physics, no operator ranges),
    PAIRS pairs of runs, plain and under dpro-run, interleaved AB BA ...  Per run, rank 0's
    median step wall time and process CPU time after WARMUP steps and, from step WARMUP on,
@@ -90,12 +91,13 @@ def hook_cost(tmp):
 
 
 def hook_ns(tmp):
-    """The hooks' ns a call on the job's thread: (median, low, high).  With callgrind: the
-    instructions a call the hooks add x the plain call's ns per instruction on this
-    machine, low and high over the plain runs (the plain call's time includes system
-    calls that callgrind does not count, so this rate overstates the hooks' time a little
-    when they run at the plain code's rate); without: the timed pairs' median and
-    sign-test interval."""
+    """The hooks' ns a call on the job's thread: (figure, low, high).  With callgrind: the
+    instructions a call the hooks add x the plain call's ns per instruction in the least
+    disturbed plain run (load only adds to a thread's CPU time here: the simulated calls
+    spin on locks whose holder another process has descheduled), high: x the median plain
+    run's (the plain call's time includes system calls that callgrind does not count, so
+    the rate overstates the hooks' time when they run at the plain code's pace); without
+    valgrind: the timed pairs' median and sign-test interval."""
     instr = hook_instructions(tmp)
     plain, per_call = hook_cost(tmp)
     if instr is None:
@@ -104,11 +106,11 @@ def hook_ns(tmp):
         return statistics.median(per_call), lo, hi
     added, plain_instr = instr
     rates = [ns / plain_instr for ns in plain]
-    print("hook cost: %.0f instructions a call x %.3f ns an instruction (the plain call's: "
-          "plain runs %.3f to %.3f) = %.1f ns a call (%.1f to %.1f)"
-          % (added, statistics.median(rates), min(rates), max(rates),
-             added * statistics.median(rates), added * min(rates), added * max(rates)), flush=True)
-    return added * statistics.median(rates), added * min(rates), added * max(rates)
+    fast, mid = min(rates), statistics.median(rates)
+    print("hook cost: %.0f instructions a call x %.3f ns an instruction (the plain call's in the "
+          "least disturbed plain run; the median run's %.3f) = %.1f ns a call (to %.1f)"
+          % (added, fast, mid, added * fast, added * mid), flush=True)
+    return added * fast, added * fast, added * mid
 
 
 def thread_instructions(out_file):
@@ -267,6 +269,12 @@ def main():
              hooks * 1e6, statistics.median(writer) * 1e6, min(writer) * 1e6,
              max(writer) * 1e6, statistics.median(threads) * 1e6, min(threads) * 1e6,
              max(threads) * 1e6))
+    names = sorted(set(plain_names).union(*(r[2] for r in runs[True])))
+    for name in names:  # where a traced run's CPU goes, thread by thread
+        a = statistics.median(r[2].get(name, 0.0) for r in runs[False]) * 1e6
+        b = statistics.median(r[2].get(name, 0.0) for r in runs[True]) * 1e6
+        print("thread %-16s CPU a step, medians: plain %7.0f us, traced %7.0f us (%+.0f)"
+              % (name, a, b, b - a))
     spare = hooks / t_step * 100
     spare_lo, spare_hi = ns_lo * 1e-9 * calls / max(step) * 100, ns_hi * 1e-9 * calls / min(step) * 100
     short = (hooks + statistics.median(threads)) / t_step * 100
