@@ -242,6 +242,12 @@ struct coll_thread {
     uint64_t ptds_stream[COLL_PTDS_DEVICES]; /* CUPTI ids of this thread's per-thread
                                                 default streams by device (0: unknown) */
     uint32_t device;                         /* current device, as last seen by a hook */
+    /* the last created stream this thread's hooks named, and its id, while no stream has
+     * been destroyed since (coll_stream_gen): most calls name the stream the one before
+     * named, and this spares them the map's lookup */
+    uintptr_t stream_last;
+    uint64_t stream_last_id;
+    uint32_t stream_last_gen;
     uint64_t cb_start; /* stamp of a driver launch seen only by the CUPTI callback */
     struct coll_ring *ring;
     /* NVTX push/pop ranges of this thread */
