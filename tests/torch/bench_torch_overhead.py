@@ -20,10 +20,12 @@ end.  docs/figures.md (the collector's overhead, measured) gives the rule and th
    (api, collective, marker and memory events of the trace inside the measured steps).
 3. Model: overhead = (hook ns x calls per step [+ the CPU per step of the threads only a
    traced run has: the collector's writer `dpro-collector`, the simulated CUPTI's
-   delivery]) / the plain step's wall time.  The threads' CPU costs the job only when the
-   cores are short (here: 2 cores, 2 ranks of Python), so two figures: a spare core
-   (hooks only) and cores short (hooks + threads).  Bounds: the hook cost's range and the
-   threads' CPU range over the runs, over the plain step time's range.
+   delivery]) / the plain step's wall time in the least disturbed plain run (load only
+   lengthens a step).  The threads' CPU costs the job only when the cores are short
+   (here: 2 cores, 2 ranks of Python), so two figures: a spare core (hooks only) and cores
+   short (hooks + threads).  Bounds: low, the hook cost's low over the median plain step
+   (with the threads' least CPU); high, its high over the least disturbed one (with their
+   most).
 4. End to end: each pair's ratio traced / plain of wall and of CPU time, every pair
    printed; the median with a sign-test interval (order statistics; its coverage
    printed); whether the model's cores-short figure lies in the wall interval.
@@ -182,7 +184,8 @@ def hooked_calls_per_step(trace_dir):
         docs.append(json.loads(d.stdout.splitlines()[0]))
     doc = next((d for d in docs if str(d["meta"].get("rank")) == "0"), docs[0])
     ev = doc["events"]
-    steps = {e["name"]: e for e in ev if e["kind"] == "marker" and e["name"].startswith("dpro_step_")}
+    steps = {e["name"]: e for e in ev
+             if e["kind"] == "marker" and e["name"].startswith("dpro_step_")}
     first, last = steps.get("dpro_step_%d" % WARMUP), steps.get("dpro_step_%d" % (STEPS - 1))
     if not first or not last:
         fail("%s: no step ranges dpro_step_%d and dpro_step_%d" % (trace_dir, WARMUP, STEPS - 1))
@@ -260,26 +263,28 @@ def main():
     writer = [r[2].get("dpro-collector", 0.0) for r in runs[True]]
     calls = statistics.median(r[3] for r in runs[True])
     step = [r[0] for r in runs[False]]
-    t_step = statistics.median(step)
+    t_step = min(step)  # the least disturbed plain run: load only lengthens a step
     hooks = ns_call * 1e-9 * calls
-    print("model: plain step %.3f ms (runs %.3f-%.3f); hooks %.1f ns a call (%.1f to %.1f) "
-          "x %.0f calls = %.1f us a step; the writer thread %.0f us a step (runs %.0f-%.0f), "
-          "all threads only traced %.0f us (runs %.0f-%.0f)"
-          % (t_step * 1e3, min(step) * 1e3, max(step) * 1e3, ns_call, ns_lo, ns_hi, calls,
-             hooks * 1e6, statistics.median(writer) * 1e6, min(writer) * 1e6,
-             max(writer) * 1e6, statistics.median(threads) * 1e6, min(threads) * 1e6,
-             max(threads) * 1e6))
+    print("model: plain step %.3f ms (the least disturbed run; median %.3f, most %.3f); "
+          "hooks %.1f ns a call (%.1f to %.1f) x %.0f calls = %.1f us a step; the writer "
+          "thread %.0f us a step (runs %.0f-%.0f), all threads only traced %.0f us (runs "
+          "%.0f-%.0f)" % (t_step * 1e3, statistics.median(step) * 1e3, max(step) * 1e3,
+                          ns_call, ns_lo, ns_hi, calls, hooks * 1e6,
+                          statistics.median(writer) * 1e6, min(writer) * 1e6,
+                          max(writer) * 1e6, statistics.median(threads) * 1e6,
+                          min(threads) * 1e6, max(threads) * 1e6))
     names = sorted(set(plain_names).union(*(r[2] for r in runs[True])))
     for name in names:  # where a traced run's CPU goes, thread by thread
         a = statistics.median(r[2].get(name, 0.0) for r in runs[False]) * 1e6
         b = statistics.median(r[2].get(name, 0.0) for r in runs[True]) * 1e6
         print("thread %-16s CPU a step, medians: plain %7.0f us, traced %7.0f us (%+.0f)"
               % (name, a, b, b - a))
+    mid_step = statistics.median(step)
     spare = hooks / t_step * 100
-    spare_lo, spare_hi = ns_lo * 1e-9 * calls / max(step) * 100, ns_hi * 1e-9 * calls / min(step) * 100
+    spare_lo, spare_hi = ns_lo * 1e-9 * calls / mid_step * 100, ns_hi * 1e-9 * calls / t_step * 100
     short = (hooks + statistics.median(threads)) / t_step * 100
-    short_lo = (ns_lo * 1e-9 * calls + min(threads)) / max(step) * 100
-    short_hi = (ns_hi * 1e-9 * calls + max(threads)) / min(step) * 100
+    short_lo = (ns_lo * 1e-9 * calls + min(threads)) / mid_step * 100
+    short_hi = (ns_hi * 1e-9 * calls + max(threads)) / t_step * 100
     print("model overhead, a spare core (hooks only): %+.2f %% (bound %+.2f to %+.2f %%)"
           % (spare, spare_lo, spare_hi))
     print("model overhead, cores short (hooks + the collector's threads): %+.2f %% "
@@ -292,8 +297,8 @@ def main():
                  ", ".join("%+.1f" % pct(r) for r in rs)))
     lo, hi, _ = sign_interval(ratios)
     agree = pct(lo) <= max(short_hi, short) and pct(hi) >= min(short_lo, short)
-    print("model (cores short) and end to end (wall) %s" % ("agree: the bounds overlap" if agree
-                                                          else "DISAGREE: the bounds do not overlap"))
+    print("model (cores short) and end to end (wall) %s"
+          % ("agree: the bounds overlap" if agree else "DISAGREE: the bounds do not overlap"))
     print("load average at the end %.1f %.1f %.1f" % os.getloadavg())
 
 
