@@ -242,6 +242,12 @@ struct coll_thread {
     uint64_t ptds_stream[COLL_PTDS_DEVICES]; /* CUPTI ids of this thread's per-thread
                                                 default streams by device (0: unknown) */
     uint32_t device;                         /* current device, as last seen by a hook */
+    /* the last created stream this thread's hooks named, and its id, while no stream has
+     * been destroyed since (coll_stream_gen): most calls name the stream the one before
+     * named, and this spares them the map's lookup */
+    uintptr_t stream_last;
+    uint64_t stream_last_id;
+    uint32_t stream_last_gen;
     uint64_t cb_start; /* stamp of a driver launch seen only by the CUPTI callback */
     struct coll_ring *ring;
     /* NVTX push/pop ranges of this thread */
@@ -344,7 +350,20 @@ enum coll_lib { COLL_LIB_CUDART, COLL_LIB_CUDA, COLL_LIB_NCCL, COLL_LIB_COUNT };
  * libcudart-* etc., for copies loaded RTLD_LOCAL, renamed ones included), resolving it
  * once into *slot; NULL if the library or the symbol is missing (remembered: a library
  * loaded later is not looked for again). Never loads a library the job has not loaded. */
-COLL_HIDDEN void *coll_real(enum coll_lib lib, const char *name, void **slot);
+COLL_HIDDEN void *coll_real_resolve(enum coll_lib lib, const char *name, void **slot);
+
+/* What *slot holds for a function found missing. */
+#define COLL_REAL_MISSING ((void *)1)
+
+/* coll_real_resolve's answer: inline, as every hook asks it on every call. */
+static inline void *
+coll_real(enum coll_lib lib, const char *name, void **slot)
+{
+    void *fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (coll_likely(fn != NULL))
+        return fn == COLL_REAL_MISSING ? NULL : fn;
+    return coll_real_resolve(lib, name, slot);
+}
 
 /* Slow path of coll_enter: the thread's first record. Returns the new state with the
  * guard taken, or NULL when this thread must not record. Preserves errno. */

@@ -129,12 +129,28 @@ coll_stream_key(uintptr_t h, uint32_t device)
     return key;
 }
 
+/* Counts coll_stream_forget's calls: a thread's cached stream (stream_last) is valid
+ * while this has not moved since it was cached. */
+static _Atomic uint32_t coll_stream_gen;
+
+/* Caches id as the stream t's hooks named last (a created stream: h > 2). */
+static inline void
+coll_stream_remember(struct coll_thread *t, uintptr_t h, uint64_t id, uint32_t gen)
+{
+    t->stream_last = h;
+    t->stream_last_id = id;
+    t->stream_last_gen = gen;
+}
+
 uint64_t
 coll_stream_id(struct coll_thread *t, const void *stream, int ptsz)
 {
     uintptr_t h = (uintptr_t)stream;
     if (h == 0 && ptsz)
         h = 2; /* cudaStreamPerThread */
+    uint32_t gen = atomic_load_explicit(&coll_stream_gen, memory_order_acquire);
+    if (coll_likely(h == t->stream_last && gen == t->stream_last_gen && h > 2))
+        return t->stream_last_id;
     int saved = errno;
     uint32_t device = 0;
     if (coll_stream_special(h)) {
@@ -154,6 +170,8 @@ coll_stream_id(struct coll_thread *t, const void *stream, int ptsz)
     uint64_t id = coll_map_get(&coll_stream_map, key);
     if (coll_likely(id != 0)) {
         errno = saved;
+        if (h > 2)
+            coll_stream_remember(t, h, id, gen);
         return id;
     }
     id = coll_stream_query(stream, 0);
@@ -161,6 +179,8 @@ coll_stream_id(struct coll_thread *t, const void *stream, int ptsz)
     if (id == 0)
         return h;
     coll_map_put(&coll_stream_map, key, id);
+    if (h > 2)
+        coll_stream_remember(t, h, id, gen);
     return id;
 }
 
@@ -185,4 +205,6 @@ coll_stream_forget(const void *stream)
     int i = coll_map_slot(&coll_stream_map, (uint64_t)(uintptr_t)stream + 1, 0);
     if (i >= 0)
         atomic_store_explicit(&coll_stream_map.val[i], 0, memory_order_release);
+    /* after the removal: a lookup that read the old generation may have cached the old id */
+    atomic_fetch_add_explicit(&coll_stream_gen, 1, memory_order_acq_rel);
 }

@@ -1,6 +1,7 @@
 /*
- * real.c: finding the real function a hook interposes (coll_real): the next definition
- * after the collector, else the one in an already loaded copy of the library.
+ * real.c: finding the real function a hook interposes (coll_real_resolve, behind
+ * collector.h's inline coll_real): the next definition after the collector, else the one
+ * in an already loaded copy of the library.
  */
 #include "config.h"
 
@@ -78,14 +79,12 @@ coll_real_scan(enum coll_lib lib, const char *name)
     return NULL;
 }
 
-#define COLL_MISSING ((void *)1)
-
 void *
-coll_real(enum coll_lib lib, const char *name, void **slot)
+coll_real_resolve(enum coll_lib lib, const char *name, void **slot)
 {
     void *fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (coll_likely(fn != NULL))
-        return fn == COLL_MISSING ? NULL : fn;
+    if (fn != NULL) /* another thread resolved it meanwhile */
+        return fn == COLL_REAL_MISSING ? NULL : fn;
     int saved = errno;
     fn = dlsym(RTLD_NEXT, name);
     /* Libraries dlopen'ed with RTLD_LOCAL (Python extensions) are not in our scope. */
@@ -98,7 +97,7 @@ coll_real(enum coll_lib lib, const char *name, void **slot)
     }
     if (fn == NULL)
         fn = coll_real_scan(lib, name);
-    __atomic_store_n(slot, fn ? fn : COLL_MISSING, __ATOMIC_RELEASE);
+    __atomic_store_n(slot, fn ? fn : COLL_REAL_MISSING, __ATOMIC_RELEASE);
     errno = saved;
     return fn;
 }

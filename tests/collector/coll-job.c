@@ -19,6 +19,11 @@
  *                     S names the stream: "stream" (a created one, the default), "legacy"
  *                     (0) or "perthread" (cudaStreamPerThread)
  *   rate N R          N launches paced at R per second (busy pacing, one thread)
+ *   churn N           N rounds: a stream created, two launches on it, the stream
+ *                     destroyed (its handle is the next round's, malloc's reuse, with a
+ *                     new id; no other stream named between), then one launch on the
+ *                     job's stream: prints "reused=K", the rounds whose stream had a
+ *                     handle seen before
  *
  * Prints "launches=K" (what it did) on stdout; exit 0 unless something went wrong.
  */
@@ -166,6 +171,32 @@ job_rate(int n, double rate)
 typedef int (*job_nccl_allreduce_fn)(const void *, void *, size_t, int, int, void *, void *);
 typedef int (*job_cuda_malloc_fn)(void **, size_t);
 
+/* The churn mode: n rounds; returns the launches made. */
+static int
+job_churn(int n)
+{
+    dim3 grid = {1, 1, 1}, block = {32, 1, 1};
+    cudaStream_t seen[64];
+    int done = 0, reused = 0;
+    for (int r = 0; r < n && r < 64; r++) {
+        cudaStream_t s;
+        if (cudaStreamCreate(&s) != cudaSuccess)
+            break;
+        for (int i = 0; i < r; i++)
+            if (seen[i] == s) {
+                reused++;
+                break;
+            }
+        seen[r] = s;
+        for (int i = 0; i < 2; i++)
+            done += cudaLaunchKernel((const void *)coll_job_kernel, grid, block, NULL, 0, s) ==
+                    cudaSuccess;
+        cudaStreamDestroy(s);
+    }
+    printf("reused=%d\n", reused);
+    return done + job_launches(1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -245,6 +276,8 @@ main(int argc, char **argv)
             return 2;
         }
         return job_bench(n);
+    } else if (strcmp(mode, "churn") == 0) {
+        done = job_churn(n);
     } else if (strcmp(mode, "rate") == 0) {
         return job_rate(n, argc > 3 ? atof(argv[3]) : 1e6);
     } else if (strcmp(mode, "loop") == 0) {

@@ -39,10 +39,17 @@ cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, 
     return cudaSuccess;
 }
 
+/* A created stream's handle holds its id, one of its own, as the runtime's ids are never
+ * reused, though a destroyed stream's handle is (malloc's). */
 cudaError_t
 cudaStreamCreate(cudaStream_t *stream)
 {
-    *stream = (cudaStream_t)malloc(16);
+    static unsigned long long next_id = 100;
+    unsigned long long *s = malloc(16);
+    if (s == NULL)
+        return cudaErrorMemoryAllocation;
+    *s = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+    *stream = (cudaStream_t)s;
     return cudaSuccess;
 }
 
@@ -78,6 +85,6 @@ cudaStreamGetId(cudaStream_t stream, unsigned long long *id)
 {
     /* the legacy (0) and per-thread (2) handles have ids of their own, as in the runtime */
     uintptr_t h = (uintptr_t)stream;
-    *id = h <= 2 ? 7 + h : (h >> 4) & 0xffff;
+    *id = h <= 2 ? 7 + h : *(const unsigned long long *)stream;
     return cudaSuccess;
 }

@@ -100,6 +100,14 @@ tests_bench_bench_simgpu_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_bench_bench_simgpu_LDFLAGS = -no-install
 tests_bench_bench_simgpu_LDADD = tests/simgpu/libcudart.la tests/simgpu/libsimgpu.la \
 	$(PTHREAD_LIBS)
+# hook_mix: one torch step's CUDA and NCCL calls, repeated (bench_torch_overhead.py
+# times it with and without the collector: the hooks' cost on the calling thread).
+noinst_PROGRAMS += tests/bench/hook_mix
+tests_bench_hook_mix_SOURCES = tests/bench/hook_mix.c
+tests_bench_hook_mix_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_bench_hook_mix_LDFLAGS = -no-install
+tests_bench_hook_mix_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
+	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 if HAVE_PYTHON3
 dist_check_SCRIPTS += tests/simgpu/test_collective.py tests/simgpu/test_ddp.py \
 	tests/simgpu/test_dying_rank.py tests/simgpu/test_world.py

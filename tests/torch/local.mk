@@ -89,7 +89,11 @@ TESTS += tests/torch/test_torch_profiler.py
 endif
 
 if HAVE_PYTHON3
-# make bench: the collector's overhead on a torch DDP iteration (plain and traced runs
-# interleaved; says so and does nothing without venv/).
+# make bench: the collector's overhead on a torch DDP iteration: the hooks' cost per call
+# (tests/bench/hook_mix), the collector's threads' CPU, and plain and traced runs
+# interleaved (says so and does nothing without venv/).  `make bench-overhead` runs it
+# alone.
 BENCHMARKS += tests/torch/bench_torch_overhead.py
+bench-overhead: all
+	$(PYTHON3) $(srcdir)/tests/torch/bench_torch_overhead.py
 endif

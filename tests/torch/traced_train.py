@@ -17,7 +17,9 @@ Each rank writes OUT/rank<R>.json: the caching allocator's segment count
 (torch.cuda.memory_stats: cudaMalloc calls made and freed), the names of the process's
 threads (/proc/self/task/*/comm), the steps run and each step's time (host, from its start
 to the synchronisation at its end, or to its last call with --async-steps: wall clock, and
-the process's CPU time, all threads)."""
+the process's CPU time, all threads) and, with --thread-cpu-from K, each thread's CPU time
+from step K's start to the last step's end, summed by thread name (thread_cpu_s: the
+threads' own CPU clocks, nanosecond resolution; read outside the timed steps)."""
 import argparse
 import contextlib
 import glob
@@ -47,6 +49,23 @@ def thread_names():
     return sorted(names)
 
 
+def thread_cpu():
+    """Each thread's CPU seconds by name (threads of one name summed): the kernel's
+    per-thread CPU clock, clockid ((~tid) << 3) | 6 (CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED),
+    readable for any thread of this process."""
+    cpu = {}
+    for path in glob.glob("/proc/self/task/*/comm"):
+        tid = int(path.split("/")[4])
+        try:
+            with open(path) as f:
+                name = f.read().strip()
+            t = time.clock_gettime(((~tid) << 3) | 6)
+        except OSError:
+            continue  # the thread exited meanwhile
+        cpu[name] = cpu.get(name, 0.0) + t
+    return cpu
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=4)
@@ -65,6 +84,8 @@ def main():
     ap.add_argument("--profile-from", type=int, default=0,
                     help="with --profile: the first step profiled (DDP's logger synchronises "
                     "with the device in each of the first 10 iterations)")
+    ap.add_argument("--thread-cpu-from", type=int, default=-1,
+                    help="record each thread's CPU time from this step on (thread_cpu_s)")
     ap.add_argument("--out", default="", help="folder for rank<R>.json")
     args = ap.parse_args()
 
@@ -84,11 +105,14 @@ def main():
         p = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     # emit_nvtx and torch.profiler both drive the autograd profiler: one at a time
     step_s, step_cpu_s = [], []
+    cpu0 = {}
     nvtx = contextlib.nullcontext() if args.profile or args.no_emit_nvtx else emit_nvtx()
     with nvtx:
         for step in range(args.steps):
             if p and step == args.profile_from:
                 p.start()
+            if step == args.thread_cpu_from:
+                cpu0 = thread_cpu()
             t0, c0 = time.monotonic(), time.process_time()
             torch.cuda.nvtx.range_push("dpro_step_%d" % step)
             # under the profiler the step is a record_function too (Kineto has no NVTX)
@@ -109,6 +133,7 @@ def main():
             step_cpu_s.append(time.process_time() - c0)
             if p and step >= args.profile_from:
                 p.step()
+    cpu1 = thread_cpu() if cpu0 else {}
     if p:
         p.stop()
         p.export_chrome_trace(args.profile.replace("%d", str(rank)))
@@ -120,6 +145,9 @@ def main():
                segments_freed=stats["segment.all.freed"], threads=threads,
                step_s=[round(t, 6) for t in step_s],
                step_cpu_s=[round(t, 6) for t in step_cpu_s])
+    if cpu0:
+        rec["thread_cpu_s"] = {k: round(v - cpu0.get(k, 0.0), 6) for k, v in cpu1.items()}
+        rec["thread_cpu_steps"] = args.steps - args.thread_cpu_from
     if args.out:
         with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
             json.dump(rec, f)
