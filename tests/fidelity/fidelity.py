@@ -330,7 +330,8 @@ def predict(pair, base_dir, base_peak, added, slowdown):
                     else ["--what-if-ranks", str(slowdown["ranks"])])
         else:
             what = ["--what-if-scale-kernels", repr(slowdown)]
-        if "ranks" in slowdown:
+        more_ranks = isinstance(slowdown, dict) and "ranks" in slowdown
+        if more_ranks:
             # the changed job runs all its ranks on this host, as simrun does: the trace
             # gives the host's cores and the ranks' CPU demand (the host-share model); the
             # traced layout's prediction (no ranks added to a host) goes to a column
@@ -340,7 +341,7 @@ def predict(pair, base_dir, base_peak, added, slowdown):
         j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP)] + what)
         if "what_if" not in j:
             raise PairError("dpro-replay gave no what_if: %s" % j.get("diagnostics"))
-        if "ranks" in slowdown:
+        if more_ranks:
             hs = j["what_if"].get("host_share", {})
             pair.setdefault("host_scale", []).append(hs.get("host_time_scale", 1.0))
         return (j["simulated_median_iter_us"], j["what_if"]["predicted_median_iter_us"], None,

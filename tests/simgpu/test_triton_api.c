@@ -63,15 +63,16 @@ test_capture_clusters_im2col(cudaStream_t s)
 }
 
 /* The device time, us, of kernel `name` launched on grid x 128 threads: measured between
- * events around it on stream s, kept busy before by a 1 ms kernel so that the kernel starts
- * at the first event. */
+ * events around it on stream s, kept busy before by a 50 ms kernel (longer than a loaded
+ * host takes between the first event and the launch) so that the kernel starts at the first
+ * event. */
 static double
 kernel_us(cudaStream_t s, const char *name, unsigned grid)
 {
     CUfunction busy, f;
     cudaEvent_t a, b;
     float ms = 0;
-    CHECK_CU(cuModuleGetFunction(&busy, NULL, "busy_1ms"));
+    CHECK_CU(cuModuleGetFunction(&busy, NULL, "busy_50ms"));
     CHECK_CU(cuModuleGetFunction(&f, NULL, name));
     CHECK_CUDA(cudaEventCreate(&a));
     CHECK_CUDA(cudaEventCreate(&b));
@@ -90,7 +91,7 @@ static void
 test_triton_times(cudaStream_t s)
 {
     double threads = 10000.0 * 128, us;
-    CHECK(simgpu_register_kernel_name("busy_1ms", 1000000) == 0);
+    CHECK(simgpu_register_kernel_name("busy_50ms", 50000000) == 0);
     CHECK(simgpu_register_kernel_name("triton_poi_registered_0", 50000) == 0);
     us = kernel_us(s, "triton_poi_fused_add_0", 10000);
     CHECK(us > 0.99 * (3.0 + threads * 48 / 1.5e6) && us < 1.01 * (3.0 + threads * 48 / 1.5e6));
