@@ -402,6 +402,20 @@ replay_close(replay *rp)
     memset(rp, 0, sizeof *rp);
 }
 
+void
+replay_keep_ranges(replay *rp)
+{
+    for (int32_t r = 0; r < rp->job.n_ranks; r++)
+        job_rank_keep_ranges(&rp->job, &rp->job.ranks[r]);
+}
+
+void
+replay_take_graph(replay *rp, dfg *g)
+{
+    *g = rp->graph;
+    memset(&rp->graph, 0, sizeof rp->graph);
+}
+
 /* The algorithm the kernel of group q's first participant names (ncclname.h), when it
  * names q's operation; else 0. */
 static int
