@@ -81,14 +81,14 @@ build_check_input(job *j, const int64_t *offset_ns, char *errbuf, size_t errlen)
 int
 build_first_op(const job_event *ev, size_t n, uint64_t *start_ns)
 {
-    for (size_t i = 0; i < n; i++) {
+    int found = 0;
+    for (size_t i = 0; i < n && !found; i++) {
         uint32_t k = ev[i].kind;
-        if (k == DPRO_KIND_API || k == DPRO_KIND_COLLECTIVE || is_device_kind(k)) {
-            *start_ns = ev[i].start_ns;
-            return 1; /* events are in start order */
-        }
+        found = k == DPRO_KIND_API || k == DPRO_KIND_COLLECTIVE || is_device_kind(k);
+        if (found)
+            *start_ns = ev[i].start_ns; /* events are in start order */
     }
-    return 0;
+    return found;
 }
 
 int64_t

@@ -19,9 +19,9 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "build.h"
 #include "dpro_log.h"
 #include "dprotrace.h"
-#include "build.h"
 #include "hmap.h"
 #include "job_int.h"
 #include "varint.h"
@@ -713,10 +713,16 @@ job_rank_expand(job_rank *jr)
 {
     size_t n = 0;
     bytes b = {.p = jr->wire, .n = jr->wire_len};
-    if (!jr->wire || jr->events)
-        return 0;
-    jr->events = get_events(&b, &n); /* read once whole when received */
-    return jr->events && n == jr->n_events ? 0 : -1;
+    int rc = 0;
+    if (jr->wire && !jr->events) {
+        jr->events = get_events(&b, &n); /* read once whole when received */
+        if (jr->events && n != jr->n_events) {
+            free(jr->events); /* not this rank's: never */
+            jr->events = NULL;
+        }
+        rc = jr->events ? 0 : -1;
+    }
+    return rc;
 }
 
 void
