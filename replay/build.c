@@ -39,12 +39,16 @@ time_fits(uint64_t t, int64_t shift)
 }
 
 int
-build_check_input(const job *j, const int64_t *offset_ns, char *errbuf, size_t errlen)
+build_check_input(job *j, const int64_t *offset_ns, char *errbuf, size_t errlen)
 {
     int rc = 0;
     for (int32_t r = 0; r < j->n_ranks && rc == 0; r++) {
-        const job_rank *jr = &j->ranks[r];
+        job_rank *jr = &j->ranks[r];
         int64_t off = offset_ns ? offset_ns[r] : 0;
+        if (job_rank_expand(jr) != 0) {
+            snprintf(errbuf, errlen, "out of memory");
+            rc = -2;
+        }
         for (size_t i = 0; i < jr->n_events && rc == 0; i++) {
             const job_event *e = &jr->events[i];
             if (e->kind != DPRO_KIND_API && e->kind != DPRO_KIND_COLLECTIVE &&
@@ -69,8 +73,22 @@ build_check_input(const job *j, const int64_t *offset_ns, char *errbuf, size_t e
                 rc = -1;
             }
         }
+        job_rank_compact(jr);
     }
     return rc;
+}
+
+int
+build_first_op(const job_event *ev, size_t n, uint64_t *start_ns)
+{
+    int found = 0;
+    for (size_t i = 0; i < n && !found; i++) {
+        uint32_t k = ev[i].kind;
+        found = k == DPRO_KIND_API || k == DPRO_KIND_COLLECTIVE || is_device_kind(k);
+        if (found)
+            *start_ns = ev[i].start_ns; /* events are in start order */
+    }
+    return found;
 }
 
 int64_t
@@ -80,15 +98,11 @@ build_time_origin(const job *j, const int64_t *offset_ns)
     for (int32_t r = 0; r < j->n_ranks; r++) {
         const job_rank *jr = &j->ranks[r];
         int64_t off = offset_ns ? offset_ns[r] : 0;
-        for (size_t i = 0; i < jr->n_events; i++) {
-            uint32_t k = jr->events[i].kind;
-            if (k == DPRO_KIND_API || k == DPRO_KIND_COLLECTIVE || is_device_kind(k)) {
-                int64_t t = (int64_t)jr->events[i].start_ns + off;
-                if (t < t0)
-                    t0 = t;
-                break; /* events are in start order */
-            }
-        }
+        uint64_t start = jr->wire ? jr->wire_first_op : 0;
+        int found =
+            jr->wire ? jr->wire_has_first_op : build_first_op(jr->events, jr->n_events, &start);
+        if (found && (int64_t)start + off < t0)
+            t0 = (int64_t)start + off;
     }
     return t0 == INT64_MAX ? 0 : t0;
 }
@@ -785,9 +799,11 @@ build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int rele
     if (rc == 0 && (!p2p || hmap_init(&gm.h, 1024) != 0))
         rc = -1;
     int mismatch_warned = 0;
-    for (int32_t r = 0; r < j->n_ranks && rc == 0; r++)
+    for (int32_t r = 0; r < j->n_ranks && rc == 0; r++) {
         if (j->ranks[r].reader)
-            rc = build_p2p_scan(&j->ranks[r], r, &p2p[r]);
+            rc = job_rank_expand(&j->ranks[r]) == 0 ? build_p2p_scan(&j->ranks[r], r, &p2p[r]) : -1;
+        job_rank_compact(&j->ranks[r]); /* expanded again for its nodes */
+    }
     for (int32_t r = 0; r < j->n_ranks && rc == 0; r++) {
         if (!j->ranks[r].reader)
             continue;
@@ -800,10 +816,12 @@ build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int rele
         c.shift = (offset_ns ? offset_ns[r] : 0) - t0;
         c.mismatch_warned = &mismatch_warned;
         c.p2p = &p2p[r];
-        rc = build_rank(&c, &gm, bounds ? &bounds[r] : NULL);
+        rc = job_rank_expand(c.jr) == 0 ? build_rank(&c, &gm, bounds ? &bounds[r] : NULL) : -1;
         rank_ctx_free(&c);
         if (release)
-            job_rank_keep_ranges(j, &j->ranks[r]);
+            job_rank_keep_ranges(j, &j->ranks[r]); /* its compact form given back too */
+        else
+            job_rank_hold(&j->ranks[r]); /* the caller reads the events on */
     }
     hmap_free(&gm.h);
     free(gm.next);

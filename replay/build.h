@@ -132,6 +132,11 @@ int32_t build_count_capped_lats(const dfg *g, int32_t r);
  * clock. */
 int64_t build_time_origin(const job *j, const int64_t *offset_ns);
 
+/* The start of the first host call, collective or device op among the n events ev (in
+ * start order) into *start_ns: returns 1, or 0 when there is none. What
+ * build_time_origin takes of each rank. */
+int build_first_op(const job_event *ev, size_t n, uint64_t *start_ns);
+
 /* Payload bytes of a collective event as the cost model takes them (count x element size,
  * x nranks for gathers and scatters; else its byte count); saturates at INT64_MAX. */
 int64_t build_collective_bytes(const job_event *ev, int32_t nranks);
@@ -143,9 +148,10 @@ int64_t build_collective_bytes(const job_event *ev, int32_t nranks);
 #define BUILD_BYTES_LIMIT ((int64_t)1 << 50)
 
 /* Checks that the events of j are within the bounds above with the per-rank clock offsets
- * (NULL: none), so that the builder's arithmetic cannot overflow. Returns 0, or -1 with
- * errbuf naming the file, the event and what is out of range. */
-int build_check_input(const job *j, const int64_t *offset_ns, char *errbuf, size_t errlen);
+ * (NULL: none), so that the builder's arithmetic cannot overflow; a rank held compact
+ * (job_rank.wire) is expanded while checked. Returns 0, -1 with errbuf naming the file,
+ * the event and what is out of range, or -2 out of memory. */
+int build_check_input(job *j, const int64_t *offset_ns, char *errbuf, size_t errlen);
 
 /* One end of a point-to-point transfer, as one rank's trace shows it. */
 typedef struct build_p2p_part {
@@ -243,8 +249,9 @@ int64_t build_repair_event_edges(dfg *g);
  * without their peer) are recorded with job_warn; p2p (may be NULL) receives what
  * point-to-point matching did. With release non-zero each rank's events are reduced to
  * its markers and memory events (job_rank_keep_ranges) as soon as its nodes are built,
- * so that the events and the graph do not both peak. Returns 0, or -1 when out of memory
- * (g freed). */
+ * so that the events and the graph do not both peak. A rank held compact (job_rank.wire)
+ * is expanded for each pass over it, and kept expanded after its nodes without release.
+ * Returns 0, or -1 when out of memory (g freed). */
 int build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int release, dfg *g,
               build_p2p_stats *p2p);
 

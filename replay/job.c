@@ -44,6 +44,7 @@ job_free(job *j)
 {
     for (int32_t r = 0; r < j->n_ranks; r++) {
         free(j->ranks[r].events);
+        free(j->ranks[r].wire);
         free(j->ranks[r].bounds);
         job_rank_forget(&j->ranks[r]);
         free(j->ranks[r].path);

@@ -135,6 +135,15 @@ typedef struct job_rank {
     job_align_part *align;           /* its clock alignment samples */
     struct replay_rank_iters *iters; /* its iterations (replay_rank_iterations), sent
                                       * only when no load's cut (bounds) placed them */
+    /* shared reading, process 0, not folding: a rank another process read keeps its
+     * events in the compact form they came in (n_events of them, wire_len bytes), and
+     * `events` holds them expanded only while a pass reads them (job_rank_expand, then
+     * job_rank_compact): every rank's 160-byte events are never held at once. NULL: the
+     * events are held expanded. */
+    unsigned char *wire;
+    size_t wire_len;
+    uint64_t wire_first_op; /* with wire: the start of its first op (build_first_op), */
+    int wire_has_first_op;  /* when it has one */
 } job_rank;
 
 typedef struct job {
@@ -214,6 +223,20 @@ void job_align_part_free(job_align_part *a);
 /* Drops what another process took from jr's events (jr->align, jr->iters): for a caller
  * that replaces or reduces them. Cannot fail. */
 void job_rank_forget(job_rank *jr);
+
+/* Makes jr->events hold rank jr's events: expanded from their compact form when they
+ * are held so (jr->wire) and not expanded yet; else nothing to do. Returns 0, or -1 out
+ * of memory. */
+int job_rank_expand(job_rank *jr);
+
+/* Gives back the expanded events of a rank held compact (jr->wire), for a pass done
+ * reading them (job_rank_expand makes them again); a rank held expanded keeps them.
+ * Cannot fail. */
+void job_rank_compact(job_rank *jr);
+
+/* Holds rank jr's events expanded from now on when they are (their compact form given
+ * back): for a caller that reads them on. Cannot fail. */
+void job_rank_hold(job_rank *jr);
 
 /* Keeps of rank jr's loaded events only the markers (iteration markers, host ranges) and
  * the memory events, in order, and gives the others' memory back (job_trim on j). For a

@@ -372,6 +372,9 @@ void
 job_rank_keep_ranges(job *j, job_rank *jr)
 {
     size_t k = 0;
+    free(jr->wire); /* the events kept are held expanded */
+    jr->wire = NULL;
+    jr->wire_len = 0;
     for (size_t i = 0; i < jr->n_events; i++)
         if (jr->events[i].kind == DPRO_KIND_MARKER || jr->events[i].kind == DPRO_KIND_MEMORY)
             jr->events[k++] = jr->events[i];

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "build.h"
 #include "dpro_log.h"
 #include "dprotrace.h"
 #include "hmap.h"
@@ -665,10 +666,26 @@ typedef struct received {
     uint64_t bytes, events, ev_bytes, sig_rows, sig_bytes;
 } received;
 
-/* Takes one rank's read from b into t (what process 0 knew of it replaced), counting it
- * in *rv. */
+/* Keeps the events get_events just read from b (from at) compact in jr->wire, their
+ * expanded copy given back. Sets b->fail when out of memory. */
 static void
-get_rank(bytes *b, rank_task *t, received *rv)
+keep_compact(bytes *b, size_t at, job_rank *jr)
+{
+    jr->wire_has_first_op = build_first_op(jr->events, jr->n_events, &jr->wire_first_op);
+    jr->wire_len = b->at - at;
+    jr->wire = b->fail ? NULL : malloc(jr->wire_len);
+    if (jr->wire)
+        memcpy(jr->wire, b->p + at, jr->wire_len);
+    else
+        b->fail = 1;
+    free(jr->events);
+    jr->events = NULL;
+}
+
+/* Takes one rank's read from b into t (what process 0 knew of it replaced), counting it
+ * in *rv; with compact, its events kept compact (job_rank.wire). */
+static void
+get_rank(bytes *b, rank_task *t, received *rv, int compact)
 {
     job_rank *jr = t->jr;
     get_outcome(b, t);
@@ -679,7 +696,9 @@ get_rank(bytes *b, rank_task *t, received *rv)
     jr->dropped = (uint64_t)get_i64(b);
     free(jr->events);
     size_t at = b->at;
-    jr->events = get_events(b, &jr->n_events);
+    jr->events = get_events(b, &jr->n_events); /* read whole: a damaged message fails here */
+    if (compact && jr->events)
+        keep_compact(b, at, jr);
     rv->ev_bytes += b->at - at;
     rv->events += jr->n_events;
     at = b->at;
@@ -687,6 +706,42 @@ get_rank(bytes *b, rank_task *t, received *rv)
     rv->sig_bytes += t->sig ? b->at - at - SIG_HEAD : 0;
     rv->sig_rows += t->sig ? t->sig->n : 0;
     get_taken(b, jr);
+}
+
+int
+job_rank_expand(job_rank *jr)
+{
+    size_t n = 0;
+    bytes b = {.p = jr->wire, .n = jr->wire_len};
+    int rc = 0;
+    if (jr->wire && !jr->events) {
+        jr->events = get_events(&b, &n); /* read once whole when received */
+        if (jr->events && n != jr->n_events) {
+            free(jr->events); /* not this rank's: never */
+            jr->events = NULL;
+        }
+        rc = jr->events ? 0 : -1;
+    }
+    return rc;
+}
+
+void
+job_rank_hold(job_rank *jr)
+{
+    if (jr->events) {
+        free(jr->wire);
+        jr->wire = NULL;
+        jr->wire_len = 0;
+    }
+}
+
+void
+job_rank_compact(job_rank *jr)
+{
+    if (jr->wire) {
+        free(jr->events);
+        jr->events = NULL;
+    }
 }
 
 void
@@ -832,7 +887,7 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
             b.p = buf;
             rv.bytes += b.n;
             if (rc == 0)
-                get_rank(&b, &t[i], &rv);
+                get_rank(&b, &t[i], &rv, !reps && !t[i].bpos);
             if (rc == 0 && b.fail)
                 rc = DPRO_ERR_NOMEM;
             free(buf);

@@ -51,8 +51,12 @@ match_period_phases(job *j, replay_rank_iters *iters)
     period_scan *ps = calloc((size_t)n + 1, sizeof *ps);
     int rc = ps ? 0 : -1;
     for (int32_t r = 0; r < n && rc == 0; r++)
-        if (j->ranks[r].reader && iters[r].method == ITER_PERIOD && !j->ranks[r].bounds)
-            rc = period_scan_rank(&j->ranks[r], &ps[r]) == 0 ? period_scan_trim(&ps[r]) : -1;
+        if (j->ranks[r].reader && iters[r].method == ITER_PERIOD && !j->ranks[r].bounds) {
+            rc = job_rank_expand(&j->ranks[r]) == 0 && period_scan_rank(&j->ranks[r], &ps[r]) == 0
+                     ? period_scan_trim(&ps[r])
+                     : -1;
+            job_rank_compact(&j->ranks[r]);
+        }
     if (rc == 0)
         rc = period_match(j, ps, iters);
     for (int32_t r = 0; ps && r < n; r++)
@@ -244,9 +248,10 @@ take_iterations(job *j, replay_rank_iters *iters)
             free(jr->iters);
             jr->iters = NULL;
             received++;
-        } else if (replay_rank_iterations(jr, &iters[r]) != 0) {
+        } else if (job_rank_expand(jr) != 0 || replay_rank_iterations(jr, &iters[r]) != 0) {
             rc = -1;
         }
+        job_rank_compact(jr);
     }
     if (rc == 0 && received > 0)
         pr_info("iterations: those of %d of the %d present ranks found where they were read",
@@ -342,9 +347,11 @@ align_job(replay *rp)
             continue;
         present[r] = 1;
         received += jr->align != NULL;
-        if (!jr->align && (!(jr->align = calloc(1, sizeof *jr->align)) ||
-                           replay_rank_align_samples(jr, r, jr->align) != 0))
+        if (!jr->align &&
+            (!(jr->align = calloc(1, sizeof *jr->align)) || job_rank_expand(jr) != 0 ||
+             replay_rank_align_samples(jr, r, jr->align) != 0))
             rc = -1;
+        job_rank_compact(jr);
         if (rc == 0) {
             parts[r] = jr->align->s;
             counts[r] = jr->align->n;
@@ -400,6 +407,20 @@ replay_close(replay *rp)
     sim_result_free(&rp->sim);
     job_free(&rp->job);
     memset(rp, 0, sizeof *rp);
+}
+
+void
+replay_keep_ranges(replay *rp)
+{
+    for (int32_t r = 0; r < rp->job.n_ranks; r++)
+        job_rank_keep_ranges(&rp->job, &rp->job.ranks[r]);
+}
+
+void
+replay_take_graph(replay *rp, dfg *g)
+{
+    *g = rp->graph;
+    memset(&rp->graph, 0, sizeof rp->graph);
 }
 
 /* The algorithm the kernel of group q's first participant names (ncclname.h), when it
@@ -536,7 +557,10 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
     }
     if (align_job(rp) != 0)
         goto oom;
-    if (build_check_input(j, rp->align.offset_ns, errbuf, errlen) != 0) {
+    int bad = build_check_input(j, rp->align.offset_ns, errbuf, errlen);
+    if (bad == -2)
+        goto oom;
+    if (bad != 0) {
         free(bb);
         replay_close(rp);
         return DPRO_ERR_CORRUPT;

@@ -535,6 +535,7 @@ prepare(args *a, state *st)
     if (nks < 0)
         return -1;
     wo->n_kernel_samples = (size_t)nks;
+    replay_keep_ranges(rp); /* the rest of the events is read no more (--chrome: ranges) */
     return 0;
 }
 
@@ -575,8 +576,7 @@ analyze(args *a, state *st)
     replay *rp = &st->rp;
     workload_options *wo = &a->wo;
 
-    if (dfg_clone(&st->work, &rp->graph) != 0)
-        return -1;
+    replay_take_graph(rp, &st->work); /* the working graph: the replay's is read no more */
     st->have_work = 1;
     int wrc = workload_analyze(&st->w, &st->work, &st->base, rp->iter_first, rp->iter_last,
                                &rp->model, st->mem_rank >= 0 ? &st->mem : NULL, st->mem_rank, wo);
@@ -702,7 +702,7 @@ print_text(const args *a, const state *st)
     double evals_per_s = sr->elapsed_s > 0 ? (double)sr->evaluations / sr->elapsed_s : 0;
     char buf[2048];
     printf("job %s: %d ranks, %d iterations compared; replayed %.1f us per iteration\n",
-           rp->job.job_id ? rp->job.job_id : "?", rp->graph.n_ranks,
+           rp->job.job_id ? rp->job.job_id : "?", st->work.n_ranks,
            rp->iter_last - rp->iter_first + 1, w->measured_iter_ns / 1000.0);
     printf("baseline: %.1f us per iteration, peak memory ", base_us);
     print_bytes(stdout, sr->baseline.eval.peak_bytes);

@@ -25,8 +25,8 @@ typedef struct args {
 
 /* The analysis of one job, from the replay to the strategies found. */
 typedef struct state {
-    replay rp;
-    dfg work;
+    replay rp; /* its graph moved into work once prepared, its events kept to the ranges */
+    dfg work;  /* the working graph (the replay's) */
     int have_work;
     workload w;
     sim_result base, best_sim;

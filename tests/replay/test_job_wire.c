@@ -5,7 +5,9 @@
  * signed fields, starts out of order, ends before starts, correlations going back),
  * random signature rows (structures repeated and new, negative and extreme times); what
  * is cut short or has bytes left over is refused; and an event holding a few small
- * fields costs a few bytes, not its 160. */
+ * fields costs a few bytes, not its 160. A rank held compact as process 0 keeps one it
+ * received (job_rank.wire) expands to the same events, bit for bit, gives them back and
+ * expands again, keeps them once held (job_rank_hold), and a cut form does not expand. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +95,31 @@ roundtrip(const job_event *ev, size_t n, const job_fold_sig *s)
     free(p);
 }
 
+/* The rank of n events ev held compact, expanded, given back, expanded again, held. */
+static void
+compact_rank(const job_event *ev, size_t n)
+{
+    unsigned char *p = NULL;
+    size_t len = 0;
+    REQUIRE(job_share_wire_pack(ev, n, NULL, &p, &len) == 0);
+    job_rank jr = {.wire = p, .wire_len = len / 2, .n_events = n};
+    CHECK(job_rank_expand(&jr) != 0 && !jr.events); /* cut short */
+    jr.wire_len = len;
+    for (int pass = 0; pass < 2; pass++) {
+        CHECK(job_rank_expand(&jr) == 0);
+        CHECK(jr.events && memcmp(jr.events, ev, n * sizeof *ev) == 0);
+        CHECK(job_rank_expand(&jr) == 0); /* expanded already: the same array */
+        job_rank_compact(&jr);
+        CHECK(!jr.events && jr.wire == p && jr.n_events == n);
+    }
+    CHECK(job_rank_expand(&jr) == 0);
+    job_rank_hold(&jr);
+    CHECK(!jr.wire && jr.events && memcmp(jr.events, ev, n * sizeof *ev) == 0);
+    job_rank_compact(&jr); /* held expanded: kept */
+    CHECK(jr.events != NULL);
+    free(jr.events);
+}
+
 int
 main(void)
 {
@@ -140,6 +167,8 @@ main(void)
     CHECK(len < 100 * 12);
     free(p);
     roundtrip(k, 100, NULL);
+    compact_rank(ev, N);
+    compact_rank(k, 100);
     job_fold_sig_free(&s);
     free(ev);
     return tests_done();
