@@ -164,6 +164,22 @@ int replay_scale_host_node(dfg *g, int32_t n, double factor);
  * below 2. */
 int32_t replay_scale_ranks(const costmodel *m, dfg *g, int32_t n_from, int32_t n_to);
 
+/* Fewest arrivals replay_rank_wait learns from. */
+#define REPLAY_RANK_WAIT_MIN_SAMPLES 16
+
+/* What-if "the job on n_to ranks", the waits more ranks add (whatif.c): a collective ends
+ * after its last participant arrives, and the latest of n_to ranks whose hosts and
+ * devices jitter is later than the latest of n_from. Learned from g's groups of n_from
+ * participants, one per rank, all starting in [w0, w1) (graph ns: the compared window):
+ * each participant's arrival less its group's mean arrival, less its rank's mean of
+ * those (a rank's steady lateness, which the traced ranks keep), pooled over the ranks;
+ * with F that distribution, the expected maximum of n_to independent draws of F less
+ * that of n_from draws is added to the transfer time of every group of n_to ranks (call
+ * after replay_scale_ranks). Returns that wait in ns (0 with fewer than
+ * REPLAY_RANK_WAIT_MIN_SAMPLES arrivals, or n_to <= n_from), -1 when n_from or n_to is
+ * below 2, -2 out of memory. */
+int64_t replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1);
+
 /* Compared iteration k (rp->iter_first <= k <= rp->iter_last) of rank r, measured and
  * simulated (rp simulated): stores in *trace_t0 and *trace_t1 where it starts and ends on
  * the rank's own trace clock (the ends of its boundary operations as the trace has them,

@@ -1,5 +1,7 @@
 /* whatif.c: what-ifs about the ranks of a job: one rank slower, more ranks (replay.h). */
+#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "replay.h"
 
@@ -48,5 +50,99 @@ replay_scale_ranks(const costmodel *m, dfg *g, int32_t n_from, int32_t n_to)
         g->grp_nranks[q] = n_to;
         rc++;
     }
+    return rc;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The expected maximum of k independent draws from the m sorted values v (each drawn
+ * with probability 1/m). */
+static double
+expected_max(const double *v, size_t m, int32_t k)
+{
+    double e = 0;
+    for (size_t i = 0; i < m; i++)
+        e += v[i] * (pow((double)(i + 1) / (double)m, k) - pow((double)i / (double)m, k));
+    return e;
+}
+
+/* 1 when group q (of n_to ranks: replay_scale_ranks repriced it) has n_from
+ * participants, each on a rank below g->n_ranks, all starting in [w0, w1). */
+static int
+group_sampled(const dfg *g, int32_t q, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1)
+{
+    int ok = g->grp_nranks[q] == n_to && g->grp_members[q] == n_from;
+    for (int32_t p = g->grp_first[q]; ok && p >= 0; p = dfg_next_in_group(g, p))
+        ok = g->mstart[p] >= w0 && g->mstart[p] < w1 && dfg_rank(g, p) >= 0 &&
+             dfg_rank(g, p) < g->n_ranks;
+    return ok;
+}
+
+/* Pools the arrival jitter of the sampled groups into v (room for every participant):
+ * each participant's start less its group's mean start, less its rank's mean of those
+ * (off, n_ranks entries, zeroed by the caller, with cnt). Returns the count. */
+static size_t
+pool_jitter(const dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1, double *off,
+            double *cnt, double *v)
+{
+    size_t m = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t q = 0; q < g->n_groups; q++) {
+            double mean = 0;
+            if (!group_sampled(g, q, n_from, n_to, w0, w1))
+                continue;
+            for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p))
+                mean += (double)g->mstart[p] / n_from;
+            for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p)) {
+                int32_t r = dfg_rank(g, p);
+                double dev = (double)g->mstart[p] - mean;
+                if (pass == 0) {
+                    off[r] += dev;
+                    cnt[r] += 1;
+                } else {
+                    v[m++] = dev - off[r] / cnt[r];
+                }
+            }
+        }
+    }
+    return m;
+}
+
+int64_t
+replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1)
+{
+    int64_t rc = 0;
+    size_t cap = 0, m = 0;
+    double *off = NULL, *cnt = NULL, *v = NULL;
+    if (n_from < 2 || n_to < 2) {
+        rc = -1;
+    } else {
+        for (int32_t q = 0; q < g->n_groups; q++)
+            cap += group_sampled(g, q, n_from, n_to, w0, w1) ? (size_t)n_from : 0;
+        off = calloc((size_t)g->n_ranks + 1, sizeof *off);
+        cnt = calloc((size_t)g->n_ranks + 1, sizeof *cnt);
+        v = malloc((cap ? cap : 1) * sizeof *v);
+        if (!off || !cnt || !v)
+            rc = -2;
+    }
+    if (rc == 0)
+        m = pool_jitter(g, n_from, n_to, w0, w1, off, cnt, v);
+    if (rc == 0 && m >= REPLAY_RANK_WAIT_MIN_SAMPLES && n_to > n_from) {
+        double e;
+        qsort(v, m, sizeof *v, cmp_double);
+        e = expected_max(v, m, n_to) - expected_max(v, m, n_from);
+        rc = e > 0 ? (int64_t)llround(e) : 0;
+    }
+    for (int32_t q = 0; rc > 0 && q < g->n_groups; q++)
+        if (g->grp_nranks[q] == n_to)
+            g->grp_dur[q] += rc;
+    free(off);
+    free(cnt);
+    free(v);
     return rc;
 }

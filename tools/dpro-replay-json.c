@@ -326,6 +326,7 @@ json_models(json_writer *j, const report *rep)
                 json_string(j, replay_cmd_ranks_assumed(&rp->model, k));
             json_end_array(j);
             json_host_share(j, rep->hs);
+            json_kv_double(j, "rank_wait_us", (double)rep->rank_wait_ns / 1e3);
         }
         json_kv_double(j, "predicted_iter_us", ws->simulated_us);
         json_kv_double(j, "predicted_median_iter_us", ws->simulated_median_us);

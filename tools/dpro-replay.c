@@ -366,14 +366,34 @@ host_share(replay *rp, const args *a, hostshare *hs, dfg *g)
     return rc;
 }
 
+/* The waits the what-if's n_to ranks add at the collectives of g (replay_rank_wait),
+ * learned from rp's compared iterations (rank 0's window), in *wait_ns. Returns 0, or -1
+ * out of memory. */
+static int
+rank_wait(const replay *rp, dfg *g, int32_t n_to, int64_t *wait_ns)
+{
+    const int32_t *b;
+    int32_t nb = dfg_iterations(&rp->graph, 0, &b);
+    int64_t w = 0;
+    *wait_ns = 0;
+    if (rp->iter_first >= 0 && rp->iter_last >= rp->iter_first && rp->iter_last + 1 < nb &&
+        b[rp->iter_first] >= 0 && b[rp->iter_last + 1] >= 0)
+        w = replay_rank_wait(g, rp->job.n_ranks, n_to, dfg_mend(&rp->graph, b[rp->iter_first]),
+                             dfg_mend(&rp->graph, b[rp->iter_last + 1]));
+    if (w > 0)
+        *wait_ns = w;
+    return w == -2 ? -1 : 0;
+}
+
 /* The what-ifs asked (--what-if-scale-kernels, --what-if-slow-rank/-host, --what-if-ranks),
  * applied together to a copy of the graph and simulated over the same iterations into
- * *ws (*hs: the host-share model of --what-if-ranks). Returns 1 when *ws holds it, 0 when
+ * *ws (*hs: the host-share model of --what-if-ranks; *wait_ns: the wait its ranks add at
+ * each collective). Returns 1 when *ws holds it, 0 when
  * it does not cover them, -1 out of memory, -2 when no kernel is named a->kclass, -3 when
  * a slowed rank has no operations in the graph, -4 when the job has one rank (no
  * collective to extrapolate from), -5 when a trace's CPU samples are malformed (said). */
 static int
-what_if(replay *rp, const args *a, replay_summary *ws, hostshare *hs)
+what_if(replay *rp, const args *a, replay_summary *ws, hostshare *hs, int64_t *wait_ns)
 {
     dfg copy;
     sim_result wres;
@@ -396,6 +416,8 @@ what_if(replay *rp, const args *a, replay_summary *ws, hostshare *hs)
     if (rc == 0 && a->ranks_to > 0 &&
         replay_scale_ranks(&rp->model, &copy, rp->job.n_ranks, a->ranks_to) < 0)
         rc = -4;
+    if (rc == 0 && a->ranks_to > 0)
+        rc = rank_wait(rp, &copy, a->ranks_to, wait_ns);
     if (rc == 0 && a->ranks_to > 0)
         rc = host_share(rp, a, hs, &copy);
     if (rc == 0 &&
@@ -507,6 +529,10 @@ print_text(const report *rep)
             replay_cmd_host_share_line(rep->hs, line, sizeof line);
             printf("  host share: %s\n", line);
         }
+        if (a->ranks_to > 0)
+            printf("  waits at %d ranks: each collective +%.1f us (the latest of %d jittering "
+                   "arrivals, learned from the trace's)\n",
+                   a->ranks_to, (double)rep->rank_wait_ns / 1e3, a->ranks_to);
     }
     if (rep->have_perturb) {
         const replay_perturbation *p = rep->pt;
@@ -658,9 +684,9 @@ main(int argc, char **argv)
                  "%d operations could not be simulated (circular dependencies, e.g. around "
                  "'%s'); the simulated times are partial",
                  rp.sim.n_unfinished, dfg_name(&rp.graph, rp.graph.name[rp.sim.first_unfinished]));
-    report rep = {&rp, &s, &ws, 0, &typ, 0, &pt, 0, &hs, &a};
+    report rep = {&rp, &s, &ws, 0, &typ, 0, &pt, 0, &hs, &a, 0};
     if ((a.kscale > 0 || a.slow_gpu_rank >= 0 || a.slow_host_rank >= 0 || a.ranks_to > 0) &&
-        (rep.have_whatif = what_if(&rp, &a, &ws, &hs)) < 0) {
+        (rep.have_whatif = what_if(&rp, &a, &ws, &hs, &rep.rank_wait_ns)) < 0) {
         if (rep.have_whatif == -2)
             pr_err("%s: no kernel is named '%s' (--what-if-class)", a.dir, a.kclass);
         else if (rep.have_whatif == -4)

@@ -38,6 +38,7 @@ typedef struct report {
     int have_perturb;
     const hostshare *hs; /* --what-if-ranks: the host-share model (hs->known: applied) */
     const args *a;
+    int64_t rank_wait_ns; /* --what-if-ranks: the wait more ranks add (replay_rank_wait) */
 } report;
 
 /* The name of a critical-path entry's kind (api, kernel, memcpy, memset, collective). */

@@ -284,11 +284,68 @@ test_named_algorithms(void)
     CHECK(fabs((double)costmodel_extrapolate_ranks(&m, ar, 2, 4, b, t2) - want) < 2);
 }
 
+/* Gives rank 1's participant of every group an arrival c + j or c - j (alternating) after
+ * rank 0's. */
+static void
+set_arrivals(dfg *g, int64_t c, int64_t j)
+{
+    for (int32_t q = 0; q < g->n_groups; q++) {
+        int64_t t0 = -1;
+        for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p))
+            if (dfg_rank(g, p) == 0)
+                t0 = g->mstart[p];
+        REQUIRE(t0 >= 0);
+        for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p))
+            if (dfg_rank(g, p) == 1)
+                g->mstart[p] = t0 + c + (q % 2 ? j : -j);
+    }
+}
+
+static void
+test_rank_wait(void)
+{
+    synth_params p;
+    synth_defaults(&p);
+    p.ranks = 2;
+    costmodel m;
+    fit_2_ranks(&m, (double)p.coll_alpha_ns, p.coll_beta_bpns);
+    dfg g;
+    REQUIRE(synth_dfg(&p, &g) == 0);
+    REQUIRE(g.n_groups * 2 >= REPLAY_RANK_WAIT_MIN_SAMPLES && g.n_groups % 2 == 0);
+    CHECK_EQ(replay_scale_ranks(&m, &g, 2, 4), g.n_groups);
+    /* a steady lateness of rank 1 and no jitter: the traced ranks keep it, nothing added */
+    set_arrivals(&g, 300000, 0);
+    CHECK_EQ(replay_rank_wait(&g, 2, 4, INT64_MIN, INT64_MAX), 0);
+    /* rank 1 arrives c +- j after rank 0: about their group's mean the ranks sit at
+     * +-(c +- j)/2, less their means +-c/2 a jitter of +-j/2; the latest of k draws of
+     * that two-point distribution is j/2 (1 - 2^(1-k)) on average, so 4 ranks wait
+     * 3j/16 more than 2 */
+    set_arrivals(&g, 300000, 80000);
+    int64_t *before = malloc((size_t)g.n_groups * sizeof *before);
+    REQUIRE(before);
+    for (int32_t q = 0; q < g.n_groups; q++)
+        before[q] = g.grp_dur[q];
+    double base = iter_of(&g, 0);
+    CHECK_EQ(replay_rank_wait(&g, 2, 4, INT64_MIN, INT64_MAX), 3 * 80000 / 16);
+    for (int32_t q = 0; q < g.n_groups; q++)
+        CHECK_EQ(g.grp_dur[q], before[q] + 3 * 80000 / 16);
+    CHECK(iter_of(&g, 0) > base);
+    /* no group of 8 ranks (they were repriced for 4) */
+    CHECK_EQ(replay_rank_wait(&g, 2, 8, INT64_MIN, INT64_MAX), 0);
+    /* no arrival in the window, fewer ranks, bad counts */
+    CHECK_EQ(replay_rank_wait(&g, 2, 4, INT64_MAX - 1, INT64_MAX), 0);
+    CHECK_EQ(replay_rank_wait(&g, 4, 2, INT64_MIN, INT64_MAX), 0);
+    CHECK_EQ(replay_rank_wait(&g, 1, 4, INT64_MIN, INT64_MAX), -1);
+    free(before);
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
     test_slow_rank();
     test_scale_ranks();
+    test_rank_wait();
     test_extrapolate_regimes();
     test_named_algorithms();
     return tests_done();
