@@ -297,6 +297,8 @@ dfg_clone(dfg *d, const dfg *s)
     d->job_nodes = s->job_nodes;
     d->job_edges = s->job_edges;
     d->job_groups = s->job_groups;
+    d->grp_wait_ns = s->grp_wait_ns;
+    d->grp_wait_nranks = s->grp_wait_nranks;
 #define DUP(f, cap, n) rc |= dup_array((void **)&d->f, s->f, sizeof *s->f, cap, n)
     DUP(kind, s->cap_nodes, s->n_nodes);
     DUP(flags, s->cap_nodes, s->n_nodes);

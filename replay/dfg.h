@@ -172,6 +172,9 @@ typedef struct dfg {
     int64_t *grp_dur;     /* transfer time the simulator uses, ns */
     int64_t *grp_mdur;    /* measured transfer time (end - last arrival), ns; -1 none */
     uint64_t *grp_comm, *grp_seq;
+    int64_t grp_wait_ns;     /* groups of grp_wait_nranks ranks start their transfer this
+                              * long after their last arrival (replay_rank_wait) */
+    int32_t grp_wait_nranks; /* 0: no such wait */
 
     /* ---- ranks ---- */
     int32_t n_ranks;    /* rank indices 0 .. n_ranks-1 (a missing rank has no nodes) */

@@ -174,8 +174,9 @@ int32_t replay_scale_ranks(const costmodel *m, dfg *g, int32_t n_from, int32_t n
  * each participant's arrival less its group's mean arrival, less its rank's mean of
  * those (a rank's steady lateness, which the traced ranks keep), pooled over the ranks;
  * with F that distribution, the expected maximum of n_to independent draws of F less
- * that of n_from draws is added to the transfer time of every group of n_to ranks (call
- * after replay_scale_ranks). Returns that wait in ns (0 with fewer than
+ * that of n_from draws is the wait (g->grp_wait_ns) after the last arrival at every group
+ * of n_to ranks before its transfer starts, as if the latest rank arrived that much later
+ * (call after replay_scale_ranks). Returns that wait in ns (0 with fewer than
  * REPLAY_RANK_WAIT_MIN_SAMPLES arrivals, or n_to <= n_from), -1 when n_from or n_to is
  * below 2, -2 out of memory. */
 int64_t replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1);

@@ -185,12 +185,15 @@ sim_begin(sim_state *s)
     }
 }
 
-/* The group's transfer starts at its last arrival: its participants here end. */
+/* The group's transfer starts at its last arrival (later by the wait of a what-if's
+ * ranks not in the graph, grp_wait_ns): its participants here end. */
 SIM_INLINE void
 group_transfer(sim_state *s, int32_t q)
 {
     const dfg *g = s->g;
     sim_result *r = s->r;
+    if (g->grp_wait_ns > 0 && g->grp_nranks[q] == g->grp_wait_nranks)
+        r->grp_arrival[q] += g->grp_wait_ns;
     int64_t tend = r->grp_arrival[q] + g->grp_dur[q];
     int32_t last = r->grp_last[q];
     for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p)) {

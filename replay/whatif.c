@@ -138,9 +138,10 @@ replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1)
         e = expected_max(v, m, n_to) - expected_max(v, m, n_from);
         rc = e > 0 ? (int64_t)llround(e) : 0;
     }
-    for (int32_t q = 0; rc > 0 && q < g->n_groups; q++)
-        if (g->grp_nranks[q] == n_to)
-            g->grp_dur[q] += rc;
+    if (rc >= 0) {
+        g->grp_wait_ns = rc;
+        g->grp_wait_nranks = n_to;
+    }
     free(off);
     free(cnt);
     free(v);

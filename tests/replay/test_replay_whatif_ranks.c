@@ -327,9 +327,23 @@ test_rank_wait(void)
         before[q] = g.grp_dur[q];
     double base = iter_of(&g, 0);
     CHECK_EQ(replay_rank_wait(&g, 2, 4, INT64_MIN, INT64_MAX), 3 * 80000 / 16);
+    CHECK_EQ(g.grp_wait_ns, 3 * 80000 / 16);
+    CHECK_EQ(g.grp_wait_nranks, 4);
     for (int32_t q = 0; q < g.n_groups; q++)
-        CHECK_EQ(g.grp_dur[q], before[q] + 3 * 80000 / 16);
+        CHECK_EQ(g.grp_dur[q], before[q]); /* a wait, not a longer transfer */
     CHECK(iter_of(&g, 0) > base);
+    /* the transfer starts that long after the last arrival and lasts what it did */
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(sim_run(&g, &res) == 0 && res.n_unfinished == 0);
+    for (int32_t q = 0; q < g.n_groups; q++) {
+        int64_t last = INT64_MIN;
+        for (int32_t p = g.grp_first[q]; p >= 0; p = dfg_next_in_group(&g, p))
+            last = res.start[p] > last ? res.start[p] : last;
+        CHECK_EQ(res.grp_arrival[q], last + 3 * 80000 / 16);
+        CHECK_EQ(res.end[g.grp_first[q]], res.grp_arrival[q] + g.grp_dur[q]);
+    }
+    sim_result_free(&res);
     /* no group of 8 ranks (they were repriced for 4) */
     CHECK_EQ(replay_rank_wait(&g, 2, 8, INT64_MIN, INT64_MAX), 0);
     /* no arrival in the window, fewer ranks, bad counts */
