@@ -77,8 +77,10 @@ world's. The more-ranks kind is predicted with all its ranks on this one host, a
 runs them (--what-if-ranks-per-host N: the host-share model scales the host time by the
 CPU the trace says the ranks want over the cores it recorded); no_share_predicted_us and
 no_share_error_pct are the prediction with the traced layout (no ranks added to a host,
-no host time scaled) and host_time_scale the scale applied. Before the closing line the suite names the pairs whose changed run lagged by more
-than LAG_SHARE (10 %) of its iteration, with the others' mean |error|.
+no host time scaled), host_time_scale the scale applied and rank_wait_us the wait the
+more ranks' arrival jitter adds at each collective (docs/models.md). Before the closing
+line the suite names the pairs whose changed run lagged by more than LAG_SHARE (10 %) of
+its iteration, with the others' mean |error|.
 
 Environment: top_builddir (default .), DPRO_FIDELITY_SEED, FIDELITY_PAIRS (default 40),
 FIDELITY_ITERATIONS (measured iterations per run, default 20), FIDELITY_ATTEMPTS (3),
@@ -122,7 +124,7 @@ COLUMNS = ["pair", "kind", "world_seed", "profile", "job", "change", "base_us", 
            "peak_error_pct", "budget_mib", "base_lag_us", "realised_lag_us",
            "realised_device_us", "device_error_pct", "base_cpu_ms_per_iter", "realised_cpu_ms_per_iter",
            "cores_at_predicted", "mean_predicted_us", "mean_error_pct", "no_share_predicted_us",
-           "no_share_error_pct", "host_time_scale"]
+           "no_share_error_pct", "host_time_scale", "rank_wait_us"]
 
 
 class PairError(Exception):
@@ -344,6 +346,7 @@ def predict(pair, base_dir, base_peak, added, slowdown):
         if more_ranks:
             hs = j["what_if"].get("host_share", {})
             pair.setdefault("host_scale", []).append(hs.get("host_time_scale", 1.0))
+            pair.setdefault("rank_wait", []).append(j["what_if"].get("rank_wait_us", 0.0))
         return (j["simulated_median_iter_us"], j["what_if"]["predicted_median_iter_us"], None,
                 added, None, j["what_if"]["predicted_iter_us"])
     if added is None:
@@ -421,7 +424,8 @@ def one_pair(pair, work, iterations, attempts):
             "no_share_predicted_us": median(pair["no_share"]) if "no_share" in pair else None,
             "no_share_error_pct": 100.0 * (new_us - median(pair["no_share"]))
             / median(pair["no_share"]) if "no_share" in pair else None,
-            "host_time_scale": median(pair["host_scale"]) if "host_scale" in pair else None}
+            "host_time_scale": median(pair["host_scale"]) if "host_scale" in pair else None,
+            "rank_wait_us": median(pair["rank_wait"]) if "rank_wait" in pair else None}
 
 
 def slower_than_said(r):
