@@ -352,7 +352,7 @@ coll_bg_main(void *arg)
                 coll_bg.failed = 1;
                 atomic_store(&coll_recording, 0);
             }
-        } else if (coll_bg.w == NULL && coll_test_drain_pause_ms) {
+        } else if (coll_bg.w == NULL && !coll_bg.failed && coll_test_drain_pause_ms) {
             /* testing only: the moment between this look and the drain, widened */
             struct timespec pause = {(time_t)(coll_test_drain_pause_ms / 1000),
                                      (long)(coll_test_drain_pause_ms % 1000) * 1000000L};
