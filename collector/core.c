@@ -105,6 +105,8 @@ coll_env_range(const char *name, long dflt, long lo, long hi)
     return x;
 }
 
+uint32_t coll_test_drain_pause_ms;
+
 int coll_output_too_long;
 
 /* Reads the DPRO_* settings into coll_cfg (defaults for what is unset; malformed values are
@@ -113,6 +115,7 @@ static void
 coll_settings_read(void)
 {
     coll_test_clock_offset_ns = coll_env_long("DPRO_TEST_CLOCK_OFFSET_NS", 0);
+    coll_test_drain_pause_ms = (uint32_t)coll_env_range("DPRO_TEST_DRAIN_PAUSE_MS", 0, 0, 60000);
     const char *out = getenv("DPRO_OUTPUT");
     if (out && strlen(out) >= sizeof coll_cfg.output) {
         /* never cut: the cut name would be another directory */

@@ -38,6 +38,11 @@ COLL_HIDDEN int coll_env_bool(const char *name, int dflt);
  * CLOCK_MONOTONIC were skewed; lets the replay's clock alignment be tested on one host. */
 COLL_HIDDEN extern int64_t coll_test_clock_offset_ns;
 
+/* DPRO_TEST_DRAIN_PAUSE_MS (testing only): while the process has no trace file yet, the
+ * writer thread waits this long after each look that finds no record, before its drain:
+ * widens the moment in which a thread's first record may come in (test-hardening.py). */
+COLL_HIDDEN extern uint32_t coll_test_drain_pause_ms;
+
 /* DPRO_OUTPUT does not fit coll_cfg.output: the process records nothing. */
 COLL_HIDDEN extern int coll_output_too_long;
 

@@ -182,18 +182,26 @@ coll_reap_rings(void)
 
 /* Drains every ring with no collector lock held (conversion, interning, SQLite and name
  * lookups must never make a hook wait); frees the rings of exited threads once empty.
- * Returns the records consumed. */
+ * Returns the records consumed. With w NULL it drains nothing unless the output failed
+ * (then it discards): the file is opened at the first look that finds a record pending,
+ * and a thread's first record may be committed between a look that found none and this
+ * drain (a first call that returns after the writer's look: a blocking call, an NVTX
+ * range, a fork child descheduled in its first hook); it waits for the next look. */
 static uint64_t
 coll_drain_all(dpro_writer *w)
 {
     uint64_t total = 0;
-    int reap = 0;
-    coll_tsc_anchor();
+    int reap = 0, drain = w != NULL || coll_bg.failed;
+    if (drain)
+        coll_tsc_anchor();
     for (struct coll_ring *ring = coll_rings_snapshot(); ring; ring = ring->next) {
         int dead = atomic_load_explicit(&ring->dead, memory_order_acquire);
-        total += coll_drain_ring(w, ring);
-        if (dead) {
-            ring->reap = 1; /* every record it committed before dying is drained */
+        if (drain)
+            total += coll_drain_ring(w, ring);
+        /* every record it committed before dying is drained */
+        if (dead && atomic_load_explicit(&ring->head, memory_order_acquire) ==
+                        atomic_load_explicit(&ring->tail, memory_order_relaxed)) {
+            ring->reap = 1;
             reap = 1;
         }
     }
@@ -344,6 +352,11 @@ coll_bg_main(void *arg)
                 coll_bg.failed = 1;
                 atomic_store(&coll_recording, 0);
             }
+        } else if (coll_bg.w == NULL && !coll_bg.failed && coll_test_drain_pause_ms) {
+            /* testing only: the moment between this look and the drain, widened */
+            struct timespec pause = {(time_t)(coll_test_drain_pause_ms / 1000),
+                                     (long)(coll_test_drain_pause_ms % 1000) * 1000000L};
+            nanosleep(&pause, NULL);
         }
         dpro_writer *w = coll_bg.failed ? NULL : coll_bg.w;
         wait_ms = coll_next_wait_ms(wait_ms, coll_drain_all(w));

@@ -20,6 +20,9 @@
  *   unload             a driver launch, then the module unloaded before the writer drains
  *   fork-chain N       a chain of N processes, each forked by the one before after a
  *                      recorded call: each writes a trace of its own
+ *   late-first MS      the process's first record comes MS ms after the writer starts (an
+ *                      NVTX range, pushed then popped: the push starts the writer and
+ *                      records nothing), then the job exits
  */
 #include "config.h"
 
@@ -38,6 +41,8 @@
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
 #include <nccl.h>
 #pragma GCC diagnostic pop
+
+#include <nvtx3/nvToolsExt.h>
 
 #include "simrun_rdzv.h"
 
@@ -288,6 +293,18 @@ mode_fork_chain(int n)
     return 0;
 }
 
+/* ---- late-first ---------------------------------------------------------------------- */
+
+static int
+mode_late_first(int ms)
+{
+    nvtxRangePushA("late_first");
+    sleep_ms(ms);
+    nvtxRangePop();
+    printf("ranges=1\n");
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -306,7 +323,9 @@ main(int argc, char **argv)
         return mode_unload();
     if (!strcmp(mode, "fork-chain") && argc > 2)
         return mode_fork_chain(atoi(argv[2]));
+    if (!strcmp(mode, "late-first") && argc > 2)
+        return mode_late_first(atoi(argv[2]));
     fprintf(stderr, "usage: harden-job first-hook | vfork-exec LIB | comms N | seq-gap | "
-                    "two-devices | unload | fork-chain N\n");
+                    "two-devices | unload | fork-chain N | late-first MS\n");
     return 2;
 }

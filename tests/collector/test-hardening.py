@@ -13,6 +13,9 @@ it (harden-job modes on the simulated device).
 - a kernel whose module is unloaded before the writer drains keeps its name;
 - a libcupti of another API version (other record layouts) is refused with one line;
 - every trace of a fork chain names the library versions (one cache slot per function);
+- a process's first record, committed after the writer's look found none and before its
+  drain (DPRO_TEST_DRAIN_PAUSE_MS holds that moment open), reaches the trace: the drain
+  before the file is opened discarded it (a fork child's one call, lost under load);
 - bad settings are warned about once and the default used; a DPRO_OUTPUT over 4 KB records
   nothing (never a directory of the cut name);
 - a row that cannot be written (thread, communicator, ...) is counted in meta writer_errors
@@ -169,6 +172,18 @@ docs = [ct.dump(f)[0] for f in ct.traces(out)]
 have = [("cuda_runtime_version" in d["meta"], "nccl_version" in d["meta"]) for d in docs]
 ct.check(len(docs) == 5 and all(a and b for a, b in have),
          "each of the 5 traces of a fork chain names the library versions (%s)" % have)
+
+# ---- a first record between the writer's look and its drain ----------------------------
+# the push starts the writer and records nothing; its first look (DPRO_DRAIN_MS) finds no
+# record and holds 1 s before the drain; the pop records at 200 ms, inside that second
+out = ct.tmpdir()
+r = ct.run([HARDEN, "late-first", "200"], env=ct.env_with(out, DPRO_CUPTI=0, DPRO_DRAIN_MS=1,
+                                                          DPRO_TEST_DRAIN_PAUSE_MS=1000))
+ct.check(r.returncode == 0 and "ranges=1" in r.stdout, "late-first job runs (%s)" % r.stderr[-300:])
+doc = one_trace(out, "late first record")
+if doc:
+    names = [e["name"] for e in ct.events(doc, "marker")]
+    ct.check(names == ["late_first"], "the late first record is in the trace (%s)" % names)
 
 # ---- bad settings ----------------------------------------------------------------------
 for var, value, key, want in (("DPRO_RING_EVENTS", "abc", "setting.DPRO_RING_EVENTS", "32768"),
