@@ -494,6 +494,8 @@ torch_thread_bytes(const char *name, double esz)
         return TORCH_REDUCE_ELEMS * esz;
     if (has_any(name, index)) /* an int64 index, the source read, the destination written */
         return TORCH_ELEMS * (8 + 2 * esz);
+    if (strstr(name, "chunk_cat") || strstr(name, "split_with_sizes_copy"))
+        return 2 * 16; /* FSDP2's copy-in / copy-out: 16-byte vectors read and written */
     if (strstr(name, "CatArrayBatchedCopy") || strstr(name, "transpose"))
         return TORCH_ELEMS * esz * 2;
     if (!strstr(name, "elementwise_kernel"))

@@ -160,6 +160,12 @@ test_torch_times(cudaStream_t s)
         "apply_kernelINS1_18TensorListMetadataILi2EEENS1_24BinaryOpListAlphaFunctorIfLi2ELi2E"
         "Li0EEEJSt4plusIfEfEEEvT_T0_DpT1_",
         100, 128 * 4 * 3);
+    /* FSDP2's copy-out: 16 bytes a thread read and written */
+    check_memory_us(
+        s,
+        "_ZN2at6native6detail51split_with_sizes_copy_out_contiguous_no_cast_kernelEPPcS3_"
+        "PlS4_S4_ll",
+        1000, 32);
     /* an at::native kernel no rule knows, and attention outside at::native: the default */
     check_memory_us(s, "_ZN2at6native24_GLOBAL__N_118some_new_kernelEv", 1000,
                     (10.0 - 3) * 1.5e6 / 128e3);
