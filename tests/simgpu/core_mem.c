@@ -374,21 +374,164 @@ simgpu_take_next_work(struct simgpu_work *w)
     return had;
 }
 
-/* Triton kernels (README.md, "Triton kernels"): a launch names its class, the grid and block
- * its size, never its operands (their count, dtype and lengths are the kernel's arguments,
- * which the device does not read).  Each thread of a memory-class kernel moves 4 fp32
- * elements (one 16-byte vector access) three times (two loads, one store): 48 bytes; a
- * template (triton_tem_, Inductor's GEMM) computes 32 outputs per thread over K = 256 at
- * fp32 (2 FLOPs each) and moves the same 48 bytes. */
+/* The work of a kernel by its name and launch size (README.md, "Kernels named by their
+ * class"): a launch names its class, the grid and block its size, never its operands (their
+ * count, dtype and lengths are the kernel's arguments, which the device does not read), so
+ * each rule is an estimate of the traffic a thread moves.
+ *
+ * Triton (Inductor's names): each thread of a memory-class kernel moves 4 fp32 elements (one
+ * 16-byte vector access) three times (two loads, one store): 48 bytes; a template
+ * (triton_tem_, Inductor's GEMM) computes 32 outputs per thread over K = 256 at fp32 (2 FLOPs
+ * each) and moves the same 48 bytes. */
 #define TRITON_BYTES_PER_THREAD 48.0
 #define TRITON_TEM_FLOPS_PER_THREAD (2.0 * 32 * 256)
 
+/* torch's eager kernels (at::native, mangled as __cudaRegisterFunction names them, or
+ * demangled): elements a thread handles and the accesses per element, by class.  A launch of
+ * at most TORCH_TINY_THREADS threads is latency class. */
+#define TORCH_TINY_THREADS 256
+#define TORCH_ELEMS 4.0         /* unrolled / norm / softmax / index / copy: 4 per thread */
+#define TORCH_REDUCE_ELEMS 16.0 /* reduce_kernel: 4-wide vector loads unrolled 4 times */
+#define TORCH_MTA_ELEMS 128.0   /* multi_tensor_apply: a 65536-element chunk / 512 threads */
+
+/* Template argument `i` (0 the first) of the template named by `key`, when it is an integer
+ * ("ILi4ELi2E" mangled, "<4, 2" demangled), else dflt. */
+static double
+tmpl_int(const char *name, const char *key, int i, double dflt)
+{
+    const char *p = strstr(name, key);
+    int mangled;
+    if (!p)
+        return dflt;
+    p += strlen(key);
+    mangled = !strncmp(p, "ILi", 3);
+    if (!mangled && *p != '<')
+        return dflt;
+    p += mangled ? 3 : 1;
+    for (; i > 0; i--) {
+        p += strspn(p, "0123456789");
+        if (mangled ? strncmp(p, "ELi", 3) : strncmp(p, ", ", 2))
+            return dflt;
+        p += mangled ? 3 : 2;
+    }
+    return (*p >= '1' && *p <= '9') ? strtod(p, NULL) : dflt;
+}
+
+/* The element size of the kernel's dtype from its template arguments: c10::Half and
+ * c10::BFloat16 2 bytes, double 8, else (float, or no dtype named) 4. */
+static double
+torch_dtype_bytes(const char *name, int *dtype)
+{
+    *dtype = SIMGPU_FP32;
+    if (strstr(name, "BFloat16")) {
+        *dtype = SIMGPU_BF16;
+        return 2;
+    }
+    if (strstr(name, "Half")) {
+        *dtype = SIMGPU_FP16;
+        return 2;
+    }
+    return strstr(name, "double") ? 8 : 4;
+}
+
+/* The tensors an elementwise kernel reads and writes: N of its std::array<char*, N> of data
+ * pointers ("St5arrayIPcLmNEE" mangled), else dflt. */
+static double
+torch_tensors(const char *name, double dflt)
+{
+    const char *p = strstr(name, "arrayIPcLm");
+    if (p)
+        return strtod(p + 10, NULL) > 0 ? strtod(p + 10, NULL) : dflt;
+    p = strstr(name, "array<char*, ");
+    return p && strtod(p + 13, NULL) > 0 ? strtod(p + 13, NULL) : dflt;
+}
+
+static int
+has_any(const char *name, const char *const *keys)
+{
+    for (; *keys; keys++)
+        if (strstr(name, *keys))
+            return 1;
+    return 0;
+}
+
+/* Accesses per element of a multi_tensor_apply kernel (the foreach ops, fused optimizers)
+ * of `depth` tensor lists: every list read, the updated ones written (Adam's 4: param, m, v
+ * of param, grad, m, v; otherwise the first): 7 for Adam, depth + 1 else. */
+static double
+mta_accesses(double depth)
+{
+    return depth >= 4 ? 2 * depth - 1 : depth + 1;
+}
+
+/* Bytes a thread of torch kernel `name` moves, 0 when no rule knows the name. */
+static double
+torch_thread_bytes(const char *name, double esz)
+{
+    static const char *const norm[] = {"layer_norm",
+                                       "LayerNorm",
+                                       "RowwiseMoments",
+                                       "GammaBeta",
+                                       "batch_norm",
+                                       "BatchNorm",
+                                       "group_norm",
+                                       "GroupNorm",
+                                       "rms_norm",
+                                       "RMSNorm",
+                                       "ComputeInternalGradients",
+                                       "SoftMax",
+                                       "softmax",
+                                       "Softmax",
+                                       NULL};
+    static const char *const index[] = {"index",     "Index",     "scatter", "gather",
+                                        "embedding", "Embedding", NULL};
+    double elems = TORCH_ELEMS;
+    if (strstr(name, "multi_tensor_apply"))
+        return TORCH_MTA_ELEMS * esz * mta_accesses(tmpl_int(name, "TensorListMetadata", 0, 2));
+    if (has_any(name, norm)) /* x and dy (or y) read, dx (or y) written */
+        return TORCH_ELEMS * esz * 3;
+    if (strstr(name, "reduce_kernel")) /* the input read; one output per many inputs */
+        return TORCH_REDUCE_ELEMS * esz;
+    if (has_any(name, index)) /* an int64 index, the source read, the destination written */
+        return TORCH_ELEMS * (8 + 2 * esz);
+    if (strstr(name, "chunk_cat") || strstr(name, "split_with_sizes_copy"))
+        return 2 * 16; /* FSDP2's copy-in / copy-out: 16-byte vectors read and written */
+    if (strstr(name, "CatArrayBatchedCopy") || strstr(name, "transpose"))
+        return TORCH_ELEMS * esz * 2;
+    if (!strstr(name, "elementwise_kernel"))
+        return 0;
+    /* elementwise (copy, fill, unary, binary): vectorized_elementwise_kernel<vec> vec elements
+     * a thread, elementwise_kernel<threads, items> items, unrolled_ 4; a copy reads one tensor
+     * and writes one, others their std::array<char*, N> of N data pointers, else 3 */
+    if (strstr(name, "vectorized_elementwise_kernel"))
+        elems = tmpl_int(name, "vectorized_elementwise_kernel", 0, TORCH_ELEMS);
+    else if (strstr(name, "18elementwise_kernel") || strstr(name, "::elementwise_kernel<"))
+        elems = tmpl_int(name, "elementwise_kernel", 1, TORCH_ELEMS);
+    return elems * esz * (strstr(name, "copy_kernel") ? 2 : torch_tensors(name, 3));
+}
+
+/* The torch rule: 1 and *w for an at::native kernel a rule knows, else 0. */
+static int
+torch_work(const char *name, uint64_t threads, struct simgpu_work *w)
+{
+    double esz, per;
+    if (!strstr(name, "at6native") && !strstr(name, "at::native"))
+        return 0;
+    esz = torch_dtype_bytes(name, &w->dtype);
+    per = torch_thread_bytes(name, esz);
+    if (per <= 0)
+        return 0;
+    w->kclass = threads <= TORCH_TINY_THREADS ? SIMGPU_CLASS_LATENCY : SIMGPU_CLASS_MEMORY;
+    w->bytes = w->kclass == SIMGPU_CLASS_MEMORY ? per * (double)threads : 0;
+    return 1;
+}
+
 int
-simgpu_triton_work(const void *func, const char *name, uint64_t threads, struct simgpu_work *w)
+simgpu_named_work(const void *func, const char *name, uint64_t threads, struct simgpu_work *w)
 {
     struct kentry *e;
     int registered;
-    if (!name || strncmp(name, "triton_", 7))
+    if (!name)
         return 0;
     pthread_mutex_lock(&g_klock);
     e = kfind_ptr_locked(func);
@@ -399,6 +542,8 @@ simgpu_triton_work(const void *func, const char *name, uint64_t threads, struct 
     if (registered)
         return 0;
     memset(w, 0, sizeof(*w));
+    if (strncmp(name, "triton_", 7))
+        return torch_work(name, threads, w);
     w->dtype = SIMGPU_FP32;
     w->bytes = TRITON_BYTES_PER_THREAD * (double)threads;
     w->kclass = SIMGPU_CLASS_MEMORY;

@@ -397,7 +397,7 @@ launch_impl(CUfunction f, const char *name, uint64_t dur, unsigned gx, unsigned 
     op->u.kernel.has_work = simgpu_take_next_work(&op->u.kernel.work);
     if (!op->u.kernel.has_work)
         op->u.kernel.has_work =
-            simgpu_triton_work(f, name, (uint64_t)gx * gy * gz * bx * by * bz, &op->u.kernel.work);
+            simgpu_named_work(f, name, (uint64_t)gx * gy * gz * bx * by * bz, &op->u.kernel.work);
     simgpu_host_launch(1.0);
     return to_cu(simgpu_enqueue(s, op));
 }

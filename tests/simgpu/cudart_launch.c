@@ -176,6 +176,10 @@ rt_launch(const void *func, const char *name, uint64_t dur, dim3 grid, dim3 bloc
     op->u.kernel.block = block;
     op->u.kernel.shmem = (uint32_t)shmem;
     op->u.kernel.has_work = simgpu_take_next_work(&op->u.kernel.work);
+    if (!op->u.kernel.has_work)
+        op->u.kernel.has_work = simgpu_named_work(
+            func, name, (uint64_t)grid.x * grid.y * grid.z * block.x * block.y * block.z,
+            &op->u.kernel.work);
     simgpu_host_launch(1.0);
     return simgpu_enqueue(s, op);
 }

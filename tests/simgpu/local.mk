@@ -288,7 +288,8 @@ tests_simgpu_test_torch_api_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcu
 TESTS += tests/simgpu/test_torch_api
 
 # The libcuda calls Triton's launcher (torch.compile) makes beyond the others
-# (cuda_driver_triton.c), and the time of Triton kernels.
+# (cuda_driver_triton.c), and the time of kernels named by their class (Triton's, torch's eager
+# at::native kernels).
 check_PROGRAMS += tests/simgpu/test_triton_api
 tests_simgpu_test_triton_api_SOURCES = tests/simgpu/test_triton_api.c tests/simgpu/simgpu_check.h
 tests_simgpu_test_triton_api_CPPFLAGS = $(SIMGPU_CPPFLAGS)

@@ -285,12 +285,15 @@ void simgpu_kernel_lookup(const void *func, const char *fallback_name, const cha
  * when there is none. */
 int simgpu_take_next_work(struct simgpu_work *w);
 
-/* The work of a kernel launched by an Inductor-generated Triton name (triton_poi_,
- * triton_red_, triton_per_, triton_tem_, any other triton_) from its class and launch size
- * (`threads`: grid x block): returns 1 and fills *w, or 0 when the name is not Triton's or
- * the job registered a duration for it (func or name), which then holds.  The rule is
- * tests/simgpu/README.md's ("Triton kernels"). */
-int simgpu_triton_work(const void *func, const char *name, uint64_t threads, struct simgpu_work *w);
+/* The work of a kernel that the job gave no work or duration for, from its name and launch
+ * size (`threads`: grid x block): Inductor's Triton names (triton_poi_, triton_red_,
+ * triton_per_, triton_tem_, any other triton_) and torch's eager at::native kernels by class
+ * (elementwise, copy, fill, reduction, norm, softmax, index/scatter, multi_tensor_apply;
+ * latency class when tiny).  Returns 1 and fills *w, or 0 when no rule knows the name or the
+ * job registered a duration for it (func or name), which then holds (the kernel takes that
+ * duration or SIMGPU_DEFAULT_KERNEL_US).  The rule is tests/simgpu/README.md's ("Kernels
+ * named by their class"). */
+int simgpu_named_work(const void *func, const char *name, uint64_t threads, struct simgpu_work *w);
 
 /* ---- modules and kernel handles (core_module.c) ---------------------------------------
  * A module is a device image: a program's fat binary registered by nvcc's host code

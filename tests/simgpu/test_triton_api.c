@@ -4,8 +4,11 @@
  * the time of Triton kernels (README.md, "torch.compile"), in the simple physics: a
  * triton_ pointwise kernel 3 us + 48 bytes a thread at 1.5 TB/s, a template 3 us + 2 x 32 x
  * 256 FLOPs a thread at 19.5 TFLOP/s, a registered duration kept, another name the default
- * 10 us. */
+ * 10 us; and the same rule's torch eager kernels (README.md, "Kernels named by their class"),
+ * by the names torch 2.15's fat binaries register: 3 us + their bytes a thread (by class,
+ * vector width, dtype and data pointers) at 1.5 TB/s, a tiny launch 3 us. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <cuda.h>
@@ -87,6 +90,92 @@ kernel_us(cudaStream_t s, const char *name, unsigned grid)
     return ms * 1000.0;
 }
 
+/* Checks that kernel `name` on grid x 128 threads takes 3 us + bytes_per_thread a thread at
+ * 1.5 TB/s (the simple physics), within 1 %. */
+static void
+check_memory_us(cudaStream_t s, const char *name, unsigned grid, double bytes_per_thread)
+{
+    double want = 3.0 + grid * 128.0 * bytes_per_thread / 1.5e6, us = kernel_us(s, name, grid);
+    if (!(us > 0.99 * want && us < 1.01 * want))
+        fprintf(stderr, "%s: %.2f us, want %.2f\n", name, us, want);
+    CHECK(us > 0.99 * want && us < 1.01 * want);
+}
+
+static void
+test_torch_times(cudaStream_t s)
+{
+    /* add, float: vec 4 x 4 bytes x 3 data pointers (2 read, 1 written) */
+    check_memory_us(s,
+                    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5"
+                    "arrayIPcLm3EELb0EEEviT0_T1_",
+                    10000, 4 * 4 * 3);
+    /* the same add of 10 elements: one block, latency class */
+    check_memory_us(s,
+                    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5"
+                    "arrayIPcLm3EELb0EEEviT0_T1_",
+                    1, 0);
+    /* fill, c10::Half, vec 8: one pointer written */
+    check_memory_us(
+        s,
+        "_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_11FillFunctorIN3c104HalfEEESt5"
+        "arrayIPcLm1EELb0EEEviT0_T1_",
+        1000, 8 * 2 * 1);
+    /* a copy by the legacy elementwise_kernel<128, 2>: 2 items, read + write, float */
+    check_memory_us(
+        s,
+        "_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_22gpu_kernel_impl_nocastIZZZNS0_"
+        "23direct_copy_kernel_cudaERNS_18TensorIteratorBaseEENKUlvE1_clEvENKUlvE5_clEvEUlfE_"
+        "EEvS4_RKT_EUliE_EEviT1_",
+        1000, 2 * 4 * 2);
+    /* a sum reduction: 16 inputs a thread */
+    check_memory_us(
+        s,
+        "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_14func_wrapper_tIfZNS0_"
+        "11sum_functorIfffEclERNS_14TensorIteratorEEUlffE_EEjfLi4ELi4EEEEEvT1_",
+        1000, 16 * 4);
+    /* layer norm, BFloat16: 4 elements, 3 accesses */
+    check_memory_us(
+        s,
+        "_ZN2at6native53_GLOBAL__N__4da244e1_20_layer_norm_kernel_cu_9c5ada8a28vectorized_"
+        "layer_norm_kernelIN3c108BFloat16EfLb0EEEviT0_PKT_S6_S6_PS3_S7_PS4_",
+        1000, 4 * 2 * 3);
+    /* softmax, demangled: as a norm */
+    check_memory_us(s, "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>()",
+                    1000, 4 * 4 * 3);
+    /* index_select: an int64 index, source and destination */
+    check_memory_us(s,
+                    "_ZN2at6native12_GLOBAL__N_120indexSelectLargeIndexIfljLi2ELi2ELin2ELb1EEEvv",
+                    1000, 4 * (8 + 2 * 4));
+    /* fused Adam over 4 tensor lists: 128 elements a thread, 7 accesses */
+    check_memory_us(
+        s,
+        "_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelINS1_18TensorListMetadataILi4E"
+        "EENS1_20FusedAdamMathFunctorIfLi4ELNS0_8ADAM_MODEE0ELb0EEEJPdddddbbPfS9_EEEvT_T0_"
+        "DpT1_",
+        100, 128 * 4 * 7);
+    /* foreach add of 2 lists: 3 accesses */
+    check_memory_us(
+        s,
+        "_ZN2at6native55_GLOBAL__N__f86471ef_22_ForeachBinaryOpList_cu_a911ec4325multi_tensor_"
+        "apply_kernelINS1_18TensorListMetadataILi2EEENS1_24BinaryOpListAlphaFunctorIfLi2ELi2E"
+        "Li0EEEJSt4plusIfEfEEEvT_T0_DpT1_",
+        100, 128 * 4 * 3);
+    /* FSDP2's copy-out: 16 bytes a thread read and written */
+    check_memory_us(
+        s,
+        "_ZN2at6native6detail51split_with_sizes_copy_out_contiguous_no_cast_kernelEPPcS3_"
+        "PlS4_S4_ll",
+        1000, 32);
+    /* an at::native kernel no rule knows, and attention outside at::native: the default */
+    check_memory_us(s, "_ZN2at6native24_GLOBAL__N_118some_new_kernelEv", 1000,
+                    (10.0 - 3) * 1.5e6 / 128e3);
+    check_memory_us(
+        s,
+        "_Z39fmha_cutlassF_f32_aligned_64x64_rf_sm80N22PyTorchMemEffAttention15AttentionK"
+        "ernelIfN7cutlass4arch4Sm80ELb1ELi64ELi64ELi64ELb1ELb1EE6ParamsE",
+        1000, (10.0 - 3) * 1.5e6 / 128e3);
+}
+
 static void
 test_triton_times(cudaStream_t s)
 {
@@ -116,6 +205,7 @@ main(void)
     test_limits();
     test_capture_clusters_im2col(s);
     test_triton_times(s);
+    test_torch_times(s);
     CHECK_CUDA(cudaStreamDestroy(s));
     printf("PASS\n");
     return 0;
