@@ -535,7 +535,8 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
         if (out->peak_bytes < 0)
             return -1; /* out of memory (a negative peak reads "no estimate": feasible) */
         if (p->accum_k > 1 && strategy_fsdp_available(w))
-            out->peak_bytes += workload_fsdp_accum_bytes(w, p->accum_k, memest_act_bytes(&w->layers.mem));
+            out->peak_bytes +=
+                workload_fsdp_accum_bytes(w, p->accum_k, memest_act_bytes(&w->layers.mem));
         if (p->fsdp_keep && strategy_fsdp_available(w))
             out->peak_bytes += w->fsdp.gathered_bytes;
         if (p->fsdp_reshard && strategy_fsdp_reshard_available(w))

@@ -324,7 +324,8 @@ find_unit_bytes(workload *w, const rank_info *ri)
             continue;
         int64_t i = (int64_t)g->res_rank[g->res[d]] * iters + w->iter[d] - w->iter_first;
         int64_t *sum = v + (size_t)n * (fwd ? WL_FSDP_BYTES_GATHER : WL_FSDP_BYTES_GRAD) + i,
-                *max = v + (size_t)n * (fwd ? WL_FSDP_BYTES_GATHER_MAX : WL_FSDP_BYTES_GRAD_MAX) + i;
+                *max =
+                    v + (size_t)n * (fwd ? WL_FSDP_BYTES_GATHER_MAX : WL_FSDP_BYTES_GRAD_MAX) + i;
         *sum += g->grp_bytes[q];
         *max = g->grp_bytes[q] > *max ? g->grp_bytes[q] : *max;
     }
