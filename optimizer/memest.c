@@ -258,6 +258,15 @@ memest_round_block(int64_t bytes)
     return (bytes + (2 << 20) - 1) & ~(int64_t)((2 << 20) - 1);
 }
 
+int64_t
+memest_act_bytes(const memest *m)
+{
+    int64_t sum = 0;
+    for (int32_t l = 0; l < m->n_layers; l++)
+        sum += m->act_bytes[l];
+    return sum;
+}
+
 /* The free blocks of a caching allocator, sorted by size. */
 typedef struct block_pool {
     int64_t *size;

@@ -125,6 +125,10 @@ int memest_unpack(memest *m, const void *buf, size_t len);
 /* Rounds a request as PyTorch's caching allocator rounds a block. */
 int64_t memest_round_block(int64_t bytes);
 
+/* The activation bytes of m (the sum of act_bytes): what memest_predict divides by the
+ * micro-batches. */
+int64_t memest_act_bytes(const memest *m);
+
 /* Predicted steady peak in bytes (see above). recompute: n_recompute flags, for layers
  * 0 .. n_recompute-1 (may be NULL: none); layers past them are not recomputed (a plan
  * names at most STRATEGY_MAX_LAYERS layers, a trace may have more). keep_fraction (0..1]

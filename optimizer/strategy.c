@@ -534,6 +534,9 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
             memest_predict(&w->layers.mem, L > 0 ? rc : NULL, L, w->opt.recompute_keep, p->accum_k);
         if (out->peak_bytes < 0)
             return -1; /* out of memory (a negative peak reads "no estimate": feasible) */
+        if (p->accum_k > 1 && strategy_fsdp_available(w))
+            out->peak_bytes +=
+                workload_fsdp_accum_bytes(w, p->accum_k, memest_act_bytes(&w->layers.mem));
         if (p->fsdp_keep && strategy_fsdp_available(w))
             out->peak_bytes += w->fsdp.gathered_bytes;
         if (p->fsdp_reshard && strategy_fsdp_reshard_available(w))

@@ -261,6 +261,7 @@ typedef struct workload_capture {
  * FSDP unit's unshard before its forward), one launched by the backward thread the
  * backward's (the re-gather of a unit resharded after its forward). */
 enum { WL_FSDP_NONE = 0, WL_FSDP_FWD = 1, WL_FSDP_BWD = 2 };
+enum { WL_FSDP_BYTES_GATHER, WL_FSDP_BYTES_GATHER_MAX, WL_FSDP_BYTES_GRAD, WL_FSDP_BYTES_GRAD_MAX };
 typedef struct workload_fsdp {
     int32_t n_fwd, n_bwd;   /* all-gathers per compared iteration and rank (the mean, rounded) */
     int32_t n_rs;           /* reduce-scatters likewise */
@@ -283,6 +284,10 @@ typedef struct workload_fsdp {
                                the largest unit's: what reshard_after_forward=False keeps
                                unsharded at the backward's start, on top of the measured peak,
                                and what reshard_after_forward=True frees */
+    int64_t unit_bytes[4];  /* per compared iteration and rank (the medians): the forward's
+                               all-gathers' outputs (every unit's gathered parameters), the
+                               largest of them, the reduce-scatters' inputs (every unit's
+                               unsharded gradient) and the largest of those (WL_FSDP_BYTES_*) */
     double keep_calls;      /* backward-thread host calls per iteration and rank of the
                                backward's unshards and copy-outs (what keeping removes) */
     double regather_calls;  /* host calls per iteration and rank of the forward's unshards
@@ -390,6 +395,17 @@ int workload_step_call(const workload *w, int32_t h);
  * in *host_ns; the compared iterations' mean measured host-thread time in *thread_ns
  * (every call's duration and gap) for scale. */
 void workload_capture_removed(const workload *w, double *calls, double *host_ns, double *thread_ns);
+
+/* The bytes that gradient accumulation over k micro-batches (k > 1; the first k-1 under
+ * FSDP2's set_requires_gradient_sync(False)) adds to memest_predict's estimate of a FSDP
+ * trace, which divides the first step's segments by k: those segments hold the gathered
+ * parameters (every unit's where the trace keeps them, the largest unit's where it
+ * reshards) and the gradient of the unit being reduce-scattered, neither of which shrinks
+ * with the micro-batch, and without the gradient sync each unit keeps its unsharded
+ * gradient until the last micro-batch reduce-scatters it (the reduce-scatters' inputs).
+ * 0 without FSDP (strategy_fsdp_available) or for k <= 1; bounded by what the activations
+ * lost (act, the activation bytes the estimate divided by k). */
+int64_t workload_fsdp_accum_bytes(const workload *w, int32_t k, int64_t act);
 
 /* Restores the baseline durations, gaps, latencies and group durations in w->g. Returns
  * 0, or -1 when out of memory (a duration or gap of 4.29 s or more: dfg_set_dur). */

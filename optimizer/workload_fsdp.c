@@ -305,6 +305,51 @@ find_copy_outs(workload *w, const rank_info *ri)
     return rc;
 }
 
+/* f->unit_bytes (workload.h): per rank and compared iteration the sums and maxima of the
+ * forward all-gathers' and the reduce-scatters' bytes (a reduce-scatter's group bytes are
+ * its input: count x size x ranks, replay/build.c), then their medians. Returns 0 or -1. */
+static int
+find_unit_bytes(workload *w, const rank_info *ri)
+{
+    const dfg *g = w->work;
+    int32_t iters = w->iter_last - w->iter_first + 1, n = g->n_ranks * (iters > 0 ? iters : 0);
+    int64_t *v = calloc(4 * (size_t)n + 1, sizeof *v);
+    int rc = v ? 0 : -1;
+    for (int32_t d = 0; rc == 0 && d < g->n_nodes; d++) {
+        int32_t q = g->kind[d] == DFG_COLL ? dfg_group(g, d) : -1;
+        if (q < 0 || !alive(g, d) || w->iter[d] < w->iter_first || w->iter[d] > w->iter_last)
+            continue;
+        int fwd = gather_role(w, ri, d) == WL_FSDP_FWD;
+        if (!fwd && g->grp_op[q] != DPRO_COLL_REDUCESCATTER)
+            continue;
+        int64_t i = (int64_t)g->res_rank[g->res[d]] * iters + w->iter[d] - w->iter_first;
+        int64_t *sum = v + (size_t)n * (fwd ? WL_FSDP_BYTES_GATHER : WL_FSDP_BYTES_GRAD) + i,
+                *max =
+                    v + (size_t)n * (fwd ? WL_FSDP_BYTES_GATHER_MAX : WL_FSDP_BYTES_GRAD_MAX) + i;
+        *sum += g->grp_bytes[q];
+        *max = g->grp_bytes[q] > *max ? g->grp_bytes[q] : *max;
+    }
+    for (int k = 0; rc == 0 && k < 4; k++)
+        w->fsdp.unit_bytes[k] = n > 0 ? (int64_t)sim_median_i64(v + (size_t)n * k, n) : 0;
+    free(v);
+    return rc;
+}
+
+int64_t
+workload_fsdp_accum_bytes(const workload *w, int32_t k, int64_t act)
+{
+    const workload_fsdp *f = &w->fsdp;
+    int64_t add = 0;
+    if (k > 1 && f->grp_role && !f->why[0]) {
+        int64_t fixed = (f->n_bwd < 1 ? f->unit_bytes[WL_FSDP_BYTES_GATHER]
+                                      : f->unit_bytes[WL_FSDP_BYTES_GATHER_MAX]) +
+                        f->unit_bytes[WL_FSDP_BYTES_GRAD_MAX];
+        fixed = fixed < act ? fixed : act > 0 ? act : 0;
+        add = fixed - fixed / k + f->unit_bytes[WL_FSDP_BYTES_GRAD];
+    }
+    return add;
+}
+
 int
 workload_find_fsdp(workload *w, const rank_info *ri)
 {
@@ -344,6 +389,8 @@ workload_find_fsdp(workload *w, const rank_info *ri)
         f->n_bwd = (int32_t)((double)n[WL_FSDP_BWD] * per + 0.5);
         f->n_rs = (int32_t)((double)n_rs * per + 0.5);
         rc = find_copy_outs(w, ri);
+        if (rc == 0)
+            rc = find_unit_bytes(w, ri);
         f->why[0] = 0;
         if (f->n_fwd < 1)
             snprintf(f->why, sizeof f->why,

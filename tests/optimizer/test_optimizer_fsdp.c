@@ -9,6 +9,9 @@
  *     their launch;
  *   - recognition: 3 all-gathers in the forward and 3 in the backward, 3 reduce-scatters,
  *     the gathered bytes (1 + 2 + 3 MiB less the largest);
+ *   - accumulation's memory: what of the first step's segments does not shrink with the
+ *     micro-batch (the gathered parameters, the gradient being reduced) and the unsharded
+ *     gradients held between micro-batches, from the collectives' bytes;
  *   - keep unsharded: the backward's all-gathers and their launches cost nothing, the
  *     forward's stay, the iteration is shorter;
  *   - prefetch: the forward's all-gathers but the first are ready as early, relative to
@@ -179,6 +182,19 @@ test_fsdp_strategies(void)
     CHECK_EQ_U(w.fsdp.n_bwd, BLOCKS);
     CHECK_EQ_U(w.fsdp.n_rs, BLOCKS);
     CHECK_EQ_U(w.fsdp.gathered_bytes, 3 * MIB_B); /* 1 + 2 + 3 MiB, less the largest */
+    /* accumulation: the forward's all-gathers (6 MiB) and the reduce-scatters' inputs
+     * (6 MiB), the largest of each 3 MiB; the trace reshards, so of the gathered parameters
+     * the largest unit's does not shrink (3 MiB), with the gradient being reduced (3 MiB):
+     * 6 MiB less 6/2 MiB, and every unit's unsharded gradient held (6 MiB) */
+    CHECK_EQ_U(w.fsdp.unit_bytes[WL_FSDP_BYTES_GATHER], 6 * MIB_B);
+    CHECK_EQ_U(w.fsdp.unit_bytes[WL_FSDP_BYTES_GATHER_MAX], 3 * MIB_B);
+    CHECK_EQ_U(w.fsdp.unit_bytes[WL_FSDP_BYTES_GRAD], 6 * MIB_B);
+    CHECK_EQ_U(w.fsdp.unit_bytes[WL_FSDP_BYTES_GRAD_MAX], 3 * MIB_B);
+    CHECK_EQ_U(workload_fsdp_accum_bytes(&w, 2, 100 * MIB_B), (3 + 6) * MIB_B);
+    CHECK_EQ_U(workload_fsdp_accum_bytes(&w, 4, 100 * MIB_B), (6 - 6 / 4.0 + 6) * MIB_B);
+    /* no more than the activations lost stays fixed: 4 MiB of them, 2 of it given back */
+    CHECK_EQ_U(workload_fsdp_accum_bytes(&w, 2, 4 * MIB_B), (2 + 6) * MIB_B);
+    CHECK_EQ_U(workload_fsdp_accum_bytes(&w, 1, 100 * MIB_B), 0);
     double base = w.base_iter_ns;
     CHECK(base > 0);
 
@@ -254,6 +270,9 @@ test_fsdp_reshard(void)
     CHECK_EQ_U(w.fsdp.n_bwd, 0);
     CHECK_EQ_U(w.fsdp.n_regather, BLOCKS);
     CHECK_EQ_U(w.fsdp.gathered_bytes, 3 * MIB_B);
+    /* accumulation on a trace that keeps the parameters: every unit's (6 MiB) and the
+     * gradient being reduced (3 MiB) do not shrink, the unsharded gradients (6 MiB) held */
+    CHECK_EQ_U(workload_fsdp_accum_bytes(&w, 2, 100 * MIB_B), (9 - 4.5 + 6) * MIB_B);
     /* per unit: the all-gather's launch and the copy-out's two calls */
     CHECK(fabs(w.fsdp.regather_calls - 3 * BLOCKS) < 1e-9);
     double base = w.base_iter_ns;
@@ -297,6 +316,7 @@ test_not_for_ddp(void)
     REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
     CHECK(!strategy_fsdp_available(&w));
     CHECK(w.fsdp.why[0] != 0);
+    CHECK_EQ_U(workload_fsdp_accum_bytes(&w, 2, 100 * MIB_B), 0);
     strategy_plan p;
     strategy_eval e, b;
     strategy_plan_baseline(&p);

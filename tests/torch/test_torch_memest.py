@@ -4,7 +4,8 @@ the job's own torch.cuda.max_memory_reserved(), on the simulated device (2 ranks
 simrun, SIMGPU_PHYSICS=simple).
 
 For each job and size (tests/torch/ddp_train.py's transformer at --seq 128 --dim 256;
-tests/torch/fsdp_train.py's MLP at --dim 256 without resharding; a per-rank batch): one run under
+tests/torch/fsdp_train.py's MLP at --dim 256 and --dim 1024 without resharding; a per-rank
+batch): one run under
 dpro-run (no markers: the replayed iterations come from the kernel period and leave the
 first step out, where PyTorch's caching allocator reserves its segments), then, from that
 trace, dpro-optimize --what-if for the baseline and for gradient accumulation over k
@@ -12,7 +13,9 @@ micro-batches (no_sync=k), each checked within 10 % of max_memory_reserved() of 
 with that setting (--accum k --batch B/k, without the collector: the reserved memory is
 the allocator's, which the collector does not change; FSDP's accumulation:
 set_requires_gradient_sync(False)). Without the first-step estimate (optimizer/memest.h)
-accumulation is predicted at the baseline's peak (+29 % and more).
+accumulation is predicted at the baseline's peak (+29 % and more); without FSDP's share
+(workload_fsdp_accum_bytes: the gathered parameters kept, the unsharded gradients held)
+the --dim 1024 job's no_sync=2 at 260 MiB where it reserves 382 (-32 %).
 
 Skips (77) without venv/ (make venv) or with DPRO_TORCH=0."""
 import json
@@ -31,10 +34,15 @@ OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 require_torch(SIMRUN, DPRO_RUN, OPTIMIZE)
 DDP = (os.path.join(HERE, "ddp_train.py"), ["--seq", "128", "--dim", "256", "--fill-mib", "0"])
 FSDP = (os.path.join(HERE, "fsdp_train.py"), ["--dim", "256", "--reshard-after-forward", "0"])
+# 64 MiB of gathered parameters kept, small activations: what accumulation does not shrink
+# (the gathered parameters) and what it adds (each unit's unsharded gradient, held between
+# the micro-batches) outweigh what it does (without them: 260 MiB predicted, 382 reserved)
+FSDP_BIG = (os.path.join(HERE, "fsdp_train.py"), ["--dim", "1024", "--reshard-after-forward", "0"])
 STEPS = 6  # of the traced run: enough for the kernel period past the first step
 MAX_ERR_PCT = 10.0
 # (name, job, per-rank batch of the traced run, micro-batch counts k to predict and measure)
-SIZES = [("ddp", DDP, 16, [2, 4]), ("ddp", DDP, 32, [2]), ("fsdp", FSDP, 4096, [2, 4])]
+SIZES = [("ddp", DDP, 16, [2, 4]), ("ddp", DDP, 32, [2]), ("fsdp", FSDP, 4096, [2, 4]),
+         ("fsdp --dim 1024", FSDP_BIG, 256, [2])]
 
 env = sanitizer_env(dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60"))
 
