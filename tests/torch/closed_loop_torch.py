@@ -5,12 +5,13 @@ through tools/dpro-run).
 
 For each poor configuration: profile it, run dpro-optimize --json, map the top
 recommendation's torch_args onto ddp_train.py's options (bucket_cap_mb=X: --bucket-cap-mb
-X; no_sync=K micro_batch=M: --accum K --batch M; torch.cuda.graph: --cuda-graph), run both again under the same conditions
+X; no_sync=K micro_batch=M: --accum K --batch M; torch.cuda.graph: --cuda-graph;
+torch.compile: --compile default), run both again under the same conditions
 (the collector on), and compare the realised iteration time with the predicted one and
 the realised speedup with the predicted one, and the peak memory
 (torch.cuda.max_memory_reserved) with the budget when one was given. Advice that
-ddp_train.py cannot take (torch.compile: the simulated device runs no Triton kernels;
-checkpointing of chosen layers) fails the configuration, saying so.
+ddp_train.py cannot take (checkpointing of chosen layers) fails the configuration, saying
+so.
 
 The measurement design and the rule are tests/optimizer/closed_loop.py's (its
 one_config): 3 profiled runs, the advice most of them recommend, 5 interleaved AB/BA pairs
@@ -36,10 +37,19 @@ Configurations (SIMGPU_PHYSICS=simple, as closed_loop.py):
   --accum K --batch B;
 - ddp host-bound: 8 transformer blocks of width 64 at batch 2 (about 880 device ops a step,
   each a few microseconds: the host's launches and Python set the step time); dpro-optimize
-  --strategies capture (the capture alone: torch.compile cannot run here) advises
+  --strategies capture (the capture alone) advises
   torch.cuda.graph of the whole step, predicted over that region (optimizer/workload.h:
   WL_CAPTURE_STEP), applied as --cuda-graph (the step with zero_grad and DDP's all-reduces
   captured after 11 eager steps, then replayed);
+- ddp host-bound compile: the same job advised with --strategies fusion (operator fusion,
+  torch.compile, and the capture): torch.compile is applied as --compile default
+  (DDP(torch.compile(model)), its compiling steps untimed; Inductor's and Triton's caches
+  in the build tree, tests/torch/compile-cache, as test_torch_compile.py's), with the
+  capture as --cuda-graph of the compiled step when advised too. Besides the rule, a
+  fusion plan's kernels, launch calls and host calls a step (rank 0, the medians of
+  measure_step_calls.py over the last steps of dpro-optimize --what-if --chrome from the
+  last pair's baseline) are those of the applied run (dpro-export of the last pair's
+  applied trace), each within 5 % (counts no load moves);
 - fsdp memory budget: fsdp_train.py's MLP at --dim 256, batch 4096, without resharding
   after the forward (162 MiB reserved) under a 140 MiB budget: the same advice, applied
   as --accum K --batch B (set_requires_gradient_sync(False) on all micro-batches but the
