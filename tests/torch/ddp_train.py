@@ -175,11 +175,13 @@ GRAPH_WARMUP = 11  # eager DDP steps before a capture (PyTorch's DDP capture rec
 COMPILE_WARMUP = 3
 
 
-def eager_step(ddp, opt, make, dev, accum):
+def eager_step(ddp, opt, make, dev, accum, to_none=False):
     """One step without capture: accum micro-batches, the first accum-1 under no_sync();
     synchronises after the backward. Returns the time of that synchronisation; the caller
-    runs opt.step()."""
-    opt.zero_grad(set_to_none=False)
+    runs opt.step(). to_none: the gradients set to None, not zeroed (reduce-overhead: a
+    gradient its CUDA graph made is overwritten by the next replay, so it is not accumulated
+    into)."""
+    opt.zero_grad(set_to_none=to_none)
     for micro in range(accum):
         last = micro == accum - 1
         with contextlib.nullcontext() if last else ddp.no_sync():
@@ -234,8 +236,9 @@ def train(run, args, rank, dev):
     graph = None
     if run["graph"]:
         graph, static_x = capture_step(ddp, opt, make, dev, side)
+    to_none = run["compile"] == "reduce-overhead"
     for _ in range(COMPILE_WARMUP if run["compile"] != "none" and not run["graph"] else 0):
-        eager_step(ddp, opt, make, dev, run["accum"])
+        eager_step(ddp, opt, make, dev, run["accum"], to_none)
         opt.step()
     grads = 0
     torch.cuda.reset_peak_memory_stats()
@@ -243,7 +246,7 @@ def train(run, args, rank, dev):
     syncs = []
     for step in range(args.steps):
         if graph is None:
-            syncs.append(eager_step(ddp, opt, make, dev, run["accum"]))
+            syncs.append(eager_step(ddp, opt, make, dev, run["accum"], to_none))
         else:
             static_x.copy_(make())
             graph.replay()
