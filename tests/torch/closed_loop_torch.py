@@ -5,12 +5,13 @@ through tools/dpro-run).
 
 For each poor configuration: profile it, run dpro-optimize --json, map the top
 recommendation's torch_args onto ddp_train.py's options (bucket_cap_mb=X: --bucket-cap-mb
-X; no_sync=K micro_batch=M: --accum K --batch M; torch.cuda.graph: --cuda-graph), run both again under the same conditions
+X; no_sync=K micro_batch=M: --accum K --batch M; torch.cuda.graph: --cuda-graph;
+torch.compile: --compile default), run both again under the same conditions
 (the collector on), and compare the realised iteration time with the predicted one and
 the realised speedup with the predicted one, and the peak memory
 (torch.cuda.max_memory_reserved) with the budget when one was given. Advice that
-ddp_train.py cannot take (torch.compile: the simulated device runs no Triton kernels;
-checkpointing of chosen layers) fails the configuration, saying so.
+ddp_train.py cannot take (checkpointing of chosen layers) fails the configuration, saying
+so.
 
 The measurement design and the rule are tests/optimizer/closed_loop.py's (its
 one_config): 3 profiled runs, the advice most of them recommend, 5 interleaved AB/BA pairs
@@ -36,10 +37,19 @@ Configurations (SIMGPU_PHYSICS=simple, as closed_loop.py):
   --accum K --batch B;
 - ddp host-bound: 8 transformer blocks of width 64 at batch 2 (about 880 device ops a step,
   each a few microseconds: the host's launches and Python set the step time); dpro-optimize
-  --strategies capture (the capture alone: torch.compile cannot run here) advises
+  --strategies capture (the capture alone) advises
   torch.cuda.graph of the whole step, predicted over that region (optimizer/workload.h:
   WL_CAPTURE_STEP), applied as --cuda-graph (the step with zero_grad and DDP's all-reduces
   captured after 11 eager steps, then replayed);
+- ddp host-bound compile: the same job advised with --strategies fusion (operator fusion,
+  torch.compile, and the capture): torch.compile is applied as --compile default
+  (DDP(torch.compile(model)), its compiling steps untimed; Inductor's and Triton's caches
+  in the build tree, tests/torch/compile-cache, as test_torch_compile.py's), with the
+  capture as --cuda-graph of the compiled step when advised too. Besides the rule, a
+  fusion plan's kernels, launch calls and host calls a step (rank 0, the medians of
+  measure_step_calls.py over the last steps of dpro-optimize --what-if --chrome from the
+  last pair's baseline) are those of the applied run (dpro-export of the last pair's
+  applied trace), each within 5 % (counts no load moves);
 - fsdp memory budget: fsdp_train.py's MLP at --dim 256, batch 4096, without resharding
   after the forward (162 MiB reserved) under a 140 MiB budget: the same advice, applied
   as --accum K --batch B (set_requires_gradient_sync(False) on all micro-batches but the
@@ -70,11 +80,20 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "optimizer"))
 from torchlib import (BUILD, DPRO_RUN, SIMRUN, VENV_PY, require_torch,  # noqa: E402
                       sanitizer_env, step_allreduces)
 import closed_loop  # noqa: E402
+import measure_step_calls  # noqa: E402
 
 OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
+EXPORT = os.path.join(BUILD, "tools", "dpro-export")
+MAX_COUNT_PCT = 5.0  # a fusion plan's counts a step against the applied run's (check_fusion)
 RANKS = 2
 STEPS = 20
 WARM_STEPS = 2  # step times left out: DDP rebuilds its buckets after the first step
+# Inductor's and Triton's caches in the build tree (test_torch_compile.py's): the first
+# --compile run compiles, later ones load
+COMPILE_CACHE = {"TORCHINDUCTOR_CACHE_DIR": os.path.join(BUILD, "tests", "torch", "compile-cache",
+                                                         "inductor"),
+                 "TRITON_CACHE_DIR": os.path.join(BUILD, "tests", "torch", "compile-cache",
+                                                  "triton")}
 
 # name, ddp_train.py arguments, environment, dpro-optimize arguments
 CONFIGS = [
@@ -86,6 +105,8 @@ CONFIGS = [
      ["--strategies", "memory", "--memory-budget", "140M", "--batch", "16"]),
     ("ddp host-bound", ["--layers", "8", "--batch", "2"], {},
      ["--strategies", "capture", "--batch", "2"]),
+    ("ddp host-bound compile", ["--layers", "8", "--batch", "2"], {},
+     ["--strategies", "fusion", "--batch", "2"]),
 ]
 # name, fsdp_train.py arguments, environment, dpro-optimize arguments
 FSDP_CONFIGS = [
@@ -111,13 +132,15 @@ class TorchDdpJob:
     # the advice's options and the script's
     opts = {"bucket_cap_mb": "--bucket-cap-mb", "no_sync": "--accum", "micro_batch": "--batch"}
     values = {}  # the advice's values the script spells otherwise
-    flags = {"torch.cuda.graph": "--cuda-graph"}  # the advice's options without a value
+    # the advice's options without a value
+    flags = {"torch.cuda.graph": ["--cuda-graph"], "torch.compile": ["--compile", "default"]}
 
     @classmethod
     def run(cls, args, env_extra, trace_dir):
         """Runs ddp_train.py on RANKS ranks under the collector; returns (iter us: the mean
         over ranks of their median step, peak memory: the largest max_memory_reserved)."""
         env = dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60")
+        env.update(COMPILE_CACHE)
         env.update(env_extra)
         env = sanitizer_env(env)
         out = trace_dir + "-out"  # the ranks' results (their stdout lines may interleave)
@@ -140,7 +163,11 @@ class TorchDdpJob:
     @classmethod
     def check_plan(cls, name, knobs, trace_dir):
         """A bucket plan's all-reduces a step (knobs buckets, bucket_bytes) against those of
-        the applied run traced in trace_dir (rank 0's last step); returns the failures."""
+        the applied run traced in trace_dir (rank 0's last step); a fusion plan's
+        (torch.compile) kernels, launches and host calls a step against the applied run's
+        (check_fusion); returns the failures."""
+        if knobs.get("fuse_small"):
+            return check_fusion(name, knobs[cls.args_key], trace_dir)
         if "bucket_bytes" not in knobs:
             return []
         files = sorted(glob.glob(os.path.join(trace_dir, "rank0*.dpro")))
@@ -160,7 +187,7 @@ class TorchDdpJob:
         out = []
         for tok in advice.split():
             if tok in cls.flags:
-                out.append(cls.flags[tok])
+                out += cls.flags[tok]
                 continue
             key, _, val = tok.partition("=")
             if key not in cls.opts or not val:
@@ -177,6 +204,41 @@ class TorchFsdpJob(TorchDdpJob):
             "reshard_after_forward": "--reshard-after-forward", "prefetch": "--prefetch"}
     values = {"False": "0", "True": "1"}
     flags = {}
+
+
+def step_counts(chrome):
+    """Rank 0's kernels, launch calls and host calls a step (the medians over the last steps of
+    tests/torch/measure_step_calls.py, from a Chrome timeline): counts no load moves."""
+    st = measure_step_calls.steps(chrome, 0)
+    if not st:
+        return None
+    kernels = [sum(n for (t, _), n in s[3].items() if t.startswith("stream")) for s in st]
+    launches = [sum(n for (t, c), n in s[3].items() if not t.startswith("stream")
+                    and "Launch" in c) for s in st]
+    calls = [sum(n for (t, _), n in s[3].items() if not t.startswith("stream")) for s in st]
+    return median(kernels), median(launches), median(calls)
+
+
+def check_fusion(name, advice, trace_dir):
+    """The plan of advice, simulated from the last pair's baseline run (dpro-optimize --what-if
+    --chrome), against the applied run traced in trace_dir (dpro-export): rank 0's kernels,
+    launches and host calls a step, each within MAX_COUNT_PCT; returns the failures."""
+    base = trace_dir[:trace_dir.rindex("-B")] + "-A" + trace_dir[trace_dir.rindex("-B") + 2:]
+    plan, real, was = trace_dir + "-plan.json", trace_dir + "-real.json", base + "-base.json"
+    runs = [[OPTIMIZE, base, "--quiet", "--seed", "1", "--what-if", advice, "--chrome", plan],
+            [EXPORT, trace_dir, "--chrome", real], [EXPORT, base, "--chrome", was]]
+    for cmd in runs:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            return ["%s: %s failed: %s" % (name, " ".join(cmd), p.stderr[-500:])]
+    got, want, was = step_counts(real), step_counts(plan), step_counts(was)
+    print("%s: rank 0 a step (kernels, launches, host calls): baseline %s, plan %s, applied %s"
+          % (name, was, want, got))
+    if got is None or want is None:
+        return ["%s: no steps in the timelines %s, %s" % (name, plan, real)]
+    return ["%s: %s a step: the plan's %g, the applied run's %g" % (name, what, w, g)
+            for what, w, g in zip(("kernels", "launches", "host calls"), want, got)
+            if abs(g - w) > MAX_COUNT_PCT / 100.0 * w]
 
 
 def main():

@@ -5,9 +5,10 @@ simrun or torchrun).  The knobs real users turn are flags: --bucket-cap-mb,
 --grad-as-bucket-view, --static-graph, --accum N (gradient accumulation: no_sync() on the
 first N-1 micro-batches), --checkpoint (torch.utils.checkpoint on every other block),
 --comm-hook fp16 (DDP's fp16 compression hook), --cuda-graph (the whole step captured in
-one CUDA graph, below).  --runs "MODEL:KNOB,KNOB;..." trains several configurations one
-after the other in one process (knobs: bucket=MB, view, static, accum=N, ckpt, fp16,
-graph), each a fresh model and DDP.
+one CUDA graph, below), --compile {none,default,reduce-overhead} (torch.compile, below).
+--runs "MODEL:KNOB,KNOB;..." trains several configurations one after the other in one
+process (knobs: bucket=MB, view, static, accum=N, ckpt, fp16, graph; --compile applies to
+each), each a fresh model and DDP.
 
 --cuda-graph follows PyTorch's whole-network capture with DDP (CUDA semantics notes,
 "Usage with DistributedDataParallel", NCCL >= 2.9.6: full-backward capture): the process
@@ -22,6 +23,15 @@ launches.  torch.autograd.graph.set_override_stale_capture_stream(True): the
 AccumulateGrad nodes that DDP keeps from its construction refer to a stream that is not
 the capture's; the override puts their work on the capturing stream.  Not with --accum
 (the micro-batches under no_sync() are another graph each) nor --checkpoint.
+
+--compile MODE wraps the model in torch.compile (mode "default" or "reduce-overhead") before
+DDP: DDP(torch.compile(model)), as torch 2.15's Dynamo skips DistributedDataParallel's
+forward when DDP itself is compiled (torch.compile(DDP(model)) runs eager).  Inductor
+compiles (and reduce-overhead records its CUDA graphs) in the first steps:
+COMPILE_WARMUP steps run before the --steps steps, neither timed nor among them.
+Inductor's and Triton's caches are the caller's (TORCHINDUCTOR_CACHE_DIR,
+TRITON_CACHE_DIR).  With --cuda-graph (--compile default only), the eager warm-up steps
+of the capture compile, and the compiled step (its Triton kernels) is captured.
 
 Convolutions run with torch.backends.cudnn.enabled = False (the simulated device has no
 cuDNN stand-in: torch's own im2col + cuBLAS kernels run instead).
@@ -128,12 +138,12 @@ def parse_runs(args):
     if not args.runs:
         return [dict(model=args.model, bucket=args.bucket_cap_mb, view=args.grad_as_bucket_view,
                      static=args.static_graph, accum=args.accum, ckpt=args.checkpoint,
-                     hook=args.comm_hook, graph=args.cuda_graph)]
+                     hook=args.comm_hook, graph=args.cuda_graph, compile=args.compile)]
     runs = []
     for spec in args.runs.split(";"):
         model, _, knobs = spec.partition(":")
         r = dict(model=model, bucket=args.bucket_cap_mb, view=False, static=False, accum=1,
-                 ckpt=False, hook="none", graph=False)
+                 ckpt=False, hook="none", graph=False, compile=args.compile)
         for k in filter(None, knobs.split(",")):
             key, _, val = k.partition("=")
             if key == "bucket":
@@ -153,17 +163,25 @@ def parse_runs(args):
         if r["graph"] and (r["accum"] > 1 or r["ckpt"]):
             raise SystemExit("ddp_train.py: --cuda-graph captures one step of one batch: not "
                              "with --accum or --checkpoint")
+        if r["graph"] and r["compile"] == "reduce-overhead":
+            raise SystemExit("ddp_train.py: --cuda-graph and --compile reduce-overhead: one "
+                             "capture at a time")
     return runs
 
 
 GRAPH_WARMUP = 11  # eager DDP steps before a capture (PyTorch's DDP capture recipe)
+# steps before the timed ones under --compile: Inductor compiles the forward in the first and
+# the backward in its backward; reduce-overhead's CUDA graph trees warm up, then record
+COMPILE_WARMUP = 3
 
 
-def eager_step(ddp, opt, make, dev, accum):
+def eager_step(ddp, opt, make, dev, accum, to_none=False):
     """One step without capture: accum micro-batches, the first accum-1 under no_sync();
     synchronises after the backward. Returns the time of that synchronisation; the caller
-    runs opt.step()."""
-    opt.zero_grad(set_to_none=False)
+    runs opt.step(). to_none: the gradients set to None, not zeroed (reduce-overhead: a
+    gradient its CUDA graph made is overwritten by the next replay, so it is not accumulated
+    into)."""
+    opt.zero_grad(set_to_none=to_none)
     for micro in range(accum):
         last = micro == accum - 1
         with contextlib.nullcontext() if last else ddp.no_sync():
@@ -201,12 +219,15 @@ def train(run, args, rank, dev):
     else:
         model = ConvNet(args.width, args.layers, run["ckpt"]).to(dev)
         make = lambda: torch.randn(args.batch, 3, args.image, args.image)  # noqa: E731
+    net = model
+    if run["compile"] != "none":  # DDP(torch.compile(model)): the docstring says why
+        net = torch.compile(model, mode=run["compile"])
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     # a capture needs DDP built on a side stream; without one, the current stream
     with torch.cuda.stream(side) if run["graph"] else contextlib.nullcontext():
         ddp = nn.parallel.DistributedDataParallel(
-            model, device_ids=[dev], bucket_cap_mb=run["bucket"],
+            net, device_ids=[dev], bucket_cap_mb=run["bucket"],
             gradient_as_bucket_view=run["view"], static_graph=run["static"])
     if run["hook"] == "fp16":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -215,13 +236,17 @@ def train(run, args, rank, dev):
     graph = None
     if run["graph"]:
         graph, static_x = capture_step(ddp, opt, make, dev, side)
+    to_none = run["compile"] == "reduce-overhead"
+    for _ in range(COMPILE_WARMUP if run["compile"] != "none" and not run["graph"] else 0):
+        eager_step(ddp, opt, make, dev, run["accum"], to_none)
+        opt.step()
     grads = 0
     torch.cuda.reset_peak_memory_stats()
     t0 = time.monotonic()
     syncs = []
     for step in range(args.steps):
         if graph is None:
-            syncs.append(eager_step(ddp, opt, make, dev, run["accum"]))
+            syncs.append(eager_step(ddp, opt, make, dev, run["accum"], to_none))
         else:
             static_x.copy_(make())
             graph.replay()
@@ -250,6 +275,8 @@ def main():
     ap.add_argument("--comm-hook", choices=["none", "fp16"], default="none")
     ap.add_argument("--cuda-graph", action="store_true",
                     help="capture the whole step in a CUDA graph (see the docstring)")
+    ap.add_argument("--compile", choices=["none", "default", "reduce-overhead"], default="none",
+                    help="DDP(torch.compile(model, mode=MODE)) (see the docstring)")
     ap.add_argument("--runs", default="", help='"MODEL:KNOB,...;..." (see the docstring)')
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--layers", type=int, default=2)
