@@ -702,7 +702,7 @@ main(int argc, char **argv)
         pr_err("out of memory");
         goto out;
     }
-    log_peak(me, "the typical replay");
+    log_peak(me, "the typical replay (and --perturb)");
     rep.have_typical = typ.iterations > 0 && typ.predicted_us > 0;
     rep.have_perturb = a.perturb_top > 0 && rc == 0;
     if (a.perturb_top > 0 && !rep.have_perturb)
@@ -712,6 +712,7 @@ main(int argc, char **argv)
         replay_cmd_print_json(&rep);
     else
         print_text(&rep);
+    log_peak(me, "the report");
     status = a.chrome ? write_chrome(&rp, &s, &a) : 0;
 out:
     hostshare_free(&hs);
