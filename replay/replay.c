@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "build.h"
+#include "build_int.h"
 #include "dpro_log.h"
 #include "hmap.h"
 #include "ncclname.h"
@@ -405,6 +406,8 @@ replay_close(replay *rp)
     align_result_free(&rp->align);
     dfg_free(&rp->graph);
     sim_result_free(&rp->sim);
+    free(rp->kept_node);
+    free(rp->kept_end);
     job_free(&rp->job);
     memset(rp, 0, sizeof *rp);
 }
@@ -662,6 +665,71 @@ replay_simulate(replay *rp)
     return 0;
 }
 
+int
+replay_release_timeline(replay *rp)
+{
+    const dfg *g = &rp->graph;
+    int32_t per = rp->iter_last >= rp->iter_first ? rp->iter_last - rp->iter_first + 2 : 0;
+    size_t cap = (size_t)g->n_ranks * (size_t)per;
+    int32_t *node = malloc((cap > 0 ? cap : 1) * sizeof *node);
+    int64_t *end = NULL;
+    int rc = node ? 0 : -1;
+    size_t n = 0;
+    for (int32_t r = 0; r < g->n_ranks && rc == 0; r++) {
+        const int32_t *b;
+        int32_t nb = dfg_iterations(g, r, &b);
+        for (int32_t k = rp->iter_first; k < rp->iter_first + per && k < nb; k++)
+            if (b[k] >= 0)
+                node[n++] = b[k];
+    }
+    if (rc == 0) {
+        qsort(node, n, sizeof *node, cmp_int32);
+        size_t u = 0;
+        for (size_t i = 0; i < n; i++)
+            if (u == 0 || node[u - 1] != node[i])
+                node[u++] = node[i];
+        n = u;
+        rc = (end = malloc((n > 0 ? n : 1) * sizeof *end)) ? 0 : -1;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        end[i] = rp->sim.end ? rp->sim.end[node[i]] : -1;
+    if (rc == 0) {
+        free(rp->kept_node);
+        free(rp->kept_end);
+        rp->kept_node = node;
+        rp->kept_end = end;
+        rp->n_kept_ends = (int32_t)n;
+        sim_result kept = {.makespan = rp->sim.makespan,
+                           .last_node = rp->sim.last_node,
+                           .n_unfinished = rp->sim.n_unfinished,
+                           .first_unfinished = rp->sim.first_unfinished};
+        sim_result_free(&rp->sim);
+        rp->sim = kept;
+    } else {
+        free(node);
+        free(end);
+    }
+    return rc;
+}
+
+/* The simulated end of node n in the exact replay: rp->sim's, or the one
+ * replay_release_timeline kept (-1 when it kept none). */
+static int64_t
+sim_end_of(const replay *rp, int32_t n)
+{
+    if (rp->sim.end)
+        return rp->sim.end[n];
+    int32_t lo = 0, hi = rp->n_kept_ends; /* kept_node[lo..hi) may hold n */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (rp->kept_node[mid] < n)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < rp->n_kept_ends && rp->kept_node[lo] == n ? rp->kept_end[lo] : -1;
+}
+
 int32_t
 replay_rank_window(const replay *rp, const dfg *g, sim_timeline tl, int32_t r, int64_t *t0,
                    int64_t *t1)
@@ -698,14 +766,14 @@ replay_iteration_times(const replay *rp, int32_t r, int32_t k, int64_t *trace_t0
     int32_t rep = dfg_rank_rep(g, r);
     int32_t nb = dfg_iterations(g, r, &b);
     if (rp->simulated && k >= rp->iter_first && k <= rp->iter_last && k + 1 < nb && b[k] >= 0 &&
-        b[k + 1] >= 0 && rp->sim.end[b[k]] >= 0 && rp->sim.end[b[k + 1]] >= 0) {
+        b[k + 1] >= 0 && sim_end_of(rp, b[k]) >= 0 && sim_end_of(rp, b[k + 1]) >= 0) {
         /* graph time = trace time + offset - time origin (build.c) */
         int64_t off = rp->align.offset_ns && rep < rp->align.n_ranks ? rp->align.offset_ns[rep] : 0;
         int64_t e0 = dfg_mend(g, b[k]), e1 = dfg_mend(g, b[k + 1]);
         *trace_t0 = e0 - off + rp->time_origin;
         *trace_t1 = e1 - off + rp->time_origin;
         *measured_ns = e1 - e0;
-        *simulated_ns = rp->sim.end[b[k + 1]] - rp->sim.end[b[k]];
+        *simulated_ns = sim_end_of(rp, b[k + 1]) - sim_end_of(rp, b[k]);
         rc = 0;
     }
     return rc;

@@ -84,6 +84,9 @@ typedef struct replay {
     costmodel model;
     sim_result sim;
     int simulated;
+    int32_t n_kept_ends;    /* replay_release_timeline: the nodes whose simulated end is kept */
+    int32_t *kept_node;     /* n_kept_ends, ascending */
+    int64_t *kept_end;      /* their ends (ns; -1: never ran) */
     int64_t repaired_edges; /* event edges build_repair_event_edges added */
 } replay;
 
@@ -123,6 +126,15 @@ const char *replay_apart_name(int apart);
 
 /* Simulates rp->graph into rp->sim. Returns 0 or -1 (out of memory). */
 int replay_simulate(replay *rp);
+
+/* Keeps of the exact replay's timeline rp->sim only what the report reads once it is
+ * summarized (replay_summarize): the simulated ends of the compared iterations' boundary
+ * nodes (replay_iteration_times) and rp->sim's counts (n_unfinished, first_unfinished,
+ * makespan, last_node), and frees the rest: its per-node and per-group arrays (21 bytes
+ * a node) and scratch, before the typical-duration replay allocates its own. Nothing
+ * may read rp->sim's arrays afterwards (chrome_export, replay_summarize of rp->sim);
+ * rp->simulated stays. Returns 0, or -1 (out of memory; rp->sim is then unchanged). */
+int replay_release_timeline(replay *rp);
 
 /* Simulates g (a transformed copy of rp->graph, or rp->graph itself) into res and
  * returns its mean simulated iteration time in ns over the compared iterations,

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "config.h"
 #include "dpro_log.h"
@@ -597,6 +598,16 @@ write_chrome(replay *rp, const replay_summary *s, const args *a)
     return status;
 }
 
+/* With DPRO_LOG=info: this process's peak resident size so far, after step (where the
+ * memory of a run goes, docs/figures.md). */
+static void
+log_peak(int me, const char *step)
+{
+    struct rusage ru;
+    if (dpro_log_level() >= DPRO_LOG_INFO && getrusage(RUSAGE_SELF, &ru) == 0)
+        pr_info("process %d: peak %.1f MiB after %s", me, (double)ru.ru_maxrss / 1024.0, step);
+}
+
 /* The checks of the replay before it is simulated (mpisim_check_fn; ctx: the args): the
  * traces read whole unless --partial, --chrome's file allowed. Returns 0, or 1 (said). */
 static int
@@ -626,6 +637,7 @@ simulate(replay *rp, const args *a)
         pr_err("out of memory simulating");
         return -1;
     }
+    sim_result_trim(&rp->sim); /* as replay_simulate: the result is kept, the scratch not */
     rp->simulated = 1;
     pr_info("simulated by %d MPI processes: %d ranks and %lld nodes here, %lld exchanges, "
             "%lld group arrivals and %lld edge ends exchanged, %lld groups on one process",
@@ -671,7 +683,10 @@ main(int argc, char **argv)
         ok = check_replay(&a, &rp) == 0;
     if (!ok)
         goto out;
-    if (simulate(&rp, &a) != 0 || me != 0) {
+    log_peak(me, "the graph");
+    int simulated = simulate(&rp, &a) == 0;
+    log_peak(me, "the simulation");
+    if (!simulated || me != 0) {
         status = me != 0 ? 0 : 1;
         goto out;
     }
@@ -679,6 +694,7 @@ main(int argc, char **argv)
         pr_err("out of memory");
         goto out;
     }
+    log_peak(me, "the summary");
     if (rp.sim.n_unfinished > 0)
         job_warn(&rp.job,
                  "%d operations could not be simulated (circular dependencies, e.g. around "
@@ -703,11 +719,16 @@ main(int argc, char **argv)
             pr_err("out of memory");
         goto out;
     }
-    if ((rc = replay_typical_replay(&rp, &typ)) < 0 ||
+    log_peak(me, "the what-ifs");
+    /* the report reads of the exact timeline only the iterations' ends once summarized;
+     * --chrome writes all of it */
+    if ((!a.chrome && replay_release_timeline(&rp) != 0) ||
+        (rc = replay_typical_replay(&rp, &typ)) < 0 ||
         (a.perturb_top > 0 && (rc = replay_perturb(&rp, a.perturb_top, 0.5, &pt)) < 0)) {
         pr_err("out of memory");
         goto out;
     }
+    log_peak(me, "the typical replay (and --perturb)");
     rep.have_typical = typ.iterations > 0 && typ.predicted_us > 0;
     rep.have_perturb = a.perturb_top > 0 && rc == 0;
     if (a.perturb_top > 0 && !rep.have_perturb)
@@ -717,6 +738,7 @@ main(int argc, char **argv)
         replay_cmd_print_json(&rep);
     else
         print_text(&rep);
+    log_peak(me, "the report");
     status = a.chrome ? write_chrome(&rp, &s, &a) : 0;
 out:
     hostshare_free(&hs);

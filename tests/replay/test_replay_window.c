@@ -12,7 +12,9 @@
  *      not (EXPECT 0: every event);
  *   3. the release: the events reduced to markers and memory events once the graph is
  *      built (replay_options.release_events, as dpro-replay does) give the same figures,
- *      critical path, typical replay and Chrome export as every event kept.
+ *      critical path, typical replay and Chrome export as every event kept;
+ *   4. the exact timeline released once summarized (replay_release_timeline): the same
+ *      iteration times, unsimulated count and typical replay as the timeline kept.
  *
  * usage: test_replay_window DIR ITERATIONS WARMUP EXPECT
  */
@@ -188,6 +190,35 @@ chrome_text(const replay *rp, const replay_summary *s, size_t *len)
     return text;
 }
 
+/* Part 4: r's exact timeline released (replay_release_timeline, as dpro-replay does before
+ * the typical replay) changes none of what the report reads afterwards: every compared
+ * iteration's times, the unsimulated count, the typical replay (tk: k's, k unreleased). */
+static void
+check_release_timeline(replay *r, const replay *k, const replay_typical *tk)
+{
+    CHECK_EQ(replay_release_timeline(r), 0);
+    CHECK(r->sim.end == NULL && r->sim.start == NULL && r->simulated);
+    CHECK_EQ(r->sim.n_unfinished, k->sim.n_unfinished);
+    int32_t times = 0;
+    for (int32_t q = 0; q < k->graph.n_ranks; q++)
+        for (int32_t i = k->iter_first; i <= k->iter_last + 1; i++) {
+            int64_t a[4] = {0}, b[4] = {0};
+            int ra = replay_iteration_times(r, q, i, &a[0], &a[1], &a[2], &a[3]);
+            int rb = replay_iteration_times(k, q, i, &b[0], &b[1], &b[2], &b[3]);
+            CHECK_EQ(ra, rb);
+            CHECK(memcmp(a, b, sizeof a) == 0);
+            times += rb == 0;
+        }
+    CHECK(times > 0);
+    replay_typical tr;
+    CHECK_EQ(replay_typical_replay(r, &tr), 0);
+    CHECK_EQ(tr.nodes, tk->nodes);
+    CHECK_EQ(tr.matched, tk->matched);
+    CHECK_SAME(tr.predicted_us, tk->predicted_us);
+    CHECK_SAME(tr.mean_predicted_us, tk->mean_predicted_us);
+    CHECK_SAME(tr.error_pct, tk->error_pct);
+}
+
 /* Part 3: the events released once the graph is built (replay_options.release_events)
  * change nothing that is read afterwards: the summary with its critical path, the typical
  * replay, the Chrome export; the released ranks keep only markers and memory events. */
@@ -228,6 +259,7 @@ check_release(const char *dir, const replay_options *ro)
     CHECK(cr && ck && lr == lk && memcmp(cr, ck, lr) == 0);
     free(cr);
     free(ck);
+    check_release_timeline(&r, &k, &tk);
     replay_summary_free(&sr);
     replay_summary_free(&sk);
     replay_close(&r);
