@@ -17,7 +17,7 @@
 
 /* At most this many samples are kept: when full, every other one is dropped and new ones
  * are kept only as far apart as the remaining ones, so a long job keeps evenly spaced
- * samples over its whole run (some 24 bytes of meta text each). */
+ * samples over its whole run (some 24 bytes of meta text each, at most COLL_CPU_SAMPLE_TEXT). */
 #define COLL_CPU_SAMPLES 1024
 
 static struct {
@@ -58,16 +58,19 @@ coll_cpu_sample(int force)
     coll_cpu.n++;
 }
 
+/* The longest text of one sample: a comma, two int64 in decimal with their signs, a colon. */
+#define COLL_CPU_SAMPLE_TEXT (1 + 2 * 20 + 1)
+
 void
 coll_cpu_write_meta(dpro_writer *w)
 {
-    static char buf[COLL_CPU_SAMPLES * 28 + 1];
+    static char buf[COLL_CPU_SAMPLES * COLL_CPU_SAMPLE_TEXT + 1];
     size_t len = 0;
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0)
         dpro_writer_set_meta_int(w, "host_cpus", CPU_COUNT(&set));
     coll_cpu_sample(1);
-    for (int i = 0; i < coll_cpu.n && len + 28 < sizeof buf; i++)
+    for (int i = 0; i < coll_cpu.n && len + COLL_CPU_SAMPLE_TEXT < sizeof buf; i++)
         len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%lld:%lld", i ? "," : "",
                                 (long long)coll_cpu.t_us[i], (long long)coll_cpu.cpu_us[i]);
     if (coll_cpu.n >= 2)
