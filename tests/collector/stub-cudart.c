@@ -39,24 +39,36 @@ cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, 
     return cudaSuccess;
 }
 
-/* A created stream's handle holds its id, one of its own, as the runtime's ids are never
- * reused, though a destroyed stream's handle is (malloc's). */
+/* A created stream's handle is a slot of a fixed pool that holds its id, one of its own,
+ * as the runtime's ids are never reused, though a destroyed stream's handle is: the lowest
+ * free slot comes next (a pool, not malloc, whose reuse a sanitizer's quarantine delays). */
+#define STUB_STREAMS 256
+static unsigned long long stub_stream_slot[STUB_STREAMS];
+static int stub_stream_used[STUB_STREAMS];
+
 cudaError_t
 cudaStreamCreate(cudaStream_t *stream)
 {
     static unsigned long long next_id = 100;
-    unsigned long long *s = malloc(16);
-    if (s == NULL)
-        return cudaErrorMemoryAllocation;
-    *s = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
-    *stream = (cudaStream_t)s;
-    return cudaSuccess;
+    for (int i = 0; i < STUB_STREAMS; i++) {
+        int free_slot = 0;
+        if (__atomic_compare_exchange_n(&stub_stream_used[i], &free_slot, 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            stub_stream_slot[i] = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+            *stream = (cudaStream_t)&stub_stream_slot[i];
+            return cudaSuccess;
+        }
+    }
+    return cudaErrorMemoryAllocation;
 }
 
 cudaError_t
 cudaStreamDestroy(cudaStream_t stream)
 {
-    free(stream);
+    unsigned long long *s = (unsigned long long *)stream;
+    if (s < stub_stream_slot || s >= stub_stream_slot + STUB_STREAMS)
+        return cudaErrorInvalidResourceHandle;
+    __atomic_store_n(&stub_stream_used[s - stub_stream_slot], 0, __ATOMIC_RELEASE);
     return cudaSuccess;
 }
 
