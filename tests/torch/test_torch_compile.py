@@ -66,7 +66,12 @@ def checksum(tensors):
     return total
 
 
-print("ok", checksum(m.parameters()), checksum(p.grad for p in m.parameters()))
+result = "ok %%d %%d" %% (checksum(m.parameters()), checksum(p.grad for p in m.parameters()))
+print(result)
+# each rank's result in a file of its own too: two ranks' stdout share one pipe
+with open(os.path.join(os.environ["COMPILE_RESULTS"], "rank%%s" %% os.environ.get("RANK", "0")),
+          "w") as f:
+    f.write(result + "\n")
 from triton.backends.nvidia.driver import libcuda_dirs
 print("libcuda", libcuda_dirs()[0])
 if ddp:
@@ -93,7 +98,20 @@ def run_traced(env, out, ranks, args):
     """Runs TRAIN on `ranks` ranks under dpro-run into out; returns the completed process."""
     cmd = [dpro_run, "-o", out, "--", simrun, "-n", str(ranks), "--timeout", "500", "--",
            venv_py, "-c", TRAIN] + args
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    results = out + "-results"
+    os.makedirs(results, exist_ok=True)
+    return subprocess.run(cmd, env=dict(env, COMPILE_RESULTS=results), capture_output=True,
+                          text=True, timeout=600)
+
+
+def rank_results(out, ranks):
+    """Each rank's result line (ok PARAMS GRADS), split, from the files run_traced's job
+    wrote; None for a rank that wrote none."""
+    got = []
+    for rank in range(ranks):
+        path = os.path.join(out + "-results", "rank%d" % rank)
+        got.append(open(path).read().split() if os.path.exists(path) else None)
+    return got
 
 
 def trace_events(path):
@@ -199,10 +217,10 @@ try:
     # 2. two ranks, DistributedDataParallel under torch.compile
     out = os.path.join(tmp, "ddp")
     r = run_traced(env, out, 2, ["ddp"])
-    oks = [line.split() for line in r.stdout.splitlines() if line.startswith("ok ")]
-    if check(r.returncode == 0 and len(oks) == 2,
-             "DDP + torch.compile on two ranks under dpro-run (rc %d): %s"
-             % (r.returncode, r.stderr[-3000:]), say_ok=True):
+    oks = rank_results(out, 2)
+    if check(r.returncode == 0 and None not in oks,
+             "DDP + torch.compile on two ranks under dpro-run (rc %d; results %s): %s\nstdout: %s"
+             % (r.returncode, oks, r.stderr[-3000:], r.stdout[-2000:]), say_ok=True):
         check(oks[0][1:] == oks[1][1:], "the ranks' parameters and gradients agree: %s" % oks)
         files = sorted(f for f in os.listdir(out) if f.endswith(".dpro"))
         check(len(files) == 2, "two rank traces: %s" % files)
