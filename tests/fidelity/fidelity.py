@@ -37,7 +37,13 @@ Iteration times are ddp-sim's own (iter_us: host time between the per-iteration
 synchronisations), the mean over ranks of the median over the measured iterations, as in
 tests/optimizer/closed_loop.py. Each pair is run in FIDELITY_ATTEMPTS (3) attempts
 (record, predict, change, measure) and each figure of its row is the median over them (the
-change fixed at the first attempt). They are not deterministic: the device runs in real time
+change fixed at the first attempt). Both sides are measured alike: every run of a pair has
+the same number of measured iterations, at least FIDELITY_ITERATIONS (20) and as many as
+span FIDELITY_RUN_MS (400 ms) at the iteration of a probe run of the recorded job (at most
+MAX_ITERATIONS), and the attempts alternate which run goes first (recorded, changed,
+recorded), so that a burst of the machine's other work or a drift of its load weighs on
+the recorded and the changed side alike; the `runs` column gives every attempt's recorded,
+predicted and realised iteration, `base_spread_pct` the recorded runs' spread. They are not deterministic: the device runs in real time
 on this machine's cores, so host time (launches, the framework's per-operator time, the
 wake-ups between threads) and with it the arrival at collectives and what overlaps what
 (the world's contention) depend on the machine's load; only each kernel's base duration
@@ -83,7 +89,9 @@ line the suite names the pairs whose changed run lagged by more than LAG_SHARE (
 its iteration, with the others' mean |error|.
 
 Environment: top_builddir (default .), DPRO_FIDELITY_SEED, FIDELITY_PAIRS (default 40),
-FIDELITY_ITERATIONS (measured iterations per run, default 20), FIDELITY_ATTEMPTS (3),
+FIDELITY_ITERATIONS (the fewest measured iterations per run, default 20), FIDELITY_RUN_MS
+(400: the time a run's measured iterations should span; 0: FIDELITY_ITERATIONS only, no
+probe), FIDELITY_ATTEMPTS (3),
 FIDELITY_OUT, FIDELITY_KEEP=dir keeps the traces (of each pair's last attempt),
 FIDELITY_KINDS=kind,kind runs only the pairs of those kinds (of the same draw),
 FIDELITY_MORE_RANKS (4: the ranks of the more-ranks kind's changed job). Exit 0
@@ -91,6 +99,7 @@ with the line printed, 1 when a pair could not be run, 2 for a bad setting, 77 w
 simulated device. `make fidelity` runs it (tests/fidelity/local.mk).
 """
 import json
+import math
 import os
 import random
 import resource
@@ -118,13 +127,16 @@ PROFILES = ["a100", "h100", "h200"]
 RANKS = 2
 MORE_RANKS = 4  # FIDELITY_MORE_RANKS, read by main()
 WARMUP = 3
+RUN_MS = 400  # FIDELITY_RUN_MS, read by main()
+MAX_ITERATIONS = 400
 COLUMNS = ["pair", "kind", "world_seed", "profile", "job", "change", "base_us", "replayed_us",
            "predicted_us", "realised_us", "error_pct", "predicted_speedup", "realised_speedup",
            "speedup_ratio_pct", "realised_spread_pct", "predicted_peak_mib", "realised_peak_mib",
            "peak_error_pct", "budget_mib", "base_lag_us", "realised_lag_us",
            "realised_device_us", "device_error_pct", "base_cpu_ms_per_iter", "realised_cpu_ms_per_iter",
            "cores_at_predicted", "mean_predicted_us", "mean_error_pct", "no_share_predicted_us",
-           "no_share_error_pct", "host_time_scale", "rank_wait_us"]
+           "no_share_error_pct", "host_time_scale", "rank_wait_us", "iterations",
+           "base_spread_pct", "runs"]
 
 
 class PairError(Exception):
@@ -364,42 +376,77 @@ def predict(pair, base_dir, base_peak, added, slowdown):
             top["peak_memory_bytes"], added, budget, top["predicted_iter_us"])
 
 
-def one_pair(pair, work, iterations, attempts):
+def run_iterations(probe_us, iterations, run_ms):
+    """Measured iterations per run for a job whose iteration took probe_us: at least
+    `iterations`, and as many as span run_ms ms (at most MAX_ITERATIONS). A host-bound job
+    of 3 ms iterations measured over 20 of them spans 60 ms, which one burst of the
+    machine's other work covers whole; over 130 its median leaves such a burst out."""
+    if run_ms <= 0 or probe_us <= 0:
+        return iterations
+    want = int(math.ceil(run_ms * 1e3 / probe_us))
+    return max(iterations, min(want, MAX_ITERATIONS))
+
+
+def one_pair(pair, work, iterations, attempts, run_ms=0):
     """Records, predicts, changes and measures one pair `attempts` times; returns its table
     row (dict): the medians over the attempts of the recorded run's iteration, dpro's
     replay of it, the prediction and the realised iteration (closed_loop.py's rule: the
     median of each side keeps a bias of the prediction whole and leaves out a run another
     job slowed down). The change is fixed at the first attempt (an advice: the first
-    attempt's recommendation, predicted from each attempt's own recording after that)."""
+    attempt's recommendation, predicted from each attempt's own recording after that).
+    Both sides are measured the same way: with run_ms > 0 a probe run of the recorded job
+    (not kept) sets the iterations of every run (run_iterations), and the attempts
+    alternate which run goes first (the recorded one in the first, third, ...; the changed
+    one in the others), so that the machine's load drifting during a pair weighs on both
+    sides alike. The row's `runs` gives every attempt's recorded, predicted and realised
+    iteration."""
     tag = "%02d-%s" % (pair["pair"], pair["kind"])
     base_dir, new_dir = os.path.join(work, tag + "-base"), os.path.join(work, tag + "-new")
     args = base_args(pair)
     added, slowdown, got = None, None, []
+    if run_ms > 0:
+        shutil.rmtree(base_dir, ignore_errors=True)
+        iterations = run_iterations(run_job(pair, args, base_dir, iterations)[0], iterations,
+                                    run_ms)
     for k in range(attempts):
         for d in (base_dir, new_dir):
             shutil.rmtree(d, ignore_errors=True)
+        new = None
+        if k % 2 == 1:  # the change is fixed: the changed run goes first
+            new = changed_run(pair, args, new_dir, iterations, added, slowdown)
         base_us, base_peak, base_row, base_cpu = run_job(pair, args, base_dir, iterations)
         if k == 0 and not pair["kind"].startswith("advice"):
             added, slowdown = change(pair, base_row, base_peak)
         replayed, pred_us, pred_peak, added, budget, pred_mean = predict(
             pair, base_dir, base_peak, added, slowdown)
-        if isinstance(slowdown, dict):  # the kinds about ranks
-            new_us, new_peak, _, new_cpu = run_job(pair, args, new_dir, iterations,
-                                                   ranks=slowdown.get("ranks", RANKS),
-                                                   straggler=slowdown.get("straggler"))
-        else:
-            new_us, new_peak, _, new_cpu = run_job(pair, args + added, new_dir, iterations,
-                                                   slowdown)
+        if new is None:
+            new = changed_run(pair, args, new_dir, iterations, added, slowdown)
+        new_us, new_peak, _, new_cpu = new
         base_lag = sync_lag(base_dir)[0]
         new_lag, new_span = sync_lag(new_dir)
         got.append((base_us, replayed, pred_us, new_us, pred_peak, new_peak, budget, base_lag,
                     new_lag, new_span, new_cpu, base_cpu, pred_mean))
+    return pair_row(pair, args, added, slowdown, got, iterations)
+
+
+def changed_run(pair, args, new_dir, iterations, added, slowdown):
+    """run_job of the pair's changed job (added options, a slowdown, or the kinds about
+    ranks: their straggler or rank count)."""
+    if isinstance(slowdown, dict):
+        return run_job(pair, args, new_dir, iterations, ranks=slowdown.get("ranks", RANKS),
+                       straggler=slowdown.get("straggler"))
+    return run_job(pair, args + added, new_dir, iterations, slowdown)
+
+
+def pair_row(pair, args, added, slowdown, got, iterations):
+    """one_pair's row from its attempts' figures `got`."""
     base_us, replayed, pred_us, new_us = (median([g[i] for g in got]) for i in range(4))
     pred_mean = median([g[12] for g in got])
     lag = [median([g[i] for g in got]) if all(g[i] is not None for g in got) else None
            for i in (7, 8, 9)]
     pred_peak, new_peak, budget = got[0][4], max(g[5] for g in got), got[0][6]
     spread = 100.0 * (max(g[3] for g in got) - min(g[3] for g in got)) / new_us
+    base_spread = 100.0 * (max(g[0] for g in got) - min(g[0] for g in got)) / base_us
     pred_x, real_x = replayed / pred_us, base_us / new_us
     what = change_text(added, slowdown)
     mib = lambda b: None if b is None or b < 0 else b / 1048576.0
@@ -425,7 +472,9 @@ def one_pair(pair, work, iterations, attempts):
             "no_share_error_pct": 100.0 * (new_us - median(pair["no_share"]))
             / median(pair["no_share"]) if "no_share" in pair else None,
             "host_time_scale": median(pair["host_scale"]) if "host_scale" in pair else None,
-            "rank_wait_us": median(pair["rank_wait"]) if "rank_wait" in pair else None}
+            "rank_wait_us": median(pair["rank_wait"]) if "rank_wait" in pair else None,
+            "iterations": iterations, "base_spread_pct": base_spread,
+            "runs": " ".join("%.0f/%.0f/%.0f" % (g[0], g[2], g[3]) for g in got)}
 
 
 def slower_than_said(r):
@@ -510,15 +559,15 @@ def write_tables(out_dir, rows, header):
                 lag_line(rows) + "\n\n" + summary(rows) + "\n")
 
 
-def run_suite(seed, n, iterations, attempts, work, kinds=None, log=print):
-    """Runs the n pairs of seed (only those of kinds, when given); returns (rows,
-    failures)."""
+def run_suite(seed, n, iterations, attempts, work, kinds=None, log=print, run_ms=0):
+    """Runs the n pairs of seed (only those of kinds, when given; one_pair's iterations,
+    attempts and run_ms); returns (rows, failures)."""
     rows, failures = [], []
     for pair in draw_pairs(seed, n):
         if kinds and pair["kind"] not in kinds:
             continue
         try:
-            r = one_pair(pair, work, iterations, attempts)
+            r = one_pair(pair, work, iterations, attempts, run_ms)
         except (PairError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
             failures.append("pair %d (%s, world %d %s): %s" % (
                 pair["pair"], pair["kind"], pair["world_seed"], pair["profile"], e))
@@ -558,28 +607,31 @@ def main():
         attempts = int(os.environ.get("FIDELITY_ATTEMPTS", "3"))
         kinds = [k for k in os.environ.get("FIDELITY_KINDS", "").split(",") if k]
         global MORE_RANKS
+        run_ms = int(os.environ.get("FIDELITY_RUN_MS", str(RUN_MS)))
         MORE_RANKS = int(os.environ.get("FIDELITY_MORE_RANKS", str(MORE_RANKS)))
         bad = [k for k in kinds if k not in KINDS]
         if bad:
             print("fidelity: FIDELITY_KINDS: unknown kind %s (kinds: %s)"
                   % (", ".join(bad), ",".join(KINDS)), file=sys.stderr)
             return 2
-        if min(n, iterations, attempts) < 1 or not 2 <= MORE_RANKS <= 64:
+        if min(n, iterations, attempts) < 1 or not 2 <= MORE_RANKS <= 64 or run_ms < 0:
             raise ValueError("FIDELITY_PAIRS, FIDELITY_ITERATIONS and FIDELITY_ATTEMPTS must "
-                             "be at least 1, FIDELITY_MORE_RANKS from 2 to 64")
+                             "be at least 1, FIDELITY_MORE_RANKS from 2 to 64, "
+                             "FIDELITY_RUN_MS at least 0")
     except ValueError as e:
         print("fidelity: DPRO_FIDELITY_SEED, FIDELITY_PAIRS, FIDELITY_ITERATIONS, "
-              "FIDELITY_ATTEMPTS, FIDELITY_MORE_RANKS want integers: %s" % e, file=sys.stderr)
+              "FIDELITY_ATTEMPTS, FIDELITY_MORE_RANKS, FIDELITY_RUN_MS want integers: %s" % e,
+              file=sys.stderr)
         return 2
     out_dir = os.environ.get("FIDELITY_OUT", os.path.join(BUILD, "fidelity"))
     keep = os.environ.get("FIDELITY_KEEP")
     work = keep or tempfile.mkdtemp(prefix="dpro-fidelity-")
     load = os.getloadavg()
-    print("fidelity: DPRO_FIDELITY_SEED=%d, %d pairs, %d ranks, %d measured iterations per "
-          "run, %d attempts per pair (load average %.1f %.1f %.1f)"
-          % ((seed, n, RANKS, iterations, attempts) + load))
+    print("fidelity: DPRO_FIDELITY_SEED=%d, %d pairs, %d ranks, at least %d measured iterations "
+          "per run and as many as span %d ms, %d attempts per pair (load average %.1f %.1f %.1f)"
+          % ((seed, n, RANKS, iterations, run_ms, attempts) + load))
     try:
-        rows, failures = run_suite(seed, n, iterations, attempts, work, kinds)
+        rows, failures = run_suite(seed, n, iterations, attempts, work, kinds, run_ms=run_ms)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -589,10 +641,12 @@ def main():
         print("fidelity: no pair ran")
         return 1
     end = os.getloadavg()
-    header = ("DPRO_FIDELITY_SEED=%d, %d ranks, %d measured iterations per run, %d attempts "
-              "per pair (each figure: the median over the attempts; spread: the realised "
-              "runs' max - min over their median), load average %.1f at the start, %.1f at "
-              "the end" % (seed, RANKS, iterations, attempts, load[0], end[0]))
+    header = ("DPRO_FIDELITY_SEED=%d, %d ranks, at least %d measured iterations per run and as "
+              "many as span %d ms, %d attempts per pair, alternately recorded run first and "
+              "changed run first (each figure: the median over the attempts; spread: the "
+              "realised runs' max - min over their median; runs: each attempt's recorded / "
+              "predicted / realised us), load average %.1f at the start, %.1f at the end"
+              % (seed, RANKS, iterations, run_ms, attempts, load[0], end[0]))
     write_tables(out_dir, rows, header)
     print("\n".join(per_kind(rows)))
     print(memory_line(rows))

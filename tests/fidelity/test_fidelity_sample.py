@@ -2,8 +2,9 @@
 """test_fidelity_sample: a small sample of the fidelity suite (fidelity.py, `make fidelity`)
 in make check.
 
-Five pairs of one base seed (SAMPLE_SEED), the first of each kind in SAMPLE_KINDS, 10
-measured iterations, one attempt per pair. The predicted against realised comparison is
+Five pairs of one base seed (SAMPLE_SEED), the first of each kind in SAMPLE_KINDS, at
+least 10 measured iterations spanning 50 ms, two attempts per pair (the recorded run first,
+then the changed run first). The predicted against realised comparison is
 not deterministic: the simulated device runs in real time on this machine's shared cores,
 so host time, arrivals at collectives and the overlaps the world's contention follows
 depend on the load (only each kernel's base duration and noise are fixed by the world's
@@ -79,7 +80,7 @@ def main():
         rows, why = [], []
         for pair in first_of_each(a):
             try:
-                rows.append(fidelity.one_pair(pair, work, 10, 1))
+                rows.append(fidelity.one_pair(pair, work, 10, 2, 50))
             except (fidelity.PairError, KeyError, ValueError) as e:
                 why.append("pair %d (%s): %s" % (pair["pair"], pair["kind"], e))
         for w in why:
@@ -106,6 +107,14 @@ def main():
             check(all(isinstance(v, float) and math.isfinite(v) and v > 0 for v in nums),
                   "pair %d %s: times and speedups finite and positive %s"
                   % (r["pair"], r["kind"], nums))
+            runs = [[float(x) for x in run.split("/")] for run in r["runs"].split()]
+            check(len(runs) == 2 and all(len(x) == 3 for x in runs) and
+                  abs(r["realised_us"] - fidelity.median([x[2] for x in runs])) <= 1 and
+                  abs(r["base_us"] - fidelity.median([x[0] for x in runs])) <= 1,
+                  "pair %d: runs gives both attempts' recorded / predicted / realised us, the "
+                  "row their medians to the us (%s)" % (r["pair"], r["runs"]))
+            check(r["iterations"] >= 10, "pair %d: %d measured iterations per run (at least 10)"
+                  % (r["pair"], r["iterations"]))
             print("      pair %d %s %s %s: predicted %.1f us, realised %.1f us (%+.1f %%), "
                   "speedup %.3f predicted, %.3f realised"
                   % (r["pair"], r["kind"], r["profile"], r["change"], r["predicted_us"],
