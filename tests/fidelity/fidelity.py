@@ -50,13 +50,20 @@ wake-ups between threads) and with it the arrival at collectives and what overla
 and noise are fixed by the world's seed. The table gives the load average and the spread
 of the realised runs.
 
-Per pair: error = (realised - predicted) / predicted, predicted being dpro's median
+Per attempt: error = (realised - predicted) / predicted, predicted being dpro's median
 iteration of the changed job (baseline_median_iter_us and predicted_median_iter_us of
 dpro-optimize, simulated_median_iter_us and what_if.predicted_median_iter_us of
 dpro-replay), the statistic of the realised figure; predicted speedup = dpro's own
 baseline (the replay of the recorded run, its median iteration) / predicted; realised
-speedup = the recorded run's measured iteration / the changed run's; their ratio; and
-dpro's predicted peak memory against ddp-sim's (caching allocator) where dpro predicts one.
+speedup = the recorded run's measured iteration / the changed run's; their ratio. A pair's
+error_pct and speedup_ratio_pct are the medians over its attempts of these: each attempt is
+a whole measurement (its recording, the prediction from it, the changed run next to it),
+so a burst of the machine's other work that stretches one attempt's recording and another
+attempt's changed run does not pair the one with the other, as the median of each side
+did (medians_error_pct and medians_speedup_ratio_pct, the suite's figure before 6 December
+2026, 18:40 UTC; the medians_line). The row's times and speedups are the medians of each
+side; and dpro's predicted peak memory against ddp-sim's (caching allocator) where dpro
+predicts one.
 mean_predicted_us and mean_error_pct: dpro's mean iteration (predicted_iter_us) against
 the same realised median, the suite's figure before 6 December 2026. "Slower advice" counts the
 advice pairs (dpro-optimize's recommendation) where dpro predicted a speedup (> 1) and the
@@ -136,7 +143,7 @@ COLUMNS = ["pair", "kind", "world_seed", "profile", "job", "change", "base_us", 
            "realised_device_us", "device_error_pct", "base_cpu_ms_per_iter", "realised_cpu_ms_per_iter",
            "cores_at_predicted", "mean_predicted_us", "mean_error_pct", "no_share_predicted_us",
            "no_share_error_pct", "host_time_scale", "rank_wait_us", "iterations",
-           "base_spread_pct", "runs"]
+           "base_spread_pct", "runs", "medians_error_pct", "medians_speedup_ratio_pct"]
 
 
 class PairError(Exception):
@@ -448,14 +455,18 @@ def pair_row(pair, args, added, slowdown, got, iterations):
     spread = 100.0 * (max(g[3] for g in got) - min(g[3] for g in got)) / new_us
     base_spread = 100.0 * (max(g[0] for g in got) - min(g[0] for g in got)) / base_us
     pred_x, real_x = replayed / pred_us, base_us / new_us
+    # each attempt is a whole measurement (its recording, the prediction from it, the
+    # changed run next to it): the median over the attempts of their own figures
+    paired_err = median([100.0 * (g[3] - g[2]) / g[2] for g in got])
+    paired_x = median([100.0 * (g[0] / g[3]) / (g[1] / g[2]) for g in got])
     what = change_text(added, slowdown)
     mib = lambda b: None if b is None or b < 0 else b / 1048576.0
     return {"pair": pair["pair"], "kind": pair["kind"], "world_seed": pair["world_seed"],
             "profile": pair["profile"], "job": " ".join(args), "change": what,
             "base_us": base_us, "replayed_us": replayed, "predicted_us": pred_us,
-            "realised_us": new_us, "error_pct": 100.0 * (new_us - pred_us) / pred_us,
+            "realised_us": new_us, "error_pct": paired_err,
             "predicted_speedup": pred_x, "realised_speedup": real_x,
-            "speedup_ratio_pct": 100.0 * real_x / pred_x, "realised_spread_pct": spread,
+            "speedup_ratio_pct": paired_x, "realised_spread_pct": spread,
             "predicted_peak_mib": mib(pred_peak),
             "realised_peak_mib": mib(new_peak) if mib(pred_peak) is not None else None,
             "peak_error_pct": 100.0 * (new_peak - pred_peak) / pred_peak
@@ -474,7 +485,9 @@ def pair_row(pair, args, added, slowdown, got, iterations):
             "host_time_scale": median(pair["host_scale"]) if "host_scale" in pair else None,
             "rank_wait_us": median(pair["rank_wait"]) if "rank_wait" in pair else None,
             "iterations": iterations, "base_spread_pct": base_spread,
-            "runs": " ".join("%.0f/%.0f/%.0f" % (g[0], g[2], g[3]) for g in got)}
+            "runs": " ".join("%.0f/%.0f/%.0f" % (g[0], g[2], g[3]) for g in got),
+            "medians_error_pct": 100.0 * (new_us - pred_us) / pred_us,
+            "medians_speedup_ratio_pct": 100.0 * real_x / pred_x}
 
 
 def slower_than_said(r):
@@ -529,6 +542,15 @@ def memory_line(rows):
                len(slower), ", ".join(slower) or "none"))
 
 
+def medians_line(rows):
+    """The closing line's figures from the medians of each side (median realised against
+    median predicted; the suite's figure before the attempts were paired)."""
+    e = [abs(r["medians_error_pct"]) for r in rows]
+    return ("median against median: mean |error| %.1f %%, max %.1f %%, worst realised/predicted "
+            "speedup %.0f %%" % (sum(e) / len(e), max(e),
+                                 min(r["medians_speedup_ratio_pct"] for r in rows)))
+
+
 LAG_SHARE = 0.10  # a changed run whose device ran this share of its iteration behind
 
 
@@ -556,7 +578,7 @@ def write_tables(out_dir, rows, header):
         for r in rows:
             f.write("| " + " | ".join(cell(r[c]) for c in COLUMNS) + " |\n")
         f.write("\n" + "\n".join(per_kind(rows)) + "\n\n" + memory_line(rows) + "\n\n" +
-                lag_line(rows) + "\n\n" + summary(rows) + "\n")
+                lag_line(rows) + "\n\n" + medians_line(rows) + "\n\n" + summary(rows) + "\n")
 
 
 def run_suite(seed, n, iterations, attempts, work, kinds=None, log=print, run_ms=0):
@@ -651,6 +673,7 @@ def main():
     print("\n".join(per_kind(rows)))
     print(memory_line(rows))
     print(lag_line(rows))
+    print(medians_line(rows))
     print("table: %s" % os.path.join(out_dir, "fidelity.md"))
     print(summary(rows))
     return 1 if failures else 0

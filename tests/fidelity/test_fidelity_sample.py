@@ -113,6 +113,10 @@ def main():
                   abs(r["base_us"] - fidelity.median([x[0] for x in runs])) <= 1,
                   "pair %d: runs gives both attempts' recorded / predicted / realised us, the "
                   "row their medians to the us (%s)" % (r["pair"], r["runs"]))
+            errs = sorted(100.0 * (x[2] - x[1]) / x[1] for x in runs)
+            check(abs(r["error_pct"] - (errs[0] + errs[1]) / 2) <= 0.1,
+                  "pair %d: error %.2f %% the median of the attempts' own errors %s"
+                  % (r["pair"], r["error_pct"], ["%.2f" % e for e in errs]))
             check(r["iterations"] >= 10, "pair %d: %d measured iterations per run (at least 10)"
                   % (r["pair"], r["iterations"]))
             print("      pair %d %s %s %s: predicted %.1f us, realised %.1f us (%+.1f %%), "
