@@ -17,7 +17,9 @@ load:
 - the draw: one seed gives the same pairs, another seed other worlds; dpro's analysis runs
   with no SIMGPU_ setting in its environment (a job's world stays the job's);
 - every pair ran, with finite positive times, its row in fidelity.tsv and fidelity.md, and
-  the closing line in its format;
+  the closing line in its format; the row's `runs` gives both attempts' recorded /
+  predicted / realised iteration, its times are their medians and its error the median of
+  the attempts' own errors;
 - peak memory is the caching allocator's: predicted within 25 % of realised where dpro
   predicts it (the full runs: at most 15.3 %), and the memory advice's realised peak under
   its budget;
