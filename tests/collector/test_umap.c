@@ -5,9 +5,9 @@
  * and values reset to 0 and set again neither lose nor duplicate a key. Removals (the
  * allocation map removes a freed address) leave every other key findable, and a job that
  * allocates and frees a million distinct addresses, a few hundred live at a time, keeps
- * the map at its live size (it grew without bound when a free only zeroed the value). Keys of three shapes: aligned
- * device addresses (low bits zero), function addresses, and keys that differ only in
- * their high 32 bits.
+ * the map at its live size (it grew without bound when a free only zeroed the value).
+ * Keys of three shapes: aligned device addresses (low bits zero), function addresses, and
+ * keys that differ only in their high 32 bits.
  */
 #include "config.h"
 
