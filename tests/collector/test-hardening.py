@@ -16,6 +16,11 @@ it (harden-job modes on the simulated device).
 - a process's first record, committed after the writer's look found none and before its
   drain (DPRO_TEST_DRAIN_PAUSE_MS holds that moment open), reaches the trace: the drain
   before the file is opened discarded it (a fork child's one call, lost under load);
+- a writer thread that cannot start (DPRO_TEST_WRITER_START_FAILS) loses nothing: said
+  once, the job runs, the records wait in the rings and are written at exit, at an exec,
+  or by a thread started on a later attempt;
+- the exit waits for a slow writer (DPRO_TEST_FINISH_PAUSE_MS) at most DPRO_EXIT_WAIT_MS,
+  said once, the job's exit status kept; a writer that finishes in time loses nothing;
 - bad settings are warned about once and the default used; a DPRO_OUTPUT over 4 KB records
   nothing (never a directory of the cut name);
 - a row that cannot be written (thread, communicator, ...) is counted in meta writer_errors
@@ -25,6 +30,7 @@ it (harden-job modes on the simulated device).
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import colltest as ct  # noqa: E402
@@ -184,6 +190,67 @@ doc = one_trace(out, "late first record")
 if doc:
     names = [e["name"] for e in ct.events(doc, "marker")]
     ct.check(names == ["late_first"], "the late first record is in the trace (%s)" % names)
+
+# ---- a writer thread that cannot start ------------------------------------------------
+# every start fails: the exit writes the trace in the exiting thread
+out = ct.tmpdir()
+r = ct.run([HARDEN, "comms", "3"], env=ct.env_with(out, DPRO_CUPTI=0,
+                                                   DPRO_TEST_WRITER_START_FAILS=1000000))
+ct.check(r.returncode == 0 and "collectives=3" in r.stdout,
+         "no writer thread: the job runs (%s)" % r.stderr[-300:])
+ct.check(r.stderr.count("cannot start the writer thread") == 1,
+         "no writer thread: said once (%s)" % r.stderr[-300:])
+doc = one_trace(out, "no writer thread")
+if doc:
+    ct.check(len(ct.events(doc, "collective")) == 3 and "anchor_end_realtime_ns" in doc["meta"],
+             "no writer thread: the 3 collectives written at exit, the trace ended (%d)"
+             % len(ct.events(doc, "collective")))
+# a ring that fills meanwhile drops and counts, as with a writer too slow
+out = ct.tmpdir()
+r = ct.run([HARDEN, "exec-after", "1000"],
+           env=ct.env_with(out, DPRO_CUPTI=0, DPRO_RING_EVENTS=256,
+                           DPRO_TEST_WRITER_START_FAILS=1000000))
+ct.check(r.returncode == 0 and "queries=1000" in r.stdout,
+         "no writer thread, then exec: the job runs (%s)" % r.stderr[-300:])
+doc = one_trace(out, "no writer thread, then exec")
+if doc:
+    kept = len(ct.events(doc, "api", "cudaStreamQuery"))
+    dropped = doc["summary"]["dropped"]
+    ct.check(kept == 256 and kept + dropped == 1000,
+             "no writer thread, then exec: the ring's 256 written before the exec, the rest "
+             "counted as dropped (%d kept, %d dropped)" % (kept, dropped))
+# the first start fails, the second thread's first hook starts the writer
+out = ct.tmpdir()
+r = ct.run([HARDEN, "first-hook"], env=ct.env_with(out, DPRO_CUPTI=0,
+                                                   DPRO_TEST_WRITER_START_FAILS=1))
+ct.check(r.returncode == 0 and r.stderr.count("cannot start the writer thread") == 1,
+         "writer started on the second attempt: the job runs, said once (%s)" % r.stderr[-300:])
+doc = one_trace(out, "writer started on the second attempt")
+if doc:
+    ct.check(len(ct.events(doc, "api", "cuLaunchKernel")) == 2,
+             "writer started on the second attempt: both launches written")
+
+# ---- the exit's wait for a slow writer -------------------------------------------------
+out = ct.tmpdir()
+t0 = time.monotonic()
+r = ct.run([HARDEN, "comms", "3"], env=ct.env_with(out, DPRO_CUPTI=0, DPRO_EXIT_WAIT_MS=300,
+                                                   DPRO_TEST_FINISH_PAUSE_MS=30000))
+secs = time.monotonic() - t0
+ct.check(r.returncode == 0 and "collectives=3" in r.stdout,
+         "writer stuck at exit: the job's own exit status (%s)" % r.stderr[-300:])
+ct.check(secs < 8, "writer stuck for 30 s at exit: the job exits after DPRO_EXIT_WAIT_MS=300, not 10 s "
+         "(%.1f s)" % secs)
+ct.check(r.stderr.count("did not finish within DPRO_EXIT_WAIT_MS=300 ms") == 1,
+         "writer stuck at exit: said once (%s)" % r.stderr[-300:])
+out = ct.tmpdir()
+r = ct.run([HARDEN, "comms", "3"], env=ct.env_with(out, DPRO_CUPTI=0,
+                                                   DPRO_TEST_FINISH_PAUSE_MS=1000))
+ct.check(r.returncode == 0 and "did not finish" not in r.stderr,
+         "writer slow at exit, in time: the job runs, nothing said (%s)" % r.stderr[-300:])
+doc = one_trace(out, "writer slow at exit, in time")
+if doc:
+    ct.check(len(ct.events(doc, "collective")) == 3 and "anchor_end_realtime_ns" in doc["meta"],
+             "writer slow at exit, in time: every collective written, the trace ended")
 
 # ---- bad settings ----------------------------------------------------------------------
 for var, value, key, want in (("DPRO_RING_EVENTS", "abc", "setting.DPRO_RING_EVENTS", "32768"),
