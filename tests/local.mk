@@ -60,5 +60,11 @@ fuzz-batch: schemas/libdprotrace.la
 	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
 	$(SHELL) $(srcdir)/tests/fuzz/run-batch-fuzz.sh $(FUZZ_SECONDS)
 .PHONY: fuzz-batch
+# Bounded fuzzing of the trace reader (a trace file's bytes): FUZZ_SECONDS (default 60).
+EXTRA_DIST += tests/fuzz/fuzz_trace_reader.c tests/fuzz/run-reader-fuzz.sh
+fuzz-reader: schemas/libdprotrace.la tests/replay/gen_traces
+	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
+	$(SHELL) $(srcdir)/tests/fuzz/run-reader-fuzz.sh $(FUZZ_SECONDS)
+.PHONY: fuzz-reader
 include $(srcdir)/tests/fidelity/local.mk
 include $(srcdir)/tests/torch/local.mk
