@@ -6,7 +6,7 @@
  * through a time range) with its names. Any error status is fine; a crash, a leak, an
  * unbounded allocation or undefined behaviour is not.
  *
- * Built and run by tests/fuzz/run-reader-fuzz.sh (clang -fsanitize=fuzzer,address), with
+ * Built and run by tests/fuzz/run-batch-fuzz.sh (clang -fsanitize=fuzzer,address), with
  * small collector traces as its seeds.
  */
 #include <stdint.h>
