@@ -44,6 +44,7 @@ COLL_HIDDEN extern int64_t coll_test_clock_offset_ns;
 COLL_HIDDEN extern uint32_t coll_test_drain_pause_ms;
 COLL_HIDDEN extern long coll_test_start_fails;
 COLL_HIDDEN extern uint32_t coll_test_finish_pause_ms;
+COLL_HIDDEN extern uint32_t coll_test_cupti_queue_max;
 
 /* DPRO_OUTPUT does not fit coll_cfg.output: the process records nothing. */
 COLL_HIDDEN extern int coll_output_too_long;

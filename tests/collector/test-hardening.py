@@ -18,7 +18,8 @@ it (harden-job modes on the simulated device).
   before the file is opened discarded it (a fork child's one call, lost under load);
 - a writer thread that cannot start (DPRO_TEST_WRITER_START_FAILS) loses nothing: said
   once, the job runs, the records wait in the rings and are written at exit, at an exec,
-  or by a thread started on a later attempt;
+  or by a thread started on a later attempt; CUPTI's buffers meanwhile are held up to a
+  bound (DPRO_TEST_CUPTI_QUEUE_MAX lowers it), the rest dropped and counted;
 - the exit waits for a slow writer (DPRO_TEST_FINISH_PAUSE_MS) at most DPRO_EXIT_WAIT_MS,
   said once, the job's exit status kept; a writer that finishes in time loses nothing;
 - bad settings are warned about once and the default used; a DPRO_OUTPUT over 4 KB records
@@ -229,6 +230,31 @@ doc = one_trace(out, "writer started on the second attempt")
 if doc:
     ct.check(len(ct.events(doc, "api", "cuLaunchKernel")) == 2,
              "writer started on the second attempt: both launches written")
+
+# CUPTI's completed buffers wait for the writer too, at most CUPTI_QUEUE_MAX of them (here
+# DPRO_TEST_CUPTI_QUEUE_MAX=1): the rest are dropped and counted, never held without bound
+DDP = [ct.SIMRUN, "-n", "1", "--", ct.DDP_SIM, "--iterations", "10", "--warmup", "0",
+       "--op-overhead-us", "0"]
+device = {}
+for most in (0, 1):
+    out = ct.tmpdir()
+    r = ct.run(DDP, env=ct.env_with(out, DPRO_CUPTI_LIB=ct.SIM_CUPTI, SIMGPU_PHYSICS="simple",
+                                    DPRO_TEST_WRITER_START_FAILS=1000000,
+                                    DPRO_TEST_CUPTI_QUEUE_MAX=most))
+    ct.check(r.returncode == 0, "no writer thread, ddp-sim with CUPTI (queue %d): runs (%s)"
+             % (most, r.stderr[-300:]))
+    files = ct.traces(out)
+    doc = ct.dump(files[0], counts=True)[0] if len(files) == 1 else None
+    if doc:
+        device[most] = (sum(n for k, n in doc["counts"].items()
+                            if k.split(":")[0] in ("kernel", "memcpy", "memset")),
+                        doc["summary"]["dropped"])
+ct.check(len(device) == 2 and device[0][0] > 0 and device[0][1] == 0,
+         "no writer thread: every device record written at exit (%s)" % (device.get(0),))
+# (the dropped count takes every record of a buffer, the correlation records too)
+ct.check(len(device) == 2 and 0 < device[1][0] < device[0][0] and sum(device[1]) >= device[0][0],
+         "no writer thread, one CUPTI buffer held: the others' records dropped and counted "
+         "(kept, dropped: %s of %s)" % (device.get(1), device.get(0)))
 
 # ---- the exit's wait for a slow writer -------------------------------------------------
 out = ct.tmpdir()
