@@ -76,7 +76,7 @@ done
     "$s/tests/fuzz/fuzz_trace_reader.c" "$s"/schemas/*.c "$b/schemas/trace.pb-c.c" \
     "$b/schemas/trace_sql.c" -o "$out/fuzz_trace_reader" \
     $(pkg-config --libs libprotobuf-c) -lsqlite3 $deflate_libs -lz || exit 1
-"$out/fuzz_trace_reader" "$out/corpus-reader" -max_total_time="$secs" -max_len=262144 \
+"$out/fuzz_trace_reader" "$out/corpus-reader" -max_total_time="$secs" -max_len=262144 -len_control=0 \
     -timeout=20 -rss_limit_mb=1024 -artifact_prefix="$out/reader-" -print_final_stats=1 \
     2> "$out/fuzz-reader.log"
 rc=$?
