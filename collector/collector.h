@@ -270,6 +270,7 @@ struct coll_settings {
     uint32_t drain_ms;           /* DPRO_DRAIN_MS */
     uint32_t ring_events;        /* DPRO_RING_EVENTS (power of two) */
     int fork_follow;             /* DPRO_FORK=follow (1) or stop (0) */
+    uint32_t exit_wait_ms;       /* DPRO_EXIT_WAIT_MS: the exit's wait for the writer */
     int zlib_level;              /* DPRO_ZLIB_LEVEL */
 };
 COLL_HIDDEN extern struct coll_settings coll_cfg;
@@ -546,6 +547,9 @@ struct coll_umap {
 /* Returns the value slot of key k (any value, 0 included), inserting it (value 0) when
  * insert is set; NULL when absent, or when memory runs out. */
 COLL_HIDDEN uint64_t *coll_umap_find(struct coll_umap *m, uint64_t k, int insert);
+
+/* Removes key k (nothing when absent); its slot is free again and no other key is lost. */
+COLL_HIDDEN void coll_umap_remove(struct coll_umap *m, uint64_t k);
 
 /* Frees the map's memory and empties it. */
 COLL_HIDDEN void coll_umap_free(struct coll_umap *m);

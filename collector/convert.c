@@ -169,7 +169,7 @@ coll_convert_memory(dpro_writer *w, const struct coll_rec *r, dpro_event *ev)
         *size = r->a2;
     } else if (size) {
         ev->bytes = *size; /* the size of what is freed, when we saw it allocated */
-        *size = 0;
+        coll_umap_remove(&coll_bg.allocs, r->a0); /* the map holds live allocations only */
     }
     ev->kind = DPRO_KIND_MEMORY;
     ev->subkind = r->u1;

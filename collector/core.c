@@ -107,6 +107,15 @@ coll_env_range(const char *name, long dflt, long lo, long hi)
 
 uint32_t coll_test_drain_pause_ms;
 
+/* DPRO_TEST_WRITER_START_FAILS (testing only): this many attempts to start the writer
+ * thread fail as pthread_create would (EAGAIN). DPRO_TEST_FINISH_PAUSE_MS (testing only):
+ * the writer waits this long before its last drain at exit, as on a slow filesystem.
+ * DPRO_TEST_CUPTI_QUEUE_MAX (testing only): completed CUPTI buffers held for the writer
+ * (cupti.c's CUPTI_QUEUE_MAX when 0). */
+long coll_test_start_fails;
+uint32_t coll_test_finish_pause_ms;
+uint32_t coll_test_cupti_queue_max;
+
 int coll_output_too_long;
 
 /* Reads the DPRO_* settings into coll_cfg (defaults for what is unset; malformed values are
@@ -116,6 +125,10 @@ coll_settings_read(void)
 {
     coll_test_clock_offset_ns = coll_env_long("DPRO_TEST_CLOCK_OFFSET_NS", 0);
     coll_test_drain_pause_ms = (uint32_t)coll_env_range("DPRO_TEST_DRAIN_PAUSE_MS", 0, 0, 60000);
+    coll_test_start_fails = coll_env_range("DPRO_TEST_WRITER_START_FAILS", 0, 0, 1L << 30);
+    coll_test_finish_pause_ms = (uint32_t)coll_env_range("DPRO_TEST_FINISH_PAUSE_MS", 0, 0, 600000);
+    coll_test_cupti_queue_max =
+        (uint32_t)coll_env_range("DPRO_TEST_CUPTI_QUEUE_MAX", 0, 0, 1 << 20);
     const char *out = getenv("DPRO_OUTPUT");
     if (out && strlen(out) >= sizeof coll_cfg.output) {
         /* never cut: the cut name would be another directory */
@@ -145,6 +158,7 @@ coll_settings_read(void)
         coll_warn("DPRO_FORK=%s is neither follow nor stop; using follow", fork_mode);
     coll_cfg.fork_follow = !(fork_mode && !strcmp(fork_mode, "stop"));
     coll_cfg.zlib_level = (int)coll_env_range("DPRO_ZLIB_LEVEL", 1, 1, 9);
+    coll_cfg.exit_wait_ms = (uint32_t)coll_env_range("DPRO_EXIT_WAIT_MS", 10000, 0, 600000);
 }
 
 /* ---- start ---------------------------------------------------------------------------- */

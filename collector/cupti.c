@@ -91,8 +91,15 @@ struct cupti_buffer {
 static pthread_mutex_t cupti_queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cupti_buffer *cupti_queue_head, *cupti_queue_tail;
 static uint64_t cupti_dropped_records; /* under cupti_queue_lock */
+static uint32_t cupti_queued;          /* under cupti_queue_lock: buffers in the queue */
 
 #define CUPTI_BUFFER_BYTES (1u << 20)
+
+/* Completed buffers held at most (64 MiB) until the writer drains them: a writer that
+ * cannot start, or one stuck on a slow filesystem, must not let them grow with the job;
+ * past it a buffer's records are dropped and counted. DPRO_TEST_CUPTI_QUEUE_MAX (testing
+ * only) lowers it. */
+#define CUPTI_QUEUE_MAX 64
 
 /* ---- callbacks from CUPTI ---------------------------------------------------------------- */
 
@@ -217,8 +224,16 @@ cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t s
     if (cupti_api.dropped && cupti_api.dropped(ctx, stream, &dropped) != CUPTI_SUCCESS)
         dropped = 0;
     cupti_share_deliver(ctx, stream, buffer, valid, cupti_api.next_record);
-    struct cupti_buffer *b = valid ? malloc(sizeof *b) : NULL;
+    uint32_t most = coll_test_cupti_queue_max ? coll_test_cupti_queue_max : CUPTI_QUEUE_MAX;
+    pthread_mutex_lock(&cupti_queue_lock);
+    int full = cupti_queued >= most;
+    cupti_queued += !full && valid;
+    pthread_mutex_unlock(&cupti_queue_lock);
+    struct cupti_buffer *b = valid && !full ? malloc(sizeof *b) : NULL;
     if (b == NULL) {
+        CUpti_Activity *rec = NULL;
+        while (valid && cupti_api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS)
+            dropped++; /* not kept: counted */
         free(buffer);
         buffer = NULL;
     } else {
@@ -227,6 +242,7 @@ cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t s
         b->valid = valid;
     }
     pthread_mutex_lock(&cupti_queue_lock);
+    cupti_queued -= b == NULL && valid && !full;
     cupti_dropped_records += dropped;
     if (b) {
         if (cupti_queue_tail)
@@ -521,6 +537,7 @@ cupti_forget_after_fork(void)
     pthread_mutex_init(&cupti_queue_lock, NULL);
     cupti_queue_head = cupti_queue_tail = NULL;
     cupti_dropped_records = 0;
+    cupti_queued = 0;
     cupti_active = 0;
     cupti_share_forget();
     cupti_status = "off";
@@ -728,6 +745,7 @@ cupti_drain(dpro_writer *w)
     pthread_mutex_lock(&cupti_queue_lock);
     struct cupti_buffer *b = cupti_queue_head;
     cupti_queue_head = cupti_queue_tail = NULL;
+    cupti_queued = 0;
     uint64_t dropped = cupti_dropped_records;
     cupti_dropped_records = 0;
     pthread_mutex_unlock(&cupti_queue_lock);

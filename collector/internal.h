@@ -42,6 +42,9 @@ COLL_HIDDEN extern int64_t coll_test_clock_offset_ns;
  * writer thread waits this long after each look that finds no record, before its drain:
  * widens the moment in which a thread's first record may come in (test-hardening.py). */
 COLL_HIDDEN extern uint32_t coll_test_drain_pause_ms;
+COLL_HIDDEN extern long coll_test_start_fails;
+COLL_HIDDEN extern uint32_t coll_test_finish_pause_ms;
+COLL_HIDDEN extern uint32_t coll_test_cupti_queue_max;
 
 /* DPRO_OUTPUT does not fit coll_cfg.output: the process records nothing. */
 COLL_HIDDEN extern int coll_output_too_long;
@@ -198,6 +201,7 @@ COLL_HIDDEN extern _Atomic int coll_forks_waiting;
 COLL_HIDDEN extern pthread_mutex_t coll_bg_lock;
 COLL_HIDDEN extern pthread_cond_t coll_bg_done;
 COLL_HIDDEN extern int coll_bg_running;        /* under coll_bg_lock */
+COLL_HIDDEN extern int coll_bg_mode;           /* under coll_bg_lock: writer.c */
 COLL_HIDDEN extern uint64_t coll_flush_asked;  /* under coll_bg_lock: flush requests */
 COLL_HIDDEN extern uint64_t coll_flush_served; /* under coll_bg_lock */
 COLL_HIDDEN extern _Atomic int coll_bg_stop;   /* ask the thread to finish and close */

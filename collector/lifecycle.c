@@ -141,6 +141,7 @@ coll_fork_child(void)
     /* The parent's rings: their data is the parent's; the memory is left as is. */
     coll_rings = NULL;
     coll_bg_running = 0;
+    coll_bg_mode = 0;
     coll_flush_asked = coll_flush_served = 0;
     atomic_store(&coll_bg_stop, 0);
     atomic_store(&coll_bg_finished, 0);

@@ -234,6 +234,7 @@ coll_write_meta(dpro_writer *w, const char *host)
     dpro_writer_set_meta_int(w, "setting.DPRO_STACK_SAMPLE", coll_cfg.stack_sample);
     dpro_writer_set_meta_int(w, "setting.DPRO_FLUSH_MS", coll_cfg.flush_ms);
     dpro_writer_set_meta_int(w, "setting.DPRO_DRAIN_MS", coll_cfg.drain_ms);
+    dpro_writer_set_meta_int(w, "setting.DPRO_EXIT_WAIT_MS", coll_cfg.exit_wait_ms);
     dpro_writer_set_meta_int(w, "setting.DPRO_RING_EVENTS", coll_cfg.ring_events);
     dpro_writer_set_meta(w, "setting.DPRO_FORK", coll_cfg.fork_follow ? "follow" : "stop");
     dpro_writer_set_meta_int(w, "setting.DPRO_ZLIB_LEVEL", coll_cfg.zlib_level);

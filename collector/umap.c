@@ -1,8 +1,9 @@
 /*
  * umap.c: the background thread's growing maps (struct coll_umap: collector.h): kernel
  * names, allocation sizes, stack ids. Open addressing with linear probing; the map
- * doubles when half full. Its own file so that a unit test (tests/collector/test_umap.c)
- * links it alone.
+ * doubles when half full; a removed key frees its slot (backward shift), so the map of
+ * allocations holds only the live ones however many distinct addresses a job frees. Its
+ * own file so that a unit test (tests/collector/test_umap.c) links it alone.
  */
 #include "config.h"
 
@@ -69,6 +70,37 @@ coll_umap_find(struct coll_umap *m, uint64_t k, int insert)
     m->vals[j] = 0;
     m->used++;
     return &m->vals[j];
+}
+
+void
+coll_umap_remove(struct coll_umap *m, uint64_t k)
+{
+    if (m->cap == 0)
+        return;
+    k = k ? k : ~0ull;
+    size_t mask = m->cap - 1, j = coll_umap_start(k, m->cap);
+    while (m->keys[j] && m->keys[j] != k)
+        j = (j + 1) & mask;
+    if (m->keys[j] == 0)
+        return;
+    m->used--;
+    /* backward shift: each later key of the run whose first slot is not cyclically in
+     * (hole, its slot] moves into the hole, so no probe stops short of a key */
+    for (size_t i = j;;) {
+        m->keys[j] = 0;
+        for (;;) {
+            i = (i + 1) & mask;
+            if (m->keys[i] == 0)
+                return;
+            size_t h = coll_umap_start(m->keys[i], m->cap);
+            int stays = j < i ? (h > j && h <= i) : (h > j || h <= i);
+            if (!stays)
+                break;
+        }
+        m->keys[j] = m->keys[i];
+        m->vals[j] = m->vals[i];
+        j = i;
+    }
 }
 
 void

@@ -62,7 +62,15 @@ coll_process_start(void)
     }
 }
 
-/* Starts the background thread if it is not running. */
+/* Whether this process started a writer thread (1), tried and failed with none started
+ * yet (-1: the records wait in the rings for a later start, or for coll_bg_write_inline
+ * at exit or exec), or has not tried (0). Under coll_bg_lock; 0 again in a fork child. */
+int coll_bg_mode;
+
+/* Starts the background thread if it is not running. A failed start (pthread_create: the
+ * job's threads or RLIMIT_NPROC exhausted) is said once; recording goes on into the rings
+ * (a full ring drops and counts), the next thread's first hook tries again, and if no
+ * start succeeds the exit (or an exec) writes the trace in the calling thread. */
 void
 coll_bg_ensure(void)
 {
@@ -75,17 +83,27 @@ coll_bg_ensure(void)
         /* The thread is born with every signal blocked: SIGTERM goes to the job. */
         pthread_sigmask(SIG_SETMASK, &all, &old);
         atomic_store(&coll_bg_started, 0);
-        if (pthread_create(&coll_bg_thread, &attr, coll_bg_main, NULL) == 0)
-            coll_bg_running = 1;
+        int err = EAGAIN;
+        if (coll_test_start_fails > 0)
+            coll_test_start_fails--; /* testing only: this attempt fails */
         else
-            coll_warn("cannot start the writer thread; recording stops");
+            err = pthread_create(&coll_bg_thread, &attr, coll_bg_main, NULL);
+        if (err == 0) {
+            coll_bg_running = 1;
+            coll_bg_mode = 1;
+        } else if (coll_bg_mode == 0) {
+            coll_bg_mode = -1;
+            coll_warn("cannot start the writer thread (%s); recording goes on into the threads' "
+                      "buffers (full ones drop and count), written when a later start succeeds "
+                      "or at exit",
+                      strerror(err));
+        }
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         pthread_attr_destroy(&attr);
-        if (!coll_bg_running)
-            atomic_store(&coll_recording, 0);
     }
     pthread_mutex_unlock(&coll_bg_lock);
 }
+
 /* Reads /proc/self/task/TID/comm into name. */
 static void
 coll_thread_name(uint32_t tid, char *name, size_t size)
@@ -254,6 +272,12 @@ coll_writer_flush(void)
 static void
 coll_bg_finish(void)
 {
+    if (coll_test_finish_pause_ms) {
+        /* testing only: a writer slow to finish (a slow filesystem) */
+        struct timespec pause = {(time_t)(coll_test_finish_pause_ms / 1000),
+                                 (long)(coll_test_finish_pause_ms % 1000) * 1000000L};
+        nanosleep(&pause, NULL);
+    }
     if (coll_bg.w == NULL && !coll_bg.failed && coll_rings_pending())
         coll_bg.w = coll_open_output();
     cupti_flush(1);
@@ -282,6 +306,19 @@ coll_bg_finish(void)
     coll_umap_free(&coll_bg.names);
     coll_umap_free(&coll_bg.allocs);
     cupti_names_free();
+}
+
+/* The writer's state before its first drain in this process (a forked child's too). */
+static void
+coll_bg_reset(void)
+{
+    memset(&coll_bg, 0, sizeof coll_bg);
+    atomic_store(&coll_writer_errors, 0);
+    coll_errors_written = UINT64_MAX;
+    coll_errors_warned = 0;
+    stk_reset();
+    nvtxi_reset();
+    coll_cpu_reset();
 }
 
 /* Returns the writer's wait before its next drain: DPRO_DRAIN_MS while records come fast;
@@ -313,13 +350,7 @@ coll_bg_main(void *arg)
 #ifdef __GLIBC__
     pthread_setname_np(pthread_self(), "dpro-collector");
 #endif
-    memset(&coll_bg, 0, sizeof coll_bg);
-    atomic_store(&coll_writer_errors, 0); /* this process's file (a forked child's too) */
-    coll_errors_written = UINT64_MAX;
-    coll_errors_warned = 0;
-    stk_reset();
-    nvtxi_reset();
-    coll_cpu_reset();
+    coll_bg_reset();
     atomic_store(&coll_bg_started, 1); /* from here on it allocates only under coll_work_lock */
     uint64_t next_flush = coll_now() + (uint64_t)coll_cfg.flush_ms * 1000000ull;
     uint32_t wait_ms = coll_cfg.drain_ms;
@@ -391,11 +422,44 @@ coll_bg_main(void *arg)
     return NULL;
 }
 
+/* No writer thread could start in this process: stops recording and writes the trace in
+ * the calling thread (the drain, the file, its end), as the thread would have at its stop.
+ * Once per process; the caller holds no collector lock. */
+static void
+coll_bg_write_inline(void)
+{
+    pthread_mutex_lock(&coll_bg_lock);
+    int mine = coll_bg_mode == -1 && !coll_bg_running;
+    if (mine) {
+        coll_bg_mode = 0;               /* written: nothing more to write */
+        atomic_store(&coll_bg_stop, 1); /* and no thread starts after */
+    }
+    pthread_mutex_unlock(&coll_bg_lock);
+    if (!mine)
+        return;
+    atomic_store(&coll_recording, 0);
+    int state = coll_tls_state;
+    coll_tls_state = 2; /* this thread's calls from here on are the writer's */
+    coll_bg_reset();
+    pthread_mutex_lock(&coll_work_lock);
+    coll_bg_finish();
+    pthread_mutex_unlock(&coll_work_lock);
+    coll_tls_state = state;
+    atomic_store(&coll_bg_finished, 1);
+}
+
+/* Commits what is recorded and waits for it (up to 5 s); before an exec. With no writer
+ * thread (its start failed), one more start is tried, then the trace written inline. */
 void
 coll_flush_now(void)
 {
     if (getpid() != coll_pid)
         return; /* a vfork child shares our memory: leave the parent's thread alone */
+    pthread_mutex_lock(&coll_bg_lock);
+    int retry = coll_bg_mode == -1 && !coll_bg_running;
+    pthread_mutex_unlock(&coll_bg_lock);
+    if (retry)
+        coll_bg_ensure();
     pthread_mutex_lock(&coll_bg_lock);
     if (coll_bg_running && !atomic_load(&coll_bg_finished)) {
         uint64_t ticket = ++coll_flush_asked;
@@ -408,9 +472,13 @@ coll_flush_now(void)
                 break;
     }
     pthread_mutex_unlock(&coll_bg_lock);
+    coll_bg_write_inline();
 }
 
-/* Stops the background thread after a last drain and closes the trace (idempotent). */
+/* Stops the background thread after a last drain and closes the trace (idempotent). The
+ * exit waits for the writer at most DPRO_EXIT_WAIT_MS: past it the job exits anyway, said
+ * once, and the trace keeps what the writer committed before (every DPRO_FLUSH_MS; a
+ * reader reports that it ends early). With no writer thread, the trace is written here. */
 static void
 coll_shutdown(void)
 {
@@ -419,16 +487,21 @@ coll_shutdown(void)
     pthread_mutex_lock(&coll_bg_lock);
     int running = coll_bg_running;
     coll_bg_running = 0;
-    atomic_store(&coll_bg_stop, 1);
+    atomic_store(&coll_bg_stop, 1); /* no thread starts from here on */
     pthread_cond_signal(&coll_bg_wake);
     pthread_mutex_unlock(&coll_bg_lock);
     if (running) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 10;
+        uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)coll_cfg.exit_wait_ms * 1000000ull;
+        until.tv_sec += (time_t)(ns / 1000000000ull);
+        until.tv_nsec = (long)(ns % 1000000000ull);
         if (pthread_timedjoin_np(coll_bg_thread, NULL, &until) != 0)
-            coll_warn("the writer thread did not finish; the trace may lack its tail");
+            coll_warn("the writer thread did not finish within DPRO_EXIT_WAIT_MS=%u ms; the job "
+                      "exits, the trace keeps what was committed before (every DPRO_FLUSH_MS)",
+                      coll_cfg.exit_wait_ms);
     }
+    coll_bg_write_inline();
     atomic_store(&coll_recording, 0);
 }
 

@@ -54,9 +54,11 @@ noinst_PROGRAMS += tests/bench/bench_trace
 tests_bench_bench_trace_SOURCES = tests/bench/bench_trace.c
 tests_bench_bench_trace_LDADD = $(DPROTRACE_LINK)
 
-# Bounded fuzzing of the batch decoder: FUZZ_SECONDS (default 60). Exit 77 without clang.
-EXTRA_DIST += tests/fuzz/fuzz_batch_decode.c tests/fuzz/fuzz_ncclname.c tests/fuzz/run-batch-fuzz.sh
-fuzz-batch: schemas/libdprotrace.la
+# Bounded fuzzing of the batch decoder, the NCCL kernel-name parser and the trace reader:
+# FUZZ_SECONDS (default 60). Exit 77 without clang.
+EXTRA_DIST += tests/fuzz/fuzz_batch_decode.c tests/fuzz/fuzz_ncclname.c \
+	tests/fuzz/fuzz_trace_reader.c tests/fuzz/run-batch-fuzz.sh
+fuzz-batch: schemas/libdprotrace.la tests/replay/gen_traces
 	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
 	$(SHELL) $(srcdir)/tests/fuzz/run-batch-fuzz.sh $(FUZZ_SECONDS)
 .PHONY: fuzz-batch

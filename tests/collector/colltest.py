@@ -143,9 +143,10 @@ def traces(outdir):
     return sorted(os.path.join(outdir, f) for f in os.listdir(outdir) if f.endswith(".dpro"))
 
 
-def dump(path):
-    """Returns the JSON documents trace-dump prints for a file or directory."""
-    out = run([TRACE_DUMP, path])
+def dump(path, counts=False):
+    """Returns the JSON documents trace-dump prints for a file or directory; with counts,
+    each document has "counts" ({"KIND:NAME": n}) in place of its events."""
+    out = run([TRACE_DUMP] + (["--counts"] if counts else []) + [path])
     if out.returncode != 0:
         raise RuntimeError("trace-dump %s failed: %s" % (path, out.stderr))
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]

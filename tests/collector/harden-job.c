@@ -305,6 +305,21 @@ mode_late_first(int ms)
     return 0;
 }
 
+/* ---- exec-after -------------------------------------------------------------------- */
+
+/* n recorded calls, then the process image is replaced by /bin/true (no exit handlers). */
+static int
+mode_exec_after(int n)
+{
+    char *argv[] = {"true", NULL};
+    for (int i = 0; i < n; i++)
+        cudaStreamQuery(NULL);
+    printf("queries=%d\n", n);
+    fflush(stdout);
+    execv("/bin/true", argv);
+    FAIL("exec");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -325,7 +340,9 @@ main(int argc, char **argv)
         return mode_fork_chain(atoi(argv[2]));
     if (!strcmp(mode, "late-first") && argc > 2)
         return mode_late_first(atoi(argv[2]));
+    if (!strcmp(mode, "exec-after") && argc > 2)
+        return mode_exec_after(atoi(argv[2]));
     fprintf(stderr, "usage: harden-job first-hook | vfork-exec LIB | comms N | seq-gap | "
-                    "two-devices | unload | fork-chain N | late-first MS\n");
+                    "two-devices | unload | fork-chain N | late-first MS | exec-after N\n");
     return 2;
 }

@@ -16,6 +16,12 @@ it (harden-job modes on the simulated device).
 - a process's first record, committed after the writer's look found none and before its
   drain (DPRO_TEST_DRAIN_PAUSE_MS holds that moment open), reaches the trace: the drain
   before the file is opened discarded it (a fork child's one call, lost under load);
+- a writer thread that cannot start (DPRO_TEST_WRITER_START_FAILS) loses nothing: said
+  once, the job runs, the records wait in the rings and are written at exit, at an exec,
+  or by a thread started on a later attempt; CUPTI's buffers meanwhile are held up to a
+  bound (DPRO_TEST_CUPTI_QUEUE_MAX lowers it), the rest dropped and counted;
+- the exit waits for a slow writer (DPRO_TEST_FINISH_PAUSE_MS) at most DPRO_EXIT_WAIT_MS,
+  said once, the job's exit status kept; a writer that finishes in time loses nothing;
 - bad settings are warned about once and the default used; a DPRO_OUTPUT over 4 KB records
   nothing (never a directory of the cut name);
 - a row that cannot be written (thread, communicator, ...) is counted in meta writer_errors
@@ -25,6 +31,7 @@ it (harden-job modes on the simulated device).
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import colltest as ct  # noqa: E402
@@ -184,6 +191,92 @@ doc = one_trace(out, "late first record")
 if doc:
     names = [e["name"] for e in ct.events(doc, "marker")]
     ct.check(names == ["late_first"], "the late first record is in the trace (%s)" % names)
+
+# ---- a writer thread that cannot start ------------------------------------------------
+# every start fails: the exit writes the trace in the exiting thread
+out = ct.tmpdir()
+r = ct.run([HARDEN, "comms", "3"], env=ct.env_with(out, DPRO_CUPTI=0,
+                                                   DPRO_TEST_WRITER_START_FAILS=1000000))
+ct.check(r.returncode == 0 and "collectives=3" in r.stdout,
+         "no writer thread: the job runs (%s)" % r.stderr[-300:])
+ct.check(r.stderr.count("cannot start the writer thread") == 1,
+         "no writer thread: said once (%s)" % r.stderr[-300:])
+doc = one_trace(out, "no writer thread")
+if doc:
+    ct.check(len(ct.events(doc, "collective")) == 3 and "anchor_end_realtime_ns" in doc["meta"],
+             "no writer thread: the 3 collectives written at exit, the trace ended (%d)"
+             % len(ct.events(doc, "collective")))
+# a ring that fills meanwhile drops and counts, as with a writer too slow
+out = ct.tmpdir()
+r = ct.run([HARDEN, "exec-after", "1000"],
+           env=ct.env_with(out, DPRO_CUPTI=0, DPRO_RING_EVENTS=256,
+                           DPRO_TEST_WRITER_START_FAILS=1000000))
+ct.check(r.returncode == 0 and "queries=1000" in r.stdout,
+         "no writer thread, then exec: the job runs (%s)" % r.stderr[-300:])
+doc = one_trace(out, "no writer thread, then exec")
+if doc:
+    kept = len(ct.events(doc, "api", "cudaStreamQuery"))
+    dropped = doc["summary"]["dropped"]
+    ct.check(kept == 256 and kept + dropped == 1000,
+             "no writer thread, then exec: the ring's 256 written before the exec, the rest "
+             "counted as dropped (%d kept, %d dropped)" % (kept, dropped))
+# the first start fails, the second thread's first hook starts the writer
+out = ct.tmpdir()
+r = ct.run([HARDEN, "first-hook"], env=ct.env_with(out, DPRO_CUPTI=0,
+                                                   DPRO_TEST_WRITER_START_FAILS=1))
+ct.check(r.returncode == 0 and r.stderr.count("cannot start the writer thread") == 1,
+         "writer started on the second attempt: the job runs, said once (%s)" % r.stderr[-300:])
+doc = one_trace(out, "writer started on the second attempt")
+if doc:
+    ct.check(len(ct.events(doc, "api", "cuLaunchKernel")) == 2,
+             "writer started on the second attempt: both launches written")
+
+# CUPTI's completed buffers wait for the writer too, at most CUPTI_QUEUE_MAX of them (here
+# DPRO_TEST_CUPTI_QUEUE_MAX=1): the rest are dropped and counted, never held without bound
+DDP = [ct.SIMRUN, "-n", "1", "--", ct.DDP_SIM, "--iterations", "10", "--warmup", "0",
+       "--op-overhead-us", "0"]
+device = {}
+for most in (0, 1):
+    out = ct.tmpdir()
+    r = ct.run(DDP, env=ct.env_with(out, DPRO_CUPTI_LIB=ct.SIM_CUPTI, SIMGPU_PHYSICS="simple",
+                                    DPRO_TEST_WRITER_START_FAILS=1000000,
+                                    DPRO_TEST_CUPTI_QUEUE_MAX=most))
+    ct.check(r.returncode == 0, "no writer thread, ddp-sim with CUPTI (queue %d): runs (%s)"
+             % (most, r.stderr[-300:]))
+    files = ct.traces(out)
+    doc = ct.dump(files[0], counts=True)[0] if len(files) == 1 else None
+    if doc:
+        device[most] = (sum(n for k, n in doc["counts"].items()
+                            if k.split(":")[0] in ("kernel", "memcpy", "memset")),
+                        doc["summary"]["dropped"])
+ct.check(len(device) == 2 and device[0][0] > 0 and device[0][1] == 0,
+         "no writer thread: every device record written at exit (%s)" % (device.get(0),))
+# (the dropped count takes every record of a buffer, the correlation records too)
+ct.check(len(device) == 2 and 0 < device[1][0] < device[0][0] and sum(device[1]) >= device[0][0],
+         "no writer thread, one CUPTI buffer held: the others' records dropped and counted "
+         "(kept, dropped: %s of %s)" % (device.get(1), device.get(0)))
+
+# ---- the exit's wait for a slow writer -------------------------------------------------
+out = ct.tmpdir()
+t0 = time.monotonic()
+r = ct.run([HARDEN, "comms", "3"], env=ct.env_with(out, DPRO_CUPTI=0, DPRO_EXIT_WAIT_MS=300,
+                                                   DPRO_TEST_FINISH_PAUSE_MS=30000))
+secs = time.monotonic() - t0
+ct.check(r.returncode == 0 and "collectives=3" in r.stdout,
+         "writer stuck at exit: the job's own exit status (%s)" % r.stderr[-300:])
+ct.check(secs < 8, "writer stuck for 30 s at exit: the job exits after DPRO_EXIT_WAIT_MS=300, not 10 s "
+         "(%.1f s)" % secs)
+ct.check(r.stderr.count("did not finish within DPRO_EXIT_WAIT_MS=300 ms") == 1,
+         "writer stuck at exit: said once (%s)" % r.stderr[-300:])
+out = ct.tmpdir()
+r = ct.run([HARDEN, "comms", "3"], env=ct.env_with(out, DPRO_CUPTI=0,
+                                                   DPRO_TEST_FINISH_PAUSE_MS=1000))
+ct.check(r.returncode == 0 and "did not finish" not in r.stderr,
+         "writer slow at exit, in time: the job runs, nothing said (%s)" % r.stderr[-300:])
+doc = one_trace(out, "writer slow at exit, in time")
+if doc:
+    ct.check(len(ct.events(doc, "collective")) == 3 and "anchor_end_realtime_ns" in doc["meta"],
+             "writer slow at exit, in time: every collective written, the trace ended")
 
 # ---- bad settings ----------------------------------------------------------------------
 for var, value, key, want in (("DPRO_RING_EVENTS", "abc", "setting.DPRO_RING_EVENTS", "32768"),

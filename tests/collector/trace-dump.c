@@ -5,6 +5,8 @@
  *   trace-dump FILE|DIR...   {"file":..., "meta":{...}, "summary":{...}, "comms":[...],
  *                             "threads":N, "streams":N, "devices":N,
  *                             "thread_names":{"TID":"NAME",...}, "events":[{...}, ...]}
+ *   trace-dump --counts FILE|DIR...   the same without "events": "counts":{"KIND:NAME":N,...}
+ *                             (every event still read): a light look at many large traces
  *   trace-dump --sanitized   prints 1 when built with AddressSanitizer, else 0
  *
  * Exit status: 0, 1 when a file cannot be read, 2 on a usage error.
@@ -62,11 +64,10 @@ static const char *const dump_meta_keys[] = {"source",
                                              "stacks",
                                              NULL};
 
-/* Prints s as a JSON string. */
+/* Prints s escaped for the inside of a JSON string. */
 static void
-dump_string(const char *s)
+dump_chars(const char *s)
 {
-    putchar('"');
     for (; s && *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\')
@@ -76,12 +77,67 @@ dump_string(const char *s)
         else
             putchar(c);
     }
+}
+
+/* Prints s as a JSON string. */
+static void
+dump_string(const char *s)
+{
+    putchar('"');
+    dump_chars(s);
     putchar('"');
 }
 
-/* Prints one file; returns 0 or 1. */
+/* The events of one file counted by kind and name (--counts). */
+struct dump_count {
+    dpro_kind kind;
+    uint32_t name;
+    uint64_t n;
+};
+
+/* Counts ev into *counts (*ncounts entries, grown as needed); returns 0 or -1 (memory). */
 static int
-dump_file(const char *path)
+dump_count_event(struct dump_count **counts, size_t *ncounts, const dpro_event *ev)
+{
+    for (size_t i = 0; i < *ncounts; i++)
+        if ((*counts)[i].kind == ev->kind && (*counts)[i].name == ev->name) {
+            (*counts)[i].n++;
+            return 0;
+        }
+    struct dump_count *grown = realloc(*counts, (*ncounts + 1) * sizeof *grown);
+    if (grown == NULL)
+        return -1;
+    grown[*ncounts] = (struct dump_count){ev->kind, ev->name, 1};
+    *counts = grown;
+    (*ncounts)++;
+    return 0;
+}
+
+/* Prints one event as a JSON object (n: the events printed before). */
+static void
+dump_event(dpro_reader *r, const dpro_event *ev, size_t n)
+{
+    const uint32_t *frames;
+    size_t nframes = ev->stack ? dpro_reader_stack(r, ev->stack, &frames) : 0;
+    printf(
+        "%s{\"kind\":\"%s\",\"sub\":%u,\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"tid\":%u,\"name\":",
+        n ? "," : "", dpro_kind_name(ev->kind), ev->subkind, ev->start_ns, ev->end_ns, ev->thread);
+    dump_string(dpro_reader_string(r, ev->name));
+    printf(",\"name2\":");
+    dump_string(dpro_reader_string(r, ev->name2));
+    printf(",\"corr\":%" PRIu64 ",\"stream\":%" PRIu64 ",\"result\":%d,\"device\":%u"
+           ",\"bytes\":%" PRIu64 ",\"addr\":%" PRIu64 ",\"comm\":%" PRIu64 ",\"seq\":%" PRIu64
+           ",\"count\":%" PRIu64 ",\"dtype\":%u,\"redop\":%u"
+           ",\"peer\":%d,\"object\":%" PRIu64 ",\"value\":%" PRId64
+           ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"stack_frames\":%zu}",
+           ev->correlation, ev->stream, ev->result, ev->device, ev->bytes, ev->address, ev->comm,
+           ev->seq, ev->count, ev->dtype, ev->redop, ev->peer, ev->object, ev->value, ev->grid[0],
+           ev->grid[1], ev->grid[2], ev->block[0], ev->block[1], ev->block[2], nframes);
+}
+
+/* Prints one file (its events, or their counts); returns 0 or 1. */
+static int
+dump_file(const char *path, int counts_only)
 {
     char err[512];
     dpro_reader *r = NULL;
@@ -127,12 +183,12 @@ dump_file(const char *path)
         printf("%s\"%u\":", i ? "," : "", threads[i].tid);
         dump_string(threads[i].name);
     }
-    printf("},\"events\":[");
+    printf(counts_only ? "},\"counts\":{" : "},\"events\":[");
     dpro_iter *it = NULL;
-    int rc = dpro_iter_open(r, &it);
+    int rc = dpro_iter_open(r, &it), more = rc == DPRO_OK, failed = 0;
+    struct dump_count *counts = NULL;
+    size_t n = 0, ncounts = 0;
     dpro_event ev;
-    size_t n = 0;
-    int more = rc == DPRO_OK;
     while (more) {
         more = dpro_iter_next(it, &ev);
         if (more < 0) {
@@ -141,28 +197,21 @@ dump_file(const char *path)
         }
         if (more == 0)
             break;
-        const uint32_t *frames;
-        size_t nframes = ev.stack ? dpro_reader_stack(r, ev.stack, &frames) : 0;
-        printf("%s{\"kind\":\"%s\",\"sub\":%u,\"t0\":%" PRIu64 ",\"t1\":%" PRIu64
-               ",\"tid\":%u,\"name\":",
-               n++ ? "," : "", dpro_kind_name(ev.kind), ev.subkind, ev.start_ns, ev.end_ns,
-               ev.thread);
-        dump_string(dpro_reader_string(r, ev.name));
-        printf(",\"name2\":");
-        dump_string(dpro_reader_string(r, ev.name2));
-        printf(",\"corr\":%" PRIu64 ",\"stream\":%" PRIu64 ",\"result\":%d,\"device\":%u"
-               ",\"bytes\":%" PRIu64 ",\"addr\":%" PRIu64 ",\"comm\":%" PRIu64 ",\"seq\":%" PRIu64
-               ",\"count\":%" PRIu64 ",\"dtype\":%u,\"redop\":%u"
-               ",\"peer\":%d,\"object\":%" PRIu64 ",\"value\":%" PRId64
-               ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"stack_frames\":%zu}",
-               ev.correlation, ev.stream, ev.result, ev.device, ev.bytes, ev.address, ev.comm,
-               ev.seq, ev.count, ev.dtype, ev.redop, ev.peer, ev.object, ev.value, ev.grid[0],
-               ev.grid[1], ev.grid[2], ev.block[0], ev.block[1], ev.block[2], nframes);
+        if (!counts_only)
+            dump_event(r, &ev, n++);
+        else if (dump_count_event(&counts, &ncounts, &ev) != 0)
+            failed = 1;
     }
-    printf("]}\n");
+    for (size_t i = 0; i < ncounts; i++) {
+        printf("%s\"%s:", i ? "," : "", dpro_kind_name(counts[i].kind));
+        dump_chars(dpro_reader_string(r, counts[i].name));
+        printf("\":%" PRIu64, counts[i].n);
+    }
+    free(counts);
+    printf(counts_only ? "}}\n" : "]}\n");
     dpro_iter_close(it);
     dpro_reader_close(r);
-    return 0;
+    return failed;
 }
 
 int
@@ -176,8 +225,11 @@ main(int argc, char **argv)
 #endif
         return 0;
     }
+    int counts_only = argc > 1 && strcmp(argv[1], "--counts") == 0;
+    argc -= counts_only;
+    argv += counts_only;
     if (argc < 2) {
-        fprintf(stderr, "usage: trace-dump FILE|DIR... | --sanitized\n");
+        fprintf(stderr, "usage: trace-dump [--counts] FILE|DIR... | --sanitized\n");
         return 2;
     }
     char **files = NULL;
@@ -190,7 +242,7 @@ main(int argc, char **argv)
     }
     int rc = 0;
     for (size_t i = 0; i < nfiles; i++)
-        rc |= dump_file(files[i]);
+        rc |= dump_file(files[i], counts_only);
     dpro_free_paths(files, nfiles);
     return rc;
 }

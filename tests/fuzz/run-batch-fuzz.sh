@@ -2,7 +2,10 @@
 # run-batch-fuzz.sh [SECONDS]: builds tests/fuzz/fuzz_batch_decode with clang
 # -fsanitize=fuzzer,address,undefined over the codec sources and runs it for SECONDS
 # (default 60, or $FUZZ_SECONDS), then tests/fuzz/fuzz_ncclname (the NCCL kernel-name
-# parser, replay/ncclname.c) for SECONDS / 4. Exit 0: no crash; 1: a crash (reproducer left in
+# parser, replay/ncclname.c) for SECONDS / 4, then tests/fuzz/fuzz_trace_reader (the trace
+# reader on whole trace files) for SECONDS, seeded by gen_traces (a small rank trace, one
+# cut short) and the damaged traces that found defects (../shared/repro/*.dpro,
+# tests/fuzz/reader-corpus). Exit 0: no crash; 1: a crash (reproducer left in
 # $FUZZ_OUT, default ${TMPDIR:-/tmp}/dpro-fuzz-batch); 77: clang/libFuzzer missing or the
 # tree not built (the generated trace.pb-c.c comes from the build). `make fuzz-batch`.
 set -u
@@ -13,7 +16,8 @@ out=${FUZZ_OUT:-${TMPDIR:-/tmp}/dpro-fuzz-batch}
 CLANG=${CLANG:-clang}
 
 command -v "$CLANG" >/dev/null 2>&1 || { echo "run-batch-fuzz: no clang: skipped"; exit 77; }
-[ -f "$b/schemas/trace.pb-c.c" ] || { echo "run-batch-fuzz: tree not built: skipped"; exit 77; }
+[ -f "$b/schemas/trace.pb-c.c" ] && [ -x "$b/tests/replay/gen_traces" ] ||
+    { echo "run-batch-fuzz: tree not built (make check TESTS=): skipped"; exit 77; }
 mkdir -p "$out/corpus" || exit 99
 echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }' \
     > "$out/probe.c"
@@ -53,6 +57,32 @@ rc=$?
 tail -n 4 "$out/fuzz-ncclname.log"
 if [ $rc -ne 0 ]; then
     echo "run-batch-fuzz: the name fuzzer found a problem: see $out/fuzz-ncclname.log"
+    exit 1
+fi
+mkdir -p "$out/corpus-reader" "$out/seeds" || exit 99
+rm -rf "$out/seeds"/*
+"$b/tests/replay/gen_traces" "$out/seeds/a" --ranks 1 --iters 2 --ops 4 --buckets 1 \
+    > /dev/null || exit 99
+"$b/tests/replay/gen_traces" "$out/seeds/b" --ranks 2 --iters 2 --ops 3 --buckets 1 \
+    --cut 1:0.5 > /dev/null || exit 99
+for f in "$out"/seeds/*/*.dpro; do
+    cp "$f" "$out/corpus-reader/seed-$(basename "$(dirname "$f")")-$(basename "$f")" || exit 99
+done
+for f in "$s"/../shared/repro/*.dpro "$s"/tests/fuzz/reader-corpus/*; do
+    [ -f "$f" ] && cp "$f" "$out/corpus-reader/"
+done
+"$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -I"$b" -I"$s/schemas" -I"$b/schemas" -I"$s/common" $(pkg-config --cflags libprotobuf-c) \
+    "$s/tests/fuzz/fuzz_trace_reader.c" "$s"/schemas/*.c "$b/schemas/trace.pb-c.c" \
+    "$b/schemas/trace_sql.c" -o "$out/fuzz_trace_reader" \
+    $(pkg-config --libs libprotobuf-c) -lsqlite3 $deflate_libs -lz || exit 1
+"$out/fuzz_trace_reader" "$out/corpus-reader" -max_total_time="$secs" -max_len=262144 -len_control=0 \
+    -timeout=20 -rss_limit_mb=1024 -artifact_prefix="$out/reader-" -print_final_stats=1 \
+    2> "$out/fuzz-reader.log"
+rc=$?
+tail -n 4 "$out/fuzz-reader.log"
+if [ $rc -ne 0 ]; then
+    echo "run-batch-fuzz: the reader fuzzer found a problem: see $out/fuzz-reader.log and $out/reader-crash-*"
     exit 1
 fi
 echo "run-batch-fuzz: no crash in ${secs}s"
