@@ -324,6 +324,13 @@ test_mta_times(cudaStream_t s)
     /* a launch that goes on with the last chunk of a tensor (150000 - 2 x 65536), then 500 */
     blocks = mta_fill(tl.numel_for_tensor, tl.block_to_tensor, tl.block_to_chunk, rest, 2, 2);
     check_mta_us(s, FOREACH_ADD, blocks, &drv, (150000.0 - 131072 + 500) * 4 * 3);
+    /* the same by a demangled name */
+    check_mta_us(s,
+                 "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::"
+                 "(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous "
+                 "namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, "
+                 "float>(at::native::(anonymous namespace)::TensorListMetadata<2>, ...)",
+                 blocks, &drv, (150000.0 - 131072 + 500) * 4 * 3);
     /* fused Adam through the packed buffer: 4096 + 70000 (2 chunks) elements */
     blocks = mta_fill(fl.numel_for_tensor, fl.block_to_tensor, fl.block_to_chunk, adam, 2, 0);
     memcpy(packed, &fl, sizeof(fl));
