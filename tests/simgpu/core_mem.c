@@ -375,9 +375,10 @@ simgpu_take_next_work(struct simgpu_work *w)
 }
 
 /* The work of a kernel by its name and launch size (README.md, "Kernels named by their
- * class"): a launch names its class, the grid and block its size, never its operands (their
- * count, dtype and lengths are the kernel's arguments, which the device does not read), so
- * each rule is an estimate of the traffic a thread moves.
+ * class"): a launch names its class, the grid and block its size; its operands (their count,
+ * dtype and lengths) are the kernel's arguments, which the device reads only for torch's
+ * multi_tensor_apply kernels (core_mta.c), whose tensor sizes come by value.  Each other rule
+ * is an estimate of the traffic a thread moves.
  *
  * Triton (Inductor's names): each thread of a memory-class kernel moves 4 fp32 elements (one
  * 16-byte vector access) three times (two loads, one store): 48 bytes; a template
@@ -392,7 +393,6 @@ simgpu_take_next_work(struct simgpu_work *w)
 #define TORCH_TINY_THREADS 256
 #define TORCH_ELEMS 4.0         /* unrolled / norm / softmax / index / copy: 4 per thread */
 #define TORCH_REDUCE_ELEMS 16.0 /* reduce_kernel: 4-wide vector loads unrolled 4 times */
-#define TORCH_MTA_ELEMS 128.0   /* multi_tensor_apply: a 65536-element chunk / 512 threads */
 
 /* Template argument `i` (0 the first) of the template named by `key`, when it is an integer
  * ("ILi4ELi2E" mangled, "<4, 2" demangled), else dflt. */
@@ -455,15 +455,6 @@ has_any(const char *name, const char *const *keys)
     return 0;
 }
 
-/* Accesses per element of a multi_tensor_apply kernel (the foreach ops, fused optimizers)
- * of `depth` tensor lists: every list read, the updated ones written (Adam's 4: param, m, v
- * of param, grad, m, v; otherwise the first): 7 for Adam, depth + 1 else. */
-static double
-mta_accesses(double depth)
-{
-    return depth >= 4 ? 2 * depth - 1 : depth + 1;
-}
-
 /* Bytes a thread of torch kernel `name` moves, 0 when no rule knows the name. */
 static double
 torch_thread_bytes(const char *name, double esz)
@@ -486,8 +477,6 @@ torch_thread_bytes(const char *name, double esz)
     static const char *const index[] = {"index",     "Index",     "scatter", "gather",
                                         "embedding", "Embedding", NULL};
     double elems = TORCH_ELEMS;
-    if (strstr(name, "multi_tensor_apply"))
-        return TORCH_MTA_ELEMS * esz * mta_accesses(tmpl_int(name, "TensorListMetadata", 0, 2));
     if (has_any(name, norm)) /* x and dy (or y) read, dx (or y) written */
         return TORCH_ELEMS * esz * 3;
     if (strstr(name, "reduce_kernel")) /* the input read; one output per many inputs */
@@ -510,24 +499,29 @@ torch_thread_bytes(const char *name, double esz)
     return elems * esz * (strstr(name, "copy_kernel") ? 2 : torch_tensors(name, 3));
 }
 
-/* The torch rule: 1 and *w for an at::native kernel a rule knows, else 0. */
+/* The torch rule: 1 and *w for an at::native kernel a rule knows, else 0.  A
+ * multi_tensor_apply kernel's bytes are those of its tensors' elements (simgpu_mta_bytes). */
 static int
-torch_work(const char *name, uint64_t threads, struct simgpu_work *w)
+torch_work(const void *func, const char *name, const struct simgpu_launch_args *l,
+           struct simgpu_work *w)
 {
     double esz, per;
+    int mta = strstr(name, "multi_tensor_apply") != NULL;
     if (!strstr(name, "at6native") && !strstr(name, "at::native"))
         return 0;
     esz = torch_dtype_bytes(name, &w->dtype);
-    per = torch_thread_bytes(name, esz);
+    per = mta ? esz : torch_thread_bytes(name, esz);
     if (per <= 0)
         return 0;
-    w->kclass = threads <= TORCH_TINY_THREADS ? SIMGPU_CLASS_LATENCY : SIMGPU_CLASS_MEMORY;
-    w->bytes = w->kclass == SIMGPU_CLASS_MEMORY ? per * (double)threads : 0;
+    w->kclass = l->threads <= TORCH_TINY_THREADS ? SIMGPU_CLASS_LATENCY : SIMGPU_CLASS_MEMORY;
+    if (w->kclass == SIMGPU_CLASS_MEMORY)
+        w->bytes = mta ? simgpu_mta_bytes(func, name, l, esz) : per * (double)l->threads;
     return 1;
 }
 
 int
-simgpu_named_work(const void *func, const char *name, uint64_t threads, struct simgpu_work *w)
+simgpu_named_work(const void *func, const char *name, const struct simgpu_launch_args *l,
+                  struct simgpu_work *w)
 {
     struct kentry *e;
     int registered;
@@ -543,13 +537,13 @@ simgpu_named_work(const void *func, const char *name, uint64_t threads, struct s
         return 0;
     memset(w, 0, sizeof(*w));
     if (strncmp(name, "triton_", 7))
-        return torch_work(name, threads, w);
+        return torch_work(func, name, l, w);
     w->dtype = SIMGPU_FP32;
-    w->bytes = TRITON_BYTES_PER_THREAD * (double)threads;
+    w->bytes = TRITON_BYTES_PER_THREAD * (double)l->threads;
     w->kclass = SIMGPU_CLASS_MEMORY;
     if (!strncmp(name, "triton_tem_", 11)) {
         w->kclass = SIMGPU_CLASS_COMPUTE;
-        w->flops = TRITON_TEM_FLOPS_PER_THREAD * (double)threads;
+        w->flops = TRITON_TEM_FLOPS_PER_THREAD * (double)l->threads;
     }
     return 1;
 }

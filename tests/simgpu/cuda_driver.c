@@ -362,12 +362,36 @@ kernel_fits(CUfunction f, uint64_t threads, unsigned shmem)
     return CUDA_SUCCESS;
 }
 
+/* The packed arguments of a launch's `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER and
+ * CU_LAUNCH_PARAM_BUFFER_SIZE before CU_LAUNCH_PARAM_END) into l; none when a key is
+ * unknown or either is missing. */
+static void
+extra_buffer(void **extra, struct simgpu_launch_args *l)
+{
+    const void *buf = NULL;
+    const size_t *bytes = NULL;
+    for (int i = 0; extra && i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            buf = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+            bytes = extra[i + 1];
+        else
+            return;
+    }
+    if (buf && bytes) {
+        l->buf = buf;
+        l->buf_bytes = *bytes;
+    }
+}
+
 static CUresult
 launch_impl(CUfunction f, const char *name, uint64_t dur, unsigned gx, unsigned gy, unsigned gz,
-            unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream h, int ptds)
+            unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream h, int ptds,
+            void **params, void **extra)
 {
     struct simgpu_stream *s;
     struct simgpu_op *op;
+    struct simgpu_launch_args l = {0};
     cudaError_t rc = simgpu_sticky_error();
     CUresult fit;
     if (!simgpu_driver_is_init())
@@ -395,9 +419,12 @@ launch_impl(CUfunction f, const char *name, uint64_t dur, unsigned gx, unsigned 
     op->u.kernel.block.z = bz;
     op->u.kernel.shmem = shmem;
     op->u.kernel.has_work = simgpu_take_next_work(&op->u.kernel.work);
+    l.blocks = (uint64_t)gx * gy * gz;
+    l.threads = l.blocks * bx * by * bz;
+    l.params = params;
+    extra_buffer(extra, &l);
     if (!op->u.kernel.has_work)
-        op->u.kernel.has_work =
-            simgpu_named_work(f, name, (uint64_t)gx * gy * gz * bx * by * bz, &op->u.kernel.work);
+        op->u.kernel.has_work = simgpu_named_work(f, name, &l, &op->u.kernel.work);
     simgpu_host_launch(1.0);
     return to_cu(simgpu_enqueue(s, op));
 }
@@ -415,7 +442,7 @@ cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsig
     DRV_ENTER_SYM(cuLaunchKernel, name, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                   blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
     DRV_EXIT(f ? launch_impl(f, name, dur, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                             blockDimZ, sharedMemBytes, hStream, 0)
+                             blockDimZ, sharedMemBytes, hStream, 0, kernelParams, extra)
                : CUDA_ERROR_INVALID_HANDLE);
 }
 
@@ -433,7 +460,7 @@ cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
     DRV_ENTER_SYM(cuLaunchKernel_ptsz, name, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                   blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
     DRV_EXIT(f ? launch_impl(f, name, dur, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                             blockDimZ, sharedMemBytes, hStream, 1)
+                             blockDimZ, sharedMemBytes, hStream, 1, kernelParams, extra)
                : CUDA_ERROR_INVALID_HANDLE);
 }
 
@@ -453,19 +480,21 @@ cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int grid
     DRV_ENTER_SYM(cuLaunchCooperativeKernel, name, f, gridDimX, gridDimY, gridDimZ, blockDimX,
                   blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
     DRV_EXIT(f ? launch_impl(f, name, dur, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                             blockDimZ, sharedMemBytes, hStream, 0)
+                             blockDimZ, sharedMemBytes, hStream, 0, kernelParams, NULL)
                : CUDA_ERROR_INVALID_HANDLE);
 }
 
 static CUresult
-launch_ex_impl(const CUlaunchConfig *c, CUfunction f, const char *name, uint64_t dur, int ptds)
+launch_ex_impl(const CUlaunchConfig *c, CUfunction f, const char *name, uint64_t dur, int ptds,
+               void **params, void **extra)
 {
     if (!c)
         return CUDA_ERROR_INVALID_VALUE;
     if (!name)
         return CUDA_ERROR_INVALID_HANDLE;
     return launch_impl(f, name, dur, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
-                       c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream, ptds);
+                       c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream, ptds, params,
+                       extra);
 }
 
 CUresult CUDAAPI
@@ -477,7 +506,7 @@ cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams
     if (f)
         drv_kernel_lookup(f, &name, &dur);
     DRV_ENTER_SYM(cuLaunchKernelEx, name, config, f, kernelParams, extra);
-    DRV_EXIT(launch_ex_impl(config, f, name, dur, 0));
+    DRV_EXIT(launch_ex_impl(config, f, name, dur, 0, kernelParams, extra));
 }
 
 CUresult CUDAAPI
@@ -489,7 +518,7 @@ cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelP
     if (f)
         drv_kernel_lookup(f, &name, &dur);
     DRV_ENTER_SYM(cuLaunchKernelEx_ptsz, name, config, f, kernelParams, extra);
-    DRV_EXIT(launch_ex_impl(config, f, name, dur, 1));
+    DRV_EXIT(launch_ex_impl(config, f, name, dur, 1, kernelParams, extra));
 }
 
 /* ---- modules and libraries --------------------------------------------------------- */

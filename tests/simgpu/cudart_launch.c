@@ -151,10 +151,11 @@ cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int fl
 /* ---- kernels ------------------------------------------------------------------------------ */
 cudaError_t
 rt_launch(const void *func, const char *name, uint64_t dur, dim3 grid, dim3 block, size_t shmem,
-          cudaStream_t h, int ptds)
+          cudaStream_t h, int ptds, void **args)
 {
     struct simgpu_stream *s;
     struct simgpu_op *op;
+    struct simgpu_launch_args l = {0};
     cudaError_t rc = simgpu_sticky_error();
     if (rc != cudaSuccess)
         return rc;
@@ -176,10 +177,11 @@ rt_launch(const void *func, const char *name, uint64_t dur, dim3 grid, dim3 bloc
     op->u.kernel.block = block;
     op->u.kernel.shmem = (uint32_t)shmem;
     op->u.kernel.has_work = simgpu_take_next_work(&op->u.kernel.work);
+    l.blocks = (uint64_t)grid.x * grid.y * grid.z;
+    l.threads = l.blocks * block.x * block.y * block.z;
+    l.params = args;
     if (!op->u.kernel.has_work)
-        op->u.kernel.has_work = simgpu_named_work(
-            func, name, (uint64_t)grid.x * grid.y * grid.z * block.x * block.y * block.z,
-            &op->u.kernel.work);
+        op->u.kernel.has_work = simgpu_named_work(func, name, &l, &op->u.kernel.work);
     simgpu_host_launch(1.0);
     return simgpu_enqueue(s, op);
 }
@@ -194,7 +196,7 @@ cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, siz
     if (func)
         rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchKernel, v7000, name, func, gridDim, blockDim, args, sharedMem, stream);
-    RT_EXIT(func ? rt_launch(func, name, dur, gridDim, blockDim, sharedMem, stream, 0)
+    RT_EXIT(func ? rt_launch(func, name, dur, gridDim, blockDim, sharedMem, stream, 0, args)
                  : cudaErrorInvalidDeviceFunction);
 }
 
@@ -209,20 +211,20 @@ cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args
         rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchKernel_ptsz, v7000, name, func, gridDim, blockDim, args, sharedMem,
                  stream);
-    RT_EXIT(func ? rt_launch(func, name, dur, gridDim, blockDim, sharedMem, stream, 1)
+    RT_EXIT(func ? rt_launch(func, name, dur, gridDim, blockDim, sharedMem, stream, 1, args)
                  : cudaErrorInvalidDeviceFunction);
 }
 
 static cudaError_t
 launch_ex_impl(const cudaLaunchConfig_t *config, const void *func, const char *name, uint64_t dur,
-               int ptds)
+               int ptds, void **args)
 {
     if (!config)
         return cudaErrorInvalidValue;
     if (!name)
         return cudaErrorInvalidDeviceFunction;
     return rt_launch(func, name, dur, config->gridDim, config->blockDim, config->dynamicSmemBytes,
-                     config->stream, ptds);
+                     config->stream, ptds, args);
 }
 
 cudaError_t CUDARTAPI
@@ -234,7 +236,7 @@ cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **a
     if (func)
         rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchKernelExC, v11060, name, config, func, args);
-    RT_EXIT(launch_ex_impl(config, func, name, dur, 0));
+    RT_EXIT(launch_ex_impl(config, func, name, dur, 0, args));
 }
 
 cudaError_t CUDARTAPI
@@ -246,7 +248,7 @@ cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, voi
     if (func)
         rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchKernelExC_ptsz, v11060, name, config, func, args);
-    RT_EXIT(launch_ex_impl(config, func, name, dur, 1));
+    RT_EXIT(launch_ex_impl(config, func, name, dur, 1, args));
 }
 
 cudaError_t CUDARTAPI

@@ -331,11 +331,11 @@ rt_kernel_fits(const void *func, dim3 block, size_t shmem)
 
 static cudaError_t
 klaunch_impl(struct simgpu_kernel *k, const char *name, uint64_t dur, dim3 grid, dim3 block,
-             size_t shmem, cudaStream_t stream, int ptds)
+             size_t shmem, cudaStream_t stream, int ptds, void **args)
 {
     if (!k)
         return cudaErrorInvalidResourceHandle;
-    return rt_launch(k, name, dur, grid, block, shmem, stream, ptds);
+    return rt_launch(k, name, dur, grid, block, shmem, stream, ptds, args);
 }
 
 cudaError_t CUDARTAPI
@@ -351,7 +351,7 @@ __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args
         rt_kernel_lookup(k, &name, &dur);
     RT_ENTER_SYM(__cudaLaunchKernel, v13000, name, kernel, gridDim, blockDim, args, sharedMem,
                  stream);
-    RT_EXIT(klaunch_impl(k, name, dur, gridDim, blockDim, sharedMem, stream, 0));
+    RT_EXIT(klaunch_impl(k, name, dur, gridDim, blockDim, sharedMem, stream, 0, args));
 }
 
 cudaError_t CUDARTAPI
@@ -367,7 +367,7 @@ __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void *
         rt_kernel_lookup(k, &name, &dur);
     RT_ENTER_SYM(__cudaLaunchKernel_ptsz, v13000, name, kernel, gridDim, blockDim, args, sharedMem,
                  stream);
-    RT_EXIT(klaunch_impl(k, name, dur, gridDim, blockDim, sharedMem, stream, 1));
+    RT_EXIT(klaunch_impl(k, name, dur, gridDim, blockDim, sharedMem, stream, 1, args));
 }
 
 /* ---- libraries ---------------------------------------------------------------------- */

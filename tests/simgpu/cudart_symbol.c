@@ -213,7 +213,7 @@ cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t count, size
 /* A cooperative grid must be resident at once: at most the occupancy times the SMs. */
 static cudaError_t
 coop_impl(const void *func, const char *name, uint64_t dur, dim3 grid, dim3 block, size_t shmem,
-          cudaStream_t stream, int ptds)
+          cudaStream_t stream, int ptds, void **args)
 {
     struct cudaDeviceProp p;
     int per_sm = 0;
@@ -228,7 +228,7 @@ coop_impl(const void *func, const char *name, uint64_t dur, dim3 grid, dim3 bloc
     /* an occupancy error (a bad block) is the launch's to report */
     return rc == cudaErrorCooperativeLaunchTooLarge
                ? rc
-               : rt_launch(func, name, dur, grid, block, shmem, stream, ptds);
+               : rt_launch(func, name, dur, grid, block, shmem, stream, ptds, args);
 }
 
 cudaError_t CUDARTAPI
@@ -242,7 +242,7 @@ cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void 
         rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchCooperativeKernel, v9000, name, func, gridDim, blockDim, args, sharedMem,
                  stream);
-    RT_EXIT(coop_impl(func, name, dur, gridDim, blockDim, sharedMem, stream, 0));
+    RT_EXIT(coop_impl(func, name, dur, gridDim, blockDim, sharedMem, stream, 0, args));
 }
 
 cudaError_t CUDARTAPI
@@ -256,7 +256,7 @@ cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, 
         rt_kernel_lookup(func, &name, &dur);
     RT_ENTER_SYM(cudaLaunchCooperativeKernel_ptsz, v9000, name, func, gridDim, blockDim, args,
                  sharedMem, stream);
-    RT_EXIT(coop_impl(func, name, dur, gridDim, blockDim, sharedMem, stream, 1));
+    RT_EXIT(coop_impl(func, name, dur, gridDim, blockDim, sharedMem, stream, 1, args));
 }
 
 /* ---- what libraries do not serve here ---------------------------------------------------- */

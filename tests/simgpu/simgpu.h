@@ -64,6 +64,12 @@ void simgpu_set_next_launch_work(const struct simgpu_work *w);
  * address, else NULL.  The string lives until the process exits. */
 const char *simgpu_kernel_name(const void *func);
 
+/* The launches of torch's multi_tensor_apply_kernel whose argument the device could not read
+ * as the TensorListMetadata layout their name says (no argument, or one that does not fit),
+ * timed by the upper bound of a full chunk a block (tests/simgpu/README.md, "Kernels named by
+ * their class"); each such launch counts once. */
+uint64_t simgpu_mta_unknown_launches(void);
+
 /* Returns CLOCK_MONOTONIC in nanoseconds: the clock of every simgpu timestamp. */
 uint64_t simgpu_now_ns(void);
 

@@ -285,15 +285,39 @@ void simgpu_kernel_lookup(const void *func, const char *fallback_name, const cha
  * when there is none. */
 int simgpu_take_next_work(struct simgpu_work *w);
 
+/* A kernel launch as the device sees it: its size and the arguments the job passed (what a
+ * real GPU reads).  `params[i]` points to argument i (cudaLaunchKernel's args,
+ * cuLaunchKernel's kernelParams), or `buf` holds the arguments packed (cuLaunchKernel's
+ * extra: CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE); either may be NULL. */
+struct simgpu_launch_args {
+    uint64_t blocks;  /* grid x * y * z */
+    uint64_t threads; /* blocks x threads a block */
+    void **params;
+    const void *buf;
+    size_t buf_bytes;
+};
+
 /* The work of a kernel that the job gave no work or duration for, from its name and launch
- * size (`threads`: grid x block): Inductor's Triton names (triton_poi_, triton_red_,
- * triton_per_, triton_tem_, any other triton_) and torch's eager at::native kernels by class
- * (elementwise, copy, fill, reduction, norm, softmax, index/scatter, multi_tensor_apply;
- * latency class when tiny).  Returns 1 and fills *w, or 0 when no rule knows the name or the
- * job registered a duration for it (func or name), which then holds (the kernel takes that
- * duration or SIMGPU_DEFAULT_KERNEL_US).  The rule is tests/simgpu/README.md's ("Kernels
- * named by their class"). */
-int simgpu_named_work(const void *func, const char *name, uint64_t threads, struct simgpu_work *w);
+ * `l` (its size; a multi_tensor_apply kernel's tensor sizes from its argument): Inductor's
+ * Triton names (triton_poi_, triton_red_, triton_per_, triton_tem_, any other triton_) and
+ * torch's eager at::native kernels by class (elementwise, copy, fill, reduction, norm,
+ * softmax, index/scatter, multi_tensor_apply; latency class when tiny).  Returns 1 and fills
+ * *w, or 0 when no rule knows the name or the job registered a duration for it (func or
+ * name), which then holds (the kernel takes that duration or SIMGPU_DEFAULT_KERNEL_US).  The
+ * rule is tests/simgpu/README.md's ("Kernels named by their class"). */
+int simgpu_named_work(const void *func, const char *name, const struct simgpu_launch_args *l,
+                      struct simgpu_work *w);
+
+/* The device-memory bytes of launch `l` of torch's multi_tensor_apply_kernel `name` (handle
+ * or stub `func`; core_mta.c): each block processes min(65536, numel - chunk x 65536)
+ * elements of its tensor, read from the TensorListMetadata, TensorListScalarListMetadata or
+ * FusedOptimizerTensorListMetadata argument the name says (torch 2.15's layout for CUDA 13),
+ * x `esz` bytes x the accesses of its depth.  When the launch gives no such argument, or one
+ * that does not fit the layout (the packed buffer's or the kernel image's parameter size, the
+ * block count, the indices), the upper bound: 65,536 elements a block (128 a thread of
+ * l->threads), the launch counted once in simgpu_mta_unknown_launches. */
+double simgpu_mta_bytes(const void *func, const char *name, const struct simgpu_launch_args *l,
+                        double esz);
 
 /* ---- modules and kernel handles (core_module.c) ---------------------------------------
  * A module is a device image: a program's fat binary registered by nvcc's host code
@@ -752,10 +776,11 @@ SIMGPU_HIDDEN cudaError_t rt_exit(struct simgpu_api *a, cudaError_t rc);
                      #fn, NULL, NULL)
 #define RT_EXIT(rc) return rt_exit(&api__, (rc))
 
-/* Enqueues a kernel launch named `name` running `dur` ns (cudart_launch.c): checks the
- * configuration and the stream, pays the launch's host cost. */
+/* Enqueues a kernel launch named `name` running `dur` ns with arguments `args` (may be NULL)
+ * (cudart_launch.c): checks the configuration and the stream, pays the launch's host cost. */
 SIMGPU_HIDDEN cudaError_t rt_launch(const void *func, const char *name, uint64_t dur, dim3 grid,
-                                    dim3 block, size_t shmem, cudaStream_t h, int ptds);
+                                    dim3 block, size_t shmem, cudaStream_t h, int ptds,
+                                    void **args);
 /* Whether a block of `block` threads with `shmem` bytes of dynamic shared memory fits the
  * kernel func names (cudart_module.c): cudaErrorLaunchOutOfResources past its threads per
  * block (registers, __launch_bounds__), cudaErrorInvalidValue past its dynamic shared

@@ -6,10 +6,13 @@
  * 256 FLOPs a thread at 19.5 TFLOP/s, a registered duration kept, another name the default
  * 10 us; and the same rule's torch eager kernels (README.md, "Kernels named by their class"),
  * by the names torch 2.15's fat binaries register: 3 us + their bytes a thread (by class,
- * vector width, dtype and data pointers) at 1.5 TB/s, a tiny launch 3 us. */
+ * vector width, dtype and data pointers) at 1.5 TB/s, a tiny launch 3 us; multi_tensor_apply
+ * kernels by the elements of their tensors, read from a hand-built TensorListMetadata
+ * (runtime and driver launches, the driver's packed buffer), full chunks when it does not fit. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -18,6 +21,13 @@
 #include "simgpu_check.h"
 
 #define CHECK_CU(call) CHECK((call) == CUDA_SUCCESS)
+
+static dim3
+dim3_of(unsigned x)
+{
+    dim3 d = {x, 1, 1};
+    return d;
+}
 
 static void
 test_limits(void)
@@ -65,29 +75,62 @@ test_capture_clusters_im2col(cudaStream_t s)
                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_ERROR_NOT_SUPPORTED);
 }
 
-/* The device time, us, of kernel `name` launched on grid x 128 threads: measured between
- * events around it on stream s, kept busy before by a 50 ms kernel (longer than a loaded
- * host takes between the first event and the launch) so that the kernel starts at the first
- * event. */
+/* How a test launches a kernel: threads a block, its arguments (runtime or driver
+ * kernelParams, or the driver's packed `extra`), and by which API. */
+struct launch {
+    unsigned block;
+    void **params, **extra;
+    int runtime; /* 1: cudaLaunchKernel of a PTX module's kernel, 0: cuLaunchKernel by name */
+};
+
+/* The device time, us, of kernel `name` launched on grid blocks as `how` says: measured
+ * between events around it on stream s, kept busy before by a 50 ms kernel (longer than a
+ * loaded host takes between the first event and the launch) so that the kernel starts at the
+ * first event. */
 static double
-kernel_us(cudaStream_t s, const char *name, unsigned grid)
+launch_us(cudaStream_t s, const char *name, unsigned grid, const struct launch *how)
 {
     CUfunction busy, f;
+    CUmodule m = NULL;
     cudaEvent_t a, b;
     float ms = 0;
+    char ptx[1024];
     CHECK_CU(cuModuleGetFunction(&busy, NULL, "busy_50ms"));
-    CHECK_CU(cuModuleGetFunction(&f, NULL, name));
+    if (how->runtime) { /* a kernel of a loaded module: a handle cudaLaunchKernel takes */
+        snprintf(ptx, sizeof(ptx),
+                 ".version 8.0\n.target sm_90\n.address_size 64\n\n.visible .entry %s()\n"
+                 "{\n\tret;\n}\n",
+                 name);
+        CHECK_CU(cuModuleLoadData(&m, ptx));
+    }
+    CHECK_CU(cuModuleGetFunction(&f, m, name));
     CHECK_CUDA(cudaEventCreate(&a));
     CHECK_CUDA(cudaEventCreate(&b));
     CHECK_CU(cuLaunchKernel(busy, 1, 1, 1, 32, 1, 1, 0, (CUstream)s, NULL, NULL));
     CHECK_CUDA(cudaEventRecord(a, s));
-    CHECK_CU(cuLaunchKernel(f, grid, 1, 1, 128, 1, 1, 0, (CUstream)s, NULL, NULL));
+    if (how->runtime)
+        CHECK_CUDA(cudaLaunchKernel((const void *)f, dim3_of(grid), dim3_of(how->block),
+                                    how->params, 0, s));
+    else
+        CHECK_CU(cuLaunchKernel(f, grid, 1, 1, how->block, 1, 1, 0, (CUstream)s, how->params,
+                                how->extra));
     CHECK_CUDA(cudaEventRecord(b, s));
     CHECK_CUDA(cudaEventSynchronize(b));
     CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
     CHECK_CUDA(cudaEventDestroy(a));
     CHECK_CUDA(cudaEventDestroy(b));
+    if (m)
+        CHECK_CU(cuModuleUnload(m));
     return ms * 1000.0;
+}
+
+/* The device time, us, of kernel `name` launched by the driver on grid x 128 threads with no
+ * arguments. */
+static double
+kernel_us(cudaStream_t s, const char *name, unsigned grid)
+{
+    struct launch how = {128, NULL, NULL, 0};
+    return launch_us(s, name, grid, &how);
 }
 
 /* Checks that kernel `name` on grid x 128 threads takes 3 us + bytes_per_thread a thread at
@@ -176,6 +219,140 @@ test_torch_times(cudaStream_t s)
         1000, (10.0 - 3) * 1.5e6 / 128e3);
 }
 
+/* torch 2.15's multi_tensor_apply metadata built for CUDA 13 (MultiTensorApply.cuh, 32 KiB
+ * argument limits): 448 tensors of 2 lists, 252 of 4 lists with their step counts (fused
+ * optimizers), 672 of 1 list with a scalar each; 2240 blocks. */
+#define MTA_BLOCKS 2240
+struct tensor_list2 {
+    const void *addresses[2][448];
+    int64_t numel_for_tensor[448];
+    uint16_t block_to_tensor[MTA_BLOCKS];
+    int32_t block_to_chunk[MTA_BLOCKS];
+    int32_t start_tensor_this_launch;
+};
+struct fused_list4 {
+    const void *addresses[4][252];
+    int64_t numel_for_tensor[252];
+    const void *state_steps_addresses[252];
+    uint16_t block_to_tensor[MTA_BLOCKS];
+    int32_t block_to_chunk[MTA_BLOCKS];
+    int32_t start_tensor_this_launch;
+};
+struct scalar_list1 {
+    const void *addresses[1][672];
+    int64_t numel_for_tensor[672];
+    float scalar_vals[672];
+    uint16_t block_to_tensor[MTA_BLOCKS];
+    int32_t block_to_chunk[MTA_BLOCKS];
+};
+
+/* Fills numel_for_tensor and the block maps as multi_tensor_apply does for n tensors of
+ * numel[] elements, the first from chunk `first` on (the rest of a tensor whose first chunks
+ * went in the launch before): returns the blocks. */
+static unsigned
+mta_fill(int64_t *numel_for_tensor, uint16_t *b2t, int32_t *b2c, const int64_t *numel, int n,
+         int first)
+{
+    unsigned blocks = 0;
+    for (int t = 0; t < n; t++) {
+        numel_for_tensor[t] = numel[t];
+        for (int64_t c = t ? 0 : first; c * 65536 < numel[t]; c++) {
+            b2t[blocks] = (uint16_t)t;
+            b2c[blocks++] = (int32_t)c;
+        }
+    }
+    return blocks;
+}
+
+/* Checks that kernel `name` launched on `grid` blocks of 512 threads as `how` says takes 3 us
+ * + `bytes` at 1.5 TB/s (the simple physics), within 1 %. */
+static void
+check_mta_us(cudaStream_t s, const char *name, unsigned grid, struct launch *how, double bytes)
+{
+    double want = 3.0 + bytes / 1.5e6, us;
+    how->block = 512;
+    us = launch_us(s, name, grid, how);
+    if (!(us > 0.99 * want && us < 1.01 * want))
+        fprintf(stderr, "%s: %.2f us, want %.2f\n", name, us, want);
+    CHECK(us > 0.99 * want && us < 1.01 * want);
+}
+
+#define FOREACH_ADD                                                                                \
+    "_ZN2at6native55_GLOBAL__N__f86471ef_22_ForeachBinaryOpList_cu_a911ec4325multi_tensor_"        \
+    "apply_kernelINS1_18TensorListMetadataILi2EEENS1_24BinaryOpListAlphaFunctorIfLi2ELi2E"         \
+    "Li0EEEJSt4plusIfEfEEEvT_T0_DpT1_"
+#define FUSED_ADAM                                                                                 \
+    "_ZN2at6native51_GLOBAL__N__b7f847be_18_fused_adam_impl_cu_454205f325multi_tensor_apply_"      \
+    "kernelINS1_32FusedOptimizerTensorListMetadataILi4EEENS1_20FusedAdamMathFunctorIfLi4ELNS0_"    \
+    "9ADAM_MODEE0ELb0EEEJPKfdddddbS9_S9_EEEvT_T0_DpT1_"
+#define FOREACH_DIV_SCALARS                                                                        \
+    "_ZN2at6native61_GLOBAL__N__832b9cb6_28_ForeachBinaryOpScalarList_cu_dda10a6925multi_"         \
+    "tensor_apply_kernelINS1_28TensorListScalarListMetadataIfLi1EEENS1_25BinaryOpScalarList"       \
+    "FunctorIfLi1ELi1ELi0EEEJSt7dividesIfEEEEvT_T0_DpT1_"
+
+/* torch's multi_tensor_apply kernels timed by the elements their blocks process, read from
+ * the metadata they are passed (README.md, "Kernels named by their class"): min(65536, numel
+ * - chunk x 65536) a block, x 4 bytes (float) x the accesses of the depth (2 lists: 3; 1: 2;
+ * Adam's 4: 7), by cudaLaunchKernel, cuLaunchKernel's kernelParams and its packed buffer;
+ * metadata that does not fit the layout (a buffer too short, a chunk past its tensor,
+ * tensors out of order) is timed as full chunks and counted as unknown. */
+static void
+test_mta_times(cudaStream_t s)
+{
+    static struct tensor_list2 tl;
+    static struct fused_list4 fl;
+    static struct scalar_list1 sl;
+    static unsigned char packed[sizeof(fl) + 64];
+    static const int64_t sizes[] = {1000, 150000, 10}, rest[] = {150000, 500},
+                         adam[] = {4096, 70000}, scaled[] = {300, 70000};
+    uint64_t unknown = simgpu_mta_unknown_launches();
+    char functor = 0;
+    float alpha = 1;
+    size_t bytes = sizeof(packed);
+    void *args[] = {&tl, &functor, &alpha}, *sargs[] = {&sl, &functor};
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes,
+                     CU_LAUNCH_PARAM_END};
+    struct launch rt = {512, args, NULL, 1}, drv = {512, args, NULL, 0},
+                  buf = {512, NULL, extra, 0}, rts = {512, sargs, NULL, 1};
+    unsigned blocks;
+
+    /* foreach add of 2 lists: 1000 + 150000 (3 chunks) + 10 elements, runtime then driver */
+    blocks = mta_fill(tl.numel_for_tensor, tl.block_to_tensor, tl.block_to_chunk, sizes, 3, 0);
+    CHECK(blocks == 5);
+    check_mta_us(s, FOREACH_ADD, blocks, &rt, 151010.0 * 4 * 3);
+    check_mta_us(s, FOREACH_ADD, blocks, &drv, 151010.0 * 4 * 3);
+    /* a launch that goes on with the last chunk of a tensor (150000 - 2 x 65536), then 500 */
+    blocks = mta_fill(tl.numel_for_tensor, tl.block_to_tensor, tl.block_to_chunk, rest, 2, 2);
+    check_mta_us(s, FOREACH_ADD, blocks, &drv, (150000.0 - 131072 + 500) * 4 * 3);
+    /* the same by a demangled name */
+    check_mta_us(s,
+                 "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::"
+                 "(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous "
+                 "namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, "
+                 "float>(at::native::(anonymous namespace)::TensorListMetadata<2>, ...)",
+                 blocks, &drv, (150000.0 - 131072 + 500) * 4 * 3);
+    /* fused Adam through the packed buffer: 4096 + 70000 (2 chunks) elements */
+    blocks = mta_fill(fl.numel_for_tensor, fl.block_to_tensor, fl.block_to_chunk, adam, 2, 0);
+    memcpy(packed, &fl, sizeof(fl));
+    check_mta_us(s, FUSED_ADAM, blocks, &buf, 74096.0 * 4 * 7);
+    /* scalar-list division of 1 list: 300 + 70000 elements */
+    blocks = mta_fill(sl.numel_for_tensor, sl.block_to_tensor, sl.block_to_chunk, scaled, 2, 0);
+    check_mta_us(s, FOREACH_DIV_SCALARS, blocks, &rts, 70300.0 * 4 * 2);
+    CHECK(simgpu_mta_unknown_launches() == unknown);
+
+    /* a buffer with no room for the callable after the metadata: full chunks, unknown */
+    bytes = sizeof(fl);
+    check_mta_us(s, FUSED_ADAM, 3, &buf, 3 * 65536.0 * 4 * 7);
+    /* a chunk past its tensor's end, then tensors out of order: full chunks, unknown */
+    blocks = mta_fill(tl.numel_for_tensor, tl.block_to_tensor, tl.block_to_chunk, sizes, 3, 0);
+    tl.block_to_chunk[0] = 1;
+    check_mta_us(s, FOREACH_ADD, blocks, &rt, blocks * 65536.0 * 4 * 3);
+    tl.block_to_chunk[0] = 0;
+    tl.block_to_tensor[4] = 3;
+    check_mta_us(s, FOREACH_ADD, blocks, &drv, blocks * 65536.0 * 4 * 3);
+    CHECK(simgpu_mta_unknown_launches() == unknown + 3);
+}
+
 static void
 test_triton_times(cudaStream_t s)
 {
@@ -206,6 +383,7 @@ main(void)
     test_capture_clusters_im2col(s);
     test_triton_times(s);
     test_torch_times(s);
+    test_mta_times(s);
     CHECK_CUDA(cudaStreamDestroy(s));
     printf("PASS\n");
     return 0;
