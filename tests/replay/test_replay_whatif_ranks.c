@@ -338,8 +338,8 @@ test_rank_wait(void)
     REQUIRE(sim_run(&g, &res) == 0 && res.n_unfinished == 0);
     for (int32_t q = 0; q < g.n_groups; q++) {
         int64_t last = INT64_MIN;
-        for (int32_t p = g.grp_first[q]; p >= 0; p = dfg_next_in_group(&g, p))
-            last = res.start[p] > last ? res.start[p] : last;
+        for (int32_t n = g.grp_first[q]; n >= 0; n = dfg_next_in_group(&g, n))
+            last = res.start[n] > last ? res.start[n] : last;
         CHECK_EQ(res.grp_arrival[q], last + 3 * 80000 / 16);
         CHECK_EQ(res.end[g.grp_first[q]], res.grp_arrival[q] + g.grp_dur[q]);
     }
