@@ -545,6 +545,24 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
     return 0;
 }
 
+int
+strategy_evaluate_typical(workload *w, const strategy_plan *p, sim_result *res,
+                          strategy_eval *out)
+{
+    strategy_eval e;
+    int64_t *dur = w->base_dur, *gap = w->base_gap;
+    w->base_dur = w->typ_dur; /* strategies start from base_dur and base_gap (reset) */
+    w->base_gap = w->typ_gap;
+    int rc = strategy_evaluate(w, p, res, &e);
+    w->base_dur = dur;
+    w->base_gap = gap;
+    if (rc == 0)
+        out->median_ns = e.median_ns;
+    if (strategy_apply(w, p) != 0)
+        rc = -1;
+    return rc;
+}
+
 /* "3-5,9" for the recomputed layers. */
 void
 strategy_layer_list(const strategy_plan *p, char *buf, size_t len)

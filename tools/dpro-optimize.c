@@ -625,7 +625,8 @@ evaluate_what_if(args *a, state *st)
     if (!sr->top)
         return -1;
     sr->top[0].plan = wp;
-    if (strategy_evaluate(&st->w, &wp, &st->best_sim, &sr->top[0].eval) != 0)
+    if (strategy_evaluate(&st->w, &wp, &st->best_sim, &sr->top[0].eval) != 0 ||
+        strategy_evaluate_typical(&st->w, &wp, &st->best_sim, &sr->top[0].eval) != 0)
         return 1;
     sr->top[0].feasible =
         so->memory_budget <= 0 ||
