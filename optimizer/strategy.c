@@ -490,7 +490,7 @@ correct_contention(const workload *w, dfg *g, sim_result *res)
 int
 strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out)
 {
-    out->iter_ns = out->median_ns = -1;
+    out->iter_ns = out->median_ns = out->typical_ns = -1;
     out->peak_bytes = -1;
     out->micro_device_ns = out->micro_host_ns = 0;
     if (strategy_apply(w, p) != 0)
@@ -557,7 +557,7 @@ strategy_evaluate_typical(workload *w, const strategy_plan *p, sim_result *res,
     w->base_dur = dur;
     w->base_gap = gap;
     if (rc == 0)
-        out->median_ns = e.median_ns;
+        out->typical_ns = e.median_ns;
     if (strategy_apply(w, p) != 0)
         rc = -1;
     return rc;

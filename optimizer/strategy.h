@@ -163,8 +163,9 @@ typedef struct strategy_eval {
     double iter_ns;     /* predicted iteration (optimizer step) time, -1 on failure */
     double median_ns;   /* the typical one: the ranks' median iteration instead of their
                            mean (workload_iteration_median_ns), the same micro-batches
-                           added; after strategy_evaluate_typical, of the plan written
-                           into the typical baseline; -1 on failure */
+                           added; -1 on failure */
+    double typical_ns;  /* median_ns of the plan written into the typical baseline
+                           (strategy_evaluate_typical), -1 when not evaluated */
     int64_t peak_bytes; /* predicted peak memory, -1 unknown */
     int32_t n_buckets;  /* buckets per iteration (0: as measured / none) */
     double micro_device_ns, micro_host_ns; /* accumulation: one micro-batch without
@@ -189,7 +190,7 @@ int strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, stra
 
 /* The typical prediction of p: p written into the typical baseline (workload.h: typ_dur,
  * typ_gap: each host call at its place's median duration and gap over the compared
- * iterations) and simulated, its median iteration into out->median_ns (the other fields
+ * iterations) and simulated, its median iteration into out->typical_ns (the other fields
  * of *out are left as they are). The baseline plan gives the typical baseline, so a
  * speedup of two such figures compares like with like. Leaves w->g on p written into the
  * measured baseline, as strategy_evaluate does. Returns 0, or -1 as strategy_evaluate. */
