@@ -546,8 +546,7 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
 }
 
 int
-strategy_evaluate_typical(workload *w, const strategy_plan *p, sim_result *res,
-                          strategy_eval *out)
+strategy_evaluate_typical(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out)
 {
     strategy_eval e;
     int64_t *dur = w->base_dur, *gap = w->base_gap;

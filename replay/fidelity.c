@@ -149,8 +149,7 @@ set_typical(dfg *g, const place *pl, size_t m, int64_t *v, int stat)
  * assign_iterations takes it), sorted by cmp_place, into *out (np of them; the caller
  * frees *out). Returns 0 or -1 (out of memory). */
 static int
-sorted_places(const replay *rp, const dfg *g, int32_t first, int32_t last, place **out,
-              size_t *np)
+sorted_places(const replay *rp, const dfg *g, int32_t first, int32_t last, place **out, size_t *np)
 {
     int32_t ni = last - first + 1;
     int32_t *iter_of = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *iter_of);

@@ -632,8 +632,8 @@ stalled_predictions(int kind, double *base, double *plan, double *meas)
     /* w->g is left on the plan written into the measured baseline */
     strategy_eval again;
     CHECK(strategy_evaluate(&w, &p, &res, &again) == 0);
-    CHECK(sim_run(w.g, &res) == 0 && fabs(workload_iteration_median_ns(&w, &res) -
-                                          again.median_ns) < 1);
+    CHECK(sim_run(w.g, &res) == 0 &&
+          fabs(workload_iteration_median_ns(&w, &res) - again.median_ns) < 1);
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
