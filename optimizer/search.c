@@ -820,6 +820,12 @@ search_run(workload *w, const search_options *o, search_result *out)
     progress(&s, 1);
     if (s.failed || pick_top(&s) != 0)
         goto out;
+    /* the typical predictions (their medians) of the baseline and the winners */
+    if (strategy_evaluate_typical(w, &base, &s.res, &out->baseline.eval) != 0)
+        goto out;
+    for (int32_t i = 0; i < out->n_top; i++)
+        if (strategy_evaluate_typical(w, &out->top[i].plan, &s.res, &out->top[i].eval) != 0)
+            goto out;
     rc = 0;
 out:
     out->elapsed_s = now_s() - s.t0;

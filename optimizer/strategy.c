@@ -490,7 +490,7 @@ correct_contention(const workload *w, dfg *g, sim_result *res)
 int
 strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out)
 {
-    out->iter_ns = out->median_ns = -1;
+    out->iter_ns = out->median_ns = out->typical_ns = -1;
     out->peak_bytes = -1;
     out->micro_device_ns = out->micro_host_ns = 0;
     if (strategy_apply(w, p) != 0)
@@ -543,6 +543,23 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
             out->peak_bytes -= w->fsdp.gathered_bytes;
     }
     return 0;
+}
+
+int
+strategy_evaluate_typical(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out)
+{
+    strategy_eval e;
+    int64_t *dur = w->base_dur, *gap = w->base_gap;
+    w->base_dur = w->typ_dur; /* strategies start from base_dur and base_gap (reset) */
+    w->base_gap = w->typ_gap;
+    int rc = strategy_evaluate(w, p, res, &e);
+    w->base_dur = dur;
+    w->base_gap = gap;
+    if (rc == 0)
+        out->typical_ns = e.median_ns;
+    if (strategy_apply(w, p) != 0)
+        rc = -1;
+    return rc;
 }
 
 /* "3-5,9" for the recomputed layers. */

@@ -164,6 +164,8 @@ typedef struct strategy_eval {
     double median_ns;   /* the typical one: the ranks' median iteration instead of their
                            mean (workload_iteration_median_ns), the same micro-batches
                            added; -1 on failure */
+    double typical_ns;  /* median_ns of the plan written into the typical baseline
+                           (strategy_evaluate_typical), -1 when not evaluated */
     int64_t peak_bytes; /* predicted peak memory, -1 unknown */
     int32_t n_buckets;  /* buckets per iteration (0: as measured / none) */
     double micro_device_ns, micro_host_ns; /* accumulation: one micro-batch without
@@ -185,6 +187,15 @@ int strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns);
 /* Applies p, simulates into res (zeroed before first use, reusable) and fills *out.
  * Returns 0, or -1 when out of memory or the iterations are not covered. */
 int strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out);
+
+/* The typical prediction of p: p written into the typical baseline (workload.h: typ_dur,
+ * typ_gap: each host call at its place's median duration and gap over the compared
+ * iterations) and simulated, its median iteration into out->typical_ns (the other fields
+ * of *out are left as they are). The baseline plan gives the typical baseline, so a
+ * speedup of two such figures compares like with like. Leaves w->g on p written into the
+ * measured baseline, as strategy_evaluate does. Returns 0, or -1 as strategy_evaluate. */
+int strategy_evaluate_typical(workload *w, const strategy_plan *p, sim_result *res,
+                              strategy_eval *out);
 
 /* 1 when tensor fusion and partition are available for w: gradient all-reduces found
  * alike on every rank and iteration, and a collective cost model. */

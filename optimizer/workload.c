@@ -11,6 +11,7 @@
 #include "dpro_log.h"
 #include "dprotrace.h"
 #include "optimizer/workload_int.h"
+#include "replay/replay.h"
 
 void
 workload_default_options(workload_options *o)
@@ -221,6 +222,8 @@ free_node_arrays(workload *w)
     free(w->base_gap);
     free(w->base_lat);
     free(w->base_grp_dur);
+    free(w->typ_dur);
+    free(w->typ_gap);
     free(w->iter);
     free(w->phase);
     free(w->layer);
@@ -229,7 +232,7 @@ free_node_arrays(workload *w)
     free(w->capture.step_call);
     w->capture.idle_wake_dur = NULL;
     w->capture.step_call = NULL;
-    w->base_dur = w->base_gap = w->base_grp_dur = NULL;
+    w->base_dur = w->base_gap = w->base_grp_dur = w->typ_dur = w->typ_gap = NULL;
     w->base_lat = w->iter = w->layer = NULL;
     w->phase = w->on_compute = NULL;
 }
@@ -246,12 +249,15 @@ alloc_node_arrays(workload *w)
     w->base_gap = malloc(nn * sizeof *w->base_gap);
     w->base_lat = malloc(nn * sizeof *w->base_lat);
     w->base_grp_dur = malloc(ng * sizeof *w->base_grp_dur);
+    w->typ_dur = malloc(nn * sizeof *w->typ_dur);
+    w->typ_gap = malloc(nn * sizeof *w->typ_gap);
     w->iter = malloc(nn * sizeof *w->iter);
     w->phase = calloc(nn, 1);
     w->layer = malloc(nn * sizeof *w->layer);
     w->on_compute = calloc(nn, 1);
-    if (!w->base_dur || !w->base_gap || !w->base_lat || !w->base_grp_dur || !w->iter || !w->phase ||
-        !w->layer || !w->on_compute)
+    if (!w->base_dur || !w->base_gap || !w->base_lat || !w->base_grp_dur || !w->typ_dur ||
+        !w->typ_gap || !w->iter || !w->phase || !w->layer || !w->on_compute ||
+        replay_typical_host_times(g, w->iter_first, w->iter_last, w->typ_dur, w->typ_gap) != 0)
         return -1;
     for (int32_t i = 0; i < n; i++) {
         w->base_dur[i] = dfg_dur(g, i);

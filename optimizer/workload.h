@@ -309,6 +309,11 @@ typedef struct workload {
     int32_t n_nodes, n_groups;
     int64_t *base_dur, *base_gap, *base_grp_dur;
     int32_t *base_lat;
+    /* the typical prediction's baseline: base_dur and base_gap with each host call of the
+       compared iterations at the median over them of its place's duration and gap
+       (replay_typical_host_times): a stall that moves from iteration to iteration is not
+       carried into the plans as if every iteration made it */
+    int64_t *typ_dur, *typ_gap;
 
     /* per rank */
     int32_t *main_thread, *bwd_thread; /* resources, -1 none */

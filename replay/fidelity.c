@@ -31,14 +31,14 @@ window_of(const int64_t *bend, int32_t first, int32_t last, int64_t t)
     return lo;
 }
 
-/* iter_of[n]: the compared iteration node n belongs to (replay_typical says which), or -1.
- * Returns 0 or -1 (out of memory). */
+/* iter_of[n]: the compared iteration (first..last) node n belongs to (replay_typical says
+ * which), or -1; rp (may be NULL) leaves out the ranks it has no reader for. Returns 0 or
+ * -1 (out of memory). */
 static int
-assign_iterations(const replay *rp, const dfg *g, int32_t *iter_of)
+assign_iterations(const replay *rp, const dfg *g, int32_t first, int32_t last, int32_t *iter_of)
 {
     for (int32_t n = 0; n < g->n_nodes; n++)
         iter_of[n] = -1;
-    int32_t first = rp->iter_first, last = rp->iter_last;
     if (last < first)
         return 0;
     int64_t **bend = calloc((size_t)g->n_ranks + 1, sizeof *bend);
@@ -46,7 +46,7 @@ assign_iterations(const replay *rp, const dfg *g, int32_t *iter_of)
     for (int32_t r = 0; r < g->n_ranks && rc == 0; r++) {
         const int32_t *b;
         int32_t nb = dfg_iterations(g, r, &b);
-        if (last + 1 >= nb || (r < rp->job.n_ranks && !rp->job.ranks[r].reader))
+        if (last + 1 >= nb || (rp && r < rp->job.n_ranks && !rp->job.ranks[r].reader))
             continue;
         if (!(bend[r] = malloc((size_t)nb * sizeof **bend)))
             rc = -1;
@@ -145,51 +145,108 @@ set_typical(dfg *g, const place *pl, size_t m, int64_t *v, int stat)
     return rc;
 }
 
-int
-replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
+/* The places of the nodes of g in the compared iterations first..last (rp as
+ * assign_iterations takes it), sorted by cmp_place, into *out (np of them; the caller
+ * frees *out). Returns 0 or -1 (out of memory). */
+static int
+sorted_places(const replay *rp, const dfg *g, int32_t first, int32_t last, place **out, size_t *np)
 {
-    int32_t ni = rp->iter_last - rp->iter_first + 1;
+    int32_t ni = last - first + 1;
     int32_t *iter_of = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *iter_of);
     place *pl = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *pl);
     int32_t *cnt = calloc((size_t)(ni > 0 ? ni : 1), sizeof *cnt);
-    int64_t *v = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *v);
-    int rc = iter_of && pl && cnt && v ? 0 : -1;
+    int rc = iter_of && pl && cnt ? 0 : -1;
     if (rc == 0)
-        rc = assign_iterations(rp, g, iter_of);
-    size_t np = 0;
+        rc = assign_iterations(rp, g, first, last, iter_of);
+    *np = 0;
     for (int32_t q = 0; q < g->n_res && rc == 0; q++) {
         memset(cnt, 0, (size_t)(ni > 0 ? ni : 1) * sizeof *cnt);
         for (int32_t n = g->res_first[q]; n >= 0; n = g->next_on_res[n]) {
             if ((g->flags[n] & DFG_F_REMOVED) || iter_of[n] < 0)
                 continue;
-            int32_t i = iter_of[n] - rp->iter_first;
-            pl[np++] = (place){q, cnt[i]++, g->name[n], i, n};
+            int32_t i = iter_of[n] - first;
+            pl[(*np)++] = (place){q, cnt[i]++, g->name[n], i, n};
         }
     }
+    if (rc == 0)
+        qsort(pl, *np, sizeof *pl, cmp_place);
+    free(iter_of);
+    free(cnt);
+    if (rc != 0) {
+        free(pl);
+        pl = NULL;
+        *np = 0;
+    }
+    *out = pl;
+    return rc;
+}
+
+/* End (exclusive) of the run of places sharing pl[a]'s place, among pl[0..np). */
+static size_t
+place_run_end(const place *pl, size_t np, size_t a)
+{
+    size_t z = a + 1;
+    while (z < np && pl[z].res == pl[a].res && pl[z].pos == pl[a].pos && pl[z].name == pl[a].name)
+        z++;
+    return z;
+}
+
+int
+replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
+{
+    int32_t ni = rp->iter_last - rp->iter_first + 1;
+    place *pl = NULL;
+    size_t np = 0;
+    int64_t *v = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *v);
+    int rc = v ? sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) : -1;
     int64_t matched = 0, nodes = 0; /* of the job: a folded rank counts its class */
     for (size_t i = 0; i < np; i++)
         nodes += dfg_rank_weight(g, dfg_rank(g, pl[i].node));
-    if (rc == 0) {
-        qsort(pl, np, sizeof *pl, cmp_place);
-        for (size_t a = 0, z; a < np; a = z) {
-            for (z = a + 1; z < np && pl[z].res == pl[a].res && pl[z].pos == pl[a].pos &&
-                            pl[z].name == pl[a].name;
-                 z++)
-                ;
-            if (z - a >= 2)
-                rc |= set_typical(g, pl + a, z - a, v, stat);
-            if ((int32_t)(z - a) == ni)
-                matched += (int64_t)(z - a) * dfg_rank_weight(g, dfg_rank(g, pl[a].node));
-        }
+    for (size_t a = 0, z; a < np && rc == 0; a = z) {
+        z = place_run_end(pl, np, a);
+        if (z - a >= 2)
+            rc |= set_typical(g, pl + a, z - a, v, stat);
+        if ((int32_t)(z - a) == ni)
+            matched += (int64_t)(z - a) * dfg_rank_weight(g, dfg_rank(g, pl[a].node));
     }
     if (info) {
         info->iterations = ni > 0 ? ni : 0;
         info->nodes = nodes;
         info->matched = matched;
     }
-    free(iter_of);
     free(pl);
-    free(cnt);
+    free(v);
+    return rc;
+}
+
+int
+replay_typical_host_times(const dfg *g, int32_t iter_first, int32_t iter_last, int64_t *dur,
+                          int64_t *gap)
+{
+    place *pl = NULL;
+    size_t np = 0;
+    int64_t *v = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *v);
+    int rc = v ? sorted_places(NULL, g, iter_first, iter_last, &pl, &np) : -1;
+    for (int32_t n = 0; rc == 0 && n < g->n_nodes; n++) {
+        dur[n] = dfg_dur(g, n);
+        gap[n] = dfg_gap(g, n);
+    }
+    for (size_t a = 0, z; a < np && rc == 0; a = z) {
+        z = place_run_end(pl, np, a);
+        if (z - a < 2 || g->kind[pl[a].node] != DFG_HOST)
+            continue;
+        for (size_t i = a; i < z; i++)
+            v[i - a] = dfg_dur(g, pl[i].node);
+        int64_t d = typical_i64(v, z - a, REPLAY_TYPICAL_MEDIAN);
+        for (size_t i = a; i < z; i++)
+            v[i - a] = dfg_gap(g, pl[i].node);
+        int64_t p = typical_i64(v, z - a, REPLAY_TYPICAL_MEDIAN);
+        for (size_t i = a; i < z; i++) {
+            dur[pl[i].node] = d;
+            gap[pl[i].node] = p;
+        }
+    }
+    free(pl);
     free(v);
     return rc;
 }
@@ -585,7 +642,7 @@ collect_classes(const replay *rp, const dfg *g, replay_perturbation *p)
     int whole = rp->iter_last < rp->iter_first;
     int32_t cap = 0, ni = whole ? 1 : rp->iter_last - rp->iter_first + 1;
     if (rc == 0)
-        rc = assign_iterations(rp, g, iter_of);
+        rc = assign_iterations(rp, g, rp->iter_first, rp->iter_last, iter_of);
     for (int32_t n = 0; n < g->n_nodes && rc == 0; n++) {
         if (g->kind[n] != DFG_KERNEL || (g->flags[n] & DFG_F_REMOVED) || (!whole && iter_of[n] < 0))
             continue;

@@ -250,6 +250,17 @@ enum replay_typical_stat {
  * NULL) receives the counts. Returns 0 or -1 (out of memory). */
 int replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info);
 
+/* The host calls' typical times, for the optimizer's typical predictions: dur[n] and
+ * gap[n] (arrays of g->n_nodes) receive, for every host call n of g in the compared
+ * iterations iter_first..iter_last (boundary indices of each rank, dfg_iterations), the
+ * median duration and gap over those iterations of the host calls at its place (as
+ * replay_typical; a place held in one iteration only keeps its own), and every other node
+ * its own values; g is not changed. A stall of one iteration (a preempted thread, a call
+ * that waited once) so goes, one at the same place in most iterations stays. Returns 0 or
+ * -1 (out of memory). */
+int replay_typical_host_times(const dfg *g, int32_t iter_first, int32_t iter_last, int64_t *dur,
+                              int64_t *gap);
+
 /* Replays typical copies of rp->graph (medians, then means) into *out. Returns 0, 1 when
  * the compared iterations are not covered (out->predicted_us is then 0), -1 out of
  * memory. */

@@ -38,6 +38,7 @@ optimize_cmd_print_json(const args *a, const state *st)
     json_begin_object(&jw);
     json_kv_double(&jw, "baseline_iter_us", base_us);
     json_kv_double(&jw, "baseline_median_iter_us", sr->baseline.eval.median_ns / 1000.0);
+    json_kv_double(&jw, "baseline_typical_iter_us", sr->baseline.eval.typical_ns / 1000.0);
     json_key(&jw, "framework");
     json_begin_object(&jw);
     json_kv_string(&jw, "name", st->fw->name);
@@ -147,6 +148,7 @@ optimize_cmd_print_json(const args *a, const state *st)
         json_kv_string(&jw, "advice", buf);
         json_kv_double(&jw, "predicted_iter_us", sc->eval.iter_ns / 1000.0);
         json_kv_double(&jw, "predicted_median_iter_us", sc->eval.median_ns / 1000.0);
+        json_kv_double(&jw, "predicted_typical_iter_us", sc->eval.typical_ns / 1000.0);
         json_kv_double(&jw, "predicted_speedup", sr->baseline.eval.iter_ns / sc->eval.iter_ns);
         json_key(&jw, "peak_memory_bytes");
         if (sc->eval.peak_bytes >= 0)

@@ -52,9 +52,11 @@ usage(FILE *f)
                "                            of fusion, the CUDA-graph capture alone\n"
                "  -k, --top K               strategies listed (default 5)\n"
                "  -j, --json                machine-readable output (keys: baseline_iter_us,\n"
-               "                            baseline_median_iter_us, framework,\n"
+               "                            baseline_median_iter_us,\n"
+               "                            baseline_typical_iter_us, framework,\n"
                "                            strategies[kind, description, advice, knobs,\n"
                "                            predicted_iter_us, predicted_median_iter_us,\n"
+               "                            predicted_typical_iter_us,\n"
                "                            predicted_speedup,\n"
                "                            peak_memory_bytes, with accumulation\n"
                "                            micro_batch_device_us, micro_batch_host_us],\n"
@@ -625,7 +627,8 @@ evaluate_what_if(args *a, state *st)
     if (!sr->top)
         return -1;
     sr->top[0].plan = wp;
-    if (strategy_evaluate(&st->w, &wp, &st->best_sim, &sr->top[0].eval) != 0)
+    if (strategy_evaluate(&st->w, &wp, &st->best_sim, &sr->top[0].eval) != 0 ||
+        strategy_evaluate_typical(&st->w, &wp, &st->best_sim, &sr->top[0].eval) != 0)
         return 1;
     sr->top[0].feasible =
         so->memory_budget <= 0 ||

@@ -2,8 +2,9 @@
 dpro-optimize is there, under its documented name, in the output of a real run (the
 a100-2rank Kineto trace of ../shared, imported). The lists below are README's: the
 dpro-replay section ("`--json` keys ... are a stable contract", the `p2p` key) and the
-dpro-optimize section (`baseline_iter_us`, `baseline_median_iter_us`, `strategies` and
-their keys (with `predicted_median_iter_us`), `knobs` with
+dpro-optimize section (`baseline_iter_us`, `baseline_median_iter_us`,
+`baseline_typical_iter_us`, `strategies` and their keys (with
+`predicted_median_iter_us`, `predicted_typical_iter_us`), `knobs` with
 `bucket_cap_mb`, `first_bucket_cap_mb`, `buckets`, `bucket_bytes`, and `torch_args` for this PyTorch DDP trace or
 `ddp_sim_args` under --framework ddp-sim; `framework`; a strategy's `advice`;
 `models.kernel_fixed_source`,
@@ -30,9 +31,11 @@ OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 
 REPLAY_KEYS = ["ranks", "iterations", "measured_iter_us", "simulated_iter_us",
                "simulated_median_iter_us", "error_pct", "typical_replay", "breakdown", "critical_path", "per_rank", "p2p"]
-OPTIMIZE_KEYS = ["baseline_iter_us", "baseline_median_iter_us", "strategies", "framework"]
+OPTIMIZE_KEYS = ["baseline_iter_us", "baseline_median_iter_us", "baseline_typical_iter_us",
+                 "strategies", "framework"]
 STRATEGY_KEYS = ["kind", "description", "knobs", "advice", "predicted_iter_us",
-                 "predicted_median_iter_us", "predicted_speedup", "peak_memory_bytes"]
+                 "predicted_median_iter_us", "predicted_typical_iter_us", "predicted_speedup",
+                 "peak_memory_bytes"]
 BUCKET_KNOBS = ["bucket_cap_mb", "first_bucket_cap_mb", "buckets", "bucket_bytes", "torch_args"]
 DDP_SIM_KNOBS = ["bucket_cap_mb", "first_bucket_cap_mb", "buckets", "bucket_bytes", "ddp_sim_args"]
 ACCUM_KEYS = ["micro_batch_device_us", "micro_batch_host_us"]

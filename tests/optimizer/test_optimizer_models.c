@@ -7,7 +7,9 @@
  *   - the hook calls around a bucket's collective call, gone with a folded bucket;
  *   - DDP's buckets of whole parameters (partition_ddp_buckets, workload_match_params),
  *     ready at their last parameter's copy into the bucket, and the finalisation's
- *     waits between buckets' copies back, gone with a folded bucket.
+ *     waits between buckets' copies back, gone with a folded bucket;
+ *   - the typical prediction: a host stall that moves from iteration to iteration is not
+ *     carried into the baseline or a plan, one at the same place in every iteration is.
  * The other optimizer tests are in test_optimizer.c.
  */
 #include <math.h>
@@ -569,6 +571,94 @@ test_final_waits(void)
     dfg_free(&g);
 }
 
+/* Host stalls in the synthetic job (2 ranks, 6 iterations, the last 5 compared, 4 buckets of
+ * 1 MiB; a stall: a launch call's gap of 20 ms on both ranks), each kind on a fresh graph:
+ * (0) none; (1) one-off: in one iteration; (2) moving: in every iteration, at another
+ * launch each time; (3) fixed: in every iteration at the same launch. Returns the typical
+ * baseline and the typical one-bucket plan (typical_ns) into *base, *plan, and the
+ * measured baseline's median iteration into *meas. The measured times are those the graph
+ * simulates. */
+static void
+stalled_predictions(int kind, double *base, double *plan, double *meas)
+{
+    synth_params sp;
+    synth_defaults(&sp);
+    sp.ranks = 2;
+    sp.iterations = 6;
+    sp.ops_per_iter = 200;
+    sp.buckets = 4;
+    sp.bucket_bytes = 1 << 20;
+    sp.hook_calls = 2;
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    REQUIRE(synth_dfg(&sp, &g) == 0);
+    int32_t nm = dfg_intern(&g, "cudaLaunchKernel");
+    for (int32_t q = 0; q < g.n_res; q++) {
+        int32_t k = -1; /* launches of the thread in order: the setup, then iteration-major */
+        for (int32_t h = g.res_first[q]; g.res_kind[q] == DFG_RES_THREAD && h >= 0;
+             h = g.next_on_res[h]) {
+            if (g.name[h] != nm || k++ < 0)
+                continue;
+            int32_t it = k / sp.ops_per_iter, o = k % sp.ops_per_iter;
+            int stall = (kind == 1 && it == 3 && o == 90) ||
+                        (kind == 2 && it >= 1 && o == 30 * it) || (kind == 3 && o == 90);
+            if (stall)
+                g.gap[h] = 20000 * US;
+        }
+    }
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(dfg_finalize(&g) == 0 && sim_run(&g, &res) == 0);
+    for (int32_t n = 0; n < g.n_nodes; n++) { /* the measured times: those simulated */
+        g.mstart[n] = res.start[n];
+        REQUIRE(dfg_set_mend(&g, n, res.end[n]) == 0);
+    }
+    workload w;
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 5, &m, NULL, -1, NULL) == 0);
+    strategy_plan p;
+    strategy_eval e;
+    strategy_plan_baseline(&p);
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    *meas = e.median_ns;
+    CHECK(strategy_evaluate_typical(&w, &p, &res, &e) == 0);
+    *base = e.typical_ns;
+    CHECK(fabs(e.median_ns - *meas) < 1); /* the measured values' median, kept */
+    p.bucket_cap = p.first_cap = (int8_t)(strategy_n_bucket_caps - 1);
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    CHECK_EQ_U(e.n_buckets, 1);
+    CHECK(strategy_evaluate_typical(&w, &p, &res, &e) == 0);
+    *plan = e.typical_ns;
+    /* w->g is left on the plan written into the measured baseline */
+    strategy_eval again;
+    CHECK(strategy_evaluate(&w, &p, &res, &again) == 0);
+    CHECK(sim_run(w.g, &res) == 0 &&
+          fabs(workload_iteration_median_ns(&w, &res) - again.median_ns) < 1);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+static void
+test_typical_stalls(void)
+{
+    double base[4], plan[4], meas[4];
+    for (int k = 0; k < 4; k++)
+        stalled_predictions(k, &base[k], &plan[k], &meas[k]);
+    CHECK(base[0] > 0 && plan[0] > 0 && plan[0] != base[0]);
+    CHECK(fabs(base[0] - meas[0]) < 1); /* without stalls: the measured median */
+    /* the moving stall raises the measured median iteration by its 20 ms; the typical
+     * prediction (and so the plan's) leaves it out, as the one-off */
+    CHECK(meas[2] > meas[0] + 15000 * US);
+    for (int k = 1; k <= 2; k++) {
+        CHECK(fabs(base[k] - base[0]) < 1);
+        CHECK(fabs(plan[k] - plan[0]) < 1);
+    }
+    /* the stall at the same place of every iteration is the job's: carried into both */
+    CHECK(base[3] > base[0] + 15000 * US && plan[3] > plan[0] + 15000 * US);
+    CHECK(fabs(base[3] - meas[3]) < 1);
+}
+
 int
 main(void)
 {
@@ -580,5 +670,6 @@ main(void)
     test_ddp_buckets();
     test_bucket_ready_copies();
     test_final_waits();
+    test_typical_stalls();
     return tests_done();
 }

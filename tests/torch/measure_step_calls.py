@@ -29,8 +29,9 @@ STEPS = 15
 STALL_US = 100.0
 
 
-def steps(path, pid):
-    """Per step of rank pid: (step us, backward span, stalls, Counter of (thread, name))."""
+def step_events(path, pid):
+    """Per step of rank pid (the last STEPS): (step us, its complete events by start, the
+    names of the threads by tid)."""
     with open(path) as f:
         ev = json.load(f)["traceEvents"]
     names = {e["tid"]: e["args"]["name"].split(" (")[0] for e in ev
@@ -40,9 +41,13 @@ def steps(path, pid):
                 key=lambda e: e["ts"])
     syncs = sorted(e["ts"] + e["dur"] for e in xs if e["name"] == "cudaDeviceSynchronize"
                    and names.get(e["tid"]) == "python")[-(STEPS + 1):]
+    return [(b - a, [e for e in xs if a <= e["ts"] < b], names) for a, b in zip(syncs, syncs[1:])]
+
+
+def steps(path, pid):
+    """Per step of rank pid: (step us, backward span, stalls, Counter of (thread, name))."""
     out = []
-    for a, b in zip(syncs, syncs[1:]):
-        inside = [e for e in xs if a <= e["ts"] < b]
+    for step, inside, names in step_events(path, pid):
         calls = collections.Counter((names.get(e["tid"], "?"), e["name"][:60])
                                     for e in inside if e["dur"] > 0)
         bwd = [e for e in inside if names.get(e["tid"], "").startswith("pt_autograd")]
@@ -52,7 +57,7 @@ def steps(path, pid):
             stalls = sum(e["dur"] for e in bwd if e["dur"] > STALL_US)
             stalls += sum(y["ts"] - x["ts"] - x["dur"] for x, y in zip(bwd, bwd[1:])
                           if y["ts"] - x["ts"] - x["dur"] > STALL_US)
-        out.append((b - a, span, stalls, calls))
+        out.append((step, span, stalls, calls))
     return out
 
 
