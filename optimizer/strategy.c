@@ -427,12 +427,15 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
 
 /* Per micro-batch without synchronisation: max(device time of the forward and backward
  * kernels on the compute stream, host time of their launches), mean over the compared
- * iterations of every rank. */
+ * iterations of every rank, leaving out what only the synchronised micro-batch runs
+ * (workload.h: sync_only; those of the forward and backward phases: DDP's copies into
+ * the buckets and back, the zeroing of the gradients). */
 static double
 micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
 {
     const dfg *g = w->g;
-    double dev = 0, host = 0;
+    const uint8_t *sync_only = w->buckets.sync_only;
+    double dev = 0, host = 0, ops = 0;
     int64_t n_iter =
         (int64_t)(w->iter_last - w->iter_first + 1) * (g->n_ranks > 0 ? g->n_ranks : 1);
     for (int32_t d = 0; d < g->n_nodes; d++) {
@@ -440,6 +443,9 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
             continue;
         if (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD)
             continue;
+        if (sync_only && sync_only[d])
+            continue;
+        ops++;
         if (w->on_compute[d])
             dev += (double)(dfg_dur(g, d) + dfg_gap(g, d));
         int32_t h = g->launch[d];
@@ -452,6 +458,7 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
         return 0;
     out->micro_device_ns = dev / (double)n_iter;
     out->micro_host_ns = host / (double)n_iter;
+    out->micro_launches = ops / (double)n_iter;
     return (dev > host ? dev : host) / (double)n_iter;
 }
 
@@ -492,7 +499,7 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
 {
     out->iter_ns = out->median_ns = -1;
     out->peak_bytes = -1;
-    out->micro_device_ns = out->micro_host_ns = 0;
+    out->micro_device_ns = out->micro_host_ns = out->micro_launches = 0;
     if (strategy_apply(w, p) != 0)
         return -1;
     if (partition_splits(&w->buckets, p)) {

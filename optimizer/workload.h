@@ -228,6 +228,14 @@ typedef struct workload_buckets {
      * and unit u+1's (one wait per bucket boundary among the copies, outside the hook
      * blocks), dropped with the group when it is folded; -1 elsewhere (NULL: none) */
     int32_t *final_wait;
+    /* with the parameter sizes, per node: 1 for a device op that only the synchronised
+     * micro-batch of a step runs when the others run under DDP's no_sync() (what the
+     * accumulation's extra micro-batches do not launch, strategy.h): DDP's copies of the
+     * gradients into the buckets (partition_mark_copies), its copies back after the last
+     * all-reduce, and the zeroing of the gradients before the step (a run of memsets on
+     * the main thread, nothing else launched between them, whose sizes are the
+     * parameters'); 0 elsewhere (NULL: none known) */
+    uint8_t *sync_only;
 } workload_buckets;
 
 /* Memory strategies: layers, recomputation sites and the memory estimate. */
