@@ -489,7 +489,7 @@ partition_mark_copies(const partition_input *in, uint8_t *mark)
                 int32_t first = copies_first(in, &L, n, u);
                 for (int32_t i = first; first >= 0 && i < n; i++)
                     if (in->g->name[L.span[i]] == in->g->name[L.span[n - 1]])
-                        mark[L.span[i]] = 1;
+                        mark[L.span[i]] = WL_MICRO_SYNC_ONLY;
             }
     layout_free(&L);
     return 0;

@@ -427,23 +427,23 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
 
 /* Per micro-batch without synchronisation: max(device time of the forward and backward
  * kernels on the compute stream, host time of their launches), mean over the compared
- * iterations of every rank, leaving out what only the synchronised micro-batch runs
- * (workload.h: sync_only; those of the forward and backward phases: DDP's copies into
- * the buckets and back, the zeroing of the gradients). */
+ * iterations of every rank; the forward and backward as workload.h: micro says (what only
+ * the synchronised micro-batch runs left out, the next step's forward of an iteration
+ * cut between forward and backward counted). */
 static double
 micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
 {
     const dfg *g = w->g;
-    const uint8_t *sync_only = w->buckets.sync_only;
+    const uint8_t *micro = w->buckets.micro;
     double dev = 0, host = 0, ops = 0;
     int64_t n_iter =
         (int64_t)(w->iter_last - w->iter_first + 1) * (g->n_ranks > 0 ? g->n_ranks : 1);
     for (int32_t d = 0; d < g->n_nodes; d++) {
         if (w->iter[d] < w->iter_first || w->iter[d] > w->iter_last)
             continue;
-        if (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD)
-            continue;
-        if (sync_only && sync_only[d])
+        int role = micro ? micro[d] : WL_MICRO_PHASE;
+        if (role == WL_MICRO_SYNC_ONLY ||
+            (role != WL_MICRO_FORWARD && w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
             continue;
         ops++;
         if (w->on_compute[d])

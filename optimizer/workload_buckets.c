@@ -533,9 +533,9 @@ final_waits(workload *w, const int32_t *seq)
     }
 }
 
-/* workload.h: sync_only for the copies back of one rank's iteration: the device copies
- * launched on the thread of h (the iteration's last gradient all-reduce call) after it,
- * up to the next kernel or collective launch, at most one per parameter. */
+/* workload.h: micro (WL_MICRO_SYNC_ONLY) for the copies back of one rank's iteration: the device
+ * copies launched on the thread of h (the iteration's last gradient all-reduce call) after it, up
+ * to the next kernel or collective launch, at most one per parameter. */
 static void
 mark_copies_back(workload *w, int32_t h)
 {
@@ -549,7 +549,7 @@ mark_copies_back(workload *w, int32_t h)
             int32_t d = g->launched[i];
             stop |= g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL;
             if (g->kind[d] == DFG_MEMCPY && n < w->buckets.n_params) {
-                w->buckets.sync_only[d] = 1;
+                w->buckets.micro[d] = WL_MICRO_SYNC_ONLY;
                 n++;
             }
         }
@@ -558,7 +558,7 @@ mark_copies_back(workload *w, int32_t h)
     }
 }
 
-/* workload.h: final_wait and the copies back's sync_only, on every iteration of every
+/* workload.h: final_wait and the copies back's micro, on every iteration of every
  * rank whose gradient all-reduces are the units. Returns 0, -1 when out of memory. */
 static int
 find_final_waits(workload *w, const rank_info *ri)
@@ -604,25 +604,27 @@ cmp_int64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* sync_only for a run of n memsets (run[], node ids) when their sizes, sorted into
- * scratch, are the parameters' (sorted in want). */
-static void
+/* WL_MICRO_SYNC_ONLY for a run of n memsets (run[], node ids) when their sizes, sorted
+ * into scratch, are the parameters' (sorted in want); returns 1 then, else 0. */
+static int
 mark_zeroing_run(workload *w, const int32_t *run, int32_t n, const int64_t *want, int64_t *scratch)
 {
     if (n != w->buckets.n_params)
-        return;
+        return 0;
     for (int32_t i = 0; i < n; i++)
         scratch[i] = dfg_bytes(w->g, run[i]);
     qsort(scratch, (size_t)n, sizeof *scratch, cmp_int64);
-    if (memcmp(scratch, want, sizeof *want * (size_t)n) == 0)
-        for (int32_t i = 0; i < n; i++)
-            w->buckets.sync_only[run[i]] = 1;
+    int same = memcmp(scratch, want, sizeof *want * (size_t)n) == 0;
+    for (int32_t i = 0; same && i < n; i++)
+        w->buckets.micro[run[i]] = WL_MICRO_SYNC_ONLY;
+    return same;
 }
 
-/* workload.h: sync_only for the zeroing of the gradients, on every rank's main thread:
- * runs of memsets launched one after the other (a launch of anything else, or another
- * iteration, ends a run) whose sizes are the parameters'. Returns 0, -1 when out of
- * memory. */
+/* workload.h: micro for the zeroing of the gradients, on every rank's main thread: runs
+ * of memsets launched one after the other (a launch of anything else, or another
+ * iteration, ends a run) whose sizes are the parameters' (WL_MICRO_SYNC_ONLY), and the
+ * device ops the thread launches after such a run in its iteration (WL_MICRO_FORWARD).
+ * Returns 0, -1 when out of memory. */
 static int
 mark_grad_zeroing(workload *w, const rank_info *ri)
 {
@@ -637,7 +639,7 @@ mark_grad_zeroing(workload *w, const rank_info *ri)
         qsort(want, (size_t)np, sizeof *want, cmp_int64);
     }
     for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
-        int32_t n = 0, it = -1;
+        int32_t n = 0, it = -1, after = 0;
         for (int32_t h = ri[r].main_thread >= 0 ? g->res_first[ri[r].main_thread] : -1;;
              h = g->next_on_res[h]) {
             int other = h < 0 || w->iter[h] != it;
@@ -645,15 +647,23 @@ mark_grad_zeroing(workload *w, const rank_info *ri)
                  i = dfg_launched_next(g, h, i))
                 other |= g->kind[g->launched[i]] != DFG_MEMSET;
             if (other) {
-                mark_zeroing_run(w, run, n, want, scratch);
+                /* a zeroing after the backward: the iteration is cut between forward and
+                 * backward, the forward that follows is the next step's */
+                after |=
+                    mark_zeroing_run(w, run, n, want, scratch) && w->phase[run[0]] == WL_OPTIMIZER;
                 n = 0;
             }
             if (h < 0)
                 break;
+            after &= w->iter[h] == it;
             it = w->iter[h];
-            for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i))
-                if (g->kind[g->launched[i]] == DFG_MEMSET && alive(g, g->launched[i]) && n++ < np)
-                    run[n - 1] = g->launched[i];
+            for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
+                int32_t d = g->launched[i];
+                if (after && is_device(g, d) && w->buckets.micro[d] == WL_MICRO_PHASE)
+                    w->buckets.micro[d] = WL_MICRO_FORWARD;
+                if (g->kind[d] == DFG_MEMSET && alive(g, d) && n++ < np)
+                    run[n - 1] = d;
+            }
         }
     }
     free(run);
@@ -663,7 +673,7 @@ mark_grad_zeroing(workload *w, const rank_info *ri)
 }
 
 /* The parameter sizes of DDP's buckets (workload.h: param_bytes), the finalisation's
- * waits (final_wait) and what only the synchronised micro-batch runs (sync_only);
+ * waits (final_wait) and what the micro-batches of accumulation run (micro);
  * nothing without bucket units (no bucket plans at all). */
 int
 workload_find_params(workload *w, const rank_info *ri)
@@ -672,15 +682,15 @@ workload_find_params(workload *w, const rank_info *ri)
         return 0;
     int rc = learn_params(w, ri);
     if (rc == 0 && w->buckets.param_bytes) {
-        w->buckets.sync_only = calloc((size_t)w->g->n_nodes + 1, 1);
-        rc = w->buckets.sync_only ? find_final_waits(w, ri) : -1;
+        w->buckets.micro = calloc((size_t)w->g->n_nodes + 1, 1);
+        rc = w->buckets.micro ? find_final_waits(w, ri) : -1;
     }
     if (rc == 0 && w->buckets.param_bytes)
         rc = mark_grad_zeroing(w, ri);
     if (rc == 0 && w->buckets.param_bytes) {
         partition_input in;
         strategy_partition_input(w, &in);
-        rc = partition_mark_copies(&in, w->buckets.sync_only);
+        rc = partition_mark_copies(&in, w->buckets.micro);
     }
     return rc;
 }

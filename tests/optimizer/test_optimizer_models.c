@@ -570,7 +570,7 @@ test_final_waits(void)
 }
 
 /* The micro-batches under DDP's no_sync() make neither the copies into the buckets,
- * nor the copies back, nor the gradients' zeroing (workload.h: sync_only): on 8 buckets
+ * nor the copies back, nor the gradients' zeroing (workload.h: micro): on 8 buckets
  * of 1 MiB (one parameter each, learnt from the copies back) with the zeroing memsets,
  * each rank's iteration marks its 8 copies back, its 8 memsets and the 8 kernels that
  * gate the all-reduces (each a unit's one copy into its bucket), and nothing else; the
@@ -578,7 +578,7 @@ test_final_waits(void)
  * zeroing and the copies back (no parameter sizes) nothing is marked and the micro-batch
  * holds all 400 kernels. */
 static void
-test_sync_only(void)
+test_micro_sync_only(void)
 {
     for (int with = 1; with >= 0; with--) {
         synth_params sp;
@@ -604,12 +604,12 @@ test_sync_only(void)
             for (int64_t e = 0; e < g.n_edges; e++)
                 gates |= g.esrc[e] == n && g.kind[g.edst[e]] == DFG_COLL;
             gating += gates && w.iter[n] >= 0;
-            if (w.buckets.sync_only && w.buckets.sync_only[n]) {
+            if (w.buckets.micro && w.buckets.micro[n] == WL_MICRO_SYNC_ONLY) {
                 marked[g.kind[n] == DFG_MEMCPY ? 1 : g.kind[n] == DFG_MEMSET ? 2 : 0]++;
                 marked[3] += g.kind[n] == DFG_KERNEL && !gates;
             }
         }
-        CHECK(with ? w.buckets.sync_only != NULL : w.buckets.sync_only == NULL);
+        CHECK(with ? w.buckets.micro != NULL : w.buckets.micro == NULL);
         CHECK_EQ_U(marked[0], with ? 8 * 2 * 3 : 0);
         CHECK_EQ_U(gating, with ? 8 * 2 * 3 : 0);
         CHECK_EQ_U(marked[1], with ? 8 * 2 * 3 : 0);
@@ -638,6 +638,6 @@ main(void)
     test_ddp_buckets();
     test_bucket_ready_copies();
     test_final_waits();
-    test_sync_only();
+    test_micro_sync_only();
     return tests_done();
 }
