@@ -559,7 +559,9 @@ mark_copies_back(workload *w, int32_t h)
 }
 
 /* workload.h: final_wait and the copies back's micro, on every iteration of every
- * rank whose gradient all-reduces are the units. Returns 0, -1 when out of memory. */
+ * rank whose gradient all-reduces are the units, and the copies back of the step before
+ * the first iteration (where the iteration is cut between forward and backward they are
+ * launched in the first one). Returns 0, -1 when out of memory. */
 static int
 find_final_waits(workload *w, const rank_info *ri)
 {
@@ -572,14 +574,15 @@ find_final_waits(workload *w, const rank_info *ri)
         bu->final_wait[n] = -1;
     for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
         int32_t thread = ri[r].bwd_thread >= 0 ? ri[r].bwd_thread : ri[r].main_thread;
-        int32_t n = 0, it = -1;
+        int32_t n = 0, it = -1, before = -1;
         /* one walk of the thread: an iteration's all-reduces, then its finalisation */
         for (int32_t h = thread >= 0 ? g->res_first[thread] : -1;; h = g->next_on_res[h]) {
             if (h < 0 || w->iter[h] != it) {
                 if (it >= 0 && n == bu->n_units && g->launch[seq[n - 1]] >= 0) {
                     final_waits(w, seq);
                     mark_copies_back(w, g->launch[seq[n - 1]]);
-                }
+                } else if (it < 0 && before >= 0)
+                    mark_copies_back(w, before); /* launched in the first iteration */
                 if (h < 0)
                     break;
                 it = w->iter[h];
@@ -590,6 +593,12 @@ find_final_waits(workload *w, const rank_info *ri)
                 if (g->kind[d] == DFG_COLL && dfg_group(g, d) >= 0 &&
                     bu->group_unit[dfg_group(g, d)] >= 0)
                     seq[n++] = d;
+                /* before the first iteration the units are not assigned: an all-reduce
+                 * of the last unit's op and bytes stands for the step's last one */
+                else if (it < 0 && g->kind[d] == DFG_COLL && dfg_group(g, d) >= 0 &&
+                         g->grp_op[dfg_group(g, d)] == bu->coll_op &&
+                         g->grp_bytes[dfg_group(g, d)] == bu->unit_bytes[bu->n_units - 1])
+                    before = h;
             }
         }
     }
