@@ -427,19 +427,25 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
 
 /* Per micro-batch without synchronisation: max(device time of the forward and backward
  * kernels on the compute stream, host time of their launches), mean over the compared
- * iterations of every rank. */
+ * iterations of every rank; the forward and backward as workload.h: micro says (what only
+ * the synchronised micro-batch runs left out, the next step's forward of an iteration
+ * cut between forward and backward counted). */
 static double
 micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
 {
     const dfg *g = w->g;
-    double dev = 0, host = 0;
+    const uint8_t *micro = w->buckets.micro;
+    double dev = 0, host = 0, ops = 0;
     int64_t n_iter =
         (int64_t)(w->iter_last - w->iter_first + 1) * (g->n_ranks > 0 ? g->n_ranks : 1);
     for (int32_t d = 0; d < g->n_nodes; d++) {
         if (w->iter[d] < w->iter_first || w->iter[d] > w->iter_last)
             continue;
-        if (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD)
+        int role = micro ? micro[d] : WL_MICRO_PHASE;
+        if (role == WL_MICRO_SYNC_ONLY ||
+            (role != WL_MICRO_FORWARD && w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
             continue;
+        ops++;
         if (w->on_compute[d])
             dev += (double)(dfg_dur(g, d) + dfg_gap(g, d));
         int32_t h = g->launch[d];
@@ -452,6 +458,7 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
         return 0;
     out->micro_device_ns = dev / (double)n_iter;
     out->micro_host_ns = host / (double)n_iter;
+    out->micro_launches = ops / (double)n_iter;
     return (dev > host ? dev : host) / (double)n_iter;
 }
 
@@ -492,7 +499,7 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
 {
     out->iter_ns = out->median_ns = -1;
     out->peak_bytes = -1;
-    out->micro_device_ns = out->micro_host_ns = 0;
+    out->micro_device_ns = out->micro_host_ns = out->micro_launches = 0;
     if (strategy_apply(w, p) != 0)
         return -1;
     if (partition_splits(&w->buckets, p)) {
