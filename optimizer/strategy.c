@@ -172,13 +172,23 @@ zero_host(dfg *g, int32_t h)
     }
 }
 
-/* Returns 0, or -1 when out of memory (dfg_set_dur), as the other apply_ that set
+/* The forward and backward kernels of a micro-batch of 1/k of the batch (docs/models.md:
+ * accumulation), and the host making the batch (workload.h: WL_MICRO_INPUT, micro NULL:
+ * none known): the input copy's call and the gap before it take 1/k, once per call.
+ * Returns 0, or -1 when out of memory (dfg_set_dur), as the other apply_ that set
  * durations. */
 static int
-apply_accumulation(dfg *g, const uint8_t *phase, const workload_fusion *fu, int32_t k)
+apply_accumulation(dfg *g, const uint8_t *phase, const uint8_t *micro, const workload_fusion *fu,
+                   int32_t k)
 {
     int rc = 0;
     double c0 = fu->kernel_fixed_ns;
+    for (int32_t d = 0; micro && d < g->n_nodes; d++) {
+        int32_t h = g->launch[d];
+        if (micro[d] != WL_MICRO_INPUT || h < 0 || g->launched[dfg_launched_first(g, h)] != d)
+            continue;
+        rc |= dfg_set_dur(g, h, dfg_dur(g, h) / k) | dfg_set_gap(g, h, dfg_gap(g, h) / k);
+    }
     for (int32_t d = 0; d < g->n_nodes; d++) {
         if (g->kind[d] != DFG_KERNEL || (phase[d] != WL_FORWARD && phase[d] != WL_BACKWARD))
             continue;
@@ -377,7 +387,7 @@ strategy_apply(workload *w, const strategy_plan *p)
     w->g = p->cuda_graph && w->capture.g ? w->capture.g : w->work;
     int rc = workload_reset(w);
     if (rc == 0 && p->accum_k > 1)
-        rc = apply_accumulation(w->g, w->phase, &w->fusion, p->accum_k);
+        rc = apply_accumulation(w->g, w->phase, w->buckets.micro, &w->fusion, p->accum_k);
     if (rc == 0 && p->fuse && w->fusion.n_chains > 0)
         rc = apply_fusion(w->g, &w->fusion, w->opt.fusion_fixed);
     if (rc == 0 && strategy_n_recomputed(p) > 0 && w->layers.n_sites > 0)
@@ -443,7 +453,7 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
             continue;
         int role = micro ? micro[d] : WL_MICRO_PHASE;
         if (role == WL_MICRO_SYNC_ONLY ||
-            (role != WL_MICRO_FORWARD && w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
+            (role == WL_MICRO_PHASE && w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
             continue;
         ops++;
         if (w->on_compute[d])

@@ -80,6 +80,10 @@ enum workload_micro {
                              * OPTIMIZER): the iteration is cut between forward and backward,
                              * and this is the next step's forward (its phase reads OPTIMIZER
                              * too), which every micro-batch runs */
+    WL_MICRO_INPUT = 3,     /* a WL_MICRO_FORWARD copy launched before that forward's first
+                             * kernel: the batch copied to the device. Its host call and
+                             * the gap before it (the host making or fetching the batch)
+                             * scale with the batch: each of k micro-batches spends 1/k */
 };
 
 /* What a CUDA-graph capture covers (workload_options.capture_scope; the framework's
