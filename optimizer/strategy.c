@@ -436,40 +436,55 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
 }
 
 /* Per micro-batch without synchronisation: max(device time of the forward and backward
- * kernels on the compute stream, host time of their launches), mean over the compared
- * iterations of every rank; the forward and backward as workload.h: micro says (what only
- * the synchronised micro-batch runs left out, the next step's forward of an iteration
- * cut between forward and backward counted). */
+ * kernels on the compute stream, host time of their launches) per iteration of a rank; the
+ * forward and backward as workload.h: micro says (what only the synchronised micro-batch
+ * runs left out, the next step's forward of an iteration cut between forward and backward
+ * counted). Returns the mean over the compared iterations of every rank, and into *median
+ * each rank's median iteration's, averaged over the ranks (as workload_iteration_median_ns:
+ * a host stall of a few iterations moves the mean, not the median step); -1 when out of
+ * memory. */
 static double
-micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
+micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *median)
 {
     const dfg *g = w->g;
     const uint8_t *micro = w->buckets.micro;
-    double dev = 0, host = 0, ops = 0;
-    int64_t n_iter =
-        (int64_t)(w->iter_last - w->iter_first + 1) * (g->n_ranks > 0 ? g->n_ranks : 1);
-    for (int32_t d = 0; d < g->n_nodes; d++) {
-        if (w->iter[d] < w->iter_first || w->iter[d] > w->iter_last)
+    int32_t n_it = w->iter_last - w->iter_first + 1, n_r = g->n_ranks > 0 ? g->n_ranks : 1;
+    int64_t n_iter = (int64_t)(n_it > 0 ? n_it : 0) * n_r;
+    int64_t *dev = calloc((size_t)n_iter + 1, sizeof *dev);
+    int64_t *host = calloc((size_t)n_iter + 1, sizeof *host);
+    double mean = -1, ops = 0, dev_sum = 0, host_sum = 0;
+    *median = 0;
+    for (int32_t d = 0; dev && host && d < g->n_nodes; d++) {
+        if (w->iter[d] < w->iter_first || w->iter[d] > w->iter_last || dfg_rank(g, d) >= n_r)
             continue;
         int role = micro ? micro[d] : WL_MICRO_PHASE;
         if (role == WL_MICRO_SYNC_ONLY ||
             (role == WL_MICRO_PHASE && w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
             continue;
+        int64_t i = (int64_t)dfg_rank(g, d) * n_it + (w->iter[d] - w->iter_first);
+        int32_t h = g->launch[d];
         ops++;
         if (w->on_compute[d])
-            dev += (double)(dfg_dur(g, d) + dfg_gap(g, d));
-        int32_t h = g->launch[d];
-        if (h >= 0)
-            host += (double)(dfg_dur(g, h) + dfg_gap(g, h));
+            dev[i] += dfg_dur(g, d) + dfg_gap(g, d);
+        if (h >= 0 && !(cuda_graph && w->opt.capture_scope == WL_CAPTURE_STEP))
+            host[i] += dfg_dur(g, h) + dfg_gap(g, h);
     }
-    if (cuda_graph && w->opt.capture_scope == WL_CAPTURE_STEP)
-        host = 0;
-    if (n_iter <= 0)
-        return 0;
-    out->micro_device_ns = dev / (double)n_iter;
-    out->micro_host_ns = host / (double)n_iter;
-    out->micro_launches = ops / (double)n_iter;
-    return (dev > host ? dev : host) / (double)n_iter;
+    for (int64_t i = 0; dev && host && i < n_iter; i++) {
+        dev_sum += (double)dev[i];
+        host_sum += (double)host[i];
+        dev[i] = dev[i] > host[i] ? dev[i] : host[i]; /* the micro-batch, in place */
+    }
+    for (int32_t r = 0; dev && host && n_it > 0 && r < n_r; r++)
+        *median += sim_median_i64(dev + (int64_t)r * n_it, n_it) / n_r;
+    if (dev && host) {
+        mean = n_iter > 0 ? (dev_sum > host_sum ? dev_sum : host_sum) / (double)n_iter : 0;
+        out->micro_device_ns = n_iter > 0 ? dev_sum / (double)n_iter : 0;
+        out->micro_host_ns = n_iter > 0 ? host_sum / (double)n_iter : 0;
+        out->micro_launches = n_iter > 0 ? ops / (double)n_iter : 0;
+    }
+    free(dev);
+    free(host);
+    return mean;
 }
 
 /* Contention (workload.h, replay/contention.h): the simulated schedule res of g overlaps
@@ -535,9 +550,11 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
     if (t < 0 || med < 0)
         return -1;
     if (p->accum_k > 1) {
-        double micro = (double)(p->accum_k - 1) * micro_batch_ns(w, p->cuda_graph, out);
-        t += micro;
-        med += micro;
+        double micro_med, micro = micro_batch_ns(w, p->cuda_graph, out, &micro_med);
+        if (micro < 0)
+            return -1;
+        t += (double)(p->accum_k - 1) * micro;
+        med += (double)(p->accum_k - 1) * micro_med;
     }
     out->iter_ns = t;
     out->median_ns = med;

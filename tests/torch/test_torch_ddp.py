@@ -119,14 +119,23 @@ def micro_batch_launches(base, applied):
     base) are the applied run's steady step (accum=2) less the trace's (the commonest count
     of a step on rank 0: counts do not depend on the load). Without the operations only
     the synchronised micro-batch runs (DDP's copies into the bucket and back, the
-    gradients' zeroing) and with the forward priced, 170 of the 170; main priced 187."""
-    op = subprocess.run([dpro_optimize, base[0], "--json", "--quiet", "--what-if", "no_sync=2"],
-                        capture_output=True, text=True, timeout=120)
-    if not check(op.returncode == 0 and base[1] and applied[1], "dpro-optimize --what-if "
-                 "no_sync=2 (rc %d): %s" % (op.returncode, op.stderr[-2000:])):
-        return
-    top = json.loads(op.stdout)["strategies"]
-    predicted = top[0].get("micro_batch_launches") if top else None
+    gradients' zeroing) and with the forward priced, 170 of the 170; main priced 187.
+    The host makes and copies 1/k of the batch in each of k micro-batches (workload.h:
+    WL_MICRO_INPUT): the micro-batch of no_sync=2 costs the host more than no_sync=4's, by
+    a quarter of the input copy's call and the gap before it (main: the same for every k)."""
+    plans = {}
+    for k in (2, 4):
+        op = subprocess.run([dpro_optimize, base[0], "--json", "--quiet", "--what-if",
+                             "no_sync=%d" % k], capture_output=True, text=True, timeout=120)
+        if not check(op.returncode == 0 and base[1] and applied[1], "dpro-optimize --what-if "
+                     "no_sync=%d (rc %d): %s" % (k, op.returncode, op.stderr[-2000:])):
+            return
+        top = json.loads(op.stdout)["strategies"]
+        plans[k] = top[0] if top else {}
+    host = [plans[k].get("micro_batch_host_us", 0) for k in (2, 4)]
+    check(host[0] > host[1] > 0, "the micro-batch's host time, no_sync=2: %g us, no_sync=4: "
+          "%g us (the input's share should shrink with the micro-batch)" % tuple(host))
+    predicted = plans[2].get("micro_batch_launches")
     steps = [step_device_ops(t[1][0]) or [0] for t in (base, applied)]
     common = [collections.Counter(s).most_common(1)[0][0] for s in steps]
     check(predicted == common[1] - common[0],
