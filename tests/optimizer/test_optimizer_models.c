@@ -627,6 +627,54 @@ test_micro_sync_only(void)
     }
 }
 
+/* A host stall in one micro-batch (a launch's gap 200 ms longer in one iteration of rank 0,
+ * of 5 compared iterations on 2 ranks) moves the mean prediction of accumulation
+ * (micro_host_ns by 200 ms / 10, over the device time: the iteration at least as much) but
+ * not the median one, which adds each rank's median micro-batch (as the median iteration
+ * ignores one slow step). With the mean added to the median as well, it moves 18 ms. */
+static void
+test_micro_median(void)
+{
+    synth_params sp;
+    synth_defaults(&sp);
+    sp.ranks = 2;
+    sp.iterations = 6;
+    sp.ops_per_iter = 400;
+    sp.buckets = 8;
+    sp.bucket_bytes = 1 << 20;
+    sp.final_copies = sp.zero_grads = 1;
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    REQUIRE(synth_dfg(&sp, &g) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 5, &m, NULL, -1, NULL) == 0);
+    REQUIRE(w.buckets.micro != NULL);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.accum_k = 2;
+    strategy_eval before, after;
+    REQUIRE(strategy_evaluate(&w, &p, &res, &before) == 0);
+    int32_t h = -1;
+    for (int32_t d = 0; h < 0 && d < g.n_nodes; d++)
+        if (g.kind[d] == DFG_KERNEL && w.iter[d] == 3 && dfg_rank(&g, d) == 0 &&
+            w.buckets.micro[d] == WL_MICRO_PHASE && g.launch[d] >= 0 &&
+            (w.phase[d] == WL_FORWARD || w.phase[d] == WL_BACKWARD))
+            h = g.launch[d];
+    REQUIRE(h >= 0);
+    const double stall = 200e6;
+    w.base_gap[h] += (int64_t)stall;
+    REQUIRE(strategy_evaluate(&w, &p, &res, &after) == 0);
+    CHECK(fabs(after.micro_host_ns - before.micro_host_ns - stall / 10) < 1);
+    CHECK(after.iter_ns - before.iter_ns >= stall / 10);
+    CHECK(fabs(after.median_ns - before.median_ns) < stall / 40);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
@@ -639,5 +687,6 @@ main(void)
     test_bucket_ready_copies();
     test_final_waits();
     test_micro_sync_only();
+    test_micro_median();
     return tests_done();
 }
