@@ -143,7 +143,8 @@ def micro_batch_launches(base, applied):
           "run's %d (steps of %d and %d; per step %s, %s)"
           % (predicted, common[1] - common[0], common[1], common[0], steps[1], steps[0]))
     print("no_sync=2: the micro-batch under no_sync() launches %s device operations "
-          "predicted, %d realised" % (predicted, common[1] - common[0]))
+          "predicted, %d realised; its host time %.1f us (no_sync=4: %.1f us)"
+          % (predicted, common[1] - common[0], host[0], host[1]))
 
 
 def job(out, runs, steps, extra=()):
