@@ -439,10 +439,10 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
  * kernels on the compute stream, host time of their launches) per iteration of a rank; the
  * forward and backward as workload.h: micro says (what only the synchronised micro-batch
  * runs left out, the next step's forward of an iteration cut between forward and backward
- * counted). Returns the mean over the compared iterations of every rank, and into *median
- * each rank's median iteration's, averaged over the ranks (as workload_iteration_median_ns:
- * a host stall of a few iterations moves the mean, not the median step); -1 when out of
- * memory. */
+ * counted). Returns max(mean device time, mean host time) over the compared iterations of
+ * every rank, and into *median each rank's median of the iterations' max(device, host),
+ * averaged over the ranks (as workload_iteration_median_ns: a host stall of a few
+ * iterations moves the mean, not the median step); -1 when out of memory. */
 static double
 micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *median)
 {
