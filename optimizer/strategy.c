@@ -172,13 +172,23 @@ zero_host(dfg *g, int32_t h)
     }
 }
 
-/* Returns 0, or -1 when out of memory (dfg_set_dur), as the other apply_ that set
+/* The forward and backward kernels of a micro-batch of 1/k of the batch (docs/models.md:
+ * accumulation), and the host making the batch (workload.h: WL_MICRO_INPUT, micro NULL:
+ * none known): the input copy's call and the gap before it take 1/k, once per call.
+ * Returns 0, or -1 when out of memory (dfg_set_dur), as the other apply_ that set
  * durations. */
 static int
-apply_accumulation(dfg *g, const uint8_t *phase, const workload_fusion *fu, int32_t k)
+apply_accumulation(dfg *g, const uint8_t *phase, const uint8_t *micro, const workload_fusion *fu,
+                   int32_t k)
 {
     int rc = 0;
     double c0 = fu->kernel_fixed_ns;
+    for (int32_t d = 0; micro && d < g->n_nodes; d++) {
+        int32_t h = g->launch[d];
+        if (micro[d] != WL_MICRO_INPUT || h < 0 || g->launched[dfg_launched_first(g, h)] != d)
+            continue;
+        rc |= dfg_set_dur(g, h, dfg_dur(g, h) / k) | dfg_set_gap(g, h, dfg_gap(g, h) / k);
+    }
     for (int32_t d = 0; d < g->n_nodes; d++) {
         if (g->kind[d] != DFG_KERNEL || (phase[d] != WL_FORWARD && phase[d] != WL_BACKWARD))
             continue;
@@ -377,7 +387,7 @@ strategy_apply(workload *w, const strategy_plan *p)
     w->g = p->cuda_graph && w->capture.g ? w->capture.g : w->work;
     int rc = workload_reset(w);
     if (rc == 0 && p->accum_k > 1)
-        rc = apply_accumulation(w->g, w->phase, &w->fusion, p->accum_k);
+        rc = apply_accumulation(w->g, w->phase, w->buckets.micro, &w->fusion, p->accum_k);
     if (rc == 0 && p->fuse && w->fusion.n_chains > 0)
         rc = apply_fusion(w->g, &w->fusion, w->opt.fusion_fixed);
     if (rc == 0 && strategy_n_recomputed(p) > 0 && w->layers.n_sites > 0)
@@ -426,33 +436,55 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
 }
 
 /* Per micro-batch without synchronisation: max(device time of the forward and backward
- * kernels on the compute stream, host time of their launches), mean over the compared
- * iterations of every rank. */
+ * kernels on the compute stream, host time of their launches) per iteration of a rank; the
+ * forward and backward as workload.h: micro says (what only the synchronised micro-batch
+ * runs left out, the next step's forward of an iteration cut between forward and backward
+ * counted). Returns max(mean device time, mean host time) over the compared iterations of
+ * every rank, and into *median each rank's median of the iterations' max(device, host),
+ * averaged over the ranks (as workload_iteration_median_ns: a host stall of a few
+ * iterations moves the mean, not the median step); -1 when out of memory. */
 static double
-micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
+micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *median)
 {
     const dfg *g = w->g;
-    double dev = 0, host = 0;
-    int64_t n_iter =
-        (int64_t)(w->iter_last - w->iter_first + 1) * (g->n_ranks > 0 ? g->n_ranks : 1);
-    for (int32_t d = 0; d < g->n_nodes; d++) {
-        if (w->iter[d] < w->iter_first || w->iter[d] > w->iter_last)
+    const uint8_t *micro = w->buckets.micro;
+    int32_t n_it = w->iter_last - w->iter_first + 1, n_r = g->n_ranks > 0 ? g->n_ranks : 1;
+    int64_t n_iter = (int64_t)(n_it > 0 ? n_it : 0) * n_r;
+    int64_t *dev = calloc((size_t)n_iter + 1, sizeof *dev);
+    int64_t *host = calloc((size_t)n_iter + 1, sizeof *host);
+    double mean = -1, ops = 0, dev_sum = 0, host_sum = 0;
+    *median = 0;
+    for (int32_t d = 0; dev && host && d < g->n_nodes; d++) {
+        if (w->iter[d] < w->iter_first || w->iter[d] > w->iter_last || dfg_rank(g, d) >= n_r)
             continue;
-        if (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD)
+        int role = micro ? micro[d] : WL_MICRO_PHASE;
+        if (role == WL_MICRO_SYNC_ONLY ||
+            (role == WL_MICRO_PHASE && w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
             continue;
-        if (w->on_compute[d])
-            dev += (double)(dfg_dur(g, d) + dfg_gap(g, d));
+        int64_t i = (int64_t)dfg_rank(g, d) * n_it + (w->iter[d] - w->iter_first);
         int32_t h = g->launch[d];
-        if (h >= 0)
-            host += (double)(dfg_dur(g, h) + dfg_gap(g, h));
+        ops++;
+        if (w->on_compute[d])
+            dev[i] += dfg_dur(g, d) + dfg_gap(g, d);
+        if (h >= 0 && !(cuda_graph && w->opt.capture_scope == WL_CAPTURE_STEP))
+            host[i] += dfg_dur(g, h) + dfg_gap(g, h);
     }
-    if (cuda_graph && w->opt.capture_scope == WL_CAPTURE_STEP)
-        host = 0;
-    if (n_iter <= 0)
-        return 0;
-    out->micro_device_ns = dev / (double)n_iter;
-    out->micro_host_ns = host / (double)n_iter;
-    return (dev > host ? dev : host) / (double)n_iter;
+    for (int64_t i = 0; dev && host && i < n_iter; i++) {
+        dev_sum += (double)dev[i];
+        host_sum += (double)host[i];
+        dev[i] = dev[i] > host[i] ? dev[i] : host[i]; /* the micro-batch, in place */
+    }
+    for (int32_t r = 0; dev && host && n_it > 0 && r < n_r; r++)
+        *median += sim_median_i64(dev + (int64_t)r * n_it, n_it) / n_r;
+    if (dev && host) {
+        mean = n_iter > 0 ? (dev_sum > host_sum ? dev_sum : host_sum) / (double)n_iter : 0;
+        out->micro_device_ns = n_iter > 0 ? dev_sum / (double)n_iter : 0;
+        out->micro_host_ns = n_iter > 0 ? host_sum / (double)n_iter : 0;
+        out->micro_launches = n_iter > 0 ? ops / (double)n_iter : 0;
+    }
+    free(dev);
+    free(host);
+    return mean;
 }
 
 /* Contention (workload.h, replay/contention.h): the simulated schedule res of g overlaps
@@ -492,7 +524,7 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
 {
     out->iter_ns = out->median_ns = out->typical_ns = -1;
     out->peak_bytes = -1;
-    out->micro_device_ns = out->micro_host_ns = 0;
+    out->micro_device_ns = out->micro_host_ns = out->micro_launches = 0;
     if (strategy_apply(w, p) != 0)
         return -1;
     if (partition_splits(&w->buckets, p)) {
@@ -518,9 +550,11 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
     if (t < 0 || med < 0)
         return -1;
     if (p->accum_k > 1) {
-        double micro = (double)(p->accum_k - 1) * micro_batch_ns(w, p->cuda_graph, out);
-        t += micro;
-        med += micro;
+        double micro_med, micro = micro_batch_ns(w, p->cuda_graph, out, &micro_med);
+        if (micro < 0)
+            return -1;
+        t += (double)(p->accum_k - 1) * micro;
+        med += (double)(p->accum_k - 1) * micro_med;
     }
     out->iter_ns = t;
     out->median_ns = med;

@@ -170,6 +170,7 @@ typedef struct strategy_eval {
     int32_t n_buckets;  /* buckets per iteration (0: as measured / none) */
     double micro_device_ns, micro_host_ns; /* accumulation: one micro-batch without
                                               synchronisation, device and host time */
+    double micro_launches;                 /* its device operations (kernels, copies, memsets) */
 } strategy_eval;
 
 /* Points w->g at the graph plan p is simulated on (w->capture.g when p captures the step

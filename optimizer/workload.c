@@ -594,6 +594,7 @@ workload_free(workload *w)
     free(w->buckets.param_bytes);
     free(w->buckets.unit_param_off);
     free(w->buckets.final_wait);
+    free(w->buckets.micro);
     free(w->fsdp.grp_role);
     free(w->fsdp.gather_ops);
     free(w->fsdp.prefetch_ns);

@@ -65,6 +65,27 @@ enum workload_phase {
     WL_COMM = 4,
 };
 
+/* A device op in the micro-batches of gradient accumulation (workload_buckets: micro). */
+enum workload_micro {
+    WL_MICRO_PHASE = 0,     /* as its phase says: forward and backward run in every one */
+    WL_MICRO_SYNC_ONLY = 1, /* only the synchronised micro-batch of a step runs it, the
+                             * others running under DDP's no_sync(): DDP's copies of the
+                             * gradients into the buckets (partition_mark_copies), its
+                             * copies back after the last all-reduce, and the zeroing of
+                             * the gradients before the step (a run of memsets on the main
+                             * thread, nothing else launched between them, whose sizes are
+                             * the parameters') */
+    WL_MICRO_FORWARD = 2,   /* launched by the main thread after the zeroing in its
+                             * iteration where that zeroing comes after the backward (phase
+                             * OPTIMIZER): the iteration is cut between forward and backward,
+                             * and this is the next step's forward (its phase reads OPTIMIZER
+                             * too), which every micro-batch runs */
+    WL_MICRO_INPUT = 3,     /* a WL_MICRO_FORWARD copy launched before that forward's first
+                             * kernel: the batch copied to the device. Its host call and
+                             * the gap before it (the host making or fetching the batch)
+                             * scale with the batch: each of k micro-batches spends 1/k */
+};
+
 /* What a CUDA-graph capture covers (workload_options.capture_scope; the framework's
  * capture decides, framework.h). */
 enum workload_capture_scope {
@@ -228,6 +249,9 @@ typedef struct workload_buckets {
      * and unit u+1's (one wait per bucket boundary among the copies, outside the hook
      * blocks), dropped with the group when it is folded; -1 elsewhere (NULL: none) */
     int32_t *final_wait;
+    /* with the parameter sizes, per node: what a micro-batch of gradient accumulation
+     * makes of it (enum workload_micro; NULL: nothing known, the phases decide) */
+    uint8_t *micro;
 } workload_buckets;
 
 /* Memory strategies: layers, recomputation sites and the memory estimate. */

@@ -159,6 +159,7 @@ optimize_cmd_print_json(const args *a, const state *st)
             /* the k - 1 micro-batches without the all-reduces: what each one costs */
             json_kv_double(&jw, "micro_batch_device_us", sc->eval.micro_device_ns / 1000.0);
             json_kv_double(&jw, "micro_batch_host_us", sc->eval.micro_host_ns / 1000.0);
+            json_kv_double(&jw, "micro_batch_launches", sc->eval.micro_launches);
         }
         json_end_object(&jw);
     }

@@ -764,8 +764,10 @@ print_text(const args *a, const state *st)
         strategy_describe(w, &sc->plan, buf, sizeof buf);
         printf("\n   %s\n", buf);
         if (sc->plan.accum_k > 1)
-            printf("   each extra micro-batch: device %.1f us, host %.1f us\n",
-                   sc->eval.micro_device_ns / 1000.0, sc->eval.micro_host_ns / 1000.0);
+            printf("   each extra micro-batch: device %.1f us, host %.1f us, %.0f device "
+                   "operations\n",
+                   sc->eval.micro_device_ns / 1000.0, sc->eval.micro_host_ns / 1000.0,
+                   sc->eval.micro_launches);
         print_advice(st, &sc->plan, a->so.batch);
     }
 }

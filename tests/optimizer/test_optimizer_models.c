@@ -659,6 +659,112 @@ test_typical_stalls(void)
     CHECK(fabs(base[3] - meas[3]) < 1);
 }
 
+/* The micro-batches under DDP's no_sync() make neither the copies into the buckets,
+ * nor the copies back, nor the gradients' zeroing (workload.h: micro): on 8 buckets
+ * of 1 MiB (one parameter each, learnt from the copies back) with the zeroing memsets,
+ * each rank's iteration marks its 8 copies back, its 8 memsets and the 8 kernels that
+ * gate the all-reduces (each a unit's one copy into its bucket), and nothing else; the
+ * plan's extra micro-batch prices the other 392 of the 416 device operations. Without the
+ * zeroing and the copies back (no parameter sizes) nothing is marked and the micro-batch
+ * holds all 400 kernels. */
+static void
+test_micro_sync_only(void)
+{
+    for (int with = 1; with >= 0; with--) {
+        synth_params sp;
+        synth_defaults(&sp);
+        sp.ranks = 2;
+        sp.iterations = 3;
+        sp.ops_per_iter = 400;
+        sp.buckets = 8;
+        sp.bucket_bytes = 1 << 20;
+        sp.hook_calls = 2;
+        sp.final_copies = sp.zero_grads = with;
+        dfg g;
+        costmodel m;
+        fit_model(&m);
+        REQUIRE(synth_dfg(&sp, &g) == 0);
+        workload w;
+        sim_result res;
+        memset(&res, 0, sizeof res);
+        REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+        int32_t marked[4] = {0, 0, 0, 0}, gating = 0;
+        for (int32_t n = 0; with && n < g.n_nodes; n++) {
+            int gates = 0;
+            for (int64_t e = 0; e < g.n_edges; e++)
+                gates |= g.esrc[e] == n && g.kind[g.edst[e]] == DFG_COLL;
+            gating += gates && w.iter[n] >= 0;
+            if (w.buckets.micro && w.buckets.micro[n] == WL_MICRO_SYNC_ONLY) {
+                marked[g.kind[n] == DFG_MEMCPY ? 1 : g.kind[n] == DFG_MEMSET ? 2 : 0]++;
+                marked[3] += g.kind[n] == DFG_KERNEL && !gates;
+            }
+        }
+        CHECK(with ? w.buckets.micro != NULL : w.buckets.micro == NULL);
+        CHECK_EQ_U(marked[0], with ? 8 * 2 * 3 : 0);
+        CHECK_EQ_U(gating, with ? 8 * 2 * 3 : 0);
+        CHECK_EQ_U(marked[1], with ? 8 * 2 * 3 : 0);
+        CHECK_EQ_U(marked[2], with ? 8 * 2 * 3 : 0);
+        CHECK_EQ_U(marked[3], 0);
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.accum_k = 2;
+        strategy_eval ev;
+        REQUIRE(strategy_evaluate(&w, &p, &res, &ev) == 0);
+        CHECK(fabs(ev.micro_launches - (with ? 392 : 400)) < 1e-9);
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&g);
+    }
+}
+
+/* A host stall in one micro-batch (a launch's gap 200 ms longer in one iteration of rank 0,
+ * of 5 compared iterations on 2 ranks) moves the mean prediction of accumulation
+ * (micro_host_ns by 200 ms / 10, over the device time: the iteration at least as much) but
+ * not the median one, which adds each rank's median micro-batch (as the median iteration
+ * ignores one slow step). With the mean added to the median as well, it moves 18 ms. */
+static void
+test_micro_median(void)
+{
+    synth_params sp;
+    synth_defaults(&sp);
+    sp.ranks = 2;
+    sp.iterations = 6;
+    sp.ops_per_iter = 400;
+    sp.buckets = 8;
+    sp.bucket_bytes = 1 << 20;
+    sp.final_copies = sp.zero_grads = 1;
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    REQUIRE(synth_dfg(&sp, &g) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 5, &m, NULL, -1, NULL) == 0);
+    REQUIRE(w.buckets.micro != NULL);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.accum_k = 2;
+    strategy_eval before, after;
+    REQUIRE(strategy_evaluate(&w, &p, &res, &before) == 0);
+    int32_t h = -1;
+    for (int32_t d = 0; h < 0 && d < g.n_nodes; d++)
+        if (g.kind[d] == DFG_KERNEL && w.iter[d] == 3 && dfg_rank(&g, d) == 0 &&
+            w.buckets.micro[d] == WL_MICRO_PHASE && g.launch[d] >= 0 &&
+            (w.phase[d] == WL_FORWARD || w.phase[d] == WL_BACKWARD))
+            h = g.launch[d];
+    REQUIRE(h >= 0);
+    const double stall = 200e6;
+    w.base_gap[h] += (int64_t)stall;
+    REQUIRE(strategy_evaluate(&w, &p, &res, &after) == 0);
+    CHECK(fabs(after.micro_host_ns - before.micro_host_ns - stall / 10) < 1);
+    CHECK(after.iter_ns - before.iter_ns >= stall / 10);
+    CHECK(fabs(after.median_ns - before.median_ns) < stall / 40);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
@@ -671,5 +777,7 @@ main(void)
     test_bucket_ready_copies();
     test_final_waits();
     test_typical_stalls();
+    test_micro_sync_only();
+    test_micro_median();
     return tests_done();
 }
