@@ -199,9 +199,29 @@ launch_kind(uint32_t kind)
            kind == DPRO_KIND_MEMSET;
 }
 
-/* Builds t from n events of ev, in the order of the groups of a batch: ev[idx[i]] (idx
- * lists them by group, as the encoder groups them), or ev[i] with idx NULL (the decoder's
- * array is in that order). Returns DPRO_OK or DPRO_ERR_NOMEM. */
+/* The encoder lists a batch's events by group as byte offsets into its array (an index
+ * times sizeof(dpro_event)), not indices: each column loop then reads an event with one
+ * add, not a multiply by the event's size. Every offset fits in 32 bits. */
+_Static_assert((uint64_t)DPRO_BATCH_MAX_EVENTS * sizeof(dpro_event) <= UINT32_MAX,
+               "event offsets in 32 bits");
+
+/* The event at byte offset off of events. */
+static inline const dpro_event *
+ev_at(const dpro_event *events, uint32_t off)
+{
+    return (const dpro_event *)(const void *)((const char *)events + off);
+}
+
+/* The i-th event of a batch's groups: at offset idx[i] of ev, or ev[i] with idx NULL. */
+static inline const dpro_event *
+launch_ev(const dpro_event *ev, const uint32_t *idx, size_t i)
+{
+    return idx ? ev_at(ev, idx[i]) : &ev[i];
+}
+
+/* Builds t from n events of ev, in the order of the groups of a batch: the events at the
+ * byte offsets idx lists (by group, as the encoder groups them), or ev[i] with idx NULL
+ * (the decoder's array is in that order). Returns DPRO_OK or DPRO_ERR_NOMEM. */
 __attribute__((visibility("hidden"))) int launch_table_build(launch_table *t, const dpro_event *ev,
                                                              const uint32_t *idx, size_t n);
 
@@ -311,7 +331,7 @@ __attribute__((visibility("hidden"))) size_t codec_batch_pack(const Dpro__Batch 
 struct dpro_codec {
     uint8_t *arena, *raw;
     size_t arena_cap, raw_cap;
-    uint32_t *idx;
+    uint32_t *idx; /* the events by group: byte offsets (ev_at) */
     size_t idx_cap;
     lane_table lanes;
     name_table names;
