@@ -2,9 +2,11 @@
  * test_trace_codec.c: unit tests of libdprotrace's batch codec: round trip on random event
  * streams (half of them with every field of schema minors 2 and 3), every corruption of a batch
  * (truncated, a false size, flipped bytes, a zlib bomb), time units and nested starts at the edges
- * of 64 bits, and batches of schema major 1.
+ * of 64 bits, batches of schema major 1, and the encoder's bytes, which do not change unless
+ * the format does.
  */
 #include "dprotrace.h"
+#include "fnv1a.h"
 #include "testutil.h"
 #include "trace_testlib.h"
 
@@ -281,10 +283,48 @@ test_codec_time_units_corrupt(void)
     free(ev);
 }
 
+/* The encoder's bytes: the uncompressed protobuf of fixed batches (the round trip's first
+ * seeds) hashes to what the encoder of 6 December 2026 (b58946d) wrote. A faster encoder
+ * must write the same bytes (readers and the size figures of docs/figures.md rest on
+ * them); a deliberate format change updates the hashes with the reason in docs/format.md.
+ * The compressed bytes are not compared: they depend on zlib or libdeflate and its version. */
+static void
+test_codec_bytes_kept(void)
+{
+    static const uint64_t want[] = {0x857e064069040366ull, 0x0096495c821b19f1ull,
+                                    0xa92c035973db07a5ull, 0x58b3f1c202b28163ull,
+                                    0x7c861d12fad3d410ull, 0x0c7e1e9db1f6f079ull};
+    for (uint64_t seed0 = 1; seed0 <= sizeof want / sizeof want[0]; seed0++) {
+        uint64_t seed = seed0 * 0x9E3779B97F4A7C15ull, clock = 1ull << 40;
+        size_t n = 1 + test_rand(&seed) % 5000;
+        dpro_event *in = calloc(n, sizeof *in);
+        uint8_t *blob = NULL, *raw = NULL;
+        size_t bloblen = 0, rawlen = 0;
+        for (size_t i = 0; i < n; i++) {
+            random_event(&seed, &in[i], &clock, 1);
+            if (seed0 % 2 == 0)
+                random_op_args(&seed, &in[i]);
+        }
+        CHECK(dpro_batch_encode(in, n, 6, &blob, &bloblen, &rawlen) == DPRO_OK);
+        raw = malloc(rawlen ? rawlen : 1);
+        uLongf got = rawlen;
+        CHECK(raw && uncompress(raw, &got, blob, bloblen) == Z_OK && got == rawlen);
+        uint64_t h = dpro_fnv1a(raw, got, DPRO_FNV1A_INIT);
+        if (h != want[seed0 - 1])
+            fprintf(stderr, "seed %llu: %zu events, %zu raw bytes, hash 0x%016llxull\n",
+                    (unsigned long long)seed0, n, rawlen, (unsigned long long)h);
+        CHECK(h == want[seed0 - 1]);
+        free(raw);
+        free(blob);
+        free(in);
+    }
+}
+
 int
 main(void)
 {
     test_codec_roundtrip();
+    test_codec_bytes_kept();
     test_codec_corruption();
     test_codec_time_units();
     test_codec_major1();
