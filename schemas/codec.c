@@ -381,8 +381,8 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
                   const uint8_t **out, size_t *outlen, size_t *rawlen)
 {
     int rc = DPRO_OK;
-    size_t counts[NKIND_SLOTS] = {0};
-    size_t slot_start[NKIND_SLOTS + 1];
+    size_t counts[NGROUP_SLOTS] = {0};
+    size_t slot_start[NGROUP_SLOTS + 1];
     Dpro__Group groups[MAX_GROUPS];
     Dpro__Group *group_ptrs[MAX_GROUPS];
     uint32_t unknown_kinds[MAX_UNKNOWN_KINDS];
@@ -395,14 +395,14 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
     if (n > DPRO_BATCH_MAX_EVENTS || (n && !events))
         return DPRO_ERR_ARG;
 
-    /* Known kinds get their own group; unknown kinds (from newer producers passing
-     * through) one group per distinct kind. */
+    /* Known kinds get their own group, API calls two (group_slot); unknown kinds (from
+     * newer producers passing through) one group per distinct kind. */
     for (size_t i = 0; i < n; i++) {
         uint32_t k = events[i].kind;
         if (events[i].start_ns < base_ns)
             base_ns = events[i].start_ns;
         if (k >= 1 && k <= DPRO_KIND_MAX_KNOWN) {
-            counts[k]++;
+            counts[group_slot(&events[i])]++;
         } else {
             size_t j;
             for (j = 0; j < n_unknown && unknown_kinds[j] != k; j++)
@@ -425,26 +425,26 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
         return rc;
 
     slot_start[0] = 0;
-    for (int k = 0; k < NKIND_SLOTS; k++)
-        slot_start[k + 1] = slot_start[k] + counts[k];
+    for (int s = 0; s < NGROUP_SLOTS; s++)
+        slot_start[s + 1] = slot_start[s] + counts[s];
     {
-        size_t fill[NKIND_SLOTS];
-        for (int k = 0; k < NKIND_SLOTS; k++)
-            fill[k] = slot_start[k];
+        size_t fill[NGROUP_SLOTS];
+        for (int s = 0; s < NGROUP_SLOTS; s++)
+            fill[s] = slot_start[s];
         /* unknown kinds first (slot 0), one run per kind */
         for (size_t u = 0; u < n_unknown; u++)
             for (size_t i = 0; i < n; i++)
                 if (events[i].kind == unknown_kinds[u])
                     c->idx[fill[0]++] = (uint32_t)(i * sizeof *events);
         for (size_t i = 0; i < n; i++) {
-            uint32_t k = events[i].kind;
-            if (k >= 1 && k <= DPRO_KIND_MAX_KNOWN)
-                c->idx[fill[k]++] = (uint32_t)(i * sizeof *events);
+            size_t s = group_slot(&events[i]);
+            if (s)
+                c->idx[fill[s]++] = (uint32_t)(i * sizeof *events);
         }
     }
     /* flows are stored against the launches of the batch with their id */
     const launch_table *launches = NULL;
-    if (counts[DPRO_KIND_FLOW]) {
+    if (counts[kind_slot(DPRO_KIND_FLOW)]) {
         rc = launch_table_build(&c->launches, events, c->idx, n);
         if (rc != DPRO_OK)
             return rc;
@@ -465,13 +465,13 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
             pos += run;
         }
     }
-    for (uint32_t k = 1; k <= DPRO_KIND_MAX_KNOWN; k++) {
-        if (!counts[k])
+    for (size_t s = 1; s < NGROUP_SLOTS; s++) {
+        if (!counts[s])
             continue;
-        encode_group(events, c->idx + slot_start[k], counts[k], k, base_ns, &groups[ngroups],
-                     c->arena +
-                         (slot_start[k] * NCOLUMNS + ngroups * 2 * NPLAIN) * sizeof(uint64_t),
-                     &c->lanes, &c->names, launches);
+        encode_group(
+            events, c->idx + slot_start[s], counts[s], slot_kind(s), base_ns, &groups[ngroups],
+            c->arena + (slot_start[s] * NCOLUMNS + ngroups * 2 * NPLAIN) * sizeof(uint64_t),
+            &c->lanes, &c->names, launches);
         group_ptrs[ngroups] = &groups[ngroups];
         ngroups++;
     }

@@ -76,9 +76,41 @@
 #define NDELTA (0 DELTA_COLUMNS(COUNT_DELTA))
 #define NCOLUMNS (NCOLUMNS_TIMES + NDELTA + NPLAIN)
 
-#define NKIND_SLOTS (DPRO_KIND_MAX_KNOWN + 1)
+/* The encoder's groups, in batch order (a slot each): unknown kinds (slot 0, a group per
+ * kind), the API calls without a launch configuration (1), those with one (2: a kernel
+ * launch's grid and block, which the other calls lack, while launches lack their object,
+ * address, bytes and result: apart, neither group carries the other's columns of zeros),
+ * then every other known kind k (slot k + 1). */
+#define NGROUP_SLOTS (DPRO_KIND_MAX_KNOWN + 2)
+#define SLOT_API_LAUNCH 2
 #define MAX_UNKNOWN_KINDS 64 /* distinct kinds from newer producers in one batch */
-#define MAX_GROUPS (DPRO_KIND_MAX_KNOWN + MAX_UNKNOWN_KINDS)
+#define MAX_GROUPS (NGROUP_SLOTS - 1 + MAX_UNKNOWN_KINDS)
+
+/* The slot of the known kind k other than DPRO_KIND_API. */
+static inline size_t
+kind_slot(uint32_t k)
+{
+    return (size_t)k + 1;
+}
+
+/* The encoder's slot of e (NGROUP_SLOTS above). */
+static inline size_t
+group_slot(const dpro_event *e)
+{
+    uint32_t k = e->kind;
+    if (k < 1 || k > DPRO_KIND_MAX_KNOWN)
+        return 0;
+    if (k == DPRO_KIND_API)
+        return (e->grid[0] | e->block[0]) ? SLOT_API_LAUNCH : 1;
+    return kind_slot(k);
+}
+
+/* The kind of the events of slot s >= 1. */
+static inline uint32_t
+slot_kind(size_t s)
+{
+    return s <= SLOT_API_LAUNCH ? DPRO_KIND_API : (uint32_t)s - 1;
+}
 
 /* ---- lanes: start times are stored relative to the previous event of the same lane (host
  * thread, or device stream): its end, which makes back-to-back work cost only its gap, or
