@@ -334,8 +334,8 @@ encode_name_relative(const dpro_event *events, const uint32_t *idx, size_t n, ui
     }
 }
 
-/* Encodes the events of one kind (idx lists their byte offsets in events: ev_at) into g, with
- * column arrays carved from mem (ncols * n * 8 bytes). */
+/* Encodes the events of one group, all of kind kind (idx lists their byte offsets in events:
+ * ev_at), into g, with column arrays carved from mem (ncols * n * 8 bytes). */
 static void
 encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t kind,
              uint64_t base_ns, Dpro__Group *g, uint8_t *mem, lane_table *lanes, name_table *names,
