@@ -97,6 +97,7 @@ const framework_profile framework_ddp_sim = {
     .families = STRATEGY_FUSION | STRATEGY_TENSOR | STRATEGY_MEMORY,
     .can_capture = 1,
     .capture_scope = WL_CAPTURE_STEP, /* --cuda-graph captures the step with its all-reduces */
+    .fusion_scope = WL_FUSE_SAME_NAME, /* --fuse-small */
     .format_args = ddp_sim_format_args,
     .parse_args = ddp_sim_parse_args,
     .advise = ddp_sim_advise,

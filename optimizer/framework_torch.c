@@ -319,6 +319,7 @@ const framework_profile framework_torch_ddp = {
     .families = STRATEGY_FUSION | STRATEGY_TENSOR | STRATEGY_MEMORY,
     .can_capture = 1,
     .capture_scope = WL_CAPTURE_STEP, /* torch.cuda.graph of the step, DDP's all-reduces in */
+    .fusion_scope = WL_FUSE_COMPILED, /* torch.compile(model): Inductor */
     .cannot = "a first bucket of another size than the others (bucket_cap_mb caps both) and "
               "torch.compile's mode=reduce-overhead (its graphs leave DDP's all-reduces out: "
               "the capture advised is the whole step's, torch.cuda.graph)",
@@ -335,6 +336,7 @@ const framework_profile framework_torch_fsdp = {
     .families = STRATEGY_FUSION | STRATEGY_MEMORY | STRATEGY_FSDP,
     .can_capture = 0,
     .capture_scope = WL_CAPTURE_COMPUTE,
+    .fusion_scope = WL_FUSE_COMPILED,
     .cannot = "bucket caps (FSDP's all-gathers and reduce-scatters follow its wrapping, "
               "auto_wrap_policy, not a bucket size) and CUDA-graph capture (FSDP issues its "
               "collectives and frees its parameters from hooks between the kernels)",
@@ -351,6 +353,7 @@ const framework_profile framework_torch = {
     .families = STRATEGY_FUSION | STRATEGY_MEMORY,
     .can_capture = 1,
     .capture_scope = WL_CAPTURE_COMPUTE,
+    .fusion_scope = WL_FUSE_COMPILED,
     .cannot = "bucket caps (no DDP in the trace)",
     .format_args = torch_format,
     .parse_args = torch_parse,

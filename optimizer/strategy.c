@@ -217,6 +217,19 @@ hinge_fused(const dfg *g, const workload_fusion *fu, int32_t c)
     return t > longest ? t : longest;
 }
 
+/* A compiler's fused kernel of chain c (WL_FUSE_COMPILED, strategy.h): one fixed cost c0
+ * and the largest variable part t_i - min(t_i, c0) of the chain's ops. */
+static double
+compiled_fused(const dfg *g, const workload_fusion *fu, int32_t c)
+{
+    double c0 = fu->kernel_fixed_ns, var = 0;
+    for (int32_t i = fu->chain_off[c]; i < fu->chain_off[c + 1]; i++) {
+        double t = (double)dfg_dur(g, fu->chain_node[i]);
+        var = t - (t < c0 ? t : c0) > var ? t - (t < c0 ? t : c0) : var;
+    }
+    return c0 + var;
+}
+
 static int
 apply_fusion(dfg *g, const workload_fusion *fu, int fixed_only)
 {
@@ -225,7 +238,9 @@ apply_fusion(dfg *g, const workload_fusion *fu, int fixed_only)
     for (int32_t c = 0; c < fu->n_chains; c++) {
         int32_t a = fu->chain_off[c], b = fu->chain_off[c + 1];
         int32_t first = fu->chain_node[a];
-        double by_hinge = fixed_only ? -1 : hinge_fused(g, fu, c);
+        double by_hinge = fu->compiled ? compiled_fused(g, fu, c)
+                          : fixed_only  ? -1
+                                        : hinge_fused(g, fu, c);
         double fused = (double)dfg_dur(g, first);
         for (int32_t i = a + 1; i < b; i++) {
             int32_t m = fu->chain_node[i];

@@ -21,6 +21,7 @@ workload_default_options(workload_options *o)
     o->no_contention = 1;
     o->recompute_keep = 0.125;
     o->capture_scope = WL_CAPTURE_STEP;
+    o->fusion_scope = WL_FUSE_SAME_NAME;
     o->kernel_samples = NULL;
     o->n_kernel_samples = 0;
 }
@@ -405,6 +406,11 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
     if (shortest > 0 && shortest < w->fusion.kernel_fixed_ns)
         w->fusion.kernel_fixed_ns = shortest;
 
+    if (workload_find_units(w, ri) != 0 || workload_find_layers(w, ri, mem_rank) != 0 ||
+        workload_find_gradients(w) != 0 || workload_find_params(w, ri) != 0 ||
+        workload_idle_wake_latency(w) != 0 || workload_find_fsdp(w, ri) != 0)
+        goto out;
+    /* after workload_find_params: WL_FUSE_COMPILED leaves DDP's per-parameter work out */
     if (workload_find_chains(w) != 0)
         goto out;
     for (int32_t c = 0; c < w->fusion.n_chains; c++) {
@@ -413,12 +419,8 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         for (int32_t i = a; i < b && ok; i++)
             ok = hi >= 0 && w->fusion.node_hinge[w->fusion.chain_node[i]] == hi &&
                  w->fusion.node_threads[w->fusion.chain_node[i]] > 0;
-        w->fusion.chains_by_hinge += ok && !w->opt.fusion_fixed;
+        w->fusion.chains_by_hinge += ok && !w->opt.fusion_fixed && !w->fusion.compiled;
     }
-    if (workload_find_units(w, ri) != 0 || workload_find_layers(w, ri, mem_rank) != 0 ||
-        workload_find_gradients(w) != 0 || workload_find_params(w, ri) != 0 ||
-        workload_idle_wake_latency(w) != 0 || workload_find_fsdp(w, ri) != 0)
-        goto out;
     int64_t kernels = 0, from_graphs = 0;
     for (int32_t d = 0; d < g->n_nodes; d++) {
         if (!alive(g, d) || g->kind[d] != DFG_KERNEL || g->launch[d] < 0)

@@ -79,6 +79,16 @@ enum workload_capture_scope {
                              * optimizer step and the other calls stay on the host) */
 };
 
+/* Which runs of kernels operator fusion fuses (workload_options.fusion_scope; the
+ * framework's fuser decides, framework.h). */
+enum workload_fusion_scope {
+    WL_FUSE_SAME_NAME = 0, /* runs of >= 2 kernels of one name, each at most
+                            * short_kernel_us, launched back to back (ddp-sim --fuse-small) */
+    WL_FUSE_COMPILED = 1,  /* what torch.compile's Inductor fuses: inside the model's forward
+                            * and backward, the runs of non-GEMM device ops between GEMM and
+                            * attention kernels (workload_find_chains) */
+};
+
 /* One kernel execution of the trace, for the fit of the per-kernel fixed cost. */
 typedef struct workload_kernel_sample {
     uint64_t key;   /* one value per kernel name (and rank: names of different ranks may
@@ -98,6 +108,7 @@ typedef struct workload_options {
                                kernel samples cannot be fitted (workload_fit_fixed_cost) */
     double recompute_keep;  /* share of a recomputed layer's activations kept (0.125) */
     int capture_scope;      /* enum workload_capture_scope (WL_CAPTURE_STEP) */
+    int fusion_scope;       /* enum workload_fusion_scope (WL_FUSE_SAME_NAME) */
     /* kernel executions of the trace with their launch dims (may be NULL: the prior is
        used); read during workload_analyze only, reordered by it */
     workload_kernel_sample *kernel_samples;
@@ -161,6 +172,10 @@ typedef struct workload_fusion {
     int32_t *chain_off, *chain_node;
     int64_t chain_kernels;        /* kernels inside chains */
     char why[160];                /* empty when fusion is available */
+    int compiled;                 /* 1: the chains are WL_FUSE_COMPILED's (strategy.h prices
+                                     them as a compiler's fused kernels) */
+    int32_t compiled_runs;        /* WL_FUSE_COMPILED: runs found (a run of one reduction or
+                                     more becomes one chain per reduction) */
     double kernel_fixed_ns;       /* per-kernel fixed cost c0 (see strategy.h): the fit of
                                      workload_fit_fixed_cost on opt.kernel_samples, else the
                                      prior opt.kernel_fixed_us; at most the shortest kernel */
