@@ -239,8 +239,8 @@ apply_fusion(dfg *g, const workload_fusion *fu, int fixed_only)
         int32_t a = fu->chain_off[c], b = fu->chain_off[c + 1];
         int32_t first = fu->chain_node[a];
         double by_hinge = fu->compiled ? compiled_fused(g, fu, c)
-                          : fixed_only  ? -1
-                                        : hinge_fused(g, fu, c);
+                          : fixed_only ? -1
+                                       : hinge_fused(g, fu, c);
         double fused = (double)dfg_dur(g, first);
         for (int32_t i = a + 1; i < b; i++) {
             int32_t m = fu->chain_node[i];

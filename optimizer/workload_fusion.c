@@ -127,8 +127,8 @@ mark_param_work(const workload *w, const int32_t *seq, int32_t a, int32_t b, uin
  * step and zero_grad of the main thread, the loss's backward; after: the loss, DDP's
  * finalisation). */
 static void
-compiled_segment(workload *w, const int32_t *seq, int32_t a, int32_t b, uint8_t *cls,
-                 int32_t *run, int32_t *n_nodes)
+compiled_segment(workload *w, const int32_t *seq, int32_t a, int32_t b, uint8_t *cls, int32_t *run,
+                 int32_t *n_nodes)
 {
     int32_t first = -1, last = -1, n = 0;
     if (w->phase[seq[a]] == WL_BACKWARD)
