@@ -128,8 +128,10 @@ torch_advise_as(const framework_profile *fw, const workload *w, const strategy_p
                              "them with torch.cuda.graph); the host calls that launch them and "
                              "the Python between those launches are gone, the collectives, the "
                              "optimizer step and the rest of the loop stay"
-                           : "Inductor fuses the chains of short kernels into one kernel each; "
-                             "the launches it saves are the prediction's");
+                           : "Inductor fuses the forward's and backward's pointwise, "
+                             "normalisation and reduction kernels between the GEMMs (one kernel "
+                             "per reduction); the launches and the Python it saves are the "
+                             "prediction's");
     if (p->cuda_graph && wrap == TORCH_DDP)
         PUT("%swith torch.cuda.graph(g): the whole step (forward, backward with DDP's "
             "all-reduces, optimizer.step()) captured once and replayed each step (PyTorch's "

@@ -652,9 +652,16 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
         int64_t per_iter = w->iter_last >= w->iter_first && w->g->n_ranks > 0
                                ? (w->fusion.chain_kernels - w->fusion.n_chains)
                                : 0;
-        PUT("%sfuse %d chains of short kernels launched back to back (%s) into one kernel "
-            "each: %lld fewer launches in the trace",
-            o ? "; " : "", w->fusion.n_chains, names, (long long)per_iter);
+        if (w->fusion.compiled)
+            PUT("%sfuse the forward's and backward's runs of non-GEMM device ops between "
+                "GEMMs (%d runs), one kernel per reduction (%d fused kernels, led by %s): "
+                "%lld fewer launches in the trace",
+                o ? "; " : "", w->fusion.compiled_runs, w->fusion.n_chains, names,
+                (long long)per_iter);
+        else
+            PUT("%sfuse %d chains of short kernels launched back to back (%s) into one kernel "
+                "each: %lld fewer launches in the trace",
+                o ? "; " : "", w->fusion.n_chains, names, (long long)per_iter);
     }
     if (p->cuda_graph) {
         double calls, host_ns, thread_ns;

@@ -37,8 +37,10 @@
  *                     calls are not held by the launch queue (one graph launch submits
  *                     the step); a cross-thread wake-up whose waker is such a call has
  *                     no latency (no thread hands work to another in a graph launch);
- *                     blocking calls, copies and the call that opens an iteration (which
- *                     becomes the graph launch) keep their cost, a blocking call with its
+ *                     blocking calls, copies, the call that opens an iteration and, on
+ *                     the main thread, the step's first kernel launch (which stands for
+ *                     the graph launch, cudaGraphLaunch) keep their cost, a blocking call
+ *                     with its
  *                     thread's idle-host wake-up latency (workload.h: idle_wake_dur) rather
  *                     than the one measured in its iteration. The forward and backward
  *                     compute only: the calls that launch only forward or backward kernels

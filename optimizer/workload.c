@@ -452,6 +452,7 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         goto out;
     for (int32_t h = 0; h < g->n_nodes; h++)
         w->capture.step_call[h] = (uint8_t)workload_step_call_of(w, h);
+    workload_keep_graph_launch(w);
     if (workload_build_capture(w) != 0)
         goto out;
     w->base_iter_ns = workload_iteration_ns(w, base);

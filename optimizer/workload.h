@@ -396,8 +396,10 @@ int workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, 
 int workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, memest_phases *ph);
 
 /* 1 when host call h is part of the training step that a CUDA graph capture replaces
- * (strategy.h): a call of an iteration that is not the one opening it (which becomes
- * the graph launch) and not blocking, and that, with opt.capture_scope WL_CAPTURE_STEP,
+ * (strategy.h): a call of an iteration that is not the one opening it, not blocking,
+ * not (WL_CAPTURE_STEP) the main thread's first kernel launch of the iteration (which
+ * stands for the graph launch, workload_capture.c), and that, with opt.capture_scope
+ * WL_CAPTURE_STEP,
  * runs on the backward thread, records or waits for an event, or launches a kernel, a
  * collective, a memset or a device-to-device copy (replay/build.c names it "memcpy
  * DtoD"); with WL_CAPTURE_COMPUTE, launches forward or backward kernels and
