@@ -13,7 +13,8 @@
 enum op_class {
     OP_OUT = 0, /* not the compiled model's: left alone, and no boundary of a run */
     OP_FUSE,    /* pointwise work, a memset, a device-to-device copy: fused */
-    OP_REDUCE,  /* a reduction or normalisation: fused, one kernel per reduction */
+    OP_NORM,    /* a normalisation or softmax: fused, one kernel per reduction */
+    OP_REDUCE,  /* a reduction to a smaller tensor: fused, ends its kernel */
     OP_GEMM,    /* GEMM, attention or a collective: stays, and ends a run */
 };
 
@@ -32,13 +33,20 @@ gemm_name(const char *n)
            has(n, "fmha") || has(n, "flash") || has(n, "xmma") || has(n, "nccl");
 }
 
-/* Reductions and normalisations (at::native's reduce_kernel, norms, softmax): Inductor
- * makes one kernel per reduction, the pointwise ops around it fused in. */
+/* Normalisations and softmax (at::native's norms, their backward's GammaBeta and
+ * Moments kernels, softmax): a reduction along rows whose output has its input's shape. */
 static int
-reduction_name(const char *n)
+norm_name(const char *n)
 {
-    return has(n, "reduce") || has(n, "_norm") || has(n, "Norm") || has(n, "softmax") ||
-           has(n, "SoftMax") || has(n, "GammaBeta") || has(n, "Moments");
+    return has(n, "_norm") || has(n, "Norm") || has(n, "softmax") || has(n, "SoftMax") ||
+           has(n, "GammaBeta") || has(n, "Moments");
+}
+
+/* The attention kernels: fmha / flash (aten's, which Inductor calls as they are). */
+static int
+attention_name(const char *n)
+{
+    return has(n, "fmha") || has(n, "flash");
 }
 
 static enum op_class
@@ -51,22 +59,30 @@ op_class(const dfg *g, int32_t m)
         return OP_FUSE;
     if (g->kind[m] != DFG_KERNEL)
         return OP_OUT;
-    return gemm_name(n) ? OP_GEMM : reduction_name(n) ? OP_REDUCE : OP_FUSE;
+    return gemm_name(n) ? OP_GEMM : norm_name(n) ? OP_NORM : has(n, "reduce") ? OP_REDUCE : OP_FUSE;
 }
 
-/* Closes the run of compiled-fusible ops run[0 .. n-1] (stream order): one chain per
- * reduction it holds (a new chain at each reduction but the first), one chain when it
- * holds none; chains of one op change nothing and are not kept. A chain's first node
- * is its first kernel (the one whose place and launch the fused kernel takes). */
+/* Closes the run of compiled-fusible ops run[0 .. n-1] (stream order) into chains: a new
+ * chain at each reduction or normalisation but, in the forward, the run's first (the
+ * pointwise work before it is its prologue: the residual add of a LayerNorm; in the
+ * backward Inductor made it a kernel of its own, as measured in docs/figures.md: a
+ * gradient feeds the reduction and other consumers), and after a reduction to a smaller
+ * tensor (OP_REDUCE: the pointwise work after it runs over a larger tensor, a kernel of
+ * its own; a normalisation's output has its input's shape and takes the pointwise work
+ * after it); one chain when it holds no reduction. Chains of one op change nothing and
+ * are not kept. A chain's first node is its first kernel (the one whose place and launch
+ * the fused kernel takes). */
 static void
 close_run(const dfg *g, workload_fusion *fu, const int32_t *run, int32_t n, const uint8_t *cls,
-          int32_t *n_nodes)
+          int backward, int32_t *n_nodes)
 {
     int32_t start = 0, seen_reduce = 0;
     if (n > 0)
         fu->compiled_runs++;
     for (int32_t i = 0; i <= n; i++) {
-        int cut = i == n || (cls[run[i]] == OP_REDUCE && seen_reduce++ > 0);
+        int red = i < n && (cls[run[i]] == OP_REDUCE || cls[run[i]] == OP_NORM);
+        int cut = i == n || (red && (backward ? i > start : seen_reduce++ > 0)) ||
+                  (i > start && cls[run[i - 1]] == OP_REDUCE);
         if (!cut)
             continue;
         if (i - start >= 2) {
@@ -138,10 +154,16 @@ compiled_segment(workload *w, const int32_t *seq, int32_t a, int32_t b, uint8_t 
             first = first < 0 ? i : first;
             last = i;
         }
+    /* memsets right before an attention kernel initialise its outputs (aten's
+     * memory-efficient attention does, inside the op Inductor calls as it is): they stay */
+    for (int32_t i = first + 1; first >= 0 && i <= last; i++)
+        if (attention_name(dfg_name(w->g, w->g->name[seq[i]])))
+            for (int32_t j = i - 1; j > first && w->g->kind[seq[j]] == DFG_MEMSET; j--)
+                cls[seq[j]] = OP_OUT;
     for (int32_t i = first; first >= 0 && i <= last; i++) {
         int32_t m = seq[i];
         if (cls[m] == OP_GEMM) {
-            close_run(w->g, &w->fusion, run, n, cls, n_nodes);
+            close_run(w->g, &w->fusion, run, n, cls, w->phase[m] == WL_BACKWARD, n_nodes);
             n = 0;
         } else if (cls[m] != OP_OUT)
             run[n++] = m;

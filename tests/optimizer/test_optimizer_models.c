@@ -572,11 +572,12 @@ test_final_waits(void)
 }
 
 /* A PyTorch-like step for WL_FUSE_COMPILED, `iters` iterations: the main thread launches
- * the optimizer's kernel and zero_grad's memset, the forward G a b m G r a G (G a GEMM,
- * sgemm, of 10 us, a and b pointwise kernels, m a memset, r a reduction; 3 us each) and the
- * loss (pointwise, reduction), then hands over to the backward thread (autograd's), which
- * launches the loss's backward (pointwise) and G r a r a G a a G, then hands back to the
- * main thread's synchronisation. Every call takes 5 us with 3 us of CPU before it. */
+ * the optimizer's kernel and zero_grad's memset, the forward G a b m G a n a G a m F G (G a
+ * GEMM, sgemm, of 10 us; a and b pointwise kernels, m a memset, n a LayerNorm, F an
+ * attention kernel; 3 us each) and the loss (pointwise, reduction), then hands over to
+ * the backward thread (autograd's), which launches the loss's backward (pointwise) and
+ * G r a G a n a n a G a a G (r a reduction), then hands back to the main thread's
+ * synchronisation. Every call takes 5 us with 3 us of CPU before it. */
 static const char *const ptstep_main[] = {"multi_tensor_apply_kernel",
                                           "m",
                                           "sgemm",
@@ -584,14 +585,19 @@ static const char *const ptstep_main[] = {"multi_tensor_apply_kernel",
                                           "b",
                                           "m",
                                           "sgemm",
-                                          "reduce_kernel",
                                           "a",
+                                          "layer_norm",
+                                          "a",
+                                          "sgemm",
+                                          "a",
+                                          "m",
+                                          "fmha",
                                           "sgemm",
                                           "pow",
                                           "reduce_kernel"};
 static const char *const ptstep_bwd[] = {
-    "pow_backward", "sgemm", "reduce_kernel", "a", "reduce_kernel", "a", "sgemm", "a", "a",
-    "sgemm"};
+    "pow_backward", "sgemm", "reduce_kernel", "a", "sgemm", "a",    "layer_norm", "a",
+    "layer_norm",   "a",     "sgemm",         "a", "a",     "sgemm"};
 #define PTSTEP_MAIN ((int)(sizeof ptstep_main / sizeof ptstep_main[0]))
 #define PTSTEP_BWD ((int)(sizeof ptstep_bwd / sizeof ptstep_bwd[0]))
 
@@ -646,11 +652,14 @@ build_ptstep_job(dfg *g, int iters)
 }
 
 /* torch.compile's fusion (WL_FUSE_COMPILED) on the PyTorch-like step: per iteration the
- * forward's a b m and r a and the backward's r a, r a (one chain per reduction) and a a
- * fuse, each into its first kernel of c0 plus the largest variable part; the GEMMs, the
- * optimizer's kernel, zero_grad's memset, the loss and its backward stay; the fused-away
- * ops' launch calls lose their time and the CPU time before them. ddp-sim's model
- * (WL_FUSE_SAME_NAME) fuses only the backward's a a. */
+ * forward's a b m (no reduction: one kernel) and a n a (the norm with the pointwise work
+ * before and after it) fuse; the memset before the attention kernel stays, and so does
+ * the a before it (a run of one); in the backward r and a stay (a reduction ends its
+ * kernel), a n a n a makes n a, n a (in the backward each reduction starts a kernel), and
+ * a a fuses; each fused chain becomes its first kernel, of c0 plus the largest variable
+ * part. The GEMMs, the optimizer's kernel, zero_grad's memset, the loss and its backward
+ * stay; the fused-away ops' launch calls lose their time and the CPU time before them.
+ * ddp-sim's model (WL_FUSE_SAME_NAME) fuses only the backward's a a. */
 static void
 test_compiled_fusion(void)
 {
@@ -668,28 +677,26 @@ test_compiled_fusion(void)
         CHECK_EQ_U(fu->compiled, scope == WL_FUSE_COMPILED);
         CHECK_EQ_U(fu->n_chains, scope == WL_FUSE_COMPILED ? 5 * 4 : 4);
         /* which ops are in chains, by name, over the 4 iterations */
-        int32_t in_chain[6] = {0}; /* a, b, m, reduce_kernel, sgemm, other */
+        int32_t in_chain[5] = {0}; /* a, b, m, layer_norm, anything else */
         for (int32_t i = 0; i < fu->chain_off[fu->n_chains]; i++) {
             const char *n = dfg_name(&g, g.name[fu->chain_node[i]]);
-            int k = !strcmp(n, "a")               ? 0
-                    : !strcmp(n, "b")             ? 1
-                    : !strcmp(n, "memset")        ? 2
-                    : !strcmp(n, "reduce_kernel") ? 3
-                    : !strcmp(n, "sgemm")         ? 4
-                                                  : 5;
+            int k = !strcmp(n, "a")            ? 0
+                    : !strcmp(n, "b")          ? 1
+                    : !strcmp(n, "memset")     ? 2
+                    : !strcmp(n, "layer_norm") ? 3
+                                               : 4;
             in_chain[k]++;
         }
         if (scope == WL_FUSE_SAME_NAME) {
             CHECK_EQ_U(in_chain[0], 2 * 4);
-            CHECK_EQ_U(in_chain[1] + in_chain[2] + in_chain[3] + in_chain[4] + in_chain[5], 0);
+            CHECK_EQ_U(in_chain[1] + in_chain[2] + in_chain[3] + in_chain[4], 0);
         } else {
-            /* forward a, r a; backward a, a, a a */
-            CHECK_EQ_U(in_chain[0], 6 * 4);
+            CHECK_EQ_U(in_chain[0], 7 * 4); /* a: forward 3, backward 4 */
             CHECK_EQ_U(in_chain[1], 1 * 4);
-            CHECK_EQ_U(in_chain[2], 1 * 4); /* the forward's memset, not zero_grad's */
-            CHECK_EQ_U(in_chain[3], 3 * 4); /* not the loss's reduction */
-            CHECK_EQ_U(in_chain[4] + in_chain[5], 0);
-            CHECK_EQ_U(fu->compiled_runs, 4 * 4);
+            CHECK_EQ_U(in_chain[2], 1 * 4); /* the forward's first memset only */
+            CHECK_EQ_U(in_chain[3], 3 * 4); /* layer_norm; no reduce_kernel */
+            CHECK_EQ_U(in_chain[4], 0);
+            CHECK_EQ_U(fu->compiled_runs, 6 * 4);
             for (int32_t c = 0; c < fu->n_chains; c++) /* led by a kernel */
                 CHECK(g.kind[fu->chain_node[fu->chain_off[c]]] == DFG_KERNEL);
         }
