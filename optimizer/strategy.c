@@ -357,6 +357,9 @@ apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const 
         else if (scope == WL_CAPTURE_STEP && ca->idle_wake_dur[h] >= 0)
             rc |= dfg_set_dur(g, h, ca->idle_wake_dur[h]);
     }
+    /* the graph launch: its call stays, the eager step's CPU time before it goes */
+    for (int32_t i = 0; i < ca->n_graph_launch; i++)
+        g->gap[ca->graph_launch[i]] = 0;
     /* Wake-ups (DFG_F_WAKEUP: the gap is the wake-up latency after the waker, a call of
      * another thread). In the captured step no thread hands work to another: the graph
      * launch replays the backward thread's work on the device. A wake-up whose waker is

@@ -228,8 +228,10 @@ free_node_arrays(workload *w)
     free(w->on_compute);
     free(w->capture.idle_wake_dur);
     free(w->capture.step_call);
+    free(w->capture.graph_launch);
     w->capture.idle_wake_dur = NULL;
     w->capture.step_call = NULL;
+    w->capture.graph_launch = NULL;
     w->base_dur = w->base_gap = w->base_grp_dur = NULL;
     w->base_lat = w->iter = w->layer = NULL;
     w->phase = w->on_compute = NULL;
@@ -452,8 +454,7 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         goto out;
     for (int32_t h = 0; h < g->n_nodes; h++)
         w->capture.step_call[h] = (uint8_t)workload_step_call_of(w, h);
-    workload_keep_graph_launch(w);
-    if (workload_build_capture(w) != 0)
+    if (workload_keep_graph_launch(w) != 0 || workload_build_capture(w) != 0)
         goto out;
     w->base_iter_ns = workload_iteration_ns(w, base);
     rc = 0;

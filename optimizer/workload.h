@@ -11,8 +11,13 @@
  *     autograd engine's device thread in PyTorch). A device op launched by the backward
  *     thread is BACKWARD; one launched by the main thread before the iteration's first
  *     backward launch is FORWARD, after it OPTIMIZER. Collectives are COMM;
- *   - fusion chains: maximal runs of >= 2 consecutive kernels on a stream, each at most
- *     short_kernel_us long, of one name, launched back to back by one host thread;
+ *   - fusion chains: with opt.fusion_scope WL_FUSE_SAME_NAME, maximal runs of >= 2
+ *     consecutive kernels on a stream, each at most short_kernel_us long, of one name,
+ *     launched back to back by one host thread; with WL_FUSE_COMPILED, what torch.compile's
+ *     Inductor fuses (workload_fusion.c, docs/models.md): in each stretch of one thread's
+ *     device ops on the compute stream, between its first and last GEMM, the runs of
+ *     non-GEMM ops between GEMM or attention kernels, DDP's per-parameter work and an
+ *     attention kernel's memsets left out, cut into one chain per reduction;
  *   - bucket units: the gradient all-reduces of an iteration in backward order (the
  *     finest grouping the trace shows); every rank and iteration must show the same
  *     sequence of sizes, else tensor fusion is unavailable (tensor_why says why);
@@ -264,6 +269,10 @@ typedef struct workload_capture {
                            step call has one */
     int64_t unqueued;   /* launch-queue edges left out of g */
     uint8_t *step_call; /* workload_step_call of every node (set by workload_analyze) */
+    int32_t *graph_launch; /* WL_CAPTURE_STEP: per rank and iteration, the call that stands
+                              for the graph launch (workload_capture.c); its gap, the eager
+                              step's CPU time before it, goes with the capture */
+    int32_t n_graph_launch;
     int64_t *idle_wake_dur; /* blocking host call of an iteration: the wake-up latency (its
                                duration after what it waited for) of the blocking calls of
                                its name on its thread when the host is idle: their lower
