@@ -730,8 +730,11 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
             json_int(jw, bytes[b]);
         json_end_array(jw);
     }
-    if (p->fuse) {
+    if (p->fuse)
         json_kv_bool(jw, "fuse_small", 1);
+    /* the kernels of same-name chains, as the trace spells them (a profiler's demangled
+     * names or CUPTI's mangled ones); torch.compile's fused kernels are Inductor's own */
+    if (p->fuse && !w->fusion.compiled) {
         json_key(jw, "fused_kernels");
         json_begin_array(jw);
         int32_t seen[16];
