@@ -227,6 +227,19 @@ hinge_fused(const dfg *g, const workload_fusion *fu, int32_t c)
     return t > longest ? t : longest;
 }
 
+/* A compiler's fused kernel of chain c (WL_FUSE_COMPILED, strategy.h): one fixed cost c0
+ * and the largest variable part t_i - min(t_i, c0) of the chain's ops. */
+static double
+compiled_fused(const dfg *g, const workload_fusion *fu, int32_t c)
+{
+    double c0 = fu->kernel_fixed_ns, var = 0;
+    for (int32_t i = fu->chain_off[c]; i < fu->chain_off[c + 1]; i++) {
+        double t = (double)dfg_dur(g, fu->chain_node[i]);
+        var = t - (t < c0 ? t : c0) > var ? t - (t < c0 ? t : c0) : var;
+    }
+    return c0 + var;
+}
+
 static int
 apply_fusion(dfg *g, const workload_fusion *fu, int fixed_only)
 {
@@ -235,7 +248,9 @@ apply_fusion(dfg *g, const workload_fusion *fu, int fixed_only)
     for (int32_t c = 0; c < fu->n_chains; c++) {
         int32_t a = fu->chain_off[c], b = fu->chain_off[c + 1];
         int32_t first = fu->chain_node[a];
-        double by_hinge = fixed_only ? -1 : hinge_fused(g, fu, c);
+        double by_hinge = fu->compiled ? compiled_fused(g, fu, c)
+                          : fixed_only ? -1
+                                       : hinge_fused(g, fu, c);
         double fused = (double)dfg_dur(g, first);
         for (int32_t i = a + 1; i < b; i++) {
             int32_t m = fu->chain_node[i];
@@ -352,6 +367,9 @@ apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const 
         else if (scope == WL_CAPTURE_STEP && ca->idle_wake_dur[h] >= 0)
             rc |= dfg_set_dur(g, h, ca->idle_wake_dur[h]);
     }
+    /* the graph launch: its call stays, the eager step's CPU time before it goes */
+    for (int32_t i = 0; i < ca->n_graph_launch; i++)
+        g->gap[ca->graph_launch[i]] = 0;
     /* Wake-ups (DFG_F_WAKEUP: the gap is the wake-up latency after the waker, a call of
      * another thread). In the captured step no thread hands work to another: the graph
      * launch replays the backward thread's work on the device. A wake-up whose waker is
@@ -688,9 +706,16 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
         int64_t per_iter = w->iter_last >= w->iter_first && w->g->n_ranks > 0
                                ? (w->fusion.chain_kernels - w->fusion.n_chains)
                                : 0;
-        PUT("%sfuse %d chains of short kernels launched back to back (%s) into one kernel "
-            "each: %lld fewer launches in the trace",
-            o ? "; " : "", w->fusion.n_chains, names, (long long)per_iter);
+        if (w->fusion.compiled)
+            PUT("%sfuse the forward's and backward's runs of non-GEMM device ops between "
+                "GEMMs (%d runs), one kernel per reduction (%d fused kernels, led by %s): "
+                "%lld fewer launches in the trace",
+                o ? "; " : "", w->fusion.compiled_runs, w->fusion.n_chains, names,
+                (long long)per_iter);
+        else
+            PUT("%sfuse %d chains of short kernels launched back to back (%s) into one kernel "
+                "each: %lld fewer launches in the trace",
+                o ? "; " : "", w->fusion.n_chains, names, (long long)per_iter);
     }
     if (p->cuda_graph) {
         double calls, host_ns, thread_ns;
@@ -756,8 +781,11 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
             json_int(jw, bytes[b]);
         json_end_array(jw);
     }
-    if (p->fuse) {
+    if (p->fuse)
         json_kv_bool(jw, "fuse_small", 1);
+    /* the kernels of same-name chains, as the trace spells them (a profiler's demangled
+     * names or CUPTI's mangled ones); torch.compile's fused kernels are Inductor's own */
+    if (p->fuse && !w->fusion.compiled) {
         json_key(jw, "fused_kernels");
         json_begin_array(jw);
         int32_t seen[16];

@@ -500,6 +500,7 @@ static void
 use_framework(args *a, const state *st)
 {
     a->wo.capture_scope = st->fw->capture_scope;
+    a->wo.fusion_scope = st->fw->fusion_scope;
     a->so.fw_families = st->fw->families;
     a->so.no_capture = !st->fw->can_capture;
     a->so.first_bucket_mb = st->fw->fixed_first_bucket_mb;
