@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "optimizer/workload_int.h"
 
@@ -150,27 +151,43 @@ mark_copy_out(workload *w, const rank_info *ri, int32_t r, int32_t c, int32_t q)
     }
 }
 
-/* The reshard costs of one unit (a forward all-gather's group q): cost[3q] the CPU time of
- * its unshard's and copy-out's host calls (their durations, and the gaps between calls of
- * the unit: the CPU time before a run of them is the module's, paid either way), cost[3q+1]
- * the copy-out's device time (compute stream), cost[3q+2] the transfer and copy-in. */
+/* 1 when host call x polls an event (cudaEventQuery, cuEventQuery): how many polls an
+ * unshard makes depends on how far the device lags the host, so they are waits, neither
+ * counted among an unshard's calls nor priced as its host work. */
+static int
+event_poll(const dfg *g, int32_t x)
+{
+    const char *nm = g->kind[x] == DFG_HOST ? dfg_name(g, g->name[x]) : NULL;
+    return nm && (!strcmp(nm, "cudaEventQuery") || !strcmp(nm, "cuEventQuery"));
+}
+
+/* The reshard costs of rank r's units (a forward all-gather's group q; each rank pays its
+ * own): cost[3q] the CPU time of its unshard's and copy-out's host calls on rank r (their
+ * durations but the event polls', and the gaps between calls of the unit: the CPU time
+ * before a run of them is the module's, paid either way), cost[3q+1] the copy-out's device
+ * time (compute stream), cost[3q+2] the transfer and copy-in. cost is zeroed first. */
 static void
-unit_costs(const workload *w, const rank_info *ri, int64_t *cost)
+unit_costs(const workload *w, const rank_info *ri, int32_t r, int64_t *cost)
 {
     const dfg *g = w->work;
-    for (int32_t x = 0; x < g->n_nodes; x++) {
-        int32_t q = w->fsdp.gather_ops[x];
-        if (q < 0 || w->fsdp.grp_role[q] != WL_FSDP_FWD)
+    memset(cost, 0, 3 * ((size_t)g->n_groups + 1) * sizeof *cost);
+    for (int32_t s = 0; s < g->n_res; s++) {
+        if (g->res_rank[s] != r)
             continue;
-        int32_t r = g->res_rank[g->res[x]],
-                prev = g->kind[x] == DFG_HOST ? dfg_prev_on_res(g, x) : -1;
-        if (g->kind[x] == DFG_HOST)
-            cost[3 * (int64_t)q] +=
-                dfg_dur(g, x) + (prev >= 0 && w->fsdp.gather_ops[prev] == q ? dfg_gap(g, x) : 0);
-        else if (g->res[x] == ri[r].compute_stream)
-            cost[3 * (int64_t)q + 1] += dfg_dur(g, x);
-        else if (g->kind[x] != DFG_COLL)
-            cost[3 * (int64_t)q + 2] += dfg_dur(g, x);
+        for (int32_t x = g->res_first[s]; x >= 0; x = g->next_on_res[x]) {
+            int32_t q = w->fsdp.gather_ops[x];
+            if (q < 0 || w->fsdp.grp_role[q] != WL_FSDP_FWD)
+                continue;
+            int32_t prev = g->kind[x] == DFG_HOST ? dfg_prev_on_res(g, x) : -1;
+            if (g->kind[x] == DFG_HOST)
+                cost[3 * (int64_t)q] +=
+                    (event_poll(g, x) ? 0 : dfg_dur(g, x)) +
+                    (prev >= 0 && w->fsdp.gather_ops[prev] == q ? dfg_gap(g, x) : 0);
+            else if (s == ri[r].compute_stream)
+                cost[3 * (int64_t)q + 1] += dfg_dur(g, x);
+            else if (g->kind[x] != DFG_COLL)
+                cost[3 * (int64_t)q + 2] += dfg_dur(g, x);
+        }
     }
     for (int32_t q = 0; q < g->n_groups; q++)
         if (w->fsdp.grp_role[q] == WL_FSDP_FWD)
@@ -279,7 +296,7 @@ find_copy_outs(workload *w, const rank_info *ri)
     }
     for (int32_t x = 0; rc == 0 && x < g->n_nodes; x++) {
         int32_t q = f->gather_ops[x];
-        if (q < 0 || g->kind[x] != DFG_HOST || w->iter[x] < w->iter_first ||
+        if (q < 0 || g->kind[x] != DFG_HOST || event_poll(g, x) || w->iter[x] < w->iter_first ||
             w->iter[x] > w->iter_last)
             continue;
         int64_t i = (int64_t)g->res_rank[g->res[x]] * iters + w->iter[x] - w->iter_first;
@@ -294,9 +311,8 @@ find_copy_outs(workload *w, const rank_info *ri)
         f->regather_ns = calloc((size_t)g->n_nodes + 1, sizeof *f->regather_ns);
         if (!cost || !f->regather_ns)
             rc = -1;
-        else
-            unit_costs(w, ri, cost);
         for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
+            unit_costs(w, ri, r, cost);
             int32_t u = regather_rank(w, ri, r, cost);
             f->n_regather = u > f->n_regather ? u : f->n_regather;
         }
