@@ -226,9 +226,12 @@ add_regather(workload *w, int32_t first, int32_t kern, int64_t hidden, const int
  * backward prefetch issues it then) onto the span's first compute kernel. A backward
  * whose reduce-scatters do not match its forward's all-gathers one to one (a micro-batch
  * without gradient sync) is left as measured. Returns the units re-gathered in the rank's
- * last matched backward. */
+ * last matched backward. With mq not NULL nothing is added: each matched forward's units
+ * are appended to mq (group) and mj (position in the forward), *m counting them (at most
+ * cap). */
 static int32_t
-regather_rank(workload *w, const rank_info *ri, int32_t r, const int64_t *cost)
+regather_rank(workload *w, const rank_info *ri, int32_t r, const int64_t *cost, int32_t *mq,
+              int32_t *mj, int32_t *m, int32_t cap)
 {
     const dfg *g = w->work;
     enum { MAXU = 256 };
@@ -270,11 +273,35 @@ regather_rank(workload *w, const rank_info *ri, int32_t r, const int64_t *cost)
         }
         for (int32_t j = 0; j < n; j++) {
             int32_t s = j == 0 ? 0 : n - 1 - j;
-            add_regather(w, first[s], kern[s], s > 0 ? comp[s - 1] : 0, cost, fwd[j]);
+            if (!mq)
+                add_regather(w, first[s], kern[s], s > 0 ? comp[s - 1] : 0, cost, fwd[j]);
+            else if (*m < cap)
+                mq[*m] = fwd[j], mj[(*m)++] = j;
         }
         done = n;
     }
     return done;
+}
+
+/* Replaces the costs of each matched unit (cost[3q..3q+2], q = mq[i], regather_rank) by
+ * their medians over the rank's matched forwards at its position mj[i] in the forward: what
+ * one forward's unshard lost to a loaded host (a preempted call, a longer gap) is not the
+ * price of every re-gather of that unit. v: scratch of m entries. */
+static void
+median_unit_costs(int64_t *cost, const int32_t *mq, const int32_t *mj, int32_t m, int64_t *v)
+{
+    int32_t nv = 1;
+    for (int32_t j = 0; nv > 0; j++)
+        for (int k = 0; k < 3; k++) {
+            nv = 0;
+            for (int32_t i = 0; i < m; i++)
+                if (mj[i] == j)
+                    v[nv++] = cost[3 * (int64_t)mq[i] + k];
+            int64_t med = nv > 0 ? (int64_t)sim_median_i64(v, nv) : 0;
+            for (int32_t i = 0; i < m; i++)
+                if (mj[i] == j)
+                    cost[3 * (int64_t)mq[i] + k] = med;
+        }
 }
 
 /* Marks the copy-outs, counts the unshards' calls (keep_calls, regather_calls: the
@@ -307,16 +334,21 @@ find_copy_outs(workload *w, const rank_info *ri)
     f->regather_calls = rc == 0 && n > 0 ? sim_median_i64(cnt + n, n) : 0;
     free(cnt);
     if (rc == 0 && f->n_bwd < 1 && f->n_fwd > 0) {
-        int64_t *cost = calloc(3 * ((size_t)g->n_groups + 1), sizeof *cost);
+        int64_t *cost = calloc(4 * ((size_t)g->n_groups + 1), sizeof *cost);
+        int32_t *mq = malloc(2 * ((size_t)g->n_groups + 1) * sizeof *mq), m = 0;
         f->regather_ns = calloc((size_t)g->n_nodes + 1, sizeof *f->regather_ns);
-        if (!cost || !f->regather_ns)
+        if (!cost || !mq || !f->regather_ns)
             rc = -1;
         for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
             unit_costs(w, ri, r, cost);
-            int32_t u = regather_rank(w, ri, r, cost);
+            m = 0;
+            regather_rank(w, ri, r, cost, mq, mq + g->n_groups + 1, &m, g->n_groups + 1);
+            median_unit_costs(cost, mq, mq + g->n_groups + 1, m, cost + 3 * (g->n_groups + 1));
+            int32_t u = regather_rank(w, ri, r, cost, NULL, NULL, NULL, 0);
             f->n_regather = u > f->n_regather ? u : f->n_regather;
         }
         free(cost);
+        free(mq);
     }
     return rc;
 }
