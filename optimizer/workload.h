@@ -327,7 +327,8 @@ typedef struct workload_fsdp {
     int32_t *regather_ns;   /* per node, in a trace that keeps the parameters unsharded
                                (n_bwd 0): the time reshard_after_forward=True adds to it
                                (workload_fsdp.c: a backward-thread call's CPU time before it,
-                               a compute-stream kernel's duration), 0 none */
+                               a compute-stream kernel's duration; each rank's from its own
+                               forwards, the medians per unit), 0 none */
     int64_t gathered_bytes; /* the parameters the forward gathers per iteration and rank but
                                the largest unit's: what reshard_after_forward=False keeps
                                unsharded at the backward's start, on top of the measured peak,
@@ -337,9 +338,11 @@ typedef struct workload_fsdp {
                                largest of them, the reduce-scatters' inputs (every unit's
                                unsharded gradient) and the largest of those (WL_FSDP_BYTES_*) */
     double keep_calls;      /* backward-thread host calls per iteration and rank of the
-                               backward's unshards and copy-outs (what keeping removes) */
+                               backward's unshards and copy-outs but the event polls (what
+                               keeping removes) */
     double regather_calls;  /* host calls per iteration and rank of the forward's unshards
-                               and copy-outs (what resharding repeats in the backward) */
+                               and copy-outs but the event polls (what resharding repeats in
+                               the backward) */
     int32_t n_regather;     /* units re-gathered per iteration under reshard_after_forward=True
                                (the forward's all-gathers where the backward thread's reduce-
                                scatters match them one to one), 0 none */

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "optimizer/workload_int.h"
 
@@ -150,27 +151,43 @@ mark_copy_out(workload *w, const rank_info *ri, int32_t r, int32_t c, int32_t q)
     }
 }
 
-/* The reshard costs of one unit (a forward all-gather's group q): cost[3q] the CPU time of
- * its unshard's and copy-out's host calls (their durations, and the gaps between calls of
- * the unit: the CPU time before a run of them is the module's, paid either way), cost[3q+1]
- * the copy-out's device time (compute stream), cost[3q+2] the transfer and copy-in. */
+/* 1 when host call x polls an event (cudaEventQuery, cuEventQuery): how many polls an
+ * unshard makes depends on how far the device lags the host, so they are waits, neither
+ * counted among an unshard's calls nor priced as its host work. */
+static int
+event_poll(const dfg *g, int32_t x)
+{
+    const char *nm = g->kind[x] == DFG_HOST ? dfg_name(g, g->name[x]) : NULL;
+    return nm && (!strcmp(nm, "cudaEventQuery") || !strcmp(nm, "cuEventQuery"));
+}
+
+/* The reshard costs of rank r's units (a forward all-gather's group q; each rank pays its
+ * own): cost[3q] the CPU time of its unshard's and copy-out's host calls on rank r (their
+ * durations but the event polls', and the gaps between calls of the unit: the CPU time
+ * before a run of them is the module's, paid either way), cost[3q+1] the copy-out's device
+ * time (compute stream), cost[3q+2] the transfer and copy-in. cost is zeroed first. */
 static void
-unit_costs(const workload *w, const rank_info *ri, int64_t *cost)
+unit_costs(const workload *w, const rank_info *ri, int32_t r, int64_t *cost)
 {
     const dfg *g = w->work;
-    for (int32_t x = 0; x < g->n_nodes; x++) {
-        int32_t q = w->fsdp.gather_ops[x];
-        if (q < 0 || w->fsdp.grp_role[q] != WL_FSDP_FWD)
+    memset(cost, 0, 3 * ((size_t)g->n_groups + 1) * sizeof *cost);
+    for (int32_t s = 0; s < g->n_res; s++) {
+        if (g->res_rank[s] != r)
             continue;
-        int32_t r = g->res_rank[g->res[x]],
-                prev = g->kind[x] == DFG_HOST ? dfg_prev_on_res(g, x) : -1;
-        if (g->kind[x] == DFG_HOST)
-            cost[3 * (int64_t)q] +=
-                dfg_dur(g, x) + (prev >= 0 && w->fsdp.gather_ops[prev] == q ? dfg_gap(g, x) : 0);
-        else if (g->res[x] == ri[r].compute_stream)
-            cost[3 * (int64_t)q + 1] += dfg_dur(g, x);
-        else if (g->kind[x] != DFG_COLL)
-            cost[3 * (int64_t)q + 2] += dfg_dur(g, x);
+        for (int32_t x = g->res_first[s]; x >= 0; x = g->next_on_res[x]) {
+            int32_t q = w->fsdp.gather_ops[x];
+            if (q < 0 || w->fsdp.grp_role[q] != WL_FSDP_FWD)
+                continue;
+            int32_t prev = g->kind[x] == DFG_HOST ? dfg_prev_on_res(g, x) : -1;
+            if (g->kind[x] == DFG_HOST)
+                cost[3 * (int64_t)q] +=
+                    (event_poll(g, x) ? 0 : dfg_dur(g, x)) +
+                    (prev >= 0 && w->fsdp.gather_ops[prev] == q ? dfg_gap(g, x) : 0);
+            else if (s == ri[r].compute_stream)
+                cost[3 * (int64_t)q + 1] += dfg_dur(g, x);
+            else if (g->kind[x] != DFG_COLL)
+                cost[3 * (int64_t)q + 2] += dfg_dur(g, x);
+        }
     }
     for (int32_t q = 0; q < g->n_groups; q++)
         if (w->fsdp.grp_role[q] == WL_FSDP_FWD)
@@ -209,9 +226,12 @@ add_regather(workload *w, int32_t first, int32_t kern, int64_t hidden, const int
  * backward prefetch issues it then) onto the span's first compute kernel. A backward
  * whose reduce-scatters do not match its forward's all-gathers one to one (a micro-batch
  * without gradient sync) is left as measured. Returns the units re-gathered in the rank's
- * last matched backward. */
+ * last matched backward. With mq not NULL nothing is added: each matched forward's units
+ * are appended to mq (group) and mj (position in the forward), *m counting them (at most
+ * cap). */
 static int32_t
-regather_rank(workload *w, const rank_info *ri, int32_t r, const int64_t *cost)
+regather_rank(workload *w, const rank_info *ri, int32_t r, const int64_t *cost, int32_t *mq,
+              int32_t *mj, int32_t *m, int32_t cap)
 {
     const dfg *g = w->work;
     enum { MAXU = 256 };
@@ -253,11 +273,35 @@ regather_rank(workload *w, const rank_info *ri, int32_t r, const int64_t *cost)
         }
         for (int32_t j = 0; j < n; j++) {
             int32_t s = j == 0 ? 0 : n - 1 - j;
-            add_regather(w, first[s], kern[s], s > 0 ? comp[s - 1] : 0, cost, fwd[j]);
+            if (!mq)
+                add_regather(w, first[s], kern[s], s > 0 ? comp[s - 1] : 0, cost, fwd[j]);
+            else if (*m < cap)
+                mq[*m] = fwd[j], mj[(*m)++] = j;
         }
         done = n;
     }
     return done;
+}
+
+/* Replaces the costs of each matched unit (cost[3q..3q+2], q = mq[i], regather_rank) by
+ * their medians over the rank's matched forwards at its position mj[i] in the forward: what
+ * one forward's unshard lost to a loaded host (a preempted call, a longer gap) is not the
+ * price of every re-gather of that unit. v: scratch of m entries. */
+static void
+median_unit_costs(int64_t *cost, const int32_t *mq, const int32_t *mj, int32_t m, int64_t *v)
+{
+    int32_t nv = 1;
+    for (int32_t j = 0; nv > 0; j++)
+        for (int k = 0; k < 3; k++) {
+            nv = 0;
+            for (int32_t i = 0; i < m; i++)
+                if (mj[i] == j)
+                    v[nv++] = cost[3 * (int64_t)mq[i] + k];
+            int64_t med = nv > 0 ? (int64_t)sim_median_i64(v, nv) : 0;
+            for (int32_t i = 0; i < m; i++)
+                if (mj[i] == j)
+                    cost[3 * (int64_t)mq[i] + k] = med;
+        }
 }
 
 /* Marks the copy-outs, counts the unshards' calls (keep_calls, regather_calls: the
@@ -279,7 +323,7 @@ find_copy_outs(workload *w, const rank_info *ri)
     }
     for (int32_t x = 0; rc == 0 && x < g->n_nodes; x++) {
         int32_t q = f->gather_ops[x];
-        if (q < 0 || g->kind[x] != DFG_HOST || w->iter[x] < w->iter_first ||
+        if (q < 0 || g->kind[x] != DFG_HOST || event_poll(g, x) || w->iter[x] < w->iter_first ||
             w->iter[x] > w->iter_last)
             continue;
         int64_t i = (int64_t)g->res_rank[g->res[x]] * iters + w->iter[x] - w->iter_first;
@@ -290,17 +334,21 @@ find_copy_outs(workload *w, const rank_info *ri)
     f->regather_calls = rc == 0 && n > 0 ? sim_median_i64(cnt + n, n) : 0;
     free(cnt);
     if (rc == 0 && f->n_bwd < 1 && f->n_fwd > 0) {
-        int64_t *cost = calloc(3 * ((size_t)g->n_groups + 1), sizeof *cost);
+        int64_t *cost = calloc(4 * ((size_t)g->n_groups + 1), sizeof *cost);
+        int32_t *mq = malloc(2 * ((size_t)g->n_groups + 1) * sizeof *mq), m = 0;
         f->regather_ns = calloc((size_t)g->n_nodes + 1, sizeof *f->regather_ns);
-        if (!cost || !f->regather_ns)
+        if (!cost || !mq || !f->regather_ns)
             rc = -1;
-        else
-            unit_costs(w, ri, cost);
         for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
-            int32_t u = regather_rank(w, ri, r, cost);
+            unit_costs(w, ri, r, cost);
+            m = 0;
+            regather_rank(w, ri, r, cost, mq, mq + g->n_groups + 1, &m, g->n_groups + 1);
+            median_unit_costs(cost, mq, mq + g->n_groups + 1, m, cost + 3 * (g->n_groups + 1));
+            int32_t u = regather_rank(w, ri, r, cost, NULL, NULL, NULL, 0);
             f->n_regather = u > f->n_regather ? u : f->n_regather;
         }
         free(cost);
+        free(mq);
     }
     return rc;
 }

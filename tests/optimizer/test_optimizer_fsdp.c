@@ -6,7 +6,8 @@
  *     the all-gather); the backward thread re-gathers each block in reverse, runs its
  *     backward kernel and reduce-scatters its gradient; the host takes 300 us between
  *     the launches (host-bound, as a Python loop), so the forward's all-gathers wait for
- *     their launch;
+ *     their launch; each all-gather's launch is followed by a poll of its event
+ *     (cudaEventQuery, 50 us), neither counted nor priced as an unshard's work;
  *   - recognition: 3 all-gathers in the forward and 3 in the backward, 3 reduce-scatters,
  *     the gathered bytes (1 + 2 + 3 MiB less the largest);
  *   - accumulation's memory: what of the first step's segments does not shrink with the
@@ -14,6 +15,8 @@
  *     gradients held between micro-batches, from the collectives' bytes;
  *   - keep unsharded: the backward's all-gathers and their launches cost nothing, the
  *     forward's stay, the iteration is shorter;
+ *   - reshard (on the job without the backward's all-gathers, 2 ranks sharing the
+ *     collectives): each rank's backward pays its own forward unshards' host time once;
  *   - prefetch: the forward's all-gathers but the first are ready as early, relative to
  *     their launch, as their launch came after the previous one's; the iteration is
  *     shorter; the search offers it on the FSDP job;
@@ -62,14 +65,18 @@ device(dfg *g, int32_t s, int32_t h, int kind, int32_t name, int64_t dur)
     return d;
 }
 
-/* A collective of op on stream s launched by a new call on thread t. */
+/* A collective of op on stream s launched by a new call on thread t, joining group *grp
+ * (a new one when *grp < 0). */
 static int32_t
-collective(dfg *g, int32_t t, int32_t s, int op, int64_t bytes, uint64_t seq, int64_t dur)
+collective(dfg *g, int32_t t, int32_t s, int op, int64_t bytes, uint64_t seq, int64_t dur,
+           int32_t *grp)
 {
     int32_t h = call(
         g, t, dfg_intern(g, op == DPRO_COLL_ALLGATHER ? "ncclAllGather" : "ncclReduceScatter"));
     int32_t c = device(g, s, h, DFG_KERNEL, dfg_intern(g, "ncclDevKernel"), 0);
-    dfg_set_group(g, c, dfg_add_group(g, op, 2, bytes, 7, seq, dur));
+    if (*grp < 0)
+        *grp = dfg_add_group(g, op, 2, bytes, 7, seq, dur);
+    dfg_set_group(g, c, *grp);
     return c;
 }
 
@@ -87,61 +94,99 @@ copy_out(dfg *g, int32_t t, int32_t cs, int32_t ag)
                   dfg_intern(g, "split_with_sizes_copy"), 20 * US);
 }
 
-/* The job of the file's comment into *g (finalized), with measured starts from its own
- * simulation; the all-gathers' participants into *ids. regather 0: the backward gathers
- * nothing (reshard_after_forward=False). Returns 0 or -1. */
-static int
-build_fsdp_job(dfg *g, fsdp_job_ids *ids, int regather)
+/* A poll of the all-gather's event after its launch on thread t: 50 us, 10 us after the
+ * launch (a wait: the count depends on the device's lag). */
+static void
+poll(dfg *g, int32_t t)
 {
-    if (dfg_init(g, 1) != 0)
+    int32_t h = call(g, t, dfg_intern(g, "cudaEventQuery"));
+    g->dur[h] = 50 * US;
+    g->gap[h] = 10 * US;
+}
+
+/* One rank's threads and streams. */
+typedef struct fsdp_rank {
+    int32_t mt, bt, cs, as, rs, last;
+    int32_t bounds[ITERS + 1];
+} fsdp_rank;
+
+/* The job of the file's comment on n_ranks ranks (rank 0's participants into *ids), its
+ * collectives shared by the ranks, into *g (finalized), with measured starts from its own
+ * simulation. regather 0: the backward gathers nothing (reshard_after_forward=False).
+ * Returns 0 or -1. */
+static int
+build_fsdp_job(dfg *g, fsdp_job_ids *ids, int regather, int32_t n_ranks)
+{
+    if (n_ranks > 2 || dfg_init(g, n_ranks) != 0)
         return -1;
-    int32_t mt = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, dfg_intern(g, "main"));
-    int32_t bt = dfg_add_resource(g, DFG_RES_THREAD, 0, 2, dfg_intern(g, "autograd"));
-    int32_t cs = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, dfg_intern(g, "stream 7"));
-    int32_t as = dfg_add_resource(g, DFG_RES_STREAM, 0, 8, dfg_intern(g, "stream 8"));
-    int32_t rs = dfg_add_resource(g, DFG_RES_STREAM, 0, 9, dfg_intern(g, "stream 9"));
+    fsdp_rank rk[2];
+    for (int32_t r = 0; r < n_ranks; r++) {
+        rk[r].mt = dfg_add_resource(g, DFG_RES_THREAD, r, 1, dfg_intern(g, "main"));
+        rk[r].bt = dfg_add_resource(g, DFG_RES_THREAD, r, 2, dfg_intern(g, "autograd"));
+        rk[r].cs = dfg_add_resource(g, DFG_RES_STREAM, r, 7, dfg_intern(g, "stream 7"));
+        rk[r].as = dfg_add_resource(g, DFG_RES_STREAM, r, 8, dfg_intern(g, "stream 8"));
+        rk[r].rs = dfg_add_resource(g, DFG_RES_STREAM, r, 9, dfg_intern(g, "stream 9"));
+        rk[r].last = -1;
+    }
     int32_t nm_launch = dfg_intern(g, "cudaLaunchKernel"), nm_k = dfg_intern(g, "gemm");
     int32_t nm_sync = dfg_intern(g, "cudaDeviceSynchronize");
-    int32_t bounds[ITERS + 1], last = -1;
     uint64_t seq = 0;
     int rc = 0;
     for (int it = 0; it <= ITERS && rc == 0; it++) {
-        bounds[it] = call(g, mt, nm_sync);
-        g->flags[bounds[it]] |= DFG_F_BLOCKING;
-        if (last >= 0)
-            rc |= dfg_add_edge(g, last, bounds[it]);
+        for (int32_t r = 0; r < n_ranks; r++) {
+            int32_t b0 = call(g, rk[r].mt, nm_sync);
+            rk[r].bounds[it] = b0;
+            g->flags[b0] |= DFG_F_BLOCKING;
+            if (rk[r].last >= 0)
+                rc |= dfg_add_edge(g, rk[r].last, b0);
+        }
         if (it == ITERS)
             break;
-        int32_t k = -1;
+        int32_t k[2] = {-1, -1}, first_bwd[2] = {-1, -1};
         for (int b = 0; b < BLOCKS; b++) {
-            int32_t ag = collective(g, mt, as, DPRO_COLL_ALLGATHER, (int64_t)(b + 1) * MIB_B, seq++,
-                                    400 * US);
-            ids->fwd_out[it][b] = copy_out(g, mt, cs, ag);
-            k = device(g, cs, call(g, mt, nm_launch), DFG_KERNEL, nm_k, 100 * US);
-            ids->fwd_ag[it][b] = ag;
-            rc |= ids->fwd_out[it][b] < 0;
-        }
-        int32_t first_bwd = -1;
-        for (int b = BLOCKS - 1; b >= 0; b--) {
-            int32_t ag = -1;
-            if (regather) {
-                ag = collective(g, bt, as, DPRO_COLL_ALLGATHER, (int64_t)(b + 1) * MIB_B, seq++,
-                                400 * US);
-                first_bwd = first_bwd < 0 ? g->launch[ag] : first_bwd;
-                ids->bwd_out[it][b] = copy_out(g, bt, cs, ag);
-                rc |= ids->bwd_out[it][b] < 0;
+            int32_t grp = -1;
+            for (int32_t r = 0; r < n_ranks; r++) {
+                int32_t ag = collective(g, rk[r].mt, rk[r].as, DPRO_COLL_ALLGATHER,
+                                        (int64_t)(b + 1) * MIB_B, seq, 400 * US, &grp);
+                poll(g, rk[r].mt);
+                int32_t out = copy_out(g, rk[r].mt, rk[r].cs, ag);
+                k[r] =
+                    device(g, rk[r].cs, call(g, rk[r].mt, nm_launch), DFG_KERNEL, nm_k, 100 * US);
+                rc |= out < 0;
+                if (r == 0)
+                    ids->fwd_ag[it][b] = ag, ids->fwd_out[it][b] = out;
             }
-            int32_t kb = device(g, cs, call(g, bt, nm_launch), DFG_KERNEL, nm_k, 200 * US);
-            first_bwd = first_bwd < 0 ? g->launch[kb] : first_bwd;
-            last = collective(g, bt, rs, DPRO_COLL_REDUCESCATTER, (int64_t)(b + 1) * MIB_B, seq++,
-                              300 * US);
-            rc |= dfg_add_edge(g, kb, last);
-            ids->bwd_ag[it][b] = ag;
+            seq++;
         }
-        rc |= dfg_add_wakeup(g, g->launch[k], first_bwd, 20 * US);
+        for (int b = BLOCKS - 1; b >= 0; b--) {
+            int32_t ag_grp = -1, rs_grp = -1;
+            for (int32_t r = 0; r < n_ranks; r++) {
+                int32_t ag = -1, bt = rk[r].bt, cs = rk[r].cs;
+                if (regather) {
+                    ag = collective(g, bt, rk[r].as, DPRO_COLL_ALLGATHER, (int64_t)(b + 1) * MIB_B,
+                                    seq, 400 * US, &ag_grp);
+                    first_bwd[r] = first_bwd[r] < 0 ? g->launch[ag] : first_bwd[r];
+                    poll(g, bt);
+                    int32_t out = copy_out(g, bt, cs, ag);
+                    rc |= out < 0;
+                    if (r == 0)
+                        ids->bwd_out[it][b] = out;
+                }
+                int32_t kb = device(g, cs, call(g, bt, nm_launch), DFG_KERNEL, nm_k, 200 * US);
+                first_bwd[r] = first_bwd[r] < 0 ? g->launch[kb] : first_bwd[r];
+                rk[r].last = collective(g, bt, rk[r].rs, DPRO_COLL_REDUCESCATTER,
+                                        (int64_t)(b + 1) * MIB_B, seq + 1, 300 * US, &rs_grp);
+                rc |= dfg_add_edge(g, kb, rk[r].last);
+                if (r == 0)
+                    ids->bwd_ag[it][b] = ag;
+            }
+            seq += 2;
+        }
+        for (int32_t r = 0; r < n_ranks; r++)
+            rc |= dfg_add_wakeup(g, g->launch[k[r]], first_bwd[r], 20 * US);
     }
-    if (rc == 0)
-        rc = dfg_set_iterations(g, 0, bounds, ITERS + 1);
+    for (int32_t r = 0; rc == 0 && r < n_ranks; r++)
+        rc = dfg_set_iterations(g, r, rk[r].bounds, ITERS + 1);
     if (rc == 0)
         rc = dfg_finalize(g);
     sim_result res;
@@ -172,7 +217,7 @@ test_fsdp_strategies(void)
 {
     dfg g;
     fsdp_job_ids ids;
-    REQUIRE(build_fsdp_job(&g, &ids, 1) == 0);
+    REQUIRE(build_fsdp_job(&g, &ids, 1, 1) == 0);
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
@@ -214,7 +259,8 @@ test_fsdp_strategies(void)
         CHECK(dfg_dur(&g, dfg_prev_on_res(&g, bo)) == 0);
         CHECK(dfg_dur(&g, fo) == 20 * US && dfg_dur(&g, g.launch[fo]) == 5 * US);
     }
-    /* per iteration and rank: each backward unshard's launch, the copy-out's two calls */
+    /* per iteration and rank: each backward unshard's launch, the copy-out's two calls (not
+     * its poll) */
     CHECK(fabs(w.fsdp.keep_calls - 3 * BLOCKS) < 1e-9);
     /* resharding: offered only where the backward does not re-gather */
     CHECK(!strategy_fsdp_reshard_available(&w));
@@ -260,7 +306,11 @@ test_fsdp_reshard(void)
 {
     dfg g;
     fsdp_job_ids ids;
-    REQUIRE(build_fsdp_job(&g, &ids, 0) == 0);
+    REQUIRE(build_fsdp_job(&g, &ids, 0, 2) == 0);
+    /* a stall of 5 ms in one forward unshard of rank 0 (the copy-out's kernel launch of
+     * block 1 in iteration 2): not the price of that unit's re-gather */
+    int32_t stall = g.launch[ids.fwd_out[2][1]];
+    REQUIRE(dfg_set_dur(&g, stall, dfg_dur(&g, stall) + 5000 * US) == 0);
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
@@ -273,7 +323,7 @@ test_fsdp_reshard(void)
     /* accumulation on a trace that keeps the parameters: every unit's (6 MiB) and the
      * gradient being reduced (3 MiB) do not shrink, the unsharded gradients (6 MiB) held */
     CHECK_EQ_U(workload_fsdp_accum_bytes(&w, 2, 100 * MIB_B), (9 - 4.5 + 6) * MIB_B);
-    /* per unit: the all-gather's launch and the copy-out's two calls */
+    /* per unit: the all-gather's launch and the copy-out's two calls, not the poll */
     CHECK(fabs(w.fsdp.regather_calls - 3 * BLOCKS) < 1e-9);
     double base = w.base_iter_ns;
     strategy_plan p;
@@ -281,18 +331,20 @@ test_fsdp_reshard(void)
     strategy_plan_baseline(&p);
     p.fsdp_reshard = 1;
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
-    /* each unit's calls (3 x 5 us, and the 300 us before each of the copy-out's two: the
-     * 300 us before the launch is the module's, paid either way) on the backward thread,
-     * which the host-bound backward pays in full: at least 3 x 615 us */
-    CHECK(e.iter_ns >= base + 3 * 615 * US - 1 && e.iter_ns < base + 3 * 615 * US + 1000 * US);
+    /* each unit's calls on each rank's backward thread, which the host-bound backward pays
+     * in full: the launch, the copy-out's two calls and the 300 us before each (5 + 2 x
+     * 305 us; the 300 us before the launch is the module's, paid either way) and the 10 us
+     * before the poll, not the poll itself (a wait): at least 3 x 625 us */
+    CHECK(e.iter_ns >= base + 3 * 625 * US - 1 && e.iter_ns < base + 3 * 625 * US + 1000 * US);
     int64_t added = 0;
     for (int32_t n = 0; n < g.n_nodes; n++)
         added += w.fsdp.regather_ns[n];
-    /* all iterations, per unit: host 615 us, copy-out 30 us and the transfer (400 us) but
-     * what the previous span's compute hides: the first gathered unit (FSDP2's root) and
-     * the last are re-gathered in the first span (nothing hidden), the middle one in the
-     * second (the first span's 200 us backward kernel hidden) */
-    CHECK_EQ_U(added, (int64_t)ITERS * (3 * 645 + 2 * 400 + 200) * US);
+    /* all iterations, per rank (each pays its own unshards, not the two ranks' together)
+     * and unit (the medians over the forwards, the stall left out): host 625 us, copy-out 30 us and
+     * the transfer (400 us) but what the previous span's compute hides: the first gathered unit
+     * (FSDP2's root) and the last are re-gathered in the first span (nothing hidden), the middle
+     * one in the second (the first span's 200 us backward kernel hidden) */
+    CHECK_EQ_U(added, 2 * (int64_t)ITERS * (3 * 655 + 2 * 400 + 200) * US);
     check_terms(&w, &p, "fsdp_reshard", "reshard_after_forward=True");
     strategy_plan q;
     CHECK(framework_torch_fsdp.parse_args("reshard_after_forward=True", &q) == 0);
