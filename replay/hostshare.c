@@ -149,7 +149,8 @@ rank_busy(const replay *rp, int32_t r, double *busy)
 }
 
 /* One host node's time in a compared iteration: its iteration, its place in the
- * iteration on its thread, its duration plus gap (ns). */
+ * iteration on its thread, its duration plus gap (ns; a woken call's without its gap,
+ * the wake-up latency, as rank_busy counts it). */
 typedef struct host_time {
     int32_t iter, pos;
     double t;
@@ -190,7 +191,9 @@ thread_stalls(const replay *rp, int32_t q, const int32_t *bnd, hostshare *hs)
             v = nv ? nv : v;
         }
         if (rc == 0)
-            v[n++] = (host_time){k, pos++, (double)dfg_dur(g, m) + (double)dfg_gap(g, m)};
+            v[n++] = (host_time){k, pos++,
+                                 (double)dfg_dur(g, m) +
+                                     (g->flags[m] & DFG_F_WAKEUP ? 0 : (double)dfg_gap(g, m))};
     }
     if (rc == 0)
         qsort(v, n, sizeof *v, cmp_host_time);
