@@ -51,11 +51,12 @@ replay_cmd_ranks_assumed(const costmodel *m, int k)
         "each measured rank stands for N/ranks ranks of the larger job, with the same work "
         "(data parallel, the same batch per rank and the same model: the same payload per "
         "collective) and arriving at the collectives as it did, the latest of its N ranks "
-        "later by what the traced ranks' arrival jitter gives (the expected latest of N "
-        "draws less that of the traced ranks)",
+        "later by what the traced ranks' arrival jitter and, when more ranks share a host's "
+        "cores, their hosts' stalls give (the expected latest of N draws less that of the "
+        "traced ranks)",
         NULL, /* the model's: below */
         "not known from the trace: the node layout at N ranks (slower links between nodes), "
-        "NCCL's algorithm and protocol at N, the jitter at N when the ranks share fewer cores; "
+        "NCCL's algorithm and protocol at N, how the stalls of ranks sharing cores correlate; "
         "with one message size the latency cannot be told from the bandwidth and is scaled "
         "with it",
     };

@@ -534,7 +534,7 @@ print_text(const report *rep)
         }
         if (a->ranks_to > 0)
             printf("  waits at %d ranks: each collective +%.1f us (the latest of %d jittering "
-                   "arrivals, learned from the trace's)\n",
+                   "and stalled arrivals, learned from the trace's)\n",
                    a->ranks_to, (double)rep->rank_wait_ns / 1e3, a->ranks_to);
     }
     if (rep->have_perturb) {
