@@ -58,7 +58,9 @@ typedef struct hostshare {
 #define HOSTSHARE_STALL_MIN_COUNT 8
 
 /* Measures each present rank's CPU demand over its compared iterations (rp simulated:
- * replay_iteration_times) from its trace's cpu_samples, and its host and cores. Returns
+ * replay_iteration_times) from its trace's cpu_samples, and its host and cores; and its
+ * host threads' stalls (calls over the median of their place by HOSTSHARE_STALL_MIN_NS),
+ * taken out of its busy share, and from them the timeslice (hs->slice_ns). Returns
  * 0 (hs->known 0 and hs->why saying what was missing when a present rank's trace lacks
  * the rows or they do not cover half its window: a trace of an older collector), -1 out
  * of memory, -2 when a trace's cpu_samples is malformed (hs->why names the file and the
