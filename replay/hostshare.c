@@ -1,5 +1,6 @@
 /* hostshare.c: ranks sharing a host's CPUs (hostshare.h). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,106 @@ rank_busy(const replay *rp, int32_t r, double *busy)
     return rc;
 }
 
+/* One host node's time in a compared iteration: its iteration, its place in the
+ * iteration on its thread, its duration plus gap (ns; a woken call's without its gap,
+ * the wake-up latency, as rank_busy counts it). */
+typedef struct host_time {
+    int32_t iter, pos;
+    double t;
+} host_time;
+
+static int
+cmp_host_time(const void *x, const void *y)
+{
+    const host_time *p = x, *q = y;
+    return p->pos != q->pos ? (p->pos > q->pos) - (p->pos < q->pos) : (p->t > q->t) - (p->t < q->t);
+}
+
+/* Appends to hs->stall (hs->n_stall, room hs->cap_stall) rank r's stalls on thread q:
+ * each host node's duration plus gap less the median of those at its place (the same
+ * call of every compared iteration), where that excess is HOSTSHARE_STALL_MIN_NS or
+ * more (the thread lost its core for a timeslice; a place needs 3 iterations). Returns 0
+ * or -1 out of memory. */
+static int
+thread_stalls(const replay *rp, int32_t q, const int32_t *bnd, hostshare *hs)
+{
+    const dfg *g = &rp->graph;
+    int32_t k = rp->iter_first, pos = 0;
+    size_t n = 0, cap = 256;
+    host_time *v = malloc(cap * sizeof *v);
+    int rc = v ? 0 : -1;
+    for (int32_t m = g->res_first[q]; rc == 0 && m >= 0; m = g->next_on_res[m]) {
+        if (g->flags[m] & DFG_F_REMOVED || g->mstart[m] < dfg_mend(g, bnd[rp->iter_first]))
+            continue;
+        while (k <= rp->iter_last && g->mstart[m] >= dfg_mend(g, bnd[k + 1])) {
+            k++;
+            pos = 0;
+        }
+        if (k > rp->iter_last)
+            break;
+        if (n == cap) {
+            host_time *nv = realloc(v, (cap *= 2) * sizeof *v);
+            rc = nv ? 0 : -1;
+            v = nv ? nv : v;
+        }
+        if (rc == 0)
+            v[n++] = (host_time){k, pos++,
+                                 (double)dfg_dur(g, m) +
+                                     (g->flags[m] & DFG_F_WAKEUP ? 0 : (double)dfg_gap(g, m))};
+    }
+    if (rc == 0)
+        qsort(v, n, sizeof *v, cmp_host_time);
+    for (size_t i = 0, j; rc == 0 && i < n; i = j) {
+        for (j = i; j < n && v[j].pos == v[i].pos; j++)
+            ;
+        double med = v[i + (j - i) / 2].t;
+        for (size_t x = i; rc == 0 && j - i >= 3 && x < j; x++) {
+            if (v[x].t - med < HOSTSHARE_STALL_MIN_NS)
+                continue;
+            if (hs->n_stall == hs->cap_stall) {
+                size_t c = hs->cap_stall ? 2 * hs->cap_stall : 64;
+                double *ns = realloc(hs->stall, c * sizeof *ns);
+                rc = ns ? 0 : -1;
+                hs->stall = ns ? ns : hs->stall;
+                hs->cap_stall = ns ? c : hs->cap_stall;
+            }
+            if (rc == 0)
+                hs->stall[hs->n_stall++] = v[x].t - med;
+        }
+    }
+    free(v);
+    return rc;
+}
+
+/* Appends rank r's stalls (thread_stalls on each of its host threads) to hs->stall and
+ * its compared window's length (ns) to hs->stall_window_ns, and takes them out of its
+ * busy share hs->busy[r] (a thread off its core does not work; rank_busy counted them).
+ * Returns 0, or -1 out of memory. */
+static int
+rank_stalls(const replay *rp, int32_t r, hostshare *hs)
+{
+    const dfg *g = &rp->graph;
+    const int32_t *bnd;
+    int32_t rep = dfg_rank_rep(g, r), nb = dfg_iterations(g, r, &bnd);
+    int rc = 0, ok = rep == r && rp->iter_first >= 1 && rp->iter_last + 1 < nb;
+    for (int32_t k = rp->iter_first; ok && k <= rp->iter_last + 1; k++)
+        ok = bnd[k] >= 0;
+    size_t first = hs->n_stall;
+    for (int32_t q = 0; ok && rc == 0 && q < g->n_res; q++)
+        if (g->res_rank[q] == rep && g->res_kind[q] == DFG_RES_THREAD)
+            rc = thread_stalls(rp, q, bnd, hs);
+    double win =
+        ok ? (double)(dfg_mend(g, bnd[rp->iter_last + 1]) - dfg_mend(g, bnd[rp->iter_first])) : 0;
+    double lost = 0;
+    for (size_t i = first; rc == 0 && i < hs->n_stall; i++)
+        lost += hs->stall[i];
+    if (rc == 0 && win > 0) {
+        hs->stall_window_ns += win;
+        hs->busy[r] = hs->busy[r] > lost / win ? hs->busy[r] - lost / win : 0;
+    }
+    return rc;
+}
+
 /* Rank r's demand over its compared iterations, in *demand (CPU s per s); 0 when known,
  * 1 when its trace lacks what it needs or the samples cover under half the window
  * (hs->why said), -1 out of memory, -2 malformed samples (hs->why). */
@@ -224,6 +325,31 @@ burst(const hostshare *hs, int32_t r)
     return hs->busy[r] > 0 ? hs->demand[r] / hs->busy[r] : hs->demand[r];
 }
 
+static int
+cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* hs->slice_ns: the median of the traced stalls when there are HOSTSHARE_STALL_MIN_COUNT,
+ * else the scheduler's base slice on the most cores of a host, 0.75 ms x (1 + log2 of the
+ * cores, at most 8: Linux's sched_base_slice scaling); hs->slice_learned says which. */
+static void
+learn_slice(hostshare *hs)
+{
+    double cores = 1;
+    for (int32_t r = 0; r < hs->n_ranks; r++)
+        cores = hs->cores[r] > cores ? hs->cores[r] : cores;
+    hs->slice_learned = hs->n_stall >= HOSTSHARE_STALL_MIN_COUNT;
+    if (hs->slice_learned) {
+        qsort(hs->stall, hs->n_stall, sizeof *hs->stall, cmp_double);
+        hs->slice_ns = hs->stall[hs->n_stall / 2];
+    } else {
+        hs->slice_ns = 750e3 * (1 + floor(log2(cores < 8 ? cores : 8)));
+    }
+}
+
 int
 hostshare_measure(const replay *rp, hostshare *hs)
 {
@@ -246,7 +372,7 @@ hostshare_measure(const replay *rp, hostshare *hs)
         if (!rp->job.ranks[r].reader)
             continue;
         int k = known ? rank_demand(rp, r, hs, &hs->demand[r]) : 1;
-        if (k == 0 && rank_busy(rp, r, &hs->busy[r]) < 0)
+        if (k == 0 && (rank_busy(rp, r, &hs->busy[r]) < 0 || rank_stalls(rp, r, hs) < 0))
             k = -1;
         if (k < 0)
             rc = k;
@@ -257,6 +383,8 @@ hostshare_measure(const replay *rp, hostshare *hs)
     }
     if (rc == 0)
         rc = index_hosts(rp, hs);
+    if (rc == 0)
+        learn_slice(hs);
     hs->known = rc == 0 && known && present > 0;
     hs->mean_demand = hs->known ? hs->mean_demand / present : 0;
     hs->mean_busy = hs->known ? hs->mean_busy / present : 0;
@@ -309,6 +437,9 @@ hostshare_at(hostshare *hs, int32_t per_host, int32_t n_to)
         hs->load_to = to > hs->load_to ? to : hs->load_to;
         hs->factor_max = hs->factor[r] > hs->factor_max ? hs->factor[r] : hs->factor_max;
     }
+    double to = hs->load_to > 1 ? hs->load_to : 1, tr = hs->load_traced > 1 ? hs->load_traced : 1;
+    hs->stall_p = rc == 0 && to > tr ? 1 - tr / to : 0;
+    hs->stall_ns = rc == 0 && to > tr ? (to - tr) * hs->slice_ns : 0;
     free(on);
     free(sum);
     return rc;
@@ -336,5 +467,6 @@ hostshare_free(hostshare *hs)
     free(hs->host);
     free(hs->factor);
     free(hs->busy);
+    free(hs->stall);
     memset(hs, 0, sizeof *hs);
 }

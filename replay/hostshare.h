@@ -41,11 +41,26 @@ typedef struct hostshare {
     double load_traced;      /* the most loaded host's load in the trace */
     double load_to;          /* ... at the what-if's rank count (hostshare_at) */
     double factor_max;       /* the largest entry of factor */
-    char why[256];           /* when !known: what is missing, and where */
+    double *stall;           /* the traced stalls, ns (thread_stalls; sorted once measured) */
+    size_t n_stall, cap_stall;
+    double stall_window_ns; /* the compared windows' length, summed over the present ranks */
+    double slice_ns;        /* a timeslice: the traced stalls' median, or the default */
+    int slice_learned;      /* 1: slice_ns is the traced stalls' median */
+    double stall_p;         /* at n_to: the chance a rank's arrival is stalled (hostshare_at) */
+    double stall_ns;        /* ... and the longest stall, the stall uniform up to it */
+    char why[256];          /* when !known: what is missing, and where */
 } hostshare;
 
+/* A host node's time over the median of its place, from which it is a stall: a thread
+ * that lost its core for a timeslice (Linux's shortest base slice is 0.75 ms). */
+#define HOSTSHARE_STALL_MIN_NS 500e3
+/* Fewest traced stalls the timeslice is learned from. */
+#define HOSTSHARE_STALL_MIN_COUNT 8
+
 /* Measures each present rank's CPU demand over its compared iterations (rp simulated:
- * replay_iteration_times) from its trace's cpu_samples, and its host and cores. Returns
+ * replay_iteration_times) from its trace's cpu_samples, and its host and cores; and its
+ * host threads' stalls (calls over the median of their place by HOSTSHARE_STALL_MIN_NS),
+ * taken out of its busy share, and from them the timeslice (hs->slice_ns). Returns
  * 0 (hs->known 0 and hs->why saying what was missing when a present rank's trace lacks
  * the rows or they do not cover half its window: a trace of an older collector), -1 out
  * of memory, -2 when a trace's cpu_samples is malformed (hs->why names the file and the
@@ -54,8 +69,14 @@ int hostshare_measure(const replay *rp, hostshare *hs);
 
 /* The factors at n_to ranks with per_host of them on each host (0: the traced layout,
  * every host keeping its ranks), the hosts having their traced cores. Each factor is
- * max(1, load at n_to) / max(1, traced load) of its rank's host. Returns 0, or -1 when
- * per_host is below 0 or above n_to, or hs is not known. */
+ * max(1, load at n_to) / max(1, traced load) of its rank's host. And the stalls at n_to
+ * (the most loaded host's): a thread at load L > 1 runs a timeslice (hs->slice_ns) in
+ * every L, its core taken for L - 1 slices between, so at a random moment (a rank
+ * reaching a collective) it waits with probability 1 - 1/L, for the rest of its off
+ * slices: uniform up to (L - 1) slices. With the traced load L' (1 when below) already in
+ * the traced arrivals, hs->stall_p is 1 - L'/L and hs->stall_ns (L - L') slices (0, 0
+ * when L <= L'). Returns 0, or -1 when per_host is below 0 or above n_to, or hs is not
+ * known. */
 int hostshare_at(hostshare *hs, int32_t per_host, int32_t n_to);
 
 /* Scales every host node's duration and gap in g by its rank's factor (g's ranks are

@@ -113,13 +113,46 @@ pool_jitter(const dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1, 
     return m;
 }
 
+/* Most values expected_max_stalled integrates over (more are taken at their quantiles),
+ * and the cells of its integral. */
+#define STALL_VALUES 512
+#define STALL_CELLS 4096
+
+/* The expected maximum of k independent draws of v_I + D (I uniform over the m sorted
+ * values v, D 0 with probability 1 - p and else uniform on (0, a], a > 0): E[max] = lo +
+ * integral from lo to hi of (1 - G(x)^k), G the CDF of one draw, by the midpoint rule
+ * over STALL_CELLS cells, with at most STALL_VALUES values (the sorted v at their
+ * quantiles). */
+static double
+expected_max_stalled(const double *v, size_t m, int32_t k, double p, double a)
+{
+    size_t nv = m < STALL_VALUES ? m : STALL_VALUES;
+    double lo = v[0], hi = v[m - 1] + a, dx = (hi - lo) / STALL_CELLS, e = lo;
+    for (int c = 0; c < STALL_CELLS; c++) {
+        double x = lo + (c + 0.5) * dx, cdf = 0;
+        for (size_t i = 0; i < nv; i++) {
+            double y = x - v[nv < m ? (size_t)(((double)i + 0.5) * (double)m / (double)nv) : i];
+            cdf += y < 0 ? 0 : (1 - p) + p * (y < a ? y / a : 1);
+        }
+        e += (1 - pow(cdf / (double)nv, k)) * dx;
+    }
+    return e;
+}
+
 int64_t
 replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1)
+{
+    return replay_rank_wait_stalled(g, n_from, n_to, w0, w1, 0, 0);
+}
+
+int64_t
+replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1,
+                         double stall_p, double stall_ns)
 {
     int64_t rc = 0;
     size_t cap = 0, m = 0;
     double *off = NULL, *cnt = NULL, *v = NULL;
-    if (n_from < 2 || n_to < 2) {
+    if (n_from < 2 || n_to < 2 || !(stall_p >= 0 && stall_p <= 1) || !(stall_ns >= 0)) {
         rc = -1;
     } else {
         for (int32_t q = 0; q < g->n_groups; q++)
@@ -132,10 +165,17 @@ replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1)
     }
     if (rc == 0)
         m = pool_jitter(g, n_from, n_to, w0, w1, off, cnt, v);
-    if (rc == 0 && m >= REPLAY_RANK_WAIT_MIN_SAMPLES && n_to > n_from) {
+    if (rc == 0 && m < REPLAY_RANK_WAIT_MIN_SAMPLES && stall_p > 0 && stall_ns > 0) {
+        v[0] = 0; /* too few arrivals to learn F from (folded ranks): the stalls alone */
+        m = 1;
+    }
+    if (rc == 0 && (m >= REPLAY_RANK_WAIT_MIN_SAMPLES || (m == 1 && stall_p > 0)) &&
+        n_to > n_from) {
         double e;
         qsort(v, m, sizeof *v, cmp_double);
-        e = expected_max(v, m, n_to) - expected_max(v, m, n_from);
+        e = (stall_p > 0 && stall_ns > 0 ? expected_max_stalled(v, m, n_to, stall_p, stall_ns)
+                                         : expected_max(v, m, n_to)) -
+            expected_max(v, m, n_from);
         rc = e > 0 ? (int64_t)llround(e) : 0;
     }
     if (rc >= 0) {

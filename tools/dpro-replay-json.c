@@ -51,11 +51,12 @@ replay_cmd_ranks_assumed(const costmodel *m, int k)
         "each measured rank stands for N/ranks ranks of the larger job, with the same work "
         "(data parallel, the same batch per rank and the same model: the same payload per "
         "collective) and arriving at the collectives as it did, the latest of its N ranks "
-        "later by what the traced ranks' arrival jitter gives (the expected latest of N "
-        "draws less that of the traced ranks)",
+        "later by what the traced ranks' arrival jitter and, when more ranks share a host's "
+        "cores, their hosts' stalls give (the expected latest of N draws less that of the "
+        "traced ranks)",
         NULL, /* the model's: below */
         "not known from the trace: the node layout at N ranks (slower links between nodes), "
-        "NCCL's algorithm and protocol at N, the jitter at N when the ranks share fewer cores; "
+        "NCCL's algorithm and protocol at N, how the stalls of ranks sharing cores correlate; "
         "with one message size the latency cannot be told from the bandwidth and is scaled "
         "with it",
     };
@@ -194,9 +195,12 @@ replay_cmd_host_share_line(const hostshare *hs, char *buf, size_t n)
 {
     snprintf(buf, n,
              "CPU demand %.2f per rank (traced mean), %d per host on %d host(s) (load %.2f); "
-             "%d per host: load %.2f, host time x %.3f at most",
+             "%d per host: load %.2f, host time x %.3f at most; timeslice %.0f us (%s, %zu "
+             "traced stalls), a rank stalled at %.0f %% of arrivals, up to %.0f us",
              hs->mean_demand, hs->per_host_traced, hs->n_hosts, hs->load_traced, hs->per_host_to,
-             hs->load_to, hs->factor_max);
+             hs->load_to, hs->factor_max, hs->slice_ns / 1e3,
+             hs->slice_learned ? "their median" : "the default", hs->n_stall, 100 * hs->stall_p,
+             hs->stall_ns / 1e3);
 }
 
 /* --json: what_if.host_share {known, why | mean_demand, hosts, ranks_per_host_traced,
@@ -218,6 +222,14 @@ json_host_share(json_writer *j, const hostshare *hs)
         json_kv_int(j, "ranks_per_host", hs->per_host_to);
         json_kv_double(j, "load", hs->load_to);
         json_kv_double(j, "host_time_scale", hs->factor_max);
+        json_kv_int(j, "traced_stalls", (int64_t)hs->n_stall);
+        json_kv_double(j, "traced_stalls_per_s",
+                       hs->stall_window_ns > 0 ? (double)hs->n_stall / hs->stall_window_ns * 1e9
+                                               : 0);
+        json_kv_double(j, "timeslice_us", hs->slice_ns / 1e3);
+        json_kv_bool(j, "timeslice_learned", hs->slice_learned);
+        json_kv_double(j, "stall_share", hs->stall_p);
+        json_kv_double(j, "stall_max_us", hs->stall_ns / 1e3);
     }
     json_end_object(j);
 }

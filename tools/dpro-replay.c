@@ -367,11 +367,11 @@ host_share(replay *rp, const args *a, hostshare *hs, dfg *g)
     return rc;
 }
 
-/* The waits the what-if's n_to ranks add at the collectives of g (replay_rank_wait),
- * learned from rp's compared iterations (rank 0's window), in *wait_ns. Returns 0, or -1
- * out of memory. */
+/* The waits the what-if's n_to ranks add at the collectives of g
+ * (replay_rank_wait_stalled, with the stalls of hs when it is known), learned from rp's
+ * compared iterations (rank 0's window), in *wait_ns. Returns 0, or -1 out of memory. */
 static int
-rank_wait(const replay *rp, dfg *g, int32_t n_to, int64_t *wait_ns)
+rank_wait(const replay *rp, dfg *g, int32_t n_to, const hostshare *hs, int64_t *wait_ns)
 {
     const int32_t *b;
     int32_t nb = dfg_iterations(&rp->graph, 0, &b);
@@ -379,8 +379,10 @@ rank_wait(const replay *rp, dfg *g, int32_t n_to, int64_t *wait_ns)
     *wait_ns = 0;
     if (rp->iter_first >= 0 && rp->iter_last >= rp->iter_first && rp->iter_last + 1 < nb &&
         b[rp->iter_first] >= 0 && b[rp->iter_last + 1] >= 0)
-        w = replay_rank_wait(g, rp->job.n_ranks, n_to, dfg_mend(&rp->graph, b[rp->iter_first]),
-                             dfg_mend(&rp->graph, b[rp->iter_last + 1]));
+        w = replay_rank_wait_stalled(g, rp->job.n_ranks, n_to,
+                                     dfg_mend(&rp->graph, b[rp->iter_first]),
+                                     dfg_mend(&rp->graph, b[rp->iter_last + 1]),
+                                     hs->known ? hs->stall_p : 0, hs->known ? hs->stall_ns : 0);
     if (w > 0)
         *wait_ns = w;
     return w == -2 ? -1 : 0;
@@ -418,9 +420,9 @@ what_if(replay *rp, const args *a, replay_summary *ws, hostshare *hs, int64_t *w
         replay_scale_ranks(&rp->model, &copy, rp->job.n_ranks, a->ranks_to) < 0)
         rc = -4;
     if (rc == 0 && a->ranks_to > 0)
-        rc = rank_wait(rp, &copy, a->ranks_to, wait_ns);
-    if (rc == 0 && a->ranks_to > 0)
         rc = host_share(rp, a, hs, &copy);
+    if (rc == 0 && a->ranks_to > 0)
+        rc = rank_wait(rp, &copy, a->ranks_to, hs, wait_ns);
     if (rc == 0 &&
         (replay_predict(rp, &copy, &wres) < 0 || replay_summarize(rp, &copy, &wres, ws) != 0))
         job_warn(&rp->job, "the what-if simulation does not cover the compared iterations");
@@ -532,7 +534,7 @@ print_text(const report *rep)
         }
         if (a->ranks_to > 0)
             printf("  waits at %d ranks: each collective +%.1f us (the latest of %d jittering "
-                   "arrivals, learned from the trace's)\n",
+                   "and stalled arrivals, learned from the trace's)\n",
                    a->ranks_to, (double)rep->rank_wait_ns / 1e3, a->ranks_to);
     }
     if (rep->have_perturb) {

@@ -14,7 +14,7 @@
  *        [--missing R] [--job-id ID] [--world W] [--no-markers] [--prefix P]
  *        [--spelling SUFFIX] [--device-collectives] [--extreme R:nelems|R:time]
  *        [--pause IT:SECONDS] [--stall R:IT:SECONDS] [--cpu CPUS:DEMAND[:HOSTS]]
- *        [--samples TEXT]
+ *        [--samples TEXT] [--host-stalls SECONDS]
  *
  * --spelling writes the CUDA runtime calls with a suffix, as the collector records the
  * per-thread default stream entry points (cudaEventRecord_ptsz, ...): the same job under
@@ -31,6 +31,8 @@
  * samples with TEXT (a malformed one, for the reader's error). --stall makes rank R's
  * first kernel of iteration IT start SECONDS later than its stream and launch allow (the
  * device held by something the trace does not show; the kernels after it queue behind it).
+ * --host-stalls makes every rank's host thread lose its core for SECONDS once an
+ * iteration, before a launch whose place moves from iteration to iteration.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -67,6 +69,7 @@ typedef struct gen {
     const char *samples;        /* --samples: rank 0's cpu_samples text as given */
     int stall_rank, stall_iter; /* --stall: the rank and iteration (-1 none) */
     int64_t stall_ns;
+    int64_t host_stall_ns; /* --host-stalls: each rank's host thread's lost timeslice */
 } gen;
 
 typedef struct evbuf {
@@ -139,7 +142,8 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
         {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'},    {"no-markers", 0, 0, 'n'},
         {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {"device-collectives", 0, 0, 'D'},
         {"extreme", 1, 0, 'x'}, {"pause", 1, 0, 'z'},    {"cpu", 1, 0, 'C'},
-        {"samples", 1, 0, 'Q'}, {"stall", 1, 0, 'T'},    {0, 0, 0, 0},
+        {"samples", 1, 0, 'Q'}, {"stall", 1, 0, 'T'},    {"host-stalls", 1, 0, 'H'},
+        {0, 0, 0, 0},
     };
     int rc = 0, c;
     while (rc == 0 && (c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -221,6 +225,11 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
                 rc = 2;
             g->stall_ns = (int64_t)(v * 1e9);
             break;
+        case 'H':
+            if (sscanf(optarg, "%lf", &v) != 1 || !(v >= 0))
+                rc = 2;
+            g->host_stall_ns = (int64_t)(v * 1e9);
+            break;
         default:
             rc = 2;
         }
@@ -247,6 +256,8 @@ launch_rank(job *j, int r)
     int b = 0;
     for (int k = 0; k < g->ops; k++) {
         t += gap_ns;
+        if (k == (j->iter * 7 + r * 3) % g->ops)
+            t += g->host_stall_ns;
         dpro_event a = {0};
         a.kind = DPRO_KIND_API;
         a.subkind = DPRO_API_RUNTIME;

@@ -10,6 +10,10 @@ CPUs") on synthetic traces whose CPU samples are known (gen_traces --cpu CPUS:DE
     --what-if-ranks-per-host): x 1 whatever the demand; one rank per host traced (2 hosts
     of 1 CPU), 2 per host: x 1.62;
   - what it does to the prediction: the iteration with x 2.0 is longer than without;
+  - the stalls at N: the timeslice learned from a trace whose host threads lose 2 ms once
+    an iteration (gen_traces --host-stalls), else 1.5 ms on 2 CPUs; the share of stalled
+    arrivals and the longest stall from the loads; the wait at collectives longer with
+    the 4 ranks on one host than in the traced layout;
   - an old trace (no host_cpus, cpu_samples): no model, said once, the prediction the
     traced layout's; malformed samples: exit 1 naming the file and the sample;
     --what-if-ranks-per-host without --what-if-ranks or above N: exit 2;
@@ -95,6 +99,41 @@ def test_factor(tmp):
                       w["predicted_median_iter_us"], base["predicted_median_iter_us"]))
 
 
+def want_stalls(hs):
+    """docs/models.md's stalls at N from the loads and the timeslice: a share 1 - L'/L of
+    the arrivals waits, uniformly up to (L - L') slices (L' the traced load, 1 below)."""
+    to, tr = max(1.0, hs["load"]), max(1.0, hs["load_traced"])
+    return (1 - tr / to, (to - tr) * hs["timeslice_us"]) if to > tr else (0.0, 0.0)
+
+
+def test_stalls(tmp):
+    d = os.path.join(tmp, "s")
+    # the timeslice: 2 ms lost once an iteration, at a place that moves (--host-stalls), is
+    # learned from the trace; without stalls the default of 2 CPUs, 0.75 ms x 2
+    for stalls, slice_us, learned in [("0.002", 2000.0, True), (None, 1500.0, False)]:
+        gen(d, "--cpu", "2:0.2:1", "--iters", "14", *(["--host-stalls", stalls] if stalls else []))
+        w = scale_of(d, 4, 4)
+        hs = w.get("host_share", {})
+        print("--host-stalls %s: %s, rank_wait_us %s" % (stalls, json.dumps(hs),
+                                                          w.get("rank_wait_us")))
+        check(hs.get("timeslice_learned") is learned and
+              abs(hs.get("timeslice_us", 0) - slice_us) < 1e-3 * slice_us and
+              (hs.get("traced_stalls", 0) >= 8) == learned,
+              "timeslice %s us (learned %s), want %.0f (%s)" % (
+                  hs.get("timeslice_us"), hs.get("timeslice_learned"), slice_us, learned))
+        p, top = want_stalls(hs) if hs.get("known") else (None, None)
+        check(p is not None and p > 0 and abs(hs.get("stall_share", -1) - p) < 1e-9 and
+              abs(hs.get("stall_max_us", -1) - top) < 1e-6 * top,
+              "stalls %s of arrivals up to %s us, want %s, %s" % (
+                  hs.get("stall_share"), hs.get("stall_max_us"), p, top))
+        # the traced layout has no stalls; the 4 on one host wait longer at collectives
+        base = scale_of(d, 4)
+        check(base.get("host_share", {}).get("stall_share") == 0 and
+              w.get("rank_wait_us", 0) > base.get("rank_wait_us", 0),
+              "waits with stalls %s us, without %s us" % (
+                  w.get("rank_wait_us"), base.get("rank_wait_us")))
+
+
 def test_old_and_bad(tmp):
     d = os.path.join(tmp, "old")
     gen(d)
@@ -153,6 +192,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="hostshare-")
     try:
         test_factor(tmp)
+        test_stalls(tmp)
         test_old_and_bad(tmp)
         test_collector(tmp)
     finally:

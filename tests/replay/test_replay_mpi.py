@@ -12,7 +12,8 @@ replayed by
 `mpirun --oversubscribe -n P dpro-replay --mpi DIR --json` with P = 2 and 3 (and 4: shares
 of 2, 1, 2, 1 ranks on 6, and more processes than the 3 ranks of no-markers: one reads
 nothing), folded (the default) and --no-fold (and a window, -n 2, on the 16 jittering
-ranks), and the JSON must be the single-process dpro-replay's byte for byte (and,
+ranks; and `--what-if-ranks 8`, with `--what-if-ranks-per-host 8` on a trace with CPU
+samples and host stalls: the host-share model, its stalls and the wait at 8 ranks), and the JSON must be the single-process dpro-replay's byte for byte (and,
 to say where it differs, field by field). Process 0 logs what it received of the others'
 reads: the events under half their 160 loaded bytes (they travel compact) and, folded,
 the signatures' rows under their 24 bytes held. Each run must also have been distributed:
@@ -335,6 +336,16 @@ def main():
             for n in procs:
                 compare(name, d, n, [])
                 compare(name, d, n, ["--no-fold"])
+        # --what-if-ranks with the host-share model and its stalls (4 ranks whose host
+        # threads lose 1 ms once an iteration, 8 on the one host): process 0 holds every
+        # rank's graph and trace, so the what-if is the single process's
+        d = os.path.join(tmp, "ranks")
+        subprocess.run([GEN, d, "--ranks", "4", "--iters", "14", "--cpu", "2:0.2:1",
+                        "--host-stalls", "0.001", "--skew", "1:200"], check=True,
+                       stdout=subprocess.DEVNULL)
+        for n in (2, 3):
+            compare("ranks", d, n, ["--what-if-ranks", "8", "--what-if-ranks-per-host", "8"])
+        compare("ranks", d, 2, ["--what-if-ranks", "8", "--no-fold"])
         failures(tmp)
         d = os.path.join(tmp, "jitter")
         subprocess.run([BENCH_SCALE, "gen", d, "16", "2000", "8"], check=True,

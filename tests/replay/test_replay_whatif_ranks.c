@@ -19,6 +19,7 @@
 #include "replay/costmodel.h"
 #include "replay/ncclname.h"
 #include "replay/dfg.h"
+#include "replay/hostshare.h"
 #include "replay/replay.h"
 #include "replay/sim.h"
 #include "tests/replay/synth.h"
@@ -354,12 +355,108 @@ test_rank_wait(void)
     dfg_free(&g);
 }
 
+/* The expected latest of k stalls, each 0 with probability 1 - p and else uniform on
+ * (0, a]: the integral of 1 - (1 - p + p y / a)^k over (0, a). */
+static double
+max_stall(int k, double p, double a)
+{
+    return a - a * (1 - pow(1 - p, k + 1)) / (p * (k + 1));
+}
+
+static void
+test_rank_wait_stalled(void)
+{
+    synth_params p;
+    synth_defaults(&p);
+    p.ranks = 2;
+    costmodel m;
+    fit_2_ranks(&m, (double)p.coll_alpha_ns, p.coll_beta_bpns);
+    dfg g;
+    REQUIRE(synth_dfg(&p, &g) == 0);
+    CHECK_EQ(replay_scale_ranks(&m, &g, 2, 4), g.n_groups);
+    /* no jitter traced: the wait is the stalls' alone, the latest of 4 (the traced 2 had
+     * none); without stalls nothing */
+    set_arrivals(&g, 300000, 0);
+    CHECK_EQ(replay_rank_wait(&g, 2, 4, INT64_MIN, INT64_MAX), 0);
+    int64_t w = replay_rank_wait_stalled(&g, 2, 4, INT64_MIN, INT64_MAX, 1, 1e6);
+    CHECK(llabs(w - 800000) < 300); /* 4/5 of 1 ms */
+    CHECK_EQ(g.grp_wait_ns, w);
+    w = replay_rank_wait_stalled(&g, 2, 4, INT64_MIN, INT64_MAX, 0.375, 6e5);
+    CHECK(fabs((double)w - max_stall(4, 0.375, 6e5)) < 300);
+    CHECK_EQ(replay_rank_wait_stalled(&g, 2, 4, INT64_MIN, INT64_MAX, 0, 6e5), 0);
+    /* traced jitter +-40 us and stalls: the latest of 4 sums is at least the latest of
+     * their stalls (less the latest of the traced 2, 20 us) and at most the latest
+     * jitter plus the latest stall */
+    set_arrivals(&g, 300000, 80000);
+    int64_t jit = replay_rank_wait(&g, 2, 4, INT64_MIN, INT64_MAX);
+    w = replay_rank_wait_stalled(&g, 2, 4, INT64_MIN, INT64_MAX, 0.375, 6e5);
+    printf("waits at 4: jitter %lld ns, stalls %.0f ns, both %lld ns\n", (long long)jit,
+           max_stall(4, 0.375, 6e5), (long long)w);
+    CHECK(w > jit && (double)w > max_stall(4, 0.375, 6e5) - 20000 - 300 &&
+          (double)w < (double)jit + max_stall(4, 0.375, 6e5) + 300);
+    /* bad stalls */
+    CHECK_EQ(replay_rank_wait_stalled(&g, 2, 4, INT64_MIN, INT64_MAX, 1.5, 6e5), -1);
+    CHECK_EQ(replay_rank_wait_stalled(&g, 2, 4, INT64_MIN, INT64_MAX, 0.5, -1), -1);
+    dfg_free(&g);
+}
+
+/* A host of cores CPUs with 2 traced ranks of demand d busy a share b of their window. */
+static void
+two_ranks(hostshare *hs, double cores, double d, double b, double *arrays)
+{
+    static int32_t host[2];
+    memset(hs, 0, sizeof *hs);
+    hs->known = 1;
+    hs->n_ranks = 2;
+    hs->n_hosts = 1;
+    hs->per_host_traced = 2;
+    hs->demand = arrays;
+    hs->cores = arrays + 2;
+    hs->busy = arrays + 4;
+    hs->factor = arrays + 6;
+    hs->host = host;
+    hs->slice_ns = 1.5e6;
+    for (int r = 0; r < 2; r++) {
+        host[r] = 0;
+        hs->demand[r] = d;
+        hs->cores[r] = cores;
+        hs->busy[r] = b;
+        hs->factor[r] = 1;
+    }
+    hs->load_traced = 2 * d / b / cores;
+}
+
+static void
+test_hostshare_stalls(void)
+{
+    hostshare hs;
+    double a[8];
+    /* burst 0.8 a rank: load 0.8 traced on 2 cores, 1.6 with 4: a thread stalled at
+     * 1 - 1/1.6 of the moments, for up to 0.6 slices */
+    two_ranks(&hs, 2, 0.6, 0.75, a);
+    CHECK_EQ(hostshare_at(&hs, 4, 4), 0);
+    CHECK(fabs(hs.load_to - 1.6) < 1e-9 && fabs(hs.factor_max - 1.6) < 1e-9);
+    CHECK(fabs(hs.stall_p - 0.375) < 1e-9 && fabs(hs.stall_ns - 0.6 * 1.5e6) < 1e-3);
+    /* on 1 core: 1.6 traced (its stalls in the trace), 3.2 at 4: the rest */
+    two_ranks(&hs, 1, 0.6, 0.75, a);
+    CHECK_EQ(hostshare_at(&hs, 4, 4), 0);
+    CHECK(fabs(hs.stall_p - 0.5) < 1e-9 && fabs(hs.stall_ns - 1.6 * 1.5e6) < 1e-3);
+    /* the traced layout, or a load under 1: no stalls */
+    CHECK_EQ(hostshare_at(&hs, 0, 4), 0);
+    CHECK(hs.stall_p == 0 && hs.stall_ns == 0);
+    two_ranks(&hs, 2, 0.2, 0.75, a);
+    CHECK_EQ(hostshare_at(&hs, 4, 4), 0);
+    CHECK(hs.stall_p == 0 && hs.stall_ns == 0);
+}
+
 int
 main(void)
 {
     test_slow_rank();
     test_scale_ranks();
     test_rank_wait();
+    test_rank_wait_stalled();
+    test_hostshare_stalls();
     test_extrapolate_regimes();
     test_named_algorithms();
     return tests_done();
