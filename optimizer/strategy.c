@@ -172,10 +172,12 @@ zero_host(dfg *g, int32_t h)
     }
 }
 
-/* Returns 0, or -1 when out of memory (dfg_set_dur), as the other apply_ that set
- * durations. */
+/* Each forward and backward kernel at 1/k of the batch: f + max((t - f) / k, its weight
+ * floor) (strategy.h). Returns 0, or -1 when out of memory (dfg_set_dur), as the other
+ * apply_ that set durations. */
 static int
-apply_accumulation(dfg *g, const uint8_t *phase, const workload_fusion *fu, int32_t k)
+apply_accumulation(dfg *g, const uint8_t *phase, const workload_fusion *fu,
+                   const int32_t *weight_ns, int32_t k)
 {
     int rc = 0;
     double c0 = fu->kernel_fixed_ns;
@@ -184,7 +186,8 @@ apply_accumulation(dfg *g, const uint8_t *phase, const workload_fusion *fu, int3
             continue;
         double t = (double)dfg_dur(g, d);
         double f = t < c0 ? t : c0;
-        rc |= dfg_set_dur(g, d, (int64_t)llround(f + (t - f) / k));
+        double v = (t - f) / k, floor_ns = weight_ns ? (double)weight_ns[d] : 0;
+        rc |= dfg_set_dur(g, d, (int64_t)llround(f + (v > floor_ns ? v : floor_ns)));
     }
     return rc;
 }
@@ -377,7 +380,7 @@ strategy_apply(workload *w, const strategy_plan *p)
     w->g = p->cuda_graph && w->capture.g ? w->capture.g : w->work;
     int rc = workload_reset(w);
     if (rc == 0 && p->accum_k > 1)
-        rc = apply_accumulation(w->g, w->phase, &w->fusion, p->accum_k);
+        rc = apply_accumulation(w->g, w->phase, &w->fusion, w->layers.weight_ns, p->accum_k);
     if (rc == 0 && p->fuse && w->fusion.n_chains > 0)
         rc = apply_fusion(w->g, &w->fusion, w->opt.fusion_fixed);
     if (rc == 0 && strategy_n_recomputed(p) > 0 && w->layers.n_sites > 0)

@@ -422,7 +422,8 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         w->fusion.chains_by_hinge += ok && !w->opt.fusion_fixed;
     }
     if (workload_find_units(w, ri) != 0 || workload_find_layers(w, ri, mem_rank) != 0 ||
-        workload_find_gradients(w) != 0 || workload_find_params(w, ri) != 0 ||
+        workload_find_gradients(w) != 0 || workload_find_weight_floors(w) != 0 ||
+        workload_find_params(w, ri) != 0 ||
         workload_idle_wake_latency(w) != 0 || workload_find_fsdp(w, ri) != 0)
         goto out;
     int64_t kernels = 0, from_graphs = 0;
@@ -589,6 +590,7 @@ workload_free(workload *w)
     free(w->layers.site_off);
     free(w->layers.site_fwd);
     free(w->layers.layer_nfwd);
+    free(w->layers.weight_ns);
     free(w->buckets.layer_grad);
     free(w->buckets.unit_lo);
     free(w->buckets.param_bytes);
