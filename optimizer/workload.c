@@ -423,8 +423,8 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
     }
     if (workload_find_units(w, ri) != 0 || workload_find_layers(w, ri, mem_rank) != 0 ||
         workload_find_gradients(w) != 0 || workload_find_weight_floors(w) != 0 ||
-        workload_find_params(w, ri) != 0 ||
-        workload_idle_wake_latency(w) != 0 || workload_find_fsdp(w, ri) != 0)
+        workload_find_params(w, ri) != 0 || workload_idle_wake_latency(w) != 0 ||
+        workload_find_fsdp(w, ri) != 0)
         goto out;
     int64_t kernels = 0, from_graphs = 0;
     for (int32_t d = 0; d < g->n_nodes; d++) {

@@ -106,7 +106,9 @@ workload_find_weight_floors(workload *w)
     if (L <= 0 || !bu->layer_grad) {
         snprintf(w->layers.weight_why, sizeof w->layers.weight_why,
                  "no per-layer parameter bytes (%.120s)",
-                 L <= 0 ? w->layers.why : bu->grad_why[0] ? bu->grad_why : bu->why);
+                 L <= 0            ? w->layers.why
+                 : bu->grad_why[0] ? bu->grad_why
+                                   : bu->why);
         return 0;
     }
     for (int32_t l = 0; l < L; l++)
@@ -126,8 +128,8 @@ workload_find_weight_floors(workload *w)
     for (int32_t d = 0; d < g->n_nodes; d++)
         if (alive(g, d) && g->kind[d] == DFG_KERNEL && w->layer[d] >= 0 && w->layer[d] < L &&
             (w->phase[d] == WL_FORWARD || w->phase[d] == WL_BACKWARD))
-            fk[n++] = (floor_kernel){dfg_rank(g, d), w->iter[d], w->layer[d], w->phase[d], d,
-                                     var_part(g, d, c0)};
+            fk[n++] = (floor_kernel){dfg_rank(g, d), w->iter[d], w->layer[d],
+                                     w->phase[d],    d,          var_part(g, d, c0)};
     qsort(fk, (size_t)n, sizeof *fk, cmp_floor_kernel);
     for (int32_t a = 0, b; a < n; a = b) {
         for (b = a + 1; b < n && fk[b].rank == fk[a].rank && fk[b].iter == fk[a].iter &&
