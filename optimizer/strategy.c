@@ -172,8 +172,8 @@ zero_host(dfg *g, int32_t h)
     }
 }
 
-/* Each forward and backward kernel at 1/k of the batch: f + max((t - f) / k, its weight
- * floor) (strategy.h). Returns 0, or -1 when out of memory (dfg_set_dur), as the other
+/* Each forward and backward kernel at 1/k of the batch: f + w + (t - f - w) / k, w its
+ * weight floor (strategy.h). Returns 0, or -1 when out of memory (dfg_set_dur), as the other
  * apply_ that set durations. */
 static int
 apply_accumulation(dfg *g, const uint8_t *phase, const workload_fusion *fu,
@@ -186,8 +186,8 @@ apply_accumulation(dfg *g, const uint8_t *phase, const workload_fusion *fu,
             continue;
         double t = (double)dfg_dur(g, d);
         double f = t < c0 ? t : c0;
-        double v = (t - f) / k, floor_ns = weight_ns ? (double)weight_ns[d] : 0;
-        rc |= dfg_set_dur(g, d, (int64_t)llround(f + (v > floor_ns ? v : floor_ns)));
+        double w = weight_ns ? (double)weight_ns[d] : 0;
+        rc |= dfg_set_dur(g, d, (int64_t)llround(f + w + (t - f - w) / k));
     }
     return rc;
 }

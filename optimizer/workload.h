@@ -246,7 +246,7 @@ typedef struct workload_layers {
      * optimizer's kernels over the parameters (3 passes and 2 per copy of the optimizer
      * state the memory estimate shows); weight_ns[d] the part of forward or backward kernel
      * d's variable time (its duration less min(t, c0)) that reads its layer's weights and
-     * does not shrink with the batch: a layer's forward reads them once, its backward
+     * does not shrink with the batch (strategy.h: accumulation): a layer's forward reads them once, its backward
      * twice, each pass (layer_grad / weight_bw) carried by one of its kernels, longest
      * first, at most that kernel's variable time; none for a layer whose longest kernel
      * took less than a pass. NULL (and weight_why set) when the trace lacks what it needs */
