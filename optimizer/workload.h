@@ -241,15 +241,16 @@ typedef struct workload_layers {
     int32_t *layer_nfwd;          /* per layer: its forward kernels in the reference iteration */
     int have_memory;
     memest mem; /* of the rank with the largest measured peak */
-    /* weight floors (strategy.h: accumulation; workload_floor.c), with the layers and their
-     * gradient bytes (buckets.layer_grad): weight_bw is the bandwidth, bytes/ns, of the
-     * optimizer's kernels over the parameters (3 passes and 2 per copy of the optimizer
-     * state the memory estimate shows); weight_ns[d] the part of forward or backward kernel
-     * d's variable time (its duration less min(t, c0)) that reads its layer's weights and
-     * does not shrink with the batch (strategy.h: accumulation): a layer's forward reads them once, its backward
-     * twice, each pass (layer_grad / weight_bw) carried by one of its kernels, longest
-     * first, at most that kernel's variable time; none for a layer whose longest kernel
-     * took less than a pass. NULL (and weight_why set) when the trace lacks what it needs */
+    /* weight floors (strategy.h: accumulation; workload_floor.c), with the layers and
+     * their gradient bytes (buckets.layer_grad): weight_bw is the bandwidth, bytes/ns, of
+     * the optimizer's kernels over the parameters (3 passes, and 2 per copy of optimizer
+     * state: the memory estimate's copies when it shows 1 to 4, else Adam's 2);
+     * weight_ns[d] the part of forward or backward kernel d's variable time (its duration
+     * less min(t, c0)) that reads its layer's weights and does not shrink with the batch:
+     * a layer's forward reads them once, its backward twice, each pass (layer_grad /
+     * weight_bw) carried by one of its kernels, longest first, at most that kernel's
+     * variable time; 0 for a layer whose longest kernel took less than a pass. NULL (and
+     * weight_why set) when the trace lacks what it needs */
     double weight_bw;
     int32_t *weight_ns;
     char weight_why[160];
