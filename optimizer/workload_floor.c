@@ -66,12 +66,10 @@ optimizer_bandwidth(workload *w, int64_t params)
     if (copies < 1 || copies > 4)
         copies = WORKLOAD_OPT_STATE_COPIES; /* the state was allocated before the trace's
                                                first iteration (static) or is not seen */
-    if (var <= 0 || n_iter <= 0) {
+    if (var <= 0 || n_iter <= 0)
         snprintf(w->layers.weight_why, sizeof w->layers.weight_why,
                  "no optimizer kernels in the compared iterations");
-        return 0;
-    }
-    return (3 + 2 * copies) * (double)params / (var / (double)n_iter);
+    return var > 0 && n_iter > 0 ? (3 + 2 * copies) * (double)params / (var / (double)n_iter) : 0;
 }
 
 /* Fills weight_ns for the kernels of one group fk[0 .. n-1] (longest first): the layer's
@@ -83,9 +81,8 @@ optimizer_bandwidth(workload *w, int64_t params)
 static void
 floor_group(workload *w, const floor_kernel *fk, int32_t n, double pass_ns)
 {
-    double left = (fk[0].phase == WL_BACKWARD ? 2 : 1) * pass_ns;
-    if (n <= 0 || fk[0].var_ns < pass_ns)
-        return;
+    double left =
+        n > 0 && fk[0].var_ns >= pass_ns ? (fk[0].phase == WL_BACKWARD ? 2 : 1) * pass_ns : 0;
     for (int32_t i = 0; i < n && left > 0; i++) {
         double m = fk[i].var_ns < pass_ns ? fk[i].var_ns : pass_ns;
         m = m < left ? m : left;
@@ -103,21 +100,20 @@ workload_find_weight_floors(workload *w)
     int rc = 0;
     floor_kernel *fk = NULL;
     int64_t params = 0;
-    if (L <= 0 || !bu->layer_grad) {
+    double bw = 0, c0 = w->fusion.kernel_fixed_ns;
+    int32_t n = 0;
+    if (L <= 0 || !bu->layer_grad)
         snprintf(w->layers.weight_why, sizeof w->layers.weight_why,
                  "no per-layer parameter bytes (%.120s)",
                  L <= 0            ? w->layers.why
                  : bu->grad_why[0] ? bu->grad_why
                                    : bu->why);
-        return 0;
-    }
-    for (int32_t l = 0; l < L; l++)
+    for (int32_t l = 0; l < L && bu->layer_grad; l++)
         params += bu->layer_grad[l];
-    double bw = optimizer_bandwidth(w, params);
+    if (params > 0)
+        bw = optimizer_bandwidth(w, params);
     if (bw <= 0)
-        return 0;
-    double c0 = w->fusion.kernel_fixed_ns;
-    int32_t n = 0;
+        goto out;
     fk = malloc(sizeof *fk * ((size_t)g->n_nodes + 1));
     w->layers.weight_ns = calloc((size_t)g->n_nodes + 1, sizeof *w->layers.weight_ns);
     if (!fk || !w->layers.weight_ns) {
