@@ -44,6 +44,7 @@ typedef struct framework_profile {
     unsigned families;            /* strategy families it can express (enum strategy_family) */
     int can_capture;              /* 1: it can capture (a region of) the step in a CUDA graph */
     int capture_scope;            /* what its capture covers (enum workload_capture_scope) */
+    int fusion_scope;             /* what its fuser fuses (enum workload_fusion_scope) */
     const char *cannot;           /* what it cannot express, for the output (NULL: nothing) */
     /* Writes the options that apply plan p into buf (len bytes; empty for the baseline).
      * batch (> 0: the per-rank batch of the profiled run) lets accumulation state the

@@ -128,8 +128,10 @@ torch_advise_as(const framework_profile *fw, const workload *w, const strategy_p
                              "them with torch.cuda.graph); the host calls that launch them and "
                              "the Python between those launches are gone, the collectives, the "
                              "optimizer step and the rest of the loop stay"
-                           : "Inductor fuses the chains of short kernels into one kernel each; "
-                             "the launches it saves are the prediction's");
+                           : "Inductor fuses the forward's and backward's pointwise, "
+                             "normalisation and reduction kernels between the GEMMs (one kernel "
+                             "per reduction); the launches and the Python it saves are the "
+                             "prediction's");
     if (p->cuda_graph && wrap == TORCH_DDP)
         PUT("%swith torch.cuda.graph(g): the whole step (forward, backward with DDP's "
             "all-reduces, optimizer.step()) captured once and replayed each step (PyTorch's "
@@ -319,6 +321,7 @@ const framework_profile framework_torch_ddp = {
     .families = STRATEGY_FUSION | STRATEGY_TENSOR | STRATEGY_MEMORY,
     .can_capture = 1,
     .capture_scope = WL_CAPTURE_STEP, /* torch.cuda.graph of the step, DDP's all-reduces in */
+    .fusion_scope = WL_FUSE_COMPILED, /* torch.compile(model): Inductor */
     .cannot = "a first bucket of another size than the others (bucket_cap_mb caps both) and "
               "torch.compile's mode=reduce-overhead (its graphs leave DDP's all-reduces out: "
               "the capture advised is the whole step's, torch.cuda.graph)",
@@ -335,6 +338,7 @@ const framework_profile framework_torch_fsdp = {
     .families = STRATEGY_FUSION | STRATEGY_MEMORY | STRATEGY_FSDP,
     .can_capture = 0,
     .capture_scope = WL_CAPTURE_COMPUTE,
+    .fusion_scope = WL_FUSE_COMPILED,
     .cannot = "bucket caps (FSDP's all-gathers and reduce-scatters follow its wrapping, "
               "auto_wrap_policy, not a bucket size) and CUDA-graph capture (FSDP issues its "
               "collectives and frees its parameters from hooks between the kernels)",
@@ -351,6 +355,7 @@ const framework_profile framework_torch = {
     .families = STRATEGY_FUSION | STRATEGY_MEMORY,
     .can_capture = 1,
     .capture_scope = WL_CAPTURE_COMPUTE,
+    .fusion_scope = WL_FUSE_COMPILED,
     .cannot = "bucket caps (no DDP in the trace)",
     .format_args = torch_format,
     .parse_args = torch_parse,

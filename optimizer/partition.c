@@ -253,6 +253,22 @@ span_by_gradients(const partition_input *in, layout *L, int32_t n, int32_t u)
     return 1;
 }
 
+/* The index in the span (n kernels, unit u) of the first of u's parameter copies (the
+ * span's last k kernels of the gating kernel's name, u holding k parameters: see
+ * span_by_params), -1 when the span holds fewer or the parameter sizes are unknown. */
+static int32_t
+copies_first(const partition_input *in, const layout *L, int32_t n, int32_t u)
+{
+    const workload_buckets *bu = in->bu;
+    if (!bu->param_bytes || !bu->unit_param_off || n <= 0 || u < 0 || u >= bu->n_units)
+        return -1;
+    int32_t k = bu->unit_param_off[u + 1] - bu->unit_param_off[u];
+    int32_t name = in->g->name[L->span[n - 1]], first = n, found = 0;
+    while (found < k && first > 0)
+        found += in->g->name[L->span[--first]] == name;
+    return k > 0 && found == k ? first : -1;
+}
+
 /* The parameter-copy anchoring of a span of n kernels of unit u (partition.h: bytes):
  * with the parameter sizes (workload.h: param_bytes) DDP copies each parameter's gradient
  * into its bucket as the gradient becomes ready, and the gating kernel (the span's last)
@@ -265,19 +281,14 @@ span_by_gradients(const partition_input *in, layout *L, int32_t n, int32_t u)
 static int
 span_by_params(const partition_input *in, layout *L, int32_t n, int32_t u)
 {
-    const workload_buckets *bu = in->bu;
-    if (!bu->param_bytes || !bu->unit_param_off || n <= 0 || u < 0 || u >= bu->n_units)
+    int32_t first = copies_first(in, L, n, u);
+    if (first < 0)
         return 0;
-    int32_t lo = bu->unit_param_off[u], k = bu->unit_param_off[u + 1] - lo;
-    int32_t name = in->g->name[L->span[n - 1]], first = n, found = 0;
-    while (found < k && first > 0)
-        found += in->g->name[L->span[--first]] == name;
-    if (k <= 0 || found < k)
-        return 0;
+    int32_t lo = in->bu->unit_param_off[u], name = in->g->name[L->span[n - 1]];
     double c = 0;
     for (int32_t i = 0, j = lo; i < n; i++) {
         if (i >= first && in->g->name[L->span[i]] == name)
-            c += (double)bu->param_bytes[j++];
+            c += (double)in->bu->param_bytes[j++];
         L->cum[i] = c;
     }
     return 1;
@@ -462,6 +473,26 @@ partition_units_by_copies(const partition_input *in)
     }
     layout_free(&L);
     return n;
+}
+
+int
+partition_mark_copies(const partition_input *in, uint8_t *mark)
+{
+    layout L;
+    if (layout_build(in, &L) != 0)
+        return -1;
+    for (int32_t r = 0; r < in->g->n_ranks; r++)
+        for (int32_t it = 0; it < L.n_it; it++)
+            for (int32_t u = 0; u < L.n_units; u++) {
+                int32_t c = participant(&L, r, it, u);
+                int32_t n = c >= 0 ? span_of(in, &L, c, u, NULL) : 0;
+                int32_t first = copies_first(in, &L, n, u);
+                for (int32_t i = first; first >= 0 && i < n; i++)
+                    if (in->g->name[L.span[i]] == in->g->name[L.span[n - 1]])
+                        mark[L.span[i]] = WL_MICRO_SYNC_ONLY;
+            }
+    layout_free(&L);
+    return 0;
 }
 
 int32_t

@@ -120,6 +120,13 @@ int32_t partition_bucket_bytes(const partition_input *in, const strategy_plan *p
  * memory. */
 int32_t partition_units_by_copies(const partition_input *in);
 
+/* Sets mark[k] (per node of in->g) to WL_MICRO_SYNC_ONLY (workload.h) for every kernel that is
+ * DDP's copy of a parameter's gradient into its bucket (see bytes above: the last k kernels of the
+ * gating kernel's name in a unit's span holding k parameters), on every rank and
+ * iteration whose span shows them; the other entries are left as they are. Nothing is
+ * marked without the parameter sizes. Returns 0, or -1 when out of memory. */
+int partition_mark_copies(const partition_input *in, uint8_t *mark);
+
 /* Builds into out (uninitialised on entry) a copy of in->g with p's buckets (see above).
  * in->g must hold the plan's other strategies (strategy_apply) and p must split
  * (partition_splits). *n_buckets (may be NULL) receives the buckets per iteration.

@@ -172,15 +172,23 @@ zero_host(dfg *g, int32_t h)
     }
 }
 
-/* Each forward and backward kernel at 1/k of the batch: f + w + (t - f - w) / k, w its
- * weight floor (strategy.h). Returns 0, or -1 when out of memory (dfg_set_dur), as the other
- * apply_ that set durations. */
+/* The forward and backward kernels of a micro-batch of 1/k of the batch (docs/models.md:
+ * accumulation): f + w + (t - f - w) / k, w the kernel's weight floor (weight_ns NULL:
+ * none), and the host making the batch (workload.h: WL_MICRO_INPUT, micro NULL: none
+ * known): the input copy's call and the gap before it take 1/k, once per call. Returns
+ * 0, or -1 when out of memory (dfg_set_dur), as the other apply_ that set durations. */
 static int
-apply_accumulation(dfg *g, const uint8_t *phase, const workload_fusion *fu,
+apply_accumulation(dfg *g, const uint8_t *phase, const uint8_t *micro, const workload_fusion *fu,
                    const int32_t *weight_ns, int32_t k)
 {
     int rc = 0;
     double c0 = fu->kernel_fixed_ns;
+    for (int32_t d = 0; micro && d < g->n_nodes; d++) {
+        int32_t h = g->launch[d];
+        if (micro[d] != WL_MICRO_INPUT || h < 0 || g->launched[dfg_launched_first(g, h)] != d)
+            continue;
+        rc |= dfg_set_dur(g, h, dfg_dur(g, h) / k) | dfg_set_gap(g, h, dfg_gap(g, h) / k);
+    }
     for (int32_t d = 0; d < g->n_nodes; d++) {
         if (g->kind[d] != DFG_KERNEL || (phase[d] != WL_FORWARD && phase[d] != WL_BACKWARD))
             continue;
@@ -220,6 +228,19 @@ hinge_fused(const dfg *g, const workload_fusion *fu, int32_t c)
     return t > longest ? t : longest;
 }
 
+/* A compiler's fused kernel of chain c (WL_FUSE_COMPILED, strategy.h): one fixed cost c0
+ * and the largest variable part t_i - min(t_i, c0) of the chain's ops. */
+static double
+compiled_fused(const dfg *g, const workload_fusion *fu, int32_t c)
+{
+    double c0 = fu->kernel_fixed_ns, var = 0;
+    for (int32_t i = fu->chain_off[c]; i < fu->chain_off[c + 1]; i++) {
+        double t = (double)dfg_dur(g, fu->chain_node[i]);
+        var = t - (t < c0 ? t : c0) > var ? t - (t < c0 ? t : c0) : var;
+    }
+    return c0 + var;
+}
+
 static int
 apply_fusion(dfg *g, const workload_fusion *fu, int fixed_only)
 {
@@ -228,7 +249,9 @@ apply_fusion(dfg *g, const workload_fusion *fu, int fixed_only)
     for (int32_t c = 0; c < fu->n_chains; c++) {
         int32_t a = fu->chain_off[c], b = fu->chain_off[c + 1];
         int32_t first = fu->chain_node[a];
-        double by_hinge = fixed_only ? -1 : hinge_fused(g, fu, c);
+        double by_hinge = fu->compiled ? compiled_fused(g, fu, c)
+                          : fixed_only ? -1
+                                       : hinge_fused(g, fu, c);
         double fused = (double)dfg_dur(g, first);
         for (int32_t i = a + 1; i < b; i++) {
             int32_t m = fu->chain_node[i];
@@ -345,6 +368,9 @@ apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const 
         else if (scope == WL_CAPTURE_STEP && ca->idle_wake_dur[h] >= 0)
             rc |= dfg_set_dur(g, h, ca->idle_wake_dur[h]);
     }
+    /* the graph launch: its call stays, the eager step's CPU time before it goes */
+    for (int32_t i = 0; i < ca->n_graph_launch; i++)
+        g->gap[ca->graph_launch[i]] = 0;
     /* Wake-ups (DFG_F_WAKEUP: the gap is the wake-up latency after the waker, a call of
      * another thread). In the captured step no thread hands work to another: the graph
      * launch replays the backward thread's work on the device. A wake-up whose waker is
@@ -380,7 +406,8 @@ strategy_apply(workload *w, const strategy_plan *p)
     w->g = p->cuda_graph && w->capture.g ? w->capture.g : w->work;
     int rc = workload_reset(w);
     if (rc == 0 && p->accum_k > 1)
-        rc = apply_accumulation(w->g, w->phase, &w->fusion, w->layers.weight_ns, p->accum_k);
+        rc = apply_accumulation(w->g, w->phase, w->buckets.micro, &w->fusion, w->layers.weight_ns,
+                                p->accum_k);
     if (rc == 0 && p->fuse && w->fusion.n_chains > 0)
         rc = apply_fusion(w->g, &w->fusion, w->opt.fusion_fixed);
     if (rc == 0 && strategy_n_recomputed(p) > 0 && w->layers.n_sites > 0)
@@ -429,33 +456,55 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
 }
 
 /* Per micro-batch without synchronisation: max(device time of the forward and backward
- * kernels on the compute stream, host time of their launches), mean over the compared
- * iterations of every rank. */
+ * kernels on the compute stream, host time of their launches) per iteration of a rank; the
+ * forward and backward as workload.h: micro says (what only the synchronised micro-batch
+ * runs left out, the next step's forward of an iteration cut between forward and backward
+ * counted). Returns max(mean device time, mean host time) over the compared iterations of
+ * every rank, and into *median each rank's median of the iterations' max(device, host),
+ * averaged over the ranks (as workload_iteration_median_ns: a host stall of a few
+ * iterations moves the mean, not the median step); -1 when out of memory. */
 static double
-micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out)
+micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *median)
 {
     const dfg *g = w->g;
-    double dev = 0, host = 0;
-    int64_t n_iter =
-        (int64_t)(w->iter_last - w->iter_first + 1) * (g->n_ranks > 0 ? g->n_ranks : 1);
-    for (int32_t d = 0; d < g->n_nodes; d++) {
-        if (w->iter[d] < w->iter_first || w->iter[d] > w->iter_last)
+    const uint8_t *micro = w->buckets.micro;
+    int32_t n_it = w->iter_last - w->iter_first + 1, n_r = g->n_ranks > 0 ? g->n_ranks : 1;
+    int64_t n_iter = (int64_t)(n_it > 0 ? n_it : 0) * n_r;
+    int64_t *dev = calloc((size_t)n_iter + 1, sizeof *dev);
+    int64_t *host = calloc((size_t)n_iter + 1, sizeof *host);
+    double mean = -1, ops = 0, dev_sum = 0, host_sum = 0;
+    *median = 0;
+    for (int32_t d = 0; dev && host && d < g->n_nodes; d++) {
+        if (w->iter[d] < w->iter_first || w->iter[d] > w->iter_last || dfg_rank(g, d) >= n_r)
             continue;
-        if (w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD)
+        int role = micro ? micro[d] : WL_MICRO_PHASE;
+        if (role == WL_MICRO_SYNC_ONLY ||
+            (role == WL_MICRO_PHASE && w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
             continue;
-        if (w->on_compute[d])
-            dev += (double)(dfg_dur(g, d) + dfg_gap(g, d));
+        int64_t i = (int64_t)dfg_rank(g, d) * n_it + (w->iter[d] - w->iter_first);
         int32_t h = g->launch[d];
-        if (h >= 0)
-            host += (double)(dfg_dur(g, h) + dfg_gap(g, h));
+        ops++;
+        if (w->on_compute[d])
+            dev[i] += dfg_dur(g, d) + dfg_gap(g, d);
+        if (h >= 0 && !(cuda_graph && w->opt.capture_scope == WL_CAPTURE_STEP))
+            host[i] += dfg_dur(g, h) + dfg_gap(g, h);
     }
-    if (cuda_graph && w->opt.capture_scope == WL_CAPTURE_STEP)
-        host = 0;
-    if (n_iter <= 0)
-        return 0;
-    out->micro_device_ns = dev / (double)n_iter;
-    out->micro_host_ns = host / (double)n_iter;
-    return (dev > host ? dev : host) / (double)n_iter;
+    for (int64_t i = 0; dev && host && i < n_iter; i++) {
+        dev_sum += (double)dev[i];
+        host_sum += (double)host[i];
+        dev[i] = dev[i] > host[i] ? dev[i] : host[i]; /* the micro-batch, in place */
+    }
+    for (int32_t r = 0; dev && host && n_it > 0 && r < n_r; r++)
+        *median += sim_median_i64(dev + (int64_t)r * n_it, n_it) / n_r;
+    if (dev && host) {
+        mean = n_iter > 0 ? (dev_sum > host_sum ? dev_sum : host_sum) / (double)n_iter : 0;
+        out->micro_device_ns = n_iter > 0 ? dev_sum / (double)n_iter : 0;
+        out->micro_host_ns = n_iter > 0 ? host_sum / (double)n_iter : 0;
+        out->micro_launches = n_iter > 0 ? ops / (double)n_iter : 0;
+    }
+    free(dev);
+    free(host);
+    return mean;
 }
 
 /* Contention (workload.h, replay/contention.h): the simulated schedule res of g overlaps
@@ -495,7 +544,7 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
 {
     out->iter_ns = out->median_ns = out->typical_ns = -1;
     out->peak_bytes = -1;
-    out->micro_device_ns = out->micro_host_ns = 0;
+    out->micro_device_ns = out->micro_host_ns = out->micro_launches = 0;
     if (strategy_apply(w, p) != 0)
         return -1;
     if (partition_splits(&w->buckets, p)) {
@@ -521,9 +570,11 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
     if (t < 0 || med < 0)
         return -1;
     if (p->accum_k > 1) {
-        double micro = (double)(p->accum_k - 1) * micro_batch_ns(w, p->cuda_graph, out);
-        t += micro;
-        med += micro;
+        double micro_med, micro = micro_batch_ns(w, p->cuda_graph, out, &micro_med);
+        if (micro < 0)
+            return -1;
+        t += (double)(p->accum_k - 1) * micro;
+        med += (double)(p->accum_k - 1) * micro_med;
     }
     out->iter_ns = t;
     out->median_ns = med;
@@ -657,9 +708,16 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
         int64_t per_iter = w->iter_last >= w->iter_first && w->g->n_ranks > 0
                                ? (w->fusion.chain_kernels - w->fusion.n_chains)
                                : 0;
-        PUT("%sfuse %d chains of short kernels launched back to back (%s) into one kernel "
-            "each: %lld fewer launches in the trace",
-            o ? "; " : "", w->fusion.n_chains, names, (long long)per_iter);
+        if (w->fusion.compiled)
+            PUT("%sfuse the forward's and backward's runs of non-GEMM device ops between "
+                "GEMMs (%d runs), one kernel per reduction (%d fused kernels, led by %s): "
+                "%lld fewer launches in the trace",
+                o ? "; " : "", w->fusion.compiled_runs, w->fusion.n_chains, names,
+                (long long)per_iter);
+        else
+            PUT("%sfuse %d chains of short kernels launched back to back (%s) into one kernel "
+                "each: %lld fewer launches in the trace",
+                o ? "; " : "", w->fusion.n_chains, names, (long long)per_iter);
     }
     if (p->cuda_graph) {
         double calls, host_ns, thread_ns;
@@ -725,8 +783,11 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
             json_int(jw, bytes[b]);
         json_end_array(jw);
     }
-    if (p->fuse) {
+    if (p->fuse)
         json_kv_bool(jw, "fuse_small", 1);
+    /* the kernels of same-name chains, as the trace spells them (a profiler's demangled
+     * names or CUPTI's mangled ones); torch.compile's fused kernels are Inductor's own */
+    if (p->fuse && !w->fusion.compiled) {
         json_key(jw, "fused_kernels");
         json_begin_array(jw);
         int32_t seen[16];

@@ -27,7 +27,11 @@
  *                     fitted hinge (workload.h, workload_hinge h of their name): then
  *                     h(sum threads) x sum(t_i) / sum h(threads_i), at least max t_i;
  *                     the device idle gaps inside the chain
- *                     and the m-1 host launch calls (their cost and gaps) disappear;
+ *                     and the m-1 host launch calls (their cost and gaps) disappear.
+ *                     A chain of WL_FUSE_COMPILED (torch.compile) becomes one kernel of
+ *                     c0 + max_i (t_i - min(t_i, c0)): one fixed cost and the largest
+ *                     variable part of its ops (the fused kernel moves the widest tensor
+ *                     once, the intermediates stay in registers);
  *   CUDA graph        (the limit case of fusion) the region the framework's capture covers
  *                     (workload.h: opt.capture_scope). The whole step: every host call
  *                     that launches the step's
@@ -37,8 +41,10 @@
  *                     calls are not held by the launch queue (one graph launch submits
  *                     the step); a cross-thread wake-up whose waker is such a call has
  *                     no latency (no thread hands work to another in a graph launch);
- *                     blocking calls, copies and the call that opens an iteration (which
- *                     becomes the graph launch) keep their cost, a blocking call with its
+ *                     blocking calls, copies, the call that opens an iteration and, on
+ *                     the main thread, the step's first kernel launch (which stands for
+ *                     the graph launch, cudaGraphLaunch: its duration, not the CPU time
+ *                     before it) keep their cost, a blocking call with its
  *                     thread's idle-host wake-up latency (workload.h: idle_wake_dur) rather
  *                     than the one measured in its iteration. The forward and backward
  *                     compute only: the calls that launch only forward or backward kernels
@@ -173,6 +179,7 @@ typedef struct strategy_eval {
     int32_t n_buckets;  /* buckets per iteration (0: as measured / none) */
     double micro_device_ns, micro_host_ns; /* accumulation: one micro-batch without
                                               synchronisation, device and host time */
+    double micro_launches;                 /* its device operations (kernels, copies, memsets) */
 } strategy_eval;
 
 /* Points w->g at the graph plan p is simulated on (w->capture.g when p captures the step

@@ -22,6 +22,7 @@ workload_default_options(workload_options *o)
     o->no_contention = 1;
     o->recompute_keep = 0.125;
     o->capture_scope = WL_CAPTURE_STEP;
+    o->fusion_scope = WL_FUSE_SAME_NAME;
     o->kernel_samples = NULL;
     o->n_kernel_samples = 0;
 }
@@ -230,8 +231,10 @@ free_node_arrays(workload *w)
     free(w->on_compute);
     free(w->capture.idle_wake_dur);
     free(w->capture.step_call);
+    free(w->capture.graph_launch);
     w->capture.idle_wake_dur = NULL;
     w->capture.step_call = NULL;
+    w->capture.graph_launch = NULL;
     w->base_dur = w->base_gap = w->base_grp_dur = w->typ_dur = w->typ_gap = NULL;
     w->base_lat = w->iter = w->layer = NULL;
     w->phase = w->on_compute = NULL;
@@ -411,6 +414,12 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
     if (shortest > 0 && shortest < w->fusion.kernel_fixed_ns)
         w->fusion.kernel_fixed_ns = shortest;
 
+    if (workload_find_units(w, ri) != 0 || workload_find_layers(w, ri, mem_rank) != 0 ||
+        workload_find_gradients(w) != 0 || workload_find_weight_floors(w) != 0 ||
+        workload_find_params(w, ri) != 0 || workload_idle_wake_latency(w) != 0 ||
+        workload_find_fsdp(w, ri) != 0)
+        goto out;
+    /* after workload_find_params: WL_FUSE_COMPILED leaves DDP's per-parameter work out */
     if (workload_find_chains(w) != 0)
         goto out;
     for (int32_t c = 0; c < w->fusion.n_chains; c++) {
@@ -419,13 +428,8 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         for (int32_t i = a; i < b && ok; i++)
             ok = hi >= 0 && w->fusion.node_hinge[w->fusion.chain_node[i]] == hi &&
                  w->fusion.node_threads[w->fusion.chain_node[i]] > 0;
-        w->fusion.chains_by_hinge += ok && !w->opt.fusion_fixed;
+        w->fusion.chains_by_hinge += ok && !w->opt.fusion_fixed && !w->fusion.compiled;
     }
-    if (workload_find_units(w, ri) != 0 || workload_find_layers(w, ri, mem_rank) != 0 ||
-        workload_find_gradients(w) != 0 || workload_find_weight_floors(w) != 0 ||
-        workload_find_params(w, ri) != 0 || workload_idle_wake_latency(w) != 0 ||
-        workload_find_fsdp(w, ri) != 0)
-        goto out;
     int64_t kernels = 0, from_graphs = 0;
     for (int32_t d = 0; d < g->n_nodes; d++) {
         if (!alive(g, d) || g->kind[d] != DFG_KERNEL || g->launch[d] < 0)
@@ -457,7 +461,7 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         goto out;
     for (int32_t h = 0; h < g->n_nodes; h++)
         w->capture.step_call[h] = (uint8_t)workload_step_call_of(w, h);
-    if (workload_build_capture(w) != 0)
+    if (workload_keep_graph_launch(w) != 0 || workload_build_capture(w) != 0)
         goto out;
     w->base_iter_ns = workload_iteration_ns(w, base);
     rc = 0;
@@ -596,6 +600,7 @@ workload_free(workload *w)
     free(w->buckets.param_bytes);
     free(w->buckets.unit_param_off);
     free(w->buckets.final_wait);
+    free(w->buckets.micro);
     free(w->fsdp.grp_role);
     free(w->fsdp.gather_ops);
     free(w->fsdp.prefetch_ns);

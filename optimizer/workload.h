@@ -11,8 +11,13 @@
  *     autograd engine's device thread in PyTorch). A device op launched by the backward
  *     thread is BACKWARD; one launched by the main thread before the iteration's first
  *     backward launch is FORWARD, after it OPTIMIZER. Collectives are COMM;
- *   - fusion chains: maximal runs of >= 2 consecutive kernels on a stream, each at most
- *     short_kernel_us long, of one name, launched back to back by one host thread;
+ *   - fusion chains: with opt.fusion_scope WL_FUSE_SAME_NAME, maximal runs of >= 2
+ *     consecutive kernels on a stream, each at most short_kernel_us long, of one name,
+ *     launched back to back by one host thread; with WL_FUSE_COMPILED, what torch.compile's
+ *     Inductor fuses (workload_fusion.c, docs/models.md): in each stretch of one thread's
+ *     device ops on the compute stream, between its first and last GEMM, the runs of
+ *     non-GEMM ops between GEMM or attention kernels, DDP's per-parameter work and an
+ *     attention kernel's memsets left out, cut into one chain per reduction;
  *   - bucket units: the gradient all-reduces of an iteration in backward order (the
  *     finest grouping the trace shows); every rank and iteration must show the same
  *     sequence of sizes, else tensor fusion is unavailable (tensor_why says why);
@@ -65,6 +70,27 @@ enum workload_phase {
     WL_COMM = 4,
 };
 
+/* A device op in the micro-batches of gradient accumulation (workload_buckets: micro). */
+enum workload_micro {
+    WL_MICRO_PHASE = 0,     /* as its phase says: forward and backward run in every one */
+    WL_MICRO_SYNC_ONLY = 1, /* only the synchronised micro-batch of a step runs it, the
+                             * others running under DDP's no_sync(): DDP's copies of the
+                             * gradients into the buckets (partition_mark_copies), its
+                             * copies back after the last all-reduce, and the zeroing of
+                             * the gradients before the step (a run of memsets on the main
+                             * thread, nothing else launched between them, whose sizes are
+                             * the parameters') */
+    WL_MICRO_FORWARD = 2,   /* launched by the main thread after the zeroing in its
+                             * iteration where that zeroing comes after the backward (phase
+                             * OPTIMIZER): the iteration is cut between forward and backward,
+                             * and this is the next step's forward (its phase reads OPTIMIZER
+                             * too), which every micro-batch runs */
+    WL_MICRO_INPUT = 3,     /* a WL_MICRO_FORWARD copy launched before that forward's first
+                             * kernel: the batch copied to the device. Its host call and
+                             * the gap before it (the host making or fetching the batch)
+                             * scale with the batch: each of k micro-batches spends 1/k */
+};
+
 /* What a CUDA-graph capture covers (workload_options.capture_scope; the framework's
  * capture decides, framework.h). */
 enum workload_capture_scope {
@@ -77,6 +103,16 @@ enum workload_capture_scope {
                              * forward or backward kernels and nothing else (CUDA graphs of
                              * a compiled forward and backward; the collectives, the
                              * optimizer step and the other calls stay on the host) */
+};
+
+/* Which runs of kernels operator fusion fuses (workload_options.fusion_scope; the
+ * framework's fuser decides, framework.h). */
+enum workload_fusion_scope {
+    WL_FUSE_SAME_NAME = 0, /* runs of >= 2 kernels of one name, each at most
+                            * short_kernel_us, launched back to back (ddp-sim --fuse-small) */
+    WL_FUSE_COMPILED = 1,  /* what torch.compile's Inductor fuses: inside the model's forward
+                            * and backward, the runs of non-GEMM device ops between GEMM and
+                            * attention kernels (workload_find_chains) */
 };
 
 /* One kernel execution of the trace, for the fit of the per-kernel fixed cost. */
@@ -98,6 +134,7 @@ typedef struct workload_options {
                                kernel samples cannot be fitted (workload_fit_fixed_cost) */
     double recompute_keep;  /* share of a recomputed layer's activations kept (0.125) */
     int capture_scope;      /* enum workload_capture_scope (WL_CAPTURE_STEP) */
+    int fusion_scope;       /* enum workload_fusion_scope (WL_FUSE_SAME_NAME) */
     /* kernel executions of the trace with their launch dims (may be NULL: the prior is
        used); read during workload_analyze only, reordered by it */
     workload_kernel_sample *kernel_samples;
@@ -161,6 +198,10 @@ typedef struct workload_fusion {
     int32_t *chain_off, *chain_node;
     int64_t chain_kernels;        /* kernels inside chains */
     char why[160];                /* empty when fusion is available */
+    int compiled;                 /* 1: the chains are WL_FUSE_COMPILED's (strategy.h prices
+                                     them as a compiler's fused kernels) */
+    int32_t compiled_runs;        /* WL_FUSE_COMPILED: runs found (a run of one reduction or
+                                     more becomes one chain per reduction) */
     double kernel_fixed_ns;       /* per-kernel fixed cost c0 (see strategy.h): the fit of
                                      workload_fit_fixed_cost on opt.kernel_samples, else the
                                      prior opt.kernel_fixed_us; at most the shortest kernel */
@@ -228,6 +269,9 @@ typedef struct workload_buckets {
      * and unit u+1's (one wait per bucket boundary among the copies, outside the hook
      * blocks), dropped with the group when it is folded; -1 elsewhere (NULL: none) */
     int32_t *final_wait;
+    /* with the parameter sizes, per node: what a micro-batch of gradient accumulation
+     * makes of it (enum workload_micro; NULL: nothing known, the phases decide) */
+    uint8_t *micro;
 } workload_buckets;
 
 /* Memory strategies: layers, recomputation sites and the memory estimate. */
@@ -262,6 +306,10 @@ typedef struct workload_capture {
                            step call has one */
     int64_t unqueued;   /* launch-queue edges left out of g */
     uint8_t *step_call; /* workload_step_call of every node (set by workload_analyze) */
+    int32_t *graph_launch; /* WL_CAPTURE_STEP: per rank and iteration, the call that stands
+                              for the graph launch (workload_capture.c); its gap, the eager
+                              step's CPU time before it, goes with the capture */
+    int32_t n_graph_launch;
     int64_t *idle_wake_dur; /* blocking host call of an iteration: the wake-up latency (its
                                duration after what it waited for) of the blocking calls of
                                its name on its thread when the host is idle: their lower
@@ -399,8 +447,10 @@ int workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, 
 int workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, memest_phases *ph);
 
 /* 1 when host call h is part of the training step that a CUDA graph capture replaces
- * (strategy.h): a call of an iteration that is not the one opening it (which becomes
- * the graph launch) and not blocking, and that, with opt.capture_scope WL_CAPTURE_STEP,
+ * (strategy.h): a call of an iteration that is not the one opening it, not blocking,
+ * not (WL_CAPTURE_STEP) the main thread's first kernel launch of the iteration (which
+ * stands for the graph launch, workload_capture.c), and that, with opt.capture_scope
+ * WL_CAPTURE_STEP,
  * runs on the backward thread, records or waits for an event, or launches a kernel, a
  * collective, a memset or a device-to-device copy (replay/build.c names it "memcpy
  * DtoD"); with WL_CAPTURE_COMPUTE, launches forward or backward kernels and

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dprotrace.h"
+#include "optimizer/partition.h"
 
 /* The median duration and gap of the live host calls named like h on h's thread, into
  * *dur and *gap; returns 0, -1 when out of memory. */
@@ -532,8 +533,35 @@ final_waits(workload *w, const int32_t *seq)
     }
 }
 
-/* workload.h: final_wait, on every iteration of every rank whose gradient all-reduces
- * are the units. Returns 0, -1 when out of memory. */
+/* workload.h: micro (WL_MICRO_SYNC_ONLY) for the copies back of one rank's iteration: the device
+ * copies launched on the thread of h (the iteration's last gradient all-reduce call) after it, up
+ * to the next kernel or collective launch, at most one per parameter. */
+static void
+mark_copies_back(workload *w, int32_t h)
+{
+    const dfg *g = w->g;
+    int32_t n = 0;
+    for (int32_t m = g->next_on_res[h]; m >= 0 && n < w->buckets.n_params; m = g->next_on_res[m]) {
+        if (!alive(g, m) || g->kind[m] != DFG_HOST)
+            continue;
+        int stop = 0;
+        for (int32_t i = dfg_launched_first(g, m); i >= 0; i = dfg_launched_next(g, m, i)) {
+            int32_t d = g->launched[i];
+            stop |= g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL;
+            if (g->kind[d] == DFG_MEMCPY && n < w->buckets.n_params) {
+                w->buckets.micro[d] = WL_MICRO_SYNC_ONLY;
+                n++;
+            }
+        }
+        if (stop)
+            break;
+    }
+}
+
+/* workload.h: final_wait and the copies back's micro, on every iteration of every
+ * rank whose gradient all-reduces are the units, and the copies back of the step before
+ * the first iteration (where the iteration is cut between forward and backward they are
+ * launched in the first one). Returns 0, -1 when out of memory. */
 static int
 find_final_waits(workload *w, const rank_info *ri)
 {
@@ -546,12 +574,15 @@ find_final_waits(workload *w, const rank_info *ri)
         bu->final_wait[n] = -1;
     for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
         int32_t thread = ri[r].bwd_thread >= 0 ? ri[r].bwd_thread : ri[r].main_thread;
-        int32_t n = 0, it = -1;
+        int32_t n = 0, it = -1, before = -1;
         /* one walk of the thread: an iteration's all-reduces, then its finalisation */
         for (int32_t h = thread >= 0 ? g->res_first[thread] : -1;; h = g->next_on_res[h]) {
             if (h < 0 || w->iter[h] != it) {
-                if (it >= 0 && n == bu->n_units && g->launch[seq[n - 1]] >= 0)
+                if (it >= 0 && n == bu->n_units && g->launch[seq[n - 1]] >= 0) {
                     final_waits(w, seq);
+                    mark_copies_back(w, g->launch[seq[n - 1]]);
+                } else if (it < 0 && before >= 0)
+                    mark_copies_back(w, before); /* launched in the first iteration */
                 if (h < 0)
                     break;
                 it = w->iter[h];
@@ -562,6 +593,12 @@ find_final_waits(workload *w, const rank_info *ri)
                 if (g->kind[d] == DFG_COLL && dfg_group(g, d) >= 0 &&
                     bu->group_unit[dfg_group(g, d)] >= 0)
                     seq[n++] = d;
+                /* before the first iteration the units are not assigned: an all-reduce
+                 * of the last unit's op and bytes stands for the step's last one */
+                else if (it < 0 && g->kind[d] == DFG_COLL && dfg_group(g, d) >= 0 &&
+                         g->grp_op[dfg_group(g, d)] == bu->coll_op &&
+                         g->grp_bytes[dfg_group(g, d)] == bu->unit_bytes[bu->n_units - 1])
+                    before = h;
             }
         }
     }
@@ -569,15 +606,105 @@ find_final_waits(workload *w, const rank_info *ri)
     return rc;
 }
 
-/* The parameter sizes of DDP's buckets (workload.h: param_bytes) and the finalisation's
- * waits (final_wait); nothing without bucket units (no bucket plans at all). */
+static int
+cmp_int64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* WL_MICRO_SYNC_ONLY for a run of n memsets (run[], node ids) when their sizes, sorted
+ * into scratch, are the parameters' (sorted in want); returns 1 then, else 0. */
+static int
+mark_zeroing_run(workload *w, const int32_t *run, int32_t n, const int64_t *want, int64_t *scratch)
+{
+    if (n != w->buckets.n_params)
+        return 0;
+    for (int32_t i = 0; i < n; i++)
+        scratch[i] = dfg_bytes(w->g, run[i]);
+    qsort(scratch, (size_t)n, sizeof *scratch, cmp_int64);
+    int same = memcmp(scratch, want, sizeof *want * (size_t)n) == 0;
+    for (int32_t i = 0; same && i < n; i++)
+        w->buckets.micro[run[i]] = WL_MICRO_SYNC_ONLY;
+    return same;
+}
+
+/* workload.h: micro for the zeroing of the gradients, on every rank's main thread: runs
+ * of memsets launched one after the other (a launch of anything else, or another
+ * iteration, ends a run) whose sizes are the parameters' (WL_MICRO_SYNC_ONLY), the
+ * device ops the thread launches after such a run in its iteration (WL_MICRO_FORWARD)
+ * and, of those, the copies before the first kernel (WL_MICRO_INPUT).
+ * Returns 0, -1 when out of memory. */
+static int
+mark_grad_zeroing(workload *w, const rank_info *ri)
+{
+    const dfg *g = w->g;
+    int32_t np = w->buckets.n_params;
+    int32_t *run = malloc(sizeof *run * ((size_t)np + 1));
+    int64_t *want = malloc(sizeof *want * ((size_t)np + 1));
+    int64_t *scratch = malloc(sizeof *scratch * ((size_t)np + 1));
+    int rc = run && want && scratch ? 0 : -1;
+    if (rc == 0) {
+        memcpy(want, w->buckets.param_bytes, sizeof *want * (size_t)np);
+        qsort(want, (size_t)np, sizeof *want, cmp_int64);
+    }
+    for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
+        int32_t n = 0, it = -1, after = 0, kernel = 0;
+        for (int32_t h = ri[r].main_thread >= 0 ? g->res_first[ri[r].main_thread] : -1;;
+             h = g->next_on_res[h]) {
+            int other = h < 0 || w->iter[h] != it;
+            for (int32_t i = h >= 0 ? dfg_launched_first(g, h) : -1; i >= 0;
+                 i = dfg_launched_next(g, h, i))
+                other |= g->kind[g->launched[i]] != DFG_MEMSET;
+            if (other) {
+                /* a zeroing after the backward: the iteration is cut between forward and
+                 * backward, the forward that follows is the next step's */
+                int zeroed =
+                    mark_zeroing_run(w, run, n, want, scratch) && w->phase[run[0]] == WL_OPTIMIZER;
+                after |= zeroed;
+                kernel &= !zeroed;
+                n = 0;
+            }
+            if (h < 0)
+                break;
+            after &= w->iter[h] == it;
+            it = w->iter[h];
+            for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
+                int32_t d = g->launched[i];
+                if (after && is_device(g, d) && w->buckets.micro[d] == WL_MICRO_PHASE)
+                    w->buckets.micro[d] =
+                        !kernel && g->kind[d] == DFG_MEMCPY ? WL_MICRO_INPUT : WL_MICRO_FORWARD;
+                kernel |= after && g->kind[d] == DFG_KERNEL;
+                if (g->kind[d] == DFG_MEMSET && alive(g, d) && n++ < np)
+                    run[n - 1] = d;
+            }
+        }
+    }
+    free(run);
+    free(want);
+    free(scratch);
+    return rc;
+}
+
+/* The parameter sizes of DDP's buckets (workload.h: param_bytes), the finalisation's
+ * waits (final_wait) and what the micro-batches of accumulation run (micro);
+ * nothing without bucket units (no bucket plans at all). */
 int
 workload_find_params(workload *w, const rank_info *ri)
 {
     if (w->buckets.n_units <= 0 || w->buckets.why[0])
         return 0;
     int rc = learn_params(w, ri);
+    if (rc == 0 && w->buckets.param_bytes) {
+        w->buckets.micro = calloc((size_t)w->g->n_nodes + 1, 1);
+        rc = w->buckets.micro ? find_final_waits(w, ri) : -1;
+    }
     if (rc == 0 && w->buckets.param_bytes)
-        rc = find_final_waits(w, ri);
+        rc = mark_grad_zeroing(w, ri);
+    if (rc == 0 && w->buckets.param_bytes) {
+        partition_input in;
+        strategy_partition_input(w, &in);
+        rc = partition_mark_copies(&in, w->buckets.micro);
+    }
     return rc;
 }

@@ -102,6 +102,33 @@ workload_step_call_of(const workload *w, int32_t h)
 }
 
 int
+workload_keep_graph_launch(workload *w)
+{
+    const dfg *g = w->work;
+    w->capture.n_graph_launch = 0;
+    w->capture.graph_launch = malloc(sizeof *w->capture.graph_launch * (size_t)(g->n_nodes + 1));
+    if (!w->capture.graph_launch)
+        return -1;
+    for (int32_t r = 0; w->opt.capture_scope == WL_CAPTURE_STEP && r < g->n_ranks; r++) {
+        int32_t it = -1;
+        for (int32_t h = w->main_thread[r] >= 0 ? g->res_first[w->main_thread[r]] : -1; h >= 0;
+             h = g->next_on_res[h]) {
+            if (!w->capture.step_call[h] || w->iter[h] == it)
+                continue;
+            int kernel = 0;
+            for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i))
+                kernel |= g->kind[g->launched[i]] == DFG_KERNEL;
+            if (kernel) {
+                w->capture.step_call[h] = 0;
+                w->capture.graph_launch[w->capture.n_graph_launch++] = h;
+                it = w->iter[h];
+            }
+        }
+    }
+    return 0;
+}
+
+int
 workload_step_call(const workload *w, int32_t h)
 {
     return w->capture.step_call ? w->capture.step_call[h] : workload_step_call_of(w, h);

@@ -76,6 +76,13 @@ int workload_idle_wake_latency(workload *w);
 /* workload_step_call's answer, worked out. */
 int workload_step_call_of(const workload *w, int32_t h);
 
+/* The graph launch of a captured step (WL_CAPTURE_STEP): on each rank's main thread, the
+ * first step call of each iteration that launches a kernel stays on the host with its
+ * duration (w->capture.step_call cleared; listed in w->capture.graph_launch), standing for
+ * cudaGraphLaunch, the one launch call a step that submits the captured step. Returns 0,
+ * or -1 when out of memory. */
+int workload_keep_graph_launch(workload *w);
+
 /* FSDP's all-gathers (workload_fsdp.c). */
 int workload_find_fsdp(workload *w, const rank_info *ri);
 

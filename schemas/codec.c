@@ -35,7 +35,7 @@ group_time_unit(const dpro_event *events, const uint32_t *idx, size_t n, uint64_
 {
     uint64_t unit = base_ns;
     for (size_t i = 0; i < n && unit != 1; i++) {
-        const dpro_event *e = &events[idx[i]];
+        const dpro_event *e = ev_at(events, idx[i]);
         if (e->end_ns < e->start_ns || !e->end_ns || (e->end_ns >> 62))
             return 1;
         unit = gcd64(gcd64(unit, e->start_ns), e->end_ns);
@@ -54,15 +54,13 @@ launch_slot_of(launch_table *t, uint64_t corr)
     return &t->slot[h];
 }
 
-/* Builds t from n events of ev, in the order of the groups of a batch: ev[idx[i]] (idx
- * lists them by group, as the encoder groups them), or ev[i] with idx NULL (the decoder's
- * array is in that order). Returns DPRO_OK or DPRO_ERR_NOMEM. */
+/* launch_table_build: codec_int.h. */
 int
 launch_table_build(launch_table *t, const dpro_event *ev, const uint32_t *idx, size_t n)
 {
     size_t nl = 0, cap = 16;
     for (size_t i = 0; i < n; i++)
-        nl += launch_kind(ev[idx ? idx[i] : i].kind) && ev[idx ? idx[i] : i].correlation;
+        nl += launch_kind(launch_ev(ev, idx, i)->kind) && launch_ev(ev, idx, i)->correlation;
     while (cap < 2 * nl)
         cap *= 2;
     if (cap > t->cap) {
@@ -74,7 +72,7 @@ launch_table_build(launch_table *t, const dpro_event *ev, const uint32_t *idx, s
     }
     memset(t->slot, 0, t->cap * sizeof *t->slot);
     for (size_t i = 0; i < n; i++) {
-        const dpro_event *e = &ev[idx ? idx[i] : i];
+        const dpro_event *e = launch_ev(ev, idx, i);
         if (!launch_kind(e->kind) || !e->correlation)
             continue;
         launch_slot *s = launch_slot_of(t, e->correlation);
@@ -133,7 +131,7 @@ encode_times(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t k
     uint64_t unit = from_launch ? 1 : group_time_unit(events, idx, n, base_ns);
     memset(lanes, 0, sizeof *lanes);
     for (size_t i = 0; i < n; i++) {
-        const dpro_event *e = &events[idx[i]];
+        const dpro_event *e = ev_at(events, idx[i]);
         int slot = lane_slot(lanes, lane_key(e));
         uint64_t d = e->end_ns - e->start_ns, zz, ls;
         if (from_launch && launch_table_find(launches, e, e->correlation, &ls))
@@ -200,7 +198,7 @@ encode_deltas(const dpro_event *events, const uint32_t *idx, size_t n, Dpro__Gro
 {
     uint32_t group_has = 0;
     for (size_t i = 0; i < n; i++)
-        group_has |= events[idx[i]].has;
+        group_has |= ev_at(events, idx[i])->has;
 #define ENCODE_DELTA(field, member, bit)                                                           \
     {                                                                                              \
         int64_t *col = (int64_t *)*p;                                                              \
@@ -208,7 +206,7 @@ encode_deltas(const dpro_event *events, const uint32_t *idx, size_t n, Dpro__Gro
         int any = 0;                                                                               \
         *p += n * sizeof(int64_t);                                                                 \
         for (size_t i = 0; i < n && (group_has & (bit)); i++) {                                    \
-            const dpro_event *e = &events[idx[i]];                                                 \
+            const dpro_event *e = ev_at(events, idx[i]);                                           \
             col[i] = 0;                                                                            \
             if (!(e->has & (bit)))                                                                 \
                 continue;                                                                          \
@@ -241,11 +239,11 @@ group_diff_bits(const dpro_event *events, const uint32_t *idx, size_t n, unsigne
     uint64_t first_tail = 0, acc_tail = 0;
     _Static_assert(EVENT_TAIL == 0 || EVENT_TAIL == sizeof(uint64_t), "dpro_event in words");
     if (n) {
-        memcpy(first, &events[idx[0]], sizeof first);
-        memcpy(&first_tail, (const char *)&events[idx[0]] + sizeof first, EVENT_TAIL);
+        memcpy(first, ev_at(events, idx[0]), sizeof first);
+        memcpy(&first_tail, (const char *)ev_at(events, idx[0]) + sizeof first, EVENT_TAIL);
     }
     for (size_t i = 1; i < n; i++) {
-        const char *e = (const char *)&events[idx[i]];
+        const char *e = (const char *)ev_at(events, idx[i]);
 #pragma GCC unroll 16
         for (size_t k = 0; k < EVENT_VECS; k++) {
             diff_vec v;
@@ -272,7 +270,7 @@ encode_plain(const dpro_event *events, const uint32_t *idx, size_t n, Dpro__Grou
     uint64_t *const_value = (uint64_t *)(p + (NPLAIN * n + NPLAIN) * sizeof(uint64_t));
     size_t nconst = 0;
     unsigned char diff[sizeof(dpro_event)];
-    const dpro_event *e0 = n ? &events[idx[0]] : NULL;
+    const dpro_event *e0 = n ? ev_at(events, idx[0]) : NULL;
 
     group_diff_bits(events, idx, n, diff);
     /* a member's bytes of diff are all zero when every event holds the first one's value */
@@ -288,7 +286,7 @@ encode_plain(const dpro_event *events, const uint32_t *idx, size_t n, Dpro__Grou
             }                                                                                      \
         } else {                                                                                   \
             for (size_t i = 0; i < n; i++)                                                         \
-                col[i] = (type)events[idx[i]].member;                                              \
+                col[i] = (type)ev_at(events, idx[i])->member;                                      \
             g->n_##field = n;                                                                      \
             g->field = col;                                                                        \
         }                                                                                          \
@@ -325,7 +323,7 @@ encode_name_relative(const dpro_event *events, const uint32_t *idx, size_t n, ui
         g->name_relative_field = rel_field;
         name_table_reset(names);
         for (size_t i = 0; i < n; i++) {
-            uint32_t *last = name_table_lookup(names, config_name(kind, &events[idx[i]]));
+            uint32_t *last = name_table_lookup(names, config_name(kind, ev_at(events, idx[i])));
             for (size_t k = 0; k < nrel; k++) {
                 uint32_t v = rel_col[k][i];
                 rel_col[k][i] = name_rel_code(v, last ? last[k] : 0);
@@ -336,8 +334,8 @@ encode_name_relative(const dpro_event *events, const uint32_t *idx, size_t n, ui
     }
 }
 
-/* Encodes the events of one kind (idx lists their positions in events) into g, with
- * column arrays carved from mem (ncols * n * 8 bytes). */
+/* Encodes the events of one group, all of kind kind (idx lists their byte offsets in events:
+ * ev_at), into g, with column arrays carved from mem (ncols * n * 8 bytes). */
 static void
 encode_group(const dpro_event *events, const uint32_t *idx, size_t n, uint32_t kind,
              uint64_t base_ns, Dpro__Group *g, uint8_t *mem, lane_table *lanes, name_table *names,
@@ -383,8 +381,8 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
                   const uint8_t **out, size_t *outlen, size_t *rawlen)
 {
     int rc = DPRO_OK;
-    size_t counts[NKIND_SLOTS] = {0};
-    size_t slot_start[NKIND_SLOTS + 1];
+    size_t counts[NGROUP_SLOTS] = {0};
+    size_t slot_start[NGROUP_SLOTS + 1];
     Dpro__Group groups[MAX_GROUPS];
     Dpro__Group *group_ptrs[MAX_GROUPS];
     uint32_t unknown_kinds[MAX_UNKNOWN_KINDS];
@@ -397,14 +395,14 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
     if (n > DPRO_BATCH_MAX_EVENTS || (n && !events))
         return DPRO_ERR_ARG;
 
-    /* Known kinds get their own group; unknown kinds (from newer producers passing
-     * through) one group per distinct kind. */
+    /* Known kinds get their own group, API calls two (group_slot); unknown kinds (from
+     * newer producers passing through) one group per distinct kind. */
     for (size_t i = 0; i < n; i++) {
         uint32_t k = events[i].kind;
         if (events[i].start_ns < base_ns)
             base_ns = events[i].start_ns;
         if (k >= 1 && k <= DPRO_KIND_MAX_KNOWN) {
-            counts[k]++;
+            counts[group_slot(&events[i])]++;
         } else {
             size_t j;
             for (j = 0; j < n_unknown && unknown_kinds[j] != k; j++)
@@ -427,26 +425,26 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
         return rc;
 
     slot_start[0] = 0;
-    for (int k = 0; k < NKIND_SLOTS; k++)
-        slot_start[k + 1] = slot_start[k] + counts[k];
+    for (int s = 0; s < NGROUP_SLOTS; s++)
+        slot_start[s + 1] = slot_start[s] + counts[s];
     {
-        size_t fill[NKIND_SLOTS];
-        for (int k = 0; k < NKIND_SLOTS; k++)
-            fill[k] = slot_start[k];
+        size_t fill[NGROUP_SLOTS];
+        for (int s = 0; s < NGROUP_SLOTS; s++)
+            fill[s] = slot_start[s];
         /* unknown kinds first (slot 0), one run per kind */
         for (size_t u = 0; u < n_unknown; u++)
             for (size_t i = 0; i < n; i++)
                 if (events[i].kind == unknown_kinds[u])
-                    c->idx[fill[0]++] = (uint32_t)i;
+                    c->idx[fill[0]++] = (uint32_t)(i * sizeof *events);
         for (size_t i = 0; i < n; i++) {
-            uint32_t k = events[i].kind;
-            if (k >= 1 && k <= DPRO_KIND_MAX_KNOWN)
-                c->idx[fill[k]++] = (uint32_t)i;
+            size_t s = group_slot(&events[i]);
+            if (s)
+                c->idx[fill[s]++] = (uint32_t)(i * sizeof *events);
         }
     }
     /* flows are stored against the launches of the batch with their id */
     const launch_table *launches = NULL;
-    if (counts[DPRO_KIND_FLOW]) {
+    if (counts[kind_slot(DPRO_KIND_FLOW)]) {
         rc = launch_table_build(&c->launches, events, c->idx, n);
         if (rc != DPRO_OK)
             return rc;
@@ -456,7 +454,8 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
         size_t pos = 0;
         for (size_t u = 0; u < n_unknown; u++) {
             size_t run = 0;
-            while (pos + run < counts[0] && events[c->idx[pos + run]].kind == unknown_kinds[u])
+            while (pos + run < counts[0] &&
+                   ev_at(events, c->idx[pos + run])->kind == unknown_kinds[u])
                 run++;
             encode_group(events, c->idx + pos, run, unknown_kinds[u], base_ns, &groups[ngroups],
                          c->arena + (pos * NCOLUMNS + ngroups * 2 * NPLAIN) * sizeof(uint64_t),
@@ -466,13 +465,13 @@ dpro_codec_encode(dpro_codec *c, const dpro_event *events, size_t n, int zlib_le
             pos += run;
         }
     }
-    for (uint32_t k = 1; k <= DPRO_KIND_MAX_KNOWN; k++) {
-        if (!counts[k])
+    for (size_t s = 1; s < NGROUP_SLOTS; s++) {
+        if (!counts[s])
             continue;
-        encode_group(events, c->idx + slot_start[k], counts[k], k, base_ns, &groups[ngroups],
-                     c->arena +
-                         (slot_start[k] * NCOLUMNS + ngroups * 2 * NPLAIN) * sizeof(uint64_t),
-                     &c->lanes, &c->names, launches);
+        encode_group(
+            events, c->idx + slot_start[s], counts[s], slot_kind(s), base_ns, &groups[ngroups],
+            c->arena + (slot_start[s] * NCOLUMNS + ngroups * 2 * NPLAIN) * sizeof(uint64_t),
+            &c->lanes, &c->names, launches);
         group_ptrs[ngroups] = &groups[ngroups];
         ngroups++;
     }

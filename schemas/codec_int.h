@@ -76,9 +76,41 @@
 #define NDELTA (0 DELTA_COLUMNS(COUNT_DELTA))
 #define NCOLUMNS (NCOLUMNS_TIMES + NDELTA + NPLAIN)
 
-#define NKIND_SLOTS (DPRO_KIND_MAX_KNOWN + 1)
+/* The encoder's groups, in batch order (a slot each): unknown kinds (slot 0, a group per
+ * kind), the API calls without a launch configuration (1), those with one (2: a kernel
+ * launch's grid and block, which the other calls lack, while launches lack their object,
+ * address, bytes and result: apart, neither group carries the other's columns of zeros),
+ * then every other known kind k (slot k + 1). */
+#define NGROUP_SLOTS (DPRO_KIND_MAX_KNOWN + 2)
+#define SLOT_API_LAUNCH 2
 #define MAX_UNKNOWN_KINDS 64 /* distinct kinds from newer producers in one batch */
-#define MAX_GROUPS (DPRO_KIND_MAX_KNOWN + MAX_UNKNOWN_KINDS)
+#define MAX_GROUPS (NGROUP_SLOTS - 1 + MAX_UNKNOWN_KINDS)
+
+/* The slot of the known kind k other than DPRO_KIND_API. */
+static inline size_t
+kind_slot(uint32_t k)
+{
+    return (size_t)k + 1;
+}
+
+/* The encoder's slot of e (NGROUP_SLOTS above). */
+static inline size_t
+group_slot(const dpro_event *e)
+{
+    uint32_t k = e->kind;
+    if (k < 1 || k > DPRO_KIND_MAX_KNOWN)
+        return 0;
+    if (k == DPRO_KIND_API)
+        return (e->grid[0] | e->block[0]) ? SLOT_API_LAUNCH : 1;
+    return kind_slot(k);
+}
+
+/* The kind of the events of slot s >= 1. */
+static inline uint32_t
+slot_kind(size_t s)
+{
+    return s <= SLOT_API_LAUNCH ? DPRO_KIND_API : (uint32_t)s - 1;
+}
 
 /* ---- lanes: start times are stored relative to the previous event of the same lane (host
  * thread, or device stream): its end, which makes back-to-back work cost only its gap, or
@@ -199,9 +231,29 @@ launch_kind(uint32_t kind)
            kind == DPRO_KIND_MEMSET;
 }
 
-/* Builds t from n events of ev, in the order of the groups of a batch: ev[idx[i]] (idx
- * lists them by group, as the encoder groups them), or ev[i] with idx NULL (the decoder's
- * array is in that order). Returns DPRO_OK or DPRO_ERR_NOMEM. */
+/* The encoder lists a batch's events by group as byte offsets into its array (an index
+ * times sizeof(dpro_event)), not indices: each column loop then reads an event with one
+ * add, not a multiply by the event's size. Every offset fits in 32 bits. */
+_Static_assert((uint64_t)DPRO_BATCH_MAX_EVENTS * sizeof(dpro_event) <= UINT32_MAX,
+               "event offsets in 32 bits");
+
+/* The event at byte offset off of events. */
+static inline const dpro_event *
+ev_at(const dpro_event *events, uint32_t off)
+{
+    return (const dpro_event *)(const void *)((const char *)events + off);
+}
+
+/* The i-th event of a batch's groups: at offset idx[i] of ev, or ev[i] with idx NULL. */
+static inline const dpro_event *
+launch_ev(const dpro_event *ev, const uint32_t *idx, size_t i)
+{
+    return idx ? ev_at(ev, idx[i]) : &ev[i];
+}
+
+/* Builds t from n events of ev, in the order of the groups of a batch: the events at the
+ * byte offsets idx lists (by group, as the encoder groups them), or ev[i] with idx NULL
+ * (the decoder's array is in that order). Returns DPRO_OK or DPRO_ERR_NOMEM. */
 __attribute__((visibility("hidden"))) int launch_table_build(launch_table *t, const dpro_event *ev,
                                                              const uint32_t *idx, size_t n);
 
@@ -311,7 +363,7 @@ __attribute__((visibility("hidden"))) size_t codec_batch_pack(const Dpro__Batch 
 struct dpro_codec {
     uint8_t *arena, *raw;
     size_t arena_cap, raw_cap;
-    uint32_t *idx;
+    uint32_t *idx; /* the events by group: byte offsets (ev_at) */
     size_t idx_cap;
     lane_table lanes;
     name_table names;

@@ -483,9 +483,11 @@ int dpro_batch_encode_sized(const dpro_event *events, size_t n, size_t ev_size, 
     dpro_batch_encode_sized((events), (n), sizeof(dpro_event), (zlib_level), (out), (outlen),      \
                             (rawlen))
 
-/* Decodes a batch. *events (caller frees) receives *n events. rawlen is the uncompressed
- * size the batch row claims; decoding refuses more than DPRO_BATCH_MAX_RAW bytes or more
- * than rawlen. errbuf (may be NULL) receives what is wrong. */
+/* Decodes a batch. *events (caller frees) receives *n events, group by group: a kind's
+ * events in the order appended, except that the API calls with a launch configuration
+ * (grid or block) come after the other API calls. rawlen is the uncompressed size the
+ * batch row claims; decoding refuses more than DPRO_BATCH_MAX_RAW bytes or more than
+ * rawlen. errbuf (may be NULL) receives what is wrong. */
 /* zlib level used when none is given: level 3 measured fastest at under 4 bytes/event. */
 #define DPRO_ZLIB_DEFAULT 3
 #define DPRO_BATCH_MAX_RAW (256u << 20)

@@ -95,7 +95,10 @@ optimize_cmd_print_json(const args *a, const state *st)
     json_kv_int(&jw, "partition_units_by_copies", by_copies > 0 ? by_copies : 0);
     json_kv_int(&jw, "bucket_params", w->buckets.param_bytes ? w->buckets.n_params : 0);
     json_kv_int(&jw, "fusion_chains", w->fusion.n_chains);
-    json_kv_string(&jw, "fusion_model", w->opt.fusion_fixed ? "fixed" : "hinge");
+    json_kv_string(&jw, "fusion_model",
+                   w->fusion.compiled    ? "compiled"
+                   : w->opt.fusion_fixed ? "fixed"
+                                         : "hinge");
     json_kv_int(&jw, "kernel_hinge_names", w->fusion.n_hinges);
     json_kv_int(&jw, "fusion_chains_hinge", w->fusion.chains_by_hinge);
     json_kv_string(&jw, "contention_correction", w->opt.no_contention ? "off" : "on");
@@ -163,6 +166,7 @@ optimize_cmd_print_json(const args *a, const state *st)
             /* the k - 1 micro-batches without the all-reduces: what each one costs */
             json_kv_double(&jw, "micro_batch_device_us", sc->eval.micro_device_ns / 1000.0);
             json_kv_double(&jw, "micro_batch_host_us", sc->eval.micro_host_ns / 1000.0);
+            json_kv_double(&jw, "micro_batch_launches", sc->eval.micro_launches);
         }
         json_end_object(&jw);
     }

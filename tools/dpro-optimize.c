@@ -500,6 +500,7 @@ static void
 use_framework(args *a, const state *st)
 {
     a->wo.capture_scope = st->fw->capture_scope;
+    a->wo.fusion_scope = st->fw->fusion_scope;
     a->so.fw_families = st->fw->families;
     a->so.no_capture = !st->fw->can_capture;
     a->so.first_bucket_mb = st->fw->fixed_first_bucket_mb;
@@ -764,8 +765,10 @@ print_text(const args *a, const state *st)
         strategy_describe(w, &sc->plan, buf, sizeof buf);
         printf("\n   %s\n", buf);
         if (sc->plan.accum_k > 1)
-            printf("   each extra micro-batch: device %.1f us, host %.1f us\n",
-                   sc->eval.micro_device_ns / 1000.0, sc->eval.micro_host_ns / 1000.0);
+            printf("   each extra micro-batch: device %.1f us, host %.1f us, %.0f device "
+                   "operations\n",
+                   sc->eval.micro_device_ns / 1000.0, sc->eval.micro_host_ns / 1000.0,
+                   sc->eval.micro_launches);
         print_advice(st, &sc->plan, a->so.batch);
     }
 }

@@ -9,7 +9,9 @@
  *     ready at their last parameter's copy into the bucket, and the finalisation's
  *     waits between buckets' copies back, gone with a folded bucket;
  *   - the typical prediction: a host stall that moves from iteration to iteration is not
- *     carried into the baseline or a plan, one at the same place in every iteration is.
+ *     carried into the baseline or a plan, one at the same place in every iteration is;
+ *   - torch.compile's fusion model (WL_FUSE_COMPILED) on a PyTorch-like step: which device
+ *     ops fuse, which stay, and what the fused runs cost on the device and the host.
  * The other optimizer tests are in test_optimizer.c.
  */
 #include <math.h>
@@ -659,6 +661,263 @@ test_typical_stalls(void)
     CHECK(fabs(base[3] - meas[3]) < 1);
 }
 
+/* The micro-batches under DDP's no_sync() make neither the copies into the buckets,
+ * nor the copies back, nor the gradients' zeroing (workload.h: micro): on 8 buckets
+ * of 1 MiB (one parameter each, learnt from the copies back) with the zeroing memsets,
+ * each rank's iteration marks its 8 copies back, its 8 memsets and the 8 kernels that
+ * gate the all-reduces (each a unit's one copy into its bucket), and nothing else; the
+ * plan's extra micro-batch prices the other 392 of the 416 device operations. Without the
+ * zeroing and the copies back (no parameter sizes) nothing is marked and the micro-batch
+ * holds all 400 kernels. */
+static void
+test_micro_sync_only(void)
+{
+    for (int with = 1; with >= 0; with--) {
+        synth_params sp;
+        synth_defaults(&sp);
+        sp.ranks = 2;
+        sp.iterations = 3;
+        sp.ops_per_iter = 400;
+        sp.buckets = 8;
+        sp.bucket_bytes = 1 << 20;
+        sp.hook_calls = 2;
+        sp.final_copies = sp.zero_grads = with;
+        dfg g;
+        costmodel m;
+        fit_model(&m);
+        REQUIRE(synth_dfg(&sp, &g) == 0);
+        workload w;
+        sim_result res;
+        memset(&res, 0, sizeof res);
+        REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+        int32_t marked[4] = {0, 0, 0, 0}, gating = 0;
+        for (int32_t n = 0; with && n < g.n_nodes; n++) {
+            int gates = 0;
+            for (int64_t e = 0; e < g.n_edges; e++)
+                gates |= g.esrc[e] == n && g.kind[g.edst[e]] == DFG_COLL;
+            gating += gates && w.iter[n] >= 0;
+            if (w.buckets.micro && w.buckets.micro[n] == WL_MICRO_SYNC_ONLY) {
+                marked[g.kind[n] == DFG_MEMCPY ? 1 : g.kind[n] == DFG_MEMSET ? 2 : 0]++;
+                marked[3] += g.kind[n] == DFG_KERNEL && !gates;
+            }
+        }
+        CHECK(with ? w.buckets.micro != NULL : w.buckets.micro == NULL);
+        CHECK_EQ_U(marked[0], with ? 8 * 2 * 3 : 0);
+        CHECK_EQ_U(gating, with ? 8 * 2 * 3 : 0);
+        CHECK_EQ_U(marked[1], with ? 8 * 2 * 3 : 0);
+        CHECK_EQ_U(marked[2], with ? 8 * 2 * 3 : 0);
+        CHECK_EQ_U(marked[3], 0);
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.accum_k = 2;
+        strategy_eval ev;
+        REQUIRE(strategy_evaluate(&w, &p, &res, &ev) == 0);
+        CHECK(fabs(ev.micro_launches - (with ? 392 : 400)) < 1e-9);
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&g);
+    }
+}
+
+/* A host stall in one micro-batch (a launch's gap 200 ms longer in one iteration of rank 0,
+ * of 5 compared iterations on 2 ranks) moves the mean prediction of accumulation
+ * (micro_host_ns by 200 ms / 10, over the device time: the iteration at least as much) but
+ * not the median one, which adds each rank's median micro-batch (as the median iteration
+ * ignores one slow step). With the mean added to the median as well, it moves 18 ms. */
+static void
+test_micro_median(void)
+{
+    synth_params sp;
+    synth_defaults(&sp);
+    sp.ranks = 2;
+    sp.iterations = 6;
+    sp.ops_per_iter = 400;
+    sp.buckets = 8;
+    sp.bucket_bytes = 1 << 20;
+    sp.final_copies = sp.zero_grads = 1;
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    REQUIRE(synth_dfg(&sp, &g) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 5, &m, NULL, -1, NULL) == 0);
+    REQUIRE(w.buckets.micro != NULL);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.accum_k = 2;
+    strategy_eval before, after;
+    REQUIRE(strategy_evaluate(&w, &p, &res, &before) == 0);
+    int32_t h = -1;
+    for (int32_t d = 0; h < 0 && d < g.n_nodes; d++)
+        if (g.kind[d] == DFG_KERNEL && w.iter[d] == 3 && dfg_rank(&g, d) == 0 &&
+            w.buckets.micro[d] == WL_MICRO_PHASE && g.launch[d] >= 0 &&
+            (w.phase[d] == WL_FORWARD || w.phase[d] == WL_BACKWARD))
+            h = g.launch[d];
+    REQUIRE(h >= 0);
+    const double stall = 200e6;
+    w.base_gap[h] += (int64_t)stall;
+    REQUIRE(strategy_evaluate(&w, &p, &res, &after) == 0);
+    CHECK(fabs(after.micro_host_ns - before.micro_host_ns - stall / 10) < 1);
+    CHECK(after.iter_ns - before.iter_ns >= stall / 10);
+    CHECK(fabs(after.median_ns - before.median_ns) < stall / 40);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+/* A PyTorch-like step for WL_FUSE_COMPILED, `iters` iterations: the main thread launches
+ * the optimizer's kernel and zero_grad's memset, the forward G a b m G a n a G a m F G (G a
+ * GEMM, sgemm, of 10 us; a and b pointwise kernels, m a memset, n a LayerNorm, F an
+ * attention kernel; 3 us each) and the loss (pointwise, reduction), then hands over to
+ * the backward thread (autograd's), which launches the loss's backward (pointwise) and
+ * G r a G a n a n a G a a G (r a reduction), then hands back to the main thread's
+ * synchronisation. Every call takes 5 us with 3 us of CPU before it. */
+static const char *const ptstep_main[] = {"multi_tensor_apply_kernel",
+                                          "m",
+                                          "sgemm",
+                                          "a",
+                                          "b",
+                                          "m",
+                                          "sgemm",
+                                          "a",
+                                          "layer_norm",
+                                          "a",
+                                          "sgemm",
+                                          "a",
+                                          "m",
+                                          "fmha",
+                                          "sgemm",
+                                          "pow",
+                                          "reduce_kernel"};
+static const char *const ptstep_bwd[] = {
+    "pow_backward", "sgemm", "reduce_kernel", "a", "sgemm", "a",    "layer_norm", "a",
+    "layer_norm",   "a",     "sgemm",         "a", "a",     "sgemm"};
+#define PTSTEP_MAIN ((int)(sizeof ptstep_main / sizeof ptstep_main[0]))
+#define PTSTEP_BWD ((int)(sizeof ptstep_bwd / sizeof ptstep_bwd[0]))
+
+static int32_t
+ptstep_op(dfg *g, int32_t th, int32_t st, const char *name)
+{
+    int memset_op = !strcmp(name, "m");
+    int32_t h = dfg_add_node(g, DFG_HOST, th,
+                             dfg_intern(g, memset_op ? "cudaMemsetAsync" : "cudaLaunchKernel"));
+    g->dur[h] = 5 * US;
+    dfg_set_gap(g, h, 3 * US);
+    int32_t d = dfg_add_node(g, memset_op ? DFG_MEMSET : DFG_KERNEL, st,
+                             dfg_intern(g, memset_op ? "memset" : name));
+    g->dur[d] = (!strcmp(name, "sgemm") ? 10 : 3) * US;
+    g->launch[d] = h;
+    dfg_set_lat(g, d, 2 * US);
+    return h;
+}
+
+static int
+build_ptstep_job(dfg *g, int iters)
+{
+    if (dfg_init(g, 1) != 0)
+        return -1;
+    int32_t th = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, dfg_intern(g, "python"));
+    int32_t bw = dfg_add_resource(g, DFG_RES_THREAD, 0, 2, dfg_intern(g, "pt_autograd_0"));
+    int32_t st = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, dfg_intern(g, "stream 7"));
+    int32_t bounds[16], rc = iters < 16 ? 0 : -1, sync = -1;
+    for (int it = 0; rc == 0 && it <= iters; it++) {
+        int32_t h = ptstep_op(g, th, st, ptstep_main[0]);
+        bounds[it] = h;
+        if (sync >= 0)
+            rc |= dfg_add_edge(g, sync, h);
+        if (it == iters)
+            break;
+        for (int k = 1; k < PTSTEP_MAIN; k++)
+            h = ptstep_op(g, th, st, ptstep_main[k]);
+        int32_t b = -1;
+        for (int k = 0; k < PTSTEP_BWD; k++) {
+            b = ptstep_op(g, bw, st, ptstep_bwd[k]);
+            if (k == 0)
+                rc |= dfg_add_edge(g, h, b); /* backward() hands over */
+        }
+        sync = dfg_add_node(g, DFG_HOST, th, dfg_intern(g, "cudaDeviceSynchronize"));
+        g->flags[sync] |= DFG_F_BLOCKING;
+        g->dur[sync] = 1 * US;
+        rc |= dfg_add_edge(g, b, sync);
+        rc |= dfg_add_edge(g, b + 1, sync); /* the backward's last kernel */
+    }
+    rc |= dfg_set_iterations(g, 0, bounds, iters + 1);
+    return rc == 0 ? dfg_finalize(g) : -1;
+}
+
+/* torch.compile's fusion (WL_FUSE_COMPILED) on the PyTorch-like step: per iteration the
+ * forward's a b m (no reduction: one kernel) and a n a (the norm with the pointwise work
+ * before and after it) fuse; the memset before the attention kernel stays, and so does
+ * the a before it (a run of one); in the backward r and a stay (a reduction ends its
+ * kernel), a n a n a makes n a, n a (in the backward each reduction starts a kernel), and
+ * a a fuses; each fused chain becomes its first kernel, of c0 plus the largest variable
+ * part. The GEMMs, the optimizer's kernel, zero_grad's memset, the loss and its backward
+ * stay; the fused-away ops' launch calls lose their time and the CPU time before them.
+ * ddp-sim's model (WL_FUSE_SAME_NAME) fuses only the backward's a a. */
+static void
+test_compiled_fusion(void)
+{
+    dfg g;
+    REQUIRE(build_ptstep_job(&g, 4) == 0);
+    for (int scope = WL_FUSE_SAME_NAME; scope <= WL_FUSE_COMPILED; scope++) {
+        workload_options o;
+        workload_default_options(&o);
+        o.fusion_scope = scope;
+        workload w;
+        sim_result res;
+        memset(&res, 0, sizeof res);
+        REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
+        const workload_fusion *fu = &w.fusion;
+        CHECK_EQ_U(fu->compiled, scope == WL_FUSE_COMPILED);
+        CHECK_EQ_U(fu->n_chains, scope == WL_FUSE_COMPILED ? 5 * 4 : 4);
+        /* which ops are in chains, by name, over the 4 iterations */
+        int32_t in_chain[5] = {0}; /* a, b, m, layer_norm, anything else */
+        for (int32_t i = 0; i < fu->chain_off[fu->n_chains]; i++) {
+            const char *n = dfg_name(&g, g.name[fu->chain_node[i]]);
+            int k = !strcmp(n, "a")            ? 0
+                    : !strcmp(n, "b")          ? 1
+                    : !strcmp(n, "memset")     ? 2
+                    : !strcmp(n, "layer_norm") ? 3
+                                               : 4;
+            in_chain[k]++;
+        }
+        if (scope == WL_FUSE_SAME_NAME) {
+            CHECK_EQ_U(in_chain[0], 2 * 4);
+            CHECK_EQ_U(in_chain[1] + in_chain[2] + in_chain[3] + in_chain[4], 0);
+        } else {
+            CHECK_EQ_U(in_chain[0], 7 * 4); /* a: forward 3, backward 4 */
+            CHECK_EQ_U(in_chain[1], 1 * 4);
+            CHECK_EQ_U(in_chain[2], 1 * 4); /* the forward's first memset only */
+            CHECK_EQ_U(in_chain[3], 3 * 4); /* layer_norm; no reduce_kernel */
+            CHECK_EQ_U(in_chain[4], 0);
+            CHECK_EQ_U(fu->compiled_runs, 6 * 4);
+            for (int32_t c = 0; c < fu->n_chains; c++) /* led by a kernel */
+                CHECK(g.kind[fu->chain_node[fu->chain_off[c]]] == DFG_KERNEL);
+        }
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.fuse = 1;
+        REQUIRE(strategy_apply(&w, &p) == 0);
+        double c0 = fu->kernel_fixed_ns;
+        for (int32_t c = 0; scope == WL_FUSE_COMPILED && c < fu->n_chains; c++) {
+            int32_t first = fu->chain_node[fu->chain_off[c]];
+            CHECK_EQ_U(dfg_dur(w.g, first),
+                       (int64_t)llround(c0 + 3 * US - (c0 < 3 * US ? c0 : 3 * US)));
+            CHECK_EQ_U(dfg_dur(w.g, g.launch[first]), 5 * US);
+            for (int32_t i = fu->chain_off[c] + 1; i < fu->chain_off[c + 1]; i++) {
+                int32_t m = fu->chain_node[i];
+                CHECK_EQ_U(dfg_dur(w.g, m), 0);
+                CHECK_EQ_U(dfg_dur(w.g, g.launch[m]) + dfg_gap(w.g, g.launch[m]), 0);
+            }
+        }
+        workload_free(&w);
+        sim_result_free(&res);
+    }
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
@@ -671,5 +930,8 @@ main(void)
     test_bucket_ready_copies();
     test_final_waits();
     test_typical_stalls();
+    test_micro_sync_only();
+    test_micro_median();
+    test_compiled_fusion();
     return tests_done();
 }

@@ -26,6 +26,26 @@ synth_defaults(synth_params *p)
     p->seed = 1;
 }
 
+/* The zeroing of the gradients (synth_params: zero_grads) on thread th and stream cs:
+ * returns 0, -1 when out of memory. */
+static int
+add_zeroing(const synth_params *p, dfg *g, int32_t th, int32_t cs)
+{
+    int32_t nm_call = dfg_intern(g, "cudaMemsetAsync"), nm_op = dfg_intern(g, "memset");
+    for (int32_t b = 0; b < p->buckets; b++) {
+        int32_t h = dfg_add_node(g, DFG_HOST, th, nm_call);
+        int32_t d = dfg_add_node(g, DFG_MEMSET, cs, nm_op);
+        if (h < 0 || d < 0 || dfg_set_bytes(g, d, p->bucket_bytes) != 0)
+            return -1;
+        g->dur[h] = 3000;
+        g->gap[h] = p->gap_ns;
+        g->dur[d] = 1000;
+        g->launch[d] = h;
+        dfg_set_lat(g, d, 1000);
+    }
+    return 0;
+}
+
 static uint64_t
 next_rand(uint64_t *s)
 {
@@ -92,6 +112,8 @@ synth_dfg(const synth_params *p, dfg *g)
         bounds[0] = setup;
         for (int32_t it = 0; it < p->iterations; it++) {
             int32_t last_kernel = -1;
+            if (p->zero_grads && add_zeroing(p, g, th, cs) != 0)
+                goto fail_b;
             for (int32_t o = 0; o < p->ops_per_iter; o++) {
                 int32_t h = dfg_add_node(g, DFG_HOST, th, nm_launch);
                 if (h < 0)

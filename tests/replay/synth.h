@@ -40,6 +40,9 @@ typedef struct synth_params {
                               * back into the gradients: per bucket a cudaMemcpyAsync of its
                               * bytes on the compute stream, a cudaStreamWaitEvent between
                               * two buckets' copies (0: none) */
+    int32_t zero_grads;      /* 1: at each iteration's start, the zeroing of the gradients
+                              * (optimizer.zero_grad(set_to_none=False)): per bucket a
+                              * cudaMemsetAsync of its bytes on the compute stream (0: none) */
     uint64_t seed;
 } synth_params;
 

@@ -17,7 +17,8 @@ device, 2 ranks under simrun (tests/torch/ddp_train.py).
    copies back into the gradients it learns the parameter sizes: on a wider model traced
    with one bucket, the plan for bucket_cap_mb=0.5, applied (a traced run of 3 steps),
    makes the all-reduces it predicts, their count and bytes (DDP's buckets of whole
-   parameters).
+   parameters); the plan for 2 micro-batches under no_sync() predicts the device operations
+   of the applied run's extra micro-batch.
 3. The transformer with --cuda-graph (the whole step captured with torch.cuda.graph, DDP's
    all-reduces inside) under dpro-run: parameters and gradients agree across the ranks
    (only the replayed all-reduces make them agree), each rank's trace holds one
@@ -25,6 +26,7 @@ device, 2 ranks under simrun (tests/torch/ddp_train.py).
    ncclAllReduce call launches nothing itself).
 
 Skips (77) without venv/ (make venv) or with DPRO_TORCH=0."""
+import collections
 import glob
 import json
 import os
@@ -37,7 +39,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from torchlib import (BUILD, DPRO_INFO as dpro_info, DPRO_RUN as dpro_run,  # noqa: E402
                       SIMRUN as simrun, TRACE_DUMP as trace_dump, VENV_PY as venv_py,
-                      check, finish, require_torch, sanitizer_env, step_allreduces)
+                      check, finish, require_torch, sanitizer_env, step_allreduces,
+                      step_device_ops)
 
 dpro_replay = os.path.join(BUILD, "tools", "dpro-replay")
 dpro_optimize = os.path.join(BUILD, "tools", "dpro-optimize")
@@ -72,16 +75,18 @@ def whole_parameter_buckets(tmp):
     it predicts, byte for byte (cut at any byte the plan made 13 where DDP makes 7), each
     bucket ready at its last parameter's copy into the bucket."""
     runs = {}
-    for name, cap, steps in (("whole", 200, STEPS), ("whole-applied", 0.5, 3)):
+    for name, knobs, steps in (("whole", "bucket=200", STEPS), ("whole-applied", "bucket=0.5", 3),
+                               ("accum-applied", "bucket=200,accum=2", 5)):
         trace = os.path.join(tmp, name + "-trace")
         out = os.path.join(tmp, name)
         os.mkdir(out)
         r = subprocess.run([dpro_run, "-o", trace, "--"]
-                           + job(out, "transformer:bucket=%g" % cap, steps, ["--dim", "256"]),
+                           + job(out, "transformer:" + knobs, steps, ["--dim", "256"]),
                            env=env, capture_output=True, text=True, timeout=200)
-        check(r.returncode == 0, "bucket_cap_mb=%g under dpro-run (rc %d): %s"
-              % (cap, r.returncode, r.stderr[-4000:]))
+        check(r.returncode == 0, "%s under dpro-run (rc %d): %s"
+              % (knobs, r.returncode, r.stderr[-4000:]))
         runs[name] = (trace, sorted(glob.glob(os.path.join(trace, "rank*.dpro"))))
+    micro_batch_launches(runs["whole"], runs["accum-applied"])
     op = subprocess.run([dpro_optimize, runs["whole"][0], "--json", "--quiet", "--what-if",
                          "bucket_cap_mb=0.5"], capture_output=True, text=True, timeout=120)
     if not check(op.returncode == 0, "dpro-optimize --what-if (rc %d): %s"
@@ -106,6 +111,40 @@ def whole_parameter_buckets(tmp):
           % (predicted, realised))
     print("bucket_cap_mb=0.5 on one 6.3 MiB bucket: %d all-reduces a step predicted, %d "
           "realised, bytes equal: %s" % (len(predicted), len(realised), predicted == realised))
+
+
+def micro_batch_launches(base, applied):
+    """The plan's micro-batch under no_sync() launches what the applied run's does: its
+    predicted device operations (micro_batch_launches of no_sync=2 on the one-bucket trace
+    base) are the applied run's steady step (accum=2) less the trace's (the commonest count
+    of a step on rank 0: counts do not depend on the load). Without the operations only
+    the synchronised micro-batch runs (DDP's copies into the bucket and back, the
+    gradients' zeroing) and with the forward priced, 170 of the 170; main priced 187.
+    The host makes and copies 1/k of the batch in each of k micro-batches (workload.h:
+    WL_MICRO_INPUT): the micro-batch of no_sync=2 costs the host more than no_sync=4's, by
+    a quarter of the input copy's call and the gap before it (main: the same for every k)."""
+    plans = {}
+    for k in (2, 4):
+        op = subprocess.run([dpro_optimize, base[0], "--json", "--quiet", "--what-if",
+                             "no_sync=%d" % k], capture_output=True, text=True, timeout=120)
+        if not check(op.returncode == 0 and base[1] and applied[1], "dpro-optimize --what-if "
+                     "no_sync=%d (rc %d): %s" % (k, op.returncode, op.stderr[-2000:])):
+            return
+        top = json.loads(op.stdout)["strategies"]
+        plans[k] = top[0] if top else {}
+    host = [plans[k].get("micro_batch_host_us", 0) for k in (2, 4)]
+    check(host[0] > host[1] > 0, "the micro-batch's host time, no_sync=2: %g us, no_sync=4: "
+          "%g us (the input's share should shrink with the micro-batch)" % tuple(host))
+    predicted = plans[2].get("micro_batch_launches")
+    steps = [step_device_ops(t[1][0]) or [0] for t in (base, applied)]
+    common = [collections.Counter(s).most_common(1)[0][0] for s in steps]
+    check(predicted == common[1] - common[0],
+          "no_sync=2: the micro-batch predicted to launch %s device operations, the applied "
+          "run's %d (steps of %d and %d; per step %s, %s)"
+          % (predicted, common[1] - common[0], common[1], common[0], steps[1], steps[0]))
+    print("no_sync=2: the micro-batch under no_sync() launches %s device operations "
+          "predicted, %d realised; its host time %.1f us (no_sync=4: %.1f us)"
+          % (predicted, common[1] - common[0], host[0], host[1]))
 
 
 def job(out, runs, steps, extra=()):

@@ -76,6 +76,22 @@ def require_torch(*programs):
             sys.exit(1)
 
 
+def step_device_ops(path):
+    """The device operations (kernels, copies, memsets) of each step of the trace file path,
+    a step ending with a cudaDeviceSynchronize of the main thread (`python`): the operations
+    that start between the end of one and the end of the next; None when the trace cannot
+    be read."""
+    d = subprocess.run([TRACE_DUMP, path], capture_output=True, text=True, timeout=60)
+    if d.returncode != 0 or not d.stdout:
+        return None
+    t = json.loads(d.stdout.splitlines()[0])
+    main = {int(k) for k, v in t["thread_names"].items() if v == "python"}
+    ends = sorted(e["t1"] for e in t["events"] if e["kind"] in ("api", "sync")
+                  and e["name"] == "cudaDeviceSynchronize" and e["tid"] in main)
+    ops = sorted(e["t0"] for e in t["events"] if e["kind"] in ("kernel", "memcpy", "memset"))
+    return [sum(1 for x in ops if a < x <= b) for a, b in zip(ends, ends[1:])]
+
+
 def step_allreduces(path):
     """The bytes of DDP's gradient all-reduces in the last step of the trace file path (those
     of the autograd thread, from the end back to the gradients' total: DDP's first step
