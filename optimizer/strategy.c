@@ -173,13 +173,13 @@ zero_host(dfg *g, int32_t h)
 }
 
 /* The forward and backward kernels of a micro-batch of 1/k of the batch (docs/models.md:
- * accumulation), and the host making the batch (workload.h: WL_MICRO_INPUT, micro NULL:
- * none known): the input copy's call and the gap before it take 1/k, once per call.
- * Returns 0, or -1 when out of memory (dfg_set_dur), as the other apply_ that set
- * durations. */
+ * accumulation): f + w + (t - f - w) / k, w the kernel's weight floor (weight_ns NULL:
+ * none), and the host making the batch (workload.h: WL_MICRO_INPUT, micro NULL: none
+ * known): the input copy's call and the gap before it take 1/k, once per call. Returns
+ * 0, or -1 when out of memory (dfg_set_dur), as the other apply_ that set durations. */
 static int
 apply_accumulation(dfg *g, const uint8_t *phase, const uint8_t *micro, const workload_fusion *fu,
-                   int32_t k)
+                   const int32_t *weight_ns, int32_t k)
 {
     int rc = 0;
     double c0 = fu->kernel_fixed_ns;
@@ -194,7 +194,8 @@ apply_accumulation(dfg *g, const uint8_t *phase, const uint8_t *micro, const wor
             continue;
         double t = (double)dfg_dur(g, d);
         double f = t < c0 ? t : c0;
-        rc |= dfg_set_dur(g, d, (int64_t)llround(f + (t - f) / k));
+        double w = weight_ns ? (double)weight_ns[d] : 0;
+        rc |= dfg_set_dur(g, d, (int64_t)llround(f + w + (t - f - w) / k));
     }
     return rc;
 }
@@ -405,7 +406,8 @@ strategy_apply(workload *w, const strategy_plan *p)
     w->g = p->cuda_graph && w->capture.g ? w->capture.g : w->work;
     int rc = workload_reset(w);
     if (rc == 0 && p->accum_k > 1)
-        rc = apply_accumulation(w->g, w->phase, w->buckets.micro, &w->fusion, p->accum_k);
+        rc = apply_accumulation(w->g, w->phase, w->buckets.micro, &w->fusion, w->layers.weight_ns,
+                                p->accum_k);
     if (rc == 0 && p->fuse && w->fusion.n_chains > 0)
         rc = apply_fusion(w->g, &w->fusion, w->opt.fusion_fixed);
     if (rc == 0 && strategy_n_recomputed(p) > 0 && w->layers.n_sites > 0)

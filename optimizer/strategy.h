@@ -63,8 +63,11 @@
  *   recomputation     the forward kernels of layer l (and their launches) are replayed
  *                     right before l's backward, on the backward thread;
  *   accumulation      a forward or backward kernel of duration t takes
- *                     f + (t - f) / k with f = min(t, c0) (fixed part, then linear in the
- *                     batch); optimizer kernels do not change; the step is the simulated
+ *                     f + w + (t - f - w) / k with f = min(t, c0) and w its weight floor
+ *                     (the time its share of reading its layer's weights takes at the
+ *                     optimizer kernels' bandwidth, workload.h: workload_layers.weight_ns;
+ *                     0 where the trace does not tell): fixed parts, then linear in the
+ *                     batch; optimizer kernels do not change; the step is the simulated
  *                     step of the last micro-batch (with the all-reduces and the
  *                     optimizer) plus k-1 micro-batches without them, each taking
  *                     max(device time of its forward and backward kernels, host time of

@@ -415,8 +415,9 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         w->fusion.kernel_fixed_ns = shortest;
 
     if (workload_find_units(w, ri) != 0 || workload_find_layers(w, ri, mem_rank) != 0 ||
-        workload_find_gradients(w) != 0 || workload_find_params(w, ri) != 0 ||
-        workload_idle_wake_latency(w) != 0 || workload_find_fsdp(w, ri) != 0)
+        workload_find_gradients(w) != 0 || workload_find_weight_floors(w) != 0 ||
+        workload_find_params(w, ri) != 0 || workload_idle_wake_latency(w) != 0 ||
+        workload_find_fsdp(w, ri) != 0)
         goto out;
     /* after workload_find_params: WL_FUSE_COMPILED leaves DDP's per-parameter work out */
     if (workload_find_chains(w) != 0)
@@ -593,6 +594,7 @@ workload_free(workload *w)
     free(w->layers.site_off);
     free(w->layers.site_fwd);
     free(w->layers.layer_nfwd);
+    free(w->layers.weight_ns);
     free(w->buckets.layer_grad);
     free(w->buckets.unit_lo);
     free(w->buckets.param_bytes);

@@ -285,6 +285,19 @@ typedef struct workload_layers {
     int32_t *layer_nfwd;          /* per layer: its forward kernels in the reference iteration */
     int have_memory;
     memest mem; /* of the rank with the largest measured peak */
+    /* weight floors (strategy.h: accumulation; workload_floor.c), with the layers and
+     * their gradient bytes (buckets.layer_grad): weight_bw is the bandwidth, bytes/ns, of
+     * the optimizer's kernels over the parameters (3 passes, and 2 per copy of optimizer
+     * state: the memory estimate's copies when it shows 1 to 4, else Adam's 2);
+     * weight_ns[d] the part of forward or backward kernel d's variable time (its duration
+     * less min(t, c0)) that reads its layer's weights and does not shrink with the batch:
+     * a layer's forward reads them once, its backward twice, each pass (layer_grad /
+     * weight_bw) carried by one of its kernels, longest first, at most that kernel's
+     * variable time; 0 for a layer whose longest kernel took less than a pass. NULL (and
+     * weight_why set) when the trace lacks what it needs */
+    double weight_bw;
+    int32_t *weight_ns;
+    char weight_why[160];
 } workload_layers;
 
 /* CUDA-graph capture of the training step. */
@@ -464,6 +477,11 @@ void workload_capture_removed(const workload *w, double *calls, double *host_ns,
  * 0 without FSDP (strategy_fsdp_available) or for k <= 1; bounded by what the activations
  * lost (act, the activation bytes the estimate divided by k). */
 int64_t workload_fsdp_accum_bytes(const workload *w, int32_t k, int64_t act);
+
+/* The weight floors' sum (workload_layers.weight_ns) per compared iteration and rank, ns:
+ * the forward and backward time that reads the layers' weights and does not shrink
+ * under gradient accumulation; 0 without floors. */
+double workload_weight_floor_ns(const workload *w);
 
 /* Restores the baseline durations, gaps, latencies and group durations in w->g. Returns
  * 0, or -1 when out of memory (a duration or gap of 4.29 s or more: dfg_set_dur). */

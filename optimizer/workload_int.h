@@ -63,6 +63,9 @@ int workload_find_layers(workload *w, rank_info *ri, int32_t mem_rank);
 /* Gradient bytes per layer, for tensor partition. */
 int workload_find_gradients(workload *w);
 
+/* The layers' weight floors (workload_floor.c), after the gradient bytes per layer. */
+int workload_find_weight_floors(workload *w);
+
 /* Parameter sizes of DDP's buckets (workload.h: param_bytes), from the copies back into
  * the gradients after the last all-reduce. */
 int workload_find_params(workload *w, const rank_info *ri);

@@ -111,6 +111,8 @@ optimize_cmd_print_json(const args *a, const state *st)
     json_kv_int(&jw, "bucket_units", w->buckets.n_units);
     json_kv_int(&jw, "layers", w->layers.n_layers);
     json_kv_int(&jw, "recompute_sites", w->layers.n_sites);
+    json_kv_double(&jw, "weight_floor_gbps", w->layers.weight_ns ? w->layers.weight_bw : 0);
+    json_kv_double(&jw, "weight_floor_us", workload_weight_floor_ns(w) / 1000.0);
     json_kv_int(&jw, "repaired_event_edges", rp->repaired_edges);
     json_kv_int(&jw, "capture_unqueued_edges", w->capture.unqueued);
     if (w->buckets.n_units > 0 && w->buckets.coll_op < COSTMODEL_OPS) {
@@ -135,6 +137,8 @@ optimize_cmd_print_json(const args *a, const state *st)
         json_kv_string(&jw, "memory", w->layers.why);
     if (w->fsdp.why[0])
         json_kv_string(&jw, "fsdp", w->fsdp.why);
+    if (w->layers.weight_why[0])
+        json_kv_string(&jw, "weight_floor", w->layers.weight_why);
     json_end_object(&jw);
     json_key(&jw, "strategies");
     json_begin_array(&jw);

@@ -42,4 +42,5 @@ BENCHMARKS += tests/optimizer/bench_optimizer
 noinst_PROGRAMS += tests/optimizer/bench_optimizer
 tests_optimizer_bench_optimizer_SOURCES = tests/optimizer/bench_optimizer.c
 tests_optimizer_bench_optimizer_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
-EXTRA_DIST += tests/optimizer/measure_fusion_model.py tests/optimizer/measure_memest_pairs.py
+EXTRA_DIST += tests/optimizer/measure_fusion_model.py tests/optimizer/measure_memest_pairs.py \
+	tests/optimizer/measure_accum_floor.py

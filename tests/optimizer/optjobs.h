@@ -20,6 +20,17 @@ int build_fusion_job(dfg *g, int iters);
  * -1 on failure. */
 int synth_job(dfg *g, int32_t ops, int32_t buckets);
 
+/* Two threads, one rank pair: per iteration the main thread launches the forward (one
+ * 100 us kernel per layer), the backward thread, woken by the last forward launch, the
+ * backward (two 100 us kernels per layer, the last layer first) and then one all-reduce
+ * of every gradient; the main thread, woken by the all-reduce call (backward()
+ * returning), launches one optimizer kernel of opt_us
+ * (none when 0) and synchronises with the all-reduce. Layer gradients:
+ * grad[l] bytes. The measured times are the simulated ones; t_fwd[l] is where rank 0's
+ * first forward launch of layer l starts. Returns 0, or -1 on failure. */
+int build_layer_job(dfg *g, int iters, const int64_t *grad, int32_t nl, int64_t opt_us,
+                    int64_t *t_fwd);
+
 /* Fits *m on three exact samples of the synthetic job's collective time (alpha 200 us,
  * 10 B/ns). */
 void fit_model(costmodel *m);

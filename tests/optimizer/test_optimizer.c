@@ -782,103 +782,26 @@ test_match_gradients(void)
     CHECK(lo[0] == 1 && lo[1] == 0);
 }
 
-/* Two threads, one rank pair: per iteration the main thread launches the forward (one
- * 100 us kernel per layer), the backward thread, woken by the last forward launch, the
- * backward (two 100 us kernels per layer, the last layer first) and then one all-reduce
- * of every gradient; the main thread, woken by the all-reduce call (backward()
- * returning), synchronises with it. Layer gradients:
- * grad[l] bytes. The measured times are the simulated ones. */
-static int
-build_layer_job(dfg *g, int iters, const int64_t *grad, int32_t nl, int64_t *t_fwd)
+/* The memory estimate of build_layer_job's 4 layers: an activation of 1 MiB allocated
+ * before each layer's first forward launch (t_fwd), the static allocations the layers'
+ * gradients grad[] (with_sizes; else 3 MiB each), a bucket and a small buffer. */
+static void
+layer_memest(memest *mem, const int64_t *grad, const int64_t *t_fwd, int with_sizes)
 {
-    int64_t total = 0;
-    for (int32_t l = 0; l < nl; l++)
-        total += grad[l];
-    if (dfg_init(g, 2) != 0)
-        return -1;
-    int32_t nm_launch = dfg_intern(g, "cudaLaunchKernel");
-    int32_t nm_sync = dfg_intern(g, "cudaStreamSynchronize");
-    int32_t nm_rec = dfg_intern(g, "cudaEventRecord");
-    int32_t nm_call = dfg_intern(g, "ncclAllReduce");
-    int32_t nm_f = dfg_intern(g, "conv_fwd"), nm_b = dfg_intern(g, "conv_bwd");
-    int32_t nm_c = dfg_intern(g, "ncclDevKernel_AllReduce");
-    for (int it = 0; it < iters; it++)
-        if (dfg_add_group(g, DPRO_COLL_ALLREDUCE, 2, total, 0x77, (uint64_t)it, 500 * US) < 0)
-            return -1;
-    int32_t *bounds = malloc(sizeof *bounds * (size_t)(iters + 1));
-    int32_t *fwd0 = malloc(sizeof *fwd0 * (size_t)nl);
-    if (!bounds || !fwd0)
-        return -1;
-    for (int32_t r = 0; r < 2; r++) {
-        int32_t mt = dfg_add_resource(g, DFG_RES_THREAD, r, 1, dfg_intern(g, "main"));
-        int32_t bt = dfg_add_resource(g, DFG_RES_THREAD, r, 2, dfg_intern(g, "autograd"));
-        int32_t cs = dfg_add_resource(g, DFG_RES_STREAM, r, 7, dfg_intern(g, "stream 7"));
-        int32_t ms = dfg_add_resource(g, DFG_RES_STREAM, r, 13, dfg_intern(g, "stream 13"));
-        bounds[0] = dfg_add_node(g, DFG_HOST, mt, nm_launch);
-        g->dur[bounds[0]] = 5 * US;
-        for (int it = 0; it < iters; it++) {
-            int32_t last_f = -1, first_b = -1, last_k = -1;
-            for (int32_t l = 0; l < nl; l++) {
-                int32_t h = dfg_add_node(g, DFG_HOST, mt, nm_launch);
-                int32_t k = dfg_add_node(g, DFG_KERNEL, cs, nm_f);
-                g->dur[h] = 5 * US;
-                g->dur[k] = 100 * US;
-                g->launch[k] = h;
-                dfg_set_lat(g, k, 1 * US);
-                last_f = h;
-                if (r == 0 && it == 0)
-                    fwd0[l] = h;
-            }
-            for (int32_t l = nl - 1; l >= 0; l--)
-                for (int j = 0; j < 2; j++) {
-                    int32_t h = dfg_add_node(g, DFG_HOST, bt, nm_launch);
-                    int32_t k = dfg_add_node(g, DFG_KERNEL, cs, nm_b);
-                    g->dur[h] = 5 * US;
-                    g->dur[k] = 100 * US;
-                    g->launch[k] = h;
-                    dfg_set_lat(g, k, 1 * US);
-                    if (first_b < 0)
-                        first_b = h;
-                    last_k = k;
-                }
-            int32_t rec = dfg_add_node(g, DFG_HOST, bt, nm_rec);
-            int32_t call = dfg_add_node(g, DFG_HOST, bt, nm_call);
-            int32_t c = dfg_add_node(g, DFG_COLL, ms, nm_c);
-            g->dur[rec] = 1 * US;
-            g->dur[call] = 5 * US;
-            g->launch[c] = call;
-            dfg_set_lat(g, c, 2 * US);
-            dfg_set_bytes(g, c, total);
-            dfg_set_group(g, c, it);
-            int32_t s = dfg_add_node(g, DFG_HOST, mt, nm_sync);
-            g->dur[s] = 2 * US;
-            g->flags[s] |= DFG_F_BLOCKING;
-            if (dfg_add_edge(g, last_k, c) != 0 || dfg_add_edge(g, c, s) != 0 ||
-                dfg_add_wakeup(g, last_f, first_b, 1 * US) != 0 ||
-                dfg_add_wakeup(g, call, s, 1 * US) != 0)
-                return -1;
-            bounds[it + 1] = s;
-        }
-        if (dfg_set_iterations(g, r, bounds, iters + 1) != 0)
-            return -1;
+    const int64_t M = 1 << 20;
+    memset(mem, 0, sizeof *mem);
+    mem->peak_bytes = 100 * M;
+    mem->n_layers = 4;
+    mem->act_bytes = malloc(4 * sizeof *mem->act_bytes);
+    mem->act_time = malloc(4 * sizeof *mem->act_time);
+    mem->static_each = malloc(6 * sizeof *mem->static_each);
+    for (int l = 0; l < 4; l++) {
+        mem->act_bytes[l] = M;
+        mem->act_time[l] = t_fwd[l] - 1;
+        mem->static_each[mem->n_static++] = with_sizes ? grad[l] : 3 * M;
     }
-    free(bounds);
-    if (dfg_finalize(g) != 0)
-        return -1;
-    /* the measured times: those simulated */
-    sim_result res;
-    memset(&res, 0, sizeof res);
-    if (sim_run(g, &res) != 0)
-        return -1;
-    for (int32_t n = 0; n < g->n_nodes; n++) {
-        g->mstart[n] = res.start[n];
-        dfg_set_mend(g, n, res.start[n] + dfg_dur(g, n));
-    }
-    for (int32_t l = 0; l < nl; l++)
-        t_fwd[l] = g->mstart[fwd0[l]];
-    sim_result_free(&res);
-    free(fwd0);
-    return 0;
+    mem->static_each[mem->n_static++] = 15 * M / 2; /* the bucket */
+    mem->static_each[mem->n_static++] = 512;
 }
 
 /* Tensor partition with the gradient sizes of the allocation trace, large gradients
@@ -892,24 +815,12 @@ test_partition_gradients(void)
     int64_t grad[4] = {M / 2, M / 2, M / 2, 6 * M};
     int64_t t_fwd[4];
     dfg g;
-    REQUIRE(build_layer_job(&g, 3, grad, 4, t_fwd) == 0);
+    REQUIRE(build_layer_job(&g, 3, grad, 4, 0, t_fwd) == 0);
     costmodel m;
     fit_model(&m);
     for (int with_sizes = 1; with_sizes >= 0; with_sizes--) {
         memest mem;
-        memset(&mem, 0, sizeof mem);
-        mem.peak_bytes = 100 * M;
-        mem.n_layers = 4;
-        mem.act_bytes = malloc(4 * sizeof *mem.act_bytes);
-        mem.act_time = malloc(4 * sizeof *mem.act_time);
-        mem.static_each = malloc(6 * sizeof *mem.static_each);
-        for (int l = 0; l < 4; l++) {
-            mem.act_bytes[l] = M;
-            mem.act_time[l] = t_fwd[l] - 1;
-            mem.static_each[mem.n_static++] = with_sizes ? grad[l] : 3 * M;
-        }
-        mem.static_each[mem.n_static++] = 15 * M / 2; /* the bucket */
-        mem.static_each[mem.n_static++] = 512;
+        layer_memest(&mem, grad, t_fwd, with_sizes);
         workload w;
         sim_result res;
         memset(&res, 0, sizeof res);
@@ -963,6 +874,63 @@ test_partition_gradients(void)
     dfg_free(&g);
 }
 
+/* Accumulation's weight floor (strategy.h): the optimizer's kernel (557 us past the fixed
+ * cost c0 = 3 us, the prior; 7 passes: no optimizer state in the estimate) moves 7 x 64
+ * MiB in it, so a pass over layer 0's 48 MiB of weights takes 0.75 x 557 / 7 = 59.7 us
+ * (layers 1 to 3: 5.0, 5.0 and 9.9 us). At a quarter of the batch layer l's forward kernel
+ * (97 us past c0) and each of its two backward kernels take c0 + p_l + (97 - p_l) / 4:
+ * 72.0 us for layer 0, not c0 + 97 / 4 (27.25). With an optimizer kernel 20 times as long
+ * every layer's pass (100 us and more) would outlast the kernels that read the weights:
+ * the trace contradicts the floor and every kernel scales with the batch. */
+static void
+test_accumulation_floor(void)
+{
+    const int64_t M = 1 << 20;
+    int64_t grad[4] = {48 * M, 4 * M, 4 * M, 8 * M};
+    int64_t opt_us[2] = {560, 11200};
+    costmodel m;
+    fit_model(&m);
+    for (int v = 0; v < 2; v++) {
+        int64_t t_fwd[4];
+        dfg g, work;
+        memest mem;
+        workload w;
+        sim_result res;
+        REQUIRE(build_layer_job(&g, 3, grad, 4, opt_us[v] * US, t_fwd) == 0);
+        layer_memest(&mem, grad, t_fwd, 1);
+        memset(&res, 0, sizeof res);
+        CHECK(dfg_clone(&work, &g) == 0);
+        REQUIRE(workload_analyze(&w, &work, &res, 1, 1, &m, &mem, 0, NULL) == 0);
+        CHECK(w.buckets.layer_grad != NULL);
+        CHECK(w.layers.weight_ns != NULL && !w.layers.weight_why[0]);
+        double bw = 7.0 * 64 * M / ((double)opt_us[v] * US - 3 * US);
+        CHECK(fabs(w.layers.weight_bw - bw) < 1e-6 * bw);
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.accum_k = 4;
+        CHECK(strategy_apply(&w, &p) == 0);
+        int32_t kernels = 0, scaled = 0, layer0 = 0;
+        int64_t quarter = 3 * US + llround(97.0 * US / 4);
+        for (int32_t d = 0; d < work.n_nodes; d++) {
+            if (work.kind[d] != DFG_KERNEL || w.iter[d] != 1 ||
+                (w.phase[d] != WL_FORWARD && w.phase[d] != WL_BACKWARD))
+                continue;
+            double pass = v == 0 ? (double)grad[w.layer[d]] / bw : 0;
+            CHECK(llabs(dfg_dur(&work, d) - llround(3 * US + pass + (97 * US - pass) / 4)) <= 1);
+            kernels++;
+            scaled += dfg_dur(&work, d) == quarter;
+            layer0 += w.layer[d] == 0 && llabs(dfg_dur(&work, d) - 72000) < 100;
+        }
+        CHECK_EQ_U(kernels, 2 * 12); /* per rank: 4 forward and 8 backward kernels */
+        CHECK_EQ_U(scaled, v == 0 ? 0 : 2 * 12);
+        CHECK_EQ_U(layer0, v == 0 ? 2 * 3 : 0); /* layer 0's kernels at 72.0 us */
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&work);
+        dfg_free(&g);
+    }
+}
+
 int
 main(void)
 {
@@ -978,5 +946,6 @@ main(void)
     test_search_deterministic();
     test_match_gradients();
     test_partition_gradients();
+    test_accumulation_floor();
     return tests_done();
 }
