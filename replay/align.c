@@ -1,5 +1,6 @@
 /* align.c: clock offsets between ranks from collective end times (see align.h). */
 #include "align.h"
+#include "order.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -16,25 +17,11 @@ cmp_sample(const void *pa, const void *pb)
     return (a->rank > b->rank) - (a->rank < b->rank);
 }
 
-static int
-cmp_i64(const void *pa, const void *pb)
-{
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
-}
-
-static int
-cmp_double(const void *pa, const void *pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return (a > b) - (a < b);
-}
-
 /* Median of v[0..n) (sorts v). n > 0. */
 static int64_t
 median_i64(int64_t *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_i64);
+    qsort(v, n, sizeof *v, order_i64);
     return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
@@ -253,7 +240,7 @@ residuals(align_work *w, int32_t n_ranks, align_result *res)
         if (w->dfill[r] > 0)
             res->residual_us[r] = (double)median_i64(w->dvals + w->doff[r], w->dfill[r]) / 1000.0;
     if (ns > 0) {
-        qsort(w->spread, ns, sizeof *w->spread, cmp_double);
+        qsort(w->spread, ns, sizeof *w->spread, order_double);
         res->residual_median_us = w->spread[ns / 2];
     }
     res->residual_max_us = mx;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dprotrace.h"
+#include "order.h"
 
 typedef struct span {
     int64_t a, b;
@@ -191,13 +192,6 @@ cmp_sample(const void *pa, const void *pb)
     return (a->name > b->name) - (a->name < b->name);
 }
 
-static int
-cmp_double(const void *pa, const void *pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return (a > b) - (a < b);
-}
-
 /* Fits one factor from samples s[0..n) (reordered) into *f (see contention.h). */
 static int
 fit_factor(sample *s, size_t n, contention_fit *f)
@@ -221,7 +215,7 @@ fit_factor(sample *s, size_t n, contention_fit *f)
                 mf += s[k].f;
             }
             mf /= (double)(j - i);
-            qsort(tmp, j - i, sizeof *tmp, cmp_double);
+            qsort(tmp, j - i, sizeof *tmp, order_double);
             size_t h = (j - i) / 2;
             double med = (j - i) % 2 ? tmp[h] : (tmp[h - 1] + tmp[h]) / 2;
             if (med > 0)
@@ -246,7 +240,7 @@ fit_factor(sample *s, size_t n, contention_fit *f)
         double slope = sxx > 0 ? sxy / sxx : 0;
         for (size_t i = 0; i < m; i++)
             tmp[i] = fabs(y[i] - slope * x[i]);
-        qsort(tmp, m, sizeof *tmp, cmp_double);
+        qsort(tmp, m, sizeof *tmp, order_double);
         double lim = 3 * 1.4826 * tmp[m / 2] + 1e-9;
         sxx = sxy = 0;
         for (size_t i = 0; i < m; i++)

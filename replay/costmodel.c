@@ -7,6 +7,7 @@
 
 #include "dprotrace.h"
 #include "ncclname.h"
+#include "order.h"
 
 double
 costmodel_factor(int op, int32_t nranks)
@@ -22,13 +23,6 @@ costmodel_factor(int op, int32_t nranks)
     default:
         return 1.0;
     }
-}
-
-static int
-cmp_double(const void *pa, const void *pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return (a > b) - (a < b);
 }
 
 /* Least squares y = a + b x over the points with use[i]; returns 0 or -1 (degenerate x).
@@ -97,7 +91,7 @@ fit_points(const double *x, const double *y, size_t n, costmodel_fit *f)
         double *tmp = malloc(n * sizeof *tmp);
         if (tmp) {
             memcpy(tmp, res, n * sizeof *tmp);
-            qsort(tmp, n, sizeof *tmp, cmp_double);
+            qsort(tmp, n, sizeof *tmp, order_double);
             double mad = tmp[n / 2];
             free(tmp);
             size_t kept = 0;
@@ -155,7 +149,7 @@ cmp_xy(const void *pa, const void *pb)
 static double
 median_of(double *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
+    qsort(v, n, sizeof *v, order_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

@@ -7,6 +7,7 @@
 
 #include "fnv1a.h"
 #include "hmap.h"
+#include "order.h"
 
 const char *
 replay_cp_class_name(int cls)
@@ -51,13 +52,6 @@ cmp_range(const void *pa, const void *pb)
     if (a->t0 != b->t0)
         return (a->t0 > b->t0) - (a->t0 < b->t0);
     return (a->t1 < b->t1) - (a->t1 > b->t1); /* the enclosing one first */
-}
-
-static int
-cmp_i64(const void *pa, const void *pb)
-{
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
 }
 
 static int
@@ -258,7 +252,7 @@ charge_host_gap(cp_ctx *c, int32_t m, int64_t at, int64_t len)
         return charge(c, REPLAY_CP_HOST_OTHER, m, NULL, at, len);
     c->pts[npts++] = ws;
     c->pts[npts++] = we;
-    qsort(c->pts, npts, sizeof *c->pts, cmp_i64);
+    qsort(c->pts, npts, sizeof *c->pts, order_i64);
     int rc = 0;
     for (size_t i = 0; i + 1 < npts && rc == 0; i++) {
         int64_t p = c->pts[i], q = c->pts[i + 1];

@@ -10,6 +10,7 @@
 #include "dprotrace.h"
 #include "fnv1a.h"
 #include "hmap.h"
+#include "order.h"
 
 /* ---- iterations of the nodes --------------------------------------------------------------- */
 
@@ -90,13 +91,6 @@ cmp_place(const void *pa, const void *pb)
     return (a->iter > b->iter) - (a->iter < b->iter);
 }
 
-static int
-cmp_i64(const void *pa, const void *pb)
-{
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
-}
-
 /* The median (stat REPLAY_TYPICAL_MEDIAN; v is sorted in place, the mean of the middle
  * two for even n) or the mean (rounded) of v[0..n), n > 0. */
 static int64_t
@@ -108,7 +102,7 @@ typical_i64(int64_t *v, size_t n, int stat)
             sum += (double)v[i];
         return (int64_t)(sum / (double)n + 0.5);
     }
-    qsort(v, n, sizeof *v, cmp_i64);
+    qsort(v, n, sizeof *v, order_i64);
     return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
@@ -427,8 +421,8 @@ devq_fill(const dfg *g, int32_t r, const int64_t *start, const int64_t *end, dev
             q->end[q->n++] = end[d];
         }
     }
-    qsort(q->sub, q->n, sizeof *q->sub, cmp_i64);
-    qsort(q->end, q->n, sizeof *q->end, cmp_i64);
+    qsort(q->sub, q->n, sizeof *q->sub, order_i64);
+    qsort(q->end, q->n, sizeof *q->end, order_i64);
 }
 
 /* How many of v[0..n) (sorted) are <= t. */

@@ -9,6 +9,7 @@
 #include "dprotrace.h"
 #include "hmap.h"
 #include "hostshare.h"
+#include "order.h"
 
 /* One parsed "T:C" sample of cpu_samples (us). */
 typedef struct cpu_sample {
@@ -325,13 +326,6 @@ burst(const hostshare *hs, int32_t r)
     return hs->busy[r] > 0 ? hs->demand[r] / hs->busy[r] : hs->demand[r];
 }
 
-static int
-cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 /* hs->slice_ns: the median of the traced stalls when there are HOSTSHARE_STALL_MIN_COUNT,
  * else the scheduler's base slice on the most cores of a host, 0.75 ms x (1 + log2 of the
  * cores, at most 8: Linux's sched_base_slice scaling); hs->slice_learned says which. */
@@ -343,7 +337,7 @@ learn_slice(hostshare *hs)
         cores = hs->cores[r] > cores ? hs->cores[r] : cores;
     hs->slice_learned = hs->n_stall >= HOSTSHARE_STALL_MIN_COUNT;
     if (hs->slice_learned) {
-        qsort(hs->stall, hs->n_stall, sizeof *hs->stall, cmp_double);
+        qsort(hs->stall, hs->n_stall, sizeof *hs->stall, order_double);
         hs->slice_ns = hs->stall[hs->n_stall / 2];
     } else {
         hs->slice_ns = 750e3 * (1 + floor(log2(cores < 8 ? cores : 8)));

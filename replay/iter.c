@@ -1,5 +1,6 @@
 /* iter.c: iteration detection (see iter.h). */
 #include "iter.h"
+#include "order.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -308,13 +309,6 @@ iter_period_rotation(const char *const *a, const char *const *b, size_t p, size_
     return rc;
 }
 
-static int
-cmp_i64(const void *pa, const void *pb)
-{
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
-}
-
 size_t
 iter_mark_warmup(const int64_t *starts, size_t n, double tolerance, uint8_t *warm_up)
 {
@@ -330,7 +324,7 @@ iter_mark_warmup(const int64_t *starts, size_t n, double tolerance, uint8_t *war
     size_t h = nd / 2, k = 0;
     for (size_t i = h; i < nd; i++)
         d[k++] = starts[i + 1] - starts[i];
-    qsort(d, k, sizeof *d, cmp_i64);
+    qsort(d, k, sizeof *d, order_i64);
     double med = (double)d[k / 2];
     free(d);
     size_t w = 0;

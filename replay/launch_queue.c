@@ -1,5 +1,6 @@
 /* launch_queue.c: the launch queue's depth from a trace's times (launch_queue.h). */
 #include "launch_queue.h"
+#include "order.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +23,6 @@ cmp_stream(const void *pa, const void *pb)
     if (a->res != b->res)
         return (a->res > b->res) - (a->res < b->res);
     return cmp_device(pa, pb);
-}
-
-static int
-cmp_i64(const void *pa, const void *pb)
-{
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
 }
 
 static int
@@ -80,7 +74,7 @@ launch_cost(const launch_queue_op *ops, size_t n, int64_t *costs)
     for (size_t i = 0; i < n; i++)
         if (i == 0 || ops[i].launch != ops[i - 1].launch)
             costs[nc++] = ops[i].lend - ops[i].lstart;
-    qsort(costs, nc, sizeof *costs, cmp_i64);
+    qsort(costs, nc, sizeof *costs, order_i64);
     return costs[nc / 10] > 0 ? costs[nc / 10] : 0;
 }
 

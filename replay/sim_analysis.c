@@ -3,6 +3,7 @@
 #include "sim.h"
 
 #include "dprotrace.h"
+#include "order.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,19 +58,12 @@ sim_iteration_time(const dfg *g, sim_timeline tl, int32_t r, int32_t first, int3
     return (double)(t1 - t0) / (double)(last - first + 1);
 }
 
-static int
-cmp_i64(const void *pa, const void *pb)
-{
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
-}
-
 double
 sim_median_i64(int64_t *v, int32_t n)
 {
     if (n < 1)
         return -1;
-    qsort(v, (size_t)n, sizeof *v, cmp_i64);
+    qsort(v, (size_t)n, sizeof *v, order_i64);
     return n % 2 ? (double)v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + (double)v[n / 2]);
 }
 

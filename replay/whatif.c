@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "replay.h"
+#include "order.h"
 
 int
 replay_scale_host_node(dfg *g, int32_t n, double factor)
@@ -51,13 +52,6 @@ replay_scale_ranks(const costmodel *m, dfg *g, int32_t n_from, int32_t n_to)
         rc++;
     }
     return rc;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* The expected maximum of k independent draws from the m sorted values v (each drawn
@@ -172,7 +166,7 @@ replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64
     if (rc == 0 && (m >= REPLAY_RANK_WAIT_MIN_SAMPLES || (m == 1 && stall_p > 0)) &&
         n_to > n_from) {
         double e;
-        qsort(v, m, sizeof *v, cmp_double);
+        qsort(v, m, sizeof *v, order_double);
         e = (stall_p > 0 && stall_ns > 0 ? expected_max_stalled(v, m, n_to, stall_p, stall_ns)
                                          : expected_max(v, m, n_to)) -
             expected_max(v, m, n_from);

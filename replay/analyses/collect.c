@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dpro_log.h"
+#include "order.h"
 
 int
 ana_grow(void **arr, size_t *cap, size_t n, size_t sz)
@@ -20,13 +21,6 @@ ana_grow(void **arr, size_t *cap, size_t n, size_t sz)
     *arr = p;
     *cap = ncap;
     return 0;
-}
-
-static int
-cmp_i64(const void *pa, const void *pb)
-{
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
 }
 
 /* Nearest-rank percentile p of the n sorted values v. */
@@ -44,7 +38,7 @@ ana_summarise(int64_t *v, size_t n, ana_summary *s)
     memset(s, 0, sizeof *s);
     if (!n)
         return;
-    qsort(v, n, sizeof *v, cmp_i64);
+    qsort(v, n, sizeof *v, order_i64);
     for (size_t i = 0; i < n; i++)
         sum += (double)v[i];
     s->count = n;

@@ -16,6 +16,7 @@
 
 #include "dprotrace.h"
 #include "json_squeeze.h"
+#include "order.h"
 
 /* A producer of a tensor: the node (index), and the producer before it (-1: none). */
 typedef struct et_prod {
@@ -254,13 +255,6 @@ collect_tensors(et_load *l, yajl_val v, int depth)
     return rc;
 }
 
-static int
-cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The member key of object o, or NULL. */
 static yajl_val
 member(yajl_val o, const char *key)
@@ -365,7 +359,7 @@ node_deps(et_load *l, size_t i, const char **out)
     *out = NULL;
     if (nd == 0)
         return DPRO_OK;
-    qsort(l->ids, nd, sizeof(*l->ids), cmp_u64);
+    qsort(l->ids, nd, sizeof(*l->ids), order_u64);
     et_buf b = {0};
     buf_put(&b, "[", 1);
     for (size_t k = 0; k < nd; k++) {

@@ -18,6 +18,7 @@
 #include "fnv1a.h"
 #include "json_num.h"
 #include "kineto_int.h"
+#include "order.h"
 
 /* The public constants are the generic pieces' */
 _Static_assert(KINETO_JOIN_WINDOW == IMP_JOIN_WINDOW, "join window");
@@ -328,13 +329,6 @@ kin_job_id(const kineto_importer *k, char *out, size_t n)
     snprintf(out, n, "kineto-%016llx", (unsigned long long)dpro_fnv1a(sig, len, DPRO_FNV1A_INIT));
 }
 
-static int
-cmp_u64(const void *pa, const void *pb)
-{
-    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-    return a < b ? -1 : a > b;
-}
-
 /* FNV-1a of the bytes of the file at path, or of the path where it cannot be read. */
 static uint64_t
 file_identity(const char *path)
@@ -368,7 +362,7 @@ kineto_files_identity(const char *const *paths, size_t n)
             h ^= f; /* out of memory: still independent of the order */
     }
     if (each) {
-        qsort(each, n, sizeof *each, cmp_u64);
+        qsort(each, n, sizeof *each, order_u64);
         h = dpro_fnv1a(each, n * sizeof *each, h);
         free(each);
     }
