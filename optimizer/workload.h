@@ -335,6 +335,11 @@ typedef struct workload {
     /* baseline */
     double measured_iter_ns; /* simulated on the graph as the replay built it */
     double base_iter_ns;     /* the baseline: the same (the graph is the replay's) */
+    /* the baseline's device pace (workload_device_iteration_ns) less its iteration, mean
+     * and median, where the pace is the longer: how far the compared window's edges (a
+     * device still busy with the work of the iterations before it) set the two apart; 0
+     * when not known or not longer */
+    double base_dev_lag_ns, base_dev_lag_median_ns;
 } workload;
 
 /* Finds the parameter tensors of n_layers layers among the n_alloc static allocation
@@ -419,6 +424,19 @@ double workload_iteration_ns(const workload *w, const sim_result *res);
 /* The same with each rank's median iteration (sim_iteration_median): the typical
  * iteration, which a rare stall of the trace does not move. */
 double workload_iteration_median_ns(const workload *w, const sim_result *res);
+
+/* The device's pace in res, a simulation of g (w->g, or a copy that keeps its node ids,
+ * partition.h): on each rank, from the end of the device work of the iterations before
+ * the compared ones (of the boundary that opens the first compared iteration where they
+ * have none), the ends of the last device operation of each compared iteration (w->iter):
+ * the mean time between them in *mean, the median in *median, averaged over the ranks
+ * whose every compared iteration has device work, less the baseline's lag
+ * (base_dev_lag_ns, base_dev_lag_median_ns), so that on the baseline the pace is at most
+ * its iteration. A step whose host runs ahead of its device without bound (a captured step:
+ * no launch queue holds its calls) repeats no faster than this. Returns 0; 1 when no
+ * rank qualifies (*mean and *median then -1); -1 out of memory. */
+int workload_device_iteration_ns(const workload *w, const dfg *g, const sim_result *res,
+                                 double *mean, double *median);
 
 void workload_free(workload *w);
 
