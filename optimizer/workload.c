@@ -560,6 +560,15 @@ workload_iteration_median_ns(const workload *w, const sim_result *res)
     return iteration_stat(w, res, 1);
 }
 
+double
+workload_rank_weight(const workload *w, int32_t r)
+{
+    const dfg *g = w->work;
+    if (g->rank_weight)
+        return g->rank_weight[r];
+    return w->main_thread[r] >= 0 ? 1 : 0;
+}
+
 /* Per rank of g, into e[r * (n + 1) + i] (n = last - first + 1), from res: at i = 0 the
  * end of the last device operation of the iterations before the first compared one (of
  * the boundary node that opens it when they have none), at i = 1..n the end of the last

@@ -394,11 +394,17 @@ int workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, meme
  * nothing else. Valid after workload_analyze's annotation. */
 int workload_step_call(const workload *w, int32_t h);
 
+/* The ranks rank r's nodes stand for in a mean per rank over the nodes: the class's
+ * weight for a representative of folded ranks (dfg rank_weight), 1 for an explicit rank
+ * with a trace, 0 for a rank without one (missing from the job's files, or folded into
+ * another's class). Valid after workload_analyze. */
+double workload_rank_weight(const workload *w, int32_t r);
+
 /* What capturing takes off the host, per iteration and rank over the compared
  * iterations: the step calls (workload_step_call) in *calls and their measured host time
  * (their durations and the gaps before them: the framework's CPU time between launches)
  * in *host_ns; the compared iterations' mean measured host-thread time in *thread_ns
- * (every call's duration and gap) for scale. */
+ * (every call's duration and gap) for scale; a rank counted with workload_rank_weight. */
 void workload_capture_removed(const workload *w, double *calls, double *host_ns, double *thread_ns);
 
 /* The bytes that gradient accumulation over k micro-batches (k > 1; the first k-1 under
