@@ -13,6 +13,9 @@ For each trace (A100 2-rank DDP, V100 DDP, A100 AlexNet, the 128-rank job's two 
    trace, 126 of the 128-rank job's: 9.6 ms said, 616.6 ms meant);
 2. dpro-optimize's baseline is dpro-replay's simulated iteration;
 3. each plan of the text output ("N. kind: X us (Yx)") is the JSON's, time and speedup.
+4. The A100 event-sync trace has no complete iteration: dpro-replay says it compares the
+   whole trace (not "1 (from iteration 1; warm-up skipped)"), dpro-optimize exits 1
+   saying why it has nothing to compare.
 
 A missing ../shared is a failure when CI=true, a skip elsewhere.
 """
@@ -86,6 +89,21 @@ def one(tmp, name, files):
                  s["predicted_iter_us"], s["predicted_speedup"]))
 
 
+def no_iteration(tmp):
+    name = "a100-event-sync-multistream"
+    d = os.path.join(tmp, name)
+    if run([IMPORT, "kineto", shared_path(os.path.join(KINETO, name + ".json.gz")), "-o", d,
+            "-q"]) is None:
+        return
+    rep = run([REPLAY, d])
+    check(rep is not None and "iterations compared: none found; the whole trace" in rep,
+          "%s: dpro-replay says no iteration was found: %s" % (name, (rep or "")[:300]))
+    p = subprocess.run([OPTIMIZE, d, "-q"], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 1 and "no complete iteration" in p.stderr and d in p.stderr,
+          "%s: dpro-optimize exits 1 naming the directory and why: status %d, %s"
+          % (name, p.returncode, p.stderr[-300:]))
+
+
 def main():
     if missing((IMPORT, OPTIMIZE, REPLAY)):
         return SKIP
@@ -93,6 +111,7 @@ def main():
     try:
         for name, files in sorted(TRACES.items()):
             one(tmp, name, files)
+        no_iteration(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return exit_status()
