@@ -601,9 +601,9 @@ workload_device_iteration_ns(const workload *w, const dfg *g, const sim_result *
                              double *median)
 {
     int rc = 0;
-    int32_t n = w->iter_last - w->iter_first + 1, k = 0;
+    int32_t n = w->iter_last - w->iter_first + 1;
     int64_t *e = NULL, *d = NULL;
-    double sum_mean = 0, sum_median = 0;
+    double sum_mean = 0, sum_median = 0, k = 0;
     *mean = *median = -1;
     if (w->iter_first < 0 || n < 1 || g->n_ranks < 1)
         rc = 1;
@@ -621,11 +621,12 @@ workload_device_iteration_ns(const workload *w, const dfg *g, const sim_result *
             ok = er[i] >= 0 && er[i + 1] >= 0;
             d[i] = ok ? er[i + 1] - er[i] : 0;
         }
-        if (!ok)
-            continue; /* an iteration of the rank without device work */
-        sum_mean += (double)(er[n] - er[0]) / (double)n;
-        sum_median += sim_median_i64(d, n);
-        k++;
+        double wt = workload_rank_weight(w, r);
+        if (!ok || wt <= 0)
+            continue; /* an iteration of the rank without device work; a folded rank */
+        sum_mean += wt * (double)(er[n] - er[0]) / (double)n;
+        sum_median += wt * sim_median_i64(d, n);
+        k += wt;
     }
     if (rc == 0 && k > 0) {
         *mean = sum_mean / k - w->base_dev_lag_ns;

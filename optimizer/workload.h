@@ -436,7 +436,7 @@ double workload_iteration_median_ns(const workload *w, const sim_result *res);
  * the compared ones (of the boundary that opens the first compared iteration where they
  * have none), the ends of the last device operation of each compared iteration (w->iter):
  * the mean time between them in *mean, the median in *median, averaged over the ranks
- * whose every compared iteration has device work, less the baseline's lag
+ * whose every compared iteration has device work (by workload_rank_weight), less the baseline's lag
  * (base_dev_lag_ns, base_dev_lag_median_ns), so that on the baseline the pace is at most
  * its iteration. A step whose host runs ahead of its device without bound (a captured step:
  * no launch queue holds its calls) repeats no faster than this. Returns 0; 1 when no
