@@ -50,7 +50,9 @@
  *                     compute only: the calls that launch only forward or backward kernels
  *                     cost nothing, those kernels follow each other without launch latency
  *                     or idle gaps; every other call, hand-over and wake-up stays as
- *                     measured;
+ *                     measured. No launch queue holds the captured calls, so the host may
+ *                     run ahead of the device: the predicted iteration is the slower of
+ *                     the host's pace and the device's (workload_device_iteration_ns);
  *   buckets           units (the trace's all-reduces in backward order) are packed as DDP
  *                     packs parameters: a bucket closes once its bytes reach the cap
  *                     (first_bucket_mb for the first bucket, bucket_cap_mb after); a bucket

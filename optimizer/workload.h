@@ -404,6 +404,11 @@ typedef struct workload {
     /* baseline */
     double measured_iter_ns; /* simulated on the graph as the replay built it */
     double base_iter_ns;     /* the baseline: the same (the graph is the replay's) */
+    /* the baseline's device pace (workload_device_iteration_ns) less its iteration, mean
+     * and median, where the pace is the longer: how far the compared window's edges (a
+     * device still busy with the work of the iterations before it) set the two apart; 0
+     * when not known or not longer */
+    double base_dev_lag_ns, base_dev_lag_median_ns;
 } workload;
 
 /* Finds the parameter tensors of n_layers layers among the n_alloc static allocation
@@ -460,11 +465,17 @@ int workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, meme
  * nothing else. Valid after workload_analyze's annotation. */
 int workload_step_call(const workload *w, int32_t h);
 
+/* The ranks rank r's nodes stand for in a mean per rank over the nodes: the class's
+ * weight for a representative of folded ranks (dfg rank_weight), 1 for an explicit rank
+ * with a trace, 0 for a rank without one (missing from the job's files, or folded into
+ * another's class). Valid after workload_analyze. */
+double workload_rank_weight(const workload *w, int32_t r);
+
 /* What capturing takes off the host, per iteration and rank over the compared
  * iterations: the step calls (workload_step_call) in *calls and their measured host time
  * (their durations and the gaps before them: the framework's CPU time between launches)
  * in *host_ns; the compared iterations' mean measured host-thread time in *thread_ns
- * (every call's duration and gap) for scale. */
+ * (every call's duration and gap) for scale; a rank counted with workload_rank_weight. */
 void workload_capture_removed(const workload *w, double *calls, double *host_ns, double *thread_ns);
 
 /* The bytes that gradient accumulation over k micro-batches (k > 1; the first k-1 under
@@ -495,6 +506,19 @@ double workload_iteration_ns(const workload *w, const sim_result *res);
 /* The same with each rank's median iteration (sim_iteration_median): the typical
  * iteration, which a rare stall of the trace does not move. */
 double workload_iteration_median_ns(const workload *w, const sim_result *res);
+
+/* The device's pace in res, a simulation of g (w->g, or a copy that keeps its node ids,
+ * partition.h): on each rank, from the end of the device work of the iterations before
+ * the compared ones (of the boundary that opens the first compared iteration where they
+ * have none), the ends of the last device operation of each compared iteration (w->iter):
+ * the mean time between them in *mean, the median in *median, averaged over the ranks
+ * whose every compared iteration has device work (by workload_rank_weight), less the baseline's lag
+ * (base_dev_lag_ns, base_dev_lag_median_ns), so that on the baseline the pace is at most
+ * its iteration. A step whose host runs ahead of its device without bound (a captured step:
+ * no launch queue holds its calls) repeats no faster than this. Returns 0; 1 when no
+ * rank qualifies (*mean and *median then -1); -1 out of memory. */
+int workload_device_iteration_ns(const workload *w, const dfg *g, const sim_result *res,
+                                 double *mean, double *median);
 
 void workload_free(workload *w);
 

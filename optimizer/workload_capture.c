@@ -183,20 +183,22 @@ void
 workload_capture_removed(const workload *w, double *calls, double *host_ns, double *thread_ns)
 {
     const dfg *g = w->work;
-    double n = 0, t = 0, all = 0;
-    int64_t n_iter =
-        (int64_t)(w->iter_last - w->iter_first + 1) * (g->n_ranks > 0 ? g->n_ranks : 1);
+    double n = 0, t = 0, all = 0, ranks = 0;
+    for (int32_t r = 0; r < g->n_ranks; r++)
+        ranks += workload_rank_weight(w, r);
+    double n_iter = (double)(w->iter_last - w->iter_first + 1) * ranks;
     for (int32_t h = 0; h < g->n_nodes; h++) {
         if (g->kind[h] != DFG_HOST || w->iter[h] < w->iter_first || w->iter[h] > w->iter_last)
             continue;
-        double cost = (double)(w->base_dur[h] + w->base_gap[h]);
+        double wt = workload_rank_weight(w, dfg_rank(g, h));
+        double cost = (double)(w->base_dur[h] + w->base_gap[h]) * wt;
         all += cost;
         if (workload_step_call(w, h)) {
-            n += 1;
+            n += wt;
             t += cost;
         }
     }
-    *calls = n_iter > 0 ? n / (double)n_iter : 0;
-    *host_ns = n_iter > 0 ? t / (double)n_iter : 0;
-    *thread_ns = n_iter > 0 ? all / (double)n_iter : 0;
+    *calls = n_iter > 0 ? n / n_iter : 0;
+    *host_ns = n_iter > 0 ? t / n_iter : 0;
+    *thread_ns = n_iter > 0 ? all / n_iter : 0;
 }

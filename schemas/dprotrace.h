@@ -506,7 +506,8 @@ typedef struct dpro_reader dpro_reader;
  * trace on read-only media or in a directory the reader cannot write reads as well. A
  * finished trace (no -wal beside it) is opened immutable. A file still being created (empty,
  * or no schema yet) is waited for briefly, then refused with DPRO_ERR_BUSY. A file cut short
- * (missing pages) opens, reads what is intact and says so (dpro_reader_ended_early). Every
+ * (missing pages) opens, reads what is intact and says so (dpro_reader_ended_early); one cut
+ * before its meta is refused with DPRO_ERR_CORRUPT, "cut short" in the message. Every
  * size and id the file gives is checked: DPRO_ERR_CORRUPT names the file and the table or
  * batch. On failure *out is NULL and errbuf (may be NULL) names the file and what is
  * wrong; the status says which kind of failure it is. */

@@ -97,10 +97,12 @@ probe_file(dpro_reader *r, const char *file, file_probe *p)
     return rc;
 }
 
-/* Checks meta's schema version: a number, and not newer than ours. */
+/* Checks meta's schema version: a number, and not newer than ours; a file cut short
+ * before its meta (p: what its header says) is named so, not taken for another file. */
 static int
-check_version(dpro_reader *r, int wal)
+check_version(dpro_reader *r, const file_probe *p)
 {
+    int wal = p->wal;
     const char *major = dpro_reader_meta(r, "schema_major");
     const char *minor = dpro_reader_meta(r, "schema_minor");
     long m = major ? reader_parse_version(major) : 0;
@@ -108,6 +110,13 @@ check_version(dpro_reader *r, int wal)
 
     if (!major && wal)
         return dpro_reader_fail(r, DPRO_ERR_BUSY, "%s", "being written: no schema_major yet");
+    if (!major && r->cut) {
+        snprintf(msg, sizeof msg,
+                 "cut short: %llu bytes where its header says %llu pages of %u; its meta "
+                 "(the schema version) lay in the part lost: nothing to read",
+                 (unsigned long long)p->size, (unsigned long long)p->pages_said, p->page_size);
+        return dpro_reader_fail(r, DPRO_ERR_CORRUPT, "%s", msg);
+    }
     if (!major)
         return dpro_reader_fail(r, DPRO_ERR_NOT_TRACE, "%s",
                                 "not a dpro trace (no schema_major in meta)");
@@ -183,7 +192,7 @@ open_sqlite(dpro_reader *r, const dpro_db_path *dbp, const file_probe *p, int im
             rc = dpro_reader_fail(r, DPRO_ERR_BUSY, "%s", "being written: no schema yet");
     }
     if (rc == DPRO_OK)
-        rc = check_version(r, p->wal);
+        rc = check_version(r, p);
     return rc;
 }
 

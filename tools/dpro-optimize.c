@@ -529,7 +529,10 @@ prepare(args *a, state *st)
     workload_options *wo = &a->wo;
 
     if (rp->iter_last < rp->iter_first) {
-        pr_err("no steady iterations to compare in %s", a->dir);
+        pr_err("no steady iterations to compare in %s: no complete iteration (fewer than two "
+               "iteration boundaries: no ProfilerStep or NVTX iteration markers, no repeating "
+               "kernel sequence); the optimizer compares whole iterations: trace a few steps",
+               a->dir);
         return 1;
     }
     if (dfg_finalize(&rp->graph) != 0 || profile_estimate_memory(rp, &st->mem, &st->mem_rank) < 0)

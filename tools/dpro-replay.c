@@ -454,8 +454,11 @@ print_text(const report *rep)
         printf("rank classes: %d (alike ranks simulated once: %d nodes; %d ranks folded while "
                "read; --no-fold: every rank)\n",
                classes, g->n_nodes, rp->job.n_folded);
-    printf("iterations compared: %d (from iteration %d; warm-up skipped)\n", s->iterations,
-           s->first_iteration);
+    if (rp->iter_last < rp->iter_first)
+        printf("iterations compared: none found; the whole trace is compared as one\n");
+    else
+        printf("iterations compared: %d (from iteration %d; warm-up skipped)\n", s->iterations,
+               s->first_iteration);
     if (rp->p2p.ends > 0 || rp->p2p.no_peer > 0)
         printf("send/recv: %lld transfer ends, %lld matched with their peer into %d "
                "exchanges, %lld unmatched, %lld without a peer (measured durations)\n",

@@ -25,6 +25,9 @@ TESTS += tests/optimizer/test_json_keys.py
 # more than 512 layers (the plan's recompute flags): deterministic under --seed, ASan-clean
 dist_check_SCRIPTS += tests/optimizer/test_framework.py
 TESTS += tests/optimizer/test_framework.py
+# the advice on the real Kineto traces: a capture no faster than the device, text = JSON
+dist_check_SCRIPTS += tests/optimizer/test_real_advice.py
+TESTS += tests/optimizer/test_real_advice.py
 dist_check_SCRIPTS += tests/optimizer/test_many_layers.py
 TESTS += tests/optimizer/test_many_layers.py
 # the peak memory of recomputation through ddp-sim's caching allocator (memest.h)

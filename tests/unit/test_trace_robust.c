@@ -618,6 +618,14 @@ test_ended_early(void)
         dpro_iter_close(it);
         dpro_reader_close(r);
     }
+    /* cut to its first page (the schema): its meta is gone too, and the error says the
+     * file was cut short, not that it is some other file */
+    CHECK(truncate(path, 1024) == 0);
+    r = NULL;
+    CHECK(dpro_reader_open(path, &r, err, sizeof err) != DPRO_OK);
+    CHECK(r == NULL && strstr(err, "cut short") != NULL && strstr(err, "not a dpro") == NULL);
+    if (!strstr(err, "cut short"))
+        fprintf(stderr, "cut to one page: %s\n", err);
 
     CHECK(write_events(path, 100, 0, 1, NULL) == DPRO_OK);
     sql(path, "DELETE FROM meta WHERE key = 'complete'");
