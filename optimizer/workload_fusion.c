@@ -103,16 +103,24 @@ close_run(const dfg *g, workload_fusion *fu, const int32_t *run, int32_t n, cons
 
 /* DDP's per-parameter work in the backward (the reducer's copy of each gradient into its
  * bucket and, before it, the gradient's accumulation into .grad), which runs outside the
- * compiled backward: on stream sequence seq[a .. b-1] (one iteration's backward), the
- * kernel name launched at least n_params and fewest times (the copy, one a parameter;
- * n_params: the DDP parameters workload_find_params found) is marked OP_OUT, with the
- * kernel before each such copy when it has the copy's launch size (or either is unknown). */
+ * compiled backward: on stream sequence seq[a .. b-1] (one backward), the kernel name
+ * launched at least n_params and fewest times (the copy, one a parameter) is marked
+ * OP_OUT, with the kernel before each such copy when it has the copy's launch size (or
+ * either is unknown). n_params: the device-to-device copies the sequence ends with, DDP's
+ * copies of the buckets back into the gradients (one a parameter), counted here rather
+ * than taken from workload_find_params, which finds none where an iteration boundary
+ * found from the kernels' period falls inside the backward (its all-reduces then span
+ * two iterations); none without DDP's all-reduces. */
 static void
 mark_param_work(const workload *w, const int32_t *seq, int32_t a, int32_t b, uint8_t *cls,
                 int32_t *scratch)
 {
     const dfg *g = w->g;
-    int32_t n_params = w->buckets.n_params, best = -1, best_n = 0, k = 0;
+    int32_t n_params = 0, best = -1, best_n = 0, k = 0;
+    for (int32_t i = b - 1; w->buckets.n_units > 0 && i >= a && g->kind[seq[i]] == DFG_MEMCPY &&
+                            cls[seq[i]] == OP_FUSE;
+         i--)
+        n_params++;
     for (int32_t i = a; n_params > 0 && i < b; i++)
         if (g->kind[seq[i]] == DFG_KERNEL && cls[seq[i]] != OP_GEMM)
             scratch[k++] = g->name[seq[i]];

@@ -18,6 +18,12 @@ tests_optimizer_test_optimizer_fsdp_SOURCES = tests/optimizer/test_optimizer_fsd
 	tests/optimizer/optjobs.c tests/optimizer/optjobs.h
 tests_optimizer_test_optimizer_fsdp_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
 TESTS += tests/optimizer/test_optimizer_fsdp
+# torch.compile's fusion on a DDP step, its iterations cut at the step or in the backward
+check_PROGRAMS += tests/optimizer/test_optimizer_fusion
+tests_optimizer_test_optimizer_fusion_SOURCES = tests/optimizer/test_optimizer_fusion.c \
+	tests/optimizer/optjobs.c tests/optimizer/optjobs.h
+tests_optimizer_test_optimizer_fusion_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
+TESTS += tests/optimizer/test_optimizer_fusion
 if HAVE_PYTHON3
 # the documented --json keys of dpro-replay and dpro-optimize on a real (imported) trace
 dist_check_SCRIPTS += tests/optimizer/test_json_keys.py
