@@ -428,8 +428,9 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
     strategy_plan p;
     const workload_fusion *fu = &w->fusion;
     double before = 0, after = 0;
-    int64_t n_iter =
-        (int64_t)(w->iter_last - w->iter_first + 1) * (w->work->n_ranks > 0 ? w->work->n_ranks : 1);
+    double n_iter = 0; /* compared rank-iterations, each rank by workload_rank_weight */
+    for (int32_t r = 0; r < w->work->n_ranks; r++)
+        n_iter += workload_rank_weight(w, r) * (double)(w->iter_last - w->iter_first + 1);
     strategy_plan_baseline(&p);
     rc = strategy_apply(w, &p);
     for (int32_t c = 0; rc == 0 && c < fu->n_chains; c++) {
@@ -437,7 +438,8 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
         if (w->iter[first] < w->iter_first || w->iter[first] > w->iter_last)
             continue;
         for (int32_t i = fu->chain_off[c]; i < fu->chain_off[c + 1]; i++)
-            before += (double)dfg_dur(w->g, fu->chain_node[i]);
+            before += workload_rank_weight(w, dfg_rank(w->g, first)) *
+                      (double)dfg_dur(w->g, fu->chain_node[i]);
     }
     p.fuse = 1;
     if (rc == 0)
@@ -445,13 +447,13 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
     for (int32_t c = 0; rc == 0 && c < fu->n_chains; c++) {
         int32_t first = fu->chain_node[fu->chain_off[c]];
         if (w->iter[first] >= w->iter_first && w->iter[first] <= w->iter_last)
-            after += (double)dfg_dur(w->g, first);
+            after += workload_rank_weight(w, dfg_rank(w->g, first)) * (double)dfg_dur(w->g, first);
     }
     p.fuse = 0;
     if (rc == 0)
         rc = strategy_apply(w, &p);
-    *chain_ns = n_iter > 0 ? before / (double)n_iter : 0;
-    *fused_ns = n_iter > 0 ? after / (double)n_iter : 0;
+    *chain_ns = n_iter > 0 ? before / n_iter : 0;
+    *fused_ns = n_iter > 0 ? after / n_iter : 0;
     return rc;
 }
 
@@ -460,8 +462,9 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
  * forward and backward as workload.h: micro says (what only the synchronised micro-batch
  * runs left out, the next step's forward of an iteration cut between forward and backward
  * counted). Returns max(mean device time, mean host time) over the compared iterations of
- * every rank, and into *median each rank's median of the iterations' max(device, host),
- * averaged over the ranks (as workload_iteration_median_ns: a host stall of a few
+ * every rank with a trace (a class of folded ranks by its weight: workload_rank_weight),
+ * and into *median each rank's median of the iterations' max(device, host), averaged
+ * over those ranks alike (as workload_iteration_median_ns: a host stall of a few
  * iterations moves the mean, not the median step); -1 when out of memory. */
 static double
 micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *median)
@@ -472,7 +475,7 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *me
     int64_t n_iter = (int64_t)(n_it > 0 ? n_it : 0) * n_r;
     int64_t *dev = calloc((size_t)n_iter + 1, sizeof *dev);
     int64_t *host = calloc((size_t)n_iter + 1, sizeof *host);
-    double mean = -1, ops = 0, dev_sum = 0, host_sum = 0;
+    double mean = -1, ops = 0, dev_sum = 0, host_sum = 0, weight = 0;
     *median = 0;
     for (int32_t d = 0; dev && host && d < g->n_nodes; d++) {
         if (w->iter[d] < w->iter_first || w->iter[d] > w->iter_last || dfg_rank(g, d) >= n_r)
@@ -483,24 +486,32 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *me
             continue;
         int64_t i = (int64_t)dfg_rank(g, d) * n_it + (w->iter[d] - w->iter_first);
         int32_t h = g->launch[d];
-        ops++;
+        ops += workload_rank_weight(w, dfg_rank(g, d));
         if (w->on_compute[d])
             dev[i] += dfg_dur(g, d) + dfg_gap(g, d);
         if (h >= 0 && !(cuda_graph && w->opt.capture_scope == WL_CAPTURE_STEP))
             host[i] += dfg_dur(g, h) + dfg_gap(g, h);
     }
     for (int64_t i = 0; dev && host && i < n_iter; i++) {
-        dev_sum += (double)dev[i];
-        host_sum += (double)host[i];
+        double wt = workload_rank_weight(w, (int32_t)(i / n_it));
+        dev_sum += wt * (double)dev[i];
+        host_sum += wt * (double)host[i];
         dev[i] = dev[i] > host[i] ? dev[i] : host[i]; /* the micro-batch, in place */
     }
-    for (int32_t r = 0; dev && host && n_it > 0 && r < n_r; r++)
-        *median += sim_median_i64(dev + (int64_t)r * n_it, n_it) / n_r;
+    for (int32_t r = 0; dev && host && n_it > 0 && r < n_r; r++) {
+        double wt = workload_rank_weight(w, r);
+        if (wt > 0) {
+            *median += wt * sim_median_i64(dev + (int64_t)r * n_it, n_it);
+            weight += wt;
+        }
+    }
     if (dev && host) {
-        mean = n_iter > 0 ? (dev_sum > host_sum ? dev_sum : host_sum) / (double)n_iter : 0;
-        out->micro_device_ns = n_iter > 0 ? dev_sum / (double)n_iter : 0;
-        out->micro_host_ns = n_iter > 0 ? host_sum / (double)n_iter : 0;
-        out->micro_launches = n_iter > 0 ? ops / (double)n_iter : 0;
+        double n = weight * (double)(n_it > 0 ? n_it : 0); /* rank-iterations, by weight */
+        *median = weight > 0 ? *median / weight : 0;
+        mean = n > 0 ? (dev_sum > host_sum ? dev_sum : host_sum) / n : 0;
+        out->micro_device_ns = n > 0 ? dev_sum / n : 0;
+        out->micro_host_ns = n > 0 ? host_sum / n : 0;
+        out->micro_launches = n > 0 ? ops / n : 0;
     }
     free(dev);
     free(host);

@@ -13,7 +13,11 @@ For each trace (A100 2-rank DDP, V100 DDP, A100 AlexNet, the 128-rank job's two 
    trace, 126 of the 128-rank job's: 9.6 ms said, 616.6 ms meant);
 2. dpro-optimize's baseline is dpro-replay's simulated iteration;
 3. each plan of the text output ("N. kind: X us (Yx)") is the JSON's, time and speedup.
-4. The A100 event-sync trace has no complete iteration: dpro-replay says it compares the
+4. gradient accumulation's micro-batch (`--what-if no_sync=4`) is priced per rank with a
+   trace: its 4 micro-batches' device time is at least 3/4 of the step's measured compute
+   (the forward and backward are most of it). On the A100 DDP trace, whose other rank has
+   no trace, it once divided by both ranks: 5.6 ms a micro-batch where 10.9 ms is meant.
+5. The A100 event-sync trace has no complete iteration: dpro-replay says it compares the
    whole trace (not "1 (from iteration 1; warm-up skipped)"), dpro-optimize exits 1
    saying why it has nothing to compare.
 
@@ -74,6 +78,14 @@ def one(tmp, name, files):
         check(host is not None and saved <= 1.05 * float(host.group(1)) * 1000,
               "%s: the capture saves %.1f us an iteration, no more than the host time it says "
               "leaves the host: %s" % (name, saved, host.group(0) if host else s["description"]))
+    acc = run([OPTIMIZE, d, "--json", "-q", "--what-if", "no_sync=4"] + ARGS)
+    if acc is not None:
+        micro = json.loads(acc)["strategies"][0].get("micro_batch_device_us")
+        check(micro is not None and 4 * micro >= 0.75 * compute,
+              "%s: no_sync=4's micro-batch does %s us on the device, 4 of them under 3/4 of "
+              "the step's %.1f us of compute" % (name, micro, compute))
+        print("%s: no_sync=4's micro-batch %s us on the device, compute %.1f us a step"
+              % (name, micro, compute))
     check(abs(opt["baseline_iter_us"] - rep["simulated_iter_us"]) < 0.01,
           "%s: dpro-optimize's baseline %.3f us is dpro-replay's %.3f us"
           % (name, opt["baseline_iter_us"], rep["simulated_iter_us"]))
