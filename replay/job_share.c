@@ -652,8 +652,8 @@ put_rank(bytes *b, const rank_task *t)
     put_i64(b, t->windowed);
     put_i64(b, t->window_ok);
     put_i64(b, (int64_t)jr->dropped);
-    put_events(b, jr->events, jr->n_events);
     put_i64(b, jr->folded ? jr->fold_rep : -1); /* its signature stays until asked for */
+    put_events(b, jr->events, jr->n_events);
     put_taken(b, jr);
 }
 
@@ -680,9 +680,11 @@ keep_compact(bytes *b, size_t at, job_rank *jr)
 }
 
 /* Takes one rank's read from b into t (what process 0 knew of it replaced), counting it
- * in *rv; with compact, its events kept compact (job_rank.wire). */
+ * in *rv; its events kept compact (job_rank.wire) when not folding (!fold) or folded on
+ * its process (read by the graph's passes, one rank at a time), and the load's cut does
+ * not place its iterations here. */
 static void
-get_rank(bytes *b, rank_task *t, received *rv, int compact)
+get_rank(bytes *b, rank_task *t, received *rv, int fold)
 {
     job_rank *jr = t->jr;
     get_outcome(b, t);
@@ -691,14 +693,14 @@ get_rank(bytes *b, rank_task *t, received *rv, int compact)
     t->windowed = (int)get_i64(b);
     t->window_ok = (int)get_i64(b);
     jr->dropped = (uint64_t)get_i64(b);
+    t->local_rep = (int32_t)get_i64(b);
     free(jr->events);
     size_t at = b->at;
     jr->events = get_events(b, &jr->n_events); /* read whole: a damaged message fails here */
-    if (compact && jr->events)
+    if ((!fold || t->local_rep >= 0) && !t->bpos && jr->events)
         keep_compact(b, at, jr);
     rv->ev_bytes += b->at - at;
     rv->events += jr->n_events;
-    t->local_rep = (int32_t)get_i64(b);
     get_taken(b, jr);
 }
 
@@ -955,7 +957,7 @@ take_reads(job *j, const job_share *sh, int p, rank_task *t, int32_t plo, int32_
                      : DPRO_ERR_CORRUPT;
             free(env.p);
         } else if (rc == 0) {
-            get_rank(&b, &t[i], rv, !reps && !t[i].bpos);
+            get_rank(&b, &t[i], rv, reps != NULL);
         }
         if (rc == 0 && b.fail)
             rc = DPRO_ERR_NOMEM;

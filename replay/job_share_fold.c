@@ -242,6 +242,9 @@ classify_received(job *j, rank_task *t, fold_reps *reps, const job_options *o)
             free(t->jr->events); /* its events are needed whole */
             t->jr->events = NULL;
             t->jr->n_events = 0;
+            free(t->jr->wire); /* and held expanded */
+            t->jr->wire = NULL;
+            t->jr->wire_len = 0;
             t->rc = job_read_rank(t, o); /* a failure is the task's, told later */
         }
     }
