@@ -816,7 +816,10 @@ read_folding(job *j, rank_task *t, int32_t n, int jobs, const job_options *opts,
         pool_run(t + w, m, jobs, job_read_rank, opts);
         rc = fold_wave(j, t + w, m, reps, opts->share && opts->share->me != 0);
         for (int32_t i = w; rc == 0 && opts->share && opts->share->me != 0 && i < w + m; i++)
-            rc = job_share_pack(j, &t[i]);  /* held compressed until sent to process 0 */
+            rc = job_share_pack(j, &t[i]); /* held compressed until sent to process 0 */
+        for (int32_t i = w; rc == 0 && opts->share && opts->share->me == 0 && i < w + m; i++)
+            if (t[i].jr->folded && !t[i].bpos) /* as the others' folded ranks are held */
+                rc = job_share_hold_compact(t[i].jr);
         for (int32_t i = w; i < w + m; i++) /* the folded ranks' events and signatures */
             job_trim(j, (size_t)(t[i].loaded - t[i].jr->n_events) *
                             (sizeof(job_event) + 3 * sizeof(int64_t)));

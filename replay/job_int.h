@@ -86,7 +86,7 @@ typedef struct listing {
 /* job_share.c: closes o's reader and frees what it holds. */
 void job_opened_free(opened *o);
 
-/* job_share.c: the order in which the n listed files are shared out (shared reading):
+/* job_share_order.c: the order in which the n listed files are shared out (shared reading):
  * their names with runs of digits compared as numbers (ties: the listing's order), so
  * that where the names carry the ranks (rank<R>-host-pid.dpro) a process's share of
  * the files is its share of the ranks. Returns the listing's indices in that order
@@ -234,7 +234,7 @@ int32_t job_fold_find(const fold_reps *reps, const job_fold_sig *s);
  * DPRO_ERR_NOMEM. */
 int job_fold_classify(job *j, rank_task *t, job_fold_sig *s, fold_reps *reps, int keep);
 
-/* job_share.c: the ranks sh's process reads of n, [*lo, *hi). */
+/* job_share_order.c: the ranks sh's process reads of n, [*lo, *hi). */
 void job_share_range(const job_share *sh, int32_t n, int32_t *lo, int32_t *hi);
 
 /* job_share.c: on a process other than 0 of a shared reading, closes the readers it
@@ -275,6 +275,11 @@ int job_share_bounds(const job_share *sh, rank_task *t, int32_t n, int32_t lo, i
  * Returns 0 or a dpro_status. */
 int job_share_classify(job *j, const job_share *sh, int p, rank_task *t, int32_t i, fold_reps *reps,
                        fold_env *envs, const hmap *by_rep, const job_options *o);
+
+/* job_share.c: holds the events of jr, a rank folded while read, compact (jr->wire, as
+ * a received rank's; the graph's passes expand them one rank at a time). Returns 0 or
+ * DPRO_ERR_NOMEM (jr unchanged). */
+int job_share_hold_compact(job_rank *jr);
 
 /* job_share.c: the signature process 0 asked of t (put as the wire carries it) into
  * *out (malloc'd, *len bytes): an empty signature when t has none. Returns 0 or

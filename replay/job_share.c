@@ -454,39 +454,6 @@ job_opened_free(opened *o)
     *o = (opened){0};
 }
 
-/* A file name and its place in the listing, as job_share_file_order sorts them. */
-typedef struct named {
-    const char *name;
-    size_t i;
-} named;
-
-static int
-named_cmp(const void *x, const void *y)
-{
-    const named *a = x, *b = y;
-    int rc = strverscmp(a->name, b->name); /* digits as numbers: rank2 before rank10 */
-    return rc != 0 ? rc : (a->i > b->i) - (a->i < b->i);
-}
-
-size_t *
-job_share_file_order(char *const *files, size_t n)
-{
-    named *v = malloc((n + 1) * sizeof *v);
-    size_t *order = malloc((n + 1) * sizeof *order);
-    for (size_t i = 0; v && order && i < n; i++)
-        v[i] = (named){files[i], i};
-    if (v && order)
-        qsort(v, n, sizeof *v, named_cmp);
-    for (size_t k = 0; v && order && k < n; k++)
-        order[k] = v[k].i;
-    if (!v) {
-        free(order);
-        order = NULL;
-    }
-    free(v);
-    return order;
-}
-
 int
 job_share_opened(const job_share *sh, opened *o, const size_t *order, int32_t n, int32_t lo,
                  int32_t hi)
@@ -514,15 +481,6 @@ job_share_opened(const job_share *sh, opened *o, const size_t *order, int32_t n,
     free(out.p);
     free(all);
     return rc;
-}
-
-void
-job_share_range(const job_share *sh, int32_t n, int32_t *lo, int32_t *hi)
-{
-    int64_t p = sh->me, np = sh->nprocs;
-    /* k * np / n == p: from ceil(p * n / np) to ceil((p + 1) * n / np) */
-    *lo = (int32_t)((p * n + np - 1) / np);
-    *hi = (int32_t)(((p + 1) * n + np - 1) / np);
 }
 
 int
@@ -702,6 +660,25 @@ get_rank(bytes *b, rank_task *t, received *rv, int fold)
     rv->ev_bytes += b->at - at;
     rv->events += jr->n_events;
     get_taken(b, jr);
+}
+
+int
+job_share_hold_compact(job_rank *jr)
+{
+    bytes b = {0};
+    put_events(&b, jr->events, jr->n_events);
+    int rc = b.fail ? DPRO_ERR_NOMEM : 0;
+    if (rc == 0) {
+        unsigned char *fit = realloc(b.p, b.n > 0 ? b.n : 1);
+        jr->wire_has_first_op = build_first_op(jr->events, jr->n_events, &jr->wire_first_op);
+        jr->wire = fit ? fit : b.p;
+        jr->wire_len = b.n;
+        b.p = NULL;
+        free(jr->events);
+        jr->events = NULL;
+    }
+    free(b.p);
+    return rc;
 }
 
 int
