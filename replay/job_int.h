@@ -108,11 +108,13 @@ int job_share_opened(const job_share *sh, opened *o, const size_t *order, int32_
  * whether every member is alike p, none is, or it depends on the member
  * (job_fold_env_verdict). */
 typedef struct fold_env {
-    int32_t rep;     /* the representative's rank */
-    int32_t members; /* folded into it */
-    int32_t gidx;    /* process 0: the index in its reps of the representative's class, -1 */
-    size_t n;        /* rows */
-    int32_t *cmp;    /* per row: members that compare there */
+    int32_t rep;       /* the representative's rank */
+    int32_t members;   /* folded into it */
+    int32_t gidx;      /* process 0: the index in its reps of the representative's class, -1 */
+    int32_t by_spread; /* process 0: the class the spread puts every member in (-1: it does
+                        * not decide; -2: not yet found) */
+    size_t n;          /* rows */
+    int32_t *cmp;      /* per row: members that compare there */
     int64_t *lo, *hi;
 } fold_env;
 
@@ -146,9 +148,9 @@ int job_fold_env_verdict(const fold_env *e, const job_fold_sig *st, const job_fo
 int job_fold_env_pack(const fold_reps *reps, unsigned char **out, size_t *len);
 
 /* job_share_fold.c: takes back what job_fold_env_pack wrote into *env (malloc'd, *n of
- * them, gidx -1; free each with job_fold_env_free, then free) and by representative's
- * rank into by_rep (initialised by the caller). Returns 0 or DPRO_ERR_CORRUPT (not what
- * it wrote, or out of memory; nothing kept). */
+ * them, gidx -1, by_spread -2; free each with job_fold_env_free, then free) and by
+ * representative's rank into by_rep (initialised by the caller). Returns 0 or
+ * DPRO_ERR_CORRUPT (not what it wrote, or out of memory; nothing kept). */
 int job_fold_env_unpack(const unsigned char *p, size_t len, fold_env **env, int32_t *n,
                         hmap *by_rep);
 

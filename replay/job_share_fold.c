@@ -156,7 +156,7 @@ static int
 env_take(const unsigned char *p, size_t len, size_t *at, fold_env *e)
 {
     uint64_t n = 0;
-    *e = (fold_env){.gidx = -1};
+    *e = (fold_env){.gidx = -1, .by_spread = -2};
     int rc = get_raw(p, len, at, &e->rep, sizeof e->rep) == 0 &&
                      get_raw(p, len, at, &e->members, sizeof e->members) == 0 &&
                      get_raw(p, len, at, &n, sizeof n) == 0 && e->members > 0 &&
@@ -287,8 +287,8 @@ by_spread(const fold_reps *reps, const fold_env *e)
     return into;
 }
 
-/* Asks process p for the signature of t[i] into t[i].sig, counted in j. Returns 0 or a dpro_status.
- */
+/* Asks process p for the signature of t[i] into t[i].sig, counted in j. Returns 0 or a
+ * dpro_status. */
 static int
 ask_sig(job *j, const job_share *sh, int p, rank_task *t, int32_t i)
 {
@@ -317,7 +317,9 @@ job_share_classify(job *j, const job_share *sh, int p, rank_task *t, int32_t i, 
     rank_task *r = &t[i];
     int skip = r->rc != 0 || (r->windowed && !r->window_ok);
     int32_t e = !skip && r->local_rep >= 0 ? hmap_get(by_rep, (uint64_t)r->local_rep, -1) : -1;
-    int32_t into = e >= 0 ? by_spread(reps, &envs[e]) : -1;
+    if (e >= 0 && envs[e].by_spread < -1)
+        envs[e].by_spread = by_spread(reps, &envs[e]); /* the same for every member */
+    int32_t into = e >= 0 ? envs[e].by_spread : -1;
     if (into >= 0) {
         r->jr->folded = 1;
         r->jr->fold_rep = reps->rank[into];
