@@ -734,8 +734,13 @@ rank_ctx_free(rank_ctx *c)
 static void
 warn_capped_lats(job *j, const dfg *g)
 {
-    for (int32_t r = 0; r < j->n_ranks; r++) {
-        int32_t n = j->ranks[r].reader ? build_count_capped_lats(g, r) : 0;
+    int32_t *count = calloc((size_t)j->n_ranks + 1, sizeof *count);
+    if (count) /* one pass over the nodes, not one a rank */
+        build_count_capped_lats(g, count, j->n_ranks);
+    else
+        pr_warn("out of memory: the device ops held at the 2.1 s latency cap are not counted");
+    for (int32_t r = 0; count && r < j->n_ranks; r++) {
+        int32_t n = j->ranks[r].reader ? count[r] : 0;
         if (n > 0)
             job_warn(j,
                      "%s: rank %d: %d device op(s) started more than 2.1 s after their launch "
@@ -744,6 +749,7 @@ warn_capped_lats(job *j, const dfg *g)
                      "replay starts them earlier than measured",
                      j->ranks[r].path ? j->ranks[r].path : "?", j->ranks[r].rank, n);
     }
+    free(count);
 }
 
 /* Warns about collectives that some present rank never joined. */

@@ -122,11 +122,12 @@ int64_t build_submission_latency(const dfg *g, int32_t r);
  * build_launch_queue; exposed for tests that build graphs by hand). Returns 0 or -1. */
 int build_derive_timing(dfg *g);
 
-/* The device nodes of rank r whose latency after their launch call is held at its cap,
- * 2^31 - 1 ns (2.1 s; dfg_lat is 32 bits): ops measured to start longer than that after
- * their launch with nothing in the graph holding them, which the replay then starts
- * earlier than measured. build_dfg warns once per rank with any. */
-int32_t build_count_capped_lats(const dfg *g, int32_t r);
+/* Counts into counts[r] (for r in [0, n_ranks), zeroed here) the device nodes of rank r
+ * whose latency after their launch call is held at its cap, 2^31 - 1 ns (2.1 s; dfg_lat
+ * is 32 bits): ops measured to start longer than that after their launch with nothing in
+ * the graph holding them, which the replay then starts earlier than measured. One pass
+ * over the nodes. build_dfg warns once per rank with any. Cannot fail. */
+void build_count_capped_lats(const dfg *g, int32_t *counts, int32_t n_ranks);
 
 /* Earliest aligned event time of the job (the graph's time 0), in the ranks' aligned
  * clock. */

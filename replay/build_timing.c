@@ -110,14 +110,15 @@ capped_lat(int64_t lat)
     return (int32_t)(lat < LAT_CAP ? lat : LAT_CAP);
 }
 
-int32_t
-build_count_capped_lats(const dfg *g, int32_t r)
+void
+build_count_capped_lats(const dfg *g, int32_t *counts, int32_t n_ranks)
 {
-    int32_t n = 0;
-    for (int32_t i = 0; i < g->n_nodes; i++)
-        if (g->kind[i] != DFG_HOST && dfg_lat(g, i) == LAT_CAP && dfg_rank(g, i) == r)
-            n++;
-    return n;
+    memset(counts, 0, (size_t)(n_ranks > 0 ? n_ranks : 0) * sizeof *counts);
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        int32_t r = g->kind[i] != DFG_HOST && dfg_lat(g, i) == LAT_CAP ? dfg_rank(g, i) : -1;
+        if (r >= 0 && r < n_ranks)
+            counts[r]++;
+    }
 }
 
 /* gap, lat and dur of every node from the measured times (predmax: see edge_predmax;

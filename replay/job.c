@@ -127,6 +127,7 @@ task_free(rank_task *t)
         job_fold_sig_free(t->sig);
     free(t->sig);
     free(t->packed);
+    free(t->sig_packed);
 }
 
 /* The loaded event of a read one: the fields job_event keeps. */
@@ -771,6 +772,8 @@ drop_window(job *j, rank_task *t, int32_t n, size_t *n_msg)
         t[i].sig = NULL;
         free(t[i].packed); /* the read it held is read again */
         t[i].packed = NULL;
+        free(t[i].sig_packed);
+        t[i].sig_packed = NULL;
         while (t[i].n_msg > n_msg[i])
             free(t[i].msg[--t[i].n_msg]);
     }
@@ -813,7 +816,10 @@ read_folding(job *j, rank_task *t, int32_t n, int jobs, const job_options *opts,
         pool_run(t + w, m, jobs, job_read_rank, opts);
         rc = fold_wave(j, t + w, m, reps, opts->share && opts->share->me != 0);
         for (int32_t i = w; rc == 0 && opts->share && opts->share->me != 0 && i < w + m; i++)
-            rc = job_share_pack(j, &t[i]);  /* held compressed until sent to process 0 */
+            rc = job_share_pack(j, &t[i]); /* held compressed until sent to process 0 */
+        for (int32_t i = w; rc == 0 && opts->share && opts->share->me == 0 && i < w + m; i++)
+            if (t[i].jr->folded && !t[i].bpos) /* as the others' folded ranks are held */
+                rc = job_share_hold_compact(t[i].jr);
         for (int32_t i = w; i < w + m; i++) /* the folded ranks' events and signatures */
             job_trim(j, (size_t)(t[i].loaded - t[i].jr->n_events) *
                             (sizeof(job_event) + 3 * sizeof(int64_t)));
@@ -864,8 +870,10 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
     rank_task *t = calloc((size_t)j->n_present + 1, sizeof *t);
     size_t *n_msg = calloc((size_t)j->n_present + 1, sizeof *n_msg);
     fold_reps reps = {calloc((size_t)j->n_present + 1, sizeof *reps.sig),
-                      calloc((size_t)j->n_present + 1, sizeof *reps.rank), 0};
-    if (!t || !n_msg || !reps.sig || !reps.rank)
+                      calloc((size_t)j->n_present + 1, sizeof *reps.rank), 0, NULL};
+    if (sh && sh->me != 0) /* its classes' spreads go to process 0 (job_fold_env_add) */
+        reps.env = calloc((size_t)j->n_present + 1, sizeof *reps.env);
+    if (!t || !n_msg || !reps.sig || !reps.rank || (sh && sh->me != 0 && !reps.env))
         rc = DPRO_ERR_NOMEM;
     for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++)
         if (j->ranks[r].path)
@@ -942,8 +950,12 @@ read_ranks(job *j, const job_options *opts, char *errbuf, size_t errlen)
         snprintf(errbuf, errlen, "out of memory");
     for (int32_t i = 0; t && i < n; i++)
         task_free(&t[i]);
-    for (int32_t k = 0; k < reps.n; k++)
+    for (int32_t k = 0; k < reps.n; k++) {
         job_fold_sig_free(&reps.sig[k]);
+        if (reps.env)
+            job_fold_env_free(&reps.env[k]);
+    }
+    free(reps.env);
     free(reps.sig);
     free(reps.rank);
     free(t);

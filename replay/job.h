@@ -58,15 +58,18 @@
  * to every process (share->gather), so that each agrees the same cut and chooses the
  * same window and compared iterations; each folds its share while reading against its own
  * representatives, keeping a folded rank's signature; whether every window fits is
- * agreed (share->min). Then each process sends its ranks, one message a rank in rank
- * order (the events, reduced or whole, what the read said, the signature), to process
- * 0, which takes them in rank order and classifies each again against the
- * representatives so far, by the same rule and in the same order as the single process:
- * a rank folded on its process and alike none of them is read again there (alike is
- * not transitive: rare). Process 0 then holds what the single process's job_load holds
- * and reports the same warnings (the others record theirs silently: job.quiet); on
- * the others job_load returns 0 with their ranks' events handed over (the job holds
- * the readers alone).
+ * agreed (share->min). Then each process sends process 0 its classes' spreads (per
+ * event of a representative, the least and greatest times of the ranks folded into it)
+ * and its ranks, one message a rank in rank order (the events, reduced or whole, what the
+ * read said; a folded rank names its representative, its signature stays), and process
+ * 0 classifies them in rank order again against the representatives so far, by the same
+ * rule and in the same order as the single process: a folded rank by its class's spread
+ * where the spread decides for every member (job_fold_env_verdict), else by its
+ * signature, which process 0 asks of its process (share->ask); a rank folded on its
+ * process and alike none of them is read again there (alike is not transitive: rare). Process 0
+ * then holds what the single process's job_load holds and reports the same warnings (the others
+ * record theirs silently: job.quiet); on the others job_load returns 0 with their ranks' events
+ * handed over (the job holds the readers alone).
  */
 #ifndef DPRO_REPLAY_JOB_H
 #define DPRO_REPLAY_JOB_H
@@ -170,6 +173,11 @@ typedef struct job {
     uint64_t share_packed;      /* shared reading, a process other than 0: bytes of its
                                  * reads held compressed until sent (folding while read) */
     uint64_t share_unpacked;    /* and their size unpacked */
+    int32_t share_by_spread;    /* shared reading, process 0: received folded ranks classed
+                                 * by their class's spread (job_fold_env_verdict) */
+    int32_t share_sig_asked;    /* and those whose signature it asked for */
+    uint64_t share_sig_rows;    /* the rows of the signatures asked for */
+    uint64_t share_sig_bytes;   /* and the bytes they took */
     int32_t files_opened;       /* shared reading: the trace files this process opened (its
                                  * share of the listing's, the ranks' it reads, and on
                                  * process 0 every present rank's) */
@@ -190,6 +198,11 @@ typedef struct job_share {
     int (*send0)(void *ctx, const void *buf, size_t len);
     /* On process 0: the next buffer process `from` sent, into *buf (malloc'd). */
     int (*recv)(void *ctx, int from, void **buf, size_t *len);
+    /* On process 0: asks process `to` for what `what` names (a rank's signature; -1:
+     * nothing more); the answer comes through recv. */
+    int (*ask)(void *ctx, int to, int64_t what);
+    /* On a process other than 0: the next thing process 0 asks for, into *what. */
+    int (*asked)(void *ctx, int64_t *what);
 } job_share;
 
 /* Most threads job_load starts (the default is the number of CPUs, up to this). */

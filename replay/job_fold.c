@@ -338,6 +338,8 @@ job_fold_classify(job *j, rank_task *t, job_fold_sig *s, fold_reps *reps, int ke
     } else {
         if (keep && !t->sig && !(t->sig = malloc(sizeof *t->sig)))
             rc = DPRO_ERR_NOMEM;
+        if (rc == 0 && keep && reps->env)
+            rc = job_fold_env_add(&reps->env[into], reps->rank[into], s);
         if (rc == 0 && job_fold_reduce(jr) != 0)
             rc = DPRO_ERR_NOMEM;
         if (rc == 0 && keep)

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hmap.h"
 #include "job.h"
 #include "job_fold.h"
 #include "period.h"
@@ -49,6 +50,11 @@ typedef struct rank_task {
     unsigned char *packed; /* shared reading, a process other than 0: the rank's read as it
                             * goes to process 0, compressed (job_share_pack) */
     size_t packed_len;
+    unsigned char *sig_packed; /* and a folded rank's signature apart, compressed: sent only
+                                * when process 0 asks for it (job_share_collect) */
+    size_t sig_packed_len;
+    int32_t local_rep; /* process 0 of a shared reading: the rank a received rank was folded
+                        * into on its process, -1: none */
 } rank_task;
 
 /* A listed trace file as the load found it: opened by this process (r), or in shared
@@ -80,7 +86,7 @@ typedef struct listing {
 /* job_share.c: closes o's reader and frees what it holds. */
 void job_opened_free(opened *o);
 
-/* job_share.c: the order in which the n listed files are shared out (shared reading):
+/* job_share_order.c: the order in which the n listed files are shared out (shared reading):
  * their names with runs of digits compared as numbers (ties: the listing's order), so
  * that where the names carry the ranks (rank<R>-host-pid.dpro) a process's share of
  * the files is its share of the ranks. Returns the listing's indices in that order
@@ -95,12 +101,58 @@ size_t *job_share_file_order(char *const *files, size_t n);
 int job_share_opened(const job_share *sh, opened *o, const size_t *order, int32_t n, int32_t lo,
                      int32_t hi);
 
-/* The representatives of the classes so far: their signatures and ranks. */
+/* The spread of a class's folded ranks (its members, the representative not counted),
+ * per event of the representative's signature: over the members that compare there (their
+ * start at or after the window's, job_fold_alike), the least and greatest start, end and
+ * duration (lo and hi: 3 a row, in that order). Enough to tell, for another signature p,
+ * whether every member is alike p, none is, or it depends on the member
+ * (job_fold_env_verdict). */
+typedef struct fold_env {
+    int32_t rep;       /* the representative's rank */
+    int32_t members;   /* folded into it */
+    int32_t gidx;      /* process 0: the index in its reps of the representative's class, -1 */
+    int32_t by_spread; /* process 0: the class the spread puts every member in (-1: it does
+                        * not decide; -2: not yet found) */
+    size_t n;          /* rows */
+    int32_t *cmp;      /* per row: members that compare there */
+    int64_t *lo, *hi;
+} fold_env;
+
+/* The representatives of the classes so far: their signatures and ranks; on a process
+ * other than 0 of a shared reading, each class's spread too (env, NULL otherwise). */
 typedef struct fold_reps {
     job_fold_sig *sig;
     int32_t *rank;
     int32_t n;
+    fold_env *env;
 } fold_reps;
+
+/* What job_fold_env_verdict finds. */
+enum { JOB_FOLD_NONE = 0, JOB_FOLD_ALL = 1, JOB_FOLD_SOME = 2 };
+
+/* job_share_fold.c: widens e (empty: rep's, made from s's rows) by member signature s.
+ * Returns 0 or DPRO_ERR_NOMEM (e unchanged). */
+int job_fold_env_add(fold_env *e, int32_t rep, const job_fold_sig *s);
+
+/* job_share_fold.c: frees what e holds. Cannot fail. */
+void job_fold_env_free(fold_env *e);
+
+/* job_share_fold.c: whether the members of a class whose structure is st's (alike
+ * requires it equal) and whose spread is e are alike representative p: JOB_FOLD_ALL
+ * (every one), JOB_FOLD_NONE (not one) or JOB_FOLD_SOME (it depends on the member: their
+ * signatures decide). Exact: job_fold_alike on each member would agree. */
+int job_fold_env_verdict(const fold_env *e, const job_fold_sig *st, const job_fold_sig *p);
+
+/* job_share_fold.c: the spreads reps->env[0, reps->n) with members, flat into *out
+ * (malloc'd, *len bytes). Returns 0 or DPRO_ERR_NOMEM. */
+int job_fold_env_pack(const fold_reps *reps, unsigned char **out, size_t *len);
+
+/* job_share_fold.c: takes back what job_fold_env_pack wrote into *env (malloc'd, *n of
+ * them, gidx -1, by_spread -2; free each with job_fold_env_free, then free) and by
+ * representative's rank into by_rep (initialised by the caller). Returns 0 or
+ * DPRO_ERR_CORRUPT (not what it wrote, or out of memory; nothing kept). */
+int job_fold_env_unpack(const unsigned char *p, size_t len, fold_env **env, int32_t *n,
+                        hmap *by_rep);
 
 /* The kernels a first pass collects for the period scan (job_period_collect). */
 typedef struct period_collect {
@@ -184,7 +236,7 @@ int32_t job_fold_find(const fold_reps *reps, const job_fold_sig *s);
  * DPRO_ERR_NOMEM. */
 int job_fold_classify(job *j, rank_task *t, job_fold_sig *s, fold_reps *reps, int keep);
 
-/* job_share.c: the ranks sh's process reads of n, [*lo, *hi). */
+/* job_share_order.c: the ranks sh's process reads of n, [*lo, *hi). */
 void job_share_range(const job_share *sh, int32_t n, int32_t *lo, int32_t *hi);
 
 /* job_share.c: on a process other than 0 of a shared reading, closes the readers it
@@ -193,9 +245,10 @@ void job_share_range(const job_share *sh, int32_t n, int32_t *lo, int32_t *hi);
  * own process and told by process 0. */
 void job_share_close_others(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi);
 
-/* job_share.c: packs t's read as it goes to process 0 (events, outcome, signature),
- * zlib-compressed, into t->packed, frees t's events and signature and counts the bytes
- * in j->share_packed and j->share_unpacked. Returns 0 or DPRO_ERR_NOMEM (t unchanged). */
+/* job_share.c: packs t's read as it goes to process 0 (events, outcome, the rank it was
+ * folded into), zlib-compressed, into t->packed, and its signature apart into
+ * t->sig_packed, frees t's events and signature and counts the bytes in j->share_packed
+ * and j->share_unpacked. Returns 0 or DPRO_ERR_NOMEM (t unchanged). */
 int job_share_pack(job *j, rank_task *t);
 
 /* job_share.c: the events of a rank's read and its signature (s NULL: none), alone, in
@@ -216,6 +269,28 @@ int job_share_wire_unpack(const unsigned char *p, size_t len, job_event **ev, si
  * into t[0, n). Returns 0 or DPRO_ERR_NOMEM (on every process where the transport
  * says so). */
 int job_share_bounds(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi);
+
+/* job_share_fold.c: classifies on process 0 a rank another process read, as the single
+ * process does: t[i], a rank folded there (local_rep) by its class's spread in envs (found
+ * by representative in by_rep) where that decides, else by its signature, asked of its
+ * process p (sh->ask); a rank folded there and alike none of reps is read again with o.
+ * Returns 0 or a dpro_status. */
+int job_share_classify(job *j, const job_share *sh, int p, rank_task *t, int32_t i, fold_reps *reps,
+                       fold_env *envs, const hmap *by_rep, const job_options *o);
+
+/* job_share.c: holds the events of jr, a rank folded while read, compact (jr->wire, as
+ * a received rank's; the graph's passes expand them one rank at a time). Returns 0 or
+ * DPRO_ERR_NOMEM (jr unchanged). */
+int job_share_hold_compact(job_rank *jr);
+
+/* job_share.c: the signature process 0 asked of t (put as the wire carries it) into
+ * *out (malloc'd, *len bytes): an empty signature when t has none. Returns 0 or
+ * DPRO_ERR_NOMEM. */
+int job_share_sig_bytes(const rank_task *t, unsigned char **out, size_t *len);
+
+/* job_share.c: takes back the signature job_share_sig_bytes wrote (NULL: none or not
+ * what it wrote; *bad set then). Free with job_fold_sig_free, then free. */
+job_fold_sig *job_share_sig_take(const unsigned char *p, size_t len, int *bad);
 
 /* job_share.c: the ranks read by the other processes, sent to process 0 and taken there
  * in rank order into t (classified against reps when folding: reps non-NULL; a rank to

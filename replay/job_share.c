@@ -305,7 +305,7 @@ get_sig_rows(bytes *b, job_fold_sig *s)
 }
 
 /* A folded rank's signature, or none (s NULL): whether there is one, then its header
- * (with that flag, SIG_HEAD bytes) and its rows (put_sig_rows). */
+ * (n, hash, tol, unfoldable) and its rows (put_sig_rows). */
 static void
 put_sig(bytes *b, const job_fold_sig *s)
 {
@@ -318,9 +318,6 @@ put_sig(bytes *b, const job_fold_sig *s)
         put_sig_rows(b, s);
     }
 }
-
-/* The bytes of put_sig's flag and header (n, hash, tol, unfoldable). */
-#define SIG_HEAD (5 * 8)
 
 /* The signature put_sig wrote, malloc'd (free with job_fold_sig_free, then free), or
  * NULL: none, or b->fail. */
@@ -457,39 +454,6 @@ job_opened_free(opened *o)
     *o = (opened){0};
 }
 
-/* A file name and its place in the listing, as job_share_file_order sorts them. */
-typedef struct named {
-    const char *name;
-    size_t i;
-} named;
-
-static int
-named_cmp(const void *x, const void *y)
-{
-    const named *a = x, *b = y;
-    int rc = strverscmp(a->name, b->name); /* digits as numbers: rank2 before rank10 */
-    return rc != 0 ? rc : (a->i > b->i) - (a->i < b->i);
-}
-
-size_t *
-job_share_file_order(char *const *files, size_t n)
-{
-    named *v = malloc((n + 1) * sizeof *v);
-    size_t *order = malloc((n + 1) * sizeof *order);
-    for (size_t i = 0; v && order && i < n; i++)
-        v[i] = (named){files[i], i};
-    if (v && order)
-        qsort(v, n, sizeof *v, named_cmp);
-    for (size_t k = 0; v && order && k < n; k++)
-        order[k] = v[k].i;
-    if (!v) {
-        free(order);
-        order = NULL;
-    }
-    free(v);
-    return order;
-}
-
 int
 job_share_opened(const job_share *sh, opened *o, const size_t *order, int32_t n, int32_t lo,
                  int32_t hi)
@@ -517,15 +481,6 @@ job_share_opened(const job_share *sh, opened *o, const size_t *order, int32_t n,
     free(out.p);
     free(all);
     return rc;
-}
-
-void
-job_share_range(const job_share *sh, int32_t n, int32_t *lo, int32_t *hi)
-{
-    int64_t p = sh->me, np = sh->nprocs;
-    /* k * np / n == p: from ceil(p * n / np) to ceil((p + 1) * n / np) */
-    *lo = (int32_t)((p * n + np - 1) / np);
-    *hi = (int32_t)(((p + 1) * n + np - 1) / np);
 }
 
 int
@@ -655,15 +610,15 @@ put_rank(bytes *b, const rank_task *t)
     put_i64(b, t->windowed);
     put_i64(b, t->window_ok);
     put_i64(b, (int64_t)jr->dropped);
+    put_i64(b, jr->folded ? jr->fold_rep : -1); /* its signature stays until asked for */
     put_events(b, jr->events, jr->n_events);
-    put_sig(b, t->sig);
     put_taken(b, jr);
 }
 
 /* What process 0 received of the other processes' reads, for the log: the messages'
- * bytes; the events and the bytes they took there; the signatures' rows and theirs. */
+ * bytes; the events and the bytes they took there; the classes' spreads' bytes. */
 typedef struct received {
-    uint64_t bytes, events, ev_bytes, sig_rows, sig_bytes;
+    uint64_t bytes, events, ev_bytes, env_bytes;
 } received;
 
 /* Keeps the events get_events just read from b (from at) compact in jr->wire, their
@@ -683,9 +638,11 @@ keep_compact(bytes *b, size_t at, job_rank *jr)
 }
 
 /* Takes one rank's read from b into t (what process 0 knew of it replaced), counting it
- * in *rv; with compact, its events kept compact (job_rank.wire). */
+ * in *rv; its events kept compact (job_rank.wire) when not folding (!fold) or folded on
+ * its process (read by the graph's passes, one rank at a time), and the load's cut does
+ * not place its iterations here. */
 static void
-get_rank(bytes *b, rank_task *t, received *rv, int compact)
+get_rank(bytes *b, rank_task *t, received *rv, int fold)
 {
     job_rank *jr = t->jr;
     get_outcome(b, t);
@@ -694,18 +651,34 @@ get_rank(bytes *b, rank_task *t, received *rv, int compact)
     t->windowed = (int)get_i64(b);
     t->window_ok = (int)get_i64(b);
     jr->dropped = (uint64_t)get_i64(b);
+    t->local_rep = (int32_t)get_i64(b);
     free(jr->events);
     size_t at = b->at;
     jr->events = get_events(b, &jr->n_events); /* read whole: a damaged message fails here */
-    if (compact && jr->events)
+    if ((!fold || t->local_rep >= 0) && !t->bpos && jr->events)
         keep_compact(b, at, jr);
     rv->ev_bytes += b->at - at;
     rv->events += jr->n_events;
-    at = b->at;
-    t->sig = get_sig(b);
-    rv->sig_bytes += t->sig ? b->at - at - SIG_HEAD : 0;
-    rv->sig_rows += t->sig ? t->sig->n : 0;
     get_taken(b, jr);
+}
+
+int
+job_share_hold_compact(job_rank *jr)
+{
+    bytes b = {0};
+    put_events(&b, jr->events, jr->n_events);
+    int rc = b.fail ? DPRO_ERR_NOMEM : 0;
+    if (rc == 0) {
+        unsigned char *fit = realloc(b.p, b.n > 0 ? b.n : 1);
+        jr->wire_has_first_op = build_first_op(jr->events, jr->n_events, &jr->wire_first_op);
+        jr->wire = fit ? fit : b.p;
+        jr->wire_len = b.n;
+        b.p = NULL;
+        free(jr->events);
+        jr->events = NULL;
+    }
+    free(b.p);
+    return rc;
 }
 
 int
@@ -760,25 +733,51 @@ job_share_close_others(const job_share *sh, rank_task *t, int32_t n, int32_t lo,
  * small times shrink most at any level. */
 #define PACK_LEVEL 1
 
+/* b's bytes zlib-compressed into *z (malloc'd, *zlen bytes: their size first). Returns
+ * 0 or DPRO_ERR_NOMEM (*z NULL). */
+static int
+deflate_bytes(const bytes *b, unsigned char **z, size_t *zlen)
+{
+    uLongf n = b->fail ? 0 : compressBound((uLong)b->n);
+    uint64_t raw = b->n;
+    unsigned char *p = b->fail || b->n > (size_t)UINT32_MAX ? NULL : malloc(sizeof raw + n);
+    int rc = p ? 0 : DPRO_ERR_NOMEM;
+    if (rc == 0 && compress2(p + sizeof raw, &n, b->p, (uLong)b->n, PACK_LEVEL) != Z_OK)
+        rc = DPRO_ERR_NOMEM; /* the bound was given: only memory can fail */
+    if (rc == 0) {
+        memcpy(p, &raw, sizeof raw);
+        unsigned char *shrunk = realloc(p, sizeof raw + n);
+        *z = shrunk ? shrunk : p;
+        *zlen = sizeof raw + n;
+    } else {
+        free(p);
+        *z = NULL;
+        *zlen = 0;
+    }
+    return rc;
+}
+
 int
 job_share_pack(job *j, rank_task *t)
 {
-    bytes b = {0};
+    bytes b = {0}, sb = {0};
+    unsigned char *z = NULL, *sz = NULL;
+    size_t zlen = 0, szlen = 0;
     put_rank(&b, t);
-    uLongf zlen = b.fail ? 0 : compressBound((uLong)b.n);
-    uint64_t raw = b.n;
-    unsigned char *z = b.fail || b.n > (size_t)UINT32_MAX ? NULL : malloc(sizeof raw + zlen);
-    int rc = z ? 0 : DPRO_ERR_NOMEM;
-    if (rc == 0 && compress2(z + sizeof raw, &zlen, b.p, (uLong)b.n, PACK_LEVEL) != Z_OK)
-        rc = DPRO_ERR_NOMEM; /* the bound was given: only memory can fail */
+    if (t->sig)
+        put_sig(&sb, t->sig);
+    int rc = deflate_bytes(&b, &z, &zlen);
+    if (rc == 0 && t->sig)
+        rc = deflate_bytes(&sb, &sz, &szlen);
     if (rc == 0) {
-        memcpy(z, &raw, sizeof raw);
-        unsigned char *shrunk = realloc(z, sizeof raw + zlen);
         free(t->packed);
-        t->packed = shrunk ? shrunk : z;
-        t->packed_len = sizeof raw + zlen;
-        j->share_packed += t->packed_len;
-        j->share_unpacked += raw;
+        free(t->sig_packed);
+        t->packed = z;
+        t->packed_len = zlen;
+        t->sig_packed = sz;
+        t->sig_packed_len = szlen;
+        j->share_packed += zlen + szlen;
+        j->share_unpacked += b.n + sb.n;
         free(t->jr->events); /* packed */
         t->jr->events = NULL;
         t->jr->n_events = 0;
@@ -790,6 +789,7 @@ job_share_pack(job *j, rank_task *t)
         free(z);
     }
     free(b.p);
+    free(sb.p);
     return rc;
 }
 
@@ -816,51 +816,79 @@ unpack(const unsigned char *buf, size_t len, bytes *out)
     return ok ? 0 : -1;
 }
 
-/* Classifies on process 0 a rank another process read (see job.h): its signature
- * against reps, exactly as the single process does; a rank folded there and alike none
- * of them is read again here. Returns 0 or a dpro_status. */
-static int
-classify_received(job *j, rank_task *t, fold_reps *reps, const job_options *o)
+int
+job_share_sig_bytes(const rank_task *t, unsigned char **out, size_t *len)
 {
-    int rc = 0, whole = 1;
-    job_fold_sig s;
-    int skip = t->rc != 0 || (t->windowed && !t->window_ok); /* told, or read anew */
-    if (!skip && t->sig) {
-        int32_t into = job_fold_find(reps, t->sig);
-        job_fold_sig_free(t->sig);
-        free(t->sig);
-        t->sig = NULL;
-        if (into >= 0) {
-            t->jr->folded = 1;
-            t->jr->fold_rep = reps->rank[into];
-            j->n_folded++;
-            whole = 0;
-        } else {
-            pr_info("rank %d, folded while read on its process, is alike no class here: read "
-                    "again",
-                    t->jr->rank);
-            free(t->jr->events); /* its events are needed whole */
-            t->jr->events = NULL;
-            t->jr->n_events = 0;
-            t->rc = job_read_rank(t, o); /* a failure is the task's, told later */
-        }
+    bytes b = {0};
+    if (t->sig_packed && unpack(t->sig_packed, t->sig_packed_len, &b) != 0)
+        b.fail = 1;
+    else if (!t->sig_packed)
+        put_sig(&b, t->sig);
+    int rc = b.fail ? DPRO_ERR_NOMEM : 0;
+    if (rc != 0) {
+        free(b.p);
+        b.p = NULL;
+        b.n = 0;
     }
-    if (!skip && whole && t->rc == 0) {
-        t->jr->folded = 0;
-        if (job_fold_signature(t->jr, t->cmp_t0, t->cmp_t1, t->cmp_ni, &s) != 0)
+    *out = b.p;
+    *len = b.n;
+    return rc;
+}
+
+job_fold_sig *
+job_share_sig_take(const unsigned char *p, size_t len, int *bad)
+{
+    bytes b = {.p = (unsigned char *)p, .n = len};
+    job_fold_sig *s = get_sig(&b);
+    *bad = b.fail || b.at != len;
+    if (*bad && s) {
+        job_fold_sig_free(s);
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+/* On a process other than 0, folding: hands process 0 the signatures of t it asks for
+ * until it asks for none (-1). Returns 0 or DPRO_ERR_NOMEM. */
+static int
+serve_sigs(const job_share *sh, rank_task *t, int32_t lo, int32_t hi)
+{
+    int rc = 0;
+    int64_t what = 0;
+    while (rc == 0 && (rc = sh->asked(sh->ctx, &what) == 0 ? 0 : DPRO_ERR_NOMEM) == 0 &&
+           what >= 0) {
+        unsigned char *p = NULL;
+        size_t len = 0;
+        static const rank_task none = {0};
+        rc = job_share_sig_bytes(what >= lo && what < hi ? &t[what] : &none, &p, &len);
+        if (rc == 0 && (len > (size_t)INT32_MAX || sh->send0(sh->ctx, p, len) != 0))
             rc = DPRO_ERR_NOMEM;
-        else
-            rc = job_fold_classify(j, t, &s, reps, 0);
+        free(p);
+    }
+    for (int32_t i = lo; i < hi; i++) {
+        free(t[i].sig_packed); /* process 0 asks no more */
+        t[i].sig_packed = NULL;
     }
     return rc;
 }
 
-int
-job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi,
-                  fold_reps *reps, const job_options *o)
+/* On a process other than 0: sends process 0 its classes' spreads (folding: reps), its
+ * ranks t[lo, hi), then the signatures process 0 asks for. Returns 0 or a dpro_status. */
+static int
+send_reads(const job_share *sh, rank_task *t, int32_t lo, int32_t hi, const fold_reps *reps)
 {
-    int rc = 0;
-    for (int32_t i = lo; sh->me != 0 && rc == 0 && i < hi; i++) {
+    bytes env = {0};
+    unsigned char *z = NULL;
+    size_t zlen = 0;
+    int rc = reps ? job_fold_env_pack(reps, &env.p, &env.n) : 0;
+    if (rc == 0 && reps)
+        rc = deflate_bytes(&env, &z, &zlen); /* rows of small, repeated times */
+    if (rc == 0 && reps && (zlen > (size_t)INT32_MAX || sh->send0(sh->ctx, z, zlen) != 0))
+        rc = DPRO_ERR_NOMEM;
+    free(env.p);
+    free(z);
+    for (int32_t i = lo; rc == 0 && i < hi; i++) {
         bytes b = {0};
         if (t[i].packed && unpack(t[i].packed, t[i].packed_len, &b) != 0)
             b.fail = 1; /* unpacked here, on a process that waits for process 0 anyway */
@@ -875,33 +903,75 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
         t[i].jr->events = NULL;
         t[i].jr->n_events = 0;
     }
+    if (rc == 0 && reps)
+        rc = serve_sigs(sh, t, lo, hi);
+    return rc;
+}
+
+/* On process 0: takes process p's reads into t[plo, phi) (folding: its classes' spreads
+ * first, then each rank classified against reps, in rank order), counting them in *rv.
+ * Returns 0 or a dpro_status. */
+static int
+take_reads(job *j, const job_share *sh, int p, rank_task *t, int32_t plo, int32_t phi,
+           fold_reps *reps, const job_options *o, received *rv)
+{
+    fold_env *envs = NULL;
+    int32_t n_env = 0;
+    hmap by_rep = {0};
+    int rc = hmap_init(&by_rep, 16) == 0 ? 0 : DPRO_ERR_NOMEM;
+    for (int32_t i = reps ? plo - 1 : plo; rc == 0 && i < phi; i++) {
+        bytes b = {0};
+        void *buf = NULL;
+        if (sh->recv(sh->ctx, p, &buf, &b.n) != 0)
+            rc = DPRO_ERR_NOMEM;
+        b.p = buf;
+        rv->bytes += b.n;
+        if (rc == 0 && i < plo) { /* the spreads, compressed */
+            bytes env = {0};
+            rv->env_bytes += b.n;
+            rc = unpack(b.p, b.n, &env) == 0
+                     ? job_fold_env_unpack(env.p, env.n, &envs, &n_env, &by_rep)
+                     : DPRO_ERR_CORRUPT;
+            free(env.p);
+        } else if (rc == 0) {
+            get_rank(&b, &t[i], rv, reps != NULL);
+        }
+        if (rc == 0 && b.fail)
+            rc = DPRO_ERR_NOMEM;
+        free(buf);
+    }
+    for (int32_t i = plo; rc == 0 && reps && i < phi; i++)
+        rc = job_share_classify(j, sh, p, t, i, reps, envs, &by_rep, o);
+    if (rc == 0 && reps && sh->ask(sh->ctx, p, -1) != 0)
+        rc = DPRO_ERR_NOMEM;
+    for (int32_t k = 0; k < n_env; k++)
+        job_fold_env_free(&envs[k]);
+    free(envs);
+    hmap_free(&by_rep);
+    return rc;
+}
+
+int
+job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32_t hi,
+                  fold_reps *reps, const job_options *o)
+{
+    int rc = sh->me != 0 ? send_reads(sh, t, lo, hi, reps) : 0;
     received rv = {0};
     for (int p = 1; sh->me == 0 && rc == 0 && p < sh->nprocs; p++) {
         int32_t plo, phi;
         job_share_range(&(job_share){.me = p, .nprocs = sh->nprocs}, n, &plo, &phi);
-        for (int32_t i = plo; rc == 0 && i < phi; i++) {
-            bytes b = {0};
-            void *buf = NULL;
-            if (sh->recv(sh->ctx, p, &buf, &b.n) != 0)
-                rc = DPRO_ERR_NOMEM;
-            b.p = buf;
-            rv.bytes += b.n;
-            if (rc == 0)
-                get_rank(&b, &t[i], &rv, !reps && !t[i].bpos);
-            if (rc == 0 && b.fail)
-                rc = DPRO_ERR_NOMEM;
-            free(buf);
-            if (rc == 0 && reps)
-                rc = classify_received(j, &t[i], reps, o);
-        }
+        rc = take_reads(j, sh, p, t, plo, phi, reps, o, &rv);
     }
     if (sh->me == 0 && rc == 0 && sh->nprocs > 1)
         pr_info("received the other processes' reads: %llu bytes, their %llu events in %llu "
-                "(%llu as loaded), their signatures' %llu rows in %llu (%llu as held)",
-                (unsigned long long)rv.bytes, (unsigned long long)rv.events,
+                "(%llu as loaded), their signatures' %llu rows in %llu (%llu as held); their "
+                "classes' spreads in %llu: %d folded ranks classed by their class's spread, %d "
+                "by their signature",
+                (unsigned long long)(rv.bytes + j->share_sig_bytes), (unsigned long long)rv.events,
                 (unsigned long long)rv.ev_bytes,
                 (unsigned long long)(rv.events * sizeof(job_event)),
-                (unsigned long long)rv.sig_rows, (unsigned long long)rv.sig_bytes,
-                (unsigned long long)(rv.sig_rows * (sizeof(uint64_t) + 2 * sizeof(int64_t))));
+                (unsigned long long)j->share_sig_rows, (unsigned long long)j->share_sig_bytes,
+                (unsigned long long)(j->share_sig_rows * (sizeof(uint64_t) + 2 * sizeof(int64_t))),
+                (unsigned long long)rv.env_bytes, j->share_by_spread, j->share_sig_asked);
     return rc;
 }

@@ -9,8 +9,9 @@
 #include <mpi.h>
 #include <stdlib.h>
 
-/* The tag of the ranks' reads sent to process 0. */
+/* The tag of the ranks' reads sent to process 0, and of what process 0 asks for. */
 #define TAG_RANK 17
+#define TAG_ASK 18
 
 static int
 share_gather(void *ctx, const void *buf, size_t len, void **all, size_t *all_len)
@@ -96,6 +97,27 @@ share_recv(void *ctx, int from, void **buf, size_t *len)
     return 0;
 }
 
+static int
+share_ask(void *ctx, int to, int64_t what)
+{
+    (void)ctx;
+    long long v = what;
+    return MPI_Send(&v, 1, MPI_LONG_LONG, to, TAG_ASK, MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1;
+}
+
+static int
+share_asked(void *ctx, int64_t *what)
+{
+    (void)ctx;
+    long long v = -1;
+    int rc =
+        MPI_Recv(&v, 1, MPI_LONG_LONG, 0, TAG_ASK, MPI_COMM_WORLD, MPI_STATUS_IGNORE) == MPI_SUCCESS
+            ? 0
+            : -1;
+    *what = v;
+    return rc;
+}
+
 void
 mpisim_job_share(job_share *sh, int me, int nprocs)
 {
@@ -104,5 +126,7 @@ mpisim_job_share(job_share *sh, int me, int nprocs)
                       .gather = share_gather,
                       .min = share_min,
                       .send0 = share_send0,
-                      .recv = share_recv};
+                      .recv = share_recv,
+                      .ask = share_ask,
+                      .asked = share_asked};
 }

@@ -842,6 +842,30 @@ bd_add(sim_breakdown *a, const sim_breakdown *b, double scale)
     a->host_idle += (int64_t)((double)b->host_idle * scale);
 }
 
+/* Rank r's measured and simulated breakdowns over its windows w (measured start and end,
+ * simulated start and end) into ranks[r]; win[r] keeps w and that they were made. A
+ * folded rank's breakdowns read only its representative's nodes (sim_breakdown_rank), so
+ * with the same windows they are the representative's, made before it (the lowest rank
+ * of its class): copied rather than made again for every rank of the class. Returns 0
+ * or -1 (out of memory). */
+static int
+rank_breakdowns(const dfg *g, sim_timeline mt, sim_timeline st, int32_t r, const int64_t w[4],
+                int64_t (*win)[5], replay_rank_summary *ranks)
+{
+    int32_t p = dfg_rank_rep(g, r);
+    int rc = 0;
+    if (p >= 0 && p < r && win[p][4] && memcmp(win[p], w, 4 * sizeof *w) == 0) {
+        ranks[r].measured_bd = ranks[p].measured_bd;
+        ranks[r].simulated_bd = ranks[p].simulated_bd;
+    } else if (sim_breakdown_rank(g, mt, r, w[0], w[1], &ranks[r].measured_bd) != 0 ||
+               sim_breakdown_rank(g, st, r, w[2], w[3], &ranks[r].simulated_bd) != 0) {
+        rc = -1;
+    }
+    memcpy(win[r], w, 4 * sizeof *w);
+    win[r][4] = rc == 0;
+    return rc;
+}
+
 int
 replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_summary *out)
 {
@@ -853,7 +877,8 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
     double *blame = calloc((size_t)g->n_ranks + 1, sizeof *blame);
     int32_t *lastc = calloc((size_t)g->n_ranks + 1, sizeof *lastc);
     int64_t *mend = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *mend);
-    if (!out->rank || !garr || !blame || !lastc || !mend)
+    int64_t(*win)[5] = calloc((size_t)g->n_ranks + 1, sizeof *win);
+    if (!out->rank || !garr || !blame || !lastc || !mend || !win)
         goto oom;
     sim_timeline mt = sim_timeline_measured(g, garr, mend);
     sim_timeline st = sim_timeline_of(res);
@@ -885,8 +910,7 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
         rs->error_pct = rs->measured_us > 0
                             ? 100.0 * (rs->simulated_us - rs->measured_us) / rs->measured_us
                             : 0;
-        if (sim_breakdown_rank(g, mt, r, m0, m1, &rs->measured_bd) != 0 ||
-            sim_breakdown_rank(g, st, r, s0, s1, &rs->simulated_bd) != 0)
+        if (rank_breakdowns(g, mt, st, r, (const int64_t[4]){m0, m1, s0, s1}, win, out->rank) != 0)
             goto oom;
         bd_add(&out->measured_bd, &rs->measured_bd, 1.0 / nm);
         bd_add(&out->simulated_bd, &rs->simulated_bd, 1.0 / ns);
@@ -936,8 +960,10 @@ replay_summarize(const replay *rp, const dfg *g, const sim_result *res, replay_s
     free(blame);
     free(lastc);
     free(mend);
+    free(win);
     return 0;
 oom:
+    free(win);
     free(garr);
     free(blame);
     free(lastc);

@@ -14,7 +14,7 @@
  *        [--missing R] [--job-id ID] [--world W] [--no-markers] [--prefix P]
  *        [--spelling SUFFIX] [--device-collectives] [--extreme R:nelems|R:time]
  *        [--pause IT:SECONDS] [--stall R:IT:SECONDS] [--cpu CPUS:DEMAND[:HOSTS]]
- *        [--samples TEXT] [--host-stalls SECONDS]
+ *        [--samples TEXT] [--host-stalls SECONDS] [--stage R]...
  *
  * --spelling writes the CUDA runtime calls with a suffix, as the collector records the
  * per-thread default stream entry points (cudaEventRecord_ptsz, ...): the same job under
@@ -33,6 +33,8 @@
  * device held by something the trace does not show; the kernels after it queue behind it).
  * --host-stalls makes every rank's host thread lose its core for SECONDS once an
  * iteration, before a launch whose place moves from iteration to iteration.
+ * --stage makes rank R run another stage of the model: its compute kernels have other
+ * names (the same times), so that it folds with the ranks of its stage only.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -50,6 +52,7 @@ typedef struct gen {
     int ranks, iters, ops, buckets, world;
     int64_t skew_ns[MAXR];
     double factor[MAXR]; /* --straggler: each rank's kernel time factor (0: 1) */
+    int stage[MAXR];     /* --stage: 1 for a rank of the other stage */
     int skip_rank;
     long skip_seq;
     int cut_rank;
@@ -136,13 +139,28 @@ static int
 parse_options(int argc, char **argv, gen *g, const char **dir)
 {
     static const struct option lo[] = {
-        {"ranks", 1, 0, 'r'},   {"iters", 1, 0, 'i'},    {"ops", 1, 0, 'o'},
-        {"buckets", 1, 0, 'b'}, {"skew", 1, 0, 's'},     {"straggler", 1, 0, 'S'},
-        {"skip", 1, 0, 'k'},    {"cut", 1, 0, 'c'},      {"missing", 1, 0, 'm'},
-        {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'},    {"no-markers", 0, 0, 'n'},
-        {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {"device-collectives", 0, 0, 'D'},
-        {"extreme", 1, 0, 'x'}, {"pause", 1, 0, 'z'},    {"cpu", 1, 0, 'C'},
-        {"samples", 1, 0, 'Q'}, {"stall", 1, 0, 'T'},    {"host-stalls", 1, 0, 'H'},
+        {"ranks", 1, 0, 'r'},
+        {"iters", 1, 0, 'i'},
+        {"ops", 1, 0, 'o'},
+        {"buckets", 1, 0, 'b'},
+        {"skew", 1, 0, 's'},
+        {"straggler", 1, 0, 'S'},
+        {"skip", 1, 0, 'k'},
+        {"cut", 1, 0, 'c'},
+        {"missing", 1, 0, 'm'},
+        {"job-id", 1, 0, 'j'},
+        {"world", 1, 0, 'w'},
+        {"no-markers", 0, 0, 'n'},
+        {"prefix", 1, 0, 'p'},
+        {"spelling", 1, 0, 'P'},
+        {"device-collectives", 0, 0, 'D'},
+        {"extreme", 1, 0, 'x'},
+        {"pause", 1, 0, 'z'},
+        {"cpu", 1, 0, 'C'},
+        {"samples", 1, 0, 'Q'},
+        {"stall", 1, 0, 'T'},
+        {"host-stalls", 1, 0, 'H'},
+        {"stage", 1, 0, 'G'},
         {0, 0, 0, 0},
     };
     int rc = 0, c;
@@ -169,6 +187,11 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
         case 'S':
             if (sscanf(optarg, "%d:%lf", &r, &v) == 2 && r >= 0 && r < MAXR)
                 g->factor[r] = v;
+            break;
+        case 'G':
+            r = atoi(optarg);
+            if (r >= 0 && r < MAXR)
+                g->stage[r] = 1;
             break;
         case 'k':
             sscanf(optarg, "%d:%ld", &g->skip_rank, &g->skip_seq);
@@ -270,7 +293,7 @@ launch_rank(job *j, int r)
         push(&j->ev[r], &a);
         dpro_event d = {0};
         d.kind = DPRO_KIND_KERNEL;
-        d.name = 10 + (uint32_t)(k % 7);
+        d.name = 10 + (uint32_t)((k + 3 * g->stage[r]) % 7); /* another stage: other names */
         d.correlation = a.correlation;
         d.stream = 7;
         int64_t ks = t + lat_ns > kfree ? t + lat_ns : kfree;

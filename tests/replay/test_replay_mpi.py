@@ -31,6 +31,11 @@ the samples taken where each rank was read, and took the ranks' iterations found
 reduces anew, or whose iterations the load's cut placed, has them taken there). A job of ranks
 alike in a chain (0 ~ 2 ~ 3, 0 !~ 3) checks process 0's classification of a rank folded
 on another process into a representative that is not one on process 0.
+A job of two stages with a straggler and ranks near the tolerance (run with 2, 3 and 4
+processes) checks the merged classes: the other processes send their classes' spreads,
+not their folded ranks' signatures, and process 0 classes by the spread where it decides
+for a whole class and asks for the signatures of a class that straddles a
+representative's tolerance (with 3 processes), giving the single process's classes.
 
 Failures: a file that is no trace, opened by one process only, is skipped with the
 single process's warning and the same JSON (folded and --no-fold); a trace of a newer
@@ -76,7 +81,8 @@ ITERS = re.compile(r"iterations: those of (\d+) of the (\d+) present ranks found
                    r"read")
 RECEIVED = re.compile(r"received the other processes' reads: (\d+) bytes, their (\d+) events in "
                       r"(\d+) \((\d+) as loaded\), their signatures' (\d+) rows in (\d+) "
-                      r"\((\d+) as held\)")
+                      r"\((\d+) as held\); their classes' spreads in (\d+): (\d+) folded "
+                      r"ranks classed by their class's spread, (\d+) by their signature")
 PACKED = re.compile(r"read the events of (\d+) of the \d+ present ranks here, handed to process 0 "
                     r"\(held compressed from their classification until sent: (\d+) bytes, "
                     r"(\d+) unpacked\)")
@@ -299,6 +305,41 @@ def failures(tmp):
                                       r.returncode if r else "a hang", err[-300:]))
 
 
+def merged(err):
+    """The counts of process 0's log line: folded ranks classed by their class's spread,
+    by their signature asked for; None when the line is missing."""
+    got = [tuple(int(x) for x in m.groups()) for m in RECEIVED.finditer(err)]
+    return got[0][8:10] if len(got) == 1 else None
+
+
+def stages(tmp):
+    # ranks of two stages (2, 9, 10 run other kernels), a straggler (1), and ranks near
+    # the tolerance: 4 (0.3 % slower) is alike 0, 6 (0.6 %) alike 4 but not 0. Each process
+    # sends its classes' spreads instead of its folded ranks' signatures; process 0 classes
+    # a folded rank by the spread where it decides for the whole class, else asks for its
+    # signature: with 3 processes, rank 4's class there (5, 6, 7) straddles rank 0's
+    # tolerance, so those are asked for and rank 6 makes a class of its own
+    d = os.path.join(tmp, "stages")
+    subprocess.run([GEN, d, "--ranks", "12", "--iters", "8", "--straggler", "1:1.3",
+                    "--straggler", "4:1.003", "--straggler", "6:1.006", "--stage", "2",
+                    "--stage", "9", "--stage", "10"], check=True, stdout=subprocess.DEVNULL)
+    one = subprocess.run([REPLAY, d, "--json"], stdout=subprocess.PIPE, check=True, env=ENV)
+    classes = [c["ranks"] for c in json.loads(one.stdout)["rank_classes"]]
+    want = [[0, 3, 4, 5, 7, 8, 11], [1], [2, 9, 10], [6]]
+    check(classes == want, "stages: the single process's classes %s (want %s)" % (classes, want))
+    for n, asked in ((2, False), (3, True), (4, False)):
+        err = compare("stages", d, n, [])  # the JSON, classes included, byte for byte
+        got = merged(err)
+        check(got is not None and got[0] > 0 and (got[1] > 0) == asked
+              and (("rank 6, folded while read on its process, is alike no class here: read "
+                    "again" in err) == asked),
+              "stages -n %d: process 0 classed folded ranks by their class's spread, and %s "
+              "(spread, signature: %s)" % (n, "asked for the signatures of the class that "
+                                           "straddles rank 0's tolerance, reading rank 6 "
+                                           "again" if asked else "asked for no signature",
+                                           got))
+
+
 def main():
     global MPIRUN
     if not mpi_built():
@@ -364,6 +405,7 @@ def main():
         check("rank 3, folded while read on its process, is alike no class here: read again"
               in err, "chain -n 2: process 0 read rank 3 again (folded on process 1 into "
               "rank 2, alike rank 0's class, where rank 3 is not)")
+        stages(tmp)
         if all(os.path.exists(x) for x in (COLLECTOR, DPRO_RUN, SIMRUN, PIPE_SIM)):
             env = traced_env(SIMRUN_SIMGPU_LIBDIR=LIBDIR, SIMGPU_PHYSICS="simple")
             env.pop("DPRO_TEST_CLOCK_OFFSET_NS", None)
