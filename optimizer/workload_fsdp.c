@@ -445,6 +445,32 @@ mark_rs_copy_in(workload *w, int32_t t)
     }
 }
 
+/* workload.h: micro (WL_MICRO_INPUT) for the batch's copies on rank r's main thread: in
+ * each iteration, the copies it launches before its first forward all-gather that belong
+ * to no unshard (gather_ops; fsdp_train.py's x.to(dev), the host making the batch in the
+ * gap before it). */
+static void
+mark_fsdp_input(workload *w, const rank_info *ri, int32_t r)
+{
+    const dfg *g = w->work;
+    int32_t it = -1, gathered = 0;
+    for (int32_t x = g->res_first[ri[r].main_thread]; x >= 0; x = g->next_on_res[x]) {
+        if (!alive(g, x))
+            continue;
+        gathered = w->iter[x] == it && gathered;
+        it = w->iter[x];
+        int32_t c = launched_gather(w, ri, x);
+        gathered |= c >= 0 && gather_role(w, ri, c) == WL_FSDP_FWD;
+        for (int32_t i = dfg_launched_first(g, x); !gathered && i >= 0;
+             i = dfg_launched_next(g, x, i)) {
+            int32_t d = g->launched[i];
+            if (g->kind[d] == DFG_MEMCPY && w->fsdp.gather_ops[d] < 0 &&
+                w->buckets.micro[d] == WL_MICRO_PHASE)
+                w->buckets.micro[d] = WL_MICRO_INPUT;
+        }
+    }
+}
+
 int
 workload_find_fsdp(workload *w, const rank_info *ri)
 {
@@ -499,6 +525,9 @@ workload_find_fsdp(workload *w, const rank_info *ri)
             for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++)
                 if (ri[r].bwd_thread >= 0)
                     mark_rs_copy_in(w, ri[r].bwd_thread);
+            for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++)
+                if (ri[r].main_thread >= 0)
+                    mark_fsdp_input(w, ri, r);
         }
     }
     free(per_iter);
