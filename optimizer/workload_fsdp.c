@@ -418,7 +418,7 @@ rs_launch(const dfg *g, int32_t x, int *copy)
 }
 
 /* workload.h: micro (WL_MICRO_SYNC_ONLY) for the copy-in of FSDP's reduce-scatters on
- * rank r's backward thread t: the device ops launched from the last copy before a
+ * a backward thread t: the device ops launched from the last copy before a
  * reduce-scatter's launch up to it, when at most RS_COPY_IN_CALLS launching calls and no
  * other collective come between, in one iteration (FSDP2's foreach_reduce copies the
  * split sizes from host, then concatenates the unit's gradients into the reduce-scatter's
