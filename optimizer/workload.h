@@ -79,14 +79,18 @@ enum workload_micro {
                              * copies back after the last all-reduce, and the zeroing of
                              * the gradients before the step (a run of memsets on the main
                              * thread, nothing else launched between them, whose sizes are
-                             * the parameters') */
+                             * the parameters'); or under FSDP2's
+                             * set_requires_gradient_sync(False) each reduce-scatter's
+                             * copy-in (workload_fsdp.c) */
     WL_MICRO_FORWARD = 2,   /* launched by the main thread after the zeroing in its
                              * iteration where that zeroing comes after the backward (phase
                              * OPTIMIZER): the iteration is cut between forward and backward,
                              * and this is the next step's forward (its phase reads OPTIMIZER
                              * too), which every micro-batch runs */
     WL_MICRO_INPUT = 3,     /* a WL_MICRO_FORWARD copy launched before that forward's first
-                             * kernel: the batch copied to the device. Its host call and
+                             * kernel, or under FSDP a main-thread copy before the
+                             * iteration's first forward all-gather that belongs to no
+                             * unshard: the batch copied to the device. Its host call and
                              * the gap before it (the host making or fetching the batch)
                              * scale with the batch: each of k micro-batches spends 1/k */
 };

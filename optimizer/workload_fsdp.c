@@ -398,6 +398,79 @@ workload_fsdp_accum_bytes(const workload *w, int32_t k, int64_t act)
     return add;
 }
 
+/* Launching calls at most between a reduce-scatter's copy from host and its launch. */
+#define RS_COPY_IN_CALLS 3
+
+/* 1 when host call x launches a reduce-scatter participant, -1 another collective, 0 none;
+ * *copy set when it launches a copy. */
+static int
+rs_launch(const dfg *g, int32_t x, int *copy)
+{
+    int rs = 0;
+    *copy = 0;
+    for (int32_t i = dfg_launched_first(g, x); i >= 0; i = dfg_launched_next(g, x, i)) {
+        int32_t d = g->launched[i], q = dfg_group(g, d);
+        if (g->kind[d] == DFG_COLL || q >= 0)
+            rs = q >= 0 && g->grp_op[q] == DPRO_COLL_REDUCESCATTER && rs >= 0 ? 1 : -1;
+        *copy |= g->kind[d] == DFG_MEMCPY;
+    }
+    return rs;
+}
+
+/* workload.h: micro (WL_MICRO_SYNC_ONLY) for the copy-in of FSDP's reduce-scatters on
+ * a backward thread t: the device ops launched from the last copy before a
+ * reduce-scatter's launch up to it, when at most RS_COPY_IN_CALLS launching calls and no
+ * other collective come between, in one iteration (FSDP2's foreach_reduce copies the
+ * split sizes from host, then concatenates the unit's gradients into the reduce-scatter's
+ * input; under set_requires_gradient_sync(False) a micro-batch runs neither). A trace
+ * without such a copy marks nothing. */
+static void
+mark_rs_copy_in(workload *w, int32_t t)
+{
+    const dfg *g = w->work;
+    int32_t copy = -1, calls = 0;
+    for (int32_t x = g->res_first[t]; x >= 0; x = g->next_on_res[x]) {
+        int has_copy = 0, rs = alive(g, x) ? rs_launch(g, x, &has_copy) : 0;
+        if (copy >= 0 && w->iter[copy] != w->iter[x])
+            copy = -1;
+        if (rs > 0 && copy >= 0 && calls <= RS_COPY_IN_CALLS)
+            for (int32_t m = copy; m != x; m = g->next_on_res[m])
+                for (int32_t i = dfg_launched_first(g, m); i >= 0; i = dfg_launched_next(g, m, i))
+                    w->buckets.micro[g->launched[i]] = WL_MICRO_SYNC_ONLY;
+        calls += alive(g, x) && dfg_launched_first(g, x) >= 0;
+        if (rs != 0 || (alive(g, x) && has_copy)) {
+            copy = rs == 0 ? x : -1;
+            calls = 1;
+        }
+    }
+}
+
+/* workload.h: micro (WL_MICRO_INPUT) for the batch's copies on rank r's main thread: in
+ * each iteration, the copies it launches before its first forward all-gather that belong
+ * to no unshard (gather_ops; fsdp_train.py's x.to(dev), the host making the batch in the
+ * gap before it). */
+static void
+mark_fsdp_input(workload *w, const rank_info *ri, int32_t r)
+{
+    const dfg *g = w->work;
+    int32_t it = -1, gathered = 0;
+    for (int32_t x = g->res_first[ri[r].main_thread]; x >= 0; x = g->next_on_res[x]) {
+        if (!alive(g, x))
+            continue;
+        gathered = w->iter[x] == it && gathered;
+        it = w->iter[x];
+        int32_t c = launched_gather(w, ri, x);
+        gathered |= c >= 0 && gather_role(w, ri, c) == WL_FSDP_FWD;
+        for (int32_t i = dfg_launched_first(g, x); !gathered && i >= 0;
+             i = dfg_launched_next(g, x, i)) {
+            int32_t d = g->launched[i];
+            if (g->kind[d] == DFG_MEMCPY && w->fsdp.gather_ops[d] < 0 &&
+                w->buckets.micro[d] == WL_MICRO_PHASE)
+                w->buckets.micro[d] = WL_MICRO_INPUT;
+        }
+    }
+}
+
 int
 workload_find_fsdp(workload *w, const rank_info *ri)
 {
@@ -445,6 +518,17 @@ workload_find_fsdp(workload *w, const rank_info *ri)
                      "no all-gathers in the forward: not FSDP's parameter sharding");
         else if (f->n_rs < 1)
             snprintf(f->why, sizeof f->why, "no reduce-scatters: not FSDP's gradient sharding");
+        /* accumulation's micro-batch (DDP's marks where the trace has DDP's buckets) */
+        if (rc == 0 && !f->why[0] && !w->buckets.micro) {
+            w->buckets.micro = calloc((size_t)g->n_nodes + 1, 1);
+            rc = w->buckets.micro ? 0 : -1;
+            for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++)
+                if (ri[r].bwd_thread >= 0)
+                    mark_rs_copy_in(w, ri[r].bwd_thread);
+            for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++)
+                if (ri[r].main_thread >= 0)
+                    mark_fsdp_input(w, ri, r);
+        }
     }
     free(per_iter);
     return rc;

@@ -20,6 +20,13 @@
  *   - prefetch: the forward's all-gathers but the first are ready as early, relative to
  *     their launch, as their launch came after the previous one's; the iteration is
  *     shorter; the search offers it on the FSDP job;
+ *   - accumulation's micro-batch (FSDP2's set_requires_gradient_sync(False)): on the job
+ *     with each reduce-scatter's copy-in (a copy from host, an event record, a
+ *     concatenation kernel, launched by the backward thread before the reduce-scatter), the
+ *     copy-in is the synchronised micro-batch's alone: the micro-batch prices the forward's
+ *     and backward's ops without it, its launches and host time; the copy-out copies of the
+ *     forward's unshards stay; the batch's copy before the forward's first all-gather
+ *     counts, its call and the host time before it halved (2 micro-batches);
  *   - a DDP-like job (all-reduces only) has no FSDP strategy: it is unavailable and the
  *     search's plans never use it; PyTorch DDP's and ddp-sim's profiles do not express it.
  */
@@ -38,6 +45,10 @@
 #define BLOCKS 3
 #define ITERS 4
 #define MIB_B (1 << 20)
+/* build_fsdp_job's flags */
+#define JOB_REGATHER 1 /* the backward re-gathers each unit (reshard_after_forward=True) */
+#define JOB_COPY_IN 2  /* each reduce-scatter's copy-in before its launch */
+#define JOB_INPUT 4    /* the batch's copy before the forward (1 ms making it, then 5 us) */
 
 typedef struct fsdp_job_ids {
     int32_t fwd_ag[ITERS][BLOCKS], bwd_ag[ITERS][BLOCKS];   /* participants */
@@ -112,10 +123,10 @@ typedef struct fsdp_rank {
 
 /* The job of the file's comment on n_ranks ranks (rank 0's participants into *ids), its
  * collectives shared by the ranks, into *g (finalized), with measured starts from its own
- * simulation. regather 0: the backward gathers nothing (reshard_after_forward=False).
- * Returns 0 or -1. */
+ * simulation; flags JOB_*: without JOB_REGATHER the backward gathers nothing
+ * (reshard_after_forward=False). Returns 0 or -1. */
 static int
-build_fsdp_job(dfg *g, fsdp_job_ids *ids, int regather, int32_t n_ranks)
+build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
 {
     if (n_ranks > 2 || dfg_init(g, n_ranks) != 0)
         return -1;
@@ -143,6 +154,11 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int regather, int32_t n_ranks)
         if (it == ITERS)
             break;
         int32_t k[2] = {-1, -1}, first_bwd[2] = {-1, -1};
+        for (int32_t r = 0; (flags & JOB_INPUT) && r < n_ranks; r++) {
+            int32_t h = call(g, rk[r].mt, dfg_intern(g, "cudaMemcpyAsync"));
+            g->gap[h] = 1000 * US;
+            device(g, rk[r].cs, h, DFG_MEMCPY, dfg_intern(g, "memcpy HtoD"), 50 * US);
+        }
         for (int b = 0; b < BLOCKS; b++) {
             int32_t grp = -1;
             for (int32_t r = 0; r < n_ranks; r++) {
@@ -162,7 +178,7 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int regather, int32_t n_ranks)
             int32_t ag_grp = -1, rs_grp = -1;
             for (int32_t r = 0; r < n_ranks; r++) {
                 int32_t ag = -1, bt = rk[r].bt, cs = rk[r].cs;
-                if (regather) {
+                if (flags & JOB_REGATHER) {
                     ag = collective(g, bt, rk[r].as, DPRO_COLL_ALLGATHER, (int64_t)(b + 1) * MIB_B,
                                     seq, 400 * US, &ag_grp);
                     first_bwd[r] = first_bwd[r] < 0 ? g->launch[ag] : first_bwd[r];
@@ -174,6 +190,13 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int regather, int32_t n_ranks)
                 }
                 int32_t kb = device(g, cs, call(g, bt, nm_launch), DFG_KERNEL, nm_k, 200 * US);
                 first_bwd[r] = first_bwd[r] < 0 ? g->launch[kb] : first_bwd[r];
+                if (flags & JOB_COPY_IN) {
+                    device(g, cs, call(g, bt, dfg_intern(g, "cudaMemcpyAsync")), DFG_MEMCPY,
+                           dfg_intern(g, "memcpy HtoD"), 5 * US);
+                    call(g, bt, dfg_intern(g, "cudaEventRecordWithFlags"));
+                    kb = device(g, cs, call(g, bt, nm_launch), DFG_KERNEL,
+                                dfg_intern(g, "chunk_cat"), 10 * US);
+                }
                 rk[r].last = collective(g, bt, rk[r].rs, DPRO_COLL_REDUCESCATTER,
                                         (int64_t)(b + 1) * MIB_B, seq + 1, 300 * US, &rs_grp);
                 rc |= dfg_add_edge(g, kb, rk[r].last);
@@ -217,7 +240,7 @@ test_fsdp_strategies(void)
 {
     dfg g;
     fsdp_job_ids ids;
-    REQUIRE(build_fsdp_job(&g, &ids, 1, 1) == 0);
+    REQUIRE(build_fsdp_job(&g, &ids, JOB_REGATHER, 1) == 0);
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
@@ -354,6 +377,53 @@ test_fsdp_reshard(void)
     dfg_free(&g);
 }
 
+/* The micro-batch of accumulation on the job without and with the reduce-scatters'
+ * copy-in and the batch's copy: the copy-in is the synchronised micro-batch's alone, the
+ * batch's copy takes half its host time. */
+static void
+test_fsdp_accumulation(void)
+{
+    double launches[2], host[2], device_ns[2];
+    for (int with = 0; with < 2; with++) {
+        dfg g;
+        fsdp_job_ids ids;
+        REQUIRE(build_fsdp_job(&g, &ids, with ? JOB_COPY_IN | JOB_INPUT : 0, 2) == 0);
+        workload w;
+        sim_result res;
+        memset(&res, 0, sizeof res);
+        REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+        CHECK(strategy_fsdp_available(&w) && w.buckets.micro != NULL);
+        int32_t marked = 0, input = 0;
+        for (int32_t n = 0; w.buckets.micro && n < g.n_nodes; n++)
+            if (w.buckets.micro[n] == WL_MICRO_SYNC_ONLY && w.iter[n] >= w.iter_first &&
+                w.iter[n] <= w.iter_last)
+                marked += (g.kind[n] == DFG_MEMCPY) + 100 * (g.kind[n] == DFG_KERNEL);
+        for (int32_t n = 0; w.buckets.micro && n < g.n_nodes; n++)
+            input += w.buckets.micro[n] == WL_MICRO_INPUT && w.iter[n] >= w.iter_first &&
+                     w.iter[n] <= w.iter_last;
+        /* per compared iteration, rank and block: the copy and the concatenation */
+        int32_t n_it = w.iter_last - w.iter_first + 1;
+        CHECK_EQ_U(marked, with ? 101 * 2 * BLOCKS * n_it : 0);
+        CHECK_EQ_U(input, with ? 2 * n_it : 0);
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.accum_k = 2;
+        strategy_eval ev;
+        REQUIRE(strategy_evaluate(&w, &p, &res, &ev) == 0);
+        launches[with] = ev.micro_launches;
+        host[with] = ev.micro_host_ns;
+        device_ns[with] = ev.micro_device_ns;
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&g);
+    }
+    /* per iteration and rank at least each block's backward kernel */
+    CHECK(launches[0] >= BLOCKS);
+    CHECK(fabs(launches[1] - launches[0] - 1) < 1e-9);
+    CHECK(fabs(host[1] - host[0] - (1000 + 5) * US / 2.0) < 1);
+    CHECK(host[0] > 0 && device_ns[0] > 0);
+}
+
 /* A DDP-like job: all-reduces, no all-gather. */
 static void
 test_not_for_ddp(void)
@@ -398,6 +468,7 @@ main(void)
 {
     test_fsdp_strategies();
     test_fsdp_reshard();
+    test_fsdp_accumulation();
     test_not_for_ddp();
     return tests_done();
 }
