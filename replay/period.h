@@ -5,7 +5,9 @@
  * A rank without iteration markers is scanned on its busiest stream (the one with the
  * most kernels; of equal ones, the first to reach that count in trace order): its kernel
  * names in launch order, their period and periodic stretch (iter_find_period), and the
- * device's idle time before each phase of the period, summed over the stretch. The
+ * device's idle time before each phase of the period (no kernel of any stream running:
+ * a stream waiting on another's work, as DDP's backward on its all-reduces, is busy),
+ * summed over the stretch, so that the cut falls at the step's boundary. The
  * stretch is cut into iterations before every repetition starting at one phase: a rank's
  * own idlest phase, or, for ranks that launch one periodic sequence (the same period,
  * each a rotation of the first one's), the phase where the device idles longest summed
