@@ -42,27 +42,33 @@ busiest_stream(const period_kernel *k, size_t n, uint64_t *stream)
     return rc == 0 ? (size_t)best : 0;
 }
 
-/* Sums into ps->idle the device's idle time before each phase of the stretch: the time
- * before the kernel at that phase in which no kernel of any stream runs (the n kernels k,
- * ordered by start). A wait of the busiest stream on another stream's work (a backward
- * waiting for its all-reduce) is not idle: the step's boundary (the device idle between
- * the optimizer's last kernel and the next step's first) is. */
+/* Sets ps->idle[ph] to the device's idle time before the kernel at phase ph that every
+ * repetition of the stretch shows (the least over them): the time in which no kernel of
+ * any stream runs (the n kernels k, ordered by start). A wait of the busiest stream on
+ * another stream's work (a backward waiting for its all-reduce) is not idle, and a host
+ * stall in one step is not what every step shows: the step's boundary (the device idle
+ * between the optimizer's last kernel and the next step's first) is. */
 static void
 sum_idle(const period_kernel *k, size_t n, period_scan *ps)
 {
     size_t pos = 0;
     uint64_t busy_to = 0;
+    for (size_t ph = 0; ph < ps->p; ph++)
+        ps->idle[ph] = -1;
     for (size_t i = 0; i < n && pos < ps->hi; i++) {
         if (k[i].stream == ps->stream) {
             if (pos > ps->lo || (pos == ps->lo && pos > 0)) {
                 int64_t gap = (int64_t)k[i].start_ns - (int64_t)busy_to;
-                ps->idle[(pos - ps->lo) % ps->p] += gap > 0 ? (double)gap : 0;
+                double g = gap > 0 ? (double)gap : 0, *x = &ps->idle[(pos - ps->lo) % ps->p];
+                *x = *x < 0 || g < *x ? g : *x;
             }
             pos++;
         }
         if (k[i].end_ns > busy_to)
             busy_to = k[i].end_ns;
     }
+    for (size_t ph = 0; ph < ps->p; ph++)
+        ps->idle[ph] = ps->idle[ph] < 0 ? 0 : ps->idle[ph];
 }
 
 /* Order of two period_kernels by start, then stream (a stream's kernels start in launch
@@ -75,8 +81,8 @@ order_start(const void *pa, const void *pb)
     return c != 0 ? c : order_u64(&a->stream, &b->stream);
 }
 
-/* sum_idle over the kernels by start: k itself when trace order is that, else a sorted
- * copy. Returns 0 or -1 (out of memory). */
+/* sum_idle (the least idle time) over the kernels by start: k itself when trace order is that, else
+ * a sorted copy. Returns 0 or -1 (out of memory). */
 static int
 sum_idle_ordered(const period_kernel *k, size_t n, period_scan *ps)
 {
