@@ -422,8 +422,10 @@ test_align_p2p(void)
  * backward ones, each of the last 3 waiting for the all-reduce of the bucket before it on
  * stream 2 (the backward's stream idles 4 us there, the device does not), the optimizer's
  * kernel after the last all-reduce, then 1 us with nothing running before the next step's
- * first forward kernel. The naive cut (the busiest stream's longest wait) falls inside
- * the backward; the period is cut before the forward's first kernel. */
+ * first forward kernel; in one step the host stalls 50 us before the backward. The naive
+ * cut (the busiest stream's longest wait) falls inside the backward, one at the longest
+ * idle summed over the steps at the stall; the period is cut before the forward's first
+ * kernel. */
 static void
 test_period_phase(void)
 {
@@ -434,6 +436,7 @@ test_period_phase(void)
     for (int it = 0; it < STEPS; it++) {
         for (uint32_t f = 0; f < 3; f++, t += 2000)
             k[n++] = (period_kernel){t, t + 2000, 7, 1 + f};
+        t += it == 3 ? 50000 : 0; /* the host's stall */
         for (uint32_t b = 0; b < 4; b++) {
             k[n++] = (period_kernel){t, t + 2000, 7, 10 + b};
             t += 2000;
