@@ -6,6 +6,7 @@
 
 #include "hmap.h"
 #include "iter.h"
+#include "order.h"
 
 void
 period_scan_free(period_scan *ps)
@@ -41,22 +42,65 @@ busiest_stream(const period_kernel *k, size_t n, uint64_t *stream)
     return rc == 0 ? (size_t)best : 0;
 }
 
-/* Sums into ps->idle the device's idle time before each phase of the stretch. */
+/* Sets ps->idle[ph] to the device's idle time before the kernel at phase ph that every
+ * repetition of the stretch shows (the least over them): the time in which no kernel of
+ * any stream runs (the n kernels k, ordered by start). A wait of the busiest stream on
+ * another stream's work (a backward waiting for its all-reduce) is not idle, and a host
+ * stall in one step is not what every step shows: the step's boundary (the device idle
+ * between the optimizer's last kernel and the next step's first) is. */
 static void
 sum_idle(const period_kernel *k, size_t n, period_scan *ps)
 {
     size_t pos = 0;
-    uint64_t prev_end = 0;
+    uint64_t busy_to = 0;
+    for (size_t ph = 0; ph < ps->p; ph++)
+        ps->idle[ph] = -1;
     for (size_t i = 0; i < n && pos < ps->hi; i++) {
-        if (k[i].stream != ps->stream)
-            continue;
-        if (pos > ps->lo || (pos == ps->lo && pos > 0)) {
-            int64_t gap = (int64_t)k[i].start_ns - (int64_t)prev_end;
-            ps->idle[(pos - ps->lo) % ps->p] += gap > 0 ? (double)gap : 0;
+        if (k[i].stream == ps->stream) {
+            if (pos > ps->lo || (pos == ps->lo && pos > 0)) {
+                int64_t gap = (int64_t)k[i].start_ns - (int64_t)busy_to;
+                double g = gap > 0 ? (double)gap : 0, *x = &ps->idle[(pos - ps->lo) % ps->p];
+                *x = *x < 0 || g < *x ? g : *x;
+            }
+            pos++;
         }
-        prev_end = k[i].end_ns;
-        pos++;
+        if (k[i].end_ns > busy_to)
+            busy_to = k[i].end_ns;
     }
+    for (size_t ph = 0; ph < ps->p; ph++)
+        ps->idle[ph] = ps->idle[ph] < 0 ? 0 : ps->idle[ph];
+}
+
+/* Order of two period_kernels by start, then stream (a stream's kernels start in launch
+ * order, so each stream keeps its order). */
+static int
+order_start(const void *pa, const void *pb)
+{
+    const period_kernel *a = pa, *b = pb;
+    int c = order_u64(&a->start_ns, &b->start_ns);
+    return c != 0 ? c : order_u64(&a->stream, &b->stream);
+}
+
+/* sum_idle (the least idle time) over the kernels by start: k itself when trace order is that, else
+ * a sorted copy. Returns 0 or -1 (out of memory). */
+static int
+sum_idle_ordered(const period_kernel *k, size_t n, period_scan *ps)
+{
+    size_t i = 1;
+    while (i < n && k[i].start_ns >= k[i - 1].start_ns)
+        i++;
+    if (i >= n) {
+        sum_idle(k, n, ps);
+        return 0;
+    }
+    period_kernel *s = malloc(n * sizeof *s);
+    if (!s)
+        return -1;
+    memcpy(s, k, n * sizeof *s);
+    qsort(s, n, sizeof *s, order_start);
+    sum_idle(s, n, ps);
+    free(s);
+    return 0;
 }
 
 int
@@ -87,7 +131,7 @@ period_scan_kernels(const period_kernel *k, size_t n, const size_t *idx, period_
     if (rc == 0 && ps->p > 0 && !(ps->idle = calloc(ps->p, sizeof *ps->idle)))
         rc = -1;
     if (rc == 0 && ps->p > 0)
-        sum_idle(k, n, ps);
+        rc = sum_idle_ordered(k, n, ps);
     if (rc != 0)
         period_scan_free(ps);
     return rc;

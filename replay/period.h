@@ -5,7 +5,10 @@
  * A rank without iteration markers is scanned on its busiest stream (the one with the
  * most kernels; of equal ones, the first to reach that count in trace order): its kernel
  * names in launch order, their period and periodic stretch (iter_find_period), and the
- * device's idle time before each phase of the period, summed over the stretch. The
+ * device's idle time before each phase of the period (no kernel of any stream running:
+ * a stream waiting on another's work, as DDP's backward on its all-reduces, is busy)
+ * that every repetition of the stretch shows (the least over them: a host stall in one
+ * step is not the step's boundary), so that the cut falls at the step's boundary. The
  * stretch is cut into iterations before every repetition starting at one phase: a rank's
  * own idlest phase, or, for ranks that launch one periodic sequence (the same period,
  * each a rotation of the first one's), the phase where the device idles longest summed
@@ -45,7 +48,7 @@ typedef struct period_scan {
     uint64_t *end;    /* its end (with idx, NULL: the events say); once trimmed NULL, */
     uint32_t *dend;   /* and the ends held as each one less the one before it, */
     uint64_t *far;    /* UINT32_MAX: the next of these (the difference does not fit) */
-    double *idle;     /* idle[ph]: device idle time before the kernels at phase ph, summed */
+    double *idle;     /* idle[ph]: device idle time before phase ph in every repetition */
 
     /* NULL: names are string ids of the rank's reader; else names index these texts (not
      * owned: shared reading hands another process's scan over with its names' texts) */

@@ -3,7 +3,7 @@
  * alignment with injected offsets, through collectives and through a pipeline's
  * send/recv; the collective cost-model fit (one line, and per size range against a known
  * piecewise truth); the contention factor on a synthetic job with known factors;
- * iteration detection.
+ * iteration detection; the phase a kernel period is cut at.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include "replay/costmodel.h"
 #include "replay/dfg.h"
 #include "replay/iter.h"
+#include "replay/period.h"
 #include "tests/unit/testutil.h"
 
 static uint64_t rng = 88172645463325252ULL;
@@ -417,6 +418,66 @@ test_align_p2p(void)
     align_result_free(&a);
 }
 
+/* A DDP step without markers, as the busiest stream sees it: 3 forward kernels, 4
+ * backward ones, each of the last 3 waiting for the all-reduce of the bucket before it on
+ * stream 2 (the backward's stream idles 4 us there, the device does not), the optimizer's
+ * kernel after the last all-reduce, then 1 us with nothing running before the next step's
+ * first forward kernel; in one step the host stalls 50 us before the backward. The naive
+ * cut (the busiest stream's longest wait) falls inside the backward, one at the longest
+ * idle summed over the steps at the stall; the period is cut before the forward's first
+ * kernel. */
+static void
+test_period_phase(void)
+{
+    enum { STEPS = 6, P = 8 };
+    period_kernel k[STEPS * (P + 3)];
+    size_t n = 0;
+    uint64_t t = 1000;
+    for (int it = 0; it < STEPS; it++) {
+        for (uint32_t f = 0; f < 3; f++, t += 2000)
+            k[n++] = (period_kernel){t, t + 2000, 7, 1 + f};
+        t += it == 3 ? 50000 : 0; /* the host's stall */
+        for (uint32_t b = 0; b < 4; b++) {
+            k[n++] = (period_kernel){t, t + 2000, 7, 10 + b};
+            t += 2000;
+            if (b < 3) { /* the bucket's all-reduce; the next backward kernel waits */
+                k[n++] = (period_kernel){t, t + 4000 + 100 * (uint64_t)b, 2, 20};
+                t += 4000 + 100 * (uint64_t)b;
+            }
+        }
+        k[n++] = (period_kernel){t, t + 500, 7, 30}; /* the optimizer */
+        t += 500 + 1000;
+    }
+    period_scan ps;
+    CHECK(period_scan_kernels(k, n, NULL, &ps) == 0);
+    CHECK_EQ(ps.stream, 7);
+    CHECK_EQ(ps.p, P);
+    size_t ph = period_own_phase(&ps);
+    replay_rank_iters it = {0};
+    CHECK(period_cut(&ps, ph, &it) == 0);
+    CHECK(it.n >= STEPS - 1);
+    /* every iteration opens with the forward's first kernel: the one after each
+     * boundary (the position of the kernel closing an iteration) is named 1 */
+    for (int32_t b = 0; b < it.n; b++)
+        if (it.event_index[b] + 1 < ps.n)
+            CHECK_EQ(ps.names[it.event_index[b] + 1], 1);
+    free(it.event_index);
+    /* the same kernels out of start order (a trace writes streams' batches apart) */
+    period_kernel *r = malloc(n * sizeof *r);
+    size_t m = 0;
+    for (size_t i = 0; r && i < n; i++)
+        if (k[i].stream != 2)
+            r[m++] = k[i];
+    for (size_t i = 0; r && i < n; i++)
+        if (k[i].stream == 2)
+            r[m++] = k[i];
+    period_scan_free(&ps);
+    CHECK(r && period_scan_kernels(r, n, NULL, &ps) == 0);
+    CHECK_EQ(period_own_phase(&ps), ph);
+    period_scan_free(&ps);
+    free(r);
+}
+
 int
 main(void)
 {
@@ -425,6 +486,7 @@ main(void)
     test_costmodel_piecewise();
     test_contention();
     test_iter();
+    test_period_phase();
     test_align_p2p();
     return tests_done();
 }
