@@ -84,6 +84,7 @@ init_once(void)
     simgpu_cfg.cupti_limit_bytes = (uint64_t)(env_double("SIMGPU_CUPTI_LIMIT_MB", 64) * 1048576);
     simgpu_cfg.cupti_deliver_ms = (uint64_t)env_double("SIMGPU_CUPTI_DELIVER_MS", 200);
     simgpu_cfg.teardown_at_exit = getenv("SIMGPU_TEARDOWN_AT_EXIT") != NULL;
+    simgpu_cfg.worker_delay_ns = (uint64_t)(env_double("SIMGPU_WORKER_DELAY_US", 0) * 1000);
 }
 
 void
@@ -561,6 +562,16 @@ may_fly_locked(const struct simgpu_stream *s, const struct simgpu_op *op, uint64
            simgpu_cfg.contention <= 0 && end > simgpu_now_ns();
 }
 
+/* SIMGPU_WORKER_DELAY_US: each time a stream worker wakes, it waits that long before it
+ * goes on, as a worker left without a CPU by a loaded host would (tests of the device's
+ * timeline under host load: test_wake).  Called without g_lock. */
+static void
+worker_starve(void)
+{
+    if (simgpu_cfg.worker_delay_ns)
+        simgpu_sleep_until(simgpu_now_ns() + simgpu_cfg.worker_delay_ns);
+}
+
 /* Finishes op, the head of s, run (unless `skip`) from `start` to `end`: leaves it in
  * flight when nobody would look before its end (may_fly_locked), else sleeps until its
  * end and completes it.  Its CUPTI record is staged without g_lock (before the op is
@@ -585,8 +596,10 @@ op_finish_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, 
         }
     }
     pthread_mutex_unlock(&g_lock);
-    if (!skip && op_timed(op))
+    if (!skip && op_timed(op)) {
         simgpu_sleep_until(end);
+        worker_starve();
+    }
     if (!skip && !staged)
         simgpu_cupti_op_done(op, s, start, end);
     pthread_mutex_lock(&g_lock);
@@ -627,6 +640,11 @@ stream_worker(void *arg)
             } else {
                 pthread_cond_wait(&s->work_cv, &g_lock);
             }
+        }
+        if (simgpu_cfg.worker_delay_ns) {
+            pthread_mutex_unlock(&g_lock);
+            worker_starve();
+            pthread_mutex_lock(&g_lock);
         }
         /* The op in flight ends before anything after it starts (and wakes its waiters). */
         if (stream_settle_locked(s, simgpu_now_ns())) {

@@ -51,6 +51,7 @@ struct simgpu_config {
     uint64_t cupti_limit_bytes; /* SIMGPU_CUPTI_LIMIT_MB (64): staged records before drops */
     uint64_t cupti_deliver_ms;  /* SIMGPU_CUPTI_DELIVER_MS (200): delivery period */
     int teardown_at_exit;       /* SIMGPU_TEARDOWN_AT_EXIT set: CUPTI torn down at exit */
+    uint64_t worker_delay_ns;   /* SIMGPU_WORKER_DELAY_US (0): a starved stream worker */
 };
 
 /* The configuration; valid after simgpu_init(). */
