@@ -520,6 +520,9 @@ struct simgpu_stream {
      * end (worker_timed while it does), so that an op enqueued meanwhile needs no
      * wake-up of its own; else it waits for a signal, and an op in flight wakes nobody. */
     int device_bound, worker_timed;
+    /* The worker holds the head op outside g_lock (from taking it until it is done): no
+     * other thread may run it meanwhile (run_inline_locked). */
+    int worker_busy;
     struct simgpu_graph *capture; /* graph being captured into, or NULL */
     int capture_slot;
     struct simgpu_stream *next_all;
