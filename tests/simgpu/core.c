@@ -1,7 +1,7 @@
 /* core.c: the simulated device: configuration, devices, operations and the stream
- * workers, streams, host synchronisation.  Graphs are in core_graph.c, events in
- * core_event.c, memory and the kernel registry in core_mem.c.  See simgpu_internal.h
- * for the model. */
+ * workers, streams, waiting for a stream.  Graphs are in core_graph.c, events and the
+ * host's stream and device synchronisation in core_event.c, memory and the kernel registry in
+ * core_mem.c.  See simgpu_internal.h for the model. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -84,6 +84,7 @@ init_once(void)
     simgpu_cfg.cupti_limit_bytes = (uint64_t)(env_double("SIMGPU_CUPTI_LIMIT_MB", 64) * 1048576);
     simgpu_cfg.cupti_deliver_ms = (uint64_t)env_double("SIMGPU_CUPTI_DELIVER_MS", 200);
     simgpu_cfg.teardown_at_exit = getenv("SIMGPU_TEARDOWN_AT_EXIT") != NULL;
+    simgpu_cfg.worker_delay_ns = (uint64_t)(env_double("SIMGPU_WORKER_DELAY_US", 0) * 1000);
 }
 
 void
@@ -153,8 +154,8 @@ stream_alloc(struct simgpu_device *d, unsigned flags, int prio)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the worker's timed waits */
     pthread_cond_init(&s->work_cv, &ca);
+    pthread_cond_init(&s->done_cv, &ca); /* and a waiter's, until an op's end */
     pthread_condattr_destroy(&ca);
-    pthread_cond_init(&s->done_cv, NULL);
     s->next_all = d->streams;
     /* Published last: simgpu_stream_resolve walks the list without g_lock. */
     __atomic_store_n(&d->streams, s, __ATOMIC_RELEASE);
@@ -561,6 +562,51 @@ may_fly_locked(const struct simgpu_stream *s, const struct simgpu_op *op, uint64
            simgpu_cfg.contention <= 0 && end > simgpu_now_ns();
 }
 
+/* SIMGPU_WORKER_DELAY_US: each time a stream worker wakes, it waits that long before it
+ * goes on, as a worker left without a CPU by a loaded host would (tests of the device's
+ * timeline under host load: test_wake).  Called without g_lock. */
+static void
+worker_starve(void)
+{
+    if (simgpu_cfg.worker_delay_ns)
+        simgpu_sleep_until(simgpu_now_ns() + simgpu_cfg.worker_delay_ns);
+}
+
+/* Runs op, the head of s, on the calling thread instead of s's worker, which then need
+ * not wake for it: a kernel (or an event record) whose start is known from the modeled
+ * timeline alone, when s's worker does not hold the head, nothing of s is in flight and
+ * no dependency is pending.  It starts as the worker would start it and is left in
+ * flight.  Used by a launch on an idle stream and by a thread that waits for s, so that
+ * neither depends on when the worker gets a CPU.  Returns 1 when it did (g_lock released
+ * and taken again while its CUPTI record is staged), 0 when the worker must run it.
+ * Caller holds g_lock. */
+static int
+run_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
+{
+    uint64_t dep_end = 0, start, end;
+    if ((op->kind != SIMGPU_OP_KERNEL && op->kind != SIMGPU_OP_EVENT_RECORD) ||
+        simgpu_cfg.contention > 0 || s->head != op || s->worker_busy || s->destroyed ||
+        s->dev->sticky != cudaSuccess || stream_settle_locked(s, simgpu_now_ns()) ||
+        dep_pending(op, &dep_end) >= 0)
+        return 0;
+    start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
+    end = op->kind == SIMGPU_OP_KERNEL ? start + kernel_ns(op, s, start, 0) : start;
+    s->head = op->next;
+    if (!s->head)
+        s->tail = NULL;
+    s->inflight = op;
+    s->inflight_start = start;
+    s->inflight_end = end;
+    s->staging = 1; /* nobody completes (and frees) it meanwhile */
+    pthread_mutex_unlock(&g_lock);
+    simgpu_cupti_op_done(op, s, start, end);
+    pthread_mutex_lock(&g_lock);
+    s->staging = 0;
+    if (s->head || s->destroyed || s->wake_seq <= op->seq)
+        pthread_cond_signal(&s->work_cv);
+    return 1;
+}
+
 /* Finishes op, the head of s, run (unless `skip`) from `start` to `end`: leaves it in
  * flight when nobody would look before its end (may_fly_locked), else sleeps until its
  * end and completes it.  Its CUPTI record is staged without g_lock (before the op is
@@ -585,8 +631,10 @@ op_finish_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, 
         }
     }
     pthread_mutex_unlock(&g_lock);
-    if (!skip && op_timed(op))
+    if (!skip && op_timed(op)) {
         simgpu_sleep_until(end);
+        worker_starve();
+    }
     if (!skip && !staged)
         simgpu_cupti_op_done(op, s, start, end);
     pthread_mutex_lock(&g_lock);
@@ -628,6 +676,11 @@ stream_worker(void *arg)
                 pthread_cond_wait(&s->work_cv, &g_lock);
             }
         }
+        if (simgpu_cfg.worker_delay_ns) {
+            pthread_mutex_unlock(&g_lock);
+            worker_starve();
+            pthread_mutex_lock(&g_lock);
+        }
         /* The op in flight ends before anything after it starts (and wakes its waiters). */
         if (stream_settle_locked(s, simgpu_now_ns())) {
             uint64_t e = s->inflight_end;
@@ -642,6 +695,7 @@ stream_worker(void *arg)
             continue;
         }
         op = s->head;
+        s->worker_busy = 1;
         /* A dependency's stream wakes this worker when it reaches the op waited for. */
         while ((pending = dep_pending(op, &dep_end)) >= 0)
             wait_done_locked(op->deps[pending].stream, op->deps[pending].seq);
@@ -654,6 +708,7 @@ stream_worker(void *arg)
             failed = op_execute(op, s, start, &end);
         pthread_mutex_lock(&g_lock);
         op_finish_locked(s, op, start, end, failed, skip);
+        s->worker_busy = 0;
     }
     s->worker_started = 0;
     pthread_mutex_unlock(&g_lock);
@@ -729,34 +784,6 @@ enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op)
     return enqueue_at_locked(s, op, simgpu_now_ns());
 }
 
-/* Runs kernel op, just enqueued at the head of idle s, on the calling thread instead of
- * s's worker, which then need not wake: when nothing of s is in flight and no dependency
- * is pending, the kernel starts now (as the worker would compute it, at its start) and
- * is left in flight.  Returns 1 when it did (g_lock released and taken again while its
- * CUPTI record is staged), 0 when the worker must run it.  Caller holds g_lock. */
-static int
-run_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
-{
-    uint64_t dep_end = 0, start, end;
-    if (op->kind != SIMGPU_OP_KERNEL || simgpu_cfg.contention > 0 || s->head != op || op->next ||
-        s->destroyed || stream_settle_locked(s, simgpu_now_ns()) || dep_pending(op, &dep_end) >= 0)
-        return 0;
-    start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
-    end = start + kernel_ns(op, s, start, 0);
-    s->head = s->tail = NULL;
-    s->inflight = op;
-    s->inflight_start = start;
-    s->inflight_end = end;
-    s->staging = 1; /* nobody completes (and frees) it meanwhile */
-    pthread_mutex_unlock(&g_lock);
-    simgpu_cupti_op_done(op, s, start, end);
-    pthread_mutex_lock(&g_lock);
-    s->staging = 0;
-    if (s->head || s->destroyed || s->wake_seq <= op->seq)
-        pthread_cond_signal(&s->work_cv);
-    return 1;
-}
-
 cudaError_t
 simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
 {
@@ -771,7 +798,7 @@ simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
     rc = s->dev->sticky;
     if (rc == cudaSuccess)
         rc = enqueue_nowake_locked(s, op, simgpu_now_ns(), &wake);
-    if (wake && run_inline_locked(s, op))
+    if (wake && op->kind == SIMGPU_OP_KERNEL && !op->next && run_inline_locked(s, op))
         wake = 0;
     pthread_mutex_unlock(&g_lock);
     /* After the unlock, so that the worker does not wake into a held lock (the stream
@@ -872,55 +899,35 @@ simgpu_stream_destroy(struct simgpu_stream *s)
     return cudaSuccess;
 }
 
-/* Waits until s->done_seq >= target; caller holds g_lock.  The waiter leaves its target
- * in s->wake_seq (the smallest of all waiters'), so that s's worker wakes the stream's
- * waiters once, when the first target is reached, and not at every op. */
+/* Waits until s->done_seq >= target; caller holds g_lock.  The waiter runs s's head
+ * itself where it can (run_inline_locked) and waits for an op in flight until its end,
+ * so that it returns at the modeled end of the work whether or not s's worker has had a
+ * CPU; else it leaves its target in s->wake_seq (the smallest of all waiters'), so that
+ * s's worker wakes the stream's waiters once, when the first target is reached, and not
+ * at every op. */
 void
 wait_done_locked(struct simgpu_stream *s, uint64_t target)
 {
     for (;;) {
-        /* An op in flight: completed here once its end has passed, else by its worker,
-         * which waits for work and is woken for it. */
+        /* An op in flight: completed here once its end has passed. */
         int flying = stream_settle_locked(s, simgpu_now_ns());
         if (s->done_seq >= target)
             break;
+        if (!flying && s->head && run_inline_locked(s, s->head))
+            continue;
         if (target < s->wake_seq)
             s->wake_seq = target;
+        if (flying && !s->staging) {
+            struct timespec ts;
+            ts.tv_sec = (time_t)(s->inflight_end / 1000000000ULL);
+            ts.tv_nsec = (long)(s->inflight_end % 1000000000ULL);
+            pthread_cond_timedwait(&s->done_cv, &g_lock, &ts);
+            continue;
+        }
         if (flying && !s->worker_timed)
             pthread_cond_signal(&s->work_cv);
         pthread_cond_wait(&s->done_cv, &g_lock);
     }
-}
-
-cudaError_t
-simgpu_stream_sync(struct simgpu_stream *s)
-{
-    cudaError_t rc;
-    uint64_t t0 = simgpu_now_ns();
-    pthread_mutex_lock(&g_lock);
-    if (s->is_legacy) {
-        /* Like a marker on the legacy stream: waits for the blocking streams too. */
-        struct simgpu_stream *t;
-        uint64_t n = 0, *targets;
-        for (t = s->dev->streams; t; t = t->next_all)
-            n++;
-        targets = calloc(n, sizeof(*targets));
-        n = 0;
-        for (t = s->dev->streams; t; t = t->next_all, n++)
-            if (targets)
-                targets[n] = (t == s || !(t->flags & cudaStreamNonBlocking)) ? t->tail_seq : 0;
-        n = 0;
-        for (t = s->dev->streams; t; t = t->next_all, n++)
-            if (targets)
-                wait_done_locked(t, targets[n]);
-        free(targets);
-    }
-    wait_done_locked(s, s->tail_seq);
-    rc = s->dev->sticky;
-    pthread_mutex_unlock(&g_lock);
-    simgpu_cupti_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, t0, simgpu_now_ns(),
-                      s, NULL, rc);
-    return rc;
 }
 
 cudaError_t
@@ -958,31 +965,4 @@ int
 simgpu_stream_device(const struct simgpu_stream *s)
 {
     return s->dev->index;
-}
-
-cudaError_t
-simgpu_device_sync(void)
-{
-    struct simgpu_device *d;
-    cudaError_t rc;
-    uint64_t t0 = simgpu_now_ns();
-    simgpu_init();
-    pthread_mutex_lock(&g_lock);
-    d = device_locked(t_dev);
-    /* Until every stream is idle at one instant: waits for a busy one's last op, then
-     * looks at all again. */
-    for (;;) {
-        struct simgpu_stream *busy = NULL;
-        for (struct simgpu_stream *s = d->streams; s && !busy; s = s->next_all)
-            if (s->done_seq < s->tail_seq)
-                busy = s;
-        if (!busy)
-            break;
-        wait_done_locked(busy, busy->tail_seq);
-    }
-    rc = d->sticky;
-    pthread_mutex_unlock(&g_lock);
-    simgpu_cupti_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, t0, simgpu_now_ns(),
-                      NULL, NULL, rc);
-    return rc;
 }

@@ -1,4 +1,5 @@
-/* core_event.c: the simulated device's events: record, wait, query, sync, elapsed time. */
+/* core_event.c: the simulated device's events (record, wait, query, sync, elapsed time)
+ * and the host's stream and device synchronisation. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -206,5 +207,64 @@ simgpu_event_elapsed(float *ms, struct simgpu_event *a, struct simgpu_event *b)
     else
         *ms = (float)(((double)b->time_ns - (double)a->time_ns) / 1e6);
     pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+/* ---- host synchronisation ----------------------------------------------------------- */
+cudaError_t
+simgpu_stream_sync(struct simgpu_stream *s)
+{
+    cudaError_t rc;
+    uint64_t t0 = simgpu_now_ns();
+    pthread_mutex_lock(&g_lock);
+    if (s->is_legacy) {
+        /* Like a marker on the legacy stream: waits for the blocking streams too. */
+        struct simgpu_stream *t;
+        uint64_t n = 0, *targets;
+        for (t = s->dev->streams; t; t = t->next_all)
+            n++;
+        targets = calloc(n, sizeof(*targets));
+        n = 0;
+        for (t = s->dev->streams; t; t = t->next_all, n++)
+            if (targets)
+                targets[n] = (t == s || !(t->flags & cudaStreamNonBlocking)) ? t->tail_seq : 0;
+        n = 0;
+        for (t = s->dev->streams; t; t = t->next_all, n++)
+            if (targets)
+                wait_done_locked(t, targets[n]);
+        free(targets);
+    }
+    wait_done_locked(s, s->tail_seq);
+    rc = s->dev->sticky;
+    pthread_mutex_unlock(&g_lock);
+    simgpu_cupti_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, t0, simgpu_now_ns(),
+                      s, NULL, rc);
+    return rc;
+}
+
+cudaError_t
+simgpu_device_sync(void)
+{
+    struct simgpu_device *d;
+    cudaError_t rc;
+    uint64_t t0 = simgpu_now_ns();
+    simgpu_init();
+    pthread_mutex_lock(&g_lock);
+    d = device_locked(t_dev);
+    /* Until every stream is idle at one instant: waits for a busy one's last op, then
+     * looks at all again. */
+    for (;;) {
+        struct simgpu_stream *busy = NULL;
+        for (struct simgpu_stream *s = d->streams; s && !busy; s = s->next_all)
+            if (s->done_seq < s->tail_seq)
+                busy = s;
+        if (!busy)
+            break;
+        wait_done_locked(busy, busy->tail_seq);
+    }
+    rc = d->sticky;
+    pthread_mutex_unlock(&g_lock);
+    simgpu_cupti_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, t0, simgpu_now_ns(),
+                      NULL, NULL, rc);
     return rc;
 }

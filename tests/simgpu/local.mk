@@ -65,11 +65,17 @@ tests_simgpu_ddp_sim_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
 
 # Test programs.
 check_PROGRAMS += tests/simgpu/test_streams tests/simgpu/test_cupti tests/simgpu/test_coll \
-	tests/simgpu/test_physics
+	tests/simgpu/test_physics tests/simgpu/test_wake
 tests_simgpu_test_streams_SOURCES = tests/simgpu/test_streams.c tests/simgpu/simgpu_check.h
 tests_simgpu_test_streams_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_test_streams_LDFLAGS = -no-install
 tests_simgpu_test_streams_LDADD = tests/simgpu/libcudart.la tests/simgpu/libsimgpu.la \
+	$(PTHREAD_LIBS)
+
+tests_simgpu_test_wake_SOURCES = tests/simgpu/test_wake.c tests/simgpu/simgpu_check.h
+tests_simgpu_test_wake_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_wake_LDFLAGS = -no-install
+tests_simgpu_test_wake_LDADD = tests/simgpu/libcudart.la tests/simgpu/libsimgpu.la \
 	$(PTHREAD_LIBS)
 
 tests_simgpu_test_cupti_SOURCES = tests/simgpu/test_cupti.c tests/simgpu/simgpu_check.h
@@ -91,7 +97,8 @@ tests_simgpu_test_coll_LDFLAGS = -no-install
 tests_simgpu_test_coll_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 
-TESTS += tests/simgpu/test_streams tests/simgpu/test_cupti tests/simgpu/test_physics
+TESTS += tests/simgpu/test_streams tests/simgpu/test_cupti tests/simgpu/test_physics \
+	tests/simgpu/test_wake
 
 # bench_simgpu: the simulated device's host cost per device operation (make bench).
 BENCHMARKS += tests/bench/bench_simgpu

@@ -51,6 +51,7 @@ struct simgpu_config {
     uint64_t cupti_limit_bytes; /* SIMGPU_CUPTI_LIMIT_MB (64): staged records before drops */
     uint64_t cupti_deliver_ms;  /* SIMGPU_CUPTI_DELIVER_MS (200): delivery period */
     int teardown_at_exit;       /* SIMGPU_TEARDOWN_AT_EXIT set: CUPTI torn down at exit */
+    uint64_t worker_delay_ns;   /* SIMGPU_WORKER_DELAY_US (0): a starved stream worker */
 };
 
 /* The configuration; valid after simgpu_init(). */
@@ -519,6 +520,9 @@ struct simgpu_stream {
      * end (worker_timed while it does), so that an op enqueued meanwhile needs no
      * wake-up of its own; else it waits for a signal, and an op in flight wakes nobody. */
     int device_bound, worker_timed;
+    /* The worker holds the head op outside g_lock (from taking it until it is done): no
+     * other thread may run it meanwhile (run_inline_locked). */
+    int worker_busy;
     struct simgpu_graph *capture; /* graph being captured into, or NULL */
     int capture_slot;
     struct simgpu_stream *next_all;

@@ -1,0 +1,136 @@
+/* test_wake: the simulated device's timeline against its stream workers' scheduling
+ * (SIMGPU_PHYSICS=simple).  A stream of back-to-back kernels of known duration, with an
+ * event recorded after each, then cudaStreamSynchronize: the events give the device's
+ * timeline (each gap between two kernels must be their duration exactly, whenever the
+ * worker ran), and the host time at the synchronize's return, less the modeled end of
+ * the work, is how late the host learns of it.
+ *
+ * Run once as is and once with SIMGPU_WORKER_DELAY_US (a worker that waits 3 ms for a
+ * CPU each time it wakes, as on a loaded host), set by the test itself in a child
+ * process.  Checked: the timeline does not move, the synchronize never returns before
+ * the modeled end, and with the starved worker it returns within STARVED_LATE_MS of it,
+ * not counting the time the synchronizing thread waited for a CPU itself:
+ * the waiting thread runs the stream's kernels itself and waits for their modeled end,
+ * as the host waits for a real GPU (a synchronize that waited for the worker to run each
+ * op would be late by at least 20 x 3 ms).  Both lateness figures are printed. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "simgpu.h"
+#include "simgpu_check.h"
+
+#define NKERN 20
+#define KERN_US 1000.0
+#define DELAY_US "3000"
+/* Bound on the starved case's lateness, less the time the synchronizing thread itself
+ * waited for a CPU (which a real host pays as well): the worker's 3 ms when it takes an
+ * op before the waiter does. */
+#define STARVED_LATE_MS 30.0
+
+static char k_1ms;
+
+/* Time this thread has waited for a CPU (runnable, not running), ms: the second field of
+ * /proc/thread-self/schedstat; 0 where the kernel does not keep it. */
+static double
+ms_waiting_for_cpu(void)
+{
+    unsigned long long run = 0, wait = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (f) {
+        if (fscanf(f, "%llu %llu", &run, &wait) != 2)
+            wait = 0;
+        fclose(f);
+    }
+    return (double)wait / 1e6;
+}
+
+/* Runs the case once in this process; prints one line and checks the timeline. */
+static void
+run_case(int starved)
+{
+    cudaStream_t s;
+    cudaEvent_t ev[NKERN + 1];
+    dim3 g = {1, 1, 1}, b = {32, 1, 1};
+    double worst_gap_us = 0, t_rec, t_ret, total_ms = 0, w0, queued_ms;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    for (int i = 0; i <= NKERN; i++)
+        CHECK_CUDA(cudaEventCreate(&ev[i]));
+    /* the worker exists and is asleep before the measured run */
+    CHECK_CUDA(cudaLaunchKernel(&k_1ms, g, b, NULL, 0, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+
+    t_rec = (double)simgpu_now_ns();
+    CHECK_CUDA(cudaEventRecord(ev[0], s)); /* at the stream's idle head: starts now */
+    for (int i = 1; i <= NKERN; i++) {
+        CHECK_CUDA(cudaLaunchKernel(&k_1ms, g, b, NULL, 0, s));
+        CHECK_CUDA(cudaEventRecord(ev[i], s));
+    }
+    w0 = ms_waiting_for_cpu();
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    t_ret = (double)simgpu_now_ns();
+    queued_ms = ms_waiting_for_cpu() - w0;
+
+    for (int i = 1; i <= NKERN; i++) {
+        float el = 0;
+        double gap;
+        CHECK_CUDA(cudaEventElapsedTime(&el, ev[i - 1], ev[i]));
+        total_ms += (double)el;
+        /* the first kernel starts at its launch, after ev[0]; the others back to back */
+        if (i == 1)
+            continue;
+        gap = (double)el * 1000.0 - KERN_US;
+        if (gap < 0)
+            gap = -gap;
+        if (gap > worst_gap_us)
+            worst_gap_us = gap;
+    }
+    /* ev[0] started at or after t_rec: t_rec + total is at most the modeled end. */
+    double late_ms = (t_ret - t_rec) / 1e6 - total_ms;
+    printf("test_wake %s: %d x %.0f us kernels, timeline %.3f ms (worst gap error %.2f us), "
+           "synchronize returned %.3f ms after the modeled end (%.3f ms of it waiting for a CPU)\n",
+           starved ? "starved workers" : "plain", NKERN, KERN_US, total_ms, worst_gap_us, late_ms,
+           queued_ms);
+    /* float ms of the elapsed time: some 0.1 us of rounding at 1 ms */
+    CHECK(worst_gap_us < 1.0);
+    CHECK(late_ms > -0.01);
+    CHECK(!starved || late_ms - queued_ms < STARVED_LATE_MS);
+    for (int i = 0; i <= NKERN; i++)
+        CHECK_CUDA(cudaEventDestroy(ev[i]));
+    CHECK_CUDA(cudaStreamDestroy(s));
+}
+
+int
+main(int argc, char **argv)
+{
+    setenv("SIMGPU_PHYSICS", "simple", 1); /* before the device reads its configuration */
+    if (argc > 1 && !strcmp(argv[1], "--case")) {
+        CHECK(simgpu_register_kernel(&k_1ms, "kernel_1ms", (uint64_t)(KERN_US * 1000)) == 0);
+        CHECK_CUDA(cudaSetDevice(0));
+        run_case(getenv("SIMGPU_WORKER_DELAY_US") != NULL);
+        return 0;
+    }
+    /* Each case in a process of its own: the device reads its configuration once. */
+    for (int delayed = 0; delayed < 2; delayed++) {
+        int st = 0;
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            if (delayed)
+                setenv("SIMGPU_WORKER_DELAY_US", DELAY_US, 1);
+            else
+                unsetenv("SIMGPU_WORKER_DELAY_US");
+            execl("/proc/self/exe", argv[0], "--case", (char *)NULL);
+            _exit(127);
+        }
+        CHECK(waitpid(pid, &st, 0) == pid);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    printf("test_wake: ok\n");
+    return 0;
+}
