@@ -28,8 +28,10 @@ require_torch(simrun, dpro_run, dpro_replay, dpro_optimize)
 
 
 # the model's backward-thread calls against the traces' (the model counts the forward's
-# unshards, whose calls differ from the backward's by a few)
-CALLS_TOLERANCE = 0.10
+# unshards, whose calls differ from the backward's by a few; the two traces' difference,
+# polls left out, still moves from run to run: 105, 105, 118 and 124 a step in four runs,
+# against 101-103 kept-plan removals)
+CALLS_TOLERANCE = 0.20
 # event polls: how many a step depends on how far the device lags the host (22-32 a step on
 # rank 0's backward thread without resharding, 55-64 with it), so neither this count nor
 # the optimizer's (optimizer/workload_fsdp.c) holds them
