@@ -33,7 +33,8 @@ random_event(uint64_t *seed, dpro_event *e, uint64_t *clock, int allow_unknown)
     e->result = (int32_t)(test_rand(seed) % 5) - 2;
     e->shared_mem = (uint32_t)(test_rand(seed) % 49152);
     e->object = test_rand(seed);
-    e->bytes = test_rand(seed) >> (test_rand(seed) % 64);
+    uint64_t bytes = test_rand(seed); /* two draws in one expression: unsequenced */
+    e->bytes = bytes >> (test_rand(seed) % 64);
     e->address = test_rand(seed);
     for (int i = 0; i < 3; i++) {
         e->grid[i] = (uint32_t)test_rand(seed);
