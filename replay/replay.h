@@ -176,6 +176,27 @@ int replay_scale_host_node(dfg *g, int32_t n, double factor);
  * below 2. */
 int32_t replay_scale_ranks(const costmodel *m, dfg *g, int32_t n_from, int32_t n_to);
 
+/* The hosts of job j's present ranks (their host meta rows; ranks without one are not
+ * counted): returns how many there are, and stores in *most_per_host the most present
+ * ranks on one of them (0 when none is known). */
+int32_t replay_job_hosts(const job *j, int32_t *most_per_host);
+
+/* What-if "the job on n_to ranks" across nodes (whatif.c), after replay_scale_ranks: the
+ * job was traced on one node and its n_to ranks run on `nodes` (> 1) nodes joined by a
+ * network that a one-node trace cannot show, given by the user: net_bpns its bus
+ * bandwidth per GPU in bytes per ns (NCCL's ring across nodes: each GPU's share of the
+ * traffic crosses its NIC) and hop_ns the latency each crossing adds. Every group of n_to
+ * ranks runs NCCL's ring over the nodes (trees are not modelled): its bandwidth term
+ * moves to the network's where that is slower, + x_to x max(0, 1 / net_bpns - s), x_to =
+ * costmodel_factor(op, n_to) x bytes and s the model's cost of one more byte of x at
+ * n_from ranks at that size (costmodel_predict at 0.9 and 1.1 x bytes: 1 / beta inside a
+ * segment of the piecewise model), and its ring crosses the network 2 (nodes - 1) times
+ * (all-reduce), nodes - 1 (all-gather, reduce-scatter, broadcast, reduce) or once
+ * (all-to-all), + hop_ns each. Returns the groups repriced, or -1 when n_from or n_to is
+ * below 2, nodes below 2, net_bpns not > 0 or hop_ns below 0. */
+int32_t replay_scale_ranks_nodes(const costmodel *m, dfg *g, int32_t n_from, int32_t n_to,
+                                 int32_t nodes, double net_bpns, double hop_ns);
+
 /* Fewest arrivals replay_rank_wait learns from. */
 #define REPLAY_RANK_WAIT_MIN_SAMPLES 16
 

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "replay.h"
 #include "order.h"
@@ -49,6 +50,71 @@ replay_scale_ranks(const costmodel *m, dfg *g, int32_t n_from, int32_t n_to)
         g->grp_dur[q] = costmodel_extrapolate_ranks(m, g->grp_op[q], n_from, n_to, g->grp_bytes[q],
                                                     g->grp_dur[q]);
         g->grp_nranks[q] = n_to;
+        rc++;
+    }
+    return rc;
+}
+
+int32_t
+replay_job_hosts(const job *j, int32_t *most_per_host)
+{
+    int32_t n_hosts = 0, most = 0;
+    for (int32_t r = 0; r < j->n_ranks; r++) {
+        const char *h = j->ranks[r].reader ? j->ranks[r].host : NULL;
+        int32_t first = -1, on = 0;
+        for (int32_t q = 0; h && q <= r; q++) {
+            const char *o = j->ranks[q].reader ? j->ranks[q].host : NULL;
+            if (o && strcmp(o, h) == 0) {
+                first = first < 0 ? q : first;
+                on++;
+            }
+        }
+        n_hosts += first == r; /* r is its host's first rank */
+        most = on > most ? on : most;
+    }
+    *most_per_host = most;
+    return n_hosts;
+}
+
+/* Times a ring of op over `nodes` nodes crosses the network (replay_scale_ranks_nodes). */
+static int32_t
+net_crossings(int op, int32_t nodes)
+{
+    switch (op) {
+    case DPRO_COLL_ALLREDUCE:
+        return 2 * (nodes - 1);
+    case DPRO_COLL_ALLGATHER:
+    case DPRO_COLL_REDUCESCATTER:
+    case DPRO_COLL_BROADCAST:
+    case DPRO_COLL_REDUCE:
+        return nodes - 1;
+    case DPRO_COLL_ALLTOALL:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int32_t
+replay_scale_ranks_nodes(const costmodel *m, dfg *g, int32_t n_from, int32_t n_to, int32_t nodes,
+                         double net_bpns, double hop_ns)
+{
+    int32_t rc = 0;
+    if (n_from < 2 || n_to < 2 || nodes < 2 || !(net_bpns > 0) || !(hop_ns >= 0))
+        rc = -1;
+    for (int32_t q = 0; rc >= 0 && q < g->n_groups; q++) {
+        int op = g->grp_op[q];
+        int64_t b = g->grp_bytes[q];
+        if (g->grp_nranks[q] != n_to || net_crossings(op, nodes) == 0)
+            continue;
+        double lo = 0.9 * (double)b, hi = 1.1 * (double)b,
+               dt = (double)(costmodel_predict(m, op, n_from, (int64_t)hi) -
+                             costmodel_predict(m, op, n_from, (int64_t)lo)),
+               fx = costmodel_factor(op, n_from), s = dt > 0 && fx > 0 ? dt / (fx * (hi - lo)) : 0,
+               x_to = costmodel_factor(op, n_to) * (double)b;
+        double add = x_to * (1.0 / net_bpns > s ? 1.0 / net_bpns - s : 0) +
+                     hop_ns * net_crossings(op, nodes);
+        g->grp_dur[q] += (int64_t)llround(add);
         rc++;
     }
     return rc;

@@ -55,8 +55,10 @@ replay_cmd_ranks_assumed(const costmodel *m, int k)
         "cores, their hosts' stalls give (the expected latest of N draws less that of the "
         "traced ranks)",
         NULL, /* the model's: below */
-        "not known from the trace: the node layout at N ranks (slower links between nodes), "
-        "NCCL's algorithm and protocol at N, how the stalls of ranks sharing cores correlate; "
+        "not known from the trace: the node layout at N ranks (slower links between nodes: "
+        "priced only as --what-if-network gives them, NCCL's ring over the nodes), NCCL's "
+        "algorithm and protocol at N (its trees across nodes), how the stalls of ranks "
+        "sharing cores correlate; "
         "with one message size the latency cannot be told from the bandwidth and is scaled "
         "with it",
     };
@@ -342,6 +344,16 @@ json_models(json_writer *j, const report *rep)
             json_end_array(j);
             json_host_share(j, rep->hs);
             json_kv_double(j, "rank_wait_us", (double)rep->rank_wait_ns / 1e3);
+            json_key(j, "nodes");
+            json_begin_object(j);
+            json_kv_int(j, "traced", rep->nodes.traced);
+            json_kv_int(j, "at_ranks", rep->nodes.to);
+            json_kv_int(j, "network_priced", rep->nodes.priced);
+            if (rep->nodes.priced) {
+                json_kv_double(j, "network_gbps", a->net_gbps);
+                json_kv_double(j, "network_hop_us", a->net_hop_us);
+            }
+            json_end_object(j);
         }
         json_kv_double(j, "predicted_iter_us", ws->simulated_us);
         json_kv_double(j, "predicted_median_iter_us", ws->simulated_median_us);

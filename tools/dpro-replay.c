@@ -89,6 +89,11 @@ usage(FILE *f)
                "                         want over the cores the trace recorded\n"
                "      --what-if-ranks-per-host K  K of the N ranks on each host (default:\n"
                "                         as traced, each host keeping its ranks)\n"
+               "      --what-if-network GBPS[:US]  the network between nodes when the N ranks\n"
+               "                         span more nodes than the trace (one): its bus\n"
+               "                         bandwidth per GPU, GB/s, and the latency each\n"
+               "                         crossing adds, us (default 0); without it the\n"
+               "                         network is not predicted (said)\n"
                "                         The what-ifs given combine into one prediction.\n"
                "      --perturb N        the perturbation check: shorten each of the N kernel\n"
                "                         names with the most time, one at a time, to half,\n"
@@ -157,6 +162,17 @@ parse_what_if(int c, const char *optarg, args *a)
         }
         a->ro.fold = 0; /* the slowed rank must stand for itself */
         break;
+    case 'N':
+        a->net_gbps = strtod(optarg, &end);
+        a->net_hop_us = *end == ':' ? strtod(end + 1, &end) : 0;
+        if (*end || !(a->net_gbps > 0) || a->net_gbps > 1e6 || !(a->net_hop_us >= 0) ||
+            a->net_hop_us > 1e6) {
+            pr_err("--what-if-network wants GBPS[:US] (a bandwidth > 0 and a latency >= 0), "
+                   "not '%s'",
+                   optarg);
+            rc = -1;
+        }
+        break;
     case 'Q':
         a->per_host = (int32_t)strtol(optarg, &end, 10);
         if (*end || a->per_host < 1 || a->per_host > 1 << 20) {
@@ -184,6 +200,9 @@ check_what_ifs(const args *a)
     if (a->per_host > 0 && (a->ranks_to <= 0 || a->per_host > a->ranks_to)) {
         pr_err("--what-if-ranks-per-host wants --what-if-ranks N too, and at most N ranks per "
                "host");
+        rc = -1;
+    } else if (a->net_gbps > 0 && a->ranks_to <= 0) {
+        pr_err("--what-if-network wants --what-if-ranks N too");
         rc = -1;
     } else if (a->kclass && !(a->kscale > 0)) {
         pr_err("--what-if-class wants --what-if-scale-kernels too");
@@ -213,6 +232,7 @@ parse_args(int argc, char **argv, args *a)
         {"what-if-slow-host", required_argument, NULL, 'H'},
         {"what-if-ranks", required_argument, NULL, 'R'},
         {"what-if-ranks-per-host", required_argument, NULL, 'Q'},
+        {"what-if-network", required_argument, NULL, 'N'},
         {"perturb", required_argument, NULL, 'X'},
         {"force", no_argument, NULL, 'f'},
         {"partial", no_argument, NULL, 'P'},
@@ -305,6 +325,7 @@ parse_args(int argc, char **argv, args *a)
         case 'H':
         case 'R':
         case 'Q':
+        case 'N':
             if (parse_what_if(c, optarg, a) != 0)
                 return 2;
             break;
@@ -367,6 +388,34 @@ host_share(replay *rp, const args *a, hostshare *hs, dfg *g)
     return rc;
 }
 
+/* The node layout of --what-if-ranks into *nl: the traced job's hosts, the nodes of a->ranks_to
+ * ranks (a->per_host a node, else the most traced ranks on a host), and, when the trace is
+ * of one node and the N ranks span several, the network between them priced into g's
+ * collectives (replay_scale_ranks_nodes, a->net_gbps given) or said to be missing. Returns 0. */
+static int
+node_layout(replay *rp, const args *a, dfg *g, whatif_nodes *nl)
+{
+    int32_t most = 0;
+    nl->traced = replay_job_hosts(&rp->job, &most);
+    int32_t k = a->per_host > 0 ? a->per_host : most;
+    nl->to = k > 0 ? (a->ranks_to + k - 1) / k : 0;
+    nl->priced = 0;
+    if (nl->traced == 1 && nl->to > 1 && a->net_gbps > 0)
+        nl->priced = replay_scale_ranks_nodes(&rp->model, g, rp->job.n_ranks, a->ranks_to, nl->to,
+                                              a->net_gbps, a->net_hop_us * 1e3) >= 0;
+    else if (nl->traced == 1 && nl->to > 1)
+        job_warn(&rp->job,
+                 "%d ranks span %d nodes of %d: the network between nodes is not in a trace of "
+                 "one node and is not predicted (the collectives keep the traced node's "
+                 "bandwidth; --what-if-network GBPS[:US] gives it)",
+                 a->ranks_to, nl->to, k);
+    else if (a->net_gbps > 0)
+        job_warn(&rp->job, "--what-if-network unused: %s",
+                 nl->traced > 1 ? "the trace spans nodes, its collectives' model has the network"
+                                : "the ranks stay on one node");
+    return 0;
+}
+
 /* The waits the what-if's n_to ranks add at the collectives of g
  * (replay_rank_wait_stalled, with the stalls of hs when it is known), learned from rp's
  * compared iterations (rank 0's window), in *wait_ns. Returns 0, or -1 out of memory. */
@@ -396,7 +445,8 @@ rank_wait(const replay *rp, dfg *g, int32_t n_to, const hostshare *hs, int64_t *
  * a slowed rank has no operations in the graph, -4 when the job has one rank (no
  * collective to extrapolate from), -5 when a trace's CPU samples are malformed (said). */
 static int
-what_if(replay *rp, const args *a, replay_summary *ws, hostshare *hs, int64_t *wait_ns)
+what_if(replay *rp, const args *a, replay_summary *ws, hostshare *hs, int64_t *wait_ns,
+        whatif_nodes *nl)
 {
     dfg copy;
     sim_result wres;
@@ -419,6 +469,8 @@ what_if(replay *rp, const args *a, replay_summary *ws, hostshare *hs, int64_t *w
     if (rc == 0 && a->ranks_to > 0 &&
         replay_scale_ranks(&rp->model, &copy, rp->job.n_ranks, a->ranks_to) < 0)
         rc = -4;
+    if (rc == 0 && a->ranks_to > 0)
+        rc = node_layout(rp, a, &copy, nl);
     if (rc == 0 && a->ranks_to > 0)
         rc = host_share(rp, a, hs, &copy);
     if (rc == 0 && a->ranks_to > 0)
@@ -539,6 +591,10 @@ print_text(const report *rep)
             printf("  waits at %d ranks: each collective +%.1f us (the latest of %d jittering "
                    "and stalled arrivals, learned from the trace's)\n",
                    a->ranks_to, (double)rep->rank_wait_ns / 1e3, a->ranks_to);
+        if (a->ranks_to > 0 && rep->nodes.priced)
+            printf("  network: %d nodes (the trace's %d), %g GB/s and +%g us a crossing "
+                   "(--what-if-network)\n",
+                   rep->nodes.to, rep->nodes.traced, a->net_gbps, a->net_hop_us);
     }
     if (rep->have_perturb) {
         const replay_perturbation *p = rep->pt;
@@ -705,9 +761,9 @@ main(int argc, char **argv)
                  "%d operations could not be simulated (circular dependencies, e.g. around "
                  "'%s'); the simulated times are partial",
                  rp.sim.n_unfinished, dfg_name(&rp.graph, rp.graph.name[rp.sim.first_unfinished]));
-    report rep = {&rp, &s, &ws, 0, &typ, 0, &pt, 0, &hs, &a, 0};
+    report rep = {&rp, &s, &ws, 0, &typ, 0, &pt, 0, &hs, &a, 0, {0, 0, 0}};
     if ((a.kscale > 0 || a.slow_gpu_rank >= 0 || a.slow_host_rank >= 0 || a.ranks_to > 0) &&
-        (rep.have_whatif = what_if(&rp, &a, &ws, &hs, &rep.rank_wait_ns)) < 0) {
+        (rep.have_whatif = what_if(&rp, &a, &ws, &hs, &rep.rank_wait_ns, &rep.nodes)) < 0) {
         if (rep.have_whatif == -2)
             pr_err("%s: no kernel is named '%s' (--what-if-class)", a.dir, a.kclass);
         else if (rep.have_whatif == -4)

@@ -22,9 +22,17 @@ typedef struct args {
     double slow_gpu, slow_host;            /* their factors (1: none) */
     int32_t ranks_to;                      /* --what-if-ranks, 0: none */
     int32_t per_host;                      /* --what-if-ranks-per-host, 0: as traced */
+    double net_gbps, net_hop_us;           /* --what-if-network, 0: not given */
     int32_t perturb_top;                   /* --perturb, 0: no check */
     const char *dir;
 } args;
+
+/* --what-if-ranks across nodes: the traced job's hosts, the nodes at N ranks, and whether
+ * the network between them was priced (--what-if-network). */
+typedef struct whatif_nodes {
+    int32_t traced, to;
+    int priced;
+} whatif_nodes;
 
 /* One replay's figures, as the printers take them. */
 typedef struct report {
@@ -39,6 +47,7 @@ typedef struct report {
     const hostshare *hs; /* --what-if-ranks: the host-share model (hs->known: applied) */
     const args *a;
     int64_t rank_wait_ns; /* --what-if-ranks: the wait more ranks add (replay_rank_wait) */
+    whatif_nodes nodes;   /* --what-if-ranks: the node layout */
 } report;
 
 /* The name of a critical-path entry's kind (api, kernel, memcpy, memset, collective). */

@@ -17,6 +17,11 @@ CPUs") on synthetic traces whose CPU samples are known (gen_traces --cpu CPUS:DE
   - an old trace (no host_cpus, cpu_samples): no model, said once, the prediction the
     traced layout's; malformed samples: exit 1 naming the file and the sample;
     --what-if-ranks-per-host without --what-if-ranks or above N: exit 2;
+  - the node layout (--what-if-network, replay_scale_ranks_nodes): 8 ranks 4 a host from
+    a trace of one host span 2 nodes, the network not predicted without the flag (said),
+    a slow network lengthening the iteration, one faster than the trace's link and no
+    crossing latency leaving it, one node or a trace of 2 hosts leaving the flag unused
+    (said); bad values or no --what-if-ranks: exit 2;
   - the collector's rows: a simulated-GPU job recorded under the collector has
     host_cpus (this process's sched_getaffinity count) and cpu_samples, times increasing,
     CPU times not decreasing, the CPU per second between the first and last sample
@@ -157,6 +162,47 @@ def test_old_and_bad(tmp):
         check(rc == 2, "%s: status %d, want 2" % (opts, rc))
 
 
+def test_network(tmp):
+    d = os.path.join(tmp, "net")
+    gen(d, "--cpu", "2:0.2:1")
+    base = ["--what-if-ranks", "8", "--what-if-ranks-per-host", "4"]
+    rc, j, err = replay(d, *base)
+    w = j["what_if"] if j else {}
+    print("8 ranks, 4 a host, no network: %s; %r" % (w.get("nodes"), err[-300:]))
+    check(rc == 0 and w.get("nodes") == {"traced": 1, "at_ranks": 2, "network_priced": 0} and
+          "not predicted" in err, "2 nodes, the network said to be missing: %s" % w.get("nodes"))
+    without = w.get("predicted_median_iter_us", 0)
+    rc, j, err = replay(d, *base, "--what-if-network", "0.5:20")
+    w = j["what_if"] if j else {}
+    print("--what-if-network 0.5:20: %s, %.1f us against %.1f us" % (
+        w.get("nodes"), w.get("predicted_median_iter_us", 0), without))
+    check(rc == 0 and w.get("nodes", {}).get("network_priced") == 1 and
+          w["nodes"].get("network_gbps") == 0.5 and w["nodes"].get("network_hop_us") == 20,
+          "the network priced: %s" % w.get("nodes"))
+    check(w.get("predicted_median_iter_us", 0) > without, "a slow network, a longer iteration")
+    rc, j, err = replay(d, *base, "--what-if-network", "100000")
+    w = j["what_if"] if j else {}
+    check(rc == 0 and w.get("predicted_median_iter_us") == without,
+          "a network faster than the trace's link: %s, want %s" % (
+              w.get("predicted_median_iter_us"), without))
+    for opts, why in ((["--what-if-ranks", "8", "--what-if-ranks-per-host", "8"], "one node"),
+                      (base, "spans nodes")):
+        if why == "spans nodes":
+            gen(d, "--cpu", "1:0.2:2")
+        rc, j, err = replay(d, *opts)
+        ref = j["what_if"]["predicted_median_iter_us"] if j else None
+        rc, j, err = replay(d, *opts, "--what-if-network", "0.5")
+        w = j["what_if"] if j else {}
+        print("%s: %s; %r" % (why, w.get("nodes"), err[-200:]))
+        check(rc == 0 and w.get("nodes", {}).get("network_priced") == 0 and
+              "--what-if-network unused" in err and w.get("predicted_median_iter_us") == ref,
+              "%s: the flag unused, said" % why)
+    for opts in (["--what-if-network", "5"], base + ["--what-if-network", "0"],
+                 base + ["--what-if-network", "5:x"], base + ["--what-if-network", "5:-1"]):
+        rc, _, err = replay(d, *opts)
+        check(rc == 2 and "--what-if-network" in err, "%s: status %d, want 2" % (opts, rc))
+
+
 def test_collector(tmp):
     if not all(os.path.exists(p) for p in (SIMRUN, DDP_SIM, DPRO_RUN)):
         print("skip the collector part: no simulated device in this build")
@@ -194,6 +240,7 @@ def main():
         test_factor(tmp)
         test_stalls(tmp)
         test_old_and_bad(tmp)
+        test_network(tmp)
         test_collector(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -8,7 +8,10 @@
  *   - more ranks: replay_scale_ranks with a model fitted on 2 ranks prices each
  *     all-reduce as the 8-rank job has it (latency x NCCL's ring growth, bandwidth term x
  *     the ring factor) and simulates the iteration of the 8-rank job; a piecewise model keeps the
- *     size regime measured; communicators of another size stay as they are.
+ *     size regime measured; communicators of another size stay as they are;
+ *   - more ranks across nodes: replay_scale_ranks_nodes moves each all-reduce's bandwidth
+ *     term to the given network's when it is slower and adds a latency per crossing of
+ *     the ring (2 (nodes - 1)); replay_job_hosts counts a job's hosts.
  */
 #include <math.h>
 #include <stdio.h>
@@ -150,6 +153,71 @@ test_scale_ranks(void)
     CHECK(got > base && fabs(got - built) < 1e-4 * built);
     dfg_free(&g);
     dfg_free(&want);
+}
+
+/* 8 ranks on 2 nodes from a 2-rank trace of one node: NVLink-like 200 B/ns in the trace,
+ * a network of 25 B/ns and 5 us a crossing given. Each all-reduce of bytes b takes
+ * 1.75 b (1 / 25 - 1 / 200) + 2 x 5 us more than on one node of 8; a network faster than
+ * the trace's link adds only the crossings. */
+static void
+test_scale_ranks_nodes(void)
+{
+    synth_params p;
+    synth_defaults(&p);
+    p.ranks = 2;
+    costmodel m;
+    fit_2_ranks(&m, 20000, 200);
+    dfg g, h;
+    REQUIRE(synth_dfg(&p, &g) == 0);
+    REQUIRE(replay_scale_ranks(&m, &g, 2, 8) == g.n_groups);
+    REQUIRE(dfg_clone(&h, &g) == 0);
+    double base = iter_of(&g, 0);
+    CHECK_EQ(replay_scale_ranks_nodes(&m, &g, 2, 8, 1, 25, 5000), -1);
+    CHECK_EQ(replay_scale_ranks_nodes(&m, &g, 2, 8, 2, 0, 5000), -1);
+    CHECK_EQ(replay_scale_ranks_nodes(&m, &g, 2, 8, 2, 25, -1), -1);
+    CHECK_EQ(replay_scale_ranks_nodes(&m, &g, 2, 8, 2, 25, 5000), g.n_groups);
+    int ok = 1;
+    for (int32_t q = 0; q < g.n_groups; q++) {
+        double want = (double)h.grp_dur[q] +
+                      1.75 * (double)g.grp_bytes[q] * (1.0 / 25 - 1.0 / 200) + 2 * 5000;
+        ok &= g.grp_op[q] == DPRO_COLL_ALLREDUCE && fabs((double)g.grp_dur[q] - want) < 1e-3 * want;
+    }
+    CHECK(ok);
+    double across = iter_of(&g, 0);
+    printf("more ranks across nodes: 8 ranks on one node %.0f ns, on 2 nodes %.0f ns\n", base,
+           across);
+    CHECK(across > base);
+    /* a network faster than the traced link: the crossings alone; 4 nodes: 6 of them */
+    dfg f;
+    REQUIRE(dfg_clone(&f, &h) == 0);
+    CHECK_EQ(replay_scale_ranks_nodes(&m, &f, 2, 8, 4, 1000, 5000), f.n_groups);
+    ok = 1;
+    for (int32_t q = 0; q < f.n_groups; q++)
+        ok &= llabs(f.grp_dur[q] - (h.grp_dur[q] + 6 * 5000)) <= 1;
+    CHECK(ok);
+    dfg_free(&f);
+    dfg_free(&g);
+    dfg_free(&h);
+
+    /* a job's hosts: ranks 0-2 on a, 3 on b, 4 missing, 5 on a host not known */
+    job j;
+    job_rank r[6];
+    int dummy;
+    const char *hosts[6] = {"a", "a", "a", "b", "b", NULL};
+    memset(&j, 0, sizeof j);
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 6; i++) {
+        r[i].host = hosts[i];
+        r[i].reader = i == 4 ? NULL : (dpro_reader *)&dummy;
+    }
+    j.ranks = r;
+    j.n_ranks = 6;
+    int32_t most = -1;
+    CHECK_EQ(replay_job_hosts(&j, &most), 2);
+    CHECK_EQ(most, 3);
+    j.n_ranks = 0;
+    CHECK_EQ(replay_job_hosts(&j, &most), 0);
+    CHECK_EQ(most, 0);
 }
 
 /* Two regimes, as NCCL switches protocol: below 1 MiB 10 us + x / 5 B/ns, from 1 MiB on
@@ -454,6 +522,7 @@ main(void)
 {
     test_slow_rank();
     test_scale_ranks();
+    test_scale_ranks_nodes();
     test_rank_wait();
     test_rank_wait_stalled();
     test_hostshare_stalls();
