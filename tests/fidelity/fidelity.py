@@ -27,11 +27,14 @@ The changes (KINDS, drawn in turn so that each is covered alike):
   advice-memory   the same under a memory budget of 0.6 x the measured peak
   straggler       one rank's GPU 1.25-2 times as slow (simrun --straggler RANK:F, which
                   sets SIMGPU_SLOWDOWN for that rank only: its kernels take F times as long)
-  more-ranks      the same job on FIDELITY_MORE_RANKS ranks (default 4; weak scaling: the
-                  same batch per rank), all on this host as the recording's 2 (predicted
-                  with --what-if-ranks-per-host N: the host-share model). The device runs in real time on this machine's
-                  cores: 8 ranks of it on 2 shared cores would measure the machine (their
-                  host threads waiting for a CPU), not dpro, hence a setting
+  more-ranks      the same job on FIDELITY_MORE_RANKS ranks (default 8; weak scaling: the
+                  same batch per rank; the drawn batch x MORE_RANKS_BATCH, so that the
+                  device's time, not the hosts' sharing this machine's cores, makes the
+                  iteration), all on this host as the recording's 2 (predicted with
+                  --what-if-ranks-per-host N: the host-share model); every other one (pair
+                  24 of 40) across two simulated nodes of N/2 (simrun --gpus-per-node,
+                  predicted with --what-if-ranks-per-host N/2 --what-if-network GBPS, the
+                  profile's NIC line rate: NIC_GBPS)
 
 Iteration times are ddp-sim's own (iter_us: host time between the per-iteration
 synchronisations), the mean over ranks of the median over the measured iterations, as in
@@ -43,7 +46,7 @@ span FIDELITY_RUN_MS (400 ms) at the iteration of a probe run of the recorded jo
 MAX_ITERATIONS), and the attempts alternate which run goes first (recorded, changed,
 recorded), so that a burst of the machine's other work or a drift of its load weighs on
 the recorded and the changed side alike; the `runs` column gives every attempt's recorded,
-predicted and realised iteration, `base_spread_pct` the recorded runs' spread. They are not deterministic: the device runs in real time
+predicted and realised iteration, `loads` the load average (1 minute) at its start, `base_spread_pct` the recorded runs' spread. They are not deterministic: the device runs in real time
 on this machine's cores, so host time (launches, the framework's per-operator time, the
 wake-ups between threads) and with it the arrival at collectives and what overlaps what
 (the world's contention) depend on the machine's load; only each kernel's base duration
@@ -91,7 +94,9 @@ runs them (--what-if-ranks-per-host N: the host-share model scales the host time
 CPU the trace says the ranks want over the cores it recorded); no_share_predicted_us and
 no_share_error_pct are the prediction with the traced layout (no ranks added to a host,
 no host time scaled), host_time_scale the scale applied and rank_wait_us the wait the
-more ranks' arrival jitter adds at each collective (docs/models.md). Before the closing
+more ranks' arrival jitter adds at each collective (docs/models.md); for the pairs across
+nodes no_network_predicted_us and no_network_error_pct the prediction without
+--what-if-network (the network not predicted). Before the closing
 line the suite names the pairs whose changed run lagged by more than LAG_SHARE (10 %) of
 its iteration, with the others' mean |error|.
 
@@ -101,7 +106,7 @@ FIDELITY_ITERATIONS (the fewest measured iterations per run, default 20), FIDELI
 probe), FIDELITY_ATTEMPTS (3),
 FIDELITY_OUT, FIDELITY_KEEP=dir keeps the traces (of each pair's last attempt),
 FIDELITY_KINDS=kind,kind runs only the pairs of those kinds (of the same draw),
-FIDELITY_MORE_RANKS (4: the ranks of the more-ranks kind's changed job). Exit 0
+FIDELITY_MORE_RANKS (8: the ranks of the more-ranks kind's changed job). Exit 0
 with the line printed, 1 when a pair could not be run, 2 for a bad setting, 77 without the
 simulated device. `make fidelity` runs it (tests/fidelity/local.mk).
 """
@@ -132,7 +137,13 @@ KINDS = ["bucket-down", "bucket-up", "fusion", "cuda-graph", "recompute", "accum
          "kernels-x0.5", "kernels-x2", "advice", "advice-memory", "straggler", "more-ranks"]
 PROFILES = ["a100", "h100", "h200"]
 RANKS = 2
-MORE_RANKS = 4  # FIDELITY_MORE_RANKS, read by main()
+MORE_RANKS = 8  # FIDELITY_MORE_RANKS, read by main()
+MORE_RANKS_BATCH = 4  # the more-ranks kind's job: the drawn batch times this
+# The network between simulated nodes as a user of such a cluster knows it: one NIC per GPU,
+# its line rate in GB/s (DGX A100: ConnectX-6 HDR 200 Gb/s; DGX H100: ConnectX-7 NDR 400 Gb/s;
+# H200 systems as H100's), given to dpro-replay --what-if-network. The world's achieved share
+# of it stays hidden.
+NIC_GBPS = {"a100": 25, "h100": 50, "h200": 50}
 WARMUP = 3
 RUN_MS = 400  # FIDELITY_RUN_MS, read by main()
 MAX_ITERATIONS = 400
@@ -142,7 +153,8 @@ COLUMNS = ["pair", "kind", "world_seed", "profile", "job", "change", "base_us", 
            "peak_error_pct", "budget_mib", "base_lag_us", "realised_lag_us",
            "realised_device_us", "device_error_pct", "base_cpu_ms_per_iter", "realised_cpu_ms_per_iter",
            "cores_at_predicted", "mean_predicted_us", "mean_error_pct", "no_share_predicted_us",
-           "no_share_error_pct", "host_time_scale", "rank_wait_us", "iterations",
+           "no_share_error_pct", "host_time_scale", "rank_wait_us", "no_network_predicted_us",
+           "no_network_error_pct", "loads", "iterations",
            "base_spread_pct", "runs", "medians_error_pct", "medians_speedup_ratio_pct"]
 
 
@@ -192,13 +204,16 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
-def run_job(pair, args, trace_dir, iterations, slowdown=None, ranks=RANKS, straggler=None):
+def run_job(pair, args, trace_dir, iterations, slowdown=None, ranks=RANKS, straggler=None,
+            per_node=None):
     """Runs ddp-sim with args on `ranks` ranks in the pair's world under the collector
-    (straggler: "RANK:F", that rank's kernels F times as long). Returns (iteration us: the
-    mean over ranks of their median, peak bytes, rank 0's JSON line, CPU ms the job's
-    processes used per iteration, warm-up included)."""
+    (straggler: "RANK:F", that rank's kernels F times as long; per_node: the ranks on
+    simulated nodes of that many, simrun --gpus-per-node, else one node). Returns
+    (iteration us: the mean over ranks of their median, peak bytes, rank 0's JSON line,
+    CPU ms the job's processes used per iteration, warm-up included)."""
     cmd = [SIMRUN, "-n", str(ranks), "--timeout", "150"]
     cmd += ["--straggler", straggler] if straggler else []
+    cmd += ["--gpus-per-node", str(per_node)] if per_node else []
     cmd += ["--", DPRO_RUN, "-o", trace_dir, "--", DDP_SIM, "--iterations", str(iterations),
             "--warmup", str(WARMUP)] + args
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -286,7 +301,13 @@ def lag_of_timeline(chrome):
 
 
 def base_args(pair):
-    """The recorded job's options (what the change starts from)."""
+    """The recorded job's options (what the change starts from). The more-ranks kind's job
+    has MORE_RANKS_BATCH times the drawn batch: its kernels longer against the host work
+    that MORE_RANKS ranks' hosts share this machine's cores for."""
+    if pair["kind"] == "more-ranks":
+        job = list(pair["job"])
+        job[job.index("--batch") + 1] = str(pair["batch"] * MORE_RANKS_BATCH)
+        return job
     if pair["kind"] == "bucket-down":
         mb = pair["rng"].choice(["100", "256"])
         return pair["job"] + ["--bucket-mb", mb, "--first-bucket-mb", mb]
@@ -300,7 +321,10 @@ def change(pair, base_row, base_peak):
     if kind == "straggler":
         return [], {"straggler": "%d:%g" % (rng.randrange(RANKS), rng.choice([1.25, 1.5, 2.0]))}
     if kind == "more-ranks":
-        return [], {"ranks": MORE_RANKS}
+        # every other more-ranks pair (the 2nd, 4th, ...: pair 24 of 40) runs across two
+        # simulated nodes, the others on one
+        two = (pair["pair"] // len(KINDS)) % 2 == 0 and MORE_RANKS % 2 == 0
+        return [], {"ranks": MORE_RANKS, "per_node": MORE_RANKS // 2 if two else None}
     if kind == "bucket-down":
         mb = rng.choice(["0.5", "1", "2"])
         return ["--bucket-mb", mb, "--first-bucket-mb", mb], None
@@ -329,6 +353,9 @@ def change_text(added, slowdown):
         return "SIMGPU_SLOWDOWN=%g" % slowdown
     if "straggler" in slowdown:
         return "simrun --straggler %s" % slowdown["straggler"]
+    if slowdown.get("per_node"):
+        return "%d ranks, %d nodes of %d" % (slowdown["ranks"], slowdown["ranks"] //
+                                              slowdown["per_node"], slowdown["per_node"])
     return "%d ranks" % slowdown["ranks"]
 
 
@@ -358,7 +385,14 @@ def predict(pair, base_dir, base_peak, added, slowdown):
             # traced layout's prediction (no ranks added to a host) goes to a column
             j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP)] + what)
             pair.setdefault("no_share", []).append(j["what_if"]["predicted_median_iter_us"])
-            what += ["--what-if-ranks-per-host", str(slowdown["ranks"])]
+            what += ["--what-if-ranks-per-host", str(slowdown.get("per_node") or slowdown["ranks"])]
+            if slowdown.get("per_node"):
+                # across nodes: without the network (not predicted) to a column, and with
+                # the NIC a user of that cluster knows
+                j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP)] + what)
+                pair.setdefault("no_network", []).append(
+                    j["what_if"]["predicted_median_iter_us"])
+                what += ["--what-if-network", str(NIC_GBPS[pair["profile"]])]
         j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP)] + what)
         if "what_if" not in j:
             raise PairError("dpro-replay gave no what_if: %s" % j.get("diagnostics"))
@@ -416,6 +450,7 @@ def one_pair(pair, work, iterations, attempts, run_ms=0):
         iterations = run_iterations(run_job(pair, args, base_dir, iterations)[0], iterations,
                                     run_ms)
     for k in range(attempts):
+        pair.setdefault("loads", []).append(os.getloadavg()[0])
         for d in (base_dir, new_dir):
             shutil.rmtree(d, ignore_errors=True)
         new = None
@@ -441,7 +476,7 @@ def changed_run(pair, args, new_dir, iterations, added, slowdown):
     ranks: their straggler or rank count)."""
     if isinstance(slowdown, dict):
         return run_job(pair, args, new_dir, iterations, ranks=slowdown.get("ranks", RANKS),
-                       straggler=slowdown.get("straggler"))
+                       straggler=slowdown.get("straggler"), per_node=slowdown.get("per_node"))
     return run_job(pair, args + added, new_dir, iterations, slowdown)
 
 
@@ -484,6 +519,11 @@ def pair_row(pair, args, added, slowdown, got, iterations):
             / median(pair["no_share"]) if "no_share" in pair else None,
             "host_time_scale": median(pair["host_scale"]) if "host_scale" in pair else None,
             "rank_wait_us": median(pair["rank_wait"]) if "rank_wait" in pair else None,
+            "no_network_predicted_us": median(pair["no_network"])
+            if "no_network" in pair else None,
+            "no_network_error_pct": 100.0 * (new_us - median(pair["no_network"]))
+            / median(pair["no_network"]) if "no_network" in pair else None,
+            "loads": " ".join("%.1f" % x for x in pair["loads"]),
             "iterations": iterations, "base_spread_pct": base_spread,
             "runs": " ".join("%.0f/%.0f/%.0f" % (g[0], g[2], g[3]) for g in got),
             "medians_error_pct": 100.0 * (new_us - pred_us) / pred_us,
