@@ -134,8 +134,8 @@ parse_rank_factor(const char *s, int32_t *rank, double *factor)
     return rc;
 }
 
-/* Parses the what-if option c (getopt_long's value) and its argument into *a. Returns 0,
- * or -1 when the argument is bad (said). */
+/* Parses the what-if option c (getopt_long's value; --perturb too) and its argument into
+ * *a. Returns 0, or -1 when the argument is bad (said). */
 static int
 parse_what_if(int c, const char *optarg, args *a)
 {
@@ -161,6 +161,13 @@ parse_what_if(int c, const char *optarg, args *a)
             rc = -1;
         }
         a->ro.fold = 0; /* the slowed rank must stand for itself */
+        break;
+    case 'X':
+        a->perturb_top = (int32_t)strtol(optarg, &end, 10);
+        if (*end || a->perturb_top <= 0 || a->perturb_top > 1000) {
+            pr_err("--perturb wants a number of kernel names from 1 to 1000, not '%s'", optarg);
+            rc = -1;
+        }
         break;
     case 'N':
         a->net_gbps = strtod(optarg, &end);
@@ -326,15 +333,9 @@ parse_args(int argc, char **argv, args *a)
         case 'R':
         case 'Q':
         case 'N':
+        case 'X':
             if (parse_what_if(c, optarg, a) != 0)
                 return 2;
-            break;
-        case 'X':
-            a->perturb_top = (int32_t)strtol(optarg, &end, 10);
-            if (*end || a->perturb_top <= 0 || a->perturb_top > 1000) {
-                pr_err("--perturb wants a number of kernel names from 1 to 1000, not '%s'", optarg);
-                return 2;
-            }
             break;
         case 'h':
             usage(stdout);
