@@ -53,6 +53,9 @@ usage(FILE *f)
                "                         critical_path{rank, length_us, composition{CLASS_us},\n"
                "                         top[{name, kind, class, time_us, count}]}\n"
                "  -t, --top K            how many critical-path entries (default 10)\n"
+               "  -q, --quiet            print only the final figure, the simulated iteration\n"
+               "                         time (the what-if's when one is asked), or the\n"
+               "                         --json output; no warnings, errors only\n"
                "  -w, --warmup N         skip the iterations before iteration N (iteration k\n"
                "                         ends at the end of marker k; default: detected)\n"
                "      --job ID           replay only the traces of job ID\n"
@@ -202,6 +205,7 @@ parse_args(int argc, char **argv, args *a)
         {"chrome", required_argument, NULL, 'c'},
         {"critical-path", no_argument, NULL, 'p'},
         {"top", required_argument, NULL, 't'},
+        {"quiet", no_argument, NULL, 'q'},
         {"job", required_argument, NULL, 'J'},
         {"jobs", required_argument, NULL, 'T'},
         {"measured-collectives", no_argument, NULL, 'M'},
@@ -229,7 +233,7 @@ parse_args(int argc, char **argv, args *a)
     a->top = 10;
     a->slow_gpu_rank = a->slow_host_rank = -1;
     a->slow_gpu = a->slow_host = 1;
-    while ((c = getopt_long(argc, argv, "n:jc:fpt:w:hV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:jc:fpt:qw:hV", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'n':
@@ -314,6 +318,9 @@ parse_args(int argc, char **argv, args *a)
                 pr_err("--perturb wants a number of kernel names from 1 to 1000, not '%s'", optarg);
                 return 2;
             }
+            break;
+        case 'q':
+            a->quiet = 1;
             break;
         case 'h':
             usage(stdout);
@@ -576,6 +583,17 @@ print_text(const report *rep)
     }
 }
 
+/* -q: the final figure alone, the simulated iteration time (the what-if's when one was
+ * asked and covers the compared iterations). */
+static void
+print_quiet(const report *rep)
+{
+    if (rep->have_whatif > 0)
+        printf("what-if iteration %.1f us\n", rep->ws->simulated_us);
+    else
+        printf("simulated iteration %.1f us\n", rep->s->simulated_us);
+}
+
 /* Writes the simulated timeline to path (a file that inputs_open_output allows), with the
  * critical path of s (the summary of that simulation) overlaid. Returns 0, or 1 when it
  * could not. */
@@ -667,6 +685,8 @@ main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
+    if (a.quiet)
+        dpro_log_set_level(DPRO_LOG_ERROR);
     int me = 0, nprocs = 1;
     if (a.mpi && mpisim_init(&argc, &argv, &me, &nprocs) != 0)
         return 1;
@@ -741,6 +761,8 @@ main(int argc, char **argv)
                           "iterations");
     if (a.as_json)
         replay_cmd_print_json(&rep);
+    else if (a.quiet)
+        print_quiet(&rep);
     else
         print_text(&rep);
     log_peak(me, "the report");

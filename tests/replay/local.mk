@@ -63,6 +63,9 @@ dist_check_SCRIPTS += tests/replay/test_replay_hostshare.py
 # rank folding: folded and explicit (--no-fold) replays agree
 TESTS += tests/replay/test_replay_fold.py
 dist_check_SCRIPTS += tests/replay/test_replay_fold.py
+# -q: only the final figure, no warnings
+TESTS += tests/replay/test_replay_quiet.py
+dist_check_SCRIPTS += tests/replay/test_replay_quiet.py
 
 TESTS += tests/replay/test_replay_align tests/replay/test_replay_sim \
 	tests/replay/test_replay_build tests/replay/test_fidelity_unit \
