@@ -56,8 +56,11 @@ unknown_advise(const workload *w, const strategy_plan *p, int32_t batch, char *b
             o ? "\n" : "", list);
     }
     if (p->accum_k > 1)
-        PUT("%sgradient accumulation: %d micro-batches of 1/%d of the batch, the gradients "
-            "reduced after the last only",
+        PUT(workload_has_collectives(w->g)
+                ? "%sgradient accumulation: %d micro-batches of 1/%d of the batch, the "
+                  "gradients reduced after the last only"
+                : "%sgradient accumulation: %d micro-batches of 1/%d of the batch per "
+                  "optimizer step",
             o ? "\n" : "", p->accum_k, p->accum_k);
 #undef PUT
 }
@@ -77,6 +80,13 @@ static const framework_profile *const profiles[] = {
     &framework_ddp_sim, &framework_torch_ddp, &framework_torch_fsdp,
     &framework_torch,   &framework_unknown,
 };
+
+const char *
+framework_cannot(const framework_profile *fw, int collectives)
+{
+    const char *c = collectives || !fw->cannot_alone ? fw->cannot : fw->cannot_alone;
+    return c && *c ? c : NULL;
+}
 
 const framework_profile *
 framework_by_name(const char *name)

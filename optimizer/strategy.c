@@ -752,8 +752,11 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
                 ? "the forward and backward compute (the calls that launch only forward or "
                   "backward kernels; collectives, the optimizer step and the host work outside "
                   "those launches stay)"
-                : "the training step (every kernel and collective launch, the event calls, "
-                  "the backward thread)",
+            : workload_has_collectives(w->g)
+                ? "the training step (every kernel and collective launch, the event calls, "
+                  "the backward thread)"
+                : "the training step (every kernel launch, the event calls, the backward "
+                  "thread)",
             calls, host_ns / 1e6, thread_ns / 1e6);
     }
     if (strategy_n_recomputed(p) > 0) {
@@ -763,8 +766,12 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
             o ? "; " : "", list);
     }
     if (p->accum_k > 1)
-        PUT("%saccumulate gradients over %d micro-batches of 1/%d of the batch: the gradient "
-            "all-reduces, and the waits on other ranks at them, once per %d micro-batches",
+        PUT(workload_has_collectives(w->g)
+                ? "%saccumulate gradients over %d micro-batches of 1/%d of the batch: the "
+                  "gradient all-reduces, and the waits on other ranks at them, once per %d "
+                  "micro-batches"
+                : "%saccumulate gradients over %d micro-batches of 1/%d of the batch: the "
+                  "optimizer step once per %d micro-batches",
             o ? "; " : "", p->accum_k, p->accum_k, p->accum_k);
     if (p->fsdp_keep)
         PUT("%skeep the parameters unsharded from the forward to the backward: the backward's "
