@@ -26,7 +26,7 @@ replay_libdproreplay_la_SOURCES = \
 	replay/inputs.c replay/inputs.h
 replay_libdproreplay_la_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS) -O2
 replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(ZLIB_LIBS) $(LIBM) \
-	$(PTHREAD_LIBS)
+	$(PTHREAD_LIBS) $(DEMANGLE_LIBS)
 
 # The simulation as an MPI job (dpro-replay --mpi; mpi_sim.h), only with MPI (configure
 # --with-mpi).

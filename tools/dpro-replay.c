@@ -195,6 +195,24 @@ check_what_ifs(const args *a)
     return rc;
 }
 
+/* DPRO_TEST_DROP_EDGES (tests only): the fraction of the graph's edges dropped, into
+ * a->ro.drop_edges. Returns 0, or -1 when it is not a fraction in (0, 1] (said). */
+static int
+test_drop_edges(args *a)
+{
+    const char *drop = getenv("DPRO_TEST_DROP_EDGES");
+    int rc = 0;
+    if (drop && *drop) {
+        char *end;
+        a->ro.drop_edges = strtod(drop, &end);
+        if (*end || !(a->ro.drop_edges > 0 && a->ro.drop_edges <= 1)) {
+            pr_err("DPRO_TEST_DROP_EDGES wants a fraction in (0, 1], not '%s'", drop);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
 /* Parses the command line into *a. Returns -1 to go on, or the exit status. */
 static int
 parse_args(int argc, char **argv, args *a)
@@ -337,17 +355,8 @@ parse_args(int argc, char **argv, args *a)
         usage(stderr);
         return 2;
     }
-    if (check_what_ifs(a) != 0)
+    if (check_what_ifs(a) != 0 || test_drop_edges(a) != 0)
         return 2;
-    const char *drop = getenv("DPRO_TEST_DROP_EDGES");
-    if (drop && *drop) {
-        char *end;
-        a->ro.drop_edges = strtod(drop, &end);
-        if (*end || !(a->ro.drop_edges > 0 && a->ro.drop_edges <= 1)) {
-            pr_err("DPRO_TEST_DROP_EDGES wants a fraction in (0, 1], not '%s'", drop);
-            return 2;
-        }
-    }
     a->dir = argv[optind];
     return -1;
 }
@@ -558,7 +567,7 @@ print_text(const report *rep)
             char buf[KERNELS_SHORT_NAME_MAX + 8];
             printf("%12.1f %12.1f %14.1f %14.1f %10.1f  %s\n", p->baseline_us - c->predicted_us,
                    (1 - p->scale) * c->total_us, c->predicted_us, c->without_us, c->stale_wait_us,
-                   kernels_short_name(dfg_name(g, c->name), 0, buf, sizeof buf));
+                   kernels_display_name(dfg_name(g, c->name), buf, sizeof buf));
         }
     }
     if (show_cp) {
@@ -575,7 +584,9 @@ print_text(const report *rep)
         printf("\n");
         for (int32_t i = 0; i < s->n_cp && i < top; i++) {
             const replay_cp_entry *e = &s->cp[i];
-            const char *nm = e->op ? (*e->op ? e->op : "(no op recorded)") : dfg_name(g, e->name);
+            char nb[KERNELS_SHORT_NAME_MAX + 8];
+            const char *nm = e->op ? (*e->op ? e->op : "(no op recorded)")
+                                   : kernels_display_name(dfg_name(g, e->name), nb, sizeof nb);
             printf("  %10.1f us %5.1f%%  %-12s x%-5d %s\n", e->total_ns / 1e3,
                    s->cp_length_ns ? 100.0 * e->total_ns / s->cp_length_ns : 0,
                    replay_cp_class_name(e->cls), e->count, nm);
