@@ -28,6 +28,10 @@ enum dpro_log_level {
 /* Returns the level in force (from DPRO_LOG, read on first use). */
 int dpro_log_level(void);
 
+/* Sets the level in force, over DPRO_LOG (a command's --quiet: DPRO_LOG_ERROR); call it
+ * before any thread starts. */
+void dpro_log_set_level(int level);
+
 /* Makes the base name of argv0 the prefix of every message of this process (call it
  * before any thread starts; argv0 must outlive the logging). NULL: back to PR_FMT. */
 void dpro_log_set_program(const char *argv0);

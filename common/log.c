@@ -11,11 +11,13 @@ static const char *const level_names[] = {"error", "warning", "info", "debug"};
 /* The program's name, when a command set it. */
 static const char *program;
 
+/* The level in force; -1 until read from DPRO_LOG or set. */
+static int log_level = -1;
+
 int
 dpro_log_level(void)
 {
-    static int level = -1;
-    if (level < 0) {
+    if (log_level < 0) {
         const char *env = getenv("DPRO_LOG");
         int l = DPRO_LOG_WARN;
         if (env) {
@@ -26,9 +28,15 @@ dpro_log_level(void)
             else if (!strcmp(env, "debug"))
                 l = DPRO_LOG_DEBUG;
         }
-        level = l;
+        log_level = l;
     }
-    return level;
+    return log_level;
+}
+
+void
+dpro_log_set_level(int l)
+{
+    log_level = l < DPRO_LOG_ERROR ? DPRO_LOG_ERROR : l > DPRO_LOG_DEBUG ? DPRO_LOG_DEBUG : l;
 }
 
 void

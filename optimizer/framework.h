@@ -46,6 +46,8 @@ typedef struct framework_profile {
     int capture_scope;            /* what its capture covers (enum workload_capture_scope) */
     int fusion_scope;             /* what its fuser fuses (enum workload_fusion_scope) */
     const char *cannot;           /* what it cannot express, for the output (NULL: nothing) */
+    const char *cannot_alone;     /* the same for a trace without collectives (NULL: cannot;
+                                   * "": nothing) */
     /* Writes the options that apply plan p into buf (len bytes; empty for the baseline).
      * batch (> 0: the per-rank batch of the profiled run) lets accumulation state the
      * micro-batch. NULL when args_key is. */
@@ -77,6 +79,10 @@ extern const framework_profile framework_torch_ddp, framework_torch_fsdp, framew
 
 /* No framework recognised: no options; the advice names kernels and collectives. */
 extern const framework_profile framework_unknown;
+
+/* What fw cannot express, for the output, on a trace with collectives or without
+ * (collectives 0: cannot_alone where the profile has one): a text, or NULL for nothing. */
+const char *framework_cannot(const framework_profile *fw, int collectives);
 
 /* The profile named name ("ddp-sim", "pytorch-ddp", "pytorch-fsdp", "pytorch",
  * "unknown"), or NULL. */

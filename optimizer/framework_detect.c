@@ -12,6 +12,7 @@
 #include "dprotrace.h"
 #include "optimizer/strategy.h"
 #include "replay/job.h"
+#include "replay/kernels.h"
 
 int
 framework_nearest_cap(double mb)
@@ -56,8 +57,11 @@ unknown_advise(const workload *w, const strategy_plan *p, int32_t batch, char *b
             o ? "\n" : "", list);
     }
     if (p->accum_k > 1)
-        PUT("%sgradient accumulation: %d micro-batches of 1/%d of the batch, the gradients "
-            "reduced after the last only",
+        PUT(workload_has_collectives(w->g)
+                ? "%sgradient accumulation: %d micro-batches of 1/%d of the batch, the "
+                  "gradients reduced after the last only"
+                : "%sgradient accumulation: %d micro-batches of 1/%d of the batch per "
+                  "optimizer step",
             o ? "\n" : "", p->accum_k, p->accum_k);
 #undef PUT
 }
@@ -77,6 +81,13 @@ static const framework_profile *const profiles[] = {
     &framework_ddp_sim, &framework_torch_ddp, &framework_torch_fsdp,
     &framework_torch,   &framework_unknown,
 };
+
+const char *
+framework_cannot(const framework_profile *fw, int collectives)
+{
+    const char *c = collectives || !fw->cannot_alone ? fw->cannot : fw->cannot_alone;
+    return c && *c ? c : NULL;
+}
 
 const framework_profile *
 framework_by_name(const char *name)
@@ -123,10 +134,14 @@ typedef struct evidence {
     int ddp_sim;
 } evidence;
 
+/* Counts one more s in *n; the first is the example ex (96 bytes), a kernel's name as
+ * reports show it (kernels_display_name). */
 static void
-note(int64_t *n, char *ex, const char *s)
+note(int64_t *n, char *ex, const char *s, int kernel)
 {
-    if ((*n)++ == 0)
+    if ((*n)++ == 0 && kernel)
+        kernels_display_name(s, ex, 96);
+    else if (*n == 1)
         snprintf(ex, 96, "%s", s);
 }
 
@@ -165,13 +180,13 @@ scan_rank(const job_rank *jr, evidence *ev)
         unsigned c = e->name < ns ? cls[e->name] : 0;
         const char *s = c ? dpro_reader_string(jr->reader, e->name) : NULL;
         if (e->kind == DPRO_KIND_MARKER && (c & S_DDP))
-            note(&ev->ddp, ev->ddp_ex, s);
+            note(&ev->ddp, ev->ddp_ex, s, 0);
         if (e->kind == DPRO_KIND_MARKER && (c & S_FSDP))
-            note(&ev->fsdp, ev->fsdp_ex, s);
+            note(&ev->fsdp, ev->fsdp_ex, s, 0);
         if (e->kind == DPRO_KIND_MARKER && (c & S_TORCH))
-            note(&ev->torch, ev->torch_ex, s);
+            note(&ev->torch, ev->torch_ex, s, 0);
         if (e->kind == DPRO_KIND_KERNEL && (c & S_NATIVE))
-            note(&ev->native, ev->native_ex, s);
+            note(&ev->native, ev->native_ex, s, 1);
         if (e->kind == DPRO_KIND_COLLECTIVE && e->subkind < DPRO_COLL_OP_COUNT)
             ev->coll[e->subkind]++;
     }

@@ -110,7 +110,7 @@ static void
 torch_advise_as(const framework_profile *fw, const workload *w, const strategy_plan *p,
                 int32_t batch, char *buf, size_t len)
 {
-    int wrap = torch_wrapper(fw);
+    int wrap = torch_wrapper(fw), coll = workload_has_collectives(w->g);
     size_t o = 0;
     buf[0] = 0;
 #define PUT(...) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__)
@@ -133,14 +133,13 @@ torch_advise_as(const framework_profile *fw, const workload *w, const strategy_p
                              "per reduction); the launches and the Python it saves are the "
                              "prediction's");
     if (p->cuda_graph && wrap == TORCH_DDP)
-        PUT("%swith torch.cuda.graph(g): the whole step (forward, backward with DDP's "
-            "all-reduces, optimizer.step()) captured once and replayed each step (PyTorch's "
-            "whole-network capture with DDP: TORCH_NCCL_ASYNC_ERROR_HANDLING=0 before "
-            "init_process_group, DDP built on a side stream, 11 eager steps before the "
-            "capture); its kernel and NCCL launches, the backward thread's work and the Python "
-            "between them leave the host, the copy of each batch into the captured input and "
-            "the synchronisation after the replay stay",
-            o ? "\n" : "");
+        PUT("%swith torch.cuda.graph(g): the whole step (forward, backward%s, optimizer.step()) "
+            "captured once and replayed each step (PyTorch's whole-network capture with DDP: "
+            "TORCH_NCCL_ASYNC_ERROR_HANDLING=0 before init_process_group, DDP built on a side "
+            "stream, 11 eager steps before the capture); its kernel%s launches, the backward "
+            "thread's work and the Python between them leave the host, the copy of each batch "
+            "into the captured input and the synchronisation after the replay stay",
+            o ? "\n" : "", coll ? " with DDP's all-reduces" : "", coll ? " and NCCL" : "");
     if (strategy_n_recomputed(p) > 0) {
         char list[512];
         strategy_layer_list(p, list, sizeof list);
@@ -157,7 +156,7 @@ torch_advise_as(const framework_profile *fw, const workload *w, const strategy_p
             snprintf(mb, sizeof mb, "%d", batch / p->accum_k);
         else
             snprintf(mb, sizeof mb, "1/%d of the batch", p->accum_k);
-        if (wrap == TORCH_PLAIN)
+        if (wrap == TORCH_PLAIN || !coll) /* no gradient sync to skip */
             PUT("%s%d micro-batches of %s per optimizer.step()", o ? "\n" : "", p->accum_k, mb);
         else
             PUT("%s%d micro-batches of %s per optimizer.step(), the first %d under %s: only "
@@ -197,7 +196,6 @@ static void
 torch_knobs_as(const framework_profile *fw, const workload *w, const strategy_plan *p,
                int32_t batch, json_writer *jw)
 {
-    (void)w;
     if (p->bucket_cap >= 0) {
         json_key(jw, "DistributedDataParallel");
         json_begin_object(jw);
@@ -218,8 +216,10 @@ torch_knobs_as(const framework_profile *fw, const workload *w, const strategy_pl
         json_key(jw, "torch.cuda.graph");
         json_begin_object(jw);
         json_kv_string(jw, "captured",
-                       "the whole step: forward, backward with DDP's all-reduces, "
-                       "optimizer.step()");
+                       workload_has_collectives(w->g)
+                           ? "the whole step: forward, backward with DDP's all-reduces, "
+                             "optimizer.step()"
+                           : "the whole step: forward, backward, optimizer.step()");
         json_end_object(jw);
     }
     if (strategy_n_recomputed(p) > 0) {
@@ -325,6 +325,8 @@ const framework_profile framework_torch_ddp = {
     .cannot = "a first bucket of another size than the others (bucket_cap_mb caps both) and "
               "torch.compile's mode=reduce-overhead (its graphs leave DDP's all-reduces out: "
               "the capture advised is the whole step's, torch.cuda.graph)",
+    .cannot_alone = "torch.compile's mode=reduce-overhead (the capture advised is the whole "
+                    "step's, torch.cuda.graph)",
     .format_args = ddp_format,
     .parse_args = ddp_parse,
     .advise = ddp_advise,
@@ -357,6 +359,7 @@ const framework_profile framework_torch = {
     .capture_scope = WL_CAPTURE_COMPUTE,
     .fusion_scope = WL_FUSE_COMPILED,
     .cannot = "bucket caps (no DDP in the trace)",
+    .cannot_alone = "", /* without collectives, no bucket to cap */
     .format_args = torch_format,
     .parse_args = torch_parse,
     .advise = plain_advise,

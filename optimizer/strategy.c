@@ -9,6 +9,7 @@
 
 #include "optimizer/strategy.h"
 #include "optimizer/partition.h"
+#include "replay/kernels.h"
 
 const double strategy_bucket_caps_mb[] = {0.25, 0.5, 1,  2,  4,   5,   8,   10,  16,
                                           25,   32,  50, 64, 100, 128, 256, 512, 1024};
@@ -685,10 +686,12 @@ strategy_kind(const workload *w, const strategy_plan *p, char *buf, size_t len)
         snprintf(buf, len, "baseline");
 }
 
-/* Distinct kernel names inside the fusion chains, comma-separated. */
+/* Distinct kernel names inside the fusion chains, comma-separated, as reports show them
+ * (kernels_display_name). */
 static void
 chain_names(const workload *w, char *buf, size_t len)
 {
+    char nb[KERNELS_SHORT_NAME_MAX + 8];
     size_t o = 0;
     int32_t seen[8];
     int ns = 0;
@@ -702,7 +705,7 @@ chain_names(const workload *w, char *buf, size_t len)
             continue;
         seen[ns++] = id;
         o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", o ? ", " : "",
-                              dfg_name(w->g, id));
+                              kernels_display_name(dfg_name(w->g, id), nb, sizeof nb));
     }
 }
 
@@ -725,7 +728,7 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
             w->buckets.n_units);
     }
     if (p->fuse) {
-        char names[256];
+        char names[1024];
         chain_names(w, names, sizeof names);
         int64_t per_iter = w->iter_last >= w->iter_first && w->g->n_ranks > 0
                                ? (w->fusion.chain_kernels - w->fusion.n_chains)
@@ -752,8 +755,11 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
                 ? "the forward and backward compute (the calls that launch only forward or "
                   "backward kernels; collectives, the optimizer step and the host work outside "
                   "those launches stay)"
-                : "the training step (every kernel and collective launch, the event calls, "
-                  "the backward thread)",
+            : workload_has_collectives(w->g)
+                ? "the training step (every kernel and collective launch, the event calls, "
+                  "the backward thread)"
+                : "the training step (every kernel launch, the event calls, the backward "
+                  "thread)",
             calls, host_ns / 1e6, thread_ns / 1e6);
     }
     if (strategy_n_recomputed(p) > 0) {
@@ -763,8 +769,12 @@ strategy_describe(const workload *w, const strategy_plan *p, char *buf, size_t l
             o ? "; " : "", list);
     }
     if (p->accum_k > 1)
-        PUT("%saccumulate gradients over %d micro-batches of 1/%d of the batch: the gradient "
-            "all-reduces, and the waits on other ranks at them, once per %d micro-batches",
+        PUT(workload_has_collectives(w->g)
+                ? "%saccumulate gradients over %d micro-batches of 1/%d of the batch: the "
+                  "gradient all-reduces, and the waits on other ranks at them, once per %d "
+                  "micro-batches"
+                : "%saccumulate gradients over %d micro-batches of 1/%d of the batch: the "
+                  "optimizer step once per %d micro-batches",
             o ? "; " : "", p->accum_k, p->accum_k, p->accum_k);
     if (p->fsdp_keep)
         PUT("%skeep the parameters unsharded from the forward to the backward: the backward's "

@@ -697,3 +697,9 @@ workload_free(workload *w)
     memest_free(&w->layers.mem);
     memset(w, 0, sizeof *w);
 }
+
+int
+workload_has_collectives(const dfg *g)
+{
+    return g && g->n_groups > 0;
+}

@@ -475,6 +475,11 @@ int workload_step_call(const workload *w, int32_t h);
  * another's class). Valid after workload_analyze. */
 double workload_rank_weight(const workload *w, int32_t r);
 
+/* Whether graph g holds a collective (a group of collective or send/recv
+ * operations): the advice speaks of all-reduces, buckets and waits on other ranks only
+ * then. Returns 1 or 0. */
+int workload_has_collectives(const dfg *g);
+
 /* What capturing takes off the host, per iteration and rank over the compared
  * iterations: the step calls (workload_step_call) in *calls and their measured host time
  * (their durations and the gaps before them: the framework's CPU time between launches)

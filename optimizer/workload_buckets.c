@@ -504,6 +504,41 @@ learn_params(workload *w, const rank_info *ri)
     return rc;
 }
 
+/* A walk of the host calls on one thread after a call h, in order, up to the next
+ * kernel or collective launch (launches_after, then launches_next until -1): the calls
+ * that launch what follows h before compute resumes, such as DDP's copies back after the
+ * last gradient all-reduce. The call that launches a kernel or a collective is the last
+ * returned, with compute set. */
+typedef struct launch_iter {
+    const dfg *g;
+    int32_t m;   /* the call returned last; -1: the walk is over */
+    int compute; /* m launches a kernel or a collective */
+} launch_iter;
+
+/* The next call of the walk it (see launch_iter), or -1 past its end. */
+static int32_t
+launches_next(launch_iter *it)
+{
+    const dfg *g = it->g;
+    int32_t m = it->m < 0 || it->compute ? -1 : g->next_on_res[it->m];
+    while (m >= 0 && (!alive(g, m) || g->kind[m] != DFG_HOST))
+        m = g->next_on_res[m];
+    it->m = m;
+    it->compute = 0;
+    for (int32_t i = m >= 0 ? dfg_launched_first(g, m) : -1; i >= 0; i = dfg_launched_next(g, m, i))
+        it->compute |= g->kind[g->launched[i]] == DFG_KERNEL || g->kind[g->launched[i]] == DFG_COLL;
+    return m;
+}
+
+/* Starts the walk it of the host calls after h on h's thread (see launch_iter): its first
+ * call, or -1 when there is none. */
+static int32_t
+launches_after(launch_iter *it, const dfg *g, int32_t h)
+{
+    *it = (launch_iter){.g = g, .m = h};
+    return launches_next(it);
+}
+
 /* The finalisation's waits of one rank's iteration (workload.h: final_wait): seq[0 ..
  * n_units-1] its gradient all-reduces in launch order; after the last one's call, the
  * stream wait met when the copies back have reached unit u's first (u >= 1) is seq[u-1]'s. */
@@ -513,18 +548,11 @@ final_waits(workload *w, const int32_t *seq)
     const dfg *g = w->g;
     workload_buckets *bu = &w->buckets;
     int32_t copies = 0, u = 1;
-    for (int32_t m = g->next_on_res[g->launch[seq[bu->n_units - 1]]]; m >= 0 && u < bu->n_units;
-         m = g->next_on_res[m]) {
-        if (!alive(g, m) || g->kind[m] != DFG_HOST)
-            continue;
-        int stop = 0;
-        for (int32_t i = dfg_launched_first(g, m); i >= 0; i = dfg_launched_next(g, m, i)) {
-            int32_t d = g->launched[i];
-            stop |= g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL;
-            copies += g->kind[d] == DFG_MEMCPY;
-        }
-        if (stop)
-            break;
+    launch_iter it;
+    for (int32_t m = launches_after(&it, g, g->launch[seq[bu->n_units - 1]]);
+         m >= 0 && u < bu->n_units && !it.compute; m = launches_next(&it)) {
+        for (int32_t i = dfg_launched_first(g, m); i >= 0; i = dfg_launched_next(g, m, i))
+            copies += g->kind[g->launched[i]] == DFG_MEMCPY;
         while (u < bu->n_units && bu->unit_param_off[u] < copies)
             u++;
         if (u < bu->n_units && copies == bu->unit_param_off[u] &&
@@ -535,27 +563,23 @@ final_waits(workload *w, const int32_t *seq)
 
 /* workload.h: micro (WL_MICRO_SYNC_ONLY) for the copies back of one rank's iteration: the device
  * copies launched on the thread of h (the iteration's last gradient all-reduce call) after it, up
- * to the next kernel or collective launch, at most one per parameter. */
+ * to the next kernel or collective launch (that call's own copies included), at most one per
+ * parameter. */
 static void
 mark_copies_back(workload *w, int32_t h)
 {
     const dfg *g = w->g;
     int32_t n = 0;
-    for (int32_t m = g->next_on_res[h]; m >= 0 && n < w->buckets.n_params; m = g->next_on_res[m]) {
-        if (!alive(g, m) || g->kind[m] != DFG_HOST)
-            continue;
-        int stop = 0;
+    launch_iter it;
+    for (int32_t m = launches_after(&it, g, h); m >= 0 && n < w->buckets.n_params;
+         m = launches_next(&it))
         for (int32_t i = dfg_launched_first(g, m); i >= 0; i = dfg_launched_next(g, m, i)) {
             int32_t d = g->launched[i];
-            stop |= g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_COLL;
             if (g->kind[d] == DFG_MEMCPY && n < w->buckets.n_params) {
                 w->buckets.micro[d] = WL_MICRO_SYNC_ONLY;
                 n++;
             }
         }
-        if (stop)
-            break;
-    }
 }
 
 /* workload.h: final_wait and the copies back's micro, on every iteration of every

@@ -84,7 +84,7 @@
  * meanings) that the replay, the folding, the analyses and the optimizer's profile read,
  * 160 bytes against dpro_event's 248: the loaded events are the largest part of an
  * explicit replay's peak (docs/models.md, "Memory per node"). A field added to the
- * format is read by the replay only once it is added here (job_event_of, job.c). */
+ * format is read by the replay only once it is added here (job_event_of, job_read.c). */
 typedef struct job_event {
     uint64_t start_ns, end_ns;
     uint64_t correlation;

@@ -1,4 +1,5 @@
-/* job_int.h: what job.c and job_share.c (shared reading) share (not installed). */
+/* job_int.h: what the load's files (job.c, job_read.c, job_share*.c, job_iters.c,
+ * job_fold.c) share (not installed). */
 #ifndef DPRO_REPLAY_JOB_INT_H
 #define DPRO_REPLAY_JOB_INT_H
 
@@ -223,8 +224,22 @@ int job_period_place(rank_task *t, size_t *missing);
  * 1 when a window is taken, 0 when every event is to be loaded, -1 when out of memory. */
 int job_choose_window(job *j, rank_task *t, int32_t n, const job_options *o, int32_t *span);
 
-/* job.c: the second pass (or the only one) over one rank (its trace opened anew and
- * detached again). Returns 0 or a dpro_status. */
+/* job_read.c: records t's failure (the text, formatted, replaces any before it in
+ * t->err) and returns rc. */
+int job_task_fail(rank_task *t, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* job_read.c: frees what t holds (not its rank). Cannot fail. */
+void job_task_free(rank_task *t);
+
+/* job_read.c: the first pass over one rank (its trace opened anew and detached again):
+ * every event read, the markers' iteration boundaries found as the replay finds them,
+ * else with t->scan_period the kernel period scanned (job_period_scan); damaged batches
+ * counted and told. o is not read. Returns 0 or a dpro_status (job_task_fail). */
+int job_scan_bounds(rank_task *t, const job_options *o);
+
+/* job_read.c: the second pass (or the only one) over one rank (its trace opened anew and
+ * detached again): its events (the window's only, t->windowed), the boundaries cut from
+ * the first pass placed, a window checked to show them. Returns 0 or a dpro_status. */
 int job_read_rank(rank_task *t, const job_options *o);
 
 /* job_fold.c: the first of reps alike s (job_fold_alike), or -1. */
@@ -251,14 +266,14 @@ void job_share_close_others(const job_share *sh, rank_task *t, int32_t n, int32_
  * and j->share_unpacked. Returns 0 or DPRO_ERR_NOMEM (t unchanged). */
 int job_share_pack(job *j, rank_task *t);
 
-/* job_share.c: the events of a rank's read and its signature (s NULL: none), alone, in
+/* job_wire.c: the events of a rank's read and its signature (s NULL: none), alone, in
  * the compact form its message to process 0 carries them (what each event and each
  * signature row holds, not its loaded bytes), into *out (malloc'd, *len bytes). Returns
  * 0 or DPRO_ERR_NOMEM (*out NULL). */
 int job_share_wire_pack(const job_event *ev, size_t n, const job_fold_sig *s, unsigned char **out,
                         size_t *len);
 
-/* job_share.c: takes back what job_share_wire_pack wrote (p, len): the events into *ev
+/* job_wire.c: takes back what job_share_wire_pack wrote (p, len): the events into *ev
  * (malloc'd, *n of them; NULL for none), the signature into *s (malloc'd, free with
  * job_fold_sig_free then free; NULL for none). Returns 0 or DPRO_ERR_CORRUPT (not what it
  * wrote: cut short or bytes left over; or out of memory); all NULL then. */

@@ -6,7 +6,7 @@
  * clock alignment samples and iterations: put_taken). Both are flat bytes in this
  * process's layout (the processes of one job run the same build on the same
  * architecture), but for a rank's events and a folded rank's signature rows, which
- * travel compact (put_events, put_sig_rows: what each holds, not its loaded bytes; a
+ * travel compact (job_wire.c: what each holds, not its loaded bytes; a
  * cheap decoding). A process other than 0 holds its share's reads (folded ranks'
  * signatures included) until process 0 takes them at the end of the reading:
  * zlib-compressed from its wave's classification (job_share_pack), inflated just before
@@ -24,361 +24,8 @@
 #include "dprotrace.h"
 #include "hmap.h"
 #include "job_int.h"
-#include "varint.h"
+#include "job_wire.h"
 #include "replay.h" /* replay_rank_align_samples: taken where the rank's events are */
-
-/* A growing buffer being written (fail: out of memory met), or one being read (at: the
- * position; fail: it ended early). */
-typedef struct bytes {
-    unsigned char *p;
-    size_t n, cap, at;
-    int fail;
-} bytes;
-
-static void
-put(bytes *b, const void *v, size_t len)
-{
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->n + len)
-        cap *= 2;
-    unsigned char *p = b->fail || len == 0 || cap == b->cap ? b->p : realloc(b->p, cap);
-    if (!p) {
-        b->fail = 1;
-    } else if (!b->fail && len > 0) {
-        b->p = p;
-        b->cap = cap;
-        memcpy(b->p + b->n, v, len);
-        b->n += len;
-    }
-}
-
-static void
-get(bytes *b, void *v, size_t len)
-{
-    if (b->fail || len > b->n - b->at) {
-        b->fail = 1;
-        memset(v, 0, len);
-        return;
-    }
-    memcpy(v, b->p + b->at, len);
-    b->at += len;
-}
-
-static void
-put_i64(bytes *b, int64_t v)
-{
-    put(b, &v, sizeof v);
-}
-
-static int64_t
-get_i64(bytes *b)
-{
-    int64_t v;
-    get(b, &v, sizeof v);
-    return v;
-}
-
-/* A text or NULL: its length + 1 (0 for NULL), then its bytes. */
-static void
-put_str(bytes *b, const char *s)
-{
-    size_t len = s ? strlen(s) : 0;
-    put_i64(b, s ? (int64_t)len + 1 : 0);
-    put(b, s, len);
-}
-
-/* A malloc'd copy of the text put_str wrote, or NULL (also when it does not fit). */
-static char *
-get_str(bytes *b)
-{
-    int64_t len = get_i64(b);
-    char *s = NULL;
-    if (len > 0 && !b->fail && (uint64_t)len - 1 <= b->n - b->at && !(s = malloc((size_t)len)))
-        b->fail = 1;
-    if (s) {
-        get(b, s, (size_t)len - 1);
-        s[len - 1] = 0;
-    }
-    return s;
-}
-
-/* An array of n elements of sz bytes, malloc'd (NULL for none or when it does not fit). */
-static void *
-get_array(bytes *b, size_t n, size_t sz)
-{
-    if (b->fail || n == 0)
-        return NULL;
-    void *a = n <= (b->n - b->at) / sz ? malloc(n * sz) : NULL;
-    if (!a)
-        b->fail = 1;
-    else
-        get(b, a, n * sz);
-    return a;
-}
-
-/* The events of a rank's read travel compact (put_events): each event a varint mask of
- * its nonzero fields, then those fields as LEB128 varints, in ev_fields' order; the
- * start as its difference from the event before, the end from its own start, the
- * correlation from the one before (zigzag-coded), so that an event of the loaded 160
- * bytes costs what it holds (most fields are zero for any one kind of event). */
-typedef struct ev_field {
-    uint16_t off;
-    uint8_t size; /* 4 or 8 */
-} ev_field;
-
-#define EV_FIELD(m)                                                                                \
-    {                                                                                              \
-        offsetof(job_event, m), sizeof(((job_event *)0)->m)                                        \
-    }
-
-/* The fields after the three coded as differences (start, end, correlation), those a
- * kernel or an API call holds first, so that their mask takes two bytes. */
-static const ev_field ev_fields[] = {
-    EV_FIELD(kind),       EV_FIELD(name),     EV_FIELD(stream),   EV_FIELD(device),
-    EV_FIELD(thread),     EV_FIELD(grid[0]),  EV_FIELD(grid[1]),  EV_FIELD(grid[2]),
-    EV_FIELD(block[0]),   EV_FIELD(block[1]), EV_FIELD(block[2]), EV_FIELD(subkind),
-    EV_FIELD(shared_mem), EV_FIELD(bytes),    EV_FIELD(address),  EV_FIELD(object),
-    EV_FIELD(comm),       EV_FIELD(seq),      EV_FIELD(count),    EV_FIELD(value),
-    EV_FIELD(name2),      EV_FIELD(result),   EV_FIELD(dtype),    EV_FIELD(redop),
-    EV_FIELD(peer)};
-
-#define EV_N_DIFF 3
-#define EV_N (EV_N_DIFF + (int)(sizeof ev_fields / sizeof ev_fields[0]))
-
-/* The varint at b's position (0 and b->fail when it runs past the end or 64 bits). */
-static uint64_t
-get_varint(bytes *b)
-{
-    uint64_t v = 0;
-    int more = 1;
-    for (int s = 0; more && !b->fail; s += 7) {
-        if (b->at >= b->n || s > 63) {
-            b->fail = 1;
-        } else {
-            unsigned char c = b->p[b->at++];
-            v |= (uint64_t)(c & 0x7f) << s;
-            more = c & 0x80;
-        }
-    }
-    return b->fail ? 0 : v;
-}
-
-/* The n events ev, compact (see ev_field): their count, then each event. */
-static void
-put_events(bytes *b, const job_event *ev, size_t n)
-{
-    uint8_t buf[(EV_N + 1) * DPRO_VARINT_MAX];
-    uint64_t prev_start = 0, prev_corr = 0;
-    put_i64(b, (int64_t)n);
-    for (size_t i = 0; i < n && !b->fail; i++) {
-        const job_event *e = &ev[i];
-        uint64_t v[EV_N], mask = 0;
-        v[0] = zigzag((int64_t)(e->start_ns - prev_start));
-        v[1] = zigzag((int64_t)(e->end_ns - e->start_ns));
-        v[2] = zigzag((int64_t)(e->correlation - prev_corr));
-        for (int k = EV_N_DIFF; k < EV_N; k++) {
-            const ev_field *f = &ev_fields[k - EV_N_DIFF];
-            uint32_t w;
-            if (f->size == 8) {
-                memcpy(&v[k], (const char *)e + f->off, 8);
-            } else {
-                memcpy(&w, (const char *)e + f->off, 4);
-                v[k] = w;
-            }
-        }
-        for (int k = 0; k < EV_N; k++)
-            mask |= (uint64_t)(v[k] != 0) << k;
-        uint8_t *q = dpro_put_varint(buf, mask);
-        for (int k = 0; k < EV_N; k++)
-            if (v[k])
-                q = dpro_put_varint(q, v[k]);
-        put(b, buf, (size_t)(q - buf));
-        prev_start = e->start_ns;
-        prev_corr = e->correlation;
-    }
-}
-
-/* The events put_events wrote, malloc'd (NULL for none; b->fail when they do not fit
- * or memory ends), their count in *n. */
-static job_event *
-get_events(bytes *b, size_t *n)
-{
-    int64_t ne = get_i64(b);
-    *n = 0;
-    /* an event is at least its mask's byte */
-    if (ne < 0 || (ne > 0 && (uint64_t)ne > b->n - b->at))
-        b->fail = 1;
-    job_event *ev = b->fail || ne == 0 ? NULL : calloc((size_t)ne, sizeof *ev);
-    uint64_t prev_start = 0, prev_corr = 0;
-    if (ne > 0 && !ev)
-        b->fail = 1;
-    for (int64_t i = 0; ev && i < ne && !b->fail; i++) {
-        job_event *e = &ev[i];
-        uint64_t v[EV_N] = {0}, mask = get_varint(b);
-        if (mask >> EV_N)
-            b->fail = 1; /* not what put_events writes */
-        for (int k = 0; k < EV_N; k++)
-            if (mask >> k & 1)
-                v[k] = get_varint(b);
-        e->start_ns = prev_start + (uint64_t)unzigzag(v[0]);
-        e->end_ns = e->start_ns + (uint64_t)unzigzag(v[1]);
-        e->correlation = prev_corr + (uint64_t)unzigzag(v[2]);
-        for (int k = EV_N_DIFF; k < EV_N; k++) {
-            const ev_field *f = &ev_fields[k - EV_N_DIFF];
-            uint32_t w = (uint32_t)v[k];
-            if (f->size == 8)
-                memcpy((char *)e + f->off, &v[k], 8);
-            else
-                memcpy((char *)e + f->off, &w, 4);
-        }
-        prev_start = e->start_ns;
-        prev_corr = e->correlation;
-    }
-    if (b->fail) {
-        free(ev);
-        ev = NULL;
-    } else {
-        *n = (size_t)ne;
-    }
-    return ev;
-}
-
-/* A signature's rows (h, rs, re: s->n of them), compact: each row's structure as 0 and
- * its 8 bytes when first met in the rank, else 1 + the number of the distinct structure
- * met before (a rank repeats a few structures every iteration), then its start as its
- * difference from the row before and its end from its start (zigzag varints). */
-static void
-put_sig_rows(bytes *b, const job_fold_sig *s)
-{
-    uint8_t buf[3 * DPRO_VARINT_MAX + 8];
-    hmap seen = {0};
-    int32_t n_seen = 0;
-    int64_t prev = 0;
-    if (hmap_init(&seen, 64) != 0)
-        b->fail = 1;
-    for (size_t i = 0; i < s->n && !b->fail; i++) {
-        int32_t k = hmap_get(&seen, s->h[i], -1);
-        uint8_t *q = dpro_put_varint(buf, (uint64_t)(k + 1));
-        if (k < 0) {
-            memcpy(q, &s->h[i], 8);
-            q += 8;
-            if (hmap_put(&seen, s->h[i], n_seen++) != 0)
-                b->fail = 1;
-        }
-        q = dpro_put_varint(q, zigzag((int64_t)((uint64_t)s->rs[i] - (uint64_t)prev)));
-        q = dpro_put_varint(q, zigzag((int64_t)((uint64_t)s->re[i] - (uint64_t)s->rs[i])));
-        put(b, buf, (size_t)(q - buf));
-        prev = s->rs[i];
-    }
-    hmap_free(&seen);
-}
-
-/* Takes into s (s->n set) the rows put_sig_rows wrote (b->fail when they do not fit or
- * memory ends). */
-static void
-get_sig_rows(bytes *b, job_fold_sig *s)
-{
-    int ok = !b->fail && s->n > 0 && s->n <= (b->n - b->at) / 3; /* 3 bytes a row at least */
-    s->h = ok ? malloc(s->n * sizeof *s->h) : NULL;
-    s->rs = ok ? malloc(s->n * sizeof *s->rs) : NULL;
-    s->re = ok ? malloc(s->n * sizeof *s->re) : NULL;
-    uint64_t *distinct = ok ? malloc(s->n * sizeof *distinct) : NULL;
-    size_t n_distinct = 0;
-    int64_t prev = 0;
-    if (s->n > 0 && (!s->h || !s->rs || !s->re || !distinct))
-        b->fail = 1;
-    for (size_t i = 0; i < s->n && !b->fail; i++) {
-        uint64_t k = get_varint(b);
-        if (k == 0 && n_distinct < s->n) {
-            get(b, &distinct[n_distinct], 8);
-            s->h[i] = distinct[n_distinct++];
-        } else if (k > 0 && k <= n_distinct) {
-            s->h[i] = distinct[k - 1];
-        } else {
-            b->fail = 1; /* not what put_sig_rows writes */
-        }
-        s->rs[i] = (int64_t)((uint64_t)prev + (uint64_t)unzigzag(get_varint(b)));
-        s->re[i] = (int64_t)((uint64_t)s->rs[i] + (uint64_t)unzigzag(get_varint(b)));
-        prev = s->rs[i];
-    }
-    free(distinct);
-}
-
-/* A folded rank's signature, or none (s NULL): whether there is one, then its header
- * (n, hash, tol, unfoldable) and its rows (put_sig_rows). */
-static void
-put_sig(bytes *b, const job_fold_sig *s)
-{
-    put_i64(b, s != NULL);
-    if (s) {
-        put_i64(b, (int64_t)s->n);
-        put_i64(b, (int64_t)s->hash);
-        put(b, &s->tol, sizeof s->tol);
-        put_i64(b, s->unfoldable);
-        put_sig_rows(b, s);
-    }
-}
-
-/* The signature put_sig wrote, malloc'd (free with job_fold_sig_free, then free), or
- * NULL: none, or b->fail. */
-static job_fold_sig *
-get_sig(bytes *b)
-{
-    job_fold_sig *s = NULL;
-    if (get_i64(b) && !b->fail && !(s = calloc(1, sizeof *s)))
-        b->fail = 1;
-    if (s) {
-        s->n = (size_t)get_i64(b);
-        s->hash = (uint64_t)get_i64(b);
-        get(b, &s->tol, sizeof s->tol);
-        s->unfoldable = (int)get_i64(b);
-        get_sig_rows(b, s);
-    }
-    if (s && b->fail) {
-        job_fold_sig_free(s);
-        free(s);
-        s = NULL;
-    }
-    return s;
-}
-
-int
-job_share_wire_pack(const job_event *ev, size_t n, const job_fold_sig *s, unsigned char **out,
-                    size_t *len)
-{
-    bytes b = {0};
-    put_events(&b, ev, n);
-    put_sig(&b, s);
-    int rc = b.fail ? DPRO_ERR_NOMEM : 0;
-    if (rc != 0) {
-        free(b.p);
-        b.p = NULL;
-        b.n = 0;
-    }
-    *out = b.p;
-    *len = b.n;
-    return rc;
-}
-
-int
-job_share_wire_unpack(const unsigned char *p, size_t len, job_event **ev, size_t *n,
-                      job_fold_sig **s)
-{
-    bytes b = {.p = (unsigned char *)p, .n = len};
-    *ev = get_events(&b, n);
-    *s = b.fail ? NULL : get_sig(&b);
-    int rc = b.fail || b.at != len ? DPRO_ERR_CORRUPT : 0;
-    if (rc != 0) {
-        free(*ev);
-        *ev = NULL;
-        *n = 0;
-        if (*s)
-            job_fold_sig_free(*s);
-        free(*s);
-        *s = NULL;
-    }
-    return rc;
-}
 
 /* What failed and what was told: the status, its text, the warnings in order. */
 static void
@@ -611,7 +258,7 @@ put_rank(bytes *b, const rank_task *t)
     put_i64(b, t->window_ok);
     put_i64(b, (int64_t)jr->dropped);
     put_i64(b, jr->folded ? jr->fold_rep : -1); /* its signature stays until asked for */
-    put_events(b, jr->events, jr->n_events);
+    job_wire_put_events(b, jr->events, jr->n_events);
     put_taken(b, jr);
 }
 
@@ -654,7 +301,8 @@ get_rank(bytes *b, rank_task *t, received *rv, int fold)
     t->local_rep = (int32_t)get_i64(b);
     free(jr->events);
     size_t at = b->at;
-    jr->events = get_events(b, &jr->n_events); /* read whole: a damaged message fails here */
+    jr->events =
+        job_wire_get_events(b, &jr->n_events); /* read whole: a damaged message fails here */
     if ((!fold || t->local_rep >= 0) && !t->bpos && jr->events)
         keep_compact(b, at, jr);
     rv->ev_bytes += b->at - at;
@@ -666,7 +314,7 @@ int
 job_share_hold_compact(job_rank *jr)
 {
     bytes b = {0};
-    put_events(&b, jr->events, jr->n_events);
+    job_wire_put_events(&b, jr->events, jr->n_events);
     int rc = b.fail ? DPRO_ERR_NOMEM : 0;
     if (rc == 0) {
         unsigned char *fit = realloc(b.p, b.n > 0 ? b.n : 1);
@@ -688,7 +336,7 @@ job_rank_expand(job_rank *jr)
     bytes b = {.p = jr->wire, .n = jr->wire_len};
     int rc = 0;
     if (jr->wire && !jr->events) {
-        jr->events = get_events(&b, &n); /* read once whole when received */
+        jr->events = job_wire_get_events(&b, &n); /* read once whole when received */
         if (jr->events && n != jr->n_events) {
             free(jr->events); /* not this rank's: never */
             jr->events = NULL;
@@ -765,7 +413,7 @@ job_share_pack(job *j, rank_task *t)
     size_t zlen = 0, szlen = 0;
     put_rank(&b, t);
     if (t->sig)
-        put_sig(&sb, t->sig);
+        job_wire_put_sig(&sb, t->sig);
     int rc = deflate_bytes(&b, &z, &zlen);
     if (rc == 0 && t->sig)
         rc = deflate_bytes(&sb, &sz, &szlen);
@@ -823,7 +471,7 @@ job_share_sig_bytes(const rank_task *t, unsigned char **out, size_t *len)
     if (t->sig_packed && unpack(t->sig_packed, t->sig_packed_len, &b) != 0)
         b.fail = 1;
     else if (!t->sig_packed)
-        put_sig(&b, t->sig);
+        job_wire_put_sig(&b, t->sig);
     int rc = b.fail ? DPRO_ERR_NOMEM : 0;
     if (rc != 0) {
         free(b.p);
@@ -839,7 +487,7 @@ job_fold_sig *
 job_share_sig_take(const unsigned char *p, size_t len, int *bad)
 {
     bytes b = {.p = (unsigned char *)p, .n = len};
-    job_fold_sig *s = get_sig(&b);
+    job_fold_sig *s = job_wire_get_sig(&b);
     *bad = b.fail || b.at != len;
     if (*bad && s) {
         job_fold_sig_free(s);

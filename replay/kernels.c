@@ -1,6 +1,8 @@
 /* kernels.c: where a trace's device time goes, by category and by kernel name (see
  * kernels.h). */
 #define PR_FMT "kernels"
+#include "config.h"
+
 #include "kernels.h"
 
 #include <ctype.h>
@@ -184,9 +186,29 @@ is_identifier(const char *s, size_t n)
     return 1;
 }
 
-/* Short form of a C++ kernel name (see kernels.h). */
+#ifdef HAVE_CXA_DEMANGLE
+/* libstdc++'s demangler, extern "C" (its declaration, cxxabi.h, is C++ only). */
+char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+#define DEMANGLE(name, status) __cxa_demangle((name), NULL, NULL, (status))
+#else
+#define DEMANGLE(name, status) (*(status) = -1, (char *)NULL)
+#endif
+
 char *
-kernels_short_name(const char *name, int targs, char *buf, size_t len)
+kernels_demangle(const char *name)
+{
+    int status = -1;
+    char *d = name[0] == '_' && name[1] == 'Z' ? DEMANGLE(name, &status) : NULL;
+    if (status != 0) {
+        free(d);
+        d = NULL;
+    }
+    return d;
+}
+
+/* Short form of a C++ kernel name, as written (see kernels_short_name). */
+static char *
+shorten(const char *name, int targs, char *buf, size_t len)
 {
     static const char anon[] = "(anonymous namespace)::";
     char stack[64], *tmp;
@@ -282,6 +304,28 @@ kernels_short_name(const char *name, int targs, char *buf, size_t len)
     else
         snprintf(buf, len, "%s", tmp);
     free(tmp);
+    return buf;
+}
+
+char *
+kernels_short_name(const char *name, int targs, char *buf, size_t len)
+{
+    char *d = kernels_demangle(name);
+    shorten(d ? d : name, targs, buf, len);
+    free(d);
+    return buf;
+}
+
+char *
+kernels_display_name(const char *name, char *buf, size_t len)
+{
+    char *d = kernels_demangle(name);
+    const char *s = d ? d : name;
+    if (*s && strlen(s) <= KERNELS_DISPLAY_WHOLE_MAX)
+        snprintf(buf, len, "%s", s);
+    else if (strlen(shorten(s, 1, buf, len)) >= KERNELS_SHORT_NAME_MAX) /* cut: no templates */
+        shorten(s, 0, buf, len);
+    free(d);
     return buf;
 }
 

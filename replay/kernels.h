@@ -30,6 +30,9 @@
 /* Longest short kernel name written, in characters (longer ones are cut with "..."). */
 #define KERNELS_SHORT_NAME_MAX 80
 
+/* Longest kernel name a report shows whole (kernels_display_name), in characters. */
+#define KERNELS_DISPLAY_WHOLE_MAX 64
+
 enum kernels_category {
     KERNELS_COMPUTE,
     KERNELS_COMM,
@@ -86,7 +89,28 @@ uint64_t kernels_device_ns(const kernels_breakdown *k, uint64_t *ops);
 void kernels_breakdown_free(kernels_breakdown *k);
 
 /*
- * Writes a short form of a C++ kernel name into buf (len bytes; at most
+ * The demangled form of name when it is a mangled C++ name (Itanium C++ ABI: "_Z...", as
+ * CUPTI and the collector record kernels), malloc'd (the caller frees), or NULL: not
+ * mangled, not a valid mangling, out of memory, or a build without a demangler (configure:
+ * libstdc++'s __cxa_demangle).
+ */
+char *kernels_demangle(const char *name);
+
+/*
+ * Writes name as the reports show a kernel's name into buf (len bytes; at most
+ * KERNELS_SHORT_NAME_MAX + 3 characters): demangled (kernels_demangle), whole when it then
+ * has at most KERNELS_DISPLAY_WHOLE_MAX characters, else shortened as Nsight Systems'
+ * and Perfetto's users read a long kernel name: kernels_short_name with its first
+ * template argument list ("void at::native::vectorized_elementwise_kernel<4,
+ * at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, ...)" gives
+ * "at::native::vectorized_elementwise_kernel<4, FillFunctor<...>, Array<...>>"), or
+ * without it where that would be cut (KERNELS_SHORT_NAME_MAX). Returns buf.
+ */
+char *kernels_display_name(const char *name, char *buf, size_t len);
+
+/*
+ * Writes a short form of a C++ kernel name (demangled first when mangled: kernels_demangle)
+ * into buf (len bytes; at most
  * KERNELS_SHORT_NAME_MAX characters, longer ones cut with "..."), as Holistic Trace
  * Analysis shortens names: the return type, template arguments, the parameter list and
  * whatever follows it are dropped, and "(anonymous namespace)::" with them; "void

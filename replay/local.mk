@@ -11,7 +11,7 @@ replay_libdproreplay_la_SOURCES = \
 	replay/costmodel.c replay/costmodel.h replay/ncclname.c replay/ncclname.h \
 	replay/contention.c replay/contention.h \
 	replay/hmap.c replay/hmap.h \
-	replay/job.c replay/job.h replay/job_int.h replay/job_share.c replay/job_share_fold.c replay/job_share_order.c replay/job_fold.c replay/job_iters.c \
+	replay/job.c replay/job.h replay/job_int.h replay/job_read.c replay/job_share.c replay/job_share_fold.c replay/job_wire.c replay/job_wire.h replay/job_share_order.c replay/job_fold.c replay/job_iters.c \
 	replay/job_fold.h \
 	replay/build.c replay/build.h replay/build_int.h replay/build_p2p.c \
 	replay/build_queue.c replay/build_timing.c replay/build_wakeup.c replay/build_repair.c \
@@ -26,7 +26,7 @@ replay_libdproreplay_la_SOURCES = \
 	replay/inputs.c replay/inputs.h
 replay_libdproreplay_la_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS) -O2
 replay_libdproreplay_la_LIBADD = $(DPROTRACE_LINK) common/libdprocommon.la $(ZLIB_LIBS) $(LIBM) \
-	$(PTHREAD_LIBS)
+	$(PTHREAD_LIBS) $(DEMANGLE_LIBS)
 
 # The simulation as an MPI job (dpro-replay --mpi; mpi_sim.h), only with MPI (configure
 # --with-mpi).

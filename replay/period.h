@@ -15,7 +15,7 @@
  * over them (period_match), so that iteration k is the same work on every rank.
  *
  * The scan needs only each kernel's stream, name and times, so that a reader may scan a
- * rank as it reads it (job.c's first pass) and keep, until the ranks' cut is agreed,
+ * rank as it reads it (job_read.c's first pass) and keep, until the ranks' cut is agreed,
  * only the stretch (period_scan_trim): the boundaries are then kernel positions on the
  * busiest stream (ordinals among its kernels), not event indices.
  */

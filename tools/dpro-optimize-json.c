@@ -49,8 +49,9 @@ optimize_cmd_print_json(const args *a, const state *st)
                    : st->fw->capture_scope == WL_CAPTURE_COMPUTE ? "forward_backward_compute"
                                                                  : "step");
     json_key(&jw, "cannot_express");
-    if (st->fw->cannot)
-        json_string(&jw, st->fw->cannot);
+    const char *cannot = framework_cannot(st->fw, workload_has_collectives(w->g));
+    if (cannot)
+        json_string(&jw, cannot);
     else
         json_null(&jw);
     json_end_object(&jw);

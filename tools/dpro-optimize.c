@@ -686,17 +686,18 @@ print_advice(const state *st, const strategy_plan *p, int32_t batch)
     }
 }
 
-/* The framework advised for and why, and what it cannot express. */
+/* The framework advised for and why, and what it cannot express on a trace of graph g. */
 static void
-print_framework(const state *st)
+print_framework(const state *st, const dfg *g)
 {
     if (st->fw == st->det.fw)
         printf("framework: %s, recognised from the trace: %s\n", st->fw->name, st->det.evidence);
     else
         printf("framework: %s (--framework; the trace shows %s: %s)\n", st->fw->name,
                st->det.fw->name, st->det.evidence);
-    if (st->fw->cannot)
-        printf("%s cannot express: %s\n", st->fw->name, st->fw->cannot);
+    const char *cannot = framework_cannot(st->fw, workload_has_collectives(g));
+    if (cannot)
+        printf("%s cannot express: %s\n", st->fw->name, cannot);
 }
 
 static void
@@ -794,7 +795,7 @@ check_job(void *ctx, replay *rp)
     if (rc == 0)
         rc = choose_framework(c->a, c->st);
     if (rc == 0 && !c->a->json)
-        print_framework(c->st);
+        print_framework(c->st, &rp->graph);
     if (rc == 0 && c->a->chrome)
         rc = inputs_check_output(c->a->dir, c->a->chrome, c->a->force);
     if (rc < 0)

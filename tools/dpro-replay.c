@@ -53,6 +53,9 @@ usage(FILE *f)
                "                         critical_path{rank, length_us, composition{CLASS_us},\n"
                "                         top[{name, kind, class, time_us, count}]}\n"
                "  -t, --top K            how many critical-path entries (default 10)\n"
+               "  -q, --quiet            print only the final figure, the simulated iteration\n"
+               "                         time (the what-if's when one is asked), or the\n"
+               "                         --json output; no warnings, errors only\n"
                "  -w, --warmup N         skip the iterations before iteration N (iteration k\n"
                "                         ends at the end of marker k; default: detected)\n"
                "      --job ID           replay only the traces of job ID\n"
@@ -218,6 +221,24 @@ check_what_ifs(const args *a)
     return rc;
 }
 
+/* DPRO_TEST_DROP_EDGES (tests only): the fraction of the graph's edges dropped, into
+ * a->ro.drop_edges. Returns 0, or -1 when it is not a fraction in (0, 1] (said). */
+static int
+test_drop_edges(args *a)
+{
+    const char *drop = getenv("DPRO_TEST_DROP_EDGES");
+    int rc = 0;
+    if (drop && *drop) {
+        char *end;
+        a->ro.drop_edges = strtod(drop, &end);
+        if (*end || !(a->ro.drop_edges > 0 && a->ro.drop_edges <= 1)) {
+            pr_err("DPRO_TEST_DROP_EDGES wants a fraction in (0, 1], not '%s'", drop);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
 /* Parses the command line into *a. Returns -1 to go on, or the exit status. */
 static int
 parse_args(int argc, char **argv, args *a)
@@ -228,6 +249,7 @@ parse_args(int argc, char **argv, args *a)
         {"chrome", required_argument, NULL, 'c'},
         {"critical-path", no_argument, NULL, 'p'},
         {"top", required_argument, NULL, 't'},
+        {"quiet", no_argument, NULL, 'q'},
         {"job", required_argument, NULL, 'J'},
         {"jobs", required_argument, NULL, 'T'},
         {"measured-collectives", no_argument, NULL, 'M'},
@@ -256,7 +278,7 @@ parse_args(int argc, char **argv, args *a)
     a->top = 10;
     a->slow_gpu_rank = a->slow_host_rank = -1;
     a->slow_gpu = a->slow_host = 1;
-    while ((c = getopt_long(argc, argv, "n:jc:fpt:w:hV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:jc:fpt:qw:hV", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'n':
@@ -337,6 +359,9 @@ parse_args(int argc, char **argv, args *a)
             if (parse_what_if(c, optarg, a) != 0)
                 return 2;
             break;
+        case 'q':
+            a->quiet = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -352,17 +377,8 @@ parse_args(int argc, char **argv, args *a)
         usage(stderr);
         return 2;
     }
-    if (check_what_ifs(a) != 0)
+    if (check_what_ifs(a) != 0 || test_drop_edges(a) != 0)
         return 2;
-    const char *drop = getenv("DPRO_TEST_DROP_EDGES");
-    if (drop && *drop) {
-        char *end;
-        a->ro.drop_edges = strtod(drop, &end);
-        if (*end || !(a->ro.drop_edges > 0 && a->ro.drop_edges <= 1)) {
-            pr_err("DPRO_TEST_DROP_EDGES wants a fraction in (0, 1], not '%s'", drop);
-            return 2;
-        }
-    }
     a->dir = argv[optind];
     return -1;
 }
@@ -608,7 +624,7 @@ print_text(const report *rep)
             char buf[KERNELS_SHORT_NAME_MAX + 8];
             printf("%12.1f %12.1f %14.1f %14.1f %10.1f  %s\n", p->baseline_us - c->predicted_us,
                    (1 - p->scale) * c->total_us, c->predicted_us, c->without_us, c->stale_wait_us,
-                   kernels_short_name(dfg_name(g, c->name), 0, buf, sizeof buf));
+                   kernels_display_name(dfg_name(g, c->name), buf, sizeof buf));
         }
     }
     if (show_cp) {
@@ -625,12 +641,25 @@ print_text(const report *rep)
         printf("\n");
         for (int32_t i = 0; i < s->n_cp && i < top; i++) {
             const replay_cp_entry *e = &s->cp[i];
-            const char *nm = e->op ? (*e->op ? e->op : "(no op recorded)") : dfg_name(g, e->name);
+            char nb[KERNELS_SHORT_NAME_MAX + 8];
+            const char *nm = e->op ? (*e->op ? e->op : "(no op recorded)")
+                                   : kernels_display_name(dfg_name(g, e->name), nb, sizeof nb);
             printf("  %10.1f us %5.1f%%  %-12s x%-5d %s\n", e->total_ns / 1e3,
                    s->cp_length_ns ? 100.0 * e->total_ns / s->cp_length_ns : 0,
                    replay_cp_class_name(e->cls), e->count, nm);
         }
     }
+}
+
+/* -q: the final figure alone, the simulated iteration time (the what-if's when one was
+ * asked and covers the compared iterations). */
+static void
+print_quiet(const report *rep)
+{
+    if (rep->have_whatif > 0)
+        printf("what-if iteration %.1f us\n", rep->ws->simulated_us);
+    else
+        printf("simulated iteration %.1f us\n", rep->s->simulated_us);
 }
 
 /* Writes the simulated timeline to path (a file that inputs_open_output allows), with the
@@ -724,6 +753,8 @@ main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
+    if (a.quiet)
+        dpro_log_set_level(DPRO_LOG_ERROR);
     int me = 0, nprocs = 1;
     if (a.mpi && mpisim_init(&argc, &argv, &me, &nprocs) != 0)
         return 1;
@@ -798,6 +829,8 @@ main(int argc, char **argv)
                           "iterations");
     if (a.as_json)
         replay_cmd_print_json(&rep);
+    else if (a.quiet)
+        print_quiet(&rep);
     else
         print_text(&rep);
     log_peak(me, "the report");

@@ -14,7 +14,8 @@
 typedef struct args {
     replay_options ro;
     int as_json, show_cp, top, force, partial;
-    int mpi; /* --mpi */
+    int quiet; /* -q: only the final figure (or the JSON), and errors */
+    int mpi;   /* --mpi */
     const char *chrome;
     double kscale;                         /* --what-if-scale-kernels, 0: none */
     const char *kclass;                    /* --what-if-class, NULL: every kernel */

@@ -17,7 +17,13 @@ For each trace (A100 2-rank DDP, V100 DDP, A100 AlexNet, the 128-rank job's two 
    trace: its 4 micro-batches' device time is at least 3/4 of the step's measured compute
    (the forward and backward are most of it). On the A100 DDP trace, whose other rank has
    no trace, it once divided by both ranks: 5.6 ms a micro-batch where 10.9 ms is meant.
-5. The A100 event-sync trace has no complete iteration: dpro-replay says it compares the
+5. A trace without collectives (V100 1-rank DDP, the 128-rank job's two ranks' are
+   imported alone there too: checked by the evidence's "no collectives") gets advice that
+   says only what it has: no all-reduces, buckets, NCCL launches, waits on other ranks or
+   gradient syncs, in the text's plans and advice, the "cannot express" line, and the
+   JSON's descriptions, advice and cannot_express; --what-if with a capture and no_sync
+   too. Its advice once promised "DDP's all-reduces" captured and skipped by no_sync.
+6. The A100 event-sync trace has no complete iteration: dpro-replay says it compares the
    whole trace (not "1 (from iteration 1; warm-up skipped)"), dpro-optimize exits 1
    saying why it has nothing to compare.
 
@@ -45,6 +51,8 @@ TRACES = {"a100-2rank-allreduce-rank0": ["a100-2rank-allreduce-rank0"],
 ARGS = ["--seed", "1", "--max-evals", "80"]
 HOST_OFF = re.compile(r"([0-9.]+) ms of host time")
 PLAN = re.compile(r"^(\d+)\. (\S+): ([0-9.]+) us \(([0-9.]+)x\)")
+COLLECTIVE_WORDS = ("all-reduce", "reduce-scatter", "bucket", "NCCL launch", "other ranks",
+                    "gradients reduced")
 
 
 def run(cmd, timeout=300):
@@ -89,6 +97,8 @@ def one(tmp, name, files):
     check(abs(opt["baseline_iter_us"] - rep["simulated_iter_us"]) < 0.01,
           "%s: dpro-optimize's baseline %.3f us is dpro-replay's %.3f us"
           % (name, opt["baseline_iter_us"], rep["simulated_iter_us"]))
+    if says_only_what_it_has(name, d, text, opt):
+        print("%s: no collectives, the advice checked for their wording" % name)
     plans = [PLAN.match(line) for line in text.splitlines()]
     plans = [m for m in plans if m]
     check(len(plans) == len(opt["strategies"]),
@@ -99,6 +109,26 @@ def one(tmp, name, files):
               "%s: plan %s reads %s %s us %sx in the text, %s %.1f us %.3fx in the JSON"
               % (name, m.group(1), m.group(2), m.group(3), m.group(4), s["kind"],
                  s["predicted_iter_us"], s["predicted_speedup"]))
+
+
+def says_only_what_it_has(name, d, text, opt):
+    """A trace without collectives: no collective wording in the advice (check 5)."""
+    if "no collectives" not in opt["framework"]["evidence"]:
+        return False
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if PLAN.match(line)), len(lines))
+    told = [line for line in lines if " cannot express: " in line] + lines[first:]
+    told.append(opt["framework"]["cannot_express"] or "")
+    for s in opt["strategies"]:
+        told += [s["description"], json.dumps(s["advice"])]
+    what_if = run([OPTIMIZE, d, "-q", "--what-if", "torch.cuda.graph no_sync=2"] + ARGS)
+    lines = (what_if or "").splitlines()
+    told += lines[next((i for i, line in enumerate(lines) if PLAN.match(line)), len(lines)):]
+    said = sorted({w for w in COLLECTIVE_WORDS for line in told if w in line})
+    check(not said and what_if is not None,
+          "%s: no collectives, and the advice says none of %s (said: %s)"
+          % (name, ", ".join(COLLECTIVE_WORDS), said))
+    return True
 
 
 def no_iteration(tmp):

@@ -24,6 +24,11 @@ tests_replay_test_replay_build_SOURCES = tests/replay/test_replay_build.c
 tests_replay_test_replay_build_LDADD = replay/libdproreplay.la
 tests_replay_test_fidelity_unit_SOURCES = tests/replay/test_fidelity_unit.c
 tests_replay_test_fidelity_unit_LDADD = replay/libdproreplay.la $(LIBM)
+# kernel names as reports show them: demangled, shortened past a length (replay/kernels.c)
+check_PROGRAMS += tests/replay/test_kernel_names
+tests_replay_test_kernel_names_SOURCES = tests/replay/test_kernel_names.c tests/unit/testutil.h
+tests_replay_test_kernel_names_LDADD = replay/libdproreplay.la
+TESTS += tests/replay/test_kernel_names
 # NCCL kernel names (replay/ncclname.c) on the real traces' names
 check_PROGRAMS += tests/replay/test_ncclname
 tests_replay_test_ncclname_SOURCES = tests/replay/test_ncclname.c tests/unit/testutil.h
@@ -63,6 +68,9 @@ dist_check_SCRIPTS += tests/replay/test_replay_hostshare.py
 # rank folding: folded and explicit (--no-fold) replays agree
 TESTS += tests/replay/test_replay_fold.py
 dist_check_SCRIPTS += tests/replay/test_replay_fold.py
+# -q: only the final figure, no warnings
+TESTS += tests/replay/test_replay_quiet.py
+dist_check_SCRIPTS += tests/replay/test_replay_quiet.py
 
 TESTS += tests/replay/test_replay_align tests/replay/test_replay_sim \
 	tests/replay/test_replay_build tests/replay/test_fidelity_unit \

@@ -18,7 +18,10 @@ device, 2 ranks under simrun (tests/torch/ddp_train.py).
    with one bucket, the plan for bucket_cap_mb=0.5, applied (a traced run of 3 steps),
    makes the all-reduces it predicts, their count and bytes (DDP's buckets of whole
    parameters); the plan for 2 micro-batches under no_sync() predicts the device operations
-   of the applied run's extra micro-batch.
+   of the applied run's extra micro-batch. The reports show CUPTI's mangled kernel names
+   demangled: dpro-optimize's fusion plans and framework evidence, dpro-replay's
+   perturbation rows name at::native:: kernels and no "_ZN" name (they once read
+   "_ZN2at6native53_GLOBAL__N__...").
 3. The transformer with --cuda-graph (the whole step captured with torch.cuda.graph, DDP's
    all-reduces inside) under dpro-run: parameters and gradients agree across the ranks
    (only the replayed all-reduces make them agree), each rank's trace holds one
@@ -237,6 +240,14 @@ try:
         print("replay: %d iterations (kernel period), measured %.0f us, simulated %.0f us, "
               "%d collectives" % (j["iterations"], j["measured_iter_us"], j["simulated_iter_us"],
                                   j["collectives"]))
+    # kernel names demangled where the reports print them
+    for cmd in ([dpro_optimize, trace, "-q", "--strategies", "fusion", "--max-evals", "20"],
+                [dpro_replay, trace, "--perturb", "3"]):
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        what = " ".join(os.path.basename(c) for c in cmd[:1] + cmd[2:])
+        check(p.returncode == 0 and "at::native::" in p.stdout and "_ZN" not in p.stdout,
+              "%s: kernel names demangled (rc %d, %s)"
+              % (what, p.returncode, [w for w in p.stdout.split() if "_ZN" in w][:2]))
     # advice in PyTorch's terms, bucket sizes first (the 50 KiB buckets of the trace)
     op = subprocess.run([dpro_optimize, trace, "--json", "--quiet", "--strategies", "tensor"],
                         capture_output=True, text=True, timeout=120)

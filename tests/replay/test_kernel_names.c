@@ -1,0 +1,81 @@
+/*
+ * test_kernel_names: kernel names as the reports show them (replay/kernels.c): mangled C++
+ * names (as CUPTI and the collector record them; these are PyTorch's, from a torch DDP
+ * run traced on tests/simgpu) demangled (kernels_demangle), shown whole up to
+ * KERNELS_DISPLAY_WHOLE_MAX characters and past it with their parameter list and return
+ * type dropped and their first template argument list kept one level deep
+ * (kernels_display_name), without it in kernels_short_name; names that are not mangled, or
+ * not validly, as they are. In a build without a demangler (configure: no libstdc++) the
+ * mangled names stay as recorded, and that is checked instead.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/kernels.h"
+#include "tests/unit/testutil.h"
+
+#define FILL                                                                                       \
+    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1" \
+    "EEEEEviT0_T1_"
+#define LAYER_NORM                                                                                 \
+    "_ZN2at6native53_GLOBAL__N__4da244e1_20_layer_norm_kernel_cu_9c5ada8a28vectorized_layer_norm_" \
+    "kernelIffLb0EEEviT0_PKT_S6_S6_PS3_S7_PS4_"
+
+/* kernels_display_name(name) is want. */
+static void
+shows(const char *name, const char *want)
+{
+    char buf[KERNELS_SHORT_NAME_MAX + 8];
+    kernels_display_name(name, buf, sizeof buf);
+    CHECK(strcmp(buf, want) == 0);
+    if (strcmp(buf, want) != 0)
+        fprintf(stderr, "  %s\n  shown as  %s\n  expected  %s\n", name, buf, want);
+}
+
+/* kernels_short_name(name, 0) is want. */
+static void
+shortens(const char *name, const char *want)
+{
+    char buf[KERNELS_SHORT_NAME_MAX + 8];
+    kernels_short_name(name, 0, buf, sizeof buf);
+    CHECK(strcmp(buf, want) == 0);
+    if (strcmp(buf, want) != 0)
+        fprintf(stderr, "  %s\n  short     %s\n  expected  %s\n", name, buf, want);
+}
+
+int
+main(void)
+{
+    char *d = kernels_demangle(FILL);
+#ifdef HAVE_CXA_DEMANGLE
+    CHECK(d && strcmp(d, "void at::native::vectorized_elementwise_kernel<4, "
+                         "at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, "
+                         "at::native::FillFunctor<float>, at::detail::Array<char*, 1>)") == 0);
+    /* past the length: the first template list one level deep, no parameters */
+    shows(FILL, "at::native::vectorized_elementwise_kernel<4, FillFunctor<...>, Array<...>>");
+    shows(LAYER_NORM, "at::native::vectorized_layer_norm_kernel<float, float, false>");
+    shortens(FILL, "at::native::vectorized_elementwise_kernel");
+    shortens(LAYER_NORM, "at::native::vectorized_layer_norm_kernel");
+    /* short enough: whole, parameters and all */
+    shows("_Z6kernelPfi", "kernel(float*, int)");
+    shows("_Z39ncclDevKernel_AllReduce_Sum_f32_TREE_LL19ncclDevKernelArgs4K",
+          "ncclDevKernel_AllReduce_Sum_f32_TREE_LL(ncclDevKernelArgs4K)");
+#else
+    CHECK(d == NULL);
+    shows("_Z6kernelPfi", "_Z6kernelPfi");
+#endif
+    free(d);
+    /* not mangled, or not validly: as recorded (a long one shortened) */
+    CHECK(kernels_demangle("volta_sgemm_64x64_nt") == NULL);
+    CHECK(kernels_demangle("_Znotmangled") == NULL);
+    shows("volta_sgemm_64x64_nt", "volta_sgemm_64x64_nt");
+    shows("_Znotmangled", "_Znotmangled");
+    shows("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+          "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, "
+          "at::detail::Array<char*, 1>)",
+          "at::native::vectorized_elementwise_kernel<4, FillFunctor<...>, Array<...>>");
+    shows("", "(unnamed)");
+    return tests_done();
+}
