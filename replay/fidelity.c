@@ -4,6 +4,7 @@
 #define PR_FMT "replay"
 #include "replay.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -245,14 +246,167 @@ replay_typical_host_times(const dfg *g, int32_t iter_first, int32_t iter_last, i
     return rc;
 }
 
-/* Replays rp->graph with typical values of statistic stat into *us (its iteration) and
- * *err (its error against the measured mean, %), through a view of its timings
- * (dfg_timing_view; a whole copy when the graph is not finalized); *measured receives
- * that mean and *info the counts. Returns 0, 1 when the compared iterations are not
- * covered, -1 out of memory. */
+/* ---- the drawn replay ---------------------------------------------------------------------- */
+
+/* A uniform draw in [0, n) from the hash of (sample, rank, k): a fixed seed, so the same
+ * trace gives the same figure. */
+static int32_t
+draw_below(int64_t sample, int32_t rank, int32_t k, int32_t n)
+{
+    int64_t key[3] = {sample, rank, k};
+    uint64_t h = dpro_fnv1a(key, sizeof key, DPRO_FNV1A_INIT);
+    h ^= h >> 33; /* FNV-1a leaves the high bits of the last bytes unmixed */
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return (int32_t)(h % (uint64_t)n);
+}
+
+/* Fills p[0..ni) with a random permutation of 0..ni-1 (Fisher-Yates), drawn from
+ * (sample, key). */
+static void
+draw_permutation(int64_t sample, int32_t key, int32_t ni, int32_t *p)
+{
+    for (int32_t i = 0; i < ni; i++)
+        p[i] = i;
+    for (int32_t i = ni - 1; i > 0; i--) {
+        int32_t j = draw_below(sample, key, i, i + 1), t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+    }
+}
+
+/* How much the ranks' iterations move together: the mean, over the pairs of ranks whose
+ * iterations differ, of the correlation across the compared iterations of their own host
+ * time per iteration (the fitted durations and gaps of their host calls, which leave out
+ * the waits the graph explains), clamped to [0, 1]; 0 without such a pair. x: scratch of
+ * n_ranks * ni. */
+static double
+rank_comovement(const dfg *g, const place *pl, size_t np, int32_t ni, double *x)
+{
+    size_t nr = (size_t)g->n_ranks;
+    memset(x, 0, nr * (size_t)ni * sizeof *x);
+    for (size_t i = 0; i < np; i++)
+        if (g->kind[pl[i].node] == DFG_HOST)
+            x[(size_t)dfg_rank(g, pl[i].node) * (size_t)ni + (size_t)pl[i].iter] +=
+                (double)(dfg_dur(g, pl[i].node) + dfg_gap(g, pl[i].node));
+    for (size_t r = 0; r < nr; r++) { /* centred and scaled to unit norm, or all 0 */
+        double *xr = x + r * (size_t)ni, mean = 0, ss = 0;
+        for (int32_t i = 0; i < ni; i++)
+            mean += xr[i] / ni;
+        for (int32_t i = 0; i < ni; i++)
+            ss += (xr[i] - mean) * (xr[i] - mean);
+        for (int32_t i = 0; i < ni; i++)
+            xr[i] = ss > 0 ? (xr[i] - mean) / sqrt(ss) : 0;
+    }
+    double sum = 0;
+    int64_t pairs = 0;
+    for (size_t r = 0; r < nr; r++)
+        for (size_t q = r + 1; q < nr; q++) {
+            const double *a = x + r * (size_t)ni, *b = x + q * (size_t)ni;
+            double c = 0, na = 0, nb = 0;
+            for (int32_t i = 0; i < ni; i++) {
+                c += a[i] * b[i];
+                na += a[i] * a[i];
+                nb += b[i] * b[i];
+            }
+            if (na > 0 && nb > 0) {
+                sum += c;
+                pairs++;
+            }
+        }
+    double rho = pairs > 0 ? sum / (double)pairs : 0;
+    return rho > 0 ? (rho < 1 ? rho : 1) : 0;
+}
+
+/* src[r * ni + i]: the compared iteration whose values rank r's iteration i takes in
+ * sample `sample`: per rank a random permutation of 0..ni-1; a rank follows the sample's
+ * common permutation with probability sqrt(rho), so two ranks share theirs with
+ * probability rho, and draws its own otherwise. */
+static void
+draw_sources(int64_t sample, int32_t n_ranks, int32_t ni, double rho, int32_t *src)
+{
+    int32_t *common = src + (size_t)n_ranks * (size_t)ni; /* the spare row */
+    draw_permutation(sample, -1, ni, common);
+    for (int32_t r = 0; r < n_ranks; r++) {
+        int32_t *p = src + (size_t)r * (size_t)ni;
+        if ((double)draw_below(sample, r, -1, 1 << 30) / (1 << 30) < sqrt(rho))
+            memcpy(p, common, (size_t)ni * sizeof *p);
+        else
+            draw_permutation(sample, r, ni, p);
+    }
+}
+
+/* Gives one place's nodes pl[0..m) (one per iteration at most) the values of the node at
+ * that place in the iteration src assigns their rank's iteration, keeping their own where
+ * the place holds none there. slot (ni) and v (4 m) are scratch. Returns 0, or -1 when
+ * out of memory. */
 static int
-typical_one(const replay *rp, int stat, replay_typical *info, double *measured, double *us,
-            double *err)
+set_drawn(dfg *g, const place *pl, size_t m, int32_t ni, const int32_t *src, int32_t *slot,
+          int64_t *v)
+{
+    int rc = 0;
+    for (int32_t i = 0; i < ni; i++)
+        slot[i] = -1;
+    for (size_t i = 0; i < m; i++) {
+        int32_t n = pl[i].node, q = dfg_group(g, n);
+        slot[pl[i].iter] = (int32_t)i;
+        v[i] = dfg_dur(g, n);
+        v[m + i] = dfg_gap(g, n);
+        v[2 * m + i] = dfg_lat(g, n);
+        v[3 * m + i] = q >= 0 && g->grp_first[q] == n ? g->grp_dur[q] : -1;
+    }
+    for (size_t i = 0; i < m; i++) {
+        int32_t n = pl[i].node, q = dfg_group(g, n);
+        int32_t k = slot[src[(size_t)dfg_rank(g, n) * (size_t)ni + (size_t)pl[i].iter]];
+        if (k < 0)
+            continue;
+        rc |= dfg_set_dur(g, n, v[k]) | dfg_set_gap(g, n, v[m + k]);
+        dfg_set_lat(g, n, (int32_t)v[2 * m + k]);
+        if (v[3 * m + i] >= 0 && v[3 * m + k] >= 0)
+            g->grp_dur[q] = v[3 * m + k];
+    }
+    return rc;
+}
+
+int
+replay_make_drawn(const replay *rp, dfg *g, int64_t sample)
+{
+    int32_t ni = rp->iter_last - rp->iter_first + 1;
+    if (ni < 1)
+        return 0;
+    place *pl = NULL;
+    size_t np = 0;
+    size_t cells = ((size_t)g->n_ranks + 1) * (size_t)ni;
+    int32_t *src = malloc(cells * sizeof *src);
+    double *x = malloc(cells * sizeof *x);
+    int32_t *slot = malloc((size_t)ni * sizeof *slot);
+    int64_t *v = malloc(4 * (size_t)ni * sizeof *v);
+    int rc =
+        src && x && slot && v ? sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) : -1;
+    if (rc == 0)
+        draw_sources(sample, g->n_ranks, ni, rank_comovement(g, pl, np, ni, x), src);
+    for (size_t a = 0, z; a < np && rc == 0; a = z) {
+        z = place_run_end(pl, np, a);
+        rc = set_drawn(g, pl + a, z - a, ni, src, slot, v);
+    }
+    free(pl);
+    free(src);
+    free(x);
+    free(slot);
+    free(v);
+    return rc;
+}
+
+/* ---- the replays of the typical and the drawn timings ------------------------------------- */
+
+/* Replays rp->graph with the timings of statistic stat (enum replay_typical_stat; sample:
+ * REPLAY_TYPICAL_DRAWN's) into *us (its iteration) and *err (its error against the
+ * measured mean, %), through a view of its timings (dfg_timing_view; a whole copy when
+ * the graph is not finalized); *measured receives that mean and *info the counts. Returns
+ * 0, 1 when the compared iterations are not covered, -1 out of memory. */
+static int
+typical_one(const replay *rp, int stat, int64_t sample, replay_typical *info, double *measured,
+            double *us, double *err)
 {
     dfg copy;
     sim_result res;
@@ -262,7 +416,8 @@ typical_one(const replay *rp, int stat, replay_typical *info, double *measured, 
     int view = rp->graph.finalized;
     if ((view ? dfg_timing_view(&copy, &rp->graph) : dfg_clone(&copy, &rp->graph)) != 0)
         return -1;
-    int rc = replay_make_typical(rp, &copy, stat, info);
+    int rc = stat == REPLAY_TYPICAL_DRAWN ? replay_make_drawn(rp, &copy, sample)
+                                          : replay_make_typical(rp, &copy, stat, info);
     if (rc == 0 && sim_run(&copy, &res) != 0)
         rc = -1;
     sim_result_trim(&res); /* what replay_summarize allocates comes on top */
@@ -284,17 +439,47 @@ typical_one(const replay *rp, int stat, replay_typical *info, double *measured, 
     return rc;
 }
 
+/* The drawn replay's samples into out (its mean, spread and error against the measured
+ * mean out->measured_us). Returns as typical_one. */
+static int
+drawn_replay(const replay *rp, replay_typical *out)
+{
+    int rc = 0;
+    double sum = 0, measured = 0, err = 0;
+    out->drawn_min_us = out->drawn_max_us = 0;
+    for (int k = 0; k < REPLAY_DRAWN_SAMPLES && rc == 0; k++) {
+        double us = 0;
+        rc = typical_one(rp, REPLAY_TYPICAL_DRAWN, k, NULL, &measured, &us, &err);
+        sum += us;
+        if (k == 0 || us < out->drawn_min_us)
+            out->drawn_min_us = us;
+        if (k == 0 || us > out->drawn_max_us)
+            out->drawn_max_us = us;
+    }
+    if (rc == 0) {
+        out->drawn_samples = REPLAY_DRAWN_SAMPLES;
+        out->drawn_predicted_us = sum / REPLAY_DRAWN_SAMPLES;
+        out->drawn_error_pct =
+            out->measured_us > 0
+                ? 100.0 * (out->drawn_predicted_us - out->measured_us) / out->measured_us
+                : 0;
+    }
+    return rc;
+}
+
 int
 replay_typical_replay(const replay *rp, replay_typical *out)
 {
     memset(out, 0, sizeof *out);
-    int rc = typical_one(rp, REPLAY_TYPICAL_MEDIAN, out, &out->measured_us, &out->predicted_us,
+    int rc = typical_one(rp, REPLAY_TYPICAL_MEDIAN, 0, out, &out->measured_us, &out->predicted_us,
                          &out->error_pct);
     if (rc == 0)
-        rc = typical_one(rp, REPLAY_TYPICAL_MEAN, NULL, &out->measured_us, &out->mean_predicted_us,
-                         &out->mean_error_pct);
+        rc = typical_one(rp, REPLAY_TYPICAL_MEAN, 0, NULL, &out->measured_us,
+                         &out->mean_predicted_us, &out->mean_error_pct);
+    if (rc == 0 && out->iterations > 1)
+        rc = drawn_replay(rp, out);
     if (rc != 0)
-        out->predicted_us = out->mean_predicted_us = 0;
+        out->predicted_us = out->mean_predicted_us = out->drawn_predicted_us = 0;
     return rc;
 }
 

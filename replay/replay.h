@@ -249,12 +249,21 @@ typedef struct replay_typical {
     double predicted_us, error_pct;           /* with the medians: the figure */
     double mean_predicted_us, mean_error_pct; /* with means instead (REPLAY_TYPICAL_MEAN),
                                                * to tell noise from structure */
+    /* The drawn replay (replay_make_drawn), the mean over its samples: the prediction of
+     * the mean iteration under the trace's own noise (0 with one compared iteration). */
+    int32_t drawn_samples;
+    double drawn_predicted_us, drawn_error_pct;
+    double drawn_min_us, drawn_max_us; /* the samples' spread */
 } replay_typical;
+
+/* Samples of the drawn replay replay_typical_replay averages. */
+#define REPLAY_DRAWN_SAMPLES 8
 
 /* The statistic replay_make_typical takes over an operation's iterations. */
 enum replay_typical_stat {
     REPLAY_TYPICAL_MEDIAN = 0, /* the median (the mean of the middle two for even counts) */
     REPLAY_TYPICAL_MEAN = 1,
+    REPLAY_TYPICAL_DRAWN = 2, /* not a statistic: replay_make_drawn's timings */
 };
 
 /* Gives every node of g (rp->graph or a clone of it, before any transformation) its
@@ -262,6 +271,19 @@ enum replay_typical_stat {
  * replay_typical), typical by statistic stat (enum replay_typical_stat); info (may be
  * NULL) receives the counts. Returns 0 or -1 (out of memory). */
 int replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info);
+
+/* The drawn replay's timings, sample `sample` (any integer; the same one gives the same
+ * timings): every rank's compared iterations take the values (duration, gap, launch
+ * latency, a collective's transfer at its first participant) that the same rank measured
+ * in another compared iteration, at the same place (see replay_typical): per rank a random
+ * permutation of the iterations, drawn independently of the other ranks. A rank's
+ * operations of one iteration so move together (a host stall, a slow step stay whole),
+ * the ranks' slow iterations meet at a collective as often as chance has them meet, and
+ * every iteration's values are used once, so a lone rank keeps its mean. An operation
+ * whose place holds none in the drawn iteration keeps its own values; the warm-up keeps
+ * its exact ones. g: rp->graph or a clone of it, before any transformation. Returns 0 or
+ * -1 (out of memory). */
+int replay_make_drawn(const replay *rp, dfg *g, int64_t sample);
 
 /* The host calls' typical times, for the optimizer's typical predictions: dur[n] and
  * gap[n] (arrays of g->n_nodes) receive, for every host call n of g in the compared
@@ -274,7 +296,8 @@ int replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info
 int replay_typical_host_times(const dfg *g, int32_t iter_first, int32_t iter_last, int64_t *dur,
                               int64_t *gap);
 
-/* Replays typical copies of rp->graph (medians, then means) into *out. Returns 0, 1 when
+/* Replays typical copies of rp->graph (medians, then means) and, with more than one
+ * compared iteration, REPLAY_DRAWN_SAMPLES drawn ones (samples 0..) into *out. Returns 0, 1 when
  * the compared iterations are not covered (out->predicted_us is then 0), -1 out of
  * memory. */
 int replay_typical_replay(const replay *rp, replay_typical *out);
