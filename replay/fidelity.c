@@ -368,44 +368,88 @@ set_drawn(dfg *g, const place *pl, size_t m, int32_t ni, const int32_t *src, int
     return rc;
 }
 
+/* What the drawn replay's samples share: the places of the compared iterations, how much
+ * the ranks move together, and scratch. */
+typedef struct drawn_plan {
+    place *pl;
+    size_t np;
+    int32_t ni;
+    double rho;
+    int64_t sample; /* the sample drawn_apply draws */
+    int32_t *src, *slot;
+    int64_t *v;
+} drawn_plan;
+
+static void
+drawn_plan_free(drawn_plan *dp)
+{
+    free(dp->pl);
+    free(dp->src);
+    free(dp->slot);
+    free(dp->v);
+    memset(dp, 0, sizeof *dp);
+}
+
+/* Sets up *dp for the graph g (rp->graph or a copy of its timings, before any
+ * transformation), rp->iter_first..iter_last compared (at least one). Returns 0 or -1 (out
+ * of memory; *dp is then freed). */
+static int
+drawn_plan_init(const replay *rp, const dfg *g, drawn_plan *dp)
+{
+    memset(dp, 0, sizeof *dp);
+    dp->ni = rp->iter_last - rp->iter_first + 1;
+    size_t cells = ((size_t)g->n_ranks + 1) * (size_t)dp->ni;
+    double *x = malloc(cells * sizeof *x);
+    dp->src = malloc(cells * sizeof *dp->src);
+    dp->slot = malloc((size_t)dp->ni * sizeof *dp->slot);
+    dp->v = malloc(4 * (size_t)dp->ni * sizeof *dp->v);
+    int rc = x && dp->src && dp->slot && dp->v
+                 ? sorted_places(rp, g, rp->iter_first, rp->iter_last, &dp->pl, &dp->np)
+                 : -1;
+    if (rc == 0)
+        dp->rho = rank_comovement(g, dp->pl, dp->np, dp->ni, x);
+    else
+        drawn_plan_free(dp);
+    free(x);
+    return rc;
+}
+
+/* Gives g the timings of sample dp->sample. Returns 0 or -1 (out of memory). */
+static int
+drawn_apply(dfg *g, drawn_plan *dp)
+{
+    int rc = 0;
+    draw_sources(dp->sample, g->n_ranks, dp->ni, dp->rho, dp->src);
+    for (size_t a = 0, z; a < dp->np && rc == 0; a = z) {
+        z = place_run_end(dp->pl, dp->np, a);
+        rc = set_drawn(g, dp->pl + a, z - a, dp->ni, dp->src, dp->slot, dp->v);
+    }
+    return rc;
+}
+
 int
 replay_make_drawn(const replay *rp, dfg *g, int64_t sample)
 {
-    int32_t ni = rp->iter_last - rp->iter_first + 1;
-    if (ni < 1)
+    if (rp->iter_last < rp->iter_first)
         return 0;
-    place *pl = NULL;
-    size_t np = 0;
-    size_t cells = ((size_t)g->n_ranks + 1) * (size_t)ni;
-    int32_t *src = malloc(cells * sizeof *src);
-    double *x = malloc(cells * sizeof *x);
-    int32_t *slot = malloc((size_t)ni * sizeof *slot);
-    int64_t *v = malloc(4 * (size_t)ni * sizeof *v);
-    int rc =
-        src && x && slot && v ? sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) : -1;
+    drawn_plan dp;
+    int rc = drawn_plan_init(rp, g, &dp);
+    dp.sample = sample;
     if (rc == 0)
-        draw_sources(sample, g->n_ranks, ni, rank_comovement(g, pl, np, ni, x), src);
-    for (size_t a = 0, z; a < np && rc == 0; a = z) {
-        z = place_run_end(pl, np, a);
-        rc = set_drawn(g, pl + a, z - a, ni, src, slot, v);
-    }
-    free(pl);
-    free(src);
-    free(x);
-    free(slot);
-    free(v);
+        rc = drawn_apply(g, &dp);
+    drawn_plan_free(&dp);
     return rc;
 }
 
 /* ---- the replays of the typical and the drawn timings ------------------------------------- */
 
-/* Replays rp->graph with the timings of statistic stat (enum replay_typical_stat; sample:
- * REPLAY_TYPICAL_DRAWN's) into *us (its iteration) and *err (its error against the
- * measured mean, %), through a view of its timings (dfg_timing_view; a whole copy when
- * the graph is not finalized); *measured receives that mean and *info the counts. Returns
- * 0, 1 when the compared iterations are not covered, -1 out of memory. */
+/* Replays rp->graph with the timings of statistic stat (enum replay_typical_stat; dp: the
+ * plan of REPLAY_TYPICAL_DRAWN's, else NULL) into *us (its iteration) and *err (its error against
+ * the measured mean, %), through a view of its timings (dfg_timing_view; a whole copy when the
+ * graph is not finalized); *measured receives that mean and *info the counts. Returns 0, 1 when the
+ * compared iterations are not covered, -1 out of memory. */
 static int
-typical_one(const replay *rp, int stat, int64_t sample, replay_typical *info, double *measured,
+typical_one(const replay *rp, int stat, drawn_plan *dp, replay_typical *info, double *measured,
             double *us, double *err)
 {
     dfg copy;
@@ -416,7 +460,7 @@ typical_one(const replay *rp, int stat, int64_t sample, replay_typical *info, do
     int view = rp->graph.finalized;
     if ((view ? dfg_timing_view(&copy, &rp->graph) : dfg_clone(&copy, &rp->graph)) != 0)
         return -1;
-    int rc = stat == REPLAY_TYPICAL_DRAWN ? replay_make_drawn(rp, &copy, sample)
+    int rc = stat == REPLAY_TYPICAL_DRAWN ? drawn_apply(&copy, dp)
                                           : replay_make_typical(rp, &copy, stat, info);
     if (rc == 0 && sim_run(&copy, &res) != 0)
         rc = -1;
@@ -444,12 +488,13 @@ typical_one(const replay *rp, int stat, int64_t sample, replay_typical *info, do
 static int
 drawn_replay(const replay *rp, replay_typical *out)
 {
-    int rc = 0;
+    drawn_plan dp;
     double sum = 0, measured = 0, err = 0;
-    out->drawn_min_us = out->drawn_max_us = 0;
+    int rc = drawn_plan_init(rp, &rp->graph, &dp);
     for (int k = 0; k < REPLAY_DRAWN_SAMPLES && rc == 0; k++) {
         double us = 0;
-        rc = typical_one(rp, REPLAY_TYPICAL_DRAWN, k, NULL, &measured, &us, &err);
+        dp.sample = k;
+        rc = typical_one(rp, REPLAY_TYPICAL_DRAWN, &dp, NULL, &measured, &us, &err);
         sum += us;
         if (k == 0 || us < out->drawn_min_us)
             out->drawn_min_us = us;
@@ -464,6 +509,7 @@ drawn_replay(const replay *rp, replay_typical *out)
                 ? 100.0 * (out->drawn_predicted_us - out->measured_us) / out->measured_us
                 : 0;
     }
+    drawn_plan_free(&dp);
     return rc;
 }
 
@@ -471,10 +517,10 @@ int
 replay_typical_replay(const replay *rp, replay_typical *out)
 {
     memset(out, 0, sizeof *out);
-    int rc = typical_one(rp, REPLAY_TYPICAL_MEDIAN, 0, out, &out->measured_us, &out->predicted_us,
-                         &out->error_pct);
+    int rc = typical_one(rp, REPLAY_TYPICAL_MEDIAN, NULL, out, &out->measured_us,
+                         &out->predicted_us, &out->error_pct);
     if (rc == 0)
-        rc = typical_one(rp, REPLAY_TYPICAL_MEAN, 0, NULL, &out->measured_us,
+        rc = typical_one(rp, REPLAY_TYPICAL_MEAN, NULL, NULL, &out->measured_us,
                          &out->mean_predicted_us, &out->mean_error_pct);
     if (rc == 0 && out->iterations > 1)
         rc = drawn_replay(rp, out);
