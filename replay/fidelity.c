@@ -275,16 +275,20 @@ draw_permutation(int64_t sample, int32_t key, int32_t ni, int32_t *p)
     }
 }
 
-/* How much the ranks' iterations move together: the mean, over the pairs of ranks whose
- * iterations differ, of the correlation across the compared iterations of their own host
- * time per iteration (the fitted durations and gaps of their host calls, which leave out
- * the waits the graph explains), clamped to [0, 1]; 0 without such a pair. x: scratch of
- * n_ranks * ni. */
-static double
-rank_comovement(const dfg *g, const place *pl, size_t np, int32_t ni, double *x)
+/* How much each rank's iterations move with the others': follow[r] receives the loading
+ * of rank r on a factor common to the ranks (a one-factor model of their own host time
+ * per iteration, the fitted durations and gaps of their host calls, which leave out the
+ * waits the graph explains), in [0, 1]: from the correlation c across the compared
+ * iterations of rank r's series with the sum of the other n - 1 ranks' (each centred and
+ * scaled), which equal loadings l would give as c = l^2 sqrt(n - 1) / sqrt(1 + (n - 2)
+ * l^2), solved for l. 0 for a rank whose iterations do not differ, or alone. x: scratch of
+ * (n_ranks + 1) * ni. */
+static void
+rank_loadings(const dfg *g, const place *pl, size_t np, int32_t ni, double *x, double *follow)
 {
-    size_t nr = (size_t)g->n_ranks;
-    memset(x, 0, nr * (size_t)ni * sizeof *x);
+    size_t nr = (size_t)g->n_ranks, nz = 0;
+    double *sum = x + nr * (size_t)ni;
+    memset(x, 0, (nr + 1) * (size_t)ni * sizeof *x);
     for (size_t i = 0; i < np; i++)
         if (g->kind[pl[i].node] == DFG_HOST)
             x[(size_t)dfg_rank(g, pl[i].node) * (size_t)ni + (size_t)pl[i].iter] +=
@@ -295,41 +299,42 @@ rank_comovement(const dfg *g, const place *pl, size_t np, int32_t ni, double *x)
             mean += xr[i] / ni;
         for (int32_t i = 0; i < ni; i++)
             ss += (xr[i] - mean) * (xr[i] - mean);
-        for (int32_t i = 0; i < ni; i++)
+        for (int32_t i = 0; i < ni; i++) {
             xr[i] = ss > 0 ? (xr[i] - mean) / sqrt(ss) : 0;
-    }
-    double sum = 0;
-    int64_t pairs = 0;
-    for (size_t r = 0; r < nr; r++)
-        for (size_t q = r + 1; q < nr; q++) {
-            const double *a = x + r * (size_t)ni, *b = x + q * (size_t)ni;
-            double c = 0, na = 0, nb = 0;
-            for (int32_t i = 0; i < ni; i++) {
-                c += a[i] * b[i];
-                na += a[i] * a[i];
-                nb += b[i] * b[i];
-            }
-            if (na > 0 && nb > 0) {
-                sum += c;
-                pairs++;
-            }
+            sum[i] += xr[i];
         }
-    double rho = pairs > 0 ? sum / (double)pairs : 0;
-    return rho > 0 ? (rho < 1 ? rho : 1) : 0;
+        nz += ss > 0;
+    }
+    for (size_t r = 0; r < nr; r++) {
+        const double *xr = x + r * (size_t)ni;
+        double dot = 0, oo = 0, rr = 0;
+        for (int32_t i = 0; i < ni; i++) {
+            double o = sum[i] - xr[i];
+            dot += xr[i] * o;
+            oo += o * o;
+            rr += xr[i] * xr[i];
+        }
+        double c = rr > 0 && oo > 0 && nz >= 2 ? dot / sqrt(oo) : 0, n = (double)nz;
+        double u = c > 0 ? (c * c * (n - 2) +
+                            sqrt(c * c * c * c * (n - 2) * (n - 2) + 4 * (n - 1) * c * c)) /
+                               (2 * (n - 1))
+                         : 0;
+        follow[r] = u < 1 ? sqrt(u) : 1;
+    }
 }
 
 /* src[r * ni + i]: the compared iteration whose values rank r's iteration i takes in
- * sample `sample`: per rank a random permutation of 0..ni-1; a rank follows the sample's
- * common permutation with probability sqrt(rho), so two ranks share theirs with
- * probability rho, and draws its own otherwise. */
+ * sample `sample`: per rank a random permutation of 0..ni-1; rank r follows the sample's
+ * common permutation with probability follow[r] (rank_loadings) and draws its own
+ * otherwise. */
 static void
-draw_sources(int64_t sample, int32_t n_ranks, int32_t ni, double rho, int32_t *src)
+draw_sources(int64_t sample, int32_t n_ranks, int32_t ni, const double *follow, int32_t *src)
 {
     int32_t *common = src + (size_t)n_ranks * (size_t)ni; /* the spare row */
     draw_permutation(sample, -1, ni, common);
     for (int32_t r = 0; r < n_ranks; r++) {
         int32_t *p = src + (size_t)r * (size_t)ni;
-        if ((double)draw_below(sample, r, -1, 1 << 30) / (1 << 30) < sqrt(rho))
+        if ((double)draw_below(sample, r, -1, 1 << 30) / (1 << 30) < follow[r])
             memcpy(p, common, (size_t)ni * sizeof *p);
         else
             draw_permutation(sample, r, ni, p);
@@ -374,7 +379,7 @@ typedef struct drawn_plan {
     place *pl;
     size_t np;
     int32_t ni;
-    double rho;
+    double *follow; /* per rank (rank_loadings) */
     int64_t sample; /* the sample drawn_apply draws */
     int32_t *src, *slot;
     int64_t *v;
@@ -384,6 +389,7 @@ static void
 drawn_plan_free(drawn_plan *dp)
 {
     free(dp->pl);
+    free(dp->follow);
     free(dp->src);
     free(dp->slot);
     free(dp->v);
@@ -403,11 +409,12 @@ drawn_plan_init(const replay *rp, const dfg *g, drawn_plan *dp)
     dp->src = malloc(cells * sizeof *dp->src);
     dp->slot = malloc((size_t)dp->ni * sizeof *dp->slot);
     dp->v = malloc(4 * (size_t)dp->ni * sizeof *dp->v);
-    int rc = x && dp->src && dp->slot && dp->v
+    dp->follow = malloc((size_t)(g->n_ranks > 0 ? g->n_ranks : 1) * sizeof *dp->follow);
+    int rc = x && dp->follow && dp->src && dp->slot && dp->v
                  ? sorted_places(rp, g, rp->iter_first, rp->iter_last, &dp->pl, &dp->np)
                  : -1;
     if (rc == 0)
-        dp->rho = rank_comovement(g, dp->pl, dp->np, dp->ni, x);
+        rank_loadings(g, dp->pl, dp->np, dp->ni, x, dp->follow);
     else
         drawn_plan_free(dp);
     free(x);
@@ -419,7 +426,7 @@ static int
 drawn_apply(dfg *g, drawn_plan *dp)
 {
     int rc = 0;
-    draw_sources(dp->sample, g->n_ranks, dp->ni, dp->rho, dp->src);
+    draw_sources(dp->sample, g->n_ranks, dp->ni, dp->follow, dp->src);
     for (size_t a = 0, z; a < dp->np && rc == 0; a = z) {
         z = place_run_end(dp->pl, dp->np, a);
         rc = set_drawn(g, dp->pl + a, z - a, dp->ni, dp->src, dp->slot, dp->v);

@@ -275,11 +275,14 @@ int replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info
 /* The drawn replay's timings, sample `sample` (any integer; the same one gives the same
  * timings): every rank's compared iterations take the values (duration, gap, launch
  * latency, a collective's transfer at its first participant) that the same rank measured
- * in another compared iteration, at the same place (see replay_typical): per rank a random
- * permutation of the iterations, drawn independently of the other ranks. A rank's
- * operations of one iteration so move together (a host stall, a slow step stay whole),
- * the ranks' slow iterations meet at a collective as often as chance has them meet, and
- * every iteration's values are used once, so a lone rank keeps its mean. An operation
+ * in a compared iteration, at the same place (see replay_typical): per rank a random
+ * permutation of the iterations. A rank follows the sample's common permutation with the
+ * probability of its loading on a factor common to the ranks (a one-factor model of their
+ * own host time per iteration, learned from the compared iterations) and draws its own
+ * otherwise. A rank's operations of one iteration so move together (a host stall, a slow
+ * step stay whole); ranks whose slow iterations fell together in the trace keep them
+ * together, independent ones meet at a collective as often as chance has them meet; and
+ * every iteration's values are used once, so a lone rank keeps its iterations. An operation
  * whose place holds none in the drawn iteration keeps its own values; the warm-up keeps
  * its exact ones. g: rp->graph or a clone of it, before any transformation. Returns 0 or
  * -1 (out of memory). */
