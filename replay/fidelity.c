@@ -92,6 +92,21 @@ cmp_place(const void *pa, const void *pb)
     return (a->iter > b->iter) - (a->iter < b->iter);
 }
 
+/* Orders places by resource, iteration, name, then position: each name's operations of
+ * a resource's iteration in their order. */
+static int
+cmp_occurrence(const void *pa, const void *pb)
+{
+    const place *a = pa, *b = pb;
+    if (a->res != b->res)
+        return (a->res > b->res) - (a->res < b->res);
+    if (a->iter != b->iter)
+        return (a->iter > b->iter) - (a->iter < b->iter);
+    if (a->name != b->name)
+        return (a->name > b->name) - (a->name < b->name);
+    return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
 /* The median (stat REPLAY_TYPICAL_MEDIAN; v is sorted in place, the mean of the middle
  * two for even n) or the mean (rounded) of v[0..n), n > 0. */
 static int64_t
@@ -163,8 +178,17 @@ sorted_places(const replay *rp, const dfg *g, int32_t first, int32_t last, place
             pl[(*np)++] = (place){q, cnt[i]++, g->name[n], i, n};
         }
     }
-    if (rc == 0)
+    if (rc == 0) { /* position: among the operations of its name (an extra call elsewhere
+                    * in one iteration leaves the others' places alone) */
+        qsort(pl, *np, sizeof *pl, cmp_occurrence);
+        for (size_t a = 0, k = 0; a < *np; a++) {
+            int same = a > 0 && pl[a].res == pl[a - 1].res && pl[a].iter == pl[a - 1].iter &&
+                       pl[a].name == pl[a - 1].name;
+            k = same ? k + 1 : 0;
+            pl[a].pos = (int32_t)k;
+        }
         qsort(pl, *np, sizeof *pl, cmp_place);
+    }
     free(iter_of);
     free(cnt);
     if (rc != 0) {

@@ -233,8 +233,8 @@ double replay_iteration_of(const replay *rp, const dfg *g, const sim_result *res
  * reproduces the measurement by construction whatever the graph. Here every operation of
  * the compared iterations takes instead its typical values: the median, over the
  * compared iterations, of the duration, gap and launch latency of the operations found
- * at its place (its resource, its position among that resource's operations of the
- * iteration, its name), as dPRO replays an iteration of average operations; a
+ * at its place (its resource, its name, and which of that resource's operations of that
+ * name in the iteration it is), as dPRO replays an iteration of average operations; a
  * collective's transfer likewise (its first participant's place). An operation of an
  * iteration is the host call that starts inside it, or the device operation such a call
  * launched (its start decides when nothing launched it). The warm-up before the compared
