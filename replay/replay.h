@@ -263,7 +263,6 @@ typedef struct replay_typical {
 enum replay_typical_stat {
     REPLAY_TYPICAL_MEDIAN = 0, /* the median (the mean of the middle two for even counts) */
     REPLAY_TYPICAL_MEAN = 1,
-    REPLAY_TYPICAL_DRAWN = 2, /* not a statistic: replay_make_drawn's timings */
 };
 
 /* Gives every node of g (rp->graph or a clone of it, before any transformation) its
