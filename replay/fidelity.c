@@ -1,8 +1,8 @@
 /* fidelity.c: how far the replay can be trusted beyond its exact replay: the
  * typical-duration replay, per-class what-ifs, the perturbation check of the graph, and
- * the test-only edge removal (see replay.h). */
+ * the test-only edge removal (see replay.h); the drawn replay is in drawn.c. */
 #define PR_FMT "replay"
-#include "replay.h"
+#include "fidelity_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -73,10 +73,7 @@ assign_iterations(const replay *rp, const dfg *g, int32_t first, int32_t last, i
 
 /* ---- the typical-duration replay ----------------------------------------------------------- */
 
-/* A node of the compared iterations at its place. */
-typedef struct place {
-    int32_t res, pos, name, iter, node;
-} place;
+typedef fid_place place;
 
 static int
 cmp_place(const void *pa, const void *pb)
@@ -89,6 +86,21 @@ cmp_place(const void *pa, const void *pb)
     if (a->name != b->name)
         return (a->name > b->name) - (a->name < b->name);
     return (a->iter > b->iter) - (a->iter < b->iter);
+}
+
+/* Orders places by resource, iteration, name, then position: each name's operations of
+ * a resource's iteration in their order. */
+static int
+cmp_occurrence(const void *pa, const void *pb)
+{
+    const place *a = pa, *b = pb;
+    if (a->res != b->res)
+        return (a->res > b->res) - (a->res < b->res);
+    if (a->iter != b->iter)
+        return (a->iter > b->iter) - (a->iter < b->iter);
+    if (a->name != b->name)
+        return (a->name > b->name) - (a->name < b->name);
+    return (a->pos > b->pos) - (a->pos < b->pos);
 }
 
 /* The median (stat REPLAY_TYPICAL_MEDIAN; v is sorted in place, the mean of the middle
@@ -139,11 +151,9 @@ set_typical(dfg *g, const place *pl, size_t m, int64_t *v, int stat)
     return rc;
 }
 
-/* The places of the nodes of g in the compared iterations first..last (rp as
- * assign_iterations takes it), sorted by cmp_place, into *out (np of them; the caller
- * frees *out). Returns 0 or -1 (out of memory). */
-static int
-sorted_places(const replay *rp, const dfg *g, int32_t first, int32_t last, place **out, size_t *np)
+int
+fid_sorted_places(const replay *rp, const dfg *g, int32_t first, int32_t last, place **out,
+                  size_t *np)
 {
     int32_t ni = last - first + 1;
     int32_t *iter_of = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *iter_of);
@@ -162,8 +172,17 @@ sorted_places(const replay *rp, const dfg *g, int32_t first, int32_t last, place
             pl[(*np)++] = (place){q, cnt[i]++, g->name[n], i, n};
         }
     }
-    if (rc == 0)
+    if (rc == 0) { /* position: among the operations of its name (an extra call elsewhere
+                    * in one iteration leaves the others' places alone) */
+        qsort(pl, *np, sizeof *pl, cmp_occurrence);
+        for (size_t a = 0, k = 0; a < *np; a++) {
+            int same = a > 0 && pl[a].res == pl[a - 1].res && pl[a].iter == pl[a - 1].iter &&
+                       pl[a].name == pl[a - 1].name;
+            k = same ? k + 1 : 0;
+            pl[a].pos = (int32_t)k;
+        }
         qsort(pl, *np, sizeof *pl, cmp_place);
+    }
     free(iter_of);
     free(cnt);
     if (rc != 0) {
@@ -175,9 +194,8 @@ sorted_places(const replay *rp, const dfg *g, int32_t first, int32_t last, place
     return rc;
 }
 
-/* End (exclusive) of the run of places sharing pl[a]'s place, among pl[0..np). */
-static size_t
-place_run_end(const place *pl, size_t np, size_t a)
+size_t
+fid_place_run_end(const place *pl, size_t np, size_t a)
 {
     size_t z = a + 1;
     while (z < np && pl[z].res == pl[a].res && pl[z].pos == pl[a].pos && pl[z].name == pl[a].name)
@@ -192,12 +210,12 @@ replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
     place *pl = NULL;
     size_t np = 0;
     int64_t *v = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *v);
-    int rc = v ? sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) : -1;
+    int rc = v ? fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) : -1;
     int64_t matched = 0, nodes = 0; /* of the job: a folded rank counts its class */
     for (size_t i = 0; i < np; i++)
         nodes += dfg_rank_weight(g, dfg_rank(g, pl[i].node));
     for (size_t a = 0, z; a < np && rc == 0; a = z) {
-        z = place_run_end(pl, np, a);
+        z = fid_place_run_end(pl, np, a);
         if (z - a >= 2)
             rc |= set_typical(g, pl + a, z - a, v, stat);
         if ((int32_t)(z - a) == ni)
@@ -220,13 +238,13 @@ replay_typical_host_times(const dfg *g, int32_t iter_first, int32_t iter_last, i
     place *pl = NULL;
     size_t np = 0;
     int64_t *v = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *v);
-    int rc = v ? sorted_places(NULL, g, iter_first, iter_last, &pl, &np) : -1;
+    int rc = v ? fid_sorted_places(NULL, g, iter_first, iter_last, &pl, &np) : -1;
     for (int32_t n = 0; rc == 0 && n < g->n_nodes; n++) {
         dur[n] = dfg_dur(g, n);
         gap[n] = dfg_gap(g, n);
     }
     for (size_t a = 0, z; a < np && rc == 0; a = z) {
-        z = place_run_end(pl, np, a);
+        z = fid_place_run_end(pl, np, a);
         if (z - a < 2 || g->kind[pl[a].node] != DFG_HOST)
             continue;
         for (size_t i = a; i < z; i++)
@@ -245,14 +263,11 @@ replay_typical_host_times(const dfg *g, int32_t iter_first, int32_t iter_last, i
     return rc;
 }
 
-/* Replays rp->graph with typical values of statistic stat into *us (its iteration) and
- * *err (its error against the measured mean, %), through a view of its timings
- * (dfg_timing_view; a whole copy when the graph is not finalized); *measured receives
- * that mean and *info the counts. Returns 0, 1 when the compared iterations are not
- * covered, -1 out of memory. */
-static int
-typical_one(const replay *rp, int stat, replay_typical *info, double *measured, double *us,
-            double *err)
+/* ---- the typical replay --------------------------------------------------------------------- */
+
+int
+fid_replay_timings(const replay *rp, int (*make)(dfg *g, void *ctx), void *ctx, double *measured,
+                   double *us, double *err)
 {
     dfg copy;
     sim_result res;
@@ -262,7 +277,7 @@ typical_one(const replay *rp, int stat, replay_typical *info, double *measured, 
     int view = rp->graph.finalized;
     if ((view ? dfg_timing_view(&copy, &rp->graph) : dfg_clone(&copy, &rp->graph)) != 0)
         return -1;
-    int rc = replay_make_typical(rp, &copy, stat, info);
+    int rc = make(&copy, ctx);
     if (rc == 0 && sim_run(&copy, &res) != 0)
         rc = -1;
     sim_result_trim(&res); /* what replay_summarize allocates comes on top */
@@ -284,17 +299,34 @@ typical_one(const replay *rp, int stat, replay_typical *info, double *measured, 
     return rc;
 }
 
+/* replay_make_typical as fid_replay_timings calls it. */
+typedef struct typical_ctx {
+    const replay *rp;
+    int stat;
+    replay_typical *info; /* may be NULL */
+} typical_ctx;
+
+static int
+make_typical(dfg *g, void *ctx)
+{
+    const typical_ctx *c = ctx;
+    return replay_make_typical(c->rp, g, c->stat, c->info);
+}
+
 int
 replay_typical_replay(const replay *rp, replay_typical *out)
 {
     memset(out, 0, sizeof *out);
-    int rc = typical_one(rp, REPLAY_TYPICAL_MEDIAN, out, &out->measured_us, &out->predicted_us,
-                         &out->error_pct);
+    typical_ctx med = {rp, REPLAY_TYPICAL_MEDIAN, out}, mean = {rp, REPLAY_TYPICAL_MEAN, NULL};
+    int rc = fid_replay_timings(rp, make_typical, &med, &out->measured_us, &out->predicted_us,
+                                &out->error_pct);
     if (rc == 0)
-        rc = typical_one(rp, REPLAY_TYPICAL_MEAN, NULL, &out->measured_us, &out->mean_predicted_us,
-                         &out->mean_error_pct);
+        rc = fid_replay_timings(rp, make_typical, &mean, &out->measured_us, &out->mean_predicted_us,
+                                &out->mean_error_pct);
+    if (rc == 0 && out->iterations > 1)
+        rc = fid_drawn_replay(rp, out);
     if (rc != 0)
-        out->predicted_us = out->mean_predicted_us = 0;
+        out->predicted_us = out->mean_predicted_us = out->drawn_predicted_us = 0;
     return rc;
 }
 

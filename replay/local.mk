@@ -16,7 +16,8 @@ replay_libdproreplay_la_SOURCES = \
 	replay/build.c replay/build.h replay/build_int.h replay/build_p2p.c \
 	replay/build_queue.c replay/build_timing.c replay/build_wakeup.c replay/build_repair.c \
 	replay/launch_queue.c replay/launch_queue.h \
-	replay/replay.c replay/replay.h replay/critpath.c replay/fidelity.c replay/fold.c \
+	replay/replay.c replay/replay.h replay/critpath.c replay/fidelity.c replay/fidelity_int.h \
+	replay/drawn.c replay/fold.c \
 	replay/whatif.c replay/hostshare.c replay/hostshare.h \
 	replay/chrome.c replay/chrome.h \
 	replay/kernels.c replay/kernels.h replay/diff.c replay/diff.h \

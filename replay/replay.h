@@ -254,8 +254,8 @@ double replay_iteration_of(const replay *rp, const dfg *g, const sim_result *res
  * reproduces the measurement by construction whatever the graph. Here every operation of
  * the compared iterations takes instead its typical values: the median, over the
  * compared iterations, of the duration, gap and launch latency of the operations found
- * at its place (its resource, its position among that resource's operations of the
- * iteration, its name), as dPRO replays an iteration of average operations; a
+ * at its place (its resource, its name, and which of that resource's operations of that
+ * name in the iteration it is), as dPRO replays an iteration of average operations; a
  * collective's transfer likewise (its first participant's place). An operation of an
  * iteration is the host call that starts inside it, or the device operation such a call
  * launched (its start decides when nothing launched it). The warm-up before the compared
@@ -270,7 +270,15 @@ typedef struct replay_typical {
     double predicted_us, error_pct;           /* with the medians: the figure */
     double mean_predicted_us, mean_error_pct; /* with means instead (REPLAY_TYPICAL_MEAN),
                                                * to tell noise from structure */
+    /* The drawn replay (replay_make_drawn), the mean over its samples: the prediction of
+     * the mean iteration under the trace's own noise (0 with one compared iteration). */
+    int32_t drawn_samples;
+    double drawn_predicted_us, drawn_error_pct;
+    double drawn_min_us, drawn_max_us; /* the samples' spread */
 } replay_typical;
+
+/* Samples of the drawn replay replay_typical_replay averages. */
+#define REPLAY_DRAWN_SAMPLES 8
 
 /* The statistic replay_make_typical takes over an operation's iterations. */
 enum replay_typical_stat {
@@ -284,6 +292,22 @@ enum replay_typical_stat {
  * NULL) receives the counts. Returns 0 or -1 (out of memory). */
 int replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info);
 
+/* The drawn replay's timings, sample `sample` (any integer; the same one gives the same
+ * timings): every rank's compared iterations take the values (duration, gap, launch
+ * latency, a collective's transfer at its first participant) that the same rank measured
+ * in a compared iteration, at the same place (see replay_typical): per rank a random
+ * permutation of the iterations. A rank follows the sample's common permutation with the
+ * probability of its loading on a factor common to the ranks (a one-factor model of their
+ * own host time per iteration, learned from the compared iterations) and draws its own
+ * otherwise. A rank's operations of one iteration so move together (a host stall, a slow
+ * step stay whole); ranks whose slow iterations fell together in the trace keep them
+ * together, independent ones meet at a collective as often as chance has them meet; and
+ * every iteration's values are used once, so a lone rank keeps its iterations. An operation
+ * whose place holds none in the drawn iteration keeps its own values; the warm-up keeps
+ * its exact ones. g: rp->graph or a clone of it, before any transformation. Returns 0 or
+ * -1 (out of memory). */
+int replay_make_drawn(const replay *rp, dfg *g, int64_t sample);
+
 /* The host calls' typical times, for the optimizer's typical predictions: dur[n] and
  * gap[n] (arrays of g->n_nodes) receive, for every host call n of g in the compared
  * iterations iter_first..iter_last (boundary indices of each rank, dfg_iterations), the
@@ -295,7 +319,8 @@ int replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info
 int replay_typical_host_times(const dfg *g, int32_t iter_first, int32_t iter_last, int64_t *dur,
                               int64_t *gap);
 
-/* Replays typical copies of rp->graph (medians, then means) into *out. Returns 0, 1 when
+/* Replays typical copies of rp->graph (medians, then means) and, with more than one
+ * compared iteration, REPLAY_DRAWN_SAMPLES drawn ones (samples 0..) into *out. Returns 0, 1 when
  * the compared iterations are not covered (out->predicted_us is then 0), -1 out of
  * memory. */
 int replay_typical_replay(const replay *rp, replay_typical *out);

@@ -97,6 +97,11 @@ json_fidelity(json_writer *j, const report *rep)
         json_kv_double(j, "error_pct", t->error_pct);
         json_kv_double(j, "mean_predicted_iter_us", t->mean_predicted_us);
         json_kv_double(j, "mean_error_pct", t->mean_error_pct);
+        json_kv_int(j, "drawn_samples", t->drawn_samples);
+        json_kv_double(j, "drawn_predicted_iter_us", t->drawn_predicted_us);
+        json_kv_double(j, "drawn_error_pct", t->drawn_error_pct);
+        json_kv_double(j, "drawn_min_iter_us", t->drawn_min_us);
+        json_kv_double(j, "drawn_max_iter_us", t->drawn_max_us);
         json_end_object(j);
     }
     if (rep->have_perturb) {

@@ -544,7 +544,7 @@ print_text(const report *rep)
                q->straggler_blame_us);
     }
     printf("%-6s %14.1f %14.1f %7.2f%%\n", "all", s->measured_us, s->simulated_us, s->error_pct);
-    if (rep->have_typical && rep->typ->iterations > 1)
+    if (rep->have_typical && rep->typ->iterations > 1) {
         printf("typical-duration replay (each operation's median over the %d compared "
                "iterations; %lld of %lld operations found in every one): %.1f us, error "
                "%.2f%% against the measured mean (with means instead of medians: %.1f us, "
@@ -552,7 +552,13 @@ print_text(const report *rep)
                rep->typ->iterations, (long long)rep->typ->matched, (long long)rep->typ->nodes,
                rep->typ->predicted_us, rep->typ->error_pct, rep->typ->mean_predicted_us,
                rep->typ->mean_error_pct);
-    else if (rep->have_typical)
+        if (rep->typ->drawn_samples > 0)
+            printf("drawn replay (each rank's iterations' own values, their order drawn per rank; "
+                   "mean of %d samples, %.1f to %.1f us): %.1f us, error %.2f%% against the "
+                   "measured mean\n",
+                   rep->typ->drawn_samples, rep->typ->drawn_min_us, rep->typ->drawn_max_us,
+                   rep->typ->drawn_predicted_us, rep->typ->drawn_error_pct);
+    } else if (rep->have_typical)
         printf("typical-duration replay: one compared iteration, so it is the exact replay\n");
     printf("\nbreakdown per iteration (mean over ranks):\n");
     print_bd("measured", &s->measured_bd);

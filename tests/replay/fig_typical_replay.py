@@ -1,7 +1,8 @@
 """fig_typical_replay: the typical-duration replay's figures (docs/figures.md), not a test.
 
 Prints two tables of dpro-replay's typical_replay (each operation's median over the
-compared iterations; replay.h, replay_typical) against the measured mean iteration:
+compared iterations, with means, and the drawn replay, each rank's iterations' own values
+in an order drawn per rank; replay.h, replay_typical) against the measured mean iteration:
 - the ddp-sim jobs of test_replay_simgpu.py on the simulated device (same cases, same
   options, no clock skew: skew does not enter this figure), with ddp-sim's own mean
   iteration beside the trace's;
@@ -54,12 +55,13 @@ def row(name, j, truth=None):
     t = j.get("typical_replay")
     if not t or t["iterations"] < 2:
         what = "one compared iteration" if t else "no iterations found"
-        print("| %s | %s | %.1f us | - | - | - |%s" % (
+        print("| %s | %s | %.1f us | - | - | - | - | - | - |%s" % (
             name, what, j["measured_iter_us"], " - |" if truth is not None else ""))
         return
-    cells = "| %s | %d | %.1f us | %.1f us | %+.2f %% | %+.2f %% |" % (
+    cells = "| %s | %d | %.1f us | %.1f us | %+.2f %% | %+.2f %% | %.1f us | %+.2f %% | %d of %d |" % (
         name, t["iterations"], t["measured_iter_us"], t["predicted_iter_us"], t["error_pct"],
-        t["mean_error_pct"])
+        t["mean_error_pct"], t["drawn_predicted_iter_us"], t["drawn_error_pct"],
+        t["operations_matched"], t["operations"])
     if truth is not None:
         cells += " %.1f us |" % truth
     print(cells)
@@ -75,8 +77,8 @@ def main():
             print("simulated device, physics %s (load average %.1f %.1f %.1f):"
                   % ((physics,) + os.getloadavg()))
             print("| case | iterations | measured mean | typical replay | error | with means "
-                  "| ddp-sim's own mean |")
-            print("|---|---|---|---|---|---|---|")
+                  "| drawn replay | error | matched | ddp-sim's own mean |")
+            print("|---|---|---|---|---|---|---|---|---|---|")
             for name, ranks, args, strag, warm in SIM_CASES:
                 out = os.path.join(tmp, name)
                 cmd = [DPRO_RUN, "-o", out, "--", SIMRUN, "-n", str(ranks)]
@@ -92,8 +94,9 @@ def main():
                     print("| %s | job or replay failed |" % name)
             print()
         print("real Kineto traces:")
-        print("| trace | iterations | measured mean | typical replay | error | with means |")
-        print("|---|---|---|---|---|---|")
+        print("| trace | iterations | measured mean | typical replay | error | with means "
+              "| drawn replay | error | matched |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for name, files in KINETO_CASES:
             srcs = [os.path.join(KINETO, f + ".json.gz") for f in files]
             if not all(os.path.exists(s) for s in srcs):

@@ -7,7 +7,14 @@
  * (2 us after the launch returns; the call returns 1 us after the kernel ends). The
  * synchronisations close the iterations, so iterations 0..2 hold steps 1..3, each
  * 14 us + d[k] long. With d = 50, 100, 400, 100 us the measured mean is 214 us; the
- * typical replay (median kernel 100 us) predicts 114 us, with means 214 us.
+ * typical replay (median kernel 100 us) predicts 114 us, with means 214 us; the drawn
+ * replay, which reorders the rank's own iterations, 214 us.
+ *
+ * The drawn replay's ranks (make_pair_graph): two ranks, four steps, each an all-reduce
+ * after a 50 us kernel; a host stall of 300 us in some steps. Where the stalls fall in
+ * the same iteration the ranks move together and the drawn replay keeps them together
+ * (the measured mean, where the medians drop the stall); where they fall apart it pairs
+ * the iterations at random, so they meet now and then: between the two.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +24,7 @@
 #include "replay/build.h"
 #include "replay/dfg.h"
 #include "replay/replay.h"
+#include "dprotrace.h"
 #include "replay/sim.h"
 #include "tests/unit/testutil.h"
 
@@ -24,9 +32,10 @@
 
 enum { STEPS = 4 };
 
-/* Builds the graph described above into *g (timing fitted from the measured times). */
+/* Builds the graph described above into *g (timing fitted from the measured times); in
+ * step `extra` (-1: none) the host also polls once (a 2 us call 4 us into its wait). */
 static void
-make_graph(dfg *g)
+make_graph_extra(dfg *g, int extra)
 {
     static const int64_t d[STEPS] = {50 * US, 100 * US, 400 * US, 100 * US};
     REQUIRE(dfg_init(g, 1) == 0);
@@ -38,6 +47,12 @@ make_graph(dfg *g)
     int32_t sync[STEPS];
     int64_t t = 0;
     for (int k = 0; k < STEPS; k++) {
+        if (k == extra) {
+            int32_t p = dfg_add_node(g, DFG_HOST, th, dfg_intern(g, "cudaStreamQuery"));
+            REQUIRE(p >= 0);
+            g->mstart[p] = t + 4 * US;
+            dfg_set_mend(g, p, g->mstart[p] + 2 * US);
+        }
         int32_t l = dfg_add_node(g, DFG_HOST, th, nl);
         int32_t y = dfg_add_node(g, DFG_HOST, th, ns);
         int32_t x = dfg_add_node(g, DFG_KERNEL, st, nk);
@@ -56,6 +71,12 @@ make_graph(dfg *g)
     }
     REQUIRE(dfg_set_iterations(g, 0, sync, STEPS) == 0);
     REQUIRE(build_derive_timing(g) == 0);
+}
+
+static void
+make_graph(dfg *g)
+{
+    make_graph_extra(g, -1);
 }
 
 /* A replay around a hand-made graph: no job (every rank counts as present). */
@@ -94,6 +115,17 @@ test_typical(void)
     sim_result_free(&r);
     dfg_free(&rp.graph);
 
+    /* a poll in iteration 1 only: the calls after it keep their places (the n-th call of
+     * their name), so only the poll is unmatched */
+    memset(&rp, 0, sizeof rp);
+    make_graph_extra(&rp.graph, 2);
+    rp.iter_last = 2;
+    CHECK(replay_typical_replay(&rp, &t) == 0);
+    CHECK_EQ(t.nodes, 10);
+    CHECK_EQ(t.matched, 9);
+    CHECK(near(t.measured_us, 214.0));
+    dfg_free(&rp.graph);
+
     /* one compared iteration: the typical replay is the exact one */
     make_replay(&rp, 1, 1);
     CHECK(replay_typical_replay(&rp, &t) == 0);
@@ -101,6 +133,112 @@ test_typical(void)
     CHECK(near(t.measured_us, 414.0));
     CHECK(near(t.predicted_us, 414.0));
     dfg_free(&rp.graph);
+}
+
+/* Two ranks, STEPS steps (iterations closed by the synchronisations, as make_graph's):
+ * each rank waits 10 us (plus 300 us where stall[r][k]), launches a 50 us kernel and an
+ * all-reduce (5 us calls, 2 us apart, 3 us launch latency), and synchronises; the
+ * all-reduce ends 20 us after the later rank's arrives, the synchronisation 1 us after it:
+ * a step of 84 us, 384 us where either rank stalled. */
+static void
+make_pair_graph(dfg *g, const int stall[2][STEPS])
+{
+    REQUIRE(dfg_init(g, 2) == 0);
+    int32_t th[2], st[2], sync[2][STEPS];
+    for (int r = 0; r < 2; r++) {
+        th[r] = dfg_add_resource(g, DFG_RES_THREAD, r, 1, 0);
+        st[r] = dfg_add_resource(g, DFG_RES_STREAM, r, 7, 0);
+        REQUIRE(th[r] >= 0 && st[r] >= 0);
+    }
+    int32_t nl = dfg_intern(g, "cudaLaunchKernel"), ns = dfg_intern(g, "cudaStreamSynchronize");
+    int32_t nk = dfg_intern(g, "kern"), nc = dfg_intern(g, "ncclAllReduce");
+    int64_t t[2] = {0, 0};
+    for (int k = 0; k < STEPS; k++) {
+        int32_t c[2], lc[2],
+            q = dfg_add_group(g, DPRO_COLL_ALLREDUCE, 2, 1 << 20, 5, (uint64_t)k, 20 * US);
+        int64_t arrive = 0;
+        REQUIRE(q >= 0);
+        for (int r = 0; r < 2; r++) {
+            int32_t l = dfg_add_node(g, DFG_HOST, th[r], nl);
+            int32_t x = dfg_add_node(g, DFG_KERNEL, st[r], nk);
+            lc[r] = dfg_add_node(g, DFG_HOST, th[r], nl);
+            c[r] = dfg_add_node(g, DFG_KERNEL, st[r], nc);
+            REQUIRE(l >= 0 && x >= 0 && lc[r] >= 0 && c[r] >= 0);
+            g->mstart[l] = t[r] + 10 * US + (stall[r][k] ? 300 * US : 0);
+            dfg_set_mend(g, l, g->mstart[l] + 5 * US);
+            g->launch[x] = l;
+            g->mstart[x] = g->mstart[l] + 3 * US;
+            dfg_set_mend(g, x, g->mstart[x] + 50 * US);
+            g->mstart[lc[r]] = dfg_mend(g, l) + 2 * US;
+            dfg_set_mend(g, lc[r], g->mstart[lc[r]] + 5 * US);
+            g->launch[c[r]] = lc[r];
+            g->mstart[c[r]] = dfg_mend(g, x);
+            REQUIRE(dfg_set_group(g, c[r], q) == 0);
+            if (g->mstart[c[r]] > arrive)
+                arrive = g->mstart[c[r]];
+        }
+        for (int r = 0; r < 2; r++) {
+            int32_t y = dfg_add_node(g, DFG_HOST, th[r], ns);
+            REQUIRE(y >= 0);
+            dfg_set_mend(g, c[r], arrive + 20 * US);
+            g->mstart[y] = dfg_mend(g, lc[r]) + 2 * US;
+            dfg_set_mend(g, y, dfg_mend(g, c[r]) + 1 * US);
+            g->flags[y] |= DFG_F_BLOCKING;
+            REQUIRE(dfg_add_edge(g, c[r], y) == 0);
+            sync[r][k] = y;
+            t[r] = dfg_mend(g, y);
+        }
+    }
+    for (int r = 0; r < 2; r++)
+        REQUIRE(dfg_set_iterations(g, r, sync[r], STEPS) == 0);
+    REQUIRE(build_derive_timing(g) == 0);
+}
+
+/* The typical and the drawn replay of make_pair_graph(stall) over iterations 0..2. */
+static void
+pair_replay(const int stall[2][STEPS], replay_typical *t)
+{
+    replay rp;
+    memset(&rp, 0, sizeof rp);
+    make_pair_graph(&rp.graph, stall);
+    rp.iter_last = 2;
+    CHECK(replay_typical_replay(&rp, t) == 0);
+    dfg_free(&rp.graph);
+}
+
+static void
+test_drawn(void)
+{
+    /* one rank: its iterations reordered, the same three */
+    replay rp;
+    make_replay(&rp, 0, 2);
+    replay_typical t;
+    CHECK(replay_typical_replay(&rp, &t) == 0);
+    CHECK_EQ(t.drawn_samples, REPLAY_DRAWN_SAMPLES);
+    CHECK(near(t.drawn_predicted_us, 214.0));
+    CHECK(near(t.drawn_min_us, 214.0) && near(t.drawn_max_us, 214.0));
+    dfg_free(&rp.graph);
+    make_replay(&rp, 1, 1);
+    CHECK(replay_typical_replay(&rp, &t) == 0);
+    CHECK_EQ(t.drawn_samples, 0);
+    dfg_free(&rp.graph);
+
+    /* both ranks stall in iteration 1 (step 2): 84, 384, 84 us */
+    static const int together[2][STEPS] = {{0, 0, 1, 0}, {0, 0, 1, 0}};
+    pair_replay(together, &t);
+    CHECK(near(t.measured_us, 184.0));
+    CHECK(near(t.predicted_us, 84.0)); /* the medians drop the stall */
+    CHECK(near(t.drawn_predicted_us, 184.0));
+    CHECK(fabs(t.drawn_error_pct) < 3.0);
+
+    /* rank 0 stalls in iteration 0, rank 1 in iteration 2: 384, 84, 384 us measured; at
+     * random they meet in one iteration of three (expected 84 + 300 * 5/9 = 250.7 us) */
+    static const int apart[2][STEPS] = {{0, 1, 0, 0}, {0, 0, 0, 1}};
+    pair_replay(apart, &t);
+    CHECK(near(t.measured_us, 284.0));
+    CHECK(near(t.predicted_us, 84.0));
+    CHECK(t.drawn_predicted_us > 184.0 + 1 && t.drawn_predicted_us < 284.0 - 1);
+    CHECK(near(t.drawn_min_us, 184.0) && near(t.drawn_max_us, 284.0));
 }
 
 static void
@@ -145,6 +283,7 @@ int
 main(void)
 {
     test_typical();
+    test_drawn();
     test_perturbation();
     return tests_done();
 }
