@@ -490,6 +490,7 @@ fit_model(replay *rp)
         return -1;
     rp->model.ll_max_bpns = ll_cap(&rp->job);
     rp->model.piecewise = !rp->opts.coll_ab;
+    rp->model.nearest = rp->opts.coll_nearest;
     if (rp->opts.coll_duration == REPLAY_COLL_MODEL)
         for (int32_t q = 0; q < g->n_groups; q++)
             if (rp->model.all.fitted)

@@ -48,6 +48,8 @@ typedef struct replay_options {
                              * (job_options.full) */
     int coll_ab;            /* 1: price collectives with the one-line alpha-beta fit, not the
                              * piecewise model (costmodel.h) */
+    int coll_nearest;       /* 1: a size outside the measured ones on the nearest segment's
+                             * line, whatever NCCL's protocol there (costmodel.nearest) */
     int fold;               /* fold alike ranks into weighted classes (replay_fold); 0: every
                              * rank explicit */
     int release_events;     /* 1: once a rank's graph is built keep only its markers and
