@@ -672,6 +672,33 @@ costmodel_proto_at(const costmodel *m, int op, int algo, int32_t nranks, int64_t
     return proto;
 }
 
+/* The trace's latency against the tuner's, for a protocol the trace never ran on one
+ * operation (costmodel_regime_at): the mean over every operation's segments with a latency
+ * and a bandwidth (on nranks ranks, the ring unless named) of latency / the tuner's
+ * latency of the segment's protocol, those of protocol proto if any; 1 when none. */
+static double
+latency_scale(const costmodel *m, int32_t nranks, int proto)
+{
+    double sum[2] = {0, 0};
+    int32_t cnt[2] = {0, 0};
+    for (int op = 0; op < COSTMODEL_OPS; op++) {
+        const costmodel_fit *f = &m->op[op];
+        for (int32_t k = 0; f->fitted && ring_steps(op, nranks) > 0 && k < f->n_segs; k++) {
+            const costmodel_segment *g = &f->seg[k];
+            int algo = algo_at_x(m, op, sqrt((g->lo + 1) * (g->hi + 1)));
+            double beta_s;
+            algo = algo ? algo : NCCLNAME_ALGO_RING;
+            int p = g->alpha_ns > 0 ? seg_proto(m, op, algo, nranks, g, &beta_s) : -1;
+            if (p < 0)
+                continue;
+            double r = g->alpha_ns / (tuner_latency_us(op, algo, p, nranks) * 1000);
+            sum[p == proto] += r;
+            cnt[p == proto]++;
+        }
+    }
+    return cnt[1] ? sum[1] / cnt[1] : cnt[0] ? sum[0] / cnt[0] : 1.0;
+}
+
 int
 costmodel_regime_at(const costmodel *m, int op, int32_t nranks, int64_t bytes, costmodel_regime *r)
 {
@@ -696,7 +723,8 @@ costmodel_regime_at(const costmodel *m, int op, int32_t nranks, int64_t bytes, c
         if (px != pe) {
             double le = tuner_latency_us(op, algo, pe, nranks),
                    lx = tuner_latency_us(op, algo, px, nranks);
-            r->alpha_ns = e->alpha_ns > 0 ? e->alpha_ns * lx / le : lx * 1000;
+            r->alpha_ns =
+                e->alpha_ns > 0 ? e->alpha_ns * lx / le : latency_scale(m, nranks, px) * lx * 1000;
             r->beta_bpns = proto_bw(m, tuner_row(op, algo), px, beta_s);
             r->ns = r->alpha_ns + x / r->beta_bpns;
             rc = 1;

@@ -34,20 +34,24 @@ def clean_env():
 
 
 def transfers(chrome):
-    """Per all-reduce (comm, seq): (bytes, last end - last start, first start), in us."""
+    """The all-reduces' transfer time per iteration (us) in a timeline: the transfer_us of
+    each rank's all-reduce events inside that rank's iterations, summed, over the ranks'
+    iterations; and the bytes seen."""
     ch = json.load(open(chrome))
     ev = ch["traceEvents"] if isinstance(ch, dict) else ch
-    grp = {}
+    its = {}
+    for e in ev:
+        if e.get("ph") == "X" and e.get("cat") == "iteration":
+            its.setdefault(e["pid"], []).append((e["ts"], e["ts"] + e["dur"]))
+    tot, sizes, k = 0.0, set(), 0
     for e in ev:
         if e.get("ph") == "X" and e.get("cat") == "collective" and "AllReduce" in e["name"]:
-            grp.setdefault((e["args"].get("comm"), e["args"].get("seq")), []).append(e)
-    return [(g[0]["args"].get("bytes", 0), max(x["ts"] + x["dur"] for x in g) - max(x["ts"] for x in g),
-             min(x["ts"] for x in g)) for g in grp.values()]
-
-
-def per_iter(colls, per):
-    """The transfer time per iteration: per all-reduces an iteration, each the mean of colls."""
-    return statistics.mean(c[1] for c in colls) * per if colls else 0.0
+            if any(a <= e["ts"] < b for a, b in its.get(e["pid"], [])):
+                tot += e["args"]["transfer_us"]
+                sizes.add(e["args"]["bytes"])
+                k += e["args"]["transfer_us"] > 0  # a plan's merged buckets: 0
+    n = sum(len(v) for v in its.values())
+    return tot / n if n else 0.0, sorted(sizes), k / n if n else 0
 
 
 def record(seed, gpn, n, preset, layers, bmb, fmb):
@@ -91,20 +95,14 @@ def main():
     for seed in map(int, sys.argv[7].split()):
         bd = record(seed, gpn, n, preset, layers, *base)
         td = record(seed, gpn, n, preset, layers, *target)
-        real = measured(td)
-        # the compared iterations: the recorded ones after the warm-up; all-reduces per
-        # iteration: the target trace's over its ITERS + WARMUP steps
-        per = len(real) / (ITERS + WARMUP)
-        k = int(round(per * ITERS))
-        rt = per_iter(sorted(real, key=lambda c: c[2])[-k:], per)
-        sizes = sorted({c[0] for c in real})
-        row = "seed %d %s L%d n%d gpn%d %s -> %s: %.1f all-reduces/iter, %d-%d B; realised %.1f us" % (
-            seed, preset, layers, n, gpn, base, target, per, sizes[0], sizes[-1], rt)
+        rt, sizes, ni = measured(td)
+        bt, bsizes, _ = measured(bd)
+        row = "seed %d %s L%d n%d gpn%d %s -> %s: recorded %.1f us (%d-%d B), realised %.1f us (%d-%d B, %.1f per iteration)" % (
+            seed, preset, layers, n, gpn, base, target, bt, bsizes[0], bsizes[-1], rt, sizes[0], sizes[-1], ni)
         for cm in ("nearest", "piecewise"):
-            pc, s = predicted(bd, target[0], target[1], cm)
-            pt = per_iter(pc, per)
-            row += "; %s %.1f us (%+.1f %%, %d colls)%s" % (
-                cm, pt, (pt - rt) / rt * 100, len(pc),
+            (pt, ps, pn), s = predicted(bd, target[0], target[1], cm)
+            row += "; %s %.1f us (%+.1f %%, %.1f per iteration)%s" % (
+                cm, pt, (pt - rt) / rt * 100, pn,
                 " unseen %s" % json.dumps(s["unseen_protocol"]) if "unseen_protocol" in s else "")
         print(row, flush=True)
 

@@ -10,6 +10,8 @@
  *   - only small ones measured (LL): a 64 MiB one (Simple), likewise (`nearest` 91 %
  *     over);
  *   - on 8 ranks, Simple measured: an 8 MiB one runs LL128;
+ *   - one all-reduce size (no latency fitted): LL's latency at the scale the broadcasts'
+ *     LL segment shows;
  *   - sizes inside the measured range, and all-to-all (no ring steps), keep the line.
  */
 #include <math.h>
@@ -122,6 +124,34 @@ test_ll128(void)
     check_unseen(&m, 8, 256 << 10, COSTMODEL_PROTO_LL, COSTMODEL_PROTO_SIMPLE, 0.5);
 }
 
+/* One all-reduce size (the line through the origin: no latency) and broadcasts of 4-192 KiB
+ * run with LL at 0.8 x the tuner's latency (ring on 2 ranks: 2 steps, 6.6 + 2 x 0.6 us):
+ * a 64 KiB all-reduce takes LL's tuner latency (6.6 + 2 x 0.6 us) at the broadcasts'
+ * scale. */
+static void
+test_latency_scale(void)
+{
+    costmodel_sample s[64];
+    size_t k = 0;
+    for (int r = 0; r < 3; r++)
+        s[k++] = (costmodel_sample){DPRO_COLL_ALLREDUCE, 2, 10 << 20,
+                                    (int64_t)llround(truth(2, 10 << 20, COSTMODEL_PROTO_SIMPLE)),
+                                    NCCLNAME_ALGO_RING};
+    for (int e = 12; e <= 17; e++)
+        for (int r = 0; r < 3; r++) {
+            double t = 0.8 * 7.8 * 1000 + (double)((int64_t)1 << e) / 120;
+            s[k++] = (costmodel_sample){DPRO_COLL_BROADCAST, 2, (int64_t)1 << e,
+                                        (int64_t)llround(t), NCCLNAME_ALGO_RING};
+        }
+    costmodel m;
+    REQUIRE(costmodel_fit_samples(&m, s, k) == 0);
+    CHECK(m.op[DPRO_COLL_ALLREDUCE].seg[0].alpha_ns == 0);
+    costmodel_regime r;
+    CHECK_EQ(costmodel_regime_at(&m, DPRO_COLL_ALLREDUCE, 2, 64 << 10, &r), 1);
+    CHECK_EQ(r.proto, COSTMODEL_PROTO_LL);
+    CHECK(fabs(r.alpha_ns - 0.8 * 7.8 * 1000) < 20);
+}
+
 static void
 test_inside_and_other_ops(void)
 {
@@ -154,6 +184,7 @@ main(void)
     test_large_to_small();
     test_small_to_large();
     test_ll128();
+    test_latency_scale();
     test_inside_and_other_ops();
     return tests_done();
 }
