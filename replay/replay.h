@@ -62,6 +62,11 @@ typedef struct replay_options {
                              * replay_read_share on the others */
 } replay_options;
 
+/* Sets o's collective model from its name (--collective-model): "piecewise" (the
+ * default), "nearest" (coll_nearest) or "alpha-beta" (coll_ab). Returns 0, or -1 (o
+ * unchanged) for another name. */
+int replay_collective_model_option(replay_options *o, const char *name);
+
 /* Iterations found on one rank. */
 typedef struct replay_rank_iters {
     int method;          /* enum iter_method */

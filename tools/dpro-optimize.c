@@ -311,11 +311,8 @@ parse_replay_option(int c, const char *arg, replay_options *ro)
             ro->jobs = (int)lv;
         break;
     case 12:
-        if (strcmp(arg, "piecewise") != 0 && strcmp(arg, "alpha-beta") != 0 &&
-            strcmp(arg, "nearest") != 0)
+        if (replay_collective_model_option(ro, arg) != 0)
             rc = bad_value("collective-model", arg);
-        ro->coll_ab = strcmp(arg, "alpha-beta") == 0;
-        ro->coll_nearest = strcmp(arg, "nearest") == 0;
         break;
     default:
         rc = OPT_NOT_MINE;

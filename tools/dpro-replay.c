@@ -289,14 +289,11 @@ parse_args(int argc, char **argv, args *a)
             a->ro.coll_duration = REPLAY_COLL_MEASURED;
             break;
         case 'G':
-            if (strcmp(optarg, "piecewise") != 0 && strcmp(optarg, "alpha-beta") != 0 &&
-                strcmp(optarg, "nearest") != 0) {
+            if (replay_collective_model_option(&a->ro, optarg) != 0) {
                 pr_err("--collective-model takes piecewise, nearest or alpha-beta, not '%s'",
                        optarg);
                 return 2;
             }
-            a->ro.coll_ab = strcmp(optarg, "alpha-beta") == 0;
-            a->ro.coll_nearest = strcmp(optarg, "nearest") == 0;
             break;
         case 'w':
             a->ro.warmup = (int32_t)strtol(optarg, &end, 10);
