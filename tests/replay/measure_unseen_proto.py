@@ -10,7 +10,7 @@ iteration; the waits left out), realised in the target's trace against predicted
 plan's simulated timeline. Not a test (no bound): a measurement.
 
 usage (from the build directory; traces kept in $MEASURE_DIR, default
-/tmp/dpro-measure-proto):
+/tmp/dpro-measure-proto; $MEASURE_PROFILE: the device profile, else the world's):
   measure_unseen_proto.py PRESET LAYERS RANKS GPUS_PER_NODE "BASE_MB,FIRST_MB" "TARGET_MB,FIRST_MB" "SEEDS"
 e.g. measure_unseen_proto.py bert-large 2 2 8 "25,25" "0.25,0.25" "21 22"
 """
@@ -18,6 +18,7 @@ import json, os, statistics, subprocess, sys
 
 B = os.environ.get("top_builddir", os.getcwd())
 OUT = os.environ.get("MEASURE_DIR", "/tmp/dpro-measure-proto")
+PROFILE = os.environ.get("MEASURE_PROFILE", "")  # the device profile (a100, h100, h200); "": the world's
 ITERS, WARMUP = 12, 2
 os.makedirs(OUT, exist_ok=True)
 
@@ -25,6 +26,8 @@ os.makedirs(OUT, exist_ok=True)
 def env(seed, gpn):
     e = dict(os.environ, SIMRUN_SIMGPU_LIBDIR=B + "/tests/simgpu/.libs", SIMGPU_PHYSICS="world",
              SIMGPU_WORLD_SEED=str(seed), SIMGPU_GPUS_PER_NODE=str(gpn))
+    if PROFILE:
+        e["SIMGPU_PROFILE"] = PROFILE
     e.pop("LD_PRELOAD", None)
     return e
 
@@ -55,7 +58,7 @@ def transfers(chrome):
 
 
 def record(seed, gpn, n, preset, layers, bmb, fmb):
-    d = "%s/s%d-g%d-n%d-%s%d-b%g-f%g" % (OUT, seed, gpn, n, preset, layers, bmb, fmb)
+    d = "%s/%ss%d-g%d-n%d-%s%d-b%g-f%g" % (OUT, PROFILE, seed, gpn, n, preset, layers, bmb, fmb)
     if not os.path.exists(d + ".done"):
         subprocess.run(["rm", "-rf", d])
         p = subprocess.run(["nice", B + "/tools/dpro-run", "-o", d, "--", B + "/tests/simgpu/simrun", "-n", str(n),
