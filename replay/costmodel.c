@@ -631,24 +631,24 @@ tuner_pick(const costmodel *m, int op, int algo, int32_t nranks, double x, doubl
     return proto;
 }
 
-/* The protocol segment s of op on nranks ran (algo: its algorithm), with Simple's bandwidth
- * into *beta_s: the first of Simple, LL128 and LL that, s's bandwidth taken as that
- * protocol's (Simple's = s's / its tuner fraction), the tuner picks at the middle of s (the
- * geometric mean of its ends); Simple when none does. -1 (nothing written) when s has no
- * bandwidth (a size-independent segment). */
+/* The protocol segment s of op on nranks ran at its end x_at (s->lo or s->hi: a segment may
+ * span a protocol switch, and its ends are what a size outside it is nearest; algo: its
+ * algorithm), with Simple's bandwidth into *beta_s: the first of Simple, LL128 and LL that,
+ * s's bandwidth taken as that protocol's (Simple's = s's / its tuner fraction), the tuner
+ * picks at x_at; Simple when none does. -1 (nothing written) when s has no bandwidth (a
+ * size-independent segment). */
 static int
 seg_proto(const costmodel *m, int op, int algo, int32_t nranks, const costmodel_segment *s,
-          double *beta_s)
+          double x_at, double *beta_s)
 {
     int proto = -1;
     if (s->beta_bpns > 0) {
-        double mid = sqrt((s->lo > 1 ? s->lo : 1) * (s->hi > 1 ? s->hi : 1));
         int a = tuner_row(op, algo);
         proto = COSTMODEL_PROTO_SIMPLE;
         *beta_s = s->beta_bpns;
         for (int p = COSTMODEL_PROTO_SIMPLE; p >= COSTMODEL_PROTO_LL; p--) {
             double b = s->beta_bpns / k_proto_bw[a][p];
-            if (tuner_pick(m, op, algo, nranks, mid, b) == p) {
+            if (tuner_pick(m, op, algo, nranks, x_at, b) == p) {
                 proto = p;
                 *beta_s = b;
                 break;
@@ -664,7 +664,7 @@ costmodel_proto_at(const costmodel *m, int op, int algo, int32_t nranks, int64_t
     const costmodel_fit *f = fit_of(m, op);
     double beta = f->fitted ? f->beta_bpns : 0; /* bytes per ns, Simple's */
     if (f->fitted && f->n_segs > 0 &&
-        seg_proto(m, op, algo, nranks, &f->seg[f->n_segs - 1], &beta) < 0)
+        seg_proto(m, op, algo, nranks, &f->seg[f->n_segs - 1], f->seg[f->n_segs - 1].hi, &beta) < 0)
         beta = 0;
     int proto = bytes < COSTMODEL_LL_MAX_BYTES ? COSTMODEL_PROTO_LL : COSTMODEL_PROTO_SIMPLE;
     if (algo && beta > 0 && ring_steps(op, nranks) > 0)
@@ -675,7 +675,8 @@ costmodel_proto_at(const costmodel *m, int op, int algo, int32_t nranks, int64_t
 /* The trace's latency against the tuner's, for a protocol the trace never ran on one
  * operation (costmodel_regime_at): the mean over every operation's segments with a latency
  * and a bandwidth (on nranks ranks, the ring unless named) of latency / the tuner's
- * latency of the segment's protocol, those of protocol proto if any; 1 when none. */
+ * latency of the segment's protocol at its low end (where its latency shows), those of
+ * protocol proto if any; 1 when none. */
 static double
 latency_scale(const costmodel *m, int32_t nranks, int proto)
 {
@@ -688,7 +689,7 @@ latency_scale(const costmodel *m, int32_t nranks, int proto)
             int algo = algo_at_x(m, op, sqrt((g->lo + 1) * (g->hi + 1)));
             double beta_s;
             algo = algo ? algo : NCCLNAME_ALGO_RING;
-            int p = g->alpha_ns > 0 ? seg_proto(m, op, algo, nranks, g, &beta_s) : -1;
+            int p = g->alpha_ns > 0 ? seg_proto(m, op, algo, nranks, g, g->lo, &beta_s) : -1;
             if (p < 0)
                 continue;
             double r = g->alpha_ns / (tuner_latency_us(op, algo, p, nranks) * 1000);
@@ -715,7 +716,7 @@ costmodel_regime_at(const costmodel *m, int op, int32_t nranks, int64_t bytes, c
     /* the ring where the kernels named no algorithm: the tuner's shape needs one */
     int algo = e ? algo_at_x(m, op, x) : 0;
     algo = algo ? algo : NCCLNAME_ALGO_RING;
-    int pe = e ? seg_proto(m, op, algo, nranks, e, &beta_s) : -1;
+    int pe = e ? seg_proto(m, op, algo, nranks, e, x < e->lo ? e->lo : e->hi, &beta_s) : -1;
     if (pe >= 0) {
         int px = tuner_pick(m, op, algo, nranks, x, beta_s);
         r->measured_proto = pe;

@@ -170,18 +170,18 @@ typedef struct costmodel_regime {
  * steps: not all-to-all, send, receive; m->piecewise set, m->nearest clear), with algo the
  * algorithm of the nearest named run (the ring without names):
  *   the segment's protocol pe is the first of Simple, LL128, LL that the tuner picks at
- *   the segment's middle when the segment's bandwidth is taken as that protocol's, so
- *   Simple's bandwidth = the segment's / the tuner's fraction of pe (costmodel_proto_at's
- *   fractions; none: Simple); px is the tuner's pick at x with that bandwidth;
+ *   the segment's end nearest x (a segment may span a switch) when the segment's bandwidth is taken
+ * as that protocol's, so Simple's bandwidth = the segment's / the tuner's fraction of pe
+ * (costmodel_proto_at's fractions; none: Simple); px is the tuner's pick at x with that bandwidth;
  *   when px != pe, the price is alpha + x / beta with alpha the segment's latency x
  *   tuner latency(px) / tuner latency(pe) (when the segment's is 0, one message size:
  *   the tuner's latency of px x the trace's scale, the mean over every operation's
  *   segments with a latency, on nranks ranks, of latency / the tuner's latency of the
- *   segment's protocol, of those that ran px if any, 1 when none) and beta Simple's x the tuner's
- * fraction of px (LL's at most m->ll_max_bpns): NCCL's relative shape (src/graph/tuning.cc: base
- * and hop latencies, the bandwidth refinements per protocol) scaled to what the trace measured.
- * Fills *r (proto and measured_proto where inferred). Returns 1 when the size is priced in
- * the unseen protocol (r->ns), else 0 (the piecewise line prices it). */
+ *   protocol at the segment's low end, of those that ran px if any, 1 when none) and beta Simple's
+ * x the tuner's fraction of px (LL's at most m->ll_max_bpns): NCCL's relative shape
+ * (src/graph/tuning.cc: base and hop latencies, the bandwidth refinements per protocol) scaled to
+ * what the trace measured. Fills *r (proto and measured_proto where inferred). Returns 1 when the
+ * size is priced in the unseen protocol (r->ns), else 0 (the piecewise line prices it). */
 int costmodel_regime_at(const costmodel *m, int op, int32_t nranks, int64_t bytes,
                         costmodel_regime *r);
 

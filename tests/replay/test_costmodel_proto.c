@@ -12,6 +12,7 @@
  *   - on 8 ranks, Simple measured: an 8 MiB one runs LL128;
  *   - one all-reduce size (no latency fitted): LL's latency at the scale the broadcasts'
  *     LL segment shows;
+ *   - one segment across the switch: a size beyond either end stays in that end's protocol;
  *   - sizes inside the measured range, and all-to-all (no ring steps), keep the line.
  */
 #include <math.h>
@@ -152,6 +153,29 @@ test_latency_scale(void)
     CHECK(fabs(r.alpha_ns - 0.8 * 7.8 * 1000) < 20);
 }
 
+/* One segment across the switch (3 sizes: 64 KiB run with LL, 16 and 32 MiB with Simple):
+ * its ends are what a size outside it is nearest, so 128 MiB stays Simple and 4 KiB LL,
+ * neither priced as unseen. */
+static void
+test_segment_across_switch(void)
+{
+    static const int64_t sizes[3] = {64 << 10, 16 << 20, 32 << 20};
+    costmodel_sample s[9];
+    for (int i = 0; i < 9; i++) {
+        int p = i / 3 ? COSTMODEL_PROTO_SIMPLE : COSTMODEL_PROTO_LL;
+        s[i] = (costmodel_sample){DPRO_COLL_ALLREDUCE, 2, sizes[i / 3],
+                                  (int64_t)llround(truth(2, sizes[i / 3], p)), NCCLNAME_ALGO_RING};
+    }
+    costmodel m;
+    REQUIRE(costmodel_fit_samples(&m, s, 9) == 0);
+    CHECK_EQ(m.op[DPRO_COLL_ALLREDUCE].n_segs, 1);
+    costmodel_regime r;
+    CHECK_EQ(costmodel_regime_at(&m, DPRO_COLL_ALLREDUCE, 2, (int64_t)128 << 20, &r), 0);
+    CHECK_EQ(r.measured_proto, COSTMODEL_PROTO_SIMPLE);
+    CHECK_EQ(costmodel_regime_at(&m, DPRO_COLL_ALLREDUCE, 2, 4 << 10, &r), 0);
+    CHECK_EQ(r.measured_proto, COSTMODEL_PROTO_LL);
+}
+
 static void
 test_inside_and_other_ops(void)
 {
@@ -185,6 +209,7 @@ main(void)
     test_small_to_large();
     test_ll128();
     test_latency_scale();
+    test_segment_across_switch();
     test_inside_and_other_ops();
     return tests_done();
 }
