@@ -675,8 +675,8 @@ costmodel_proto_at(const costmodel *m, int op, int algo, int32_t nranks, int64_t
 /* The trace's latency against the tuner's, for a protocol the trace never ran on one
  * operation (costmodel_regime_at): the mean over every operation's segments with a latency
  * and a bandwidth (on nranks ranks, the ring unless named) of latency / the tuner's
- * latency of the segment's protocol at its low end (where its latency shows), those of
- * protocol proto if any; 1 when none. */
+ * latency of the segment's protocol at its middle (the geometric mean of its ends: the
+ * latency is fitted over all of it), those of protocol proto if any; 1 when none. */
 static double
 latency_scale(const costmodel *m, int32_t nranks, int proto)
 {
@@ -686,10 +686,10 @@ latency_scale(const costmodel *m, int32_t nranks, int proto)
         const costmodel_fit *f = &m->op[op];
         for (int32_t k = 0; f->fitted && ring_steps(op, nranks) > 0 && k < f->n_segs; k++) {
             const costmodel_segment *g = &f->seg[k];
-            int algo = algo_at_x(m, op, sqrt((g->lo + 1) * (g->hi + 1)));
-            double beta_s;
+            double mid = sqrt((g->lo + 1) * (g->hi + 1)), beta_s;
+            int algo = algo_at_x(m, op, mid);
             algo = algo ? algo : NCCLNAME_ALGO_RING;
-            int p = g->alpha_ns > 0 ? seg_proto(m, op, algo, nranks, g, g->lo, &beta_s) : -1;
+            int p = g->alpha_ns > 0 ? seg_proto(m, op, algo, nranks, g, mid, &beta_s) : -1;
             if (p < 0)
                 continue;
             double r = g->alpha_ns / (tuner_latency_us(op, algo, p, nranks) * 1000);

@@ -177,7 +177,7 @@ typedef struct costmodel_regime {
  *   tuner latency(px) / tuner latency(pe) (when the segment's is 0, one message size:
  *   the tuner's latency of px x the trace's scale, the mean over every operation's
  *   segments with a latency, on nranks ranks, of latency / the tuner's latency of the
- *   protocol at the segment's low end, of those that ran px if any, 1 when none) and beta Simple's
+ *   protocol at the segment's middle, of those that ran px if any, 1 when none) and beta Simple's
  * x the tuner's fraction of px (LL's at most m->ll_max_bpns): NCCL's relative shape
  * (src/graph/tuning.cc: base and hop latencies, the bandwidth refinements per protocol) scaled to
  * what the trace measured. Fills *r (proto and measured_proto where inferred). Returns 1 when the
