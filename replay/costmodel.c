@@ -631,9 +631,9 @@ tuner_pick(const costmodel *m, int op, int algo, int32_t nranks, double x, doubl
     return proto;
 }
 
-/* The protocol segment s of op on nranks ran at its end x_at (s->lo or s->hi: a segment may
- * span a protocol switch, and its ends are what a size outside it is nearest; algo: its
- * algorithm), with Simple's bandwidth into *beta_s: the first of Simple, LL128 and LL that,
+/* The protocol segment s of op on nranks ran at x_at (the end of s nearest a size outside it:
+ * a segment may span a protocol switch; its middle for its latency; algo: its algorithm),
+ * with Simple's bandwidth into *beta_s: the first of Simple, LL128 and LL that,
  * s's bandwidth taken as that protocol's (Simple's = s's / its tuner fraction), the tuner
  * picks at x_at; Simple when none does. -1 (nothing written) when s has no bandwidth (a
  * size-independent segment). */

@@ -167,21 +167,23 @@ typedef struct costmodel_regime {
 /* Whether a message of bytes of op on nranks ranks lies outside the sizes the piecewise model
  * measured, in a protocol none of its nearest segment's sizes ran, and its price there. For
  * x = factor(op, nranks) x bytes below op's first segment or above its last (op with ring
- * steps: not all-to-all, send, receive; m->piecewise set, m->nearest clear), with algo the
+ * steps: not all-to-all, send, receive; m->piecewise set, m->nearest clear), algo the
  * algorithm of the nearest named run (the ring without names):
- *   the segment's protocol pe is the first of Simple, LL128, LL that the tuner picks at
- *   the segment's end nearest x (a segment may span a switch) when the segment's bandwidth is taken
- * as that protocol's, so Simple's bandwidth = the segment's / the tuner's fraction of pe
- * (costmodel_proto_at's fractions; none: Simple); px is the tuner's pick at x with that bandwidth;
- *   when px != pe, the price is alpha + x / beta with alpha the segment's latency x
- *   tuner latency(px) / tuner latency(pe) (when the segment's is 0, one message size:
- *   the tuner's latency of px x the trace's scale, the mean over every operation's
- *   segments with a latency, on nranks ranks, of latency / the tuner's latency of the
- *   protocol at the segment's middle, of those that ran px if any, 1 when none) and beta Simple's
- * x the tuner's fraction of px (LL's at most m->ll_max_bpns): NCCL's relative shape
- * (src/graph/tuning.cc: base and hop latencies, the bandwidth refinements per protocol) scaled to
- * what the trace measured. Fills *r (proto and measured_proto where inferred). Returns 1 when the
- * size is priced in the unseen protocol (r->ns), else 0 (the piecewise line prices it). */
+ * - pe, the segment's protocol: the first of Simple, LL128 and LL that the tuner picks at
+ *   the segment's end nearest x (a segment may span a switch) when the segment's bandwidth
+ *   is taken as that protocol's; Simple's bandwidth is then the segment's over the tuner's
+ *   fraction of pe (costmodel_proto_at's fractions; none picked: Simple, its own);
+ * - px, the tuner's pick at x with that bandwidth;
+ * - when px != pe, the price alpha + x / beta: alpha the segment's latency x the tuner's
+ *   latency of px / that of pe (a segment without latency, one message size: the tuner's
+ *   latency of px x the trace's scale, the mean over every operation's segments with a
+ *   latency, on nranks ranks, of latency / the tuner's latency of the protocol at the
+ *   segment's middle, of those that ran px if any, 1 when none), beta Simple's bandwidth x
+ *   the tuner's fraction of px (LL's at most m->ll_max_bpns): NCCL's relative shape
+ *   (src/graph/tuning.cc: base and hop latencies, the bandwidth refinements per protocol)
+ *   scaled to what the trace measured.
+ * Fills *r (proto and measured_proto where inferred). Returns 1 when the size is priced in
+ * the unseen protocol (r->ns), else 0 (the piecewise line prices it). */
 int costmodel_regime_at(const costmodel *m, int op, int32_t nranks, int64_t bytes,
                         costmodel_regime *r);
 
