@@ -164,6 +164,28 @@ strategy_bucket_bytes(const workload *w, const strategy_plan *p, int64_t *out, i
     return n;
 }
 
+int32_t
+strategy_unseen_buckets(const workload *w, const strategy_plan *p, costmodel_regime *r)
+{
+    const workload_buckets *bu = &w->buckets;
+    int32_t n = strategy_bucket_count(w, p), k = 0;
+    int64_t *bytes = NULL;
+    memset(r, 0, sizeof *r);
+    if (n > 0 && bu->model) {
+        bytes = malloc(sizeof *bytes * (size_t)n);
+        n = bytes ? strategy_bucket_bytes(w, p, bytes, n) : -1;
+        k = n < 0 ? -1 : 0;
+        for (int32_t i = 0; i < n; i++) {
+            costmodel_regime ri;
+            if (costmodel_regime_at(bu->model, bu->coll_op, bu->coll_nranks, bytes[i], &ri) &&
+                k++ == 0)
+                *r = ri;
+        }
+    }
+    free(bytes);
+    return k;
+}
+
 static void
 zero_host(dfg *g, int32_t h)
 {

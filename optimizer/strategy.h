@@ -230,6 +230,12 @@ int32_t strategy_bucket_count(const workload *w, const strategy_plan *p);
  * measured ones, -1 when out of memory. */
 int32_t strategy_bucket_bytes(const workload *w, const strategy_plan *p, int64_t *out, int32_t max);
 
+/* The buckets of plan p that the collective model prices in a protocol none of the
+ * measured sizes ran (costmodel_regime_at of w->buckets.model for the buckets'
+ * operation and ranks): their number (0 when p keeps the measured buckets, or none is),
+ * and into *r the regime of the first of them. -1 when out of memory. */
+int32_t strategy_unseen_buckets(const workload *w, const strategy_plan *p, costmodel_regime *r);
+
 struct partition_input;
 
 /* Fills *in with what tensor partition (partition.h) reads of w: w->g as strategy_apply

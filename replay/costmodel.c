@@ -470,7 +470,10 @@ costmodel_predict(const costmodel *m, int op, int32_t nranks, int64_t bytes)
     if (!f->fitted)
         return 0;
     if (m->piecewise && f->n_segs > 0) {
-        double t = costmodel_piecewise_at(f, costmodel_factor(op, nranks) * (double)bytes);
+        costmodel_regime r;
+        double t = costmodel_regime_at(m, op, nranks, bytes, &r) == 1
+                       ? r.ns
+                       : costmodel_piecewise_at(f, costmodel_factor(op, nranks) * (double)bytes);
         return (int64_t)llround(t);
     }
     double t = f->alpha_ns;
@@ -548,11 +551,19 @@ fit_of(const costmodel *m, int op)
     return op >= 0 && op < COSTMODEL_OPS && m->op[op].fitted ? &m->op[op] : &m->all;
 }
 
-int
-costmodel_algo_at(const costmodel *m, int op, int32_t nranks, int64_t bytes)
+const char *
+costmodel_proto_name(int proto)
+{
+    static const char *const names[] = {"LL", "LL128", "Simple"};
+    return proto >= COSTMODEL_PROTO_LL && proto <= COSTMODEL_PROTO_SIMPLE ? names[proto] : "?";
+}
+
+/* costmodel_algo_at at x = factor x bytes. */
+static int
+algo_at_x(const costmodel *m, int op, double x)
 {
     int algo = 0;
-    double x = costmodel_factor(op, nranks) * (double)bytes, best = INFINITY;
+    double best = INFINITY;
     const costmodel_fit *f = op >= 0 && op < COSTMODEL_OPS ? &m->op[op] : NULL;
     for (int32_t k = 0; f && k < f->n_runs; k++) {
         const costmodel_algo_run *r = &f->run[k];
@@ -568,6 +579,12 @@ costmodel_algo_at(const costmodel *m, int op, int32_t nranks, int64_t bytes)
     return algo;
 }
 
+int
+costmodel_algo_at(const costmodel *m, int op, int32_t nranks, int64_t bytes)
+{
+    return algo_at_x(m, op, costmodel_factor(op, nranks) * (double)bytes);
+}
+
 double
 costmodel_ll_max_bpns(int cc_major, int nnodes)
 {
@@ -577,29 +594,144 @@ costmodel_ll_max_bpns(int cc_major, int nnodes)
     return a >= 0 && a <= 3 ? cap[a][i] : 0;
 }
 
+/* The tuner's bus bandwidth of proto for algorithm row a (0 tree, 1 ring) when Simple's is
+ * beta_s bytes per ns: its fraction of Simple's, LL's at most m->ll_max_bpns when known. */
+static double
+proto_bw(const costmodel *m, int a, int proto, double beta_s)
+{
+    double bw = beta_s * k_proto_bw[a][proto];
+    if (proto == COSTMODEL_PROTO_LL && m->ll_max_bpns > 0 && bw > m->ll_max_bpns)
+        bw = m->ll_max_bpns;
+    return bw;
+}
+
+/* The tuner's row of algo for op: 0 the tree (all-reduce), 1 the ring. */
+static int
+tuner_row(int op, int algo)
+{
+    return algo == NCCLNAME_ALGO_TREE && op == DPRO_COLL_ALLREDUCE ? 0 : 1;
+}
+
+/* NCCL's tuner choice at x = factor x bytes (op with ring steps on nranks ranks, algo,
+ * Simple's bandwidth beta_s > 0): the lowest latency + x / bandwidth among LL, LL128 and
+ * Simple. */
+static int
+tuner_pick(const costmodel *m, int op, int algo, int32_t nranks, double x, double beta_s)
+{
+    int proto = COSTMODEL_PROTO_SIMPLE;
+    double best = INFINITY;
+    for (int p = COSTMODEL_PROTO_LL; p <= COSTMODEL_PROTO_SIMPLE; p++) {
+        double t = tuner_latency_us(op, algo, p, nranks) * 1000 +
+                   x / proto_bw(m, tuner_row(op, algo), p, beta_s);
+        if (t < best) {
+            best = t;
+            proto = p;
+        }
+    }
+    return proto;
+}
+
+/* The protocol segment s of op on nranks ran at x_at (the end of s nearest a size outside it:
+ * a segment may span a protocol switch; its middle for its latency; algo: its algorithm),
+ * with Simple's bandwidth into *beta_s: the first of Simple, LL128 and LL that,
+ * s's bandwidth taken as that protocol's (Simple's = s's / its tuner fraction), the tuner
+ * picks at x_at; Simple when none does. -1 (nothing written) when s has no bandwidth (a
+ * size-independent segment). */
+static int
+seg_proto(const costmodel *m, int op, int algo, int32_t nranks, const costmodel_segment *s,
+          double x_at, double *beta_s)
+{
+    int proto = -1;
+    if (s->beta_bpns > 0) {
+        int a = tuner_row(op, algo);
+        proto = COSTMODEL_PROTO_SIMPLE;
+        *beta_s = s->beta_bpns;
+        for (int p = COSTMODEL_PROTO_SIMPLE; p >= COSTMODEL_PROTO_LL; p--) {
+            double b = s->beta_bpns / k_proto_bw[a][p];
+            if (tuner_pick(m, op, algo, nranks, x_at, b) == p) {
+                proto = p;
+                *beta_s = b;
+                break;
+            }
+        }
+    }
+    return proto;
+}
+
 int
 costmodel_proto_at(const costmodel *m, int op, int algo, int32_t nranks, int64_t bytes)
 {
     const costmodel_fit *f = fit_of(m, op);
     double beta = f->fitted ? f->beta_bpns : 0; /* bytes per ns, Simple's */
-    if (f->fitted && f->n_segs > 0)
-        beta = f->seg[f->n_segs - 1].beta_bpns;
+    if (f->fitted && f->n_segs > 0 &&
+        seg_proto(m, op, algo, nranks, &f->seg[f->n_segs - 1], f->seg[f->n_segs - 1].hi, &beta) < 0)
+        beta = 0;
     int proto = bytes < COSTMODEL_LL_MAX_BYTES ? COSTMODEL_PROTO_LL : COSTMODEL_PROTO_SIMPLE;
-    if (algo && beta > 0 && ring_steps(op, nranks) > 0) {
-        int a = algo == NCCLNAME_ALGO_TREE && op == DPRO_COLL_ALLREDUCE ? 0 : 1;
-        double x = costmodel_factor(op, nranks) * (double)bytes, best = INFINITY;
-        for (int p = COSTMODEL_PROTO_LL; p <= COSTMODEL_PROTO_SIMPLE; p++) {
-            double bw = beta * k_proto_bw[a][p];
-            if (p == COSTMODEL_PROTO_LL && m->ll_max_bpns > 0 && bw > m->ll_max_bpns)
-                bw = m->ll_max_bpns;
-            double t = tuner_latency_us(op, algo, p, nranks) * 1000 + x / bw;
-            if (t < best) {
-                best = t;
-                proto = p;
-            }
+    if (algo && beta > 0 && ring_steps(op, nranks) > 0)
+        proto = tuner_pick(m, op, algo, nranks, costmodel_factor(op, nranks) * (double)bytes, beta);
+    return proto;
+}
+
+/* The trace's latency against the tuner's, for a protocol the trace never ran on one
+ * operation (costmodel_regime_at): the mean over every operation's segments with a latency
+ * and a bandwidth (on nranks ranks, the ring unless named) of latency / the tuner's
+ * latency of the segment's protocol at its middle (the geometric mean of its ends: the
+ * latency is fitted over all of it), those of protocol proto if any; 1 when none. */
+static double
+latency_scale(const costmodel *m, int32_t nranks, int proto)
+{
+    double sum[2] = {0, 0};
+    int32_t cnt[2] = {0, 0};
+    for (int op = 0; op < COSTMODEL_OPS; op++) {
+        const costmodel_fit *f = &m->op[op];
+        for (int32_t k = 0; f->fitted && ring_steps(op, nranks) > 0 && k < f->n_segs; k++) {
+            const costmodel_segment *g = &f->seg[k];
+            double mid = sqrt((g->lo + 1) * (g->hi + 1)), beta_s;
+            int algo = algo_at_x(m, op, mid);
+            algo = algo ? algo : NCCLNAME_ALGO_RING;
+            int p = g->alpha_ns > 0 ? seg_proto(m, op, algo, nranks, g, mid, &beta_s) : -1;
+            if (p < 0)
+                continue;
+            double r = g->alpha_ns / (tuner_latency_us(op, algo, p, nranks) * 1000);
+            sum[p == proto] += r;
+            cnt[p == proto]++;
         }
     }
-    return proto;
+    return cnt[1] ? sum[1] / cnt[1] : cnt[0] ? sum[0] / cnt[0] : 1.0;
+}
+
+int
+costmodel_regime_at(const costmodel *m, int op, int32_t nranks, int64_t bytes, costmodel_regime *r)
+{
+    const costmodel_fit *f = fit_of(m, op);
+    double x = costmodel_factor(op, nranks) * (double)bytes, beta_s = 0;
+    const costmodel_segment *e = NULL;
+    int rc = 0;
+    memset(r, 0, sizeof *r);
+    r->proto = r->measured_proto = -1;
+    if (f->fitted && m->piecewise && !m->nearest && f->n_segs > 0 && ring_steps(op, nranks) > 0)
+        e = x < f->seg[0].lo               ? &f->seg[0]
+            : x > f->seg[f->n_segs - 1].hi ? &f->seg[f->n_segs - 1]
+                                           : NULL;
+    /* the ring where the kernels named no algorithm: the tuner's shape needs one */
+    int algo = e ? algo_at_x(m, op, x) : 0;
+    algo = algo ? algo : NCCLNAME_ALGO_RING;
+    int pe = e ? seg_proto(m, op, algo, nranks, e, x < e->lo ? e->lo : e->hi, &beta_s) : -1;
+    if (pe >= 0) {
+        int px = tuner_pick(m, op, algo, nranks, x, beta_s);
+        r->measured_proto = pe;
+        r->proto = px;
+        if (px != pe) {
+            double le = tuner_latency_us(op, algo, pe, nranks),
+                   lx = tuner_latency_us(op, algo, px, nranks);
+            r->alpha_ns =
+                e->alpha_ns > 0 ? e->alpha_ns * lx / le : latency_scale(m, nranks, px) * lx * 1000;
+            r->beta_bpns = proto_bw(m, tuner_row(op, algo), px, beta_s);
+            r->ns = r->alpha_ns + x / r->beta_bpns;
+            rc = 1;
+        }
+    }
+    return rc;
 }
 
 int64_t

@@ -28,7 +28,9 @@
  *      segments is a regime change (protocol or algorithm switch, end of the ramp);
  *   3. a size inside a segment's range takes its line; between two segments, the
  *      straight line between the end of one and the start of the next; below the first
- *      segment or above the last, that segment's line (never below 0).
+ *      segment or above the last, that segment's line (never below 0), unless NCCL's
+ *      tuner would run it in another protocol than that segment's: then the tuner's
+ *      shape scaled to the segment (costmodel_regime_at).
  * With one size the model is the single point's line through the origin (as above);
  * with 2 or 3 sizes one segment; without samples the operation has no segments and
  * falls back to the global alpha-beta fit.
@@ -94,6 +96,10 @@ typedef struct costmodel {
     /* NCCL's cap on LL's bus bandwidth for the trace's GPUs, bytes per ns (set by the
      * caller: costmodel_ll_max_bpns); 0: unknown, no cap */
     double ll_max_bpns;
+    /* 1: a size outside the measured ones takes the nearest segment's line whatever
+     * protocol NCCL would run it in (no costmodel_regime_at); 0 (costmodel_fit_samples'
+     * default): priced in the tuner's protocol there */
+    int nearest;
 } costmodel;
 
 /* Algorithm traffic factor of an operation on n ranks (see above). */
@@ -116,6 +122,9 @@ enum costmodel_proto {
     COSTMODEL_PROTO_LL128 = 1,
     COSTMODEL_PROTO_SIMPLE = 2
 };
+
+/* The protocol's name as NCCL spells it ("LL", "LL128", "Simple"); "?" for another value. */
+const char *costmodel_proto_name(int proto);
 
 /* Without the algorithm from kernel names, messages below this many bytes are taken to run
  * NCCL's LL protocol, the others Simple (costmodel_proto_at): NCCL's tuner, with its
@@ -141,9 +150,42 @@ double costmodel_ll_max_bpns(int cc_major, int nnodes);
  * the tuner's defaults (costmodel_latency_growth), the bandwidths Simple's = the model's at
  * op's largest measured size (the last segment's, or the alpha-beta fit's) and the tuner's
  * fractions of it: ring LL 0.5, LL128 0.92, tree LL 1/3.8, LL128 0.94, LL's at most
- * m->ll_max_bpns when known. Without an algorithm
+ * m->ll_max_bpns when known (a last segment that ran LL or LL128 by costmodel_regime_at's
+ * test: Simple's its bandwidth over that fraction). Without an algorithm
  * (no names) or a bandwidth, the size rule COSTMODEL_LL_MAX_BYTES. */
 int costmodel_proto_at(const costmodel *m, int op, int algo, int32_t nranks, int64_t bytes);
+
+/* How a size is priced outside the measured regimes (costmodel_regime_at). */
+typedef struct costmodel_regime {
+    int proto;          /* the protocol NCCL's tuner picks at the size; -1: not inferred */
+    int measured_proto; /* that of the nearest measured segment; -1: not inferred */
+    double alpha_ns;    /* with extrapolation: the latency and bandwidth priced */
+    double beta_bpns;
+    double ns; /* with extrapolation: the transfer time, ns */
+} costmodel_regime;
+
+/* Whether a message of bytes of op on nranks ranks lies outside the sizes the piecewise model
+ * measured, in a protocol none of its nearest segment's sizes ran, and its price there. For
+ * x = factor(op, nranks) x bytes below op's first segment or above its last (op with ring
+ * steps: not all-to-all, send, receive; m->piecewise set, m->nearest clear), algo the
+ * algorithm of the nearest named run (the ring without names):
+ * - pe, the segment's protocol: the first of Simple, LL128 and LL that the tuner picks at
+ *   the segment's end nearest x (a segment may span a switch) when the segment's bandwidth
+ *   is taken as that protocol's; Simple's bandwidth is then the segment's over the tuner's
+ *   fraction of pe (costmodel_proto_at's fractions; none picked: Simple, its own);
+ * - px, the tuner's pick at x with that bandwidth;
+ * - when px != pe, the price alpha + x / beta: alpha the segment's latency x the tuner's
+ *   latency of px / that of pe (a segment without latency, one message size: the tuner's
+ *   latency of px x the trace's scale, the mean over every operation's segments with a
+ *   latency, on nranks ranks, of latency / the tuner's latency of the protocol at the
+ *   segment's middle, of those that ran px if any, 1 when none), beta Simple's bandwidth x
+ *   the tuner's fraction of px (LL's at most m->ll_max_bpns): NCCL's relative shape
+ *   (src/graph/tuning.cc: base and hop latencies, the bandwidth refinements per protocol)
+ *   scaled to what the trace measured.
+ * Fills *r (proto and measured_proto where inferred). Returns 1 when the size is priced in
+ * the unseen protocol (r->ns), else 0 (the piecewise line prices it). */
+int costmodel_regime_at(const costmodel *m, int op, int32_t nranks, int64_t bytes,
+                        costmodel_regime *r);
 
 /* How much a collective's latency grows from n_from to n_to ranks, as NCCL's latency model
  * says (src/graph/tuning.cc) for algo (enum ncclname_algo; 0 or an algorithm other than the

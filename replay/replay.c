@@ -462,6 +462,18 @@ ll_cap(const job *j)
     return costmodel_ll_max_bpns(cc, nodes);
 }
 
+int
+replay_collective_model_option(replay_options *o, const char *name)
+{
+    int ab = strcmp(name, "alpha-beta") == 0, nearest = strcmp(name, "nearest") == 0;
+    int rc = ab || nearest || strcmp(name, "piecewise") == 0 ? 0 : -1;
+    if (rc == 0) {
+        o->coll_ab = ab;
+        o->coll_nearest = nearest;
+    }
+    return rc;
+}
+
 /* Fits the collective model on the groups every rank joined (send/recv exchanges: op
  * DPRO_COLL_SEND, latency + bytes / bandwidth) and applies it. */
 static int
@@ -490,6 +502,7 @@ fit_model(replay *rp)
         return -1;
     rp->model.ll_max_bpns = ll_cap(&rp->job);
     rp->model.piecewise = !rp->opts.coll_ab;
+    rp->model.nearest = rp->opts.coll_nearest;
     if (rp->opts.coll_duration == REPLAY_COLL_MODEL)
         for (int32_t q = 0; q < g->n_groups; q++)
             if (rp->model.all.fitted)

@@ -48,6 +48,8 @@ typedef struct replay_options {
                              * (job_options.full) */
     int coll_ab;            /* 1: price collectives with the one-line alpha-beta fit, not the
                              * piecewise model (costmodel.h) */
+    int coll_nearest;       /* 1: a size outside the measured ones on the nearest segment's
+                             * line, whatever NCCL's protocol there (costmodel.nearest) */
     int fold;               /* fold alike ranks into weighted classes (replay_fold); 0: every
                              * rank explicit */
     int release_events;     /* 1: once a rank's graph is built keep only its markers and
@@ -59,6 +61,11 @@ typedef struct replay_options {
                              * processes (job_options.share): replay_open on process 0,
                              * replay_read_share on the others */
 } replay_options;
+
+/* Sets o's collective model from its name (--collective-model): "piecewise" (the
+ * default), "nearest" (coll_nearest) or "alpha-beta" (coll_ab). Returns 0, or -1 (o
+ * unchanged) for another name. */
+int replay_collective_model_option(replay_options *o, const char *name);
 
 /* Iterations found on one rank. */
 typedef struct replay_rank_iters {

@@ -24,6 +24,24 @@ optimize_cmd_units_by_copies(const workload *w)
     return partition_units_by_copies(&in);
 }
 
+/* A plan's buckets priced in a protocol the trace never ran (costmodel_regime_at). */
+static void
+unseen_json(json_writer *jw, const workload *w, const strategy_plan *p)
+{
+    costmodel_regime r;
+    int32_t k = strategy_unseen_buckets(w, p, &r);
+    if (k > 0) {
+        json_key(jw, "unseen_protocol");
+        json_begin_object(jw);
+        json_kv_int(jw, "buckets", k);
+        json_kv_string(jw, "protocol", costmodel_proto_name(r.proto));
+        json_kv_string(jw, "measured_protocol", costmodel_proto_name(r.measured_proto));
+        json_kv_double(jw, "alpha_us", r.alpha_ns / 1000.0);
+        json_kv_double(jw, "bandwidth_GBps", r.beta_bpns);
+        json_end_object(jw);
+    }
+}
+
 void
 optimize_cmd_print_json(const args *a, const state *st)
 {
@@ -158,6 +176,7 @@ optimize_cmd_print_json(const args *a, const state *st)
         json_kv_double(&jw, "predicted_median_iter_us", sc->eval.median_ns / 1000.0);
         json_kv_double(&jw, "predicted_typical_iter_us", sc->eval.typical_ns / 1000.0);
         json_kv_double(&jw, "predicted_speedup", sr->baseline.eval.iter_ns / sc->eval.iter_ns);
+        unseen_json(&jw, w, &sc->plan);
         json_key(&jw, "peak_memory_bytes");
         if (sc->eval.peak_bytes >= 0)
             json_int(&jw, sc->eval.peak_bytes);

@@ -77,7 +77,8 @@ usage(FILE *f)
                "                            CPUs, at most 16; the answer is the same for any N)\n"
                "      --short-kernel-us US  fusion candidates: kernels at most US long (50)\n"
                "      --kernel-fixed-us US  fixed cost per kernel when not fitted (3)\n"
-               "      --collective-model M  piecewise (default) or alpha-beta, as dpro-replay\n"
+               "      --collective-model M  piecewise (default), nearest or alpha-beta, as\n"
+               "                            dpro-replay\n"
                "      --contention on|off   correct the plans for compute/communication\n"
                "                            contention measured in the trace (default off:\n"
                "                            its gain is not shown, docs/models.md)\n"
@@ -310,10 +311,8 @@ parse_replay_option(int c, const char *arg, replay_options *ro)
             ro->jobs = (int)lv;
         break;
     case 12:
-        if (strcmp(arg, "piecewise") != 0 && strcmp(arg, "alpha-beta") != 0)
+        if (replay_collective_model_option(ro, arg) != 0)
             rc = bad_value("collective-model", arg);
-        else
-            ro->coll_ab = strcmp(arg, "alpha-beta") == 0;
         break;
     default:
         rc = OPT_NOT_MINE;

@@ -69,8 +69,11 @@ usage(FILE *f)
                "                         measured transfer time instead of the fitted cost\n"
                "                         model's\n"
                "      --collective-model M  piecewise (default: per size range, the\n"
-               "                         regime changes found in the trace) or alpha-beta\n"
-               "                         (one latency and bandwidth per operation)\n"
+               "                         regime changes found in the trace; a size outside\n"
+               "                         them in the protocol NCCL's tuner picks there),\n"
+               "                         nearest (piecewise, a size outside them on the\n"
+               "                         nearest range's line) or alpha-beta (one latency\n"
+               "                         and bandwidth per operation)\n"
                "      --what-if-scale-kernels F  also predict the iteration time if every kernel\n"
                "                         took F times as long (0.5: a device twice as fast;\n"
                "                         collectives, copies and host time "
@@ -335,11 +338,11 @@ parse_args(int argc, char **argv, args *a)
             a->ro.coll_duration = REPLAY_COLL_MEASURED;
             break;
         case 'G':
-            if (strcmp(optarg, "piecewise") != 0 && strcmp(optarg, "alpha-beta") != 0) {
-                pr_err("--collective-model takes piecewise or alpha-beta, not '%s'", optarg);
+            if (replay_collective_model_option(&a->ro, optarg) != 0) {
+                pr_err("--collective-model takes piecewise, nearest or alpha-beta, not '%s'",
+                       optarg);
                 return 2;
             }
-            a->ro.coll_ab = strcmp(optarg, "alpha-beta") == 0;
             break;
         case 'w':
             a->ro.warmup = (int32_t)strtol(optarg, &end, 10);

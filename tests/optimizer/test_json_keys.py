@@ -9,7 +9,8 @@ dpro-optimize section (`baseline_iter_us`, `baseline_median_iter_us`,
 `ddp_sim_args` under --framework ddp-sim; `framework`; a strategy's `advice`;
 `models.kernel_fixed_source`,
 `models.kernel_fixed_capped`; an accumulation plan's `micro_batch_device_us` and
-`micro_batch_host_us`). Keep them in step with README. Also: dpro-optimize's
+`micro_batch_host_us`; a plan of 0.25 MB buckets' `unseen_protocol`, absent with
+`--collective-model nearest`). Keep them in step with README. Also: dpro-optimize's
 baseline is dpro-replay's simulated iteration time, and two runs with one --seed give one
 answer.
 
@@ -96,6 +97,15 @@ def main():
         for k in DDP_SIM_KNOBS:
             check(k in knobs, "dpro-optimize --json --framework ddp-sim: knobs.%s (%s)"
                   % (k, sorted(knobs)))
+        # buckets of 0.25 MB where the trace's all-reduces are of 8-32 MB (Simple): those
+        # under about 0.85 MB priced in LL (unseen_protocol); the nearest line says none
+        for cm, want in (("piecewise", True), ("nearest", False)):
+            w = run_json([OPTIMIZE, d, "--json", "--seed", "1", "--max-evals", "10",
+                          "--what-if", "bucket_cap_mb=0.25", "--collective-model", cm])
+            u = w["strategies"][0].get("unseen_protocol") if w and w.get("strategies") else None
+            check((u is not None and u.get("protocol") == "LL" and u.get("buckets", 0) > 0 and
+                   u.get("measured_protocol") == "Simple") == want,
+                  "dpro-optimize --json --collective-model %s: unseen_protocol %s" % (cm, u))
         # an accumulation plan: what each micro-batch before the last costs
         w = run_json([OPTIMIZE, d, "--json", "--seed", "1", "--max-evals", "10",
                       "--what-if", "no_sync=2"])

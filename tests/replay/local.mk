@@ -44,6 +44,11 @@ check_PROGRAMS += tests/replay/test_replay_whatif_ranks
 tests_replay_test_replay_whatif_ranks_SOURCES = tests/replay/test_replay_whatif_ranks.c
 tests_replay_test_replay_whatif_ranks_LDADD = tests/replay/libdprosynth.la replay/libdproreplay.la $(LIBM)
 TESTS += tests/replay/test_replay_whatif_ranks
+# the collective model's price in a protocol the trace never ran (costmodel_regime_at)
+check_PROGRAMS += tests/replay/test_costmodel_proto
+tests_replay_test_costmodel_proto_SOURCES = tests/replay/test_costmodel_proto.c
+tests_replay_test_costmodel_proto_LDADD = replay/libdproreplay.la $(LIBM)
+TESTS += tests/replay/test_costmodel_proto
 TESTS += tests/replay/test_replay_whatif_jobs.py
 dist_check_SCRIPTS += tests/replay/test_replay_whatif_jobs.py
 tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
@@ -110,7 +115,7 @@ tests_replay_bench_replay_LDADD = tests/replay/libdprosynth.la replay/libdprorep
 # the typical-duration replay's figures (docs/figures.md): run by hand, not a test
 EXTRA_DIST += tests/replay/fig_typical_replay.py
 EXTRA_DIST += tests/replay/measure_coll_model.py tests/replay/measure_contention.py \
-	tests/replay/measure_more_ranks.py
+	tests/replay/measure_more_ranks.py tests/replay/measure_unseen_proto.py
 
 # bench_scale: a large job written as real trace files, replayed by dpro-replay: time and
 # peak memory, and the same job traced 5x longer (make bench; sizes in the program)
