@@ -42,6 +42,60 @@ unseen_json(json_writer *jw, const workload *w, const strategy_plan *p)
     }
 }
 
+/* dpro-optimize --json's "models": what each model was fitted on and its parameters. */
+static void
+models_json(json_writer *jw, const args *a, const state *st)
+{
+    const workload *w = &st->w;
+    const replay *rp = &st->rp;
+    json_key(jw, "models");
+    json_begin_object(jw);
+    json_kv_double(jw, "kernel_fixed_us", w->fusion.kernel_fixed_ns / 1000.0);
+    json_kv_string(jw, "kernel_fixed_source", w->fusion.fixed_fit.names > 0 ? "fit" : "prior");
+    json_kv_int(jw, "kernel_fixed_names", w->fusion.fixed_fit.names);
+    json_kv_bool(jw, "kernel_fixed_capped", optimize_cmd_fixed_capped(w, &a->wo));
+    int32_t by_copies = optimize_cmd_units_by_copies(w);
+    json_kv_string(jw, "partition_bytes",
+                   by_copies > 0 && by_copies == w->buckets.n_units ? "parameter_copies"
+                   : w->buckets.layer_grad                          ? "gradient_sizes"
+                                                                    : "backward_time");
+    json_kv_int(jw, "partition_units_by_copies", by_copies > 0 ? by_copies : 0);
+    json_kv_int(jw, "bucket_params", w->buckets.param_bytes ? w->buckets.n_params : 0);
+    json_kv_int(jw, "fusion_chains", w->fusion.n_chains);
+    json_kv_string(jw, "fusion_model",
+                   w->fusion.compiled    ? "compiled"
+                   : w->opt.fusion_fixed ? "fixed"
+                                         : "hinge");
+    json_kv_int(jw, "kernel_hinge_names", w->fusion.n_hinges);
+    json_kv_int(jw, "fusion_chains_hinge", w->fusion.chains_by_hinge);
+    json_kv_string(jw, "contention_correction", w->opt.no_contention ? "off" : "on");
+    json_kv_double(jw, "contention_compute_factor",
+                   w->contention.comp.fitted ? w->contention.comp.k : 0);
+    json_kv_double(jw, "contention_communication_factor",
+                   w->contention.comm.fitted ? w->contention.comm.k : 0);
+    json_kv_double(jw, "fusion_chain_kernels_us", st->chain_ns / 1000.0);
+    json_kv_double(jw, "fusion_fused_kernels_us", st->fused_ns / 1000.0);
+    json_kv_int(jw, "bucket_units", w->buckets.n_units);
+    json_kv_int(jw, "layers", w->layers.n_layers);
+    json_kv_int(jw, "recompute_sites", w->layers.n_sites);
+    json_kv_double(jw, "weight_floor_gbps", w->layers.weight_ns ? w->layers.weight_bw : 0);
+    json_kv_double(jw, "weight_floor_us", workload_weight_floor_ns(w) / 1000.0);
+    json_kv_int(jw, "repaired_event_edges", rp->repaired_edges);
+    json_kv_int(jw, "capture_unqueued_edges", w->capture.unqueued);
+    if (w->buckets.n_units > 0 && w->buckets.coll_op < COSTMODEL_OPS) {
+        const costmodel_fit *fit = rp->model.op[w->buckets.coll_op].fitted
+                                       ? &rp->model.op[w->buckets.coll_op]
+                                       : &rp->model.all;
+        json_kv_double(jw, "collective_alpha_us", fit->alpha_ns / 1000.0);
+        json_kv_double(jw, "collective_beta_gbps", fit->beta_bpns);
+        json_kv_string(jw, "collective_model",
+                       rp->model.piecewise && fit->n_segs > 0 ? "piecewise" : "alpha-beta");
+        json_kv_int(jw, "collective_segments", fit->n_segs);
+        json_kv_int(jw, "collective_sizes", fit->n_sizes);
+    }
+    json_end_object(jw);
+}
+
 void
 optimize_cmd_print_json(const args *a, const state *st)
 {
@@ -100,52 +154,7 @@ optimize_cmd_print_json(const args *a, const state *st)
     json_kv_double(&jw, "collectives", sr->cp_collectives);
     json_kv_double(&jw, "other", sr->cp_other);
     json_end_object(&jw);
-    json_key(&jw, "models");
-    json_begin_object(&jw);
-    json_kv_double(&jw, "kernel_fixed_us", w->fusion.kernel_fixed_ns / 1000.0);
-    json_kv_string(&jw, "kernel_fixed_source", w->fusion.fixed_fit.names > 0 ? "fit" : "prior");
-    json_kv_int(&jw, "kernel_fixed_names", w->fusion.fixed_fit.names);
-    json_kv_bool(&jw, "kernel_fixed_capped", optimize_cmd_fixed_capped(w, &a->wo));
-    int32_t by_copies = optimize_cmd_units_by_copies(w);
-    json_kv_string(&jw, "partition_bytes",
-                   by_copies > 0 && by_copies == w->buckets.n_units ? "parameter_copies"
-                   : w->buckets.layer_grad                          ? "gradient_sizes"
-                                                                    : "backward_time");
-    json_kv_int(&jw, "partition_units_by_copies", by_copies > 0 ? by_copies : 0);
-    json_kv_int(&jw, "bucket_params", w->buckets.param_bytes ? w->buckets.n_params : 0);
-    json_kv_int(&jw, "fusion_chains", w->fusion.n_chains);
-    json_kv_string(&jw, "fusion_model",
-                   w->fusion.compiled    ? "compiled"
-                   : w->opt.fusion_fixed ? "fixed"
-                                         : "hinge");
-    json_kv_int(&jw, "kernel_hinge_names", w->fusion.n_hinges);
-    json_kv_int(&jw, "fusion_chains_hinge", w->fusion.chains_by_hinge);
-    json_kv_string(&jw, "contention_correction", w->opt.no_contention ? "off" : "on");
-    json_kv_double(&jw, "contention_compute_factor",
-                   w->contention.comp.fitted ? w->contention.comp.k : 0);
-    json_kv_double(&jw, "contention_communication_factor",
-                   w->contention.comm.fitted ? w->contention.comm.k : 0);
-    json_kv_double(&jw, "fusion_chain_kernels_us", st->chain_ns / 1000.0);
-    json_kv_double(&jw, "fusion_fused_kernels_us", st->fused_ns / 1000.0);
-    json_kv_int(&jw, "bucket_units", w->buckets.n_units);
-    json_kv_int(&jw, "layers", w->layers.n_layers);
-    json_kv_int(&jw, "recompute_sites", w->layers.n_sites);
-    json_kv_double(&jw, "weight_floor_gbps", w->layers.weight_ns ? w->layers.weight_bw : 0);
-    json_kv_double(&jw, "weight_floor_us", workload_weight_floor_ns(w) / 1000.0);
-    json_kv_int(&jw, "repaired_event_edges", rp->repaired_edges);
-    json_kv_int(&jw, "capture_unqueued_edges", w->capture.unqueued);
-    if (w->buckets.n_units > 0 && w->buckets.coll_op < COSTMODEL_OPS) {
-        const costmodel_fit *fit = rp->model.op[w->buckets.coll_op].fitted
-                                       ? &rp->model.op[w->buckets.coll_op]
-                                       : &rp->model.all;
-        json_kv_double(&jw, "collective_alpha_us", fit->alpha_ns / 1000.0);
-        json_kv_double(&jw, "collective_beta_gbps", fit->beta_bpns);
-        json_kv_string(&jw, "collective_model",
-                       rp->model.piecewise && fit->n_segs > 0 ? "piecewise" : "alpha-beta");
-        json_kv_int(&jw, "collective_segments", fit->n_segs);
-        json_kv_int(&jw, "collective_sizes", fit->n_sizes);
-    }
-    json_end_object(&jw);
+    models_json(&jw, a, st);
     json_key(&jw, "unavailable");
     json_begin_object(&jw);
     if (w->fusion.why[0])

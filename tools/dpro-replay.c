@@ -505,14 +505,55 @@ what_if(replay *rp, const args *a, replay_summary *ws, hostshare *hs, int64_t *w
     return rc;
 }
 
+/* The what-if's part of the text report: what was changed, the predicted iteration and
+ * breakdown, and with --what-if-ranks what the prediction assumes. */
+static void
+print_text_whatif(const report *rep)
+{
+    const replay *rp = rep->rp;
+    const replay_summary *s = rep->s, *ws = rep->ws;
+    const double kscale = rep->a->kscale;
+    char buf[KERNELS_SHORT_NAME_MAX + 8];
+    const args *a = rep->a;
+    printf("\nwhat-if,");
+    if (a->kclass)
+        printf(" the kernels named %s x %g;", kernels_short_name(a->kclass, 1, buf, sizeof buf),
+               kscale);
+    else if (kscale > 0)
+        printf(" every kernel x %g;", kscale);
+    if (a->slow_gpu_rank >= 0)
+        printf(" rank %d's kernels x %g;", a->slow_gpu_rank, a->slow_gpu);
+    if (a->slow_host_rank >= 0)
+        printf(" rank %d's host time x %g;", a->slow_host_rank, a->slow_host);
+    if (a->ranks_to > 0)
+        printf(" %d ranks instead of %d;", a->ranks_to, rp->job.n_ranks);
+    printf(" iteration %.1f us (simulated as measured %.1f us, speedup %.3f)\n", ws->simulated_us,
+           s->simulated_us, ws->simulated_us > 0 ? s->simulated_us / ws->simulated_us : 0);
+    print_bd("predicted", &ws->simulated_bd);
+    for (int k = 0; a->ranks_to > 0 && replay_cmd_ranks_assumed(&rp->model, k); k++)
+        printf("  assumed: %s\n", replay_cmd_ranks_assumed(&rp->model, k));
+    if (a->ranks_to > 0 && rep->hs->known) {
+        char line[512];
+        replay_cmd_host_share_line(rep->hs, line, sizeof line);
+        printf("  host share: %s\n", line);
+    }
+    if (a->ranks_to > 0)
+        printf("  waits at %d ranks: each collective +%.1f us (the latest of %d jittering "
+               "and stalled arrivals, learned from the trace's)\n",
+               a->ranks_to, (double)rep->rank_wait_ns / 1e3, a->ranks_to);
+    if (a->ranks_to > 0 && rep->nodes.priced)
+        printf("  network: %d nodes (the trace's %d), %g GB/s and +%g us a crossing "
+               "(--what-if-network)\n",
+               rep->nodes.to, rep->nodes.traced, a->net_gbps, a->net_hop_us);
+}
+
 static void
 print_text(const report *rep)
 {
     const replay *rp = rep->rp;
-    const replay_summary *s = rep->s, *ws = rep->ws;
+    const replay_summary *s = rep->s;
     const dfg *g = &rp->graph;
     const int have_whatif = rep->have_whatif, show_cp = rep->a->show_cp, top = rep->a->top;
-    const double kscale = rep->a->kscale;
     int64_t nodes, edges;
     int32_t groups, classes = 0;
     dfg_job_sizes(g, &nodes, &edges, &groups);
@@ -587,41 +628,8 @@ print_text(const report *rep)
     }
     if (!any)
         printf("\nstragglers: none (no rank makes the others wait more than 2%%)\n");
-    if (have_whatif) {
-        char buf[KERNELS_SHORT_NAME_MAX + 8];
-        const args *a = rep->a;
-        printf("\nwhat-if,");
-        if (a->kclass)
-            printf(" the kernels named %s x %g;", kernels_short_name(a->kclass, 1, buf, sizeof buf),
-                   kscale);
-        else if (kscale > 0)
-            printf(" every kernel x %g;", kscale);
-        if (a->slow_gpu_rank >= 0)
-            printf(" rank %d's kernels x %g;", a->slow_gpu_rank, a->slow_gpu);
-        if (a->slow_host_rank >= 0)
-            printf(" rank %d's host time x %g;", a->slow_host_rank, a->slow_host);
-        if (a->ranks_to > 0)
-            printf(" %d ranks instead of %d;", a->ranks_to, rp->job.n_ranks);
-        printf(" iteration %.1f us (simulated as measured %.1f us, speedup %.3f)\n",
-               ws->simulated_us, s->simulated_us,
-               ws->simulated_us > 0 ? s->simulated_us / ws->simulated_us : 0);
-        print_bd("predicted", &ws->simulated_bd);
-        for (int k = 0; a->ranks_to > 0 && replay_cmd_ranks_assumed(&rp->model, k); k++)
-            printf("  assumed: %s\n", replay_cmd_ranks_assumed(&rp->model, k));
-        if (a->ranks_to > 0 && rep->hs->known) {
-            char line[512];
-            replay_cmd_host_share_line(rep->hs, line, sizeof line);
-            printf("  host share: %s\n", line);
-        }
-        if (a->ranks_to > 0)
-            printf("  waits at %d ranks: each collective +%.1f us (the latest of %d jittering "
-                   "and stalled arrivals, learned from the trace's)\n",
-                   a->ranks_to, (double)rep->rank_wait_ns / 1e3, a->ranks_to);
-        if (a->ranks_to > 0 && rep->nodes.priced)
-            printf("  network: %d nodes (the trace's %d), %g GB/s and +%g us a crossing "
-                   "(--what-if-network)\n",
-                   rep->nodes.to, rep->nodes.traced, a->net_gbps, a->net_hop_us);
-    }
+    if (have_whatif)
+        print_text_whatif(rep);
     if (rep->have_perturb) {
         const replay_perturbation *p = rep->pt;
         printf("\nperturbation check: each kernel name alone x %g (iteration %.1f us, stale "
