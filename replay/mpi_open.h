@@ -30,8 +30,8 @@ typedef int (*mpisim_check_fn)(void *ctx, replay *rp);
  * check (may be NULL) runs on it with ctx; on the others *rp holds the graph alone
  * (rp->graph, not finalized; the rest zeroed). A reading error is said by the process
  * that met it, which then ends every process of the job (mpisim_abort: the others may be
- * waiting for it in the reading's collectives) when there are others. Returns 0, or -1 when any process cannot go on (every process returns
- * -1; free rp with replay_close either way). */
+ * waiting for it in the reading's collectives) when there are others. Returns 0, or -1 when any
+ * process cannot go on (every process returns -1; free rp with replay_close either way). */
 int mpisim_open(const char *dir, replay_options *ro, job_share *sh, int me, int nprocs, replay *rp,
                 mpisim_check_fn check, void *ctx);
 
