@@ -767,6 +767,59 @@ test_micro_median(void)
     dfg_free(&g);
 }
 
+/* A memset call 2 ms long in every iteration (the 300th kernel of each rank's iteration,
+ * of the micro-batch's forward, made a memset, whose call then takes 2 ms more; the
+ * gradients' zeroing gives the thread's median memset call): at 2 micro-batches its part beyond the
+ * median takes half (the activations it sets scale with the batch), so the micro-batch's host time
+ * rises by 1 ms, not 2; the same 2 ms on a kernel's launch call stay whole. */
+static void
+test_micro_memset_calls(void)
+{
+    synth_params sp;
+    synth_defaults(&sp);
+    sp.ranks = 2;
+    sp.iterations = 6;
+    sp.ops_per_iter = 400;
+    sp.buckets = 8;
+    sp.bucket_bytes = 1 << 20;
+    sp.final_copies = sp.zero_grads = 1;
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    REQUIRE(synth_dfg(&sp, &g) == 0);
+    int32_t n_k = 0, n_seen = 0, mem[12], kern[12];
+    for (int32_t d = 0; d < g.n_nodes; d++) /* the 300th kernel of each rank's iteration */
+        if (g.kind[d] == DFG_KERNEL && g.launch[d] >= 0 && n_seen++ % 400 == 300 && n_k < 12) {
+            g.kind[d] = DFG_MEMSET;
+            mem[n_k] = d;
+            kern[n_k++] = d + 2; /* a kernel of the same forward */
+        }
+    REQUIRE(n_k == 2 * 6);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 5, &m, NULL, -1, NULL) == 0);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.accum_k = 2;
+    strategy_eval ev[3];
+    const int64_t stall = 2000000;
+    for (int run = 0; run < 3; run++) {
+        for (int32_t i = 0; run > 0 && i < n_k; i++) {
+            CHECK(w.phase[mem[i]] == WL_FORWARD && w.buckets.micro[mem[i]] == WL_MICRO_PHASE);
+            REQUIRE(g.kind[kern[i]] == DFG_KERNEL && g.launch[kern[i]] >= 0);
+            w.base_dur[g.launch[mem[i]]] += run == 1 ? stall : -stall;
+            w.base_dur[g.launch[kern[i]]] += run == 2 ? stall : 0;
+        }
+        REQUIRE(strategy_evaluate(&w, &p, &res, &ev[run]) == 0);
+    }
+    CHECK(fabs(ev[1].micro_host_ns - ev[0].micro_host_ns - (double)stall / 2) < 1e3);
+    CHECK(fabs(ev[2].micro_host_ns - ev[0].micro_host_ns - (double)stall) < 1e3);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 /* A PyTorch-like step for WL_FUSE_COMPILED, `iters` iterations: the main thread launches
  * the optimizer's kernel and zero_grad's memset, the forward G a b m G a n a G a m F G (G a
  * GEMM, sgemm, of 10 us; a and b pointwise kernels, m a memset, n a LayerNorm, F an
@@ -932,6 +985,7 @@ main(void)
     test_typical_stalls();
     test_micro_sync_only();
     test_micro_median();
+    test_micro_memset_calls();
     test_compiled_fusion();
     return tests_done();
 }
