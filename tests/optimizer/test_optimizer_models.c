@@ -719,13 +719,10 @@ test_micro_sync_only(void)
     }
 }
 
-/* A host stall in one micro-batch (a launch's gap 200 ms longer in one iteration of rank 0,
- * of 5 compared iterations on 2 ranks) moves the mean prediction of accumulation
- * (micro_host_ns by 200 ms / 10, over the device time: the iteration at least as much) but
- * not the median one, which adds each rank's median micro-batch (as the median iteration
- * ignores one slow step). With the mean added to the median as well, it moves 18 ms. */
+/* The accumulation tests' job: 2 ranks of 6 iterations of 400 kernels, 8 buckets of 1 MiB,
+ * DDP's copies back and zeroing; into g, and the cost model into m. */
 static void
-test_micro_median(void)
+micro_job(dfg *g, costmodel *m)
 {
     synth_params sp;
     synth_defaults(&sp);
@@ -735,10 +732,21 @@ test_micro_median(void)
     sp.buckets = 8;
     sp.bucket_bytes = 1 << 20;
     sp.final_copies = sp.zero_grads = 1;
+    fit_model(m);
+    REQUIRE(synth_dfg(&sp, g) == 0);
+}
+
+/* A host stall in one micro-batch (a launch's gap 200 ms longer in one iteration of rank 0,
+ * of 5 compared iterations on 2 ranks) moves the mean prediction of accumulation
+ * (micro_host_ns by 200 ms / 10, over the device time: the iteration at least as much) but
+ * not the median one, which adds each rank's median micro-batch (as the median iteration
+ * ignores one slow step). With the mean added to the median as well, it moves 18 ms. */
+static void
+test_micro_median(void)
+{
     dfg g;
     costmodel m;
-    fit_model(&m);
-    REQUIRE(synth_dfg(&sp, &g) == 0);
+    micro_job(&g, &m);
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
@@ -775,18 +783,9 @@ test_micro_median(void)
 static void
 test_micro_memset_calls(void)
 {
-    synth_params sp;
-    synth_defaults(&sp);
-    sp.ranks = 2;
-    sp.iterations = 6;
-    sp.ops_per_iter = 400;
-    sp.buckets = 8;
-    sp.bucket_bytes = 1 << 20;
-    sp.final_copies = sp.zero_grads = 1;
     dfg g;
     costmodel m;
-    fit_model(&m);
-    REQUIRE(synth_dfg(&sp, &g) == 0);
+    micro_job(&g, &m);
     int32_t n_k = 0, n_seen = 0, mem[12], kern[12];
     for (int32_t d = 0; d < g.n_nodes; d++) /* the 300th kernel of each rank's iteration */
         if (g.kind[d] == DFG_KERNEL && g.launch[d] >= 0 && n_seen++ % 400 == 300 && n_k < 12) {
