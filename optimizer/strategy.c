@@ -195,16 +195,81 @@ zero_host(dfg *g, int32_t h)
     }
 }
 
+/* A memset the micro-batch runs (workload.h: micro, else its phase): the forward's and
+ * backward's, not the gradients' zeroing (WL_MICRO_SYNC_ONLY) nor the optimizer's. */
+static int
+micro_memset(const dfg *g, const uint8_t *phase, const uint8_t *micro, int32_t d)
+{
+    int role = micro ? micro[d] : WL_MICRO_PHASE;
+    return g->kind[d] == DFG_MEMSET && g->launch[d] >= 0 && role != WL_MICRO_SYNC_ONLY &&
+           (role == WL_MICRO_FORWARD || phase[d] == WL_FORWARD || phase[d] == WL_BACKWARD);
+}
+
+typedef struct {
+    int32_t res;
+    int64_t dur;
+} res_dur;
+
+static int
+cmp_res_dur(const void *a, const void *b)
+{
+    const res_dur *x = a, *y = b;
+    if (x->res != y->res)
+        return x->res < y->res ? -1 : 1;
+    return (x->dur > y->dur) - (x->dur < y->dur);
+}
+
+/* The host calls of the micro-batch's memsets at 1/k of the batch (docs/models.md:
+ * accumulation): a call's duration beyond the median of its thread's memset calls takes
+ * 1/k (the bytes it sets are the activations', which scale with the batch). Returns 0, or
+ * -1 when out of memory. */
+static int
+scale_memset_calls(dfg *g, const uint8_t *phase, const uint8_t *micro, int32_t k)
+{
+    int rc = 0;
+    int32_t n = 0, cap = 0;
+    for (int32_t d = 0; d < g->n_nodes; d++)
+        cap += g->kind[d] == DFG_MEMSET;
+    res_dur *calls = malloc(sizeof *calls * ((size_t)cap + 1));
+    int64_t *med = calloc((size_t)g->n_res + 1, sizeof *med);
+    for (int32_t d = 0; calls && med && d < g->n_nodes; d++) {
+        int32_t h = g->launch[d];
+        if (g->kind[d] == DFG_MEMSET && h >= 0 && g->launched[dfg_launched_first(g, h)] == d)
+            calls[n++] = (res_dur){g->res[h], dfg_dur(g, h)};
+    }
+    if (!calls || !med)
+        rc = -1;
+    else
+        qsort(calls, (size_t)n, sizeof *calls, cmp_res_dur);
+    for (int32_t a = 0, b = 0; rc == 0 && a < n; a = b) { /* each thread's median call */
+        while (b < n && calls[b].res == calls[a].res)
+            b++;
+        med[calls[a].res] = calls[a + (b - a) / 2].dur;
+    }
+    for (int32_t d = 0; rc == 0 && d < g->n_nodes; d++) {
+        int32_t h = g->launch[d];
+        if (!micro_memset(g, phase, micro, d) || g->launched[dfg_launched_first(g, h)] != d)
+            continue;
+        int64_t t = dfg_dur(g, h), m = med[g->res[h]];
+        if (t > m)
+            rc |= dfg_set_dur(g, h, m + (t - m) / k);
+    }
+    free(calls);
+    free(med);
+    return rc;
+}
+
 /* The forward and backward kernels of a micro-batch of 1/k of the batch (docs/models.md:
  * accumulation): f + w + (t - f - w) / k, w the kernel's weight floor (weight_ns NULL:
- * none), and the host making the batch (workload.h: WL_MICRO_INPUT, micro NULL: none
- * known): the input copy's call and the gap before it take 1/k, once per call. Returns
- * 0, or -1 when out of memory (dfg_set_dur), as the other apply_ that set durations. */
+ * none), the host making the batch (workload.h: WL_MICRO_INPUT, micro NULL: none
+ * known): the input copy's call and the gap before it take 1/k, once per call, and the
+ * memsets' calls (scale_memset_calls). Returns 0, or -1 when out of memory (dfg_set_dur),
+ * as the other apply_ that set durations. */
 static int
 apply_accumulation(dfg *g, const uint8_t *phase, const uint8_t *micro, const workload_fusion *fu,
                    const int32_t *weight_ns, int32_t k)
 {
-    int rc = 0;
+    int rc = scale_memset_calls(g, phase, micro, k);
     double c0 = fu->kernel_fixed_ns;
     for (int32_t d = 0; micro && d < g->n_nodes; d++) {
         int32_t h = g->launch[d];

@@ -8,9 +8,10 @@ A step runs from the end of one cudaDeviceSynchronize of the main thread (`pytho
 end of the next; the last 15 steps of each rank count. Per file and rank: the median step,
 the backward thread's (`pt_autograd_N`) span (its first call to the end of its last), its
 stalls (calls and gaps between its calls over 100 us: a thread that waited or lost its
-core) and, per thread and call name (streams: per operation name), the median count of
-calls of non-zero length a step (a plan's dropped calls take no time). Counts do not
-depend on the machine's load; spans and stalls do.
+core), per thread and stream the median busy time a step (the sum of its calls' or
+operations' durations) and, per thread and call name (streams: per operation name), the
+median count of calls of non-zero length a step (a plan's dropped calls take no time).
+Counts do not depend on the machine's load; spans, stalls and host busy times do.
 
 With --gates SUBSTRING first: per file, rank 0's last 3 steps, how many of the backward
 thread's launches of kernels whose name holds SUBSTRING precede each all-reduce call
@@ -45,11 +46,15 @@ def step_events(path, pid):
 
 
 def steps(path, pid):
-    """Per step of rank pid: (step us, backward span, stalls, Counter of (thread, name))."""
+    """Per step of rank pid: (step us, backward span, stalls, Counter of (thread, name),
+    Counter of busy us by thread)."""
     out = []
     for step, inside, names in step_events(path, pid):
         calls = collections.Counter((names.get(e["tid"], "?"), e["name"][:60])
                                     for e in inside if e["dur"] > 0)
+        busy = collections.Counter()
+        for e in inside:
+            busy[names.get(e["tid"], "?")] += e["dur"]
         bwd = [e for e in inside if names.get(e["tid"], "").startswith("pt_autograd")]
         span = stalls = 0.0
         if bwd:
@@ -57,7 +62,7 @@ def steps(path, pid):
             stalls = sum(e["dur"] for e in bwd if e["dur"] > STALL_US)
             stalls += sum(y["ts"] - x["ts"] - x["dur"] for x, y in zip(bwd, bwd[1:])
                           if y["ts"] - x["ts"] - x["dur"] > STALL_US)
-        out.append((step, span, stalls, calls))
+        out.append((step, span, stalls, calls, busy))
     return out
 
 
@@ -104,6 +109,8 @@ def main(paths):
             print("%s rank %d: %d steps; step %.0f us, backward span %.0f us, stalls %.0f us "
                   "(medians)" % (path, pid, len(st), med(s[0] for s in st), med(s[1] for s in st),
                                 med(s[2] for s in st)))
+            for t in sorted(set().union(*(s[4].keys() for s in st))):
+                print("  %-14s busy %.0f us (median)" % (t[:14], med(s[4][t] for s in st)))
             keys = sorted(set().union(*(s[3].keys() for s in st)))
             for k in keys:
                 n = med(s[3][k] for s in st)
