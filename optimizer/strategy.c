@@ -420,6 +420,9 @@ apply_fsdp(dfg *g, const workload_fsdp *f, const strategy_plan *p, int reshard)
         else
             rc |= dfg_set_dur(g, d, dfg_dur(g, d) + f->regather_ns[d]);
     }
+    for (int32_t d = 0; reshard && d < g->n_nodes; d++)
+        if (f->sync_wait_ns[d] > 0)
+            rc |= dfg_set_dur(g, d, dfg_dur(g, d) + f->sync_wait_ns[d]);
     for (int32_t d = 0; d < g->n_nodes; d++) {
         int32_t q = f->gather_ops[d];
         if (q < 0)

@@ -91,7 +91,9 @@
  *                     time and the part of its transfer and copy-in that the previous
  *                     unit's backward compute does not hide (FSDP2's implicit backward
  *                     prefetch) to the unit's first backward kernel (workload.h:
- *                     fsdp.regather_ns); the peak memory drops by gathered_bytes;
+ *                     fsdp.regather_ns); a blocking call that waits beyond the device
+ *                     work it waits for waits longer by the re-gathered bytes
+ *                     (fsdp.sync_wait_ns); the peak memory drops by gathered_bytes;
  *   prefetch          the device ops of each unit's unshard (copy-in, all-gather) but the
  *                     first of a phase become ready as early, relative to their launch,
  *                     as their launch came after the previous unit's all-gather's launch

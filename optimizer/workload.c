@@ -694,6 +694,7 @@ workload_free(workload *w)
     free(w->fsdp.gather_ops);
     free(w->fsdp.prefetch_ns);
     free(w->fsdp.regather_ns);
+    free(w->fsdp.sync_wait_ns);
     memest_free(&w->layers.mem);
     memset(w, 0, sizeof *w);
 }

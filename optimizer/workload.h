@@ -346,6 +346,11 @@ typedef struct workload_fsdp {
                                (workload_fsdp.c: a backward-thread call's CPU time before it,
                                a compute-stream kernel's duration; each rank's from its own
                                forwards, the medians per unit), 0 none */
+    int32_t *sync_wait_ns;  /* per node, likewise: the time reshard_after_forward=True adds
+                               to a blocking call's wait after the device work it waits for
+                               (workload_fsdp.c: the wait the trace shows there beyond that
+                               work, per byte of the collectives' inputs before it, times the
+                               re-gathered all-gathers' inputs), 0 none */
     int64_t gathered_bytes; /* the parameters the forward gathers per iteration and rank but
                                the largest unit's: what reshard_after_forward=False keeps
                                unsharded at the backward's start, on top of the measured peak,

@@ -304,6 +304,68 @@ median_unit_costs(int64_t *cost, const int32_t *mq, const int32_t *mj, int32_t m
         }
 }
 
+/* A collective participant of a rank: its measured end, its input on the rank (an
+ * all-gather's shard: its group's bytes over the ranks; any other's the group's bytes) and
+ * that input again where resharding gathers the unit anew (regather_waits). */
+typedef struct coll_end {
+    int64_t end, in, again;
+} coll_end;
+
+static int
+cmp_coll_end(const void *pa, const void *pb)
+{
+    const coll_end *a = pa, *b = pb;
+    return (a->end > b->end) - (a->end < b->end);
+}
+
+/* f->sync_wait_ns (workload.h) of rank r, whose matched forwards' all-gathers are the
+ * groups with again[q] set (regather_rank): a blocking call of the main thread that
+ * returns after the device work it waits for has ended (its duration in the graph) waited
+ * for device work the trace does not show; its rate, per byte of the rank's collective
+ * inputs whose measured ends fall since the previous blocking call, is the median over
+ * those calls, and each call waits that rate times the inputs of the all-gathers it
+ * follows that resharding repeats. ce: scratch of the rank's participants; v: of its main
+ * thread's blocking calls (two entries each). */
+static void
+regather_waits(workload *w, const rank_info *ri, int32_t r, const uint8_t *again, coll_end *ce,
+               int64_t *v)
+{
+    const dfg *g = w->work;
+    int32_t n = 0, nb = 0, k = 0, nr = 0;
+    for (int32_t s = 0; s < g->n_res; s++)
+        for (int32_t x = g->res_rank[s] == r ? g->res_first[s] : -1; x >= 0;
+             x = g->next_on_res[x]) {
+            int32_t q = g->kind[x] == DFG_COLL && alive(g, x) ? dfg_group(g, x) : -1;
+            if (q < 0)
+                continue;
+            int64_t in =
+                g->grp_bytes[q] / (g->grp_op[q] == DPRO_COLL_ALLGATHER && g->grp_nranks[q] > 0
+                                       ? g->grp_nranks[q]
+                                       : 1);
+            ce[n++] = (coll_end){dfg_mend(g, x), in, again[q] ? in : 0};
+        }
+    qsort(ce, (size_t)n, sizeof *ce, cmp_coll_end);
+    int64_t *rate = v, *add = v + g->n_nodes + 1;
+    for (int32_t x = ri[r].main_thread >= 0 ? g->res_first[ri[r].main_thread] : -1; x >= 0;
+         x = g->next_on_res[x]) {
+        if (!alive(g, x) || !(g->flags[x] & DFG_F_BLOCKING))
+            continue;
+        int64_t in = 0, more = 0;
+        for (; k < n && ce[k].end <= dfg_mend(g, x); k++)
+            in += ce[k].in, more += ce[k].again;
+        if (in > 0)
+            rate[nr++] = dfg_dur(g, x) * 1000000 / in; /* fs a byte */
+        add[2 * nb] = x, add[2 * nb++ + 1] = more;
+    }
+    int64_t fs = nr > 0 ? (int64_t)sim_median_i64(rate, nr) : 0;
+    for (int32_t i = 0; i < nb; i++) {
+        int32_t x = (int32_t)add[2 * i];
+        double ns = (double)fs * (double)add[2 * i + 1] / 1e6;
+        w->fsdp.sync_wait_ns[x] =
+            clamp_ns(w->fsdp.sync_wait_ns[x] + (ns < INT32_MAX ? (int64_t)ns : INT32_MAX));
+    }
+}
+
 /* Marks the copy-outs, counts the unshards' calls (keep_calls, regather_calls: the
  * medians over ranks and compared iterations, the last of which runs to the trace's end)
  * and, on a trace that keeps the parameters, the reshard costs (regather_rank). Returns 0
@@ -334,21 +396,33 @@ find_copy_outs(workload *w, const rank_info *ri)
     f->regather_calls = rc == 0 && n > 0 ? sim_median_i64(cnt + n, n) : 0;
     free(cnt);
     if (rc == 0 && f->n_bwd < 1 && f->n_fwd > 0) {
-        int64_t *cost = calloc(4 * ((size_t)g->n_groups + 1), sizeof *cost);
-        int32_t *mq = malloc(2 * ((size_t)g->n_groups + 1) * sizeof *mq), m = 0;
-        f->regather_ns = calloc((size_t)g->n_nodes + 1, sizeof *f->regather_ns);
-        if (!cost || !mq || !f->regather_ns)
+        size_t ng = (size_t)g->n_groups + 1, nn = (size_t)g->n_nodes + 1;
+        int64_t *cost = calloc(4 * ng, sizeof *cost), *v = malloc(3 * nn * sizeof *v);
+        int32_t *mq = malloc(2 * ng * sizeof *mq), m = 0;
+        uint8_t *again = calloc(ng, 1);
+        coll_end *ce = malloc(nn * sizeof *ce);
+        f->regather_ns = calloc(nn, sizeof *f->regather_ns);
+        f->sync_wait_ns = calloc(nn, sizeof *f->sync_wait_ns);
+        if (!cost || !v || !mq || !again || !ce || !f->regather_ns || !f->sync_wait_ns)
             rc = -1;
         for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
             unit_costs(w, ri, r, cost);
             m = 0;
-            regather_rank(w, ri, r, cost, mq, mq + g->n_groups + 1, &m, g->n_groups + 1);
-            median_unit_costs(cost, mq, mq + g->n_groups + 1, m, cost + 3 * (g->n_groups + 1));
+            regather_rank(w, ri, r, cost, mq, mq + ng, &m, (int32_t)ng);
+            for (int32_t i = 0; i < m; i++)
+                again[mq[i]] = 1;
+            regather_waits(w, ri, r, again, ce, v);
+            for (int32_t i = 0; i < m; i++)
+                again[mq[i]] = 0;
+            median_unit_costs(cost, mq, mq + ng, m, cost + 3 * ng);
             int32_t u = regather_rank(w, ri, r, cost, NULL, NULL, NULL, 0);
             f->n_regather = u > f->n_regather ? u : f->n_regather;
         }
         free(cost);
+        free(v);
         free(mq);
+        free(again);
+        free(ce);
     }
     return rc;
 }

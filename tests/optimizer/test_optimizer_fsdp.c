@@ -17,6 +17,8 @@
  *     forward's stay, the iteration is shorter;
  *   - reshard (on the job without the backward's all-gathers, 2 ranks sharing the
  *     collectives): each rank's backward pays its own forward unshards' host time once;
+ *     where the closing synchronize waits after the device work it waits for (work the
+ *     trace does not show), that wait grows with the re-gathers' bytes;
  *   - prefetch: the forward's all-gathers but the first are ready as early, relative to
  *     their launch, as their launch came after the previous one's; the iteration is
  *     shorter; the search offers it on the FSDP job;
@@ -49,6 +51,7 @@
 #define JOB_REGATHER 1 /* the backward re-gathers each unit (reshard_after_forward=True) */
 #define JOB_COPY_IN 2  /* each reduce-scatter's copy-in before its launch */
 #define JOB_INPUT 4    /* the batch's copy before the forward (1 ms making it, then 5 us) */
+#define JOB_WAITS 8    /* the closing synchronize returns 900 us after the device work */
 
 typedef struct fsdp_job_ids {
     int32_t fwd_ag[ITERS][BLOCKS], bwd_ag[ITERS][BLOCKS];   /* participants */
@@ -148,6 +151,7 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
             int32_t b0 = call(g, rk[r].mt, nm_sync);
             rk[r].bounds[it] = b0;
             g->flags[b0] |= DFG_F_BLOCKING;
+            g->dur[b0] = (flags & JOB_WAITS) ? 900 * US : g->dur[b0];
             if (rk[r].last >= 0)
                 rc |= dfg_add_edge(g, rk[r].last, b0);
         }
@@ -377,6 +381,49 @@ test_fsdp_reshard(void)
     dfg_free(&g);
 }
 
+/* Resharding on the job whose closing synchronize waits 900 us after the device work it
+ * waits for (work the trace does not show: on tests/simgpu the collectives' data, moved by
+ * the host's CPU): that wait grows with the bytes the re-gathers add. */
+static void
+test_fsdp_reshard_wait(void)
+{
+    int64_t iter[2];
+    for (int wait = 0; wait < 2; wait++) {
+        dfg g;
+        fsdp_job_ids ids;
+        REQUIRE(build_fsdp_job(&g, &ids, wait ? JOB_WAITS : 0, 2) == 0);
+        workload w;
+        sim_result res;
+        memset(&res, 0, sizeof res);
+        REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+        REQUIRE(strategy_fsdp_reshard_available(&w));
+        int64_t added = 0, calls = 0;
+        for (int32_t n = 0; n < g.n_nodes; n++) {
+            added += w.fsdp.sync_wait_ns[n];
+            calls += w.fsdp.sync_wait_ns[n] > 0;
+            CHECK(w.fsdp.sync_wait_ns[n] == 0 || (g.flags[n] & DFG_F_BLOCKING));
+        }
+        /* per rank and iteration the closing synchronize: before it each rank's inputs are
+         * 3 MiB of all-gathers (its shards of 1 + 2 + 3 MiB) and 6 MiB of reduce-scatters;
+         * resharding gathers the 3 MiB again, a third more of the wait after the device
+         * work: 300 us (5 us / 3 without the wait) */
+        int64_t per = wait ? 300 * US : 5 * US / 3;
+        CHECK_EQ_U(calls, 2 * ITERS);
+        CHECK(llabs(added - 2 * ITERS * per) <= 2 * ITERS * 2);
+        strategy_plan p;
+        strategy_eval e;
+        strategy_plan_baseline(&p);
+        p.fsdp_reshard = 1;
+        REQUIRE(strategy_evaluate(&w, &p, &res, &e) == 0);
+        iter[wait] = (int64_t)(e.iter_ns - w.base_iter_ns);
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&g);
+    }
+    /* the iteration grows by the unshards' host time and, with the wait, 300 us more */
+    CHECK(llabs(iter[1] - iter[0] - 300 * US) < 5 * US);
+}
+
 /* The micro-batch of accumulation on the job without and with the reduce-scatters'
  * copy-in and the batch's copy: the copy-in is the synchronised micro-batch's alone, the
  * batch's copy takes half its host time. */
@@ -468,6 +515,7 @@ main(void)
 {
     test_fsdp_strategies();
     test_fsdp_reshard();
+    test_fsdp_reshard_wait();
     test_fsdp_accumulation();
     test_not_for_ddp();
     return tests_done();

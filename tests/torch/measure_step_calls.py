@@ -8,10 +8,13 @@ A step runs from the end of one cudaDeviceSynchronize of the main thread (`pytho
 end of the next; the last 15 steps of each rank count. Per file and rank: the median step,
 the backward thread's (`pt_autograd_N`) span (its first call to the end of its last), its
 stalls (calls and gaps between its calls over 100 us: a thread that waited or lost its
-core), per thread and stream the median busy time a step (the sum of its calls' or
-operations' durations) and, per thread and call name (streams: per operation name), the
-median count of calls of non-zero length a step (a plan's dropped calls take no time).
-Counts do not depend on the machine's load; spans, stalls and host busy times do.
+core), the closing wait (how long the main thread's last cudaDeviceSynchronize of the step
+returned after the step's last device operation ended: work the timeline does not show,
+on tests/simgpu the collectives' data moved by the host), per thread and stream the median
+busy time a step (the sum of its calls' or operations' durations) and, per thread and call
+name (streams: per operation name), the median count of calls of non-zero length a step (a
+plan's dropped calls take no time). Counts do not depend on the machine's load; spans,
+stalls, waits and host busy times do.
 
 With --gates SUBSTRING first: per file, rank 0's last 3 steps, how many of the backward
 thread's launches of kernels whose name holds SUBSTRING precede each all-reduce call
@@ -45,9 +48,23 @@ def step_events(path, pid):
     return [(b - a, [e for e in xs if a <= e["ts"] < b], names) for a, b in zip(syncs, syncs[1:])]
 
 
+def closing_wait(inside, names):
+    """How long the step's closing cudaDeviceSynchronize (the main thread's last) returned
+    after the later of its start and the end of the step's last device operation: a wait
+    for work the timeline does not show."""
+    syncs = [e for e in inside if e["name"] == "cudaDeviceSynchronize"
+             and names.get(e["tid"]) == "python"]
+    dev = [e["ts"] + e["dur"] for e in inside
+           if not names.get(e["tid"], "?").startswith(("python", "pt_autograd"))]
+    if not syncs or not dev:
+        return 0.0
+    s = syncs[-1]
+    return max(0.0, s["ts"] + s["dur"] - max(s["ts"], max(dev)))
+
+
 def steps(path, pid):
     """Per step of rank pid: (step us, backward span, stalls, Counter of (thread, name),
-    Counter of busy us by thread)."""
+    Counter of busy us by thread, closing wait)."""
     out = []
     for step, inside, names in step_events(path, pid):
         calls = collections.Counter((names.get(e["tid"], "?"), e["name"][:60])
@@ -62,7 +79,7 @@ def steps(path, pid):
             stalls = sum(e["dur"] for e in bwd if e["dur"] > STALL_US)
             stalls += sum(y["ts"] - x["ts"] - x["dur"] for x, y in zip(bwd, bwd[1:])
                           if y["ts"] - x["ts"] - x["dur"] > STALL_US)
-        out.append((step, span, stalls, calls, busy))
+        out.append((step, span, stalls, calls, busy, closing_wait(inside, names)))
     return out
 
 
@@ -106,9 +123,10 @@ def main(paths):
             if not st:
                 continue
             med = statistics.median
-            print("%s rank %d: %d steps; step %.0f us, backward span %.0f us, stalls %.0f us "
-                  "(medians)" % (path, pid, len(st), med(s[0] for s in st), med(s[1] for s in st),
-                                med(s[2] for s in st)))
+            print("%s rank %d: %d steps; step %.0f us, backward span %.0f us, stalls %.0f us, "
+                  "closing wait %.0f us (medians)"
+                  % (path, pid, len(st), med(s[0] for s in st), med(s[1] for s in st),
+                     med(s[2] for s in st), med(s[5] for s in st)))
             for t in sorted(set().union(*(s[4].keys() for s in st))):
                 print("  %-14s busy %.0f us (median)" % (t[:14], med(s[4][t] for s in st)))
             keys = sorted(set().union(*(s[3].keys() for s in st)))
