@@ -45,9 +45,10 @@ struct dpro_reader {
     int wal_unread;     /* a -wal lies beside it but could not be read (read-only media) */
     int immutable;      /* opened immutable: no locks, the file alone (no -wal) */
     char *warnings;     /* dpro_reader_warnings: malloc'd lines, NULL for none */
-    char *errmsg; /* the last failure's message (malloc'd at the first, DPRO_ERRBUF_SIZE
-                   * bytes), NULL before one: a job holds thousands of readers that never fail */
-    int errmsg_nomem; /* a failure's message could not be kept: out of memory */
+    /* the last failure's message (malloc'd at the first, DPRO_ERRBUF_SIZE bytes), NULL
+     * before one: a job holds thousands of readers that never fail */
+    char *errmsg;
+    int errmsg_nomem; /* a failure's message could not be kept (out of memory) */
 };
 
 /* Testing only (tests/unit/test_trace_fold.c; NULL otherwise): called by a closing
