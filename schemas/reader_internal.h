@@ -71,6 +71,11 @@ int reader_load_meta(dpro_reader *r);
 int reader_load_strings(dpro_reader *r);
 int reader_load_tables(dpro_reader *r);
 
+/* reader_tables.c: cuts the arrays the loads grew (room for more rows) to the rows read,
+ * for a detached reader, which is held long and often one a rank. An array realloc cannot
+ * cut stays as it was. */
+void reader_fit_tables(dpro_reader *r);
+
 /* Parses a schema version number: decimal digits only, at most 9 of them. Returns -1 for
  * anything else (a sign, blanks, letters, an empty text, an overflow). */
 long reader_parse_version(const char *s);

@@ -475,8 +475,10 @@ close_file(dpro_reader *r)
 void
 dpro_reader_detach(dpro_reader *r)
 {
-    if (r)
+    if (r) {
         close_file(r);
+        reader_fit_tables(r); /* held long: no room for rows that will not come */
+    }
 }
 
 void
