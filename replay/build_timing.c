@@ -28,7 +28,7 @@
 
 /* Submission latency of every rank (or only of only_rank >= 0) into lat_out[n_ranks]
  * (predmax: latest measured end of each node's edge predecessors, INT64_MIN for none;
- * lats: scratch of n_nodes). */
+ * lats: scratch of rank_stream_ops_max's size). */
 static void
 submission_latencies(const dfg *g, const int64_t *predmax, int64_t *lats, int64_t *lat_out,
                      int32_t only_rank)
@@ -63,6 +63,30 @@ submission_latencies(const dfg *g, const int64_t *predmax, int64_t *lats, int64_
     }
 }
 
+/* The most device ops on one rank's streams together (of only_rank when >= 0): the
+ * size of submission_latencies's scratch, a small part of the graph's nodes when it
+ * holds many ranks. */
+static size_t
+rank_stream_ops_max(const dfg *g, int32_t only_rank)
+{
+    size_t most = 1, *ops = calloc((size_t)(g->n_ranks > 0 ? g->n_ranks : 1), sizeof *ops);
+    if (!ops) /* out of memory here: every node, a bound */
+        most = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
+    for (int32_t q = 0; ops && q < g->n_res; q++) {
+        int32_t r = g->res_rank[q];
+        if (g->res_kind[q] != DFG_RES_STREAM || r < 0 || r >= g->n_ranks ||
+            (only_rank >= 0 && r != only_rank))
+            continue;
+        size_t k = 0;
+        for (int32_t d = g->res_first[q]; d >= 0; d = g->next_on_res[d])
+            k++;
+        if ((ops[r] += k) > most)
+            most = ops[r];
+    }
+    free(ops);
+    return most;
+}
+
 /* Latest measured end of each node's edge predecessors (INT64_MIN: none). */
 static void
 edge_predmax(const dfg *g, int64_t *predmax)
@@ -83,7 +107,7 @@ build_submission_latency(const dfg *g, int32_t r)
         return 0;
     size_t n = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
     int64_t *predmax = malloc(n * sizeof *predmax);
-    int64_t *lats = malloc(n * sizeof *lats);
+    int64_t *lats = malloc(rank_stream_ops_max(g, r) * sizeof *lats);
     int64_t *out = malloc((size_t)g->n_ranks * sizeof *out);
     int64_t lat = 0;
     if (predmax && lats && out) {
@@ -208,7 +232,7 @@ build_derive_timing(dfg *g)
 {
     int32_t n = g->n_nodes;
     int64_t *predmax = malloc((size_t)(n > 0 ? n : 1) * sizeof *predmax);
-    int64_t *lats = malloc((size_t)(n > 0 ? n : 1) * sizeof *lats);
+    int64_t *lats = malloc(rank_stream_ops_max(g, -1) * sizeof *lats);
     int64_t *lat_sub = malloc((size_t)(g->n_ranks > 0 ? g->n_ranks : 1) * sizeof *lat_sub);
     int32_t *prev = dfg_prev_table(g);
     int rc = predmax && lats && lat_sub && prev ? 0 : -1;
