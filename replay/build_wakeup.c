@@ -37,45 +37,18 @@ cmp_end_ref(const void *pa, const void *pb)
     return (a->node > b->node) - (a->node < b->node);
 }
 
-/* The most calls on one host thread (*per_thread) and on one rank's host threads together
- * (*per_rank): the sizes of the per-rank work arrays below, a small part of the graph's
- * nodes when it holds many ranks. Returns 0, or -1 out of memory. */
-static int
-thread_call_counts(const dfg *g, size_t *per_thread, size_t *per_rank)
-{
-    size_t *rank_calls = calloc((size_t)(g->n_ranks > 0 ? g->n_ranks : 1), sizeof *rank_calls);
-    *per_thread = 0;
-    *per_rank = 0;
-    for (int32_t q = 0; rank_calls && q < g->n_res; q++) {
-        int32_t r = g->res_rank[q];
-        if (g->res_kind[q] != DFG_RES_THREAD || r < 0 || r >= g->n_ranks)
-            continue;
-        size_t k = 0;
-        for (int32_t h = g->res_first[q]; h >= 0; h = g->next_on_res[h])
-            k++;
-        rank_calls[r] += k;
-        if (k > *per_thread)
-            *per_thread = k;
-        if (rank_calls[r] > *per_rank)
-            *per_rank = rank_calls[r];
-    }
-    int rc = rank_calls ? 0 : -1;
-    free(rank_calls);
-    return rc;
-}
-
 int
 build_infer_wakeups(dfg *g)
 {
-    size_t per_thread = 0, per_rank = 0;
-    int rc = thread_call_counts(g, &per_thread, &per_rank);
-    end_ref *byend = rc == 0 ? malloc((per_rank > 0 ? per_rank : 1) * sizeof *byend) : NULL;
-    int64_t *gaps = rc == 0 ? malloc((per_thread > 0 ? per_thread : 1) * sizeof *gaps) : NULL;
+    size_t per_thread = 1, per_rank = 1;
+    build_res_nodes_max(g, DFG_RES_THREAD, -1, &per_thread, &per_rank);
+    end_ref *byend = malloc(per_rank * sizeof *byend);
+    int64_t *gaps = malloc(per_thread * sizeof *gaps);
     int64_t *med = malloc((size_t)(g->n_res > 0 ? g->n_res : 1) * sizeof *med);
     /* the calls' previous calls as measured: a wake-up node added before a call below
      * changes only that call's, which is read before */
     int32_t *prev = dfg_prev_table(g);
-    rc = -1;
+    int rc = -1;
     if (!byend || !gaps || !med || !prev)
         goto out;
     for (int32_t r = 0; r < g->n_ranks; r++) {
