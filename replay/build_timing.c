@@ -28,7 +28,7 @@
 
 /* Submission latency of every rank (or only of only_rank >= 0) into lat_out[n_ranks]
  * (predmax: latest measured end of each node's edge predecessors, INT64_MIN for none;
- * lats: scratch of n_nodes). */
+ * lats: scratch of build_res_nodes_max's per-rank size for streams). */
 static void
 submission_latencies(const dfg *g, const int64_t *predmax, int64_t *lats, int64_t *lat_out,
                      int32_t only_rank)
@@ -63,6 +63,34 @@ submission_latencies(const dfg *g, const int64_t *predmax, int64_t *lats, int64_
     }
 }
 
+void
+build_res_nodes_max(const dfg *g, int res_kind, int32_t only_rank, size_t *per_res,
+                    size_t *per_rank)
+{
+    size_t most_res = 1, most_rank = 1;
+    size_t *rank_nodes = calloc((size_t)(g->n_ranks > 0 ? g->n_ranks : 1), sizeof *rank_nodes);
+    if (!rank_nodes)
+        most_res = most_rank = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
+    for (int32_t q = 0; rank_nodes && q < g->n_res; q++) {
+        int32_t r = g->res_rank[q];
+        if (g->res_kind[q] != res_kind || r < 0 || r >= g->n_ranks ||
+            (only_rank >= 0 && r != only_rank))
+            continue;
+        size_t k = 0;
+        for (int32_t h = g->res_first[q]; h >= 0; h = g->next_on_res[h])
+            k++;
+        if (k > most_res)
+            most_res = k;
+        if ((rank_nodes[r] += k) > most_rank)
+            most_rank = rank_nodes[r];
+    }
+    free(rank_nodes);
+    if (per_res)
+        *per_res = most_res;
+    if (per_rank)
+        *per_rank = most_rank;
+}
+
 /* Latest measured end of each node's edge predecessors (INT64_MIN: none). */
 static void
 edge_predmax(const dfg *g, int64_t *predmax)
@@ -83,7 +111,9 @@ build_submission_latency(const dfg *g, int32_t r)
         return 0;
     size_t n = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
     int64_t *predmax = malloc(n * sizeof *predmax);
-    int64_t *lats = malloc(n * sizeof *lats);
+    size_t n_lats = 1;
+    build_res_nodes_max(g, DFG_RES_STREAM, r, NULL, &n_lats);
+    int64_t *lats = malloc(n_lats * sizeof *lats);
     int64_t *out = malloc((size_t)g->n_ranks * sizeof *out);
     int64_t lat = 0;
     if (predmax && lats && out) {
@@ -208,7 +238,9 @@ build_derive_timing(dfg *g)
 {
     int32_t n = g->n_nodes;
     int64_t *predmax = malloc((size_t)(n > 0 ? n : 1) * sizeof *predmax);
-    int64_t *lats = malloc((size_t)(n > 0 ? n : 1) * sizeof *lats);
+    size_t n_lats = 1;
+    build_res_nodes_max(g, DFG_RES_STREAM, -1, NULL, &n_lats);
+    int64_t *lats = malloc(n_lats * sizeof *lats);
     int64_t *lat_sub = malloc((size_t)(g->n_ranks > 0 ? g->n_ranks : 1) * sizeof *lat_sub);
     int32_t *prev = dfg_prev_table(g);
     int rc = predmax && lats && lat_sub && prev ? 0 : -1;

@@ -40,9 +40,10 @@ cmp_end_ref(const void *pa, const void *pb)
 int
 build_infer_wakeups(dfg *g)
 {
-    int32_t n0 = g->n_nodes;
-    end_ref *byend = malloc((size_t)(n0 > 0 ? n0 : 1) * sizeof *byend);
-    int64_t *gaps = malloc((size_t)(n0 > 0 ? n0 : 1) * sizeof *gaps);
+    size_t per_thread = 1, per_rank = 1;
+    build_res_nodes_max(g, DFG_RES_THREAD, -1, &per_thread, &per_rank);
+    end_ref *byend = malloc(per_rank * sizeof *byend);
+    int64_t *gaps = malloc(per_thread * sizeof *gaps);
     int64_t *med = malloc((size_t)(g->n_res > 0 ? g->n_res : 1) * sizeof *med);
     /* the calls' previous calls as measured: a wake-up node added before a call below
      * changes only that call's, which is read before */

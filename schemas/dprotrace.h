@@ -518,9 +518,10 @@ void dpro_reader_close(dpro_reader *r);
 
 /* Closes the reader's file (its SQLite connection and descriptors) and keeps what the
  * open read: meta, strings, devices, streams, communicators, threads, stacks and the
- * warnings stay valid until dpro_reader_close, so that a caller holding many traces'
- * events holds no open file a trace. No iterator may be open on r. After it,
- * dpro_iter_open, dpro_iter_open_range and dpro_reader_summary return DPRO_ERR_ARG
+ * warnings stay valid until dpro_reader_close (their arrays cut to their rows), so that a
+ * caller holding many traces' events holds no open file a trace and little else. No
+ * iterator may be open on r. After it, dpro_iter_open, dpro_iter_open_range and
+ * dpro_reader_summary return DPRO_ERR_ARG
  * (dpro_reader_errmsg: the file is closed); open the file anew to read it again.
  * NULL and a reader already detached are fine. */
 void dpro_reader_detach(dpro_reader *r);

@@ -78,9 +78,14 @@ dpro_grow(void **arr, size_t *cap, size_t n, size_t sz)
 int
 dpro_reader_fail(dpro_reader *r, int rc, const char *fmt, const char *detail)
 {
-    snprintf(r->errmsg, sizeof r->errmsg, "%s: ", r->path);
-    size_t n = strlen(r->errmsg);
-    snprintf(r->errmsg + n, sizeof r->errmsg - n, fmt, detail);
+    if (!r->errmsg)
+        r->errmsg = malloc(DPRO_ERRBUF_SIZE);
+    r->errmsg_nomem = !r->errmsg;
+    if (r->errmsg) {
+        snprintf(r->errmsg, DPRO_ERRBUF_SIZE, "%s: ", r->path);
+        size_t n = strlen(r->errmsg);
+        snprintf(r->errmsg + n, DPRO_ERRBUF_SIZE - n, fmt, detail);
+    }
     return rc;
 }
 
@@ -272,7 +277,12 @@ dpro_reader_summary_sized(dpro_reader *r, dpro_trace_summary *user_s, size_t s_s
 const char *
 dpro_reader_errmsg(const dpro_reader *r)
 {
-    return r ? r->errmsg : "";
+    const char *m = "";
+    if (r && r->errmsg)
+        m = r->errmsg;
+    else if (r && r->errmsg_nomem)
+        m = "out of memory";
+    return m;
 }
 
 /* ---- directories -------------------------------------------------------------------------- */

@@ -45,7 +45,10 @@ struct dpro_reader {
     int wal_unread;     /* a -wal lies beside it but could not be read (read-only media) */
     int immutable;      /* opened immutable: no locks, the file alone (no -wal) */
     char *warnings;     /* dpro_reader_warnings: malloc'd lines, NULL for none */
-    char errmsg[DPRO_ERRBUF_SIZE];
+    /* the last failure's message (malloc'd at the first, DPRO_ERRBUF_SIZE bytes), NULL
+     * before one: a job holds thousands of readers that never fail */
+    char *errmsg;
+    int errmsg_nomem; /* a failure's message could not be kept (out of memory) */
 };
 
 /* Testing only (tests/unit/test_trace_fold.c; NULL otherwise): called by a closing
@@ -67,6 +70,11 @@ void dpro_reader_warn(dpro_reader *r, const char *fmt, ...) __attribute__((forma
 int reader_load_meta(dpro_reader *r);
 int reader_load_strings(dpro_reader *r);
 int reader_load_tables(dpro_reader *r);
+
+/* reader_tables.c: cuts the arrays the loads grew (room for more rows) to the rows read,
+ * for a detached reader, which is held long and often one a rank. An array realloc cannot
+ * cut stays as it was. */
+void reader_fit_tables(dpro_reader *r);
 
 /* Parses a schema version number: decimal digits only, at most 9 of them. Returns -1 for
  * anything else (a sign, blanks, letters, an empty text, an overflow). */

@@ -334,9 +334,9 @@ reader_open_once(const char *path, dpro_reader **out, char *errbuf, size_t errle
         judge_end(r, &probe);
     dpro_path_free(&dbp);
     if (rc != DPRO_OK) {
-        if (rc == DPRO_ERR_NOMEM && !r->errmsg[0])
+        if (rc == DPRO_ERR_NOMEM && !r->errmsg)
             dpro_reader_fail(r, rc, "%s", "out of memory");
-        dpro_set_err(errbuf, errlen, "%s", r->errmsg[0] ? r->errmsg : dpro_status_str(rc));
+        dpro_set_err(errbuf, errlen, "%s", r->errmsg ? r->errmsg : dpro_status_str(rc));
         dpro_reader_close(r);
         return rc;
     }
@@ -475,8 +475,10 @@ close_file(dpro_reader *r)
 void
 dpro_reader_detach(dpro_reader *r)
 {
-    if (r)
+    if (r) {
         close_file(r);
+        reader_fit_tables(r); /* held long: no room for rows that will not come */
+    }
 }
 
 void
@@ -510,5 +512,6 @@ dpro_reader_close(dpro_reader *r)
         free(r->stacks[i].frames);
     free(r->stacks);
     free(r->path);
+    free(r->errmsg);
     free(r);
 }

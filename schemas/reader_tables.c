@@ -260,3 +260,26 @@ reader_load_tables(dpro_reader *r)
     sqlite3_finalize(st);
     return rc;
 }
+
+/* Cuts *arr, n elements of sz bytes with room for more, to n (unchanged if n is 0 or
+ * realloc fails). */
+static void
+fit(void **arr, size_t n, size_t sz)
+{
+    void *p = n > 0 && *arr ? realloc(*arr, n * sz) : NULL;
+    if (p)
+        *arr = p;
+}
+
+void
+reader_fit_tables(dpro_reader *r)
+{
+    fit((void **)&r->meta, r->nmeta, sizeof *r->meta);
+    fit((void **)&r->strings, (size_t)r->nstrings + 1, sizeof *r->strings); /* [0] unused */
+    fit((void **)&r->string_bufs, r->nstring_bufs, sizeof *r->string_bufs);
+    fit((void **)&r->devices, r->ndevices, sizeof *r->devices);
+    fit((void **)&r->streams, r->nstreams, sizeof *r->streams);
+    fit((void **)&r->comms, r->ncomms, sizeof *r->comms);
+    fit((void **)&r->threads, r->nthreads, sizeof *r->threads);
+    fit((void **)&r->stacks, r->nstacks, sizeof *r->stacks);
+}
