@@ -58,6 +58,18 @@ def model(base, batch, k):
     return json.loads(out)["models"], total
 
 
+def per_micro_batch(base, new, batch, k, per_step):
+    """Kernel us per micro-batch, optimizer step and rank of accumulation over k from the
+    recording base (batch, per_step forward and backward kernels a step and rank) to the
+    changed run new: (the batch share, dpro's model, realised)."""
+    models, planned = model(base, batch, k)
+    nb, tb = kernels(base)
+    _, tn = kernels(new)
+    steps = nb / per_step
+    c0 = models["kernel_fixed_us"]
+    return (nb * c0 + (tb - nb * c0) / k) / steps, planned / steps, tn / k / steps
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -66,16 +78,9 @@ def main():
     print("| pair | k | batch share | model | realised | error: batch share | error: model |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for pair, batch, k, per_step in PAIRS:
-        base = os.path.join(keep, pair + "-accumulation-base")
-        new = os.path.join(keep, pair + "-accumulation-new")
-        models, planned = model(base, batch, k)
-        nb, tb = kernels(base)
-        _, tn = kernels(new)
-        steps = nb / per_step
-        c0 = models["kernel_fixed_us"]
-        share = (nb * c0 + (tb - nb * c0) / k) / steps
-        floor = planned / steps
-        real = tn / k / steps
+        share, floor, real = per_micro_batch(os.path.join(keep, pair + "-accumulation-base"),
+                                             os.path.join(keep, pair + "-accumulation-new"),
+                                             batch, k, per_step)
         print("| %s | %d | %.0f | %.0f | %.0f | %+.1f %% | %+.1f %% |"
               % (pair, k, share, floor, real, 100 * (real - share) / share,
                  100 * (real - floor) / floor))
