@@ -260,14 +260,17 @@ scale_memset_calls(dfg *g, const uint8_t *phase, const uint8_t *micro, int32_t k
 }
 
 /* The forward and backward kernels of a micro-batch of 1/k of the batch (docs/models.md:
- * accumulation): f + w + (t - f - w) / k, w the kernel's weight floor (weight_ns NULL:
- * none), the host making the batch (workload.h: WL_MICRO_INPUT, micro NULL: none
- * known): the input copy's call and the gap before it take 1/k, once per call, and the
- * memsets' calls (scale_memset_calls). Returns 0, or -1 when out of memory (dfg_set_dur),
- * as the other apply_ that set durations. */
+ * accumulation): f + max(v / k, w + min(v - w, a) / k), v = t - f, f = min(t, c0), w the
+ * kernel's weight floor and a the time of its input and output (workload.h:
+ * workload_layers; weight_ns NULL: none): f + w + (v - w) / k for a kernel bound by its
+ * bytes (a >= v - w), the floor a lower bound under the FLOPs' share for one bound by its
+ * FLOPs; the host making the batch (workload.h: WL_MICRO_INPUT, micro NULL: none known):
+ * the input copy's call and the gap before it take 1/k, once per call; and the memsets'
+ * calls (scale_memset_calls). Returns 0, or -1 when out of memory (dfg_set_dur), as the
+ * other apply_ that set durations. */
 static int
 apply_accumulation(dfg *g, const uint8_t *phase, const uint8_t *micro, const workload_fusion *fu,
-                   const int32_t *weight_ns, int32_t k)
+                   const workload_layers *ly, int32_t k)
 {
     int rc = scale_memset_calls(g, phase, micro, k);
     double c0 = fu->kernel_fixed_ns;
@@ -282,8 +285,10 @@ apply_accumulation(dfg *g, const uint8_t *phase, const uint8_t *micro, const wor
             continue;
         double t = (double)dfg_dur(g, d);
         double f = t < c0 ? t : c0;
-        double w = weight_ns ? (double)weight_ns[d] : 0;
-        rc |= dfg_set_dur(g, d, (int64_t)llround(f + w + (t - f - w) / k));
+        double w = ly->weight_ns ? (double)ly->weight_ns[d] : 0;
+        double a = ly->weight_act_ns ? (double)ly->weight_act_ns[d] : 0;
+        double v = t - f, bytes = w + (a < v - w ? a : v - w) / k;
+        rc |= dfg_set_dur(g, d, (int64_t)llround(f + (v / k > bytes ? v / k : bytes)));
     }
     return rc;
 }
@@ -497,7 +502,7 @@ strategy_apply(workload *w, const strategy_plan *p)
     w->g = p->cuda_graph && w->capture.g ? w->capture.g : w->work;
     int rc = workload_reset(w);
     if (rc == 0 && p->accum_k > 1)
-        rc = apply_accumulation(w->g, w->phase, w->buckets.micro, &w->fusion, w->layers.weight_ns,
+        rc = apply_accumulation(w->g, w->phase, w->buckets.micro, &w->fusion, &w->layers,
                                 p->accum_k);
     if (rc == 0 && p->fuse && w->fusion.n_chains > 0)
         rc = apply_fusion(w->g, &w->fusion, w->opt.fusion_fixed);

@@ -68,7 +68,10 @@
  *                     f + w + (t - f - w) / k with f = min(t, c0) and w its weight floor
  *                     (the time its share of reading its layer's weights takes at the
  *                     optimizer kernels' bandwidth, workload.h: workload_layers.weight_ns;
- *                     0 where the trace does not tell): fixed parts, then linear in the
+ *                     0 where the trace does not tell) when its time is that of its
+ *                     bytes, f + max((t - f) / k, w + a / k) when it took longer than
+ *                     w and its input and output's time a (bound by its FLOPs):
+ *                     fixed parts, then linear in the
  *                     batch; optimizer kernels do not change; the step is the simulated
  *                     step of the last micro-batch (with the all-reduces and the
  *                     optimizer) plus k-1 micro-batches without them, each taking

@@ -684,6 +684,7 @@ workload_free(workload *w)
     free(w->layers.site_fwd);
     free(w->layers.layer_nfwd);
     free(w->layers.weight_ns);
+    free(w->layers.weight_act_ns);
     free(w->buckets.layer_grad);
     free(w->buckets.unit_lo);
     free(w->buckets.param_bytes);

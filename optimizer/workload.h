@@ -297,10 +297,14 @@ typedef struct workload_layers {
      * less min(t, c0)) that reads its layer's weights and does not shrink with the batch:
      * a layer's forward reads them once, its backward twice, each pass (layer_grad /
      * weight_bw) carried by one of its kernels, longest first, at most that kernel's
-     * variable time; 0 for a layer whose longest kernel took less than a pass. NULL (and
-     * weight_why set) when the trace lacks what it needs */
+     * variable time; 0 for a layer whose longest kernel took less than a pass;
+     * weight_act_ns[d], for a kernel with a floor, the time at weight_bw of its input and
+     * output (twice its layer's activation bytes over the layer's kernels of its name in
+     * that phase), at most its variable time: less than its variable time past the floor
+     * says the kernel was bound by its FLOPs, not its bytes. NULL (and weight_why set)
+     * when the trace lacks what it needs */
     double weight_bw;
-    int32_t *weight_ns;
+    int32_t *weight_ns, *weight_act_ns;
     char weight_why[160];
 } workload_layers;
 

@@ -10,6 +10,13 @@
  * The copies are the memory estimate's optimizer bytes over the parameters' when that is
  * 1 to 4; else (the state allocated before the first compared iteration, where the
  * estimate counts it static) Adam's 2, a prior.
+ *
+ * Whether the floor binds is read from the kernel's own time: a kernel bound by its bytes
+ * took about its pass over the weights plus reading its input and writing its output at
+ * that bandwidth (the layer's activations each, shared among the layer's kernels of its
+ * name in that phase); one that took longer was bound by its FLOPs, which shrink with the
+ * batch, and its weights are read under the arithmetic: the floor is then a lower bound
+ * (strategy.h: accumulation; workload_layers.weight_act_ns).
  */
 #define PR_FMT "optimizer"
 #include "optimizer/workload_int.h"
@@ -23,7 +30,7 @@
 /* What the floor sorts: a forward or backward kernel of a layer, by its group (rank,
  * iteration, layer, phase) and, within it, longest variable part first. */
 typedef struct floor_kernel {
-    int32_t rank, iter, layer, phase, node;
+    int32_t rank, iter, layer, phase, node, name;
     double var_ns; /* its duration less the fixed part f = min(t, c0) */
 } floor_kernel;
 
@@ -72,22 +79,31 @@ optimizer_bandwidth(workload *w, int64_t params)
     return var > 0 && n_iter > 0 ? (3 + 2 * copies) * (double)params / (var / (double)n_iter) : 0;
 }
 
-/* Fills weight_ns for the kernels of one group fk[0 .. n-1] (longest first): the layer's
- * forward passes once over its weights, its backward twice (the data gradient reads
- * them, the weight gradient writes their gradient); each pass is one kernel's, the
- * longest first, none above its own variable part. A group whose longest kernel took
- * less than one pass contradicts the floor (its weights were not read at that
- * bandwidth) and gets none. */
+/* Fills weight_ns and weight_act_ns for the kernels of one group fk[0 .. n-1] (longest
+ * first) of a layer with act_bytes of activations: the layer's forward passes once over
+ * its weights, its backward twice (the data gradient reads them, the weight gradient
+ * writes their gradient); each pass is one kernel's, the longest first, none above its
+ * own variable part. A group whose longest kernel took less than one pass contradicts
+ * the floor (its weights were not read at that bandwidth) and gets none. A kernel that
+ * carries a pass gets, as weight_act_ns, the time its input and output take at bw: twice
+ * the activations over the group's kernels of its name, at most its variable part. */
 static void
-floor_group(workload *w, const floor_kernel *fk, int32_t n, double pass_ns)
+floor_group(workload *w, const floor_kernel *fk, int32_t n, double pass_ns, int64_t act_bytes,
+            double bw)
 {
     double left =
         n > 0 && fk[0].var_ns >= pass_ns ? (fk[0].phase == WL_BACKWARD ? 2 : 1) * pass_ns : 0;
     for (int32_t i = 0; i < n && left > 0; i++) {
         double m = fk[i].var_ns < pass_ns ? fk[i].var_ns : pass_ns;
+        int32_t same = 0;
         m = m < left ? m : left;
         w->layers.weight_ns[fk[i].node] = (int32_t)llround(m);
         left -= m;
+        for (int32_t j = 0; j < n; j++)
+            same += fk[j].name == fk[i].name;
+        double act = 2.0 * (double)act_bytes / ((double)same * bw);
+        w->layers.weight_act_ns[fk[i].node] =
+            (int32_t)llround(act < fk[i].var_ns ? act : fk[i].var_ns);
     }
 }
 
@@ -116,7 +132,8 @@ workload_find_weight_floors(workload *w)
         goto out;
     fk = malloc(sizeof *fk * ((size_t)g->n_nodes + 1));
     w->layers.weight_ns = calloc((size_t)g->n_nodes + 1, sizeof *w->layers.weight_ns);
-    if (!fk || !w->layers.weight_ns) {
+    w->layers.weight_act_ns = calloc((size_t)g->n_nodes + 1, sizeof *w->layers.weight_act_ns);
+    if (!fk || !w->layers.weight_ns || !w->layers.weight_act_ns) {
         rc = -1;
         goto out;
     }
@@ -124,15 +141,17 @@ workload_find_weight_floors(workload *w)
     for (int32_t d = 0; d < g->n_nodes; d++)
         if (alive(g, d) && g->kind[d] == DFG_KERNEL && w->layer[d] >= 0 && w->layer[d] < L &&
             (w->phase[d] == WL_FORWARD || w->phase[d] == WL_BACKWARD))
-            fk[n++] = (floor_kernel){dfg_rank(g, d), w->iter[d], w->layer[d],
-                                     w->phase[d],    d,          var_part(g, d, c0)};
+            fk[n++] = (floor_kernel){dfg_rank(g, d), w->iter[d],        w->layer[d], w->phase[d], d,
+                                     g->name[d],     var_part(g, d, c0)};
     qsort(fk, (size_t)n, sizeof *fk, cmp_floor_kernel);
     for (int32_t a = 0, b; a < n; a = b) {
         for (b = a + 1; b < n && fk[b].rank == fk[a].rank && fk[b].iter == fk[a].iter &&
                         fk[b].layer == fk[a].layer && fk[b].phase == fk[a].phase;
              b++)
             ;
-        floor_group(w, fk + a, b - a, (double)bu->layer_grad[fk[a].layer] / bw);
+        int32_t l = fk[a].layer;
+        floor_group(w, fk + a, b - a, (double)bu->layer_grad[l] / bw,
+                    l < w->layers.mem.n_layers ? w->layers.mem.act_bytes[l] : 0, bw);
     }
 out:
     free(fk);

@@ -39,6 +39,10 @@ TESTS += tests/optimizer/test_many_layers.py
 # the peak memory of recomputation through ddp-sim's caching allocator (memest.h)
 dist_check_SCRIPTS += tests/optimizer/test_memest_reuse.py
 TESTS += tests/optimizer/test_memest_reuse.py
+# accumulation's micro-batch in the simple physics: the weight floor where the kernels'
+# time is their FLOPs' (a consistency check)
+dist_check_SCRIPTS += tests/optimizer/test_accum_simple.py
+TESTS += tests/optimizer/test_accum_simple.py
 dist_check_SCRIPTS += tests/optimizer/closed_loop.py
 TESTS += tests/optimizer/closed_loop.py
 # dpro-optimize --mpi: the JSON of mpirun -n 2 to 4 against the single process's (it skips

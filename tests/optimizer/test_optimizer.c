@@ -877,20 +877,26 @@ test_partition_gradients(void)
 /* Accumulation's weight floor (strategy.h): the optimizer's kernel (557 us past the fixed
  * cost c0 = 3 us, the prior; 7 passes: no optimizer state in the estimate) moves 7 x 64
  * MiB in it, so a pass over layer 0's 48 MiB of weights takes 0.75 x 557 / 7 = 59.7 us
- * (layers 1 to 3: 5.0, 5.0 and 9.9 us). At a quarter of the batch layer l's forward kernel
- * (97 us past c0) and each of its two backward kernels take c0 + p_l + (97 - p_l) / 4:
- * 72.0 us for layer 0, not c0 + 97 / 4 (27.25). With an optimizer kernel 20 times as long
- * every layer's pass (100 us and more) would outlast the kernels that read the weights:
- * the trace contradicts the floor and every kernel scales with the batch. */
+ * (layers 1 to 3: 5.0, 5.0 and 9.9 us). Each layer has one forward kernel and two
+ * backward ones, 97 us past c0 each. With 96 MiB of activations a layer's input and output
+ * take 239 us (119 us for each backward kernel, two of a name): more than the kernels'
+ * time past the pass, so they were bound by their bytes, and at a quarter of the batch
+ * layer l's kernels take c0 + p_l + (97 - p_l) / 4: 72.0 us for layer 0, not
+ * c0 + 97 / 4 (27.25). With 1 MiB (2.5 us) the kernels took far longer than their bytes:
+ * bound by their FLOPs, which shrink with the batch, so the floor is only a lower bound:
+ * c0 + max(97 / 4, p_l + 2.5 / 4): 63.3 us for layer 0 (63.0 for its backward kernels),
+ * the batch share for layers 1 to 3. With an optimizer kernel 20 times as long every
+ * layer's pass (100 us and more) would outlast the kernels that read the weights: the
+ * trace contradicts the floor and every kernel scales with the batch. */
 static void
 test_accumulation_floor(void)
 {
     const int64_t M = 1 << 20;
     int64_t grad[4] = {48 * M, 4 * M, 4 * M, 8 * M};
-    int64_t opt_us[2] = {560, 11200};
+    int64_t opt_us[3] = {560, 560, 11200}, act[3] = {96 * M, M, M};
     costmodel m;
     fit_model(&m);
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < 3; v++) {
         int64_t t_fwd[4];
         dfg g, work;
         memest mem;
@@ -898,6 +904,8 @@ test_accumulation_floor(void)
         sim_result res;
         REQUIRE(build_layer_job(&g, 3, grad, 4, opt_us[v] * US, t_fwd) == 0);
         layer_memest(&mem, grad, t_fwd, 1);
+        for (int l = 0; l < 4; l++)
+            mem.act_bytes[l] = act[v];
         memset(&res, 0, sizeof res);
         CHECK(dfg_clone(&work, &g) == 0);
         REQUIRE(workload_analyze(&w, &work, &res, 1, 1, &m, &mem, 0, NULL) == 0);
@@ -909,21 +917,26 @@ test_accumulation_floor(void)
         strategy_plan_baseline(&p);
         p.accum_k = 4;
         CHECK(strategy_apply(&w, &p) == 0);
-        int32_t kernels = 0, scaled = 0, layer0 = 0;
+        int32_t kernels = 0, scaled = 0, layer0 = 0, lower = 0;
         int64_t quarter = 3 * US + llround(97.0 * US / 4);
         for (int32_t d = 0; d < work.n_nodes; d++) {
             if (work.kind[d] != DFG_KERNEL || w.iter[d] != 1 ||
                 (w.phase[d] != WL_FORWARD && w.phase[d] != WL_BACKWARD))
                 continue;
-            double pass = v == 0 ? (double)grad[w.layer[d]] / bw : 0;
-            CHECK(llabs(dfg_dur(&work, d) - llround(3 * US + pass + (97 * US - pass) / 4)) <= 1);
+            double pass = v < 2 ? (double)grad[w.layer[d]] / bw : 0;
+            double io = 2.0 * (double)act[v] / ((w.phase[d] == WL_BACKWARD ? 2 : 1) * bw);
+            double bytes = pass + (io < 97 * US - pass ? io : 97 * US - pass) / 4;
+            CHECK(llabs(dfg_dur(&work, d) -
+                        llround(3 * US + (97.0 * US / 4 > bytes ? 97.0 * US / 4 : bytes))) <= 1);
             kernels++;
             scaled += dfg_dur(&work, d) == quarter;
             layer0 += w.layer[d] == 0 && llabs(dfg_dur(&work, d) - 72000) < 100;
+            lower += w.layer[d] == 0 && llabs(dfg_dur(&work, d) - 63150) < 200;
         }
         CHECK_EQ_U(kernels, 2 * 12); /* per rank: 4 forward and 8 backward kernels */
-        CHECK_EQ_U(scaled, v == 0 ? 0 : 2 * 12);
+        CHECK_EQ_U(scaled, v == 0 ? 0 : v == 1 ? 2 * 9 : 2 * 12);
         CHECK_EQ_U(layer0, v == 0 ? 2 * 3 : 0); /* layer 0's kernels at 72.0 us */
+        CHECK_EQ_U(lower, v == 1 ? 2 * 3 : 0);  /* at 63.0 and 63.3 us */
         workload_free(&w);
         sim_result_free(&res);
         dfg_free(&work);
