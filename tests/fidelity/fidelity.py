@@ -149,11 +149,12 @@ MORE_RANKS_BATCH = 4  # the more-ranks kind's job: the drawn batch times this
 # systems as H100's); the line_rate_* columns. The prediction gets what measure_network
 # measures, as a user runs nccl-tests on the cluster.
 NIC_GBPS = {"a100": 25, "h100": 50, "h200": 50}
-# measure_network's sweep: nccl-perf's options, the sizes whose time is the latency (nccl-tests'
-# small sizes: up to 1 KiB) and the largest sizes whose bus bandwidth is the network's.
+# measure_network's sweeps: nccl-perf's options for the bandwidth (8 B to 128 MiB) and for
+# the latency (nccl-tests' small sizes, up to NET_SMALL_BYTES, timed over more iterations).
 NET_SWEEP = ["-b", "8", "-e", "128M", "-f", "2", "-w", "5", "-n", "20"]
 NET_SMALL_BYTES = 1024
-NET_LARGE = 3
+NET_SMALL_SWEEP = ["-b", "8", "-e", str(NET_SMALL_BYTES), "-f", "2", "-w", "20", "-n", "200"]
+NET_SMALL_REPEATS = 3
 NETWORKS = {}  # (world seed, profile) -> measure_network's figures, once per world
 WARMUP = 3
 RUN_MS = 400  # FIDELITY_RUN_MS, read by main()
@@ -260,20 +261,21 @@ def nccl_perf(pair, per_node, sweep):
 def measure_network(pair):
     """The network between two simulated nodes of the pair's world, as a user of the
     cluster measures it, once per world: an all-reduce sweep of nccl-perf (nccl-tests'
-    all_reduce_perf) on two nodes of one GPU each. Returns (busbw GB/s: the median over
-    the NET_LARGE largest sizes, the bus bandwidth nccl-tests report; the latency a
-    crossing adds, us: half of the small sizes' median time across the nodes less the same
-    on one node of two GPUs, an all-reduce of two ranks crossing twice). Nothing of the
-    world's settings is read: only the programs' output."""
+    all_reduce_perf) on two nodes of one GPU each. Returns (busbw GB/s: the sweep's peak,
+    the figure nccl-tests' users quote; the latency a crossing adds, us: half of the least
+    small-size time across the nodes less the least on one node of two GPUs, an all-reduce
+    of two ranks crossing twice; those two times). The peak and the least times, of
+    NET_SMALL_REPEATS small sweeps each side taken in turn, as the machine's load only
+    lowers a bandwidth and lengthens a time (a burst of it starved a whole small sweep
+    once). Nothing of the world's settings is read: only the program's output."""
     key = (pair["world_seed"], pair["profile"])
     if key not in NETWORKS:
-        two = nccl_perf(pair, 1, NET_SWEEP)
-        one = nccl_perf(pair, 2, ["-b", "8", "-e", str(NET_SMALL_BYTES), "-w", "5", "-n", "50"])
-        two_small = [t for b, t, _ in two if b <= NET_SMALL_BYTES]
-        one_small = [t for b, t, _ in one if b <= NET_SMALL_BYTES]
-        busbw = median([bw for _, _, bw in two[-NET_LARGE:]])
-        NETWORKS[key] = (busbw, max(0.0, (median(two_small) - median(one_small)) / 2),
-                         median(two_small), median(one_small))
+        busbw = max(bw for _, _, bw in nccl_perf(pair, 1, NET_SWEEP))
+        two, one = float("inf"), float("inf")
+        for _ in range(NET_SMALL_REPEATS):
+            two = min([two] + [t for _, t, _ in nccl_perf(pair, 1, NET_SMALL_SWEEP)])
+            one = min([one] + [t for _, t, _ in nccl_perf(pair, 2, NET_SMALL_SWEEP)])
+        NETWORKS[key] = (busbw, max(0.0, (two - one) / 2), two, one)
     return NETWORKS[key]
 
 

@@ -11,7 +11,9 @@
  *     size regime measured; communicators of another size stay as they are;
  *   - more ranks across nodes: replay_scale_ranks_nodes moves each all-reduce's bandwidth
  *     term to the given network's when it is slower and adds a latency per crossing of
- *     the ring (2 (nodes - 1)); replay_job_hosts counts a job's hosts.
+ *     the ring (2 (nodes - 1)); replay_job_hosts counts a job's hosts;
+ *   - the host share: the stalls' share and length at N (hostshare_at), and
+ *     hostshare_apply scaling a host node's work but not its traced stall.
  */
 #include <math.h>
 #include <stdio.h>
