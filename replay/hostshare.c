@@ -153,7 +153,7 @@ rank_busy(const replay *rp, int32_t r, double *busy)
  * iteration on its thread, its duration plus gap (ns; a woken call's without its gap,
  * the wake-up latency, as rank_busy counts it). */
 typedef struct host_time {
-    int32_t iter, pos;
+    int32_t iter, pos, node;
     double t;
 } host_time;
 
@@ -164,11 +164,11 @@ cmp_host_time(const void *x, const void *y)
     return p->pos != q->pos ? (p->pos > q->pos) - (p->pos < q->pos) : (p->t > q->t) - (p->t < q->t);
 }
 
-/* Appends to hs->stall (hs->n_stall, room hs->cap_stall) rank r's stalls on thread q:
- * each host node's duration plus gap less the median of those at its place (the same
- * call of every compared iteration), where that excess is HOSTSHARE_STALL_MIN_NS or
- * more (the thread lost its core for a timeslice; a place needs 3 iterations). Returns 0
- * or -1 out of memory. */
+/* Appends to hs->stall and hs->stall_node (hs->n_stall, room hs->cap_stall) rank r's
+ * stalls on thread q and their nodes: each host node's duration plus gap less the median
+ * of those at its place (the same call of every compared iteration), where that excess is
+ * HOSTSHARE_STALL_MIN_NS or more (the thread lost its core for a timeslice; a place needs
+ * 3 iterations). Returns 0 or -1 out of memory. */
 static int
 thread_stalls(const replay *rp, int32_t q, const int32_t *bnd, hostshare *hs)
 {
@@ -192,7 +192,7 @@ thread_stalls(const replay *rp, int32_t q, const int32_t *bnd, hostshare *hs)
             v = nv ? nv : v;
         }
         if (rc == 0)
-            v[n++] = (host_time){k, pos++,
+            v[n++] = (host_time){k, pos++, m,
                                  (double)dfg_dur(g, m) +
                                      (g->flags[m] & DFG_F_WAKEUP ? 0 : (double)dfg_gap(g, m))};
     }
@@ -208,12 +208,16 @@ thread_stalls(const replay *rp, int32_t q, const int32_t *bnd, hostshare *hs)
             if (hs->n_stall == hs->cap_stall) {
                 size_t c = hs->cap_stall ? 2 * hs->cap_stall : 64;
                 double *ns = realloc(hs->stall, c * sizeof *ns);
-                rc = ns ? 0 : -1;
                 hs->stall = ns ? ns : hs->stall;
-                hs->cap_stall = ns ? c : hs->cap_stall;
+                int32_t *nn = ns ? realloc(hs->stall_node, c * sizeof *nn) : NULL;
+                hs->stall_node = nn ? nn : hs->stall_node;
+                rc = ns && nn ? 0 : -1;
+                hs->cap_stall = rc == 0 ? c : hs->cap_stall;
             }
-            if (rc == 0)
+            if (rc == 0) {
+                hs->stall_node[hs->n_stall] = v[x].node;
                 hs->stall[hs->n_stall++] = v[x].t - med;
+            }
         }
     }
     free(v);
@@ -328,20 +332,27 @@ burst(const hostshare *hs, int32_t r)
 
 /* hs->slice_ns: the median of the traced stalls when there are HOSTSHARE_STALL_MIN_COUNT,
  * else the scheduler's base slice on the most cores of a host, 0.75 ms x (1 + log2 of the
- * cores, at most 8: Linux's sched_base_slice scaling); hs->slice_learned says which. */
-static void
+ * cores, at most 8: Linux's sched_base_slice scaling); hs->slice_learned says which.
+ * Returns 0, or -1 out of memory (hs->stall keeps its order: hs->stall_node pairs it). */
+static int
 learn_slice(hostshare *hs)
 {
-    double cores = 1;
+    double cores = 1, *sorted = NULL;
+    int rc = 0;
     for (int32_t r = 0; r < hs->n_ranks; r++)
         cores = hs->cores[r] > cores ? hs->cores[r] : cores;
     hs->slice_learned = hs->n_stall >= HOSTSHARE_STALL_MIN_COUNT;
-    if (hs->slice_learned) {
-        qsort(hs->stall, hs->n_stall, sizeof *hs->stall, order_double);
-        hs->slice_ns = hs->stall[hs->n_stall / 2];
+    if (hs->slice_learned && !(sorted = malloc(hs->n_stall * sizeof *sorted)))
+        rc = -1;
+    if (hs->slice_learned && rc == 0) {
+        memcpy(sorted, hs->stall, hs->n_stall * sizeof *sorted);
+        qsort(sorted, hs->n_stall, sizeof *sorted, order_double);
+        hs->slice_ns = sorted[hs->n_stall / 2];
     } else {
         hs->slice_ns = 750e3 * (1 + floor(log2(cores < 8 ? cores : 8)));
     }
+    free(sorted);
+    return rc;
 }
 
 int
@@ -378,7 +389,7 @@ hostshare_measure(const replay *rp, hostshare *hs)
     if (rc == 0)
         rc = index_hosts(rp, hs);
     if (rc == 0)
-        learn_slice(hs);
+        rc = learn_slice(hs);
     hs->known = rc == 0 && known && present > 0;
     hs->mean_demand = hs->known ? hs->mean_demand / present : 0;
     hs->mean_busy = hs->known ? hs->mean_busy / present : 0;
@@ -439,6 +450,29 @@ hostshare_at(hostshare *hs, int32_t per_host, int32_t n_to)
     return rc;
 }
 
+/* Takes back the stretch of traced stall k in g, where hostshare_apply scaled its node by
+ * its rank's factor f: the node keeps its work scaled and its stall x as traced, its time
+ * (duration plus gap, a woken call's duration alone, as thread_stalls measured it) less x
+ * (f - 1), shared out over what was scaled. Returns 0, or -1 when a duration overflows. */
+static int
+unstretch_stall(const hostshare *hs, size_t k, dfg *g)
+{
+    int32_t n = hs->stall_node[k], r = n >= 0 && n < g->n_nodes ? dfg_rank(g, n) : -1;
+    int rc = 0;
+    if (r >= 0 && r < hs->n_ranks && hs->factor[r] != 1 && g->kind[n] == DFG_HOST &&
+        !(g->flags[n] & DFG_F_REMOVED)) {
+        int woken = (g->flags[n] & DFG_F_WAKEUP) != 0;
+        double t = (double)dfg_dur(g, n) + (woken ? 0 : (double)dfg_gap(g, n));
+        double keep = t > 0 ? (t - hs->stall[k] * (hs->factor[r] - 1)) / t : 1;
+        keep = keep > 0 ? keep : 0;
+        if (woken)
+            rc = dfg_set_dur(g, n, (int64_t)((double)dfg_dur(g, n) * keep + 0.5)) == 0 ? 0 : -1;
+        else
+            rc = replay_scale_host_node(g, n, keep);
+    }
+    return rc;
+}
+
 int64_t
 hostshare_apply(const hostshare *hs, dfg *g)
 {
@@ -450,6 +484,8 @@ hostshare_apply(const hostshare *hs, dfg *g)
             continue;
         rc = replay_scale_host_node(g, n, hs->factor[r]) == 0 ? rc + 1 : -1;
     }
+    for (size_t k = 0; rc >= 0 && k < hs->n_stall; k++)
+        rc = unstretch_stall(hs, k, g) == 0 ? rc : -1;
     return rc;
 }
 
@@ -462,5 +498,6 @@ hostshare_free(hostshare *hs)
     free(hs->factor);
     free(hs->busy);
     free(hs->stall);
+    free(hs->stall_node);
     memset(hs, 0, sizeof *hs);
 }

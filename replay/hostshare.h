@@ -41,7 +41,8 @@ typedef struct hostshare {
     double load_traced;      /* the most loaded host's load in the trace */
     double load_to;          /* ... at the what-if's rank count (hostshare_at) */
     double factor_max;       /* the largest entry of factor */
-    double *stall;           /* the traced stalls, ns (thread_stalls; sorted once measured) */
+    double *stall;           /* the traced stalls, ns (thread_stalls), in no order */
+    int32_t *stall_node;     /* ... each one's host node (rp's graph) */
     size_t n_stall, cap_stall;
     double stall_window_ns; /* the compared windows' length, summed over the present ranks */
     double slice_ns;        /* a timeslice: the traced stalls' median, or the default */
@@ -79,9 +80,13 @@ int hostshare_measure(const replay *rp, hostshare *hs);
  * known. */
 int hostshare_at(hostshare *hs, int32_t per_host, int32_t n_to);
 
-/* Scales every host node's duration and gap in g by its rank's factor (g's ranks are
- * rp's: a folded class by its representative's). Returns the nodes changed, or -1 when
- * a duration overflows. */
+/* Scales every host node's duration and gap in g (a copy of the measured graph: the same
+ * nodes) by its rank's factor (g's ranks are rp's: a folded class by its
+ * representative's), all but the traced stalls: a node with a stall x keeps x as traced and
+ * its work, the rest, scaled (a stall is the scheduler's time for other threads, which
+ * the factor already gives the work; stretched, a host hiccup of the machine's other
+ * load would count factor times in the mean). Returns the nodes changed, or -1 when a
+ * duration overflows. */
 int64_t hostshare_apply(const hostshare *hs, dfg *g);
 
 void hostshare_free(hostshare *hs);

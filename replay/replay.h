@@ -192,7 +192,9 @@ int32_t replay_job_hosts(const job *j, int32_t *most_per_host);
  * job was traced on one node and its n_to ranks run on `nodes` (> 1) nodes joined by a
  * network that a one-node trace cannot show, given by the user: net_bpns its bus
  * bandwidth per GPU in bytes per ns (NCCL's ring across nodes: each GPU's share of the
- * traffic crosses its NIC) and hop_ns the latency each crossing adds. Every group of n_to
+ * traffic crosses its NIC; what nccl-tests report as busbw across nodes) and hop_ns the
+ * latency each crossing adds over a hop inside the node (NCCL's tuner: a ring step that
+ * crosses pays the network's hop latency instead of NVLink's). Every group of n_to
  * ranks runs NCCL's ring over the nodes (trees are not modelled): its bandwidth term
  * moves to the network's where that is slower, + x_to x max(0, 1 / net_bpns - s), x_to =
  * costmodel_factor(op, n_to) x bytes and s the model's cost of one more byte of x at

@@ -3,7 +3,8 @@
 a kept run (FIDELITY_KEEP=KEEP FIDELITY_OUT=OUT fidelity.py), dpro's prediction from the
 recording of its last attempt (dpro-replay KEEP/NN-more-ranks-base --warmup 3 --json with
 the suite's what-if options: --what-if-ranks N --what-if-ranks-per-host K, and
---what-if-network GBPS across nodes) against the changed run's own trace (dpro-replay
+--what-if-network BUSBW:US across nodes: the network the suite measured, or the NIC's
+line rate in a table of before it) against the changed run's own trace (dpro-replay
 KEEP/NN-more-ranks-new --warmup 3 --json: its measured breakdown), per iteration, mean of
 the ranks: compute, communication (transfer: end - last arrival), waiting for other ranks,
 the device idle for the host, the window; the medians (dpro's predicted median and the
@@ -50,7 +51,10 @@ def main():
         words = r["change"].replace(",", "").split()  # "8 ranks [2 nodes of 4]"
         n, per = words[0], words[-1] if "nodes" in words else words[0]
         what = ["--what-if-ranks", n, "--what-if-ranks-per-host", per]
-        if "nodes" in words:
+        if "nodes" in words and r.get("net_busbw_gbps", "") not in ("", "None"):
+            what += ["--what-if-network", "%.2f:%.2f" % (float(r["net_busbw_gbps"]),
+                                                         float(r["net_crossing_us"]))]
+        elif "nodes" in words:
             what += ["--what-if-network", str(fidelity.NIC_GBPS[r["profile"]])]
         p, q = replay(tag + "-base", what), replay(tag + "-new", [])
         pb, qb = p["what_if"]["breakdown"], q["breakdown"]["measured"]

@@ -33,8 +33,9 @@ The changes (KINDS, drawn in turn so that each is covered alike):
                   iteration), all on this host as the recording's 2 (predicted with
                   --what-if-ranks-per-host N: the host-share model); every other one (pair
                   24 of 40) across two simulated nodes of N/2 (simrun --gpus-per-node,
-                  predicted with --what-if-ranks-per-host N/2 --what-if-network GBPS, the
-                  profile's NIC line rate: NIC_GBPS)
+                  predicted with --what-if-ranks-per-host N/2 --what-if-network GBPS:US,
+                  the network as a user measures it: measure_network, an all-reduce
+                  sweep in the manner of nccl-tests once per world)
 
 Iteration times are ddp-sim's own (iter_us: host time between the per-iteration
 synchronisations), the mean over ranks of the median over the measured iterations, as in
@@ -96,7 +97,10 @@ no_share_error_pct are the prediction with the traced layout (no ranks added to 
 no host time scaled), host_time_scale the scale applied and rank_wait_us the wait the
 more ranks' arrival jitter adds at each collective (docs/models.md); for the pairs across
 nodes no_network_predicted_us and no_network_error_pct the prediction without
---what-if-network (the network not predicted). Before the closing
+--what-if-network (the network not predicted), line_rate_predicted_us and
+line_rate_error_pct with the profile's NIC line rate instead of the measured network
+(NIC_GBPS, no latency), net_busbw_gbps and net_crossing_us what measure_network gave.
+Before the closing
 line the suite names the pairs whose changed run lagged by more than LAG_SHARE (10 %) of
 its iteration, with the others' mean |error|.
 
@@ -126,6 +130,7 @@ from replay_testlib import traced_env  # noqa: E402
 BUILD = os.environ.get("top_builddir", os.getcwd())
 SIMRUN = os.path.join(BUILD, "tests", "simgpu", "simrun")
 DDP_SIM = os.path.join(BUILD, "tests", "simgpu", "ddp-sim")
+NCCL_PERF = os.path.join(BUILD, "tests", "simgpu", "nccl-perf")
 LIBDIR = os.path.join(BUILD, "tests", "simgpu", ".libs")
 DPRO_RUN = os.path.join(BUILD, "tools", "dpro-run")
 REPLAY = os.path.join(BUILD, "tools", "dpro-replay")
@@ -139,11 +144,18 @@ PROFILES = ["a100", "h100", "h200"]
 RANKS = 2
 MORE_RANKS = 8  # FIDELITY_MORE_RANKS, read by main()
 MORE_RANKS_BATCH = 4  # the more-ranks kind's job: the drawn batch times this
-# The network between simulated nodes as a user of such a cluster knows it: one NIC per GPU,
-# its line rate in GB/s (DGX A100: ConnectX-6 HDR 200 Gb/s; DGX H100: ConnectX-7 NDR 400 Gb/s;
-# H200 systems as H100's), given to dpro-replay --what-if-network. The world's achieved share
-# of it stays hidden.
+# The network between simulated nodes as its datasheet gives it: one NIC per GPU, its line
+# rate in GB/s (DGX A100: ConnectX-6 HDR 200 Gb/s; DGX H100: ConnectX-7 NDR 400 Gb/s; H200
+# systems as H100's); the line_rate_* columns. The prediction gets what measure_network
+# measures, as a user runs nccl-tests on the cluster.
 NIC_GBPS = {"a100": 25, "h100": 50, "h200": 50}
+# measure_network's sweeps: nccl-perf's options for the bandwidth (8 B to 128 MiB) and for
+# the latency (nccl-tests' small sizes, up to NET_SMALL_BYTES, timed over more iterations).
+NET_SWEEP = ["-b", "8", "-e", "128M", "-f", "2", "-w", "5", "-n", "20"]
+NET_SMALL_BYTES = 1024
+NET_SMALL_SWEEP = ["-b", "8", "-e", str(NET_SMALL_BYTES), "-f", "2", "-w", "20", "-n", "200"]
+NET_SMALL_REPEATS = 3
+NETWORKS = {}  # (world seed, profile) -> measure_network's figures, once per world
 WARMUP = 3
 RUN_MS = 400  # FIDELITY_RUN_MS, read by main()
 MAX_ITERATIONS = 400
@@ -154,7 +166,8 @@ COLUMNS = ["pair", "kind", "world_seed", "profile", "job", "change", "base_us", 
            "realised_device_us", "device_error_pct", "base_cpu_ms_per_iter", "realised_cpu_ms_per_iter",
            "cores_at_predicted", "mean_predicted_us", "mean_error_pct", "no_share_predicted_us",
            "no_share_error_pct", "host_time_scale", "rank_wait_us", "no_network_predicted_us",
-           "no_network_error_pct", "loads", "iterations",
+           "no_network_error_pct", "line_rate_predicted_us", "line_rate_error_pct",
+           "net_busbw_gbps", "net_crossing_us", "loads", "iterations",
            "base_spread_pct", "runs", "medians_error_pct", "medians_speedup_ratio_pct"]
 
 
@@ -228,6 +241,42 @@ def run_job(pair, args, trace_dir, iterations, slowdown=None, ranks=RANKS, strag
     rows.sort(key=lambda r: r["rank"])
     us = sum(median(r["iter_us"]) for r in rows) / len(rows)
     return us, max(r["peak_memory_bytes"] for r in rows), rows[0], cpu_ms
+
+
+def nccl_perf(pair, per_node, sweep):
+    """nccl-perf's rows (size B, time us, busbw GB/s) of an all-reduce sweep on 2 ranks in
+    the pair's world, on nodes of per_node (1: two nodes, the network between them)."""
+    cmd = [SIMRUN, "-n", "2", "--gpus-per-node", str(per_node), "--timeout", "60", "--",
+           NCCL_PERF] + sweep
+    p = subprocess.run(cmd, env=world_env(pair), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=90)
+    rows = [tuple(float(x) for x in (f[0], f[2], f[4])) for f in
+            (line.split() for line in p.stdout.splitlines() if line and line[0] != "#")]
+    if p.returncode != 0 or not rows:
+        raise PairError("network sweep failed (status %d): %s\n%s"
+                        % (p.returncode, " ".join(cmd), p.stderr[-800:]))
+    return rows
+
+
+def measure_network(pair):
+    """The network between two simulated nodes of the pair's world, as a user of the
+    cluster measures it, once per world: an all-reduce sweep of nccl-perf (nccl-tests'
+    all_reduce_perf) on two nodes of one GPU each. Returns (busbw GB/s: the sweep's peak,
+    the figure nccl-tests' users quote; the latency a crossing adds, us: half of the least
+    small-size time across the nodes less the least on one node of two GPUs, an all-reduce
+    of two ranks crossing twice; those two times). The peak and the least times, of
+    NET_SMALL_REPEATS small sweeps each side taken in turn, as the machine's load only
+    lowers a bandwidth and lengthens a time (a burst of it starved a whole small sweep
+    once). Nothing of the world's settings is read: only the program's output."""
+    key = (pair["world_seed"], pair["profile"])
+    if key not in NETWORKS:
+        busbw = max(bw for _, _, bw in nccl_perf(pair, 1, NET_SWEEP))
+        two, one = float("inf"), float("inf")
+        for _ in range(NET_SMALL_REPEATS):
+            two = min([two] + [t for _, t, _ in nccl_perf(pair, 1, NET_SMALL_SWEEP)])
+            one = min([one] + [t for _, t, _ in nccl_perf(pair, 2, NET_SMALL_SWEEP)])
+        NETWORKS[key] = (busbw, max(0.0, (two - one) / 2), two, one)
+    return NETWORKS[key]
 
 
 def dpro_json(cmd):
@@ -387,12 +436,16 @@ def predict(pair, base_dir, base_peak, added, slowdown):
             pair.setdefault("no_share", []).append(j["what_if"]["predicted_median_iter_us"])
             what += ["--what-if-ranks-per-host", str(slowdown.get("per_node") or slowdown["ranks"])]
             if slowdown.get("per_node"):
-                # across nodes: without the network (not predicted) to a column, and with
-                # the NIC a user of that cluster knows
+                # across nodes: without the network (not predicted) and with the NIC's line
+                # rate to columns, and with the network as a user measures it
                 j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP)] + what)
                 pair.setdefault("no_network", []).append(
                     j["what_if"]["predicted_median_iter_us"])
-                what += ["--what-if-network", str(NIC_GBPS[pair["profile"]])]
+                j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP)] + what +
+                              ["--what-if-network", str(NIC_GBPS[pair["profile"]])])
+                pair.setdefault("line_rate", []).append(j["what_if"]["predicted_median_iter_us"])
+                pair["network"] = measure_network(pair)
+                what += ["--what-if-network", "%.2f:%.2f" % pair["network"][:2]]
         j = dpro_json([REPLAY, base_dir, "--json", "--warmup", str(WARMUP)] + what)
         if "what_if" not in j:
             raise PairError("dpro-replay gave no what_if: %s" % j.get("diagnostics"))
@@ -523,6 +576,11 @@ def pair_row(pair, args, added, slowdown, got, iterations):
             if "no_network" in pair else None,
             "no_network_error_pct": 100.0 * (new_us - median(pair["no_network"]))
             / median(pair["no_network"]) if "no_network" in pair else None,
+            "line_rate_predicted_us": median(pair["line_rate"]) if "line_rate" in pair else None,
+            "line_rate_error_pct": 100.0 * (new_us - median(pair["line_rate"]))
+            / median(pair["line_rate"]) if "line_rate" in pair else None,
+            "net_busbw_gbps": pair["network"][0] if "network" in pair else None,
+            "net_crossing_us": pair["network"][1] if "network" in pair else None,
             "loads": " ".join("%.1f" % x for x in pair["loads"]),
             "iterations": iterations, "base_spread_pct": base_spread,
             "runs": " ".join("%.0f/%.0f/%.0f" % (g[0], g[2], g[3]) for g in got),
@@ -646,6 +704,11 @@ def run_suite(seed, n, iterations, attempts, work, kinds=None, log=print, run_ms
                 "%.1f us; changed run's device span %.1f us (error against it %+.1f %%)"
                 % (r["base_lag_us"] or 0, r["realised_lag_us"], r["realised_device_us"],
                    r["device_error_pct"]))
+        if r["net_busbw_gbps"] is not None:
+            log("        network measured (nccl-perf across two nodes): busbw %.1f GB/s, %.1f us "
+                "a crossing; with the NIC's line rate %d GB/s instead: pred %.1f, err %+.1f%%"
+                % (r["net_busbw_gbps"], r["net_crossing_us"], NIC_GBPS[r["profile"]],
+                   r["line_rate_predicted_us"], r["line_rate_error_pct"]))
         log("        CPU per iteration: recorded job %.1f ms, changed job %.1f ms: %.2f cores at "
             "the predicted iteration (this machine: %d)"
             % (r["base_cpu_ms_per_iter"], r["realised_cpu_ms_per_iter"], r["cores_at_predicted"],
@@ -654,7 +717,7 @@ def run_suite(seed, n, iterations, attempts, work, kinds=None, log=print, run_ms
 
 
 def missing_programs():
-    return [p for p in (SIMRUN, DDP_SIM, DPRO_RUN, REPLAY, OPTIMIZE, EXPORT)
+    return [p for p in (SIMRUN, DDP_SIM, NCCL_PERF, DPRO_RUN, REPLAY, OPTIMIZE, EXPORT)
             if not os.access(p, os.X_OK)]
 
 

@@ -24,7 +24,10 @@ load:
   predicts it (the full runs: at most 15.3 %), and the memory advice's realised peak under
   its budget;
 - dpro's prediction from the recorded trace goes the right way: every kernel x2 predicted
-  slower, x0.5 faster.
+  slower, x0.5 faster;
+- the network of a world as the pair across nodes measures it (measure_network, nccl-perf
+  on two nodes): a positive busbw under the fastest NIC's line rate, a crossing's latency
+  of 0 or more under 1 ms, measured once per world (the second call runs nothing).
 The error figures are printed; `make fidelity` measures them.
 """
 import math
@@ -76,6 +79,18 @@ def main():
     check(fidelity.world_env(a[0])["SIMGPU_WORLD_SEED"] == str(a[0]["world_seed"]),
           "the job runs in its pair's world")
     del os.environ["SIMGPU_WORLD_SEED"]
+    try:
+        net = fidelity.measure_network(a[0])
+        print("network of world %d (%s): busbw %.1f GB/s, %.1f us a crossing (small sizes "
+              "%.1f us across two nodes, %.1f on one)" % ((a[0]["world_seed"], a[0]["profile"])
+                                                           + net))
+        check(0 < net[0] < max(fidelity.NIC_GBPS.values()) and 0 <= net[1] < 1000,
+              "measure_network: busbw under the NIC's line rate, a crossing's latency >= 0")
+        perf, fidelity.NCCL_PERF = fidelity.NCCL_PERF, "/nonexistent/nccl-perf"
+        check(fidelity.measure_network(a[0]) == net, "measure_network: once per world")
+        fidelity.NCCL_PERF = perf
+    except fidelity.PairError as e:
+        check(False, "measure_network: %s" % e)
 
     work = tempfile.mkdtemp(prefix="dpro-fidelity-sample-")
     try:

@@ -11,7 +11,9 @@
  *     size regime measured; communicators of another size stay as they are;
  *   - more ranks across nodes: replay_scale_ranks_nodes moves each all-reduce's bandwidth
  *     term to the given network's when it is slower and adds a latency per crossing of
- *     the ring (2 (nodes - 1)); replay_job_hosts counts a job's hosts.
+ *     the ring (2 (nodes - 1)); replay_job_hosts counts a job's hosts;
+ *   - the host share: the stalls' share and length at N (hostshare_at), and
+ *     hostshare_apply scaling a host node's work but not its traced stall.
  */
 #include <math.h>
 #include <stdio.h>
@@ -517,6 +519,51 @@ test_hostshare_stalls(void)
     CHECK(hs.stall_p == 0 && hs.stall_ns == 0);
 }
 
+/* hostshare_apply at x4 on a synthetic job's host nodes: every node's duration and gap
+ * scaled, but a node holding a traced 3 ms stall keeps the stall as traced and scales the
+ * rest (its time 4 (t - 3 ms) + 3 ms, not 4 t). */
+static void
+test_hostshare_keeps_stalls(void)
+{
+    synth_params p;
+    synth_defaults(&p);
+    p.ranks = 2;
+    dfg g, h;
+    REQUIRE(synth_dfg(&p, &g) == 0);
+    int32_t st = -1, other = -1;
+    for (int32_t n = 0; n < g.n_nodes && other < 0; n++) {
+        if (g.kind[n] != DFG_HOST || dfg_rank(&g, n) != 0 || (g.flags[n] & DFG_F_WAKEUP))
+            continue;
+        if (st < 0)
+            st = n;
+        else
+            other = n;
+    }
+    REQUIRE(st >= 0 && other >= 0);
+    REQUIRE(dfg_set_gap(&g, st, dfg_gap(&g, st) + 3000000) == 0);
+    REQUIRE(dfg_clone(&h, &g) == 0);
+    hostshare hs;
+    double a[8], stall = 3e6;
+    int32_t node = st;
+    two_ranks(&hs, 2, 1.0, 1.0, a); /* load 1 traced, 4 with 8 a host: x4 */
+    hs.stall = &stall;
+    hs.stall_node = &node;
+    hs.n_stall = 1;
+    CHECK_EQ(hostshare_at(&hs, 8, 8), 0);
+    CHECK(fabs(hs.factor[0] - 4) < 1e-9);
+    CHECK(hostshare_apply(&hs, &g) > 0);
+    double t = (double)(dfg_dur(&h, st) + dfg_gap(&h, st)),
+           got = (double)(dfg_dur(&g, st) + dfg_gap(&g, st)), want = 4 * (t - stall) + stall;
+    printf("host share x4: a node of %.0f ns with a 3 ms stall takes %.0f ns (want %.0f; "
+           "stretched whole %.0f)\n",
+           t, got, want, 4 * t);
+    CHECK(fabs(got - want) <= 2);
+    CHECK(llabs(dfg_dur(&g, other) + dfg_gap(&g, other) -
+                4 * (dfg_dur(&h, other) + dfg_gap(&h, other))) <= 2);
+    dfg_free(&g);
+    dfg_free(&h);
+}
+
 int
 main(void)
 {
@@ -526,6 +573,7 @@ main(void)
     test_rank_wait();
     test_rank_wait_stalled();
     test_hostshare_stalls();
+    test_hostshare_keeps_stalls();
     test_extrapolate_regimes();
     test_named_algorithms();
     return tests_done();

@@ -51,7 +51,7 @@ endif
 
 # The launcher and the job.  -no-install: real binaries (no libtool wrapper
 # scripts), so LD_PRELOAD and simrun see the program itself.
-noinst_PROGRAMS += tests/simgpu/simrun tests/simgpu/ddp-sim
+noinst_PROGRAMS += tests/simgpu/simrun tests/simgpu/ddp-sim tests/simgpu/nccl-perf
 tests_simgpu_simrun_SOURCES = tests/simgpu/simrun.c
 tests_simgpu_simrun_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/simgpu
 tests_simgpu_simrun_LDFLAGS = -no-install
@@ -62,6 +62,12 @@ tests_simgpu_ddp_sim_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_ddp_sim_LDFLAGS = -no-install
 tests_simgpu_ddp_sim_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
 	$(PTHREAD_LIBS) $(LIBM) -ldl
+
+# The all-reduce sweep a user runs to measure a network (nccl-tests' all_reduce_perf).
+tests_simgpu_nccl_perf_SOURCES = tests/simgpu/nccl_perf.c tests/simgpu/simrun_rdzv.h
+tests_simgpu_nccl_perf_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_nccl_perf_LDFLAGS = -no-install
+tests_simgpu_nccl_perf_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la $(PTHREAD_LIBS)
 
 # Test programs.
 check_PROGRAMS += tests/simgpu/test_streams tests/simgpu/test_cupti tests/simgpu/test_coll \

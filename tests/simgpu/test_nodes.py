@@ -10,7 +10,10 @@ layout from the traces alone.
 - Learned, not told: dpro-replay's fitted all-reduce bandwidth (`collective_model`) on the
   two-node job is well under the one-node job's (the world's inter-node network against
   NVLink; dpro reads no device setting, only the recorded collectives).
-Nothing is timed against the wall clock. Skips, saying why, when the machine refuses the
+- The network as a user measures it: nccl-perf (nccl-tests' all_reduce_perf) on two
+  nodes of one GPU prints a row a size, sizes doubling from 8 B, busbw = algbw on 2 ranks,
+  and a bus bandwidth at its largest sizes well under the same sweep's on one node of 2.
+Nothing is timed against the wall clock but the sweep's bandwidths, compared as a ratio. Skips, saying why, when the machine refuses the
 UTS namespace a simulated node needs (unshare needs CAP_SYS_ADMIN)."""
 import json
 import os
@@ -26,6 +29,7 @@ from replay_testlib import (  # noqa: E402
     DDP_SIM, DPRO_RUN, LIBDIR, REPLAY, SIMRUN, check, exit_status, missing, traced_env)
 
 INFO = os.path.join(os.path.dirname(REPLAY), "dpro-info")
+NCCL_PERF = os.path.join(os.path.dirname(SIMRUN), "nccl-perf")
 WORLD = {"SIMGPU_PHYSICS": "world", "SIMGPU_WORLD_SEED": "424242"}
 JOB = ["--preset", "gpt", "--layers", "2", "--warmup", "2", "--iterations", "8"]
 
@@ -76,8 +80,35 @@ def allreduce_bandwidth(trace_dir):
     return None
 
 
+def sweep(gpus_per_node):
+    """nccl-perf's rows (size, count, time us, algbw, busbw) on 2 ranks in the world, on
+    nodes of gpus_per_node."""
+    p = subprocess.run([SIMRUN, "-n", "2", "--simgpu-libdir", LIBDIR, "--gpus-per-node",
+                        str(gpus_per_node), "--timeout", "60", "--", NCCL_PERF, "-e", "64M"],
+                       capture_output=True, text=True, timeout=90,
+                       env=dict(os.environ, **WORLD))
+    check(p.returncode == 0, "nccl-perf on nodes of %d ran (rc %d): %s"
+          % (gpus_per_node, p.returncode, p.stderr[-300:]))
+    return [tuple(float(x) for x in line.split()) for line in p.stdout.splitlines()
+            if line and not line.startswith("#")]
+
+
+def check_sweep():
+    across, within = sweep(1), sweep(2)
+    sizes = [8 * 2 ** k for k in range(24)]
+    check([r[0] for r in across] == sizes and all(len(r) == 5 for r in across),
+          "nccl-perf: a row a size from 8 B to 64 MiB: %s" % [r[0] for r in across])
+    check(all(abs(r[3] - r[4]) <= 0.011 and r[1] * 4 == r[0] for r in across),
+          "nccl-perf on 2 ranks: busbw = algbw, count = size / 4")
+    if len(across) == len(sizes) and len(within) == len(sizes):
+        bw2, bw1 = across[-1][4], within[-1][4]
+        print("nccl-perf at 64 MiB: busbw %.1f GB/s across two nodes, %.1f GB/s on one; "
+              "8 B: %.1f us, %.1f us" % (bw2, bw1, across[0][2], within[0][2]))
+        check(0 < bw2 < 0.5 * bw1, "the network's busbw is well under NVLink's")
+
+
 def main():
-    if missing([SIMRUN, DDP_SIM, DPRO_RUN, REPLAY, INFO]):
+    if missing([SIMRUN, DDP_SIM, DPRO_RUN, REPLAY, INFO, NCCL_PERF]):
         return 77
     two = layout(2)
     if two is None:
@@ -91,6 +122,7 @@ def main():
     check(one and all(one[r] == (host, str(r), "4", "0", "-") for r in range(4)),
           "without it: every rank on this host (%s), one node of 4: %s" % (host, one))
 
+    check_sweep()
     tmp = tempfile.mkdtemp(prefix="dpro-nodes-")
     try:
         d1, d2 = record(tmp, "one-node", 0), record(tmp, "two-nodes", 2)
