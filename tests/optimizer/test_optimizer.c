@@ -464,23 +464,23 @@ test_tensor(void)
     strategy_plan_baseline(&p);
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 0); /* as measured */
     /* caps in MiB: 8 units of 4 MiB */
-    p.bucket_cap = p.first_cap = 4; /* 4 MiB: every unit alone */
+    p.bucket_cap = p.first_cap = 5; /* 4 MiB: every unit alone */
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 8);
     CHECK(!partition_splits(&w.buckets, &p));
-    p.bucket_cap = p.first_cap = 2; /* 1 MiB: every unit split in 4 (tensor partition) */
+    p.bucket_cap = p.first_cap = 3; /* 1 MiB: every unit split in 4 (tensor partition) */
     CHECK(partition_splits(&w.buckets, &p));
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 32);
-    p.bucket_cap = p.first_cap = 5; /* 5 MiB: two units a bucket */
+    p.bucket_cap = p.first_cap = 6; /* 5 MiB: two units a bucket */
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 4);
-    p.bucket_cap = p.first_cap = 17; /* 1 GiB: one bucket */
+    p.bucket_cap = p.first_cap = 18; /* 1 GiB: one bucket */
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 1);
-    p.first_cap = 4; /* first bucket 4 MiB, then 1 GiB: 2 buckets */
+    p.first_cap = 5; /* first bucket 4 MiB, then 1 GiB: 2 buckets */
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 2);
     strategy_eval e1, e8;
-    p.bucket_cap = p.first_cap = 17;
+    p.bucket_cap = p.first_cap = 18;
     CHECK(strategy_evaluate(&w, &p, &res, &e1) == 0);
     CHECK_EQ_U(e1.n_buckets, 1);
-    p.bucket_cap = p.first_cap = 4;
+    p.bucket_cap = p.first_cap = 5;
     CHECK(strategy_evaluate(&w, &p, &res, &e8) == 0);
     CHECK(e1.iter_ns > 0 && e8.iter_ns > 0 && e1.iter_ns != e8.iter_ns);
     strategy_plan q;
@@ -537,17 +537,17 @@ test_tensor(void)
         w.buckets.unit_param_off[u] = 4 * u;
     for (int32_t i = 0; i < 32; i++)
         w.buckets.param_bytes[i] = i % 4 == 0 ? 3 << 20 : i % 4 == 1 ? 1 << 19 : 1 << 18;
-    p.bucket_cap = p.first_cap = 2; /* 1 MiB */
+    p.bucket_cap = p.first_cap = 3; /* 1 MiB */
     CHECK(partition_splits(&w.buckets, &p));
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 16);
     CHECK(strategy_evaluate(&w, &p, &res, &e8) == 0);
     CHECK_EQ_U(e8.n_buckets, 16);
-    p.bucket_cap = p.first_cap = 0; /* 0.25 MiB */
+    p.bucket_cap = p.first_cap = 1; /* 0.25 MiB */
     CHECK(strategy_evaluate(&w, &p, &res, &e8) == 0);
     CHECK_EQ_U(e8.n_buckets, 32);
     /* 5 MiB: 7 MiB closing with the second unit's first parameter, then 5 at the third
      * unit's end, and so on: 7, 5, 7, 5, 7 and the last 1 */
-    p.bucket_cap = p.first_cap = 5;
+    p.bucket_cap = p.first_cap = 6;
     CHECK(partition_splits(&w.buckets, &p));
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 6);
     workload_free(&w);
@@ -608,7 +608,7 @@ test_partition(void)
     CHECK(strategy_tensor_available(&w));
     strategy_plan p;
     strategy_plan_baseline(&p);
-    p.bucket_cap = p.first_cap = 2; /* 1 MiB: four buckets, three inside the span */
+    p.bucket_cap = p.first_cap = 3; /* 1 MiB: four buckets, three inside the span */
     CHECK(partition_splits(&w.buckets, &p));
     partition_input pin;
     strategy_partition_input(&w, &pin);
@@ -694,7 +694,7 @@ test_partition(void)
     CHECK_EQ_U(g.n_nodes, w.n_nodes);
     CHECK_EQ_U(g.n_groups, w.n_groups);
     /* a cap above the unit: no split, the in-place regrouping */
-    p.bucket_cap = p.first_cap = 9; /* 25 MiB */
+    p.bucket_cap = p.first_cap = 10; /* 25 MiB */
     CHECK(!partition_splits(&w.buckets, &p));
     strategy_kind(&w, &p, kind, sizeof kind);
     CHECK(!strcmp(kind, "tensor_fusion"));
@@ -833,7 +833,7 @@ test_partition_gradients(void)
         CHECK(with_sizes ? !w.buckets.grad_why[0] : w.buckets.grad_why[0] != 0);
         strategy_plan p;
         strategy_plan_baseline(&p);
-        p.bucket_cap = p.first_cap = 3; /* 2 MiB: 4 buckets, 3 inside the span */
+        p.bucket_cap = p.first_cap = 4; /* 2 MiB: 4 buckets, 3 inside the span */
         CHECK(partition_splits(&w.buckets, &p));
         strategy_apply(&w, &p);
         dfg part;
