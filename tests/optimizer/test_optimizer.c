@@ -782,28 +782,6 @@ test_match_gradients(void)
     CHECK(lo[0] == 1 && lo[1] == 0);
 }
 
-/* The memory estimate of build_layer_job's 4 layers: an activation of 1 MiB allocated
- * before each layer's first forward launch (t_fwd), the static allocations the layers'
- * gradients grad[] (with_sizes; else 3 MiB each), a bucket and a small buffer. */
-static void
-layer_memest(memest *mem, const int64_t *grad, const int64_t *t_fwd, int with_sizes)
-{
-    const int64_t M = 1 << 20;
-    memset(mem, 0, sizeof *mem);
-    mem->peak_bytes = 100 * M;
-    mem->n_layers = 4;
-    mem->act_bytes = malloc(4 * sizeof *mem->act_bytes);
-    mem->act_time = malloc(4 * sizeof *mem->act_time);
-    mem->static_each = malloc(6 * sizeof *mem->static_each);
-    for (int l = 0; l < 4; l++) {
-        mem->act_bytes[l] = M;
-        mem->act_time[l] = t_fwd[l] - 1;
-        mem->static_each[mem->n_static++] = with_sizes ? grad[l] : 3 * M;
-    }
-    mem->static_each[mem->n_static++] = 15 * M / 2; /* the bucket */
-    mem->static_each[mem->n_static++] = 512;
-}
-
 /* Tensor partition with the gradient sizes of the allocation trace, large gradients
  * first: layer 3 (6 MiB of 7.5) finishes its backward after a quarter of the span, so
  * the 2 MiB buckets that hold it are ready there, where the spread over backward time
@@ -820,7 +798,8 @@ test_partition_gradients(void)
     fit_model(&m);
     for (int with_sizes = 1; with_sizes >= 0; with_sizes--) {
         memest mem;
-        layer_memest(&mem, grad, t_fwd, with_sizes);
+        int64_t even[4] = {3 * M, 3 * M, 3 * M, 3 * M}; /* sizes that match no unit */
+        layer_memest(&mem, with_sizes ? grad : even, 4, t_fwd, 15 * M / 2);
         workload w;
         sim_result res;
         memset(&res, 0, sizeof res);
@@ -897,7 +876,7 @@ test_accumulation_floor(void)
         workload w;
         sim_result res;
         REQUIRE(build_layer_job(&g, 3, grad, 4, opt_us[v] * US, t_fwd) == 0);
-        layer_memest(&mem, grad, t_fwd, 1);
+        layer_memest(&mem, grad, 4, t_fwd, 15 * M / 2);
         memset(&res, 0, sizeof res);
         CHECK(dfg_clone(&work, &g) == 0);
         REQUIRE(workload_analyze(&w, &work, &res, 1, 1, &m, &mem, 0, NULL) == 0);
