@@ -68,24 +68,22 @@ whole_tensors(const workload_buckets *bu)
     return bu->param_bytes || (bu->grad_bytes && bu->unit_lo);
 }
 
-/* The tensors of unit u in backward order (whole_tensors): returns their number, and
- * with s != NULL puts tensor k's bytes in *s and returns 1 when it is the unit's last. */
+/* The number of tensors of unit u (whole_tensors). */
 static int32_t
-unit_tensors(const workload_buckets *bu, int32_t u, int32_t k, int64_t *s)
+unit_tensors(const workload_buckets *bu, int32_t u)
 {
-    int32_t lo, n;
-    if (bu->param_bytes) {
-        lo = bu->unit_param_off[u];
-        n = bu->unit_param_off[u + 1] - lo;
-        if (s)
-            *s = bu->param_bytes[lo + k];
-    } else {
-        int32_t hi = u == 0 ? bu->n_grad_layers : bu->unit_lo[u - 1];
-        n = hi - bu->unit_lo[u];
-        if (s)
-            *s = bu->grad_bytes[hi - 1 - k];
-    }
-    return s ? k == n - 1 : n;
+    if (bu->param_bytes)
+        return bu->unit_param_off[u + 1] - bu->unit_param_off[u];
+    return (u == 0 ? bu->n_grad_layers : bu->unit_lo[u - 1]) - bu->unit_lo[u];
+}
+
+/* The bytes of tensor k of unit u in backward order (whole_tensors). */
+static int64_t
+tensor_bytes(const workload_buckets *bu, int32_t u, int32_t k)
+{
+    if (bu->param_bytes)
+        return bu->param_bytes[bu->unit_param_off[u] + k];
+    return bu->grad_bytes[(u == 0 ? bu->n_grad_layers : bu->unit_lo[u - 1]) - 1 - k];
 }
 
 /* The packing of partition.h into out (NULL: count only). Returns the number of
@@ -110,11 +108,10 @@ pack(const workload_buckets *bu, const strategy_plan *p, pchunk *out, int *split
     for (int32_t u = 0; whole_tensors(bu) && u < bu->n_units; u++) {
         /* DDP's buckets of whole tensors: each closes after the tensor that fills it */
         int64_t pos = 0;
-        int32_t nt = unit_tensors(bu, u, 0, NULL);
+        int32_t nt = unit_tensors(bu, u);
         for (int32_t k = 0; k < nt; k++) {
-            int64_t s, bytes;
-            int last = unit_tensors(bu, u, k, &s) && u == bu->n_units - 1;
-            bytes = cur + s;
+            int64_t s = tensor_bytes(bu, u, k), bytes = cur + s;
+            int last = k == nt - 1 && u == bu->n_units - 1;
             pos = k == nt - 1 ? bu->unit_bytes[u] : pos + s;
             if (ddp_add(&cur, &cap, next_cap, s) || last) {
                 EMIT(u, pos, bytes);
