@@ -59,6 +59,33 @@ partition_ddp_buckets(const int64_t *sizes, int32_t n, int64_t first_cap, int64_
     return nb;
 }
 
+/* Whether the packing knows the tensors DDP's buckets are made of: the parameters
+ * (param_bytes) or, without them, the layers' gradients (grad_bytes; ddp-sim, one
+ * tensor per layer). */
+static int
+whole_tensors(const workload_buckets *bu)
+{
+    return bu->param_bytes || (bu->grad_bytes && bu->unit_lo);
+}
+
+/* The number of tensors of unit u (whole_tensors). */
+static int32_t
+unit_tensors(const workload_buckets *bu, int32_t u)
+{
+    if (bu->param_bytes)
+        return bu->unit_param_off[u + 1] - bu->unit_param_off[u];
+    return (u == 0 ? bu->n_grad_layers : bu->unit_lo[u - 1]) - bu->unit_lo[u];
+}
+
+/* The bytes of tensor k of unit u in backward order (whole_tensors). */
+static int64_t
+tensor_bytes(const workload_buckets *bu, int32_t u, int32_t k)
+{
+    if (bu->param_bytes)
+        return bu->param_bytes[bu->unit_param_off[u] + k];
+    return bu->grad_bytes[(u == 0 ? bu->n_grad_layers : bu->unit_lo[u - 1]) - 1 - k];
+}
+
 /* The packing of partition.h into out (NULL: count only). Returns the number of
  * buckets; *splits (may be NULL) receives 1 when a unit is split. */
 static int32_t
@@ -78,19 +105,21 @@ pack(const workload_buckets *bu, const strategy_plan *p, pchunk *out, int *split
         }                                                                                          \
         n++;                                                                                       \
     } while (0)
-    for (int32_t u = 0; bu->param_bytes && u < bu->n_units; u++) {
-        /* DDP's buckets of whole parameters: each closes after the parameter that fills it */
+    for (int32_t u = 0; whole_tensors(bu) && u < bu->n_units; u++) {
+        /* DDP's buckets of whole tensors: each closes after the tensor that fills it */
         int64_t pos = 0;
-        for (int32_t i = bu->unit_param_off[u]; i < bu->unit_param_off[u + 1]; i++) {
-            int64_t s = bu->param_bytes[i], bytes = cur + s;
-            pos += s;
-            if (ddp_add(&cur, &cap, next_cap, s) || i == bu->n_params - 1) {
+        int32_t nt = unit_tensors(bu, u);
+        for (int32_t k = 0; k < nt; k++) {
+            int64_t s = tensor_bytes(bu, u, k), bytes = cur + s;
+            int last = k == nt - 1 && u == bu->n_units - 1;
+            pos = k == nt - 1 ? bu->unit_bytes[u] : pos + s;
+            if (ddp_add(&cur, &cap, next_cap, s) || last) {
                 EMIT(u, pos, bytes);
                 split |= pos < bu->unit_bytes[u];
             }
         }
     }
-    for (int32_t u = 0; !bu->param_bytes && u < bu->n_units; u++) {
+    for (int32_t u = 0; !whole_tensors(bu) && u < bu->n_units; u++) {
         int64_t b = bu->unit_bytes[u];
         int last = u == bu->n_units - 1;
         if (b <= cap) {
@@ -409,8 +438,8 @@ buckets_build(const partition_input *in, const strategy_plan *p, layout *L, buck
         return -1;
     }
     pack(in->bu, p, ch, NULL);
-    /* with the parameter sizes every bucket is DDP's: none merged with another */
-    int whole = in->bu->param_bytes != NULL;
+    /* with the tensors' sizes every bucket is DDP's: none merged with another */
+    int whole = whole_tensors(in->bu);
     int32_t nm = 0, i = 0;
     for (int32_t u = 0; u < in->bu->n_units; u++) {
         B->mid_off[u] = nm;

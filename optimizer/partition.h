@@ -38,11 +38,12 @@
  *             of the reference span (the first rank's first compared iteration) are one
  *             bucket (a parameter is never split), and a bucket ready at the last kernel
  *             of the span closes with the unit itself. When the trace gives the
- *             parameter sizes (workload.h: param_bytes) the buckets are DDP's instead
- *             (partition_ddp_buckets over the parameters in backward order): whole
- *             parameters, each bucket closing with the parameter that fills it, none
- *             merged with another, so that their count and bytes are the applied run's;
- *             a bucket that closes inside a unit splits it;
+ *             parameter sizes (workload.h: param_bytes), or without them the layers'
+ *             gradient sizes (grad_bytes: one tensor per layer, as ddp-sim), the buckets
+ *             are DDP's instead (partition_ddp_buckets' rule over those tensors in
+ *             backward order): whole tensors, each bucket closing with the tensor that
+ *             fills it, none merged with another, so that their count and bytes are the
+ *             applied run's; a bucket that closes inside a unit splits it;
  *   graph     each bucket that closes inside a unit becomes a new collective group: on
  *             every rank its participant is inserted on the communication stream before
  *             the unit's own participant, in bucket order, with an edge from the kernel

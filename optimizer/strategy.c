@@ -11,8 +11,8 @@
 #include "optimizer/partition.h"
 #include "replay/kernels.h"
 
-const double strategy_bucket_caps_mb[] = {0.25, 0.5, 1,  2,  4,   5,   8,   10,  16,
-                                          25,   32,  50, 64, 100, 128, 256, 512, 1024};
+const double strategy_bucket_caps_mb[] = {0.1, 0.25, 0.5, 1,  2,   4,   5,   8,   10,  16,
+                                          25,  32,   50,  64, 100, 128, 256, 512, 1024};
 const int strategy_n_bucket_caps =
     (int)(sizeof strategy_bucket_caps_mb / sizeof strategy_bucket_caps_mb[0]);
 

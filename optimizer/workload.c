@@ -686,6 +686,7 @@ workload_free(workload *w)
     free(w->layers.weight_ns);
     free(w->layers.weight_act_ns);
     free(w->buckets.layer_grad);
+    free(w->buckets.grad_bytes);
     free(w->buckets.unit_lo);
     free(w->buckets.param_bytes);
     free(w->buckets.unit_param_off);

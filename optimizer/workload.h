@@ -255,6 +255,13 @@ typedef struct workload_buckets {
      * (unit_lo[-1] = n_layers); else both are NULL and grad_why says why */
     int64_t *layer_grad;
     int32_t *unit_lo;
+    /* with layer_grad: layer l's gradient tensor bytes, its allocation less the
+     * allocator's rounding, so that a unit's layers add up to its bytes exactly: each
+     * unit's excess is taken from its blocks rounded to 2 MiB first (up to 2 MiB - 1
+     * each), then from the others (up to 511 B each), in backward order. DDP's buckets
+     * of whole layers (partition.h: packing) are made of these. */
+    int64_t *grad_bytes;
+    int32_t n_grad_layers; /* the layers of layer_grad and grad_bytes */
     char grad_why[160];
     /* parameter sizes (DDP's buckets, partition.h: packing): when the backward thread
      * copies each bucket back into the gradients after an iteration's last all-reduce

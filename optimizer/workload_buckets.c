@@ -383,6 +383,35 @@ workload_match_gradients(const int64_t *alloc, int32_t n_alloc, const int64_t *u
     return best;
 }
 
+/* The gradient tensors' bytes of the layers (workload.h: grad_bytes) from layer_grad,
+ * unit_lo and the units' bytes. Returns 0, -1 when out of memory. */
+static int
+grad_tensors(workload_buckets *bu, int32_t n_layers)
+{
+    bu->grad_bytes = malloc(sizeof *bu->grad_bytes * (size_t)n_layers);
+    if (!bu->grad_bytes)
+        return -1;
+    bu->n_grad_layers = n_layers;
+    for (int32_t u = 0; u < bu->n_units; u++) {
+        int32_t hi = (u == 0 ? n_layers : bu->unit_lo[u - 1]) - 1, lo = bu->unit_lo[u];
+        int64_t excess = -bu->unit_bytes[u], room2 = 0;
+        for (int32_t l = lo; l <= hi; l++) {
+            excess += bu->layer_grad[l];
+            room2 += alloc_slack(bu->layer_grad[l]) > 512 ? alloc_slack(bu->layer_grad[l]) - 1 : 0;
+        }
+        /* the excess is the allocator's rounding (match_run keeps it within the slack) */
+        int64_t take2 = excess < room2 ? excess : room2, take = excess - take2;
+        for (int32_t l = hi; l >= lo; l--) {
+            int64_t b = bu->layer_grad[l], most = alloc_slack(b) - 1;
+            int64_t *left = most > 511 ? &take2 : &take, t = *left < most ? *left : most;
+            t = t > 0 && t < b ? t : 0;
+            bu->grad_bytes[l] = b - t;
+            *left -= t;
+        }
+    }
+    return 0;
+}
+
 /* The gradient sizes per layer for tensor partition (workload.h). */
 int
 workload_find_gradients(workload *w)
@@ -413,7 +442,7 @@ workload_find_gradients(workload *w)
     }
     for (int32_t l = 0; l < w->layers.n_layers; l++)
         w->buckets.layer_grad[l] = w->layers.mem.static_each[first + l];
-    return 0;
+    return grad_tensors(&w->buckets, w->layers.n_layers);
 }
 
 int

@@ -749,6 +749,10 @@ print_text(const args *a, const state *st)
                "back into the gradients; %d of %d all-reduces' bytes placed in the backward "
                "by the copies into the buckets)\n",
                w->buckets.n_params, optimize_cmd_units_by_copies(w), w->buckets.n_units);
+    else if (buckets && w->buckets.grad_bytes)
+        printf("buckets: DDP's, of whole layers (%d gradient sizes from the allocation "
+               "trace, one tensor per layer)\n",
+               w->buckets.n_grad_layers);
     else if (buckets)
         printf("buckets: parameter sizes unknown, buckets cut at any byte (%s)\n",
                w->buckets.param_why);

@@ -24,6 +24,12 @@ tests_optimizer_test_optimizer_fusion_SOURCES = tests/optimizer/test_optimizer_f
 	tests/optimizer/optjobs.c tests/optimizer/optjobs.h
 tests_optimizer_test_optimizer_fusion_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
 TESTS += tests/optimizer/test_optimizer_fusion
+# DDP's buckets over the layers' gradients (ddp-sim) at several caps
+check_PROGRAMS += tests/optimizer/test_optimizer_buckets
+tests_optimizer_test_optimizer_buckets_SOURCES = tests/optimizer/test_optimizer_buckets.c \
+	tests/optimizer/optjobs.c tests/optimizer/optjobs.h
+tests_optimizer_test_optimizer_buckets_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
+TESTS += tests/optimizer/test_optimizer_buckets
 if HAVE_PYTHON3
 # the documented --json keys of dpro-replay and dpro-optimize on a real (imported) trace
 dist_check_SCRIPTS += tests/optimizer/test_json_keys.py

@@ -177,3 +177,22 @@ build_layer_job(dfg *g, int iters, const int64_t *grad, int32_t nl, int64_t opt_
     free(fwd0);
     return 0;
 }
+
+void
+layer_memest(memest *mem, const int64_t *alloc, int32_t nl, const int64_t *t_fwd, int64_t bucket)
+{
+    const int64_t M = 1 << 20;
+    memset(mem, 0, sizeof *mem);
+    mem->peak_bytes = 100 * M;
+    mem->n_layers = nl;
+    mem->act_bytes = malloc(sizeof *mem->act_bytes * (size_t)nl);
+    mem->act_time = malloc(sizeof *mem->act_time * (size_t)nl);
+    mem->static_each = malloc(sizeof *mem->static_each * (size_t)(nl + 2));
+    for (int32_t l = 0; l < nl; l++) {
+        mem->act_bytes[l] = M;
+        mem->act_time[l] = t_fwd[l] - 1;
+        mem->static_each[mem->n_static++] = alloc[l];
+    }
+    mem->static_each[mem->n_static++] = bucket;
+    mem->static_each[mem->n_static++] = 512;
+}

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "optimizer/memest.h"
 #include "replay/costmodel.h"
 #include "replay/dfg.h"
 
@@ -34,5 +35,12 @@ int build_layer_job(dfg *g, int iters, const int64_t *grad, int32_t nl, int64_t 
 /* Fits *m on three exact samples of the synthetic job's collective time (alpha 200 us,
  * 10 B/ns). */
 void fit_model(costmodel *m);
+
+/* The memory estimate of build_layer_job's nl layers: an activation of 1 MiB allocated
+ * before each layer's first forward launch (t_fwd), the static allocations alloc[] (the
+ * layers' gradients as the allocator made them), a bucket of `bucket` bytes and a small
+ * buffer. */
+void layer_memest(memest *mem, const int64_t *alloc, int32_t nl, const int64_t *t_fwd,
+                  int64_t bucket);
 
 #endif

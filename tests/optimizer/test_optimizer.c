@@ -464,23 +464,23 @@ test_tensor(void)
     strategy_plan_baseline(&p);
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 0); /* as measured */
     /* caps in MiB: 8 units of 4 MiB */
-    p.bucket_cap = p.first_cap = 4; /* 4 MiB: every unit alone */
+    p.bucket_cap = p.first_cap = 5; /* 4 MiB: every unit alone */
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 8);
     CHECK(!partition_splits(&w.buckets, &p));
-    p.bucket_cap = p.first_cap = 2; /* 1 MiB: every unit split in 4 (tensor partition) */
+    p.bucket_cap = p.first_cap = 3; /* 1 MiB: every unit split in 4 (tensor partition) */
     CHECK(partition_splits(&w.buckets, &p));
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 32);
-    p.bucket_cap = p.first_cap = 5; /* 5 MiB: two units a bucket */
+    p.bucket_cap = p.first_cap = 6; /* 5 MiB: two units a bucket */
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 4);
-    p.bucket_cap = p.first_cap = 17; /* 1 GiB: one bucket */
+    p.bucket_cap = p.first_cap = 18; /* 1 GiB: one bucket */
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 1);
-    p.first_cap = 4; /* first bucket 4 MiB, then 1 GiB: 2 buckets */
+    p.first_cap = 5; /* first bucket 4 MiB, then 1 GiB: 2 buckets */
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 2);
     strategy_eval e1, e8;
-    p.bucket_cap = p.first_cap = 17;
+    p.bucket_cap = p.first_cap = 18;
     CHECK(strategy_evaluate(&w, &p, &res, &e1) == 0);
     CHECK_EQ_U(e1.n_buckets, 1);
-    p.bucket_cap = p.first_cap = 4;
+    p.bucket_cap = p.first_cap = 5;
     CHECK(strategy_evaluate(&w, &p, &res, &e8) == 0);
     CHECK(e1.iter_ns > 0 && e8.iter_ns > 0 && e1.iter_ns != e8.iter_ns);
     strategy_plan q;
@@ -537,17 +537,17 @@ test_tensor(void)
         w.buckets.unit_param_off[u] = 4 * u;
     for (int32_t i = 0; i < 32; i++)
         w.buckets.param_bytes[i] = i % 4 == 0 ? 3 << 20 : i % 4 == 1 ? 1 << 19 : 1 << 18;
-    p.bucket_cap = p.first_cap = 2; /* 1 MiB */
+    p.bucket_cap = p.first_cap = 3; /* 1 MiB */
     CHECK(partition_splits(&w.buckets, &p));
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 16);
     CHECK(strategy_evaluate(&w, &p, &res, &e8) == 0);
     CHECK_EQ_U(e8.n_buckets, 16);
-    p.bucket_cap = p.first_cap = 0; /* 0.25 MiB */
+    p.bucket_cap = p.first_cap = 1; /* 0.25 MiB */
     CHECK(strategy_evaluate(&w, &p, &res, &e8) == 0);
     CHECK_EQ_U(e8.n_buckets, 32);
     /* 5 MiB: 7 MiB closing with the second unit's first parameter, then 5 at the third
      * unit's end, and so on: 7, 5, 7, 5, 7 and the last 1 */
-    p.bucket_cap = p.first_cap = 5;
+    p.bucket_cap = p.first_cap = 6;
     CHECK(partition_splits(&w.buckets, &p));
     CHECK_EQ_U(strategy_bucket_count(&w, &p), 6);
     workload_free(&w);
@@ -608,7 +608,7 @@ test_partition(void)
     CHECK(strategy_tensor_available(&w));
     strategy_plan p;
     strategy_plan_baseline(&p);
-    p.bucket_cap = p.first_cap = 2; /* 1 MiB: four buckets, three inside the span */
+    p.bucket_cap = p.first_cap = 3; /* 1 MiB: four buckets, three inside the span */
     CHECK(partition_splits(&w.buckets, &p));
     partition_input pin;
     strategy_partition_input(&w, &pin);
@@ -694,7 +694,7 @@ test_partition(void)
     CHECK_EQ_U(g.n_nodes, w.n_nodes);
     CHECK_EQ_U(g.n_groups, w.n_groups);
     /* a cap above the unit: no split, the in-place regrouping */
-    p.bucket_cap = p.first_cap = 9; /* 25 MiB */
+    p.bucket_cap = p.first_cap = 10; /* 25 MiB */
     CHECK(!partition_splits(&w.buckets, &p));
     strategy_kind(&w, &p, kind, sizeof kind);
     CHECK(!strcmp(kind, "tensor_fusion"));
@@ -782,28 +782,6 @@ test_match_gradients(void)
     CHECK(lo[0] == 1 && lo[1] == 0);
 }
 
-/* The memory estimate of build_layer_job's 4 layers: an activation of 1 MiB allocated
- * before each layer's first forward launch (t_fwd), the static allocations the layers'
- * gradients grad[] (with_sizes; else 3 MiB each), a bucket and a small buffer. */
-static void
-layer_memest(memest *mem, const int64_t *grad, const int64_t *t_fwd, int with_sizes)
-{
-    const int64_t M = 1 << 20;
-    memset(mem, 0, sizeof *mem);
-    mem->peak_bytes = 100 * M;
-    mem->n_layers = 4;
-    mem->act_bytes = malloc(4 * sizeof *mem->act_bytes);
-    mem->act_time = malloc(4 * sizeof *mem->act_time);
-    mem->static_each = malloc(6 * sizeof *mem->static_each);
-    for (int l = 0; l < 4; l++) {
-        mem->act_bytes[l] = M;
-        mem->act_time[l] = t_fwd[l] - 1;
-        mem->static_each[mem->n_static++] = with_sizes ? grad[l] : 3 * M;
-    }
-    mem->static_each[mem->n_static++] = 15 * M / 2; /* the bucket */
-    mem->static_each[mem->n_static++] = 512;
-}
-
 /* Tensor partition with the gradient sizes of the allocation trace, large gradients
  * first: layer 3 (6 MiB of 7.5) finishes its backward after a quarter of the span, so
  * the 2 MiB buckets that hold it are ready there, where the spread over backward time
@@ -820,7 +798,8 @@ test_partition_gradients(void)
     fit_model(&m);
     for (int with_sizes = 1; with_sizes >= 0; with_sizes--) {
         memest mem;
-        layer_memest(&mem, grad, t_fwd, with_sizes);
+        int64_t even[4] = {3 * M, 3 * M, 3 * M, 3 * M}; /* sizes that match no unit */
+        layer_memest(&mem, with_sizes ? grad : even, 4, t_fwd, 15 * M / 2);
         workload w;
         sim_result res;
         memset(&res, 0, sizeof res);
@@ -833,7 +812,7 @@ test_partition_gradients(void)
         CHECK(with_sizes ? !w.buckets.grad_why[0] : w.buckets.grad_why[0] != 0);
         strategy_plan p;
         strategy_plan_baseline(&p);
-        p.bucket_cap = p.first_cap = 3; /* 2 MiB: 4 buckets, 3 inside the span */
+        p.bucket_cap = p.first_cap = 4; /* 2 MiB: 4 buckets, 3 inside the span */
         CHECK(partition_splits(&w.buckets, &p));
         strategy_apply(&w, &p);
         dfg part;
@@ -903,7 +882,7 @@ test_accumulation_floor(void)
         workload w;
         sim_result res;
         REQUIRE(build_layer_job(&g, 3, grad, 4, opt_us[v] * US, t_fwd) == 0);
-        layer_memest(&mem, grad, t_fwd, 1);
+        layer_memest(&mem, grad, 4, t_fwd, 15 * M / 2);
         for (int l = 0; l < 4; l++)
             mem.act_bytes[l] = act[v];
         memset(&res, 0, sizeof res);

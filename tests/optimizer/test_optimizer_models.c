@@ -207,7 +207,7 @@ test_contention_correction(void)
     CHECK(w.opt.no_contention == 1);
     strategy_plan p;
     strategy_plan_baseline(&p);
-    p.bucket_cap = p.first_cap = 4; /* every unit alone */
+    p.bucket_cap = p.first_cap = 5; /* every unit alone */
     strategy_eval plain, more, less, off;
     CHECK(strategy_evaluate(&w, &p, &res, &plain) == 0);
     int32_t kernels = 0;
@@ -292,7 +292,7 @@ test_hook_block(void)
     CHECK_EQ_U(blocks4, 192);
     CHECK(nb0 == 1 && nb4 == 1);
     CHECK(t4 >= t0 && t4 - t0 <= 20 * US);
-    int64_t s0 = plan_iteration(0, 0, &blocks0, &nb0), s4 = plan_iteration(4, 0, &blocks4, &nb4);
+    int64_t s0 = plan_iteration(0, 1, &blocks0, &nb0), s4 = plan_iteration(4, 1, &blocks4, &nb4);
     CHECK(nb0 == 32 && nb4 == 32);
     CHECK(s4 - s0 >= 300 * US && s4 - s0 <= 450 * US);
     if (t4 - t0 > 20 * US || s4 - s0 < 300 * US || s4 - s0 > 450 * US)
@@ -406,14 +406,14 @@ test_ddp_buckets(void)
     bu.model = (const costmodel *)&bu; /* tensor fusion available; not read */
     strategy_plan p;
     strategy_plan_baseline(&p);
-    p.bucket_cap = p.first_cap = 3; /* 2 MiB */
-    CHECK(strategy_bucket_caps_mb[3] == 2);
+    p.bucket_cap = p.first_cap = 4; /* 2 MiB */
+    CHECK(strategy_bucket_caps_mb[4] == 2);
     CHECK(!partition_splits(&bu, &p));
     bu.n_params = 6;
     bu.param_bytes = params;
     bu.unit_param_off = poff;
     CHECK(partition_splits(&bu, &p));
-    p.bucket_cap = p.first_cap = 4; /* 4 MiB: one bucket, closing at the last parameter */
+    p.bucket_cap = p.first_cap = 5; /* 4 MiB: one bucket, closing at the last parameter */
     CHECK(!partition_splits(&bu, &p));
 }
 
@@ -487,7 +487,7 @@ test_bucket_ready_copies(void)
         w.buckets.unit_param_off[1] = 4;
         strategy_plan p;
         strategy_plan_baseline(&p);
-        p.bucket_cap = p.first_cap = 2; /* 1 MiB: a bucket per parameter */
+        p.bucket_cap = p.first_cap = 3; /* 1 MiB: a bucket per parameter */
         partition_input in;
         strategy_partition_input(&w, &in);
         CHECK_EQ_U(partition_units_by_copies(&in), (missing ? 0 : 1));
@@ -556,11 +556,11 @@ test_final_waits(void)
             CHECK(!strcmp(dfg_name(&g, g.name[w.buckets.final_wait[n]]), "cudaStreamWaitEvent"));
         }
     CHECK_EQ_U(found, 7 * 2 * 3);
-    CHECK(strategy_bucket_caps_mb[2] == 1);
+    CHECK(strategy_bucket_caps_mb[3] == 1);
     for (int i = 0; i < 2; i++) { /* 1 MiB: every unit alone; then the largest cap */
         strategy_plan p;
         strategy_plan_baseline(&p);
-        p.bucket_cap = p.first_cap = (int8_t)(i ? strategy_n_bucket_caps - 1 : 2);
+        p.bucket_cap = p.first_cap = (int8_t)(i ? strategy_n_bucket_caps - 1 : 3);
         REQUIRE(!partition_splits(&w.buckets, &p) && strategy_apply(&w, &p) == 0);
         int32_t dropped = 0;
         for (int32_t n = 0; n < g.n_nodes; n++)

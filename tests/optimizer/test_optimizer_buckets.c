@@ -1,0 +1,152 @@
+/*
+ * test_optimizer_buckets: a bucket plan's all-reduces are DDP's buckets over the layers'
+ * gradients when the trace gives their sizes only through the allocations (ddp-sim: one
+ * tensor per layer, no copies back into the gradients).
+ *   - the job: build_layer_job with the 14 layers of ddp-sim's resnet50 of 4 blocks
+ *     (conv1, 3 blocks of 64 channels, one of 128, fc: 10,183,328 bytes of gradients)
+ *     recorded with one bucket; the allocations are the gradients rounded as ddp-sim's
+ *     caching allocator rounds them (512 B up to 1 MiB, 2 MiB above: fc's 8,196,000 B
+ *     become 8 MiB);
+ *   - the expected buckets: DDP's rule (torch's compute_bucket_assignment_by_size as the
+ *     reducer rebuilds its buckets) worked by hand over the exact sizes in backward order:
+ *     a bucket closes with the tensor that brings it to its cap or past it, the first at
+ *     the first cap, the last with the last tensor; never a tensor split, never two
+ *     buckets merged;
+ *   - checked at caps of 0.1 to 5 MiB and first caps of 1 MiB: the count, in the plan's
+ *     knobs and in the partitioned graph, and each bucket's bytes within 512 B (the
+ *     allocations tell a gradient's size to its rounding; the excess goes to fc's block).
+ * The packing by bytes before (buckets cut at the cap inside the unit, those ready at the
+ * same kernel merged) made 4 buckets at 1 MiB (7 MiB, 1 MiB, 1 MiB, 0.7 MiB) where DDP
+ * makes 3.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dprotrace.h"
+#include "optimizer/memest.h"
+#include "optimizer/partition.h"
+#include "optimizer/strategy.h"
+#include "optimizer/workload.h"
+#include "tests/optimizer/optjobs.h"
+#include "tests/unit/testutil.h"
+
+#define NL 14
+#define MAXB 16
+
+/* The index of cap mb among strategy_bucket_caps_mb (exact), -1 when none. */
+static int
+cap_index(double mb)
+{
+    for (int i = 0; i < strategy_n_bucket_caps; i++)
+        if (strategy_bucket_caps_mb[i] == mb)
+            return i;
+    return -1;
+}
+
+/* ddp-sim's caching allocator's block for a request of n bytes. */
+static int64_t
+ddp_sim_block(int64_t n)
+{
+    const int64_t M = 1 << 20;
+    return n <= M ? (n + 511) & ~(int64_t)511 : (n + 2 * M - 1) & ~(2 * M - 1);
+}
+
+typedef struct bucket_case {
+    double first_mb, cap_mb;
+    int32_t n;
+    int64_t bytes[MAXB]; /* backward order */
+} bucket_case;
+
+static void
+check_case(workload *w, const bucket_case *c)
+{
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.bucket_cap = (int8_t)cap_index(c->cap_mb);
+    p.first_cap = (int8_t)cap_index(c->first_mb);
+    REQUIRE(p.bucket_cap >= 0 && p.first_cap >= 0);
+    CHECK(partition_splits(&w->buckets, &p));
+    CHECK_EQ_U(strategy_bucket_count(w, &p), c->n);
+    int64_t out[MAXB];
+    int32_t n = strategy_bucket_bytes(w, &p, out, MAXB);
+    CHECK_EQ_U(n, c->n);
+    for (int32_t b = 0; b < n && b < c->n; b++) {
+        int64_t d = out[b] - c->bytes[b];
+        CHECK(d >= -512 && d <= 512);
+    }
+    /* the partitioned graph holds as many all-reduces an iteration */
+    strategy_apply(w, &p);
+    partition_input pin;
+    strategy_partition_input(w, &pin);
+    dfg part;
+    int32_t nb = -1;
+    CHECK(partition_build(&pin, &p, &part, &nb) == 0);
+    CHECK_EQ_U(nb, c->n);
+    dfg_free(&part);
+}
+
+static void
+test_ddp_layer_buckets(void)
+{
+    const int64_t M = 1 << 20;
+    /* forward order: conv1, blocks 0-2 (64 channels), block 3 (128), fc */
+    int64_t grad[NL] = {37632};
+    for (int b = 0; b < 4; b++) {
+        int64_t c = b < 3 ? 64 : 128;
+        grad[1 + 3 * b] = 4 * c * c * 4;
+        grad[2 + 3 * b] = c * c * 9 * 4;
+        grad[3 + 3 * b] = c * 4 * c * 4;
+    }
+    grad[NL - 1] = 2048 * 1000 * 4 + 4000;
+    int64_t alloc[NL], total = 0;
+    for (int l = 0; l < NL; l++) {
+        alloc[l] = ddp_sim_block(grad[l]);
+        total += grad[l];
+    }
+    CHECK_EQ_U(total, 10183328);
+    int64_t t_fwd[NL];
+    dfg g, work;
+    REQUIRE(build_layer_job(&g, 3, grad, NL, 0, t_fwd) == 0);
+    costmodel m;
+    fit_model(&m);
+    memest mem;
+    layer_memest(&mem, alloc, NL, t_fwd, ddp_sim_block(total));
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    CHECK(dfg_clone(&work, &g) == 0);
+    REQUIRE(workload_analyze(&w, &work, &res, 1, 1, &m, &mem, 0, NULL) == 0);
+    CHECK_EQ_U(w.buckets.n_units, 1);
+    REQUIRE(w.buckets.layer_grad && w.buckets.grad_bytes && !w.buckets.param_bytes);
+    CHECK_EQ_U(w.buckets.n_grad_layers, NL);
+    int64_t sum = 0;
+    for (int l = 0; l < NL; l++) {
+        sum += w.buckets.grad_bytes[l];
+        CHECK(w.buckets.grad_bytes[l] <= alloc[l] && w.buckets.grad_bytes[l] > alloc[l] - 2 * M);
+    }
+    CHECK_EQ_U(sum, total);
+    const bucket_case cases[] = {
+        {0.1,
+         0.1,
+         10,
+         {8196000, 262144, 589824, 262144, 212992, 131072, 147456, 131072, 147456, 103168}},
+        {0.25, 0.25, 8, {8196000, 262144, 589824, 262144, 278528, 278528, 278528, 37632}},
+        {1, 0.5, 5, {8196000, 851968, 540672, 557056, 37632}},
+        {1, 1, 3, {8196000, 1114112, 873216}},
+        {5, 5, 2, {8196000, 1987328}},
+        {1, 25, 2, {8196000, 1987328}}, /* DDP's default caps */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_case(&w, &cases[i]);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&work);
+    dfg_free(&g);
+}
+
+int
+main(void)
+{
+    test_ddp_layer_buckets();
+    return tests_done();
+}
