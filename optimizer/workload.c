@@ -462,7 +462,7 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
         goto out;
     for (int32_t h = 0; h < g->n_nodes; h++)
         w->capture.step_call[h] = (uint8_t)workload_step_call_of(w, h);
-    if (workload_keep_graph_launch(w) != 0 || workload_build_capture(w) != 0)
+    if (workload_keep_graph_launch(w, base) != 0 || workload_build_capture(w) != 0)
         goto out;
     w->base_iter_ns = workload_iteration_ns(w, base);
     if (workload_device_iteration_ns(w, w->work, base, &dev, &dev_med) < 0)

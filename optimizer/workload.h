@@ -321,8 +321,8 @@ typedef struct workload_capture {
                            step call has one */
     int64_t unqueued;   /* launch-queue edges left out of g */
     uint8_t *step_call; /* workload_step_call of every node (set by workload_analyze) */
-    int32_t *graph_launch; /* WL_CAPTURE_STEP: per rank and iteration, the call that stands
-                              for the graph launch (workload_capture.c); its gap, the eager
+    int32_t *graph_launch; /* WL_CAPTURE_STEP: per rank and step, the call that stands for
+                              the graph launch (workload_capture.c); its gap, the eager
                               step's CPU time before it, goes with the capture */
     int32_t n_graph_launch;
     int64_t *idle_wake_dur; /* blocking host call of an iteration: the wake-up latency (its

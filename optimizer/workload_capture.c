@@ -101,31 +101,126 @@ workload_step_call_of(const workload *w, int32_t h)
     return 0;
 }
 
-int
-workload_keep_graph_launch(workload *w)
+/* Whether host call h launches a kernel. */
+static int
+launches_kernel(const dfg *g, int32_t h)
+{
+    for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i))
+        if (g->kind[g->launched[i]] == DFG_KERNEL)
+            return 1;
+    return 0;
+}
+
+/* Marks in closing[] the closing synchronisations of host thread t: the calls of its
+ * blocking call name that spent the most time over the iterations in the baseline's
+ * replay, base (the step's wait for the device, as torch.cuda.synchronize() or
+ * loss.item() after the backward; a pageable copy's or an event's synchronisation waits
+ * for less), when that name comes once a step: as many calls as the thread has
+ * iterations, give or take the window's edges (a step's call may fall on either side of
+ * an iteration boundary found from the kernels' period). Returns 1 when it marked them,
+ * else 0. names: scratch of the thread's blocking calls (n_nodes). */
+static int
+mark_closing(const workload *w, const sim_result *base, int32_t t, int32_t *names, uint8_t *closing)
 {
     const dfg *g = w->work;
-    w->capture.n_graph_launch = 0;
-    w->capture.graph_launch = malloc(sizeof *w->capture.graph_launch * (size_t)(g->n_nodes + 1));
-    if (!w->capture.graph_launch)
-        return -1;
-    for (int32_t r = 0; w->opt.capture_scope == WL_CAPTURE_STEP && r < g->n_ranks; r++) {
-        int32_t it = -1;
-        for (int32_t h = w->main_thread[r] >= 0 ? g->res_first[w->main_thread[r]] : -1; h >= 0;
-             h = g->next_on_res[h]) {
-            if (!w->capture.step_call[h] || w->iter[h] == it)
-                continue;
-            int kernel = 0;
-            for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i))
-                kernel |= g->kind[g->launched[i]] == DFG_KERNEL;
-            if (kernel) {
-                w->capture.step_call[h] = 0;
-                w->capture.graph_launch[w->capture.n_graph_launch++] = h;
-                it = w->iter[h];
-            }
+    int32_t k = 0, it_lo = INT32_MAX, it_hi = -1, best = -1, best_n = 0;
+    int64_t best_ns = -1;
+    for (int32_t h = g->res_first[t]; h >= 0; h = g->next_on_res[h]) {
+        if (w->iter[h] < 0 || !alive(g, h))
+            continue;
+        it_lo = w->iter[h] < it_lo ? w->iter[h] : it_lo;
+        it_hi = w->iter[h] > it_hi ? w->iter[h] : it_hi;
+        if (g->flags[h] & DFG_F_BLOCKING)
+            names[k++] = g->name[h];
+    }
+    qsort(names, (size_t)k, sizeof *names, cmp_int32);
+    for (int32_t i = 0, j; i < k; i = j) {
+        int64_t ns = 0;
+        for (j = i + 1; j < k && names[j] == names[i]; j++)
+            ;
+        for (int32_t h = g->res_first[t]; h >= 0; h = g->next_on_res[h])
+            if (w->iter[h] >= 0 && alive(g, h) && g->name[h] == names[i] &&
+                (g->flags[h] & DFG_F_BLOCKING))
+                ns += base->end[h] - base->start[h];
+        if (ns > best_ns) {
+            best_ns = ns;
+            best = names[i];
+            best_n = j - i;
         }
     }
-    return 0;
+    int32_t n_it = it_hi - it_lo + 1;
+    if (best < 0 || best_n < n_it - 1 || best_n > n_it + 1)
+        return 0;
+    for (int32_t h = g->res_first[t]; h >= 0; h = g->next_on_res[h])
+        closing[h] =
+            w->iter[h] >= 0 && alive(g, h) && g->name[h] == best && (g->flags[h] & DFG_F_BLOCKING);
+    return 1;
+}
+
+/* Keeps call h as a graph launch (the step call it was loses the flag). */
+static void
+keep_launch(workload *w, int32_t h)
+{
+    if (h < 0)
+        return;
+    w->capture.step_call[h] = 0;
+    w->capture.graph_launch[w->capture.n_graph_launch++] = h;
+}
+
+/* The graph launches of main thread t (workload_keep_graph_launch): one a span, a span
+ * running from one closing synchronisation to the next (by_sync; else from one iteration
+ * to the next). The launch stands at the span's first kernel-launching step call after
+ * its last other blocking call (a captured step reads its input, copied and waited for
+ * before the launch: the batch's pageable copy and its synchronisation, DDP's event
+ * waits), else at its first. The iterations' calls before the thread's first closing
+ * synchronisation end a step launched before them: no launch. */
+static void
+keep_span_launches(workload *w, int32_t t, int by_sync, const uint8_t *closing)
+{
+    const dfg *g = w->work;
+    int32_t first = -1, after_block = -1, it = -1;
+    int opened = !by_sync;
+    for (int32_t h = g->res_first[t]; h >= 0; h = g->next_on_res[h]) {
+        int closes = by_sync && closing[h];
+        if (!alive(g, h))
+            continue;
+        if (by_sync ? closes : w->iter[h] >= 0 && w->iter[h] != it) {
+            if (opened)
+                keep_launch(w, after_block >= 0 ? after_block : first);
+            first = after_block = -1;
+            it = w->iter[h];
+            opened = 1;
+        }
+        if ((g->flags[h] & DFG_F_BLOCKING) && !closes)
+            after_block = -1;
+        else if (w->capture.step_call[h] && launches_kernel(g, h)) {
+            first = first < 0 ? h : first;
+            after_block = after_block < 0 ? h : after_block;
+        }
+    }
+    if (opened)
+        keep_launch(w, after_block >= 0 ? after_block : first);
+}
+
+int
+workload_keep_graph_launch(workload *w, const sim_result *base)
+{
+    const dfg *g = w->work;
+    int rc = 0;
+    w->capture.n_graph_launch = 0;
+    w->capture.graph_launch = malloc(sizeof *w->capture.graph_launch * (size_t)(g->n_nodes + 1));
+    uint8_t *closing = calloc((size_t)g->n_nodes + 1, 1);
+    int32_t *names = malloc(sizeof *names * (size_t)(g->n_nodes + 1));
+    if (!w->capture.graph_launch || !closing || !names)
+        rc = -1;
+    for (int32_t r = 0; rc == 0 && w->opt.capture_scope == WL_CAPTURE_STEP && r < g->n_ranks; r++) {
+        int32_t t = w->main_thread[r];
+        if (t >= 0)
+            keep_span_launches(w, t, mark_closing(w, base, t, names, closing), closing);
+    }
+    free(names);
+    free(closing);
+    return rc;
 }
 
 int

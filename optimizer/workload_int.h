@@ -76,12 +76,16 @@ int workload_idle_wake_latency(workload *w);
 /* workload_step_call's answer, worked out. */
 int workload_step_call_of(const workload *w, int32_t h);
 
-/* The graph launch of a captured step (WL_CAPTURE_STEP): on each rank's main thread, the
- * first step call of each iteration that launches a kernel stays on the host with its
- * duration (w->capture.step_call cleared; listed in w->capture.graph_launch), standing for
- * cudaGraphLaunch, the one launch call a step that submits the captured step. Returns 0,
- * or -1 when out of memory. */
-int workload_keep_graph_launch(workload *w);
+/* The graph launch of a captured step (WL_CAPTURE_STEP): on each rank's main thread, one
+ * step call a step stays on the host with its duration (w->capture.step_call cleared;
+ * listed in w->capture.graph_launch), standing for cudaGraphLaunch, the one launch call
+ * that submits the captured step. A step runs from one closing synchronisation (the calls
+ * of the thread's blocking call name that waited longest in the baseline's replay, base,
+ * when it comes once a step) to the next, or, without one, from one iteration to the
+ * next; its launch stands where a captured step's is: at its first kernel launch after
+ * its last other blocking call (the input's copy waited for), else at its first
+ * (workload_capture.c). Returns 0, or -1 when out of memory. */
+int workload_keep_graph_launch(workload *w, const sim_result *base);
 
 /* FSDP's all-gathers (workload_fsdp.c). */
 int workload_find_fsdp(workload *w, const rank_info *ri);

@@ -30,6 +30,11 @@ tests_optimizer_test_optimizer_buckets_SOURCES = tests/optimizer/test_optimizer_
 	tests/optimizer/optjobs.c tests/optimizer/optjobs.h
 tests_optimizer_test_optimizer_buckets_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
 TESTS += tests/optimizer/test_optimizer_buckets
+# where a captured step's graph launch stands, its iterations cut at the step or at a kernel
+check_PROGRAMS += tests/optimizer/test_optimizer_capture
+tests_optimizer_test_optimizer_capture_SOURCES = tests/optimizer/test_optimizer_capture.c
+tests_optimizer_test_optimizer_capture_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
+TESTS += tests/optimizer/test_optimizer_capture
 if HAVE_PYTHON3
 # the documented --json keys of dpro-replay and dpro-optimize on a real (imported) trace
 dist_check_SCRIPTS += tests/optimizer/test_json_keys.py

@@ -22,6 +22,14 @@ thread's launches of kernels whose name holds SUBSTRING precede each all-reduce 
 backward each bucket's all-reduce starts, counted in DDP's copies into the buckets
 (SUBSTRING `AUnaryFunctor`), for a plan and the applied run alike.
 
+With --decompose first: per file and rank, the medians over the last steps of where a step's
+time goes, for a captured step's plan against its applied run: `submit`, the window's
+start to the end of the main thread's last call before its closing synchronisation (the
+Python, the input's copy, the graph launch or the plan's stand-in for it); `device`, from
+there to the end of the step's last device op; `tail`, from that end to the closing
+synchronisation's return (the host's wake-up); and the device ops' busy time (their
+union) and span (first start to last end), which load hardly moves on the simulated device.
+
 Written for the bucket cases of the closed loop (docs/figures.md, docs/models.md). Not a
 test."""
 import collections
@@ -109,7 +117,41 @@ def gates(path, sub):
     return out[-3:]
 
 
+def decompose(path, pid):
+    """Per step of rank pid: (step, submit, device, tail, busy, span) in us (the docstring)."""
+    out = []
+    for step, inside, names in step_events(path, pid):
+        dev = [e for e in inside if names.get(e["tid"], "").startswith("stream") and e["dur"] > 0]
+        main = [e for e in inside if names.get(e["tid"]) == "python" and e["dur"] > 0]
+        if not dev or len(main) < 2:
+            continue
+        t0 = inside[0]["ts"]
+        # the window starts at the previous synchronisation's end: the first event's start
+        # may lie later; the step's duration places it
+        t0 = main[-1]["ts"] + main[-1]["dur"] - step
+        submit = main[-2]["ts"] + main[-2]["dur"]
+        last = max(e["ts"] + e["dur"] for e in dev)
+        busy = end = 0.0
+        for e in sorted(dev, key=lambda e: e["ts"]):
+            a, b = max(e["ts"], end), e["ts"] + e["dur"]
+            busy += max(0.0, b - a)
+            end = max(end, b)
+        out.append((step, submit - t0, last - submit, t0 + step - last, busy,
+                    last - min(e["ts"] for e in dev)))
+    return out
+
+
 def main(paths):
+    if len(paths) > 1 and paths[0] == "--decompose":
+        for path in paths[1:]:
+            for pid in (0, 1):
+                parts = decompose(path, pid)
+                if parts:
+                    med = [statistics.median(p[i] for p in parts) for i in range(6)]
+                    print("%s rank %d: %d steps; step %.0f us = submit %.0f + device %.0f + tail "
+                          "%.0f (medians); device busy %.0f us, span %.0f us"
+                          % ((path, pid, len(parts)) + tuple(med)))
+        return
     if len(paths) > 2 and paths[0] == "--gates":
         for path in paths[2:]:
             print("%s: %s launches before each all-reduce call, last 3 steps: %s"

@@ -1,0 +1,124 @@
+/*
+ * test_optimizer_capture: where a captured step's graph launch stands (WL_CAPTURE_STEP),
+ * on a PyTorch-like eager step whose iterations are cut two ways: at the step's closing
+ * synchronisation and at a kernel inside the step (as a cut found from the kernels'
+ * period can fall).
+ *   - the job: one rank, one thread; per step: the optimizer step of the step before (a
+ *     launch), zero_grad (a memset), the batch's pageable copy (cudaMemcpyAsync) and its
+ *     cudaStreamSynchronize, in steps 1 and 2 DDP's timing events waited for
+ *     (cudaEventSynchronize), the forward (two launches) and cudaDeviceSynchronize;
+ *   - a step captured with torch.cuda.graph copies its input, then launches the graph,
+ *     then synchronises: the graph launch's stand-in is the forward's first launch, one a
+ *     step, whichever way the iterations are cut (it was the first launch of each
+ *     iteration: the optimizer step's, before the copy, and with an iteration cut
+ *     elsewhere than at the synchronisation two launches in some steps, none in others).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimizer/workload.h"
+#include "tests/unit/testutil.h"
+
+#define STEPS 7
+#define US 1000
+
+typedef struct step_job {
+    int32_t opt[STEPS], fwd[STEPS], sync[STEPS]; /* the step's launches and its closing call */
+    int32_t fwd_kernel[STEPS];                   /* the forward's first kernel */
+} step_job;
+
+/* Adds host call `name` of duration dur_us on thread th; returns it. */
+static int32_t
+call(dfg *g, int32_t th, const char *name, int64_t dur_us)
+{
+    int32_t h = dfg_add_node(g, DFG_HOST, th, dfg_intern(g, name));
+    g->dur[h] = dur_us * US;
+    return h;
+}
+
+/* Adds device op `name` of kind on stream st launched by h; returns it. */
+static int32_t
+device(dfg *g, int32_t st, int kind, const char *name, int64_t dur_us, int32_t h)
+{
+    int32_t d = dfg_add_node(g, kind, st, dfg_intern(g, name));
+    g->dur[d] = dur_us * US;
+    g->launch[d] = h;
+    dfg_set_lat(g, d, 2 * US);
+    return d;
+}
+
+/* Builds the job (the file's comment); its iterations cut at the closing
+ * synchronisations (at_kernel 0) or at the forward's first kernel (1). Returns 0, -1. */
+static int
+build_step_job(dfg *g, step_job *j, int at_kernel)
+{
+    if (dfg_init(g, 1) != 0)
+        return -1;
+    int32_t th = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, dfg_intern(g, "python"));
+    int32_t st = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, dfg_intern(g, "stream 7"));
+    int32_t bounds[STEPS], last = -1, rc = 0;
+    for (int s = 0; s < STEPS && rc == 0; s++) {
+        j->opt[s] = call(g, th, "__cudaLaunchKernel", 5);
+        int32_t k = device(g, st, DFG_KERNEL, "ForeachBinaryOpList", 20, j->opt[s]);
+        device(g, st, DFG_MEMSET, "memset", 2, call(g, th, "cudaMemsetAsync", 3));
+        int32_t c = device(g, st, DFG_MEMCPY, "memcpy HtoD", 5, call(g, th, "cudaMemcpyAsync", 5));
+        int32_t s1 = call(g, th, "cudaStreamSynchronize", 2);
+        g->flags[s1] |= DFG_F_BLOCKING;
+        rc |= dfg_add_edge(g, c, s1);
+        for (int e = 0; (s == 1 || s == 2) && e < 2; e++) {
+            int32_t es = call(g, th, "cudaEventSynchronize", 1);
+            g->flags[es] |= DFG_F_BLOCKING;
+            rc |= dfg_add_edge(g, k, es);
+        }
+        j->fwd[s] = call(g, th, "cudaLaunchKernel", 5);
+        j->fwd_kernel[s] = device(g, st, DFG_KERNEL, "gemm", 50, j->fwd[s]);
+        last = device(g, st, DFG_KERNEL, "gemm", 50, call(g, th, "__cudaLaunchKernel", 5));
+        j->sync[s] = call(g, th, "cudaDeviceSynchronize", 10);
+        g->flags[j->sync[s]] |= DFG_F_BLOCKING;
+        rc |= dfg_add_edge(g, last, j->sync[s]);
+        bounds[s] = at_kernel ? j->fwd_kernel[s] : j->sync[s];
+    }
+    if (rc != 0 || dfg_set_iterations(g, 0, bounds, STEPS) != 0)
+        return -1;
+    return dfg_finalize(g);
+}
+
+/* The graph launches of the job cut either way: the forward's first launch of each step
+ * holding a call of the compared iterations, nothing else; the optimizer step's launch
+ * a step call. */
+static void
+test_graph_launch_placement(void)
+{
+    for (int at_kernel = 0; at_kernel <= 1; at_kernel++) {
+        dfg g;
+        step_job j;
+        REQUIRE(build_step_job(&g, &j, at_kernel) == 0);
+        workload w;
+        sim_result res;
+        memset(&res, 0, sizeof res);
+        REQUIRE(workload_analyze(&w, &g, &res, 1, 3, NULL, NULL, -1, NULL) == 0);
+        CHECK(w.main_thread[0] >= 0);
+        int steps = 0, fwd = 0, opt_kept = 0;
+        for (int s = 0; s < STEPS; s++) {
+            steps += w.iter[j.fwd[s]] >= 0;
+            opt_kept += w.iter[j.opt[s]] >= 0 && !w.capture.step_call[j.opt[s]];
+        }
+        for (int32_t i = 0; i < w.capture.n_graph_launch; i++)
+            for (int s = 0; s < STEPS; s++)
+                fwd += w.capture.graph_launch[i] == j.fwd[s];
+        CHECK(steps >= 3);
+        CHECK_EQ_U(w.capture.n_graph_launch, steps);
+        CHECK_EQ_U(fwd, steps);
+        CHECK_EQ_U(opt_kept, 0);
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&g);
+    }
+}
+
+int
+main(void)
+{
+    test_graph_launch_placement();
+    return tests_done();
+}
