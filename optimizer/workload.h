@@ -368,6 +368,18 @@ typedef struct workload_fsdp {
     int32_t n_regather;     /* units re-gathered per iteration under reshard_after_forward=True
                                (the forward's all-gathers where the backward thread's reduce-
                                scatters match them one to one), 0 none */
+    /* FSDP2's accumulation into the unsharded gradients it keeps under
+       set_requires_gradient_sync(False), which the trace (each backward's gradient
+       straight to its reduce-scatter) does not run: per micro-batch without
+       synchronisation, iteration and rank, one element-wise add per unit (n_rs) over
+       its unsharded gradient (the reduce-scatters' inputs, unit_bytes), read twice and
+       written once (workload_fsdp.c); 0 where the trace is not FSDP's */
+    double accum_bytes_per_ns; /* the trace's vectorized element-wise kernels' bytes per
+                                  ns beyond the fixed cost, 0 none known */
+    double accum_dev_ns;       /* the adds' device time: n_rs fixed costs and the bytes at
+                                  accum_bytes_per_ns */
+    double accum_host_ns;      /* their launches: n_rs times the median backward-thread
+                                  launch of a compute-stream kernel (call and gap) */
     char why[160];          /* empty when the trace shows FSDP's all-gathers */
 } workload_fsdp;
 
