@@ -93,6 +93,10 @@ enum workload_micro {
                              * unshard: the batch copied to the device. Its host call and
                              * the gap before it (the host making or fetching the batch)
                              * scale with the batch: each of k micro-batches spends 1/k */
+    WL_MICRO_CALL = 4,      /* a host call that launches nothing and that every micro-batch
+                             * makes again: under FSDP the event calls of the forward's
+                             * unshards and copy-outs but the polls (workload_fsdp.c); the
+                             * micro-batch prices its duration and the gap before it */
 };
 
 /* What a CUDA-graph capture covers (workload_options.capture_scope; the framework's
@@ -380,7 +384,7 @@ typedef struct workload_fsdp {
                                   accum_bytes_per_ns */
     double accum_host_ns;      /* their launches: n_rs times the median backward-thread
                                   launch of a compute-stream kernel (call and gap) */
-    char why[160];          /* empty when the trace shows FSDP's all-gathers */
+    char why[160];             /* empty when the trace shows FSDP's all-gathers */
 } workload_fsdp;
 
 typedef struct workload {

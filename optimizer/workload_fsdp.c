@@ -556,13 +556,31 @@ elementwise_thread_bytes(const char *name)
     static const char kern[] = "vectorized_elementwise_kernel<", arr[] = "<char*, ";
     char *dm = kernels_demangle(name);
     const char *s = dm ? dm : name, *k = strstr(s, kern), *a = strstr(s, arr);
-    double vec = k ? strtod(k + sizeof kern - 1, NULL) : 0, n = a ? strtod(a + sizeof arr - 1, NULL) : 0;
+    double vec = k ? strtod(k + sizeof kern - 1, NULL) : 0,
+           n = a ? strtod(a + sizeof arr - 1, NULL) : 0;
     double esz = strstr(s, "c10::Half") || strstr(s, "c10::BFloat16") ? 2
-                 : strstr(s, "double")                               ? 8
-                 : strstr(s, "float")                                ? 4
-                                                                     : 0;
+                 : strstr(s, "double")                                ? 8
+                 : strstr(s, "float")                                 ? 4
+                                                                      : 0;
     free(dm);
     return vec > 0 && n > 0 ? vec * n * esz : 0;
+}
+
+/* workload.h: micro (WL_MICRO_CALL) for the host calls of the forward's unshards and
+ * copy-outs (gather_ops, a forward all-gather's) that launch nothing, neither block nor
+ * poll: each micro-batch's forward gathers every unit again, with its event calls. */
+static void
+mark_unshard_calls(workload *w)
+{
+    const dfg *g = w->work;
+    const workload_fsdp *f = &w->fsdp;
+    for (int32_t x = 0; x < g->n_nodes; x++) {
+        int32_t q = f->gather_ops[x];
+        if (q >= 0 && f->grp_role[q] == WL_FSDP_FWD && alive(g, x) && g->kind[x] == DFG_HOST &&
+            dfg_launched_first(g, x) < 0 && !(g->flags[x] & DFG_F_BLOCKING) && !event_poll(g, x) &&
+            w->buckets.micro[x] == WL_MICRO_PHASE)
+            w->buckets.micro[x] = WL_MICRO_CALL;
+    }
 }
 
 /* workload.h: accum_bytes_per_ns, accum_dev_ns, accum_host_ns from the compared
@@ -584,7 +602,8 @@ find_accum_adds(workload *w, const rank_info *ri)
             w->iter[d] > w->iter_last)
             continue;
         double t = (double)dfg_dur(g, d), th = w->fusion.node_threads[d];
-        double b = th > 0 && t > 2 * c0 ? th * elementwise_thread_bytes(dfg_name(g, g->name[d])) : 0;
+        double b =
+            th > 0 && t > 2 * c0 ? th * elementwise_thread_bytes(dfg_name(g, g->name[d])) : 0;
         bytes += b;
         ns += b > 0 ? t - c0 : 0;
         if (h >= 0 && g->res[d] == ri[r].compute_stream && g->res[h] == ri[r].bwd_thread &&
@@ -657,6 +676,8 @@ workload_find_fsdp(workload *w, const rank_info *ri)
             for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++)
                 if (ri[r].main_thread >= 0)
                     mark_fsdp_input(w, ri, r);
+            if (rc == 0)
+                mark_unshard_calls(w);
             if (rc == 0)
                 rc = find_accum_adds(w, ri);
         }
