@@ -81,7 +81,9 @@ enum workload_micro {
                              * thread, nothing else launched between them, whose sizes are
                              * the parameters'); or under FSDP2's
                              * set_requires_gradient_sync(False) each reduce-scatter's
-                             * copy-in (workload_fsdp.c) */
+                             * copy-in and the main thread's device ops but copies before
+                             * its first forward all-gather (the optimizer's step;
+                             * workload_fsdp.c) */
     WL_MICRO_FORWARD = 2,   /* launched by the main thread after the zeroing in its
                              * iteration where that zeroing comes after the backward (phase
                              * OPTIMIZER): the iteration is cut between forward and backward,

@@ -523,7 +523,9 @@ mark_rs_copy_in(workload *w, int32_t t)
 /* workload.h: micro (WL_MICRO_INPUT) for the batch's copies on rank r's main thread: in
  * each iteration, the copies it launches before its first forward all-gather that belong
  * to no unshard (gather_ops; fsdp_train.py's x.to(dev), the host making the batch in the
- * gap before it). */
+ * gap before it); WL_MICRO_SYNC_ONLY for its other device ops there (no forward computes
+ * before its first unshard: the optimizer's step where the iteration starts before it,
+ * once a step). */
 static void
 mark_fsdp_input(workload *w, const rank_info *ri, int32_t r)
 {
@@ -539,9 +541,10 @@ mark_fsdp_input(workload *w, const rank_info *ri, int32_t r)
         for (int32_t i = dfg_launched_first(g, x); !gathered && i >= 0;
              i = dfg_launched_next(g, x, i)) {
             int32_t d = g->launched[i];
-            if (g->kind[d] == DFG_MEMCPY && w->fsdp.gather_ops[d] < 0 &&
+            if (is_device(g, d) && w->fsdp.gather_ops[d] < 0 &&
                 w->buckets.micro[d] == WL_MICRO_PHASE)
-                w->buckets.micro[d] = WL_MICRO_INPUT;
+                w->buckets.micro[d] =
+                    g->kind[d] == DFG_MEMCPY ? WL_MICRO_INPUT : WL_MICRO_SYNC_ONLY;
         }
     }
 }

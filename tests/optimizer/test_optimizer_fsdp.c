@@ -28,7 +28,8 @@
  *     copy-in is the synchronised micro-batch's alone: the micro-batch prices the forward's
  *     and backward's ops without it, its launches and host time; the copy-out copies of the
  *     forward's unshards stay; the batch's copy before the forward's first all-gather
- *     counts, its call and the host time before it halved (2 micro-batches);
+ *     counts, its call and the host time before it halved (2 micro-batches); the
+ *     optimizer's kernel launched by the main thread before the first all-gather does not;
  *   - and what it adds that the trace does not run: per unit an element-wise add over its
  *     unsharded gradient at the trace's element-wise kernels' bytes per ns, its launch at
  *     the backward thread's median; the forward's event calls again in every micro-batch;
@@ -57,6 +58,7 @@
 #define JOB_WAITS 8    /* the closing synchronize returns 900 us after the device work */
 #define JOB_ADDS 16    /* an element-wise kernel (ELEMWISE_ADD, 43 us) in each backward */
 #define JOB_EVENTS 32  /* an event record after each forward all-gather's launch */
+#define JOB_OPTIM 64   /* an optimizer kernel (80 us) on the main thread before the forward */
 /* PyTorch's float add: 4 elements a thread of each of its 3 tensors, 48 bytes */
 #define ELEMWISE_ADD                                                                               \
     "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EELb" \
@@ -167,6 +169,9 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
         if (it == ITERS)
             break;
         int32_t k[2] = {-1, -1}, first_bwd[2] = {-1, -1};
+        for (int32_t r = 0; (flags & JOB_OPTIM) && r < n_ranks; r++)
+            device(g, rk[r].cs, call(g, rk[r].mt, nm_launch), DFG_KERNEL,
+                   dfg_intern(g, "multi_tensor_apply_kernel"), 80 * US);
         for (int32_t r = 0; (flags & JOB_INPUT) && r < n_ranks; r++) {
             int32_t h = call(g, rk[r].mt, dfg_intern(g, "cudaMemcpyAsync"));
             g->gap[h] = 1000 * US;
@@ -439,8 +444,9 @@ test_fsdp_reshard_wait(void)
 }
 
 /* The micro-batch of accumulation on the job without and with the reduce-scatters'
- * copy-in and the batch's copy: the copy-in is the synchronised micro-batch's alone, the
- * batch's copy takes half its host time. */
+ * copy-in, the batch's copy and the optimizer's kernel before the forward: the copy-in
+ * and the optimizer are the synchronised micro-batch's alone, the batch's copy takes half
+ * its host time. */
 static void
 test_fsdp_accumulation(void)
 {
@@ -448,7 +454,7 @@ test_fsdp_accumulation(void)
     for (int with = 0; with < 2; with++) {
         dfg g;
         fsdp_job_ids ids;
-        REQUIRE(build_fsdp_job(&g, &ids, with ? JOB_COPY_IN | JOB_INPUT : 0, 2) == 0);
+        REQUIRE(build_fsdp_job(&g, &ids, with ? JOB_COPY_IN | JOB_INPUT | JOB_OPTIM : 0, 2) == 0);
         workload w;
         sim_result res;
         memset(&res, 0, sizeof res);
@@ -462,9 +468,10 @@ test_fsdp_accumulation(void)
         for (int32_t n = 0; w.buckets.micro && n < g.n_nodes; n++)
             input += w.buckets.micro[n] == WL_MICRO_INPUT && w.iter[n] >= w.iter_first &&
                      w.iter[n] <= w.iter_last;
-        /* per compared iteration, rank and block: the copy and the concatenation */
+        /* per compared iteration, rank and block: the copy and the concatenation; per
+         * iteration and rank the optimizer's kernel before the forward */
         int32_t n_it = w.iter_last - w.iter_first + 1;
-        CHECK_EQ_U(marked, with ? 101 * 2 * BLOCKS * n_it : 0);
+        CHECK_EQ_U(marked, with ? 101 * 2 * BLOCKS * n_it + 100 * 2 * n_it : 0);
         CHECK_EQ_U(input, with ? 2 * n_it : 0);
         strategy_plan p;
         strategy_plan_baseline(&p);
