@@ -81,7 +81,9 @@ enum workload_micro {
                              * thread, nothing else launched between them, whose sizes are
                              * the parameters'); or under FSDP2's
                              * set_requires_gradient_sync(False) each reduce-scatter's
-                             * copy-in (workload_fsdp.c) */
+                             * copy-in and the main thread's device ops but copies before
+                             * its first forward all-gather (the optimizer's step;
+                             * workload_fsdp.c) */
     WL_MICRO_FORWARD = 2,   /* launched by the main thread after the zeroing in its
                              * iteration where that zeroing comes after the backward (phase
                              * OPTIMIZER): the iteration is cut between forward and backward,
@@ -93,6 +95,10 @@ enum workload_micro {
                              * unshard: the batch copied to the device. Its host call and
                              * the gap before it (the host making or fetching the batch)
                              * scale with the batch: each of k micro-batches spends 1/k */
+    WL_MICRO_CALL = 4,      /* a host call that launches nothing and that every micro-batch
+                             * makes again: under FSDP the event calls of the forward's
+                             * unshards and copy-outs but the polls (workload_fsdp.c); the
+                             * micro-batch prices its duration and the gap before it */
 };
 
 /* What a CUDA-graph capture covers (workload_options.capture_scope; the framework's
@@ -379,7 +385,19 @@ typedef struct workload_fsdp {
     int32_t n_regather;     /* units re-gathered per iteration under reshard_after_forward=True
                                (the forward's all-gathers where the backward thread's reduce-
                                scatters match them one to one), 0 none */
-    char why[160];          /* empty when the trace shows FSDP's all-gathers */
+    /* FSDP2's accumulation into the unsharded gradients it keeps under
+       set_requires_gradient_sync(False), which the trace (each backward's gradient
+       straight to its reduce-scatter) does not run: per micro-batch without
+       synchronisation, iteration and rank, one element-wise add per unit (n_rs) over
+       its unsharded gradient (the reduce-scatters' inputs, unit_bytes), read twice and
+       written once (workload_fsdp.c); 0 where the trace is not FSDP's */
+    double accum_bytes_per_ns; /* the trace's vectorized element-wise kernels' bytes per
+                                  ns beyond the fixed cost, 0 none known */
+    double accum_dev_ns;       /* the adds' device time: n_rs fixed costs and the bytes at
+                                  accum_bytes_per_ns */
+    double accum_host_ns;      /* their launches: n_rs times the median backward-thread
+                                  launch of a compute-stream kernel (call and gap) */
+    char why[160];             /* empty when the trace shows FSDP's all-gathers */
 } workload_fsdp;
 
 typedef struct workload {

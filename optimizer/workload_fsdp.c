@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "optimizer/workload_int.h"
+#include "replay/kernels.h"
 
 /* WL_FSDP_FWD or WL_FSDP_BWD for the all-gather participant c of an iteration launched by
  * its rank's main or backward thread, else WL_FSDP_NONE. */
@@ -522,7 +523,9 @@ mark_rs_copy_in(workload *w, int32_t t)
 /* workload.h: micro (WL_MICRO_INPUT) for the batch's copies on rank r's main thread: in
  * each iteration, the copies it launches before its first forward all-gather that belong
  * to no unshard (gather_ops; fsdp_train.py's x.to(dev), the host making the batch in the
- * gap before it). */
+ * gap before it); WL_MICRO_SYNC_ONLY for its other device ops there (no forward computes
+ * before its first unshard: the optimizer's step where the iteration starts before it,
+ * once a step). */
 static void
 mark_fsdp_input(workload *w, const rank_info *ri, int32_t r)
 {
@@ -538,11 +541,85 @@ mark_fsdp_input(workload *w, const rank_info *ri, int32_t r)
         for (int32_t i = dfg_launched_first(g, x); !gathered && i >= 0;
              i = dfg_launched_next(g, x, i)) {
             int32_t d = g->launched[i];
-            if (g->kind[d] == DFG_MEMCPY && w->fsdp.gather_ops[d] < 0 &&
+            if (is_device(g, d) && w->fsdp.gather_ops[d] < 0 &&
                 w->buckets.micro[d] == WL_MICRO_PHASE)
-                w->buckets.micro[d] = WL_MICRO_INPUT;
+                w->buckets.micro[d] =
+                    g->kind[d] == DFG_MEMCPY ? WL_MICRO_INPUT : WL_MICRO_SYNC_ONLY;
         }
     }
+}
+
+/* Bytes a thread of PyTorch's vectorized_elementwise_kernel<vec, F, array<char*, N>>
+ * moves: vec elements of each of its N tensors, of the functor's float, double, Half or
+ * BFloat16 (the kernel's template, as its name spells it, mangled or not); 0 for another
+ * kernel or a name that does not say them. */
+static double
+elementwise_thread_bytes(const char *name)
+{
+    static const char kern[] = "vectorized_elementwise_kernel<", arr[] = "<char*, ";
+    char *dm = kernels_demangle(name);
+    const char *s = dm ? dm : name, *k = strstr(s, kern), *a = strstr(s, arr);
+    double vec = k ? strtod(k + sizeof kern - 1, NULL) : 0,
+           n = a ? strtod(a + sizeof arr - 1, NULL) : 0;
+    double esz = strstr(s, "c10::Half") || strstr(s, "c10::BFloat16") ? 2
+                 : strstr(s, "double")                                ? 8
+                 : strstr(s, "float")                                 ? 4
+                                                                      : 0;
+    free(dm);
+    return vec > 0 && n > 0 ? vec * n * esz : 0;
+}
+
+/* workload.h: micro (WL_MICRO_CALL) for the host calls of the forward's unshards and
+ * copy-outs (gather_ops, a forward all-gather's) that launch nothing, neither block nor
+ * poll: each micro-batch's forward gathers every unit again, with its event calls. */
+static void
+mark_unshard_calls(workload *w)
+{
+    const dfg *g = w->work;
+    const workload_fsdp *f = &w->fsdp;
+    for (int32_t x = 0; x < g->n_nodes; x++) {
+        int32_t q = f->gather_ops[x];
+        if (q >= 0 && f->grp_role[q] == WL_FSDP_FWD && alive(g, x) && g->kind[x] == DFG_HOST &&
+            dfg_launched_first(g, x) < 0 && !(g->flags[x] & DFG_F_BLOCKING) && !event_poll(g, x) &&
+            w->buckets.micro[x] == WL_MICRO_PHASE)
+            w->buckets.micro[x] = WL_MICRO_CALL;
+    }
+}
+
+/* workload.h: accum_bytes_per_ns, accum_dev_ns, accum_host_ns from the compared
+ * iterations: the rate of the element-wise kernels with a known launch size longer than
+ * twice the fixed cost (their bytes over their time beyond it), and the median
+ * backward-thread launch of a compute-stream kernel. Returns 0 or -1 (out of memory). */
+static int
+find_accum_adds(workload *w, const rank_info *ri)
+{
+    const dfg *g = w->work;
+    workload_fsdp *f = &w->fsdp;
+    double c0 = w->fusion.kernel_fixed_ns, bytes = 0, ns = 0;
+    int64_t *calls = malloc(sizeof *calls * ((size_t)g->n_nodes + 1));
+    int32_t n = 0;
+    int rc = calls ? 0 : -1;
+    for (int32_t d = 0; rc == 0 && d < g->n_nodes; d++) {
+        int32_t h = g->launch[d], r = g->res_rank[g->res[d]];
+        if (!alive(g, d) || g->kind[d] != DFG_KERNEL || w->iter[d] < w->iter_first ||
+            w->iter[d] > w->iter_last)
+            continue;
+        double t = (double)dfg_dur(g, d), th = w->fusion.node_threads[d];
+        double b =
+            th > 0 && t > 2 * c0 ? th * elementwise_thread_bytes(dfg_name(g, g->name[d])) : 0;
+        bytes += b;
+        ns += b > 0 ? t - c0 : 0;
+        if (h >= 0 && g->res[d] == ri[r].compute_stream && g->res[h] == ri[r].bwd_thread &&
+            g->launched[dfg_launched_first(g, h)] == d)
+            calls[n++] = dfg_dur(g, h) + dfg_gap(g, h);
+    }
+    f->accum_bytes_per_ns = ns > 0 ? bytes / ns : 0;
+    f->accum_dev_ns = f->n_rs * c0;
+    if (f->accum_bytes_per_ns > 0)
+        f->accum_dev_ns += 3.0 * (double)f->unit_bytes[WL_FSDP_BYTES_GRAD] / f->accum_bytes_per_ns;
+    f->accum_host_ns = rc == 0 && n > 0 ? f->n_rs * sim_median_i64(calls, n) : 0;
+    free(calls);
+    return rc;
 }
 
 int
@@ -602,6 +679,10 @@ workload_find_fsdp(workload *w, const rank_info *ri)
             for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++)
                 if (ri[r].main_thread >= 0)
                     mark_fsdp_input(w, ri, r);
+            if (rc == 0)
+                mark_unshard_calls(w);
+            if (rc == 0)
+                rc = find_accum_adds(w, ri);
         }
     }
     free(per_iter);

@@ -28,7 +28,11 @@
  *     copy-in is the synchronised micro-batch's alone: the micro-batch prices the forward's
  *     and backward's ops without it, its launches and host time; the copy-out copies of the
  *     forward's unshards stay; the batch's copy before the forward's first all-gather
- *     counts, its call and the host time before it halved (2 micro-batches);
+ *     counts, its call and the host time before it halved (2 micro-batches); the
+ *     optimizer's kernel launched by the main thread before the first all-gather does not;
+ *   - and what it adds that the trace does not run: per unit an element-wise add over its
+ *     unsharded gradient at the trace's element-wise kernels' bytes per ns, its launch at
+ *     the backward thread's median; the forward's event calls again in every micro-batch;
  *   - a DDP-like job (all-reduces only) has no FSDP strategy: it is unavailable and the
  *     search's plans never use it; PyTorch DDP's and ddp-sim's profiles do not express it.
  */
@@ -52,6 +56,13 @@
 #define JOB_COPY_IN 2  /* each reduce-scatter's copy-in before its launch */
 #define JOB_INPUT 4    /* the batch's copy before the forward (1 ms making it, then 5 us) */
 #define JOB_WAITS 8    /* the closing synchronize returns 900 us after the device work */
+#define JOB_ADDS 16    /* an element-wise kernel (ELEMWISE_ADD, 43 us) in each backward */
+#define JOB_EVENTS 32  /* an event record after each forward all-gather's launch */
+#define JOB_OPTIM 64   /* an optimizer kernel (80 us) on the main thread before the forward */
+/* PyTorch's float add: 4 elements a thread of each of its 3 tensors, 48 bytes */
+#define ELEMWISE_ADD                                                                               \
+    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EELb" \
+    "0EEEviT0_T1_"
 
 typedef struct fsdp_job_ids {
     int32_t fwd_ag[ITERS][BLOCKS], bwd_ag[ITERS][BLOCKS];   /* participants */
@@ -158,6 +169,9 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
         if (it == ITERS)
             break;
         int32_t k[2] = {-1, -1}, first_bwd[2] = {-1, -1};
+        for (int32_t r = 0; (flags & JOB_OPTIM) && r < n_ranks; r++)
+            device(g, rk[r].cs, call(g, rk[r].mt, nm_launch), DFG_KERNEL,
+                   dfg_intern(g, "multi_tensor_apply_kernel"), 80 * US);
         for (int32_t r = 0; (flags & JOB_INPUT) && r < n_ranks; r++) {
             int32_t h = call(g, rk[r].mt, dfg_intern(g, "cudaMemcpyAsync"));
             g->gap[h] = 1000 * US;
@@ -168,6 +182,8 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
             for (int32_t r = 0; r < n_ranks; r++) {
                 int32_t ag = collective(g, rk[r].mt, rk[r].as, DPRO_COLL_ALLGATHER,
                                         (int64_t)(b + 1) * MIB_B, seq, 400 * US, &grp);
+                if (flags & JOB_EVENTS)
+                    call(g, rk[r].mt, dfg_intern(g, "cudaEventRecordWithFlags"));
                 poll(g, rk[r].mt);
                 int32_t out = copy_out(g, rk[r].mt, rk[r].cs, ag);
                 k[r] =
@@ -194,6 +210,9 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
                 }
                 int32_t kb = device(g, cs, call(g, bt, nm_launch), DFG_KERNEL, nm_k, 200 * US);
                 first_bwd[r] = first_bwd[r] < 0 ? g->launch[kb] : first_bwd[r];
+                if (flags & JOB_ADDS)
+                    device(g, cs, call(g, bt, nm_launch), DFG_KERNEL, dfg_intern(g, ELEMWISE_ADD),
+                           43 * US);
                 if (flags & JOB_COPY_IN) {
                     device(g, cs, call(g, bt, dfg_intern(g, "cudaMemcpyAsync")), DFG_MEMCPY,
                            dfg_intern(g, "memcpy HtoD"), 5 * US);
@@ -425,8 +444,9 @@ test_fsdp_reshard_wait(void)
 }
 
 /* The micro-batch of accumulation on the job without and with the reduce-scatters'
- * copy-in and the batch's copy: the copy-in is the synchronised micro-batch's alone, the
- * batch's copy takes half its host time. */
+ * copy-in, the batch's copy and the optimizer's kernel before the forward: the copy-in
+ * and the optimizer are the synchronised micro-batch's alone, the batch's copy takes half
+ * its host time. */
 static void
 test_fsdp_accumulation(void)
 {
@@ -434,7 +454,7 @@ test_fsdp_accumulation(void)
     for (int with = 0; with < 2; with++) {
         dfg g;
         fsdp_job_ids ids;
-        REQUIRE(build_fsdp_job(&g, &ids, with ? JOB_COPY_IN | JOB_INPUT : 0, 2) == 0);
+        REQUIRE(build_fsdp_job(&g, &ids, with ? JOB_COPY_IN | JOB_INPUT | JOB_OPTIM : 0, 2) == 0);
         workload w;
         sim_result res;
         memset(&res, 0, sizeof res);
@@ -448,9 +468,10 @@ test_fsdp_accumulation(void)
         for (int32_t n = 0; w.buckets.micro && n < g.n_nodes; n++)
             input += w.buckets.micro[n] == WL_MICRO_INPUT && w.iter[n] >= w.iter_first &&
                      w.iter[n] <= w.iter_last;
-        /* per compared iteration, rank and block: the copy and the concatenation */
+        /* per compared iteration, rank and block: the copy and the concatenation; per
+         * iteration and rank the optimizer's kernel before the forward */
         int32_t n_it = w.iter_last - w.iter_first + 1;
-        CHECK_EQ_U(marked, with ? 101 * 2 * BLOCKS * n_it : 0);
+        CHECK_EQ_U(marked, with ? 101 * 2 * BLOCKS * n_it + 100 * 2 * n_it : 0);
         CHECK_EQ_U(input, with ? 2 * n_it : 0);
         strategy_plan p;
         strategy_plan_baseline(&p);
@@ -469,6 +490,80 @@ test_fsdp_accumulation(void)
     CHECK(fabs(launches[1] - launches[0] - 1) < 1e-9);
     CHECK(fabs(host[1] - host[0] - (1000 + 5) * US / 2.0) < 1);
     CHECK(host[0] > 0 && device_ns[0] > 0);
+}
+
+/* The job with JOB_COPY_IN and JOB_ADDS analysed into *w (res, g the caller frees), the
+ * element-wise kernels' launch sizes given as kernel samples (100,000 threads: 4.8 MB)
+ * when `threads`. Returns 0 or -1. */
+static int
+analyze_adds_job(workload *w, dfg *g, sim_result *res, int flags, int threads)
+{
+    fsdp_job_ids ids;
+    memset(res, 0, sizeof *res);
+    if (build_fsdp_job(g, &ids, flags | JOB_COPY_IN | JOB_ADDS, 2) != 0)
+        return -1;
+    workload_kernel_sample *s = calloc((size_t)g->n_nodes + 1, sizeof *s);
+    size_t n = 0;
+    for (int32_t d = 0; s && threads && d < g->n_nodes; d++)
+        if (g->kind[d] == DFG_KERNEL && !strcmp(dfg_name(g, g->name[d]), ELEMWISE_ADD))
+            s[n++] = (workload_kernel_sample){(uint64_t)g->name[d], 100000, dfg_dur(g, d),
+                                              dfg_rank(g, d), g->mstart[d]};
+    workload_options o;
+    workload_default_options(&o);
+    o.kernel_samples = s;
+    o.n_kernel_samples = n;
+    int rc = s ? workload_analyze(w, g, res, 1, 2, NULL, NULL, -1, &o) : -1;
+    free(s);
+    return rc;
+}
+
+/* The micro-batch without synchronisation under FSDP2 adds what the trace does not run:
+ * per unit an element-wise add over its unsharded gradient (the reduce-scatter's input,
+ * 1 + 2 + 3 MiB a step), read twice and written once at the trace's element-wise rate
+ * (4.8 MB in 43 - 3 us: 120 bytes per ns) after a fixed cost (3 us, the prior), launched
+ * as the backward thread's median launch (5 us after 300); and it makes the forward's
+ * event calls again (305 us each). */
+static void
+test_fsdp_accumulation_adds(void)
+{
+    double device_ns[2], launches = 0, host[2];
+    for (int i = 0; i < 3; i++) {
+        dfg g;
+        workload w;
+        sim_result res;
+        REQUIRE(analyze_adds_job(&w, &g, &res, i == 2 ? JOB_EVENTS : 0, i > 0) == 0);
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.accum_k = 2;
+        strategy_eval ev;
+        REQUIRE(strategy_evaluate(&w, &p, &res, &ev) == 0);
+        if (i < 2)
+            device_ns[i] = ev.micro_device_ns;
+        if (i > 0)
+            host[i - 1] = ev.micro_host_ns;
+        if (i == 1) {
+            CHECK(fabs(w.fsdp.accum_bytes_per_ns - 120) < 1e-9);
+            CHECK(fabs(w.fsdp.accum_host_ns - BLOCKS * 305.0 * US) < 1);
+            /* the micro-batch's device ops per rank and iteration, and the adds */
+            int32_t n_it = w.iter_last - w.iter_first + 1;
+            for (int32_t d = 0; d < g.n_nodes; d++) {
+                int role = w.buckets.micro ? w.buckets.micro[d] : WL_MICRO_PHASE;
+                if (w.iter[d] >= w.iter_first && w.iter[d] <= w.iter_last &&
+                    (role == WL_MICRO_FORWARD || role == WL_MICRO_INPUT ||
+                     (role == WL_MICRO_PHASE &&
+                      (w.phase[d] == WL_FORWARD || w.phase[d] == WL_BACKWARD))))
+                    launches += 1.0 / (2 * n_it);
+            }
+            CHECK(fabs(ev.micro_launches - launches - BLOCKS) < 1e-9);
+        }
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&g);
+    }
+    /* the adds' bytes, on top of their fixed costs (there without a known rate too) */
+    CHECK(fabs(device_ns[1] - device_ns[0] - 3.0 * 6 * MIB_B / 120) < 1);
+    CHECK(device_ns[0] > BLOCKS * 3.0 * US);
+    CHECK(fabs(host[1] - host[0] - BLOCKS * 305.0 * US) < 1);
 }
 
 /* A DDP-like job: all-reduces, no all-gather. */
@@ -517,6 +612,7 @@ main(void)
     test_fsdp_reshard();
     test_fsdp_reshard_wait();
     test_fsdp_accumulation();
+    test_fsdp_accumulation_adds();
     test_not_for_ddp();
     return tests_done();
 }
