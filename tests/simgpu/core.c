@@ -489,8 +489,7 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
         break;
     case SIMGPU_OP_MEMSET:
         simgpu_sleep_until(start);
-        if (op->u.memset.bytes)
-            memset(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
+        simgpu_set_bytes(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
         *end = start + simgpu_memset_ns(op->u.memset.bytes);
         break;
     case SIMGPU_OP_HOST_FN:
@@ -552,14 +551,15 @@ stream_settle_locked(struct simgpu_stream *s, uint64_t now)
     return 0;
 }
 
-/* 1 when op, the head of s just run to `end`, may be left in flight: nothing is queued
- * behind it, nobody waits for it, it ends later than now (the simple physics'
- * contention, which counts the kernels running, excluded).  Caller holds g_lock. */
+/* 1 when op, the head of s just run to `end`, may be left in flight: it ends later than
+ * now (the simple physics' contention, which counts the kernels running, excluded).
+ * Whoever looks next completes it at its end: the worker before the op queued behind it,
+ * a thread waiting for the stream, so that neither the wait nor the stream's next op
+ * depends on when the worker wakes.  Caller holds g_lock. */
 static int
 may_fly_locked(const struct simgpu_stream *s, const struct simgpu_op *op, uint64_t end)
 {
-    return op_timed(op) && !op->next && s->wake_seq > op->seq && !s->destroyed &&
-           simgpu_cfg.contention <= 0 && end > simgpu_now_ns();
+    return op_timed(op) && !s->destroyed && simgpu_cfg.contention <= 0 && end > simgpu_now_ns();
 }
 
 /* SIMGPU_WORKER_DELAY_US: each time a stream worker wakes, it waits that long before it
@@ -573,37 +573,42 @@ worker_starve(void)
 }
 
 /* Runs op, the head of s, on the calling thread instead of s's worker, which then need
- * not wake for it: a kernel (or an event record) whose start is known from the modeled
- * timeline alone, when s's worker does not hold the head, nothing of s is in flight and
- * no dependency is pending.  It starts as the worker would start it and is left in
- * flight.  Used by a launch on an idle stream and by a thread that waits for s, so that
- * neither depends on when the worker gets a CPU.  Returns 1 when it did (g_lock released
- * and taken again while its CUPTI record is staged), 0 when the worker must run it.
- * Caller holds g_lock. */
+ * not wake for it: a kernel, memset, copy or event operation, whose start is known from
+ * the modeled timeline alone, when s's worker does not hold the head, nothing of s is in
+ * flight and no dependency is pending.  It starts as the worker would start it (a
+ * memset or copy moves its bytes here) and is left in flight.  Used by a launch on an
+ * idle stream (kernels, and memsets that cost the host little: simgpu_set_cheap) and by
+ * a thread that waits for s, so that neither depends on when the worker gets a CPU (host
+ * functions and collectives, which wait for their peers, stay with the worker).  Returns
+ * 1 when it did (g_lock released and taken again while it runs and its CUPTI record is
+ * staged), 0 when the worker must run it.  Caller holds g_lock. */
 static int
 run_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
 {
     uint64_t dep_end = 0, start, end;
-    if ((op->kind != SIMGPU_OP_KERNEL && op->kind != SIMGPU_OP_EVENT_RECORD) ||
+    if (op->kind == SIMGPU_OP_HOST_FN || op->kind == SIMGPU_OP_CUSTOM ||
         simgpu_cfg.contention > 0 || s->head != op || s->worker_busy || s->destroyed ||
         s->dev->sticky != cudaSuccess || stream_settle_locked(s, simgpu_now_ns()) ||
         dep_pending(op, &dep_end) >= 0)
         return 0;
     start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
-    end = op->kind == SIMGPU_OP_KERNEL ? start + kernel_ns(op, s, start, 0) : start;
     s->head = op->next;
     if (!s->head)
         s->tail = NULL;
     s->inflight = op;
     s->inflight_start = start;
-    s->inflight_end = end;
     s->staging = 1; /* nobody completes (and frees) it meanwhile */
     pthread_mutex_unlock(&g_lock);
+    op_execute(op, s, start, &end); /* no failure without collectives */
     simgpu_cupti_op_done(op, s, start, end);
     pthread_mutex_lock(&g_lock);
+    s->inflight_end = end;
     s->staging = 0;
     if (s->head || s->destroyed || s->wake_seq <= op->seq)
         pthread_cond_signal(&s->work_cv);
+    /* Waiters that came meanwhile wait for its end themselves (wait_done_locked). */
+    if (s->wake_seq != UINT64_MAX)
+        pthread_cond_broadcast(&s->done_cv);
     return 1;
 }
 
@@ -623,10 +628,15 @@ op_finish_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, 
         staged = 1;
         pthread_mutex_lock(&g_lock);
         if (may_fly_locked(s, op, end)) {
-            s->head = s->tail = NULL;
+            s->head = op->next;
+            if (!s->head)
+                s->tail = NULL;
             s->inflight = op;
             s->inflight_start = start;
             s->inflight_end = end;
+            /* The threads waiting for s now wait for its end themselves. */
+            if (s->wake_seq != UINT64_MAX)
+                pthread_cond_broadcast(&s->done_cv);
             return;
         }
     }
@@ -695,10 +705,14 @@ stream_worker(void *arg)
             continue;
         }
         op = s->head;
+        /* A dependency's stream wakes this worker when it reaches the op waited for.  The
+         * head is not held meanwhile: a thread waiting for s may run it (run_inline_locked). */
+        if ((pending = dep_pending(op, &dep_end)) >= 0) {
+            struct simgpu_dep dep = op->deps[pending];
+            wait_done_locked(dep.stream, dep.seq);
+            continue;
+        }
         s->worker_busy = 1;
-        /* A dependency's stream wakes this worker when it reaches the op waited for. */
-        while ((pending = dep_pending(op, &dep_end)) >= 0)
-            wait_done_locked(op->deps[pending].stream, op->deps[pending].seq);
         start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
         skip = d->sticky != cudaSuccess && op->kind != SIMGPU_OP_EVENT_RECORD &&
                op->kind != SIMGPU_OP_EVENT_WAIT;
@@ -798,7 +812,9 @@ simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
     rc = s->dev->sticky;
     if (rc == cudaSuccess)
         rc = enqueue_nowake_locked(s, op, simgpu_now_ns(), &wake);
-    if (wake && op->kind == SIMGPU_OP_KERNEL && !op->next && run_inline_locked(s, op))
+    if (wake && !op->next &&
+        (op->kind == SIMGPU_OP_KERNEL || (op->kind == SIMGPU_OP_MEMSET && op->u.memset.cheap)) &&
+        run_inline_locked(s, op))
         wake = 0;
     pthread_mutex_unlock(&g_lock);
     /* After the unlock, so that the worker does not wake into a held lock (the stream
@@ -913,8 +929,18 @@ wait_done_locked(struct simgpu_stream *s, uint64_t target)
         int flying = stream_settle_locked(s, simgpu_now_ns());
         if (s->done_seq >= target)
             break;
-        if (!flying && s->head && run_inline_locked(s, s->head))
-            continue;
+        if (!flying && s->head && !s->worker_busy) {
+            uint64_t dep_end;
+            int pending;
+            if (run_inline_locked(s, s->head))
+                continue;
+            /* The head waits for another stream: wait for that one as for s. */
+            if ((pending = dep_pending(s->head, &dep_end)) >= 0) {
+                struct simgpu_dep dep = s->head->deps[pending];
+                wait_done_locked(dep.stream, dep.seq);
+                continue;
+            }
+        }
         if (target < s->wake_seq)
             s->wake_seq = target;
         if (flying && !s->staging) {
