@@ -606,8 +606,8 @@ run_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
     s->staging = 0;
     if (s->head || s->destroyed || s->wake_seq <= op->seq)
         pthread_cond_signal(&s->work_cv);
-    /* Waiters that came meanwhile wait for its end themselves (wait_done_locked). */
-    if (s->wake_seq != UINT64_MAX)
+    /* Threads that came meanwhile to wait for it wait for its end themselves. */
+    if (s->wake_seq <= op->seq)
         pthread_cond_broadcast(&s->done_cv);
     return 1;
 }
@@ -634,8 +634,8 @@ op_finish_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, 
             s->inflight = op;
             s->inflight_start = start;
             s->inflight_end = end;
-            /* The threads waiting for s now wait for its end themselves. */
-            if (s->wake_seq != UINT64_MAX)
+            /* The threads waiting for it now wait for its end themselves. */
+            if (s->wake_seq <= op->seq)
                 pthread_cond_broadcast(&s->done_cv);
             return;
         }
@@ -915,6 +915,10 @@ simgpu_stream_destroy(struct simgpu_stream *s)
     return cudaSuccess;
 }
 
+/* How late a stream's worker may be at an op's end before a thread waiting for a later op
+ * completes it, and those after, itself. */
+#define WAIT_GRACE_NS 1000000ULL
+
 /* Waits until s->done_seq >= target; caller holds g_lock.  The waiter runs s's head
  * itself where it can (run_inline_locked) and waits for an op in flight until its end,
  * so that it returns at the modeled end of the work whether or not s's worker has had a
@@ -924,6 +928,7 @@ simgpu_stream_destroy(struct simgpu_stream *s)
 void
 wait_done_locked(struct simgpu_stream *s, uint64_t target)
 {
+    int chase = 0; /* the worker was late: wait for each op's end exactly */
     for (;;) {
         /* An op in flight: completed here once its end has passed. */
         int flying = stream_settle_locked(s, simgpu_now_ns());
@@ -944,10 +949,19 @@ wait_done_locked(struct simgpu_stream *s, uint64_t target)
         if (target < s->wake_seq)
             s->wake_seq = target;
         if (flying && !s->staging) {
+            /* The op waited for, or one before it once the worker was late: until its end.
+             * Before that, the worker completes the ops before the target and wakes the
+             * waiters at it; the waiter looks again only when the worker is late by
+             * WAIT_GRACE_NS (each wake-up of a waiter costs a CPU the host needs). */
+            uint64_t until = s->inflight_end, seen = s->done_seq;
             struct timespec ts;
-            ts.tv_sec = (time_t)(s->inflight_end / 1000000000ULL);
-            ts.tv_nsec = (long)(s->inflight_end % 1000000000ULL);
+            if (!chase && s->inflight->seq < target)
+                until += WAIT_GRACE_NS;
+            ts.tv_sec = (time_t)(until / 1000000000ULL);
+            ts.tv_nsec = (long)(until % 1000000000ULL);
             pthread_cond_timedwait(&s->done_cv, &g_lock, &ts);
+            if (s->done_seq == seen && simgpu_now_ns() >= until)
+                chase = 1;
             continue;
         }
         if (flying && !s->worker_timed)

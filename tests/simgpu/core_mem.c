@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "simgpu_internal.h"
 

@@ -4,10 +4,9 @@ how long its cudaMemsetAsync calls take, from Chrome timelines of dpro-export
 (`dpro-export DIR --chrome FILE`) of jobs on the simulated device.
 
 Per file and rank: for the main thread's cudaDeviceSynchronize calls (the thread with the
-most of them; the last 15), the lateness (the call's return less the end of the device's
-last operation before it, kernels, memsets, copies, collectives, or less the call's start
-when the device was idle then), median and the count
-over 500 us; for the cudaMemsetAsync calls of 2 MB or more and of less (every thread),
+most of them) that waited for the device (its last operation before the return, kernels,
+memsets, copies, collectives, ended after the call; the last 15), the lateness (the
+return less that end), median and the count over 500 us; for the cudaMemsetAsync calls of 2 MB or more and of less (every thread),
 the median and largest duration and the count over 100 us.  On a real GPU a synchronize
 returns microseconds after the last operation's end, and a memset's call costs what a
 launch does (tests/simgpu/README.md, "Host load").  Not a test."""
@@ -34,8 +33,8 @@ def rank_stats(events, pid):
         ret = s["ts"] + s["dur"]
         last = max((end for end, start in dev_ends if start < ret and end <= ret + 1),
                    default=None)
-        if last is not None:
-            late.append(ret - max(last, s["ts"]))
+        if last is not None and last > s["ts"]:
+            late.append(ret - last)
     sets = {"big": [], "small": []}
     for e in xs:
         if e.get("cat") == "api" and e["name"].startswith("cudaMemsetAsync"):
@@ -50,7 +49,7 @@ def main(paths):
             events = json.load(f)["traceEvents"]
         for pid in sorted({e["pid"] for e in events if e.get("ph") == "X"}):
             late, sets = rank_stats(events, pid)
-            line = "%s rank %d: closing sync late median %.0f us, over 500 us in %d of %d" % (
+            line = "%s rank %d: syncs that waited: late median %.0f us, over 500 us in %d of %d" % (
                 path, pid, statistics.median(late) if late else -1,
                 sum(x > 500 for x in late), len(late))
             for k in ("big", "small"):

@@ -109,10 +109,11 @@ run_case(int starved)
  * waits for it (cudaStreamWaitEvent) and zeros NCHAIN x 4 MB of device memory and copies
  * 64 KB of it each time (memsets, device-to-device copies: little CPU for their bytes),
  * then cudaDeviceSynchronize.  The events bracket the work: the synchronize returns
- * within STARVED_LATE_MS of the last one's modeled time, not counting its own wait for
- * a CPU (a synchronize that waited for the workers to run each memset, copy and event
- * wait would be late by at least 3 ms for each). */
-#define NCHAIN 10
+ * within CHAIN_LATE_MS of the last one's modeled time, not counting its own wait for a
+ * CPU (a synchronize that waited for the workers to run each memset, copy and event wait
+ * would be late by at least 3 ms for each, 120 ms in all). */
+#define NCHAIN 20
+#define CHAIN_LATE_MS 50.0
 #define CHAIN_BYTES (4u << 20)
 #define COPY_BYTES (64u << 10)
 
@@ -163,7 +164,7 @@ run_chain(int starved)
            starved ? "starved workers" : "plain", NCHAIN, CHAIN_BYTES >> 20, COPY_BYTES >> 10,
            (double)ms, late_ms, queued_ms);
     CHECK(late_ms > -0.01);
-    CHECK(!starved || late_ms - queued_ms < STARVED_LATE_MS);
+    CHECK(!starved || late_ms - queued_ms < CHAIN_LATE_MS);
     /* zeros of whole pages are dropped pages, the ragged ends set: an unaligned one */
     CHECK_CUDA(cudaMemsetAsync(buf, 1, 2 * CHAIN_BYTES, b));
     CHECK_CUDA(cudaMemsetAsync(buf + 100, 0, CHAIN_BYTES - 200, b));
