@@ -489,7 +489,8 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
         break;
     case SIMGPU_OP_MEMSET:
         simgpu_sleep_until(start);
-        simgpu_set_bytes(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
+        if (op->u.memset.bytes)
+            memset(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
         *end = start + simgpu_memset_ns(op->u.memset.bytes);
         break;
     case SIMGPU_OP_HOST_FN:
@@ -552,10 +553,8 @@ stream_settle_locked(struct simgpu_stream *s, uint64_t now)
 }
 
 /* 1 when op, the head of s just run to `end`, may be left in flight: it ends later than
- * now (the simple physics' contention, which counts the kernels running, excluded).
- * Whoever looks next completes it at its end: the worker before the op queued behind it,
- * a thread waiting for the stream, so that neither the wait nor the stream's next op
- * depends on when the worker wakes.  Caller holds g_lock. */
+ * now (the simple physics' contention, which counts the kernels running, excluded).  Who
+ * looks next completes it at its end (the worker, a waiter).  Caller holds g_lock. */
 static int
 may_fly_locked(const struct simgpu_stream *s, const struct simgpu_op *op, uint64_t end)
 {
@@ -573,15 +572,13 @@ worker_starve(void)
 }
 
 /* Runs op, the head of s, on the calling thread instead of s's worker, which then need
- * not wake for it: a kernel, memset, copy or event operation, whose start is known from
- * the modeled timeline alone, when s's worker does not hold the head, nothing of s is in
- * flight and no dependency is pending.  It starts as the worker would start it (a
- * memset or copy moves its bytes here) and is left in flight.  Used by a launch on an
- * idle stream (kernels, and memsets that cost the host little: simgpu_set_cheap) and by
- * a thread that waits for s, so that neither depends on when the worker gets a CPU (host
- * functions and collectives, which wait for their peers, stay with the worker).  Returns
- * 1 when it did (g_lock released and taken again while it runs and its CUPTI record is
- * staged), 0 when the worker must run it.  Caller holds g_lock. */
+ * not wake for it: a kernel, memset, copy or event operation (not host functions and
+ * collectives), when s's worker does not hold the head, nothing of s is in flight and no
+ * dependency is pending.  It starts as the worker would start it (moving a memset's or
+ * copy's bytes here) and is left in flight.  Used by a launch on an idle stream (kernels,
+ * memsets of SIMGPU_INLINE_MEMSET_BYTES at most) and by a thread that waits for s, so
+ * that neither depends on when the worker gets a CPU.  Returns 1 when it did (g_lock
+ * released meanwhile), 0 when the worker must run it.  Caller holds g_lock. */
 static int
 run_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
 {
@@ -705,8 +702,7 @@ stream_worker(void *arg)
             continue;
         }
         op = s->head;
-        /* A dependency's stream wakes this worker when it reaches the op waited for.  The
-         * head is not held meanwhile: a thread waiting for s may run it (run_inline_locked). */
+        /* The head is not held meanwhile: a waiter may run it. */
         if ((pending = dep_pending(op, &dep_end)) >= 0) {
             struct simgpu_dep dep = op->deps[pending];
             wait_done_locked(dep.stream, dep.seq);
@@ -915,22 +911,19 @@ simgpu_stream_destroy(struct simgpu_stream *s)
     return cudaSuccess;
 }
 
-/* How late a stream's worker may be at an op's end before a thread waiting for a later op
- * completes it, and those after, itself. */
+/* How late a worker may be at an op's end before a waiter for a later op takes over. */
 #define WAIT_GRACE_NS 1000000ULL
 
 /* Waits until s->done_seq >= target; caller holds g_lock.  The waiter runs s's head
- * itself where it can (run_inline_locked) and waits for an op in flight until its end,
- * so that it returns at the modeled end of the work whether or not s's worker has had a
- * CPU; else it leaves its target in s->wake_seq (the smallest of all waiters'), so that
- * s's worker wakes the stream's waiters once, when the first target is reached, and not
- * at every op. */
+ * itself where it can (run_inline_locked), waits for the stream a pending dependency
+ * names, and completes ops in flight at their end, so that it returns at the work's
+ * modeled end whether or not the workers had a CPU; its target in s->wake_seq (all
+ * waiters' smallest) makes s's worker wake the waiters once, at the first target. */
 void
 wait_done_locked(struct simgpu_stream *s, uint64_t target)
 {
-    int chase = 0; /* the worker was late: wait for each op's end exactly */
+    int chase = 0; /* the worker was late (an op's end passed by the grace, ops queued) */
     for (;;) {
-        /* An op in flight: completed here once its end has passed. */
         int flying = stream_settle_locked(s, simgpu_now_ns());
         if (s->done_seq >= target)
             break;
@@ -949,10 +942,9 @@ wait_done_locked(struct simgpu_stream *s, uint64_t target)
         if (target < s->wake_seq)
             s->wake_seq = target;
         if (flying && !s->staging) {
-            /* The op waited for, or one before it once the worker was late: until its end.
-             * Before that, the worker completes the ops before the target and wakes the
-             * waiters at it; the waiter looks again only when the worker is late by
-             * WAIT_GRACE_NS (each wake-up of a waiter costs a CPU the host needs). */
+            /* Until the end of the op waited for, or of one before it once the worker was
+             * late; else the worker's, unless late by WAIT_GRACE_NS (a waiter's wake-up
+             * costs a CPU the host needs). */
             uint64_t until = s->inflight_end, seen = s->done_seq;
             struct timespec ts;
             if (!chase && s->inflight->seq < target)
@@ -960,7 +952,7 @@ wait_done_locked(struct simgpu_stream *s, uint64_t target)
             ts.tv_sec = (time_t)(until / 1000000000ULL);
             ts.tv_nsec = (long)(until % 1000000000ULL);
             pthread_cond_timedwait(&s->done_cv, &g_lock, &ts);
-            if (s->done_seq == seen && simgpu_now_ns() >= until)
+            if (s->done_seq == seen && s->head && simgpu_now_ns() >= until)
                 chase = 1;
             continue;
         }

@@ -11,7 +11,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "simgpu_internal.h"
 
@@ -183,60 +182,6 @@ simgpu_memory_range(const void *p, void **base, size_t *bytes, int *dev)
     }
     pthread_mutex_unlock(&g_lock);
     return kind;
-}
-
-/* Bytes set by memset rather than dropped (the cheap bound), resident pages that
- * simgpu_set_cheap allows (dropping a resident page costs about 0.1 us). */
-#define SET_CHEAP_BYTES 65536
-#define SET_CHEAP_RESIDENT 64
-
-/* The whole pages [*lo, *hi) of dst..dst+bytes when they lie in one allocation; returns 0
- * when there are none. */
-static int
-set_pages(const void *dst, size_t bytes, uintptr_t *lo, uintptr_t *hi)
-{
-    uintptr_t a = (uintptr_t)dst, pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    void *base;
-    size_t size;
-    int dev;
-    *lo = (a + pg - 1) & ~(pg - 1);
-    *hi = (a + bytes) & ~(pg - 1);
-    return *hi > *lo && simgpu_memory_range(dst, &base, &size, &dev) >= 0 &&
-           a + bytes <= (uintptr_t)base + size;
-}
-
-void
-simgpu_set_bytes(void *dst, int value, size_t bytes)
-{
-    uintptr_t a = (uintptr_t)dst, lo, hi;
-    if (value == 0 && bytes > SET_CHEAP_BYTES && set_pages(dst, bytes, &lo, &hi) &&
-        madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0) {
-        memset(dst, 0, lo - a);
-        memset((void *)hi, 0, a + bytes - hi);
-    } else if (bytes) {
-        memset(dst, value, bytes);
-    }
-}
-
-int
-simgpu_set_cheap(const void *dst, int value, size_t bytes)
-{
-    uintptr_t lo, hi, pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    unsigned char vec[256];
-    size_t resident = 0;
-    if (bytes <= SET_CHEAP_BYTES)
-        return 1;
-    if (value != 0 || !set_pages(dst, bytes, &lo, &hi))
-        return 0;
-    /* mincore, a window of pages at a time: the pages resident, which dropping costs. */
-    for (uintptr_t p = lo; p < hi && resident <= SET_CHEAP_RESIDENT; p += sizeof(vec) * pg) {
-        size_t n = (hi - p) / pg < sizeof(vec) ? (size_t)((hi - p) / pg) : sizeof(vec);
-        if (mincore((void *)p, n * pg, vec))
-            return 0;
-        for (size_t i = 0; i < n; i++)
-            resident += vec[i] & 1;
-    }
-    return resident <= SET_CHEAP_RESIDENT;
 }
 
 void

@@ -134,7 +134,7 @@ struct simgpu_op {
             int value;
             size_t bytes;
             int async;
-            int cheap; /* simgpu_set_cheap: the launching thread may run it */
+            int cheap; /* few bytes (SIMGPU_INLINE_MEMSET_BYTES): the launching thread may run it */
         } memset;
         struct {
             struct simgpu_event *ev;
@@ -151,6 +151,10 @@ struct simgpu_op {
         } custom;
     } u;
 };
+
+/* A memset of at most this many bytes onto an idle stream is run by the launching thread
+ * (a few microseconds of setting bytes), which then wakes no worker. */
+#define SIMGPU_INLINE_MEMSET_BYTES 65536
 
 /* Allocates a zeroed operation of `kind` stamped with the calling thread's current
  * correlation id.  Returns NULL when out of memory. */
@@ -268,13 +272,6 @@ int simgpu_memory_kind(const void *p);
 /* The allocation `p` points into: its base, size and device; returns its CUPTI memory kind,
  * or -1 (nothing set) when p is in no allocation of the device. */
 int simgpu_memory_range(const void *p, void **base, size_t *bytes, int *dev);
-/* Sets `bytes` bytes at dst to `value`, as a device memset does: zeros inside one
- * allocation drop its whole pages (madvise MADV_DONTNEED; every allocation is a private
- * anonymous mapping, whose dropped pages read as zero), memset sets the rest. */
-void simgpu_set_bytes(void *dst, int value, size_t bytes);
-/* 1 when simgpu_set_bytes(dst, value, bytes) costs the host little (some microseconds):
- * a few pages, or zeros inside one allocation of whose whole pages few are resident. */
-int simgpu_set_cheap(const void *dst, int value, size_t bytes);
 /* Bytes of device memory in use and the peak, for the current device. */
 void simgpu_memory_usage(size_t *in_use, size_t *peak);
 

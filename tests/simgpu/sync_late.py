@@ -6,10 +6,11 @@ how long its cudaMemsetAsync calls take, from Chrome timelines of dpro-export
 Per file and rank: for the main thread's cudaDeviceSynchronize calls (the thread with the
 most of them) that waited for the device (its last operation before the return, kernels,
 memsets, copies, collectives, ended after the call; the last 15), the lateness (the
-return less that end), median and the count over 500 us; for the cudaMemsetAsync calls of 2 MB or more and of less (every thread),
-the median and largest duration and the count over 100 us.  On a real GPU a synchronize
-returns microseconds after the last operation's end, and a memset's call costs what a
-launch does (tests/simgpu/README.md, "Host load").  Not a test."""
+return less that end), median and the count over 500 us; for the cudaMemsetAsync calls
+of 2 MB or more and of less (every thread), the median and largest duration and the
+count over 100 us.  On a real GPU a synchronize returns microseconds after the last
+operation's end, and a memset's call costs what a launch does (tests/simgpu/README.md,
+"Host load", "Memsets").  Not a test."""
 import collections
 import json
 import statistics

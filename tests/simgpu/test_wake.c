@@ -106,16 +106,17 @@ run_case(int starved)
 }
 
 /* The other ops a synchronisation waits for: a stream of kernels, then another stream that
- * waits for it (cudaStreamWaitEvent) and zeros NCHAIN x 4 MB of device memory and copies
- * 64 KB of it each time (memsets, device-to-device copies: little CPU for their bytes),
+ * waits for it (cudaStreamWaitEvent) and zeros NCHAIN x 256 KB of device memory and
+ * copies 8 KB of it each time (memsets, device-to-device copies: little CPU for their
+ * bytes),
  * then cudaDeviceSynchronize.  The events bracket the work: the synchronize returns
  * within CHAIN_LATE_MS of the last one's modeled time, not counting its own wait for a
  * CPU (a synchronize that waited for the workers to run each memset, copy and event wait
  * would be late by at least 3 ms for each, 120 ms in all). */
 #define NCHAIN 20
 #define CHAIN_LATE_MS 50.0
-#define CHAIN_BYTES (4u << 20)
-#define COPY_BYTES (64u << 10)
+#define CHAIN_BYTES (256u << 10)
+#define COPY_BYTES (8u << 10)
 
 static void
 run_chain(int starved)
@@ -158,14 +159,14 @@ run_chain(int starved)
           buf[CHAIN_BYTES + NCHAIN * COPY_BYTES] == 1 && buf[CHAIN_BYTES - 1] == 0);
     CHECK_CUDA(cudaEventElapsedTime(&ms, e0, end));
     late_ms = (t_ret - t_rec) / 1e6 - (double)ms;
-    printf("test_wake %s: 4 kernels, then %d x (memset of %u MB, copy of %u KB) on a stream "
+    printf("test_wake %s: 4 kernels, then %d x (memset of %u KB, copy of %u KB) on a stream "
            "waiting for them, %.3f ms: cudaDeviceSynchronize returned %.3f ms after the modeled "
            "end (%.3f ms of it waiting for a CPU)\n",
-           starved ? "starved workers" : "plain", NCHAIN, CHAIN_BYTES >> 20, COPY_BYTES >> 10,
+           starved ? "starved workers" : "plain", NCHAIN, CHAIN_BYTES >> 10, COPY_BYTES >> 10,
            (double)ms, late_ms, queued_ms);
     CHECK(late_ms > -0.01);
     CHECK(!starved || late_ms - queued_ms < CHAIN_LATE_MS);
-    /* zeros of whole pages are dropped pages, the ragged ends set: an unaligned one */
+    /* an unaligned memset of pages and their ragged ends */
     CHECK_CUDA(cudaMemsetAsync(buf, 1, 2 * CHAIN_BYTES, b));
     CHECK_CUDA(cudaMemsetAsync(buf + 100, 0, CHAIN_BYTES - 200, b));
     CHECK_CUDA(cudaStreamSynchronize(b));
