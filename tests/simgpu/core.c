@@ -552,14 +552,13 @@ stream_settle_locked(struct simgpu_stream *s, uint64_t now)
     return 0;
 }
 
-/* 1 when op, the head of s just run to `end`, may be left in flight: nothing is queued
- * behind it, nobody waits for it, it ends later than now (the simple physics'
- * contention, which counts the kernels running, excluded).  Caller holds g_lock. */
+/* 1 when op, the head of s just run to `end`, may be left in flight: it ends later than
+ * now (the simple physics' contention, which counts the kernels running, excluded).  Who
+ * looks next completes it at its end (the worker, a waiter).  Caller holds g_lock. */
 static int
 may_fly_locked(const struct simgpu_stream *s, const struct simgpu_op *op, uint64_t end)
 {
-    return op_timed(op) && !op->next && s->wake_seq > op->seq && !s->destroyed &&
-           simgpu_cfg.contention <= 0 && end > simgpu_now_ns();
+    return op_timed(op) && !s->destroyed && simgpu_cfg.contention <= 0 && end > simgpu_now_ns();
 }
 
 /* SIMGPU_WORKER_DELAY_US: each time a stream worker wakes, it waits that long before it
@@ -573,37 +572,40 @@ worker_starve(void)
 }
 
 /* Runs op, the head of s, on the calling thread instead of s's worker, which then need
- * not wake for it: a kernel (or an event record) whose start is known from the modeled
- * timeline alone, when s's worker does not hold the head, nothing of s is in flight and
- * no dependency is pending.  It starts as the worker would start it and is left in
- * flight.  Used by a launch on an idle stream and by a thread that waits for s, so that
- * neither depends on when the worker gets a CPU.  Returns 1 when it did (g_lock released
- * and taken again while its CUPTI record is staged), 0 when the worker must run it.
- * Caller holds g_lock. */
+ * not wake for it: a kernel, memset, copy or event operation (not host functions and
+ * collectives), when s's worker does not hold the head, nothing of s is in flight and no
+ * dependency is pending.  It starts as the worker would start it (moving a memset's or
+ * copy's bytes here) and is left in flight.  Used by a launch on an idle stream (kernels,
+ * memsets of SIMGPU_INLINE_MEMSET_BYTES at most) and by a thread that waits for s, so
+ * that neither depends on when the worker gets a CPU.  Returns 1 when it did (g_lock
+ * released meanwhile), 0 when the worker must run it.  Caller holds g_lock. */
 static int
 run_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
 {
     uint64_t dep_end = 0, start, end;
-    if ((op->kind != SIMGPU_OP_KERNEL && op->kind != SIMGPU_OP_EVENT_RECORD) ||
+    if (op->kind == SIMGPU_OP_HOST_FN || op->kind == SIMGPU_OP_CUSTOM ||
         simgpu_cfg.contention > 0 || s->head != op || s->worker_busy || s->destroyed ||
         s->dev->sticky != cudaSuccess || stream_settle_locked(s, simgpu_now_ns()) ||
         dep_pending(op, &dep_end) >= 0)
         return 0;
     start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
-    end = op->kind == SIMGPU_OP_KERNEL ? start + kernel_ns(op, s, start, 0) : start;
     s->head = op->next;
     if (!s->head)
         s->tail = NULL;
     s->inflight = op;
     s->inflight_start = start;
-    s->inflight_end = end;
     s->staging = 1; /* nobody completes (and frees) it meanwhile */
     pthread_mutex_unlock(&g_lock);
+    op_execute(op, s, start, &end); /* no failure without collectives */
     simgpu_cupti_op_done(op, s, start, end);
     pthread_mutex_lock(&g_lock);
+    s->inflight_end = end;
     s->staging = 0;
     if (s->head || s->destroyed || s->wake_seq <= op->seq)
         pthread_cond_signal(&s->work_cv);
+    /* Threads that came meanwhile to wait for it wait for its end themselves. */
+    if (s->wake_seq <= op->seq)
+        pthread_cond_broadcast(&s->done_cv);
     return 1;
 }
 
@@ -623,10 +625,15 @@ op_finish_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, 
         staged = 1;
         pthread_mutex_lock(&g_lock);
         if (may_fly_locked(s, op, end)) {
-            s->head = s->tail = NULL;
+            s->head = op->next;
+            if (!s->head)
+                s->tail = NULL;
             s->inflight = op;
             s->inflight_start = start;
             s->inflight_end = end;
+            /* The threads waiting for it now wait for its end themselves. */
+            if (s->wake_seq <= op->seq)
+                pthread_cond_broadcast(&s->done_cv);
             return;
         }
     }
@@ -695,10 +702,13 @@ stream_worker(void *arg)
             continue;
         }
         op = s->head;
+        /* The head is not held meanwhile: a waiter may run it. */
+        if ((pending = dep_pending(op, &dep_end)) >= 0) {
+            struct simgpu_dep dep = op->deps[pending];
+            wait_done_locked(dep.stream, dep.seq);
+            continue;
+        }
         s->worker_busy = 1;
-        /* A dependency's stream wakes this worker when it reaches the op waited for. */
-        while ((pending = dep_pending(op, &dep_end)) >= 0)
-            wait_done_locked(op->deps[pending].stream, op->deps[pending].seq);
         start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
         skip = d->sticky != cudaSuccess && op->kind != SIMGPU_OP_EVENT_RECORD &&
                op->kind != SIMGPU_OP_EVENT_WAIT;
@@ -798,7 +808,9 @@ simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
     rc = s->dev->sticky;
     if (rc == cudaSuccess)
         rc = enqueue_nowake_locked(s, op, simgpu_now_ns(), &wake);
-    if (wake && op->kind == SIMGPU_OP_KERNEL && !op->next && run_inline_locked(s, op))
+    if (wake && !op->next &&
+        (op->kind == SIMGPU_OP_KERNEL || (op->kind == SIMGPU_OP_MEMSET && op->u.memset.cheap)) &&
+        run_inline_locked(s, op))
         wake = 0;
     pthread_mutex_unlock(&g_lock);
     /* After the unlock, so that the worker does not wake into a held lock (the stream
@@ -899,29 +911,49 @@ simgpu_stream_destroy(struct simgpu_stream *s)
     return cudaSuccess;
 }
 
+/* How late a worker may be at an op's end before a waiter for a later op takes over. */
+#define WAIT_GRACE_NS 1000000ULL
+
 /* Waits until s->done_seq >= target; caller holds g_lock.  The waiter runs s's head
- * itself where it can (run_inline_locked) and waits for an op in flight until its end,
- * so that it returns at the modeled end of the work whether or not s's worker has had a
- * CPU; else it leaves its target in s->wake_seq (the smallest of all waiters'), so that
- * s's worker wakes the stream's waiters once, when the first target is reached, and not
- * at every op. */
+ * itself where it can (run_inline_locked), waits for the stream a pending dependency
+ * names, and completes ops in flight at their end, so that it returns at the work's
+ * modeled end whether or not the workers had a CPU; its target in s->wake_seq (all
+ * waiters' smallest) makes s's worker wake the waiters once, at the first target. */
 void
 wait_done_locked(struct simgpu_stream *s, uint64_t target)
 {
+    int chase = 0; /* the worker was late (an op's end passed by the grace, ops queued) */
     for (;;) {
-        /* An op in flight: completed here once its end has passed. */
         int flying = stream_settle_locked(s, simgpu_now_ns());
         if (s->done_seq >= target)
             break;
-        if (!flying && s->head && run_inline_locked(s, s->head))
-            continue;
+        if (!flying && s->head && !s->worker_busy) {
+            uint64_t dep_end;
+            int pending;
+            if (run_inline_locked(s, s->head))
+                continue;
+            /* The head waits for another stream: wait for that one as for s. */
+            if ((pending = dep_pending(s->head, &dep_end)) >= 0) {
+                struct simgpu_dep dep = s->head->deps[pending];
+                wait_done_locked(dep.stream, dep.seq);
+                continue;
+            }
+        }
         if (target < s->wake_seq)
             s->wake_seq = target;
         if (flying && !s->staging) {
+            /* Until the end of the op waited for, or of one before it once the worker was
+             * late; else the worker's, unless late by WAIT_GRACE_NS (a waiter's wake-up
+             * costs a CPU the host needs). */
+            uint64_t until = s->inflight_end, seen = s->done_seq;
             struct timespec ts;
-            ts.tv_sec = (time_t)(s->inflight_end / 1000000000ULL);
-            ts.tv_nsec = (long)(s->inflight_end % 1000000000ULL);
+            if (!chase && s->inflight->seq < target)
+                until += WAIT_GRACE_NS;
+            ts.tv_sec = (time_t)(until / 1000000000ULL);
+            ts.tv_nsec = (long)(until % 1000000000ULL);
             pthread_cond_timedwait(&s->done_cv, &g_lock, &ts);
+            if (s->done_seq == seen && s->head && simgpu_now_ns() >= until)
+                chase = 1;
             continue;
         }
         if (flying && !s->worker_timed)

@@ -417,6 +417,7 @@ memset_impl(void *p, int value, size_t count, cudaStream_t h, int ptds, int asyn
     op->u.memset.value = value;
     op->u.memset.bytes = count;
     op->u.memset.async = async;
+    op->u.memset.cheap = count <= SIMGPU_INLINE_MEMSET_BYTES;
     simgpu_host_launch(0.5);
     rc = simgpu_enqueue(s, op);
     if (rc == cudaSuccess && !async)

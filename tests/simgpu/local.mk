@@ -2,7 +2,7 @@
 # libnccl.so.2, libcupti.so.13 over libsimgpu.so.0), the simrun launcher, the
 # ddp-sim job and their tests.  See tests/simgpu/README.md.
 EXTRA_DIST += tests/simgpu/README.md tests/simgpu/cudart.map tests/simgpu/cupti.map \
-	tests/simgpu/simgpu_test.py tests/simgpu/thread_cpu.py
+	tests/simgpu/simgpu_test.py tests/simgpu/thread_cpu.py tests/simgpu/sync_late.py
 
 if HAVE_CUDA
 SIMGPU_CPPFLAGS = $(AM_CPPFLAGS) @CUDA_CPPFLAGS@ -I$(top_srcdir)/tests/simgpu

@@ -134,6 +134,7 @@ struct simgpu_op {
             int value;
             size_t bytes;
             int async;
+            int cheap; /* few bytes (SIMGPU_INLINE_MEMSET_BYTES): the launching thread may run it */
         } memset;
         struct {
             struct simgpu_event *ev;
@@ -150,6 +151,10 @@ struct simgpu_op {
         } custom;
     } u;
 };
+
+/* A memset of at most this many bytes onto an idle stream is run by the launching thread
+ * (a few microseconds of setting bytes), which then wakes no worker. */
+#define SIMGPU_INLINE_MEMSET_BYTES 65536
 
 /* Allocates a zeroed operation of `kind` stamped with the calling thread's current
  * correlation id.  Returns NULL when out of memory. */

@@ -105,6 +105,81 @@ run_case(int starved)
     CHECK_CUDA(cudaStreamDestroy(s));
 }
 
+/* The other ops a synchronisation waits for: a stream of kernels, then another stream that
+ * waits for it (cudaStreamWaitEvent) and zeros NCHAIN x 256 KB of device memory and
+ * copies 8 KB of it each time (memsets, device-to-device copies: little CPU for their
+ * bytes),
+ * then cudaDeviceSynchronize.  The events bracket the work: the synchronize returns
+ * within CHAIN_LATE_MS of the last one's modeled time, not counting its own wait for a
+ * CPU (a synchronize that waited for the workers to run each memset, copy and event wait
+ * would be late by at least 3 ms for each, 120 ms in all). */
+#define NCHAIN 20
+#define CHAIN_LATE_MS 50.0
+#define CHAIN_BYTES (256u << 10)
+#define COPY_BYTES (8u << 10)
+
+static void
+run_chain(int starved)
+{
+    cudaStream_t a, b;
+    cudaEvent_t e0, ek, end;
+    dim3 g = {1, 1, 1}, blk = {32, 1, 1};
+    char *buf;
+    float ms = 0;
+    double t_rec, t_ret, w0, queued_ms, late_ms;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaEventCreate(&e0));
+    CHECK_CUDA(cudaEventCreate(&ek));
+    CHECK_CUDA(cudaEventCreate(&end));
+    CHECK_CUDA(cudaMalloc((void **)&buf, 2 * CHAIN_BYTES));
+    /* both workers exist and are asleep before the measured run */
+    CHECK_CUDA(cudaMemsetAsync(buf, 1, 2 * CHAIN_BYTES, b));
+    CHECK_CUDA(cudaLaunchKernel(&k_1ms, g, blk, NULL, 0, a));
+    CHECK_CUDA(cudaDeviceSynchronize());
+
+    t_rec = (double)simgpu_now_ns();
+    CHECK_CUDA(cudaEventRecord(e0, a));
+    for (int i = 0; i < 4; i++)
+        CHECK_CUDA(cudaLaunchKernel(&k_1ms, g, blk, NULL, 0, a));
+    CHECK_CUDA(cudaEventRecord(ek, a));
+    CHECK_CUDA(cudaStreamWaitEvent(b, ek, 0));
+    for (int i = 0; i < NCHAIN; i++) {
+        CHECK_CUDA(cudaMemsetAsync(buf, 0, CHAIN_BYTES, b));
+        CHECK_CUDA(cudaMemcpyAsync(buf + CHAIN_BYTES + (size_t)i * COPY_BYTES, buf, COPY_BYTES,
+                                   cudaMemcpyDeviceToDevice, b));
+    }
+    CHECK_CUDA(cudaEventRecord(end, b));
+    w0 = ms_waiting_for_cpu();
+    CHECK_CUDA(cudaDeviceSynchronize());
+    t_ret = (double)simgpu_now_ns();
+    queued_ms = ms_waiting_for_cpu() - w0;
+    /* the bytes moved: the copies' zeros, the rest of the first memset's ones */
+    CHECK(buf[CHAIN_BYTES] == 0 && buf[CHAIN_BYTES + NCHAIN * COPY_BYTES - 1] == 0 &&
+          buf[CHAIN_BYTES + NCHAIN * COPY_BYTES] == 1 && buf[CHAIN_BYTES - 1] == 0);
+    CHECK_CUDA(cudaEventElapsedTime(&ms, e0, end));
+    late_ms = (t_ret - t_rec) / 1e6 - (double)ms;
+    printf("test_wake %s: 4 kernels, then %d x (memset of %u KB, copy of %u KB) on a stream "
+           "waiting for them, %.3f ms: cudaDeviceSynchronize returned %.3f ms after the modeled "
+           "end (%.3f ms of it waiting for a CPU)\n",
+           starved ? "starved workers" : "plain", NCHAIN, CHAIN_BYTES >> 10, COPY_BYTES >> 10,
+           (double)ms, late_ms, queued_ms);
+    CHECK(late_ms > -0.01);
+    CHECK(!starved || late_ms - queued_ms < CHAIN_LATE_MS);
+    /* an unaligned memset of pages and their ragged ends */
+    CHECK_CUDA(cudaMemsetAsync(buf, 1, 2 * CHAIN_BYTES, b));
+    CHECK_CUDA(cudaMemsetAsync(buf + 100, 0, CHAIN_BYTES - 200, b));
+    CHECK_CUDA(cudaStreamSynchronize(b));
+    CHECK(buf[99] == 1 && buf[100] == 0 && buf[4096] == 0 && buf[CHAIN_BYTES - 101] == 0 &&
+          buf[CHAIN_BYTES - 100] == 1);
+    CHECK_CUDA(cudaFree(buf));
+    CHECK_CUDA(cudaEventDestroy(e0));
+    CHECK_CUDA(cudaEventDestroy(ek));
+    CHECK_CUDA(cudaEventDestroy(end));
+    CHECK_CUDA(cudaStreamDestroy(a));
+    CHECK_CUDA(cudaStreamDestroy(b));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -113,6 +188,7 @@ main(int argc, char **argv)
         CHECK(simgpu_register_kernel(&k_1ms, "kernel_1ms", (uint64_t)(KERN_US * 1000)) == 0);
         CHECK_CUDA(cudaSetDevice(0));
         run_case(getenv("SIMGPU_WORKER_DELAY_US") != NULL);
+        run_chain(getenv("SIMGPU_WORKER_DELAY_US") != NULL);
         return 0;
     }
     /* Each case in a process of its own: the device reads its configuration once. */
