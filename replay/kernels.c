@@ -6,6 +6,7 @@
 #include "kernels.h"
 
 #include <ctype.h>
+#include <setjmp.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,25 +187,64 @@ is_identifier(const char *s, size_t n)
     return 1;
 }
 
-#ifdef HAVE_CXA_DEMANGLE
-/* libstdc++'s demangler, extern "C" (its declaration, cxxabi.h, is C++ only). */
-char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
-#define DEMANGLE(name, status) __cxa_demangle((name), NULL, NULL, (status))
-#else
-#define DEMANGLE(name, status) (*(status) = -1, (char *)NULL)
-#endif
+#ifdef HAVE_DEMANGLE_CALLBACK
+/* GCC's demangler (libsupc++), extern "C": it writes the demangled name in pieces to
+ * write(piece, n, opaque), allocating nothing itself; returns 0 when name was demangled. */
+int __gcclibcxx_demangle_callback(const char *name, void (*write)(const char *, size_t, void *),
+                                  void *opaque);
+
+/* The demangler's output so far, at most cap bytes; over jumps out of the demangler (which
+ * holds no resources of its own: its tables are on its stack). */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    jmp_buf over;
+} demangle_sink;
+
+static void
+demangle_put(const char *piece, size_t n, void *opaque)
+{
+    demangle_sink *k = opaque;
+    if (n >= k->cap - k->len)
+        longjmp(k->over, 1);
+    memcpy(k->buf + k->len, piece, n);
+    k->len += n;
+    k->buf[k->len] = 0;
+}
 
 char *
 kernels_demangle(const char *name)
 {
-    int status = -1;
-    char *d = name[0] == '_' && name[1] == 'Z' ? DEMANGLE(name, &status) : NULL;
-    if (status != 0) {
-        free(d);
-        d = NULL;
+    /* volatile: read after longjmp */
+    demangle_sink *volatile k = NULL;
+    char *volatile d = NULL;
+    size_t len = strlen(name);
+    if (name[0] != '_' || name[1] != 'Z' || len > KERNELS_DEMANGLE_IN_MAX)
+        return NULL;
+    k = malloc(sizeof *k);
+    if (k)
+        *k = (demangle_sink){.buf = malloc(KERNELS_DEMANGLE_OUT_MAX),
+                             .cap = KERNELS_DEMANGLE_OUT_MAX};
+    if (k && k->buf && !setjmp(k->over) &&
+        __gcclibcxx_demangle_callback(name, demangle_put, k) == 0 && k->len > 0) {
+        d = realloc(k->buf, k->len + 1);
+        if (!d)
+            d = k->buf;
+        k->buf = NULL;
     }
+    if (k)
+        free(k->buf);
+    free(k);
     return d;
 }
+#else
+char *
+kernels_demangle(const char *name)
+{
+    (void)name;
+    return NULL;
+}
+#endif
 
 /* Short form of a C++ kernel name, as written (see kernels_short_name). */
 static char *

@@ -88,11 +88,19 @@ uint64_t kernels_device_ns(const kernels_breakdown *k, uint64_t *ops);
 /* Frees k->names (k may be zeroed or partly filled). */
 void kernels_breakdown_free(kernels_breakdown *k);
 
+/* Mangled names longer than this are not demangled (the demangler's tables live on its
+ * stack, about 70 bytes a byte of the name). */
+#define KERNELS_DEMANGLE_IN_MAX 8192
+/* Nor are names whose demangled form would pass this: a short crafted name can demangle to
+ * gigabytes (each back-reference doubling it); the demangler stops at the bound. */
+#define KERNELS_DEMANGLE_OUT_MAX 65536
+
 /*
  * The demangled form of name when it is a mangled C++ name (Itanium C++ ABI: "_Z...", as
  * CUPTI and the collector record kernels), malloc'd (the caller frees), or NULL: not
- * mangled, not a valid mangling, out of memory, or a build without a demangler (configure:
- * libstdc++'s __cxa_demangle).
+ * mangled, not a valid mangling, longer than KERNELS_DEMANGLE_IN_MAX or demangling past
+ * KERNELS_DEMANGLE_OUT_MAX, out of memory, or a build without a demangler (configure:
+ * libsupc++'s __gcclibcxx_demangle_callback).
  */
 char *kernels_demangle(const char *name);
 

@@ -5,13 +5,17 @@
  * KERNELS_DISPLAY_WHOLE_MAX characters and past it with their parameter list and return
  * type dropped and their first template argument list kept one level deep
  * (kernels_display_name), without it in kernels_short_name; names that are not mangled, or
- * not validly, as they are. In a build without a demangler (configure: no libstdc++) the
+ * not validly, as they are; a short name built to demangle to gigabytes (each level's
+ * template arguments two back-references to the level before) is refused quickly. In a
+ * build without a demangler (configure: no libsupc++) the
  * mangled names stay as recorded, and that is checked instead.
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "replay/kernels.h"
 #include "tests/unit/testutil.h"
@@ -45,11 +49,40 @@ shortens(const char *name, const char *want)
         fprintf(stderr, "  %s\n  short     %s\n  expected  %s\n", name, buf, want);
 }
 
+/* A mangled name of f<A<int, int>, A<S, S>, ...>: each of its levels' template arguments
+ * two back-references to the level before, so that its demangled form doubles a level
+ * (levels 20: about 9 MB; 40: beyond any memory). */
+static void
+doubling_name(char *buf, size_t len, int levels)
+{
+    size_t o = (size_t)snprintf(buf, len, "_Z1fI1AIiiE");
+    for (int i = 0; i < levels && o < len; i++) {
+        int k = 2 * i + 1; /* the level before's substitution, S<k in base 36>_ */
+        char ref[16];
+        int n = 0;
+        char digits[8];
+        do {
+            int d = k % 36;
+            digits[n++] = (char)(d < 10 ? '0' + d : 'A' + d - 10);
+            k /= 36;
+        } while (k);
+        size_t r = 0;
+        ref[r++] = 'S';
+        while (n)
+            ref[r++] = digits[--n];
+        ref[r++] = '_';
+        ref[r] = 0;
+        o += (size_t)snprintf(buf + o, len - o, "1AI%s%sE", ref, ref);
+    }
+    if (o < len)
+        snprintf(buf + o, len - o, "Evv");
+}
+
 int
 main(void)
 {
     char *d = kernels_demangle(FILL);
-#ifdef HAVE_CXA_DEMANGLE
+#ifdef HAVE_DEMANGLE_CALLBACK
     CHECK(d && strcmp(d, "void at::native::vectorized_elementwise_kernel<4, "
                          "at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, "
                          "at::native::FillFunctor<float>, at::detail::Array<char*, 1>)") == 0);
@@ -77,5 +110,33 @@ main(void)
           "at::detail::Array<char*, 1>)",
           "at::native::vectorized_elementwise_kernel<4, FillFunctor<...>, Array<...>>");
     shows("", "(unnamed)");
+    {
+        char bomb[512], small[512];
+        doubling_name(small, sizeof small, 4);
+        doubling_name(bomb, sizeof bomb, 40);
+        clock_t c = clock();
+        char *b = kernels_demangle(bomb);
+        double s = (double)(clock() - c) / CLOCKS_PER_SEC;
+        CHECK(b == NULL); /* past KERNELS_DEMANGLE_OUT_MAX */
+        CHECK(s < 1.0);
+        if (s >= 1.0)
+            fprintf(stderr, "  %zu-byte doubling name took %.2f s to refuse\n", strlen(bomb), s);
+        free(b);
+        char *ok = kernels_demangle(small);
+#ifdef HAVE_DEMANGLE_CALLBACK
+        CHECK(ok && strncmp(ok, "void f<A<int, int>", 18) == 0);
+#else
+        CHECK(ok == NULL);
+#endif
+        free(ok);
+        char *huge = malloc(KERNELS_DEMANGLE_IN_MAX + 16); /* too long to try */
+        if (huge) {
+            memset(huge, 'x', KERNELS_DEMANGLE_IN_MAX + 15);
+            memcpy(huge, "_Z1f", 4);
+            huge[KERNELS_DEMANGLE_IN_MAX + 15] = 0;
+            CHECK(kernels_demangle(huge) == NULL);
+            free(huge);
+        }
+    }
     return tests_done();
 }
