@@ -148,7 +148,7 @@ static int
 parse_what_if(int c, const char *optarg, args *a)
 {
     char *end;
-    int rc = 0;
+    int rc = 0, no_us = 0;
     switch (c) {
     case 'K':
         a->kscale = strtod(optarg, &end);
@@ -179,8 +179,13 @@ parse_what_if(int c, const char *optarg, args *a)
         break;
     case 'N':
         a->net_gbps = strtod(optarg, &end);
-        a->net_hop_us = *end == ':' ? strtod(end + 1, &end) : 0;
-        if (*end || !(a->net_gbps > 0) || a->net_gbps > 1e6 || !(a->net_hop_us >= 0) ||
+        a->net_hop_us = 0;
+        if (*end == ':') {
+            const char *us = end + 1;
+            a->net_hop_us = strtod(us, &end);
+            no_us = end == us; /* a colon and no latency after it */
+        }
+        if (no_us || *end || !(a->net_gbps > 0) || a->net_gbps > 1e6 || !(a->net_hop_us >= 0) ||
             a->net_hop_us > 1e6) {
             pr_err("--what-if-network wants GBPS[:US] (a bandwidth > 0 and a latency >= 0), "
                    "not '%s'",

@@ -202,7 +202,8 @@ def test_network(tmp):
               "--what-if-network unused" in err and w.get("predicted_median_iter_us") == ref,
               "%s: the flag unused, said" % why)
     for opts in (["--what-if-network", "5"], base + ["--what-if-network", "0"],
-                 base + ["--what-if-network", "5:x"], base + ["--what-if-network", "5:-1"]):
+                 base + ["--what-if-network", "5:x"], base + ["--what-if-network", "5:-1"],
+                 base + ["--what-if-network", "5:"]):
         rc, _, err = replay(d, *opts)
         check(rc == 2 and "--what-if-network" in err, "%s: status %d, want 2" % (opts, rc))
 
