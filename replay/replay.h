@@ -202,7 +202,8 @@ int32_t replay_job_hosts(const job *j, int32_t *most_per_host);
  * segment of the piecewise model), and its ring crosses the network 2 (nodes - 1) times
  * (all-reduce), nodes - 1 (all-gather, reduce-scatter, broadcast, reduce) or once
  * (all-to-all), + hop_ns each. Returns the groups repriced, or -1 when n_from or n_to is
- * below 2, nodes below 2, net_bpns not > 0 or hop_ns below 0. */
+ * below 2, nodes below 2, net_bpns not > 0 or hop_ns below 0, or when a group's time would
+ * pass BUILD_TIME_LIMIT (a network too slow to price; g is then partly repriced). */
 int32_t replay_scale_ranks_nodes(const costmodel *m, dfg *g, int32_t n_from, int32_t n_to,
                                  int32_t nodes, double net_bpns, double hop_ns);
 

@@ -114,6 +114,10 @@ replay_scale_ranks_nodes(const costmodel *m, dfg *g, int32_t n_from, int32_t n_t
                x_to = costmodel_factor(op, n_to) * (double)b;
         double add = x_to * (1.0 / net_bpns > s ? 1.0 / net_bpns - s : 0) +
                      hop_ns * net_crossings(op, nodes);
+        if (!((double)g->grp_dur[q] + add <= (double)BUILD_TIME_LIMIT)) {
+            rc = -1; /* a network too slow to price: the time would not fit */
+            break;
+        }
         g->grp_dur[q] += (int64_t)llround(add);
         rc++;
     }

@@ -148,7 +148,7 @@ static int
 parse_what_if(int c, const char *optarg, args *a)
 {
     char *end;
-    int rc = 0;
+    int rc = 0, no_us = 0;
     switch (c) {
     case 'K':
         a->kscale = strtod(optarg, &end);
@@ -179,8 +179,13 @@ parse_what_if(int c, const char *optarg, args *a)
         break;
     case 'N':
         a->net_gbps = strtod(optarg, &end);
-        a->net_hop_us = *end == ':' ? strtod(end + 1, &end) : 0;
-        if (*end || !(a->net_gbps > 0) || a->net_gbps > 1e6 || !(a->net_hop_us >= 0) ||
+        a->net_hop_us = 0;
+        if (*end == ':') {
+            const char *us = end + 1;
+            a->net_hop_us = strtod(us, &end);
+            no_us = end == us; /* a colon and no latency after it */
+        }
+        if (no_us || *end || !(a->net_gbps > 0) || a->net_gbps > 1e6 || !(a->net_hop_us >= 0) ||
             a->net_hop_us > 1e6) {
             pr_err("--what-if-network wants GBPS[:US] (a bandwidth > 0 and a latency >= 0), "
                    "not '%s'",
@@ -413,7 +418,8 @@ host_share(replay *rp, const args *a, hostshare *hs, dfg *g)
 /* The node layout of --what-if-ranks into *nl: the traced job's hosts, the nodes of a->ranks_to
  * ranks (a->per_host a node, else the most traced ranks on a host), and, when the trace is
  * of one node and the N ranks span several, the network between them priced into g's
- * collectives (replay_scale_ranks_nodes, a->net_gbps given) or said to be missing. Returns 0. */
+ * collectives (replay_scale_ranks_nodes, a->net_gbps given) or said to be missing. Returns
+ * 0, or -5 when that network is too slow to price (said). */
 static int
 node_layout(replay *rp, const args *a, dfg *g, whatif_nodes *nl)
 {
@@ -421,11 +427,18 @@ node_layout(replay *rp, const args *a, dfg *g, whatif_nodes *nl)
     nl->traced = replay_job_hosts(&rp->job, &most);
     int32_t k = a->per_host > 0 ? a->per_host : most;
     nl->to = k > 0 ? (a->ranks_to + k - 1) / k : 0;
+    int rc = 0;
     nl->priced = 0;
-    if (nl->traced == 1 && nl->to > 1 && a->net_gbps > 0)
+    if (nl->traced == 1 && nl->to > 1 && a->net_gbps > 0) {
         nl->priced = replay_scale_ranks_nodes(&rp->model, g, rp->job.n_ranks, a->ranks_to, nl->to,
                                               a->net_gbps, a->net_hop_us * 1e3) >= 0;
-    else if (nl->traced == 1 && nl->to > 1)
+        if (!nl->priced) {
+            pr_err("%s: --what-if-network %g GB/s: the collectives would take longer than the "
+                   "replay computes with",
+                   a->dir, a->net_gbps);
+            rc = -5;
+        }
+    } else if (nl->traced == 1 && nl->to > 1)
         job_warn(&rp->job,
                  "%d ranks span %d nodes of %d: the network between nodes is not in a trace of "
                  "one node and is not predicted (the collectives keep the traced node's "
@@ -435,7 +448,7 @@ node_layout(replay *rp, const args *a, dfg *g, whatif_nodes *nl)
         job_warn(&rp->job, "--what-if-network unused: %s",
                  nl->traced > 1 ? "the trace spans nodes, its collectives' model has the network"
                                 : "the ranks stay on one node");
-    return 0;
+    return rc;
 }
 
 /* The waits the what-if's n_to ranks add at the collectives of g
@@ -465,7 +478,8 @@ rank_wait(const replay *rp, dfg *g, int32_t n_to, const hostshare *hs, int64_t *
  * each collective). Returns 1 when *ws holds it, 0 when
  * it does not cover them, -1 out of memory, -2 when no kernel is named a->kclass, -3 when
  * a slowed rank has no operations in the graph, -4 when the job has one rank (no
- * collective to extrapolate from), -5 when a trace's CPU samples are malformed (said). */
+ * collective to extrapolate from), -5 when a trace's CPU samples are malformed or the
+ * network given is too slow to price (said). */
 static int
 what_if(replay *rp, const args *a, replay_summary *ws, hostshare *hs, int64_t *wait_ns,
         whatif_nodes *nl)

@@ -20,7 +20,8 @@ CPUs") on synthetic traces whose CPU samples are known (gen_traces --cpu CPUS:DE
   - the node layout (--what-if-network, replay_scale_ranks_nodes): 8 ranks 4 a host from
     a trace of one host span 2 nodes, the network not predicted without the flag (said),
     a slow network lengthening the iteration, one faster than the trace's link and no
-    crossing latency leaving it, one node or a trace of 2 hosts leaving the flag unused
+    crossing latency leaving it, one so slow that the collectives' times would not fit
+    refused (exit 1, said), one node or a trace of 2 hosts leaving the flag unused
     (said); bad values or no --what-if-ranks: exit 2;
   - the collector's rows: a simulated-GPU job recorded under the collector has
     host_cpus (this process's sched_getaffinity count) and cpu_samples, times increasing,
@@ -185,6 +186,9 @@ def test_network(tmp):
     check(rc == 0 and w.get("predicted_median_iter_us") == without,
           "a network faster than the trace's link: %s, want %s" % (
               w.get("predicted_median_iter_us"), without))
+    rc, j, err = replay(d, *base, "--what-if-network", "1e-300")
+    check(rc == 1 and j is None and "--what-if-network 1e-300" in err,
+          "a network too slow to price: status %d, want 1, said (%r)" % (rc, err[-200:]))
     for opts, why in ((["--what-if-ranks", "8", "--what-if-ranks-per-host", "8"], "one node"),
                       (base, "spans nodes")):
         if why == "spans nodes":
@@ -198,7 +202,8 @@ def test_network(tmp):
               "--what-if-network unused" in err and w.get("predicted_median_iter_us") == ref,
               "%s: the flag unused, said" % why)
     for opts in (["--what-if-network", "5"], base + ["--what-if-network", "0"],
-                 base + ["--what-if-network", "5:x"], base + ["--what-if-network", "5:-1"]):
+                 base + ["--what-if-network", "5:x"], base + ["--what-if-network", "5:-1"],
+                 base + ["--what-if-network", "5:"]):
         rc, _, err = replay(d, *opts)
         check(rc == 2 and "--what-if-network" in err, "%s: status %d, want 2" % (opts, rc))
 

@@ -198,6 +198,12 @@ test_scale_ranks_nodes(void)
         ok &= llabs(f.grp_dur[q] - (h.grp_dur[q] + 6 * 5000)) <= 1;
     CHECK(ok);
     dfg_free(&f);
+    /* a network so slow that a group's time passes BUILD_TIME_LIMIT: refused, not wrapped
+     * round into a negative (faster) time */
+    REQUIRE(dfg_clone(&f, &h) == 0);
+    CHECK_EQ(replay_scale_ranks_nodes(&m, &f, 2, 8, 2, 1e-300, 5000), -1);
+    CHECK_EQ(replay_scale_ranks_nodes(&m, &f, 2, 8, 2, 1e-12, 0), -1);
+    dfg_free(&f);
     dfg_free(&g);
     dfg_free(&h);
 
