@@ -16,7 +16,7 @@
  * return late.  So only operations whose largest buffer on a rank (an all-gather's
  * output, a reduce-scatter's input, else the message) is at most SIMGPU_NCCL_DATA_KB
  * (64) move their data: the small messages a program reads from the host (object
- * collectives, barriers, the shape checks of DDP and FSDP).  Larger ones leave their
+ * collectives, barriers, DDP's parameter check).  Larger ones leave their
  * output buffers as they were (the simulated kernels compute nothing either).
  * SIMGPU_NCCL_DATA=1 moves every operation's data; 0 (which ddp-sim sets for itself: its
  * buffers hold nothing) moves none.  Ranks agree on each operation at its rendezvous
