@@ -288,6 +288,18 @@ tests_simgpu_test_nccl_data_LDFLAGS = -no-install
 tests_simgpu_test_nccl_data_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS) $(LIBM)
 TESTS += tests/simgpu/test_nccl_data.sh
+
+# A synchronize after a large collective returns at its modeled end (its data do not
+# move), small messages move theirs, ranks that disagree fail.
+EXTRA_DIST += tests/simgpu/test_nccl_sync.sh
+check_PROGRAMS += tests/simgpu/test_nccl_sync
+tests_simgpu_test_nccl_sync_SOURCES = tests/simgpu/test_nccl_sync.c tests/simgpu/simgpu_check.h \
+	tests/simgpu/simrun_rdzv.h
+tests_simgpu_test_nccl_sync_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_nccl_sync_LDFLAGS = -no-install
+tests_simgpu_test_nccl_sync_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
+	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
+TESTS += tests/simgpu/test_nccl_sync.sh
 endif
 
 # The libcudart and libcuda calls torch makes beyond the other tests' (cudart_torch.c,

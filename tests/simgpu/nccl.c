@@ -128,8 +128,8 @@ shm_data_off(int nranks)
 static size_t
 shm_size(int nranks)
 {
-    uint64_t stage, chunk;
-    return shm_data_off(nranks) + data_bytes(nranks, &stage, &chunk);
+    uint64_t stage, chunk, max;
+    return shm_data_off(nranks) + data_bytes(nranks, &stage, &chunk, &max);
 }
 
 static void
@@ -196,7 +196,7 @@ init_shm_sync(struct shm_hdr *h, int nranks)
         return -1;
     pthread_condattr_destroy(&ca);
     h->nranks = (uint32_t)nranks;
-    data_bytes(nranks, &h->stage, &h->chunk);
+    data_bytes(nranks, &h->stage, &h->chunk, &h->data_max);
     h->data_off = shm_data_off(nranks);
     h->magic = NCCL_SHM_MAGIC;
     atomic_store(&h->ready, 1);
@@ -210,7 +210,7 @@ comm_attach(struct ncclComm *c, const char **why)
 {
     char name[64];
     size_t bytes = shm_size(c->nranks);
-    uint64_t deadline, stage, chunk;
+    uint64_t deadline, stage, chunk, max;
     struct shm_hdr *h;
     int fd, creator = 1;
     struct stat st;
@@ -265,10 +265,10 @@ comm_attach(struct ncclComm *c, const char **why)
         *why = "ranks disagree on the communicator size";
         return ncclInvalidUsage;
     }
-    if (h->data_off + data_bytes(c->nranks, &stage, &chunk) != bytes || h->stage != stage ||
-        h->chunk != chunk) {
+    if (h->data_off + data_bytes(c->nranks, &stage, &chunk, &max) != bytes || h->stage != stage ||
+        h->chunk != chunk || h->data_max != max) {
         munmap(h, bytes);
-        *why = "ranks disagree on SIMGPU_NCCL_STAGE_KB or SIMGPU_NCCL_DATA";
+        *why = "ranks disagree on SIMGPU_NCCL_STAGE_KB, SIMGPU_NCCL_DATA or SIMGPU_NCCL_DATA_KB";
         return ncclInvalidUsage;
     }
     c->shm = h;

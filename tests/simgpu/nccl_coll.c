@@ -61,6 +61,39 @@ part_needed(const struct coll_inst *x, const struct part *p)
     return p->kind == PART_COLL ? (uint32_t)x->nranks : 2;
 }
 
+/* What the ranks must agree on for part p (struct rdv_desc). */
+static struct rdv_desc
+part_desc(const struct part *p)
+{
+    struct rdv_desc d = {0, 0, 0, 0, 0};
+    if (p->kind != PART_COLL) {
+        d.count = p->d.count * type_size(p->d.dtype);
+        return d;
+    }
+    d.count = p->d.count;
+    d.coll = p->coll;
+    d.dtype = (int32_t)p->d.dtype;
+    d.op = p->d.premul ? -1 : (int32_t)p->d.op;
+    d.root = p->d.root;
+    return d;
+}
+
+/* After the rendezvous: 1 when the ranks described a part of x differently, with *why
+ * set.  Caller holds the segment's mutex. */
+static int
+parts_disagree(struct coll_inst *x, const char **why)
+{
+    for (int i = 0; i < x->nparts; i++) {
+        if (!part_meets(&x->parts[i]) || !part_slot(x, &x->parts[i])->disagree)
+            continue;
+        *why = x->parts[i].kind == PART_COLL
+                   ? "ranks disagree on a collective (count, type, operation or root)"
+                   : "a send and its receive disagree on the size";
+        return 1;
+    }
+    return 0;
+}
+
 /* World physics: the plan of part p (bytes as given) of x. */
 static void
 part_plan(const struct coll_inst *x, const struct part *p, uint64_t bytes,
@@ -120,15 +153,15 @@ world_end(struct coll_inst *x, uint64_t start_ns)
     return end;
 }
 
-/* Runs on the stream worker: arrive at every part, wait for all peers, end at the
- * modelled completion time. */
+/* Runs on the stream worker: arrive at every part, wait for all peers, check that they
+ * agree on each part, move the data (nccl_data.c), end at the modelled completion time. */
 static int
 coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
 {
     struct coll_inst *x = inst;
     struct shm_hdr *h = x->shm;
     uint64_t deadline = simgpu_now_ns() + (uint64_t)g_timeout_ns, t = start_ns;
-    int failed = 0, done, complete = 0, world = simgpu_physics() == SIMGPU_PHYSICS_WORLD;
+    int failed = 0, done, complete = 0, odd, world = simgpu_physics() == SIMGPU_PHYSICS_WORLD;
     uint32_t stretch[8] = {0};
     const char *why = "peer dead, comm aborted or timeout";
     for (int i = 0; i < x->nparts && world && i < 8; i++)
@@ -137,15 +170,21 @@ coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
     shm_lock(h);
     for (int i = 0; i < x->nparts; i++) {
         struct rdv_slot *s;
+        struct rdv_desc d;
         if (!part_meets(&x->parts[i]))
             continue;
         s = part_slot(x, &x->parts[i]);
+        d = part_desc(&x->parts[i]);
         if (s->seq != x->parts[i].seq + 1) {
             s->seq = x->parts[i].seq + 1;
             s->arrived = 0;
             s->max_arrival = 0;
             s->bytes = 0;
             s->stretch_ppm = 0;
+            s->desc = d;
+            s->disagree = 0;
+        } else if (memcmp(&s->desc, &d, sizeof(d)) != 0) {
+            s->disagree = 1;
         }
         s->arrived++;
         if (s->arrived >= part_needed(x, &x->parts[i]))
@@ -170,7 +209,9 @@ coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
         if (done || wait_tick(h, deadline))
             break;
     }
-    if (!done) {
+    /* checked before !done too: a peer that found the disagreement broke the comm */
+    odd = parts_disagree(x, &why);
+    if (!done || odd) {
         h->broken = 1;
         pthread_cond_broadcast(&h->cv);
         failed = 1;

@@ -8,11 +8,19 @@
  * chunk, a barrier, each rank reads what it needs and writes its output, a barrier.  A
  * (sender, receiver) pair has a channel whose buffer one send/receive pair at a time fills
  * and drains, chunk by chunk; the parts of a group progress together, so any order of
- * sends and receives inside a group completes, as in NCCL.  SIMGPU_NCCL_DATA=0 (which
- * ddp-sim sets for itself: its buffers hold nothing) moves no data: timing only.  The
- * copying takes host time inside the modelled duration of the operation; where it takes
- * longer (large buffers), the stream's work behind it starts that much later in real
- * time.
+ * sends and receives inside a group completes, as in NCCL.
+ *
+ * Which operations move data: the copying takes host time (the rounds' barriers wait for
+ * every rank's stream worker to get a CPU), which a real GPU spends inside the kernel's
+ * time; where the copy outlasts the modelled end, a stream wait or synchronize would
+ * return late.  So only operations whose largest buffer on a rank (an all-gather's
+ * output, a reduce-scatter's input, else the message) is at most SIMGPU_NCCL_DATA_KB
+ * (64) move their data: the small messages a program reads from the host (object
+ * collectives, barriers, DDP's parameter check).  Larger ones leave their
+ * output buffers as they were (the simulated kernels compute nothing either).
+ * SIMGPU_NCCL_DATA=1 moves every operation's data; 0 (which ddp-sim sets for itself: its
+ * buffers hold nothing) moves none.  Ranks agree on each operation at its rendezvous
+ * (nccl_coll.c), so they all make the same choice.
  *
  * Results: reductions fold the ranks' inputs in rank order (0, 1, ..., n-1), each step
  * rounded once to the element type, round to nearest even (fp16, bf16, fp8 are computed
@@ -46,15 +54,20 @@ chan_area(uint64_t n)
 }
 
 size_t
-data_bytes(int nranks, uint64_t *stage, uint64_t *chunk)
+data_bytes(int nranks, uint64_t *stage, uint64_t *chunk, uint64_t *max)
 {
     const char *v = getenv("SIMGPU_NCCL_STAGE_KB"), *on = getenv("SIMGPU_NCCL_DATA");
+    const char *kb = getenv("SIMGPU_NCCL_DATA_KB");
     uint64_t n = nranks > 0 ? (uint64_t)nranks : 1;
     uint64_t s = (v && atoll(v) > 0 ? (uint64_t)atoll(v) : 1024) * 1024, c;
     if (on && strcmp(on, "0") == 0) { /* no data areas: the operations move nothing */
-        *stage = *chunk = 0;
+        *stage = *chunk = *max = 0;
         return 0;
     }
+    if (on && strcmp(on, "1") == 0)
+        *max = UINT64_MAX;
+    else
+        *max = (kb && *kb ? (uint64_t)strtoull(kb, NULL, 10) : 64) * 1024;
     if (s > (256ULL << 20) / n)
         s = (256ULL << 20) / n;
     s &= ~(uint64_t)4095;
@@ -448,18 +461,6 @@ lane_barrier(struct shm_hdr *h, uint64_t deadline, int release)
     return -1;
 }
 
-/* 1 when every rank described the collective as rank 0 did. */
-static int
-lane_agrees(const struct shm_hdr *h)
-{
-    const struct lane_meta *m = h->lane.meta;
-    for (uint32_t r = 1; r < h->nranks; r++)
-        if (m[r].count != m[0].count || m[r].coll != m[0].coll || m[r].dtype != m[0].dtype ||
-            m[r].op != m[0].op || m[r].root != m[0].root)
-            return 0;
-    return 1;
-}
-
 /* Stages this rank's input of round [off, off + m). */
 static void
 coll_stage(struct shm_hdr *h, int rank, const struct part *p, const struct coll_plan *cp,
@@ -519,13 +520,12 @@ coll_gather(struct shm_hdr *h, int rank, const struct part *p, const struct coll
     }
 }
 
-/* Moves the data of collective part p: takes the lane in sequence order, checks that the
- * ranks agree, runs the rounds, passes the lane on.  Returns 0 or -1 with *why set. */
+/* Moves the data of collective part p: takes the lane in sequence order, runs the rounds,
+ * passes the lane on.  Returns 0 or -1 with *why set. */
 static int
 coll_data(struct shm_hdr *h, int rank, const struct part *p, uint64_t deadline, const char **why)
 {
     struct coll_plan cp;
-    struct lane_meta *me = &h->lane.meta[rank];
     size_t rounds, off = 0;
     int rc = 0;
     plan_coll(h, p, &cp);
@@ -538,11 +538,6 @@ coll_data(struct shm_hdr *h, int rank, const struct part *p, uint64_t deadline, 
         *why = "the previous collective of the communicator did not finish";
     } else {
         h->lane.busy = p->seq + 1;
-        me->count = p->d.count;
-        me->coll = p->coll;
-        me->dtype = (int32_t)p->d.dtype;
-        me->op = p->d.premul ? -1 : (int32_t)p->d.op;
-        me->root = p->d.root;
     }
     pthread_mutex_unlock(&h->mu);
     for (size_t k = 0; rc == 0 && k < rounds; k++, off += cp.per_round) {
@@ -550,12 +545,6 @@ coll_data(struct shm_hdr *h, int rank, const struct part *p, uint64_t deadline, 
         coll_stage(h, rank, p, &cp, off, m);
         shm_lock(h);
         rc = lane_barrier(h, deadline, 0);
-        if (rc == 0 && k == 0 && !lane_agrees(h)) {
-            h->broken = 1;
-            pthread_cond_broadcast(&h->cv);
-            *why = "ranks disagree on a collective (count, type, operation or root)";
-            rc = -1;
-        }
         pthread_mutex_unlock(&h->mu);
         if (rc == 0)
             coll_gather(h, rank, p, &cp, off, m);
@@ -567,6 +556,17 @@ coll_data(struct shm_hdr *h, int rank, const struct part *p, uint64_t deadline, 
             *why = "a peer died or aborted during a collective";
     }
     return rc;
+}
+
+/* 1 when part p moves its data: its largest buffer on a rank is at most h->data_max. */
+static int
+part_moves(const struct shm_hdr *h, const struct part *p)
+{
+    uint64_t bytes = (uint64_t)p->d.count * type_size(p->d.dtype);
+    if (p->kind == PART_COLL &&
+        (p->coll == SIMGPU_COLL_ALLGATHER || p->coll == SIMGPU_COLL_REDUCESCATTER))
+        bytes *= h->nranks;
+    return bytes <= h->data_max;
 }
 
 /* ---- point-to-point through the channels ---------------------------------------------- */
@@ -632,9 +632,10 @@ p2p_data(struct shm_hdr *h, int rank, struct part *parts, int n, uint64_t deadli
     for (int i = 0; i < n; i++) {
         struct part *p = &parts[i];
         size_t bytes = p->d.count * type_size(p->d.dtype);
-        if (p->kind == PART_COPY && bytes && p->d.rbuf != p->d.sbuf)
+        int moves = part_moves(h, p);
+        if (p->kind == PART_COPY && moves && bytes && p->d.rbuf != p->d.sbuf)
             memmove(p->d.rbuf, p->d.sbuf, bytes);
-        st[i].done = p->kind != PART_SEND && p->kind != PART_RECV;
+        st[i].done = (p->kind != PART_SEND && p->kind != PART_RECV) || !moves;
     }
     shm_lock(h);
     for (;;) {
@@ -673,6 +674,8 @@ data_run(struct shm_hdr *h, int rank, struct part *parts, int n, uint64_t deadli
     if (h->stage == 0)
         return 0; /* SIMGPU_NCCL_DATA=0 */
     for (int i = 0; i < n && rc == 0; i++) {
+        if (!part_moves(h, &parts[i]))
+            continue;
         if (parts[i].kind == PART_COLL)
             rc = coll_data(h, rank, &parts[i], deadline, why);
         else

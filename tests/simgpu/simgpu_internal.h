@@ -615,12 +615,22 @@ SIMGPU_HIDDEN void wait_done_locked(struct simgpu_stream *s, uint64_t target);
 #define P2P_SLOTS 16
 #define MAX_RANKS 256
 
+/* What the ranks must agree on for an operation to run: a collective's count, type,
+ * operation (-1: PreMulSum) and root; a send and receive's bytes (in count, the rest 0). */
+struct rdv_desc {
+    uint64_t count;
+    int32_t coll, dtype, op, root;
+};
+
 struct rdv_slot {
     uint64_t seq; /* instance + 1; 0 = never used */
     uint32_t arrived;
     uint32_t stretch_ppm; /* world physics: the largest contention stretch of the ranks */
     uint64_t max_arrival;
     uint64_t bytes;
+    struct rdv_desc desc; /* the first arrival's */
+    uint32_t disagree;    /* a later arrival described the operation otherwise */
+    uint32_t pad;
 };
 
 struct host_slot {
@@ -630,7 +640,8 @@ struct host_slot {
     int64_t payload[MAX_RANKS][2];
 };
 
-/* Data movement (nccl_data.c).  A collective moves its data through the lane: each rank
+/* Data movement (nccl_data.c), for the operations whose largest buffer is at most
+ * `data_max` bytes.  A collective moves its data through the lane: each rank
  * has a staging region of `stage` bytes in the segment; a collective runs in rounds (each
  * rank stages its chunk, barrier, each rank reads what it needs, barrier).  The lane serves
  * one collective at a time, in sequence order.  A (sender, receiver) pair has a channel of
@@ -638,17 +649,11 @@ struct host_slot {
  * are taken by whichever operation comes first when they are free (not strictly in
  * sequence order: a collective captured into a graph takes a sequence number that only its
  * replays use) and matched by sequence number. */
-struct lane_meta {
-    uint64_t count;
-    int32_t coll, dtype, op, root;
-};
-
 struct data_lane {
     uint64_t busy;  /* seq + 1 of the collective using the lane, 0 when free */
     uint64_t gen;   /* barrier generation */
     uint32_t count; /* ranks in the current barrier */
     uint32_t pad;
-    struct lane_meta meta[MAX_RANKS];
 };
 
 struct p2p_chan {
@@ -665,6 +670,7 @@ struct shm_hdr {
     int32_t broken;    /* a rank aborted or died */
     uint64_t stage;    /* bytes of a rank's staging region */
     uint64_t chunk;    /* bytes of a channel's buffer */
+    uint64_t data_max; /* largest buffer of an operation that moves its data */
     uint64_t data_off; /* offset of the channels' states; stages and buffers follow */
     struct data_lane lane;
     pthread_mutex_t mu;
@@ -723,13 +729,15 @@ struct part {
 };
 
 /* Bytes of the data areas of a segment for nranks (staging regions and channels), and
- * sets the stage and chunk sizes in *stage and *chunk (SIMGPU_NCCL_STAGE_KB); 0 and no
- * areas under SIMGPU_NCCL_DATA=0. */
-SIMGPU_HIDDEN size_t data_bytes(int nranks, uint64_t *stage, uint64_t *chunk);
+ * sets the stage and chunk sizes in *stage and *chunk (SIMGPU_NCCL_STAGE_KB) and the
+ * largest buffer that moves its data in *max (SIMGPU_NCCL_DATA, SIMGPU_NCCL_DATA_KB); 0
+ * and no areas under SIMGPU_NCCL_DATA=0. */
+SIMGPU_HIDDEN size_t data_bytes(int nranks, uint64_t *stage, uint64_t *chunk, uint64_t *max);
 /* Moves the data of parts [0, n) of a launch of `rank` over segment h, after their
- * rendezvous: collectives in order through the lane, then the point-to-point parts and
- * copies together.  Returns 0, or -1 with *why set (a peer died, the comm was broken,
- * ranks disagree on a collective, the deadline passed). */
+ * rendezvous (where the ranks agreed on them): collectives in order through the lane, then
+ * the point-to-point parts and copies together; parts with a buffer over h->data_max move
+ * nothing.  Returns 0, or -1 with *why set (a peer died, the comm was broken, the deadline
+ * passed). */
 SIMGPU_HIDDEN int data_run(struct shm_hdr *h, int rank, struct part *parts, int n,
                            uint64_t deadline, const char **why);
 /* Adds to the thread's pending operations (or launches, outside a group) a copy of count

@@ -6,9 +6,10 @@ device, 2 ranks under simrun (tests/torch/ddp_train.py).
    gradient_as_bucket_view and static_graph; with 2 micro-batches under no_sync() and
    torch.utils.checkpoint; the conv net plain; with the fp16 compression hook and 50 KiB
    buckets.  Each rank starts from weights of its own seed and fills the caching
-   allocator with bytes of its own, so only data that NCCL really moved agree: after the
-   steps the checksums of the parameters (DDP's broadcast from rank 0) and of the
-   gradients (its all-reduced buckets) must be equal on both ranks.
+   allocator with bytes of its own, so only data that NCCL really moved agree
+   (SIMGPU_NCCL_DATA=1: every operation moves its data): after the steps the checksums
+   of the parameters (DDP's broadcast from rank 0) and of the gradients (its all-reduced
+   buckets) must be equal on both ranks.
 2. The transformer once under dpro-run (8 steps, no markers): dpro-info shows the NCCL and
    compute kernels of both ranks, both traces hold the same collectives (communicator,
    sequence number, operation, bytes), dpro-replay finds the steady steps from the kernel
@@ -68,6 +69,9 @@ def run_records(out):
 env = dict(os.environ)
 env["SIMGPU_PHYSICS"] = "simple"
 env["SIMGPU_NCCL_TIMEOUT_S"] = "60"
+# Every NCCL operation moves its data: the checksums below read DDP's broadcast and
+# all-reduced buckets, which by default (over 64 KiB) move none (tests/simgpu/README.md).
+env["SIMGPU_NCCL_DATA"] = "1"
 env = sanitizer_env(env)
 
 
