@@ -672,6 +672,13 @@ costmodel_proto_at(const costmodel *m, int op, int algo, int32_t nranks, int64_t
     return proto;
 }
 
+/* A fitted latency this many times NCCL's tuner latency or more is mostly not the protocol's
+ * (a host, waits, a proxy: the real 2-rank A100 trace's all-reduces fit 2.3 ms where the
+ * tuner's ring Simple takes 15 us), so a switch of protocol adds at most this many times the
+ * tuner's latency difference, not the whole latency scaled. Below it the price is the
+ * segment's latency x L(px) / L(pe), exactly. */
+#define UNSEEN_LATENCY_SCALE_MAX 8.0
+
 /* The trace's latency against the tuner's, for a protocol the trace never ran on one
  * operation (costmodel_regime_at): the mean over every operation's segments with a latency
  * and a bandwidth (on nranks ranks, the ring unless named) of latency / the tuner's
@@ -724,8 +731,14 @@ costmodel_regime_at(const costmodel *m, int op, int32_t nranks, int64_t bytes, c
         if (px != pe) {
             double le = tuner_latency_us(op, algo, pe, nranks),
                    lx = tuner_latency_us(op, algo, px, nranks);
+            /* the trace's latency scale against the tuner's, at most
+             * UNSEEN_LATENCY_SCALE_MAX of it taken as the protocols' difference */
+            double scale =
+                e->alpha_ns > 0 ? e->alpha_ns / (le * 1000) : latency_scale(m, nranks, px);
+            scale = scale < UNSEEN_LATENCY_SCALE_MAX ? scale : UNSEEN_LATENCY_SCALE_MAX;
             r->alpha_ns =
-                e->alpha_ns > 0 ? e->alpha_ns * lx / le : latency_scale(m, nranks, px) * lx * 1000;
+                e->alpha_ns > 0 ? e->alpha_ns + (lx - le) * 1000 * scale : scale * lx * 1000;
+            r->alpha_ns = r->alpha_ns > 0 ? r->alpha_ns : 0;
             r->beta_bpns = proto_bw(m, tuner_row(op, algo), px, beta_s);
             r->ns = r->alpha_ns + x / r->beta_bpns;
             rc = 1;

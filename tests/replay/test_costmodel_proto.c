@@ -202,6 +202,34 @@ test_inside_and_other_ops(void)
     CHECK(strcmp(costmodel_proto_name(7), "?") == 0);
 }
 
+/* A trace whose latency is far above NCCL's (2 ms more than the world's on every
+ * all-reduce: a host, waits): a switch to LL adds at most 8 times the tuner's latency
+ * difference (ring, 2 ranks: LL 7.8 us, Simple 15.2), not the whole latency halved. */
+static void
+test_latency_cap(void)
+{
+    costmodel m;
+    costmodel_regime r;
+    costmodel_sample s[64];
+    size_t k = 0;
+    for (int e = 23; e <= 28; e++)
+        for (int rep = 0; rep < 3; rep++) {
+            int64_t bytes = (int64_t)1 << e;
+            s[k++] =
+                (costmodel_sample){DPRO_COLL_ALLREDUCE, 2, bytes,
+                                   (int64_t)llround(truth(2, bytes, COSTMODEL_PROTO_SIMPLE) + 2e6),
+                                   NCCLNAME_ALGO_RING};
+        }
+    REQUIRE(costmodel_fit_samples(&m, s, k) == 0);
+    REQUIRE(m.op[DPRO_COLL_ALLREDUCE].n_segs >= 1);
+    double a = m.op[DPRO_COLL_ALLREDUCE].seg[0].alpha_ns;
+    CHECK(a > 1.9e6);
+    CHECK_EQ(costmodel_regime_at(&m, DPRO_COLL_ALLREDUCE, 2, 64 << 10, &r), 1);
+    CHECK_EQ(r.proto, COSTMODEL_PROTO_LL);
+    CHECK(fabs(r.alpha_ns - (a + (7.8 - 15.2) * 1000 * 8)) < 1);
+    CHECK(r.alpha_ns > 0.95 * a);
+}
+
 int
 main(void)
 {
@@ -211,5 +239,6 @@ main(void)
     test_latency_scale();
     test_segment_across_switch();
     test_inside_and_other_ops();
+    test_latency_cap();
     return tests_done();
 }
