@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -621,5 +622,87 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
                 (unsigned long long)j->share_sig_rows, (unsigned long long)j->share_sig_bytes,
                 (unsigned long long)(j->share_sig_rows * (sizeof(uint64_t) + 2 * sizeof(int64_t))),
                 (unsigned long long)rv.env_bytes, j->share_by_spread, j->share_sig_asked);
+    return rc;
+}
+
+/* Process p other than 0: sends process 0 the readers of the present ranks whose files
+ * it opened, in rank order (an empty message for one it cannot pack, then fails).
+ * Returns 0 or DPRO_ERR_NOMEM. */
+static int
+send_readers(const job *j, const job_share *sh)
+{
+    int rc = 0;
+    for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++) {
+        const job_rank *jr = &j->ranks[r];
+        uint8_t *p = NULL;
+        size_t len = 0;
+        if (!jr->path || !jr->reader)
+            continue;
+        rc = dpro_reader_pack(jr->reader, &p, &len) == DPRO_OK ? 0 : DPRO_ERR_NOMEM;
+        if (sh->send0(sh->ctx, p, rc == 0 ? len : 0) != 0)
+            rc = DPRO_ERR_NOMEM;
+        free(p);
+    }
+    return rc;
+}
+
+/* Process 0: takes the readers of the present ranks another process opened, in rank order
+ * (proc: each rank's process), and counts the files of its share of the ranks among them
+ * (opened again to read their events). Returns 0 or a dpro_status (errbuf says why). */
+static int
+take_readers(job *j, const job_share *sh, const int32_t *proc, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    int32_t lo, hi, k = 0, n = 0;
+    uint64_t got = 0;
+    job_share_range(sh, j->n_present, &lo, &hi);
+    for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++) {
+        job_rank *jr = &j->ranks[r];
+        void *p = NULL;
+        size_t len = 0;
+        int32_t at = k; /* its index among the present ranks */
+        k += jr->path != NULL;
+        if (!jr->path || jr->reader)
+            continue;
+        if (proc[r] <= 0 || proc[r] >= sh->nprocs || sh->recv(sh->ctx, proc[r], &p, &len) != 0) {
+            snprintf(errbuf, errlen, "out of memory");
+            rc = DPRO_ERR_NOMEM;
+        } else if (len == 0) {
+            snprintf(errbuf, errlen, "%s: process %d could not send its reader", jr->path, proc[r]);
+            rc = DPRO_ERR_NOMEM;
+        } else {
+            rc = dpro_reader_unpack(p, len, jr->path, &jr->reader, errbuf, errlen);
+        }
+        free(p);
+        got += len;
+        n += rc == 0;
+        j->files_opened += rc == 0 && at >= lo && at < hi;
+        if (rc == 0)
+            jr->host = dpro_reader_meta(jr->reader, DPRO_META_HOST);
+    }
+    if (rc == 0 && sh->nprocs > 1)
+        pr_info("received %d trace readers from the other processes (their files not opened "
+                "here): %llu bytes",
+                n, (unsigned long long)got);
+    return rc;
+}
+
+int
+job_share_readers(job *j, const listing *l, const job_share *sh, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    int32_t *proc = sh->me == 0 ? calloc((size_t)j->n_ranks + 1, sizeof *proc) : NULL;
+    if (sh->me != 0)
+        rc = send_readers(j, sh);
+    else if (!proc)
+        rc = DPRO_ERR_NOMEM;
+    if (rc != 0)
+        snprintf(errbuf, errlen, "out of memory");
+    for (size_t i = 0; proc && i < l->nfiles; i++) /* the files place_ranks placed */
+        if (l->o[i].ok && strcmp(l->o[i].job_id, l->want) == 0)
+            proc[l->o[i].rank] = l->o[i].proc;
+    if (rc == 0 && sh->me == 0)
+        rc = take_readers(j, sh, proc, errbuf, errlen);
+    free(proc);
     return rc;
 }
