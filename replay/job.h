@@ -51,7 +51,7 @@
  * is handed to every process (share->gather), so that the placement and the warnings
  * are the same everywhere. Process 0, which builds the graph from every rank's meta,
  * strings and tables, then receives from each other process the readers of the present
- * ranks whose files it opened (dpro_reader_pack: one message a rank, in rank order), so
+ * ranks whose files it opened (dpro_reader_pack: one message a process, in rank order), so
  * that no process opens a file outside its shares. Each reads the events of its
  * share only, the present ranks k (in rank order, n of them) with k * P / n == p. The
  * first pass's kernel periods (without markers: job_period_share, their kernel names as

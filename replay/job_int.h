@@ -90,12 +90,12 @@ void job_opened_free(opened *o);
 
 /* job_share.c: shared reading, after the ranks are placed (every process calls it): each
  * process other than 0 sends process 0 the reader of every present rank whose file it
- * opened (its share of the files, l), in rank order, one message a rank
- * (dpro_reader_pack), and process 0 takes them as those ranks' readers
+ * opened (its share of the files, l), in rank order, in one message (dpro_reader_pack
+ * each), and process 0 takes them as those ranks' readers
  * (dpro_reader_unpack; jr->host from it), so that it opens no file outside its own shares
  * (j->files_opened counts the files of its share of the ranks it will open to read them).
- * Returns 0, or a dpro_status with errbuf saying why (the process that failed to pack
- * sends an empty message, which process 0 refuses). */
+ * Returns 0, or a dpro_status with errbuf saying why (a process that cannot pack its
+ * readers sends an empty message, which process 0 refuses). */
 int job_share_readers(job *j, const listing *l, const job_share *sh, char *errbuf, size_t errlen);
 
 /* job_share_order.c: the order in which the n listed files are shared out (shared reading):
