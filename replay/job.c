@@ -125,6 +125,8 @@ open_all(job *j, listing *l, const job_share *sh, char *errbuf, size_t errlen)
     /* every process takes part even when out of memory here, and fails on reading */
     if (sh && job_share_opened(sh, l->o, order, rc == 0 ? (int32_t)l->nfiles : 0, lo, hi) != 0)
         rc = DPRO_ERR_NOMEM;
+    for (int32_t k = 0; rc == 0 && sh && k < (int32_t)l->nfiles; k++) /* file k's process */
+        l->o[order[k]].proc = (int32_t)((int64_t)k * sh->nprocs / (int64_t)l->nfiles);
     free(order);
     if (rc != 0)
         snprintf(errbuf, errlen, "out of memory");
@@ -302,30 +304,6 @@ place_ranks(job *j, listing *l, int64_t world, char *errbuf, size_t errlen)
         jr->job_id = j->job_id;
         jr->world_size = (int32_t)world;
         j->n_present++;
-    }
-    return rc;
-}
-
-/* Process 0 of a shared reading: opens (detached) the present ranks' traces that another
- * process opened first, for the meta, strings and tables the graph is built from.
- * Returns 0 or the reader's dpro_status (errbuf names the file). */
-static int
-open_rest(job *j, char *errbuf, size_t errlen)
-{
-    int rc = 0;
-    for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++) {
-        job_rank *jr = &j->ranks[r];
-        char eb[DPRO_ERRBUF_SIZE];
-        if (!jr->path || jr->reader)
-            continue;
-        if ((rc = dpro_reader_open(jr->path, &jr->reader, eb, sizeof eb)) != DPRO_OK) {
-            jr->reader = NULL;
-            snprintf(errbuf, errlen, "%s", eb);
-        } else {
-            dpro_reader_detach(jr->reader);
-            jr->host = dpro_reader_meta(jr->reader, DPRO_META_HOST);
-            j->files_opened++;
-        }
     }
     return rc;
 }
@@ -654,8 +632,8 @@ job_load(const char *path, const job_options *opts, job *j, char *errbuf, size_t
         rc = job_world(&l, &world, errbuf, errlen);
     if (rc == 0)
         rc = place_ranks(j, &l, world, errbuf, errlen);
-    if (rc == 0 && sh && sh->me == 0)
-        rc = open_rest(j, errbuf, errlen);
+    if (rc == 0 && sh)
+        rc = job_share_readers(j, &l, sh, errbuf, errlen);
     if (rc == 0) {
         warn_missing(j);
         rc = read_ranks(j, opts, errbuf, errlen);

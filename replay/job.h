@@ -50,8 +50,9 @@
  * world size, job id, an early end, the reader's warnings, or why it did not open)
  * is handed to every process (share->gather), so that the placement and the warnings
  * are the same everywhere. Process 0, which builds the graph from every rank's meta,
- * strings and tables, then opens the present ranks' files the others opened; a process
- * other than 0 holds no other file than its share's. Each reads the events of its
+ * strings and tables, then receives from each other process the readers of the present
+ * ranks whose files it opened (dpro_reader_pack: one message a process, in rank order), so
+ * that no process opens a file outside its shares. Each reads the events of its
  * share only, the present ranks k (in rank order, n of them) with k * P / n == p. The
  * first pass's kernel periods (without markers: job_period_share, their kernel names as
  * text) and then its boundaries are handed
@@ -179,8 +180,7 @@ typedef struct job {
     uint64_t share_sig_rows;    /* the rows of the signatures asked for */
     uint64_t share_sig_bytes;   /* and the bytes they took */
     int32_t files_opened;       /* shared reading: the trace files this process opened (its
-                                 * share of the listing's, the ranks' it reads, and on
-                                 * process 0 every present rank's) */
+                                 * share of the listing's and the ranks' it reads) */
     size_t untrimmed;           /* bytes freed since the heap was last trimmed (job_trim) */
 } job;
 

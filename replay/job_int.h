@@ -71,6 +71,7 @@ typedef struct opened {
     char *warnings;   /* ok: the reader's warnings (malloc'd), or NULL */
     int64_t rank, world;
     char *job_id; /* ok: its job id (malloc'd; "" when the meta has none) */
+    int32_t proc; /* shared reading: the process that opened it (its share of the files) */
 } opened;
 
 /* The trace files a load looks at: the listing and one entry per file. */
@@ -86,6 +87,16 @@ typedef struct listing {
 
 /* job_share.c: closes o's reader and frees what it holds. */
 void job_opened_free(opened *o);
+
+/* job_share.c: shared reading, after the ranks are placed (every process calls it): each
+ * process other than 0 sends process 0 the reader of every present rank whose file it
+ * opened (its share of the files, l), in rank order, in one message (dpro_reader_pack
+ * each), and process 0 takes them as those ranks' readers
+ * (dpro_reader_unpack; jr->host from it), so that it opens no file outside its own shares
+ * (j->files_opened counts the files of its share of the ranks it will open to read them).
+ * Returns 0, or a dpro_status with errbuf saying why (a process that cannot pack its
+ * readers sends an empty message, which process 0 refuses). */
+int job_share_readers(job *j, const listing *l, const job_share *sh, char *errbuf, size_t errlen);
 
 /* job_share_order.c: the order in which the n listed files are shared out (shared reading):
  * their names with runs of digits compared as numbers (ties: the listing's order), so

@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -621,5 +622,106 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
                 (unsigned long long)j->share_sig_rows, (unsigned long long)j->share_sig_bytes,
                 (unsigned long long)(j->share_sig_rows * (sizeof(uint64_t) + 2 * sizeof(int64_t))),
                 (unsigned long long)rv.env_bytes, j->share_by_spread, j->share_sig_asked);
+    return rc;
+}
+
+/* Process p other than 0: sends process 0 the readers of the present ranks whose files
+ * it opened, in rank order, in one message (each reader's packed length, then its bytes;
+ * an empty message when it cannot pack them, then fails). Returns 0 or DPRO_ERR_NOMEM. */
+static int
+send_readers(const job *j, const job_share *sh)
+{
+    bytes b = {0};
+    for (int32_t r = 0; !b.fail && r < j->n_ranks; r++) {
+        const job_rank *jr = &j->ranks[r];
+        uint8_t *p = NULL;
+        size_t len = 0;
+        if (!jr->path || !jr->reader)
+            continue;
+        if (dpro_reader_pack(jr->reader, &p, &len) != DPRO_OK)
+            b.fail = 1;
+        put_i64(&b, (int64_t)len);
+        put(&b, p, len);
+        free(p);
+    }
+    int rc = sh->send0(sh->ctx, b.p, b.fail ? 0 : b.n) != 0 || b.fail ? DPRO_ERR_NOMEM : 0;
+    free(b.p);
+    return rc;
+}
+
+/* Process 0: takes process p's readers (its message, what send_readers wrote) as those of
+ * the present ranks without one whose file p opened (proc), in rank order, and counts
+ * the files of its own share of the ranks among them (opened again to read their events).
+ * Returns 0 or a dpro_status (errbuf says why). */
+static int
+take_readers(job *j, const job_share *sh, int p, const int32_t *proc, uint64_t *got, int32_t *n,
+             char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    int32_t lo, hi, k = 0;
+    bytes b = {0};
+    void *all = NULL;
+    job_share_range(sh, j->n_present, &lo, &hi);
+    if (sh->recv(sh->ctx, p, &all, &b.n) != 0) {
+        snprintf(errbuf, errlen, "out of memory");
+        rc = DPRO_ERR_NOMEM;
+    }
+    b.p = all;
+    for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++) {
+        job_rank *jr = &j->ranks[r];
+        int32_t at = k; /* its index among the present ranks */
+        k += jr->path != NULL;
+        if (!jr->path || jr->reader || proc[r] != p)
+            continue;
+        int64_t len = get_i64(&b);
+        if (b.fail || len <= 0 || (uint64_t)len > b.n - b.at) {
+            snprintf(errbuf, errlen, "%s: process %d could not send its reader", jr->path, p);
+            rc = DPRO_ERR_NOMEM;
+        } else {
+            rc = dpro_reader_unpack(b.p + b.at, (size_t)len, jr->path, &jr->reader, errbuf, errlen);
+            b.at += (size_t)len;
+        }
+        *n += rc == 0;
+        j->files_opened += rc == 0 && at >= lo && at < hi;
+        if (rc == 0)
+            jr->host = dpro_reader_meta(jr->reader, DPRO_META_HOST);
+    }
+    if (rc == 0 && b.at != b.n) {
+        snprintf(errbuf, errlen, "process %d sent readers of other ranks than it opened", p);
+        rc = DPRO_ERR_CORRUPT;
+    }
+    *got += b.n;
+    free(all);
+    return rc;
+}
+
+int
+job_share_readers(job *j, const listing *l, const job_share *sh, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    int32_t *proc = sh->me == 0 ? calloc((size_t)j->n_ranks + 1, sizeof *proc) : NULL;
+    if (sh->me != 0)
+        rc = send_readers(j, sh);
+    else if (!proc)
+        rc = DPRO_ERR_NOMEM;
+    if (rc != 0)
+        snprintf(errbuf, errlen, "out of memory");
+    for (size_t i = 0; proc && i < l->nfiles; i++) /* the files place_ranks placed */
+        if (l->o[i].ok && strcmp(l->o[i].job_id, l->want) == 0)
+            proc[l->o[i].rank] = l->o[i].proc;
+    uint64_t got = 0;
+    int32_t n = 0;
+    for (int p = 1; rc == 0 && sh->me == 0 && p < sh->nprocs; p++)
+        rc = take_readers(j, sh, p, proc, &got, &n, errbuf, errlen);
+    for (int32_t r = 0; rc == 0 && sh->me == 0 && r < j->n_ranks; r++)
+        if (j->ranks[r].path && !j->ranks[r].reader) {
+            snprintf(errbuf, errlen, "%s: no process sent its reader", j->ranks[r].path);
+            rc = DPRO_ERR_CORRUPT;
+        }
+    if (rc == 0 && sh->me == 0 && sh->nprocs > 1)
+        pr_info("received %d trace readers from the other processes (their files not opened "
+                "here): %llu bytes",
+                n, (unsigned long long)got);
+    free(proc);
     return rc;
 }

@@ -25,8 +25,9 @@
  * collective or send/recv, and the rank's iterations come with each rank's read, taken
  * where its events were read, job_rank.align and .iters) and hands the built graph to the
  * others (mpisim_share_graph), which hold the graph alone. The trace files are opened in
- * shares too (their meta gathered): a process other than 0 opens only its share's
- * files; process 0, which builds the graph, opens every present rank's.
+ * shares too (their meta gathered): each process opens only its share's files, and
+ * process 0, which builds the graph, receives the other ranks' readers from the
+ * processes that opened them (job_share_readers).
  *
  * Built with MPI only (configure --with-mpi, HAVE_MPI); without it the functions below
  * are stubs that say MPI is not built, so callers carry no #ifdef.

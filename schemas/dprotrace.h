@@ -526,6 +526,23 @@ void dpro_reader_close(dpro_reader *r);
  * NULL and a reader already detached are fine. */
 void dpro_reader_detach(dpro_reader *r);
 
+/* What detached reader r holds (meta, strings, devices, streams, communicators, threads,
+ * stacks, warnings, whether the trace ends early or is cut short) as bytes, into *out
+ * (malloc'd, *len bytes), so that another process of the same build may hold the same
+ * reader without opening the file (dpro_reader_unpack). Returns DPRO_OK, DPRO_ERR_ARG (r
+ * NULL or not detached) or DPRO_ERR_NOMEM; *out NULL on failure. */
+int dpro_reader_pack(const dpro_reader *r, uint8_t **out, size_t *len);
+
+/* A detached reader holding what dpro_reader_pack wrote (p, len bytes), with path `path`
+ * (dpro_reader_path; may be NULL: ""), into *out: every accessor answers as the packed
+ * reader's did; iteration and the summary refuse it as any detached reader (DPRO_ERR_ARG).
+ * Free with dpro_reader_close. Returns DPRO_OK, DPRO_ERR_CORRUPT (not what
+ * dpro_reader_pack writes: cut short, bytes left over, counts the bytes cannot hold) or
+ * DPRO_ERR_NOMEM; on failure *out is NULL and errbuf (may be NULL) names path and says
+ * which. */
+int dpro_reader_unpack(const uint8_t *p, size_t len, const char *path, dpro_reader **out,
+                       char *errbuf, size_t errlen);
+
 /* The path the reader was opened with. */
 const char *dpro_reader_path(const dpro_reader *r);
 

@@ -1,7 +1,7 @@
 # schemas/: the trace format (trace.proto, trace.sql) and libdprotrace.
 DPROTRACE_SOURCES = schemas/codec.c schemas/codec_decode.c schemas/codec_int.h schemas/codec_pack.c \
 	schemas/deflate.c schemas/names.c schemas/writer.c \
-	schemas/reader.c schemas/reader_open.c schemas/reader_tables.c \
+	schemas/reader.c schemas/reader_open.c schemas/reader_pack.c schemas/reader_tables.c \
 	schemas/classify.c schemas/iter.c schemas/path.c schemas/reader_internal.h \
 	schemas/trace_internal.h schemas/dprotrace.h
 nodist_DPROTRACE_SOURCES = schemas/trace.pb-c.c schemas/trace.pb-c.h schemas/trace_sql.c

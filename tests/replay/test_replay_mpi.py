@@ -24,8 +24,9 @@ gathered them and handed the graph to the P - 1 others (the same nodes, edges, b
 on each), and the log reports ranks folded while read as often as the single process
 does (once when folding while reading happened, not once a process). Each process
 opened only its share of the trace files (file k of m with k * P / m == p, for their
-meta, handed to every process) and the files of the ranks whose events it read; process
-0, which builds the graph, every one (its log line). Process 0 aligned the clocks with
+meta, handed to every process) and the files of the ranks whose events it read, process
+0 too, which builds the graph from the other ranks' readers as their processes sent them
+(its log lines). Process 0 aligned the clocks with
 the samples taken where each rank was read, and took the ranks' iterations found there
 (--no-fold: every rank read elsewhere; folded: at most those, since a rank process 0
 reduces anew, or whose iterations the load's cut placed, has them taken there). A job of ranks
@@ -75,6 +76,8 @@ SHARE = re.compile(r"read the events of (\d+) of the (\d+) present ranks here, "
                    r"(handed to process 0|the others' gathered)")
 READ = re.compile(r"\d+ of \d+ ranks folded while read")
 OPENED = re.compile(r"opened (\d+) of the (\d+) trace files here")
+READERS = re.compile(r"received (\d+) trace readers from the other processes "
+                     r"\(their files not opened here\): (\d+) bytes")
 ALIGNED = re.compile(r"clock alignment: the samples of (\d+) of the (\d+) present ranks taken where "
                      r"they were read")
 ITERS = re.compile(r"iterations: those of (\d+) of the (\d+) present ranks found where they were "
@@ -136,10 +139,11 @@ def share_of(k, n, nprocs):
 
 
 def opened_check(label, d, nprocs, err):
-    """Each process opened only its share of the trace files (their names' numbers compared
-    as numbers), the files of the ranks whose events it read, and process 0 every present
-    rank's (the job's files are its present ranks, named rankN...): the two shares are one
-    where the names carry the ranks."""
+    """Each process, process 0 too, opened only its share of the trace files (their names'
+    numbers compared as numbers) and the files of the ranks whose events it read (the job's
+    files are its present ranks, named rankN...): the two shares are one where the names
+    carry the ranks. Process 0 holds the other present ranks' readers as their processes
+    sent them."""
     def natural(f):
         return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"(\d+)", f)]
     files = sorted((f for f in os.listdir(d) if f.endswith(".dpro")), key=natural)
@@ -148,15 +152,22 @@ def opened_check(label, d, nprocs, err):
         return
     m = len(files)
     order = sorted(range(m), key=lambda i: int(ranks[i].group(1)))  # rank order
-    want = [m]
-    for p in range(1, nprocs):
+    want = []
+    for p in range(nprocs):
         mine = {i for i in range(m) if share_of(i, m, nprocs) == p}
         mine |= {order[k] for k in range(m) if share_of(k, m, nprocs) == p}
         want.append(len(mine))
     got = [tuple(int(x) for x in g.groups()) for g in OPENED.finditer(err)]
     check(sorted(got) == sorted((w, m) for w in want),
-          "%s: each process opened only its shares' trace files, process 0 every one "
+          "%s: each process opened only its shares' trace files "
           "(opened, of: %s; want %s)" % (label, sorted(got), sorted(want)))
+    # process 0 received the readers of the files the others opened, once each
+    others = sum(1 for i in range(m) if share_of(i, m, nprocs) != 0)
+    readers = [tuple(int(x) for x in g.groups()) for g in READERS.finditer(err)]
+    check((nprocs == 1 and not readers) or
+          (len(readers) == 1 and readers[0][0] == others and readers[0][1] > 0),
+          "%s: process 0 received the %d readers the others opened (received, bytes: %s)"
+          % (label, others, readers))
 
 
 def compare(name, d, nprocs, extra, opened=True):

@@ -623,6 +623,89 @@ test_detached_heap(void)
         dpro_reader_close(r[k]);
 }
 
+/* Two readers answer alike: meta, strings, tables, stacks, warnings, an early end. */
+static void
+check_same_reader(const dpro_reader *a, const dpro_reader *b)
+{
+    static const char *keys[] = {DPRO_META_HOST,   DPRO_META_RANK, DPRO_META_WORLD_SIZE,
+                                 DPRO_META_JOB_ID, "schema_major", "complete"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        const char *x = dpro_reader_meta(a, keys[k]), *y = dpro_reader_meta(b, keys[k]);
+        CHECK((!x && !y) || (x && y && !strcmp(x, y)));
+    }
+    CHECK(dpro_reader_string_count(a) == dpro_reader_string_count(b));
+    for (uint32_t i = 0; i <= dpro_reader_string_count(a) + 1; i++)
+        CHECK(!strcmp(dpro_reader_string(a, i), dpro_reader_string(b, i)));
+    const dpro_device_info *da, *db;
+    const dpro_stream_info *sa, *sb;
+    const dpro_comm_info *ca, *cb;
+    const dpro_thread_info *ta, *tb;
+    size_t nd = dpro_reader_devices(a, &da), ns = dpro_reader_streams(a, &sa);
+    size_t nc = dpro_reader_comms(a, &ca), nt = dpro_reader_threads(a, &ta);
+    REQUIRE(nd == dpro_reader_devices(b, &db) && nd > 0);
+    REQUIRE(ns == dpro_reader_streams(b, &sb) && ns > 0);
+    REQUIRE(nc == dpro_reader_comms(b, &cb) && nc > 0);
+    REQUIRE(nt == dpro_reader_threads(b, &tb) && nt > 0);
+    for (size_t i = 0; i < nd; i++)
+        CHECK(da[i].id == db[i].id && !strcmp(da[i].name, db[i].name) &&
+              da[i].sm_count == db[i].sm_count && da[i].total_memory == db[i].total_memory &&
+              da[i].clock_khz == db[i].clock_khz && da[i].cc_major == db[i].cc_major &&
+              da[i].cc_minor == db[i].cc_minor);
+    for (size_t i = 0; i < ns; i++)
+        CHECK(sa[i].id == sb[i].id && sa[i].device == sb[i].device && sa[i].flags == sb[i].flags &&
+              sa[i].priority == sb[i].priority && !sa[i].name == !sb[i].name &&
+              (!sa[i].name || !strcmp(sa[i].name, sb[i].name)));
+    for (size_t i = 0; i < nc; i++)
+        CHECK(ca[i].hash == cb[i].hash && ca[i].parent_hash == cb[i].parent_hash &&
+              ca[i].handle == cb[i].handle && ca[i].rank == cb[i].rank &&
+              ca[i].size == cb[i].size && ca[i].device == cb[i].device);
+    for (size_t i = 0; i < nt; i++)
+        CHECK(ta[i].tid == tb[i].tid && !strcmp(ta[i].name, tb[i].name));
+    const uint32_t *fa, *fb;
+    size_t nf = dpro_reader_stack(a, 5, &fa);
+    CHECK(nf == 3 && dpro_reader_stack(b, 5, &fb) == nf && !memcmp(fa, fb, nf * sizeof *fa));
+    CHECK(dpro_reader_stack(b, 6, &fb) == 0);
+    CHECK(!strcmp(dpro_reader_warnings(a), dpro_reader_warnings(b)));
+    CHECK(dpro_reader_ended_early(a) == dpro_reader_ended_early(b));
+}
+
+/* A detached reader packed (dpro_reader_pack) and unpacked elsewhere answers as the one
+ * that opened the file, and is detached; a reader not detached is refused; the bytes cut
+ * short anywhere, or with a byte more, are refused (DPRO_ERR_CORRUPT), nothing kept. */
+static void
+test_reader_pack(void)
+{
+    char path[512], err[256];
+    dpro_reader *r = NULL, *u = NULL;
+    uint8_t *p = NULL;
+    size_t len = 0;
+    path_in_tmp(path, sizeof path, "packed.dpro");
+    write_trace(path, NULL, 0, 1000);
+    REQUIRE(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    CHECK(dpro_reader_pack(r, &p, &len) == DPRO_ERR_ARG && !p); /* not detached */
+    dpro_reader_detach(r);
+    REQUIRE(dpro_reader_pack(r, &p, &len) == DPRO_OK && p && len > 0);
+    REQUIRE(dpro_reader_unpack(p, len, path, &u, err, sizeof err) == DPRO_OK);
+    check_same_reader(r, u);
+    CHECK(!strcmp(dpro_reader_path(u), path));
+    dpro_iter *it = NULL;
+    CHECK(dpro_iter_open(u, &it) == DPRO_ERR_ARG && !it); /* detached */
+    dpro_reader_close(u);
+    for (size_t cut = 0; cut < len; cut++) {
+        u = (dpro_reader *)1;
+        CHECK(dpro_reader_unpack(p, cut, path, &u, err, sizeof err) == DPRO_ERR_CORRUPT && !u);
+    }
+    CHECK(strstr(err, "packed.dpro: ") != NULL);
+    uint8_t *more = malloc(len + 1);
+    REQUIRE(more);
+    memcpy(more, p, len);
+    more[len] = 0;
+    CHECK(dpro_reader_unpack(more, len + 1, path, &u, err, sizeof err) == DPRO_ERR_CORRUPT && !u);
+    free(more);
+    free(p);
+    dpro_reader_close(r);
+}
+
 int
 main(void)
 {
@@ -641,6 +724,7 @@ main(void)
     test_concurrent_readers();
     test_next_event();
     test_detached_heap();
+    test_reader_pack();
     {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
