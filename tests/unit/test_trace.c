@@ -583,7 +583,9 @@ test_next_event(void)
 /* What a detached reader holds: its rows, no room for more in its arrays, and no error
  * message buffer (DPRO_ERRBUF_SIZE bytes) until its first failure: process 0 of
  * dpro-replay --mpi holds a detached reader a rank, 16,384 of them, that never fail.
- * Measured as the heap in use (mallinfo2) over 64 readers (HEAP_SEEN). */
+ * Measured as the heap in use (mallinfo2) over 64 readers (HEAP_SEEN, and not under
+ * valgrind, whose allocator mallinfo2 does not see: test_trace_leaks.sh sets
+ * DPRO_TEST_UNDER_VALGRIND). */
 static void
 test_detached_heap(void)
 {
@@ -614,7 +616,7 @@ test_detached_heap(void)
     before = mallinfo2().uordblks;
     CHECK(dpro_iter_open(r[2], &it) == DPRO_ERR_ARG); /* a second failure: the same buffer */
     size_t again = mallinfo2().uordblks - before;
-    if (HEAP_SEEN) {
+    if (HEAP_SEEN && !getenv("DPRO_TEST_UNDER_VALGRIND")) {
         CHECK(held < 4096);
         CHECK(added / N_READERS >= DPRO_ERRBUF_SIZE);
         CHECK(again == 0);

@@ -14,7 +14,7 @@ command -v valgrind > /dev/null 2>&1 || { echo "test_trace_leaks: no valgrind: s
 [ -x "$b/tests/unit/test_trace" ] || { echo "test_trace_leaks: test_trace not built"; exit 99; }
 log=$(mktemp) || exit 99
 trap 'rm -f "$log"' EXIT
-TMPDIR=${TMPDIR:-/tmp} "$b/libtool" --mode=execute valgrind -q --leak-check=full \
+DPRO_TEST_UNDER_VALGRIND=1 TMPDIR=${TMPDIR:-/tmp} "$b/libtool" --mode=execute valgrind -q --leak-check=full \
     --errors-for-leak-kinds=definite --error-exitcode=3 --log-file="$log" \
     "$b/tests/unit/test_trace" > /dev/null
 rc=$?
