@@ -413,6 +413,9 @@ drop_window(job *j, rank_task *t, int32_t n, size_t *n_msg)
     for (int32_t i = 0; i < n; i++) {
         free(t[i].jr->events);
         t[i].jr->events = NULL;
+        free(t[i].jr->wire); /* a folded rank's events held compact */
+        t[i].jr->wire = NULL;
+        t[i].jr->wire_len = 0;
         t[i].jr->n_events = 0;
         t[i].jr->folded = 0;
         t[i].windowed = 0;
@@ -453,23 +456,25 @@ fold_wave(job *j, rank_task *t, int32_t n, fold_reps *reps, int keep)
 }
 
 /* The second pass when folding while reading: waves of `jobs` ranks, each classified
- * (fold_wave) against reps (the caller's, grown here) before the next is read; in shared
- * reading folded ranks keep their signatures, and a process other than 0 packs each rank
- * read (job_share_pack). Returns 0 or a dpro_status (a failed read is the task's, told
- * by report_tasks). */
+ * (fold_wave) against reps (the caller's, grown here) before the next is read. A process
+ * other than 0 of a shared reading keeps its folded ranks' signatures and packs each rank
+ * read (job_share_pack); the single process and process 0 hold each folded rank's reduced
+ * events compact (job_rank_hold_compact: the graph's passes expand them one rank at a
+ * time). Returns 0 or a dpro_status (a failed read is the task's, told by
+ * report_tasks). */
 static int
 read_folding(job *j, rank_task *t, int32_t n, int jobs, const job_options *opts, fold_reps *reps)
 {
-    int rc = 0;
+    int rc = 0, packs = opts->share && opts->share->me != 0; /* its reads go to process 0 */
     for (int32_t w = 0; rc == 0 && w < n; w += jobs) {
         int32_t m = n - w < jobs ? n - w : jobs;
         pool_run(t + w, m, jobs, job_read_rank, opts);
-        rc = fold_wave(j, t + w, m, reps, opts->share && opts->share->me != 0);
-        for (int32_t i = w; rc == 0 && opts->share && opts->share->me != 0 && i < w + m; i++)
+        rc = fold_wave(j, t + w, m, reps, packs);
+        for (int32_t i = w; rc == 0 && packs && i < w + m; i++)
             rc = job_share_pack(j, &t[i]); /* held compressed until sent to process 0 */
-        for (int32_t i = w; rc == 0 && opts->share && opts->share->me == 0 && i < w + m; i++)
-            if (t[i].jr->folded && !t[i].bpos) /* as the others' folded ranks are held */
-                rc = job_share_hold_compact(t[i].jr);
+        for (int32_t i = w; rc == 0 && !packs && i < w + m; i++)
+            if (t[i].jr->folded) /* as process 0 holds the others' folded ranks */
+                rc = job_rank_hold_compact(t[i].jr);
         for (int32_t i = w; i < w + m; i++) /* the folded ranks' events and signatures */
             job_trim(j, (size_t)(t[i].loaded - t[i].jr->n_events) *
                             (sizeof(job_event) + 3 * sizeof(int64_t)));

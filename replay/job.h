@@ -139,8 +139,9 @@ typedef struct job_rank {
     job_align_part *align;           /* its clock alignment samples */
     struct replay_rank_iters *iters; /* its iterations (replay_rank_iterations), sent
                                       * only when no load's cut (bounds) placed them */
-    /* shared reading, process 0, not folding: a rank another process read keeps its
-     * events in the compact form they came in (n_events of them, wire_len bytes), and
+    /* A rank folded while read (the single process, process 0 of a shared reading) and,
+     * on process 0, a rank another process read keep their events compact (n_events of
+     * them, wire_len bytes: the form shared reading's messages carry, job_wire.h), and
      * `events` holds them expanded only while a pass reads them (job_rank_expand, then
      * job_rank_compact): every rank's 160-byte events are never held at once. NULL: the
      * events are held expanded. */

@@ -304,10 +304,11 @@ int job_share_bounds(const job_share *sh, rank_task *t, int32_t n, int32_t lo, i
 int job_share_classify(job *j, const job_share *sh, int p, rank_task *t, int32_t i, fold_reps *reps,
                        fold_env *envs, const hmap *by_rep, const job_options *o);
 
-/* job_share.c: holds the events of jr, a rank folded while read, compact (jr->wire, as
- * a received rank's; the graph's passes expand them one rank at a time). Returns 0 or
- * DPRO_ERR_NOMEM (jr unchanged). */
-int job_share_hold_compact(job_rank *jr);
+/* job_share.c: holds the events of jr, a rank folded while read (the single process,
+ * process 0 of a shared reading), compact (jr->wire, as process 0 holds a received rank's;
+ * the graph's passes expand them one rank at a time). Returns 0 or DPRO_ERR_NOMEM (jr
+ * unchanged). */
+int job_rank_hold_compact(job_rank *jr);
 
 /* job_share.c: the signature process 0 asked of t (put as the wire carries it) into
  * *out (malloc'd, *len bytes): an empty signature when t has none. Returns 0 or

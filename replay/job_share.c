@@ -312,7 +312,7 @@ get_rank(bytes *b, rank_task *t, received *rv, int fold)
 }
 
 int
-job_share_hold_compact(job_rank *jr)
+job_rank_hold_compact(job_rank *jr)
 {
     bytes b = {0};
     job_wire_put_events(&b, jr->events, jr->n_events);

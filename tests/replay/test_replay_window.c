@@ -4,6 +4,8 @@
  *
  *   1. threads: job_load with 1 thread and with 4 loads the same events, rank by rank
  *      (byte for byte), the same warnings in the same order, the same counts and window;
+ *      folding while read, the same ranks folded, each held compact after the load
+ *      (job_rank.wire, no expanded events) and expanded to the same events;
  *   2. the window: replay_open comparing ITERATIONS iterations (warm-up WARMUP, -1:
  *      detected) from the window alone and from every event gives the same figures,
  *      bit for bit: iterations compared and their numbers, measured and simulated
@@ -47,18 +49,25 @@ check_threads(const char *dir, job_options o)
     CHECK_EQ(a.window_warmup, b.window_warmup);
     CHECK_EQ_U(a.events_loaded, b.events_loaded);
     CHECK_EQ_U(a.events_in_files, b.events_in_files);
+    CHECK_EQ(a.n_folded, b.n_folded);
     for (int32_t r = 0; r < a.n_ranks && r < b.n_ranks; r++) {
-        const job_rank *x = &a.ranks[r], *y = &b.ranks[r];
+        job_rank *x = &a.ranks[r], *y = &b.ranks[r];
         CHECK_EQ(!x->reader, !y->reader);
+        CHECK_EQ(x->folded, y->folded);
+        if (x->folded) /* its reduced events compact until a pass expands them */
+            CHECK(x->wire && !x->events && y->wire && !y->events);
+        CHECK(job_rank_expand(x) == 0 && job_rank_expand(y) == 0);
         CHECK_EQ_U(x->n_events, y->n_events);
         CHECK_EQ_U(x->bad_batches, y->bad_batches);
         CHECK_EQ_U(x->dropped, y->dropped);
-        if (x->n_events == y->n_events && x->n_events > 0)
+        if (x->n_events == y->n_events && x->n_events > 0 && x->events && y->events)
             CHECK(memcmp(x->events, y->events, x->n_events * sizeof *x->events) == 0);
     }
     CHECK_EQ_U(a.n_diag, b.n_diag);
     for (size_t i = 0; i < a.n_diag && i < b.n_diag; i++)
         CHECK(strcmp(a.diag[i], b.diag[i]) == 0);
+    if (o.fold)
+        printf("%s: %d of %d ranks folded while read\n", dir, a.n_folded, a.n_present);
     job_free(&a);
     job_free(&b);
 }
@@ -281,6 +290,7 @@ main(int argc, char **argv)
     job_options whole = {0}, window = {.iterations = ro.iterations, .warmup = ro.warmup};
     check_threads(dir, whole);
     check_threads(dir, window);
+    check_threads(dir, (job_options){.fold = 1});
     check_window(dir, &ro, expect);
     check_release(dir, &ro);
     printf("%s -n %d -w %d: %d passed, %d failed\n", dir, ro.iterations, ro.warmup, tests_passed,

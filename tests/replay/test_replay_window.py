@@ -14,6 +14,7 @@ pass reads every batch): the replay fails without --partial and names it with it
 """
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -82,7 +83,7 @@ def damage_outside_window(tmp):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         damage_outside_window(tmp)
-        dirs = []
+        dirs, folded = [], 0
         for name, args, cases in JOBS:
             d = os.path.join(tmp, name)
             subprocess.run([GEN, d] + args, check=True, stdout=subprocess.DEVNULL)
@@ -91,8 +92,11 @@ def main():
                 p = subprocess.run([WINDOW, d, str(n), str(w), str(expect)], capture_output=True,
                                    text=True, timeout=300)
                 sys.stdout.write(p.stdout)
+                folded += sum(int(m) for m in re.findall(r": (\d+) of \d+ ranks folded", p.stdout))
                 check(p.returncode == 0, "%s -n %d -w %d: window and every event agree%s"
                       % (name, n, w, "" if p.returncode == 0 else ": " + p.stderr[-1500:]))
+        check(folded > 0, "folding while read, ranks held compact: %d folded in the jobs above"
+              % folded)
         if os.path.isdir(KINETO):
             files = sorted(f for f in os.listdir(KINETO) if f.endswith(".json.gz"))
             two = [f for f in files if f.startswith("128rank-sampled")]
