@@ -473,15 +473,7 @@ job_share_sig_bytes(const rank_task *t, unsigned char **out, size_t *len)
         b.fail = 1;
     else if (!t->sig_packed)
         job_wire_put_sig(&b, t->sig);
-    int rc = b.fail ? DPRO_ERR_NOMEM : 0;
-    if (rc != 0) {
-        free(b.p);
-        b.p = NULL;
-        b.n = 0;
-    }
-    *out = b.p;
-    *len = b.n;
-    return rc;
+    return bytes_take(&b, out, len);
 }
 
 job_fold_sig *

@@ -247,15 +247,7 @@ job_share_wire_pack(const job_event *ev, size_t n, const job_fold_sig *s, unsign
     bytes b = {0};
     job_wire_put_events(&b, ev, n);
     job_wire_put_sig(&b, s);
-    int rc = b.fail ? DPRO_ERR_NOMEM : 0;
-    if (rc != 0) {
-        free(b.p);
-        b.p = NULL;
-        b.n = 0;
-    }
-    *out = b.p;
-    *len = b.n;
-    return rc;
+    return bytes_take(&b, out, len);
 }
 
 int

@@ -100,6 +100,22 @@ get_array(bytes *b, size_t n, size_t sz)
     return a;
 }
 
+/* Hands b's bytes to *out and *len (the caller frees) and returns 0, or, when a put failed,
+ * frees them, sets *out NULL and *len 0 and returns DPRO_ERR_NOMEM. */
+static inline int
+bytes_take(bytes *b, unsigned char **out, size_t *len)
+{
+    int rc = b->fail ? DPRO_ERR_NOMEM : 0;
+    if (rc != 0) {
+        free(b->p);
+        b->p = NULL;
+        b->n = 0;
+    }
+    *out = b->p;
+    *len = b->n;
+    return rc;
+}
+
 /* job_wire.c: the n events ev, compact (what each holds, not its loaded bytes): their
  * count, then each event. b->fail when memory ends. */
 void job_wire_put_events(bytes *b, const job_event *ev, size_t n);

@@ -24,4 +24,20 @@
         }                                                                                          \
     } while (0)
 
+/* Time this thread has waited for a CPU (runnable, not running), ms: the second field of
+ * /proc/thread-self/schedstat; 0 where the kernel does not keep it. A test of the device's
+ * timeline takes it off the lateness it measures. */
+static inline double
+ms_waiting_for_cpu(void)
+{
+    unsigned long long run = 0, wait = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (f) {
+        if (fscanf(f, "%llu %llu", &run, &wait) != 2)
+            wait = 0;
+        fclose(f);
+    }
+    return (double)wait / 1e6;
+}
+
 #endif /* SIMGPU_CHECK_H */

@@ -45,20 +45,6 @@ static int g_rank, g_n;
 static ncclComm_t g_comm;
 static cudaStream_t g_s;
 
-/* Time this thread has waited for a CPU (runnable, not running), ms (test_wake.c). */
-static double
-ms_waiting_for_cpu(void)
-{
-    unsigned long long run = 0, wait = 0;
-    FILE *f = fopen("/proc/thread-self/schedstat", "r");
-    if (f) {
-        if (fscanf(f, "%llu %llu", &run, &wait) != 2)
-            wait = 0;
-        fclose(f);
-    }
-    return (double)wait / 1e6;
-}
-
 static unsigned char
 byte_of(int r, size_t i)
 {

@@ -30,21 +30,6 @@ ms(void)
     return (double)simgpu_now_ns() / 1e6;
 }
 
-/* Time this thread has waited for a CPU (runnable, not running), ms: the second field of
- * /proc/thread-self/schedstat; 0 where the kernel does not keep it. */
-static double
-ms_waiting_for_cpu(void)
-{
-    unsigned long long run = 0, wait = 0;
-    FILE *f = fopen("/proc/thread-self/schedstat", "r");
-    if (f) {
-        if (fscanf(f, "%llu %llu", &run, &wait) != 2)
-            wait = 0;
-        fclose(f);
-    }
-    return (double)wait / 1e6;
-}
-
 /* Durations of the kernels registered in main, ms. */
 #define LONG_MS 40.0
 #define SHORT_MS 5.0

@@ -35,21 +35,6 @@
 
 static char k_1ms;
 
-/* Time this thread has waited for a CPU (runnable, not running), ms: the second field of
- * /proc/thread-self/schedstat; 0 where the kernel does not keep it. */
-static double
-ms_waiting_for_cpu(void)
-{
-    unsigned long long run = 0, wait = 0;
-    FILE *f = fopen("/proc/thread-self/schedstat", "r");
-    if (f) {
-        if (fscanf(f, "%llu %llu", &run, &wait) != 2)
-            wait = 0;
-        fclose(f);
-    }
-    return (double)wait / 1e6;
-}
-
 /* Runs the case once in this process; prints one line and checks the timeline. */
 static void
 run_case(int starved)
