@@ -354,8 +354,10 @@ regather_waits(workload *w, const rank_info *ri, int32_t r, const uint8_t *again
         int64_t in = 0, more = 0;
         for (; k < n && ce[k].end <= dfg_mend(g, x); k++)
             in += ce[k].in, more += ce[k].again;
-        if (in > 0)
-            rate[nr++] = dfg_dur(g, x) * 1000000 / in; /* fs a byte */
+        if (in > 0) { /* fs a byte, in double: a call of hours would wrap the product */
+            double fs_byte = (double)dfg_dur(g, x) * 1e6 / (double)in;
+            rate[nr++] = fs_byte < (double)(INT64_MAX / 2) ? (int64_t)fs_byte : INT64_MAX / 2;
+        }
         add[2 * nb] = x, add[2 * nb++ + 1] = more;
     }
     int64_t fs = nr > 0 ? (int64_t)sim_median_i64(rate, nr) : 0;

@@ -59,6 +59,7 @@
 #define JOB_ADDS 16    /* an element-wise kernel (ELEMWISE_ADD, 43 us) in each backward */
 #define JOB_EVENTS 32  /* an event record after each forward all-gather's launch */
 #define JOB_OPTIM 64   /* an optimizer kernel (80 us) on the main thread before the forward */
+#define JOB_HOURS 128  /* the closing synchronize returns 3 hours after the device work */
 /* PyTorch's float add: 4 elements a thread of each of its 3 tensors, 48 bytes */
 #define ELEMWISE_ADD                                                                               \
     "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EELb" \
@@ -163,6 +164,8 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
             rk[r].bounds[it] = b0;
             g->flags[b0] |= DFG_F_BLOCKING;
             g->dur[b0] = (flags & JOB_WAITS) ? 900 * US : g->dur[b0];
+            if (flags & JOB_HOURS)
+                rc |= dfg_set_dur(g, b0, (int64_t)3 * 3600 * 1000000000);
             if (rk[r].last >= 0)
                 rc |= dfg_add_edge(g, rk[r].last, b0);
         }
@@ -443,6 +446,31 @@ test_fsdp_reshard_wait(void)
     CHECK(llabs(iter[1] - iter[0] - 300 * US) < 5 * US);
 }
 
+/* A closing synchronize of 3 hours (a hostile or broken trace): its wait a byte is taken
+ * whole, not wrapped in the product with the femtoseconds (1.08e13 ns x 1e6 passes
+ * INT64_MAX), and each call's added wait is the field's most, never negative or none. */
+static void
+test_fsdp_reshard_hours(void)
+{
+    dfg g;
+    fsdp_job_ids ids;
+    REQUIRE(build_fsdp_job(&g, &ids, JOB_HOURS, 2) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    int64_t calls = 0, most = 0;
+    for (int32_t n = 0; n < g.n_nodes; n++) {
+        calls += w.fsdp.sync_wait_ns[n] > 0;
+        most += w.fsdp.sync_wait_ns[n] == INT32_MAX;
+    }
+    CHECK_EQ_U(calls, 2 * ITERS);
+    CHECK_EQ_U(most, 2 * ITERS);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 /* The micro-batch of accumulation on the job without and with the reduce-scatters'
  * copy-in, the batch's copy and the optimizer's kernel before the forward: the copy-in
  * and the optimizer are the synchronised micro-batch's alone, the batch's copy takes half
@@ -611,6 +639,7 @@ main(void)
     test_fsdp_strategies();
     test_fsdp_reshard();
     test_fsdp_reshard_wait();
+    test_fsdp_reshard_hours();
     test_fsdp_accumulation();
     test_fsdp_accumulation_adds();
     test_not_for_ddp();

@@ -109,7 +109,7 @@ main(int argc, char **argv)
         for (int i = 0; i < iters; i++)
             CK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, s));
         CK(cudaStreamSynchronize(s));
-        double us = (now_us() - t0) / iters, algbw = (double)(count * 4) / us / 1e3;
+        double us = (now_us() - t0) / iters, algbw = us > 0 ? (double)(count * 4) / us / 1e3 : 0;
         if (rank == 0)
             printf(" %11zu %12zu %10.2f %8.2f %8.2f\n", count * 4, count, us, algbw,
                    algbw * 2 * (world - 1) / world);
