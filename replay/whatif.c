@@ -195,9 +195,10 @@ pool_jitter(const dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1, 
     return m;
 }
 
-/* Each host node's measured time since its thread last waited for its device (the end
- * of its last blocking call, or the thread's first start), in a malloc'd array of
- * g->n_nodes entries (device nodes 0); NULL out of memory. */
+/* Each host node's measured time since its thread last waited for its device: the end
+ * of its last blocking call or of its rank's last iteration boundary (the step's
+ * closing synchronisation), whichever is later, or the thread's first start; in a
+ * malloc'd array of g->n_nodes entries (device nodes 0). NULL out of memory. */
 static double *
 host_since_sync(const dfg *g)
 {
@@ -205,13 +206,18 @@ host_since_sync(const dfg *g)
     for (int32_t q = 0; since && q < g->n_res; q++) {
         if (g->res_kind[q] != DFG_RES_THREAD || g->res_first[q] < 0)
             continue;
-        int64_t t = g->mstart[g->res_first[q]];
+        const int32_t *bnd;
+        int32_t nb = dfg_iterations(g, g->res_rank[q], &bnd), k = 0;
+        int64_t t = g->mstart[g->res_first[q]], blocked = INT64_MIN;
         for (int32_t n = g->res_first[q]; n >= 0; n = g->next_on_res[n]) {
             if (g->flags[n] & DFG_F_REMOVED)
                 continue;
+            for (; k < nb && (bnd[k] < 0 || dfg_mend(g, bnd[k]) <= g->mstart[n]); k++)
+                t = bnd[k] >= 0 && dfg_mend(g, bnd[k]) > t ? dfg_mend(g, bnd[k]) : t;
+            t = blocked > t ? blocked : t;
             since[n] = g->mstart[n] > t ? (double)(g->mstart[n] - t) : 0;
             if (g->flags[n] & DFG_F_BLOCKING)
-                t = dfg_mend(g, n);
+                blocked = dfg_mend(g, n);
         }
     }
     return since;
