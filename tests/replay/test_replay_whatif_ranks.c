@@ -484,10 +484,27 @@ test_rank_wait_stalled(void)
     CHECK(fabs((double)w - max_stall(4, 0.6, 6e5)) < 300);
     /* host time x1 at N keeps the lead; a host much slower at N has none left (the launch
      * calls 10 ms after their thread's last wait) */
-    double same[2] = {1, 1}, slower[2] = {1000, 1000};
+    double same[2] = {1, 1}, slower[2] = {1000, 1000}, twice[2] = {2, 2};
     CHECK_EQ(replay_rank_wait_stalled(&g, 2, 4, INT64_MIN, INT64_MAX, 1, 1e6, same), w);
+    int64_t lead = w;
     w = replay_rank_wait_stalled(&g, 2, 4, INT64_MIN, INT64_MAX, 1, 1e6, slower);
     CHECK(llabs(w - 800000) < 300);
+    CHECK(llabs(replay_rank_wait_stalled(&g, 2, 4, INT64_MIN, INT64_MAX, 1, 1e6, twice) - 800000) <
+          300);
+    /* the step's sync (each rank's iteration boundaries, not blocking calls, as a
+     * boundary found from markers) 1 us before the launch calls: x2 host time takes
+     * 1 us of the lead */
+    for (int32_t q = 0; q < g.n_groups; q++)
+        for (int32_t x = g.grp_first[q]; x >= 0; x = dfg_next_in_group(&g, x)) {
+            const int32_t *bnd;
+            int32_t nb = dfg_iterations(&g, dfg_rank(&g, x), &bnd);
+            for (int32_t k = 1; k < nb; k++) { /* the first is the thread's start */
+                g.mstart[bnd[k]] = g.mstart[g.launch[x]] - 1000;
+                g.flags[bnd[k]] &= ~DFG_F_BLOCKING;
+            }
+        }
+    w = replay_rank_wait_stalled(&g, 2, 4, INT64_MIN, INT64_MAX, 1, 1e6, twice);
+    CHECK(w > lead && fabs((double)w - max_stall(4, 0.601, 6.01e5)) < 300);
     set_slack(&g, 0, 0);
     /* traced jitter +-40 us and stalls: the latest of 4 sums is at least the latest of
      * their stalls (less the latest of the traced 2, 20 us) and at most the latest
