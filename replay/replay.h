@@ -227,20 +227,15 @@ int64_t replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64
 /* replay_rank_wait with the N ranks' hosts stalled (hostshare_at's stall model): each
  * arrival of n_to ranks is a draw of F plus a stall D, D 0 with probability 1 - stall_p
  * and else uniform on (0, stall_ns] (the rest of a timeslice the rank's thread waits
- * for its core), drawn independently for every rank and collective; the stall delays the
- * arrival only by its part beyond the host's lead over its device there (the slack, drawn
- * with the arrival: from the collective's launch call's start plus its launch latency to
- * the device's start of it, measured; at n_to the host time since the thread last waited
- * for its device scales by host_factor[rank], n_ranks entries, NULL for 1, and the lead
- * shrinks by that much more host time); the wait is the expected maximum of n_to such
- * draws less that of n_from draws of F (the traced arrivals, their own stalls in F);
- * with fewer than REPLAY_RANK_WAIT_MIN_SAMPLES arrivals (folded ranks: one arrival a
- * class) F is taken as 0 and the slack as 0, the stalls alone. stall_p 0 or stall_ns 0 is
- * replay_rank_wait.
+ * for its core), drawn independently for every rank and collective; the wait is the
+ * expected maximum of n_to such draws less that of n_from draws of F (the traced
+ * arrivals, their own stalls in F); with fewer than REPLAY_RANK_WAIT_MIN_SAMPLES
+ * arrivals (folded ranks: one arrival a class) F is taken as 0, the stalls alone. stall_p
+ * 0 or stall_ns 0 is replay_rank_wait.
  * Returns as replay_rank_wait, and -1 also when stall_p is outside [0, 1] or stall_ns
  * below 0. */
 int64_t replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1,
-                                 double stall_p, double stall_ns, const double *host_factor);
+                                 double stall_p, double stall_ns);
 
 /* Compared iteration k (rp->iter_first <= k <= rp->iter_last) of rank r, measured and
  * simulated (rp simulated): stores in *trace_t0 and *trace_t1 where it starts and ends on

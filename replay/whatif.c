@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "replay.h"
+#include "order.h"
 
 int
 replay_scale_host_node(dfg *g, int32_t n, double factor)
@@ -146,29 +147,12 @@ group_sampled(const dfg *g, int32_t q, int32_t n_from, int32_t n_to, int64_t w0,
     return ok;
 }
 
-/* The host's lead over its device at participant p (ns, at least 0): from its launch
- * call's start (plus the launch latency) to the device's start of it, when the device
- * was still busy with the work queued before it; a host stall shorter than that delays
- * nothing. At the what-if's ranks the device work is the same and the host time since
- * the thread last waited for its device (since[launch call]) scales by factor[rank] (NULL:
- * 1), so the lead is that much shorter. 0 when p has no launch call. */
-static double
-arrival_slack(const dfg *g, int32_t p, const double *since, const double *factor)
-{
-    int32_t h = g->launch[p], r = dfg_rank(g, p);
-    double lead = h >= 0 ? (double)(g->mstart[p] - g->mstart[h] - dfg_lat(g, p)) : 0;
-    double f = factor && r >= 0 && r < g->n_ranks ? factor[r] : 1;
-    lead -= h >= 0 && f > 1 ? (f - 1) * since[h] : 0;
-    return lead > 0 ? lead : 0;
-}
-
 /* Pools the arrival jitter of the sampled groups into v (room for every participant):
  * each participant's start less its group's mean start, less its rank's mean of those
- * (off, n_ranks entries, zeroed by the caller, with cnt), and each one's slack
- * (arrival_slack) into s when s is not NULL. Returns the count. */
+ * (off, n_ranks entries, zeroed by the caller, with cnt). Returns the count. */
 static size_t
 pool_jitter(const dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1, double *off,
-            double *cnt, double *v, double *s, const double *since, const double *factor)
+            double *cnt, double *v)
 {
     size_t m = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -185,8 +169,6 @@ pool_jitter(const dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1, 
                     off[r] += dev;
                     cnt[r] += 1;
                 } else {
-                    if (s)
-                        s[m] = arrival_slack(g, p, since, factor);
                     v[m++] = dev - off[r] / cnt[r];
                 }
             }
@@ -195,80 +177,26 @@ pool_jitter(const dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1, 
     return m;
 }
 
-/* Each host node's measured time since its thread last waited for its device: the end
- * of its last blocking call or of its rank's last iteration boundary (the step's
- * closing synchronisation), whichever is later, or the thread's first start; in a
- * malloc'd array of g->n_nodes entries (device nodes 0). NULL out of memory. */
-static double *
-host_since_sync(const dfg *g)
-{
-    double *since = calloc((size_t)g->n_nodes + 1, sizeof *since);
-    for (int32_t q = 0; since && q < g->n_res; q++) {
-        if (g->res_kind[q] != DFG_RES_THREAD || g->res_first[q] < 0)
-            continue;
-        const int32_t *bnd;
-        int32_t nb = dfg_iterations(g, g->res_rank[q], &bnd), k = 0;
-        int64_t t = g->mstart[g->res_first[q]], blocked = INT64_MIN;
-        for (int32_t n = g->res_first[q]; n >= 0; n = g->next_on_res[n]) {
-            if (g->flags[n] & DFG_F_REMOVED)
-                continue;
-            for (; k < nb && (bnd[k] < 0 || dfg_mend(g, bnd[k]) <= g->mstart[n]); k++)
-                t = bnd[k] >= 0 && dfg_mend(g, bnd[k]) > t ? dfg_mend(g, bnd[k]) : t;
-            t = blocked > t ? blocked : t;
-            since[n] = g->mstart[n] > t ? (double)(g->mstart[n] - t) : 0;
-            if (g->flags[n] & DFG_F_BLOCKING)
-                blocked = dfg_mend(g, n);
-        }
-    }
-    return since;
-}
-
-/* An arrival's jitter and slack, sorted by jitter. */
-typedef struct arrival {
-    double v, s;
-} arrival;
-
-static int
-cmp_arrival(const void *x, const void *y)
-{
-    const arrival *a = x, *b = y;
-    return (a->v > b->v) - (a->v < b->v);
-}
-
-/* Sorts v (m values) and s with it by v, through tmp (m entries). */
-static void
-sort_arrivals(double *v, double *s, size_t m, arrival *tmp)
-{
-    for (size_t i = 0; i < m; i++)
-        tmp[i] = (arrival){v[i], s[i]};
-    qsort(tmp, m, sizeof *tmp, cmp_arrival);
-    for (size_t i = 0; i < m; i++) {
-        v[i] = tmp[i].v;
-        s[i] = tmp[i].s;
-    }
-}
-
 /* Most values expected_max_stalled integrates over (more are taken at their quantiles),
  * and the cells of its integral. */
 #define STALL_VALUES 512
 #define STALL_CELLS 4096
 
-/* The expected maximum of k independent draws of v_I + max(0, D - s_I) (I uniform over
- * the m values v sorted, s_I its arrival's slack; D 0 with probability 1 - p and else
- * uniform on (0, a], a > 0): E[max] = lo + integral from lo to hi of (1 - G(x)^k), G the
- * CDF of one draw (P(D <= x - v_i + s_i) where x >= v_i), by the midpoint rule over
- * STALL_CELLS cells, with at most STALL_VALUES values (the sorted v at their quantiles). */
+/* The expected maximum of k independent draws of v_I + D (I uniform over the m sorted
+ * values v, D 0 with probability 1 - p and else uniform on (0, a], a > 0): E[max] = lo +
+ * integral from lo to hi of (1 - G(x)^k), G the CDF of one draw, by the midpoint rule
+ * over STALL_CELLS cells, with at most STALL_VALUES values (the sorted v at their
+ * quantiles). */
 static double
-expected_max_stalled(const double *v, const double *s, size_t m, int32_t k, double p, double a)
+expected_max_stalled(const double *v, size_t m, int32_t k, double p, double a)
 {
     size_t nv = m < STALL_VALUES ? m : STALL_VALUES;
     double lo = v[0], hi = v[m - 1] + a, dx = (hi - lo) / STALL_CELLS, e = lo;
     for (int c = 0; c < STALL_CELLS; c++) {
         double x = lo + (c + 0.5) * dx, cdf = 0;
         for (size_t i = 0; i < nv; i++) {
-            size_t j = nv < m ? (size_t)(((double)i + 0.5) * (double)m / (double)nv) : i;
-            double y = x - v[j], z = y + s[j];
-            cdf += y < 0 ? 0 : (1 - p) + p * (z < a ? z / a : 1);
+            double y = x - v[nv < m ? (size_t)(((double)i + 0.5) * (double)m / (double)nv) : i];
+            cdf += y < 0 ? 0 : (1 - p) + p * (y < a ? y / a : 1);
         }
         e += (1 - pow(cdf / (double)nv, k)) * dx;
     }
@@ -278,44 +206,38 @@ expected_max_stalled(const double *v, const double *s, size_t m, int32_t k, doub
 int64_t
 replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1)
 {
-    return replay_rank_wait_stalled(g, n_from, n_to, w0, w1, 0, 0, NULL);
+    return replay_rank_wait_stalled(g, n_from, n_to, w0, w1, 0, 0);
 }
 
 int64_t
 replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1,
-                         double stall_p, double stall_ns, const double *host_factor)
+                         double stall_p, double stall_ns)
 {
     int64_t rc = 0;
     size_t cap = 0, m = 0;
-    double *off = NULL, *cnt = NULL, *v = NULL, *s = NULL, *since = NULL;
-    arrival *tmp = NULL;
+    double *off = NULL, *cnt = NULL, *v = NULL;
     if (n_from < 2 || n_to < 2 || !(stall_p >= 0 && stall_p <= 1) || !(stall_ns >= 0)) {
         rc = -1;
     } else {
         for (int32_t q = 0; q < g->n_groups; q++)
             cap += group_sampled(g, q, n_from, n_to, w0, w1) ? (size_t)n_from : 0;
-        cap = cap ? cap : 1;
         off = calloc((size_t)g->n_ranks + 1, sizeof *off);
         cnt = calloc((size_t)g->n_ranks + 1, sizeof *cnt);
-        v = malloc(cap * sizeof *v);
-        s = calloc(cap, sizeof *s);
-        tmp = malloc(cap * sizeof *tmp);
-        since = host_since_sync(g);
-        if (!off || !cnt || !v || !s || !tmp || !since)
+        v = malloc((cap ? cap : 1) * sizeof *v);
+        if (!off || !cnt || !v)
             rc = -2;
     }
     if (rc == 0)
-        m = pool_jitter(g, n_from, n_to, w0, w1, off, cnt, v, s, since, host_factor);
+        m = pool_jitter(g, n_from, n_to, w0, w1, off, cnt, v);
     if (rc == 0 && m < REPLAY_RANK_WAIT_MIN_SAMPLES && stall_p > 0 && stall_ns > 0) {
         v[0] = 0; /* too few arrivals to learn F from (folded ranks): the stalls alone */
-        s[0] = 0;
         m = 1;
     }
     if (rc == 0 && (m >= REPLAY_RANK_WAIT_MIN_SAMPLES || (m == 1 && stall_p > 0)) &&
         n_to > n_from) {
         double e;
-        sort_arrivals(v, s, m, tmp);
-        e = (stall_p > 0 && stall_ns > 0 ? expected_max_stalled(v, s, m, n_to, stall_p, stall_ns)
+        qsort(v, m, sizeof *v, order_double);
+        e = (stall_p > 0 && stall_ns > 0 ? expected_max_stalled(v, m, n_to, stall_p, stall_ns)
                                          : expected_max(v, m, n_to)) -
             expected_max(v, m, n_from);
         rc = e > 0 ? (int64_t)llround(e) : 0;
@@ -327,8 +249,5 @@ replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64
     free(off);
     free(cnt);
     free(v);
-    free(s);
-    free(tmp);
-    free(since);
     return rc;
 }

@@ -463,10 +463,10 @@ rank_wait(const replay *rp, dfg *g, int32_t n_to, const hostshare *hs, int64_t *
     *wait_ns = 0;
     if (rp->iter_first >= 0 && rp->iter_last >= rp->iter_first && rp->iter_last + 1 < nb &&
         b[rp->iter_first] >= 0 && b[rp->iter_last + 1] >= 0)
-        w = replay_rank_wait_stalled(
-            g, rp->job.n_ranks, n_to, dfg_mend(&rp->graph, b[rp->iter_first]),
-            dfg_mend(&rp->graph, b[rp->iter_last + 1]), hs->known ? hs->stall_p : 0,
-            hs->known ? hs->stall_ns : 0, hs->known ? hs->factor : NULL);
+        w = replay_rank_wait_stalled(g, rp->job.n_ranks, n_to,
+                                     dfg_mend(&rp->graph, b[rp->iter_first]),
+                                     dfg_mend(&rp->graph, b[rp->iter_last + 1]),
+                                     hs->known ? hs->stall_p : 0, hs->known ? hs->stall_ns : 0);
     if (w > 0)
         *wait_ns = w;
     return w == -2 ? -1 : 0;
