@@ -618,6 +618,8 @@ print_text(const report *rep)
                    "measured mean\n",
                    rep->typ->drawn_samples, rep->typ->drawn_min_us, rep->typ->drawn_max_us,
                    rep->typ->drawn_predicted_us, rep->typ->drawn_error_pct);
+        else if (rep->typ->drawn_absent)
+            printf("drawn replay: none (%s)\n", rep->typ->drawn_absent);
     } else if (rep->have_typical)
         printf("typical-duration replay: one compared iteration, so it is the exact replay\n");
     printf("\nbreakdown per iteration (mean over ranks):\n");
@@ -847,17 +849,20 @@ main(int argc, char **argv)
     }
     log_peak(me, "the what-ifs");
     /* the report reads of the exact timeline only the iterations' ends once summarized;
-     * --chrome writes all of it */
+     * --chrome writes all of it. -q without --json prints neither the typical replay nor
+     * the perturbation check, so their simulations are not run. */
+    int printed = !a.quiet || a.as_json;
+    memset(&typ, 0, sizeof typ);
     if ((!a.chrome && replay_release_timeline(&rp) != 0) ||
-        (rc = replay_typical_replay(&rp, &typ)) < 0 ||
-        (a.perturb_top > 0 && (rc = replay_perturb(&rp, a.perturb_top, 0.5, &pt)) < 0)) {
+        (printed && (rc = replay_typical_replay(&rp, &typ)) < 0) ||
+        (printed && a.perturb_top > 0 && (rc = replay_perturb(&rp, a.perturb_top, 0.5, &pt)) < 0)) {
         pr_err("out of memory");
         goto out;
     }
     log_peak(me, "the typical replay (and --perturb)");
     rep.have_typical = typ.iterations > 0 && typ.predicted_us > 0;
-    rep.have_perturb = a.perturb_top > 0 && rc == 0;
-    if (a.perturb_top > 0 && !rep.have_perturb)
+    rep.have_perturb = printed && a.perturb_top > 0 && rc == 0;
+    if (printed && a.perturb_top > 0 && !rep.have_perturb)
         job_warn(&rp.job, "the perturbation check's simulations do not cover the compared "
                           "iterations");
     if (a.as_json)

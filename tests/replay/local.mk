@@ -76,6 +76,9 @@ dist_check_SCRIPTS += tests/replay/test_replay_fold.py
 # -q: only the final figure, no warnings
 TESTS += tests/replay/test_replay_quiet.py
 dist_check_SCRIPTS += tests/replay/test_replay_quiet.py
+# what -q skips and what a failing drawn replay keeps (DPRO_TEST_FIDELITY_FAIL)
+TESTS += tests/replay/test_replay_fidelity_fault.py
+dist_check_SCRIPTS += tests/replay/test_replay_fidelity_fault.py
 
 TESTS += tests/replay/test_replay_align tests/replay/test_replay_sim \
 	tests/replay/test_replay_build tests/replay/test_fidelity_unit \
