@@ -521,6 +521,31 @@ what_if(replay *rp, const args *a, replay_summary *ws, hostshare *hs, int64_t *w
     return rc;
 }
 
+/* The perturbation check's rows, one a kernel name, as reports show names
+ * (kernels_display_names: different kernels that would show one name numbered). */
+static void
+print_perturb_rows(const dfg *g, const replay_perturbation *p)
+{
+    const char **names = malloc((size_t)(p->n > 0 ? p->n : 1) * sizeof *names);
+    kernels_name_buf *shown = malloc((size_t)(p->n > 0 ? p->n : 1) * sizeof *shown);
+    if (!names || !shown) {
+        pr_err("out of memory");
+        p = NULL;
+    }
+    for (int32_t k = 0; p && k < p->n; k++)
+        names[k] = dfg_name(g, p->cls[k].name);
+    if (p)
+        kernels_display_names(names, (size_t)p->n, shown); /* plain names if out of memory */
+    for (int32_t k = 0; p && k < p->n; k++) {
+        const replay_perturb_class *c = &p->cls[k];
+        printf("%12.1f %12.1f %14.1f %14.1f %10.1f  %s\n", p->baseline_us - c->predicted_us,
+               (1 - p->scale) * c->total_us, c->predicted_us, c->without_us, c->stale_wait_us,
+               shown[k].text);
+    }
+    free(names);
+    free(shown);
+}
+
 /* The what-if's part of the text report: what was changed, the predicted iteration and
  * breakdown, and with --what-if-ranks what the prediction assumes. */
 static void
@@ -654,13 +679,7 @@ print_text(const report *rep)
                "waits %.1f us)\n%12s %12s %14s %14s %10s  %s\n",
                p->scale, p->baseline_us, p->baseline_stale_us, "saving us", "max saving",
                "predicted us", "without us", "stale us", "kernel");
-        for (int32_t k = 0; k < p->n; k++) {
-            const replay_perturb_class *c = &p->cls[k];
-            char buf[KERNELS_SHORT_NAME_MAX + 8];
-            printf("%12.1f %12.1f %14.1f %14.1f %10.1f  %s\n", p->baseline_us - c->predicted_us,
-                   (1 - p->scale) * c->total_us, c->predicted_us, c->without_us, c->stale_wait_us,
-                   kernels_display_name(dfg_name(g, c->name), buf, sizeof buf));
-        }
+        print_perturb_rows(g, p);
     }
     if (show_cp) {
         printf("\ncritical path of the last compared iteration (ends on rank %d, %.1f us):\n",
