@@ -446,8 +446,9 @@ node_layout(replay *rp, const args *a, dfg *g, whatif_nodes *nl)
                  a->ranks_to, nl->to, k);
     else if (a->net_gbps > 0)
         job_warn(&rp->job, "--what-if-network unused: %s",
-                 nl->traced > 1 ? "the trace spans nodes, its collectives' model has the network"
-                                : "the ranks stay on one node");
+                 nl->traced > 1    ? "the trace spans nodes, its collectives' model has the network"
+                 : nl->traced == 0 ? "no trace records its host, so the nodes are not known"
+                                   : "the ranks stay on one node");
     return rc;
 }
 
