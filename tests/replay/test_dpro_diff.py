@@ -18,7 +18,9 @@ Names: A and B launch a mangled kernel (PyTorch's fill kernel) and two kernels w
 names differ only in their parameter lists and are too long to be shown whole; the text
 report shows the first demangled and shortened (as dpro-info and dpro-replay show
 kernels) and the two others with " [1]" and " [2]" (they would show one name), the JSON
-the raw names; dpro-replay --perturb 3 on B shows its rows the same way."""
+the raw names; dpro-replay --perturb 3 on B shows its rows the same way, and dpro-export
+--chrome names A's kernel slices so (args.full_name: the raw name) where --kineto keeps
+the raw names."""
 import glob
 import gzip
 import json
@@ -192,6 +194,31 @@ def names(tmp):
     T.check(p.returncode == 0 and rows == want,
             "dpro-replay --perturb 3: the rows as reports show kernels, the alike ones "
             "numbered (%s, %s)" % (rows, p.stderr[-300:]))
+    exported(tmp, a, fill)
+
+
+def exported(tmp, a, fill):
+    """dpro-export of A: --chrome's kernel slices as reports name kernels, the raw name in
+    args.full_name; --kineto's the raw names."""
+    got = {}
+    for how in ("--chrome", "--kineto"):
+        out = os.path.join(tmp, "export%s.json" % how)
+        args = ["--chrome", out] if how == "--chrome" else ["--kineto", "-o", out]
+        p = subprocess.run([os.path.join(T.BUILD, "tools", "dpro-export"), a] + args,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        T.check(p.returncode == 0, "dpro-export %s (%s)" % (how, p.stderr[-300:]))
+        with open(out) as f:
+            ev = json.load(f)["traceEvents"] if p.returncode == 0 else []
+        got[how] = sorted({(e["name"], e.get("args", {}).get("full_name")) for e in ev
+                           if e.get("cat") == "kernel" and e.get("ph") == "X"})
+    raw = [FILL, LONG % "int", LONG % "long"]
+    want = sorted([(fill, FILL if fill != FILL else None),
+                   (LONG_SHOWN + " [1]", LONG % "int"), (LONG_SHOWN + " [2]", LONG % "long")])
+    T.check(got["--chrome"] == want,
+            "--chrome: the kernel slices named as reports name them, full_name raw (%s)"
+            % got["--chrome"])
+    T.check(got["--kineto"] == sorted((n, None) for n in raw),
+            "--kineto: the raw kernel names (%s)" % got["--kineto"])
 
 
 def kernel_json(path):
