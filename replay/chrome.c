@@ -324,6 +324,7 @@ shown_kernels_init(const dfg *g, shown_kernels *sk)
     return rc;
 }
 
+/* Frees what shown_kernels_init allocated (sk zeroed, or filled by it). */
 static void
 shown_kernels_free(shown_kernels *sk)
 {

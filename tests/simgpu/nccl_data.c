@@ -65,18 +65,15 @@ static int g_data_all;
 static uint64_t
 env_kib(const char *name, uint64_t least, uint64_t dflt)
 {
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return dflt;
+    const char *v = getenv(name), *p = v;
     uint64_t k = 0;
-    const char *p = v;
-    for (; *p >= '0' && *p <= '9' && k <= (1ULL << 40); p++)
+    for (; p && *p >= '0' && *p <= '9' && k <= (1ULL << 40); p++)
         k = k * 10 + (uint64_t)(*p - '0');
-    if (*p == '\0' && k >= least && k <= (1ULL << 40))
-        return k;
-    fprintf(stderr, "simgpu: %s=%s is not a whole number of KiB from %llu to 2^40: %llu\n", name, v,
-            (unsigned long long)least, (unsigned long long)dflt);
-    return dflt;
+    int whole = p && p != v && *p == '\0' && k >= least && k <= (1ULL << 40);
+    if (v && *v && !whole)
+        fprintf(stderr, "simgpu: %s=%s is not a whole number of KiB from %llu to 2^40: %llu\n",
+                name, v, (unsigned long long)least, (unsigned long long)dflt);
+    return whole ? k : dflt;
 }
 
 static void
