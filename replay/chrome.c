@@ -6,6 +6,7 @@
 
 #include "hmap.h"
 #include "json_writer.h"
+#include "kernels.h"
 
 #define TID_ITER 1
 #define TID_CP 2         /* the critical path's track */
@@ -276,8 +277,74 @@ export_iterations(const dfg *g, sim_timeline tl, const window *w, json_writer *j
 }
 
 /* The critical path of s (on tl's timeline), a slice per piece, on its rank's process. */
+/* The names kernels show in the export, by string id: shown[id] is the name of the
+ * kernels named id as reports show them (kernels_display_names over the kernel names of
+ * g's live nodes), NULL where no kernel has that name; it points into buf. */
+typedef struct shown_kernels {
+    const char **shown;
+    uint32_t n; /* ids in shown */
+    kernels_name_buf *buf;
+} shown_kernels;
+
+/* Fills *sk for g. Returns 0, or -1 out of memory (*sk then holds nothing to free). */
+static int
+shown_kernels_init(const dfg *g, shown_kernels *sk)
+{
+    uint32_t ns = g->strings.n > 0 ? g->strings.n : 1;
+    int32_t *slot = malloc(ns * sizeof *slot), k = 0;
+    const char **names = malloc(ns * sizeof *names);
+    sk->shown = calloc(ns, sizeof *sk->shown);
+    sk->n = ns;
+    sk->buf = NULL;
+    int rc = slot && names && sk->shown ? 0 : -1;
+    for (uint32_t i = 0; rc == 0 && i < ns; i++)
+        slot[i] = -1;
+    for (int32_t n = 0; rc == 0 && n < g->n_nodes; n++) {
+        int32_t id = g->name[n];
+        if (g->kind[n] == DFG_KERNEL && !(g->flags[n] & DFG_F_REMOVED) && id >= 0 &&
+            (uint32_t)id < ns && slot[id] < 0) {
+            slot[id] = k;
+            names[k++] = dfg_name(g, id);
+        }
+    }
+    if (rc == 0 && (sk->buf = malloc((size_t)(k > 0 ? k : 1) * sizeof *sk->buf)) == NULL)
+        rc = -1;
+    if (rc == 0)
+        rc = kernels_display_names(names, (size_t)k, sk->buf);
+    for (uint32_t i = 0; rc == 0 && i < ns; i++)
+        sk->shown[i] = slot[i] >= 0 ? sk->buf[slot[i]].text : NULL;
+    if (rc != 0) {
+        free(sk->shown);
+        free(sk->buf);
+        sk->shown = NULL;
+        sk->buf = NULL;
+    }
+    free(slot);
+    free(names);
+    return rc;
+}
+
+/* Frees what shown_kernels_init allocated (sk zeroed, or filled by it). */
 static void
-export_critical_path(const dfg *g, const replay_summary *s, const window *w, json_writer *j)
+shown_kernels_free(shown_kernels *sk)
+{
+    free(sk->shown);
+    free(sk->buf);
+}
+
+/* The name node n of g shows: a kernel's as reports show it (sk), else as traced. */
+static const char *
+shown_name(const dfg *g, const shown_kernels *sk, int32_t n)
+{
+    int32_t id = g->name[n];
+    const char *k =
+        g->kind[n] == DFG_KERNEL && id >= 0 && (uint32_t)id < sk->n ? sk->shown[id] : NULL;
+    return k ? k : dfg_name(g, g->name[n]);
+}
+
+static void
+export_critical_path(const dfg *g, const shown_kernels *sk, const replay_summary *s,
+                     const window *w, json_writer *j)
 {
     int32_t r = s->cp_rank;
     if (r < 0 || !s->n_cp_pieces)
@@ -292,8 +359,7 @@ export_critical_path(const dfg *g, const replay_summary *s, const window *w, jso
         json_kv_string(j, "ph", "X");
         json_kv_string(j, "cat", "critical_path");
         json_kv_string(j, "name",
-                       p->op ? (*p->op ? p->op : "(no op recorded)")
-                             : dfg_name(g, g->name[p->node]));
+                       p->op ? (*p->op ? p->op : "(no op recorded)") : shown_name(g, sk, p->node));
         json_kv_int(j, "pid", r);
         json_kv_int(j, "tid", TID_CP);
         json_kv_double(j, "ts", us(p->start_ns));
@@ -310,7 +376,8 @@ export_critical_path(const dfg *g, const replay_summary *s, const window *w, jso
 /* One slice per node (collectives with their wait and transfer), and a flow from each
  * device op's launch call to it. */
 static void
-export_nodes(const dfg *g, sim_timeline tl, const window *w, json_writer *j)
+export_nodes(const dfg *g, const shown_kernels *sk, sim_timeline tl, const window *w,
+             json_writer *j)
 {
     for (int32_t n = 0; n < g->n_nodes; n++) {
         if ((g->flags[n] & DFG_F_REMOVED) || tl.start[n] < 0)
@@ -321,13 +388,16 @@ export_nodes(const dfg *g, sim_timeline tl, const window *w, json_writer *j)
         json_begin_object(j);
         json_kv_string(j, "ph", "X");
         json_kv_string(j, "cat", kind_cat(g->kind[n]));
-        json_kv_string(j, "name", dfg_name(g, g->name[n]));
+        const char *name = shown_name(g, sk, n), *traced = dfg_name(g, g->name[n]);
+        json_kv_string(j, "name", name);
         json_kv_int(j, "pid", r);
         json_kv_int(j, "tid", TID_BASE + g->res[n]);
         json_kv_double(j, "ts", us(tl.start[n]));
         json_kv_double(j, "dur", us(tl.end[n] > tl.start[n] ? tl.end[n] - tl.start[n] : 0));
         json_key(j, "args");
         json_begin_object(j);
+        if (strcmp(name, traced) != 0) /* a kernel shown otherwise: its name as traced */
+            json_kv_string(j, "full_name", traced);
         int64_t moved = dfg_bytes(g, n);
         if (moved)
             json_kv_int(j, "bytes", moved);
@@ -411,7 +481,8 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
     window w = {malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t)),
                 malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t))};
     int64_t *mend = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *mend);
-    if (garr && w.t0 && w.t1 && mend) {
+    shown_kernels sk = {NULL, 0, NULL};
+    if (garr && w.t0 && w.t1 && mend && shown_kernels_init(g, &sk) == 0) {
         int simulated = opt->simulated && sim;
         sim_timeline tl = simulated ? sim_timeline_of(sim) : sim_timeline_measured(g, garr, mend);
         window_of(rp, g, tl, opt, &w);
@@ -432,11 +503,11 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
         json_begin_array(j);
         export_metadata(rp, g, simulated, j);
         export_iterations(g, tl, &w, j);
-        export_nodes(g, tl, &w, j);
+        export_nodes(g, &sk, tl, &w, j);
         export_group_flows(g, tl, &w, j);
         export_wakeups(g, tl, &w, j);
         if (simulated && opt->cp)
-            export_critical_path(g, opt->cp, &w, j);
+            export_critical_path(g, &sk, opt->cp, &w, j);
         if (!simulated)
             export_markers(rp, g, &w, j);
         json_end_array(j);
@@ -444,6 +515,7 @@ chrome_export(const replay *rp, const dfg *g, const sim_result *sim, const chrom
         fputc('\n', out);
         rc = ferror(out) ? -1 : 0;
     }
+    shown_kernels_free(&sk);
     free(garr);
     free(mend);
     free(w.t0);

@@ -9,7 +9,9 @@
  * "p2p", from the sender), wake-ups between host threads (dfg.h) as
  * flows from the waker's end to the woken call's start, an "iterations" track, the critical path's
  * pieces by class when asked (chrome_options.cp), and for measured timelines the NVTX ranges (their
- * own track per thread) and a "C" counter of device memory in use. A folded graph (replay_fold)
+ * own track per thread) and a "C" counter of device memory in use. Kernel slices are named as
+ * reports show kernels (kernels_display_names over the graph's kernel names), the name as
+ * traced in args.full_name where it differs. A folded graph (replay_fold)
  * holds only its classes' representatives: a folded rank gets a named process and its
  * iterations track (its representative's), no tracks of nodes. Names go through the JSON
  * writer's escaping. Simulated and measured timelines are written the same way, so the two files

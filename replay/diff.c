@@ -9,6 +9,7 @@
 
 #include "dprotrace.h"
 #include "hmap.h"
+#include "kernels.h"
 
 const char *
 diff_class_name(int cls)
@@ -539,6 +540,32 @@ side_print(FILE *out, const char *label, const diff_side *s)
     fprintf(out, "\n");
 }
 
+/* The names rows[0..n) show: a kernel row's as reports show kernels (kernels_display_names
+ * over the kernel rows, different kernels that would show one name numbered), at its row;
+ * malloc'd (the caller frees), or NULL out of memory (the rows then show their raw names). */
+static kernels_name_buf *
+shown_kernel_names(const diff_row *rows, size_t n)
+{
+    kernels_name_buf *out = malloc((n ? n : 1) * sizeof *out);
+    kernels_name_buf *shown = malloc((n ? n : 1) * sizeof *shown);
+    const char **names = malloc((n ? n : 1) * sizeof *names);
+    size_t k = 0;
+    for (size_t i = 0; out && shown && names && i < n; i++)
+        if (rows[i].cls == DIFF_KERNEL)
+            names[k++] = rows[i].name;
+    int rc = out && shown && names ? kernels_display_names(names, k, shown) : -1;
+    for (size_t i = 0, m = 0; rc == 0 && i < n; i++)
+        if (rows[i].cls == DIFF_KERNEL)
+            out[i] = shown[m++];
+    if (rc != 0) {
+        free(out);
+        out = NULL;
+    }
+    free(shown);
+    free(names);
+    return out;
+}
+
 void
 diff_print(FILE *out, const diff_side *a, const diff_side *b, const diff_result *d, size_t top)
 {
@@ -558,17 +585,20 @@ diff_print(FILE *out, const diff_side *a, const diff_side *b, const diff_result 
         fprintf(out, "no differences\n");
         return;
     }
+    size_t shown = top && top < changed ? top : changed;
+    kernels_name_buf *kn = shown_kernel_names(d->rows, shown);
     fprintf(out, "\n%14s %8s %12s %12s %10s %10s  %-9s %-11s %s\n", "delta us", "delta %", "A us",
             "B us", "A count", "B count", "status", "class", "name");
-    for (size_t i = 0; i < changed && (!top || i < top); i++) {
+    for (size_t i = 0; i < shown; i++) {
         const diff_row *r = &d->rows[i];
         char pct[16] = "-";
         if (r->a_us > 0)
             snprintf(pct, sizeof pct, "%+.1f", 100.0 * (r->b_us - r->a_us) / r->a_us);
         fprintf(out, "%+14.1f %8s %12.1f %12.1f %10.1f %10.1f  %-9s %-11s %s\n", r->b_us - r->a_us,
                 pct, r->a_us, r->b_us, r->a_count, r->b_count, diff_status_name(r->status),
-                diff_class_name(r->cls), r->name);
+                diff_class_name(r->cls), kn && r->cls == DIFF_KERNEL ? kn[i].text : r->name);
     }
+    free(kn);
     if (top && changed > top)
         fprintf(out, "(%zu more changed; --top 0 lists all)\n", changed - top);
 }

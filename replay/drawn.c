@@ -221,7 +221,8 @@ fid_drawn_replay(const replay *rp, replay_typical *out)
 {
     drawn_plan dp;
     double sum = 0, measured = 0, err = 0;
-    int rc = drawn_plan_init(rp, &rp->graph, &dp);
+    memset(&dp, 0, sizeof dp); /* freed whatever happens */
+    int rc = fid_test_fault("drawn") ? -1 : drawn_plan_init(rp, &rp->graph, &dp);
     for (int k = 0; k < REPLAY_DRAWN_SAMPLES && rc == 0; k++) {
         double us = 0;
         dp.sample = k;
@@ -239,7 +240,8 @@ fid_drawn_replay(const replay *rp, replay_typical *out)
             out->measured_us > 0
                 ? 100.0 * (out->drawn_predicted_us - out->measured_us) / out->measured_us
                 : 0;
-    }
+    } else
+        out->drawn_min_us = out->drawn_max_us = 0; /* no figure of a sample survives */
     drawn_plan_free(&dp);
     return rc;
 }

@@ -35,8 +35,14 @@ int fid_replay_timings(const replay *rp, int (*make)(dfg *g, void *ctx), void *c
                        double *measured, double *us, double *err);
 
 /* The drawn replay's REPLAY_DRAWN_SAMPLES samples (0..) into out's drawn_* (their mean,
- * spread and error against out->measured_us; more than one compared iteration). Returns
- * as fid_replay_timings. */
+ * spread and error against out->measured_us; more than one compared iteration; all 0 on
+ * failure). Returns as fid_replay_timings. */
 int fid_drawn_replay(const replay *rp, replay_typical *out);
+
+/* Whether the part `part` ("typical" or "drawn": of replay_typical_replay; "perturb":
+ * replay_perturb) is to fail as out of memory would: DPRO_TEST_FIDELITY_FAIL=part, the
+ * fault the tests drive, since no input makes one of these simulations alone run out of
+ * memory on demand. */
+int fid_test_fault(const char *part);
 
 #endif /* DPRO_REPLAY_FIDELITY_INT_H */

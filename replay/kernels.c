@@ -187,6 +187,22 @@ is_identifier(const char *s, size_t n)
     return 1;
 }
 
+/* Whether s (not empty) is only white space, which a report would show as nothing. */
+static int
+is_blank(const char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    return *s == '\0';
+}
+
+/* The bracket that closes the opening one c ('<', '(' or '{'). */
+static char
+closing(char c)
+{
+    return c == '<' ? '>' : c == '(' ? ')' : '}';
+}
+
 #ifdef HAVE_DEMANGLE_CALLBACK
 /* GCC's demangler (libsupc++), extern "C": it writes the demangled name in pieces to
  * write(piece, n, opaque), allocating nothing itself; returns 0 when name was demangled. */
@@ -256,8 +272,8 @@ shorten(const char *name, int targs, char *buf, size_t len)
     int lists = 0;  /* template lists opened at depth 0 so far */
     int inlist = 0; /* inside the first one, and keeping it */
 
-    if (!*name) {
-        snprintf(buf, len, "(unnamed)");
+    if (!*name || is_blank(name)) {
+        snprintf(buf, len, *name ? "(blank name)" : "(unnamed)");
         return buf;
     }
     tmp = malloc(3 * nlen + 4); /* "<>" may become "<...>", "," become ", " */
@@ -336,6 +352,9 @@ shorten(const char *name, int targs, char *buf, size_t len)
     }
     while (o && tmp[o - 1] == ' ')
         o--;
+    for (; inlist && depth > 0; depth--) /* a kept list the name left open: closed */
+        if (depth <= 2)
+            tmp[o++] = closing(stack[depth - 1]);
     tmp[o] = '\0';
     if (!o)
         snprintf(tmp, nlen + 4, "%s", name);
@@ -361,7 +380,7 @@ kernels_display_name(const char *name, char *buf, size_t len)
 {
     char *d = kernels_demangle(name);
     const char *s = d ? d : name;
-    if (*s && strlen(s) <= KERNELS_DISPLAY_WHOLE_MAX)
+    if (*s && !is_blank(s) && strlen(s) <= KERNELS_DISPLAY_WHOLE_MAX)
         snprintf(buf, len, "%s", s);
     else if (strlen(shorten(s, 1, buf, len)) >= KERNELS_SHORT_NAME_MAX) /* cut: no templates */
         shorten(s, 0, buf, len);
@@ -415,41 +434,86 @@ kernels_write_json(json_writer *w, const kernels_breakdown *k, size_t top)
 }
 
 typedef struct shown_name {
-    char text[KERNELS_SHORT_NAME_MAX + 8];
+    const char *text; /* out[row].text */
     size_t row;
 } shown_name;
 
+/* By text, then row. */
 static int
-shown_name_cmp(const void *a, const void *b)
+shown_name_cmp(const void *pa, const void *pb)
 {
-    return strcmp(((const shown_name *)a)->text, ((const shown_name *)b)->text);
+    const shown_name *a = pa, *b = pb;
+    int c = strcmp(a->text, b->text);
+    return c ? c : (a->row > b->row) - (a->row < b->row);
+}
+
+/* Writes over out[row] the name as shown again, with more of it (kernels_short_names'
+ * template arguments). */
+typedef void (*name_retry_fn)(const char *name, kernels_name_buf *out);
+
+static void
+short_with_targs(const char *name, kernels_name_buf *out)
+{
+    kernels_short_name(name, 1, out->text, sizeof out->text);
+}
+
+/* Rows of out[0..n) (the shown names of names[0..n)) that show one text for different
+ * names: with retry (may be NULL) each is written again by retry; those still alike then
+ * get " [k]", k numbering the run's different names from 1 in row order (the text cut to
+ * make room). Returns 0, or -1 out of memory (out then as it was). */
+static int
+distinguish(const char *const *names, size_t n, kernels_name_buf *out, name_retry_fn retry)
+{
+    shown_name *sn = malloc((n ? n : 1) * sizeof *sn);
+    size_t *index = malloc((n ? n : 1) * sizeof *index);
+    int rc = sn && index ? 0 : -1;
+    for (int pass = retry ? 0 : 1; rc == 0 && pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++)
+            sn[i] = (shown_name){out[i].text, i};
+        qsort(sn, n, sizeof *sn, shown_name_cmp);
+        for (size_t i = 0, j; i < n; i = j) {
+            size_t kinds = 0; /* the run's different names, as numbered so far */
+            for (j = i; j < n && strcmp(sn[j].text, sn[i].text) == 0; j++) {
+                size_t m = i;
+                while (m < j && strcmp(names[sn[m].row], names[sn[j].row]) != 0)
+                    m++;
+                index[j] = m < j ? index[m] : ++kinds;
+            }
+            for (size_t m = i; kinds > 1 && m < j; m++) {
+                kernels_name_buf *o = &out[sn[m].row];
+                char sfx[32];
+                if (pass == 0) {
+                    retry(names[sn[m].row], o);
+                    continue;
+                }
+                int w = snprintf(sfx, sizeof sfx, " [%zu]", index[m]);
+                int keep = (int)sizeof o->text - 1 - w;
+                char base[sizeof o->text];
+                memcpy(base, o->text, sizeof base);
+                snprintf(o->text, sizeof o->text, "%.*s%s", keep, base, sfx);
+            }
+        }
+    }
+    free(sn);
+    free(index);
+    return rc;
 }
 
 /* Short names as shown, with template arguments where alike (see kernels.h). */
 int
 kernels_short_names(const char *const *names, size_t n, kernels_name_buf *out)
 {
-    shown_name *sn = malloc((n ? n : 1) * sizeof *sn);
     for (size_t i = 0; i < n; i++)
         kernels_short_name(names[i], 0, out[i].text, sizeof out[i].text);
-    if (!sn)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        memcpy(sn[i].text, out[i].text, sizeof sn[i].text);
-        sn[i].row = i;
-    }
-    qsort(sn, n, sizeof *sn, shown_name_cmp);
-    for (size_t i = 0, j; i < n; i = j) {
-        /* a run of one short text: alike if it holds two different names */
-        int alike = 0;
-        for (j = i + 1; j < n && strcmp(sn[j].text, sn[i].text) == 0; j++)
-            alike |= strcmp(names[sn[j].row], names[sn[i].row]) != 0;
-        for (size_t m = i; alike && m < j; m++)
-            kernels_short_name(names[sn[m].row], 1, out[sn[m].row].text,
-                               sizeof out[sn[m].row].text);
-    }
-    free(sn);
-    return 0;
+    return distinguish(names, n, out, short_with_targs);
+}
+
+int
+kernels_display_names(const char *const *names, size_t n, kernels_name_buf *out)
+{
+    for (size_t i = 0; i < n; i++)
+        kernels_display_name(names[i], out[i].text, sizeof out[i].text);
+    return distinguish(names, n, out, NULL);
 }
 
 /* Prints one breakdown as text under a heading line. Kernel names are shortened; rows

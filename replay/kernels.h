@@ -126,21 +126,29 @@ char *kernels_display_name(const char *name, char *buf, size_t len);
  * With targs != 0 the first template argument list is kept, one level deep and without
  * namespaces ("<128, 2, F>"; "cudnn::bn_kernel<float, 32, ns::Op<...> >" gives
  * "cudnn::bn_kernel<float, 32, Op<...>>"), to tell apart instances of one template. A name
- * that shortens to nothing is kept whole; the empty name is shown as "(unnamed)". Returns
- * buf.
+ * that shortens to nothing is kept whole; the empty name is shown as "(unnamed)", one of
+ * white space only as "(blank name)"; a kept template list the name leaves open is closed
+ * ("f<{" gives "f<{...}>"). Returns buf.
  */
 char *kernels_short_name(const char *name, int targs, char *buf, size_t len);
 
-/* A short kernel name as shown. */
+/* A short kernel name as shown (room for a " [k]" that tells alike rows apart). */
 typedef struct kernels_name_buf {
-    char text[KERNELS_SHORT_NAME_MAX + 8];
+    char text[KERNELS_SHORT_NAME_MAX + 24];
 } kernels_name_buf;
 
 /* Writes the short names of names[0..n) into out[0..n) (kernels_short_name without
- * template arguments; with them for different names whose short forms would be alike), as
- * kernels_print shows its rows. Returns 0, or -1 out of memory (out then holds the plain
- * short names). */
+ * template arguments; with them for different names whose short forms would be alike;
+ * different names still alike then get " [k]", k numbering them from 1 in row order, as
+ * profilers number alike names), as kernels_print shows its rows. Returns 0, or -1 out of
+ * memory (out then holds the plain short names). */
 int kernels_short_names(const char *const *names, size_t n, kernels_name_buf *out);
+
+/* Writes the display names of names[0..n) (kernels_display_name) into out[0..n), the
+ * rows of a report's table: different names that would show one text get " [k]", k
+ * numbering them from 1 in row order (the same name keeps its k). Returns 0, or -1 out of
+ * memory (out then holds the plain display names). */
+int kernels_display_names(const char *const *names, size_t n, kernels_name_buf *out);
 
 /* Writes one breakdown as the members of the JSON object open in w: device_us,
  * device_ops, categories{name: count, us, share_pct}, kernel_names, top_kernels[the top

@@ -285,6 +285,9 @@ typedef struct replay_typical {
     int32_t drawn_samples;
     double drawn_predicted_us, drawn_error_pct;
     double drawn_min_us, drawn_max_us; /* the samples' spread */
+    /* Why the drawn replay gave no figures (a static string; they are then 0), NULL when
+     * it gave them or was not run. */
+    const char *drawn_absent;
 } replay_typical;
 
 /* Samples of the drawn replay replay_typical_replay averages. */
@@ -332,7 +335,8 @@ int replay_typical_host_times(const dfg *g, int32_t iter_first, int32_t iter_las
 /* Replays typical copies of rp->graph (medians, then means) and, with more than one
  * compared iteration, REPLAY_DRAWN_SAMPLES drawn ones (samples 0..) into *out. Returns 0, 1 when
  * the compared iterations are not covered (out->predicted_us is then 0), -1 out of
- * memory. */
+ * memory; a failing drawn replay alone returns 0, the medians' and means' figures kept and
+ * out->drawn_absent saying why it has none. */
 int replay_typical_replay(const replay *rp, replay_typical *out);
 
 /* What-if "kernels named `name` (a string id of g) take F times as long" (F = 0 removes

@@ -102,6 +102,8 @@ json_fidelity(json_writer *j, const report *rep)
         json_kv_double(j, "drawn_error_pct", t->drawn_error_pct);
         json_kv_double(j, "drawn_min_iter_us", t->drawn_min_us);
         json_kv_double(j, "drawn_max_iter_us", t->drawn_max_us);
+        if (t->drawn_absent)
+            json_kv_string(j, "drawn_absent", t->drawn_absent);
         json_end_object(j);
     }
     if (rep->have_perturb) {

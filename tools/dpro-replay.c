@@ -446,8 +446,9 @@ node_layout(replay *rp, const args *a, dfg *g, whatif_nodes *nl)
                  a->ranks_to, nl->to, k);
     else if (a->net_gbps > 0)
         job_warn(&rp->job, "--what-if-network unused: %s",
-                 nl->traced > 1 ? "the trace spans nodes, its collectives' model has the network"
-                                : "the ranks stay on one node");
+                 nl->traced > 1    ? "the trace spans nodes, its collectives' model has the network"
+                 : nl->traced == 0 ? "no trace records its host, so the nodes are not known"
+                                   : "the ranks stay on one node");
     return rc;
 }
 
@@ -519,6 +520,31 @@ what_if(replay *rp, const args *a, replay_summary *ws, hostshare *hs, int64_t *w
     sim_result_free(&wres);
     dfg_free(&copy);
     return rc;
+}
+
+/* The perturbation check's rows, one a kernel name, as reports show names
+ * (kernels_display_names: different kernels that would show one name numbered). */
+static void
+print_perturb_rows(const dfg *g, const replay_perturbation *p)
+{
+    const char **names = malloc((size_t)(p->n > 0 ? p->n : 1) * sizeof *names);
+    kernels_name_buf *shown = malloc((size_t)(p->n > 0 ? p->n : 1) * sizeof *shown);
+    if (!names || !shown) {
+        pr_err("out of memory");
+        p = NULL;
+    }
+    for (int32_t k = 0; p && k < p->n; k++)
+        names[k] = dfg_name(g, p->cls[k].name);
+    if (p)
+        kernels_display_names(names, (size_t)p->n, shown); /* plain names if out of memory */
+    for (int32_t k = 0; p && k < p->n; k++) {
+        const replay_perturb_class *c = &p->cls[k];
+        printf("%12.1f %12.1f %14.1f %14.1f %10.1f  %s\n", p->baseline_us - c->predicted_us,
+               (1 - p->scale) * c->total_us, c->predicted_us, c->without_us, c->stale_wait_us,
+               shown[k].text);
+    }
+    free(names);
+    free(shown);
 }
 
 /* The what-if's part of the text report: what was changed, the predicted iteration and
@@ -618,6 +644,8 @@ print_text(const report *rep)
                    "measured mean\n",
                    rep->typ->drawn_samples, rep->typ->drawn_min_us, rep->typ->drawn_max_us,
                    rep->typ->drawn_predicted_us, rep->typ->drawn_error_pct);
+        else if (rep->typ->drawn_absent)
+            printf("drawn replay: none (%s)\n", rep->typ->drawn_absent);
     } else if (rep->have_typical)
         printf("typical-duration replay: one compared iteration, so it is the exact replay\n");
     printf("\nbreakdown per iteration (mean over ranks):\n");
@@ -652,13 +680,7 @@ print_text(const report *rep)
                "waits %.1f us)\n%12s %12s %14s %14s %10s  %s\n",
                p->scale, p->baseline_us, p->baseline_stale_us, "saving us", "max saving",
                "predicted us", "without us", "stale us", "kernel");
-        for (int32_t k = 0; k < p->n; k++) {
-            const replay_perturb_class *c = &p->cls[k];
-            char buf[KERNELS_SHORT_NAME_MAX + 8];
-            printf("%12.1f %12.1f %14.1f %14.1f %10.1f  %s\n", p->baseline_us - c->predicted_us,
-                   (1 - p->scale) * c->total_us, c->predicted_us, c->without_us, c->stale_wait_us,
-                   kernels_display_name(dfg_name(g, c->name), buf, sizeof buf));
-        }
+        print_perturb_rows(g, p);
     }
     if (show_cp) {
         printf("\ncritical path of the last compared iteration (ends on rank %d, %.1f us):\n",
@@ -847,17 +869,20 @@ main(int argc, char **argv)
     }
     log_peak(me, "the what-ifs");
     /* the report reads of the exact timeline only the iterations' ends once summarized;
-     * --chrome writes all of it */
+     * --chrome writes all of it. -q without --json prints neither the typical replay nor
+     * the perturbation check, so their simulations are not run. */
+    int printed = !a.quiet || a.as_json;
+    memset(&typ, 0, sizeof typ);
     if ((!a.chrome && replay_release_timeline(&rp) != 0) ||
-        (rc = replay_typical_replay(&rp, &typ)) < 0 ||
-        (a.perturb_top > 0 && (rc = replay_perturb(&rp, a.perturb_top, 0.5, &pt)) < 0)) {
+        (printed && (rc = replay_typical_replay(&rp, &typ)) < 0) ||
+        (printed && a.perturb_top > 0 && (rc = replay_perturb(&rp, a.perturb_top, 0.5, &pt)) < 0)) {
         pr_err("out of memory");
         goto out;
     }
     log_peak(me, "the typical replay (and --perturb)");
     rep.have_typical = typ.iterations > 0 && typ.predicted_us > 0;
-    rep.have_perturb = a.perturb_top > 0 && rc == 0;
-    if (a.perturb_top > 0 && !rep.have_perturb)
+    rep.have_perturb = printed && a.perturb_top > 0 && rc == 0;
+    if (printed && a.perturb_top > 0 && !rep.have_perturb)
         job_warn(&rp.job, "the perturbation check's simulations do not cover the compared "
                           "iterations");
     if (a.as_json)

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Round trip: each real Kineto trace, imported by dpro-import and exported by dpro-export
-# --chrome, opens as a Chrome trace with the same kernels (names and counts), the same
+# --chrome, opens as a Chrome trace with the same kernels (names as traced, args.full_name
+# where the slice shows a kernel's name shortened, and counts), the same
 # streams and the same launch -> device flows as the original. Skipped (77) without the
 # shared traces (a failure in CI) or without dpro-export.
 set -u
@@ -36,7 +37,8 @@ out = out["traceEvents"] if isinstance(out, dict) else out
 def is_kernel(e):
     return e.get("ph") == "X" and e.get("cat") in ("kernel", "collective")
 k_orig = collections.Counter(e["name"] for e in orig if e.get("ph") == "X" and e.get("cat") == "kernel")
-k_out = collections.Counter(e["name"] for e in out if is_kernel(e))
+k_out = collections.Counter(e.get("args", {}).get("full_name", e["name"])
+                            for e in out if is_kernel(e))
 assert k_orig == k_out, ("kernels differ", sum(k_orig.values()), sum(k_out.values()))
 
 # streams: the kernels' streams of the original are the exported tracks holding kernels

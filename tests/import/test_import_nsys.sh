@@ -83,15 +83,17 @@ for t in traces:
     assert info["events"] == sum(want.values()), (t, info["events"], want)
     assert len(kern) > 0 and len(cpy) > 0 and len(mset) > 0 and len(nccl_ranges) > 0, want
     assert len(nccl_k) - taken > 0, "the fixture has an NCCL kernel outside any NCCL range"
-    # kernels by name: count and device time, as dpro-export writes them
+    # kernels by name (as traced: args.full_name where the slice shows it shortened): count
+    # and device time, as dpro-export writes them
     ev = json.load(open(t + ".chrome.json"))["traceEvents"]
     xs = [e for e in ev if e.get("ph") == "X"]
     dk = [e for e in xs if e.get("cat") in ("kernel", "collective")]
-    assert collections.Counter(e["name"] for e in dk) == \
+    traced = {id(e): e.get("args", {}).get("full_name", e["name"]) for e in dk}
+    assert collections.Counter(traced[id(e)] for e in dk) == \
         collections.Counter(n for (n, _, _) in kern), (t, "kernel names")
     for name in {n for (n, _, _) in kern}:
         w = sum(d for (n, d, _) in kern if n == name) / 1000.0
-        g = sum(e["dur"] for e in dk if e["name"] == name)
+        g = sum(e["dur"] for e in dk if traced[id(e)] == name)
         assert abs(g - w) < 0.002 * len(kern), (t, name, g, w)
     cb = sum(e["args"].get("bytes", 0) for e in xs if e.get("cat") == "memcpy")
     sb = sum(e["args"].get("bytes", 0) for e in xs if e.get("cat") == "memset")

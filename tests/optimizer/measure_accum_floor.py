@@ -29,6 +29,11 @@ def fwd_bwd(name, communication):
     return not communication and "adam" not in name
 
 
+def traced_name(e):
+    """A Chrome slice's kernel name as traced (the export shows kernels shortened)."""
+    return e.get("args", {}).get("full_name", e["name"])
+
+
 def kernels(trace):
     """Forward and backward kernels of a trace directory: (count, total us)."""
     out = subprocess.run([INFO, "--kernels=50", "--json", trace], capture_output=True,
@@ -54,7 +59,7 @@ def model(base, batch, k):
         with open(chrome) as f:
             events = json.load(f)["traceEvents"]
     total = sum(e["dur"] for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"
-                and fwd_bwd(e["name"], e["name"].startswith("nccl")))
+                and fwd_bwd(traced_name(e), traced_name(e).startswith("nccl")))
     return json.loads(out)["models"], total
 
 

@@ -14,7 +14,9 @@
  *        [--missing R] [--job-id ID] [--world W] [--no-markers] [--prefix P]
  *        [--spelling SUFFIX] [--device-collectives] [--extreme R:nelems|R:time]
  *        [--pause IT:SECONDS] [--stall R:IT:SECONDS] [--cpu CPUS:DEMAND[:HOSTS]]
- *        [--samples TEXT] [--host-stalls SECONDS] [--stage R]...
+ *        [--samples TEXT] [--host-stalls SECONDS] [--stage R]... [--no-host]
+ *
+ * --no-host records no host (no meta host), as a trace whose writer did not know it.
  *
  * --spelling writes the CUDA runtime calls with a suffix, as the collector records the
  * per-thread default stream entry points (cudaEventRecord_ptsz, ...): the same job under
@@ -69,6 +71,7 @@ typedef struct gen {
     int cpus;                   /* --cpu: meta host_cpus (0: no host_cpus, no cpu_samples) */
     double demand;              /* --cpu: each rank's CPU seconds per second */
     int hosts;                  /* --cpu: the hosts the ranks are spread over, in rank order */
+    int no_host;                /* --no-host: no meta host */
     const char *samples;        /* --samples: rank 0's cpu_samples text as given */
     int stall_rank, stall_iter; /* --stall: the rank and iteration (-1 none) */
     int64_t stall_ns;
@@ -139,29 +142,14 @@ static int
 parse_options(int argc, char **argv, gen *g, const char **dir)
 {
     static const struct option lo[] = {
-        {"ranks", 1, 0, 'r'},
-        {"iters", 1, 0, 'i'},
-        {"ops", 1, 0, 'o'},
-        {"buckets", 1, 0, 'b'},
-        {"skew", 1, 0, 's'},
-        {"straggler", 1, 0, 'S'},
-        {"skip", 1, 0, 'k'},
-        {"cut", 1, 0, 'c'},
-        {"missing", 1, 0, 'm'},
-        {"job-id", 1, 0, 'j'},
-        {"world", 1, 0, 'w'},
-        {"no-markers", 0, 0, 'n'},
-        {"prefix", 1, 0, 'p'},
-        {"spelling", 1, 0, 'P'},
-        {"device-collectives", 0, 0, 'D'},
-        {"extreme", 1, 0, 'x'},
-        {"pause", 1, 0, 'z'},
-        {"cpu", 1, 0, 'C'},
-        {"samples", 1, 0, 'Q'},
-        {"stall", 1, 0, 'T'},
-        {"host-stalls", 1, 0, 'H'},
-        {"stage", 1, 0, 'G'},
-        {0, 0, 0, 0},
+        {"ranks", 1, 0, 'r'},   {"iters", 1, 0, 'i'},    {"ops", 1, 0, 'o'},
+        {"buckets", 1, 0, 'b'}, {"skew", 1, 0, 's'},     {"straggler", 1, 0, 'S'},
+        {"skip", 1, 0, 'k'},    {"cut", 1, 0, 'c'},      {"missing", 1, 0, 'm'},
+        {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'},    {"no-markers", 0, 0, 'n'},
+        {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {"device-collectives", 0, 0, 'D'},
+        {"extreme", 1, 0, 'x'}, {"pause", 1, 0, 'z'},    {"cpu", 1, 0, 'C'},
+        {"samples", 1, 0, 'Q'}, {"stall", 1, 0, 'T'},    {"host-stalls", 1, 0, 'H'},
+        {"stage", 1, 0, 'G'},   {"no-host", 0, 0, 'N'},  {0, 0, 0, 0},
     };
     int rc = 0, c;
     while (rc == 0 && (c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -170,6 +158,9 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
         switch (c) {
         case 'r':
             g->ranks = atoi(optarg);
+            break;
+        case 'N':
+            g->no_host = 1;
             break;
         case 'i':
             g->iters = atoi(optarg);
@@ -583,7 +574,8 @@ write_rank(job *j, int r, const char *dir)
         dpro_writer_set_meta_int(w, DPRO_META_RANK, r);
         dpro_writer_set_meta_int(w, DPRO_META_WORLD_SIZE, g->world ? g->world : j->n);
         dpro_writer_set_meta(w, DPRO_META_JOB_ID, g->job_id);
-        dpro_writer_set_meta(w, DPRO_META_HOST, "genhost");
+        if (!g->no_host)
+            dpro_writer_set_meta(w, DPRO_META_HOST, "genhost");
         if (g->cpus > 0)
             write_cpu_meta(w, j, r);
         dpro_writer_add_thread(w, 100, "main");

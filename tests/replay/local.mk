@@ -76,6 +76,12 @@ dist_check_SCRIPTS += tests/replay/test_replay_fold.py
 # -q: only the final figure, no warnings
 TESTS += tests/replay/test_replay_quiet.py
 dist_check_SCRIPTS += tests/replay/test_replay_quiet.py
+# what -q skips and what a failing drawn replay keeps (DPRO_TEST_FIDELITY_FAIL)
+TESTS += tests/replay/test_replay_fidelity_fault.py
+dist_check_SCRIPTS += tests/replay/test_replay_fidelity_fault.py
+# --what-if-network on traces that record no host: said so
+TESTS += tests/replay/test_replay_nohost.py
+dist_check_SCRIPTS += tests/replay/test_replay_nohost.py
 
 TESTS += tests/replay/test_replay_align tests/replay/test_replay_sim \
 	tests/replay/test_replay_build tests/replay/test_fidelity_unit \

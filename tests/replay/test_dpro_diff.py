@@ -12,7 +12,15 @@ steps), then relu_kernel (-30 us), gelu_kernel added (+21 us), drop_kernel remov
 windows B@2 against A@1-3 give the per-iteration figures (+50 us). A trace against
 itself, and A@1-2 against A@2-3 (identical steps, per iteration), give no difference.
 The real traces: each against itself is empty, and the kernel totals equal an
-independent reading of the JSON (count and summed dur of the "kernel" events)."""
+independent reading of the JSON (count and summed dur of the "kernel" events).
+
+Names: A and B launch a mangled kernel (PyTorch's fill kernel) and two kernels whose
+names differ only in their parameter lists and are too long to be shown whole; the text
+report shows the first demangled and shortened (as dpro-info and dpro-replay show
+kernels) and the two others with " [1]" and " [2]" (they would show one name), the JSON
+the raw names; dpro-replay --perturb 3 on B shows its rows the same way, and dpro-export
+--chrome names A's kernel slices so (args.full_name: the raw name) where --kineto keeps
+the raw names."""
 import glob
 import gzip
 import json
@@ -138,6 +146,81 @@ def known(tmp):
                 "%s: exit %d, '%s' (%d, %s)" % (args, rc, what, p.returncode, p.stderr.strip()))
 
 
+FILL = ("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5Array"
+        "IPcLi1EEEEEviT0_T1_")
+FILL_SHOWN = "at::native::vectorized_elementwise_kernel<4, FillFunctor<...>, Array<...>>"
+LONG = "void ns::a_kernel_whose_name_is_too_long_to_be_shown_whole_here<float>(%s, float*)"
+LONG_SHOWN = "ns::a_kernel_whose_name_is_too_long_to_be_shown_whole_here<float>"
+
+
+def demangler():
+    """Whether this build demangles (configure found libsupc++'s demangler)."""
+    with open(os.path.join(T.BUILD, "config.h")) as f:
+        return "#define HAVE_DEMANGLE_CALLBACK 1" in f.read()
+
+
+def shown_rows(text, header, cols):
+    """The rows of the table under the line ending with header, one a row up to the first
+    empty line, each split into its cols columns (the last, the name, whole)."""
+    lines = text.splitlines()
+    at = [i for i, ln in enumerate(lines) if ln.rstrip().endswith(header)]
+    rows = []
+    for ln in lines[at[0] + 1:] if at else []:
+        if not ln.strip() or ln.startswith("("):
+            break
+        rows.append(ln.split(None, cols - 1))
+    return rows
+
+
+def names(tmp):
+    a = imported(tmp, "na", trace([("aten::fill_", FILL, 100), ("aten::x", LONG % "int", 20),
+                                   ("aten::y", LONG % "long", 30)]))
+    b = imported(tmp, "nb", trace([("aten::fill_", FILL, 150), ("aten::x", LONG % "int", 10),
+                                   ("aten::y", LONG % "long", 60)]))
+    fill = FILL_SHOWN if demangler() else FILL
+    d = diff_json(a, b)
+    got = [(c["name"], c["delta_us"]) for c in d["changes"] if c["class"] == "kernel"] if d else []
+    T.check([n for n, _ in got] == [FILL, LONG % "long", LONG % "int"],
+            "--json: the raw kernel names, by change (%s)" % got)
+    p = run([a, b])
+    rows = [r[8] for r in shown_rows(p.stdout, "name", 9) if r[7] == "kernel"]
+    want = [fill, LONG_SHOWN + " [1]", LONG_SHOWN + " [2]"]
+    T.check(p.returncode == 0 and rows == want,
+            "text: the kernels as reports show them, the alike ones numbered (%s)" % rows)
+    p = subprocess.run([T.REPLAY, b, "--perturb", "3"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    rows = [r[5] for r in shown_rows(p.stdout, "kernel", 6)]
+    want = [fill, LONG_SHOWN + " [1]", LONG_SHOWN + " [2]"]
+    T.check(p.returncode == 0 and rows == want,
+            "dpro-replay --perturb 3: the rows as reports show kernels, the alike ones "
+            "numbered (%s, %s)" % (rows, p.stderr[-300:]))
+    exported(tmp, a, fill)
+
+
+def exported(tmp, a, fill):
+    """dpro-export of A: --chrome's kernel slices as reports name kernels, the raw name in
+    args.full_name; --kineto's the raw names."""
+    got = {}
+    for how in ("--chrome", "--kineto"):
+        out = os.path.join(tmp, "export%s.json" % how)
+        args = ["--chrome", out] if how == "--chrome" else ["--kineto", "-o", out]
+        p = subprocess.run([os.path.join(T.BUILD, "tools", "dpro-export"), a] + args,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        T.check(p.returncode == 0, "dpro-export %s (%s)" % (how, p.stderr[-300:]))
+        with open(out) as f:
+            ev = json.load(f)["traceEvents"] if p.returncode == 0 else []
+        got[how] = sorted({(e["name"], e.get("args", {}).get("full_name")) for e in ev
+                           if e.get("cat") == "kernel" and e.get("ph") == "X"})
+    raw = [FILL, LONG % "int", LONG % "long"]
+    want = sorted([(fill, FILL if fill != FILL else None),
+                   (LONG_SHOWN + " [1]", LONG % "int"), (LONG_SHOWN + " [2]", LONG % "long")])
+    T.check(got["--chrome"] == want,
+            "--chrome: the kernel slices named as reports name them, full_name raw (%s)"
+            % got["--chrome"])
+    T.check(got["--kineto"] == sorted((n, None) for n in raw),
+            "--kineto: the raw kernel names (%s)" % got["--kineto"])
+
+
 def kernel_json(path):
     """(count, summed dur in us) of the trace's kernel events, read from the JSON."""
     with gzip.open(path, "rt") as f:
@@ -181,6 +264,7 @@ def main():
         return T.SKIP
     with tempfile.TemporaryDirectory() as tmp:
         known(tmp)
+        names(tmp)
         real(tmp)
     return 1 if T.failures else 0
 

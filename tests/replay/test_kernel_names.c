@@ -49,6 +49,37 @@ shortens(const char *name, const char *want)
         fprintf(stderr, "  %s\n  short     %s\n  expected  %s\n", name, buf, want);
 }
 
+/* kernels_display_names (rows of a report) and kernels_short_names (dpro-info's rows):
+ * different names that would show one text numbered " [k]" in row order, the same name
+ * keeping its k, other rows untouched; short names first get their template arguments. */
+static void
+rows_told_apart(void)
+{
+    const char *long_int = "void ns::a_kernel_whose_name_is_too_long_to_be_shown_whole_here"
+                           "<float>(int, float*)";
+    const char *long_long = "void ns::a_kernel_whose_name_is_too_long_to_be_shown_whole_here"
+                            "<float>(long, float*)";
+    const char *rows[] = {long_long, "volta_sgemm", long_int, long_long};
+    const char *stem = "ns::a_kernel_whose_name_is_too_long_to_be_shown_whole_here<float>";
+    kernels_name_buf out[4];
+    char want[sizeof out[0].text];
+    CHECK(kernels_display_names(rows, 4, out) == 0);
+    snprintf(want, sizeof want, "%s [1]", stem);
+    CHECK(strcmp(out[0].text, want) == 0 && strcmp(out[3].text, want) == 0);
+    CHECK(strcmp(out[1].text, "volta_sgemm") == 0);
+    snprintf(want, sizeof want, "%s [2]", stem);
+    CHECK(strcmp(out[2].text, want) == 0);
+    /* short names: the template arguments tell f<int> from f<float>, not g's overloads */
+    const char *sh[] = {"void f<int>(int)", "void f<float>(int)", "void g<int>(int)",
+                        "void g<int>(long)"};
+    CHECK(kernels_short_names(sh, 4, out) == 0);
+    int ok = strcmp(out[0].text, "f<int>") == 0 && strcmp(out[1].text, "f<float>") == 0 &&
+             strcmp(out[2].text, "g<int> [1]") == 0 && strcmp(out[3].text, "g<int> [2]") == 0;
+    CHECK(ok);
+    for (int i = 0; !ok && i < 4; i++)
+        fprintf(stderr, "  short row %d: %s\n", i, out[i].text);
+}
+
 /* A mangled name of f<A<int, int>, A<S, S>, ...>: each of its levels' template arguments
  * two back-references to the level before, so that its demangled form doubles a level
  * (levels 20: about 9 MB; 40: beyond any memory). */
@@ -110,6 +141,20 @@ main(void)
           "at::detail::Array<char*, 1>)",
           "at::native::vectorized_elementwise_kernel<4, FillFunctor<...>, Array<...>>");
     shows("", "(unnamed)");
+    shows("   ", "(blank name)"); /* not shown as spaces */
+    shortens(" \t ", "(blank name)");
+    {
+        char buf[KERNELS_SHORT_NAME_MAX + 8];
+        kernels_short_name("f<{", 1, buf, sizeof buf); /* a kept list the name leaves open */
+        CHECK(strcmp(buf, "f<{...}>") == 0);
+        if (strcmp(buf, "f<{...}>") != 0)
+            fprintf(stderr, "  f<{ with its template list: %s\n", buf);
+        kernels_short_name("void f<int, A<B(int)", 1, buf, sizeof buf);
+        CHECK(strcmp(buf, "f<int, A<...>>") == 0);
+        if (strcmp(buf, "f<int, A<...>>") != 0)
+            fprintf(stderr, "  void f<int, A<B(int) with its template list: %s\n", buf);
+    }
+    rows_told_apart();
     {
         char bomb[512], small[512];
         doubling_name(small, sizeof small, 4);

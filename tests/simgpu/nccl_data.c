@@ -53,21 +53,54 @@ chan_area(uint64_t n)
     return (n * n * sizeof(struct p2p_chan) + 4095) & ~(size_t)4095;
 }
 
+/* The data settings, read once per process (read_data_settings): the sizes in KiB, and
+ * SIMGPU_NCCL_DATA (0: no operation moves data, 1: every one, -1: unset, the size rule). */
+static pthread_once_t g_data_once = PTHREAD_ONCE_INIT;
+static uint64_t g_stage_kib, g_data_kib;
+static int g_data_all;
+
+/* The setting `name`, a size in KiB: its value when it is a whole decimal number from
+ * `least` to 2^40, else dflt; unset or empty is dflt, anything else is said on stderr (the
+ * setting, what it holds, the default taken), as the device's other settings are. */
+static uint64_t
+env_kib(const char *name, uint64_t least, uint64_t dflt)
+{
+    const char *v = getenv(name), *p = v;
+    uint64_t k = 0;
+    for (; p && *p >= '0' && *p <= '9' && k <= (1ULL << 40); p++)
+        k = k * 10 + (uint64_t)(*p - '0');
+    int whole = p && p != v && *p == '\0' && k >= least && k <= (1ULL << 40);
+    if (v && *v && !whole)
+        fprintf(stderr, "simgpu: %s=%s is not a whole number of KiB from %llu to 2^40: %llu\n",
+                name, v, (unsigned long long)least, (unsigned long long)dflt);
+    return whole ? k : dflt;
+}
+
+static void
+read_data_settings(void)
+{
+    const char *on = getenv("SIMGPU_NCCL_DATA");
+    g_stage_kib = env_kib("SIMGPU_NCCL_STAGE_KB", 1, 1024);
+    g_data_kib = env_kib("SIMGPU_NCCL_DATA_KB", 0, 64);
+    g_data_all = on && strcmp(on, "0") == 0 ? 0 : on && strcmp(on, "1") == 0 ? 1 : -1;
+    if (on && *on && g_data_all < 0)
+        fprintf(stderr, "simgpu: SIMGPU_NCCL_DATA=%s is neither 0 nor 1: unset\n", on);
+}
+
 size_t
 data_bytes(int nranks, uint64_t *stage, uint64_t *chunk, uint64_t *max)
 {
-    const char *v = getenv("SIMGPU_NCCL_STAGE_KB"), *on = getenv("SIMGPU_NCCL_DATA");
-    const char *kb = getenv("SIMGPU_NCCL_DATA_KB");
+    pthread_once(&g_data_once, read_data_settings);
     uint64_t n = nranks > 0 ? (uint64_t)nranks : 1;
-    uint64_t s = (v && atoll(v) > 0 ? (uint64_t)atoll(v) : 1024) * 1024, c;
-    if (on && strcmp(on, "0") == 0) { /* no data areas: the operations move nothing */
+    uint64_t s = g_stage_kib * 1024, c;
+    if (g_data_all == 0) { /* no data areas: the operations move nothing */
         *stage = *chunk = *max = 0;
         return 0;
     }
-    if (on && strcmp(on, "1") == 0)
+    if (g_data_all == 1)
         *max = UINT64_MAX;
     else
-        *max = (kb && *kb ? (uint64_t)strtoull(kb, NULL, 10) : 64) * 1024;
+        *max = g_data_kib * 1024;
     if (s > (256ULL << 20) / n)
         s = (256ULL << 20) / n;
     s &= ~(uint64_t)4095;
