@@ -14,13 +14,16 @@ and 4). A process whose hand-over to process 0 fails (DPRO_TEST_MPI_SEND_FAIL=1)
 whole step (MPI_Abort under srun), non-zero, saying which and why, within 120 s.
 
 The daemons are stopped whatever happens, and no process of this cluster (slurmctld,
-slurmd, slurmscriptd, a step's slurmstepd) may be left: the test fails if one is.
+slurmd, slurmscriptd, a step's slurmstepd, zombies too) may be left: the test fails if
+one is. The test is the child subreaper of what it starts, so a step's slurmstepd (a
+daemon slurmd forks off) is its child, reaped and found here.
 
 Skips (77) saying what is missing: dpro built without MPI; no Slurm (slurmctld, slurmd,
 srun, sinfo); not root (slurmd starts the tasks as their user: it runs as root); a Slurm
 without the PMIx plugin (`srun --mpi=list` on the started cluster: it needs a
 configuration).
 """
+import ctypes
 import os
 import shutil
 import signal
@@ -41,6 +44,7 @@ GEN = test_replay_mpi.GEN
 SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin"])
 PROGRAMS = ("slurmctld", "slurmd", "srun", "sinfo")
 DAEMONS = ("slurmctld", "slurmd", "slurmscriptd", "slurmstepd")
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def free_port():
@@ -117,16 +121,20 @@ class Cluster:
         return "\n".join(out)
 
     def ours(self):
-        """The processes of this cluster still there: (pid, name)."""
+        """The processes of this cluster still there, zombies too: (pid, name)."""
         groups = {p.pid for p in self.daemons}
         left = []
         for pid in os.listdir("/proc"):
             if not pid.isdigit():
                 continue
             try:
-                with open("/proc/%s/comm" % pid) as f:
-                    name = f.read().strip()
+                with open("/proc/%s/stat" % pid) as f:
+                    stat = f.read()
+                name = stat[stat.index("(") + 1:stat.rindex(")")]
                 if name not in DAEMONS:
+                    continue
+                if int(stat[stat.rindex(")") + 2:].split()[1]) == os.getpid():
+                    left.append((int(pid), name))  # a step's slurmstepd, reparented here
                     continue
                 with open("/proc/%s/cmdline" % pid, "rb") as f:
                     cmd = f.read().decode(errors="replace")
@@ -152,6 +160,7 @@ class Cluster:
             time.sleep(0.5)
             for p in self.daemons:
                 p.poll()
+            self.reap()
             left = self.ours()
         for pid, _ in left:
             try:
@@ -162,7 +171,19 @@ class Cluster:
             if p.poll() is None:
                 p.kill()
             p.wait()
+        time.sleep(0.5)
+        self.reap()
         return left
+
+    def reap(self):
+        """Reaps the steps' slurmstepd that ended here (this process is their subreaper)."""
+        daemons = {p.pid for p in self.daemons}
+        for pid, _ in self.ours():
+            if pid not in daemons:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
 
 
 def prerequisites():
@@ -193,13 +214,18 @@ def main():
     if why:
         print("skip: " + why)
         return SKIP
+    # slurmd starts a step's slurmstepd as a daemon: made this process's descendant (its
+    # parent when slurmd's fork ends), it is reaped here and seen if left
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     with tempfile.TemporaryDirectory(prefix="dpro-srun-") as tmp:
         cluster = Cluster(os.path.join(tmp, "slurm"))
         srun_path = shutil.which("srun", path=SBIN)
 
         def srun(n, *cmd, env=None, timeout=600):
-            """srun --mpi=pmix -O -n n cmd on the cluster (a CompletedProcess, bytes)."""
-            return subprocess.run([srun_path, "--mpi=pmix", "-O", "-n", str(n)] + list(cmd),
+            """srun --mpi=pmix -O -n n cmd on the cluster (a CompletedProcess, bytes); the
+            tasks start in the cluster's directory, so cmd's program is made absolute."""
+            cmd = [os.path.abspath(cmd[0])] + list(cmd[1:])
+            return subprocess.run([srun_path, "--mpi=pmix", "-O", "-n", str(n)] + cmd,
                                   env=dict(cluster.env, **(env or {})), cwd=cluster.tmp,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   timeout=timeout)
