@@ -1,9 +1,9 @@
 """test_replay_srun: srun starts dpro-replay --mpi (and dpro-optimize --mpi) as mpirun does.
 
 The test starts a Slurm cluster of its own: one node (this host, at 127.0.0.1, its CPUs),
-slurmctld and slurmd in the foreground (-D) from a slurm.conf in a temp dir (its state,
-spool, logs and two free ports there; auth/none: no munge daemon), and waits for the node
-to be idle. Then `srun --mpi=pmix -O -n P dpro-replay --mpi DIR --json` (Open MPI from
+munged, slurmctld and slurmd in the foreground from a slurm.conf in a temp dir (its state,
+spool, logs, munge's key and socket and two free ports there; auth/munge as clusters
+authenticate), and waits for the node to be idle. Then `srun --mpi=pmix -O -n P dpro-replay --mpi DIR --json` (Open MPI from
 Debian finds its world through Slurm's PMIx plugin; -O: more tasks than CPUs) on jobs
 written by tests/replay/gen_traces (clock skew; a straggler), P = 2 and 4, folded and
 --no-fold, is compared with the single-process dpro-replay by test_replay_mpi.py's
@@ -13,13 +13,13 @@ comparison: the JSON byte for byte and field by field, and the processes' log li
 and 4). A process whose hand-over to process 0 fails (DPRO_TEST_MPI_SEND_FAIL=1) ends the
 whole step (MPI_Abort under srun), non-zero, saying which and why, within 120 s.
 
-The daemons are stopped whatever happens, and no process of this cluster (slurmctld,
-slurmd, slurmscriptd, a step's slurmstepd, zombies too) may be left: the test fails if
+The daemons are stopped whatever happens, and no process of this cluster (munged,
+slurmctld, slurmd, slurmscriptd, a step's slurmstepd, zombies too) may be left: the test fails if
 one is. The test is the child subreaper of what it starts, so a step's slurmstepd (a
 daemon slurmd forks off) is its child, reaped and found here.
 
 Skips (77) saying what is missing: dpro built without MPI; no Slurm (slurmctld, slurmd,
-srun, sinfo); not root (slurmd starts the tasks as their user: it runs as root); a Slurm
+srun, sinfo, munged); not root (slurmd starts the tasks as their user: it runs as root); a Slurm
 without the PMIx plugin (`srun --mpi=list` on the started cluster: it needs a
 configuration).
 """
@@ -42,8 +42,8 @@ import test_optimize_mpi  # noqa: E402
 
 GEN = test_replay_mpi.GEN
 SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin"])
-PROGRAMS = ("slurmctld", "slurmd", "srun", "sinfo")
-DAEMONS = ("slurmctld", "slurmd", "slurmscriptd", "slurmstepd")
+PROGRAMS = ("slurmctld", "slurmd", "srun", "sinfo", "munged")
+DAEMONS = ("munged", "slurmctld", "slurmd", "slurmscriptd", "slurmstepd")
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -60,6 +60,7 @@ class Cluster:
         self.tmp = tmp
         self.node = socket.gethostname().split(".")[0]
         self.conf = os.path.join(tmp, "slurm.conf")
+        self.munge_socket = os.path.join(tmp, "munge.socket")
         for sub in ("state", "spool"):
             os.makedirs(os.path.join(tmp, sub))
         with open(self.conf, "w") as f:
@@ -68,8 +69,9 @@ class Cluster:
                 "SlurmctldHost=%s(127.0.0.1)" % self.node,
                 "SlurmctldPort=%d" % free_port(),
                 "SlurmdPort=%d" % free_port(),
-                "AuthType=auth/none",
-                "CredType=cred/none",
+                "AuthType=auth/munge",
+                "CredType=cred/munge",
+                "AuthInfo=socket=%s" % self.munge_socket,
                 "SlurmUser=root",
                 "SlurmdUser=root",
                 "StateSaveLocation=%s/state" % tmp,
@@ -97,13 +99,26 @@ class Cluster:
         self.daemons = []
 
     def start(self):
-        """Starts slurmctld and slurmd; True once the node is idle (within 90 s)."""
-        for name, args in (("slurmctld", []), ("slurmd", ["-N", self.node])):
+        """Starts munged, slurmctld and slurmd; True once the node is idle (within 90 s)."""
+        key = os.path.join(self.tmp, "munge.key")
+        with open(key, "wb") as f:
+            f.write(os.urandom(1024))
+        os.chmod(key, 0o400)
+        munged = ["-F", "--key-file=" + key, "--socket=" + self.munge_socket]
+        munged += ["--%s=%s" % (k, os.path.join(self.tmp, "munged." + k.split("-")[0]))
+                   for k in ("pid-file", "log-file", "seed-file")]
+        for name, args in (("munged", munged),
+                           ("slurmctld", ["-D", "-f", self.conf]),
+                           ("slurmd", ["-D", "-f", self.conf, "-N", self.node])):
             log = open(os.path.join(self.tmp, name + ".out"), "w")
             self.daemons.append(subprocess.Popen(
-                [shutil.which(name, path=SBIN), "-D", "-f", self.conf] + args, env=self.env,
-                cwd=self.tmp, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+                [shutil.which(name, path=SBIN)] + args, env=self.env, cwd=self.tmp,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
             log.close()
+            if name == "munged":  # its socket first: the others authenticate through it
+                end = time.time() + 30
+                while not os.path.exists(self.munge_socket) and time.time() < end:
+                    time.sleep(0.2)
         end = time.time() + 90
         while time.time() < end and all(p.poll() is None for p in self.daemons):
             r = subprocess.run(["sinfo", "-h", "-o", "%T"], env=self.env, capture_output=True,
@@ -115,7 +130,7 @@ class Cluster:
 
     def logs(self):
         out = []
-        for name in ("slurmctld", "slurmd"):
+        for name in ("munged", "slurmctld", "slurmd"):
             with open(os.path.join(self.tmp, name + ".out"), errors="replace") as f:
                 out.append("%s: %s" % (name, f.read()[-1500:]))
         return "\n".join(out)
@@ -194,7 +209,7 @@ def prerequisites():
     absent = [p for p in PROGRAMS if shutil.which(p, path=SBIN) is None]
     if absent:
         return ("no Slurm: %s not found (Debian: apt-get install slurmctld slurmd "
-                "slurm-client; tools/quickstart installs them)" % ", ".join(absent))
+                "slurm-client munge; tools/quickstart installs them)" % ", ".join(absent))
     if os.geteuid() != 0:
         return "not root: slurmd starts a job's tasks as their user and must run as root"
     return None
@@ -218,6 +233,7 @@ def main():
     # parent when slurmd's fork ends), it is reaped here and seen if left
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     with tempfile.TemporaryDirectory(prefix="dpro-srun-") as tmp:
+        os.chmod(tmp, 0o711)  # munged wants its socket's directories searchable by all
         cluster = Cluster(os.path.join(tmp, "slurm"))
         srun_path = shutil.which("srun", path=SBIN)
 
