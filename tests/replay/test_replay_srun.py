@@ -13,10 +13,11 @@ comparison: the JSON byte for byte and field by field, and the processes' log li
 and 4). A process whose hand-over to process 0 fails (DPRO_TEST_MPI_SEND_FAIL=1) ends the
 whole step (MPI_Abort under srun), non-zero, saying which and why, within 120 s.
 
-The daemons are stopped whatever happens, and no process of this cluster (munged,
-slurmctld, slurmd, slurmscriptd, a step's slurmstepd, zombies too) may be left: the test fails if
-one is. The test is the child subreaper of what it starts, so a step's slurmstepd (a
-daemon slurmd forks off) is its child, reaped and found here.
+The daemons are stopped whatever happens, SIGTERM (a harness's timeout) included, and no
+process of this cluster (munged, slurmctld, slurmd, slurmscriptd, a step's slurmstepd,
+zombies too) may be left: the test fails if one is. The test is the child subreaper of
+what it starts, so a step's slurmstepd (a daemon slurmd forks off) is its child, reaped
+and found here.
 
 Skips (77) saying what is missing: dpro built without MPI; no Slurm (slurmctld, slurmd,
 srun, sinfo, munged); not root (slurmd starts the tasks as their user: it runs as root); a Slurm
@@ -232,6 +233,8 @@ def main():
     # slurmd starts a step's slurmstepd as a daemon: made this process's descendant (its
     # parent when slurmd's fork ends), it is reaped here and seen if left
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # a test harness's timeout (SIGTERM) still stops the cluster: the finally below runs
+    signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))
     with tempfile.TemporaryDirectory(prefix="dpro-srun-") as tmp:
         os.chmod(tmp, 0o711)  # munged wants its socket's directories searchable by all
         cluster = Cluster(os.path.join(tmp, "slurm"))
