@@ -1,10 +1,11 @@
 """test_replay_srun: srun starts dpro-replay --mpi (and dpro-optimize --mpi) as mpirun does.
 
 The test starts a Slurm cluster of its own: one node (this host, at 127.0.0.1, its CPUs),
-munged, slurmctld and slurmd in the foreground from a slurm.conf in a temp dir (its state,
-spool, logs, munge's key and socket and two free ports there; auth/munge as clusters
-authenticate), and waits for the node to be idle. Then `srun --mpi=pmix -O -n P dpro-replay --mpi DIR --json` (Open MPI from
-Debian finds its world through Slurm's PMIx plugin; -O: more tasks than CPUs) on jobs
+munged, slurmctld and slurmd in the foreground from a slurm.conf in a temp dir (its
+state, spool, logs, munge's key and socket and two free ports there; auth/munge as
+clusters authenticate), and waits for the node to be idle. Then `srun --mpi=pmix -O -n P
+dpro-replay --mpi DIR --json` (Open MPI from Debian finds its world through Slurm's PMIx
+plugin; -O: more tasks than CPUs) on jobs
 written by tests/replay/gen_traces (clock skew; a straggler), P = 2 and 4, folded and
 --no-fold, is compared with the single-process dpro-replay by test_replay_mpi.py's
 comparison: the JSON byte for byte and field by field, and the processes' log lines
