@@ -21,9 +21,9 @@ what it starts, so a step's slurmstepd (a daemon slurmd forks off) is its child,
 and found here.
 
 Skips (77) saying what is missing: dpro built without MPI; no Slurm (slurmctld, slurmd,
-srun, sinfo, munged); not root (slurmd starts the tasks as their user: it runs as root); a Slurm
-without the PMIx plugin (`srun --mpi=list` on the started cluster: it needs a
-configuration).
+srun, sinfo, squeue, munged); not root (slurmd starts the tasks as their user: it runs
+as root); a Slurm without the PMIx plugin (`srun --mpi=list` on the started cluster: it
+needs a configuration).
 """
 import ctypes
 import os
@@ -44,7 +44,7 @@ import test_optimize_mpi  # noqa: E402
 
 GEN = test_replay_mpi.GEN
 SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin"])
-PROGRAMS = ("slurmctld", "slurmd", "srun", "sinfo", "munged")
+PROGRAMS = ("slurmctld", "slurmd", "srun", "sinfo", "squeue", "munged")
 DAEMONS = ("munged", "slurmctld", "slurmd", "slurmscriptd", "slurmstepd")
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -166,8 +166,17 @@ class Cluster:
         return left
 
     def stop(self):
-        """Stops the daemons and whatever of this cluster is left; the processes that
+        """Lets the last steps end (within 60 s: their slurmstepd reports to the daemons),
+        then stops the daemons and whatever of this cluster is left; the processes that
         were still there after 30 s of SIGTERM (killed then)."""
+        end = time.time() + 60
+        while time.time() < end and all(p.poll() is None for p in self.daemons):
+            self.reap()
+            jobs = subprocess.run(["squeue", "-h", "-o", "%i"], env=self.env,
+                                  capture_output=True, text=True)
+            if not jobs.stdout.strip() and not any(n == "slurmstepd" for _, n in self.ours()):
+                break
+            time.sleep(0.5)
         for p in reversed(self.daemons):
             if p.poll() is None:
                 p.terminate()
