@@ -50,14 +50,18 @@ def mpirun(n, *cmd):
                           env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
 
 
-def compare(name, d, nprocs, extra):
+def compare(name, d, nprocs, extra, launch=None):
+    """dpro-optimize --mpi started by launch(nprocs, *cmd) (mpirun() unless given) against
+    the single process; the single process's JSON, or None when either failed."""
+    launch = launch or mpirun
     args = [d, "--json", "--seed", "7", "--budget-s", "1000"] + extra
     one = subprocess.run([OPTIMIZE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env=ENV, timeout=600)
     label = "%s %s-n %d" % (name, " ".join(extra) + " " if extra else "", nprocs)
     check(one.returncode == 0, "%s: the single process exits 0 (%d)" % (label, one.returncode))
-    r = mpirun(nprocs, OPTIMIZE, "--mpi", *args)
-    check(r.returncode == 0, "%s: mpirun dpro-optimize --mpi exits 0 (%d)" % (label, r.returncode))
+    r = launch(nprocs, OPTIMIZE, "--mpi", *args)
+    check(r.returncode == 0, "%s: %s dpro-optimize --mpi exits 0 (%d)" % (label, launch.__name__,
+                                                                           r.returncode))
     if one.returncode != 0 or r.returncode != 0:
         print(one.stderr.decode(errors="replace")[-1500:])
         print(r.stderr.decode(errors="replace")[-2000:])

@@ -143,6 +143,10 @@ tests_replay_test_mpi_sim_LDADD = tests/replay/libdprosynth.la replay/libdprompi
 endif
 TESTS += tests/replay/test_replay_mpi.py
 dist_check_SCRIPTS += tests/replay/test_replay_mpi.py
+# srun starts dpro-replay --mpi and dpro-optimize --mpi as mpirun does: a one-node Slurm
+# cluster the test starts and stops (it skips without MPI, Slurm or root)
+TESTS += tests/replay/test_replay_srun.py
+dist_check_SCRIPTS += tests/replay/test_replay_srun.py
 # test_bench_scale: its generator writes the events it promises, and the benchmark runs
 # (folded, --no-fold, 5x longer) at 4 ranks x 2,000 events
 if HAVE_PYTHON3

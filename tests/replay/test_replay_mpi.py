@@ -170,14 +170,18 @@ def opened_check(label, d, nprocs, err):
           % (label, others, readers))
 
 
-def compare(name, d, nprocs, extra, opened=True):
+def compare(name, d, nprocs, extra, opened=True, launch=None):
+    """dpro-replay --mpi started by launch(nprocs, *cmd) (mpirun() unless given; it returns
+    a CompletedProcess with bytes) against the single process; the processes' stderr."""
+    launch = launch or mpirun
     args = [d, "--json", "--perturb", "3"] + extra
     one = subprocess.run([REPLAY] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          check=True, env=ENV)
     single = json.loads(one.stdout)
     label = "%s %s-n %d" % (name, " ".join(extra) + " " if extra else "", nprocs)
-    r = mpirun(nprocs, REPLAY, "--mpi", *args)
-    check(r.returncode == 0, "%s: mpirun dpro-replay --mpi exits 0 (%d)" % (label, r.returncode))
+    r = launch(nprocs, REPLAY, "--mpi", *args)
+    check(r.returncode == 0, "%s: %s dpro-replay --mpi exits 0 (%d)" % (label, launch.__name__,
+                                                                         r.returncode))
     if r.returncode != 0:
         print(r.stderr.decode(errors="replace")[-2000:])
         return ""
