@@ -716,7 +716,8 @@ mark_grad_zeroing(workload *w, const rank_info *ri)
                 other |= g->kind[g->launched[i]] != DFG_MEMSET;
             if (other) {
                 /* a zeroing after the backward: the iteration is cut between forward and
-                 * backward, the forward that follows is the next step's */
+                 * backward, the forward that follows is the next step's; of either phase:
+                 * the batch's copy follows it */
                 int zeroed = mark_zeroing_run(w, run, n, want, scratch);
                 after |= zeroed && w->phase[run[0]] == WL_OPTIMIZER;
                 input |= zeroed && it >= 0;
