@@ -89,10 +89,13 @@ enum workload_micro {
                              * OPTIMIZER): the iteration is cut between forward and backward,
                              * and this is the next step's forward (its phase reads OPTIMIZER
                              * too), which every micro-batch runs */
-    WL_MICRO_INPUT = 3,     /* a WL_MICRO_FORWARD copy launched before that forward's first
-                             * kernel, or under FSDP a main-thread copy before the
-                             * iteration's first forward all-gather that belongs to no
-                             * unshard: the batch copied to the device. Its host call and
+    WL_MICRO_INPUT = 3,     /* a copy the main thread launches after the gradients' zeroing
+                             * and before its next kernel, in the zeroing's iteration
+                             * (whether the zeroing opens the iteration or comes after the
+                             * backward: then a WL_MICRO_FORWARD one), or under FSDP a
+                             * main-thread copy before the iteration's first forward
+                             * all-gather that belongs to no unshard: the batch copied to
+                             * the device. Its host call and
                              * the gap before it (the host making or fetching the batch)
                              * scale with the batch: each of k micro-batches spends 1/k */
     WL_MICRO_CALL = 4,      /* a host call that launches nothing and that every micro-batch

@@ -684,9 +684,12 @@ mark_zeroing_run(workload *w, const int32_t *run, int32_t n, const int64_t *want
 
 /* workload.h: micro for the zeroing of the gradients, on every rank's main thread: runs
  * of memsets launched one after the other (a launch of anything else, or another
- * iteration, ends a run) whose sizes are the parameters' (WL_MICRO_SYNC_ONLY), the
- * device ops the thread launches after such a run in its iteration (WL_MICRO_FORWARD)
- * and, of those, the copies before the first kernel (WL_MICRO_INPUT).
+ * iteration, ends a run) whose sizes are the parameters' (WL_MICRO_SYNC_ONLY); where the
+ * zeroing comes after the backward (phase OPTIMIZER), the device ops the thread launches
+ * after it in its iteration (WL_MICRO_FORWARD); after a zeroing of either phase, the
+ * copies the thread launches in its iteration before its next kernel (WL_MICRO_INPUT: the
+ * batch, made on the host and copied, as zero_grad(); x = make().to(dev) does whether the
+ * iteration opens with the zeroing or is cut after it).
  * Returns 0, -1 when out of memory. */
 static int
 mark_grad_zeroing(workload *w, const rank_info *ri)
@@ -702,7 +705,9 @@ mark_grad_zeroing(workload *w, const rank_info *ri)
         qsort(want, (size_t)np, sizeof *want, cmp_int64);
     }
     for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
-        int32_t n = 0, it = -1, after = 0, kernel = 0;
+        /* after: a zeroing after the backward seen in this iteration; input: a zeroing of
+         * either phase, no kernel launched since */
+        int32_t n = 0, it = -1, after = 0, input = 0;
         for (int32_t h = ri[r].main_thread >= 0 ? g->res_first[ri[r].main_thread] : -1;;
              h = g->next_on_res[h]) {
             int other = h < 0 || w->iter[h] != it;
@@ -711,23 +716,27 @@ mark_grad_zeroing(workload *w, const rank_info *ri)
                 other |= g->kind[g->launched[i]] != DFG_MEMSET;
             if (other) {
                 /* a zeroing after the backward: the iteration is cut between forward and
-                 * backward, the forward that follows is the next step's */
-                int zeroed =
-                    mark_zeroing_run(w, run, n, want, scratch) && w->phase[run[0]] == WL_OPTIMIZER;
-                after |= zeroed;
-                kernel &= !zeroed;
+                 * backward, the forward that follows is the next step's; of either phase:
+                 * the batch's copy follows it */
+                int zeroed = mark_zeroing_run(w, run, n, want, scratch);
+                after |= zeroed && w->phase[run[0]] == WL_OPTIMIZER;
+                input |= zeroed && it >= 0;
                 n = 0;
             }
             if (h < 0)
                 break;
             after &= w->iter[h] == it;
+            input &= w->iter[h] == it;
             it = w->iter[h];
             for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
                 int32_t d = g->launched[i];
-                if (after && is_device(g, d) && w->buckets.micro[d] == WL_MICRO_PHASE)
-                    w->buckets.micro[d] =
-                        !kernel && g->kind[d] == DFG_MEMCPY ? WL_MICRO_INPUT : WL_MICRO_FORWARD;
-                kernel |= after && g->kind[d] == DFG_KERNEL;
+                if (is_device(g, d) && w->buckets.micro[d] == WL_MICRO_PHASE) {
+                    if (input && g->kind[d] == DFG_MEMCPY)
+                        w->buckets.micro[d] = WL_MICRO_INPUT;
+                    else if (after)
+                        w->buckets.micro[d] = WL_MICRO_FORWARD;
+                }
+                input &= g->kind[d] != DFG_KERNEL;
                 if (g->kind[d] == DFG_MEMSET && alive(g, d) && n++ < np)
                     run[n - 1] = d;
             }

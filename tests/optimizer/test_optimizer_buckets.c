@@ -18,7 +18,10 @@
  * The packing by bytes before (buckets cut at the cap inside the unit, those ready at the
  * same kernel merged) made 4 buckets at 1 MiB (7 MiB, 1 MiB, 1 MiB, 0.7 MiB) where DDP
  * makes 3.
+ * And under accumulation, the batch's copy after the gradients' zeroing when the
+ * iteration opens with the zeroing (test_micro_input_after_zeroing).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +31,7 @@
 #include "optimizer/strategy.h"
 #include "optimizer/workload.h"
 #include "tests/optimizer/optjobs.h"
+#include "tests/replay/synth.h"
 #include "tests/unit/testutil.h"
 
 #define NL 14
@@ -144,9 +148,62 @@ test_ddp_layer_buckets(void)
     dfg_free(&g);
 }
 
+/* The batch's copy after the gradients' zeroing where the iteration opens with the
+ * zeroing (zero_grad(); x = make().to(dev)): 2 ranks of 6 iterations of 400 kernels, 8
+ * buckets of 1 MiB, DDP's copies back and zeroing, the first of each iteration's device
+ * ops made a 4 MiB copy whose call comes 3 ms after the zeroing's last. The copy is the
+ * batch's (WL_MICRO_INPUT), so at 2 micro-batches those 3 ms of host time take half in
+ * the micro-batch (the host makes a batch half the size), not all of it. */
+static void
+test_micro_input_after_zeroing(void)
+{
+    synth_params sp;
+    synth_defaults(&sp);
+    sp.ranks = 2;
+    sp.iterations = 6;
+    sp.ops_per_iter = 400;
+    sp.buckets = 8;
+    sp.bucket_bytes = 1 << 20;
+    sp.final_copies = sp.zero_grads = 1;
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    REQUIRE(synth_dfg(&sp, &g) == 0);
+    int32_t n_c = 0, n_seen = 0, copy[12];
+    for (int32_t d = 0; d < g.n_nodes; d++) /* the first kernel of each rank's iteration */
+        if (g.kind[d] == DFG_KERNEL && g.launch[d] >= 0 && n_seen++ % 400 == 0 && n_c < 12) {
+            g.kind[d] = DFG_MEMCPY;
+            REQUIRE(dfg_set_bytes(&g, d, 4 << 20) == 0);
+            copy[n_c++] = d;
+        }
+    REQUIRE(n_c == 2 * 6);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 5, &m, NULL, -1, NULL) == 0);
+    REQUIRE(w.buckets.micro != NULL);
+    for (int32_t i = 0; i < n_c; i++)
+        CHECK(w.phase[copy[i]] == WL_FORWARD && w.buckets.micro[copy[i]] == WL_MICRO_INPUT);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.accum_k = 2;
+    strategy_eval ev[2];
+    const int64_t make_ns = 3000000;
+    for (int run = 0; run < 2; run++) {
+        for (int32_t i = 0; run > 0 && i < n_c; i++)
+            w.base_gap[g.launch[copy[i]]] += make_ns;
+        REQUIRE(strategy_evaluate(&w, &p, &res, &ev[run]) == 0);
+    }
+    CHECK(fabs(ev[1].micro_host_ns - ev[0].micro_host_ns - (double)make_ns / 2) < 1e3);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
     test_ddp_layer_buckets();
+    test_micro_input_after_zeroing();
     return tests_done();
 }
