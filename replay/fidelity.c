@@ -247,32 +247,48 @@ set_thread_stall(dfg *g, const place *pl, size_t m, const int64_t *own, int32_t 
     return rc;
 }
 
+/* End (exclusive) of the run of places on pl[a]'s resource, among pl[0..np). */
+static size_t
+resource_run_end(const place *pl, size_t np, size_t a)
+{
+    size_t z = a + 1;
+    while (z < np && pl[z].res == pl[a].res)
+        z++;
+    return z;
+}
+
 int
 replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
 {
     int32_t ni = rp->iter_last - rp->iter_first + 1;
     place *pl = NULL;
-    size_t np = 0, nn = (size_t)(g->n_nodes > 0 ? g->n_nodes : 1);
-    int64_t *v = malloc(nn * sizeof *v), *own = malloc(nn * sizeof *own);
+    size_t np = 0, most = 1; /* places on one resource, at most */
+    int64_t *v = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *v), *own = NULL;
     int64_t *s = malloc(2 * (size_t)(ni > 0 ? ni : 1) * sizeof *s);
-    int rc = v && own && s ? fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) : -1;
-    int64_t matched = 0, nodes = 0; /* of the job: a folded rank counts its class */
-    for (size_t i = 0; i < np && rc == 0; i++) {
-        nodes += dfg_rank_weight(g, dfg_rank(g, pl[i].node));
-        own[i] = g->kind[pl[i].node] == DFG_HOST ? own_time(g, pl[i].node) : 0;
-    }
+    int rc = v && s ? fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) : -1;
     for (size_t a = 0, z; a < np && rc == 0; a = z) {
-        z = fid_place_run_end(pl, np, a);
-        if (z - a >= 2)
-            rc |= set_typical(g, pl + a, z - a, v, stat);
-        if ((int32_t)(z - a) == ni)
-            matched += (int64_t)(z - a) * dfg_rank_weight(g, dfg_rank(g, pl[a].node));
+        z = resource_run_end(pl, np, a);
+        most = z - a > most ? z - a : most;
     }
-    for (size_t a = 0, z; a < np && rc == 0 && ni >= 2; a = z) { /* one host thread a run */
-        for (z = a + 1; z < np && pl[z].res == pl[a].res; z++)
-            ;
-        if (g->kind[pl[a].node] == DFG_HOST)
-            rc |= set_thread_stall(g, pl + a, z - a, own + a, ni, stat, s);
+    if (rc == 0 && !(own = malloc(most * sizeof *own)))
+        rc = -1;
+    int64_t matched = 0, nodes = 0; /* of the job: a folded rank counts its class */
+    for (size_t a = 0, z; a < np && rc == 0; a = z) { /* one resource at a time */
+        z = resource_run_end(pl, np, a);
+        int host = g->kind[pl[a].node] == DFG_HOST && ni >= 2;
+        for (size_t i = a; i < z; i++) {
+            nodes += dfg_rank_weight(g, dfg_rank(g, pl[i].node));
+            own[i - a] = host ? own_time(g, pl[i].node) : 0;
+        }
+        for (size_t b = a, e; b < z && rc == 0; b = e) {
+            e = fid_place_run_end(pl, z, b);
+            if (e - b >= 2)
+                rc |= set_typical(g, pl + b, e - b, v, stat);
+            if ((int32_t)(e - b) == ni)
+                matched += (int64_t)(e - b) * dfg_rank_weight(g, dfg_rank(g, pl[b].node));
+        }
+        if (host && rc == 0)
+            rc = set_thread_stall(g, pl + a, z - a, own, ni, stat, s);
     }
     if (info) {
         info->iterations = ni > 0 ? ni : 0;
