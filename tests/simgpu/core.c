@@ -880,7 +880,10 @@ wait_done_locked(struct simgpu_stream *s, uint64_t target)
         int flying = stream_settle_locked(s, simgpu_now_ns());
         if (s->done_seq >= target)
             break;
-        if (s->head && s->head->seq <= target && !s->worker_busy && !s->staging) {
+        /* With ops in flight the worker goes on from their end: the head is left to it
+         * until it is late (chase), as each op a waiter runs is host time it takes. */
+        if (s->head && s->head->seq <= target && !s->worker_busy && !s->staging &&
+            (!flying || chase)) {
             uint64_t dep_end;
             int pending;
             if (run_inline_locked(s, s->head))

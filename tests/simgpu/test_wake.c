@@ -170,7 +170,8 @@ run_chain(int starved)
  * thousand kernels, memsets and copies): GRAPH_MAIN kernels of GRAPH_KERN_US on the
  * launching stream with a branch of GRAPH_SIDE kernels forked to a second stream and
  * joined before the last one, GRAPH_MEMSETS memsets of 64 KB among them.  Launched behind a
- * 5 ms kernel, between two events, GRAPH_LAUNCHES times.  The rules, as on a real GPU:
+ * kernel of GRAPH_LEAD_MS, between two events, GRAPH_LAUNCHES times (the timeline checked
+ * where the host enqueued it before the kernel's end).  The rules, as on a real GPU:
  * - the launch is one host call: its host time is at most GRAPH_LAUNCH_X ordinary kernel
  *   launches measured in the same run (each figure the smallest of the launches, so that
  *   a preempted call does not decide), less the time the launching thread waited for a CPU
@@ -179,7 +180,8 @@ run_chain(int starved)
  *   GRAPH_MAIN x GRAPH_KERN_US plus the memsets' time (one memset between two events,
  *   measured in the same run), to 1 us;
  * - the synchronize returns within GRAPH_LATE_MS of the modeled end, less the time the
- *   synchronizing thread waited for a CPU;
+ *   synchronizing thread waited for a CPU (not checked under the sanitizers,
+ *   DPRO_SANITIZERS=1, where running the nodes takes the host 10x longer);
  * - the nodes are timed on the device clock, not worked through in real time: the launch
  *   and synchronize cost the process at most one voluntary context switch per 3 nodes
  *   (each a thread's sleep and wake-up, which on a loaded host waits for a CPU; a worker
@@ -192,9 +194,10 @@ run_chain(int starved)
 #define GRAPH_LAUNCH_X 3.0
 #define GRAPH_LATE_MS 30.0
 #define GRAPH_SET_BYTES (64u << 10)
+#define GRAPH_LEAD_MS 20.0
 #define GRAPH_SWITCHES ((GRAPH_MAIN + GRAPH_SIDE) / 3)
 
-static char k_2us, k_5ms;
+static char k_2us, k_lead;
 
 /* Host ms of one kernel launch on s, less the time the thread waited for a CPU. */
 static double
@@ -248,6 +251,7 @@ run_graph(int starved)
     double launch_min = 1e9, graph_min = 1e9, memset_us, late_ms = -1e9, queued_ms = 0;
     double model_us, worst_err_us = 0;
     long switches = 0;
+    int valid = 0; /* launches whose timeline is checked */
     CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CHECK_CUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
     CHECK_CUDA(cudaStreamCreateWithFlags(&o, cudaStreamNonBlocking));
@@ -255,18 +259,24 @@ run_graph(int starved)
     CHECK_CUDA(cudaEventCreate(&e1));
     CHECK_CUDA(cudaMalloc((void **)&buf, GRAPH_SET_BYTES));
     graph_capture(s, side, buf, &x);
-    /* one memset's device time, behind a kernel so that the events bracket it alone */
-    launch_ms(&k_5ms, s);
-    CHECK_CUDA(cudaEventRecord(e0, s));
-    CHECK_CUDA(cudaMemsetAsync(buf, 1, GRAPH_SET_BYTES, s));
-    CHECK_CUDA(cudaEventRecord(e1, s));
-    CHECK_CUDA(cudaStreamSynchronize(s));
-    CHECK_CUDA(cudaEventElapsedTime(&el, e0, e1));
-    memset_us = (double)el * 1000.0;
+    /* one memset's device time, behind a kernel so that the events bracket it alone (when
+     * the host enqueued them before the kernel's end: else again) */
+    for (int tries = 0, late = 1; late && tries < 20; tries++) {
+        double t_k = (double)simgpu_now_ns();
+        launch_ms(&k_lead, s);
+        CHECK_CUDA(cudaEventRecord(e0, s));
+        CHECK_CUDA(cudaMemsetAsync(buf, 1, GRAPH_SET_BYTES, s));
+        CHECK_CUDA(cudaEventRecord(e1, s));
+        late = ((double)simgpu_now_ns() - t_k) / 1e6 >= GRAPH_LEAD_MS;
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        CHECK_CUDA(cudaEventElapsedTime(&el, e0, e1));
+        memset_us = (double)el * 1000.0;
+    }
     model_us = GRAPH_MAIN * GRAPH_KERN_US + GRAPH_MEMSETS * memset_us;
-    for (int i = 0; i < GRAPH_LAUNCHES; i++) {
+    for (int i = 0; valid < GRAPH_LAUNCHES && i < 4 * GRAPH_LAUNCHES; i++) {
         double w0, t0, t_k, t_ret, ms;
         long sw;
+        int on_time;
         /* ordinary launches on an idle stream */
         for (int j = 0; j < 3; j++) {
             CHECK_CUDA(cudaStreamSynchronize(o));
@@ -274,7 +284,7 @@ run_graph(int starved)
             launch_min = ms < launch_min ? ms : launch_min;
         }
         t_k = (double)simgpu_now_ns();
-        launch_ms(&k_5ms, s);
+        launch_ms(&k_lead, s);
         CHECK_CUDA(cudaEventRecord(e0, s));
         w0 = ms_waiting_for_cpu();
         sw = voluntary_switches();
@@ -283,6 +293,8 @@ run_graph(int starved)
         ms = ((double)simgpu_now_ns() - t0) / 1e6 - (ms_waiting_for_cpu() - w0);
         graph_min = ms < graph_min ? ms : graph_min;
         CHECK_CUDA(cudaEventRecord(e1, s));
+        /* the graph's nodes start at the kernel's end when the host enqueued them before */
+        on_time = ((double)simgpu_now_ns() - t_k) / 1e6 < GRAPH_LEAD_MS;
         w0 = ms_waiting_for_cpu();
         CHECK_CUDA(cudaStreamSynchronize(s));
         t_ret = (double)simgpu_now_ns();
@@ -290,10 +302,11 @@ run_graph(int starved)
         switches = sw > switches ? sw : switches;
         queued_ms = ms_waiting_for_cpu() - w0;
         CHECK_CUDA(cudaEventElapsedTime(&el, e0, e1));
-        if (fabs((double)el * 1000.0 - model_us) > worst_err_us)
+        if (on_time && fabs((double)el * 1000.0 - model_us) > worst_err_us)
             worst_err_us = fabs((double)el * 1000.0 - model_us);
-        /* e0 is the 5 ms kernel's end, at least t_k + 5 ms */
-        ms = (t_ret - t_k) / 1e6 - 5.0 - (double)el - queued_ms;
+        valid += on_time;
+        /* e0 is the lead kernel's end, at least t_k + GRAPH_LEAD_MS */
+        ms = (t_ret - t_k) / 1e6 - GRAPH_LEAD_MS - (double)el - queued_ms;
         late_ms = ms > late_ms ? ms : late_ms;
     }
     printf("test_wake %s: graph of %d kernels of %.0f us (+%d on a branch) and %d memsets "
@@ -302,9 +315,11 @@ run_graph(int starved)
            "(less its wait for a CPU), at most %ld voluntary context switches\n",
            starved ? "starved workers" : "plain", GRAPH_MAIN, GRAPH_KERN_US, GRAPH_SIDE,
            GRAPH_MEMSETS, memset_us, graph_min, launch_min, worst_err_us, late_ms, switches);
-    CHECK(worst_err_us < 1.0);
+    CHECK(valid > 0 && worst_err_us < 1.0);
     CHECK(graph_min <= GRAPH_LAUNCH_X * launch_min);
-    CHECK(late_ms < GRAPH_LATE_MS);
+    /* Running the nodes is host work: a sanitizer's instrumentation makes it 10x longer. */
+    CHECK(late_ms < GRAPH_LATE_MS ||
+          (getenv("DPRO_SANITIZERS") && *getenv("DPRO_SANITIZERS") == '1'));
     CHECK(switches <= GRAPH_SWITCHES);
     CHECK_CUDA(cudaGraphExecDestroy(x));
     CHECK_CUDA(cudaFree(buf));
@@ -325,7 +340,7 @@ main(int argc, char **argv)
         run_case(getenv("SIMGPU_WORKER_DELAY_US") != NULL);
         run_chain(getenv("SIMGPU_WORKER_DELAY_US") != NULL);
         CHECK(simgpu_register_kernel(&k_2us, "kernel_2us", (uint64_t)(GRAPH_KERN_US * 1000)) == 0);
-        CHECK(simgpu_register_kernel(&k_5ms, "kernel_5ms", 5000000) == 0);
+        CHECK(simgpu_register_kernel(&k_lead, "kernel_lead", (uint64_t)(GRAPH_LEAD_MS * 1e6)) == 0);
         run_graph(getenv("SIMGPU_WORKER_DELAY_US") != NULL);
         return 0;
     }
