@@ -864,9 +864,6 @@ simgpu_stream_destroy(struct simgpu_stream *s)
     return cudaSuccess;
 }
 
-/* How late a worker may be at an op's end before a waiter for a later op takes over. */
-#define WAIT_GRACE_NS 1000000ULL
-
 /* Waits until s->done_seq >= target; caller holds g_lock.  The waiter runs s's head
  * itself where it can (run_inline_locked), waits for the stream a pending dependency
  * names, and completes ops in flight at their end, so that it returns at the work's
@@ -875,7 +872,7 @@ simgpu_stream_destroy(struct simgpu_stream *s)
 void
 wait_done_locked(struct simgpu_stream *s, uint64_t target)
 {
-    int chase = 0; /* the worker was late (an op's end passed by the grace, ops queued) */
+    int chase = 0; /* the worker was late (the ops in flight ended, ops still queued) */
     for (;;) {
         int flying = stream_settle_locked(s, simgpu_now_ns());
         if (s->done_seq >= target)
@@ -899,13 +896,11 @@ wait_done_locked(struct simgpu_stream *s, uint64_t target)
             s->wake_seq = target;
         /* (An op being run by another thread has no end yet.) */
         if (flying && flight_end_locked(s, target) != UINT64_MAX) {
-            /* Until the end of the op waited for, or of the last in flight before it once
-             * the worker was late; else the worker's, unless late by WAIT_GRACE_NS (a
-             * waiter's wake-up costs a CPU the host needs). */
+            /* Until the end of the op waited for, or of the last in flight before it: the
+             * worker is late if ops are still queued then (the device's clock has caught
+             * up with it), and the waiter runs them from there. */
             uint64_t until = flight_end_locked(s, target), seen = s->done_seq;
             struct timespec ts;
-            if (!chase && s->inflight_tail->seq < target)
-                until += WAIT_GRACE_NS;
             ts.tv_sec = (time_t)(until / 1000000000ULL);
             ts.tv_nsec = (long)(until % 1000000000ULL);
             pthread_cond_timedwait(&s->done_cv, &g_lock, &ts);
