@@ -617,42 +617,63 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
     return rc;
 }
 
+/* The meta keys process 0 reads of a rank whose file another process opened, the only
+ * ones that travel with its reader: the host (job_share_readers: jr->host; hostshare.c),
+ * the trace's source (build.c), the host's CPUs and their samples (hostshare.c), the
+ * command (optimizer/framework_detect.c). The rest (rank, world size, job id...) came
+ * with the files' outcomes (job_share_opened). */
+static const char *const share_meta_keys[] = {DPRO_META_HOST,      DPRO_META_SOURCE,
+                                              DPRO_META_HOST_CPUS, DPRO_META_CPU_SAMPLES,
+                                              DPRO_META_COMMAND,   NULL};
+
 /* Process p other than 0: sends process 0 the readers of the present ranks whose files
- * it opened, in rank order, in one message (each reader's packed length, then its bytes;
- * an empty message when it cannot pack them, then fails). Returns 0 or DPRO_ERR_NOMEM. */
+ * it opened, in rank order, in one message (each reader's packed length, then its bytes:
+ * the meta keys process 0 reads, and the strings as the previous reader's where they are
+ * its; an empty message when it cannot pack them, then fails). Returns 0 or
+ * DPRO_ERR_NOMEM. */
 static int
 send_readers(const job *j, const job_share *sh)
 {
     bytes b = {0};
+    const dpro_reader *prev = NULL;
     for (int32_t r = 0; !b.fail && r < j->n_ranks; r++) {
         const job_rank *jr = &j->ranks[r];
         uint8_t *p = NULL;
         size_t len = 0;
         if (!jr->path || !jr->reader)
             continue;
-        if (dpro_reader_pack(jr->reader, &p, &len) != DPRO_OK)
+        if (dpro_reader_pack(jr->reader, prev, share_meta_keys, &p, &len) != DPRO_OK)
             b.fail = 1;
         put_i64(&b, (int64_t)len);
         put(&b, p, len);
         free(p);
+        prev = jr->reader;
     }
     int rc = sh->send0(sh->ctx, b.p, b.fail ? 0 : b.n) != 0 || b.fail ? DPRO_ERR_NOMEM : 0;
     free(b.p);
     return rc;
 }
 
+/* What process 0 received of the others' readers, for the log: their count, the
+ * messages' bytes, the readers sharing the strings of the one before. */
+typedef struct readers_got {
+    uint64_t bytes;
+    int32_t n, shared;
+} readers_got;
+
 /* Process 0: takes process p's readers (its message, what send_readers wrote) as those of
  * the present ranks without one whose file p opened (proc), in rank order, and counts
  * the files of its own share of the ranks among them (opened again to read their events).
  * Returns 0 or a dpro_status (errbuf says why). */
 static int
-take_readers(job *j, const job_share *sh, int p, const int32_t *proc, uint64_t *got, int32_t *n,
+take_readers(job *j, const job_share *sh, int p, const int32_t *proc, readers_got *got,
              char *errbuf, size_t errlen)
 {
     int rc = 0;
     int32_t lo, hi, k = 0;
     bytes b = {0};
     void *all = NULL;
+    dpro_reader *prev = NULL; /* the one before in p's message */
     job_share_range(sh, j->n_present, &lo, &hi);
     if (sh->recv(sh->ctx, p, &all, &b.n) != 0) {
         snprintf(errbuf, errlen, "out of memory");
@@ -670,19 +691,23 @@ take_readers(job *j, const job_share *sh, int p, const int32_t *proc, uint64_t *
             snprintf(errbuf, errlen, "%s: process %d could not send its reader", jr->path, p);
             rc = DPRO_ERR_NOMEM;
         } else {
-            rc = dpro_reader_unpack(b.p + b.at, (size_t)len, jr->path, &jr->reader, errbuf, errlen);
+            rc = dpro_reader_unpack(b.p + b.at, (size_t)len, jr->path, prev, &jr->reader, errbuf,
+                                    errlen);
             b.at += (size_t)len;
         }
-        *n += rc == 0;
+        got->n += rc == 0;
+        got->shared += rc == 0 && dpro_reader_shares_strings(jr->reader, prev);
         j->files_opened += rc == 0 && at >= lo && at < hi;
-        if (rc == 0)
+        if (rc == 0) {
             jr->host = dpro_reader_meta(jr->reader, DPRO_META_HOST);
+            prev = jr->reader;
+        }
     }
     if (rc == 0 && b.at != b.n) {
         snprintf(errbuf, errlen, "process %d sent readers of other ranks than it opened", p);
         rc = DPRO_ERR_CORRUPT;
     }
-    *got += b.n;
+    got->bytes += b.n;
     free(all);
     return rc;
 }
@@ -701,10 +726,9 @@ job_share_readers(job *j, const listing *l, const job_share *sh, char *errbuf, s
     for (size_t i = 0; proc && i < l->nfiles; i++) /* the files place_ranks placed */
         if (l->o[i].ok && strcmp(l->o[i].job_id, l->want) == 0)
             proc[l->o[i].rank] = l->o[i].proc;
-    uint64_t got = 0;
-    int32_t n = 0;
+    readers_got got = {0};
     for (int p = 1; rc == 0 && sh->me == 0 && p < sh->nprocs; p++)
-        rc = take_readers(j, sh, p, proc, &got, &n, errbuf, errlen);
+        rc = take_readers(j, sh, p, proc, &got, errbuf, errlen);
     for (int32_t r = 0; rc == 0 && sh->me == 0 && r < j->n_ranks; r++)
         if (j->ranks[r].path && !j->ranks[r].reader) {
             snprintf(errbuf, errlen, "%s: no process sent its reader", j->ranks[r].path);
@@ -712,8 +736,8 @@ job_share_readers(job *j, const listing *l, const job_share *sh, char *errbuf, s
         }
     if (rc == 0 && sh->me == 0 && sh->nprocs > 1)
         pr_info("received %d trace readers from the other processes (their files not opened "
-                "here): %llu bytes",
-                n, (unsigned long long)got);
+                "here): %llu bytes; %d of them share the strings of the one before",
+                got.n, (unsigned long long)got.bytes, got.shared);
     free(proc);
     return rc;
 }

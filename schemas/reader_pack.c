@@ -5,8 +5,9 @@
  *
  * The bytes: a version, then every count and number as a varint (signed ones zig-zag),
  * each text as its length + 1 (0: NULL) and its bytes, the strings as one run of
- * NUL-terminated texts in id order. They travel between processes of one job, built from
- * one source tree: no compatibility beyond the version is kept.
+ * NUL-terminated texts in id order, or a flag alone when they are the strings of the
+ * reader named like (the receiver's copy then shared). They travel between processes of
+ * one job, built from one source tree: no compatibility beyond the version is kept.
  */
 #include "dprotrace.h"
 #include "reader_internal.h"
@@ -17,7 +18,15 @@
 
 #include "varint.h"
 
-#define PACK_VERSION 1
+#define PACK_VERSION 2
+
+/* The flags after the version. */
+enum {
+    PACK_ENDED_EARLY = 1,
+    PACK_CUT = 2,
+    PACK_WAL_UNREAD = 4,
+    PACK_STRINGS_LIKE = 8, /* the strings are like's: none follow */
+};
 
 /* A growing buffer being written (fail: out of memory), or one being read (at: the
  * position; fail: it ended early or holds what cannot be). */
@@ -288,26 +297,64 @@ get_tables(buf *b, dpro_reader *r)
     }
 }
 
+/* Whether a's strings are b's, text for text (one copy shared, or equal copies). */
+static int
+same_strings(const dpro_reader *a, const dpro_reader *b)
+{
+    int same = a->nstrings == b->nstrings;
+    if (same && a->strings != b->strings)
+        for (uint32_t i = 1; same && i <= a->nstrings; i++)
+            same = strcmp(a->strings[i], b->strings[i]) == 0;
+    return same;
+}
+
+/* Whether meta key is one of keys (NULL-terminated; NULL: all are). */
+static int
+meta_kept(const char *key, const char *const *keys)
+{
+    int kept = keys == NULL;
+    for (size_t i = 0; !kept && keys[i]; i++)
+        kept = strcmp(key, keys[i]) == 0;
+    return kept;
+}
+
+/* r's meta entries whose keys are among keys (meta_kept): their count, then each. */
+static void
+put_meta(buf *b, const dpro_reader *r, const char *const *keys)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->nmeta; i++)
+        n += meta_kept(r->meta[i].key, keys);
+    put_u(b, n);
+    for (size_t i = 0; i < r->nmeta; i++) {
+        if (meta_kept(r->meta[i].key, keys)) {
+            put_text(b, r->meta[i].key);
+            put_text(b, r->meta[i].value);
+        }
+    }
+}
+
 int
-dpro_reader_pack(const dpro_reader *r, uint8_t **out, size_t *len)
+dpro_reader_pack(const dpro_reader *r, const dpro_reader *like, const char *const *meta_keys,
+                 uint8_t **out, size_t *len)
 {
     buf b = {0};
     int rc = DPRO_OK;
     *out = NULL;
     *len = 0;
-    if (!r || r->db) {
+    if (!r || r->db || (like && like->db)) {
         rc = DPRO_ERR_ARG;
     } else {
+        int strings_like = like && same_strings(r, like);
         put_u(&b, PACK_VERSION);
-        put_u(&b, (uint64_t)(r->ended_early != 0) | (uint64_t)(r->cut != 0) << 1 |
-                      (uint64_t)(r->wal_unread != 0) << 2);
+        put_u(&b, (uint64_t)(r->ended_early ? PACK_ENDED_EARLY : 0) |
+                      (uint64_t)(r->cut ? PACK_CUT : 0) |
+                      (uint64_t)(r->wal_unread ? PACK_WAL_UNREAD : 0) |
+                      (uint64_t)(strings_like ? PACK_STRINGS_LIKE : 0));
         put_text(&b, r->warnings);
-        put_u(&b, r->nmeta);
-        for (size_t i = 0; i < r->nmeta; i++) {
-            put_text(&b, r->meta[i].key);
-            put_text(&b, r->meta[i].value);
-        }
-        put_strings(&b, r);
+        put_meta(&b, r, meta_keys);
+        if (!strings_like)
+            put_strings(&b, r);
         put_tables(&b, r);
         rc = b.fail ? DPRO_ERR_NOMEM : DPRO_OK;
     }
@@ -320,9 +367,57 @@ dpro_reader_pack(const dpro_reader *r, uint8_t **out, size_t *len)
     return rc;
 }
 
+/* r's strings made like's, one copy counted by strings_refs (b->fail and b->nomem when
+ * memory ends). */
+static void
+share_strings(buf *b, dpro_reader *r, dpro_reader *like)
+{
+    if (!like->strings_refs && (like->strings_refs = malloc(sizeof *like->strings_refs)))
+        *like->strings_refs = 1;
+    if (!like->strings_refs) {
+        b->fail = b->nomem = 1;
+    } else {
+        __atomic_add_fetch(like->strings_refs, 1, __ATOMIC_ACQ_REL);
+        r->strings_refs = like->strings_refs;
+        r->strings = like->strings;
+        r->nstrings = like->nstrings;
+        r->string_bufs = like->string_bufs;
+        r->nstring_bufs = like->nstring_bufs;
+    }
+}
+
+/* What dpro_reader_pack wrote after the version, into r (like: see dpro_reader_unpack). */
+static void
+get_reader(buf *b, dpro_reader *r, dpro_reader *like)
+{
+    uint64_t flags = get_u(b);
+    r->ended_early = (flags & PACK_ENDED_EARLY) != 0;
+    r->cut = (flags & PACK_CUT) != 0;
+    r->wal_unread = (flags & PACK_WAL_UNREAD) != 0;
+    if ((flags & PACK_STRINGS_LIKE) && !like)
+        b->fail = 1; /* the strings are a reader's the caller does not name */
+    r->warnings = get_text(b);
+    size_t n = get_count(b);
+    r->meta = get_array(b, n, sizeof *r->meta);
+    for (size_t i = 0; !b->fail && i < n; i++, r->nmeta++) {
+        r->meta[i].key = get_text(b);
+        r->meta[i].value = get_text(b);
+        if (!r->meta[i].key)
+            b->fail = 1;
+    }
+    if (!b->fail && (flags & PACK_STRINGS_LIKE))
+        share_strings(b, r, like);
+    else if (!b->fail)
+        get_strings(b, r);
+    if (!b->fail)
+        get_tables(b, r);
+    if (!b->fail && b->at != b->n)
+        b->fail = 1; /* bytes left over */
+}
+
 int
-dpro_reader_unpack(const uint8_t *p, size_t len, const char *path, dpro_reader **out, char *errbuf,
-                   size_t errlen)
+dpro_reader_unpack(const uint8_t *p, size_t len, const char *path, dpro_reader *like,
+                   dpro_reader **out, char *errbuf, size_t errlen)
 {
     buf b = {.p = (uint8_t *)p, .n = len};
     dpro_reader *r = calloc(1, sizeof *r);
@@ -336,40 +431,26 @@ dpro_reader_unpack(const uint8_t *p, size_t len, const char *path, dpro_reader *
     }
     if (rc == DPRO_OK && get_u(&b) != PACK_VERSION)
         b.fail = 1;
-    if (rc == DPRO_OK && !b.fail) {
-        uint64_t flags = get_u(&b);
-        r->ended_early = (flags & 1) != 0;
-        r->cut = (flags & 2) != 0;
-        r->wal_unread = (flags & 4) != 0;
-        r->warnings = get_text(&b);
-        size_t n = get_count(&b);
-        r->meta = get_array(&b, n, sizeof *r->meta);
-        for (size_t i = 0; !b.fail && i < n; i++, r->nmeta++) {
-            r->meta[i].key = get_text(&b);
-            r->meta[i].value = get_text(&b);
-            if (!r->meta[i].key)
-                b.fail = 1;
-        }
-        if (!b.fail)
-            get_strings(&b, r);
-        if (!b.fail)
-            get_tables(&b, r);
-        if (!b.fail && b.at != b.n)
-            b.fail = 1; /* bytes left over */
-        if (b.fail)
-            rc = b.nomem ? DPRO_ERR_NOMEM : DPRO_ERR_CORRUPT;
-    } else if (rc == DPRO_OK) {
-        rc = DPRO_ERR_CORRUPT;
-    }
+    if (rc == DPRO_OK && !b.fail)
+        get_reader(&b, r, like);
+    if (rc == DPRO_OK && b.fail)
+        rc = b.nomem ? DPRO_ERR_NOMEM : DPRO_ERR_CORRUPT;
     if (rc != DPRO_OK) {
         if (errbuf && errlen)
             snprintf(errbuf, errlen, "%s: %s", path ? path : "",
                      rc == DPRO_ERR_NOMEM ? "out of memory"
                                           : "the reader's packed bytes do not hold (cut short, "
-                                            "bytes left over, or impossible counts)");
+                                            "bytes left over, impossible counts, or the "
+                                            "strings of a reader not named)");
         dpro_reader_close(r);
     } else {
         *out = r;
     }
     return rc;
+}
+
+int
+dpro_reader_shares_strings(const dpro_reader *a, const dpro_reader *b)
+{
+    return a && b && a->strings_refs && a->strings_refs == b->strings_refs;
 }
