@@ -99,6 +99,11 @@ enum workload_micro {
                              * makes again: under FSDP the event calls of the forward's
                              * unshards and copy-outs but the polls (workload_fsdp.c); the
                              * micro-batch prices its duration and the gap before it */
+    WL_MICRO_GAP = 5,       /* a host call whose count follows how far the device lags the
+                             * host (under FSDP an event poll among the forward's unshards'
+                             * calls): the micro-batch prices the gap before it (the host's
+                             * work between the calls, which every micro-batch does again),
+                             * not the call */
 };
 
 /* What a CUDA-graph capture covers (workload_options.capture_scope; the framework's

@@ -571,9 +571,11 @@ elementwise_thread_bytes(const char *name)
     return vec > 0 && n > 0 ? vec * n * esz : 0;
 }
 
-/* workload.h: micro (WL_MICRO_CALL) for the host calls of the forward's unshards and
- * copy-outs (gather_ops, a forward all-gather's) that launch nothing, neither block nor
- * poll: each micro-batch's forward gathers every unit again, with its event calls. */
+/* workload.h: micro for the host calls of the forward's unshards and copy-outs
+ * (gather_ops, a forward all-gather's) that launch nothing and do not block: each
+ * micro-batch's forward gathers every unit again, with its event calls (WL_MICRO_CALL)
+ * and the host's work before its polls (WL_MICRO_GAP: left out, that work would be
+ * nobody's, the call after a poll timed from the poll's end). */
 static void
 mark_unshard_calls(workload *w)
 {
@@ -582,9 +584,9 @@ mark_unshard_calls(workload *w)
     for (int32_t x = 0; x < g->n_nodes; x++) {
         int32_t q = f->gather_ops[x];
         if (q >= 0 && f->grp_role[q] == WL_FSDP_FWD && alive(g, x) && g->kind[x] == DFG_HOST &&
-            dfg_launched_first(g, x) < 0 && !(g->flags[x] & DFG_F_BLOCKING) && !event_poll(g, x) &&
+            dfg_launched_first(g, x) < 0 && !(g->flags[x] & DFG_F_BLOCKING) &&
             w->buckets.micro[x] == WL_MICRO_PHASE)
-            w->buckets.micro[x] = WL_MICRO_CALL;
+            w->buckets.micro[x] = event_poll(g, x) ? WL_MICRO_GAP : WL_MICRO_CALL;
     }
 }
 
