@@ -561,7 +561,8 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
  * WL_MICRO_CALL, and the host time before the event polls among them: WL_MICRO_GAP).
  * Under FSDP2 each adds the accumulation into the kept unsharded gradients, which the
  * trace does not run (workload.h: workload_fsdp's accum_dev_ns on the
- * compute stream, accum_host_ns, n_rs launches). Returns max(mean device time, mean host
+ * compute stream, accum_host_ns, n_rs launches), and the host's return from the backward
+ * (return_ns). Returns max(mean device time, mean host
  * time) over the compared iterations of every rank with a trace (a class of folded ranks
  * by its weight: workload_rank_weight), and into *median each rank's median of the
  * iterations' max(device, host), averaged over those ranks alike (as
@@ -601,7 +602,7 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *me
     for (int64_t i = 0; dev && host && i < n_iter; i++) {
         double wt = workload_rank_weight(w, (int32_t)(i / n_it));
         dev[i] += (int64_t)llround(w->fsdp.accum_dev_ns); /* FSDP2's adds, 0 elsewhere */
-        host[i] += (int64_t)llround(w->fsdp.accum_host_ns);
+        host[i] += (int64_t)llround(w->fsdp.accum_host_ns) + w->fsdp.return_ns;
         ops += wt * (w->fsdp.accum_dev_ns > 0 ? w->fsdp.n_rs : 0);
         dev_sum += wt * (double)dev[i];
         host_sum += wt * (double)host[i];

@@ -402,6 +402,12 @@ typedef struct workload_fsdp {
                                   accum_bytes_per_ns */
     double accum_host_ns;      /* their launches: n_rs times the median backward-thread
                                   launch of a compute-stream kernel (call and gap) */
+    int64_t return_ns;         /* the host's way back from the backward thread to the main
+                                  thread at a backward's end (autograd's return, FSDP's
+                                  final callback), which every micro-batch pays: the median
+                                  over ranks and compared iterations of the time from the
+                                  backward thread's last call before a blocking call of the
+                                  main thread to the main thread's next call */
     char why[160];             /* empty when the trace shows FSDP's all-gathers */
 } workload_fsdp;
 

@@ -626,6 +626,41 @@ find_accum_adds(workload *w, const rank_info *ri)
     return rc;
 }
 
+/* workload.h: return_ns, from each rank with a backward thread: per blocking call x of
+ * the main thread in a compared iteration that follows a run of the backward thread's
+ * calls (the last of them started after the main thread's previous call ended and ended
+ * before x, the next one starts after x returned: the main thread waited in the
+ * backward, then in x), the time from that last call's end to x's start; the median, 0
+ * without one. A wake-up's zero-length stand-in (dfg_wake_handoff) is no call. Returns 0
+ * or -1. */
+static int
+find_return_lag(workload *w, const rank_info *ri)
+{
+    const dfg *g = w->work;
+    int64_t *v = malloc(sizeof *v * ((size_t)g->n_nodes + 1));
+    int32_t n = 0;
+    int rc = v ? 0 : -1;
+    for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
+        int32_t b = ri[r].bwd_thread >= 0 ? g->res_first[ri[r].bwd_thread] : -1, last = -1;
+        int64_t prev_end = INT64_MIN;
+        for (int32_t x = ri[r].main_thread >= 0 && b >= 0 ? g->res_first[ri[r].main_thread] : -1;
+             x >= 0; x = g->next_on_res[x]) {
+            if (!alive(g, x) || ((g->flags[x] & DFG_F_WAKEUP) && g->mlen[x] == 0))
+                continue;
+            for (; b >= 0 && g->mstart[b] < g->mstart[x]; b = g->next_on_res[b])
+                last = alive(g, b) ? b : last;
+            if ((g->flags[x] & DFG_F_BLOCKING) && last >= 0 && g->mstart[last] > prev_end &&
+                dfg_mend(g, last) <= g->mstart[x] && (b < 0 || g->mstart[b] >= dfg_mend(g, x)) &&
+                w->iter[x] >= w->iter_first && w->iter[x] <= w->iter_last)
+                v[n++] = g->mstart[x] - dfg_mend(g, last);
+            prev_end = dfg_mend(g, x);
+        }
+    }
+    w->fsdp.return_ns = n > 0 ? (int64_t)sim_median_i64(v, n) : 0;
+    free(v);
+    return rc;
+}
+
 int
 workload_find_fsdp(workload *w, const rank_info *ri)
 {
@@ -687,6 +722,8 @@ workload_find_fsdp(workload *w, const rank_info *ri)
                 mark_unshard_calls(w);
             if (rc == 0)
                 rc = find_accum_adds(w, ri);
+            if (rc == 0)
+                rc = find_return_lag(w, ri);
         }
     }
     free(per_iter);

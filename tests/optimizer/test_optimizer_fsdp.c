@@ -33,7 +33,8 @@
  *   - and what it adds that the trace does not run: per unit an element-wise add over its
  *     unsharded gradient at the trace's element-wise kernels' bytes per ns, its launch at
  *     the backward thread's median; the forward's event calls again in every micro-batch,
- *     and the host's work before the forward's polls (not the polls);
+ *     and the host's work before the forward's polls (not the polls); the host's return
+ *     from the backward thread to the main thread before the closing synchronize;
  *   - a DDP-like job (all-reduces only) has no FSDP strategy: it is unavailable and the
  *     search's plans never use it; PyTorch DDP's and ddp-sim's profiles do not express it.
  */
@@ -53,15 +54,17 @@
 #define ITERS 4
 #define MIB_B (1 << 20)
 /* build_fsdp_job's flags */
-#define JOB_REGATHER 1    /* the backward re-gathers each unit (reshard_after_forward=True) */
-#define JOB_COPY_IN 2     /* each reduce-scatter's copy-in before its launch */
-#define JOB_INPUT 4       /* the batch's copy before the forward (1 ms making it, then 5 us) */
-#define JOB_WAITS 8       /* the closing synchronize returns 900 us after the device work */
-#define JOB_ADDS 16       /* an element-wise kernel (ELEMWISE_ADD, 43 us) in each backward */
-#define JOB_EVENTS 32     /* an event record after each forward all-gather's launch */
-#define JOB_OPTIM 64      /* an optimizer kernel (80 us) on the main thread before the forward */
-#define JOB_HOURS 128     /* the closing synchronize returns 3 hours after the device work */
-#define JOB_POLL_WORK 256 /* the host works 200 us more before each poll of the forward */
+#define JOB_REGATHER 1      /* the backward re-gathers each unit (reshard_after_forward=True) */
+#define JOB_COPY_IN 2       /* each reduce-scatter's copy-in before its launch */
+#define JOB_INPUT 4         /* the batch's copy before the forward (1 ms making it, then 5 us) */
+#define JOB_WAITS 8         /* the closing synchronize returns 900 us after the device work */
+#define JOB_ADDS 16         /* an element-wise kernel (ELEMWISE_ADD, 43 us) in each backward */
+#define JOB_EVENTS 32       /* an event record after each forward all-gather's launch */
+#define JOB_OPTIM 64        /* an optimizer kernel (80 us) on the main thread before the forward */
+#define JOB_HOURS 128       /* the closing synchronize returns 3 hours after the device work */
+#define JOB_POLL_WORK 256   /* the host works 200 us more before each poll of the forward */
+#define JOB_RETURN 512      /* the closing synchronize woken by the backward's last call */
+#define JOB_RETURN_LAG 1024 /* and 150 us after it, not at once */
 /* PyTorch's float add: 4 elements a thread of each of its 3 tensors, 48 bytes */
 #define ELEMWISE_ADD                                                                               \
     "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EELb" \
@@ -170,6 +173,9 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
                 rc |= dfg_set_dur(g, b0, (int64_t)3 * 3600 * 1000000000);
             if (rk[r].last >= 0)
                 rc |= dfg_add_edge(g, rk[r].last, b0);
+            if (rk[r].last >= 0 && (flags & JOB_RETURN))
+                rc |= dfg_add_wakeup(g, g->launch[rk[r].last], b0,
+                                     (flags & JOB_RETURN_LAG) ? 150 * US : 0);
         }
         if (it == ITERS)
             break;
@@ -627,6 +633,44 @@ test_fsdp_accumulation_polls(void)
     CHECK(fabs(host[1] - host[0] - BLOCKS * 200.0 * US) < 1);
 }
 
+/* Each micro-batch without synchronisation ends with the host's return from the backward
+ * thread to the main thread: where the closing synchronize starts 150 us after the
+ * backward thread's last call rather than at once, the micro-batch's host time grows by
+ * 150 us; where it starts while the backward runs, nothing is learnt. */
+static void
+test_fsdp_accumulation_return(void)
+{
+    double host[2];
+    int64_t ret[2];
+    for (int i = 0; i < 2; i++) {
+        dfg g;
+        workload w;
+        sim_result res;
+        REQUIRE(analyze_adds_job(&w, &g, &res, JOB_RETURN | (i ? JOB_RETURN_LAG : 0), 1) == 0);
+        ret[i] = w.fsdp.return_ns;
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.accum_k = 2;
+        strategy_eval ev;
+        REQUIRE(strategy_evaluate(&w, &p, &res, &ev) == 0);
+        host[i] = ev.micro_host_ns;
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&g);
+    }
+    CHECK_EQ_U(ret[0], 0);
+    CHECK_EQ_U(ret[1], 150 * US);
+    CHECK(fabs(host[1] - host[0] - 150.0 * US) < 1);
+    dfg g;
+    workload w;
+    sim_result res;
+    REQUIRE(analyze_adds_job(&w, &g, &res, 0, 1) == 0);
+    CHECK_EQ_U(w.fsdp.return_ns, 0);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 /* A DDP-like job: all-reduces, no all-gather. */
 static void
 test_not_for_ddp(void)
@@ -676,6 +720,7 @@ main(void)
     test_fsdp_accumulation();
     test_fsdp_accumulation_adds();
     test_fsdp_accumulation_polls();
+    test_fsdp_accumulation_return();
     test_not_for_ddp();
     return tests_done();
 }
