@@ -218,8 +218,9 @@ add_regather(workload *w, int32_t first, int32_t kern, int64_t hidden, const int
 /* reshard_after_forward=True on a rank r that keeps its parameters (workload.h:
  * fsdp.regather_ns). A forward is the run of forward all-gathers the main thread launches
  * (by their measured starts) before the backward thread's calls; those calls then fall
- * into spans, each ending with the launch of a reduce-scatter (FSDP2 reduce-scatters the
- * units in the reverse of the forward's order, the root, gathered first, last). Unit j of
+ * into spans, each ending with the launch of a reduce-scatter (taken as FSDP2's
+ * reduce-scatters of the units in the reverse of the forward's order, the root, gathered
+ * first, last; fsdp_train.py's root comes fourth of five: docs/models.md). Unit j of
  * the forward's n (0 the root) is re-gathered in span n-1-j, the root in span 0 (its
  * parameters' backward runs first): its unshard's and copy-out's host time (cost) goes
  * before the span's first call, its copy-out's device time and the part of its transfer
