@@ -558,9 +558,11 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
  * forward and backward as workload.h: micro says (what only the synchronised micro-batch
  * runs left out, the next step's forward of an iteration cut between forward and backward
  * counted, the host calls that launch nothing but every micro-batch makes priced:
- * WL_MICRO_CALL). Under FSDP2 each adds the accumulation into the kept unsharded
- * gradients, which the trace does not run (workload.h: workload_fsdp's accum_dev_ns on the
- * compute stream, accum_host_ns, n_rs launches). Returns max(mean device time, mean host
+ * WL_MICRO_CALL, and the host time before the event polls among them: WL_MICRO_GAP).
+ * Under FSDP2 each adds the accumulation into the kept unsharded gradients, which the
+ * trace does not run (workload.h: workload_fsdp's accum_dev_ns on the
+ * compute stream, accum_host_ns, n_rs launches), and the host's return from the backward
+ * (return_ns). Returns max(mean device time, mean host
  * time) over the compared iterations of every rank with a trace (a class of folded ranks
  * by its weight: workload_rank_weight), and into *median each rank's median of the
  * iterations' max(device, host), averaged over those ranks alike (as
@@ -585,9 +587,9 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *me
             (role == WL_MICRO_PHASE && w->phase[d] != WL_FORWARD && w->phase[d] != WL_BACKWARD))
             continue;
         int64_t i = (int64_t)dfg_rank(g, d) * n_it + (w->iter[d] - w->iter_first);
-        if (role == WL_MICRO_CALL) { /* a host call of its own, launching nothing */
+        if (role == WL_MICRO_CALL || role == WL_MICRO_GAP) { /* a host call, launching nothing */
             if (!(cuda_graph && w->opt.capture_scope == WL_CAPTURE_STEP))
-                host[i] += dfg_dur(g, d) + dfg_gap(g, d);
+                host[i] += (role == WL_MICRO_CALL ? dfg_dur(g, d) : 0) + dfg_gap(g, d);
             continue;
         }
         int32_t h = g->launch[d];
@@ -600,7 +602,7 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *me
     for (int64_t i = 0; dev && host && i < n_iter; i++) {
         double wt = workload_rank_weight(w, (int32_t)(i / n_it));
         dev[i] += (int64_t)llround(w->fsdp.accum_dev_ns); /* FSDP2's adds, 0 elsewhere */
-        host[i] += (int64_t)llround(w->fsdp.accum_host_ns);
+        host[i] += (int64_t)llround(w->fsdp.accum_host_ns) + w->fsdp.return_ns;
         ops += wt * (w->fsdp.accum_dev_ns > 0 ? w->fsdp.n_rs : 0);
         dev_sum += wt * (double)dev[i];
         host_sum += wt * (double)host[i];

@@ -102,6 +102,11 @@ enum workload_micro {
                              * makes again: under FSDP the event calls of the forward's
                              * unshards and copy-outs but the polls (workload_fsdp.c); the
                              * micro-batch prices its duration and the gap before it */
+    WL_MICRO_GAP = 5,       /* a host call whose count follows how far the device lags the
+                             * host (under FSDP an event poll among the forward's unshards'
+                             * calls): the micro-batch prices the gap before it (the host's
+                             * work between the calls, which every micro-batch does again),
+                             * not the call */
 };
 
 /* What a CUDA-graph capture covers (workload_options.capture_scope; the framework's
@@ -400,6 +405,12 @@ typedef struct workload_fsdp {
                                   accum_bytes_per_ns */
     double accum_host_ns;      /* their launches: n_rs times the median backward-thread
                                   launch of a compute-stream kernel (call and gap) */
+    int64_t return_ns;         /* the host's way back from the backward thread to the main
+                                  thread at a backward's end (autograd's return, FSDP's
+                                  final callback), which every micro-batch pays: the median
+                                  over ranks and compared iterations of the time from the
+                                  backward thread's last call before a blocking call of the
+                                  main thread to the main thread's next call */
     char why[160];             /* empty when the trace shows FSDP's all-gathers */
 } workload_fsdp;
 

@@ -218,8 +218,9 @@ add_regather(workload *w, int32_t first, int32_t kern, int64_t hidden, const int
 /* reshard_after_forward=True on a rank r that keeps its parameters (workload.h:
  * fsdp.regather_ns). A forward is the run of forward all-gathers the main thread launches
  * (by their measured starts) before the backward thread's calls; those calls then fall
- * into spans, each ending with the launch of a reduce-scatter (FSDP2 reduce-scatters the
- * units in the reverse of the forward's order, the root, gathered first, last). Unit j of
+ * into spans, each ending with the launch of a reduce-scatter (taken as FSDP2's
+ * reduce-scatters of the units in the reverse of the forward's order, the root, gathered
+ * first, last; fsdp_train.py's root comes fourth of five: docs/models.md). Unit j of
  * the forward's n (0 the root) is re-gathered in span n-1-j, the root in span 0 (its
  * parameters' backward runs first): its unshard's and copy-out's host time (cost) goes
  * before the span's first call, its copy-out's device time and the part of its transfer
@@ -571,9 +572,11 @@ elementwise_thread_bytes(const char *name)
     return vec > 0 && n > 0 ? vec * n * esz : 0;
 }
 
-/* workload.h: micro (WL_MICRO_CALL) for the host calls of the forward's unshards and
- * copy-outs (gather_ops, a forward all-gather's) that launch nothing, neither block nor
- * poll: each micro-batch's forward gathers every unit again, with its event calls. */
+/* workload.h: micro for the host calls of the forward's unshards and copy-outs
+ * (gather_ops, a forward all-gather's) that launch nothing and do not block: each
+ * micro-batch's forward gathers every unit again, with its event calls (WL_MICRO_CALL)
+ * and the host's work before its polls (WL_MICRO_GAP: left out, that work would be
+ * nobody's, the call after a poll timed from the poll's end). */
 static void
 mark_unshard_calls(workload *w)
 {
@@ -582,9 +585,9 @@ mark_unshard_calls(workload *w)
     for (int32_t x = 0; x < g->n_nodes; x++) {
         int32_t q = f->gather_ops[x];
         if (q >= 0 && f->grp_role[q] == WL_FSDP_FWD && alive(g, x) && g->kind[x] == DFG_HOST &&
-            dfg_launched_first(g, x) < 0 && !(g->flags[x] & DFG_F_BLOCKING) && !event_poll(g, x) &&
+            dfg_launched_first(g, x) < 0 && !(g->flags[x] & DFG_F_BLOCKING) &&
             w->buckets.micro[x] == WL_MICRO_PHASE)
-            w->buckets.micro[x] = WL_MICRO_CALL;
+            w->buckets.micro[x] = event_poll(g, x) ? WL_MICRO_GAP : WL_MICRO_CALL;
     }
 }
 
@@ -621,6 +624,41 @@ find_accum_adds(workload *w, const rank_info *ri)
         f->accum_dev_ns += 3.0 * (double)f->unit_bytes[WL_FSDP_BYTES_GRAD] / f->accum_bytes_per_ns;
     f->accum_host_ns = rc == 0 && n > 0 ? f->n_rs * sim_median_i64(calls, n) : 0;
     free(calls);
+    return rc;
+}
+
+/* workload.h: return_ns, from each rank with a backward thread: per blocking call x of
+ * the main thread in a compared iteration that follows a run of the backward thread's
+ * calls (the last of them started after the main thread's previous call ended and ended
+ * before x, the next one starts after x returned: the main thread waited in the
+ * backward, then in x), the time from that last call's end to x's start; the median, 0
+ * without one. A wake-up's zero-length stand-in (dfg_wake_handoff) is no call. Returns 0
+ * or -1. */
+static int
+find_return_lag(workload *w, const rank_info *ri)
+{
+    const dfg *g = w->work;
+    int64_t *v = malloc(sizeof *v * ((size_t)g->n_nodes + 1));
+    int32_t n = 0;
+    int rc = v ? 0 : -1;
+    for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
+        int32_t b = ri[r].bwd_thread >= 0 ? g->res_first[ri[r].bwd_thread] : -1, last = -1;
+        int64_t prev_end = INT64_MIN;
+        for (int32_t x = ri[r].main_thread >= 0 && b >= 0 ? g->res_first[ri[r].main_thread] : -1;
+             x >= 0; x = g->next_on_res[x]) {
+            if (!alive(g, x) || ((g->flags[x] & DFG_F_WAKEUP) && g->mlen[x] == 0))
+                continue;
+            for (; b >= 0 && g->mstart[b] < g->mstart[x]; b = g->next_on_res[b])
+                last = alive(g, b) ? b : last;
+            if ((g->flags[x] & DFG_F_BLOCKING) && last >= 0 && g->mstart[last] > prev_end &&
+                dfg_mend(g, last) <= g->mstart[x] && (b < 0 || g->mstart[b] >= dfg_mend(g, x)) &&
+                w->iter[x] >= w->iter_first && w->iter[x] <= w->iter_last)
+                v[n++] = g->mstart[x] - dfg_mend(g, last);
+            prev_end = dfg_mend(g, x);
+        }
+    }
+    w->fsdp.return_ns = n > 0 ? (int64_t)sim_median_i64(v, n) : 0;
+    free(v);
     return rc;
 }
 
@@ -685,6 +723,8 @@ workload_find_fsdp(workload *w, const rank_info *ri)
                 mark_unshard_calls(w);
             if (rc == 0)
                 rc = find_accum_adds(w, ri);
+            if (rc == 0)
+                rc = find_return_lag(w, ri);
         }
     }
     free(per_iter);

@@ -32,7 +32,9 @@
  *     optimizer's kernel launched by the main thread before the first all-gather does not;
  *   - and what it adds that the trace does not run: per unit an element-wise add over its
  *     unsharded gradient at the trace's element-wise kernels' bytes per ns, its launch at
- *     the backward thread's median; the forward's event calls again in every micro-batch;
+ *     the backward thread's median; the forward's event calls again in every micro-batch,
+ *     and the host's work before the forward's polls (not the polls); the host's return
+ *     from the backward thread to the main thread before the closing synchronize;
  *   - a DDP-like job (all-reduces only) has no FSDP strategy: it is unavailable and the
  *     search's plans never use it; PyTorch DDP's and ddp-sim's profiles do not express it.
  */
@@ -52,14 +54,17 @@
 #define ITERS 4
 #define MIB_B (1 << 20)
 /* build_fsdp_job's flags */
-#define JOB_REGATHER 1 /* the backward re-gathers each unit (reshard_after_forward=True) */
-#define JOB_COPY_IN 2  /* each reduce-scatter's copy-in before its launch */
-#define JOB_INPUT 4    /* the batch's copy before the forward (1 ms making it, then 5 us) */
-#define JOB_WAITS 8    /* the closing synchronize returns 900 us after the device work */
-#define JOB_ADDS 16    /* an element-wise kernel (ELEMWISE_ADD, 43 us) in each backward */
-#define JOB_EVENTS 32  /* an event record after each forward all-gather's launch */
-#define JOB_OPTIM 64   /* an optimizer kernel (80 us) on the main thread before the forward */
-#define JOB_HOURS 128  /* the closing synchronize returns 3 hours after the device work */
+#define JOB_REGATHER 1      /* the backward re-gathers each unit (reshard_after_forward=True) */
+#define JOB_COPY_IN 2       /* each reduce-scatter's copy-in before its launch */
+#define JOB_INPUT 4         /* the batch's copy before the forward (1 ms making it, then 5 us) */
+#define JOB_WAITS 8         /* the closing synchronize returns 900 us after the device work */
+#define JOB_ADDS 16         /* an element-wise kernel (ELEMWISE_ADD, 43 us) in each backward */
+#define JOB_EVENTS 32       /* an event record after each forward all-gather's launch */
+#define JOB_OPTIM 64        /* an optimizer kernel (80 us) on the main thread before the forward */
+#define JOB_HOURS 128       /* the closing synchronize returns 3 hours after the device work */
+#define JOB_POLL_WORK 256   /* the host works 200 us more before each poll of the forward */
+#define JOB_RETURN 512      /* the closing synchronize woken by the backward's last call */
+#define JOB_RETURN_LAG 1024 /* and 150 us after it, not at once */
 /* PyTorch's float add: 4 elements a thread of each of its 3 tensors, 48 bytes */
 #define ELEMWISE_ADD                                                                               \
     "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EELb" \
@@ -121,13 +126,13 @@ copy_out(dfg *g, int32_t t, int32_t cs, int32_t ag)
 }
 
 /* A poll of the all-gather's event after its launch on thread t: 50 us, 10 us after the
- * launch (a wait: the count depends on the device's lag). */
+ * launch (a wait: the count depends on the device's lag), or 210 us with `work`. */
 static void
-poll(dfg *g, int32_t t)
+poll(dfg *g, int32_t t, int work)
 {
     int32_t h = call(g, t, dfg_intern(g, "cudaEventQuery"));
     g->dur[h] = 50 * US;
-    g->gap[h] = 10 * US;
+    g->gap[h] = (work ? 210 : 10) * US;
 }
 
 /* One rank's threads and streams. */
@@ -168,6 +173,9 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
                 rc |= dfg_set_dur(g, b0, (int64_t)3 * 3600 * 1000000000);
             if (rk[r].last >= 0)
                 rc |= dfg_add_edge(g, rk[r].last, b0);
+            if (rk[r].last >= 0 && (flags & JOB_RETURN))
+                rc |= dfg_add_wakeup(g, g->launch[rk[r].last], b0,
+                                     (flags & JOB_RETURN_LAG) ? 150 * US : 0);
         }
         if (it == ITERS)
             break;
@@ -187,7 +195,7 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
                                         (int64_t)(b + 1) * MIB_B, seq, 400 * US, &grp);
                 if (flags & JOB_EVENTS)
                     call(g, rk[r].mt, dfg_intern(g, "cudaEventRecordWithFlags"));
-                poll(g, rk[r].mt);
+                poll(g, rk[r].mt, flags & JOB_POLL_WORK);
                 int32_t out = copy_out(g, rk[r].mt, rk[r].cs, ag);
                 k[r] =
                     device(g, rk[r].cs, call(g, rk[r].mt, nm_launch), DFG_KERNEL, nm_k, 100 * US);
@@ -205,7 +213,7 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
                     ag = collective(g, bt, rk[r].as, DPRO_COLL_ALLGATHER, (int64_t)(b + 1) * MIB_B,
                                     seq, 400 * US, &ag_grp);
                     first_bwd[r] = first_bwd[r] < 0 ? g->launch[ag] : first_bwd[r];
-                    poll(g, bt);
+                    poll(g, bt, 0);
                     int32_t out = copy_out(g, bt, cs, ag);
                     rc |= out < 0;
                     if (r == 0)
@@ -594,6 +602,75 @@ test_fsdp_accumulation_adds(void)
     CHECK(fabs(host[1] - host[0] - BLOCKS * 305.0 * US) < 1);
 }
 
+/* The micro-batch without synchronisation makes the forward's unshards again, the host's
+ * work before their polls too: 200 us more before each of the forward's polls add 200 us
+ * a unit to the micro-batch's host time, the polls themselves (50 us) nothing. */
+static void
+test_fsdp_accumulation_polls(void)
+{
+    double host[2];
+    for (int i = 0; i < 2; i++) {
+        dfg g;
+        workload w;
+        sim_result res;
+        REQUIRE(analyze_adds_job(&w, &g, &res, i ? JOB_POLL_WORK : 0, 1) == 0);
+        int32_t gaps = 0;
+        for (int32_t x = 0; w.buckets.micro && x < g.n_nodes; x++)
+            gaps += w.buckets.micro[x] == WL_MICRO_GAP && w.iter[x] >= w.iter_first &&
+                    w.iter[x] <= w.iter_last;
+        /* one poll per unit, rank and compared iteration */
+        CHECK_EQ_U(gaps, BLOCKS * 2 * (w.iter_last - w.iter_first + 1));
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.accum_k = 2;
+        strategy_eval ev;
+        REQUIRE(strategy_evaluate(&w, &p, &res, &ev) == 0);
+        host[i] = ev.micro_host_ns;
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&g);
+    }
+    CHECK(fabs(host[1] - host[0] - BLOCKS * 200.0 * US) < 1);
+}
+
+/* Each micro-batch without synchronisation ends with the host's return from the backward
+ * thread to the main thread: where the closing synchronize starts 150 us after the
+ * backward thread's last call rather than at once, the micro-batch's host time grows by
+ * 150 us; where it starts while the backward runs, nothing is learnt. */
+static void
+test_fsdp_accumulation_return(void)
+{
+    double host[2];
+    int64_t ret[2];
+    for (int i = 0; i < 2; i++) {
+        dfg g;
+        workload w;
+        sim_result res;
+        REQUIRE(analyze_adds_job(&w, &g, &res, JOB_RETURN | (i ? JOB_RETURN_LAG : 0), 1) == 0);
+        ret[i] = w.fsdp.return_ns;
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.accum_k = 2;
+        strategy_eval ev;
+        REQUIRE(strategy_evaluate(&w, &p, &res, &ev) == 0);
+        host[i] = ev.micro_host_ns;
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&g);
+    }
+    CHECK_EQ_U(ret[0], 0);
+    CHECK_EQ_U(ret[1], 150 * US);
+    CHECK(fabs(host[1] - host[0] - 150.0 * US) < 1);
+    dfg g;
+    workload w;
+    sim_result res;
+    REQUIRE(analyze_adds_job(&w, &g, &res, 0, 1) == 0);
+    CHECK_EQ_U(w.fsdp.return_ns, 0);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 /* A DDP-like job: all-reduces, no all-gather. */
 static void
 test_not_for_ddp(void)
@@ -642,6 +719,8 @@ main(void)
     test_fsdp_reshard_hours();
     test_fsdp_accumulation();
     test_fsdp_accumulation_adds();
+    test_fsdp_accumulation_polls();
+    test_fsdp_accumulation_return();
     test_not_for_ddp();
     return tests_done();
 }
