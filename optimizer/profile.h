@@ -1,8 +1,9 @@
 /*
  * profile.h: what the optimizer takes from the replayed job's traces besides the graph
  * (prefix profile_): the memory estimate of the rank with the largest measured peak
- * (memest.h, over the first iteration's window), and the kernel executions that the
- * per-kernel fixed cost is fitted on (workload_fit_fixed_cost).
+ * (memest.h, over the first iteration's window), the kernel executions that the
+ * per-kernel fixed cost is fitted on (workload_fit_fixed_cost), and the outlier
+ * iterations the search sets aside (search.h).
  */
 #ifndef DPRO_OPTIMIZER_PROFILE_H
 #define DPRO_OPTIMIZER_PROFILE_H
