@@ -3,6 +3,7 @@
 #define PR_FMT "optimizer"
 #include "optimizer/profile.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,4 +197,76 @@ profile_kernel_samples(const replay *rp, workload_kernel_sample **out)
     }
     *out = s;
     return (ssize_t)k;
+}
+
+/* Rank r's compared iterations in res into t (n of them): 0, or -1 when one of them is not
+ * covered. */
+static int
+rank_iterations(const workload *w, sim_timeline tl, int32_t r, int64_t *t)
+{
+    int rc = 0;
+    for (int32_t i = w->iter_first; i <= w->iter_last && rc == 0; i++) {
+        int64_t t0, t1;
+        rc = sim_iteration_window(w->g, tl, r, i, i, &t0, &t1);
+        t[i - w->iter_first] = t1 - t0;
+    }
+    return rc;
+}
+
+/* Marks in aside and out the iterations of t (n, rank r's) over the rule's bar (profile.h),
+ * keeping for each the rank most over its median (by the share of the median). scratch
+ * holds n values. */
+static void
+mark_rank_outliers(const int64_t *t, int32_t n, int32_t r, int64_t *scratch, uint8_t *aside,
+                   profile_outlier *out)
+{
+    memcpy(scratch, t, sizeof *t * (size_t)n);
+    double m = sim_median_i64(scratch, n);
+    for (int32_t i = 0; i < n; i++)
+        scratch[i] = (int64_t)llround(fabs((double)t[i] - m));
+    double mad = sim_median_i64(scratch, n);
+    double bar = m + fmax(PROFILE_OUTLIER_MADS * 1.4826 * mad, PROFILE_OUTLIER_SHARE * m);
+    for (int32_t i = 0; i < n && m > 0; i++) {
+        if ((double)t[i] <= bar)
+            continue;
+        if (!aside[i] ||
+            ((double)t[i] - m) / m > (out[i].iter_ns - out[i].median_ns) / out[i].median_ns) {
+            out[i].iteration = i;
+            out[i].rank = r;
+            out[i].iter_ns = (double)t[i];
+            out[i].median_ns = m;
+            out[i].mad_ns = mad;
+        }
+        aside[i] = 1;
+    }
+}
+
+int32_t
+profile_outlier_iterations(const workload *w, const sim_result *res, uint8_t *aside,
+                           profile_outlier *out)
+{
+    int32_t n = w->iter_last - w->iter_first + 1, k = 0;
+    sim_timeline tl = sim_timeline_of(res);
+    int64_t *t = NULL, *scratch = NULL;
+    if (n > 0)
+        memset(aside, 0, (size_t)n);
+    if (n >= PROFILE_OUTLIER_MIN_ITERS) {
+        t = malloc(sizeof *t * (size_t)n);
+        scratch = malloc(sizeof *scratch * (size_t)n);
+        if (!t || !scratch)
+            k = -1;
+    }
+    for (int32_t r = 0; t && scratch && r < w->g->n_ranks; r++)
+        if (workload_rank_weight(w, r) > 0 && rank_iterations(w, tl, r, t) == 0)
+            mark_rank_outliers(t, n, r, scratch, aside, out);
+    for (int32_t i = 0; k >= 0 && t && i < n; i++)
+        if (aside[i])
+            out[k++] = out[i]; /* in order: k <= i */
+    if (k > PROFILE_OUTLIER_MAX_SHARE * n) {
+        memset(aside, 0, (size_t)n); /* not rare: the steady state has them */
+        k = 0;
+    }
+    free(t);
+    free(scratch);
+    return k;
 }

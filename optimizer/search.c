@@ -772,6 +772,70 @@ pick_top(searcher *s)
     return 0;
 }
 
+/* Sets aside the outlier iterations of the profile (profile_outlier_iterations) from the
+ * means of every evaluation that follows (w->iter_aside); s->res holds the baseline's
+ * simulation over every compared iteration. Returns 0, or -1 when out of memory. */
+static int
+set_aside_outliers(searcher *s)
+{
+    workload *w = s->w;
+    search_result *out = s->out;
+    int32_t n = w->iter_last - w->iter_first + 1;
+    int rc = 0;
+    if (n < 1)
+        return 0;
+    out->aside_mask = calloc((size_t)n, 1);
+    out->aside = calloc((size_t)n, sizeof *out->aside);
+    if (!out->aside_mask || !out->aside)
+        rc = -1;
+    if (rc == 0 &&
+        (out->n_aside = profile_outlier_iterations(w, &s->res, out->aside_mask, out->aside)) < 0)
+        rc = -1;
+    if (rc == 0 && out->n_aside > 0)
+        w->iter_aside = out->aside_mask;
+    if (rc != 0 || out->n_aside <= 0) {
+        free(out->aside_mask);
+        free(out->aside);
+        out->aside_mask = NULL;
+        out->aside = NULL;
+        out->n_aside = 0;
+    }
+    return rc;
+}
+
+/* The steady means the search ranked the baseline and the winners by into their
+ * steady_ns, and, when iterations were set aside, their means over every compared
+ * iteration into eval (base_all: the baseline's, simulated before the outliers were set
+ * aside; the winners simulated again). Returns 0, or -1 as strategy_evaluate. */
+static int
+mean_over_all(searcher *s, const strategy_eval *base_all)
+{
+    search_result *out = s->out;
+    int rc = 0;
+    out->baseline.steady_ns = out->baseline.eval.iter_ns;
+    for (int32_t i = 0; i < out->n_top; i++)
+        out->top[i].steady_ns = out->top[i].eval.iter_ns;
+    if (!s->w->iter_aside)
+        return 0;
+    s->w->iter_aside = NULL;
+    out->baseline.eval = *base_all;
+    for (int32_t i = 0; i < out->n_top && rc == 0; i++)
+        rc = strategy_evaluate(s->w, &out->top[i].plan, &s->res, &out->top[i].eval);
+    return rc;
+}
+
+int
+search_steady_ns(workload *w, const search_result *r, const strategy_plan *p, sim_result *res,
+                 double *steady_ns)
+{
+    strategy_eval e;
+    w->iter_aside = r->n_aside > 0 ? r->aside_mask : NULL;
+    int rc = strategy_evaluate(w, p, res, &e);
+    w->iter_aside = NULL;
+    *steady_ns = rc == 0 ? e.iter_ns : -1;
+    return rc;
+}
+
 int
 search_run(workload *w, const search_options *o, search_result *out)
 {
@@ -805,6 +869,11 @@ search_run(workload *w, const search_options *o, search_result *out)
     s.recs = calloc((size_t)np, sizeof *s.recs);
     if (!s.guess || !s.recs)
         goto out;
+    /* the baseline over every compared iteration: the outliers to set aside */
+    strategy_eval base_all;
+    w->iter_aside = NULL;
+    if (strategy_evaluate(w, &base, &s.res, &base_all) != 0 || set_aside_outliers(&s) != 0)
+        goto out;
     /* the baseline on every process: its simulation gives the critical-path shares */
     s.alone = 1;
     const search_candidate *b = evaluate(&s, &base);
@@ -820,6 +889,8 @@ search_run(workload *w, const search_options *o, search_result *out)
     progress(&s, 1);
     if (s.failed || pick_top(&s) != 0)
         goto out;
+    if (mean_over_all(&s, &base_all) != 0)
+        goto out;
     /* the typical predictions (their medians) of the baseline and the winners */
     if (strategy_evaluate_typical(w, &base, &s.res, &out->baseline.eval) != 0)
         goto out;
@@ -828,6 +899,7 @@ search_run(workload *w, const search_options *o, search_result *out)
             goto out;
     rc = 0;
 out:
+    w->iter_aside = NULL;
     out->elapsed_s = now_s() - s.t0;
     free(s.cache.items);
     free(s.cache.slots);
@@ -847,5 +919,7 @@ void
 search_result_free(search_result *r)
 {
     free(r->top);
+    free(r->aside);
+    free(r->aside_mask);
     memset(r, 0, sizeof *r);
 }

@@ -12,7 +12,11 @@
  * 3. Simulated annealing (Metropolis moves on one knob at a time, temperature falling
  *    from 2 % of the baseline) from the best seed; a plan already evaluated is taken
  *    from a cache instead of being simulated again.
- * The objective is the predicted iteration time; a plan whose predicted peak memory
+ * The objective is the predicted iteration time over the steady state: the compared
+ * iterations less the outliers of the profile (profile_outlier_iterations: a host hiccup,
+ * a checkpoint write, a stalled rank in one iteration), which the means leave out while
+ * the search runs (workload.h: iter_aside); the winners and the baseline are simulated
+ * once more over every iteration for the mean the job measured. A plan whose predicted peak memory
  * exceeds the budget is penalised in the walk and never reported as a winner.
  * Deterministic for a given seed as long as the time budget does not cut the walk short
  * (the result says when it did).
@@ -36,6 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "optimizer/profile.h"
 #include "optimizer/strategy.h"
 #include "optimizer/workload.h"
 
@@ -74,8 +79,11 @@ typedef struct search_options {
 
 typedef struct search_candidate {
     strategy_plan plan;
-    strategy_eval eval;
-    int feasible; /* fits the memory budget (or there is none) */
+    strategy_eval eval; /* of the baseline and the winners, eval.iter_ns is the mean over
+                           every compared iteration */
+    int feasible;       /* fits the memory budget (or there is none) */
+    double steady_ns;   /* the mean over the compared iterations the search keeps (all
+                           when none is set aside): what the plans are ranked by */
 } search_candidate;
 
 typedef struct search_result {
@@ -91,11 +99,21 @@ typedef struct search_result {
     int64_t rounds;         /* shared: rounds of simulations (gathers) */
     /* baseline critical path shares (fractions of its length) */
     double cp_host, cp_short_kernels, cp_collectives, cp_other;
+    /* the outlier iterations of the profile set aside (profile_outlier_iterations) */
+    int32_t n_aside;
+    profile_outlier *aside; /* n_aside of them, in order */
+    uint8_t *aside_mask;    /* per compared iteration, 1: set aside (NULL when none) */
 } search_result;
 
 /* Searches plans for w. Returns 0, or -1 when out of memory or when the baseline
  * cannot be simulated over the compared iterations. Free out with search_result_free. */
 int search_run(workload *w, const search_options *o, search_result *out);
+
+/* The mean iteration of plan p over the compared iterations r keeps (r from search_run
+ * on w): p simulated into res with r's outliers left out of the means, into *steady_ns.
+ * Leaves w->g on p. Returns 0, or -1 as strategy_evaluate. */
+int search_steady_ns(workload *w, const search_result *r, const strategy_plan *p, sim_result *res,
+                     double *steady_ns);
 
 void search_result_free(search_result *r);
 

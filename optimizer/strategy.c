@@ -593,14 +593,16 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *me
             continue;
         }
         int32_t h = g->launch[d];
-        ops += workload_rank_weight(w, dfg_rank(g, d));
+        ops += workload_iteration_kept(w, w->iter[d]) ? workload_rank_weight(w, dfg_rank(g, d)) : 0;
         if (w->on_compute[d])
             dev[i] += dfg_dur(g, d) + dfg_gap(g, d);
         if (h >= 0 && !(cuda_graph && w->opt.capture_scope == WL_CAPTURE_STEP))
             host[i] += dfg_dur(g, h) + dfg_gap(g, h);
     }
     for (int64_t i = 0; dev && host && i < n_iter; i++) {
-        double wt = workload_rank_weight(w, (int32_t)(i / n_it));
+        double wt = workload_iteration_kept(w, w->iter_first + (int32_t)(i % n_it)) /* means */
+                        ? workload_rank_weight(w, (int32_t)(i / n_it))
+                        : 0;
         dev[i] += (int64_t)llround(w->fsdp.accum_dev_ns); /* FSDP2's adds, 0 elsewhere */
         host[i] += (int64_t)llround(w->fsdp.accum_host_ns) + w->fsdp.return_ns;
         ops += wt * (w->fsdp.accum_dev_ns > 0 ? w->fsdp.n_rs : 0);
@@ -616,7 +618,7 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *me
         }
     }
     if (dev && host) {
-        double n = weight * (double)(n_it > 0 ? n_it : 0); /* rank-iterations, by weight */
+        double n = weight * (double)workload_iterations_kept(w); /* rank-iterations, by weight */
         *median = weight > 0 ? *median / weight : 0;
         mean = n > 0 ? (dev_sum > host_sum ? dev_sum : host_sum) / n : 0;
         out->micro_device_ns = n > 0 ? dev_sum / n : 0;

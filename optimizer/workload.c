@@ -538,8 +538,44 @@ workload_reset(workload *w)
     return rc;
 }
 
+int
+workload_iteration_kept(const workload *w, int32_t i)
+{
+    return i >= w->iter_first && i <= w->iter_last &&
+           !(w->iter_aside && w->iter_aside[i - w->iter_first]);
+}
+
+int32_t
+workload_iterations_kept(const workload *w)
+{
+    int32_t k = 0;
+    for (int32_t i = w->iter_first; i <= w->iter_last; i++)
+        k += workload_iteration_kept(w, i);
+    return k;
+}
+
+/* Mean iteration of rank r over the compared iterations that w->iter_aside keeps (each
+ * iteration's window: sim_iteration_window); -1 when one of them is not covered or none
+ * is kept. */
+static double
+kept_iteration_mean(const workload *w, sim_timeline tl, int32_t r)
+{
+    double sum = 0;
+    int32_t k = 0, ok = 1;
+    for (int32_t i = w->iter_first; i <= w->iter_last && ok; i++) {
+        int64_t t0, t1;
+        if (!workload_iteration_kept(w, i))
+            continue;
+        ok = sim_iteration_window(w->g, tl, r, i, i, &t0, &t1) == 0;
+        sum += (double)(t1 - t0);
+        k++;
+    }
+    return ok && k > 0 ? sum / k : -1;
+}
+
 /* The mean (median: 0) or median (1) iteration of each rank that covers the compared
- * iterations, averaged over those ranks; -1 when none does. */
+ * iterations, averaged over those ranks; -1 when none does. The mean leaves out the
+ * iterations w->iter_aside sets aside. */
 static double
 iteration_stat(const workload *w, const sim_result *res, int median)
 {
@@ -549,8 +585,9 @@ iteration_stat(const workload *w, const sim_result *res, int median)
     if (w->iter_last < w->iter_first)
         return -1;
     for (int32_t r = 0; r < w->g->n_ranks; r++) {
-        double t = median ? sim_iteration_median(w->g, tl, r, w->iter_first, w->iter_last)
-                          : sim_iteration_time(w->g, tl, r, w->iter_first, w->iter_last);
+        double t = median          ? sim_iteration_median(w->g, tl, r, w->iter_first, w->iter_last)
+                   : w->iter_aside ? kept_iteration_mean(w, tl, r)
+                                   : sim_iteration_time(w->g, tl, r, w->iter_first, w->iter_last);
         if (t < 0)
             continue; /* the rank did not finish the compared iterations */
         sum += t;
@@ -635,7 +672,14 @@ workload_device_iteration_ns(const workload *w, const dfg *g, const sim_result *
         double wt = workload_rank_weight(w, r);
         if (!ok || wt <= 0)
             continue; /* an iteration of the rank without device work; a folded rank */
-        sum_mean += wt * (double)(er[n] - er[0]) / (double)n;
+        double kept = 0, n_kept = 0;
+        for (int32_t i = 0; w->iter_aside && i < n; i++) {
+            int kept_i = workload_iteration_kept(w, w->iter_first + i);
+            kept += kept_i ? (double)d[i] : 0;
+            n_kept += kept_i;
+        }
+        sum_mean += wt * (w->iter_aside && n_kept > 0 ? kept / n_kept
+                                                      : (double)(er[n] - er[0]) / (double)n);
         sum_median += wt * sim_median_i64(d, n);
         k += wt;
     }

@@ -419,6 +419,10 @@ typedef struct workload {
                   plan that captures the step is applied (strategy_apply chooses) */
     dfg *work; /* the caller's working copy (values change, structure not) */
     int32_t iter_first, iter_last; /* compared iterations (indices of boundaries) */
+    /* NULL, or per compared iteration (at i - iter_first) 1 when the means leave it out:
+       an outlier iteration the search sets aside (search.h); the medians keep it. Not
+       owned: the search sets it while it runs and clears it. */
+    const uint8_t *iter_aside;
     workload_options opt;
 
     /* baseline values (the same in both graphs), restored by workload_reset */
@@ -556,9 +560,16 @@ double workload_weight_floor_ns(const workload *w);
 int workload_reset(workload *w);
 
 /* Simulated iteration time (ns) of res: on each rank that covers the compared iterations
- * their mean time (sim_iteration_time, the statistic dpro-replay reports), averaged over
- * those ranks; -1 when none does. */
+ * their mean time (sim_iteration_time, the statistic dpro-replay reports; without the
+ * iterations w->iter_aside sets aside), averaged over those ranks; -1 when none does. */
 double workload_iteration_ns(const workload *w, const sim_result *res);
+
+/* 1 when the means keep compared iteration i (iter_first <= i <= iter_last): w->iter_aside
+ * does not set it aside; 0 otherwise. */
+int workload_iteration_kept(const workload *w, int32_t i);
+
+/* The number of compared iterations the means keep (workload_iteration_kept). */
+int32_t workload_iterations_kept(const workload *w);
 
 /* The same with each rank's median iteration (sim_iteration_median): the typical
  * iteration, which a rare stall of the trace does not move. */
@@ -568,7 +579,8 @@ double workload_iteration_median_ns(const workload *w, const sim_result *res);
  * partition.h): on each rank, from the end of the device work of the iterations before
  * the compared ones (of the boundary that opens the first compared iteration where they
  * have none), the ends of the last device operation of each compared iteration (w->iter):
- * the mean time between them in *mean, the median in *median, averaged over the ranks
+ * the mean time between them in *mean (without the iterations w->iter_aside sets aside),
+ * the median in *median, averaged over the ranks
  * whose every compared iteration has device work (by workload_rank_weight), less the baseline's lag
  * (base_dev_lag_ns, base_dev_lag_median_ns), so that on the baseline the pace is at most
  * its iteration. A step whose host runs ahead of its device without bound (a captured step:

@@ -96,6 +96,35 @@ models_json(json_writer *jw, const args *a, const state *st)
     json_end_object(jw);
 }
 
+/* dpro-optimize --json's "set_aside": the outlier iterations of the profile the search
+ * ranked the plans without (search.h), and the rule that found them. */
+static void
+set_aside_json(json_writer *jw, const search_result *sr)
+{
+    char rule[160];
+    snprintf(rule, sizeof rule,
+             "over its rank's median iteration by more than %.0f x 1.4826 x MAD and by more "
+             "than %.0f %%, in at most %.0f %% of the iterations",
+             PROFILE_OUTLIER_MADS, 100 * PROFILE_OUTLIER_SHARE, 100 * PROFILE_OUTLIER_MAX_SHARE);
+    json_key(jw, "set_aside");
+    json_begin_object(jw);
+    json_kv_string(jw, "rule", rule);
+    json_key(jw, "iterations");
+    json_begin_array(jw);
+    for (int32_t i = 0; i < sr->n_aside; i++) {
+        const profile_outlier *o = &sr->aside[i];
+        json_begin_object(jw);
+        json_kv_int(jw, "iteration", o->iteration);
+        json_kv_int(jw, "rank", o->rank);
+        json_kv_double(jw, "iter_us", o->iter_ns / 1000.0);
+        json_kv_double(jw, "median_iter_us", o->median_ns / 1000.0);
+        json_kv_double(jw, "mad_us", o->mad_ns / 1000.0);
+        json_end_object(jw);
+    }
+    json_end_array(jw);
+    json_end_object(jw);
+}
+
 void
 optimize_cmd_print_json(const args *a, const state *st)
 {
@@ -111,6 +140,8 @@ optimize_cmd_print_json(const args *a, const state *st)
     json_kv_double(&jw, "baseline_iter_us", base_us);
     json_kv_double(&jw, "baseline_median_iter_us", sr->baseline.eval.median_ns / 1000.0);
     json_kv_double(&jw, "baseline_typical_iter_us", sr->baseline.eval.typical_ns / 1000.0);
+    json_kv_double(&jw, "baseline_steady_iter_us", sr->baseline.steady_ns / 1000.0);
+    set_aside_json(&jw, sr);
     json_key(&jw, "framework");
     json_begin_object(&jw);
     json_kv_string(&jw, "name", st->fw->name);
@@ -185,6 +216,8 @@ optimize_cmd_print_json(const args *a, const state *st)
         json_kv_double(&jw, "predicted_median_iter_us", sc->eval.median_ns / 1000.0);
         json_kv_double(&jw, "predicted_typical_iter_us", sc->eval.typical_ns / 1000.0);
         json_kv_double(&jw, "predicted_speedup", sr->baseline.eval.iter_ns / sc->eval.iter_ns);
+        json_kv_double(&jw, "predicted_steady_iter_us", sc->steady_ns / 1000.0);
+        json_kv_double(&jw, "predicted_steady_speedup", sr->baseline.steady_ns / sc->steady_ns);
         unseen_json(&jw, w, &sc->plan);
         json_key(&jw, "peak_memory_bytes");
         if (sc->eval.peak_bytes >= 0)

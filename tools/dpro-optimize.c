@@ -53,11 +53,13 @@ usage(FILE *f)
                "  -k, --top K               strategies listed (default 5)\n"
                "  -j, --json                machine-readable output (keys: baseline_iter_us,\n"
                "                            baseline_median_iter_us,\n"
-               "                            baseline_typical_iter_us, framework,\n"
+               "                            baseline_typical_iter_us,\n"
+               "                            baseline_steady_iter_us, set_aside, framework,\n"
                "                            strategies[kind, description, advice, knobs,\n"
                "                            predicted_iter_us, predicted_median_iter_us,\n"
                "                            predicted_typical_iter_us,\n"
-               "                            predicted_speedup,\n"
+               "                            predicted_speedup, predicted_steady_iter_us,\n"
+               "                            predicted_steady_speedup,\n"
                "                            peak_memory_bytes, with accumulation\n"
                "                            micro_batch_device_us, micro_batch_host_us],\n"
                "                            ...)\n"
@@ -630,7 +632,8 @@ evaluate_what_if(args *a, state *st)
     if (!sr->top)
         return -1;
     sr->top[0].plan = wp;
-    if (strategy_evaluate(&st->w, &wp, &st->best_sim, &sr->top[0].eval) != 0 ||
+    if (search_steady_ns(&st->w, sr, &wp, &st->best_sim, &sr->top[0].steady_ns) != 0 ||
+        strategy_evaluate(&st->w, &wp, &st->best_sim, &sr->top[0].eval) != 0 ||
         strategy_evaluate_typical(&st->w, &wp, &st->best_sim, &sr->top[0].eval) != 0)
         return 1;
     sr->top[0].feasible =
@@ -699,6 +702,25 @@ print_framework(const state *st, const dfg *g)
         printf("%s cannot express: %s\n", st->fw->name, cannot);
 }
 
+/* The outlier iterations the search set aside (search.h), when there are any: which,
+ * why, and the steady baseline the plans are ranked against. */
+static void
+print_set_aside(const search_result *sr)
+{
+    for (int32_t i = 0; i < sr->n_aside; i++) {
+        const profile_outlier *o = &sr->aside[i];
+        printf("set aside: compared iteration %d, an outlier (rank %d: %.1f us against its "
+               "median %.1f us, MAD %.1f us)\n",
+               o->iteration, o->rank, o->iter_ns / 1000.0, o->median_ns / 1000.0,
+               o->mad_ns / 1000.0);
+    }
+    if (sr->n_aside > 0)
+        printf("steady state: the plans are ranked by the mean of the other iterations "
+               "(baseline %.1f us); an outlier is over its rank's median by more than "
+               "%.0f x 1.4826 x MAD and by more than %.0f %%\n",
+               sr->baseline.steady_ns / 1000.0, PROFILE_OUTLIER_MADS, 100 * PROFILE_OUTLIER_SHARE);
+}
+
 static void
 print_text(const args *a, const state *st)
 {
@@ -718,7 +740,9 @@ print_text(const args *a, const state *st)
         print_bytes(stdout, a->so.memory_budget);
         printf(sr->baseline.feasible ? ": fits)" : ": does NOT fit)");
     }
-    printf("\ncritical path: host %.0f%%, short kernels %.0f%%, collectives %.0f%%, "
+    printf("\n");
+    print_set_aside(sr);
+    printf("critical path: host %.0f%%, short kernels %.0f%%, collectives %.0f%%, "
            "other %.0f%%\n",
            100 * sr->cp_host, 100 * sr->cp_short_kernels, 100 * sr->cp_collectives,
            100 * sr->cp_other);
@@ -766,8 +790,14 @@ print_text(const args *a, const state *st)
     for (int32_t i = 0; i < sr->n_top; i++) {
         const search_candidate *sc = &sr->top[i];
         strategy_kind(w, &sc->plan, buf, sizeof buf);
-        printf("%d. %s: %.1f us (%.3fx), peak memory ", i + 1, buf, sc->eval.iter_ns / 1000.0,
-               sr->baseline.eval.iter_ns / sc->eval.iter_ns);
+        if (sr->n_aside > 0)
+            printf("%d. %s: %.1f us steady (%.3fx), %.1f us mean of every iteration (%.3fx), "
+                   "peak memory ",
+                   i + 1, buf, sc->steady_ns / 1000.0, sr->baseline.steady_ns / sc->steady_ns,
+                   sc->eval.iter_ns / 1000.0, sr->baseline.eval.iter_ns / sc->eval.iter_ns);
+        else
+            printf("%d. %s: %.1f us (%.3fx), peak memory ", i + 1, buf, sc->eval.iter_ns / 1000.0,
+                   sr->baseline.eval.iter_ns / sc->eval.iter_ns);
         print_bytes(stdout, sc->eval.peak_bytes);
         strategy_describe(w, &sc->plan, buf, sizeof buf);
         printf("\n   %s\n", buf);

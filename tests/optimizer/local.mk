@@ -30,6 +30,12 @@ tests_optimizer_test_optimizer_buckets_SOURCES = tests/optimizer/test_optimizer_
 	tests/optimizer/optjobs.c tests/optimizer/optjobs.h
 tests_optimizer_test_optimizer_buckets_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
 TESTS += tests/optimizer/test_optimizer_buckets
+# the search over a profile with one outlier iteration: ranked on the steady state
+check_PROGRAMS += tests/optimizer/test_optimizer_outliers
+tests_optimizer_test_optimizer_outliers_SOURCES = tests/optimizer/test_optimizer_outliers.c \
+	tests/optimizer/optjobs.c tests/optimizer/optjobs.h
+tests_optimizer_test_optimizer_outliers_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
+TESTS += tests/optimizer/test_optimizer_outliers
 # where a captured step's graph launch stands, its iterations cut at the step or at a kernel
 check_PROGRAMS += tests/optimizer/test_optimizer_capture
 tests_optimizer_test_optimizer_capture_SOURCES = tests/optimizer/test_optimizer_capture.c

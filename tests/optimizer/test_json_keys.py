@@ -3,8 +3,9 @@ dpro-optimize is there, under its documented name, in the output of a real run (
 a100-2rank Kineto trace of ../shared, imported). The lists below are README's: the
 dpro-replay section ("`--json` keys ... are a stable contract", the `p2p` key) and the
 dpro-optimize section (`baseline_iter_us`, `baseline_median_iter_us`,
-`baseline_typical_iter_us`, `strategies` and their keys (with
-`predicted_median_iter_us`, `predicted_typical_iter_us`), `knobs` with
+`baseline_typical_iter_us`, `baseline_steady_iter_us`, `set_aside`, `strategies` and their
+keys (with `predicted_median_iter_us`, `predicted_typical_iter_us`,
+`predicted_steady_iter_us`, `predicted_steady_speedup`), `knobs` with
 `bucket_cap_mb`, `first_bucket_cap_mb`, `buckets`, `bucket_bytes`, and `torch_args` for this PyTorch DDP trace or
 `ddp_sim_args` under --framework ddp-sim; `framework`; a strategy's `advice`;
 `models.kernel_fixed_source`,
@@ -33,10 +34,10 @@ OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 REPLAY_KEYS = ["ranks", "iterations", "measured_iter_us", "simulated_iter_us",
                "simulated_median_iter_us", "error_pct", "typical_replay", "breakdown", "critical_path", "per_rank", "p2p"]
 OPTIMIZE_KEYS = ["baseline_iter_us", "baseline_median_iter_us", "baseline_typical_iter_us",
-                 "strategies", "framework"]
+                 "baseline_steady_iter_us", "set_aside", "strategies", "framework"]
 STRATEGY_KEYS = ["kind", "description", "knobs", "advice", "predicted_iter_us",
                  "predicted_median_iter_us", "predicted_typical_iter_us", "predicted_speedup",
-                 "peak_memory_bytes"]
+                 "predicted_steady_iter_us", "predicted_steady_speedup", "peak_memory_bytes"]
 BUCKET_KNOBS = ["bucket_cap_mb", "first_bucket_cap_mb", "buckets", "bucket_bytes", "torch_args"]
 DDP_SIM_KNOBS = ["bucket_cap_mb", "first_bucket_cap_mb", "buckets", "bucket_bytes", "ddp_sim_args"]
 ACCUM_KEYS = ["micro_batch_device_us", "micro_batch_host_us"]
@@ -78,6 +79,13 @@ def main():
         for s in strategies:
             for k in STRATEGY_KEYS:
                 check(k in s, "dpro-optimize --json: strategy %s: key %s" % (s.get("kind"), k))
+        # the outliers set aside: the rule, the list (each with its documented keys)
+        aside = o.get("set_aside", {}) if o else {}
+        check(isinstance(aside.get("rule"), str) and isinstance(aside.get("iterations"), list),
+              "dpro-optimize --json: set_aside {rule, iterations} (%s)" % aside)
+        for it in aside.get("iterations", []):
+            for k in ("iteration", "rank", "iter_us", "median_iter_us", "mad_us"):
+                check(k in it, "dpro-optimize --json: set_aside.iterations[]: key %s" % k)
         # deterministic under --seed: a second run gives the same answer (timings aside)
         o2 = run_json([OPTIMIZE, d, "--json", "--seed", "1", "--max-evals", "60"])
         if o and o2:
