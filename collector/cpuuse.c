@@ -68,11 +68,11 @@ coll_cpu_write_meta(dpro_writer *w)
     size_t len = 0;
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0)
-        dpro_writer_set_meta_int(w, "host_cpus", CPU_COUNT(&set));
+        dpro_writer_set_meta_int(w, DPRO_META_HOST_CPUS, CPU_COUNT(&set));
     coll_cpu_sample(1);
     for (int i = 0; i < coll_cpu.n && len + COLL_CPU_SAMPLE_TEXT < sizeof buf; i++)
         len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%lld:%lld", i ? "," : "",
                                 (long long)coll_cpu.t_us[i], (long long)coll_cpu.cpu_us[i]);
     if (coll_cpu.n >= 2)
-        dpro_writer_set_meta(w, "cpu_samples", buf);
+        dpro_writer_set_meta(w, DPRO_META_CPU_SAMPLES, buf);
 }

@@ -203,7 +203,7 @@ coll_write_meta(dpro_writer *w, const char *host)
     if (buf[0])
         dpro_writer_set_meta(w, DPRO_META_JOB_ID, buf);
     coll_command_line(buf, sizeof buf);
-    dpro_writer_set_meta(w, "command", buf);
+    dpro_writer_set_meta(w, DPRO_META_COMMAND, buf);
     dpro_writer_set_meta(w, "clock", "CLOCK_MONOTONIC");
     dpro_writer_set_meta(w, "collector_stamps", coll_use_tsc ? "tsc" : "clock_gettime");
     dpro_writer_set_meta_int(w, "anchor_start_realtime_ns", (int64_t)coll_anchor_realtime_ns);

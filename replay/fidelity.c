@@ -203,23 +203,92 @@ fid_place_run_end(const place *pl, size_t np, size_t a)
     return z;
 }
 
+/* A host call's own time: its fitted duration (the waits the graph explains left out) and
+ * the gap before it. */
+static int64_t
+own_time(const dfg *g, int32_t n)
+{
+    return dfg_dur(g, n) + dfg_gap(g, n);
+}
+
+/* Gives the host thread of places pl[0..m) (one resource, sorted as fid_sorted_places
+ * leaves them, their typical values set from the measured ones own[0..m)) its typical
+ * stall: a host stall (the thread descheduled, a page fault) lands on another call in
+ * each iteration, so the calls' own typical times, each dropping the stalls seen at its
+ * place, add up to less than the thread's typical own time per iteration. The difference
+ * (stat of the per-iteration sums, measured minus typical) goes to the gaps of the places
+ * where the measured time exceeded the typical one, in proportion to that excess. s (2 ni)
+ * is scratch. Returns 0, or -1 when out of memory (dfg_set_gap). */
+static int
+set_thread_stall(dfg *g, const place *pl, size_t m, const int64_t *own, int32_t ni, int stat,
+                 int64_t *s)
+{
+    int rc = 0;
+    memset(s, 0, 2 * (size_t)ni * sizeof *s);
+    double excess = 0;
+    for (size_t i = 0; i < m; i++) {
+        int64_t now = own_time(g, pl[i].node);
+        s[pl[i].iter] += own[i];
+        s[ni + pl[i].iter] += now;
+        excess += own[i] > now ? (double)(own[i] - now) : 0;
+    }
+    int64_t stall = typical_i64(s, (size_t)ni, stat) - typical_i64(s + ni, (size_t)ni, stat);
+    for (size_t a = 0, z; a < m && stall > 0 && excess > 0 && rc == 0; a = z) {
+        z = fid_place_run_end(pl, m, a);
+        double here = 0;
+        for (size_t i = a; i < z; i++) {
+            int64_t now = own_time(g, pl[i].node);
+            here += own[i] > now ? (double)(own[i] - now) : 0;
+        }
+        int64_t add = (int64_t)((double)stall * here / excess + 0.5);
+        for (size_t i = a; i < z && add > 0; i++)
+            rc |= dfg_set_gap(g, pl[i].node, dfg_gap(g, pl[i].node) + add);
+    }
+    return rc;
+}
+
+/* End (exclusive) of the run of places on pl[a]'s resource, among pl[0..np). */
+static size_t
+resource_run_end(const place *pl, size_t np, size_t a)
+{
+    size_t z = a + 1;
+    while (z < np && pl[z].res == pl[a].res)
+        z++;
+    return z;
+}
+
 int
 replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
 {
     int32_t ni = rp->iter_last - rp->iter_first + 1;
     place *pl = NULL;
-    size_t np = 0;
-    int64_t *v = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *v);
-    int rc = v ? fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) : -1;
-    int64_t matched = 0, nodes = 0; /* of the job: a folded rank counts its class */
-    for (size_t i = 0; i < np; i++)
-        nodes += dfg_rank_weight(g, dfg_rank(g, pl[i].node));
+    size_t np = 0, most = 1; /* places on one resource, at most */
+    int64_t *v = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *v), *own = NULL;
+    int64_t *s = malloc(2 * (size_t)(ni > 0 ? ni : 1) * sizeof *s);
+    int rc = v && s ? fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) : -1;
     for (size_t a = 0, z; a < np && rc == 0; a = z) {
-        z = fid_place_run_end(pl, np, a);
-        if (z - a >= 2)
-            rc |= set_typical(g, pl + a, z - a, v, stat);
-        if ((int32_t)(z - a) == ni)
-            matched += (int64_t)(z - a) * dfg_rank_weight(g, dfg_rank(g, pl[a].node));
+        z = resource_run_end(pl, np, a);
+        most = z - a > most ? z - a : most;
+    }
+    if (rc == 0 && !(own = malloc(most * sizeof *own)))
+        rc = -1;
+    int64_t matched = 0, nodes = 0; /* of the job: a folded rank counts its class */
+    for (size_t a = 0, z; a < np && rc == 0; a = z) { /* one resource at a time */
+        z = resource_run_end(pl, np, a);
+        int host = g->kind[pl[a].node] == DFG_HOST && ni >= 2;
+        for (size_t i = a; i < z; i++) {
+            nodes += dfg_rank_weight(g, dfg_rank(g, pl[i].node));
+            own[i - a] = host ? own_time(g, pl[i].node) : 0;
+        }
+        for (size_t b = a, e; b < z && rc == 0; b = e) {
+            e = fid_place_run_end(pl, z, b);
+            if (e - b >= 2)
+                rc |= set_typical(g, pl + b, e - b, v, stat);
+            if ((int32_t)(e - b) == ni)
+                matched += (int64_t)(e - b) * dfg_rank_weight(g, dfg_rank(g, pl[b].node));
+        }
+        if (host && rc == 0)
+            rc = set_thread_stall(g, pl + a, z - a, own, ni, stat, s);
     }
     if (info) {
         info->iterations = ni > 0 ? ni : 0;
@@ -228,6 +297,8 @@ replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
     }
     free(pl);
     free(v);
+    free(own);
+    free(s);
     return rc;
 }
 

@@ -32,12 +32,12 @@
 static void
 put_outcome(bytes *b, const rank_task *t)
 {
-    put_i64(b, t->rc);
-    put_str(b, t->err);
-    put_i64(b, (int64_t)t->n_msg);
+    bytes_put_i64(b, t->rc);
+    bytes_put_text(b, t->err);
+    bytes_put_i64(b, (int64_t)t->n_msg);
     for (size_t k = 0; k < t->n_msg; k++)
-        put_str(b, t->msg[k]);
-    put_i64(b, (int64_t)t->jr->bad_batches);
+        bytes_put_text(b, t->msg[k]);
+    bytes_put_i64(b, (int64_t)t->jr->bad_batches);
 }
 
 /* Replaces t's outcome with the one put_outcome wrote. */
@@ -48,31 +48,31 @@ get_outcome(bytes *b, rank_task *t)
         free(t->msg[k]);
     free(t->msg);
     free(t->err);
-    t->rc = (int)get_i64(b);
-    t->err = get_str(b);
-    int64_t m = get_i64(b);
+    t->rc = (int)bytes_get_i64(b);
+    t->err = bytes_get_text(b);
+    int64_t m = bytes_get_i64(b);
     t->n_msg = 0;
     t->msg = m > 0 && (uint64_t)m <= b->n - b->at ? calloc((size_t)m, sizeof *t->msg) : NULL;
     if (m > 0 && !t->msg)
         b->fail = 1;
     for (int64_t k = 0; !b->fail && k < m; k++)
-        if ((t->msg[t->n_msg] = get_str(b)))
+        if ((t->msg[t->n_msg] = bytes_get_text(b)))
             t->n_msg++;
-    t->jr->bad_batches = (uint64_t)get_i64(b);
+    t->jr->bad_batches = (uint64_t)bytes_get_i64(b);
 }
 
 /* What opening file o gave, as job_share_opened hands it over. */
 static void
 put_opened(bytes *b, const opened *o)
 {
-    put_i64(b, o->ok);
-    put_i64(b, o->newer);
-    put_str(b, o->why);
-    put_i64(b, o->ended_early);
-    put_str(b, o->warnings);
-    put_i64(b, o->rank);
-    put_i64(b, o->world);
-    put_str(b, o->job_id);
+    bytes_put_i64(b, o->ok);
+    bytes_put_i64(b, o->newer);
+    bytes_put_text(b, o->why);
+    bytes_put_i64(b, o->ended_early);
+    bytes_put_text(b, o->warnings);
+    bytes_put_i64(b, o->rank);
+    bytes_put_i64(b, o->world);
+    bytes_put_text(b, o->job_id);
 }
 
 /* Replaces o's outcome (o not opened here) with the one put_opened wrote. */
@@ -80,14 +80,14 @@ static void
 get_opened(bytes *b, opened *o)
 {
     job_opened_free(o);
-    o->ok = (int)get_i64(b);
-    o->newer = (int)get_i64(b);
-    o->why = get_str(b);
-    o->ended_early = (int)get_i64(b);
-    o->warnings = get_str(b);
-    o->rank = get_i64(b);
-    o->world = get_i64(b);
-    o->job_id = get_str(b);
+    o->ok = (int)bytes_get_i64(b);
+    o->newer = (int)bytes_get_i64(b);
+    o->why = bytes_get_text(b);
+    o->ended_early = (int)bytes_get_i64(b);
+    o->warnings = bytes_get_text(b);
+    o->rank = bytes_get_i64(b);
+    o->world = bytes_get_i64(b);
+    o->job_id = bytes_get_text(b);
     if ((o->ok && !o->job_id) || (!o->ok && !o->why))
         b->fail = 1; /* what put_opened writes always has them */
 }
@@ -139,11 +139,11 @@ job_share_bounds(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32
     size_t all_len = 0;
     for (int32_t i = lo; i < hi; i++) {
         put_outcome(&out, &t[i]);
-        put_i64(&out, t[i].method);
-        put_i64(&out, t[i].nb);
-        put(&out, t[i].bstart, (size_t)(t[i].nb > 0 ? t[i].nb : 0) * sizeof *t[i].bstart);
-        put(&out, t[i].bend, (size_t)(t[i].nb > 0 ? t[i].nb : 0) * sizeof *t[i].bend);
-        put_i64(&out, t[i].quiet_damage);
+        bytes_put_i64(&out, t[i].method);
+        bytes_put_i64(&out, t[i].nb);
+        bytes_put(&out, t[i].bstart, (size_t)(t[i].nb > 0 ? t[i].nb : 0) * sizeof *t[i].bstart);
+        bytes_put(&out, t[i].bend, (size_t)(t[i].nb > 0 ? t[i].nb : 0) * sizeof *t[i].bend);
+        bytes_put_i64(&out, t[i].quiet_damage);
     }
     /* every process takes part even when out of memory here (an empty share), and fails
      * afterwards on reading what it lacks */
@@ -156,15 +156,15 @@ job_share_bounds(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32
         rank_task x = {.jr = t[i].jr}, *d = i >= lo && i < hi ? &x : &t[i];
         job_rank keep = *t[i].jr; /* this process's own ranks keep their reads */
         get_outcome(&in, d);
-        d->method = (int)get_i64(&in);
-        d->nb = (int32_t)get_i64(&in);
+        d->method = (int)bytes_get_i64(&in);
+        d->nb = (int32_t)bytes_get_i64(&in);
         if (d->nb < 0 || (uint64_t)d->nb > in.n)
             in.fail = 1;
         free(d->bstart);
         free(d->bend);
-        d->bstart = get_array(&in, in.fail ? 0 : (size_t)d->nb, sizeof *d->bstart);
-        d->bend = get_array(&in, in.fail ? 0 : (size_t)d->nb, sizeof *d->bend);
-        d->quiet_damage = (int)get_i64(&in);
+        d->bstart = bytes_get_array(&in, in.fail ? 0 : (size_t)d->nb, sizeof *d->bstart);
+        d->bend = bytes_get_array(&in, in.fail ? 0 : (size_t)d->nb, sizeof *d->bend);
+        d->quiet_damage = (int)bytes_get_i64(&in);
         if (d == &x) {
             *t[i].jr = keep;
             x.jr = NULL;
@@ -195,18 +195,18 @@ put_taken(bytes *b, const job_rank *jr)
     if (replay_rank_align_samples(jr, jr->rank, &a) != 0 ||
         (with_iters && replay_rank_iterations(jr, &it) != 0))
         b->fail = 1;
-    put_i64(b, (int64_t)a.n);
-    put_i64(b, a.from_dev);
-    put_i64(b, a.from_host);
-    put(b, a.s, a.n * sizeof *a.s);
-    put_i64(b, with_iters);
+    bytes_put_i64(b, (int64_t)a.n);
+    bytes_put_i64(b, a.from_dev);
+    bytes_put_i64(b, a.from_host);
+    bytes_put(b, a.s, a.n * sizeof *a.s);
+    bytes_put_i64(b, with_iters);
     if (with_iters) {
-        put_i64(b, it.method);
-        put_i64(b, it.n);
-        put_i64(b, (int64_t)it.period);
-        put_i64(b, it.step != NULL);
-        put(b, it.event_index, (size_t)it.n * sizeof *it.event_index);
-        put(b, it.step, it.step ? (size_t)it.n * sizeof *it.step : 0);
+        bytes_put_i64(b, it.method);
+        bytes_put_i64(b, it.n);
+        bytes_put_i64(b, (int64_t)it.period);
+        bytes_put_i64(b, it.step != NULL);
+        bytes_put(b, it.event_index, (size_t)it.n * sizeof *it.event_index);
+        bytes_put(b, it.step, it.step ? (size_t)it.n * sizeof *it.step : 0);
     }
     free(a.s);
     replay_rank_iters_free(&it);
@@ -218,29 +218,30 @@ get_taken(bytes *b, job_rank *jr)
 {
     job_rank_forget(jr);
     job_align_part *a = b->fail ? NULL : calloc(1, sizeof *a);
-    int64_t na = get_i64(b);
+    int64_t na = bytes_get_i64(b);
     if (!a || na < 0 || (uint64_t)na > b->n)
         b->fail = 1;
     if (a) {
-        a->from_dev = (int32_t)get_i64(b);
-        a->from_host = (int32_t)get_i64(b);
-        a->s = get_array(b, b->fail ? 0 : (size_t)na, sizeof *a->s);
+        a->from_dev = (int32_t)bytes_get_i64(b);
+        a->from_host = (int32_t)bytes_get_i64(b);
+        a->s = bytes_get_array(b, b->fail ? 0 : (size_t)na, sizeof *a->s);
         a->n = a->s ? (size_t)na : 0;
         jr->align = a;
     }
-    int with_iters = get_i64(b) != 0;
+    int with_iters = bytes_get_i64(b) != 0;
     replay_rank_iters *it = with_iters && !b->fail ? calloc(1, sizeof *it) : NULL;
     if (with_iters && !it)
         b->fail = 1;
     if (it) {
-        it->method = (int)get_i64(b);
-        int64_t ni = get_i64(b);
-        it->period = (size_t)get_i64(b);
-        int with_step = get_i64(b) != 0;
+        it->method = (int)bytes_get_i64(b);
+        int64_t ni = bytes_get_i64(b);
+        it->period = (size_t)bytes_get_i64(b);
+        int with_step = bytes_get_i64(b) != 0;
         if (ni < 0 || (uint64_t)ni > b->n)
             b->fail = 1;
-        it->event_index = get_array(b, b->fail ? 0 : (size_t)ni, sizeof *it->event_index);
-        it->step = with_step ? get_array(b, b->fail ? 0 : (size_t)ni, sizeof *it->step) : NULL;
+        it->event_index = bytes_get_array(b, b->fail ? 0 : (size_t)ni, sizeof *it->event_index);
+        it->step =
+            with_step ? bytes_get_array(b, b->fail ? 0 : (size_t)ni, sizeof *it->step) : NULL;
         it->n = it->event_index && (!with_step || it->step) ? (int32_t)ni : 0;
         jr->iters = it;
     }
@@ -253,12 +254,12 @@ put_rank(bytes *b, const rank_task *t)
 {
     const job_rank *jr = t->jr;
     put_outcome(b, t);
-    put_i64(b, (int64_t)t->in_file);
-    put_i64(b, (int64_t)t->loaded);
-    put_i64(b, t->windowed);
-    put_i64(b, t->window_ok);
-    put_i64(b, (int64_t)jr->dropped);
-    put_i64(b, jr->folded ? jr->fold_rep : -1); /* its signature stays until asked for */
+    bytes_put_i64(b, (int64_t)t->in_file);
+    bytes_put_i64(b, (int64_t)t->loaded);
+    bytes_put_i64(b, t->windowed);
+    bytes_put_i64(b, t->window_ok);
+    bytes_put_i64(b, (int64_t)jr->dropped);
+    bytes_put_i64(b, jr->folded ? jr->fold_rep : -1); /* its signature stays until asked for */
     job_wire_put_events(b, jr->events, jr->n_events);
     put_taken(b, jr);
 }
@@ -294,12 +295,12 @@ get_rank(bytes *b, rank_task *t, received *rv, int fold)
 {
     job_rank *jr = t->jr;
     get_outcome(b, t);
-    t->in_file = (uint64_t)get_i64(b);
-    t->loaded = (uint64_t)get_i64(b);
-    t->windowed = (int)get_i64(b);
-    t->window_ok = (int)get_i64(b);
-    jr->dropped = (uint64_t)get_i64(b);
-    t->local_rep = (int32_t)get_i64(b);
+    t->in_file = (uint64_t)bytes_get_i64(b);
+    t->loaded = (uint64_t)bytes_get_i64(b);
+    t->windowed = (int)bytes_get_i64(b);
+    t->window_ok = (int)bytes_get_i64(b);
+    jr->dropped = (uint64_t)bytes_get_i64(b);
+    t->local_rep = (int32_t)bytes_get_i64(b);
     free(jr->events);
     size_t at = b->at;
     jr->events =
@@ -473,7 +474,7 @@ job_share_sig_bytes(const rank_task *t, unsigned char **out, size_t *len)
         b.fail = 1;
     else if (!t->sig_packed)
         job_wire_put_sig(&b, t->sig);
-    return bytes_take(&b, out, len);
+    return bytes_take(&b, out, len) == 0 ? 0 : DPRO_ERR_NOMEM;
 }
 
 job_fold_sig *
@@ -617,42 +618,63 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
     return rc;
 }
 
+/* The meta keys process 0 reads of a rank whose file another process opened, the only
+ * ones that travel with its reader: the host (job_share_readers: jr->host; hostshare.c),
+ * the trace's source (build.c), the host's CPUs and their samples (hostshare.c), the
+ * command (optimizer/framework_detect.c). The rest (rank, world size, job id...) came
+ * with the files' outcomes (job_share_opened). */
+static const char *const share_meta_keys[] = {DPRO_META_HOST,      DPRO_META_SOURCE,
+                                              DPRO_META_HOST_CPUS, DPRO_META_CPU_SAMPLES,
+                                              DPRO_META_COMMAND,   NULL};
+
 /* Process p other than 0: sends process 0 the readers of the present ranks whose files
- * it opened, in rank order, in one message (each reader's packed length, then its bytes;
- * an empty message when it cannot pack them, then fails). Returns 0 or DPRO_ERR_NOMEM. */
+ * it opened, in rank order, in one message (each reader's packed length, then its bytes:
+ * the meta keys process 0 reads, and the strings as the previous reader's where they are
+ * its; an empty message when it cannot pack them, then fails). Returns 0 or
+ * DPRO_ERR_NOMEM. */
 static int
 send_readers(const job *j, const job_share *sh)
 {
     bytes b = {0};
+    const dpro_reader *prev = NULL;
     for (int32_t r = 0; !b.fail && r < j->n_ranks; r++) {
         const job_rank *jr = &j->ranks[r];
         uint8_t *p = NULL;
         size_t len = 0;
         if (!jr->path || !jr->reader)
             continue;
-        if (dpro_reader_pack(jr->reader, &p, &len) != DPRO_OK)
+        if (dpro_reader_pack(jr->reader, prev, share_meta_keys, &p, &len) != DPRO_OK)
             b.fail = 1;
-        put_i64(&b, (int64_t)len);
-        put(&b, p, len);
+        bytes_put_i64(&b, (int64_t)len);
+        bytes_put(&b, p, len);
         free(p);
+        prev = jr->reader;
     }
     int rc = sh->send0(sh->ctx, b.p, b.fail ? 0 : b.n) != 0 || b.fail ? DPRO_ERR_NOMEM : 0;
     free(b.p);
     return rc;
 }
 
+/* What process 0 received of the others' readers, for the log: their count, the
+ * messages' bytes, the readers sharing the strings of the one before. */
+typedef struct readers_got {
+    uint64_t bytes;
+    int32_t n, shared;
+} readers_got;
+
 /* Process 0: takes process p's readers (its message, what send_readers wrote) as those of
  * the present ranks without one whose file p opened (proc), in rank order, and counts
  * the files of its own share of the ranks among them (opened again to read their events).
  * Returns 0 or a dpro_status (errbuf says why). */
 static int
-take_readers(job *j, const job_share *sh, int p, const int32_t *proc, uint64_t *got, int32_t *n,
+take_readers(job *j, const job_share *sh, int p, const int32_t *proc, readers_got *got,
              char *errbuf, size_t errlen)
 {
     int rc = 0;
     int32_t lo, hi, k = 0;
     bytes b = {0};
     void *all = NULL;
+    dpro_reader *prev = NULL; /* the one before in p's message */
     job_share_range(sh, j->n_present, &lo, &hi);
     if (sh->recv(sh->ctx, p, &all, &b.n) != 0) {
         snprintf(errbuf, errlen, "out of memory");
@@ -665,24 +687,28 @@ take_readers(job *j, const job_share *sh, int p, const int32_t *proc, uint64_t *
         k += jr->path != NULL;
         if (!jr->path || jr->reader || proc[r] != p)
             continue;
-        int64_t len = get_i64(&b);
+        int64_t len = bytes_get_i64(&b);
         if (b.fail || len <= 0 || (uint64_t)len > b.n - b.at) {
             snprintf(errbuf, errlen, "%s: process %d could not send its reader", jr->path, p);
             rc = DPRO_ERR_NOMEM;
         } else {
-            rc = dpro_reader_unpack(b.p + b.at, (size_t)len, jr->path, &jr->reader, errbuf, errlen);
+            rc = dpro_reader_unpack(b.p + b.at, (size_t)len, jr->path, prev, &jr->reader, errbuf,
+                                    errlen);
             b.at += (size_t)len;
         }
-        *n += rc == 0;
+        got->n += rc == 0;
+        got->shared += rc == 0 && dpro_reader_shares_strings(jr->reader, prev);
         j->files_opened += rc == 0 && at >= lo && at < hi;
-        if (rc == 0)
+        if (rc == 0) {
             jr->host = dpro_reader_meta(jr->reader, DPRO_META_HOST);
+            prev = jr->reader;
+        }
     }
     if (rc == 0 && b.at != b.n) {
         snprintf(errbuf, errlen, "process %d sent readers of other ranks than it opened", p);
         rc = DPRO_ERR_CORRUPT;
     }
-    *got += b.n;
+    got->bytes += b.n;
     free(all);
     return rc;
 }
@@ -701,10 +727,9 @@ job_share_readers(job *j, const listing *l, const job_share *sh, char *errbuf, s
     for (size_t i = 0; proc && i < l->nfiles; i++) /* the files place_ranks placed */
         if (l->o[i].ok && strcmp(l->o[i].job_id, l->want) == 0)
             proc[l->o[i].rank] = l->o[i].proc;
-    uint64_t got = 0;
-    int32_t n = 0;
+    readers_got got = {0};
     for (int p = 1; rc == 0 && sh->me == 0 && p < sh->nprocs; p++)
-        rc = take_readers(j, sh, p, proc, &got, &n, errbuf, errlen);
+        rc = take_readers(j, sh, p, proc, &got, errbuf, errlen);
     for (int32_t r = 0; rc == 0 && sh->me == 0 && r < j->n_ranks; r++)
         if (j->ranks[r].path && !j->ranks[r].reader) {
             snprintf(errbuf, errlen, "%s: no process sent its reader", j->ranks[r].path);
@@ -712,8 +737,8 @@ job_share_readers(job *j, const listing *l, const job_share *sh, char *errbuf, s
         }
     if (rc == 0 && sh->me == 0 && sh->nprocs > 1)
         pr_info("received %d trace readers from the other processes (their files not opened "
-                "here): %llu bytes",
-                n, (unsigned long long)got);
+                "here): %llu bytes; %d of them share the strings of the one before",
+                got.n, (unsigned long long)got.bytes, got.shared);
     free(proc);
     return rc;
 }

@@ -43,31 +43,13 @@ static const ev_field ev_fields[] = {
 #define EV_N_DIFF 3
 #define EV_N (EV_N_DIFF + (int)(sizeof ev_fields / sizeof ev_fields[0]))
 
-/* The varint at b's position (0 and b->fail when it runs past the end or 64 bits). */
-static uint64_t
-get_varint(bytes *b)
-{
-    uint64_t v = 0;
-    int more = 1;
-    for (int s = 0; more && !b->fail; s += 7) {
-        if (b->at >= b->n || s > 63) {
-            b->fail = 1;
-        } else {
-            unsigned char c = b->p[b->at++];
-            v |= (uint64_t)(c & 0x7f) << s;
-            more = c & 0x80;
-        }
-    }
-    return b->fail ? 0 : v;
-}
-
 /* The n events ev, compact (see ev_field): their count, then each event. */
 void
 job_wire_put_events(bytes *b, const job_event *ev, size_t n)
 {
     uint8_t buf[(EV_N + 1) * DPRO_VARINT_MAX];
     uint64_t prev_start = 0, prev_corr = 0;
-    put_i64(b, (int64_t)n);
+    bytes_put_i64(b, (int64_t)n);
     for (size_t i = 0; i < n && !b->fail; i++) {
         const job_event *e = &ev[i];
         uint64_t v[EV_N], mask = 0;
@@ -90,7 +72,7 @@ job_wire_put_events(bytes *b, const job_event *ev, size_t n)
         for (int k = 0; k < EV_N; k++)
             if (v[k])
                 q = dpro_put_varint(q, v[k]);
-        put(b, buf, (size_t)(q - buf));
+        bytes_put(b, buf, (size_t)(q - buf));
         prev_start = e->start_ns;
         prev_corr = e->correlation;
     }
@@ -101,7 +83,7 @@ job_wire_put_events(bytes *b, const job_event *ev, size_t n)
 job_event *
 job_wire_get_events(bytes *b, size_t *n)
 {
-    int64_t ne = get_i64(b);
+    int64_t ne = bytes_get_i64(b);
     *n = 0;
     /* an event is at least its mask's byte */
     if (ne < 0 || (ne > 0 && (uint64_t)ne > b->n - b->at))
@@ -112,12 +94,12 @@ job_wire_get_events(bytes *b, size_t *n)
         b->fail = 1;
     for (int64_t i = 0; ev && i < ne && !b->fail; i++) {
         job_event *e = &ev[i];
-        uint64_t v[EV_N] = {0}, mask = get_varint(b);
+        uint64_t v[EV_N] = {0}, mask = bytes_get_varint(b);
         if (mask >> EV_N)
             b->fail = 1; /* not what put_events writes */
         for (int k = 0; k < EV_N; k++)
             if (mask >> k & 1)
-                v[k] = get_varint(b);
+                v[k] = bytes_get_varint(b);
         e->start_ns = prev_start + (uint64_t)unzigzag(v[0]);
         e->end_ns = e->start_ns + (uint64_t)unzigzag(v[1]);
         e->correlation = prev_corr + (uint64_t)unzigzag(v[2]);
@@ -165,7 +147,7 @@ put_sig_rows(bytes *b, const job_fold_sig *s)
         }
         q = dpro_put_varint(q, zigzag((int64_t)((uint64_t)s->rs[i] - (uint64_t)prev)));
         q = dpro_put_varint(q, zigzag((int64_t)((uint64_t)s->re[i] - (uint64_t)s->rs[i])));
-        put(b, buf, (size_t)(q - buf));
+        bytes_put(b, buf, (size_t)(q - buf));
         prev = s->rs[i];
     }
     hmap_free(&seen);
@@ -186,17 +168,17 @@ get_sig_rows(bytes *b, job_fold_sig *s)
     if (s->n > 0 && (!s->h || !s->rs || !s->re || !distinct))
         b->fail = 1;
     for (size_t i = 0; i < s->n && !b->fail; i++) {
-        uint64_t k = get_varint(b);
+        uint64_t k = bytes_get_varint(b);
         if (k == 0 && n_distinct < s->n) {
-            get(b, &distinct[n_distinct], 8);
+            bytes_get(b, &distinct[n_distinct], 8);
             s->h[i] = distinct[n_distinct++];
         } else if (k > 0 && k <= n_distinct) {
             s->h[i] = distinct[k - 1];
         } else {
             b->fail = 1; /* not what put_sig_rows writes */
         }
-        s->rs[i] = (int64_t)((uint64_t)prev + (uint64_t)unzigzag(get_varint(b)));
-        s->re[i] = (int64_t)((uint64_t)s->rs[i] + (uint64_t)unzigzag(get_varint(b)));
+        s->rs[i] = (int64_t)((uint64_t)prev + (uint64_t)unzigzag(bytes_get_varint(b)));
+        s->re[i] = (int64_t)((uint64_t)s->rs[i] + (uint64_t)unzigzag(bytes_get_varint(b)));
         prev = s->rs[i];
     }
     free(distinct);
@@ -207,12 +189,12 @@ get_sig_rows(bytes *b, job_fold_sig *s)
 void
 job_wire_put_sig(bytes *b, const job_fold_sig *s)
 {
-    put_i64(b, s != NULL);
+    bytes_put_i64(b, s != NULL);
     if (s) {
-        put_i64(b, (int64_t)s->n);
-        put_i64(b, (int64_t)s->hash);
-        put(b, &s->tol, sizeof s->tol);
-        put_i64(b, s->unfoldable);
+        bytes_put_i64(b, (int64_t)s->n);
+        bytes_put_i64(b, (int64_t)s->hash);
+        bytes_put(b, &s->tol, sizeof s->tol);
+        bytes_put_i64(b, s->unfoldable);
         put_sig_rows(b, s);
     }
 }
@@ -223,13 +205,13 @@ job_fold_sig *
 job_wire_get_sig(bytes *b)
 {
     job_fold_sig *s = NULL;
-    if (get_i64(b) && !b->fail && !(s = calloc(1, sizeof *s)))
+    if (bytes_get_i64(b) && !b->fail && !(s = calloc(1, sizeof *s)))
         b->fail = 1;
     if (s) {
-        s->n = (size_t)get_i64(b);
-        s->hash = (uint64_t)get_i64(b);
-        get(b, &s->tol, sizeof s->tol);
-        s->unfoldable = (int)get_i64(b);
+        s->n = (size_t)bytes_get_i64(b);
+        s->hash = (uint64_t)bytes_get_i64(b);
+        bytes_get(b, &s->tol, sizeof s->tol);
+        s->unfoldable = (int)bytes_get_i64(b);
         get_sig_rows(b, s);
     }
     if (s && b->fail) {
@@ -247,7 +229,7 @@ job_share_wire_pack(const job_event *ev, size_t n, const job_fold_sig *s, unsign
     bytes b = {0};
     job_wire_put_events(&b, ev, n);
     job_wire_put_sig(&b, s);
-    return bytes_take(&b, out, len);
+    return bytes_take(&b, out, len) == 0 ? 0 : DPRO_ERR_NOMEM;
 }
 
 int

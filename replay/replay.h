@@ -266,7 +266,12 @@ double replay_iteration_of(const replay *rp, const dfg *g, const sim_result *res
  * compared iterations, of the duration, gap and launch latency of the operations found
  * at its place (its resource, its name, and which of that resource's operations of that
  * name in the iteration it is), as dPRO replays an iteration of average operations; a
- * collective's transfer likewise (its first participant's place). An operation of an
+ * collective's transfer likewise (its first participant's place). A host thread also
+ * keeps its typical stall: a stall (the thread descheduled) lands on another call in each
+ * iteration, so the calls' medians drop it even when every iteration has one; the
+ * statistic of the thread's own time per iteration (its calls' fitted durations and
+ * gaps) minus that of the typical calls' goes to the gaps where the measured ones exceeded
+ * the typical ones, in proportion to that excess. An operation of an
  * iteration is the host call that starts inside it, or the device operation such a call
  * launched (its start decides when nothing launched it). The warm-up before the compared
  * iterations keeps its exact values. With one compared iteration the typical replay is

@@ -372,6 +372,9 @@ typedef struct dpro_comm_info {
 #define DPRO_META_LOCAL_RANK "local_rank"
 #define DPRO_META_WORLD_SIZE "world_size"
 #define DPRO_META_JOB_ID "job_id"
+#define DPRO_META_COMMAND "command"         /* the traced program's command line */
+#define DPRO_META_HOST_CPUS "host_cpus"     /* the CPUs the traced process may run on */
+#define DPRO_META_CPU_SAMPLES "cpu_samples" /* the host's CPU use sampled while tracing */
 
 /* ---- writer --------------------------------------------------------------------------- */
 
@@ -529,19 +532,33 @@ void dpro_reader_detach(dpro_reader *r);
 /* What detached reader r holds (meta, strings, devices, streams, communicators, threads,
  * stacks, warnings, whether the trace ends early or is cut short) as bytes, into *out
  * (malloc'd, *len bytes), so that another process of the same build may hold the same
- * reader without opening the file (dpro_reader_unpack). Returns DPRO_OK, DPRO_ERR_ARG (r
- * NULL or not detached) or DPRO_ERR_NOMEM; *out NULL on failure. */
-int dpro_reader_pack(const dpro_reader *r, uint8_t **out, size_t *len);
+ * reader without opening the file (dpro_reader_unpack). Two cuts, for a process that holds
+ * many ranks' readers: like (may be NULL) is a detached reader the receiver will hold as
+ * well (and name to dpro_reader_unpack): when r's strings are like's, text for text, they
+ * travel as that mark alone and the receiver's reader shares like's (one copy); meta_keys
+ * (a NULL-terminated list; NULL: all) are the meta keys kept, the others' entries left
+ * out (dpro_reader_meta then answers NULL for them). Returns DPRO_OK, DPRO_ERR_ARG (r
+ * or like not detached, r NULL) or DPRO_ERR_NOMEM; *out NULL on failure. */
+int dpro_reader_pack(const dpro_reader *r, const dpro_reader *like, const char *const *meta_keys,
+                     uint8_t **out, size_t *len);
 
 /* A detached reader holding what dpro_reader_pack wrote (p, len bytes), with path `path`
  * (dpro_reader_path; may be NULL: ""), into *out: every accessor answers as the packed
- * reader's did; iteration and the summary refuse it as any detached reader (DPRO_ERR_ARG).
- * Free with dpro_reader_close. Returns DPRO_OK, DPRO_ERR_CORRUPT (not what
- * dpro_reader_pack writes: cut short, bytes left over, counts the bytes cannot hold) or
+ * reader's did (but for the meta keys the pack left out); iteration and the summary refuse
+ * it as any detached reader (DPRO_ERR_ARG). like: the reader that dpro_reader_pack was
+ * given as like (its equal here: the same trace's reader, packed and unpacked before), or
+ * NULL when it was given none; when the strings travelled as like's, *out shares like's
+ * (dpro_reader_shares_strings; either may be closed first). Free with dpro_reader_close.
+ * Returns DPRO_OK, DPRO_ERR_CORRUPT (not what dpro_reader_pack writes: cut short, bytes
+ * left over, counts the bytes cannot hold, the strings like's but like NULL) or
  * DPRO_ERR_NOMEM; on failure *out is NULL and errbuf (may be NULL) names path and says
  * which. */
-int dpro_reader_unpack(const uint8_t *p, size_t len, const char *path, dpro_reader **out,
-                       char *errbuf, size_t errlen);
+int dpro_reader_unpack(const uint8_t *p, size_t len, const char *path, dpro_reader *like,
+                       dpro_reader **out, char *errbuf, size_t errlen);
+
+/* Whether readers a and b hold one copy of their strings (dpro_reader_unpack's like):
+ * 1 or 0 (also for NULL). */
+int dpro_reader_shares_strings(const dpro_reader *a, const dpro_reader *b);
 
 /* The path the reader was opened with. */
 const char *dpro_reader_path(const dpro_reader *r);

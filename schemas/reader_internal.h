@@ -27,6 +27,9 @@ struct dpro_reader {
     uint32_t nstrings;
     uint8_t **string_bufs; /* decompressed string blocks */
     size_t nstring_bufs;
+    /* strings, string_bufs shared with other readers (dpro_reader_unpack's like): how many
+     * readers hold them (malloc'd, shared, changed atomically); NULL: r's own */
+    uint32_t *strings_refs;
     dpro_device_info *devices;
     size_t ndevices;
     dpro_stream_info *streams;

@@ -494,10 +494,13 @@ dpro_reader_close(dpro_reader *r)
         free(r->meta[i].value);
     }
     free(r->meta);
-    for (size_t i = 0; i < r->nstring_bufs; i++)
-        free(r->string_bufs[i]);
-    free(r->string_bufs);
-    free(r->strings);
+    if (!r->strings_refs || __atomic_sub_fetch(r->strings_refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        for (size_t i = 0; i < r->nstring_bufs; i++)
+            free(r->string_bufs[i]);
+        free(r->string_bufs);
+        free(r->strings);
+        free(r->strings_refs);
+    }
     for (size_t i = 0; i < r->ndevices; i++)
         free((char *)r->devices[i].name);
     free(r->devices);

@@ -5,8 +5,9 @@
  *
  * The bytes: a version, then every count and number as a varint (signed ones zig-zag),
  * each text as its length + 1 (0: NULL) and its bytes, the strings as one run of
- * NUL-terminated texts in id order. They travel between processes of one job, built from
- * one source tree: no compatibility beyond the version is kept.
+ * NUL-terminated texts in id order, or a flag alone when they are the strings of the
+ * reader named like (the receiver's copy then shared). They travel between processes of
+ * one job, built from one source tree: no compatibility beyond the version is kept.
  */
 #include "dprotrace.h"
 #include "reader_internal.h"
@@ -15,128 +16,42 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "varint.h"
+#include "bytes.h"
 
-#define PACK_VERSION 1
+#define PACK_VERSION 2
 
-/* A growing buffer being written (fail: out of memory), or one being read (at: the
- * position; fail: it ended early or holds what cannot be). */
-typedef struct buf {
-    uint8_t *p;
-    size_t n, cap, at;
-    int fail;
-    int nomem; /* with fail: memory ended */
-} buf;
+/* The flags after the version. */
+enum {
+    PACK_ENDED_EARLY = 1,
+    PACK_CUT = 2,
+    PACK_WAL_UNREAD = 4,
+    PACK_STRINGS_LIKE = 8, /* the strings are like's: none follow */
+};
 
-/* Room for len more bytes in b (b->fail when memory ends). */
-static int
-room(buf *b, size_t len)
-{
-    size_t cap = b->cap ? b->cap : 256;
-    while (!b->fail && cap < b->n + len)
-        cap *= 2;
-    uint8_t *p = b->fail || cap == b->cap ? b->p : realloc(b->p, cap);
-    if (!p)
-        b->fail = 1;
-    else if (!b->fail) {
-        b->p = p;
-        b->cap = cap;
-    }
-    return !b->fail;
-}
-
-static void
-put_u(buf *b, uint64_t v)
-{
-    if (room(b, DPRO_VARINT_MAX))
-        b->n = (size_t)(dpro_put_varint(b->p + b->n, v) - b->p);
-}
-
-static void
-put_bytes(buf *b, const void *v, size_t len)
-{
-    if (len > 0 && room(b, len)) {
-        memcpy(b->p + b->n, v, len);
-        b->n += len;
-    }
-}
-
-static void
-put_text(buf *b, const char *s)
-{
-    size_t len = s ? strlen(s) : 0;
-    put_u(b, s ? (uint64_t)len + 1 : 0);
-    put_bytes(b, s, len);
-}
-
-static uint64_t
-get_u(buf *b)
-{
-    uint64_t v = 0;
-    for (int shift = 0; !b->fail; shift += 7) {
-        if (b->at == b->n || shift > 63) {
-            b->fail = 1;
-            break;
-        }
-        uint8_t c = b->p[b->at++];
-        v |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80))
-            break;
-    }
-    return b->fail ? 0 : v;
-}
-
-/* A count of things each at least one byte long: no more than the bytes left. */
-static size_t
-get_count(buf *b)
-{
-    uint64_t v = get_u(b);
-    if (v > b->n - b->at)
-        b->fail = 1;
-    return b->fail ? 0 : (size_t)v;
-}
-
-/* get_u cut to 32 bits (b->fail when it does not fit). */
+/* bytes_get_varint cut to 32 bits (b->fail when it does not fit). */
 static uint32_t
-get_u32(buf *b)
+get_u32(bytes *b)
 {
-    uint64_t v = get_u(b);
+    uint64_t v = bytes_get_varint(b);
     if (v > UINT32_MAX)
         b->fail = 1;
     return (uint32_t)v;
 }
 
+/* A zig-zag varint cut to 32 bits, signed (b->fail when it does not fit). */
 static int32_t
-get_i32(buf *b)
+get_i32(bytes *b)
 {
-    int64_t v = unzigzag(get_u(b));
+    int64_t v = unzigzag(bytes_get_varint(b));
     if (v < INT32_MIN || v > INT32_MAX)
         b->fail = 1;
     return (int32_t)v;
 }
 
-/* A malloc'd copy of the text put_text wrote, or NULL (NULL put, or b->fail). */
-static char *
-get_text(buf *b)
-{
-    uint64_t len = get_u(b);
-    char *s = NULL;
-    if (len == 0 || b->fail)
-        return NULL;
-    if (len - 1 > b->n - b->at || !(s = malloc((size_t)len))) {
-        b->nomem = len - 1 <= b->n - b->at;
-        b->fail = 1;
-        return NULL;
-    }
-    memcpy(s, b->p + b->at, (size_t)len - 1);
-    s[len - 1] = 0;
-    b->at += (size_t)len - 1;
-    return s;
-}
-
-/* calloc of n elements of sz (b->fail when memory ends; NULL for none). */
+/* calloc of n elements of sz, rows to be read into (b->fail and b->nomem when memory
+ * ends; NULL for none). */
 static void *
-get_array(buf *b, size_t n, size_t sz)
+alloc_rows(bytes *b, size_t n, size_t sz)
 {
     void *a = n ? calloc(n, sz) : NULL;
     if (n && !a)
@@ -146,27 +61,27 @@ get_array(buf *b, size_t n, size_t sz)
 
 /* r's strings, ids 1 .. nstrings, as one run of NUL-terminated texts. */
 static void
-put_strings(buf *b, const dpro_reader *r)
+put_strings(bytes *b, const dpro_reader *r)
 {
     size_t total = 0;
     for (uint32_t i = 1; i <= r->nstrings; i++)
         total += strlen(r->strings[i]) + 1;
-    put_u(b, r->nstrings);
-    put_u(b, total);
+    bytes_put_varint(b, r->nstrings);
+    bytes_put_varint(b, total);
     for (uint32_t i = 1; i <= r->nstrings; i++)
-        put_bytes(b, r->strings[i], strlen(r->strings[i]) + 1);
+        bytes_put(b, r->strings[i], strlen(r->strings[i]) + 1);
 }
 
 /* The strings put_strings wrote into r: one block, the ids pointing into it. */
 static void
-get_strings(buf *b, dpro_reader *r)
+get_strings(bytes *b, dpro_reader *r)
 {
-    size_t n = get_count(b), total = get_count(b);
+    size_t n = bytes_get_count(b), total = bytes_get_count(b);
     if (n >= UINT32_MAX)
         b->fail = 1;
-    r->strings = get_array(b, n + 1, sizeof *r->strings); /* [0] unused */
-    r->string_bufs = get_array(b, 1, sizeof *r->string_bufs);
-    uint8_t *s = get_array(b, total + 1, 1);
+    r->strings = alloc_rows(b, n + 1, sizeof *r->strings); /* [0] unused */
+    r->string_bufs = alloc_rows(b, 1, sizeof *r->string_bufs);
+    uint8_t *s = alloc_rows(b, total + 1, 1);
     if (b->fail || (n > 0 && (total == 0 || b->p[b->at + total - 1] != 0))) {
         b->fail = 1;
         free(s);
@@ -186,128 +101,166 @@ get_strings(buf *b, dpro_reader *r)
 }
 
 static void
-put_tables(buf *b, const dpro_reader *r)
+put_tables(bytes *b, const dpro_reader *r)
 {
-    put_u(b, r->ndevices);
+    bytes_put_varint(b, r->ndevices);
     for (size_t i = 0; i < r->ndevices; i++) {
         const dpro_device_info *d = &r->devices[i];
-        put_u(b, d->id);
-        put_text(b, d->name);
-        put_u(b, d->sm_count);
-        put_u(b, d->total_memory);
-        put_u(b, d->clock_khz);
-        put_u(b, d->cc_major);
-        put_u(b, d->cc_minor);
+        bytes_put_varint(b, d->id);
+        bytes_put_text(b, d->name);
+        bytes_put_varint(b, d->sm_count);
+        bytes_put_varint(b, d->total_memory);
+        bytes_put_varint(b, d->clock_khz);
+        bytes_put_varint(b, d->cc_major);
+        bytes_put_varint(b, d->cc_minor);
     }
-    put_u(b, r->nstreams);
+    bytes_put_varint(b, r->nstreams);
     for (size_t i = 0; i < r->nstreams; i++) {
         const dpro_stream_info *s = &r->streams[i];
-        put_u(b, s->id);
-        put_u(b, s->device);
-        put_u(b, s->flags);
-        put_u(b, zigzag(s->priority));
-        put_text(b, s->name);
+        bytes_put_varint(b, s->id);
+        bytes_put_varint(b, s->device);
+        bytes_put_varint(b, s->flags);
+        bytes_put_varint(b, zigzag(s->priority));
+        bytes_put_text(b, s->name);
     }
-    put_u(b, r->ncomms);
+    bytes_put_varint(b, r->ncomms);
     for (size_t i = 0; i < r->ncomms; i++) {
         const dpro_comm_info *c = &r->comms[i];
-        put_u(b, c->hash);
-        put_u(b, c->parent_hash);
-        put_u(b, c->handle);
-        put_u(b, zigzag(c->rank));
-        put_u(b, zigzag(c->size));
-        put_u(b, c->device);
+        bytes_put_varint(b, c->hash);
+        bytes_put_varint(b, c->parent_hash);
+        bytes_put_varint(b, c->handle);
+        bytes_put_varint(b, zigzag(c->rank));
+        bytes_put_varint(b, zigzag(c->size));
+        bytes_put_varint(b, c->device);
     }
-    put_u(b, r->nthreads);
+    bytes_put_varint(b, r->nthreads);
     for (size_t i = 0; i < r->nthreads; i++) {
-        put_u(b, r->threads[i].tid);
-        put_text(b, r->threads[i].name);
+        bytes_put_varint(b, r->threads[i].tid);
+        bytes_put_text(b, r->threads[i].name);
     }
-    put_u(b, r->nstacks);
+    bytes_put_varint(b, r->nstacks);
     for (size_t i = 0; i < r->nstacks; i++) {
-        put_u(b, r->stacks[i].id);
-        put_u(b, r->stacks[i].n);
+        bytes_put_varint(b, r->stacks[i].id);
+        bytes_put_varint(b, r->stacks[i].n);
         for (uint32_t f = 0; f < r->stacks[i].n; f++)
-            put_u(b, r->stacks[i].frames[f]);
+            bytes_put_varint(b, r->stacks[i].frames[f]);
     }
 }
 
 /* The tables put_tables wrote into r; each count is r's only as its rows are complete,
  * so that dpro_reader_close frees what was taken when b fails midway. */
 static void
-get_tables(buf *b, dpro_reader *r)
+get_tables(bytes *b, dpro_reader *r)
 {
-    size_t n = get_count(b);
-    r->devices = get_array(b, n, sizeof *r->devices);
+    size_t n = bytes_get_count(b);
+    r->devices = alloc_rows(b, n, sizeof *r->devices);
     for (size_t i = 0; !b->fail && i < n; i++, r->ndevices++) {
         dpro_device_info *d = &r->devices[i];
         d->id = get_u32(b);
-        d->name = get_text(b);
+        d->name = bytes_get_text(b);
         d->sm_count = get_u32(b);
-        d->total_memory = get_u(b);
+        d->total_memory = bytes_get_varint(b);
         d->clock_khz = get_u32(b);
         d->cc_major = get_u32(b);
         d->cc_minor = get_u32(b);
     }
-    n = get_count(b);
-    r->streams = get_array(b, n, sizeof *r->streams);
+    n = bytes_get_count(b);
+    r->streams = alloc_rows(b, n, sizeof *r->streams);
     for (size_t i = 0; !b->fail && i < n; i++, r->nstreams++) {
         dpro_stream_info *s = &r->streams[i];
-        s->id = get_u(b);
+        s->id = bytes_get_varint(b);
         s->device = get_u32(b);
         s->flags = get_u32(b);
         s->priority = get_i32(b);
-        s->name = get_text(b);
+        s->name = bytes_get_text(b);
     }
-    n = get_count(b);
-    r->comms = get_array(b, n, sizeof *r->comms);
+    n = bytes_get_count(b);
+    r->comms = alloc_rows(b, n, sizeof *r->comms);
     for (size_t i = 0; !b->fail && i < n; i++, r->ncomms++) {
         dpro_comm_info *c = &r->comms[i];
-        c->hash = get_u(b);
-        c->parent_hash = get_u(b);
-        c->handle = get_u(b);
+        c->hash = bytes_get_varint(b);
+        c->parent_hash = bytes_get_varint(b);
+        c->handle = bytes_get_varint(b);
         c->rank = get_i32(b);
         c->size = get_i32(b);
         c->device = get_u32(b);
     }
-    n = get_count(b);
-    r->threads = get_array(b, n, sizeof *r->threads);
+    n = bytes_get_count(b);
+    r->threads = alloc_rows(b, n, sizeof *r->threads);
     for (size_t i = 0; !b->fail && i < n; i++, r->nthreads++) {
         r->threads[i].tid = get_u32(b);
-        r->threads[i].name = get_text(b);
+        r->threads[i].name = bytes_get_text(b);
     }
-    n = get_count(b);
-    r->stacks = get_array(b, n, sizeof *r->stacks);
+    n = bytes_get_count(b);
+    r->stacks = alloc_rows(b, n, sizeof *r->stacks);
     for (size_t i = 0; !b->fail && i < n; i++, r->nstacks++) {
         stack_entry *s = &r->stacks[i];
         s->id = get_u32(b);
-        uint32_t nf = (uint32_t)get_count(b);
-        s->frames = get_array(b, nf, sizeof *s->frames);
+        uint32_t nf = (uint32_t)bytes_get_count(b);
+        s->frames = alloc_rows(b, nf, sizeof *s->frames);
         for (uint32_t f = 0; !b->fail && f < nf; f++, s->n++)
             s->frames[f] = get_u32(b);
     }
 }
 
-int
-dpro_reader_pack(const dpro_reader *r, uint8_t **out, size_t *len)
+/* Whether a's strings are b's, text for text (one copy shared, or equal copies). */
+static int
+same_strings(const dpro_reader *a, const dpro_reader *b)
 {
-    buf b = {0};
+    int same = a->nstrings == b->nstrings;
+    if (same && a->strings != b->strings)
+        for (uint32_t i = 1; same && i <= a->nstrings; i++)
+            same = strcmp(a->strings[i], b->strings[i]) == 0;
+    return same;
+}
+
+/* Whether meta key is one of keys (NULL-terminated; NULL: all are). */
+static int
+meta_kept(const char *key, const char *const *keys)
+{
+    int kept = keys == NULL;
+    for (size_t i = 0; !kept && keys[i]; i++)
+        kept = strcmp(key, keys[i]) == 0;
+    return kept;
+}
+
+/* r's meta entries whose keys are among keys (meta_kept): their count, then each. */
+static void
+put_meta(bytes *b, const dpro_reader *r, const char *const *keys)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->nmeta; i++)
+        n += meta_kept(r->meta[i].key, keys);
+    bytes_put_varint(b, n);
+    for (size_t i = 0; i < r->nmeta; i++) {
+        if (meta_kept(r->meta[i].key, keys)) {
+            bytes_put_text(b, r->meta[i].key);
+            bytes_put_text(b, r->meta[i].value);
+        }
+    }
+}
+
+int
+dpro_reader_pack(const dpro_reader *r, const dpro_reader *like, const char *const *meta_keys,
+                 uint8_t **out, size_t *len)
+{
+    bytes b = {0};
     int rc = DPRO_OK;
     *out = NULL;
     *len = 0;
-    if (!r || r->db) {
+    if (!r || r->db || (like && like->db)) {
         rc = DPRO_ERR_ARG;
     } else {
-        put_u(&b, PACK_VERSION);
-        put_u(&b, (uint64_t)(r->ended_early != 0) | (uint64_t)(r->cut != 0) << 1 |
-                      (uint64_t)(r->wal_unread != 0) << 2);
-        put_text(&b, r->warnings);
-        put_u(&b, r->nmeta);
-        for (size_t i = 0; i < r->nmeta; i++) {
-            put_text(&b, r->meta[i].key);
-            put_text(&b, r->meta[i].value);
-        }
-        put_strings(&b, r);
+        int strings_like = like && same_strings(r, like);
+        bytes_put_varint(&b, PACK_VERSION);
+        bytes_put_varint(&b, (uint64_t)(r->ended_early ? PACK_ENDED_EARLY : 0) |
+                                 (uint64_t)(r->cut ? PACK_CUT : 0) |
+                                 (uint64_t)(r->wal_unread ? PACK_WAL_UNREAD : 0) |
+                                 (uint64_t)(strings_like ? PACK_STRINGS_LIKE : 0));
+        bytes_put_text(&b, r->warnings);
+        put_meta(&b, r, meta_keys);
+        if (!strings_like)
+            put_strings(&b, r);
         put_tables(&b, r);
         rc = b.fail ? DPRO_ERR_NOMEM : DPRO_OK;
     }
@@ -320,11 +273,59 @@ dpro_reader_pack(const dpro_reader *r, uint8_t **out, size_t *len)
     return rc;
 }
 
-int
-dpro_reader_unpack(const uint8_t *p, size_t len, const char *path, dpro_reader **out, char *errbuf,
-                   size_t errlen)
+/* r's strings made like's, one copy counted by strings_refs (b->fail and b->nomem when
+ * memory ends). */
+static void
+share_strings(bytes *b, dpro_reader *r, dpro_reader *like)
 {
-    buf b = {.p = (uint8_t *)p, .n = len};
+    if (!like->strings_refs && (like->strings_refs = malloc(sizeof *like->strings_refs)))
+        *like->strings_refs = 1;
+    if (!like->strings_refs) {
+        b->fail = b->nomem = 1;
+    } else {
+        __atomic_add_fetch(like->strings_refs, 1, __ATOMIC_ACQ_REL);
+        r->strings_refs = like->strings_refs;
+        r->strings = like->strings;
+        r->nstrings = like->nstrings;
+        r->string_bufs = like->string_bufs;
+        r->nstring_bufs = like->nstring_bufs;
+    }
+}
+
+/* What dpro_reader_pack wrote after the version, into r (like: see dpro_reader_unpack). */
+static void
+get_reader(bytes *b, dpro_reader *r, dpro_reader *like)
+{
+    uint64_t flags = bytes_get_varint(b);
+    r->ended_early = (flags & PACK_ENDED_EARLY) != 0;
+    r->cut = (flags & PACK_CUT) != 0;
+    r->wal_unread = (flags & PACK_WAL_UNREAD) != 0;
+    if ((flags & PACK_STRINGS_LIKE) && !like)
+        b->fail = 1; /* the strings are a reader's the caller does not name */
+    r->warnings = bytes_get_text(b);
+    size_t n = bytes_get_count(b);
+    r->meta = alloc_rows(b, n, sizeof *r->meta);
+    for (size_t i = 0; !b->fail && i < n; i++, r->nmeta++) {
+        r->meta[i].key = bytes_get_text(b);
+        r->meta[i].value = bytes_get_text(b);
+        if (!r->meta[i].key)
+            b->fail = 1;
+    }
+    if (!b->fail && (flags & PACK_STRINGS_LIKE))
+        share_strings(b, r, like);
+    else if (!b->fail)
+        get_strings(b, r);
+    if (!b->fail)
+        get_tables(b, r);
+    if (!b->fail && b->at != b->n)
+        b->fail = 1; /* bytes left over */
+}
+
+int
+dpro_reader_unpack(const uint8_t *p, size_t len, const char *path, dpro_reader *like,
+                   dpro_reader **out, char *errbuf, size_t errlen)
+{
+    bytes b = {.p = (unsigned char *)p, .n = len};
     dpro_reader *r = calloc(1, sizeof *r);
     int rc = r ? DPRO_OK : DPRO_ERR_NOMEM;
     *out = NULL;
@@ -334,42 +335,28 @@ dpro_reader_unpack(const uint8_t *p, size_t len, const char *path, dpro_reader *
         if (!r->path)
             rc = DPRO_ERR_NOMEM;
     }
-    if (rc == DPRO_OK && get_u(&b) != PACK_VERSION)
+    if (rc == DPRO_OK && bytes_get_varint(&b) != PACK_VERSION)
         b.fail = 1;
-    if (rc == DPRO_OK && !b.fail) {
-        uint64_t flags = get_u(&b);
-        r->ended_early = (flags & 1) != 0;
-        r->cut = (flags & 2) != 0;
-        r->wal_unread = (flags & 4) != 0;
-        r->warnings = get_text(&b);
-        size_t n = get_count(&b);
-        r->meta = get_array(&b, n, sizeof *r->meta);
-        for (size_t i = 0; !b.fail && i < n; i++, r->nmeta++) {
-            r->meta[i].key = get_text(&b);
-            r->meta[i].value = get_text(&b);
-            if (!r->meta[i].key)
-                b.fail = 1;
-        }
-        if (!b.fail)
-            get_strings(&b, r);
-        if (!b.fail)
-            get_tables(&b, r);
-        if (!b.fail && b.at != b.n)
-            b.fail = 1; /* bytes left over */
-        if (b.fail)
-            rc = b.nomem ? DPRO_ERR_NOMEM : DPRO_ERR_CORRUPT;
-    } else if (rc == DPRO_OK) {
-        rc = DPRO_ERR_CORRUPT;
-    }
+    if (rc == DPRO_OK && !b.fail)
+        get_reader(&b, r, like);
+    if (rc == DPRO_OK && b.fail)
+        rc = b.nomem ? DPRO_ERR_NOMEM : DPRO_ERR_CORRUPT;
     if (rc != DPRO_OK) {
         if (errbuf && errlen)
             snprintf(errbuf, errlen, "%s: %s", path ? path : "",
                      rc == DPRO_ERR_NOMEM ? "out of memory"
                                           : "the reader's packed bytes do not hold (cut short, "
-                                            "bytes left over, or impossible counts)");
+                                            "bytes left over, impossible counts, or the "
+                                            "strings of a reader not named)");
         dpro_reader_close(r);
     } else {
         *out = r;
     }
     return rc;
+}
+
+int
+dpro_reader_shares_strings(const dpro_reader *a, const dpro_reader *b)
+{
+    return a && b && a->strings_refs && a->strings_refs == b->strings_refs;
 }

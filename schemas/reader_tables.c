@@ -275,8 +275,10 @@ void
 reader_fit_tables(dpro_reader *r)
 {
     fit((void **)&r->meta, r->nmeta, sizeof *r->meta);
-    fit((void **)&r->strings, (size_t)r->nstrings + 1, sizeof *r->strings); /* [0] unused */
-    fit((void **)&r->string_bufs, r->nstring_bufs, sizeof *r->string_bufs);
+    if (!r->strings_refs) { /* shared ones stay where the other readers point */
+        fit((void **)&r->strings, (size_t)r->nstrings + 1, sizeof *r->strings); /* [0] unused */
+        fit((void **)&r->string_bufs, r->nstring_bufs, sizeof *r->string_bufs);
+    }
     fit((void **)&r->devices, r->ndevices, sizeof *r->devices);
     fit((void **)&r->streams, r->nstreams, sizeof *r->streams);
     fit((void **)&r->comms, r->ncomms, sizeof *r->comms);

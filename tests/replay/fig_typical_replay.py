@@ -5,7 +5,8 @@ compared iterations, with means, and the drawn replay, each rank's iterations' o
 in an order drawn per rank; replay.h, replay_typical) against the measured mean iteration:
 - the ddp-sim jobs of test_replay_simgpu.py on the simulated device (same cases, same
   options, no clock skew: skew does not enter this figure), with ddp-sim's own mean
-  iteration beside the trace's;
+  iteration beside the trace's, and its median (each rank's median iteration, averaged
+  over the ranks: what the medians can reach where the mean carries rare slow ones);
 - every real Kineto trace of ../shared/traces/kineto (the 128rank pair imported together).
 The simulated jobs run in real time on this machine's cores, so their iterations carry the
 machine's scheduling noise: the load average is printed with the table. They run in the
@@ -17,6 +18,7 @@ Run from the build directory: top_builddir=. top_srcdir=.. python3 ../tests/repl
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,18 +54,19 @@ def replay(out_dir, extra):
 
 
 def row(name, j, truth=None):
+    """truth: ddp-sim's own mean and median iteration (each rank's, averaged), or None."""
     t = j.get("typical_replay")
     if not t or t["iterations"] < 2:
         what = "one compared iteration" if t else "no iterations found"
         print("| %s | %s | %.1f us | - | - | - | - | - | - |%s" % (
-            name, what, j["measured_iter_us"], " - |" if truth is not None else ""))
+            name, what, j["measured_iter_us"], " - | - |" if truth is not None else ""))
         return
     cells = "| %s | %d | %.1f us | %.1f us | %+.2f %% | %+.2f %% | %.1f us | %+.2f %% | %d of %d |" % (
         name, t["iterations"], t["measured_iter_us"], t["predicted_iter_us"], t["error_pct"],
         t["mean_error_pct"], t["drawn_predicted_iter_us"], t["drawn_error_pct"],
         t["operations_matched"], t["operations"])
     if truth is not None:
-        cells += " %.1f us |" % truth
+        cells += " %.1f us | %.1f us |" % truth
     print(cells)
 
 
@@ -77,8 +80,8 @@ def main():
             print("simulated device, physics %s (load average %.1f %.1f %.1f):"
                   % ((physics,) + os.getloadavg()))
             print("| case | iterations | measured mean | typical replay | error | with means "
-                  "| drawn replay | error | matched | ddp-sim's own mean |")
-            print("|---|---|---|---|---|---|---|---|---|---|")
+                  "| drawn replay | error | matched | ddp-sim's own mean | its median |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
             for name, ranks, args, strag, warm in SIM_CASES:
                 out = os.path.join(tmp, name)
                 cmd = [DPRO_RUN, "-o", out, "--", SIMRUN, "-n", str(ranks)]
@@ -89,7 +92,8 @@ def main():
                 lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
                 j = replay(out, ["--warmup", str(warm)]) if p.returncode == 0 else None
                 if j and lines:
-                    row(name, j, sum(x["mean_iter_us"] for x in lines) / len(lines))
+                    row(name, j, (statistics.mean(x["mean_iter_us"] for x in lines),
+                                  statistics.mean(statistics.median(x["iter_us"]) for x in lines)))
                 else:
                     print("| %s | job or replay failed |" % name)
             print()

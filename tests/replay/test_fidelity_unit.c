@@ -15,6 +15,10 @@
  * the same iteration the ranks move together and the drawn replay keeps them together
  * (the measured mean, where the medians drop the stall); where they fall apart it pairs
  * the iterations at random, so they meet now and then: between the two.
+ *
+ * The host's stall (make_stall_graph): 300 us in every iteration, before another call each
+ * time; the typical replay keeps the thread's typical stall, which each call's median
+ * alone drops.
  */
 #include <math.h>
 #include <stdio.h>
@@ -241,6 +245,64 @@ test_drawn(void)
     CHECK(near(t.drawn_min_us, 184.0) && near(t.drawn_max_us, 284.0));
 }
 
+/* One rank, STEPS steps closed by a synchronisation: three launches (a 10 us gap, a 5 us
+ * call, a 2 us kernel starting 3 us into it), then the synchronisation (2 us after the
+ * last launch returns, 1 us long): 48 us. In step k >= 1 the host stalls 300 us before
+ * launch k - 1: a stall in every compared iteration, at another call each time. */
+static void
+make_stall_graph(dfg *g)
+{
+    REQUIRE(dfg_init(g, 1) == 0);
+    int32_t th = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, 0);
+    int32_t st = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, 0);
+    int32_t nl = dfg_intern(g, "cudaLaunchKernel"), ns = dfg_intern(g, "cudaStreamSynchronize");
+    int32_t nk = dfg_intern(g, "kern");
+    REQUIRE(th >= 0 && st >= 0 && nl > 0 && ns > 0 && nk > 0);
+    int32_t sync[STEPS], x = -1;
+    int64_t t = 0;
+    for (int k = 0; k < STEPS; k++) {
+        for (int j = 0; j < 3; j++) {
+            int32_t l = dfg_add_node(g, DFG_HOST, th, nl);
+            x = dfg_add_node(g, DFG_KERNEL, st, nk);
+            REQUIRE(l >= 0 && x >= 0);
+            g->mstart[l] = t + 10 * US + (k >= 1 && j == k - 1 ? 300 * US : 0);
+            dfg_set_mend(g, l, g->mstart[l] + 5 * US);
+            g->launch[x] = l;
+            g->mstart[x] = g->mstart[l] + 3 * US;
+            dfg_set_mend(g, x, g->mstart[x] + 2 * US);
+            t = dfg_mend(g, l);
+        }
+        int32_t y = dfg_add_node(g, DFG_HOST, th, ns);
+        REQUIRE(y >= 0);
+        g->mstart[y] = t + 2 * US;
+        dfg_set_mend(g, y, g->mstart[y] + 1 * US);
+        g->flags[y] |= DFG_F_BLOCKING;
+        REQUIRE(dfg_add_edge(g, x, y) == 0);
+        sync[k] = y;
+        t = dfg_mend(g, y);
+    }
+    REQUIRE(dfg_set_iterations(g, 0, sync, STEPS) == 0);
+    REQUIRE(build_derive_timing(g) == 0);
+}
+
+/* A host stall at another call in each iteration: each call's median drops it, the
+ * thread's typical own time per iteration keeps it. */
+static void
+test_thread_stall(void)
+{
+    replay rp;
+    memset(&rp, 0, sizeof rp);
+    make_stall_graph(&rp.graph);
+    rp.iter_last = 2;
+    replay_typical t;
+    CHECK(replay_typical_replay(&rp, &t) == 0);
+    CHECK_EQ(t.matched, 21);
+    CHECK(near(t.measured_us, 348.0));
+    CHECK(near(t.predicted_us, 348.0)); /* 48 us with the calls' medians alone */
+    CHECK(near(t.mean_predicted_us, 348.0));
+    dfg_free(&rp.graph);
+}
+
 static void
 test_perturbation(void)
 {
@@ -284,6 +346,7 @@ main(void)
 {
     test_typical();
     test_drawn();
+    test_thread_stall();
     test_perturbation();
     return tests_done();
 }

@@ -7,11 +7,14 @@
  * is cut short or has bytes left over is refused; and an event holding a few small
  * fields costs a few bytes, not its 160. A rank held compact as process 0 keeps one it
  * received (job_rank.wire) expands to the same events, bit for bit, gives them back and
- * expands again, keeps them once held (job_rank_hold), and a cut form does not expand. */
+ * expands again, keeps them once held (job_rank_hold), and a cut form does not expand.
+ * The byte writer under them and libdprotrace's packed readers (common/bytes.h) gives
+ * back each field it wrote, and a read past the end fails, a text's too. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bytes.h"
 #include "dprotrace.h"
 #include "replay/job_int.h"
 #include "tests/unit/testutil.h"
@@ -120,6 +123,55 @@ compact_rank(const job_event *ev, size_t n)
     free(jr.events);
 }
 
+/* common/bytes.h: fixed-size fields, varints (one byte to ten), texts (NULL, empty,
+ * longer) and raw bytes read back as written, to the last byte; a read past the end fails
+ * (a text whose length runs past it too, a varint over 64 bits, a count over the bytes
+ * left) and a failed write hands nothing out. */
+static void
+test_bytes(void)
+{
+    static const uint64_t vs[] = {0, 1, 127, 128, 16383, 16384, UINT64_MAX};
+    bytes b = {0};
+    unsigned char *p = NULL;
+    size_t len = 0;
+    bytes_put_i64(&b, INT64_MIN);
+    for (size_t i = 0; i < sizeof vs / sizeof *vs; i++)
+        bytes_put_varint(&b, vs[i]);
+    bytes_put_text(&b, NULL);
+    bytes_put_text(&b, "");
+    bytes_put_text(&b, "kernel<float>");
+    bytes_put(&b, "raw", 3);
+    REQUIRE(bytes_take(&b, &p, &len) == 0 && p);
+    CHECK(len == 8 + 1 + 1 + 1 + 2 + 2 + 3 + 10 + 1 + 1 + 1 + 13 + 3);
+    bytes r = {.p = p, .n = len};
+    CHECK(bytes_get_i64(&r) == INT64_MIN);
+    for (size_t i = 0; i < sizeof vs / sizeof *vs; i++)
+        CHECK(bytes_get_varint(&r) == vs[i]);
+    char *t0 = bytes_get_text(&r), *t1 = bytes_get_text(&r), *t2 = bytes_get_text(&r);
+    CHECK(!t0 && t1 && !*t1 && t2 && !strcmp(t2, "kernel<float>"));
+    char raw[3];
+    bytes_get(&r, raw, 3);
+    CHECK(!r.fail && r.at == len && !memcmp(raw, "raw", 3));
+    bytes_get(&r, raw, 1);
+    CHECK(r.fail && !r.nomem);
+    free(t1);
+    free(t2);
+    /* a text of 13 bytes cut to 5: its length runs past the end */
+    size_t at = 8 + 1 + 1 + 1 + 2 + 2 + 3 + 10 + 1 + 1;
+    bytes cut = {.p = p, .n = at + 5, .at = at};
+    CHECK(!bytes_get_text(&cut) && cut.fail && !cut.nomem);
+    unsigned char over[11];
+    memset(over, 0xff, sizeof over);
+    bytes v = {.p = over, .n = sizeof over};
+    CHECK(bytes_get_varint(&v) == 0 && v.fail); /* over 64 bits */
+    bytes c = {.p = p + 8 + 3, .n = 2};         /* the count 128, one byte left after it */
+    CHECK(bytes_get_count(&c) == 0 && c.fail);
+    free(p);
+    bytes w = {.fail = 1};
+    bytes_put(&w, "x", 1);
+    CHECK(bytes_take(&w, &p, &len) == -1 && !p && len == 0);
+}
+
 int
 main(void)
 {
@@ -171,5 +223,6 @@ main(void)
     compact_rank(k, 100);
     job_fold_sig_free(&s);
     free(ev);
+    test_bytes();
     return tests_done();
 }

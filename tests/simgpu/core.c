@@ -1,7 +1,8 @@
 /* core.c: the simulated device: configuration, devices, operations and the stream
- * workers, streams, waiting for a stream.  Graphs are in core_graph.c, events and the
- * host's stream and device synchronisation in core_event.c, memory and the kernel registry in
- * core_mem.c.  See simgpu_internal.h for the model. */
+ * workers, streams, waiting for a stream.  Graphs are in core_graph.c, the device's
+ * properties in core_props.c, events and the host's stream and device synchronisation in
+ * core_event.c, memory and the kernel registry in core_mem.c.  See simgpu_internal.h for
+ * the model. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -222,149 +223,6 @@ simgpu_sticky_error(void)
     return rc;
 }
 
-void
-simgpu_device_props(struct cudaDeviceProp *p, int dev)
-{
-    const struct simgpu_profile *prof =
-        simgpu_physics() == SIMGPU_PHYSICS_WORLD ? simgpu_world()->prof : NULL;
-    memset(p, 0, sizeof(*p));
-    if (prof)
-        snprintf(p->name, sizeof(p->name), "simgpu %s (simulated)", prof->name);
-    else
-        snprintf(p->name, sizeof(p->name), "simgpu H100 (simulated)");
-    for (int i = 0; i < 16; i++)
-        p->uuid.bytes[i] = (char)(0x51 + i + dev);
-    p->totalGlobalMem = simgpu_cfg.mem_bytes;
-    p->sharedMemPerBlock = 49152;
-    p->regsPerBlock = 65536;
-    p->warpSize = 32;
-    p->memPitch = 2147483647;
-    p->maxThreadsPerBlock = 1024;
-    p->maxThreadsDim[0] = 1024;
-    p->maxThreadsDim[1] = 1024;
-    p->maxThreadsDim[2] = 64;
-    p->maxGridSize[0] = 2147483647;
-    p->maxGridSize[1] = 65535;
-    p->maxGridSize[2] = 65535;
-    p->totalConstMem = 65536;
-    p->major = 9;
-    p->minor = 0;
-    p->textureAlignment = 512;
-    p->multiProcessorCount = 132;
-    p->integrated = 0;
-    p->canMapHostMemory = 1;
-    p->concurrentKernels = 1;
-    p->pciBusID = 0x18 + dev;
-    p->asyncEngineCount = 2;
-    p->unifiedAddressing = 1;
-    p->memoryBusWidth = 5120;
-    p->l2CacheSize = 52428800;
-    p->maxThreadsPerMultiProcessor = 2048;
-    p->sharedMemPerMultiprocessor = 233472;
-    p->regsPerMultiprocessor = 65536;
-    p->managedMemory = 1;
-    p->multiGpuBoardGroupID = dev;
-    p->sharedMemPerBlockOptin = 232448;
-    if (prof) {
-        p->major = prof->cc_major;
-        p->minor = prof->cc_minor;
-        p->multiProcessorCount = prof->sm_count;
-        p->l2CacheSize = prof->l2_bytes;
-        p->asyncEngineCount = prof->copy_engines;
-    }
-}
-
-cudaError_t
-simgpu_device_attr(int *value, enum cudaDeviceAttr attr, int dev)
-{
-    struct cudaDeviceProp p;
-    if (dev < 0 || dev >= simgpu_cfg.device_count)
-        return cudaErrorInvalidDevice;
-    simgpu_device_props(&p, dev);
-    switch (attr) {
-    case cudaDevAttrMaxThreadsPerBlock:
-        *value = p.maxThreadsPerBlock;
-        break;
-    case cudaDevAttrMaxSharedMemoryPerBlock:
-        *value = (int)p.sharedMemPerBlock;
-        break;
-    case cudaDevAttrWarpSize:
-        *value = p.warpSize;
-        break;
-    case cudaDevAttrMultiProcessorCount:
-        *value = p.multiProcessorCount;
-        break;
-    case cudaDevAttrComputeCapabilityMajor:
-        *value = p.major;
-        break;
-    case cudaDevAttrComputeCapabilityMinor:
-        *value = p.minor;
-        break;
-    case cudaDevAttrConcurrentKernels:
-        *value = 1;
-        break;
-    case cudaDevAttrPciBusId:
-        *value = p.pciBusID;
-        break;
-    case cudaDevAttrPciDeviceId:
-        *value = 0;
-        break;
-    case cudaDevAttrPciDomainId:
-        *value = 0;
-        break;
-    case cudaDevAttrMaxThreadsPerMultiProcessor:
-        *value = p.maxThreadsPerMultiProcessor;
-        break;
-    case cudaDevAttrL2CacheSize:
-        *value = p.l2CacheSize;
-        break;
-    case cudaDevAttrGlobalMemoryBusWidth:
-        *value = p.memoryBusWidth;
-        break;
-    case cudaDevAttrMemoryClockRate:
-        *value = 2619000;
-        break;
-    case cudaDevAttrClockRate:
-        *value = simgpu_physics() == SIMGPU_PHYSICS_WORLD
-                     ? (int)(simgpu_world()->prof->clock_mhz * 1000)
-                     : 1980000;
-        break;
-    case cudaDevAttrUnifiedAddressing:
-        *value = 1;
-        break;
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
-        *value = (int)p.sharedMemPerMultiprocessor;
-        break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
-        *value = (int)p.sharedMemPerBlockOptin;
-        break;
-    case cudaDevAttrMemoryPoolsSupported:
-        *value = 1;
-        break;
-    case cudaDevAttrAsyncEngineCount:
-        *value = p.asyncEngineCount;
-        break;
-    case cudaDevAttrIntegrated:
-        *value = 0;
-        break;
-    case cudaDevAttrCanMapHostMemory:
-        *value = 1;
-        break;
-    case cudaDevAttrManagedMemory:
-        *value = 1;
-        break;
-    case cudaDevAttrMaxRegistersPerBlock:
-        *value = p.regsPerBlock;
-        break;
-    case cudaDevAttrMaxRegistersPerMultiprocessor:
-        *value = p.regsPerMultiprocessor;
-        break;
-    default:
-        return cudaErrorInvalidValue;
-    }
-    return cudaSuccess;
-}
-
 /* ---- operations and workers --------------------------------------------------------- */
 struct simgpu_op *
 simgpu_op_new(enum simgpu_op_kind kind)
@@ -400,8 +258,9 @@ op_add_dep(struct simgpu_op *op, struct simgpu_stream *s, uint64_t seq)
     return 0;
 }
 
-/* Returns -1 when every dependency of op has run, with the latest end in *end, else
- * the index of a dependency that has not; caller holds g_lock. */
+/* Returns -1 when every dependency of op has run (in flight or completed: its end is
+ * fixed), with the latest end in *end, else the index of a dependency that has not; caller
+ * holds g_lock. */
 static int
 dep_pending(const struct simgpu_op *op, uint64_t *end)
 {
@@ -409,9 +268,9 @@ dep_pending(const struct simgpu_op *op, uint64_t *end)
     for (int i = 0; i < op->ndeps; i++) {
         const struct simgpu_stream *t = op->deps[i].stream;
         uint64_t seq = op->deps[i].seq;
-        if (t->done_seq < seq)
+        if (t->fixed_seq < seq)
             return i;
-        if (t->done_seq - seq < SIMGPU_END_RING && t->done_end[seq % SIMGPU_END_RING] > e)
+        if (t->fixed_seq - seq < SIMGPU_END_RING && t->done_end[seq % SIMGPU_END_RING] > e)
             e = t->done_end[seq % SIMGPU_END_RING];
     }
     *end = e;
@@ -479,8 +338,9 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
         }
         break;
     case SIMGPU_OP_MEMCPY:
-        simgpu_sleep_until(start);
-        /* Timed when it starts (copies running at once see each other), then done. */
+        /* The bytes move when the op is run, which may be ahead of its device start (a
+         * run of queued ops: simgpu_stream.inflight); timed when it starts (copies running at once
+         * see each other), then done. */
         *end = start + simgpu_copy_ns(op->u.memcpy.bytes, op->u.memcpy.copy_kind,
                                       op->u.memcpy.src_kind, op->u.memcpy.dst_kind, d->index,
                                       ((uint64_t)s->id << 40) ^ op->seq, start);
@@ -488,7 +348,6 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
             memmove(op->u.memcpy.dst, op->u.memcpy.src, op->u.memcpy.bytes);
         break;
     case SIMGPU_OP_MEMSET:
-        simgpu_sleep_until(start);
         if (op->u.memset.bytes)
             memset(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
         *end = start + simgpu_memset_ns(op->u.memset.bytes);
@@ -505,6 +364,7 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
         break;
     case SIMGPU_OP_EVENT_RECORD:
     case SIMGPU_OP_EVENT_WAIT:
+    case SIMGPU_OP_GRAPH: /* expanded before it would run */
         break;
     }
     return failed;
@@ -529,6 +389,8 @@ op_done_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, ui
     s->last_end = u64max(s->last_end, end);
     s->done_end[op->seq % SIMGPU_END_RING] = end;
     s->done_seq = op->seq;
+    if (s->fixed_seq < op->seq)
+        s->fixed_seq = op->seq;
     /* Only the threads waiting for this stream, and only once one's target is reached. */
     if (s->done_seq >= s->wake_seq) {
         s->wake_seq = UINT64_MAX;
@@ -536,20 +398,73 @@ op_done_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, ui
     }
 }
 
-/* Completes s's op in flight if its end is reached at `now`; returns 1 when an op is
- * still in flight (its end later than now), else 0.  Caller holds g_lock. */
-static int
+int
 stream_settle_locked(struct simgpu_stream *s, uint64_t now)
 {
-    struct simgpu_op *op = s->inflight;
-    if (!op)
-        return 0;
-    if (s->staging || now < s->inflight_end)
-        return 1;
-    s->inflight = NULL;
-    op_done_locked(s, op, s->inflight_start, s->inflight_end, 0);
-    op_free(op);
-    return 0;
+    struct simgpu_op *op;
+    while ((op = s->inflight) && !(s->staging && op == s->inflight_tail) && now >= op->run_end) {
+        s->inflight = op->next;
+        if (!s->inflight)
+            s->inflight_tail = NULL;
+        op_done_locked(s, op, op->run_start, op->run_end, 0);
+        op_free(op);
+    }
+    return s->inflight != NULL;
+}
+
+/* Moves op, the head of s, to the end of s's ops in flight, started at `start`, its end
+ * not known yet.  Caller holds g_lock. */
+static void
+flight_push_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start)
+{
+    s->head = op->next;
+    if (!s->head)
+        s->tail = NULL;
+    op->next = NULL;
+    op->run_start = start;
+    op->run_end = UINT64_MAX;
+    if (s->inflight_tail)
+        s->inflight_tail->next = op;
+    else
+        s->inflight = op;
+    s->inflight_tail = op;
+}
+
+/* Fixes the end of op, the last op in flight on s: the next op of s starts from it, and
+ * ops of other streams that depend on op may run.  Returns 1 when op is the first op run
+ * that reaches the waiters' first target (s->wake_seq): they are woken then, once, to
+ * wait for its end themselves.  Caller holds g_lock. */
+static int
+flight_fix_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t end)
+{
+    uint64_t before = s->fixed_seq;
+    op->run_end = end;
+    s->last_end = u64max(s->last_end, end);
+    s->done_end[op->seq % SIMGPU_END_RING] = end;
+    s->fixed_seq = op->seq;
+    return s->wake_seq <= op->seq && s->wake_seq > before;
+}
+
+/* End of the last op in flight on s up to seq `target` (the last one's when all come
+ * before it); s has ops in flight.  Caller holds g_lock. */
+static uint64_t
+flight_end_locked(const struct simgpu_stream *s, uint64_t target)
+{
+    const struct simgpu_op *op = s->inflight;
+    while (op->next && op->next->seq <= target)
+        op = op->next;
+    return op->run_end;
+}
+
+/* 1 when op may run while ops before it are in flight, from their modeled end without
+ * waiting for it: not host functions and collectives (they run in real time, host code or
+ * the peers' arrival), and not under the simple physics' contention (which counts the
+ * kernels running). */
+static int
+op_runs_ahead(const struct simgpu_op *op)
+{
+    return op->kind != SIMGPU_OP_HOST_FN && op->kind != SIMGPU_OP_CUSTOM &&
+           simgpu_cfg.contention <= 0;
 }
 
 /* 1 when op, the head of s just run to `end`, may be left in flight: it ends later than
@@ -558,7 +473,22 @@ stream_settle_locked(struct simgpu_stream *s, uint64_t now)
 static int
 may_fly_locked(const struct simgpu_stream *s, const struct simgpu_op *op, uint64_t end)
 {
-    return op_timed(op) && !s->destroyed && simgpu_cfg.contention <= 0 && end > simgpu_now_ns();
+    return op->kind != SIMGPU_OP_HOST_FN && !s->destroyed && simgpu_cfg.contention <= 0 &&
+           end > simgpu_now_ns();
+}
+
+/* Sleeps (g_lock released) until s's ops in flight have ended, and completes them: they
+ * complete before an op after them that is not left in flight.  The worker's, which holds
+ * s's head (nobody runs an op of s meanwhile).  Caller holds g_lock. */
+static void
+flight_drain_locked(struct simgpu_stream *s)
+{
+    while (stream_settle_locked(s, simgpu_now_ns())) {
+        uint64_t e = s->inflight_tail->run_end;
+        pthread_mutex_unlock(&g_lock);
+        simgpu_sleep_until(e);
+        pthread_mutex_lock(&g_lock);
+    }
 }
 
 /* SIMGPU_WORKER_DELAY_US: each time a stream worker wakes, it waits that long before it
@@ -572,40 +502,45 @@ worker_starve(void)
 }
 
 /* Runs op, the head of s, on the calling thread instead of s's worker, which then need
- * not wake for it: a kernel, memset, copy or event operation (not host functions and
- * collectives), when s's worker does not hold the head, nothing of s is in flight and no
- * dependency is pending.  It starts as the worker would start it (moving a memset's or
- * copy's bytes here) and is left in flight.  Used by a launch on an idle stream (kernels,
- * memsets of SIMGPU_INLINE_MEMSET_BYTES at most) and by a thread that waits for s, so
- * that neither depends on when the worker gets a CPU.  Returns 1 when it did (g_lock
- * released meanwhile), 0 when the worker must run it.  Caller holds g_lock. */
+ * not wake for it: a kernel, memset, copy or event operation (op_runs_ahead), when s's
+ * worker does not hold the head, no other thread runs an op of s and no dependency is
+ * pending (ops of s in flight are not waited for: it starts at their end).  It starts as
+ * the worker would start it (moving a memset's or copy's bytes here) and is left in
+ * flight.  Used by a launch on a stream with nothing queued (kernels, memsets of
+ * SIMGPU_INLINE_MEMSET_BYTES at most) and by a thread that waits for s, so that neither
+ * depends on when the worker gets a CPU.  Returns 1 when it did (g_lock released
+ * meanwhile), 0 when the worker must run it.  Caller holds g_lock. */
 static int
 run_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
 {
     uint64_t dep_end = 0, start, end;
-    if (op->kind == SIMGPU_OP_HOST_FN || op->kind == SIMGPU_OP_CUSTOM ||
-        simgpu_cfg.contention > 0 || s->head != op || s->worker_busy || s->destroyed ||
-        s->dev->sticky != cudaSuccess || stream_settle_locked(s, simgpu_now_ns()) ||
-        dep_pending(op, &dep_end) >= 0)
+    int reached = 0;
+    if (!op_runs_ahead(op) || s->head != op || s->worker_busy || s->staging || s->destroyed ||
+        s->dev->sticky != cudaSuccess)
         return 0;
-    start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
-    s->head = op->next;
-    if (!s->head)
-        s->tail = NULL;
-    s->inflight = op;
-    s->inflight_start = start;
-    s->staging = 1; /* nobody completes (and frees) it meanwhile */
-    pthread_mutex_unlock(&g_lock);
-    op_execute(op, s, start, &end); /* no failure without collectives */
-    simgpu_cupti_op_done(op, s, start, end);
-    pthread_mutex_lock(&g_lock);
-    s->inflight_end = end;
+    stream_settle_locked(s, simgpu_now_ns());
+    if (dep_pending(op, &dep_end) >= 0)
+        return 0;
+    s->staging = 1; /* nobody runs an op of s (or completes the one run here) meanwhile */
+    if (op->kind == SIMGPU_OP_GRAPH) {
+        graph_expand_locked(s, op);
+    } else {
+        start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
+        flight_push_locked(s, op, start);
+        pthread_mutex_unlock(&g_lock);
+        op_execute(op, s, start, &end); /* no failure without collectives */
+        simgpu_cupti_op_done(op, s, start, end);
+        pthread_mutex_lock(&g_lock);
+        reached = flight_fix_locked(s, op, end);
+    }
     s->staging = 0;
-    if (s->head || s->destroyed || s->wake_seq <= op->seq)
+    /* Threads that came meanwhile to wait for it wait for its end themselves; those that
+     * waited for the staging to end go on. */
+    if (s->staging_wait || s->destroyed || reached)
         pthread_cond_signal(&s->work_cv);
-    /* Threads that came meanwhile to wait for it wait for its end themselves. */
-    if (s->wake_seq <= op->seq)
+    if (s->staging_wait || reached)
         pthread_cond_broadcast(&s->done_cv);
+    s->staging_wait = 0;
     return 1;
 }
 
@@ -625,26 +560,21 @@ op_finish_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, 
         staged = 1;
         pthread_mutex_lock(&g_lock);
         if (may_fly_locked(s, op, end)) {
-            s->head = op->next;
-            if (!s->head)
-                s->tail = NULL;
-            s->inflight = op;
-            s->inflight_start = start;
-            s->inflight_end = end;
-            /* The threads waiting for it now wait for its end themselves. */
-            if (s->wake_seq <= op->seq)
+            flight_push_locked(s, op, start);
+            if (flight_fix_locked(s, op, end))
                 pthread_cond_broadcast(&s->done_cv);
             return;
         }
     }
     pthread_mutex_unlock(&g_lock);
-    if (!skip && op_timed(op)) {
+    if (!skip && op_timed(op) && end > simgpu_now_ns()) {
         simgpu_sleep_until(end);
-        worker_starve();
+        worker_starve(); /* woke at its end */
     }
     if (!skip && !staged)
         simgpu_cupti_op_done(op, s, start, end);
     pthread_mutex_lock(&g_lock);
+    flight_drain_locked(s);
     s->head = op->next;
     if (!s->head)
         s->tail = NULL;
@@ -663,37 +593,46 @@ stream_worker(void *arg)
     pthread_setname_np(pthread_self(), name);
     /* Default timer slack (50 us) would make every deadline late by that much. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    int woke = 0; /* the worker slept since it last ran an op */
     pthread_mutex_lock(&g_lock);
     for (;;) {
         struct simgpu_op *op;
         uint64_t dep_end = 0, start, end;
         int failed = 0, skip, pending;
-        while (s->staging ||
-               (!s->head && !s->destroyed && !(s->inflight && s->wake_seq <= s->inflight->seq))) {
+        while (s->staging || (!s->head && !s->destroyed &&
+                              !(s->inflight && s->wake_seq <= s->inflight_tail->seq))) {
+            woke = 1;
             if (s->inflight && !s->staging && s->device_bound) {
                 struct timespec ts;
-                if (simgpu_now_ns() >= s->inflight_end)
+                uint64_t e = s->inflight_tail->run_end;
+                if (simgpu_now_ns() >= e)
                     break;
-                ts.tv_sec = (time_t)(s->inflight_end / 1000000000ULL);
-                ts.tv_nsec = (long)(s->inflight_end % 1000000000ULL);
+                ts.tv_sec = (time_t)(e / 1000000000ULL);
+                ts.tv_nsec = (long)(e % 1000000000ULL);
                 s->worker_timed = 1;
                 pthread_cond_timedwait(&s->work_cv, &g_lock, &ts);
                 s->worker_timed = 0;
             } else {
+                s->staging_wait |= s->staging;
                 pthread_cond_wait(&s->work_cv, &g_lock);
             }
         }
-        if (simgpu_cfg.worker_delay_ns) {
+        if (woke && simgpu_cfg.worker_delay_ns) {
             pthread_mutex_unlock(&g_lock);
             worker_starve();
             pthread_mutex_lock(&g_lock);
         }
-        /* The op in flight ends before anything after it starts (and wakes its waiters). */
-        if (stream_settle_locked(s, simgpu_now_ns())) {
-            uint64_t e = s->inflight_end;
+        woke = 0;
+        if (s->staging)
+            continue; /* another thread runs an op of s: the next starts from its end */
+        /* The ops in flight end before a host function or collective starts (and wake
+         * their waiters); the other ops run from their end without waiting for it. */
+        if (stream_settle_locked(s, simgpu_now_ns()) && !(s->head && op_runs_ahead(s->head))) {
+            uint64_t e = s->inflight_tail->run_end;
             pthread_mutex_unlock(&g_lock);
             simgpu_sleep_until(e);
             pthread_mutex_lock(&g_lock);
+            woke = 1;
             continue;
         }
         if (!s->head) {
@@ -709,6 +648,11 @@ stream_worker(void *arg)
             continue;
         }
         s->worker_busy = 1;
+        if (op->kind == SIMGPU_OP_GRAPH) {
+            graph_expand_locked(s, op);
+            s->worker_busy = 0;
+            continue;
+        }
         start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
         skip = d->sticky != cudaSuccess && op->kind != SIMGPU_OP_EVENT_RECORD &&
                op->kind != SIMGPU_OP_EVENT_WAIT;
@@ -765,7 +709,7 @@ enqueue_nowake_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t no
         s->tail->next = op; /* the worker has a head op: it is not waiting for work */
     } else {
         s->head = op;
-        s->device_bound = s->inflight && (s->staging || now < s->inflight_end);
+        s->device_bound = s->inflight && now < s->inflight_tail->run_end;
         /* A worker in a timed wait wakes at the in-flight op's end by itself. */
         *wake = !s->worker_timed;
     }
@@ -784,6 +728,15 @@ enqueue_at_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t now)
     cudaError_t rc = enqueue_nowake_locked(s, op, now, &wake);
     if (wake)
         pthread_cond_signal(&s->work_cv);
+    return rc;
+}
+
+cudaError_t
+enqueue_span_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t nseq, int *wake)
+{
+    cudaError_t rc = enqueue_nowake_locked(s, op, simgpu_now_ns(), wake);
+    if (rc == cudaSuccess)
+        s->tail_seq += nseq - 1;
     return rc;
 }
 
@@ -911,9 +864,6 @@ simgpu_stream_destroy(struct simgpu_stream *s)
     return cudaSuccess;
 }
 
-/* How late a worker may be at an op's end before a waiter for a later op takes over. */
-#define WAIT_GRACE_NS 1000000ULL
-
 /* Waits until s->done_seq >= target; caller holds g_lock.  The waiter runs s's head
  * itself where it can (run_inline_locked), waits for the stream a pending dependency
  * names, and completes ops in flight at their end, so that it returns at the work's
@@ -922,12 +872,15 @@ simgpu_stream_destroy(struct simgpu_stream *s)
 void
 wait_done_locked(struct simgpu_stream *s, uint64_t target)
 {
-    int chase = 0; /* the worker was late (an op's end passed by the grace, ops queued) */
+    int chase = 0; /* the worker was late (the ops in flight ended, ops still queued) */
     for (;;) {
         int flying = stream_settle_locked(s, simgpu_now_ns());
         if (s->done_seq >= target)
             break;
-        if (!flying && s->head && !s->worker_busy) {
+        /* With ops in flight the worker goes on from their end: the head is left to it
+         * until it is late (chase), as each op a waiter runs is host time it takes. */
+        if (s->head && s->head->seq <= target && !s->worker_busy && !s->staging &&
+            (!flying || chase)) {
             uint64_t dep_end;
             int pending;
             if (run_inline_locked(s, s->head))
@@ -941,14 +894,13 @@ wait_done_locked(struct simgpu_stream *s, uint64_t target)
         }
         if (target < s->wake_seq)
             s->wake_seq = target;
-        if (flying && !s->staging) {
-            /* Until the end of the op waited for, or of one before it once the worker was
-             * late; else the worker's, unless late by WAIT_GRACE_NS (a waiter's wake-up
-             * costs a CPU the host needs). */
-            uint64_t until = s->inflight_end, seen = s->done_seq;
+        /* (An op being run by another thread has no end yet.) */
+        if (flying && flight_end_locked(s, target) != UINT64_MAX) {
+            /* Until the end of the op waited for, or of the last in flight before it: the
+             * worker is late if ops are still queued then (the device's clock has caught
+             * up with it), and the waiter runs them from there. */
+            uint64_t until = flight_end_locked(s, target), seen = s->done_seq;
             struct timespec ts;
-            if (!chase && s->inflight->seq < target)
-                until += WAIT_GRACE_NS;
             ts.tv_sec = (time_t)(until / 1000000000ULL);
             ts.tv_nsec = (long)(until % 1000000000ULL);
             pthread_cond_timedwait(&s->done_cv, &g_lock, &ts);
@@ -958,6 +910,7 @@ wait_done_locked(struct simgpu_stream *s, uint64_t target)
         }
         if (flying && !s->worker_timed)
             pthread_cond_signal(&s->work_cv);
+        s->staging_wait |= s->staging;
         pthread_cond_wait(&s->done_cv, &g_lock);
     }
 }

@@ -167,12 +167,23 @@ simgpu_stream_wait_event(struct simgpu_stream *s, struct simgpu_event *ev)
     return rc;
 }
 
+/* 1 when ev's last record has completed (or it has none), completing the ops in flight
+ * of its stream that have ended; caller holds g_lock. */
+static int
+event_done_locked(struct simgpu_event *ev)
+{
+    if (!ev->stream)
+        return 1;
+    stream_settle_locked(ev->stream, simgpu_now_ns());
+    return ev->stream->done_seq >= ev->seq;
+}
+
 cudaError_t
 simgpu_event_query(struct simgpu_event *ev)
 {
     cudaError_t rc = cudaSuccess;
     pthread_mutex_lock(&g_lock);
-    if (ev->stream && ev->stream->done_seq < ev->seq)
+    if (!event_done_locked(ev))
         rc = cudaErrorNotReady;
     pthread_mutex_unlock(&g_lock);
     return rc;
@@ -202,7 +213,7 @@ simgpu_event_elapsed(float *ms, struct simgpu_event *a, struct simgpu_event *b)
     if ((a->flags & cudaEventDisableTiming) || (b->flags & cudaEventDisableTiming) || !a->stream ||
         !b->stream)
         rc = cudaErrorInvalidResourceHandle;
-    else if (a->stream->done_seq < a->seq || b->stream->done_seq < b->seq)
+    else if (!event_done_locked(a) || !event_done_locked(b))
         rc = cudaErrorNotReady;
     else
         *ms = (float)(((double)b->time_ns - (double)a->time_ns) / 1e6);

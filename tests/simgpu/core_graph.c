@@ -24,6 +24,11 @@ struct simgpu_graph_exec {
     struct simgpu_stream **aux; /* streams for slots 1.. */
     struct simgpu_event **ev;   /* events for the captured records */
     struct simgpu_event *fork, **join;
+    uint64_t nmain; /* operations one launch puts on the launching stream */
+    /* Launches enqueued and not expanded yet, and the stream of the last (g_lock):
+     * cudaGraphExecDestroy waits for them. */
+    int pending;
+    struct simgpu_stream *last_stream;
 };
 
 static uint32_t g_next_graph_id = 1;
@@ -159,6 +164,12 @@ simgpu_graph_instantiate(struct simgpu_graph_exec **out, struct simgpu_graph *g)
         rc = simgpu_event_create(&x->ev[i], 0);
     if (rc == cudaSuccess)
         rc = simgpu_event_create(&x->fork, cudaEventDisableTiming);
+    /* What graph_steps_build puts on the launching stream: the fork's record, the ops of
+     * slot 0 (not the waits for events recorded outside the capture), the joins' waits. */
+    x->nmain = g->nslots > 1 ? (uint64_t)g->nslots : 0;
+    for (const struct simgpu_op *t = g->head; t; t = t->next)
+        if (t->cap_slot == 0 && !(t->kind == SIMGPU_OP_EVENT_WAIT && t->u.event.cap_index < 0))
+            x->nmain++;
     if (rc != cudaSuccess) {
         simgpu_graph_exec_destroy(x);
         return rc;
@@ -254,16 +265,15 @@ step_event(struct launch_step *st, int *n, struct simgpu_stream *s, struct simgp
     return 0;
 }
 
-/* Builds, without g_lock, every operation one launch of x on s enqueues, in the
- * order the per-op replay would enqueue them: the fork (record on s, waits on the
- * branch streams), the captured ops on their streams, the joins.  st holds at least
- * nops + 3 * nslots entries; *n counts the steps built, also on failure. */
+/* Builds, without g_lock, every operation one launch of x on s (correlation id corr)
+ * enqueues, in the order the per-op replay would enqueue them: the fork (record on s,
+ * waits on the branch streams), the captured ops on their streams, the joins.  st holds
+ * at least nops + 3 * nslots entries; *n counts the steps built, also on failure. */
 static cudaError_t
-graph_steps_build(struct simgpu_graph_exec *x, struct simgpu_stream *s, struct launch_step *st,
-                  int *n)
+graph_steps_build(struct simgpu_graph_exec *x, struct simgpu_stream *s, uint32_t corr,
+                  struct launch_step *st, int *n)
 {
     struct simgpu_graph *g = x->graph;
-    uint32_t corr = simgpu_current_corr();
     *n = 0;
     if (g->nslots > 1) {
         if (step_event(st, n, s, x->fork, NULL))
@@ -332,38 +342,124 @@ step_enqueue_locked(struct launch_step *st, uint64_t now)
     return cudaSuccess;
 }
 
-/* Launches x on s like one CUDA graph submission: every op is built first, then
- * all are enqueued under one g_lock acquisition, stamped with the host time the
- * launch began (so nodes follow each other on the device with no per-node launch
- * gap, and the first may start as soon as the launch is submitted); each stream's
- * worker is signalled as its first op is enqueued and runs once the lock is released.  Device order
- * and the fork/join dependencies are those of the per-op replay; no SYNCHRONIZATION records are
- * made for the graph's internal event waits (no cudaStreamWaitEvent is called).  A launch into a
- * stream being captured is replayed op by op into that capture. */
-cudaError_t
-simgpu_graph_launch(struct simgpu_graph_exec *x, struct simgpu_stream *s)
+/* Places step st, an op of the launching stream s, at its sequence number seq behind
+ * *last (the ops that replace the launch, first in *first), enqueued at host time now:
+ * a wait gets its dependency, a record its event.  Caller holds g_lock. */
+static cudaError_t
+step_place_locked(struct launch_step *st, uint64_t seq, uint64_t now, struct simgpu_op **first,
+                  struct simgpu_op **last)
 {
-    struct simgpu_graph *g = x->graph;
-    struct launch_step *st = malloc(((size_t)g->nops + 3 * (size_t)g->nslots) * sizeof(*st));
-    uint64_t now = simgpu_now_ns(); /* the submission: device work may start from here */
-    int n = 0, i = 0, capturing = 0;
-    cudaError_t rc;
-    if (!st)
+    struct simgpu_op *op = st->op;
+    const struct simgpu_event *w = st->wait;
+    if (w && w->stream && w->stream->done_seq < w->seq && op_add_dep(op, w->stream, w->seq))
         return cudaErrorMemoryAllocation;
-    rc = graph_steps_build(x, s, st, &n);
-    if (rc == cudaSuccess) {
-        pthread_mutex_lock(&g_lock);
-        capturing = s->capture != NULL;
-        if (!capturing) {
-            while (rc == cudaSuccess && i < n)
-                rc = step_enqueue_locked(&st[i++], now);
-        }
-        pthread_mutex_unlock(&g_lock);
+    op->seq = seq;
+    op->enqueue_ns = now;
+    op->next = NULL;
+    if (op->kind == SIMGPU_OP_EVENT_RECORD && op->u.event.ev) {
+        struct simgpu_event *ev = op->u.event.ev;
+        ev->cap_graph = NULL;
+        ev->stream = st->s;
+        ev->seq = seq;
+        ev->pending++;
     }
-    for (i = 0; i < n; i++)
+    if (*last)
+        (*last)->next = op;
+    else
+        *first = op;
+    *last = op;
+    st->op = NULL;
+    return cudaSuccess;
+}
+
+void
+graph_expand_locked(struct simgpu_stream *s, struct simgpu_op *op)
+{
+    struct simgpu_graph_exec *x = op->u.graph.exec;
+    struct simgpu_graph *g = x->graph;
+    struct launch_step *st;
+    struct simgpu_op *first = NULL, *last = NULL;
+    uint64_t seq = op->seq, end_seq = op->seq + x->nmain - 1;
+    cudaError_t rc = cudaErrorMemoryAllocation;
+    int n = 0, i;
+    pthread_mutex_unlock(&g_lock);
+    st = malloc(((size_t)g->nops + 3 * (size_t)g->nslots) * sizeof(*st));
+    if (st)
+        rc = graph_steps_build(x, s, op->corr, st, &n);
+    pthread_mutex_lock(&g_lock);
+    /* In program order: a wait finds the record it follows already placed. */
+    for (i = 0; rc == cudaSuccess && i < n; i++) {
+        if (st[i].s != s)
+            rc = step_enqueue_locked(&st[i], op->enqueue_ns);
+        else if (seq <= end_seq)
+            rc = step_place_locked(&st[i], seq++, op->enqueue_ns, &first, &last);
+    }
+    if (rc != cudaSuccess && s->dev->sticky == cudaSuccess)
+        __atomic_store_n(&s->dev->sticky, rc, __ATOMIC_RELEASE);
+    /* The launch's last sequence number ends what was placed (an op that waits for
+     * nothing when the graph could not be built), so that waiters for it find it. */
+    if (!last || last->seq != end_seq) {
+        struct simgpu_op *tailop = simgpu_op_new(SIMGPU_OP_EVENT_WAIT);
+        if (tailop) {
+            struct launch_step t = {s, tailop, NULL};
+            step_place_locked(&t, end_seq, op->enqueue_ns, &first, &last);
+        }
+    }
+    if (last) {
+        last->next = op->next;
+        if (s->tail == op)
+            s->tail = last;
+        s->head = first;
+    } else { /* no memory for even that: the launch's numbers are skipped */
+        s->head = op->next;
+        if (!s->head)
+            s->tail = NULL;
+    }
+    for (i = 0; st && i < n; i++)
         if (st[i].op)
             op_free(st[i].op);
     free(st);
+    x->pending--;
+    op_free(op);
+}
+
+/* Launches x on s like one CUDA graph submission: one operation on s, stamped with the
+ * host time of the launch, holding the sequence numbers of the graph's operations on s;
+ * whoever reaches it at s's head (the worker, a waiter) expands it into the graph's
+ * operations (graph_expand_locked), so that the launch costs the host one enqueue
+ * whatever the graph's size.  Nodes follow each other on the device with no per-node
+ * launch gap, and the first may start as soon as the launch is submitted.  Device order
+ * and the fork/join dependencies are those of the per-op replay; no SYNCHRONIZATION
+ * records are made for the graph's internal event waits (no cudaStreamWaitEvent is
+ * called).  A launch into a stream being captured is replayed op by op into that
+ * capture. */
+cudaError_t
+simgpu_graph_launch(struct simgpu_graph_exec *x, struct simgpu_stream *s)
+{
+    struct simgpu_op *op;
+    int wake = 0, capturing;
+    cudaError_t rc;
+    if (x->nmain == 0)
+        return cudaSuccess; /* an empty graph */
+    op = simgpu_op_new(SIMGPU_OP_GRAPH);
+    if (!op)
+        return cudaErrorMemoryAllocation;
+    op->u.graph.exec = x;
+    pthread_mutex_lock(&g_lock);
+    capturing = s->capture != NULL;
+    rc = s->dev->sticky;
+    if (!capturing && rc == cudaSuccess)
+        rc = enqueue_span_locked(s, op, x->nmain, &wake);
+    if (!capturing && rc == cudaSuccess) {
+        x->pending++;
+        x->last_stream = s;
+    }
+    pthread_mutex_unlock(&g_lock);
+    /* After the unlock, so that the worker does not wake into a held lock. */
+    if (wake)
+        pthread_cond_signal(&s->work_cv);
+    if (capturing || rc != cudaSuccess)
+        op_free(op);
     return capturing ? graph_launch_each(x, s) : rc;
 }
 
@@ -417,6 +513,15 @@ cudaError_t
 simgpu_graph_exec_destroy(struct simgpu_graph_exec *x)
 {
     struct simgpu_graph *g = x->graph;
+    /* Launches not expanded yet read x: wait until every stream of their device has
+     * reached them (the last launch's stream first; earlier ones may be elsewhere). */
+    pthread_mutex_lock(&g_lock);
+    if (x->pending)
+        wait_done_locked(x->last_stream, x->last_stream->tail_seq);
+    for (struct simgpu_stream *t = x->pending ? x->last_stream->dev->streams : NULL;
+         x->pending && t; t = t->next_all)
+        wait_done_locked(t, t->tail_seq);
+    pthread_mutex_unlock(&g_lock);
     for (int i = 1; x->aux && i < g->nslots; i++) {
         if (x->aux[i])
             simgpu_stream_destroy(x->aux[i]);

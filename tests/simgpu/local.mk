@@ -13,8 +13,8 @@ noinst_LTLIBRARIES += tests/simgpu/libsimgpu.la tests/simgpu/libcudart.la \
 	tests/simgpu/libcuda.la tests/simgpu/libnccl.la tests/simgpu/libcupti.la
 
 tests_simgpu_libsimgpu_la_SOURCES = tests/simgpu/core.c tests/simgpu/core_graph.c \
-	tests/simgpu/core_event.c tests/simgpu/core_mem.c tests/simgpu/core_mta.c \
-	tests/simgpu/cupti_core.c \
+	tests/simgpu/core_props.c tests/simgpu/core_event.c tests/simgpu/core_mem.c \
+	tests/simgpu/core_mta.c tests/simgpu/cupti_core.c \
 	tests/simgpu/world.c tests/simgpu/nccl_model.c tests/simgpu/world.h \
 	tests/simgpu/simgpu.h tests/simgpu/simgpu_internal.h
 tests_simgpu_libsimgpu_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
@@ -82,7 +82,7 @@ tests_simgpu_test_wake_SOURCES = tests/simgpu/test_wake.c tests/simgpu/simgpu_ch
 tests_simgpu_test_wake_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_test_wake_LDFLAGS = -no-install
 tests_simgpu_test_wake_LDADD = tests/simgpu/libcudart.la tests/simgpu/libsimgpu.la \
-	$(PTHREAD_LIBS)
+	$(PTHREAD_LIBS) $(LIBM)
 
 tests_simgpu_test_cupti_SOURCES = tests/simgpu/test_cupti.c tests/simgpu/simgpu_check.h
 tests_simgpu_test_cupti_CPPFLAGS = $(SIMGPU_CPPFLAGS)

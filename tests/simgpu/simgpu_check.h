@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 /* Fails the test (exit 1) with the location when `cond` is false. */
 #define CHECK(cond)                                                                                \
@@ -38,6 +39,16 @@ ms_waiting_for_cpu(void)
         fclose(f);
     }
     return (double)wait / 1e6;
+}
+
+/* Voluntary context switches of the process so far (every thread): the times its threads
+ * slept, each a wake-up that needs a CPU again on a loaded host. */
+static inline long
+voluntary_switches(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_nvcsw;
 }
 
 #endif /* SIMGPU_CHECK_H */

@@ -79,6 +79,7 @@ enum simgpu_op_kind {
     SIMGPU_OP_EVENT_WAIT, /* a pure dependency; used inside graphs */
     SIMGPU_OP_HOST_FN,
     SIMGPU_OP_CUSTOM, /* e.g. an NCCL collective */
+    SIMGPU_OP_GRAPH,  /* a graph launch, expanded into its operations at the stream's head */
 };
 
 struct simgpu_stream;
@@ -104,10 +105,11 @@ struct simgpu_dep {
 struct simgpu_op {
     struct simgpu_op *next;
     enum simgpu_op_kind kind;
-    uint64_t seq;        /* position in the stream (set by enqueue) */
-    uint64_t enqueue_ns; /* host time it was enqueued */
-    uint32_t corr;       /* correlation id of the API call that created it */
-    uint32_t graph_id;   /* nonzero when launched from a graph */
+    uint64_t seq;                /* position in the stream (set by enqueue) */
+    uint64_t enqueue_ns;         /* host time it was enqueued */
+    uint64_t run_start, run_end; /* device times once run (in flight) */
+    uint32_t corr;               /* correlation id of the API call that created it */
+    uint32_t graph_id;           /* nonzero when launched from a graph */
     uint64_t graph_node_id;
     int cap_slot; /* stream slot inside a graph being captured */
     int ndeps;
@@ -149,6 +151,9 @@ struct simgpu_op {
             void *inst;
             const char *name;
         } custom;
+        struct {
+            struct simgpu_graph_exec *exec;
+        } graph;
     } u;
 };
 
@@ -508,18 +513,23 @@ struct simgpu_stream {
     pthread_cond_t done_cv; /* waiters for done_seq >= their target */
     uint64_t wake_seq;      /* smallest target of done_cv's waiters; UINT64_MAX: none */
     struct simgpu_op *head, *tail;
-    uint64_t tail_seq; /* last op enqueued */
-    uint64_t done_seq; /* last op completed */
-    uint64_t last_end; /* device end time of the last completed op */
-    uint64_t done_end[SIMGPU_END_RING];
-    /* The op run last when nothing was queued behind it and nobody waited for it: its
-     * times are computed (and its CUPTI record staged), its completion is not applied
-     * yet, so that the worker need not wake at its end (stream_settle_locked applies it
-     * once the end is reached and someone looks: the worker at the next op, a waiter, a
-     * query).  NULL when none. */
-    struct simgpu_op *inflight;
-    uint64_t inflight_start, inflight_end;
-    int staging; /* the launching thread stages the in-flight op's record (g_lock released) */
+    uint64_t tail_seq;                  /* last op enqueued */
+    uint64_t done_seq;                  /* last op completed */
+    uint64_t fixed_seq;                 /* last op run: in flight or completed */
+    uint64_t last_end;                  /* device end time of the last op run */
+    uint64_t done_end[SIMGPU_END_RING]; /* ends of the last ops run, by seq */
+    /* The ops in flight, oldest first (linked by next): run (times fixed, bytes moved,
+     * CUPTI records staged) but not completed, so that no thread need wake at each one's
+     * end: stream_settle_locked completes those whose end is reached when someone looks
+     * (the worker at the next op, a waiter, a query).  Queued kernels, copies, memsets and
+     * event operations run ahead of the device clock this way, each from the end of the
+     * one before (a graph launch's nodes), with no sleep to each end.  NULL when none. */
+    struct simgpu_op *inflight, *inflight_tail;
+    /* A thread other than the worker runs inflight_tail (g_lock released: its end is not
+     * known yet, run_end UINT64_MAX) or expands the graph launch at the head: nobody
+     * completes the tail or runs an op of s meanwhile. */
+    int staging;
+    int staging_wait; /* a thread (the worker, a waiter) waits for the staging to end */
     /* The last op enqueued on an empty queue came while an op was in flight (the device
      * behind the host): the worker then waits for work only until the in-flight op's
      * end (worker_timed while it does), so that an op enqueued meanwhile needs no
@@ -601,10 +611,25 @@ SIMGPU_HIDDEN cudaError_t enqueue_at_locked(struct simgpu_stream *s, struct simg
                                             uint64_t now);
 /* Appends op to s and wakes the worker; caller holds g_lock and checked capture. */
 SIMGPU_HIDDEN cudaError_t enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op);
+/* Appends op to s at host time now as the first of nseq (at least 1) operations: the
+ * stream's sequence numbers op->seq .. op->seq + nseq - 1 are op's, for the operations it
+ * becomes (a graph launch); sets *wake when s's worker must be signalled, which the caller
+ * does after releasing g_lock.  Caller holds g_lock and checked capture and the sticky
+ * error; on failure op is still the caller's. */
+SIMGPU_HIDDEN cudaError_t enqueue_span_locked(struct simgpu_stream *s, struct simgpu_op *op,
+                                              uint64_t nseq, int *wake);
+/* Replaces op, a graph launch at the head of s whose dependencies have run, by the
+ * graph's operations: those of s in its place (its sequence numbers), those of the
+ * graph's other streams on them.  Caller holds g_lock and the head (s->worker_busy or
+ * s->staging, so that nobody else runs it); g_lock is released while they are built. */
+SIMGPU_HIDDEN void graph_expand_locked(struct simgpu_stream *s, struct simgpu_op *op);
 /* Appends op to the graph g captures, from capture slot `slot`; caller holds g_lock. */
 SIMGPU_HIDDEN void graph_append_locked(struct simgpu_graph *g, struct simgpu_op *op, int slot);
 /* Waits until s->done_seq >= target; caller holds g_lock. */
 SIMGPU_HIDDEN void wait_done_locked(struct simgpu_stream *s, uint64_t target);
+/* Completes s's ops in flight whose end is reached at `now`; returns 1 when ops are still
+ * in flight, else 0.  Caller holds g_lock. */
+SIMGPU_HIDDEN int stream_settle_locked(struct simgpu_stream *s, uint64_t now);
 
 /* ---- libnccl.so.2's own types and helpers, shared by its files (nccl.c, nccl_coll.c,
  * which define SIMGPU_NCCL_INTERNAL and include nccl.h first) and hidden from its

@@ -6,7 +6,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include <cuda_runtime_api.h>
@@ -282,15 +281,6 @@ test_errors(void)
     CHECK(cudaSetDevice(99) == cudaErrorInvalidDevice);
     CHECK(!strcmp(cudaGetErrorName(cudaErrorInvalidResourceHandle),
                   "cudaErrorInvalidResourceHandle"));
-}
-
-/* Voluntary context switches of the process so far (every thread). */
-static long
-voluntary_switches(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_nvcsw;
 }
 
 /* Work on one stream wakes only the threads that wait for it: with four other streams'

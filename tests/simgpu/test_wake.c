@@ -13,6 +13,7 @@
  * the waiting thread runs the stream's kernels itself and waits for their modeled end,
  * as the host waits for a real GPU (a synchronize that waited for the worker to run each
  * op would be late by at least 20 x 3 ms).  Both lateness figures are printed. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +166,170 @@ run_chain(int starved)
     CHECK_CUDA(cudaStreamDestroy(b));
 }
 
+/* A captured graph of many short nodes, as torch's CUDA-graph replay of a DDP step (about a
+ * thousand kernels, memsets and copies): GRAPH_MAIN kernels of GRAPH_KERN_US on the
+ * launching stream with a branch of GRAPH_SIDE kernels forked to a second stream and
+ * joined before the last one, GRAPH_MEMSETS memsets of 64 KB among them.  Launched behind a
+ * kernel of GRAPH_LEAD_MS, between two events, GRAPH_LAUNCHES times (the timeline checked
+ * where the host enqueued it before the kernel's end).  The rules, as on a real GPU:
+ * - the launch is one host call: its host time is at most GRAPH_LAUNCH_X ordinary kernel
+ *   launches measured in the same run (each figure the smallest of the launches, so that
+ *   a preempted call does not decide), less the time the launching thread waited for a CPU
+ *   (a launch that built and enqueued every node took 11-14 ordinary launches);
+ * - the device timeline is unchanged: the events bracket the nodes back to back,
+ *   GRAPH_MAIN x GRAPH_KERN_US plus the memsets' time (one memset between two events,
+ *   measured in the same run), to 1 us;
+ * - the synchronize returns within GRAPH_LATE_MS of the modeled end, less the time the
+ *   synchronizing thread waited for a CPU (not checked under the sanitizers,
+ *   DPRO_SANITIZERS=1, where running the nodes takes the host 10x longer);
+ * - the nodes are timed on the device clock, not worked through in real time: the launch
+ *   and synchronize cost the process at most one voluntary context switch per 3 nodes
+ *   (each a thread's sleep and wake-up, which on a loaded host waits for a CPU; a worker
+ *   or waiter that slept to each node's end would take one or more per node). */
+#define GRAPH_MAIN 800
+#define GRAPH_SIDE 100
+#define GRAPH_MEMSETS 100
+#define GRAPH_KERN_US 2.0
+#define GRAPH_LAUNCHES 3
+#define GRAPH_LAUNCH_X 3.0
+#define GRAPH_LATE_MS 30.0
+#define GRAPH_SET_BYTES (64u << 10)
+#define GRAPH_LEAD_MS 20.0
+#define GRAPH_SWITCHES ((GRAPH_MAIN + GRAPH_SIDE) / 3)
+
+static char k_2us, k_lead;
+
+/* Host ms of one kernel launch on s, less the time the thread waited for a CPU. */
+static double
+launch_ms(const void *k, cudaStream_t s)
+{
+    dim3 g = {1, 1, 1}, b = {32, 1, 1};
+    double w0 = ms_waiting_for_cpu(), t0 = (double)simgpu_now_ns();
+    CHECK_CUDA(cudaLaunchKernel(k, g, b, NULL, 0, s));
+    return ((double)simgpu_now_ns() - t0) / 1e6 - (ms_waiting_for_cpu() - w0);
+}
+
+/* Captures the graph of run_graph on s (side: the branch's stream) into *x. */
+static void
+graph_capture(cudaStream_t s, cudaStream_t side, char *buf, cudaGraphExec_t *x)
+{
+    dim3 g = {1, 1, 1}, b = {32, 1, 1};
+    cudaEvent_t fork, join;
+    cudaGraph_t gr;
+    CHECK_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < GRAPH_MAIN; i++) {
+        if (i == 1) {
+            CHECK_CUDA(cudaEventRecord(fork, s));
+            CHECK_CUDA(cudaStreamWaitEvent(side, fork, 0));
+            for (int j = 0; j < GRAPH_SIDE; j++)
+                CHECK_CUDA(cudaLaunchKernel(&k_2us, g, b, NULL, 0, side));
+            CHECK_CUDA(cudaEventRecord(join, side));
+        }
+        if (i == GRAPH_MAIN - 1)
+            CHECK_CUDA(cudaStreamWaitEvent(s, join, 0));
+        if (i % (GRAPH_MAIN / GRAPH_MEMSETS) == 0)
+            CHECK_CUDA(cudaMemsetAsync(buf, i & 0xff, GRAPH_SET_BYTES, s));
+        CHECK_CUDA(cudaLaunchKernel(&k_2us, g, b, NULL, 0, s));
+    }
+    CHECK_CUDA(cudaStreamEndCapture(s, &gr));
+    CHECK_CUDA(cudaGraphInstantiate(x, gr, 0));
+    CHECK_CUDA(cudaGraphDestroy(gr));
+    CHECK_CUDA(cudaEventDestroy(fork));
+    CHECK_CUDA(cudaEventDestroy(join));
+}
+
+static void
+run_graph(int starved)
+{
+    cudaStream_t s, side, o;
+    cudaEvent_t e0, e1;
+    cudaGraphExec_t x;
+    char *buf;
+    float el = 0;
+    double launch_min = 1e9, graph_min = 1e9, memset_us, late_ms = -1e9, queued_ms = 0;
+    double model_us, worst_err_us = 0;
+    long switches = 0;
+    int valid = 0; /* launches whose timeline is checked */
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&o, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaEventCreate(&e0));
+    CHECK_CUDA(cudaEventCreate(&e1));
+    CHECK_CUDA(cudaMalloc((void **)&buf, GRAPH_SET_BYTES));
+    graph_capture(s, side, buf, &x);
+    /* one memset's device time, behind a kernel so that the events bracket it alone (when
+     * the host enqueued them before the kernel's end: else again) */
+    for (int tries = 0, late = 1; late && tries < 20; tries++) {
+        double t_k = (double)simgpu_now_ns();
+        launch_ms(&k_lead, s);
+        CHECK_CUDA(cudaEventRecord(e0, s));
+        CHECK_CUDA(cudaMemsetAsync(buf, 1, GRAPH_SET_BYTES, s));
+        CHECK_CUDA(cudaEventRecord(e1, s));
+        late = ((double)simgpu_now_ns() - t_k) / 1e6 >= GRAPH_LEAD_MS;
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        CHECK_CUDA(cudaEventElapsedTime(&el, e0, e1));
+        memset_us = (double)el * 1000.0;
+    }
+    model_us = GRAPH_MAIN * GRAPH_KERN_US + GRAPH_MEMSETS * memset_us;
+    for (int i = 0; valid < GRAPH_LAUNCHES && i < 4 * GRAPH_LAUNCHES; i++) {
+        double w0, t0, t_k, t_ret, ms;
+        long sw;
+        int on_time;
+        /* ordinary launches on an idle stream */
+        for (int j = 0; j < 3; j++) {
+            CHECK_CUDA(cudaStreamSynchronize(o));
+            ms = launch_ms(&k_2us, o);
+            launch_min = ms < launch_min ? ms : launch_min;
+        }
+        t_k = (double)simgpu_now_ns();
+        launch_ms(&k_lead, s);
+        CHECK_CUDA(cudaEventRecord(e0, s));
+        w0 = ms_waiting_for_cpu();
+        sw = voluntary_switches();
+        t0 = (double)simgpu_now_ns();
+        CHECK_CUDA(cudaGraphLaunch(x, s));
+        ms = ((double)simgpu_now_ns() - t0) / 1e6 - (ms_waiting_for_cpu() - w0);
+        graph_min = ms < graph_min ? ms : graph_min;
+        CHECK_CUDA(cudaEventRecord(e1, s));
+        /* the graph's nodes start at the kernel's end when the host enqueued them before */
+        on_time = ((double)simgpu_now_ns() - t_k) / 1e6 < GRAPH_LEAD_MS;
+        w0 = ms_waiting_for_cpu();
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        t_ret = (double)simgpu_now_ns();
+        sw = voluntary_switches() - sw;
+        switches = sw > switches ? sw : switches;
+        queued_ms = ms_waiting_for_cpu() - w0;
+        CHECK_CUDA(cudaEventElapsedTime(&el, e0, e1));
+        if (on_time && fabs((double)el * 1000.0 - model_us) > worst_err_us)
+            worst_err_us = fabs((double)el * 1000.0 - model_us);
+        valid += on_time;
+        /* e0 is the lead kernel's end, at least t_k + GRAPH_LEAD_MS */
+        ms = (t_ret - t_k) / 1e6 - GRAPH_LEAD_MS - (double)el - queued_ms;
+        late_ms = ms > late_ms ? ms : late_ms;
+    }
+    printf("test_wake %s: graph of %d kernels of %.0f us (+%d on a branch) and %d memsets "
+           "(%.2f us each): launch %.3f ms (ordinary launch %.3f ms, least of each), timeline "
+           "%.1f us off the model at worst, synchronize at most %.3f ms after the modeled end "
+           "(less its wait for a CPU), at most %ld voluntary context switches\n",
+           starved ? "starved workers" : "plain", GRAPH_MAIN, GRAPH_KERN_US, GRAPH_SIDE,
+           GRAPH_MEMSETS, memset_us, graph_min, launch_min, worst_err_us, late_ms, switches);
+    CHECK(valid > 0 && worst_err_us < 1.0);
+    CHECK(graph_min <= GRAPH_LAUNCH_X * launch_min);
+    /* Running the nodes is host work: a sanitizer's instrumentation makes it 10x longer. */
+    CHECK(late_ms < GRAPH_LATE_MS ||
+          (getenv("DPRO_SANITIZERS") && *getenv("DPRO_SANITIZERS") == '1'));
+    CHECK(switches <= GRAPH_SWITCHES);
+    CHECK_CUDA(cudaGraphExecDestroy(x));
+    CHECK_CUDA(cudaFree(buf));
+    CHECK_CUDA(cudaEventDestroy(e0));
+    CHECK_CUDA(cudaEventDestroy(e1));
+    CHECK_CUDA(cudaStreamDestroy(s));
+    CHECK_CUDA(cudaStreamDestroy(side));
+    CHECK_CUDA(cudaStreamDestroy(o));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -174,6 +339,9 @@ main(int argc, char **argv)
         CHECK_CUDA(cudaSetDevice(0));
         run_case(getenv("SIMGPU_WORKER_DELAY_US") != NULL);
         run_chain(getenv("SIMGPU_WORKER_DELAY_US") != NULL);
+        CHECK(simgpu_register_kernel(&k_2us, "kernel_2us", (uint64_t)(GRAPH_KERN_US * 1000)) == 0);
+        CHECK(simgpu_register_kernel(&k_lead, "kernel_lead", (uint64_t)(GRAPH_LEAD_MS * 1e6)) == 0);
+        run_graph(getenv("SIMGPU_WORKER_DELAY_US") != NULL);
         return 0;
     }
     /* Each case in a process of its own: the device reads its configuration once. */

@@ -684,10 +684,10 @@ test_reader_pack(void)
     path_in_tmp(path, sizeof path, "packed.dpro");
     write_trace(path, NULL, 0, 1000);
     REQUIRE(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
-    CHECK(dpro_reader_pack(r, &p, &len) == DPRO_ERR_ARG && !p); /* not detached */
+    CHECK(dpro_reader_pack(r, NULL, NULL, &p, &len) == DPRO_ERR_ARG && !p); /* not detached */
     dpro_reader_detach(r);
-    REQUIRE(dpro_reader_pack(r, &p, &len) == DPRO_OK && p && len > 0);
-    REQUIRE(dpro_reader_unpack(p, len, path, &u, err, sizeof err) == DPRO_OK);
+    REQUIRE(dpro_reader_pack(r, NULL, NULL, &p, &len) == DPRO_OK && p && len > 0);
+    REQUIRE(dpro_reader_unpack(p, len, path, NULL, &u, err, sizeof err) == DPRO_OK);
     check_same_reader(r, u);
     CHECK(!strcmp(dpro_reader_path(u), path));
     dpro_iter *it = NULL;
@@ -695,17 +695,91 @@ test_reader_pack(void)
     dpro_reader_close(u);
     for (size_t cut = 0; cut < len; cut++) {
         u = (dpro_reader *)1;
-        CHECK(dpro_reader_unpack(p, cut, path, &u, err, sizeof err) == DPRO_ERR_CORRUPT && !u);
+        CHECK(dpro_reader_unpack(p, cut, path, NULL, &u, err, sizeof err) == DPRO_ERR_CORRUPT &&
+              !u);
     }
     CHECK(strstr(err, "packed.dpro: ") != NULL);
     uint8_t *more = malloc(len + 1);
     REQUIRE(more);
     memcpy(more, p, len);
     more[len] = 0;
-    CHECK(dpro_reader_unpack(more, len + 1, path, &u, err, sizeof err) == DPRO_ERR_CORRUPT && !u);
+    CHECK(dpro_reader_unpack(more, len + 1, path, NULL, &u, err, sizeof err) == DPRO_ERR_CORRUPT &&
+          !u);
     free(more);
     free(p);
     dpro_reader_close(r);
+}
+
+/* A detached reader of path, or of a trace holding one string alone (path NULL, written
+ * at other). */
+static dpro_reader *
+detached_reader(const char *path, const char *other)
+{
+    char err[256];
+    dpro_reader *r = NULL;
+    if (!path) {
+        dpro_writer *w = NULL;
+        dpro_writer_options o = {.replace = 1};
+        uint32_t id;
+        REQUIRE(dpro_writer_open(other, &o, &w, err, sizeof err) == DPRO_OK);
+        CHECK(dpro_writer_intern(w, "another kernel", &id) == DPRO_OK);
+        CHECK(dpro_writer_add_thread(w, 1, "main") == DPRO_OK);
+        REQUIRE(dpro_writer_close(w) == DPRO_OK);
+    }
+    REQUIRE(dpro_reader_open(path ? path : other, &r, err, sizeof err) == DPRO_OK);
+    dpro_reader_detach(r);
+    return r;
+}
+
+/* The pack's two cuts: the meta keys kept (the others answer NULL), and the strings of a
+ * reader the receiver holds (like), which travel as a mark alone: the reader unpacked
+ * shares like's copy, which stays valid when like is closed first; unpacked without like
+ * they are refused; a like whose strings differ is not used. */
+static void
+test_reader_pack_cuts(void)
+{
+    char path[512], other[512], err[256];
+    static const char *const keep[] = {DPRO_META_HOST, NULL};
+    uint8_t *p = NULL, *full = NULL, *q = NULL;
+    size_t len = 0, full_len = 0, q_len = 0;
+    dpro_reader *u = NULL, *u2 = NULL, *uo = NULL, *open_r = NULL;
+    path_in_tmp(path, sizeof path, "cuts.dpro");
+    path_in_tmp(other, sizeof other, "cuts-other.dpro");
+    write_trace(path, NULL, 0, 1000);
+    dpro_reader *r = detached_reader(path, NULL), *r2 = detached_reader(path, NULL);
+    dpro_reader *ro = detached_reader(NULL, other);
+    REQUIRE(dpro_reader_pack(r, NULL, keep, &p, &len) == DPRO_OK);
+    REQUIRE(dpro_reader_unpack(p, len, path, NULL, &u, err, sizeof err) == DPRO_OK);
+    CHECK(!strcmp(dpro_reader_meta(u, DPRO_META_HOST), "node-a"));
+    CHECK(dpro_reader_meta(r, DPRO_META_RANK) && !dpro_reader_meta(u, DPRO_META_RANK));
+    CHECK(dpro_reader_string_count(u) == 49 &&
+          !strcmp(dpro_reader_string(u, 49), dpro_reader_string(r, 49)));
+    free(p);
+    REQUIRE(dpro_reader_pack(r2, NULL, NULL, &full, &full_len) == DPRO_OK);
+    REQUIRE(dpro_reader_pack(r2, r, NULL, &p, &len) == DPRO_OK);
+    CHECK(len + 49 * 28 < full_len); /* 49 texts of 28 bytes or more left out */
+    u2 = (dpro_reader *)1;
+    CHECK(dpro_reader_unpack(p, len, path, NULL, &u2, err, sizeof err) == DPRO_ERR_CORRUPT && !u2);
+    REQUIRE(dpro_reader_unpack(p, len, path, u, &u2, err, sizeof err) == DPRO_OK);
+    CHECK(dpro_reader_shares_strings(u, u2) && dpro_reader_shares_strings(u2, u));
+    CHECK(!dpro_reader_shares_strings(r, u) && !dpro_reader_shares_strings(u, NULL));
+    dpro_reader_close(u);
+    check_same_reader(r2, u2); /* like closed first: the strings still held */
+    REQUIRE(dpro_reader_pack(ro, r, NULL, &q, &q_len) == DPRO_OK);
+    REQUIRE(dpro_reader_unpack(q, q_len, other, u2, &uo, err, sizeof err) == DPRO_OK);
+    CHECK(!dpro_reader_shares_strings(uo, u2) && dpro_reader_string_count(uo) == 1 &&
+          !strcmp(dpro_reader_string(uo, 1), "another kernel"));
+    REQUIRE(dpro_reader_open(path, &open_r, err, sizeof err) == DPRO_OK);
+    free(q);
+    CHECK(dpro_reader_pack(r, open_r, NULL, &q, &q_len) == DPRO_ERR_ARG && !q); /* not detached */
+    dpro_reader_close(open_r);
+    dpro_reader_close(uo);
+    dpro_reader_close(u2);
+    dpro_reader_close(ro);
+    dpro_reader_close(r2);
+    dpro_reader_close(r);
+    free(p);
+    free(full);
 }
 
 int
@@ -727,6 +801,7 @@ main(void)
     test_next_event();
     test_detached_heap();
     test_reader_pack();
+    test_reader_pack_cuts();
     {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
