@@ -29,11 +29,14 @@ typedef struct bytes {
 } bytes;
 
 /* Room for len more bytes in b, written: 1, or 0 with b->fail (and b->nomem) when memory
- * ends or b failed before. */
+ * ends (as for more than half the address space, which the doubling could not reach
+ * without wrapping) or b failed before. */
 static inline int
 bytes_room(bytes *b, size_t len)
 {
     size_t cap = b->cap ? b->cap : 256;
+    if (!b->fail && len > SIZE_MAX / 2 - b->n)
+        b->fail = b->nomem = 1;
     while (!b->fail && cap < b->n + len)
         cap *= 2;
     unsigned char *p = b->fail || cap == b->cap ? b->p : realloc(b->p, cap);
@@ -91,14 +94,15 @@ bytes_put_varint(bytes *b, uint64_t v)
         b->n = (size_t)(dpro_put_varint(b->p + b->n, v) - b->p);
 }
 
-/* The varint at b's position (0 and b->fail when it runs past the end or 64 bits). */
+/* The varint at b's position (0 and b->fail when it runs past the end or 64 bits: more
+ * than ten bytes, or a tenth above 1). */
 static inline uint64_t
 bytes_get_varint(bytes *b)
 {
     uint64_t v = 0;
     int more = 1;
     for (int s = 0; more && !b->fail; s += 7) {
-        if (b->at >= b->n || s > 63) {
+        if (b->at >= b->n || s > 63 || (s == 63 && b->p[b->at] > 1)) {
             b->fail = 1;
         } else {
             unsigned char c = b->p[b->at++];

@@ -358,8 +358,9 @@ export_critical_path(const dfg *g, const shown_kernels *sk, const replay_summary
         json_begin_object(j);
         json_kv_string(j, "ph", "X");
         json_kv_string(j, "cat", "critical_path");
-        json_kv_string(j, "name",
-                       p->op ? (*p->op ? p->op : "(no op recorded)") : shown_name(g, sk, p->node));
+        const char *name =
+            p->op ? (*p->op ? p->op : "(no op recorded)") : shown_name(g, sk, p->node);
+        json_kv_string(j, "name", name);
         json_kv_int(j, "pid", r);
         json_kv_int(j, "tid", TID_CP);
         json_kv_double(j, "ts", us(p->start_ns));
@@ -368,6 +369,8 @@ export_critical_path(const dfg *g, const shown_kernels *sk, const replay_summary
         json_begin_object(j);
         json_kv_string(j, "class", replay_cp_class_name(p->cls));
         json_kv_int(j, "node", p->node);
+        if (!p->op && strcmp(name, dfg_name(g, g->name[p->node])) != 0) /* as export_nodes */
+            json_kv_string(j, "full_name", dfg_name(g, g->name[p->node]));
         json_end_object(j);
         json_end_object(j);
     }

@@ -457,45 +457,69 @@ short_with_targs(const char *name, kernels_name_buf *out)
     kernels_short_name(name, 1, out->text, sizeof out->text);
 }
 
+/* Whether out[row]'s text is shown by a row of out[0..n) of another name than names[row]. */
+static int
+text_taken(const char *const *names, size_t n, const kernels_name_buf *out, size_t row)
+{
+    int taken = 0;
+    for (size_t r = 0; !taken && r < n; r++)
+        taken = r != row && strcmp(out[r].text, out[row].text) == 0 &&
+                strcmp(names[r], names[row]) != 0;
+    return taken;
+}
+
+/* Numbers the rows sn[i..j) (one text, different names) of out: the first row of each of
+ * their names gets the base text with " [k]" (cut to make room), k from 1 in row order,
+ * skipping a k whose text another name's row shows; later rows of that name copy it. */
+static void
+number_run(const char *const *names, size_t n, kernels_name_buf *out, const shown_name *sn,
+           size_t i, size_t j)
+{
+    char base[sizeof out->text];
+    memcpy(base, out[sn[i].row].text, sizeof base);
+    size_t k = 0;
+    for (size_t m = i; m < j; m++) {
+        kernels_name_buf *o = &out[sn[m].row];
+        size_t first = i;
+        while (first < m && strcmp(names[sn[first].row], names[sn[m].row]) != 0)
+            first++;
+        if (first < m) {
+            memcpy(o->text, out[sn[first].row].text, sizeof o->text);
+            continue;
+        }
+        do {
+            char sfx[32];
+            int w = snprintf(sfx, sizeof sfx, " [%zu]", ++k);
+            snprintf(o->text, sizeof o->text, "%.*s%s", (int)sizeof o->text - 1 - w, base, sfx);
+        } while (text_taken(names, n, out, sn[m].row));
+    }
+}
+
 /* Rows of out[0..n) (the shown names of names[0..n)) that show one text for different
  * names: with retry (may be NULL) each is written again by retry; those still alike then
  * get " [k]", k numbering the run's different names from 1 in row order (the text cut to
- * make room). Returns 0, or -1 out of memory (out then as it was). */
+ * make room; a k whose text another kernel's row shows is skipped, so that different
+ * names never show one text). Returns 0, or -1 out of memory (out then as it was). */
 static int
 distinguish(const char *const *names, size_t n, kernels_name_buf *out, name_retry_fn retry)
 {
     shown_name *sn = malloc((n ? n : 1) * sizeof *sn);
-    size_t *index = malloc((n ? n : 1) * sizeof *index);
-    int rc = sn && index ? 0 : -1;
+    int rc = sn ? 0 : -1;
     for (int pass = retry ? 0 : 1; rc == 0 && pass < 2; pass++) {
         for (size_t i = 0; i < n; i++)
             sn[i] = (shown_name){out[i].text, i};
         qsort(sn, n, sizeof *sn, shown_name_cmp);
         for (size_t i = 0, j; i < n; i = j) {
-            size_t kinds = 0; /* the run's different names, as numbered so far */
-            for (j = i; j < n && strcmp(sn[j].text, sn[i].text) == 0; j++) {
-                size_t m = i;
-                while (m < j && strcmp(names[sn[m].row], names[sn[j].row]) != 0)
-                    m++;
-                index[j] = m < j ? index[m] : ++kinds;
-            }
-            for (size_t m = i; kinds > 1 && m < j; m++) {
-                kernels_name_buf *o = &out[sn[m].row];
-                char sfx[32];
-                if (pass == 0) {
-                    retry(names[sn[m].row], o);
-                    continue;
-                }
-                int w = snprintf(sfx, sizeof sfx, " [%zu]", index[m]);
-                int keep = (int)sizeof o->text - 1 - w;
-                char base[sizeof o->text];
-                memcpy(base, o->text, sizeof base);
-                snprintf(o->text, sizeof o->text, "%.*s%s", keep, base, sfx);
-            }
+            int alike = 0; /* the run holds two different names */
+            for (j = i + 1; j < n && strcmp(sn[j].text, sn[i].text) == 0; j++)
+                alike |= strcmp(names[sn[j].row], names[sn[i].row]) != 0;
+            for (size_t m = i; pass == 0 && alike && m < j; m++)
+                retry(names[sn[m].row], &out[sn[m].row]);
+            if (pass == 1 && alike)
+                number_run(names, n, out, sn, i, j);
         }
     }
     free(sn);
-    free(index);
     return rc;
 }
 

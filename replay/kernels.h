@@ -140,14 +140,16 @@ typedef struct kernels_name_buf {
 /* Writes the short names of names[0..n) into out[0..n) (kernels_short_name without
  * template arguments; with them for different names whose short forms would be alike;
  * different names still alike then get " [k]", k numbering them from 1 in row order, as
- * profilers number alike names), as kernels_print shows its rows. Returns 0, or -1 out of
+ * profilers number alike names, a k whose text another name shows skipped), as
+ * kernels_print shows its rows. Returns 0, or -1 out of
  * memory (out then holds the plain short names). */
 int kernels_short_names(const char *const *names, size_t n, kernels_name_buf *out);
 
 /* Writes the display names of names[0..n) (kernels_display_name) into out[0..n), the
  * rows of a report's table: different names that would show one text get " [k]", k
- * numbering them from 1 in row order (the same name keeps its k). Returns 0, or -1 out of
- * memory (out then holds the plain display names). */
+ * numbering them from 1 in row order (the same name keeps its k; a k whose text another
+ * name shows is skipped, so that different names never show one text). Returns 0, or -1
+ * out of memory (out then holds the plain display names). */
 int kernels_display_names(const char *const *names, size_t n, kernels_name_buf *out);
 
 /* Writes one breakdown as the members of the JSON object open in w: device_us,

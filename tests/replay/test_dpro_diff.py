@@ -20,7 +20,7 @@ report shows the first demangled and shortened (as dpro-info and dpro-replay sho
 kernels) and the two others with " [1]" and " [2]" (they would show one name), the JSON
 the raw names; dpro-replay --perturb 3 on B shows its rows the same way, and dpro-export
 --chrome names A's kernel slices so (args.full_name: the raw name) where --kineto keeps
-the raw names."""
+the raw names; so does dpro-replay --chrome the kernels on its critical path track."""
 import glob
 import gzip
 import json
@@ -194,7 +194,28 @@ def names(tmp):
     T.check(p.returncode == 0 and rows == want,
             "dpro-replay --perturb 3: the rows as reports show kernels, the alike ones "
             "numbered (%s, %s)" % (rows, p.stderr[-300:]))
+    critical_path_named(tmp)
     exported(tmp, a, fill)
+
+
+def critical_path_named(tmp):
+    """dpro-replay --chrome on a device-bound trace (300 us kernels the synchronisation
+    waits for): the critical path's kernel pieces as reports show kernels, the raw name in
+    args.full_name."""
+    c = imported(tmp, "nc", trace([("aten::x", LONG % "int", 300),
+                                   ("aten::y", LONG % "long", 300)]))
+    chrome = os.path.join(tmp, "nc-replay.json")
+    p = subprocess.run([T.REPLAY, c, "--chrome", chrome], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    T.check(p.returncode == 0, "dpro-replay --chrome (%s)" % p.stderr[-300:])
+    with open(chrome) as f:
+        ev = json.load(f)["traceEvents"] if p.returncode == 0 else []
+    raw = {LONG_SHOWN + " [1]": LONG % "int", LONG_SHOWN + " [2]": LONG % "long"}
+    cp = {(e["name"], e.get("args", {}).get("full_name")) for e in ev
+          if e.get("cat") == "critical_path" and e["name"] in raw}
+    T.check(len(cp) == 2 and all(full == raw[n] for n, full in cp),
+            "--chrome: the critical path's kernels shown numbered, full_name raw (%s)"
+            % sorted(cp))
 
 
 def exported(tmp, a, fill):

@@ -164,12 +164,29 @@ test_bytes(void)
     memset(over, 0xff, sizeof over);
     bytes v = {.p = over, .n = sizeof over};
     CHECK(bytes_get_varint(&v) == 0 && v.fail); /* over 64 bits */
-    bytes c = {.p = p + 8 + 3, .n = 2};         /* the count 128, one byte left after it */
+    over[9] = 0x7f;                             /* ten bytes, the tenth's bits past 64 */
+    bytes v10 = {.p = over, .n = sizeof over};
+    CHECK(bytes_get_varint(&v10) == 0 && v10.fail);
+    over[9] = 0x01; /* ten bytes: UINT64_MAX */
+    bytes v64 = {.p = over, .n = sizeof over};
+    CHECK(bytes_get_varint(&v64) == UINT64_MAX && !v64.fail && v64.at == 10);
+    bytes c = {.p = p + 8 + 3, .n = 2}; /* the count 128, one byte left after it */
     CHECK(bytes_get_count(&c) == 0 && c.fail);
     free(p);
     bytes w = {.fail = 1};
     bytes_put(&w, "x", 1);
     CHECK(bytes_take(&w, &p, &len) == -1 && !p && len == 0);
+    /* a length past what memory can hold (as a wrong size computed would be): memory
+     * ends, nothing is copied (n + len wraps; the capacity's doubling would too) */
+    static const char src[16];
+    bytes h = {0};
+    bytes_put(&h, src, sizeof src);
+    bytes_put(&h, src, SIZE_MAX - 8);
+    CHECK(h.fail && h.nomem && h.n == sizeof src);
+    bytes h2 = {0};
+    bytes_put(&h2, src, SIZE_MAX / 2 + 2);
+    CHECK(h2.fail && h2.nomem && h2.n == 0);
+    CHECK(bytes_take(&h, &p, &len) == -1 && bytes_take(&h2, &p, &len) == -1);
 }
 
 int

@@ -80,6 +80,35 @@ rows_told_apart(void)
         fprintf(stderr, "  short row %d: %s\n", i, out[i].text);
 }
 
+/* Whether out[0..n) shows different texts for different names[0..n) (printed if not). */
+static int
+all_told_apart(const char *const *names, size_t n, const kernels_name_buf *out)
+{
+    int ok = 1;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (strcmp(names[i], names[j]) != 0 && strcmp(out[i].text, out[j].text) == 0) {
+                fprintf(stderr, "  rows %zu and %zu both show '%s'\n", i, j, out[i].text);
+                ok = 0;
+            }
+    return ok;
+}
+
+/* A numbered row never takes the text another kernel shows: a kernel named as a numbered
+ * row would be keeps its name, the numbered rows take the next free k. */
+static void
+numbered_rows_stay_apart(void)
+{
+    const char *blank[] = {" ", "(blank name) [1]", "  ", "(blank name) [2]", " "};
+    kernels_name_buf out[5];
+    CHECK(kernels_display_names(blank, 5, out) == 0);
+    CHECK(all_told_apart(blank, 5, out));
+    CHECK(strcmp(out[1].text, "(blank name) [1]") == 0);
+    CHECK(strcmp(out[3].text, "(blank name) [2]") == 0);
+    CHECK(strcmp(out[0].text, "(blank name) [3]") == 0 && strcmp(out[4].text, out[0].text) == 0);
+    CHECK(strcmp(out[2].text, "(blank name) [4]") == 0);
+}
+
 /* A mangled name of f<A<int, int>, A<S, S>, ...>: each of its levels' template arguments
  * two back-references to the level before, so that its demangled form doubles a level
  * (levels 20: about 9 MB; 40: beyond any memory). */
@@ -155,6 +184,7 @@ main(void)
             fprintf(stderr, "  void f<int, A<B(int) with its template list: %s\n", buf);
     }
     rows_told_apart();
+    numbered_rows_stay_apart();
     {
         char bomb[512], small[512];
         doubling_name(small, sizeof small, 4);
