@@ -146,10 +146,13 @@ class TorchDdpJob:
         out = trace_dir + "-out"  # the ranks' results (their stdout lines may interleave)
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
-        cmd = ([SIMRUN, "-n", str(RANKS), "--timeout", "150", "--", DPRO_RUN, "-o", trace_dir,
-                "--", VENV_PY, cls.train] + cls.common + args + ["--out", out])
+        # a --compile run's first start in a build tree compiles into the empty cache (132 s
+        # on a quiet 2-core machine, 31 s once the cache holds it); its steps are timed alike
+        limit = 600 if "--compile" in args else 150
+        cmd = ([SIMRUN, "-n", str(RANKS), "--timeout", str(limit), "--", DPRO_RUN, "-o",
+                trace_dir, "--", VENV_PY, cls.train] + cls.common + args + ["--out", out])
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           universal_newlines=True, timeout=200)
+                           universal_newlines=True, timeout=limit + 50)
         if p.returncode != 0:
             raise RuntimeError("job failed (%d): %s\n%s" % (p.returncode, " ".join(cmd),
                                                            p.stderr[-2000:]))
