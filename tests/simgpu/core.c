@@ -258,6 +258,32 @@ op_add_dep(struct simgpu_op *op, struct simgpu_stream *s, uint64_t seq)
     return 0;
 }
 
+static uint64_t
+u64max(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Device end of op `seq` of t, which has run (t->fixed_seq >= seq): an op in flight's
+ * own (its end is fixed; more than SIMGPU_END_RING of them may be in flight), a completed
+ * op's from t->done_end, 0 for an op completed SIMGPU_END_RING ops or more before t's last
+ * completed one (its end long past).  Caller holds g_lock. */
+static uint64_t
+run_end_of(const struct simgpu_stream *t, uint64_t seq)
+{
+    const struct simgpu_op *op = t->inflight;
+    uint64_t end = 0;
+    if (seq > t->done_seq) {
+        while (op && op->seq < seq)
+            op = op->next;
+        if (op && op->seq == seq)
+            end = op->run_end;
+    } else if (t->done_seq - seq < SIMGPU_END_RING) {
+        end = t->done_end[seq % SIMGPU_END_RING];
+    }
+    return end;
+}
+
 /* Returns -1 when every dependency of op has run (in flight or completed: its end is
  * fixed), with the latest end in *end, else the index of a dependency that has not; caller
  * holds g_lock. */
@@ -270,17 +296,10 @@ dep_pending(const struct simgpu_op *op, uint64_t *end)
         uint64_t seq = op->deps[i].seq;
         if (t->fixed_seq < seq)
             return i;
-        if (t->fixed_seq - seq < SIMGPU_END_RING && t->done_end[seq % SIMGPU_END_RING] > e)
-            e = t->done_end[seq % SIMGPU_END_RING];
+        e = u64max(e, run_end_of(t, seq));
     }
     *end = e;
     return -1;
-}
-
-static uint64_t
-u64max(uint64_t a, uint64_t b)
-{
-    return a > b ? a : b;
 }
 
 /* Device time of kernel op on s starting at `start` (the physics in force: world.h). */
@@ -440,7 +459,6 @@ flight_fix_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t end)
     uint64_t before = s->fixed_seq;
     op->run_end = end;
     s->last_end = u64max(s->last_end, end);
-    s->done_end[op->seq % SIMGPU_END_RING] = end;
     s->fixed_seq = op->seq;
     return s->wake_seq <= op->seq && s->wake_seq > before;
 }

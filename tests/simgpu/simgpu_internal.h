@@ -34,7 +34,7 @@
 #include "world.h"
 
 #define SIMGPU_MAX_DEVICES 16
-#define SIMGPU_END_RING 256       /* ends of the last N ops of a stream kept */
+#define SIMGPU_END_RING 256       /* ends of the last N ops a stream completed kept */
 #define SIMGPU_LEGACY_STREAM_ID 7 /* what CUPTI reports for the legacy stream */
 
 /* ---- configuration (environment, read once) ---------------------------------- */
@@ -517,7 +517,8 @@ struct simgpu_stream {
     uint64_t done_seq;                  /* last op completed */
     uint64_t fixed_seq;                 /* last op run: in flight or completed */
     uint64_t last_end;                  /* device end time of the last op run */
-    uint64_t done_end[SIMGPU_END_RING]; /* ends of the last ops run, by seq */
+    uint64_t done_end[SIMGPU_END_RING]; /* ends of the last ops completed, by seq (an op
+                                         * in flight has its own: run_end) */
     /* The ops in flight, oldest first (linked by next): run (times fixed, bytes moved,
      * CUPTI records staged) but not completed, so that no thread need wake at each one's
      * end: stream_settle_locked completes those whose end is reached when someone looks

@@ -1,8 +1,9 @@
 /* test_streams: consistency of the simulated device under its simple physics
  * (SIMGPU_PHYSICS=simple: kernels take exactly their registered durations): stream order,
- * events across streams, the legacy default stream, the per-thread stream, graphs and
- * CUDA-like errors, that work on one stream leaves the other streams' workers asleep, and
- * that kernels launched on an idle stream wake no worker. */
+ * events across streams (an event waited for behind 300 ops run ahead of the device
+ * clock), the legacy default stream, the per-thread stream, graphs and CUDA-like errors,
+ * that work on one stream leaves the other streams' workers asleep, and that kernels
+ * launched on an idle stream wake no worker. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 #include "simgpu.h"
 #include "simgpu_check.h"
 
-static char k_long, k_short, k_tiny, k_5us;
+static char k_long, k_short, k_tiny, k_5us, k_half_ms;
 
 static void
 launch(const void *k, cudaStream_t s)
@@ -144,6 +145,61 @@ test_stream_order_and_events(void)
                 k + 1, n, o[k].launch_ms, o[k].queued_ms, o[k].pending ? "pending" : "done",
                 (double)o[k].el01, (double)o[k].el12, o[k].overlap_ms, *why[k] ? ": " : "", why[k]);
     CHECK(!*why[n - 1]);
+}
+
+/* A stream that waits for an event recorded behind a long queue on another stream starts
+ * its work after that event, however many of the other stream's ops run ahead of the device
+ * clock meanwhile (each queued op runs from the end of the one before, its end fixed before
+ * it is reached) and however many of them have ended when it looks. 300 kernels of 0.5 ms
+ * on a, e recorded behind them; 60 ms in, the early ones have ended (a query completes
+ * them) while the rest run ahead; b then waits for e and runs a 0.5 ms kernel. A device
+ * that let the completion of a's early ops overwrite the kept ends of the ops run 256
+ * later (e's among them) starts b's kernel at once, 90 ms before e. */
+static void
+test_wait_behind_ops_run_ahead(void)
+{
+    enum { QUEUED = 300 };
+    const double kernel_ms = 0.5;
+    cudaStream_t a, b;
+    cudaEvent_t e0, e, e2;
+    float el_a = 0, el_b = 0;
+    double t0;
+    int e_done;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaEventCreate(&e0));
+    CHECK_CUDA(cudaEventCreate(&e));
+    CHECK_CUDA(cudaEventCreate(&e2));
+    t0 = ms();
+    CHECK_CUDA(cudaEventRecord(e0, a));
+    for (int i = 0; i < QUEUED; i++)
+        launch(&k_half_ms, a);
+    CHECK_CUDA(cudaEventRecord(e, a));
+    while (ms() < t0 + 60)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    (void)cudaStreamQuery(a); /* completes the ops ended by now */
+    CHECK_CUDA(cudaStreamWaitEvent(b, e, 0));
+    launch(&k_half_ms, b);
+    CHECK_CUDA(cudaEventRecord(e2, b));
+    CHECK_CUDA(cudaEventSynchronize(e2));
+    e_done = cudaEventQuery(e) == cudaSuccess; /* b's work came after e */
+    CHECK_CUDA(cudaEventSynchronize(e));
+    CHECK_CUDA(cudaEventElapsedTime(&el_a, e0, e));
+    CHECK_CUDA(cudaEventElapsedTime(&el_b, e, e2));
+    if (!(e_done && el_a >= QUEUED * kernel_ms - 0.1 && el_b >= kernel_ms - 0.1))
+        fprintf(stderr,
+                "test_wait_behind_ops_run_ahead: e %s when b's work after it was; a's queue "
+                "%.1f ms (at least %.1f), b's kernel ended %.1f ms after e (at least %.1f)\n",
+                e_done ? "done" : "pending", (double)el_a, QUEUED * kernel_ms, (double)el_b,
+                kernel_ms);
+    CHECK(e_done);
+    CHECK(el_a >= QUEUED * kernel_ms - 0.1);
+    CHECK(el_b >= kernel_ms - 0.1);
+    CHECK_CUDA(cudaStreamDestroy(a));
+    CHECK_CUDA(cudaStreamDestroy(b));
+    CHECK_CUDA(cudaEventDestroy(e0));
+    CHECK_CUDA(cudaEventDestroy(e));
+    CHECK_CUDA(cudaEventDestroy(e2));
 }
 
 static void
@@ -364,6 +420,7 @@ main(void)
     CHECK(simgpu_register_kernel(&k_short, "short_kernel", 5000000) == 0);
     CHECK(simgpu_register_kernel(&k_tiny, "tiny_kernel", 0) == 0);
     CHECK(simgpu_register_kernel(&k_5us, "kernel_5us", 5000) == 0);
+    CHECK(simgpu_register_kernel(&k_half_ms, "half_ms_kernel", 500000) == 0);
     CHECK_CUDA(cudaGetDeviceCount(&n));
     CHECK(n >= 1);
     CHECK_CUDA(cudaSetDevice(0));
@@ -374,6 +431,7 @@ main(void)
     CHECK_CUDA(cudaFuncGetName(&name, &k_long));
     CHECK(!strcmp(name, "long_kernel"));
     test_stream_order_and_events();
+    test_wait_behind_ops_run_ahead();
     test_legacy_stream();
     test_memory();
     test_graph();
