@@ -752,6 +752,31 @@ warn_capped_lats(job *j, const dfg *g)
     free(count);
 }
 
+/* Warns, once per rank, about device ops measured to start before an op they wait for
+ * had ended (build_count_early_starts). */
+static void
+warn_early_starts(job *j, const dfg *g)
+{
+    int32_t *count = calloc((size_t)j->n_ranks + 1, sizeof *count);
+    int64_t *worst = calloc((size_t)j->n_ranks + 1, sizeof *worst);
+    if (!count || !worst || build_count_early_starts(g, count, worst, j->n_ranks) != 0)
+        pr_warn("out of memory: the device ops that started before an op they wait for "
+                "ended are not counted");
+    for (int32_t r = 0; count && worst && r < j->n_ranks; r++) {
+        int32_t n = j->ranks[r].reader ? count[r] : 0;
+        if (n > 0)
+            job_warn(j,
+                     "%s: rank %d: %d device op(s) started before an operation they wait for "
+                     "had ended (by up to %.3f ms): the trace contradicts its own "
+                     "dependencies (a wrong dependency, or a device or collector that broke "
+                     "stream order); the replay starts them after it, later than measured",
+                     j->ranks[r].path ? j->ranks[r].path : "?", j->ranks[r].rank, n,
+                     (double)worst[r] / 1e6);
+    }
+    free(count);
+    free(worst);
+}
+
 /* Warns about collectives that some present rank never joined. */
 static void
 warn_short_groups(job *j, const dfg *g)
@@ -852,8 +877,10 @@ build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int rele
     }
     if (rc == 0)
         rc = build_derive_timing(g);
-    if (rc == 0)
+    if (rc == 0) {
         warn_capped_lats(j, g);
+        warn_early_starts(j, g);
+    }
     if (rc == 0)
         rc = build_infer_wakeups(g);
     if (rc == 0)

@@ -129,6 +129,17 @@ int build_derive_timing(dfg *g);
  * over the nodes. build_dfg warns once per rank with any. Cannot fail. */
 void build_count_capped_lats(const dfg *g, int32_t *counts, int32_t n_ranks);
 
+/* Counts into counts[r] (for r in [0, n_ranks), zeroed here) the device nodes of rank r
+ * measured to start more than 1 us before the measured end of an edge predecessor of
+ * their rank (an op they wait for: the event record behind a stream wait, the gradient
+ * kernel before its all-reduce), and into worst_ns[r] (zeroed here) the largest such
+ * lead. The trace then contradicts its own dependencies (a wrong dependency, or a device
+ * or collector that broke stream semantics): the replay, which holds every dependency,
+ * starts those ops later than measured, so even the exact replay misses the trace. One
+ * pass over the edges and one over the nodes. build_dfg warns once per rank with any.
+ * Returns 0, or -1 when out of memory (counts and worst_ns then zero). */
+int build_count_early_starts(const dfg *g, int32_t *counts, int64_t *worst_ns, int32_t n_ranks);
+
 /* Earliest aligned event time of the job (the graph's time 0), in the ranks' aligned
  * clock. */
 int64_t build_time_origin(const job *j, const int64_t *offset_ns);

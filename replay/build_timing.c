@@ -151,6 +151,40 @@ build_count_capped_lats(const dfg *g, int32_t *counts, int32_t n_ranks)
     }
 }
 
+/* Clock resolution allowed between an op's measured start and the end of an op it waits
+ * for on its rank (one clock; Kineto's timestamps are rounded to the microsecond). */
+#define EARLY_TOL_NS 1000
+
+int
+build_count_early_starts(const dfg *g, int32_t *counts, int64_t *worst_ns, int32_t n_ranks)
+{
+    int32_t n = n_ranks > 0 ? n_ranks : 0;
+    int64_t *lead = calloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1), sizeof *lead);
+    int rc = lead ? 0 : -1;
+    memset(counts, 0, (size_t)n * sizeof *counts);
+    memset(worst_ns, 0, (size_t)n * sizeof *worst_ns);
+    /* each node's largest lead over an edge predecessor of its rank */
+    for (int64_t e = 0; lead && e < g->n_edges; e++) {
+        int32_t s = g->esrc[e], d = g->edst[e];
+        if (s < 0 || d < 0 || g->kind[d] == DFG_HOST || dfg_rank(g, s) != dfg_rank(g, d) ||
+            ((g->flags[s] | g->flags[d]) & (DFG_F_REMOVED | DFG_F_SYNTHETIC)))
+            continue;
+        int64_t l = dfg_mend(g, s) - g->mstart[d];
+        if (l > lead[d])
+            lead[d] = l;
+    }
+    for (int32_t i = 0; lead && i < g->n_nodes; i++) {
+        int32_t r = lead[i] > EARLY_TOL_NS ? dfg_rank(g, i) : -1;
+        if (r >= 0 && r < n) {
+            counts[r]++;
+            if (lead[i] > worst_ns[r])
+                worst_ns[r] = lead[i];
+        }
+    }
+    free(lead);
+    return rc;
+}
+
 /* gap, lat and dur of every node from the measured times (predmax: see edge_predmax;
  * lat_sub: each rank's submission latency; prev: dfg_prev_table). Returns 0, or -1 when
  * out of memory (a duration or gap of 4.29 s or more the side table could not take). */

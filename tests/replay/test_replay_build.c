@@ -4,7 +4,8 @@
  * predictions against a reference model of the device; send/recv pairing by channel and
  * ordinal, grouped calls, refused pairs, and the events scan (grouped calls carried by
  * ncclGroupEnd's kernel, collective ordinals without send/recv); event dependencies
- * rebuilt from call order (build_repair_event_edges).
+ * rebuilt from call order (build_repair_event_edges); device ops measured to start before
+ * an op they wait for ended (build_count_early_starts).
  */
 #include <math.h>
 #include <stdio.h>
@@ -273,6 +274,58 @@ test_submission_latency(void)
     dfg_free(&g);
     ref_free(&x);
     ref_free(&m);
+}
+
+/* A trace that contradicts its dependencies: op b on stream 2 waits for op a on stream 1
+ * (an event record -> stream wait edge) yet is measured to start `lead` ns before a ends.
+ * build_count_early_starts counts b when the lead is over its 1 us of clock resolution,
+ * and the exact replay, which holds the wait, starts b at a's end, later than measured. */
+static void
+early_start_case(int64_t lead, int32_t want)
+{
+    dfg g;
+    REQUIRE(dfg_init(&g, 2) == 0);
+    int32_t T = dfg_add_resource(&g, DFG_RES_THREAD, 1, 1, 0);
+    int32_t S1 = dfg_add_resource(&g, DFG_RES_STREAM, 1, 1, 0);
+    int32_t S2 = dfg_add_resource(&g, DFG_RES_STREAM, 1, 2, 0);
+    int32_t nl = dfg_intern(&g, "cudaLaunchKernel"), nk = dfg_intern(&g, "k");
+    int32_t la = dfg_add_node(&g, DFG_HOST, T, nl), lb = dfg_add_node(&g, DFG_HOST, T, nl);
+    int32_t a = dfg_add_node(&g, DFG_KERNEL, S1, nk), b = dfg_add_node(&g, DFG_KERNEL, S2, nk);
+    g.mstart[la] = 1000;
+    dfg_set_mend(&g, la, 6000);
+    g.mstart[lb] = 7000;
+    dfg_set_mend(&g, lb, 12000);
+    g.mstart[a] = 20000;
+    dfg_set_mend(&g, a, 10020000); /* 10 ms */
+    g.mstart[b] = 10020000 - lead;
+    dfg_set_mend(&g, b, 10020000 - lead + 1000000);
+    g.launch[a] = la;
+    g.launch[b] = lb;
+    CHECK(dfg_add_edge(&g, a, b) == 0);
+    CHECK(build_derive_timing(&g) == 0);
+    int32_t counts[2] = {-1, -1};
+    int64_t worst[2] = {-1, -1};
+    CHECK(build_count_early_starts(&g, counts, worst, 2) == 0);
+    CHECK_EQ(counts[0], 0);
+    CHECK_EQ(counts[1], want);
+    CHECK_EQ(worst[0], 0);
+    CHECK_EQ(worst[1], want ? lead : 0);
+    sim_result r;
+    memset(&r, 0, sizeof r);
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.start[a], g.mstart[a]);
+    CHECK(r.start[b] >= dfg_mend(&g, a));
+    CHECK(!want || r.start[b] > g.mstart[b]);
+    sim_result_free(&r);
+    dfg_free(&g);
+}
+
+static void
+test_early_starts(void)
+{
+    early_start_case(5000000, 1); /* 5 ms before the op it waits for ended */
+    early_start_case(500, 0);     /* within the clock's resolution */
+    early_start_case(-3000, 0);   /* 3 us after it: consistent */
 }
 
 /* ---- point-to-point matching -------------------------------------------------------------- */
@@ -575,6 +628,7 @@ main(void)
 {
     test_launch_queue();
     test_submission_latency();
+    test_early_starts();
     test_p2p_match();
     test_p2p_scan();
     test_repair_event_edges();

@@ -3,7 +3,10 @@ the collector preloaded (dpro-run); dpro-replay must simulate an iteration time 
 of ddp-sim's own measured iter_us (mean over ranks), on 2 to 8 ranks, with small and
 large gradient buckets and with a straggler, and the straggler must be named, its blame
 (the others' wait for it) five times every other rank's (a loaded host may put another
-rank on dpro-replay's 2 % list: printed, not failed on).
+rank on dpro-replay's 2 % list: printed, not failed on). No device op of the traces may
+start before an op it waits for ended (dpro-replay warns of such a trace, which even the
+exact replay cannot match: simgpu once let an all-reduce start up to 47 ms before its
+gradient when over 256 ops ran ahead of the device clock, 6.53 % off in a slow ASan run).
 
 Clock skew: all ranks share one host clock here, so each rank gets a skew of its own
 through the collector's testing knob DPRO_TEST_CLOCK_OFFSET_NS (every timestamp the rank
@@ -50,6 +53,12 @@ def run_case(tmp, name, ranks, ddp_args, straggler=None, warmup=2, skews=None):
         check(False, "%s: dpro-replay failed: %s" % (name, r.stderr))
         return None
     j = json.loads(r.stdout)
+    # the simulated device keeps stream order: no op starts before one it waits for ended
+    # (dpro-replay's warning); an exact replay of a trace that contradicts its dependencies
+    # cannot match it
+    early = [d for d in j["diagnostics"] if "started before an operation they wait for" in d]
+    check(not early, "%s: no device op starts before an op it waits for ended %s"
+          % (name, early[:1]))
     err_truth = 100.0 * (j["simulated_iter_us"] - truth) / truth
     check(j["ranks"] == ranks, "%s: %d ranks" % (name, ranks))
     check(abs(err_truth) < 3.0, "%s: simulated within 3%% of ddp-sim (%.2f%%)" % (name, err_truth))
