@@ -13,6 +13,9 @@ through the collector's testing knob DPRO_TEST_CLOCK_OFFSET_NS (every timestamp 
 writes is shifted by it; from microseconds to seconds, both signs); the offsets the
 replay recovers from the collectives must be within 20 us of the injected ones.
 
+DPRO_TEST_KEEP=DIR keeps each case's traces in DIR/CASE (a new or empty DIR) for
+dpro-replay by hand; by default they go to a temporary directory, removed at the end.
+
 Skips (77) without CUDA headers (no simgpu/collector). Runs in the sanitizer builds too
 (the collector's runtime preloaded first: replay_testlib.traced_env).
 """
@@ -122,7 +125,10 @@ def check_straggler(j, rank):
 def main():
     if missing((COLLECTOR, DPRO_RUN, SIMRUN, DDP_SIM)):
         return SKIP
-    tmp = tempfile.mkdtemp(prefix="dpro-replay-e2e-")
+    keep = os.environ.get("DPRO_TEST_KEEP")  # a directory that keeps the cases' traces
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+    tmp = keep or tempfile.mkdtemp(prefix="dpro-replay-e2e-")
     try:
         collector_records(os.path.join(tmp, "probe"),
                           [SIMRUN, "-n", "1", "--", DDP_SIM, "--iterations", "1", "--warmup",
@@ -147,7 +153,8 @@ def main():
         for t in TABLE:
             print("%-22s %5d %7d %9s %12.1f %12.2f %12.1f %12.1f %7.2f%% %7.2f%%" % t)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
     return exit_status()
 
 
