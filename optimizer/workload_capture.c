@@ -64,6 +64,15 @@ workload_idle_wake_latency(workload *w)
     return 0;
 }
 
+/* Whether host node h is a "(wake-up)" node (dfg_add_wakeup): the wake-up of the blocking or
+ * queued call after it on its thread, which it belongs to. */
+static int
+wakeup_node(const dfg *g, int32_t h)
+{
+    return (g->flags[h] & DFG_F_WAKEUP) && dfg_dur(g, h) == 0 &&
+           !strcmp(dfg_name(g, g->name[h]), "(wake-up)");
+}
+
 /* workload_step_call's answer, worked out (w->capture.step_call caches it once the threads are
  * known). */
 int
@@ -77,6 +86,8 @@ workload_step_call_of(const workload *w, int32_t h)
     int32_t nb = dfg_iterations(g, r, &bn);
     if (w->iter[h] < nb && bn[w->iter[h]] == h)
         return 0; /* opens the iteration: the graph launch */
+    if (w->opt.capture_scope == WL_CAPTURE_STEP && wakeup_node(g, h))
+        return g->next_on_res[h] >= 0 && workload_step_call_of(w, g->next_on_res[h]);
     if (w->opt.capture_scope == WL_CAPTURE_COMPUTE) {
         int32_t k = 0;
         for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
@@ -229,20 +240,41 @@ workload_step_call(const workload *w, int32_t h)
     return w->capture.step_call ? w->capture.step_call[h] : workload_step_call_of(w, h);
 }
 
-/* Makes w->capture.g when a step call (workload_step_call) has launch-queue edges: a copy
- * of the working graph without them (the edges from device ops into QUEUED step calls;
- * those calls lose the flag). Node ids and values are those of the working graph. dfg.h
- * has no edge removal: the copy's edge list is compacted here and the copy marked
- * unfinalized, and dfg_finalize builds its successor lists from that list again.
- * Returns 0, or -1 when out of memory. */
+/* Whether edge s -> d is left out of a captured step's graph: a launch-queue edge into a
+ * QUEUED step call (one graph launch submits the step, so no per-kernel launch call waits
+ * for room in the queue), or, capturing the whole step, the wake-up of a step call by a
+ * call that stays on the host (another thread's: the process group's watchdog polling
+ * its events, a thread outside the step). The captured step runs none of the woken
+ * Python, so nothing waits there for that thread, which keeps its own measured pace:
+ * tied to it, the step would wait for the thread's baseline timeline. A wake-up by a step
+ * call (the backward thread's hand-over), the graph launch's stand-in included, keeps its
+ * order (strategy.c, apply_cuda_graph).
+ * Sets *queue when it is a launch-queue edge. */
+static int
+capture_drops_edge(const workload *w, int32_t s, int32_t d, int *queue)
+{
+    const dfg *g = w->work;
+    *queue = (g->flags[d] & DFG_F_QUEUED) && g->kind[s] != DFG_HOST && workload_step_call(w, d);
+    return *queue ||
+           (w->opt.capture_scope == WL_CAPTURE_STEP && (g->flags[d] & DFG_F_WAKEUP) &&
+            g->kind[s] == DFG_HOST && workload_step_call(w, d) && !workload_step_call_of(w, s));
+}
+
+/* Makes w->capture.g when the capture leaves edges of the working graph out
+ * (capture_drops_edge): a copy of the working graph without them (QUEUED step calls lose
+ * the flag). Node ids and values are those of the working graph. dfg.h has no edge
+ * removal: the copy's edge list is compacted here and the copy marked unfinalized, and
+ * dfg_finalize builds its successor lists from that list again. Returns 0, or -1 when out
+ * of memory. */
 int
 workload_build_capture(workload *w)
 {
     const dfg *g = w->work;
-    int64_t drop = 0;
+    int64_t drop = 0, unqueued = 0;
+    int queue;
     for (int64_t i = 0; i < g->n_edges; i++) {
-        int32_t s = g->esrc[i], d = g->edst[i];
-        drop += (g->flags[d] & DFG_F_QUEUED) && g->kind[s] != DFG_HOST && workload_step_call(w, d);
+        drop += capture_drops_edge(w, g->esrc[i], g->edst[i], &queue);
+        unqueued += queue;
     }
     if (drop == 0)
         return 0;
@@ -254,7 +286,7 @@ workload_build_capture(workload *w)
     int64_t k = 0;
     for (int64_t i = 0; i < c->n_edges; i++) {
         int32_t s = c->esrc[i], d = c->edst[i];
-        if ((c->flags[d] & DFG_F_QUEUED) && c->kind[s] != DFG_HOST && workload_step_call(w, d))
+        if (capture_drops_edge(w, s, d, &queue))
             continue;
         c->esrc[k] = s;
         c->edst[k++] = d;
@@ -270,7 +302,7 @@ workload_build_capture(workload *w)
         return -1;
     }
     w->capture.g = c;
-    w->capture.unqueued = drop;
+    w->capture.unqueued = unqueued;
     return 0;
 }
 
