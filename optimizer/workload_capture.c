@@ -260,50 +260,116 @@ capture_drops_edge(const workload *w, int32_t s, int32_t d, int *queue)
             g->kind[s] == DFG_HOST && workload_step_call(w, d) && !workload_step_call_of(w, s));
 }
 
-/* Makes w->capture.g when the capture leaves edges of the working graph out
- * (capture_drops_edge): a copy of the working graph without them (QUEUED step calls lose
- * the flag). Node ids and values are those of the working graph. dfg.h has no edge
- * removal: the copy's edge list is compacted here and the copy marked unfinalized, and
- * dfg_finalize builds its successor lists from that list again. Returns 0, or -1 when out
- * of memory. */
+/* Whether host call h launches a copy from or to host memory (the step's input). */
+static int
+launches_host_copy(const dfg *g, int32_t h)
+{
+    for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
+        int32_t d = g->launched[i];
+        if (g->kind[d] == DFG_MEMCPY && strcmp(dfg_name(g, g->name[d]), "memcpy DtoD"))
+            return 1;
+    }
+    return 0;
+}
+
+/* The input's copy before graph launch L (WL_CAPTURE_STEP): the call that launches a copy
+ * from or to host memory, reached from L back over calls that are not step calls (the
+ * copy's synchronisation), neither BLOCKING nor QUEUED (its end waits for no device
+ * op); -1 when there is none. prev: dfg_prev_table of the working graph. */
+static int32_t
+input_copy_call(const workload *w, const int32_t *prev, int32_t L)
+{
+    const dfg *g = w->work;
+    for (int32_t h = prev[L]; h >= 0 && !workload_step_call(w, h); h = prev[h])
+        if (alive(g, h) && launches_host_copy(g, h))
+            return (g->flags[h] & (DFG_F_BLOCKING | DFG_F_QUEUED)) ? -1 : h;
+    return -1;
+}
+
+/* Orders, in captured step c, the device work of the step calls launched before the
+ * input's copy (workload_capture.c: input_copy_call) after that copy's call: the step's
+ * optimizer step and zero_grad, which an eager loop launches after the closing
+ * synchronisation, run inside the graph, after its input is copied, not while the host
+ * makes the batch. Only the step calls after the last blocking call before the copy
+ * (the closing synchronisation) count, so the edges close no cycle through a wait.
+ * Adds the edges to c (unfinalized); returns how many it would add (c NULL: counts
+ * only), or -1 when out of memory. */
+static int64_t
+order_after_input(const workload *w, const int32_t *prev, dfg *c)
+{
+    const dfg *g = w->work;
+    int64_t n = 0;
+    for (int32_t i = 0; w->opt.capture_scope == WL_CAPTURE_STEP && i < w->capture.n_graph_launch;
+         i++) {
+        int32_t copy = input_copy_call(w, prev, w->capture.graph_launch[i]);
+        for (int32_t h = copy >= 0 ? prev[copy] : -1; h >= 0 && !(g->flags[h] & DFG_F_BLOCKING);
+             h = prev[h]) {
+            if (!workload_step_call(w, h))
+                continue;
+            for (int32_t k = dfg_launched_first(g, h); k >= 0; k = dfg_launched_next(g, h, k)) {
+                n++;
+                if (c && dfg_add_edge(c, copy, g->launched[k]) != 0)
+                    return -1;
+            }
+        }
+    }
+    return n;
+}
+
+/* Makes w->capture.g when the capture changes the working graph's edges: a copy of it
+ * without the edges capture_drops_edge leaves out (QUEUED step calls lose the flag) and
+ * with those of order_after_input. Node ids and values are those of the working graph.
+ * dfg.h has no edge removal: the copy's edge list is compacted here and the copy marked
+ * unfinalized, and dfg_finalize builds its successor lists from that list again.
+ * Returns 0, or -1 when out of memory. */
 int
 workload_build_capture(workload *w)
 {
     const dfg *g = w->work;
-    int64_t drop = 0, unqueued = 0;
-    int queue;
+    int64_t drop = 0, unqueued = 0, added;
+    int queue, rc = 0;
+    int32_t *prev = dfg_prev_table(g);
+    if (!prev)
+        return -1;
     for (int64_t i = 0; i < g->n_edges; i++) {
         drop += capture_drops_edge(w, g->esrc[i], g->edst[i], &queue);
         unqueued += queue;
     }
-    if (drop == 0)
-        return 0;
-    dfg *c = malloc(sizeof *c);
-    if (!c || dfg_clone(c, g) != 0) {
-        free(c); /* dfg_clone frees what it made */
-        return -1;
+    added = order_after_input(w, prev, NULL);
+    dfg *c = NULL;
+    if (drop > 0 || added > 0) {
+        c = malloc(sizeof *c);
+        if (!c || dfg_clone(c, g) != 0) {
+            free(c); /* dfg_clone frees what it made */
+            c = NULL;
+            rc = -1;
+        }
     }
-    int64_t k = 0;
-    for (int64_t i = 0; i < c->n_edges; i++) {
-        int32_t s = c->esrc[i], d = c->edst[i];
-        if (capture_drops_edge(w, s, d, &queue))
-            continue;
-        c->esrc[k] = s;
-        c->edst[k++] = d;
-    }
-    c->n_edges = k;
-    for (int32_t h = 0; h < c->n_nodes; h++)
-        if ((c->flags[h] & DFG_F_QUEUED) && workload_step_call(w, h))
-            c->flags[h] &= (uint8_t)~DFG_F_QUEUED;
-    c->finalized = 0; /* the edge list changed: sim_run builds the CSR again */
-    if (dfg_finalize(c) != 0) {
-        dfg_free(c);
-        free(c);
-        return -1;
+    if (c) {
+        int64_t k = 0;
+        for (int64_t i = 0; i < c->n_edges; i++) {
+            int32_t s = c->esrc[i], d = c->edst[i];
+            if (capture_drops_edge(w, s, d, &queue))
+                continue;
+            c->esrc[k] = s;
+            c->edst[k++] = d;
+        }
+        c->n_edges = k;
+        for (int32_t h = 0; h < c->n_nodes; h++)
+            if ((c->flags[h] & DFG_F_QUEUED) && workload_step_call(w, h))
+                c->flags[h] &= (uint8_t)~DFG_F_QUEUED;
+        c->finalized = 0; /* the edge list changed: sim_run builds the CSR again */
+        if (order_after_input(w, prev, c) < 0 || dfg_finalize(c) != 0) {
+            dfg_free(c);
+            free(c);
+            c = NULL;
+            rc = -1;
+        }
     }
     w->capture.g = c;
     w->capture.unqueued = unqueued;
-    return 0;
+    free(prev);
+    return rc;
 }
 
 void
