@@ -260,57 +260,69 @@ capture_drops_edge(const workload *w, int32_t s, int32_t d, int *queue)
             g->kind[s] == DFG_HOST && workload_step_call(w, d) && !workload_step_call_of(w, s));
 }
 
-/* Whether host call h launches a copy from or to host memory (the step's input). */
+/* Whether host call h launches a host-to-device copy (a step's input). */
 static int
-launches_host_copy(const dfg *g, int32_t h)
+launches_input_copy(const dfg *g, int32_t h)
 {
     for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
         int32_t d = g->launched[i];
-        if (g->kind[d] == DFG_MEMCPY && strcmp(dfg_name(g, g->name[d]), "memcpy DtoD"))
+        if (g->kind[d] == DFG_MEMCPY && !strcmp(dfg_name(g, g->name[d]), "memcpy HtoD"))
             return 1;
     }
     return 0;
 }
 
-/* The input's copy before graph launch L (WL_CAPTURE_STEP): the call that launches a copy
- * from or to host memory, reached from L back over calls that are not step calls (the
- * copy's synchronisation), neither BLOCKING nor QUEUED (its end waits for no device
- * op); -1 when there is none. prev: dfg_prev_table of the working graph. */
+/* Whether the walks of input_copy_call and order_after_input stop at host call h: the
+ * step's span ends there (a blocking call: the closing synchronisation; a call that stays
+ * and launches a kernel or the input's copy: an earlier graph launch or input). */
+static int
+ends_span_back(const workload *w, int32_t h)
+{
+    const dfg *g = w->work;
+    return (g->flags[h] & DFG_F_BLOCKING) ||
+           (!workload_step_call(w, h) && (launches_kernel(g, h) || launches_input_copy(g, h)));
+}
+
+/* The input's copy before graph launch L (WL_CAPTURE_STEP): the call that launches a
+ * host-to-device copy, reached from L back over calls that are not step calls (the
+ * copy's synchronisation), neither BLOCKING nor QUEUED (its end waits for no device op);
+ * -1 when there is none. prev: dfg_prev_table of the working graph. */
 static int32_t
 input_copy_call(const workload *w, const int32_t *prev, int32_t L)
 {
     const dfg *g = w->work;
-    for (int32_t h = prev[L]; h >= 0 && !workload_step_call(w, h); h = prev[h])
-        if (alive(g, h) && launches_host_copy(g, h))
-            return (g->flags[h] & (DFG_F_BLOCKING | DFG_F_QUEUED)) ? -1 : h;
-    return -1;
+    int32_t copy = -1;
+    for (int32_t h = prev[L]; copy < 0 && h >= 0 && !workload_step_call(w, h); h = prev[h]) {
+        if (alive(g, h) && launches_input_copy(g, h))
+            copy = (g->flags[h] & (DFG_F_BLOCKING | DFG_F_QUEUED)) ? -2 : h;
+        else if (alive(g, h) && launches_kernel(g, h))
+            copy = -2; /* an earlier graph launch */
+    }
+    return copy >= 0 ? copy : -1;
 }
 
 /* Orders, in captured step c, the device work of the step calls launched before the
- * input's copy (workload_capture.c: input_copy_call) after that copy's call: the step's
- * optimizer step and zero_grad, which an eager loop launches after the closing
- * synchronisation, run inside the graph, after its input is copied, not while the host
- * makes the batch. Only the step calls after the last blocking call before the copy
- * (the closing synchronisation) count, so the edges close no cycle through a wait.
- * Adds the edges to c (unfinalized); returns how many it would add (c NULL: counts
- * only), or -1 when out of memory. */
+ * input's copy (input_copy_call) after that copy's call: the step's optimizer step and
+ * zero_grad, which an eager loop launches after the closing synchronisation, run inside
+ * the graph, after its input is copied, not while the host makes the batch. Only the
+ * step calls after the last blocking call before the copy (the closing synchronisation)
+ * count, so the edges close no cycle through a wait. Adds the edges to c (unfinalized);
+ * returns how many it would add (c NULL: counts only), or -1 when out of memory. */
 static int64_t
 order_after_input(const workload *w, const int32_t *prev, dfg *c)
 {
     const dfg *g = w->work;
     int64_t n = 0;
-    for (int32_t i = 0; w->opt.capture_scope == WL_CAPTURE_STEP && i < w->capture.n_graph_launch;
-         i++) {
+    for (int32_t i = 0;
+         n >= 0 && w->opt.capture_scope == WL_CAPTURE_STEP && i < w->capture.n_graph_launch; i++) {
         int32_t copy = input_copy_call(w, prev, w->capture.graph_launch[i]);
-        for (int32_t h = copy >= 0 ? prev[copy] : -1; h >= 0 && !(g->flags[h] & DFG_F_BLOCKING);
+        for (int32_t h = copy >= 0 ? prev[copy] : -1; n >= 0 && h >= 0 && !ends_span_back(w, h);
              h = prev[h]) {
             if (!workload_step_call(w, h))
                 continue;
-            for (int32_t k = dfg_launched_first(g, h); k >= 0; k = dfg_launched_next(g, h, k)) {
-                n++;
-                if (c && dfg_add_edge(c, copy, g->launched[k]) != 0)
-                    return -1;
-            }
+            for (int32_t k = dfg_launched_first(g, h); n >= 0 && k >= 0;
+                 k = dfg_launched_next(g, h, k))
+                n = c && dfg_add_edge(c, copy, g->launched[k]) != 0 ? -1 : n + 1;
         }
     }
     return n;
@@ -329,15 +341,15 @@ workload_build_capture(workload *w)
     int64_t drop = 0, unqueued = 0, added;
     int queue, rc = 0;
     int32_t *prev = dfg_prev_table(g);
-    if (!prev)
-        return -1;
-    for (int64_t i = 0; i < g->n_edges; i++) {
+    for (int64_t i = 0; prev && i < g->n_edges; i++) {
         drop += capture_drops_edge(w, g->esrc[i], g->edst[i], &queue);
         unqueued += queue;
     }
-    added = order_after_input(w, prev, NULL);
+    added = prev ? order_after_input(w, prev, NULL) : -1;
     dfg *c = NULL;
-    if (drop > 0 || added > 0) {
+    if (added < 0)
+        rc = -1;
+    else if (drop > 0 || added > 0) {
         c = malloc(sizeof *c);
         if (!c || dfg_clone(c, g) != 0) {
             free(c); /* dfg_clone frees what it made */
