@@ -41,10 +41,13 @@
  * than keep the measured gap.
  *
  * CUDA graph capture: a captured step is one graph launch, so the launch calls it
- * replaces (workload_step_call) are not held by the launch queue. Where such calls
- * carry launch-queue edges (DFG_F_QUEUED), workload_analyze makes `capture`, a copy of
- * the working graph without those edges (same node ids), and strategy_apply simulates
- * plans that capture the step on it.
+ * replaces (workload_step_call) are not held by the launch queue, nor woken by a thread
+ * outside the step, and the whole step's device work follows its input's copy. Where
+ * such calls carry launch-queue edges (DFG_F_QUEUED) or, for the whole step, wake-up
+ * edges from calls that stay, or device work of the step is launched before the input's
+ * copy, workload_analyze makes `capture`, a copy of the working graph without those
+ * edges and with edges from the copy's call to that work (same node ids), and
+ * strategy_apply simulates plans that capture the step on it.
  *
  * After that, the working graphs keep their structure: the strategies (strategy.h) change
  * only durations, gaps and launch latencies, so one finalized graph is re-simulated for
@@ -331,10 +334,13 @@ typedef struct workload_layers {
 
 /* CUDA-graph capture of the training step. */
 typedef struct workload_capture {
-    dfg *g;             /* owned: `work` without the launch-queue edges of step calls; NULL when no
-                           step call has one */
-    int64_t unqueued;   /* launch-queue edges left out of g */
-    uint8_t *step_call; /* workload_step_call of every node (set by workload_analyze) */
+    dfg *g;                /* owned: `work` with the edges a capture changes (without the
+                              launch-queue edges of step calls and the wake-ups of step calls
+                              by calls that stay, with the input copy's edges to the step's
+                              work launched before it: workload_capture.c); NULL when there
+                              are none */
+    int64_t unqueued;      /* launch-queue edges left out of g */
+    uint8_t *step_call;    /* workload_step_call of every node (set by workload_analyze) */
     int32_t *graph_launch; /* WL_CAPTURE_STEP: per rank and step, the call that stands for
                               the graph launch (workload_capture.c); its gap, the eager
                               step's CPU time before it, goes with the capture */

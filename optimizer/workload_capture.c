@@ -64,6 +64,15 @@ workload_idle_wake_latency(workload *w)
     return 0;
 }
 
+/* Whether host node h is a "(wake-up)" node (dfg_add_wakeup): the wake-up of the blocking or
+ * queued call after it on its thread, which it belongs to. */
+static int
+wakeup_node(const dfg *g, int32_t h)
+{
+    return (g->flags[h] & DFG_F_WAKEUP) && dfg_dur(g, h) == 0 &&
+           !strcmp(dfg_name(g, g->name[h]), "(wake-up)");
+}
+
 /* workload_step_call's answer, worked out (w->capture.step_call caches it once the threads are
  * known). */
 int
@@ -77,6 +86,8 @@ workload_step_call_of(const workload *w, int32_t h)
     int32_t nb = dfg_iterations(g, r, &bn);
     if (w->iter[h] < nb && bn[w->iter[h]] == h)
         return 0; /* opens the iteration: the graph launch */
+    if (w->opt.capture_scope == WL_CAPTURE_STEP && wakeup_node(g, h))
+        return g->next_on_res[h] >= 0 && workload_step_call_of(w, g->next_on_res[h]);
     if (w->opt.capture_scope == WL_CAPTURE_COMPUTE) {
         int32_t k = 0;
         for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
@@ -229,49 +240,148 @@ workload_step_call(const workload *w, int32_t h)
     return w->capture.step_call ? w->capture.step_call[h] : workload_step_call_of(w, h);
 }
 
-/* Makes w->capture.g when a step call (workload_step_call) has launch-queue edges: a copy
- * of the working graph without them (the edges from device ops into QUEUED step calls;
- * those calls lose the flag). Node ids and values are those of the working graph. dfg.h
- * has no edge removal: the copy's edge list is compacted here and the copy marked
+/* Whether edge s -> d is left out of a captured step's graph: a launch-queue edge into a
+ * QUEUED step call (one graph launch submits the step, so no per-kernel launch call waits
+ * for room in the queue), or, capturing the whole step, the wake-up of a step call by a
+ * call that stays on the host (another thread's: the process group's watchdog polling
+ * its events, a thread outside the step). The captured step runs none of the woken
+ * Python, so nothing waits there for that thread, which keeps its own measured pace:
+ * tied to it, the step would wait for the thread's baseline timeline. A wake-up by a step
+ * call (the backward thread's hand-over), the graph launch's stand-in included, keeps its
+ * order (strategy.c, apply_cuda_graph).
+ * Sets *queue when it is a launch-queue edge. */
+static int
+capture_drops_edge(const workload *w, int32_t s, int32_t d, int *queue)
+{
+    const dfg *g = w->work;
+    *queue = (g->flags[d] & DFG_F_QUEUED) && g->kind[s] != DFG_HOST && workload_step_call(w, d);
+    return *queue ||
+           (w->opt.capture_scope == WL_CAPTURE_STEP && (g->flags[d] & DFG_F_WAKEUP) &&
+            g->kind[s] == DFG_HOST && workload_step_call(w, d) && !workload_step_call_of(w, s));
+}
+
+/* Whether host call h launches a host-to-device copy (a step's input). */
+static int
+launches_input_copy(const dfg *g, int32_t h)
+{
+    for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
+        int32_t d = g->launched[i];
+        if (g->kind[d] == DFG_MEMCPY && !strcmp(dfg_name(g, g->name[d]), "memcpy HtoD"))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether the walks of input_copy_call and order_after_input stop at host call h: the
+ * step's span ends there (a blocking call: the closing synchronisation; a call that stays
+ * and launches a kernel or the input's copy: an earlier graph launch or input). */
+static int
+ends_span_back(const workload *w, int32_t h)
+{
+    const dfg *g = w->work;
+    return (g->flags[h] & DFG_F_BLOCKING) ||
+           (!workload_step_call(w, h) && (launches_kernel(g, h) || launches_input_copy(g, h)));
+}
+
+/* The input's copy before graph launch L (WL_CAPTURE_STEP): the call that launches a
+ * host-to-device copy, reached from L back over calls that are not step calls (the
+ * copy's synchronisation), neither BLOCKING nor QUEUED (its end waits for no device op);
+ * -1 when there is none. prev: dfg_prev_table of the working graph. */
+static int32_t
+input_copy_call(const workload *w, const int32_t *prev, int32_t L)
+{
+    const dfg *g = w->work;
+    int32_t copy = -1;
+    for (int32_t h = prev[L]; copy < 0 && h >= 0 && !workload_step_call(w, h); h = prev[h]) {
+        if (alive(g, h) && launches_input_copy(g, h))
+            copy = (g->flags[h] & (DFG_F_BLOCKING | DFG_F_QUEUED)) ? -2 : h;
+        else if (alive(g, h) && launches_kernel(g, h))
+            copy = -2; /* an earlier graph launch */
+    }
+    return copy >= 0 ? copy : -1;
+}
+
+/* Orders, in captured step c, the device work of the step calls launched before the
+ * input's copy (input_copy_call) after that copy's call: the step's optimizer step and
+ * zero_grad, which an eager loop launches after the closing synchronisation, run inside
+ * the graph, after its input is copied, not while the host makes the batch. Only the
+ * step calls after the last blocking call before the copy (the closing synchronisation)
+ * count, so the edges close no cycle through a wait. Adds the edges to c (unfinalized);
+ * returns how many it would add (c NULL: counts only), or -1 when out of memory. */
+static int64_t
+order_after_input(const workload *w, const int32_t *prev, dfg *c)
+{
+    const dfg *g = w->work;
+    int64_t n = 0;
+    for (int32_t i = 0;
+         n >= 0 && w->opt.capture_scope == WL_CAPTURE_STEP && i < w->capture.n_graph_launch; i++) {
+        int32_t copy = input_copy_call(w, prev, w->capture.graph_launch[i]);
+        for (int32_t h = copy >= 0 ? prev[copy] : -1; n >= 0 && h >= 0 && !ends_span_back(w, h);
+             h = prev[h]) {
+            if (!workload_step_call(w, h))
+                continue;
+            for (int32_t k = dfg_launched_first(g, h); n >= 0 && k >= 0;
+                 k = dfg_launched_next(g, h, k))
+                n = c && dfg_add_edge(c, copy, g->launched[k]) != 0 ? -1 : n + 1;
+        }
+    }
+    return n;
+}
+
+/* Makes w->capture.g when the capture changes the working graph's edges: a copy of it
+ * without the edges capture_drops_edge leaves out (QUEUED step calls lose the flag) and
+ * with those of order_after_input. Node ids and values are those of the working graph.
+ * dfg.h has no edge removal: the copy's edge list is compacted here and the copy marked
  * unfinalized, and dfg_finalize builds its successor lists from that list again.
  * Returns 0, or -1 when out of memory. */
 int
 workload_build_capture(workload *w)
 {
     const dfg *g = w->work;
-    int64_t drop = 0;
-    for (int64_t i = 0; i < g->n_edges; i++) {
-        int32_t s = g->esrc[i], d = g->edst[i];
-        drop += (g->flags[d] & DFG_F_QUEUED) && g->kind[s] != DFG_HOST && workload_step_call(w, d);
+    int64_t drop = 0, unqueued = 0, added;
+    int queue, rc = 0;
+    int32_t *prev = dfg_prev_table(g);
+    for (int64_t i = 0; prev && i < g->n_edges; i++) {
+        drop += capture_drops_edge(w, g->esrc[i], g->edst[i], &queue);
+        unqueued += queue;
     }
-    if (drop == 0)
-        return 0;
-    dfg *c = malloc(sizeof *c);
-    if (!c || dfg_clone(c, g) != 0) {
-        free(c); /* dfg_clone frees what it made */
-        return -1;
+    added = prev ? order_after_input(w, prev, NULL) : -1;
+    dfg *c = NULL;
+    if (added < 0)
+        rc = -1;
+    else if (drop > 0 || added > 0) {
+        c = malloc(sizeof *c);
+        if (!c || dfg_clone(c, g) != 0) {
+            free(c); /* dfg_clone frees what it made */
+            c = NULL;
+            rc = -1;
+        }
     }
-    int64_t k = 0;
-    for (int64_t i = 0; i < c->n_edges; i++) {
-        int32_t s = c->esrc[i], d = c->edst[i];
-        if ((c->flags[d] & DFG_F_QUEUED) && c->kind[s] != DFG_HOST && workload_step_call(w, d))
-            continue;
-        c->esrc[k] = s;
-        c->edst[k++] = d;
-    }
-    c->n_edges = k;
-    for (int32_t h = 0; h < c->n_nodes; h++)
-        if ((c->flags[h] & DFG_F_QUEUED) && workload_step_call(w, h))
-            c->flags[h] &= (uint8_t)~DFG_F_QUEUED;
-    c->finalized = 0; /* the edge list changed: sim_run builds the CSR again */
-    if (dfg_finalize(c) != 0) {
-        dfg_free(c);
-        free(c);
-        return -1;
+    if (c) {
+        int64_t k = 0;
+        for (int64_t i = 0; i < c->n_edges; i++) {
+            int32_t s = c->esrc[i], d = c->edst[i];
+            if (capture_drops_edge(w, s, d, &queue))
+                continue;
+            c->esrc[k] = s;
+            c->edst[k++] = d;
+        }
+        c->n_edges = k;
+        for (int32_t h = 0; h < c->n_nodes; h++)
+            if ((c->flags[h] & DFG_F_QUEUED) && workload_step_call(w, h))
+                c->flags[h] &= (uint8_t)~DFG_F_QUEUED;
+        c->finalized = 0; /* the edge list changed: sim_run builds the CSR again */
+        if (order_after_input(w, prev, c) < 0 || dfg_finalize(c) != 0) {
+            dfg_free(c);
+            free(c);
+            c = NULL;
+            rc = -1;
+        }
     }
     w->capture.g = c;
-    w->capture.unqueued = drop;
-    return 0;
+    w->capture.unqueued = unqueued;
+    free(prev);
+    return rc;
 }
 
 void

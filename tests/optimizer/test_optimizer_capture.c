@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "optimizer/strategy.h"
 #include "optimizer/workload.h"
 #include "tests/unit/testutil.h"
 
@@ -25,6 +26,7 @@
 typedef struct step_job {
     int32_t opt[STEPS], fwd[STEPS], sync[STEPS]; /* the step's launches and its closing call */
     int32_t fwd_kernel[STEPS];                   /* the forward's first kernel */
+    int32_t opt_kernel[STEPS], copy[STEPS];      /* the optimizer's kernel, the input's copy */
 } step_job;
 
 /* Adds host call `name` of duration dur_us on thread th; returns it. */
@@ -60,8 +62,10 @@ build_step_job(dfg *g, step_job *j, int at_kernel)
     for (int s = 0; s < STEPS && rc == 0; s++) {
         j->opt[s] = call(g, th, "__cudaLaunchKernel", 5);
         int32_t k = device(g, st, DFG_KERNEL, "ForeachBinaryOpList", 20, j->opt[s]);
+        j->opt_kernel[s] = k;
         device(g, st, DFG_MEMSET, "memset", 2, call(g, th, "cudaMemsetAsync", 3));
-        int32_t c = device(g, st, DFG_MEMCPY, "memcpy HtoD", 5, call(g, th, "cudaMemcpyAsync", 5));
+        j->copy[s] = call(g, th, "cudaMemcpyAsync", 5);
+        int32_t c = device(g, st, DFG_MEMCPY, "memcpy HtoD", 5, j->copy[s]);
         int32_t s1 = call(g, th, "cudaStreamSynchronize", 2);
         g->flags[s1] |= DFG_F_BLOCKING;
         rc |= dfg_add_edge(g, c, s1);
@@ -116,9 +120,108 @@ test_graph_launch_placement(void)
     }
 }
 
+/* The job of build_step_job, cut at its synchronisations, with 200 us of Python before
+ * each input copy (the batch's making) and an optimizer kernel of 100 us: the eager
+ * step's optimizer step and zero_grad run on the device while the host makes the batch;
+ * the captured step runs them in the graph, after its input's copy (and the forward's
+ * 100 us of kernels after them): at least 200 + 100 + 100 us a step. The plan that ran
+ * them during the Python predicted 317 us. */
+static void
+test_step_after_input(void)
+{
+    dfg g;
+    step_job j;
+    REQUIRE(build_step_job(&g, &j, 0) == 0);
+    for (int s = 0; s < STEPS; s++) {
+        CHECK(dfg_set_gap(&g, j.copy[s], 200 * US) == 0);
+        CHECK(dfg_set_dur(&g, j.opt_kernel[s], 100 * US) == 0);
+    }
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 3, NULL, NULL, -1, NULL) == 0);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.cuda_graph = 1;
+    strategy_eval e;
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    CHECK(e.median_ns >= 400 * US && e.median_ns < 440 * US);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+/* Builds a host-bound step woken by a thread outside it: per step on the main thread the
+ * closing cudaDeviceSynchronize and three kernel launches (kernels of 50, 30, 30 us); a
+ * watchdog thread polls an event (cudaEventQuery) every 1 ms, and each step's second
+ * launch was woken by its poll (the main thread's Python before that launch ended with
+ * the poll in the trace: build_wakeup.c infers such an edge; every other launch a queued
+ * one, whose wake-up stands on a "(wake-up)" node). The baseline steps at the
+ * watchdog's pace; iterations cut at the synchronisations. Returns 0, -1. */
+static int
+build_watchdog_job(dfg *g)
+{
+    if (dfg_init(g, 1) != 0)
+        return -1;
+    int32_t mt = dfg_add_resource(g, DFG_RES_THREAD, 0, 1, dfg_intern(g, "python"));
+    int32_t wt = dfg_add_resource(g, DFG_RES_THREAD, 0, 2, dfg_intern(g, "watchdog"));
+    int32_t st = dfg_add_resource(g, DFG_RES_STREAM, 0, 7, dfg_intern(g, "stream 7"));
+    int32_t sync[STEPS + 1], poll[STEPS], last = -1, rc = 0;
+    for (int s = 0; s < STEPS; s++) {
+        poll[s] = call(g, wt, "cudaEventQuery", 5);
+        rc |= dfg_set_gap(g, poll[s], (s == 0 ? 500 : 995) * US);
+    }
+    for (int s = 0; s <= STEPS && rc == 0; s++) {
+        sync[s] = call(g, mt, "cudaDeviceSynchronize", 1);
+        g->flags[sync[s]] |= DFG_F_BLOCKING;
+        if (last >= 0)
+            rc |= dfg_add_edge(g, last, sync[s]);
+        if (s == STEPS)
+            break;
+        device(g, st, DFG_KERNEL, "gemm", 50, call(g, mt, "cudaLaunchKernel", 5));
+        int32_t woken = call(g, mt, "cudaLaunchKernel", 5);
+        device(g, st, DFG_KERNEL, "gemm", 30, woken);
+        if (s % 2)
+            g->flags[woken] |= DFG_F_QUEUED; /* its wake-up on a "(wake-up)" node before it */
+        rc |= dfg_add_wakeup(g, poll[s], woken, 10 * US);
+        last = device(g, st, DFG_KERNEL, "gemm", 30, call(g, mt, "cudaLaunchKernel", 5));
+    }
+    if (rc != 0 || dfg_set_iterations(g, 0, sync, STEPS + 1) != 0)
+        return -1;
+    return dfg_finalize(g);
+}
+
+/* The step captured whole runs none of the Python the watchdog's polls woke: the
+ * captured step is its device work (110 us of kernels after the graph launch's 5 us),
+ * not the watchdog's 1 ms pace, which a step still tied to the polls would keep. */
+static void
+test_watchdog_wakeup(void)
+{
+    dfg g;
+    REQUIRE(build_watchdog_job(&g) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, STEPS - 2, NULL, NULL, -1, NULL) == 0);
+    CHECK(w.main_thread[0] == 0);
+    CHECK(w.base_iter_ns > 900 * US); /* the watchdog's pace */
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.cuda_graph = 1;
+    strategy_eval e;
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    CHECK(e.iter_ns > 100 * US && e.iter_ns < 200 * US);
+    CHECK(e.median_ns > 100 * US && e.median_ns < 200 * US);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
     test_graph_launch_placement();
+    test_watchdog_wakeup();
+    test_step_after_input();
     return tests_done();
 }
