@@ -8,6 +8,7 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,8 +349,7 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
             memmove(op->u.memcpy.dst, op->u.memcpy.src, op->u.memcpy.bytes);
         break;
     case SIMGPU_OP_MEMSET:
-        if (op->u.memset.bytes)
-            memset(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
+        simgpu_memset_run(op);
         *end = start + simgpu_memset_ns(op->u.memset.bytes);
         break;
     case SIMGPU_OP_HOST_FN:
@@ -617,6 +617,11 @@ stream_worker(void *arg)
                 pthread_cond_wait(&s->work_cv, &g_lock);
             }
         }
+        if (s->worker_batch) { /* woken behind its waker (simgpu_enqueue): back to normal */
+            struct sched_param sp = {0};
+            s->worker_batch = 0;
+            pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+        }
         if (woke && simgpu_cfg.worker_delay_ns) {
             pthread_mutex_unlock(&g_lock);
             worker_starve();
@@ -700,6 +705,7 @@ enqueue_nowake_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t no
             return cudaErrorMemoryAllocation;
         }
         pthread_attr_destroy(&at);
+        s->worker = th;
         s->worker_started = 1;
     }
     op->enqueue_ns = now;
@@ -747,6 +753,21 @@ enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op)
     return enqueue_at_locked(s, op, simgpu_now_ns());
 }
 
+/* Makes s's sleeping worker, about to be woken for a memset too large for the launching
+ * thread (SIMGPU_INLINE_MEMSET_BYTES), wake behind that thread: SCHED_BATCH until it runs
+ * (stream_worker undoes it), as a woken batch thread does not preempt the running one.
+ * Else, on a busy host, the worker woken by the launch takes the launching thread's CPU
+ * for as long as it sets the bytes (hundreds of microseconds a megabyte), where a real
+ * cudaMemsetAsync returns in microseconds.  The memset's device time is the model's either
+ * way.  Caller holds g_lock; s's worker started. */
+static void
+worker_wake_behind_locked(struct simgpu_stream *s)
+{
+    struct sched_param sp = {0};
+    if (!s->worker_batch && pthread_setschedparam(s->worker, SCHED_BATCH, &sp) == 0)
+        s->worker_batch = 1;
+}
+
 cudaError_t
 simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
 {
@@ -765,6 +786,8 @@ simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
         (op->kind == SIMGPU_OP_KERNEL || (op->kind == SIMGPU_OP_MEMSET && op->u.memset.cheap)) &&
         run_inline_locked(s, op))
         wake = 0;
+    if (wake && op->kind == SIMGPU_OP_MEMSET && !op->u.memset.cheap)
+        worker_wake_behind_locked(s);
     pthread_mutex_unlock(&g_lock);
     /* After the unlock, so that the worker does not wake into a held lock (the stream
      * outlives its handle: the signal cannot reach freed memory). */
