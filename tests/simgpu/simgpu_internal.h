@@ -178,6 +178,18 @@ void simgpu_memset_run(const struct simgpu_op *op);
  * correlation id.  Returns NULL when out of memory. */
 struct simgpu_op *simgpu_op_new(enum simgpu_op_kind kind);
 
+/* ---- settings (env.c) ------------------------------------------------------------ */
+
+/* The setting `name` (an environment variable) as a number: its value when it is one
+ * whole (strtod's spelling, nothing after it) from least to most; unset or empty, dflt;
+ * anything else is named on stderr (the setting, what it holds, its range, the default
+ * taken) and dflt returned. */
+double simgpu_env_number(const char *name, double least, double most, double dflt);
+
+/* The setting `name` as a whole number: as simgpu_env_number, for decimal digits alone
+ * (no sign, no spaces) from least to most. */
+uint64_t simgpu_env_whole(const char *name, uint64_t least, uint64_t most, uint64_t dflt);
+
 /* ---- devices, streams, events ---------------------------------------------------- */
 
 /* Returns the calling thread's current device (cudaSetDevice), initialising it. */
