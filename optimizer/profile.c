@@ -241,13 +241,77 @@ mark_rank_outliers(const int64_t *t, int32_t n, int32_t r, int64_t *scratch, uin
     }
 }
 
+/* Rank r's own time in each compared iteration into own (n of them; t its iteration
+ * times): the iteration less what r waited at collectives for the others (a member's
+ * wait: the group's last arrival less its own, counted in the iteration it arrived in).
+ * scratch holds 2 n values. */
+static void
+rank_own_times(const workload *w, sim_timeline tl, int32_t r, const int64_t *t, int64_t *own,
+               int64_t *scratch)
+{
+    const dfg *g = w->g;
+    int32_t n = w->iter_last - w->iter_first + 1;
+    int64_t *t0 = scratch, *t1 = scratch + n;
+    for (int32_t i = 0; i < n; i++) {
+        own[i] = t[i];
+        if (sim_iteration_window(g, tl, r, w->iter_first + i, w->iter_first + i, &t0[i], &t1[i]) !=
+            0)
+            t0[i] = t1[i] = -1;
+    }
+    for (int32_t q = 0; q < g->n_groups; q++)
+        for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p)) {
+            int64_t at = tl.start[p], wait = tl.grp_arrival[q] - at;
+            if (dfg_rank(g, p) != r || (g->flags[p] & DFG_F_REMOVED) || at < 0 || wait <= 0)
+                continue;
+            for (int32_t i = 0; i < n; i++)
+                if (at >= t0[i] && at < t1[i])
+                    own[i] -= wait;
+        }
+}
+
+/* Names in out (the outliers aside marks; t and scratch hold n values, own 3 n) the rank
+ * that stalled in each: the one whose own time (rank_own_times) is the most over its
+ * median own time, by the share of that median (every rank's iteration is long when one
+ * stalls: the others wait for it at the next collective), with that rank's iteration time,
+ * median and MAD. */
+static void
+name_stalled_ranks(const workload *w, sim_timeline tl, const uint8_t *aside, int64_t *t,
+                   int64_t *scratch, int64_t *own, profile_outlier *out)
+{
+    int32_t n = w->iter_last - w->iter_first + 1;
+    int64_t *sorted = own + n;
+    double *best = malloc(sizeof *best * (size_t)n);
+    for (int32_t i = 0; best && i < n; i++)
+        best[i] = -INFINITY;
+    for (int32_t r = 0; best && r < w->g->n_ranks; r++) {
+        if (workload_rank_weight(w, r) <= 0 || rank_iterations(w, tl, r, t) != 0)
+            continue;
+        rank_own_times(w, tl, r, t, own, sorted);
+        memcpy(sorted, own, sizeof *own * (size_t)n);
+        double m_own = sim_median_i64(sorted, n);
+        memcpy(scratch, t, sizeof *t * (size_t)n);
+        double m = sim_median_i64(scratch, n);
+        for (int32_t i = 0; i < n; i++)
+            scratch[i] = (int64_t)llround(fabs((double)t[i] - m));
+        double mad = sim_median_i64(scratch, n);
+        for (int32_t i = 0; i < n; i++) {
+            double over = m_own > 0 ? ((double)own[i] - m_own) / m_own : 0;
+            if (!aside[i] || over <= best[i])
+                continue;
+            best[i] = over;
+            out[i] = (profile_outlier){i, r, (double)t[i], m, mad};
+        }
+    }
+    free(best); /* out of memory: the rank most over its median stays named */
+}
+
 int32_t
 profile_outlier_iterations(const workload *w, const sim_result *res, uint8_t *aside,
                            profile_outlier *out)
 {
     int32_t n = w->iter_last - w->iter_first + 1, k = 0;
     sim_timeline tl = sim_timeline_of(res);
-    int64_t *t = NULL, *scratch = NULL;
+    int64_t *t = NULL, *scratch = NULL, *own = NULL;
     if (n > 0)
         memset(aside, 0, (size_t)n);
     if (n >= PROFILE_OUTLIER_MIN_ITERS) {
@@ -259,6 +323,9 @@ profile_outlier_iterations(const workload *w, const sim_result *res, uint8_t *as
     for (int32_t r = 0; t && scratch && r < w->g->n_ranks; r++)
         if (workload_rank_weight(w, r) > 0 && rank_iterations(w, tl, r, t) == 0)
             mark_rank_outliers(t, n, r, scratch, aside, out);
+    if (t && scratch && memchr(aside, 1, (size_t)n) &&
+        (own = malloc(sizeof *own * 3 * (size_t)n)) != NULL)
+        name_stalled_ranks(w, tl, aside, t, scratch, own, out);
     for (int32_t i = 0; k >= 0 && t && i < n; i++)
         if (aside[i])
             out[k++] = out[i]; /* in order: k <= i */
@@ -268,5 +335,6 @@ profile_outlier_iterations(const workload *w, const sim_result *res, uint8_t *as
     }
     free(t);
     free(scratch);
+    free(own);
     return k;
 }

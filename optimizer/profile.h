@@ -43,10 +43,12 @@ ssize_t profile_kernel_samples(const replay *rp, workload_kernel_sample **out);
 #define PROFILE_OUTLIER_MAX_SHARE 0.25
 #define PROFILE_OUTLIER_MIN_ITERS 4
 
-/* One iteration set aside: where it was longest against its rank's median. */
+/* One iteration set aside, and the rank that stalled in it. */
 typedef struct profile_outlier {
     int32_t iteration; /* of the compared ones, 0 the first (workload.h: iter_first) */
-    int32_t rank;      /* the rank where it is the most over its median */
+    int32_t rank;      /* the rank that stalled: whose own time (the iteration less its waits
+                        * at collectives for the others) is the most over its median own
+                        * time (the others' iterations are long too: they wait for it) */
     double iter_ns;    /* its time on that rank */
     double median_ns;  /* that rank's median iteration */
     double mad_ns;     /* and the median absolute deviation from it */

@@ -47,38 +47,6 @@ us(int64_t ns)
     return (double)ns / 1000.0;
 }
 
-uint64_t
-chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,
-                      const chrome_options *opt)
-{
-    int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
-    window w = {malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t)),
-                malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t))};
-    int64_t *mend = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *mend);
-    uint64_t bytes = 0;
-    if (garr && w.t0 && w.t1 && mend) {
-        sim_timeline tl =
-            opt->simulated && sim ? sim_timeline_of(sim) : sim_timeline_measured(g, garr, mend);
-        window_of(rp, g, tl, opt, &w);
-        for (int32_t n = 0; n < g->n_nodes; n++) {
-            if ((g->flags[n] & DFG_F_REMOVED) || tl.start[n] < 0)
-                continue;
-            if (!in_window(&w, dfg_rank(g, n), tl.start[n]))
-                continue;
-            bytes += 110 + strlen(dfg_name(g, g->name[n]));
-            if (g->launch[n] >= 0)
-                bytes += 180;
-            if (g->flags[n] & DFG_F_WAKEUP)
-                bytes += 180;
-        }
-    }
-    free(garr);
-    free(mend);
-    free(w.t0);
-    free(w.t1);
-    return bytes;
-}
-
 static void
 meta_event(json_writer *j, const char *what, int32_t pid, int64_t tid, const char *key,
            const char *sval, int64_t ival, int is_int)
@@ -464,6 +432,142 @@ export_wakeups(const dfg *g, sim_timeline tl, const window *w, json_writer *j)
         flow(j, "s", id, "wake-up", dfg_rank(g, a), TID_BASE + g->res[a], at);
         flow(j, "f", id, "wake-up", dfg_rank(g, b), TID_BASE + g->res[b], tl.start[b]);
     }
+}
+
+/* ---- the size estimate: what each part of chrome_export writes, in bytes, about ---- */
+
+/* Node n's name in a slice: the name shown and, where it differs, args.full_name. */
+static uint64_t
+slice_name_bytes(const dfg *g, const shown_kernels *sk, int32_t n)
+{
+    const char *name = shown_name(g, sk, n), *traced = dfg_name(g, g->name[n]);
+    return strlen(name) + (strcmp(name, traced) != 0 ? 15 + strlen(traced) : 0);
+}
+
+/* Digits of v as json_double writes a whole number (a minus sign counted). */
+static uint64_t
+int_bytes(int64_t v)
+{
+    uint64_t n = v < 0 ? 2 : 1;
+    for (uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v; a >= 10; a /= 10)
+        n++;
+    return n;
+}
+
+/* A time of ns nanoseconds as json_double writes it in microseconds (%.17g): a whole
+ * number; a fraction of eighths exactly (.5, .25, .125 ...); else 17 significant digits
+ * and a point, a leading "0." under 1 us. */
+static uint64_t
+time_bytes(int64_t ns)
+{
+    int64_t frac = ns % 1000 < 0 ? -(ns % 1000) : ns % 1000;
+    if (frac == 0)
+        return int_bytes(ns / 1000);
+    if (frac % 125 == 0)
+        return int_bytes(ns / 1000) + 1 + (frac % 500 == 0 ? 1 : frac % 250 == 0 ? 2 : 3);
+    return ns > -1000 && ns < 1000 ? 19 : 18;
+}
+
+/* A node's slice (export_nodes: its keys, numbers and names), its launch flow and a
+ * wake-up's flow (at its start). */
+static uint64_t
+estimate_node(const dfg *g, const shown_kernels *sk, sim_timeline tl, int32_t n)
+{
+    int64_t tid = int_bytes(TID_BASE + g->res[n]), pid = int_bytes(dfg_rank(g, n));
+    int64_t dur = tl.end[n] > tl.start[n] ? tl.end[n] - tl.start[n] : 0;
+    uint64_t bytes = 74 + strlen(kind_cat(g->kind[n])) + pid + tid + int_bytes(n) +
+                     time_bytes(tl.start[n]) + time_bytes(dur) + slice_name_bytes(g, sk, n);
+    if (dfg_bytes(g, n))
+        bytes += 9 + int_bytes(dfg_bytes(g, n));
+    if (dfg_group(g, n) >= 0)
+        bytes += 100;                                     /* comm, seq, wait_us, transfer_us */
+    if (g->launch[n] >= 0 && tl.start[g->launch[n]] >= 0) /* s at the launch, f here */
+        bytes += 2 * 68 + 9 + 2 * (int_bytes(n + 1) + pid) + tid +
+                 int_bytes(TID_BASE + g->res[g->launch[n]]) + time_bytes(tl.start[g->launch[n]]) +
+                 time_bytes(tl.start[n]);
+    if (g->flags[n] & DFG_F_WAKEUP)
+        bytes += 23 + 2 * (68 + 14 + pid + tid + 18) + 9; /* woken_by_thread; 2 flows */
+    return bytes;
+}
+
+/* The measured export's NVTX ranges and memory counters (export_markers). */
+static uint64_t
+estimate_markers(const replay *rp, const dfg *g, const window *w)
+{
+    uint64_t bytes = 0;
+    for (int32_t r = 0; r < rp->job.n_ranks && r < g->n_ranks; r++) {
+        const job_rank *jr = &rp->job.ranks[r];
+        int64_t shift = (rp->align.offset_ns ? rp->align.offset_ns[r] : 0) - rp->time_origin;
+        for (size_t i = 0; jr->reader && i < jr->n_events; i++) {
+            const job_event *e = &jr->events[i];
+            if (!in_window(w, r, (int64_t)e->start_ns + shift))
+                continue;
+            if (e->kind == DPRO_KIND_MARKER && e->subkind == DPRO_MARK_RANGE)
+                bytes += 99 + strlen(dpro_reader_string(jr->reader, e->name));
+            else if (e->kind == DPRO_KIND_MEMORY && e->value == DPRO_MEMSPACE_DEVICE &&
+                     (e->subkind == DPRO_MEM_ALLOC || e->subkind == DPRO_MEM_FREE))
+                bytes += 100;
+        }
+    }
+    return bytes;
+}
+
+/* The critical path's slices (export_critical_path). */
+static uint64_t
+estimate_critical_path(const dfg *g, const shown_kernels *sk, const replay_summary *s,
+                       const window *w)
+{
+    uint64_t bytes = 0;
+    for (int32_t i = 0; s->cp_rank >= 0 && i < s->n_cp_pieces; i++) {
+        const replay_cp_piece *p = &s->cp_pieces[i];
+        if (!in_window(w, s->cp_rank, p->start_ns))
+            continue;
+        bytes += 99 + int_bytes(s->cp_rank) + time_bytes(p->start_ns) + time_bytes(p->dur_ns) +
+                 strlen(replay_cp_class_name(p->cls)) + int_bytes(p->node) +
+                 (p->op ? strlen(p->op) + (*p->op ? 0 : 16) : slice_name_bytes(g, sk, p->node));
+    }
+    return bytes;
+}
+
+uint64_t
+chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,
+                      const chrome_options *opt)
+{
+    int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
+    window w = {malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t)),
+                malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t))};
+    int64_t *mend = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *mend);
+    shown_kernels sk = {NULL, 0, NULL};
+    uint64_t bytes = 0;
+    if (garr && w.t0 && w.t1 && mend && shown_kernels_init(g, &sk) == 0) {
+        int simulated = opt->simulated && sim;
+        sim_timeline tl = simulated ? sim_timeline_of(sim) : sim_timeline_measured(g, garr, mend);
+        window_of(rp, g, tl, opt, &w);
+        bytes = 300 * (uint64_t)g->n_ranks + 225 * (uint64_t)g->n_res; /* the metadata */
+        for (int32_t n = 0; n < g->n_nodes; n++) {
+            if ((g->flags[n] & DFG_F_REMOVED) || tl.start[n] < 0 ||
+                !in_window(&w, dfg_rank(g, n), tl.start[n]))
+                continue;
+            bytes += estimate_node(g, &sk, tl, n);
+            if (dfg_group(g, n) >= 0 && g->grp_first[dfg_group(g, n)] != n)
+                bytes += 200; /* the flow from the group's first member */
+        }
+        for (int32_t r = 0; r < g->n_ranks; r++) { /* the iterations' slices */
+            const int32_t *b;
+            int32_t nb = dfg_iterations(g, r, &b);
+            bytes += nb > 1 ? 100 * (uint64_t)(nb - 1) : 0;
+        }
+        if (simulated && opt->cp)
+            bytes += estimate_critical_path(g, &sk, opt->cp, &w);
+        if (!simulated)
+            bytes += estimate_markers(rp, g, &w);
+    }
+    shown_kernels_free(&sk);
+    free(garr);
+    free(mend);
+    free(w.t0);
+    free(w.t1);
+    return bytes;
 }
 
 int32_t

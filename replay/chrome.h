@@ -42,7 +42,10 @@ typedef struct chrome_options {
  * "rank N (host) [folded: as rank P]" and otherData.folded_ranks counts them. */
 int32_t chrome_folded_ranks(const replay *rp, const dfg *g);
 
-/* Estimated size in bytes of the export with these options. */
+/* Estimated size in bytes of the export with these options (chrome_export): each part it
+ * writes counted from the graph, its names (args.full_name included) and the digits of
+ * its numbers, the times' fractions taken at 17 digits; within 5 % of the export on the
+ * traces of tests/replay/test_chrome_estimate.py. */
 uint64_t chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,
                                const chrome_options *opt);
 

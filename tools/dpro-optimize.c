@@ -709,7 +709,7 @@ print_set_aside(const search_result *sr)
 {
     for (int32_t i = 0; i < sr->n_aside; i++) {
         const profile_outlier *o = &sr->aside[i];
-        printf("set aside: compared iteration %d, an outlier (rank %d: %.1f us against its "
+        printf("set aside: compared iteration %d, an outlier (rank %d stalled: %.1f us against its "
                "median %.1f us, MAD %.1f us)\n",
                o->iteration, o->rank, o->iter_ns / 1000.0, o->median_ns / 1000.0,
                o->mad_ns / 1000.0);

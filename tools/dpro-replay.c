@@ -547,6 +547,39 @@ print_perturb_rows(const dfg *g, const replay_perturbation *p)
     free(shown);
 }
 
+/* The critical path's first `top` entries, one a row; a node's name as reports show
+ * kernels (kernels_display_names over the rows' node names: different kernels that would
+ * show one name numbered), a cpu_op's or annotation's as recorded. */
+static void
+print_cp_rows(const dfg *g, const replay_summary *s, int top)
+{
+    int32_t n = s->n_cp < top ? s->n_cp : top, k = 0;
+    const char **names = malloc((size_t)(n > 0 ? n : 1) * sizeof *names);
+    kernels_name_buf *shown = malloc((size_t)(n > 0 ? n : 1) * sizeof *shown);
+    int32_t *slot = malloc((size_t)(n > 0 ? n : 1) * sizeof *slot);
+    if (!names || !shown || !slot) {
+        pr_err("out of memory");
+        n = 0;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        slot[i] = s->cp[i].op ? -1 : k;
+        if (!s->cp[i].op)
+            names[k++] = dfg_name(g, s->cp[i].name);
+    }
+    if (n > 0)
+        kernels_display_names(names, (size_t)k, shown); /* plain names if out of memory */
+    for (int32_t i = 0; i < n; i++) {
+        const replay_cp_entry *e = &s->cp[i];
+        const char *nm = e->op ? (*e->op ? e->op : "(no op recorded)") : shown[slot[i]].text;
+        printf("  %10.1f us %5.1f%%  %-12s x%-5d %s\n", e->total_ns / 1e3,
+               s->cp_length_ns ? 100.0 * e->total_ns / s->cp_length_ns : 0,
+               replay_cp_class_name(e->cls), e->count, nm);
+    }
+    free(names);
+    free(shown);
+    free(slot);
+}
+
 /* The what-if's part of the text report: what was changed, the predicted iteration and
  * breakdown, and with --what-if-ranks what the prediction assumes. */
 static void
@@ -694,15 +727,7 @@ print_text(const report *rep)
                    s->cp_length_ns ? 100.0 * s->cp_class_ns[c] / s->cp_length_ns : 0);
         }
         printf("\n");
-        for (int32_t i = 0; i < s->n_cp && i < top; i++) {
-            const replay_cp_entry *e = &s->cp[i];
-            char nb[KERNELS_SHORT_NAME_MAX + 8];
-            const char *nm = e->op ? (*e->op ? e->op : "(no op recorded)")
-                                   : kernels_display_name(dfg_name(g, e->name), nb, sizeof nb);
-            printf("  %10.1f us %5.1f%%  %-12s x%-5d %s\n", e->total_ns / 1e3,
-                   s->cp_length_ns ? 100.0 * e->total_ns / s->cp_length_ns : 0,
-                   replay_cp_class_name(e->cls), e->count, nm);
-        }
+        print_cp_rows(g, s, top);
     }
 }
 

@@ -4,9 +4,11 @@
  * 8 from the second compared, 200 kernels and 4 buckets of 1 MiB an iteration) whose
  * measured times are those its graph simulates, with a launch call's gap on one rank
  * stretched to a stall:
- *   - the rule: one 20 ms stall in one iteration is set aside, alone; none without it, nor
- *     a stall under half the median iteration, nor stalls in 3 of the 8 iterations (not
- *     rare: the steady state has them);
+ *   - the rule: one 20 ms stall in one iteration is set aside, alone, naming the rank
+ *     that stalled (rank 1, or rank 0 when it is rank 0's: the other waits as long for it
+ *     at the next collective); none without it, nor a stall under half the median
+ *     iteration, nor stalls in 3 of the 8 iterations (not rare: the steady state has
+ *     them);
  *   - the search on a device-bound job (20 us kernels, launches of 4 us and 2 us gaps):
  *     the capture of the step saves about nothing in the steady state, but its model drops
  *     the stalled launch's gap with the launches it captures, so ranked by the mean over
@@ -34,12 +36,12 @@
 #define STALL_OP 90 /* the launch of its iteration whose gap stalls */
 
 /* The synthetic job (see above) of kernels of kernel_ns and launch calls of launch_ns,
- * rank 1's gap before launch STALL_OP of iterations [stall_first, stall_last] set to
- * stall_ns (none when stall_ns is 0), analysed into w over iterations 1-8; res holds the
- * baseline's simulation, m the collective model (w keeps it). */
+ * rank stall_rank's gap before launch STALL_OP of iterations [stall_first, stall_last] set
+ * to stall_ns (none when stall_ns is 0), analysed into w over iterations 1-8; res holds
+ * the baseline's simulation, m the collective model (w keeps it). */
 static void
-stalled_job(int64_t kernel_ns, int64_t launch_ns, int stall_first, int stall_last, int64_t stall_ns,
-            costmodel *m, dfg *g, workload *w, sim_result *res)
+stalled_job(int64_t kernel_ns, int64_t launch_ns, int32_t stall_rank, int stall_first,
+            int stall_last, int64_t stall_ns, costmodel *m, dfg *g, workload *w, sim_result *res)
 {
     synth_params sp;
     synth_defaults(&sp);
@@ -56,7 +58,7 @@ stalled_job(int64_t kernel_ns, int64_t launch_ns, int stall_first, int stall_las
     int32_t nm = dfg_intern(g, "cudaLaunchKernel");
     for (int32_t q = 0; stall_ns > 0 && q < g->n_res; q++) {
         int32_t k = -1; /* launches of the thread in order: the setup, then iteration-major */
-        if (g->res_kind[q] != DFG_RES_THREAD || g->res_rank[q] != 1)
+        if (g->res_kind[q] != DFG_RES_THREAD || g->res_rank[q] != stall_rank)
             continue;
         for (int32_t h = g->res_first[q]; h >= 0; h = g->next_on_res[h]) {
             if (g->name[h] != nm || k++ < 0)
@@ -76,15 +78,17 @@ stalled_job(int64_t kernel_ns, int64_t launch_ns, int stall_first, int stall_las
 }
 
 /* The outliers profile_outlier_iterations finds in the device-bound job with a stall of
- * stall_ns in iterations [first, last]; aside and out as it fills them (8 compared). */
+ * stall_ns on rank stall_rank in iterations [first, last]; aside and out as it fills them
+ * (8 compared). */
 static int32_t
-outliers_of(int first, int last, int64_t stall_ns, uint8_t *aside, profile_outlier *out)
+outliers_of(int32_t stall_rank, int first, int last, int64_t stall_ns, uint8_t *aside,
+            profile_outlier *out)
 {
     dfg g;
     workload w;
     sim_result res;
     costmodel m;
-    stalled_job(20 * US, 4 * US, first, last, stall_ns, &m, &g, &w, &res);
+    stalled_job(20 * US, 4 * US, stall_rank, first, last, stall_ns, &m, &g, &w, &res);
     int32_t n = profile_outlier_iterations(&w, &res, aside, out);
     workload_free(&w);
     sim_result_free(&res);
@@ -97,15 +101,19 @@ test_outlier_rule(void)
 {
     uint8_t aside[8];
     profile_outlier out[8];
-    CHECK_EQ_U(outliers_of(5, 5, 20000 * US, aside, out), 1);
+    CHECK_EQ_U(outliers_of(1, 5, 5, 20000 * US, aside, out), 1);
     CHECK_EQ_U(out[0].iteration, 4); /* trace iteration 5, the 4th after the first compared */
+    CHECK_EQ_U(out[0].rank, 1);      /* rank 0 waits as long at the next collective */
     for (int i = 0; i < 8; i++)
         CHECK_EQ_U(aside[i], i == 4);
     CHECK(out[0].iter_ns > 20000 * US && fabs(out[0].median_ns - 4025 * US) < 50 * US);
     CHECK(out[0].mad_ns < 100 * US);
-    CHECK_EQ_U(outliers_of(5, 5, 0, aside, out), 0);
-    CHECK_EQ_U(outliers_of(5, 5, 1500 * US, aside, out), 0);  /* under half the median */
-    CHECK_EQ_U(outliers_of(3, 5, 20000 * US, aside, out), 0); /* 3 of 8: not rare */
+    CHECK_EQ_U(outliers_of(0, 5, 5, 20000 * US, aside, out), 1);
+    CHECK_EQ_U(out[0].rank, 0);
+    CHECK(out[0].iter_ns > 20000 * US);
+    CHECK_EQ_U(outliers_of(1, 5, 5, 0, aside, out), 0);
+    CHECK_EQ_U(outliers_of(1, 5, 5, 1500 * US, aside, out), 0);  /* under half the median */
+    CHECK_EQ_U(outliers_of(1, 3, 5, 20000 * US, aside, out), 0); /* 3 of 8: not rare */
     for (int i = 0; i < 8; i++)
         CHECK_EQ_U(aside[i], 0);
 }
@@ -121,7 +129,7 @@ search_job(int64_t kernel_ns, int64_t launch_ns, int stalled, search_result *sr,
     workload w;
     sim_result res;
     costmodel m;
-    stalled_job(kernel_ns, launch_ns, 5, 5, stalled ? 20000 * US : 0, &m, &g, &w, &res);
+    stalled_job(kernel_ns, launch_ns, 1, 5, 5, stalled ? 20000 * US : 0, &m, &g, &w, &res);
     search_options o;
     memset(&o, 0, sizeof o);
     o.seed = 1;

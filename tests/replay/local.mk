@@ -54,6 +54,15 @@ dist_check_SCRIPTS += tests/replay/test_replay_whatif_jobs.py
 tests_replay_gen_traces_SOURCES = tests/replay/gen_traces.c
 tests_replay_gen_traces_LDADD = $(DPROTRACE_LINK)
 
+# test_chrome_estimate: the Chrome export's size estimate against the export (driven by
+# test_chrome_estimate.py)
+check_PROGRAMS += tests/replay/test_chrome_estimate
+tests_replay_test_chrome_estimate_SOURCES = tests/replay/test_chrome_estimate.c \
+	tests/unit/testutil.h
+tests_replay_test_chrome_estimate_LDADD = replay/libdproreplay.la
+TESTS += tests/replay/test_chrome_estimate.py
+dist_check_SCRIPTS += tests/replay/test_chrome_estimate.py
+
 # test_replay_window: the window and the threads of job_load against the whole load
 # (driven by test_replay_window.py)
 check_PROGRAMS += tests/replay/test_replay_window

@@ -20,7 +20,8 @@ report shows the first demangled and shortened (as dpro-info and dpro-replay sho
 kernels) and the two others with " [1]" and " [2]" (they would show one name), the JSON
 the raw names; dpro-replay --perturb 3 on B shows its rows the same way, and dpro-export
 --chrome names A's kernel slices so (args.full_name: the raw name) where --kineto keeps
-the raw names; so does dpro-replay --chrome the kernels on its critical path track."""
+the raw names; so does dpro-replay --chrome the kernels on its critical path track, and
+--critical-path the rows of its text report."""
 import glob
 import gzip
 import json
@@ -216,6 +217,15 @@ def critical_path_named(tmp):
     T.check(len(cp) == 2 and all(full == raw[n] for n, full in cp),
             "--chrome: the critical path's kernels shown numbered, full_name raw (%s)"
             % sorted(cp))
+    p = subprocess.run([T.REPLAY, c, "--critical-path"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    text = p.stdout.split("  composition:", 1)[-1].split("\n", 1)[-1]
+    rows = [r for r in (ln.split(None, 5) for ln in text.splitlines()) if len(r) == 6]
+    kern = sorted(r[5] for r in rows if r[3] == "kernel")
+    gaps = [r[5] for r in rows if r[3] == "stream_gap"]
+    T.check(p.returncode == 0 and kern == sorted(raw) and gaps and set(gaps) <= set(raw),
+            "--critical-path: the text report's kernel rows numbered as reports show alike "
+            "kernels, a row of the same kernel with its number (%s, %s)" % (kern, gaps))
 
 
 def exported(tmp, a, fill):

@@ -16,7 +16,9 @@ whole step (MPI_Abort under srun), non-zero, saying which and why, within 120 s.
 
 The daemons are stopped whatever happens, SIGTERM (a harness's timeout) included, and no
 process of this cluster (munged, slurmctld, slurmd, slurmscriptd, a step's slurmstepd,
-zombies too) may be left: the test fails if one is. The test is the child subreaper of
+zombies too) and no task of the test (srun, dpro-replay, dpro-optimize, whatever a step
+runs: found by the cluster's SLURM_CONF in its environment) may be left: the test fails
+if one is; a step left running on purpose (srun -n 1 sleep) is seen so, then ended. The test is the child subreaper of
 what it starts, so a step's slurmstepd (a daemon slurmd forks off) is its child, reaped
 and found here.
 
@@ -46,6 +48,7 @@ GEN = test_replay_mpi.GEN
 SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin"])
 PROGRAMS = ("slurmctld", "slurmd", "srun", "sinfo", "squeue", "munged")
 DAEMONS = ("munged", "slurmctld", "slurmd", "slurmscriptd", "slurmstepd")
+TASKS = ("srun", "dpro-replay", "dpro-optimize")  # what the test's steps start
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -138,17 +141,26 @@ class Cluster:
         return "\n".join(out)
 
     def ours(self):
-        """The processes of this cluster still there, zombies too: (pid, name)."""
+        """The processes of this cluster still there, zombies too: (pid, name). Its daemons
+        and the steps' slurmstepd, and the test's srun clients and their tasks
+        (dpro-replay, dpro-optimize, whatever a step runs): every process whose environment
+        names this cluster's configuration (SLURM_CONF, which srun passes on to the
+        tasks), or, named as one of them, whose directory or files are the cluster's."""
         groups = {p.pid for p in self.daemons}
+        conf = ("SLURM_CONF=%s" % self.conf).encode()
         left = []
         for pid in os.listdir("/proc"):
-            if not pid.isdigit():
+            if not pid.isdigit() or int(pid) == os.getpid():
                 continue
             try:
                 with open("/proc/%s/stat" % pid) as f:
                     stat = f.read()
                 name = stat[stat.index("(") + 1:stat.rindex(")")]
-                if name not in DAEMONS:
+                with open("/proc/%s/environ" % pid, "rb") as f:
+                    if conf in f.read().split(b"\0"):
+                        left.append((int(pid), name))
+                        continue
+                if name not in DAEMONS + TASKS:
                     continue
                 if int(stat[stat.rindex(")") + 2:].split()[1]) == os.getpid():
                     left.append((int(pid), name))  # a step's slurmstepd, reparented here
@@ -268,6 +280,7 @@ def main():
                 why = no_pmix(cluster)
                 if why is None:
                     run_jobs(tmp, srun)
+                    lingering_step(cluster, srun_path)
         finally:
             left = cluster.stop()
         check(not left, "no process of the cluster was left after stopping it (%s)" % left)
@@ -276,6 +289,27 @@ def main():
         print("skip: " + why)
         return SKIP
     return exit_status()
+
+
+def lingering_step(cluster, srun_path):
+    """A step still running is the cluster's, so that one left would fail the test: `srun
+    -n 1 sleep 300`, its srun, slurmstepd and task seen by cluster.ours() (within 60 s),
+    then ended (SIGTERM to srun, which cancels the step)."""
+    p = subprocess.Popen([srun_path, "-n", "1", "sleep", "300"], env=cluster.env,
+                         cwd=cluster.tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    want, seen = {"srun", "slurmstepd", "sleep"}, set()
+    end = time.time() + 60
+    while time.time() < end and not want <= seen and p.poll() is None:
+        time.sleep(0.5)
+        seen = {n for _, n in cluster.ours()}
+    check(want <= seen, "a running step's srun, slurmstepd and task are the cluster's (%s)"
+          % sorted(seen))
+    p.terminate()
+    try:
+        p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
 
 
 def run_jobs(tmp, srun):

@@ -8,6 +8,7 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,18 +31,6 @@ __thread int t_dev;
 static __thread struct simgpu_stream *t_ptds[SIMGPU_MAX_DEVICES];
 
 /* ---- configuration, clock ------------------------------------------------------ */
-static double
-env_double(const char *name, double dflt)
-{
-    const char *v = getenv(name);
-    char *end;
-    double d;
-    if (!v || !*v)
-        return dflt;
-    d = strtod(v, &end);
-    return end == v ? dflt : d;
-}
-
 /* fork: the device lock is held across it, so that a child forked while another thread
  * is inside a call does not inherit the lock taken (as a fork-safe runtime would). */
 static void
@@ -60,32 +49,32 @@ static void
 init_once(void)
 {
     pthread_atfork(fork_prepare, fork_release, fork_release);
-    int n = (int)env_double("SIMGPU_DEVICE_COUNT", 0);
+    int n = (int)simgpu_env_whole("SIMGPU_DEVICE_COUNT", 0, 1000000, 0);
     if (n <= 0)
-        n = (int)env_double("LOCAL_WORLD_SIZE", 1);
-    if (n <= 0)
-        n = 1;
+        n = (int)simgpu_env_whole("LOCAL_WORLD_SIZE", 1, 1000000, 1);
     if (n > SIMGPU_MAX_DEVICES)
         n = SIMGPU_MAX_DEVICES;
     simgpu_cfg.device_count = n;
-    simgpu_cfg.launch_ns = (uint64_t)(env_double("SIMGPU_LAUNCH_US", 4) * 1000);
-    simgpu_cfg.default_kernel_ns = (uint64_t)(env_double("SIMGPU_DEFAULT_KERNEL_US", 10) * 1000);
-    simgpu_cfg.slowdown = env_double("SIMGPU_SLOWDOWN", 1.0);
-    if (simgpu_cfg.slowdown <= 0)
-        simgpu_cfg.slowdown = 1.0;
-    simgpu_cfg.contention = env_double("SIMGPU_CONTENTION", 0);
-    simgpu_cfg.h2d_gbps = env_double("SIMGPU_H2D_GBPS", 25);
-    simgpu_cfg.d2d_gbps = env_double("SIMGPU_D2D_GBPS", 1500);
-    simgpu_cfg.mem_bytes =
-        (uint64_t)(env_double("SIMGPU_MEM_GB", simgpu_physics() == SIMGPU_PHYSICS_WORLD
-                                                   ? simgpu_world()->prof->hbm_gb
-                                                   : 80) *
-                   1e9);
-    simgpu_cfg.cupti_busy = (int)env_double("SIMGPU_CUPTI_BUSY", 0);
-    simgpu_cfg.cupti_limit_bytes = (uint64_t)(env_double("SIMGPU_CUPTI_LIMIT_MB", 64) * 1048576);
-    simgpu_cfg.cupti_deliver_ms = (uint64_t)env_double("SIMGPU_CUPTI_DELIVER_MS", 200);
+    simgpu_cfg.launch_ns = (uint64_t)(simgpu_env_number("SIMGPU_LAUNCH_US", 0, 1e9, 4) * 1000);
+    simgpu_cfg.default_kernel_ns =
+        (uint64_t)(simgpu_env_number("SIMGPU_DEFAULT_KERNEL_US", 0, 1e9, 10) * 1000);
+    simgpu_cfg.slowdown = simgpu_env_number("SIMGPU_SLOWDOWN", 1e-6, 1e6, 1.0);
+    simgpu_cfg.contention = simgpu_env_number("SIMGPU_CONTENTION", 0, 1e6, 0);
+    simgpu_cfg.h2d_gbps = simgpu_env_number("SIMGPU_H2D_GBPS", 1e-6, 1e9, 25);
+    simgpu_cfg.d2d_gbps = simgpu_env_number("SIMGPU_D2D_GBPS", 1e-6, 1e9, 1500);
+    simgpu_cfg.mem_bytes = (uint64_t)(simgpu_env_number("SIMGPU_MEM_GB", 0, 1e9,
+                                                        simgpu_physics() == SIMGPU_PHYSICS_WORLD
+                                                            ? simgpu_world()->prof->hbm_gb
+                                                            : 80) *
+                                      1e9);
+    simgpu_cfg.cupti_busy = (int)simgpu_env_whole("SIMGPU_CUPTI_BUSY", 0, 1, 0);
+    simgpu_cfg.cupti_limit_bytes =
+        (uint64_t)(simgpu_env_number("SIMGPU_CUPTI_LIMIT_MB", 0, 1e9, 64) * 1048576);
+    simgpu_cfg.cupti_deliver_ms =
+        (uint64_t)simgpu_env_number("SIMGPU_CUPTI_DELIVER_MS", 0, 1e9, 200);
     simgpu_cfg.teardown_at_exit = getenv("SIMGPU_TEARDOWN_AT_EXIT") != NULL;
-    simgpu_cfg.worker_delay_ns = (uint64_t)(env_double("SIMGPU_WORKER_DELAY_US", 0) * 1000);
+    simgpu_cfg.worker_delay_ns =
+        (uint64_t)(simgpu_env_number("SIMGPU_WORKER_DELAY_US", 0, 1e9, 0) * 1000);
 }
 
 void
@@ -367,8 +356,7 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
             memmove(op->u.memcpy.dst, op->u.memcpy.src, op->u.memcpy.bytes);
         break;
     case SIMGPU_OP_MEMSET:
-        if (op->u.memset.bytes)
-            memset(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
+        simgpu_memset_run(op);
         *end = start + simgpu_memset_ns(op->u.memset.bytes);
         break;
     case SIMGPU_OP_HOST_FN:
@@ -635,6 +623,11 @@ stream_worker(void *arg)
                 pthread_cond_wait(&s->work_cv, &g_lock);
             }
         }
+        if (s->worker_batch) { /* woken behind its waker (simgpu_enqueue): back to normal */
+            struct sched_param sp = {0};
+            s->worker_batch = 0;
+            pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+        }
         if (woke && simgpu_cfg.worker_delay_ns) {
             pthread_mutex_unlock(&g_lock);
             worker_starve();
@@ -718,6 +711,7 @@ enqueue_nowake_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t no
             return cudaErrorMemoryAllocation;
         }
         pthread_attr_destroy(&at);
+        s->worker = th;
         s->worker_started = 1;
     }
     op->enqueue_ns = now;
@@ -765,6 +759,21 @@ enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op)
     return enqueue_at_locked(s, op, simgpu_now_ns());
 }
 
+/* Makes s's sleeping worker, about to be woken for a memset too large for the launching
+ * thread (SIMGPU_INLINE_MEMSET_BYTES), wake behind that thread: SCHED_BATCH until it runs
+ * (stream_worker undoes it), as a woken batch thread does not preempt the running one.
+ * Else, on a busy host, the worker woken by the launch takes the launching thread's CPU
+ * for as long as it sets the bytes (hundreds of microseconds a megabyte), where a real
+ * cudaMemsetAsync returns in microseconds.  The memset's device time is the model's either
+ * way.  Caller holds g_lock; s's worker started. */
+static void
+worker_wake_behind_locked(struct simgpu_stream *s)
+{
+    struct sched_param sp = {0};
+    if (!s->worker_batch && pthread_setschedparam(s->worker, SCHED_BATCH, &sp) == 0)
+        s->worker_batch = 1;
+}
+
 cudaError_t
 simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
 {
@@ -783,6 +792,8 @@ simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
         (op->kind == SIMGPU_OP_KERNEL || (op->kind == SIMGPU_OP_MEMSET && op->u.memset.cheap)) &&
         run_inline_locked(s, op))
         wake = 0;
+    if (wake && op->kind == SIMGPU_OP_MEMSET && !op->u.memset.cheap)
+        worker_wake_behind_locked(s);
     pthread_mutex_unlock(&g_lock);
     /* After the unlock, so that the worker does not wake into a held lock (the stream
      * outlives its handle: the signal cannot reach freed memory). */

@@ -197,6 +197,33 @@ simgpu_memory_usage(size_t *in_use, size_t *peak)
 }
 
 struct simgpu_op *
+simgpu_memset_op_new(void *dst, uint32_t value, size_t bytes, int word, int async)
+{
+    struct simgpu_op *op = simgpu_op_new(SIMGPU_OP_MEMSET);
+    if (op) {
+        op->u.memset.dst = dst;
+        op->u.memset.value = value;
+        op->u.memset.bytes = bytes;
+        op->u.memset.word = word;
+        op->u.memset.async = async;
+        op->u.memset.cheap = bytes <= SIMGPU_INLINE_MEMSET_BYTES;
+    }
+    return op;
+}
+
+void
+simgpu_memset_run(const struct simgpu_op *op)
+{
+    if (op->u.memset.word) {
+        uint32_t *w = op->u.memset.dst;
+        for (size_t i = 0; i < op->u.memset.bytes / 4; i++)
+            w[i] = op->u.memset.value;
+    } else if (op->u.memset.bytes) {
+        memset(op->u.memset.dst, (int)(op->u.memset.value & 0xff), op->u.memset.bytes);
+    }
+}
+
+struct simgpu_op *
 simgpu_memcpy_op(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind, int async)
 {
     struct simgpu_op *op = simgpu_op_new(SIMGPU_OP_MEMCPY);

@@ -332,9 +332,9 @@ cuFuncGetName(const char **name, CUfunction hfunc)
     NEED_INIT();
     /* SIMGPU_FUNC_NAME_DELAY_MS: a slow name lookup (a real driver's can be), for tests of
      * what waits on it. */
-    const char *delay = getenv("SIMGPU_FUNC_NAME_DELAY_MS");
-    if (delay && atoi(delay) > 0) {
-        struct timespec ts = {atoi(delay) / 1000, (long)(atoi(delay) % 1000) * 1000000L};
+    uint64_t delay = simgpu_env_whole("SIMGPU_FUNC_NAME_DELAY_MS", 0, 1000000, 0);
+    if (delay > 0) {
+        struct timespec ts = {(time_t)(delay / 1000), (long)(delay % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
     if (!name || !hfunc)

@@ -260,7 +260,7 @@ cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr
     DRV_EXIT(rc);
 }
 
-/* ---- 32-bit stream writes and sets ------------------------------------------------------ */
+/* ---- 32-bit stream writes and memsets ------------------------------------------------------ */
 struct write32 {
     uint32_t *addr;
     uint32_t value;
@@ -310,11 +310,28 @@ cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsign
     DRV_EXIT(enqueue_write32(stream, addr, value, 1));
 }
 
+/* A memset of N 32-bit words on the device, timed and recorded as cudaMemsetAsync's. */
+static CUresult
+memset_d32(CUdeviceptr addr, uint32_t value, size_t n, CUstream h)
+{
+    struct simgpu_stream *s;
+    struct simgpu_op *op;
+    if (!addr || addr % 4 || n > SIZE_MAX / 4)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (simgpu_stream_resolve((cudaStream_t)h, 0, &s) != cudaSuccess)
+        return CUDA_ERROR_INVALID_HANDLE;
+    op = simgpu_memset_op_new((void *)(uintptr_t)addr, value, n * 4, 1, 1);
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    simgpu_host_launch(0.5);
+    return simgpu_enqueue(s, op) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_STATE;
+}
+
 CUresult CUDAAPI
 cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
 {
     DRV_ENTER(cuMemsetD32Async, dstDevice, ui, N, hStream);
-    DRV_EXIT(N ? enqueue_write32(hStream, dstDevice, ui, N) : CUDA_SUCCESS);
+    DRV_EXIT(N ? memset_d32(dstDevice, ui, N, hStream) : CUDA_SUCCESS);
 }
 
 /* ---- tensor maps: a host-side descriptor the device code would read --------------------- */

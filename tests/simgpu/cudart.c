@@ -410,14 +410,9 @@ memset_impl(void *p, int value, size_t count, cudaStream_t h, int ptds, int asyn
     rc = simgpu_stream_resolve(h, ptds, &s);
     if (rc != cudaSuccess)
         return rc;
-    op = simgpu_op_new(SIMGPU_OP_MEMSET);
+    op = simgpu_memset_op_new(p, (uint32_t)(value & 0xff), count, 0, async);
     if (!op)
         return cudaErrorMemoryAllocation;
-    op->u.memset.dst = p;
-    op->u.memset.value = value;
-    op->u.memset.bytes = count;
-    op->u.memset.async = async;
-    op->u.memset.cheap = count <= SIMGPU_INLINE_MEMSET_BYTES;
     simgpu_host_launch(0.5);
     rc = simgpu_enqueue(s, op);
     if (rc == cudaSuccess && !async)

@@ -22,8 +22,7 @@ cuptiGetVersion(uint32_t *version)
         return CUPTI_ERROR_INVALID_PARAMETER;
     /* SIMGPU_CUPTI_VERSION: another CUPTI's version (e.g. 24, CUDA 12.8's), for tests of
      * what a tool built for this one does with it. */
-    const char *v = getenv("SIMGPU_CUPTI_VERSION");
-    *version = v && *v ? (uint32_t)strtoul(v, NULL, 10) : CUPTI_API_VERSION;
+    *version = (uint32_t)simgpu_env_whole("SIMGPU_CUPTI_VERSION", 0, UINT32_MAX, CUPTI_API_VERSION);
     return CUPTI_SUCCESS;
 }
 

@@ -14,7 +14,7 @@ noinst_LTLIBRARIES += tests/simgpu/libsimgpu.la tests/simgpu/libcudart.la \
 
 tests_simgpu_libsimgpu_la_SOURCES = tests/simgpu/core.c tests/simgpu/core_graph.c \
 	tests/simgpu/core_props.c tests/simgpu/core_event.c tests/simgpu/core_mem.c \
-	tests/simgpu/core_mta.c tests/simgpu/cupti_core.c \
+	tests/simgpu/core_mta.c tests/simgpu/cupti_core.c tests/simgpu/env.c \
 	tests/simgpu/world.c tests/simgpu/nccl_model.c tests/simgpu/world.h \
 	tests/simgpu/simgpu.h tests/simgpu/simgpu_internal.h
 tests_simgpu_libsimgpu_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)
@@ -71,12 +71,18 @@ tests_simgpu_nccl_perf_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la
 
 # Test programs.
 check_PROGRAMS += tests/simgpu/test_streams tests/simgpu/test_cupti tests/simgpu/test_coll \
-	tests/simgpu/test_physics tests/simgpu/test_wake
+	tests/simgpu/test_physics tests/simgpu/test_wake tests/simgpu/test_settings
 tests_simgpu_test_streams_SOURCES = tests/simgpu/test_streams.c tests/simgpu/simgpu_check.h
 tests_simgpu_test_streams_CPPFLAGS = $(SIMGPU_CPPFLAGS)
 tests_simgpu_test_streams_LDFLAGS = -no-install
 tests_simgpu_test_streams_LDADD = tests/simgpu/libcudart.la tests/simgpu/libsimgpu.la \
 	$(PTHREAD_LIBS)
+
+tests_simgpu_test_settings_SOURCES = tests/simgpu/test_settings.c tests/simgpu/simgpu_check.h
+tests_simgpu_test_settings_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_settings_LDFLAGS = -no-install
+tests_simgpu_test_settings_LDADD = tests/simgpu/libcudart.la tests/simgpu/libsimgpu.la \
+	$(PTHREAD_LIBS) $(LIBM)
 
 tests_simgpu_test_wake_SOURCES = tests/simgpu/test_wake.c tests/simgpu/simgpu_check.h
 tests_simgpu_test_wake_CPPFLAGS = $(SIMGPU_CPPFLAGS)
@@ -104,7 +110,7 @@ tests_simgpu_test_coll_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 
 TESTS += tests/simgpu/test_streams tests/simgpu/test_cupti tests/simgpu/test_physics \
-	tests/simgpu/test_wake
+	tests/simgpu/test_wake tests/simgpu/test_settings
 
 # bench_simgpu: the simulated device's host cost per device operation (make bench).
 BENCHMARKS += tests/bench/bench_simgpu

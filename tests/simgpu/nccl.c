@@ -65,12 +65,9 @@ static pthread_once_t g_opts_once = PTHREAD_ONCE_INIT;
 static void
 opts_init(void)
 {
-    const char *v;
-    g_lat_ns = (v = getenv("SIMGPU_NCCL_LAT_US")) ? atof(v) * 1000 : 10000;
-    g_bw_gbps = (v = getenv("SIMGPU_NCCL_BW_GBPS")) ? atof(v) : 20;
-    if (g_bw_gbps <= 0)
-        g_bw_gbps = 20;
-    g_timeout_ns = ((v = getenv("SIMGPU_NCCL_TIMEOUT_S")) ? atof(v) : 120) * 1e9;
+    g_lat_ns = simgpu_env_number("SIMGPU_NCCL_LAT_US", 0, 1e9, 10) * 1000;
+    g_bw_gbps = simgpu_env_number("SIMGPU_NCCL_BW_GBPS", 1e-6, 1e9, 20);
+    g_timeout_ns = simgpu_env_number("SIMGPU_NCCL_TIMEOUT_S", 0, 1e9, 120) * 1e9;
 }
 
 void

@@ -59,29 +59,12 @@ static pthread_once_t g_data_once = PTHREAD_ONCE_INIT;
 static uint64_t g_stage_kib, g_data_kib;
 static int g_data_all;
 
-/* The setting `name`, a size in KiB: its value when it is a whole decimal number from
- * `least` to 2^40, else dflt; unset or empty is dflt, anything else is said on stderr (the
- * setting, what it holds, the default taken), as the device's other settings are. */
-static uint64_t
-env_kib(const char *name, uint64_t least, uint64_t dflt)
-{
-    const char *v = getenv(name), *p = v;
-    uint64_t k = 0;
-    for (; p && *p >= '0' && *p <= '9' && k <= (1ULL << 40); p++)
-        k = k * 10 + (uint64_t)(*p - '0');
-    int whole = p && p != v && *p == '\0' && k >= least && k <= (1ULL << 40);
-    if (v && *v && !whole)
-        fprintf(stderr, "simgpu: %s=%s is not a whole number of KiB from %llu to 2^40: %llu\n",
-                name, v, (unsigned long long)least, (unsigned long long)dflt);
-    return whole ? k : dflt;
-}
-
 static void
 read_data_settings(void)
 {
     const char *on = getenv("SIMGPU_NCCL_DATA");
-    g_stage_kib = env_kib("SIMGPU_NCCL_STAGE_KB", 1, 1024);
-    g_data_kib = env_kib("SIMGPU_NCCL_DATA_KB", 0, 64);
+    g_stage_kib = simgpu_env_whole("SIMGPU_NCCL_STAGE_KB", 1, 1ULL << 40, 1024);
+    g_data_kib = simgpu_env_whole("SIMGPU_NCCL_DATA_KB", 0, 1ULL << 40, 64);
     g_data_all = on && strcmp(on, "0") == 0 ? 0 : on && strcmp(on, "1") == 0 ? 1 : -1;
     if (on && *on && g_data_all < 0)
         fprintf(stderr, "simgpu: SIMGPU_NCCL_DATA=%s is neither 0 nor 1: unset\n", on);

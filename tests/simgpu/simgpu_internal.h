@@ -133,8 +133,9 @@ struct simgpu_op {
         } memcpy;
         struct {
             void *dst;
-            int value;
+            uint32_t value; /* a byte, or with word set a 32-bit word (cuMemsetD32) */
             size_t bytes;
+            int word;
             int async;
             int cheap; /* few bytes (SIMGPU_INLINE_MEMSET_BYTES): the launching thread may run it */
         } memset;
@@ -158,12 +159,36 @@ struct simgpu_op {
 };
 
 /* A memset of at most this many bytes onto an idle stream is run by the launching thread
- * (a few microseconds of setting bytes), which then wakes no worker. */
+ * (a few microseconds of setting bytes), which then wakes no worker.  A larger one is
+ * left to the stream's worker, woken so that it does not take the launching thread's
+ * CPU (simgpu_enqueue): setting its bytes takes the host hundreds of microseconds a
+ * megabyte, where a real cudaMemsetAsync returns in microseconds. */
 #define SIMGPU_INLINE_MEMSET_BYTES 65536
+
+/* A memset operation (SIMGPU_OP_MEMSET) of `bytes` bytes at dst, each byte set to value,
+ * or with `word` each 32-bit word (bytes a multiple of 4, dst aligned to 4); `async`: a
+ * cudaMemsetAsync's (its CUPTI record's flag).  Returns NULL when out of memory. */
+struct simgpu_op *simgpu_memset_op_new(void *dst, uint32_t value, size_t bytes, int word,
+                                       int async);
+
+/* Sets the bytes of memset op (its execution on the device). */
+void simgpu_memset_run(const struct simgpu_op *op);
 
 /* Allocates a zeroed operation of `kind` stamped with the calling thread's current
  * correlation id.  Returns NULL when out of memory. */
 struct simgpu_op *simgpu_op_new(enum simgpu_op_kind kind);
+
+/* ---- settings (env.c) ------------------------------------------------------------ */
+
+/* The setting `name` (an environment variable) as a number: its value when it is one
+ * whole (strtod's spelling, nothing after it) from least to most; unset or empty, dflt;
+ * anything else is named on stderr (the setting, what it holds, its range, the default
+ * taken) and dflt returned. */
+double simgpu_env_number(const char *name, double least, double most, double dflt);
+
+/* The setting `name` as a whole number: as simgpu_env_number, for decimal digits alone
+ * (no sign, no spaces) from least to most. */
+uint64_t simgpu_env_whole(const char *name, uint64_t least, uint64_t most, uint64_t dflt);
 
 /* ---- devices, streams, events ---------------------------------------------------- */
 
@@ -509,6 +534,10 @@ struct simgpu_stream {
     int is_legacy;
     int destroyed; /* written atomically: stream_live reads it without g_lock */
     int worker_started;
+    pthread_t worker; /* the worker thread, while worker_started */
+    /* The worker was woken at a lower priority (SCHED_BATCH: it does not preempt the
+     * thread that woke it), which it undoes once it runs (simgpu_enqueue). */
+    int worker_batch;
     pthread_cond_t work_cv; /* the worker waits here for an op (or the destruction) */
     pthread_cond_t done_cv; /* waiters for done_seq >= their target */
     uint64_t wake_seq;      /* smallest target of done_cv's waiters; UINT64_MAX: none */

@@ -15,8 +15,8 @@ out=$(SIMGPU_NCCL_DATA_KB=abc SIMGPU_NCCL_STAGE_KB=4k SIMGPU_NCCL_DATA=2 SIMGPU_
 st=$?
 echo "$out"
 [ $st -eq 0 ] || { echo "FAIL: test_nccl_sync with bad data settings: status $st"; exit 1; }
-for said in 'SIMGPU_NCCL_DATA_KB=abc is not a whole number of KiB from 0 to 2^40: 64' \
-    'SIMGPU_NCCL_STAGE_KB=4k is not a whole number of KiB from 1 to 2^40: 1024' \
+for said in 'SIMGPU_NCCL_DATA_KB=abc is not a whole number from 0 to 1099511627776: 64' \
+    'SIMGPU_NCCL_STAGE_KB=4k is not a whole number from 1 to 1099511627776: 1024' \
     'SIMGPU_NCCL_DATA=2 is neither 0 nor 1: unset'; do
     n=$(printf '%s\n' "$out" | grep -cF "simgpu: $said")
     [ "$n" -eq 2 ] || { echo "FAIL: '$said' said once by each rank ($n times)"; exit 1; }

@@ -185,8 +185,6 @@ world_init(void)
 {
     const char *v = getenv("SIMGPU_PHYSICS");
     const char *pk = getenv("SIMGPU_PROFILE");
-    const char *sv = getenv("SIMGPU_WORLD_SEED");
-    const char *gv = getenv("SIMGPU_GPUS_PER_NODE");
     const char *rv = getenv("RANK");
     const struct simgpu_profile *prof = simgpu_profile_find(pk && *pk ? pk : "h100");
     g_physics = SIMGPU_PHYSICS_WORLD;
@@ -198,8 +196,8 @@ world_init(void)
         fprintf(stderr, "simgpu: SIMGPU_PROFILE=%s unknown (a100, h100, h200): h100\n", pk);
         prof = simgpu_profile_find("h100");
     }
-    simgpu_world_draw(&g_world, prof, sv && *sv ? strtoull(sv, NULL, 0) : 1,
-                      gv && *gv ? atoi(gv) : 8);
+    simgpu_world_draw(&g_world, prof, simgpu_env_whole("SIMGPU_WORLD_SEED", 0, UINT64_MAX, 1),
+                      (int)simgpu_env_whole("SIMGPU_GPUS_PER_NODE", 1, 1000000, 8));
     g_rank = rv && *rv ? strtoull(rv, NULL, 10) : 0;
 }
 
