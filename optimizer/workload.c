@@ -720,6 +720,8 @@ workload_free(workload *w)
     free(w->buckets.block_first);
     free(w->buckets.block_dur);
     free(w->buckets.block_gap);
+    free(w->buckets.block_after);
+    free(w->buckets.after_gap);
     free(w->buckets.host_dur);
     free(w->buckets.host_gap);
     free(w->layers.site_layer);

@@ -262,6 +262,15 @@ typedef struct workload_buckets {
     int32_t *group_block, *group_block_off;
     uint8_t *block_first;
     int64_t *block_dur, *block_gap; /* per group_block slot: its typical cost, as host_dur */
+    /* per participant (group_hosts slot i / 3): the call right after its hook block when
+     * that is an ordinary call (not a collective call nor in a block), else -1. The
+     * bucket's host work does not end with the block: the process group's and the
+     * reducer's bookkeeping after the collective call shows as a longer gap before that
+     * call (PyTorch DDP: about 56 us where the thread's other calls wait about 14 us),
+     * so when the group is folded its gap takes after_gap, the median gap of the calls
+     * of its name on its thread, when that is less */
+    int32_t *block_after;
+    int64_t *after_gap;
     int coll_op;
     int32_t coll_nranks;
     char why[160]; /* empty when tensor fusion is available */
@@ -495,7 +504,7 @@ int workload_match_params(const int64_t *copies, int32_t n, const int64_t *unit_
 /* Drops from g the host calls of group q's bucket that go away when it is folded into
  * another (bu->group_hosts, bu->group_block and bu->final_wait of g's node ids): each
  * takes no time and no gap, but a block's first call keeps its gap (workload_buckets:
- * block_first). */
+ * block_first); the call after each block (block_after) keeps at most after_gap. */
 void workload_drop_bucket_hosts(dfg *g, const workload_buckets *bu, int32_t q);
 
 /* Analyzes g (the caller's working copy: repaired event edges are added to it; the

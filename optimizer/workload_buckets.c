@@ -160,6 +160,48 @@ find_hook_blocks(const dfg *g, const int32_t *prev, workload_buckets *bu)
     return rc;
 }
 
+/* Whether host call m of g launches a collective. */
+static int
+launches_collective(const dfg *g, int32_t m)
+{
+    int found = 0;
+    for (int32_t i = dfg_launched_first(g, m); i >= 0 && !found; i = dfg_launched_next(g, m, i))
+        found = g->kind[g->launched[i]] == DFG_COLL;
+    return found;
+}
+
+/* Fills bu->block_after and bu->after_gap (workload.h) for the participants in
+ * bu->group_hosts, whose blocks bu->group_block holds. prev: dfg_prev_table. Returns 0,
+ * -1 when out of memory. */
+static int
+find_block_after(const dfg *g, const int32_t *prev, workload_buckets *bu)
+{
+    int32_t n = bu->group_hosts_off[g->n_groups] / 3;
+    uint8_t *in_block = calloc((size_t)g->n_nodes + 1, 1);
+    int64_t *typ_dur = NULL;
+    bu->block_after = malloc(sizeof *bu->block_after * (size_t)(n + 1));
+    int rc = in_block && bu->block_after ? 0 : -1;
+    for (int32_t i = 0; rc == 0 && i < bu->group_hosts_off[g->n_groups]; i++)
+        if (bu->group_hosts[i] >= 0)
+            in_block[bu->group_hosts[i]] = 1;
+    for (int32_t i = 0; rc == 0 && i < bu->group_block_off[g->n_groups]; i++)
+        in_block[bu->group_block[i]] = 1;
+    for (int32_t j = 0; rc == 0 && j < n; j++) {
+        int32_t a, b;
+        hook_block(g, prev, bu->group_hosts[3 * j], &a, &b);
+        int32_t after = g->next_on_res[b];
+        int ordinary = after >= 0 && alive(g, after) && g->kind[after] == DFG_HOST &&
+                       !in_block[after] && !(g->flags[after] & DFG_F_WAKEUP) &&
+                       !launches_collective(g, after);
+        bu->block_after[j] = ordinary ? after : -1;
+    }
+    if (rc == 0)
+        rc = typical_costs(g, bu->block_after, n, 4, &typ_dur, &bu->after_gap);
+    free(typ_dur);
+    free(in_block);
+    return rc;
+}
+
 /* Collectives launched by the backward thread of rank r in iteration it, in launch
  * order, into out (returns the count). */
 static int32_t
@@ -289,6 +331,8 @@ workload_find_units(workload *w, rank_info *ri)
         fill[q] += 3;
     }
     int rc = find_hook_blocks(g, prev, &w->buckets);
+    if (rc == 0)
+        rc = find_block_after(g, prev, &w->buckets);
     free(fill);
     free(prev);
     free(seq);
@@ -312,6 +356,12 @@ workload_drop_bucket_hosts(dfg *g, const workload_buckets *bu, int32_t q)
         g->dur[h] = 0;
         if (!bu->block_first[i])
             g->gap[h] = 0;
+    }
+    for (int32_t j = bu->group_hosts_off[q] / 3;
+         bu->block_after && j < bu->group_hosts_off[q + 1] / 3; j++) {
+        int32_t h = bu->block_after[j];
+        if (h >= 0 && bu->after_gap[j] >= 0 && bu->after_gap[j] < g->gap[h])
+            g->gap[h] = bu->after_gap[j];
     }
     for (int32_t c = bu->final_wait ? g->grp_first[q] : -1; c >= 0; c = dfg_next_in_group(g, c))
         if (bu->final_wait[c] >= 0) {
