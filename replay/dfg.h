@@ -30,7 +30,9 @@
  *     wait;
  *   - collective groups: each participant is ready when its own dependencies are met;
  *     the group starts its transfer when the last participant is ready and every
- *     participant ends grp_dur[g] ns later.
+ *     participant ends grp_dur[g] ns later, less its share of the transfer it left before
+ *     the last participant in the measurement (ranks leave a collective at different
+ *     times), where the group was measured with every rank of its communicator (sim.c).
  *
  * A node's duration (dfg_dur) is intrinsic: for a blocking host call, the time it took
  * after what it waited for had finished. The duration and the gap are stored as 32 bits,

@@ -185,8 +185,42 @@ sim_begin(sim_state *s)
     }
 }
 
+/* The measured end of group q's last participant to leave, or -1 where the group does
+ * not give each participant's leaving: not measured (a group a transformation made), a
+ * participant without a measured span, or not every rank of its communicator in the graph
+ * (folded ranks, a what-if's rank count). */
+SIM_INLINE int64_t
+group_last_mend(const dfg *g, int32_t q)
+{
+    int64_t last = -1;
+    if (g->grp_mdur[q] <= 0 || g->grp_members[q] != g->grp_nranks[q])
+        return -1;
+    for (int32_t p = g->grp_first[q]; p >= 0 && last >= -1; p = dfg_next_in_group(g, p)) {
+        int64_t e = dfg_mend(g, p);
+        last = e <= g->mstart[p] ? -2 : e > last ? e : last;
+    }
+    return last >= 0 ? last : -1;
+}
+
+/* How much sooner than the group's end participant p leaves: ranks leave a collective at
+ * different times (a ring's last step reaches them one after the other), so p leaves the
+ * share of the transfer it left before the last one in the measurement (last_mend - its
+ * measured end, over the measured transfer) of the simulated transfer, which a cost
+ * model or a what-if may have repriced. 0 when last_mend < 0 (group_last_mend). */
+SIM_INLINE int64_t
+leave_early(const dfg *g, int32_t q, int32_t p, int64_t last_mend)
+{
+    int64_t e = last_mend >= 0 ? last_mend - dfg_mend(g, p) : 0;
+    if (e <= 0)
+        return 0;
+    if (e > g->grp_mdur[q])
+        e = g->grp_mdur[q];
+    return (int64_t)((double)e * (double)g->grp_dur[q] / (double)g->grp_mdur[q]);
+}
+
 /* The group's transfer starts at its last arrival (later by the wait of a what-if's
- * ranks not in the graph, grp_wait_ns): its participants here end. */
+ * ranks not in the graph, grp_wait_ns): its participants here end, each as early as it
+ * left in the measurement (leave_early). */
 SIM_INLINE void
 group_transfer(sim_state *s, int32_t q)
 {
@@ -195,6 +229,7 @@ group_transfer(sim_state *s, int32_t q)
     if (g->grp_wait_ns > 0 && g->grp_nranks[q] == g->grp_wait_nranks)
         r->grp_arrival[q] += g->grp_wait_ns;
     int64_t tend = r->grp_arrival[q] + g->grp_dur[q];
+    int64_t last_mend = group_last_mend(g, q);
     int32_t last = r->grp_last[q];
     for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p)) {
         if (!owned(s, p))
@@ -203,7 +238,7 @@ group_transfer(sim_state *s, int32_t q)
             r->crit[p] = last;
             r->why[p] = SIM_CAUSE_GROUP;
         }
-        finish(s, p, tend);
+        finish(s, p, tend - leave_early(g, q, p, last_mend));
     }
 }
 

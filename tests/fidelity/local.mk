@@ -3,7 +3,8 @@
 # DPRO_FIDELITY_SEED; the table in fidelity/ of the build directory). make check runs a
 # small sample of it (test_fidelity_sample.py). Without the simulated device (no CUDA
 # headers) the suite says so and the target succeeds.
-EXTRA_DIST += tests/fidelity/fidelity.py tests/fidelity/decompose_more_ranks.py
+EXTRA_DIST += tests/fidelity/fidelity.py tests/fidelity/decompose_more_ranks.py \
+	tests/fidelity/host_stalls.py
 fidelity: all
 	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
 	PYTHONDONTWRITEBYTECODE=1 $(PYTHON3) $(srcdir)/tests/fidelity/fidelity.py || \

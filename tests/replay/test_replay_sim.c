@@ -309,6 +309,52 @@ test_sim_collective(void)
     dfg_free(&g);
 }
 
+/* Two ranks leave a measured collective at different times: rank 1 left 20 of its 40 us
+ * transfer before rank 0. Simulated with a 30 us transfer, rank 1 leaves 15 us early
+ * (the measured share); a participant without a measured span, or a group repriced for
+ * more ranks than the graph holds, leaves no one early. */
+static void
+test_sim_collective_leave_early(void)
+{
+    dfg g;
+    REQUIRE(dfg_init(&g, 2) == 0);
+    int32_t q = dfg_add_group(&g, DPRO_COLL_ALLREDUCE, 2, 1 << 20, 1, 0, 40000);
+    int32_t k[2], c[2], after[2];
+    for (int r = 0; r < 2; r++) {
+        int32_t S = dfg_add_resource(&g, DFG_RES_STREAM, r, 7, 0);
+        int32_t N = dfg_add_resource(&g, DFG_RES_STREAM, r, 9, 0);
+        k[r] = dfg_add_node(&g, DFG_KERNEL, S, dfg_intern(&g, "k"));
+        g.dur[k[r]] = r == 0 ? 100000 : 150000;
+        c[r] = dfg_add_node(&g, DFG_COLL, N, dfg_intern(&g, "allreduce"));
+        dfg_set_group(&g, c[r], q);
+        g.mstart[c[r]] = r == 0 ? 100000 : 150000;
+        CHECK(dfg_set_mend(&g, c[r], r == 0 ? 190000 : 170000) == 0);
+        CHECK(dfg_add_edge(&g, k[r], c[r]) == 0);
+        after[r] = dfg_add_node(&g, DFG_KERNEL, N, dfg_intern(&g, "after"));
+        g.dur[after[r]] = 1000;
+    }
+    g.grp_dur[q] = 30000;
+    sim_result r;
+    memset(&r, 0, sizeof r);
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.grp_arrival[q], 150000);
+    CHECK_EQ(r.end[c[0]], 180000);
+    CHECK_EQ(r.end[c[1]], 165000);
+    CHECK_EQ(r.end[after[1]], 166000);
+    /* priced for 4 ranks (a what-if's): every participant ends with the transfer */
+    g.grp_nranks[q] = 4;
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.end[c[1]], 180000);
+    g.grp_nranks[q] = 2;
+    /* rank 1's participant has no measured span (a transformation made it) */
+    CHECK(dfg_set_mend(&g, c[1], 150000) == 0);
+    CHECK(sim_run(&g, &r) == 0);
+    CHECK_EQ(r.end[c[0]], 180000);
+    CHECK_EQ(r.end[c[1]], 180000);
+    sim_result_free(&r);
+    dfg_free(&g);
+}
+
 static void
 test_synth(void)
 {
@@ -405,6 +451,7 @@ main(void)
     test_sim_tiny();
     test_sim_wakeup();
     test_sim_collective();
+    test_sim_collective_leave_early();
     test_breakdown_comm_kernels();
     test_synth();
     return tests_done();
