@@ -9,13 +9,16 @@
  * received (job_rank.wire) expands to the same events, bit for bit, gives them back and
  * expands again, keeps them once held (job_rank_hold), and a cut form does not expand.
  * The byte writer under them and libdprotrace's packed readers (common/bytes.h) gives
- * back each field it wrote, and a read past the end fails, a text's too. */
+ * back each field it wrote, and a read past the end fails, a text's too. The classes'
+ * spreads (job_fold_env_pack and _unpack, written with it too) come back field for field
+ * in the messages' layout, and what is damaged is refused. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/bytes.h"
 #include "dprotrace.h"
+#include "replay/hmap.h"
 #include "replay/job_int.h"
 #include "tests/unit/testutil.h"
 
@@ -189,6 +192,116 @@ test_bytes(void)
     CHECK(bytes_take(&h, &p, &len) == -1 && bytes_take(&h2, &p, &len) == -1);
 }
 
+/* One spread with members m over n rows, random times; cmp at most m. */
+static fold_env
+random_env(int32_t rep, int32_t m, size_t n)
+{
+    fold_env e = {.rep = rep, .members = m, .n = n};
+    e.cmp = malloc((n + 1) * sizeof *e.cmp);
+    e.lo = malloc((3 * n + 1) * sizeof *e.lo);
+    e.hi = malloc((3 * n + 1) * sizeof *e.hi);
+    REQUIRE(e.cmp && e.lo && e.hi);
+    for (size_t i = 0; i < n; i++)
+        e.cmp[i] = (int32_t)(rnd() % (uint64_t)(m + 1));
+    for (size_t i = 0; i < 3 * n; i++) {
+        e.lo[i] = (int64_t)field() * (rnd() & 1 ? -1 : 1);
+        e.hi[i] = (int64_t)field();
+    }
+    return e;
+}
+
+/* Whether job_fold_env_unpack refuses the len bytes at p, keeping nothing. */
+static int
+env_refused(const unsigned char *p, size_t len)
+{
+    fold_env sentinel, *got = &sentinel;
+    int32_t n = -1;
+    hmap by_rep = {0};
+    REQUIRE(hmap_init(&by_rep, 16) == 0);
+    int refused = job_fold_env_unpack(p, len, &got, &n, &by_rep) == DPRO_ERR_CORRUPT && !got &&
+                  n == 0 && hmap_get(&by_rep, 4, -1) < 0;
+    hmap_free(&by_rep);
+    return refused;
+}
+
+/* job_fold_env_pack and _unpack (replay/job_share_fold.c): the spreads with members, in
+ * their order, field for field, in the messages' layout (their count; each one's rep,
+ * members and row count, then its rows: cmp, lo, hi; fixed-size fields in the host's
+ * layout); cut short at any length, a byte left over, more members comparing than the
+ * class has, or one representative twice: refused, nothing kept. */
+static void
+test_env_pack(void)
+{
+    fold_env env[4] = {random_env(4, 2, 300), random_env(5, 0, 2), random_env(9, 3, 0),
+                       random_env(11, 1000, 7)};
+    fold_reps reps = {.n = 4, .env = env};
+    unsigned char *p = NULL;
+    size_t len = 0, row = sizeof(int32_t) + 6 * sizeof(int64_t), head = 16;
+    REQUIRE(job_fold_env_pack(&reps, &p, &len) == 0 && p);
+    CHECK_EQ_U(len, 4 + 3 * head + 307 * row);
+    int32_t count = 0, rep = 0, members = 0;
+    uint64_t rows = 0;
+    memcpy(&count, p, 4);
+    memcpy(&rep, p + 4, 4);
+    memcpy(&members, p + 8, 4);
+    memcpy(&rows, p + 12, 8);
+    CHECK(count == 3 && rep == 4 && members == 2 && rows == 300);
+    CHECK(memcmp(p + 20, env[0].cmp, 300 * 4) == 0 &&
+          memcmp(p + 20 + 1200, env[0].lo, 900 * 8) == 0 &&
+          memcmp(p + 20 + 1200 + 7200, env[0].hi, 900 * 8) == 0);
+    memcpy(&rep, p + 4 + head + 300 * row, 4); /* the next one with members: rank 9's */
+    CHECK(rep == 9);
+    fold_env *got = NULL;
+    int32_t n = 0;
+    hmap by_rep = {0};
+    REQUIRE(hmap_init(&by_rep, 16) == 0);
+    CHECK(job_fold_env_unpack(p, len, &got, &n, &by_rep) == 0 && got && n == 3);
+    static const int from[3] = {0, 2, 3};
+    for (int32_t k = 0; got && k < n && k < 3; k++) {
+        const fold_env *w = &env[from[k]], *g = &got[k];
+        CHECK(g->rep == w->rep && g->members == w->members && g->n == w->n && g->gidx == -1 &&
+              g->by_spread == -2 && hmap_get(&by_rep, (uint64_t)w->rep, -1) == k);
+        CHECK(memcmp(g->cmp, w->cmp, w->n * sizeof *w->cmp) == 0 &&
+              memcmp(g->lo, w->lo, 3 * w->n * sizeof *w->lo) == 0 &&
+              memcmp(g->hi, w->hi, 3 * w->n * sizeof *w->hi) == 0);
+    }
+    for (int32_t k = 0; k < n; k++)
+        job_fold_env_free(&got[k]);
+    free(got);
+    hmap_free(&by_rep);
+    int cut_refused = 1;
+    for (size_t cut = 0; cut < len; cut++)
+        cut_refused &= env_refused(p, cut);
+    CHECK(cut_refused);
+    unsigned char *q = malloc(len + 1);
+    REQUIRE(q);
+    memcpy(q, p, len);
+    q[len] = 0;
+    CHECK(env_refused(q, len + 1)); /* a byte left over */
+    int32_t over = 3;
+    memcpy(q + 4 + 3 * head + 300 * row, &over, 4); /* rank 11's first row: 3 of 1000 */
+    CHECK(!env_refused(q, len));
+    over = 1001;
+    memcpy(q + 4 + 3 * head + 300 * row, &over, 4);
+    CHECK(env_refused(q, len)); /* 1001 of 1000 compare */
+    memcpy(q, p, len);
+    rep = 4;
+    memcpy(q + 4 + head + 300 * row, &rep, 4);
+    CHECK(env_refused(q, len)); /* rank 4's class twice */
+    memcpy(q, p, len);
+    members = 0;
+    memcpy(q + 8, &members, 4);
+    CHECK(env_refused(q, len)); /* a class without members is never sent */
+    free(q);
+    free(p);
+    fold_reps none = {.n = 4, .env = NULL};
+    REQUIRE(job_fold_env_pack(&none, &p, &len) == 0);
+    CHECK(len == 4 && p && memcmp(p, &(int32_t){0}, 4) == 0);
+    free(p);
+    for (int k = 0; k < 4; k++)
+        job_fold_env_free(&env[k]);
+}
+
 int
 main(void)
 {
@@ -241,5 +354,6 @@ main(void)
     job_fold_sig_free(&s);
     free(ev);
     test_bytes();
+    test_env_pack();
     return tests_done();
 }
