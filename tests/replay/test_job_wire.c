@@ -11,10 +11,15 @@
  * The byte writer under them and libdprotrace's packed readers (common/bytes.h) gives
  * back each field it wrote, and a read past the end fails, a text's too. The classes'
  * spreads (job_fold_env_pack and _unpack, written with it too) come back field for field
- * in the messages' layout, and what is damaged is refused. */
+ * in the messages' layout, and what is damaged is refused. A rank's reader as it travels
+ * to process 0 (job_share_pack_reader) answers every meta key read of a loaded rank
+ * (job_rank_meta: the one list, job_meta_names) as the reader that opened the file,
+ * and carries no other. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/bytes.h"
 #include "dprotrace.h"
@@ -302,6 +307,60 @@ test_env_pack(void)
         job_fold_env_free(&env[k]);
 }
 
+/* The meta keys a rank's reader carries to process 0 (job_share_pack_reader): each one
+ * read of a loaded rank (job_meta_key, the keys job_rank_meta answers), the same value
+ * as the reader that opened the file; and none of the others the trace holds. */
+static void
+test_meta_keys(void)
+{
+    static const char *const all[] = {
+        DPRO_META_SOURCE,     DPRO_META_HOST,       DPRO_META_PID,    DPRO_META_RANK,
+        DPRO_META_LOCAL_RANK, DPRO_META_WORLD_SIZE, DPRO_META_JOB_ID, DPRO_META_COMMAND,
+        DPRO_META_HOST_CPUS,  DPRO_META_CPU_SAMPLES};
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char dir[256], path[300], err[256], value[64];
+    snprintf(dir, sizeof dir, "%s/dpro-test-job-wire-XXXXXX", base);
+    REQUIRE(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/rank0.dpro", dir);
+    dpro_writer *w = NULL;
+    REQUIRE(dpro_writer_open(path, NULL, &w, err, sizeof err) == DPRO_OK);
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        snprintf(value, sizeof value, "%zu", 40 + i); /* a number: the _int readers too */
+        CHECK(dpro_writer_set_meta(w, all[i], value) == DPRO_OK);
+    }
+    CHECK(dpro_writer_close(w) == DPRO_OK);
+    job_rank local = {0}, sent = {0};
+    REQUIRE(dpro_reader_open(path, &local.reader, err, sizeof err) == DPRO_OK);
+    dpro_reader_detach(local.reader);
+    uint8_t *p = NULL;
+    size_t len = 0;
+    REQUIRE(job_share_pack_reader(local.reader, NULL, &p, &len) == DPRO_OK);
+    REQUIRE(dpro_reader_unpack(p, len, path, NULL, &sent.reader, err, sizeof err) == DPRO_OK);
+    int n_keys = 0;
+    for (int k = 0; k < JOB_META_KEYS; k++) {
+        const char *a = job_rank_meta(&local, (job_meta_key)k);
+        const char *b = job_rank_meta(&sent, (job_meta_key)k);
+        CHECK(a && b && !strcmp(a, b));
+        CHECK(job_rank_meta_int(&sent, (job_meta_key)k, -1) >= 40);
+        n_keys += a != NULL;
+    }
+    CHECK(n_keys == JOB_META_KEYS && job_meta_names[JOB_META_KEYS] == NULL);
+    int others = 0;
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        int listed = 0;
+        for (int k = 0; k < JOB_META_KEYS; k++)
+            listed |= !strcmp(all[i], job_meta_names[k]);
+        others += !listed && dpro_reader_meta(sent.reader, all[i]) != NULL;
+    }
+    CHECK(others == 0);
+    CHECK(!job_rank_meta(&sent, JOB_META_KEYS) && !job_rank_meta(&(job_rank){0}, JOB_META_HOST));
+    free(p);
+    dpro_reader_close(local.reader);
+    dpro_reader_close(sent.reader);
+    unlink(path);
+    rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -355,5 +414,6 @@ main(void)
     free(ev);
     test_bytes();
     test_env_pack();
+    test_meta_keys();
     return tests_done();
 }
