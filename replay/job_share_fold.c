@@ -47,8 +47,9 @@ job_fold_env_add(fold_env *e, int32_t rep, const job_fold_sig *s)
                       .gidx = -1,
                       .n = s->n,
                       .cmp = calloc(n, sizeof *x.cmp),
-                      .lo = malloc(3 * n * sizeof *x.lo),
-                      .hi = malloc(3 * n * sizeof *x.hi)};
+                      /* zeroed: a row no member compares at (cmp 0) is sent as it is */
+                      .lo = calloc(3 * n, sizeof *x.lo),
+                      .hi = calloc(3 * n, sizeof *x.hi)};
         if (x.cmp && x.lo && x.hi)
             *e = x;
         else

@@ -15,6 +15,7 @@
  * to process 0 (job_share_pack_reader) answers every meta key read of a loaded rank
  * (job_rank_meta: the one list, job_meta_names) as the reader that opened the file,
  * and carries no other. */
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,6 +362,52 @@ test_meta_keys(void)
     rmdir(dir);
 }
 
+/* A spread made by job_fold_env_add from signatures that start before the window on some
+ * rows (rs < 0: only the structure counts there) packs those rows as zeros, whatever the
+ * heap held before (malloc's perturbation: M_PERTURB fills what it hands out), so that
+ * the message is the same bytes on every run and carries nothing of the heap. */
+static void
+test_env_rows_unset(void)
+{
+    enum { ROWS = 64 };
+    int64_t rs[ROWS], re[ROWS];
+    uint64_t h[ROWS];
+    for (int i = 0; i < ROWS; i++) {
+        h[i] = (uint64_t)i;
+        rs[i] = i % 4 == 0 ? -1 : 1000 * i;
+        re[i] = rs[i] + 10;
+    }
+    job_fold_sig s = {.n = ROWS, .h = h, .rs = rs, .re = re, .tol = 5};
+    fold_env e = {0};
+#ifdef M_PERTURB
+    REQUIRE(mallopt(M_PERTURB, 0x5a) == 1);
+#endif
+    REQUIRE(job_fold_env_add(&e, 3, &s) == 0 && job_fold_env_add(&e, 3, &s) == 0);
+#ifdef M_PERTURB
+    mallopt(M_PERTURB, 0);
+#endif
+    fold_reps reps = {.n = 1, .env = &e};
+    unsigned char *p = NULL;
+    size_t len = 0;
+    REQUIRE(job_fold_env_pack(&reps, &p, &len) == 0);
+    size_t lo = 4 + 16 + ROWS * sizeof(int32_t), hi = lo + 3 * ROWS * sizeof(int64_t);
+    int unset_zero = 1, set_kept = 1;
+    for (int i = 0; i < ROWS; i++) {
+        int64_t v[6];
+        memcpy(v, p + lo + 3 * (size_t)i * 8, 24);
+        memcpy(v + 3, p + hi + 3 * (size_t)i * 8, 24);
+        for (int k = 0; k < 6; k++) {
+            if (rs[i] < 0)
+                unset_zero &= v[k] == 0;
+            else
+                set_kept &= v[k] == (k % 3 == 0 ? rs[i] : k % 3 == 1 ? re[i] : 10);
+        }
+    }
+    CHECK(e.members == 2 && unset_zero && set_kept);
+    free(p);
+    job_fold_env_free(&e);
+}
+
 int
 main(void)
 {
@@ -414,6 +461,7 @@ main(void)
     free(ev);
     test_bytes();
     test_env_pack();
+    test_env_rows_unset();
     test_meta_keys();
     return tests_done();
 }
