@@ -2,8 +2,8 @@
  * bytes.h: a growing byte buffer being written, or bytes being read (prefix bytes_), with
  * fixed-size fields, varints (varint.h) and texts: the one writer and reader of
  * libdprotrace's packed readers (schemas/reader_pack.c) and the replay's MPI messages
- * (replay/job_wire.h, job_share.c). What it writes travels between processes of one
- * build: fixed-size fields in the host's layout.
+ * (replay/job_wire.h, job_share.c, the classes' spreads of job_share_fold.c). What it
+ * writes travels between processes of one build: fixed-size fields in the host's layout.
  *
  * Header-only, as varint.h: both libraries' encoders call it per value.
  */

@@ -165,7 +165,7 @@ scan_rank(const job_rank *jr, evidence *ev)
 {
     uint32_t ns = dpro_reader_string_count(jr->reader);
     uint8_t *cls = calloc((size_t)ns + 1, 1);
-    const char *cmd = dpro_reader_meta(jr->reader, DPRO_META_COMMAND);
+    const char *cmd = job_rank_meta(jr, JOB_META_COMMAND);
     if (!cls)
         return -1;
     if (cmd && (!ev->command[0] || (is_ddp_sim(cmd) && !ev->ddp_sim)))

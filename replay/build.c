@@ -296,7 +296,7 @@ rank_ctx_init(rank_ctx *c)
 static int
 legacy_import(const job_rank *jr)
 {
-    const char *src = jr->reader ? dpro_reader_meta(jr->reader, DPRO_META_SOURCE) : NULL;
+    const char *src = job_rank_meta(jr, JOB_META_SOURCE);
     int legacy = src && strstr(src, "-import") != NULL;
     for (size_t i = 0; i < jr->n_events && legacy; i++)
         legacy = !(jr->events[i].kind == DPRO_KIND_COLLECTIVE &&

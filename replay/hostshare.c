@@ -260,12 +260,12 @@ static int
 rank_demand(const replay *rp, int32_t r, hostshare *hs, double *demand)
 {
     const job_rank *jr = &rp->job.ranks[r];
-    const char *text = dpro_reader_meta(jr->reader, DPRO_META_CPU_SAMPLES);
+    const char *text = job_rank_meta(jr, JOB_META_CPU_SAMPLES);
     int64_t t0, t1, a, b, m, s;
     cpu_sample *v = NULL;
     size_t n = 0;
     int rc = 1;
-    if (!text || dpro_reader_meta_int(jr->reader, DPRO_META_HOST_CPUS, 0) <= 0) {
+    if (!text || job_rank_meta_int(jr, JOB_META_HOST_CPUS, 0) <= 0) {
         snprintf(hs->why, sizeof hs->why, "%s: no host_cpus and cpu_samples (an older collector)",
                  jr->path);
     } else if ((rc = parse_samples(text, &v, &n)) > 1) {
@@ -312,7 +312,7 @@ index_hosts(const replay *rp, hostshare *hs)
         if (k < 0 && (rc = hmap_put(&idx, key, k = hs->n_hosts++)) != 0)
             break;
         hs->host[r] = k;
-        double c = (double)dpro_reader_meta_int(jr->reader, DPRO_META_HOST_CPUS, 0);
+        double c = (double)job_rank_meta_int(jr, JOB_META_HOST_CPUS, 0);
         most[k] = c > most[k] ? c : most[k];
     }
     for (int32_t r = 0; rc == 0 && r < hs->n_ranks; r++)

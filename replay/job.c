@@ -76,6 +76,26 @@ job_rank_forget(job_rank *jr)
     jr->iters = NULL;
 }
 
+const char *const job_meta_names[JOB_META_KEYS + 1] = {
+    [JOB_META_HOST] = DPRO_META_HOST,           [JOB_META_SOURCE] = DPRO_META_SOURCE,
+    [JOB_META_HOST_CPUS] = DPRO_META_HOST_CPUS, [JOB_META_CPU_SAMPLES] = DPRO_META_CPU_SAMPLES,
+    [JOB_META_COMMAND] = DPRO_META_COMMAND,     [JOB_META_KEYS] = NULL,
+};
+
+const char *
+job_rank_meta(const job_rank *jr, job_meta_key k)
+{
+    int known = (int)k >= 0 && k < JOB_META_KEYS && job_meta_names[k];
+    return known && jr->reader ? dpro_reader_meta(jr->reader, job_meta_names[k]) : NULL;
+}
+
+int64_t
+job_rank_meta_int(const job_rank *jr, job_meta_key k, int64_t dflt)
+{
+    int known = (int)k >= 0 && k < JOB_META_KEYS && job_meta_names[k];
+    return known && jr->reader ? dpro_reader_meta_int(jr->reader, job_meta_names[k], dflt) : dflt;
+}
+
 /* Opens listed file i into l->o[i] (see opened). Returns 0 or DPRO_ERR_NOMEM. */
 static int
 open_one(listing *l, size_t i)
@@ -300,7 +320,7 @@ place_ranks(job *j, listing *l, int64_t world, char *errbuf, size_t errlen)
             snprintf(errbuf, errlen, "out of memory");
             rc = DPRO_ERR_NOMEM;
         }
-        jr->host = jr->reader ? dpro_reader_meta(jr->reader, DPRO_META_HOST) : NULL;
+        jr->host = job_rank_meta(jr, JOB_META_HOST);
         jr->job_id = j->job_id;
         jr->world_size = (int32_t)world;
         j->n_present++;

@@ -224,6 +224,32 @@ typedef struct job_options {
                              * (see above) */
 } job_options;
 
+/* The meta keys read of a loaded rank (job_rank_meta), by the replay, the optimizer and
+ * the commands: the one list of them. Under shared reading they are the only ones a
+ * rank's reader carries to process 0 from the process that opened its file
+ * (job_share.c), so a key read through job_rank_meta arrives there; the rank, world
+ * size and job id, read as the files are opened, travel with the files' outcomes. */
+typedef enum job_meta_key {
+    JOB_META_HOST,        /* job_rank.host: hostshare.c, the report */
+    JOB_META_SOURCE,      /* a legacy import (build.c) */
+    JOB_META_HOST_CPUS,   /* the host-share model (hostshare.c) */
+    JOB_META_CPU_SAMPLES, /* its samples (hostshare.c) */
+    JOB_META_COMMAND,     /* the framework (optimizer/framework_detect.c) */
+    JOB_META_KEYS         /* their count */
+} job_meta_key;
+
+/* job.c: the names of the meta keys, in job_meta_key's order, then NULL (for
+ * dpro_reader_pack's meta_keys). */
+extern const char *const job_meta_names[JOB_META_KEYS + 1];
+
+/* Rank jr's meta value of key k (jr's reader holds it), or NULL: jr has no reader, its
+ * trace has no such meta, or k is not a job_meta_key. */
+const char *job_rank_meta(const job_rank *jr, job_meta_key k);
+
+/* Rank jr's meta value of key k as an integer, or dflt (absent or not a number, as
+ * dpro_reader_meta_int). */
+int64_t job_rank_meta_int(const job_rank *jr, job_meta_key k, int64_t dflt);
+
 /* Loads the traces under path (a directory or one file). opts may be NULL (every event,
  * threads as CPUs). On failure returns a dpro_status < 0 and writes what is wrong into
  * errbuf; on success returns 0 and *j must be freed with job_free. */

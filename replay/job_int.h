@@ -319,6 +319,13 @@ int job_share_sig_bytes(const rank_task *t, unsigned char **out, size_t *len);
  * what it wrote; *bad set then). Free with job_fold_sig_free, then free. */
 job_fold_sig *job_share_sig_take(const unsigned char *p, size_t len, int *bad);
 
+/* job_share.c: detached reader r as it travels to process 0 from the process that
+ * opened its file (dpro_reader_pack into *out, malloc'd, *len bytes): its meta cut to
+ * the keys read of a loaded rank (job_meta_names), its strings a mark where they are
+ * prev's. Returns dpro_reader_pack's status. */
+int job_share_pack_reader(const dpro_reader *r, const dpro_reader *prev, uint8_t **out,
+                          size_t *len);
+
 /* job_share.c: the ranks read by the other processes, sent to process 0 and taken there
  * in rank order into t (classified against reps when folding: reps non-NULL; a rank to
  * read again is read with o). Returns 0 or a dpro_status. */

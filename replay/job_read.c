@@ -219,7 +219,7 @@ reopen(rank_task *t)
         return job_task_fail(t, rc, "%s", eb);
     dpro_reader_close(jr->reader);
     jr->reader = r;
-    jr->host = dpro_reader_meta(r, DPRO_META_HOST);
+    jr->host = job_rank_meta(jr, JOB_META_HOST);
     return 0;
 }
 

@@ -618,18 +618,15 @@ job_share_collect(job *j, const job_share *sh, rank_task *t, int32_t n, int32_t 
     return rc;
 }
 
-/* The meta keys process 0 reads of a rank whose file another process opened, the only
- * ones that travel with its reader: the host (job_share_readers: jr->host; hostshare.c),
- * the trace's source (build.c), the host's CPUs and their samples (hostshare.c), the
- * command (optimizer/framework_detect.c). The rest (rank, world size, job id...) came
- * with the files' outcomes (job_share_opened). */
-static const char *const share_meta_keys[] = {DPRO_META_HOST,      DPRO_META_SOURCE,
-                                              DPRO_META_HOST_CPUS, DPRO_META_CPU_SAMPLES,
-                                              DPRO_META_COMMAND,   NULL};
+int
+job_share_pack_reader(const dpro_reader *r, const dpro_reader *prev, uint8_t **out, size_t *len)
+{
+    return dpro_reader_pack(r, prev, job_meta_names, out, len);
+}
 
 /* Process p other than 0: sends process 0 the readers of the present ranks whose files
  * it opened, in rank order, in one message (each reader's packed length, then its bytes:
- * the meta keys process 0 reads, and the strings as the previous reader's where they are
+ * job_share_pack_reader's, the strings as the previous reader's where they are
  * its; an empty message when it cannot pack them, then fails). Returns 0 or
  * DPRO_ERR_NOMEM. */
 static int
@@ -643,7 +640,7 @@ send_readers(const job *j, const job_share *sh)
         size_t len = 0;
         if (!jr->path || !jr->reader)
             continue;
-        if (dpro_reader_pack(jr->reader, prev, share_meta_keys, &p, &len) != DPRO_OK)
+        if (job_share_pack_reader(jr->reader, prev, &p, &len) != DPRO_OK)
             b.fail = 1;
         bytes_put_i64(&b, (int64_t)len);
         bytes_put(&b, p, len);
@@ -700,7 +697,7 @@ take_readers(job *j, const job_share *sh, int p, const int32_t *proc, readers_go
         got->shared += rc == 0 && dpro_reader_shares_strings(jr->reader, prev);
         j->files_opened += rc == 0 && at >= lo && at < hi;
         if (rc == 0) {
-            jr->host = dpro_reader_meta(jr->reader, DPRO_META_HOST);
+            jr->host = job_rank_meta(jr, JOB_META_HOST);
             prev = jr->reader;
         }
     }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "dpro_log.h"
 #include "dprotrace.h"
 #include "job_int.h"
@@ -46,8 +47,9 @@ job_fold_env_add(fold_env *e, int32_t rep, const job_fold_sig *s)
                       .gidx = -1,
                       .n = s->n,
                       .cmp = calloc(n, sizeof *x.cmp),
-                      .lo = malloc(3 * n * sizeof *x.lo),
-                      .hi = malloc(3 * n * sizeof *x.hi)};
+                      /* zeroed: a row no member compares at (cmp 0) is sent as it is */
+                      .lo = calloc(3 * n, sizeof *x.lo),
+                      .hi = calloc(3 * n, sizeof *x.hi)};
         if (x.cmp && x.lo && x.hi)
             *e = x;
         else
@@ -94,113 +96,83 @@ job_fold_env_verdict(const fold_env *e, const job_fold_sig *st, const job_fold_s
     return none ? JOB_FOLD_NONE : all ? JOB_FOLD_ALL : JOB_FOLD_SOME;
 }
 
-/* Appends len bytes of v at *at in buf (sized by the caller). */
-static void
-put_raw(unsigned char *buf, size_t *at, const void *v, size_t len)
-{
-    memcpy(buf + *at, v, len);
-    *at += len;
-}
-
-/* Copies len bytes at *at of p (plen bytes) into v; 0, or -1 when they run past. */
-static int
-get_raw(const unsigned char *p, size_t plen, size_t *at, void *v, size_t len)
-{
-    if (len > plen - *at)
-        return -1;
-    memcpy(v, p + *at, len);
-    *at += len;
-    return 0;
-}
-
-/* The bytes of one spread as job_fold_env_pack writes it: rep, members, n, then its rows. */
-static size_t
-env_bytes(const fold_env *e)
-{
-    return 2 * sizeof(int32_t) + sizeof(uint64_t) + e->n * (sizeof *e->cmp + 6 * sizeof *e->lo);
-}
+/* The bytes of one spread's fixed part as job_fold_env_pack writes it (rep, members, n),
+ * and of each of its rows (cmp, then 3 lo and 3 hi). */
+#define ENV_HEAD_BYTES (2 * sizeof(int32_t) + sizeof(uint64_t))
+#define ENV_ROW_BYTES (sizeof(int32_t) + 6 * sizeof(int64_t))
 
 int
 job_fold_env_pack(const fold_reps *reps, unsigned char **out, size_t *len)
 {
-    size_t total = sizeof(int32_t), at = 0;
+    bytes b = {0};
     int32_t count = 0;
     for (int32_t k = 0; reps->env && k < reps->n; k++)
-        if (reps->env[k].members > 0) {
-            total += env_bytes(&reps->env[k]);
-            count++;
-        }
-    unsigned char *buf = malloc(total);
-    int rc = buf ? 0 : DPRO_ERR_NOMEM;
-    if (rc == 0)
-        put_raw(buf, &at, &count, sizeof count);
-    for (int32_t k = 0; rc == 0 && count > 0 && k < reps->n; k++) {
+        count += reps->env[k].members > 0;
+    bytes_put(&b, &count, sizeof count);
+    for (int32_t k = 0; count > 0 && k < reps->n; k++) {
         const fold_env *e = &reps->env[k];
         uint64_t n = e->n;
         if (e->members == 0)
             continue;
-        put_raw(buf, &at, &e->rep, sizeof e->rep);
-        put_raw(buf, &at, &e->members, sizeof e->members);
-        put_raw(buf, &at, &n, sizeof n);
-        put_raw(buf, &at, e->cmp, e->n * sizeof *e->cmp);
-        put_raw(buf, &at, e->lo, 3 * e->n * sizeof *e->lo);
-        put_raw(buf, &at, e->hi, 3 * e->n * sizeof *e->hi);
+        bytes_put(&b, &e->rep, sizeof e->rep);
+        bytes_put(&b, &e->members, sizeof e->members);
+        bytes_put(&b, &n, sizeof n);
+        bytes_put(&b, e->cmp, e->n * sizeof *e->cmp);
+        bytes_put(&b, e->lo, 3 * e->n * sizeof *e->lo);
+        bytes_put(&b, e->hi, 3 * e->n * sizeof *e->hi);
     }
-    *out = buf;
-    *len = rc == 0 ? total : 0;
-    return rc;
+    return bytes_take(&b, out, len) == 0 ? 0 : DPRO_ERR_NOMEM;
 }
 
-/* Takes one spread at *at of p into e (allocated here). Returns 0 or -1. */
-static int
-env_take(const unsigned char *p, size_t len, size_t *at, fold_env *e)
+/* Takes one spread at b's position into e (allocated here; b->fail when it is not what
+ * job_fold_env_pack writes or memory ends, e then empty). */
+static void
+env_take(bytes *b, fold_env *e)
 {
-    uint64_t n = 0;
     *e = (fold_env){.gidx = -1, .by_spread = -2};
-    int rc = get_raw(p, len, at, &e->rep, sizeof e->rep) == 0 &&
-                     get_raw(p, len, at, &e->members, sizeof e->members) == 0 &&
-                     get_raw(p, len, at, &n, sizeof n) == 0 && e->members > 0 &&
-                     n <= (len - *at) / (sizeof *e->cmp + 6 * sizeof *e->lo)
-                 ? 0
-                 : -1;
-    e->n = rc == 0 ? (size_t)n : 0;
-    if (rc == 0) {
-        size_t m = e->n > 0 ? e->n : 1;
-        e->cmp = malloc(m * sizeof *e->cmp);
-        e->lo = malloc(3 * m * sizeof *e->lo);
-        e->hi = malloc(3 * m * sizeof *e->hi);
-        rc = e->cmp && e->lo && e->hi ? 0 : -1;
+    bytes_get(b, &e->rep, sizeof e->rep);
+    bytes_get(b, &e->members, sizeof e->members);
+    uint64_t n = 0;
+    bytes_get(b, &n, sizeof n);
+    if (e->members <= 0 || n > (b->n - b->at) / ENV_ROW_BYTES)
+        b->fail = 1;
+    e->n = b->fail ? 0 : (size_t)n;
+    size_t m = e->n > 0 ? e->n : 1;
+    e->cmp = b->fail ? NULL : malloc(m * sizeof *e->cmp);
+    e->lo = b->fail ? NULL : malloc(3 * m * sizeof *e->lo);
+    e->hi = b->fail ? NULL : malloc(3 * m * sizeof *e->hi);
+    if (!e->cmp || !e->lo || !e->hi)
+        b->fail = 1;
+    if (!b->fail) {
+        bytes_get(b, e->cmp, e->n * sizeof *e->cmp);
+        bytes_get(b, e->lo, 3 * e->n * sizeof *e->lo);
+        bytes_get(b, e->hi, 3 * e->n * sizeof *e->hi);
     }
-    if (rc == 0 && (get_raw(p, len, at, e->cmp, e->n * sizeof *e->cmp) != 0 ||
-                    get_raw(p, len, at, e->lo, 3 * e->n * sizeof *e->lo) != 0 ||
-                    get_raw(p, len, at, e->hi, 3 * e->n * sizeof *e->hi) != 0))
-        rc = -1;
-    for (size_t i = 0; rc == 0 && i < e->n; i++)
+    for (size_t i = 0; !b->fail && i < e->n; i++)
         if (e->cmp[i] < 0 || e->cmp[i] > e->members)
-            rc = -1; /* not what job_fold_env_pack writes */
-    if (rc != 0)
+            b->fail = 1; /* not what job_fold_env_pack writes */
+    if (b->fail)
         job_fold_env_free(e);
-    return rc;
 }
 
 int
 job_fold_env_unpack(const unsigned char *p, size_t len, fold_env **env, int32_t *n, hmap *by_rep)
 {
-    size_t at = 0;
+    bytes b = {.p = (unsigned char *)p, .n = len};
     int32_t count = 0, got = 0;
-    int rc = get_raw(p, len, &at, &count, sizeof count) == 0 && count >= 0 &&
-                     (uint64_t)count <= len / env_bytes(&(fold_env){0})
-                 ? 0
-                 : DPRO_ERR_CORRUPT;
+    bytes_get(&b, &count, sizeof count);
+    int rc =
+        !b.fail && count >= 0 && (uint64_t)count <= len / ENV_HEAD_BYTES ? 0 : DPRO_ERR_CORRUPT;
     fold_env *e = rc == 0 ? calloc((size_t)count + 1, sizeof *e) : NULL;
     if (rc == 0 && !e)
         rc = DPRO_ERR_CORRUPT;
-    for (; rc == 0 && got < count; got++)
-        if (env_take(p, len, &at, &e[got]) != 0 ||
-            hmap_get(by_rep, (uint64_t)e[got].rep, -1) >= 0 ||
+    for (; rc == 0 && got < count; got++) {
+        env_take(&b, &e[got]);
+        if (b.fail || hmap_get(by_rep, (uint64_t)e[got].rep, -1) >= 0 ||
             hmap_put(by_rep, (uint64_t)e[got].rep, got) != 0)
             rc = DPRO_ERR_CORRUPT;
-    if (rc == 0 && at != len)
+    }
+    if (rc == 0 && b.at != len)
         rc = DPRO_ERR_CORRUPT;
     if (rc != 0) {
         for (int32_t k = 0; e && k <= got && k < count; k++)

@@ -91,6 +91,10 @@ dist_check_SCRIPTS += tests/replay/test_replay_fidelity_fault.py
 # --what-if-network on traces that record no host: said so
 TESTS += tests/replay/test_replay_nohost.py
 dist_check_SCRIPTS += tests/replay/test_replay_nohost.py
+# the meta keys read of a loaded rank are the ones its reader carries under --mpi: read
+# only through job_rank_meta (a scan of the sources; test_job_wire: each one arrives)
+TESTS += tests/replay/test_meta_keys.py
+dist_check_SCRIPTS += tests/replay/test_meta_keys.py
 
 TESTS += tests/replay/test_replay_align tests/replay/test_replay_sim \
 	tests/replay/test_replay_build tests/replay/test_fidelity_unit \

@@ -9,13 +9,22 @@
  * received (job_rank.wire) expands to the same events, bit for bit, gives them back and
  * expands again, keeps them once held (job_rank_hold), and a cut form does not expand.
  * The byte writer under them and libdprotrace's packed readers (common/bytes.h) gives
- * back each field it wrote, and a read past the end fails, a text's too. */
+ * back each field it wrote, and a read past the end fails, a text's too. The classes'
+ * spreads (job_fold_env_pack and _unpack, written with it too) come back field for field
+ * in the messages' layout, and what is damaged is refused. A rank's reader as it travels
+ * to process 0 (job_share_pack_reader) answers every meta key read of a loaded rank
+ * (job_rank_meta: the one list, job_meta_names) as the reader that opened the file,
+ * and carries no other. */
+#include <malloc.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/bytes.h"
 #include "dprotrace.h"
+#include "replay/hmap.h"
 #include "replay/job_int.h"
 #include "tests/unit/testutil.h"
 
@@ -189,6 +198,216 @@ test_bytes(void)
     CHECK(bytes_take(&h, &p, &len) == -1 && bytes_take(&h2, &p, &len) == -1);
 }
 
+/* One spread with members m over n rows, random times; cmp at most m. */
+static fold_env
+random_env(int32_t rep, int32_t m, size_t n)
+{
+    fold_env e = {.rep = rep, .members = m, .n = n};
+    e.cmp = malloc((n + 1) * sizeof *e.cmp);
+    e.lo = malloc((3 * n + 1) * sizeof *e.lo);
+    e.hi = malloc((3 * n + 1) * sizeof *e.hi);
+    REQUIRE(e.cmp && e.lo && e.hi);
+    for (size_t i = 0; i < n; i++)
+        e.cmp[i] = (int32_t)(rnd() % (uint64_t)(m + 1));
+    for (size_t i = 0; i < 3 * n; i++) {
+        e.lo[i] = (int64_t)field() * (rnd() & 1 ? -1 : 1);
+        e.hi[i] = (int64_t)field();
+    }
+    return e;
+}
+
+/* Whether job_fold_env_unpack refuses the len bytes at p, keeping nothing. */
+static int
+env_refused(const unsigned char *p, size_t len)
+{
+    fold_env sentinel, *got = &sentinel;
+    int32_t n = -1;
+    hmap by_rep = {0};
+    REQUIRE(hmap_init(&by_rep, 16) == 0);
+    int refused = job_fold_env_unpack(p, len, &got, &n, &by_rep) == DPRO_ERR_CORRUPT && !got &&
+                  n == 0 && hmap_get(&by_rep, 4, -1) < 0;
+    hmap_free(&by_rep);
+    return refused;
+}
+
+/* job_fold_env_pack and _unpack (replay/job_share_fold.c): the spreads with members, in
+ * their order, field for field, in the messages' layout (their count; each one's rep,
+ * members and row count, then its rows: cmp, lo, hi; fixed-size fields in the host's
+ * layout); cut short at any length, a byte left over, more members comparing than the
+ * class has, or one representative twice: refused, nothing kept. */
+static void
+test_env_pack(void)
+{
+    fold_env env[4] = {random_env(4, 2, 300), random_env(5, 0, 2), random_env(9, 3, 0),
+                       random_env(11, 1000, 7)};
+    fold_reps reps = {.n = 4, .env = env};
+    unsigned char *p = NULL;
+    size_t len = 0, row = sizeof(int32_t) + 6 * sizeof(int64_t), head = 16;
+    REQUIRE(job_fold_env_pack(&reps, &p, &len) == 0 && p);
+    CHECK_EQ_U(len, 4 + 3 * head + 307 * row);
+    int32_t count = 0, rep = 0, members = 0;
+    uint64_t rows = 0;
+    memcpy(&count, p, 4);
+    memcpy(&rep, p + 4, 4);
+    memcpy(&members, p + 8, 4);
+    memcpy(&rows, p + 12, 8);
+    CHECK(count == 3 && rep == 4 && members == 2 && rows == 300);
+    CHECK(memcmp(p + 20, env[0].cmp, 300 * 4) == 0 &&
+          memcmp(p + 20 + 1200, env[0].lo, 900 * 8) == 0 &&
+          memcmp(p + 20 + 1200 + 7200, env[0].hi, 900 * 8) == 0);
+    memcpy(&rep, p + 4 + head + 300 * row, 4); /* the next one with members: rank 9's */
+    CHECK(rep == 9);
+    fold_env *got = NULL;
+    int32_t n = 0;
+    hmap by_rep = {0};
+    REQUIRE(hmap_init(&by_rep, 16) == 0);
+    CHECK(job_fold_env_unpack(p, len, &got, &n, &by_rep) == 0 && got && n == 3);
+    static const int from[3] = {0, 2, 3};
+    for (int32_t k = 0; got && k < n && k < 3; k++) {
+        const fold_env *w = &env[from[k]], *g = &got[k];
+        CHECK(g->rep == w->rep && g->members == w->members && g->n == w->n && g->gidx == -1 &&
+              g->by_spread == -2 && hmap_get(&by_rep, (uint64_t)w->rep, -1) == k);
+        CHECK(memcmp(g->cmp, w->cmp, w->n * sizeof *w->cmp) == 0 &&
+              memcmp(g->lo, w->lo, 3 * w->n * sizeof *w->lo) == 0 &&
+              memcmp(g->hi, w->hi, 3 * w->n * sizeof *w->hi) == 0);
+    }
+    for (int32_t k = 0; k < n; k++)
+        job_fold_env_free(&got[k]);
+    free(got);
+    hmap_free(&by_rep);
+    int cut_refused = 1;
+    for (size_t cut = 0; cut < len; cut++)
+        cut_refused &= env_refused(p, cut);
+    CHECK(cut_refused);
+    unsigned char *q = malloc(len + 1);
+    REQUIRE(q);
+    memcpy(q, p, len);
+    q[len] = 0;
+    CHECK(env_refused(q, len + 1)); /* a byte left over */
+    int32_t over = 3;
+    memcpy(q + 4 + 3 * head + 300 * row, &over, 4); /* rank 11's first row: 3 of 1000 */
+    CHECK(!env_refused(q, len));
+    over = 1001;
+    memcpy(q + 4 + 3 * head + 300 * row, &over, 4);
+    CHECK(env_refused(q, len)); /* 1001 of 1000 compare */
+    memcpy(q, p, len);
+    rep = 4;
+    memcpy(q + 4 + head + 300 * row, &rep, 4);
+    CHECK(env_refused(q, len)); /* rank 4's class twice */
+    memcpy(q, p, len);
+    members = 0;
+    memcpy(q + 8, &members, 4);
+    CHECK(env_refused(q, len)); /* a class without members is never sent */
+    free(q);
+    free(p);
+    fold_reps none = {.n = 4, .env = NULL};
+    REQUIRE(job_fold_env_pack(&none, &p, &len) == 0);
+    CHECK(len == 4 && p && memcmp(p, &(int32_t){0}, 4) == 0);
+    free(p);
+    for (int k = 0; k < 4; k++)
+        job_fold_env_free(&env[k]);
+}
+
+/* The meta keys a rank's reader carries to process 0 (job_share_pack_reader): each one
+ * read of a loaded rank (job_meta_key, the keys job_rank_meta answers), the same value
+ * as the reader that opened the file; and none of the others the trace holds. */
+static void
+test_meta_keys(void)
+{
+    static const char *const all[] = {
+        DPRO_META_SOURCE,     DPRO_META_HOST,       DPRO_META_PID,    DPRO_META_RANK,
+        DPRO_META_LOCAL_RANK, DPRO_META_WORLD_SIZE, DPRO_META_JOB_ID, DPRO_META_COMMAND,
+        DPRO_META_HOST_CPUS,  DPRO_META_CPU_SAMPLES};
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char dir[256], path[300], err[256], value[64];
+    snprintf(dir, sizeof dir, "%s/dpro-test-job-wire-XXXXXX", base);
+    REQUIRE(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/rank0.dpro", dir);
+    dpro_writer *w = NULL;
+    REQUIRE(dpro_writer_open(path, NULL, &w, err, sizeof err) == DPRO_OK);
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        snprintf(value, sizeof value, "%zu", 40 + i); /* a number: the _int readers too */
+        CHECK(dpro_writer_set_meta(w, all[i], value) == DPRO_OK);
+    }
+    CHECK(dpro_writer_close(w) == DPRO_OK);
+    job_rank local = {0}, sent = {0};
+    REQUIRE(dpro_reader_open(path, &local.reader, err, sizeof err) == DPRO_OK);
+    dpro_reader_detach(local.reader);
+    uint8_t *p = NULL;
+    size_t len = 0;
+    REQUIRE(job_share_pack_reader(local.reader, NULL, &p, &len) == DPRO_OK);
+    REQUIRE(dpro_reader_unpack(p, len, path, NULL, &sent.reader, err, sizeof err) == DPRO_OK);
+    int n_keys = 0;
+    for (int k = 0; k < JOB_META_KEYS; k++) {
+        const char *a = job_rank_meta(&local, (job_meta_key)k);
+        const char *b = job_rank_meta(&sent, (job_meta_key)k);
+        CHECK(a && b && !strcmp(a, b));
+        CHECK(job_rank_meta_int(&sent, (job_meta_key)k, -1) >= 40);
+        n_keys += a != NULL;
+    }
+    CHECK(n_keys == JOB_META_KEYS && job_meta_names[JOB_META_KEYS] == NULL);
+    int others = 0;
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        int listed = 0;
+        for (int k = 0; k < JOB_META_KEYS; k++)
+            listed |= !strcmp(all[i], job_meta_names[k]);
+        others += !listed && dpro_reader_meta(sent.reader, all[i]) != NULL;
+    }
+    CHECK(others == 0);
+    CHECK(!job_rank_meta(&sent, JOB_META_KEYS) && !job_rank_meta(&(job_rank){0}, JOB_META_HOST));
+    free(p);
+    dpro_reader_close(local.reader);
+    dpro_reader_close(sent.reader);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A spread made by job_fold_env_add from signatures that start before the window on some
+ * rows (rs < 0: only the structure counts there) packs those rows as zeros, whatever the
+ * heap held before (malloc's perturbation: M_PERTURB fills what it hands out), so that
+ * the message is the same bytes on every run and carries nothing of the heap. */
+static void
+test_env_rows_unset(void)
+{
+    enum { ROWS = 64 };
+    int64_t rs[ROWS], re[ROWS];
+    uint64_t h[ROWS];
+    for (int i = 0; i < ROWS; i++) {
+        h[i] = (uint64_t)i;
+        rs[i] = i % 4 == 0 ? -1 : 1000 * i;
+        re[i] = rs[i] + 10;
+    }
+    job_fold_sig s = {.n = ROWS, .h = h, .rs = rs, .re = re, .tol = 5};
+    fold_env e = {0};
+#ifdef M_PERTURB
+    REQUIRE(mallopt(M_PERTURB, 0x5a) == 1);
+#endif
+    REQUIRE(job_fold_env_add(&e, 3, &s) == 0 && job_fold_env_add(&e, 3, &s) == 0);
+#ifdef M_PERTURB
+    mallopt(M_PERTURB, 0);
+#endif
+    fold_reps reps = {.n = 1, .env = &e};
+    unsigned char *p = NULL;
+    size_t len = 0;
+    REQUIRE(job_fold_env_pack(&reps, &p, &len) == 0);
+    size_t lo = 4 + 16 + ROWS * sizeof(int32_t), hi = lo + 3 * ROWS * sizeof(int64_t);
+    int unset_zero = 1, set_kept = 1;
+    for (int i = 0; i < ROWS; i++) {
+        int64_t v[6];
+        memcpy(v, p + lo + 3 * (size_t)i * 8, 24);
+        memcpy(v + 3, p + hi + 3 * (size_t)i * 8, 24);
+        for (int k = 0; k < 6; k++) {
+            if (rs[i] < 0)
+                unset_zero &= v[k] == 0;
+            else
+                set_kept &= v[k] == (k % 3 == 0 ? rs[i] : k % 3 == 1 ? re[i] : 10);
+        }
+    }
+    CHECK(e.members == 2 && unset_zero && set_kept);
+    free(p);
+    job_fold_env_free(&e);
+}
+
 int
 main(void)
 {
@@ -241,5 +460,8 @@ main(void)
     job_fold_sig_free(&s);
     free(ev);
     test_bytes();
+    test_env_pack();
+    test_env_rows_unset();
+    test_meta_keys();
     return tests_done();
 }
