@@ -16,7 +16,9 @@
  *   - keep unsharded: the backward's all-gathers and their launches cost nothing, the
  *     forward's stay, the iteration is shorter;
  *   - reshard (on the job without the backward's all-gathers, 2 ranks sharing the
- *     collectives): each rank's backward pays its own forward unshards' host time once;
+ *     collectives): each rank's backward pays its own forward unshards' host time once,
+ *     each call at most at the backward thread's median for its name, and the transfers
+ *     that the previous span's calls or compute do not hide;
  *     where the closing synchronize waits after the device work it waits for (work the
  *     trace does not show), that wait grows with the re-gathers' bytes;
  *   - prefetch: the forward's all-gathers but the first are ready as early, relative to
@@ -398,10 +400,12 @@ test_fsdp_reshard(void)
         added += w.fsdp.regather_ns[n];
     /* all iterations, per rank (each pays its own unshards, not the two ranks' together)
      * and unit (the medians over the forwards, the stall left out): host 625 us, copy-out 30 us and
-     * the transfer (400 us) but what the previous span's compute hides: the first gathered unit
-     * (FSDP2's root) and the last are re-gathered in the first span (nothing hidden), the middle
-     * one in the second (the first span's 200 us backward kernel hidden) */
-    CHECK_EQ_U(added, 2 * (int64_t)ITERS * (3 * 655 + 2 * 400 + 200) * US);
+     * the transfer (400 us) but what the previous span hides: the first gathered unit (FSDP2's
+     * root) and the last are re-gathered in the first span (nothing hidden), the middle one in
+     * the second, issued at the first span's start and hidden by the longer of its calls (330
+     * us: its kernel's launch 20 us after the forward's end and 5 us long, the reduce-scatter's
+     * launch 300 us later and 5 us long) and its compute (the 200 us backward kernel) */
+    CHECK_EQ_U(added, 2 * (int64_t)ITERS * (3 * 655 + 2 * 400 + 70) * US);
     check_terms(&w, &p, "fsdp_reshard", "reshard_after_forward=True");
     strategy_plan q;
     CHECK(framework_torch_fsdp.parse_args("reshard_after_forward=True", &q) == 0);
@@ -409,6 +413,55 @@ test_fsdp_reshard(void)
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
+}
+
+/* The re-gathers' host price on the job with an event record after each forward
+ * all-gather's launch and each reduce-scatter's copy-in (an event record on the backward
+ * thread, 5 us), the forward's records taking 800 us in every iteration (on tests/simgpu
+ * FSDP2's record behind the copy-in's launch waits for the device's lock there, 0.4-0.8
+ * ms, the backward's 1-16 us): each re-gathered call is priced at most at the backward
+ * thread's median for its name, so the re-gathers cost what they cost with 5 us records;
+ * a call whose name the backward thread never makes (the all-gather's launch) keeps its
+ * forward price. */
+static int64_t
+regather_added(int64_t record_us, int64_t launch_us)
+{
+    dfg g;
+    fsdp_job_ids ids;
+    REQUIRE(build_fsdp_job(&g, &ids, JOB_EVENTS | JOB_COPY_IN, 2) == 0);
+    for (int it = 0; it < ITERS; it++)
+        for (int b = 0; b < BLOCKS; b++)
+            for (int32_t r = 0; r < 2; r++) {
+                /* rank r's participant: rank 1's follows rank 0's in the group */
+                int32_t ag = ids.fwd_ag[it][b], h = g.launch[ag];
+                for (int32_t c = 0; r == 1 && c < g.n_nodes; c++)
+                    if (c != ag && g.kind[c] == DFG_COLL && dfg_group(&g, c) == dfg_group(&g, ag))
+                        h = g.launch[c];
+                REQUIRE(dfg_set_dur(&g, h, launch_us * US) == 0);
+                REQUIRE(dfg_set_dur(&g, g.next_on_res[h], record_us * US) == 0);
+            }
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    REQUIRE(strategy_fsdp_reshard_available(&w));
+    int64_t added = 0;
+    for (int32_t n = 0; n < g.n_nodes; n++)
+        added += w.fsdp.regather_ns[n];
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+    return added;
+}
+
+static void
+test_fsdp_reshard_call_price(void)
+{
+    int64_t plain = regather_added(5, 5);
+    CHECK(plain > 0);
+    CHECK_EQ_U(regather_added(800, 5), plain);
+    /* the launch's 45 us more, per unit, iteration and rank */
+    CHECK_EQ_U(regather_added(800, 50), plain + 2 * ITERS * BLOCKS * 45 * US);
 }
 
 /* Resharding on the job whose closing synchronize waits 900 us after the device work it
@@ -715,6 +768,7 @@ main(void)
 {
     test_fsdp_strategies();
     test_fsdp_reshard();
+    test_fsdp_reshard_call_price();
     test_fsdp_reshard_wait();
     test_fsdp_reshard_hours();
     test_fsdp_accumulation();
