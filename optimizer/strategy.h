@@ -86,7 +86,8 @@
  *                     by the parameters the forward gathers but the largest unit's
  *                     (workload_fsdp.gathered_bytes); the copy-out of each backward
  *                     unshard (the compute stream's copies and kernel that wait for the
- *                     all-gather, their calls and the event calls after them) goes too;
+ *                     all-gather, their calls, the event calls after them and the stream
+ *                     waits and polls right before them) goes too;
  *   reshard           (reshard_after_forward=True, on a trace that keeps the parameters)
  *                     each unit is gathered again in the backward, as its forward gathered
  *                     it: the CPU time of its unshard's and copy-out's calls (each call at

@@ -117,14 +117,28 @@ walk_thread(workload *w, const rank_info *ri, int32_t r, int32_t t, int64_t *per
     }
 }
 
+/* 1 when host call x polls an event (cudaEventQuery, cuEventQuery): how many polls an
+ * unshard makes depends on how far the device lags the host, so they are waits, neither
+ * counted among an unshard's calls nor priced as its host work. */
+static int
+event_poll(const dfg *g, int32_t x)
+{
+    const char *nm = g->kind[x] == DFG_HOST ? dfg_name(g, g->name[x]) : NULL;
+    return nm && (!strcmp(nm, "cudaEventQuery") || !strcmp(nm, "cuEventQuery"));
+}
+
 /* Marks in gather_ops the copy-out of all-gather participant c (group q) of rank r: the
  * compute stream's ops that its wait for the all-gather lets start, from the first (a
  * successor of c on the compute stream, a copy or a kernel) through the first kernel
  * (FSDP2's host-to-device copy and split_with_sizes_copy), launched by consecutive calls
- * of one thread that launch only such ops or nothing, and the event calls right after
- * that kernel's launch. */
+ * of one thread that launch only such ops or nothing, the event calls right after that
+ * kernel's launch, and the stream waits and event polls right before the first op's
+ * launch that no unshard holds (the compute stream's wait for the all-gather's event,
+ * made apart from the unshard where the all-gather was prefetched). prev: the previous
+ * node on each node's resource (dfg_prev_table). */
 static void
-mark_copy_out(workload *w, const rank_info *ri, int32_t r, int32_t c, int32_t q)
+mark_copy_out(workload *w, const rank_info *ri, int32_t r, int32_t c, int32_t q,
+              const int32_t *prev)
 {
     const dfg *g = w->work;
     int32_t d0 = -1;
@@ -134,6 +148,11 @@ mark_copy_out(workload *w, const rank_info *ri, int32_t r, int32_t c, int32_t q)
             (g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_MEMCPY))
             d0 = d;
     }
+    for (int32_t x = d0 >= 0 ? prev[g->launch[d0]] : -1;
+         x >= 0 && alive(g, x) && w->fsdp.gather_ops[x] < 0 && dfg_launched_first(g, x) < 0 &&
+         (api_class(g, x) == DPRO_API_CLASS_STREAM_WAIT || event_poll(g, x));
+         x = prev[x])
+        w->fsdp.gather_ops[x] = q;
     int kernel = 0;
     for (int32_t x = d0 >= 0 ? g->launch[d0] : -1; x >= 0 && alive(g, x); x = g->next_on_res[x]) {
         int ok = !(g->flags[x] & (DFG_F_BLOCKING | DFG_F_WAKEUP)), k = 0;
@@ -150,16 +169,6 @@ mark_copy_out(workload *w, const rank_info *ri, int32_t r, int32_t c, int32_t q)
             w->fsdp.gather_ops[g->launched[i]] = q;
         kernel |= k;
     }
-}
-
-/* 1 when host call x polls an event (cudaEventQuery, cuEventQuery): how many polls an
- * unshard makes depends on how far the device lags the host, so they are waits, neither
- * counted among an unshard's calls nor priced as its host work. */
-static int
-event_poll(const dfg *g, int32_t x)
-{
-    const char *nm = g->kind[x] == DFG_HOST ? dfg_name(g, g->name[x]) : NULL;
-    return nm && (!strcmp(nm, "cudaEventQuery") || !strcmp(nm, "cuEventQuery"));
 }
 
 /* A host call's name and duration (backward_calls). */
@@ -441,12 +450,14 @@ find_copy_outs(workload *w, const rank_info *ri)
     workload_fsdp *f = &w->fsdp;
     int32_t iters = w->iter_last - w->iter_first + 1, n = g->n_ranks * (iters > 0 ? iters : 0);
     int64_t *cnt = calloc(2 * (size_t)n + 1, sizeof *cnt);
-    int rc = cnt ? 0 : -1;
+    int32_t *prev = dfg_prev_table(g);
+    int rc = cnt && prev ? 0 : -1;
     for (int32_t c = 0; rc == 0 && c < g->n_nodes; c++) {
         int role = alive(g, c) ? gather_role(w, ri, c) : WL_FSDP_NONE;
         if (role != WL_FSDP_NONE)
-            mark_copy_out(w, ri, g->res_rank[g->res[c]], c, dfg_group(g, c));
+            mark_copy_out(w, ri, g->res_rank[g->res[c]], c, dfg_group(g, c), prev);
     }
+    free(prev);
     for (int32_t x = 0; rc == 0 && x < g->n_nodes; x++) {
         int32_t q = f->gather_ops[x];
         if (q < 0 || g->kind[x] != DFG_HOST || event_poll(g, x) || w->iter[x] < w->iter_first ||

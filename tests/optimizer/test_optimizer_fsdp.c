@@ -14,7 +14,9 @@
  *     micro-batch (the gathered parameters, the gradient being reduced) and the unsharded
  *     gradients held between micro-batches, from the collectives' bytes;
  *   - keep unsharded: the backward's all-gathers and their launches cost nothing, the
- *     forward's stay, the iteration is shorter;
+ *     forward's stay, the iteration is shorter; where the copy-out follows a kernel's
+ *     launch (a prefetched all-gather), the compute stream's wait for it and its poll go
+ *     too;
  *   - reshard (on the job without the backward's all-gathers, 2 ranks sharing the
  *     collectives): each rank's backward pays its own forward unshards' host time once,
  *     each call at most at the backward thread's median for its name, and the transfers
@@ -67,14 +69,18 @@
 #define JOB_POLL_WORK 256   /* the host works 200 us more before each poll of the forward */
 #define JOB_RETURN 512      /* the closing synchronize woken by the backward's last call */
 #define JOB_RETURN_LAG 1024 /* and 150 us after it, not at once */
+#define JOB_PREFETCHED                                                                             \
+    2048 /* each re-gather's copy-out after a kernel launch, a stream wait                         \
+            and a poll (FSDP2's implicit backward prefetch) */
 /* PyTorch's float add: 4 elements a thread of each of its 3 tensors, 48 bytes */
 #define ELEMWISE_ADD                                                                               \
     "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EELb" \
     "0EEEviT0_T1_"
 
 typedef struct fsdp_job_ids {
-    int32_t fwd_ag[ITERS][BLOCKS], bwd_ag[ITERS][BLOCKS];   /* participants */
-    int32_t fwd_out[ITERS][BLOCKS], bwd_out[ITERS][BLOCKS]; /* copy-outs' kernels */
+    int32_t fwd_ag[ITERS][BLOCKS], bwd_ag[ITERS][BLOCKS];     /* participants */
+    int32_t fwd_out[ITERS][BLOCKS], bwd_out[ITERS][BLOCKS];   /* copy-outs' kernels */
+    int32_t bwd_wait[ITERS][BLOCKS], bwd_kern[ITERS][BLOCKS]; /* JOB_PREFETCHED's calls */
 } fsdp_job_ids;
 
 /* A host call on thread t taking 5 us, 300 us after the previous one. */
@@ -216,10 +222,18 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
                                     seq, 400 * US, &ag_grp);
                     first_bwd[r] = first_bwd[r] < 0 ? g->launch[ag] : first_bwd[r];
                     poll(g, bt, 0);
+                    int32_t wait = -1, kern = -1;
+                    if (flags & JOB_PREFETCHED) {
+                        kern = call(g, bt, nm_launch);
+                        device(g, cs, kern, DFG_KERNEL, dfg_intern(g, "fill"), 10 * US);
+                        wait = call(g, bt, dfg_intern(g, "cudaStreamWaitEvent"));
+                        poll(g, bt, 0);
+                    }
                     int32_t out = copy_out(g, bt, cs, ag);
                     rc |= out < 0;
                     if (r == 0)
-                        ids->bwd_out[it][b] = out;
+                        ids->bwd_out[it][b] = out, ids->bwd_wait[it][b] = wait,
+                        ids->bwd_kern[it][b] = kern;
                 }
                 int32_t kb = device(g, cs, call(g, bt, nm_launch), DFG_KERNEL, nm_k, 200 * US);
                 first_bwd[r] = first_bwd[r] < 0 ? g->launch[kb] : first_bwd[r];
@@ -352,6 +366,43 @@ test_fsdp_strategies(void)
     REQUIRE(search_run(&w, &so, &sr) == 0);
     CHECK(sr.n_top >= 1 && (sr.top[0].plan.fsdp_keep || sr.top[0].plan.prefetch));
     search_result_free(&sr);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+/* Keeping the parameters on the job whose re-gathers' copy-outs come after a kernel's
+ * launch, as where FSDP2 prefetched the all-gather: the compute stream's wait for the
+ * all-gather's event (a stream wait and a poll right before the copy-out) goes with the
+ * re-gather (on fsdp_train.py's poor-prefetch baseline 0.4-0.7 ms of host time a unit,
+ * absent from the run that keeps the parameters); the kernel's launch before them stays. */
+static void
+test_fsdp_keep_prefetched(void)
+{
+    dfg g;
+    fsdp_job_ids ids;
+    REQUIRE(build_fsdp_job(&g, &ids, JOB_REGATHER | JOB_PREFETCHED, 1) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    REQUIRE(strategy_fsdp_available(&w));
+    /* per unit the launch, the stream wait and the copy-out's two calls (not the polls) */
+    CHECK(fabs(w.fsdp.keep_calls - 4 * BLOCKS) < 1e-9);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.fsdp_keep = 1;
+    REQUIRE(strategy_apply(&w, &p) == 0);
+    for (int it = 0; it < ITERS; it++)
+        for (int b = 0; b < BLOCKS; b++) {
+            int32_t wait = ids.bwd_wait[it][b], poll_call = g.next_on_res[wait];
+            int32_t q = dfg_group(&g, ids.bwd_ag[it][b]);
+            CHECK(w.fsdp.gather_ops[wait] == q && w.fsdp.gather_ops[poll_call] == q);
+            CHECK(dfg_dur(w.g, wait) == 0 && dfg_gap(w.g, wait) == 0);
+            CHECK(dfg_dur(w.g, poll_call) == 0 && dfg_gap(w.g, poll_call) == 0);
+            CHECK(w.fsdp.gather_ops[ids.bwd_kern[it][b]] < 0);
+            CHECK(dfg_dur(w.g, ids.bwd_kern[it][b]) == 5 * US);
+        }
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
@@ -767,6 +818,7 @@ int
 main(void)
 {
     test_fsdp_strategies();
+    test_fsdp_keep_prefetched();
     test_fsdp_reshard();
     test_fsdp_reshard_call_price();
     test_fsdp_reshard_wait();
