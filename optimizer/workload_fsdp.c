@@ -57,7 +57,8 @@ unshard_call(const workload *w, const rank_info *ri, int32_t r, int32_t x)
 
 /* Walks thread t of rank r in program order: the device ops off the compute stream that
  * the calls after one all-gather's launch and up to the next one's launch start (the
- * unshard: copy-in, all-gather) belong to the second all-gather; prefetch issues them
+ * unshard: copy-in, all-gather), but other collectives (the backward's reduce-scatters),
+ * belong to the second all-gather; prefetch issues them
  * as early as the first one's launch (same iteration). So do the host calls of its
  * unshard: the run of unshard_call calls around its launch, up to the nearest call that
  * is not one (or another all-gather's launch). Appends to per[*n] (at most cap) the
@@ -92,7 +93,8 @@ walk_thread(workload *w, const rank_info *ri, int32_t r, int32_t t, int64_t *per
         for (int32_t x = seg; x >= 0; x = g->next_on_res[x]) {
             for (int32_t i = dfg_launched_first(g, x); i >= 0; i = dfg_launched_next(g, x, i)) {
                 int32_t d = g->launched[i];
-                if (g->res[d] == ri[r].compute_stream)
+                int32_t qd = dfg_group(g, d);
+                if (g->res[d] == ri[r].compute_stream || (qd >= 0 && qd != q))
                     continue;
                 f->gather_ops[d] = q;
                 int64_t early = prev >= 0 ? g->mstart[x] - g->mstart[prev] : 0;

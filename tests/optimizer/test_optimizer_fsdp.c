@@ -24,8 +24,9 @@
  *     where the closing synchronize waits after the device work it waits for (work the
  *     trace does not show), that wait grows with the re-gathers' bytes;
  *   - prefetch: the forward's all-gathers but the first are ready as early, relative to
- *     their launch, as their launch came after the previous one's; the iteration is
- *     shorter; the search offers it on the FSDP job;
+ *     their launch, as their launch came after the previous one's, the reduce-scatters
+ *     between the backward's all-gathers not; on this host-bound job, each all-gather
+ *     ending before its copy-out's launch, the iteration does not change;
  *   - accumulation's micro-batch (FSDP2's set_requires_gradient_sync(False)): on the job
  *     with each reduce-scatter's copy-in (a copy from host, an event record, a
  *     concatenation kernel, launched by the backward thread before the reduce-scatter), the
@@ -81,6 +82,7 @@ typedef struct fsdp_job_ids {
     int32_t fwd_ag[ITERS][BLOCKS], bwd_ag[ITERS][BLOCKS];     /* participants */
     int32_t fwd_out[ITERS][BLOCKS], bwd_out[ITERS][BLOCKS];   /* copy-outs' kernels */
     int32_t bwd_wait[ITERS][BLOCKS], bwd_kern[ITERS][BLOCKS]; /* JOB_PREFETCHED's calls */
+    int32_t bwd_rs[ITERS][BLOCKS];                            /* reduce-scatters */
 } fsdp_job_ids;
 
 /* A host call on thread t taking 5 us, 300 us after the previous one. */
@@ -251,7 +253,7 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
                                         (int64_t)(b + 1) * MIB_B, seq + 1, 300 * US, &rs_grp);
                 rc |= dfg_add_edge(g, kb, rk[r].last);
                 if (r == 0)
-                    ids->bwd_ag[it][b] = ag;
+                    ids->bwd_ag[it][b] = ag, ids->bwd_rs[it][b] = rk[r].last;
             }
             seq += 2;
         }
@@ -331,6 +333,9 @@ test_fsdp_strategies(void)
         CHECK(dfg_dur(&g, bo) == 0 && dfg_dur(&g, g.launch[bo]) == 0);
         CHECK(dfg_dur(&g, dfg_prev_on_res(&g, bo)) == 0);
         CHECK(dfg_dur(&g, fo) == 20 * US && dfg_dur(&g, g.launch[fo]) == 5 * US);
+        /* the reduce-scatter launched between two re-gathers is no unshard's: it stays */
+        int32_t rs = ids.bwd_rs[1][b];
+        CHECK(w.fsdp.gather_ops[rs] < 0 && dfg_dur(&g, g.launch[rs]) == 5 * US);
     }
     /* per iteration and rank: each backward unshard's launch, the copy-out's two calls (not
      * its poll) */
@@ -354,8 +359,13 @@ test_fsdp_strategies(void)
         CHECK(early >= 0 && (b == 0 || early >= 600 * US));
         CHECK(dfg_lat(&g, fa) == 2 * US - early);
         CHECK(g.grp_dur[dfg_group(&g, fa)] == 400 * US);
+        /* a reduce-scatter launched between two all-gathers is no unshard: not issued
+         * earlier */
+        CHECK(dfg_lat(&g, ids.bwd_rs[1][b]) == 2 * US);
     }
-    CHECK(e.iter_ns < base - 100 * US);
+    /* each all-gather (400 us) ends before its copy-out's launch (610 us after its own):
+     * nothing to gain, nothing lost */
+    CHECK(e.iter_ns <= base + 1 * US);
 
     search_options so;
     search_result sr;
