@@ -86,14 +86,17 @@
  *                     by the parameters the forward gathers but the largest unit's
  *                     (workload_fsdp.gathered_bytes); the copy-out of each backward
  *                     unshard (the compute stream's copies and kernel that wait for the
- *                     all-gather, their calls and the event calls after them) goes too;
+ *                     all-gather, their calls, the event calls after them and the stream
+ *                     waits and polls right before them) goes too;
  *   reshard           (reshard_after_forward=True, on a trace that keeps the parameters)
  *                     each unit is gathered again in the backward, as its forward gathered
- *                     it: the CPU time of its unshard's and copy-out's calls is added to the
+ *                     it: the CPU time of its unshard's and copy-out's calls (each call at
+ *                     most at the backward thread's median for its name) is added to the
  *                     backward thread before the unit's backward, its copy-out's device
  *                     time and the part of its transfer and copy-in that the previous
- *                     unit's backward compute does not hide (FSDP2's implicit backward
- *                     prefetch) to the unit's first backward kernel (workload.h:
+ *                     unit's backward (its calls or its compute, the longer) does not hide
+ *                     (FSDP2's implicit backward prefetch) to the unit's first backward
+ *                     kernel (workload.h:
  *                     fsdp.regather_ns); a blocking call that waits beyond the device
  *                     work it waits for waits longer by the re-gathered bytes
  *                     (fsdp.sync_wait_ns); the peak memory drops by gathered_bytes;

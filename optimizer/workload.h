@@ -377,7 +377,8 @@ typedef struct workload_fsdp {
                                launch, up to its own; the host calls around its launch that
                                launch nothing on the compute stream; the copy-out: the compute
                                stream's copies and kernel that wait for the all-gather, with
-                               their calls and the event calls after them), -1 none */
+                               their calls, the event calls after them and the stream waits
+                               and polls right before them), -1 none */
     int32_t *prefetch_ns;   /* per node: how much earlier prefetch issues it (its launch's
                                measured start less that of the previous all-gather of its
                                phase on its stream), 0 none */

@@ -57,7 +57,8 @@ unshard_call(const workload *w, const rank_info *ri, int32_t r, int32_t x)
 
 /* Walks thread t of rank r in program order: the device ops off the compute stream that
  * the calls after one all-gather's launch and up to the next one's launch start (the
- * unshard: copy-in, all-gather) belong to the second all-gather; prefetch issues them
+ * unshard: copy-in, all-gather), but other collectives (the backward's reduce-scatters),
+ * belong to the second all-gather; prefetch issues them
  * as early as the first one's launch (same iteration). So do the host calls of its
  * unshard: the run of unshard_call calls around its launch, up to the nearest call that
  * is not one (or another all-gather's launch). Appends to per[*n] (at most cap) the
@@ -92,7 +93,8 @@ walk_thread(workload *w, const rank_info *ri, int32_t r, int32_t t, int64_t *per
         for (int32_t x = seg; x >= 0; x = g->next_on_res[x]) {
             for (int32_t i = dfg_launched_first(g, x); i >= 0; i = dfg_launched_next(g, x, i)) {
                 int32_t d = g->launched[i];
-                if (g->res[d] == ri[r].compute_stream)
+                int32_t qd = dfg_group(g, d);
+                if (g->res[d] == ri[r].compute_stream || (qd >= 0 && qd != q))
                     continue;
                 f->gather_ops[d] = q;
                 int64_t early = prev >= 0 ? g->mstart[x] - g->mstart[prev] : 0;
@@ -117,14 +119,28 @@ walk_thread(workload *w, const rank_info *ri, int32_t r, int32_t t, int64_t *per
     }
 }
 
+/* 1 when host call x polls an event (cudaEventQuery, cuEventQuery): how many polls an
+ * unshard makes depends on how far the device lags the host, so they are waits, neither
+ * counted among an unshard's calls nor priced as its host work. */
+static int
+event_poll(const dfg *g, int32_t x)
+{
+    const char *nm = g->kind[x] == DFG_HOST ? dfg_name(g, g->name[x]) : NULL;
+    return nm && (!strcmp(nm, "cudaEventQuery") || !strcmp(nm, "cuEventQuery"));
+}
+
 /* Marks in gather_ops the copy-out of all-gather participant c (group q) of rank r: the
  * compute stream's ops that its wait for the all-gather lets start, from the first (a
  * successor of c on the compute stream, a copy or a kernel) through the first kernel
  * (FSDP2's host-to-device copy and split_with_sizes_copy), launched by consecutive calls
- * of one thread that launch only such ops or nothing, and the event calls right after
- * that kernel's launch. */
+ * of one thread that launch only such ops or nothing, the event calls right after that
+ * kernel's launch, and the stream waits and event polls right before the first op's
+ * launch that no unshard holds (the compute stream's wait for the all-gather's event,
+ * made apart from the unshard where the all-gather was prefetched). prev: the previous
+ * node on each node's resource (dfg_prev_table). */
 static void
-mark_copy_out(workload *w, const rank_info *ri, int32_t r, int32_t c, int32_t q)
+mark_copy_out(workload *w, const rank_info *ri, int32_t r, int32_t c, int32_t q,
+              const int32_t *prev)
 {
     const dfg *g = w->work;
     int32_t d0 = -1;
@@ -134,6 +150,11 @@ mark_copy_out(workload *w, const rank_info *ri, int32_t r, int32_t c, int32_t q)
             (g->kind[d] == DFG_KERNEL || g->kind[d] == DFG_MEMCPY))
             d0 = d;
     }
+    for (int32_t x = d0 >= 0 ? prev[g->launch[d0]] : -1;
+         x >= 0 && alive(g, x) && w->fsdp.gather_ops[x] < 0 && dfg_launched_first(g, x) < 0 &&
+         (api_class(g, x) == DPRO_API_CLASS_STREAM_WAIT || event_poll(g, x));
+         x = prev[x])
+        w->fsdp.gather_ops[x] = q;
     int kernel = 0;
     for (int32_t x = d0 >= 0 ? g->launch[d0] : -1; x >= 0 && alive(g, x); x = g->next_on_res[x]) {
         int ok = !(g->flags[x] & (DFG_F_BLOCKING | DFG_F_WAKEUP)), k = 0;
@@ -152,23 +173,65 @@ mark_copy_out(workload *w, const rank_info *ri, int32_t r, int32_t c, int32_t q)
     }
 }
 
-/* 1 when host call x polls an event (cudaEventQuery, cuEventQuery): how many polls an
- * unshard makes depends on how far the device lags the host, so they are waits, neither
- * counted among an unshard's calls nor priced as its host work. */
+/* A host call's name and duration (backward_calls). */
+typedef struct name_dur {
+    int32_t name;
+    int64_t dur;
+} name_dur;
+
 static int
-event_poll(const dfg *g, int32_t x)
+cmp_name_dur(const void *pa, const void *pb)
 {
-    const char *nm = g->kind[x] == DFG_HOST ? dfg_name(g, g->name[x]) : NULL;
-    return nm && (!strcmp(nm, "cudaEventQuery") || !strcmp(nm, "cuEventQuery"));
+    const name_dur *a = pa, *b = pb;
+    return a->name != b->name ? (a->name > b->name) - (a->name < b->name)
+                              : (a->dur > b->dur) - (a->dur < b->dur);
+}
+
+/* Fills nd (room for every node) with the host calls of rank r's backward thread in the
+ * compared iterations, sorted by name, then duration; returns their count. */
+static int32_t
+backward_calls(const workload *w, const rank_info *ri, int32_t r, name_dur *nd)
+{
+    const dfg *g = w->work;
+    int32_t n = 0;
+    for (int32_t x = ri[r].bwd_thread >= 0 ? g->res_first[ri[r].bwd_thread] : -1; x >= 0;
+         x = g->next_on_res[x])
+        if (alive(g, x) && w->iter[x] >= w->iter_first && w->iter[x] <= w->iter_last)
+            nd[n++] = (name_dur){g->name[x], dfg_dur(g, x)};
+    qsort(nd, (size_t)n, sizeof *nd, cmp_name_dur);
+    return n;
+}
+
+/* The median duration of the calls named name among nd[0..n) (sorted: backward_calls),
+ * -1 when none is. */
+static int64_t
+name_median(const name_dur *nd, int32_t n, int32_t name)
+{
+    int32_t lo = 0, hi = n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        lo = nd[mid].name < name ? mid + 1 : lo;
+        hi = nd[mid].name < name ? hi : mid;
+    }
+    int32_t end = lo;
+    while (end < n && nd[end].name == name)
+        end++;
+    int32_t k = end - lo;
+    return k == 0 ? -1 : (nd[lo + (k - 1) / 2].dur + nd[lo + k / 2].dur) / 2;
 }
 
 /* The reshard costs of rank r's units (a forward all-gather's group q; each rank pays its
- * own): cost[3q] the CPU time of its unshard's and copy-out's host calls on rank r (their
- * durations but the event polls', and the gaps between calls of the unit: the CPU time
- * before a run of them is the module's, paid either way), cost[3q+1] the copy-out's device
- * time (compute stream), cost[3q+2] the transfer and copy-in. cost is zeroed first. */
+ * own): cost[3q] the CPU time of its unshard's and copy-out's host calls on rank r (the
+ * gaps between calls of the unit, the CPU time before a run of them being the module's,
+ * paid either way; their durations but the event polls', each at most the median of the
+ * calls of its name on the rank's backward thread, bwd[0..nb): backward_calls; the
+ * re-gather runs there, and a forward call that waited (FSDP's event record behind the
+ * copy-in's launch on the device's lock) does not wait so in the backward), cost[3q+1] the
+ * copy-out's device time (compute stream), cost[3q+2] the transfer and copy-in. cost is
+ * zeroed first. */
 static void
-unit_costs(const workload *w, const rank_info *ri, int32_t r, int64_t *cost)
+unit_costs(const workload *w, const rank_info *ri, int32_t r, const name_dur *bwd, int32_t nb,
+           int64_t *cost)
 {
     const dfg *g = w->work;
     memset(cost, 0, 3 * ((size_t)g->n_groups + 1) * sizeof *cost);
@@ -180,9 +243,11 @@ unit_costs(const workload *w, const rank_info *ri, int32_t r, int64_t *cost)
             if (q < 0 || w->fsdp.grp_role[q] != WL_FSDP_FWD)
                 continue;
             int32_t prev = g->kind[x] == DFG_HOST ? dfg_prev_on_res(g, x) : -1;
+            int64_t d = g->kind[x] == DFG_HOST && !event_poll(g, x) ? dfg_dur(g, x) : 0,
+                    typ = d > 0 ? name_median(bwd, nb, g->name[x]) : -1;
             if (g->kind[x] == DFG_HOST)
                 cost[3 * (int64_t)q] +=
-                    (event_poll(g, x) ? 0 : dfg_dur(g, x)) +
+                    (typ >= 0 && typ < d ? typ : d) +
                     (prev >= 0 && w->fsdp.gather_ops[prev] == q ? dfg_gap(g, x) : 0);
             else if (s == ri[r].compute_stream)
                 cost[3 * (int64_t)q + 1] += dfg_dur(g, x);
@@ -202,7 +267,7 @@ clamp_ns(int64_t v)
 }
 
 /* Adds unit q's reshard costs to the span that starts with call first and launches its
- * first compute kernel kern, hidden being the previous span's compute (regather_rank). */
+ * first compute kernel kern, hidden being how long the previous span ran (regather_rank). */
 static void
 add_regather(workload *w, int32_t first, int32_t kern, int64_t hidden, const int64_t *cost,
              int32_t q)
@@ -224,8 +289,9 @@ add_regather(workload *w, int32_t first, int32_t kern, int64_t hidden, const int
  * the forward's n (0 the root) is re-gathered in span n-1-j, the root in span 0 (its
  * parameters' backward runs first): its unshard's and copy-out's host time (cost) goes
  * before the span's first call, its copy-out's device time and the part of its transfer
- * and copy-in longer than the compute the previous span launched (FSDP2's implicit
- * backward prefetch issues it then) onto the span's first compute kernel. A backward
+ * and copy-in longer than the previous span ran (FSDP2's implicit backward prefetch issues
+ * it at that span's start: hidden by the longer of its calls with the gaps before them and
+ * the compute they launched) onto the span's first compute kernel. A backward
  * whose reduce-scatters do not match its forward's all-gathers one to one (a micro-batch
  * without gradient sync) is left as measured. Returns the units re-gathered in the rank's
  * last matched backward. With mq not NULL nothing is added: each matched forward's units
@@ -238,7 +304,7 @@ regather_rank(workload *w, const rank_info *ri, int32_t r, const int64_t *cost, 
     const dfg *g = w->work;
     enum { MAXU = 256 };
     int32_t fwd[MAXU], first[MAXU], kern[MAXU], n = 0, k = 0, started = 0, done = 0;
-    int64_t comp[MAXU];
+    int64_t comp[MAXU], host[MAXU];
     int32_t h = ri[r].main_thread >= 0 ? g->res_first[ri[r].main_thread] : -1;
     int32_t x = ri[r].bwd_thread >= 0 ? g->res_first[ri[r].bwd_thread] : -1;
     for (; x >= 0; x = g->next_on_res[x]) {
@@ -256,9 +322,10 @@ regather_rank(workload *w, const rank_info *ri, int32_t r, const int64_t *cost, 
         if (n == 0 || k >= n)
             continue;
         if (!started || first[k] < 0) {
-            first[k] = x, kern[k] = -1, comp[k] = 0;
+            first[k] = x, kern[k] = -1, comp[k] = host[k] = 0;
             started = 1;
         }
+        host[k] += dfg_gap(g, x) + dfg_dur(g, x);
         int rs = 0;
         for (int32_t i = dfg_launched_first(g, x); i >= 0; i = dfg_launched_next(g, x, i)) {
             int32_t d = g->launched[i], q = dfg_group(g, d);
@@ -276,7 +343,11 @@ regather_rank(workload *w, const rank_info *ri, int32_t r, const int64_t *cost, 
         for (int32_t j = 0; j < n; j++) {
             int32_t s = j == 0 ? 0 : n - 1 - j;
             if (!mq)
-                add_regather(w, first[s], kern[s], s > 0 ? comp[s - 1] : 0, cost, fwd[j]);
+                add_regather(w, first[s], kern[s],
+                             s == 0                      ? 0
+                             : comp[s - 1] > host[s - 1] ? comp[s - 1]
+                                                         : host[s - 1],
+                             cost, fwd[j]);
             else if (*m < cap)
                 mq[*m] = fwd[j], mj[(*m)++] = j;
         }
@@ -381,12 +452,14 @@ find_copy_outs(workload *w, const rank_info *ri)
     workload_fsdp *f = &w->fsdp;
     int32_t iters = w->iter_last - w->iter_first + 1, n = g->n_ranks * (iters > 0 ? iters : 0);
     int64_t *cnt = calloc(2 * (size_t)n + 1, sizeof *cnt);
-    int rc = cnt ? 0 : -1;
+    int32_t *prev = dfg_prev_table(g);
+    int rc = cnt && prev ? 0 : -1;
     for (int32_t c = 0; rc == 0 && c < g->n_nodes; c++) {
         int role = alive(g, c) ? gather_role(w, ri, c) : WL_FSDP_NONE;
         if (role != WL_FSDP_NONE)
-            mark_copy_out(w, ri, g->res_rank[g->res[c]], c, dfg_group(g, c));
+            mark_copy_out(w, ri, g->res_rank[g->res[c]], c, dfg_group(g, c), prev);
     }
+    free(prev);
     for (int32_t x = 0; rc == 0 && x < g->n_nodes; x++) {
         int32_t q = f->gather_ops[x];
         if (q < 0 || g->kind[x] != DFG_HOST || event_poll(g, x) || w->iter[x] < w->iter_first ||
@@ -402,15 +475,16 @@ find_copy_outs(workload *w, const rank_info *ri)
     if (rc == 0 && f->n_bwd < 1 && f->n_fwd > 0) {
         size_t ng = (size_t)g->n_groups + 1, nn = (size_t)g->n_nodes + 1;
         int64_t *cost = calloc(4 * ng, sizeof *cost), *v = malloc(3 * nn * sizeof *v);
+        name_dur *bwd = malloc(nn * sizeof *bwd);
         int32_t *mq = malloc(2 * ng * sizeof *mq), m = 0;
         uint8_t *again = calloc(ng, 1);
         coll_end *ce = malloc(nn * sizeof *ce);
         f->regather_ns = calloc(nn, sizeof *f->regather_ns);
         f->sync_wait_ns = calloc(nn, sizeof *f->sync_wait_ns);
-        if (!cost || !v || !mq || !again || !ce || !f->regather_ns || !f->sync_wait_ns)
+        if (!cost || !v || !bwd || !mq || !again || !ce || !f->regather_ns || !f->sync_wait_ns)
             rc = -1;
         for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
-            unit_costs(w, ri, r, cost);
+            unit_costs(w, ri, r, bwd, backward_calls(w, ri, r, bwd), cost);
             m = 0;
             regather_rank(w, ri, r, cost, mq, mq + ng, &m, (int32_t)ng);
             for (int32_t i = 0; i < m; i++)
@@ -424,6 +498,7 @@ find_copy_outs(workload *w, const rank_info *ri)
         }
         free(cost);
         free(v);
+        free(bwd);
         free(mq);
         free(again);
         free(ce);

@@ -14,14 +14,19 @@
  *     micro-batch (the gathered parameters, the gradient being reduced) and the unsharded
  *     gradients held between micro-batches, from the collectives' bytes;
  *   - keep unsharded: the backward's all-gathers and their launches cost nothing, the
- *     forward's stay, the iteration is shorter;
+ *     forward's stay, the iteration is shorter; where the copy-out follows a kernel's
+ *     launch (a prefetched all-gather), the compute stream's wait for it and its poll go
+ *     too;
  *   - reshard (on the job without the backward's all-gathers, 2 ranks sharing the
- *     collectives): each rank's backward pays its own forward unshards' host time once;
+ *     collectives): each rank's backward pays its own forward unshards' host time once,
+ *     each call at most at the backward thread's median for its name, and the transfers
+ *     that the previous span's calls or compute do not hide;
  *     where the closing synchronize waits after the device work it waits for (work the
  *     trace does not show), that wait grows with the re-gathers' bytes;
  *   - prefetch: the forward's all-gathers but the first are ready as early, relative to
- *     their launch, as their launch came after the previous one's; the iteration is
- *     shorter; the search offers it on the FSDP job;
+ *     their launch, as their launch came after the previous one's, the reduce-scatters
+ *     between the backward's all-gathers not; on this host-bound job, each all-gather
+ *     ending before its copy-out's launch, the iteration does not change;
  *   - accumulation's micro-batch (FSDP2's set_requires_gradient_sync(False)): on the job
  *     with each reduce-scatter's copy-in (a copy from host, an event record, a
  *     concatenation kernel, launched by the backward thread before the reduce-scatter), the
@@ -65,14 +70,19 @@
 #define JOB_POLL_WORK 256   /* the host works 200 us more before each poll of the forward */
 #define JOB_RETURN 512      /* the closing synchronize woken by the backward's last call */
 #define JOB_RETURN_LAG 1024 /* and 150 us after it, not at once */
+#define JOB_PREFETCHED                                                                             \
+    2048 /* each re-gather's copy-out after a kernel launch, a stream wait                         \
+            and a poll (FSDP2's implicit backward prefetch) */
 /* PyTorch's float add: 4 elements a thread of each of its 3 tensors, 48 bytes */
 #define ELEMWISE_ADD                                                                               \
     "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EELb" \
     "0EEEviT0_T1_"
 
 typedef struct fsdp_job_ids {
-    int32_t fwd_ag[ITERS][BLOCKS], bwd_ag[ITERS][BLOCKS];   /* participants */
-    int32_t fwd_out[ITERS][BLOCKS], bwd_out[ITERS][BLOCKS]; /* copy-outs' kernels */
+    int32_t fwd_ag[ITERS][BLOCKS], bwd_ag[ITERS][BLOCKS];     /* participants */
+    int32_t fwd_out[ITERS][BLOCKS], bwd_out[ITERS][BLOCKS];   /* copy-outs' kernels */
+    int32_t bwd_wait[ITERS][BLOCKS], bwd_kern[ITERS][BLOCKS]; /* JOB_PREFETCHED's calls */
+    int32_t bwd_rs[ITERS][BLOCKS];                            /* reduce-scatters */
 } fsdp_job_ids;
 
 /* A host call on thread t taking 5 us, 300 us after the previous one. */
@@ -214,10 +224,18 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
                                     seq, 400 * US, &ag_grp);
                     first_bwd[r] = first_bwd[r] < 0 ? g->launch[ag] : first_bwd[r];
                     poll(g, bt, 0);
+                    int32_t wait = -1, kern = -1;
+                    if (flags & JOB_PREFETCHED) {
+                        kern = call(g, bt, nm_launch);
+                        device(g, cs, kern, DFG_KERNEL, dfg_intern(g, "fill"), 10 * US);
+                        wait = call(g, bt, dfg_intern(g, "cudaStreamWaitEvent"));
+                        poll(g, bt, 0);
+                    }
                     int32_t out = copy_out(g, bt, cs, ag);
                     rc |= out < 0;
                     if (r == 0)
-                        ids->bwd_out[it][b] = out;
+                        ids->bwd_out[it][b] = out, ids->bwd_wait[it][b] = wait,
+                        ids->bwd_kern[it][b] = kern;
                 }
                 int32_t kb = device(g, cs, call(g, bt, nm_launch), DFG_KERNEL, nm_k, 200 * US);
                 first_bwd[r] = first_bwd[r] < 0 ? g->launch[kb] : first_bwd[r];
@@ -235,7 +253,7 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
                                         (int64_t)(b + 1) * MIB_B, seq + 1, 300 * US, &rs_grp);
                 rc |= dfg_add_edge(g, kb, rk[r].last);
                 if (r == 0)
-                    ids->bwd_ag[it][b] = ag;
+                    ids->bwd_ag[it][b] = ag, ids->bwd_rs[it][b] = rk[r].last;
             }
             seq += 2;
         }
@@ -315,6 +333,9 @@ test_fsdp_strategies(void)
         CHECK(dfg_dur(&g, bo) == 0 && dfg_dur(&g, g.launch[bo]) == 0);
         CHECK(dfg_dur(&g, dfg_prev_on_res(&g, bo)) == 0);
         CHECK(dfg_dur(&g, fo) == 20 * US && dfg_dur(&g, g.launch[fo]) == 5 * US);
+        /* the reduce-scatter launched between two re-gathers is no unshard's: it stays */
+        int32_t rs = ids.bwd_rs[1][b];
+        CHECK(w.fsdp.gather_ops[rs] < 0 && dfg_dur(&g, g.launch[rs]) == 5 * US);
     }
     /* per iteration and rank: each backward unshard's launch, the copy-out's two calls (not
      * its poll) */
@@ -338,8 +359,13 @@ test_fsdp_strategies(void)
         CHECK(early >= 0 && (b == 0 || early >= 600 * US));
         CHECK(dfg_lat(&g, fa) == 2 * US - early);
         CHECK(g.grp_dur[dfg_group(&g, fa)] == 400 * US);
+        /* a reduce-scatter launched between two all-gathers is no unshard: not issued
+         * earlier */
+        CHECK(dfg_lat(&g, ids.bwd_rs[1][b]) == 2 * US);
     }
-    CHECK(e.iter_ns < base - 100 * US);
+    /* each all-gather (400 us) ends before its copy-out's launch (610 us after its own):
+     * nothing to gain, nothing lost */
+    CHECK(e.iter_ns <= base + 1 * US);
 
     search_options so;
     search_result sr;
@@ -350,6 +376,43 @@ test_fsdp_strategies(void)
     REQUIRE(search_run(&w, &so, &sr) == 0);
     CHECK(sr.n_top >= 1 && (sr.top[0].plan.fsdp_keep || sr.top[0].plan.prefetch));
     search_result_free(&sr);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+/* Keeping the parameters on the job whose re-gathers' copy-outs come after a kernel's
+ * launch, as where FSDP2 prefetched the all-gather: the compute stream's wait for the
+ * all-gather's event (a stream wait and a poll right before the copy-out) goes with the
+ * re-gather (on fsdp_train.py's poor-prefetch baseline 0.4-0.7 ms of host time a unit,
+ * absent from the run that keeps the parameters); the kernel's launch before them stays. */
+static void
+test_fsdp_keep_prefetched(void)
+{
+    dfg g;
+    fsdp_job_ids ids;
+    REQUIRE(build_fsdp_job(&g, &ids, JOB_REGATHER | JOB_PREFETCHED, 1) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    REQUIRE(strategy_fsdp_available(&w));
+    /* per unit the launch, the stream wait and the copy-out's two calls (not the polls) */
+    CHECK(fabs(w.fsdp.keep_calls - 4 * BLOCKS) < 1e-9);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.fsdp_keep = 1;
+    REQUIRE(strategy_apply(&w, &p) == 0);
+    for (int it = 0; it < ITERS; it++)
+        for (int b = 0; b < BLOCKS; b++) {
+            int32_t wait = ids.bwd_wait[it][b], poll_call = g.next_on_res[wait];
+            int32_t q = dfg_group(&g, ids.bwd_ag[it][b]);
+            CHECK(w.fsdp.gather_ops[wait] == q && w.fsdp.gather_ops[poll_call] == q);
+            CHECK(dfg_dur(w.g, wait) == 0 && dfg_gap(w.g, wait) == 0);
+            CHECK(dfg_dur(w.g, poll_call) == 0 && dfg_gap(w.g, poll_call) == 0);
+            CHECK(w.fsdp.gather_ops[ids.bwd_kern[it][b]] < 0);
+            CHECK(dfg_dur(w.g, ids.bwd_kern[it][b]) == 5 * US);
+        }
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
@@ -398,10 +461,12 @@ test_fsdp_reshard(void)
         added += w.fsdp.regather_ns[n];
     /* all iterations, per rank (each pays its own unshards, not the two ranks' together)
      * and unit (the medians over the forwards, the stall left out): host 625 us, copy-out 30 us and
-     * the transfer (400 us) but what the previous span's compute hides: the first gathered unit
-     * (FSDP2's root) and the last are re-gathered in the first span (nothing hidden), the middle
-     * one in the second (the first span's 200 us backward kernel hidden) */
-    CHECK_EQ_U(added, 2 * (int64_t)ITERS * (3 * 655 + 2 * 400 + 200) * US);
+     * the transfer (400 us) but what the previous span hides: the first gathered unit (FSDP2's
+     * root) and the last are re-gathered in the first span (nothing hidden), the middle one in
+     * the second, issued at the first span's start and hidden by the longer of its calls (330
+     * us: its kernel's launch 20 us after the forward's end and 5 us long, the reduce-scatter's
+     * launch 300 us later and 5 us long) and its compute (the 200 us backward kernel) */
+    CHECK_EQ_U(added, 2 * (int64_t)ITERS * (3 * 655 + 2 * 400 + 70) * US);
     check_terms(&w, &p, "fsdp_reshard", "reshard_after_forward=True");
     strategy_plan q;
     CHECK(framework_torch_fsdp.parse_args("reshard_after_forward=True", &q) == 0);
@@ -409,6 +474,55 @@ test_fsdp_reshard(void)
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
+}
+
+/* The re-gathers' host price on the job with an event record after each forward
+ * all-gather's launch and each reduce-scatter's copy-in (an event record on the backward
+ * thread, 5 us), the forward's records taking 800 us in every iteration (on tests/simgpu
+ * FSDP2's record behind the copy-in's launch waits for the device's lock there, 0.4-0.8
+ * ms, the backward's 1-16 us): each re-gathered call is priced at most at the backward
+ * thread's median for its name, so the re-gathers cost what they cost with 5 us records;
+ * a call whose name the backward thread never makes (the all-gather's launch) keeps its
+ * forward price. */
+static int64_t
+regather_added(int64_t record_us, int64_t launch_us)
+{
+    dfg g;
+    fsdp_job_ids ids;
+    REQUIRE(build_fsdp_job(&g, &ids, JOB_EVENTS | JOB_COPY_IN, 2) == 0);
+    for (int it = 0; it < ITERS; it++)
+        for (int b = 0; b < BLOCKS; b++)
+            for (int32_t r = 0; r < 2; r++) {
+                /* rank r's participant: rank 1's follows rank 0's in the group */
+                int32_t ag = ids.fwd_ag[it][b], h = g.launch[ag];
+                for (int32_t c = 0; r == 1 && c < g.n_nodes; c++)
+                    if (c != ag && g.kind[c] == DFG_COLL && dfg_group(&g, c) == dfg_group(&g, ag))
+                        h = g.launch[c];
+                REQUIRE(dfg_set_dur(&g, h, launch_us * US) == 0);
+                REQUIRE(dfg_set_dur(&g, g.next_on_res[h], record_us * US) == 0);
+            }
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    REQUIRE(strategy_fsdp_reshard_available(&w));
+    int64_t added = 0;
+    for (int32_t n = 0; n < g.n_nodes; n++)
+        added += w.fsdp.regather_ns[n];
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+    return added;
+}
+
+static void
+test_fsdp_reshard_call_price(void)
+{
+    int64_t plain = regather_added(5, 5);
+    CHECK(plain > 0);
+    CHECK_EQ_U(regather_added(800, 5), plain);
+    /* the launch's 45 us more, per unit, iteration and rank */
+    CHECK_EQ_U(regather_added(800, 50), plain + 2 * ITERS * BLOCKS * 45 * US);
 }
 
 /* Resharding on the job whose closing synchronize waits 900 us after the device work it
@@ -714,7 +828,9 @@ int
 main(void)
 {
     test_fsdp_strategies();
+    test_fsdp_keep_prefetched();
     test_fsdp_reshard();
+    test_fsdp_reshard_call_price();
     test_fsdp_reshard_wait();
     test_fsdp_reshard_hours();
     test_fsdp_accumulation();
