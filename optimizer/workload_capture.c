@@ -264,12 +264,12 @@ capture_drops_edge(const workload *w, int32_t s, int32_t d, int *queue)
 static int
 launches_input_copy(const dfg *g, int32_t h)
 {
-    for (int32_t i = dfg_launched_first(g, h); i >= 0; i = dfg_launched_next(g, h, i)) {
+    int found = 0;
+    for (int32_t i = dfg_launched_first(g, h); !found && i >= 0; i = dfg_launched_next(g, h, i)) {
         int32_t d = g->launched[i];
-        if (g->kind[d] == DFG_MEMCPY && !strcmp(dfg_name(g, g->name[d]), "memcpy HtoD"))
-            return 1;
+        found = g->kind[d] == DFG_MEMCPY && !strcmp(dfg_name(g, g->name[d]), "memcpy HtoD");
     }
-    return 0;
+    return found;
 }
 
 /* Whether the walks of input_copy_call and order_after_input stop at host call h: the
@@ -292,7 +292,7 @@ input_copy_call(const workload *w, const int32_t *prev, int32_t L)
 {
     const dfg *g = w->work;
     int32_t copy = -1;
-    for (int32_t h = prev[L]; copy < 0 && h >= 0 && !workload_step_call(w, h); h = prev[h]) {
+    for (int32_t h = prev[L]; copy == -1 && h >= 0 && !workload_step_call(w, h); h = prev[h]) {
         if (alive(g, h) && launches_input_copy(g, h))
             copy = (g->flags[h] & (DFG_F_BLOCKING | DFG_F_QUEUED)) ? -2 : h;
         else if (alive(g, h) && launches_kernel(g, h))

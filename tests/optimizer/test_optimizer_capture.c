@@ -50,9 +50,11 @@ device(dfg *g, int32_t st, int kind, const char *name, int64_t dur_us, int32_t h
 }
 
 /* Builds the job (the file's comment); its iterations cut at the closing
- * synchronisations (at_kernel 0) or at the forward's first kernel (1). Returns 0, -1. */
+ * synchronisations (at_kernel 0) or at the forward's first kernel (1); with
+ * blocking_copy, a blocking host-to-device copy (cudaMemcpy) follows each step's input
+ * copy. Returns 0, -1. */
 static int
-build_step_job(dfg *g, step_job *j, int at_kernel)
+build_step_job(dfg *g, step_job *j, int at_kernel, int blocking_copy)
 {
     if (dfg_init(g, 1) != 0)
         return -1;
@@ -66,6 +68,11 @@ build_step_job(dfg *g, step_job *j, int at_kernel)
         device(g, st, DFG_MEMSET, "memset", 2, call(g, th, "cudaMemsetAsync", 3));
         j->copy[s] = call(g, th, "cudaMemcpyAsync", 5);
         int32_t c = device(g, st, DFG_MEMCPY, "memcpy HtoD", 5, j->copy[s]);
+        if (blocking_copy) {
+            int32_t b = call(g, th, "cudaMemcpy", 5);
+            g->flags[b] |= DFG_F_BLOCKING;
+            rc |= dfg_add_edge(g, device(g, st, DFG_MEMCPY, "memcpy HtoD", 5, b), b);
+        }
         int32_t s1 = call(g, th, "cudaStreamSynchronize", 2);
         g->flags[s1] |= DFG_F_BLOCKING;
         rc |= dfg_add_edge(g, c, s1);
@@ -96,7 +103,7 @@ test_graph_launch_placement(void)
     for (int at_kernel = 0; at_kernel <= 1; at_kernel++) {
         dfg g;
         step_job j;
-        REQUIRE(build_step_job(&g, &j, at_kernel) == 0);
+        REQUIRE(build_step_job(&g, &j, at_kernel, 0) == 0);
         workload w;
         sim_result res;
         memset(&res, 0, sizeof res);
@@ -131,7 +138,7 @@ test_step_after_input(void)
 {
     dfg g;
     step_job j;
-    REQUIRE(build_step_job(&g, &j, 0) == 0);
+    REQUIRE(build_step_job(&g, &j, 0, 0) == 0);
     for (int s = 0; s < STEPS; s++) {
         CHECK(dfg_set_gap(&g, j.copy[s], 200 * US) == 0);
         CHECK(dfg_set_dur(&g, j.opt_kernel[s], 100 * US) == 0);
@@ -144,8 +151,40 @@ test_step_after_input(void)
     strategy_plan_baseline(&p);
     p.cuda_graph = 1;
     strategy_eval e;
+    memset(&e, 0, sizeof e);
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
     CHECK(e.median_ns >= 400 * US && e.median_ns < 440 * US);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
+/* test_step_after_input's job with a blocking copy after each input copy: the copy
+ * nearest the graph launch waits for the device, so no input copy is found (the walk
+ * stops there, not at the older asynchronous copy) and the step's optimizer work stays
+ * where the eager loop ran it: under 400 us a step, as the plan without the rule. */
+static void
+test_blocking_copy_stops_walk(void)
+{
+    dfg g;
+    step_job j;
+    REQUIRE(build_step_job(&g, &j, 0, 1) == 0);
+    for (int s = 0; s < STEPS; s++) {
+        CHECK(dfg_set_gap(&g, j.copy[s], 200 * US) == 0);
+        CHECK(dfg_set_dur(&g, j.opt_kernel[s], 100 * US) == 0);
+    }
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 3, NULL, NULL, -1, NULL) == 0);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.cuda_graph = 1;
+    strategy_eval e;
+    memset(&e, 0, sizeof e);
+    CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
+    printf("blocking copy: captured step %.1f us\n", (double)e.median_ns / US);
+    CHECK(e.median_ns > 0 && e.median_ns < 400 * US);
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
@@ -209,6 +248,7 @@ test_watchdog_wakeup(void)
     strategy_plan_baseline(&p);
     p.cuda_graph = 1;
     strategy_eval e;
+    memset(&e, 0, sizeof e);
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
     CHECK(e.iter_ns > 100 * US && e.iter_ns < 200 * US);
     CHECK(e.median_ns > 100 * US && e.median_ns < 200 * US);
@@ -223,5 +263,6 @@ main(void)
     test_graph_launch_placement();
     test_watchdog_wakeup();
     test_step_after_input();
+    test_blocking_copy_stops_walk();
     return tests_done();
 }
