@@ -241,39 +241,53 @@ mark_rank_outliers(const int64_t *t, int32_t n, int32_t r, int64_t *scratch, uin
     }
 }
 
-/* Rank r's own time in each compared iteration into own (n of them; t its iteration
- * times): the iteration less what r waited at collectives for the others (a member's
- * wait: the group's last arrival less its own, counted in the iteration it arrived in).
- * scratch holds 2 n values. */
-static void
-rank_own_times(const workload *w, sim_timeline tl, int32_t r, const int64_t *t, int64_t *own,
-               int64_t *scratch)
+/* Each rank's waits at collectives for the others in each compared iteration, in one
+ * pass over the groups' members (a member's wait: the group's last arrival less its own,
+ * counted in the iteration of its rank it arrived in): n values a rank, rank r's from
+ * r * n. Returns the array (free it), NULL when out of memory. */
+static int64_t *
+rank_collective_waits(const workload *w, sim_timeline tl)
 {
     const dfg *g = w->g;
     int32_t n = w->iter_last - w->iter_first + 1;
-    int64_t *t0 = scratch, *t1 = scratch + n;
-    for (int32_t i = 0; i < n; i++) {
-        own[i] = t[i];
-        if (sim_iteration_window(g, tl, r, w->iter_first + i, w->iter_first + i, &t0[i], &t1[i]) !=
-            0)
-            t0[i] = t1[i] = -1;
-    }
-    for (int32_t q = 0; q < g->n_groups; q++)
+    size_t cells = (size_t)g->n_ranks * (size_t)n;
+    int64_t *waits = calloc(cells > 0 ? cells : 1, sizeof *waits);
+    int64_t *t0 = malloc(sizeof *t0 * (cells > 0 ? cells : 1));
+    int64_t *t1 = malloc(sizeof *t1 * (cells > 0 ? cells : 1));
+    for (int32_t r = 0; waits && t0 && t1 && r < g->n_ranks; r++)
+        for (int32_t i = 0; i < n; i++) {
+            size_t c = (size_t)r * (size_t)n + (size_t)i;
+            if (workload_rank_weight(w, r) <= 0 ||
+                sim_iteration_window(g, tl, r, w->iter_first + i, w->iter_first + i, &t0[c],
+                                     &t1[c]) != 0)
+                t0[c] = t1[c] = -1;
+        }
+    for (int32_t q = 0; waits && t0 && t1 && q < g->n_groups; q++)
         for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p)) {
             int64_t at = tl.start[p], wait = tl.grp_arrival[q] - at;
-            if (dfg_rank(g, p) != r || (g->flags[p] & DFG_F_REMOVED) || at < 0 || wait <= 0)
+            int32_t r = dfg_rank(g, p);
+            if (r < 0 || r >= g->n_ranks || (g->flags[p] & DFG_F_REMOVED) || at < 0 || wait <= 0)
                 continue;
-            for (int32_t i = 0; i < n; i++)
-                if (at >= t0[i] && at < t1[i])
-                    own[i] -= wait;
+            for (int32_t i = 0; i < n; i++) {
+                size_t c = (size_t)r * (size_t)n + (size_t)i;
+                if (at >= t0[c] && at < t1[c])
+                    waits[c] += wait;
+            }
         }
+    if (!t0 || !t1) {
+        free(waits);
+        waits = NULL;
+    }
+    free(t0);
+    free(t1);
+    return waits;
 }
 
-/* Names in out (the outliers aside marks; t and scratch hold n values, own 3 n) the rank
- * that stalled in each: the one whose own time (rank_own_times) is the most over its
- * median own time, by the share of that median (every rank's iteration is long when one
- * stalls: the others wait for it at the next collective), with that rank's iteration time,
- * median and MAD. */
+/* Names in out (the outliers aside marks; t and scratch hold n values, own 2 n) the rank
+ * that stalled in each: the one whose own time (its iteration less its waits for the
+ * others: rank_collective_waits) is the most over its median own time, by the share of that median
+ * (every rank's iteration is long when one stalls: the others wait for it at the next collective),
+ * with that rank's iteration time, median and MAD. */
 static void
 name_stalled_ranks(const workload *w, sim_timeline tl, const uint8_t *aside, int64_t *t,
                    int64_t *scratch, int64_t *own, profile_outlier *out)
@@ -281,12 +295,14 @@ name_stalled_ranks(const workload *w, sim_timeline tl, const uint8_t *aside, int
     int32_t n = w->iter_last - w->iter_first + 1;
     int64_t *sorted = own + n;
     double *best = malloc(sizeof *best * (size_t)n);
+    int64_t *waits = best ? rank_collective_waits(w, tl) : NULL;
     for (int32_t i = 0; best && i < n; i++)
         best[i] = -INFINITY;
-    for (int32_t r = 0; best && r < w->g->n_ranks; r++) {
+    for (int32_t r = 0; best && waits && r < w->g->n_ranks; r++) {
         if (workload_rank_weight(w, r) <= 0 || rank_iterations(w, tl, r, t) != 0)
             continue;
-        rank_own_times(w, tl, r, t, own, sorted);
+        for (int32_t i = 0; i < n; i++) /* the iteration less its waits for the others */
+            own[i] = t[i] - waits[(size_t)r * (size_t)n + (size_t)i];
         memcpy(sorted, own, sizeof *own * (size_t)n);
         double m_own = sim_median_i64(sorted, n);
         memcpy(scratch, t, sizeof *t * (size_t)n);
@@ -302,6 +318,7 @@ name_stalled_ranks(const workload *w, sim_timeline tl, const uint8_t *aside, int
             out[i] = (profile_outlier){i, r, (double)t[i], m, mad};
         }
     }
+    free(waits);
     free(best); /* out of memory: the rank most over its median stays named */
 }
 
@@ -324,7 +341,7 @@ profile_outlier_iterations(const workload *w, const sim_result *res, uint8_t *as
         if (workload_rank_weight(w, r) > 0 && rank_iterations(w, tl, r, t) == 0)
             mark_rank_outliers(t, n, r, scratch, aside, out);
     if (t && scratch && memchr(aside, 1, (size_t)n) &&
-        (own = malloc(sizeof *own * 3 * (size_t)n)) != NULL)
+        (own = malloc(sizeof *own * 2 * (size_t)n)) != NULL)
         name_stalled_ranks(w, tl, aside, t, scratch, own, out);
     for (int32_t i = 0; k >= 0 && t && i < n; i++)
         if (aside[i])
