@@ -1,9 +1,11 @@
 /* env.c: the device's number settings (SIMGPU_*), read strictly: a setting holds a number
  * in its range, spelled whole, or it is named on stderr and its default taken. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "simgpu_internal.h"
 
@@ -18,7 +20,9 @@ simgpu_env_number(const char *name, double least, double most, double dflt)
         return dflt;
     errno = 0;
     d = strtod(v, &end);
-    ok = end != v && *end == '\0' && errno == 0 && isfinite(d) && d >= least && d <= most;
+    /* strtod also takes leading blanks and hexadecimal: neither is a decimal number */
+    ok = end != v && *end == '\0' && errno == 0 && isfinite(d) && d >= least && d <= most &&
+         !isspace((unsigned char)*v) && !strpbrk(v, "xX");
     if (!ok)
         fprintf(stderr, "simgpu: %s=%s is not a number from %g to %g: %g\n", name, v, least, most,
                 dflt);

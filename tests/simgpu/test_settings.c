@@ -71,7 +71,8 @@ child(const char *settings, char *out, size_t cap, double *k, double *m, double 
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     CHECK(len > 0);
     self[len] = '\0';
-    snprintf(cmd, sizeof cmd, "env SIMGPU_PHYSICS=simple %s '%s' --run 2>&1", settings, self);
+    snprintf(cmd, sizeof cmd, "env -u LOCAL_WORLD_SIZE SIMGPU_PHYSICS=simple %s '%s' --run 2>&1",
+             settings, self);
     FILE *p = popen(cmd, "r");
     CHECK(p != NULL);
     size_t got = fread(out, 1, cap - 1, p);
@@ -102,13 +103,16 @@ main(int argc, char **argv)
     CHECK(l >= 20.0);
     CHECK(n == 2);
     child("SIMGPU_DEFAULT_KERNEL_US=25us SIMGPU_D2D_GBPS=-3 SIMGPU_LAUNCH_US=abc "
-          "SIMGPU_SLOWDOWN=0x SIMGPU_DEVICE_COUNT=2.5",
+          "SIMGPU_SLOWDOWN=0x SIMGPU_DEVICE_COUNT=2.5 SIMGPU_H2D_GBPS=0x10 "
+          "SIMGPU_CONTENTION=' 5'",
           out, sizeof out, &k, &m, &l, &n);
     CHECK(strstr(out, "simgpu: SIMGPU_DEFAULT_KERNEL_US=25us is not a number from 0 to 1e+09: "
                       "10\n") != NULL);
     CHECK(strstr(out, "simgpu: SIMGPU_D2D_GBPS=-3 is not a number from 1e-06 to 1e+09: 1500\n"));
     CHECK(strstr(out, "simgpu: SIMGPU_LAUNCH_US=abc is not a number from 0 to 1e+09: 4\n"));
     CHECK(strstr(out, "simgpu: SIMGPU_SLOWDOWN=0x is not a number from 1e-06 to 1e+06: 1\n"));
+    CHECK(strstr(out, "simgpu: SIMGPU_H2D_GBPS=0x10 is not a number from 1e-06 to 1e+09: 25\n"));
+    CHECK(strstr(out, "simgpu: SIMGPU_CONTENTION= 5 is not a number from 0 to 1e+06: 0\n"));
     CHECK(strstr(out, "simgpu: SIMGPU_DEVICE_COUNT=2.5 is not a whole number from 0 to 1000000: "
                       "0\n"));
     CHECK(fabs(k - 10.0) < 0.5);
