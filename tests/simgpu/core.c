@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "simgpu_internal.h"
 
@@ -712,6 +713,7 @@ enqueue_nowake_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t no
         }
         pthread_attr_destroy(&at);
         s->worker = th;
+        s->worker_pid = getpid();
         s->worker_started = 1;
     }
     op->enqueue_ns = now;
@@ -765,12 +767,14 @@ enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op)
  * Else, on a busy host, the worker woken by the launch takes the launching thread's CPU
  * for as long as it sets the bytes (hundreds of microseconds a megabyte), where a real
  * cudaMemsetAsync returns in microseconds.  The memset's device time is the model's either
- * way.  Caller holds g_lock; s's worker started. */
+ * way.  Caller holds g_lock; s's worker started (in this process: a forked child has no
+ * such thread, and its id may name another). */
 static void
 worker_wake_behind_locked(struct simgpu_stream *s)
 {
     struct sched_param sp = {0};
-    if (!s->worker_batch && pthread_setschedparam(s->worker, SCHED_BATCH, &sp) == 0)
+    if (!s->worker_batch && s->worker_pid == getpid() && /* not a forked child's copy */
+        pthread_setschedparam(s->worker, SCHED_BATCH, &sp) == 0)
         s->worker_batch = 1;
 }
 

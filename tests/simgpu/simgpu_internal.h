@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -535,8 +536,9 @@ struct simgpu_stream {
     int destroyed; /* written atomically: stream_live reads it without g_lock */
     int worker_started;
     pthread_t worker; /* the worker thread, while worker_started */
+    pid_t worker_pid; /* the process that started it */
     /* The worker was woken at a lower priority (SCHED_BATCH: it does not preempt the
-     * thread that woke it), which it undoes once it runs (simgpu_enqueue). */
+     * thread that woke it), which it undoes once it runs (stream_worker). */
     int worker_batch;
     pthread_cond_t work_cv; /* the worker waits here for an op (or the destruction) */
     pthread_cond_t done_cv; /* waiters for done_seq >= their target */
