@@ -179,6 +179,8 @@ typedef struct name_dur {
     int64_t dur;
 } name_dur;
 
+/* qsort order of name_dur: by name, then by duration (a name's durations in a run, for
+ * its median). */
 static int
 cmp_name_dur(const void *pa, const void *pb)
 {

@@ -192,9 +192,7 @@ sim_begin(sim_state *s)
 SIM_INLINE int64_t
 group_last_mend(const dfg *g, int32_t q)
 {
-    int64_t last = -1;
-    if (g->grp_mdur[q] <= 0 || g->grp_members[q] != g->grp_nranks[q])
-        return -1;
+    int64_t last = g->grp_mdur[q] <= 0 || g->grp_members[q] != g->grp_nranks[q] ? -2 : -1;
     for (int32_t p = g->grp_first[q]; p >= 0 && last >= -1; p = dfg_next_in_group(g, p)) {
         int64_t e = dfg_mend(g, p);
         last = e <= g->mstart[p] ? -2 : e > last ? e : last;
