@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""A pair's recorded and changed run compared on the host (docs/fidelity.md, "Pair 19"
-and "Fusion pair 3 decomposed"): for the kept recordings of a ddp-sim pair
-(FIDELITY_KEEP=KEEP fidelity.py; BASE = KEEP/NN-KIND-base, NEW = KEEP/NN-KIND-new), dpro's
-prediction from BASE and its replay of NEW (median and mean iteration), then per rank, from
-each run's measured timeline (dpro-export --chrome), the medians over the measured
-iterations of the iteration, the host's time until the iteration's synchronisation, its
-launch calls and the gaps between them (the forward on the main thread, the backward on
-ddp-sim's backward thread), the hand-off from the forward to the backward thread, the
-synchronisation's wait, the kernels and their time; and the host stalls: a launch call or
-a gap between two calls of a thread over STALL_US (the world's host hiccups,
+"""A pair's recorded and changed run compared on the host (docs/fidelity.md, "Pair 19" and
+"Fusion pair 3 decomposed"): for the kept recordings of a ddp-sim pair (FIDELITY_KEEP=KEEP
+fidelity.py; BASE = KEEP/NN-KIND-base, NEW = KEEP/NN-KIND-new), dpro's prediction from
+BASE and its replay of NEW (median and mean iteration), then per rank, from each run's
+measured timeline (dpro-export --chrome), the medians over the measured iterations of the
+iteration, the host's time until the iteration's synchronisation, its launch calls and the
+gaps between them (the forward on the main thread, the backward on ddp-sim's backward
+thread), the hand-off from the forward to the backward thread, the time from the
+backward's last call to the synchronisation, the synchronisation's wait, the kernels and
+their time (each also as a mean over the iterations); and the host stalls: a launch call
+or a gap between two calls of a thread over STALL_US (the world's host hiccups,
 preemptions), not the hand-off between the threads and not the synchronisation: how many
 iterations hold one and their time per iteration. Last, each run's host share as
 dpro-replay learns it from the trace (what_if.host_share at its own rank count and
@@ -120,12 +121,14 @@ def iterations(ev, names, pid):
         post = [e for e in m if e["ts"] > b[-1]["ts"] and e is not sync[-1]]
         fwd_end = fwd[-1]["ts"] + fwd[-1]["dur"] if fwd else t0
         fwd_span = fwd_end - t0
-        bwd_span = b[-1]["ts"] + b[-1]["dur"] - b[0]["ts"]
+        bwd_end = b[-1]["ts"] + b[-1]["dur"]
+        bwd_span = bwd_end - b[0]["ts"]
         calls = sum(e["dur"] for e in fwd + b)
         k = [d for ts, d in kernels if t0 <= ts < t1]
         rows.append({"iteration": t1 - t0, "host until sync": sync[-1]["ts"] - t0,
                      "launch calls": calls, "gaps": fwd_span + bwd_span - calls,
-                     "hand-off": b[0]["ts"] - fwd_end, "sync wait": sync[-1]["dur"],
+                     "hand-off": b[0]["ts"] - fwd_end,
+                     "after backward": sync[-1]["ts"] - bwd_end, "sync wait": sync[-1]["dur"],
                      "kernels": len(k), "kernel time": sum(k),
                      "stall": stall_us(fwd) + stall_us(b) + stall_us(post)})
     return rows
@@ -136,16 +139,18 @@ def median(xs):
 
 
 def compare(runs):
-    """Prints, per rank, the medians of iterations()'s figures and the stalls of each
-    timeline in runs: a list of (label, (events, names))."""
+    """Prints, per rank, the medians (and means) of iterations()'s figures and the stalls
+    of each timeline in runs: a list of (label, (events, names))."""
     for pid in sorted({e["pid"] for e in runs[0][1][0] if e.get("cat") == "iteration"}):
         its = [iterations(ev, names, pid) for _, (ev, names) in runs]
-        print("rank %d (%s iterations), medians us, %s:" % (
+        print("rank %d (%s iterations), medians (means) us, %s:" % (
             pid, " / ".join(str(len(a)) for a in its), " / ".join(label for label, _ in runs)))
         for k in ("iteration", "host until sync", "launch calls", "gaps", "hand-off",
-                  "sync wait", "kernels", "kernel time"):
+                  "after backward", "sync wait", "kernels", "kernel time"):
             x = [median([r[k] for r in a]) for a in its]
-            print("  %-16s %s (%+.1f)" % (k, " -> ".join("%8.1f" % v for v in x), x[-1] - x[0]))
+            mean = [sum(r[k] for r in a) / max(1, len(a)) for a in its]
+            print("  %-16s %s, median %+.1f" % (k, " -> ".join(
+                "%8.1f (%8.1f)" % v for v in zip(x, mean)), x[-1] - x[0]))
         print("  host stalls over %d us: %s" % (STALL_US, " -> ".join(
             "in %d of %d iterations, %.1f us an iteration" % (
                 sum(r["stall"] > 0 for r in a), len(a), sum(r["stall"] for r in a) / max(1, len(a)))
