@@ -79,14 +79,6 @@ def optimize_what_if(base, args, batch):
         return json.loads(p.stdout), read_timeline(out)
 
 
-def host_share(d, ranks):
-    """dpro-replay's host share of the trace in d (its ranks all on one host, as simrun
-    runs them): what_if.host_share of --what-if-ranks R --what-if-ranks-per-host R, R the
-    trace's rank count, which changes nothing and reports what the trace shows."""
-    r = str(ranks)
-    return replay(d, ["--what-if-ranks", r, "--what-if-ranks-per-host", r])["what_if"]["host_share"]
-
-
 def stall_us(calls):
     """Time in a run of one thread's calls spent in launch calls or gaps over STALL_US."""
     s = 0.0
@@ -186,7 +178,10 @@ def main(argv):
     runs.append(("changed", timeline(new)))
     compare(runs)
     for label, d in (("recorded", base), ("changed", new)):
-        h = host_share(d, own["world_size"])
+        h = fidelity.host_share(d, own["world_size"], own["world_size"])
+        if h is None:
+            print("host share of the %s run: none (the trace has no CPU samples)" % label)
+            continue
         print("host share of the %s run: CPU %.3f a rank, host busy %.3f, load %.3f, "
               "stalls %.1f a second (timeslice %.0f us)" % (
                   label, h["mean_demand"], h["mean_host_busy"], h["load_traced"],
