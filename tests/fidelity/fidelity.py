@@ -90,9 +90,14 @@ realised_cpu_ms_per_iter are the CPU time (user and system) the recorded and the
 job's processes took per iteration (warm-up and start included), cores_at_predicted the
 changed job's over the predicted iteration: the cores it needs to run at the predicted
 speed; above the machine's free cores, the realised figure is the machine's limit, not the
-world's. The more-ranks kind is predicted with all its ranks on this one host, as simrun
-runs them (--what-if-ranks-per-host N: the host-share model scales the host time by the
-CPU the trace says the ranks want over the cores it recorded); no_share_predicted_us and
+world's. base_stalls_per_s and realised_stalls_per_s are the host stalls a second
+dpro-replay counts in the recorded and the changed run's trace (host_share:
+what_if.host_share at the run's own ranks and layout); a recording that stalled more often
+than its changed run carries stalls into the prediction that the changed run did not have
+(docs/fidelity.md, "Fusion pair 3 decomposed"). The more-ranks kind is predicted with all
+its ranks on this one host, as simrun runs them (--what-if-ranks-per-host N: the
+host-share model scales the host time by the CPU the trace says the ranks want over the
+cores it recorded); no_share_predicted_us and
 no_share_error_pct are the prediction with the traced layout (no ranks added to a host,
 no host time scaled), host_time_scale the scale applied and rank_wait_us the wait the
 more ranks' arrival jitter adds at each collective (docs/models.md); for the pairs across
@@ -164,7 +169,8 @@ COLUMNS = ["pair", "kind", "world_seed", "profile", "job", "change", "base_us", 
            "speedup_ratio_pct", "realised_spread_pct", "predicted_peak_mib", "realised_peak_mib",
            "peak_error_pct", "budget_mib", "base_lag_us", "realised_lag_us",
            "realised_device_us", "device_error_pct", "base_cpu_ms_per_iter", "realised_cpu_ms_per_iter",
-           "cores_at_predicted", "mean_predicted_us", "mean_error_pct", "no_share_predicted_us",
+           "cores_at_predicted", "base_stalls_per_s", "realised_stalls_per_s",
+           "mean_predicted_us", "mean_error_pct", "no_share_predicted_us",
            "no_share_error_pct", "host_time_scale", "rank_wait_us", "no_network_predicted_us",
            "no_network_error_pct", "line_rate_predicted_us", "line_rate_error_pct",
            "net_busbw_gbps", "net_crossing_us", "loads", "iterations",
@@ -349,6 +355,26 @@ def lag_of_timeline(chrome):
     return sum(lags) / len(lags), sum(spans) / len(spans)
 
 
+def host_share(trace_dir, ranks, per_host):
+    """dpro-replay's host share of the trace in trace_dir (what_if.host_share of
+    --what-if-ranks RANKS --what-if-ranks-per-host PER_HOST, the ranks and the layout the
+    run had, which scales nothing and reports what the trace shows: the CPU its ranks used
+    a second, their load on the host's cores, the stalls a second it counts, a host call
+    over its place's median by the stall threshold it learns; docs/models.md). None where
+    the trace gives no host share (no CPU samples)."""
+    j = dpro_json([REPLAY, trace_dir, "--json", "--warmup", str(WARMUP), "--what-if-ranks",
+                   str(ranks), "--what-if-ranks-per-host", str(per_host)])
+    hs = j.get("what_if", {}).get("host_share", {})
+    return hs if hs.get("known") else None
+
+
+def stalls_per_s(trace_dir, ranks, per_host):
+    """The host stalls a second dpro-replay counts in the trace of trace_dir (host_share's
+    traced_stalls_per_s), or None."""
+    hs = host_share(trace_dir, ranks, per_host)
+    return hs["traced_stalls_per_s"] if hs else None
+
+
 def base_args(pair):
     """The recorded job's options (what the change starts from). The more-ranks kind's job
     has MORE_RANKS_BATCH times the drawn batch: its kernels longer against the host work
@@ -519,8 +545,11 @@ def one_pair(pair, work, iterations, attempts, run_ms=0):
         new_us, new_peak, _, new_cpu = new
         base_lag = sync_lag(base_dir)[0]
         new_lag, new_span = sync_lag(new_dir)
+        ranks = slowdown.get("ranks", RANKS) if isinstance(slowdown, dict) else RANKS
+        per_host = (slowdown.get("per_node") or ranks) if isinstance(slowdown, dict) else RANKS
         got.append((base_us, replayed, pred_us, new_us, pred_peak, new_peak, budget, base_lag,
-                    new_lag, new_span, new_cpu, base_cpu, pred_mean))
+                    new_lag, new_span, new_cpu, base_cpu, pred_mean,
+                    stalls_per_s(base_dir, RANKS, RANKS), stalls_per_s(new_dir, ranks, per_host)))
     return pair_row(pair, args, added, slowdown, got, iterations)
 
 
@@ -539,6 +568,8 @@ def pair_row(pair, args, added, slowdown, got, iterations):
     pred_mean = median([g[12] for g in got])
     lag = [median([g[i] for g in got]) if all(g[i] is not None for g in got) else None
            for i in (7, 8, 9)]
+    stalls = [median([g[i] for g in got]) if all(g[i] is not None for g in got) else None
+              for i in (13, 14)]
     pred_peak, new_peak, budget = got[0][4], max(g[5] for g in got), got[0][6]
     spread = 100.0 * (max(g[3] for g in got) - min(g[3] for g in got)) / new_us
     base_spread = 100.0 * (max(g[0] for g in got) - min(g[0] for g in got)) / base_us
@@ -565,6 +596,7 @@ def pair_row(pair, args, added, slowdown, got, iterations):
             "base_cpu_ms_per_iter": median([g[11] for g in got]),
             "realised_cpu_ms_per_iter": median([g[10] for g in got]),
             "cores_at_predicted": median([g[10] for g in got]) * 1e3 / pred_us,
+            "base_stalls_per_s": stalls[0], "realised_stalls_per_s": stalls[1],
             "mean_predicted_us": pred_mean,
             "mean_error_pct": 100.0 * (new_us - pred_mean) / pred_mean,
             "no_share_predicted_us": median(pair["no_share"]) if "no_share" in pair else None,
@@ -713,6 +745,9 @@ def run_suite(seed, n, iterations, attempts, work, kinds=None, log=print, run_ms
             "the predicted iteration (this machine: %d)"
             % (r["base_cpu_ms_per_iter"], r["realised_cpu_ms_per_iter"], r["cores_at_predicted"],
                os.cpu_count() or 0))
+        if r["base_stalls_per_s"] is not None and r["realised_stalls_per_s"] is not None:
+            log("        host stalls a second (dpro-replay's host share): recorded run %.1f, "
+                "changed run %.1f" % (r["base_stalls_per_s"], r["realised_stalls_per_s"]))
     return rows, failures
 
 

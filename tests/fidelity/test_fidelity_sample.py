@@ -19,7 +19,8 @@ load:
 - every pair ran, with finite positive times, its row in fidelity.tsv and fidelity.md, and
   the closing line in its format; the row's `runs` gives both attempts' recorded /
   predicted / realised iteration, its times are their medians and its error the median of
-  the attempts' own errors;
+  the attempts' own errors; both runs' host stalls a second, as dpro-replay counts them in
+  their traces, are given (0 or more);
 - peak memory is the caching allocator's: predicted within 25 % of realised where dpro
   predicts it (the full runs: at most 15.3 %), and the memory advice's realised peak under
   its budget;
@@ -136,6 +137,10 @@ def main():
                   % (r["pair"], r["error_pct"], ["%.2f" % e for e in errs]))
             check(r["iterations"] >= 10, "pair %d: %d measured iterations per run (at least 10)"
                   % (r["pair"], r["iterations"]))
+            stalls = [r["base_stalls_per_s"], r["realised_stalls_per_s"]]
+            check(all(isinstance(v, float) and math.isfinite(v) and v >= 0 for v in stalls),
+                  "pair %d: host stalls a second of both runs' traces counted %s"
+                  % (r["pair"], stalls))
             print("      pair %d %s %s %s: predicted %.1f us, realised %.1f us (%+.1f %%), "
                   "speedup %.3f predicted, %.3f realised"
                   % (r["pair"], r["kind"], r["profile"], r["change"], r["predicted_us"],
