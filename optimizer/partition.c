@@ -609,6 +609,22 @@ copy_block(const partition_input *in, int32_t q, int32_t call, dfg *out, int32_t
     return rc;
 }
 
+/* Gives the call after *ins (the end of an added bucket's copied hook block) on its
+ * thread the bookkeeping that follows participant slot j's hook block (workload.h:
+ * block_after): the measured gap of the call after that block above the typical gap of
+ * its name (after_gap), as folding a bucket takes it away. */
+static int
+copy_after_gap(const partition_input *in, int32_t j, dfg *out, int32_t ins)
+{
+    const workload_buckets *bu = in->bu;
+    int32_t h = bu->block_after ? bu->block_after[j] : -1;
+    int32_t nx = out->next_on_res[ins];
+    while (nx >= 0 && (out->flags[nx] & DFG_F_REMOVED))
+        nx = out->next_on_res[nx];
+    int64_t extra = h >= 0 && bu->after_gap[j] >= 0 ? dfg_gap(in->g, h) - bu->after_gap[j] : 0;
+    return nx >= 0 && extra > 0 ? dfg_set_gap(out, nx, dfg_gap(out, nx) + extra) : 0;
+}
+
 /* Inserts the buckets of unit u that close inside its span for participant c (group q,
  * new groups gbase..) into out. */
 static int
@@ -658,7 +674,8 @@ split_participant(const partition_input *in, layout *L, const buckets *B, int32_
             if (i == 2)
                 out->launch[n] = nh;
         }
-        if (hosts[2] >= 0 && copy_block(in, q, hosts[2], out, &ins) != 0)
+        if (hosts[2] >= 0 && (copy_block(in, q, hosts[2], out, &ins) != 0 ||
+                              copy_after_gap(in, slot[2] / 3, out, ins) != 0))
             return -1;
     }
     return 0;

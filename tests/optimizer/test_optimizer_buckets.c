@@ -254,20 +254,28 @@ hook_after_plan(int64_t after_ns, int cap, int32_t *n_buckets)
  * name on its thread (workload.h: after_gap), so the 7 folded buckets keep none of the
  * 40 us: within 20 us of the same job without them, where the plan kept 7 x 40 = 280 us
  * more. Where the buckets stay (a 1 MiB cap: the job's 8) the gaps stay: 280 us (the last
- * bucket's next call is the closing synchronisation, off the host's path). */
+ * bucket's next call is the closing synchronisation, off the host's path). A bucket that
+ * tensor partition adds (a 0.5 MiB cap: 16, each unit in two) brings the bookkeeping of
+ * its unit's with its copy of the hook block: the next call after it waits the 40 us
+ * too, 560 us in all (the last unit's added bucket, too, closes off the host's path). */
 static void
 test_hook_after(void)
 {
-    int32_t nb1, nb8, nb, one = strategy_n_bucket_caps - 1;
+    int32_t nb1, nb8, nb16, nb, one = strategy_n_bucket_caps - 1;
     int64_t t0 = hook_after_plan(0, one, &nb1), t40 = hook_after_plan(40 * US, one, &nb);
     int64_t b0 = hook_after_plan(0, 3, &nb8), b40 = hook_after_plan(40 * US, 3, &nb);
-    CHECK(nb1 == 1 && nb8 == 8);
+    int64_t s0 = hook_after_plan(0, 2, &nb16), s40 = hook_after_plan(40 * US, 2, &nb);
+    CHECK(nb1 == 1 && nb8 == 8 && nb16 == 16);
     CHECK(t40 >= t0 && t40 - t0 <= 20 * US);
     CHECK(b40 - b0 >= 260 * US && b40 - b0 <= 300 * US);
-    if (t40 - t0 > 20 * US || b40 - b0 < 260 * US || b40 - b0 > 300 * US)
+    CHECK(s40 - s0 >= 540 * US && s40 - s0 <= 580 * US);
+    if (t40 - t0 > 20 * US || b40 - b0 < 260 * US || b40 - b0 > 300 * US || s40 - s0 < 540 * US ||
+        s40 - s0 > 580 * US)
         fprintf(stderr,
-                "one bucket: %lld ns with 40 us after each hook, %lld without; 8: %lld, %lld\n",
-                (long long)t40, (long long)t0, (long long)b40, (long long)b0);
+                "one bucket: %lld ns with 40 us after each hook, %lld without; 8: %lld, %lld; "
+                "16: %lld, %lld\n",
+                (long long)t40, (long long)t0, (long long)b40, (long long)b0, (long long)s40,
+                (long long)s0);
 }
 
 int
