@@ -56,7 +56,8 @@
  *             unit's own call's), and the last copy launches the participant; the call
  *             after the copied block waits, beyond its gap, the excess of the gap of the
  *             call after the unit's block over its name's (workload.h: block_after,
- *             after_gap), the bookkeeping after the hook. The unit's
+ *             after_gap), the bookkeeping after the hook, at most that excess's median
+ *             over the thread's units. The unit's
  *             own all-reduce carries the bucket that closes at its end, or takes no time
  *             and loses its host calls when none does (it stays as a zero-length
  *             synchronisation point, as a folded unit of the regrouping);
