@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "optimizer/partition.h"
+#include "replay/sim.h"
 
 #define MIB 1048576.0
 
@@ -163,11 +164,13 @@ partition_splits(const workload_buckets *bu, const strategy_plan *p)
 
 typedef struct layout {
     int32_t n_units, n_it;
-    int32_t *part; /* ((rank * n_it) + iteration) * n_units + unit -> participant, -1 */
-    int32_t *gate; /* per node: a participant's gating kernel, -1 */
-    int32_t *span; /* scratch: kernels of one span */
-    double *cum;   /* scratch: cumulative baseline duration over the span */
-    int32_t *prev; /* per node: the previous node on its resource (dfg_prev_table) */
+    int32_t *part;         /* ((rank * n_it) + iteration) * n_units + unit -> participant, -1 */
+    int32_t *gate;         /* per node: a participant's gating kernel, -1 */
+    int32_t *span;         /* scratch: kernels of one span */
+    double *cum;           /* scratch: cumulative baseline duration over the span */
+    int32_t *prev;         /* per node: the previous node on its resource (dfg_prev_table) */
+    int64_t *after_excess; /* per participant slot (group_hosts / 3): the bookkeeping an
+                              added bucket brings after its hook block (typical_excess) */
 } layout;
 
 static void
@@ -178,6 +181,7 @@ layout_free(layout *L)
     free(L->span);
     free(L->cum);
     free(L->prev);
+    free(L->after_excess);
     memset(L, 0, sizeof *L);
 }
 
@@ -194,6 +198,57 @@ participant(const layout *L, int32_t r, int32_t it, int32_t u)
     if (it < 0 || it >= L->n_it || u < 0 || u >= L->n_units)
         return -1;
     return L->part[((int64_t)r * L->n_it + it) * L->n_units + u];
+}
+
+/* A participant slot's bookkeeping after its hook block, by its thread. */
+typedef struct slot_excess {
+    int32_t res;    /* the thread of its collective call */
+    int32_t slot;   /* group_hosts index / 3 */
+    int64_t excess; /* the gap of the call after its block above after_gap, or 0 */
+} slot_excess;
+
+/* By thread. */
+static int
+slot_excess_cmp(const void *pa, const void *pb)
+{
+    const slot_excess *a = pa, *b = pb;
+    return (a->res > b->res) - (a->res < b->res);
+}
+
+/* Fills out[j] (zeroed here, n_slots of them) for each participant slot j whose hook
+ * block has an ordinary call after it (workload.h: block_after): how much longer that
+ * call waits than the median gap of its name on its thread (after_gap), the process
+ * group's and the reducer's bookkeeping after the collective call; at most the median of
+ * that excess over the slots of its thread, so that a call that stalled (a loaded host)
+ * does not lend its stall to every bucket tensor partition adds. Returns 0, -1 when out
+ * of memory. */
+static int
+typical_excess(const dfg *g, const workload_buckets *bu, int32_t n_slots, int64_t *out)
+{
+    slot_excess *v = malloc(sizeof *v * (size_t)(n_slots + 1));
+    int64_t *run = malloc(sizeof *run * (size_t)(n_slots + 1));
+    int32_t n = 0;
+    int rc = v && run ? 0 : -1;
+    for (int32_t j = 0; rc == 0 && j < n_slots; j++) {
+        int32_t h = bu->block_after ? bu->block_after[j] : -1, call = bu->group_hosts[3 * j];
+        out[j] = 0;
+        if (h >= 0 && call >= 0 && bu->after_gap[j] >= 0) {
+            int64_t x = dfg_gap(g, h) - bu->after_gap[j];
+            v[n++] = (slot_excess){g->res[call], j, x > 0 ? x : 0};
+        }
+    }
+    if (rc == 0)
+        qsort(v, (size_t)n, sizeof *v, slot_excess_cmp);
+    for (int32_t a = 0, b; rc == 0 && a < n; a = b) {
+        for (b = a; b < n && v[b].res == v[a].res; b++)
+            run[b - a] = v[b].excess;
+        int64_t med = (int64_t)sim_median_i64(run, b - a);
+        for (int32_t i = a; i < b; i++)
+            out[v[i].slot] = v[i].excess < med ? v[i].excess : med;
+    }
+    free(v);
+    free(run);
+    return rc;
 }
 
 static int
@@ -214,7 +269,10 @@ layout_build(const partition_input *in, layout *L)
     L->span = malloc(sizeof *L->span * ((size_t)g->n_nodes + 1));
     L->cum = malloc(sizeof *L->cum * ((size_t)g->n_nodes + 1));
     L->prev = dfg_prev_table(g);
-    if (!L->part || !L->gate || !L->span || !L->cum || !L->prev) {
+    int32_t n_slots = in->bu->group_hosts_off[in->n_groups] / 3;
+    L->after_excess = malloc(sizeof *L->after_excess * (size_t)(n_slots + 1));
+    if (!L->part || !L->gate || !L->span || !L->cum || !L->prev || !L->after_excess ||
+        typical_excess(g, in->bu, n_slots, L->after_excess) != 0) {
         layout_free(L);
         return -1;
     }
@@ -609,6 +667,19 @@ copy_block(const partition_input *in, int32_t q, int32_t call, dfg *out, int32_t
     return rc;
 }
 
+/* Gives the call after *ins (the end of an added bucket's copied hook block) on its
+ * thread the bookkeeping that follows participant slot j's hook block (layout:
+ * after_excess), as folding a bucket takes it away. */
+static int
+copy_after_gap(const layout *L, int32_t j, dfg *out, int32_t ins)
+{
+    int32_t nx = out->next_on_res[ins];
+    while (nx >= 0 && (out->flags[nx] & DFG_F_REMOVED))
+        nx = out->next_on_res[nx];
+    int64_t extra = L->after_excess[j];
+    return nx >= 0 && extra > 0 ? dfg_set_gap(out, nx, dfg_gap(out, nx) + extra) : 0;
+}
+
 /* Inserts the buckets of unit u that close inside its span for participant c (group q,
  * new groups gbase..) into out. */
 static int
@@ -658,7 +729,8 @@ split_participant(const partition_input *in, layout *L, const buckets *B, int32_
             if (i == 2)
                 out->launch[n] = nh;
         }
-        if (hosts[2] >= 0 && copy_block(in, q, hosts[2], out, &ins) != 0)
+        if (hosts[2] >= 0 && (copy_block(in, q, hosts[2], out, &ins) != 0 ||
+                              copy_after_gap(L, slot[2] / 3, out, ins) != 0))
             return -1;
     }
     return 0;

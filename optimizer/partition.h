@@ -53,7 +53,11 @@
  *             group_block), are copied right after that kernel's launch call,
  *             each costing what a call of its name typically costs on its thread (the
  *             median duration and gap, workload.h: host_dur, host_gap; at most the
- *             unit's own call's), and the last copy launches the participant. The unit's
+ *             unit's own call's), and the last copy launches the participant; the call
+ *             after the copied block waits, beyond its gap, the excess of the gap of the
+ *             call after the unit's block over its name's (workload.h: block_after,
+ *             after_gap), the bookkeeping after the hook, at most that excess's median
+ *             over the thread's units. The unit's
  *             own all-reduce carries the bucket that closes at its end, or takes no time
  *             and loses its host calls when none does (it stays as a zero-length
  *             synchronisation point, as a folded unit of the regrouping);

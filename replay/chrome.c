@@ -529,45 +529,47 @@ estimate_critical_path(const dfg *g, const shown_kernels *sk, const replay_summa
     return bytes;
 }
 
-uint64_t
+int
 chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,
-                      const chrome_options *opt)
+                      const chrome_options *opt, uint64_t *bytes)
 {
+    int rc = -1;
     int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
     window w = {malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t)),
                 malloc((size_t)(g->n_ranks + 1) * sizeof(int64_t))};
     int64_t *mend = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *mend);
     shown_kernels sk = {NULL, 0, NULL};
-    uint64_t bytes = 0;
+    *bytes = 0;
     if (garr && w.t0 && w.t1 && mend && shown_kernels_init(g, &sk) == 0) {
         int simulated = opt->simulated && sim;
         sim_timeline tl = simulated ? sim_timeline_of(sim) : sim_timeline_measured(g, garr, mend);
         window_of(rp, g, tl, opt, &w);
-        bytes = 300 * (uint64_t)g->n_ranks + 225 * (uint64_t)g->n_res; /* the metadata */
+        *bytes = 300 * (uint64_t)g->n_ranks + 225 * (uint64_t)g->n_res; /* the metadata */
         for (int32_t n = 0; n < g->n_nodes; n++) {
             if ((g->flags[n] & DFG_F_REMOVED) || tl.start[n] < 0 ||
                 !in_window(&w, dfg_rank(g, n), tl.start[n]))
                 continue;
-            bytes += estimate_node(g, &sk, tl, n);
+            *bytes += estimate_node(g, &sk, tl, n);
             if (dfg_group(g, n) >= 0 && g->grp_first[dfg_group(g, n)] != n)
-                bytes += 200; /* the flow from the group's first member */
+                *bytes += 200; /* the flow from the group's first member */
         }
         for (int32_t r = 0; r < g->n_ranks; r++) { /* the iterations' slices */
             const int32_t *b;
             int32_t nb = dfg_iterations(g, r, &b);
-            bytes += nb > 1 ? 100 * (uint64_t)(nb - 1) : 0;
+            *bytes += nb > 1 ? 100 * (uint64_t)(nb - 1) : 0;
         }
         if (simulated && opt->cp)
-            bytes += estimate_critical_path(g, &sk, opt->cp, &w);
+            *bytes += estimate_critical_path(g, &sk, opt->cp, &w);
         if (!simulated)
-            bytes += estimate_markers(rp, g, &w);
+            *bytes += estimate_markers(rp, g, &w);
+        rc = 0;
     }
     shown_kernels_free(&sk);
     free(garr);
     free(mend);
     free(w.t0);
     free(w.t1);
-    return bytes;
+    return rc;
 }
 
 int32_t

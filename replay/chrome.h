@@ -45,9 +45,11 @@ int32_t chrome_folded_ranks(const replay *rp, const dfg *g);
 /* Estimated size in bytes of the export with these options (chrome_export): each part it
  * writes counted from the graph, its names (args.full_name included) and the digits of
  * its numbers, the times' fractions taken at 17 digits; within 5 % of the export on the
- * traces of tests/replay/test_chrome_estimate.py. */
-uint64_t chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,
-                               const chrome_options *opt);
+ * traces of tests/replay/test_chrome_estimate.py. Returns 0 with *bytes set, or -1 when
+ * out of memory (*bytes then 0: no estimate, which the caller must not take for a small
+ * export). */
+int chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,
+                          const chrome_options *opt, uint64_t *bytes);
 
 /* Writes the trace of graph g (rp->graph or a copy) to out: measured times, or those of
  * sim when opt->simulated (sim must then be a result of g). Returns 0, or -1 when out

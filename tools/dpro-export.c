@@ -640,11 +640,15 @@ run_kineto(const export_args *a)
 }
 
 /* Whether the Chrome trace's estimated size allows writing it (over WARN_BYTES: only with
- * --force, said either way). */
+ * --force, said either way; no estimate, out of memory: not at all, said). */
 static int
 size_allowed(replay *rp, const export_args *a)
 {
-    uint64_t est = chrome_estimate_bytes(rp, &rp->graph, &rp->sim, &a->co);
+    uint64_t est = 0;
+    if (chrome_estimate_bytes(rp, &rp->graph, &rp->sim, &a->co, &est) != 0) {
+        pr_err("out of memory estimating the trace's size");
+        return 0;
+    }
     if (est <= WARN_BYTES)
         return 1;
     int32_t nit = rp->iters && rp->job.n_ranks > 0 ? rp->iters[0].n - 1 : 0;

@@ -204,10 +204,11 @@ test_micro_input_after_zeroing(void)
 /* The iteration time predicted for buckets of cap `cap` (an index of
  * strategy_bucket_caps_mb) on a host-bound synthetic job of 2 ranks (2000 kernels of 2 us,
  * 6 us of host per launch) of 8 buckets of 1 MiB, each all-reduce call followed by 4 event
- * queries (ProcessGroupNCCL's hook block) and the call after them by after_ns more of gap;
- * into *n_buckets the plan's buckets. */
+ * queries (ProcessGroupNCCL's hook block) and the call after them by after_ns more of gap,
+ * and by stall_ns more after every 8th all-reduce of rank 0 (a stalled host); into
+ * *n_buckets the plan's buckets. */
 static int64_t
-hook_after_plan(int64_t after_ns, int cap, int32_t *n_buckets)
+hook_after_plan(int64_t after_ns, int64_t stall_ns, int cap, int32_t *n_buckets)
 {
     synth_params sp;
     synth_defaults(&sp);
@@ -221,14 +222,15 @@ hook_after_plan(int64_t after_ns, int cap, int32_t *n_buckets)
     costmodel m;
     fit_model(&m);
     REQUIRE(synth_dfg(&sp, &g) == 0);
-    for (int32_t c = 0; c < g.n_nodes; c++) {
+    for (int32_t c = 0, n0 = 0; c < g.n_nodes; c++) {
         if (g.kind[c] != DFG_COLL || g.launch[c] < 0)
             continue;
         int32_t h = g.next_on_res[g.launch[c]];
         for (int32_t k = 0; k < sp.hook_calls && h >= 0; k++)
             h = g.next_on_res[h];
+        int stalled = dfg_rank(&g, c) == 0 && n0++ % 8 == 2;
         if (h >= 0)
-            REQUIRE(dfg_set_gap(&g, h, dfg_gap(&g, h) + after_ns) == 0);
+            REQUIRE(dfg_set_gap(&g, h, dfg_gap(&g, h) + after_ns + (stalled ? stall_ns : 0)) == 0);
     }
     workload w;
     sim_result res;
@@ -254,20 +256,34 @@ hook_after_plan(int64_t after_ns, int cap, int32_t *n_buckets)
  * name on its thread (workload.h: after_gap), so the 7 folded buckets keep none of the
  * 40 us: within 20 us of the same job without them, where the plan kept 7 x 40 = 280 us
  * more. Where the buckets stay (a 1 MiB cap: the job's 8) the gaps stay: 280 us (the last
- * bucket's next call is the closing synchronisation, off the host's path). */
+ * bucket's next call is the closing synchronisation, off the host's path). A bucket that
+ * tensor partition adds (a 0.5 MiB cap: 16, each unit in two) brings the bookkeeping of
+ * its unit's with its copy of the hook block: the next call after it waits the 40 us
+ * too, 560 us in all (the last unit's added bucket, too, closes off the host's path);
+ * but no more than the thread's typical bookkeeping: where one unit's next call also
+ * stalled 5 ms, the 16 buckets cost what the 8 do, the stall once. */
 static void
 test_hook_after(void)
 {
-    int32_t nb1, nb8, nb, one = strategy_n_bucket_caps - 1;
-    int64_t t0 = hook_after_plan(0, one, &nb1), t40 = hook_after_plan(40 * US, one, &nb);
-    int64_t b0 = hook_after_plan(0, 3, &nb8), b40 = hook_after_plan(40 * US, 3, &nb);
-    CHECK(nb1 == 1 && nb8 == 8);
+    int32_t nb1, nb8, nb16, nb, one = strategy_n_bucket_caps - 1;
+    const int64_t stall = 5000 * US;
+    int64_t t0 = hook_after_plan(0, 0, one, &nb1), t40 = hook_after_plan(40 * US, 0, one, &nb);
+    int64_t b0 = hook_after_plan(0, 0, 3, &nb8), b40 = hook_after_plan(40 * US, 0, 3, &nb);
+    int64_t s0 = hook_after_plan(0, 0, 2, &nb16), s40 = hook_after_plan(40 * US, 0, 2, &nb);
+    int64_t bst = hook_after_plan(40 * US, stall, 3, &nb) - b40;
+    int64_t sst = hook_after_plan(40 * US, stall, 2, &nb) - s40;
+    CHECK(nb1 == 1 && nb8 == 8 && nb16 == 16);
     CHECK(t40 >= t0 && t40 - t0 <= 20 * US);
     CHECK(b40 - b0 >= 260 * US && b40 - b0 <= 300 * US);
-    if (t40 - t0 > 20 * US || b40 - b0 < 260 * US || b40 - b0 > 300 * US)
+    CHECK(s40 - s0 >= 540 * US && s40 - s0 <= 580 * US);
+    CHECK(bst > stall / 2 && sst > stall / 2 && sst - bst <= 100 * US);
+    if (t40 - t0 > 20 * US || b40 - b0 < 260 * US || b40 - b0 > 300 * US || s40 - s0 < 540 * US ||
+        s40 - s0 > 580 * US || sst - bst > 100 * US)
         fprintf(stderr,
-                "one bucket: %lld ns with 40 us after each hook, %lld without; 8: %lld, %lld\n",
-                (long long)t40, (long long)t0, (long long)b40, (long long)b0);
+                "one bucket: %lld ns with 40 us after each hook, %lld without; 8: %lld, %lld; "
+                "16: %lld, %lld; the stalls cost 8 buckets %lld, 16 %lld\n",
+                (long long)t40, (long long)t0, (long long)b40, (long long)b0, (long long)s40,
+                (long long)s0, (long long)bst, (long long)sst);
 }
 
 int

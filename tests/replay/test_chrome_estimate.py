@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_chrome_estimate: dpro-export --chrome's size estimate (chrome_estimate_bytes, which
 decides whether the export asks for --iterations) within 5 % of the export's size,
-measured and simulated (test_chrome_estimate, the C half).
+measured and simulated (test_chrome_estimate, the C half), and an error, never a size of
+0, when one of the estimate's allocations fails.
 
 On the real Kineto traces of ../shared/traces/kineto imported (their kernels shown
 demangled and shortened, the name as traced in args.full_name: a third of the export

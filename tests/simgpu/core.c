@@ -762,7 +762,8 @@ enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op)
 }
 
 /* Makes s's sleeping worker, about to be woken for a memset too large for the launching
- * thread (SIMGPU_INLINE_MEMSET_BYTES), wake behind that thread: SCHED_BATCH until it runs
+ * thread (SIMGPU_INLINE_MEMSET_BYTES) or a copy of more bytes than that (every copy is the
+ * worker's), wake behind that thread: SCHED_BATCH until it runs
  * (stream_worker undoes it), as a woken batch thread does not preempt the running one.
  * Else, on a busy host, the worker woken by the launch takes the launching thread's CPU
  * for as long as it sets the bytes (hundreds of microseconds a megabyte), where a real
@@ -796,7 +797,8 @@ simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
         (op->kind == SIMGPU_OP_KERNEL || (op->kind == SIMGPU_OP_MEMSET && op->u.memset.cheap)) &&
         run_inline_locked(s, op))
         wake = 0;
-    if (wake && op->kind == SIMGPU_OP_MEMSET && !op->u.memset.cheap)
+    if (wake && ((op->kind == SIMGPU_OP_MEMSET && !op->u.memset.cheap) ||
+                 (op->kind == SIMGPU_OP_MEMCPY && op->u.memcpy.bytes > SIMGPU_INLINE_MEMSET_BYTES)))
         worker_wake_behind_locked(s);
     pthread_mutex_unlock(&g_lock);
     /* After the unlock, so that the worker does not wake into a held lock (the stream

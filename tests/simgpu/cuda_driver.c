@@ -40,37 +40,6 @@ CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction 
                                        void **kernelParams, void **extra);
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream);
 
-static CUresult
-to_cu(cudaError_t e)
-{
-    switch (e) {
-    case cudaSuccess:
-        return CUDA_SUCCESS;
-    case cudaErrorInvalidValue:
-    case cudaErrorInvalidConfiguration:
-        return CUDA_ERROR_INVALID_VALUE;
-    case cudaErrorMemoryAllocation:
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    case cudaErrorInvalidDevice:
-        return CUDA_ERROR_INVALID_DEVICE;
-    case cudaErrorInvalidResourceHandle:
-    case cudaErrorInvalidDeviceFunction:
-        return CUDA_ERROR_INVALID_HANDLE;
-    case cudaErrorNotReady:
-        return CUDA_ERROR_NOT_READY;
-    case cudaErrorLaunchFailure:
-        return CUDA_ERROR_LAUNCH_FAILED;
-    case cudaErrorSymbolNotFound:
-        return CUDA_ERROR_NOT_FOUND;
-    case cudaErrorInvalidKernelImage:
-        return CUDA_ERROR_INVALID_IMAGE;
-    case cudaErrorNotSupported:
-        return CUDA_ERROR_NOT_SUPPORTED;
-    default:
-        return CUDA_ERROR_UNKNOWN;
-    }
-}
-
 CUresult CUDAAPI
 cuInit(unsigned int Flags)
 {
@@ -139,7 +108,7 @@ cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
     if (!pi)
         DRV_EXIT(CUDA_ERROR_INVALID_VALUE);
     /* CUdevice_attribute and cudaDeviceAttr share their numbering. */
-    DRV_EXIT(to_cu(simgpu_device_attr(pi, (enum cudaDeviceAttr)attrib, dev)));
+    DRV_EXIT(cu_result_of(simgpu_device_attr(pi, (enum cudaDeviceAttr)attrib, dev)));
 }
 
 static int
@@ -192,7 +161,7 @@ cuCtxSetCurrent(CUcontext ctx)
     if (!ctx)
         DRV_EXIT(CUDA_SUCCESS);
     d = ctx_device(ctx);
-    DRV_EXIT(d < 0 ? CUDA_ERROR_INVALID_CONTEXT : to_cu(simgpu_set_device(d)));
+    DRV_EXIT(d < 0 ? CUDA_ERROR_INVALID_CONTEXT : cu_result_of(simgpu_set_device(d)));
 }
 
 CUresult CUDAAPI
@@ -213,7 +182,7 @@ cuCtxSynchronize(void)
     simgpu_api_enter(&api__, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
                      "cuCtxSynchronize", NULL, NULL);
     NEED_INIT();
-    DRV_EXIT(to_cu(simgpu_device_sync()));
+    DRV_EXIT(cu_result_of(simgpu_device_sync()));
 }
 
 static CUresult
@@ -221,7 +190,7 @@ stream_sync_impl(CUstream h, int ptds)
 {
     struct simgpu_stream *s;
     cudaError_t rc = simgpu_stream_resolve((cudaStream_t)h, ptds, &s);
-    return to_cu(rc != cudaSuccess ? rc : simgpu_stream_sync(s));
+    return cu_result_of(rc != cudaSuccess ? rc : simgpu_stream_sync(s));
 }
 
 CUresult CUDAAPI
@@ -256,7 +225,7 @@ cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
         cudaError_t rc = m ? simgpu_module_kernel(m, name, &k) : cudaErrorInvalidResourceHandle;
         if (rc == cudaSuccess)
             *hfunc = (CUfunction)k;
-        DRV_EXIT(to_cu(rc));
+        DRV_EXIT(cu_result_of(rc));
     }
     /* NULL: the implicit module of JIT kernels (Triton-like launches by name) */
     pthread_mutex_lock(&g_funcs_lock);
@@ -293,7 +262,7 @@ cuModuleUnload(CUmodule hmod)
     NEED_INIT();
     if (hmod) {
         struct simgpu_module *m = simgpu_module_lookup(hmod);
-        DRV_EXIT(m ? to_cu(simgpu_module_unload(m)) : CUDA_ERROR_INVALID_HANDLE);
+        DRV_EXIT(m ? cu_result_of(simgpu_module_unload(m)) : CUDA_ERROR_INVALID_HANDLE);
     }
     pthread_mutex_lock(&g_funcs_lock);
     for (struct CUfunc_st *f = g_funcs; f; f = f->next)
@@ -397,7 +366,7 @@ launch_impl(CUfunction f, const char *name, uint64_t dur, unsigned gx, unsigned 
     if (!simgpu_driver_is_init())
         return CUDA_ERROR_NOT_INITIALIZED;
     if (rc != cudaSuccess)
-        return to_cu(rc);
+        return cu_result_of(rc);
     if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
         return CUDA_ERROR_INVALID_VALUE;
     fit = kernel_fits(f, (uint64_t)bx * by * bz, shmem);
@@ -405,7 +374,7 @@ launch_impl(CUfunction f, const char *name, uint64_t dur, unsigned gx, unsigned 
         return fit;
     rc = simgpu_stream_resolve((cudaStream_t)h, ptds, &s);
     if (rc != cudaSuccess)
-        return to_cu(rc);
+        return cu_result_of(rc);
     op = simgpu_op_new(SIMGPU_OP_KERNEL);
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -426,7 +395,7 @@ launch_impl(CUfunction f, const char *name, uint64_t dur, unsigned gx, unsigned 
     if (!op->u.kernel.has_work)
         op->u.kernel.has_work = simgpu_named_work(f, name, &l, &op->u.kernel.work);
     simgpu_host_launch(1.0);
-    return to_cu(simgpu_enqueue(s, op));
+    return cu_result_of(simgpu_enqueue(s, op));
 }
 
 CUresult CUDAAPI
@@ -534,7 +503,7 @@ load_impl(void **out, const void *image, size_t bytes)
         return CUDA_ERROR_INVALID_IMAGE;
     if (rc == cudaSuccess)
         *out = m;
-    return to_cu(rc);
+    return cu_result_of(rc);
 }
 
 /* Loads the image in file `path`. */
@@ -643,7 +612,7 @@ cuLibraryUnload(CUlibrary library)
     DRV_ENTER(cuLibraryUnload, library);
     NEED_INIT();
     m = simgpu_module_lookup(library);
-    DRV_EXIT(m ? to_cu(simgpu_module_unload(m)) : CUDA_ERROR_INVALID_HANDLE);
+    DRV_EXIT(m ? cu_result_of(simgpu_module_unload(m)) : CUDA_ERROR_INVALID_HANDLE);
 }
 
 CUresult CUDAAPI
@@ -660,7 +629,7 @@ cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
     rc = m ? simgpu_module_kernel(m, name, &k) : cudaErrorInvalidResourceHandle;
     if (rc == cudaSuccess)
         *pKernel = (CUkernel)k;
-    DRV_EXIT(rc == cudaErrorSymbolNotFound ? CUDA_ERROR_NOT_FOUND : to_cu(rc));
+    DRV_EXIT(rc == cudaErrorSymbolNotFound ? CUDA_ERROR_NOT_FOUND : cu_result_of(rc));
 }
 
 CUresult CUDAAPI

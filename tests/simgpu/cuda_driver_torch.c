@@ -285,8 +285,9 @@ enqueue_write32(CUstream h, CUdeviceptr addr, uint32_t value, size_t n)
     struct write32 *w;
     if (!addr || addr % 4)
         return CUDA_ERROR_INVALID_VALUE;
-    if (simgpu_stream_resolve((cudaStream_t)h, 0, &s) != cudaSuccess)
-        return CUDA_ERROR_INVALID_HANDLE;
+    cudaError_t rc = simgpu_stream_resolve((cudaStream_t)h, 0, &s);
+    if (rc != cudaSuccess)
+        return cu_result_of(rc);
     w = malloc(sizeof(*w));
     op = w ? simgpu_op_new(SIMGPU_OP_HOST_FN) : NULL;
     if (!op) {
@@ -298,7 +299,7 @@ enqueue_write32(CUstream h, CUdeviceptr addr, uint32_t value, size_t n)
     w->n = n;
     op->u.host.fn = run_write32;
     op->u.host.arg = w;
-    return simgpu_enqueue(s, op) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_STATE;
+    return cu_result_of(simgpu_enqueue(s, op));
 }
 
 CUresult CUDAAPI
@@ -318,13 +319,14 @@ memset_d32(CUdeviceptr addr, uint32_t value, size_t n, CUstream h)
     struct simgpu_op *op;
     if (!addr || addr % 4 || n > SIZE_MAX / 4)
         return CUDA_ERROR_INVALID_VALUE;
-    if (simgpu_stream_resolve((cudaStream_t)h, 0, &s) != cudaSuccess)
-        return CUDA_ERROR_INVALID_HANDLE;
+    cudaError_t rc = simgpu_stream_resolve((cudaStream_t)h, 0, &s);
+    if (rc != cudaSuccess)
+        return cu_result_of(rc);
     op = simgpu_memset_op_new((void *)(uintptr_t)addr, value, n * 4, 1, 1);
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
     simgpu_host_launch(0.5);
-    return simgpu_enqueue(s, op) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_STATE;
+    return cu_result_of(simgpu_enqueue(s, op));
 }
 
 CUresult CUDAAPI

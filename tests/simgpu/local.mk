@@ -319,6 +319,16 @@ tests_simgpu_test_torch_api_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcu
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 TESTS += tests/simgpu/test_torch_api
 
+# The errors the libcuda memset and stream-write calls answer with: the caller's mistakes,
+# and the device's sticky error after a failed collective (cuda_driver_api.h's mapping).
+check_PROGRAMS += tests/simgpu/test_drv_errors
+tests_simgpu_test_drv_errors_SOURCES = tests/simgpu/test_drv_errors.c tests/simgpu/simgpu_check.h
+tests_simgpu_test_drv_errors_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_drv_errors_LDFLAGS = -no-install
+tests_simgpu_test_drv_errors_LDADD = tests/simgpu/libcudart.la tests/simgpu/libcuda.la \
+	tests/simgpu/libnccl.la tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
+TESTS += tests/simgpu/test_drv_errors
+
 # The libcuda calls Triton's launcher (torch.compile) makes beyond the others
 # (cuda_driver_triton.c), and the time of kernels named by their class (Triton's, torch's eager
 # at::native kernels).

@@ -163,7 +163,8 @@ struct simgpu_op {
  * (a few microseconds of setting bytes), which then wakes no worker.  A larger one is
  * left to the stream's worker, woken so that it does not take the launching thread's
  * CPU (simgpu_enqueue): setting its bytes takes the host hundreds of microseconds a
- * megabyte, where a real cudaMemsetAsync returns in microseconds. */
+ * megabyte, where a real cudaMemsetAsync returns in microseconds.  A copy of more bytes
+ * than this (every copy is the worker's) wakes its worker the same way. */
 #define SIMGPU_INLINE_MEMSET_BYTES 65536
 
 /* A memset operation (SIMGPU_OP_MEMSET) of `bytes` bytes at dst, each byte set to value,

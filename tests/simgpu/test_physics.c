@@ -7,7 +7,8 @@
  * share their engine, and the simple physics is the textbook formula.  Every check but
  * the overlap and copy ones call the model's functions; those run kernels, copies and a
  * collective on the device and read their device times from events (model time, so a
- * loaded machine does not change them). */
+ * loaded machine does not change them; the overlap check launches its second op once the
+ * device runs the first, whatever the load makes of the host's timing). */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -204,9 +205,9 @@ check_seeds(void)
 }
 
 static void
-nap_ms(int ms)
+nap_us(int us)
 {
-    struct timespec ts = {0, ms * 1000000L};
+    struct timespec ts = {0, us * 1000L};
     nanosleep(&ts, NULL);
 }
 
@@ -281,6 +282,20 @@ timed_allreduce(cudaStream_t b, float *buf, size_t count, ncclComm_t comm, cudaE
     gate_open();
 }
 
+/* Waits until device 0's contention model knows an op of `kind` (compute or comm) that
+ * started since simgpu_span_reset: the stream's worker has run it.  The op launched next
+ * then starts inside it and sees it, whenever the loaded host runs the two workers (a
+ * host-side nap after the launch does not order them: the first op's worker may not have
+ * run when the second's does, and the second gate_close may hold it again). */
+static void
+wait_for_span(int kind)
+{
+    for (int i = 0; simgpu_span_cover(0, kind, 0, UINT64_MAX, 1.0) <= 0; i++) {
+        CHECK(i < 100000); /* 10 s */
+        nap_us(100);
+    }
+}
+
 /* Overlap on the device: a compute kernel running while a collective runs takes longer
  * than alone, and so does a collective that starts while a compute kernel runs. */
 static void
@@ -288,7 +303,7 @@ check_overlap(void)
 {
     struct simgpu_work w = {SIMGPU_CLASS_COMPUTE, SIMGPU_FP32, 0, 1e6};
     const struct simgpu_world *wd = simgpu_world();
-    size_t count = (size_t)4 << 30;
+    size_t count = (size_t)16 << 30; /* about 50 ms */
     cudaStream_t a, b;
     cudaEvent_t e[4];
     ncclUniqueId id;
@@ -311,16 +326,19 @@ check_overlap(void)
     timed_allreduce(b, buf, count, comm, e[2], e[3]);
     CHECK_CUDA(cudaDeviceSynchronize());
     comm_alone = elapsed_ns(e[2], e[3]);
-    /* The collective first (about 12 ms): the kernel starts 2 ms into it. */
+    /* The collective first (about 50 ms): the kernel (4 ms) starts once it runs. */
+    simgpu_span_reset();
     timed_allreduce(b, buf, count, comm, e[2], e[3]);
-    nap_ms(2);
+    wait_for_span(SIMGPU_SPAN_COMM);
     timed_kernel(a, &w, e[0], e[1]);
     CHECK_CUDA(cudaDeviceSynchronize());
     comp_olap = elapsed_ns(e[0], e[1]);
-    /* The kernel first (36 ms): the collective (13 ms) starts 1 ms into it. */
-    w.flops *= 9;
+    /* The kernel first (100 ms): the collective (50 ms) starts once it runs.  Each lasts
+     * long enough that a second op held up to about 40 ms by the load still overlaps it. */
+    w.flops *= 25;
+    simgpu_span_reset();
     timed_kernel(a, &w, e[0], e[1]);
-    nap_ms(1);
+    wait_for_span(SIMGPU_SPAN_COMPUTE);
     timed_allreduce(b, buf, count, comm, e[2], e[3]);
     CHECK_CUDA(cudaDeviceSynchronize());
     comm_olap = elapsed_ns(e[2], e[3]);

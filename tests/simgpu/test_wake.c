@@ -13,10 +13,12 @@
  * the waiting thread runs the stream's kernels itself and waits for their modeled end,
  * as the host waits for a real GPU (a synchronize that waited for the worker to run each
  * op would be late by at least 20 x 3 ms).  Both lateness figures are printed.  Then, in
- * a third process bound to one CPU, large memsets' calls (run_memset). */
+ * a third and a fourth process bound to one CPU, large memsets' and copies' calls
+ * (run_large). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_setaffinity */
 #endif
+#include <dirent.h>
 #include <math.h>
 #include <sched.h>
 #include <stdint.h>
@@ -337,72 +339,137 @@ run_graph(int starved)
 }
 
 /* A memset too large for the launching thread to run (64 MB; the inline rule stops at
- * 64 KiB) on an idle stream, in a process bound to one CPU, so that the stream's worker,
+ * 64 KiB), or with `copy` a device-to-device copy of as many bytes (every copy is the
+ * worker's), on an idle stream, in a process bound to one CPU, so that the stream's worker,
  * woken by the launch, can run only where the launching thread does (as on a loaded host,
- * where no CPU is free for it).  Of NMEMSET cudaMemsetAsync calls, all but MEMSET_SLOW
- * return within MEMSET_CALL_US, as a real one returns in microseconds (the bytes take the
- * worker some 10 ms here: a launching thread that lost its CPU to the worker it woke
- * returned after 0.4-29 ms, every other call; with the worker woken behind it, 11-24 us;
- * MEMSET_SLOW allows for a loaded host preempting a call); the bytes are set once the
- * stream is synchronized.  Then the stream's next op starts at the memset's modeled end: behind
- * a 1 ms kernel, events around the memset and around the kernel after it give the
- * model's memset time (simple physics: 1 us + bytes / SIMGPU_D2D_GBPS, set to
- * MEMSET_GBPS) and the kernel's 1 ms, to 1 us. */
+ * where no CPU is free for it).  Of NMEMSET cudaMemsetAsync (cudaMemcpyAsync) calls, all
+ * but MEMSET_SLOW return within MEMSET_CALL_US, as a real one returns in microseconds (the
+ * bytes take the worker some 10 ms here: a launching thread that lost its CPU to the worker
+ * it woke returned after 0.4-29 ms, every other call; with the worker woken behind it,
+ * 11-24 us; MEMSET_SLOW allows for a loaded host preempting a call), and after all but
+ * MEMSET_SLOW of them the stream's worker is found woken behind (SCHED_BATCH: a plain
+ * wake-up does not always take the CPU, so the calls' times alone may miss it); the bytes
+ * are set once the stream is synchronized.  Then the stream's next op starts at the op's
+ * modeled end: behind LARGE_LEAD 1 ms kernels, events around the op and around the kernel
+ * after it give the model's time (simple physics: 1 us for a memset, 1.5 us for a copy,
+ * + bytes / SIMGPU_D2D_GBPS, set to MEMSET_GBPS) and the kernel's 1 ms, to 1 us. */
 #define NMEMSET 9
 #define MEMSET_BYTES (64u << 20)
 #define MEMSET_CALL_US 200.0
 #define MEMSET_SLOW 2
 #define MEMSET_GBPS "100"
+/* 1 ms kernels ahead of the timed op: the host enqueues the op and the events around it
+ * while they run, so that a loaded host (the launching thread preempted for ms, a worker
+ * moving the op's bytes on the one CPU) does not hold the event after it past the op's
+ * modeled end (at a load of 13, one was 9 ms late behind a single kernel). */
+#define LARGE_LEAD 30
+
+/* Whether a stream worker of this process ("simgpu-s<id>", core.c) is SCHED_BATCH now:
+ * woken behind the thread that launched its op (simgpu_enqueue) and not run since. */
+static int
+worker_woken_behind(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    struct dirent *e;
+    int batch = 0;
+    while (dir && !batch && (e = readdir(dir)) != NULL) {
+        char path[300], comm[32] = "";
+        FILE *f;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        f = fopen(path, "r");
+        if (f) {
+            if (!fgets(comm, sizeof comm, f))
+                comm[0] = 0;
+            fclose(f);
+        }
+        batch = !strncmp(comm, "simgpu-s", 8) && sched_getscheduler(atoi(e->d_name)) == SCHED_BATCH;
+    }
+    if (dir)
+        closedir(dir);
+    return batch;
+}
+
+/* The large op of run_large: a memset of buf to value, or with copy a copy of src (set to
+ * value by the caller) into buf. */
+static void
+large_op(int copy, unsigned char *buf, const unsigned char *src, int value, cudaStream_t s)
+{
+    if (copy)
+        CHECK_CUDA(cudaMemcpyAsync(buf, src, MEMSET_BYTES, cudaMemcpyDeviceToDevice, s));
+    else
+        CHECK_CUDA(cudaMemsetAsync(buf, value, MEMSET_BYTES, s));
+}
 
 static void
-run_memset(void)
+run_large(int copy)
 {
+    const char *what = copy ? "copy" : "memset";
     cudaStream_t s;
     cudaEvent_t e0, e1, e2;
     dim3 g = {1, 1, 1}, b = {32, 1, 1};
-    double call_us[NMEMSET], model_us = 1.0 + MEMSET_BYTES / (atof(MEMSET_GBPS) * 1e3);
+    double call_us[NMEMSET],
+        model_us = (copy ? 1.5 : 1.0) + MEMSET_BYTES / (atof(MEMSET_GBPS) * 1e3);
     float ms_set = 0, ms_kern = 0;
-    int slow = 0;
-    unsigned char *buf;
+    int slow = 0, behind = 0;
+    unsigned char *buf, *src;
     CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CHECK_CUDA(cudaEventCreate(&e0));
     CHECK_CUDA(cudaEventCreate(&e1));
     CHECK_CUDA(cudaEventCreate(&e2));
     CHECK_CUDA(cudaMalloc((void **)&buf, MEMSET_BYTES));
-    /* the worker exists, the pages are touched */
-    CHECK_CUDA(cudaMemsetAsync(buf, 0, MEMSET_BYTES, s));
+    CHECK_CUDA(cudaMalloc((void **)&src, MEMSET_BYTES));
+    /* the worker exists (started by the op under test alone), the pages are touched */
+    if (copy) {
+        memset(src, 0, MEMSET_BYTES);
+        CHECK_CUDA(cudaMemcpyAsync(buf, src, MEMSET_BYTES, cudaMemcpyDeviceToDevice, s));
+    } else {
+        CHECK_CUDA(cudaMemsetAsync(buf, 0, MEMSET_BYTES, s));
+    }
     CHECK_CUDA(cudaStreamSynchronize(s));
     for (int i = 0; i < NMEMSET; i++) {
         struct timespec nap = {0, 5000000}; /* the worker back asleep */
+        /* the source by this thread (the device's memory is the host's): no op of the
+         * stream but the copy wakes its worker */
+        if (copy)
+            memset(src, i + 1, MEMSET_BYTES);
         nanosleep(&nap, NULL);
         double t0 = (double)simgpu_now_ns();
-        CHECK_CUDA(cudaMemsetAsync(buf, i + 1, MEMSET_BYTES, s));
+        large_op(copy, buf, src, i + 1, s);
         call_us[i] = ((double)simgpu_now_ns() - t0) / 1e3;
+        behind += worker_woken_behind();
         CHECK_CUDA(cudaStreamSynchronize(s));
         CHECK(buf[0] == i + 1 && buf[MEMSET_BYTES / 2] == i + 1 && buf[MEMSET_BYTES - 1] == i + 1);
     }
-    CHECK_CUDA(cudaLaunchKernel(&k_1ms, g, b, NULL, 0, s));
+    if (copy)
+        memset(src, 0, MEMSET_BYTES);
+    for (int i = 0; i < LARGE_LEAD; i++)
+        CHECK_CUDA(cudaLaunchKernel(&k_1ms, g, b, NULL, 0, s));
     CHECK_CUDA(cudaEventRecord(e0, s));
-    CHECK_CUDA(cudaMemsetAsync(buf, 0, MEMSET_BYTES, s));
+    large_op(copy, buf, src, 0, s);
     CHECK_CUDA(cudaEventRecord(e1, s));
     CHECK_CUDA(cudaLaunchKernel(&k_1ms, g, b, NULL, 0, s));
     CHECK_CUDA(cudaEventRecord(e2, s));
     CHECK_CUDA(cudaStreamSynchronize(s));
     CHECK_CUDA(cudaEventElapsedTime(&ms_set, e0, e1));
     CHECK_CUDA(cudaEventElapsedTime(&ms_kern, e1, e2));
-    printf("test_wake memset of %u MB on one CPU: calls", MEMSET_BYTES >> 20);
+    printf("test_wake %s of %u MB on one CPU: calls", what, MEMSET_BYTES >> 20);
     for (int i = 0; i < NMEMSET; i++) {
         printf(" %.1f", call_us[i]);
         slow += call_us[i] >= MEMSET_CALL_US;
     }
-    printf(" us (%d of %d over %.0f us); device time %.2f us (model %.2f), the next kernel "
-           "%.2f us\n",
-           slow, NMEMSET, MEMSET_CALL_US, (double)ms_set * 1e3, model_us, (double)ms_kern * 1e3);
+    printf(" us (%d of %d over %.0f us, the worker woken behind %d); device time %.2f us "
+           "(model %.2f), the next kernel %.2f us\n",
+           slow, NMEMSET, MEMSET_CALL_US, behind, (double)ms_set * 1e3, model_us,
+           (double)ms_kern * 1e3);
     CHECK(slow <= MEMSET_SLOW);
+    CHECK(behind >= NMEMSET - MEMSET_SLOW);
     CHECK(fabs((double)ms_set * 1e3 - model_us) < 1.0);
     CHECK(fabs((double)ms_kern * 1e3 - KERN_US) < 1.0);
     CHECK(buf[0] == 0 && buf[MEMSET_BYTES - 1] == 0);
     CHECK_CUDA(cudaFree(buf));
+    CHECK_CUDA(cudaFree(src));
     CHECK_CUDA(cudaEventDestroy(e0));
     CHECK_CUDA(cudaEventDestroy(e1));
     CHECK_CUDA(cudaEventDestroy(e2));
@@ -438,16 +505,16 @@ main(int argc, char **argv)
         run_graph(getenv("SIMGPU_WORKER_DELAY_US") != NULL);
         return 0;
     }
-    if (argc > 1 && !strcmp(argv[1], "--memset")) {
+    if (argc > 1 && (!strcmp(argv[1], "--memset") || !strcmp(argv[1], "--copy"))) {
         bind_one_cpu();
         setenv("SIMGPU_D2D_GBPS", MEMSET_GBPS, 1);
         CHECK(simgpu_register_kernel(&k_1ms, "kernel_1ms", (uint64_t)(KERN_US * 1000)) == 0);
         CHECK_CUDA(cudaSetDevice(0));
-        run_memset();
+        run_large(!strcmp(argv[1], "--copy"));
         return 0;
     }
     /* Each case in a process of its own: the device reads its configuration once. */
-    for (int delayed = 0; delayed < 3; delayed++) {
+    for (int delayed = 0; delayed < 4; delayed++) {
         int st = 0;
         pid_t pid = fork();
         CHECK(pid >= 0);
@@ -456,7 +523,11 @@ main(int argc, char **argv)
                 setenv("SIMGPU_WORKER_DELAY_US", DELAY_US, 1);
             else
                 unsetenv("SIMGPU_WORKER_DELAY_US");
-            execl("/proc/self/exe", argv[0], delayed == 2 ? "--memset" : "--case", (char *)NULL);
+            execl("/proc/self/exe", argv[0],
+                  delayed == 3   ? "--copy"
+                  : delayed == 2 ? "--memset"
+                                 : "--case",
+                  (char *)NULL);
             _exit(127);
         }
         CHECK(waitpid(pid, &st, 0) == pid);
