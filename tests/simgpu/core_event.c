@@ -1,5 +1,5 @@
 /* core_event.c: the simulated device's events (record, wait, query, sync, elapsed time)
- * and the host's stream and device synchronisation. */
+ * and the host's stream and device synchronisation, stream queries. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -278,4 +278,42 @@ simgpu_device_sync(void)
     simgpu_cupti_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, t0, simgpu_now_ns(),
                       NULL, NULL, rc);
     return rc;
+}
+
+/* ---- stream queries ------------------------------------------------------------------ */
+cudaError_t
+simgpu_stream_query(struct simgpu_stream *s)
+{
+    cudaError_t rc;
+    pthread_mutex_lock(&g_lock);
+    stream_settle_locked(s, simgpu_now_ns());
+    rc = s->dev->sticky;
+    if (rc == cudaSuccess && s->done_seq < s->tail_seq)
+        rc = cudaErrorNotReady;
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+unsigned
+simgpu_stream_flags(const struct simgpu_stream *s)
+{
+    return s->flags;
+}
+
+int
+simgpu_stream_priority(const struct simgpu_stream *s)
+{
+    return s->priority;
+}
+
+uint32_t
+simgpu_stream_id(const struct simgpu_stream *s)
+{
+    return s ? s->id : 0;
+}
+
+int
+simgpu_stream_device(const struct simgpu_stream *s)
+{
+    return s->dev->index;
 }
