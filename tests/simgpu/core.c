@@ -707,11 +707,7 @@ stream_worker(void *arg)
     return NULL;
 }
 
-/* Appends op to s as enqueued at host time now (starting the worker if needed); sets
- * *wake when the worker waits for work and must be signalled (s->work_cv), which the
- * caller does, before or after releasing g_lock.  Caller holds g_lock and checked
- * capture and the sticky error.  On failure op is not enqueued and still the caller's. */
-static cudaError_t
+cudaError_t
 enqueue_nowake_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t now, int *wake)
 {
     struct simgpu_device *d = s->dev;
@@ -804,6 +800,16 @@ worker_wake_behind_locked(struct simgpu_stream *s)
         s->worker_batch = 1;
 }
 
+int
+launch_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
+{
+    return !op->next &&
+           (op->kind == SIMGPU_OP_KERNEL || op->kind == SIMGPU_OP_EVENT_RECORD ||
+            op->kind == SIMGPU_OP_EVENT_WAIT ||
+            (op->kind == SIMGPU_OP_MEMSET && op->u.memset.cheap)) &&
+           run_inline_locked(s, op);
+}
+
 cudaError_t
 simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
 {
@@ -818,9 +824,7 @@ simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
     rc = s->dev->sticky;
     if (rc == cudaSuccess)
         rc = enqueue_nowake_locked(s, op, simgpu_now_ns(), &wake);
-    if (wake && !op->next &&
-        (op->kind == SIMGPU_OP_KERNEL || (op->kind == SIMGPU_OP_MEMSET && op->u.memset.cheap)) &&
-        run_inline_locked(s, op))
+    if (wake && launch_inline_locked(s, op))
         wake = 0;
     if (wake && op->kind == SIMGPU_OP_MEMSET && !op->u.memset.cheap)
         worker_wake_behind_locked(s);
