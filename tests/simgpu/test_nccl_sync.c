@@ -11,11 +11,11 @@
  *    waited for a CPU, must be under LATE_MS in the best of TRIES.  Copying its data through the
  * shared segment (128 rounds of two barriers) made it return 344-782 ms late here; the buffer keeps
  * what the rank wrote (the rank-specific marks at both ends): large operations move no data.
- * 3. A 1 MiB all-reduce (no data moved, some 60 us modeled) with the workers starved:
+ * 3. A 1 MiB all-reduce (no data moved, 0.07-0.15 ms modeled) with the workers starved:
  *    its synchronize returns within SMALL_LATE_MS of its modeled end (less this thread's
  *    wait for a CPU, best of TRIES), as the waiting thread arrives at the rendezvous
  *    itself; when the starved worker ran it (woken by the first enqueue, 3 ms before it
- *    may go on) it returned 2.9 ms or more late.
+ *    may go on) it returned 3.0 ms late (the best of 3 on each rank).
  * 4. Ranks that disagree on a large all-reduce's count (moving no data) fail it with
  *    ncclRemoteError.
  * Prints the lateness; exits nonzero naming the first failed check. */
