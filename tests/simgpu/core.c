@@ -803,10 +803,14 @@ worker_wake_behind_locked(struct simgpu_stream *s)
 int
 launch_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
 {
+    /* An event op behind ops in flight stays the worker's: woken for it, the worker waits
+     * for their end in a timed wait, so that an op launched next that it must run (a large
+     * memset) wakes nobody and is run at the device's time, not at its launch, where the
+     * worker takes the launching thread's CPU (test_wake's memset case). */
+    int event = op->kind == SIMGPU_OP_EVENT_RECORD || op->kind == SIMGPU_OP_EVENT_WAIT;
     return !op->next &&
-           (op->kind == SIMGPU_OP_KERNEL || op->kind == SIMGPU_OP_EVENT_RECORD ||
-            op->kind == SIMGPU_OP_EVENT_WAIT ||
-            (op->kind == SIMGPU_OP_MEMSET && op->u.memset.cheap)) &&
+           (op->kind == SIMGPU_OP_KERNEL || (op->kind == SIMGPU_OP_MEMSET && op->u.memset.cheap) ||
+            (event && !stream_settle_locked(s, simgpu_now_ns()))) &&
            run_inline_locked(s, op);
 }
 

@@ -652,7 +652,8 @@ SIMGPU_HIDDEN cudaError_t enqueue_nowake_locked(struct simgpu_stream *s, struct 
                                                 uint64_t now, int *wake);
 /* Runs op, just enqueued on s with nothing queued before it (enqueue_nowake_locked set
  * *wake), on the calling thread when it is a kernel, a memset of
- * SIMGPU_INLINE_MEMSET_BYTES at most or an event operation and it may run now (core.c:
+ * SIMGPU_INLINE_MEMSET_BYTES at most or an event operation onto a stream with no op in
+ * flight, and it may run now (core.c:
  * run_inline_locked: no dependency pending, nobody else at s's head); its times are
  * those the worker would give it.  Returns 1 when it did (the worker need not be woken;
  * g_lock was released meanwhile, and op may be completed and freed by another thread
