@@ -378,6 +378,15 @@ op_execute(struct simgpu_op *op, struct simgpu_stream *s, uint64_t start, uint64
     return failed;
 }
 
+/* Sets d's sticky error after a failed device operation (a collective whose peer died),
+ * unless one is set already; caller holds g_lock. */
+static void
+device_fail_locked(struct simgpu_device *d)
+{
+    if (d->sticky == cudaSuccess)
+        __atomic_store_n(&d->sticky, cudaErrorLaunchFailure, __ATOMIC_RELEASE);
+}
+
 /* Marks op (run on s from `start` to `end`) done and wakes whoever waits for it; caller
  * holds g_lock. */
 static void
@@ -392,8 +401,8 @@ op_done_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, ui
         ev->pending--;
         event_maybe_free_locked(ev);
     }
-    if (failed && d->sticky == cudaSuccess)
-        __atomic_store_n(&d->sticky, cudaErrorLaunchFailure, __ATOMIC_RELEASE);
+    if (failed)
+        device_fail_locked(d);
     s->last_end = u64max(s->last_end, end);
     s->done_end[op->seq % SIMGPU_END_RING] = end;
     s->done_seq = op->seq;
@@ -508,24 +517,39 @@ worker_starve(void)
         simgpu_sleep_until(simgpu_now_ns() + simgpu_cfg.worker_delay_ns);
 }
 
+/* 1 when a thread other than s's worker may run op at s's head (run_inline_locked): the
+ * ops that run ahead, and collectives (custom ops), which arrive at their rendezvous and
+ * wait for their peers there on whichever thread runs them; not host functions (the
+ * program's code, run by the stream's own thread as CUDA's driver thread does), and not
+ * under the simple physics' contention. */
+static int
+op_runs_inline(const struct simgpu_op *op)
+{
+    return op_runs_ahead(op) || (op->kind == SIMGPU_OP_CUSTOM && simgpu_cfg.contention <= 0);
+}
+
 /* Runs op, the head of s, on the calling thread instead of s's worker, which then need
- * not wake for it: a kernel, memset, copy or event operation (op_runs_ahead), when s's
- * worker does not hold the head, no other thread runs an op of s and no dependency is
- * pending (ops of s in flight are not waited for: it starts at their end).  It starts as
- * the worker would start it (moving a memset's or copy's bytes here) and is left in
- * flight.  Used by a launch on a stream with nothing queued (kernels, memsets of
- * SIMGPU_INLINE_MEMSET_BYTES at most) and by a thread that waits for s, so that neither
- * depends on when the worker gets a CPU.  Returns 1 when it did (g_lock released
- * meanwhile), 0 when the worker must run it.  Caller holds g_lock. */
+ * not wake for it: a kernel, memset, copy or event operation (op_runs_ahead), or a
+ * collective once the ops of s before it have ended (it starts in real time: its peers
+ * meet it), when s's worker does not hold the head, no other thread runs an op of s and
+ * no dependency is pending (other ops of s in flight are not waited for: it starts at
+ * their end).  It starts as the worker would start it (moving a memset's, copy's or
+ * collective's bytes here; a collective blocks until its peers arrived) and is left in
+ * flight; a failed collective sets the sticky error.  Used by a launch on a stream with
+ * nothing queued (kernels, memsets of SIMGPU_INLINE_MEMSET_BYTES at most) and by a thread
+ * that waits for s, so that neither depends on when the worker gets a CPU.  Returns 1
+ * when it did (g_lock released meanwhile), 0 when the worker must run it.  Caller holds
+ * g_lock. */
 static int
 run_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
 {
     uint64_t dep_end = 0, start, end;
-    int reached = 0;
-    if (!op_runs_ahead(op) || s->head != op || s->worker_busy || s->staging || s->destroyed ||
+    int reached = 0, failed;
+    if (!op_runs_inline(op) || s->head != op || s->worker_busy || s->staging || s->destroyed ||
         s->dev->sticky != cudaSuccess)
         return 0;
-    stream_settle_locked(s, simgpu_now_ns());
+    if (stream_settle_locked(s, simgpu_now_ns()) && !op_runs_ahead(op))
+        return 0;
     if (dep_pending(op, &dep_end) >= 0)
         return 0;
     s->staging = 1; /* nobody runs an op of s (or completes the one run here) meanwhile */
@@ -535,9 +559,11 @@ run_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
         start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
         flight_push_locked(s, op, start);
         pthread_mutex_unlock(&g_lock);
-        op_execute(op, s, start, &end); /* no failure without collectives */
+        failed = op_execute(op, s, start, &end);
         simgpu_cupti_op_done(op, s, start, end);
         pthread_mutex_lock(&g_lock);
+        if (failed)
+            device_fail_locked(s->dev);
         reached = flight_fix_locked(s, op, end);
     }
     s->staging = 0;
@@ -681,11 +707,7 @@ stream_worker(void *arg)
     return NULL;
 }
 
-/* Appends op to s as enqueued at host time now (starting the worker if needed); sets
- * *wake when the worker waits for work and must be signalled (s->work_cv), which the
- * caller does, before or after releasing g_lock.  Caller holds g_lock and checked
- * capture and the sticky error.  On failure op is not enqueued and still the caller's. */
-static cudaError_t
+cudaError_t
 enqueue_nowake_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t now, int *wake)
 {
     struct simgpu_device *d = s->dev;
@@ -779,6 +801,20 @@ worker_wake_behind_locked(struct simgpu_stream *s)
         s->worker_batch = 1;
 }
 
+int
+launch_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
+{
+    /* An event op behind ops in flight stays the worker's: woken for it, the worker waits
+     * for their end in a timed wait, so that an op launched next that it must run (a large
+     * memset) wakes nobody and is run at the device's time, not at its launch, where the
+     * worker takes the launching thread's CPU (test_wake's memset case). */
+    int event = op->kind == SIMGPU_OP_EVENT_RECORD || op->kind == SIMGPU_OP_EVENT_WAIT;
+    return !op->next &&
+           (op->kind == SIMGPU_OP_KERNEL || (op->kind == SIMGPU_OP_MEMSET && op->u.memset.cheap) ||
+            (event && !stream_settle_locked(s, simgpu_now_ns()))) &&
+           run_inline_locked(s, op);
+}
+
 cudaError_t
 simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
 {
@@ -793,9 +829,7 @@ simgpu_enqueue(struct simgpu_stream *s, struct simgpu_op *op)
     rc = s->dev->sticky;
     if (rc == cudaSuccess)
         rc = enqueue_nowake_locked(s, op, simgpu_now_ns(), &wake);
-    if (wake && !op->next &&
-        (op->kind == SIMGPU_OP_KERNEL || (op->kind == SIMGPU_OP_MEMSET && op->u.memset.cheap)) &&
-        run_inline_locked(s, op))
+    if (wake && launch_inline_locked(s, op))
         wake = 0;
     if (wake && ((op->kind == SIMGPU_OP_MEMSET && !op->u.memset.cheap) ||
                  (op->kind == SIMGPU_OP_MEMCPY && op->u.memcpy.bytes > SIMGPU_INLINE_MEMSET_BYTES)))
@@ -948,41 +982,4 @@ wait_done_locked(struct simgpu_stream *s, uint64_t target)
         s->staging_wait |= s->staging;
         pthread_cond_wait(&s->done_cv, &g_lock);
     }
-}
-
-cudaError_t
-simgpu_stream_query(struct simgpu_stream *s)
-{
-    cudaError_t rc;
-    pthread_mutex_lock(&g_lock);
-    stream_settle_locked(s, simgpu_now_ns());
-    rc = s->dev->sticky;
-    if (rc == cudaSuccess && s->done_seq < s->tail_seq)
-        rc = cudaErrorNotReady;
-    pthread_mutex_unlock(&g_lock);
-    return rc;
-}
-
-unsigned
-simgpu_stream_flags(const struct simgpu_stream *s)
-{
-    return s->flags;
-}
-
-int
-simgpu_stream_priority(const struct simgpu_stream *s)
-{
-    return s->priority;
-}
-
-uint32_t
-simgpu_stream_id(const struct simgpu_stream *s)
-{
-    return s ? s->id : 0;
-}
-
-int
-simgpu_stream_device(const struct simgpu_stream *s)
-{
-    return s->dev->index;
 }

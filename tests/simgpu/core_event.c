@@ -1,5 +1,5 @@
 /* core_event.c: the simulated device's events (record, wait, query, sync, elapsed time)
- * and the host's stream and device synchronisation. */
+ * and the host's stream and device synchronisation, stream queries. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -91,6 +91,7 @@ simgpu_event_record(struct simgpu_event *ev, struct simgpu_stream *s)
 {
     struct simgpu_op *op = simgpu_op_new(SIMGPU_OP_EVENT_RECORD);
     cudaError_t rc;
+    int wake = 0;
     if (!op)
         return cudaErrorMemoryAllocation;
     op->u.event.ev = ev;
@@ -107,14 +108,19 @@ simgpu_event_record(struct simgpu_event *ev, struct simgpu_stream *s)
     }
     rc = s->dev->sticky;
     if (rc == cudaSuccess)
-        rc = enqueue_locked(s, op);
+        rc = enqueue_nowake_locked(s, op, simgpu_now_ns(), &wake);
     if (rc == cudaSuccess) {
         ev->cap_graph = NULL;
         ev->stream = s;
         ev->seq = op->seq;
         ev->pending++;
+        /* On an idle stream the record runs here: the worker need not wake for it. */
+        if (wake && launch_inline_locked(s, op))
+            wake = 0;
     }
     pthread_mutex_unlock(&g_lock);
+    if (wake)
+        pthread_cond_signal(&s->work_cv);
     if (rc != cudaSuccess)
         op_free(op);
     return rc;
@@ -126,6 +132,7 @@ simgpu_stream_wait_event(struct simgpu_stream *s, struct simgpu_event *ev)
     struct simgpu_op *op;
     cudaError_t rc = cudaSuccess;
     uint64_t t0 = simgpu_now_ns();
+    int wake = 0;
     pthread_mutex_lock(&g_lock);
     if (ev->cap_graph && ev->cap_graph->capturing) {
         /* Fork/join inside a capture: s joins the capture. */
@@ -158,8 +165,13 @@ simgpu_stream_wait_event(struct simgpu_stream *s, struct simgpu_event *ev)
     }
     rc = s->dev->sticky;
     if (rc == cudaSuccess)
-        rc = enqueue_locked(s, op);
+        rc = enqueue_nowake_locked(s, op, simgpu_now_ns(), &wake);
+    /* On an idle stream, once the event's work has run, the wait runs here. */
+    if (rc == cudaSuccess && wake && launch_inline_locked(s, op))
+        wake = 0;
     pthread_mutex_unlock(&g_lock);
+    if (wake)
+        pthread_cond_signal(&s->work_cv);
     if (rc != cudaSuccess)
         op_free(op);
     simgpu_cupti_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, t0, simgpu_now_ns(), s,
@@ -278,4 +290,42 @@ simgpu_device_sync(void)
     simgpu_cupti_sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, t0, simgpu_now_ns(),
                       NULL, NULL, rc);
     return rc;
+}
+
+/* ---- stream queries ------------------------------------------------------------------ */
+cudaError_t
+simgpu_stream_query(struct simgpu_stream *s)
+{
+    cudaError_t rc;
+    pthread_mutex_lock(&g_lock);
+    stream_settle_locked(s, simgpu_now_ns());
+    rc = s->dev->sticky;
+    if (rc == cudaSuccess && s->done_seq < s->tail_seq)
+        rc = cudaErrorNotReady;
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+unsigned
+simgpu_stream_flags(const struct simgpu_stream *s)
+{
+    return s->flags;
+}
+
+int
+simgpu_stream_priority(const struct simgpu_stream *s)
+{
+    return s->priority;
+}
+
+uint32_t
+simgpu_stream_id(const struct simgpu_stream *s)
+{
+    return s ? s->id : 0;
+}
+
+int
+simgpu_stream_device(const struct simgpu_stream *s)
+{
+    return s->dev->index;
 }

@@ -644,6 +644,22 @@ SIMGPU_HIDDEN cudaError_t enqueue_at_locked(struct simgpu_stream *s, struct simg
                                             uint64_t now);
 /* Appends op to s and wakes the worker; caller holds g_lock and checked capture. */
 SIMGPU_HIDDEN cudaError_t enqueue_locked(struct simgpu_stream *s, struct simgpu_op *op);
+/* Appends op to s as enqueued at host time now (starting the worker if needed); sets
+ * *wake when the worker waits for work and must be signalled (s->work_cv), which the
+ * caller does, before or after releasing g_lock, unless launch_inline_locked ran op.
+ * Caller holds g_lock and checked capture and the sticky error.  On failure op is not
+ * enqueued and still the caller's. */
+SIMGPU_HIDDEN cudaError_t enqueue_nowake_locked(struct simgpu_stream *s, struct simgpu_op *op,
+                                                uint64_t now, int *wake);
+/* Runs op, just enqueued on s with nothing queued before it (enqueue_nowake_locked set
+ * *wake), on the calling thread when it is a kernel, a memset of
+ * SIMGPU_INLINE_MEMSET_BYTES at most or an event operation onto a stream with no op in
+ * flight, and it may run now (core.c:
+ * run_inline_locked: no dependency pending, nobody else at s's head); its times are
+ * those the worker would give it.  Returns 1 when it did (the worker need not be woken;
+ * g_lock was released meanwhile, and op may be completed and freed by another thread
+ * since), else 0.  Caller holds g_lock. */
+SIMGPU_HIDDEN int launch_inline_locked(struct simgpu_stream *s, struct simgpu_op *op);
 /* Appends op to s at host time now as the first of nseq (at least 1) operations: the
  * stream's sequence numbers op->seq .. op->seq + nseq - 1 are op's, for the operations it
  * becomes (a graph launch); sets *wake when s's worker must be signalled, which the caller

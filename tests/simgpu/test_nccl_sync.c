@@ -11,7 +11,12 @@
  *    waited for a CPU, must be under LATE_MS in the best of TRIES.  Copying its data through the
  * shared segment (128 rounds of two barriers) made it return 344-782 ms late here; the buffer keeps
  * what the rank wrote (the rank-specific marks at both ends): large operations move no data.
- * 3. Ranks that disagree on a large all-reduce's count (moving no data) fail it with
+ * 3. A 1 MiB all-reduce (no data moved, 0.07-0.15 ms modeled) with the workers starved:
+ *    its synchronize returns within SMALL_LATE_MS of its modeled end (less this thread's
+ *    wait for a CPU, best of TRIES), as the waiting thread arrives at the rendezvous
+ *    itself; when the starved worker ran it (woken by the first enqueue, 3 ms before it
+ *    may go on) it returned 3.0 ms late (the best of 3 on each rank).
+ * 4. Ranks that disagree on a large all-reduce's count (moving no data) fail it with
  *    ncclRemoteError.
  * Prints the lateness; exits nonzero naming the first failed check. */
 #include <stdint.h>
@@ -33,12 +38,15 @@
 
 #define SMALL_GATHER 3000
 #define SMALL_BCAST 5000
-#define BIG_FLOATS ((size_t)32 << 20) /* 128 MiB */
-#define MARK 4096                     /* bytes marked at each end of the big buffer */
+#define BIG_FLOATS ((size_t)32 << 20)    /* 128 MiB */
+#define SMALL_FLOATS ((size_t)256 << 10) /* 1 MiB: more than SIMGPU_NCCL_DATA_KB */
+#define MARK 4096                        /* bytes marked at each end of the big buffer */
 /* Bound on the big all-reduce's lateness, less this thread's own wait for a CPU: the
  * starved workers' 3 ms at each wake (each rank's worker wakes for the collective and for
  * the event after it) and the peer worker's own wait for a CPU before it arrives. */
 #define LATE_MS 60.0
+/* Bound on the small all-reduce's lateness (3.), under the workers' 3 ms. */
+#define SMALL_LATE_MS 1.5
 #define TRIES 3
 
 static int g_rank, g_n;
@@ -90,10 +98,11 @@ small_messages(void)
     free(h);
 }
 
-/* One big all-reduce after the ranks met: how late its synchronize returned after its
- * modeled end, less the time this thread waited for a CPU meanwhile (ms); prints both. */
+/* One all-reduce of `count` floats after the ranks met: how late its synchronize returned
+ * after its modeled end, less the time this thread waited for a CPU meanwhile (ms); prints
+ * both. */
 static double
-late_once(float *buf, float *meet, int k)
+late_once(float *buf, size_t count, float *meet, int k)
 {
     cudaEvent_t ev[2];
     double t_rec, t_ret, w0, queued_ms, late_ms;
@@ -105,7 +114,7 @@ late_once(float *buf, float *meet, int k)
     CHECK_CUDA(cudaStreamSynchronize(g_s));
     t_rec = (double)simgpu_now_ns();
     CHECK_CUDA(cudaEventRecord(ev[0], g_s)); /* at the stream's idle head: starts now */
-    CHECK_NCCL(ncclAllReduce(buf, buf, BIG_FLOATS, ncclFloat32, ncclSum, g_comm, g_s));
+    CHECK_NCCL(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, g_comm, g_s));
     CHECK_CUDA(cudaEventRecord(ev[1], g_s));
     w0 = ms_waiting_for_cpu();
     CHECK_CUDA(cudaStreamSynchronize(g_s));
@@ -114,9 +123,9 @@ late_once(float *buf, float *meet, int k)
     CHECK_CUDA(cudaEventElapsedTime(&el, ev[0], ev[1]));
     /* ev[0] started at or after t_rec: t_rec + el is at most the modeled end. */
     late_ms = (t_ret - t_rec) / 1e6 - (double)el;
-    printf("rank %d, try %d: 128 MiB all-reduce, modeled %.3f ms, synchronize returned %.3f ms "
+    printf("rank %d, try %d: %zu KiB all-reduce, modeled %.3f ms, synchronize returned %.3f ms "
            "after its end (%.3f ms of it waiting for a CPU)\n",
-           g_rank, k, (double)el, late_ms, queued_ms);
+           g_rank, k, count * sizeof(float) >> 10, (double)el, late_ms, queued_ms);
     CHECK(late_ms > -0.01);
     CHECK_CUDA(cudaEventDestroy(ev[0]));
     CHECK_CUDA(cudaEventDestroy(ev[1]));
@@ -139,7 +148,7 @@ big_allreduce(float *buf)
     CHECK_CUDA(cudaMemcpy(buf, mark, MARK, cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemcpy(end, mark, MARK, cudaMemcpyHostToDevice));
     for (int k = 0; k < TRIES; k++) {
-        double late = late_once(buf, meet, k);
+        double late = late_once(buf, BIG_FLOATS, meet, k);
         best = late < best ? late : best;
     }
     CHECK(best < LATE_MS);
@@ -150,7 +159,25 @@ big_allreduce(float *buf)
     CHECK_CUDA(cudaFree(meet));
 }
 
-/* 3: a count that differs between the ranks fails the collective on every rank. */
+/* 3: a small all-reduce's synchronize returns at its modeled end although the starved
+ * workers would run it 3 ms late (the best of TRIES, as in 2). */
+static void
+small_allreduce(float *buf)
+{
+    float *meet = NULL;
+    double best = 1e9;
+    CHECK_CUDA(cudaMalloc((void **)&meet, sizeof(float)));
+    for (int k = 0; k < TRIES; k++) {
+        double late = late_once(buf, SMALL_FLOATS, meet, k);
+        best = late < best ? late : best;
+    }
+    printf("rank %d: 1 MiB all-reduce, best %.3f ms late (bound %.1f)\n", g_rank, best,
+           SMALL_LATE_MS);
+    CHECK(best < SMALL_LATE_MS);
+    CHECK_CUDA(cudaFree(meet));
+}
+
+/* 4: a count that differs between the ranks fails the collective on every rank. */
 static void
 disagreement(float *buf)
 {
@@ -177,6 +204,7 @@ main(void)
     CHECK_CUDA(cudaMalloc((void **)&buf, BIG_FLOATS * sizeof(float)));
     small_messages();
     big_allreduce(buf);
+    small_allreduce(buf);
     disagreement(buf);
     CHECK(ncclCommAbort(g_comm) == ncclSuccess);
     printf("rank %d of %d: test_nccl_sync ok\n", g_rank, g_n);

@@ -338,6 +338,82 @@ run_graph(int starved)
     CHECK_CUDA(cudaStreamDestroy(o));
 }
 
+/* Event operations onto idle streams, NEVENT rounds of: a record on stream a, a wait for
+ * it on stream b, a record on b, EVENT_GAP_US apart (the workers would be asleep again).
+ * The launching thread runs each itself, as a kernel onto an idle stream (the event's
+ * work has run, no dependency is pending), so that neither stream's worker wakes: the
+ * stream workers make at most EVENT_SWITCHES voluntary context switches in all the rounds
+ * (one or more a round when they were woken to run each op). */
+#define NEVENT 200
+#define EVENT_GAP_US 100
+#define EVENT_SWITCHES (NEVENT / 10)
+
+/* Voluntary context switches so far of this process's stream workers (threads named
+ * simgpu-sN), each a wake-up after a wait. */
+static long
+worker_switches(void)
+{
+    long n = 0;
+    DIR *dir = opendir("/proc/self/task");
+    struct dirent *de;
+    CHECK(dir != NULL);
+    while ((de = readdir(dir))) {
+        char path[300], line[128];
+        FILE *f;
+        long v;
+        int worker = 0;
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
+        if (!(f = fopen(path, "r")))
+            continue; /* the thread has exited */
+        while (fgets(line, sizeof(line), f)) {
+            if (!strncmp(line, "Name:\tsimgpu-s", 14))
+                worker = 1;
+            if (worker && sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+                n += v;
+        }
+        fclose(f);
+    }
+    closedir(dir);
+    return n;
+}
+
+static void
+run_events(int starved)
+{
+    cudaStream_t a, b;
+    cudaEvent_t ea, eb;
+    dim3 g = {1, 1, 1}, bl = {32, 1, 1};
+    long sw;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaEventCreateWithFlags(&ea, cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventCreateWithFlags(&eb, cudaEventDisableTiming));
+    /* both workers exist and are asleep before the rounds */
+    CHECK_CUDA(cudaLaunchKernel(&k_2us, g, bl, NULL, 0, a));
+    CHECK_CUDA(cudaLaunchKernel(&k_2us, g, bl, NULL, 0, b));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    usleep(20000);
+    sw = worker_switches();
+    for (int i = 0; i < NEVENT; i++) {
+        CHECK_CUDA(cudaEventRecord(ea, a));
+        CHECK_CUDA(cudaStreamWaitEvent(b, ea, 0));
+        CHECK_CUDA(cudaEventRecord(eb, b));
+        usleep(EVENT_GAP_US);
+    }
+    sw = worker_switches() - sw;
+    CHECK_CUDA(cudaStreamSynchronize(b));
+    printf("test_wake %s: %d rounds of event record, wait and record on idle streams: %ld "
+           "voluntary context switches of the stream workers\n",
+           starved ? "starved workers" : "plain", NEVENT, sw);
+    CHECK(sw <= EVENT_SWITCHES);
+    CHECK_CUDA(cudaEventDestroy(ea));
+    CHECK_CUDA(cudaEventDestroy(eb));
+    CHECK_CUDA(cudaStreamDestroy(a));
+    CHECK_CUDA(cudaStreamDestroy(b));
+}
+
 /* A memset too large for the launching thread to run (64 MB; the inline rule stops at
  * 64 KiB), or with `copy` a device-to-device copy of as many bytes (every copy is the
  * worker's), on an idle stream, in a process bound to one CPU, so that the stream's worker,
@@ -503,6 +579,7 @@ main(int argc, char **argv)
         CHECK(simgpu_register_kernel(&k_2us, "kernel_2us", (uint64_t)(GRAPH_KERN_US * 1000)) == 0);
         CHECK(simgpu_register_kernel(&k_lead, "kernel_lead", (uint64_t)(GRAPH_LEAD_MS * 1e6)) == 0);
         run_graph(getenv("SIMGPU_WORKER_DELAY_US") != NULL);
+        run_events(getenv("SIMGPU_WORKER_DELAY_US") != NULL);
         return 0;
     }
     if (argc > 1 && (!strcmp(argv[1], "--memset") || !strcmp(argv[1], "--copy"))) {
