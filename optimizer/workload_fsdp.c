@@ -224,13 +224,13 @@ name_median(const name_dur *nd, int32_t n, int32_t name)
 
 /* The reshard costs of rank r's units (a forward all-gather's group q; each rank pays its
  * own): cost[3q] the CPU time of its unshard's and copy-out's host calls on rank r (the
- * gaps between calls of the unit, the CPU time before a run of them being the module's,
- * paid either way; their durations but the event polls', each at most the median of the
- * calls of its name on the rank's backward thread, bwd[0..nb): backward_calls; the
- * re-gather runs there, and a forward call that waited (FSDP's event record behind the
- * copy-in's launch on the device's lock) does not wait so in the backward), cost[3q+1] the
- * copy-out's device time (compute stream), cost[3q+2] the transfer and copy-in. cost is
- * zeroed first. */
+ * gap before each call, the first's too: FSDP's unshard Python before its first call,
+ * which the backward's re-gather runs again; their durations but the event polls', each
+ * at most the median of the calls of its name on the rank's backward thread,
+ * bwd[0..nb): backward_calls; the re-gather runs there, and a forward call that waited
+ * (FSDP's event record behind the copy-in's launch on the device's lock) does not wait so
+ * in the backward), cost[3q+1] the copy-out's device time (compute stream), cost[3q+2]
+ * the transfer and copy-in. cost is zeroed first. */
 static void
 unit_costs(const workload *w, const rank_info *ri, int32_t r, const name_dur *bwd, int32_t nb,
            int64_t *cost)
@@ -244,13 +244,10 @@ unit_costs(const workload *w, const rank_info *ri, int32_t r, const name_dur *bw
             int32_t q = w->fsdp.gather_ops[x];
             if (q < 0 || w->fsdp.grp_role[q] != WL_FSDP_FWD)
                 continue;
-            int32_t prev = g->kind[x] == DFG_HOST ? dfg_prev_on_res(g, x) : -1;
             int64_t d = g->kind[x] == DFG_HOST && !event_poll(g, x) ? dfg_dur(g, x) : 0,
                     typ = d > 0 ? name_median(bwd, nb, g->name[x]) : -1;
             if (g->kind[x] == DFG_HOST)
-                cost[3 * (int64_t)q] +=
-                    (typ >= 0 && typ < d ? typ : d) +
-                    (prev >= 0 && w->fsdp.gather_ops[prev] == q ? dfg_gap(g, x) : 0);
+                cost[3 * (int64_t)q] += (typ >= 0 && typ < d ? typ : d) + dfg_gap(g, x);
             else if (s == ri[r].compute_stream)
                 cost[3 * (int64_t)q + 1] += dfg_dur(g, x);
             else if (g->kind[x] != DFG_COLL)
