@@ -559,8 +559,8 @@ find_unit_params(workload *w, const rank_info *ri)
     const dfg *g = w->work;
     workload_fsdp *f = &w->fsdp;
     int32_t iters = w->iter_last - w->iter_first + 1, n = g->n_ranks * (iters > 0 ? iters : 0);
-    int64_t *v = calloc(2 * (size_t)n + 1, sizeof *v), *bad = v + n;
-    int rc = v ? 0 : -1;
+    int64_t *v = calloc(2 * (size_t)n + 1, sizeof *v), *bad = v ? v + n : NULL;
+    int rc = v && w->fusion.node_grid_x ? 0 : -1;
     for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
         int32_t prev = -1, cs = ri[r].compute_stream;
         for (int32_t x = cs >= 0 ? g->res_first[cs] : -1; x >= 0; prev = x, x = g->next_on_res[x]) {
