@@ -192,6 +192,7 @@ profile_kernel_samples(const replay *rp, workload_kernel_sample **out)
             s[k].dur_ns = (int64_t)(e->end_ns - e->start_ns);
             s[k].rank = r;
             s[k].t_ns = (int64_t)e->start_ns + off - rp->time_origin;
+            s[k].grid_x = e->grid[0];
             k++;
         }
     }

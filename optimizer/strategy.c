@@ -410,9 +410,8 @@ apply_buckets(dfg *g, const workload_buckets *bu, const strategy_plan *p)
     free(bytes);
 }
 
-/* FSDP's unsharding (see strategy.h): the backward's all-gathers gone (keep), the
- * unshards issued one unit ahead (prefetch), the units gathered again in the backward
- * (reshard, where available). */
+/* FSDP's unsharding (see strategy.h): the backward's all-gathers gone (keep), the unshards
+ * issued one unit ahead (prefetch), the units gathered again in the backward (reshard). */
 static int
 apply_fsdp(dfg *g, const workload_fsdp *f, const strategy_plan *p, int reshard)
 {
@@ -560,14 +559,13 @@ strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns)
  * counted, the host calls that launch nothing but every micro-batch makes priced:
  * WL_MICRO_CALL, and the host time before the event polls among them: WL_MICRO_GAP).
  * Under FSDP2 each adds the accumulation into the kept unsharded gradients, which the
- * trace does not run (workload.h: workload_fsdp's accum_dev_ns on the
- * compute stream, accum_host_ns, n_rs launches), and the host's return from the backward
- * (return_ns). Returns max(mean device time, mean host
- * time) over the compared iterations of every rank with a trace (a class of folded ranks
- * by its weight: workload_rank_weight), and into *median each rank's median of the
- * iterations' max(device, host), averaged over those ranks alike (as
- * workload_iteration_median_ns: a host stall of a few iterations moves the mean, not the
- * median step); -1 when out of memory. */
+ * trace does not run (workload.h: workload_fsdp's accum_dev_ns on the compute stream,
+ * accum_host_ns, n_adds launches), and the host's return from the backward (return_ns).
+ * Returns max(mean device time, mean host time) over the compared iterations of every rank
+ * with a trace (a class of folded ranks by its weight: workload_rank_weight), and into
+ * *median each rank's median of the iterations' max(device, host), averaged over those
+ * ranks alike (as workload_iteration_median_ns: a host stall of a few iterations moves the
+ * mean, not the median step); -1 when out of memory. */
 static double
 micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *median)
 {
@@ -605,7 +603,7 @@ micro_batch_ns(const workload *w, int cuda_graph, strategy_eval *out, double *me
                         : 0;
         dev[i] += (int64_t)llround(w->fsdp.accum_dev_ns); /* FSDP2's adds, 0 elsewhere */
         host[i] += (int64_t)llround(w->fsdp.accum_host_ns) + w->fsdp.return_ns;
-        ops += wt * (w->fsdp.accum_dev_ns > 0 ? w->fsdp.n_rs : 0);
+        ops += wt * (w->fsdp.accum_dev_ns > 0 ? w->fsdp.n_adds : 0);
         dev_sum += wt * (double)dev[i];
         host_sum += wt * (double)host[i];
         dev[i] = dev[i] > host[i] ? dev[i] : host[i]; /* the micro-batch, in place */
@@ -959,6 +957,8 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
             json_kv_int(jw, "batch", batch / p->accum_k);
         else
             json_kv_string(jw, "batch", "divide the per-rank batch by accum_steps");
+        if (w->fsdp.accum_dev_ns > 0)
+            json_kv_int(jw, "accumulation_adds", w->fsdp.n_adds);
     }
     if (p->fsdp_keep || p->fsdp_reshard)
         json_kv_bool(jw, "reshard_after_forward", p->fsdp_reshard);

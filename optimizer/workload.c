@@ -313,8 +313,9 @@ fusion_hinges(workload *w, const dfg *g)
     workload_kernel_sample *s = w->opt.kernel_samples;
     int rc = 0;
     fu->node_threads = calloc((size_t)g->n_nodes + 1, sizeof *fu->node_threads);
+    fu->node_grid_x = calloc((size_t)g->n_nodes + 1, sizeof *fu->node_grid_x);
     fu->node_hinge = malloc(sizeof *fu->node_hinge * ((size_t)g->n_nodes + 1));
-    if (!fu->node_threads || !fu->node_hinge)
+    if (!fu->node_threads || !fu->node_grid_x || !fu->node_hinge)
         rc = -1;
     for (int32_t d = 0; rc == 0 && d < g->n_nodes; d++)
         fu->node_hinge[d] = -1;
@@ -334,7 +335,7 @@ fusion_hinges(workload *w, const dfg *g)
                 ? bsearch(&m->key, fu->hinges, (size_t)fu->n_hinges, sizeof *h, cmp_hinge_key)
                 : NULL;
         if (m)
-            fu->node_threads[d] = m->threads;
+            fu->node_threads[d] = m->threads, fu->node_grid_x[d] = m->grid_x;
         if (h)
             fu->node_hinge[d] = (int32_t)(h - fu->hinges);
     }
@@ -710,6 +711,7 @@ workload_free(workload *w)
     free(w->f_meas);
     free(w->f_grp_meas);
     free(w->fusion.node_threads);
+    free(w->fusion.node_grid_x);
     free(w->fusion.node_hinge);
     free(w->buckets.unit_bytes);
     free(w->buckets.group_unit);

@@ -138,12 +138,13 @@ enum workload_fusion_scope {
 
 /* One kernel execution of the trace, for the fit of the per-kernel fixed cost. */
 typedef struct workload_kernel_sample {
-    uint64_t key;   /* one value per kernel name (and rank: names of different ranks may
-                       share a key or not, the fit groups by key) */
-    double threads; /* grid x block: threads launched (> 0) */
-    int64_t dur_ns; /* measured duration */
-    int32_t rank;   /* its rank */
-    int64_t t_ns;   /* its start on the graph's clock (dfg mstart) */
+    uint64_t key;    /* one value per kernel name (and rank: names of different ranks may
+                        share a key or not, the fit groups by key) */
+    double threads;  /* grid x block: threads launched (> 0) */
+    int64_t dur_ns;  /* measured duration */
+    int32_t rank;    /* its rank */
+    int64_t t_ns;    /* its start on the graph's clock (dfg mstart) */
+    uint32_t grid_x; /* the grid's first dimension, 0 unknown */
 } workload_kernel_sample;
 
 typedef struct workload_options {
@@ -232,6 +233,7 @@ typedef struct workload_fusion {
     int32_t n_hinges;
     workload_hinge *hinges;  /* sorted by key */
     double *node_threads;    /* per node: threads launched, 0 unknown */
+    uint32_t *node_grid_x;   /* per node: the grid's first dimension, 0 unknown */
     int32_t *node_hinge;     /* per node: index into hinges, -1 none */
     int32_t chains_by_hinge; /* chains priced by their name's hinge */
 } workload_fusion;
@@ -406,20 +408,25 @@ typedef struct workload_fsdp {
     double regather_calls;  /* host calls per iteration and rank of the forward's unshards
                                and copy-outs but the event polls (what resharding repeats in
                                the backward) */
+    int32_t n_params;       /* parameters per compared iteration and rank (the median) that
+                               the forward's unshards copy out, counted from each copy-out's
+                               split_with_sizes_copy (workload_fsdp.c); 0 unknown */
     int32_t n_regather;     /* units re-gathered per iteration under reshard_after_forward=True
                                (the forward's all-gathers where the backward thread's reduce-
                                scatters match them one to one), 0 none */
     /* FSDP2's accumulation into the unsharded gradients it keeps under
        set_requires_gradient_sync(False), which the trace (each backward's gradient
        straight to its reduce-scatter) does not run: per micro-batch without
-       synchronisation, iteration and rank, one element-wise add per unit (n_rs) over
-       its unsharded gradient (the reduce-scatters' inputs, unit_bytes), read twice and
-       written once (workload_fsdp.c); 0 where the trace is not FSDP's */
+       synchronisation, iteration and rank, autograd's element-wise add into each
+       parameter's gradient (n_adds) over the units' unsharded gradients (the
+       reduce-scatters' inputs, unit_bytes), read twice and written once
+       (workload_fsdp.c); 0 where the trace is not FSDP's */
+    int32_t n_adds;            /* adds per micro-batch: n_params, else one per unit (n_rs) */
     double accum_bytes_per_ns; /* the trace's vectorized element-wise kernels' bytes per
                                   ns beyond the fixed cost, 0 none known */
-    double accum_dev_ns;       /* the adds' device time: n_rs fixed costs and the bytes at
-                                  accum_bytes_per_ns */
-    double accum_host_ns;      /* their launches: n_rs times the median backward-thread
+    double accum_dev_ns;       /* the adds' device time: n_adds fixed costs and the bytes
+                                  at accum_bytes_per_ns */
+    double accum_host_ns;      /* their launches: n_adds times the median backward-thread
                                   launch of a compute-stream kernel (call and gap) */
     int64_t return_ns;         /* the host's way back from the backward thread to the main
                                   thread at a backward's end (autograd's return, FSDP's

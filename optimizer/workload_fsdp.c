@@ -224,13 +224,13 @@ name_median(const name_dur *nd, int32_t n, int32_t name)
 
 /* The reshard costs of rank r's units (a forward all-gather's group q; each rank pays its
  * own): cost[3q] the CPU time of its unshard's and copy-out's host calls on rank r (the
- * gaps between calls of the unit, the CPU time before a run of them being the module's,
- * paid either way; their durations but the event polls', each at most the median of the
- * calls of its name on the rank's backward thread, bwd[0..nb): backward_calls; the
- * re-gather runs there, and a forward call that waited (FSDP's event record behind the
- * copy-in's launch on the device's lock) does not wait so in the backward), cost[3q+1] the
- * copy-out's device time (compute stream), cost[3q+2] the transfer and copy-in. cost is
- * zeroed first. */
+ * gap before each call, the first's too: FSDP's unshard Python before its first call,
+ * which the backward's re-gather runs again; their durations but the event polls', each
+ * at most the median of the calls of its name on the rank's backward thread,
+ * bwd[0..nb): backward_calls; the re-gather runs there, and a forward call that waited
+ * (FSDP's event record behind the copy-in's launch on the device's lock) does not wait so
+ * in the backward), cost[3q+1] the copy-out's device time (compute stream), cost[3q+2]
+ * the transfer and copy-in. cost is zeroed first. */
 static void
 unit_costs(const workload *w, const rank_info *ri, int32_t r, const name_dur *bwd, int32_t nb,
            int64_t *cost)
@@ -244,13 +244,10 @@ unit_costs(const workload *w, const rank_info *ri, int32_t r, const name_dur *bw
             int32_t q = w->fsdp.gather_ops[x];
             if (q < 0 || w->fsdp.grp_role[q] != WL_FSDP_FWD)
                 continue;
-            int32_t prev = g->kind[x] == DFG_HOST ? dfg_prev_on_res(g, x) : -1;
             int64_t d = g->kind[x] == DFG_HOST && !event_poll(g, x) ? dfg_dur(g, x) : 0,
                     typ = d > 0 ? name_median(bwd, nb, g->name[x]) : -1;
             if (g->kind[x] == DFG_HOST)
-                cost[3 * (int64_t)q] +=
-                    (typ >= 0 && typ < d ? typ : d) +
-                    (prev >= 0 && w->fsdp.gather_ops[prev] == q ? dfg_gap(g, x) : 0);
+                cost[3 * (int64_t)q] += (typ >= 0 && typ < d ? typ : d) + dfg_gap(g, x);
             else if (s == ri[r].compute_stream)
                 cost[3 * (int64_t)q + 1] += dfg_dur(g, x);
             else if (g->kind[x] != DFG_COLL)
@@ -538,6 +535,57 @@ find_unit_bytes(workload *w, const rank_info *ri)
     return rc;
 }
 
+/* The parameters a forward copy-out (PyTorch's split_with_sizes_copy, FSDP2's copy-out of a
+ * unit's parameters) splits, from the copy from host that precedes its kernel: the kernel's
+ * metadata, int64 arrays of the destinations, the sources and the split sizes (one entry a
+ * parameter each), the split of each block of the grid's first dimension (grid_x entries)
+ * and the blocks' running sums (one a parameter, and one): 8 (4 T + 1 + grid_x) bytes.
+ * Returns T, or 0 when the bytes do not fit that layout or grid_x is unknown. */
+static int32_t
+copy_out_params(int64_t bytes, uint32_t grid_x)
+{
+    int64_t words = bytes / 8 - 1 - (int64_t)grid_x;
+    int fits = grid_x > 0 && bytes % 8 == 0 && words >= 4 && words % 4 == 0;
+    return fits && words / 4 <= INT32_MAX ? (int32_t)(words / 4) : 0;
+}
+
+/* f->n_params (workload.h): per rank and compared iteration the parameters of the forward's
+ * copy-outs (copy_out_params of each split_with_sizes_copy kernel of a forward unit's
+ * copy-out and the copy right before it on the compute stream), an iteration counting only
+ * where each of its copy-outs does; the median of those, 0 without one. Returns 0 or -1. */
+static int
+find_unit_params(workload *w, const rank_info *ri)
+{
+    const dfg *g = w->work;
+    workload_fsdp *f = &w->fsdp;
+    int32_t iters = w->iter_last - w->iter_first + 1, n = g->n_ranks * (iters > 0 ? iters : 0);
+    int64_t *v = calloc(2 * (size_t)n + 1, sizeof *v), *bad = v ? v + n : NULL;
+    int rc = v && w->fusion.node_grid_x ? 0 : -1;
+    for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
+        int32_t prev = -1, cs = ri[r].compute_stream;
+        for (int32_t x = cs >= 0 ? g->res_first[cs] : -1; x >= 0; prev = x, x = g->next_on_res[x]) {
+            int32_t q = f->gather_ops[x];
+            if (q < 0 || f->grp_role[q] != WL_FSDP_FWD || g->kind[x] != DFG_KERNEL ||
+                !alive(g, x) || w->iter[x] < w->iter_first || w->iter[x] > w->iter_last ||
+                !strstr(dfg_name(g, g->name[x]), "split_with_sizes_copy"))
+                continue;
+            int32_t t = prev >= 0 && g->kind[prev] == DFG_MEMCPY && f->gather_ops[prev] == q
+                            ? copy_out_params(dfg_bytes(g, prev), w->fusion.node_grid_x[x])
+                            : 0;
+            int64_t i = (int64_t)r * iters + w->iter[x] - w->iter_first;
+            v[i] += t;
+            bad[i] |= t == 0;
+        }
+    }
+    int32_t k = 0;
+    for (int32_t i = 0; rc == 0 && i < n; i++)
+        if (!bad[i] && v[i] > 0)
+            v[k++] = v[i];
+    f->n_params = k > 0 ? (int32_t)sim_median_i64(v, k) : 0;
+    free(v);
+    return rc;
+}
+
 int64_t
 workload_fsdp_accum_bytes(const workload *w, int32_t k, int64_t act)
 {
@@ -668,7 +716,7 @@ mark_unshard_calls(workload *w)
     }
 }
 
-/* workload.h: accum_bytes_per_ns, accum_dev_ns, accum_host_ns from the compared
+/* workload.h: n_adds, accum_bytes_per_ns, accum_dev_ns, accum_host_ns from the compared
  * iterations: the rate of the element-wise kernels with a known launch size longer than
  * twice the fixed cost (their bytes over their time beyond it), and the median
  * backward-thread launch of a compute-stream kernel. Returns 0 or -1 (out of memory). */
@@ -696,10 +744,11 @@ find_accum_adds(workload *w, const rank_info *ri)
             calls[n++] = dfg_dur(g, h) + dfg_gap(g, h);
     }
     f->accum_bytes_per_ns = ns > 0 ? bytes / ns : 0;
-    f->accum_dev_ns = f->n_rs * c0;
+    f->n_adds = f->n_params > 0 ? f->n_params : f->n_rs;
+    f->accum_dev_ns = f->n_adds * c0;
     if (f->accum_bytes_per_ns > 0)
         f->accum_dev_ns += 3.0 * (double)f->unit_bytes[WL_FSDP_BYTES_GRAD] / f->accum_bytes_per_ns;
-    f->accum_host_ns = rc == 0 && n > 0 ? f->n_rs * sim_median_i64(calls, n) : 0;
+    f->accum_host_ns = rc == 0 && n > 0 ? f->n_adds * sim_median_i64(calls, n) : 0;
     free(calls);
     return rc;
 }
@@ -780,6 +829,8 @@ workload_find_fsdp(workload *w, const rank_info *ri)
         rc = find_copy_outs(w, ri);
         if (rc == 0)
             rc = find_unit_bytes(w, ri);
+        if (rc == 0)
+            rc = find_unit_params(w, ri);
         f->why[0] = 0;
         if (f->n_fwd < 1)
             snprintf(f->why, sizeof f->why,

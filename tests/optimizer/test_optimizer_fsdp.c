@@ -19,7 +19,8 @@
  *     too;
  *   - reshard (on the job without the backward's all-gathers, 2 ranks sharing the
  *     collectives): each rank's backward pays its own forward unshards' host time once,
- *     each call at most at the backward thread's median for its name, and the transfers
+ *     the Python before each unshard's first call included, each call at most at the
+ *     backward thread's median for its name, and the transfers
  *     that the previous span's calls or compute do not hide;
  *     where the closing synchronize waits after the device work it waits for (work the
  *     trace does not show), that wait grows with the re-gathers' bytes;
@@ -452,21 +453,22 @@ test_fsdp_reshard(void)
     p.fsdp_reshard = 1;
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
     /* each unit's calls on each rank's backward thread, which the host-bound backward pays
-     * in full: the launch, the copy-out's two calls and the 300 us before each (5 + 2 x
-     * 305 us; the 300 us before the launch is the module's, paid either way) and the 10 us
-     * before the poll, not the poll itself (a wait): at least 3 x 625 us */
-    CHECK(e.iter_ns >= base + 3 * 625 * US - 1 && e.iter_ns < base + 3 * 625 * US + 1000 * US);
+     * in full: the launch, the copy-out's two calls and the 300 us before each (3 x 305
+     * us; the 300 us before the launch too, FSDP's unshard Python, which the re-gather runs
+     * again) and the 10 us before the poll, not the poll itself (a wait): at least 3 x 925
+     * us */
+    CHECK(e.iter_ns >= base + 3 * 925 * US - 1 && e.iter_ns < base + 3 * 925 * US + 1000 * US);
     int64_t added = 0;
     for (int32_t n = 0; n < g.n_nodes; n++)
         added += w.fsdp.regather_ns[n];
     /* all iterations, per rank (each pays its own unshards, not the two ranks' together)
-     * and unit (the medians over the forwards, the stall left out): host 625 us, copy-out 30 us and
+     * and unit (the medians over the forwards, the stall left out): host 925 us, copy-out 30 us and
      * the transfer (400 us) but what the previous span hides: the first gathered unit (FSDP2's
      * root) and the last are re-gathered in the first span (nothing hidden), the middle one in
      * the second, issued at the first span's start and hidden by the longer of its calls (330
      * us: its kernel's launch 20 us after the forward's end and 5 us long, the reduce-scatter's
      * launch 300 us later and 5 us long) and its compute (the 200 us backward kernel) */
-    CHECK_EQ_U(added, 2 * (int64_t)ITERS * (3 * 655 + 2 * 400 + 70) * US);
+    CHECK_EQ_U(added, 2 * (int64_t)ITERS * (3 * 955 + 2 * 400 + 70) * US);
     check_terms(&w, &p, "fsdp_reshard", "reshard_after_forward=True");
     strategy_plan q;
     CHECK(framework_torch_fsdp.parse_args("reshard_after_forward=True", &q) == 0);
@@ -644,9 +646,11 @@ test_fsdp_accumulation(void)
 
 /* The job with JOB_COPY_IN and JOB_ADDS analysed into *w (res, g the caller frees), the
  * element-wise kernels' launch sizes given as kernel samples (100,000 threads: 4.8 MB)
- * when `threads`. Returns 0 or -1. */
+ * when `threads`; with `meta` words, each forward copy-out's copy moves meta x 8 bytes (the
+ * split_with_sizes_copy's metadata from host) and its kernel's grid is 10 x 1 x 1 blocks
+ * of 128 threads. Returns 0 or -1. */
 static int
-analyze_adds_job(workload *w, dfg *g, sim_result *res, int flags, int threads)
+analyze_adds_job(workload *w, dfg *g, sim_result *res, int flags, int threads, int64_t meta)
 {
     fsdp_job_ids ids;
     memset(res, 0, sizeof *res);
@@ -654,17 +658,66 @@ analyze_adds_job(workload *w, dfg *g, sim_result *res, int flags, int threads)
         return -1;
     workload_kernel_sample *s = calloc((size_t)g->n_nodes + 1, sizeof *s);
     size_t n = 0;
-    for (int32_t d = 0; s && threads && d < g->n_nodes; d++)
-        if (g->kind[d] == DFG_KERNEL && !strcmp(dfg_name(g, g->name[d]), ELEMWISE_ADD))
-            s[n++] = (workload_kernel_sample){(uint64_t)g->name[d], 100000, dfg_dur(g, d),
-                                              dfg_rank(g, d), g->mstart[d]};
+    int rc = s ? 0 : -1;
+    for (int32_t d = 0; s && d < g->n_nodes; d++) {
+        const char *nm = dfg_name(g, g->name[d]);
+        workload_kernel_sample k = {.key = (uint64_t)g->name[d],
+                                    .dur_ns = dfg_dur(g, d),
+                                    .rank = dfg_rank(g, d),
+                                    .t_ns = g->mstart[d]};
+        int add = g->kind[d] == DFG_KERNEL && threads && !strcmp(nm, ELEMWISE_ADD);
+        int split = g->kind[d] == DFG_KERNEL && meta && !strcmp(nm, "split_with_sizes_copy");
+        k.threads = add ? 100000 : 1280;
+        k.grid_x = split ? 10 : 0;
+        if (add || split)
+            s[n++] = k;
+        if (meta && g->kind[d] == DFG_MEMCPY && !strcmp(nm, "memcpy"))
+            rc |= dfg_set_bytes(g, d, 8 * meta);
+    }
     workload_options o;
     workload_default_options(&o);
     o.kernel_samples = s;
     o.n_kernel_samples = n;
-    int rc = s ? workload_analyze(w, g, res, 1, 2, NULL, NULL, -1, &o) : -1;
+    if (rc == 0)
+        rc = workload_analyze(w, g, res, 1, 2, NULL, NULL, -1, &o);
     free(s);
     return rc;
+}
+
+/* PyTorch makes one add a parameter (autograd's accumulation into each gradient), not one
+ * a unit: where each forward copy-out's metadata from host shows its parameters (4 x 4 +
+ * 1 + 10 words: 4 parameters a unit, 10 blocks), the micro-batch prices 12 adds' fixed
+ * costs and launches (3 units of 4), the bytes unchanged; metadata of another layout (one
+ * word more) counts nothing, and the adds stay one a unit. */
+static void
+test_fsdp_accumulation_params(void)
+{
+    const int64_t metas[3] = {0, 4 * 4 + 1 + 10, 4 * 4 + 1 + 10 + 1};
+    double device_ns[3], host_ns[3], launches[3];
+    for (int i = 0; i < 3; i++) {
+        dfg g;
+        workload w;
+        sim_result res;
+        REQUIRE(analyze_adds_job(&w, &g, &res, 0, 1, metas[i]) == 0);
+        CHECK_EQ_U(w.fsdp.n_params, i == 1 ? 4 * BLOCKS : 0);
+        CHECK_EQ_U(w.fsdp.n_adds, i == 1 ? 4 * BLOCKS : BLOCKS);
+        CHECK(fabs(w.fsdp.accum_host_ns - w.fsdp.n_adds * 305.0 * US) < 1);
+        strategy_plan p;
+        strategy_plan_baseline(&p);
+        p.accum_k = 2;
+        strategy_eval ev;
+        REQUIRE(strategy_evaluate(&w, &p, &res, &ev) == 0);
+        device_ns[i] = ev.micro_device_ns, host_ns[i] = ev.micro_host_ns;
+        launches[i] = ev.micro_launches;
+        workload_free(&w);
+        sim_result_free(&res);
+        dfg_free(&g);
+    }
+    double c0 = 3.0 * US; /* the fixed cost's prior */
+    CHECK(fabs(device_ns[1] - device_ns[0] - 3 * BLOCKS * c0) < 1);
+    CHECK(fabs(host_ns[1] - host_ns[0] - 3 * BLOCKS * 305.0 * US) < 1);
+    CHECK(fabs(launches[1] - launches[0] - 3 * BLOCKS) < 1e-9);
+    CHECK(device_ns[2] == device_ns[0] && host_ns[2] == host_ns[0]);
 }
 
 /* The micro-batch without synchronisation under FSDP2 adds what the trace does not run:
@@ -681,7 +734,7 @@ test_fsdp_accumulation_adds(void)
         dfg g;
         workload w;
         sim_result res;
-        REQUIRE(analyze_adds_job(&w, &g, &res, i == 2 ? JOB_EVENTS : 0, i > 0) == 0);
+        REQUIRE(analyze_adds_job(&w, &g, &res, i == 2 ? JOB_EVENTS : 0, i > 0, 0) == 0);
         strategy_plan p;
         strategy_plan_baseline(&p);
         p.accum_k = 2;
@@ -727,7 +780,7 @@ test_fsdp_accumulation_polls(void)
         dfg g;
         workload w;
         sim_result res;
-        REQUIRE(analyze_adds_job(&w, &g, &res, i ? JOB_POLL_WORK : 0, 1) == 0);
+        REQUIRE(analyze_adds_job(&w, &g, &res, i ? JOB_POLL_WORK : 0, 1, 0) == 0);
         int32_t gaps = 0;
         for (int32_t x = 0; w.buckets.micro && x < g.n_nodes; x++)
             gaps += w.buckets.micro[x] == WL_MICRO_GAP && w.iter[x] >= w.iter_first &&
@@ -760,7 +813,7 @@ test_fsdp_accumulation_return(void)
         dfg g;
         workload w;
         sim_result res;
-        REQUIRE(analyze_adds_job(&w, &g, &res, JOB_RETURN | (i ? JOB_RETURN_LAG : 0), 1) == 0);
+        REQUIRE(analyze_adds_job(&w, &g, &res, JOB_RETURN | (i ? JOB_RETURN_LAG : 0), 1, 0) == 0);
         ret[i] = w.fsdp.return_ns;
         strategy_plan p;
         strategy_plan_baseline(&p);
@@ -778,7 +831,7 @@ test_fsdp_accumulation_return(void)
     dfg g;
     workload w;
     sim_result res;
-    REQUIRE(analyze_adds_job(&w, &g, &res, 0, 1) == 0);
+    REQUIRE(analyze_adds_job(&w, &g, &res, 0, 1, 0) == 0);
     CHECK_EQ_U(w.fsdp.return_ns, 0);
     workload_free(&w);
     sim_result_free(&res);
@@ -835,6 +888,7 @@ main(void)
     test_fsdp_reshard_hours();
     test_fsdp_accumulation();
     test_fsdp_accumulation_adds();
+    test_fsdp_accumulation_params();
     test_fsdp_accumulation_polls();
     test_fsdp_accumulation_return();
     test_not_for_ddp();
