@@ -224,19 +224,22 @@ name_median(const name_dur *nd, int32_t n, int32_t name)
 
 /* The reshard costs of rank r's units (a forward all-gather's group q; each rank pays its
  * own): cost[3q] the CPU time of its unshard's and copy-out's host calls on rank r (the
- * gap before each call, the first's too: FSDP's unshard Python before its first call,
- * which the backward's re-gather runs again; their durations but the event polls', each
+ * gap before each call but the first; their durations but the event polls', each
  * at most the median of the calls of its name on the rank's backward thread,
  * bwd[0..nb): backward_calls; the re-gather runs there, and a forward call that waited
  * (FSDP's event record behind the copy-in's launch on the device's lock) does not wait so
  * in the backward), cost[3q+1] the copy-out's device time (compute stream), cost[3q+2]
- * the transfer and copy-in. cost is zeroed first. */
+ * the transfer and copy-in; lead[q] the gap before its first call (FSDP's unshard Python,
+ * which the backward's re-gather runs again: lead_gaps), -1 where it has none. cost is
+ * zeroed first. */
 static void
 unit_costs(const workload *w, const rank_info *ri, int32_t r, const name_dur *bwd, int32_t nb,
-           int64_t *cost)
+           int64_t *cost, int64_t *lead)
 {
     const dfg *g = w->work;
     memset(cost, 0, 3 * ((size_t)g->n_groups + 1) * sizeof *cost);
+    for (int32_t q = 0; q <= g->n_groups; q++)
+        lead[q] = -1;
     for (int32_t s = 0; s < g->n_res; s++) {
         if (g->res_rank[s] != r)
             continue;
@@ -246,8 +249,12 @@ unit_costs(const workload *w, const rank_info *ri, int32_t r, const name_dur *bw
                 continue;
             int64_t d = g->kind[x] == DFG_HOST && !event_poll(g, x) ? dfg_dur(g, x) : 0,
                     typ = d > 0 ? name_median(bwd, nb, g->name[x]) : -1;
+            if (g->kind[x] == DFG_HOST && lead[q] < 0)
+                lead[q] = dfg_gap(g, x);
+            else if (g->kind[x] == DFG_HOST)
+                cost[3 * (int64_t)q] += dfg_gap(g, x);
             if (g->kind[x] == DFG_HOST)
-                cost[3 * (int64_t)q] += (typ >= 0 && typ < d ? typ : d) + dfg_gap(g, x);
+                cost[3 * (int64_t)q] += typ >= 0 && typ < d ? typ : d;
             else if (s == ri[r].compute_stream)
                 cost[3 * (int64_t)q + 1] += dfg_dur(g, x);
             else if (g->kind[x] != DFG_COLL)
@@ -376,6 +383,36 @@ median_unit_costs(int64_t *cost, const int32_t *mq, const int32_t *mj, int32_t m
         }
 }
 
+/* Adds to cost[3q] of each matched unit (q = mq[i] at position mj[i] of its forward,
+ * regather_rank) the gap before its unshard's first call (lead, unit_costs): the median
+ * over the rank's matched forwards at its position, and for the forward's first unit
+ * (position 0) the median of the other positions' medians where there are any: the gap
+ * before the first unshard of a forward runs back to the previous step (the training
+ * loop's Python, its data loading and logging), which no re-gather in the backward runs
+ * again. v: scratch of 3m entries. */
+static void
+lead_gaps(int64_t *cost, const int64_t *lead, const int32_t *mq, const int32_t *mj, int32_t m,
+          int64_t *v)
+{
+    int32_t npos = 0, nother = 0;
+    for (int32_t i = 0; i < m; i++)
+        npos = mj[i] + 1 > npos ? mj[i] + 1 : npos;
+    int64_t *pos = v + m, first = -1;
+    for (int32_t j = 0; j < npos; j++) {
+        int32_t nv = 0;
+        for (int32_t i = 0; i < m; i++)
+            if (mj[i] == j && lead[mq[i]] >= 0)
+                v[nv++] = lead[mq[i]];
+        pos[j] = nv > 0 ? (int64_t)sim_median_i64(v, nv) : 0;
+        if (j > 0 && nv > 0)
+            v[m + npos + nother++] = pos[j];
+    }
+    if (nother > 0) /* the other positions' medians, after pos[0..npos) */
+        first = (int64_t)sim_median_i64(v + m + npos, nother);
+    for (int32_t i = 0; i < m; i++)
+        cost[3 * (int64_t)mq[i]] += mj[i] == 0 && first >= 0 ? first : pos[mj[i]];
+}
+
 /* A collective participant of a rank: its measured end, its input on the rank (an
  * all-gather's shard: its group's bytes over the ranks; any other's the group's bytes) and
  * that input again where resharding gathers the unit anew (regather_waits). */
@@ -473,17 +510,19 @@ find_copy_outs(workload *w, const rank_info *ri)
     free(cnt);
     if (rc == 0 && f->n_bwd < 1 && f->n_fwd > 0) {
         size_t ng = (size_t)g->n_groups + 1, nn = (size_t)g->n_nodes + 1;
-        int64_t *cost = calloc(4 * ng, sizeof *cost), *v = malloc(3 * nn * sizeof *v);
+        int64_t *cost = calloc(4 * ng, sizeof *cost), *v = malloc(3 * nn * sizeof *v),
+                *lead = malloc(ng * sizeof *lead);
         name_dur *bwd = malloc(nn * sizeof *bwd);
         int32_t *mq = malloc(2 * ng * sizeof *mq), m = 0;
         uint8_t *again = calloc(ng, 1);
         coll_end *ce = malloc(nn * sizeof *ce);
         f->regather_ns = calloc(nn, sizeof *f->regather_ns);
         f->sync_wait_ns = calloc(nn, sizeof *f->sync_wait_ns);
-        if (!cost || !v || !bwd || !mq || !again || !ce || !f->regather_ns || !f->sync_wait_ns)
+        if (!cost || !v || !lead || !bwd || !mq || !again || !ce || !f->regather_ns ||
+            !f->sync_wait_ns)
             rc = -1;
         for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
-            unit_costs(w, ri, r, bwd, backward_calls(w, ri, r, bwd), cost);
+            unit_costs(w, ri, r, bwd, backward_calls(w, ri, r, bwd), cost, lead);
             m = 0;
             regather_rank(w, ri, r, cost, mq, mq + ng, &m, (int32_t)ng);
             for (int32_t i = 0; i < m; i++)
@@ -492,11 +531,13 @@ find_copy_outs(workload *w, const rank_info *ri)
             for (int32_t i = 0; i < m; i++)
                 again[mq[i]] = 0;
             median_unit_costs(cost, mq, mq + ng, m, cost + 3 * ng);
+            lead_gaps(cost, lead, mq, mq + ng, m, v);
             int32_t u = regather_rank(w, ri, r, cost, NULL, NULL, NULL, 0);
             f->n_regather = u > f->n_regather ? u : f->n_regather;
         }
         free(cost);
         free(v);
+        free(lead);
         free(bwd);
         free(mq);
         free(again);

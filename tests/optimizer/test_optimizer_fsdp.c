@@ -478,6 +478,18 @@ test_fsdp_reshard(void)
     dfg_free(&g);
 }
 
+/* The launch of rank r's participant in the group of rank 0's participant ag (rank 1's
+ * follows rank 0's in the group). */
+static int32_t
+participant_launch(const dfg *g, int32_t ag, int32_t r)
+{
+    int32_t h = g->launch[ag];
+    for (int32_t c = 0; r == 1 && c < g->n_nodes; c++)
+        if (c != ag && g->kind[c] == DFG_COLL && dfg_group(g, c) == dfg_group(g, ag))
+            h = g->launch[c];
+    return h;
+}
+
 /* The re-gathers' host price on the job with an event record after each forward
  * all-gather's launch and each reduce-scatter's copy-in (an event record on the backward
  * thread, 5 us), the forward's records taking 800 us in every iteration (on tests/simgpu
@@ -495,11 +507,7 @@ regather_added(int64_t record_us, int64_t launch_us)
     for (int it = 0; it < ITERS; it++)
         for (int b = 0; b < BLOCKS; b++)
             for (int32_t r = 0; r < 2; r++) {
-                /* rank r's participant: rank 1's follows rank 0's in the group */
-                int32_t ag = ids.fwd_ag[it][b], h = g.launch[ag];
-                for (int32_t c = 0; r == 1 && c < g.n_nodes; c++)
-                    if (c != ag && g.kind[c] == DFG_COLL && dfg_group(&g, c) == dfg_group(&g, ag))
-                        h = g.launch[c];
+                int32_t h = participant_launch(&g, ids.fwd_ag[it][b], r);
                 REQUIRE(dfg_set_dur(&g, h, launch_us * US) == 0);
                 REQUIRE(dfg_set_dur(&g, g.next_on_res[h], record_us * US) == 0);
             }
@@ -525,6 +533,46 @@ test_fsdp_reshard_call_price(void)
     CHECK_EQ_U(regather_added(800, 5), plain);
     /* the launch's 45 us more, per unit, iteration and rank */
     CHECK_EQ_U(regather_added(800, 50), plain + 2 * ITERS * BLOCKS * 45 * US);
+}
+
+/* The re-gathers' added time where each step's forward starts loop_us later after the
+ * previous step's last call (the training loop's Python and data loading, before the first
+ * unit's first unshard call on each rank). */
+static int64_t
+regather_after_loop(int64_t loop_us)
+{
+    dfg g;
+    fsdp_job_ids ids;
+    REQUIRE(build_fsdp_job(&g, &ids, 0, 2) == 0);
+    for (int it = 0; it < ITERS; it++)
+        for (int32_t r = 0; r < 2; r++) {
+            int32_t h = participant_launch(&g, ids.fwd_ag[it][0], r);
+            REQUIRE(dfg_set_gap(&g, h, dfg_gap(&g, h) + loop_us * US) == 0);
+        }
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    REQUIRE(strategy_fsdp_reshard_available(&w));
+    int64_t added = 0;
+    for (int32_t n = 0; n < g.n_nodes; n++)
+        added += w.fsdp.regather_ns[n];
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+    return added;
+}
+
+/* No re-gather in the backward runs the loop's time before a forward's first unshard
+ * again: the first unit's Python is priced at the other units' (300 us each here), so a
+ * 5 ms loop gap adds nothing to the re-gathers (it added 5 ms per iteration and rank when
+ * the first unit kept its own gap). */
+static void
+test_fsdp_reshard_loop_gap(void)
+{
+    int64_t plain = regather_after_loop(0);
+    CHECK(plain > 0);
+    CHECK_EQ_U(regather_after_loop(5000), plain);
 }
 
 /* Resharding on the job whose closing synchronize waits 900 us after the device work it
@@ -884,6 +932,7 @@ main(void)
     test_fsdp_keep_prefetched();
     test_fsdp_reshard();
     test_fsdp_reshard_call_price();
+    test_fsdp_reshard_loop_gap();
     test_fsdp_reshard_wait();
     test_fsdp_reshard_hours();
     test_fsdp_accumulation();
