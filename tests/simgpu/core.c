@@ -230,6 +230,8 @@ op_free(struct simgpu_op *op)
 {
     if (op->kind == SIMGPU_OP_CUSTOM && op->u.custom.ops->release)
         op->u.custom.ops->release(op->u.custom.inst);
+    if (op->kind == SIMGPU_OP_HOST_FN && op->u.host.arg_bytes)
+        free(op->u.host.arg);
     free(op->deps);
     free(op);
 }

@@ -179,7 +179,8 @@ simgpu_graph_instantiate(struct simgpu_graph_exec **out, struct simgpu_graph *g)
 }
 
 /* A fresh op for one launch of captured op t of graph g, with correlation id corr (custom
- * ops, such as NCCL's, get their own clone of their state). NULL when out of memory. */
+ * ops, such as NCCL's, get their own clone of their state, host functions that own their
+ * argument a copy of it). NULL when out of memory. */
 static struct simgpu_op *
 graph_op_copy(const struct simgpu_graph *g, const struct simgpu_op *t, uint64_t corr)
 {
@@ -196,6 +197,14 @@ graph_op_copy(const struct simgpu_graph *g, const struct simgpu_op *t, uint64_t 
             free(op);
             return NULL;
         }
+    }
+    if (t->kind == SIMGPU_OP_HOST_FN && t->u.host.arg_bytes) {
+        op->u.host.arg = malloc(t->u.host.arg_bytes);
+        if (!op->u.host.arg) {
+            free(op);
+            return NULL;
+        }
+        memcpy(op->u.host.arg, t->u.host.arg, t->u.host.arg_bytes);
     }
     return op;
 }

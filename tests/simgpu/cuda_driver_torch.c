@@ -273,7 +273,6 @@ run_write32(void *p)
     struct write32 *w = p;
     for (size_t i = 0; i < w->n; i++)
         w->addr[i] = w->value;
-    free(w);
 }
 
 /* n 32-bit words at addr set to value when the stream reaches them. */
@@ -299,6 +298,7 @@ enqueue_write32(CUstream h, CUdeviceptr addr, uint32_t value, size_t n)
     w->n = n;
     op->u.host.fn = run_write32;
     op->u.host.arg = w;
+    op->u.host.arg_bytes = sizeof(*w); /* freed with the op, also where the enqueue fails */
     return cu_result_of(simgpu_enqueue(s, op));
 }
 

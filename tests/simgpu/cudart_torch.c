@@ -406,7 +406,6 @@ run_stream_cb(void *p)
 {
     struct stream_cb *c = p;
     c->fn(c->stream, simgpu_sticky_error(), c->arg);
-    free(c);
 }
 
 cudaError_t CUDARTAPI
@@ -434,6 +433,7 @@ cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *
     c->stream = stream;
     op->u.host.fn = run_stream_cb;
     op->u.host.arg = c;
+    op->u.host.arg_bytes = sizeof(*c);
     rc = simgpu_enqueue(s, op);
     RT_EXIT(rc);
 }

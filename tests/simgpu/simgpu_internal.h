@@ -147,6 +147,8 @@ struct simgpu_op {
         struct {
             cudaHostFn_t fn;
             void *arg;
+            size_t arg_bytes; /* > 0: the op owns arg, of that many bytes: freed with the op,
+                               * copied for each launch of a graph that captured it */
         } host;
         struct {
             const struct simgpu_custom_ops *ops;

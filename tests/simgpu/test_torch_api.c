@@ -277,6 +277,22 @@ test_driver_stream_logs_vmm(cudaStream_t s, char *d)
     CHECK_CU(cuStreamWriteValue32((CUstream)s, (CUdeviceptr)(d32 + 1), 42, 0));
     CHECK_CUDA(cudaStreamSynchronize(s));
     CHECK(d32[0] == 0xabcd1234u && d32[1] == 42 && d32[3] == 0xabcd1234u);
+    /* a captured write, launched twice: each launch writes (its own copy of the write's
+     * value and place; the first launch once freed them, ASan's heap-use-after-free) */
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_CU(cuStreamWriteValue32((CUstream)s, (CUdeviceptr)(d32 + 2), 7, 0));
+    CHECK_CUDA(cudaStreamEndCapture(s, &graph));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    for (int i = 0; i < 2; i++) {
+        d32[2] = 0;
+        CHECK_CUDA(cudaGraphLaunch(exec, s));
+        CHECK_CUDA(cudaStreamSynchronize(s));
+        CHECK(d32[2] == 7);
+    }
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(graph));
     CHECK_CU(cuLogsRegisterCallback(log_cb, NULL, &lh));
     CHECK_CU(cuLogsUnregisterCallback(lh));
     CHECK(cuLogsUnregisterCallback(lh) == CUDA_ERROR_INVALID_VALUE);
