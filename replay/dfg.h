@@ -32,7 +32,9 @@
  *     the group starts its transfer when the last participant is ready and every
  *     participant ends grp_dur[g] ns later, less its share of the transfer it left before
  *     the last participant in the measurement (ranks leave a collective at different
- *     times), where the group was measured with every rank of its communicator (sim.c).
+ *     times), where the group was measured with every rank of its communicator (sim.c);
+ *     in a graph of rank classes, the share of its class's last member to leave
+ *     (dfg_fold).
  *
  * A node's duration (dfg_dur) is intrinsic: for a blocking host call, the time it took
  * after what it waited for had finished. The duration and the gap are stored as 32 bits,
@@ -137,6 +139,11 @@ typedef struct dfg {
                            * ending it: dfg_next_in_group): the other nodes pay nothing */
     dfg_sparse bytes;     /* bytes moved or touched (copies, collectives), of the nodes
                            * that move data (dfg_bytes, dfg_set_bytes) */
+    dfg_sparse leave;     /* a graph of rank classes (leave_classes): how long before its
+                           * group's last participant each participant's class left in the
+                           * measurement, its last member to leave, ns (dfg_fold; none: 0) */
+    int leave_classes;    /* 1: the groups' early leavings are those of dfg.leave, the graph
+                           * being folded; 0: each participant's own (dfg_group_last_mend) */
 
     /* ---- dependency edges (src finishes before dst; see above) ---- */
     int64_t n_edges, cap_edges;
@@ -255,6 +262,10 @@ int32_t *dfg_prev_table(const dfg *g);
 
 /* The end of node n in a side table (dfg_mend when mlen[n] is DFG_MLEN_WIDE). */
 int64_t dfg_mend_wide(const dfg *g, int32_t n);
+
+/* In a graph of rank classes, how long before its group's last participant the class of
+ * participant n left (its last member to leave), ns (dfg.leave; 0 when it has no entry). */
+int64_t dfg_leave(const dfg *g, int32_t n);
 
 /* Sets node n's measured end (after its measured start: mstart[n] must hold its final
  * value), as a 32-bit length when it is at most 4.29 s after the start, else in a side
@@ -381,10 +392,26 @@ int32_t dfg_live_nodes(const dfg *g);
  * nodes: rank r is then seen through its representative rep[r] (dfg_iterations and
  * dfg_rank_rep map it), which must be the lowest rank with that representative. weight
  * (n_ranks entries) and apart (enum dfg_apart, may be NULL) are copied into
- * dst->rank_weight and dst->rank_apart; dst->job_* take src's sizes. src must be
- * finalized. Returns 0 or -1 (out of memory; dst is then freed). */
+ * dst->rank_weight and dst->rank_apart; dst->job_* take src's sizes. Each kept
+ * participant of a group whose leavings src measured (dfg_group_last_mend) gets in
+ * dst->leave how long before the group's last participant the last of its class's
+ * members to leave left (at most the measured transfer): the members being alike, their
+ * next operations take the same time, and the last of them is the one the next
+ * collective waits for. src must be finalized. Returns 0 or -1 (out of memory; dst is
+ * then freed). */
 int dfg_fold(dfg *dst, const dfg *src, const int32_t *rep, const int32_t *weight,
              const uint8_t *apart);
+
+/* The measured end of group q's last participant to leave, or -1 where the group does
+ * not give each participant's leaving: not measured (a group a transformation made), a
+ * participant without a measured span, or not every rank of its communicator in the graph
+ * (a graph of rank classes, a what-if's rank count). g must be finalized. */
+int64_t dfg_group_last_mend(const dfg *g, int32_t q);
+
+/* Whether group q of a graph of rank classes (dfg.leave_classes) still has the leavings
+ * dfg_fold gave its participants: measured, and its participants' classes as many ranks
+ * as its communicator (not so after a what-if's rank count). Returns 1 or 0. */
+int dfg_group_leave_classes(const dfg *g, int32_t q);
 
 /* Node, edge and group counts of the job's explicit graph: g's own when g is not folded,
  * else those of the graph it was folded from. g must be finalized. */

@@ -144,6 +144,12 @@ dfg_part_set(dfg *g, int32_t n, int32_t grp, int32_t next)
 }
 
 int64_t
+dfg_leave(const dfg *g, int32_t n)
+{
+    return dfg_sparse_get(&g->leave, n, 0);
+}
+
+int64_t
 dfg_mend_wide(const dfg *g, int32_t n)
 {
     return dfg_sparse_get(&g->mend_wide, n, 0);
