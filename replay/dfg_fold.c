@@ -88,26 +88,6 @@ fold_groups(dfg *d, const dfg *s, const fold_maps *m)
 
 /* ---- early leaving ---------------------------------------------------------------- */
 
-int64_t
-dfg_group_last_mend(const dfg *g, int32_t q)
-{
-    int64_t last = g->grp_mdur[q] <= 0 || g->grp_members[q] != g->grp_nranks[q] ? -2 : -1;
-    for (int32_t p = g->grp_first[q]; p >= 0 && last >= -1; p = dfg_next_in_group(g, p)) {
-        int64_t e = dfg_mend(g, p);
-        last = e <= g->mstart[p] ? -2 : e > last ? e : last;
-    }
-    return last >= 0 ? last : -1;
-}
-
-int
-dfg_group_leave_classes(const dfg *g, int32_t q)
-{
-    int64_t ranks = 0;
-    for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p))
-        ranks += dfg_rank_weight(g, dfg_rank(g, p));
-    return g->grp_mdur[q] > 0 && ranks == g->grp_nranks[q];
-}
-
 /* Takes into least[] (by d's node; -1: none yet) the least of how long before group q's
  * last participant the members of each class left (at most the measured transfer), under
  * its representative's participant (at[rank]: its node in d, -1 elsewhere; left all -1). */
