@@ -199,6 +199,7 @@ dfg_free(dfg *g)
     free(g->next_on_res);
     dfg_sparse_free(&g->grp_part);
     dfg_sparse_free(&g->bytes);
+    dfg_sparse_free(&g->leave);
     dfg_sparse_free(&g->mend_wide);
     dfg_sparse_free(&g->dur_wide);
     dfg_sparse_free(&g->gap_wide);
@@ -299,6 +300,7 @@ dfg_clone(dfg *d, const dfg *s)
     d->job_groups = s->job_groups;
     d->grp_wait_ns = s->grp_wait_ns;
     d->grp_wait_nranks = s->grp_wait_nranks;
+    d->leave_classes = s->leave_classes;
 #define DUP(f, cap, n) rc |= dup_array((void **)&d->f, s->f, sizeof *s->f, cap, n)
     DUP(kind, s->cap_nodes, s->n_nodes);
     DUP(flags, s->cap_nodes, s->n_nodes);
@@ -338,6 +340,8 @@ dfg_clone(dfg *d, const dfg *s)
         rc = dfg_sparse_clone(&d->grp_part, &s->grp_part);
     if (rc == 0)
         rc = dfg_sparse_clone(&d->bytes, &s->bytes);
+    if (rc == 0)
+        rc = dfg_sparse_clone(&d->leave, &s->leave);
     if (rc == 0)
         rc = dfg_sparse_clone(&d->mend_wide, &s->mend_wide);
     if (rc == 0)
@@ -745,6 +749,7 @@ shrink_to_fit(dfg *g)
     }
     dfg_sparse_shrink(&g->grp_part);
     dfg_sparse_shrink(&g->bytes);
+    dfg_sparse_shrink(&g->leave);
     dfg_sparse_shrink(&g->mend_wide);
     dfg_sparse_shrink(&g->dur_wide);
     dfg_sparse_shrink(&g->gap_wide);

@@ -32,7 +32,9 @@
  *     the group starts its transfer when the last participant is ready and every
  *     participant ends grp_dur[g] ns later, less its share of the transfer it left before
  *     the last participant in the measurement (ranks leave a collective at different
- *     times), where the group was measured with every rank of its communicator (sim.c).
+ *     times), where the group was measured with every rank of its communicator (sim.c);
+ *     in a graph of rank classes, the share of its class's last member to leave
+ *     (dfg_fold).
  *
  * A node's duration (dfg_dur) is intrinsic: for a blocking host call, the time it took
  * after what it waited for had finished. The duration and the gap are stored as 32 bits,
@@ -102,6 +104,24 @@ typedef struct dfg_sparse {
     int64_t *val;
 } dfg_sparse;
 
+/* Index of node n in t, or -(insertion point) - 1 when n has no entry. Inline: the
+ * simulator looks up dfg.leave in its loop (dfg_leave). */
+static inline int32_t
+dfg_sparse_find(const dfg_sparse *t, int32_t n)
+{
+    int32_t lo = 0, hi = t->n;
+    if (hi > 0 && t->node[hi - 1] < n)
+        lo = hi; /* the common case: n above every entry */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (t->node[mid] < n)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < t->n && t->node[lo] == n ? lo : -lo - 1;
+}
+
 /* log2 of the nodes a block of dfg.succ_blk indexes the edges of. */
 #define DFG_SUCC_SHIFT 6
 
@@ -137,6 +157,11 @@ typedef struct dfg {
                            * ending it: dfg_next_in_group): the other nodes pay nothing */
     dfg_sparse bytes;     /* bytes moved or touched (copies, collectives), of the nodes
                            * that move data (dfg_bytes, dfg_set_bytes) */
+    dfg_sparse leave;     /* a graph of rank classes (leave_classes): how long before its
+                           * group's last participant each participant's class left in the
+                           * measurement, its last member to leave, ns (dfg_fold; none: 0) */
+    int leave_classes;    /* 1: the groups' early leavings are those of dfg.leave, the graph
+                           * being folded; 0: each participant's own (dfg_group_last_mend) */
 
     /* ---- dependency edges (src finishes before dst; see above) ---- */
     int64_t n_edges, cap_edges;
@@ -255,6 +280,15 @@ int32_t *dfg_prev_table(const dfg *g);
 
 /* The end of node n in a side table (dfg_mend when mlen[n] is DFG_MLEN_WIDE). */
 int64_t dfg_mend_wide(const dfg *g, int32_t n);
+
+/* In a graph of rank classes, how long before its group's last participant the class of
+ * participant n left (its last member to leave), ns (dfg.leave; 0 when it has no entry). */
+static inline int64_t
+dfg_leave(const dfg *g, int32_t n)
+{
+    int32_t i = dfg_sparse_find(&g->leave, n);
+    return i >= 0 ? g->leave.val[i] : 0;
+}
 
 /* Sets node n's measured end (after its measured start: mstart[n] must hold its final
  * value), as a 32-bit length when it is at most 4.29 s after the start, else in a side
@@ -381,8 +415,13 @@ int32_t dfg_live_nodes(const dfg *g);
  * nodes: rank r is then seen through its representative rep[r] (dfg_iterations and
  * dfg_rank_rep map it), which must be the lowest rank with that representative. weight
  * (n_ranks entries) and apart (enum dfg_apart, may be NULL) are copied into
- * dst->rank_weight and dst->rank_apart; dst->job_* take src's sizes. src must be
- * finalized. Returns 0 or -1 (out of memory; dst is then freed). */
+ * dst->rank_weight and dst->rank_apart; dst->job_* take src's sizes. Each kept
+ * participant of a group whose leavings src measured (dfg_group_last_mend) gets in
+ * dst->leave how long before the group's last participant the last of its class's
+ * members to leave left (at most the measured transfer): the members being alike, their
+ * next operations take the same time, and the last of them is the one the next
+ * collective waits for. src must be finalized. Returns 0 or -1 (out of memory; dst is
+ * then freed). */
 int dfg_fold(dfg *dst, const dfg *src, const int32_t *rep, const int32_t *weight,
              const uint8_t *apart);
 
@@ -576,6 +615,22 @@ dfg_next_in_group(const dfg *g, int32_t p)
     return (int32_t)(uint32_t)dfg_part_entry(g, p);
 }
 
+/* The measured end of group q's last participant to leave, or -1 where the group does
+ * not give each participant's leaving: not measured (a group a transformation made), a
+ * participant without a measured span, or not every rank of its communicator in the graph
+ * (a graph of rank classes, a what-if's rank count). g must be finalized. Inline: the
+ * simulator asks it of every group it runs. */
+static inline int64_t
+dfg_group_last_mend(const dfg *g, int32_t q)
+{
+    int64_t last = g->grp_mdur[q] <= 0 || g->grp_members[q] != g->grp_nranks[q] ? -2 : -1;
+    for (int32_t p = g->grp_first[q]; p >= 0 && last >= -1; p = dfg_next_in_group(g, p)) {
+        int64_t e = dfg_mend(g, p);
+        last = e <= g->mstart[p] ? -2 : e > last ? e : last;
+    }
+    return last >= 0 ? last : -1;
+}
+
 /* Node n's collective group, -1 for a node that takes part in none. O(log of the
  * participants in n's block of nodes; of them all before finalize) for a DFG_COLL node, O(1)
  * for another: the simulator asks it of every device node. */
@@ -590,6 +645,18 @@ static inline int32_t
 dfg_rank(const dfg *g, int32_t n)
 {
     return g->res_rank[g->res[n]];
+}
+
+/* Whether group q of a graph of rank classes (dfg.leave_classes) still has the leavings
+ * dfg_fold gave its participants: measured, and its participants' classes as many ranks
+ * as its communicator (not so after a what-if's rank count). Returns 1 or 0. */
+static inline int
+dfg_group_leave_classes(const dfg *g, int32_t q)
+{
+    int64_t ranks = 0;
+    for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p))
+        ranks += dfg_rank_weight(g, dfg_rank(g, p));
+    return g->grp_mdur[q] > 0 && ranks == g->grp_nranks[q];
 }
 
 #endif

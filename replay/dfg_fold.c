@@ -86,6 +86,59 @@ fold_groups(dfg *d, const dfg *s, const fold_maps *m)
     return rc;
 }
 
+/* ---- early leaving ---------------------------------------------------------------- */
+
+/* Takes into least[] (by d's node; -1: none yet) the least of how long before group q's
+ * last participant the members of each class left (at most the measured transfer), under
+ * its representative's participant (at[rank]: its node in d, -1 elsewhere; left all -1). */
+static void
+least_group_leave(const dfg *s, int32_t q, const fold_maps *m, const int32_t *rep, int32_t *at,
+                  int64_t *least)
+{
+    int64_t last = dfg_group_last_mend(s, q);
+    if (last < 0)
+        return;
+    for (int32_t p = s->grp_first[q]; p >= 0; p = dfg_next_in_group(s, p))
+        if (m->node[p] >= 0)
+            at[dfg_rank(s, p)] = m->node[p];
+    for (int32_t p = s->grp_first[q]; p >= 0; p = dfg_next_in_group(s, p)) {
+        int32_t x = at[rep[dfg_rank(s, p)]];
+        int64_t e = last - dfg_mend(s, p);
+        if (e > s->grp_mdur[q])
+            e = s->grp_mdur[q];
+        if (x >= 0 && (least[x] < 0 || e < least[x]))
+            least[x] = e;
+    }
+    for (int32_t p = s->grp_first[q]; p >= 0; p = dfg_next_in_group(s, p))
+        if (m->node[p] >= 0)
+            at[dfg_rank(s, p)] = -1;
+}
+
+/* Sets d->leave: each kept participant's class's leaving, that of its last member to
+ * leave (dfg_fold). Returns 0 or -1 (out of memory). */
+static int
+fold_leave(dfg *d, const dfg *s, const fold_maps *m, const int32_t *rep)
+{
+    size_t nn = (size_t)(d->n_nodes > 0 ? d->n_nodes : 1);
+    int64_t *least = malloc(nn * sizeof *least);
+    int32_t *at = malloc(((size_t)s->n_ranks + 1) * sizeof *at);
+    int rc = least && at ? 0 : -1;
+    for (int32_t r = 0; rc == 0 && r < s->n_ranks; r++)
+        at[r] = -1;
+    for (int32_t x = 0; rc == 0 && x < d->n_nodes; x++)
+        least[x] = -1;
+    for (int32_t q = 0; rc == 0 && q < s->n_groups; q++)
+        if (m->grp[q] >= 0)
+            least_group_leave(s, q, m, rep, at, least);
+    for (int32_t x = 0; rc == 0 && x < d->n_nodes; x++)
+        if (least[x] > 0) /* node order: each entry appended */
+            rc = dfg_sparse_set(&d->leave, x, least[x]);
+    d->leave_classes = 1;
+    free(least);
+    free(at);
+    return rc;
+}
+
 /* Copies the kept ranks' iteration boundaries and the edges between kept nodes. Returns
  * 0 or -1. */
 static int
@@ -152,9 +205,10 @@ dfg_fold(dfg *d, const dfg *s, const int32_t *rep, const int32_t *weight, const 
         fold_nodes(d, s, &m);
         rc = fold_groups(d, s, &m);
     }
-    if (rc == 0) {
+    if (rc == 0)
         rc = fold_links(d, s, &m, rep);
-    }
+    if (rc == 0)
+        rc = fold_leave(d, s, &m, rep);
     /* node order kept: the side tables append */
     if (rc == 0 && (dfg_sparse_fold(&d->bytes, &s->bytes, m.node) != 0 ||
                     dfg_sparse_fold(&d->mend_wide, &s->mend_wide, m.node) != 0 ||
@@ -210,8 +264,8 @@ dfg_memory(const dfg *g, double *node_bytes, double *edge_bytes)
                       sizeof *g->next_on_res + sizeof *g->mstart + sizeof *g->mlen;
     double nb = (double)per_node * (double)g->cap_nodes +
                 (double)(sizeof *g->bytes.node + sizeof *g->bytes.val) *
-                    ((double)g->grp_part.cap + (double)g->bytes.cap + (double)g->mend_wide.cap +
-                     (double)g->dur_wide.cap + (double)g->gap_wide.cap);
+                    ((double)g->grp_part.cap + (double)g->bytes.cap + (double)g->leave.cap +
+                     (double)g->mend_wide.cap + (double)g->dur_wide.cap + (double)g->gap_wide.cap);
     double eb = (double)(sizeof *g->esrc + sizeof *g->edst) * (double)g->cap_edges;
     if (g->finalized) {
         nb += (double)(sizeof *g->succ_blk + sizeof *g->part_blk) *

@@ -7,27 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Index of node n in t, or -(insertion point) - 1 when n has no entry. */
-static int32_t
-sparse_find(const dfg_sparse *t, int32_t n)
-{
-    int32_t lo = 0, hi = t->n;
-    if (hi > 0 && t->node[hi - 1] < n)
-        lo = hi; /* the common case: n above every entry */
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (t->node[mid] < n)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < t->n && t->node[lo] == n ? lo : -lo - 1;
-}
-
 int64_t
 dfg_sparse_get(const dfg_sparse *t, int32_t n, int64_t none)
 {
-    int32_t i = sparse_find(t, n);
+    int32_t i = dfg_sparse_find(t, n);
     return i >= 0 ? t->val[i] : none;
 }
 
@@ -35,7 +18,7 @@ int
 dfg_sparse_set(dfg_sparse *t, int32_t n, int64_t v)
 {
     int rc = 0;
-    int32_t i = sparse_find(t, n);
+    int32_t i = dfg_sparse_find(t, n);
     if (i >= 0) {
         t->val[i] = v;
     } else {

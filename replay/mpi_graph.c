@@ -32,8 +32,13 @@ enum {
     H_DUR_WIDE,
     H_GAP_WIDE,
     H_GRP_PART,
+    H_LEAVE,
+    H_LEAVE_CLASSES,
     H_COUNT
 };
+
+/* The most arrays list_arrays lists. */
+#define GARRAYS 56
 
 /* One array of the graph: its pointer, element size and length. */
 typedef struct garray {
@@ -42,7 +47,7 @@ typedef struct garray {
     int64_t n;
 } garray;
 
-/* Lists g's arrays into a (room for 48) from the sizes h. Returns how many. */
+/* Lists g's arrays into a (room for GARRAYS) from the sizes h. Returns how many. */
 static int
 list_arrays(dfg *g, const int64_t *h, garray *a)
 {
@@ -69,6 +74,8 @@ list_arrays(dfg *g, const int64_t *h, garray *a)
     A(gap_wide.val, h[H_GAP_WIDE]);
     A(grp_part.node, h[H_GRP_PART]);
     A(grp_part.val, h[H_GRP_PART]);
+    A(leave.node, h[H_LEAVE]);
+    A(leave.val, h[H_LEAVE]);
     A(esrc, h[H_EDGES]);
     A(edst, h[H_EDGES]);
     A(res_kind, h[H_RES]);
@@ -123,6 +130,8 @@ receive_setup(dfg *g, const int64_t *h, garray *a, int n)
     g->dur_wide.n = g->dur_wide.cap = (int32_t)h[H_DUR_WIDE];
     g->gap_wide.n = g->gap_wide.cap = (int32_t)h[H_GAP_WIDE];
     g->grp_part.n = g->grp_part.cap = (int32_t)h[H_GRP_PART];
+    g->leave.n = g->leave.cap = (int32_t)h[H_LEAVE];
+    g->leave_classes = (int)h[H_LEAVE_CLASSES];
     g->n_res = g->cap_res = (int32_t)h[H_RES];
     g->n_groups = g->cap_groups = (int32_t)h[H_GROUPS];
     g->n_ranks = (int32_t)h[H_RANKS];
@@ -146,7 +155,7 @@ mpisim_share_graph(dfg *g, int64_t *bytes)
 {
     int me;
     int64_t h[H_COUNT] = {0}, sent = 0;
-    garray a[48];
+    garray a[GARRAYS];
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     if (me == 0) {
         h[H_NODES] = g->n_nodes;
@@ -167,6 +176,8 @@ mpisim_share_graph(dfg *g, int64_t *bytes)
         h[H_DUR_WIDE] = g->dur_wide.n;
         h[H_GAP_WIDE] = g->gap_wide.n;
         h[H_GRP_PART] = g->grp_part.n;
+        h[H_LEAVE] = g->leave.n;
+        h[H_LEAVE_CLASSES] = g->leave_classes;
     }
     MPI_Bcast(h, H_COUNT, MPI_INT64_T, 0, MPI_COMM_WORLD);
     int n = list_arrays(g, h, a);

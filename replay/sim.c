@@ -185,30 +185,28 @@ sim_begin(sim_state *s)
     }
 }
 
-/* The measured end of group q's last participant to leave, or -1 where the group does
- * not give each participant's leaving: not measured (a group a transformation made), a
- * participant without a measured span, or not every rank of its communicator in the graph
- * (folded ranks, a what-if's rank count). */
+/* Whether group q's participants leave it at their measured shares: the measured end of
+ * its last participant (dfg_group_last_mend), or in a graph of rank classes 0 when its
+ * classes keep the leavings dfg_fold gave them (dfg_group_leave_classes); -1: they all
+ * leave at its end. */
 SIM_INLINE int64_t
 group_last_mend(const dfg *g, int32_t q)
 {
-    int64_t last = g->grp_mdur[q] <= 0 || g->grp_members[q] != g->grp_nranks[q] ? -2 : -1;
-    for (int32_t p = g->grp_first[q]; p >= 0 && last >= -1; p = dfg_next_in_group(g, p)) {
-        int64_t e = dfg_mend(g, p);
-        last = e <= g->mstart[p] ? -2 : e > last ? e : last;
-    }
-    return last >= 0 ? last : -1;
+    if (g->leave_classes)
+        return dfg_group_leave_classes(g, q) ? 0 : -1;
+    return dfg_group_last_mend(g, q);
 }
 
 /* How much sooner than the group's end participant p leaves: ranks leave a collective at
  * different times (a ring's last step reaches them one after the other), so p leaves the
  * share of the transfer it left before the last one in the measurement (last_mend - its
- * measured end, over the measured transfer) of the simulated transfer, which a cost
- * model or a what-if may have repriced. 0 when last_mend < 0 (group_last_mend). */
+ * measured end, or its class's last member's in a graph of rank classes, over the measured
+ * transfer) of the simulated transfer, which a cost model or a what-if may have
+ * repriced. 0 when last_mend < 0 (group_last_mend). */
 SIM_INLINE int64_t
 leave_early(const dfg *g, int32_t q, int32_t p, int64_t last_mend)
 {
-    int64_t e = last_mend >= 0 ? last_mend - dfg_mend(g, p) : 0;
+    int64_t e = last_mend < 0 ? 0 : g->leave_classes ? dfg_leave(g, p) : last_mend - dfg_mend(g, p);
     if (e <= 0)
         return 0;
     if (e > g->grp_mdur[q])

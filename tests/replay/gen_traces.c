@@ -15,6 +15,7 @@
  *        [--spelling SUFFIX] [--device-collectives] [--extreme R:nelems|R:time]
  *        [--pause IT:SECONDS] [--stall R:IT:SECONDS] [--cpu CPUS:DEMAND[:HOSTS]]
  *        [--samples TEXT] [--host-stalls SECONDS] [--stage R]... [--no-host]
+ *        [--leave R:FRACTION]...
  *
  * --no-host records no host (no meta host), as a trace whose writer did not know it.
  *
@@ -37,6 +38,11 @@
  * iteration, before a launch whose place moves from iteration to iteration.
  * --stage makes rank R run another stage of the model: its compute kernels have other
  * names (the same times), so that it folds with the ranks of its stage only.
+ * --leave makes rank R leave each iteration's last all-reduce FRACTION of its transfer
+ * before the last rank does (a ring's last step reaches the ranks one after the other):
+ * its NCCL kernel ends, and its communication stream is free, that much sooner. It
+ * leaves the others with the rest, so that the clock alignment (the median over the
+ * collectives, with 3 buckets or more) does not take its early end for clock skew.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -55,6 +61,7 @@ typedef struct gen {
     int64_t skew_ns[MAXR];
     double factor[MAXR]; /* --straggler: each rank's kernel time factor (0: 1) */
     int stage[MAXR];     /* --stage: 1 for a rank of the other stage */
+    double leave[MAXR];  /* --leave: the share of a transfer each rank leaves early */
     int skip_rank;
     long skip_seq;
     int cut_rank;
@@ -149,7 +156,8 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
         {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {"device-collectives", 0, 0, 'D'},
         {"extreme", 1, 0, 'x'}, {"pause", 1, 0, 'z'},    {"cpu", 1, 0, 'C'},
         {"samples", 1, 0, 'Q'}, {"stall", 1, 0, 'T'},    {"host-stalls", 1, 0, 'H'},
-        {"stage", 1, 0, 'G'},   {"no-host", 0, 0, 'N'},  {0, 0, 0, 0},
+        {"stage", 1, 0, 'G'},   {"no-host", 0, 0, 'N'},  {"leave", 1, 0, 'L'},
+        {0, 0, 0, 0},
     };
     int rc = 0, c;
     while (rc == 0 && (c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -178,6 +186,12 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
         case 'S':
             if (sscanf(optarg, "%d:%lf", &r, &v) == 2 && r >= 0 && r < MAXR)
                 g->factor[r] = v;
+            break;
+        case 'L':
+            if (sscanf(optarg, "%d:%lf", &r, &v) != 2 || r < 0 || r >= MAXR || !(v >= 0) || v >= 1)
+                rc = 2;
+            else
+                g->leave[r] = v;
             break;
         case 'G':
             r = atoi(optarg);
@@ -324,9 +338,19 @@ launch_rank(job *j, int r)
     j->host_t[r] = t;
 }
 
+/* When rank r leaves all-reduce b: at its end, less the --leave share of its transfer on
+ * the iteration's last. */
+static int64_t
+left_at(const job *j, int r, int b)
+{
+    double share = b == j->g->buckets - 1 ? j->g->leave[r] : 0;
+    return j->coll_end[b] - (int64_t)(share * (double)j->xfer);
+}
+
 /* The iteration's all-reduces, bucket by bucket across the ranks: each starts on a rank when
  * its call was made, the kernel it waits for ended and the previous one is done there, and
- * ends on every rank xfer after the last rank arrived. The --skip collective is left out of
+ * ends on every rank xfer after the last rank arrived (sooner on a rank that --leave
+ * makes leave early). The --skip collective is left out of
  * its rank's trace; --device-collectives records it with its kernel's rounded times. */
 static void
 run_collectives(job *j)
@@ -346,7 +370,7 @@ run_collectives(job *j)
         }
         j->coll_end[b] = last + j->xfer;
         for (int r = 0; r < j->n; r++) {
-            j->comm_free[r] = j->coll_end[b];
+            j->comm_free[r] = left_at(j, r, b);
             int skip = r == g->skip_rank && j->seq == g->skip_seq;
             dpro_event h = {0};
             h.kind = DPRO_KIND_COLLECTIVE;
@@ -367,7 +391,7 @@ run_collectives(job *j)
             d.correlation = h.correlation;
             d.stream = 13;
             d.start_ns = (uint64_t)arr[r];
-            d.end_ns = (uint64_t)j->coll_end[b];
+            d.end_ns = (uint64_t)left_at(j, r, b);
             if (g->device_colls) {
                 h.value = DPRO_COLL_TIMING_DEVICE;
                 h.start_ns = d.start_ns / 1000 * 1000;
@@ -397,7 +421,7 @@ end_iteration(job *j, int it)
         s.name = 5; /* cudaStreamSynchronize */
         s.stream = 13;
         s.start_ns = (uint64_t)t;
-        int64_t last = j->coll_end[g->buckets - 1];
+        int64_t last = left_at(j, r, g->buckets - 1);
         int64_t e = last > t ? last : t;
         s.end_ns = (uint64_t)(e + 3000);
         push(&j->ev[r], &s);

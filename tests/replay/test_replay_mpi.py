@@ -4,7 +4,9 @@ First the distributed simulation itself, node for node (test_mpi_sim under mpiru
 1 to 4 processes: every node's times and binding dependency, every group's last
 arrival, on graphs with ties between ranks, a straggler, fewer ranks than the job and
 edges between ranks; and the graph process 0 hands to the others arrives whole). Then whole replays: multi-rank traces written by
-tests/replay/gen_traces (clock skew; a straggler; no iteration markers) and by
+tests/replay/gen_traces (clock skew; a straggler; no iteration markers; a slow rank
+that leaves the last all-reduce early, whose class's leaving the graph process 0 hands
+over must carry: without it 1809.4 us against the single process's 1765.0) and by
 tests/replay/bench_scale's generator (16 ranks whose host calls jitter), and pipeline
 jobs of pipe-sim on the simulated device (send/recv pairs between stages, plain and
 grouped, as synchronisation points across processes; skipped without tests/simgpu) are
@@ -392,7 +394,9 @@ def main():
                           "3:-90"], (2, 3)),
                 ("straggler", [GEN, "--ranks", "6", "--iters", "8", "--straggler", "2:1.3",
                                "--skew", "4:120"], (2, 4)),
-                ("no-markers", [GEN, "--ranks", "3", "--iters", "8", "--no-markers"], (2, 3, 4))]
+                ("no-markers", [GEN, "--ranks", "3", "--iters", "8", "--no-markers"], (2, 3, 4)),
+                ("leave", [GEN, "--ranks", "8", "--iters", "8", "--straggler", "7:1.2",
+                           "--leave", "7:0.5"], (2, 3))]
         for name, gen, procs in jobs:
             d = os.path.join(tmp, name)
             subprocess.run([gen[0], d] + gen[1:], check=True, stdout=subprocess.DEVNULL)
