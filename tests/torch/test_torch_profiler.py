@@ -56,6 +56,10 @@ cupti=taken and when (cupti_taken_ns) and holds no device record from after that
 every Kineto kernel (more than 100) has the collector's launch with its correlation id,
 as many as the collector's launches in the window (2, 3 above).
 
+DPRO_TEST_KEEP=DIR keeps both runs' traces (the collector's, Kineto's JSON and its import)
+in DIR (a new or empty DIR) for dpro-replay and dpro-optimize by hand; by default they go
+to a temporary directory, removed at the end.
+
 Skips (77) without venv/ (make venv) or with DPRO_TORCH=0."""
 import json
 import os
@@ -407,7 +411,10 @@ TAKEN_SAID = "CUPTI's device records are taken by another tool"
 
 env = sanitizer_env(dict(os.environ, SIMGPU_PHYSICS="simple", SIMGPU_NCCL_TIMEOUT_S="60",
                          SIMGPU_SLOWDOWN=SLOWDOWN, SIMGPU_NCCL_LAT_US=NCCL_LAT_US))
-tmp = tempfile.mkdtemp(prefix="dpro-torch-prof-")
+keep = os.environ.get("DPRO_TEST_KEEP")  # a directory that keeps the traces
+if keep:
+    os.makedirs(keep, exist_ok=True)
+tmp = keep or tempfile.mkdtemp(prefix="dpro-torch-prof-")
 try:
     got = run(tmp, "shared", {})
     if got:
@@ -429,6 +436,7 @@ try:
         for rank in sorted(set(coll) & set(kin)):
             compare(rank, coll[rank], kin[rank], False)
 finally:
-    shutil.rmtree(tmp, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 finish()
