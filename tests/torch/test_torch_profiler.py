@@ -36,7 +36,17 @@ start, the collector hands it copies of the records of those kinds, on Kineto's 
    REPLAY_TOL of each other and of the measured iteration in each; the collectives'
    time on the critical path within CP_TOL; dpro-optimize (the bucket strategies alone,
    then all) advising the same (no plan in both, or the same top plan and knobs, its
-   prediction within OPT_TOL).
+   prediction within OPT_TOL) when the plans stay paced by the device: the host's
+   longest step in the compared window (its dpro_step_<i> ranges, in both traces) shorter
+   than the faster of the two sides' predicted iterations (the baseline's where a side
+   has no plan). A plan faster than the host's step is paced by the host, and there the
+   traces carry different information (what cannot be compared, below): run at
+   SIMGPU_SLOWDOWN=15, where the host's steps (19 to 33 ms) are as long as the device's
+   iteration (22.6 ms), the same plan (bucket_cap_mb=0.5) was predicted 20.1 ms from the
+   collector's trace and 22.0 ms from Kineto's, 9 % apart. A loaded host lengthens the
+   steps toward the plans (here, at load 9 to 16, the window's longest step took 18 to
+   56 ms, the plans 48.7 and 58.4 ms). Then only the baselines are compared and the test
+   says why.
 The job: simple physics, kernels SLOWDOWN times their cost so the device paces the job,
 --async-steps (no host wait in a step) and the profiled steps after DDP's first 10
 iterations (its logger waits for the device in each of those). NCCL_LAT_US makes each
@@ -351,13 +361,27 @@ def compare_replays(coll_dir, coll, kin_dir, kin):
     print("critical path: collectives %.1f us (collector), %.1f us (Kineto)" % (cc, ck))
     check(near(cc, ck, CP_TOL), "the collectives on the critical path: collector %.1f, "
           "Kineto %.1f us (> %g %%)" % (cc, ck, 100 * CP_TOL))
-    compare_advice(coll_dir, window["collector"], kin_dir, window["Kineto"])
+    steps = {s for its in ic.values() for a, b, _ in its if a is not None and b is not None
+             for s in range(a, b + 1)}
+    compare_advice(coll_dir, window["collector"], kin_dir, window["Kineto"],
+                   host_step_us((coll, kin), steps))
 
 
-def compare_advice(coll_dir, cw, kin_dir, kw):
+def host_step_us(traces, steps):
+    """The longest of the host's ranges dpro_step_<i> (the collector's NVTX ranges, Kineto's
+    record_function ones) of the given steps, in us, over every rank of the traces."""
+    return max([(m["t1"] - m["t0"]) / 1000.0 for docs in traces for doc in docs.values()
+                for m in doc["events"] if m["kind"] == "marker" and
+                m["name"].startswith("dpro_step_") and m["name2"] != "gpu_user_annotation" and
+                int(m["name"][len("dpro_step_"):]) in steps] or [0.0])
+
+
+def compare_advice(coll_dir, cw, kin_dir, kw, host_us):
     """dpro-optimize on both traces' shared steps: the same baseline, and the same advice
     (none in both, or the same top strategy predicting within OPT_TOL), for the bucket
-    strategies alone and for all."""
+    strategies alone and for all, when the faster side's plan stays longer than the host's
+    longest step host_us (the docstring, 6: shorter, the host paces it and only the
+    baselines are compared)."""
     for strategies in ("tensor", "fusion,tensor,memory"):
         oc = tool_json([dpro_optimize, coll_dir, "--strategies", strategies] + cw)
         ok = tool_json([dpro_optimize, kin_dir, "--strategies", strategies] + kw)
@@ -372,6 +396,15 @@ def compare_advice(coll_dir, cw, kin_dir, kw):
                for x in (a, b)]
         print("dpro-optimize --strategies %s: collector %s, Kineto %s"
               % (strategies, say[0], say[1]))
+        paced = min(x[0]["predicted_iter_us"] if x else o["baseline_iter_us"]
+                    for x, o in ((a, oc), (b, ok)))
+        print("the host's longest step in the window %.1f us, the faster plan %.1f us"
+              % (host_us, paced))
+        if host_us >= paced:
+            print("dpro-optimize --strategies %s: the advice is not compared: the host's "
+                  "steps (%.1f us) would pace the plan (%.1f us), where the traces differ"
+                  % (strategies, host_us, paced))
+            continue
         check(bool(a) == bool(b) and (not a or (
             a[0]["kind"] == b[0]["kind"] and a[0]["knobs"] == b[0]["knobs"] and
             near(a[0]["predicted_iter_us"], b[0]["predicted_iter_us"], OPT_TOL))),
