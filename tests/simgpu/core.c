@@ -617,6 +617,19 @@ op_finish_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t start, 
     op_free(op); /* free() only: kept under the lock */
 }
 
+/* A worker woken behind its waker (SCHED_BATCH: simgpu_enqueue) back to normal scheduling
+ * as soon as it runs, whether or not the op it was woken for is still its own (a waiting
+ * thread may have run it meanwhile), so that its next wake-up is an ordinary one. */
+static void
+worker_unbatch_locked(struct simgpu_stream *s)
+{
+    if (s->worker_batch) {
+        struct sched_param sp = {0};
+        s->worker_batch = 0;
+        pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    }
+}
+
 static void *
 stream_worker(void *arg)
 {
@@ -647,16 +660,14 @@ stream_worker(void *arg)
                 s->worker_timed = 1;
                 pthread_cond_timedwait(&s->work_cv, &g_lock, &ts);
                 s->worker_timed = 0;
+                worker_unbatch_locked(s);
             } else {
                 s->staging_wait |= s->staging;
                 pthread_cond_wait(&s->work_cv, &g_lock);
+                worker_unbatch_locked(s);
             }
         }
-        if (s->worker_batch) { /* woken behind its waker (simgpu_enqueue): back to normal */
-            struct sched_param sp = {0};
-            s->worker_batch = 0;
-            pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
-        }
+        worker_unbatch_locked(s);
         if (woke && simgpu_cfg.worker_delay_ns) {
             pthread_mutex_unlock(&g_lock);
             worker_starve();

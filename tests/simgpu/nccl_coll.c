@@ -153,8 +153,10 @@ world_end(struct coll_inst *x, uint64_t start_ns)
     return end;
 }
 
-/* Runs on the stream worker: arrive at every part, wait for all peers, check that they
- * agree on each part, move the data (nccl_data.c), end at the modelled completion time. */
+/* Runs on the stream's worker, or on a thread waiting for the stream that found the
+ * collective at its head (core.c): arrive at every part, wait for all peers (blocking
+ * that thread), check that they agree on each part, move the data (nccl_data.c), end at
+ * the modelled completion time. */
 static int
 coll_run(void *inst, uint64_t start_ns, uint64_t *end_ns)
 {
