@@ -392,6 +392,10 @@ typedef struct dpro_writer_options {
                               pages make small traces smaller (importers use 512) */
     int replace;           /* non-zero: an existing file (or symlink) at path is removed,
                               with its -wal, -shm and -journal files, and made anew */
+    int sync_at_close;     /* non-zero: no flush waits for the disk (each still moves its
+                              events into the file), the close syncs the file once; for
+                              writers that can write the trace again after a machine's
+                              crash, such as importers. 0: each flush is on disk */
 } dpro_writer_options;
 
 /* Creates the trace file at path and writes the schema and the schema version. A file

@@ -60,7 +60,8 @@ typedef struct intern_slot {
 struct dpro_writer {
     sqlite3 *db;
     char *path;
-    int dirfd; /* the directory, when SQLite has it as /proc/self/fd/N/NAME; else -1 */
+    int dirfd;         /* the directory, when SQLite has it as /proc/self/fd/N/NAME; else -1 */
+    int sync_at_close; /* dpro_writer_options.sync_at_close */
     sqlite3_stmt *ins_batch, *ins_string, *ins_meta;
     dpro_codec *codec;
     dpro_deflater *strings_z; /* compresses string blocks; made on the first one */
@@ -293,8 +294,18 @@ dpro_writer_open_sized(const char *path, const dpro_writer_options *user_opts, s
         dbp.dirfd = -1;
         sqlite3_busy_timeout(w->db, WRITE_LOCK_WAIT_MS);
     }
+    /* sync_at_close: nothing synced from the file's creation on (the schema sets its own
+     * synchronous mode, overridden again after it) */
+    if (rc == DPRO_OK && o.sync_at_close) {
+        w->sync_at_close = 1;
+        if (sqlite3_exec(w->db, "PRAGMA synchronous = OFF", NULL, NULL, &err) != SQLITE_OK)
+            rc = DPRO_ERR_IO;
+    }
     if (rc == DPRO_OK)
         rc = create_schema(w, page_size, &err);
+    if (rc == DPRO_OK && w->sync_at_close &&
+        sqlite3_exec(w->db, "PRAGMA synchronous = OFF", NULL, NULL, &err) != SQLITE_OK)
+        rc = DPRO_ERR_IO;
     if (rc == DPRO_OK &&
         (sqlite3_prepare_v2(w->db,
                             "INSERT INTO batches(first_ns,last_ns,count,raw_size,data) "
@@ -774,6 +785,11 @@ dpro_writer_close(dpro_writer *w)
          * closes). The checkpoint does not wait for readers: a reader holds the trace as
          * long as it likes */
         sqlite3_busy_timeout(w->db, 0);
+        /* a writer that synced nothing yet: the checkpoint below syncs the -wal and the file */
+        if (w->sync_at_close &&
+            sqlite3_exec(w->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL) != SQLITE_OK &&
+            rc == DPRO_OK)
+            rc = writer_fail(w, DPRO_ERR_IO, "syncing the trace");
         int ck = sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
         if (ck != SQLITE_OK && ck != SQLITE_BUSY && ck != SQLITE_LOCKED && rc == DPRO_OK)
             rc = writer_fail(w, DPRO_ERR_IO, "moving the -wal into the file");

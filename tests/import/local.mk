@@ -42,6 +42,14 @@ dist_check_SCRIPTS += tests/import/test_import_real.sh tests/import/test_import_
 # (names, traces byte for byte, messages in input order), real and synthetic traces.
 TESTS += tests/import/test_import_jobs.sh
 dist_check_SCRIPTS += tests/import/test_import_jobs.sh
+# test_import_sync: an imported trace is synced to disk once, at its close, not at every
+# flush (the synccount shim, LD_PRELOAD, counts fsync and fdatasync).
+check_LTLIBRARIES += tests/import/libsynccount.la
+tests_import_libsynccount_la_SOURCES = tests/import/synccount.c
+tests_import_libsynccount_la_LIBADD = -ldl
+tests_import_libsynccount_la_LDFLAGS = -shared -avoid-version -rpath /nowhere $(AM_LDFLAGS)
+TESTS += tests/import/test_import_sync.sh
+dist_check_SCRIPTS += tests/import/test_import_sync.sh
 # test_import_roundtrip: import, then dpro-export --kineto, keeps every event's arguments,
 # the flows and the memory events (roundtrip_kineto.py compares the two JSON files).
 TESTS += tests/import/test_import_roundtrip.sh

@@ -1,0 +1,32 @@
+#!/bin/sh
+# dpro-import syncs a trace to disk at its close, not as it writes it: importing one 2.x
+# Kineto file (300 steps, 14,102 events), its fsync and fdatasync calls, counted by the
+# synccount shim (LD_PRELOAD), are at most SYNC_MAX (2 as SQLite starts the -wal, 6 at the
+# close: the checkpoint and the switch out of WAL mode), where syncing as it wrote made 17
+# (the file's creation, each commit's checkpoint). The trace is whole: dpro-info reads
+# every event of it, in batches none of which is bad.
+set -u
+b=${top_builddir:-.}
+s=${top_srcdir:-.}
+SYNC_MAX=8
+shim="$b/tests/import/.libs/libsynccount.so"
+[ -f "$shim" ] || { echo "test_import_sync: $shim not built" >&2; exit 99; }
+# a sanitizer build's runtime must come first among the libraries; the shim only counts
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+export ASAN_OPTIONS
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+python3 "$s/tests/import/gen_kineto.py" 2.x "$tmp/k.json" --steps 300 || exit 99
+LD_PRELOAD="$shim" SYNCCOUNT_OUT="$tmp/count" "$b/tools/dpro-import" kineto "$tmp/k.json" \
+    -o "$tmp/out" -q || { echo "FAIL: dpro-import exited $?" >&2; exit 1; }
+n=$(cat "$tmp/count") || { echo "FAIL: the shim wrote no count" >&2; exit 1; }
+"$b/tools/dpro-info" "$tmp"/out/*.dpro --json > "$tmp/info.json" || {
+    echo "FAIL: dpro-info cannot read the trace" >&2; exit 1; }
+whole=$(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["files"]
+print("yes" if len(f) == 1 and f[0]["events"] == 14102 and f[0]["batches"] >= 1 and
+      f[0]["bad_batches"] == 0 else "no: %s" % f)' "$tmp/info.json")
+echo "test_import_sync: $n fsync/fdatasync calls importing one trace; whole: $whole"
+[ "$whole" = yes ] || { echo "FAIL: the trace is not whole" >&2; exit 1; }
+[ "$n" -ge 1 ] || { echo "FAIL: the trace was never synced" >&2; exit 1; }
+[ "$n" -le "$SYNC_MAX" ] || { echo "FAIL: $n syncs, at most $SYNC_MAX" >&2; exit 1; }
+exit 0
