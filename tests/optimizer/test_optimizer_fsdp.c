@@ -490,6 +490,25 @@ participant_launch(const dfg *g, int32_t ag, int32_t r)
     return h;
 }
 
+/* The time resharding adds to g's job (its regather_ns summed over the nodes), then g
+ * freed. */
+static int64_t
+regather_total(dfg *g)
+{
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
+    REQUIRE(strategy_fsdp_reshard_available(&w));
+    int64_t added = 0;
+    for (int32_t n = 0; n < g->n_nodes; n++)
+        added += w.fsdp.regather_ns[n];
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(g);
+    return added;
+}
+
 /* The re-gathers' host price on the job with an event record after each forward
  * all-gather's launch and each reduce-scatter's copy-in (an event record on the backward
  * thread, 5 us), the forward's records taking 800 us in every iteration (on tests/simgpu
@@ -511,18 +530,7 @@ regather_added(int64_t record_us, int64_t launch_us)
                 REQUIRE(dfg_set_dur(&g, h, launch_us * US) == 0);
                 REQUIRE(dfg_set_dur(&g, g.next_on_res[h], record_us * US) == 0);
             }
-    workload w;
-    sim_result res;
-    memset(&res, 0, sizeof res);
-    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
-    REQUIRE(strategy_fsdp_reshard_available(&w));
-    int64_t added = 0;
-    for (int32_t n = 0; n < g.n_nodes; n++)
-        added += w.fsdp.regather_ns[n];
-    workload_free(&w);
-    sim_result_free(&res);
-    dfg_free(&g);
-    return added;
+    return regather_total(&g);
 }
 
 static void
@@ -549,18 +557,7 @@ regather_after_loop(int64_t loop_us)
             int32_t h = participant_launch(&g, ids.fwd_ag[it][0], r);
             REQUIRE(dfg_set_gap(&g, h, dfg_gap(&g, h) + loop_us * US) == 0);
         }
-    workload w;
-    sim_result res;
-    memset(&res, 0, sizeof res);
-    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
-    REQUIRE(strategy_fsdp_reshard_available(&w));
-    int64_t added = 0;
-    for (int32_t n = 0; n < g.n_nodes; n++)
-        added += w.fsdp.regather_ns[n];
-    workload_free(&w);
-    sim_result_free(&res);
-    dfg_free(&g);
-    return added;
+    return regather_total(&g);
 }
 
 /* No re-gather in the backward runs the loop's time before a forward's first unshard
