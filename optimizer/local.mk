@@ -7,7 +7,7 @@ optimizer_libdproopt_la_SOURCES = \
 	optimizer/workload_fit.c optimizer/workload_fusion.c optimizer/workload_buckets.c \
 	optimizer/workload_layers.c optimizer/workload_capture.c optimizer/workload_fsdp.c \
 	optimizer/workload_floor.c \
-	optimizer/strategy.c optimizer/strategy.h \
+	optimizer/strategy.c optimizer/strategy_text.c optimizer/strategy.h \
 	optimizer/framework.h optimizer/framework_ddp_sim.c optimizer/framework_torch.c \
 	optimizer/framework_detect.c \
 	optimizer/partition.c optimizer/partition.h \
