@@ -14,11 +14,12 @@ after the device (the iteration's end after its last device record: fidelity.dev
 device over STALL_US and how many are longer than the fastest tenth by STALL_US (slowed:
 where about half are, the median iteration flips between two modes); and the host
 stalls: a launch call or a gap between two calls of a thread over STALL_US (the world's
-host hiccups, preemptions), not the hand-off between the threads and not the synchronisation: how many
-iterations hold one and their time per iteration. Last, each run's host share as
-dpro-replay learns it from the trace (what_if.host_share at its own rank count and
-layout): the CPU its ranks used per second, their load on the host's cores and the stalls
-a second it counts (a host call over its place's median by its stall threshold).
+host hiccups, preemptions), not the hand-off between the threads and not the
+synchronisation: how many iterations hold one and their time per iteration. Last, each
+run's host share as dpro-replay learns it from the trace (what_if.host_share at its own
+rank count and layout): the CPU its ranks used per second, their load on the host's cores
+and the stalls a second it counts (a host call over its place's median by its stall
+threshold).
 
 The prediction: a kernel-scaling pair (F, default 0.5) by dpro-replay --warmup 3 --json
 --what-if-scale-kernels F; a change of the job's options (--what-if ARGS, the suite's
