@@ -319,6 +319,20 @@ def sync_lag(trace_dir):
         os.unlink(path)
 
 
+def device_lag(dev, a, b):
+    """How far a rank's device ran behind its host in the iteration [a, b): (b - the end
+    of its last device record, that end - a), over the records of dev ((start, end) of the
+    rank's device tracks, "stream N" in dpro-export's timeline) that start in [a, b), the
+    end taken at b at most; None if none does. The lag is the host's return from the
+    iteration's synchronisation after the device's work: a host thread woken late, or an
+    iteration ended by the host."""
+    ends = [end for start, end in dev if a <= start < b]
+    if not ends:
+        return None
+    last = min(max(ends), b)
+    return b - last, last - a
+
+
 def lag_of_timeline(chrome):
     """sync_lag's figures from a Chrome trace object as dpro-export writes it (one process
     per rank, tracks named "stream N" for the device, "iteration N" ranges on the
@@ -341,12 +355,10 @@ def lag_of_timeline(chrome):
                      if e.get("ph") == "X" and e["pid"] == pid and (pid, e["tid"]) in streams)
         lag, span = [], []
         for it in its:
-            a, b = it["ts"], it["ts"] + it["dur"]
-            ends = [end for start, end in dev if a <= start < b]
-            if ends:
-                last = min(max(ends), b)
-                lag.append(b - last)
-                span.append(last - a)
+            ls = device_lag(dev, it["ts"], it["ts"] + it["dur"])
+            if ls is not None:
+                lag.append(ls[0])
+                span.append(ls[1])
         if lag:
             lags.append(median(lag))
             spans.append(median(span))

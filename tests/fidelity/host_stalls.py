@@ -8,13 +8,18 @@ iteration, the host's time until the iteration's synchronisation, its launch cal
 gaps between them (the forward on the main thread, the backward on ddp-sim's backward
 thread), the hand-off from the forward to the backward thread, the time from the
 backward's last call to the synchronisation, the synchronisation's wait, the kernels and
-their time (each also as a mean over the iterations); and the host stalls: a launch call
-or a gap between two calls of a thread over STALL_US (the world's host hiccups,
-preemptions), not the hand-off between the threads and not the synchronisation: how many
-iterations hold one and their time per iteration. Last, each run's host share as
-dpro-replay learns it from the trace (what_if.host_share at its own rank count and
-layout): the CPU its ranks used per second, their load on the host's cores and the stalls
-a second it counts (a host call over its place's median by its stall threshold).
+their time, the collectives' transfer and wait (their transfer_us and wait_us), the host
+after the device (the iteration's end after its last device record: fidelity.device_lag)
+(each also as a mean over the iterations); how many iterations have the host after the
+device over STALL_US and how many are longer than the fastest tenth by STALL_US (slowed:
+where about half are, the median iteration flips between two modes); and the host
+stalls: a launch call or a gap between two calls of a thread over STALL_US (the world's
+host hiccups, preemptions), not the hand-off between the threads and not the
+synchronisation: how many iterations hold one and their time per iteration. Last, each
+run's host share as dpro-replay learns it from the trace (what_if.host_share at its own
+rank count and layout): the CPU its ranks used per second, their load on the host's cores
+and the stalls a second it counts (a host call over its place's median by its stall
+threshold).
 
 The prediction: a kernel-scaling pair (F, default 0.5) by dpro-replay --warmup 3 --json
 --what-if-scale-kernels F; a change of the job's options (--what-if ARGS, the suite's
@@ -101,6 +106,12 @@ def iterations(ev, names, pid):
             api.setdefault(names.get((pid, e["tid"])), []).append(e)
     kernels = sorted((e["ts"], e["dur"]) for e in ev
                      if e.get("cat") == "kernel" and e["pid"] == pid and e["dur"] > 0)
+    dev = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev
+                 if e.get("ph") == "X" and e["pid"] == pid and
+                 names.get((pid, e["tid"]), "").startswith("stream "))
+    colls = sorted((e["ts"], e["args"].get("transfer_us", 0.0), e["args"].get("wait_us", 0.0))
+                   for e in ev if e.get("cat") == "collective" and e["pid"] == pid and
+                   "dur" in e and "args" in e)
     main, bwd = (sorted(api.get(t, []), key=lambda e: e["ts"]) for t in ("ddp-sim", "ddp-bwd"))
     rows = []
     for t0, t1 in its:
@@ -117,17 +128,33 @@ def iterations(ev, names, pid):
         bwd_span = bwd_end - b[0]["ts"]
         calls = sum(e["dur"] for e in fwd + b)
         k = [d for ts, d in kernels if t0 <= ts < t1]
+        c = [(x, w) for ts, x, w in colls if t0 <= ts < t1]
+        lag = fidelity.device_lag(dev, t0, t1)
         rows.append({"iteration": t1 - t0, "host until sync": sync[-1]["ts"] - t0,
                      "launch calls": calls, "gaps": fwd_span + bwd_span - calls,
                      "hand-off": b[0]["ts"] - fwd_end,
                      "after backward": sync[-1]["ts"] - bwd_end, "sync wait": sync[-1]["dur"],
                      "kernels": len(k), "kernel time": sum(k),
+                     "transfer": sum(x for x, _ in c), "collective wait": sum(w for _, w in c),
+                     "host after device": lag[0] if lag else 0.0,
                      "stall": stall_us(fwd) + stall_us(b) + stall_us(post)})
     return rows
 
 
 def median(xs):
     return fidelity.median(xs) if xs else float("nan")
+
+
+def slowed(rows):
+    """(iterations of rows longer than their tenth percentile by STALL_US or more, all of
+    them): how many carry a stall that the fastest ones do not. Where about half do, the
+    median iteration lies between the two modes and moves by a stall's length with the
+    share (docs/fidelity.md, "Pair 26 decomposed")."""
+    t = sorted(r["iteration"] for r in rows)
+    if not t:
+        return 0, 0
+    floor = t[len(t) // 10]
+    return sum(x > floor + STALL_US for x in t), len(t)
 
 
 def compare(runs):
@@ -138,7 +165,8 @@ def compare(runs):
         print("rank %d (%s iterations), medians (means) us, %s:" % (
             pid, " / ".join(str(len(a)) for a in its), " / ".join(label for label, _ in runs)))
         for k in ("iteration", "host until sync", "launch calls", "gaps", "hand-off",
-                  "after backward", "sync wait", "kernels", "kernel time"):
+                  "after backward", "sync wait", "kernels", "kernel time", "transfer",
+                  "collective wait", "host after device"):
             x = [median([r[k] for r in a]) for a in its]
             mean = [sum(r[k] for r in a) / max(1, len(a)) for a in its]
             print("  %-16s %s, median %+.1f" % (k, " -> ".join(
@@ -147,6 +175,11 @@ def compare(runs):
             "in %d of %d iterations, %.1f us an iteration" % (
                 sum(r["stall"] > 0 for r in a), len(a), sum(r["stall"] for r in a) / max(1, len(a)))
             for a in its)))
+        print("  host after device over %d us: %s" % (STALL_US, " -> ".join(
+            "in %d of %d iterations" % (sum(r["host after device"] > STALL_US for r in a), len(a))
+            for a in its)))
+        print("  iterations over the fastest tenth's + %d us: %s" % (STALL_US, " -> ".join(
+            "%d of %d" % slowed(a) for a in its)))
 
 
 def main(argv):

@@ -18,3 +18,7 @@ if HAVE_PYTHON3
 dist_check_SCRIPTS += tests/fidelity/test_fidelity_lag.py
 TESTS += tests/fidelity/test_fidelity_lag.py
 endif
+if HAVE_PYTHON3
+dist_check_SCRIPTS += tests/fidelity/test_host_stalls.py
+TESTS += tests/fidelity/test_host_stalls.py
+endif
