@@ -671,19 +671,19 @@ strategy_plan_graph(workload *w, const strategy_plan *p, dfg *copy, dfg **out, i
         rc = partition_build(&in, p, copy, n_buckets);
         if (rc == 0)
             *out = copy;
-        return rc;
-    }
-    if (n_buckets)
-        *n_buckets = strategy_bucket_count(w, p);
-    if (p->bucket_cap >= 0 && strategy_tensor_available(w) &&
-        workload_folds_buckets(w->g, &w->buckets, w->n_groups)) {
-        rc = dfg_clone(copy, w->g);
-        if (rc == 0 && workload_unhook_folded(copy, &w->buckets, w->n_groups) < 0) {
-            dfg_free(copy);
-            rc = -1;
+    } else {
+        if (n_buckets)
+            *n_buckets = strategy_bucket_count(w, p);
+        if (p->bucket_cap >= 0 && strategy_tensor_available(w) &&
+            workload_folds_buckets(w->g, &w->buckets, w->n_groups)) {
+            rc = dfg_clone(copy, w->g);
+            if (rc == 0 && workload_unhook_folded(copy, &w->buckets, w->n_groups) < 0) {
+                dfg_free(copy);
+                rc = -1;
+            }
+            if (rc == 0)
+                *out = copy;
         }
-        if (rc == 0)
-            *out = copy;
     }
     return rc;
 }
