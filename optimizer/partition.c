@@ -783,6 +783,8 @@ partition_build(const partition_input *in, const strategy_plan *p, dfg *out, int
         out->grp_dur[q] = 0;
         workload_drop_bucket_hosts(out, in->bu, q);
     }
+    if (rc == 0 && workload_unhook_folded(out, in->bu, in->n_groups) < 0)
+        rc = -1;
     if (n_buckets)
         *n_buckets = B.count;
     buckets_free(&B);

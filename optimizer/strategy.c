@@ -661,6 +661,34 @@ correct_contention(const workload *w, dfg *g, sim_result *res)
 }
 
 int
+strategy_plan_graph(workload *w, const strategy_plan *p, dfg *copy, dfg **out, int32_t *n_buckets)
+{
+    int rc = 0;
+    *out = w->g;
+    if (partition_splits(&w->buckets, p)) {
+        partition_input in;
+        strategy_partition_input(w, &in);
+        rc = partition_build(&in, p, copy, n_buckets);
+        if (rc == 0)
+            *out = copy;
+    } else {
+        if (n_buckets)
+            *n_buckets = strategy_bucket_count(w, p);
+        if (p->bucket_cap >= 0 && strategy_tensor_available(w) &&
+            workload_folds_buckets(w->g, &w->buckets, w->n_groups)) {
+            rc = dfg_clone(copy, w->g);
+            if (rc == 0 && workload_unhook_folded(copy, &w->buckets, w->n_groups) < 0) {
+                dfg_free(copy);
+                rc = -1;
+            }
+            if (rc == 0)
+                *out = copy;
+        }
+    }
+    return rc;
+}
+
+int
 strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out)
 {
     double dev_mean = -1, dev_med = -1; /* the device's pace, for a captured step */
@@ -669,30 +697,19 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
     out->micro_device_ns = out->micro_host_ns = out->micro_launches = 0;
     if (strategy_apply(w, p) != 0)
         return -1;
-    if (partition_splits(&w->buckets, p)) {
-        /* buckets smaller than a unit: simulated on a transformed copy (the node ids of
-         * the working graph stay valid in it) */
-        dfg part;
-        partition_input in;
-        strategy_partition_input(w, &in);
-        if (partition_build(&in, p, &part, &out->n_buckets) != 0)
-            return -1;
-        int rc = sim_run(&part, res);
-        if (rc == 0 && correct_contention(w, &part, res) < 0)
-            rc = -1;
-        if (rc == 0 && p->cuda_graph &&
-            workload_device_iteration_ns(w, &part, res, &dev_mean, &dev_med) < 0)
-            rc = -1;
+    dfg part, *sg;
+    if (strategy_plan_graph(w, p, &part, &sg, &out->n_buckets) != 0)
+        return -1;
+    int src = sim_run(sg, res);
+    if (src == 0 && correct_contention(w, sg, res) < 0)
+        src = -1;
+    if (src == 0 && p->cuda_graph &&
+        workload_device_iteration_ns(w, sg, res, &dev_mean, &dev_med) < 0)
+        src = -1;
+    if (sg == &part)
         dfg_free(&part);
-        if (rc != 0)
-            return -1;
-    } else {
-        out->n_buckets = strategy_bucket_count(w, p);
-        if (sim_run(w->g, res) != 0 || correct_contention(w, w->g, res) < 0)
-            return -1;
-        if (p->cuda_graph && workload_device_iteration_ns(w, w->g, res, &dev_mean, &dev_med) < 0)
-            return -1;
-    }
+    if (src != 0)
+        return -1;
     double t = workload_iteration_ns(w, res), med = workload_iteration_median_ns(w, res);
     if (t < 0 || med < 0)
         return -1;

@@ -208,6 +208,15 @@ int strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns);
  * Returns 0, or -1 when out of memory or the iterations are not covered. */
 int strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out);
 
+/* The graph that plan p, applied to w (strategy_apply), is simulated on, into *out: w->g,
+ * or copy, which the caller then frees (dfg_free), when p splits a unit (partition_build:
+ * tensor partition) or folds a bucket into another (w->g with the folded buckets' stream
+ * waits dropped: workload_unhook_folded). Fills *n_buckets (may be NULL) with the plan's
+ * buckets a step (strategy_bucket_count). Returns 0, or -1 when out of memory (nothing to
+ * free). */
+int strategy_plan_graph(workload *w, const strategy_plan *p, dfg *copy, dfg **out,
+                        int32_t *n_buckets);
+
 /* The typical prediction of p: p written into the typical baseline (workload.h: typ_dur,
  * typ_gap: each host call at its place's median duration and gap over the compared
  * iterations) and simulated, its median iteration into out->typical_ns (the other fields

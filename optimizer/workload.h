@@ -515,6 +515,24 @@ int workload_match_params(const int64_t *copies, int32_t n, const int64_t *unit_
  * block_first); the call after each block (block_after) keeps at most after_gap. */
 void workload_drop_bucket_hosts(dfg *g, const workload_buckets *bu, int32_t q);
 
+/* Moves in g the edges from the participants of the buckets a plan folded into another
+ * (of its first n_groups groups, which bu annotates: those of bu's units whose transfer
+ * the plan set to 0, workload_drop_bucket_hosts' groups) to device operations of other
+ * streams, as DDP waits for a bucket that carries them: an operation launched after the
+ * call of the collective that carries the folded bytes (the next one on the stream of a
+ * bucket the plan keeps; DDP's copies back into the gradients) waits for that one, an
+ * operation launched before it (the comm hook's wait for each bucket in the backward)
+ * for nothing. Without this each rank's compute stream would wait in the backward until
+ * every rank had reached a bucket that is gone. Host calls keep their edges. g must be a
+ * copy that the caller owns (workload_reset does not restore the working graph's edges);
+ * marks it unfinalized when it moves one. Returns the number of edges moved or dropped,
+ * or -1 when out of memory. */
+int64_t workload_unhook_folded(dfg *g, const workload_buckets *bu, int32_t n_groups);
+
+/* 1 when one of g's first n_groups groups is a bucket of bu's units that a plan folded
+ * into another (its transfer set to 0; workload_unhook_folded), else 0. */
+int workload_folds_buckets(const dfg *g, const workload_buckets *bu, int32_t n_groups);
+
 /* Analyzes g (the caller's working copy: repaired event edges are added to it; the
  * capture copy, when one is needed, is made from it) for iterations
  * [iter_first, iter_last]. base (zeroed or reused) receives the baseline

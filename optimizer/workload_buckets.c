@@ -370,6 +370,70 @@ workload_drop_bucket_hosts(dfg *g, const workload_buckets *bu, int32_t q)
         }
 }
 
+/* Whether group q of g is one of bu's buckets that a plan folded into another. */
+static int
+folded_group(const dfg *g, const workload_buckets *bu, int32_t q)
+{
+    return bu->group_unit[q] >= 0 && g->grp_dur[q] == 0;
+}
+
+int
+workload_folds_buckets(const dfg *g, const workload_buckets *bu, int32_t n_groups)
+{
+    int folds = 0;
+    for (int32_t q = 0; q < n_groups && q < g->n_groups && !folds; q++)
+        folds = folded_group(g, bu, q);
+    return folds;
+}
+
+/* The participant that carries folded participant c's bytes in the plan: the next one on
+ * its stream of a bucket the plan keeps (of bu's first n_groups groups), -1 when none. */
+static int32_t
+closing_participant(const dfg *g, const workload_buckets *bu, int32_t n_groups, int32_t c)
+{
+    int32_t n = g->next_on_res[c];
+    for (; n >= 0; n = g->next_on_res[n]) {
+        int32_t q = g->kind[n] == DFG_COLL ? dfg_group(g, n) : -1;
+        if (q >= 0 && q < n_groups && bu->group_unit[q] >= 0 && !folded_group(g, bu, q))
+            break;
+    }
+    return n;
+}
+
+int64_t
+workload_unhook_folded(dfg *g, const workload_buckets *bu, int32_t n_groups)
+{
+    int64_t moved = -1;
+    int32_t *to = malloc(sizeof *to * ((size_t)g->n_nodes + 1));
+    if (to) {
+        moved = 0;
+        for (int32_t n = 0; n < g->n_nodes; n++)
+            to[n] = -2; /* not a folded participant */
+        for (int32_t q = 0; q < n_groups && q < g->n_groups; q++)
+            for (int32_t c = folded_group(g, bu, q) ? g->grp_first[q] : -1; c >= 0;
+                 c = dfg_next_in_group(g, c))
+                to[c] = closing_participant(g, bu, n_groups, c);
+        for (int64_t i = 0; i < g->n_edges; i++) {
+            int32_t s = g->esrc[i], d = g->edst[i];
+            if (s < 0 || d < 0 || to[s] == -2 || g->kind[d] == DFG_HOST || g->res[d] == g->res[s])
+                continue;
+            int32_t c = to[s];
+            /* launched after the call of the collective that carries the bytes (DDP's copies
+             * back into the gradients): it waits for that one; before it (the comm hook's
+             * wait in the backward): for nothing */
+            int later = c >= 0 && g->launch[d] >= 0 && g->launch[c] >= 0 &&
+                        g->mstart[g->launch[d]] > g->mstart[g->launch[c]];
+            g->esrc[i] = later ? c : -1;
+            g->edst[i] = later ? d : -1; /* dfg_finalize drops an edge of -1 */
+            moved++;
+        }
+        if (moved > 0)
+            g->finalized = 0;
+    }
+    free(to);
+    return moved;
+}
+
 /* Rounding an allocator may have added to a request to make a block of b bytes
  * (workload.h): up to 2 MiB for a block of a multiple of 2 MiB above 1 MiB, else 512 B. */
 static int64_t

@@ -25,7 +25,6 @@
 #include "json_writer.h"
 #include "optimizer/framework.h"
 #include "optimizer/memest.h"
-#include "optimizer/partition.h"
 #include "optimizer/profile.h"
 #include "optimizer/search.h"
 #include "optimizer/search_mpi.h"
@@ -645,21 +644,17 @@ evaluate_what_if(args *a, state *st)
 }
 
 /* Writes the simulated timeline of the best plan to path. search_run left the working
- * graph on the best plan; a plan that splits the all-reduces is simulated on a
- * transformed copy of it. Returns 0, 1 (the message is printed) or -1 out of memory. */
+ * graph on the best plan; a plan that splits or folds the all-reduces is simulated on a
+ * transformed copy of it (strategy_plan_graph). Returns 0, 1 (the message is printed) or
+ * -1 out of memory. */
 static int
 write_chrome(state *st, const args *a)
 {
     const char *path = a->chrome;
     dfg part;
     dfg *tl = st->w.g; /* the working graph, or its capture copy */
-    if (st->sr.n_top > 0 && partition_splits(&st->w.buckets, &st->sr.top[0].plan)) {
-        partition_input in;
-        strategy_partition_input(&st->w, &in);
-        if (partition_build(&in, &st->sr.top[0].plan, &part, NULL) != 0)
-            return -1;
-        tl = &part;
-    }
+    if (st->sr.n_top > 0 && strategy_plan_graph(&st->w, &st->sr.top[0].plan, &part, &tl, NULL) != 0)
+        return -1;
     FILE *f = inputs_open_output(a->dir, path, a->force);
     int opened = f != NULL;
     chrome_options co = {1, -1, -1, NULL};
