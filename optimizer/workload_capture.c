@@ -226,7 +226,8 @@ workload_keep_graph_launch(workload *w, const sim_result *base)
         rc = -1;
     for (int32_t r = 0; rc == 0 && w->opt.capture_scope == WL_CAPTURE_STEP && r < g->n_ranks; r++) {
         int32_t t = w->main_thread[r];
-        if (t >= 0)
+        /* a folded rank's thread is its representative's: its launches are kept once */
+        if (t >= 0 && dfg_rank_rep(g, r) == r)
             keep_span_launches(w, t, mark_closing(w, base, t, names, closing), closing);
     }
     free(names);

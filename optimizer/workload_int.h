@@ -79,7 +79,8 @@ int workload_step_call_of(const workload *w, int32_t h);
 /* The graph launch of a captured step (WL_CAPTURE_STEP): on each rank's main thread, one
  * step call a step stays on the host with its duration (w->capture.step_call cleared;
  * listed in w->capture.graph_launch), standing for cudaGraphLaunch, the one launch call
- * that submits the captured step. A step runs from one closing synchronisation (the calls
+ * that submits the captured step (a class of folded ranks: on its representative's thread,
+ * once). A step runs from one closing synchronisation (the calls
  * of the thread's blocking call name that waited longest in the baseline's replay, base,
  * when it comes once a step) to the next, or, without one, from one iteration to the
  * next; its launch stands where a captured step's is: at its first kernel launch after

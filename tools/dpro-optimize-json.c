@@ -171,6 +171,7 @@ optimize_cmd_print_json(const args *a, const state *st)
         json_null(&jw);
     json_kv_bool(&jw, "baseline_fits_budget", sr->baseline.feasible);
     json_kv_int(&jw, "ranks", st->work.n_ranks);
+    json_kv_int(&jw, "rank_classes", optimize_cmd_rank_classes(st));
     json_kv_int(&jw, "iterations", rp->iter_last - rp->iter_first + 1);
     json_kv_int(&jw, "evaluations", sr->evaluations);
     json_kv_int(&jw, "proposals", sr->proposals);

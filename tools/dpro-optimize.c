@@ -54,6 +54,7 @@ usage(FILE *f)
                "                            baseline_median_iter_us,\n"
                "                            baseline_typical_iter_us,\n"
                "                            baseline_steady_iter_us, set_aside, framework,\n"
+               "                            rank_classes,\n"
                "                            strategies[kind, description, advice, knobs,\n"
                "                            predicted_iter_us, predicted_median_iter_us,\n"
                "                            predicted_typical_iter_us,\n"
@@ -76,6 +77,9 @@ usage(FILE *f)
                "      --job ID              only the traces of job ID\n"
                "      --jobs N              threads reading the rank traces (default: the\n"
                "                            CPUs, at most 16; the answer is the same for any N)\n"
+               "      --no-fold             simulate every rank (default: alike ranks fold into\n"
+               "                            weighted classes, each simulated once, as\n"
+               "                            dpro-replay)\n"
                "      --short-kernel-us US  fusion candidates: kernels at most US long (50)\n"
                "      --kernel-fixed-us US  fixed cost per kernel when not fitted (3)\n"
                "      --collective-model M  piecewise (default), nearest or alpha-beta, as\n"
@@ -281,7 +285,7 @@ parse_search_option(int c, const char *arg, search_options *so)
     return rc;
 }
 
-/* The replay's options (-n -w, --job, --jobs, --collective-model).
+/* The replay's options (-n -w, --job, --jobs, --collective-model, --no-fold).
  * Returns OPT_NEXT, OPT_NOT_MINE or the exit status. */
 static int
 parse_replay_option(int c, const char *arg, replay_options *ro)
@@ -314,6 +318,9 @@ parse_replay_option(int c, const char *arg, replay_options *ro)
     case 12:
         if (replay_collective_model_option(ro, arg) != 0)
             rc = bad_value("collective-model", arg);
+        break;
+    case 17:
+        ro->fold = 0;
         break;
     default:
         rc = OPT_NOT_MINE;
@@ -433,6 +440,7 @@ default_args(args *a)
     a->ro.warmup = -1;
     a->ro.full_load = 1; /* the workload analyses read the first iteration and every
                           * allocation, not only the compared iterations */
+    a->ro.fold = 1;      /* alike ranks simulated once, as one class with its weight */
 }
 
 /* Parses the command line into *a. Returns -1 to go on, or the exit status. */
@@ -466,6 +474,7 @@ parse_args(int argc, char **argv, args *a)
         {"contention", required_argument, NULL, 14},
         {"framework", required_argument, NULL, 15},
         {"mpi", no_argument, NULL, 16},
+        {"no-fold", no_argument, NULL, 17},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -716,6 +725,15 @@ print_set_aside(const search_result *sr)
                sr->baseline.steady_ns / 1000.0, PROFILE_OUTLIER_MADS, 100 * PROFILE_OUTLIER_SHARE);
 }
 
+int32_t
+optimize_cmd_rank_classes(const state *st)
+{
+    int32_t classes = 0;
+    for (int32_t r = 0; r < st->work.n_ranks; r++)
+        classes += dfg_rank_rep(&st->work, r) == r && workload_rank_weight(&st->w, r) > 0;
+    return classes;
+}
+
 static void
 print_text(const args *a, const state *st)
 {
@@ -728,6 +746,11 @@ print_text(const args *a, const state *st)
     printf("job %s: %d ranks, %d iterations compared; replayed %.1f us per iteration\n",
            rp->job.job_id ? rp->job.job_id : "?", st->work.n_ranks,
            rp->iter_last - rp->iter_first + 1, w->measured_iter_ns / 1000.0);
+    int32_t classes = optimize_cmd_rank_classes(st);
+    if (st->work.rank_rep && classes < rp->job.n_present)
+        printf("rank classes: %d (alike ranks simulated once, each class by its weight; "
+               "--no-fold: every rank)\n",
+               classes);
     printf("baseline: %.1f us per iteration, peak memory ", base_us);
     print_bytes(stdout, sr->baseline.eval.peak_bytes);
     if (a->so.memory_budget > 0) {

@@ -47,6 +47,11 @@ int optimize_cmd_fixed_capped(const workload *w, const workload_options *wo);
  * parameter sizes, -1 when out of memory. */
 int32_t optimize_cmd_units_by_copies(const workload *w);
 
+/* The rank classes the search simulates: each a representative of folded ranks with
+ * its weight, or an explicit rank with a trace (dpro-replay's classes; the job's ranks
+ * with a trace when not folded). */
+int32_t optimize_cmd_rank_classes(const state *st);
+
 /* Prints the report as JSON on stdout (the keys usage() lists). */
 void optimize_cmd_print_json(const args *a, const state *st);
 

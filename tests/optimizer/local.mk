@@ -62,6 +62,9 @@ dist_check_SCRIPTS += tests/optimizer/test_accum_simple.py
 TESTS += tests/optimizer/test_accum_simple.py
 dist_check_SCRIPTS += tests/optimizer/closed_loop.py
 TESTS += tests/optimizer/closed_loop.py
+# dpro-optimize folded (alike ranks as weighted classes, the default) against --no-fold
+dist_check_SCRIPTS += tests/optimizer/test_optimize_fold.py
+TESTS += tests/optimizer/test_optimize_fold.py
 # dpro-optimize --mpi: the JSON of mpirun -n 2 to 4 against the single process's (it skips
 # when configure found no MPI)
 dist_check_SCRIPTS += tests/optimizer/test_optimize_mpi.py

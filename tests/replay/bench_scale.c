@@ -11,6 +11,11 @@
  *   2. the same job traced 5 times longer (5 x ITERS iterations, 5 x EVENTS events a
  *      rank), the same command: memory follows the window, not the trace;
  *   3. with DPRO_BENCH_WHOLE=1, case 1 replayed whole (no -n): every event loaded.
+ * On each job dpro-optimize --json -q --seed 1 --max-evals 200 --budget-s 10000 then runs
+ * folded (it reads every event, alike ranks folded while read); with
+ * DPRO_BENCH_OPT_EXPLICIT=1 also --no-fold on case 1 (every event held: about 160 bytes
+ * each, 15 GiB at the default size). dpro-optimize is ./tools/dpro-optimize or
+ * DPRO_OPTIMIZE.
  * Sizes: RANKS 1024, EVENTS 100000, ITERS 20 by default; DPRO_BENCH_SCALE="R E I"
  * chooses others, DPRO_BENCH_QUICK=1 is "32 20000 20". The files go under
  * DPRO_BENCH_DIR (default: ./bench-scale.tmp) and are removed afterwards; the jobs write
@@ -387,10 +392,51 @@ run_measured(char *const argv[], double *wall_s, long *rss_kib)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* One case: write the job, replay it with args, report, clean up. Returns 0 or 1. */
+/* Runs argv as run_measured does and prints its figures on a line of its own, the
+ * command as argv has it. Returns its exit status, or -1. */
+static int
+report_run(char *const argv[])
+{
+    double wall = 0;
+    long rss = 0;
+    int st = run_measured(argv, &wall, &rss);
+    printf(" ");
+    for (int i = 0; argv[i]; i++)
+        printf(" %s", argv[i]);
+    printf(": %.1f s, peak RSS %.1f MiB (status %d)\n", wall, (double)rss / 1024.0, st);
+    fflush(stdout);
+    return st;
+}
+
+/* dpro-optimize (optimize) on the job in dir, folded and, when explicit, with --no-fold
+ * (it reads every event: 160 bytes each). Returns 0 or 1. */
+static int
+optimize_case(const char *dir, const char *optimize, int explicit)
+{
+    int rc = 0;
+    for (int pass = 0; pass < 1 + explicit && rc == 0; pass++) {
+        char *argv[] = {(char *)optimize,
+                        (char *)dir,
+                        "--json",
+                        "-q",
+                        "--seed",
+                        "1",
+                        "--max-evals",
+                        "200",
+                        "--budget-s",
+                        "10000",
+                        pass ? "--no-fold" : NULL,
+                        NULL};
+        rc = report_run(argv) != 0;
+    }
+    return rc;
+}
+
+/* One case: write the job, replay it with args, optimize it (optimize non-NULL; explicit:
+ * also with --no-fold), report, clean up. Returns 0 or 1. */
 static int
 bench_case(const char *label, const char *dir, const job_shape *s, int procs, const char *replay,
-           int whole)
+           int whole, const char *optimize, int explicit)
 {
     double t0 = now_s();
     if (write_job(dir, s, procs) != 0)
@@ -419,6 +465,8 @@ bench_case(const char *label, const char *dir, const job_shape *s, int procs, co
         fflush(stdout);
         rc = st != 0;
     }
+    if (rc == 0 && optimize)
+        rc = optimize_case(dir, optimize, explicit);
     dir_bytes(dir, 1);
     return rc;
 }
@@ -460,10 +508,18 @@ main(int argc, char **argv)
     int whole = getenv("DPRO_BENCH_WHOLE") && atoi(getenv("DPRO_BENCH_WHOLE"));
     s.no_markers = getenv("DPRO_BENCH_NO_MARKERS") && atoi(getenv("DPRO_BENCH_NO_MARKERS"));
     procs = procs < 1 ? 1 : procs;
-    int rc = bench_case("job", dir, &s, procs, replay, whole);
+    const char *optimize =
+        getenv("DPRO_OPTIMIZE") ? getenv("DPRO_OPTIMIZE") : "./tools/dpro-optimize";
+    int explicit = getenv("DPRO_BENCH_OPT_EXPLICIT") && atoi(getenv("DPRO_BENCH_OPT_EXPLICIT"));
+    if (!explicit)
+        printf("dpro-optimize --no-fold not run: it reads every event (about %.1f GiB here); "
+               "DPRO_BENCH_OPT_EXPLICIT=1 runs it\n",
+               160.0 * (double)s.ranks * (double)events / 1073741824.0);
+    int rc = bench_case("job", dir, &s, procs, replay, whole, optimize, explicit);
     job_shape longer = s;
     longer.iters = 5 * s.iters;
     if (rc == 0)
-        rc = bench_case("the same job traced 5x longer", dir, &longer, procs, replay, 0);
+        rc = bench_case("the same job traced 5x longer", dir, &longer, procs, replay, 0, optimize,
+                        0);
     return rc;
 }

@@ -8,8 +8,9 @@ K = (EVENTS / ITERS - 34) / 2; 8 all-reduces, each an event record, a stream wai
 collective and its kernel; an NVTX range and a synchronisation), dpro-info reads every one of them back, and dpro-replay finds the 6
 iterations, folds the 3 alike ranks into one class and keeps rank 1, the straggler, apart,
 within 0.5 % of --no-fold. Then the benchmark itself at 4 ranks x 2,000 events: each of
-its 4 replays (folded and --no-fold, the job and the job traced 5x longer) exits 0 and
-reports a peak RSS. Bad sizes are refused (exit 2).
+its 4 replays (folded and --no-fold, the job and the job traced 5x longer) and 3
+dpro-optimize runs (folded on both jobs; --no-fold on the first, DPRO_BENCH_OPT_EXPLICIT=1)
+exits 0 and reports a peak RSS. Bad sizes are refused (exit 2).
 """
 import json
 import os
@@ -23,6 +24,7 @@ from replay_testlib import BUILD, REPLAY, check, exit_status  # noqa: E402
 
 BENCH = os.path.join(BUILD, "tests", "replay", "bench_scale")
 INFO = os.path.join(BUILD, "tools", "dpro-info")
+OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 RANKS, EVENTS, ITERS, BUCKETS = 4, 2000, 6, 8
 
 
@@ -73,12 +75,16 @@ def main():
         check(b > 0 and abs(a - b) <= 0.005 * b, "folded %s us, explicit %s us" % (a, b))
 
         env = dict(os.environ, DPRO_BENCH_SCALE="%d %d 5" % (RANKS, EVENTS),
-                   DPRO_BENCH_DIR=os.path.join(tmp, "bench"), DPRO_REPLAY=REPLAY)
+                   DPRO_BENCH_DIR=os.path.join(tmp, "bench"), DPRO_REPLAY=REPLAY,
+                   DPRO_OPTIMIZE=OPTIMIZE, DPRO_BENCH_OPT_EXPLICIT="1")
         p = run([BENCH], env=env)
         print(p.stdout, end="")
         rows = re.findall(r"peak RSS ([0-9.]+) MiB \(status (-?\d+)\)", p.stdout)
-        check(p.returncode == 0 and len(rows) == 4, "bench_scale: 4 replays, exit %d" % p.returncode)
-        check(all(st == "0" and float(mib) > 0 for mib, st in rows), "every replay exits 0: %s" % rows)
+        opt = re.findall(r"dpro-optimize .*--max-evals 200 --budget-s 10000( --no-fold)?: ",
+                         p.stdout)
+        check(p.returncode == 0 and len(rows) == 7 and opt == ["", " --no-fold", ""],
+              "bench_scale: 4 replays and 3 optimizations (%s), exit %d" % (opt, p.returncode))
+        check(all(st == "0" and float(mib) > 0 for mib, st in rows), "every run exits 0: %s" % rows)
         check("5x longer" in p.stdout, "the job traced 5x longer is replayed")
         check(not os.path.exists(os.path.join(tmp, "bench")) or
               not os.listdir(os.path.join(tmp, "bench")), "bench_scale removes its files")
