@@ -2,6 +2,9 @@
  * callbacks for the one subscriber, activity records staged in our own memory and
  * delivered into the client's buffers by a delivery thread (every
  * SIMGPU_CUPTI_DELIVER_MS or cuptiActivityFlushPeriod) or by cuptiActivityFlushAll.
+ * A record of a device op is deliverable once the device clock has passed the op's end,
+ * as real CUPTI completes a kernel's record only after the kernel ran (the stream worker
+ * times an op, and stages its record, ahead of its end behind a queue).
  * Records are the real structs of cupti_activity.h; timestamps are CLOCK_MONOTONIC
  * nanoseconds. */
 #ifndef _GNU_SOURCE
@@ -33,6 +36,11 @@ struct chunk {
     struct chunk *next;
     size_t used;
     unsigned char data[CHUNK_BYTES];
+};
+
+/* What precedes each staged record in a chunk: when it may be delivered. */
+struct staged_head {
+    uint64_t due_ns; /* CLOCK_MONOTONIC; the op's end for a device record */
 };
 
 static atomic_uint g_corr_next = 1;
@@ -69,23 +77,6 @@ static atomic_int g_torn_down; /* the runtime's exit teardown ran: records are g
  * the kind, 1 on, 2 off; [0] runtime, [1] driver. */
 #define MAX_CBID 1024
 static _Atomic unsigned char g_api_on[2][MAX_CBID];
-/* cuptiActivityRegisterTimestampCallback: record times are the client's clock, in its
- * units, as real CUPTI gives them (it interpolates the GPU's stamps into the callback's
- * clock): Kineto registers the TSC (getApproximateTime, ticks) and converts the records'
- * times itself. A clock that counts nanoseconds (CUPTI's contract for the callback; rate
- * within 2 % of 1) is mapped from CLOCK_MONOTONIC by an offset, measured at registration
- * from the tightest of a few bracketed samples: a rate fitted over a short interval would
- * be extrapolated over the whole run (10 ns of jitter over 2 ms is 5 us per second of run).
- * Another clock gets a rate too, fitted over 20 ms at registration and refitted from the
- * registration's sample to a fresh one every 50 ms or more (its error shrinks as the run
- * goes on). */
-static CUpti_TimestampCallbackFunc _Atomic g_ts_cb; /* set after the mapping below */
-static int64_t g_ts_offset;                         /* client ns - CLOCK_MONOTONIC ns */
-static uint64_t g_ts_n0, g_ts_u0;                   /* registration: CLOCK_MONOTONIC, client */
-static _Atomic double g_ts_rate;                    /* client units per ns; 0: nanoseconds */
-static _Atomic uint64_t g_ts_refit_ns;              /* CLOCK_MONOTONIC of the last refit */
-static pthread_mutex_t g_ts_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static __thread uint32_t t_corr;
 static __thread uint64_t t_ext[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE][EXT_DEPTH];
 static __thread int t_ext_depth[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE];
@@ -96,80 +87,6 @@ thread_id(void)
     if (atomic_load(&g_tid_system))
         return (uint32_t)syscall(SYS_gettid);
     return (uint32_t)(uintptr_t)pthread_self();
-}
-
-/* The tightest of 8 bracketed samples of cb: *n the CLOCK_MONOTONIC middle, *u the
- * client's value (a preempted sample has a wide bracket). */
-static void
-ts_sample(CUpti_TimestampCallbackFunc cb, uint64_t *n, uint64_t *u)
-{
-    uint64_t best = UINT64_MAX;
-    *n = *u = 0;
-    for (int i = 0; i < 8; i++) {
-        uint64_t n0 = simgpu_now_ns(), v = cb(), n1 = simgpu_now_ns();
-        if (n1 - n0 < best) {
-            best = n1 - n0;
-            *n = n0 + (n1 - n0) / 2;
-            *u = v;
-        }
-    }
-}
-
-/* Refits the rate of a clock that is not nanoseconds from the registration's sample to a
- * fresh one, at most every 50 ms; the caller passes CLOCK_MONOTONIC now. */
-static void
-ts_refit(CUpti_TimestampCallbackFunc cb, uint64_t now)
-{
-    uint64_t n = 0, u = 0;
-    if (now - atomic_load(&g_ts_refit_ns) < 50000000u || pthread_mutex_trylock(&g_ts_lock))
-        return;
-    if (now - atomic_load(&g_ts_refit_ns) >= 50000000u) {
-        ts_sample(cb, &n, &u);
-        if (n > g_ts_n0 && u > g_ts_u0)
-            atomic_store(&g_ts_rate, (double)(u - g_ts_u0) / (double)(n - g_ts_n0));
-        atomic_store(&g_ts_refit_ns, now);
-    }
-    pthread_mutex_unlock(&g_ts_lock);
-}
-
-uint64_t
-simgpu_cupti_ts(uint64_t ns)
-{
-    uint64_t rc = ns;
-    CUpti_TimestampCallbackFunc cb = atomic_load_explicit(&g_ts_cb, memory_order_acquire);
-    double rate;
-    if (!cb || !ns)
-        return rc;
-    rate = atomic_load_explicit(&g_ts_rate, memory_order_relaxed);
-    if (rate == 0.0)
-        return (uint64_t)((int64_t)ns + g_ts_offset);
-    ts_refit(cb, simgpu_now_ns());
-    rate = atomic_load_explicit(&g_ts_rate, memory_order_relaxed);
-    return (uint64_t)((double)g_ts_u0 + ((double)(int64_t)(ns - g_ts_n0)) * rate);
-}
-
-CUptiResult
-simgpu_cupti_timestamp_callback(CUpti_TimestampCallbackFunc cb)
-{
-    uint64_t n = 0, u = 0, n1 = 0, u1 = 0;
-    double rate;
-    if (!cb) {
-        atomic_store(&g_ts_cb, NULL);
-        return CUPTI_SUCCESS;
-    }
-    atomic_store(&g_ts_cb, NULL);
-    ts_sample(cb, &n, &u);
-    g_ts_offset = (int64_t)u - (int64_t)n;
-    g_ts_n0 = n;
-    g_ts_u0 = u;
-    do /* 20 ms for a first rate */
-        ts_sample(cb, &n1, &u1);
-    while (n1 - g_ts_n0 < 20000000u);
-    rate = u1 > g_ts_u0 ? (double)(u1 - g_ts_u0) / (double)(n1 - g_ts_n0) : 1.0;
-    atomic_store(&g_ts_rate, rate > 0.98 && rate < 1.02 ? 0.0 : rate);
-    atomic_store(&g_ts_refit_ns, n1);
-    atomic_store_explicit(&g_ts_cb, cb, memory_order_release);
-    return CUPTI_SUCCESS;
 }
 
 CUptiResult
@@ -286,10 +203,11 @@ take_held_buffer(size_t *size, CUpti_BuffersCallbackCompleteFunc *owner)
 }
 
 void
-simgpu_cupti_emit(const void *record, size_t size)
+simgpu_cupti_emit(const void *record, size_t size, uint64_t due_ns)
 {
     int wake = 0, stored = 0;
-    size = (size + 7) & ~(size_t)7;
+    struct staged_head head = {due_ns};
+    size = sizeof(head) + ((size + 7) & ~(size_t)7);
     pthread_mutex_lock(&g_stage_lock);
     if (g_staged_bytes + size > simgpu_cfg.cupti_limit_bytes) {
         g_dropped++;
@@ -311,7 +229,8 @@ simgpu_cupti_emit(const void *record, size_t size)
             }
             g_stage_tail = c;
         }
-        memcpy(g_stage_tail->data + g_stage_tail->used, record, size);
+        memcpy(g_stage_tail->data + g_stage_tail->used, &head, sizeof(head));
+        memcpy(g_stage_tail->data + g_stage_tail->used + sizeof(head), record, size - sizeof(head));
         g_stage_tail->used += size;
         g_staged_bytes += size;
         stored = g_req != NULL;
@@ -323,88 +242,135 @@ simgpu_cupti_emit(const void *record, size_t size)
         hold_buffer();
 }
 
-/* Moves every staged record into client buffers and completes them.  Serialised
- * by g_deliver_lock; client callbacks run without g_stage_lock held. */
+/* The client's buffer a delivery is filling. */
+struct client_buf {
+    uint8_t *buf;
+    size_t size, used;
+    CUpti_BuffersCallbackRequestFunc req;
+    CUpti_BuffersCallbackCompleteFunc done;
+};
+
+/* Copies one record of sz bytes (8-byte multiple) into the client's buffer b: completes a
+ * buffer that is full and fills the held one or a newly requested one next; counts a drop
+ * when there is none with room.  Runs client callbacks; the caller holds g_deliver_lock
+ * only. */
+static void
+client_put(struct client_buf *b, const void *r, size_t sz)
+{
+    if (b->buf && b->used + sz > b->size) {
+        b->done(NULL, 0, b->buf, b->size, b->used);
+        b->buf = NULL;
+    }
+    if (!b->buf) {
+        CUpti_BuffersCallbackCompleteFunc owner;
+        size_t maxrec = 0;
+        b->buf = take_held_buffer(&b->size, &owner);
+        if (b->buf && owner != b->done) {
+            /* held for a client that has registered other callbacks since */
+            if (owner)
+                owner(NULL, 0, b->buf, b->size, 0);
+            b->buf = NULL;
+        }
+        if (!b->buf && b->req) {
+            b->size = 0;
+            b->req(&b->buf, &b->size, &maxrec);
+        }
+        b->used = 0;
+        if (b->buf && ((uintptr_t)b->buf & 7)) {
+            /* CUPTI wants 8-byte aligned buffers; skip to alignment. */
+            size_t pad = 8 - ((uintptr_t)b->buf & 7);
+            b->used = pad < b->size ? pad : b->size;
+        }
+    }
+    if (!b->buf || b->used + sz > b->size || !b->done) {
+        pthread_mutex_lock(&g_stage_lock);
+        g_dropped++;
+        pthread_mutex_unlock(&g_stage_lock);
+    } else {
+        memcpy(b->buf + b->used, r, sz);
+        b->used += sz;
+    }
+}
+
+/* Delivers the records of chunk c that are due at `now` (CLOCK_MONOTONIC) into b and
+ * keeps the others in c, in their order, at its start.  Returns the bytes kept
+ * (c->used). */
+static size_t
+deliver_chunk(struct chunk *c, uint64_t now, struct client_buf *b)
+{
+    size_t off = 0, kept = 0;
+    while (off + sizeof(struct staged_head) < c->used) {
+        struct staged_head head;
+        const CUpti_Activity *r = (const CUpti_Activity *)(c->data + off + sizeof(head));
+        size_t sz = (simgpu_cupti_record_size(r->kind) + 7) & ~(size_t)7;
+        if (!sz)
+            break;
+        memcpy(&head, c->data + off, sizeof(head));
+        if (head.due_ns <= now) {
+            client_put(b, r, sz);
+        } else {
+            memmove(c->data + kept, c->data + off, sizeof(head) + sz);
+            kept += sizeof(head) + sz;
+        }
+        off += sizeof(head) + sz;
+    }
+    c->used = kept;
+    return kept;
+}
+
+/* Moves every staged record that is due (its op ended on the device clock) into client
+ * buffers and completes them; records not due yet stay staged, before those staged
+ * meanwhile.  Serialised by g_deliver_lock; client callbacks run without g_stage_lock
+ * held. */
 static void
 deliver(void)
 {
-    struct chunk *c;
-    uint8_t *buf = NULL;
-    size_t bufsize = 0, used = 0, maxrec = 0;
-    CUpti_BuffersCallbackRequestFunc req;
-    CUpti_BuffersCallbackCompleteFunc done;
+    struct chunk *c, *kept_head = NULL, *kept_tail = NULL;
+    struct client_buf b = {0};
+    size_t kept = 0;
+    uint64_t now;
 
     pthread_mutex_lock(&g_deliver_lock);
     pthread_mutex_lock(&g_stage_lock);
+    /* read with the client: a client registered later gets records due after this */
+    now = simgpu_now_ns();
     c = g_stage_head;
     g_stage_head = g_stage_tail = NULL;
     g_staged_bytes = 0;
-    req = g_req;
-    done = g_done;
+    b.req = g_req;
+    b.done = g_done;
     pthread_mutex_unlock(&g_stage_lock);
-    if (atomic_load(&g_torn_down)) {
-        /* after the teardown nothing is delivered any more */
-        while (c) {
-            struct chunk *next = c->next;
-            free(c);
-            c = next;
-        }
-        pthread_mutex_unlock(&g_deliver_lock);
-        return;
-    }
-
     while (c) {
         struct chunk *next = c->next;
-        size_t off = 0;
-        while (off < c->used) {
-            const CUpti_Activity *r = (const CUpti_Activity *)(c->data + off);
-            size_t sz = (simgpu_cupti_record_size(r->kind) + 7) & ~(size_t)7;
-            if (!sz)
-                break;
-            if (buf && used + sz > bufsize) {
-                done(NULL, 0, buf, bufsize, used);
-                buf = NULL;
-            }
-            if (!buf) {
-                CUpti_BuffersCallbackCompleteFunc owner;
-                buf = take_held_buffer(&bufsize, &owner);
-                if (buf && owner != done) {
-                    /* held for a client that has registered other callbacks since */
-                    if (owner)
-                        owner(NULL, 0, buf, bufsize, 0);
-                    buf = NULL;
-                }
-                if (!buf && req) {
-                    bufsize = 0;
-                    maxrec = 0;
-                    req(&buf, &bufsize, &maxrec);
-                }
-                used = 0;
-                if (buf && ((uintptr_t)buf & 7)) {
-                    /* CUPTI wants 8-byte aligned buffers; skip to alignment. */
-                    size_t pad = 8 - ((uintptr_t)buf & 7);
-                    used = pad < bufsize ? pad : bufsize;
-                }
-            }
-            if (!buf || used + sz > bufsize || !done) {
-                pthread_mutex_lock(&g_stage_lock);
-                g_dropped++;
-                pthread_mutex_unlock(&g_stage_lock);
-            } else {
-                memcpy(buf + used, r, sz);
-                used += sz;
-            }
-            off += sz;
+        /* after the teardown nothing is delivered any more */
+        if (!atomic_load(&g_torn_down) && deliver_chunk(c, now, &b) > 0) {
+            kept += c->used;
+            c->next = NULL;
+            if (kept_tail)
+                kept_tail->next = c;
+            else
+                kept_head = c;
+            kept_tail = c;
+        } else {
+            free(c);
         }
-        free(c);
         c = next;
     }
-    if (buf && done)
-        done(NULL, 0, buf, bufsize, used);
+    if (b.buf && b.done)
+        b.done(NULL, 0, b.buf, b.size, b.used);
+    if (kept_head) {
+        pthread_mutex_lock(&g_stage_lock);
+        kept_tail->next = g_stage_head;
+        g_stage_head = kept_head;
+        if (!g_stage_tail)
+            g_stage_tail = kept_tail;
+        g_staged_bytes += kept;
+        pthread_mutex_unlock(&g_stage_lock);
+    }
     pthread_mutex_unlock(&g_deliver_lock);
     /* As real CUPTI, which completes a buffer when it is full or flushed and then holds
      * the next one, the client holds a buffer again once records have flowed. */
-    if (buf)
+    if (b.buf)
         hold_buffer();
 }
 
@@ -470,6 +436,10 @@ simgpu_cupti_register(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbac
     return CUPTI_SUCCESS;
 }
 
+/* Both flushes deliver the records that are complete (their op ended on the device
+ * clock), as the default one of real CUPTI does; a forced one of real CUPTI also hands out
+ * the records of work still running, their times not filled in, which the stand-in keeps
+ * for a later delivery instead.  Neither waits for the device. */
 CUptiResult
 simgpu_cupti_flush(uint32_t flag)
 {
@@ -525,7 +495,7 @@ emit_devices(void)
         memcpy(r.uuid.bytes, p.uuid.bytes, sizeof(r.uuid.bytes));
         r.name = names[dev];
         r.isCudaVisible = 1;
-        simgpu_cupti_emit(&r, sizeof(r));
+        simgpu_cupti_emit(&r, sizeof(r), 0);
     }
 }
 
@@ -759,7 +729,7 @@ simgpu_api_exit(struct simgpu_api *a, int *ret)
         r.threadId = thread_id();
         r.correlationId = a->corr;
         r.returnValue = (uint32_t)*ret;
-        simgpu_cupti_emit(&r, sizeof(r));
+        simgpu_cupti_emit(&r, sizeof(r), 0);
     }
     if (simgpu_cupti_enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) {
         for (int k = 1; k < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE; k++) {
@@ -771,7 +741,7 @@ simgpu_api_exit(struct simgpu_api *a, int *ret)
             r.externalKind = (CUpti_ExternalCorrelationKind)k;
             r.externalId = t_ext[k][t_ext_depth[k] - 1];
             r.correlationId = a->corr;
-            simgpu_cupti_emit(&r, sizeof(r));
+            simgpu_cupti_emit(&r, sizeof(r), 0);
         }
     }
     t_corr = a->saved_corr;
@@ -829,7 +799,7 @@ simgpu_cupti_op_done(const struct simgpu_op *op, const struct simgpu_stream *s, 
         r.graphNodeId = op->graph_id ? op->graph_node_id : 0;
         r.graphId = op->graph_id;
         r.clusterX = r.clusterY = r.clusterZ = 1;
-        simgpu_cupti_emit(&r, sizeof(r));
+        simgpu_cupti_emit(&r, sizeof(r), end_ns);
         break;
     }
     case SIMGPU_OP_MEMCPY: {
@@ -852,7 +822,7 @@ simgpu_cupti_op_done(const struct simgpu_op *op, const struct simgpu_stream *s, 
         r.graphNodeId = op->graph_id ? op->graph_node_id : 0;
         r.graphId = op->graph_id;
         r.copyCount = 1;
-        simgpu_cupti_emit(&r, sizeof(r));
+        simgpu_cupti_emit(&r, sizeof(r), end_ns);
         break;
     }
     case SIMGPU_OP_MEMSET: {
@@ -873,7 +843,7 @@ simgpu_cupti_op_done(const struct simgpu_op *op, const struct simgpu_stream *s, 
         r.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
         r.graphNodeId = op->graph_id ? op->graph_node_id : 0;
         r.graphId = op->graph_id;
-        simgpu_cupti_emit(&r, sizeof(r));
+        simgpu_cupti_emit(&r, sizeof(r), end_ns);
         break;
     }
     default:
@@ -899,7 +869,7 @@ simgpu_cupti_sync(CUpti_ActivitySynchronizationType type, uint64_t start_ns, uin
     r.cudaEventId = ev ? simgpu_event_id(ev) : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
     r.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
     r.returnValue = (uint32_t)rc;
-    simgpu_cupti_emit(&r, sizeof(r));
+    simgpu_cupti_emit(&r, sizeof(r), 0);
 }
 
 void
@@ -924,7 +894,7 @@ simgpu_cupti_memory(int alloc, const void *p, size_t bytes, int memkind,
     r.streamId = s ? simgpu_stream_id(s) : 0;
     r.isAsync = s != NULL;
     r.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID;
-    simgpu_cupti_emit(&r, sizeof(r));
+    simgpu_cupti_emit(&r, sizeof(r), 0);
 }
 
 void

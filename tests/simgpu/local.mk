@@ -14,7 +14,8 @@ noinst_LTLIBRARIES += tests/simgpu/libsimgpu.la tests/simgpu/libcudart.la \
 
 tests_simgpu_libsimgpu_la_SOURCES = tests/simgpu/core.c tests/simgpu/core_graph.c \
 	tests/simgpu/core_props.c tests/simgpu/core_event.c tests/simgpu/core_mem.c \
-	tests/simgpu/core_mta.c tests/simgpu/cupti_core.c tests/simgpu/env.c \
+	tests/simgpu/core_mta.c tests/simgpu/cupti_core.c tests/simgpu/cupti_clock.c \
+	tests/simgpu/env.c \
 	tests/simgpu/world.c tests/simgpu/nccl_model.c tests/simgpu/world.h \
 	tests/simgpu/simgpu.h tests/simgpu/simgpu_internal.h
 tests_simgpu_libsimgpu_la_CPPFLAGS = $(SIMGPU_CPPFLAGS)

@@ -462,8 +462,10 @@ uint32_t simgpu_current_corr(void);
 /* ---- CUPTI activity (cupti_core.c) ------------------------------------------------- */
 /* 1 when records of `kind` are being collected. */
 int simgpu_cupti_enabled(CUpti_ActivityKind kind);
-/* Stages one record (copied) for delivery; counts a drop when the stage is full. */
-void simgpu_cupti_emit(const void *record, size_t size);
+/* Stages one record (copied) for delivery once CLOCK_MONOTONIC reaches due_ns (0: at
+ * the next delivery; a device op's end: after the op ran, as real CUPTI completes its
+ * record); counts a drop when the stage is full. */
+void simgpu_cupti_emit(const void *record, size_t size, uint64_t due_ns);
 /* Records for the device side of an op that just ran on `s` in [start, end]. */
 void simgpu_cupti_op_done(const struct simgpu_op *op, const struct simgpu_stream *s,
                           uint64_t start_ns, uint64_t end_ns);

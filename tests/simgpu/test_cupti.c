@@ -2,7 +2,9 @@
  * device ran: record
  * counts, kernel names, device times inside the host window, correlation ids
  * equal to those of the launch callbacks, external correlation, driver launches,
- * NCCL kernels, and the "CUPTI busy" switch (run in a child process). */
+ * NCCL kernels, delivery only after the op's modelled end (flushes while ops queued
+ * behind a long kernel are timed ahead of the device clock), and the "CUPTI busy"
+ * switch (run in a child process). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,7 @@ struct rec {
     CUpti_ActivityKind kind;
     char name[64];
     uint64_t start, end;
+    uint64_t delivered; /* cuptiGetTimestamp in the buffer-completed callback */
     uint32_t corr, stream;
     uint64_t ext;
 };
@@ -51,11 +54,14 @@ static void CUPTIAPI
 buf_done(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid)
 {
     CUpti_Activity *r = NULL;
+    uint64_t now = 0;
+    CHECK(cuptiGetTimestamp(&now) == CUPTI_SUCCESS);
     g_buffers++;
     while (cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS && g_nrec < MAXREC) {
         struct rec *o = &g_rec[g_nrec++];
         memset(o, 0, sizeof(*o));
         o->kind = r->kind;
+        o->delivered = now;
         if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
             CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)r;
             snprintf(o->name, sizeof(o->name), "%s", k->name);
@@ -105,6 +111,43 @@ on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *da
     }
     if (dom == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
         g_drv_corr = d->correlationId;
+}
+
+/* Four 40 ms kernels on s: the first is timed at its launch, the others by the stream's
+ * worker ahead of the device clock; flushes (default and forced) right after the launches
+ * and after 50 ms deliver no record before its op's end, as real CUPTI completes a
+ * kernel's record only after the kernel ran.  After a synchronize, a flush delivers all
+ * four, each no earlier than its end.  Every record of the run is checked the same way. */
+static void
+late_ops_case(cudaStream_t s)
+{
+    dim3 g1 = {4, 1, 1}, b1 = {128, 1, 1};
+    int first = g_nrec, nk = 0;
+    for (int i = 0; i < 4; i++) {
+        simgpu_set_next_launch_duration(40000000);
+        CHECK_CUDA(cudaLaunchKernel(&k_a, g1, b1, NULL, 0, s));
+    }
+    CHECK(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
+    CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS);
+    usleep(50000);
+    CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS);
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
+    for (int i = first; i < g_nrec; i++)
+        if (g_rec[i].kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
+            g_rec[i].end - g_rec[i].start == 40000000)
+            nk++;
+    CHECK(nk == 4);
+    for (int i = 0; i < g_nrec; i++) {
+        const struct rec *r = &g_rec[i];
+        if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+            r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+            if (r->end > r->delivered)
+                fprintf(stderr, "record %d (%s) delivered %.3f ms before its end\n", i, r->name,
+                        (double)(r->end - r->delivered) / 1e6);
+            CHECK(r->end <= r->delivered);
+        }
+    }
 }
 
 static int
@@ -221,6 +264,7 @@ main(int argc, char **argv)
     CHECK(nmemcpy == 1);
     CHECK(nrt >= NLAUNCH * 2 + 3);
     CHECK(next == NLAUNCH * 2);
+    late_ops_case(s);
     CHECK(cuptiUnsubscribe(sub) == CUPTI_SUCCESS);
 
     /* Another tool holds CUPTI: subscribe and enable fail. */
