@@ -709,7 +709,9 @@ analyze_adds_job(workload *w, dfg *g, sim_result *res, int flags, int threads, i
         workload_kernel_sample k = {.key = (uint64_t)g->name[d],
                                     .dur_ns = dfg_dur(g, d),
                                     .rank = dfg_rank(g, d),
-                                    .t_ns = g->mstart[d]};
+                                    .t_ns = g->mstart[d],
+                                    .stream = g->res_id[g->res[d]],
+                                    .event = (uint64_t)d};
         int add = g->kind[d] == DFG_KERNEL && threads && !strcmp(nm, ELEMWISE_ADD);
         int split = g->kind[d] == DFG_KERNEL && meta && !strcmp(nm, "split_with_sizes_copy");
         k.threads = add ? 100000 : 1280;
