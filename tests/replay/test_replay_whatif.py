@@ -20,8 +20,8 @@ each attempt is made so that the load weighs on both sides alike:
     was carried into the prediction, one in a realised run into the realised mean);
   - the same conditions: the realised runs are traced as the profile is (under load the
     collector's writer thread takes its share of the cores from the job's host threads:
-    the untraced runs were up to 13 % faster than the prediction at F = 0.5, every attempt
-    of a run on the same side);
+    untraced, the realised runs at F = 0.5 were faster than every prediction of a test
+    run twice, by 3.8 to 20.0 % at load 9-16);
   - realised twice, before the profile and after the prediction, and compared with the
     two runs' mean, which a load drifting across the attempt weighs on alike; their spread
     |A - B| / mean is how far the machine moved the job between them.
