@@ -193,6 +193,8 @@ profile_kernel_samples(const replay *rp, workload_kernel_sample **out)
             s[k].rank = r;
             s[k].t_ns = (int64_t)e->start_ns + off - rp->time_origin;
             s[k].grid_x = e->grid[0];
+            s[k].stream = e->stream;
+            s[k].event = i;
             k++;
         }
     }

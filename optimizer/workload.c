@@ -286,13 +286,37 @@ free_rank_info(rank_info *ri, int32_t n_ranks)
     free(ri);
 }
 
+/* Orders kernel samples by their identity (workload_kernel_sample): rank, stream, start,
+ * event index. */
 static int
 cmp_sample_at(const void *pa, const void *pb)
 {
     const workload_kernel_sample *a = pa, *b = pb;
     if (a->rank != b->rank)
         return a->rank < b->rank ? -1 : 1;
-    return (a->t_ns > b->t_ns) - (a->t_ns < b->t_ns);
+    if (a->stream != b->stream)
+        return a->stream < b->stream ? -1 : 1;
+    if (a->t_ns != b->t_ns)
+        return a->t_ns < b->t_ns ? -1 : 1;
+    return (a->event > b->event) - (a->event < b->event);
+}
+
+/* The index of the first of s (n, sorted by cmp_sample_at) at or after (rank, stream,
+ * t_ns), n when none. */
+static size_t
+first_sample_at(const workload_kernel_sample *s, size_t n, int32_t rank, uint64_t stream,
+                int64_t t_ns)
+{
+    workload_kernel_sample key = {.rank = rank, .stream = stream, .t_ns = t_ns};
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_sample_at(&s[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 static int
@@ -302,9 +326,41 @@ cmp_hinge_key(const void *pk, const void *ph)
     return (k > h) - (k < h);
 }
 
+/* Gives each kernel node of graph g its sample of s (n, sorted by cmp_sample_at): the
+ * one of its rank and stream that started at its measured start, the k-th of them for the
+ * k-th kernel node of its stream that started then; its launch size into fu and its
+ * name's hinge (fu->hinges) when it has one. */
+static void
+match_kernel_samples(workload_fusion *fu, const dfg *g, const workload_kernel_sample *s, size_t n)
+{
+    for (int32_t q = 0; q < g->n_res; q++) {
+        if (g->res_kind[q] != DFG_RES_STREAM)
+            continue;
+        int64_t t_prev = INT64_MIN;
+        size_t nth = 0;
+        for (int32_t d = g->res_first[q]; d >= 0; d = g->next_on_res[d]) {
+            if (!alive(g, d) || g->kind[d] != DFG_KERNEL)
+                continue;
+            nth = g->mstart[d] == t_prev ? nth + 1 : 0;
+            t_prev = g->mstart[d];
+            size_t i = first_sample_at(s, n, g->res_rank[q], g->res_id[q], g->mstart[d]) + nth;
+            if (i >= n || s[i].rank != g->res_rank[q] || s[i].stream != g->res_id[q] ||
+                s[i].t_ns != g->mstart[d])
+                continue;
+            const workload_hinge *h =
+                fu->n_hinges > 0
+                    ? bsearch(&s[i].key, fu->hinges, (size_t)fu->n_hinges, sizeof *h, cmp_hinge_key)
+                    : NULL;
+            fu->node_threads[d] = s[i].threads, fu->node_grid_x[d] = s[i].grid_x;
+            if (h)
+                fu->node_hinge[d] = (int32_t)(h - fu->hinges);
+        }
+    }
+}
+
 /* The per-name hinges (workload_fit_hinges) of the caller's kernel samples, and each
- * kernel node's launch size and hinge: its sample is the one of its rank that started
- * at its measured start. Returns 0 or -1 (out of memory). */
+ * kernel node's launch size and hinge (match_kernel_samples). Returns 0 or -1 (out of
+ * memory). */
 static int
 fusion_hinges(workload *w, const dfg *g)
 {
@@ -323,21 +379,9 @@ fusion_hinges(workload *w, const dfg *g)
         fu->n_hinges = 0;
         rc = -1;
     }
-    if (rc == 0 && s && n > 0)
+    if (rc == 0 && s && n > 0) {
         qsort(s, n, sizeof *s, cmp_sample_at);
-    for (int32_t d = 0; rc == 0 && s && n > 0 && d < g->n_nodes; d++) {
-        if (!alive(g, d) || g->kind[d] != DFG_KERNEL)
-            continue;
-        workload_kernel_sample key = {.rank = dfg_rank(g, d), .t_ns = g->mstart[d]};
-        const workload_kernel_sample *m = bsearch(&key, s, n, sizeof *s, cmp_sample_at);
-        const workload_hinge *h =
-            m && fu->n_hinges > 0
-                ? bsearch(&m->key, fu->hinges, (size_t)fu->n_hinges, sizeof *h, cmp_hinge_key)
-                : NULL;
-        if (m)
-            fu->node_threads[d] = m->threads, fu->node_grid_x[d] = m->grid_x;
-        if (h)
-            fu->node_hinge[d] = (int32_t)(h - fu->hinges);
+        match_kernel_samples(fu, g, s, n);
     }
     return rc;
 }

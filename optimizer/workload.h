@@ -145,6 +145,11 @@ typedef struct workload_kernel_sample {
     int32_t rank;    /* its rank */
     int64_t t_ns;    /* its start on the graph's clock (dfg mstart) */
     uint32_t grid_x; /* the grid's first dimension, 0 unknown */
+    uint64_t stream; /* its stream (the trace's handle: the graph resource's res_id) */
+    uint64_t event;  /* its event's index in its rank's trace (job_rank.events) */
+    /* (rank, stream, t_ns, event) identify the sample: workload_analyze gives it to the
+     * kernel node of its rank and stream that started at t_ns (a stream runs its kernels one
+     * after another; kernels of no length starting at one instant, in event order) */
 } workload_kernel_sample;
 
 typedef struct workload_options {

@@ -576,51 +576,93 @@ find_unit_bytes(workload *w, const rank_info *ri)
     return rc;
 }
 
-/* The parameters a forward copy-out (PyTorch's split_with_sizes_copy, FSDP2's copy-out of a
- * unit's parameters) splits, from the copy from host that precedes its kernel: the kernel's
- * metadata, int64 arrays of the destinations, the sources and the split sizes (one entry a
- * parameter each), the split of each block of the grid's first dimension (grid_x entries)
- * and the blocks' running sums (one a parameter, and one): 8 (4 T + 1 + grid_x) bytes.
- * Returns T, or 0 when the bytes do not fit that layout or grid_x is unknown. */
+/* The parameters T of a launch whose metadata, copied from host right before it, is
+ * int64 arrays of per_param x T + fixed + grid_x entries (grid_x the kernel's grid's first
+ * dimension, one entry a block), `bytes` of them, where every parameter takes at least one
+ * block (T <= grid_x). Returns T, or 0 when the bytes do not fit that layout or grid_x is
+ * unknown. */
 static int32_t
-copy_out_params(int64_t bytes, uint32_t grid_x)
+metadata_params(int64_t bytes, uint32_t grid_x, int64_t per_param, int64_t fixed)
 {
-    int64_t words = bytes / 8 - 1 - (int64_t)grid_x;
-    int fits = grid_x > 0 && bytes % 8 == 0 && words >= 4 && words % 4 == 0;
-    return fits && words / 4 <= INT32_MAX ? (int32_t)(words / 4) : 0;
+    int64_t words = bytes / 8 - fixed - (int64_t)grid_x;
+    int fits = grid_x > 0 && bytes % 8 == 0 && words >= per_param && words % per_param == 0 &&
+               words / per_param <= (int64_t)grid_x;
+    return fits ? (int32_t)(words / per_param) : 0;
+}
+
+/* The parameters of PyTorch's jagged-grid copies, whose grids give each parameter its own
+ * blocks (aten/src/ATen/native/cuda/TensorShape.cu), from the metadata they copy from host
+ * (metadata_params): a forward copy-out (split_with_sizes_copy, FSDP2's copy-out of a
+ * unit's parameters): the destinations, the sources and the split sizes (one a parameter
+ * each), each block's split and the blocks' running sums (one a parameter, and one):
+ * 4 T + 1 + grid_x entries; a reduce-scatter's copy-in (_chunk_cat, FSDP2's foreach_reduce
+ * concatenating a unit's gradients): the sources, each block's tensor, the tensors' start
+ * bytes and start blocks (one a parameter, and one each), their sizes, padded chunk sizes
+ * and blocks (one a parameter each): 6 T + 2 + grid_x. Returns T, 0 when the copy does not
+ * fit, -1 when x is neither kernel. */
+static int32_t
+jagged_copy_params(const workload *w, int32_t prev, int32_t x)
+{
+    const dfg *g = w->work;
+    const char *name = dfg_name(g, g->name[x]);
+    int out = strstr(name, "split_with_sizes_copy") != NULL, in = strstr(name, "chunk_cat") != NULL;
+    if (!out && !in)
+        return -1;
+    if (prev < 0 || g->kind[prev] != DFG_MEMCPY)
+        return 0;
+    return metadata_params(dfg_bytes(g, prev), w->fusion.node_grid_x[x], out ? 4 : 6, out ? 1 : 2);
+}
+
+/* Adds rank r's forward copy-outs' parameters (those of its compute stream, each after
+ * the copy from host of its unit's all-gather) to out, its reduce-scatters' copy-ins'
+ * (any stream) to in, per compared iteration; an iteration where one of them does not fit
+ * its layout gets bad set. */
+static void
+rank_copy_params(const workload *w, const rank_info *ri, int32_t r, int64_t *out, int64_t *in,
+                 int64_t *bad)
+{
+    const dfg *g = w->work;
+    const workload_fsdp *f = &w->fsdp;
+    for (int32_t s = 0; s < g->n_res; s++) {
+        if (g->res_kind[s] != DFG_RES_STREAM || g->res_rank[s] != r)
+            continue;
+        for (int32_t prev = -1, x = g->res_first[s]; x >= 0; prev = x, x = g->next_on_res[x]) {
+            if (g->kind[x] != DFG_KERNEL || !alive(g, x) || w->iter[x] < w->iter_first ||
+                w->iter[x] > w->iter_last)
+                continue;
+            int32_t q = f->gather_ops[x], t = jagged_copy_params(w, prev, x);
+            int copy_out = t >= 0 && strstr(dfg_name(g, g->name[x]), "split_with_sizes_copy");
+            if (t < 0 ||
+                (copy_out && (q < 0 || f->grp_role[q] != WL_FSDP_FWD || s != ri[r].compute_stream)))
+                continue;
+            if (copy_out && t > 0 && f->gather_ops[prev] != q) /* prev: the copy */
+                t = 0;
+            int64_t i = (int64_t)w->iter[x] - w->iter_first;
+            (copy_out ? out : in)[i] += t;
+            bad[i] |= t == 0;
+        }
+    }
 }
 
 /* f->n_params (workload.h): per rank and compared iteration the parameters of the forward's
- * copy-outs (copy_out_params of each split_with_sizes_copy kernel of a forward unit's
- * copy-out and the copy right before it on the compute stream), an iteration counting only
- * where each of its copy-outs does; the median of those, 0 without one. Returns 0 or -1. */
+ * copy-outs, where the reduce-scatters' copy-ins of the iteration concatenate as many
+ * (rank_copy_params: every one of them fitting its layout); the median of those, 0 without
+ * one. Returns 0 or -1. */
 static int
 find_unit_params(workload *w, const rank_info *ri)
 {
     const dfg *g = w->work;
     workload_fsdp *f = &w->fsdp;
     int32_t iters = w->iter_last - w->iter_first + 1, n = g->n_ranks * (iters > 0 ? iters : 0);
-    int64_t *v = calloc(2 * (size_t)n + 1, sizeof *v), *bad = v ? v + n : NULL;
+    int64_t *v = calloc(3 * (size_t)n + 1, sizeof *v), *in = v ? v + n : NULL,
+            *bad = v ? v + 2 * n : NULL;
     int rc = v && w->fusion.node_grid_x ? 0 : -1;
-    for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
-        int32_t prev = -1, cs = ri[r].compute_stream;
-        for (int32_t x = cs >= 0 ? g->res_first[cs] : -1; x >= 0; prev = x, x = g->next_on_res[x]) {
-            int32_t q = f->gather_ops[x];
-            if (q < 0 || f->grp_role[q] != WL_FSDP_FWD || g->kind[x] != DFG_KERNEL ||
-                !alive(g, x) || w->iter[x] < w->iter_first || w->iter[x] > w->iter_last ||
-                !strstr(dfg_name(g, g->name[x]), "split_with_sizes_copy"))
-                continue;
-            int32_t t = prev >= 0 && g->kind[prev] == DFG_MEMCPY && f->gather_ops[prev] == q
-                            ? copy_out_params(dfg_bytes(g, prev), w->fusion.node_grid_x[x])
-                            : 0;
-            int64_t i = (int64_t)r * iters + w->iter[x] - w->iter_first;
-            v[i] += t;
-            bad[i] |= t == 0;
-        }
-    }
+    for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++)
+        rank_copy_params(w, ri, r, v + (size_t)r * iters, in + (size_t)r * iters,
+                         bad + (size_t)r * iters);
     int32_t k = 0;
     for (int32_t i = 0; rc == 0 && i < n; i++)
-        if (!bad[i] && v[i] > 0)
+        if (!bad[i] && v[i] > 0 && v[i] == in[i])
             v[k++] = v[i];
     f->n_params = k > 0 ? (int32_t)sim_median_i64(v, k) : 0;
     free(v);

@@ -691,11 +691,12 @@ test_fsdp_accumulation(void)
 
 /* The job with JOB_COPY_IN and JOB_ADDS analysed into *w (res, g the caller frees), the
  * element-wise kernels' launch sizes given as kernel samples (100,000 threads: 4.8 MB)
- * when `threads`; with `meta` words, each forward copy-out's copy moves meta x 8 bytes (the
- * split_with_sizes_copy's metadata from host) and its kernel's grid is 10 x 1 x 1 blocks
- * of 128 threads. Returns 0 or -1. */
+ * when `threads`; with metadata (meta[0], meta[1] bytes: meta NULL none), each forward
+ * copy-out's copy moves meta[0] bytes (split_with_sizes_copy's metadata from host) and each
+ * reduce-scatter's copy-in's copy (the job's only copies from host) meta[1] (_chunk_cat's),
+ * and both kernels' grids are 10 x 1 x 1 blocks of 128 threads. Returns 0 or -1. */
 static int
-analyze_adds_job(workload *w, dfg *g, sim_result *res, int flags, int threads, int64_t meta)
+analyze_adds_job(workload *w, dfg *g, sim_result *res, int flags, int threads, const int64_t *meta)
 {
     fsdp_job_ids ids;
     memset(res, 0, sizeof *res);
@@ -709,15 +710,20 @@ analyze_adds_job(workload *w, dfg *g, sim_result *res, int flags, int threads, i
         workload_kernel_sample k = {.key = (uint64_t)g->name[d],
                                     .dur_ns = dfg_dur(g, d),
                                     .rank = dfg_rank(g, d),
-                                    .t_ns = g->mstart[d]};
+                                    .t_ns = g->mstart[d],
+                                    .stream = g->res_id[g->res[d]],
+                                    .event = (uint64_t)d};
         int add = g->kind[d] == DFG_KERNEL && threads && !strcmp(nm, ELEMWISE_ADD);
-        int split = g->kind[d] == DFG_KERNEL && meta && !strcmp(nm, "split_with_sizes_copy");
+        int split = g->kind[d] == DFG_KERNEL && meta &&
+                    (!strcmp(nm, "split_with_sizes_copy") || !strcmp(nm, "chunk_cat"));
         k.threads = add ? 100000 : 1280;
         k.grid_x = split ? 10 : 0;
         if (add || split)
             s[n++] = k;
         if (meta && g->kind[d] == DFG_MEMCPY && !strcmp(nm, "memcpy"))
-            rc |= dfg_set_bytes(g, d, 8 * meta);
+            rc |= dfg_set_bytes(g, d, meta[0]);
+        if (meta && g->kind[d] == DFG_MEMCPY && !strcmp(nm, "memcpy HtoD"))
+            rc |= dfg_set_bytes(g, d, meta[1]);
     }
     workload_options o;
     workload_default_options(&o);
@@ -729,21 +735,45 @@ analyze_adds_job(workload *w, dfg *g, sim_result *res, int flags, int threads, i
     return rc;
 }
 
+/* The parameters (w.fsdp.n_params) analyze_adds_job's job shows with metadata meta. */
+static int32_t
+adds_job_params(const int64_t *meta)
+{
+    dfg g;
+    workload w;
+    sim_result res;
+    int32_t n = analyze_adds_job(&w, &g, &res, 0, 1, meta) == 0 ? w.fsdp.n_params : -1;
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+    return n;
+}
+
 /* PyTorch makes one add a parameter (autograd's accumulation into each gradient), not one
  * a unit: where each forward copy-out's metadata from host shows its parameters (4 x 4 +
- * 1 + 10 words: 4 parameters a unit, 10 blocks), the micro-batch prices 12 adds' fixed
- * costs and launches (3 units of 4), the bytes unchanged; metadata of another layout (one
- * word more) counts nothing, and the adds stay one a unit. */
+ * 1 + 10 words: 4 parameters a unit, 10 blocks) and each reduce-scatter's copy-in's as
+ * many (6 x 4 + 2 + 10 words), the micro-batch prices 12 adds' fixed costs and launches
+ * (3 units of 4), the bytes unchanged; metadata of another layout (one word more) counts
+ * nothing, and the adds stay one a unit; so do copy-ins that show 3 parameters a unit, and
+ * forward metadata of more parameters than its kernel has blocks (13 x 4 + 1 + 10 words,
+ * the copy-ins as many). Then 200 sizes drawn at random for either copy (8 to 4,096
+ * bytes, the other copy's the real one; the real sizes left out): none is taken for
+ * parameters (the size alone fit 1 in 32). */
 static void
 test_fsdp_accumulation_params(void)
 {
-    const int64_t metas[3] = {0, 4 * 4 + 1 + 10, 4 * 4 + 1 + 10 + 1};
+    const int64_t metas[6][2] = {{0, 0},
+                                 {8 * (4 * 4 + 1 + 10), 8 * (6 * 4 + 2 + 10)},
+                                 {8 * (4 * 4 + 1 + 10 + 1), 8 * (6 * 4 + 2 + 10)},
+                                 {8 * (4 * 4 + 1 + 10), 8 * (6 * 3 + 2 + 10)},
+                                 {8 * (4 * 13 + 1 + 10), 8 * (6 * 13 + 2 + 10)},
+                                 {8 * (4 * 4 + 1 + 10), 8 * (6 * 4 + 2 + 10 + 1)}};
     double device_ns[3], host_ns[3], launches[3];
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 6; i++) {
         dfg g;
         workload w;
         sim_result res;
-        REQUIRE(analyze_adds_job(&w, &g, &res, 0, 1, metas[i]) == 0);
+        REQUIRE(analyze_adds_job(&w, &g, &res, 0, 1, i ? metas[i] : NULL) == 0);
         CHECK_EQ_U(w.fsdp.n_params, i == 1 ? 4 * BLOCKS : 0);
         CHECK_EQ_U(w.fsdp.n_adds, i == 1 ? 4 * BLOCKS : BLOCKS);
         CHECK(fabs(w.fsdp.accum_host_ns - w.fsdp.n_adds * 305.0 * US) < 1);
@@ -752,8 +782,9 @@ test_fsdp_accumulation_params(void)
         p.accum_k = 2;
         strategy_eval ev;
         REQUIRE(strategy_evaluate(&w, &p, &res, &ev) == 0);
-        device_ns[i] = ev.micro_device_ns, host_ns[i] = ev.micro_host_ns;
-        launches[i] = ev.micro_launches;
+        if (i < 3)
+            device_ns[i] = ev.micro_device_ns, host_ns[i] = ev.micro_host_ns,
+            launches[i] = ev.micro_launches;
         workload_free(&w);
         sim_result_free(&res);
         dfg_free(&g);
@@ -763,6 +794,16 @@ test_fsdp_accumulation_params(void)
     CHECK(fabs(host_ns[1] - host_ns[0] - 3 * BLOCKS * 305.0 * US) < 1);
     CHECK(fabs(launches[1] - launches[0] - 3 * BLOCKS) < 1e-9);
     CHECK(device_ns[2] == device_ns[0] && host_ns[2] == host_ns[0]);
+    uint64_t rs = 32;
+    int taken = 0;
+    for (int k = 0; k < 200; k++) {
+        rs = rs * 6364136223846793005ULL + 1442695040888963407ULL;
+        int64_t meta[2] = {metas[1][0], metas[1][1]};
+        meta[k % 2] = 8 + (int64_t)(rs >> 33) % 4089;
+        if (meta[k % 2] != metas[1][k % 2])
+            taken += adds_job_params(meta) != 0;
+    }
+    CHECK_EQ_U(taken, 0);
 }
 
 /* The micro-batch without synchronisation under FSDP2 adds what the trace does not run:
@@ -779,7 +820,7 @@ test_fsdp_accumulation_adds(void)
         dfg g;
         workload w;
         sim_result res;
-        REQUIRE(analyze_adds_job(&w, &g, &res, i == 2 ? JOB_EVENTS : 0, i > 0, 0) == 0);
+        REQUIRE(analyze_adds_job(&w, &g, &res, i == 2 ? JOB_EVENTS : 0, i > 0, NULL) == 0);
         strategy_plan p;
         strategy_plan_baseline(&p);
         p.accum_k = 2;
@@ -825,7 +866,7 @@ test_fsdp_accumulation_polls(void)
         dfg g;
         workload w;
         sim_result res;
-        REQUIRE(analyze_adds_job(&w, &g, &res, i ? JOB_POLL_WORK : 0, 1, 0) == 0);
+        REQUIRE(analyze_adds_job(&w, &g, &res, i ? JOB_POLL_WORK : 0, 1, NULL) == 0);
         int32_t gaps = 0;
         for (int32_t x = 0; w.buckets.micro && x < g.n_nodes; x++)
             gaps += w.buckets.micro[x] == WL_MICRO_GAP && w.iter[x] >= w.iter_first &&
@@ -858,7 +899,8 @@ test_fsdp_accumulation_return(void)
         dfg g;
         workload w;
         sim_result res;
-        REQUIRE(analyze_adds_job(&w, &g, &res, JOB_RETURN | (i ? JOB_RETURN_LAG : 0), 1, 0) == 0);
+        REQUIRE(analyze_adds_job(&w, &g, &res, JOB_RETURN | (i ? JOB_RETURN_LAG : 0), 1, NULL) ==
+                0);
         ret[i] = w.fsdp.return_ns;
         strategy_plan p;
         strategy_plan_baseline(&p);
@@ -876,7 +918,7 @@ test_fsdp_accumulation_return(void)
     dfg g;
     workload w;
     sim_result res;
-    REQUIRE(analyze_adds_job(&w, &g, &res, 0, 1, 0) == 0);
+    REQUIRE(analyze_adds_job(&w, &g, &res, 0, 1, NULL) == 0);
     CHECK_EQ_U(w.fsdp.return_ns, 0);
     workload_free(&w);
     sim_result_free(&res);

@@ -16,12 +16,16 @@
  *     the next step's first, a kernel launch follows it);
  *   - the fusion: cut either way, DDP's per-parameter work stays out of the fused chains
  *     and the steps inside both cuts' iterations fuse the same ops.
+ * And each kernel node's launch size (fusion's hinges, FSDP's copy-out grid) is its own
+ * kernel sample's, matched by the sample's identity (test_sample_identity).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dprotrace.h"
 #include "optimizer/workload.h"
+#include "replay/sim.h"
 #include "tests/optimizer/optjobs.h"
 #include "tests/unit/testutil.h"
 
@@ -207,9 +211,86 @@ test_fusion_either_cut(void)
     free(jb.role);
 }
 
+/* Each kernel node's launch size is its own sample's, matched by its identity (rank,
+ * stream, start, event index): per iteration two kernels on two streams of one rank start
+ * at the same instant with different grids (10 and 20 blocks of 128 threads), and two of no
+ * length start together on the first stream (grids 30 and 40, the samples in the array's
+ * opposite order); each node gets its own grid. */
+static void
+test_sample_identity(void)
+{
+    dfg g;
+    REQUIRE(dfg_init(&g, 1) == 0);
+    int32_t th = dfg_add_resource(&g, DFG_RES_THREAD, 0, 1, dfg_intern(&g, "main"));
+    int32_t st[2] = {dfg_add_resource(&g, DFG_RES_STREAM, 0, 7, dfg_intern(&g, "stream 7")),
+                     dfg_add_resource(&g, DFG_RES_STREAM, 0, 8, dfg_intern(&g, "stream 8"))};
+    int32_t nm_launch = dfg_intern(&g, "cudaLaunchKernel");
+    int32_t nm_sync = dfg_intern(&g, "cudaDeviceSynchronize");
+    enum { ITERS = 3, KERNELS = 4 };
+    static const uint32_t grid[KERNELS] = {10, 20, 30, 40};
+    static const int on[KERNELS] = {0, 1, 0, 0};
+    int32_t bounds[ITERS + 1], kern[ITERS][KERNELS];
+    int64_t start[ITERS][KERNELS];
+    for (int it = 0; it <= ITERS; it++) {
+        bounds[it] = dfg_add_node(&g, DFG_HOST, th, nm_sync);
+        g.flags[bounds[it]] |= DFG_F_BLOCKING;
+        g.mstart[bounds[it]] = 1000 * US * it;
+        REQUIRE(dfg_set_mend(&g, bounds[it], g.mstart[bounds[it]] + US) == 0);
+        if (it > 0)
+            REQUIRE(dfg_add_edge(&g, kern[it - 1][0], bounds[it]) == 0 &&
+                    dfg_add_edge(&g, kern[it - 1][1], bounds[it]) == 0);
+        for (int k = 0; it < ITERS && k < KERNELS; k++) {
+            int32_t h = dfg_add_node(&g, DFG_HOST, th, nm_launch);
+            g.mstart[h] = 1000 * US * it + (10 + k) * US;
+            REQUIRE(dfg_set_mend(&g, h, g.mstart[h] + US) == 0);
+            char nm[32];
+            snprintf(nm, sizeof nm, "kernel_%d", k);
+            int32_t d = dfg_add_node(&g, DFG_KERNEL, st[on[k]], dfg_intern(&g, nm));
+            int64_t dur = k < 2 ? 100 * US : 0;
+            start[it][k] = 1000 * US * it + (k < 2 ? 20 : 200) * US;
+            g.dur[d] = (uint32_t)dur;
+            g.launch[d] = h;
+            g.mstart[d] = start[it][k];
+            REQUIRE(dfg_set_mend(&g, d, start[it][k] + dur) == 0);
+            dfg_set_lat(&g, d, (int32_t)(start[it][k] - g.mstart[h]));
+            kern[it][k] = d;
+        }
+    }
+    REQUIRE(dfg_set_iterations(&g, 0, bounds, ITERS + 1) == 0 && dfg_finalize(&g) == 0);
+    workload_kernel_sample s[ITERS * KERNELS];
+    size_t n = 0;
+    for (int it = 0; it < ITERS; it++)
+        for (int k = KERNELS - 1; k >= 0; k--) /* the trace's events: its order reversed */
+            s[n++] = (workload_kernel_sample){.key = (uint64_t)k,
+                                              .threads = 128.0 * grid[k],
+                                              .dur_ns = k < 2 ? 100 * US : 0,
+                                              .rank = 0,
+                                              .t_ns = start[it][k],
+                                              .grid_x = grid[k],
+                                              .stream = on[k] ? 8 : 7,
+                                              .event = (uint64_t)(KERNELS * it + k)};
+    workload_options o;
+    workload_default_options(&o);
+    o.kernel_samples = s;
+    o.n_kernel_samples = n;
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, &o) == 0);
+    for (int it = 0; it < ITERS; it++)
+        for (int k = 0; k < KERNELS; k++) {
+            CHECK_EQ_U(w.fusion.node_grid_x[kern[it][k]], grid[k]);
+            CHECK(w.fusion.node_threads[kern[it][k]] == 128.0 * grid[k]);
+        }
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
     test_fusion_either_cut();
+    test_sample_identity();
     return tests_done();
 }

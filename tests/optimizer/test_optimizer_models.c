@@ -49,15 +49,16 @@ test_fixed_cost_fit(void)
                 if (rep % 17 == 3)
                     jitter = 0.5; /* an outlier: the median of its size ignores it */
                 int64_t dur = (int64_t)(t * (1 + jitter));
-                s[n++] = (workload_kernel_sample){name, threads[k], dur, 0, -1, 0};
+                s[n++] = (workload_kernel_sample){name, threads[k], dur, 0, -1, 0, 0, 0};
             }
     for (int rep = 0; rep < 20; rep++) { /* GEMMs: one launch size */
-        s[n++] = (workload_kernel_sample){3, 27648, 100000 + rep, 0, -1, 0};
+        s[n++] = (workload_kernel_sample){3, 27648, 100000 + rep, 0, -1, 0, 0, 0};
         /* too little spread: sizes within a factor of 2 */
-        s[n++] =
-            (workload_kernel_sample){4, 1000 + 100 * (rep % 5), 20000 + 10 * (rep % 5), 0, -1, 0};
+        s[n++] = (workload_kernel_sample){
+            4, 1000 + 100 * (rep % 5), 20000 + 10 * (rep % 5), 0, -1, 0, 0, 0};
         /* time falls with size */
-        s[n++] = (workload_kernel_sample){5, 1000 << (rep % 4), 90000 - 1000 * (rep % 4), 0, -1, 0};
+        s[n++] = (workload_kernel_sample){
+            5, 1000 << (rep % 4), 90000 - 1000 * (rep % 4), 0, -1, 0, 0, 0};
     }
     workload_fixed_fit fit;
     CHECK_EQ_U(workload_fit_fixed_cost(s, n, &fit), 2);
@@ -124,10 +125,10 @@ test_hinge_fit(void)
             rs = rs * 6364136223846793005ULL + 1442695040888963407ULL;
             double jitter = ((double)(rs >> 40) / (double)(1 << 24) - 0.5) * 0.02;
             s[n++] = (workload_kernel_sample){
-                7, threads[k], (int64_t)(hinge_truth(threads[k]) * (1 + jitter)), 0, -1, 0};
+                7, threads[k], (int64_t)(hinge_truth(threads[k]) * (1 + jitter)), 0, -1, 0, 0, 0};
         }
     for (int rep = 0; rep < 5; rep++) /* one launch size: no hinge */
-        s[n++] = (workload_kernel_sample){8, 27648, 100000 + rep, 0, -1, 0};
+        s[n++] = (workload_kernel_sample){8, 27648, 100000 + rep, 0, -1, 0, 0, 0};
     workload_hinge *h = NULL;
     CHECK_EQ_U(workload_fit_hinges(s, n, &h), 1);
     REQUIRE(h != NULL);
@@ -154,7 +155,8 @@ test_hinge_fit(void)
         g.mstart[d] = 1000 * (int64_t)d;
         REQUIRE(dfg_set_mend(&g, d, end) == 0);
         if (g.kind[d] == DFG_KERNEL && g.name[d] == nm_s && m < sizeof s / sizeof s[0])
-            s[m++] = (workload_kernel_sample){7, 4096, dfg_dur(&g, d), 0, g.mstart[d], 0};
+            s[m++] = (workload_kernel_sample){7,           4096, dfg_dur(&g, d),     0,
+                                              g.mstart[d], 0,    g.res_id[g.res[d]], (uint64_t)d};
     }
     for (int fixed = 0; fixed <= 1; fixed++) {
         workload_kernel_sample copy[200];
