@@ -10,6 +10,19 @@
 #include "optimizer/workload_int.h"
 #include "replay/kernels.h"
 
+/* Rows for per-rank tables over the ranks with nodes of their own (a folded rank's are
+ * its representative's, dfg_rank_rep): row[r] is rank r's index among them, -1 for a
+ * folded rank. Returns their count, or -1 (out of memory; *row NULL). */
+static int32_t
+own_rank_rows(const dfg *g, int32_t **row)
+{
+    int32_t n = 0;
+    *row = malloc(sizeof **row * ((size_t)g->n_ranks + 1));
+    for (int32_t r = 0; *row && r < g->n_ranks; r++)
+        (*row)[r] = dfg_rank_rep(g, r) == r ? n++ : -1;
+    return *row ? n : -1;
+}
+
 /* WL_FSDP_FWD or WL_FSDP_BWD for the all-gather participant c of an iteration launched by
  * its rank's main or backward thread, else WL_FSDP_NONE. */
 static int
@@ -486,10 +499,11 @@ find_copy_outs(workload *w, const rank_info *ri)
 {
     const dfg *g = w->work;
     workload_fsdp *f = &w->fsdp;
-    int32_t iters = w->iter_last - w->iter_first + 1, n = g->n_ranks * (iters > 0 ? iters : 0);
-    int64_t *cnt = calloc(2 * (size_t)n + 1, sizeof *cnt);
+    int32_t *row, iters = w->iter_last - w->iter_first + 1;
+    int32_t n = own_rank_rows(g, &row) * (iters > 0 ? iters : 0);
+    int64_t *cnt = n >= 0 ? calloc(2 * (size_t)n + 1, sizeof *cnt) : NULL;
     int32_t *prev = dfg_prev_table(g);
-    int rc = cnt && prev ? 0 : -1;
+    int rc = cnt && prev && row ? 0 : -1;
     for (int32_t c = 0; rc == 0 && c < g->n_nodes; c++) {
         int role = alive(g, c) ? gather_role(w, ri, c) : WL_FSDP_NONE;
         if (role != WL_FSDP_NONE)
@@ -499,15 +513,16 @@ find_copy_outs(workload *w, const rank_info *ri)
     for (int32_t x = 0; rc == 0 && x < g->n_nodes; x++) {
         int32_t q = f->gather_ops[x];
         if (q < 0 || g->kind[x] != DFG_HOST || event_poll(g, x) || w->iter[x] < w->iter_first ||
-            w->iter[x] > w->iter_last)
+            w->iter[x] > w->iter_last || row[g->res_rank[g->res[x]]] < 0)
             continue;
-        int64_t i = (int64_t)g->res_rank[g->res[x]] * iters + w->iter[x] - w->iter_first;
+        int64_t i = (int64_t)row[g->res_rank[g->res[x]]] * iters + w->iter[x] - w->iter_first;
         cnt[i] += f->grp_role[q] == WL_FSDP_BWD;
         cnt[n + i] += f->grp_role[q] == WL_FSDP_FWD;
     }
     f->keep_calls = rc == 0 && n > 0 ? sim_median_i64(cnt, n) : 0;
     f->regather_calls = rc == 0 && n > 0 ? sim_median_i64(cnt + n, n) : 0;
     free(cnt);
+    free(row);
     if (rc == 0 && f->n_bwd < 1 && f->n_fwd > 0) {
         size_t ng = (size_t)g->n_groups + 1, nn = (size_t)g->n_nodes + 1;
         int64_t *cost = calloc(4 * ng, sizeof *cost), *v = malloc(3 * nn * sizeof *v),
@@ -522,6 +537,8 @@ find_copy_outs(workload *w, const rank_info *ri)
             !f->sync_wait_ns)
             rc = -1;
         for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++) {
+            if (dfg_rank_rep(g, r) != r) /* folded: its representative's nodes */
+                continue;
             unit_costs(w, ri, r, bwd, backward_calls(w, ri, r, bwd), cost, lead);
             m = 0;
             regather_rank(w, ri, r, cost, mq, mq + ng, &m, (int32_t)ng);
@@ -546,16 +563,18 @@ find_copy_outs(workload *w, const rank_info *ri)
     return rc;
 }
 
-/* f->unit_bytes (workload.h): per rank and compared iteration the sums and maxima of the
- * forward all-gathers' and the reduce-scatters' bytes (a reduce-scatter's group bytes are
- * its input: count x size x ranks, replay/build.c), then their medians. Returns 0 or -1. */
+/* f->unit_bytes (workload.h): per rank with nodes of its own (a folded rank's are its
+ * representative's) and compared iteration the sums and maxima of the forward
+ * all-gathers' and the reduce-scatters' bytes (a reduce-scatter's group bytes are its
+ * input: count x size x ranks, replay/build.c), then their medians. Returns 0 or -1. */
 static int
 find_unit_bytes(workload *w, const rank_info *ri)
 {
     const dfg *g = w->work;
-    int32_t iters = w->iter_last - w->iter_first + 1, n = g->n_ranks * (iters > 0 ? iters : 0);
-    int64_t *v = calloc(4 * (size_t)n + 1, sizeof *v);
-    int rc = v ? 0 : -1;
+    int32_t *row, iters = w->iter_last - w->iter_first + 1;
+    int32_t n = own_rank_rows(g, &row) * (iters > 0 ? iters : 0);
+    int64_t *v = n >= 0 ? calloc(4 * (size_t)n + 1, sizeof *v) : NULL;
+    int rc = v && row ? 0 : -1;
     for (int32_t d = 0; rc == 0 && d < g->n_nodes; d++) {
         int32_t q = g->kind[d] == DFG_COLL ? dfg_group(g, d) : -1;
         if (q < 0 || !alive(g, d) || w->iter[d] < w->iter_first || w->iter[d] > w->iter_last)
@@ -563,7 +582,10 @@ find_unit_bytes(workload *w, const rank_info *ri)
         int fwd = gather_role(w, ri, d) == WL_FSDP_FWD;
         if (!fwd && g->grp_op[q] != DPRO_COLL_REDUCESCATTER)
             continue;
-        int64_t i = (int64_t)g->res_rank[g->res[d]] * iters + w->iter[d] - w->iter_first;
+        int32_t at = row[g->res_rank[g->res[d]]];
+        if (at < 0)
+            continue;
+        int64_t i = (int64_t)at * iters + w->iter[d] - w->iter_first;
         int64_t *sum = v + (size_t)n * (fwd ? WL_FSDP_BYTES_GATHER : WL_FSDP_BYTES_GRAD) + i,
                 *max =
                     v + (size_t)n * (fwd ? WL_FSDP_BYTES_GATHER_MAX : WL_FSDP_BYTES_GRAD_MAX) + i;
@@ -573,6 +595,7 @@ find_unit_bytes(workload *w, const rank_info *ri)
     for (int k = 0; rc == 0 && k < 4; k++)
         w->fsdp.unit_bytes[k] = n > 0 ? (int64_t)sim_median_i64(v + (size_t)n * k, n) : 0;
     free(v);
+    free(row);
     return rc;
 }
 
@@ -895,7 +918,10 @@ workload_find_fsdp(workload *w, const rank_info *ri)
             n_rs += compared && alive(g, d) && g->kind[d] == DFG_COLL && dfg_group(g, d) >= 0 &&
                     g->grp_op[dfg_group(g, d)] == DPRO_COLL_REDUCESCATTER;
         }
+        /* a folded rank has no nodes of its own: its representative's stand for it */
         for (int32_t r = 0; r < g->n_ranks; r++) {
+            if (dfg_rank_rep(g, r) != r)
+                continue;
             ranks += ri[r].main_thread >= 0;
             if (ri[r].main_thread >= 0)
                 walk_thread(w, ri, r, ri[r].main_thread, per_iter, &n_per, cap);
@@ -928,7 +954,7 @@ workload_find_fsdp(workload *w, const rank_info *ri)
                 if (ri[r].bwd_thread >= 0)
                     mark_rs_copy_in(w, ri[r].bwd_thread);
             for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++)
-                if (ri[r].main_thread >= 0)
+                if (ri[r].main_thread >= 0 && dfg_rank_rep(g, r) == r)
                     mark_fsdp_input(w, ri, r);
             if (rc == 0)
                 mark_unshard_calls(w);

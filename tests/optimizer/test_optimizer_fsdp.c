@@ -42,7 +42,9 @@
  *     and the host's work before the forward's polls (not the polls); the host's return
  *     from the backward thread to the main thread before the closing synchronize;
  *   - a DDP-like job (all-reduces only) has no FSDP strategy: it is unavailable and the
- *     search's plans never use it; PyTorch DDP's and ddp-sim's profiles do not express it.
+ *     search's plans never use it; PyTorch DDP's and ddp-sim's profiles do not express it;
+ *   - folded ranks (dpro-optimize's default): 2 alike ranks folded into one class give the
+ *     explicit job's counts, bytes, medians and predictions.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -964,6 +966,67 @@ test_not_for_ddp(void)
     dfg_free(&g);
 }
 
+/* The FSDP figures of a job of 2 alike ranks, explicit and with rank 1 folded into rank 0
+ * (dfg_fold, as dpro-optimize's default): a folded rank has no nodes of its own, so the
+ * per-rank counts and medians are the representative's, not halved or pulled to 0 by a
+ * rank without rows; the keep-unsharded (flags with JOB_REGATHER) or reshard (without)
+ * prediction the same within 0.5 %. */
+static void
+check_fsdp_folded(int flags)
+{
+    dfg g, src, folded;
+    fsdp_job_ids ids;
+    REQUIRE(build_fsdp_job(&g, &ids, flags, 2) == 0);
+    REQUIRE(build_fsdp_job(&src, &ids, flags, 2) == 0);
+    REQUIRE(dfg_finalize(&src) == 0);
+    int32_t rep[2] = {0, 0}, weight[2] = {2, 0};
+    REQUIRE(dfg_fold(&folded, &src, rep, weight, NULL) == 0);
+    dfg_free(&src);
+    REQUIRE(dfg_finalize(&folded) == 0);
+    workload we, wf;
+    sim_result re, rf;
+    memset(&re, 0, sizeof re);
+    memset(&rf, 0, sizeof rf);
+    REQUIRE(workload_analyze(&we, &g, &re, 1, 2, NULL, NULL, -1, NULL) == 0);
+    REQUIRE(workload_analyze(&wf, &folded, &rf, 1, 2, NULL, NULL, -1, NULL) == 0);
+    CHECK(strategy_fsdp_available(&wf));
+    CHECK_EQ_U(wf.fsdp.n_fwd, we.fsdp.n_fwd);
+    CHECK_EQ_U(wf.fsdp.n_bwd, we.fsdp.n_bwd);
+    CHECK_EQ_U(wf.fsdp.n_rs, we.fsdp.n_rs);
+    CHECK_EQ_U(wf.fsdp.n_regather, we.fsdp.n_regather);
+    CHECK_EQ_U(wf.fsdp.n_params, we.fsdp.n_params);
+    CHECK_EQ_U(wf.fsdp.gathered_bytes, we.fsdp.gathered_bytes);
+    for (int k = 0; k < 4; k++)
+        CHECK_EQ_U(wf.fsdp.unit_bytes[k], we.fsdp.unit_bytes[k]);
+    CHECK(fabs(wf.fsdp.keep_calls - we.fsdp.keep_calls) < 1e-9);
+    CHECK(fabs(wf.fsdp.regather_calls - we.fsdp.regather_calls) < 1e-9);
+    CHECK(fabs(wf.base_iter_ns - we.base_iter_ns) <= 0.005 * we.base_iter_ns);
+    strategy_plan p;
+    strategy_eval ee, ef;
+    strategy_plan_baseline(&p);
+    if (flags & JOB_REGATHER)
+        p.fsdp_keep = 1;
+    else
+        p.fsdp_reshard = 1;
+    CHECK(strategy_evaluate(&we, &p, &re, &ee) == 0);
+    CHECK(strategy_evaluate(&wf, &p, &rf, &ef) == 0);
+    CHECK(ee.iter_ns < we.base_iter_ns || !(flags & JOB_REGATHER));
+    CHECK(fabs(ef.iter_ns - ee.iter_ns) <= 0.005 * ee.iter_ns);
+    workload_free(&we);
+    workload_free(&wf);
+    sim_result_free(&re);
+    sim_result_free(&rf);
+    dfg_free(&g);
+    dfg_free(&folded);
+}
+
+static void
+test_fsdp_folded(void)
+{
+    check_fsdp_folded(JOB_REGATHER | JOB_COPY_IN | JOB_ADDS);
+    check_fsdp_folded(0);
+}
+
 int
 main(void)
 {
@@ -980,5 +1043,6 @@ main(void)
     test_fsdp_accumulation_polls();
     test_fsdp_accumulation_return();
     test_not_for_ddp();
+    test_fsdp_folded();
     return tests_done();
 }
