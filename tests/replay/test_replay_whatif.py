@@ -27,7 +27,9 @@ each attempt is made so that the load weighs on both sides alike:
     |A - B| / mean is how far the machine moved the job between them.
 Rule: the median of the 5 errors' magnitudes under the factor's bound plus half the
 attempts' median spread (a realised time known only within that at the profile's
-moment; on a quiet machine the spread is small and the bound is the factor's own):
+moment), the allowance at most the bound itself (a machine moving the job by more than
+twice the bound says nothing of the prediction; the test is then one to rerun quieter);
+on a quiet machine the spread is small and the bound is the factor's own:
 5 % for F = 2, 10 % for F = 0.5, where 9 attempts on a quiet machine (load 0.02-1, 2
 cores) gave -3.9 -5.0 -5.3 -4.1 -2.8 +3.0 -0.4 -5.4 +6.7 %: the faster device's
 prediction is not reproducibly within 5 % (a replay without the wake-ups misses by about
@@ -159,10 +161,10 @@ def main():
                 continue  # the failed step was reported by check()
             listed = " ".join("%+.2f%%" % e for e, _ in errs)
             med = statistics.median(abs(e) for e, _ in errs)
-            half = statistics.median(sp for _, sp in errs) / 2
+            half = min(statistics.median(sp for _, sp in errs) / 2, BOUND_PCT[factor])
             check(med < BOUND_PCT[factor] + half, "F=%g: the median attempt predicted within "
-                  "%g%% + %.2f%% (half the realised runs' median spread) of the realised "
-                  "iteration time (%.2f%%; attempts %s)"
+                  "%g%% + %.2f%% (half the realised runs' median spread, at most the bound) "
+                  "of the realised iteration time (%.2f%%; attempts %s)"
                   % (factor, BOUND_PCT[factor], half, med, listed))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
