@@ -318,16 +318,34 @@ deliver_chunk(struct chunk *c, uint64_t now, struct client_buf *b)
     return kept;
 }
 
+/* Records staged in chunk c. */
+static size_t
+chunk_records(const struct chunk *c)
+{
+    size_t off = 0, n = 0;
+    while (off + sizeof(struct staged_head) < c->used) {
+        const CUpti_Activity *r =
+            (const CUpti_Activity *)(c->data + off + sizeof(struct staged_head));
+        size_t sz = (simgpu_cupti_record_size(r->kind) + 7) & ~(size_t)7;
+        if (!sz)
+            break;
+        off += sizeof(struct staged_head) + sz;
+        n++;
+    }
+    return n;
+}
+
 /* Moves every staged record that is due (its op ended on the device clock) into client
  * buffers and completes them; records not due yet stay staged, before those staged
- * meanwhile.  Serialised by g_deliver_lock; client callbacks run without g_stage_lock
- * held. */
+ * meanwhile, and count in the staging limit throughout.  After the teardown the staged
+ * records are discarded and counted as dropped.  Serialised by g_deliver_lock; client
+ * callbacks run without g_stage_lock held. */
 static void
 deliver(void)
 {
     struct chunk *c, *kept_head = NULL, *kept_tail = NULL;
     struct client_buf b = {0};
-    size_t kept = 0;
+    size_t kept = 0, taken, lost = 0;
     uint64_t now;
 
     pthread_mutex_lock(&g_deliver_lock);
@@ -336,7 +354,7 @@ deliver(void)
     now = simgpu_now_ns();
     c = g_stage_head;
     g_stage_head = g_stage_tail = NULL;
-    g_staged_bytes = 0;
+    taken = g_staged_bytes; /* still counted until delivered or freed */
     b.req = g_req;
     b.done = g_done;
     pthread_mutex_unlock(&g_stage_lock);
@@ -352,21 +370,24 @@ deliver(void)
                 kept_head = c;
             kept_tail = c;
         } else {
+            if (atomic_load(&g_torn_down))
+                lost += chunk_records(c);
             free(c);
         }
         c = next;
     }
     if (b.buf && b.done)
         b.done(NULL, 0, b.buf, b.size, b.used);
+    pthread_mutex_lock(&g_stage_lock);
     if (kept_head) {
-        pthread_mutex_lock(&g_stage_lock);
         kept_tail->next = g_stage_head;
         g_stage_head = kept_head;
         if (!g_stage_tail)
             g_stage_tail = kept_tail;
-        g_staged_bytes += kept;
-        pthread_mutex_unlock(&g_stage_lock);
     }
+    g_staged_bytes -= taken - kept;
+    g_dropped += lost;
+    pthread_mutex_unlock(&g_stage_lock);
     pthread_mutex_unlock(&g_deliver_lock);
     /* As real CUPTI, which completes a buffer when it is full or flushed and then holds
      * the next one, the client holds a buffer again once records have flowed. */
