@@ -175,7 +175,8 @@ profile_kernel_samples(const replay *rp, workload_kernel_sample **out)
     for (int32_t r = 0; r < rp->job.n_ranks; r++)
         for (size_t i = 0; i < rp->job.ranks[r].n_events; i++)
             n += rp->job.ranks[r].events[i].kind == DPRO_KIND_KERNEL;
-    workload_kernel_sample *s = malloc(sizeof *s * (n ? n : 1));
+    /* zeroed: the padding too, the samples being broadcast as bytes (search_mpi.c) */
+    workload_kernel_sample *s = calloc(n ? n : 1, sizeof *s);
     if (!s)
         return -1;
     for (int32_t r = 0; r < rp->job.n_ranks; r++) {

@@ -58,10 +58,14 @@ check_SCRIPTS += $(nompi_dir)/dpro-replay $(nompi_dir)/dpro-optimize
 CLEANFILES += $(nompi_dir)/config.h $(nompi_dir)/dpro-replay $(nompi_dir)/dpro-optimize
 $(nompi_dir)/config.h: config.h
 	$(AM_V_GEN)$(MKDIR_P) $(nompi_dir) && grep -v 'HAVE_MPI' config.h > $@
-$(nompi_dir)/dpro-replay: $(nompi_dir)/config.h $(dpro_replay_c) replay/libdproreplay.la
+# Each also follows the command built with MPI, whose tracked dependencies name every
+# header the sources include.
+$(nompi_dir)/dpro-replay: $(nompi_dir)/config.h $(dpro_replay_c) replay/libdproreplay.la \
+	tools/dpro-replay$(EXEEXT)
 	$(AM_V_CCLD)$(nompi_link) -o $@ \
 	    `for f in $(dpro_replay_c); do echo $(srcdir)/$$f; done` replay/libdproreplay.la $(LIBS)
-$(nompi_dir)/dpro-optimize: $(nompi_dir)/config.h $(dpro_optimize_c) optimizer/libdproopt.la
+$(nompi_dir)/dpro-optimize: $(nompi_dir)/config.h $(dpro_optimize_c) optimizer/libdproopt.la \
+	tools/dpro-optimize$(EXEEXT)
 	$(AM_V_CCLD)$(nompi_link) -o $@ \
 	    `for f in $(dpro_optimize_c); do echo $(srcdir)/$$f; done` optimizer/libdproopt.la $(LIBS)
 endif
