@@ -326,10 +326,22 @@ cmp_hinge_key(const void *pk, const void *ph)
     return (k > h) - (k < h);
 }
 
+/* Kernel nodes of d's stream from d on (d included) that started when d did. */
+static size_t
+kernels_at(const dfg *g, int32_t d)
+{
+    size_t k = 0;
+    for (int32_t x = d; x >= 0 && g->mstart[x] <= g->mstart[d]; x = g->next_on_res[x])
+        k += alive(g, x) && g->kind[x] == DFG_KERNEL && g->mstart[x] == g->mstart[d];
+    return k;
+}
+
 /* Gives each kernel node of graph g its sample of s (n, sorted by cmp_sample_at): the
  * one of its rank and stream that started at its measured start, the k-th of them for the
- * k-th kernel node of its stream that started then; its launch size into fu and its
- * name's hinge (fu->hinges) when it has one. */
+ * k-th kernel node of its stream that started then, where as many samples as nodes
+ * started then (else none: a kernel without a sample, profile_kernel_samples, would
+ * shift the others); its launch size into fu and its name's hinge (fu->hinges) when it
+ * has one. */
 static void
 match_kernel_samples(workload_fusion *fu, const dfg *g, const workload_kernel_sample *s, size_t n)
 {
@@ -337,15 +349,25 @@ match_kernel_samples(workload_fusion *fu, const dfg *g, const workload_kernel_sa
         if (g->res_kind[q] != DFG_RES_STREAM)
             continue;
         int64_t t_prev = INT64_MIN;
-        size_t nth = 0;
+        size_t nth = 0, first = n;
+        int same = 0;
         for (int32_t d = g->res_first[q]; d >= 0; d = g->next_on_res[d]) {
             if (!alive(g, d) || g->kind[d] != DFG_KERNEL)
                 continue;
-            nth = g->mstart[d] == t_prev ? nth + 1 : 0;
+            if (g->mstart[d] != t_prev) {
+                size_t k = 0;
+                first = first_sample_at(s, n, g->res_rank[q], g->res_id[q], g->mstart[d]);
+                while (first + k < n && s[first + k].rank == g->res_rank[q] &&
+                       s[first + k].stream == g->res_id[q] && s[first + k].t_ns == g->mstart[d])
+                    k++;
+                same = k > 0 && k == kernels_at(g, d);
+                nth = 0;
+            } else {
+                nth++;
+            }
             t_prev = g->mstart[d];
-            size_t i = first_sample_at(s, n, g->res_rank[q], g->res_id[q], g->mstart[d]) + nth;
-            if (i >= n || s[i].rank != g->res_rank[q] || s[i].stream != g->res_id[q] ||
-                s[i].t_ns != g->mstart[d])
+            size_t i = first + nth;
+            if (!same)
                 continue;
             const workload_hinge *h =
                 fu->n_hinges > 0
