@@ -525,7 +525,8 @@ void workload_drop_bucket_hosts(dfg *g, const workload_buckets *bu, int32_t q);
  * the plan set to 0, workload_drop_bucket_hosts' groups) to device operations of other
  * streams, as DDP waits for a bucket that carries them: an operation launched after the
  * call of the collective that carries the folded bytes (the next one on the stream of a
- * bucket the plan keeps; DDP's copies back into the gradients) waits for that one, an
+ * bucket the plan keeps or tensor partition adds, a group past the first n_groups; DDP's
+ * copies back into the gradients) waits for that one, an
  * operation launched before it (the comm hook's wait for each bucket in the backward)
  * for nothing. Without this each rank's compute stream would wait in the backward until
  * every rank had reached a bucket that is gone. Host calls keep their edges. g must be a

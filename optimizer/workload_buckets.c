@@ -387,14 +387,16 @@ workload_folds_buckets(const dfg *g, const workload_buckets *bu, int32_t n_group
 }
 
 /* The participant that carries folded participant c's bytes in the plan: the next one on
- * its stream of a bucket the plan keeps (of bu's first n_groups groups), -1 when none. */
+ * its stream of a bucket the plan keeps (of bu's first n_groups groups) or adds (a group
+ * past them: tensor partition's buckets that close inside a unit, partition.h), -1 when
+ * none. */
 static int32_t
 closing_participant(const dfg *g, const workload_buckets *bu, int32_t n_groups, int32_t c)
 {
     int32_t n = g->next_on_res[c];
     for (; n >= 0; n = g->next_on_res[n]) {
         int32_t q = g->kind[n] == DFG_COLL ? dfg_group(g, n) : -1;
-        if (q >= 0 && q < n_groups && bu->group_unit[q] >= 0 && !folded_group(g, bu, q))
+        if (q >= n_groups || (q >= 0 && bu->group_unit[q] >= 0 && !folded_group(g, bu, q)))
             break;
     }
     return n;

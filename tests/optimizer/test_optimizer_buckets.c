@@ -286,14 +286,13 @@ test_hook_after(void)
                 (long long)s0, (long long)bst, (long long)sst);
 }
 
-/* The iteration time predicted for one bucket on a device-bound synthetic job of 2 ranks
- * (400 kernels of 20 us a step, 6 us of host per launch) recorded with 8 buckets of
- * 1 MiB, where the compute stream waits for each bucket's all-reduce 10 kernels after its
- * call (the wait DDP's comm hook adds), and each rank's kernels run 1.5 times longer in
- * one half of the step: the first half on rank 0, on rank 1 the first half too (alike)
- * or the second (opposite). */
-static int64_t
-folded_wait_plan(int opposite)
+/* Into g: a device-bound synthetic job of 2 ranks (400 kernels of 20 us a step, 6 us of host per
+ * launch) recorded with 8 buckets of 1 MiB, where the compute stream waits for each bucket's
+ * all-reduce 10 kernels after its call (the wait DDP's comm hook adds), and each rank's kernels
+ * run 1.5 times longer in one half of the step: the first half on rank 0, on rank 1 the first half
+ * too (alike) or the second (opposite). */
+static void
+folded_wait_job(dfg *g, int opposite)
 {
     synth_params sp;
     synth_defaults(&sp);
@@ -303,36 +302,43 @@ folded_wait_plan(int opposite)
     sp.buckets = 8;
     sp.bucket_bytes = 1 << 20;
     sp.kernel_ns = 20 * US;
-    dfg g;
-    costmodel m;
-    fit_model(&m);
-    REQUIRE(synth_dfg(&sp, &g) == 0);
-    int32_t n = g.n_nodes, *kernel_of = malloc(sizeof *kernel_of * (size_t)n);
+    REQUIRE(synth_dfg(&sp, g) == 0);
+    int32_t n = g->n_nodes, *kernel_of = malloc(sizeof *kernel_of * (size_t)n);
     REQUIRE(kernel_of != NULL);
     for (int32_t d = 0; d < n; d++)
         kernel_of[d] = -1;
     for (int32_t d = 0; d < n; d++)
-        if (g.kind[d] == DFG_KERNEL && g.launch[d] >= 0)
-            kernel_of[g.launch[d]] = d;
+        if (g->kind[d] == DFG_KERNEL && g->launch[d] >= 0)
+            kernel_of[g->launch[d]] = d;
     for (int32_t c = 0; c < n; c++) {
-        if (g.kind[c] != DFG_COLL || g.launch[c] < 0)
+        if (g->kind[c] != DFG_COLL || g->launch[c] < 0)
             continue;
-        int32_t h = g.next_on_res[g.launch[c]], k = 0;
-        for (; h >= 0 && (kernel_of[h] < 0 || ++k < 10); h = g.next_on_res[h])
+        int32_t h = g->next_on_res[g->launch[c]], k = 0;
+        for (; h >= 0 && (kernel_of[h] < 0 || ++k < 10); h = g->next_on_res[h])
             ;
         if (h >= 0)
-            REQUIRE(dfg_add_edge(&g, c, kernel_of[h]) == 0);
+            REQUIRE(dfg_add_edge(g, c, kernel_of[h]) == 0);
     }
     free(kernel_of);
     int32_t pos[2] = {0, 0};
     for (int32_t d = 0; d < n; d++) {
-        if (g.kind[d] != DFG_KERNEL)
+        if (g->kind[d] != DFG_KERNEL)
             continue;
-        int32_t r = dfg_rank(&g, d), i = pos[r]++ % sp.ops_per_iter;
+        int32_t r = dfg_rank(g, d), i = pos[r]++ % sp.ops_per_iter;
         int slow = (i < sp.ops_per_iter / 2) != (r == 1 && opposite);
         if (slow)
-            REQUIRE(dfg_set_dur(&g, d, dfg_dur(&g, d) * 3 / 2) == 0);
+            REQUIRE(dfg_set_dur(g, d, dfg_dur(g, d) * 3 / 2) == 0);
     }
+}
+
+/* folded_wait_job's predicted iteration time for one bucket. */
+static int64_t
+folded_wait_plan(int opposite)
+{
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    folded_wait_job(&g, opposite);
     workload w;
     sim_result res;
     memset(&res, 0, sizeof res);
@@ -369,6 +375,104 @@ test_folded_waits(void)
                 (long long)opposite, (long long)alike);
 }
 
+/* Whether g has the edge s -> d. */
+static int
+has_edge(const dfg *g, int32_t s, int32_t d)
+{
+    for (int64_t i = 0; i < g->n_edges; i++)
+        if (g->esrc[i] == s && g->edst[i] == d)
+            return 1;
+    return 0;
+}
+
+/* Where a folded bucket's waits go (workload_unhook_folded), on folded_wait_job with, per
+ * rank and iteration, an edge from the first bucket's all-reduce to the first kernel
+ * launched after the last bucket's call (as DDP's copies back into the gradients wait):
+ * in the plan of one bucket, whose all-reduce is the last one's, that kernel waits for the
+ * last all-reduce, not the folded one; the comm hook's waits of the folded buckets (10
+ * kernels after each call, launched before the last call) are gone; the last bucket's own
+ * wait stays. */
+static void
+test_folded_waits_moved(void)
+{
+    dfg g;
+    folded_wait_job(&g, 0);
+    enum { NB = 8, MAXK = 64 };
+    int32_t first[MAXK], last[MAXK], after[MAXK], hook[MAXK], n = 0;
+    /* rank r's collectives in node order: bucket b of iteration i is the (i NB + b)-th */
+    for (int32_t r = 0; r < g.n_ranks; r++) {
+        int32_t k = 0;
+        for (int32_t c = 0; c < g.n_nodes; c++) {
+            if (g.kind[c] != DFG_COLL || dfg_rank(&g, c) != r)
+                continue;
+            if (k % NB == 0 && n < MAXK)
+                first[n] = c;
+            if (k % NB == 1 && n < MAXK)
+                hook[n] = c;
+            if (k % NB == NB - 1 && n < MAXK) {
+                last[n] = c;
+                after[n] = -1;
+                for (int32_t h = g.next_on_res[g.launch[c]]; h >= 0 && after[n] < 0;
+                     h = g.next_on_res[h])
+                    for (int32_t d = 0; d < g.n_nodes && after[n] < 0; d++)
+                        if (g.kind[d] == DFG_KERNEL && g.launch[d] == h)
+                            after[n] = d;
+                if (after[n] >= 0)
+                    REQUIRE(dfg_add_edge(&g, first[n], after[n]) == 0);
+                n++;
+            }
+            k++;
+        }
+    }
+    REQUIRE(n >= 6);
+    costmodel m;
+    fit_model(&m);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, &m, NULL, -1, NULL) == 0);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.bucket_cap = p.first_cap = (int8_t)(strategy_n_bucket_caps - 1);
+    /* the synthetic job measured no times: its host calls in their order on each thread,
+     * which is what the unhooking compares */
+    for (int32_t q = 0; q < g.n_res; q++)
+        for (int32_t h = g.res_kind[q] == DFG_RES_THREAD ? g.res_first[q] : -1, k = 0; h >= 0;
+             h = g.next_on_res[h])
+            g.mstart[h] = (int64_t)++k * US;
+    REQUIRE(strategy_apply(&w, &p) == 0);
+    dfg copy, *sg;
+    int32_t nb = 0;
+    REQUIRE(strategy_plan_graph(&w, &p, &copy, &sg, &nb) == 0);
+    CHECK(sg == &copy && nb == 1);
+    if (sg == &copy) {
+        REQUIRE(dfg_finalize(sg) == 0);
+        int moved = 0, own = 0, checked = 0, stray = 0;
+        for (int32_t i = 0; i < n; i++) {
+            checked += after[i] >= 0;
+            moved += after[i] >= 0 && has_edge(sg, last[i], after[i]) &&
+                     !has_edge(sg, first[i], after[i]);
+            for (int64_t e = 0; e < sg->n_edges; e++) {
+                int32_t s0 = sg->esrc[e], d0 = sg->edst[e];
+                if (s0 < 0 || d0 < 0 || sg->kind[d0] != DFG_KERNEL || sg->res[d0] == sg->res[s0])
+                    continue;
+                own += s0 == last[i] && d0 != after[i];
+                stray += s0 == hook[i] || (s0 == first[i] && d0 != after[i]);
+            }
+        }
+        CHECK(checked >= 6 && moved == checked);
+        if (moved != checked)
+            fprintf(stderr, "moved %d of %d (n %d), own %d, stray %d\n", moved, checked, n, own,
+                    stray);
+        CHECK(own >= checked - 2); /* the last iteration's last wait may fall past the end */
+        CHECK_EQ_U(stray, 0);
+        dfg_free(&copy);
+    }
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
@@ -376,5 +480,6 @@ main(void)
     test_micro_input_after_zeroing();
     test_hook_after();
     test_folded_waits();
+    test_folded_waits_moved();
     return tests_done();
 }
