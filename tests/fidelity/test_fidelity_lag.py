@@ -15,13 +15,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fidelity  # noqa: E402
 
-failures = []
-
-
-def check(cond, what):
-    print(("ok:   " if cond else "FAIL: ") + what)
-    if not cond:
-        failures.append(what)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "replay"))
+from replay_testlib import check, exit_status  # noqa: E402
 
 
 def meta(pid, tid, name):
@@ -68,8 +63,7 @@ def main():
     line = fidelity.lag_line(rows)
     check("1 of 3 pairs (2 accumulation)" in line and "others 3.0 %" in line,
           "lag_line: the lagging pair named, the others' mean |error| (%s)" % line)
-    print("test_fidelity_lag: %d failures" % len(failures))
-    return 1 if failures else 0
+    return exit_status()
 
 
 if __name__ == "__main__":

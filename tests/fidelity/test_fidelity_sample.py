@@ -44,13 +44,8 @@ import fidelity  # noqa: E402
 SAMPLE_SEED = 20261202
 SAMPLE_PAIRS = 40  # drawn as the full suite draws them; only SAMPLE_KINDS run
 SAMPLE_KINDS = ["recompute", "kernels-x0.5", "kernels-x2", "advice-memory", "bucket-up"]
-failures = []
-
-
-def check(cond, what):
-    print(("ok:   " if cond else "FAIL: ") + what)
-    if not cond:
-        failures.append(what)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "replay"))
+from replay_testlib import check, exit_status  # noqa: E402
 
 
 def first_of_each(pairs):
@@ -163,10 +158,7 @@ def main():
                       "(speedup %.3f)" % r["predicted_speedup"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print("%d failure(s)" % len(failures))
-        return 1
-    return 0
+    return exit_status()
 
 
 if __name__ == "__main__":

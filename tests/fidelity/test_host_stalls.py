@@ -17,13 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import host_stalls  # noqa: E402
 import fidelity  # noqa: E402
 
-failures = []
-
-
-def check(cond, what):
-    print(("ok:   " if cond else "FAIL: ") + what)
-    if not cond:
-        failures.append(what)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "replay"))
+from replay_testlib import check, exit_status  # noqa: E402
 
 
 def meta(tid, name):
@@ -70,8 +65,7 @@ def main():
     check(host_stalls.slowed(rows) == (2, 4),
           "slowed: 2 of 4 iterations (got %s)" % (host_stalls.slowed(rows),))
     check(host_stalls.slowed([]) == (0, 0), "slowed: none of no iterations")
-    print("test_host_stalls: %d failures" % len(failures))
-    return 1 if failures else 0
+    return exit_status()
 
 
 if __name__ == "__main__":

@@ -331,21 +331,29 @@ folded_wait_job(dfg *g, int opposite)
     }
 }
 
+/* Analyzes g (compared iterations 1-2, the fitted model) into w and res, and sets p to
+ * the plan of one bucket. */
+static void
+one_bucket_plan(dfg *g, workload *w, sim_result *res, strategy_plan *p)
+{
+    costmodel m;
+    fit_model(&m);
+    memset(res, 0, sizeof *res);
+    REQUIRE(workload_analyze(w, g, res, 1, 2, &m, NULL, -1, NULL) == 0);
+    strategy_plan_baseline(p);
+    p->bucket_cap = p->first_cap = (int8_t)(strategy_n_bucket_caps - 1);
+}
+
 /* folded_wait_job's predicted iteration time for one bucket. */
 static int64_t
 folded_wait_plan(int opposite)
 {
     dfg g;
-    costmodel m;
-    fit_model(&m);
     folded_wait_job(&g, opposite);
     workload w;
     sim_result res;
-    memset(&res, 0, sizeof res);
-    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, &m, NULL, -1, NULL) == 0);
     strategy_plan p;
-    strategy_plan_baseline(&p);
-    p.bucket_cap = p.first_cap = (int8_t)(strategy_n_bucket_caps - 1);
+    one_bucket_plan(&g, &w, &res, &p);
     strategy_eval e;
     memset(&e, 0, sizeof e);
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
@@ -425,15 +433,10 @@ test_folded_waits_moved(void)
         }
     }
     REQUIRE(n >= 6);
-    costmodel m;
-    fit_model(&m);
     workload w;
     sim_result res;
-    memset(&res, 0, sizeof res);
-    REQUIRE(workload_analyze(&w, &g, &res, 1, 2, &m, NULL, -1, NULL) == 0);
     strategy_plan p;
-    strategy_plan_baseline(&p);
-    p.bucket_cap = p.first_cap = (int8_t)(strategy_n_bucket_caps - 1);
+    one_bucket_plan(&g, &w, &res, &p);
     /* the synthetic job measured no times: its host calls in their order on each thread,
      * which is what the unhooking compares */
     for (int32_t q = 0; q < g.n_res; q++)
