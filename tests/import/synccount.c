@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h> /* the prototypes of fsync and fdatasync */
 
 static atomic_long syncs;
 
