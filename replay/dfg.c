@@ -544,8 +544,13 @@ dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t dur)
 int32_t
 dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur)
 {
+    return dfg_insert_between(g, dfg_prev_on_res(g, before), before, kind, name, dur);
+}
+
+int32_t
+dfg_insert_between(dfg *g, int32_t prev, int32_t before, int kind, int32_t name, int64_t dur)
+{
     int32_t res = g->res[before], last_prev = g->res_last[res];
-    int32_t prev = dfg_prev_on_res(g, before);
     int32_t n;
     if (prev >= 0) {
         n = dfg_insert_after(g, prev, kind, name, dur);
