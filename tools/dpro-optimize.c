@@ -71,7 +71,8 @@ usage(FILE *f)
                "      --max-evals N         simulations at most (default 2000)\n"
                "      --batch B             per-rank batch of the profiled run (states the\n"
                "                            micro-batch of gradient accumulation)\n"
-               "  -n, --iterations N        steady iterations to compare (default: all)\n"
+               "  -n, --iterations N        steady iterations to compare (default: all); only\n"
+               "                            their window is read, as dpro-replay reads it\n"
                "  -w, --warmup N            skip the iterations before iteration N\n"
                "                            (default: detected, as dpro-replay)\n"
                "      --job ID              only the traces of job ID\n"
@@ -438,9 +439,11 @@ default_args(args *a)
     so->memory_margin = 0.05;
     workload_default_options(&a->wo);
     a->ro.warmup = -1;
-    a->ro.full_load = 1; /* the workload analyses read the first iteration and every
-                          * allocation, not only the compared iterations */
-    a->ro.fold = 1;      /* alike ranks simulated once, as one class with its weight */
+    /* with -n only the compared iterations' window is read, as dpro-replay reads it, but
+     * from the trace's start where the traces hold allocations: the memory estimate reads
+     * the first iteration and the allocations before it */
+    a->ro.window_from_start = 1;
+    a->ro.fold = 1; /* alike ranks simulated once, as one class with its weight */
 }
 
 /* Parses the command line into *a. Returns -1 to go on, or the exit status. */
