@@ -748,21 +748,36 @@ partition_build(const partition_input *in, const strategy_plan *p, dfg *out, int
     const dfg *g = in->g;
     layout L;
     buckets B;
-    memset(out, 0, sizeof *out);
-    if (layout_build(in, &L) != 0)
+    if (layout_build(in, &L) != 0) {
+        dfg_free(out);
         return -1;
+    }
     if (buckets_build(in, p, &L, &B) != 0) {
         layout_free(&L);
+        dfg_free(out);
         return -1;
     }
     int32_t *prev = dfg_prev_table(g);
-    if (!prev || dfg_clone(out, g) != 0) {
+    if (!prev || dfg_copy(out, g) != 0) {
         free(prev);
+        dfg_free(out);
         buckets_free(&B);
         layout_free(&L);
         return -1;
     }
-    int rc = 0;
+    /* room for every node the buckets add at once (a participant, its three host calls
+     * and its hook block's copies each), not the doubling of one node at a time */
+    int64_t extra = 0;
+    for (int32_t q = 0; q < g->n_groups && q < in->n_groups; q++) {
+        int32_t u = in->bu->group_unit[q];
+        int64_t each = u < 0
+                           ? 0
+                           : (int64_t)(B.mid_off[u + 1] - B.mid_off[u]) *
+                                 (4 + in->bu->group_block_off[q + 1] - in->bu->group_block_off[q]);
+        for (int32_t c = each > 0 ? g->grp_first[q] : -1; c >= 0; c = dfg_next_in_group(g, c))
+            extra += each;
+    }
+    int rc = dfg_reserve(out, (int64_t)out->n_nodes + extra, out->n_edges);
     for (int32_t q = 0; q < g->n_groups && q < in->n_groups && rc == 0; q++) {
         int32_t u = in->bu->group_unit[q];
         if (u < 0)

@@ -663,7 +663,7 @@ static int
 write_chrome(state *st, const args *a)
 {
     const char *path = a->chrome;
-    dfg part;
+    dfg part = {0};
     dfg *tl = st->w.g; /* the working graph, or its capture copy */
     if (st->sr.n_top > 0 && strategy_plan_graph(&st->w, &st->sr.top[0].plan, &part, &tl, NULL) != 0)
         return -1;
