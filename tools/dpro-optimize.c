@@ -600,6 +600,7 @@ analyze(args *a, state *st)
                                &rp->model, st->mem_rank >= 0 ? &st->mem : NULL, st->mem_rank, wo);
     free(wo->kernel_samples);
     wo->kernel_samples = NULL;
+    sim_result_free(&st->base); /* the baseline's timeline: read by the analysis only */
     if (wrc != 0)
         return -1;
     if (st->w.base_iter_ns <= 0) {
