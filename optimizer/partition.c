@@ -684,20 +684,26 @@ copy_after_gap(const layout *L, int32_t j, dfg *out, int32_t ins)
  * new groups gbase..) into out. */
 static int
 split_participant(const partition_input *in, layout *L, const buckets *B, int32_t q, int32_t u,
-                  int32_t c, int32_t gbase, dfg *out)
+                  int32_t c, int32_t gbase, const int32_t *prev, dfg *out)
 {
     const dfg *g = in->g;
     int32_t len = span_of(in, L, c, u, NULL);
     int32_t hosts[3], slot[3];
     unit_hosts(in, q, c, hosts, slot);
     int32_t prev_k = -1, ins = -1;
+    /* each bucket goes in right before c: after the node before c, which is c's in the
+     * source unless an insertion moved it (then found by the walk) */
+    int32_t before_c = prev[c];
+    if (before_c < 0 ? dfg_has_prev(out, c) : out->next_on_res[before_c] != c)
+        before_c = dfg_prev_on_res(out, c);
     int64_t b = in->bu->unit_bytes[u];
     for (int32_t m = B->mid_off[u]; m < B->mid_off[u + 1]; m++) {
         int32_t j = ready_index(L, len, (double)B->mid_pos[m] / (double)b);
         int32_t k = j >= 0 ? L->span[j] : -1;
-        int32_t n = dfg_insert_before(out, c, DFG_COLL, g->name[c], 0);
+        int32_t n = dfg_insert_between(out, before_c, c, DFG_COLL, g->name[c], 0);
         if (n < 0)
             return -1;
+        before_c = n;
         if (dfg_set_group(out, n, gbase + (m - B->mid_off[u])) != 0 ||
             dfg_set_bytes(out, n, B->mid_bytes[m]) != 0)
             return -1;
@@ -742,19 +748,36 @@ partition_build(const partition_input *in, const strategy_plan *p, dfg *out, int
     const dfg *g = in->g;
     layout L;
     buckets B;
-    memset(out, 0, sizeof *out);
-    if (layout_build(in, &L) != 0)
-        return -1;
-    if (buckets_build(in, p, &L, &B) != 0) {
-        layout_free(&L);
+    if (layout_build(in, &L) != 0) {
+        dfg_free(out);
         return -1;
     }
-    if (dfg_clone(out, g) != 0) {
+    if (buckets_build(in, p, &L, &B) != 0) {
+        layout_free(&L);
+        dfg_free(out);
+        return -1;
+    }
+    int32_t *prev = dfg_prev_table(g);
+    if (!prev || dfg_copy(out, g) != 0) {
+        free(prev);
+        dfg_free(out);
         buckets_free(&B);
         layout_free(&L);
         return -1;
     }
-    int rc = 0;
+    /* room for every node the buckets add at once (a participant, its three host calls
+     * and its hook block's copies each), not the doubling of one node at a time */
+    int64_t extra = 0;
+    for (int32_t q = 0; q < g->n_groups && q < in->n_groups; q++) {
+        int32_t u = in->bu->group_unit[q];
+        int64_t each = u < 0
+                           ? 0
+                           : (int64_t)(B.mid_off[u + 1] - B.mid_off[u]) *
+                                 (4 + in->bu->group_block_off[q + 1] - in->bu->group_block_off[q]);
+        for (int32_t c = each > 0 ? g->grp_first[q] : -1; c >= 0; c = dfg_next_in_group(g, c))
+            extra += each;
+    }
+    int rc = dfg_reserve(out, (int64_t)out->n_nodes + extra, out->n_edges);
     for (int32_t q = 0; q < g->n_groups && q < in->n_groups && rc == 0; q++) {
         int32_t u = in->bu->group_unit[q];
         if (u < 0)
@@ -771,7 +794,7 @@ partition_build(const partition_input *in, const strategy_plan *p, dfg *out, int
         }
         for (int32_t c = g->grp_first[q]; c >= 0 && rc == 0; c = dfg_next_in_group(g, c))
             if (alive(g, c) && c < in->n_nodes)
-                rc = split_participant(in, &L, &B, q, u, c, gbase, out);
+                rc = split_participant(in, &L, &B, q, u, c, gbase, prev, out);
         if (rc != 0)
             break;
         if (B.end_bytes[u] > 0) {
@@ -787,6 +810,7 @@ partition_build(const partition_input *in, const strategy_plan *p, dfg *out, int
         rc = -1;
     if (n_buckets)
         *n_buckets = B.count;
+    free(prev);
     buckets_free(&B);
     layout_free(&L);
     if (rc != 0)

@@ -132,7 +132,8 @@ int32_t partition_units_by_copies(const partition_input *in);
  * marked without the parameter sizes. Returns 0, or -1 when out of memory. */
 int partition_mark_copies(const partition_input *in, uint8_t *mark);
 
-/* Builds into out (uninitialised on entry) a copy of in->g with p's buckets (see above).
+/* Builds into out (zeroed, or a graph an earlier call or dfg_copy made: its arrays are
+ * reused, dfg_copy) a copy of in->g with p's buckets (see above).
  * in->g must hold the plan's other strategies (strategy_apply) and p must split
  * (partition_splits). *n_buckets (may be NULL) receives the buckets per iteration.
  * Returns 0, or -1 when out of memory (out is then freed). */

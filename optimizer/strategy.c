@@ -676,7 +676,7 @@ strategy_plan_graph(workload *w, const strategy_plan *p, dfg *copy, dfg **out, i
             *n_buckets = strategy_bucket_count(w, p);
         if (p->bucket_cap >= 0 && strategy_tensor_available(w) &&
             workload_folds_buckets(w->g, &w->buckets, w->n_groups)) {
-            rc = dfg_clone(copy, w->g);
+            rc = dfg_copy(copy, w->g);
             if (rc == 0 && workload_unhook_folded(copy, &w->buckets, w->n_groups) < 0) {
                 dfg_free(copy);
                 rc = -1;
@@ -697,8 +697,8 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
     out->micro_device_ns = out->micro_host_ns = out->micro_launches = 0;
     if (strategy_apply(w, p) != 0)
         return -1;
-    dfg part, *sg;
-    if (strategy_plan_graph(w, p, &part, &sg, &out->n_buckets) != 0)
+    dfg *sg;
+    if (strategy_plan_graph(w, p, &w->plan_copy, &sg, &out->n_buckets) != 0)
         return -1;
     int src = sim_run(sg, res);
     if (src == 0 && correct_contention(w, sg, res) < 0)
@@ -706,8 +706,6 @@ strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy
     if (src == 0 && p->cuda_graph &&
         workload_device_iteration_ns(w, sg, res, &dev_mean, &dev_med) < 0)
         src = -1;
-    if (sg == &part)
-        dfg_free(&part);
     if (src != 0)
         return -1;
     double t = workload_iteration_ns(w, res), med = workload_iteration_median_ns(w, res);

@@ -209,11 +209,12 @@ int strategy_fusion_summary(workload *w, double *chain_ns, double *fused_ns);
 int strategy_evaluate(workload *w, const strategy_plan *p, sim_result *res, strategy_eval *out);
 
 /* The graph that plan p, applied to w (strategy_apply), is simulated on, into *out: w->g,
- * or copy, which the caller then frees (dfg_free), when p splits a unit (partition_build:
- * tensor partition) or folds a bucket into another (w->g with the folded buckets' stream
- * waits dropped: workload_unhook_folded). Fills *n_buckets (may be NULL) with the plan's
- * buckets a step (strategy_bucket_count). Returns 0, or -1 when out of memory (nothing to
- * free). */
+ * or copy when p splits a unit (partition_build: tensor partition) or folds a bucket into
+ * another (w->g with the folded buckets' stream waits dropped: workload_unhook_folded).
+ * copy is zeroed or a graph an earlier call made, whose arrays are then reused
+ * (dfg_copy; strategy_evaluate passes w->plan_copy); the caller frees it (dfg_free) when
+ * done. Fills *n_buckets (may be NULL) with the plan's buckets a step
+ * (strategy_bucket_count). Returns 0, or -1 when out of memory (copy then freed). */
 int strategy_plan_graph(workload *w, const strategy_plan *p, dfg *copy, dfg **out,
                         int32_t *n_buckets);
 

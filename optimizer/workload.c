@@ -765,6 +765,7 @@ void
 workload_free(workload *w)
 {
     free_node_arrays(w);
+    dfg_free(&w->plan_copy);
     if (w->capture.g) {
         dfg_free(w->capture.g);
         free(w->capture.g);

@@ -477,6 +477,8 @@ typedef struct workload {
     workload_buckets buckets;
     workload_layers layers;
     workload_capture capture;
+    dfg plan_copy; /* the transformed copy a plan is simulated on (strategy_plan_graph), its
+                      arrays reused from one evaluation to the next; freed with the workload */
     workload_fsdp fsdp;
 
     /* contention (replay/contention.h), measured on the trace; f_meas: each compute

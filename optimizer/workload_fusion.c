@@ -221,6 +221,20 @@ find_compiled_runs(workload *w, int32_t *n_nodes)
     return rc;
 }
 
+/* Gives back the room chain_off and chain_node took for every node of the graph: they
+ * keep the chains found, n_chains + 1 offsets and chain_kernels nodes. */
+static void
+shrink_chains(workload_fusion *fu)
+{
+    int32_t *off = realloc(fu->chain_off, sizeof *off * ((size_t)fu->n_chains + 1));
+    int32_t *node = realloc(fu->chain_node,
+                            sizeof *node * (size_t)(fu->chain_kernels > 0 ? fu->chain_kernels : 1));
+    if (off) /* a failed shrink keeps the larger block */
+        fu->chain_off = off;
+    if (node)
+        fu->chain_node = node;
+}
+
 int
 workload_find_chains(workload *w)
 {
@@ -238,6 +252,7 @@ workload_find_chains(workload *w)
         if (find_compiled_runs(w, &n_chain_nodes) != 0)
             return -1;
         w->fusion.chain_kernels = n_chain_nodes;
+        shrink_chains(&w->fusion);
         if (w->fusion.n_chains == 0)
             snprintf(w->fusion.why, sizeof w->fusion.why,
                      "no run of two or more non-GEMM device ops between GEMMs in the "
@@ -274,6 +289,7 @@ workload_find_chains(workload *w)
         }
     }
     w->fusion.chain_kernels = n_chain_nodes;
+    shrink_chains(&w->fusion);
     if (w->fusion.n_chains == 0)
         snprintf(w->fusion.why, sizeof w->fusion.why,
                  "no run of two or more kernels of at most %.0f us launched back to back",

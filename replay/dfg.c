@@ -280,19 +280,52 @@ dfg_timing_view_free(dfg *view)
     memset(view, 0, sizeof *view);
 }
 
+/* Copies n elements of src into *dst, a block of cap elements made from reuse (realloc:
+ * reuse's pages kept where it is as large); NULL src gives NULL (reuse freed). Returns 0
+ * or -1 (reuse freed). */
+static int
+copy_array(void **dst, void *reuse, const void *src, size_t elem, int64_t cap, int64_t n)
+{
+    *dst = NULL;
+    void *p = src ? realloc(reuse, (size_t)(cap > 0 ? cap : 1) * elem) : NULL;
+    if (!p) {
+        free(reuse);
+        return src ? -1 : 0;
+    }
+    memcpy(p, src, (size_t)n * elem);
+    *dst = p;
+    return 0;
+}
+
 int
 dfg_clone(dfg *d, const dfg *s)
 {
+    memset(d, 0, sizeof *d);
+    return dfg_copy(d, s);
+}
+
+int
+dfg_copy(dfg *d, const dfg *s)
+{
     int rc = 0;
+    dfg old = *d; /* its arrays are reused, the rest freed */
+    free_derived(&old);
+    dfg_sparse_free(&old.grp_part);
+    dfg_sparse_free(&old.bytes);
+    dfg_sparse_free(&old.leave);
+    dfg_sparse_free(&old.mend_wide);
+    dfg_sparse_free(&old.dur_wide);
+    dfg_sparse_free(&old.gap_wide);
+    dfg_strtab_free(&old.strings);
     memset(d, 0, sizeof *d);
     d->n_nodes = s->n_nodes;
-    d->cap_nodes = s->cap_nodes;
+    d->cap_nodes = s->cap_nodes > old.cap_nodes ? s->cap_nodes : old.cap_nodes;
     d->n_edges = s->n_edges;
-    d->cap_edges = s->cap_edges;
+    d->cap_edges = s->cap_edges > old.cap_edges ? s->cap_edges : old.cap_edges;
     d->n_res = s->n_res;
-    d->cap_res = s->cap_res;
+    d->cap_res = s->cap_res > old.cap_res ? s->cap_res : old.cap_res;
     d->n_groups = s->n_groups;
-    d->cap_groups = s->cap_groups;
+    d->cap_groups = s->cap_groups > old.cap_groups ? s->cap_groups : old.cap_groups;
     d->n_ranks = s->n_ranks;
     d->n_iter_nodes = s->n_iter_nodes;
     d->job_nodes = s->job_nodes;
@@ -301,35 +334,35 @@ dfg_clone(dfg *d, const dfg *s)
     d->grp_wait_ns = s->grp_wait_ns;
     d->grp_wait_nranks = s->grp_wait_nranks;
     d->leave_classes = s->leave_classes;
-#define DUP(f, cap, n) rc |= dup_array((void **)&d->f, s->f, sizeof *s->f, cap, n)
-    DUP(kind, s->cap_nodes, s->n_nodes);
-    DUP(flags, s->cap_nodes, s->n_nodes);
-    DUP(res, s->cap_nodes, s->n_nodes);
-    DUP(name, s->cap_nodes, s->n_nodes);
-    DUP(dur, s->cap_nodes, s->n_nodes);
-    DUP(gap, s->cap_nodes, s->n_nodes);
-    DUP(lat, s->cap_nodes, s->n_nodes);
-    DUP(launch, s->cap_nodes, s->n_nodes);
-    DUP(next_on_res, s->cap_nodes, s->n_nodes);
-    DUP(mstart, s->cap_nodes, s->n_nodes);
-    DUP(mlen, s->cap_nodes, s->n_nodes);
-    DUP(esrc, s->cap_edges, s->n_edges);
-    DUP(edst, s->cap_edges, s->n_edges);
-    DUP(res_kind, s->cap_res, s->n_res);
-    DUP(res_rank, s->cap_res, s->n_res);
-    DUP(res_id, s->cap_res, s->n_res);
-    DUP(res_first, s->cap_res, s->n_res);
-    DUP(res_last, s->cap_res, s->n_res);
-    DUP(res_label, s->cap_res, s->n_res);
-    DUP(grp_op, s->cap_groups, s->n_groups);
-    DUP(grp_nranks, s->cap_groups, s->n_groups);
-    DUP(grp_members, s->cap_groups, s->n_groups);
-    DUP(grp_first, s->cap_groups, s->n_groups);
-    DUP(grp_bytes, s->cap_groups, s->n_groups);
-    DUP(grp_dur, s->cap_groups, s->n_groups);
-    DUP(grp_mdur, s->cap_groups, s->n_groups);
-    DUP(grp_comm, s->cap_groups, s->n_groups);
-    DUP(grp_seq, s->cap_groups, s->n_groups);
+#define DUP(f, cap, n) rc |= copy_array((void **)&d->f, old.f, s->f, sizeof *s->f, cap, n)
+    DUP(kind, d->cap_nodes, s->n_nodes);
+    DUP(flags, d->cap_nodes, s->n_nodes);
+    DUP(res, d->cap_nodes, s->n_nodes);
+    DUP(name, d->cap_nodes, s->n_nodes);
+    DUP(dur, d->cap_nodes, s->n_nodes);
+    DUP(gap, d->cap_nodes, s->n_nodes);
+    DUP(lat, d->cap_nodes, s->n_nodes);
+    DUP(launch, d->cap_nodes, s->n_nodes);
+    DUP(next_on_res, d->cap_nodes, s->n_nodes);
+    DUP(mstart, d->cap_nodes, s->n_nodes);
+    DUP(mlen, d->cap_nodes, s->n_nodes);
+    DUP(esrc, d->cap_edges, s->n_edges);
+    DUP(edst, d->cap_edges, s->n_edges);
+    DUP(res_kind, d->cap_res, s->n_res);
+    DUP(res_rank, d->cap_res, s->n_res);
+    DUP(res_id, d->cap_res, s->n_res);
+    DUP(res_first, d->cap_res, s->n_res);
+    DUP(res_last, d->cap_res, s->n_res);
+    DUP(res_label, d->cap_res, s->n_res);
+    DUP(grp_op, d->cap_groups, s->n_groups);
+    DUP(grp_nranks, d->cap_groups, s->n_groups);
+    DUP(grp_members, d->cap_groups, s->n_groups);
+    DUP(grp_first, d->cap_groups, s->n_groups);
+    DUP(grp_bytes, d->cap_groups, s->n_groups);
+    DUP(grp_dur, d->cap_groups, s->n_groups);
+    DUP(grp_mdur, d->cap_groups, s->n_groups);
+    DUP(grp_comm, d->cap_groups, s->n_groups);
+    DUP(grp_seq, d->cap_groups, s->n_groups);
     DUP(iter_off, s->n_ranks + 1, s->n_ranks + 1);
     DUP(iter_node, s->n_iter_nodes, s->n_iter_nodes);
     DUP(rank_rep, s->n_ranks, s->n_ranks);
@@ -359,12 +392,14 @@ dfg_clone(dfg *d, const dfg *s)
 
 /* ---- construction -------------------------------------------------------------------- */
 
+/* Room for `need` nodes: exactly that many when exact, else the next doubling (nodes added
+ * one at a time). Returns 0 or -1. */
 static int
-reserve_nodes(dfg *g, int64_t need)
+reserve_nodes(dfg *g, int64_t need, int exact)
 {
     if (need <= g->cap_nodes)
         return 0;
-    int64_t c = dfg_next_cap(g->cap_nodes, need);
+    int64_t c = exact ? need : dfg_next_cap(g->cap_nodes, need);
     if (c > INT32_MAX)
         c = INT32_MAX;
     int rc = 0;
@@ -439,7 +474,7 @@ dfg_reserve(dfg *g, int64_t nodes, int64_t edges)
 {
     if (nodes > INT32_MAX)
         return -1;
-    if (reserve_nodes(g, nodes) != 0)
+    if (reserve_nodes(g, nodes, 1) != 0)
         return -1;
     if (edges > g->cap_edges) {
         if (dfg_grow((void **)&g->esrc, sizeof *g->esrc, edges) != 0 ||
@@ -495,7 +530,7 @@ dfg_add_resource(dfg *g, int kind, int32_t rank, uint64_t id, int32_t label)
 int32_t
 dfg_add_node(dfg *g, int kind, int32_t res, int32_t name)
 {
-    if (reserve_nodes(g, (int64_t)g->n_nodes + 1) != 0)
+    if (reserve_nodes(g, (int64_t)g->n_nodes + 1, 0) != 0)
         return -1;
     int32_t n = g->n_nodes++;
     g->kind[n] = (uint8_t)kind;
@@ -544,8 +579,13 @@ dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t dur)
 int32_t
 dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur)
 {
+    return dfg_insert_between(g, dfg_prev_on_res(g, before), before, kind, name, dur);
+}
+
+int32_t
+dfg_insert_between(dfg *g, int32_t prev, int32_t before, int kind, int32_t name, int64_t dur)
+{
     int32_t res = g->res[before], last_prev = g->res_last[res];
-    int32_t prev = dfg_prev_on_res(g, before);
     int32_t n;
     if (prev >= 0) {
         n = dfg_insert_after(g, prev, kind, name, dur);

@@ -245,6 +245,12 @@ void dfg_free(dfg *g);
  * src. */
 int dfg_clone(dfg *dst, const dfg *src);
 
+/* dfg_clone into dst, a graph dfg_clone or dfg_copy made (or zeroed), its arrays reused
+ * (realloc to at least their present capacity: a copy made again and again, one per
+ * evaluation, takes no fresh memory). Returns 0 or -1 (out of memory; dst is then freed,
+ * and zeroed). */
+int dfg_copy(dfg *dst, const dfg *src);
+
 /* Makes *view a graph that shares finalized src's structure, names and measured times and
  * owns copies of its timings dur and gap (with their side tables), lat and grp_dur: a
  * replay of src with other timings (the typical-duration replay) at 12 bytes a node
@@ -264,8 +270,8 @@ int32_t dfg_intern(dfg *g, const char *text);
 /* Text of a string id ("" for 0 or an unknown id). Valid until the next dfg_intern. */
 const char *dfg_name(const dfg *g, int32_t id);
 
-/* Reserves room for `nodes` nodes and `edges` edges in total (avoids regrowth when the
- * size is known). Returns 0 or -1. */
+/* Reserves room for exactly `nodes` nodes and `edges` edges in total (no regrowth, and no
+ * doubling's slack, when the size is known). Returns 0 or -1. */
 int dfg_reserve(dfg *g, int64_t nodes, int64_t edges);
 
 /* The node before n on its resource, -1 when n is the first or removed. Walks the
@@ -336,6 +342,13 @@ int32_t dfg_insert_after(dfg *g, int32_t after, int kind, int32_t name, int64_t 
  * measured start and end at before's measured start). Returns its id, or -1 as
  * dfg_insert_after. */
 int32_t dfg_insert_before(dfg *g, int32_t before, int kind, int32_t name, int64_t dur);
+
+/* dfg_insert_before where the caller knows prev, the node before `before` on its
+ * resource (dfg_prev_on_res(g, before); -1 when `before` is the first): no walk of the
+ * resource's chain, so that many insertions before one node cost O(1) each. Returns as
+ * dfg_insert_before. */
+int32_t dfg_insert_between(dfg *g, int32_t prev, int32_t before, int kind, int32_t name,
+                           int64_t dur);
 
 /* Makes host node h wait for the end of node waker (another thread's call) before it
  * starts, with a wake-up latency of `latency` ns: h gets the edge waker -> h and the

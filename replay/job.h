@@ -22,7 +22,8 @@
  * marker ends, then `iterations` of them), and the second pass reads, through the
  * format's batch time index (dpro_iter_open_range), only the events from the start of
  * the marker of the boundary before the compared iterations (one iteration of margin)
- * to the end of the marker of the last compared boundary. The window is taken only
+ * to the end of the marker of the last compared boundary (with job_options.from_start, for
+ * traces with allocations: from the trace's start). The window is taken only
  * when every present rank's iterations come from markers (ITER_MARKER, ITER_RANGE), it
  * leaves something out, and the boundaries found again in the loaded events are the
  * same ones; otherwise every event is loaded. j->iter_skipped and j->window_warmup tell
@@ -219,6 +220,12 @@ typedef struct job_options {
                              * window is loaded (see above). 0: every event */
     int32_t warmup;         /* with iterations > 0: replay_options.warmup (-1: detected) */
     int full;               /* non-zero: every event, even with iterations > 0 */
+    int from_start;         /* non-zero: where a rank's trace holds allocations
+                             * (DPRO_KIND_MEMORY; under shared reading: always) a window
+                             * starts at the trace's start, not at the boundary before the
+                             * compared iterations: the first iteration and what comes
+                             * before it are loaded too, the optimizer's memory estimate
+                             * reading them */
     int fold;               /* non-zero: fold alike ranks while reading (see above) */
     const job_share *share; /* NULL: this process reads every rank; else shared reading
                              * (see above) */

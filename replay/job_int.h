@@ -27,6 +27,7 @@ typedef struct rank_task {
     int32_t nb;       /* boundaries */
     uint64_t *bstart; /* start and end of each boundary's event */
     uint64_t *bend;
+    int allocations; /* the first pass met an allocation or free (DPRO_KIND_MEMORY) */
     /* the window chosen (windowed != 0): events overlapping [t0, t1] are loaded, and
      * the boundaries b_first .. b_first + b_count - 1 must be found in them again */
     int windowed;

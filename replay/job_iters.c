@@ -457,12 +457,17 @@ job_choose_window(job *j, rank_task *t, int32_t n, const job_options *o, int32_t
         period |= t[i].method == ITER_PERIOD;
     if (rc <= 0 || o->iterations <= 0 || o->full || o->max_events || period)
         return rc < 0 ? -1 : 0;
-    int32_t from = first > 0 ? first - 1 : 0;
+    /* from the start where a trace holds allocations (under shared reading a process
+     * sees only its own ranks' first pass: from the start alike on every process) */
+    int from_start = o->from_start && o->share;
+    for (int32_t i = 0; o->from_start && i < n; i++)
+        from_start |= t[i].allocations;
+    int32_t from = first > 0 && !from_start ? first - 1 : 0;
     if (from == 0 && last + 2 >= n_common)
         return 0; /* the window is everything */
     for (int32_t i = 0; i < n; i++) {
         t[i].windowed = 1;
-        t[i].t0 = t[i].bstart[from];
+        t[i].t0 = from_start ? 0 : t[i].bstart[from];
         t[i].t1 = t[i].bend[last + 1];
         t[i].b_first = from;
         t[i].b_count = last + 2 - from;

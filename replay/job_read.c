@@ -228,6 +228,7 @@ typedef struct keep_markers {
     job_rank *sub;
     size_t cap;
     period_collect kernels;
+    int allocations; /* an allocation or free met */
 } keep_markers;
 
 static int
@@ -236,6 +237,7 @@ keep_marker(void *arg, const dpro_event *e)
     keep_markers *k = arg;
     if (job_period_collect(&k->kernels, k->sub->reader, e) != 0)
         return DPRO_ERR_NOMEM;
+    k->allocations |= e->kind == DPRO_KIND_MEMORY;
     if (e->kind != DPRO_KIND_MARKER)
         return 0;
     return push_event(&k->sub->events, &k->sub->n_events, &k->cap, e) ? DPRO_ERR_NOMEM : 0;
@@ -272,6 +274,7 @@ job_scan_bounds(rank_task *t, const job_options *o)
     if (rc == 0) {
         t->method = ri.method;
         t->nb = ri.n;
+        t->allocations = km.allocations;
         t->bstart = malloc((size_t)(ri.n > 0 ? ri.n : 1) * sizeof *t->bstart);
         t->bend = malloc((size_t)(ri.n > 0 ? ri.n : 1) * sizeof *t->bend);
         if (!t->bstart || !t->bend)

@@ -521,6 +521,7 @@ load_options(const replay_options *o)
                          .iterations = o->iterations,
                          .warmup = o->warmup,
                          .full = o->full_load,
+                         .from_start = o->window_from_start,
                          .fold = o->fold,
                          .share = o->share};
 }

@@ -46,6 +46,8 @@ typedef struct replay_options {
     int jobs;               /* threads loading ranks (job_options.jobs; 0: the CPUs) */
     int full_load;          /* load every event even when only `iterations` are compared
                              * (job_options.full) */
+    int window_from_start;  /* the compared iterations' window starts at the trace's start
+                             * (job_options.from_start) */
     int coll_ab;            /* 1: price collectives with the one-line alpha-beta fit, not the
                              * piecewise model (costmodel.h) */
     int coll_nearest;       /* 1: a size outside the measured ones on the nearest segment's

@@ -71,7 +71,8 @@ usage(FILE *f)
                "      --max-evals N         simulations at most (default 2000)\n"
                "      --batch B             per-rank batch of the profiled run (states the\n"
                "                            micro-batch of gradient accumulation)\n"
-               "  -n, --iterations N        steady iterations to compare (default: all)\n"
+               "  -n, --iterations N        steady iterations to compare (default: all); only\n"
+               "                            their window is read, as dpro-replay reads it\n"
                "  -w, --warmup N            skip the iterations before iteration N\n"
                "                            (default: detected, as dpro-replay)\n"
                "      --job ID              only the traces of job ID\n"
@@ -438,9 +439,11 @@ default_args(args *a)
     so->memory_margin = 0.05;
     workload_default_options(&a->wo);
     a->ro.warmup = -1;
-    a->ro.full_load = 1; /* the workload analyses read the first iteration and every
-                          * allocation, not only the compared iterations */
-    a->ro.fold = 1;      /* alike ranks simulated once, as one class with its weight */
+    /* with -n only the compared iterations' window is read, as dpro-replay reads it, but
+     * from the trace's start where the traces hold allocations: the memory estimate reads
+     * the first iteration and the allocations before it */
+    a->ro.window_from_start = 1;
+    a->ro.fold = 1; /* alike ranks simulated once, as one class with its weight */
 }
 
 /* Parses the command line into *a. Returns -1 to go on, or the exit status. */
@@ -597,6 +600,7 @@ analyze(args *a, state *st)
                                &rp->model, st->mem_rank >= 0 ? &st->mem : NULL, st->mem_rank, wo);
     free(wo->kernel_samples);
     wo->kernel_samples = NULL;
+    sim_result_free(&st->base); /* the baseline's timeline: read by the analysis only */
     if (wrc != 0)
         return -1;
     if (st->w.base_iter_ns <= 0) {
@@ -660,7 +664,7 @@ static int
 write_chrome(state *st, const args *a)
 {
     const char *path = a->chrome;
-    dfg part;
+    dfg part = {0};
     dfg *tl = st->w.g; /* the working graph, or its capture copy */
     if (st->sr.n_top > 0 && strategy_plan_graph(&st->w, &st->sr.top[0].plan, &part, &tl, NULL) != 0)
         return -1;

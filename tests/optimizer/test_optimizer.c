@@ -618,7 +618,7 @@ test_partition(void)
     CHECK(!strcmp(kind, "tensor_partition"));
 
     strategy_apply(&w, &p);
-    dfg part;
+    dfg part = {0};
     int32_t nb = 0;
     strategy_partition_input(&w, &pin);
     CHECK(partition_build(&pin, &p, &part, &nb) == 0);
@@ -815,7 +815,7 @@ test_partition_gradients(void)
         p.bucket_cap = p.first_cap = 4; /* 2 MiB: 4 buckets, 3 inside the span */
         CHECK(partition_splits(&w.buckets, &p));
         strategy_apply(&w, &p);
-        dfg part;
+        dfg part = {0};
         int32_t nb = 0;
         partition_input pin;
         strategy_partition_input(&w, &pin);

@@ -83,7 +83,7 @@ check_case(workload *w, const bucket_case *c)
     strategy_apply(w, &p);
     partition_input pin;
     strategy_partition_input(w, &pin);
-    dfg part;
+    dfg part = {0};
     int32_t nb = -1;
     CHECK(partition_build(&pin, &p, &part, &nb) == 0);
     CHECK_EQ_U(nb, c->n);

@@ -495,7 +495,7 @@ test_bucket_ready_copies(void)
         strategy_partition_input(&w, &in);
         CHECK_EQ_U(partition_units_by_copies(&in), (missing ? 0 : 1));
         strategy_apply(&w, &p);
-        dfg part;
+        dfg part = {0};
         int32_t nb = 0;
         strategy_partition_input(&w, &in);
         REQUIRE(partition_build(&in, &p, &part, &nb) == 0);

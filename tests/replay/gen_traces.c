@@ -15,7 +15,7 @@
  *        [--spelling SUFFIX] [--device-collectives] [--extreme R:nelems|R:time]
  *        [--pause IT:SECONDS] [--stall R:IT:SECONDS] [--cpu CPUS:DEMAND[:HOSTS]]
  *        [--samples TEXT] [--host-stalls SECONDS] [--stage R]... [--no-host]
- *        [--leave R:FRACTION]...
+ *        [--leave R:FRACTION]... [--allocs]
  *
  * --no-host records no host (no meta host), as a trace whose writer did not know it.
  *
@@ -43,6 +43,8 @@
  * its NCCL kernel ends, and its communication stream is free, that much sooner. It
  * leaves the others with the rest, so that the clock alignment (the median over the
  * collectives, with 3 buckets or more) does not take its early end for clock skew.
+ * --allocs makes every rank allocate device memory (64 MiB before the first iteration,
+ * 4 MiB in it, never freed), as a caching allocator does once.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -83,6 +85,7 @@ typedef struct gen {
     int stall_rank, stall_iter; /* --stall: the rank and iteration (-1 none) */
     int64_t stall_ns;
     int64_t host_stall_ns; /* --host-stalls: each rank's host thread's lost timeslice */
+    int allocs;            /* --allocs: device allocations before and in the first iteration */
 } gen;
 
 typedef struct evbuf {
@@ -149,14 +152,31 @@ static int
 parse_options(int argc, char **argv, gen *g, const char **dir)
 {
     static const struct option lo[] = {
-        {"ranks", 1, 0, 'r'},   {"iters", 1, 0, 'i'},    {"ops", 1, 0, 'o'},
-        {"buckets", 1, 0, 'b'}, {"skew", 1, 0, 's'},     {"straggler", 1, 0, 'S'},
-        {"skip", 1, 0, 'k'},    {"cut", 1, 0, 'c'},      {"missing", 1, 0, 'm'},
-        {"job-id", 1, 0, 'j'},  {"world", 1, 0, 'w'},    {"no-markers", 0, 0, 'n'},
-        {"prefix", 1, 0, 'p'},  {"spelling", 1, 0, 'P'}, {"device-collectives", 0, 0, 'D'},
-        {"extreme", 1, 0, 'x'}, {"pause", 1, 0, 'z'},    {"cpu", 1, 0, 'C'},
-        {"samples", 1, 0, 'Q'}, {"stall", 1, 0, 'T'},    {"host-stalls", 1, 0, 'H'},
-        {"stage", 1, 0, 'G'},   {"no-host", 0, 0, 'N'},  {"leave", 1, 0, 'L'},
+        {"ranks", 1, 0, 'r'},
+        {"iters", 1, 0, 'i'},
+        {"ops", 1, 0, 'o'},
+        {"buckets", 1, 0, 'b'},
+        {"skew", 1, 0, 's'},
+        {"straggler", 1, 0, 'S'},
+        {"skip", 1, 0, 'k'},
+        {"cut", 1, 0, 'c'},
+        {"missing", 1, 0, 'm'},
+        {"job-id", 1, 0, 'j'},
+        {"world", 1, 0, 'w'},
+        {"no-markers", 0, 0, 'n'},
+        {"prefix", 1, 0, 'p'},
+        {"spelling", 1, 0, 'P'},
+        {"device-collectives", 0, 0, 'D'},
+        {"extreme", 1, 0, 'x'},
+        {"pause", 1, 0, 'z'},
+        {"cpu", 1, 0, 'C'},
+        {"samples", 1, 0, 'Q'},
+        {"stall", 1, 0, 'T'},
+        {"host-stalls", 1, 0, 'H'},
+        {"stage", 1, 0, 'G'},
+        {"no-host", 0, 0, 'N'},
+        {"leave", 1, 0, 'L'},
+        {"allocs", 0, 0, 'A'},
         {0, 0, 0, 0},
     };
     int rc = 0, c;
@@ -252,6 +272,9 @@ parse_options(int argc, char **argv, gen *g, const char **dir)
                 g->stall_rank < 0 || g->stall_iter < 0 || !(v >= 0))
                 rc = 2;
             g->stall_ns = (int64_t)(v * 1e9);
+            break;
+        case 'A':
+            g->allocs = 1;
             break;
         case 'H':
             if (sscanf(optarg, "%lf", &v) != 1 || !(v >= 0))
@@ -455,6 +478,19 @@ simulate(job *j)
             if (it == g->pause_iter)
                 j->host_t[r] += g->pause_ns;
             j->iter_start[it][r] = j->host_t[r];
+            for (int k = 0; g->allocs && it == 0 && k < 2; k++) {
+                /* the weights before the first iteration, an activation in it */
+                dpro_event m = {0};
+                m.kind = DPRO_KIND_MEMORY;
+                m.subkind = DPRO_MEM_ALLOC;
+                m.value = DPRO_MEMSPACE_DEVICE;
+                m.thread = 100;
+                m.bytes = (uint64_t)(k ? 4 : 64) << 20;
+                m.address = 0x7f0000000000ULL + ((uint64_t)k << 32);
+                m.start_ns = (uint64_t)(j->host_t[r] + (k ? 500 : -5000));
+                m.end_ns = m.start_ns + 100;
+                push(&j->ev[r], &m);
+            }
             launch_rank(j, r);
         }
         run_collectives(j);

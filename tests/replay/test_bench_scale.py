@@ -80,8 +80,8 @@ def main():
         p = run([BENCH], env=env)
         print(p.stdout, end="")
         rows = re.findall(r"peak RSS ([0-9.]+) MiB \(status (-?\d+)\)", p.stdout)
-        opt = re.findall(r"dpro-optimize .*--max-evals 200 --budget-s 10000( --no-fold)?: ",
-                         p.stdout)
+        opt = re.findall(r"dpro-optimize .* -n 2 -w 3 .*--max-evals 200 --budget-s 10000"
+                         r"( --no-fold)?: ", p.stdout)
         check(p.returncode == 0 and len(rows) == 7 and opt == ["", " --no-fold", ""],
               "bench_scale: 4 replays and 3 optimizations (%s), exit %d" % (opt, p.returncode))
         check(all(st == "0" and float(mib) > 0 for mib, st in rows), "every run exits 0: %s" % rows)

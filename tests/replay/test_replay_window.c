@@ -16,7 +16,11 @@
  *      built (replay_options.release_events, as dpro-replay does) give the same figures,
  *      critical path, typical replay and Chrome export as every event kept;
  *   4. the exact timeline released once summarized (replay_release_timeline): the same
- *      iteration times, unsimulated count and typical replay as the timeline kept.
+ *      iteration times, unsimulated count and typical replay as the timeline kept;
+ *   5. the window from the trace's start (replay_options.window_from_start, as
+ *      dpro-optimize loads): where the traces hold allocations it starts at the trace's
+ *      start (no iteration skipped, every allocation before the compared iterations
+ *      loaded), else it is the window of part 2; either gives part 2's figures.
  *
  * usage: test_replay_window DIR ITERATIONS WARMUP EXPECT
  */
@@ -275,6 +279,56 @@ check_release(const char *dir, const replay_options *ro)
     replay_close(&k);
 }
 
+/* Allocations and frees (DPRO_KIND_MEMORY) among rp's loaded events. */
+static size_t
+count_allocations(const replay *rp)
+{
+    size_t n = 0;
+    for (int32_t q = 0; q < rp->job.n_ranks; q++)
+        for (size_t i = 0; i < rp->job.ranks[q].n_events; i++)
+            n += rp->job.ranks[q].events[i].kind == DPRO_KIND_MEMORY;
+    return n;
+}
+
+/* Part 5: the window from the trace's start against part 2's window and every event. */
+static void
+check_from_start(const char *dir, const replay_options *ro, int expect)
+{
+    replay s, w, f;
+    replay_summary ss, sw, sf;
+    replay_options start = *ro, full = *ro;
+    start.window_from_start = 1;
+    full.full_load = 1;
+    int rs = replay_summary_of(dir, &start, &s, &ss);
+    int rw = replay_summary_of(dir, ro, &w, &sw);
+    int rf = replay_summary_of(dir, &full, &f, &sf);
+    CHECK_EQ(rs, 0);
+    CHECK_EQ(rw, 0);
+    CHECK_EQ(rf, 0);
+    if (rs != 0 || rw != 0 || rf != 0)
+        return;
+    size_t allocs = count_allocations(&f);
+    if (allocs > 0 && expect) { /* from the start: every allocation up to the window's end */
+        CHECK_EQ(s.job.iter_skipped, 0);
+        CHECK(s.job.events_loaded > w.job.events_loaded || w.job.iter_skipped == 0);
+        CHECK(count_allocations(&s) >= count_allocations(&w));
+    } else { /* part 2's window */
+        CHECK_EQ(s.job.iter_skipped, w.job.iter_skipped);
+        CHECK_EQ_U(s.job.events_loaded, w.job.events_loaded);
+    }
+    check_same_summary(&s, &ss, &f, &sf);
+    printf("%s: window from the start: %zu allocations in the traces, %llu events loaded "
+           "(part 2's window: %llu)\n",
+           dir, allocs, (unsigned long long)s.job.events_loaded,
+           (unsigned long long)w.job.events_loaded);
+    replay_summary_free(&ss);
+    replay_summary_free(&sw);
+    replay_summary_free(&sf);
+    replay_close(&s);
+    replay_close(&w);
+    replay_close(&f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -293,6 +347,7 @@ main(int argc, char **argv)
     check_threads(dir, (job_options){.fold = 1});
     check_window(dir, &ro, expect);
     check_release(dir, &ro);
+    check_from_start(dir, &ro, expect);
     printf("%s -n %d -w %d: %d passed, %d failed\n", dir, ro.iterations, ro.warmup, tests_passed,
            tests_failed);
     return tests_failed ? 1 : 0;

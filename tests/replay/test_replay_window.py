@@ -11,6 +11,8 @@ dpro-optimize --json with --jobs 1 and --jobs 4 must print the same JSON (the se
 timing keys aside), on those jobs and on the real Kineto traces of ../shared imported
 (skipped without them). A batch damaged outside the window is still found (the first
 pass reads every batch): the replay fails without --partial and names it with it.
+dpro-optimize -n 2 -w 3 on a job with allocations before its first iteration reads its
+window from the trace's start: its memory estimate holds them.
 """
 import json
 import os
@@ -39,6 +41,7 @@ JOBS = [
     ("device-collectives", ["--ranks", "4", "--iters", "12", "--device-collectives",
                             "--skew", "1:25"],
      [(2, 3, 1)]),
+    ("allocs", ["--ranks", "4", "--iters", "12", "--allocs"], [(2, 3, 1), (3, 1, 1)]),
     ("no-markers", ["--ranks", "4", "--iters", "12", "--no-markers"], [(2, 3, 0)]),
 ]
 
@@ -97,6 +100,14 @@ def main():
                       % (name, n, w, "" if p.returncode == 0 else ": " + p.stderr[-1500:]))
         check(folded > 0, "folding while read, ranks held compact: %d folded in the jobs above"
               % folded)
+        # dpro-optimize's window starts at the trace's start where it holds allocations:
+        # the memory estimate sees the 64 MiB before the first iteration and the 4 MiB in it
+        p = subprocess.run([OPTIMIZE, os.path.join(tmp, "allocs"), "--json", "-q", "--seed", "1",
+                            "--max-evals", "20", "-n", "2", "-w", "3"], capture_output=True,
+                           text=True, timeout=300)
+        peak = json.loads(p.stdout).get("baseline_peak_memory_bytes") if p.returncode == 0 else None
+        check(peak == 68 << 20, "dpro-optimize -n 2 -w 3 reads the allocations before its "
+              "window: peak %s bytes (68 MiB expected)" % peak)
         if os.path.isdir(KINETO):
             files = sorted(f for f in os.listdir(KINETO) if f.endswith(".json.gz"))
             two = [f for f in files if f.startswith("128rank-sampled")]
