@@ -444,7 +444,7 @@ test_folded_waits_moved(void)
              h = g.next_on_res[h])
             g.mstart[h] = (int64_t)++k * US;
     REQUIRE(strategy_apply(&w, &p) == 0);
-    dfg copy, *sg;
+    dfg copy = {0}, *sg;
     int32_t nb = 0;
     REQUIRE(strategy_plan_graph(&w, &p, &copy, &sg, &nb) == 0);
     CHECK(sg == &copy && nb == 1);
