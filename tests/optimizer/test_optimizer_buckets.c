@@ -331,15 +331,14 @@ folded_wait_job(dfg *g, int opposite)
     }
 }
 
-/* Analyzes g (compared iterations 1-2, the fitted model) into w and res, and sets p to
- * the plan of one bucket. */
+/* Analyzes g (compared iterations 1-2, the model fitted into m, which w keeps pointing
+ * at) into w and res, and sets p to the plan of one bucket. */
 static void
-one_bucket_plan(dfg *g, workload *w, sim_result *res, strategy_plan *p)
+one_bucket_plan(dfg *g, costmodel *m, workload *w, sim_result *res, strategy_plan *p)
 {
-    costmodel m;
-    fit_model(&m);
+    fit_model(m);
     memset(res, 0, sizeof *res);
-    REQUIRE(workload_analyze(w, g, res, 1, 2, &m, NULL, -1, NULL) == 0);
+    REQUIRE(workload_analyze(w, g, res, 1, 2, m, NULL, -1, NULL) == 0);
     strategy_plan_baseline(p);
     p->bucket_cap = p->first_cap = (int8_t)(strategy_n_bucket_caps - 1);
 }
@@ -353,7 +352,8 @@ folded_wait_plan(int opposite)
     workload w;
     sim_result res;
     strategy_plan p;
-    one_bucket_plan(&g, &w, &res, &p);
+    costmodel m;
+    one_bucket_plan(&g, &m, &w, &res, &p);
     strategy_eval e;
     memset(&e, 0, sizeof e);
     CHECK(strategy_evaluate(&w, &p, &res, &e) == 0);
@@ -436,7 +436,8 @@ test_folded_waits_moved(void)
     workload w;
     sim_result res;
     strategy_plan p;
-    one_bucket_plan(&g, &w, &res, &p);
+    costmodel m;
+    one_bucket_plan(&g, &m, &w, &res, &p);
     /* the synthetic job measured no times: its host calls in their order on each thread,
      * which is what the unhooking compares */
     for (int32_t q = 0; q < g.n_res; q++)
