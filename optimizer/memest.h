@@ -88,7 +88,8 @@ typedef struct memest_phases {
 
 typedef struct memest {
     int64_t peak_bytes;   /* measured peak of live bytes */
-    int64_t static_bytes; /* see above; live at the end of the first iteration */
+    int64_t static_bytes; /* see above; still live at the end of the events given
+                             (dpro-optimize's window: the compared iterations' end) */
     int64_t optimizer_bytes;
     int64_t backward_bytes;
     int64_t other_bytes;

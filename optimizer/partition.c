@@ -757,16 +757,17 @@ partition_build(const partition_input *in, const strategy_plan *p, dfg *out, int
         dfg_free(out);
         return -1;
     }
-    int32_t *prev = dfg_prev_table(g);
-    if (!prev || dfg_copy(out, g) != 0) {
-        free(prev);
+    const int32_t *prev = L.prev; /* g's, as layout_build took it */
+    if (dfg_copy(out, g) != 0) {
         dfg_free(out);
         buckets_free(&B);
         layout_free(&L);
         return -1;
     }
     /* room for every node the buckets add at once (a participant, its three host calls
-     * and its hook block's copies each), not the doubling of one node at a time */
+     * and its hook block's copies each), not the doubling of one node at a time, and as
+     * many edges (the participant's from its gating kernel and the calls' order; more
+     * grow the arrays) */
     int64_t extra = 0;
     for (int32_t q = 0; q < g->n_groups && q < in->n_groups; q++) {
         int32_t u = in->bu->group_unit[q];
@@ -777,7 +778,7 @@ partition_build(const partition_input *in, const strategy_plan *p, dfg *out, int
         for (int32_t c = each > 0 ? g->grp_first[q] : -1; c >= 0; c = dfg_next_in_group(g, c))
             extra += each;
     }
-    int rc = dfg_reserve(out, (int64_t)out->n_nodes + extra, out->n_edges);
+    int rc = dfg_reserve(out, (int64_t)out->n_nodes + extra, out->n_edges + extra);
     for (int32_t q = 0; q < g->n_groups && q < in->n_groups && rc == 0; q++) {
         int32_t u = in->bu->group_unit[q];
         if (u < 0)
@@ -810,7 +811,6 @@ partition_build(const partition_input *in, const strategy_plan *p, dfg *out, int
         rc = -1;
     if (n_buckets)
         *n_buckets = B.count;
-    free(prev);
     buckets_free(&B);
     layout_free(&L);
     if (rc != 0)

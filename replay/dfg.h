@@ -245,10 +245,11 @@ void dfg_free(dfg *g);
  * src. */
 int dfg_clone(dfg *dst, const dfg *src);
 
-/* dfg_clone into dst, a graph dfg_clone or dfg_copy made (or zeroed), its arrays reused
- * (realloc to at least their present capacity: a copy made again and again, one per
- * evaluation, takes no fresh memory). Returns 0 or -1 (out of memory; dst is then freed,
- * and zeroed). */
+/* dfg_clone into dst, a graph dfg_clone or dfg_copy made (or zeroed), its node and edge
+ * arrays reused (realloc to at least their present capacity: a copy made again and again,
+ * one per evaluation, takes no fresh memory for them; the sparse side tables and the
+ * string table are cloned afresh each time). Returns 0 or -1 (out of memory; dst is then
+ * freed, and zeroed). */
 int dfg_copy(dfg *dst, const dfg *src);
 
 /* Makes *view a graph that shares finalized src's structure, names and measured times and
@@ -270,8 +271,9 @@ int32_t dfg_intern(dfg *g, const char *text);
 /* Text of a string id ("" for 0 or an unknown id). Valid until the next dfg_intern. */
 const char *dfg_name(const dfg *g, int32_t id);
 
-/* Reserves room for exactly `nodes` nodes and `edges` edges in total (no regrowth, and no
- * doubling's slack, when the size is known). Returns 0 or -1. */
+/* Grows the node and edge arrays to exactly `nodes` nodes and `edges` edges in total
+ * where they hold fewer (no regrowth, and no doubling's slack, when the size is known);
+ * never shrinks them. Returns 0 or -1. */
 int dfg_reserve(dfg *g, int64_t nodes, int64_t edges);
 
 /* The node before n on its resource, -1 when n is the first or removed. Walks the

@@ -220,12 +220,15 @@ typedef struct job_options {
                              * window is loaded (see above). 0: every event */
     int32_t warmup;         /* with iterations > 0: replay_options.warmup (-1: detected) */
     int full;               /* non-zero: every event, even with iterations > 0 */
-    int from_start;         /* non-zero: where a rank's trace holds allocations
-                             * (DPRO_KIND_MEMORY; under shared reading: always) a window
-                             * starts at the trace's start, not at the boundary before the
-                             * compared iterations: the first iteration and what comes
-                             * before it are loaded too, the optimizer's memory estimate
-                             * reading them */
+    int from_start;         /* non-zero: where any rank's trace holds allocations
+                             * (DPRO_KIND_MEMORY; under shared reading: always) every
+                             * rank's window starts at the trace's start, not at the
+                             * boundary before the compared iterations: the first
+                             * iteration and what comes before it are loaded too, the
+                             * optimizer's memory estimate reading them (it still ends
+                             * with the compared iterations; a window whose first
+                             * compared iteration is the first starts at the trace's
+                             * start whatever this says) */
     int fold;               /* non-zero: fold alike ranks while reading (see above) */
     const job_share *share; /* NULL: this process reads every rank; else shared reading
                              * (see above) */

@@ -462,6 +462,10 @@ job_choose_window(job *j, rank_task *t, int32_t n, const job_options *o, int32_t
     int from_start = o->from_start && o->share;
     for (int32_t i = 0; o->from_start && i < n; i++)
         from_start |= t[i].allocations;
+    /* one iteration before the compared ones; from the trace's start when the first
+     * compared iteration is the first (what precedes its boundary, as a full read has it:
+     * the copies back of the step that spans it) */
+    from_start |= first == 0;
     int32_t from = first > 0 && !from_start ? first - 1 : 0;
     if (from == 0 && last + 2 >= n_common)
         return 0; /* the window is everything */
