@@ -10,17 +10,34 @@
 #include "optimizer/workload_int.h"
 #include "replay/kernels.h"
 
-/* Rows for per-rank tables over the ranks with nodes of their own (a folded rank's are
- * its representative's, dfg_rank_rep): row[r] is rank r's index among them, -1 for a
- * folded rank. Returns their count, or -1 (out of memory; *row NULL). */
+/* Rows for per-rank tables where a folded rank's nodes are its representative's
+ * (dfg_rank_rep): row[r] is the first of the dfg_rank_weight(g, r) rows of representative
+ * r, -1 for a folded rank, so that medians over the rows weigh each class by its ranks as
+ * the explicit job's would (spread_rows fills the class's other rows). Returns the rows,
+ * or -1 (out of memory; *row NULL). */
 static int32_t
-own_rank_rows(const dfg *g, int32_t **row)
+class_rows(const dfg *g, int32_t **row)
 {
     int32_t n = 0;
     *row = malloc(sizeof **row * ((size_t)g->n_ranks + 1));
-    for (int32_t r = 0; *row && r < g->n_ranks; r++)
-        (*row)[r] = dfg_rank_rep(g, r) == r ? n++ : -1;
+    for (int32_t r = 0; *row && r < g->n_ranks; r++) {
+        int own = dfg_rank_rep(g, r) == r;
+        (*row)[r] = own ? n : -1;
+        n += own ? dfg_rank_weight(g, r) : 0;
+    }
     return *row ? n : -1;
+}
+
+/* Copies, in each of the `tables` tables of n rows of `iters` entries from v, each
+ * representative's row (class_rows) into its class's other rows. */
+static void
+spread_rows(const dfg *g, const int32_t *row, int64_t *v, int32_t iters, int tables, int32_t n)
+{
+    for (int k = 0; k < tables; k++)
+        for (int32_t r = 0; r < g->n_ranks; r++)
+            for (int32_t c = 1; row[r] >= 0 && c < dfg_rank_weight(g, r); c++)
+                memcpy(v + (size_t)n * k + (size_t)(row[r] + c) * iters,
+                       v + (size_t)n * k + (size_t)row[r] * iters, sizeof *v * (size_t)iters);
 }
 
 /* WL_FSDP_FWD or WL_FSDP_BWD for the all-gather participant c of an iteration launched by
@@ -500,7 +517,7 @@ find_copy_outs(workload *w, const rank_info *ri)
     const dfg *g = w->work;
     workload_fsdp *f = &w->fsdp;
     int32_t *row, iters = w->iter_last - w->iter_first + 1;
-    int32_t n = own_rank_rows(g, &row) * (iters > 0 ? iters : 0);
+    int32_t n = class_rows(g, &row) * (iters > 0 ? iters : 0);
     int64_t *cnt = n >= 0 ? calloc(2 * (size_t)n + 1, sizeof *cnt) : NULL;
     int32_t *prev = dfg_prev_table(g);
     int rc = cnt && prev && row ? 0 : -1;
@@ -519,6 +536,8 @@ find_copy_outs(workload *w, const rank_info *ri)
         cnt[i] += f->grp_role[q] == WL_FSDP_BWD;
         cnt[n + i] += f->grp_role[q] == WL_FSDP_FWD;
     }
+    if (rc == 0)
+        spread_rows(g, row, cnt, iters, 2, n);
     f->keep_calls = rc == 0 && n > 0 ? sim_median_i64(cnt, n) : 0;
     f->regather_calls = rc == 0 && n > 0 ? sim_median_i64(cnt + n, n) : 0;
     free(cnt);
@@ -572,7 +591,7 @@ find_unit_bytes(workload *w, const rank_info *ri)
 {
     const dfg *g = w->work;
     int32_t *row, iters = w->iter_last - w->iter_first + 1;
-    int32_t n = own_rank_rows(g, &row) * (iters > 0 ? iters : 0);
+    int32_t n = class_rows(g, &row) * (iters > 0 ? iters : 0);
     int64_t *v = n >= 0 ? calloc(4 * (size_t)n + 1, sizeof *v) : NULL;
     int rc = v && row ? 0 : -1;
     for (int32_t d = 0; rc == 0 && d < g->n_nodes; d++) {
@@ -592,6 +611,8 @@ find_unit_bytes(workload *w, const rank_info *ri)
         *sum += g->grp_bytes[q];
         *max = g->grp_bytes[q] > *max ? g->grp_bytes[q] : *max;
     }
+    if (rc == 0)
+        spread_rows(g, row, v, iters, 4, n);
     for (int k = 0; rc == 0 && k < 4; k++)
         w->fsdp.unit_bytes[k] = n > 0 ? (int64_t)sim_median_i64(v + (size_t)n * k, n) : 0;
     free(v);
@@ -676,19 +697,24 @@ find_unit_params(workload *w, const rank_info *ri)
 {
     const dfg *g = w->work;
     workload_fsdp *f = &w->fsdp;
-    int32_t iters = w->iter_last - w->iter_first + 1, n = g->n_ranks * (iters > 0 ? iters : 0);
-    int64_t *v = calloc(3 * (size_t)n + 1, sizeof *v), *in = v ? v + n : NULL,
+    int32_t *row, iters = w->iter_last - w->iter_first + 1;
+    int32_t n = class_rows(g, &row) * (iters > 0 ? iters : 0);
+    int64_t *v = n >= 0 ? calloc(3 * (size_t)n + 1, sizeof *v) : NULL, *in = v ? v + n : NULL,
             *bad = v ? v + 2 * n : NULL;
-    int rc = v && w->fusion.node_grid_x ? 0 : -1;
+    int rc = v && row && w->fusion.node_grid_x ? 0 : -1;
     for (int32_t r = 0; rc == 0 && r < g->n_ranks; r++)
-        rank_copy_params(w, ri, r, v + (size_t)r * iters, in + (size_t)r * iters,
-                         bad + (size_t)r * iters);
+        if (row[r] >= 0)
+            rank_copy_params(w, ri, r, v + (size_t)row[r] * iters, in + (size_t)row[r] * iters,
+                             bad + (size_t)row[r] * iters);
+    if (rc == 0)
+        spread_rows(g, row, v, iters, 3, n);
     int32_t k = 0;
     for (int32_t i = 0; rc == 0 && i < n; i++)
         if (!bad[i] && v[i] > 0 && v[i] == in[i])
             v[k++] = v[i];
     f->n_params = k > 0 ? (int32_t)sim_median_i64(v, k) : 0;
     free(v);
+    free(row);
     return rc;
 }
 
@@ -914,19 +940,28 @@ workload_find_fsdp(workload *w, const rank_info *ri)
             int compared = w->iter[d] >= w->iter_first && w->iter[d] <= w->iter_last;
             if (role != WL_FSDP_NONE)
                 f->grp_role[dfg_group(g, d)] = (uint8_t)role;
-            n[role] += compared;
-            n_rs += compared && alive(g, d) && g->kind[d] == DFG_COLL && dfg_group(g, d) >= 0 &&
-                    g->grp_op[dfg_group(g, d)] == DPRO_COLL_REDUCESCATTER;
+            int32_t wd = compared ? dfg_rank_weight(g, g->res_rank[g->res[d]]) : 0;
+            n[role] += wd;
+            n_rs += alive(g, d) && g->kind[d] == DFG_COLL && dfg_group(g, d) >= 0 &&
+                            g->grp_op[dfg_group(g, d)] == DPRO_COLL_REDUCESCATTER
+                        ? wd
+                        : 0;
         }
-        /* a folded rank has no nodes of its own: its representative's stand for it */
+        /* a folded rank has no nodes of its own: its representative's stand for it,
+         * counted once for each rank of the class */
         for (int32_t r = 0; r < g->n_ranks; r++) {
             if (dfg_rank_rep(g, r) != r)
                 continue;
-            ranks += ri[r].main_thread >= 0;
+            int32_t weight = dfg_rank_weight(g, r), from = n_per;
+            ranks += ri[r].main_thread >= 0 ? weight : 0;
             if (ri[r].main_thread >= 0)
                 walk_thread(w, ri, r, ri[r].main_thread, per_iter, &n_per, cap);
             if (ri[r].bwd_thread >= 0)
                 walk_thread(w, ri, r, ri[r].bwd_thread, per_iter, &n_per, cap);
+            for (int32_t c = 1, got = n_per - from; c < weight && n_per + got <= cap; c++) {
+                memcpy(per_iter + n_per, per_iter + from, sizeof *per_iter * (size_t)got);
+                n_per += got;
+            }
         }
         /* the median over ranks and iterations: the last iteration runs to the trace's
          * end, where the job may gather more (fsdp_train.py's full_tensor) */
