@@ -664,17 +664,16 @@ static int
 write_chrome(state *st, const args *a)
 {
     const char *path = a->chrome;
-    dfg part = {0};
     dfg *tl = st->w.g; /* the working graph, or its capture copy */
-    if (st->sr.n_top > 0 && strategy_plan_graph(&st->w, &st->sr.top[0].plan, &part, &tl, NULL) != 0)
+    /* the search's copy reused: no second transformed graph beside it */
+    if (st->sr.n_top > 0 &&
+        strategy_plan_graph(&st->w, &st->sr.top[0].plan, &st->w.plan_copy, &tl, NULL) != 0)
         return -1;
     FILE *f = inputs_open_output(a->dir, path, a->force);
     int opened = f != NULL;
     chrome_options co = {1, -1, -1, NULL};
     int bad = !f || sim_run(tl, &st->best_sim) != 0 ||
               chrome_export(&st->rp, tl, &st->best_sim, &co, f) != 0;
-    if (tl == &part)
-        dfg_free(&part);
     if (opened && fclose(f) != 0)
         bad = 1;
     if (bad && opened)
