@@ -1,7 +1,8 @@
 /*
  * test_replay_sim: unit tests of the simulator on tiny hand-made graphs with known answers
  * (wake-ups between threads included), the critical path, the breakdown, graph
- * transformations (clone, remove, merge) and the synthetic generator; the critical
+ * transformations (clone, a copy reusing its arrays, insertion, remove, merge) and the
+ * synthetic generator; the critical
  * path's composition across ranks (replay_cp_compose).
  */
 #include <math.h>
@@ -444,6 +445,71 @@ test_iteration_median(void)
     dfg_free(&g);
 }
 
+/* Makespan of g simulated (0 when it does not finish). */
+static int64_t
+makespan_of(dfg *g)
+{
+    sim_result r;
+    memset(&r, 0, sizeof r);
+    int64_t m = sim_run(g, &r) == 0 && r.n_unfinished == 0 ? r.makespan : 0;
+    sim_result_free(&r);
+    return m;
+}
+
+/* dfg_copy into one graph again and again (a plan's copy a search reuses): a small job,
+ * then a larger one (the arrays grow), a node inserted into the copy, then the small one
+ * again (the arrays reused, larger than it needs): each copy simulates as its source does
+ * and holds its nodes, edges and groups, the source untouched. And dfg_insert_between with
+ * the node before given gives the graph dfg_insert_before gives. */
+static void
+test_dfg_copy_reuse(void)
+{
+    synth_params p;
+    synth_defaults(&p);
+    p.ranks = 2;
+    dfg small, big, c;
+    REQUIRE(synth_dfg(&p, &small) == 0);
+    p.ranks = 4;
+    p.iterations = 5;
+    REQUIRE(synth_dfg(&p, &big) == 0);
+    int64_t ms = makespan_of(&small), mb = makespan_of(&big);
+    CHECK(ms > 0 && mb > 0);
+    memset(&c, 0, sizeof c);
+    REQUIRE(dfg_copy(&c, &small) == 0);
+    CHECK(c.n_nodes == small.n_nodes && c.n_edges == small.n_edges && makespan_of(&c) == ms);
+    REQUIRE(dfg_copy(&c, &big) == 0);
+    CHECK(c.n_nodes == big.n_nodes && c.n_groups == big.n_groups && makespan_of(&c) == mb);
+    int32_t k = -1;
+    for (int32_t d = 0; d < c.n_nodes && k < 0; d++)
+        k = c.kind[d] == DFG_KERNEL ? d : -1;
+    REQUIRE(k >= 0);
+    CHECK(dfg_insert_before(&c, k, DFG_KERNEL, dfg_intern(&c, "added"), 1000 * 1000) >= 0);
+    CHECK(makespan_of(&c) > mb);
+    REQUIRE(dfg_copy(&c, &small) == 0);
+    CHECK(c.n_nodes == small.n_nodes && c.n_edges == small.n_edges && c.n_ranks == small.n_ranks &&
+          makespan_of(&c) == ms);
+    CHECK(makespan_of(&big) == mb && makespan_of(&small) == ms);
+    /* insertion with the previous node known, against the walk */
+    dfg a, b;
+    REQUIRE(dfg_clone(&a, &big) == 0 && dfg_clone(&b, &big) == 0);
+    int32_t before = -1;
+    for (int32_t d = 0, seen = 0; d < big.n_nodes && before < 0; d++)
+        before = big.kind[d] == DFG_KERNEL && ++seen == 5 ? d : -1;
+    REQUIRE(before >= 0);
+    int32_t x = dfg_insert_before(&a, before, DFG_KERNEL, dfg_intern(&a, "added"), 5000);
+    int32_t y = dfg_insert_between(&b, dfg_prev_on_res(&b, before), before, DFG_KERNEL,
+                                   dfg_intern(&b, "added"), 5000);
+    CHECK(x >= 0 && x == y);
+    CHECK(dfg_prev_on_res(&a, before) == x && dfg_prev_on_res(&b, before) == y);
+    CHECK(a.next_on_res[x] == before && b.next_on_res[y] == before);
+    CHECK(makespan_of(&a) == makespan_of(&b) && makespan_of(&a) > 0);
+    dfg_free(&a);
+    dfg_free(&b);
+    dfg_free(&c);
+    dfg_free(&small);
+    dfg_free(&big);
+}
+
 int
 main(void)
 {
@@ -454,5 +520,6 @@ main(void)
     test_sim_collective_leave_early();
     test_breakdown_comm_kernels();
     test_synth();
+    test_dfg_copy_reuse();
     return tests_done();
 }
