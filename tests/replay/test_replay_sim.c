@@ -2,8 +2,7 @@
  * test_replay_sim: unit tests of the simulator on tiny hand-made graphs with known answers
  * (wake-ups between threads included), the critical path, the breakdown, graph
  * transformations (clone, a copy reusing its arrays, insertion, remove, merge) and the
- * synthetic generator; the critical
- * path's composition across ranks (replay_cp_compose).
+ * synthetic generator; the critical path's composition across ranks (replay_cp_compose).
  */
 #include <math.h>
 #include <stdio.h>
