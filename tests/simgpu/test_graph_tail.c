@@ -199,8 +199,10 @@ main(int argc, char **argv)
            "(median, bound %.3f), %.3f ms (largest); at most %ld worker wake-ups a step (bound "
            "%ld)\n",
            rank, POST, model_ms, late[STEPS / 2], bound_ms, late[STEPS - 1], most, max_wakeups);
+    /* Running the ops is host work: a sanitizer's instrumentation makes it 10x longer. */
     if (bound_ms > 0)
-        CHECK(late[STEPS / 2] < bound_ms);
+        CHECK(late[STEPS / 2] < bound_ms ||
+              (getenv("DPRO_SANITIZERS") && *getenv("DPRO_SANITIZERS") == '1'));
     if (max_wakeups > 0)
         CHECK(most <= max_wakeups);
     CHECK_CUDA(cudaGraphExecDestroy(x));
