@@ -537,13 +537,19 @@ op_runs_inline(const struct simgpu_op *op)
  * no dependency is pending (other ops of s in flight are not waited for: it starts at
  * their end).  It starts as the worker would start it (moving a memset's, copy's or
  * collective's bytes here; a collective blocks until its peers arrived) and is left in
- * flight; a failed collective sets the sticky error.  Used by a launch on a stream with
- * nothing queued (kernels, memsets of SIMGPU_INLINE_MEMSET_BYTES at most) and by a thread
- * that waits for s, so that neither depends on when the worker gets a CPU.  Returns 1
- * when it did (g_lock released meanwhile), 0 when the worker must run it.  Caller holds
- * g_lock. */
+ * flight; a failed collective sets the sticky error.  The ops queued behind it up to seq
+ * `upto` that run ahead (op_runs_ahead) and wait for nothing pending are run after it in
+ * the same pass, each from the end of the one before, until one is the first to reach the
+ * waiters' target (they are woken for it): a thread waiting for s runs the ops behind a
+ * collective in one pass, and s's worker, if it waits for the staging to end, is woken
+ * once for all of them, not once for each (the host's CPU a wake-up costs, on a loaded
+ * host, is time the waiting thread waits).  Used by a launch on a stream with nothing
+ * queued (kernels, memsets of SIMGPU_INLINE_MEMSET_BYTES at most; upto its own seq) and by
+ * a thread that waits for s (upto its target), so that neither depends on when the worker
+ * gets a CPU.  Returns 1 when it did (g_lock released meanwhile), 0 when the worker must
+ * run it.  Caller holds g_lock. */
 static int
-run_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
+run_inline_locked(struct simgpu_stream *s, struct simgpu_op *op, uint64_t upto)
 {
     uint64_t dep_end = 0, start, end;
     int reached = 0, failed;
@@ -558,15 +564,22 @@ run_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
     if (op->kind == SIMGPU_OP_GRAPH) {
         graph_expand_locked(s, op);
     } else {
-        start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
-        flight_push_locked(s, op, start);
-        pthread_mutex_unlock(&g_lock);
-        failed = op_execute(op, s, start, &end);
-        simgpu_cupti_op_done(op, s, start, end);
-        pthread_mutex_lock(&g_lock);
-        if (failed)
-            device_fail_locked(s->dev);
-        reached = flight_fix_locked(s, op, end);
+        for (;;) {
+            start = u64max(u64max(s->last_end, op->enqueue_ns), dep_end);
+            flight_push_locked(s, op, start);
+            pthread_mutex_unlock(&g_lock);
+            failed = op_execute(op, s, start, &end);
+            simgpu_cupti_op_done(op, s, start, end);
+            pthread_mutex_lock(&g_lock);
+            if (failed)
+                device_fail_locked(s->dev);
+            reached = flight_fix_locked(s, op, end);
+            op = s->head;
+            if (reached || !op || op->seq > upto || op->kind == SIMGPU_OP_GRAPH ||
+                !op_runs_ahead(op) || s->destroyed || s->dev->sticky != cudaSuccess ||
+                dep_pending(op, &dep_end) >= 0)
+                break;
+        }
     }
     s->staging = 0;
     /* Threads that came meanwhile to wait for it wait for its end themselves; those that
@@ -825,7 +838,7 @@ launch_inline_locked(struct simgpu_stream *s, struct simgpu_op *op)
     return !op->next &&
            (op->kind == SIMGPU_OP_KERNEL || (op->kind == SIMGPU_OP_MEMSET && op->u.memset.cheap) ||
             (event && !stream_settle_locked(s, simgpu_now_ns()))) &&
-           run_inline_locked(s, op);
+           run_inline_locked(s, op, op->seq);
 }
 
 cudaError_t
@@ -965,7 +978,7 @@ wait_done_locked(struct simgpu_stream *s, uint64_t target)
             (!flying || chase)) {
             uint64_t dep_end;
             int pending;
-            if (run_inline_locked(s, s->head))
+            if (run_inline_locked(s, s->head, target))
                 continue;
             /* The head waits for another stream: wait for that one as for s. */
             if ((pending = dep_pending(s->head, &dep_end)) >= 0) {

@@ -307,6 +307,18 @@ tests_simgpu_test_nccl_sync_LDFLAGS = -no-install
 tests_simgpu_test_nccl_sync_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
 	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
 TESTS += tests/simgpu/test_nccl_sync.sh
+
+# A captured step's closing synchronize returns at the graph's modeled end (workers
+# starved), and the ops behind its all-reduce cost the stream workers no wake-up each.
+EXTRA_DIST += tests/simgpu/test_graph_tail.sh
+check_PROGRAMS += tests/simgpu/test_graph_tail
+tests_simgpu_test_graph_tail_SOURCES = tests/simgpu/test_graph_tail.c tests/simgpu/simgpu_check.h \
+	tests/simgpu/simrun_rdzv.h
+tests_simgpu_test_graph_tail_CPPFLAGS = $(SIMGPU_CPPFLAGS)
+tests_simgpu_test_graph_tail_LDFLAGS = -no-install
+tests_simgpu_test_graph_tail_LDADD = tests/simgpu/libcudart.la tests/simgpu/libnccl.la \
+	tests/simgpu/libsimgpu.la $(PTHREAD_LIBS)
+TESTS += tests/simgpu/test_graph_tail.sh
 endif
 
 # The libcudart and libcuda calls torch makes beyond the other tests' (cudart_torch.c,
