@@ -2,8 +2,10 @@
 #ifndef SIMGPU_CHECK_H
 #define SIMGPU_CHECK_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 
 /* Fails the test (exit 1) with the location when `cond` is false. */
@@ -49,6 +51,37 @@ voluntary_switches(void)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_nvcsw;
+}
+
+/* Voluntary context switches so far of this process's stream workers (threads named
+ * simgpu-sN), each a wake-up after a wait. */
+static inline long
+worker_switches(void)
+{
+    long n = 0;
+    DIR *dir = opendir("/proc/self/task");
+    struct dirent *de;
+    CHECK(dir != NULL);
+    while ((de = readdir(dir))) {
+        char path[300], line[128];
+        FILE *f;
+        long v;
+        int worker = 0;
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
+        if (!(f = fopen(path, "r")))
+            continue; /* the thread has exited */
+        while (fgets(line, sizeof(line), f)) {
+            if (!strncmp(line, "Name:\tsimgpu-s", 14))
+                worker = 1;
+            if (worker && sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+                n += v;
+        }
+        fclose(f);
+    }
+    closedir(dir);
+    return n;
 }
 
 #endif /* SIMGPU_CHECK_H */

@@ -86,37 +86,6 @@ capture(cudaStream_t s, cudaStream_t n, ncclComm_t comm, float *grad, char *cpy,
     CHECK_CUDA(cudaEventDestroy(join));
 }
 
-/* Voluntary context switches so far of this process's stream workers (threads named
- * simgpu-sN), each a wake-up after a wait. */
-static long
-worker_switches(void)
-{
-    long n = 0;
-    DIR *dir = opendir("/proc/self/task");
-    struct dirent *de;
-    CHECK(dir != NULL);
-    while ((de = readdir(dir))) {
-        char path[300], line[128];
-        FILE *f;
-        long v;
-        int worker = 0;
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
-        if (!(f = fopen(path, "r")))
-            continue; /* the thread has exited */
-        while (fgets(line, sizeof(line), f)) {
-            if (!strncmp(line, "Name:\tsimgpu-s", 14))
-                worker = 1;
-            if (worker && sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
-                n += v;
-        }
-        fclose(f);
-    }
-    closedir(dir);
-    return n;
-}
-
 static void
 bind_one_cpu(void)
 {

@@ -349,37 +349,6 @@ run_graph(int starved)
 #define EVENT_GAP_US 100
 #define EVENT_SWITCHES (NEVENT / 10)
 
-/* Voluntary context switches so far of this process's stream workers (threads named
- * simgpu-sN), each a wake-up after a wait. */
-static long
-worker_switches(void)
-{
-    long n = 0;
-    DIR *dir = opendir("/proc/self/task");
-    struct dirent *de;
-    CHECK(dir != NULL);
-    while ((de = readdir(dir))) {
-        char path[300], line[128];
-        FILE *f;
-        long v;
-        int worker = 0;
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
-        if (!(f = fopen(path, "r")))
-            continue; /* the thread has exited */
-        while (fgets(line, sizeof(line), f)) {
-            if (!strncmp(line, "Name:\tsimgpu-s", 14))
-                worker = 1;
-            if (worker && sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
-                n += v;
-        }
-        fclose(f);
-    }
-    closedir(dir);
-    return n;
-}
-
 static void
 run_events(int starved)
 {
