@@ -59,6 +59,23 @@ strategy_kind(const workload *w, const strategy_plan *p, char *buf, size_t len)
         snprintf(buf, len, "baseline");
 }
 
+/* The name ids of the first kernels of the fusion chains, each once, in chain order, at
+ * most max of them into ids; returns how many. */
+static int
+chain_name_ids(const workload *w, int32_t *ids, int max)
+{
+    int ns = 0;
+    for (int32_t c = 0; c < w->fusion.n_chains && ns < max; c++) {
+        int32_t id = w->g->name[w->fusion.chain_node[w->fusion.chain_off[c]]];
+        int dup = 0;
+        for (int i = 0; i < ns; i++)
+            dup |= ids[i] == id;
+        if (!dup)
+            ids[ns++] = id;
+    }
+    return ns;
+}
+
 /* Distinct kernel names inside the fusion chains, comma-separated, as reports show them
  * (kernels_display_name). */
 static void
@@ -66,20 +83,12 @@ chain_names(const workload *w, char *buf, size_t len)
 {
     char nb[KERNELS_SHORT_NAME_MAX + 8];
     size_t o = 0;
-    int32_t seen[8];
-    int ns = 0;
+    int32_t ids[8];
+    int ns = chain_name_ids(w, ids, 8);
     buf[0] = 0;
-    for (int32_t c = 0; c < w->fusion.n_chains && ns < 8; c++) {
-        int32_t id = w->g->name[w->fusion.chain_node[w->fusion.chain_off[c]]];
-        int dup = 0;
-        for (int i = 0; i < ns; i++)
-            dup |= seen[i] == id;
-        if (dup)
-            continue;
-        seen[ns++] = id;
+    for (int i = 0; i < ns; i++)
         o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", o ? ", " : "",
-                              kernels_display_name(dfg_name(w->g, id), nb, sizeof nb));
-    }
+                              kernels_display_name(dfg_name(w->g, ids[i]), nb, sizeof nb));
 }
 
 void
@@ -195,18 +204,10 @@ strategy_write_knobs(const workload *w, const strategy_plan *p, int32_t batch,
     if (p->fuse && !w->fusion.compiled) {
         json_key(jw, "fused_kernels");
         json_begin_array(jw);
-        int32_t seen[16];
-        int ns = 0;
-        for (int32_t c = 0; c < w->fusion.n_chains && ns < 16; c++) {
-            int32_t id = w->g->name[w->fusion.chain_node[w->fusion.chain_off[c]]];
-            int dup = 0;
-            for (int i = 0; i < ns; i++)
-                dup |= seen[i] == id;
-            if (dup)
-                continue;
-            seen[ns++] = id;
-            json_string(jw, dfg_name(w->g, id));
-        }
+        int32_t ids[16];
+        int ns = chain_name_ids(w, ids, 16);
+        for (int i = 0; i < ns; i++)
+            json_string(jw, dfg_name(w->g, ids[i]));
         json_end_array(jw);
     }
     if (p->cuda_graph)

@@ -84,4 +84,23 @@ worker_switches(void)
     return n;
 }
 
+#ifdef _GNU_SOURCE
+#include <sched.h>
+
+/* Binds the process to the first CPU it may run on (before any thread is started: the
+ * device's workers inherit it). For tests that define _GNU_SOURCE (sched_setaffinity). */
+static inline void
+bind_one_cpu(void)
+{
+    cpu_set_t all, one;
+    int cpu = 0;
+    CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
+    while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &all))
+        cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+}
+#endif
+
 #endif /* SIMGPU_CHECK_H */

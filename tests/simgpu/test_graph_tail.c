@@ -86,19 +86,6 @@ capture(cudaStream_t s, cudaStream_t n, ncclComm_t comm, float *grad, char *cpy,
     CHECK_CUDA(cudaEventDestroy(join));
 }
 
-static void
-bind_one_cpu(void)
-{
-    cpu_set_t all, one;
-    int cpu = 0;
-    CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
-    while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &all))
-        cpu++;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
-}
-
 static int
 cmp_double(const void *a, const void *b)
 {

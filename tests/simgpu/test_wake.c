@@ -549,21 +549,6 @@ run_large(int copy)
     CHECK_CUDA(cudaStreamDestroy(s));
 }
 
-/* Binds the process to the first CPU it may run on (before any thread is started: the
- * device's workers inherit it). */
-static void
-bind_one_cpu(void)
-{
-    cpu_set_t all, one;
-    int cpu = 0;
-    CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
-    while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &all))
-        cpu++;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
-}
-
 int
 main(int argc, char **argv)
 {
