@@ -162,6 +162,12 @@ partition_splits(const workload_buckets *bu, const strategy_plan *p)
 
 /* ---- spans -------------------------------------------------------------------------------- */
 
+/* An edge into a participant: its index in the graph's edge list and its source. */
+typedef struct in_edge {
+    int32_t dst, src;
+    int64_t e;
+} in_edge;
+
 typedef struct layout {
     int32_t n_units, n_it;
     int32_t *part;         /* ((rank * n_it) + iteration) * n_units + unit -> participant, -1 */
@@ -171,6 +177,8 @@ typedef struct layout {
     int32_t *prev;         /* per node: the previous node on its resource (dfg_prev_table) */
     int64_t *after_excess; /* per participant slot (group_hosts / 3): the bookkeeping an
                               added bucket brings after its hook block (typical_excess) */
+    int64_t n_in;          /* the edges into the participants of the split groups, by */
+    struct in_edge *in;    /* participant, then in edge order; NULL until copy_preds */
 } layout;
 
 static void
@@ -182,6 +190,7 @@ layout_free(layout *L)
     free(L->cum);
     free(L->prev);
     free(L->after_excess);
+    free(L->in);
     memset(L, 0, sizeof *L);
 }
 
@@ -249,6 +258,45 @@ typical_excess(const dfg *g, const workload_buckets *bu, int32_t n_slots, int64_
     free(v);
     free(run);
     return rc;
+}
+
+/* Whether node d is a participant of a group whose unit the plan splits. */
+static int
+split_participant_node(const partition_input *in, int32_t d)
+{
+    int32_t q = d >= 0 && d < in->n_nodes ? dfg_group(in->g, d) : -1;
+    return q >= 0 && q < in->n_groups && in->bu->group_unit[q] >= 0;
+}
+
+/* By participant, then by edge index. */
+static int
+in_edge_cmp(const void *pa, const void *pb)
+{
+    const in_edge *a = pa, *b = pb;
+    if (a->dst != b->dst)
+        return (a->dst > b->dst) - (a->dst < b->dst);
+    return (a->e > b->e) - (a->e < b->e);
+}
+
+/* Fills L->in with the edges into the participants of the split groups, so that
+ * copy_preds finds a participant's predecessors without a walk over every edge: one walk
+ * per layout, made by the first participant without a gating kernel. Returns 0, -1 when
+ * out of memory. */
+static int
+in_edges_build(const partition_input *in, layout *L)
+{
+    const dfg *g = in->g;
+    int64_t n = 0;
+    for (int64_t e = 0; e < g->n_edges; e++)
+        n += split_participant_node(in, g->edst[e]);
+    L->in = malloc(sizeof *L->in * (size_t)(n + 1));
+    if (!L->in)
+        return -1;
+    for (int64_t e = 0; e < g->n_edges; e++)
+        if (split_participant_node(in, g->edst[e]))
+            L->in[L->n_in++] = (in_edge){g->edst[e], g->esrc[e], e};
+    qsort(L->in, (size_t)L->n_in, sizeof *L->in, in_edge_cmp);
+    return 0;
 }
 
 static int
@@ -632,14 +680,25 @@ unit_hosts(const partition_input *in, int32_t q, int32_t c, int32_t h[3], int32_
 }
 
 /* Makes the new participant n wait like participant c when no gating kernel is known:
- * a copy of c's edge predecessors. */
+ * a copy of c's edge predecessors, in the order of the source graph's edges (L->in,
+ * built here the first time). Returns 0, -1 when out of memory. */
 static int
-copy_preds(const dfg *src, dfg *out, int32_t c, int32_t n)
+copy_preds(const partition_input *in, layout *L, dfg *out, int32_t c, int32_t n)
 {
-    for (int64_t e = 0; e < src->n_edges; e++)
-        if (src->edst[e] == c && dfg_add_edge(out, src->esrc[e], n) != 0)
-            return -1;
-    return 0;
+    if (!L->in && in_edges_build(in, L) != 0)
+        return -1;
+    int64_t lo = 0, hi = L->n_in;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (L->in[mid].dst < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int rc = 0;
+    for (int64_t i = lo; rc == 0 && i < L->n_in && L->in[i].dst == c; i++)
+        rc = dfg_add_edge(out, L->in[i].src, n);
+    return rc;
 }
 
 /* Inserts after *ins (updated) copies of the other calls of the hook block (workload.h:
@@ -708,7 +767,7 @@ split_participant(const partition_input *in, layout *L, const buckets *B, int32_
             dfg_set_bytes(out, n, B->mid_bytes[m]) != 0)
             return -1;
         dfg_set_lat(out, n, dfg_lat(g, c));
-        if (k >= 0 ? dfg_add_edge(out, k, n) != 0 : copy_preds(g, out, c, n) != 0)
+        if (k >= 0 ? dfg_add_edge(out, k, n) != 0 : copy_preds(in, L, out, c, n) != 0)
             return -1;
         /* the hook's calls, right after the launch of the kernel that made the bytes */
         int32_t at = k >= 0 ? g->launch[k] : -1;

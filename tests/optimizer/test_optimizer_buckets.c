@@ -90,12 +90,14 @@ check_case(workload *w, const bucket_case *c)
     dfg_free(&part);
 }
 
-static void
-test_ddp_layer_buckets(void)
+/* The gradients of ddp-sim's resnet50 of 4 blocks in forward order (conv1, blocks 0-2 of
+ * 64 channels, block 3 of 128, fc) into grad[NL], their blocks from ddp-sim's caching
+ * allocator into alloc[NL]; returns the gradients' total bytes. */
+static int64_t
+resnet_grads(int64_t *grad, int64_t *alloc)
 {
-    const int64_t M = 1 << 20;
-    /* forward order: conv1, blocks 0-2 (64 channels), block 3 (128), fc */
-    int64_t grad[NL] = {37632};
+    int64_t total = 0;
+    grad[0] = 37632;
     for (int b = 0; b < 4; b++) {
         int64_t c = b < 3 ? 64 : 128;
         grad[1 + 3 * b] = 4 * c * c * 4;
@@ -103,11 +105,18 @@ test_ddp_layer_buckets(void)
         grad[3 + 3 * b] = c * 4 * c * 4;
     }
     grad[NL - 1] = 2048 * 1000 * 4 + 4000;
-    int64_t alloc[NL], total = 0;
     for (int l = 0; l < NL; l++) {
         alloc[l] = ddp_sim_block(grad[l]);
         total += grad[l];
     }
+    return total;
+}
+
+static void
+test_ddp_layer_buckets(void)
+{
+    const int64_t M = 1 << 20;
+    int64_t grad[NL], alloc[NL], total = resnet_grads(grad, alloc);
     CHECK_EQ_U(total, 10183328);
     int64_t t_fwd[NL];
     dfg g, work;
@@ -477,10 +486,92 @@ test_folded_waits_moved(void)
     dfg_free(&g);
 }
 
+/* The sources of the edges into node d of g, sorted, into out (up to max); returns their
+ * count. */
+static int32_t
+preds_sorted(const dfg *g, int32_t d, int32_t *out, int32_t max)
+{
+    int32_t n = 0;
+    for (int64_t e = 0; e < g->n_edges; e++)
+        if (g->edst[e] == d && n < max)
+            out[n++] = g->esrc[e];
+    for (int32_t i = 1; i < n; i++)
+        for (int32_t j = i; j > 0 && out[j - 1] > out[j]; j--) {
+            int32_t t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    return n;
+}
+
+/* A bucket tensor partition adds to a participant without a gating kernel (no
+ * compute-stream kernel of its rank with an edge into it: rank 1's, its kernels taken
+ * off the compute stream here) waits as that participant waits: each added all-reduce
+ * has exactly the edge predecessors of the participant it precedes on its stream
+ * (partition.c: copy_preds, from the index of the edges into the participants). */
+static void
+test_ungated_participants(void)
+{
+    enum { MAXP = 64 };
+    int64_t grad[NL], alloc[NL], total = resnet_grads(grad, alloc);
+    int64_t t_fwd[NL];
+    dfg g, work;
+    REQUIRE(build_layer_job(&g, 3, grad, NL, 0, t_fwd) == 0);
+    costmodel m;
+    fit_model(&m);
+    memest mem;
+    layer_memest(&mem, alloc, NL, t_fwd, ddp_sim_block(total));
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(dfg_clone(&work, &g) == 0);
+    REQUIRE(workload_analyze(&w, &work, &res, 1, 1, &m, &mem, 0, NULL) == 0);
+    REQUIRE(g.n_ranks >= 2);
+    strategy_plan p;
+    strategy_plan_baseline(&p);
+    p.bucket_cap = (int8_t)cap_index(0.25);
+    p.first_cap = (int8_t)cap_index(0.25);
+    REQUIRE(p.bucket_cap >= 0 && p.first_cap >= 0 && partition_splits(&w.buckets, &p));
+    REQUIRE(strategy_apply(&w, &p) == 0);
+    partition_input pin;
+    strategy_partition_input(&w, &pin);
+    uint8_t *onc = malloc((size_t)pin.n_nodes + 1);
+    REQUIRE(onc);
+    for (int32_t n = 0; n < pin.n_nodes; n++)
+        onc[n] = pin.on_compute[n] && dfg_rank(pin.g, n) != 1;
+    pin.on_compute = onc;
+    dfg part = {0};
+    int32_t nb = -1;
+    REQUIRE(partition_build(&pin, &p, &part, &nb) == 0);
+    CHECK_EQ_U(nb, 8);
+    int32_t checked = 0, same = 0;
+    for (int32_t n = pin.g->n_nodes; n < part.n_nodes; n++) {
+        if (part.kind[n] != DFG_COLL || dfg_rank(&part, n) != 1)
+            continue;
+        int32_t c = part.next_on_res[n];
+        while (c >= pin.g->n_nodes)
+            c = part.next_on_res[c];
+        REQUIRE(c >= 0 && pin.g->kind[c] == DFG_COLL);
+        int32_t a[MAXP], b[MAXP];
+        int32_t na = preds_sorted(&part, n, a, MAXP), nc = preds_sorted(pin.g, c, b, MAXP);
+        checked++;
+        same += na == nc && nc > 0 && memcmp(a, b, sizeof *a * (size_t)na) == 0;
+    }
+    CHECK(checked >= 3 * 7);
+    CHECK_EQ_U(same, checked);
+    dfg_free(&part);
+    free(onc);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&work);
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
     test_ddp_layer_buckets();
+    test_ungated_participants();
     test_micro_input_after_zeroing();
     test_hook_after();
     test_folded_waits();
