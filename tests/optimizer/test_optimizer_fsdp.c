@@ -44,7 +44,9 @@
  *   - a DDP-like job (all-reduces only) has no FSDP strategy: it is unavailable and the
  *     search's plans never use it; PyTorch DDP's and ddp-sim's profiles do not express it;
  *   - folded ranks (dpro-optimize's default): 2 alike ranks folded into one class give the
- *     explicit job's counts, bytes, medians and predictions.
+ *     explicit job's counts, bytes, medians and predictions, and so do unequal classes
+ *     (3 + 1 and 3 + 2 + 1 ranks, the smaller classes slower and making more calls an
+ *     unshard), each class weighed by its ranks.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -119,7 +121,7 @@ collective(dfg *g, int32_t t, int32_t s, int op, int64_t bytes, uint64_t seq, in
         g, t, dfg_intern(g, op == DPRO_COLL_ALLGATHER ? "ncclAllGather" : "ncclReduceScatter"));
     int32_t c = device(g, s, h, DFG_KERNEL, dfg_intern(g, "ncclDevKernel"), 0);
     if (*grp < 0)
-        *grp = dfg_add_group(g, op, 2, bytes, 7, seq, dur);
+        *grp = dfg_add_group(g, op, g->n_ranks > 2 ? g->n_ranks : 2, bytes, 7, seq, dur);
     dfg_set_group(g, c, *grp);
     return c;
 }
@@ -154,16 +156,38 @@ typedef struct fsdp_rank {
     int32_t bounds[ITERS + 1];
 } fsdp_rank;
 
-/* The job of the file's comment on n_ranks ranks (rank 0's participants into *ids), its
- * collectives shared by the ranks, into *g (finalized), with measured starts from its own
- * simulation; flags JOB_*: without JOB_REGATHER the backward gathers nothing
- * (reshard_after_forward=False). Returns 0 or -1. */
+#define MAX_RANKS 6
+
+/* Stretches rank r's host calls' gaps and device ops' durations to pct % (a slower rank). */
 static int
-build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
+slow_rank(dfg *g, int32_t r, int pct)
 {
-    if (n_ranks > 2 || dfg_init(g, n_ranks) != 0)
+    int rc = 0;
+    for (int32_t n = 0; rc == 0 && n < g->n_nodes; n++) {
+        if (dfg_rank(g, n) != r)
+            continue;
+        if (g->kind[n] == DFG_HOST)
+            rc = dfg_set_gap(g, n, dfg_gap(g, n) * pct / 100);
+        else
+            rc = dfg_set_dur(g, n, dfg_dur(g, n) * pct / 100);
+    }
+    return rc;
+}
+
+/* The job of the file's comment on n_ranks ranks (at most MAX_RANKS; rank 0's
+ * participants into *ids), its collectives shared by the ranks, into *g (finalized), with
+ * measured starts from its own simulation; flags JOB_*: without JOB_REGATHER the backward
+ * gathers nothing (reshard_after_forward=False); pct (may be NULL): per rank, its host
+ * gaps and device durations in % of the others' (slow_rank; 100 or 0: as they are);
+ * prefetched (may be NULL): per rank, 1 where its re-gathers are JOB_PREFETCHED's whatever
+ * flags say. Returns 0 or -1. */
+static int
+build_fsdp_job_slow(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks, const int *pct,
+                    const int *prefetched)
+{
+    if (n_ranks > MAX_RANKS || dfg_init(g, n_ranks) != 0)
         return -1;
-    fsdp_rank rk[2];
+    fsdp_rank rk[MAX_RANKS];
     for (int32_t r = 0; r < n_ranks; r++) {
         rk[r].mt = dfg_add_resource(g, DFG_RES_THREAD, r, 1, dfg_intern(g, "main"));
         rk[r].bt = dfg_add_resource(g, DFG_RES_THREAD, r, 2, dfg_intern(g, "autograd"));
@@ -192,7 +216,9 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
         }
         if (it == ITERS)
             break;
-        int32_t k[2] = {-1, -1}, first_bwd[2] = {-1, -1};
+        int32_t k[MAX_RANKS], first_bwd[MAX_RANKS];
+        for (int32_t r = 0; r < n_ranks; r++)
+            k[r] = first_bwd[r] = -1;
         for (int32_t r = 0; (flags & JOB_OPTIM) && r < n_ranks; r++)
             device(g, rk[r].cs, call(g, rk[r].mt, nm_launch), DFG_KERNEL,
                    dfg_intern(g, "multi_tensor_apply_kernel"), 80 * US);
@@ -228,7 +254,7 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
                     first_bwd[r] = first_bwd[r] < 0 ? g->launch[ag] : first_bwd[r];
                     poll(g, bt, 0);
                     int32_t wait = -1, kern = -1;
-                    if (flags & JOB_PREFETCHED) {
+                    if ((flags & JOB_PREFETCHED) || (prefetched && prefetched[r])) {
                         kern = call(g, bt, nm_launch);
                         device(g, cs, kern, DFG_KERNEL, dfg_intern(g, "fill"), 10 * US);
                         wait = call(g, bt, dfg_intern(g, "cudaStreamWaitEvent"));
@@ -265,6 +291,8 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
     }
     for (int32_t r = 0; rc == 0 && r < n_ranks; r++)
         rc = dfg_set_iterations(g, r, rk[r].bounds, ITERS + 1);
+    for (int32_t r = 0; rc == 0 && pct && r < n_ranks; r++)
+        rc = pct[r] > 0 && pct[r] != 100 ? slow_rank(g, r, pct[r]) : 0;
     if (rc == 0)
         rc = dfg_finalize(g);
     sim_result res;
@@ -277,6 +305,13 @@ build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
     }
     sim_result_free(&res);
     return rc;
+}
+
+/* build_fsdp_job_slow with alike ranks. */
+static int
+build_fsdp_job(dfg *g, fsdp_job_ids *ids, int flags, int32_t n_ranks)
+{
+    return build_fsdp_job_slow(g, ids, flags, n_ranks, NULL, NULL);
 }
 
 /* Plan p's kind and its options in PyTorch FSDP's terms. */
@@ -966,20 +1001,23 @@ test_not_for_ddp(void)
     dfg_free(&g);
 }
 
-/* The FSDP figures of a job of 2 alike ranks, explicit and with rank 1 folded into rank 0
- * (dfg_fold, as dpro-optimize's default): a folded rank has no nodes of its own, so the
- * per-rank counts and medians are the representative's, not halved or pulled to 0 by a
- * rank without rows; the keep-unsharded (flags with JOB_REGATHER) or reshard (without)
- * prediction the same within 0.5 %. */
+/* The FSDP figures of a job of n_ranks ranks (pct, prefetched: build_fsdp_job_slow), explicit
+ * and with
+ * its ranks folded into the classes rep[] of weight[] ranks (dfg_fold, as dpro-optimize's
+ * default): a folded rank has no nodes of its own, so the per-rank counts and medians are
+ * its representative's, weighed by its class's ranks (class_rows), not halved or pulled
+ * to 0 by a rank without rows; the keep-unsharded (flags with JOB_REGATHER) or reshard
+ * (without) prediction the same within 0.5 %, and the advice (whether it beats the
+ * baseline) the same; the explicit job's keep_calls that (unless negative). */
 static void
-check_fsdp_folded(int flags)
+check_fsdp_folded(int flags, int32_t n_ranks, const int *pct, const int *prefetched,
+                  const int32_t *rep, const int32_t *weight, double keep_calls)
 {
     dfg g, src, folded;
     fsdp_job_ids ids;
-    REQUIRE(build_fsdp_job(&g, &ids, flags, 2) == 0);
-    REQUIRE(build_fsdp_job(&src, &ids, flags, 2) == 0);
+    REQUIRE(build_fsdp_job_slow(&g, &ids, flags, n_ranks, pct, prefetched) == 0);
+    REQUIRE(build_fsdp_job_slow(&src, &ids, flags, n_ranks, pct, prefetched) == 0);
     REQUIRE(dfg_finalize(&src) == 0);
-    int32_t rep[2] = {0, 0}, weight[2] = {2, 0};
     REQUIRE(dfg_fold(&folded, &src, rep, weight, NULL) == 0);
     dfg_free(&src);
     REQUIRE(dfg_finalize(&folded) == 0);
@@ -998,6 +1036,7 @@ check_fsdp_folded(int flags)
     CHECK_EQ_U(wf.fsdp.gathered_bytes, we.fsdp.gathered_bytes);
     for (int k = 0; k < 4; k++)
         CHECK_EQ_U(wf.fsdp.unit_bytes[k], we.fsdp.unit_bytes[k]);
+    CHECK(keep_calls < 0 || fabs(we.fsdp.keep_calls - keep_calls) < 1e-9);
     CHECK(fabs(wf.fsdp.keep_calls - we.fsdp.keep_calls) < 1e-9);
     CHECK(fabs(wf.fsdp.regather_calls - we.fsdp.regather_calls) < 1e-9);
     CHECK(fabs(wf.base_iter_ns - we.base_iter_ns) <= 0.005 * we.base_iter_ns);
@@ -1012,6 +1051,7 @@ check_fsdp_folded(int flags)
     CHECK(strategy_evaluate(&wf, &p, &rf, &ef) == 0);
     CHECK(ee.iter_ns < we.base_iter_ns || !(flags & JOB_REGATHER));
     CHECK(fabs(ef.iter_ns - ee.iter_ns) <= 0.005 * ee.iter_ns);
+    CHECK((ef.iter_ns < wf.base_iter_ns) == (ee.iter_ns < we.base_iter_ns));
     workload_free(&we);
     workload_free(&wf);
     sim_result_free(&re);
@@ -1023,8 +1063,30 @@ check_fsdp_folded(int flags)
 static void
 test_fsdp_folded(void)
 {
-    check_fsdp_folded(JOB_REGATHER | JOB_COPY_IN | JOB_ADDS);
-    check_fsdp_folded(0);
+    const int32_t rep[2] = {0, 0}, weight[2] = {2, 0};
+    check_fsdp_folded(JOB_REGATHER | JOB_COPY_IN | JOB_ADDS, 2, NULL, NULL, rep, weight,
+                      3 * BLOCKS);
+    check_fsdp_folded(0, 2, NULL, NULL, rep, weight, 0);
+}
+
+/* Folded classes of unequal ranks: 3 alike ranks and a slower one (its host gaps and
+ * device times at 150 %), and 3 + 2 + 1 ranks (at 100, 125 and 150 %). With re-gathers the
+ * slower ranks re-gather as JOB_PREFETCHED does (a kernel launch and a stream wait more in
+ * each unshard: 12 calls an iteration where the others make 9), so that the medians over
+ * the ranks (9 of 3 + 1 ranks, 10.5 of 3 + 2 + 1) are not those over the classes (10.5,
+ * 12). */
+static void
+test_fsdp_folded_unequal(void)
+{
+    const int pct4[4] = {100, 100, 100, 150}, pre4[4] = {0, 0, 0, 1};
+    const int32_t rep4[4] = {0, 0, 0, 3}, weight4[4] = {3, 0, 0, 1};
+    const int pct6[6] = {100, 100, 100, 125, 125, 150}, pre6[6] = {0, 0, 0, 1, 1, 1};
+    const int32_t rep6[6] = {0, 0, 0, 3, 3, 5}, weight6[6] = {3, 0, 0, 2, 0, 1};
+    for (int with = 0; with < 2; with++) {
+        int flags = with ? JOB_REGATHER | JOB_COPY_IN | JOB_ADDS : 0;
+        check_fsdp_folded(flags, 4, pct4, with ? pre4 : NULL, rep4, weight4, with ? 9 : 0);
+        check_fsdp_folded(flags, 6, pct6, with ? pre6 : NULL, rep6, weight6, with ? 10.5 : 0);
+    }
 }
 
 int
@@ -1044,5 +1106,6 @@ main(void)
     test_fsdp_accumulation_return();
     test_not_for_ddp();
     test_fsdp_folded();
+    test_fsdp_folded_unequal();
     return tests_done();
 }
