@@ -13,7 +13,8 @@
  *               state, created lazily by the first step);
  *   backward    allocated on the backward thread (transients of the backward);
  *   other       anything else still live (later iterations, other threads).
- * The measured peak is the peak of live bytes over the whole trace. One more kind is kept
+ * The measured peak is the peak of live bytes over the events given (dpro-optimize's
+ * window: the trace's start to the compared iterations' end). One more kind is kept
  * apart from "other": a block the forward thread allocates after the first iteration at
  * the size of one of its activation allocations (remade): something allocated after the
  * first backward (the optimizer's state) took a cached activation block, and the next

@@ -41,6 +41,10 @@ check_PROGRAMS += tests/optimizer/test_optimizer_capture
 tests_optimizer_test_optimizer_capture_SOURCES = tests/optimizer/test_optimizer_capture.c
 tests_optimizer_test_optimizer_capture_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
 TESTS += tests/optimizer/test_optimizer_capture
+# every field of dpro-optimize's memory estimate of a job, for test_memest_window.py
+check_PROGRAMS += tests/optimizer/memest_dump
+tests_optimizer_memest_dump_SOURCES = tests/optimizer/memest_dump.c
+tests_optimizer_memest_dump_LDADD = optimizer/libdproopt.la
 if HAVE_PYTHON3
 # the documented --json keys of dpro-replay and dpro-optimize on a real (imported) trace
 dist_check_SCRIPTS += tests/optimizer/test_json_keys.py
@@ -56,6 +60,9 @@ TESTS += tests/optimizer/test_many_layers.py
 # the peak memory of recomputation through ddp-sim's caching allocator (memest.h)
 dist_check_SCRIPTS += tests/optimizer/test_memest_reuse.py
 TESTS += tests/optimizer/test_memest_reuse.py
+# the memory estimate from -n/-w's window against the one from every event, field by field
+dist_check_SCRIPTS += tests/optimizer/test_memest_window.py
+TESTS += tests/optimizer/test_memest_window.py
 # accumulation's micro-batch in the simple physics: the weight floor where the kernels'
 # time is their FLOPs' (a consistency check)
 dist_check_SCRIPTS += tests/optimizer/test_accum_simple.py
