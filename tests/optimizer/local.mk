@@ -82,5 +82,10 @@ BENCHMARKS += tests/optimizer/bench_optimizer
 noinst_PROGRAMS += tests/optimizer/bench_optimizer
 tests_optimizer_bench_optimizer_SOURCES = tests/optimizer/bench_optimizer.c
 tests_optimizer_bench_optimizer_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
+# tensor partition's time where no participant has a gating kernel (copy_preds)
+noinst_PROGRAMS += tests/optimizer/bench_partition
+tests_optimizer_bench_partition_SOURCES = tests/optimizer/bench_partition.c \
+	tests/optimizer/optjobs.c tests/optimizer/optjobs.h
+tests_optimizer_bench_partition_LDADD = optimizer/libdproopt.la tests/replay/libdprosynth.la
 EXTRA_DIST += tests/optimizer/measure_fusion_model.py tests/optimizer/measure_memest_pairs.py \
 	tests/optimizer/measure_accum_floor.py
