@@ -366,6 +366,35 @@ finish_one(import_run *r, int i)
     flush_buffer(&t->summaryf, &t->summary, &t->summary_len, t->keep);
 }
 
+/* The inputs' identity (kineto_files_identity), hashed on the pool's threads. */
+typedef struct identity_run {
+    char **files;
+    uint64_t *each;
+} identity_run;
+
+/* A worker's task: hashes file i. */
+static void
+identity_task(void *ctx, int i)
+{
+    identity_run *r = ctx;
+    r->each[i] = kineto_file_identity(r->files[i]);
+}
+
+/* kineto_files_identity of the n files, each file hashed by one of `threads` threads (the
+ * hash reads every byte of every input before any import starts: on one thread it held
+ * the other CPUs idle). */
+static uint64_t
+files_identity(char **files, int n, int threads)
+{
+    identity_run r = {files, calloc(n > 0 ? (size_t)n : 1, sizeof(uint64_t))};
+    if (!r.each)
+        return kineto_files_identity((const char *const *)files, (size_t)n);
+    dpro_pool_run(n, threads, identity_task, &r);
+    uint64_t h = kineto_identity_combine(r.each, (size_t)n);
+    free(r.each);
+    return h;
+}
+
 /* A worker's task: imports file i, then renames and reports every file up to the first
  * one still being imported, so that names and messages follow the input order. */
 static void
@@ -622,8 +651,9 @@ main(int argc, char **argv)
     int nfiles = argc - optind;
     /* et: the Kineto files are the inputs, each with its execution trace */
     char **files = et ? kineto : argv + optind;
+    int threads = dpro_pool_threads(jobs, nfiles);
     if (!job_id)
-        fl.files_id = kineto_files_identity((const char *const *)files, (size_t)nfiles);
+        fl.files_id = files_identity(files, nfiles, threads);
     if (nsys) {
         free(kineto);
         return import_nsys(files, nfiles, dir, job_id, &fl);
@@ -640,7 +670,6 @@ main(int argc, char **argv)
         r.t[i].et = et ? argv[optind + i] : NULL;
         r.t[i].index = i;
     }
-    int threads = dpro_pool_threads(jobs, nfiles);
     /* a writer thread per file helps while CPUs are left over */
     r.inline_writer = threads > 1 && 2 * threads > dpro_pool_cpus();
     (void)dpro_log_level(); /* read DPRO_LOG before the threads start */

@@ -174,6 +174,14 @@ typedef struct kineto_options {
  * (its import will fail and say why). Never 0. */
 uint64_t kineto_files_identity(const char *const *paths, size_t n);
 
+/* One file's part of kineto_files_identity: the FNV-1a hash of the bytes of the file at
+ * path, or of its name where it cannot be read. Safe to call from several threads. */
+uint64_t kineto_file_identity(const char *path);
+
+/* kineto_files_identity from the n files' kineto_file_identity (each, sorted here), so
+ * that a caller may hash the files in parallel. Never 0. */
+uint64_t kineto_identity_combine(uint64_t *each, size_t n);
+
 /* The whitespace pre-pass. Pretty-printed Kineto JSON is about a quarter whitespace, which
  * yajl's lexer steps over a byte at a time; the importer first copies the text without
  * the whitespace that separates nothing (outside strings, after a structural character or

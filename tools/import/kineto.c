@@ -329,9 +329,8 @@ kin_job_id(const kineto_importer *k, char *out, size_t n)
     snprintf(out, n, "kineto-%016llx", (unsigned long long)dpro_fnv1a(sig, len, DPRO_FNV1A_INIT));
 }
 
-/* FNV-1a of the bytes of the file at path, or of the path where it cannot be read. */
-static uint64_t
-file_identity(const char *path)
+uint64_t
+kineto_file_identity(const char *path)
 {
     uint64_t h = DPRO_FNV1A_INIT;
     unsigned char buf[1 << 16];
@@ -351,19 +350,26 @@ file_identity(const char *path)
 }
 
 uint64_t
+kineto_identity_combine(uint64_t *each, size_t n)
+{
+    qsort(each, n, sizeof *each, order_u64);
+    uint64_t h = dpro_fnv1a(each, n * sizeof *each, DPRO_FNV1A_INIT);
+    return h ? h : 1;
+}
+
+uint64_t
 kineto_files_identity(const char *const *paths, size_t n)
 {
     uint64_t *each = calloc(n ? n : 1, sizeof *each), h = DPRO_FNV1A_INIT;
     for (size_t i = 0; i < n; i++) {
-        uint64_t f = file_identity(paths[i]);
+        uint64_t f = kineto_file_identity(paths[i]);
         if (each)
             each[i] = f;
         else
             h ^= f; /* out of memory: still independent of the order */
     }
     if (each) {
-        qsort(each, n, sizeof *each, order_u64);
-        h = dpro_fnv1a(each, n * sizeof *each, h);
+        h = kineto_identity_combine(each, n);
         free(each);
     }
     return h ? h : 1;
