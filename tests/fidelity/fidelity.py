@@ -46,8 +46,12 @@ the same number of measured iterations, at least FIDELITY_ITERATIONS (20) and as
 span FIDELITY_RUN_MS (400 ms) at the iteration of a probe run of the recorded job (at most
 MAX_ITERATIONS), and the attempts alternate which run goes first (recorded, changed,
 recorded), so that a burst of the machine's other work or a drift of its load weighs on
-the recorded and the changed side alike; the `runs` column gives every attempt's recorded,
-predicted and realised iteration, `loads` the load average (1 minute) at its start, `base_spread_pct` the recorded runs' spread. They are not deterministic: the device runs in real time
+the recorded and the changed side alike, and each rank of a pair's runs is bound to one
+CPU (simrun --bind-cpus; binds(): not the more-ranks kind's), so that where the kernel
+wakes the ranks' threads does not decide a share of the iterations; the `runs` column
+gives every attempt's recorded, predicted and realised iteration, `loads` the load average
+(1 minute) at its start, `base_spread_pct` the recorded runs' spread. They are not
+deterministic: the device runs in real time
 on this machine's cores, so host time (launches, the framework's per-operator time, the
 wake-ups between threads) and with it the arrival at collectives and what overlaps what
 (the world's contention) depend on the machine's load; only each kernel's base duration
@@ -227,10 +231,12 @@ def run_job(pair, args, trace_dir, iterations, slowdown=None, ranks=RANKS, strag
             per_node=None):
     """Runs ddp-sim with args on `ranks` ranks in the pair's world under the collector
     (straggler: "RANK:F", that rank's kernels F times as long; per_node: the ranks on
-    simulated nodes of that many, simrun --gpus-per-node, else one node). Returns
-    (iteration us: the mean over ranks of their median, peak bytes, rank 0's JSON line,
-    CPU ms the job's processes used per iteration, warm-up included)."""
+    simulated nodes of that many, simrun --gpus-per-node, else one node), each rank bound
+    to one CPU when binds(pair). Returns (iteration us: the mean over ranks of their
+    median, peak bytes, rank 0's JSON line, CPU ms the job's processes used per iteration,
+    warm-up included)."""
     cmd = [SIMRUN, "-n", str(ranks), "--timeout", "150"]
+    cmd += ["--bind-cpus"] if binds(pair) else []
     cmd += ["--straggler", straggler] if straggler else []
     cmd += ["--gpus-per-node", str(per_node)] if per_node else []
     cmd += ["--", DPRO_RUN, "-o", trace_dir, "--", DDP_SIM, "--iterations", str(iterations),
@@ -247,6 +253,20 @@ def run_job(pair, args, trace_dir, iterations, slowdown=None, ranks=RANKS, strag
     rows.sort(key=lambda r: r["rank"])
     us = sum(median(r["iter_us"]) for r in rows) / len(rows)
     return us, max(r["peak_memory_bytes"] for r in rows), rows[0], cpu_ms
+
+
+def binds(pair):
+    """Whether the pair's runs bind each rank to one CPU (simrun --bind-cpus, as mpirun
+    binds ranks to cores): when none of its runs has more ranks than the CPUs this process
+    may use. Unbound, the kernel wakes a rank's threads beside the other rank's spinning
+    host thread, and on a machine of 2 cores a share of the iterations that changes from
+    run to run waits a timeslice (pair 3 recorded at 1,676-2,015 us unbound, 1,492-1,544
+    bound; docs/fidelity.md, "Pair 3's two modes"). The more-ranks kind's runs are all
+    unbound: its changed run's ranks share the CPUs as the kernel schedules them (the
+    host-share model's case), and its recording tells dpro the host's CPUs by the ranks'
+    affinity, which binding would make one."""
+    ranks = MORE_RANKS if pair["kind"] == "more-ranks" else RANKS
+    return ranks <= len(os.sched_getaffinity(0))
 
 
 def nccl_perf(pair, per_node, sweep):

@@ -137,11 +137,13 @@ TESTS += tests/simgpu/test_collective.py tests/simgpu/test_ddp.py tests/simgpu/t
 endif
 endif
 # the world physics' NCCL across processes: counts, synchronisation, staggered exits;
-# simulated nodes (simrun --gpus-per-node) and what the replay learns of them
+# simulated nodes (simrun --gpus-per-node) and what the replay learns of them; simrun
+# --bind-cpus (a rank on one CPU)
 if HAVE_CUDA
 if HAVE_PYTHON3
-dist_check_SCRIPTS += tests/simgpu/test_world_nccl.py tests/simgpu/test_nodes.py
-TESTS += tests/simgpu/test_world_nccl.py tests/simgpu/test_nodes.py
+dist_check_SCRIPTS += tests/simgpu/test_world_nccl.py tests/simgpu/test_nodes.py \
+	tests/simgpu/test_bind.py
+TESTS += tests/simgpu/test_world_nccl.py tests/simgpu/test_nodes.py tests/simgpu/test_bind.py
 endif
 endif
 

@@ -1,7 +1,7 @@
 /* simrun: start N ranks of a program on the simulated device, as torchrun would.
  *
- *   simrun -n N [--gpus-per-node K] [--straggler RANK:FACTOR]... [--simgpu-libdir DIR]
- *          [--timeout SECONDS] [--kill-on-failure] -- PROGRAM ARGS...
+ *   simrun -n N [--gpus-per-node K] [--straggler RANK:FACTOR]... [--bind-cpus]
+ *          [--simgpu-libdir DIR] [--timeout SECONDS] [--kill-on-failure] -- PROGRAM ARGS...
  *
  * Each rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,
  * ROLE_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RUN_ID, and SIMRUN_RDZV_FILE
@@ -13,6 +13,13 @@
  * layout, and each rank runs in a UTS namespace of its own whose host name is
  * "simnodeN", so what records the host (the collector) sees one host per node.  A rank
  * that cannot get the namespace (unshare needs CAP_SYS_ADMIN) fails, saying so.
+ * With --bind-cpus each rank's process is bound to one CPU of those simrun may run on,
+ * rank r to the (r mod n)-th of the n, as mpirun binds a rank to a core: without it the
+ * kernel may place a rank's woken threads on the core where the other rank's host thread
+ * spins, and on a machine with as many cores as ranks the job then waits a timeslice in
+ * a share of its iterations that changes from run to run (docs/fidelity.md).  Ranks on
+ * the simulated nodes of --gpus-per-node still share this machine's CPUs: rank r's CPU
+ * follows r, not its node.
  * With --simgpu-libdir (or SIMRUN_SIMGPU_LIBDIR; default: .libs beside simrun, where the
  * build puts them) the directory is put first on LD_LIBRARY_PATH, and the stand-ins found
  * there (libcudart.so.13, libcuda.so.1, libnccl.so.2, libcupti.so.13, libcublasLt.so.13,
@@ -92,7 +99,7 @@ static void
 usage(FILE *f)
 {
     fprintf(f, "usage: simrun -n N [--gpus-per-node K] [--straggler RANK:FACTOR]...\n"
-               "              [--simgpu-libdir DIR]\n"
+               "              [--bind-cpus] [--simgpu-libdir DIR]\n"
                "              [--timeout SECONDS] [--kill-on-failure] -- PROGRAM ARGS...\n");
 }
 
@@ -123,6 +130,9 @@ struct simrun_opts {
     struct straggler strag[SIMRUN_MAX_RANKS];
     int nstrag, kill_on_failure;
     int gpus_per_node; /* 0: every rank on one node */
+    int bind_cpus;     /* --bind-cpus: each rank on one CPU of cpus */
+    int ncpus;         /* the CPUs simrun may run on (with --bind-cpus) */
+    int cpus[CPU_SETSIZE];
     double timeout;
     const char *libdir;
 };
@@ -139,6 +149,7 @@ parse_cmdline(int argc, char **argv, struct simrun_opts *o)
         {"simgpu-libdir", required_argument, NULL, 'L'},
         {"timeout", required_argument, NULL, 't'},
         {"kill-on-failure", no_argument, NULL, 'k'},
+        {"bind-cpus", no_argument, NULL, 'b'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -177,6 +188,9 @@ parse_cmdline(int argc, char **argv, struct simrun_opts *o)
             break;
         case 'k':
             o->kill_on_failure = 1;
+            break;
+        case 'b':
+            o->bind_cpus = 1;
             break;
         case 'h':
             usage(stdout);
@@ -252,6 +266,29 @@ setup_env(const char *libdir)
     return rc;
 }
 
+/* Lists in o->cpus the CPUs simrun may run on (its affinity mask), for --bind-cpus.
+ * Returns 0, or 1 when the mask cannot be read (said on stderr). */
+static int
+list_cpus(struct simrun_opts *o)
+{
+    cpu_set_t set;
+    int rc = 0;
+
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+        fprintf(stderr, "simrun: --bind-cpus: cannot read the CPUs allowed: %s\n", strerror(errno));
+        rc = 1;
+    }
+    for (int c = 0; rc == 0 && c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            o->cpus[o->ncpus++] = c;
+    if (rc == 0 && o->ncpus == 0) {
+        fprintf(stderr, "simrun: --bind-cpus: no CPU allowed\n");
+        rc = 1;
+    }
+    return rc;
+}
+
 /* In the child of rank r: sets torchrun's variables and runs the program; does not return. */
 static void
 exec_rank(int r, const struct simrun_opts *o, char **prog, const char *rdzv, const char *port,
@@ -270,6 +307,16 @@ exec_rank(int r, const struct simrun_opts *o, char **prog, const char *rdzv, con
             _exit(126);
         }
         set_int_env("SIMGPU_GPUS_PER_NODE", k);
+    }
+    if (o->bind_cpus) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(o->cpus[r % o->ncpus], &one);
+        if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+            fprintf(stderr, "simrun: --bind-cpus: rank %d cannot be bound to CPU %d: %s\n", r,
+                    o->cpus[r % o->ncpus], strerror(errno));
+            _exit(126);
+        }
     }
     set_int_env("RANK", r);
     set_int_env("LOCAL_RANK", r % k);
@@ -390,6 +437,8 @@ main(int argc, char **argv)
     } else if (rc == -1) {
         snprintf(rdzv, sizeof(rdzv), "%s/nccl-id", dir);
         rc = setup_env(o.libdir);
+        if (rc == 0 && o.bind_cpus)
+            rc = list_cpus(&o);
         if (rc == 0)
             rc = spawn_ranks(&o, argv + optind, rdzv);
         if (rc == 0)
