@@ -547,6 +547,37 @@ out:
     return rc;
 }
 
+void
+workload_trim(workload *w)
+{
+    workload_fusion *fu = &w->fusion;
+    workload_fsdp *f = &w->fsdp;
+    free(fu->node_grid_x);
+    fu->node_grid_x = NULL;
+    if (fu->n_chains == 0) {
+        free(fu->node_threads);
+        free(fu->node_hinge);
+        fu->node_threads = NULL;
+        fu->node_hinge = NULL;
+    }
+    if (!f->grp_role || f->why[0]) {
+        free(f->gather_ops);
+        free(f->prefetch_ns);
+        free(f->regather_ns);
+        free(f->sync_wait_ns);
+        f->gather_ops = f->prefetch_ns = f->regather_ns = f->sync_wait_ns = NULL;
+    }
+    if (w->opt.no_contention) {
+        free(w->f_meas);
+        free(w->f_grp_meas);
+        w->f_meas = w->f_grp_meas = NULL;
+    }
+    int32_t *gl =
+        realloc(w->capture.graph_launch, sizeof *gl * (size_t)(w->capture.n_graph_launch + 1));
+    if (gl)
+        w->capture.graph_launch = gl;
+}
+
 int
 workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, memest_phases *ph)
 {

@@ -551,6 +551,14 @@ int workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, 
                      const costmodel *model, memest *mem, int32_t mem_rank,
                      const workload_options *opt);
 
+/* Frees what the search (strategy_evaluate) never reads of w, analysed: the per-node
+ * arrays that only the analysis reads (the launch sizes' grid), and those of what the
+ * job does not have or the options leave off (the launch sizes and hinges without fusion
+ * chains, FSDP's without FSDP's plans, the measured overlaps without the contention
+ * correction: opt.no_contention set for good), and trims the graph launches to their
+ * count: about 36 bytes a node. The analysis's own fields stay for the reports. */
+void workload_trim(workload *w);
+
 /* Where the first iteration of rank r lies, for memest_build: the main thread (the one
  * that opens iterations) and the backward thread (the other thread that launches the
  * most), and the first and last backward launch in the window [t0, t1) of the first
