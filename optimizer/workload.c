@@ -229,10 +229,13 @@ free_node_arrays(workload *w)
     free(w->phase);
     free(w->layer);
     free(w->on_compute);
+    free(w->capture.idle_wake_node);
     free(w->capture.idle_wake_dur);
     free(w->capture.step_call);
     free(w->capture.graph_launch);
+    w->capture.idle_wake_node = NULL;
     w->capture.idle_wake_dur = NULL;
+    w->capture.n_idle_wake = 0;
     w->capture.step_call = NULL;
     w->capture.graph_launch = NULL;
     w->base_dur = w->base_gap = w->base_grp_dur = w->typ_dur = w->typ_gap = NULL;
