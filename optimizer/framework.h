@@ -6,7 +6,7 @@
  * recomputed layers, accumulation steps. How those become advice the user applies (the
  * options of a training script, their names and values, how they are parsed back for
  * --what-if), which of them the framework can express at all, and which region a
- * capture covers are the framework's. framework_detect recognises the framework from
+ * capture covers are the framework's. framework_decide recognises the framework from
  * what the trace shows; the profiles:
  *   ddp-sim       tests/simgpu/ddp-sim, a DDP-like job: its command-line flags;
  *   pytorch-ddp   torch.nn.parallel.DistributedDataParallel: DDP(bucket_cap_mb=...),
@@ -29,7 +29,7 @@
 
 struct strategy_plan;
 struct workload;
-struct job;
+struct job_rank;
 
 typedef struct framework_profile {
     const char *name;         /* the framework's name in the output ("ddp-sim", "pytorch-ddp") */
@@ -88,22 +88,32 @@ const char *framework_cannot(const framework_profile *fw, int collectives);
  * "unknown"), or NULL. */
 const framework_profile *framework_by_name(const char *name);
 
-/* What framework_detect found. */
+/* What framework_decide found. */
 typedef struct framework_detection {
     const framework_profile *fw; /* never NULL: framework_unknown when nothing decides */
     char evidence[512];          /* what in the trace decided it, for the output */
 } framework_detection;
 
-/* Recognises the framework that ran job j (loaded, events kept) from what its traces
- * show, never from the simulated device's settings: ddp-sim by the traced command
- * (meta "command": the program ddp-sim); PyTorch by its operator markers (aten::,
- * ProfilerStep#) or its kernels (at::native, demangled or not); DDP by DDP's markers
+/* What the traces show of the framework, gathered rank by rank (framework_detect_rank)
+ * and decided on once every rank is in (framework_decide). */
+typedef struct framework_evidence framework_evidence;
+
+/* An empty gathering (free() it), or NULL when out of memory. */
+framework_evidence *framework_evidence_new(void);
+
+/* Adds rank jr's strings, events (loaded and expanded: build_take_fn's look at them) and
+ * traced command to ev. Returns 0, or -1 when out of memory. */
+int framework_detect_rank(framework_evidence *ev, const struct job_rank *jr);
+
+/* Recognises the framework that ran the job from the evidence of its ranks, never from
+ * the simulated device's settings: ddp-sim by the traced command (meta "command": the
+ * program ddp-sim); PyTorch by its operator markers (aten::, ProfilerStep#) or its
+ * kernels (at::native, demangled or not); DDP by DDP's markers
  * (DistributedDataParallel.forward, the reducer's ops) or, without markers, by
  * all-reduces and no reduce-scatter; FSDP by FSDP's markers (FullyShardedDataParallel.*,
  * FSDP::*) or, without markers, by all-gathers and more reduce-scatters than
- * all-reduces; markers of FSDP win over DDP's.
- * Fills *out. Returns 0, or -1 when out of memory. */
-int framework_detect(const struct job *j, framework_detection *out);
+ * all-reduces; markers of FSDP win over DDP's. Fills *out. */
+void framework_decide(const framework_evidence *ev, framework_detection *out);
 
 /* The nearest cap of strategy_bucket_caps_mb (an index) to mb (> 0), on a log scale. */
 int framework_nearest_cap(double mb);

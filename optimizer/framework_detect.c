@@ -126,13 +126,14 @@ classify(const char *s)
 }
 
 /* Counts over the job's traces. */
-typedef struct evidence {
+struct framework_evidence {
     int64_t ddp, fsdp, torch, native; /* markers (ddp, fsdp, torch) and kernels (native) */
     char ddp_ex[96], fsdp_ex[96], torch_ex[96], native_ex[96];
     int64_t coll[DPRO_COLL_OP_COUNT];
     char command[160]; /* the first rank's traced command, ddp-sim's when one is */
     int ddp_sim;
-} evidence;
+};
+typedef framework_evidence evidence;
 
 /* Counts one more s in *n; the first is the example ex (96 bytes), a kernel's name as
  * reports show it (kernels_display_name). */
@@ -252,16 +253,20 @@ decide(const evidence *ev, framework_detection *out)
 #undef PUT
 }
 
-int
-framework_detect(const job *j, framework_detection *out)
+framework_evidence *
+framework_evidence_new(void)
 {
-    evidence *ev = calloc(1, sizeof *ev);
-    int rc = ev ? 0 : -1;
-    for (int32_t r = 0; rc == 0 && r < j->n_ranks; r++)
-        if (j->ranks[r].reader)
-            rc = scan_rank(&j->ranks[r], ev);
-    if (rc == 0)
-        decide(ev, out);
-    free(ev);
-    return rc;
+    return calloc(1, sizeof(framework_evidence));
+}
+
+int
+framework_detect_rank(framework_evidence *ev, const job_rank *jr)
+{
+    return scan_rank(jr, ev);
+}
+
+void
+framework_decide(const framework_evidence *ev, framework_detection *out)
+{
+    decide(ev, out);
 }

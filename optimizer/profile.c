@@ -42,8 +42,18 @@ profile_first_iteration_window(const job_rank *jr, int64_t off, int64_t origin, 
     }
 }
 
-/* Sets ph->first_step, step_start and step_bwd (memest.h) from rank jr's events when the
- * backward thread launched before ph->iter_start and the forward thread issued a
+/* The first launch of thread in st, INT64_MAX when it launched nothing. */
+static int64_t
+first_launch(const profile_rank_steps *st, uint64_t thread)
+{
+    for (int32_t i = 0; i < st->n_first; i++)
+        if (st->first[i].thread == thread)
+            return st->first[i].t_ns;
+    return INT64_MAX;
+}
+
+/* Sets ph->first_step, step_start and step_bwd (memest.h) from a rank's first step st
+ * when the backward thread launched before ph->iter_start and the forward thread issued a
  * collective before that launch; leaves ph as it was otherwise. The step starts at the
  * forward thread's last collective before the backward's first launch (DDP's broadcast),
  * or, when all-gathers lead to that launch (FSDP gathers each block's parameters in the
@@ -52,18 +62,14 @@ profile_first_iteration_window(const job_rank *jr, int64_t off, int64_t origin, 
  * replayed iteration, whose boundary may lie on the backward thread, and are swapped
  * then. */
 static void
-profile_first_step(const job_rank *jr, int64_t off, int64_t origin, memest_phases *ph)
+profile_first_step(const profile_rank_steps *st, memest_phases *ph)
 {
     int64_t first[2] = {INT64_MAX, INT64_MAX}; /* first launch of fwd_thread, bwd_thread */
     int64_t start = INT64_MIN;
     uint64_t fwd = ph->fwd_thread, bwd = ph->bwd_thread;
-    for (size_t i = 0; i < jr->n_events && bwd != fwd; i++) {
-        const job_event *e = &jr->events[i];
-        int64_t t = (int64_t)e->start_ns + off - origin;
-        int th = e->thread == fwd ? 0 : e->thread == bwd ? 1 : -1;
-        if (th >= 0 && t < first[th] &&
-            ((e->kind == DPRO_KIND_API && e->correlation != 0) || e->kind == DPRO_KIND_COLLECTIVE))
-            first[th] = t;
+    if (bwd != fwd) {
+        first[0] = first_launch(st, fwd);
+        first[1] = first_launch(st, bwd);
     }
     if (first[1] < first[0]) {
         fwd = ph->bwd_thread;
@@ -73,22 +79,19 @@ profile_first_step(const job_rank *jr, int64_t off, int64_t origin, memest_phase
     /* the last collective before the backward; when the forward's all-gathers (FSDP's)
      * lead to it, the first of them after the last other collective */
     int64_t other = INT64_MIN, gather = INT64_MAX;
-    for (size_t i = 0; i < jr->n_events; i++) {
-        const job_event *e = &jr->events[i];
-        int64_t t = (int64_t)e->start_ns + off - origin;
-        if (e->kind != DPRO_KIND_COLLECTIVE || e->thread != fwd || t >= first[1])
+    for (size_t i = 0; i < st->n_coll; i++) {
+        const profile_coll *e = &st->coll[i];
+        if (e->thread != fwd || e->t_ns >= first[1])
             continue;
-        if (t > start)
-            start = t;
-        if (e->subkind != DPRO_COLL_ALLGATHER && t > other)
-            other = t;
+        if (e->t_ns > start)
+            start = e->t_ns;
+        if (e->op != DPRO_COLL_ALLGATHER && e->t_ns > other)
+            other = e->t_ns;
     }
-    for (size_t i = 0; i < jr->n_events && start > other; i++) {
-        const job_event *e = &jr->events[i];
-        int64_t t = (int64_t)e->start_ns + off - origin;
-        if (e->kind == DPRO_KIND_COLLECTIVE && e->thread == fwd && t < first[1] && t > other &&
-            t < gather)
-            gather = t;
+    for (size_t i = 0; i < st->n_coll && start > other; i++) {
+        const profile_coll *e = &st->coll[i];
+        if (e->thread == fwd && e->t_ns < first[1] && e->t_ns > other && e->t_ns < gather)
+            gather = e->t_ns;
     }
     if (start > other)
         start = gather;
@@ -101,11 +104,126 @@ profile_first_step(const job_rank *jr, int64_t off, int64_t origin, memest_phase
     }
 }
 
+/* Takes jr's first launch of each thread and its collectives into st. Returns 0, or -1
+ * when out of memory. */
+static int
+take_steps(const job_rank *jr, int64_t shift_ns, profile_rank_steps *st)
+{
+    size_t n_coll = 0;
+    int32_t cap_first = 0;
+    for (size_t i = 0; i < jr->n_events; i++)
+        n_coll += jr->events[i].kind == DPRO_KIND_COLLECTIVE;
+    st->coll = malloc(sizeof *st->coll * (n_coll + 1));
+    if (!st->coll)
+        return -1;
+    for (size_t i = 0; i < jr->n_events; i++) {
+        const job_event *e = &jr->events[i];
+        int64_t t = (int64_t)e->start_ns + shift_ns;
+        if (e->kind == DPRO_KIND_COLLECTIVE)
+            st->coll[st->n_coll++] = (profile_coll){e->thread, t, e->subkind};
+        if ((e->kind != DPRO_KIND_API || e->correlation == 0) && e->kind != DPRO_KIND_COLLECTIVE)
+            continue;
+        int32_t k = 0;
+        while (k < st->n_first && st->first[k].thread != e->thread)
+            k++;
+        if (k == st->n_first) {
+            if (k == cap_first) {
+                cap_first = cap_first ? 2 * cap_first : 8;
+                profile_thread_first *f = realloc(st->first, sizeof *f * (size_t)cap_first);
+                if (!f)
+                    return -1;
+                st->first = f;
+            }
+            st->first[st->n_first++] = (profile_thread_first){e->thread, INT64_MAX};
+        }
+        if (t < st->first[k].t_ns)
+            st->first[k].t_ns = t;
+    }
+    return 0;
+}
+
+/* Appends jr's kernel executions with launch dims to t->samples. Returns 0, or -1 when
+ * out of memory. */
+static int
+take_samples(const job_rank *jr, int32_t r, int64_t shift_ns, profile_take *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < jr->n_events; i++)
+        n += jr->events[i].kind == DPRO_KIND_KERNEL;
+    if (t->n_samples + n > t->cap_samples) {
+        size_t cap = t->cap_samples ? t->cap_samples : 1024;
+        while (cap < t->n_samples + n)
+            cap *= 2;
+        workload_kernel_sample *s = realloc(t->samples, cap * sizeof *s);
+        if (!s)
+            return -1;
+        t->samples = s;
+        t->cap_samples = cap;
+    }
+    for (size_t i = 0; i < jr->n_events; i++) {
+        const job_event *e = &jr->events[i];
+        double threads =
+            (double)e->grid[0] * e->grid[1] * e->grid[2] * e->block[0] * e->block[1] * e->block[2];
+        if (e->kind != DPRO_KIND_KERNEL || threads <= 0 || e->end_ns < e->start_ns)
+            continue;
+        workload_kernel_sample *s = &t->samples[t->n_samples++];
+        /* zeroed: the padding too, the samples being broadcast as bytes (search_mpi.c) */
+        memset(s, 0, sizeof *s);
+        s->key = (uint64_t)(uint32_t)r << 32 | e->name;
+        s->threads = threads;
+        s->dur_ns = (int64_t)(e->end_ns - e->start_ns);
+        s->rank = r;
+        s->t_ns = (int64_t)e->start_ns + shift_ns;
+        s->grid_x = e->grid[0];
+        s->stream = e->stream;
+        s->event = i;
+    }
+    return 0;
+}
+
+int
+profile_take_rank(void *ctx, const job_rank *jr, int32_t rank, int64_t shift_ns)
+{
+    profile_take *t = ctx;
+    int rc = rank >= 0 ? 0 : -1;
+    if (rc == 0 && !t->ev)
+        rc = (t->ev = framework_evidence_new()) ? 0 : -1;
+    if (rc == 0 && rank >= t->n_ranks) {
+        profile_rank_steps *st = realloc(t->steps, sizeof *st * ((size_t)rank + 1));
+        rc = st ? 0 : -1;
+        if (st) {
+            memset(st + t->n_ranks, 0, sizeof *st * (size_t)(rank + 1 - t->n_ranks));
+            t->steps = st;
+            t->n_ranks = rank + 1;
+        }
+    }
+    if (rc == 0)
+        rc = take_samples(jr, rank, shift_ns, t);
+    if (rc == 0)
+        rc = take_steps(jr, shift_ns, &t->steps[rank]);
+    if (rc == 0)
+        rc = framework_detect_rank(t->ev, jr);
+    return rc;
+}
+
+void
+profile_take_free(profile_take *t)
+{
+    for (int32_t r = 0; t->steps && r < t->n_ranks; r++) {
+        free(t->steps[r].first);
+        free(t->steps[r].coll);
+    }
+    free(t->steps);
+    free(t->samples);
+    free(t->ev);
+    memset(t, 0, sizeof *t);
+}
+
 /* Memory estimate of the rank with the largest measured peak; *mem_rank receives it.
  * Returns 1 when one was built, 0 when no rank has allocation events, -1 when out of
  * memory. */
 int
-profile_estimate_memory(const replay *rp, memest *best, int32_t *mem_rank)
+profile_estimate_memory(const replay *rp, const profile_take *tk, memest *best, int32_t *mem_rank)
 {
     memset(best, 0, sizeof *best);
     *mem_rank = -1;
@@ -119,7 +237,8 @@ profile_estimate_memory(const replay *rp, memest *best, int32_t *mem_rank)
         profile_first_iteration_window(jr, off, rp->time_origin, &t0, &t1);
         if (workload_memory_phases(&rp->graph, r, t0, t1, &ph) != 0)
             continue;
-        profile_first_step(jr, off, rp->time_origin, &ph);
+        if (tk->steps && r < tk->n_ranks)
+            profile_first_step(&tk->steps[r], &ph);
         size_t n = 0;
         for (size_t i = 0; i < jr->n_events; i++)
             n += jr->events[i].kind == DPRO_KIND_MEMORY;
@@ -162,45 +281,6 @@ profile_estimate_memory(const replay *rp, memest *best, int32_t *mem_rank)
         }
     }
     return *mem_rank >= 0;
-}
-
-/* The kernel executions of every rank with launch dims, for the fit of the per-kernel
- * fixed cost (workload_fit_fixed_cost): one key per (rank, kernel name). Returns the
- * count, or -1 when out of memory (*out NULL). */
-ssize_t
-profile_kernel_samples(const replay *rp, workload_kernel_sample **out)
-{
-    size_t n = 0, k = 0;
-    *out = NULL;
-    for (int32_t r = 0; r < rp->job.n_ranks; r++)
-        for (size_t i = 0; i < rp->job.ranks[r].n_events; i++)
-            n += rp->job.ranks[r].events[i].kind == DPRO_KIND_KERNEL;
-    /* zeroed: the padding too, the samples being broadcast as bytes (search_mpi.c) */
-    workload_kernel_sample *s = calloc(n ? n : 1, sizeof *s);
-    if (!s)
-        return -1;
-    for (int32_t r = 0; r < rp->job.n_ranks; r++) {
-        const job_rank *jr = &rp->job.ranks[r];
-        int64_t off = rp->align.offset_ns && r < rp->align.n_ranks ? rp->align.offset_ns[r] : 0;
-        for (size_t i = 0; i < jr->n_events; i++) {
-            const job_event *e = &jr->events[i];
-            double threads = (double)e->grid[0] * e->grid[1] * e->grid[2] * e->block[0] *
-                             e->block[1] * e->block[2];
-            if (e->kind != DPRO_KIND_KERNEL || threads <= 0 || e->end_ns < e->start_ns)
-                continue;
-            s[k].key = (uint64_t)(uint32_t)r << 32 | e->name;
-            s[k].threads = threads;
-            s[k].dur_ns = (int64_t)(e->end_ns - e->start_ns);
-            s[k].rank = r;
-            s[k].t_ns = (int64_t)e->start_ns + off - rp->time_origin;
-            s[k].grid_x = e->grid[0];
-            s[k].stream = e->stream;
-            s[k].event = i;
-            k++;
-        }
-    }
-    *out = s;
-    return (ssize_t)k;
 }
 
 /* Rank r's compared iterations in res into t (n of them): 0, or -1 when one of them is not

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "optimizer/framework.h"
 #include "optimizer/memest.h"
 #include "optimizer/workload.h"
 #include "replay/replay.h"
@@ -22,15 +23,54 @@
 void profile_first_iteration_window(const job_rank *jr, int64_t off, int64_t origin, int64_t *t0,
                                     int64_t *t1);
 
-/* Memory estimate of the rank with the largest measured peak into *best (memest_free),
- * and that rank into *mem_rank (-1 when none). Returns 1 when one was built, 0 when no
- * rank has allocation events, -1 when out of memory. rp->graph must be finalized. */
-int profile_estimate_memory(const replay *rp, memest *best, int32_t *mem_rank);
+/* A thread's first launching call (a runtime call with a correlation id, or a
+ * collective), and a collective a thread issued, on the graph's clock: what the memory
+ * estimate reads of a rank's events for its first step (profile.c, profile_first_step). */
+typedef struct profile_thread_first {
+    uint64_t thread;
+    int64_t t_ns;
+} profile_thread_first;
+typedef struct profile_coll {
+    uint64_t thread;
+    int64_t t_ns;
+    uint32_t op; /* DPRO_COLL_* */
+} profile_coll;
+typedef struct profile_rank_steps {
+    profile_thread_first *first;
+    int32_t n_first;
+    profile_coll *coll; /* in trace order */
+    size_t n_coll;
+} profile_rank_steps;
 
-/* The kernel executions of every rank with launch dims, for the fit of the per-kernel
- * fixed cost (workload_fit_fixed_cost): one key per (rank, kernel name). *out is
- * malloc'd (free it). Returns the count, or -1 when out of memory (*out NULL). */
-ssize_t profile_kernel_samples(const replay *rp, workload_kernel_sample **out);
+/* What the optimizer takes from each rank's events while the replay builds the graph,
+ * before they are released (profile_take_rank, replay_options.take_events): the kernel
+ * samples, the framework's evidence and the first step's calls. Zero it; free it with
+ * profile_take_free. */
+typedef struct profile_take {
+    int32_t n_ranks;                 /* steps' length: the highest rank taken, plus one */
+    workload_kernel_sample *samples; /* the kernel executions of every rank with launch
+                                        dims, for the fit of the per-kernel fixed cost
+                                        (workload_fit_fixed_cost): one key per (rank,
+                                        kernel name); in rank and event order */
+    size_t n_samples, cap_samples;
+    profile_rank_steps *steps; /* per rank (zero: a rank not taken) */
+    framework_evidence *ev;    /* of every rank taken; NULL before the first */
+} profile_take;
+
+/* Takes rank's events (jr, expanded) into ctx, a profile_take (build_take_fn: shift_ns
+ * puts a time on the graph's clock). Returns 0, or -1 when out of memory. */
+int profile_take_rank(void *ctx, const job_rank *jr, int32_t rank, int64_t shift_ns);
+
+/* Frees what t holds (the samples too, unless taken: set to NULL) and zeroes it. */
+void profile_take_free(profile_take *t);
+
+/* Memory estimate of the rank with the largest measured peak into *best (memest_free),
+ * and that rank into *mem_rank (-1 when none), from the markers and memory events the
+ * replay kept (job_rank_keep_ranges) and the first steps of tk. Returns 1 when one was
+ * built, 0 when no rank has allocation events, -1 when out of memory. rp->graph must be
+ * finalized. */
+int profile_estimate_memory(const replay *rp, const profile_take *tk, memest *best,
+                            int32_t *mem_rank);
 
 /* The rule that sets an iteration of the profile aside as an outlier
  * (profile_outlier_iterations): longer, on some rank, than that rank's median iteration m

@@ -457,11 +457,13 @@ apply_cuda_graph(dfg *g, const workload_capture *ca, const int32_t *iter, const 
      * idle-host wake-up latency (ca->idle_wake_dur, the lower quartile over the trace)
      * instead of the one it measured: with the step captured no launch thread of the job
      * competes with it for the cores when it is woken. */
-    for (int32_t h = 0; h < g->n_nodes; h++) {
+    for (int32_t h = 0, i = 0; h < g->n_nodes; h++) {
+        while (i < ca->n_idle_wake && ca->idle_wake_node[i] < h)
+            i++;
         if (ca->step_call[h])
             zero_host(g, h);
-        else if (scope == WL_CAPTURE_STEP && ca->idle_wake_dur[h] >= 0)
-            rc |= dfg_set_dur(g, h, ca->idle_wake_dur[h]);
+        else if (scope == WL_CAPTURE_STEP && i < ca->n_idle_wake && ca->idle_wake_node[i] == h)
+            rc |= dfg_set_dur(g, h, ca->idle_wake_dur[i]);
     }
     /* the graph launch: its call stays, the eager step's CPU time before it goes */
     for (int32_t i = 0; i < ca->n_graph_launch; i++)

@@ -229,10 +229,13 @@ free_node_arrays(workload *w)
     free(w->phase);
     free(w->layer);
     free(w->on_compute);
+    free(w->capture.idle_wake_node);
     free(w->capture.idle_wake_dur);
     free(w->capture.step_call);
     free(w->capture.graph_launch);
+    w->capture.idle_wake_node = NULL;
     w->capture.idle_wake_dur = NULL;
+    w->capture.n_idle_wake = 0;
     w->capture.step_call = NULL;
     w->capture.graph_launch = NULL;
     w->base_dur = w->base_gap = w->base_grp_dur = w->typ_dur = w->typ_gap = NULL;
@@ -545,6 +548,37 @@ workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, int3
 out:
     free_rank_info(ri, g->n_ranks);
     return rc;
+}
+
+void
+workload_trim(workload *w)
+{
+    workload_fusion *fu = &w->fusion;
+    workload_fsdp *f = &w->fsdp;
+    free(fu->node_grid_x);
+    fu->node_grid_x = NULL;
+    if (fu->n_chains == 0) {
+        free(fu->node_threads);
+        free(fu->node_hinge);
+        fu->node_threads = NULL;
+        fu->node_hinge = NULL;
+    }
+    if (!f->grp_role || f->why[0]) {
+        free(f->gather_ops);
+        free(f->prefetch_ns);
+        free(f->regather_ns);
+        free(f->sync_wait_ns);
+        f->gather_ops = f->prefetch_ns = f->regather_ns = f->sync_wait_ns = NULL;
+    }
+    if (w->opt.no_contention) {
+        free(w->f_meas);
+        free(w->f_grp_meas);
+        w->f_meas = w->f_grp_meas = NULL;
+    }
+    int32_t *gl =
+        realloc(w->capture.graph_launch, sizeof *gl * (size_t)(w->capture.n_graph_launch + 1));
+    if (gl)
+        w->capture.graph_launch = gl;
 }
 
 int

@@ -361,11 +361,14 @@ typedef struct workload_capture {
                               the graph launch (workload_capture.c); its gap, the eager
                               step's CPU time before it, goes with the capture */
     int32_t n_graph_launch;
-    int64_t *idle_wake_dur; /* blocking host call of an iteration: the wake-up latency (its
-                               duration after what it waited for) of the blocking calls of
-                               its name on its thread when the host is idle: their lower
-                               quartile over the trace (workload_capture.c); else -1 */
-    int graph_captured;     /* most kernels come from CUDA graph launches already */
+    /* the blocking host calls of the iterations, ascending (idle_wake_node), and of
+       each the wake-up latency (its duration after what it waited for) of the blocking
+       calls of its name on its thread when the host is idle: their lower quartile over
+       the trace (workload_capture.c; workload_idle_wake_dur) */
+    int32_t n_idle_wake;
+    int32_t *idle_wake_node;
+    int64_t *idle_wake_dur;
+    int graph_captured; /* most kernels come from CUDA graph launches already */
 } workload_capture;
 
 /* FSDP's parameter all-gathers (strategy.h: reshard_after_forward and prefetch). An
@@ -551,6 +554,14 @@ int workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, 
                      const costmodel *model, memest *mem, int32_t mem_rank,
                      const workload_options *opt);
 
+/* Frees what the search (strategy_evaluate) never reads of w, analysed: the per-node
+ * arrays that only the analysis reads (the launch sizes' grid), and those of what the
+ * job does not have or the options leave off (the launch sizes and hinges without fusion
+ * chains, FSDP's without FSDP's plans, the measured overlaps without the contention
+ * correction: opt.no_contention set for good), and trims the graph launches to their
+ * count: about 36 bytes a node. The analysis's own fields stay for the reports. */
+void workload_trim(workload *w);
+
 /* Where the first iteration of rank r lies, for memest_build: the main thread (the one
  * that opens iterations) and the backward thread (the other thread that launches the
  * most), and the first and last backward launch in the window [t0, t1) of the first
@@ -558,6 +569,10 @@ int workload_analyze(workload *w, dfg *g, sim_result *base, int32_t iter_first, 
  * boundaries), from the measured times of g (finalized). Returns 0, or -1 when the rank
  * has no iteration. */
 int workload_memory_phases(const dfg *g, int32_t r, int64_t t0, int64_t t1, memest_phases *ph);
+
+/* The idle-host wake-up latency of host node h (workload_capture.idle_wake_dur), or -1
+ * when h is no blocking call of the iterations. */
+int64_t workload_idle_wake_dur(const workload_capture *ca, int32_t h);
 
 /* 1 when host call h is part of the training step that a CUDA graph capture replaces
  * (strategy.h): a call of an iteration that is not the one opening it, not blocking,

@@ -402,37 +402,79 @@ closing_participant(const dfg *g, const workload_buckets *bu, int32_t n_groups, 
     return n;
 }
 
+/* A folded participant and the participant that carries its bytes
+ * (closing_participant). */
+typedef struct unhook {
+    int32_t node, to;
+} unhook;
+
+static int
+cmp_unhook(const void *a, const void *b)
+{
+    const unhook *x = a, *y = b;
+    return (x->node > y->node) - (x->node < y->node);
+}
+
+/* The carrier of folded participant s in u (n of them, by node), -2 when s is none. */
+static int32_t
+unhook_to(const unhook *u, size_t n, int32_t s)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u[mid].node < s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && u[lo].node == s ? u[lo].to : -2;
+}
+
 int64_t
 workload_unhook_folded(dfg *g, const workload_buckets *bu, int32_t n_groups)
 {
-    int64_t moved = -1;
-    int32_t *to = malloc(sizeof *to * ((size_t)g->n_nodes + 1));
-    if (to) {
-        moved = 0;
-        for (int32_t n = 0; n < g->n_nodes; n++)
-            to[n] = -2; /* not a folded participant */
-        for (int32_t q = 0; q < n_groups && q < g->n_groups; q++)
-            for (int32_t c = folded_group(g, bu, q) ? g->grp_first[q] : -1; c >= 0;
-                 c = dfg_next_in_group(g, c))
-                to[c] = closing_participant(g, bu, n_groups, c);
-        for (int64_t i = 0; i < g->n_edges; i++) {
-            int32_t s = g->esrc[i], d = g->edst[i];
-            if (s < 0 || d < 0 || to[s] == -2 || g->kind[d] == DFG_HOST || g->res[d] == g->res[s])
-                continue;
-            int32_t c = to[s];
-            /* launched after the call of the collective that carries the bytes (DDP's copies
-             * back into the gradients): it waits for that one; before it (the comm hook's
-             * wait in the backward): for nothing */
-            int later = c >= 0 && g->launch[d] >= 0 && g->launch[c] >= 0 &&
-                        g->mstart[g->launch[d]] > g->mstart[g->launch[c]];
-            g->esrc[i] = later ? c : -1;
-            g->edst[i] = later ? d : -1; /* dfg_finalize drops an edge of -1 */
-            moved++;
+    /* the folded participants, marked in a bit a node and listed with their carriers:
+     * a few of the nodes, where a map of every node cost 4 bytes each a plan */
+    size_t n = 0, cap = 0, words = ((size_t)g->n_nodes + 64) / 64;
+    uint64_t *mark = calloc(words, sizeof *mark);
+    unhook *u = NULL;
+    int64_t moved = mark ? 0 : -1;
+    for (int32_t q = 0; moved == 0 && q < n_groups && q < g->n_groups; q++)
+        for (int32_t c = folded_group(g, bu, q) ? g->grp_first[q] : -1; moved == 0 && c >= 0;
+             c = dfg_next_in_group(g, c)) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 256;
+                unhook *x = realloc(u, cap * sizeof *x);
+                if (!x) {
+                    moved = -1;
+                    break;
+                }
+                u = x;
+            }
+            u[n++] = (unhook){c, closing_participant(g, bu, n_groups, c)};
+            mark[(size_t)c / 64] |= (uint64_t)1 << ((size_t)c % 64);
         }
-        if (moved > 0)
-            g->finalized = 0;
+    if (moved == 0 && n > 0)
+        qsort(u, n, sizeof *u, cmp_unhook);
+    for (int64_t i = 0; moved >= 0 && n > 0 && i < g->n_edges; i++) {
+        int32_t s = g->esrc[i], d = g->edst[i];
+        if (s < 0 || d < 0 || !((mark[(size_t)s / 64] >> ((size_t)s % 64)) & 1) ||
+            g->kind[d] == DFG_HOST || g->res[d] == g->res[s])
+            continue;
+        int32_t c = unhook_to(u, n, s);
+        /* launched after the call of the collective that carries the bytes (DDP's copies
+         * back into the gradients): it waits for that one; before it (the comm hook's
+         * wait in the backward): for nothing */
+        int later = c >= 0 && g->launch[d] >= 0 && g->launch[c] >= 0 &&
+                    g->mstart[g->launch[d]] > g->mstart[g->launch[c]];
+        g->esrc[i] = later ? c : -1;
+        g->edst[i] = later ? d : -1; /* dfg_finalize drops an edge of -1 */
+        moved++;
     }
-    free(to);
+    if (moved > 0)
+        g->finalized = 0;
+    free(mark);
+    free(u);
     return moved;
 }
 

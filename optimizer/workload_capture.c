@@ -26,42 +26,71 @@ cmp_blocking(const void *a, const void *b)
     return (x->dur > y->dur) - (x->dur < y->dur);
 }
 
-/* Fills w->idle_wake_dur (workload.h): the blocking calls of the iterations, sorted by
- * thread, name and duration; each run of one thread and name gets its lower quartile. A
- * blocking call's duration is its wake-up latency, which grows with what else wants the
- * cores when it is woken: in a host-bound job its own launch threads (and the other
- * ranks') do. The strategy that keeps a blocking call while emptying the host (a step
- * captured in a CUDA graph) wakes it on idle cores: the faster wake-ups of the trace are
- * the measure of that, not its median (under load, milliseconds); not its fastest ones
- * either, which an idle host does not reliably get (the figures on ddp-sim:
- * docs/models.md). Returns 0, or -1 when out of memory. */
+static int
+cmp_blocking_node(const void *a, const void *b)
+{
+    const blocking_call *x = a, *y = b;
+    return (x->node > y->node) - (x->node < y->node);
+}
+
+/* Fills w->capture's idle_wake_node and idle_wake_dur (workload.h): the blocking calls
+ * of the iterations, sorted by thread, name and duration; each run of one thread and name
+ * gets its lower quartile. A blocking call's duration is its wake-up latency, which grows
+ * with what else wants the cores when it is woken: in a host-bound job its own launch
+ * threads (and the other ranks') do. The strategy that keeps a blocking call while
+ * emptying the host (a step captured in a CUDA graph) wakes it on idle cores: the faster
+ * wake-ups of the trace are the measure of that, not its median (under load,
+ * milliseconds); not its fastest ones either, which an idle host does not reliably get
+ * (the figures on ddp-sim: docs/models.md). Only those calls are kept (4 + 8 bytes each,
+ * not 8 bytes a node). Returns 0, or -1 when out of memory. */
 int
 workload_idle_wake_latency(workload *w)
 {
     const dfg *g = w->work;
+    workload_capture *ca = &w->capture;
     int32_t n = g->n_nodes, k = 0;
-    w->capture.idle_wake_dur = malloc(sizeof *w->capture.idle_wake_dur * (size_t)(n > 0 ? n : 1));
     blocking_call *c = malloc(sizeof *c * (size_t)(n > 0 ? n : 1));
-    if (!w->capture.idle_wake_dur || !c) {
-        free(c);
+    if (!c)
         return -1;
-    }
-    for (int32_t h = 0; h < n; h++) {
-        w->capture.idle_wake_dur[h] = -1;
+    for (int32_t h = 0; h < n; h++)
         if (g->kind[h] == DFG_HOST && alive(g, h) && (g->flags[h] & DFG_F_BLOCKING) &&
             w->iter[h] >= 0)
             c[k++] = (blocking_call){g->res[h], g->name[h], h, dfg_dur(g, h)};
-    }
     qsort(c, (size_t)k, sizeof *c, cmp_blocking);
     for (int32_t a = 0, b; a < k; a = b) {
         for (b = a + 1; b < k && c[b].res == c[a].res && c[b].name == c[a].name; b++)
             ;
         int64_t low = c[a + (b - a) / 4].dur;
         for (int32_t i = a; i < b; i++)
-            w->capture.idle_wake_dur[c[i].node] = low;
+            c[i].dur = low;
     }
+    qsort(c, (size_t)k, sizeof *c, cmp_blocking_node);
+    ca->n_idle_wake = 0;
+    ca->idle_wake_node = malloc(sizeof *ca->idle_wake_node * (size_t)(k + 1));
+    ca->idle_wake_dur = malloc(sizeof *ca->idle_wake_dur * (size_t)(k + 1));
+    int rc = ca->idle_wake_node && ca->idle_wake_dur ? 0 : -1;
+    for (int32_t i = 0; rc == 0 && i < k; i++) {
+        ca->idle_wake_node[i] = c[i].node;
+        ca->idle_wake_dur[i] = c[i].dur;
+    }
+    if (rc == 0)
+        ca->n_idle_wake = k;
     free(c);
-    return 0;
+    return rc;
+}
+
+int64_t
+workload_idle_wake_dur(const workload_capture *ca, int32_t h)
+{
+    int32_t lo = 0, hi = ca->n_idle_wake;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (ca->idle_wake_node[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ca->n_idle_wake && ca->idle_wake_node[lo] == h ? ca->idle_wake_dur[lo] : -1;
 }
 
 /* Whether host node h is a "(wake-up)" node (dfg_add_wakeup): the wake-up of the blocking or

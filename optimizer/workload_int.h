@@ -70,7 +70,7 @@ int workload_find_weight_floors(workload *w);
  * the gradients after the last all-reduce. */
 int workload_find_params(workload *w, const rank_info *ri);
 
-/* w->idle_wake_dur (workload_capture.c says how). */
+/* w->capture.idle_wake_node and idle_wake_dur (workload_capture.c says how). */
 int workload_idle_wake_latency(workload *w);
 
 /* workload_step_call's answer, worked out. */

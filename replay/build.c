@@ -818,8 +818,8 @@ warn_short_groups(job *j, const dfg *g)
 }
 
 int
-build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int release, dfg *g,
-          build_p2p_stats *p2p_stats)
+build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int release,
+          build_take_fn take, void *take_ctx, dfg *g, build_p2p_stats *p2p_stats)
 {
     if (p2p_stats)
         memset(p2p_stats, 0, sizeof *p2p_stats);
@@ -848,7 +848,10 @@ build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int rele
         c.mismatch_warned = &mismatch_warned;
         c.p2p = &p2p[r];
         rc = job_rank_expand(c.jr) == 0 ? build_rank(&c, &gm, bounds ? &bounds[r] : NULL) : -1;
+        int64_t shift = c.shift;
         rank_ctx_free(&c);
+        if (rc == 0 && take)
+            rc = take(take_ctx, &j->ranks[r], r, shift);
         if (release)
             job_rank_keep_ranges(j, &j->ranks[r]); /* its compact form given back too */
         else

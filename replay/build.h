@@ -254,6 +254,12 @@ int build_match_p2p(dfg *g, build_p2p_part *parts, size_t n, build_p2p_stats *st
  * or -1 when out of memory. */
 int64_t build_repair_event_edges(dfg *g);
 
+/* A caller's look at a rank's events (jr->events, expanded, in trace order) once its
+ * nodes are built and before build_dfg releases or holds them: ctx the caller's, shift_ns
+ * what puts an event's time on the graph's clock (the rank's clock offset less the
+ * graph's time 0). Returns 0, or -1 (out of memory: the build fails). */
+typedef int (*build_take_fn)(void *ctx, const job_rank *jr, int32_t rank, int64_t shift_ns);
+
 /* Builds g (uninitialised on entry) from the loaded job with per-rank clock offsets
  * (aligned = local + offset_ns[r]; NULL: none) and iteration boundaries (bounds[r],
  * may be NULL). Times in g are relative to the earliest aligned event. Problems that
@@ -261,10 +267,11 @@ int64_t build_repair_event_edges(dfg *g);
  * without their peer) are recorded with job_warn; p2p (may be NULL) receives what
  * point-to-point matching did. With release non-zero each rank's events are reduced to
  * its markers and memory events (job_rank_keep_ranges) as soon as its nodes are built,
- * so that the events and the graph do not both peak. A rank held compact (job_rank.wire)
- * is expanded for each pass over it, and kept expanded after its nodes without release.
- * Returns 0, or -1 when out of memory (g freed). */
-int build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int release, dfg *g,
-              build_p2p_stats *p2p);
+ * so that the events and the graph do not both peak; take (may be NULL) is called with
+ * take_ctx on each rank's events before that. A rank held compact (job_rank.wire) is
+ * expanded for each pass over it, and kept expanded after its nodes without release.
+ * Returns 0, or -1 when out of memory or take failed (g freed). */
+int build_dfg(job *j, const int64_t *offset_ns, const build_bounds *bounds, int release,
+              build_take_fn take, void *take_ctx, dfg *g, build_p2p_stats *p2p);
 
 #endif

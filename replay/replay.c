@@ -583,7 +583,8 @@ replay_open(const char *path, const replay_options *opts, replay *rp, char *errb
         return DPRO_ERR_CORRUPT;
     }
     rp->time_origin = build_time_origin(j, rp->align.offset_ns); /* before a release */
-    if (build_dfg(j, rp->align.offset_ns, bb, rp->opts.release_events, &rp->graph, &rp->p2p) != 0)
+    if (build_dfg(j, rp->align.offset_ns, bb, rp->opts.release_events, rp->opts.take_events,
+                  rp->opts.take_ctx, &rp->graph, &rp->p2p) != 0)
         goto oom;
     if ((rp->repaired_edges = build_repair_event_edges(&rp->graph)) < 0)
         goto oom;

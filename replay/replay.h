@@ -35,30 +35,33 @@ enum replay_coll_duration {
 };
 
 typedef struct replay_options {
-    const char *job_id;     /* see job_options */
-    int32_t iterations;     /* steady iterations to compare (0: all steady ones) */
-    int32_t warmup;         /* iterations to skip, numbered as the markers are (iteration
-                             * k closes at boundary k; 0 is not measurable), -1: detect */
-    int coll_duration;      /* enum replay_coll_duration */
-    size_t max_events;      /* per rank, 0: no limit */
-    double drop_edges;      /* TEST ONLY (replay_drop_edges): the fraction of dependency edges
-                             * dropped before the timing is fitted; 0 (the default): none */
-    int jobs;               /* threads loading ranks (job_options.jobs; 0: the CPUs) */
-    int full_load;          /* load every event even when only `iterations` are compared
-                             * (job_options.full) */
-    int window_from_start;  /* the compared iterations' window starts at the trace's start
-                             * (job_options.from_start) */
-    int coll_ab;            /* 1: price collectives with the one-line alpha-beta fit, not the
-                             * piecewise model (costmodel.h) */
-    int coll_nearest;       /* 1: a size outside the measured ones on the nearest segment's
-                             * line, whatever NCCL's protocol there (costmodel.nearest) */
-    int fold;               /* fold alike ranks into weighted classes (replay_fold); 0: every
-                             * rank explicit */
-    int release_events;     /* 1: once a rank's graph is built keep only its markers and
-                             * memory events (job_rank_keep_ranges), all that
-                             * replay_summarize and chrome_export read of them; 0: every
-                             * loaded event stays in rp->job (dpro-optimize's profile reads
-                             * them all) */
+    const char *job_id;    /* see job_options */
+    int32_t iterations;    /* steady iterations to compare (0: all steady ones) */
+    int32_t warmup;        /* iterations to skip, numbered as the markers are (iteration
+                            * k closes at boundary k; 0 is not measurable), -1: detect */
+    int coll_duration;     /* enum replay_coll_duration */
+    size_t max_events;     /* per rank, 0: no limit */
+    double drop_edges;     /* TEST ONLY (replay_drop_edges): the fraction of dependency edges
+                            * dropped before the timing is fitted; 0 (the default): none */
+    int jobs;              /* threads loading ranks (job_options.jobs; 0: the CPUs) */
+    int full_load;         /* load every event even when only `iterations` are compared
+                            * (job_options.full) */
+    int window_from_start; /* the compared iterations' window starts at the trace's start
+                            * (job_options.from_start) */
+    int coll_ab;           /* 1: price collectives with the one-line alpha-beta fit, not the
+                            * piecewise model (costmodel.h) */
+    int coll_nearest;      /* 1: a size outside the measured ones on the nearest segment's
+                            * line, whatever NCCL's protocol there (costmodel.nearest) */
+    int fold;              /* fold alike ranks into weighted classes (replay_fold); 0: every
+                            * rank explicit */
+    int release_events;    /* 1: once a rank's graph is built keep only its markers and
+                            * memory events (job_rank_keep_ranges), all that
+                            * replay_summarize and chrome_export read of them; 0: every
+                            * loaded event stays in rp->job */
+    /* NULL, or called with take_ctx on each rank's events once its part of the graph is
+     * built, before they are released or held (build_dfg) */
+    build_take_fn take_events;
+    void *take_ctx;
     const job_share *share; /* NULL, or the trace files are read in shares by several
                              * processes (job_options.share): replay_open on process 0,
                              * replay_read_share on the others */

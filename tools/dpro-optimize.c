@@ -524,8 +524,9 @@ use_framework(args *a, const state *st)
 static int
 choose_framework(args *a, state *st)
 {
-    if (framework_detect(&st->rp.job, &st->det) != 0)
-        return -1;
+    if (!st->take.ev && !(st->take.ev = framework_evidence_new()))
+        return -1; /* no rank was taken: nothing decides */
+    framework_decide(st->take.ev, &st->det);
     st->fw = a->framework ? a->framework : st->det.fw;
     use_framework(a, st);
     return 0;
@@ -547,13 +548,19 @@ prepare(args *a, state *st)
                a->dir);
         return 1;
     }
-    if (dfg_finalize(&rp->graph) != 0 || profile_estimate_memory(rp, &st->mem, &st->mem_rank) < 0)
+    if (dfg_finalize(&rp->graph) != 0 ||
+        profile_estimate_memory(rp, &st->take, &st->mem, &st->mem_rank) < 0)
         return -1;
-    ssize_t nks = profile_kernel_samples(rp, &wo->kernel_samples);
-    if (nks < 0)
+    size_t n = st->take.n_samples;
+    workload_kernel_sample *s = realloc(st->take.samples, (n ? n : 1) * sizeof *s);
+    if (!s)
         return -1;
-    wo->n_kernel_samples = (size_t)nks;
-    replay_keep_ranges(rp); /* the rest of the events is read no more (--chrome: ranges) */
+    if (!st->take.samples)
+        memset(s, 0, sizeof *s); /* broadcast as bytes with --mpi (search_mpi.c) */
+    st->take.samples = NULL;
+    wo->kernel_samples = s;
+    wo->n_kernel_samples = n;
+    profile_take_free(&st->take);
     return 0;
 }
 
@@ -607,7 +614,10 @@ analyze(args *a, state *st)
         pr_err("the compared iterations cannot be simulated");
         return 1;
     }
-    return strategy_fusion_summary(&st->w, &st->chain_ns, &st->fused_ns) == 0 ? 0 : -1;
+    if (strategy_fusion_summary(&st->w, &st->chain_ns, &st->fused_ns) != 0)
+        return -1;
+    workload_trim(&st->w); /* what the search does not read, given back before it */
+    return 0;
 }
 
 /* --what-if: the baseline and the one plan given, through the same reporting as a
@@ -865,6 +875,11 @@ open_job(args *a, state *st, int me, int nprocs, job_share *sh)
 {
     char err[DPRO_ERRBUF_SIZE];
     checks c = {a, st};
+    /* each rank's events are released as its part of the graph is built, once the
+     * profile has taken what it reads of them */
+    a->ro.release_events = 1;
+    a->ro.take_events = profile_take_rank;
+    a->ro.take_ctx = &st->take;
     if (a->mpi)
         return mpisim_open(a->dir, &a->ro, sh, me, nprocs, &st->rp, check_job, &c) == 0
                    ? prepare_shared(a, st, me)
@@ -940,6 +955,7 @@ main(int argc, char **argv)
     }
     if (rc < 0)
         pr_err("out of memory");
+    profile_take_free(&st.take);
     search_result_free(&st.sr);
     sim_result_free(&st.base);
     sim_result_free(&st.best_sim);

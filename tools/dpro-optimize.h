@@ -9,6 +9,7 @@
 
 #include "optimizer/framework.h"
 #include "optimizer/memest.h"
+#include "optimizer/profile.h"
 #include "optimizer/search.h"
 #include "optimizer/workload.h"
 #include "replay/replay.h"
@@ -25,8 +26,9 @@ typedef struct args {
 
 /* The analysis of one job, from the replay to the strategies found. */
 typedef struct state {
-    replay rp; /* its graph moved into work once prepared, its events kept to the ranges */
-    dfg work;  /* the working graph (the replay's) */
+    replay rp;         /* its graph moved into work once prepared, its events kept to the ranges */
+    profile_take take; /* what the build took from each rank's events before their release */
+    dfg work;          /* the working graph (the replay's) */
     int have_work;
     workload w;
     sim_result base, best_sim;

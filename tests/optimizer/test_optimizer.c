@@ -301,7 +301,7 @@ test_idle_wake_and_mean_iteration(void)
     REQUIRE(workload_analyze(&w, &g, &res, 1, 20, NULL, NULL, -1, NULL) == 0);
     /* durations: 1..20 us less the one replaced by the stall, 2000, and the others' 50:
      * sorted 1, 2, 3, 5, 6, 7, ...: the sixth (index n_sync / 4 = 5) is 7 us */
-    CHECK(w.capture.idle_wake_dur[sync[5]] == 7 * US);
+    CHECK(workload_idle_wake_dur(&w.capture, sync[5]) == 7 * US);
     /* an iteration is 416 us plus its closing wake-up over 1 us; with the 2 ms stall the
      * mean is over 500 us (the median would lie within 420..440 us) */
     CHECK(w.base_iter_ns > 500 * US);
@@ -340,7 +340,7 @@ test_capture_stall(void)
     sim_result res;
     memset(&res, 0, sizeof res);
     REQUIRE(workload_analyze(&w, &g, &res, 1, 2, NULL, NULL, -1, NULL) == 0);
-    CHECK(w.capture.idle_wake_dur[stalled] == 1 * US);
+    CHECK(workload_idle_wake_dur(&w.capture, stalled) == 1 * US);
     CHECK(fabs(w.base_iter_ns - (416 + 999 / 2.0) * US) < 2 * US);
     strategy_plan p;
     strategy_plan_baseline(&p);

@@ -973,9 +973,48 @@ test_compiled_fusion(void)
     dfg_free(&g);
 }
 
+/* workload_trim frees what the search does not read: the plans are predicted the same
+ * before and after, with and without fusion chains (the launch sizes and hinges stay with
+ * chains), and FSDP's arrays and the measured overlaps are gone on a DDP job. */
+static void
+test_trim(void)
+{
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    REQUIRE(synth_job(&g, 200, 8) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    strategy_plan p[4];
+    strategy_eval before[4], after[4];
+    for (int i = 0; i < 4; i++)
+        strategy_plan_baseline(&p[i]);
+    p[1].bucket_cap = p[1].first_cap = 5;
+    p[2].fuse = 1;
+    p[3].cuda_graph = 1;
+    p[3].bucket_cap = p[3].first_cap = 2;
+    for (int i = 0; i < 4; i++)
+        CHECK(strategy_evaluate(&w, &p[i], &res, &before[i]) == 0);
+    int chains = w.fusion.n_chains;
+    workload_trim(&w);
+    CHECK(!w.fusion.node_grid_x && !w.f_meas && !w.f_grp_meas && !w.fsdp.gather_ops);
+    CHECK(chains > 0 ? w.fusion.node_threads && w.fusion.node_hinge : !w.fusion.node_threads);
+    for (int i = 0; i < 4; i++) {
+        CHECK(strategy_evaluate(&w, &p[i], &res, &after[i]) == 0);
+        CHECK(after[i].iter_ns == before[i].iter_ns && after[i].median_ns == before[i].median_ns);
+        CHECK_EQ_U(after[i].peak_bytes, before[i].peak_bytes);
+    }
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 int
 main(void)
 {
+    test_trim();
     test_fixed_cost_fit();
     test_hinge_fit();
     test_contention_correction();
