@@ -18,6 +18,22 @@
 #include "optimizer/profile.h"
 #include "replay/replay.h"
 
+/* What the read takes from each rank's events: dpro-optimize's profile_take, and the
+ * events a rank held before their release. */
+typedef struct dump_take {
+    profile_take tk;
+    size_t events;
+} dump_take;
+
+/* replay_options.take_events: counts rank's events, then takes them as dpro-optimize does. */
+static int
+take_rank(void *ctx, const job_rank *jr, int32_t rank, int64_t shift_ns)
+{
+    dump_take *d = ctx;
+    d->events += jr->n_events;
+    return profile_take_rank(&d->tk, jr, rank, shift_ns);
+}
+
 /* Prints "key": [n values of v]. */
 static void
 print_array(const char *key, const int64_t *v, int32_t n)
@@ -42,18 +58,23 @@ main(int argc, char **argv)
     ro.window_from_start = 1;
     ro.fold = 1;
     ro.full_load = argc == 5;
+    dump_take d;
+    memset(&d, 0, sizeof d);
+    ro.release_events = 1; /* as dpro-optimize reads: each rank's events taken, then released */
+    ro.take_events = take_rank;
+    ro.take_ctx = &d;
     replay rp;
     char err[DPRO_ERRBUF_SIZE];
     if (replay_open(argv[1], &ro, &rp, err, sizeof err) < 0) {
         fprintf(stderr, "memest_dump: %s\n", err);
+        profile_take_free(&d.tk);
         return 1;
     }
     memest m;
     int32_t rank = -1;
-    int rc = dfg_finalize(&rp.graph) == 0 && profile_estimate_memory(&rp, &m, &rank) > 0 ? 0 : 1;
-    size_t events = 0;
-    for (int32_t r = 0; r < rp.job.n_ranks; r++)
-        events += rp.job.ranks[r].n_events;
+    int rc =
+        dfg_finalize(&rp.graph) == 0 && profile_estimate_memory(&rp, &d.tk, &m, &rank) > 0 ? 0 : 1;
+    size_t events = d.events;
     if (rc == 0) {
         printf("{\"events\": %zu, \"rank\": %d, \"iter_first\": %d, \"iter_last\": %d, "
                "\"peak_bytes\": %lld, "
@@ -73,6 +94,7 @@ main(int argc, char **argv)
     } else {
         fprintf(stderr, "memest_dump: no memory estimate of %s\n", argv[1]);
     }
+    profile_take_free(&d.tk);
     replay_close(&rp);
     return rc;
 }
