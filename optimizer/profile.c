@@ -42,9 +42,32 @@ profile_first_iteration_window(const job_rank *jr, int64_t off, int64_t origin, 
     }
 }
 
+/* 1 when rank jr's device allocations are all whole 2 MiB multiples, and there is one: the
+ * segments of PyTorch's caching allocator (memest.h), not one allocation per tensor. */
+static int
+profile_segments_only(const job_rank *jr)
+{
+    int64_t seg = 2 << 20;
+    int any = 0, other = 0;
+    for (size_t i = 0; i < jr->n_events && !other; i++) {
+        const job_event *e = &jr->events[i];
+        if (e->kind != DPRO_KIND_MEMORY || e->subkind != DPRO_MEM_ALLOC ||
+            (e->value != DPRO_MEMSPACE_DEVICE && e->value != DPRO_MEMSPACE_ASYNC_POOL))
+            continue;
+        any = 1;
+        other = (int64_t)e->bytes % seg != 0;
+    }
+    return any && !other;
+}
+
 /* Sets ph->first_step, step_start and step_bwd (memest.h) from rank jr's events when the
  * backward thread launched before ph->iter_start and the forward thread issued a
- * collective before that launch; leaves ph as it was otherwise. The step starts at the
+ * collective before that launch; leaves ph as it was otherwise. Where the first marked
+ * iteration is the job's first step itself (the backward thread's first launch lies in
+ * it) and the allocations are a caching allocator's segments (PyTorch's, every step
+ * marked), the same: its segments are the step's, and ph->iter_start moves to the next
+ * iteration's start, where the first step's backward segments end (a trace whose first
+ * step is unmarked gives the same estimate). The step starts at the
  * forward thread's last collective before the backward's first launch (DDP's broadcast),
  * or, when all-gathers lead to that launch (FSDP gathers each block's parameters in the
  * forward), at the first of them. The forward thread is the one of the two that launched
@@ -92,7 +115,11 @@ profile_first_step(const job_rank *jr, int64_t off, int64_t origin, memest_phase
     }
     if (start > other)
         start = gather;
-    if (first[1] < ph->iter_start && start > INT64_MIN) {
+    int marked = first[1] >= ph->iter_start && first[1] < ph->iter_end &&
+                 ph->iter_end < INT64_MAX && start > INT64_MIN && profile_segments_only(jr);
+    if ((first[1] < ph->iter_start || marked) && start > INT64_MIN) {
+        if (marked)
+            ph->iter_start = ph->iter_end;
         ph->first_step = 1;
         ph->fwd_thread = fwd;
         ph->bwd_thread = bwd;
