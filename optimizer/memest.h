@@ -45,8 +45,12 @@
  * A caching allocator that grows only during the job's first step (PyTorch's: the
  * collector sees its segments, cudaMalloc of 2 MiB, 20 MiB or 2 MiB multiples, never
  * freed) shows no allocation in a replayed iteration when the replay leaves that step out
- * (no step markers: the iterations come from the kernel period, past the warm-up). Then
- * (phases.first_step) the activations are the segments of the first step: the forward
+ * (no step markers: the iterations come from the kernel period, past the warm-up), or
+ * where the markers start after it. Then (phases.first_step) the activations are the
+ * segments of the first step; so too where the first marked iteration is that step and
+ * every allocation a 2 MiB multiple (optimizer/profile.c: iter_start then moves to the next
+ * iteration's start; read as an ordinary iteration, its backward's segments would count
+ * as transients, left out of the prediction, -24 % on a torch DDP job): the forward
  * thread's after its last collective before the backward thread's first launch (DDP's
  * broadcast of the parameters and buffers ends its construction; where all-gathers lead
  * to that launch, FSDP's of each block's parameters, from the first of them) and before

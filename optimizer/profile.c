@@ -52,9 +52,33 @@ first_launch(const profile_rank_steps *st, uint64_t thread)
     return INT64_MAX;
 }
 
+/* 1 when rank jr's device allocations are all whole 2 MiB multiples, and there is one: the
+ * segments of PyTorch's caching allocator (memest.h), not one allocation per tensor. */
+static int
+profile_segments_only(const job_rank *jr)
+{
+    int64_t seg = 2 << 20;
+    int any = 0, other = 0;
+    for (size_t i = 0; i < jr->n_events && !other; i++) {
+        const job_event *e = &jr->events[i];
+        if (e->kind != DPRO_KIND_MEMORY || e->subkind != DPRO_MEM_ALLOC ||
+            (e->value != DPRO_MEMSPACE_DEVICE && e->value != DPRO_MEMSPACE_ASYNC_POOL))
+            continue;
+        any = 1;
+        other = (int64_t)e->bytes % seg != 0;
+    }
+    return any && !other;
+}
+
 /* Sets ph->first_step, step_start and step_bwd (memest.h) from a rank's first step st
  * when the backward thread launched before ph->iter_start and the forward thread issued a
- * collective before that launch; leaves ph as it was otherwise. The step starts at the
+ * collective before that launch; leaves ph as it was otherwise. Where the first marked
+ * iteration is the job's first step itself (the backward thread's first launch lies in
+ * it) and the allocations are a caching allocator's segments (segments_only:
+ * profile_segments_only; PyTorch's, every step marked), the same: its segments are the
+ * step's, and ph->iter_start moves to the next iteration's start, where the first step's
+ * backward segments end (a trace whose first step is unmarked gives the same estimate).
+ * The step starts at the
  * forward thread's last collective before the backward's first launch (DDP's broadcast),
  * or, when all-gathers lead to that launch (FSDP gathers each block's parameters in the
  * forward), at the first of them. The forward thread is the one of the two that launched
@@ -62,7 +86,7 @@ first_launch(const profile_rank_steps *st, uint64_t thread)
  * replayed iteration, whose boundary may lie on the backward thread, and are swapped
  * then. */
 static void
-profile_first_step(const profile_rank_steps *st, memest_phases *ph)
+profile_first_step(const profile_rank_steps *st, int segments_only, memest_phases *ph)
 {
     int64_t first[2] = {INT64_MAX, INT64_MAX}; /* first launch of fwd_thread, bwd_thread */
     int64_t start = INT64_MIN;
@@ -95,7 +119,11 @@ profile_first_step(const profile_rank_steps *st, memest_phases *ph)
     }
     if (start > other)
         start = gather;
-    if (first[1] < ph->iter_start && start > INT64_MIN) {
+    int marked = first[1] >= ph->iter_start && first[1] < ph->iter_end &&
+                 ph->iter_end < INT64_MAX && start > INT64_MIN && segments_only;
+    if ((first[1] < ph->iter_start || marked) && start > INT64_MIN) {
+        if (marked)
+            ph->iter_start = ph->iter_end;
         ph->first_step = 1;
         ph->fwd_thread = fwd;
         ph->bwd_thread = bwd;
@@ -238,7 +266,7 @@ profile_estimate_memory(const replay *rp, const profile_take *tk, memest *best, 
         if (workload_memory_phases(&rp->graph, r, t0, t1, &ph) != 0)
             continue;
         if (tk->steps && r < tk->n_ranks)
-            profile_first_step(&tk->steps[r], &ph);
+            profile_first_step(&tk->steps[r], profile_segments_only(jr), &ph);
         size_t n = 0;
         for (size_t i = 0; i < jr->n_events; i++)
             n += jr->events[i].kind == DPRO_KIND_MEMORY;

@@ -41,7 +41,12 @@ bytes and of its gradients' bytes after the last backward (CPU arithmetic on cop
 means the same on a real GPU and on the simulated one, whose kernels compute nothing; the
 steps before synchronise only, as a loop that logs its loss does), the wall-clock time of
 every step but the first (iter_us: from one synchronisation after the backward to the
-next) and torch.cuda.max_memory_reserved() / max_memory_allocated() over the run.  Before the model is built
+next), torch.cuda.max_memory_reserved() / max_memory_allocated() over the run, and the
+caching allocator's state before the steps (before_steps: memory_reserved(),
+memory_allocated()) and after the first (first_step: memory_reserved(),
+max_memory_allocated()).  --step-ranges FROM puts each step from step FROM on in an NVTX
+range "step <i>" (torch.cuda.nvtx), which the replay takes as iteration markers (FROM 1:
+the first step unmarked, as where a profiler starts after it).  Before the model is built
 each rank fills the caching allocator's memory with bytes of its own, so that memory no
 collective overwrote differs between ranks."""
 import argparse
@@ -242,9 +247,13 @@ def train(run, args, rank, dev):
         opt.step()
     grads = 0
     torch.cuda.reset_peak_memory_stats()
+    before = dict(reserved=torch.cuda.memory_reserved(), allocated=torch.cuda.memory_allocated())
+    first = None
     t0 = time.monotonic()
     syncs = []
     for step in range(args.steps):
+        if 0 <= args.step_ranges <= step:
+            torch.cuda.nvtx.range_push("step %d" % step)
         if graph is None:
             syncs.append(eager_step(ddp, opt, make, dev, run["accum"], to_none))
         else:
@@ -256,12 +265,19 @@ def train(run, args, rank, dev):
             grads = checksum(p.grad for p in model.parameters())
         if graph is None:
             opt.step()
+        if 0 <= args.step_ranges <= step:
+            torch.cuda.nvtx.range_pop()
+        if step == 0:
+            torch.cuda.synchronize()
+            first = dict(reserved=torch.cuda.memory_reserved(),
+                         max_allocated=torch.cuda.max_memory_allocated())
     torch.cuda.synchronize()
     return dict(run, params=checksum(model.parameters()), grads=grads,
                 seconds=round(time.monotonic() - t0, 3),
                 iter_us=[round((b - a) * 1e6, 1) for a, b in zip(syncs, syncs[1:])],
                 max_memory_reserved=torch.cuda.max_memory_reserved(),
-                max_memory_allocated=torch.cuda.max_memory_allocated())
+                max_memory_allocated=torch.cuda.max_memory_allocated(),
+                before_steps=before, first_step=first)
 
 
 def main():
@@ -286,6 +302,9 @@ def main():
     ap.add_argument("--image", type=int, default=16)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--fill-mib", type=int, default=64)
+    ap.add_argument("--step-ranges", type=int, default=-1, metavar="FROM",
+                    help='steps FROM on inside an NVTX range "step <i>" each (iteration '
+                    'markers; -1: none)')
     ap.add_argument("--out", default="", help="folder for rank<R>.json")
     args = ap.parse_args()
     runs = parse_runs(args)

@@ -12,8 +12,12 @@ between the ranks; after the steps each rank gathers the full parameters (full_t
 an all-gather) and writes OUT/rank<R>.json with a checksum of their bytes (CPU arithmetic
 on copies), which agrees across the ranks only when the all-gathers moved the shards,
 the wall-clock time of every step but the first (iter_us: from one synchronisation after
-the backward to the next) and torch.cuda.max_memory_reserved() / max_memory_allocated()
-over the run."""
+the backward to the next), torch.cuda.max_memory_reserved() / max_memory_allocated()
+over the run, and the caching allocator's state before the steps (before_steps:
+memory_reserved(), memory_allocated()) and after the first (first_step: memory_reserved(),
+max_memory_allocated()). --step-ranges FROM puts each step from step FROM on in an NVTX
+range "step <i>" (torch.cuda.nvtx), which the replay takes as iteration markers (FROM 1:
+the first step unmarked, as where a profiler starts after it)."""
 import argparse
 import json
 import os
@@ -50,8 +54,12 @@ def train(rank, dev, reshard, prefetch, args):
             b.set_modules_to_backward_prefetch(blocks[max(0, i - prefetch):i][::-1])
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     torch.cuda.reset_peak_memory_stats()
+    before = dict(reserved=torch.cuda.memory_reserved(), allocated=torch.cuda.memory_allocated())
+    first = None
     syncs = []
-    for _ in range(args.steps):
+    for step in range(args.steps):
+        if 0 <= args.step_ranges <= step:
+            torch.cuda.nvtx.range_push("step %d" % step)
         for micro in range(args.accum):
             model.set_requires_gradient_sync(micro == args.accum - 1)
             x = torch.randn(args.batch, args.dim).to(dev)
@@ -60,9 +68,16 @@ def train(rank, dev, reshard, prefetch, args):
         syncs.append(time.monotonic())
         opt.step()
         opt.zero_grad()
+        if 0 <= args.step_ranges <= step:
+            torch.cuda.nvtx.range_pop()
+        if step == 0:
+            torch.cuda.synchronize()
+            first = dict(reserved=torch.cuda.memory_reserved(),
+                         max_allocated=torch.cuda.max_memory_allocated())
     torch.cuda.synchronize()
     memory = dict(max_memory_reserved=torch.cuda.max_memory_reserved(),
-                  max_memory_allocated=torch.cuda.max_memory_allocated())
+                  max_memory_allocated=torch.cuda.max_memory_allocated(),
+                  before_steps=before, first_step=first)
     full = [p.full_tensor() for p in model.parameters()]
     torch.cuda.synchronize()
     return dict(reshard=reshard, prefetch=prefetch, accum=args.accum, params=checksum(full),
@@ -80,6 +95,9 @@ def main():
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--dim", type=int, default=64)
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--step-ranges", type=int, default=-1, metavar="FROM",
+                    help='steps FROM on inside an NVTX range "step <i>" each (iteration '
+                    'markers; -1: none)')
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     confs = [(args.reshard_after_forward, args.prefetch)]

@@ -62,6 +62,11 @@ if HAVE_PYTHON3
 # accumulation, on three jobs: within 10 %.
 dist_check_SCRIPTS += tests/torch/test_torch_memest.py
 TESTS += tests/torch/test_torch_memest.py
+# The same estimate from dpro-optimize's -n/-w window against every event read (memest_dump,
+# dpro-optimize's memory advice) on DDP and FSDP2 traces with step ranges, the first step's
+# segments before the first marked one; and its fields against torch's memory_reserved().
+dist_check_SCRIPTS += tests/torch/test_torch_memest_window.py
+TESTS += tests/torch/test_torch_memest_window.py
 endif
 
 # The closed loop on real PyTorch DDP and FSDP2 (tests/torch/closed_loop_torch.py):
