@@ -292,16 +292,96 @@ rank_demand(const replay *rp, int32_t r, hostshare *hs, double *demand)
     return rc;
 }
 
+int
+hostshare_parse_cpu_list(const char *s, uint64_t *set, char *why, size_t n)
+{
+    int rc = s && *s ? 0 : -1;
+    int count = 0;
+    memset(set, 0, HOSTSHARE_CPU_MAX / 8);
+    if (rc != 0)
+        snprintf(why, n, "%s", s ? "empty" : "absent");
+    for (const char *p = s; rc == 0;) {
+        long id[2] = {-1, -1};
+        for (int k = 0; rc == 0 && k < 2; k++) {
+            const char *d = p;
+            for (id[k] = 0; *p >= '0' && *p <= '9' && id[k] < HOSTSHARE_CPU_MAX; p++)
+                id[k] = id[k] * 10 + (*p - '0');
+            if (p == d) {
+                snprintf(why, n, "no CPU id at offset %td", p - s);
+                rc = -1;
+            } else if (id[k] >= HOSTSHARE_CPU_MAX) {
+                snprintf(why, n, "CPU id at offset %td over %d", d - s, HOSTSHARE_CPU_MAX - 1);
+                rc = -1;
+            } else if (k == 0 && *p == '-') {
+                p++;
+            } else {
+                id[1] = k == 0 ? id[0] : id[1];
+                break;
+            }
+        }
+        if (rc == 0 && id[1] < id[0]) {
+            snprintf(why, n, "range %ld-%ld runs backwards", id[0], id[1]);
+            rc = -1;
+        }
+        for (long c = id[0]; rc == 0 && c <= id[1]; c = (c / 64 + 1) * 64) {
+            int hi = id[1] / 64 > c / 64 ? 63 : (int)(id[1] % 64); /* the word's last bit */
+            set[c / 64] |= (~(uint64_t)0 >> (63 - hi)) & (~(uint64_t)0 << (c % 64));
+        }
+        if (rc == 0 && *p == '\0')
+            break;
+        if (rc == 0 && (*p != ',' || p[1] == '\0')) {
+            snprintf(why, n, "%s at offset %td", *p == ',' ? "a trailing comma" : "not a cpulist",
+                     p - s);
+            rc = -1;
+        }
+        p++;
+    }
+    for (size_t w = 0; rc == 0 && w < HOSTSHARE_CPU_MAX / 64; w++)
+        count += __builtin_popcountll(set[w]);
+    if (rc != 0)
+        memset(set, 0, HOSTSHARE_CPU_MAX / 8);
+    return rc == 0 ? count : -1;
+}
+
+int
+hostshare_cpus_add(hostshare_cpus *h, int64_t count, const char *list, char *why, size_t n)
+{
+    uint64_t set[HOSTSHARE_CPU_MAX / 64];
+    int rc = 0, c = list ? hostshare_parse_cpu_list(list, set, why, n) : 0;
+    if (c < 0) {
+        rc = -1;
+    } else if (list && count > 0 && c != count) {
+        snprintf(why, n, "names %d CPUs where host_cpus says %lld", c, (long long)count);
+        rc = -1;
+    }
+    for (size_t w = 0; rc == 0 && list && w < HOSTSHARE_CPU_MAX / 64; w++)
+        h->set[w] |= set[w];
+    h->listed += rc == 0 && list;
+    h->ranks++;
+    h->most = count > h->most ? count : h->most;
+    return rc;
+}
+
+int64_t
+hostshare_cpus_count(const hostshare_cpus *h)
+{
+    int64_t c = 0;
+    for (size_t w = 0; h->listed == h->ranks && h->ranks > 0 && w < HOSTSHARE_CPU_MAX / 64; w++)
+        c += __builtin_popcountll(h->set[w]);
+    return h->listed == h->ranks && h->ranks > 0 ? c : h->most;
+}
+
 /* Indexes the present ranks' hosts (hs->host, hs->n_hosts) by their host meta row and
- * gives each rank its host's cores (the most host_cpus of its ranks). Returns 0 or -1. */
+ * gives each host its CPUs (hs->host_cpus, hs->hosts_listed, hostshare_cpus_count of its
+ * ranks; hs->cpus_note says the first list not used) and each rank its host's (hs->cores).
+ * Returns 0 or -1 out of memory. */
 static int
 index_hosts(const replay *rp, hostshare *hs)
 {
     hmap idx;
     int rc = hmap_init(&idx, 16);
-    double *most = calloc((size_t)hs->n_ranks + 1, sizeof *most);
-    if (rc != 0 || !most)
-        rc = -1;
+    hostshare_cpus *cpus = NULL;
+    char why[160];
     for (int32_t r = 0; rc == 0 && r < hs->n_ranks; r++) {
         const job_rank *jr = &rp->job.ranks[r];
         if (!jr->reader)
@@ -312,12 +392,31 @@ index_hosts(const replay *rp, hostshare *hs)
         if (k < 0 && (rc = hmap_put(&idx, key, k = hs->n_hosts++)) != 0)
             break;
         hs->host[r] = k;
-        double c = (double)job_rank_meta_int(jr, JOB_META_HOST_CPUS, 0);
-        most[k] = c > most[k] ? c : most[k];
+    }
+    if (rc == 0) {
+        cpus = calloc((size_t)hs->n_hosts + 1, sizeof *cpus);
+        hs->host_cpus = calloc((size_t)hs->n_hosts + 1, sizeof *hs->host_cpus);
+        rc = cpus && hs->host_cpus ? 0 : -1;
+    }
+    for (int32_t r = 0; rc == 0 && r < hs->n_ranks; r++) {
+        const job_rank *jr = &rp->job.ranks[r];
+        if (hs->host[r] < 0)
+            continue;
+        if (hostshare_cpus_add(&cpus[hs->host[r]], job_rank_meta_int(jr, JOB_META_HOST_CPUS, 0),
+                               job_rank_meta(jr, JOB_META_HOST_CPU_LIST), why, sizeof why) != 0 &&
+            !hs->cpus_note[0])
+            snprintf(hs->cpus_note, sizeof hs->cpus_note,
+                     "%s: meta host_cpu_list not used: %s (its host's CPUs taken as the most "
+                     "host_cpus of its ranks)",
+                     jr->path, why);
+    }
+    for (int32_t k = 0; rc == 0 && k < hs->n_hosts; k++) {
+        hs->host_cpus[k] = (double)hostshare_cpus_count(&cpus[k]);
+        hs->hosts_listed += cpus[k].listed == cpus[k].ranks;
     }
     for (int32_t r = 0; rc == 0 && r < hs->n_ranks; r++)
-        hs->cores[r] = hs->host[r] >= 0 ? most[hs->host[r]] : 0;
-    free(most);
+        hs->cores[r] = hs->host[r] >= 0 ? hs->host_cpus[hs->host[r]] : 0;
+    free(cpus);
     hmap_free(&idx);
     return rc;
 }
@@ -497,6 +596,7 @@ hostshare_free(hostshare *hs)
     free(hs->host);
     free(hs->factor);
     free(hs->busy);
+    free(hs->host_cpus);
     free(hs->stall);
     free(hs->stall_node);
     memset(hs, 0, sizeof *hs);
