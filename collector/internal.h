@@ -128,7 +128,8 @@ COLL_HIDDEN void coll_cpu_reset(void);
  * last kept sample is old enough (the spacing grows as the samples fill up). */
 COLL_HIDDEN void coll_cpu_sample(int force);
 
-/* Writes the meta rows host_cpus (the CPUs the process may run on) and cpu_samples
+/* Writes the meta rows host_cpus (the CPUs the process may run on), host_cpu_list (which
+ * ones, "0-3,8-11") and cpu_samples
  * ("T:C,T:C,...": CLOCK_MONOTONIC us, the process's CPU time us), a last sample taken. */
 COLL_HIDDEN void coll_cpu_write_meta(dpro_writer *w);
 

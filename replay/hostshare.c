@@ -293,15 +293,16 @@ rank_demand(const replay *rp, int32_t r, hostshare *hs, double *demand)
 }
 
 /* Indexes the present ranks' hosts (hs->host, hs->n_hosts) by their host meta row and
- * gives each rank its host's cores (the most host_cpus of its ranks). Returns 0 or -1. */
+ * gives each host its CPUs (hs->host_cpus, hs->hosts_listed, hostshare_cpus_count of its
+ * ranks; hs->cpus_note says the first list not used) and each rank its host's (hs->cores).
+ * Returns 0 or -1 out of memory. */
 static int
 index_hosts(const replay *rp, hostshare *hs)
 {
     hmap idx;
     int rc = hmap_init(&idx, 16);
-    double *most = calloc((size_t)hs->n_ranks + 1, sizeof *most);
-    if (rc != 0 || !most)
-        rc = -1;
+    hostshare_cpus *cpus = NULL;
+    char why[160];
     for (int32_t r = 0; rc == 0 && r < hs->n_ranks; r++) {
         const job_rank *jr = &rp->job.ranks[r];
         if (!jr->reader)
@@ -312,12 +313,31 @@ index_hosts(const replay *rp, hostshare *hs)
         if (k < 0 && (rc = hmap_put(&idx, key, k = hs->n_hosts++)) != 0)
             break;
         hs->host[r] = k;
-        double c = (double)job_rank_meta_int(jr, JOB_META_HOST_CPUS, 0);
-        most[k] = c > most[k] ? c : most[k];
+    }
+    if (rc == 0) {
+        cpus = calloc((size_t)hs->n_hosts + 1, sizeof *cpus);
+        hs->host_cpus = calloc((size_t)hs->n_hosts + 1, sizeof *hs->host_cpus);
+        rc = cpus && hs->host_cpus ? 0 : -1;
+    }
+    for (int32_t r = 0; rc == 0 && r < hs->n_ranks; r++) {
+        const job_rank *jr = &rp->job.ranks[r];
+        if (hs->host[r] < 0)
+            continue;
+        if (hostshare_cpus_add(&cpus[hs->host[r]], job_rank_meta_int(jr, JOB_META_HOST_CPUS, 0),
+                               job_rank_meta(jr, JOB_META_HOST_CPU_LIST), why, sizeof why) != 0 &&
+            !hs->cpus_note[0])
+            snprintf(hs->cpus_note, sizeof hs->cpus_note,
+                     "%s: meta host_cpu_list not used: %s (its host's CPUs taken as the most "
+                     "host_cpus of its ranks)",
+                     jr->path, why);
+    }
+    for (int32_t k = 0; rc == 0 && k < hs->n_hosts; k++) {
+        hs->host_cpus[k] = (double)hostshare_cpus_count(&cpus[k]);
+        hs->hosts_listed += cpus[k].listed == cpus[k].ranks;
     }
     for (int32_t r = 0; rc == 0 && r < hs->n_ranks; r++)
-        hs->cores[r] = hs->host[r] >= 0 ? most[hs->host[r]] : 0;
-    free(most);
+        hs->cores[r] = hs->host[r] >= 0 ? hs->host_cpus[hs->host[r]] : 0;
+    free(cpus);
     hmap_free(&idx);
     return rc;
 }
@@ -497,6 +517,7 @@ hostshare_free(hostshare *hs)
     free(hs->host);
     free(hs->factor);
     free(hs->busy);
+    free(hs->host_cpus);
     free(hs->stall);
     free(hs->stall_node);
     memset(hs, 0, sizeof *hs);

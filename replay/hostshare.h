@@ -2,15 +2,16 @@
  * hostshare.h: ranks sharing a host's CPUs (prefix hostshare_), the host-share model of
  * --what-if-ranks (docs/models.md, "Ranks sharing a host's CPUs").
  *
- * What the collector records of each rank's host (meta rows host_cpus, cpu_samples,
- * host; docs/format.md) gives, per rank, its CPU demand: the CPU seconds its process
+ * What the collector records of each rank's host (meta rows host_cpus, host_cpu_list,
+ * cpu_samples, host; docs/format.md) gives, per rank, its CPU demand: the CPU seconds its process
  * used per second over the compared iterations (its host threads, the framework's, the
  * driver's, the communication library's proxies); the graph gives the share of that
  * window during which its host threads work (the union of its host calls' own durations
  * and the framework time before them). Data-parallel ranks work on the host at the same
  * moments (they leave the same collective and run the same steps), so what a host must
  * serve is their burst demand, demand / busy share, at once: a host's load is the sum of
- * its ranks' burst demands over its cores (the CPUs its ranks may run on), and above 1 its
+ * its ranks' burst demands over its cores (the CPUs its ranks may run on: the union of
+ * their sets, so ranks bound to a core each still count the host's cores), and above 1 its
  * ranks' host work runs that much slower. Putting K ranks on a host at N ranks makes its
  * load K x its traced ranks' mean burst demand / its cores; each traced rank's host time
  * (the host calls' own durations and the framework time between them) then scales by
@@ -24,16 +25,35 @@
 
 #include "replay.h"
 
+/* The most CPU ids a host_cpu_list may name, ids 0 .. HOSTSHARE_CPU_MAX - 1: Linux's largest
+ * NR_CPUS (CONFIG_MAXSMP). */
+#define HOSTSHARE_CPU_MAX 8192
+
+/* One host's CPUs as its ranks' traces tell them: the union of their host_cpu_list sets,
+ * and the most host_cpus of any (what older traces give). Zeroed before the first
+ * hostshare_cpus_add. */
+typedef struct hostshare_cpus {
+    uint64_t set[HOSTSHARE_CPU_MAX / 64]; /* the union of the ranks' lists */
+    int64_t most;                         /* the most host_cpus of the ranks */
+    int32_t ranks;                        /* ranks added */
+    int32_t listed;                       /* ... of them with a usable host_cpu_list */
+} hostshare_cpus;
+
 typedef struct hostshare {
     int known;               /* 1: every present rank's demand and host cores are known */
     int32_t n_ranks;         /* entries of the arrays below (the job's world) */
     double *demand;          /* per rank: CPU s per s over its window; < 0: unknown/absent */
-    double *cores;           /* per rank: its host's cores (the most any of its ranks has) */
+    double *cores;           /* per rank: its host's CPUs (host_cpus below) */
     int32_t *host;           /* per rank: its host's index (the host meta row), -1: absent */
     double *factor;          /* per rank: its host time's scale (hostshare_at; 1 before) */
     double *busy;            /* per rank: the share of its window its host threads work
                               * (0: unknown; its burst demand is then its demand) */
     int32_t n_hosts;         /* hosts of the present ranks */
+    double *host_cpus;       /* per host: its CPUs, the count of the union of its ranks'
+                              * host_cpu_list sets when each has a usable one, else the
+                              * most host_cpus of its ranks (older traces) */
+    int32_t hosts_listed;    /* hosts whose CPUs are their ranks' lists' union */
+    char cpus_note[256];     /* a host_cpu_list not used (file, what is wrong), or "" */
     int32_t per_host_traced; /* the most traced ranks on one host */
     int32_t per_host_to;     /* ranks per host at the what-if's rank count (hostshare_at) */
     double mean_demand;      /* over the present ranks */
@@ -52,6 +72,22 @@ typedef struct hostshare {
     char why[256];          /* when !known: what is missing, and where */
 } hostshare;
 
+/* Parses s, Linux's cpulist text ("0-3,8-11": ids and ranges a-b, a <= b, comma-separated,
+ * each id below HOSTSHARE_CPU_MAX), into set (HOSTSHARE_CPU_MAX bits, cleared first).
+ * Returns the CPUs named (at least 1), or -1 when s is NULL, empty or malformed, with why
+ * (n bytes) saying what is wrong; set is then empty. */
+int hostshare_parse_cpu_list(const char *s, uint64_t *set, char *why, size_t n);
+
+/* Adds a rank's host_cpus count and host_cpu_list text (list NULL: its trace has none, an
+ * older collector) to its host's h. Returns 0, or -1 when list is present but unusable:
+ * malformed (hostshare_parse_cpu_list) or naming another count than count (> 0); why (n
+ * bytes) says what, and the host's CPUs are then its ranks' most count. */
+int hostshare_cpus_add(hostshare_cpus *h, int64_t count, const char *list, char *why, size_t n);
+
+/* The host's CPUs: the count of the union of its ranks' lists when every rank added had a
+ * usable one, else the most host_cpus of its ranks (0 when none). */
+int64_t hostshare_cpus_count(const hostshare_cpus *h);
+
 /* A host node's time over the median of its place, from which it is a stall: a thread
  * that lost its core for a timeslice (Linux's shortest base slice is 0.75 ms). */
 #define HOSTSHARE_STALL_MIN_NS 500e3
@@ -59,7 +95,9 @@ typedef struct hostshare {
 #define HOSTSHARE_STALL_MIN_COUNT 8
 
 /* Measures each present rank's CPU demand over its compared iterations (rp simulated:
- * replay_iteration_times) from its trace's cpu_samples, and its host and cores; and its
+ * replay_iteration_times) from its trace's cpu_samples, and its host and its host's CPUs
+ * (hostshare_cpus_count over the host's ranks; hs->cpus_note says when a list was not
+ * used); and its
  * host threads' stalls (calls over the median of their place by HOSTSHARE_STALL_MIN_NS),
  * taken out of its busy share, and from them the timeslice (hs->slice_ns). Returns
  * 0 (hs->known 0 and hs->why saying what was missing when a present rank's trace lacks

@@ -372,8 +372,12 @@ typedef struct dpro_comm_info {
 #define DPRO_META_LOCAL_RANK "local_rank"
 #define DPRO_META_WORLD_SIZE "world_size"
 #define DPRO_META_JOB_ID "job_id"
-#define DPRO_META_COMMAND "command"         /* the traced program's command line */
-#define DPRO_META_HOST_CPUS "host_cpus"     /* the CPUs the traced process may run on */
+#define DPRO_META_COMMAND "command"     /* the traced program's command line */
+#define DPRO_META_HOST_CPUS "host_cpus" /* the CPUs the traced process may run on */
+/* ... which ones, in Linux's cpulist format ("0-3,8-11": ids and ranges ascending,
+ * comma-separated), from sched_getaffinity as host_cpus' count; the host-share model
+ * takes a host's CPUs as the union of its ranks' lists (ranks bound to one core each). */
+#define DPRO_META_HOST_CPU_LIST "host_cpu_list"
 #define DPRO_META_CPU_SAMPLES "cpu_samples" /* the host's CPU use sampled while tracing */
 
 /* ---- writer --------------------------------------------------------------------------- */

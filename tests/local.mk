@@ -57,7 +57,7 @@ tests_bench_bench_trace_LDADD = $(DPROTRACE_LINK)
 # Bounded fuzzing of the batch decoder, the NCCL kernel-name parser and the trace reader:
 # FUZZ_SECONDS (default 60). Exit 77 without clang.
 EXTRA_DIST += tests/fuzz/fuzz_batch_decode.c tests/fuzz/fuzz_ncclname.c \
-	tests/fuzz/fuzz_trace_reader.c tests/fuzz/run-batch-fuzz.sh
+	tests/fuzz/fuzz_cpulist.c tests/fuzz/fuzz_trace_reader.c tests/fuzz/run-batch-fuzz.sh
 fuzz-batch: schemas/libdprotrace.la tests/replay/gen_traces
 	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
 	$(SHELL) $(srcdir)/tests/fuzz/run-batch-fuzz.sh $(FUZZ_SECONDS)

@@ -202,18 +202,32 @@ json_ranks(json_writer *j, const report *rep)
 void
 replay_cmd_host_share_line(const hostshare *hs, char *buf, size_t n)
 {
+    double lo = 0, hi = 0;
+    char cpus[64];
+    for (int32_t k = 0; k < hs->n_hosts; k++) {
+        lo = k == 0 || hs->host_cpus[k] < lo ? hs->host_cpus[k] : lo;
+        hi = hs->host_cpus[k] > hi ? hs->host_cpus[k] : hi;
+    }
+    if (lo == hi)
+        snprintf(cpus, sizeof cpus, "%.0f", hi);
+    else
+        snprintf(cpus, sizeof cpus, "%.0f-%.0f", lo, hi);
     snprintf(buf, n,
-             "CPU demand %.2f per rank (traced mean), %d per host on %d host(s) (load %.2f); "
-             "%d per host: load %.2f, host time x %.3f at most; timeslice %.0f us (%s, %zu "
-             "traced stalls), a rank stalled at %.0f %% of arrivals, up to %.0f us",
-             hs->mean_demand, hs->per_host_traced, hs->n_hosts, hs->load_traced, hs->per_host_to,
-             hs->load_to, hs->factor_max, hs->slice_ns / 1e3,
+             "CPU demand %.2f per rank (traced mean), %d per host on %d host(s) of %s CPUs (%s) "
+             "(load %.2f); %d per host: load %.2f, host time x %.3f at most; timeslice %.0f us "
+             "(%s, %zu traced stalls), a rank stalled at %.0f %% of arrivals, up to %.0f us",
+             hs->mean_demand, hs->per_host_traced, hs->n_hosts, cpus,
+             hs->hosts_listed == hs->n_hosts ? "their ranks' CPU sets"
+             : hs->hosts_listed > 0          ? "CPU sets or counts"
+                                             : "the most any rank may use",
+             hs->load_traced, hs->per_host_to, hs->load_to, hs->factor_max, hs->slice_ns / 1e3,
              hs->slice_learned ? "their median" : "the default", hs->n_stall, 100 * hs->stall_p,
              hs->stall_ns / 1e3);
 }
 
-/* --json: what_if.host_share {known, why | mean_demand, hosts, ranks_per_host_traced,
- * load_traced, ranks_per_host, load, host_time_scale}. */
+/* --json: what_if.host_share {known, why | mean_demand, hosts, host_cpus (per host),
+ * hosts_cpus_from_lists, cpus_note (a list not used), ranks_per_host_traced, load_traced,
+ * ranks_per_host, load, host_time_scale, ...}. */
 static void
 json_host_share(json_writer *j, const hostshare *hs)
 {
@@ -226,6 +240,14 @@ json_host_share(json_writer *j, const hostshare *hs)
         json_kv_double(j, "mean_demand", hs->mean_demand);
         json_kv_double(j, "mean_host_busy", hs->mean_busy);
         json_kv_int(j, "hosts", hs->n_hosts);
+        json_key(j, "host_cpus");
+        json_begin_array(j);
+        for (int32_t k = 0; k < hs->n_hosts; k++)
+            json_int(j, (int64_t)hs->host_cpus[k]);
+        json_end_array(j);
+        json_kv_int(j, "hosts_cpus_from_lists", hs->hosts_listed);
+        if (hs->cpus_note[0])
+            json_kv_string(j, "cpus_note", hs->cpus_note);
         json_kv_int(j, "ranks_per_host_traced", hs->per_host_traced);
         json_kv_double(j, "load_traced", hs->load_traced);
         json_kv_int(j, "ranks_per_host", hs->per_host_to);

@@ -409,6 +409,8 @@ host_share(replay *rp, const args *a, hostshare *hs, dfg *g)
                  "host time",
                  a->ranks_to, hs->why);
     } else if (rc == 0) {
+        if (hs->cpus_note[0])
+            job_warn(&rp->job, "%s", hs->cpus_note);
         rc =
             hostshare_at(hs, a->per_host, a->ranks_to) == 0 && hostshare_apply(hs, g) >= 0 ? 0 : -1;
     }

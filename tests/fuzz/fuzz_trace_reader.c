@@ -55,9 +55,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512];
     dpro_reader *r = NULL;
     if (dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK) {
-        static const char *const keys[] = {
-            "schema_major", "rank", "world_size", "pid", "anchor_start_monotonic_ns",
-            "job_id",       NULL};
+        static const char *const keys[] = {"schema_major",
+                                           "rank",
+                                           "world_size",
+                                           "pid",
+                                           "anchor_start_monotonic_ns",
+                                           "job_id",
+                                           DPRO_META_HOST_CPUS,
+                                           DPRO_META_HOST_CPU_LIST,
+                                           DPRO_META_CPU_SAMPLES,
+                                           NULL};
         for (const char *const *k = keys; *k; k++)
             (void)dpro_reader_meta_int(r, *k, -1), (void)dpro_reader_meta(r, *k);
         for (uint32_t i = 0, n = dpro_reader_string_count(r); i < n && i < 100000; i++)

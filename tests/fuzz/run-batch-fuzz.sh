@@ -2,7 +2,8 @@
 # run-batch-fuzz.sh [SECONDS]: builds tests/fuzz/fuzz_batch_decode with clang
 # -fsanitize=fuzzer,address,undefined over the codec sources and runs it for SECONDS
 # (default 60, or $FUZZ_SECONDS), then tests/fuzz/fuzz_ncclname (the NCCL kernel-name
-# parser, replay/ncclname.c) for SECONDS / 4, then tests/fuzz/fuzz_trace_reader (the trace
+# parser, replay/ncclname.c) and tests/fuzz/fuzz_cpulist (the host_cpu_list parser,
+# replay/hostshare_cpus.c) for SECONDS / 4 each, then tests/fuzz/fuzz_trace_reader (the trace
 # reader on whole trace files) for SECONDS, seeded by gen_traces (a small rank trace, one
 # cut short) and the damaged traces that found defects (../shared/repro/*.dpro,
 # tests/fuzz/reader-corpus). Exit 0: no crash; 1: a crash (reproducer left in
@@ -57,6 +58,20 @@ rc=$?
 tail -n 4 "$out/fuzz-ncclname.log"
 if [ $rc -ne 0 ]; then
     echo "run-batch-fuzz: the name fuzzer found a problem: see $out/fuzz-ncclname.log"
+    exit 1
+fi
+"$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -I"$b" -I"$s/replay" -I"$s/schemas" -I"$b/schemas" -I"$s/common" -I"$s" \
+    "$s/tests/fuzz/fuzz_cpulist.c" "$s/replay/hostshare_cpus.c" -o "$out/fuzz_cpulist" || exit 1
+mkdir -p "$out/corpus-cpulist" || exit 99
+printf '0-3,8-11' > "$out/corpus-cpulist/list"
+printf '8191' > "$out/corpus-cpulist/last"
+"$out/fuzz_cpulist" "$out/corpus-cpulist" -max_total_time=$((secs / 4 + 1)) -max_len=4096 \
+    -timeout=10 -artifact_prefix="$out/cpulist-" -print_final_stats=1 2> "$out/fuzz-cpulist.log"
+rc=$?
+tail -n 4 "$out/fuzz-cpulist.log"
+if [ $rc -ne 0 ]; then
+    echo "run-batch-fuzz: the cpulist fuzzer found a problem: see $out/fuzz-cpulist.log"
     exit 1
 fi
 mkdir -p "$out/corpus-reader" "$out/seeds" || exit 99

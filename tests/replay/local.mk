@@ -39,6 +39,11 @@ check_PROGRAMS += tests/replay/test_job_wire
 tests_replay_test_job_wire_SOURCES = tests/replay/test_job_wire.c tests/unit/testutil.h
 tests_replay_test_job_wire_LDADD = replay/libdproreplay.la
 TESTS += tests/replay/test_job_wire
+# a host's CPUs from its ranks' host_cpu_list and host_cpus rows (replay/hostshare.c)
+check_PROGRAMS += tests/replay/test_hostshare_cpus
+tests_replay_test_hostshare_cpus_SOURCES = tests/replay/test_hostshare_cpus.c tests/unit/testutil.h
+tests_replay_test_hostshare_cpus_LDADD = replay/libdproreplay.la $(LIBM)
+TESTS += tests/replay/test_hostshare_cpus
 # the what-ifs about ranks: one rank slower, more ranks (replay/whatif.c)
 check_PROGRAMS += tests/replay/test_replay_whatif_ranks
 tests_replay_test_replay_whatif_ranks_SOURCES = tests/replay/test_replay_whatif_ranks.c
@@ -81,6 +86,9 @@ dist_check_SCRIPTS += tests/replay/test_replay_cp_classes.py
 # the host-share model of --what-if-ranks on synthetic traces; the collector's CPU rows
 TESTS += tests/replay/test_replay_hostshare.py
 dist_check_SCRIPTS += tests/replay/test_replay_hostshare.py
+# a host's CPUs when each rank is bound to a core: the union of the ranks' CPU sets
+TESTS += tests/replay/test_replay_cpuset.py
+dist_check_SCRIPTS += tests/replay/test_replay_cpuset.py
 # rank folding: folded and explicit (--no-fold) replays agree
 TESTS += tests/replay/test_replay_fold.py
 dist_check_SCRIPTS += tests/replay/test_replay_fold.py

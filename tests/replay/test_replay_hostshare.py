@@ -24,7 +24,8 @@ CPUs") on synthetic traces whose CPU samples are known (gen_traces --cpu CPUS:DE
     refused (exit 1, said), one node or a trace of 2 hosts leaving the flag unused
     (said); bad values or no --what-if-ranks: exit 2;
   - the collector's rows: a simulated-GPU job recorded under the collector has
-    host_cpus (this process's sched_getaffinity count) and cpu_samples, times increasing,
+    host_cpus (this process's sched_getaffinity count), host_cpu_list (the same set in
+    Linux's cpulist spelling) and cpu_samples, times increasing,
     CPU times not decreasing, the CPU per second between the first and last sample
     between 0 and host_cpus (skipped, said, without the simulated device).
 """
@@ -208,6 +209,17 @@ def test_network(tmp):
         check(rc == 2 and "--what-if-network" in err, "%s: status %d, want 2" % (opts, rc))
 
 
+def cpu_list(cpus):
+    """Linux's cpulist spelling of a set of CPUs ("0-3,8-11")."""
+    runs = []
+    for c in sorted(cpus):
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in runs)
+
+
 def test_collector(tmp):
     if not all(os.path.exists(p) for p in (SIMRUN, DDP_SIM, DPRO_RUN)):
         print("skip the collector part: no simulated device in this build")
@@ -233,6 +245,9 @@ def test_collector(tmp):
             f, cpus, len(os.sched_getaffinity(0)), len(s), (s[-1][0] - s[0][0]) / 1e6 if s else 0,
             rate))
         check(cpus == len(os.sched_getaffinity(0)), "host_cpus %d" % cpus)
+        want = cpu_list(os.sched_getaffinity(0))
+        check(meta.get("host_cpu_list") == want,
+              "host_cpu_list %r, want %r" % (meta.get("host_cpu_list"), want))
         check(ok and 0 < rate <= cpus, "samples increasing, CPU per second in (0, host_cpus]")
 
 
