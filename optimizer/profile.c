@@ -132,13 +132,17 @@ profile_first_step(const profile_rank_steps *st, int segments_only, memest_phase
     }
 }
 
-/* Takes jr's first launch of each thread and its collectives into st. Returns 0, or -1
- * when out of memory. */
+/* Takes jr's first launch of each thread and its collectives before the last of those
+ * launches (all that profile_first_step reads) into st, replacing what st held. Returns
+ * 0, or -1 when out of memory. */
 static int
 take_steps(const job_rank *jr, int64_t shift_ns, profile_rank_steps *st)
 {
     size_t n_coll = 0;
     int32_t cap_first = 0;
+    free(st->first);
+    free(st->coll);
+    memset(st, 0, sizeof *st);
     for (size_t i = 0; i < jr->n_events; i++)
         n_coll += jr->events[i].kind == DPRO_KIND_COLLECTIVE;
     st->coll = malloc(sizeof *st->coll * (n_coll + 1));
@@ -167,6 +171,18 @@ take_steps(const job_rank *jr, int64_t shift_ns, profile_rank_steps *st)
         if (t < st->first[k].t_ns)
             st->first[k].t_ns = t;
     }
+    /* the collectives after every thread's first launch are never read: let them go */
+    int64_t last_first = INT64_MIN;
+    for (int32_t k = 0; k < st->n_first; k++)
+        last_first = st->first[k].t_ns > last_first ? st->first[k].t_ns : last_first;
+    size_t kept = 0;
+    for (size_t i = 0; i < st->n_coll; i++)
+        if (st->coll[i].t_ns < last_first)
+            st->coll[kept++] = st->coll[i];
+    st->n_coll = kept;
+    profile_coll *c = realloc(st->coll, sizeof *c * (kept + 1));
+    if (c)
+        st->coll = c;
     return 0;
 }
 

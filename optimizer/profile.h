@@ -9,7 +9,6 @@
 #define DPRO_OPTIMIZER_PROFILE_H
 
 #include <stdint.h>
-#include <sys/types.h>
 
 #include "optimizer/framework.h"
 #include "optimizer/memest.h"

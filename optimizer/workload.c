@@ -342,7 +342,7 @@ kernels_at(const dfg *g, int32_t d)
 /* Gives each kernel node of graph g its sample of s (n, sorted by cmp_sample_at): the
  * one of its rank and stream that started at its measured start, the k-th of them for the
  * k-th kernel node of its stream that started then, where as many samples as nodes
- * started then (else none: a kernel without a sample, profile_kernel_samples, would
+ * started then (else none: a kernel without a sample, profile_take_rank, would
  * shift the others); its launch size into fu and its name's hinge (fu->hinges) when it
  * has one. */
 static void

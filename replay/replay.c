@@ -413,13 +413,6 @@ replay_close(replay *rp)
 }
 
 void
-replay_keep_ranges(replay *rp)
-{
-    for (int32_t r = 0; r < rp->job.n_ranks; r++)
-        job_rank_keep_ranges(&rp->job, &rp->job.ranks[r]);
-}
-
-void
 replay_take_graph(replay *rp, dfg *g)
 {
     *g = rp->graph;

@@ -513,12 +513,6 @@ int replay_cp_compose(const replay *rp, const dfg *g, const sim_result *res, int
 
 void replay_close(replay *rp);
 
-/* Keeps of every rank's loaded events in rp->job only the markers and memory events
- * (job_rank_keep_ranges), what chrome_export and replay_summarize read of them: for a
- * caller done with the rest once the replay is open (dpro-optimize after its profile).
- * Cannot fail. */
-void replay_keep_ranges(replay *rp);
-
 /* Moves rp->graph into *g (rp->graph left empty): for a caller that takes the replay's
  * graph as its working graph and reads it as built no more. Cannot fail. */
 void replay_take_graph(replay *rp, dfg *g);

@@ -607,6 +607,8 @@ analyze(args *a, state *st)
                                &rp->model, st->mem_rank >= 0 ? &st->mem : NULL, st->mem_rank, wo);
     free(wo->kernel_samples);
     wo->kernel_samples = NULL;
+    st->w.opt.kernel_samples = NULL; /* the analysis's copy of the options pointed at them */
+    st->w.opt.n_kernel_samples = 0;
     sim_result_free(&st->base); /* the baseline's timeline: read by the analysis only */
     if (wrc != 0)
         return -1;

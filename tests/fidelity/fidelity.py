@@ -258,15 +258,16 @@ def run_job(pair, args, trace_dir, iterations, slowdown=None, ranks=RANKS, strag
 def binds(pair):
     """Whether the pair's runs bind each rank to one CPU (simrun --bind-cpus, as mpirun
     binds ranks to cores): when none of its runs has more ranks than the CPUs this process
-    may use. Unbound, the kernel wakes a rank's threads beside the other rank's spinning
+    may use, and never for the more-ranks kind. Unbound, the kernel wakes a rank's threads beside the other rank's spinning
     host thread, and on a machine of 2 cores a share of the iterations that changes from
     run to run waits a timeslice (pair 3 recorded at 1,676-2,015 us unbound, 1,492-1,544
     bound; docs/fidelity.md, "Pair 3's two modes"). The more-ranks kind's runs are all
     unbound: its changed run's ranks share the CPUs as the kernel schedules them (the
     host-share model's case), and its recording tells dpro the host's CPUs by the ranks'
     affinity, which binding would make one."""
-    ranks = MORE_RANKS if pair["kind"] == "more-ranks" else RANKS
-    return ranks <= len(os.sched_getaffinity(0))
+    if pair["kind"] == "more-ranks":
+        return False
+    return RANKS <= len(os.sched_getaffinity(0))
 
 
 def nccl_perf(pair, per_node, sweep):

@@ -72,8 +72,8 @@ main(int argc, char **argv)
     }
     memest m;
     int32_t rank = -1;
-    int rc =
-        dfg_finalize(&rp.graph) == 0 && profile_estimate_memory(&rp, &d.tk, &m, &rank) > 0 ? 0 : 1;
+    int built = dfg_finalize(&rp.graph) == 0 ? profile_estimate_memory(&rp, &d.tk, &m, &rank) : -1;
+    int rc = built > 0 ? 0 : 1;
     size_t events = d.events;
     if (rc == 0) {
         printf("{\"events\": %zu, \"rank\": %d, \"iter_first\": %d, \"iter_last\": %d, "
@@ -92,7 +92,8 @@ main(int argc, char **argv)
         printf("}\n");
         memest_free(&m);
     } else {
-        fprintf(stderr, "memest_dump: no memory estimate of %s\n", argv[1]);
+        fprintf(stderr, "memest_dump: %s of %s\n",
+                built == 0 ? "no allocations, no memory estimate" : "out of memory", argv[1]);
     }
     profile_take_free(&d.tk);
     replay_close(&rp);

@@ -216,7 +216,7 @@ test_fusion_either_cut(void)
  * at the same instant with different grids (10 and 20 blocks of 128 threads), and two of no
  * length start together on the first stream (grids 30 and 40, the samples in the array's
  * opposite order); each node gets its own grid.  With drop, iteration 1's third kernel
- * has no sample (profile_kernel_samples skips a kernel without threads): the two nodes of
+ * has no sample (profile_take_rank skips a kernel without threads): the two nodes of
  * no length starting then get none, rather than the third the fourth's. */
 static void
 check_sample_identity(int drop)

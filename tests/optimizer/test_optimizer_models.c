@@ -975,9 +975,10 @@ test_compiled_fusion(void)
 
 /* workload_trim frees what the search does not read: the plans are predicted the same
  * before and after, with and without fusion chains (the launch sizes and hinges stay with
- * chains), and FSDP's arrays and the measured overlaps are gone on a DDP job. */
+ * chains), and FSDP's arrays are gone on a DDP job; the measured overlaps too while the
+ * contention correction is off, kept (and read) with it on. */
 static void
-test_trim(void)
+test_trim_case(int contention)
 {
     dfg g;
     costmodel m;
@@ -987,6 +988,14 @@ test_trim(void)
     sim_result res;
     memset(&res, 0, sizeof res);
     REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    if (contention) { /* as test_contention_correction: no kernel overlapped in the trace */
+        for (int32_t d = 0; d < g.n_nodes; d++)
+            if (g.kind[d] == DFG_KERNEL)
+                w.f_meas[d] = 0;
+        w.contention.comp.fitted = 1;
+        w.contention.comp.k = 0.5;
+        w.opt.no_contention = 0;
+    }
     strategy_plan p[4];
     strategy_eval before[4], after[4];
     for (int i = 0; i < 4; i++)
@@ -999,7 +1008,8 @@ test_trim(void)
         CHECK(strategy_evaluate(&w, &p[i], &res, &before[i]) == 0);
     int chains = w.fusion.n_chains;
     workload_trim(&w);
-    CHECK(!w.fusion.node_grid_x && !w.f_meas && !w.f_grp_meas && !w.fsdp.gather_ops);
+    CHECK(!w.fusion.node_grid_x && !w.fsdp.gather_ops);
+    CHECK(contention ? w.f_meas != NULL : !w.f_meas && !w.f_grp_meas);
     CHECK(chains > 0 ? w.fusion.node_threads && w.fusion.node_hinge : !w.fusion.node_threads);
     for (int i = 0; i < 4; i++) {
         CHECK(strategy_evaluate(&w, &p[i], &res, &after[i]) == 0);
@@ -1009,6 +1019,13 @@ test_trim(void)
     workload_free(&w);
     sim_result_free(&res);
     dfg_free(&g);
+}
+
+static void
+test_trim(void)
+{
+    test_trim_case(0);
+    test_trim_case(1);
 }
 
 int
