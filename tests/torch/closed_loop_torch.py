@@ -30,8 +30,9 @@ Each rank's process is bound to one CPU (simrun --bind-cpus, as mpirun binds ran
 binds(): when RANKS is no more than the CPUs this process may use), as the fidelity suite
 binds its pairs: unbound, the kernel wakes a rank's threads beside the other rank's
 spinning host thread, and on a 2-core machine a share of the steps that changes from run
-to run waits for a CPU (the DDP memory budget's baseline runs 12.8-25.3 ms unbound against
-10.4-12.2 ms bound, at a load of 3-8; docs/figures.md, "Ranks bound to a CPU each"). Bound,
+to run waits for a CPU (the DDP memory budget's baseline runs 12.8-31.0 ms unbound against
+10.4-18.4 ms bound, three attempts each at a load of 3-8, and its errors -13.0 to +16.6 %
+against -10.6 to -5.4 %; docs/figures.md, "Ranks bound to a CPU each"). Bound,
 the collector records one CPU per rank (host_cpus), which only dpro-replay's host-share
 model reads, under --what-if-ranks: nothing these configurations ask.
 
