@@ -26,6 +26,16 @@ steps' wall-clock times (ddp_train.py's iter_us: from one synchronisation after 
 backward to the next), the first two left out (DDP rebuilds its buckets after the first
 step).
 
+Each rank's process is bound to one CPU (simrun --bind-cpus, as mpirun binds ranks to cores;
+binds(): when RANKS is no more than the CPUs this process may use), as the fidelity suite
+binds its pairs: unbound, the kernel wakes a rank's threads beside the other rank's
+spinning host thread, and on a 2-core machine a share of the steps that changes from run
+to run waits for a CPU (the DDP memory budget's baseline runs 12.8-31.0 ms unbound against
+10.4-18.4 ms bound, three attempts each at a load of 3-8, and its errors -13.0 to +16.6 %
+against -10.6 to -5.4 %; docs/figures.md, "Ranks bound to a CPU each"). Bound,
+the collector records one CPU per rank (host_cpus), which only dpro-replay's host-share
+model reads, under --what-if-ranks: nothing these configurations ask.
+
 Configurations (SIMGPU_PHYSICS=simple, as closed_loop.py):
 - tiny buckets: 10 KiB buckets on a network with 1 ms latency per collective;
 - huge buckets: one 200 MB bucket (every gradient all-reduced after the backward) of a
@@ -66,7 +76,8 @@ Configurations (SIMGPU_PHYSICS=simple, as closed_loop.py):
 Not in make check (about 13 traced runs of 5-10 s per configuration on a loaded 2-core
 machine): `make closed-loop-torch`. Skips (77) without the venv, as the torch tests do.
 Environment: CLOSED_LOOP_ONLY=name, CLOSED_LOOP_KEEP=dir, CLOSED_LOOP_PROFILES=N and
-CLOSED_LOOP_PAIRS=N as closed_loop.py."""
+CLOSED_LOOP_PAIRS=N as closed_loop.py; CLOSED_LOOP_BIND=0 or 1 leaves the ranks unbound or
+binds them whatever the CPUs."""
 import glob
 import json
 import os
@@ -124,6 +135,16 @@ def median(xs):
     return closed_loop.median(xs)
 
 
+def binds():
+    """Whether each rank's process is bound to one CPU (simrun --bind-cpus; the module's
+    docstring says why): CLOSED_LOOP_BIND=1 or 0 when set, else when RANKS is no more than
+    the CPUs this process may use."""
+    env = os.environ.get("CLOSED_LOOP_BIND")
+    if env in ("0", "1"):
+        return env == "1"
+    return RANKS <= len(os.sched_getaffinity(0))
+
+
 class TorchDdpJob:
     """ddp_train.py as closed_loop.one_config runs it (closed_loop.DdpSimJob)."""
     args_key = "torch_args"
@@ -149,8 +170,10 @@ class TorchDdpJob:
         # a --compile run's first start in a build tree compiles into the empty cache (132 s
         # on a quiet 2-core machine, 31 s once the cache holds it); its steps are timed alike
         limit = 600 if "--compile" in args else 150
-        cmd = ([SIMRUN, "-n", str(RANKS), "--timeout", str(limit), "--", DPRO_RUN, "-o",
-                trace_dir, "--", VENV_PY, cls.train] + cls.common + args + ["--out", out])
+        cmd = ([SIMRUN, "-n", str(RANKS), "--timeout", str(limit)]
+               + (["--bind-cpus"] if binds() else [])
+               + ["--", DPRO_RUN, "-o", trace_dir, "--", VENV_PY, cls.train] + cls.common + args
+               + ["--out", out])
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True, timeout=limit + 50)
         if p.returncode != 0:
@@ -249,7 +272,8 @@ def main():
     if os.environ.get("DPRO_SANITIZERS") == "1":
         print("closed loop: skipped (sanitizer build: a timed test)")
         return 77
-    print("load average at the start: %.2f %.2f %.2f" % os.getloadavg())
+    print("load average at the start: %.2f %.2f %.2f; ranks %s" % (os.getloadavg() + (
+        "bound to a CPU each (simrun --bind-cpus)" if binds() else "unbound",)))
     after = lambda name: print("load average after %s: %.2f %.2f %.2f"  # noqa: E731
                                % ((name,) + os.getloadavg()))
     rc = closed_loop.run_configs(CONFIGS, "dpro-closed-loop-torch-", TorchDdpJob, after=after)
