@@ -38,11 +38,13 @@
 #endif
 #include <errno.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -338,6 +340,40 @@ exec_rank(int r, const struct simrun_opts *o, char **prog, const char *rdzv, con
     _exit(127);
 }
 
+/* MASTER_PORT for this run: below the kernel's ephemeral range
+ * (/proc/sys/net/ipv4/ip_local_port_range; 32768 where it cannot be read), from 20000 up,
+ * starting at one picked by simrun's pid, the first that 127.0.0.1 can bind now. Inside
+ * that range a rank's client socket may be given the very port it connects to and
+ * connect to itself (TCP's self-connect), holding the port the store must listen on: the
+ * job then fails with EADDRINUSE. */
+static int
+master_port(void)
+{
+    int lo = 32768, hi = 0, first = 20000;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f) {
+        if (fscanf(f, "%d %d", &lo, &hi) != 2 || lo <= first + 100)
+            lo = 32768;
+        fclose(f);
+    }
+    int span = lo - first, start = first + (int)(getpid() % span), port = start;
+    for (int i = 0; i < span; i++) {
+        port = first + (start - first + i) % span;
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a;
+        memset(&a, 0, sizeof a);
+        a.sin_family = AF_INET;
+        a.sin_port = htons((uint16_t)port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int free_now = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (free_now || fd < 0)
+            break;
+    }
+    return port;
+}
+
 /* Forks the g_n ranks of prog, rendezvous file rdzv. Returns 0, or 1 when a fork failed
  * (the ranks started are killed). */
 static int
@@ -346,7 +382,7 @@ spawn_ranks(const struct simrun_opts *o, char **prog, const char *rdzv)
     char port[16], runid[64];
     int rc = 0;
 
-    snprintf(port, sizeof(port), "%d", 20000 + (int)(getpid() % 20000));
+    snprintf(port, sizeof(port), "%d", master_port());
     snprintf(runid, sizeof(runid), "simrun-%d", (int)getpid());
     signal(SIGINT, forward_signal);
     signal(SIGTERM, forward_signal);
