@@ -1,9 +1,17 @@
 /* common/order.h: qsort/bsearch comparators of plain numbers, ascending. One definition
- * for every part that sorts int64_t, uint64_t or double values. */
+ * for every part that sorts int32_t, int64_t, uint64_t or double values. */
 #ifndef DPRO_COMMON_ORDER_H
 #define DPRO_COMMON_ORDER_H
 
 #include <stdint.h>
+
+/* Ascending order of the int32_t values at pa and pb: -1, 0 or 1. */
+static inline int
+order_i32(const void *pa, const void *pb)
+{
+    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+    return (a > b) - (a < b);
+}
 
 /* Ascending order of the int64_t values at pa and pb: -1, 0 or 1. */
 static inline int

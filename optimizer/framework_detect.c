@@ -133,7 +133,6 @@ struct framework_evidence {
     char command[160]; /* the first rank's traced command, ddp-sim's when one is */
     int ddp_sim;
 };
-typedef framework_evidence evidence;
 
 /* Counts one more s in *n; the first is the example ex (96 bytes), a kernel's name as
  * reports show it (kernels_display_name). */
@@ -160,9 +159,8 @@ is_ddp_sim(const char *command)
     return (size_t)(command + n - base) == 7 && !strncmp(base, "ddp-sim", 7);
 }
 
-/* Adds rank jr's strings, events and command to *ev. Returns 0, or -1 out of memory. */
-static int
-scan_rank(const job_rank *jr, evidence *ev)
+int
+framework_detect_rank(framework_evidence *ev, const job_rank *jr)
 {
     uint32_t ns = dpro_reader_string_count(jr->reader);
     uint8_t *cls = calloc((size_t)ns + 1, 1);
@@ -197,7 +195,7 @@ scan_rank(const job_rank *jr, evidence *ev)
 
 /* Appends the collectives of ev ("all-reduce 15, broadcast 6") to buf at *o. */
 static void
-put_collectives(const evidence *ev, char *buf, size_t len, size_t *o)
+put_collectives(const framework_evidence *ev, char *buf, size_t len, size_t *o)
 {
     int any = 0;
     for (int op = 1; op < DPRO_COLL_OP_COUNT; op++) {
@@ -212,9 +210,8 @@ put_collectives(const evidence *ev, char *buf, size_t len, size_t *o)
         *o += (size_t)snprintf(buf + *o, *o < len ? len - *o : 0, "; no collectives");
 }
 
-/* Decides from ev, writing why into out. */
-static void
-decide(const evidence *ev, framework_detection *out)
+void
+framework_decide(const framework_evidence *ev, framework_detection *out)
 {
     char *b = out->evidence;
     size_t len = sizeof out->evidence, o = 0;
@@ -257,16 +254,4 @@ framework_evidence *
 framework_evidence_new(void)
 {
     return calloc(1, sizeof(framework_evidence));
-}
-
-int
-framework_detect_rank(framework_evidence *ev, const job_rank *jr)
-{
-    return scan_rank(jr, ev);
-}
-
-void
-framework_decide(const framework_evidence *ev, framework_detection *out)
-{
-    decide(ev, out);
 }

@@ -5,6 +5,8 @@
 #define PR_FMT "optimizer"
 #include "optimizer/workload_int.h"
 
+#include "order.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,15 +84,10 @@ workload_idle_wake_latency(workload *w)
 int64_t
 workload_idle_wake_dur(const workload_capture *ca, int32_t h)
 {
-    int32_t lo = 0, hi = ca->n_idle_wake;
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (ca->idle_wake_node[mid] < h)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < ca->n_idle_wake && ca->idle_wake_node[lo] == h ? ca->idle_wake_dur[lo] : -1;
+    const int32_t *at = ca->n_idle_wake > 0 ? bsearch(&h, ca->idle_wake_node,
+                                                      (size_t)ca->n_idle_wake, sizeof h, order_i32)
+                                            : NULL;
+    return at ? ca->idle_wake_dur[at - ca->idle_wake_node] : -1;
 }
 
 /* Whether host node h is a "(wake-up)" node (dfg_add_wakeup): the wake-up of the blocking or
