@@ -350,29 +350,44 @@ burst(const hostshare *hs, int32_t r)
     return hs->busy[r] > 0 ? hs->demand[r] / hs->busy[r] : hs->demand[r];
 }
 
-/* hs->slice_ns: the median of the traced stalls when there are HOSTSHARE_STALL_MIN_COUNT,
- * else the scheduler's base slice on the most cores of a host, 0.75 ms x (1 + log2 of the
- * cores, at most 8: Linux's sched_base_slice scaling); hs->slice_learned says which.
- * Returns 0, or -1 out of memory (hs->stall keeps its order: hs->stall_node pairs it). */
+double
+hostshare_base_slice_ns(double cores)
+{
+    double c = cores < 1 ? 1 : cores < 8 ? cores : 8;
+    return 750e3 * (1 + floor(log2(c)));
+}
+
+int
+hostshare_slice(const double *stall, size_t n, double cores, double *slice_ns, size_t *n_long)
+{
+    double base = hostshare_base_slice_ns(cores);
+    double *v = n > 0 ? malloc(n * sizeof *v) : NULL;
+    size_t k = 0;
+    int rc = n > 0 && !v ? -1 : 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (stall[i] <= base)
+            v[k++] = stall[i];
+    if (rc == 0 && k >= HOSTSHARE_STALL_MIN_COUNT) {
+        qsort(v, k, sizeof *v, order_double);
+        rc = 1;
+    }
+    *slice_ns = rc == 1 ? v[k / 2] : base;
+    *n_long = rc >= 0 ? n - k : 0;
+    free(v);
+    return rc;
+}
+
+/* hs->slice_ns, hs->slice_learned and hs->n_stall_long from the traced stalls
+ * (hostshare_slice on the most CPUs of a host). Returns 0, or -1 out of memory. */
 static int
 learn_slice(hostshare *hs)
 {
-    double cores = 1, *sorted = NULL;
-    int rc = 0;
+    double cores = 1;
     for (int32_t r = 0; r < hs->n_ranks; r++)
         cores = hs->cores[r] > cores ? hs->cores[r] : cores;
-    hs->slice_learned = hs->n_stall >= HOSTSHARE_STALL_MIN_COUNT;
-    if (hs->slice_learned && !(sorted = malloc(hs->n_stall * sizeof *sorted)))
-        rc = -1;
-    if (hs->slice_learned && rc == 0) {
-        memcpy(sorted, hs->stall, hs->n_stall * sizeof *sorted);
-        qsort(sorted, hs->n_stall, sizeof *sorted, order_double);
-        hs->slice_ns = sorted[hs->n_stall / 2];
-    } else {
-        hs->slice_ns = 750e3 * (1 + floor(log2(cores < 8 ? cores : 8)));
-    }
-    free(sorted);
-    return rc;
+    int rc = hostshare_slice(hs->stall, hs->n_stall, cores, &hs->slice_ns, &hs->n_stall_long);
+    hs->slice_learned = rc == 1;
+    return rc < 0 ? -1 : 0;
 }
 
 int

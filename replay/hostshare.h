@@ -65,8 +65,9 @@ typedef struct hostshare {
     int32_t *stall_node;     /* ... each one's host node (rp's graph) */
     size_t n_stall, cap_stall;
     double stall_window_ns; /* the compared windows' length, summed over the present ranks */
-    double slice_ns;        /* a timeslice: the traced stalls' median, or the default */
-    int slice_learned;      /* 1: slice_ns is the traced stalls' median */
+    double slice_ns;        /* a timeslice (hostshare_slice) */
+    int slice_learned;      /* 1: slice_ns is the median of the traced stalls within a slice */
+    size_t n_stall_long;    /* traced stalls over the base slice: the machine's other work */
     double stall_p;         /* at n_to: the chance a rank's arrival is stalled (hostshare_at) */
     double stall_ns;        /* ... and the longest stall, the stall uniform up to it */
     char why[256];          /* when !known: what is missing, and where */
@@ -91,15 +92,30 @@ int64_t hostshare_cpus_count(const hostshare_cpus *h);
 /* A host node's time over the median of its place, from which it is a stall: a thread
  * that lost its core for a timeslice (Linux's shortest base slice is 0.75 ms). */
 #define HOSTSHARE_STALL_MIN_NS 500e3
-/* Fewest traced stalls the timeslice is learned from. */
+/* Fewest traced stalls within the base slice the timeslice is learned from. */
 #define HOSTSHARE_STALL_MIN_COUNT 8
+
+/* The scheduler's base slice on a host of `cores` CPUs, ns: Linux's sched_base_slice
+ * scaling, 0.75 ms x (1 + log2 of the CPUs, at most 8), so 0.75 ms on 1 CPU, 1.5 ms on 2,
+ * 3 ms from 8 on (below 1 CPU: 1). */
+double hostshare_base_slice_ns(double cores);
+
+/* The timeslice from n traced stalls (ns, any order; stall is not changed) on hosts of at
+ * most `cores` CPUs, in *slice_ns: the median of the stalls at or below the base slice
+ * (hostshare_base_slice_ns) when there are HOSTSHARE_STALL_MIN_COUNT of them, else the
+ * base slice. A thread that waits while others run their slices waits about one; a stall
+ * longer than the base slice is the machine's other work holding the core (a thread bound
+ * to that core cannot move off it and waits as long as that work, tens of ms), not a
+ * timeslice: *n_long counts those. Returns 1 when *slice_ns is the stalls' median, 0 when
+ * it is the base slice, -1 out of memory (*slice_ns the base slice, *n_long 0). */
+int hostshare_slice(const double *stall, size_t n, double cores, double *slice_ns, size_t *n_long);
 
 /* Measures each present rank's CPU demand over its compared iterations (rp simulated:
  * replay_iteration_times) from its trace's cpu_samples, and its host and its host's CPUs
  * (hostshare_cpus_count over the host's ranks; hs->cpus_note says when a list was not
  * used); and its
  * host threads' stalls (calls over the median of their place by HOSTSHARE_STALL_MIN_NS),
- * taken out of its busy share, and from them the timeslice (hs->slice_ns). Returns
+ * taken out of its busy share, and from them the timeslice (hs->slice_ns, hostshare_slice). Returns
  * 0 (hs->known 0 and hs->why saying what was missing when a present rank's trace lacks
  * the rows or they do not cover half its window: a trace of an older collector), -1 out
  * of memory, -2 when a trace's cpu_samples is malformed (hs->why names the file and the

@@ -215,14 +215,15 @@ replay_cmd_host_share_line(const hostshare *hs, char *buf, size_t n)
     snprintf(buf, n,
              "CPU demand %.2f per rank (traced mean), %d per host on %d host(s) of %s CPUs (%s) "
              "(load %.2f); %d per host: load %.2f, host time x %.3f at most; timeslice %.0f us "
-             "(%s, %zu traced stalls), a rank stalled at %.0f %% of arrivals, up to %.0f us",
+             "(%s, %zu traced stalls, %zu of them over the base slice: other work), a rank "
+             "stalled at %.0f %% of arrivals, up to %.0f us",
              hs->mean_demand, hs->per_host_traced, hs->n_hosts, cpus,
              hs->hosts_listed == hs->n_hosts ? "their ranks' CPU sets"
              : hs->hosts_listed > 0          ? "CPU sets or counts"
                                              : "the most any rank may use",
              hs->load_traced, hs->per_host_to, hs->load_to, hs->factor_max, hs->slice_ns / 1e3,
-             hs->slice_learned ? "their median" : "the default", hs->n_stall, 100 * hs->stall_p,
-             hs->stall_ns / 1e3);
+             hs->slice_learned ? "the median of those within the base slice" : "the base slice",
+             hs->n_stall, hs->n_stall_long, 100 * hs->stall_p, hs->stall_ns / 1e3);
 }
 
 /* --json: what_if.host_share {known, why | mean_demand, hosts, host_cpus (per host),
@@ -259,6 +260,7 @@ json_host_share(json_writer *j, const hostshare *hs)
                                                : 0);
         json_kv_double(j, "timeslice_us", hs->slice_ns / 1e3);
         json_kv_bool(j, "timeslice_learned", hs->slice_learned);
+        json_kv_int(j, "long_stalls", (int64_t)hs->n_stall_long);
         json_kv_double(j, "stall_share", hs->stall_p);
         json_kv_double(j, "stall_max_us", hs->stall_ns / 1e3);
     }

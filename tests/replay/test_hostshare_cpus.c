@@ -11,6 +11,12 @@
  * an unusable one (malformed, or naming another count than its host_cpus) makes the host
  * fall back to the most host_cpus of its ranks. Last, 200,000 random strings over the
  * list's alphabet: the parser's answer always agrees with the set it returns.
+ *
+ * And the timeslice the stall model learns from the traced stalls (hostshare_slice): the
+ * scheduler's base slice by CPU count; short stalls around 1 ms mixed with more long ones
+ * of 20-200 ms (a thread bound to a core the machine's other work holds) give the median
+ * of the short ones, at scheduler scale, where the median of all would be tens of ms;
+ * too few short ones give the base slice; 10,000 random mixes stay within the base slice.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -184,9 +190,92 @@ test_random(void)
     printf("random lists: %d of 200000 valid\n", valid);
 }
 
+/* Runs hostshare_slice on v (n stalls, us) on `cores` CPUs; expects rc, the slice (us) and
+ * the long stalls, and v unchanged. */
+static void
+expect_slice(const double *v, size_t n, double cores, int rc, double slice_us, size_t n_long)
+{
+    double ns[64], copy[64], got = -1;
+    size_t got_long = 99;
+    for (size_t i = 0; i < n; i++)
+        ns[i] = copy[i] = v[i] * 1e3;
+    int r = hostshare_slice(n ? ns : NULL, n, cores, &got, &got_long);
+    if (r != rc || got_long != n_long || !(got > slice_us * 1e3 - 1 && got < slice_us * 1e3 + 1))
+        fprintf(stderr,
+                "%zu stalls on %.0f CPUs: rc %d, slice %.1f us, %zu long; want %d, %.1f, %zu\n", n,
+                cores, r, got / 1e3, got_long, rc, slice_us, n_long);
+    CHECK_EQ(r, rc);
+    CHECK_EQ_U(got_long, n_long);
+    CHECK(got > slice_us * 1e3 - 1 && got < slice_us * 1e3 + 1);
+    CHECK(n == 0 || memcmp(ns, copy, n * sizeof *ns) == 0);
+}
+
+static void
+test_slice(void)
+{
+    /* Linux's sched_base_slice: 0.75 ms x (1 + log2 CPUs), the CPUs counted up to 8 */
+    CHECK(hostshare_base_slice_ns(0) == 750e3);
+    CHECK(hostshare_base_slice_ns(1) == 750e3);
+    CHECK(hostshare_base_slice_ns(2) == 1.5e6);
+    CHECK(hostshare_base_slice_ns(3) == 1.5e6);
+    CHECK(hostshare_base_slice_ns(4) == 2.25e6);
+    CHECK(hostshare_base_slice_ns(8) == 3e6);
+    CHECK(hostshare_base_slice_ns(192) == 3e6);
+
+    /* 9 short stalls (us; 610 .. 1500, their median 1010) among 21 long ones: the median
+     * of all, the rule before, would be 29 ms */
+    static const double mix[] = {40e3, 980,   20e3,  610,  75e3,  1500, 200e3, 1210,  33e3, 23e3,
+                                 870,  120e3, 150e3, 1050, 60e3,  90e3, 700,   21e3,  29e3, 180e3,
+                                 1340, 55e3,  24e3,  27e3, 110e3, 20e3, 1010,  160e3, 45e3, 130e3};
+    size_t n = sizeof mix / sizeof *mix;
+    expect_slice(mix, n, 2, 1, 1010, 21);
+    /* on 1 CPU (0.75 ms) only 610 and 700 are short: too few, the base slice */
+    expect_slice(mix, n, 1, 0, 750, 28);
+    /* the long ones alone, or with 7 short: the base slice */
+    expect_slice(mix, 5, 2, 0, 1500, 3);
+    static const double seven[] = {900, 1100, 800, 25e3, 1000, 60e3, 950, 1200, 80e3, 700};
+    expect_slice(seven, sizeof seven / sizeof *seven, 2, 0, 1500, 3);
+    /* no stalls at all */
+    expect_slice(NULL, 0, 2, 0, 1500, 0);
+    /* 8 short ones, one at the bound: learned (the upper median of 8) */
+    static const double eight[] = {1500, 600, 700, 800, 900, 1000, 1100, 1200};
+    expect_slice(eight, 8, 2, 1, 1000, 0);
+    /* 2 ms stalls are long on 2 CPUs, a slice on 8 (3 ms) */
+    static const double two[] = {2000, 2100, 1900, 2050, 1950, 2000, 2200, 1800};
+    expect_slice(two, 8, 2, 0, 1500, 8);
+    expect_slice(two, 8, 8, 1, 2000, 0);
+
+    /* random mixes of short (0.5-1.5 ms) and long (1.5-300 ms) stalls: the slice is within
+     * the base slice, and the median of the short ones when 8 or more */
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    int ok = 1, learned = 0;
+    for (int t = 0; t < 10000; t++) {
+        double v[64];
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t k = x % 65, shorts = 0;
+        for (size_t i = 0; i < k; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            int is_short = x % 3 == 0;
+            double u = (double)(x >> 11) / 9007199254740992.0;
+            v[i] = is_short ? 500e3 + u * 1e6 : 1.5e6 + 1 + u * 298.5e6;
+            shorts += is_short;
+        }
+        double slice = -1;
+        size_t n_long = 0;
+        int r = hostshare_slice(k ? v : NULL, k, 2, &slice, &n_long);
+        ok &= r == (shorts >= HOSTSHARE_STALL_MIN_COUNT) && n_long == k - shorts &&
+              slice >= 500e3 && slice <= 1.5e6 && (r == 1 || slice == 1.5e6);
+        learned += r == 1;
+    }
+    CHECK(ok);
+    CHECK(learned > 0);
+    printf("random stalls: %d of 10000 learned, every slice within 1.5 ms\n", learned);
+}
+
 int
 main(void)
 {
+    test_slice();
     test_parse();
     test_union();
     test_random();

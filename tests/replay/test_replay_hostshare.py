@@ -10,8 +10,10 @@ CPUs") on synthetic traces whose CPU samples are known (gen_traces --cpu CPUS:DE
     --what-if-ranks-per-host): x 1 whatever the demand; one rank per host traced (2 hosts
     of 1 CPU), 2 per host: x 1.62;
   - what it does to the prediction: the iteration with x 2.0 is longer than without;
-  - the stalls at N: the timeslice learned from a trace whose host threads lose 2 ms once
-    an iteration (gen_traces --host-stalls), else 1.5 ms on 2 CPUs; the share of stalled
+  - the stalls at N: the timeslice learned from a trace whose host threads lose 1 ms once
+    an iteration (gen_traces --host-stalls), else 1.5 ms on 2 CPUs, the scheduler's base
+    slice: without stalls, and with stalls of 20 ms (over the base slice: the machine's
+    other work, counted in long_stalls, not a timeslice); the share of stalled
     arrivals and the longest stall from the loads; the wait at collectives longer with
     the 4 ranks on one host than in the traced layout;
   - an old trace (no host_cpus, cpu_samples): no model, said once, the prediction the
@@ -115,19 +117,24 @@ def want_stalls(hs):
 
 def test_stalls(tmp):
     d = os.path.join(tmp, "s")
-    # the timeslice: 2 ms lost once an iteration, at a place that moves (--host-stalls), is
-    # learned from the trace; without stalls the default of 2 CPUs, 0.75 ms x 2
-    for stalls, slice_us, learned in [("0.002", 2000.0, True), (None, 1500.0, False)]:
+    # the timeslice: 1 ms lost once an iteration, at a place that moves (--host-stalls), is
+    # learned from the trace; without stalls, or with stalls of 20 ms (over the base slice
+    # of 2 CPUs: other work), the base slice, 0.75 ms x 2
+    for stalls, slice_us, learned in [("0.001", 1000.0, True), ("0.02", 1500.0, False),
+                                      (None, 1500.0, False)]:
         gen(d, "--cpu", "2:0.2:1", "--iters", "14", *(["--host-stalls", stalls] if stalls else []))
         w = scale_of(d, 4, 4)
         hs = w.get("host_share", {})
         print("--host-stalls %s: %s, rank_wait_us %s" % (stalls, json.dumps(hs),
                                                           w.get("rank_wait_us")))
+        n, n_long = hs.get("traced_stalls", 0), hs.get("long_stalls", -1)
         check(hs.get("timeslice_learned") is learned and
               abs(hs.get("timeslice_us", 0) - slice_us) < 1e-3 * slice_us and
-              (hs.get("traced_stalls", 0) >= 8) == learned,
-              "timeslice %s us (learned %s), want %.0f (%s)" % (
-                  hs.get("timeslice_us"), hs.get("timeslice_learned"), slice_us, learned))
+              (n >= 8) == (stalls is not None) and
+              n_long == (n if stalls == "0.02" else 0),
+              "timeslice %s us (learned %s, %d stalls, %d long), want %.0f (%s)" % (
+                  hs.get("timeslice_us"), hs.get("timeslice_learned"), n, n_long, slice_us,
+                  learned))
         p, top = want_stalls(hs) if hs.get("known") else (None, None)
         check(p is not None and p > 0 and abs(hs.get("stall_share", -1) - p) < 1e-9 and
               abs(hs.get("stall_max_us", -1) - top) < 1e-6 * top,
