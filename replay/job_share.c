@@ -183,6 +183,40 @@ job_share_bounds(const job_share *sh, rank_task *t, int32_t n, int32_t lo, int32
     return rc;
 }
 
+/* The bytes of one clock alignment sample as put_samples writes it: its fields, not the
+ * padding after rank, which is never set (the message would carry uninitialised bytes). */
+#define SAMPLE_BYTES (2 * sizeof(uint64_t) + sizeof(int32_t) + sizeof(int64_t))
+
+/* Appends the n samples at s to b, field by field (SAMPLE_BYTES each). */
+static void
+put_samples(bytes *b, const align_sample *s, size_t n)
+{
+    for (size_t k = 0; k < n && !b->fail; k++) {
+        bytes_put(b, &s[k].comm, sizeof s[k].comm);
+        bytes_put(b, &s[k].seq, sizeof s[k].seq);
+        bytes_put(b, &s[k].rank, sizeof s[k].rank);
+        bytes_put(b, &s[k].end_ns, sizeof s[k].end_ns);
+    }
+}
+
+/* The n samples put_samples wrote, read from b into a malloc'd array (NULL for none, or
+ * with b->fail when they run past the end or memory ends). */
+static align_sample *
+get_samples(bytes *b, size_t n)
+{
+    align_sample *s =
+        b->fail || n == 0 || n > (b->n - b->at) / SAMPLE_BYTES ? NULL : calloc(n, sizeof *s);
+    if (n > 0 && !s)
+        b->fail = 1;
+    for (size_t k = 0; s && k < n; k++) {
+        bytes_get(b, &s[k].comm, sizeof s[k].comm);
+        bytes_get(b, &s[k].seq, sizeof s[k].seq);
+        bytes_get(b, &s[k].rank, sizeof s[k].rank);
+        bytes_get(b, &s[k].end_ns, sizeof s[k].end_ns);
+    }
+    return s;
+}
+
 /* What process 0 would take from jr's events, taken here from those sent: the clock
  * alignment samples, and the iterations where no load's cut placed them (job_rank.align,
  * job_rank.iters). */
@@ -198,7 +232,7 @@ put_taken(bytes *b, const job_rank *jr)
     bytes_put_i64(b, (int64_t)a.n);
     bytes_put_i64(b, a.from_dev);
     bytes_put_i64(b, a.from_host);
-    bytes_put(b, a.s, a.n * sizeof *a.s);
+    put_samples(b, a.s, a.n);
     bytes_put_i64(b, with_iters);
     if (with_iters) {
         bytes_put_i64(b, it.method);
@@ -224,7 +258,7 @@ get_taken(bytes *b, job_rank *jr)
     if (a) {
         a->from_dev = (int32_t)bytes_get_i64(b);
         a->from_host = (int32_t)bytes_get_i64(b);
-        a->s = bytes_get_array(b, b->fail ? 0 : (size_t)na, sizeof *a->s);
+        a->s = get_samples(b, b->fail ? 0 : (size_t)na);
         a->n = a->s ? (size_t)na : 0;
         jr->align = a;
     }

@@ -166,6 +166,11 @@ tests_replay_test_mpi_sim_LDADD = tests/replay/libdprosynth.la replay/libdprompi
 endif
 TESTS += tests/replay/test_replay_mpi.py
 dist_check_SCRIPTS += tests/replay/test_replay_mpi.py
+# dpro-replay --mpi and dpro-optimize --mpi under valgrind: no uninitialised byte sent or
+# inflated (skips without MPI or valgrind, and in a sanitizer build)
+TESTS += tests/replay/test_share_memcheck.py
+dist_check_SCRIPTS += tests/replay/test_share_memcheck.py
+EXTRA_DIST += tests/replay/openmpi.supp
 # srun starts dpro-replay --mpi and dpro-optimize --mpi as mpirun does: a one-node Slurm
 # cluster the test starts and stops (it skips without MPI, Slurm or root)
 TESTS += tests/replay/test_replay_srun.py
