@@ -12,9 +12,11 @@
 
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cpuset.h"
 #include "internal.h"
 
 /* At most this many samples are kept: when full, every other one is dropped and new ones
@@ -60,39 +62,6 @@ coll_cpu_sample(int force)
     coll_cpu.n++;
 }
 
-/* Room for the cpulist of any cpu_set_t: ids have at most 4 digits (CPU_SETSIZE 1024), and
- * the longest lists, pairs "a-b," or single ids "a," with one CPU left out between, take at
- * most 10 bytes per 3 CPUs. */
-#define COLL_CPU_LIST_TEXT (4 * CPU_SETSIZE + 1)
-
-/* Writes set as Linux's cpulist text ("0-3,8-11": ascending ids and ranges) into buf of
- * n bytes (COLL_CPU_LIST_TEXT is always enough). Returns 0, or -1 when it does not fit or
- * the set is empty (buf then holds no list). */
-static int
-cpu_list_text(const cpu_set_t *set, char *buf, size_t n)
-{
-    size_t len = 0;
-    int rc = 0;
-    buf[0] = '\0';
-    for (int i = 0; rc == 0 && i < CPU_SETSIZE; i++) {
-        if (!CPU_ISSET(i, set))
-            continue;
-        int j = i;
-        while (j + 1 < CPU_SETSIZE && CPU_ISSET(j + 1, set))
-            j++;
-        int k = j > i ? snprintf(buf + len, n - len, "%s%d-%d", len ? "," : "", i, j)
-                      : snprintf(buf + len, n - len, "%s%d", len ? "," : "", i);
-        if (k < 0 || (size_t)k >= n - len)
-            rc = -1;
-        else
-            len += (size_t)k;
-        i = j;
-    }
-    if (rc != 0 || len == 0)
-        buf[0] = '\0';
-    return rc == 0 && len > 0 ? 0 : -1;
-}
-
 /* The longest text of one sample: a comma, two int64 in decimal with their signs, a colon. */
 #define COLL_CPU_SAMPLE_TEXT (1 + 2 * 20 + 1)
 
@@ -101,13 +70,15 @@ coll_cpu_write_meta(dpro_writer *w)
 {
     static char buf[COLL_CPU_SAMPLES * COLL_CPU_SAMPLE_TEXT + 1];
     size_t len = 0;
-    cpu_set_t set;
-    static char list[COLL_CPU_LIST_TEXT];
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        dpro_writer_set_meta_int(w, DPRO_META_HOST_CPUS, CPU_COUNT(&set));
-        if (cpu_list_text(&set, list, sizeof list) == 0)
-            dpro_writer_set_meta(w, DPRO_META_HOST_CPU_LIST, list);
-    }
+    size_t size = 0;
+    cpu_set_t *set = cpuset_affinity(0, &size); /* none: no host_cpus, the job goes on */
+    char *list = set ? cpuset_list_text(set, size) : NULL;
+    if (set)
+        dpro_writer_set_meta_int(w, DPRO_META_HOST_CPUS, CPU_COUNT_S(size, set));
+    if (list)
+        dpro_writer_set_meta(w, DPRO_META_HOST_CPU_LIST, list);
+    free(list);
+    CPU_FREE(set);
     coll_cpu_sample(1);
     for (int i = 0; i < coll_cpu.n && len + COLL_CPU_SAMPLE_TEXT < sizeof buf; i++)
         len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%lld:%lld", i ? "," : "",

@@ -1,5 +1,5 @@
 # common/: code several parts share that is not the format (log macros, JSON writer).
-noinst_HEADERS += common/fnv1a.h common/varint.h common/order.h common/bytes.h
+noinst_HEADERS += common/fnv1a.h common/varint.h common/order.h common/bytes.h common/cpuset.h
 # A convenience library, linked into the commands and the replay/optimizer libraries;
 # the collector links only dpro_log if anything.
 noinst_LTLIBRARIES += common/libdprocommon.la

@@ -28,6 +28,12 @@ tests_unit_test_classify_LDADD = schemas/libdprotrace.la
 tests_unit_test_json_SOURCES = tests/unit/test_json.c tests/unit/testutil.h
 tests_unit_test_json_LDADD = common/libdprocommon.la $(LIBM)
 EXTRA_DIST += tests/unit/test_dpro_info.sh
+# common/cpuset.h: a host's CPUs past 1,024 (a stand-in sched_getaffinity) and their
+# cpulist text
+check_PROGRAMS += tests/unit/test_cpuset
+TESTS += tests/unit/test_cpuset
+tests_unit_test_cpuset_SOURCES = tests/unit/test_cpuset.c tests/unit/testutil.h
+tests_unit_test_cpuset_LDADD = -ldl
 # one meaning in one place: no second copy of the FNV-1a constants or the NCCL size table
 TESTS += tests/unit/test_one_meaning.sh
 dist_check_SCRIPTS += tests/unit/test_one_meaning.sh

@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpuset.h"
+
 #define SIMRUN_MAX_RANKS 256
 
 struct straggler {
@@ -134,7 +136,7 @@ struct simrun_opts {
     int gpus_per_node; /* 0: every rank on one node */
     int bind_cpus;     /* --bind-cpus: each rank on one CPU of cpus */
     int ncpus;         /* the CPUs simrun may run on (with --bind-cpus) */
-    int cpus[CPU_SETSIZE];
+    int *cpus;         /* malloc'd, ncpus of them */
     double timeout;
     const char *libdir;
 };
@@ -268,26 +270,32 @@ setup_env(const char *libdir)
     return rc;
 }
 
-/* Lists in o->cpus the CPUs simrun may run on (its affinity mask), for --bind-cpus.
- * Returns 0, or 1 when the mask cannot be read (said on stderr). */
+/* Lists in o->cpus the CPUs simrun may run on (its affinity mask, as large as the host's),
+ * for --bind-cpus. Returns 0, or 1 when the mask cannot be read (said on stderr). */
 static int
 list_cpus(struct simrun_opts *o)
 {
-    cpu_set_t set;
+    size_t size = 0;
+    cpu_set_t *set = cpuset_affinity(0, &size);
     int rc = 0;
 
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    if (!set) {
         fprintf(stderr, "simrun: --bind-cpus: cannot read the CPUs allowed: %s\n", strerror(errno));
         rc = 1;
     }
-    for (int c = 0; rc == 0 && c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &set))
-            o->cpus[o->ncpus++] = c;
+    int count = set ? CPU_COUNT_S(size, set) : 0;
+    if (rc == 0 && count > 0 && !(o->cpus = malloc((size_t)count * sizeof *o->cpus))) {
+        fprintf(stderr, "simrun: --bind-cpus: out of memory\n");
+        rc = 1;
+    }
+    for (size_t c = 0; rc == 0 && o->ncpus < count && c < size * 8; c++)
+        if (CPU_ISSET_S(c, size, set))
+            o->cpus[o->ncpus++] = (int)c;
     if (rc == 0 && o->ncpus == 0) {
         fprintf(stderr, "simrun: --bind-cpus: no CPU allowed\n");
         rc = 1;
     }
+    CPU_FREE(set);
     return rc;
 }
 
@@ -311,14 +319,19 @@ exec_rank(int r, const struct simrun_opts *o, char **prog, const char *rdzv, con
         set_int_env("SIMGPU_GPUS_PER_NODE", k);
     }
     if (o->bind_cpus) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(o->cpus[r % o->ncpus], &one);
-        if (sched_setaffinity(0, sizeof(one), &one) != 0) {
-            fprintf(stderr, "simrun: --bind-cpus: rank %d cannot be bound to CPU %d: %s\n", r,
-                    o->cpus[r % o->ncpus], strerror(errno));
+        int cpu = o->cpus[r % o->ncpus];
+        cpu_set_t *one = CPU_ALLOC(cpu + 1); /* sized for the CPU: its id may pass 1,023 */
+        size_t size = CPU_ALLOC_SIZE(cpu + 1);
+        if (one) {
+            CPU_ZERO_S(size, one);
+            CPU_SET_S((size_t)cpu, size, one);
+        }
+        if (!one || sched_setaffinity(0, size, one) != 0) {
+            fprintf(stderr, "simrun: --bind-cpus: rank %d cannot be bound to CPU %d: %s\n", r, cpu,
+                    strerror(errno));
             _exit(126);
         }
+        CPU_FREE(one);
     }
     set_int_env("RANK", r);
     set_int_env("LOCAL_RANK", r % k);
@@ -482,5 +495,6 @@ main(int argc, char **argv)
         unlink(rdzv);
         rmdir(dir);
     }
+    free(o.cpus);
     return rc;
 }
