@@ -978,7 +978,7 @@ test_compiled_fusion(void)
  * chains), and FSDP's arrays are gone on a DDP job; the measured overlaps too while the
  * contention correction is off, kept (and read) with it on. */
 static void
-test_trim_case(int contention)
+test_trim_case(int with_contention)
 {
     dfg g;
     costmodel m;
@@ -988,7 +988,7 @@ test_trim_case(int contention)
     sim_result res;
     memset(&res, 0, sizeof res);
     REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
-    if (contention) { /* as test_contention_correction: no kernel overlapped in the trace */
+    if (with_contention) { /* as test_contention_correction: no kernel overlapped in the trace */
         for (int32_t d = 0; d < g.n_nodes; d++)
             if (g.kind[d] == DFG_KERNEL)
                 w.f_meas[d] = 0;
@@ -1009,7 +1009,7 @@ test_trim_case(int contention)
     int chains = w.fusion.n_chains;
     workload_trim(&w);
     CHECK(!w.fusion.node_grid_x && !w.fsdp.gather_ops);
-    CHECK(contention ? w.f_meas != NULL : !w.f_meas && !w.f_grp_meas);
+    CHECK(with_contention ? w.f_meas != NULL : !w.f_meas && !w.f_grp_meas);
     CHECK(chains > 0 ? w.fusion.node_threads && w.fusion.node_hinge : !w.fusion.node_threads);
     for (int i = 0; i < 4; i++) {
         CHECK(strategy_evaluate(&w, &p[i], &res, &after[i]) == 0);
