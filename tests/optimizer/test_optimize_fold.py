@@ -1,8 +1,10 @@
-"""test_optimize_fold: dpro-optimize on folded rank classes gives the explicit answer.
+"""test_optimize_fold: dpro-optimize on folded rank classes gives the explicit answer,
+and the screened explicit search the full one's.
 
 dpro-optimize folds alike ranks into weighted classes as dpro-replay does (the default;
---no-fold simulates every rank). On each job the folded run must make fewer classes where
-the ranks are alike (JSON rank_classes) and give --no-fold's answer: the same strategies
+--no-fold simulates every rank, --full-search every plan of its search). On each job the
+folded run must make fewer classes where the ranks are alike (JSON rank_classes) and give
+--no-fold --full-search's answer: the same strategies
 in the same order with the same kinds, descriptions, advice and knobs, every predicted
 time and the baseline within 0.5 % (or 1 us), and every other key alike (numbers within
 0.5 %), but for these, by design:
@@ -13,6 +15,12 @@ time and the baseline within 0.5 % (or 1 us), and every other key alike (numbers
 - models.contention_*: the contention fit is made on the representatives' samples (as
   dpro-replay's, whose sample counts test_replay_fold sets aside); off by default, it
   changes no plan here.
+
+--no-fold without --full-search screens the plans on the folded graph and simulates the
+best of them on every rank (search.h, search_options.screen; JSON screen): on these jobs it
+must give the full explicit search's --json exactly but for the search's speed and size
+(search_s, evaluations_per_s, evaluations, proposals) and the screen's own key, and it
+must screen where the traced ranks fold to a quarter or less ("alike", "jitter").
 
 The jobs: tests/replay/gen_traces (8 alike ranks with clock skew; 6 ranks with a straggler
 and 5 gradient buckets; 3 ranks without markers), tests/replay/bench_scale's generator
@@ -39,6 +47,7 @@ OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 GEN = os.path.join(BUILD, "tests", "replay", "gen_traces")
 BENCH_SCALE = os.path.join(BUILD, "tests", "replay", "bench_scale")
 SET_ASIDE = {"search_s", "evaluations_per_s", "rank_classes"}
+SCREEN_ASIDE = {"search_s", "evaluations_per_s", "evaluations", "proposals", "screen"}
 
 
 def optimize(d, evals, *extra):
@@ -59,7 +68,22 @@ def comparable(js):
 def compare(name, d, evals, folds=True, all_traced=True):
     """Checks the folded run of d against --no-fold (folds: the ranks must fold; all_traced:
     every rank of the job has a trace)."""
-    folded, explicit = optimize(d, evals), optimize(d, evals, "--no-fold")
+    folded = optimize(d, evals)
+    explicit = optimize(d, evals, "--no-fold", "--full-search")
+    screened = optimize(d, evals, "--no-fold")
+    check(explicit["screen"] is None, "%s: --full-search screens nothing" % name)
+    if folded["rank_classes"] * 4 <= explicit["rank_classes"]:
+        scr = screened["screen"]
+        check(scr is not None and scr["verified"] >= 1
+              and screened["evaluations"] == scr["verified"] + 1,
+              "%s: --no-fold screened on the folded graph, the baseline and %s plans simulated "
+              "explicitly (%d)" % (name, scr and scr["verified"], screened["evaluations"]))
+    print("%s: screen %s, %d explicit evaluations (full search %d)"
+          % (name, screened["screen"], screened["evaluations"], explicit["evaluations"]))
+    apart = [k for k in sorted(set(screened) | set(explicit))
+             if k not in SCREEN_ASIDE and screened.get(k) != explicit.get(k)]
+    check(not apart, "%s: the screened search gives the full one's answer exactly (%s differ)"
+          % (name, apart))
     print("%s: %d ranks, %d classes folded, %d explicit; baseline %.3f / %.3f us; best %s"
           % (name, folded["ranks"], folded["rank_classes"], explicit["rank_classes"],
              folded["baseline_iter_us"], explicit["baseline_iter_us"],
