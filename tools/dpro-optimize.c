@@ -54,7 +54,7 @@ usage(FILE *f)
                "                            baseline_median_iter_us,\n"
                "                            baseline_typical_iter_us,\n"
                "                            baseline_steady_iter_us, set_aside, framework,\n"
-               "                            rank_classes,\n"
+               "                            rank_classes, screen (--no-fold),\n"
                "                            strategies[kind, description, advice, knobs,\n"
                "                            predicted_iter_us, predicted_median_iter_us,\n"
                "                            predicted_typical_iter_us,\n"
