@@ -20,10 +20,11 @@ time and the baseline within 0.5 % (or 1 us), and every other key alike (numbers
 best of them on every rank (search.h, search_options.screen; JSON screen): on these jobs it
 must give the full explicit search's --json exactly but for the search's speed and size
 (search_s, evaluations_per_s, evaluations, proposals) and the screen's own key, and it
-must screen where the traced ranks fold to a quarter or less ("alike", "jitter").
+must screen where the traced ranks fold to a quarter or less ("alike", "allocs", "jitter").
 
 The jobs: tests/replay/gen_traces (8 alike ranks with clock skew; 6 ranks with a straggler
-and 5 gradient buckets; 3 ranks without markers), tests/replay/bench_scale's generator
+and 5 gradient buckets; 3 ranks without markers; 8 ranks with an allocation trace, whose
+memory estimate the screen analyses a copy of), tests/replay/bench_scale's generator
 (16 ranks whose host calls jitter, a straggler among them), and the multi-rank Kineto
 traces of ../shared imported (skipped without them). The best plans of the first two
 capture the step, whose description states the host calls it takes off per rank: a
@@ -123,6 +124,7 @@ def main():
                 ("straggler", [GEN, "--ranks", "6", "--iters", "8", "--straggler", "2:1.3",
                                "--buckets", "5"], True),
                 ("no-markers", [GEN, "--ranks", "3", "--iters", "8", "--no-markers"], True),
+                ("allocs", [GEN, "--ranks", "8", "--iters", "6", "--allocs"], True),
                 ("jitter", [BENCH_SCALE, "gen", "@", "16", "4000", "10"], True)]
         for name, gen, folds in jobs:
             d = os.path.join(tmp, name)
