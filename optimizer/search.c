@@ -121,9 +121,12 @@ typedef struct searcher {
     int64_t max_evals;
     uint8_t accum_ok[8]; /* indices of strategy_accum_steps allowed */
     int n_accum_ok;
-    int first_cap;       /* the first bucket's cap the framework keeps, -1: searched or the
-                          * plan's cap (search_options: first_bucket_follows) */
-    double *layer_value; /* memory freed per ns recomputed, per layer */
+    int first_cap;              /* the first bucket's cap the framework keeps, -1: searched or the
+                                 * plan's cap (search_options: first_bucket_follows) */
+    double *layer_value;        /* memory freed per ns recomputed, per layer */
+    const strategy_eval *known; /* the next plan simulated is the baseline and this is its
+                                   evaluation (over every compared iteration, none set
+                                   aside): taken instead of simulating it again */
     int stop;
     int failed; /* shared: a gather failed, or out of memory here (the processes' walks
                    would part: the caller must end them all) */
@@ -205,10 +208,15 @@ simulate_plan(searcher *s, const strategy_plan *p, search_candidate *c)
 {
     memset(c, 0, sizeof *c);
     c->plan = *p;
-    if (strategy_evaluate(s->w, p, &s->res, &c->eval) != 0)
-        c->eval.iter_ns = -1;
+    if (s->known) {
+        c->eval = *s->known; /* s->res holds its simulation too */
+        s->known = NULL;
+    } else {
+        if (strategy_evaluate(s->w, p, &s->res, &c->eval) != 0)
+            c->eval.iter_ns = -1;
+        s->out->simulated_here++;
+    }
     c->feasible = feasible(s, &c->eval);
-    s->out->simulated_here++;
 }
 
 static int
@@ -688,6 +696,59 @@ anneal(searcher *s)
     }
 }
 
+/* |a / b - 1|, 0 when b is not > 0. */
+static double
+rel_gap(double a, double b)
+{
+    return b > 0 ? fabs(a / b - 1.0) : 0;
+}
+
+/* 1 when plan p is one of the screen's winners. */
+static int
+screen_winner(const search_result *sc, const strategy_plan *p)
+{
+    int found = 0;
+    for (int32_t i = 0; i < sc->n_top && !found; i++)
+        found = !memcmp(&sc->top[i].plan, p, sizeof *p);
+    return found;
+}
+
+/* The screened search (search_options.screen): the screen's plans simulated on s->w in
+ * the screen's order (best first): its winners, and up to SEARCH_SCREEN_MAX other
+ * feasible plans whose screened time lies within the margin of the screen's best; the
+ * margin widens with the largest gap seen between a plan's two predictions (the
+ * baseline's first: s->out->baseline holds it, simulated here). */
+static void
+verify_screened(searcher *s)
+{
+    const search_result *sc = s->o->screen;
+    search_result *out = s->out;
+    double gap = rel_gap(out->baseline.eval.iter_ns, sc->baseline.steady_ns);
+    double best = -1, margin = SEARCH_SCREEN_MARGIN + 2 * gap;
+    int32_t others = 0;
+    out->screen_evaluations = sc->evaluations;
+    for (int64_t i = 0; i < sc->n_evaluated && !s->stop; i++) {
+        const search_candidate *c = &sc->evaluated[i];
+        if (!c->feasible || c->eval.iter_ns <= 0 || !strategy_plan_families(&c->plan))
+            continue;
+        if (best < 0)
+            best = c->eval.iter_ns;
+        int winner = screen_winner(sc, &c->plan);
+        if (!winner && (others >= SEARCH_SCREEN_MAX || c->eval.iter_ns > best * (1.0 + margin)))
+            continue;
+        const search_candidate *e = evaluate(s, &c->plan);
+        if (!e)
+            break;
+        others += !winner;
+        out->screen_verified++;
+        out->screen_margin = margin;
+        if (e->eval.iter_ns > 0 && rel_gap(e->eval.iter_ns, c->eval.iter_ns) > gap)
+            gap = rel_gap(e->eval.iter_ns, c->eval.iter_ns);
+        margin = SEARCH_SCREEN_MARGIN + 2 * gap;
+    }
+    out->screen_gap = gap;
+}
+
 /* Number of changes plan p makes (its families, fusion and capture). */
 static int
 plan_changes(const strategy_plan *p)
@@ -768,7 +829,12 @@ pick_top(searcher *s)
             continue;
         out->top[out->n_top++] = *c;
     }
-    free(all);
+    if (s->o->keep_evaluated) {
+        out->evaluated = all;
+        out->n_evaluated = s->cache.n;
+    } else {
+        free(all);
+    }
     return 0;
 }
 
@@ -876,7 +942,9 @@ search_run(workload *w, const search_options *o, search_result *out)
         goto out;
     /* the baseline on every process: its simulation gives the critical-path shares */
     s.alone = 1;
+    s.known = w->iter_aside ? NULL : &base_all; /* the same plan over the same iterations */
     const search_candidate *b = evaluate(&s, &base);
+    s.known = NULL;
     s.alone = 0;
     if (!b || b->eval.iter_ns <= 0)
         goto out;
@@ -884,8 +952,12 @@ search_run(workload *w, const search_options *o, search_result *out)
     critical_path_shares(&s);
     if (layer_values(&s) != 0)
         goto out;
-    seeds(&s);
-    anneal(&s);
+    if (opts.screen) {
+        verify_screened(&s);
+    } else {
+        seeds(&s);
+        anneal(&s);
+    }
     progress(&s, 1);
     if (s.failed || pick_top(&s) != 0)
         goto out;
@@ -921,5 +993,6 @@ search_result_free(search_result *r)
     free(r->top);
     free(r->aside);
     free(r->aside_mask);
+    free(r->evaluated);
     memset(r, 0, sizeof *r);
 }

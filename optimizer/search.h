@@ -75,7 +75,24 @@ typedef struct search_options {
     const search_par *par;    /* NULL: this process searches alone; else shared (see above);
                                  every process of par must call search_run with the same w
                                  and options */
+    int keep_evaluated;       /* 1: the result lists every plan evaluated (evaluated) */
+    /* Screened search (NULL: the walk above): the result of a search of the same job on a
+     * cheaper model of it (the folded graph of its ranks, kept evaluated), whose plans
+     * are simulated on w in its order, best first: its winners, and up to
+     * SEARCH_SCREEN_MAX other plans whose screened time lies within the margin of its
+     * best plan (SEARCH_SCREEN_MARGIN, plus twice the largest gap seen between a plan's
+     * two predictions, the baseline's first). The winners are picked among those
+     * simulated on w, and every time reported is w's. Not with par. */
+    const struct search_result *screen;
 } search_options;
+
+/* The screen's margin: a plan the screen predicts slower than its best plan by more than
+ * this share (plus twice the gap seen) is not simulated again. The fold's tolerance is
+ * 0.2 % of an iteration an operation (replay.h, replay_fold): 2.5 times that. */
+#define SEARCH_SCREEN_MARGIN 0.005
+/* Plans of the screen simulated again at most besides its winners (each a full
+ * simulation of w; they cost the screened search most of its time). */
+#define SEARCH_SCREEN_MAX 4
 
 typedef struct search_candidate {
     strategy_plan plan;
@@ -103,6 +120,16 @@ typedef struct search_result {
     int32_t n_aside;
     profile_outlier *aside; /* n_aside of them, in order */
     uint8_t *aside_mask;    /* per compared iteration, 1: set aside (NULL when none) */
+    /* search_options.keep_evaluated: every plan evaluated, best first (the winners'
+     * order: feasible first, then by steady time) */
+    search_candidate *evaluated;
+    int64_t n_evaluated;
+    /* screened (search_options.screen): the screen's simulations, its plans simulated
+     * again here (the baseline not counted), the margin the last of them was taken within
+     * and the largest relative gap seen between a plan's two predictions */
+    int64_t screen_evaluations;
+    int32_t screen_verified;
+    double screen_margin, screen_gap;
 } search_result;
 
 /* Searches plans for w. Returns 0, or -1 when out of memory or when the baseline

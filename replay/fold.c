@@ -305,28 +305,50 @@ explicit_sizes(const fold_ctx *c, int64_t *nodes, int64_t *edges)
     free(per);
 }
 
+/* The classes of rp->graph (finalized here) into rep, weight and apart (n_ranks + 1
+ * entries each) and c->rn, c's arrays allocated. Returns the number of classes or -1
+ * (out of memory); the caller frees c with fold_ctx_free. */
+static int32_t
+fold_classes(replay *rp, fold_ctx *c, int32_t *rep, int32_t *weight, uint8_t *apart)
+{
+    dfg *g = &rp->graph;
+    int32_t nr = g->n_ranks;
+    c->rp = rp;
+    c->g = g;
+    c->t0 = calloc((size_t)nr + 1, sizeof *c->t0);
+    c->tol = calloc((size_t)nr + 1, sizeof *c->tol);
+    c->alone = calloc((size_t)nr + 1, 1);
+    int rc = rep && weight && apart && c->t0 && c->tol && c->alone ? 0 : -1;
+    if (rc == 0)
+        rc = dfg_finalize(g);
+    if (rc == 0)
+        rc = rank_nodes_fill(g, &c->rn);
+    if (rc == 0)
+        rc = rank_figures(c);
+    return rc == 0 ? make_classes(c, rep, weight, apart) : -1;
+}
+
+static void
+fold_ctx_free(fold_ctx *c)
+{
+    rank_nodes_free(&c->rn);
+    free(c->t0);
+    free(c->tol);
+    free(c->alone);
+}
+
 int
 replay_fold(replay *rp)
 {
     dfg *g = &rp->graph;
     int32_t nr = g->n_ranks;
-    fold_ctx c = {.rp = rp, .g = g};
+    fold_ctx c;
+    memset(&c, 0, sizeof c);
     int32_t *rep = malloc(((size_t)nr + 1) * sizeof *rep);
     int32_t *weight = malloc(((size_t)nr + 1) * sizeof *weight);
     uint8_t *apart = malloc((size_t)nr + 1);
-    c.t0 = calloc((size_t)nr + 1, sizeof *c.t0);
-    c.tol = calloc((size_t)nr + 1, sizeof *c.tol);
-    c.alone = calloc((size_t)nr + 1, 1);
-    int rc = rep && weight && apart && c.t0 && c.tol && c.alone ? 0 : -1;
-    if (rc == 0)
-        rc = dfg_finalize(g);
-    if (rc == 0)
-        rc = rank_nodes_fill(g, &c.rn);
-    if (rc == 0)
-        rc = rank_figures(&c);
-    int32_t n_cls = rc == 0 ? make_classes(&c, rep, weight, apart) : -1;
-    if (n_cls < 0)
-        rc = -1;
+    int32_t n_cls = fold_classes(rp, &c, rep, weight, apart);
+    int rc = n_cls < 0 ? -1 : 0;
     dfg folded;
     if (rc == 0 && n_cls == rp->job.n_present) {
         /* every rank its own class: the graph stays as it is and says so */
@@ -343,14 +365,37 @@ replay_fold(replay *rp)
         pr_info("%d ranks folded into %d classes: %d of %lld nodes simulated", rp->job.n_present,
                 n_cls, g->n_nodes, (long long)g->job_nodes);
     }
-    rank_nodes_free(&c.rn);
+    fold_ctx_free(&c);
     free(rep);
     free(weight);
     free(apart);
-    free(c.t0);
-    free(c.tol);
-    free(c.alone);
     return rc;
+}
+
+int32_t
+replay_fold_copy(replay *rp, dfg *dst)
+{
+    int32_t nr = rp->graph.n_ranks;
+    fold_ctx c;
+    memset(&c, 0, sizeof c);
+    int32_t *rep = malloc(((size_t)nr + 1) * sizeof *rep);
+    int32_t *weight = malloc(((size_t)nr + 1) * sizeof *weight);
+    uint8_t *apart = malloc((size_t)nr + 1);
+    int32_t n_cls = fold_classes(rp, &c, rep, weight, apart);
+    if (n_cls >= 0 && n_cls < rp->job.n_present) {
+        if (dfg_fold(dst, &rp->graph, rep, weight, apart) != 0)
+            n_cls = -1;
+        else if (dfg_finalize(dst) != 0) {
+            dfg_free(dst);
+            n_cls = -1;
+        } else
+            explicit_sizes(&c, &dst->job_nodes, &dst->job_edges);
+    }
+    fold_ctx_free(&c);
+    free(rep);
+    free(weight);
+    free(apart);
+    return n_cls;
 }
 
 const char *

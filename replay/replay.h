@@ -132,6 +132,14 @@ int replay_read_share(const char *path, const replay_options *opts, char *errbuf
  * (out of memory). */
 int replay_fold(replay *rp);
 
+/* The classes replay_fold would make of rp->graph (finalized here, else unchanged):
+ * when they are fewer than the present ranks, dst (uninitialised) receives the folded
+ * graph replay_fold would put in its place (finalized; free it with dfg_free), else dst
+ * is left untouched. For a search screened on the folded graph while the explicit one
+ * is simulated (dpro-optimize --no-fold). Returns the number of classes, or -1 (out of
+ * memory; dst then holds nothing). */
+int32_t replay_fold_copy(replay *rp, dfg *dst);
+
 /* Name of an enum dfg_apart reason ("first", "structure", "timing", "straggler",
  * "unfoldable"). */
 const char *replay_apart_name(int apart);

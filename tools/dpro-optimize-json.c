@@ -178,6 +178,18 @@ optimize_cmd_print_json(const args *a, const state *st)
     json_kv_double(&jw, "search_s", sr->elapsed_s);
     json_kv_double(&jw, "evaluations_per_s", evals_per_s);
     json_kv_bool(&jw, "cut_by_budget", sr->cut_by_budget);
+    json_key(&jw, "screen");
+    if (st->screen_classes > 0) {
+        json_begin_object(&jw);
+        json_kv_int(&jw, "rank_classes", st->screen_classes);
+        json_kv_int(&jw, "evaluations", sr->screen_evaluations);
+        json_kv_int(&jw, "verified", sr->screen_verified);
+        json_kv_double(&jw, "margin_pct", 100 * sr->screen_margin);
+        json_kv_double(&jw, "largest_gap_pct", 100 * sr->screen_gap);
+        json_end_object(&jw);
+    } else {
+        json_null(&jw);
+    }
     json_kv_int(&jw, "seed", (int64_t)a->so.seed);
     json_key(&jw, "critical_path_share");
     json_begin_object(&jw);

@@ -54,7 +54,7 @@ usage(FILE *f)
                "                            baseline_median_iter_us,\n"
                "                            baseline_typical_iter_us,\n"
                "                            baseline_steady_iter_us, set_aside, framework,\n"
-               "                            rank_classes,\n"
+               "                            rank_classes, screen (--no-fold),\n"
                "                            strategies[kind, description, advice, knobs,\n"
                "                            predicted_iter_us, predicted_median_iter_us,\n"
                "                            predicted_typical_iter_us,\n"
@@ -80,7 +80,11 @@ usage(FILE *f)
                "                            CPUs, at most 16; the answer is the same for any N)\n"
                "      --no-fold             simulate every rank (default: alike ranks fold into\n"
                "                            weighted classes, each simulated once, as\n"
-               "                            dpro-replay)\n"
+               "                            dpro-replay); the search screens its plans on\n"
+               "                            the folded graph and simulates the best of them\n"
+               "                            on every rank, whose times it reports\n"
+               "      --full-search         with --no-fold: every plan of the search simulated\n"
+               "                            on every rank (no screen; slower)\n"
                "      --short-kernel-us US  fusion candidates: kernels at most US long (50)\n"
                "      --kernel-fixed-us US  fixed cost per kernel when not fitted (3)\n"
                "      --collective-model M  piecewise (default), nearest or alpha-beta, as\n"
@@ -396,6 +400,9 @@ parse_command_option(int c, const char *arg, args *a)
     case 10:
         a->partial = 1;
         break;
+    case 18:
+        a->full_search = 1;
+        break;
     case 15:
         a->framework = framework_by_name(arg);
         if (!a->framework)
@@ -478,6 +485,7 @@ parse_args(int argc, char **argv, args *a)
         {"framework", required_argument, NULL, 15},
         {"mpi", no_argument, NULL, 16},
         {"no-fold", no_argument, NULL, 17},
+        {"full-search", no_argument, NULL, 18},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -591,6 +599,64 @@ prepare_shared(args *a, state *st, int me)
             return -1;
     }
     return 0;
+}
+
+/* The screen of an explicit search (search.h, search_options.screen): the graph of
+ * st->rp (prepared, explicit) folded into a copy, analysed and searched into st->screen,
+ * then freed; a->so.screen then points at st->screen. Not made (and not an error) when
+ * the folded graph would not be at most 1 / OPTIMIZE_SCREEN_SHRINK of the explicit one:
+ * the screen would not pay for itself. Returns 0, or -1 out of memory. */
+static int
+screen(args *a, state *st)
+{
+    replay *rp = &st->rp;
+    dfg folded;
+    workload sw;
+    sim_result sbase;
+    memest mem;
+    search_options so = a->so;
+    int rc = 0, have_fold = 0, have_w = 0;
+    void *packed = NULL;
+    size_t packed_len = 0;
+
+    memset(&sbase, 0, sizeof sbase);
+    memset(&mem, 0, sizeof mem);
+    int32_t n_cls = replay_fold_copy(rp, &folded);
+    if (n_cls < 0)
+        rc = -1;
+    have_fold = n_cls >= 0 && n_cls < rp->job.n_present;
+    if (have_fold && (int64_t)folded.n_nodes * OPTIMIZE_SCREEN_SHRINK > rp->graph.n_nodes)
+        goto out; /* too little folds */
+    /* the memory estimate is taken over by the analysis: the screen's is a copy */
+    if (rc == 0 && have_fold && st->mem_rank >= 0 &&
+        (memest_pack(&st->mem, &packed, &packed_len) != 0 ||
+         memest_unpack(&mem, packed, packed_len) != 0))
+        rc = -1;
+    if (rc == 0 && have_fold) {
+        have_w = 1;
+        rc = workload_analyze(&sw, &folded, &sbase, rp->iter_first, rp->iter_last, &rp->model,
+                              st->mem_rank >= 0 ? &mem : NULL, dfg_rank_rep(&folded, st->mem_rank),
+                              &a->wo);
+        sim_result_free(&sbase);
+    }
+    if (rc == 0 && have_w && sw.base_iter_ns > 0) {
+        workload_trim(&sw);
+        so.keep_evaluated = 1;
+        so.progress = 0;
+        if (search_run(&sw, &so, &st->screen) != 0)
+            rc = -1;
+        else
+            st->screen_classes = n_cls;
+    }
+out:
+    if (have_w)
+        workload_free(&sw);
+    if (have_fold)
+        dfg_free(&folded);
+    memest_free(&mem);
+    free(packed);
+    a->so.screen = rc == 0 && st->screen_classes > 0 ? &st->screen : NULL;
+    return rc;
 }
 
 /* Builds the workload of st->rp (prepared): the analysis of the working graph. Returns
@@ -775,6 +841,11 @@ print_text(const args *a, const state *st)
     }
     printf("\n");
     print_set_aside(sr);
+    if (st->screen_classes > 0)
+        printf("screened on %d rank classes: %lld plans simulated folded, %d of them again on "
+               "every rank (margin %.2f%%, largest gap between the two %.3f%%)\n",
+               st->screen_classes, (long long)sr->screen_evaluations, sr->screen_verified,
+               100 * sr->screen_margin, 100 * sr->screen_gap);
     printf("critical path: host %.0f%%, short kernels %.0f%%, collectives %.0f%%, "
            "other %.0f%%\n",
            100 * sr->cp_host, 100 * sr->cp_short_kernels, 100 * sr->cp_collectives,
@@ -939,6 +1010,8 @@ main(int argc, char **argv)
     memset(&st, 0, sizeof st);
     st.mem_rank = -1;
     rc = open_job(&a, &st, me, nprocs, &sh);
+    if (rc == 0 && !a.ro.fold && !a.full_search && !a.mpi && !a.what_if)
+        rc = screen(&a, &st);
     if (rc == 0)
         rc = analyze(&a, &st);
     if (a.mpi && !mpisim_agree(rc == 0) && rc == 0)
@@ -959,6 +1032,7 @@ main(int argc, char **argv)
         pr_err("out of memory");
     profile_take_free(&st.take);
     search_result_free(&st.sr);
+    search_result_free(&st.screen);
     sim_result_free(&st.base);
     sim_result_free(&st.best_sim);
     workload_free(&st.w);

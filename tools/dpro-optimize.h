@@ -20,6 +20,7 @@ typedef struct args {
     workload_options wo;
     replay_options ro;
     int json, quiet, force, partial, mpi;
+    int full_search; /* --full-search: no screen with --no-fold */
     const char *chrome, *what_if, *dir;
     const framework_profile *framework; /* --framework, else NULL: the trace's */
 } args;
@@ -33,12 +34,20 @@ typedef struct state {
     workload w;
     sim_result base, best_sim;
     search_result sr;
+    search_result screen;   /* the screen of an explicit search (dpro-optimize.c: screen) */
+    int32_t screen_classes; /* the screen's rank classes, 0: no screen */
     memest mem;
     int32_t mem_rank;
     double chain_ns, fused_ns;   /* strategy_fusion_summary */
     framework_detection det;     /* the framework the trace shows */
     const framework_profile *fw; /* the one advised for (det's or --framework) */
 } state;
+
+/* A screen (search_options.screen) is made when the folded graph has at most 1 / this of
+ * the explicit graph's nodes: the search's simulations cost about their nodes, and the
+ * screened search runs about as many on the folded graph as the full one runs on the
+ * explicit graph, plus at most SEARCH_SCREEN_MAX explicit ones. */
+#define OPTIMIZE_SCREEN_SHRINK 4
 
 /* Whether the per-kernel fixed cost in use is the shortest kernel's duration rather than
  * the fitted value or the prior, which were longer (workload.c caps it). */

@@ -1,8 +1,10 @@
-"""test_optimize_fold: dpro-optimize on folded rank classes gives the explicit answer.
+"""test_optimize_fold: dpro-optimize on folded rank classes gives the explicit answer,
+and the screened explicit search the full one's.
 
 dpro-optimize folds alike ranks into weighted classes as dpro-replay does (the default;
---no-fold simulates every rank). On each job the folded run must make fewer classes where
-the ranks are alike (JSON rank_classes) and give --no-fold's answer: the same strategies
+--no-fold simulates every rank, --full-search every plan of its search). On each job the
+folded run must make fewer classes where the ranks are alike (JSON rank_classes) and give
+--no-fold --full-search's answer: the same strategies
 in the same order with the same kinds, descriptions, advice and knobs, every predicted
 time and the baseline within 0.5 % (or 1 us), and every other key alike (numbers within
 0.5 %), but for these, by design:
@@ -14,8 +16,15 @@ time and the baseline within 0.5 % (or 1 us), and every other key alike (numbers
   dpro-replay's, whose sample counts test_replay_fold sets aside); off by default, it
   changes no plan here.
 
+--no-fold without --full-search screens the plans on the folded graph and simulates the
+best of them on every rank (search.h, search_options.screen; JSON screen): on these jobs it
+must give the full explicit search's --json exactly but for the search's speed and size
+(search_s, evaluations_per_s, evaluations, proposals) and the screen's own key, and it
+must screen where the traced ranks fold to a quarter or less ("alike", "allocs", "jitter").
+
 The jobs: tests/replay/gen_traces (8 alike ranks with clock skew; 6 ranks with a straggler
-and 5 gradient buckets; 3 ranks without markers), tests/replay/bench_scale's generator
+and 5 gradient buckets; 3 ranks without markers; 8 ranks with an allocation trace, whose
+memory estimate the screen analyses a copy of), tests/replay/bench_scale's generator
 (16 ranks whose host calls jitter, a straggler among them), and the multi-rank Kineto
 traces of ../shared imported (skipped without them). The best plans of the first two
 capture the step, whose description states the host calls it takes off per rank: a
@@ -39,6 +48,7 @@ OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 GEN = os.path.join(BUILD, "tests", "replay", "gen_traces")
 BENCH_SCALE = os.path.join(BUILD, "tests", "replay", "bench_scale")
 SET_ASIDE = {"search_s", "evaluations_per_s", "rank_classes"}
+SCREEN_ASIDE = {"search_s", "evaluations_per_s", "evaluations", "proposals", "screen"}
 
 
 def optimize(d, evals, *extra):
@@ -59,7 +69,22 @@ def comparable(js):
 def compare(name, d, evals, folds=True, all_traced=True):
     """Checks the folded run of d against --no-fold (folds: the ranks must fold; all_traced:
     every rank of the job has a trace)."""
-    folded, explicit = optimize(d, evals), optimize(d, evals, "--no-fold")
+    folded = optimize(d, evals)
+    explicit = optimize(d, evals, "--no-fold", "--full-search")
+    screened = optimize(d, evals, "--no-fold")
+    check(explicit["screen"] is None, "%s: --full-search screens nothing" % name)
+    if folded["rank_classes"] * 4 <= explicit["rank_classes"]:
+        scr = screened["screen"]
+        check(scr is not None and scr["verified"] >= 1
+              and screened["evaluations"] == scr["verified"] + 1,
+              "%s: --no-fold screened on the folded graph, the baseline and %s plans simulated "
+              "explicitly (%d)" % (name, scr and scr["verified"], screened["evaluations"]))
+    print("%s: screen %s, %d explicit evaluations (full search %d)"
+          % (name, screened["screen"], screened["evaluations"], explicit["evaluations"]))
+    apart = [k for k in sorted(set(screened) | set(explicit))
+             if k not in SCREEN_ASIDE and screened.get(k) != explicit.get(k)]
+    check(not apart, "%s: the screened search gives the full one's answer exactly (%s differ)"
+          % (name, apart))
     print("%s: %d ranks, %d classes folded, %d explicit; baseline %.3f / %.3f us; best %s"
           % (name, folded["ranks"], folded["rank_classes"], explicit["rank_classes"],
              folded["baseline_iter_us"], explicit["baseline_iter_us"],
@@ -99,6 +124,7 @@ def main():
                 ("straggler", [GEN, "--ranks", "6", "--iters", "8", "--straggler", "2:1.3",
                                "--buckets", "5"], True),
                 ("no-markers", [GEN, "--ranks", "3", "--iters", "8", "--no-markers"], True),
+                ("allocs", [GEN, "--ranks", "8", "--iters", "6", "--allocs"], True),
                 ("jitter", [BENCH_SCALE, "gen", "@", "16", "4000", "10"], True)]
         for name, gen, folds in jobs:
             d = os.path.join(tmp, name)

@@ -756,6 +756,54 @@ test_search_deterministic(void)
     search_result_free(&a);
 }
 
+/* The screened search (search.h, search_options.screen) with a screen that predicts
+ * exactly what the search simulates (the same job searched first, every plan kept): the
+ * full search's winners and times, the baseline and the verified plans alone simulated,
+ * no gap; every plan verified besides the screen's winners lies within the margin. */
+static void
+test_search_screened(void)
+{
+    dfg g;
+    costmodel m;
+    fit_model(&m);
+    REQUIRE(synth_job(&g, 400, 8) == 0);
+    workload w;
+    sim_result res;
+    memset(&res, 0, sizeof res);
+    REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
+    search_options o;
+    memset(&o, 0, sizeof o);
+    o.seed = 7;
+    o.max_evals = 150;
+    o.top_k = 3;
+    o.keep_evaluated = 1;
+    search_result full, scr;
+    REQUIRE(search_run(&w, &o, &full) == 0);
+    CHECK(full.n_evaluated == full.evaluations);
+    for (int64_t i = 1; i < full.n_evaluated; i++)
+        CHECK(!full.evaluated[i].feasible ||
+              full.evaluated[i - 1].eval.iter_ns <= full.evaluated[i].eval.iter_ns);
+    o.keep_evaluated = 0;
+    o.screen = &full;
+    REQUIRE(search_run(&w, &o, &scr) == 0);
+    CHECK(scr.screen_evaluations == full.evaluations);
+    CHECK(scr.screen_verified >= 1 && scr.screen_verified <= full.n_top + SEARCH_SCREEN_MAX);
+    CHECK(scr.evaluations == scr.screen_verified + 1);
+    CHECK(scr.screen_gap == 0 && scr.screen_margin == SEARCH_SCREEN_MARGIN);
+    CHECK(scr.n_top == full.n_top && scr.n_top > 0);
+    for (int32_t i = 0; i < scr.n_top && i < full.n_top; i++) {
+        CHECK(!memcmp(&scr.top[i].plan, &full.top[i].plan, sizeof scr.top[i].plan));
+        CHECK(scr.top[i].eval.iter_ns == full.top[i].eval.iter_ns);
+        CHECK(scr.top[i].eval.typical_ns == full.top[i].eval.typical_ns);
+    }
+    CHECK(scr.baseline.eval.iter_ns == full.baseline.eval.iter_ns);
+    search_result_free(&full);
+    search_result_free(&scr);
+    workload_free(&w);
+    sim_result_free(&res);
+    dfg_free(&g);
+}
+
 /* Gradient sizes per layer from the static allocations: parameters of 4 layers, then a
  * bucket buffer and a small tensor; units in backward order. */
 static void
@@ -936,6 +984,7 @@ main(void)
     test_tensor();
     test_partition();
     test_search_deterministic();
+    test_search_screened();
     test_match_gradients();
     test_partition_gradients();
     test_accumulation_floor();
