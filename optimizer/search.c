@@ -372,7 +372,7 @@ evaluate(searcher *s, const strategy_plan *plan)
             return NULL;
         }
         c = *got;
-    } else if (time_up(s)) {
+    } else if (!s->alone && time_up(s)) { /* the baseline is needed whatever the budget */
         s->stop = 1;
         s->out->cut_by_budget = 1;
         return NULL;
@@ -727,6 +727,7 @@ verify_screened(searcher *s)
     double best = -1, margin = SEARCH_SCREEN_MARGIN + 2 * gap;
     int32_t others = 0;
     out->screen_evaluations = sc->evaluations;
+    out->cut_by_budget = sc->cut_by_budget; /* a cut screen cuts the search */
     for (int64_t i = 0; i < sc->n_evaluated && !s->stop; i++) {
         const search_candidate *c = &sc->evaluated[i];
         if (!c->feasible || c->eval.iter_ns <= 0 || !strategy_plan_families(&c->plan))

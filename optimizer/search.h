@@ -55,7 +55,7 @@ typedef struct search_par {
 
 typedef struct search_options {
     uint64_t seed;
-    double budget_s;       /* wall-clock cap, 0: none */
+    double budget_s;       /* wall-clock cap, 0: none (the baseline is simulated past it) */
     int64_t max_evals;     /* simulations (default 2000 when 0) */
     int64_t memory_budget; /* bytes, 0: none */
     double memory_margin;  /* share of the budget kept free for what the estimate does
@@ -110,7 +110,7 @@ typedef struct search_result {
     int64_t evaluations; /* simulations run */
     int64_t proposals;   /* plans looked at, cache hits included */
     double elapsed_s;
-    int cut_by_budget;      /* the time budget ended the walk */
+    int cut_by_budget;      /* the time budget ended the walk (screened: or the screen's) */
     int64_t simulated_here; /* simulations this process ran (shared: its part of every
                                round, guesses never asked for included) */
     int64_t rounds;         /* shared: rounds of simulations (gathers) */

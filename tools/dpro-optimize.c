@@ -67,7 +67,8 @@ usage(FILE *f)
                "                            file; never an input trace or a symbolic link)\n"
                "  -f, --force               let --chrome write over an existing file\n"
                "      --seed N              random seed of the search (default 1)\n"
-               "  -b, --budget-s S          stop the search after S seconds (default 10)\n"
+               "  -b, --budget-s S          stop the search after S seconds (default 10;\n"
+               "                            the screen of --no-fold has its own S)\n"
                "      --max-evals N         simulations at most (default 2000)\n"
                "      --batch B             per-rank batch of the profiled run (states the\n"
                "                            micro-batch of gradient accumulation)\n"
@@ -605,7 +606,8 @@ prepare_shared(args *a, state *st, int me)
  * st->rp (prepared, explicit) folded into a copy, analysed and searched into st->screen,
  * then freed; a->so.screen then points at st->screen. Not made (and not an error) when
  * the folded graph would not be at most 1 / OPTIMIZE_SCREEN_SHRINK of the explicit one:
- * the screen would not pay for itself. Returns 0, or -1 out of memory. */
+ * the screen would not pay for itself, or when its search fails (the full search then
+ * runs). Returns 0, or -1 out of memory. */
 static int
 screen(args *a, state *st)
 {
@@ -643,10 +645,10 @@ screen(args *a, state *st)
         workload_trim(&sw);
         so.keep_evaluated = 1;
         so.progress = 0;
-        if (search_run(&sw, &so, &st->screen) != 0)
-            rc = -1;
-        else
+        if (search_run(&sw, &so, &st->screen) == 0)
             st->screen_classes = n_cls;
+        else /* the screen cannot be searched: the full search runs (and says why) */
+            search_result_free(&st->screen);
     }
 out:
     if (have_w)

@@ -21,6 +21,8 @@ best of them on every rank (search.h, search_options.screen; JSON screen): on th
 must give the full explicit search's --json exactly but for the search's speed and size
 (search_s, evaluations_per_s, evaluations, proposals) and the screen's own key, and it
 must screen where the traced ranks fold to a quarter or less ("alike", "allocs", "jitter").
+With a --budget-s shorter than one simulation ("jitter", 1 ms) both still report the
+baseline.
 
 The jobs: tests/replay/gen_traces (8 alike ranks with clock skew; 6 ranks with a straggler
 and 5 gradient buckets; 3 ranks without markers; 8 ranks with an allocation trace, whose
@@ -115,6 +117,19 @@ def compare(name, d, evals, folds=True, all_traced=True):
     check(not out, "%s: the other JSON keys agree (%d differences)" % (name, len(out)))
 
 
+def budget_cut(d):
+    """A --budget-s shorter than one simulation of the job: the baseline is still simulated
+    and reported, screened and not (the search failed when the budget ran out before it)."""
+    for extra in ([], ["--full-search"]):
+        r = subprocess.run([OPTIMIZE, d, "--json", "-q", "--no-fold", "--budget-s", "0.001"]
+                           + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        js = json.loads(r.stdout) if r.returncode == 0 else {}
+        check(r.returncode == 0 and js["baseline_iter_us"] > 0 and js["evaluations"] >= 1,
+              "--no-fold %s--budget-s 0.001: exit 0 (%d), the baseline reported (%s)"
+              % ("--full-search " if extra else "", r.returncode,
+                 r.stderr.decode(errors="replace").strip()[-200:]))
+
+
 def main():
     if missing((OPTIMIZE, GEN, BENCH_SCALE)):
         return 77
@@ -131,6 +146,7 @@ def main():
             cmd = [d if a == "@" else a for a in gen] if "@" in gen else [gen[0], d] + gen[1:]
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
             compare(name, d, "80", folds)
+        budget_cut(os.path.join(tmp, "jitter"))
         if os.path.isdir(KINETO) and not missing((IMPORT,)):
             for prefix, folds in (("128rank-sampled", False), ("a100-2rank", False)):
                 files = sorted(f for f in os.listdir(KINETO) if f.startswith(prefix))

@@ -797,6 +797,18 @@ test_search_screened(void)
         CHECK(scr.top[i].eval.typical_ns == full.top[i].eval.typical_ns);
     }
     CHECK(scr.baseline.eval.iter_ns == full.baseline.eval.iter_ns);
+    CHECK(!scr.cut_by_budget);
+    /* a screen the budget cut: the screened search says it was cut */
+    search_result_free(&scr);
+    full.cut_by_budget = 1;
+    REQUIRE(search_run(&w, &o, &scr) == 0);
+    CHECK(scr.cut_by_budget && scr.n_top == full.n_top);
+    /* a budget shorter than the baseline's simulation: the baseline alone, cut */
+    search_result_free(&scr);
+    o.screen = NULL;
+    o.budget_s = 1e-9;
+    REQUIRE(search_run(&w, &o, &scr) == 0);
+    CHECK(scr.cut_by_budget && scr.evaluations == 1 && scr.baseline.eval.iter_ns > 0);
     search_result_free(&full);
     search_result_free(&scr);
     workload_free(&w);
