@@ -68,6 +68,9 @@ typedef struct fold_ctx {
     int64_t *t0;    /* per rank: start of its compared window (or its first node) */
     double *tol;    /* per rank: the time tolerance, ns */
     uint8_t *alone; /* per rank: why it is never folded (enum dfg_apart), 0: it may be */
+    int32_t *rep;   /* the classes (n_ranks + 1 entries each): dfg_fold's rep, weight, apart */
+    int32_t *weight;
+    uint8_t *apart;
 } fold_ctx;
 
 /* The fold tolerance: two ranks are alike when, from the start of the compared window
@@ -305,27 +308,30 @@ explicit_sizes(const fold_ctx *c, int64_t *nodes, int64_t *edges)
     free(per);
 }
 
-/* The classes of rp->graph (finalized here) into rep, weight and apart (n_ranks + 1
- * entries each) and c->rn, c's arrays allocated. Returns the number of classes or -1
- * (out of memory); the caller frees c with fold_ctx_free. */
+/* The classes of rp->graph (finalized here) into c->rep, c->weight and c->apart, and
+ * c->rn, c's arrays allocated. Returns the number of classes or -1 (out of memory); the
+ * caller frees c with fold_ctx_free. */
 static int32_t
-fold_classes(replay *rp, fold_ctx *c, int32_t *rep, int32_t *weight, uint8_t *apart)
+fold_classes(replay *rp, fold_ctx *c)
 {
     dfg *g = &rp->graph;
-    int32_t nr = g->n_ranks;
+    size_t nr = (size_t)g->n_ranks + 1;
     c->rp = rp;
     c->g = g;
-    c->t0 = calloc((size_t)nr + 1, sizeof *c->t0);
-    c->tol = calloc((size_t)nr + 1, sizeof *c->tol);
-    c->alone = calloc((size_t)nr + 1, 1);
-    int rc = rep && weight && apart && c->t0 && c->tol && c->alone ? 0 : -1;
+    c->t0 = calloc(nr, sizeof *c->t0);
+    c->tol = calloc(nr, sizeof *c->tol);
+    c->alone = calloc(nr, 1);
+    c->rep = malloc(nr * sizeof *c->rep);
+    c->weight = malloc(nr * sizeof *c->weight);
+    c->apart = malloc(nr);
+    int rc = c->rep && c->weight && c->apart && c->t0 && c->tol && c->alone ? 0 : -1;
     if (rc == 0)
         rc = dfg_finalize(g);
     if (rc == 0)
         rc = rank_nodes_fill(g, &c->rn);
     if (rc == 0)
         rc = rank_figures(c);
-    return rc == 0 ? make_classes(c, rep, weight, apart) : -1;
+    return rc == 0 ? make_classes(c, c->rep, c->weight, c->apart) : -1;
 }
 
 static void
@@ -335,29 +341,28 @@ fold_ctx_free(fold_ctx *c)
     free(c->t0);
     free(c->tol);
     free(c->alone);
+    free(c->rep);
+    free(c->weight);
+    free(c->apart);
 }
 
 int
 replay_fold(replay *rp)
 {
     dfg *g = &rp->graph;
-    int32_t nr = g->n_ranks;
     fold_ctx c;
     memset(&c, 0, sizeof c);
-    int32_t *rep = malloc(((size_t)nr + 1) * sizeof *rep);
-    int32_t *weight = malloc(((size_t)nr + 1) * sizeof *weight);
-    uint8_t *apart = malloc((size_t)nr + 1);
-    int32_t n_cls = fold_classes(rp, &c, rep, weight, apart);
+    int32_t n_cls = fold_classes(rp, &c);
     int rc = n_cls < 0 ? -1 : 0;
     dfg folded;
     if (rc == 0 && n_cls == rp->job.n_present) {
         /* every rank its own class: the graph stays as it is and says so */
-        g->rank_rep = rep;
-        g->rank_weight = weight;
-        g->rank_apart = apart;
-        rep = weight = NULL;
-        apart = NULL;
-    } else if (rc == 0 && (rc = dfg_fold(&folded, g, rep, weight, apart)) == 0) {
+        g->rank_rep = c.rep;
+        g->rank_weight = c.weight;
+        g->rank_apart = c.apart;
+        c.rep = c.weight = NULL;
+        c.apart = NULL;
+    } else if (rc == 0 && (rc = dfg_fold(&folded, g, c.rep, c.weight, c.apart)) == 0) {
         explicit_sizes(&c, &folded.job_nodes, &folded.job_edges);
         dfg_free(g);
         *g = folded;
@@ -366,24 +371,17 @@ replay_fold(replay *rp)
                 n_cls, g->n_nodes, (long long)g->job_nodes);
     }
     fold_ctx_free(&c);
-    free(rep);
-    free(weight);
-    free(apart);
     return rc;
 }
 
 int32_t
 replay_fold_copy(replay *rp, dfg *dst)
 {
-    int32_t nr = rp->graph.n_ranks;
     fold_ctx c;
     memset(&c, 0, sizeof c);
-    int32_t *rep = malloc(((size_t)nr + 1) * sizeof *rep);
-    int32_t *weight = malloc(((size_t)nr + 1) * sizeof *weight);
-    uint8_t *apart = malloc((size_t)nr + 1);
-    int32_t n_cls = fold_classes(rp, &c, rep, weight, apart);
+    int32_t n_cls = fold_classes(rp, &c);
     if (n_cls >= 0 && n_cls < rp->job.n_present) {
-        if (dfg_fold(dst, &rp->graph, rep, weight, apart) != 0)
+        if (dfg_fold(dst, &rp->graph, c.rep, c.weight, c.apart) != 0)
             n_cls = -1;
         else if (dfg_finalize(dst) != 0) {
             dfg_free(dst);
@@ -392,9 +390,6 @@ replay_fold_copy(replay *rp, dfg *dst)
             explicit_sizes(&c, &dst->job_nodes, &dst->job_edges);
     }
     fold_ctx_free(&c);
-    free(rep);
-    free(weight);
-    free(apart);
     return n_cls;
 }
 
