@@ -703,29 +703,45 @@ test_partition(void)
     dfg_free(&g);
 }
 
+/* The synthetic job the search tests run on, analysed, and their search options. */
+typedef struct search_job {
+    costmodel m;
+    dfg g;
+    workload w;
+    sim_result res;
+    search_options o; /* seed, 150 evaluations, the best 3 */
+} search_job;
+
+static void
+search_job_open(search_job *j, uint64_t seed)
+{
+    memset(j, 0, sizeof *j);
+    fit_model(&j->m);
+    REQUIRE(synth_job(&j->g, 400, 8) == 0);
+    REQUIRE(workload_analyze(&j->w, &j->g, &j->res, 0, 1, &j->m, NULL, -1, NULL) == 0);
+    j->o.seed = seed;
+    j->o.max_evals = 150;
+    j->o.top_k = 3;
+}
+
+static void
+search_job_close(search_job *j)
+{
+    workload_free(&j->w);
+    sim_result_free(&j->res);
+    dfg_free(&j->g);
+}
+
 /* The search of seed on the synthetic job into out; follows: search_options's
  * first_bucket_follows. */
 static void
 run_search(uint64_t seed, int follows, search_result *out)
 {
-    dfg g;
-    costmodel m;
-    fit_model(&m);
-    REQUIRE(synth_job(&g, 400, 8) == 0);
-    workload w;
-    sim_result res;
-    memset(&res, 0, sizeof res);
-    REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
-    search_options o;
-    memset(&o, 0, sizeof o);
-    o.seed = seed;
-    o.max_evals = 150;
-    o.top_k = 3;
-    o.first_bucket_follows = follows;
-    CHECK(search_run(&w, &o, out) == 0);
-    workload_free(&w);
-    sim_result_free(&res);
-    dfg_free(&g);
+    search_job j;
+    search_job_open(&j, seed);
+    j.o.first_bucket_follows = follows;
+    CHECK(search_run(&j.w, &j.o, out) == 0);
+    search_job_close(&j);
 }
 
 static void
@@ -763,29 +779,20 @@ test_search_deterministic(void)
 static void
 test_search_screened(void)
 {
-    dfg g;
-    costmodel m;
-    fit_model(&m);
-    REQUIRE(synth_job(&g, 400, 8) == 0);
-    workload w;
-    sim_result res;
-    memset(&res, 0, sizeof res);
-    REQUIRE(workload_analyze(&w, &g, &res, 0, 1, &m, NULL, -1, NULL) == 0);
-    search_options o;
-    memset(&o, 0, sizeof o);
-    o.seed = 7;
-    o.max_evals = 150;
-    o.top_k = 3;
+    search_job j;
+    search_job_open(&j, 7);
+    workload *w = &j.w;
+    search_options o = j.o;
     o.keep_evaluated = 1;
     search_result full, scr;
-    REQUIRE(search_run(&w, &o, &full) == 0);
+    REQUIRE(search_run(w, &o, &full) == 0);
     CHECK(full.n_evaluated == full.evaluations);
     for (int64_t i = 1; i < full.n_evaluated; i++)
         CHECK(!full.evaluated[i].feasible ||
               full.evaluated[i - 1].eval.iter_ns <= full.evaluated[i].eval.iter_ns);
     o.keep_evaluated = 0;
     o.screen = &full;
-    REQUIRE(search_run(&w, &o, &scr) == 0);
+    REQUIRE(search_run(w, &o, &scr) == 0);
     CHECK(scr.screen_evaluations == full.evaluations);
     CHECK(scr.screen_verified >= 1 && scr.screen_verified <= full.n_top + SEARCH_SCREEN_MAX);
     CHECK(scr.evaluations == scr.screen_verified + 1);
@@ -801,19 +808,17 @@ test_search_screened(void)
     /* a screen the budget cut: the screened search says it was cut */
     search_result_free(&scr);
     full.cut_by_budget = 1;
-    REQUIRE(search_run(&w, &o, &scr) == 0);
+    REQUIRE(search_run(w, &o, &scr) == 0);
     CHECK(scr.cut_by_budget && scr.n_top == full.n_top);
     /* a budget shorter than the baseline's simulation: the baseline alone, cut */
     search_result_free(&scr);
     o.screen = NULL;
     o.budget_s = 1e-9;
-    REQUIRE(search_run(&w, &o, &scr) == 0);
+    REQUIRE(search_run(w, &o, &scr) == 0);
     CHECK(scr.cut_by_budget && scr.evaluations == 1 && scr.baseline.eval.iter_ns > 0);
     search_result_free(&full);
     search_result_free(&scr);
-    workload_free(&w);
-    sim_result_free(&res);
-    dfg_free(&g);
+    search_job_close(&j);
 }
 
 /* Gradient sizes per layer from the static allocations: parameters of 4 layers, then a
