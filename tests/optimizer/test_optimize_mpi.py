@@ -31,9 +31,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "replay"))
-from replay_testlib import (BUILD, COLLECTOR, DDP_SIM, DPRO_RUN, LIBDIR, SIMRUN, SKIP,  # noqa: E402
+from replay_testlib import (BUILD, COLLECTOR, DDP_SIM, DPRO_RUN, LIBDIR, SIMRUN,  # noqa: E402
                             check, collector_records, exit_status, missing, traced_env)
-from test_replay_mpi import ENV, configured_without_mpi, diff, mpi_built  # noqa: E402
+from test_replay_mpi import ENV, diff, mpi_ready  # noqa: E402
 
 OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 GEN = os.path.join(BUILD, "tests", "replay", "gen_traces")
@@ -153,19 +153,9 @@ def memory_budget(tmp):
 
 
 def main():
-    if not mpi_built():
-        if configured_without_mpi():
-            print("skip: configured --without-mpi: dpro-optimize has no --mpi")
-            return SKIP
-        if shutil.which("mpicc") is None:
-            print("skip: no MPI on this machine (no mpicc; install libopenmpi-dev and "
-                  "openmpi-bin, configure again): dpro-optimize has no --mpi")
-            return SKIP
-        check(False, "MPI is installed but configure did not build --mpi (see config.log)")
-        return exit_status()
-    check(shutil.which("mpirun") is not None, "mpirun is on PATH (MPI was built)")
-    if shutil.which("mpirun") is None:
-        return exit_status()
+    rc = mpi_ready("dpro-optimize")
+    if rc is not None:
+        return rc
     with tempfile.TemporaryDirectory(prefix="dpro-optmpi-") as tmp:
         jobs = [("skew", [GEN, "--ranks", "4", "--iters", "6", "--skew", "1:200", "--skew",
                           "3:-90"], (2, 3, 4), "61"),

@@ -108,6 +108,26 @@ def configured_without_mpi():
     return False
 
 
+def mpi_ready(tool):
+    """None when tool's --mpi was built and mpirun is on PATH; else the test's exit status:
+    a skip where this machine has no MPI or configure was told not to use it, a failure
+    where MPI is installed but configure did not build --mpi, or mpirun is missing."""
+    if not mpi_built():
+        if configured_without_mpi():
+            print("skip: configured --without-mpi: %s has no --mpi" % tool)
+            return SKIP
+        mpicc = shutil.which("mpicc")
+        if mpicc is None:
+            print("skip: no MPI on this machine (no mpicc; install libopenmpi-dev and "
+                  "openmpi-bin, configure again): %s has no --mpi" % tool)
+            return SKIP
+        check(False, "MPI is installed (%s) but configure did not build %s --mpi "
+              "(see MPI in config.log)" % (mpicc, tool))
+        return exit_status()
+    check(shutil.which("mpirun") is not None, "mpirun is on PATH (MPI was built)")
+    return None if shutil.which("mpirun") else exit_status()
+
+
 def mpirun(n, *cmd):
     return subprocess.run([MPIRUN, "--oversubscribe", "-n", str(n)] + list(cmd), env=ENV,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
@@ -366,22 +386,10 @@ def stages(tmp):
 
 def main():
     global MPIRUN
-    if not mpi_built():
-        if configured_without_mpi():
-            print("skip: configured --without-mpi: dpro-replay has no --mpi")
-            return SKIP
-        mpicc = shutil.which("mpicc")
-        if mpicc is None:
-            print("skip: no MPI on this machine (no mpicc; install libopenmpi-dev and "
-                  "openmpi-bin, configure again): dpro-replay has no --mpi")
-            return SKIP
-        check(False, "MPI is installed (%s) but configure did not build dpro-replay --mpi "
-              "(see MPI in config.log)" % mpicc)
-        return exit_status()
+    rc = mpi_ready("dpro-replay")
+    if rc is not None:
+        return rc
     MPIRUN = shutil.which("mpirun")
-    check(MPIRUN is not None, "mpirun is on PATH (MPI was built)")
-    if MPIRUN is None:
-        return exit_status()
     for n in (1, 2, 3, 4):
         r = mpirun(n, MPI_SIM)
         sys.stdout.write(r.stdout.decode(errors="replace"))

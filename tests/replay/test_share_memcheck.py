@@ -22,7 +22,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_testlib import BUILD, REPLAY, SKIP, SRC, check, exit_status  # noqa: E402
-from test_replay_mpi import ENV, configured_without_mpi, mpi_built  # noqa: E402
+from test_replay_mpi import ENV, mpi_ready  # noqa: E402
 
 OPTIMIZE = os.path.join(BUILD, "tools", "dpro-optimize")
 BENCH_SCALE = os.path.join(BUILD, "tests", "replay", "bench_scale")
@@ -58,15 +58,9 @@ def main():
     if shutil.which("valgrind") is None:
         print("skip: no valgrind")
         return SKIP
-    if not mpi_built():
-        if configured_without_mpi() or shutil.which("mpicc") is None:
-            print("skip: dpro-replay has no --mpi (no MPI, or configured --without-mpi)")
-            return SKIP
-        check(False, "MPI is installed but configure did not build --mpi (see config.log)")
-        return exit_status()
-    check(shutil.which("mpirun") is not None, "mpirun is on PATH (MPI was built)")
-    if shutil.which("mpirun") is None:
-        return exit_status()
+    rc = mpi_ready("dpro-replay")
+    if rc is not None:
+        return rc
     with tempfile.TemporaryDirectory(prefix="dpro-memcheck-") as tmp:
         d = os.path.join(tmp, "job")
         subprocess.run([BENCH_SCALE, "gen", d, "8", "2000", "5"], check=True,
