@@ -32,7 +32,9 @@ The changes (KINDS, drawn in turn so that each is covered alike):
                   device's time, not the hosts' sharing this machine's cores, makes the
                   iteration), all on this host as the recording's 2 (predicted with
                   --what-if-ranks-per-host N: the host-share model); every other one (pair
-                  24 of 40) across two simulated nodes of N/2 (simrun --gpus-per-node,
+                  24 of 40) across two simulated nodes of N/2 (simrun --gpus-per-node; its
+                  batch doubled until its changed job is device-bound on this machine:
+                  device_bound_args,
                   predicted with --what-if-ranks-per-host N/2 --what-if-network GBPS:US,
                   the network as a user measures it: measure_network, an all-reduce
                   sweep in the manner of nccl-tests once per world)
@@ -153,6 +155,7 @@ PROFILES = ["a100", "h100", "h200"]
 RANKS = 2
 MORE_RANKS = 8  # FIDELITY_MORE_RANKS, read by main()
 MORE_RANKS_BATCH = 4  # the more-ranks kind's job: the drawn batch times this
+MAX_BATCH_DOUBLINGS = 3  # device_bound_args: the most a cross-node pair's batch is doubled
 # The network between simulated nodes as its datasheet gives it: one NIC per GPU, its line
 # rate in GB/s (DGX A100: ConnectX-6 HDR 200 Gb/s; DGX H100: ConnectX-7 NDR 400 Gb/s; H200
 # systems as H100's); the line_rate_* columns. The prediction gets what measure_network
@@ -414,7 +417,8 @@ def base_args(pair):
     that MORE_RANKS ranks' hosts share this machine's cores for."""
     if pair["kind"] == "more-ranks":
         job = list(pair["job"])
-        job[job.index("--batch") + 1] = str(pair["batch"] * MORE_RANKS_BATCH)
+        job[job.index("--batch") + 1] = str(pair["batch"] * MORE_RANKS_BATCH *
+                                            pair.get("batch_factor", 1))
         return job
     if pair["kind"] == "bucket-down":
         mb = pair["rng"].choice(["100", "256"])
@@ -555,7 +559,7 @@ def one_pair(pair, work, iterations, attempts, run_ms=0):
     iteration."""
     tag = "%02d-%s" % (pair["pair"], pair["kind"])
     base_dir, new_dir = os.path.join(work, tag + "-base"), os.path.join(work, tag + "-new")
-    args = base_args(pair)
+    args = device_bound_args(pair, base_dir, iterations)
     added, slowdown, got = None, None, []
     if run_ms > 0:
         shutil.rmtree(base_dir, ignore_errors=True)
@@ -584,6 +588,35 @@ def one_pair(pair, work, iterations, attempts, run_ms=0):
                     new_lag, new_span, new_cpu, base_cpu, pred_mean,
                     stalls_per_s(base_dir, RANKS, RANKS), stalls_per_s(new_dir, ranks, per_host)))
     return pair_row(pair, args, added, slowdown, got, iterations)
+
+
+def device_bound_args(pair, base_dir, iterations):
+    """The recorded job's options (base_args), for a more-ranks pair across two simulated
+    nodes with the batch doubled (at most MAX_BATCH_DOUBLINGS times) until the changed job
+    would want at most a quarter of this machine's cores at the recorded iteration: the
+    recording's CPU per iteration (its processes' own, warm-up and start included: an
+    upper bound) times MORE_RANKS / RANKS over its iteration. simrun runs both simulated
+    nodes on this machine's cores, which two real nodes would not share; the prediction
+    gives each node the recorded host's CPUs, the layout a user of two nodes has. A
+    changed job that is device-bound here is one such a user could run; a host-bound one
+    measures this machine's sharing, which no user's two nodes have (docs/fidelity.md,
+    "Pair 24 on a draw no test had seen"). Every other pair: base_args unchanged."""
+    two = (pair["kind"] == "more-ranks" and (pair["pair"] // len(KINDS)) % 2 == 0 and
+           MORE_RANKS % 2 == 0)
+    args = base_args(pair)
+    while two and pair.get("batch_factor", 1) < 2 ** MAX_BATCH_DOUBLINGS:
+        shutil.rmtree(base_dir, ignore_errors=True)
+        us, _, _, cpu_ms = run_job(pair, args, base_dir, iterations)
+        wanted = cpu_ms * 1e3 * MORE_RANKS / RANKS / us
+        print("pair %2d: recorded job at batch %s wants %.2f cores at %d ranks (%.1f ms of "
+              "CPU an iteration of %.1f us)" % (pair["pair"], args[args.index("--batch") + 1],
+                                                wanted, MORE_RANKS, cpu_ms, us),
+              file=sys.stderr, flush=True)
+        if wanted <= (os.cpu_count() or 1) / 4.0:
+            break
+        pair["batch_factor"] = pair.get("batch_factor", 1) * 2
+        args = base_args(pair)
+    return args
 
 
 def changed_run(pair, args, new_dir, iterations, added, slowdown):
