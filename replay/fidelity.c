@@ -163,7 +163,10 @@ fid_sorted_places(const replay *rp, const dfg *g, int32_t first, int32_t last, p
     if (rc == 0)
         rc = assign_iterations(rp, g, first, last, iter_of);
     *np = 0;
+    /* the places come resource by resource, in ascending order, and both orders below
+     * are total with the resource first: each resource's run is sorted alone */
     for (int32_t q = 0; q < g->n_res && rc == 0; q++) {
+        size_t a0 = *np;
         memset(cnt, 0, (size_t)(ni > 0 ? ni : 1) * sizeof *cnt);
         for (int32_t n = g->res_first[q]; n >= 0; n = g->next_on_res[n]) {
             if ((g->flags[n] & DFG_F_REMOVED) || iter_of[n] < 0)
@@ -171,17 +174,15 @@ fid_sorted_places(const replay *rp, const dfg *g, int32_t first, int32_t last, p
             int32_t i = iter_of[n] - first;
             pl[(*np)++] = (place){q, cnt[i]++, g->name[n], i, n};
         }
-    }
-    if (rc == 0) { /* position: among the operations of its name (an extra call elsewhere
-                    * in one iteration leaves the others' places alone) */
-        qsort(pl, *np, sizeof *pl, cmp_occurrence);
-        for (size_t a = 0, k = 0; a < *np; a++) {
-            int same = a > 0 && pl[a].res == pl[a - 1].res && pl[a].iter == pl[a - 1].iter &&
-                       pl[a].name == pl[a - 1].name;
+        /* position: among the operations of its name (an extra call elsewhere in one
+         * iteration leaves the others' places alone) */
+        qsort(pl + a0, *np - a0, sizeof *pl, cmp_occurrence);
+        for (size_t a = a0, k = 0; a < *np; a++) {
+            int same = a > a0 && pl[a].iter == pl[a - 1].iter && pl[a].name == pl[a - 1].name;
             k = same ? k + 1 : 0;
             pl[a].pos = (int32_t)k;
         }
-        qsort(pl, *np, sizeof *pl, cmp_place);
+        qsort(pl + a0, *np - a0, sizeof *pl, cmp_place);
     }
     free(iter_of);
     free(cnt);

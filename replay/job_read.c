@@ -116,12 +116,15 @@ push_event(job_event **ev, size_t *n, size_t *cap, const dpro_event *e)
 typedef int (*event_fn)(void *arg, const dpro_event *e);
 
 /* The one pass over a rank's trace that every read makes: the events of the task's rank
- * in order, those of its window only when `windowed`, each handed to fn. A damaged batch
- * is skipped; unless `quiet` (the first pass already counted and told them) it is told
- * and the count lands in jr->bad_batches. Returns 0, or a dpro_status recorded with
- * task_fail: the reader's, or fn's (DPRO_ERR_NOMEM, "out of memory reading FILE"). */
+ * in order, those of its window only when `windowed`, each handed to fn; only those of
+ * the kinds in `kinds` (dpro_iter_set_kinds' bits; UINT64_MAX: all), and when `seen` is
+ * not NULL the kinds every decoded batch held land in it. A damaged batch is skipped;
+ * unless `quiet` (the first pass already counted and told them) it is told and the count
+ * lands in jr->bad_batches. Returns 0, or a dpro_status recorded with task_fail: the
+ * reader's, or fn's (DPRO_ERR_NOMEM, "out of memory reading FILE"). */
 static int
-each_event(rank_task *t, int windowed, int quiet, event_fn fn, void *arg)
+each_event(rank_task *t, int windowed, int quiet, uint64_t kinds, uint64_t *seen, event_fn fn,
+           void *arg)
 {
     job_rank *jr = t->jr;
     dpro_iter *it = NULL;
@@ -129,6 +132,12 @@ each_event(rank_task *t, int windowed, int quiet, event_fn fn, void *arg)
      * which ends where the first one starts; the one after) is not in it */
     int rc = windowed ? dpro_iter_open_range(jr->reader, t->t0 + 1, t->t1 - 1, &it)
                       : dpro_iter_open(jr->reader, &it);
+    if (rc == DPRO_OK)
+        rc = dpro_iter_set_kinds(it, kinds);
+    if (rc != DPRO_OK) {
+        dpro_iter_close(it);
+        it = NULL;
+    }
     if (rc != DPRO_OK)
         return job_task_fail(t, rc, "%s: %s", jr->path, dpro_reader_errmsg(jr->reader));
     for (;;) {
@@ -148,6 +157,8 @@ each_event(rank_task *t, int windowed, int quiet, event_fn fn, void *arg)
     }
     if (rc >= 0 && !quiet)
         jr->bad_batches = dpro_iter_bad_batches(it);
+    if (seen)
+        *seen = dpro_iter_kinds_seen(it);
     dpro_iter_close(it);
     if (rc < 0)
         return job_task_fail(t, rc, "out of memory reading %s", jr->path);
@@ -179,7 +190,7 @@ read_events(rank_task *t, size_t max_events)
 {
     job_rank *jr = t->jr;
     keep_all k = {.jr = jr, .max_events = max_events};
-    int rc = each_event(t, t->windowed, t->quiet_damage, keep_event, &k);
+    int rc = each_event(t, t->windowed, t->quiet_damage, UINT64_MAX, NULL, keep_event, &k);
     if (rc != 0)
         return rc;
     size_t cap = k.cap;
@@ -228,7 +239,6 @@ typedef struct keep_markers {
     job_rank *sub;
     size_t cap;
     period_collect kernels;
-    int allocations; /* an allocation or free met */
 } keep_markers;
 
 static int
@@ -237,7 +247,6 @@ keep_marker(void *arg, const dpro_event *e)
     keep_markers *k = arg;
     if (job_period_collect(&k->kernels, k->sub->reader, e) != 0)
         return DPRO_ERR_NOMEM;
-    k->allocations |= e->kind == DPRO_KIND_MEMORY;
     if (e->kind != DPRO_KIND_MARKER)
         return 0;
     return push_event(&k->sub->events, &k->sub->n_events, &k->cap, e) ? DPRO_ERR_NOMEM : 0;
@@ -258,10 +267,16 @@ job_scan_bounds(rank_task *t, const job_options *o)
     job_rank sub = {.rank = jr->rank, .path = jr->path};
     replay_rank_iters ri = {0};
     keep_markers km = {.sub = &sub, .kernels = {.on = t->scan_period}};
+    uint64_t seen = 0;
     int rc = reopen(t);
     if (rc == 0) {
         sub.reader = jr->reader;
-        rc = each_event(t, 0, 0, keep_marker, &km);
+        /* only what keep_marker looks at is ordered and handed out: the markers, and
+         * the kernels for the period scan; the kinds seen tell the allocations */
+        uint64_t kinds = UINT64_C(1) << DPRO_KIND_MARKER;
+        if (km.kernels.on)
+            kinds |= UINT64_C(1) << DPRO_KIND_KERNEL;
+        rc = each_event(t, 0, 0, kinds, &seen, keep_marker, &km);
     }
     if (rc != 0) {
         dpro_reader_detach(jr->reader);
@@ -274,7 +289,7 @@ job_scan_bounds(rank_task *t, const job_options *o)
     if (rc == 0) {
         t->method = ri.method;
         t->nb = ri.n;
-        t->allocations = km.allocations;
+        t->allocations = (seen >> DPRO_KIND_MEMORY) & 1;
         t->bstart = malloc((size_t)(ri.n > 0 ? ri.n : 1) * sizeof *t->bstart);
         t->bend = malloc((size_t)(ri.n > 0 ? ri.n : 1) * sizeof *t->bend);
         if (!t->bstart || !t->bend)

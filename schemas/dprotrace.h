@@ -651,6 +651,16 @@ int dpro_iter_open_range(dpro_reader *r, uint64_t t0_ns, uint64_t t1_ns, dpro_it
 int dpro_iter_next_sized(dpro_iter *it, dpro_event *ev, size_t ev_size);
 #define dpro_iter_next(it, ev) dpro_iter_next_sized((it), (ev), sizeof(dpro_event))
 
+/* Hands out only the events whose kind k has bit (1 << k) set in kinds (a kind of 64 or
+ * more: none); the others are still decoded and checked (a damaged batch is told as
+ * before) but neither ordered nor copied. Call it before the first dpro_iter_next.
+ * Returns DPRO_OK, or DPRO_ERR_ARG when it is NULL or has read a batch already. */
+int dpro_iter_set_kinds(dpro_iter *it, uint64_t kinds);
+
+/* The kinds (bit 1 << k for kind k < 64) of the events in the batches decoded so far,
+ * handed out or not; recorded only once dpro_iter_set_kinds has narrowed the kinds. */
+uint64_t dpro_iter_kinds_seen(const dpro_iter *it);
+
 /* Number of batches skipped as damaged so far. */
 uint64_t dpro_iter_bad_batches(const dpro_iter *it);
 

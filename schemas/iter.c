@@ -39,6 +39,8 @@ struct dpro_iter {
     open_batch spare[SPARE_ARRAYS]; /* event arrays of finished batches, for reuse */
     size_t nspare;
     uint64_t t0, t1; /* the time window: events overlapping [t0, t1] */
+    uint64_t kinds;  /* bit k set: events of kind k are handed out (kinds >= 64: never) */
+    uint64_t seen;   /* bit k set: a decoded batch held an event of kind k */
 };
 
 static int
@@ -119,6 +121,7 @@ dpro_iter_open_range(dpro_reader *r, uint64_t t0_ns, uint64_t t1_ns, dpro_iter *
     it->r = r;
     it->t0 = t0_ns;
     it->t1 = t1_ns;
+    it->kinds = UINT64_MAX;
     it->codec = dpro_codec_new();
     if (!it->codec)
         rc = DPRO_ERR_NOMEM;
@@ -291,6 +294,25 @@ check_batch(const dpro_reader *r, const batch_ref *ref, const open_batch *b, cha
     return rc;
 }
 
+/* Drops from a decoded (and checked) batch the events of kinds the iterator does not
+ * hand out, keeping the others in their order, and records every kind the batch held.
+ * Done before the batch is ordered: what is dropped is neither merged nor copied. */
+static void
+keep_kinds(dpro_iter *it, open_batch *b)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        uint64_t bit = b->events[i].kind < 64 ? UINT64_C(1) << b->events[i].kind : 0;
+        it->seen |= bit;
+        if (!(it->kinds & bit))
+            continue;
+        if (kept != i)
+            b->events[kept] = b->events[i];
+        kept++;
+    }
+    b->n = kept;
+}
+
 /* Decodes batch refs[next_ref] and pushes it on the heap. Returns DPRO_OK, or an error
  * for a damaged batch (which is skipped). */
 static int
@@ -337,6 +359,8 @@ open_next_batch(dpro_iter *it)
         recycle(it, b);
         return rc;
     }
+    if (it->kinds != UINT64_MAX)
+        keep_kinds(it, &b);
     if (b.n == 0) {
         recycle(it, b);
         return DPRO_OK;
@@ -396,6 +420,23 @@ dpro_iter_next_sized(dpro_iter *it, dpro_event *ev, size_t ev_size)
         if (keep)
             return 1;
     }
+}
+
+int
+dpro_iter_set_kinds(dpro_iter *it, uint64_t kinds)
+{
+    int rc = DPRO_OK;
+    if (!it || it->next_ref > 0)
+        rc = DPRO_ERR_ARG;
+    else
+        it->kinds = kinds;
+    return rc;
+}
+
+uint64_t
+dpro_iter_kinds_seen(const dpro_iter *it)
+{
+    return it ? it->seen : 0;
 }
 
 uint64_t

@@ -835,6 +835,80 @@ test_range(void)
     unlink(path);
 }
 
+/* dpro_iter_set_kinds hands out the events of the chosen kinds exactly as the whole
+ * iteration orders them, records every kind decoded, and is refused once a batch is read;
+ * a damaged batch is still told. */
+static void
+test_kinds(void)
+{
+    char path[512], err[DPRO_ERRBUF_SIZE];
+    dpro_writer *w = NULL;
+    dpro_writer_options o = {.batch_events = 300, .replace = 1};
+    dpro_reader *r = NULL;
+    dpro_iter *it = NULL;
+    dpro_event e;
+    enum { N = 3000 };
+    static const uint8_t kinds[] = {DPRO_KIND_KERNEL, DPRO_KIND_MARKER, DPRO_KIND_API,
+                                    DPRO_KIND_MEMORY, DPRO_KIND_MARKER};
+    path_in_tmp(path, sizeof path, "kinds.dpro");
+    CHECK(dpro_writer_open(path, &o, &w, err, sizeof err) == DPRO_OK);
+    if (!w)
+        return;
+    dpro_writer_set_meta(w, DPRO_META_SOURCE, "test");
+    for (size_t i = 0; i < N; i++) { /* kinds interleaved, some starting together */
+        test_event(&e, i / 2, 0);
+        e.kind = kinds[i % 5];
+        e.end_ns = e.start_ns + 300 + (i % 7) * 1000;
+        CHECK(dpro_writer_append(w, &e) == DPRO_OK);
+    }
+    CHECK(dpro_writer_close(w) == DPRO_OK);
+    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    if (!r)
+        return;
+    uint64_t want_start[N], want_end[N];
+    size_t nwant = 0;
+    CHECK(dpro_iter_open(r, &it) == DPRO_OK);
+    while (it && dpro_iter_next(it, &e) == 1)
+        if (e.kind == DPRO_KIND_MARKER && nwant < N) {
+            want_start[nwant] = e.start_ns;
+            want_end[nwant++] = e.end_ns;
+        }
+    CHECK(dpro_iter_kinds_seen(it) == 0); /* not narrowed: not recorded */
+    dpro_iter_close(it);
+    CHECK_EQ((long)nwant, (long)(2 * N / 5));
+    size_t got = 0, wrong = 0;
+    CHECK(dpro_iter_open(r, &it) == DPRO_OK);
+    CHECK(dpro_iter_set_kinds(it, UINT64_C(1) << DPRO_KIND_MARKER) == DPRO_OK);
+    while (it && dpro_iter_next(it, &e) == 1) {
+        wrong += e.kind != DPRO_KIND_MARKER || got >= nwant || e.start_ns != want_start[got] ||
+                 e.end_ns != want_end[got];
+        got++;
+    }
+    CHECK(wrong == 0);
+    CHECK_EQ((long)got, (long)nwant);
+    CHECK(dpro_iter_kinds_seen(it) ==
+          ((UINT64_C(1) << DPRO_KIND_KERNEL) | (UINT64_C(1) << DPRO_KIND_MARKER) |
+           (UINT64_C(1) << DPRO_KIND_API) | (UINT64_C(1) << DPRO_KIND_MEMORY)));
+    CHECK(dpro_iter_set_kinds(it, UINT64_MAX) == DPRO_ERR_ARG);
+    CHECK(dpro_iter_set_kinds(NULL, 0) == DPRO_ERR_ARG);
+    dpro_iter_close(it);
+    dpro_reader_close(r);
+    /* a damaged batch whose events are all dropped by the kinds is still told */
+    sql(path, "UPDATE batches SET data = zeroblob(40) WHERE id = 2");
+    CHECK(dpro_reader_open(path, &r, err, sizeof err) == DPRO_OK);
+    if (!r)
+        return;
+    int rc = 0, told = 0;
+    CHECK(dpro_iter_open(r, &it) == DPRO_OK);
+    CHECK(dpro_iter_set_kinds(it, UINT64_C(1) << DPRO_KIND_FLOW) == DPRO_OK);
+    while (it && (rc = dpro_iter_next(it, &e)) != 0)
+        told += rc < 0;
+    CHECK(told == 1 && dpro_iter_bad_batches(it) == 1);
+    dpro_iter_close(it);
+    dpro_reader_close(r);
+    unlink(path);
+}
+
 /* Every .dpro of ../shared/repro, opened as rank0-x-1.dpro in a directory of its own:
  * a clear error naming the file, or a correct answer. */
 static void
@@ -916,6 +990,7 @@ main(void)
     test_being_written();
     test_reader_during_writes();
     test_range();
+    test_kinds();
     test_repro_files();
     if (!tests_failed) {
         char cmd[300];
