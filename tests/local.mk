@@ -52,6 +52,9 @@ if HAVE_PYTHON3
 # dpro-info --kernels against an independent reading of the imported Kineto JSON
 dist_check_SCRIPTS += tests/unit/test_dpro_info_kernels.py
 TESTS += tests/unit/test_dpro_info_kernels.py
+# every README/docs link to a .md file and its #anchor resolves (GitHub's anchor rule)
+dist_check_SCRIPTS += tests/unit/test_doc_links.py
+TESTS += tests/unit/test_doc_links.py
 endif
 
 # bench_trace: write/read throughput and bytes per event; also writes the demo trace.
