@@ -509,6 +509,12 @@ parse_args(int argc, char **argv, args *a)
         usage(stderr);
         rc = 2;
     }
+    if (rc == OPT_NEXT && a->full_search && a->ro.fold) {
+        /* a folded run simulates its classes once each: there is no screen to turn off */
+        pr_err("--full-search: only with --no-fold (it turns off the screen of the "
+               "explicit search; a folded search has none)");
+        rc = 2;
+    }
     if (rc == OPT_NEXT) {
         a->so.progress = !a->quiet && isatty(2);
         a->dir = argv[optind];

@@ -130,6 +130,17 @@ def budget_cut(d):
                  r.stderr.decode(errors="replace").strip()[-200:]))
 
 
+def full_search_alone(d):
+    """--full-search without --no-fold: a usage error (exit 2) that names --no-fold, not an
+    option accepted and ignored."""
+    r = subprocess.run([OPTIMIZE, d, "--json", "-q", "--full-search"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    err = r.stderr.decode(errors="replace")
+    check(r.returncode == 2 and "--no-fold" in err and not r.stdout,
+          "--full-search without --no-fold: exit 2 (%d), stderr names --no-fold (%s)"
+          % (r.returncode, err.strip()[-200:]))
+
+
 def main():
     if missing((OPTIMIZE, GEN, BENCH_SCALE)):
         return 77
@@ -147,6 +158,7 @@ def main():
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
             compare(name, d, "80", folds)
         budget_cut(os.path.join(tmp, "jitter"))
+        full_search_alone(os.path.join(tmp, "jitter"))
         if os.path.isdir(KINETO) and not missing((IMPORT,)):
             for prefix, folds in (("128rank-sampled", False), ("a100-2rank", False)):
                 files = sorted(f for f in os.listdir(KINETO) if f.startswith(prefix))
