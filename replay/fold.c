@@ -227,12 +227,15 @@ rank_figures(fold_ctx *c)
     return 0;
 }
 
-/* The classes: rep[r], weight[rep], apart[rep]. Returns the number of classes or -1. */
+/* The classes into c: c->rep[r], c->weight[rep], c->apart[rep] (allocated by the caller,
+ * n_ranks + 1 entries). Returns the number of classes or -1 (out of memory). */
 static int32_t
-make_classes(fold_ctx *c, int32_t *rep, int32_t *weight, uint8_t *apart)
+make_classes(fold_ctx *c)
 {
     const dfg *g = c->g;
     const replay *rp = c->rp;
+    int32_t *rep = c->rep, *weight = c->weight;
+    uint8_t *apart = c->apart;
     uint64_t *hash = malloc(((size_t)g->n_ranks + 1) * sizeof *hash);
     int32_t *reps = malloc(((size_t)g->n_ranks + 1) * sizeof *reps);
     int32_t n_cls = 0;
@@ -331,7 +334,7 @@ fold_classes(replay *rp, fold_ctx *c)
         rc = rank_nodes_fill(g, &c->rn);
     if (rc == 0)
         rc = rank_figures(c);
-    return rc == 0 ? make_classes(c, c->rep, c->weight, c->apart) : -1;
+    return rc == 0 ? make_classes(c) : -1;
 }
 
 static void
