@@ -198,6 +198,7 @@ coll_constructor(void)
         errno = saved;
         return;
     }
+    coll_cpu_note_affinity(); /* the job's CPUs at its start (host_cpu_list) */
     coll_key_ok = pthread_key_create(&coll_thread_key, coll_thread_exit) == 0;
     pthread_atfork(coll_fork_prepare, coll_fork_parent, coll_fork_child);
     coll_install_sigterm();

@@ -1,12 +1,16 @@
 /*
  * cpuuse.c: what the process's host had and used, for the replay's host-share model
  * (docs/models.md, "Ranks sharing a host's CPUs"): the CPUs it may run on
- * (sched_getaffinity) and samples of its CPU time (CLOCK_PROCESS_CPUTIME_ID: user and
- * system, every thread) against CLOCK_MONOTONIC. Sampled by the writer thread after each
- * drain (every DPRO_DRAIN_MS to 4 x that), never on a hook's path; written as meta rows
- * when the file is finished: host_cpus (the count), host_cpu_list (which ones: a launcher
- * that binds each rank to a core leaves each one CPU, and only the set says whether two
- * ranks' CPUs are the same or not) and cpu_samples.
+ * (sched_getaffinity of the process, that is of its main thread, read when the collector
+ * starts: at load time, and in a forked child when its writer thread starts) and samples
+ * of its CPU time (CLOCK_PROCESS_CPUTIME_ID: user and system, every thread) against
+ * CLOCK_MONOTONIC. Sampled by the writer thread after each drain (every DPRO_DRAIN_MS to
+ * 4 x that), never on a hook's path; written as meta rows when the file is finished:
+ * host_cpus (the count), host_cpu_list (which ones: a launcher that binds each rank to a
+ * core leaves each one CPU, and only the set says whether two ranks' CPUs are the same or
+ * not), host_cpu_list_end (the process's set read again at the end, only where the job
+ * changed it) and cpu_samples. The writer thread's own set is not the job's: it keeps the
+ * set of the thread that started it, whatever the job's threads are bound to later.
  */
 #include "config.h"
 
@@ -15,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cpuset.h"
 #include "internal.h"
@@ -32,10 +37,41 @@ static struct {
                          * at every drain) */
 } coll_cpu;
 
+/* The process's CPUs as read at its start (coll_cpu_note_affinity). */
+static struct {
+    pid_t pid;  /* the process they were read in (0: not read) */
+    int count;  /* how many (0: the reading failed) */
+    char *list; /* their cpulist text, malloc'd, or NULL */
+} coll_cpu_start;
+
+/* The CPUs process pid may run on: their count, and their cpulist text in *list
+ * (malloc'd, the caller frees; NULL when memory ends). Returns 0 when the kernel does not
+ * say (no rows are written then). */
+static int
+coll_cpu_affinity(pid_t pid, char **list)
+{
+    size_t size = 0;
+    cpu_set_t *set = cpuset_affinity(pid, &size);
+    int count = set ? CPU_COUNT_S(size, set) : 0;
+    *list = set ? cpuset_list_text(set, size) : NULL;
+    CPU_FREE(set);
+    return count;
+}
+
+void
+coll_cpu_note_affinity(void)
+{
+    free(coll_cpu_start.list);
+    coll_cpu_start.pid = getpid();
+    coll_cpu_start.count = coll_cpu_affinity(coll_cpu_start.pid, &coll_cpu_start.list);
+}
+
 void
 coll_cpu_reset(void)
 {
     memset(&coll_cpu, 0, sizeof coll_cpu);
+    if (coll_cpu_start.pid != getpid())
+        coll_cpu_note_affinity(); /* a forked child: its own start */
     coll_cpu_sample(1);
 }
 
@@ -70,15 +106,15 @@ coll_cpu_write_meta(dpro_writer *w)
 {
     static char buf[COLL_CPU_SAMPLES * COLL_CPU_SAMPLE_TEXT + 1];
     size_t len = 0;
-    size_t size = 0;
-    cpu_set_t *set = cpuset_affinity(0, &size); /* none: no host_cpus, the job goes on */
-    char *list = set ? cpuset_list_text(set, size) : NULL;
-    if (set)
-        dpro_writer_set_meta_int(w, DPRO_META_HOST_CPUS, CPU_COUNT_S(size, set));
-    if (list)
-        dpro_writer_set_meta(w, DPRO_META_HOST_CPU_LIST, list);
-    free(list);
-    CPU_FREE(set);
+    char *end = NULL;
+    int end_count = coll_cpu_affinity(getpid(), &end);
+    if (coll_cpu_start.count > 0) /* none: no host_cpus, the job goes on */
+        dpro_writer_set_meta_int(w, DPRO_META_HOST_CPUS, coll_cpu_start.count);
+    if (coll_cpu_start.list)
+        dpro_writer_set_meta(w, DPRO_META_HOST_CPU_LIST, coll_cpu_start.list);
+    if (end_count > 0 && end && coll_cpu_start.list && strcmp(end, coll_cpu_start.list) != 0)
+        dpro_writer_set_meta(w, DPRO_META_HOST_CPU_LIST_END, end); /* the job rebound */
+    free(end);
     coll_cpu_sample(1);
     for (int i = 0; i < coll_cpu.n && len + COLL_CPU_SAMPLE_TEXT < sizeof buf; i++)
         len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%lld:%lld", i ? "," : "",

@@ -120,16 +120,23 @@ COLL_HIDDEN dpro_writer *coll_open_output(void);
 
 /* ---- cpuuse.c ----------------------------------------------------------------------- */
 
+/* Reads the CPUs the process (its main thread) may run on, for host_cpus and
+ * host_cpu_list: at load time (core.c's constructor; one sched_getaffinity, which never
+ * blocks), and again from coll_cpu_reset in a forked child. */
+COLL_HIDDEN void coll_cpu_note_affinity(void);
+
 /* Forgets the samples (a new writer thread: the process's start, a forked child's) and
- * takes the first. Writer thread only, as are the two below. */
+ * takes the first; in a forked child, reads its CPUs (coll_cpu_note_affinity). Writer
+ * thread only, as are the two below. */
 COLL_HIDDEN void coll_cpu_reset(void);
 
 /* Samples the process's CPU time against CLOCK_MONOTONIC; unless force, only when the
  * last kept sample is old enough (the spacing grows as the samples fill up). */
 COLL_HIDDEN void coll_cpu_sample(int force);
 
-/* Writes the meta rows host_cpus (the CPUs the process may run on), host_cpu_list (which
- * ones, "0-3,8-11") and cpu_samples
+/* Writes the meta rows host_cpus (the CPUs the process may run on, as read at its start),
+ * host_cpu_list (which ones, "0-3,8-11"), host_cpu_list_end (the process's CPUs read now,
+ * only where they differ from the start's) and cpu_samples
  * ("T:C,T:C,...": CLOCK_MONOTONIC us, the process's CPU time us), a last sample taken. */
 COLL_HIDDEN void coll_cpu_write_meta(dpro_writer *w);
 

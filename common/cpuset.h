@@ -3,8 +3,8 @@
  * cpulist text of a set ("0-3,8-11"). A cpu_set_t holds CPU_SETSIZE (1,024) CPUs, and
  * sched_getaffinity refuses it (EINVAL) on a host with more; these sets are CPU_ALLOC'd
  * and grown until the kernel's mask fits, as glibc's CPU_SET(3) and util-linux's taskset
- * do. Used by the collector at the end of a job (collector/cpuuse.c: meta host_cpus and
- * host_cpu_list) and by simrun --bind-cpus.
+ * do. Used by the collector at its start and at the end of a job (collector/cpuuse.c:
+ * meta host_cpus, host_cpu_list, host_cpu_list_end) and by simrun --bind-cpus.
  *
  * Header-only, as bytes.h: the collector links no common library.
  */

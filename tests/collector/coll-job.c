@@ -19,6 +19,11 @@
  *                     S names the stream: "stream" (a created one, the default), "legacy"
  *                     (0) or "perthread" (cudaStreamPerThread)
  *   rate N R          N launches paced at R per second (busy pacing, one thread)
+ *   rebind N WHEN     binds its main thread to the lowest CPU it may run on, before its
+ *                     first launch (WHEN "early": after the collector's start, before the
+ *                     writer thread's) or after N launches ("late": the writer thread
+ *                     started on the wider set), then N launches more: prints
+ *                     "rebound=CPU" (-1: one CPU only, nothing changed)
  *   churn N           N rounds: a stream created, two launches on it, the stream
  *                     destroyed (its handle is the next round's, malloc's reuse, with a
  *                     new id; no other stream named between), then one launch on the
@@ -32,6 +37,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -197,6 +203,26 @@ job_churn(int n)
     return done + job_launches(1);
 }
 
+/* Binds the calling thread to the lowest CPU it may run on. Returns that CPU, or -1 when
+ * it may run on one only (or the kernel does not say). */
+static int
+job_bind_lowest(void)
+{
+    cpu_set_t set;
+    int cpu = -1;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 1) {
+        for (int i = 0; cpu < 0 && i < CPU_SETSIZE; i++)
+            if (CPU_ISSET(i, &set))
+                cpu = i;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(0, sizeof set, &set) != 0)
+            cpu = -1;
+    }
+    return cpu;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -215,6 +241,9 @@ main(int argc, char **argv)
         printf("cudaMallocHost=%d\n", cm ? cm(&p, 16) : -1);
         return 0;
     }
+    int rebind_late = argc > 3 && strcmp(argv[3], "late") == 0, rebound = -1;
+    if (strcmp(mode, "rebind") == 0 && !rebind_late)
+        rebound = job_bind_lowest(); /* before the first hook: the writer starts on it */
     if (cudaStreamCreate(&job_stream) != cudaSuccess)
         return 1;
     if (strcmp(mode, "launches") == 0) {
@@ -276,6 +305,13 @@ main(int argc, char **argv)
             return 2;
         }
         return job_bench(n);
+    } else if (strcmp(mode, "rebind") == 0) {
+        if (rebind_late) {
+            done = job_launches(n);
+            rebound = job_bind_lowest();
+        }
+        done += job_launches(n);
+        printf("rebound=%d\n", rebound);
     } else if (strcmp(mode, "churn") == 0) {
         done = job_churn(n);
     } else if (strcmp(mode, "rate") == 0) {

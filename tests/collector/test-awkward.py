@@ -2,11 +2,13 @@
 do-nothing libcudart, no libnccl): errno, fork (follow and stop), forks while a writer
 thread is starting (120 children forking a grandchild 0-200 us after their first hook: no
 grandchild hangs, each writes its trace), exec, a thread that exits early, SIGKILL,
-SIGTERM, a full disk (RLIMIT_FSIZE), an unwritable output directory, and missing
-libraries (hooks answer an error code, never crash)."""
+SIGTERM, a full disk (RLIMIT_FSIZE), an unwritable output directory, missing libraries
+(hooks answer an error code, never crash), and a job that binds itself to one CPU (the
+host_cpu_list meta row is the process's set at the collector's start)."""
 import os
 import resource
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -149,6 +151,50 @@ else:
 out = ct.tmpdir()
 r = ct.run(["/bin/true"], env=ct.env_with(out))
 ct.check(r.returncode == 0 and ct.traces(out) == [], "no CUDA calls, no trace file")
+
+
+
+def cpu_list(cpus):
+    """Linux's cpulist text of a set of CPU ids ("0-3,8")."""
+    runs = []
+    for c in sorted(cpus):
+        if runs and runs[-1][1] == c - 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in runs)
+
+
+def meta_rows(path):
+    """The meta table of a trace file, read-only."""
+    db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+    rows = dict(db.execute("SELECT key, value FROM meta"))
+    db.close()
+    return rows
+
+
+# the CPUs in host_cpus / host_cpu_list are the process's at the collector's start, not
+# the writer thread's at the end: a job that binds its main thread to one CPU before its
+# first hook (the writer thread then starts on that CPU) or after it (the writer keeps the
+# wider set) has the start's set there, and the set it ended with in host_cpu_list_end
+start = os.sched_getaffinity(0)
+for when in ("early", "late"):
+    out = ct.tmpdir()
+    r = ct.run([JOB, "rebind", "5", when], env=ct.env_with(out))
+    files = ct.traces(out)
+    meta = meta_rows(files[0]) if len(files) == 1 else {}
+    cpu = int(r.stdout.split("rebound=")[1].split()[0]) if "rebound=" in r.stdout else -2
+    print("rebind %s: rebound=%d, host_cpus %s, host_cpu_list %s, host_cpu_list_end %s"
+          % (when, cpu, meta.get("host_cpus"), meta.get("host_cpu_list"),
+             meta.get("host_cpu_list_end")))
+    ct.check(r.returncode == 0 and meta.get("host_cpus") == str(len(start)) and
+             meta.get("host_cpu_list") == cpu_list(start),
+             "rebind %s: host_cpus and host_cpu_list are the start's, %d: %s" % (
+                 when, len(start), cpu_list(start)))
+    want_end = str(cpu) if cpu >= 0 else None
+    ct.check(meta.get("host_cpu_list_end") == want_end,
+             "rebind %s: host_cpu_list_end %s (the set at the end where it differs)" % (
+                 when, want_end))
 
 # files are not world-readable or writable
 out = ct.tmpdir()
