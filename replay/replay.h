@@ -241,10 +241,12 @@ int64_t replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64
  * arrival of n_to ranks is a draw of F plus a stall D, D 0 with probability 1 - stall_p
  * and else uniform on (0, stall_ns] (the rest of a timeslice the rank's thread waits
  * for its core), drawn independently for every rank and collective; the wait is the
- * expected maximum of n_to such draws less that of n_from draws of F (the traced
- * arrivals, their own stalls in F); with fewer than REPLAY_RANK_WAIT_MIN_SAMPLES
- * arrivals (folded ranks: one arrival a class) F is taken as 0, the stalls alone. stall_p
- * 0 or stall_ns 0 is replay_rank_wait.
+ * expected maximum of n_to such draws, less D's mean (stall_p stall_ns / 2: the stretch
+ * of the ranks' host time, hostshare_apply, already holds their time off the cores on
+ * average; the stalls add how unevenly it falls on the ranks), less the expected maximum
+ * of n_from draws of F (the traced arrivals, their own stalls in F); with fewer than
+ * REPLAY_RANK_WAIT_MIN_SAMPLES arrivals (folded ranks: one arrival a class) F is taken
+ * as 0, the stalls alone. stall_p 0 or stall_ns 0 is replay_rank_wait.
  * Returns as replay_rank_wait, and -1 also when stall_p is outside [0, 1] or stall_ns
  * below 0. */
 int64_t replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1,

@@ -237,8 +237,12 @@ replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64
         n_to > n_from) {
         double e;
         qsort(v, m, sizeof *v, order_double);
-        e = (stall_p > 0 && stall_ns > 0 ? expected_max_stalled(v, m, n_to, stall_p, stall_ns)
-                                         : expected_max(v, m, n_to)) -
+        /* the stalls less their mean, p a / 2: the host-share stretch (hostshare_apply)
+         * already gives the ranks' host time its time off the cores on average, so the
+         * stalls add only how unevenly they fall on the ranks at a collective */
+        e = (stall_p > 0 && stall_ns > 0
+                 ? expected_max_stalled(v, m, n_to, stall_p, stall_ns) - stall_p * stall_ns / 2
+                 : expected_max(v, m, n_to)) -
             expected_max(v, m, n_from);
         rc = e > 0 ? (int64_t)llround(e) : 0;
     }

@@ -155,7 +155,7 @@ PROFILES = ["a100", "h100", "h200"]
 RANKS = 2
 MORE_RANKS = 8  # FIDELITY_MORE_RANKS, read by main()
 MORE_RANKS_BATCH = 4  # the more-ranks kind's job: the drawn batch times this
-MAX_BATCH_DOUBLINGS = 3  # device_bound_args: the most a cross-node pair's batch is doubled
+MAX_BATCH_DOUBLINGS = 4  # device_bound_args: the most a cross-node pair's batch is doubled
 # The network between simulated nodes as its datasheet gives it: one NIC per GPU, its line
 # rate in GB/s (DGX A100: ConnectX-6 HDR 200 Gb/s; DGX H100: ConnectX-7 NDR 400 Gb/s; H200
 # systems as H100's); the line_rate_* columns. The prediction gets what measure_network
