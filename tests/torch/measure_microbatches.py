@@ -29,6 +29,16 @@ against A's, the applied run's against its own synchronised micro-batch: within 
 so the machine's load cancels), and B's synchronised micro-batch against A's forward and
 backward (across two runs: the load does not cancel).
 
+Then each step cut at its batch copies (step_parts; the same timelines): the time to the
+first copy (the optimizer and the host making the batch), from each copy to the next
+(a whole micro-batch with the next batch's making) and from the last copy to the step's
+end (the synchronised micro-batch with its all-reduce and the copies back), and the
+longest call of the last micro-batch's backward thread (the backward's stall, if any):
+for A, for the plan's iteration (whose extra micro-batches are added analytically, so the
+plan's extra micro-batch is set against B's copy-to-copy part) and for B; pooled, the
+plan's synchronised micro-batch against B's and the plan's extra against B's no_sync()
+one (docs/figures.md, "Where the DDP memory budget's prediction is long").
+
 Needs the build tree (top_builddir, default the working directory) for dpro-optimize and
 dpro-export. Written for the DDP memory-budget case (docs/figures.md, "Three runs in a row,
 pooled"). Not a test."""
@@ -92,6 +102,36 @@ def parts(path):
     return mbs, (got[0][1] + got[1][1]) / 2
 
 
+def step_parts(path):
+    """Per step of both ranks (medians over the steps with the most common count of batch
+    copies, then the mean over the ranks): [the step, the time to its first batch copy, from
+    each copy to the next, from the last copy to the step's end, the longest call of the
+    backward thread after the last copy] in us; None without steps that copy a batch."""
+    got = []
+    for pid in (0, 1):
+        rows = []
+        for dur, inside, names in measure_step_calls.step_events(path, pid):
+            main = [e for e in inside if names.get(e["tid"], "").startswith("python") and e["dur"] > 0]
+            bwd = [e for e in inside
+                   if names.get(e["tid"], "").startswith("pt_autograd") and e["dur"] > 0]
+            copies = [e["ts"] for e in main if e["name"] == "cudaMemcpyAsync"
+                      and e.get("args", {}).get("bytes", 0) >= BATCH_COPY_BYTES]
+            last = [e["dur"] for e in bwd if copies and e["ts"] >= copies[-1]]
+            if not copies or not last:
+                continue  # not a training step
+            t0 = inside[0]["ts"]
+            rows.append([dur, copies[0] - t0] + [b - a for a, b in zip(copies, copies[1:])]
+                        + [t0 + dur - copies[-1], max(last)])
+        if not rows:
+            return None
+        n = statistics.mode(len(r) for r in rows)
+        keep = [r for r in rows if len(r) == n]
+        got.append([statistics.median(r[i] for r in keep) for i in range(n)])
+    if len(got[0]) != len(got[1]):
+        return None
+    return [(a + b) / 2 for a, b in zip(*got)]
+
+
 def realised(out_dir):
     """The loop's statistic for one run: the mean over the ranks of the median step."""
     meds = []
@@ -131,6 +171,9 @@ def pair(base, opt_args, advice):
     pb, _ = parts(b + ".json")
     if pa and pp and pb and len(pb) >= 2:
         out["parts"] = dict(micro=pred - plan_step, a=pa[0], plan=pp[0], b1=pb[0], b2=pb[-1])
+    sa, sp, sb = step_parts(a + ".json"), step_parts(plan_json), step_parts(b + ".json")
+    if sa and sp and sb and len(sb) >= 5:
+        out["steps"] = dict(a=sa, plan=sp, b=sb, micro=pred - sp[0])
     return out
 
 
@@ -163,6 +206,15 @@ def main():
                          "B sync %s" % (q["micro"], fb(q["a"]), fb(q["plan"]), fb(q["b1"]),
                                         fb(q["b2"])))
             print(line)
+            t = p.get("steps")
+            if t:
+                print("  step parts us: A %.0f (to copy %.0f, copy to end %.0f, longest backward "
+                      "call %.0f); plan %.0f (to copy %.0f, copy to end %.0f) + extra micro-batch "
+                      "%.0f; B %.0f (to copy %.0f, copy to copy %s, last copy to end %.0f, its "
+                      "longest backward call %.0f)"
+                      % (t["a"][0], t["a"][1], t["a"][-2], t["a"][-1], t["plan"][0], t["plan"][1],
+                         t["plan"][-2], t["micro"], t["b"][0], t["b"][1],
+                         " ".join("%.0f" % x for x in t["b"][2:-2]), t["b"][-2], t["b"][-1]))
     if not rows:
         return 1
     med = statistics.median
@@ -185,6 +237,16 @@ def main():
                       [r["b2"][0] / r["a"][0] for r in q]),
                      ("applied: synchronised backward / A's (across runs)",
                       [r["b2"][1] / r["a"][1] for r in q])):
+        if xs:
+            print("  %-60s median %.3f (%.2f-%.2f)" % (what, med(xs), min(xs), max(xs)))
+    t = [r["steps"] for r in rows if r.get("steps")]
+    for what, xs in (("plan: synchronised micro-batch (copy to end) / B's",
+                      [r["plan"][-2] / r["b"][-2] for r in t]),
+                     ("plan: extra micro-batch / B's no_sync() one (copy to copy)",
+                      [r["micro"] / r["b"][2] for r in t]),
+                     ("plan: to the first copy / B's", [r["plan"][1] / r["b"][1] for r in t]),
+                     ("A's longest backward call / B's synchronised one's",
+                      [r["a"][-1] / r["b"][-1] for r in t])):
         if xs:
             print("  %-60s median %.3f (%.2f-%.2f)" % (what, med(xs), min(xs), max(xs)))
     return 0
