@@ -246,7 +246,8 @@ int64_t replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64
  * average; the stalls add how unevenly it falls on the ranks), less the expected maximum
  * of n_from draws of F (the traced arrivals, their own stalls in F); with fewer than
  * REPLAY_RANK_WAIT_MIN_SAMPLES arrivals (folded ranks: one arrival a class) F is taken
- * as 0, the stalls alone. stall_p 0 or stall_ns 0 is replay_rank_wait.
+ * as 0, the stalls alone. Never below replay_rank_wait's wait (the stalls' part is taken
+ * as an increment on it); stall_p 0 or stall_ns 0 is replay_rank_wait.
  * Returns as replay_rank_wait, and -1 also when stall_p is outside [0, 1] or stall_ns
  * below 0. */
 int64_t replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1,

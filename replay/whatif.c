@@ -183,7 +183,8 @@ pool_jitter(const dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1, 
 #define STALL_CELLS 4096
 
 /* The expected maximum of k independent draws of v_I + D (I uniform over the m sorted
- * values v, D 0 with probability 1 - p and else uniform on (0, a], a > 0): E[max] = lo +
+ * values v, D 0 with probability 1 - p and else uniform on (0, a], a > 0; p 0: of v_I
+ * alone, on the same cells as with p > 0): E[max] = lo +
  * integral from lo to hi of (1 - G(x)^k), G the CDF of one draw, by the midpoint rule
  * over STALL_CELLS cells, with at most STALL_VALUES values (the sorted v at their
  * quantiles). */
@@ -239,11 +240,16 @@ replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64
         qsort(v, m, sizeof *v, order_double);
         /* the stalls less their mean, p a / 2: the host-share stretch (hostshare_apply)
          * already gives the ranks' host time its time off the cores on average, so the
-         * stalls add only how unevenly they fall on the ranks at a collective */
-        e = (stall_p > 0 && stall_ns > 0
-                 ? expected_max_stalled(v, m, n_to, stall_p, stall_ns) - stall_p * stall_ns / 2
-                 : expected_max(v, m, n_to)) -
-            expected_max(v, m, n_from);
+         * stalls add only how unevenly they fall on the ranks at a collective. That is
+         * taken as the integral with the stalls less the same integral without them (the
+         * same values and cells, so the integral's own error cancels) and added to the
+         * exact expected_max: never below the jitter's wait, as the true expectation is
+         * not (the latest sum is at least the latest v plus a stall independent of it). */
+        double spread = 0;
+        if (stall_p > 0 && stall_ns > 0)
+            spread = expected_max_stalled(v, m, n_to, stall_p, stall_ns) -
+                     expected_max_stalled(v, m, n_to, 0, stall_ns) - stall_p * stall_ns / 2;
+        e = expected_max(v, m, n_to) + (spread > 0 ? spread : 0) - expected_max(v, m, n_from);
         rc = e > 0 ? (int64_t)llround(e) : 0;
     }
     if (rc >= 0) {
