@@ -119,7 +119,10 @@ def step_parts(path):
             last = [e["dur"] for e in bwd if copies and e["ts"] >= copies[-1]]
             if not copies or not last:
                 continue  # not a training step
-            t0 = inside[0]["ts"]
+            # the step's start: its closing synchronize's end (step_events' boundary) less
+            # its length; the first event inside starts later (host time with no call)
+            t0 = max(e["ts"] + e["dur"] for e in inside if e["name"] == "cudaDeviceSynchronize"
+                     and names.get(e["tid"]) == "python") - dur
             rows.append([dur, copies[0] - t0] + [b - a for a, b in zip(copies, copies[1:])]
                         + [t0 + dur - copies[-1], max(last)])
         if not rows:
