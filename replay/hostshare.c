@@ -294,7 +294,8 @@ rank_demand(const replay *rp, int32_t r, hostshare *hs, double *demand)
 
 /* Indexes the present ranks' hosts (hs->host, hs->n_hosts) by their host meta row and
  * gives each host its CPUs (hs->host_cpus, hs->hosts_listed, hostshare_cpus_count of its
- * ranks; hs->cpus_note says the first list not used) and each rank its host's (hs->cores).
+ * ranks' lists: host_cpu_list_end where a rank has a usable one, else host_cpu_list;
+ * hs->cpus_note says the first list not used) and each rank its host's (hs->cores).
  * Returns 0 or -1 out of memory. */
 static int
 index_hosts(const replay *rp, hostshare *hs)
@@ -302,6 +303,7 @@ index_hosts(const replay *rp, hostshare *hs)
     hmap idx;
     int rc = hmap_init(&idx, 16);
     hostshare_cpus *cpus = NULL;
+    uint64_t set[HOSTSHARE_CPU_MAX / 64];
     char why[160];
     for (int32_t r = 0; rc == 0 && r < hs->n_ranks; r++) {
         const job_rank *jr = &rp->job.ranks[r];
@@ -323,8 +325,19 @@ index_hosts(const replay *rp, hostshare *hs)
         const job_rank *jr = &rp->job.ranks[r];
         if (hs->host[r] < 0)
             continue;
-        if (hostshare_cpus_add(&cpus[hs->host[r]], job_rank_meta_int(jr, JOB_META_HOST_CPUS, 0),
-                               job_rank_meta(jr, JOB_META_HOST_CPU_LIST), why, sizeof why) != 0 &&
+        /* the CPUs at the file's end where the job rebound itself after the collector's
+         * start (its iterations ran there), else those at its start */
+        const char *list = job_rank_meta(jr, JOB_META_HOST_CPU_LIST_END);
+        int64_t count = list ? hostshare_parse_cpu_list(list, set, why, sizeof why) : -1;
+        if (list && count < 0 && !hs->cpus_note[0])
+            snprintf(hs->cpus_note, sizeof hs->cpus_note,
+                     "%s: meta host_cpu_list_end not used: %s (host_cpu_list taken)", jr->path,
+                     why);
+        if (count < 0) {
+            list = job_rank_meta(jr, JOB_META_HOST_CPU_LIST);
+            count = job_rank_meta_int(jr, JOB_META_HOST_CPUS, 0);
+        }
+        if (hostshare_cpus_add(&cpus[hs->host[r]], count, list, why, sizeof why) != 0 &&
             !hs->cpus_note[0])
             snprintf(hs->cpus_note, sizeof hs->cpus_note,
                      "%s: meta host_cpu_list not used: %s (its host's CPUs taken as the most "

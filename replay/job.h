@@ -240,13 +240,14 @@ typedef struct job_options {
  * (job_share.c), so a key read through job_rank_meta arrives there; the rank, world
  * size and job id, read as the files are opened, travel with the files' outcomes. */
 typedef enum job_meta_key {
-    JOB_META_HOST,          /* job_rank.host: hostshare.c, the report */
-    JOB_META_SOURCE,        /* a legacy import (build.c) */
-    JOB_META_HOST_CPUS,     /* the host-share model (hostshare.c) */
-    JOB_META_CPU_SAMPLES,   /* its samples (hostshare.c) */
-    JOB_META_COMMAND,       /* the framework (optimizer/framework_detect.c) */
-    JOB_META_HOST_CPU_LIST, /* the host-share model: which CPUs (hostshare.c) */
-    JOB_META_KEYS           /* their count */
+    JOB_META_HOST,              /* job_rank.host: hostshare.c, the report */
+    JOB_META_SOURCE,            /* a legacy import (build.c) */
+    JOB_META_HOST_CPUS,         /* the host-share model (hostshare.c) */
+    JOB_META_CPU_SAMPLES,       /* its samples (hostshare.c) */
+    JOB_META_COMMAND,           /* the framework (optimizer/framework_detect.c) */
+    JOB_META_HOST_CPU_LIST,     /* the host-share model: which CPUs (hostshare.c) */
+    JOB_META_HOST_CPU_LIST_END, /* ... which CPUs at the end, where the job rebound itself */
+    JOB_META_KEYS               /* their count */
 } job_meta_key;
 
 /* job.c: the names of the meta keys, in job_meta_key's order, then NULL (for

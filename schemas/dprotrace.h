@@ -379,8 +379,9 @@ typedef struct dpro_comm_info {
  * takes a host's CPUs as the union of its ranks' lists (ranks bound to one core each). */
 #define DPRO_META_HOST_CPU_LIST "host_cpu_list"
 /* ... the process's CPUs read again when the file is finished, in the same spelling; only
- * where they differ from host_cpu_list (the job bound itself after the collector's start).
- * Informational: the replay reads host_cpu_list. */
+ * where they differ from host_cpu_list (the job bound itself after the collector's start,
+ * as a script calling os.sched_setaffinity at its top does); the host-share model takes
+ * these, the set the job's iterations ran under, over host_cpu_list. */
 #define DPRO_META_HOST_CPU_LIST_END "host_cpu_list_end"
 #define DPRO_META_CPU_SAMPLES "cpu_samples" /* the host's CPU use sampled while tracing */
 

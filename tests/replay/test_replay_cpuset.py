@@ -13,7 +13,11 @@ A job of 3 ranks on the simulated device, recorded under the collector with `sim
   - the same traces without the host_cpu_list rows (an older collector): the host has the
     most host_cpus of its ranks, 1, as before, nothing said;
   - a malformed row in one trace ("0-", or one naming 3 CPUs where host_cpus says 1): said
-    once with the file (cpus_note and on stderr), the host taken as 1 CPU, exit 0.
+    once with the file (cpus_note and on stderr), the host taken as 1 CPU, exit 0;
+  - a job that bound itself after the collector's start (every trace's host_cpu_list the 2
+    CPUs, host_cpu_list_end the first of them, as the collector writes it for a script
+    that calls os.sched_setaffinity at its top): the host has the end lists' 1 CPU; a
+    malformed host_cpu_list_end is said and the start's lists taken (2 CPUs).
 
 Skipped (77) without the simulated device or with fewer than 2 CPUs to run on.
 """
@@ -68,6 +72,17 @@ def set_list(d, rank, value):
                 db.execute("UPDATE meta SET value = ? WHERE key = 'host_cpu_list'", (value,))
             db.commit()
         db.close()
+
+
+def set_meta(d, key, value):
+    """Sets key's meta row to value in every trace in d."""
+    for f in os.listdir(d):
+        if f.endswith(".dpro"):
+            db = sqlite3.connect(os.path.join(d, f))
+            db.execute("DELETE FROM meta WHERE key = ?", (key,))
+            db.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (key, value))
+            db.commit()
+            db.close()
 
 
 def host_share(d):
@@ -135,6 +150,24 @@ def main():
                   "host_cpu_list" in hs.get("cpus_note", "") and
                   err.count("host_cpu_list not used") == 1,
                   "a bad list %r: said once, the most host_cpus" % bad)
+
+        rebound = os.path.join(tmp, "rebound")
+        shutil.copytree(d, rebound)
+        set_meta(rebound, "host_cpus", "2")
+        set_meta(rebound, "host_cpu_list", "%d,%d" % (allowed[0], allowed[1]))
+        set_meta(rebound, "host_cpu_list_end", str(allowed[0]))
+        rc, hs, line, err = host_share(rebound)
+        print("rebound: status %d, host_cpus %s, note %r" % (
+            rc, hs.get("host_cpus"), hs.get("cpus_note")))
+        check(rc == 0 and hs.get("host_cpus") == [1] and hs.get("hosts_cpus_from_lists") == 1 and
+              "cpus_note" not in hs, "a job that rebound itself: the end lists' CPUs")
+        set_meta(rebound, "host_cpu_list_end", "1-0")
+        rc, hs, line, err = host_share(rebound)
+        print("rebound, bad end list: status %d, host_cpus %s, note %r" % (
+            rc, hs.get("host_cpus"), hs.get("cpus_note")))
+        check(rc == 0 and hs.get("host_cpus") == [2] and
+              "host_cpu_list_end not used" in hs.get("cpus_note", ""),
+              "a malformed end list: said, the start's lists taken")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return exit_status()
