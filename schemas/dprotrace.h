@@ -405,6 +405,13 @@ typedef struct dpro_writer_options {
                               events into the file), the close syncs the file once; for
                               writers that can write the trace again after a machine's
                               crash, such as importers. 0: each flush is on disk */
+    /* private_until_close, non-zero: nobody opens the trace before its close (it is written
+     * under a temporary name and renamed, as importers do): no -wal or -journal file, the
+     * file locked once, nothing synced before the close, whose commit of the mark of a
+     * whole trace syncs the file once (sync_at_close implied). A process killed before the
+     * close leaves a file not marked complete, or not a database at all: readers say it
+     * ends early, or refuse it; none reads it as whole. */
+    int private_until_close;
 } dpro_writer_options;
 
 /* Creates the trace file at path and writes the schema and the schema version. A file

@@ -62,6 +62,7 @@ struct dpro_writer {
     char *path;
     int dirfd;         /* the directory, when SQLite has it as /proc/self/fd/N/NAME; else -1 */
     int sync_at_close; /* dpro_writer_options.sync_at_close */
+    int private_file;  /* dpro_writer_options.private_until_close */
     sqlite3_stmt *ins_batch, *ins_string, *ins_meta;
     dpro_codec *codec;
     dpro_deflater *strings_z; /* compresses string blocks; made on the first one */
@@ -182,8 +183,9 @@ sql_compact(const char *sql, size_t len)
 
 /* Runs the part of the schema that every trace has, trace.sql up to ON_FIRST_USE_MARK,
  * after setting the page size (which only a new, empty database takes), and keeps the rest
- * in w->lazy_sql for create_table. On failure *err may receive a message the caller frees
- * with sqlite3_free. */
+ * in w->lazy_sql for create_table. A private writer skips the schema's leading PRAGMAs
+ * (WAL mode, its sync level): it has set its own modes. On failure *err may receive a
+ * message the caller frees with sqlite3_free. */
 static int
 create_schema(dpro_writer *w, uint32_t page_size, char **err)
 {
@@ -192,13 +194,18 @@ create_schema(dpro_writer *w, uint32_t page_size, char **err)
     const char *mark = strstr(dpro_trace_sql, ON_FIRST_USE_MARK);
     size_t len = mark ? (size_t)(mark - dpro_trace_sql) : strlen(dpro_trace_sql);
     char *sql = sql_compact(dpro_trace_sql, len);
+    const char *run = sql;
 
     w->lazy_sql = sql_compact(dpro_trace_sql + len, strlen(dpro_trace_sql + len));
     if (!sql || !w->lazy_sql)
         rc = DPRO_ERR_NOMEM;
+    while (rc == DPRO_OK && w->private_file && !strncmp(run, "PRAGMA", 6) && strchr(run, ';')) {
+        run = strchr(run, ';') + 1;
+        run += strspn(run, " \n");
+    }
     snprintf(pragma, sizeof pragma, "PRAGMA page_size = %u;", page_size);
     if (rc == DPRO_OK && (sqlite3_exec(w->db, pragma, NULL, NULL, err) != SQLITE_OK ||
-                          sqlite3_exec(w->db, sql, NULL, NULL, err) != SQLITE_OK))
+                          sqlite3_exec(w->db, run, NULL, NULL, err) != SQLITE_OK))
         rc = DPRO_ERR_IO;
     free(sql);
     return rc;
@@ -295,10 +302,16 @@ dpro_writer_open_sized(const char *path, const dpro_writer_options *user_opts, s
         sqlite3_busy_timeout(w->db, WRITE_LOCK_WAIT_MS);
     }
     /* sync_at_close: nothing synced from the file's creation on (the schema sets its own
-     * synchronous mode, overridden again after it) */
-    if (rc == DPRO_OK && o.sync_at_close) {
+     * synchronous mode, overridden again after it). A private file: no -wal, and no
+     * journal file either (a failed transaction still rolls back, from memory); one lock,
+     * held to the close, instead of a lock and an unlock a transaction */
+    if (rc == DPRO_OK && (o.sync_at_close || o.private_until_close)) {
         w->sync_at_close = 1;
-        if (sqlite3_exec(w->db, "PRAGMA synchronous = OFF", NULL, NULL, &err) != SQLITE_OK)
+        w->private_file = o.private_until_close != 0;
+        if (sqlite3_exec(w->db, "PRAGMA synchronous = OFF", NULL, NULL, &err) != SQLITE_OK ||
+            (w->private_file &&
+             sqlite3_exec(w->db, "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = MEMORY",
+                          NULL, NULL, &err) != SQLITE_OK))
             rc = DPRO_ERR_IO;
     }
     if (rc == DPRO_OK)
@@ -769,6 +782,10 @@ dpro_writer_close(dpro_writer *w)
         return DPRO_OK;
     if (w->db && w->ins_batch) {
         rc = dpro_writer_flush(w);
+        /* a private file's one sync: the commit of the mark below syncs the whole file */
+        if (rc == DPRO_OK && w->private_file &&
+            sqlite3_exec(w->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL) != SQLITE_OK)
+            rc = writer_fail(w, DPRO_ERR_IO, "syncing the trace");
         /* the mark of a whole trace: absent, readers say it ends early */
         if (rc == DPRO_OK)
             rc = dpro_writer_set_meta(w, DPRO_META_COMPLETE, "1");
@@ -776,7 +793,7 @@ dpro_writer_close(dpro_writer *w)
     sqlite3_finalize(w->ins_batch);
     sqlite3_finalize(w->ins_string);
     sqlite3_finalize(w->ins_meta);
-    if (w->db) {
+    if (w->db && !w->private_file) {
         /* one self-contained file: everything into it, and out of WAL mode so that readers
          * need no -wal or -shm. The switch needs the only lock on the file: while a reader
          * holds it, it is retried for a while (SQLite's busy handler does not wait for
@@ -805,9 +822,9 @@ dpro_writer_close(dpro_writer *w)
             struct timespec ts = {0, CLOSE_POLL_MS * 1000000L};
             nanosleep(&ts, NULL);
         }
-        if (sqlite3_close(w->db) != SQLITE_OK && rc == DPRO_OK)
-            rc = DPRO_ERR_IO;
     }
+    if (w->db && sqlite3_close(w->db) != SQLITE_OK && rc == DPRO_OK)
+        rc = DPRO_ERR_IO;
     if (w->dirfd >= 0)
         close(w->dirfd);
     dpro_codec_free(w->codec);

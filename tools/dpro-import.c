@@ -20,10 +20,14 @@
  * file is one rank (rank<R>-<host>-<pid>.dpro, ranks numbered in file order, then in the
  * export's process order). The mapping is import_nsys.h's.
  *
- * Files are imported in parallel (--jobs N threads, default the CPUs, at most the number of
- * files), each by one thread into its own trace; the traces are renamed, and the messages
- * printed, in the order of the inputs, so that the traces, the names and stderr are those
- * of --jobs 1.
+ * Files are imported in parallel (--jobs N files read and converted at once, default the
+ * CPUs, at most the number of files), each by one thread into its own trace; up to N more
+ * threads close theirs meanwhile (the one sync of a trace waits for the disk without
+ * holding a CPU). The traces are renamed, and the messages printed, in the order of the
+ * inputs, so that the traces, the names and stderr are those of --jobs 1. A trace is
+ * written under a hidden temporary name, synced once, then renamed: an import killed or a
+ * machine crashed leaves whole traces under trace names and nothing else but temporary
+ * files.
  *
  * A file none of whose events is a device operation (kernel, copy, set: a CPU-only trace,
  * or another device's, whose categories are named in a warning) is refused unless
@@ -42,6 +46,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,9 +95,10 @@ usage(FILE *f)
                "  -e, --allow-empty    import a trace without any device operation (kernel,\n"
                "                       copy, set) too: a CPU-only trace, or another device's\n"
                "                       whose categories dpro does not know (default: refused)\n"
-               "      --jobs N         files imported at once, one thread each (default: the\n"
-               "                       CPUs, at most the number of files; the traces are the\n"
-               "                       same for any N)\n"
+               "      --jobs N         files read and converted at once, one thread each\n"
+               "                       (default: the CPUs, at most the number of files; a\n"
+               "                       file's sync to disk does not hold one of them; the\n"
+               "                       traces are the same for any N)\n"
                "  -s, --single-thread  parse and write each file on one thread: less JSON per\n"
                "                       second than with a writer thread, but more per\n"
                "                       CPU-second (the default when --jobs fills the CPUs)\n"
@@ -201,6 +207,7 @@ typedef struct import_run {
     const char *dir, *job_id;
     const import_flags *fl;
     int inline_writer;    /* no writer thread per file (the workers fill the CPUs) */
+    sem_t cpu_slots;      /* --jobs: the workers that may read and convert at once */
     pthread_mutex_t lock; /* guards next_finish and the tasks' imported flags */
     int next_finish;      /* the first task not yet renamed and reported */
 } import_run;
@@ -227,49 +234,83 @@ print_et_join(file_task *t, et_graph *et)
                   t->file, t->et);
 }
 
-/* Imports t->file into t->tmp and fills t (status, keep, partial, final; its messages in
- * t->logf, its summary in t->summaryf). */
+/* Takes one of r's CPU slots, waiting for it. */
 static void
-import_to_tmp(file_task *t, const import_run *r)
+take_cpu_slot(import_run *r)
+{
+    while (sem_wait(&r->cpu_slots) != 0 && errno == EINTR)
+        ;
+}
+
+/* Reads and converts t->file into a new trace at t->tmp, holding a CPU slot of r while
+ * it does: *w and *k are the open writer and the importer (*irc its status) for
+ * import_to_tmp to close, *et the execution trace (or NULL); on failure before there is
+ * anything to close, the error is said in t->logf and *w is NULL. The writer's last batch
+ * is flushed here, so that what the close leaves is the mark of a whole trace and the
+ * one sync. */
+static void
+read_into_tmp(file_task *t, import_run *r, dpro_writer **w, kineto_importer **k, et_graph **et,
+              int *irc)
 {
     const import_flags *fl = r->fl;
     char errbuf[512];
-    snprintf(t->tmp, sizeof(t->tmp), "%s/.dpro-import-%ld-%d.tmp", r->dir, (long)getpid(),
-             t->index);
-    remove_trace(t->tmp);
-    t->status = EXIT_BAD_INPUT;
-    et_graph *et = NULL;
-    if (t->et && et_graph_load_path(t->et, &et, errbuf, sizeof(errbuf)) != DPRO_OK) {
+    int rc = DPRO_OK;
+    *w = NULL;
+    *k = NULL;
+    *et = NULL;
+    take_cpu_slot(r);
+    if (t->et && et_graph_load_path(t->et, et, errbuf, sizeof(errbuf)) != DPRO_OK) {
         task_err(t, "%s", errbuf);
         task_err(t, "%s: not imported", t->file);
-        return;
+        rc = DPRO_ERR_IO;
     }
     dpro_writer_options wo;
     kineto_writer_options(&wo);
-    dpro_writer *w = NULL;
-    int rc = dpro_writer_open(t->tmp, &wo, &w, errbuf, sizeof(errbuf));
-    if (rc != DPRO_OK) {
+    wo.private_until_close = 1; /* t->tmp: nobody reads it before its rename */
+    if (rc == DPRO_OK && (rc = dpro_writer_open(t->tmp, &wo, w, errbuf, sizeof(errbuf))) != DPRO_OK)
         task_err(t, "%s: cannot create %s: %s", t->file, t->tmp, errbuf);
-        et_graph_free(et);
-        return;
-    }
-    kineto_options ko = {.et = et,
+    kineto_options ko = {.et = *et,
                          .source_file = t->file,
                          .file_index = t->index,
                          .file_count = r->n,
                          .job_id = r->job_id,
                          .inline_writer = fl->single_thread || r->inline_writer,
                          .files_id = fl->files_id};
-    kineto_importer *k = NULL;
-    rc = kineto_importer_new(w, &ko, &k);
-    if (rc != DPRO_OK) {
+    if (rc == DPRO_OK && (rc = kineto_importer_new(*w, &ko, k)) != DPRO_OK) {
         task_err(t, "%s: %s", t->file, dpro_status_str(rc));
-        dpro_writer_close(w);
+        dpro_writer_close(*w);
+        *w = NULL;
         remove_trace(t->tmp);
-        et_graph_free(et);
-        return;
     }
-    int irc = kineto_import_path(k, t->file);
+    if (rc == DPRO_OK) {
+        *irc = kineto_import_path(*k, t->file);
+        dpro_writer_flush(*w); /* failing, it fails the close too */
+    }
+    if (rc != DPRO_OK) {
+        et_graph_free(*et);
+        *et = NULL;
+    }
+    sem_post(&r->cpu_slots);
+}
+
+/* Imports t->file into t->tmp and fills t (status, keep, partial, final; its messages in
+ * t->logf, its summary in t->summaryf). The close, which waits for the disk, holds no CPU
+ * slot: another worker reads and converts meanwhile. */
+static void
+import_to_tmp(file_task *t, import_run *r)
+{
+    const import_flags *fl = r->fl;
+    snprintf(t->tmp, sizeof(t->tmp), "%s/.dpro-import-%ld-%d.tmp", r->dir, (long)getpid(),
+             t->index);
+    remove_trace(t->tmp);
+    t->status = EXIT_BAD_INPUT;
+    dpro_writer *w;
+    kineto_importer *k;
+    et_graph *et;
+    int irc = DPRO_OK;
+    read_into_tmp(t, r, &w, &k, &et, &irc);
+    if (!w)
+        return;
     kineto_result res;
     kineto_importer_result(k, &res);
     uint64_t written = dpro_writer_events(w);
@@ -429,6 +470,7 @@ nsys_one_process(nsys_export *x, const char *file, size_t i, const char *dir, in
     remove_trace(tmp);
     dpro_writer_options wo;
     imp_writer_options(&wo);
+    wo.private_until_close = 1; /* tmp: nobody reads it before its rename */
     dpro_writer *w = NULL;
     if (dpro_writer_open(tmp, &wo, &w, errbuf, sizeof(errbuf)) != DPRO_OK) {
         pr_err("%s: cannot create %s: %s", file, tmp, errbuf);
@@ -673,8 +715,20 @@ main(int argc, char **argv)
     /* a writer thread per file helps while CPUs are left over */
     r.inline_writer = threads > 1 && 2 * threads > dpro_pool_cpus();
     (void)dpro_log_level(); /* read DPRO_LOG before the threads start */
+    /* twice the workers of --jobs, `threads` of them reading and converting at once: a
+     * worker whose trace waits on the disk (its one sync) leaves its CPU slot to another */
+    int workers = dpro_pool_threads(2 * threads, nfiles);
     pthread_mutex_init(&r.lock, NULL);
-    dpro_pool_run(nfiles, threads, import_task, &r);
+    if (sem_init(&r.cpu_slots, 0, (unsigned)threads) != 0) {
+        pr_err("cannot make the workers' CPU slots: %s", strerror(errno));
+        workers = 0; /* nothing imported: every file's status stays not OK */
+    }
+    for (int i = 0; workers == 0 && i < nfiles; i++)
+        r.t[i].status = EXIT_BAD_INPUT;
+    if (workers > 0) {
+        dpro_pool_run(nfiles, workers, import_task, &r);
+        sem_destroy(&r.cpu_slots);
+    }
     pthread_mutex_destroy(&r.lock);
     for (int i = 0; i < nfiles; i++)
         if (r.t[i].status != EXIT_OK)

@@ -50,6 +50,10 @@ tests_import_libsynccount_la_LIBADD = -ldl
 tests_import_libsynccount_la_LDFLAGS = -shared -avoid-version -rpath /nowhere $(AM_LDFLAGS)
 TESTS += tests/import/test_import_sync.sh
 dist_check_SCRIPTS += tests/import/test_import_sync.sh
+# test_import_kill: an import killed at any moment leaves no file that reads as a whole
+# trace unless it is one; one sync a trace (copy_ranks.py makes the ranks of one file).
+TESTS += tests/import/test_import_kill.sh
+dist_check_SCRIPTS += tests/import/test_import_kill.sh tests/import/copy_ranks.py
 # test_import_roundtrip: import, then dpro-export --kineto, keeps every event's arguments,
 # the flows and the memory events (roundtrip_kineto.py compares the two JSON files).
 TESTS += tests/import/test_import_roundtrip.sh
