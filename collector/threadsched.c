@@ -22,10 +22,10 @@
 
 #include "internal.h"
 
-/* Threads followed; the samples each keeps (when full, every other one is dropped and
- * new ones are kept as far apart as the rest, as cpu_samples). */
+/* Threads followed (32 KiB each, allocated when first seen); the samples each keeps (when full,
+ * every other one is dropped and new ones are kept as far apart as the rest, as cpu_samples). */
 #define COLL_SCHED_THREADS 64
-#define COLL_SCHED_SAMPLES 256
+#define COLL_SCHED_SAMPLES 1024
 
 /* One sample: CLOCK_MONOTONIC us (the trace's clock), time on a CPU us, time runnable
  * waiting on a runqueue us, timeslices. */
