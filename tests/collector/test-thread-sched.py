@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The collector's per-thread scheduler figures (meta thread_sched, docs/format.md): two
-busy threads bound to one CPU each show time waiting on a runqueue while the other runs;
+busy threads bound to one CPU each show time waiting on a runqueue while the other runs
+(and their CPU time and wait add up to their spin, whatever else loads that CPU);
 a sleeping thread shows neither CPU time nor runqueue wait; dpro-info --threads shows them."""
 import json
 import os
@@ -47,9 +48,11 @@ for tid in busy + [sleeper]:
 for tid in busy:
     win, cpu, wait = over_job(tid)
     ct.check(win >= MS * 0.9, "busy thread %d sampled over its spin (%.0f ms)" % (tid, win))
-    ct.check(cpu >= MS * 0.2 and wait >= MS * 0.2,
-             "busy thread %d on one CPU with the other: both CPU time and runqueue wait "
-             "(%.0f, %.0f ms)" % (tid, cpu, wait))
+    # always running or runnable: its CPU time and runqueue wait add up to its spin; it
+    # waits at least while the other runs (more on a loaded host: other jobs share the CPU)
+    ct.check(cpu > 0 and wait >= MS * 0.2 and cpu + wait >= MS * 0.8,
+             "busy thread %d on one CPU with the other: CPU time and runqueue wait, together "
+             "its spin (%.0f + %.0f ms)" % (tid, cpu, wait))
 win, cpu, wait = over_job(sleeper)
 ct.check(win >= MS * 0.9 and cpu < 20 and wait < 20,
          "sleeping thread: neither CPU time nor runqueue wait (%.1f, %.1f ms)" % (cpu, wait))
