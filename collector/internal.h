@@ -13,6 +13,7 @@
  *   writer.c     the writer thread: drain, flush, finish; exit
  *   lifecycle.c  SIGTERM, fork, exec
  *   cpuuse.c     the host's CPUs and the process's CPU time (meta rows at the finish)
+ *   threadsched.c  per traced thread, its schedstat samples (meta thread_sched)
  */
 #ifndef DPRO_COLLECTOR_INTERNAL_H
 #define DPRO_COLLECTOR_INTERNAL_H
