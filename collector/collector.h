@@ -218,6 +218,8 @@ struct coll_ring {
     uint32_t tid;
     int named;              /* consumer: thread row written */
     int reap;               /* consumer: dead and drained, to be unlinked and freed */
+    int sched_slot;         /* consumer: 1 + its slot in threadsched.c's table, 0 not seen
+                               yet, -1 not followed (table full) */
     uint64_t mask;          /* slots - 1 (slots is a power of two) */
     struct coll_ring *next; /* registry list: set before the ring is pushed at the head (under
                                coll_registry_lock); changed after only by the writer */

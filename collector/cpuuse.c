@@ -11,6 +11,7 @@
  * not), host_cpu_list_end (the process's set read again at the end, only where the job
  * changed it) and cpu_samples. The writer thread's own set is not the job's: it keeps the
  * set of the thread that started it, whatever the job's threads are bound to later.
+ * Each sample also samples the traced threads' scheduler figures (threadsched.c).
  */
 #include "config.h"
 
@@ -70,6 +71,7 @@ void
 coll_cpu_reset(void)
 {
     memset(&coll_cpu, 0, sizeof coll_cpu);
+    coll_sched_reset();
     if (coll_cpu_start.pid != getpid())
         coll_cpu_note_affinity(); /* a forked child: its own start */
     coll_cpu_sample(1);
@@ -96,6 +98,7 @@ coll_cpu_sample(int force)
     coll_cpu.t_us[coll_cpu.n] = t;
     coll_cpu.cpu_us[coll_cpu.n] = (int64_t)c.tv_sec * 1000000 + c.tv_nsec / 1000;
     coll_cpu.n++;
+    coll_sched_sample(t, force);
 }
 
 /* The longest text of one sample: a comma, two int64 in decimal with their signs, a colon. */
@@ -121,4 +124,5 @@ coll_cpu_write_meta(dpro_writer *w)
                                 (long long)coll_cpu.t_us[i], (long long)coll_cpu.cpu_us[i]);
     if (coll_cpu.n >= 2)
         dpro_writer_set_meta(w, DPRO_META_CPU_SAMPLES, buf);
+    coll_sched_write_meta(w);
 }

@@ -13,6 +13,7 @@
  *   writer.c     the writer thread: drain, flush, finish; exit
  *   lifecycle.c  SIGTERM, fork, exec
  *   cpuuse.c     the host's CPUs and the process's CPU time (meta rows at the finish)
+ *   threadsched.c  per traced thread, its schedstat samples (meta thread_sched)
  */
 #ifndef DPRO_COLLECTOR_INTERNAL_H
 #define DPRO_COLLECTOR_INTERNAL_H
@@ -139,6 +140,22 @@ COLL_HIDDEN void coll_cpu_sample(int force);
  * only where they differ from the start's) and cpu_samples
  * ("T:C,T:C,...": CLOCK_MONOTONIC us, the process's CPU time us), a last sample taken. */
 COLL_HIDDEN void coll_cpu_write_meta(dpro_writer *w);
+
+/* ---- threadsched.c ------------------------------------------------------------------ */
+
+/* Forgets the threads followed and their samples (a new writer thread). Writer thread
+ * only, as are the two below. */
+COLL_HIDDEN void coll_sched_reset(void);
+
+/* Reads each traced thread's schedstat (time on a CPU, time waiting on a runqueue,
+ * timeslices) at t_us (CLOCK_MONOTONIC us); a thread's sample is kept unless it comes
+ * sooner than its kept samples' spacing (force: always). Called by coll_cpu_sample when
+ * it takes a sample. About one open, read and close per thread. */
+COLL_HIDDEN void coll_sched_sample(int64_t t_us, int force);
+
+/* Writes the meta rows thread_sched ("TID=T:R:W:S,...;TID=...": us, us, us, count) and
+ * thread_sched_dropped (threads not followed), each only when it has something. */
+COLL_HIDDEN void coll_sched_write_meta(dpro_writer *w);
 
 /* ---- convert.c / writer.c ----------------------------------------------------------- */
 

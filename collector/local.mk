@@ -9,7 +9,7 @@ collector_libdpro_collector_la_SOURCES = collector/collector.h collector/interna
 	collector/convert.c collector/umap.c collector/writer.c collector/lifecycle.c \
 	collector/hook_cudart.c collector/hook_driver.c collector/hook_nccl.c \
 	collector/cupti.c collector/cupti_share.h collector/cupti_share.c collector/nvtx.c \
-	collector/stacks.c collector/cpuuse.c
+	collector/stacks.c collector/cpuuse.c collector/threadsched.c
 collector_libdpro_collector_la_CPPFLAGS = $(AM_CPPFLAGS) @CUDA_CPPFLAGS@ $(LIBUNWIND_CFLAGS)
 collector_libdpro_collector_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 collector_libdpro_collector_la_LIBADD = schemas/libdprotrace-pic.la $(LIBUNWIND_LIBS) \

@@ -384,6 +384,12 @@ typedef struct dpro_comm_info {
  * these, the set the job's iterations ran under, over host_cpu_list. */
 #define DPRO_META_HOST_CPU_LIST_END "host_cpu_list_end"
 #define DPRO_META_CPU_SAMPLES "cpu_samples" /* the host's CPU use sampled while tracing */
+/* Per traced thread, its scheduler figures sampled while tracing (Linux schedstat):
+ * "TID=T:R:W:S,T:R:W:S;TID=...": CLOCK_MONOTONIC us, time on a CPU us, time runnable
+ * waiting for a CPU on a runqueue us, timeslices; each thread's samples in time order. */
+#define DPRO_META_THREAD_SCHED "thread_sched"
+/* ... how many traced threads it does not follow (the collector follows 64). */
+#define DPRO_META_THREAD_SCHED_DROPPED "thread_sched_dropped"
 
 /* ---- writer --------------------------------------------------------------------------- */
 

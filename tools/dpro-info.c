@@ -2,7 +2,8 @@
  * dpro-info: what a set of traces holds: ranks, hosts, events by kind, time span, bytes
  * on disk, bytes per event, dropped events; with --kernels, where the device time goes;
  * with --launch, --idle, --memcpy, --ops, --queue, --sequences (or --analyses for all),
- * the analyses of replay/analyses/analyses.h, per file.
+ * the analyses of replay/analyses/analyses.h, per file; with --threads, per traced thread
+ * its time on a CPU and its time waiting for one (meta thread_sched, docs/format.md).
  *
  *   dpro-info DIR|FILE... [--json] [--quick] [--kernels[=K]] [--analyses] ...
  *
@@ -33,6 +34,15 @@
 #define KERNELS_DEFAULT_TOP 10
 #define KERNELS_MAX_TOP 1000000
 
+/* One traced thread's scheduler figures over its samples (meta thread_sched): the
+ * differences between its first and last sample, us. */
+typedef struct thread_sched {
+    uint32_t tid;
+    const char *name; /* the threads table's, or NULL */
+    size_t samples;
+    int64_t window_us, cpu_us, wait_us, slices;
+} thread_sched;
+
 typedef struct file_info {
     const char *path;
     const char *host;
@@ -45,6 +55,9 @@ typedef struct file_info {
     int failed;
     kernels_breakdown kern; /* with --kernels */
     ana_collect *ana;       /* with analyses asked for */
+    thread_sched *ts;       /* with --threads: malloc'd, nts rows */
+    size_t nts;
+    int64_t ts_dropped; /* threads the collector did not follow */
 } file_info;
 
 static void
@@ -83,17 +96,73 @@ usage(FILE *out)
             "                 launch calls were held by a full queue\n"
             "  --sequences[=K] the most frequent runs of 2, 3, 4 kernels on a stream, with\n"
             "                 their share of device time (fusion candidates)\n"
-            "  --analyses     all six\n" INPUTS_HELP_PARTIAL
-            "  --help, --version\n\n" INPUTS_HELP_EXIT,
+            "  --analyses     all six\n"
+            "  --threads      per traced thread (collectors since 7 December 2026, Linux):\n"
+            "                 its time on a CPU and its time runnable but waiting for one\n"
+            "                 on a runqueue, and its timeslices, over its sampled "
+            "window\n" INPUTS_HELP_PARTIAL "  --help, --version\n\n" INPUTS_HELP_EXIT,
             KERNELS_DEFAULT_TOP, KERNELS_DEFAULT_TOP, ANA_OUTLIER_FACTOR,
             ANA_OUTLIER_CPU_MIN_NS / 1000, ANA_OUTLIER_DELAY_MIN_NS / 1000);
+}
+
+/* Parses meta thread_sched text s ("TID=T:R:W:S,...;TID=...") into fi->ts, naming each
+ * thread from r's threads table. Returns 0, -1 when s is malformed (fi->err says where),
+ * -2 out of memory. */
+static int
+parse_thread_sched(file_info *fi, const dpro_reader *r, const char *s)
+{
+    const dpro_thread_info *names = NULL;
+    size_t nnames = dpro_reader_threads(r, &names), cap = 1;
+    int rc = 0;
+    for (const char *c = s; *c; c++)
+        cap += *c == ';';
+    fi->ts = calloc(cap, sizeof *fi->ts);
+    if (!fi->ts)
+        rc = -2;
+    while (rc == 0 && *s) {
+        thread_sched *th = &fi->ts[fi->nts];
+        int64_t first[4] = {0}, v[4];
+        char *end = NULL;
+        th->tid = (uint32_t)strtoul(s, &end, 10);
+        if (end == s || *end != '=')
+            rc = -1;
+        s = end + (rc == 0);
+        while (rc == 0 && *s && *s != ';') {
+            for (int k = 0; rc == 0 && k < 4; k++) {
+                v[k] = strtoll(s, &end, 10);
+                if (end == s || (k < 3 && *end != ':') ||
+                    (k == 3 && *end && *end != ',' && *end != ';'))
+                    rc = -1;
+                s = end + (rc == 0 && k < 3);
+            }
+            if (rc == 0 && th->samples++ == 0)
+                memcpy(first, v, sizeof first);
+            if (rc == 0 && *s == ',')
+                s++;
+        }
+        if (rc == 0) {
+            th->window_us = v[0] - first[0];
+            th->cpu_us = v[1] - first[1];
+            th->wait_us = v[2] - first[2];
+            th->slices = v[3] - first[3];
+            for (size_t i = 0; i < nnames; i++)
+                if (names[i].tid == th->tid)
+                    th->name = names[i].name;
+            fi->nts++;
+            s += *s == ';';
+        }
+    }
+    if (rc == -1)
+        snprintf(fi->err, sizeof fi->err, "%s: meta %s: thread %zu is not TID=T:R:W:S,...",
+                 fi->path, DPRO_META_THREAD_SCHED, fi->nts + 1);
+    return rc;
 }
 
 /* Reads one file into fi (with kernels != 0, its kernel breakdown too; with ao->which,
  * the analyses); returns 0, or 1 when the file is bad (fi->err says why). */
 static int
 inspect(file_info *fi, dpro_reader **keep, int quick, int kernels, const ana_options *ao,
-        int partial)
+        int partial, int threads)
 {
     dpro_reader *r = NULL;
     dpro_iter *it = NULL;
@@ -119,6 +188,14 @@ inspect(file_info *fi, dpro_reader **keep, int quick, int kernels, const ana_opt
     fi->pid = dpro_reader_meta_int(r, DPRO_META_PID, -1);
     if (dpro_reader_summary(r, &fi->sum) != DPRO_OK) {
         snprintf(fi->err, sizeof fi->err, "%s", dpro_reader_errmsg(r));
+        fi->failed = 1;
+        return 1;
+    }
+    const char *sched = threads ? dpro_reader_meta(r, DPRO_META_THREAD_SCHED) : NULL;
+    fi->ts_dropped = dpro_reader_meta_int(r, DPRO_META_THREAD_SCHED_DROPPED, 0);
+    if (sched && (rc = parse_thread_sched(fi, r, sched)) != 0) {
+        if (rc == -2)
+            snprintf(fi->err, sizeof fi->err, "%s: out of memory", fi->path);
         fi->failed = 1;
         return 1;
     }
@@ -225,7 +302,7 @@ parse_top(const char *arg, size_t *top)
 
 /* What the command was asked. */
 typedef struct args {
-    int json, quick, kernels, partial;
+    int json, quick, kernels, partial, threads;
     size_t top;
     ana_options ao;
     const char *const *paths;
@@ -256,6 +333,7 @@ parse_args(int argc, char **argv, args *a)
                                          {"queue", no_argument, 0, 'Q'},
                                          {"sequences", optional_argument, 0, 'S'},
                                          {"analyses", no_argument, 0, 'A'},
+                                         {"threads", no_argument, 0, 'T'},
                                          {"help", no_argument, 0, 'h'},
                                          {"version", no_argument, 0, 'V'},
                                          {"partial", no_argument, 0, 'P'},
@@ -313,6 +391,9 @@ parse_args(int argc, char **argv, args *a)
         case 'A':
             a->ao.which |= ANA_ALL;
             break;
+        case 'T':
+            a->threads = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -366,7 +447,8 @@ read_all(const args *a, totals *t)
     for (size_t i = 0; status == 0 && i < t->nfiles; i++) {
         file_info *f = &t->fi[i];
         f->path = t->files[i];
-        nbad += inspect(f, &t->readers[i], a->quick, a->kernels, &a->ao, a->partial) != 0;
+        nbad +=
+            inspect(f, &t->readers[i], a->quick, a->kernels, &a->ao, a->partial, a->threads) != 0;
         if (f->failed) {
             if (a->partial)
                 pr_warn("%s (skipped)", f->err);
@@ -406,6 +488,7 @@ totals_free(totals *t)
     for (size_t i = 0; t->fi && i < t->nfiles; i++) {
         kernels_breakdown_free(&t->fi[i].kern);
         ana_collect_free(t->fi[i].ana);
+        free(t->fi[i].ts);
         if (t->readers)
             dpro_reader_close(t->readers[i]);
     }
@@ -413,6 +496,55 @@ totals_free(totals *t)
     free(t->readers);
     free(t->fi);
     dpro_free_paths(t->files, t->nfiles);
+}
+
+/* Writes fi's threads as the key "threads": [{tid, name, samples, window_us, cpu_us,
+ * runqueue_us, slices}], and "threads_not_followed" where the collector counted some. */
+static void
+write_threads_json(json_writer *w, const file_info *fi)
+{
+    json_key(w, "threads");
+    json_begin_array(w);
+    for (size_t k = 0; k < fi->nts; k++) {
+        const thread_sched *th = &fi->ts[k];
+        json_begin_object(w);
+        json_kv_uint(w, "tid", th->tid);
+        json_kv_string(w, "name", th->name ? th->name : "");
+        json_kv_uint(w, "samples", th->samples);
+        json_kv_int(w, "window_us", th->window_us);
+        json_kv_int(w, "cpu_us", th->cpu_us);
+        json_kv_int(w, "runqueue_us", th->wait_us);
+        json_kv_int(w, "slices", th->slices);
+        json_end_object(w);
+    }
+    json_end_array(w);
+    if (fi->ts_dropped)
+        json_kv_int(w, "threads_not_followed", fi->ts_dropped);
+}
+
+/* Prints fi's threads: a table, or a line saying the trace has none. */
+static void
+print_threads(const file_info *fi)
+{
+    printf("\nthreads, rank %" PRId64 " (%s): time on a CPU and runnable waiting for one, "
+           "over each thread's sampled window\n",
+           fi->rank, fi->path);
+    if (fi->nts == 0)
+        printf("  no thread_sched in this trace (an older collector, an importer, or no "
+               "schedstat in its kernel)\n");
+    else
+        printf("  %8s %-16s %10s %10s %6s %10s %6s %8s\n", "tid", "name", "window(ms)", "cpu(ms)",
+               "cpu%", "runq(ms)", "runq%", "slices");
+    for (size_t k = 0; k < fi->nts; k++) {
+        const thread_sched *th = &fi->ts[k];
+        double win = th->window_us > 0 ? (double)th->window_us : 1.0;
+        printf("  %8" PRIu32 " %-16.16s %10.1f %10.1f %6.1f %10.1f %6.1f %8" PRId64 "\n", th->tid,
+               th->name && *th->name ? th->name : "-", th->window_us / 1e3, th->cpu_us / 1e3,
+               100.0 * th->cpu_us / win, th->wait_us / 1e3, 100.0 * th->wait_us / win, th->slices);
+    }
+    if (fi->ts_dropped)
+        printf("  %" PRId64 " more thread(s) not followed (the collector follows 64)\n",
+               fi->ts_dropped);
 }
 
 static void
@@ -458,6 +590,8 @@ print_json(const args *a, const totals *t)
         json_kv_uint(&w, "bad_batches", t->fi[i].bad_batches);
         json_kv_uint(&w, "first_ns", t->fi[i].sum.first_ns);
         json_kv_uint(&w, "last_ns", t->fi[i].sum.last_ns);
+        if (a->threads)
+            write_threads_json(&w, &t->fi[i]);
         json_end_object(&w);
     }
     json_end_array(&w);
@@ -559,6 +693,9 @@ print_text(const args *a, const totals *t)
         snprintf(title, sizeof title, "rank %" PRId64 " (%s)", t->fi[i].rank, t->fi[i].path);
         ana_print(stdout, title, t->fi[i].ana);
     }
+    for (size_t i = 0; a->threads && i < t->nfiles; i++)
+        if (!t->fi[i].failed)
+            print_threads(&t->fi[i]);
 }
 
 int

@@ -30,6 +30,9 @@
  *                     job's stream: prints "reused=K", the rounds whose stream had a
  *                     handle seen before
  *
+ *   sched MS          three threads, each after one launch: two bound to one CPU spin for
+ *                     MS ms together, the third sleeps MS ms; all then wait 100 ms more
+ *                     (the writer samples them alive). Prints "busy=TID,TID sleeper=TID"
  * Prints "launches=K" (what it did) on stdout; exit 0 unless something went wrong.
  */
 #include "config.h"
@@ -43,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -203,6 +207,66 @@ job_churn(int n)
     return done + job_launches(1);
 }
 
+/* What sched's threads share. */
+static struct {
+    pthread_barrier_t start, end;
+    int ms, cpu;
+} job_sched;
+
+/* One of sched's threads: arg points at 1 (spin, bound to job_sched.cpu) or 0 (sleep);
+ * overwritten with the thread's tid. */
+static void *
+job_sched_thread(void *arg)
+{
+    int busy = *(int *)arg;
+    *(int *)arg = (int)syscall(SYS_gettid);
+    if (busy) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(job_sched.cpu, &set);
+        sched_setaffinity(0, sizeof set, &set);
+    }
+    job_launches(1);
+    pthread_barrier_wait(&job_sched.start);
+    uint64_t until = job_now() + (uint64_t)job_sched.ms * 1000000ull;
+    if (busy) {
+        volatile uint64_t spins = 0;
+        while (job_now() < until)
+            spins++;
+    } else {
+        usleep((useconds_t)job_sched.ms * 1000);
+    }
+    pthread_barrier_wait(&job_sched.end);
+    return NULL;
+}
+
+/* sched MS: see the header. */
+static int
+job_sched_run(int ms)
+{
+    pthread_t th[3];
+    int arg[3] = {1, 1, 0};
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    job_sched.ms = ms;
+    job_sched.cpu = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int i = CPU_SETSIZE - 1; i >= 0; i--)
+            if (CPU_ISSET(i, &set))
+                job_sched.cpu = i;
+    pthread_barrier_init(&job_sched.start, NULL, 4);
+    pthread_barrier_init(&job_sched.end, NULL, 4);
+    for (int i = 0; i < 3; i++)
+        pthread_create(&th[i], NULL, job_sched_thread, &arg[i]);
+    pthread_barrier_wait(&job_sched.start);
+    usleep((useconds_t)ms * 1000 + 100000);
+    pthread_barrier_wait(&job_sched.end);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    printf("busy=%d,%d sleeper=%d\n", arg[0], arg[1], arg[2]);
+    return 3;
+}
+
 /* Binds the calling thread to the lowest CPU it may run on. Returns that CPU, or -1 when
  * it may run on one only (or the kernel does not say). */
 static int
@@ -312,6 +376,8 @@ main(int argc, char **argv)
         }
         done += job_launches(n);
         printf("rebound=%d\n", rebound);
+    } else if (strcmp(mode, "sched") == 0) {
+        done = job_sched_run(n);
     } else if (strcmp(mode, "churn") == 0) {
         done = job_churn(n);
     } else if (strcmp(mode, "rate") == 0) {

@@ -107,7 +107,7 @@ COLLECTOR_TESTS = tests/collector/test-real-cudart.py tests/collector/test-awkwa
 	tests/collector/test-python-dlopen.py tests/collector/test-hardening.py \
 	tests/collector/test-fork-storm.py tests/collector/test-symlink-output.py \
 	tests/collector/test-job-id.py tests/collector/test-cupti-share.py \
-	tests/collector/test-stream-churn.py
+	tests/collector/test-stream-churn.py tests/collector/test-thread-sched.py
 if HAVE_PYTHON3
 TESTS += $(COLLECTOR_TESTS)
 endif

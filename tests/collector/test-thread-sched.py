@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""The collector's per-thread scheduler figures (meta thread_sched, docs/format.md): two
+busy threads bound to one CPU each show time waiting on a runqueue while the other runs
+(and their CPU time and wait add up to their spin, whatever else loads that CPU);
+a sleeping thread shows neither CPU time nor runqueue wait; dpro-info --threads shows them."""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import colltest as ct  # noqa: E402
+
+ct.skip_unless_usable()
+if not os.path.exists("/proc/self/task/%d/schedstat" % os.getpid()):
+    print("skip: no /proc/PID/task/TID/schedstat in this kernel")
+    sys.exit(ct.SKIP)
+
+MS = 400
+out = ct.tmpdir()
+r = ct.run([ct.COLL_JOB, "sched", str(MS)], env=ct.env_with(out))
+ct.check(r.returncode == 0 and "busy=" in r.stdout, "sched job runs (%s)" % r.stdout.strip())
+busy = [int(x) for x in r.stdout.split("busy=")[1].split()[0].split(",")]
+sleeper = int(r.stdout.split("sleeper=")[1].split()[0])
+files = ct.traces(out)
+db = sqlite3.connect(files[0])
+meta = dict(db.execute("SELECT key, value FROM meta"))
+db.close()
+text = meta.get("thread_sched", "")
+threads = {}
+for part in filter(None, text.split(";")):
+    tid, samples = part.split("=")
+    threads[int(tid)] = [tuple(int(v) for v in s.split(":")) for s in samples.split(",")]
+
+
+def over_job(tid):
+    """(window, cpu, runqueue wait) in ms between the thread's first and last sample."""
+    s = threads.get(tid, [])
+    if len(s) < 2:
+        return (0.0, 0.0, 0.0)
+    return tuple((s[-1][k] - s[0][k]) / 1e3 for k in range(3))
+
+
+for tid in busy + [sleeper]:
+    print("tid %d: samples %d, window/cpu/runqueue ms %s" % (
+        tid, len(threads.get(tid, [])), ["%.1f" % v for v in over_job(tid)]))
+for tid in busy:
+    win, cpu, wait = over_job(tid)
+    ct.check(win >= MS * 0.9, "busy thread %d sampled over its spin (%.0f ms)" % (tid, win))
+    # always running or runnable: its CPU time and runqueue wait add up to its spin; it
+    # waits at least while the other runs (more on a loaded host: other jobs share the CPU)
+    ct.check(cpu > 0 and wait >= MS * 0.2 and cpu + wait >= MS * 0.8,
+             "busy thread %d on one CPU with the other: CPU time and runqueue wait, together "
+             "its spin (%.0f + %.0f ms)" % (tid, cpu, wait))
+win, cpu, wait = over_job(sleeper)
+ct.check(win >= MS * 0.9 and cpu < 20 and wait < 20,
+         "sleeping thread: neither CPU time nor runqueue wait (%.1f, %.1f ms)" % (cpu, wait))
+for tid, s in threads.items():
+    ct.check(all(a[k] <= b[k] for a, b in zip(s, s[1:]) for k in range(4)),
+             "thread %d: samples in order, figures never fall" % tid)
+
+# dpro-info --threads: the same figures, per thread, text and JSON
+info = os.path.join(ct.BUILD, "tools", "dpro-info")
+j = subprocess.run([info, "--quick", "--threads", "--json", files[0]], capture_output=True,
+                   text=True)
+doc = json.loads(j.stdout) if j.returncode == 0 else {}
+rows = {t["tid"]: t for t in doc.get("files", [{}])[0].get("threads", [])}
+ct.check(set(busy + [sleeper]) <= set(rows), "dpro-info --threads --json lists the threads")
+ct.check(all(rows.get(t, {}).get("runqueue_us", 0) >= MS * 200 for t in busy) and
+         rows.get(sleeper, {}).get("runqueue_us", 1 << 40) < 20000,
+         "dpro-info: runqueue_us of the busy threads and not of the sleeper")
+t = subprocess.run([info, "--threads", files[0]], capture_output=True, text=True)
+print(t.stdout)
+ct.check(t.returncode == 0 and "runq(ms)" in t.stdout and str(sleeper) in t.stdout,
+         "dpro-info --threads prints the table")
+ct.finish()
