@@ -26,6 +26,9 @@
  * every other one is dropped and new ones are kept as far apart as the rest, as cpu_samples). */
 #define COLL_SCHED_THREADS 64
 #define COLL_SCHED_SAMPLES 1024
+/* The least time between two readings of the threads (about 5 us a thread each: at this
+ * spacing under 0.05 % of a CPU a thread), whatever the drains' pace. */
+#define COLL_SCHED_MIN_SPACING_US 10000
 
 /* One sample: CLOCK_MONOTONIC us (the trace's clock), time on a CPU us, time runnable
  * waiting on a runqueue us, timeslices. */
@@ -45,6 +48,7 @@ static struct {
     struct coll_sched_thread *t[COLL_SCHED_THREADS]; /* malloc'd when first seen */
     int count;
     uint64_t dropped; /* threads not followed: the table full, or out of memory */
+    int64_t last_us;  /* the last reading's time (0: none yet) */
 } coll_sched;
 
 /* Reads thread tid's schedstat into *s (t_us left alone). Returns 0, or -1 when it cannot
@@ -124,6 +128,9 @@ coll_sched_sample(int64_t t_us, int force)
 {
     /* Only the writer unlinks rings (coll_reap_rings) and this is the writer: the list
      * from the head taken under the lock on is stable without it. */
+    if (!force && coll_sched.last_us > 0 && t_us - coll_sched.last_us < COLL_SCHED_MIN_SPACING_US)
+        return;
+    coll_sched.last_us = t_us;
     pthread_mutex_lock(&coll_registry_lock);
     struct coll_ring *ring = coll_rings;
     pthread_mutex_unlock(&coll_registry_lock);
