@@ -87,8 +87,9 @@ typedef struct search_options {
 } search_options;
 
 /* The screen's margin: a plan the screen predicts slower than its best plan by more than
- * this share (plus twice the gap seen) is not simulated again. The fold's tolerance is
- * 0.2 % of an iteration an operation (replay.h, replay_fold): 2.5 times that. */
+ * this share (plus twice the gap seen) is not simulated again. dpro-replay's fold
+ * tolerance is 0.2 % of an iteration an operation (replay.h, replay_fold): 2.5 times
+ * that; a screen folded looser (dpro-optimize's 2 %) is followed by the gap it shows. */
 #define SEARCH_SCREEN_MARGIN 0.005
 /* Plans of the screen simulated again at most besides its winners (each a full
  * simulation of w; they cost the screened search most of its time). */

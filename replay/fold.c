@@ -71,6 +71,7 @@ typedef struct fold_ctx {
     int32_t *rep;   /* the classes (n_ranks + 1 entries each): dfg_fold's rep, weight, apart */
     int32_t *weight;
     uint8_t *apart;
+    double tolerance; /* the share of the mean iteration two ranks' times may differ by */
 } fold_ctx;
 
 /* The fold tolerance: two ranks are alike when, from the start of the compared window
@@ -205,7 +206,7 @@ rank_figures(fold_ctx *c)
             continue;
         }
         c->t0[r] = t0;
-        c->tol[r] = FOLD_TOLERANCE * (double)(t1 - t0) / ni;
+        c->tol[r] = c->tolerance * (double)(t1 - t0) / ni;
         gt0 = t0 < gt0 ? t0 : gt0;
         gt1 = t1 > gt1 ? t1 : gt1;
         msum += (double)(t1 - t0) / ni;
@@ -355,6 +356,7 @@ replay_fold(replay *rp)
     dfg *g = &rp->graph;
     fold_ctx c;
     memset(&c, 0, sizeof c);
+    c.tolerance = FOLD_TOLERANCE;
     int32_t n_cls = fold_classes(rp, &c);
     int rc = n_cls < 0 ? -1 : 0;
     dfg folded;
@@ -378,10 +380,11 @@ replay_fold(replay *rp)
 }
 
 int32_t
-replay_fold_copy(replay *rp, dfg *dst)
+replay_fold_copy(replay *rp, dfg *dst, double tolerance)
 {
     fold_ctx c;
     memset(&c, 0, sizeof c);
+    c.tolerance = tolerance > 0 ? tolerance : FOLD_TOLERANCE;
     int32_t n_cls = fold_classes(rp, &c);
     if (n_cls >= 0 && n_cls < rp->job.n_present) {
         if (dfg_fold(dst, &rp->graph, c.rep, c.weight, c.apart) != 0)

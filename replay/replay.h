@@ -132,13 +132,15 @@ int replay_read_share(const char *path, const replay_options *opts, char *errbuf
  * (out of memory). */
 int replay_fold(replay *rp);
 
-/* The classes replay_fold would make of rp->graph (finalized here, else unchanged):
- * when they are fewer than the present ranks, dst (uninitialised) receives the folded
- * graph replay_fold would put in its place (finalized; free it with dfg_free), else dst
- * is left untouched. For a search screened on the folded graph while the explicit one
- * is simulated (dpro-optimize --no-fold). Returns the number of classes, or -1 (out of
- * memory; dst then holds nothing). */
-int32_t replay_fold_copy(replay *rp, dfg *dst);
+/* The classes replay_fold would make of rp->graph (finalized here, else unchanged) with
+ * the timing tolerance `tolerance` (a share of the mean measured iteration; <= 0:
+ * replay_fold's 0.2 %) in place of replay_fold's; the structure, the straggler rule and
+ * the unfoldable ranks are replay_fold's. When they are fewer than the present ranks,
+ * dst (uninitialised) receives the folded graph (finalized; free it with dfg_free), else
+ * dst is left untouched. For a search screened on the folded graph while the explicit
+ * one is simulated (dpro-optimize --no-fold). Returns the number of classes, or -1 (out
+ * of memory; dst then holds nothing). */
+int32_t replay_fold_copy(replay *rp, dfg *dst, double tolerance);
 
 /* Name of an enum dfg_apart reason ("first", "structure", "timing", "straggler",
  * "unfoldable"). */

@@ -629,7 +629,7 @@ screen(args *a, state *st)
 
     memset(&sbase, 0, sizeof sbase);
     memset(&mem, 0, sizeof mem);
-    int32_t n_cls = replay_fold_copy(rp, &folded);
+    int32_t n_cls = replay_fold_copy(rp, &folded, OPTIMIZE_SCREEN_TOLERANCE);
     if (n_cls < 0)
         rc = -1;
     have_fold = n_cls >= 0 && n_cls < rp->job.n_present;

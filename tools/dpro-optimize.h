@@ -49,6 +49,16 @@ typedef struct state {
  * explicit graph, plus at most SEARCH_SCREEN_MAX explicit ones. */
 #define OPTIMIZE_SCREEN_SHRINK 4
 
+/* The screen folds ranks whose times differ by up to this share of the mean measured
+ * iteration (replay_fold_copy), ten times dpro-replay's 0.2 %: ranks a little apart
+ * (clocks, jitter, a GPU slower by under 2 %) then fold, while the operation sequences
+ * must still match and a rank the report would name a straggler (others wait for it
+ * over 2 % of an iteration: the same share) still stands apart. A folded prediction may
+ * then be off the explicit one by about this share; the screen's margin widens by twice
+ * the gap it sees (search.h, SEARCH_SCREEN_MARGIN) and every time reported is the
+ * explicit simulation's. */
+#define OPTIMIZE_SCREEN_TOLERANCE 0.02
+
 /* Whether the per-kernel fixed cost in use is the shortest kernel's duration rather than
  * the fitted value or the prior, which were longer (workload.c caps it). */
 int optimize_cmd_fixed_capped(const workload *w, const workload_options *wo);

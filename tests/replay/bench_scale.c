@@ -28,10 +28,18 @@
  * covers it. Rank 1 computes 20 % slower (a straggler the others wait for); every rank's
  * clock is off by up to +-1 ms. Without markers (--no-markers, DPRO_BENCH_NO_MARKERS=1) no
  * NVTX range is written and each iteration's first kernel has a name of its own, so that
- * the replay finds the iterations from the kernel period (one iteration long).
+ * the replay finds the iterations from the kernel period (one iteration long). With
+ * --jitter PCT each rank but the straggler computes slower by 0 to PCT % in each
+ * iteration, drawn for the rank and the iteration (rank_speed): the ranks' times drift
+ * apart within an iteration (beyond the fold's 0.2 % of an iteration at a jitter of a
+ * few tenths of a per cent and more) while their operations stay alike; with
+ * --no-straggler rank 1 computes as the others do, so that the slowest rank of each
+ * iteration sets the collectives' times.
  *
  * usage: bench_scale                          the cases above
- *        bench_scale gen DIR RANKS EVENTS ITERS [--no-markers]   only write the traces
+ *        bench_scale gen DIR RANKS EVENTS ITERS [--no-markers] [--jitter PCT]
+ *                        [--no-straggler]
+ *                                                  only write the traces
  */
 #include <dirent.h>
 #include <errno.h>
@@ -54,6 +62,8 @@ typedef struct job_shape {
     int ranks, iters;
     int kernels;    /* per iteration */
     int no_markers; /* no NVTX range; the iteration's first kernel named apart */
+    double jitter;  /* the ranks' GPUs differ in speed by up to this share (rank_speed) */
+    int straggler;  /* the straggler rank, or -1 (--no-straggler) */
 } job_shape;
 
 static double
@@ -83,19 +93,34 @@ mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* Kernel k of iteration it: its length jitters from iteration to iteration alike on
- * every rank (so that ranks of one class stay in step), the straggler's is longer. */
+/* Kernel k of iteration it on a GPU `speed` times slower than the job's: its length
+ * jitters from iteration to iteration alike on every rank (so that ranks of one speed
+ * stay in step); the straggler's speed is SLOWER. */
 static int64_t
-kernel_ns(int it, int k, int slow)
+kernel_ns(int it, int k, double speed)
 {
     int64_t base =
         15000 + (k % 7) * 3000 + (int64_t)(mix(((uint64_t)it << 32) | (uint32_t)k) % 4000);
-    return slow ? (int64_t)((double)base * SLOWER) : base;
+    return speed != 1.0 ? (int64_t)((double)base * speed) : base;
+}
+
+/* The speed of rank r's GPU in iteration it (kernel_ns): the straggler's SLOWER, the
+ * others' 1 + jitter x a share in [0, 1) drawn from r and it, so that with a jitter the
+ * ranks' compute times differ by up to it in each iteration, each rank its own way. */
+static double
+rank_speed(const job_shape *s, int r, int it)
+{
+    if (r == s->straggler)
+        return SLOWER;
+    if (s->jitter <= 0)
+        return 1.0;
+    uint64_t u = mix(((uint64_t)r << 32) ^ ((uint64_t)it * 7727 + 1)) % 10000;
+    return 1.0 + s->jitter * (double)u / 1e4;
 }
 
 /* The host side of one iteration of a class starting at t (the device follows). */
 static void
-class_host(const job_shape *s, int it, int slow, int64_t t, class_iter *ci)
+class_host(const job_shape *s, int it, double speed, int64_t t, class_iter *ci)
 {
     int per = s->kernels / BUCKETS, b = 0;
     int64_t kfree = 0;
@@ -103,7 +128,7 @@ class_host(const job_shape *s, int it, int slow, int64_t t, class_iter *ci)
     for (int k = 0; k < s->kernels; k++) {
         t += GAP_NS;
         int64_t ks = t + LAT_NS > kfree ? t + LAT_NS : kfree;
-        kfree = ks + kernel_ns(it, k, slow);
+        kfree = ks + kernel_ns(it, k, speed);
         t += LAUNCH_NS;
         if ((k + 1) % per == 0 && b < BUCKETS) {
             t += GAP_NS + 1000 + GAP_NS + 1000 + GAP_NS;
@@ -161,7 +186,7 @@ cmp_start(const void *pa, const void *pb)
 
 /* The events of rank r in one iteration (class times ci, collectives ending at end). */
 static int
-rank_iteration(const job_shape *s, int r, int it, int slow, const class_iter *ci,
+rank_iteration(const job_shape *s, int r, int it, double speed, const class_iter *ci,
                const int64_t *end, uint64_t *corr, evbuf *b)
 {
     int per = s->kernels / BUCKETS, bk = 0, rc = 0;
@@ -183,7 +208,7 @@ rank_iteration(const job_shape *s, int r, int it, int slow, const class_iter *ci
         d.correlation = a.correlation;
         int64_t ks = t + LAT_NS > kfree ? t + LAT_NS : kfree;
         d.start_ns = (uint64_t)ks;
-        kfree = ks + kernel_ns(it, k, slow);
+        kfree = ks + kernel_ns(it, k, speed);
         d.end_ns = (uint64_t)kfree;
         rc = push(b, &a) || push(b, &d);
         t += LAUNCH_NS;
@@ -281,23 +306,30 @@ write_rank(const char *dir, const job_shape *s, int r)
     dpro_comm_info ci = {.hash = 0xc0ffee1234ULL, .rank = r, .size = s->ranks, .handle = 0x1000};
     dpro_writer_add_comm(w, &ci);
     int64_t skew = ((int64_t)((r * 7919) % 2001) - 1000) * 1000;
-    int64_t host[2] = {1000000000, 1000000000}, comm_free = 0, end[BUCKETS];
+    int64_t host[4] = {1000000000, 1000000000, 1000000000, 1000000000}, comm_free = 0, end[BUCKETS];
     uint64_t corr = 1;
     evbuf b = {0};
     int rc = 0;
+    /* the classes whose arrivals decide the collectives: the job's speed, the
+     * straggler's, and with a jitter the iteration's slowest other rank's and this
+     * rank's own (the host's times do not depend on the speed: one host time serves) */
+    int nclass = s->jitter > 0 ? 4 : 2, own = s->jitter > 0 ? 3 : r == s->straggler;
     for (int it = 0; it < s->iters && rc == 0; it++) {
-        class_iter c[2];
-        class_host(s, it, 0, host[0], &c[0]);
-        class_host(s, it, 1, host[1], &c[1]);
-        collectives(c, s->ranks > STRAGGLER ? 2 : 1, &comm_free, end);
-        for (int x = 0; x < 2; x++) {
+        class_iter c[4];
+        double speed[4] = {1.0, s->straggler >= 0 ? SLOWER : 1.0, 1.0, rank_speed(s, r, it)};
+        for (int q = 0; s->jitter > 0 && q < s->ranks; q++)
+            if (rank_speed(s, q, it) > speed[2] && q != s->straggler)
+                speed[2] = rank_speed(s, q, it);
+        for (int x = 0; x < nclass; x++)
+            class_host(s, it, speed[x], host[x], &c[x]);
+        collectives(c, s->ranks > STRAGGLER ? nclass : 1, &comm_free, end);
+        for (int x = 0; x < nclass; x++) {
             int64_t sync_end =
                 end[BUCKETS - 1] > c[x].sync_start ? end[BUCKETS - 1] : c[x].sync_start;
             host[x] = sync_end + 3000 + 20000;
         }
         b.n = 0;
-        int slow = r == STRAGGLER;
-        rc = rank_iteration(s, r, it, slow, &c[slow], end, &corr, &b);
+        rc = rank_iteration(s, r, it, speed[own], &c[own], end, &corr, &b);
         qsort(b.e, b.n, sizeof *b.e, cmp_start);
         for (size_t i = 0; i < b.n && rc == 0; i++) {
             b.e[i].start_ns = (uint64_t)((int64_t)b.e[i].start_ns - skew);
@@ -477,22 +509,32 @@ bench_case(const char *label, const char *dir, const job_shape *s, int procs, co
 int
 main(int argc, char **argv)
 {
-    job_shape s = {1024, 20, 0, 0};
+    job_shape s = {1024, 20, 0, 0, 0, STRAGGLER};
     long events = 100000;
-    if ((argc == 6 || (argc == 7 && strcmp(argv[6], "--no-markers") == 0)) &&
-        strcmp(argv[1], "gen") == 0) {
-        s.no_markers = argc == 7;
+    int gen_ok = argc >= 6 && strcmp(argv[1], "gen") == 0;
+    for (int i = 6; gen_ok && i < argc; i++) {
+        if (strcmp(argv[i], "--no-markers") == 0)
+            s.no_markers = 1;
+        else if (strcmp(argv[i], "--no-straggler") == 0)
+            s.straggler = -1;
+        else if (strcmp(argv[i], "--jitter") == 0 && i + 1 < argc)
+            s.jitter = atof(argv[++i]) / 100;
+        else
+            gen_ok = 0;
+    }
+    if (gen_ok) {
         s.ranks = atoi(argv[3]);
         events = atol(argv[4]);
         s.iters = atoi(argv[5]);
         s.kernels = (int)((events / (s.iters > 0 ? s.iters : 1) - 4 * BUCKETS - 2) / 2);
-        if (s.ranks < 1 || s.iters < 1 || s.kernels < BUCKETS)
+        if (s.ranks < 1 || s.iters < 1 || s.kernels < BUCKETS || s.jitter < 0 || s.jitter > 1)
             return 2;
         return write_job(argv[2], &s, 1);
     }
     if (argc != 1) {
         fprintf(stderr,
-                "usage: bench_scale | bench_scale gen DIR RANKS EVENTS ITERS [--no-markers]\n");
+                "usage: bench_scale | bench_scale gen DIR RANKS EVENTS ITERS [--no-markers] "
+                "[--jitter PCT] [--no-straggler]\n");
         return 2;
     }
     const char *e = getenv("DPRO_BENCH_SCALE");
