@@ -59,17 +59,23 @@ BATCH_COPY_BYTES = 1 << 20
 WARM_STEPS = 2  # closed_loop_torch.py's
 
 
+def split_step(inside, names):
+    """A step's calls: (the main thread's, the backward thread's, the start times of the
+    main thread's batch copies)."""
+    main = [e for e in inside if names.get(e["tid"], "").startswith("python") and e["dur"] > 0]
+    bwd = [e for e in inside if names.get(e["tid"], "").startswith("pt_autograd") and e["dur"] > 0]
+    copies = [e["ts"] for e in main if e["name"] == "cudaMemcpyAsync"
+              and e.get("args", {}).get("bytes", 0) >= BATCH_COPY_BYTES]
+    return main, bwd, copies
+
+
 def micro_batches(path, pid):
     """Per micro-batch of rank pid's steps (the medians over the steps that have the most
     common count of batch copies): (forward span, backward span) in us, and the median
     step."""
     rows, steps = [], []
     for dur, inside, names in measure_step_calls.step_events(path, pid):
-        main = [e for e in inside if names.get(e["tid"], "").startswith("python") and e["dur"] > 0]
-        bwd = [e for e in inside
-               if names.get(e["tid"], "").startswith("pt_autograd") and e["dur"] > 0]
-        copies = [e["ts"] for e in main if e["name"] == "cudaMemcpyAsync"
-                  and e.get("args", {}).get("bytes", 0) >= BATCH_COPY_BYTES]
+        main, bwd, copies = split_step(inside, names)
         if not copies or not main:
             continue  # not a training step (the checksum's copies, the teardown)
         ends = copies[1:] + [main[-1]["ts"] + main[-1]["dur"]]
@@ -111,11 +117,7 @@ def step_parts(path):
     for pid in (0, 1):
         rows = []
         for dur, inside, names in measure_step_calls.step_events(path, pid):
-            main = [e for e in inside if names.get(e["tid"], "").startswith("python") and e["dur"] > 0]
-            bwd = [e for e in inside
-                   if names.get(e["tid"], "").startswith("pt_autograd") and e["dur"] > 0]
-            copies = [e["ts"] for e in main if e["name"] == "cudaMemcpyAsync"
-                      and e.get("args", {}).get("bytes", 0) >= BATCH_COPY_BYTES]
+            main, bwd, copies = split_step(inside, names)
             last = [e["dur"] for e in bwd if copies and e["ts"] >= copies[-1]]
             if not copies or not last:
                 continue  # not a training step
