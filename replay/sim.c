@@ -153,17 +153,24 @@ sim_begin(sim_state *s)
     s->top = 0;
     s->n_grp_ready = 0;
     s->n_sent = 0;
+    /* The nodes ready at once have no dependency but their edge predecessors: those are
+     * put on the stack here, in node order, and the ones an edge holds back taken off it
+     * after the edges are counted (a pass over the few, not over every node). */
+    int32_t no_succ = (int32_t)g->n_edges; /* finalize: the edges fit in int32 */
     for (int32_t i = 0; i < n; i++) {
+        int32_t c = initial_count(g, i);
         r->start[i] = -1;
         r->end[i] = -1;
         r->crit[i] = -1;
         r->why[i] = SIM_CAUSE_NONE;
-        r->cnt[i] = initial_count(g, i);
-        r->succ_at[i] = (int32_t)g->n_edges; /* finalize: the edges fit in int32 */
+        r->cnt[i] = c;
+        r->succ_at[i] = no_succ;
         if (g->kind[i] == DFG_HOST)
             r->ready[i] = 0;
         else
             r->ready[i] = dfg_has_prev(g, i) ? 0 : dfg_gap(g, i);
+        if (c == 0 && owned(s, i))
+            s->stack[s->top++] = i;
     }
     /* edge predecessors (finalize kept only edges between live nodes), and where each
      * node's successors begin in the edges sorted by source */
@@ -174,9 +181,11 @@ sim_begin(sim_state *s)
             r->succ_at[src] = (int32_t)k;
         }
     }
-    for (int32_t i = 0; i < n; i++)
-        if (r->cnt[i] == 0 && owned(s, i))
-            s->stack[s->top++] = i;
+    int32_t kept = 0;
+    for (int32_t j = 0; j < s->top; j++)
+        if (r->cnt[s->stack[j]] == 0)
+            s->stack[kept++] = s->stack[j];
+    s->top = kept;
     /* first calls of every host thread start at their gap from time 0 */
     for (int32_t q = 0; q < g->n_res; q++) {
         int32_t f = g->res_first[q];
