@@ -868,33 +868,36 @@ dfg_finalize(dfg *g)
     if (!g->succ_blk || !g->part_blk)
         goto fail;
 
-    /* compact the edge list: drop dead edges, sort by (src,dst), drop duplicates */
-    int64_t k = 0;
-    int sorted = 1;
+    /* compact the edge list: drop dead edges, sort by (src,dst), drop duplicates; the
+     * edges before the first one out of order (a copy's, its plan's appended after them)
+     * are sorted already, so only the rest is sorted, then merged with them */
+    int64_t k = 0, run = -1; /* run: the length of the sorted prefix, -1 all sorted */
     for (int64_t i = 0; i < g->n_edges; i++) {
         int32_t s = g->esrc[i], d = g->edst[i];
         if (s < 0 || d < 0 || (g->flags[s] & DFG_F_REMOVED) || (g->flags[d] & DFG_F_REMOVED))
             continue;
-        if (k > 0 && (g->esrc[k - 1] > s || (g->esrc[k - 1] == s && g->edst[k - 1] >= d)))
-            sorted = 0;
+        if (run < 0 && k > 0 &&
+            (g->esrc[k - 1] > s || (g->esrc[k - 1] == s && g->edst[k - 1] >= d)))
+            run = k;
         g->esrc[k] = s;
         g->edst[k] = d;
         k++;
     }
     g->n_edges = k;
-    if (!sorted) {
+    if (run >= 0) {
         int64_t *key = malloc((size_t)(k > 0 ? k : 1) * sizeof *key);
         if (!key)
             goto fail;
         for (int64_t i = 0; i < k; i++)
             key[i] = ((int64_t)g->esrc[i] << 32) | (uint32_t)g->edst[i];
-        qsort(key, (size_t)k, sizeof *key, cmp_edge);
+        qsort(key + run, (size_t)(k - run), sizeof *key, cmp_edge);
         int64_t m = 0;
-        for (int64_t i = 0; i < k; i++) {
-            if (i > 0 && key[i] == key[i - 1])
+        for (int64_t a = 0, b = run; a < run || b < k;) {
+            int64_t v = b >= k || (a < run && key[a] <= key[b]) ? key[a++] : key[b++];
+            if (m > 0 && v == (((int64_t)g->esrc[m - 1] << 32) | (uint32_t)g->edst[m - 1]))
                 continue;
-            g->esrc[m] = (int32_t)(key[i] >> 32);
-            g->edst[m] = (int32_t)(key[i] & 0xffffffff);
+            g->esrc[m] = (int32_t)(v >> 32);
+            g->edst[m] = (int32_t)(v & 0xffffffff);
             m++;
         }
         free(key);

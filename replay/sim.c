@@ -153,18 +153,32 @@ sim_begin(sim_state *s)
     s->top = 0;
     s->n_grp_ready = 0;
     s->n_sent = 0;
+    /* The nodes ready at once have no dependency but their edge predecessors: those are
+     * put on the stack here, in node order, and the ones an edge holds back taken off it
+     * after the edges are counted (a pass over the few, not over every node). */
+    int32_t no_succ = (int32_t)g->n_edges; /* finalize: the edges fit in int32 */
+    /* the arrays in locals: a store through one may not be read as changing another */
+    int64_t *start = r->start, *end = r->end, *ready = r->ready;
+    int32_t *crit = r->crit, *cnt = r->cnt, *succ_at = r->succ_at, *stack = s->stack;
+    uint8_t *why = r->why;
+    const uint8_t *kind = g->kind;
+    int32_t top = 0;
     for (int32_t i = 0; i < n; i++) {
-        r->start[i] = -1;
-        r->end[i] = -1;
-        r->crit[i] = -1;
-        r->why[i] = SIM_CAUSE_NONE;
-        r->cnt[i] = initial_count(g, i);
-        r->succ_at[i] = (int32_t)g->n_edges; /* finalize: the edges fit in int32 */
-        if (g->kind[i] == DFG_HOST)
-            r->ready[i] = 0;
+        int32_t c = initial_count(g, i);
+        start[i] = -1;
+        end[i] = -1;
+        crit[i] = -1;
+        why[i] = SIM_CAUSE_NONE;
+        cnt[i] = c;
+        succ_at[i] = no_succ;
+        if (kind[i] == DFG_HOST)
+            ready[i] = 0;
         else
-            r->ready[i] = dfg_has_prev(g, i) ? 0 : dfg_gap(g, i);
+            ready[i] = dfg_has_prev(g, i) ? 0 : dfg_gap(g, i);
+        if (c == 0 && owned(s, i))
+            stack[top++] = i;
     }
+    s->top = top;
     /* edge predecessors (finalize kept only edges between live nodes), and where each
      * node's successors begin in the edges sorted by source */
     for (int64_t k = 0, src = -1; k < g->n_edges; k++) {
@@ -174,9 +188,11 @@ sim_begin(sim_state *s)
             r->succ_at[src] = (int32_t)k;
         }
     }
-    for (int32_t i = 0; i < n; i++)
-        if (r->cnt[i] == 0 && owned(s, i))
-            s->stack[s->top++] = i;
+    int32_t kept = 0;
+    for (int32_t j = 0; j < s->top; j++)
+        if (r->cnt[s->stack[j]] == 0)
+            s->stack[kept++] = s->stack[j];
+    s->top = kept;
     /* first calls of every host thread start at their gap from time 0 */
     for (int32_t q = 0; q < g->n_res; q++) {
         int32_t f = g->res_first[q];
@@ -239,8 +255,17 @@ group_transfer(sim_state *s, int32_t q)
 }
 
 void
-sim_drain(sim_state *s)
+sim_drain(sim_state *state)
 {
+    /* The loop runs on local copies of the state and of the result's array pointers: a
+     * store into r->why (bytes) could otherwise change any field as far as the compiler
+     * knows, and every pointer and counter would be read again after it. The loop
+     * changes none of the result's own fields, only its arrays, and of the state the
+     * counters copied back below. */
+    sim_result res = *state->r;
+    sim_state st = *state;
+    st.r = &res;
+    sim_state *s = &st;
     dfg *g = s->g;
     sim_result *r = s->r;
     while (s->top > 0) {
@@ -272,6 +297,9 @@ sim_drain(sim_state *s)
         if (r->arrived[q] == g->grp_members[q])
             group_transfer(s, q);
     }
+    state->top = st.top;
+    state->n_grp_ready = st.n_grp_ready;
+    state->n_sent = st.n_sent;
 }
 
 void
@@ -296,22 +324,27 @@ sim_release_edge(sim_state *s, int32_t n, int64_t t)
 void
 sim_tally(const dfg *g, sim_result *r)
 {
-    r->makespan = 0;
-    r->last_node = -1;
-    r->first_unfinished = -1;
-    r->n_unfinished = 0;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (g->flags[i] & DFG_F_REMOVED)
+    /* in locals: r's fields would be read again after each store otherwise */
+    const int64_t *end = r->end;
+    const uint8_t *flags = g->flags;
+    int64_t makespan = 0;
+    int32_t last = -1, first_unfinished = -1, n_unfinished = 0, n = g->n_nodes;
+    for (int32_t i = 0; i < n; i++) {
+        if (flags[i] & DFG_F_REMOVED)
             continue;
-        if (r->end[i] < 0) {
-            if (r->first_unfinished < 0)
-                r->first_unfinished = i;
-            r->n_unfinished++;
-        } else if (r->end[i] > r->makespan || r->last_node < 0) {
-            r->makespan = r->end[i];
-            r->last_node = i;
+        if (end[i] < 0) {
+            if (first_unfinished < 0)
+                first_unfinished = i;
+            n_unfinished++;
+        } else if (end[i] > makespan || last < 0) {
+            makespan = end[i];
+            last = i;
         }
     }
+    r->makespan = makespan;
+    r->last_node = last;
+    r->first_unfinished = first_unfinished;
+    r->n_unfinished = n_unfinished;
 }
 
 int
