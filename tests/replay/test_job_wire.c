@@ -319,9 +319,10 @@ static void
 test_meta_keys(void)
 {
     static const char *const all[] = {
-        DPRO_META_SOURCE,     DPRO_META_HOST,        DPRO_META_PID,          DPRO_META_RANK,
-        DPRO_META_LOCAL_RANK, DPRO_META_WORLD_SIZE,  DPRO_META_JOB_ID,       DPRO_META_COMMAND,
-        DPRO_META_HOST_CPUS,  DPRO_META_CPU_SAMPLES, DPRO_META_HOST_CPU_LIST};
+        DPRO_META_SOURCE,      DPRO_META_HOST,          DPRO_META_PID,
+        DPRO_META_RANK,        DPRO_META_LOCAL_RANK,    DPRO_META_WORLD_SIZE,
+        DPRO_META_JOB_ID,      DPRO_META_COMMAND,       DPRO_META_HOST_CPUS,
+        DPRO_META_CPU_SAMPLES, DPRO_META_HOST_CPU_LIST, DPRO_META_HOST_CPU_LIST_END};
     const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char dir[256], path[300], err[256], value[64];
     snprintf(dir, sizeof dir, "%s/dpro-test-job-wire-XXXXXX", base);
