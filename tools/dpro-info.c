@@ -121,7 +121,7 @@ parse_thread_sched(file_info *fi, const dpro_reader *r, const char *s)
         rc = -2;
     while (rc == 0 && *s) {
         thread_sched *th = &fi->ts[fi->nts];
-        int64_t first[4] = {0}, v[4];
+        int64_t first[4] = {0}, v[4] = {0};
         char *end = NULL;
         th->tid = (uint32_t)strtoul(s, &end, 10);
         if (end == s || *end != '=')
@@ -140,6 +140,8 @@ parse_thread_sched(file_info *fi, const dpro_reader *r, const char *s)
             if (rc == 0 && *s == ',')
                 s++;
         }
+        if (rc == 0 && th->samples == 0)
+            rc = -1; /* "TID=" without a sample */
         if (rc == 0) {
             th->window_us = v[0] - first[0];
             th->cpu_us = v[1] - first[1];
