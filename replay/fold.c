@@ -175,8 +175,8 @@ alike(const fold_ctx *c, int32_t r, int32_t p, int *why)
 }
 
 /* The window start, the tolerance and the straggler rule of every present rank: a rank
- * that the report would name a straggler (others wait for it over 2 % of the mean
- * measured iteration and over 5 us per iteration, as dpro-replay lists them) stays
+ * that the report would name a straggler (REPLAY_STRAGGLER_SHARE, as dpro-replay lists
+ * them) stays
  * alone. Returns 0 or -1. */
 static int
 rank_figures(fold_ctx *c)
@@ -218,7 +218,8 @@ rank_figures(fold_ctx *c)
         double mean = msum / k;
         for (int32_t r = 0; r < g->n_ranks; r++) {
             double per = blame[r] / iters;
-            if (per > 0.02 * mean && per > 5000 && !c->alone[r])
+            if (per > REPLAY_STRAGGLER_SHARE * mean && per > REPLAY_STRAGGLER_MIN_US * 1000.0 &&
+                !c->alone[r])
                 c->alone[r] = DFG_APART_STRAGGLER;
         }
     }

@@ -426,6 +426,12 @@ int replay_perturb(const replay *rp, int32_t top, double scale, replay_perturbat
 
 void replay_perturbation_free(replay_perturbation *p);
 
+/* The straggler rule: a rank is named a straggler (the report's list, and a rank the fold
+ * keeps alone) when the others wait for it over this share of the mean measured iteration
+ * and over REPLAY_STRAGGLER_MIN_US per iteration. */
+#define REPLAY_STRAGGLER_SHARE 0.02
+#define REPLAY_STRAGGLER_MIN_US 5
+
 /* Per-rank and overall figures of one simulation against the measurement. */
 typedef struct replay_rank_summary {
     int present;

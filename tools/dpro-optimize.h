@@ -57,7 +57,7 @@ typedef struct state {
  * then be off the explicit one by about this share; the screen's margin widens by twice
  * the gap it sees (search.h, SEARCH_SCREEN_MARGIN) and every time reported is the
  * explicit simulation's. */
-#define OPTIMIZE_SCREEN_TOLERANCE 0.02
+#define OPTIMIZE_SCREEN_TOLERANCE REPLAY_STRAGGLER_SHARE
 
 /* Whether the per-kernel fixed cost in use is the shortest kernel's duration rather than
  * the fitted value or the prior, which were longer (workload.c caps it). */

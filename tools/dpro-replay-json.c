@@ -188,8 +188,8 @@ json_ranks(json_writer *j, const report *rep)
     json_begin_array(j);
     for (int32_t r = 0; r < s->n_ranks; r++) {
         replay_rank_summary *q = &s->rank[r];
-        if (q->present && q->straggler_blame_us > 0.02 * s->measured_us &&
-            q->straggler_blame_us > 5) {
+        if (q->present && q->straggler_blame_us > REPLAY_STRAGGLER_SHARE * s->measured_us &&
+            q->straggler_blame_us > REPLAY_STRAGGLER_MIN_US) {
             json_begin_object(j);
             json_kv_int(j, "rank", r);
             json_kv_double(j, "others_waited_us_per_iter", q->straggler_blame_us);

@@ -695,8 +695,8 @@ print_text(const report *rep)
     int any = 0;
     for (int32_t r = 0; r < s->n_ranks; r++) {
         replay_rank_summary *q = &s->rank[r];
-        if (q->present && q->straggler_blame_us > 0.02 * s->measured_us &&
-            q->straggler_blame_us > 5) {
+        if (q->present && q->straggler_blame_us > REPLAY_STRAGGLER_SHARE * s->measured_us &&
+            q->straggler_blame_us > REPLAY_STRAGGLER_MIN_US) {
             if (!any)
                 printf("\nstragglers (the others wait for them):\n");
             any = 1;
