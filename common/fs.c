@@ -39,6 +39,20 @@ dpro_mkdir_p(const char *path, mode_t mode)
     return 0;
 }
 
+int
+dpro_sync_dir(const char *path)
+{
+    int rc = -1;
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        rc = fsync(fd) == 0 || errno == EINVAL ? 0 : -1;
+        int saved = errno;
+        close(fd);
+        errno = saved;
+    }
+    return rc;
+}
+
 /* Whether st is the file of one of inputs (inputs that cannot be stat'ed are not). */
 static int
 is_input(const struct stat *st, const char *const *inputs, size_t n_inputs)

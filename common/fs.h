@@ -10,6 +10,11 @@
  * or -1 with errno set (EEXIST is not an error when path is a directory). */
 int dpro_mkdir_p(const char *path, mode_t mode);
 
+/* Syncs directory path's entries to disk (fsync of the directory), so that files created
+ * or renamed in it survive a machine crash under their names. A file system that cannot
+ * sync a directory (EINVAL) is not an error. Returns 0, or -1 with errno set. */
+int dpro_sync_dir(const char *path);
+
 /*
  * The file a command writes on request (--chrome FILE), made safe to name: it is never
  * one of the command's inputs (the same st_dev and st_ino as any of inputs[0..n_inputs),

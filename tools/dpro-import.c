@@ -25,9 +25,10 @@
  * threads close theirs meanwhile (the one sync of a trace waits for the disk without
  * holding a CPU). The traces are renamed, and the messages printed, in the order of the
  * inputs, so that the traces, the names and stderr are those of --jobs 1. A trace is
- * written under a hidden temporary name, synced once, then renamed: an import killed or a
- * machine crashed leaves whole traces under trace names and nothing else but temporary
- * files.
+ * written under a hidden temporary name, synced once, then renamed, and DIR is synced once
+ * after the last rename: an import killed or a machine crashed leaves whole traces under
+ * trace names and nothing else but temporary files, and once dpro-import has exited no
+ * crash takes a trace back to its temporary name.
  *
  * A file none of whose events is a device operation (kernel, copy, set: a CPU-only trace,
  * or another device's, whose categories are named in a warning) is refused unless
@@ -176,6 +177,19 @@ place_trace(const char *file, const char *tmp, const char *final, char *const *e
         return EXIT_BAD_INPUT;
     }
     return EXIT_OK;
+}
+
+/* Syncs dir's entries once `placed` traces were renamed into it (none: nothing to sync).
+ * Returns EXIT_OK or EXIT_BAD_INPUT, said on stderr. */
+static int
+sync_traces_dir(const char *dir, int placed)
+{
+    if (placed == 0 || dpro_sync_dir(dir) == 0)
+        return EXIT_OK;
+    pr_err("%s: cannot sync the directory after renaming %d trace%s into it: %s (the traces are "
+           "whole, but a machine crash could leave them under their temporary names)",
+           dir, placed, placed == 1 ? "" : "s", strerror(errno));
+    return EXIT_BAD_INPUT;
 }
 
 /* The options that shape each file's import. */
@@ -559,6 +573,8 @@ import_nsys(char **files, int nfiles, const char *dir, const char *job_id, const
                 nwritten++;
         }
     }
+    if (sync_traces_dir(dir, nwritten) != EXIT_OK)
+        status = EXIT_BAD_INPUT;
     for (int i = 0; i < nwritten; i++)
         free(written[i]);
     free(written);
@@ -730,9 +746,14 @@ main(int argc, char **argv)
         sem_destroy(&r.cpu_slots);
     }
     pthread_mutex_destroy(&r.lock);
-    for (int i = 0; i < nfiles; i++)
+    int placed = 0;
+    for (int i = 0; i < nfiles; i++) {
+        placed += r.t[i].keep;
         if (r.t[i].status != EXIT_OK)
             status = EXIT_BAD_INPUT;
+    }
+    if (sync_traces_dir(dir, placed) != EXIT_OK)
+        status = EXIT_BAD_INPUT;
     free(r.t);
     free(kineto);
     return status;

@@ -6,7 +6,7 @@
 # reads without a word of an early end (its 14,102 events, no bad batch), or a hidden
 # temporary one that dpro-info refuses or says ends early. A whole import after the kills
 # (over what they left) gives the 16 traces. And a trace is synced once: the import's
-# fsync/fdatasync calls (the synccount shim) are one a file.
+# fsync/fdatasync calls (the synccount shim) are one a file, and one of the directory.
 set -u
 b=${top_builddir:-.}
 s=${top_srcdir:-.}
@@ -71,7 +71,9 @@ for f in "$out"/*.dpro; do
     n=$((n + 1))
 done
 [ "$n" -eq 16 ] || { echo "FAIL: $n traces, not 16" >&2; fail=1; }
-syncs=$(cat "$tmp/count")
-echo "test_import_kill: 16 files imported with $syncs fsync/fdatasync calls"
+syncs=$(sed -n 1p "$tmp/count")
+dirs=$(sed -n 2p "$tmp/count")
+echo "test_import_kill: 16 files imported with $syncs fsync/fdatasync calls of files, $dirs of the directory"
 [ "$syncs" -eq 16 ] || { echo "FAIL: $syncs syncs for 16 traces, not one each" >&2; fail=1; }
+[ "$dirs" = 1 ] || { echo "FAIL: the directory synced $dirs times, not once" >&2; fail=1; }
 exit $fail
