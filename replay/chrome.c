@@ -1,12 +1,15 @@
 /* chrome.c: Chrome trace export (see chrome.h). */
 #include "chrome.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hmap.h"
 #include "json_writer.h"
 #include "kernels.h"
+#include "threadsched.h"
 
 #define TID_ITER 1
 #define TID_CP 2         /* the critical path's track */
@@ -102,7 +105,61 @@ flow(json_writer *j, const char *ph, uint64_t id, const char *cat, int32_t pid, 
     json_end_object(j);
 }
 
-/* NVTX ranges and memory counters from the events themselves (measured only). */
+/* Rank r's traced threads as the scheduler served them (meta thread_sched, measured
+ * only): per thread, a counter track "thread TID (name)" with, for each interval between
+ * two of its samples that starts within w, the share of the interval the thread spent on
+ * a CPU and runnable but waiting for one (%), at the interval's start. Writes them to j
+ * (NULL: writes nothing) and adds their estimated size to *bytes. Returns 0, or -1 out of
+ * memory; a trace without the row, or with a malformed one (dpro-info --threads says
+ * where), gives no track. */
+static int
+export_thread_sched(const job_rank *jr, int32_t r, int64_t shift, const window *w, json_writer *j,
+                    uint64_t *bytes)
+{
+    const char *text = dpro_reader_meta(jr->reader, DPRO_META_THREAD_SCHED);
+    thread_sched_set set = {NULL, 0, NULL};
+    int parsed = text ? thread_sched_parse(text, &set) : 0;
+    const dpro_thread_info *names = NULL;
+    size_t nnames = set.n ? dpro_reader_threads(jr->reader, &names) : 0;
+    for (size_t k = 0; k < set.n; k++) {
+        const thread_sched *th = &set.thread[k];
+        const char *tname = NULL;
+        for (size_t i = 0; i < nnames && !tname; i++)
+            if (names[i].tid == th->tid)
+                tname = names[i].name;
+        char track[160];
+        snprintf(track, sizeof track, "thread %u%s%s%s", th->tid, tname ? " (" : "",
+                 tname ? tname : "", tname ? ")" : "");
+        for (size_t i = 1; i < th->n; i++) {
+            const thread_sched_sample *a = &th->sample[i - 1], *b = &th->sample[i];
+            int64_t ts = a->t_us * 1000 + shift, dt = b->t_us - a->t_us;
+            if (dt <= 0 || !in_window(w, r, ts))
+                continue;
+            *bytes += 128 + strlen(track);
+            if (!j)
+                continue;
+            json_begin_object(j);
+            json_kv_string(j, "ph", "C");
+            json_kv_string(j, "name", track);
+            json_kv_int(j, "pid", r);
+            json_kv_double(j, "ts", us(ts));
+            json_key(j, "args");
+            json_begin_object(j);
+            /* to 0.1 %: a sample's us do not resolve finer over 10 ms */
+            json_kv_double(j, "on a CPU %",
+                           round(1000.0 * (double)(b->cpu_us - a->cpu_us) / (double)dt) / 10.0);
+            json_kv_double(j, "waiting for a CPU %",
+                           round(1000.0 * (double)(b->wait_us - a->wait_us) / (double)dt) / 10.0);
+            json_end_object(j);
+            json_end_object(j);
+        }
+    }
+    thread_sched_set_free(&set);
+    return parsed == -1 ? -1 : 0;
+}
+
+/* NVTX ranges and memory counters from the events themselves, and the threads' scheduler
+ * counters (measured only). */
 static void
 export_markers(const replay *rp, const dfg *g, const window *w, json_writer *j)
 {
@@ -181,6 +238,8 @@ export_markers(const replay *rp, const dfg *g, const window *w, json_writer *j)
         free(sizes);
         hmap_free(&thread_res);
         hmap_free(&addr);
+        uint64_t ignored = 0;
+        (void)export_thread_sched(jr, r, shift, w, j, &ignored); /* none: as the rows above */
     }
 }
 
@@ -490,14 +549,18 @@ estimate_node(const dfg *g, const shown_kernels *sk, sim_timeline tl, int32_t n)
     return bytes;
 }
 
-/* The measured export's NVTX ranges and memory counters (export_markers). */
-static uint64_t
-estimate_markers(const replay *rp, const dfg *g, const window *w)
+/* The measured export's NVTX ranges, memory and scheduler counters (export_markers), added
+ * to *bytes. Returns 0, or -1 out of memory. */
+static int
+estimate_markers(const replay *rp, const dfg *g, const window *w, uint64_t *bytes_out)
 {
     uint64_t bytes = 0;
-    for (int32_t r = 0; r < rp->job.n_ranks && r < g->n_ranks; r++) {
+    int rc = 0;
+    for (int32_t r = 0; rc == 0 && r < rp->job.n_ranks && r < g->n_ranks; r++) {
         const job_rank *jr = &rp->job.ranks[r];
         int64_t shift = (rp->align.offset_ns ? rp->align.offset_ns[r] : 0) - rp->time_origin;
+        if (jr->reader)
+            rc = export_thread_sched(jr, r, shift, w, NULL, &bytes);
         for (size_t i = 0; jr->reader && i < jr->n_events; i++) {
             const job_event *e = &jr->events[i];
             if (!in_window(w, r, (int64_t)e->start_ns + shift))
@@ -509,7 +572,8 @@ estimate_markers(const replay *rp, const dfg *g, const window *w)
                 bytes += 100;
         }
     }
-    return bytes;
+    *bytes_out += rc == 0 ? bytes : 0;
+    return rc;
 }
 
 /* The critical path's slices (export_critical_path). */
@@ -560,9 +624,9 @@ chrome_estimate_bytes(const replay *rp, const dfg *g, const sim_result *sim,
         }
         if (simulated && opt->cp)
             *bytes += estimate_critical_path(g, &sk, opt->cp, &w);
-        if (!simulated)
-            *bytes += estimate_markers(rp, g, &w);
-        rc = 0;
+        rc = simulated ? 0 : estimate_markers(rp, g, &w, bytes);
+        if (rc != 0)
+            *bytes = 0;
     }
     shown_kernels_free(&sk);
     free(garr);

@@ -18,7 +18,7 @@ replay_libdproreplay_la_SOURCES = \
 	replay/launch_queue.c replay/launch_queue.h \
 	replay/replay.c replay/replay.h replay/critpath.c replay/fidelity.c replay/fidelity_int.h \
 	replay/drawn.c replay/fold.c \
-	replay/whatif.c replay/hostshare.c replay/hostshare_cpus.c replay/hostshare.h \
+	replay/whatif.c replay/hostshare.c replay/hostshare_cpus.c replay/hostshare.h replay/threadsched.c replay/threadsched.h \
 	replay/chrome.c replay/chrome.h \
 	replay/kernels.c replay/kernels.h replay/diff.c replay/diff.h \
 	replay/analyses/analyses.h replay/analyses/ana_int.h replay/analyses/collect.c \

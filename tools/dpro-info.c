@@ -21,6 +21,7 @@
 #include "replay/analyses/analyses.h"
 #include "replay/inputs.h"
 #include "replay/kernels.h"
+#include "replay/threadsched.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -36,12 +37,12 @@
 
 /* One traced thread's scheduler figures over its samples (meta thread_sched): the
  * differences between its first and last sample, us. */
-typedef struct thread_sched {
+typedef struct thread_window {
     uint32_t tid;
     const char *name; /* the threads table's, or NULL */
     size_t samples;
     int64_t window_us, cpu_us, wait_us, slices;
-} thread_sched;
+} thread_window;
 
 typedef struct file_info {
     const char *path;
@@ -55,7 +56,7 @@ typedef struct file_info {
     int failed;
     kernels_breakdown kern; /* with --kernels */
     ana_collect *ana;       /* with analyses asked for */
-    thread_sched *ts;       /* with --threads: malloc'd, nts rows */
+    thread_window *ts;      /* with --threads: malloc'd, nts rows */
     size_t nts;
     int64_t ts_dropped; /* threads the collector did not follow */
 } file_info;
@@ -105,58 +106,38 @@ usage(FILE *out)
             ANA_OUTLIER_CPU_MIN_NS / 1000, ANA_OUTLIER_DELAY_MIN_NS / 1000);
 }
 
-/* Parses meta thread_sched text s ("TID=T:R:W:S,...;TID=...") into fi->ts, naming each
- * thread from r's threads table. Returns 0, -1 when s is malformed (fi->err says where),
- * -2 out of memory. */
+/* Sums meta thread_sched text s (threadsched.h) over each thread's window into fi->ts,
+ * naming each thread from r's threads table. Returns 0, -1 when s is malformed (fi->err
+ * says where), -2 out of memory. */
 static int
 parse_thread_sched(file_info *fi, const dpro_reader *r, const char *s)
 {
     const dpro_thread_info *names = NULL;
-    size_t nnames = dpro_reader_threads(r, &names), cap = 1;
-    int rc = 0;
-    for (const char *c = s; *c; c++)
-        cap += *c == ';';
-    fi->ts = calloc(cap, sizeof *fi->ts);
-    if (!fi->ts)
+    size_t nnames = dpro_reader_threads(r, &names);
+    thread_sched_set set;
+    int parsed = thread_sched_parse(s, &set), rc = 0;
+    if (parsed > 1) {
+        snprintf(fi->err, sizeof fi->err, "%s: meta %s: thread %d is not TID=T:R:W:S,...", fi->path,
+                 DPRO_META_THREAD_SCHED, parsed - 1);
+        rc = -1;
+    } else if (parsed == -1 || !(fi->ts = calloc(set.n + 1, sizeof *fi->ts))) {
         rc = -2;
-    while (rc == 0 && *s) {
-        thread_sched *th = &fi->ts[fi->nts];
-        int64_t first[4] = {0}, v[4] = {0};
-        char *end = NULL;
-        th->tid = (uint32_t)strtoul(s, &end, 10);
-        if (end == s || *end != '=')
-            rc = -1;
-        s = end + (rc == 0);
-        while (rc == 0 && *s && *s != ';') {
-            for (int k = 0; rc == 0 && k < 4; k++) {
-                v[k] = strtoll(s, &end, 10);
-                if (end == s || (k < 3 && *end != ':') ||
-                    (k == 3 && *end && *end != ',' && *end != ';'))
-                    rc = -1;
-                s = end + (rc == 0 && k < 3);
-            }
-            if (rc == 0 && th->samples++ == 0)
-                memcpy(first, v, sizeof first);
-            if (rc == 0 && *s == ',')
-                s++;
-        }
-        if (rc == 0 && th->samples == 0)
-            rc = -1; /* "TID=" without a sample */
-        if (rc == 0) {
-            th->window_us = v[0] - first[0];
-            th->cpu_us = v[1] - first[1];
-            th->wait_us = v[2] - first[2];
-            th->slices = v[3] - first[3];
-            for (size_t i = 0; i < nnames; i++)
-                if (names[i].tid == th->tid)
-                    th->name = names[i].name;
-            fi->nts++;
-            s += *s == ';';
-        }
     }
-    if (rc == -1)
-        snprintf(fi->err, sizeof fi->err, "%s: meta %s: thread %zu is not TID=T:R:W:S,...",
-                 fi->path, DPRO_META_THREAD_SCHED, fi->nts + 1);
+    for (size_t k = 0; rc == 0 && k < set.n; k++) {
+        const thread_sched *in = &set.thread[k];
+        const thread_sched_sample *a = &in->sample[0], *b = &in->sample[in->n - 1];
+        thread_window *th = &fi->ts[fi->nts++];
+        *th = (thread_window){.tid = in->tid,
+                              .samples = in->n,
+                              .window_us = b->t_us - a->t_us,
+                              .cpu_us = b->cpu_us - a->cpu_us,
+                              .wait_us = b->wait_us - a->wait_us,
+                              .slices = b->slices - a->slices};
+        for (size_t i = 0; i < nnames; i++)
+            if (names[i].tid == th->tid)
+                th->name = names[i].name;
+    }
+    thread_sched_set_free(&set);
     return rc;
 }
 
@@ -508,7 +489,7 @@ write_threads_json(json_writer *w, const file_info *fi)
     json_key(w, "threads");
     json_begin_array(w);
     for (size_t k = 0; k < fi->nts; k++) {
-        const thread_sched *th = &fi->ts[k];
+        const thread_window *th = &fi->ts[k];
         json_begin_object(w);
         json_kv_uint(w, "tid", th->tid);
         json_kv_string(w, "name", th->name ? th->name : "");
@@ -538,7 +519,7 @@ print_threads(const file_info *fi)
         printf("  %8s %-16s %10s %10s %6s %10s %6s %8s\n", "tid", "name", "window(ms)", "cpu(ms)",
                "cpu%", "runq(ms)", "runq%", "slices");
     for (size_t k = 0; k < fi->nts; k++) {
-        const thread_sched *th = &fi->ts[k];
+        const thread_window *th = &fi->ts[k];
         double win = th->window_us > 0 ? (double)th->window_us : 1.0;
         printf("  %8" PRIu32 " %-16.16s %10.1f %10.1f %6.1f %10.1f %6.1f %8" PRId64 "\n", th->tid,
                th->name && *th->name ? th->name : "-", th->window_us / 1e3, th->cpu_us / 1e3,

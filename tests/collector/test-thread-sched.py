@@ -2,9 +2,14 @@
 """The collector's per-thread scheduler figures (meta thread_sched, docs/format.md): two
 busy threads bound to one CPU each show time waiting on a runqueue while the other runs
 (and their CPU time and wait add up to their spin, whatever else loads that CPU);
-a sleeping thread shows neither CPU time nor runqueue wait; dpro-info --threads shows them."""
+a sleeping thread shows neither CPU time nor runqueue wait; dpro-info --threads shows them,
+and dpro-export draws them as a counter track a thread (on a CPU %, waiting for a CPU %).
+A malformed row (a thread without a sample, a sample not T:R:W:S, no TID=) is said by
+dpro-info --threads with the file and the thread, exit 1; dpro-export then draws no track
+and still exports the rest."""
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -74,4 +79,55 @@ t = subprocess.run([info, "--threads", files[0]], capture_output=True, text=True
 print(t.stdout)
 ct.check(t.returncode == 0 and "runq(ms)" in t.stdout and str(sleeper) in t.stdout,
          "dpro-info --threads prints the table")
+
+# dpro-export: a counter track a sampled thread, each value the share of the interval
+export = os.path.join(ct.BUILD, "tools", "dpro-export")
+chrome = os.path.join(out, "t.json")
+e = subprocess.run([export, files[0], "--chrome", chrome], capture_output=True, text=True)
+events = json.load(open(chrome))["traceEvents"] if e.returncode == 0 else []
+tracks = {}
+for ev in events:
+    if ev.get("ph") == "C" and ev["name"].startswith("thread "):
+        tracks.setdefault(int(ev["name"].split()[1]), []).append(ev["args"])
+ct.check(set(busy + [sleeper]) <= set(tracks),
+         "dpro-export: a scheduler counter track for each thread (%s)" % sorted(tracks))
+ct.check(all(len(tracks[t]) == len(threads[t]) - 1 for t in tracks if t in threads),
+         "dpro-export: a counter a thread's interval between two samples")
+ct.check(all(0 <= a["on a CPU %"] <= 100.5 and 0 <= a["waiting for a CPU %"] <= 100.5
+             for v in tracks.values() for a in v), "dpro-export: every share within 0-100 %")
+
+
+def busy_share(tid):
+    """The mean of on a CPU + waiting over the thread's intervals, %."""
+    v = tracks.get(tid, [])
+    return sum(a["on a CPU %"] + a["waiting for a CPU %"] for a in v) / max(len(v), 1)
+
+
+ct.check(all(busy_share(t) >= 60 for t in busy) and busy_share(sleeper) < 10,
+         "dpro-export: the busy threads on a CPU or waiting for one, the sleeper neither "
+         "(%s, %.1f %%)" % (["%.1f" % busy_share(t) for t in busy], busy_share(sleeper)))
+
+# malformed rows: said by dpro-info with the file and the thread; dpro-export draws no track
+bad_trace = os.path.join(out, "bad", os.path.basename(files[0]))
+os.makedirs(os.path.dirname(bad_trace))
+good = "%d=1:2:3:4,5:6:7:8" % busy[0]
+for bad, nth in (("5=", 1), ("5=;", 1), (good + ";6=", 2), ("x=1:2:3:4", 1),
+                 (good + ";6=1:2:3", 2), ("5=1:2:3:4,1:2", 1), ("5=1:2:3:4:5", 1)):
+    shutil.copy(files[0], bad_trace)
+    db = sqlite3.connect(bad_trace)
+    db.execute("UPDATE meta SET value = ? WHERE key = 'thread_sched'", (bad,))
+    db.commit()
+    db.close()
+    t = subprocess.run([info, "--quick", "--threads", bad_trace], capture_output=True,
+                       text=True)
+    ct.check(t.returncode == 1 and bad_trace in t.stderr and
+             "thread %d is not TID=T:R:W:S" % nth in t.stderr,
+             "dpro-info --threads on thread_sched %r: exit 1 naming the file and thread %d "
+             "(rc %d: %s)" % (bad, nth, t.returncode, t.stderr.strip()[-200:]))
+    e = subprocess.run([export, bad_trace, "--chrome", chrome, "--force"], capture_output=True,
+                       text=True)
+    evs = json.load(open(chrome))["traceEvents"] if e.returncode == 0 else []
+    ct.check(e.returncode == 0 and evs and
+             not any(v.get("ph") == "C" and v["name"].startswith("thread ") for v in evs),
+             "dpro-export on thread_sched %r: exports, without scheduler tracks" % bad)
 ct.finish()
