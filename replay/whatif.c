@@ -204,24 +204,26 @@ expected_max_stalled(const double *v, size_t m, int32_t k, double p, double a)
     return e;
 }
 
-int64_t
-replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1)
-{
-    return replay_rank_wait_stalled(g, n_from, n_to, w0, w1, 0, 0);
-}
-
-int64_t
-replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1,
-                         double stall_p, double stall_ns)
+/* The wait replay_rank_wait_stalled describes, generalised over what the replayed
+ * arrivals already hold: F is learned from g's groups of n_from participants whose
+ * communicators have n_nodes ranks (all starting in [w0, w1)), and the wait is the expected
+ * maximum of n_to draws of F (with the stalls) less that of k_from draws: the latest of
+ * the arrivals the replay keeps jittered (the what-if's n_from traced ranks; the typical
+ * replay's 1, its ranks' arrivals being each one typical value). Sets g's wait on groups
+ * of n_nodes ranks. Returns as replay_rank_wait_stalled. */
+static int64_t
+rank_wait_of(dfg *g, int32_t n_from, int32_t n_nodes, int32_t n_to, int32_t k_from, int64_t w0,
+             int64_t w1, double stall_p, double stall_ns)
 {
     int64_t rc = 0;
     size_t cap = 0, m = 0;
     double *off = NULL, *cnt = NULL, *v = NULL;
-    if (n_from < 2 || n_to < 2 || !(stall_p >= 0 && stall_p <= 1) || !(stall_ns >= 0)) {
+    if (n_from < 2 || n_to < 2 || k_from < 1 || !(stall_p >= 0 && stall_p <= 1) ||
+        !(stall_ns >= 0)) {
         rc = -1;
     } else {
         for (int32_t q = 0; q < g->n_groups; q++)
-            cap += group_sampled(g, q, n_from, n_to, w0, w1) ? (size_t)n_from : 0;
+            cap += group_sampled(g, q, n_from, n_nodes, w0, w1) ? (size_t)n_from : 0;
         off = calloc((size_t)g->n_ranks + 1, sizeof *off);
         cnt = calloc((size_t)g->n_ranks + 1, sizeof *cnt);
         v = malloc((cap ? cap : 1) * sizeof *v);
@@ -229,13 +231,13 @@ replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64
             rc = -2;
     }
     if (rc == 0)
-        m = pool_jitter(g, n_from, n_to, w0, w1, off, cnt, v);
+        m = pool_jitter(g, n_from, n_nodes, w0, w1, off, cnt, v);
     if (rc == 0 && m < REPLAY_RANK_WAIT_MIN_SAMPLES && stall_p > 0 && stall_ns > 0) {
         v[0] = 0; /* too few arrivals to learn F from (folded ranks): the stalls alone */
         m = 1;
     }
     if (rc == 0 && (m >= REPLAY_RANK_WAIT_MIN_SAMPLES || (m == 1 && stall_p > 0)) &&
-        n_to > n_from) {
+        n_to > k_from) {
         double e;
         qsort(v, m, sizeof *v, order_double);
         /* the stalls less their mean, p a / 2: the host-share stretch (hostshare_apply)
@@ -249,15 +251,54 @@ replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64
         if (stall_p > 0 && stall_ns > 0)
             spread = expected_max_stalled(v, m, n_to, stall_p, stall_ns) -
                      expected_max_stalled(v, m, n_to, 0, stall_ns) - stall_p * stall_ns / 2;
-        e = expected_max(v, m, n_to) + (spread > 0 ? spread : 0) - expected_max(v, m, n_from);
+        e = expected_max(v, m, n_to) + (spread > 0 ? spread : 0) - expected_max(v, m, k_from);
         rc = e > 0 ? (int64_t)llround(e) : 0;
     }
     if (rc >= 0) {
         g->grp_wait_ns = rc;
-        g->grp_wait_nranks = n_to;
+        g->grp_wait_nranks = n_nodes;
     }
     free(off);
     free(cnt);
     free(v);
+    return rc;
+}
+
+int64_t
+replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1)
+{
+    return replay_rank_wait_stalled(g, n_from, n_to, w0, w1, 0, 0);
+}
+
+int64_t
+replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1,
+                         double stall_p, double stall_ns)
+{
+    return rank_wait_of(g, n_from, n_to, n_to, n_from, w0, w1, stall_p, stall_ns);
+}
+
+int
+replay_compared_window(const replay *rp, int64_t *w0, int64_t *w1)
+{
+    const int32_t *b;
+    int32_t nb = dfg_iterations(&rp->graph, 0, &b);
+    int rc = -1;
+    if (rp->iter_first >= 0 && rp->iter_last >= rp->iter_first && rp->iter_last + 1 < nb &&
+        b[rp->iter_first] >= 0 && b[rp->iter_last + 1] >= 0) {
+        *w0 = dfg_mend(&rp->graph, b[rp->iter_first]);
+        *w1 = dfg_mend(&rp->graph, b[rp->iter_last + 1]);
+        rc = 0;
+    }
+    return rc;
+}
+
+int64_t
+replay_rank_wait_typical(const replay *rp, dfg *g)
+{
+    int64_t w0, w1, rc = 0;
+    g->grp_wait_ns = 0;
+    g->grp_wait_nranks = 0;
+    if (g->n_ranks >= 2 && replay_compared_window(rp, &w0, &w1) == 0)
+        rc = rank_wait_of(g, g->n_ranks, g->n_ranks, g->n_ranks, 1, w0, w1, 0, 0);
     return rc;
 }
