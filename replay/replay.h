@@ -262,15 +262,16 @@ int replay_compared_window(const replay *rp, int64_t *w0, int64_t *w1);
 
 /* The wait the typical-duration replay keeps at each collective (replay_typical): its
  * ranks' arrivals are each one typical value, without the jitter every collective waits
- * for the latest of, so the wait is replay_rank_wait's with the same F (learned from g's
- * groups of all g->n_ranks ranks in rp's compared window, replay_compared_window) and the
- * same n ranks on both sides, taken against one arrival: the expected maximum of n draws
- * of F less that of one draw (F's mean, 0: each arrival is taken against its group's mean
- * and its rank's mean lateness, which the typical values keep). Set as g's wait on the
- * groups of n ranks (g->grp_wait_ns; g: rp->graph, a clone or a timing view of it). 0 with
- * fewer than 2 ranks, without compared iterations or with fewer than
- * REPLAY_RANK_WAIT_MIN_SAMPLES arrivals (folded ranks: one arrival a class). Returns the
- * wait in ns, or -2 out of memory. */
+ * for the latest of, so the wait is replay_rank_wait's, by its code, with the same n
+ * ranks on both sides, taken against one arrival: the expected maximum of n draws of F
+ * less that of one draw (F's mean, 0). F is learned from g's groups of all g->n_ranks
+ * ranks in rp's compared window (replay_compared_window): each arrival less its group's
+ * mean arrival, less the mean of those of its rank at the same place (replay_typical's
+ * places: which collective of the iteration it is), the lateness the typical values keep;
+ * a folded class's arrival counts for each of its ranks. Set as g's wait on the groups of
+ * n ranks (g->grp_wait_ns; g: rp->graph, a clone or a timing view of it). 0 with fewer
+ * than 2 ranks, without compared iterations or with fewer than
+ * REPLAY_RANK_WAIT_MIN_SAMPLES arrivals. Returns the wait in ns, or -2 out of memory. */
 int64_t replay_rank_wait_typical(const replay *rp, dfg *g);
 
 /* Compared iteration k (rp->iter_first <= k <= rp->iter_last) of rank r, measured and
