@@ -371,10 +371,11 @@ fid_replay_timings(const replay *rp, int (*make)(dfg *g, void *ctx), void *ctx, 
     return rc;
 }
 
-/* replay_make_typical as fid_replay_timings calls it. */
+/* replay_make_typical as fid_replay_timings calls it, with the ranks' wait at the
+ * collectives (replay_rank_wait_typical, into info->rank_wait_ns) when wait is set. */
 typedef struct typical_ctx {
     const replay *rp;
-    int stat;
+    int stat, wait;
     replay_typical *info; /* may be NULL */
 } typical_ctx;
 
@@ -382,7 +383,13 @@ static int
 make_typical(dfg *g, void *ctx)
 {
     const typical_ctx *c = ctx;
-    return replay_make_typical(c->rp, g, c->stat, c->info);
+    int rc = replay_make_typical(c->rp, g, c->stat, c->info);
+    int64_t w = rc == 0 && c->wait ? replay_rank_wait_typical(c->rp, g) : 0;
+    if (w < 0)
+        rc = -1;
+    if (c->info && c->wait)
+        c->info->rank_wait_ns = w > 0 ? w : 0;
+    return rc;
 }
 
 int
@@ -396,11 +403,20 @@ int
 replay_typical_replay(const replay *rp, replay_typical *out)
 {
     memset(out, 0, sizeof *out);
-    typical_ctx med = {rp, REPLAY_TYPICAL_MEDIAN, out}, mean = {rp, REPLAY_TYPICAL_MEAN, NULL};
+    typical_ctx med = {rp, REPLAY_TYPICAL_MEDIAN, 1, out},
+                only = {rp, REPLAY_TYPICAL_MEDIAN, 0, NULL},
+                mean = {rp, REPLAY_TYPICAL_MEAN, 0, NULL};
     int rc = fid_test_fault("typical")
                  ? -1
                  : fid_replay_timings(rp, make_typical, &med, &out->measured_us, &out->predicted_us,
                                       &out->error_pct);
+    /* the medians alone: the same replay without the wait (one more simulation where
+     * there is one) */
+    out->medians_only_predicted_us = out->predicted_us;
+    out->medians_only_error_pct = out->error_pct;
+    if (rc == 0 && out->rank_wait_ns > 0)
+        rc = fid_replay_timings(rp, make_typical, &only, &out->measured_us,
+                                &out->medians_only_predicted_us, &out->medians_only_error_pct);
     if (rc == 0)
         rc = fid_replay_timings(rp, make_typical, &mean, &out->measured_us, &out->mean_predicted_us,
                                 &out->mean_error_pct);
@@ -410,7 +426,7 @@ replay_typical_replay(const replay *rp, replay_typical *out)
         out->drawn_absent =
             drawn < 0 ? "out of memory" : "its simulations do not cover the compared iterations";
     if (rc != 0)
-        out->predicted_us = out->mean_predicted_us = 0;
+        out->predicted_us = out->medians_only_predicted_us = out->mean_predicted_us = 0;
     return rc;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "replay.h"
+#include "fidelity_int.h"
 #include "order.h"
 
 int
@@ -135,41 +136,58 @@ expected_max(const double *v, size_t m, int32_t k)
     return e;
 }
 
-/* 1 when group q (of n_to ranks: replay_scale_ranks repriced it) has n_from
- * participants, each on a rank below g->n_ranks, all starting in [w0, w1). */
-static int
-group_sampled(const dfg *g, int32_t q, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1)
+/* The ranks participant p of a group stands for: 1, or with weighted its rank's weight
+ * (a folded class's representative stands for its class). */
+static int32_t
+participant_weight(const dfg *g, int32_t p, int weighted)
 {
-    int ok = g->grp_nranks[q] == n_to && g->grp_members[q] == n_from;
-    for (int32_t p = g->grp_first[q]; ok && p >= 0; p = dfg_next_in_group(g, p))
+    return weighted ? dfg_rank_weight(g, dfg_rank(g, p)) : 1;
+}
+
+/* 1 when group q (of n_to ranks: replay_scale_ranks repriced it) has n_from
+ * participants (counted by participant_weight), each on a rank below g->n_ranks (and
+ * with a key, when key is not NULL), all starting in [w0, w1). */
+static int
+group_sampled(const dfg *g, int32_t q, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1,
+              const int32_t *key, int weighted)
+{
+    int ok = g->grp_nranks[q] == n_to && (weighted || g->grp_members[q] == n_from);
+    int64_t members = 0;
+    for (int32_t p = g->grp_first[q]; ok && p >= 0; p = dfg_next_in_group(g, p)) {
         ok = g->mstart[p] >= w0 && g->mstart[p] < w1 && dfg_rank(g, p) >= 0 &&
-             dfg_rank(g, p) < g->n_ranks;
-    return ok;
+             dfg_rank(g, p) < g->n_ranks && (!key || key[p] >= 0);
+        members += ok ? participant_weight(g, p, weighted) : 0;
+    }
+    return ok && members == n_from;
 }
 
 /* Pools the arrival jitter of the sampled groups into v (room for every participant):
- * each participant's start less its group's mean start, less its rank's mean of those
- * (off, n_ranks entries, zeroed by the caller, with cnt). Returns the count. */
+ * each participant's start less its group's mean start, less the mean of those over the
+ * participants of its steady lateness: those of its rank (key NULL) or those with its key
+ * (key[p]: an index below the entries of off); with weighted, a participant counts as
+ * the ranks it stands for (participant_weight), its value that many times. off and cnt
+ * (an entry a rank or a key), zeroed by the caller. Returns the count. */
 static size_t
-pool_jitter(const dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1, double *off,
-            double *cnt, double *v)
+pool_jitter(const dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1, const int32_t *key,
+            int weighted, double *off, double *cnt, double *v)
 {
     size_t m = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int32_t q = 0; q < g->n_groups; q++) {
             double mean = 0;
-            if (!group_sampled(g, q, n_from, n_to, w0, w1))
+            if (!group_sampled(g, q, n_from, n_to, w0, w1, key, weighted))
                 continue;
             for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p))
-                mean += (double)g->mstart[p] / n_from;
+                mean += (double)g->mstart[p] * participant_weight(g, p, weighted) / n_from;
             for (int32_t p = g->grp_first[q]; p >= 0; p = dfg_next_in_group(g, p)) {
-                int32_t r = dfg_rank(g, p);
+                int32_t r = key ? key[p] : dfg_rank(g, p), w = participant_weight(g, p, weighted);
                 double dev = (double)g->mstart[p] - mean;
                 if (pass == 0) {
-                    off[r] += dev;
-                    cnt[r] += 1;
+                    off[r] += dev * w;
+                    cnt[r] += w;
                 } else {
-                    v[m++] = dev - off[r] / cnt[r];
+                    for (int32_t i = 0; i < w; i++)
+                        v[m++] = dev - off[r] / cnt[r];
                 }
             }
         }
@@ -204,38 +222,45 @@ expected_max_stalled(const double *v, size_t m, int32_t k, double p, double a)
     return e;
 }
 
-int64_t
-replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1)
-{
-    return replay_rank_wait_stalled(g, n_from, n_to, w0, w1, 0, 0);
-}
-
-int64_t
-replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1,
-                         double stall_p, double stall_ns)
+/* The wait replay_rank_wait_stalled describes, generalised over what the replayed
+ * arrivals already hold: F is learned from g's groups of n_from participants whose
+ * communicators have n_nodes ranks (all starting in [w0, w1)), each arrival taken less
+ * its steady lateness (its rank's mean, or with key its key's: pool_jitter; n_keys
+ * entries; with weighted, a folded class's arrival counts for each of its ranks), and
+ * the wait is the expected maximum of n_to draws of F (with the stalls)
+ * less that of k_from draws: the latest of the arrivals the replay keeps jittered (the
+ * what-if's n_from traced ranks; the typical replay's 1, its ranks' arrivals being each
+ * one typical value). Sets g's wait on groups of n_nodes ranks. Returns as
+ * replay_rank_wait_stalled. */
+static int64_t
+rank_wait_of(dfg *g, int32_t n_from, int32_t n_nodes, int32_t n_to, int32_t k_from, int64_t w0,
+             int64_t w1, const int32_t *key, size_t n_keys, int weighted, double stall_p,
+             double stall_ns)
 {
     int64_t rc = 0;
     size_t cap = 0, m = 0;
     double *off = NULL, *cnt = NULL, *v = NULL;
-    if (n_from < 2 || n_to < 2 || !(stall_p >= 0 && stall_p <= 1) || !(stall_ns >= 0)) {
+    if (n_from < 2 || n_to < 2 || k_from < 1 || !(stall_p >= 0 && stall_p <= 1) ||
+        !(stall_ns >= 0)) {
         rc = -1;
     } else {
         for (int32_t q = 0; q < g->n_groups; q++)
-            cap += group_sampled(g, q, n_from, n_to, w0, w1) ? (size_t)n_from : 0;
-        off = calloc((size_t)g->n_ranks + 1, sizeof *off);
-        cnt = calloc((size_t)g->n_ranks + 1, sizeof *cnt);
+            cap += group_sampled(g, q, n_from, n_nodes, w0, w1, key, weighted) ? (size_t)n_from : 0;
+        size_t n_off = key ? n_keys : (size_t)g->n_ranks;
+        off = calloc(n_off + 1, sizeof *off);
+        cnt = calloc(n_off + 1, sizeof *cnt);
         v = malloc((cap ? cap : 1) * sizeof *v);
         if (!off || !cnt || !v)
             rc = -2;
     }
     if (rc == 0)
-        m = pool_jitter(g, n_from, n_to, w0, w1, off, cnt, v);
+        m = pool_jitter(g, n_from, n_nodes, w0, w1, key, weighted, off, cnt, v);
     if (rc == 0 && m < REPLAY_RANK_WAIT_MIN_SAMPLES && stall_p > 0 && stall_ns > 0) {
         v[0] = 0; /* too few arrivals to learn F from (folded ranks): the stalls alone */
         m = 1;
     }
     if (rc == 0 && (m >= REPLAY_RANK_WAIT_MIN_SAMPLES || (m == 1 && stall_p > 0)) &&
-        n_to > n_from) {
+        n_to > k_from) {
         double e;
         qsort(v, m, sizeof *v, order_double);
         /* the stalls less their mean, p a / 2: the host-share stretch (hostshare_apply)
@@ -249,15 +274,72 @@ replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64
         if (stall_p > 0 && stall_ns > 0)
             spread = expected_max_stalled(v, m, n_to, stall_p, stall_ns) -
                      expected_max_stalled(v, m, n_to, 0, stall_ns) - stall_p * stall_ns / 2;
-        e = expected_max(v, m, n_to) + (spread > 0 ? spread : 0) - expected_max(v, m, n_from);
+        e = expected_max(v, m, n_to) + (spread > 0 ? spread : 0) - expected_max(v, m, k_from);
         rc = e > 0 ? (int64_t)llround(e) : 0;
     }
     if (rc >= 0) {
         g->grp_wait_ns = rc;
-        g->grp_wait_nranks = n_to;
+        g->grp_wait_nranks = n_nodes;
     }
     free(off);
     free(cnt);
     free(v);
+    return rc;
+}
+
+int64_t
+replay_rank_wait(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1)
+{
+    return replay_rank_wait_stalled(g, n_from, n_to, w0, w1, 0, 0);
+}
+
+int64_t
+replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w0, int64_t w1,
+                         double stall_p, double stall_ns)
+{
+    return rank_wait_of(g, n_from, n_to, n_to, n_from, w0, w1, NULL, 0, 0, stall_p, stall_ns);
+}
+
+int
+replay_compared_window(const replay *rp, int64_t *w0, int64_t *w1)
+{
+    const int32_t *b;
+    int32_t nb = dfg_iterations(&rp->graph, 0, &b);
+    int rc = -1;
+    if (rp->iter_first >= 0 && rp->iter_last >= rp->iter_first && rp->iter_last + 1 < nb &&
+        b[rp->iter_first] >= 0 && b[rp->iter_last + 1] >= 0) {
+        *w0 = dfg_mend(&rp->graph, b[rp->iter_first]);
+        *w1 = dfg_mend(&rp->graph, b[rp->iter_last + 1]);
+        rc = 0;
+    }
+    return rc;
+}
+
+int64_t
+replay_rank_wait_typical(const replay *rp, dfg *g)
+{
+    int64_t w0, w1, rc = 0;
+    fid_place *pl = NULL;
+    size_t np = 0, n_keys = 0;
+    int32_t *key = NULL;
+    g->grp_wait_ns = 0;
+    g->grp_wait_nranks = 0;
+    if (g->n_ranks < 2 || replay_compared_window(rp, &w0, &w1) != 0)
+        return 0;
+    /* the steady lateness the typical values keep: each participant's at its place */
+    key = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *key);
+    if (!key || fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) != 0)
+        rc = -2;
+    for (int32_t n = 0; rc == 0 && n < g->n_nodes; n++)
+        key[n] = -1;
+    for (size_t a = 0, z; rc == 0 && a < np; a = z, n_keys++) {
+        z = fid_place_run_end(pl, np, a);
+        for (size_t i = a; i < z; i++)
+            key[pl[i].node] = (int32_t)n_keys;
+    }
+    if (rc == 0)
+        rc = rank_wait_of(g, g->n_ranks, g->n_ranks, g->n_ranks, 1, w0, w1, key, n_keys, 1, 0, 0);
+    free(pl);
+    free(key);
     return rc;
 }

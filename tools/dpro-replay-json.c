@@ -95,6 +95,9 @@ json_fidelity(json_writer *j, const report *rep)
         json_kv_double(j, "measured_iter_us", t->measured_us);
         json_kv_double(j, "predicted_iter_us", t->predicted_us);
         json_kv_double(j, "error_pct", t->error_pct);
+        json_kv_double(j, "rank_wait_us", (double)t->rank_wait_ns / 1e3);
+        json_kv_double(j, "medians_only_predicted_iter_us", t->medians_only_predicted_us);
+        json_kv_double(j, "medians_only_error_pct", t->medians_only_error_pct);
         json_kv_double(j, "mean_predicted_iter_us", t->mean_predicted_us);
         json_kv_double(j, "mean_error_pct", t->mean_error_pct);
         json_kv_int(j, "drawn_samples", t->drawn_samples);

@@ -460,16 +460,11 @@ node_layout(replay *rp, const args *a, dfg *g, whatif_nodes *nl)
 static int
 rank_wait(const replay *rp, dfg *g, int32_t n_to, const hostshare *hs, int64_t *wait_ns)
 {
-    const int32_t *b;
-    int32_t nb = dfg_iterations(&rp->graph, 0, &b);
-    int64_t w = 0;
+    int64_t w = 0, w0, w1;
     *wait_ns = 0;
-    if (rp->iter_first >= 0 && rp->iter_last >= rp->iter_first && rp->iter_last + 1 < nb &&
-        b[rp->iter_first] >= 0 && b[rp->iter_last + 1] >= 0)
-        w = replay_rank_wait_stalled(g, rp->job.n_ranks, n_to,
-                                     dfg_mend(&rp->graph, b[rp->iter_first]),
-                                     dfg_mend(&rp->graph, b[rp->iter_last + 1]),
-                                     hs->known ? hs->stall_p : 0, hs->known ? hs->stall_ns : 0);
+    if (replay_compared_window(rp, &w0, &w1) == 0)
+        w = replay_rank_wait_stalled(g, rp->job.n_ranks, n_to, w0, w1, hs->known ? hs->stall_p : 0,
+                                     hs->known ? hs->stall_ns : 0);
     if (w > 0)
         *wait_ns = w;
     return w == -2 ? -1 : 0;
@@ -667,12 +662,13 @@ print_text(const report *rep)
     printf("%-6s %14.1f %14.1f %7.2f%%\n", "all", s->measured_us, s->simulated_us, s->error_pct);
     if (rep->have_typical && rep->typ->iterations > 1) {
         printf("typical-duration replay (each operation's median over the %d compared "
-               "iterations; %lld of %lld operations found in every one): %.1f us, error "
-               "%.2f%% against the measured mean (with means instead of medians: %.1f us, "
-               "%.2f%%)\n",
+               "iterations; %lld of %lld operations found in every one; the ranks' wait at "
+               "each collective %.1f us): %.1f us, error %.2f%% against the measured mean "
+               "(the medians alone: %.1f us, %.2f%%; with means instead: %.1f us, %.2f%%)\n",
                rep->typ->iterations, (long long)rep->typ->matched, (long long)rep->typ->nodes,
-               rep->typ->predicted_us, rep->typ->error_pct, rep->typ->mean_predicted_us,
-               rep->typ->mean_error_pct);
+               (double)rep->typ->rank_wait_ns / 1e3, rep->typ->predicted_us, rep->typ->error_pct,
+               rep->typ->medians_only_predicted_us, rep->typ->medians_only_error_pct,
+               rep->typ->mean_predicted_us, rep->typ->mean_error_pct);
         if (rep->typ->drawn_samples > 0)
             printf("drawn replay (each rank's iterations' own values, their order drawn per rank; "
                    "mean of %d samples, %.1f to %.1f us): %.1f us, error %.2f%% against the "

@@ -1,8 +1,9 @@
 """fig_typical_replay: the typical-duration replay's figures (docs/figures.md), not a test.
 
 Prints two tables of dpro-replay's typical_replay (each operation's median over the
-compared iterations, with means, and the drawn replay, each rank's iterations' own values
-in an order drawn per rank; replay.h, replay_typical) against the measured mean iteration:
+compared iterations with the ranks' wait at each collective, the medians alone, with
+means, and the drawn replay, each rank's iterations' own values in an order drawn per
+rank; replay.h, replay_typical) against the measured mean iteration:
 - the ddp-sim jobs of test_replay_simgpu.py on the simulated device (same cases, same
   options, no clock skew: skew does not enter this figure), with ddp-sim's own mean
   iteration beside the trace's, and its median (each rank's median iteration, averaged
@@ -14,6 +15,8 @@ physics SIMGPU_PHYSICS names (default: the device's own default, world), printed
 table (docs/figures.md says which physics each table was measured in).
 
 Run from the build directory: top_builddir=. top_srcdir=.. python3 ../tests/replay/fig_typical_replay.py
+With FIG_TYPICAL_KEEP=DIR the simulated jobs' traces are kept in DIR/CASE (DIR must not
+hold them yet), to replay them again with another build.
 """
 import json
 import os
@@ -58,13 +61,15 @@ def row(name, j, truth=None):
     t = j.get("typical_replay")
     if not t or t["iterations"] < 2:
         what = "one compared iteration" if t else "no iterations found"
-        print("| %s | %s | %.1f us | - | - | - | - | - | - |%s" % (
+        print("| %s | %s | %.1f us | - | - | - | - | - | - | - | - |%s" % (
             name, what, j["measured_iter_us"], " - | - |" if truth is not None else ""))
         return
-    cells = "| %s | %d | %.1f us | %.1f us | %+.2f %% | %+.2f %% | %.1f us | %+.2f %% | %d of %d |" % (
+    cells = ("| %s | %d | %.1f us | %.1f us | %+.2f %% | %.1f us | %+.2f %% | %+.2f %% | %.1f us "
+             "| %+.2f %% | %d of %d |") % (
         name, t["iterations"], t["measured_iter_us"], t["predicted_iter_us"], t["error_pct"],
-        t["mean_error_pct"], t["drawn_predicted_iter_us"], t["drawn_error_pct"],
-        t["operations_matched"], t["operations"])
+        t["rank_wait_us"], t["medians_only_error_pct"], t["mean_error_pct"],
+        t["drawn_predicted_iter_us"], t["drawn_error_pct"], t["operations_matched"],
+        t["operations"])
     if truth is not None:
         cells += " %.1f us | %.1f us |" % truth
     print(cells)
@@ -79,11 +84,12 @@ def main():
             physics = os.environ.get("SIMGPU_PHYSICS", "world (the default)")
             print("simulated device, physics %s (load average %.1f %.1f %.1f):"
                   % ((physics,) + os.getloadavg()))
-            print("| case | iterations | measured mean | typical replay | error | with means "
-                  "| drawn replay | error | matched | ddp-sim's own mean | its median |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|")
+            print("| case | iterations | measured mean | typical replay | error | ranks' wait "
+                  "| medians alone | with means | drawn replay | error | matched "
+                  "| ddp-sim's own mean | its median |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
             for name, ranks, args, strag, warm in SIM_CASES:
-                out = os.path.join(tmp, name)
+                out = os.path.join(os.environ.get("FIG_TYPICAL_KEEP") or tmp, name)
                 cmd = [DPRO_RUN, "-o", out, "--", SIMRUN, "-n", str(ranks)]
                 cmd += (["--straggler", strag] if strag else []) + ["--", DDP_SIM, "--warmup",
                                                                     str(warm)] + args
@@ -96,11 +102,12 @@ def main():
                                   statistics.mean(statistics.median(x["iter_us"]) for x in lines)))
                 else:
                     print("| %s | job or replay failed |" % name)
+            print("(load average after: %.1f %.1f %.1f)" % os.getloadavg())
             print()
         print("real Kineto traces:")
-        print("| trace | iterations | measured mean | typical replay | error | with means "
-              "| drawn replay | error | matched |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| trace | iterations | measured mean | typical replay | error | ranks' wait "
+              "| medians alone | with means | drawn replay | error | matched |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for name, files in KINETO_CASES:
             srcs = [os.path.join(KINETO, f + ".json.gz") for f in files]
             if not all(os.path.exists(s) for s in srcs):

@@ -16,6 +16,10 @@
  * (the measured mean, where the medians drop the stall); where they fall apart it pairs
  * the iterations at random, so they meet now and then: between the two.
  *
+ * The ranks' wait (test_rank_wait, make_ranks_graph): four ranks, each stalling in another
+ * iteration; the medians drop every stall, the wait at the collectives keeps the expected
+ * latest arrival learned from the arrivals' jitter.
+ *
  * The host's stall (make_stall_graph): 300 us in every iteration, before another call each
  * time; the typical replay keeps the thread's typical stall, which each call's median
  * alone drops.
@@ -139,36 +143,38 @@ test_typical(void)
     dfg_free(&rp.graph);
 }
 
-/* Two ranks, STEPS steps (iterations closed by the synchronisations, as make_graph's):
- * each rank waits 10 us (plus 300 us where stall[r][k]), launches a 50 us kernel and an
- * all-reduce (5 us calls, 2 us apart, 3 us launch latency), and synchronises; the
- * all-reduce ends 20 us after the later rank's arrives, the synchronisation 1 us after it:
- * a step of 84 us, 384 us where either rank stalled. */
+/* nr ranks, `steps` steps (iterations closed by the synchronisations, as make_graph's):
+ * each rank waits 10 us (plus 300 us where stall[r * steps + k]), launches a 50 us kernel
+ * and an all-reduce (5 us calls, 2 us apart, 3 us launch latency), and synchronises; the
+ * all-reduce ends 20 us after the latest rank's arrives, the synchronisation 1 us after
+ * it: a step of 84 us, 384 us where any rank stalled. */
 static void
-make_pair_graph(dfg *g, const int stall[2][STEPS])
+make_ranks_graph(dfg *g, int nr, int steps, const int *stall)
 {
-    REQUIRE(dfg_init(g, 2) == 0);
-    int32_t th[2], st[2], sync[2][STEPS];
-    for (int r = 0; r < 2; r++) {
+    enum { MAX_RANKS = 8, MAX_STEPS = 8 };
+    REQUIRE(nr <= MAX_RANKS && steps <= MAX_STEPS);
+    REQUIRE(dfg_init(g, nr) == 0);
+    int32_t th[MAX_RANKS], st[MAX_RANKS], sync[MAX_RANKS][MAX_STEPS];
+    for (int r = 0; r < nr; r++) {
         th[r] = dfg_add_resource(g, DFG_RES_THREAD, r, 1, 0);
         st[r] = dfg_add_resource(g, DFG_RES_STREAM, r, 7, 0);
         REQUIRE(th[r] >= 0 && st[r] >= 0);
     }
     int32_t nl = dfg_intern(g, "cudaLaunchKernel"), ns = dfg_intern(g, "cudaStreamSynchronize");
     int32_t nk = dfg_intern(g, "kern"), nc = dfg_intern(g, "ncclAllReduce");
-    int64_t t[2] = {0, 0};
-    for (int k = 0; k < STEPS; k++) {
-        int32_t c[2], lc[2],
-            q = dfg_add_group(g, DPRO_COLL_ALLREDUCE, 2, 1 << 20, 5, (uint64_t)k, 20 * US);
+    int64_t t[MAX_RANKS] = {0};
+    for (int k = 0; k < steps; k++) {
+        int32_t c[MAX_RANKS], lc[MAX_RANKS],
+            q = dfg_add_group(g, DPRO_COLL_ALLREDUCE, nr, 1 << 20, 5, (uint64_t)k, 20 * US);
         int64_t arrive = 0;
         REQUIRE(q >= 0);
-        for (int r = 0; r < 2; r++) {
+        for (int r = 0; r < nr; r++) {
             int32_t l = dfg_add_node(g, DFG_HOST, th[r], nl);
             int32_t x = dfg_add_node(g, DFG_KERNEL, st[r], nk);
             lc[r] = dfg_add_node(g, DFG_HOST, th[r], nl);
             c[r] = dfg_add_node(g, DFG_KERNEL, st[r], nc);
             REQUIRE(l >= 0 && x >= 0 && lc[r] >= 0 && c[r] >= 0);
-            g->mstart[l] = t[r] + 10 * US + (stall[r][k] ? 300 * US : 0);
+            g->mstart[l] = t[r] + 10 * US + (stall[r * steps + k] ? 300 * US : 0);
             dfg_set_mend(g, l, g->mstart[l] + 5 * US);
             g->launch[x] = l;
             g->mstart[x] = g->mstart[l] + 3 * US;
@@ -181,7 +187,7 @@ make_pair_graph(dfg *g, const int stall[2][STEPS])
             if (g->mstart[c[r]] > arrive)
                 arrive = g->mstart[c[r]];
         }
-        for (int r = 0; r < 2; r++) {
+        for (int r = 0; r < nr; r++) {
             int32_t y = dfg_add_node(g, DFG_HOST, th[r], ns);
             REQUIRE(y >= 0);
             dfg_set_mend(g, c[r], arrive + 20 * US);
@@ -193,9 +199,16 @@ make_pair_graph(dfg *g, const int stall[2][STEPS])
             t[r] = dfg_mend(g, y);
         }
     }
-    for (int r = 0; r < 2; r++)
-        REQUIRE(dfg_set_iterations(g, r, sync[r], STEPS) == 0);
+    for (int r = 0; r < nr; r++)
+        REQUIRE(dfg_set_iterations(g, r, sync[r], steps) == 0);
     REQUIRE(build_derive_timing(g) == 0);
+}
+
+/* make_ranks_graph of two ranks and STEPS steps. */
+static void
+make_pair_graph(dfg *g, const int stall[2][STEPS])
+{
+    make_ranks_graph(g, 2, STEPS, &stall[0][0]);
 }
 
 /* The typical and the drawn replay of make_pair_graph(stall) over iterations 0..2. */
@@ -243,6 +256,50 @@ test_drawn(void)
     CHECK(near(t.predicted_us, 84.0));
     CHECK(t.drawn_predicted_us > 184.0 + 1 && t.drawn_predicted_us < 284.0 - 1);
     CHECK(near(t.drawn_min_us, 184.0) && near(t.drawn_max_us, 284.0));
+}
+
+/* Four ranks, six steps, iterations 0..4 (steps 1..5) compared: rank r stalls 300 us in
+ * step r + 1, so four iterations of 384 us and one of 84 us, measured mean 324 us. Each
+ * rank's medians drop its one stall (84 us); the ranks' wait keeps what the collectives
+ * wait for. Learned from the 20 arrivals: at each stalled step one rank 225 us after the
+ * step's mean arrival and three 75 us before it, at the last all at it (no rank late on
+ * average), so the expected latest of 4 draws is -75 (12/20)^4 + 225 (1 - (16/20)^4) =
+ * 123.12 us, against one draw's 0. A rank late by 300 us in every step is a straggler,
+ * not jitter: the medians keep it and no wait is added. */
+static void
+test_rank_wait(void)
+{
+    enum { NR = 4, NS = 6 };
+    int stall[NR * NS] = {0};
+    for (int r = 0; r < NR; r++)
+        stall[r * NS + r + 1] = 1;
+    replay rp;
+    memset(&rp, 0, sizeof rp);
+    make_ranks_graph(&rp.graph, NR, NS, stall);
+    rp.iter_last = 4;
+    replay_typical t;
+    CHECK(replay_typical_replay(&rp, &t) == 0);
+    CHECK_EQ(t.iterations, 5);
+    CHECK(near(t.measured_us, 324.0));
+    CHECK_EQ(t.rank_wait_ns, 123120);
+    CHECK(near(t.medians_only_predicted_us, 84.0));
+    CHECK(near(t.medians_only_error_pct, -100.0 * 240.0 / 324.0));
+    CHECK(near(t.predicted_us, 84.0 + 123.12)); /* 84 us without the wait */
+    CHECK(near(t.error_pct, -100.0 * (324.0 - 207.12) / 324.0));
+    CHECK(near(t.mean_predicted_us, 144.0)); /* each rank's mean gap: 10 + 300 / 5 us */
+    CHECK_EQ(rp.graph.grp_wait_ns, 0);       /* set on the replay's copy only */
+    dfg_free(&rp.graph);
+
+    /* rank 3 stalls in every step: the same place each time, no jitter */
+    memset(stall, 0, sizeof stall);
+    for (int k = 0; k < NS; k++)
+        stall[3 * NS + k] = 1;
+    make_ranks_graph(&rp.graph, NR, NS, stall);
+    CHECK(replay_typical_replay(&rp, &t) == 0);
+    CHECK(near(t.measured_us, 384.0));
+    CHECK_EQ(t.rank_wait_ns, 0);
+    CHECK(near(t.predicted_us, 384.0) && near(t.medians_only_predicted_us, 384.0));
+    dfg_free(&rp.graph);
 }
 
 /* One rank, STEPS steps closed by a synchronisation: three launches (a 10 us gap, a 5 us
@@ -347,6 +404,7 @@ main(void)
     test_typical();
     test_drawn();
     test_thread_stall();
+    test_rank_wait();
     test_perturbation();
     return tests_done();
 }

@@ -32,7 +32,8 @@ perturbations can tell them apart; the test prints it.
 The typical-duration replay (typical_replay: each operation's median over the compared
 iterations) is checked here too, on the traces with two or more compared iterations
 (v100-1rank-training, a100-2rank-allreduce-rank0): within the issue's 3 % of the measured
-mean. Without the edges it is printed (v100-1rank-training: +5.6 %: the queue waits its
+mean, with its keys; one traced rank each, so no wait at the collectives (rank_wait_us 0)
+and the figure is the medians alone. Without the edges it is printed (v100-1rank-training: +5.6 %: the queue waits its
 launch calls absorbed, taken at their medians, no longer follow the device's pace).
 
 On the first trace the options themselves: --what-if-class NAME with
@@ -159,10 +160,17 @@ def main():
             t = full.get("typical_replay")
             if case in ("v100-1rank-training", "a100-2rank-allreduce-rank0"):
                 keys = ("iterations", "operations", "operations_matched", "measured_iter_us",
-                        "predicted_iter_us", "error_pct", "mean_predicted_iter_us",
-                        "mean_error_pct")
+                        "predicted_iter_us", "error_pct", "rank_wait_us",
+                        "medians_only_predicted_iter_us", "medians_only_error_pct",
+                        "mean_predicted_iter_us", "mean_error_pct")
                 check(t is not None and all(k in t for k in keys) and t["iterations"] >= 2,
                       "%s: typical_replay with its keys, over 2 or more iterations" % case)
+                # one traced rank each: no collective of all the ranks, so no wait, and
+                # the figure is the medians alone
+                check(t is not None and t.get("rank_wait_us") == 0 and
+                      t.get("medians_only_predicted_iter_us") == t["predicted_iter_us"],
+                      "%s: no ranks' wait, the medians alone are the figure (%r)"
+                      % (case, t and t.get("rank_wait_us")))
             if t and t["iterations"] >= 2:
                 check(abs(t["error_pct"]) <= 3.0,
                       "%s: typical-duration replay within 3 %% of the measured mean (%+.2f %%, "
