@@ -235,7 +235,7 @@ test_slice(void)
     expect_slice(mix, n, 1, 2, 700, 28);
     /* 7 short (700 .. 1200, their median 950) with 3 long: under 8, the base slice counts
      * as one more stall, so the upper median of the 8 values, 1000, not the base slice of
-     * 2 CPUs (1.5 ms), which the rule before took for any 7 */
+     * 2 CPUs (1.5 ms) */
     static const double seven[] = {900, 1100, 800, 25e3, 1000, 60e3, 950, 1200, 80e3, 700};
     expect_slice(seven, sizeof seven / sizeof *seven, 2, 2, 1000, 3);
     /* 2 short (980, 610) and 3 long: 980, one rank above 610, below the base */
