@@ -380,11 +380,15 @@ hostshare_slice(const double *stall, size_t n, double cores, double *slice_ns, s
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (stall[i] <= base)
             v[k++] = stall[i];
-    if (rc == 0 && k >= HOSTSHARE_STALL_MIN_COUNT) {
+    if (rc == 0 && k > 0)
         qsort(v, k, sizeof *v, order_double);
+    if (rc == 0 && k >= HOSTSHARE_STALL_MIN_COUNT)
         rc = 1;
-    }
-    *slice_ns = rc == 1 ? v[k / 2] : base;
+    else if (rc == 0 && k >= 2)
+        rc = 2;
+    /* from fewer than HOSTSHARE_STALL_MIN_COUNT, the base slice is one more value, above
+     * them all: the upper median of the k + 1 is v[(k + 1) / 2] */
+    *slice_ns = rc == 1 ? v[k / 2] : rc == 2 ? v[(k + 1) / 2] : base;
     *n_long = rc >= 0 ? n - k : 0;
     free(v);
     return rc;
@@ -399,7 +403,7 @@ learn_slice(hostshare *hs)
     for (int32_t r = 0; r < hs->n_ranks; r++)
         cores = hs->cores[r] > cores ? hs->cores[r] : cores;
     int rc = hostshare_slice(hs->stall, hs->n_stall, cores, &hs->slice_ns, &hs->n_stall_long);
-    hs->slice_learned = rc == 1;
+    hs->slice_learned = rc > 0 ? rc : 0;
     return rc < 0 ? -1 : 0;
 }
 

@@ -66,7 +66,9 @@ typedef struct hostshare {
     size_t n_stall, cap_stall;
     double stall_window_ns; /* the compared windows' length, summed over the present ranks */
     double slice_ns;        /* a timeslice (hostshare_slice) */
-    int slice_learned;      /* 1: slice_ns is the median of the traced stalls within a slice */
+    int slice_learned;      /* hostshare_slice's rc: 1 the median of the traced stalls within
+                             * the base slice, 2 of fewer with the base slice one more, 0 the
+                             * base slice */
     size_t n_stall_long;    /* traced stalls over the base slice: the machine's other work */
     double stall_p;         /* at n_to: the chance a rank's arrival is stalled (hostshare_at) */
     double stall_ns;        /* ... and the longest stall, the stall uniform up to it */
@@ -92,7 +94,8 @@ int64_t hostshare_cpus_count(const hostshare_cpus *h);
 /* A host node's time over the median of its place, from which it is a stall: a thread
  * that lost its core for a timeslice (Linux's shortest base slice is 0.75 ms). */
 #define HOSTSHARE_STALL_MIN_NS 500e3
-/* Fewest traced stalls within the base slice the timeslice is learned from. */
+/* Fewest traced stalls within the base slice the timeslice is their median from (fewer
+ * count with the base slice: hostshare_slice). */
 #define HOSTSHARE_STALL_MIN_COUNT 8
 
 /* The scheduler's base slice on a host of `cores` CPUs, ns: Linux's sched_base_slice
@@ -101,13 +104,17 @@ int64_t hostshare_cpus_count(const hostshare_cpus *h);
 double hostshare_base_slice_ns(double cores);
 
 /* The timeslice from n traced stalls (ns, any order; stall is not changed) on hosts of at
- * most `cores` CPUs, in *slice_ns: the median of the stalls at or below the base slice
- * (hostshare_base_slice_ns) when there are HOSTSHARE_STALL_MIN_COUNT of them, else the
- * base slice. A thread that waits while others run their slices waits about one; a stall
+ * most `cores` CPUs, in *slice_ns: the (upper) median of the k stalls at or below the base
+ * slice (hostshare_base_slice_ns) when k >= HOSTSHARE_STALL_MIN_COUNT; from 2 to fewer,
+ * the median of those k and the base slice counted as one more value (the scheduler's
+ * own setting as a prior worth one stall: with few stalls the estimate sits at most one
+ * rank above their upper median, toward the base slice, and never above it); else (0 or
+ * 1) the base slice. A thread that waits while others run their slices waits about one; a stall
  * longer than the base slice is the machine's other work holding the core (a thread bound
  * to that core cannot move off it and waits as long as that work, tens of ms), not a
- * timeslice: *n_long counts those. Returns 1 when *slice_ns is the stalls' median, 0 when
- * it is the base slice, -1 out of memory (*slice_ns the base slice, *n_long 0). */
+ * timeslice: *n_long counts those. Returns 1 when *slice_ns is the stalls' median, 2 when
+ * it is the median of fewer with the base slice, 0 when it is the base slice, -1 out of
+ * memory (*slice_ns the base slice, *n_long 0). */
 int hostshare_slice(const double *stall, size_t n, double cores, double *slice_ns, size_t *n_long);
 
 /* Measures each present rank's CPU demand over its compared iterations (rp simulated:

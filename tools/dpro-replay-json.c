@@ -225,7 +225,9 @@ replay_cmd_host_share_line(const hostshare *hs, char *buf, size_t n)
              : hs->hosts_listed > 0          ? "CPU sets or counts"
                                              : "the most any rank may use",
              hs->load_traced, hs->per_host_to, hs->load_to, hs->factor_max, hs->slice_ns / 1e3,
-             hs->slice_learned ? "the median of those within the base slice" : "the base slice",
+             hs->slice_learned == 1   ? "the median of those within the base slice"
+             : hs->slice_learned == 2 ? "under 8 within the base slice: their median with it"
+                                      : "the base slice",
              hs->n_stall, hs->n_stall_long, 100 * hs->stall_p, hs->stall_ns / 1e3);
 }
 

@@ -16,7 +16,8 @@
  * scheduler's base slice by CPU count; short stalls around 1 ms mixed with more long ones
  * of 20-200 ms (a thread bound to a core the machine's other work holds) give the median
  * of the short ones, at scheduler scale, where the median of all would be tens of ms;
- * too few short ones give the base slice; 10,000 random mixes stay within the base slice.
+ * from 2 to 7 short ones, their median with the base slice counted as one more value; 0
+ * or 1 the base slice; 10,000 random mixes stay within the base slice.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -229,13 +230,21 @@ test_slice(void)
                                  1340, 55e3,  24e3,  27e3, 110e3, 20e3, 1010,  160e3, 45e3, 130e3};
     size_t n = sizeof mix / sizeof *mix;
     expect_slice(mix, n, 2, 1, 1010, 21);
-    /* on 1 CPU (0.75 ms) only 610 and 700 are short: too few, the base slice */
-    expect_slice(mix, n, 1, 0, 750, 28);
-    /* the long ones alone, or with 7 short: the base slice */
-    expect_slice(mix, 5, 2, 0, 1500, 3);
+    /* on 1 CPU (0.75 ms) only 610 and 700 are short: too few for their median alone; with
+     * the base slice one more value (610, 700, 750), 700 */
+    expect_slice(mix, n, 1, 2, 700, 28);
+    /* 7 short (700 .. 1200, their median 950) with 3 long: under 8, the base slice counts
+     * as one more stall, so the upper median of the 8 values, 1000, not the base slice of
+     * 2 CPUs (1.5 ms) */
     static const double seven[] = {900, 1100, 800, 25e3, 1000, 60e3, 950, 1200, 80e3, 700};
-    expect_slice(seven, sizeof seven / sizeof *seven, 2, 0, 1500, 3);
-    /* no stalls at all */
+    expect_slice(seven, sizeof seven / sizeof *seven, 2, 2, 1000, 3);
+    /* 2 short (980, 610) and 3 long: 980, one rank above 610, below the base */
+    expect_slice(mix, 5, 2, 2, 980, 3);
+    /* 1 short stall: the base slice (the median of it and the base is the base) */
+    static const double one[] = {40e3, 800, 20e3};
+    expect_slice(one, 3, 2, 0, 1500, 2);
+    /* the long ones alone, or no stalls at all: the base slice */
+    expect_slice(mix, 1, 2, 0, 1500, 1);
     expect_slice(NULL, 0, 2, 0, 1500, 0);
     /* 8 short ones, one at the bound: learned (the upper median of 8) */
     static const double eight[] = {1500, 600, 700, 800, 900, 1000, 1100, 1200};
@@ -246,7 +255,8 @@ test_slice(void)
     expect_slice(two, 8, 8, 1, 2000, 0);
 
     /* random mixes of short (0.5-1.5 ms) and long (1.5-300 ms) stalls: the slice is within
-     * the base slice, and the median of the short ones when 8 or more */
+     * the base slice, the median of the short ones when 8 or more, of them and the base
+     * from 2, the base below */
     uint64_t x = 0x9e3779b97f4a7c15ull;
     int ok = 1, learned = 0;
     for (int t = 0; t < 10000; t++) {
@@ -263,9 +273,10 @@ test_slice(void)
         double slice = -1;
         size_t n_long = 0;
         int r = hostshare_slice(k ? v : NULL, k, 2, &slice, &n_long);
-        ok &= r == (shorts >= HOSTSHARE_STALL_MIN_COUNT) && n_long == k - shorts &&
-              slice >= 500e3 && slice <= 1.5e6 && (r == 1 || slice == 1.5e6);
-        learned += r == 1;
+        int want = shorts >= HOSTSHARE_STALL_MIN_COUNT ? 1 : shorts >= 2 ? 2 : 0;
+        ok &= r == want && n_long == k - shorts && slice >= 500e3 && slice <= 1.5e6 &&
+              (r > 0 || slice == 1.5e6);
+        learned += r > 0;
     }
     CHECK(ok);
     CHECK(learned > 0);
