@@ -268,6 +268,22 @@ dfg_timing_view(dfg *view, const dfg *src)
     return rc;
 }
 
+int
+dfg_timing_view_reset(dfg *view, const dfg *src)
+{
+    memcpy(view->dur, src->dur, (size_t)src->n_nodes * sizeof *src->dur);
+    memcpy(view->gap, src->gap, (size_t)src->n_nodes * sizeof *src->gap);
+    memcpy(view->lat, src->lat, (size_t)src->n_nodes * sizeof *src->lat);
+    if (src->n_groups > 0)
+        memcpy(view->grp_dur, src->grp_dur, (size_t)src->n_groups * sizeof *src->grp_dur);
+    view->grp_wait_ns = src->grp_wait_ns; /* a what-if's wait at the collectives, if any */
+    view->grp_wait_nranks = src->grp_wait_nranks;
+    int rc = dfg_sparse_copy(&view->dur_wide, &src->dur_wide);
+    if (rc == 0)
+        rc = dfg_sparse_copy(&view->gap_wide, &src->gap_wide);
+    return rc;
+}
+
 void
 dfg_timing_view_free(dfg *view)
 {

@@ -262,6 +262,14 @@ int dfg_copy(dfg *dst, const dfg *src);
  * memory, or src not finalized; view is then empty). */
 int dfg_timing_view(dfg *view, const dfg *src);
 
+/* Gives view (dfg_timing_view of src, its timings written since) src's timings again, and its
+ * wait at the collectives (grp_wait_ns, grp_wait_nranks), in
+ * the memory view holds: one view made once and reset before each of several replays
+ * takes no fresh memory for them. Returns 0, or -1 when out of memory (a side table of
+ * wide values could not grow; view's timings are then partly src's, partly its own:
+ * reset it again or free it). */
+int dfg_timing_view_reset(dfg *view, const dfg *src);
+
 /* Frees the timings view owns (dfg_timing_view) and empties it; src is untouched. */
 void dfg_timing_view_free(dfg *view);
 

@@ -39,6 +39,10 @@ void dfg_sparse_free(dfg_sparse *t);
 /* Makes *d (uninitialised) a copy of s. Returns 0, or -1 when out of memory (d empty). */
 int dfg_sparse_clone(dfg_sparse *d, const dfg_sparse *s);
 
+/* Makes *d (a table, empty or not) a copy of s in the arrays it holds, grown only when s
+ * has more entries than they hold. Returns 0, or -1 when out of memory (*d unchanged). */
+int dfg_sparse_copy(dfg_sparse *d, const dfg_sparse *s);
+
 /* Gives t's unused capacity back (a failed shrink keeps the larger block). */
 void dfg_sparse_shrink(dfg_sparse *t);
 

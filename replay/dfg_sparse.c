@@ -72,6 +72,26 @@ dfg_sparse_clone(dfg_sparse *d, const dfg_sparse *s)
     return rc;
 }
 
+int
+dfg_sparse_copy(dfg_sparse *d, const dfg_sparse *s)
+{
+    int rc = 0;
+    if (s->n > d->cap) {
+        if (dfg_grow((void **)&d->node, sizeof *d->node, s->n) != 0 ||
+            dfg_grow((void **)&d->val, sizeof *d->val, s->n) != 0)
+            rc = -1; /* a first grow that held keeps its larger block: harmless */
+        else
+            d->cap = s->n;
+    }
+    if (rc == 0 && s->n > 0) {
+        memcpy(d->node, s->node, (size_t)s->n * sizeof *d->node);
+        memcpy(d->val, s->val, (size_t)s->n * sizeof *d->val);
+    }
+    if (rc == 0)
+        d->n = s->n;
+    return rc;
+}
+
 void
 dfg_sparse_shrink(dfg_sparse *t)
 {

@@ -135,10 +135,10 @@ set_drawn(dfg *g, const fid_place *pl, size_t m, int32_t ni, const int32_t *src,
     return rc;
 }
 
-/* What the drawn replay's samples share: the places of the compared iterations, how much
- * the ranks move together, and scratch. */
+/* What the drawn replay's samples share: the places of the compared iterations (not
+ * owned), how much the ranks move together, and scratch. */
 typedef struct drawn_plan {
-    fid_place *pl;
+    const fid_place *pl;
     size_t np;
     int32_t ni;
     double *follow; /* per rank (rank_loadings) */
@@ -150,7 +150,6 @@ typedef struct drawn_plan {
 static void
 drawn_plan_free(drawn_plan *dp)
 {
-    free(dp->pl);
     free(dp->follow);
     free(dp->src);
     free(dp->slot);
@@ -159,12 +158,15 @@ drawn_plan_free(drawn_plan *dp)
 }
 
 /* Sets up *dp for the graph g (rp->graph or a copy of its timings, before any
- * transformation), rp->iter_first..iter_last compared (at least one). Returns 0 or -1 (out
- * of memory; *dp is then freed). */
+ * transformation), rp->iter_first..iter_last compared (at least one), pl[0..np) the
+ * places of those iterations (fid_sorted_places; they must outlive *dp). Returns 0 or -1
+ * (out of memory; *dp is then freed). */
 static int
-drawn_plan_init(const replay *rp, const dfg *g, drawn_plan *dp)
+drawn_plan_init(const replay *rp, const dfg *g, const fid_place *pl, size_t np, drawn_plan *dp)
 {
     memset(dp, 0, sizeof *dp);
+    dp->pl = pl;
+    dp->np = np;
     dp->ni = rp->iter_last - rp->iter_first + 1;
     size_t cells = ((size_t)g->n_ranks + 1) * (size_t)dp->ni;
     double *x = malloc(cells * sizeof *x);
@@ -172,9 +174,7 @@ drawn_plan_init(const replay *rp, const dfg *g, drawn_plan *dp)
     dp->slot = malloc((size_t)dp->ni * sizeof *dp->slot);
     dp->v = malloc(4 * (size_t)dp->ni * sizeof *dp->v);
     dp->follow = malloc((size_t)(g->n_ranks > 0 ? g->n_ranks : 1) * sizeof *dp->follow);
-    int rc = x && dp->follow && dp->src && dp->slot && dp->v
-                 ? fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &dp->pl, &dp->np)
-                 : -1;
+    int rc = x && dp->follow && dp->src && dp->slot && dp->v ? 0 : -1;
     if (rc == 0)
         rank_loadings(g, dp->pl, dp->np, dp->ni, x, dp->follow);
     else
@@ -202,11 +202,17 @@ replay_make_drawn(const replay *rp, dfg *g, int64_t sample)
     if (rp->iter_last < rp->iter_first)
         return 0;
     drawn_plan dp;
-    int rc = drawn_plan_init(rp, g, &dp);
+    fid_place *pl = NULL;
+    size_t np = 0;
+    memset(&dp, 0, sizeof dp); /* freed whatever happens */
+    int rc = fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np);
+    if (rc == 0)
+        rc = drawn_plan_init(rp, g, pl, np, &dp);
     dp.sample = sample;
     if (rc == 0)
         rc = drawn_apply(g, &dp);
     drawn_plan_free(&dp);
+    free(pl);
     return rc;
 }
 
@@ -217,16 +223,16 @@ make_drawn(dfg *g, void *ctx)
 }
 
 int
-fid_drawn_replay(const replay *rp, replay_typical *out)
+fid_drawn_replay(fid_runner *fr, replay_typical *out)
 {
     drawn_plan dp;
     double sum = 0, measured = 0, err = 0;
     memset(&dp, 0, sizeof dp); /* freed whatever happens */
-    int rc = fid_test_fault("drawn") ? -1 : drawn_plan_init(rp, &rp->graph, &dp);
+    int rc = fid_test_fault("drawn") ? -1 : drawn_plan_init(fr->rp, fr->src, fr->pl, fr->np, &dp);
     for (int k = 0; k < REPLAY_DRAWN_SAMPLES && rc == 0; k++) {
         double us = 0;
         dp.sample = k;
-        rc = fid_replay_timings(rp, make_drawn, &dp, &measured, &us, &err);
+        rc = fid_runner_timings(fr, make_drawn, &dp, &measured, &us, &err);
         sum += us;
         if (k == 0 || us < out->drawn_min_us)
             out->drawn_min_us = us;

@@ -258,21 +258,19 @@ resource_run_end(const place *pl, size_t np, size_t a)
     return z;
 }
 
-int
-replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
+/* replay_make_typical over the places pl[0..np) of g's compared iterations (ni of them;
+ * fid_sorted_places). Returns 0 or -1 (out of memory). */
+static int
+typical_apply(dfg *g, const place *pl, size_t np, int32_t ni, int stat, replay_typical *info)
 {
-    int32_t ni = rp->iter_last - rp->iter_first + 1;
-    place *pl = NULL;
-    size_t np = 0, most = 1; /* places on one resource, at most */
-    int64_t *v = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *v), *own = NULL;
-    int64_t *s = malloc(2 * (size_t)(ni > 0 ? ni : 1) * sizeof *s);
-    int rc = v && s ? fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) : -1;
-    for (size_t a = 0, z; a < np && rc == 0; a = z) {
+    size_t most = 1; /* places on one resource, at most */
+    for (size_t a = 0, z; a < np; a = z) {
         z = resource_run_end(pl, np, a);
         most = z - a > most ? z - a : most;
     }
-    if (rc == 0 && !(own = malloc(most * sizeof *own)))
-        rc = -1;
+    int64_t *v = malloc(most * sizeof *v), *own = malloc(most * sizeof *own);
+    int64_t *s = malloc(2 * (size_t)(ni > 0 ? ni : 1) * sizeof *s);
+    int rc = v && own && s ? 0 : -1;
     int64_t matched = 0, nodes = 0; /* of the job: a folded rank counts its class */
     for (size_t a = 0, z; a < np && rc == 0; a = z) { /* one resource at a time */
         z = resource_run_end(pl, np, a);
@@ -296,10 +294,21 @@ replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
         info->nodes = nodes;
         info->matched = matched;
     }
-    free(pl);
     free(v);
     free(own);
     free(s);
+    return rc;
+}
+
+int
+replay_make_typical(const replay *rp, dfg *g, int stat, replay_typical *info)
+{
+    place *pl = NULL;
+    size_t np = 0;
+    int rc = fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np);
+    if (rc == 0)
+        rc = typical_apply(g, pl, np, rp->iter_last - rp->iter_first + 1, stat, info);
+    free(pl);
     return rc;
 }
 
@@ -337,44 +346,121 @@ replay_typical_host_times(const dfg *g, int32_t iter_first, int32_t iter_last, i
 
 /* ---- the typical replay --------------------------------------------------------------------- */
 
-int
-fid_replay_timings(const replay *rp, int (*make)(dfg *g, void *ctx), void *ctx, double *measured,
-                   double *us, double *err)
+void
+fid_runner_free(fid_runner *fr)
 {
-    dfg copy;
-    sim_result res;
-    replay_summary s;
-    memset(&res, 0, sizeof res);
-    memset(&s, 0, sizeof s);
-    int view = rp->graph.finalized;
-    if ((view ? dfg_timing_view(&copy, &rp->graph) : dfg_clone(&copy, &rp->graph)) != 0)
-        return -1;
-    int rc = make(&copy, ctx);
-    if (rc == 0 && sim_run(&copy, &res) != 0)
-        rc = -1;
-    sim_result_trim(&res); /* what replay_summarize allocates comes on top */
-    if (rc == 0 && replay_iteration_of(rp, &copy, &res) < 0)
-        rc = 1;
-    if (rc == 0)
-        rc = replay_summarize(rp, &copy, &res, &s);
-    if (rc == 0) {
-        *measured = s.measured_us;
-        *us = s.simulated_us;
-        *err = s.error_pct;
+    sim_result_free(&fr->res);
+    dfg_timing_view_free(&fr->view);
+    dfg_free(&fr->base);
+    free(fr->pl);
+    free(fr->rank_meas);
+    memset(fr, 0, sizeof *fr);
+}
+
+/* The measured mean iteration of each present rank of fr->src into fr->rank_meas (-1 for
+ * none), as replay_summarize computes it. Returns 0 or -1 (out of memory). */
+static int
+measured_means(fid_runner *fr)
+{
+    const replay *rp = fr->rp;
+    const dfg *g = fr->src;
+    int64_t *garr = malloc((size_t)(g->n_groups > 0 ? g->n_groups : 1) * sizeof *garr);
+    int64_t *mend = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *mend);
+    int rc = garr && mend ? 0 : -1;
+    sim_timeline mt = rc == 0 ? sim_timeline_measured(g, garr, mend) : (sim_timeline){0};
+    for (int32_t r = 0; r < g->n_ranks && rc == 0; r++) {
+        int64_t m0, m1;
+        int32_t nm = 0;
+        if (r >= rp->job.n_ranks || rp->job.ranks[r].reader)
+            nm = replay_rank_window(rp, g, mt, r, &m0, &m1);
+        fr->rank_meas[r] = nm > 0 ? (double)(m1 - m0) / nm / 1000.0 : -1;
     }
-    replay_summary_free(&s);
-    sim_result_free(&res);
-    if (view)
-        dfg_timing_view_free(&copy);
-    else
-        dfg_free(&copy);
+    free(garr);
+    free(mend);
     return rc;
 }
 
-/* replay_make_typical as fid_replay_timings calls it, with the ranks' wait at the
- * collectives (replay_rank_wait_typical, into info->rank_wait_ns) when wait is set. */
+int
+fid_runner_init(const replay *rp, fid_runner *fr)
+{
+    memset(fr, 0, sizeof *fr);
+    fr->rp = rp;
+    const dfg *g = &rp->graph;
+    int rc = 0;
+    if (!g->finalized) { /* a view shares a finalized graph only */
+        rc = dfg_clone(&fr->base, g) != 0 || dfg_finalize(&fr->base) != 0 ? -1 : 0;
+        g = &fr->base;
+    }
+    if (rc == 0 && dfg_timing_view(&fr->view, g) == 0)
+        fr->src = g;
+    else
+        rc = -1;
+    if (rc == 0 && !(fr->rank_meas =
+                         malloc((size_t)(g->n_ranks > 0 ? g->n_ranks : 1) * sizeof *fr->rank_meas)))
+        rc = -1;
+    if (rc == 0)
+        rc = fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &fr->pl, &fr->np);
+    if (rc == 0)
+        rc = measured_means(fr);
+    if (rc != 0)
+        fid_runner_free(fr);
+    return rc;
+}
+
+/* The mean iterations of fr's simulation, measured and simulated, and the error, as
+ * replay_summarize gives them (the same sums in the same order, so the same figures to the
+ * bit), over the present ranks whose compared iterations both timelines cover; 1 when the
+ * simulation covers no present rank's (replay_iteration_of's test). Returns 0 or 1. */
+static int
+mean_iterations(const fid_runner *fr, double *measured, double *us, double *err)
+{
+    const replay *rp = fr->rp;
+    const dfg *g = &fr->view;
+    sim_timeline st = sim_timeline_of(&fr->res);
+    double msum = 0, ssum = 0, isum = 0;
+    int32_t k = 0, ki = 0;
+    for (int32_t r = 0; r < g->n_ranks; r++) {
+        if (r < rp->job.n_ranks && !rp->job.ranks[r].reader)
+            continue;
+        int64_t s0, s1;
+        int32_t ns = replay_rank_window(rp, g, st, r, &s0, &s1);
+        if (ns <= 0)
+            continue;
+        isum += (double)(s1 - s0) / ns; /* replay_iteration_of's sum */
+        ki++;
+        if (fr->rank_meas[r] < 0)
+            continue;
+        msum += fr->rank_meas[r];
+        ssum += (double)(s1 - s0) / ns / 1000.0;
+        k++;
+    }
+    if ((ki ? isum / ki : -1) < 0)
+        return 1;
+    *measured = k > 0 ? msum / k : 0;
+    *us = k > 0 ? ssum / k : 0;
+    *err = k > 0 && *measured > 0 ? 100.0 * (*us - *measured) / *measured : 0;
+    return 0;
+}
+
+int
+fid_runner_timings(fid_runner *fr, int (*make)(dfg *g, void *ctx), void *ctx, double *measured,
+                   double *us, double *err)
+{
+    int rc = dfg_timing_view_reset(&fr->view, fr->src);
+    if (rc == 0)
+        rc = make(&fr->view, ctx);
+    if (rc == 0 && sim_run(&fr->view, &fr->res) != 0)
+        rc = -1;
+    if (rc == 0)
+        rc = mean_iterations(fr, measured, us, err);
+    return rc;
+}
+
+/* replay_make_typical as fid_runner_timings calls it, over the runner's places, with the
+ * ranks' wait at the collectives (replay_rank_wait_typical, into info->rank_wait_ns) when
+ * wait is set. */
 typedef struct typical_ctx {
-    const replay *rp;
+    const fid_runner *fr;
     int stat, wait;
     replay_typical *info; /* may be NULL */
 } typical_ctx;
@@ -383,8 +469,10 @@ static int
 make_typical(dfg *g, void *ctx)
 {
     const typical_ctx *c = ctx;
-    int rc = replay_make_typical(c->rp, g, c->stat, c->info);
-    int64_t w = rc == 0 && c->wait ? replay_rank_wait_typical(c->rp, g) : 0;
+    const replay *rp = c->fr->rp;
+    int rc = typical_apply(g, c->fr->pl, c->fr->np, rp->iter_last - rp->iter_first + 1, c->stat,
+                           c->info);
+    int64_t w = rc == 0 && c->wait ? replay_rank_wait_typical(rp, g) : 0;
     if (w < 0)
         rc = -1;
     if (c->info && c->wait)
@@ -402,31 +490,34 @@ fid_test_fault(const char *part)
 int
 replay_typical_replay(const replay *rp, replay_typical *out)
 {
+    fid_runner fr;
     memset(out, 0, sizeof *out);
-    typical_ctx med = {rp, REPLAY_TYPICAL_MEDIAN, 1, out},
-                only = {rp, REPLAY_TYPICAL_MEDIAN, 0, NULL},
-                mean = {rp, REPLAY_TYPICAL_MEAN, 0, NULL};
-    int rc = fid_test_fault("typical")
-                 ? -1
-                 : fid_replay_timings(rp, make_typical, &med, &out->measured_us, &out->predicted_us,
-                                      &out->error_pct);
+    memset(&fr, 0, sizeof fr); /* freed whatever happens */
+    typical_ctx med = {&fr, REPLAY_TYPICAL_MEDIAN, 1, out},
+                only = {&fr, REPLAY_TYPICAL_MEDIAN, 0, NULL},
+                mean = {&fr, REPLAY_TYPICAL_MEAN, 0, NULL};
+    int rc = fid_test_fault("typical") ? -1 : fid_runner_init(rp, &fr);
+    if (rc == 0)
+        rc = fid_runner_timings(&fr, make_typical, &med, &out->measured_us, &out->predicted_us,
+                                &out->error_pct);
     /* the medians alone: the same replay without the wait (one more simulation where
      * there is one) */
     out->medians_only_predicted_us = out->predicted_us;
     out->medians_only_error_pct = out->error_pct;
     if (rc == 0 && out->rank_wait_ns > 0)
-        rc = fid_replay_timings(rp, make_typical, &only, &out->measured_us,
+        rc = fid_runner_timings(&fr, make_typical, &only, &out->measured_us,
                                 &out->medians_only_predicted_us, &out->medians_only_error_pct);
     if (rc == 0)
-        rc = fid_replay_timings(rp, make_typical, &mean, &out->measured_us, &out->mean_predicted_us,
-                                &out->mean_error_pct);
+        rc = fid_runner_timings(&fr, make_typical, &mean, &out->measured_us,
+                                &out->mean_predicted_us, &out->mean_error_pct);
     /* the drawn replay stands apart: its failure leaves the medians' figures standing */
-    int drawn = rc == 0 && out->iterations > 1 ? fid_drawn_replay(rp, out) : 0;
+    int drawn = rc == 0 && out->iterations > 1 ? fid_drawn_replay(&fr, out) : 0;
     if (drawn != 0)
         out->drawn_absent =
             drawn < 0 ? "out of memory" : "its simulations do not cover the compared iterations";
     if (rc != 0)
         out->predicted_us = out->medians_only_predicted_us = out->mean_predicted_us = 0;
+    fid_runner_free(&fr);
     return rc;
 }
 

@@ -26,18 +26,42 @@ int fid_sorted_places(const replay *rp, const dfg *g, int32_t first, int32_t las
 /* End (exclusive) of the run of places sharing pl[a]'s place, among pl[0..np). */
 size_t fid_place_run_end(const fid_place *pl, size_t np, size_t a);
 
-/* Replays rp->graph with the timings make(g, ctx) gives a copy of them (a view,
- * dfg_timing_view, or a whole copy when the graph is not finalized; make returns 0 or -1)
- * into *us (the simulated mean iteration) and *err (its error against the measured mean,
- * %); *measured receives that mean. Returns 0, 1 when the compared iterations are not
- * covered, -1 out of memory. */
-int fid_replay_timings(const replay *rp, int (*make)(dfg *g, void *ctx), void *ctx,
-                       double *measured, double *us, double *err);
+/* What the typical and the drawn replay's simulations share, made once for all of them
+ * (fid_runner_init): the places of the compared iterations, one timing view of the graph
+ * that each simulation starts from afresh (dfg_timing_view_reset), one simulation result
+ * its arrays reused, and each rank's measured mean iteration. */
+typedef struct fid_runner {
+    const replay *rp;
+    dfg base;       /* a finalized clone of rp->graph when that is not finalized, else empty */
+    const dfg *src; /* the graph replayed: rp->graph, or base */
+    dfg view;       /* dfg_timing_view of *src */
+    sim_result res; /* the last simulation */
+    fid_place *pl;  /* the places of the compared iterations (fid_sorted_places) */
+    size_t np;
+    double *rank_meas; /* n_ranks: each present rank's measured mean iteration, us, as
+                        * replay_summarize's rank summary has it; -1 when none */
+} fid_runner;
 
-/* The drawn replay's REPLAY_DRAWN_SAMPLES samples (0..) into out's drawn_* (their mean,
- * spread and error against out->measured_us; more than one compared iteration; all 0 on
- * failure). Returns as fid_replay_timings. */
-int fid_drawn_replay(const replay *rp, replay_typical *out);
+/* Sets up *fr for replays of rp->graph, which must stay unchanged while fr lives. Returns
+ * 0 or -1 (out of memory; *fr is then freed). Free it with fid_runner_free. */
+int fid_runner_init(const replay *rp, fid_runner *fr);
+
+/* Frees what fr holds and zeroes it (a zeroed fr too). */
+void fid_runner_free(fid_runner *fr);
+
+/* Replays fr's graph with the timings make(g, ctx) gives to its view of them, reset to the
+ * graph's own first (make returns 0 or -1), into *us (the simulated mean iteration) and
+ * *err (its error against the measured mean, %), as replay_summarize would give them for
+ * that simulation; *measured receives that mean. Takes no fresh memory after the first
+ * call but what make takes. Returns 0, 1 when the compared iterations are not covered,
+ * -1 out of memory. */
+int fid_runner_timings(fid_runner *fr, int (*make)(dfg *g, void *ctx), void *ctx, double *measured,
+                       double *us, double *err);
+
+/* The drawn replay's REPLAY_DRAWN_SAMPLES samples (0..) of fr's graph into out's drawn_*
+ * (their mean, spread and error against out->measured_us; more than one compared
+ * iteration; all 0 on failure). Returns as fid_runner_timings. */
+int fid_drawn_replay(fid_runner *fr, replay_typical *out);
 
 /* Whether the part `part` ("typical" or "drawn": of replay_typical_replay; "perturb":
  * replay_perturb) is to fail as out of memory would: DPRO_TEST_FIDELITY_FAIL=part, the

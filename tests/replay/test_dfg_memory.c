@@ -12,7 +12,9 @@
  * grp_part, also once entries join it below them. Two more figures of the explicit replay's
  * peak: a loaded event (job_event) takes at most EVENT_BYTES, and the typical replay's view
  * of the graph (dfg_timing_view) owns only the timings, shares the rest, and simulates as a
- * whole copy with the same timings does, a duration and a gap past 32 bits included. And
+ * whole copy with the same timings does, a duration and a gap past 32 bits included; reset
+ * (dfg_timing_view_reset), it reads and simulates as the graph in the arrays it had, a
+ * wait at the collectives set on it gone. And
  * what the compact node moved out of its arrays reads back exactly: measured ends past a 32-bit
  * length from the start (4.29 s, or before the start), durations and gaps past 32 bits
  * (4.29 s, or negative) from their side tables, through a clone, a merge and a removal;
@@ -70,6 +72,56 @@ check_timing_view(dfg *g)
     sim_result_free(&rc);
     dfg_timing_view_free(&v);
     dfg_free(&c);
+    return fail;
+}
+
+/* A timing view reset (dfg_timing_view_reset) after every timing was written, a duration
+ * and a gap past 32 bits among them, and a wait at the collectives: its arrays stay where they
+ * were, its timings read as g's again, and a second simulation into the same result gives g's own,
+ * node for node. Returns 0, or 1 with the failure told. */
+static int
+check_timing_view_reset(dfg *g)
+{
+    dfg v;
+    sim_result rg, rv;
+    memset(&rg, 0, sizeof rg);
+    memset(&rv, 0, sizeof rv);
+    if (dfg_timing_view(&v, g) != 0 || sim_run(g, &rg) != 0) {
+        fprintf(stderr, "FAIL: dfg_timing_view or sim_run\n");
+        return 1;
+    }
+    const void *arrays[4] = {v.dur, v.gap, v.lat, v.grp_dur};
+    int fail = 0;
+    for (int32_t n = 0; n < g->n_nodes; n++) {
+        fail |= dfg_set_dur(&v, n, 3 * dfg_dur(g, n) + (n == 2 ? 6000000000LL : 1)) != 0;
+        fail |= dfg_set_gap(&v, n, dfg_gap(g, n) + (n == 3 ? 7000000000LL : 5)) != 0;
+        dfg_set_lat(&v, n, dfg_lat(g, n) + 7);
+    }
+    for (int32_t q = 0; q < g->n_groups; q++)
+        v.grp_dur[q] += 11;
+    v.grp_wait_ns = 123456; /* a wait at the collectives, as the typical replay's */
+    v.grp_wait_nranks = g->n_ranks;
+    fail |= v.dur_wide.n != 1 || v.gap_wide.n != 1 || sim_run(&v, &rv) != 0 ||
+            rv.makespan == rg.makespan;
+    fail |= dfg_timing_view_reset(&v, g) != 0;
+    fail |= arrays[0] != v.dur || arrays[1] != v.gap || arrays[2] != v.lat ||
+            arrays[3] != v.grp_dur || v.dur_wide.n != g->dur_wide.n ||
+            v.gap_wide.n != g->gap_wide.n || v.grp_wait_ns != g->grp_wait_ns ||
+            v.grp_wait_nranks != g->grp_wait_nranks;
+    for (int32_t n = 0; !fail && n < g->n_nodes; n++)
+        fail = dfg_dur(&v, n) != dfg_dur(g, n) || dfg_gap(&v, n) != dfg_gap(g, n) ||
+               dfg_lat(&v, n) != dfg_lat(g, n);
+    for (int32_t q = 0; !fail && q < g->n_groups; q++)
+        fail = v.grp_dur[q] != g->grp_dur[q];
+    fail |= sim_run(&v, &rv) != 0;
+    for (int32_t n = 0; !fail && n < g->n_nodes; n++)
+        fail = rv.start[n] != rg.start[n] || rv.end[n] != rg.end[n] || rv.crit[n] != rg.crit[n];
+    fail |= rv.makespan != rg.makespan;
+    if (fail)
+        fprintf(stderr, "FAIL: a reset timing view moves or reads otherwise than its graph\n");
+    sim_result_free(&rg);
+    sim_result_free(&rv);
+    dfg_timing_view_free(&v);
     return fail;
 }
 
@@ -273,6 +325,7 @@ main(void)
     fail |= check_lists(&g);
     fail |= check_launch_lists();
     fail |= check_timing_view(&g);
+    fail |= check_timing_view_reset(&g);
     fail |= check_side_tables();
     fail |= check_group_index();
     dfg_free(&g);
