@@ -26,7 +26,7 @@ EXTRA_DIST += tests/torch/census.py tests/torch/torchlib.py tests/torch/ddp_trai
 	tests/torch/bench_torch_overhead.py tests/torch/measure_launch_idle.py \
 	tests/torch/measure_step_calls.py tests/torch/compile_model.py \
 	tests/torch/measure_ddp_buckets.py tests/torch/measure_microbatches.py \
-	tests/torch/measure_thread_sched.py \
+	tests/torch/measure_thread_sched.py tests/torch/measure_wait_stall.py \
 	tests/torch/measure_step_phases.py
 if HAVE_PYTHON3
 # What torch's libraries import from the six CUDA libraries against what the stand-ins
