@@ -473,7 +473,7 @@ make_typical(dfg *g, void *ctx)
     const replay *rp = c->fr->rp;
     int rc = typical_apply(g, c->fr->pl, c->fr->np, rp->iter_last - rp->iter_first + 1, c->stat,
                            c->info);
-    int64_t w = rc == 0 && c->wait ? replay_rank_wait_typical(rp, g) : 0;
+    int64_t w = rc == 0 && c->wait ? fid_rank_wait_typical(rp, g, c->fr->pl, c->fr->np) : 0;
     if (w < 0)
         rc = -1;
     if (c->info && c->wait)
