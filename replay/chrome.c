@@ -105,10 +105,45 @@ flow(json_writer *j, const char *ph, uint64_t id, const char *cat, int32_t pid, 
     json_end_object(j);
 }
 
+/* Digits of v as json_double writes a whole number (a minus sign counted). */
+static uint64_t
+int_bytes(int64_t v)
+{
+    uint64_t n = v < 0 ? 2 : 1;
+    for (uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v; a >= 10; a /= 10)
+        n++;
+    return n;
+}
+
+/* A time of ns nanoseconds as json_double writes it in microseconds (%.17g): a whole
+ * number; a fraction of eighths exactly (.5, .25, .125 ...); else 17 significant digits
+ * and a point, a leading "0." under 1 us. */
+static uint64_t
+time_bytes(int64_t ns)
+{
+    int64_t frac = ns % 1000 < 0 ? -(ns % 1000) : ns % 1000;
+    if (frac == 0)
+        return int_bytes(ns / 1000);
+    if (frac % 125 == 0)
+        return int_bytes(ns / 1000) + 1 + (frac % 500 == 0 ? 1 : frac % 250 == 0 ? 2 : 3);
+    return ns > -1000 && ns < 1000 ? 19 : 18;
+}
+
+/* Bytes of v as json_double writes it. */
+static uint64_t
+double_bytes(double v)
+{
+    int n = !isfinite(v)                                ? 4
+            : v == (double)(int64_t)v && fabs(v) < 1e15 ? snprintf(NULL, 0, "%lld", (long long)v)
+                                                        : snprintf(NULL, 0, "%.17g", v);
+    return n > 0 ? (uint64_t)n : 0;
+}
+
 /* Rank r's traced threads as the scheduler served them (meta thread_sched, measured
  * only): per thread, a counter track "thread TID (name)" with, for each interval between
  * two of its samples that starts within w, the share of the interval the thread spent on
- * a CPU and runnable but waiting for one (%), at the interval's start. Writes them to j
+ * a CPU and runnable but waiting for one (%), at the interval's start (none for an
+ * interval over which the time or either counter goes backwards). Writes them to j
  * (NULL: writes nothing) and adds their estimated size to *bytes. Returns 0, or -1 out of
  * memory; a trace without the row, or with a malformed one (dpro-info --threads says
  * where), gives no track. */
@@ -133,9 +168,15 @@ export_thread_sched(const job_rank *jr, int32_t r, int64_t shift, const window *
         for (size_t i = 1; i < th->n; i++) {
             const thread_sched_sample *a = &th->sample[i - 1], *b = &th->sample[i];
             int64_t ts = a->t_us * 1000 + shift, dt = b->t_us - a->t_us;
-            if (dt <= 0 || !in_window(w, r, ts))
+            /* time or a counter going backwards: no share to draw */
+            if (dt <= 0 || b->cpu_us < a->cpu_us || b->wait_us < a->wait_us || !in_window(w, r, ts))
                 continue;
-            *bytes += 128 + strlen(track);
+            /* to 0.1 %: a sample's us do not resolve finer over 10 ms */
+            double on = round(1000.0 * (double)(b->cpu_us - a->cpu_us) / (double)dt) / 10.0;
+            double waiting = round(1000.0 * (double)(b->wait_us - a->wait_us) / (double)dt) / 10.0;
+            /* the object below, its keys and punctuation 80 bytes with the comma after it */
+            *bytes += 80 + strlen(track) + int_bytes(r) + time_bytes(ts) + double_bytes(on) +
+                      double_bytes(waiting);
             if (!j)
                 continue;
             json_begin_object(j);
@@ -145,11 +186,8 @@ export_thread_sched(const job_rank *jr, int32_t r, int64_t shift, const window *
             json_kv_double(j, "ts", us(ts));
             json_key(j, "args");
             json_begin_object(j);
-            /* to 0.1 %: a sample's us do not resolve finer over 10 ms */
-            json_kv_double(j, "on a CPU %",
-                           round(1000.0 * (double)(b->cpu_us - a->cpu_us) / (double)dt) / 10.0);
-            json_kv_double(j, "waiting for a CPU %",
-                           round(1000.0 * (double)(b->wait_us - a->wait_us) / (double)dt) / 10.0);
+            json_kv_double(j, "on a CPU %", on);
+            json_kv_double(j, "waiting for a CPU %", waiting);
             json_end_object(j);
             json_end_object(j);
         }
@@ -501,30 +539,6 @@ slice_name_bytes(const dfg *g, const shown_kernels *sk, int32_t n)
 {
     const char *name = shown_name(g, sk, n), *traced = dfg_name(g, g->name[n]);
     return strlen(name) + (strcmp(name, traced) != 0 ? 15 + strlen(traced) : 0);
-}
-
-/* Digits of v as json_double writes a whole number (a minus sign counted). */
-static uint64_t
-int_bytes(int64_t v)
-{
-    uint64_t n = v < 0 ? 2 : 1;
-    for (uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v; a >= 10; a /= 10)
-        n++;
-    return n;
-}
-
-/* A time of ns nanoseconds as json_double writes it in microseconds (%.17g): a whole
- * number; a fraction of eighths exactly (.5, .25, .125 ...); else 17 significant digits
- * and a point, a leading "0." under 1 us. */
-static uint64_t
-time_bytes(int64_t ns)
-{
-    int64_t frac = ns % 1000 < 0 ? -(ns % 1000) : ns % 1000;
-    if (frac == 0)
-        return int_bytes(ns / 1000);
-    if (frac % 125 == 0)
-        return int_bytes(ns / 1000) + 1 + (frac % 500 == 0 ? 1 : frac % 250 == 0 ? 2 : 3);
-    return ns > -1000 && ns < 1000 ? 19 : 18;
 }
 
 /* A node's slice (export_nodes: its keys, numbers and names), its launch flow and a

@@ -271,9 +271,11 @@ dfg_timing_view(dfg *view, const dfg *src)
 int
 dfg_timing_view_reset(dfg *view, const dfg *src)
 {
-    memcpy(view->dur, src->dur, (size_t)src->n_nodes * sizeof *src->dur);
-    memcpy(view->gap, src->gap, (size_t)src->n_nodes * sizeof *src->gap);
-    memcpy(view->lat, src->lat, (size_t)src->n_nodes * sizeof *src->lat);
+    if (src->n_nodes > 0) { /* an empty graph's arrays may be NULL */
+        memcpy(view->dur, src->dur, (size_t)src->n_nodes * sizeof *src->dur);
+        memcpy(view->gap, src->gap, (size_t)src->n_nodes * sizeof *src->gap);
+        memcpy(view->lat, src->lat, (size_t)src->n_nodes * sizeof *src->lat);
+    }
     if (src->n_groups > 0)
         memcpy(view->grp_dur, src->grp_dur, (size_t)src->n_groups * sizeof *src->grp_dur);
     view->grp_wait_ns = src->grp_wait_ns; /* a what-if's wait at the collectives, if any */

@@ -434,12 +434,13 @@ mean_iterations(const fid_runner *fr, double *measured, double *us, double *err)
         ssum += (double)(s1 - s0) / ns / 1000.0;
         k++;
     }
-    if ((ki ? isum / ki : -1) < 0)
-        return 1;
-    *measured = k > 0 ? msum / k : 0;
-    *us = k > 0 ? ssum / k : 0;
-    *err = k > 0 && *measured > 0 ? 100.0 * (*us - *measured) / *measured : 0;
-    return 0;
+    int rc = (ki ? isum / ki : -1) < 0 ? 1 : 0;
+    if (rc == 0) {
+        *measured = k > 0 ? msum / k : 0;
+        *us = k > 0 ? ssum / k : 0;
+        *err = k > 0 && *measured > 0 ? 100.0 * (*us - *measured) / *measured : 0;
+    }
+    return rc;
 }
 
 int
@@ -472,7 +473,7 @@ make_typical(dfg *g, void *ctx)
     const replay *rp = c->fr->rp;
     int rc = typical_apply(g, c->fr->pl, c->fr->np, rp->iter_last - rp->iter_first + 1, c->stat,
                            c->info);
-    int64_t w = rc == 0 && c->wait ? replay_rank_wait_typical(rp, g) : 0;
+    int64_t w = rc == 0 && c->wait ? fid_rank_wait_typical(rp, g, c->fr->pl, c->fr->np) : 0;
     if (w < 0)
         rc = -1;
     if (c->info && c->wait)

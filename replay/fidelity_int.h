@@ -26,6 +26,12 @@ int fid_sorted_places(const replay *rp, const dfg *g, int32_t first, int32_t las
 /* End (exclusive) of the run of places sharing pl[a]'s place, among pl[0..np). */
 size_t fid_place_run_end(const fid_place *pl, size_t np, size_t a);
 
+/* replay_rank_wait_typical over pl[0..np), the places of g's compared iterations
+ * (fid_sorted_places of rp's, or of a graph of the same nodes: a clone or a timing view):
+ * what a caller that holds them (fid_runner) calls, so that they are not sorted anew.
+ * Returns as replay_rank_wait_typical. */
+int64_t fid_rank_wait_typical(const replay *rp, dfg *g, const fid_place *pl, size_t np);
+
 /* What the typical and the drawn replay's simulations share, made once for all of them
  * (fid_runner_init): the places of the compared iterations, one timing view of the graph
  * that each simulation starts from afresh (dfg_timing_view_reset), one simulation result

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 
 /* Parses one "T:R:W:S" at *s into *v and moves *s past it. Returns 0, or -1 when it is not
- * four integers ending at ',', ';' or the text's end. */
+ * four integers ending at ',', ';' or the text's end, each at least 0 and the time at most
+ * THREAD_SCHED_MAX_US. */
 static int
 parse_sample(const char **s, thread_sched_sample *v)
 {
@@ -15,8 +16,8 @@ parse_sample(const char **s, thread_sched_sample *v)
         char *end;
         errno = 0;
         f[k] = strtoll(*s, &end, 10);
-        if (end == *s || errno || (k < 3 && *end != ':') ||
-            (k == 3 && *end && *end != ',' && *end != ';'))
+        if (end == *s || errno || f[k] < 0 || (k == 0 && f[k] > THREAD_SCHED_MAX_US) ||
+            (k < 3 && *end != ':') || (k == 3 && *end && *end != ',' && *end != ';'))
             rc = -1;
         else
             *s = end + (k < 3);

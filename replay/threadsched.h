@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The latest sample time taken (us): one whose ns fit in int64 with room for a clock shift. */
+#define THREAD_SCHED_MAX_US (INT64_MAX / 4000)
+
 /* One reading of a thread's schedstat: CLOCK_MONOTONIC us (the trace's clock), its time
  * on a CPU us, its time runnable but waiting for a CPU on a runqueue us, its timeslices;
  * all since the thread's start. */
@@ -33,7 +36,9 @@ typedef struct thread_sched_set {
 /* Parses meta thread_sched text ("TID=T:R:W:S,T:R:W:S;TID=...") into *set (free it with
  * thread_sched_set_free). Returns 0, -1 out of memory, or k + 2 (k >= 0) when the k-th
  * thread (0-based) is malformed: not TID=, no sample, or a sample not four integers
- * T:R:W:S. On an error *set is empty. */
+ * T:R:W:S, each at least 0 (counters since the thread's start, a monotonic clock), T at
+ * most THREAD_SCHED_MAX_US; so that a difference of two fields never overflows. On an
+ * error *set is empty. */
 int thread_sched_parse(const char *text, thread_sched_set *set);
 
 /* Frees what thread_sched_parse gave and empties set. */

@@ -316,30 +316,38 @@ replay_compared_window(const replay *rp, int64_t *w0, int64_t *w1)
 }
 
 int64_t
-replay_rank_wait_typical(const replay *rp, dfg *g)
+fid_rank_wait_typical(const replay *rp, dfg *g, const fid_place *pl, size_t np)
 {
-    int64_t w0, w1, rc = 0;
-    fid_place *pl = NULL;
-    size_t np = 0, n_keys = 0;
+    int64_t w0 = 0, w1 = 0, rc = 0;
+    size_t n_keys = 0;
     int32_t *key = NULL;
+    int none = g->n_ranks < 2 || replay_compared_window(rp, &w0, &w1) != 0;
     g->grp_wait_ns = 0;
     g->grp_wait_nranks = 0;
-    if (g->n_ranks < 2 || replay_compared_window(rp, &w0, &w1) != 0)
-        return 0;
     /* the steady lateness the typical values keep: each participant's at its place */
-    key = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *key);
-    if (!key || fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) != 0)
+    if (!none && !(key = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *key)))
         rc = -2;
-    for (int32_t n = 0; rc == 0 && n < g->n_nodes; n++)
+    for (int32_t n = 0; rc == 0 && key && n < g->n_nodes; n++)
         key[n] = -1;
-    for (size_t a = 0, z; rc == 0 && a < np; a = z, n_keys++) {
+    for (size_t a = 0, z; rc == 0 && key && a < np; a = z, n_keys++) {
         z = fid_place_run_end(pl, np, a);
         for (size_t i = a; i < z; i++)
             key[pl[i].node] = (int32_t)n_keys;
     }
-    if (rc == 0)
+    if (rc == 0 && key)
         rc = rank_wait_of(g, g->n_ranks, g->n_ranks, g->n_ranks, 1, w0, w1, key, n_keys, 1, 0, 0);
-    free(pl);
     free(key);
+    return rc;
+}
+
+int64_t
+replay_rank_wait_typical(const replay *rp, dfg *g)
+{
+    fid_place *pl = NULL;
+    size_t np = 0;
+    int64_t rc = fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) == 0
+                     ? fid_rank_wait_typical(rp, g, pl, np)
+                     : -2;
+    free(pl);
     return rc;
 }

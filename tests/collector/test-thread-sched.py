@@ -4,9 +4,11 @@ busy threads bound to one CPU each show time waiting on a runqueue while the oth
 (and their CPU time and wait add up to their spin, whatever else loads that CPU);
 a sleeping thread shows neither CPU time nor runqueue wait; dpro-info --threads shows them,
 and dpro-export draws them as a counter track a thread (on a CPU %, waiting for a CPU %).
-A malformed row (a thread without a sample, a sample not T:R:W:S, no TID=) is said by
-dpro-info --threads with the file and the thread, exit 1; dpro-export then draws no track
-and still exports the rest."""
+A malformed row (a thread without a sample, a sample not T:R:W:S, no TID=, a negative
+field, a TID past 32 bits, a time past THREAD_SCHED_MAX_US) is said by dpro-info --threads
+with the file and the thread, exit 1; dpro-export then draws no track and still exports
+the rest. 64 threads of 1,024 samples: every interval drawn but those over which the time
+or a counter goes backwards, and the export's size estimate within 5 % of it."""
 import json
 import os
 import shutil
@@ -93,8 +95,10 @@ ct.check(set(busy + [sleeper]) <= set(tracks),
          "dpro-export: a scheduler counter track for each thread (%s)" % sorted(tracks))
 ct.check(all(len(tracks[t]) == len(threads[t]) - 1 for t in tracks if t in threads),
          "dpro-export: a counter a thread's interval between two samples")
-ct.check(all(0 <= a["on a CPU %"] <= 100.5 and 0 <= a["waiting for a CPU %"] <= 100.5
-             for v in tracks.values() for a in v), "dpro-export: every share within 0-100 %")
+shares = [a[k] for v in tracks.values() for a in v for k in ("on a CPU %", "waiting for a CPU %")]
+ct.check(all(0 <= x <= 100.5 for x in shares),
+         "dpro-export: every share within 0-100 %% (%s to %s)" % (min(shares, default=None),
+                                                                 max(shares, default=None)))
 
 
 def busy_share(tid):
@@ -112,7 +116,9 @@ bad_trace = os.path.join(out, "bad", os.path.basename(files[0]))
 os.makedirs(os.path.dirname(bad_trace))
 good = "%d=1:2:3:4,5:6:7:8" % busy[0]
 for bad, nth in (("5=", 1), ("5=;", 1), (good + ";6=", 2), ("x=1:2:3:4", 1),
-                 (good + ";6=1:2:3", 2), ("5=1:2:3:4,1:2", 1), ("5=1:2:3:4:5", 1)):
+                 (good + ";6=1:2:3", 2), ("5=1:2:3:4,1:2", 1), ("5=1:2:3:4:5", 1),
+                 ("5=1:-2:3:4", 1), (good + ";6=1:2:3:4,-5:6:7:8", 2),
+                 ("4294967296=1:2:3:4", 1), ("5=%d:0:0:0" % ((2**63 - 1) // 4000 + 1), 1)):
     shutil.copy(files[0], bad_trace)
     db = sqlite3.connect(bad_trace)
     db.execute("UPDATE meta SET value = ? WHERE key = 'thread_sched'", (bad,))
@@ -130,4 +136,38 @@ for bad, nth in (("5=", 1), ("5=;", 1), (good + ";6=", 2), ("x=1:2:3:4", 1),
     ct.check(e.returncode == 0 and evs and
              not any(v.get("ph") == "C" and v["name"].startswith("thread ") for v in evs),
              "dpro-export on thread_sched %r: exports, without scheduler tracks" % bad)
+
+# the collector's most, 64 threads x 1,024 samples, the largest TID among them, one thread
+# whose time goes backwards once and one whose CPU counter does: dpro-export draws every
+# interval but those two, and its size estimate (test_chrome_estimate) stays within 5 % of
+# the export, which these counters make up nearly whole
+rows, expect = [], 0
+for t in range(64):
+    tid = 4294967295 if t == 0 else 100000 + t
+    v = [[1000 + 10000 * i, 3000 * i, 2000 * i + (i * 37) % 1000, i] for i in range(1024)]
+    if t == 1:
+        v[500][0] = v[499][0] - 1  # time backwards: interval 499-500 dropped
+    if t == 2:
+        v[700][1] = v[699][1] - 1  # the CPU counter backwards: interval 699-700 dropped
+    expect += 1023 - (1 if t in (1, 2) else 0)
+    rows.append("%d=%s" % (tid, ",".join(":".join(str(x) for x in s) for s in v)))
+shutil.copy(files[0], bad_trace)
+db = sqlite3.connect(bad_trace)
+db.execute("UPDATE meta SET value = ? WHERE key = 'thread_sched'", (";".join(rows),))
+db.commit()
+db.close()
+e = subprocess.run([export, bad_trace, "--chrome", chrome, "--force"], capture_output=True,
+                   text=True)
+evs = json.load(open(chrome))["traceEvents"] if e.returncode == 0 else []
+drawn = [v for v in evs if v.get("ph") == "C" and v["name"].startswith("thread ")]
+ct.check(len(drawn) == expect and
+         all(0 <= v["args"]["on a CPU %"] <= 100 and 0 <= v["args"]["waiting for a CPU %"] <= 100
+             for v in drawn) and any(v["name"].startswith("thread 4294967295") for v in drawn),
+         "dpro-export, 64 threads x 1,024 samples: %d counters (%d expected), none below 0"
+         % (len(drawn), expect))
+est = subprocess.run([os.path.join(ct.BUILD, "tests", "replay", "test_chrome_estimate"),
+                      os.path.dirname(bad_trace)], capture_output=True, text=True)
+print(est.stdout.strip())
+ct.check(est.returncode == 0, "the export's size estimate within 5 %% of its size (%s)"
+         % est.stdout.strip().replace("\n", "; "))
 ct.finish()

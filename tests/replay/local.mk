@@ -184,3 +184,8 @@ dist_check_SCRIPTS += tests/replay/test_bench_scale.py
 TESTS += tests/replay/test_replay_open_files.py
 dist_check_SCRIPTS += tests/replay/test_replay_open_files.py
 endif
+
+check_PROGRAMS += tests/replay/test_threadsched
+tests_replay_test_threadsched_SOURCES = tests/replay/test_threadsched.c tests/unit/testutil.h
+tests_replay_test_threadsched_LDADD = replay/libdproreplay.la
+TESTS += tests/replay/test_threadsched
