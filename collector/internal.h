@@ -148,9 +148,10 @@ COLL_HIDDEN void coll_cpu_write_meta(dpro_writer *w);
 COLL_HIDDEN void coll_sched_reset(void);
 
 /* Reads each traced thread's schedstat (time on a CPU, time waiting on a runqueue,
- * timeslices) at t_us (CLOCK_MONOTONIC us); a thread's sample is kept unless it comes
- * sooner than its kept samples' spacing (force: always). Called by coll_cpu_sample when
- * it takes a sample. About one open, read and close per thread. */
+ * timeslices), each reading stamped with its own time (CLOCK_MONOTONIC us), unless the
+ * last round was under 10 ms before t_us (force: always); a thread's sample is kept unless
+ * it comes sooner than its kept samples' spacing (force: always). Called by
+ * coll_cpu_sample when it takes a sample. About one open, read and close per thread. */
 COLL_HIDDEN void coll_sched_sample(int64_t t_us, int force);
 
 /* Writes the meta rows thread_sched ("TID=T:R:W:S,...;TID=...": us, us, us, count) and

@@ -15,6 +15,8 @@
 #define TID_CP 2         /* the critical path's track */
 #define TID_BASE 10      /* resource q has tid TID_BASE + q */
 #define TID_NVTX 1000000 /* NVTX track of resource q: TID_NVTX + q */
+/* The shortest interval between two scheduler samples given a share of its own (us). */
+#define CHROME_SCHED_MIN_US 10000
 
 typedef struct window {
     int64_t *t0, *t1; /* per rank */
@@ -141,7 +143,8 @@ double_bytes(double v)
 
 /* Rank r's traced threads as the scheduler served them (meta thread_sched, measured
  * only): per thread, a counter track "thread TID (name)" with, for each interval between
- * two of its samples that starts within w, the share of the interval the thread spent on
+ * two of its samples (at least CHROME_SCHED_MIN_US long: a shorter one joins the next) that
+ * starts within w, the share of the interval the thread spent on
  * a CPU and runnable but waiting for one (%), at the interval's start (none for an
  * interval over which the time or either counter goes backwards). Writes them to j
  * (NULL: writes nothing) and adds their estimated size to *bytes. Returns 0, or -1 out of
@@ -165,9 +168,16 @@ export_thread_sched(const job_rank *jr, int32_t r, int64_t shift, const window *
         char track[160];
         snprintf(track, sizeof track, "thread %u%s%s%s", th->tid, tname ? " (" : "",
                  tname ? tname : "", tname ? ")" : "");
-        for (size_t i = 1; i < th->n; i++) {
-            const thread_sched_sample *a = &th->sample[i - 1], *b = &th->sample[i];
+        /* a: the interval's first sample; one shorter than CHROME_SCHED_MIN_US (the
+         * collector's spacing; its last sample comes at any distance) joins the next:
+         * schedstat moves a running thread's figures at the scheduler's ticks, so a share
+         * over a shorter interval is mostly that lag */
+        for (size_t i = 1, first = 0; i < th->n; i++) {
+            const thread_sched_sample *a = &th->sample[first], *b = &th->sample[i];
             int64_t ts = a->t_us * 1000 + shift, dt = b->t_us - a->t_us;
+            if (dt > 0 && dt < CHROME_SCHED_MIN_US)
+                continue;
+            first = i;
             /* time or a counter going backwards: no share to draw */
             if (dt <= 0 || b->cpu_us < a->cpu_us || b->wait_us < a->wait_us || !in_window(w, r, ts))
                 continue;
