@@ -215,6 +215,14 @@ replay_cmd_host_share_line(const hostshare *hs, char *buf, size_t n)
         snprintf(cpus, sizeof cpus, "%.0f", hi);
     else
         snprintf(cpus, sizeof cpus, "%.0f-%.0f", lo, hi);
+    char learned[80];
+    if (hs->slice_learned == 1)
+        snprintf(learned, sizeof learned, "the median of those within the base slice");
+    else if (hs->slice_learned == 2)
+        snprintf(learned, sizeof learned, "under %d within the base slice: their median with it",
+                 HOSTSHARE_STALL_MIN_COUNT);
+    else
+        snprintf(learned, sizeof learned, "the base slice");
     snprintf(buf, n,
              "CPU demand %.2f per rank (traced mean), %d per host on %d host(s) of %s CPUs (%s) "
              "(load %.2f); %d per host: load %.2f, host time x %.3f at most; timeslice %.0f us "
@@ -225,10 +233,7 @@ replay_cmd_host_share_line(const hostshare *hs, char *buf, size_t n)
              : hs->hosts_listed > 0          ? "CPU sets or counts"
                                              : "the most any rank may use",
              hs->load_traced, hs->per_host_to, hs->load_to, hs->factor_max, hs->slice_ns / 1e3,
-             hs->slice_learned == 1   ? "the median of those within the base slice"
-             : hs->slice_learned == 2 ? "under 8 within the base slice: their median with it"
-                                      : "the base slice",
-             hs->n_stall, hs->n_stall_long, 100 * hs->stall_p, hs->stall_ns / 1e3);
+             learned, hs->n_stall, hs->n_stall_long, 100 * hs->stall_p, hs->stall_ns / 1e3);
 }
 
 /* --json: what_if.host_share {known, why | mean_demand, hosts, host_cpus (per host),
