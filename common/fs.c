@@ -9,8 +9,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int
-dpro_mkdir_p(const char *path, mode_t mode)
+/* Syncs the directory holding the entry buf[0..end) names (buf[end] is '/' or the end):
+ * "." for a relative name without '/', "/" for one under the root. Returns 0 or -1. */
+static int
+sync_parent(char *buf, size_t end)
+{
+    size_t cut = end;
+    while (cut > 0 && buf[cut - 1] != '/')
+        cut--;
+    if (cut == 0)
+        return dpro_sync_dir(".");
+    char saved = buf[cut == 1 ? 1 : cut - 1];
+    buf[cut == 1 ? 1 : cut - 1] = '\0';
+    int rc = dpro_sync_dir(buf);
+    buf[cut == 1 ? 1 : cut - 1] = saved;
+    return rc;
+}
+
+/* dpro_mkdir_p, and with sync the directory above each level it created synced. */
+static int
+mkdir_levels(const char *path, mode_t mode, int sync)
 {
     char buf[PATH_MAX];
     struct stat sb;
@@ -25,9 +43,12 @@ dpro_mkdir_p(const char *path, mode_t mode)
         if (*p != '/')
             continue;
         *p = 0;
-        if (mkdir(buf, mode) != 0 && errno != EEXIST)
+        int made = mkdir(buf, mode) == 0;
+        if (!made && errno != EEXIST)
             return -1;
         *p = '/';
+        if (made && sync && sync_parent(buf, (size_t)(p - buf)) != 0)
+            return -1;
     }
     if (mkdir(buf, mode) != 0) {
         if (errno != EEXIST || stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
@@ -35,8 +56,22 @@ dpro_mkdir_p(const char *path, mode_t mode)
                 errno = ENOTDIR;
             return -1;
         }
+    } else if (sync && sync_parent(buf, len) != 0) {
+        return -1;
     }
     return 0;
+}
+
+int
+dpro_mkdir_p(const char *path, mode_t mode)
+{
+    return mkdir_levels(path, mode, 0);
+}
+
+int
+dpro_mkdir_p_synced(const char *path, mode_t mode)
+{
+    return mkdir_levels(path, mode, 1);
 }
 
 int

@@ -10,6 +10,10 @@
  * or -1 with errno set (EEXIST is not an error when path is a directory). */
 int dpro_mkdir_p(const char *path, mode_t mode);
 
+/* dpro_mkdir_p, then the directory above each level it created synced (dpro_sync_dir), so
+ * that the new levels survive a machine crash. Returns 0, or -1 with errno set. */
+int dpro_mkdir_p_synced(const char *path, mode_t mode);
+
 /* Syncs directory path's entries to disk (fsync of the directory), so that files created
  * or renamed in it survive a machine crash under their names. A file system that cannot
  * sync a directory (EINVAL) is not an error. Returns 0, or -1 with errno set. */
