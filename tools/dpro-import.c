@@ -26,9 +26,10 @@
  * holding a CPU). The traces are renamed, and the messages printed, in the order of the
  * inputs, so that the traces, the names and stderr are those of --jobs 1. A trace is
  * written under a hidden temporary name, synced once, then renamed, and DIR is synced once
- * after the last rename (and the directory above each level of DIR it creates, at once): an import
- * killed or a machine crashed leaves whole traces under trace names and nothing else but temporary
- * files, and once dpro-import has exited no crash takes a trace back to its temporary name.
+ * after the last rename (and the directory above each level of DIR it creates, at once):
+ * an import killed or a machine crashed leaves whole traces under trace names and nothing
+ * else but temporary files, and once dpro-import has exited no crash takes a trace back to
+ * its temporary name.
  *
  * A file none of whose events is a device operation (kernel, copy, set: a CPU-only trace,
  * or another device's, whose categories are named in a warning) is refused unless
