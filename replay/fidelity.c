@@ -516,8 +516,10 @@ replay_typical_replay(const replay *rp, replay_typical *out)
     if (drawn != 0)
         out->drawn_absent =
             drawn < 0 ? "out of memory" : "its simulations do not cover the compared iterations";
-    if (rc != 0)
+    if (rc != 0) { /* no figure: none of its parts either */
         out->predicted_us = out->medians_only_predicted_us = out->mean_predicted_us = 0;
+        out->rank_wait_ns = 0;
+    }
     fid_runner_free(&fr);
     return rc;
 }
