@@ -154,7 +154,7 @@ static int
 export_thread_sched(const job_rank *jr, int32_t r, int64_t shift, const window *w, json_writer *j,
                     uint64_t *bytes)
 {
-    const char *text = dpro_reader_meta(jr->reader, DPRO_META_THREAD_SCHED);
+    const char *text = job_rank_meta_local(jr, JOB_LOCAL_META_THREAD_SCHED);
     thread_sched_set set = {NULL, 0, NULL};
     int parsed = text ? thread_sched_parse(text, &set) : 0;
     const dpro_thread_info *names = NULL;

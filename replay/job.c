@@ -94,6 +94,18 @@ job_rank_meta(const job_rank *jr, job_meta_key k)
     return known && jr->reader ? dpro_reader_meta(jr->reader, job_meta_names[k]) : NULL;
 }
 
+const char *const job_local_meta_names[JOB_LOCAL_META_KEYS + 1] = {
+    [JOB_LOCAL_META_THREAD_SCHED] = DPRO_META_THREAD_SCHED,
+    [JOB_LOCAL_META_KEYS] = NULL,
+};
+
+const char *
+job_rank_meta_local(const job_rank *jr, job_local_meta_key k)
+{
+    int known = (int)k >= 0 && k < JOB_LOCAL_META_KEYS && job_local_meta_names[k];
+    return known && jr->reader ? dpro_reader_meta(jr->reader, job_local_meta_names[k]) : NULL;
+}
+
 int64_t
 job_rank_meta_int(const job_rank *jr, job_meta_key k, int64_t dflt)
 {

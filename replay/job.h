@@ -258,6 +258,22 @@ extern const char *const job_meta_names[JOB_META_KEYS + 1];
  * trace has no such meta, or k is not a job_meta_key. */
 const char *job_rank_meta(const job_rank *jr, job_meta_key k);
 
+/* The meta keys read of a loaded rank only by the measured Chrome export (dpro-export,
+ * one process), not carried to process 0 under --mpi: a rank's thread_sched can be
+ * megabytes. A reader from another process has none of them. */
+typedef enum job_local_meta_key {
+    JOB_LOCAL_META_THREAD_SCHED, /* the threads' scheduler samples (chrome.c) */
+    JOB_LOCAL_META_KEYS          /* their count */
+} job_local_meta_key;
+
+/* job.c: their names, in job_local_meta_key's order, then NULL. */
+extern const char *const job_local_meta_names[JOB_LOCAL_META_KEYS + 1];
+
+/* Rank jr's meta value of local key k, or NULL: jr has no reader, its trace (or, under
+ * --mpi, the reader process 0 received) has no such meta, or k is not a
+ * job_local_meta_key. */
+const char *job_rank_meta_local(const job_rank *jr, job_local_meta_key k);
+
 /* Rank jr's meta value of key k as an integer, or dflt (absent or not a number, as
  * dpro_reader_meta_int). */
 int64_t job_rank_meta_int(const job_rank *jr, job_meta_key k, int64_t dflt);

@@ -7,7 +7,9 @@ through job_rank_meta / job_rank_meta_int, which answer only those keys, and
 job_share_pack_reader packs a reader with exactly them (test_job_wire checks that each
 arrives with its value). This test scans the sources for what would bypass the list:
 in replay/ and optimizer/, dpro_reader_meta and dpro_reader_meta_int are called only in
-replay/job.c, by the two accessors (with job_meta_names) and on a file being opened
+replay/job.c, by the accessors (with job_meta_names, or job_local_meta_names: the keys
+only the measured export of one process reads, which no --mpi reader carries) and on a
+file being opened
 (o->r: the rank, world size and job id, which travel to every process with the files'
 outcomes, job_share_opened); in tools/, never on a job's rank's reader (`reader` as a
 member: the commands that call them, dpro-info and dpro-export, open their own); and
@@ -66,7 +68,7 @@ def main():
                     bad.append(where)
             elif rel != "replay/job.c":
                 bad.append(where)
-            elif not (args[1:2] == ["job_meta_names[k]"] or
+            elif not (args[1:2] in (["job_meta_names[k]"], ["job_local_meta_names[k]"]) or
                       (args[0] == "o->r" and args[1:2] and args[1] in OPEN_KEYS)):
                 bad.append(where)
     for b in bad:
