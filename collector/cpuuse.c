@@ -81,7 +81,7 @@ void
 coll_cpu_sample(int force)
 {
     struct timespec c;
-    int64_t t = (int64_t)(coll_now() / 1000) + coll_test_clock_offset_ns / 1000;
+    int64_t t = coll_sample_now_us();
     if (!force && coll_cpu.n > 0 && t - coll_cpu.t_us[coll_cpu.n - 1] < coll_cpu.spacing_us)
         return;
     if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c) != 0)

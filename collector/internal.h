@@ -39,6 +39,14 @@ COLL_HIDDEN int coll_env_bool(const char *name, int dflt);
  * CLOCK_MONOTONIC were skewed; lets the replay's clock alignment be tested on one host. */
 COLL_HIDDEN extern int64_t coll_test_clock_offset_ns;
 
+/* The trace's clock now, us: CLOCK_MONOTONIC with the test offset, as the writer's samples
+ * (cpu_samples, thread_sched) stamp it. */
+static inline int64_t
+coll_sample_now_us(void)
+{
+    return (int64_t)(coll_now() / 1000) + coll_test_clock_offset_ns / 1000;
+}
+
 /* DPRO_TEST_DRAIN_PAUSE_MS (testing only): while the process has no trace file yet, the
  * writer thread waits this long after each look that finds no record, before its drain:
  * widens the moment in which a thread's first record may come in (test-hardening.py). */

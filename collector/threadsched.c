@@ -51,13 +51,6 @@ static struct {
     int64_t last_us;  /* the last reading's time (0: none yet) */
 } coll_sched;
 
-/* The trace's clock (CLOCK_MONOTONIC), us, as coll_cpu_sample reads it. */
-static int64_t
-coll_sched_now_us(void)
-{
-    return (int64_t)(coll_now() / 1000) + coll_test_clock_offset_ns / 1000;
-}
-
 /* Reads thread tid's schedstat into *s (t_us left alone). Returns 0, or -1 when it cannot
  * be read (the thread exited, no schedstat in this kernel). */
 static int
@@ -149,7 +142,7 @@ coll_sched_sample(int64_t t_us, int force)
         /* each reading its own time: one taken for all would be off by the readings
          * before it, and by any preemption of the writer among them */
         if (th && coll_sched_read(th->tid, &s) == 0) {
-            s.t_us = coll_sched_now_us();
+            s.t_us = coll_sample_now_us();
             coll_sched_keep(th, &s, force);
         }
     }

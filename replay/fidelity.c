@@ -458,7 +458,7 @@ fid_runner_timings(fid_runner *fr, int (*make)(dfg *g, void *ctx), void *ctx, do
 }
 
 /* replay_make_typical as fid_runner_timings calls it, over the runner's places, with the
- * ranks' wait at the collectives (replay_rank_wait_typical, into info->rank_wait_ns) when
+ * ranks' wait at the collectives (fid_rank_wait_typical, into info->rank_wait_ns) when
  * wait is set. */
 typedef struct typical_ctx {
     const fid_runner *fr;

@@ -26,10 +26,21 @@ int fid_sorted_places(const replay *rp, const dfg *g, int32_t first, int32_t las
 /* End (exclusive) of the run of places sharing pl[a]'s place, among pl[0..np). */
 size_t fid_place_run_end(const fid_place *pl, size_t np, size_t a);
 
-/* replay_rank_wait_typical over pl[0..np), the places of g's compared iterations
- * (fid_sorted_places of rp's, or of a graph of the same nodes: a clone or a timing view):
- * what a caller that holds them (fid_runner) calls, so that they are not sorted anew.
- * Returns as replay_rank_wait_typical. */
+/* The wait the typical-duration replay keeps at each collective (replay_typical): its
+ * ranks' arrivals are each one typical value, without the jitter every collective waits
+ * for the latest of, so the wait is replay_rank_wait's, by its code, with the same n
+ * ranks on both sides, taken against one arrival: the expected maximum of n draws of F
+ * less that of one draw (F's mean, 0). F is learned from g's groups of all g->n_ranks
+ * ranks in rp's compared window (replay_compared_window): each arrival less its group's
+ * mean arrival, less the mean of those of its rank at the same place (replay_typical's
+ * places: which collective of the iteration it is), the lateness the typical values keep;
+ * a folded class's arrival counts for each of its ranks. Set as g's wait on the groups of
+ * n ranks (g->grp_wait_ns; g: rp->graph, a clone or a timing view of it). 0 with fewer
+ * than 2 ranks, without compared iterations or with fewer than
+ * REPLAY_RANK_WAIT_MIN_SAMPLES arrivals.
+ * pl[0..np) are the places of g's compared iterations (fid_sorted_places of rp's, or of a
+ * graph of the same nodes: a clone or a timing view). Returns the wait in ns, or -2 out of
+ * memory. */
 int64_t fid_rank_wait_typical(const replay *rp, dfg *g, const fid_place *pl, size_t np);
 
 /* What the typical and the drawn replay's simulations share, made once for all of them

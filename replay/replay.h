@@ -260,20 +260,6 @@ int64_t replay_rank_wait_stalled(dfg *g, int32_t n_from, int32_t n_to, int64_t w
  * and *w1. Returns 0, or -1 when rp has no compared iterations on rank 0. */
 int replay_compared_window(const replay *rp, int64_t *w0, int64_t *w1);
 
-/* The wait the typical-duration replay keeps at each collective (replay_typical): its
- * ranks' arrivals are each one typical value, without the jitter every collective waits
- * for the latest of, so the wait is replay_rank_wait's, by its code, with the same n
- * ranks on both sides, taken against one arrival: the expected maximum of n draws of F
- * less that of one draw (F's mean, 0). F is learned from g's groups of all g->n_ranks
- * ranks in rp's compared window (replay_compared_window): each arrival less its group's
- * mean arrival, less the mean of those of its rank at the same place (replay_typical's
- * places: which collective of the iteration it is), the lateness the typical values keep;
- * a folded class's arrival counts for each of its ranks. Set as g's wait on the groups of
- * n ranks (g->grp_wait_ns; g: rp->graph, a clone or a timing view of it). 0 with fewer
- * than 2 ranks, without compared iterations or with fewer than
- * REPLAY_RANK_WAIT_MIN_SAMPLES arrivals. Returns the wait in ns, or -2 out of memory. */
-int64_t replay_rank_wait_typical(const replay *rp, dfg *g);
-
 /* Compared iteration k (rp->iter_first <= k <= rp->iter_last) of rank r, measured and
  * simulated (rp simulated): stores in *trace_t0 and *trace_t1 where it starts and ends on
  * the rank's own trace clock (the ends of its boundary operations as the trace has them,
@@ -311,7 +297,7 @@ double replay_iteration_of(const replay *rp, const dfg *g, const sim_result *res
  * the typical ones, in proportion to that excess. Each rank so arrives at a collective
  * at one typical time, where the measured arrivals jitter and every collective waits for
  * the latest: the medians' replay keeps that wait as the what-ifs price it for more ranks
- * (replay_rank_wait_typical), and gives the medians alone beside it. An operation of an
+ * (fid_rank_wait_typical), and gives the medians alone beside it. An operation of an
  * iteration is the host call that starts inside it, or the device operation such a call
  * launched (its start decides when nothing launched it). The warm-up before the compared
  * iterations keeps its exact values. With one compared iteration the typical replay is
@@ -324,7 +310,7 @@ typedef struct replay_typical {
     double measured_us; /* measured mean iteration (the exact replay's measured_us) */
     double predicted_us, error_pct; /* with the medians and the ranks' wait: the figure */
     int64_t rank_wait_ns; /* the wait at each collective of all the ranks that the medians,
-                           * one typical arrival a rank, drop (replay_rank_wait_typical) */
+                           * one typical arrival a rank, drop (fid_rank_wait_typical) */
     double medians_only_predicted_us, medians_only_error_pct; /* the medians without it */
     double mean_predicted_us, mean_error_pct; /* with means instead (REPLAY_TYPICAL_MEAN),
                                                * without the wait (as the medians alone), to

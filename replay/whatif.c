@@ -339,15 +339,3 @@ fid_rank_wait_typical(const replay *rp, dfg *g, const fid_place *pl, size_t np)
     free(key);
     return rc;
 }
-
-int64_t
-replay_rank_wait_typical(const replay *rp, dfg *g)
-{
-    fid_place *pl = NULL;
-    size_t np = 0;
-    int64_t rc = fid_sorted_places(rp, g, rp->iter_first, rp->iter_last, &pl, &np) == 0
-                     ? fid_rank_wait_typical(rp, g, pl, np)
-                     : -2;
-    free(pl);
-    return rc;
-}
